@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""Throughput: submit many trivial jobs at once through joblet's HTTP API and time them to the end.
+
+C submitter threads, each with its own keep-alive connection to the daemon's unix socket, POST
+/v1/jobs {"command": "/bin/true"} until N jobs are in; then GET /v1/jobs is polled until every
+one of them is terminal. Prints jobs/s from the first submission to the last job's end, the
+final statuses, and the daemon's RSS (VmRSS of the pid that GET /v1/version names) idle before
+and after the run, plus the highest value seen during it.
+
+Standard library only.
+"""
+
+import argparse
+import collections
+import datetime
+import http.client
+import json
+import math
+import os
+import socket
+import statistics
+import sys
+import threading
+import time
+
+TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a unix socket."""
+
+    def __init__(self, path, timeout=30.0):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self.unix_path)
+        except OSError:
+            s.close()
+            raise
+        self.sock = s
+
+
+def request(conn, method, path, body=None):
+    headers = {"Accept": "application/json"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    conn.request(method, path, body=data, headers=headers)
+    r = conn.getresponse()
+    raw = r.read()
+    try:
+        doc = json.loads(raw) if raw else None
+    except ValueError:
+        doc = {"_raw": raw[:200].decode(errors="replace")}
+    if r.will_close:
+        conn.close()        # http.client reconnects on the next request
+    return r.status, doc
+
+
+def api(sock_path, method, path, body=None, timeout=60.0):
+    conn = UnixHTTPConnection(sock_path, timeout)
+    try:
+        return request(conn, method, path, body)
+    finally:
+        conn.close()
+
+
+def parse_ts(s):
+    """RFC 3339 as the API writes it ("2026-11-22T10:00:00.123Z") -> UNIX seconds."""
+    if not s:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def read_rss(pid):
+    """(VmRSS kB, VmHWM kB) of pid, or raises OSError."""
+    rss = hwm = None
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+            elif line.startswith("VmHWM:"):
+                hwm = int(line.split()[1])
+    if rss is None:
+        raise OSError(f"/proc/{pid}/status has no VmRSS (a kernel thread or a zombie?)")
+    return rss, hwm
+
+
+def mib(kb):
+    return f"{kb / 1024:.1f} MiB" if kb is not None else "n/a"
+
+
+def pctl(sorted_vals, p):
+    if not sorted_vals:
+        return float("nan")
+    return sorted_vals[max(1, math.ceil(p / 100.0 * len(sorted_vals))) - 1]
+
+
+class RssSampler(threading.Thread):
+    def __init__(self, pid, interval):
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.peak = None
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                rss, _ = read_rss(self.pid)
+                self.peak = rss if self.peak is None else max(self.peak, rss)
+            except (OSError, ValueError):
+                return
+            self.stop.wait(self.interval)
+
+
+def submit_all(sock_path, n, concurrency, body):
+    """Returns (ids, failures Counter, per-request latencies in s, t0 wall, t0 perf, t_done perf)."""
+    lock = threading.Lock()
+    next_i = [0]
+    ids, lat = [], []
+    failures = collections.Counter()
+    examples = {}
+    barrier = threading.Barrier(concurrency + 1)
+
+    def worker():
+        conn = UnixHTTPConnection(sock_path)
+        my_ids, my_lat = [], []
+        try:
+            conn.connect()
+        except OSError as ex:
+            with lock:
+                failures[f"connect: {ex.strerror or ex}"] += 1
+        barrier.wait()
+        while True:
+            with lock:
+                if next_i[0] >= n:
+                    break
+                next_i[0] += 1
+            t = time.perf_counter()
+            try:
+                code, doc = request(conn, "POST", "/v1/jobs", body)
+            except (OSError, http.client.HTTPException) as ex:
+                # Not retried: the daemon may have created the job before the connection broke.
+                conn.close()
+                with lock:
+                    failures[f"{type(ex).__name__}"] += 1
+                    examples.setdefault(type(ex).__name__, str(ex))
+                continue
+            my_lat.append(time.perf_counter() - t)
+            if code == 201 and isinstance(doc, dict) and doc.get("id"):
+                my_ids.append(doc["id"])
+            else:
+                err = (doc or {}).get("error", {}) if isinstance(doc, dict) else {}
+                key = f"HTTP {code} {err.get('code', '')}".strip()
+                with lock:
+                    failures[key] += 1
+                    examples.setdefault(key, err.get("message") or str(doc)[:200])
+        conn.close()
+        with lock:
+            ids.extend(my_ids)
+            lat.extend(my_lat)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0_wall, t0 = time.time(), time.perf_counter()
+    for t in threads:
+        t.join()
+    return ids, failures, examples, lat, t0_wall, t0, time.perf_counter()
+
+
+def wait_terminal(sock_path, ids, poll, timeout):
+    """Polls GET /v1/jobs until every id is terminal. Returns (jobs by id, perf time seen, polls)."""
+    want = set(ids)
+    conn = UnixHTTPConnection(sock_path, timeout=120)
+    deadline = time.perf_counter() + timeout
+    polls = 0
+    last = {}
+    try:
+        while True:
+            code, doc = request(conn, "GET", "/v1/jobs")
+            polls += 1
+            if code != 200:
+                raise RuntimeError(f"GET /v1/jobs answered {code}: {doc}")
+            now = time.perf_counter()
+            last = {j["id"]: j for j in doc.get("jobs", []) if j.get("id") in want}
+            pending = [i for i in want if last.get(i, {}).get("status") not in TERMINAL]
+            if not pending:
+                return last, now, polls, None
+            if now > deadline:
+                return last, now, polls, f"timed out after {timeout:.0f} s with {len(pending)} jobs not terminal"
+            if sys.stderr.isatty():
+                print(f"\r  waiting: {len(want) - len(pending)}/{len(want)} terminal", end="",
+                      file=sys.stderr, flush=True)
+            time.sleep(poll)
+    finally:
+        conn.close()
+        if sys.stderr.isatty():
+            print("\r" + " " * 40 + "\r", end="", file=sys.stderr, flush=True)
+
+
+def delete_jobs(sock_path, ids, concurrency):
+    lock = threading.Lock()
+    todo = list(ids)
+    refused = collections.Counter()
+
+    def worker():
+        conn = UnixHTTPConnection(sock_path)
+        while True:
+            with lock:
+                if not todo:
+                    break
+                i = todo.pop()
+            try:
+                code, _ = request(conn, "DELETE", "/v1/jobs/" + i)
+            except (OSError, http.client.HTTPException) as ex:
+                conn.close()
+                code = type(ex).__name__
+            if code not in (200, 204):
+                with lock:
+                    refused[str(code)] += 1
+        conn.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, concurrency))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return refused
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--socket", default="/run/joblet/joblet.sock", help="joblet's unix socket")
+    ap.add_argument("--jobs", type=int, default=1000, help="jobs to submit (default 1000)")
+    ap.add_argument("--concurrency", type=int, default=8, help="submitter threads (default 8)")
+    ap.add_argument("--command", default="/bin/true", help="the job's command (default /bin/true)")
+    ap.add_argument("--poll", type=float, default=0.1, help="seconds between GET /v1/jobs polls (default 0.1)")
+    ap.add_argument("--timeout", type=float, default=600, help="give up waiting after this many seconds")
+    ap.add_argument("--settle", type=float, default=2.0,
+                    help="seconds to let the daemon go idle before the 'after' RSS reading (default 2)")
+    ap.add_argument("--cleanup", action="store_true", help="delete the submitted jobs afterwards")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    args = ap.parse_args()
+    if args.jobs < 1 or args.concurrency < 1:
+        ap.error("--jobs and --concurrency must be at least 1")
+
+    # ---- the daemon and its idle RSS
+    try:
+        code, ver = api(args.socket, "GET", "/v1/version", timeout=10)
+    except (OSError, http.client.HTTPException) as ex:
+        print(f"throughput: cannot reach joblet at {args.socket}: {ex} (is it running? --socket)", file=sys.stderr)
+        return 1
+    if code != 200 or not isinstance(ver, dict):
+        print(f"throughput: GET /v1/version answered {code}: {ver}", file=sys.stderr)
+        return 1
+    pid = ver.get("pid")
+    rss_note = None
+    rss_before = hwm_before = None
+    try:
+        if not isinstance(pid, int):
+            raise OSError("GET /v1/version has no pid")
+        rss_before, hwm_before = read_rss(pid)
+    except (OSError, ValueError) as ex:
+        rss_note = f"daemon RSS unavailable: {ex}"
+    sampler = None
+    if rss_before is not None:
+        sampler = RssSampler(pid, 0.05)
+        sampler.start()
+
+    print(f"joblet {ver.get('version', '?')} (pid {pid}, cgroups {ver.get('cgroup_layout', '?')}) at {args.socket}: "
+          f"{args.jobs} x {args.command}, {args.concurrency} submitters, {os.cpu_count()} CPUs", flush=True)
+
+    # ---- submit, then wait
+    ids, failures, examples, lat, t0_wall, t0, t_submitted = submit_all(
+        args.socket, args.jobs, args.concurrency, {"command": args.command})
+    submit_s = t_submitted - t0
+    jobs, t_seen, polls, wait_err = ({}, t_submitted, 0, None)
+    if ids:
+        try:
+            jobs, t_seen, polls, wait_err = wait_terminal(args.socket, ids, args.poll, args.timeout)
+        except (OSError, http.client.HTTPException, RuntimeError) as ex:
+            wait_err = f"polling failed: {ex}"
+    if sampler:
+        sampler.stop.set()
+        sampler.join()
+
+    rss_after = hwm_after = None
+    if rss_before is not None:
+        time.sleep(args.settle)
+        try:
+            rss_after, hwm_after = read_rss(pid)
+        except (OSError, ValueError) as ex:
+            rss_note = f"daemon RSS after the run unavailable: {ex}"
+
+    # ---- figures
+    statuses = collections.Counter(j.get("status") for j in jobs.values())
+    reasons = collections.Counter(j.get("end_reason") for j in jobs.values() if j.get("status") in TERMINAL)
+    missing = len(ids) - len(jobs)
+    ends = [parse_ts(j.get("ended_at")) for j in jobs.values() if j.get("status") in TERMINAL]
+    ends = [e for e in ends if e is not None]
+    last_end = max(ends) if ends else None
+    seen_s = t_seen - t0
+    ended_s = (last_end - t0_wall) if last_end is not None else None
+    done = sum(n for s, n in statuses.items() if s in TERMINAL)
+    lat_ms = sorted(x * 1000 for x in lat)
+
+    print()
+    print(f"submitted      {len(ids)}/{args.jobs} in {submit_s:.3f} s = {len(ids) / submit_s:.1f} submits/s"
+          f"   POST latency median {statistics.median(lat_ms) if lat_ms else float('nan'):.2f} ms,"
+          f" p95 {pctl(lat_ms, 95):.2f} ms")
+    for k, n in failures.most_common():
+        print(f"  refused      {n:5d} x {k}: {examples.get(k, '')}")
+    if wait_err:
+        print(f"WARNING: {wait_err}")
+    if ended_s is not None and done:
+        print(f"throughput     {done / ended_s:.1f} jobs/s   ({done} terminal jobs, first submit -> last ended_at "
+              f"{ended_s:.3f} s)")
+    print(f"observed       {done / seen_s if done else 0:.1f} jobs/s   (first submit -> poll that saw all terminal "
+          f"{seen_s:.3f} s; {polls} polls every {args.poll} s)")
+    print("final status   " + (", ".join(f"{s} {n}" for s, n in sorted(statuses.items())) or "none")
+          + (f", not listed {missing}" if missing else ""))
+    if reasons:
+        print("end_reason     " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: str(x[0]))))
+    if rss_before is not None:
+        peak = sampler.peak if sampler else None
+        growth = (rss_after - rss_before) if rss_after is not None else None
+        per_job = f", {growth * 1024 / len(ids):.0f} B per job kept" if growth is not None and ids else ""
+        print(f"daemon RSS     idle before {mib(rss_before)}, peak during {mib(peak)}, idle after {mib(rss_after)}"
+              + (f" ({'+' if growth >= 0 else ''}{growth / 1024:.1f} MiB{per_job})" if growth is not None else "")
+              + f"; VmHWM {mib(hwm_after or hwm_before)}")
+    if rss_note:
+        print(rss_note)
+
+    rss_cleanup = None
+    if args.cleanup and ids:
+        refused = delete_jobs(args.socket, ids, args.concurrency)
+        print(f"cleanup        deleted {len(ids) - sum(refused.values())} jobs"
+              + ("; refused: " + ", ".join(f"{k} x{n}" for k, n in refused.items()) if refused else ""))
+        if rss_before is not None:
+            time.sleep(args.settle)
+            try:
+                rss_cleanup, _ = read_rss(pid)
+                print(f"daemon RSS     after cleanup {mib(rss_cleanup)}")
+            except (OSError, ValueError):
+                pass
+
+    if args.json:
+        doc = {
+            "benchmark": "throughput",
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": {"cpus": os.cpu_count()},
+            "daemon": ver,
+            "jobs": args.jobs, "concurrency": args.concurrency, "command": args.command,
+            "submitted": len(ids), "submit_s": submit_s, "submits_per_s": len(ids) / submit_s,
+            "post_latency_ms": {"median": statistics.median(lat_ms) if lat_ms else None,
+                                "p95": pctl(lat_ms, 95) if lat_ms else None},
+            "refused": dict(failures),
+            "terminal": done,
+            "to_last_ended_s": ended_s, "jobs_per_s": (done / ended_s) if ended_s and done else None,
+            "to_observed_s": seen_s, "jobs_per_s_observed": done / seen_s if done else None,
+            "status": dict(statuses), "end_reason": {str(k): v for k, v in reasons.items()},
+            "rss_kb": {"idle_before": rss_before, "peak_during": sampler.peak if sampler else None,
+                       "idle_after": rss_after, "vmhwm": hwm_after or hwm_before,
+                       "after_cleanup": rss_cleanup},
+            "error": wait_err,
+        }
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+        print(f"wrote {args.json}")
+    return 0 if (not wait_err and not failures and done == args.jobs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

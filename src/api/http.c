@@ -1,0 +1,166 @@
+/* HTTP/1.1 on the unix socket with libmicrohttpd, driven from the daemon's own event loop
+ * (MHD_USE_EPOLL without an internal thread), so request handlers run on the thread that
+ * owns the state. */
+#include "http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../core/loop.h"
+
+static struct MHD_Daemon *mhd;
+static watch w_mhd;
+static uint64_t body_limit;
+static char sock_path[256];
+
+typedef struct conn_state {
+    char *body;
+    size_t len, cap;
+    bool too_large;
+} conn_state;
+
+static int peer_creds(struct MHD_Connection *c, uid_t *uid, gid_t *gid)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return -1;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    conn_state *st = *con_cls;
+    if (!st) {
+        *con_cls = xcalloc(1, sizeof *st);
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        /* Keep reading an oversized body (so the client gets our answer, not a reset), but
+         * not forever: past twice the limit the connection is closed. */
+        if (st->len + *upload_size > body_limit) {
+            st->too_large = true;
+            st->len += *upload_size;
+            *upload_size = 0;
+            return st->len > 2 * body_limit ? MHD_NO : MHD_YES;
+        }
+        if (st->len + *upload_size + 1 > st->cap) {
+            st->cap = (st->len + *upload_size + 1) * 2;
+            if (st->cap > body_limit + 1)
+                st->cap = body_limit + 1;
+            st->body = realloc(st->body, st->cap);
+            if (!st->body)
+                return MHD_NO;
+        }
+        memcpy(st->body + st->len, upload, *upload_size);
+        st->len += *upload_size;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    request r = {.conn = c, .method = method, .path = url, .body = st->body, .body_len = st->len,
+                 .body_too_large = st->too_large};
+    if (r.body)
+        st->body[st->len] = 0;
+    if (peer_creds(c, &r.uid, &r.gid) < 0) {
+        jerr e = {0};
+        jerr_http(&e, 403, "cannot read the caller's credentials (SO_PEERCRED)");
+        return http_reply_error(c, &e);
+    }
+    return routes_dispatch(&r);
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode tc)
+{
+    conn_state *st = *con_cls;
+    if (st) {
+        free(st->body);
+        free(st);
+        *con_cls = NULL;
+    }
+}
+
+static void on_mhd(watch *w, uint32_t events) { /* progress is made in http_run after every wake */ }
+
+int http_start(const char *path, mode_t mode, uint64_t max_body, jerr *e)
+{
+    body_limit = max_body;
+    snprintf(sock_path, sizeof sock_path, "%s", path);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return jerr_set(e, ENAMETOOLONG, "socket path too long: %s", path);
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return jerr_sys(e, "socket");
+    /* A socket file left by a previous joblet that is gone: replace it. One that answers
+     * belongs to a running joblet: refuse to start a second one. */
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+        close(fd);
+        return jerr_set(e, EADDRINUSE, "another joblet is already listening on %s", path);
+    }
+    close(fd);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    unlink(path);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        if (mkdir_p(dir, 0755, e) < 0)
+            return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, mode) < 0 || listen(fd, 1024) < 0) {
+        jerr_sys(e, "listen on %s", path);
+        close(fd);
+        return -1;
+    }
+    mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+                           NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_LIMIT,
+                           (unsigned)4096, MHD_OPTION_END);
+    if (!mhd) {
+        close(fd);
+        return jerr_set(e, EIO, "libmicrohttpd could not start on %s", path);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    w_mhd = (watch){di->epoll_fd, on_mhd, NULL};
+    if (loop_add(&w_mhd) < 0)
+        return jerr_sys(e, "watch the HTTP server");
+    return 0;
+}
+
+void http_run(void)
+{
+    if (mhd)
+        MHD_run(mhd);
+}
+
+int http_timeout_ms(void)
+{
+    MHD_UNSIGNED_LONG_LONG t;
+    if (mhd && MHD_get_timeout(mhd, &t) == MHD_YES)
+        return t > 60000 ? 60000 : (int)t;
+    return -1;
+}
+
+void http_stop(void)
+{
+    if (!mhd)
+        return;
+    MHD_stop_daemon(mhd);
+    mhd = NULL;
+    unlink(sock_path);
+}

@@ -1,0 +1,33 @@
+#ifndef JOBLET_HTTP_H
+#define JOBLET_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+
+typedef struct request {
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *path;
+    const char *body;
+    size_t body_len;
+    bool body_too_large;
+    uid_t uid;
+    gid_t gid;
+} request;
+
+/* Listens on the unix socket and serves through the daemon's event loop. */
+int http_start(const char *socket_path, mode_t mode, uint64_t max_body, jerr *e);
+void http_run(void);          /* after any event: let MHD make progress */
+int http_timeout_ms(void);
+void http_stop(void);
+
+/* routes.c */
+enum MHD_Result routes_dispatch(request *r);
+enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body);
+enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e);
+
+#endif

@@ -1,0 +1,203 @@
+/* /v1 routes (docs/api.md). Handlers validate, act on the core, and answer JSON. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../core/core.h"
+#include "http.h"
+
+enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
+{
+    char *t = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    size_t n = strlen(t);
+    t[n] = '\n';
+    struct MHD_Response *r = MHD_create_response_from_buffer(n + 1, t, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
+{
+    unsigned status = e->http ? (unsigned)e->http : 500;
+    json_t *err = json_pack("{s:s,s:s}", "code", jerr_code_name(e), "message", e->msg);
+    if (e->field[0])
+        json_object_set_new(err, "field", json_string(e->field));
+    return http_reply_json(c, status, json_pack("{s:o}", "error", err));
+}
+
+static const char *query(request *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static bool query_true(request *r, const char *key)
+{
+    const char *v = query(r, key);
+    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !*v);
+}
+
+static enum MHD_Result version(request *r)
+{
+    return http_reply_json(r->conn, 200,
+                           json_pack("{s:s,s:s,s:s,s:i,s:I}", "version", JOBLET_VERSION, "api", "v1",
+                                     "cgroup_layout", cg_layout_name(C.cg.layout), "pid", (int)getpid(),
+                                     "max_upload_bytes", (json_int_t)C.cfg.max_upload_bytes));
+}
+
+static enum MHD_Result submit(request *r)
+{
+    jerr e = {0};
+    if (r->body_too_large) {
+        jerr_http(&e, 413, "the request is larger than the upload limit of %llu bytes (jobs.max_upload_bytes)",
+                  (unsigned long long)C.cfg.max_upload_bytes);
+        return http_reply_error(r->conn, &e);
+    }
+    json_error_t je;
+    json_t *req = r->body ? json_loadb(r->body, r->body_len, 0, &je) : NULL;
+    if (!req) {
+        jerr_field(&e, NULL, "the request body is not valid JSON: %s", r->body ? je.text : "empty body");
+        return http_reply_error(r->conn, &e);
+    }
+    job *j = submit_job(req, r->uid, r->gid, &e);
+    json_decref(req);
+    if (!j)
+        return http_reply_error(r->conn, &e);
+    core_schedule();
+    return http_reply_json(r->conn, 201, job_to_json(j));
+}
+
+static enum MHD_Result list(request *r)
+{
+    const char *sf = query(r, "status");
+    enum job_state want = JS_QUEUED;
+    if (sf && job_state_parse(sf, &want) < 0) {
+        jerr e = {0};
+        jerr_field(&e, "status", "status: '%s' is not a job status; use SCHEDULED, QUEUED, RUNNING, STOPPING, STOPPED, "
+                                 "COMPLETED, FAILED or CANCELED", sf);
+        return http_reply_error(r->conn, &e);
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < C.njobs; i++) {
+        job *j = C.jobs[i];
+        if ((r->uid == 0 || j->owner_uid == r->uid) && (!sf || j->state == want))
+            json_array_append_new(arr, job_to_json(j));
+    }
+    return http_reply_json(r->conn, 200, json_pack("{s:o}", "jobs", arr));
+}
+
+static void delete_job(job *j)
+{
+    char dir[700];
+    core_job_dir(j, dir, sizeof dir);
+    jerr e = {0};
+    if (db_delete_job(C.db, j->id, &e) < 0) {
+        log_err("%s", e.msg);
+        return;
+    }
+    logstream_detach(j);
+    rm_rf(dir);
+    core_remove(j);
+    job_free(j);
+}
+
+static enum MHD_Result delete_all(request *r)
+{
+    int n = 0;
+    db_begin(C.db);
+    for (size_t i = C.njobs; i-- > 0;) {
+        job *j = C.jobs[i];
+        if ((r->uid == 0 || j->owner_uid == r->uid) && job_state_terminal(j->state)) {
+            delete_job(j);
+            n++;
+        }
+    }
+    db_commit(C.db);
+    return http_reply_json(r->conn, 200, json_pack("{s:i}", "deleted", n));
+}
+
+static enum MHD_Result one_job(request *r, const char *rest)
+{
+    char id[64];
+    const char *slash = strchr(rest, '/');
+    size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
+    const char *action = slash ? slash + 1 : "";
+    snprintf(id, sizeof id, "%.*s", (int)(idlen < sizeof id ? idlen : sizeof id - 1), rest);
+    jerr e = {0};
+    job *j = core_find(id, r->uid, &e);
+    if (!j)
+        return http_reply_error(r->conn, &e);
+    bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
+    if (!*action && get)
+        return http_reply_json(r->conn, 200, job_to_json(j));
+    if (!*action && del) {
+        if (!job_state_terminal(j->state)) {
+            jerr_http(&e, 409, "job %s is %s; stop or cancel it before deleting it", j->id, job_state_name(j->state));
+            return http_reply_error(r->conn, &e);
+        }
+        delete_job(j);
+        return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", id));
+    }
+    if (!strcmp(action, "logs") && get) {
+        const char *s = query(r, "stream");
+        int streams = 3;
+        if (s && !strcmp(s, "stdout"))
+            streams = 1;
+        else if (s && !strcmp(s, "stderr"))
+            streams = 2;
+        else if (s && strcmp(s, "all") && strcmp(s, "both")) {
+            jerr_field(&e, "stream", "stream: '%s' is not accepted; use stdout, stderr or all", s);
+            return http_reply_error(r->conn, &e);
+        }
+        struct MHD_Response *resp = logstream_response(j, r->conn, query_true(r, "follow"), streams);
+        enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
+        MHD_destroy_response(resp);
+        return rc;
+    }
+    if (!strcmp(action, "stop") && post) {
+        if (j->state == JS_SCHEDULED || (j->state == JS_QUEUED && j->shim_pid == 0)) {
+            j->stopped_by = r->uid;
+            job_finish(j, JS_CANCELED, "canceled");
+        } else if (launch_stop(j, r->uid, &e) < 0) {
+            return http_reply_error(r->conn, &e);
+        }
+        return http_reply_json(r->conn, 200, job_to_json(j));
+    }
+    if (!strcmp(action, "cancel") && post) {
+        if (!(j->state == JS_SCHEDULED || (j->state == JS_QUEUED && j->shim_pid == 0))) {
+            jerr_http(&e, 409, "job %s is %s; only a scheduled or queued job can be canceled%s", j->id,
+                      job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");
+            return http_reply_error(r->conn, &e);
+        }
+        j->stopped_by = r->uid;
+        job_finish(j, JS_CANCELED, "canceled");
+        return http_reply_json(r->conn, 200, job_to_json(j));
+    }
+    jerr_http(&e, 404, "no route %s %s", r->method, r->path);
+    return http_reply_error(r->conn, &e);
+}
+
+enum MHD_Result routes_dispatch(request *r)
+{
+    jerr e = {0};
+    const char *p = r->path;
+    if (!strcmp(p, "/v1/version") && !strcmp(r->method, "GET"))
+        return version(r);
+    if (!strcmp(p, "/v1/jobs")) {
+        if (!strcmp(r->method, "POST"))
+            return submit(r);
+        if (!strcmp(r->method, "GET"))
+            return list(r);
+        if (!strcmp(r->method, "DELETE"))
+            return delete_all(r);
+    }
+    if (!strncmp(p, "/v1/jobs/", 9) && p[9])
+        return one_job(r, p + 9);
+    jerr_http(&e, 404, "no route %s %s; see docs/api.md", r->method, p);
+    return http_reply_error(r->conn, &e);
+}

@@ -1,0 +1,34 @@
+/* HTTP/JSON client for the joblet API over its unix socket (libcurl). */
+#ifndef JOBLET_CLIENT_H
+#define JOBLET_CLIENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "../common/err.h"
+
+typedef struct rnx_client rnx_client;
+
+/* Opens no connection yet: the first request does. NULL only when libcurl cannot start. */
+rnx_client *client_new(const char *socket_path);
+void client_free(rnx_client *c);
+
+/* One request. body (may be NULL) is sent as JSON. On a 2xx answer returns 0 and sets *out
+ * to the parsed body (NULL for an empty one; caller decrefs). Otherwise returns -1 with e set:
+ *   e->http  the HTTP status, 0 when no answer came (e.g. the daemon is not running)
+ *   e->field the API error's "field", "" when none
+ *   e->msg   the API error's message, or what went wrong on the way */
+int client_request(rnx_client *c, const char *method, const char *path, json_t *body,
+                   json_t **out, jerr *e);
+
+/* Called once per line of an NDJSON answer, without the newline. Return 0 to go on, -1 to
+ * stop reading (client_stream then returns -1 with e->code = ECANCELED). */
+typedef int (*client_line_cb)(const char *line, size_t len, void *ud);
+
+/* GET path and feed each line of a 2xx answer to cb as it arrives. Errors as client_request. */
+int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, jerr *e);
+
+/* path segment escaped for use in a URL (job ids are passed as typed). Caller frees. */
+char *client_escape(rnx_client *c, const char *s);
+
+#endif

@@ -1,0 +1,903 @@
+/* The "rnx job" commands. Each checks its whole command line before it sends anything, so
+ * a usage error (exit 2) never leaves a half-done request behind. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/b64.h"
+#include "../common/jsonx.h"
+#include "../common/parse.h"
+#include "../common/util.h"
+#include "client.h"
+#include "print.h"
+#include "rnx.h"
+#include "upload.h"
+
+/* ---- help ---------------------------------------------------------------------------- */
+
+static const char job_help[] =
+    "Usage: rnx job <command> [flags] [args...]\n"
+    "\n"
+    "Commands:\n"
+    "  run [flags] COMMAND [ARGS...]   run a command as a job; prints its id\n"
+    "  list [--status S]               list jobs\n"
+    "  status ID                       show one job in detail\n"
+    "  log [--stream S] [--no-follow] ID\n"
+    "                                  print a job's output, following it until the job ends\n"
+    "  stop ID                         stop a running job (cancels one that has not started)\n"
+    "  cancel ID                       cancel a scheduled or queued job\n"
+    "  delete ID                       remove a finished job and its output\n"
+    "  delete-all                      remove every finished job\n"
+    "\n"
+    "ID is a job's full id or any unique prefix of it.\n"
+    "Run 'rnx job <command> --help' for a command's flags.\n";
+
+static const char run_help[] =
+    "Usage: rnx job run [flags] COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND as a job and prints the job's id. Flags go before COMMAND; everything from\n"
+    "COMMAND on belongs to the job ('--' may separate them). Flags take '--flag value' or\n"
+    "'--flag=value'.\n"
+    "\n"
+    "Flags:\n"
+    "  --name NAME            a name to recognise the job by\n"
+    "  --max-cpu PERCENT      CPU limit in percent of one core: 50, 100 (one core), 250\n"
+    "  --max-memory SIZE      memory limit: megabytes (512) or 512MB, 8GB, 1TB\n"
+    "  --max-iobps RATE       disk I/O limit in bytes per second: 1048576, 512K, 10MB, 1G\n"
+    "  --cpu-cores LIST       CPUs the job may run on: 0-3, 1,3,5, 0-1,4\n"
+    "  -e, --env K=V          set an environment variable (repeatable)\n"
+    "  -s, --secret-env K=V   set a secret variable: never shown or logged (repeatable)\n"
+    "  --upload PATH          copy a file or directory into the job's work directory\n"
+    "                         (repeatable): /a/b/x.py arrives as x.py, /a/data/ as data/...\n"
+    "  --workdir DIR          directory the command starts in\n"
+    "  --network none|host    no network (default of the daemon) or the host's network\n"
+    "  --max-runtime DURATION stop the job after this long: 90, 30s, 30min, 2h30m, 1d\n"
+    "  --schedule WHEN        start later: a delay (30min, 2h) or a time (2026-11-22T15:00:00Z)\n"
+    "  -f, --follow           stream the job's output and exit with the job's exit code\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "Example:\n"
+    "  rnx job run --max-cpu=50 --max-memory 512MB --upload train.py python3 train.py --epochs 3\n";
+
+static const char list_help[] =
+    "Usage: rnx job list [--json] [--status STATUS]\n"
+    "\n"
+    "Lists the jobs you can see, oldest first.\n"
+    "\n"
+    "Flags:\n"
+    "  --status STATUS   only jobs in this state: SCHEDULED, QUEUED, RUNNING, STOPPING,\n"
+    "                    STOPPED, COMPLETED, FAILED, CANCELED\n"
+    "  --json            print the jobs as a JSON array\n"
+    "  -h, --help        show this help\n";
+
+static const char status_help[] =
+    "Usage: rnx job status [--json] ID\n"
+    "\n"
+    "Shows one job: state, times, exit, limits, environment, uploads, usage.\n"
+    "\n"
+    "Flags:\n"
+    "  --json       print the job object\n"
+    "  -h, --help   show this help\n";
+
+static const char log_help[] =
+    "Usage: rnx job log [--stream stdout|stderr] [--no-follow] [--json] ID\n"
+    "\n"
+    "Prints the job's output from the start and, while the job runs, follows it until it ends.\n"
+    "The job's stdout goes to stdout and its stderr to stderr.\n"
+    "\n"
+    "Flags:\n"
+    "  --stream S    only stdout or only stderr\n"
+    "  --no-follow   print what there is now and return\n"
+    "  --json        print the API's records (one JSON object per line)\n"
+    "  -h, --help    show this help\n";
+
+static const char stop_help[] =
+    "Usage: rnx job stop ID\n"
+    "\n"
+    "Stops a running job: SIGTERM to all its processes, SIGKILL after the daemon's grace\n"
+    "period. A job that has not started yet is canceled.\n";
+
+static const char cancel_help[] =
+    "Usage: rnx job cancel ID\n"
+    "\n"
+    "Cancels a scheduled or queued job. A job that has started must be stopped instead.\n";
+
+static const char delete_help[] =
+    "Usage: rnx job delete ID\n"
+    "\n"
+    "Removes a finished job's record and output.\n";
+
+static const char delete_all_help[] =
+    "Usage: rnx job delete-all\n"
+    "\n"
+    "Removes every finished job you can see, with its output.\n";
+
+/* ---- shared helpers ------------------------------------------------------------------- */
+
+/* Prints v indented; an empty answer (204) prints as {} so --json output always parses. */
+static void print_json(json_t *v)
+{
+    if (v)
+        json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    else
+        fputs("{}", stdout);
+    putchar('\n');
+}
+
+static rnx_client *open_client(const rnx_ctx *ctx)
+{
+    rnx_client *c = client_new(ctx->socket);
+    if (!c)
+        rnx_fail("cannot start libcurl");
+    return c;
+}
+
+/* API fields of a submit and the flags that set them, to word the server's errors the way
+ * the user typed the command. */
+static const struct { const char *field, *flag; } field_flags[] = {
+    {"max_memory_mb", "--max-memory"}, {"max_cpu", "--max-cpu"},       {"cpu_cores", "--cpu-cores"},
+    {"max_iobps", "--max-iobps"},      {"max_runtime_s", "--max-runtime"}, {"schedule_at", "--schedule"},
+    {"env", "--env"},                  {"secret_env", "--secret-env"}, {"uploads", "--upload"},
+    {"network", "--network"},          {"workdir", "--workdir"},       {"name", "--name"},
+};
+
+/* "max_memory_mb: ..." -> "--max-memory: ...". A sub-field ("uploads[2].path") keeps its
+ * own text after the flag, since it says which entry is at fault. */
+static void word_for_flags(const jerr *e, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", e->msg);
+    for (size_t i = 0; e->field[0] && i < ARRAY_LEN(field_flags); i++) {
+        size_t fl = strlen(field_flags[i].field);
+        if (strncmp(e->field, field_flags[i].field, fl) != 0)
+            continue;
+        char next = e->field[fl];
+        if (next == 0 && strncmp(e->msg, e->field, fl) == 0 && e->msg[fl] == ':')
+            snprintf(out, outlen, "%s%s", field_flags[i].flag, e->msg + fl);
+        else if (next == '[' || next == '.')
+            snprintf(out, outlen, "%s: %s", field_flags[i].flag, e->msg);
+        return;
+    }
+}
+
+/* An error from the server (or from reaching it): always exit 1. */
+static int server_error(const jerr *e, bool submit)
+{
+    char msg[sizeof e->msg + 64];
+    if (submit)
+        word_for_flags(e, msg, sizeof msg);
+    else
+        snprintf(msg, sizeof msg, "%s", e->msg);
+    return rnx_fail("%s", msg);
+}
+
+/* Exactly one operand, the job id. */
+static int one_id(int argc, char **argv, const char *cmd, const char *usage, const char **id)
+{
+    int n = argc - optind;
+    if (n == 0)
+        return rnx_usage("%s: missing ID; usage: %s", cmd, usage);
+    if (n > 1)
+        return rnx_usage("%s: expected one ID, got %d arguments ('%s' ...); usage: %s", cmd, n, argv[optind + 1],
+                         usage);
+    if (!*argv[optind])
+        return rnx_usage("%s: the ID is empty; usage: %s", cmd, usage);
+    *id = argv[optind];
+    return 0;
+}
+
+/* "/v1/jobs/<escaped id><suffix>". Caller frees. */
+static char *job_path(rnx_client *c, const char *id, const char *suffix)
+{
+    char *esc = client_escape(c, id);
+    char *path;
+    if (asprintf(&path, "/v1/jobs/%s%s", esc, suffix) < 0)
+        abort();
+    free(esc);
+    return path;
+}
+
+/* Options every command takes: -h/--help, and --json for the read commands. */
+#define OPT_HELP {"help", no_argument, NULL, 'h'}
+#define OPT_JSON {"json", no_argument, NULL, 'j'}
+
+/* Parses the flags of a command that has none but --help (and --json when json_ok). */
+static int simple_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, const char *help, bool json_ok)
+{
+    static const struct option with_json[] = {OPT_HELP, OPT_JSON, {0}};
+    static const struct option without_json[] = {OPT_HELP, {0}};
+    int c;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", json_ok ? with_json : without_json, cmd)) != -1) {
+        switch (c) {
+        case 'h': fputs(help, stdout); return 1;
+        case 'j': ctx->json = true; break;
+        default: return RNX_USAGE;
+        }
+    }
+    return 0;
+}
+
+/* ---- log streaming (job log, job run --follow) ---------------------------------------- */
+
+typedef struct log_state {
+    bool raw;          /* --json: records are printed as they came */
+    json_t *end;       /* the final {"end": true, ...} record once seen */
+    char bad[160];     /* why a record could not be read, "" when all were fine */
+} log_state;
+
+static int write_all(FILE *f, const char *p, size_t n)
+{
+    if (n && fwrite(p, 1, n, f) != n)
+        return -1;
+    return fflush(f);
+}
+
+/* Writes one output record to stdout or stderr, flushed so interleaving stays close to the
+ * job's own and a pipe reader sees each line as it comes. */
+static int write_record(json_t *rec, log_state *s)
+{
+    const char *stream = jstr(rec, "stream");
+    FILE *f = stream && strcmp(stream, "stderr") == 0 ? stderr : stdout;
+    json_t *data = json_object_get(rec, "data");
+    if (json_is_string(data))
+        return write_all(f, json_string_value(data), json_string_length(data));
+    const char *b64 = jstr(rec, "data_b64");
+    if (!b64) {
+        snprintf(s->bad, sizeof s->bad, "a log record has neither data nor data_b64");
+        return -1;
+    }
+    size_t n;
+    char *raw = b64_decode(b64, strlen(b64), &n);
+    if (!raw) {
+        snprintf(s->bad, sizeof s->bad, "a log record's data_b64 is not base64");
+        return -1;
+    }
+    int r = write_all(f, raw, n);
+    free(raw);
+    return r;
+}
+
+static int on_log_line(const char *line, size_t len, void *ud)
+{
+    log_state *s = ud;
+    json_error_t je;
+    json_t *rec = json_loadb(line, len, JSON_ALLOW_NUL, &je);
+    int ret = 0;
+    if (s->raw) {
+        /* print first: --json passes the records through even when this client cannot read them */
+        ret = write_all(stdout, line, len) < 0 || write_all(stdout, "\n", 1) < 0 ? -1 : 0;
+        if (rec && json_is_true(json_object_get(rec, "end")) && !s->end)
+            s->end = json_incref(rec);
+        json_decref(rec);
+        return ret;
+    }
+    if (!json_is_object(rec)) {
+        snprintf(s->bad, sizeof s->bad, "joblet sent a log record that is not a JSON object: %.60s", line);
+        json_decref(rec);
+        return -1;
+    }
+    if (json_is_true(json_object_get(rec, "end"))) {
+        if (!s->end)
+            s->end = json_incref(rec);
+    } else {
+        ret = write_record(rec, s);
+    }
+    json_decref(rec);
+    return ret;
+}
+
+/* Streams a job's log. Returns 0 when the answer ended normally (s->end tells whether the
+ * job's end was seen), or an exit code after printing why. */
+static int stream_log(rnx_client *c, const char *id, const char *query, log_state *s)
+{
+    char *path = job_path(c, id, query);
+    jerr e = {0};
+    int r = client_stream(c, path, on_log_line, s, &e);
+    free(path);
+    if (r == 0)
+        return 0;
+    if (e.code == ECANCELED) {
+        if (s->bad[0])
+            return rnx_fail("%s", s->bad);
+        if (errno == EPIPE)
+            return RNX_FAIL;   /* the reader went away; nothing useful to say */
+        return rnx_fail("writing the job's output failed: %s", strerror(errno));
+    }
+    if (e.http)
+        return server_error(&e, false);
+    return rnx_fail("following the log of job %s failed: %s", id, e.msg);
+}
+
+/* ---- job run ------------------------------------------------------------------------- */
+
+enum {
+    O_NAME = 256, O_MAX_CPU, O_MAX_MEMORY, O_MAX_IOBPS, O_CPU_CORES, O_UPLOAD, O_WORKDIR,
+    O_NETWORK, O_MAX_RUNTIME, O_SCHEDULE, O_STATUS, O_STREAM, O_NO_FOLLOW,
+};
+
+typedef struct run_req {
+    json_t *body;        /* the POST /v1/jobs body being built */
+    json_t *env, *secret_env;
+    upload_set uploads;
+    bool follow;
+} run_req;
+
+static int bad_flag(const jerr *e)
+{
+    return rnx_usage("%s", e->msg);
+}
+
+/* JSON strings must be UTF-8; anything else cannot be sent, so say which input it was. */
+static int set_text(json_t *obj, const char *key, const char *flag, const char *value)
+{
+    if (!utf8_valid(value, strlen(value)))
+        return rnx_usage("%s: the value is not valid UTF-8, which the API cannot carry", flag);
+    json_object_set_new(obj, key, json_string(value));
+    return 0;
+}
+
+/* -e/-s K=V: a name given twice (in either flag) is refused rather than silently won by one. */
+static int add_env(run_req *r, const char *arg, bool secret)
+{
+    const char *flag = secret ? "--secret-env" : "--env";
+    char name[256];
+    const char *value;
+    jerr e = {0};
+    if (parse_env_pair(flag, arg, name, sizeof name, &value, &e) < 0)
+        return bad_flag(&e);
+    if (json_object_get(secret ? r->secret_env : r->env, name))
+        return rnx_usage("%s: '%s' is given twice", flag, name);
+    if (json_object_get(secret ? r->env : r->secret_env, name))
+        return rnx_usage("%s: '%s' is also given with %s", flag, name, secret ? "--env" : "--secret-env");
+    return set_text(secret ? r->secret_env : r->env, name, flag, value);
+}
+
+/* Numbers travel as JSON integers, which jansson holds as signed 64-bit. */
+static int set_u64(json_t *obj, const char *key, const char *flag, const char *arg, uint64_t v)
+{
+    if (v > INT64_MAX)
+        return rnx_usage("%s: '%s' is too large", flag, arg);
+    json_object_set_new(obj, key, json_integer((json_int_t)v));
+    return 0;
+}
+
+static int run_flag_network(run_req *r, const char *arg)
+{
+    if (strcmp(arg, "none") != 0 && strcmp(arg, "host") != 0)
+        return rnx_usage("--network: '%s' is not accepted; use none or host", arg);
+    json_object_set_new(r->body, "network", json_string(arg));
+    return 0;
+}
+
+static int run_flag_cores(run_req *r, const char *arg)
+{
+    uint8_t mask[CPU_MAX / 8];
+    char list[4096];
+    jerr e = {0};
+    if (parse_cpu_list("--cpu-cores", arg, mask, &e) < 0)
+        return bad_flag(&e);
+    if (format_cpu_list(mask, list, sizeof list) < 0)
+        return rnx_usage("--cpu-cores: '%s' names no CPU", arg);
+    json_object_set_new(r->body, "cpu_cores", json_string(list));
+    return 0;
+}
+
+static int run_flag_schedule(run_req *r, const char *arg)
+{
+    time_t at;
+    char when[64];
+    jerr e = {0};
+    if (parse_schedule("--schedule", arg, time(NULL), &at, &e) < 0)
+        return bad_flag(&e);
+    format_rfc3339(at, when, sizeof when);
+    json_object_set_new(r->body, "schedule_at", json_string(when));
+    return 0;
+}
+
+static int run_flag_upload(run_req *r, const char *arg)
+{
+    jerr e = {0};
+    if (upload_add(&r->uploads, arg, &e) < 0)
+        return rnx_usage("%s", e.msg);
+    return 0;
+}
+
+/* Applies one flag of `job run` to the request; 0, or an exit code after printing why. */
+static int run_flag(run_req *r, int c, const char *arg)
+{
+    jerr e = {0};
+    uint64_t v;
+    uint32_t pct;
+    switch (c) {
+    case O_NAME:
+        if (!*arg)
+            return rnx_usage("--name: needs a non-empty value");
+        return set_text(r->body, "name", "--name", arg);
+    case O_WORKDIR:
+        if (!*arg)
+            return rnx_usage("--workdir: needs a non-empty value");
+        return set_text(r->body, "workdir", "--workdir", arg);
+    case O_MAX_CPU:
+        if (parse_percent("--max-cpu", arg, &pct, &e) < 0)
+            return bad_flag(&e);
+        json_object_set_new(r->body, "max_cpu", json_integer(pct));
+        return 0;
+    case O_MAX_MEMORY:
+        if (parse_size_mb("--max-memory", arg, &v, &e) < 0)
+            return bad_flag(&e);
+        return set_u64(r->body, "max_memory_mb", "--max-memory", arg, v);
+    case O_MAX_IOBPS:
+        if (parse_bytes("--max-iobps", arg, &v, &e) < 0)
+            return bad_flag(&e);
+        return set_u64(r->body, "max_iobps", "--max-iobps", arg, v);
+    case O_MAX_RUNTIME:
+        if (parse_duration("--max-runtime", arg, &v, &e) < 0)
+            return bad_flag(&e);
+        return set_u64(r->body, "max_runtime_s", "--max-runtime", arg, v);
+    case O_CPU_CORES: return run_flag_cores(r, arg);
+    case O_NETWORK: return run_flag_network(r, arg);
+    case O_SCHEDULE: return run_flag_schedule(r, arg);
+    case O_UPLOAD: return run_flag_upload(r, arg);
+    case 'e': return add_env(r, arg, false);
+    case 's': return add_env(r, arg, true);
+    case 'f': r->follow = true; return 0;
+    default: return RNX_USAGE;
+    }
+}
+
+/* COMMAND and ARGS: everything after the flags, untouched. */
+static int run_command_line(run_req *r, int argc, char **argv)
+{
+    if (optind >= argc)
+        return rnx_usage("job run: missing COMMAND; usage: rnx job run [flags] COMMAND [ARGS...]");
+    if (!*argv[optind])
+        return rnx_usage("job run: COMMAND is empty; usage: rnx job run [flags] COMMAND [ARGS...]");
+    if (!utf8_valid(argv[optind], strlen(argv[optind])))
+        return rnx_usage("job run: COMMAND is not valid UTF-8, which the API cannot carry");
+    json_object_set_new(r->body, "command", json_string(argv[optind]));
+    json_t *args = json_array();
+    json_object_set_new(r->body, "args", args);
+    for (int i = optind + 1; i < argc; i++) {
+        if (!utf8_valid(argv[i], strlen(argv[i])))
+            return rnx_usage("job run: argument %d ('%s') is not valid UTF-8, which the API cannot carry",
+                             i - optind, argv[i]);
+        json_array_append_new(args, json_string(argv[i]));
+    }
+    return 0;
+}
+
+/* The request is complete: move the collected env and uploads into it. */
+static void run_finish_body(run_req *r)
+{
+    if (json_object_size(r->env))
+        json_object_set(r->body, "env", r->env);
+    if (json_object_size(r->secret_env))
+        json_object_set(r->body, "secret_env", r->secret_env);
+    if (json_array_size(r->uploads.entries))
+        json_object_set(r->body, "uploads", r->uploads.entries);
+}
+
+/* The exit code `run --follow` ends with, from the log's end record. */
+static int follow_exit_code(json_t *end)
+{
+    const char *status = jstr(end, "status");
+    int64_t v;
+    if (status && strcmp(status, "CANCELED") == 0)
+        return 1;
+    if (jint(end, "exit_code", &v))
+        return v >= 0 && v <= 255 ? (int)v : 1;
+    if (jint(end, "signal", &v) && v > 0 && v < 128)
+        return 128 + (int)v;
+    return 1;
+}
+
+/* When a followed job ended other than by exiting, its output alone does not say why; one
+ * line on stderr does (the job's stdout stays clean). */
+static void follow_note_end(rnx_client *c, const char *id, json_t *end)
+{
+    const char *reason = jstr(end, "end_reason");
+    char words[1024];
+    json_t *job = NULL;
+    jerr e = {0};
+    if (!reason || strcmp(reason, "exit") == 0)
+        return;
+    char *path = job_path(c, id, "");
+    /* the job object has the details the end record lacks (error text, limits) */
+    if (client_request(c, "GET", path, NULL, &job, &e) == 0 && job)
+        fmt_end_reason(job, words, sizeof words);
+    else
+        fmt_end_reason(end, words, sizeof words);
+    free(path);
+    json_decref(job);
+    fprintf(stderr, "rnx: job %.8s %s\n", id, words);
+}
+
+static int run_follow(const rnx_ctx *ctx, rnx_client *c, const char *id)
+{
+    log_state s = {.raw = ctx->json};
+    int rc = stream_log(c, id, "/logs?follow=1", &s);
+    if (rc != 0)
+        return rc;
+    if (!s.end)
+        return rnx_fail("lost the connection to joblet before job %s ended; it goes on: see 'rnx job log %s'", id,
+                        id);
+    rc = follow_exit_code(s.end);
+    if (!ctx->json)
+        follow_note_end(c, id, s.end);
+    json_decref(s.end);
+    return rc;
+}
+
+static int run_submit(const rnx_ctx *ctx, run_req *r)
+{
+    rnx_client *c = open_client(ctx);
+    json_t *job = NULL;
+    jerr e = {0};
+    int rc;
+    if (!c)
+        return RNX_FAIL;
+    if (client_request(c, "POST", "/v1/jobs", r->body, &job, &e) < 0) {
+        rc = server_error(&e, true);
+        goto out;
+    }
+    const char *id = jstr(job, "id");
+    if (!id) {
+        rc = rnx_fail("joblet accepted the job but its answer has no id");
+        goto out;
+    }
+    if (r->follow) {
+        rc = run_follow(ctx, c, id);
+        goto out;
+    }
+    if (ctx->json)
+        print_json(job);
+    else
+        printf("%s\n", id);
+    rc = RNX_OK;
+out:
+    json_decref(job);
+    client_free(c);
+    return rc;
+}
+
+static int job_run(rnx_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"name", required_argument, NULL, O_NAME},
+        {"max-cpu", required_argument, NULL, O_MAX_CPU},
+        {"max-memory", required_argument, NULL, O_MAX_MEMORY},
+        {"max-iobps", required_argument, NULL, O_MAX_IOBPS},
+        {"cpu-cores", required_argument, NULL, O_CPU_CORES},
+        {"env", required_argument, NULL, 'e'},
+        {"secret-env", required_argument, NULL, 's'},
+        {"upload", required_argument, NULL, O_UPLOAD},
+        {"workdir", required_argument, NULL, O_WORKDIR},
+        {"network", required_argument, NULL, O_NETWORK},
+        {"max-runtime", required_argument, NULL, O_MAX_RUNTIME},
+        {"schedule", required_argument, NULL, O_SCHEDULE},
+        {"follow", no_argument, NULL, 'f'},
+        OPT_HELP,
+        {0},
+    };
+    run_req r = {.body = json_object(), .env = json_object(), .secret_env = json_object()};
+    int c, rc = 0;
+    upload_init(&r.uploads);
+    optind = 0;
+    while (rc == 0 && (c = rnx_getopt(argc, argv, "e:s:fh", opts, "rnx job run")) != -1) {
+        if (c == 'h') {
+            fputs(run_help, stdout);
+            rc = -1;
+        } else {
+            rc = run_flag(&r, c, optarg);
+        }
+    }
+    if (rc == 0)
+        rc = run_command_line(&r, argc, argv);
+    if (rc == 0) {
+        run_finish_body(&r);
+        rc = run_submit(ctx, &r);
+    } else if (rc == -1) {
+        rc = RNX_OK;   /* --help */
+    }
+    json_decref(r.body);
+    json_decref(r.env);
+    json_decref(r.secret_env);
+    upload_free(&r.uploads);
+    return rc;
+}
+
+/* ---- job list ------------------------------------------------------------------------ */
+
+static const char *const job_states[] = {
+    "SCHEDULED", "QUEUED", "RUNNING", "STOPPING", "STOPPED", "COMPLETED", "FAILED", "CANCELED",
+};
+
+/* --status accepts any case; the API's states are upper case. */
+static int parse_status(const char *arg, char *out, size_t outlen)
+{
+    size_t i;
+    snprintf(out, outlen, "%s", arg);
+    for (char *p = out; *p; p++)
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+    for (i = 0; i < ARRAY_LEN(job_states); i++)
+        if (strcmp(out, job_states[i]) == 0)
+            return 0;
+    return rnx_usage("--status: '%s' is not a job state; use one of SCHEDULED, QUEUED, RUNNING, STOPPING, "
+                     "STOPPED, COMPLETED, FAILED, CANCELED",
+                     arg);
+}
+
+static void list_row(table *t, json_t *job)
+{
+    char created[64], dur[32] = "-", exit_s[16] = "-";
+    int64_t v;
+    const char *id = jstr(job, "id");
+    char short_id[9];
+    snprintf(short_id, sizeof short_id, "%s", id ? id : "-");
+    fmt_local_time(jstr(job, "created_at"), created, sizeof created);
+    if (job_elapsed_ms(job, &v))
+        fmt_elapsed_ms(v, dur, sizeof dur);
+    if (jint(job, "exit_code", &v))
+        snprintf(exit_s, sizeof exit_s, "%lld", (long long)v);
+    const char *name = jstr(job, "name");
+    char *name_cell = cell_text(name && *name ? name : "-", 24);
+    char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
+    char *cmd_cell = cell_text(cmd, 40);
+    const char *status = jstr(job, "status");
+    const char *cells[] = {short_id, name_cell, status ? status : "-", exit_s, created, dur, cmd_cell};
+    table_add(t, cells);
+    free(name_cell);
+    free(cmd);
+    free(cmd_cell);
+}
+
+static int job_list(rnx_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {{"status", required_argument, NULL, O_STATUS}, OPT_JSON, OPT_HELP, {0}};
+    char status[32] = "";
+    int c;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job list")) != -1) {
+        switch (c) {
+        case 'h': fputs(list_help, stdout); return RNX_OK;
+        case 'j': ctx->json = true; break;
+        case O_STATUS:
+            if (parse_status(optarg, status, sizeof status) != 0)
+                return RNX_USAGE;
+            break;
+        default: return RNX_USAGE;
+        }
+    }
+    if (optind < argc)
+        return rnx_usage("job list: unexpected argument '%s'; usage: rnx job list [--json] [--status STATUS]",
+                         argv[optind]);
+
+    rnx_client *cl = open_client(ctx);
+    if (!cl)
+        return RNX_FAIL;
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs%s%s", status[0] ? "?status=" : "", status);
+    json_t *resp = NULL;
+    jerr e = {0};
+    int rc = RNX_OK;
+    if (client_request(cl, "GET", path, NULL, &resp, &e) < 0) {
+        rc = server_error(&e, false);
+    } else {
+        json_t *jobs = json_object_get(resp, "jobs");
+        if (!json_is_array(jobs)) {
+            rc = rnx_fail("joblet's job list has no \"jobs\" array");
+        } else if (ctx->json) {
+            print_json(jobs);
+        } else {
+            static const char *const headers[] = {"ID", "NAME", "STATUS", "EXIT", "CREATED", "DURATION", "COMMAND"};
+            table *t = table_new(ARRAY_LEN(headers), headers);
+            size_t i;
+            json_t *job;
+            json_array_foreach(jobs, i, job)
+                list_row(t, job);
+            table_print(t, stdout);
+            table_free(t);
+        }
+    }
+    json_decref(resp);
+    client_free(cl);
+    return rc;
+}
+
+/* ---- job status, stop, cancel, delete ------------------------------------------------- */
+
+/* Sends one request about one job; on success *out holds the answer (may be NULL). */
+static int job_request(const rnx_ctx *ctx, const char *method, const char *id, const char *suffix, json_t **out)
+{
+    rnx_client *c = open_client(ctx);
+    jerr e = {0};
+    int rc = RNX_OK;
+    if (!c)
+        return RNX_FAIL;
+    char *path = job_path(c, id, suffix);
+    if (client_request(c, method, path, NULL, out, &e) < 0)
+        rc = server_error(&e, false);
+    free(path);
+    client_free(c);
+    return rc;
+}
+
+static int job_status(rnx_ctx *ctx, int argc, char **argv)
+{
+    const char *id = NULL;
+    json_t *job = NULL;
+    int rc = simple_flags(ctx, argc, argv, "rnx job status", status_help, true);
+    if (rc)
+        return rc == 1 ? RNX_OK : rc;
+    if ((rc = one_id(argc, argv, "job status", "rnx job status [--json] ID", &id)) != 0)
+        return rc;
+    if ((rc = job_request(ctx, "GET", id, "", &job)) != 0)
+        return rc;
+    if (ctx->json)
+        print_json(job);
+    else
+        print_job(job, stdout);
+    json_decref(job);
+    return RNX_OK;
+}
+
+/* The id to confirm with: the server's full one when it answered with the job. */
+static const char *answer_id(json_t *answer, const char *typed)
+{
+    const char *id = jstr(answer, "id");
+    return id ? id : typed;
+}
+
+/* stop, cancel and delete: one request, one line of confirmation. */
+static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
+{
+    const char *help = strcmp(which, "stop") == 0     ? stop_help
+                       : strcmp(which, "cancel") == 0 ? cancel_help
+                                                      : delete_help;
+    char cmd[32], usage[64];
+    const char *id = NULL;
+    json_t *answer = NULL;
+    snprintf(cmd, sizeof cmd, "rnx job %s", which);
+    snprintf(usage, sizeof usage, "rnx job %s ID", which);
+    int rc = simple_flags(ctx, argc, argv, cmd, help, false);
+    if (rc)
+        return rc == 1 ? RNX_OK : rc;
+    if ((rc = one_id(argc, argv, cmd + 4, usage, &id)) != 0)
+        return rc;
+    if (strcmp(which, "delete") == 0)
+        rc = job_request(ctx, "DELETE", id, "", &answer);
+    else
+        rc = job_request(ctx, "POST", id, strcmp(which, "stop") == 0 ? "/stop" : "/cancel", &answer);
+    if (rc != 0)
+        return rc;
+    const char *status = jstr(answer, "status");
+    if (ctx->json)
+        print_json(answer);
+    else if (strcmp(which, "delete") == 0)
+        printf("deleted %s\n", answer_id(answer, id));
+    else if (strcmp(which, "cancel") == 0 || (status && strcmp(status, "CANCELED") == 0))
+        printf("canceled %s%s\n", answer_id(answer, id),
+               strcmp(which, "stop") == 0 ? " (it had not started)" : "");
+    else
+        printf("stopping %s\n", answer_id(answer, id));
+    json_decref(answer);
+    return RNX_OK;
+}
+
+static int job_stop(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "stop"); }
+static int job_cancel(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "cancel"); }
+static int job_delete(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "delete"); }
+
+static int job_delete_all(rnx_ctx *ctx, int argc, char **argv)
+{
+    int rc = simple_flags(ctx, argc, argv, "rnx job delete-all", delete_all_help, false);
+    if (rc)
+        return rc == 1 ? RNX_OK : rc;
+    if (optind < argc)
+        return rnx_usage("job delete-all: takes no arguments (got '%s'); to delete one job use 'rnx job delete ID'",
+                         argv[optind]);
+    rnx_client *c = open_client(ctx);
+    json_t *answer = NULL;
+    jerr e = {0};
+    if (!c)
+        return RNX_FAIL;
+    if (client_request(c, "DELETE", "/v1/jobs", NULL, &answer, &e) < 0) {
+        rc = server_error(&e, false);
+    } else if (ctx->json) {
+        print_json(answer);
+    } else {
+        int64_t n = 0;
+        jint(answer, "deleted", &n);
+        printf("deleted %lld job%s\n", (long long)n, n == 1 ? "" : "s");
+    }
+    json_decref(answer);
+    client_free(c);
+    return rc;
+}
+
+/* ---- job log ------------------------------------------------------------------------- */
+
+static int job_log(rnx_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"stream", required_argument, NULL, O_STREAM},
+        {"no-follow", no_argument, NULL, O_NO_FOLLOW},
+        OPT_JSON,
+        OPT_HELP,
+        {0},
+    };
+    const char *stream = NULL, *id = NULL;
+    bool follow = true;
+    int c, rc;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job log")) != -1) {
+        switch (c) {
+        case 'h': fputs(log_help, stdout); return RNX_OK;
+        case 'j': ctx->json = true; break;
+        case O_NO_FOLLOW: follow = false; break;
+        case O_STREAM:
+            if (strcmp(optarg, "stdout") != 0 && strcmp(optarg, "stderr") != 0)
+                return rnx_usage("--stream: '%s' is not accepted; use stdout or stderr", optarg);
+            stream = optarg;
+            break;
+        default: return RNX_USAGE;
+        }
+    }
+    if ((rc = one_id(argc, argv, "job log", "rnx job log [--stream stdout|stderr] [--no-follow] ID", &id)) != 0)
+        return rc;
+
+    char query[64];
+    snprintf(query, sizeof query, "/logs%s%s%s%s", follow || stream ? "?" : "", follow ? "follow=1" : "",
+             follow && stream ? "&" : "", stream ? "stream=" : "");
+    if (stream)
+        strncat(query, stream, sizeof query - strlen(query) - 1);
+    rnx_client *cl = open_client(ctx);
+    if (!cl)
+        return RNX_FAIL;
+    log_state s = {.raw = ctx->json};
+    rc = stream_log(cl, id, query, &s);
+    if (rc == 0 && follow && !s.end)
+        rc = rnx_fail("lost the connection to joblet before job %s ended; run 'rnx job log %s' again", id, id);
+    json_decref(s.end);
+    client_free(cl);
+    return rc;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    int (*fn)(rnx_ctx *, int, char **);
+} job_cmds[] = {
+    {"run", job_run},       {"list", job_list},     {"status", job_status}, {"log", job_log},
+    {"stop", job_stop},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
+};
+
+int cmd_job(rnx_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {OPT_HELP, {0}};
+    int c;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job")) != -1) {
+        if (c != 'h')
+            return RNX_USAGE;
+        fputs(job_help, stdout);
+        return RNX_OK;
+    }
+    if (optind >= argc) {
+        fputs(job_help, stderr);
+        return RNX_USAGE;
+    }
+    const char *name = argv[optind];
+    for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)
+        if (strcmp(name, job_cmds[i].name) == 0)
+            return job_cmds[i].fn(ctx, argc - optind, argv + optind);
+    if (strcmp(name, "help") == 0) {
+        fputs(job_help, stdout);
+        return RNX_OK;
+    }
+    return rnx_usage("unknown command '%s' for 'rnx job'; see 'rnx job --help'", name);
+}

@@ -1,0 +1,559 @@
+/* Text output for rnx. Everything here reads the API's job object defensively: a field that
+ * is missing or null prints as "-" or is left out, never crashes the client. */
+#include "print.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/parse.h"
+#include "../common/util.h"
+
+const char *jstr(json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
+bool jint(json_t *obj, const char *key, int64_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_integer(v))
+        return false;
+    *out = (int64_t)json_integer_value(v);
+    return true;
+}
+
+void fmt_local_time(const char *rfc3339, char *out, size_t outlen)
+{
+    int64_t ms;
+    if (!rfc3339) {
+        snprintf(out, outlen, "-");
+        return;
+    }
+    if (parse_ms(rfc3339, &ms) < 0) {
+        snprintf(out, outlen, "%s", rfc3339);
+        return;
+    }
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(out, outlen, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+void fmt_elapsed_ms(int64_t ms, char *out, size_t outlen)
+{
+    if (ms < 0)
+        ms = 0;
+    int64_t s = ms / 1000;
+    if (s < 60)
+        snprintf(out, outlen, "%lld.%llds", (long long)s, (long long)(ms % 1000 / 100));
+    else if (s < 3600)
+        snprintf(out, outlen, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+    else if (s < 86400)
+        snprintf(out, outlen, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+    else
+        snprintf(out, outlen, "%lldd%02lldh", (long long)(s / 86400), (long long)(s % 86400 / 3600));
+}
+
+void fmt_seconds(uint64_t s, char *out, size_t outlen)
+{
+    static const struct { uint64_t secs; const char *unit; } parts[] = {
+        {86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"},
+    };
+    size_t n = 0;
+    out[0] = 0;
+    if (s == 0) {
+        snprintf(out, outlen, "0s");
+        return;
+    }
+    for (size_t i = 0; i < ARRAY_LEN(parts) && n < outlen; i++) {
+        uint64_t k = s / parts[i].secs;
+        if (!k)
+            continue;
+        int w = snprintf(out + n, outlen - n, "%llu%s", (unsigned long long)k, parts[i].unit);
+        if (w < 0)
+            return;
+        n += (size_t)w;
+        s %= parts[i].secs;
+    }
+}
+
+void fmt_bytes(uint64_t bytes, char *out, size_t outlen)
+{
+    static const char *const units[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
+    if (bytes < 1024) {
+        snprintf(out, outlen, "%llu B", (unsigned long long)bytes);
+        return;
+    }
+    double v = (double)bytes / 1024;
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < ARRAY_LEN(units)) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(out, outlen, "%.1f %s", v, units[u]);
+}
+
+void fmt_mb(uint64_t mb, char *out, size_t outlen)
+{
+    /* exact whole units only, so the figure reads back into --max-memory unchanged */
+    if (mb >= 1024 * 1024 && mb % (1024 * 1024) == 0)
+        snprintf(out, outlen, "%llu TB", (unsigned long long)(mb >> 20));
+    else if (mb >= 1024 && mb % 1024 == 0)
+        snprintf(out, outlen, "%llu GB", (unsigned long long)(mb >> 10));
+    else
+        snprintf(out, outlen, "%llu MB", (unsigned long long)mb);
+}
+
+void fmt_signal(int sig, char *out, size_t outlen)
+{
+    const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+    if (abbrev)
+        snprintf(out, outlen, "SIG%s", abbrev);
+    else
+        snprintf(out, outlen, "signal %d", sig);
+}
+
+/* True when s can be typed to a shell as it is. */
+static bool shell_plain(const char *s)
+{
+    if (!*s)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=./:,@%^", *p) &&
+            !((unsigned char)*p & 0x80))
+            return false;
+    return true;
+}
+
+/* Appends s to out (capacity tracked in *cap), single-quoted when the shell needs it. */
+static void append_word(char **out, size_t *len, size_t *cap, const char *s)
+{
+    size_t need = *len + strlen(s) * 4 + 4;
+    if (need > *cap) {
+        *cap = need * 2;
+        *out = realloc(*out, *cap);
+        if (!*out)
+            abort();
+    }
+    char *p = *out + *len;
+    if (*len)
+        *p++ = ' ';
+    if (shell_plain(s)) {
+        p = stpcpy(p, s);
+    } else {
+        *p++ = '\'';
+        for (const char *q = s; *q; q++) {
+            if (*q == '\'')
+                p = stpcpy(p, "'\\''");
+            else
+                *p++ = *q;
+        }
+        *p++ = '\'';
+        *p = 0;
+    }
+    *len = (size_t)(p - *out);
+}
+
+char *shell_join(const char *command, json_t *args)
+{
+    size_t len = 0, cap = 64;
+    char *out = xmalloc(cap);
+    out[0] = 0;
+    append_word(&out, &len, &cap, command ? command : "");
+    size_t i;
+    json_t *a;
+    json_array_foreach(args, i, a) {
+        if (json_is_string(a))
+            append_word(&out, &len, &cap, json_string_value(a));
+    }
+    return out;
+}
+
+/* Length in bytes of the UTF-8 sequence starting with c (1 for a stray byte). */
+static size_t utf8_seq_len(unsigned char c)
+{
+    if (c >= 0xf0 && c < 0xf8)
+        return 4;
+    if (c >= 0xe0)
+        return c < 0xf0 ? 3 : 1;
+    if (c >= 0xc0)
+        return 2;
+    return 1;
+}
+
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; n++) {
+        size_t l = utf8_seq_len(*p);
+        for (size_t i = 0; i < l && *p; i++)
+            p++;
+    }
+    return n;
+}
+
+char *cell_text(const char *s, size_t max)
+{
+    if (!s)
+        s = "";
+    size_t total = utf8_chars(s);
+    size_t keep = total > max ? (max > 3 ? max - 3 : 0) : total;
+    char *out = xmalloc(strlen(s) + 4);
+    char *o = out;
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t n = 0; n < keep && *p; n++) {
+        size_t l = utf8_seq_len(*p);
+        if (l == 1) {
+            *o++ = (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p;
+            p++;
+            continue;
+        }
+        for (size_t i = 0; i < l && *p; i++)
+            *o++ = (char)*p++;
+    }
+    if (total > max)
+        o = stpcpy(o, max >= 3 ? "..." : "");
+    *o = 0;
+    return out;
+}
+
+struct table {
+    size_t ncols, nrows, cap;
+    char **cells;     /* row-major; row 0 holds the headers */
+};
+
+table *table_new(size_t ncols, const char *const *headers)
+{
+    table *t = xcalloc(1, sizeof *t);
+    t->ncols = ncols;
+    table_add(t, headers);
+    return t;
+}
+
+void table_add(table *t, const char *const *cells)
+{
+    if (t->nrows == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 16;
+        t->cells = realloc(t->cells, t->cap * t->ncols * sizeof *t->cells);
+        if (!t->cells)
+            abort();
+    }
+    for (size_t c = 0; c < t->ncols; c++)
+        t->cells[t->nrows * t->ncols + c] = xstrdup(cells[c] ? cells[c] : "-");
+    t->nrows++;
+}
+
+void table_print(const table *t, FILE *f)
+{
+    size_t *w = xcalloc(t->ncols, sizeof *w);
+    for (size_t r = 0; r < t->nrows; r++)
+        for (size_t c = 0; c < t->ncols; c++) {
+            size_t l = utf8_chars(t->cells[r * t->ncols + c]);
+            if (l > w[c])
+                w[c] = l;
+        }
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (size_t c = 0; c < t->ncols; c++) {
+            const char *cell = t->cells[r * t->ncols + c];
+            if (c + 1 == t->ncols) {
+                fprintf(f, "%s", cell);   /* no trailing blanks after the last column */
+                break;
+            }
+            fprintf(f, "%s%*s", cell, (int)(w[c] - utf8_chars(cell) + 2), "");
+        }
+        fputc('\n', f);
+    }
+    free(w);
+}
+
+void table_free(table *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    free(t);
+}
+
+void fmt_end_reason(json_t *job, char *out, size_t outlen)
+{
+    const char *r = jstr(job, "end_reason");
+    json_t *limits = json_object_get(job, "limits");
+    int64_t v;
+    char b[64];
+
+    out[0] = 0;
+    if (!r)
+        return;
+    if (strcmp(r, "exit") == 0) {
+        snprintf(out, outlen, "exited");
+    } else if (strcmp(r, "signal") == 0) {
+        const char *name = jstr(job, "signal_name");
+        if (!name && jint(job, "signal", &v)) {
+            fmt_signal((int)v, b, sizeof b);
+            name = b;
+        }
+        snprintf(out, outlen, "killed by signal %s", name ? name : "(unknown)");
+    } else if (strcmp(r, "oom_killed") == 0) {
+        if (jint(limits, "max_memory_mb", &v) && v > 0) {
+            fmt_mb((uint64_t)v, b, sizeof b);
+            snprintf(out, outlen, "killed: out of memory (memory limit %s)", b);
+        } else {
+            snprintf(out, outlen, "killed: out of memory");
+        }
+    } else if (strcmp(r, "time_limit") == 0) {
+        if (jint(limits, "max_runtime_s", &v) && v > 0) {
+            fmt_seconds((uint64_t)v, b, sizeof b);
+            snprintf(out, outlen, "stopped: time limit %s reached", b);
+        } else {
+            snprintf(out, outlen, "stopped: time limit reached");
+        }
+    } else if (strcmp(r, "stopped") == 0) {
+        if (jint(job, "stopped_by", &v))
+            snprintf(out, outlen, "stopped by uid %lld", (long long)v);
+        else
+            snprintf(out, outlen, "stopped");
+    } else if (strcmp(r, "canceled") == 0) {
+        snprintf(out, outlen, "canceled");
+    } else if (strcmp(r, "start_failed") == 0) {
+        const char *err = jstr(job, "error");
+        snprintf(out, outlen, "failed to start%s%s", err ? ": " : "", err ? err : "");
+    } else if (strcmp(r, "lost") == 0) {
+        snprintf(out, outlen, "lost");
+    } else {
+        snprintf(out, outlen, "%s", r);   /* a reason newer than this client */
+    }
+}
+
+bool job_elapsed_ms(json_t *job, int64_t *ms)
+{
+    int64_t start, end;
+    if (parse_ms(jstr(job, "started_at"), &start) < 0)
+        return false;
+    if (parse_ms(jstr(job, "ended_at"), &end) < 0)
+        end = now_ms();
+    *ms = end - start;
+    return true;
+}
+
+/* Prints "Key:" padded so the values line up. */
+#define KEY_WIDTH 15
+static void key(FILE *f, const char *k)
+{
+    fprintf(f, "%-*s ", KEY_WIDTH, k);
+}
+
+static void print_time_line(FILE *f, json_t *job, const char *k, const char *field)
+{
+    const char *t = jstr(job, field);
+    char b[64];
+    if (!t)
+        return;
+    fmt_local_time(t, b, sizeof b);
+    key(f, k);
+    fprintf(f, "%s\n", b);
+}
+
+/* Appends ", "-separated text to a line being built. */
+static void add_item(char *line, size_t len, const char *item)
+{
+    size_t n = strlen(line);
+    snprintf(line + n, len - n, "%s%s", n ? ", " : "", item);
+}
+
+static void print_limits(FILE *f, json_t *limits)
+{
+    char line[512] = "", item[96], b[64];
+    int64_t v;
+    const char *cores = jstr(limits, "cpu_cores");
+    if (jint(limits, "max_cpu", &v) && v > 0) {
+        snprintf(item, sizeof item, "max_cpu %lld%%", (long long)v);
+        add_item(line, sizeof line, item);
+    }
+    if (jint(limits, "max_memory_mb", &v) && v > 0) {
+        fmt_mb((uint64_t)v, b, sizeof b);
+        snprintf(item, sizeof item, "memory %s", b);
+        add_item(line, sizeof line, item);
+    }
+    if (jint(limits, "max_iobps", &v) && v > 0) {
+        fmt_bytes((uint64_t)v, b, sizeof b);
+        snprintf(item, sizeof item, "iobps %s/s", b);
+        add_item(line, sizeof line, item);
+    }
+    if (cores && *cores) {
+        snprintf(item, sizeof item, "cpu_cores %.60s", cores);
+        add_item(line, sizeof line, item);
+    }
+    if (jint(limits, "max_runtime_s", &v) && v > 0) {
+        fmt_seconds((uint64_t)v, b, sizeof b);
+        snprintf(item, sizeof item, "max runtime %s", b);
+        add_item(line, sizeof line, item);
+    }
+    if (jint(limits, "pids_max", &v) && v > 0) {
+        snprintf(item, sizeof item, "pids %lld", (long long)v);
+        add_item(line, sizeof line, item);
+    }
+    key(f, "Limits:");
+    fprintf(f, "%s\n", line[0] ? line : "none");
+}
+
+/* One K=V per line, continuation lines indented under the first. */
+static void print_env(FILE *f, const char *k, json_t *env, bool secret)
+{
+    const char *name;
+    json_t *v;
+    bool first = true;
+    if (!json_object_size(env))
+        return;
+    json_object_foreach(env, name, v) {
+        if (first)
+            key(f, k);
+        else
+            fprintf(f, "%-*s ", KEY_WIDTH, "");
+        first = false;
+        /* the server never returns secret values; print the mask whatever came */
+        fprintf(f, "%s=%s\n", name, secret ? "***" : (json_string_value(v) ? json_string_value(v) : ""));
+    }
+}
+
+static void print_uploads(FILE *f, json_t *uploads)
+{
+    size_t i, files = 0;
+    uint64_t total = 0;
+    json_t *u;
+    char b[64];
+    if (!json_array_size(uploads))
+        return;
+    json_array_foreach(uploads, i, u) {
+        int64_t size;
+        if (jint(u, "size", &size) && size > 0)
+            total += (uint64_t)size;
+        const char *type = jstr(u, "type");
+        if (type && strcmp(type, "file") == 0)
+            files++;
+    }
+    fmt_bytes(total, b, sizeof b);
+    key(f, "Uploads:");
+    fprintf(f, "%zu entr%s (%zu file%s, %s)\n", json_array_size(uploads),
+            json_array_size(uploads) == 1 ? "y" : "ies", files, files == 1 ? "" : "s", b);
+}
+
+static void print_usage(FILE *f, json_t *usage)
+{
+    int64_t cpu = 0, mem = 0, rd = 0, wr = 0;
+    char c[32], m[32], r[32], w[32];
+    if (!json_is_object(usage))
+        return;
+    jint(usage, "cpu_ns", &cpu);
+    jint(usage, "memory_peak_bytes", &mem);
+    jint(usage, "io_read_bytes", &rd);
+    jint(usage, "io_write_bytes", &wr);
+    if (cpu < 1000000000)
+        snprintf(c, sizeof c, "%lldms", (long long)(cpu / 1000000));
+    else
+        fmt_elapsed_ms(cpu / 1000000, c, sizeof c);
+    fmt_bytes((uint64_t)(mem > 0 ? mem : 0), m, sizeof m);
+    fmt_bytes((uint64_t)(rd > 0 ? rd : 0), r, sizeof r);
+    fmt_bytes((uint64_t)(wr > 0 ? wr : 0), w, sizeof w);
+    key(f, "Usage:");
+    fprintf(f, "CPU time %s, memory peak %s, I/O read %s, write %s\n", c, m, r, w);
+}
+
+static void print_gpus(FILE *f, json_t *gpus)
+{
+    size_t i, n = json_array_size(gpus);
+    json_t *g;
+    key(f, "GPUs:");
+    if (!n) {
+        fprintf(f, "none\n");
+        return;
+    }
+    fputc('[', f);
+    json_array_foreach(gpus, i, g) {
+        int64_t idx = -1;
+        /* entries are objects with "index"; accept a bare number too */
+        if (json_is_integer(g))
+            idx = (int64_t)json_integer_value(g);
+        else
+            jint(g, "index", &idx);
+        if (idx >= 0)
+            fprintf(f, "%s%lld", i ? ", " : "", (long long)idx);
+        else
+            fprintf(f, "%s?", i ? ", " : "");
+    }
+    fprintf(f, "] (%zu GPU%s allocated)\n", n, n == 1 ? "" : "s");
+}
+
+void print_job(json_t *job, FILE *f)
+{
+    const char *status = jstr(job, "status");
+    char b[1024];
+    int64_t v;
+
+    key(f, "ID:");
+    fprintf(f, "%s\n", jstr(job, "id") ? jstr(job, "id") : "-");
+    key(f, "Name:");
+    fprintf(f, "%s\n", jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
+    key(f, "Status:");
+    fprintf(f, "%s\n", status ? status : "-");
+    char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
+    key(f, "Command:");
+    fprintf(f, "%s\n", cmd);
+    free(cmd);
+    if (jint(job, "owner_uid", &v)) {
+        key(f, "Owner uid:");
+        fprintf(f, "%lld\n", (long long)v);
+    }
+    print_time_line(f, job, "Created:", "created_at");
+    print_time_line(f, job, "Scheduled:", "scheduled_at");
+    print_time_line(f, job, "Started:", "started_at");
+    print_time_line(f, job, "Ended:", "ended_at");
+    if (job_elapsed_ms(job, &v)) {
+        fmt_elapsed_ms(v, b, sizeof b);
+        key(f, "Duration:");
+        fprintf(f, "%s%s\n", b, jstr(job, "ended_at") ? "" : " (so far)");
+    }
+    if (status && strcmp(status, "QUEUED") == 0 && jint(job, "queue_position", &v)) {
+        key(f, "Queue position:");
+        fprintf(f, "%lld\n", (long long)v);
+    }
+    if (jint(job, "pid", &v)) {
+        key(f, "PID:");
+        fprintf(f, "%lld\n", (long long)v);
+    }
+    if (jint(job, "exit_code", &v)) {
+        key(f, "Exit code:");
+        fprintf(f, "%lld\n", (long long)v);
+    }
+    if (jint(job, "signal", &v)) {
+        const char *name = jstr(job, "signal_name");
+        if (!name) {
+            fmt_signal((int)v, b, sizeof b);
+            name = b;
+        }
+        key(f, "Signal:");
+        fprintf(f, "%s (%lld)\n", name, (long long)v);
+    }
+    fmt_end_reason(job, b, sizeof b);
+    if (b[0]) {
+        key(f, "End reason:");
+        fprintf(f, "%s\n", b);
+    }
+    print_limits(f, json_object_get(job, "limits"));
+    print_env(f, "Env:", json_object_get(job, "env"), false);
+    print_env(f, "Secret env:", json_object_get(job, "secret_env"), true);
+    if (jstr(job, "network")) {
+        key(f, "Network:");
+        fprintf(f, "%s\n", jstr(job, "network"));
+    }
+    if (jstr(job, "workdir")) {
+        key(f, "Workdir:");
+        fprintf(f, "%s\n", jstr(job, "workdir"));
+    }
+    print_uploads(f, json_object_get(job, "uploads"));
+    print_usage(f, json_object_get(job, "usage"));
+    print_gpus(f, json_object_get(job, "gpus"));
+}

@@ -1,0 +1,256 @@
+/* rnx: the command-line client of joblet. Global flags, dispatch, help and --version;
+ * the job commands live in cmd_job.c. */
+#include "rnx.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "client.h"
+
+#ifndef JOBLET_VERSION
+#define JOBLET_VERSION "dev"
+#endif
+
+static const char global_help[] =
+    "rnx - run and manage jobs on a joblet daemon\n"
+    "\n"
+    "Usage:\n"
+    "  rnx [--socket PATH] [--json] job <command> [flags] [args...]\n"
+    "  rnx --version\n"
+    "  rnx --help\n"
+    "\n"
+    "Global flags:\n"
+    "  --socket PATH   the daemon's unix socket (default: $JOBLET_SOCKET, else " RNX_DEFAULT_SOCKET ")\n"
+    "  --json          print the API's JSON objects instead of text\n"
+    "  --version       print this client's version and the daemon's\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Commands:\n"
+    "  job run         run a command as a job\n"
+    "  job list        list jobs\n"
+    "  job status      show one job in detail\n"
+    "  job log         print a job's output, following it until the job ends\n"
+    "  job stop        stop a running job (cancels one that has not started)\n"
+    "  job cancel      cancel a scheduled or queued job\n"
+    "  job delete      remove a finished job and its output\n"
+    "  job delete-all  remove every finished job\n"
+    "\n"
+    "Run 'rnx job <command> --help' for a command's flags.\n"
+    "\n"
+    "Exit status: 0 on success, 1 when joblet refused or something failed, 2 for a bad command\n"
+    "line; 'rnx job run --follow' exits with the job's exit code.\n";
+
+__attribute__((format(printf, 2, 0))) static int vreport(int code, const char *fmt, va_list ap)
+{
+    fflush(stdout);   /* keep what was printed before the error in order on a shared terminal */
+    fputs("rnx: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int rnx_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(RNX_USAGE, fmt, ap);
+    va_end(ap);
+    return RNX_USAGE;
+}
+
+int rnx_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(RNX_FAIL, fmt, ap);
+    va_end(ap);
+    return RNX_FAIL;
+}
+
+/* The long option whose name is exactly the text of token between "--" and "=" (or its end). */
+static const struct option *long_exact(const struct option *longopts, const char *token)
+{
+    size_t l = strcspn(token + 2, "=");
+    for (const struct option *o = longopts; o->name; o++)
+        if (strlen(o->name) == l && strncmp(o->name, token + 2, l) == 0)
+            return o;
+    return NULL;
+}
+
+/* "'--foo'" for a long token (without any "=value"), "'-x'" for a short option. */
+static void flag_text(const char *token, int shortopt, char *out, size_t outlen)
+{
+    if (strncmp(token, "--", 2) == 0)
+        snprintf(out, outlen, "%.*s", (int)strcspn(token, "="), token);
+    else
+        snprintf(out, outlen, "-%c", shortopt);
+}
+
+int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *cmd)
+{
+    char opts[64];
+    /* '+' stops at the first operand (the job's own command line is never ours);
+     * ':' makes a missing value distinguishable from an unknown flag. */
+    snprintf(opts, sizeof opts, "+:%s", shortopts);
+    opterr = 0;
+    int prev = optind ? optind : 1;
+    int idx = -1;
+    optarg = NULL;
+    int c = getopt_long(argc, argv, opts, longopts, &idx);
+    if (c == -1)
+        return -1;
+    const char *token = prev < argc && argv[prev] ? argv[prev] : "";
+    bool is_long = strncmp(token, "--", 2) == 0;
+    char flag[128];
+    flag_text(token, optopt, flag, sizeof flag);
+    const struct option *exact = is_long ? long_exact(longopts, token) : NULL;
+
+    /* getopt_long accepts unique abbreviations ("--fol"); rnx does not, so that a future
+     * flag can never change what an existing command line means. */
+    if (is_long && !exact && c != '?')
+        c = '?';
+    if (c == '?') {
+        if (exact && exact->has_arg == no_argument && strchr(token, '='))
+            return rnx_usage("flag '%s' does not take a value; see '%s --help'", flag, cmd), RNX_OPT_ERR;
+        if (!is_long && token[0] == '-' && token[1] == optopt && token[2]) {
+            /* "-name": a long flag typed with one dash */
+            char dbl[128] = "-";
+            size_t l = strcspn(token, "=");
+            if (l < sizeof dbl - 1) {
+                memcpy(dbl + 1, token, l);
+                dbl[l + 1] = 0;
+                if (long_exact(longopts, dbl))
+                    return rnx_usage("unknown flag '%s' for '%s'; did you mean '%s'?", dbl + 1, cmd, dbl),
+                           RNX_OPT_ERR;
+            }
+        }
+        return rnx_usage("unknown flag '%s' for '%s'; see '%s --help'", flag, cmd, cmd), RNX_OPT_ERR;
+    }
+    if (c == ':')
+        return rnx_usage("flag '%s' needs a value; see '%s --help'", flag, cmd), RNX_OPT_ERR;
+    /* "--name --follow" would quietly name the job "--follow": a value that is one of this
+     * command's own long flags means the value was forgotten. */
+    if (optarg && optarg == argv[optind - 1] && strncmp(optarg, "--", 2) == 0 && optarg[2] &&
+        long_exact(longopts, optarg))
+        return rnx_usage("flag '%s' needs a value (got the flag '%s'); see '%s --help'", flag, optarg, cmd),
+               RNX_OPT_ERR;
+    return c;
+}
+
+static int socket_path_ok(const char *path)
+{
+    struct sockaddr_un sa;
+    if (!*path)
+        return rnx_usage("--socket: needs a path");
+    if (strlen(path) >= sizeof sa.sun_path)
+        return rnx_usage("--socket: '%s' is too long for a unix socket path (at most %zu bytes)", path,
+                         sizeof sa.sun_path - 1);
+    return 0;
+}
+
+static void print_json_value(json_t *v)
+{
+    json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    putchar('\n');
+}
+
+/* Prints the client's version, then asks the daemon for its own. */
+static int do_version(const rnx_ctx *ctx)
+{
+    rnx_client *c = client_new(ctx->socket);
+    json_t *v = NULL;
+    jerr e = {0};
+    int rc = RNX_OK;
+    if (!c)
+        return rnx_fail("cannot start libcurl");
+    if (client_request(c, "GET", "/v1/version", NULL, &v, &e) < 0)
+        rc = RNX_FAIL;
+    if (ctx->json) {
+        json_t *o = json_pack("{s:s, s:O?}", "client", JOBLET_VERSION, "server", rc == RNX_OK ? v : NULL);
+        print_json_value(o);
+        json_decref(o);
+    } else {
+        printf("rnx %s\n", JOBLET_VERSION);
+        if (rc == RNX_OK) {
+            const char *sv = json_string_value(json_object_get(v, "version"));
+            const char *api = json_string_value(json_object_get(v, "api"));
+            const char *layout = json_string_value(json_object_get(v, "cgroup_layout"));
+            printf("joblet %s", sv ? sv : "(unknown version)");
+            if (api || layout)
+                printf(" (api %s, cgroup layout %s)", api ? api : "?", layout ? layout : "?");
+            putchar('\n');
+        }
+    }
+    if (rc != RNX_OK)
+        rnx_fail("%s", e.msg);
+    json_decref(v);
+    client_free(c);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    rnx_ctx ctx = {0};
+    bool version = false, help = false;
+    int c;
+
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx")) != -1) {
+        switch (c) {
+        case 'S': ctx.socket = optarg; break;
+        case 'j': ctx.json = true; break;
+        case 'V': version = true; break;
+        case 'h': help = true; break;
+        default: return RNX_USAGE;
+        }
+    }
+    if (help || (optind < argc && strcmp(argv[optind], "help") == 0 && optind + 1 == argc)) {
+        fputs(global_help, stdout);
+        return RNX_OK;
+    }
+    if (!ctx.socket) {
+        const char *env = getenv("JOBLET_SOCKET");
+        ctx.socket = env && *env ? env : RNX_DEFAULT_SOCKET;
+    }
+    if (socket_path_ok(ctx.socket) != 0)
+        return RNX_USAGE;
+    if (version || (optind < argc && strcmp(argv[optind], "version") == 0 && optind + 1 == argc))
+        return do_version(&ctx);
+    if (optind >= argc) {
+        fputs(global_help, stderr);
+        return RNX_USAGE;
+    }
+    if (strcmp(argv[optind], "job") == 0)
+        return cmd_job(&ctx, argc - optind, argv + optind);
+    return rnx_usage("unknown command '%s' for 'rnx'; see 'rnx --help'", argv[optind]);
+}
+
+int main(int argc, char **argv)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fputs("rnx: cannot start libcurl\n", stderr);
+        return RNX_FAIL;
+    }
+    int rc = run(argc, argv);
+    curl_global_cleanup();
+    /* a full disk or closed pipe must not pass for success */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (errno != EPIPE)
+            fprintf(stderr, "rnx: writing the output failed: %s\n", strerror(errno));
+        if (rc == RNX_OK)
+            rc = RNX_FAIL;
+    }
+    return rc;
+}

@@ -1,0 +1,35 @@
+/* Shared by the rnx command files: the invocation context, exit codes and flag parsing. */
+#ifndef JOBLET_RNX_H
+#define JOBLET_RNX_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+/* Exit codes: 1 for anything the server or the system refused, 2 for a bad command line. */
+#define RNX_OK    0
+#define RNX_FAIL  1
+#define RNX_USAGE 2
+
+#define RNX_DEFAULT_SOCKET "/run/joblet/joblet.sock"
+
+typedef struct rnx_ctx {
+    const char *socket;   /* unix socket of the daemon */
+    bool json;            /* print the API's objects instead of text */
+} rnx_ctx;
+
+/* getopt_long over one command's flags. Returns the option's val, -1 when the flags end
+ * (optind then indexes the first operand), or RNX_OPT_ERR after printing a usage error that
+ * names the flag and the help to read. `cmd` is the command as typed, e.g. "rnx job run". */
+#define RNX_OPT_ERR (-2)
+int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+               const char *cmd);
+
+/* Prints "rnx: <message>" on stderr and returns RNX_USAGE / RNX_FAIL, so callers can
+ * `return rnx_usage(...)`. */
+int rnx_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int rnx_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The "job" command group; argv[0] is "job". */
+int cmd_job(rnx_ctx *ctx, int argc, char **argv);
+
+#endif

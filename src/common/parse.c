@@ -1,0 +1,345 @@
+#include "parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Splits "123XY" into number and unit; unit may be empty. */
+static int split_num_unit(const char *s, uint64_t *num, const char **unit)
+{
+    char digits[32];
+    size_t i = 0;
+    while (isdigit((unsigned char)s[i]) && i < sizeof digits - 1) {
+        digits[i] = s[i];
+        i++;
+    }
+    if (i == 0 || isdigit((unsigned char)s[i]))
+        return -1;
+    digits[i] = 0;
+    if (parse_u64(digits, num) < 0)
+        return -1;
+    *unit = s + i;
+    return 0;
+}
+
+static int mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a && b > UINT64_MAX / a)
+        return -1;
+    *out = a * b;
+    return 0;
+}
+
+int parse_size_mb(const char *field, const char *s, uint64_t *mb, jerr *e)
+{
+    uint64_t n;
+    const char *u;
+    static const struct { const char *name; uint64_t mul; } units[] = {
+        {"", 1}, {"M", 1}, {"MB", 1}, {"MiB", 1}, {"G", 1024}, {"GB", 1024}, {"GiB", 1024},
+        {"T", 1024 * 1024}, {"TB", 1024 * 1024}, {"TiB", 1024 * 1024},
+    };
+    if (!s || split_num_unit(s, &n, &u) < 0)
+        goto bad;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(u, units[i].name) == 0) {
+            if (mul_ok(n, units[i].mul, mb) < 0 || *mb > (UINT64_MAX >> 20))
+                return jerr_field(e, field, "%s: '%s' is too large", field, s);
+            if (*mb == 0)
+                return jerr_field(e, field, "%s: must be greater than zero (got '%s')", field, s);
+            return 0;
+        }
+bad:
+    return jerr_field(e, field,
+                      "%s: '%s' is not a size; use megabytes (4096) or a unit: 4096MB, 8GB", field,
+                      s ? s : "");
+}
+
+int parse_bytes(const char *field, const char *s, uint64_t *bytes, jerr *e)
+{
+    uint64_t n;
+    const char *u;
+    static const struct { const char *name; uint64_t mul; } units[] = {
+        {"", 1}, {"B", 1}, {"K", 1024}, {"KB", 1024}, {"KiB", 1024}, {"M", 1 << 20},
+        {"MB", 1 << 20}, {"MiB", 1 << 20}, {"G", 1 << 30}, {"GB", 1 << 30}, {"GiB", 1 << 30},
+    };
+    if (!s || split_num_unit(s, &n, &u) < 0)
+        goto bad;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(u, units[i].name) == 0) {
+            if (mul_ok(n, units[i].mul, bytes) < 0)
+                return jerr_field(e, field, "%s: '%s' is too large", field, s);
+            if (*bytes == 0)
+                return jerr_field(e, field, "%s: must be greater than zero (got '%s')", field, s);
+            return 0;
+        }
+bad:
+    return jerr_field(e, field,
+                      "%s: '%s' is not a byte rate; use bytes per second (1048576) or a unit: 512K, 10MB, 1G",
+                      field, s ? s : "");
+}
+
+int parse_percent(const char *field, const char *s, uint32_t *pct, jerr *e)
+{
+    uint64_t v;
+    const char *num = s;
+    char buf[32];
+    if (s) {
+        size_t l = strlen(s);
+        if (l > 1 && l < sizeof buf && s[l - 1] == '%') {
+            memcpy(buf, s, l - 1);
+            buf[l - 1] = 0;
+            num = buf;
+        }
+    }
+    if (!s || parse_u64(num, &v) < 0 || v == 0 || v > 100 * CPU_MAX)
+        return jerr_field(e, field,
+                          "%s: '%s' is not a CPU percentage; use a whole number from 1 up, where 100 = one core (e.g. 50, 250)",
+                          field, s ? s : "");
+    *pct = (uint32_t)v;
+    return 0;
+}
+
+int parse_cpu_list(const char *field, const char *s, uint8_t mask[CPU_MAX / 8], jerr *e)
+{
+    memset(mask, 0, CPU_MAX / 8);
+    const char *p = s;
+    if (!s || !*s)
+        goto bad;
+    while (*p) {
+        char *end;
+        if (!isdigit((unsigned char)*p))
+            goto bad;
+        errno = 0;
+        unsigned long a = strtoul(p, &end, 10), b = a;
+        if (errno || a >= CPU_MAX)
+            goto range;
+        p = end;
+        if (*p == '-') {
+            p++;
+            if (!isdigit((unsigned char)*p))
+                goto bad;
+            b = strtoul(p, &end, 10);
+            if (errno || b >= CPU_MAX)
+                goto range;
+            if (b < a)
+                goto bad;
+            p = end;
+        }
+        for (unsigned long c = a; c <= b; c++)
+            mask[c / 8] |= (uint8_t)(1u << (c % 8));
+        if (*p == ',') {
+            p++;
+            if (!*p)
+                goto bad;
+        } else if (*p) {
+            goto bad;
+        }
+    }
+    return 0;
+range:
+    return jerr_field(e, field, "%s: '%s' names a CPU above %d", field, s, CPU_MAX - 1);
+bad:
+    return jerr_field(e, field, "%s: '%s' is not a CPU list; use ranges and commas, e.g. 0-3 or 1,3,5",
+                      field, s ? s : "");
+}
+
+int format_cpu_list(const uint8_t mask[CPU_MAX / 8], char *out, size_t outlen)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (int c = 0; c < CPU_MAX; c++) {
+        if (!(mask[c / 8] & (1u << (c % 8))))
+            continue;
+        int d = c;
+        while (d + 1 < CPU_MAX && (mask[(d + 1) / 8] & (1u << ((d + 1) % 8))))
+            d++;
+        int w = d > c ? snprintf(out + n, outlen - n, "%s%d-%d", n ? "," : "", c, d)
+                      : snprintf(out + n, outlen - n, "%s%d", n ? "," : "", c);
+        if (w < 0 || (size_t)w >= outlen - n)
+            return -1;
+        n += (size_t)w;
+        c = d;
+    }
+    return n ? 0 : -1;
+}
+
+int parse_duration(const char *field, const char *s, uint64_t *seconds, jerr *e)
+{
+    static const struct { const char *name; uint64_t mul; } units[] = {
+        {"s", 1}, {"sec", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"hr", 3600}, {"d", 86400},
+    };
+    uint64_t total = 0, n;
+    const char *p = s;
+    if (!s || !*s)
+        goto bad;
+    if (parse_u64(s, &n) == 0) {
+        if (n == 0)
+            goto bad;
+        *seconds = n;
+        return 0;
+    }
+    while (*p) {
+        const char *u;
+        char unit[8];
+        if (split_num_unit(p, &n, &u) < 0)
+            goto bad;
+        size_t ul = 0;
+        while (u[ul] && isalpha((unsigned char)u[ul]))
+            ul++;
+        if (ul == 0 || ul >= sizeof unit)
+            goto bad;
+        memcpy(unit, u, ul);
+        unit[ul] = 0;
+        size_t i;
+        for (i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (strcmp(unit, units[i].name) == 0)
+                break;
+        if (i == sizeof units / sizeof units[0])
+            goto bad;
+        uint64_t part;
+        if (mul_ok(n, units[i].mul, &part) < 0 || total + part < total)
+            goto bad;
+        total += part;
+        p = u + ul;
+    }
+    if (total == 0)
+        goto bad;
+    *seconds = total;
+    return 0;
+bad:
+    return jerr_field(e, field,
+                      "%s: '%s' is not a duration; use a number of seconds or units s, m/min, h, d (e.g. 90, 30min, 2h30m)",
+                      field, s ? s : "");
+}
+
+static long days_from_civil(long y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (long)doe - 719468;
+}
+
+int parse_rfc3339(const char *s, time_t *out)
+{
+    /* Check the shape first: sscanf's %d would also take leading spaces and signs. */
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+    for (size_t i = 0; i < sizeof shape - 1; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (shape[i] == 'd' ? !isdigit(c) : shape[i] == 'T' ? !(c == 'T' || c == 't' || c == ' ') : c != shape[i])
+            return -1;
+    }
+    int Y, M, D, h, m, sec, n = 0;
+    if (sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || n != 19)
+        return -1;
+    const char *p = s + n;
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    long off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om, k = 0;
+        if (!isdigit((unsigned char)p[1]) || !isdigit((unsigned char)p[2]) || p[3] != ':' ||
+            !isdigit((unsigned char)p[4]) || !isdigit((unsigned char)p[5]))
+            return -1;
+        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &k) != 2 || k != 5 || oh > 23 || om > 59)
+            return -1;
+        off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return -1;
+    }
+    if (*p || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+        return -1;
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (D > mdays[M - 1] || (M == 2 && D == 29 && !((Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0)))
+        return -1;
+    *out = (time_t)(days_from_civil(Y, (unsigned)M, (unsigned)D) * 86400 + h * 3600 + m * 60 + sec - off);
+    return 0;
+}
+
+void format_rfc3339(time_t t, char *out, size_t outlen)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int parse_schedule(const char *field, const char *s, time_t now, time_t *at, jerr *e)
+{
+    if (s && isdigit((unsigned char)s[0]) && strlen(s) >= 19 && s[4] == '-') {
+        if (parse_rfc3339(s, at) < 0)
+            return jerr_field(e, field,
+                              "%s: '%s' is not an RFC 3339 time; use e.g. 2026-11-22T15:04:05Z or 2026-11-22T15:04:05+01:00",
+                              field, s);
+        if (*at < now)
+            return jerr_field(e, field, "%s: '%s' is in the past", field, s);
+        return 0;
+    }
+    uint64_t secs;
+    jerr tmp = {0};
+    if (parse_duration(field, s, &secs, &tmp) < 0)
+        return jerr_field(e, field,
+                          "%s: '%s' is neither a delay (30s, 30min, 2h30m) nor an RFC 3339 time (2026-11-22T15:04:05Z)",
+                          field, s ? s : "");
+    if (secs > 10ull * 365 * 86400)
+        return jerr_field(e, field, "%s: '%s' is more than ten years away", field, s);
+    *at = now + (time_t)secs;
+    return 0;
+}
+
+bool env_key_valid(const char *key)
+{
+    if (!key || !(isalpha((unsigned char)*key) || *key == '_'))
+        return false;
+    for (const char *p = key + 1; *p; p++)
+        if (!(isalnum((unsigned char)*p) || *p == '_'))
+            return false;
+    return true;
+}
+
+int parse_env_pair(const char *field, const char *s, char *key, size_t keylen, const char **value, jerr *e)
+{
+    const char *eq = s ? strchr(s, '=') : NULL;
+    if (!eq)
+        return jerr_field(e, field, "%s: '%s' is not KEY=VALUE", field, s ? s : "");
+    size_t kl = (size_t)(eq - s);
+    if (kl == 0 || kl >= keylen)
+        return jerr_field(e, field, "%s: '%s' has an empty or overlong name; use KEY=VALUE", field, s);
+    memcpy(key, s, kl);
+    key[kl] = 0;
+    if (!env_key_valid(key))
+        return jerr_field(e, field,
+                          "%s: '%s' is not a valid variable name; use letters, digits and '_', not starting with a digit",
+                          field, key);
+    *value = eq + 1;
+    return 0;
+}

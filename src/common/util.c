@@ -1,0 +1,304 @@
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "parse.h"
+
+int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t now_ms(void) { return now_ns() / 1000000; }
+
+int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void format_ms(int64_t ms, char *out, size_t outlen)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char b[32];
+    strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, outlen, "%s.%03dZ", b, (int)(ms % 1000));
+}
+
+void format_ns_us(int64_t ns, char *out, size_t outlen)
+{
+    time_t s = (time_t)(ns / 1000000000LL);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char b[32];
+    strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, outlen, "%s.%06dZ", b, (int)((ns % 1000000000LL) / 1000));
+}
+
+int parse_ms(const char *s, int64_t *ms)
+{
+    time_t t;
+    if (!s || parse_rfc3339(s, &t) < 0)
+        return -1;
+    int64_t frac = 0;
+    const char *dot = strchr(s, '.');
+    if (dot) {
+        int digits = 0;
+        for (const char *p = dot + 1; *p >= '0' && *p <= '9'; p++, digits++)
+            if (digits < 3)
+                frac = frac * 10 + (*p - '0');
+        for (; digits < 3; digits++)
+            frac *= 10;
+    }
+    *ms = (int64_t)t * 1000 + frac;
+    return 0;
+}
+
+int mkdir_p(const char *path, mode_t mode, jerr *e)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return jerr_set(e, ENAMETOOLONG, "path too long: %s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+            return jerr_sys(e, "mkdir %s", buf);
+        *p = '/';
+    }
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return jerr_sys(e, "mkdir %s", buf);
+    return 0;
+}
+
+char *read_file(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            break;
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+        }
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    if (buf) {
+        buf[n] = 0;
+        if (len)
+            *len = n;
+    }
+    return buf;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, jerr *e)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return jerr_sys(e, "create %s", tmp);
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            jerr_sys(e, "write %s", tmp);
+            close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    if (fsync(fd) < 0 || close(fd) < 0) {
+        jerr_sys(e, "fsync %s", tmp);
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) < 0) {
+        jerr_sys(e, "rename %s", tmp);
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int write_string(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t l = strlen(s);
+    ssize_t w = write(fd, s, l);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    if (w < 0)
+        return -1;
+    if ((size_t)w != l) {
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+static int rm_at(int dfd, const char *name, dev_t dev)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -1 : 0;
+    if (st.st_dev != dev) {
+        errno = EXDEV;
+        return -1;
+    }
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (rm_at(dirfd(d), de->d_name, dev) < 0)
+            rc = -1;
+    }
+    closedir(d);
+    if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        rc = -1;
+    return rc;
+}
+
+int rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -1;
+    return rm_at(AT_FDCWD, path, st.st_dev);
+}
+
+void uuid_v4(char out[37])
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+        abort(); /* the kernel's CSPRNG never fails for 16 bytes once seeded */
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+bool uuid_valid(const char *s)
+{
+    if (!s || strlen(s) != 36)
+        return false;
+    for (int i = 0; i < 36; i++) {
+        char c = s[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return false;
+        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+void *xcalloc(size_t n, size_t m)
+{
+    void *p = calloc(n ? n : 1, m ? m : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+char *xstrdup(const char *s)
+{
+    char *p = strdup(s ? s : "");
+    if (!p)
+        abort();
+    return p;
+}
+
+int set_cloexec_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -1;
+    return fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *s = read_file(path, NULL);
+    if (!s)
+        return 0;
+    /* comm may hold spaces and ')' : parse after the last ')' */
+    char *p = strrchr(s, ')');
+    uint64_t start = 0;
+    if (p) {
+        p += 2;
+        int field = 3;
+        char *save = NULL;
+        for (char *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++)
+            if (field == 22) {
+                start = strtoull(tok, NULL, 10);
+                break;
+            }
+    }
+    free(s);
+    return start;
+}

@@ -1,0 +1,47 @@
+#ifndef JOBLET_UTIL_H
+#define JOBLET_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "err.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void freep(void *p) { free(*(void **)p); }
+static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
+#define _cleanup_free_  __attribute__((cleanup(freep)))
+#define _cleanup_close_ __attribute__((cleanup(closep)))
+
+/* Wall clock in nanoseconds / milliseconds since the epoch; monotonic in nanoseconds. */
+int64_t now_ns(void);
+int64_t now_ms(void);
+int64_t mono_ns(void);
+/* "2026-11-22T10:00:00.123Z" from milliseconds; ns variant keeps microseconds. */
+void format_ms(int64_t ms, char *out, size_t outlen);
+void format_ns_us(int64_t ns, char *out, size_t outlen);
+int parse_ms(const char *s, int64_t *ms);
+
+int mkdir_p(const char *path, mode_t mode, jerr *e);
+/* Reads a whole small file into a NUL-terminated buffer (caller frees). */
+char *read_file(const char *path, size_t *len);
+/* Writes through a temp file + fsync + rename, so readers see all or nothing. */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, jerr *e);
+int write_string(const char *path, const char *s);   /* for sysfs/cgroupfs files; -1 + errno */
+/* Removes a directory tree without following symlinks or crossing mount points. */
+int rm_rf(const char *path);
+void uuid_v4(char out[37]);
+bool uuid_valid(const char *s);
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+char *xstrdup(const char *s);
+int set_cloexec_nonblock(int fd);
+/* Start time of a process (field 22 of /proc/PID/stat), 0 when it is gone. Guards pid reuse. */
+uint64_t proc_start_time(pid_t pid);
+
+#endif

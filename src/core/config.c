@@ -1,0 +1,161 @@
+#include "config.h"
+
+#include <errno.h>
+#include <libfyaml.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/parse.h"
+
+void config_defaults(config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->state_dir, sizeof c->state_dir, "/var/lib/joblet");
+    snprintf(c->socket, sizeof c->socket, "/run/joblet/joblet.sock");
+    c->socket_mode = 0666;
+    c->log_level = LOG_INFO;
+    c->default_uid = 65534;
+    c->default_gid = 65534;
+    c->max_running = 0;
+    c->max_upload_bytes = 256ull << 20;
+    c->stop_grace_s = 10;
+    c->pids_max = 1024;
+    c->tmp_size_mb = 1024;
+    snprintf(c->cgroup_root, sizeof c->cgroup_root, "joblet");
+}
+
+enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES };
+
+typedef struct key {
+    const char *path;   /* "section.name" */
+    enum kind kind;
+    size_t off, len;    /* for strings: buffer size */
+    uint64_t min, max;
+} key;
+
+#define STR(p, f) {p, K_STR, offsetof(config, f), sizeof(((config *)0)->f), 0, 0}
+#define U64(p, f, lo, hi) {p, K_U64, offsetof(config, f), sizeof(((config *)0)->f), lo, hi}
+
+static const key keys[] = {
+    STR("state_dir", state_dir),
+    {"log_level", K_LEVEL, offsetof(config, log_level), 0, 0, 0},
+    STR("server.socket", socket),
+    {"server.socket_mode", K_MODE, offsetof(config, socket_mode), 0, 0, 0},
+    U64("jobs.default_uid", default_uid, 1, 4294967294u),
+    U64("jobs.default_gid", default_gid, 1, 4294967294u),
+    U64("jobs.max_running", max_running, 0, 1000000),
+    {"jobs.max_upload_bytes", K_BYTES, offsetof(config, max_upload_bytes), 8, 0, 0},
+    U64("jobs.stop_grace_s", stop_grace_s, 0, 3600),
+    U64("jobs.pids_max", pids_max, 16, 4194304),
+    U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
+    STR("jobs.shim_path", shim_path),
+    STR("cgroup.root", cgroup_root),
+};
+
+static void store_u(void *p, size_t len, uint64_t v)
+{
+    if (len == 8)
+        *(uint64_t *)p = v;
+    else
+        *(uint32_t *)p = (uint32_t)v;
+}
+
+static int set_key(config *c, const key *k, const char *val, const char *file, jerr *e)
+{
+    char *p = (char *)c + k->off;
+    uint64_t v;
+    switch (k->kind) {
+    case K_STR:
+        if (!*val || strlen(val) >= k->len)
+            return jerr_set(e, EINVAL, "%s: %s: must be a non-empty string shorter than %zu characters", file,
+                            k->path, k->len);
+        memcpy(p, val, strlen(val) + 1);
+        return 0;
+    case K_U64:
+        if (parse_u64(val, &v) < 0 || v < k->min || v > k->max)
+            return jerr_set(e, EINVAL, "%s: %s: '%s' must be a whole number from %llu to %llu", file, k->path, val,
+                            (unsigned long long)k->min, (unsigned long long)k->max);
+        store_u(p, k->len, v);
+        return 0;
+    case K_MODE: {
+        char *end;
+        errno = 0;
+        unsigned long m = strtoul(val, &end, 8);
+        if (errno || *end || !*val || m > 0777)
+            return jerr_set(e, EINVAL, "%s: %s: '%s' must be an octal mode such as \"0660\"", file, k->path, val);
+        *(mode_t *)p = (mode_t)m;
+        return 0;
+    }
+    case K_LEVEL:
+        if (log_parse_level(val, (enum log_level *)p) < 0)
+            return jerr_set(e, EINVAL, "%s: %s: '%s' must be one of error, warn, info, debug", file, k->path, val);
+        return 0;
+    case K_BYTES: {
+        jerr tmp = {0};
+        if (parse_bytes(k->path, val, &v, &tmp) < 0)
+            return jerr_set(e, EINVAL, "%s: %s", file, tmp.msg);
+        *(uint64_t *)p = v;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* Walks a mapping; prefix is "" at the top level. */
+static int walk(config *c, struct fy_node *map, const char *prefix, const char *file, jerr *e)
+{
+    void *iter = NULL;
+    struct fy_node_pair *pair;
+    while ((pair = fy_node_mapping_iterate(map, &iter))) {
+        struct fy_node *kn = fy_node_pair_key(pair), *vn = fy_node_pair_value(pair);
+        size_t klen;
+        const char *ks = fy_node_get_scalar(kn, &klen);
+        if (!ks)
+            return jerr_set(e, EINVAL, "%s: keys must be plain names", file);
+        char path[128];
+        snprintf(path, sizeof path, "%s%s%.*s", prefix, *prefix ? "." : "", (int)klen, ks);
+        if (vn && fy_node_is_mapping(vn)) {
+            if (walk(c, vn, path, file, e) < 0)
+                return -1;
+            continue;
+        }
+        const key *k = NULL;
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            if (strcmp(keys[i].path, path) == 0)
+                k = &keys[i];
+        if (!k) {
+            char known[1024] = "";
+            size_t n = 0;
+            for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+                n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", keys[i].path);
+            return jerr_set(e, EINVAL, "%s: unknown setting '%s'; known settings: %s", file, path, known);
+        }
+        size_t vlen;
+        const char *vs = vn && fy_node_is_scalar(vn) ? fy_node_get_scalar(vn, &vlen) : NULL;
+        if (!vs)
+            return jerr_set(e, EINVAL, "%s: %s: must be a single value", file, path);
+        char val[1024];
+        snprintf(val, sizeof val, "%.*s", (int)vlen, vs);
+        if (set_key(c, k, val, file, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int config_load(config *c, const char *path, jerr *e)
+{
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET};
+    struct fy_document *doc = fy_document_build_from_file(&cfg, path);
+    if (!doc)
+        return jerr_set(e, EINVAL, "%s: cannot read or parse this YAML file", path);
+    struct fy_node *root = fy_document_root(doc);
+    int rc = 0;
+    if (root && !fy_node_is_mapping(root))
+        rc = jerr_set(e, EINVAL, "%s: the top level must be a mapping of settings", path);
+    else if (root)
+        rc = walk(c, root, "", path, e);
+    fy_document_destroy(doc);
+    return rc;
+}

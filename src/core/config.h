@@ -1,0 +1,31 @@
+#ifndef JOBLET_CONFIG_H
+#define JOBLET_CONFIG_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+#include "../common/log.h"
+
+/* Every key is optional; these are the embedded defaults (docs/config.md). */
+typedef struct config {
+    char state_dir[512];          /* state_dir */
+    char socket[256];             /* server.socket */
+    mode_t socket_mode;           /* server.socket_mode */
+    enum log_level log_level;     /* log_level */
+    uid_t default_uid;            /* jobs.default_uid: for jobs submitted by root */
+    gid_t default_gid;            /* jobs.default_gid */
+    uint32_t max_running;         /* jobs.max_running, 0 = no limit */
+    uint64_t max_upload_bytes;    /* jobs.max_upload_bytes */
+    uint64_t stop_grace_s;        /* jobs.stop_grace_s */
+    uint64_t pids_max;            /* jobs.pids_max: default pids limit of a job */
+    uint64_t tmp_size_mb;         /* jobs.tmp_size_mb: size of each job's /tmp */
+    char shim_path[512];          /* jobs.shim_path, "" = next to joblet */
+    char cgroup_root[64];         /* cgroup.root */
+} config;
+
+void config_defaults(config *c);
+/* Reads a YAML file over the defaults. Unknown keys and wrong types are errors naming the key. */
+int config_load(config *c, const char *path, jerr *e);
+
+#endif

@@ -1,0 +1,69 @@
+/* The daemon's core: the one owner of job state. */
+#ifndef JOBLET_CORE_H
+#define JOBLET_CORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "../common/err.h"
+#include "../common/parse.h"
+#include "../exec/cgroup.h"
+#include "../store/db.h"
+#include "config.h"
+#include "job.h"
+
+typedef struct core {
+    config cfg;
+    db *db;
+    cg_host cg;
+    job **jobs;               /* every job known, in submission order */
+    size_t njobs, cap;
+    uint64_t next_seq;
+    uint32_t running;         /* jobs holding a shim */
+    char jobs_dir[600];
+    char shim_path[600];
+    char io_dev[32];          /* block device of jobs_dir, "" when there is none */
+    char io_dev_why[256];
+    uint8_t online_cpus[CPU_MAX / 8];
+    int ncpus;
+    uint64_t mem_total_mb;
+    int inotify_fd;
+    watch w_inotify;
+    int64_t sched_wakeup_ms;  /* 0 = no scheduled job waiting */
+} core;
+
+extern core C;
+
+/* jobs.c */
+job *core_find(const char *id_or_prefix, uid_t caller, jerr *e);
+void core_add(job *j);
+void core_remove(job *j);
+void job_free(job *j);
+void job_save(job *j);
+void core_schedule(void);
+void core_job_dir(const job *j, char *out, size_t len);
+/* Sets terminal state fields, persists, wakes followers, frees room. */
+void job_finish(job *j, enum job_state st, const char *reason);
+uint32_t core_queue_position(const job *j);
+
+/* job_json.c */
+json_t *job_to_json(const job *j);
+
+/* submit.c: validates a request and creates a job (and its directory with uploads). */
+job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
+
+/* launch.c */
+int launch_job(job *j, jerr *e);
+void launch_adopt_all(void);
+int launch_stop(job *j, uid_t by, jerr *e);
+void launch_live_usage(const job *j, job_usage *u);
+
+/* logstream.c */
+struct MHD_Connection;
+struct MHD_Response;
+struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, bool follow, int streams);
+void logstream_wake(job *j);
+void logstream_detach(job *j);
+void logstream_init(void);
+
+#endif

@@ -1,0 +1,57 @@
+/* A job as the daemon's core owns it. Only the event-loop thread touches these. */
+#ifndef JOBLET_JOB_H
+#define JOBLET_JOB_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "loop.h"
+
+enum job_state {
+    JS_SCHEDULED, JS_QUEUED, JS_RUNNING, JS_STOPPING, JS_STOPPED, JS_COMPLETED, JS_FAILED, JS_CANCELED,
+};
+
+const char *job_state_name(enum job_state s);
+int job_state_parse(const char *s, enum job_state *out);
+static inline bool job_state_terminal(enum job_state s) { return s >= JS_STOPPED; }
+
+struct follower;
+
+typedef struct job_usage {
+    uint64_t cpu_ns, memory_peak_bytes, io_read_bytes, io_write_bytes;
+} job_usage;
+
+typedef struct job {
+    char id[37];
+    uint64_t seq;
+    char *name;
+    enum job_state state;
+    uid_t owner_uid;
+    gid_t owner_gid;
+    uid_t uid;
+    gid_t gid;
+    /* The validated submission (command, args, env, secret_env, limits, upload list without
+     * content). Persisted as is; secret values leave the daemon only in the shim's spec. */
+    json_t *req;
+    int64_t created_ms, scheduled_ms, started_ms, ended_ms;
+    bool has_exit;
+    int exit_code;
+    int signal;               /* 0 = none */
+    char *signal_name;
+    char *end_reason;
+    int64_t stopped_by;       /* uid, -1 = none */
+    char *error;
+    job_usage usage;
+    /* Execution, while a shim is alive. */
+    pid_t shim_pid;
+    uint64_t shim_start;
+    pid_t init_pid;
+    watch w_pid;              /* pidfd of the shim: readable when it exits */
+    watch w_notify;           /* the shim's start notification */
+    struct follower *followers;
+    int inotify_wd;
+} job;
+
+#endif

@@ -1,0 +1,200 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../sched/sched.h"
+#include "core.h"
+
+core C;
+
+static const char *const state_names[] = {"SCHEDULED", "QUEUED", "RUNNING", "STOPPING",
+                                          "STOPPED", "COMPLETED", "FAILED", "CANCELED"};
+
+const char *job_state_name(enum job_state s) { return state_names[s]; }
+
+int job_state_parse(const char *s, enum job_state *out)
+{
+    for (size_t i = 0; s && i < ARRAY_LEN(state_names); i++)
+        if (strcasecmp(s, state_names[i]) == 0) {
+            *out = (enum job_state)i;
+            return 0;
+        }
+    return -1;
+}
+
+static bool visible(const job *j, uid_t caller) { return caller == 0 || j->owner_uid == caller; }
+
+job *core_find(const char *id, uid_t caller, jerr *e)
+{
+    size_t len = id ? strlen(id) : 0;
+    if (len == 0 || len > 36 || strspn(id, "0123456789abcdef-") != len) {
+        jerr_http(e, 404, "no job '%s': a job id is a UUID or a unique prefix of one (hex digits and '-')",
+                  id ? id : "");
+        return NULL;
+    }
+    job *found = NULL;
+    char others[256] = "";
+    size_t nmatch = 0, no = 0;
+    for (size_t i = 0; i < C.njobs; i++) {
+        job *j = C.jobs[i];
+        if (strncmp(j->id, id, len) != 0 || !visible(j, caller))
+            continue;
+        if (len == 36)
+            return j;
+        if (nmatch++ < 4)
+            no += (size_t)snprintf(others + no, sizeof others - no, "%s%s", no ? ", " : "", j->id);
+        found = j;
+    }
+    if (nmatch == 0) {
+        jerr_http(e, 404, "no job matches '%s'", id);
+        return NULL;
+    }
+    if (nmatch > 1) {
+        e->code = EEXIST;
+        jerr_http(e, 409, "'%s' matches %zu jobs (%s%s); type more of the id", id, nmatch, others,
+                  nmatch > 4 ? ", …" : "");
+        return NULL;
+    }
+    return found;
+}
+
+void core_add(job *j)
+{
+    if (C.njobs == C.cap) {
+        C.cap = C.cap ? C.cap * 2 : 256;
+        C.jobs = realloc(C.jobs, C.cap * sizeof *C.jobs);
+        if (!C.jobs)
+            abort();
+    }
+    C.jobs[C.njobs++] = j;
+    if (j->seq >= C.next_seq)
+        C.next_seq = j->seq + 1;
+}
+
+void core_remove(job *j)
+{
+    for (size_t i = 0; i < C.njobs; i++)
+        if (C.jobs[i] == j) {
+            memmove(&C.jobs[i], &C.jobs[i + 1], (C.njobs - i - 1) * sizeof *C.jobs);
+            C.njobs--;
+            return;
+        }
+}
+
+void job_free(job *j)
+{
+    if (!j)
+        return;
+    free(j->name);
+    json_decref(j->req);
+    free(j->signal_name);
+    free(j->end_reason);
+    free(j->error);
+    free(j);
+}
+
+void core_job_dir(const job *j, char *out, size_t len) { snprintf(out, len, "%s/%s", C.jobs_dir, j->id); }
+
+void job_save(job *j)
+{
+    jerr e = {0};
+    if (db_update_job(C.db, j, &e) < 0)
+        log_err("%s", e.msg);
+}
+
+void job_finish(job *j, enum job_state st, const char *reason)
+{
+    bool held_room = j->state == JS_RUNNING || j->state == JS_STOPPING || j->shim_pid > 0;
+    j->state = st;
+    if (reason) {
+        free(j->end_reason);
+        j->end_reason = xstrdup(reason);
+    }
+    if (!j->ended_ms)
+        j->ended_ms = now_ms();
+    if (held_room && C.running > 0)
+        C.running--;
+    j->shim_pid = 0;
+    j->init_pid = 0;
+    job_save(j);
+    logstream_wake(j);
+    char ec[32] = "";
+    if (j->has_exit)
+        snprintf(ec, sizeof ec, ", exit code %d", j->exit_code);
+    log_info("job %s %s (%s%s)", j->id, job_state_name(st), reason ? reason : "", ec);
+}
+
+/* Builds the scheduler's view: jobs not started yet. */
+static size_t waiting(sched_job **out, job ***map)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < C.njobs; i++)
+        if ((C.jobs[i]->state == JS_SCHEDULED || C.jobs[i]->state == JS_QUEUED) && C.jobs[i]->shim_pid == 0)
+            n++;
+    *out = xcalloc(n, sizeof **out);
+    *map = xcalloc(n, sizeof **map);
+    size_t k = 0;
+    for (size_t i = 0; i < C.njobs; i++) {
+        job *j = C.jobs[i];
+        if ((j->state == JS_SCHEDULED || j->state == JS_QUEUED) && j->shim_pid == 0) {
+            (*out)[k] = (sched_job){j->seq, 0, j->scheduled_ms};
+            (*map)[k++] = j;
+        }
+    }
+    return n;
+}
+
+void core_schedule(void)
+{
+    sched_job *sj;
+    job **map;
+    size_t n = waiting(&sj, &map);
+    size_t *start = xcalloc(n, sizeof *start);
+    sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running};
+    sched_output out = {start, 0, 0};
+    sched_decide(&in, &out);
+    /* Jobs whose time has come but which wait for room are QUEUED, not SCHEDULED. */
+    for (size_t i = 0; i < n; i++)
+        if (map[i]->state == JS_SCHEDULED && sj[i].not_before_ms <= in.now_ms) {
+            map[i]->state = JS_QUEUED;
+            job_save(map[i]);
+        }
+    for (size_t k = 0; k < out.nstart; k++) {
+        job *j = map[start[k]];
+        jerr e = {0};
+        if (launch_job(j, &e) < 0) {
+            log_err("job %s: %s", j->id, e.msg);
+            free(j->error);
+            j->error = xstrdup(e.msg);
+            j->has_exit = false;
+            job_finish(j, JS_FAILED, "start_failed");
+        }
+    }
+    C.sched_wakeup_ms = out.next_wakeup_ms;
+    free(start);
+    free(sj);
+    free(map);
+}
+
+uint32_t core_queue_position(const job *j)
+{
+    if (j->state != JS_QUEUED || j->shim_pid)
+        return 0;
+    sched_job *sj;
+    job **map;
+    size_t n = waiting(&sj, &map);
+    uint32_t *pos = xcalloc(n, sizeof *pos), r = 0;
+    sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running};
+    sched_positions(&in, pos);
+    for (size_t i = 0; i < n; i++)
+        if (map[i] == j)
+            r = pos[i];
+    free(pos);
+    free(sj);
+    free(map);
+    return r;
+}

@@ -1,0 +1,335 @@
+/* Starting jobs, noticing their end, and taking them back after a restart. The daemon
+ * never waits on a job: it spawns the shim, watches the shim's pidfd, and reads what the
+ * shim wrote (started, status.json) when it is told something changed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../exec/shim.h"
+#include "../exec/spec.h"
+#include "core.h"
+
+extern char **environ;
+
+static const char *const base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+static void add_env(char ***env, size_t *n, const char *k, const char *v)
+{
+    *env = realloc(*env, (*n + 2) * sizeof **env);
+    if (!*env)
+        abort();
+    size_t l = strlen(k) + strlen(v) + 2;
+    (*env)[*n] = xmalloc(l);
+    snprintf((*env)[*n], l, "%s=%s", k, v);
+    (*env)[++*n] = NULL;
+}
+
+/* The job's environment is built from nothing: the daemon's own variables never leak in. */
+static char **job_env(const job *j)
+{
+    char **env = NULL;
+    size_t n = 0;
+    json_t *user = json_object_get(j->req, "env"), *secret = json_object_get(j->req, "secret_env"), *v;
+    const char *k;
+    static const char *const defaults[][2] = {{"PATH", NULL}, {"HOME", "/work"}, {"LANG", "C.UTF-8"}};
+    for (size_t i = 0; i < ARRAY_LEN(defaults); i++)
+        if (!json_object_get(user, defaults[i][0]) && !json_object_get(secret, defaults[i][0]))
+            add_env(&env, &n, defaults[i][0], defaults[i][1] ? defaults[i][1] : base_path);
+    add_env(&env, &n, "JOB_ID", j->id);
+    json_object_foreach(user, k, v) add_env(&env, &n, k, json_string_value(v));
+    json_object_foreach(secret, k, v) add_env(&env, &n, k, json_string_value(v));
+    return env;
+}
+
+static char **job_argv(const job *j)
+{
+    json_t *args = json_object_get(j->req, "args"), *a;
+    char **argv = xcalloc(json_array_size(args) + 2, sizeof *argv);
+    argv[0] = xstrdup(json_string_value(json_object_get(j->req, "command")));
+    size_t i;
+    json_array_foreach(args, i, a) argv[i + 1] = xstrdup(json_string_value(a));
+    return argv;
+}
+
+static int write_spec(const job *j, const char *dir, jerr *e)
+{
+    job_spec s = {0};
+    char host[64], path[700];
+    snprintf(s.id, sizeof s.id, "%s", j->id);
+    s.job_dir = (char *)dir;
+    snprintf(host, sizeof host, "job-%.8s", j->id);
+    s.hostname = host;
+    s.argv = job_argv(j);
+    s.env = job_env(j);
+    const char *wd = json_string_value(json_object_get(j->req, "workdir"));
+    s.workdir = (char *)(wd ? wd : "/work");
+    s.uid = j->uid;
+    s.gid = j->gid;
+    const char *net = json_string_value(json_object_get(j->req, "network"));
+    s.net_host = net && !strcmp(net, "host");
+    s.max_runtime_s = (uint64_t)json_integer_value(json_object_get(j->req, "max_runtime_s"));
+    s.stop_grace_s = C.cfg.stop_grace_s;
+    s.tmp_size_mb = C.cfg.tmp_size_mb;
+    s.cgroup_root = C.cfg.cgroup_root;
+    s.limits.cpu_pct = (uint32_t)json_integer_value(json_object_get(j->req, "max_cpu"));
+    s.limits.mem_bytes = (uint64_t)json_integer_value(json_object_get(j->req, "max_memory_mb")) << 20;
+    s.limits.pids_max = (uint64_t)json_integer_value(json_object_get(j->req, "pids_max"));
+    s.limits.io_bps = (uint64_t)json_integer_value(json_object_get(j->req, "max_iobps"));
+    if (s.limits.io_bps)
+        snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", C.io_dev);
+    const char *cores = json_string_value(json_object_get(j->req, "cpu_cores"));
+    snprintf(s.limits.cpus, sizeof s.limits.cpus, "%s", cores ? cores : "");
+    snprintf(path, sizeof path, "%s/%s", dir, SHIM_SPEC);
+    int rc = spec_save(&s, path, e);
+    for (char **p = s.argv; *p; p++)
+        free(*p);
+    free(s.argv);
+    for (char **p = s.env; *p; p++)
+        free(*p);
+    free(s.env);
+    return rc;
+}
+
+static void on_shim_exit(watch *w, uint32_t events);
+static void on_notify(watch *w, uint32_t events);
+
+static void watch_shim(job *j, int pidfd, int notify_fd)
+{
+    j->w_pid = (watch){pidfd, on_shim_exit, j};
+    loop_add(&j->w_pid);
+    if (notify_fd >= 0) {
+        j->w_notify = (watch){notify_fd, on_notify, j};
+        loop_add(&j->w_notify);
+    }
+}
+
+int launch_job(job *j, jerr *e)
+{
+    char dir[700], root[720];
+    core_job_dir(j, dir, sizeof dir);
+    snprintf(root, sizeof root, "%s/root", dir);
+    if (mkdir(root, 0700) < 0 && errno != EEXIST)
+        return jerr_sys(e, "create %s", root);
+    if (write_spec(j, dir, e) < 0)
+        return -1;
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return jerr_sys(e, "pipe");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, pfd[1], SHIM_NOTIFY_FD);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    /* Born with SIGTERM blocked: a stop that arrives before the shim set up its signalfd
+     * must wait for it, not kill the shim and orphan the job. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGCHLD);
+    posix_spawnattr_setsigmask(&at, &mask);
+    sigset_t dflt;
+    sigfillset(&dflt);
+    posix_spawnattr_setsigdefault(&at, &dflt);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    char *argv[] = {"joblet-shim", dir, NULL};
+    char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, C.shim_path, &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    close(pfd[1]);
+    if (rc != 0) {
+        close(pfd[0]);
+        errno = rc;
+        return jerr_sys(e, "start %s", C.shim_path);
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        jerr_sys(e, "pidfd_open %d", (int)pid);
+        kill(pid, SIGKILL);
+        close(pfd[0]);
+        return -1;
+    }
+    set_cloexec_nonblock(pfd[0]);
+    j->shim_pid = pid;
+    j->shim_start = proc_start_time(pid);
+    C.running++;
+    watch_shim(j, pidfd, pfd[0]);
+    job_save(j);
+    return 0;
+}
+
+static void mark_running(job *j, pid_t init_pid, int64_t started_ms)
+{
+    if (j->state != JS_QUEUED && j->state != JS_SCHEDULED)
+        return;
+    j->state = JS_RUNNING;
+    j->init_pid = init_pid;
+    j->started_ms = started_ms;
+    job_save(j);
+}
+
+static void on_notify(watch *w, uint32_t events)
+{
+    job *j = w->data;
+    char buf[128];
+    ssize_t n = read(w->fd, buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = 0;
+        int pid;
+        long long ms;
+        if (sscanf(buf, "S %d %lld", &pid, &ms) == 2)
+            mark_running(j, pid, ms);
+        return;
+    }
+    if (n < 0 && errno == EAGAIN)
+        return;
+    loop_del(w);
+    close(w->fd);
+    w->fd = -1;
+}
+
+static void read_started(job *j, const char *dir)
+{
+    char path[760];
+    snprintf(path, sizeof path, "%s/%s", dir, SHIM_STARTED);
+    char *s = read_file(path, NULL);
+    int pid;
+    long long ms;
+    if (s && sscanf(s, "%d %lld", &pid, &ms) == 2)
+        mark_running(j, pid, ms);
+    free(s);
+}
+
+/* Reads status.json into the job and makes it terminal. */
+static void finalize(job *j)
+{
+    char dir[700], path[760];
+    core_job_dir(j, dir, sizeof dir);
+    read_started(j, dir);
+    snprintf(path, sizeof path, "%s/%s", dir, SHIM_STATUS);
+    json_t *st = json_load_file(path, 0, NULL);
+    if (!st) {
+        free(j->error);
+        char msg[256];
+        snprintf(msg, sizeof msg, "the job's shim (pid %d) ended without recording how the job ended; see %s/%s",
+                 (int)j->shim_pid, dir, SHIM_LOG);
+        j->error = xstrdup(msg);
+        job_finish(j, JS_FAILED, "lost");
+        return;
+    }
+    json_t *ec = json_object_get(st, "exit_code");
+    j->has_exit = json_is_integer(ec);
+    j->exit_code = (int)json_integer_value(ec);
+    j->signal = (int)json_integer_value(json_object_get(st, "signal"));
+    const char *sn = json_string_value(json_object_get(st, "signal_name"));
+    free(j->signal_name);
+    j->signal_name = sn ? xstrdup(sn) : NULL;
+    const char *err = json_string_value(json_object_get(st, "error"));
+    if (err) {
+        free(j->error);
+        j->error = xstrdup(err);
+    }
+    json_t *u = json_object_get(st, "usage");
+    j->usage.cpu_ns = (uint64_t)json_integer_value(json_object_get(u, "cpu_ns"));
+    j->usage.memory_peak_bytes = (uint64_t)json_integer_value(json_object_get(u, "memory_peak_bytes"));
+    j->usage.io_read_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_read_bytes"));
+    j->usage.io_write_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_write_bytes"));
+    int64_t started = json_integer_value(json_object_get(st, "started_at_ms"));
+    if (!j->started_ms && started)
+        j->started_ms = started;
+    j->ended_ms = json_integer_value(json_object_get(st, "ended_at_ms"));
+    const char *reason = json_string_value(json_object_get(st, "end_reason"));
+    reason = reason ? reason : "lost";
+    enum job_state s = JS_FAILED;
+    if (!strcmp(reason, "stopped"))
+        s = JS_STOPPED;
+    else if (!strcmp(reason, "exit") && j->exit_code == 0)
+        s = JS_COMPLETED;
+    job_finish(j, s, reason);
+    json_decref(st);
+    snprintf(path, sizeof path, "%s/root", dir);
+    rmdir(path);
+}
+
+static void on_shim_exit(watch *w, uint32_t events)
+{
+    job *j = w->data;
+    /* Our own child: reap it. An adopted shim is reaped by init. */
+    waitpid(j->shim_pid, NULL, WNOHANG);
+    if (j->w_notify.fd >= 0) {
+        on_notify(&j->w_notify, 0); /* a start line may still sit in the pipe */
+        if (j->w_notify.fd >= 0) {
+            loop_del(&j->w_notify);
+            close(j->w_notify.fd);
+            j->w_notify.fd = -1;
+        }
+    }
+    loop_del(w);
+    close(w->fd);
+    w->fd = -1;
+    finalize(j);
+    core_schedule();
+}
+
+/* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
+void launch_adopt_all(void)
+{
+    for (size_t i = 0; i < C.njobs; i++) {
+        job *j = C.jobs[i];
+        if (job_state_terminal(j->state) || j->shim_pid <= 0)
+            continue;
+        C.running++;
+        char dir[700];
+        core_job_dir(j, dir, sizeof dir);
+        if (proc_start_time(j->shim_pid) == j->shim_start && j->shim_start) {
+            int pidfd = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
+            if (pidfd >= 0) {
+                read_started(j, dir);
+                watch_shim(j, pidfd, -1);
+                log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
+                continue;
+            }
+        }
+        finalize(j);
+    }
+}
+
+int launch_stop(job *j, uid_t by, jerr *e)
+{
+    if (j->shim_pid <= 0 || j->w_pid.fd < 0)
+        return jerr_http(e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
+    if (syscall(SYS_pidfd_send_signal, j->w_pid.fd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+        return jerr_sys(e, "signal the shim of job %s", j->id);
+    j->stopped_by = by;
+    if (j->state == JS_RUNNING)
+        j->state = JS_STOPPING;
+    job_save(j);
+    return 0;
+}
+
+void launch_live_usage(const job *j, job_usage *u)
+{
+    cg_job cg;
+    cg_job_paths(&C.cg, j->id, &cg);
+    cg_stats st = {0};
+    if (cg_read_stats(&cg, &st) < 0)
+        return;
+    u->cpu_ns = st.cpu_usage_ns;
+    u->memory_peak_bytes = st.mem_peak_bytes;
+    u->io_read_bytes = st.io_read_bytes;
+    u->io_write_bytes = st.io_write_bytes;
+}

@@ -1,0 +1,198 @@
+/* joblet — the daemon. Runs with no config file; `--config PATH` (or /etc/joblet/joblet.yml
+ * when present) overrides the embedded defaults. SIGTERM stops the daemon, never the jobs:
+ * their shims carry on and the next joblet re-adopts them. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "../api/http.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "core.h"
+
+static watch w_signal;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: joblet [--config PATH] [--state-dir DIR] [--socket PATH] [--log-level LEVEL] [--version]\n"
+               "  Runs jobs isolated with namespaces, cgroups, seccomp and capabilities.\n"
+               "  Without --config, /etc/joblet/joblet.yml is read if it exists; every setting has a default.\n");
+}
+
+static void on_signal(watch *w, uint32_t events)
+{
+    struct signalfd_siginfo si;
+    while (read(w->fd, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+            log_info("signal %d: shutting down; running jobs continue under their shims", (int)si.ssi_signo);
+            loop_stop();
+        }
+    }
+}
+
+static int before_wait(void)
+{
+    int t = http_timeout_ms();
+    if (C.sched_wakeup_ms) {
+        int64_t d = C.sched_wakeup_ms - now_ms();
+        int s = d < 0 ? 0 : d > 60000 ? 60000 : (int)d + 1;
+        if (t < 0 || s < t)
+            t = s;
+    }
+    return t;
+}
+
+static void after_wake(void)
+{
+    if (C.sched_wakeup_ms && now_ms() >= C.sched_wakeup_ms)
+        core_schedule();
+    http_run();
+}
+
+static void read_machine(void)
+{
+    char *s = read_file("/sys/devices/system/cpu/online", NULL);
+    jerr e = {0};
+    if (!s || parse_cpu_list("online", strtok(s, "\n"), C.online_cpus, &e) < 0)
+        C.online_cpus[0] = 1;
+    free(s);
+    C.ncpus = 0;
+    for (int c = 0; c < CPU_MAX; c++)
+        C.ncpus += (C.online_cpus[c / 8] >> (c % 8)) & 1;
+    struct sysinfo si;
+    sysinfo(&si);
+    C.mem_total_mb = (uint64_t)si.totalram * si.mem_unit >> 20;
+}
+
+static void load_one(job *j, void *arg) { core_add(j); }
+
+static int setup(jerr *e)
+{
+    snprintf(C.jobs_dir, sizeof C.jobs_dir, "%s/jobs", C.cfg.state_dir);
+    if (mkdir_p(C.cfg.state_dir, 0700, e) < 0 || chmod(C.cfg.state_dir, 0700) < 0 || mkdir_p(C.jobs_dir, 0700, e) < 0)
+        return -1;
+    if (!C.cfg.shim_path[0]) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n < 0)
+            return jerr_sys(e, "readlink /proc/self/exe");
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        *slash = 0;
+        snprintf(C.shim_path, sizeof C.shim_path, "%s/joblet-shim", self);
+    } else {
+        snprintf(C.shim_path, sizeof C.shim_path, "%s", C.cfg.shim_path);
+    }
+    if (access(C.shim_path, X_OK) < 0)
+        return jerr_sys(e, "the job shim %s (jobs.shim_path)", C.shim_path);
+    if (cg_host_init(&C.cg, C.cfg.cgroup_root, e) < 0)
+        return -1;
+    jerr ioe = {0};
+    if (cg_block_device_of(C.jobs_dir, C.io_dev, sizeof C.io_dev, &ioe) < 0) {
+        C.io_dev[0] = 0;
+        snprintf(C.io_dev_why, sizeof C.io_dev_why, "%s", ioe.msg);
+        log_warn("--max-iobps will be refused: %s", ioe.msg);
+    }
+    read_machine();
+    char dbpath[700];
+    snprintf(dbpath, sizeof dbpath, "%s/joblet.db", C.cfg.state_dir);
+    if (!(C.db = db_open(dbpath, e)))
+        return -1;
+    C.next_seq = 1;
+    if (db_load_jobs(C.db, load_one, NULL, e) < 0)
+        return -1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},   {"state-dir", required_argument, NULL, 's'},
+        {"socket", required_argument, NULL, 'S'},   {"log-level", required_argument, NULL, 'l'},
+        {"version", no_argument, NULL, 'V'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *cfg_path = NULL, *state_dir = NULL, *sock = NULL, *level = NULL;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': cfg_path = optarg; break;
+        case 's': state_dir = optarg; break;
+        case 'S': sock = optarg; break;
+        case 'l': level = optarg; break;
+        case 'V': printf("joblet %s\n", JOBLET_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr, "joblet: unknown or incomplete option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "joblet: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    config_defaults(&C.cfg);
+    jerr e = {0};
+    if (!cfg_path && access("/etc/joblet/joblet.yml", F_OK) == 0)
+        cfg_path = "/etc/joblet/joblet.yml";
+    if (cfg_path && config_load(&C.cfg, cfg_path, &e) < 0) {
+        fprintf(stderr, "joblet: %s\n", e.msg);
+        return 2;
+    }
+    if (state_dir)
+        snprintf(C.cfg.state_dir, sizeof C.cfg.state_dir, "%s", state_dir);
+    if (sock)
+        snprintf(C.cfg.socket, sizeof C.cfg.socket, "%s", sock);
+    if (level && log_parse_level(level, &C.cfg.log_level) < 0) {
+        fprintf(stderr, "joblet: --log-level: '%s' must be one of error, warn, info, debug\n", level);
+        return 2;
+    }
+    log_set_level(C.cfg.log_level);
+    if (geteuid() != 0) {
+        fprintf(stderr, "joblet: must run as root: it creates namespaces, cgroups and mounts for jobs\n");
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    if (loop_init() < 0 || setup(&e) < 0) {
+        log_err("%s", e.msg[0] ? e.msg : strerror(errno));
+        return 1;
+    }
+    w_signal = (watch){signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), on_signal, NULL};
+    loop_add(&w_signal);
+    logstream_init();
+    launch_adopt_all();
+    if (http_start(C.cfg.socket, C.cfg.socket_mode, C.cfg.max_upload_bytes * 4 / 3 + (1 << 20), &e) < 0) {
+        log_err("%s", e.msg);
+        return 1;
+    }
+    log_info("joblet %s listening on %s (state %s, cgroup layout %s, %zu jobs known)", JOBLET_VERSION, C.cfg.socket,
+             C.cfg.state_dir, cg_layout_name(C.cg.layout), C.njobs);
+    core_schedule();
+    loop_run(before_wait, after_wake);
+    for (size_t i = 0; i < C.njobs; i++)
+        if (C.jobs[i]->followers)
+            logstream_detach(C.jobs[i]);
+    http_run();
+    http_stop();
+    db_close(C.db);
+    for (size_t i = 0; i < C.njobs; i++)
+        job_free(C.jobs[i]);
+    free(C.jobs);
+    log_info("joblet stopped");
+    return 0;
+}

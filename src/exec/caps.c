@@ -1,0 +1,45 @@
+#include <errno.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../common/util.h"
+#include "isolate.h"
+
+static int last_cap(void)
+{
+    char *s = read_file("/proc/sys/kernel/cap_last_cap", NULL);
+    int n = s ? atoi(s) : 40;
+    free(s);
+    return n > 0 ? n : 40;
+}
+
+int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e)
+{
+    /* The bounding set must go first: dropping it needs CAP_SETPCAP, which setuid removes. */
+    int last = last_cap();
+    for (int c = 0; c <= last; c++)
+        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+            return jerr_sys(e, "drop capability %d from the bounding set", c);
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return jerr_sys(e, "clear ambient capabilities");
+    gid_t groups[1] = {gid};
+    if (setgroups(1, groups) < 0)
+        return jerr_sys(e, "setgroups %u", (unsigned)gid);
+    if (setresgid(gid, gid, gid) < 0)
+        return jerr_sys(e, "setresgid %u", (unsigned)gid);
+    if (setresuid(uid, uid, uid) < 0)
+        return jerr_sys(e, "setresuid %u", (unsigned)uid);
+    /* uid 0 keeps its capabilities across setresuid: clear them explicitly. */
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {{0, 0, 0}, {0, 0, 0}};
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        return jerr_sys(e, "clear capabilities");
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return jerr_sys(e, "set no_new_privs");
+    return 0;
+}

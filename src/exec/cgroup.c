@@ -1,0 +1,633 @@
+#include "cgroup.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/util.h"
+#include "bpfdev.h"
+
+#define DEFAULT_ROOT "joblet"
+#define JOB_NAME_SIZE sizeof(((cg_job *)NULL)->name)
+#define JOB_PATH_SIZE sizeof(((cg_job *)NULL)->unified_path)
+/* How long cg_destroy waits for the kernel to release a cgroup whose tasks were just killed. */
+#define DESTROY_WAIT_MS 1000
+#define DESTROY_POLL_MS 10
+/* Passes over cgroup.procs when there is no cgroup.kill: children forked between listing and
+ * killing show up in the next pass; the bound keeps a task stuck in D state from hanging us. */
+#define KILL_PASSES 10
+#define KILL_PASS_GAP_MS 2
+
+static const char *const ctrl_names[CGC_N] = {
+    [CGC_CPU] = "cpu",     [CGC_CPUACCT] = "cpuacct", [CGC_MEMORY] = "memory",  [CGC_PIDS] = "pids",
+    [CGC_BLKIO] = "blkio", [CGC_CPUSET] = "cpuset",   [CGC_DEVICES] = "devices",
+};
+
+/* "rw" without "m": jobs get these nodes from the runtime and have no business creating any. */
+const cg_dev_rule cg_default_devices[] = {
+    { 'c', 1, 3, "rw" },   /* null */
+    { 'c', 1, 5, "rw" },   /* zero */
+    { 'c', 1, 7, "rw" },   /* full */
+    { 'c', 1, 8, "rw" },   /* random */
+    { 'c', 1, 9, "rw" },   /* urandom */
+    { 'c', 5, 0, "rw" },   /* tty */
+    { 'c', 5, 2, "rw" },   /* ptmx */
+    { 'c', 136, -1, "rw" } /* pts/N */
+};
+const size_t cg_default_devices_n = ARRAY_LEN(cg_default_devices);
+
+const char *cg_layout_name(enum cg_layout l)
+{
+    switch (l) {
+    case CG_V2: return "v2";
+    case CG_HYBRID: return "hybrid";
+    case CG_V1: return "v1";
+    }
+    return "unknown";
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* ---- small file helpers shared with cgroup_v1.c / cgroup_v2.c ---- */
+
+static int file_path(char *out, size_t outlen, const char *dir, const char *file)
+{
+    int n = snprintf(out, outlen, "%s/%s", dir, file);
+    if (n < 0 || (size_t)n >= outlen) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+int cg_write(const char *dir, const char *file, const char *value, jerr *e)
+{
+    char path[PATH_MAX];
+    if (file_path(path, sizeof path, dir, file) < 0)
+        return jerr_sys(e, "cgroup path %s/%s", dir, file);
+    if (write_string(path, value) < 0)
+        return jerr_sys(e, "write \"%s\" to %s", value, path);
+    return 0;
+}
+
+bool cg_has_file(const char *dir, const char *file)
+{
+    char path[PATH_MAX];
+    return file_path(path, sizeof path, dir, file) == 0 && access(path, F_OK) == 0;
+}
+
+char *cg_read(const char *dir, const char *file)
+{
+    char path[PATH_MAX];
+    if (file_path(path, sizeof path, dir, file) < 0)
+        return NULL;
+    return read_file(path, NULL);
+}
+
+/* A decimal number followed by whitespace or the end of the string. */
+static int parse_num(const char *s, uint64_t *out)
+{
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || (*end && !isspace((unsigned char)*end)))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cg_read_u64(const char *dir, const char *file, uint64_t *out)
+{
+    char *s = cg_read(dir, file);
+    if (!s)
+        return -1;
+    int rc = parse_num(s, out);
+    free(s);
+    return rc;
+}
+
+int cg_read_keyed(const char *dir, const char *file, const char *key, uint64_t *out)
+{
+    char *s = cg_read(dir, file);
+    if (!s)
+        return -1;
+    size_t klen = strlen(key);
+    int rc = -1;
+    char *save = NULL;
+    for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(line, key, klen) && line[klen] == ' ') {
+            rc = parse_num(line + klen + 1, out);
+            break;
+        }
+    }
+    free(s);
+    return rc;
+}
+
+/* ---- layout detection ---- */
+
+typedef struct mount_line {
+    char *root, *point, *fstype, *super;
+} mount_line;
+
+static bool is_oct(char c) { return c >= '0' && c <= '7'; }
+
+/* mountinfo writes space, tab, newline and backslash in paths as \ooo. */
+static void unescape_octal(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r;) {
+        if (r[0] == '\\' && is_oct(r[1]) && is_oct(r[2]) && is_oct(r[3])) {
+            *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+            r += 4;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = 0;
+}
+
+/* "id parent maj:min root point opts [optional...] - fstype source superopts" */
+static int split_mount_line(char *line, mount_line *m)
+{
+    char *tok[64];
+    size_t n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(line, " ", &save); t && n < ARRAY_LEN(tok); t = strtok_r(NULL, " ", &save))
+        tok[n++] = t;
+    size_t dash = 6;
+    while (dash < n && strcmp(tok[dash], "-"))
+        dash++;
+    if (n < 6 || dash + 3 >= n)
+        return -1;
+    m->root = tok[3];
+    m->point = tok[4];
+    m->fstype = tok[dash + 1];
+    m->super = tok[dash + 3];
+    unescape_octal(m->root);
+    unescape_octal(m->point);
+    return 0;
+}
+
+static bool fs_magic_is(const char *path, unsigned long magic)
+{
+    struct statfs sf;
+    return statfs(path, &sf) == 0 && (unsigned long)sf.f_type == magic;
+}
+
+/* Several mounts may show one hierarchy (bind mounts, containers): prefer one that shows its
+ * whole tree (root "/"), else keep the first. */
+static void take_mount(char *dst, size_t dstlen, bool *whole, const mount_line *m)
+{
+    bool is_whole = !strcmp(m->root, "/");
+    if ((dst[0] && (*whole || !is_whole)) || strlen(m->point) >= dstlen)
+        return;
+    snprintf(dst, dstlen, "%s", m->point);
+    *whole = is_whole;
+}
+
+typedef struct whole_flags {
+    bool unified;
+    bool v1[CGC_N];
+} whole_flags;
+
+static void take_v1_mount(cg_host *h, whole_flags *w, const mount_line *m)
+{
+    if (!fs_magic_is(m->point, CGROUP_SUPER_MAGIC))
+        return;
+    /* superopts list the controllers bound to this hierarchy ("rw,cpu,cpuacct"); a named
+     * hierarchy such as "name=systemd" carries no controller and matches nothing here */
+    char *save = NULL;
+    for (char *o = strtok_r(m->super, ",", &save); o; o = strtok_r(NULL, ",", &save))
+        for (int c = 0; c < CGC_N; c++)
+            if (!strcmp(o, ctrl_names[c]))
+                take_mount(h->v1[c], sizeof h->v1[c], &w->v1[c], m);
+}
+
+static void scan_line(cg_host *h, whole_flags *w, char *line)
+{
+    mount_line m;
+    if (split_mount_line(line, &m) < 0)
+        return;
+    if (!strcmp(m.fstype, "cgroup2")) {
+        if (fs_magic_is(m.point, CGROUP2_SUPER_MAGIC))
+            take_mount(h->unified, sizeof h->unified, &w->unified, &m);
+    } else if (!strcmp(m.fstype, "cgroup")) {
+        take_v1_mount(h, w, &m);
+    }
+}
+
+static int scan_mounts(cg_host *h, jerr *e)
+{
+    char *s = read_file("/proc/self/mountinfo", NULL);
+    if (!s)
+        return jerr_sys(e, "read /proc/self/mountinfo");
+    whole_flags w = { 0 };
+    char *save = NULL;
+    for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        scan_line(h, &w, line);
+    free(s);
+    return 0;
+}
+
+static bool any_v1(const cg_host *h)
+{
+    for (int c = 0; c < CGC_N; c++)
+        if (h->v1[c][0])
+            return true;
+    return false;
+}
+
+static int decide_layout(cg_host *h, jerr *e)
+{
+    if (any_v1(h))
+        h->layout = h->unified[0] ? CG_HYBRID : CG_V1;
+    else if (h->unified[0])
+        h->layout = CG_V2;
+    else
+        return jerr_set(e, ENOENT, "no cgroup filesystem is mounted (looked for cgroup and cgroup2 in "
+                                   "/proc/self/mountinfo); joblet needs one to limit jobs");
+    return 0;
+}
+
+/* ---- names ---- */
+
+static bool name_char_ok(char c)
+{
+    return isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.';
+}
+
+static int check_component(const char *what, const char *full, const char *s, size_t len, jerr *e)
+{
+    if (len == 0 || (len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+        return jerr_set(e, EINVAL, "cgroup %s \"%s\" has an empty, \".\" or \"..\" component", what, full);
+    for (size_t i = 0; i < len; i++)
+        if (!name_char_ok(s[i]))
+            return jerr_set(e, EINVAL, "cgroup %s \"%s\" may hold only letters, digits, '-', '_' and '.'",
+                            what, full);
+    return 0;
+}
+
+static int check_root(const char *root, char *out, size_t outlen, jerr *e)
+{
+    if (strlen(root) >= outlen)
+        return jerr_set(e, ENAMETOOLONG, "cgroup root \"%s\" is longer than %zu characters", root, outlen - 1);
+    for (const char *p = root;;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (check_component("root", root, p, len, e) < 0)
+            return -1;
+        if (!slash)
+            break;
+        p = slash + 1;
+    }
+    snprintf(out, outlen, "%s", root);
+    return 0;
+}
+
+static int check_name(const char *name, jerr *e)
+{
+    if (!name || strlen(name) >= JOB_NAME_SIZE)
+        return jerr_set(e, EINVAL, "cgroup name \"%s\" is missing or longer than %zu characters",
+                        name ? name : "", JOB_NAME_SIZE - 1);
+    return check_component("name", name, name, strlen(name), e);
+}
+
+/* ---- host ---- */
+
+static int make_parent(const char *mnt, const char *root, jerr *e)
+{
+    char dir[PATH_MAX];
+    if (file_path(dir, sizeof dir, mnt, root) < 0)
+        return jerr_sys(e, "cgroup path %s/%s", mnt, root);
+    return mkdir_p(dir, 0755, e);
+}
+
+static int make_parents(const cg_host *h, jerr *e)
+{
+    if (h->unified[0] && make_parent(h->unified, h->root, e) < 0)
+        return -1;
+    for (int c = 0; c < CGC_N; c++)
+        if (h->v1[c][0] && make_parent(h->v1[c], h->root, e) < 0)
+            return -1;
+    return 0;
+}
+
+int cg_host_init(cg_host *h, const char *root, jerr *e)
+{
+    memset(h, 0, sizeof *h);
+    if (check_root(root && *root ? root : DEFAULT_ROOT, h->root, sizeof h->root, e) < 0)
+        return -1;
+    if (scan_mounts(h, e) < 0 || decide_layout(h, e) < 0 || make_parents(h, e) < 0)
+        return -1;
+    /* on hybrid the cgroup2 tree has no controllers to enable; it only carries the BPF filter */
+    if (h->layout == CG_V2)
+        return cgv2_prepare_parent(h->unified, h->root, e);
+    return cgv1_prepare_parent(h, e);
+}
+
+/* ---- job paths ---- */
+
+static bool job_path(char *out, size_t outlen, const char *mnt, const char *root, const char *name)
+{
+    int n = snprintf(out, outlen, "%s/%s/%s", mnt, root, name);
+    if (n < 0 || (size_t)n >= outlen) {
+        out[0] = 0;
+        return false;
+    }
+    return true;
+}
+
+/* Paths that do not fit are left empty; cg_create refuses such names before using them. */
+void cg_job_paths(const cg_host *h, const char *name, cg_job *j)
+{
+    memset(j, 0, sizeof *j);
+    j->host = h;
+    snprintf(j->name, sizeof j->name, "%s", name);
+    if (h->unified[0])
+        job_path(j->unified_path, sizeof j->unified_path, h->unified, h->root, name);
+    for (int c = 0; c < CGC_N; c++)
+        if (h->v1[c][0])
+            job_path(j->v1_path[c], sizeof j->v1_path[c], h->v1[c], h->root, name);
+}
+
+static int check_fits(const cg_host *h, const char *name, jerr *e)
+{
+    char tmp[JOB_PATH_SIZE];
+    if (h->unified[0] && !job_path(tmp, sizeof tmp, h->unified, h->root, name))
+        return jerr_set(e, ENAMETOOLONG, "cgroup path %s/%s/%s is too long", h->unified, h->root, name);
+    for (int c = 0; c < CGC_N; c++)
+        if (h->v1[c][0] && !job_path(tmp, sizeof tmp, h->v1[c], h->root, name))
+            return jerr_set(e, ENAMETOOLONG, "cgroup path %s/%s/%s is too long", h->v1[c], h->root, name);
+    return 0;
+}
+
+static bool seen(const char *const *dirs, size_t n, const char *d)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(dirs[i], d))
+            return true;
+    return false;
+}
+
+/* Every directory of the job once: co-mounted v1 controllers ("cpu,cpuacct") share one. */
+static size_t job_dirs(const cg_job *j, const char *dirs[CGC_N + 1])
+{
+    size_t n = 0;
+    for (int c = 0; c < CGC_N; c++)
+        if (j->v1_path[c][0] && !seen(dirs, n, j->v1_path[c]))
+            dirs[n++] = j->v1_path[c];
+    if (j->unified_path[0])
+        dirs[n++] = j->unified_path;
+    return n;
+}
+
+/* The directory whose cgroup.procs stands for the whole job. */
+static const char *primary_dir(const cg_job *j)
+{
+    const char *dirs[CGC_N + 1];
+    if (j->unified_path[0])
+        return j->unified_path;
+    return job_dirs(j, dirs) ? dirs[0] : NULL;
+}
+
+int cg_create(const cg_host *h, const char *name, cg_job *j, jerr *e)
+{
+    if (check_name(name, e) < 0 || check_fits(h, name, e) < 0)
+        return -1;
+    cg_job_paths(h, name, j);
+    const char *dirs[CGC_N + 1];
+    size_t n = job_dirs(j, dirs);
+    for (size_t i = 0; i < n; i++) {
+        if (mkdir(dirs[i], 0755) == 0)
+            continue;
+        if (errno == EEXIST)
+            jerr_set(e, EEXIST, "cgroup %s already exists", dirs[i]);
+        else
+            jerr_sys(e, "mkdir %s", dirs[i]);
+        while (i--)
+            rmdir(dirs[i]);
+        return -1;
+    }
+    return 0;
+}
+
+int cg_enter(const cg_job *j, jerr *e)
+{
+    const char *dirs[CGC_N + 1];
+    size_t n = job_dirs(j, dirs);
+    if (n == 0)
+        return jerr_set(e, ENOENT, "job %s has no cgroup directory to enter", j->name);
+    for (size_t i = 0; i < n; i++)
+        if (cg_write(dirs[i], "cgroup.procs", "0", e) < 0)
+            return -1;
+    return 0;
+}
+
+int cg_nprocs(const cg_job *j)
+{
+    const char *dir = primary_dir(j);
+    char *s = dir ? cg_read(dir, "cgroup.procs") : NULL;
+    if (!s)
+        return -1;
+    int n = 0;
+    for (char *p = s; *p; p++)
+        if (*p == '\n')
+            n++;
+    free(s);
+    return n;
+}
+
+static size_t kill_listed_pids(char *list)
+{
+    size_t n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(list, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+        uint64_t pid;
+        if (parse_num(t, &pid) == 0 && pid > 0 && pid <= INT_MAX && kill((pid_t)pid, SIGKILL) == 0)
+            n++;
+    }
+    return n;
+}
+
+static int kill_by_listing(const char *dir)
+{
+    for (int pass = 0; pass < KILL_PASSES; pass++) {
+        char *s = cg_read(dir, "cgroup.procs");
+        if (!s)
+            return pass ? 0 : -1;
+        size_t killed = kill_listed_pids(s);
+        free(s);
+        if (!killed)
+            return 0;
+        sleep_ms(KILL_PASS_GAP_MS);
+    }
+    return 0;
+}
+
+int cg_kill_all(const cg_job *j)
+{
+    /* cgroup.kill (5.14+) kills atomically, racing no fork */
+    if (j->unified_path[0] && cg_has_file(j->unified_path, "cgroup.kill") &&
+        cg_write(j->unified_path, "cgroup.kill", "1", NULL) == 0)
+        return 0;
+    const char *dirs[CGC_N + 1];
+    size_t n = job_dirs(j, dirs);
+    int rc = -1;
+    for (size_t i = 0; i < n; i++)
+        if (kill_by_listing(dirs[i]) == 0)
+            rc = 0;
+    return rc;
+}
+
+/* Killed tasks leave their cgroup only once they have exited; retry rmdir until then. */
+static int rmdir_patiently(const cg_job *j, const char *dir, jerr *e)
+{
+    int64_t deadline = mono_ns() + (int64_t)DESTROY_WAIT_MS * 1000000;
+    for (int tries = 0;; tries++) {
+        if (rmdir(dir) == 0 || errno == ENOENT)
+            return 0;
+        if (errno != EBUSY)
+            return jerr_sys(e, "rmdir %s", dir);
+        if (mono_ns() >= deadline)
+            return jerr_set(e, EBUSY, "rmdir %s: cgroup still busy (%d tasks left) after %d ms of killing",
+                            dir, cg_nprocs(j), DESTROY_WAIT_MS);
+        if (tries % 10 == 0)
+            cg_kill_all(j);
+        sleep_ms(DESTROY_POLL_MS);
+    }
+}
+
+int cg_destroy(const cg_job *j, jerr *e)
+{
+    const char *dirs[CGC_N + 1];
+    size_t n = job_dirs(j, dirs);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        jerr one = { 0 };
+        if (rmdir_patiently(j, dirs[i], &one) < 0 && rc == 0) {
+            rc = -1;
+            if (e)
+                *e = one;
+        }
+    }
+    return rc;
+}
+
+/* ---- limits, stats, devices: dispatch ---- */
+
+static bool devnum_ok(const char *s)
+{
+    unsigned maj, min;
+    int used = 0;
+    return sscanf(s, "%u:%u%n", &maj, &min, &used) == 2 && s[used] == 0 && isdigit((unsigned char)s[0]);
+}
+
+int cg_apply_limits(const cg_job *j, const cg_limits *l, jerr *e)
+{
+    if (l->io_bps && !devnum_ok(l->io_dev))
+        return jerr_set(e, EINVAL, "the I/O limit (%llu bytes/s) needs io_dev as \"major:minor\" of a whole "
+                        "block device, got \"%s\"", (unsigned long long)l->io_bps, l->io_dev);
+    if (j->host->layout == CG_V2)
+        return cgv2_apply_limits(j->unified_path, l, e);
+    return cgv1_apply_limits(j, l, e);
+}
+
+int cg_read_stats(const cg_job *j, cg_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    const char *dir = primary_dir(j);
+    if (!dir || access(dir, F_OK) < 0)
+        return -1;
+    if (j->host->layout == CG_V2)
+        return cgv2_read_stats(j->unified_path, s);
+    int rc = cgv1_read_stats(j, s);
+    /* without a v1 cpuacct controller the cgroup2 core still counts CPU time */
+    if (!j->v1_path[CGC_CPUACCT][0] && j->unified_path[0]) {
+        uint64_t usec;
+        if (cg_read_keyed(j->unified_path, "cpu.stat", "usage_usec", &usec) == 0)
+            s->cpu_usage_ns = usec * 1000;
+    }
+    return rc;
+}
+
+int cg_set_devices(const cg_job *j, const cg_dev_rule *rules, size_t n, jerr *e)
+{
+    for (size_t i = 0; i < n; i++)
+        if (bpfdev_check_rule(&rules[i], e) < 0)
+            return -1;
+    const char *v1 = j->v1_path[CGC_DEVICES];
+    if (!j->unified_path[0] && !v1[0])
+        return jerr_set(e, ENOTSUP, "no device filter is possible for job %s: no cgroup2 hierarchy and no "
+                        "v1 devices controller is mounted", j->name);
+    if (j->unified_path[0] && bpfdev_attach(j->unified_path, rules, n, e) < 0)
+        return -1;
+    if (v1[0] && cgv1_set_devices(v1, rules, n, e) < 0)
+        return -1;
+    return 0;
+}
+
+/* ---- block devices ---- */
+
+/* /sys/dev/block/M:m of a partition resolves to .../<disk>/<part>; the disk's own dev is one up. */
+static int disk_of_partition(const char *sysdir, char *out, size_t outlen, jerr *e)
+{
+    char real[PATH_MAX];
+    if (!realpath(sysdir, real))
+        return jerr_sys(e, "resolve %s", sysdir);
+    char *slash = strrchr(real, '/');
+    if (!slash || slash == real)
+        return jerr_set(e, EINVAL, "%s resolves to %s, which has no parent disk", sysdir, real);
+    *slash = 0;
+    char *dev = cg_read(real, "dev");
+    if (!dev)
+        return jerr_sys(e, "read %s/dev", real);
+    dev[strcspn(dev, "\n")] = 0;
+    int rc = 0;
+    if (!devnum_ok(dev))
+        rc = jerr_set(e, EINVAL, "%s/dev holds \"%s\", not major:minor", real, dev);
+    else if ((size_t)snprintf(out, outlen, "%s", dev) >= outlen)
+        rc = jerr_set(e, ENAMETOOLONG, "device number %s does not fit in %zu bytes", dev, outlen);
+    free(dev);
+    return rc;
+}
+
+int cg_block_device_of(const char *path, char *out, size_t outlen, jerr *e)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return jerr_sys(e, "stat %s", path);
+    unsigned maj = major(st.st_dev), min = minor(st.st_dev);
+    if (maj == 0)
+        return jerr_set(e, ENODEV, "I/O limits cannot be enforced for %s: its filesystem (device 0:%u) is not "
+                        "backed by a block device (tmpfs, overlayfs, btrfs subvolumes, NFS and FUSE are not), "
+                        "and the kernel throttles I/O only per block device", path, min);
+    char sys[64], probe[96];
+    snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", maj, min);
+    if (access(sys, F_OK) < 0)
+        return jerr_set(e, ENODEV, "I/O limits cannot be enforced for %s: its device %u:%u is not a block "
+                        "device (%s is missing)", path, maj, min, sys);
+    snprintf(probe, sizeof probe, "%s/partition", sys);
+    if (access(probe, F_OK) == 0)
+        return disk_of_partition(sys, out, outlen, e);
+    if ((size_t)snprintf(out, outlen, "%u:%u", maj, min) >= outlen)
+        return jerr_set(e, ENAMETOOLONG, "device number %u:%u does not fit in %zu bytes", maj, min, outlen);
+    return 0;
+}

@@ -1,0 +1,111 @@
+/* Cgroups for one job on any of the three host layouts.
+ *
+ *   v2      one cgroup2 hierarchy at /sys/fs/cgroup; limits via cpu.max, memory.max, ...
+ *   hybrid  v1 controllers under /sys/fs/cgroup/<ctrl> hold the limits, and the cgroup2
+ *           mount (usually /sys/fs/cgroup/unified) carries the eBPF device filter
+ *   v1      v1 controllers only; devices.deny/allow is the device filter
+ *
+ * The layout is read from /proc/self/mountinfo and confirmed with statfs magic numbers.
+ * A job's cgroup is "<root>/<name>" in every hierarchy used (root defaults to "joblet"). */
+#ifndef JOBLET_CGROUP_H
+#define JOBLET_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+enum cg_layout { CG_V2, CG_HYBRID, CG_V1 };
+
+enum cg_ctrl { CGC_CPU, CGC_CPUACCT, CGC_MEMORY, CGC_PIDS, CGC_BLKIO, CGC_CPUSET, CGC_DEVICES, CGC_N };
+
+typedef struct cg_host {
+    enum cg_layout layout;
+    char unified[256];        /* cgroup2 mount point, "" when none */
+    char v1[CGC_N][256];      /* v1 mount point per controller, "" when absent (always "" on v2) */
+    char root[64];            /* name of the parent cgroup of all jobs, e.g. "joblet" */
+} cg_host;
+
+typedef struct cg_limits {
+    uint32_t cpu_pct;         /* 0 = unlimited; 100 = one core (period 100 ms) */
+    uint64_t mem_bytes;       /* 0 = unlimited */
+    uint64_t swap_bytes;      /* swap allowed on top of mem_bytes; 0 = none (only when mem set) */
+    uint64_t pids_max;        /* 0 = unlimited */
+    uint64_t io_bps;          /* 0 = unlimited; applied to read and write on io_dev */
+    char io_dev[32];          /* "major:minor" of a whole block device; required when io_bps */
+    char cpus[256];           /* cpuset list; "" = all of the parent's */
+    char mems[64];            /* memory nodes; "" = all of the parent's */
+} cg_limits;
+
+/* One device rule. type 'c' or 'b'; major/minor -1 = any; access a subset of "rwm". */
+typedef struct cg_dev_rule {
+    char type;
+    int64_t major, minor;
+    char access[4];
+} cg_dev_rule;
+
+typedef struct cg_job {
+    const cg_host *host;
+    char name[80];
+    char unified_path[320];   /* "" when no cgroup2 hierarchy is used */
+    char v1_path[CGC_N][320]; /* "" for controllers not used */
+} cg_job;
+
+typedef struct cg_stats {
+    uint64_t cpu_usage_ns;
+    uint64_t mem_current_bytes;
+    uint64_t mem_peak_bytes;
+    uint64_t oom_kills;       /* processes killed by the memory limit */
+    uint64_t pids_current;
+    uint64_t io_read_bytes, io_write_bytes;
+} cg_stats;
+
+/* Reads the layout and prepares the parent cgroup(s) "<root>" (enables v2 controllers in
+ * subtree_control; copies cpuset.cpus/mems into a v1 parent). Idempotent. */
+int cg_host_init(cg_host *h, const char *root, jerr *e);
+const char *cg_layout_name(enum cg_layout l);
+
+/* Fills paths only, touches nothing: used to look at an existing job's cgroup. */
+void cg_job_paths(const cg_host *h, const char *name, cg_job *j);
+/* mkdir the job's cgroup in every hierarchy used. An existing directory is an error. */
+int cg_create(const cg_host *h, const char *name, cg_job *j, jerr *e);
+int cg_apply_limits(const cg_job *j, const cg_limits *l, jerr *e);
+/* Deny-by-default device filter allowing exactly rules[]: a BPF_PROG_TYPE_CGROUP_DEVICE
+ * program attached to the cgroup2 directory where one is used, and devices.deny "a" +
+ * devices.allow on the v1 devices controller where that is mounted (both on hybrid). */
+int cg_set_devices(const cg_job *j, const cg_dev_rule *rules, size_t n, jerr *e);
+/* Moves the calling process into the job's cgroup in every hierarchy. */
+int cg_enter(const cg_job *j, jerr *e);
+int cg_read_stats(const cg_job *j, cg_stats *s);
+/* Number of processes still in the job's cgroup, -1 when unknown. */
+int cg_nprocs(const cg_job *j);
+/* SIGKILL everything in the cgroup (cgroup.kill where present, else by listing pids). */
+int cg_kill_all(const cg_job *j);
+/* rmdir every directory; retries briefly while the kernel lets go of dead tasks. */
+int cg_destroy(const cg_job *j, jerr *e);
+/* "major:minor" of the whole block device that holds path (a partition maps to its disk). */
+int cg_block_device_of(const char *path, char *out, size_t outlen, jerr *e);
+/* Standard devices every job may use: null zero full random urandom tty ptmx pts/N. */
+extern const cg_dev_rule cg_default_devices[];
+extern const size_t cg_default_devices_n;
+
+/* Shared by cgroup.c, cgroup_v1.c and cgroup_v2.c only; not for other callers. */
+#define CG_CPU_PERIOD_US 100000
+/* Contents of dir/file (caller frees), NULL with errno when unreadable. */
+char *cg_read(const char *dir, const char *file);
+int cg_write(const char *dir, const char *file, const char *value, jerr *e);
+bool cg_has_file(const char *dir, const char *file);
+/* Whole file as one number; -1 when missing or not a number. */
+int cg_read_u64(const char *dir, const char *file, uint64_t *out);
+/* Value of the "key N" line of a flat keyed file (cpu.stat, memory.events, ...). */
+int cg_read_keyed(const char *dir, const char *file, const char *key, uint64_t *out);
+int cgv2_prepare_parent(const char *unified, const char *root, jerr *e);
+int cgv2_apply_limits(const char *dir, const cg_limits *l, jerr *e);
+int cgv2_read_stats(const char *dir, cg_stats *s);
+int cgv1_prepare_parent(const cg_host *h, jerr *e);
+int cgv1_apply_limits(const cg_job *j, const cg_limits *l, jerr *e);
+int cgv1_read_stats(const cg_job *j, cg_stats *s);
+int cgv1_set_devices(const char *dir, const cg_dev_rule *rules, size_t n, jerr *e);
+
+#endif

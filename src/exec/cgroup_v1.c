@@ -1,0 +1,248 @@
+/* Limits, statistics and the device list on cgroup v1 controllers (v1 and hybrid hosts). */
+#include "cgroup.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int write_u64(const char *dir, const char *file, uint64_t v, jerr *e)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    return cg_write(dir, file, buf, e);
+}
+
+static char *read_trimmed(const char *dir, const char *file, jerr *e)
+{
+    char *s = cg_read(dir, file);
+    if (!s) {
+        jerr_sys(e, "read %s/%s", dir, file);
+        return NULL;
+    }
+    s[strcspn(s, "\n")] = 0;
+    return s;
+}
+
+/* ---- parent ---- */
+
+/* A new v1 cpuset starts with no cpus and no mems, and no task can join it until both are set. */
+static int fill_cpuset_from(const char *parent, const char *dir, const char *file, jerr *e)
+{
+    char *mine = read_trimmed(dir, file, e);
+    if (!mine)
+        return -1;
+    bool empty = !mine[0];
+    free(mine);
+    if (!empty)
+        return 0;
+    char *theirs = read_trimmed(parent, file, e);
+    if (!theirs)
+        return -1;
+    int rc = theirs[0] ? cg_write(dir, file, theirs, e)
+                       : jerr_set(e, ENOSPC, "%s/%s is empty, so %s cannot inherit it", parent, file, dir);
+    free(theirs);
+    return rc;
+}
+
+static int prepare_cpuset(const char *mnt, const char *root, jerr *e)
+{
+    char parent[PATH_MAX], dir[PATH_MAX], comps[64];
+    snprintf(comps, sizeof comps, "%s", root);
+    snprintf(dir, sizeof dir, "%s", mnt);
+    char *save = NULL;
+    for (char *c = strtok_r(comps, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        memcpy(parent, dir, sizeof parent);
+        int n = snprintf(dir, sizeof dir, "%s/%s", parent, c);
+        if (n < 0 || (size_t)n >= sizeof dir)
+            return jerr_set(e, ENAMETOOLONG, "cgroup path %s/%s is too long", mnt, root);
+        if (fill_cpuset_from(parent, dir, "cpuset.mems", e) < 0 || fill_cpuset_from(parent, dir, "cpuset.cpus", e) < 0)
+            return -1;
+    }
+    /* the kernel then seeds each new job cgroup from us, so entering one can never hit an empty set */
+    return cg_write(dir, "cgroup.clone_children", "1", e);
+}
+
+int cgv1_prepare_parent(const cg_host *h, jerr *e)
+{
+    if (!h->v1[CGC_CPUSET][0])
+        return 0;
+    return prepare_cpuset(h->v1[CGC_CPUSET], h->root, e);
+}
+
+/* ---- limits ---- */
+
+static int need_v1(const cg_job *j, enum cg_ctrl c, const char *ctrl, const char *limit, jerr *e)
+{
+    if (j->v1_path[c][0])
+        return 0;
+    return jerr_set(e, ENOTSUP, "%s needs the cgroup v1 \"%s\" controller, which is not mounted on this host",
+                    limit, ctrl);
+}
+
+static int set_cpu(const cg_job *j, uint32_t pct, jerr *e)
+{
+    char what[64];
+    snprintf(what, sizeof what, "the CPU limit (%u%%)", pct);
+    if (need_v1(j, CGC_CPU, "cpu", what, e) < 0)
+        return -1;
+    const char *dir = j->v1_path[CGC_CPU];
+    if (write_u64(dir, "cpu.cfs_period_us", CG_CPU_PERIOD_US, e) < 0)
+        return -1;
+    return write_u64(dir, "cpu.cfs_quota_us", (uint64_t)pct * CG_CPU_PERIOD_US / 100, e);
+}
+
+static int set_memory(const cg_job *j, uint64_t mem, uint64_t swap, jerr *e)
+{
+    char what[64];
+    snprintf(what, sizeof what, "the memory limit (%llu bytes)", (unsigned long long)mem);
+    if (need_v1(j, CGC_MEMORY, "memory", what, e) < 0)
+        return -1;
+    const char *dir = j->v1_path[CGC_MEMORY];
+    /* without swap accounting memsw is absent and only the RAM limit can be set */
+    bool memsw = cg_has_file(dir, "memory.memsw.limit_in_bytes");
+    /* the kernel refuses limit_in_bytes above memsw: lift memsw first so raising a limit works */
+    if (memsw && cg_write(dir, "memory.memsw.limit_in_bytes", "-1", e) < 0)
+        return -1;
+    if (write_u64(dir, "memory.limit_in_bytes", mem, e) < 0)
+        return -1;
+    if (!memsw)
+        return 0;
+    uint64_t total = swap > UINT64_MAX - mem ? UINT64_MAX : mem + swap;
+    return total == UINT64_MAX ? 0 : write_u64(dir, "memory.memsw.limit_in_bytes", total, e);
+}
+
+static int set_pids(const cg_job *j, uint64_t max, jerr *e)
+{
+    char what[64];
+    snprintf(what, sizeof what, "the process limit (%llu)", (unsigned long long)max);
+    if (need_v1(j, CGC_PIDS, "pids", what, e) < 0)
+        return -1;
+    return write_u64(j->v1_path[CGC_PIDS], "pids.max", max, e);
+}
+
+static int set_io(const cg_job *j, const char *dev, uint64_t bps, jerr *e)
+{
+    char what[96], v[64];
+    snprintf(what, sizeof what, "the I/O limit (%llu bytes/s on %s)", (unsigned long long)bps, dev);
+    if (need_v1(j, CGC_BLKIO, "blkio", what, e) < 0)
+        return -1;
+    const char *dir = j->v1_path[CGC_BLKIO];
+    snprintf(v, sizeof v, "%s %llu", dev, (unsigned long long)bps);
+    if (cg_write(dir, "blkio.throttle.read_bps_device", v, e) < 0)
+        return -1;
+    return cg_write(dir, "blkio.throttle.write_bps_device", v, e);
+}
+
+static int write_or_inherit(const char *dir, const char *file, const char *value, jerr *e)
+{
+    if (value[0])
+        return cg_write(dir, file, value, e);
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash)
+        *slash = 0;
+    char *theirs = read_trimmed(parent, file, e);
+    if (!theirs)
+        return -1;
+    int rc = theirs[0] ? cg_write(dir, file, theirs, e)
+                       : jerr_set(e, ENOSPC, "%s/%s is empty, so %s cannot inherit it", parent, file, dir);
+    free(theirs);
+    return rc;
+}
+
+/* Always written, even without a request: an empty v1 cpuset would refuse every task. */
+static int set_cpuset(const cg_job *j, const char *cpus, const char *mems, jerr *e)
+{
+    const char *dir = j->v1_path[CGC_CPUSET];
+    if (!dir[0]) {
+        if (!cpus[0] && !mems[0])
+            return 0;
+        char what[128];
+        snprintf(what, sizeof what, "the cpuset (cpus \"%.40s\", mems \"%.40s\")", cpus, mems);
+        return need_v1(j, CGC_CPUSET, "cpuset", what, e);
+    }
+    if (write_or_inherit(dir, "cpuset.mems", mems, e) < 0)
+        return -1;
+    return write_or_inherit(dir, "cpuset.cpus", cpus, e);
+}
+
+int cgv1_apply_limits(const cg_job *j, const cg_limits *l, jerr *e)
+{
+    if (l->cpu_pct && set_cpu(j, l->cpu_pct, e) < 0)
+        return -1;
+    if (l->mem_bytes && set_memory(j, l->mem_bytes, l->swap_bytes, e) < 0)
+        return -1;
+    if (l->pids_max && set_pids(j, l->pids_max, e) < 0)
+        return -1;
+    if (l->io_bps && set_io(j, l->io_dev, l->io_bps, e) < 0)
+        return -1;
+    return set_cpuset(j, l->cpus, l->mems, e);
+}
+
+/* ---- devices ---- */
+
+static void format_num(char *out, size_t outlen, int64_t v)
+{
+    if (v < 0)
+        snprintf(out, outlen, "*");
+    else
+        snprintf(out, outlen, "%lld", (long long)v);
+}
+
+int cgv1_set_devices(const char *dir, const cg_dev_rule *rules, size_t n, jerr *e)
+{
+    if (cg_write(dir, "devices.deny", "a", e) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        char maj[24], min[24], line[64];
+        format_num(maj, sizeof maj, rules[i].major);
+        format_num(min, sizeof min, rules[i].minor);
+        snprintf(line, sizeof line, "%c %s:%s %.3s", rules[i].type, maj, min, rules[i].access);
+        if (cg_write(dir, "devices.allow", line, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- statistics ---- */
+
+/* blkio.throttle.io_service_bytes: "MAJ:MIN Read N" ... per device, then "Total N". */
+static void read_blkio(const char *dir, cg_stats *s)
+{
+    char *text = cg_read(dir, "blkio.throttle.io_service_bytes");
+    if (!text)
+        return;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char dev[32], op[16];
+        unsigned long long v;
+        if (sscanf(line, "%31s %15s %llu", dev, op, &v) != 3 || !strchr(dev, ':'))
+            continue;
+        if (!strcmp(op, "Read"))
+            s->io_read_bytes += v;
+        else if (!strcmp(op, "Write"))
+            s->io_write_bytes += v;
+    }
+    free(text);
+}
+
+int cgv1_read_stats(const cg_job *j, cg_stats *s)
+{
+    const char *acct = j->v1_path[CGC_CPUACCT], *mem = j->v1_path[CGC_MEMORY];
+    const char *pids = j->v1_path[CGC_PIDS], *blkio = j->v1_path[CGC_BLKIO];
+    if (acct[0])
+        cg_read_u64(acct, "cpuacct.usage", &s->cpu_usage_ns);
+    if (mem[0]) {
+        cg_read_u64(mem, "memory.usage_in_bytes", &s->mem_current_bytes);
+        cg_read_u64(mem, "memory.max_usage_in_bytes", &s->mem_peak_bytes);
+        cg_read_keyed(mem, "memory.oom_control", "oom_kill", &s->oom_kills);
+    }
+    if (pids[0])
+        cg_read_u64(pids, "pids.current", &s->pids_current);
+    if (blkio[0])
+        read_blkio(blkio, s);
+    return 0;
+}

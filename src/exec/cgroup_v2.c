@@ -1,0 +1,171 @@
+/* Limits and statistics on a cgroup2 directory. */
+#include "cgroup.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const wanted_ctrls[] = { "cpu", "memory", "pids", "io", "cpuset" };
+
+/* One controller per write: a batch is refused whole when any single name is unavailable.
+ * Failures are left for the limits to report, since only a job that asks for one needs it. */
+static void enable_controllers(const char *dir)
+{
+    for (size_t i = 0; i < sizeof wanted_ctrls / sizeof wanted_ctrls[0]; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "+%s", wanted_ctrls[i]);
+        cg_write(dir, "cgroup.subtree_control", v, NULL);
+    }
+}
+
+int cgv2_prepare_parent(const char *unified, const char *root, jerr *e)
+{
+    char dir[PATH_MAX], comps[64];
+    snprintf(comps, sizeof comps, "%s", root);
+    size_t len = (size_t)snprintf(dir, sizeof dir, "%s", unified);
+    enable_controllers(dir);
+    char *save = NULL;
+    for (char *c = strtok_r(comps, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        int n = snprintf(dir + len, sizeof dir - len, "/%s", c);
+        if (n < 0 || (size_t)n >= sizeof dir - len)
+            return jerr_set(e, ENAMETOOLONG, "cgroup path %s/%s is too long", unified, root);
+        len += (size_t)n;
+        enable_controllers(dir);
+    }
+    return 0;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+    size_t wl = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)); p += wl)
+        if ((p == list || p[-1] == ' ') && (p[wl] == 0 || p[wl] == ' ' || p[wl] == '\n'))
+            return true;
+    return false;
+}
+
+static int need_ctrl(const char *dir, const char *ctrl, const char *limit, jerr *e)
+{
+    char *have = cg_read(dir, "cgroup.controllers");
+    if (have && has_word(have, ctrl)) {
+        free(have);
+        return 0;
+    }
+    if (have)
+        have[strcspn(have, "\n")] = 0;
+    jerr_set(e, ENOTSUP, "%s needs the cgroup v2 \"%s\" controller, which is not enabled for %s "
+             "(cgroup.controllers: \"%s\"); the parent's cgroup.subtree_control must offer it",
+             limit, ctrl, dir, have ? have : "unreadable");
+    free(have);
+    return -1;
+}
+
+static int write_u64(const char *dir, const char *file, uint64_t v, jerr *e)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    return cg_write(dir, file, buf, e);
+}
+
+static int set_cpu(const char *dir, uint32_t pct, jerr *e)
+{
+    char what[64], v[48];
+    snprintf(what, sizeof what, "the CPU limit (%u%%)", pct);
+    if (need_ctrl(dir, "cpu", what, e) < 0)
+        return -1;
+    snprintf(v, sizeof v, "%llu %u", (unsigned long long)pct * CG_CPU_PERIOD_US / 100, CG_CPU_PERIOD_US);
+    return cg_write(dir, "cpu.max", v, e);
+}
+
+static int set_memory(const char *dir, uint64_t mem, uint64_t swap, jerr *e)
+{
+    char what[64];
+    snprintf(what, sizeof what, "the memory limit (%llu bytes)", (unsigned long long)mem);
+    if (need_ctrl(dir, "memory", what, e) < 0 || write_u64(dir, "memory.max", mem, e) < 0)
+        return -1;
+    /* absent when the kernel does not account swap; then there is no swap limit to set */
+    if (!cg_has_file(dir, "memory.swap.max"))
+        return 0;
+    return write_u64(dir, "memory.swap.max", swap, e);
+}
+
+static int set_pids(const char *dir, uint64_t max, jerr *e)
+{
+    char what[64];
+    snprintf(what, sizeof what, "the process limit (%llu)", (unsigned long long)max);
+    if (need_ctrl(dir, "pids", what, e) < 0)
+        return -1;
+    return write_u64(dir, "pids.max", max, e);
+}
+
+static int set_io(const char *dir, const char *dev, uint64_t bps, jerr *e)
+{
+    char what[96], v[128];
+    snprintf(what, sizeof what, "the I/O limit (%llu bytes/s on %s)", (unsigned long long)bps, dev);
+    if (need_ctrl(dir, "io", what, e) < 0)
+        return -1;
+    snprintf(v, sizeof v, "%s rbps=%llu wbps=%llu", dev, (unsigned long long)bps, (unsigned long long)bps);
+    return cg_write(dir, "io.max", v, e);
+}
+
+/* Empty values stay empty: a cgroup2 cpuset with no cpus/mems of its own uses its parent's. */
+static int set_cpuset(const char *dir, const char *cpus, const char *mems, jerr *e)
+{
+    char what[128];
+    snprintf(what, sizeof what, "the cpuset (cpus \"%.40s\", mems \"%.40s\")", cpus, mems);
+    if (need_ctrl(dir, "cpuset", what, e) < 0)
+        return -1;
+    if (mems[0] && cg_write(dir, "cpuset.mems", mems, e) < 0)
+        return -1;
+    if (cpus[0] && cg_write(dir, "cpuset.cpus", cpus, e) < 0)
+        return -1;
+    return 0;
+}
+
+int cgv2_apply_limits(const char *dir, const cg_limits *l, jerr *e)
+{
+    if (l->cpu_pct && set_cpu(dir, l->cpu_pct, e) < 0)
+        return -1;
+    if (l->mem_bytes && set_memory(dir, l->mem_bytes, l->swap_bytes, e) < 0)
+        return -1;
+    if (l->pids_max && set_pids(dir, l->pids_max, e) < 0)
+        return -1;
+    if (l->io_bps && set_io(dir, l->io_dev, l->io_bps, e) < 0)
+        return -1;
+    if ((l->cpus[0] || l->mems[0]) && set_cpuset(dir, l->cpus, l->mems, e) < 0)
+        return -1;
+    return 0;
+}
+
+/* io.stat: "MAJ:MIN rbytes=N wbytes=N rios=N ..." per device. */
+static void read_io_stat(const char *dir, cg_stats *s)
+{
+    char *text = cg_read(dir, "io.stat");
+    if (!text)
+        return;
+    char *save = NULL;
+    for (char *t = strtok_r(text, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+        if (!strncmp(t, "rbytes=", 7))
+            s->io_read_bytes += strtoull(t + 7, NULL, 10);
+        else if (!strncmp(t, "wbytes=", 7))
+            s->io_write_bytes += strtoull(t + 7, NULL, 10);
+    }
+    free(text);
+}
+
+/* Counters of controllers that are off stay 0; memory.peak needs Linux 5.19. */
+int cgv2_read_stats(const char *dir, cg_stats *s)
+{
+    uint64_t usec;
+    if (cg_read_keyed(dir, "cpu.stat", "usage_usec", &usec) < 0)
+        return -1;
+    s->cpu_usage_ns = usec * 1000;
+    cg_read_u64(dir, "memory.current", &s->mem_current_bytes);
+    cg_read_u64(dir, "memory.peak", &s->mem_peak_bytes);
+    cg_read_keyed(dir, "memory.events", "oom_kill", &s->oom_kills);
+    cg_read_u64(dir, "pids.current", &s->pids_current);
+    read_io_stat(dir, s);
+    return 0;
+}

@@ -1,0 +1,35 @@
+/* The isolation steps the job's init runs inside its new namespaces, in this order:
+ * ns_setup → mounts_setup (plan, then execute, then pivot_root) → fork the command →
+ * caps_drop_and_setuid → seccomp_apply → exec. Each step reports the failing path. */
+#ifndef JOBLET_ISOLATE_H
+#define JOBLET_ISOLATE_H
+
+#include <seccomp.h>
+
+#include "../common/err.h"
+#include "spec.h"
+
+/* Hostname; loopback up when the job has its own network namespace. */
+int ns_setup(const job_spec *s, jerr *e);
+/* Builds the job's root under <job_dir>/root and pivots into it. */
+int mounts_setup(const job_spec *s, jerr *e);
+/* Drops the bounding and ambient sets, switches to uid/gid, clears every capability,
+ * sets no_new_privs. */
+int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e);
+/* Default profile: blocks syscalls that reach outside the job (mount, bpf, kexec, module
+ * loading, namespaces, keyrings, ptrace, clock setting, …) with EPERM. Built before
+ * the fork so the command only loads it. */
+scmp_filter_ctx seccomp_default_profile(jerr *e);
+int seccomp_apply(scmp_filter_ctx ctx, jerr *e);
+
+/* The job's init (PID 1 of the job): sets up isolation, starts the command, reaps and
+ * forwards signals, and reports the command's wait status on status_fd. Never returns. */
+struct jobinit_fds {
+    int out_w, err_w;   /* job's stdout / stderr */
+    int sync_w;         /* setup errors; closed on successful exec */
+    int status_w;       /* raw wait status of the command, 4 bytes */
+};
+_Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, scmp_filter_ctx filter,
+                           const struct jobinit_fds *fds);
+
+#endif

@@ -1,0 +1,130 @@
+/* PID 1 of a job. It exists because the kernel only delivers signals to a namespace's init
+ * when it has a handler: a command running as PID 1 would ignore a polite SIGTERM and leave
+ * orphans unreaped. This init sets up isolation, starts the command, forwards signals to
+ * every process of the job, reaps orphans, and reports the command's exact wait status. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/close_range.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/util.h"
+#include "isolate.h"
+
+extern char **environ;
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+_Noreturn static void fail(int fd, const char *stage, const jerr *e, int code)
+{
+    char msg[1024];
+    int n = snprintf(msg, sizeof msg, "%s: %s", stage, e->msg);
+    write_all(fd, msg, (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1));
+    _exit(code);
+}
+
+_Noreturn static void run_command(const job_spec *s, scmp_filter_ctx filter, const struct jobinit_fds *fds)
+{
+    jerr e = {0};
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds->out_w, 1) < 0 || dup2(fds->err_w, 2) < 0) {
+        jerr_sys(&e, "connect stdin/stdout/stderr");
+        fail(fds->sync_w, "start", &e, 127);
+    }
+    /* Nothing of the shim's may reach the command; sync_w stays open until exec succeeds. */
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (chdir(s->workdir) < 0) {
+        jerr_sys(&e, "working directory %s", s->workdir);
+        fail(fds->sync_w, "start", &e, 127);
+    }
+    if (caps_drop_and_setuid(s->uid, s->gid, &e) < 0)
+        fail(fds->sync_w, "drop privileges", &e, 127);
+    if (seccomp_apply(filter, &e) < 0)
+        fail(fds->sync_w, "seccomp", &e, 127);
+    environ = s->env;
+    execvp(s->argv[0], s->argv);
+    jerr_sys(&e, "%s", s->argv[0]);
+    fail(fds->sync_w, "exec", &e, errno == ENOENT ? 127 : 126);
+}
+
+_Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, scmp_filter_ctx filter,
+                           const struct jobinit_fds *fds)
+{
+    jerr e = {0};
+    /* The shim owns the job: if it dies, nothing would record its output or its end. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_DUMPABLE, 0);
+    if (cg_enter(cg, &e) < 0)
+        fail(fds->sync_w, "cgroup", &e, 126);
+    if (unshare(CLONE_NEWCGROUP) < 0) {
+        jerr_sys(&e, "unshare cgroup namespace");
+        fail(fds->sync_w, "namespaces", &e, 126);
+    }
+    if (ns_setup(s, &e) < 0)
+        fail(fds->sync_w, "namespaces", &e, 126);
+    if (mounts_setup(s, &e) < 0)
+        fail(fds->sync_w, "filesystem", &e, 126);
+
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    pid_t child = fork();
+    if (child < 0) {
+        jerr_sys(&e, "fork the command");
+        fail(fds->sync_w, "start", &e, 126);
+    }
+    if (child == 0) {
+        /* The command starts as from a fresh login: default dispositions (the shim ignores
+         * SIGPIPE, and ignored signals survive exec) and nothing blocked. */
+        for (int sig = 1; sig < NSIG; sig++)
+            signal(sig, SIG_DFL);
+        sigset_t empty;
+        sigemptyset(&empty);
+        sigprocmask(SIG_SETMASK, &empty, NULL);
+        run_command(s, filter, fds);
+    }
+    close(fds->out_w);
+    close(fds->err_w);
+    close(fds->sync_w);
+
+    for (;;) {
+        siginfo_t si;
+        int sig = sigwaitinfo(&all, &si);
+        if (sig < 0)
+            continue;
+        if (sig != SIGCHLD) {
+            /* From PID 1, kill(-1) reaches every other process of the job. */
+            if (sig != SIGSTOP && sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+                kill(-1, sig);
+            continue;
+        }
+        int status;
+        pid_t p;
+        while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+            if (p != child)
+                continue;
+            int32_t st = status;
+            write_all(fds->status_w, (const char *)&st, sizeof st);
+            /* Exiting takes every remaining process of the job with it. */
+            _exit(0);
+        }
+    }
+}

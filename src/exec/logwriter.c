@@ -1,0 +1,127 @@
+#include "logwriter.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void logw_init(logw *w, int fd)
+{
+    w->fd = fd;
+    w->len = 0;
+    w->bytes_written = 0;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t r = write(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Output buffer for one feed call: records are appended here, then written at once. */
+typedef struct obuf {
+    char *p;
+    size_t len, cap;
+} obuf;
+
+static int ob_record(obuf *o, int64_t ts, char flag, const char *data, size_t n)
+{
+    size_t need = o->len + n + 48;
+    if (need > o->cap) {
+        size_t cap = o->cap ? o->cap : 8192;
+        while (cap < need)
+            cap *= 2;
+        char *np = realloc(o->p, cap);
+        if (!np)
+            return -1;
+        o->p = np;
+        o->cap = cap;
+    }
+    o->len += (size_t)snprintf(o->p + o->len, 40, "%lld %c ", (long long)ts, flag);
+    memcpy(o->p + o->len, data, n);
+    o->len += n;
+    o->p[o->len++] = '\n';
+    return 0;
+}
+
+static int ob_commit(logw *w, obuf *o)
+{
+    int rc = 0;
+    if (o->len) {
+        rc = write_all(w->fd, o->p, o->len);
+        w->bytes_written += o->len;
+    }
+    free(o->p);
+    return rc;
+}
+
+int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns)
+{
+    obuf o = {0};
+    while (n) {
+        const char *nl = memchr(data, '\n', n);
+        size_t take = nl ? (size_t)(nl - data) : n;
+        if (take > LOGW_LINE_MAX - w->len)
+            take = LOGW_LINE_MAX - w->len;
+        memcpy(w->line + w->len, data, take);
+        w->len += take;
+        data += take;
+        n -= take;
+        if (n && *data == '\n') {
+            if (ob_record(&o, ts_ns, 'F', w->line, w->len) < 0)
+                goto fail;
+            w->len = 0;
+            data++;
+            n--;
+        } else if (w->len == LOGW_LINE_MAX) {
+            if (ob_record(&o, ts_ns, 'P', w->line, w->len) < 0)
+                goto fail;
+            w->len = 0;
+        }
+    }
+    return ob_commit(w, &o);
+fail:
+    free(o.p);
+    return -1;
+}
+
+int logw_flush(logw *w, int64_t ts_ns)
+{
+    if (!w->len)
+        return 0;
+    obuf o = {0};
+    if (ob_record(&o, ts_ns, 'P', w->line, w->len) < 0) {
+        free(o.p);
+        return -1;
+    }
+    w->len = 0;
+    return ob_commit(w, &o);
+}
+
+long log_parse_record(const char *buf, size_t n, log_record *r)
+{
+    const char *nl = memchr(buf, '\n', n);
+    if (!nl)
+        return 0;
+    size_t i = 0;
+    int64_t ts = 0;
+    while (i < n && buf[i] >= '0' && buf[i] <= '9')
+        ts = ts * 10 + (buf[i++] - '0');
+    if (i == 0 || buf + i + 3 > nl || buf[i] != ' ' || (buf[i + 1] != 'F' && buf[i + 1] != 'P') ||
+        buf[i + 2] != ' ')
+        return -1;
+    r->ts_ns = ts;
+    r->newline = buf[i + 1] == 'F';
+    r->data = buf + i + 3;
+    r->len = (size_t)(nl - r->data);
+    return (long)(nl - buf + 1);
+}

@@ -1,0 +1,41 @@
+/* On-disk job output: one file per stream (stdout.log, stderr.log), one record per line:
+ *
+ *     <unix time in ns> SP <F|P> SP <bytes of the line without its newline> LF
+ *
+ * F = the job wrote a newline after the line; P = it did not (a partial line flushed at
+ * LOGW_LINE_MAX bytes or at end of stream). The job's bytes are stored unchanged; the
+ * record's own LF is never part of the data, so any byte but LF round-trips. */
+#ifndef JOBLET_LOGWRITER_H
+#define JOBLET_LOGWRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LOGW_LINE_MAX 16384
+
+typedef struct logw {
+    int fd;
+    size_t len;
+    uint64_t bytes_written;
+    char line[LOGW_LINE_MAX];
+} logw;
+
+void logw_init(logw *w, int fd);
+/* Splits data into records stamped with ts_ns and appends them with one write(). */
+int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns);
+/* Writes a pending partial line (end of stream). */
+int logw_flush(logw *w, int64_t ts_ns);
+
+typedef struct log_record {
+    int64_t ts_ns;
+    bool newline;        /* F */
+    const char *data;
+    size_t len;
+} log_record;
+
+/* Parses one record at buf[0..n). Returns bytes consumed, 0 when the record is incomplete
+ * (the writer has not finished it yet), -1 when the bytes are not a record. */
+long log_parse_record(const char *buf, size_t n, log_record *r);
+
+#endif

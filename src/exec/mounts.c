@@ -1,0 +1,240 @@
+/* The job's filesystem, bubblewrap style: a plan (a table of operations relative to the new
+ * root) is built first, then executed, then the job pivots into it. Every failure names the
+ * path. Read-only is applied with mount_setattr(AT_RECURSIVE) so submounts are covered too
+ * and flags the kernel locked on the source (nosuid, nodev, noexec) are kept. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../common/util.h"
+#include "isolate.h"
+
+enum op_kind {
+    OP_DIR_BIND_RO,   /* host dir, recursively read-only; a host symlink is copied as a symlink */
+    OP_BIND_RW,       /* host dir, writable (nosuid, nodev) */
+    OP_FILE_BIND,     /* host file or device node onto an empty file */
+    OP_TMPFS,
+    OP_PROC,
+    OP_SYSFS,
+    OP_DEVPTS,
+    OP_SYMLINK,       /* src = link target */
+    OP_MASK,          /* hide a /proc or /sys entry (file: /dev/null; dir: empty read-only tmpfs) */
+    OP_RO_SELF,       /* make an existing path inside the new root read-only */
+};
+
+typedef struct mount_op {
+    enum op_kind kind;
+    const char *src;
+    const char *dst;     /* inside the job, absolute */
+    const char *data;    /* fs options */
+    unsigned long flags;
+    int optional;        /* skip when the host lacks src */
+} mount_op;
+
+#define MAX_OPS 96
+typedef struct plan {
+    mount_op ops[MAX_OPS];
+    size_t n;
+    char tmp_opts[64];
+} plan;
+
+static void add(plan *p, enum op_kind k, const char *src, const char *dst, const char *data, unsigned long flags,
+                int optional)
+{
+    if (p->n < MAX_OPS)
+        p->ops[p->n++] = (mount_op){k, src, dst, data, flags, optional};
+}
+
+/* Host system directories every job sees, read-only. */
+static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
+/* Standard device nodes (the device filter allows exactly these, see cg_default_devices). */
+static const char *const dev_nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                                        "/dev/tty"};
+/* /proc entries that describe or control the host, not the job (as in Docker's defaults). */
+static const char *const proc_masked[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
+                                          "/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/sys/firmware"};
+static const char *const proc_readonly[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
+                                            "/proc/fs"};
+
+static void build_plan(const job_spec *s, plan *p)
+{
+    const unsigned long nsd = MS_NOSUID | MS_NODEV;
+    p->n = 0;
+    for (size_t i = 0; i < ARRAY_LEN(system_dirs); i++)
+        add(p, OP_DIR_BIND_RO, system_dirs[i], system_dirs[i], NULL, 0, 1);
+    add(p, OP_BIND_RW, NULL /* job_dir/work */, "/work", NULL, nsd, 0);
+    snprintf(p->tmp_opts, sizeof p->tmp_opts, "mode=1777,size=%llum", (unsigned long long)s->tmp_size_mb);
+    add(p, OP_TMPFS, "tmpfs", "/tmp", p->tmp_opts, nsd, 0);
+    add(p, OP_PROC, "proc", "/proc", NULL, nsd | MS_NOEXEC, 0);
+    add(p, OP_SYSFS, "sysfs", "/sys", NULL, nsd | MS_NOEXEC | MS_RDONLY, 0);
+    add(p, OP_TMPFS, "tmpfs", "/dev", "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC, 0);
+    for (size_t i = 0; i < ARRAY_LEN(dev_nodes); i++)
+        add(p, OP_FILE_BIND, dev_nodes[i], dev_nodes[i], NULL, MS_NOSUID | MS_NOEXEC, 0);
+    add(p, OP_DEVPTS, "devpts", "/dev/pts", "newinstance,ptmxmode=0666,mode=0620", MS_NOSUID | MS_NOEXEC, 0);
+    add(p, OP_SYMLINK, "pts/ptmx", "/dev/ptmx", NULL, 0, 0);
+    add(p, OP_TMPFS, "tmpfs", "/dev/shm", "mode=1777", nsd, 0);
+    add(p, OP_SYMLINK, "/proc/self/fd", "/dev/fd", NULL, 0, 0);
+    add(p, OP_SYMLINK, "/proc/self/fd/0", "/dev/stdin", NULL, 0, 0);
+    add(p, OP_SYMLINK, "/proc/self/fd/1", "/dev/stdout", NULL, 0, 0);
+    add(p, OP_SYMLINK, "/proc/self/fd/2", "/dev/stderr", NULL, 0, 0);
+    for (size_t i = 0; i < ARRAY_LEN(proc_masked); i++)
+        add(p, OP_MASK, NULL, proc_masked[i], NULL, 0, 1);
+    for (size_t i = 0; i < ARRAY_LEN(proc_readonly); i++)
+        add(p, OP_RO_SELF, NULL, proc_readonly[i], NULL, 0, 1);
+    for (size_t i = 0; i < s->nmounts; i++)
+        add(p, s->mounts[i].rw ? OP_BIND_RW : OP_DIR_BIND_RO, s->mounts[i].src, s->mounts[i].dst, NULL, nsd, 0);
+}
+
+static int set_readonly(const char *path, int recursive, jerr *e)
+{
+    struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    if (syscall(SYS_mount_setattr, AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &attr, sizeof attr) == 0)
+        return 0;
+    if (errno != ENOSYS)
+        return jerr_sys(e, "make %s read-only", path);
+    /* Kernels before 5.12: remount, keeping the flags the kernel may have locked. */
+    struct statvfs sv;
+    unsigned long keep = 0;
+    if (statvfs(path, &sv) == 0) {
+        if (sv.f_flag & ST_NOEXEC) keep |= MS_NOEXEC;
+        if (sv.f_flag & ST_NOATIME) keep |= MS_NOATIME;
+        if (sv.f_flag & ST_NODIRATIME) keep |= MS_NODIRATIME;
+        if (sv.f_flag & ST_RELATIME) keep |= MS_RELATIME;
+    }
+    if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | keep, NULL) < 0)
+        return jerr_sys(e, "remount %s read-only", path);
+    return 0;
+}
+
+static int make_target(const char *path, int dir, jerr *e)
+{
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = 0;
+        if (mkdir_p(parent, 0755, e) < 0)
+            return -1;
+    }
+    if (dir) {
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+            return jerr_sys(e, "mkdir %s", path);
+    } else {
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return jerr_sys(e, "create mount point %s", path);
+        close(fd);
+    }
+    return 0;
+}
+
+static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr *e)
+{
+    char dst[4096], work[4096], link[4096];
+    snprintf(dst, sizeof dst, "%s%s", root, op->dst);
+    const char *src = op->src;
+    struct stat st;
+    switch (op->kind) {
+    case OP_DIR_BIND_RO:
+    case OP_BIND_RW:
+        if (op->kind == OP_BIND_RW && !src) {
+            snprintf(work, sizeof work, "%s/work", s->job_dir);
+            src = work;
+        }
+        if (lstat(src, &st) < 0) {
+            if (op->optional && errno == ENOENT)
+                return 0;
+            return jerr_sys(e, "mount source %s", src);
+        }
+        if (S_ISLNK(st.st_mode) && op->optional) {
+            ssize_t n = readlink(src, link, sizeof link - 1);
+            if (n < 0)
+                return jerr_sys(e, "readlink %s", src);
+            link[n] = 0;
+            if (symlink(link, dst) < 0)
+                return jerr_sys(e, "symlink %s", dst);
+            return 0;
+        }
+        if (make_target(dst, S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode), e) < 0)
+            return -1;
+        if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+            return jerr_sys(e, "bind %s on %s", src, op->dst);
+        if (op->kind == OP_DIR_BIND_RO)
+            return set_readonly(dst, 1, e);
+        if (mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | op->flags, NULL) < 0)
+            return jerr_sys(e, "remount %s nosuid,nodev", op->dst);
+        return 0;
+    case OP_FILE_BIND:
+        if (make_target(dst, 0, e) < 0)
+            return -1;
+        if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+            return jerr_sys(e, "bind %s", src);
+        return 0;
+    case OP_TMPFS:
+    case OP_PROC:
+    case OP_SYSFS:
+    case OP_DEVPTS:
+        if (make_target(dst, 1, e) < 0)
+            return -1;
+        if (mount(src, dst, src, op->flags, op->data) < 0)
+            return jerr_sys(e, "mount %s on %s", src, op->dst);
+        return 0;
+    case OP_SYMLINK:
+        if (symlink(src, dst) < 0)
+            return jerr_sys(e, "symlink %s", op->dst);
+        return 0;
+    case OP_MASK:
+        if (lstat(dst, &st) < 0)
+            return 0; /* not present on this kernel: nothing to hide */
+        if (S_ISDIR(st.st_mode)) {
+            if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0") < 0)
+                return jerr_sys(e, "mask %s", op->dst);
+        } else if (mount("/dev/null", dst, NULL, MS_BIND, NULL) < 0) {
+            return jerr_sys(e, "mask %s", op->dst);
+        }
+        return 0;
+    case OP_RO_SELF:
+        if (lstat(dst, &st) < 0)
+            return 0;
+        if (mount(dst, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+            return jerr_sys(e, "bind %s", op->dst);
+        return set_readonly(dst, 1, e);
+    }
+    return 0;
+}
+
+int mounts_setup(const job_spec *s, jerr *e)
+{
+    char root[4096];
+    snprintf(root, sizeof root, "%s/root", s->job_dir);
+    /* Nothing below may propagate back to the host. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return jerr_sys(e, "make / private");
+    if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
+        return jerr_sys(e, "mount the job's root tmpfs on %s", root);
+    static plan p; /* static: the init is single-threaded and runs this once */
+    build_plan(s, &p);
+    for (size_t i = 0; i < p.n; i++)
+        if (exec_op(&p.ops[i], root, s, e) < 0)
+            return -1;
+    if (chdir(root) < 0)
+        return jerr_sys(e, "chdir %s", root);
+    if (syscall(SYS_pivot_root, ".", ".") < 0)
+        return jerr_sys(e, "pivot_root into %s", root);
+    if (umount2(".", MNT_DETACH) < 0)
+        return jerr_sys(e, "detach the host's root");
+    if (chdir("/") < 0)
+        return jerr_sys(e, "chdir /");
+    /* The root itself holds only mount points and links: nothing there is the job's to change. */
+    if (set_readonly("/", 0, e) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,411 @@
+/* joblet-shim JOB_DIR — one per job. It creates the job from JOB_DIR/spec.json, holds its
+ * output pipes and appends time-stamped lines to the job's logs, enforces the run-time
+ * limit, stops the job on SIGTERM (SIGTERM to all, SIGKILL after the grace period), and
+ * records how it ended in status.json. It does not depend on the daemon: if joblet dies,
+ * the job and its logs go on, and a restarted joblet reads what the shim wrote. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/util.h"
+#include "isolate.h"
+#include "logwriter.h"
+#include "shim.h"
+
+typedef struct shim {
+    job_spec spec;
+    cg_job cg;
+    cg_host host;
+    int dirfd;
+    pid_t init;
+    int out_r, err_r, status_r;
+    logw out, err;
+    int64_t started_ms, ended_ms;
+    int stop_requested, timed_out, killed;
+    int tfd_runtime, tfd_grace;
+    char error[1024];
+} shim;
+
+static void shim_log(shim *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void shim_log(shim *sh, const char *fmt, ...)
+{
+    int fd = openat(sh->dirfd, SHIM_LOG, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof msg - 2)
+        n = (int)sizeof msg - 2;
+    msg[n++] = '\n';
+    ssize_t w = write(fd, msg, (size_t)n);
+    (void)w;
+    close(fd);
+}
+
+static int open_log(shim *sh, const char *name)
+{
+    return openat(sh->dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+static void write_small(shim *sh, const char *name, const char *text)
+{
+    int fd = openat(sh->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, text, strlen(text));
+    (void)w;
+    close(fd);
+}
+
+static int arm(int tfd, uint64_t seconds)
+{
+    struct itimerspec it = {.it_value = {.tv_sec = (time_t)seconds}};
+    return timerfd_settime(tfd, 0, &it, NULL);
+}
+
+/* Polite stop: SIGTERM to the job's init (which forwards it to every process), SIGKILL to
+ * the whole cgroup when the grace period is over. */
+static void begin_stop(shim *sh)
+{
+    if (sh->init <= 0 || sh->tfd_grace >= 0)
+        return;
+    kill(sh->init, SIGTERM);
+    sh->tfd_grace = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (sh->tfd_grace < 0 || arm(sh->tfd_grace, sh->spec.stop_grace_s ? sh->spec.stop_grace_s : 1) < 0)
+        kill(sh->init, SIGKILL);
+}
+
+static void hard_kill(shim *sh)
+{
+    sh->killed = 1;
+    cg_kill_all(&sh->cg);
+    if (sh->init > 0)
+        kill(sh->init, SIGKILL);
+}
+
+static int pump(shim *sh, int *fd, logw *w)
+{
+    char buf[65536];
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return 0;
+    if (n <= 0) {
+        logw_flush(w, now_ns());
+        close(*fd);
+        *fd = -1;
+        return 0;
+    }
+    if (logw_feed(w, buf, (size_t)n, now_ns()) < 0)
+        shim_log(sh, "writing job output failed: %s", strerror(errno));
+    return 0;
+}
+
+static int start_job(shim *sh, int notify_fd)
+{
+    jerr e = {0};
+    job_spec *s = &sh->spec;
+    if (cg_host_init(&sh->host, s->cgroup_root, &e) < 0 || cg_create(&sh->host, s->id, &sh->cg, &e) < 0)
+        goto fail_nocg;
+    if (cg_apply_limits(&sh->cg, &s->limits, &e) < 0)
+        goto fail;
+    size_t nrules = cg_default_devices_n + s->ndevices;
+    cg_dev_rule *rules = xcalloc(nrules, sizeof *rules);
+    memcpy(rules, cg_default_devices, cg_default_devices_n * sizeof *rules);
+    memcpy(rules + cg_default_devices_n, s->devices, s->ndevices * sizeof *rules);
+    int rc = cg_set_devices(&sh->cg, rules, nrules, &e);
+    free(rules);
+    if (rc < 0)
+        goto fail;
+    scmp_filter_ctx filter = seccomp_default_profile(&e);
+    if (!filter)
+        goto fail;
+
+    int out[2], err[2], sync[2], status[2];
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(sync, O_CLOEXEC) < 0 ||
+        pipe2(status, O_CLOEXEC) < 0) {
+        jerr_sys(&e, "pipe");
+        goto fail;
+    }
+    uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | (s->net_host ? 0 : CLONE_NEWNET);
+    struct clone_args ca = {.flags = flags, .exit_signal = SIGCHLD};
+    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+    if (pid < 0) {
+        jerr_sys(&e, "clone the job's namespaces");
+        goto fail;
+    }
+    if (pid == 0) {
+        close(out[0]);
+        close(err[0]);
+        close(sync[0]);
+        close(status[0]);
+        struct jobinit_fds fds = {out[1], err[1], sync[1], status[1]};
+        jobinit_run(s, &sh->cg, filter, &fds);
+    }
+    seccomp_release(filter);
+    sh->init = pid;
+    close(out[1]);
+    close(err[1]);
+    close(sync[1]);
+    close(status[1]);
+    sh->out_r = out[0];
+    sh->err_r = err[0];
+    sh->status_r = status[0];
+    /* EOF on the sync pipe means exec succeeded; any bytes are the setup error. */
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = read(sync[0], sh->error + got, sizeof sh->error - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || (got += (size_t)n) >= sizeof sh->error - 1)
+            break;
+    }
+    sh->error[got] = 0;
+    close(sync[0]);
+    sh->started_ms = now_ms();
+    if (got == 0) {
+        char line[64];
+        snprintf(line, sizeof line, "%d %lld\n", (int)pid, (long long)sh->started_ms);
+        write_small(sh, SHIM_STARTED, line);
+        if (notify_fd >= 0) {
+            char msg[80];
+            int n = snprintf(msg, sizeof msg, "S %s", line);
+            ssize_t w = write(notify_fd, msg, (size_t)n);
+            (void)w;
+        }
+    }
+    return 0;
+fail:
+    cg_destroy(&sh->cg, NULL);
+fail_nocg:
+    snprintf(sh->error, sizeof sh->error, "%s", e.msg);
+    return -1;
+}
+
+static const char *signal_name(int sig)
+{
+    static char buf[16];
+    const char *abbrev = sigabbrev_np(sig);
+    if (!abbrev)
+        return NULL;
+    snprintf(buf, sizeof buf, "SIG%s", abbrev);
+    return buf;
+}
+
+static void write_status(shim *sh, int have_status, int wstatus, const cg_stats *st)
+{
+    json_t *o = json_object();
+    const char *reason;
+    if (sh->error[0]) {
+        reason = "start_failed";
+        json_object_set_new(o, "exit_code", json_integer(127));
+        json_object_set_new(o, "error", json_string(sh->error));
+    } else if (!have_status) {
+        reason = "lost";
+        json_object_set_new(o, "error", json_string("the job's init ended without reporting the command's status"));
+    } else {
+        if (WIFEXITED(wstatus)) {
+            json_object_set_new(o, "exit_code", json_integer(WEXITSTATUS(wstatus)));
+            reason = "exit";
+        } else {
+            int sig = WTERMSIG(wstatus);
+            json_object_set_new(o, "exit_code", json_integer(128 + sig));
+            json_object_set_new(o, "signal", json_integer(sig));
+            const char *name = signal_name(sig);
+            if (name)
+                json_object_set_new(o, "signal_name", json_string(name));
+            reason = "signal";
+            if (sig == SIGKILL && st->oom_kills > 0 && !sh->stop_requested && !sh->timed_out)
+                reason = "oom_killed";
+        }
+        /* A stop or time limit names the cause even if the job exited on its own SIGTERM handler. */
+        if (sh->timed_out)
+            reason = "time_limit";
+        else if (sh->stop_requested)
+            reason = "stopped";
+    }
+    json_object_set_new(o, "end_reason", json_string(reason));
+    json_object_set_new(o, "started_at_ms", json_integer(sh->started_ms));
+    json_object_set_new(o, "ended_at_ms", json_integer(sh->ended_ms));
+    json_object_set_new(o, "oom_kills", json_integer((json_int_t)st->oom_kills));
+    json_object_set_new(o, "usage", json_pack("{s:I,s:I,s:I,s:I}", "cpu_ns", (json_int_t)st->cpu_usage_ns,
+                                              "memory_peak_bytes", (json_int_t)st->mem_peak_bytes,
+                                              "io_read_bytes", (json_int_t)st->io_read_bytes,
+                                              "io_write_bytes", (json_int_t)st->io_write_bytes));
+    char *txt = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", sh->spec.job_dir, SHIM_STATUS);
+    jerr e = {0};
+    if (write_file_atomic(path, txt, strlen(txt), 0600, &e) < 0)
+        shim_log(sh, "cannot record the job's status: %s", e.msg);
+    free(txt);
+}
+
+static void supervise(shim *sh)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGCHLD);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    sh->tfd_runtime = -1;
+    if (sh->spec.max_runtime_s) {
+        sh->tfd_runtime = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        arm(sh->tfd_runtime, sh->spec.max_runtime_s);
+    }
+    int fds[] = {sh->out_r, sh->err_r, sfd, sh->tfd_runtime};
+    for (size_t i = 0; i < ARRAY_LEN(fds); i++) {
+        if (fds[i] < 0)
+            continue;
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+        epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
+    }
+    int have_status = 0, wstatus = 0, init_done = 0;
+    int64_t drain_deadline = 0;
+    while (sh->out_r >= 0 || sh->err_r >= 0 || !init_done) {
+        struct epoll_event evs[8];
+        int timeout = -1;
+        if (init_done) {
+            /* The job's processes are gone; wait briefly for the last bytes in the pipes. */
+            int64_t left = (drain_deadline - mono_ns()) / 1000000;
+            if (left <= 0)
+                break;
+            timeout = (int)left;
+        }
+        int n = epoll_wait(ep, evs, 8, timeout);
+        for (int i = 0; i < n; i++) {
+            int fd = evs[i].data.fd;
+            if (fd == sh->out_r) {
+                pump(sh, &sh->out_r, &sh->out);
+            } else if (fd == sh->err_r) {
+                pump(sh, &sh->err_r, &sh->err);
+            } else if (fd == sh->tfd_runtime) {
+                uint64_t x;
+                if (read(fd, &x, sizeof x) > 0 && !init_done) {
+                    sh->timed_out = 1;
+                    begin_stop(sh);
+                    if (sh->tfd_grace >= 0) {
+                        struct epoll_event ev = {.events = EPOLLIN, .data.fd = sh->tfd_grace};
+                        epoll_ctl(ep, EPOLL_CTL_ADD, sh->tfd_grace, &ev);
+                    }
+                }
+            } else if (fd == sh->tfd_grace) {
+                uint64_t x;
+                if (read(fd, &x, sizeof x) > 0 && !init_done)
+                    hard_kill(sh);
+            } else if (fd == sfd) {
+                struct signalfd_siginfo si;
+                while (read(sfd, &si, sizeof si) == sizeof si) {
+                    if (si.ssi_signo == SIGTERM && !init_done) {
+                        sh->stop_requested = 1;
+                        begin_stop(sh);
+                        if (sh->tfd_grace >= 0) {
+                            struct epoll_event ev = {.events = EPOLLIN, .data.fd = sh->tfd_grace};
+                            epoll_ctl(ep, EPOLL_CTL_ADD, sh->tfd_grace, &ev);
+                        }
+                    }
+                }
+                int st;
+                if (!init_done && waitpid(sh->init, &st, WNOHANG) == sh->init) {
+                    init_done = 1;
+                    sh->ended_ms = now_ms();
+                    int32_t cmd;
+                    if (read(sh->status_r, &cmd, sizeof cmd) == sizeof cmd) {
+                        have_status = 1;
+                        wstatus = cmd;
+                    } else if (WIFSIGNALED(st)) {
+                        /* init itself was killed (grace period over, or OOM chose it):
+                         * the job ended by that signal. */
+                        have_status = 1;
+                        wstatus = st;
+                    }
+                    drain_deadline = mono_ns() + 2000000000LL;
+                }
+            }
+        }
+    }
+    cg_stats st = {0};
+    cg_read_stats(&sh->cg, &st);
+    jerr e = {0};
+    if (cg_destroy(&sh->cg, &e) < 0)
+        shim_log(sh, "cgroup cleanup: %s", e.msg);
+    write_status(sh, have_status, wstatus, &st);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: joblet-shim JOB_DIR (started by joblet)\n");
+        return 2;
+    }
+    shim sh = {.dirfd = -1, .out_r = -1, .err_r = -1, .status_r = -1, .tfd_runtime = -1, .tfd_grace = -1};
+    /* Its own session: terminal signals aimed at joblet's process group must not reach jobs. */
+    setsid();
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    sh.dirfd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sh.dirfd < 0) {
+        fprintf(stderr, "joblet-shim: %s: %s\n", argv[1], strerror(errno));
+        return 1;
+    }
+    char line[64];
+    snprintf(line, sizeof line, "%d %llu\n", (int)getpid(), (unsigned long long)proc_start_time(getpid()));
+    write_small(&sh, SHIM_PIDFILE, line);
+    int notify_fd = fcntl(SHIM_NOTIFY_FD, F_GETFD) >= 0 ? SHIM_NOTIFY_FD : -1;
+    if (notify_fd >= 0)
+        fcntl(notify_fd, F_SETFD, FD_CLOEXEC);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", argv[1], SHIM_SPEC);
+    jerr e = {0};
+    if (spec_load(&sh.spec, path, &e) < 0) {
+        shim_log(&sh, "%s", e.msg);
+        snprintf(sh.error, sizeof sh.error, "%s", e.msg);
+        sh.spec.job_dir = xstrdup(argv[1]);
+        cg_stats none = {0};
+        write_status(&sh, 0, 0, &none);
+        return 1;
+    }
+    logw_init(&sh.out, open_log(&sh, SHIM_STDOUT));
+    logw_init(&sh.err, open_log(&sh, SHIM_STDERR));
+    if (start_job(&sh, notify_fd) < 0 || sh.error[0]) {
+        if (sh.init > 0) {
+            int st;
+            waitpid(sh.init, &st, 0);
+            cg_destroy(&sh.cg, NULL);
+        }
+        sh.ended_ms = now_ms();
+        if (!sh.started_ms)
+            sh.started_ms = sh.ended_ms;
+        shim_log(&sh, "job did not start: %s", sh.error);
+        cg_stats none = {0};
+        write_status(&sh, 0, 0, &none);
+        return 0;
+    }
+    if (notify_fd >= 0)
+        close(notify_fd);
+    supervise(&sh);
+    spec_free(&sh.spec);
+    return 0;
+}

@@ -1,0 +1,147 @@
+#include "spec.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+
+static json_t *strv_json(char **v)
+{
+    json_t *a = json_array();
+    for (; v && *v; v++)
+        json_array_append_new(a, json_string(*v));
+    return a;
+}
+
+int spec_save(const job_spec *s, const char *path, jerr *e)
+{
+    json_t *lim = json_pack("{s:i,s:I,s:I,s:I,s:I,s:s,s:s,s:s}", "cpu_pct", (int)s->limits.cpu_pct, "mem_bytes",
+                            (json_int_t)s->limits.mem_bytes, "swap_bytes", (json_int_t)s->limits.swap_bytes,
+                            "pids_max", (json_int_t)s->limits.pids_max, "io_bps", (json_int_t)s->limits.io_bps,
+                            "io_dev", s->limits.io_dev, "cpus", s->limits.cpus, "mems", s->limits.mems);
+    json_t *devs = json_array();
+    for (size_t i = 0; i < s->ndevices; i++) {
+        char t[2] = {s->devices[i].type, 0};
+        json_array_append_new(devs, json_pack("{s:s,s:I,s:I,s:s}", "type", t, "major",
+                                              (json_int_t)s->devices[i].major, "minor",
+                                              (json_int_t)s->devices[i].minor, "access", s->devices[i].access));
+    }
+    json_t *mnts = json_array();
+    for (size_t i = 0; i < s->nmounts; i++)
+        json_array_append_new(mnts, json_pack("{s:s,s:s,s:b}", "src", s->mounts[i].src, "dst", s->mounts[i].dst,
+                                              "rw", s->mounts[i].rw));
+    json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:i,s:i,s:b,s:I,s:I,s:I,s:s,s:o,s:o,s:o}", "id", s->id,
+                          "job_dir", s->job_dir, "hostname", s->hostname, "argv", strv_json(s->argv), "env",
+                          strv_json(s->env), "workdir", s->workdir, "uid", (int)s->uid, "gid", (int)s->gid,
+                          "net_host", s->net_host, "max_runtime_s", (json_int_t)s->max_runtime_s,
+                          "stop_grace_s", (json_int_t)s->stop_grace_s, "tmp_size_mb",
+                          (json_int_t)s->tmp_size_mb, "cgroup_root", s->cgroup_root, "limits", lim, "devices",
+                          devs, "mounts", mnts);
+    if (!o)
+        return jerr_set(e, EINVAL, "cannot encode the job spec");
+    char *txt = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    /* 0600: the spec holds secret environment values */
+    int rc = write_file_atomic(path, txt, strlen(txt), 0600, e);
+    free(txt);
+    return rc;
+}
+
+static char **strv_load(json_t *a)
+{
+    size_t n = json_array_size(a);
+    char **v = xcalloc(n + 1, sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = xstrdup(json_string_value(json_array_get(a, i)));
+    return v;
+}
+
+static void copy(char *dst, size_t len, json_t *o, const char *key)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    snprintf(dst, len, "%s", v ? v : "");
+}
+
+int spec_load(job_spec *s, const char *path, jerr *e)
+{
+    memset(s, 0, sizeof *s);
+    json_error_t je;
+    json_t *o = json_load_file(path, 0, &je);
+    if (!o)
+        return jerr_set(e, EINVAL, "cannot read job spec %s: %s (line %d)", path, je.text, je.line);
+    json_t *argv = json_object_get(o, "argv"), *env = json_object_get(o, "env");
+    json_t *lim = json_object_get(o, "limits");
+    if (!json_is_array(argv) || json_array_size(argv) == 0 || !json_is_array(env) || !json_is_object(lim)) {
+        json_decref(o);
+        return jerr_set(e, EINVAL, "job spec %s is incomplete (argv, env, limits)", path);
+    }
+    copy(s->id, sizeof s->id, o, "id");
+    s->job_dir = xstrdup(json_string_value(json_object_get(o, "job_dir")));
+    s->hostname = xstrdup(json_string_value(json_object_get(o, "hostname")));
+    s->workdir = xstrdup(json_string_value(json_object_get(o, "workdir")));
+    s->cgroup_root = xstrdup(json_string_value(json_object_get(o, "cgroup_root")));
+    s->argv = strv_load(argv);
+    s->env = strv_load(env);
+    s->uid = (uid_t)json_integer_value(json_object_get(o, "uid"));
+    s->gid = (gid_t)json_integer_value(json_object_get(o, "gid"));
+    s->net_host = json_is_true(json_object_get(o, "net_host"));
+    s->max_runtime_s = (uint64_t)json_integer_value(json_object_get(o, "max_runtime_s"));
+    s->stop_grace_s = (uint64_t)json_integer_value(json_object_get(o, "stop_grace_s"));
+    s->tmp_size_mb = (uint64_t)json_integer_value(json_object_get(o, "tmp_size_mb"));
+    s->limits.cpu_pct = (uint32_t)json_integer_value(json_object_get(lim, "cpu_pct"));
+    s->limits.mem_bytes = (uint64_t)json_integer_value(json_object_get(lim, "mem_bytes"));
+    s->limits.swap_bytes = (uint64_t)json_integer_value(json_object_get(lim, "swap_bytes"));
+    s->limits.pids_max = (uint64_t)json_integer_value(json_object_get(lim, "pids_max"));
+    s->limits.io_bps = (uint64_t)json_integer_value(json_object_get(lim, "io_bps"));
+    copy(s->limits.io_dev, sizeof s->limits.io_dev, lim, "io_dev");
+    copy(s->limits.cpus, sizeof s->limits.cpus, lim, "cpus");
+    copy(s->limits.mems, sizeof s->limits.mems, lim, "mems");
+    json_t *devs = json_object_get(o, "devices"), *d;
+    size_t i;
+    s->devices = xcalloc(json_array_size(devs) + 1, sizeof *s->devices);
+    json_array_foreach(devs, i, d) {
+        const char *t = json_string_value(json_object_get(d, "type"));
+        s->devices[i].type = t ? t[0] : 'c';
+        s->devices[i].major = json_integer_value(json_object_get(d, "major"));
+        s->devices[i].minor = json_integer_value(json_object_get(d, "minor"));
+        copy(s->devices[i].access, sizeof s->devices[i].access, d, "access");
+    }
+    s->ndevices = json_array_size(devs);
+    json_t *mnts = json_object_get(o, "mounts"), *m;
+    s->mounts = xcalloc(json_array_size(mnts) + 1, sizeof *s->mounts);
+    json_array_foreach(mnts, i, m) {
+        s->mounts[i].src = xstrdup(json_string_value(json_object_get(m, "src")));
+        s->mounts[i].dst = xstrdup(json_string_value(json_object_get(m, "dst")));
+        s->mounts[i].rw = json_is_true(json_object_get(m, "rw"));
+    }
+    s->nmounts = json_array_size(mnts);
+    json_decref(o);
+    return 0;
+}
+
+static void strv_free(char **v)
+{
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+void spec_free(job_spec *s)
+{
+    free(s->job_dir);
+    free(s->hostname);
+    free(s->workdir);
+    free(s->cgroup_root);
+    strv_free(s->argv);
+    strv_free(s->env);
+    free(s->devices);
+    for (size_t i = 0; i < s->nmounts; i++) {
+        free(s->mounts[i].src);
+        free(s->mounts[i].dst);
+    }
+    free(s->mounts);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,45 @@
+/* The complete, validated description of one job that the daemon hands to the shim
+ * (spec.json in the job's directory). The executor applies it and decides nothing:
+ * everything a job gets — limits, devices, mounts, environment — is spelled out here. */
+#ifndef JOBLET_SPEC_H
+#define JOBLET_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+#include "cgroup.h"
+
+typedef struct spec_mount {
+    char *src;      /* host path */
+    char *dst;      /* path inside the job */
+    bool rw;
+} spec_mount;
+
+typedef struct job_spec {
+    char id[37];
+    char *job_dir;       /* host directory: spec.json, logs, status.json, work/ */
+    char *hostname;
+    char **argv;         /* NULL-terminated */
+    char **env;          /* NULL-terminated "K=V", exactly the job's environment */
+    char *workdir;       /* inside the job */
+    uid_t uid;
+    gid_t gid;
+    bool net_host;       /* false: own network namespace with loopback only */
+    uint64_t max_runtime_s;
+    uint64_t stop_grace_s;
+    uint64_t tmp_size_mb;
+    char *cgroup_root;
+    cg_limits limits;
+    cg_dev_rule *devices;  /* allowed on top of cg_default_devices */
+    size_t ndevices;
+    spec_mount *mounts;    /* extra read-only/read-write binds (GPU driver, toolkits) */
+    size_t nmounts;
+} job_spec;
+
+int spec_save(const job_spec *s, const char *path, jerr *e);
+int spec_load(job_spec *s, const char *path, jerr *e);
+void spec_free(job_spec *s);
+
+#endif

@@ -1,0 +1,247 @@
+#include "db.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+
+struct db {
+    sqlite3 *h;
+    sqlite3_stmt *ins, *upd, *del;
+};
+
+/* Migrations, applied in order; user_version is the number applied. Never edit a shipped one. */
+static const char *const migrations[] = {
+    /* 1: jobs */
+    "CREATE TABLE jobs ("
+    "  id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, name TEXT, state TEXT NOT NULL,"
+    "  owner_uid INTEGER NOT NULL, owner_gid INTEGER NOT NULL, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
+    "  request TEXT NOT NULL, created_ms INTEGER NOT NULL, scheduled_ms INTEGER, started_ms INTEGER,"
+    "  ended_ms INTEGER, exit_code INTEGER, signal INTEGER, signal_name TEXT, end_reason TEXT,"
+    "  stopped_by INTEGER, error TEXT, usage TEXT, shim_pid INTEGER, shim_start INTEGER, init_pid INTEGER);"
+    "CREATE INDEX jobs_state ON jobs(state);",
+};
+
+static int exec_sql(db *d, const char *sql, jerr *e)
+{
+    char *err = NULL;
+    if (sqlite3_exec(d->h, sql, NULL, NULL, &err) != SQLITE_OK) {
+        jerr_set(e, EIO, "database: %s", err ? err : sqlite3_errmsg(d->h));
+        sqlite3_free(err);
+        return -1;
+    }
+    return 0;
+}
+
+int db_schema_version(db *d)
+{
+    sqlite3_stmt *st;
+    int v = -1;
+    if (sqlite3_prepare_v2(d->h, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static int migrate(db *d, jerr *e)
+{
+    int have = db_schema_version(d);
+    int want = (int)ARRAY_LEN(migrations);
+    if (have > want)
+        return jerr_set(e, EINVAL, "database schema version %d is newer than this joblet (%d); upgrade joblet",
+                        have, want);
+    for (int v = have; v < want; v++) {
+        char pragma[64];
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d;", v + 1);
+        if (exec_sql(d, "BEGIN IMMEDIATE;", e) < 0)
+            return -1;
+        if (exec_sql(d, migrations[v], e) < 0 || exec_sql(d, pragma, e) < 0) {
+            exec_sql(d, "ROLLBACK;", NULL);
+            return -1;
+        }
+        if (exec_sql(d, "COMMIT;", e) < 0)
+            return -1;
+        log_info("database migrated to schema version %d", v + 1);
+    }
+    return 0;
+}
+
+static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid, request, created_ms, scheduled_ms,"
+                          " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
+                          " usage, shim_pid, shim_start, init_pid";
+
+db *db_open(const char *path, jerr *e)
+{
+    db *d = xcalloc(1, sizeof *d);
+    if (sqlite3_open_v2(path, &d->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        jerr_set(e, EIO, "cannot open database %s: %s", path, sqlite3_errmsg(d->h));
+        goto fail;
+    }
+    sqlite3_busy_timeout(d->h, 5000);
+    /* WAL + NORMAL: a commit survives a crash of joblet (the WAL is in the page cache);
+     * only a power loss may lose the last commits, never corrupt the file. */
+    if (exec_sql(d, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", e) < 0 ||
+        migrate(d, e) < 0)
+        goto fail;
+    char sql[1024];
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
+                      " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
+                      " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
+                      " shim_start=?22, init_pid=?23 WHERE id=?1 AND seq=?2";
+    if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
+            SQLITE_OK) {
+        jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        goto fail;
+    }
+    return d;
+fail:
+    db_close(d);
+    return NULL;
+}
+
+void db_close(db *d)
+{
+    if (!d)
+        return;
+    sqlite3_finalize(d->ins);
+    sqlite3_finalize(d->upd);
+    sqlite3_finalize(d->del);
+    sqlite3_close(d->h);
+    free(d);
+}
+
+static void bind_opt_i64(sqlite3_stmt *st, int i, int64_t v, bool present)
+{
+    if (present)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
+{
+    char *req = json_dumps(j->req, JSON_COMPACT);
+    char usage[256];
+    snprintf(usage, sizeof usage, "{\"cpu_ns\":%llu,\"memory_peak_bytes\":%llu,\"io_read_bytes\":%llu,\"io_write_bytes\":%llu}",
+             (unsigned long long)j->usage.cpu_ns, (unsigned long long)j->usage.memory_peak_bytes,
+             (unsigned long long)j->usage.io_read_bytes, (unsigned long long)j->usage.io_write_bytes);
+    sqlite3_reset(st);
+    bind_text(st, 1, j->id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)j->seq);
+    bind_text(st, 3, j->name);
+    bind_text(st, 4, job_state_name(j->state));
+    sqlite3_bind_int64(st, 5, j->owner_uid);
+    sqlite3_bind_int64(st, 6, j->owner_gid);
+    sqlite3_bind_int64(st, 7, j->uid);
+    sqlite3_bind_int64(st, 8, j->gid);
+    bind_text(st, 9, req);
+    sqlite3_bind_int64(st, 10, j->created_ms);
+    bind_opt_i64(st, 11, j->scheduled_ms, j->scheduled_ms > 0);
+    bind_opt_i64(st, 12, j->started_ms, j->started_ms > 0);
+    bind_opt_i64(st, 13, j->ended_ms, j->ended_ms > 0);
+    bind_opt_i64(st, 14, j->exit_code, j->has_exit);
+    bind_opt_i64(st, 15, j->signal, j->signal > 0);
+    bind_text(st, 16, j->signal_name);
+    bind_text(st, 17, j->end_reason);
+    bind_opt_i64(st, 18, j->stopped_by, j->stopped_by >= 0);
+    bind_text(st, 19, j->error);
+    bind_text(st, 20, usage);
+    bind_opt_i64(st, 21, j->shim_pid, j->shim_pid > 0);
+    bind_opt_i64(st, 22, (int64_t)j->shim_start, j->shim_pid > 0);
+    bind_opt_i64(st, 23, j->init_pid, j->init_pid > 0);
+    int rc = sqlite3_step(st);
+    free(req);
+    if (rc != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: saving job %s: %s", j->id, sqlite3_errmsg(d->h));
+    return 0;
+}
+
+int db_insert_job(db *d, const job *j, jerr *e) { return write_job(d, d->ins, j, e); }
+int db_update_job(db *d, const job *j, jerr *e) { return write_job(d, d->upd, j, e); }
+
+int db_delete_job(db *d, const char *id, jerr *e)
+{
+    sqlite3_reset(d->del);
+    sqlite3_bind_text(d->del, 1, id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(d->del) != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: deleting job %s: %s", id, sqlite3_errmsg(d->h));
+    return 0;
+}
+
+int db_begin(db *d) { return exec_sql(d, "BEGIN;", NULL); }
+int db_commit(db *d) { return exec_sql(d, "COMMIT;", NULL); }
+
+static char *col_str(sqlite3_stmt *st, int i)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    return s ? xstrdup((const char *)s) : NULL;
+}
+
+int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT %s FROM jobs ORDER BY seq", COLS);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        job *j = xcalloc(1, sizeof *j);
+        snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(st, 0));
+        j->seq = (uint64_t)sqlite3_column_int64(st, 1);
+        j->name = col_str(st, 2);
+        job_state_parse((const char *)sqlite3_column_text(st, 3), &j->state);
+        j->owner_uid = (uid_t)sqlite3_column_int64(st, 4);
+        j->owner_gid = (gid_t)sqlite3_column_int64(st, 5);
+        j->uid = (uid_t)sqlite3_column_int64(st, 6);
+        j->gid = (gid_t)sqlite3_column_int64(st, 7);
+        j->req = json_loads((const char *)sqlite3_column_text(st, 8), 0, NULL);
+        if (!j->req)
+            j->req = json_object();
+        j->created_ms = sqlite3_column_int64(st, 9);
+        j->scheduled_ms = sqlite3_column_int64(st, 10);
+        j->started_ms = sqlite3_column_int64(st, 11);
+        j->ended_ms = sqlite3_column_int64(st, 12);
+        j->has_exit = sqlite3_column_type(st, 13) != SQLITE_NULL;
+        j->exit_code = sqlite3_column_int(st, 13);
+        j->signal = sqlite3_column_int(st, 14);
+        j->signal_name = col_str(st, 15);
+        j->end_reason = col_str(st, 16);
+        j->stopped_by = sqlite3_column_type(st, 17) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 17);
+        j->error = col_str(st, 18);
+        json_t *u = json_loads(sqlite3_column_text(st, 19) ? (const char *)sqlite3_column_text(st, 19) : "{}", 0, NULL);
+        j->usage.cpu_ns = (uint64_t)json_integer_value(json_object_get(u, "cpu_ns"));
+        j->usage.memory_peak_bytes = (uint64_t)json_integer_value(json_object_get(u, "memory_peak_bytes"));
+        j->usage.io_read_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_read_bytes"));
+        j->usage.io_write_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_write_bytes"));
+        json_decref(u);
+        j->shim_pid = (pid_t)sqlite3_column_int64(st, 20);
+        j->shim_start = (uint64_t)sqlite3_column_int64(st, 21);
+        j->init_pid = (pid_t)sqlite3_column_int64(st, 22);
+        j->w_pid.fd = -1;
+        j->w_notify.fd = -1;
+        j->inotify_wd = -1;
+        fn(j, arg);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: reading jobs: %s", sqlite3_errmsg(d->h));
+    return 0;
+}
