@@ -70,10 +70,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    request r = {.conn = c, .method = method, .path = url, .body = st->body, .body_len = st->len,
-                 .body_too_large = st->too_large};
-    if (r.body)
-        st->body[st->len] = 0;
+    request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large};
+    if (st->body && !st->too_large) {
+        st->body[st->len] = 0; /* cap is always > len while the body fits */
+        r.body = st->body;
+        r.body_len = st->len;
+    }
     if (peer_creds(c, &r.uid, &r.gid) < 0) {
         jerr e = {0};
         jerr_http(&e, 403, "cannot read the caller's credentials (SO_PEERCRED)");

@@ -101,6 +101,7 @@ static void delete_job(job *j)
         return;
     }
     logstream_detach(j);
+    launch_forget(j);
     rm_rf(dir);
     core_remove(j);
     job_free(j);

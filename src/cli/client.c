@@ -278,10 +278,16 @@ int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, 
         goto out;
     }
     if (rc != CURLE_OK) {
-        if (rc == CURLE_WRITE_ERROR)
+        if (rc == CURLE_WRITE_ERROR) {
             snprintf(e->msg, sizeof e->msg, "a line of joblet's answer is larger than %u MB", MAX_BODY >> 20);
-        else
+        } else if (s.status) {
+            /* the answer had begun: the daemon went away (or restarted) mid-stream */
+            e->code = ECONNRESET;
+            snprintf(e->msg, sizeof e->msg, "lost the connection to joblet (%s)",
+                     c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+        } else {
             error_from_curl(c, rc, e);
+        }
         goto out;
     }
     /* the last line may come without a newline */

@@ -25,7 +25,8 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
  * stop reading (client_stream then returns -1 with e->code = ECANCELED). */
 typedef int (*client_line_cb)(const char *line, size_t len, void *ud);
 
-/* GET path and feed each line of a 2xx answer to cb as it arrives. Errors as client_request. */
+/* GET path and feed each line of a 2xx answer to cb as it arrives. Errors as client_request;
+ * a connection lost after the answer began gives e->code = ECONNRESET. */
 int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, jerr *e);
 
 /* path segment escaped for use in a URL (job ids are passed as typed). Caller frees. */

@@ -50,13 +50,14 @@ static const char run_help[] =
     "  --cpu-cores LIST       CPUs the job may run on: 0-3, 1,3,5, 0-1,4\n"
     "  -e, --env K=V          set an environment variable (repeatable)\n"
     "  -s, --secret-env K=V   set a secret variable: never shown or logged (repeatable)\n"
-    "  --upload PATH          copy a file or directory into the job's work directory\n"
+    "  --upload PATH          send a file or directory (recursively) along with the job\n"
     "                         (repeatable): /a/b/x.py arrives as x.py, /a/data/ as data/...\n"
     "  --workdir DIR          directory the command starts in\n"
-    "  --network none|host    no network (default of the daemon) or the host's network\n"
+    "  --network none|host    none: no network access; host: the host's network\n"
     "  --max-runtime DURATION stop the job after this long: 90, 30s, 30min, 2h30m, 1d\n"
     "  --schedule WHEN        start later: a delay (30min, 2h) or a time (2026-11-22T15:00:00Z)\n"
-    "  -f, --follow           stream the job's output and exit with the job's exit code\n"
+    "  -f, --follow           stream the job's output and exit with the job's exit code;\n"
+    "                         Ctrl-C stops following, not the job\n"
     "  -h, --help             show this help\n"
     "\n"
     "Example:\n"
@@ -154,11 +155,15 @@ static void word_for_flags(const jerr *e, char *out, size_t outlen)
         if (strncmp(e->field, field_flags[i].field, fl) != 0)
             continue;
         char next = e->field[fl];
-        if (next == 0 && strncmp(e->msg, e->field, fl) == 0 && e->msg[fl] == ':')
-            snprintf(out, outlen, "%s%s", field_flags[i].flag, e->msg + fl);
-        else if (next == '[' || next == '.')
+        if (next == 0) {
+            if (strncmp(e->msg, e->field, fl) == 0 && e->msg[fl] == ':')
+                snprintf(out, outlen, "%s%s", field_flags[i].flag, e->msg + fl);
+            return;
+        }
+        if (next == '[' || next == '.') {
             snprintf(out, outlen, "%s: %s", field_flags[i].flag, e->msg);
-        return;
+            return;
+        }
     }
 }
 
@@ -203,7 +208,9 @@ static char *job_path(rnx_client *c, const char *id, const char *suffix)
 #define OPT_HELP {"help", no_argument, NULL, 'h'}
 #define OPT_JSON {"json", no_argument, NULL, 'j'}
 
-/* Parses the flags of a command that has none but --help (and --json when json_ok). */
+/* Parses the flags of a command that has none but --help (and --json when json_ok).
+ * Returns 0 to go on, HELP_SHOWN after printing the help, or RNX_USAGE. */
+#define HELP_SHOWN (-1)
 static int simple_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, const char *help, bool json_ok)
 {
     static const struct option with_json[] = {OPT_HELP, OPT_JSON, {0}};
@@ -212,7 +219,7 @@ static int simple_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, co
     optind = 0;
     while ((c = rnx_getopt(argc, argv, "h", json_ok ? with_json : without_json, cmd)) != -1) {
         switch (c) {
-        case 'h': fputs(help, stdout); return 1;
+        case 'h': fputs(help, stdout); return HELP_SHOWN;
         case 'j': ctx->json = true; break;
         default: return RNX_USAGE;
         }
@@ -224,8 +231,10 @@ static int simple_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, co
 
 typedef struct log_state {
     bool raw;          /* --json: records are printed as they came */
+    char last_out;     /* last byte written to stdout, to end a note on a fresh line */
     json_t *end;       /* the final {"end": true, ...} record once seen */
     char bad[160];     /* why a record could not be read, "" when all were fine */
+    int werr;          /* errno of a failed write of the output, 0 when none */
 } log_state;
 
 static int write_all(FILE *f, const char *p, size_t n)
@@ -242,20 +251,27 @@ static int write_record(json_t *rec, log_state *s)
     const char *stream = jstr(rec, "stream");
     FILE *f = stream && strcmp(stream, "stderr") == 0 ? stderr : stdout;
     json_t *data = json_object_get(rec, "data");
-    if (json_is_string(data))
-        return write_all(f, json_string_value(data), json_string_length(data));
-    const char *b64 = jstr(rec, "data_b64");
-    if (!b64) {
-        snprintf(s->bad, sizeof s->bad, "a log record has neither data nor data_b64");
-        return -1;
-    }
+    const char *p;
     size_t n;
-    char *raw = b64_decode(b64, strlen(b64), &n);
-    if (!raw) {
-        snprintf(s->bad, sizeof s->bad, "a log record's data_b64 is not base64");
-        return -1;
+    char *raw = NULL;
+    if (json_is_string(data)) {
+        p = json_string_value(data);
+        n = json_string_length(data);
+    } else {
+        const char *b64 = jstr(rec, "data_b64");
+        if (!b64) {
+            snprintf(s->bad, sizeof s->bad, "a log record has neither data nor data_b64");
+            return -1;
+        }
+        p = raw = b64_decode(b64, strlen(b64), &n);
+        if (!raw) {
+            snprintf(s->bad, sizeof s->bad, "a log record's data_b64 is not base64");
+            return -1;
+        }
     }
-    int r = write_all(f, raw, n);
+    if (f == stdout && n)
+        s->last_out = p[n - 1];
+    int r = write_all(f, p, n);
     free(raw);
     return r;
 }
@@ -269,6 +285,8 @@ static int on_log_line(const char *line, size_t len, void *ud)
     if (s->raw) {
         /* print first: --json passes the records through even when this client cannot read them */
         ret = write_all(stdout, line, len) < 0 || write_all(stdout, "\n", 1) < 0 ? -1 : 0;
+        if (ret < 0)
+            s->werr = errno;
         if (rec && json_is_true(json_object_get(rec, "end")) && !s->end)
             s->end = json_incref(rec);
         json_decref(rec);
@@ -282,8 +300,8 @@ static int on_log_line(const char *line, size_t len, void *ud)
     if (json_is_true(json_object_get(rec, "end"))) {
         if (!s->end)
             s->end = json_incref(rec);
-    } else {
-        ret = write_record(rec, s);
+    } else if ((ret = write_record(rec, s)) < 0 && !s->bad[0]) {
+        s->werr = errno;
     }
     json_decref(rec);
     return ret;
@@ -302,13 +320,13 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
     if (e.code == ECANCELED) {
         if (s->bad[0])
             return rnx_fail("%s", s->bad);
-        if (errno == EPIPE)
+        if (s->werr == EPIPE)
             return RNX_FAIL;   /* the reader went away; nothing useful to say */
-        return rnx_fail("writing the job's output failed: %s", strerror(errno));
+        return rnx_fail("writing the job's output failed: %s", strerror(s->werr));
     }
-    if (e.http)
-        return server_error(&e, false);
-    return rnx_fail("following the log of job %s failed: %s", id, e.msg);
+    if (e.code == ECONNRESET)
+        return rnx_fail("%s while following job %s; the job goes on: see 'rnx job log %s'", e.msg, id, id);
+    return server_error(&e, false);
 }
 
 /* ---- job run ------------------------------------------------------------------------- */
@@ -496,7 +514,7 @@ static int follow_exit_code(json_t *end)
 
 /* When a followed job ended other than by exiting, its output alone does not say why; one
  * line on stderr does (the job's stdout stays clean). */
-static void follow_note_end(rnx_client *c, const char *id, json_t *end)
+static void follow_note_end(rnx_client *c, const char *id, json_t *end, const log_state *s)
 {
     const char *reason = jstr(end, "end_reason");
     char words[1024];
@@ -506,12 +524,16 @@ static void follow_note_end(rnx_client *c, const char *id, json_t *end)
         return;
     char *path = job_path(c, id, "");
     /* the job object has the details the end record lacks (error text, limits) */
+    words[0] = 0;
     if (client_request(c, "GET", path, NULL, &job, &e) == 0 && job)
         fmt_end_reason(job, words, sizeof words);
-    else
+    if (!words[0])
         fmt_end_reason(end, words, sizeof words);
     free(path);
     json_decref(job);
+    /* output that ended mid-line would otherwise run into the note on a terminal */
+    if (s->last_out && s->last_out != '\n' && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO))
+        fputc('\n', stderr);
     fprintf(stderr, "rnx: job %.8s %s\n", id, words);
 }
 
@@ -522,11 +544,10 @@ static int run_follow(const rnx_ctx *ctx, rnx_client *c, const char *id)
     if (rc != 0)
         return rc;
     if (!s.end)
-        return rnx_fail("lost the connection to joblet before job %s ended; it goes on: see 'rnx job log %s'", id,
-                        id);
+        return rnx_fail("the log stream ended before job %s did; the job goes on: see 'rnx job log %s'", id, id);
     rc = follow_exit_code(s.end);
     if (!ctx->json)
-        follow_note_end(c, id, s.end);
+        follow_note_end(c, id, s.end, &s);
     json_decref(s.end);
     return rc;
 }
@@ -731,7 +752,7 @@ static int job_status(rnx_ctx *ctx, int argc, char **argv)
     json_t *job = NULL;
     int rc = simple_flags(ctx, argc, argv, "rnx job status", status_help, true);
     if (rc)
-        return rc == 1 ? RNX_OK : rc;
+        return rc == HELP_SHOWN ? RNX_OK : rc;
     if ((rc = one_id(argc, argv, "job status", "rnx job status [--json] ID", &id)) != 0)
         return rc;
     if ((rc = job_request(ctx, "GET", id, "", &job)) != 0)
@@ -764,7 +785,7 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
     snprintf(usage, sizeof usage, "rnx job %s ID", which);
     int rc = simple_flags(ctx, argc, argv, cmd, help, false);
     if (rc)
-        return rc == 1 ? RNX_OK : rc;
+        return rc == HELP_SHOWN ? RNX_OK : rc;
     if ((rc = one_id(argc, argv, cmd + 4, usage, &id)) != 0)
         return rc;
     if (strcmp(which, "delete") == 0)
@@ -795,7 +816,7 @@ static int job_delete_all(rnx_ctx *ctx, int argc, char **argv)
 {
     int rc = simple_flags(ctx, argc, argv, "rnx job delete-all", delete_all_help, false);
     if (rc)
-        return rc == 1 ? RNX_OK : rc;
+        return rc == HELP_SHOWN ? RNX_OK : rc;
     if (optind < argc)
         return rnx_usage("job delete-all: takes no arguments (got '%s'); to delete one job use 'rnx job delete ID'",
                          argv[optind]);
@@ -860,7 +881,7 @@ static int job_log(rnx_ctx *ctx, int argc, char **argv)
     log_state s = {.raw = ctx->json};
     rc = stream_log(cl, id, query, &s);
     if (rc == 0 && follow && !s.end)
-        rc = rnx_fail("lost the connection to joblet before job %s ended; run 'rnx job log %s' again", id, id);
+        rc = rnx_fail("the log stream ended before job %s did; run 'rnx job log %s' again", id, id);
     json_decref(s.end);
     client_free(cl);
     return rc;
@@ -887,10 +908,9 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         fputs(job_help, stdout);
         return RNX_OK;
     }
-    if (optind >= argc) {
-        fputs(job_help, stderr);
-        return RNX_USAGE;
-    }
+    if (optind >= argc)
+        return rnx_usage("job: missing command (run, list, status, log, stop, cancel, delete, delete-all); "
+                         "see 'rnx job --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)
         if (strcmp(name, job_cmds[i].name) == 0)

@@ -107,7 +107,8 @@ int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option
     const char *token = prev < argc && argv[prev] ? argv[prev] : "";
     bool is_long = strncmp(token, "--", 2) == 0;
     char flag[128];
-    flag_text(token, optopt, flag, sizeof flag);
+    /* optopt is only set on errors; on success the short option is c itself */
+    flag_text(token, c == '?' || c == ':' ? optopt : c, flag, sizeof flag);
     const struct option *exact = is_long ? long_exact(longopts, token) : NULL;
 
     /* getopt_long accepts unique abbreviations ("--fol"); rnx does not, so that a future
@@ -142,13 +143,14 @@ int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option
     return c;
 }
 
-static int socket_path_ok(const char *path)
+/* source names where the path came from: "--socket" or "JOBLET_SOCKET". */
+static int socket_path_ok(const char *path, const char *source)
 {
     struct sockaddr_un sa;
     if (!*path)
-        return rnx_usage("--socket: needs a path");
+        return rnx_usage("%s: needs a path", source);
     if (strlen(path) >= sizeof sa.sun_path)
-        return rnx_usage("--socket: '%s' is too long for a unix socket path (at most %zu bytes)", path,
+        return rnx_usage("%s: '%s' is too long for a unix socket path (at most %zu bytes)", source, path,
                          sizeof sa.sun_path - 1);
     return 0;
 }
@@ -220,18 +222,18 @@ static int run(int argc, char **argv)
         fputs(global_help, stdout);
         return RNX_OK;
     }
+    const char *source = "--socket";
     if (!ctx.socket) {
         const char *env = getenv("JOBLET_SOCKET");
         ctx.socket = env && *env ? env : RNX_DEFAULT_SOCKET;
+        source = "JOBLET_SOCKET";
     }
-    if (socket_path_ok(ctx.socket) != 0)
+    if (socket_path_ok(ctx.socket, source) != 0)
         return RNX_USAGE;
     if (version || (optind < argc && strcmp(argv[optind], "version") == 0 && optind + 1 == argc))
         return do_version(&ctx);
-    if (optind >= argc) {
-        fputs(global_help, stderr);
-        return RNX_USAGE;
-    }
+    if (optind >= argc)
+        return rnx_usage("missing command; usage: rnx [--socket PATH] [--json] job <command> ...; see 'rnx --help'");
     if (strcmp(argv[optind], "job") == 0)
         return cmd_job(&ctx, argc - optind, argv + optind);
     return rnx_usage("unknown command '%s' for 'rnx'; see 'rnx --help'", argv[optind]);
@@ -246,11 +248,10 @@ int main(int argc, char **argv)
     int rc = run(argc, argv);
     curl_global_cleanup();
     /* a full disk or closed pipe must not pass for success */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == RNX_OK) {
         if (errno != EPIPE)
             fprintf(stderr, "rnx: writing the output failed: %s\n", strerror(errno));
-        if (rc == RNX_OK)
-            rc = RNX_FAIL;
+        rc = RNX_FAIL;
     }
     return rc;
 }

@@ -128,6 +128,11 @@ char *read_file(const char *path, size_t *len)
 
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, jerr *e)
 {
+    return write_file_atomic_opt(path, data, len, mode, true, e);
+}
+
+int write_file_atomic_opt(const char *path, const void *data, size_t len, mode_t mode, bool durable, jerr *e)
+{
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -147,7 +152,7 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
         p += w;
         len -= (size_t)w;
     }
-    if (fsync(fd) < 0 || close(fd) < 0) {
+    if ((durable && fsync(fd) < 0) || close(fd) < 0) {
         jerr_sys(e, "fsync %s", tmp);
         unlink(tmp);
         return -1;

@@ -24,6 +24,7 @@ void config_defaults(config *c)
     c->pids_max = 1024;
     c->tmp_size_mb = 1024;
     snprintf(c->cgroup_root, sizeof c->cgroup_root, "joblet");
+    c->favor_dynmods = 1;
 }
 
 enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES };
@@ -52,6 +53,7 @@ static const key keys[] = {
     U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
     STR("jobs.shim_path", shim_path),
     STR("cgroup.root", cgroup_root),
+    U64("cgroup.favor_dynmods", favor_dynmods, 0, 1),
 };
 
 static void store_u(void *p, size_t len, uint64_t v)

@@ -22,6 +22,7 @@ typedef struct config {
     uint64_t tmp_size_mb;         /* jobs.tmp_size_mb: size of each job's /tmp */
     char shim_path[512];          /* jobs.shim_path, "" = next to joblet */
     char cgroup_root[64];         /* cgroup.root */
+    uint64_t favor_dynmods;       /* cgroup.favor_dynmods: remount with favordynmods (1/0) */
 } config;
 
 void config_defaults(config *c);

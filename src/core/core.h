@@ -56,6 +56,7 @@ job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
 int launch_job(job *j, jerr *e);
 void launch_adopt_all(void);
 int launch_stop(job *j, uid_t by, jerr *e);
+void launch_forget(job *j);
 void launch_live_usage(const job *j, job_usage *u);
 
 /* logstream.c */

@@ -48,6 +48,7 @@ typedef struct job {
     pid_t shim_pid;
     uint64_t shim_start;
     pid_t init_pid;
+    bool holds_room;          /* counted in C.running */
     watch w_pid;              /* pidfd of the shim: readable when it exits */
     watch w_notify;           /* the shim's start notification */
     struct follower *followers;

@@ -108,7 +108,6 @@ void job_save(job *j)
 
 void job_finish(job *j, enum job_state st, const char *reason)
 {
-    bool held_room = j->state == JS_RUNNING || j->state == JS_STOPPING || j->shim_pid > 0;
     j->state = st;
     if (reason) {
         free(j->end_reason);
@@ -116,9 +115,9 @@ void job_finish(job *j, enum job_state st, const char *reason)
     }
     if (!j->ended_ms)
         j->ended_ms = now_ms();
-    if (held_room && C.running > 0)
+    if (j->holds_room && C.running > 0)
         C.running--;
-    j->shim_pid = 0;
+    j->holds_room = false;
     j->init_pid = 0;
     job_save(j);
     logstream_wake(j);

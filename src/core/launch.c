@@ -166,6 +166,7 @@ int launch_job(job *j, jerr *e)
     set_cloexec_nonblock(pfd[0]);
     j->shim_pid = pid;
     j->shim_start = proc_start_time(pid);
+    j->holds_room = true;
     C.running++;
     watch_shim(j, pidfd, pfd[0]);
     job_save(j);
@@ -182,17 +183,28 @@ static void mark_running(job *j, pid_t init_pid, int64_t started_ms)
     job_save(j);
 }
 
+static void finalize(job *j);
+
+/* Lines from the shim: "S <pid> <ms>" when the command runs, "E" once status.json is written
+ * (the shim still tidies the cgroups before it exits: the job need not wait for that). */
 static void on_notify(watch *w, uint32_t events)
 {
     job *j = w->data;
-    char buf[128];
+    char buf[256];
     ssize_t n = read(w->fd, buf, sizeof buf - 1);
     if (n > 0) {
         buf[n] = 0;
-        int pid;
-        long long ms;
-        if (sscanf(buf, "S %d %lld", &pid, &ms) == 2)
-            mark_running(j, pid, ms);
+        char *save = NULL;
+        for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            int pid;
+            long long ms;
+            if (sscanf(line, "S %d %lld", &pid, &ms) == 2)
+                mark_running(j, pid, ms);
+            else if (!strcmp(line, "E") && !job_state_terminal(j->state)) {
+                finalize(j);
+                core_schedule();
+            }
+        }
         return;
     }
     if (n < 0 && errno == EAGAIN)
@@ -268,8 +280,6 @@ static void finalize(job *j)
 static void on_shim_exit(watch *w, uint32_t events)
 {
     job *j = w->data;
-    /* Our own child: reap it. An adopted shim is reaped by init. */
-    waitpid(j->shim_pid, NULL, WNOHANG);
     if (j->w_notify.fd >= 0) {
         on_notify(&j->w_notify, 0); /* a start line may still sit in the pipe */
         if (j->w_notify.fd >= 0) {
@@ -281,8 +291,12 @@ static void on_shim_exit(watch *w, uint32_t events)
     loop_del(w);
     close(w->fd);
     w->fd = -1;
-    finalize(j);
-    core_schedule();
+    if (!job_state_terminal(j->state)) {
+        finalize(j);
+        core_schedule();
+    }
+    j->shim_pid = 0;
+    job_save(j);
 }
 
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
@@ -292,6 +306,7 @@ void launch_adopt_all(void)
         job *j = C.jobs[i];
         if (job_state_terminal(j->state) || j->shim_pid <= 0)
             continue;
+        j->holds_room = true;
         C.running++;
         char dir[700];
         core_job_dir(j, dir, sizeof dir);
@@ -306,6 +321,18 @@ void launch_adopt_all(void)
         }
         finalize(j);
     }
+}
+
+/* The job is being deleted while its shim finishes tidying up: stop watching it. */
+void launch_forget(job *j)
+{
+    watch *ws[] = {&j->w_notify, &j->w_pid};
+    for (size_t i = 0; i < 2; i++)
+        if (ws[i]->fd >= 0) {
+            loop_del(ws[i]);
+            close(ws[i]->fd);
+            ws[i]->fd = -1;
+        }
 }
 
 int launch_stop(job *j, uid_t by, jerr *e)

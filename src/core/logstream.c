@@ -162,8 +162,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
         f->outlen = f->outoff = 0;
         if (!f->j)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        /* Terminal means the shim is gone: whatever is in the files now is everything. */
-        bool ended = job_state_terminal(f->j->state) && f->j->shim_pid == 0;
+        /* Terminal means the shim has drained the job's pipes: the files hold everything. */
+        bool ended = job_state_terminal(f->j->state);
         if (produce(f) > 0)
             continue;
         if (ended) {

@@ -11,6 +11,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../api/http.h"
@@ -31,6 +32,10 @@ static void on_signal(watch *w, uint32_t events)
 {
     struct signalfd_siginfo si;
     while (read(w->fd, &si, sizeof si) == sizeof si) {
+        /* Shims are watched through pidfds; here they are only reaped, whoever still watches. */
+        if (si.ssi_signo == SIGCHLD)
+            while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
         if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
             log_info("signal %d: shutting down; running jobs continue under their shims", (int)si.ssi_signo);
             loop_stop();
@@ -95,6 +100,9 @@ static int setup(jerr *e)
         return jerr_sys(e, "the job shim %s (jobs.shim_path)", C.shim_path);
     if (cg_host_init(&C.cg, C.cfg.cgroup_root, e) < 0)
         return -1;
+    jerr fe = {0};
+    if (C.cfg.favor_dynmods && cg_favor_dynmods(&C.cg, &fe) < 0)
+        log_warn("job start-up will wait for an RCU grace period per job: %s", fe.msg);
     jerr ioe = {0};
     if (cg_block_device_of(C.jobs_dir, C.io_dev, sizeof C.io_dev, &ioe) < 0) {
         C.io_dev[0] = 0;
@@ -167,6 +175,7 @@ int main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
     if (loop_init() < 0 || setup(&e) < 0) {
         log_err("%s", e.msg[0] ? e.msg : strerror(errno));

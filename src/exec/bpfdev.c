@@ -169,23 +169,23 @@ static const char *log_tail(char *log)
     return len > LOG_TAIL_MAX ? log + len - LOG_TAIL_MAX : log;
 }
 
-/* Loads quietly first; only a refused program is loaded again to capture the verifier's reason. */
+/* Loads quietly first; only a refused program is loaded again to capture the verifier's reason
+ * (the verifier answers EACCES or EINVAL; EPERM means the caller lacks the capability). */
 static int load_or_explain(const struct bpf_insn *p, size_t cnt, const char *dir, jerr *e)
 {
     int fd = prog_load(p, cnt, NULL, 0);
     if (fd >= 0)
         return fd;
     int saved = errno;
-    if (saved == EPERM)
-        return jerr_sys(e, "load BPF device filter for %s (needs CAP_SYS_ADMIN or CAP_BPF)", dir);
     char *log = xmalloc(VERIFIER_LOG_SIZE);
     fd = prog_load(p, cnt, log, VERIFIER_LOG_SIZE);
     if (fd >= 0) {
         free(log);
         return fd;
     }
-    jerr_set(e, saved, "load BPF device filter (%zu instructions) for %s: %s; verifier: %s", cnt, dir,
-             strerror(saved), log[0] ? log_tail(log) : "(no log)");
+    jerr_set(e, saved, "load BPF device filter (%zu instructions) for %s: %s%s; verifier: %s", cnt, dir,
+             strerror(saved), saved == EPERM ? " (needs CAP_SYS_ADMIN or CAP_BPF)" : "",
+             log[0] ? log_tail(log) : "(no log)");
     free(log);
     return -1;
 }

@@ -65,6 +65,8 @@ typedef struct cg_stats {
  * subtree_control; copies cpuset.cpus/mems into a v1 parent). Idempotent. */
 int cg_host_init(cg_host *h, const char *root, jerr *e);
 const char *cg_layout_name(enum cg_layout l);
+/* Makes task migration between cgroups cheap host-wide (mount option favordynmods). */
+int cg_favor_dynmods(const cg_host *h, jerr *e);
 
 /* Fills paths only, touches nothing: used to look at an existing job's cgroup. */
 void cg_job_paths(const cg_host *h, const char *name, cg_job *j);

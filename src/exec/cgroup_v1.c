@@ -57,7 +57,8 @@ static int prepare_cpuset(const char *mnt, const char *root, jerr *e)
         int n = snprintf(dir, sizeof dir, "%s/%s", parent, c);
         if (n < 0 || (size_t)n >= sizeof dir)
             return jerr_set(e, ENAMETOOLONG, "cgroup path %s/%s is too long", mnt, root);
-        if (fill_cpuset_from(parent, dir, "cpuset.mems", e) < 0 || fill_cpuset_from(parent, dir, "cpuset.cpus", e) < 0)
+        if (fill_cpuset_from(parent, dir, "cpuset.mems", e) < 0 ||
+            fill_cpuset_from(parent, dir, "cpuset.cpus", e) < 0)
             return -1;
     }
     /* the kernel then seeds each new job cgroup from us, so entering one can never hit an empty set */

@@ -36,6 +36,7 @@ typedef struct shim {
     int64_t started_ms, ended_ms;
     int stop_requested, timed_out, killed;
     int tfd_runtime, tfd_grace;
+    int notify_fd;
     char error[1024];
 } shim;
 
@@ -343,10 +344,15 @@ static void supervise(shim *sh)
     }
     cg_stats st = {0};
     cg_read_stats(&sh->cg, &st);
+    write_status(sh, have_status, wstatus, &st);
+    /* The job is over and recorded: tell joblet now, and tidy up the cgroups afterwards. */
+    if (sh->notify_fd >= 0) {
+        ssize_t w = write(sh->notify_fd, "E\n", 2);
+        (void)w;
+    }
     jerr e = {0};
     if (cg_destroy(&sh->cg, &e) < 0)
         shim_log(sh, "cgroup cleanup: %s", e.msg);
-    write_status(sh, have_status, wstatus, &st);
 }
 
 int main(int argc, char **argv)
@@ -403,8 +409,7 @@ int main(int argc, char **argv)
         write_status(&sh, 0, 0, &none);
         return 0;
     }
-    if (notify_fd >= 0)
-        close(notify_fd);
+    sh.notify_fd = notify_fd;
     supervise(&sh);
     spec_free(&sh.spec);
     return 0;

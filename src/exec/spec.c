@@ -44,8 +44,9 @@ int spec_save(const job_spec *s, const char *path, jerr *e)
         return jerr_set(e, EINVAL, "cannot encode the job spec");
     char *txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
-    /* 0600: the spec holds secret environment values */
-    int rc = write_file_atomic(path, txt, strlen(txt), 0600, e);
+    /* 0600: the spec holds secret environment values. No fsync: a spec is only read by a
+     * shim started right after, on a machine that has not rebooted. */
+    int rc = write_file_atomic_opt(path, txt, strlen(txt), 0600, false, e);
     free(txt);
     return rc;
 }

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The main job: build joblet, start the daemon on its embedded defaults (no config file;
+# state and socket in a scratch directory so the demo never touches a real installation),
+# and run real isolated jobs through rnx.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ $(id -u) -ne 0 ]]; then echo "demo: run as root (joblet creates namespaces and cgroups)" >&2; exit 1; fi
+bash scripts/install-deps.sh
+bash scripts/build.sh build
+
+demo=$(mktemp -d /tmp/joblet-demo.XXXXXX)
+sock=$demo/joblet.sock
+export JOBLET_SOCKET=$sock
+./build/joblet --state-dir "$demo/state" --socket "$sock" >"$demo/joblet.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; echo; echo "--- daemon log ($demo/joblet.log) ---"; cat "$demo/joblet.log"' EXIT
+for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.05; done
+rnx() { ./build/rnx "$@"; }
+step() { printf '\n\033[1m$ rnx %s\033[0m\n' "$*"; }
+
+step --version; rnx --version
+step job run --follow sh -c 'echo "hello from $(hostname)"; id; ls /'
+rnx job run --follow sh -c 'echo "hello from $(hostname)"; id; ls /'
+
+printf 'print("uploaded script ran, argv =", __import__("sys").argv[1:])\n' >"$demo/hello.py"
+step job run --upload "$demo/hello.py" --follow python3 hello.py a b
+rnx job run --upload "$demo/hello.py" --follow python3 hello.py a b
+
+step job run --max-memory=32 --follow python3 -c 'big allocation'
+rnx job run --max-memory=32 --name oom-demo --follow python3 -c 'x = bytearray(256 << 20)' || echo "(exit code $?)"
+
+step job run --max-cpu=50 --cpu-cores=0 --max-runtime=2s sh -c 'while :; do :; done'
+busy=$(rnx job run --max-cpu=50 --cpu-cores=0 --max-runtime=2s --name busy-loop sh -c 'while :; do :; done')
+sleep 3
+
+step job run -e GREETING=hi -s TOKEN=s3cret --follow sh -c 'echo "$GREETING, token has ${#TOKEN} characters"'
+rnx job run -e GREETING=hi -s TOKEN=s3cret --name secrets --follow sh -c 'echo "$GREETING, token has ${#TOKEN} characters"'
+
+step job status "$busy"; rnx job status "$busy"
+step job list; rnx job list

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what joblet needs to build, test and benchmark on Debian 12. Idempotent: when
+# every package is present it does nothing (no apt-get update, no network).
+set -euo pipefail
+PKGS=(
+  build-essential meson ninja-build pkg-config
+  libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libseccomp-dev libcurl4-openssl-dev
+  libcmocka-dev python3 python3-pytest
+  iproute2 util-linux procps
+  runc bubblewrap
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then echo "install-deps: run as root (apt-get)" >&2; exit 1; fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

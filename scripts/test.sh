@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Every test: unit tests (cmocka) and integration tests (pytest, real daemon, real kernel, as
+# root), first on the normal build, then again with AddressSanitizer + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+pytest=(python3 -m pytest)
+[[ -x /usr/bin/python3 ]] && pytest=(/usr/bin/python3 -m pytest)   # Debian's python3-pytest
+
+run_suite() {  # run_suite BUILD_DIR LABEL
+  local dir=$1 label=$2
+  echo "=== $label: unit tests ==="
+  meson test -C "$dir" --print-errorlogs
+  echo "=== $label: integration tests ==="
+  JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs tests/integration
+}
+
+bash scripts/build.sh build
+run_suite build "normal build"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=87
+bash scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+run_suite build-asan "ASan+UBSan build"
+echo "=== all tests passed ==="

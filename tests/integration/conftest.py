@@ -1,0 +1,232 @@
+"""Integration fixtures: the real joblet daemon, as root, driven by the real rnx.
+
+JOBLET_BUILD names the build directory (default: ./build). Each daemon gets a scratch
+state directory and socket under /tmp, its own cgroup root, and is torn down with every job
+it started; a sanitizer report in its log fails the test that owned it.
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("JOBLET_BUILD", os.path.join(ROOT, "build"))
+TERMINAL = {"STOPPED", "COMPLETED", "FAILED", "CANCELED"}
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def need_root():
+    if os.geteuid() != 0:
+        pytest.skip("needs root: joblet creates namespaces, cgroups and mounts")
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=30):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+class Daemon:
+    def __init__(self, config_text=None):
+        self.dir = tempfile.mkdtemp(prefix="joblet-it-")
+        os.chmod(self.dir, 0o755)
+        self.state = os.path.join(self.dir, "state")
+        self.sock = os.path.join(self.dir, "joblet.sock")
+        self.log_path = os.path.join(self.dir, "joblet.log")
+        self.cgroup_root = "joblet-it-" + uuid.uuid4().hex[:8]
+        self.config = os.path.join(self.dir, "joblet.yml")
+        with open(self.config, "w") as f:
+            f.write(f"cgroup:\n  root: {self.cgroup_root}\njobs:\n  stop_grace_s: 2\n")
+            if config_text:
+                f.write(config_text)
+        self.proc = None
+        self.logs_seen = ""
+
+    # -- process control -------------------------------------------------
+    def start(self):
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(
+            [os.path.join(BUILD, "joblet"), "--config", self.config, "--state-dir", self.state,
+             "--socket", self.sock, "--log-level", "debug"],
+            stdout=log, stderr=log, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                         "JOBLET_DAEMON_SECRET_MARK": "daemon-env-must-not-leak",
+                                         **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+        log.close()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("joblet exited at start:\n" + self.log())
+            try:
+                self.api("GET", "/v1/version")
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("joblet did not answer within 20 s:\n" + self.log())
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    # -- clients ---------------------------------------------------------
+    def rnx(self, *args, input=None, timeout=120, env=None, check=False):
+        e = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": self.sock}
+        e.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+        if env:
+            e.update(env)
+        p = subprocess.run([os.path.join(BUILD, "rnx"), *args], input=input, capture_output=True,
+                           text=True, timeout=timeout, env=e)
+        if check and p.returncode != 0:
+            raise AssertionError(f"rnx {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+        for mark in SANITIZER_MARKS:
+            assert mark not in p.stderr, f"sanitizer report from rnx {args}:\n{p.stderr}"
+        return p
+
+    def api(self, method, path, body=None, timeout=30):
+        c = UnixHTTPConnection(self.sock, timeout=timeout)
+        data = json.dumps(body) if body is not None else None
+        c.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
+        r = c.getresponse()
+        raw = r.read()
+        c.close()
+        ctype = r.getheader("Content-Type", "")
+        if "ndjson" in ctype:
+            return r.status, [json.loads(l) for l in raw.decode().splitlines() if l]
+        return r.status, json.loads(raw) if raw else None
+
+    def submit(self, command, *args, **fields):
+        status, job = self.api("POST", "/v1/jobs", {"command": command, "args": list(args), **fields})
+        assert status == 201, job
+        return job["id"]
+
+    def job(self, job_id):
+        status, job = self.api("GET", f"/v1/jobs/{job_id}")
+        assert status == 200, job
+        return job
+
+    def wait(self, job_id, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            job = self.job(job_id)
+            if job["status"] in TERMINAL:
+                return job
+            time.sleep(0.05)
+        raise AssertionError(f"job {job_id} not finished after {timeout}s: {self.job(job_id)}")
+
+    def wait_status(self, job_id, wanted, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            job = self.job(job_id)
+            if job["status"] == wanted:
+                return job
+            time.sleep(0.05)
+        raise AssertionError(f"job {job_id} never became {wanted}: {self.job(job_id)}")
+
+    def logs(self, job_id, stream=None):
+        q = f"?stream={stream}" if stream else ""
+        status, recs = self.api("GET", f"/v1/jobs/{job_id}/logs{q}")
+        assert status == 200, recs
+        return recs
+
+    def output(self, job_id, stream="stdout"):
+        return "".join(r.get("data", "") for r in self.logs(job_id, stream) if not r.get("end"))
+
+    def run(self, command, *args, timeout=60, **fields):
+        """Submit and wait; returns (job, stdout text, stderr text)."""
+        jid = self.submit(command, *args, **fields)
+        job = self.wait(jid, timeout)
+        return job, self.output(jid, "stdout"), self.output(jid, "stderr")
+
+    def job_count(self):
+        return len(self.api("GET", "/v1/jobs")[1]["jobs"])
+
+    def job_dirs(self):
+        d = os.path.join(self.state, "jobs")
+        return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+    # -- teardown ----------------------------------------------------------
+    def cleanup(self):
+        try:
+            if self.proc and self.proc.poll() is None:
+                for j in self.api("GET", "/v1/jobs")[1]["jobs"]:
+                    if j["status"] in ("RUNNING", "QUEUED", "SCHEDULED"):
+                        self.api("POST", f"/v1/jobs/{j['id']}/stop")
+                deadline = time.time() + 15
+                while time.time() < deadline and any(
+                        j["status"] not in TERMINAL for j in self.api("GET", "/v1/jobs")[1]["jobs"]):
+                    time.sleep(0.1)
+        except OSError:
+            pass
+        self.stop()
+        # Shims that outlived a killed daemon: end them so nothing leaks past the test.
+        subprocess.run(["pkill", "-KILL", "-f", f"joblet-shim {self.state}/"], check=False)
+        for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified") + tuple(
+                f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")):
+            path = os.path.join(base, self.cgroup_root)
+            if os.path.isdir(path):
+                for sub in os.listdir(path):
+                    if os.path.isdir(os.path.join(path, sub)):
+                        try:
+                            os.rmdir(os.path.join(path, sub))
+                        except OSError:
+                            pass
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
+        log = self.log()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for mark in SANITIZER_MARKS:
+            assert mark not in log, f"sanitizer report in joblet's log:\n{log}"
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    need_root()
+    d = Daemon().start()
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def fresh_daemon():
+    """A daemon of the test's own, for tests that kill or reconfigure it."""
+    need_root()
+    made = []
+
+    def make(config_text=None, start=True):
+        d = Daemon(config_text)
+        made.append(d)
+        return d.start() if start else d
+
+    yield make
+    for d in made:
+        d.cleanup()
