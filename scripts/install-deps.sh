@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(
   build-essential meson ninja-build pkg-config
-  libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libseccomp-dev libcurl4-openssl-dev
+  libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libseccomp-dev
   libcmocka-dev python3 python3-pytest
   iproute2 util-linux procps
   runc bubblewrap

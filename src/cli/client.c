@@ -1,13 +1,19 @@
-/* HTTP over the daemon's unix socket with libcurl. One easy handle per client so that a
- * submit followed by a log stream (run --follow) reuses the connection. */
+/* HTTP/1.1 over the daemon's unix socket. Deliberately small: rnx talks to one server whose
+ * answers are always Content-Length or chunked, and start-up time matters — libcurl and the
+ * TLS stack it drags in cost ~4 ms of loading per rnx run, half the start-latency budget of
+ * `rnx job run --follow` (docs/performance.md). One connection per request. */
 #include "client.h"
 
-#include <curl/curl.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "../common/util.h"
 
@@ -17,14 +23,12 @@
 
 /* Guards against a runaway answer filling memory; a job list of this size is not plausible. */
 #define MAX_BODY (256u << 20)
+#define MAX_HEAD (64u << 10)
 
 struct rnx_client {
-    CURL *curl;
     char *socket;
-    char errbuf[CURL_ERROR_SIZE];
 };
 
-/* A growing byte buffer. */
 typedef struct buf {
     char *data;
     size_t len, cap;
@@ -49,14 +53,17 @@ static int buf_append(buf *b, const char *p, size_t n)
     return 0;
 }
 
+static void buf_consume(buf *b, size_t n)
+{
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+    if (b->data)
+        b->data[b->len] = 0;
+}
+
 rnx_client *client_new(const char *socket_path)
 {
     rnx_client *c = xcalloc(1, sizeof *c);
-    c->curl = curl_easy_init();
-    if (!c->curl) {
-        free(c);
-        return NULL;
-    }
     c->socket = xstrdup(socket_path);
     return c;
 }
@@ -65,41 +72,164 @@ void client_free(rnx_client *c)
 {
     if (!c)
         return;
-    curl_easy_cleanup(c->curl);
     free(c->socket);
     free(c);
 }
 
 char *client_escape(rnx_client *c, const char *s)
 {
-    char *esc = curl_easy_escape(c->curl, s, 0);
-    if (!esc)
-        abort();
-    char *out = xstrdup(esc);
-    curl_free(esc);
+    char *out = xmalloc(strlen(s) * 3 + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (isalnum(*p) || strchr("-._~", *p))
+            *o++ = (char)*p;
+        else
+            o += sprintf(o, "%%%02X", *p);
+    }
+    *o = 0;
     return out;
 }
 
-/* Options every request needs; curl_easy_reset keeps the connection cache, so a second
- * request on the same client goes over the same connection when the daemon allows it. */
-static void setup(rnx_client *c, const char *path)
+static int dial(rnx_client *c, jerr *e)
 {
-    char url[2048];
-    snprintf(url, sizeof url, "http://localhost%s", path);
-    curl_easy_reset(c->curl);
-    c->errbuf[0] = 0;
-    curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket);
-    curl_easy_setopt(c->curl, CURLOPT_URL, url);
-    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
-    curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "rnx/" JOBLET_VERSION);
-    /* Never let a proxy from the environment intercept a local socket request. */
-    curl_easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    e->http = 0;
+    e->field[0] = 0;
+    if (strlen(c->socket) >= sizeof sa.sun_path) {
+        e->code = ENAMETOOLONG;
+        snprintf(e->msg, sizeof e->msg, "cannot reach joblet at %s: the path is too long for a unix socket", c->socket);
+        return -1;
+    }
+    strcpy(sa.sun_path, c->socket);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+        return fd;
+    e->code = errno;
+    if (fd >= 0)
+        close(fd);
+    if (e->code == EACCES || e->code == EPERM)
+        snprintf(e->msg, sizeof e->msg,
+                 "cannot reach joblet at %s: permission denied; is your user allowed to use the socket? (%s)",
+                 c->socket, strerror(e->code));
+    else
+        snprintf(e->msg, sizeof e->msg, "cannot reach joblet at %s: is it running? (%s)", c->socket,
+                 strerror(e->code));
+    return -1;
 }
 
-/* Fills e from a non-2xx answer: the API's {"error": {...}} when it is one, else the status
- * and the start of whatever came. */
+/* Sends the whole request. A server that refuses a large body may answer and close before
+ * reading it all: EPIPE is then not an error, the answer is read next. */
+static int send_request(int fd, const char *method, const char *path, const char *accept, const char *body,
+                        size_t blen)
+{
+    char head[4096];
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: rnx/" JOBLET_VERSION
+                     "\r\nAccept: %s\r\nConnection: close\r\n",
+                     method, path, accept);
+    if (body)
+        n += snprintf(head + n, sizeof head - (size_t)n, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+                      blen);
+    n += snprintf(head + n, sizeof head - (size_t)n, "\r\n");
+    const char *parts[2] = {head, body};
+    size_t lens[2] = {(size_t)n, body ? blen : 0};
+    for (int i = 0; i < 2; i++) {
+        const char *p = parts[i];
+        size_t left = lens[i];
+        while (left) {
+            ssize_t w = send(fd, p, left, MSG_NOSIGNAL);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return errno == EPIPE || errno == ECONNRESET ? 0 : -1;
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+/* Where the body of an answer goes. */
+typedef int (*sink_fn)(const char *p, size_t n, void *ud);
+
+typedef struct answer {
+    int status;
+    bool chunked;
+    long long length;   /* -1: until the connection closes */
+} answer;
+
+static ssize_t fill(int fd, buf *in)
+{
+    char tmp[65536];
+    ssize_t r;
+    do
+        r = read(fd, tmp, sizeof tmp);
+    while (r < 0 && errno == EINTR);
+    if (r > 0 && buf_append(in, tmp, (size_t)r) < 0)
+        return -2;
+    return r;
+}
+
+static int read_head(int fd, buf *in, answer *a)
+{
+    char *end;
+    while (!(end = in->data ? strstr(in->data, "\r\n\r\n") : NULL)) {
+        if (in->len > MAX_HEAD || fill(fd, in) <= 0)
+            return -1;
+    }
+    *end = 0;
+    if (sscanf(in->data, "HTTP/1.%*d %d", &a->status) != 1)
+        return -1;
+    a->chunked = false;
+    a->length = -1;
+    for (char *line = strstr(in->data, "\r\n"); line; line = strstr(line, "\r\n")) {
+        line += 2;
+        if (!strncasecmp(line, "Content-Length:", 15))
+            a->length = atoll(line + 15);
+        else if (!strncasecmp(line, "Transfer-Encoding:", 18) && strcasestr(line, "chunked"))
+            a->chunked = true;
+    }
+    buf_consume(in, (size_t)(end - in->data) + 4);
+    return 0;
+}
+
+/* Feeds the body to sink; 1 = complete, -1 = the connection broke, -2 = sink stopped. */
+static int read_body(int fd, buf *in, const answer *a, sink_fn sink, void *ud)
+{
+    if (!a->chunked) {
+        long long left = a->length;
+        for (;;) {
+            size_t take = left < 0 || (long long)in->len < left ? in->len : (size_t)left;
+            if (take && sink(in->data, take, ud) < 0)
+                return -2;
+            buf_consume(in, take);
+            if (left >= 0 && (left -= (long long)take) == 0)
+                return 1;
+            ssize_t r = fill(fd, in);
+            if (r == 0)
+                return left < 0 ? 1 : -1;
+            if (r < 0)
+                return -1;
+        }
+    }
+    for (;;) {
+        char *crlf;
+        while (!(crlf = in->data ? memmem(in->data, in->len, "\r\n", 2) : NULL))
+            if (fill(fd, in) <= 0)
+                return -1;
+        unsigned long long size = strtoull(in->data, NULL, 16);
+        buf_consume(in, (size_t)(crlf - in->data) + 2);
+        if (size == 0)
+            return 1; /* trailers, if any, are not needed */
+        while (in->len < size + 2)
+            if (fill(fd, in) <= 0)
+                return -1;
+        if (sink(in->data, (size_t)size, ud) < 0)
+            return -2;
+        buf_consume(in, (size_t)size + 2);
+    }
+}
+
+/* Fills e from a non-2xx answer: the API's {"error": {...}} when it is one. */
 static void error_from_answer(long status, const buf *b, jerr *e)
 {
     json_t *root = b->len ? json_loadb(b->data, b->len, 0, NULL) : NULL;
@@ -113,7 +243,6 @@ static void error_from_answer(long status, const buf *b, jerr *e)
         snprintf(e->msg, sizeof e->msg, "%s", msg);
     } else if (b->len) {
         snprintf(e->msg, sizeof e->msg, "joblet answered HTTP %ld: %.200s", status, b->data);
-        /* a plain-text answer usually ends with a newline that would split the message */
         size_t l = strlen(e->msg);
         while (l && (e->msg[l - 1] == '\n' || e->msg[l - 1] == '\r'))
             e->msg[--l] = 0;
@@ -123,81 +252,54 @@ static void error_from_answer(long status, const buf *b, jerr *e)
     json_decref(root);
 }
 
-/* Fills e when curl got no complete answer. */
-static void error_from_curl(rnx_client *c, CURLcode rc, jerr *e)
+static int collect(const char *p, size_t n, void *ud) { return buf_append(ud, p, n); }
+
+static void lost(rnx_client *c, jerr *e, const char *what)
 {
-    long oserr = 0;
-    e->http = 0;
-    e->field[0] = 0;
-    if (rc == CURLE_COULDNT_CONNECT) {
-        curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &oserr);
-        e->code = oserr ? (int)oserr : ECONNREFUSED;
-        if (e->code == EACCES || e->code == EPERM)
-            snprintf(e->msg, sizeof e->msg,
-                     "cannot reach joblet at %s: permission denied; is your user allowed to use the socket? (%s)",
-                     c->socket, strerror(e->code));
-        else
-            snprintf(e->msg, sizeof e->msg, "cannot reach joblet at %s: is it running? (%s)", c->socket,
-                     strerror(e->code));
-        return;
-    }
-    e->code = EIO;
-    snprintf(e->msg, sizeof e->msg, "talking to joblet at %s failed: %s", c->socket,
-             c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+    e->code = ECONNRESET;
+    snprintf(e->msg, sizeof e->msg, "lost the connection to joblet at %s (%s)", c->socket, what);
 }
 
-static size_t collect_cb(char *p, size_t size, size_t n, void *ud)
+int client_request(rnx_client *c, const char *method, const char *path, json_t *body, json_t **out, jerr *e)
 {
-    return buf_append(ud, p, size * n) < 0 ? 0 : size * n;
-}
-
-int client_request(rnx_client *c, const char *method, const char *path, json_t *body,
-                   json_t **out, jerr *e)
-{
-    buf resp = {0};
-    char *payload = NULL;
-    struct curl_slist *hdrs = NULL;
-    int ret = -1;
-
     *out = NULL;
-    setup(c, path);
-    hdrs = curl_slist_append(hdrs, "Accept: application/json");
-    if (strcmp(method, "GET") != 0)
-        curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-    if (strcmp(method, "POST") == 0) {
-        payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        if (body && !payload)
+    int fd = dial(c, e);
+    if (fd < 0)
+        return -1;
+    char *payload = NULL;
+    if (!strcmp(method, "POST")) {
+        payload = body ? json_dumps(body, JSON_COMPACT) : xstrdup("");
+        if (!payload)
             abort(); /* json_dumps fails only on allocation failure */
-        curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, payload ? payload : "");
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(payload ? strlen(payload) : 0));
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
     }
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect_cb);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &resp);
-
-    CURLcode rc = curl_easy_perform(c->curl);
-    long status = 0;
-    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (rc != CURLE_OK && !(status >= 300 && resp.len)) {
-        /* An answer that came before the upload finished (a 413 refusing a large body)
-         * still says more than the broken upload does, so it is only skipped when absent. */
-        if (rc == CURLE_WRITE_ERROR)
-            snprintf(e->msg, sizeof e->msg, "joblet's answer is larger than %u MB", MAX_BODY >> 20);
-        else
-            error_from_curl(c, rc, e);
+    buf in = {0}, resp = {0};
+    answer a;
+    int ret = -1;
+    if (send_request(fd, method, path, "application/json", payload, payload ? strlen(payload) : 0) < 0) {
+        lost(c, e, strerror(errno));
         goto out;
     }
-    if (status < 200 || status > 299) {
-        error_from_answer(status, &resp, e);
+    if (read_head(fd, &in, &a) < 0) {
+        lost(c, e, "no answer");
+        goto out;
+    }
+    int rb = read_body(fd, &in, &a, collect, &resp);
+    if (rb < 0) {
+        if (rb == -2)
+            snprintf(e->msg, sizeof e->msg, "joblet's answer is larger than %u MB", MAX_BODY >> 20);
+        else
+            lost(c, e, "answer cut short");
+        goto out;
+    }
+    if (a.status < 200 || a.status > 299) {
+        error_from_answer(a.status, &resp, e);
         goto out;
     }
     if (resp.len) {
         json_error_t jerror;
         *out = json_loadb(resp.data, resp.len, 0, &jerror);
         if (!*out) {
-            e->http = (int)status;
+            e->http = a.status;
             snprintf(e->msg, sizeof e->msg, "joblet sent an answer that is not JSON (%s): %.120s", jerror.text,
                      resp.data);
             goto out;
@@ -205,101 +307,82 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
     }
     ret = 0;
 out:
-    curl_slist_free_all(hdrs);
+    close(fd);
     free(payload);
+    free(in.data);
     free(resp.data);
     return ret;
 }
 
-/* State of one NDJSON stream: a 2xx answer is split into lines for the callback, anything
- * else is collected whole to be read as an error object. */
-typedef struct stream_state {
-    CURL *curl;
-    long status;
-    buf pending;          /* bytes after the last newline seen */
-    buf errbody;
+typedef struct lines {
+    buf pending;
     client_line_cb cb;
     void *ud;
-    bool stopped;         /* the callback asked to stop */
-} stream_state;
+} lines;
 
-static size_t stream_cb(char *p, size_t size, size_t n, void *ud)
+/* Hands over every complete line, keeping the tail for the next piece. */
+static int split_lines(const char *p, size_t n, void *ud)
 {
-    stream_state *s = ud;
-    size_t total = size * n;
-    if (!s->status)
-        curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
-    if (s->status < 200 || s->status > 299)
-        return buf_append(&s->errbody, p, total) < 0 ? 0 : total;
-    if (buf_append(&s->pending, p, total) < 0)
-        return 0;
-    /* hand over every complete line, keep the tail for the next chunk */
+    lines *l = ud;
+    if (buf_append(&l->pending, p, n) < 0)
+        return -1;
     size_t start = 0;
-    for (size_t i = 0; i < s->pending.len; i++) {
-        if (s->pending.data[i] != '\n')
+    for (size_t i = 0; i < l->pending.len; i++) {
+        if (l->pending.data[i] != '\n')
             continue;
         size_t len = i - start;
-        if (len && s->pending.data[start + len - 1] == '\r')
+        if (len && l->pending.data[start + len - 1] == '\r')
             len--;
-        if (len && s->cb(s->pending.data + start, len, s->ud) < 0) {
-            s->stopped = true;
-            return 0;
-        }
+        if (len && l->cb(l->pending.data + start, len, l->ud) < 0)
+            return -1;
         start = i + 1;
     }
-    memmove(s->pending.data, s->pending.data + start, s->pending.len - start);
-    s->pending.len -= start;
-    s->pending.data[s->pending.len] = 0;
-    return total;
+    buf_consume(&l->pending, start);
+    return 0;
 }
 
 int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, jerr *e)
 {
-    stream_state s = {.curl = c->curl, .cb = cb, .ud = ud};
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: application/x-ndjson");
+    int fd = dial(c, e);
+    if (fd < 0)
+        return -1;
+    buf in = {0}, errbody = {0};
+    lines l = {.cb = cb, .ud = ud};
+    answer a;
     int ret = -1;
-
-    setup(c, path);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, stream_cb);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &s);
-
-    CURLcode rc = curl_easy_perform(c->curl);
-    if (!s.status)
-        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &s.status);
-    if (s.stopped) {
+    if (send_request(fd, "GET", path, "application/x-ndjson", NULL, 0) < 0 || read_head(fd, &in, &a) < 0) {
+        lost(c, e, "no answer");
+        goto out;
+    }
+    if (a.status < 200 || a.status > 299) {
+        if (read_body(fd, &in, &a, collect, &errbody) < 0)
+            lost(c, e, "answer cut short");
+        else
+            error_from_answer(a.status, &errbody, e);
+        goto out;
+    }
+    int rb = read_body(fd, &in, &a, split_lines, &l);
+    if (rb == -2) {
         e->code = ECANCELED;
-        e->http = (int)s.status;
+        e->http = a.status;
         snprintf(e->msg, sizeof e->msg, "stopped reading");
         goto out;
     }
-    if (s.status && (s.status < 200 || s.status > 299)) {
-        error_from_answer(s.status, &s.errbody, e);
-        goto out;
-    }
-    if (rc != CURLE_OK) {
-        if (rc == CURLE_WRITE_ERROR) {
-            snprintf(e->msg, sizeof e->msg, "a line of joblet's answer is larger than %u MB", MAX_BODY >> 20);
-        } else if (s.status) {
-            /* the answer had begun: the daemon went away (or restarted) mid-stream */
-            e->code = ECONNRESET;
-            snprintf(e->msg, sizeof e->msg, "lost the connection to joblet (%s)",
-                     c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
-        } else {
-            error_from_curl(c, rc, e);
-        }
+    if (rb < 0) {
+        lost(c, e, "the stream ended early");
         goto out;
     }
     /* the last line may come without a newline */
-    if (s.pending.len && cb(s.pending.data, s.pending.len, ud) < 0) {
+    if (l.pending.len && cb(l.pending.data, l.pending.len, ud) < 0) {
         e->code = ECANCELED;
         snprintf(e->msg, sizeof e->msg, "stopped reading");
         goto out;
     }
     ret = 0;
 out:
-    curl_slist_free_all(hdrs);
-    free(s.pending.data);
-    free(s.errbody.data);
+    close(fd);
+    free(in.data);
+    free(errbody.data);
+    free(l.pending.data);
     return ret;
 }

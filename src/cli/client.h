@@ -1,4 +1,4 @@
-/* HTTP/JSON client for the joblet API over its unix socket (libcurl). */
+/* HTTP/JSON client for the joblet API over its unix socket. */
 #ifndef JOBLET_CLIENT_H
 #define JOBLET_CLIENT_H
 
@@ -9,7 +9,7 @@
 
 typedef struct rnx_client rnx_client;
 
-/* Opens no connection yet: the first request does. NULL only when libcurl cannot start. */
+/* Opens no connection yet: each request dials the socket. */
 rnx_client *client_new(const char *socket_path);
 void client_free(rnx_client *c);
 

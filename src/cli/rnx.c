@@ -2,7 +2,6 @@
  * the job commands live in cmd_job.c. */
 #include "rnx.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -168,8 +167,6 @@ static int do_version(const rnx_ctx *ctx)
     json_t *v = NULL;
     jerr e = {0};
     int rc = RNX_OK;
-    if (!c)
-        return rnx_fail("cannot start libcurl");
     if (client_request(c, "GET", "/v1/version", NULL, &v, &e) < 0)
         rc = RNX_FAIL;
     if (ctx->json) {
@@ -241,12 +238,7 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fputs("rnx: cannot start libcurl\n", stderr);
-        return RNX_FAIL;
-    }
     int rc = run(argc, argv);
-    curl_global_cleanup();
     /* a full disk or closed pipe must not pass for success */
     if ((fflush(stdout) != 0 || ferror(stdout)) && rc == RNX_OK) {
         if (errno != EPIPE)
