@@ -374,7 +374,13 @@ int cg_host_init(cg_host *h, const char *root, jerr *e)
     memset(h, 0, sizeof *h);
     if (check_root(root && *root ? root : DEFAULT_ROOT, h->root, sizeof h->root, e) < 0)
         return -1;
-    if (scan_mounts(h, e) < 0 || decide_layout(h, e) < 0 || make_parents(h, e) < 0)
+    if (scan_mounts(h, e) < 0 || decide_layout(h, e) < 0)
+        return -1;
+    /* Where a cgroup2 hierarchy exists its eBPF program is the device filter; the v1 devices
+     * controller would only repeat it at the cost of one more cgroup per job. */
+    if (h->layout == CG_HYBRID)
+        h->v1[CGC_DEVICES][0] = 0;
+    if (make_parents(h, e) < 0)
         return -1;
     /* on hybrid the cgroup2 tree has no controllers to enable; it only carries the BPF filter */
     if (h->layout == CG_V2)

@@ -1,0 +1,306 @@
+"""Acceptance: limits are enforced and reported.
+
+Every job here runs under the real daemon (as root, so the command runs as uid 65534) with real
+cgroups. The probes only write under the job's own /work or /tmp and are bounded, so a limit that
+failed to apply costs a few seconds and some memory, never the host.
+"""
+import json
+import os
+import time
+from datetime import datetime
+
+import pytest
+
+MiB = 1 << 20
+
+
+def last_json(out):
+    """The JSON object a probe printed on its last stdout line."""
+    lines = [l for l in out.splitlines() if l.strip()]
+    assert lines, "the job printed nothing on stdout"
+    return json.loads(lines[-1])
+
+
+def py(d, code, timeout=60, **fields):
+    """Run `python3 -c code` as a job; return (job, the JSON its last stdout line holds, stderr)."""
+    job, out, err = d.run("python3", "-c", code, timeout=timeout, **fields)
+    assert job["status"] == "COMPLETED", (job, out, err)
+    return job, last_json(out), err
+
+
+def ts(s):
+    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def job_wall_s(job):
+    return ts(job["ended_at"]) - ts(job["started_at"])
+
+
+def job_cgroup_dirs(d, job_id):
+    """The job's cgroup directory in every hierarchy this host mounts."""
+    bases = [f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")]
+    bases += ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+    out = []
+    for b in bases:
+        if os.path.exists(os.path.join(b, "cgroup.procs")):
+            out.append(os.path.join(b, d.cgroup_root, job_id))
+    return out
+
+
+def cgroup_tasks(dirs):
+    """Pids still listed in any of the cgroups (a cgroup that is gone holds none)."""
+    pids = set()
+    for p in dirs:
+        try:
+            with open(os.path.join(p, "cgroup.procs")) as f:
+                pids |= {int(x) for x in f.read().split()}
+        except FileNotFoundError:
+            pass
+    return pids
+
+
+# --------------------------------------------------------------------------------------------
+# memory
+
+OOM_PROBE = r"""
+chunks = []
+# Bounded: if the limit failed to apply, stop at 512 MiB and say so instead of eating the host.
+for i in range(512):
+    chunks.append(b"\x01" * (1 << 20))   # touched pages, not just reserved ones
+print("allocated 512 MiB without being killed", flush=True)
+"""
+
+
+def test_memory_limit_oom_kills_and_reports(daemon):
+    """A job allocating past max_memory_mb is OOM-killed and reported as such (API and rnx)."""
+    job, out, err = daemon.run("python3", "-c", OOM_PROBE, max_memory_mb=64)
+    assert "without being killed" not in out, job
+    assert job["status"] == "FAILED", job
+    assert job["end_reason"] == "oom_killed", job
+    assert job["exit_code"] == 137, job
+    assert job["limits"]["max_memory_mb"] == 64, job
+    peak = job["usage"]["memory_peak_bytes"]
+    assert 0 < peak <= 64 * MiB + 4 * MiB, job["usage"]
+    # the kill happened near the limit, not at some other ceiling
+    assert peak >= 32 * MiB, job["usage"]
+
+    p = daemon.rnx("job", "status", job["id"], check=True)
+    assert "out of memory" in p.stdout, p.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# CPU
+
+BUSY_PROBE = r"""
+import json, os, time
+def cpu():
+    t = os.times()
+    return t.user + t.system
+w0, c0 = time.monotonic(), cpu()
+x = 0
+while time.monotonic() - w0 < %(secs)s:
+    for _ in range(2000):
+        x += 1
+w1, c1 = time.monotonic(), cpu()
+print(json.dumps({"wall": w1 - w0, "cpu": c1 - c0}))
+"""
+
+
+def test_max_cpu_50_holds_busy_loop_near_half_a_core(daemon):
+    """max_cpu=50 holds a busy loop pinned to one CPU to about half a core; without it, a whole core."""
+    job, r, _ = py(daemon, BUSY_PROBE % {"secs": 3.0}, max_cpu=50, cpu_cores="0")
+    ratio = r["cpu"] / r["wall"]
+    assert 0.3 <= ratio <= 0.7, f"busy loop under max_cpu=50 used {ratio:.2f} of a core: {r}"
+    assert job["limits"]["max_cpu"] == 50
+    # the cgroup's own accounting agrees: about half of the job's lifetime, and at least what
+    # the loop itself measured
+    cpu_s = job["usage"]["cpu_ns"] / 1e9
+    assert cpu_s >= 0.9 * r["cpu"], (job["usage"], r)
+    assert cpu_s / job_wall_s(job) <= 0.75, (job["usage"], job["started_at"], job["ended_at"])
+
+    _, c, _ = py(daemon, BUSY_PROBE % {"secs": 2.0})
+    control = c["cpu"] / c["wall"]
+    assert control > 0.8, f"the unlimited control job only got {control:.2f} of a core: {c}"
+
+
+# --------------------------------------------------------------------------------------------
+# processes
+
+FORK_BOMB = r"""
+import errno, json, os, time
+made, err = 0, None
+for _ in range(5000):            # bounded even if the pids limit failed
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = errno.errorcode.get(e.errno, str(e.errno))
+        break
+    if pid == 0:
+        time.sleep(3600)          # children linger: the job's end must take them with it
+        os._exit(0)
+    made += 1
+print(json.dumps({"made": made, "error": err}), flush=True)
+"""
+
+
+def test_fork_bomb_stops_at_pids_limit_and_leaves_nothing(daemon):
+    """A fork bomb hits EAGAIN at the pids limit, the job still ends normally, and no process survives."""
+    jid = daemon.submit("python3", "-c", FORK_BOMB)
+    job = daemon.wait(jid, timeout=90)
+    out = daemon.output(jid)
+    assert job["status"] == "COMPLETED" and job["exit_code"] == 0, (job, out, daemon.output(jid, "stderr"))
+    r = last_json(out)
+    limit = job["limits"]["pids_max"]
+    assert limit == 1024, job["limits"]
+    assert r["error"] == "EAGAIN", r
+    # init and the bomb itself count too; the limit must have stopped it, not something else
+    assert limit - 16 <= r["made"] <= limit, (r, limit)
+
+    dirs = job_cgroup_dirs(daemon, jid)
+    assert dirs, "no cgroup hierarchy found on this host"
+    deadline = time.time() + 10
+    while cgroup_tasks(dirs) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not cgroup_tasks(dirs), f"processes of job {jid} outlived it: {sorted(cgroup_tasks(dirs))[:20]}"
+
+
+# --------------------------------------------------------------------------------------------
+# CPU pinning
+
+AFFINITY_PROBE = r"""
+import json, os
+allowed = [l.split(":", 1)[1].strip() for l in open("/proc/self/status") if l.startswith("Cpus_allowed_list:")][0]
+print(json.dumps({"status": allowed, "affinity": sorted(os.sched_getaffinity(0))}))
+"""
+
+
+def test_cpu_cores_pins_the_job(daemon):
+    """cpu_cores "0" pins the job to CPU 0; "0-1" allows both."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs at least 2 CPUs")
+    job, r, _ = py(daemon, AFFINITY_PROBE, cpu_cores="0")
+    assert job["limits"]["cpu_cores"] == "0"
+    assert r == {"status": "0", "affinity": [0]}, r
+
+    job, r, _ = py(daemon, AFFINITY_PROBE, cpu_cores="0-1")
+    assert job["limits"]["cpu_cores"] == "0-1"
+    assert r == {"status": "0-1", "affinity": [0, 1]}, r
+
+
+# --------------------------------------------------------------------------------------------
+# disk I/O
+
+DD_PROBE = r"""
+import json, subprocess, time
+t0 = time.monotonic()
+p = subprocess.run(["dd", "if=/dev/zero", "of=/work/iobps.dat", "bs=1M", "count=8", "oflag=direct"],
+                   capture_output=True, text=True)
+print(json.dumps({"secs": time.monotonic() - t0, "rc": p.returncode, "dd": p.stderr}))
+"""
+
+
+def test_max_iobps_throttles_direct_writes(daemon):
+    """max_iobps=2 MiB/s is set on the job's blkio cgroup and makes an 8 MiB O_DIRECT write take >= ~3 s."""
+    rate = 2 * MiB
+    status, body = daemon.api("POST", "/v1/jobs", {"command": "python3", "args": ["-c", DD_PROBE],
+                                                    "max_iobps": rate})
+    if status == 400 and body["error"].get("field") == "max_iobps":
+        pytest.skip(body["error"]["message"])
+    assert status == 201, body
+    jid = body["id"]
+    assert body["limits"]["max_iobps"] == rate, body["limits"]
+
+    running = daemon.wait_status(jid, "RUNNING")
+    throttle = os.path.join("/sys/fs/cgroup/blkio", daemon.cgroup_root, jid, "blkio.throttle.write_bps_device")
+    if os.path.isdir("/sys/fs/cgroup/blkio") and running["status"] == "RUNNING":
+        try:
+            with open(throttle) as f:
+                rules = f.read().split("\n")
+        except FileNotFoundError:
+            rules = None  # the job already ended: the duration below still proves the limit
+        if rules is not None:
+            assert any(r.endswith(f" {rate}") for r in rules), f"{throttle}: {rules}"
+
+    job = daemon.wait(jid, timeout=60)
+    assert job["status"] == "COMPLETED", (job, daemon.output(jid, "stderr"))
+    r = last_json(daemon.output(jid))
+    assert r["rc"] == 0, r
+    assert r["secs"] >= 3.0, f"8 MiB of O_DIRECT writes at max_iobps={rate} took only {r['secs']:.2f} s: {r}"
+    assert job["usage"]["io_write_bytes"] >= 8 * MiB, job["usage"]
+
+
+# --------------------------------------------------------------------------------------------
+# runtime
+
+def test_max_runtime_stops_job_with_time_limit(daemon):
+    """max_runtime_s=1 stops `sleep 30` long before 30 s, as FAILED with end_reason time_limit."""
+    t0 = time.monotonic()
+    job, _, _ = daemon.run("sleep", "30", max_runtime_s=1, timeout=40)
+    took = time.monotonic() - t0
+    assert job["status"] == "FAILED", job
+    assert job["end_reason"] == "time_limit", job
+    assert job["limits"]["max_runtime_s"] == 1
+    assert took < 15, f"the 1 s runtime limit ended the job only after {took:.1f} s"
+    assert 0.9 <= job_wall_s(job) < 15, (job["started_at"], job["ended_at"])
+    p = daemon.rnx("job", "status", job["id"], check=True)
+    assert "time limit" in p.stdout, p.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# stop
+
+def test_stop_via_rnx_marks_job_stopped_by_root(daemon):
+    """`rnx job stop` turns a running `sleep 60` into STOPPED, end_reason stopped, stopped_by 0."""
+    jid = daemon.submit("sleep", "60")
+    daemon.wait_status(jid, "RUNNING")
+    t0 = time.monotonic()
+    daemon.rnx("job", "stop", jid, check=True)
+    job = daemon.wait(jid, timeout=30)
+    assert job["status"] == "STOPPED", job
+    assert job["end_reason"] == "stopped", job
+    assert job["stopped_by"] == 0, job
+    assert time.monotonic() - t0 < 30
+
+
+TRAP_TERM = r"""
+trap 'echo "got TERM"; exit 0' TERM
+echo ready
+while :; do sleep 0.1; done
+"""
+
+
+def test_stop_delivers_polite_sigterm_to_the_command(daemon):
+    """A stopped job's command receives SIGTERM through the job's init: its trap's output is logged."""
+    jid = daemon.submit("sh", "-c", TRAP_TERM)
+    daemon.wait_status(jid, "RUNNING")
+    deadline = time.time() + 20
+    while "ready" not in daemon.output(jid) and time.time() < deadline:
+        time.sleep(0.05)
+    assert "ready" in daemon.output(jid), daemon.job(jid)
+    daemon.rnx("job", "stop", jid, check=True)
+    job = daemon.wait(jid, timeout=30)
+    out = daemon.output(jid)
+    assert "got TERM" in out, (job, out, daemon.output(jid, "stderr"))
+    assert job["status"] == "STOPPED" and job["end_reason"] == "stopped", job
+
+
+# --------------------------------------------------------------------------------------------
+# reporting
+
+def test_status_json_reports_limits_as_given(daemon):
+    """`rnx job status --json` shows the limits the job was submitted with."""
+    p = daemon.rnx("job", "run", "--max-cpu", "50", "--max-memory", "128MB", "--cpu-cores", "0-1",
+                   "--max-runtime", "30", "--", "true", check=True)
+    jid = p.stdout.strip().split()[-1]
+    daemon.wait(jid)
+    p = daemon.rnx("job", "status", "--json", jid, check=True)
+    job = json.loads(p.stdout)
+    assert job["id"] == jid
+    lim = job["limits"]
+    assert lim["max_cpu"] == 50, lim
+    assert lim["max_memory_mb"] == 128, lim
+    assert lim["cpu_cores"] == "0-1", lim
+    assert lim["max_runtime_s"] == 30, lim
+    assert lim["max_iobps"] in (0, None), lim  # not given: unlimited
+    assert lim["pids_max"] == 1024, lim
+    assert job["status"] == "COMPLETED", job
