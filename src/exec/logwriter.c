@@ -109,6 +109,8 @@ int logw_flush(logw *w, int64_t ts_ns)
 
 long log_parse_record(const char *buf, size_t n, log_record *r)
 {
+    if (n == 0)
+        return 0;
     const char *nl = memchr(buf, '\n', n);
     if (!nl)
         return 0;

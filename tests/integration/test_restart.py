@@ -1,0 +1,140 @@
+"""Restart survival: jobs outlive their daemon (kill -9 or SIGTERM) and the next daemon picks
+them up with complete output and the right exit codes."""
+import json
+import os
+import time
+
+from conftest import TERMINAL
+
+LINES = 30
+
+
+def numbered_job(n, lines=LINES, pause="0.1"):
+    """Args for a job that prints `job N line i` lines, then exits with exit_code(n)."""
+    return ("sh", "-c", f'for i in $(seq 1 {lines}); do echo "job {n} line $i"; sleep {pause}; done; exit {exit_code(n)}')
+
+
+def exit_code(n):
+    return 0 if n % 5 == 0 else n
+
+
+def expected_output(n, lines=LINES):
+    return "".join(f"job {n} line {i}\n" for i in range(1, lines + 1))
+
+
+def shim_pid(d, jid):
+    with open(os.path.join(d.state, "jobs", jid, "shim.pid")) as f:
+        return int(f.read().split()[0])
+
+
+def alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_until(cond, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what} after {timeout}s")
+
+
+def statuses(d):
+    return {j["id"]: j["status"] for j in d.api("GET", "/v1/jobs")[1]["jobs"]}
+
+
+def test_jobs_survive_daemon_kill9(fresh_daemon):
+    """20 running jobs survive kill -9 of the daemon; the next daemon records their exits and full logs."""
+    d = fresh_daemon()
+    quick = [d.submit("sh", "-c", f"echo quick {k}; exit {k}") for k in range(3)]
+    for jid in quick:
+        d.wait(jid)
+    jobs = {n: d.submit(*numbered_job(n)) for n in range(1, 21)}
+    wait_until(lambda: all(s == "RUNNING" for jid, s in statuses(d).items() if jid in jobs.values()),
+               30, "not all 20 jobs RUNNING")
+    shims = {jid: shim_pid(d, jid) for jid in jobs.values()}
+    # every job must still be running at the kill, or the test proves nothing
+    assert all(s == "RUNNING" for jid, s in statuses(d).items() if jid in jobs.values()), statuses(d)
+
+    d.kill9()
+    time.sleep(1)
+    dead = [jid for jid, pid in shims.items() if not alive(pid)]
+    assert dead == [], f"shims ended with their daemon: {dead}"
+
+    d.start()
+    for n, jid in jobs.items():
+        job = d.wait(jid, timeout=60)
+        want = exit_code(n)
+        assert job["exit_code"] == want, (n, job)
+        assert job["status"] == ("COMPLETED" if want == 0 else "FAILED"), (n, job)
+        assert job["end_reason"] == "exit", (n, job)
+        assert d.output(jid) == expected_output(n), n
+        assert d.output(jid, "stderr") == ""
+
+    p = d.rnx("job", "list", "--json", check=True)
+    listed = {j["id"]: j for j in json.loads(p.stdout)}
+    assert set(listed) == set(quick) | set(jobs.values())
+    for k, jid in enumerate(quick):
+        assert listed[jid]["exit_code"] == k
+        assert d.output(jid) == f"quick {k}\n"
+
+
+def test_jobs_that_end_while_daemon_is_down_are_recorded(fresh_daemon):
+    """Jobs that exit while no daemon runs are recorded with their exit codes and output on restart."""
+    d = fresh_daemon()
+    jobs = {code: d.submit("sh", "-c", f"echo begin {code}; sleep 1; echo end {code} >&2; exit {code}")
+            for code in (0, 3, 42)}
+    for jid in jobs.values():
+        d.wait_status(jid, "RUNNING")
+    shims = {jid: shim_pid(d, jid) for jid in jobs.values()}
+    d.kill9()
+    # the jobs are still running now; wait for each to end without any daemon
+    wait_until(lambda: not any(alive(pid) for pid in shims.values()), 30, "shims did not finish")
+    d.start()
+    for code, jid in jobs.items():
+        job = d.wait(jid, timeout=30)
+        assert job["exit_code"] == code, job
+        assert job["status"] == ("COMPLETED" if code == 0 else "FAILED"), job
+        assert job["end_reason"] == "exit", job
+        assert job["ended_at"] is not None and job["started_at"] is not None
+        assert d.output(jid) == f"begin {code}\n"
+        assert d.output(jid, "stderr") == f"end {code}\n"
+
+
+def test_sigterm_of_daemon_leaves_jobs_running(fresh_daemon):
+    """SIGTERM stops the daemon but not its jobs; after a restart they finish normally."""
+    d = fresh_daemon()
+    jid = d.submit(*numbered_job(7, lines=20))
+    d.wait_status(jid, "RUNNING")
+    pid = shim_pid(d, jid)
+    d.stop()
+    assert d.proc.returncode == 0, d.log()
+    assert alive(pid), "the job's shim ended with the daemon"
+    # the job keeps writing output with no daemon around
+    out = os.path.join(d.state, "jobs", jid, "stdout.log")
+    size = os.path.getsize(out)
+    wait_until(lambda: os.path.getsize(out) > size, 10, "the job wrote nothing while the daemon was down")
+    d.start()
+    job = d.wait(jid, timeout=30)
+    assert job["status"] == "FAILED" and job["exit_code"] == 7, job
+    assert d.output(jid) == expected_output(7, lines=20)
+
+
+def test_log_follow_across_restart_resumes(fresh_daemon):
+    """After a restart, `rnx job log` of a re-adopted job follows it to its end."""
+    d = fresh_daemon()
+    jid = d.submit(*numbered_job(4, lines=15))
+    d.wait_status(jid, "RUNNING")
+    d.kill9()
+    d.start()
+    assert d.job(jid)["status"] in ("RUNNING",) + tuple(TERMINAL)
+    p = d.rnx("job", "log", jid, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == expected_output(4, lines=15)
+    assert d.job(jid)["exit_code"] == 4
