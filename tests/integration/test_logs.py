@@ -42,7 +42,10 @@ def test_log_replays_history_then_follows_live(daemon):
         assert first == "line 1\n"
         # history came first, and the job is still going: what follows is live
         assert d.job(jid)["status"] == "RUNNING"
-        rest, err = p.communicate(timeout=60)
+        # read through the same buffered file: communicate() would skip what readline() buffered
+        rest = p.stdout.read()
+        err = p.stderr.read()
+        p.wait(timeout=60)
     finally:
         if p.poll() is None:
             p.kill()
