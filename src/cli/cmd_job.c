@@ -405,9 +405,13 @@ static int run_flag_schedule(run_req *r, const char *arg)
     time_t at;
     char when[64];
     jerr e = {0};
-    if (parse_schedule("--schedule", arg, time(NULL), &at, &e) < 0)
+    int64_t now = now_ms(), at_ms;
+    if (parse_schedule("--schedule", arg, (time_t)(now / 1000), &at, &e) < 0)
         return bad_flag(&e);
-    format_rfc3339(at, when, sizeof when);
+    /* Keep milliseconds: "2s" means two seconds from now, not from the start of this second. */
+    if (parse_ms(arg, &at_ms) < 0)
+        at_ms = now + ((int64_t)at - now / 1000) * 1000;
+    format_ms(at_ms, when, sizeof when);
     json_object_set_new(r->body, "schedule_at", json_string(when));
     return 0;
 }

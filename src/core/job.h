@@ -21,6 +21,7 @@ struct follower;
 
 typedef struct job_usage {
     uint64_t cpu_ns, memory_peak_bytes, io_read_bytes, io_write_bytes;
+    uint64_t pids_current;    /* live only: 0 once the job has ended */
 } job_usage;
 
 typedef struct job {

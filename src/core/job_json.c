@@ -73,10 +73,11 @@ json_t *job_to_json(const job *j)
     job_usage u = j->usage;
     if (j->state == JS_RUNNING || j->state == JS_STOPPING)
         launch_live_usage(j, &u);
-    json_object_set_new(o, "usage", json_pack("{s:I,s:I,s:I,s:I}", "cpu_ns", (json_int_t)u.cpu_ns,
+    json_object_set_new(o, "usage", json_pack("{s:I,s:I,s:I,s:I,s:I}", "cpu_ns", (json_int_t)u.cpu_ns,
                                               "memory_peak_bytes", (json_int_t)u.memory_peak_bytes,
                                               "io_read_bytes", (json_int_t)u.io_read_bytes, "io_write_bytes",
-                                              (json_int_t)u.io_write_bytes));
+                                              (json_int_t)u.io_write_bytes, "pids_current",
+                                              (json_int_t)u.pids_current));
     json_object_set_new(o, "gpus", json_array());
     return o;
 }

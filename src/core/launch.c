@@ -359,4 +359,5 @@ void launch_live_usage(const job *j, job_usage *u)
     u->memory_peak_bytes = st.mem_peak_bytes;
     u->io_read_bytes = st.io_read_bytes;
     u->io_write_bytes = st.io_write_bytes;
+    u->pids_current = st.pids_current;
 }

@@ -186,7 +186,8 @@ static int validate(json_t *req, time_t now, int64_t *sched_ms, jerr *e)
             return jerr_field(e, "schedule_at", "schedule_at: '%s' is not an RFC 3339 time (2026-11-22T15:04:05Z)", at);
         if (t < now - 5)
             return jerr_field(e, "schedule_at", "schedule_at: '%s' is in the past", at);
-        *sched_ms = (int64_t)t * 1000;
+        if (parse_ms(at, sched_ms) < 0)
+            *sched_ms = (int64_t)t * 1000;
     }
     return check_limits(req, e);
 }

@@ -29,6 +29,9 @@ struct jobinit_fds {
     int sync_w;         /* setup errors; closed on successful exec */
     int status_w;       /* raw wait status of the command, 4 bytes */
 };
+/* The shim's command-line argument (the job directory, a host path): the init blanks it so
+ * /proc/1/cmdline inside the job does not show where the job lives on the host. */
+extern char *jobinit_hide_arg;
 _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, scmp_filter_ctx filter,
                            const struct jobinit_fds *fds);
 

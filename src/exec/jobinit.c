@@ -20,6 +20,8 @@
 
 extern char **environ;
 
+char *jobinit_hide_arg;
+
 static void write_all(int fd, const char *p, size_t n)
 {
     while (n) {
@@ -72,6 +74,9 @@ _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, scmp_filter_ctx 
     /* The shim owns the job: if it dies, nothing would record its output or its end. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     prctl(PR_SET_DUMPABLE, 0);
+    prctl(PR_SET_NAME, "joblet-init");
+    if (jobinit_hide_arg)
+        memset(jobinit_hide_arg, 0, strlen(jobinit_hide_arg));
     if (cg_enter(cg, &e) < 0)
         fail(fds->sync_w, "cgroup", &e, 126);
     if (unshare(CLONE_NEWCGROUP) < 0) {

@@ -386,6 +386,7 @@ int main(int argc, char **argv)
 
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", argv[1], SHIM_SPEC);
+    jobinit_hide_arg = argv[1];
     jerr e = {0};
     if (spec_load(&sh.spec, path, &e) < 0) {
         shim_log(&sh, "%s", e.msg);

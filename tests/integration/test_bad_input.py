@@ -1,6 +1,5 @@
 """Every bad input is refused with a message that names the input and what is accepted, and
 leaves no job and no file behind."""
-import http.client
 import json
 import os
 import subprocess

@@ -5,7 +5,6 @@ what it saw as JSON; the test judges it. Probes are harmless if isolation failed
 only under the job's /work or /tmp, never mount over a host path, and the one device node the
 tests create lives in a scratch directory under the daemon's temp dir and is removed.
 """
-import errno
 import json
 import os
 import socket
@@ -408,9 +407,10 @@ def run_cgroup_helper(node, procs_files):
 
 
 def job_cgroup_procs(daemon, jid):
-    """cgroup.procs of the job's v1 devices cgroup and of its cgroup2 (eBPF filter) cgroup."""
+    """cgroup.procs of the job's v1 devices cgroup and of its cgroup2 (eBPF filter) cgroup, where they exist."""
+    unified = "/sys/fs/cgroup" if os.path.isfile("/sys/fs/cgroup/cgroup.procs") else "/sys/fs/cgroup/unified"
     files = {}
-    for kind, base in (("devices", "/sys/fs/cgroup/devices"), ("unified", "/sys/fs/cgroup/unified")):
+    for kind, base in (("devices", "/sys/fs/cgroup/devices"), ("unified", unified)):
         path = os.path.join(base, daemon.cgroup_root, jid, "cgroup.procs")
         if os.path.exists(path):
             files[kind] = path
@@ -418,7 +418,7 @@ def job_cgroup_procs(daemon, jid):
 
 
 def test_device_cgroup_denies_unlisted_node(daemon, scratch_node):
-    """A process in the job's cgroups gets EPERM on a non-allowed device node (ENXIO outside), /dev/null opens."""
+    """In the job's cgroups an unlisted device node fails with EPERM (ENXIO outside), while /dev/null opens."""
     control = run_cgroup_helper(scratch_node, [])
     assert control["node"] in ("ENXIO", "ENODEV") and control["null"] == "ok", control
 
@@ -426,25 +426,16 @@ def test_device_cgroup_denies_unlisted_node(daemon, scratch_node):
     try:
         daemon.wait_status(jid, "RUNNING")
         files = job_cgroup_procs(daemon, jid)
+        if os.path.isfile("/sys/fs/cgroup/unified/cgroup.procs") or os.path.isfile("/sys/fs/cgroup/cgroup.procs"):
+            # a cgroup2 hierarchy exists: its eBPF program is the device filter (docs/isolation.md)
+            assert "unified" in files, f"job {jid} has no cgroup2 cgroup to carry the device filter: {files}"
         assert files, f"job {jid} has neither a devices nor a cgroup2 cgroup"
-        inside = run_cgroup_helper(scratch_node, list(files.values()))
-        assert inside == {"node": "EPERM", "null": "ok"}, (inside, files)
-    finally:
-        daemon.api("POST", f"/v1/jobs/{jid}/stop")
-        daemon.wait(jid)
-
-
-def test_each_device_filter_layer_denies_on_its_own(daemon, scratch_node):
-    """The v1 devices list and the cgroup2 eBPF filter each deny the unlisted node by themselves."""
-    jid = daemon.submit("sleep", "60")
-    try:
-        daemon.wait_status(jid, "RUNNING")
-        files = job_cgroup_procs(daemon, jid)
-        if not files:
-            pytest.fail(f"job {jid} has neither a devices nor a cgroup2 cgroup")
+        # every filter layer denies by itself, and all of them together
         for kind, path in files.items():
-            r = run_cgroup_helper(scratch_node, [path])
-            assert r == {"node": "EPERM", "null": "ok"}, (kind, r)
+            alone = run_cgroup_helper(scratch_node, [path])
+            assert alone == {"node": "EPERM", "null": "ok"}, (kind, alone)
+        together = run_cgroup_helper(scratch_node, list(files.values()))
+        assert together == {"node": "EPERM", "null": "ok"}, (together, files)
     finally:
         daemon.api("POST", f"/v1/jobs/{jid}/stop")
         daemon.wait(jid)

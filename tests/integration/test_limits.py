@@ -7,6 +7,7 @@ failed to apply costs a few seconds and some memory, never the host.
 import json
 import os
 import time
+import uuid
 from datetime import datetime
 
 import pytest
@@ -57,6 +58,20 @@ def cgroup_tasks(dirs):
         except FileNotFoundError:
             pass
     return pids
+
+
+def host_pids_running(marker):
+    """Host pids whose command line contains marker."""
+    found = []
+    for p in os.listdir("/proc"):
+        if p.isdigit() and int(p) != os.getpid():
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(int(p))
+            except OSError:
+                pass
+    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,6 +142,7 @@ def test_max_cpu_50_holds_busy_loop_near_half_a_core(daemon):
 # processes
 
 FORK_BOMB = r"""
+# fork-bomb TAG
 import errno, json, os, time
 made, err = 0, None
 for _ in range(5000):            # bounded even if the pids limit failed
@@ -145,7 +161,8 @@ print(json.dumps({"made": made, "error": err}), flush=True)
 
 def test_fork_bomb_stops_at_pids_limit_and_leaves_nothing(daemon):
     """A fork bomb hits EAGAIN at the pids limit, the job still ends normally, and no process survives."""
-    jid = daemon.submit("python3", "-c", FORK_BOMB)
+    tag = "fork-bomb " + uuid.uuid4().hex
+    jid = daemon.submit("python3", "-c", FORK_BOMB.replace("fork-bomb TAG", tag))
     job = daemon.wait(jid, timeout=90)
     out = daemon.output(jid)
     assert job["status"] == "COMPLETED" and job["exit_code"] == 0, (job, out, daemon.output(jid, "stderr"))
@@ -162,6 +179,8 @@ def test_fork_bomb_stops_at_pids_limit_and_leaves_nothing(daemon):
     while cgroup_tasks(dirs) and time.time() < deadline:
         time.sleep(0.1)
     assert not cgroup_tasks(dirs), f"processes of job {jid} outlived it: {sorted(cgroup_tasks(dirs))[:20]}"
+    # and none escaped the cgroup either: no host process still runs the bomb's code
+    assert not host_pids_running(tag), f"processes of job {jid} outlived it: {host_pids_running(tag)[:20]}"
 
 
 # --------------------------------------------------------------------------------------------

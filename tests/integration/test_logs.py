@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 
 from conftest import BUILD, TERMINAL
@@ -37,6 +38,8 @@ def test_log_replays_history_then_follows_live(daemon):
         assert time.time() < deadline, "the job wrote nothing"
         time.sleep(0.05)
     p = rnx_popen(d, "job", "log", jid)
+    guard = threading.Timer(60, p.kill)   # a follower that never returns fails instead of hanging
+    guard.start()
     try:
         first = p.stdout.readline()
         assert first == "line 1\n"
@@ -47,6 +50,7 @@ def test_log_replays_history_then_follows_live(daemon):
         err = p.stderr.read()
         p.wait(timeout=60)
     finally:
+        guard.cancel()
         if p.poll() is None:
             p.kill()
             p.wait()
