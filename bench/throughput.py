@@ -257,6 +257,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=1000, help="jobs to submit (default 1000)")
     ap.add_argument("--concurrency", type=int, default=8, help="submitter threads (default 8)")
     ap.add_argument("--command", default="/bin/true", help="the job's command (default /bin/true)")
+    ap.add_argument("--fields", default="{}", help='extra job fields as JSON, e.g. \'{"network": "host"}\'')
     ap.add_argument("--poll", type=float, default=0.1, help="seconds between GET /v1/jobs polls (default 0.1)")
     ap.add_argument("--timeout", type=float, default=600, help="give up waiting after this many seconds")
     ap.add_argument("--settle", type=float, default=2.0,
@@ -295,7 +296,7 @@ def main():
 
     # ---- submit, then wait
     ids, failures, examples, lat, t0_wall, t0, t_submitted = submit_all(
-        args.socket, args.jobs, args.concurrency, {"command": args.command})
+        args.socket, args.jobs, args.concurrency, {"command": args.command, **json.loads(args.fields)})
     submit_s = t_submitted - t0
     jobs, t_seen, polls, wait_err = ({}, t_submitted, 0, None)
     if ids:

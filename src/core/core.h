@@ -21,6 +21,8 @@ typedef struct core {
     uint64_t next_seq;
     uint32_t running;         /* jobs holding a shim */
     char jobs_dir[600];
+    char root_mount[600];     /* shared mount point of every job's root (see spec.h) */
+    int devfilter_prog;       /* loaded eBPF device filter for the default devices, or -1 */
     char shim_path[600];
     char io_dev[32];          /* block device of jobs_dir, "" when there is none */
     char io_dev_why[256];

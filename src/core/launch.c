@@ -67,6 +67,7 @@ static int write_spec(const job *j, const char *dir, jerr *e)
     char host[64], path[700];
     snprintf(s.id, sizeof s.id, "%s", j->id);
     s.job_dir = (char *)dir;
+    s.root_mount = C.root_mount;
     snprintf(host, sizeof host, "job-%.8s", j->id);
     s.hostname = host;
     s.argv = job_argv(j);
@@ -115,11 +116,8 @@ static void watch_shim(job *j, int pidfd, int notify_fd)
 
 int launch_job(job *j, jerr *e)
 {
-    char dir[700], root[720];
+    char dir[700];
     core_job_dir(j, dir, sizeof dir);
-    snprintf(root, sizeof root, "%s/root", dir);
-    if (mkdir(root, 0700) < 0 && errno != EEXIST)
-        return jerr_sys(e, "create %s", root);
     if (write_spec(j, dir, e) < 0)
         return -1;
     int pfd[2];
@@ -131,6 +129,8 @@ int launch_job(job *j, jerr *e)
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], SHIM_NOTIFY_FD);
+    if (C.devfilter_prog >= 0)
+        posix_spawn_file_actions_adddup2(&fa, C.devfilter_prog, SHIM_DEVFILTER_FD);
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
     /* Born with SIGTERM blocked: a stop that arrives before the shim set up its signalfd
@@ -273,8 +273,6 @@ static void finalize(job *j)
         s = JS_COMPLETED;
     job_finish(j, s, reason);
     json_decref(st);
-    snprintf(path, sizeof path, "%s/root", dir);
-    rmdir(path);
 }
 
 static void on_shim_exit(watch *w, uint32_t events)

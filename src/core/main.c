@@ -17,6 +17,7 @@
 #include "../api/http.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../exec/bpfdev.h"
 #include "core.h"
 
 static watch w_signal;
@@ -110,6 +111,18 @@ static int setup(jerr *e)
         log_warn("--max-iobps will be refused: %s", ioe.msg);
     }
     read_machine();
+    snprintf(C.root_mount, sizeof C.root_mount, "%s/rootfs", C.cfg.state_dir);
+    if (mkdir(C.root_mount, 0700) < 0 && errno != EEXIST)
+        return jerr_sys(e, "create %s", C.root_mount);
+    /* One program serves every job that has only the default devices: loading (and verifying)
+     * it once instead of per job. */
+    C.devfilter_prog = -1;
+    if (C.cg.unified[0]) {
+        jerr be = {0};
+        C.devfilter_prog = bpfdev_load(cg_default_devices, cg_default_devices_n, "the default device filter", &be);
+        if (C.devfilter_prog < 0)
+            log_warn("%s; each job will load its own", be.msg);
+    }
     char dbpath[700];
     snprintf(dbpath, sizeof dbpath, "%s/joblet.db", C.cfg.state_dir);
     if (!(C.db = db_open(dbpath, e)))

@@ -206,14 +206,22 @@ static int prog_attach(const char *dir, int prog, jerr *e)
     return 0;
 }
 
-int bpfdev_attach(const char *dir, const cg_dev_rule *rules, size_t n, jerr *e)
+int bpfdev_load(const cg_dev_rule *rules, size_t n, const char *what, jerr *e)
 {
     struct bpf_insn *p = NULL;
     size_t cnt = 0;
     if (bpfdev_build(rules, n, &p, &cnt, e) < 0)
         return -1;
-    int prog = load_or_explain(p, cnt, dir, e);
+    int prog = load_or_explain(p, cnt, what, e);
     free(p);
+    return prog;
+}
+
+int bpfdev_attach_prog(const char *dir, int prog, jerr *e) { return prog_attach(dir, prog, e); }
+
+int bpfdev_attach(const char *dir, const cg_dev_rule *rules, size_t n, jerr *e)
+{
+    int prog = bpfdev_load(rules, n, dir, e);
     if (prog < 0)
         return -1;
     /* the cgroup keeps its own reference to an attached program, so our fd can go */

@@ -20,5 +20,10 @@ int bpfdev_build(const cg_dev_rule *rules, size_t n, struct bpf_insn **insns, si
  * programs that the job might attach below can only narrow access, never widen it. Meant for a
  * fresh cgroup: calling it again adds a second filter, and a device must then pass both. */
 int bpfdev_attach(const char *dir, const cg_dev_rule *rules, size_t n, jerr *e);
+/* The same in two steps, so one loaded program can serve many cgroups: the daemon loads the
+ * filter for the default devices once and every job attaches it (what names the program in
+ * errors). */
+int bpfdev_load(const cg_dev_rule *rules, size_t n, const char *what, jerr *e);
+int bpfdev_attach_prog(const char *dir, int prog, jerr *e);
 
 #endif

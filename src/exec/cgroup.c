@@ -369,17 +369,22 @@ static int make_parents(const cg_host *h, jerr *e)
     return 0;
 }
 
-int cg_host_init(cg_host *h, const char *root, jerr *e)
+int cg_host_detect(cg_host *h, const char *root, jerr *e)
 {
     memset(h, 0, sizeof *h);
     if (check_root(root && *root ? root : DEFAULT_ROOT, h->root, sizeof h->root, e) < 0)
         return -1;
     if (scan_mounts(h, e) < 0 || decide_layout(h, e) < 0)
         return -1;
-    /* Where a cgroup2 hierarchy exists its eBPF program is the device filter; the v1 devices
-     * controller would only repeat it at the cost of one more cgroup per job. */
     if (h->layout == CG_HYBRID)
         h->v1[CGC_DEVICES][0] = 0;
+    return 0;
+}
+
+int cg_host_init(cg_host *h, const char *root, jerr *e)
+{
+    if (cg_host_detect(h, root, e) < 0)
+        return -1;
     if (make_parents(h, e) < 0)
         return -1;
     /* on hybrid the cgroup2 tree has no controllers to enable; it only carries the BPF filter */
@@ -455,9 +460,25 @@ static const char *primary_dir(const cg_job *j)
 
 int cg_create(const cg_host *h, const char *name, cg_job *j, jerr *e)
 {
+    return cg_create_for(h, name, NULL, j, e);
+}
+
+int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job *j, jerr *e)
+{
     if (check_name(name, e) < 0 || check_fits(h, name, e) < 0)
         return -1;
     cg_job_paths(h, name, j);
+    /* v1 controllers whose limit was not asked for would cost a cgroup each and do nothing:
+     * usage is read from cpuacct, memory and pids. A controller co-mounted with one of those
+     * still gets its directory through its partner. */
+    if (l && h->layout != CG_V2) {
+        if (!l->cpu_pct)
+            j->v1_path[CGC_CPU][0] = 0;
+        if (!l->cpus[0] && !l->mems[0])
+            j->v1_path[CGC_CPUSET][0] = 0;
+        if (!l->io_bps)
+            j->v1_path[CGC_BLKIO][0] = 0;
+    }
     const char *dirs[CGC_N + 1];
     size_t n = job_dirs(j, dirs);
     for (size_t i = 0; i < n; i++) {
@@ -623,6 +644,11 @@ int cg_read_stats(const cg_job *j, cg_stats *s)
 
 int cg_set_devices(const cg_job *j, const cg_dev_rule *rules, size_t n, jerr *e)
 {
+    return cg_set_devices_prog(j, -1, rules, n, e);
+}
+
+int cg_set_devices_prog(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
+{
     for (size_t i = 0; i < n; i++)
         if (bpfdev_check_rule(&rules[i], e) < 0)
             return -1;
@@ -630,7 +656,8 @@ int cg_set_devices(const cg_job *j, const cg_dev_rule *rules, size_t n, jerr *e)
     if (!j->unified_path[0] && !v1[0])
         return jerr_set(e, ENOTSUP, "no device filter is possible for job %s: no cgroup2 hierarchy and no "
                         "v1 devices controller is mounted", j->name);
-    if (j->unified_path[0] && bpfdev_attach(j->unified_path, rules, n, e) < 0)
+    if (j->unified_path[0] && (prog >= 0 ? bpfdev_attach_prog(j->unified_path, prog, e)
+                                          : bpfdev_attach(j->unified_path, rules, n, e)) < 0)
         return -1;
     if (v1[0] && cgv1_set_devices(v1, rules, n, e) < 0)
         return -1;

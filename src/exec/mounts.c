@@ -213,8 +213,7 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
 
 int mounts_setup(const job_spec *s, jerr *e)
 {
-    char root[4096];
-    snprintf(root, sizeof root, "%s/root", s->job_dir);
+    const char *root = s->root_mount;
     /* Nothing below may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return jerr_sys(e, "make / private");

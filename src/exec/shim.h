@@ -3,12 +3,12 @@
 #define JOBLET_SHIM_H
 
 #define SHIM_SPEC     "spec.json"    /* input, written by the daemon */
-#define SHIM_PIDFILE  "shim.pid"     /* "<pid> <start time in clock ticks>" */
 #define SHIM_STARTED  "started"      /* "<init pid> <start ms>" once the command runs */
 #define SHIM_STATUS   "status.json"  /* how the job ended; written once, atomically */
 #define SHIM_STDOUT   "stdout.log"
 #define SHIM_STDERR   "stderr.log"
 #define SHIM_LOG      "shim.log"     /* the shim's own diagnostics */
-#define SHIM_NOTIFY_FD 3             /* optional pipe to the daemon: "S <pid> <ms>\n" */
+#define SHIM_NOTIFY_FD 3             /* optional pipe to the daemon: "S <pid> <ms>\n", "E\n" */
+#define SHIM_DEVFILTER_FD 4          /* optional: loaded eBPF filter for the default devices */
 
 #endif

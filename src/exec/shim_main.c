@@ -121,7 +121,8 @@ static int start_job(shim *sh, int notify_fd)
 {
     jerr e = {0};
     job_spec *s = &sh->spec;
-    if (cg_host_init(&sh->host, s->cgroup_root, &e) < 0 || cg_create(&sh->host, s->id, &sh->cg, &e) < 0)
+    if (cg_host_detect(&sh->host, s->cgroup_root, &e) < 0 ||
+        cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, &e) < 0)
         goto fail_nocg;
     if (cg_apply_limits(&sh->cg, &s->limits, &e) < 0)
         goto fail;
@@ -129,7 +130,10 @@ static int start_job(shim *sh, int notify_fd)
     cg_dev_rule *rules = xcalloc(nrules, sizeof *rules);
     memcpy(rules, cg_default_devices, cg_default_devices_n * sizeof *rules);
     memcpy(rules + cg_default_devices_n, s->devices, s->ndevices * sizeof *rules);
-    int rc = cg_set_devices(&sh->cg, rules, nrules, &e);
+    int prog = s->ndevices == 0 && fcntl(SHIM_DEVFILTER_FD, F_GETFD) >= 0 ? SHIM_DEVFILTER_FD : -1;
+    int rc = cg_set_devices_prog(&sh->cg, prog, rules, nrules, &e);
+    if (prog >= 0)
+        close(prog);
     free(rules);
     if (rc < 0)
         goto fail;
@@ -182,13 +186,12 @@ static int start_job(shim *sh, int notify_fd)
     if (got == 0) {
         char line[64];
         snprintf(line, sizeof line, "%d %lld\n", (int)pid, (long long)sh->started_ms);
-        write_small(sh, SHIM_STARTED, line);
-        if (notify_fd >= 0) {
-            char msg[80];
-            int n = snprintf(msg, sizeof msg, "S %s", line);
-            ssize_t w = write(notify_fd, msg, (size_t)n);
-            (void)w;
-        }
+        /* joblet records the start from the pipe; the file is for a joblet that is not there
+         * to hear it (it reads the file when it comes back). */
+        char msg[80];
+        int n = snprintf(msg, sizeof msg, "S %s", line);
+        if (notify_fd < 0 || write(notify_fd, msg, (size_t)n) != n)
+            write_small(sh, SHIM_STARTED, line);
     }
     return 0;
 fail:
@@ -377,9 +380,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "joblet-shim: %s: %s\n", argv[1], strerror(errno));
         return 1;
     }
-    char line[64];
-    snprintf(line, sizeof line, "%d %llu\n", (int)getpid(), (unsigned long long)proc_start_time(getpid()));
-    write_small(&sh, SHIM_PIDFILE, line);
     int notify_fd = fcntl(SHIM_NOTIFY_FD, F_GETFD) >= 0 ? SHIM_NOTIFY_FD : -1;
     if (notify_fd >= 0)
         fcntl(notify_fd, F_SETFD, FD_CLOEXEC);

@@ -33,8 +33,8 @@ int spec_save(const job_spec *s, const char *path, jerr *e)
     for (size_t i = 0; i < s->nmounts; i++)
         json_array_append_new(mnts, json_pack("{s:s,s:s,s:b}", "src", s->mounts[i].src, "dst", s->mounts[i].dst,
                                               "rw", s->mounts[i].rw));
-    json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:i,s:i,s:b,s:I,s:I,s:I,s:s,s:o,s:o,s:o}", "id", s->id,
-                          "job_dir", s->job_dir, "hostname", s->hostname, "argv", strv_json(s->argv), "env",
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:i,s:i,s:b,s:I,s:I,s:I,s:s,s:o,s:o,s:o}", "id", s->id,
+                          "job_dir", s->job_dir, "root_mount", s->root_mount, "hostname", s->hostname, "argv", strv_json(s->argv), "env",
                           strv_json(s->env), "workdir", s->workdir, "uid", (int)s->uid, "gid", (int)s->gid,
                           "net_host", s->net_host, "max_runtime_s", (json_int_t)s->max_runtime_s,
                           "stop_grace_s", (json_int_t)s->stop_grace_s, "tmp_size_mb",
@@ -81,6 +81,7 @@ int spec_load(job_spec *s, const char *path, jerr *e)
     }
     copy(s->id, sizeof s->id, o, "id");
     s->job_dir = xstrdup(json_string_value(json_object_get(o, "job_dir")));
+    s->root_mount = xstrdup(json_string_value(json_object_get(o, "root_mount")));
     s->hostname = xstrdup(json_string_value(json_object_get(o, "hostname")));
     s->workdir = xstrdup(json_string_value(json_object_get(o, "workdir")));
     s->cgroup_root = xstrdup(json_string_value(json_object_get(o, "cgroup_root")));
@@ -133,6 +134,7 @@ static void strv_free(char **v)
 void spec_free(job_spec *s)
 {
     free(s->job_dir);
+    free(s->root_mount);
     free(s->hostname);
     free(s->workdir);
     free(s->cgroup_root);

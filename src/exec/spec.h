@@ -20,6 +20,8 @@ typedef struct spec_mount {
 typedef struct job_spec {
     char id[37];
     char *job_dir;       /* host directory: spec.json, logs, status.json, work/ */
+    char *root_mount;    /* empty host directory the job's root tmpfs is mounted on, in the
+                          * job's own mount namespace (so every job can share one) */
     char *hostname;
     char **argv;         /* NULL-terminated */
     char **env;          /* NULL-terminated "K=V", exactly the job's environment */

@@ -23,8 +23,19 @@ def expected_output(n, lines=LINES):
 
 
 def shim_pid(d, jid):
-    with open(os.path.join(d.state, "jobs", jid, "shim.pid")) as f:
-        return int(f.read().split()[0])
+    """The pid of the job's shim, found by its command line (joblet-shim <job dir>)."""
+    want = ["joblet-shim", os.path.join(d.state, "jobs", jid)]
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if [a.decode(errors="replace") for a in args[:2]] == want:
+            return int(entry)
+    raise AssertionError(f"no shim process for job {jid}")
 
 
 def alive(pid):
