@@ -59,6 +59,8 @@ int launch_job(job *j, jerr *e);
 void launch_adopt_all(void);
 int launch_stop(job *j, uid_t by, jerr *e);
 void launch_forget(job *j);
+void launch_init(void);
+void launch_shutdown(void);
 void launch_live_usage(const job *j, job_usage *u);
 
 /* logstream.c */

@@ -17,6 +17,7 @@
 #include "../common/util.h"
 #include "../exec/shim.h"
 #include "../exec/spec.h"
+#include "../exec/zygote.h"
 #include "core.h"
 
 extern char **environ;
@@ -114,6 +115,36 @@ static void watch_shim(job *j, int pidfd, int notify_fd)
     }
 }
 
+static zygote Z = {-1, -1};
+
+void launch_init(void)
+{
+    jerr e = {0};
+    if (zygote_start(&Z, C.shim_path, &e) < 0)
+        log_warn("%s; every job will exec its own shim", e.msg);
+}
+
+void launch_shutdown(void) { zygote_stop(&Z); }
+
+/* A shim from the zygote, restarting it once if it went away; else a freshly exec'd one. */
+static pid_t fork_shim(const char *dir, int notify_fd, jerr *e)
+{
+    for (int attempt = 0; attempt < 2 && Z.sock >= 0; attempt++) {
+        jerr ze = {0};
+        pid_t pid = zygote_fork(&Z, dir, notify_fd, C.devfilter_prog, &ze);
+        if (pid > 0)
+            return pid;
+        log_warn("%s; restarting the shim zygote", ze.msg);
+        zygote_stop(&Z);
+        if (zygote_start(&Z, C.shim_path, &ze) < 0)
+            log_warn("%s", ze.msg);
+    }
+    pid_t pid;
+    if (shim_spawn(C.shim_path, dir, -1, notify_fd, C.devfilter_prog, &pid, e) < 0)
+        return -1;
+    return pid;
+}
+
 int launch_job(job *j, jerr *e)
 {
     char dir[700];
@@ -123,38 +154,11 @@ int launch_job(job *j, jerr *e)
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
         return jerr_sys(e, "pipe");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, pfd[1], SHIM_NOTIFY_FD);
-    if (C.devfilter_prog >= 0)
-        posix_spawn_file_actions_adddup2(&fa, C.devfilter_prog, SHIM_DEVFILTER_FD);
-    posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    /* Born with SIGTERM blocked: a stop that arrives before the shim set up its signalfd
-     * must wait for it, not kill the shim and orphan the job. */
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGCHLD);
-    posix_spawnattr_setsigmask(&at, &mask);
-    sigset_t dflt;
-    sigfillset(&dflt);
-    posix_spawnattr_setsigdefault(&at, &dflt);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    char *argv[] = {"joblet-shim", dir, NULL};
-    char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-    pid_t pid;
-    int rc = posix_spawn(&pid, C.shim_path, &fa, &at, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    pid_t pid = fork_shim(dir, pfd[1], e);
     close(pfd[1]);
-    if (rc != 0) {
+    if (pid < 0) {
         close(pfd[0]);
-        errno = rc;
-        return jerr_sys(e, "start %s", C.shim_path);
+        return -1;
     }
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {

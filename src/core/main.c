@@ -198,6 +198,7 @@ int main(int argc, char **argv)
     loop_add(&w_signal);
     logstream_init();
     launch_adopt_all();
+    launch_init();
     if (http_start(C.cfg.socket, C.cfg.socket_mode, C.cfg.max_upload_bytes * 4 / 3 + (1 << 20), &e) < 0) {
         log_err("%s", e.msg);
         return 1;
@@ -211,6 +212,7 @@ int main(int argc, char **argv)
             logstream_detach(C.jobs[i]);
     http_run();
     http_stop();
+    launch_shutdown();
     db_close(C.db);
     for (size_t i = 0; i < C.njobs; i++)
         job_free(C.jobs[i]);

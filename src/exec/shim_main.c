@@ -24,6 +24,7 @@
 #include "isolate.h"
 #include "logwriter.h"
 #include "shim.h"
+#include "zygote.h"
 
 typedef struct shim {
     job_spec spec;
@@ -360,12 +361,8 @@ static void supervise(shim *sh)
         shim_log(sh, "cgroup cleanup: %s", e.msg);
 }
 
-int main(int argc, char **argv)
+static int shim_run(const char *dir)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: joblet-shim JOB_DIR (started by joblet)\n");
-        return 2;
-    }
     shim sh = {.dirfd = -1, .out_r = -1, .err_r = -1, .status_r = -1, .tfd_runtime = -1, .tfd_grace = -1};
     /* Its own session: terminal signals aimed at joblet's process group must not reach jobs. */
     setsid();
@@ -375,9 +372,9 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
-    sh.dirfd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    sh.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sh.dirfd < 0) {
-        fprintf(stderr, "joblet-shim: %s: %s\n", argv[1], strerror(errno));
+        fprintf(stderr, "joblet-shim: %s: %s\n", dir, strerror(errno));
         return 1;
     }
     int notify_fd = fcntl(SHIM_NOTIFY_FD, F_GETFD) >= 0 ? SHIM_NOTIFY_FD : -1;
@@ -385,13 +382,12 @@ int main(int argc, char **argv)
         fcntl(notify_fd, F_SETFD, FD_CLOEXEC);
 
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", argv[1], SHIM_SPEC);
-    jobinit_hide_arg = argv[1];
+    snprintf(path, sizeof path, "%s/%s", dir, SHIM_SPEC);
     jerr e = {0};
     if (spec_load(&sh.spec, path, &e) < 0) {
         shim_log(&sh, "%s", e.msg);
         snprintf(sh.error, sizeof sh.error, "%s", e.msg);
-        sh.spec.job_dir = xstrdup(argv[1]);
+        sh.spec.job_dir = xstrdup(dir);
         cg_stats none = {0};
         write_status(&sh, 0, 0, &none);
         return 1;
@@ -416,4 +412,16 @@ int main(int argc, char **argv)
     supervise(&sh);
     spec_free(&sh.spec);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && !strcmp(argv[1], "--zygote"))
+        return zygote_serve(0, shim_run);
+    if (argc != 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: joblet-shim JOB_DIR | --zygote (started by joblet)\n");
+        return 2;
+    }
+    jobinit_hide_arg = argv[1];
+    return shim_run(argv[1]);
 }

@@ -23,19 +23,10 @@ def expected_output(n, lines=LINES):
 
 
 def shim_pid(d, jid):
-    """The pid of the job's shim, found by its command line (joblet-shim <job dir>)."""
-    want = ["joblet-shim", os.path.join(d.state, "jobs", jid)]
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if [a.decode(errors="replace") for a in args[:2]] == want:
-            return int(entry)
-    raise AssertionError(f"no shim process for job {jid}")
+    """The pid of the process that owns the job (the API's shim_pid)."""
+    pid = d.job(jid)["shim_pid"]
+    assert pid, f"job {jid} has no shim_pid: {d.job(jid)}"
+    return pid
 
 
 def alive(pid):
