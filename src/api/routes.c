@@ -1,5 +1,4 @@
 /* /v1 routes (docs/api.md). Handlers validate, act on the core, and answer JSON. */
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +105,7 @@ static void delete_job(job *j)
     rm_rf(dir);
     core_remove(j);
     job_free(j);
+    C.trim_at_ms = now_ms() + 1000;
 }
 
 static enum MHD_Result delete_all(request *r)
@@ -120,8 +120,6 @@ static enum MHD_Result delete_all(request *r)
         }
     }
     db_commit(C.db);
-    /* Give the freed job records back to the system: an idle daemon should stay small. */
-    malloc_trim(0);
     return http_reply_json(r->conn, 200, json_pack("{s:i}", "deleted", n));
 }
 

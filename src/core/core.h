@@ -32,6 +32,7 @@ typedef struct core {
     int inotify_fd;
     watch w_inotify;
     int64_t sched_wakeup_ms;  /* 0 = no scheduled job waiting */
+    int64_t trim_at_ms;       /* when to return freed heap to the system, 0 = no need */
 } core;
 
 extern core C;

@@ -118,6 +118,10 @@ void job_finish(job *j, enum job_state st, const char *reason)
     if (j->holds_room && C.running > 0)
         C.running--;
     j->holds_room = false;
+    /* The last running job ended: a second later, if still idle, the memory of the busy
+     * period goes back to the system (main.c). */
+    if (C.running == 0)
+        C.trim_at_ms = now_ms() + 1000;
     j->init_pid = 0;
     job_save(j);
     logstream_wake(j);

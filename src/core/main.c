@@ -3,6 +3,7 @@
  * their shims carry on and the next joblet re-adopts them. */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,22 +45,28 @@ static void on_signal(watch *w, uint32_t events)
     }
 }
 
-static int before_wait(void)
+static int until(int t, int64_t at_ms)
 {
-    int t = http_timeout_ms();
-    if (C.sched_wakeup_ms) {
-        int64_t d = C.sched_wakeup_ms - now_ms();
-        int s = d < 0 ? 0 : d > 60000 ? 60000 : (int)d + 1;
-        if (t < 0 || s < t)
-            t = s;
-    }
-    return t;
+    if (!at_ms)
+        return t;
+    int64_t d = at_ms - now_ms();
+    int s = d < 0 ? 0 : d > 60000 ? 60000 : (int)d + 1;
+    return t < 0 || s < t ? s : t;
 }
+
+static int before_wait(void) { return until(until(http_timeout_ms(), C.sched_wakeup_ms), C.trim_at_ms); }
 
 static void after_wake(void)
 {
-    if (C.sched_wakeup_ms && now_ms() >= C.sched_wakeup_ms)
+    int64_t now = now_ms();
+    if (C.sched_wakeup_ms && now >= C.sched_wakeup_ms)
         core_schedule();
+    /* After a busy period (jobs ended or deleted, none running): give freed heap back. */
+    if (C.trim_at_ms && now >= C.trim_at_ms) {
+        C.trim_at_ms = 0;
+        if (C.running == 0)
+            malloc_trim(0);
+    }
     http_run();
 }
 
