@@ -111,7 +111,6 @@ static void delete_job(job *j)
 static enum MHD_Result delete_all(request *r)
 {
     int n = 0;
-    db_begin(C.db);
     for (size_t i = C.njobs; i-- > 0;) {
         job *j = C.jobs[i];
         if ((r->uid == 0 || j->owner_uid == r->uid) && job_state_terminal(j->state)) {
@@ -119,7 +118,6 @@ static enum MHD_Result delete_all(request *r)
             n++;
         }
     }
-    db_commit(C.db);
     return http_reply_json(r->conn, 200, json_pack("{s:i}", "deleted", n));
 }
 

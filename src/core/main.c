@@ -67,6 +67,9 @@ static void after_wake(void)
         if (C.running == 0)
             malloc_trim(0);
     }
+    jerr e = {0};
+    if (db_flush(C.db, &e) < 0)
+        log_err("%s", e.msg);
     http_run();
 }
 

@@ -15,8 +15,8 @@ int db_update_job(db *d, const job *j, jerr *e);
 int db_delete_job(db *d, const char *id, jerr *e);
 /* Calls fn for every job, in submission order; fn takes ownership of the job. */
 int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e);
-int db_begin(db *d);
-int db_commit(db *d);
+/* Commits what this turn of the event loop wrote (see db.c). */
+int db_flush(db *d, jerr *e);
 int db_schema_version(db *d);
 
 #endif
