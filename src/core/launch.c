@@ -120,7 +120,7 @@ static zygote Z = {-1, -1};
 void launch_init(void)
 {
     jerr e = {0};
-    if (zygote_start(&Z, C.shim_path, &e) < 0)
+    if (zygote_start(&Z, C.shim_path, C.cfg.cgroup_root, &e) < 0)
         log_warn("%s; every job will exec its own shim", e.msg);
 }
 
@@ -136,11 +136,11 @@ static pid_t fork_shim(const char *dir, int notify_fd, jerr *e)
             return pid;
         log_warn("%s; restarting the shim zygote", ze.msg);
         zygote_stop(&Z);
-        if (zygote_start(&Z, C.shim_path, &ze) < 0)
+        if (zygote_start(&Z, C.shim_path, C.cfg.cgroup_root, &ze) < 0)
             log_warn("%s", ze.msg);
     }
     pid_t pid;
-    if (shim_spawn(C.shim_path, dir, -1, notify_fd, C.devfilter_prog, &pid, e) < 0)
+    if (shim_spawn(C.shim_path, dir, NULL, -1, notify_fd, C.devfilter_prog, &pid, e) < 0)
         return -1;
     return pid;
 }

@@ -4,6 +4,7 @@
 #ifndef JOBLET_ISOLATE_H
 #define JOBLET_ISOLATE_H
 
+#include <linux/filter.h>
 #include <seccomp.h>
 
 #include "../common/err.h"
@@ -20,7 +21,10 @@ int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e);
  * loading, namespaces, keyrings, ptrace, clock setting, …) with EPERM. Built before
  * the fork so the command only loads it. */
 scmp_filter_ctx seccomp_default_profile(jerr *e);
-int seccomp_apply(scmp_filter_ctx ctx, jerr *e);
+/* The profile compiled to a classic BPF program once per process (a zygote compiles it
+ * before forking, so no job pays libseccomp's compiler); prog->filter is malloc'd. */
+int seccomp_default_program(struct sock_fprog *prog, jerr *e);
+int seccomp_apply(const struct sock_fprog *prog, jerr *e);
 
 /* The job's init (PID 1 of the job): sets up isolation, starts the command, reaps and
  * forwards signals, and reports the command's wait status on status_fd. Never returns. */
@@ -32,7 +36,7 @@ struct jobinit_fds {
 /* The shim's command-line argument (the job directory, a host path): the init blanks it so
  * /proc/1/cmdline inside the job does not show where the job lives on the host. */
 extern char *jobinit_hide_arg;
-_Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, scmp_filter_ctx filter,
+_Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct sock_fprog *filter,
                            const struct jobinit_fds *fds);
 
 #endif

@@ -43,7 +43,7 @@ _Noreturn static void fail(int fd, const char *stage, const jerr *e, int code)
     _exit(code);
 }
 
-_Noreturn static void run_command(const job_spec *s, scmp_filter_ctx filter, const struct jobinit_fds *fds)
+_Noreturn static void run_command(const job_spec *s, const struct sock_fprog *filter, const struct jobinit_fds *fds)
 {
     jerr e = {0};
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -67,7 +67,7 @@ _Noreturn static void run_command(const job_spec *s, scmp_filter_ctx filter, con
     fail(fds->sync_w, "exec", &e, errno == ENOENT ? 127 : 126);
 }
 
-_Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, scmp_filter_ctx filter,
+_Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct sock_fprog *filter,
                            const struct jobinit_fds *fds)
 {
     jerr e = {0};

@@ -116,6 +116,16 @@ static int set_readonly(const char *path, int recursive, jerr *e)
 
 static int make_target(const char *path, int dir, jerr *e)
 {
+    /* Most targets sit right under the new root: try that before walking every parent. */
+    if (dir ? mkdir(path, 0755) == 0 || errno == EEXIST : false)
+        return 0;
+    if (!dir) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            close(fd);
+            return 0;
+        }
+    }
     char parent[4096];
     snprintf(parent, sizeof parent, "%s", path);
     char *slash = strrchr(parent, '/');

@@ -6,7 +6,11 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../common/util.h"
 #include "isolate.h"
@@ -71,10 +75,41 @@ scmp_filter_ctx seccomp_default_profile(jerr *e)
     return ctx;
 }
 
-int seccomp_apply(scmp_filter_ctx ctx, jerr *e)
+int seccomp_default_program(struct sock_fprog *prog, jerr *e)
 {
-    int rc = seccomp_load(ctx);
-    if (rc < 0)
-        return jerr_set(e, -rc, "loading the seccomp profile failed: %s", strerror(-rc));
+    scmp_filter_ctx ctx = seccomp_default_profile(e);
+    if (!ctx)
+        return -1;
+    int fd = memfd_create("joblet-seccomp", MFD_CLOEXEC);
+    int rc = fd < 0 ? -errno : seccomp_export_bpf(ctx, fd);
+    seccomp_release(ctx);
+    if (rc < 0) {
+        if (fd >= 0)
+            close(fd);
+        return jerr_set(e, -rc, "compiling the seccomp profile failed: %s", strerror(-rc));
+    }
+    off_t len = lseek(fd, 0, SEEK_END);
+    if (len <= 0 || len % (off_t)sizeof(struct sock_filter) || len / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS) {
+        close(fd);
+        return jerr_set(e, EINVAL, "the compiled seccomp profile has an impossible size (%lld bytes)", (long long)len);
+    }
+    prog->filter = xmalloc((size_t)len);
+    prog->len = (unsigned short)(len / (off_t)sizeof(struct sock_filter));
+    ssize_t n = pread(fd, prog->filter, (size_t)len, 0);
+    close(fd);
+    if (n != len) {
+        free(prog->filter);
+        prog->filter = NULL;
+        return jerr_set(e, EIO, "reading back the compiled seccomp profile failed");
+    }
+    return 0;
+}
+
+int seccomp_apply(const struct sock_fprog *prog, jerr *e)
+{
+    /* flags 0: what libseccomp's seccomp_load would pass for this profile (no TSYNC, the
+     * speculation mitigations left on); no_new_privs is already set. */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
+        return jerr_sys(e, "loading the seccomp profile");
     return 0;
 }

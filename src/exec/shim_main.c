@@ -118,12 +118,30 @@ static int pump(shim *sh, int *fd, logw *w)
     return 0;
 }
 
+/* What every job of this process needs and a zygote prepares once, before it forks. */
+static struct sock_fprog seccomp_prog;
+static cg_host host;
+static bool host_ready;
+
+static void prepare(const char *cgroup_root)
+{
+    jerr e = {0};
+    if (seccomp_default_program(&seccomp_prog, &e) < 0)
+        seccomp_prog.filter = NULL; /* each shim retries, and reports the error in its job */
+    host_ready = cg_host_detect(&host, cgroup_root, &e) == 0;
+}
+
 static int start_job(shim *sh, int notify_fd)
 {
     jerr e = {0};
     job_spec *s = &sh->spec;
-    if (cg_host_detect(&sh->host, s->cgroup_root, &e) < 0 ||
-        cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, &e) < 0)
+    if (!host_ready || strcmp(host.root, s->cgroup_root)) {
+        if (cg_host_detect(&host, s->cgroup_root, &e) < 0)
+            goto fail_nocg;
+        host_ready = true;
+    }
+    sh->host = host;
+    if (cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, &e) < 0)
         goto fail_nocg;
     if (cg_apply_limits(&sh->cg, &s->limits, &e) < 0)
         goto fail;
@@ -138,8 +156,7 @@ static int start_job(shim *sh, int notify_fd)
     free(rules);
     if (rc < 0)
         goto fail;
-    scmp_filter_ctx filter = seccomp_default_profile(&e);
-    if (!filter)
+    if (!seccomp_prog.filter && seccomp_default_program(&seccomp_prog, &e) < 0)
         goto fail;
 
     int out[2], err[2], sync[2], status[2];
@@ -161,9 +178,8 @@ static int start_job(shim *sh, int notify_fd)
         close(sync[0]);
         close(status[0]);
         struct jobinit_fds fds = {out[1], err[1], sync[1], status[1]};
-        jobinit_run(s, &sh->cg, filter, &fds);
+        jobinit_run(s, &sh->cg, &seccomp_prog, &fds);
     }
-    seccomp_release(filter);
     sh->init = pid;
     close(out[1]);
     close(err[1]);
@@ -416,8 +432,10 @@ static int shim_run(const char *dir)
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && !strcmp(argv[1], "--zygote"))
+    if (argc >= 2 && !strcmp(argv[1], "--zygote")) {
+        prepare(argc == 3 ? argv[2] : "joblet");
         return zygote_serve(0, shim_run);
+    }
     if (argc != 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: joblet-shim JOB_DIR | --zygote (started by joblet)\n");
         return 2;

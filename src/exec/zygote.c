@@ -99,8 +99,8 @@ int zygote_serve(int sock, int (*run)(const char *dir))
     return 0;
 }
 
-int shim_spawn(const char *shim_path, const char *arg, int stdin_fd, int notify_fd, int filter_fd, pid_t *pid,
-               jerr *e)
+int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
+               int filter_fd, pid_t *pid, jerr *e)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -126,7 +126,7 @@ int shim_spawn(const char *shim_path, const char *arg, int stdin_fd, int notify_
     posix_spawnattr_setsigmask(&at, &mask);
     posix_spawnattr_setsigdefault(&at, &dflt);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    char *argv[] = {"joblet-shim", (char *)arg, NULL};
+    char *argv[] = {"joblet-shim", (char *)arg, (char *)arg2, NULL};
     char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
     int rc = posix_spawn(pid, shim_path, &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -138,14 +138,14 @@ int shim_spawn(const char *shim_path, const char *arg, int stdin_fd, int notify_
     return 0;
 }
 
-int zygote_start(zygote *z, const char *shim_path, jerr *e)
+int zygote_start(zygote *z, const char *shim_path, const char *cgroup_root, jerr *e)
 {
     int sv[2];
     z->sock = -1;
     z->pid = -1;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return jerr_sys(e, "socketpair for the shim zygote");
-    int rc = shim_spawn(shim_path, "--zygote", sv[1], -1, -1, &z->pid, e);
+    int rc = shim_spawn(shim_path, "--zygote", cgroup_root, sv[1], -1, -1, &z->pid, e);
     close(sv[1]);
     if (rc < 0) {
         close(sv[0]);

@@ -21,12 +21,14 @@ typedef struct zygote {
     pid_t pid;
 } zygote;
 
-int zygote_start(zygote *z, const char *shim_path, jerr *e);
-/* posix_spawn of the shim binary with arg (a job directory, or "--zygote"): fds 0-2 from
+/* cgroup_root lets the zygote read the cgroup layout once for all its shims. */
+int zygote_start(zygote *z, const char *shim_path, const char *cgroup_root, jerr *e);
+/* posix_spawn of the shim binary with arg (a job directory, or "--zygote") and arg2 (or
+ * NULL): fds 0-2 from
  * stdin_fd (or /dev/null) and /dev/null, notify_fd at 3 and filter_fd at 4 when >= 0,
  * SIGTERM and SIGCHLD blocked. */
-int shim_spawn(const char *shim_path, const char *arg, int stdin_fd, int notify_fd, int filter_fd, pid_t *pid,
-               jerr *e);
+int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
+               int filter_fd, pid_t *pid, jerr *e);
 /* Forks a shim for dir with notify_fd as its fd 3 and filter_fd (or -1) as its fd 4. */
 pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int filter_fd, jerr *e);
 void zygote_stop(zygote *z);
