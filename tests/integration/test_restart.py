@@ -140,3 +140,34 @@ def test_log_follow_across_restart_resumes(fresh_daemon):
     assert p.returncode == 0, p.stderr
     assert p.stdout == expected_output(4, lines=15)
     assert d.job(jid)["exit_code"] == 4
+
+
+def zygote_pids(d):
+    """Pids of the shim zygotes whose parent is this daemon."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if args[:2] == [b"joblet-shim", b"--zygote"] and ppid == d.proc.pid:
+            out.append(int(entry))
+    return out
+
+
+def test_killed_shim_zygote_is_replaced_and_jobs_still_start(fresh_daemon):
+    """kill -9 of the shim zygote loses no job: the next job starts through a new zygote."""
+    d = fresh_daemon()
+    before = zygote_pids(d)
+    assert len(before) == 1, f"expected one zygote under joblet {d.proc.pid}: {before}"
+    os.kill(before[0], 9)
+    job, out, _ = d.run("sh", "-c", "echo still starts")
+    assert job["status"] == "COMPLETED" and out == "still starts\n", job
+    after = zygote_pids(d)
+    assert len(after) == 1 and after != before, (before, after)
+    assert "restarting the shim zygote" in d.log()
