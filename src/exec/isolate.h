@@ -1,6 +1,7 @@
 /* The isolation steps the job's init runs inside its new namespaces, in this order:
- * ns_setup → mounts_setup (plan, then execute, then pivot_root) → fork the command →
- * caps_drop_and_setuid → seccomp_apply → exec. Each step reports the failing path. */
+ * ns_setup → mounts_prepare (plan, then execute) → cg_enter + cgroup namespace →
+ * mounts_pivot → fork the command → caps_drop_and_setuid → seccomp_apply → exec.
+ * Each step reports the failing path. */
 #ifndef JOBLET_ISOLATE_H
 #define JOBLET_ISOLATE_H
 
@@ -12,8 +13,10 @@
 
 /* Hostname; loopback up when the job has its own network namespace. */
 int ns_setup(const job_spec *s, jerr *e);
-/* Builds the job's root under <job_dir>/root and pivots into it. */
-int mounts_setup(const job_spec *s, jerr *e);
+/* Builds the job's root on s->root_mount (its /dev nodes are made here, before the job's
+ * device filter applies to the init), then pivots into it. */
+int mounts_prepare(const job_spec *s, jerr *e);
+int mounts_pivot(const job_spec *s, jerr *e);
 /* Drops the bounding and ambient sets, switches to uid/gid, clears every capability,
  * sets no_new_privs. */
 int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e);

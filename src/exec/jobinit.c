@@ -77,15 +77,19 @@ _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct soc
     prctl(PR_SET_NAME, "joblet-init");
     if (jobinit_hide_arg)
         memset(jobinit_hide_arg, 0, strlen(jobinit_hide_arg));
+    if (ns_setup(s, &e) < 0)
+        fail(fds->sync_w, "namespaces", &e, 126);
+    if (mounts_prepare(s, &e) < 0)
+        fail(fds->sync_w, "filesystem", &e, 126);
+    /* Into the job's cgroups while the host's cgroup trees are still reachable, then a
+     * cgroup namespace rooted there, then the job's own root. */
     if (cg_enter(cg, &e) < 0)
         fail(fds->sync_w, "cgroup", &e, 126);
     if (unshare(CLONE_NEWCGROUP) < 0) {
         jerr_sys(&e, "unshare cgroup namespace");
         fail(fds->sync_w, "namespaces", &e, 126);
     }
-    if (ns_setup(s, &e) < 0)
-        fail(fds->sync_w, "namespaces", &e, 126);
-    if (mounts_setup(s, &e) < 0)
+    if (mounts_pivot(s, &e) < 0)
         fail(fds->sync_w, "filesystem", &e, 126);
 
     sigset_t all;

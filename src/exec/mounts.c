@@ -20,7 +20,9 @@
 enum op_kind {
     OP_DIR_BIND_RO,   /* host dir, recursively read-only; a host symlink is copied as a symlink */
     OP_BIND_RW,       /* host dir, writable (nosuid, nodev) */
-    OP_FILE_BIND,     /* host file or device node onto an empty file */
+    OP_FILE_BIND,     /* host file onto an empty file */
+    OP_DEVNODE,       /* a new node with the host node's type, numbers and mode (cheaper than a
+                       * bind mount; done before the job's device filter applies) */
     OP_TMPFS,
     OP_PROC,
     OP_SYSFS,
@@ -77,7 +79,7 @@ static void build_plan(const job_spec *s, plan *p)
     add(p, OP_SYSFS, "sysfs", "/sys", NULL, nsd | MS_NOEXEC | MS_RDONLY, 0);
     add(p, OP_TMPFS, "tmpfs", "/dev", "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC, 0);
     for (size_t i = 0; i < ARRAY_LEN(dev_nodes); i++)
-        add(p, OP_FILE_BIND, dev_nodes[i], dev_nodes[i], NULL, MS_NOSUID | MS_NOEXEC, 0);
+        add(p, OP_DEVNODE, dev_nodes[i], dev_nodes[i], NULL, 0, 0);
     add(p, OP_DEVPTS, "devpts", "/dev/pts", "newinstance,ptmxmode=0666,mode=0620", MS_NOSUID | MS_NOEXEC, 0);
     add(p, OP_SYMLINK, "pts/ptmx", "/dev/ptmx", NULL, 0, 0);
     add(p, OP_TMPFS, "tmpfs", "/dev/shm", "mode=1777", nsd, 0);
@@ -188,6 +190,14 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
         if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
             return jerr_sys(e, "bind %s", src);
         return 0;
+    case OP_DEVNODE:
+        if (stat(src, &st) < 0)
+            return jerr_sys(e, "device node %s", src);
+        if (!S_ISCHR(st.st_mode))
+            return jerr_set(e, EINVAL, "%s on the host is not a character device", src);
+        if (mknod(dst, S_IFCHR | 0600, st.st_rdev) < 0 || chmod(dst, st.st_mode & 07777) < 0)
+            return jerr_sys(e, "create %s", op->dst);
+        return 0;
     case OP_TMPFS:
     case OP_PROC:
     case OP_SYSFS:
@@ -221,7 +231,7 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
     return 0;
 }
 
-int mounts_setup(const job_spec *s, jerr *e)
+int mounts_prepare(const job_spec *s, jerr *e)
 {
     const char *root = s->root_mount;
     /* Nothing below may propagate back to the host. */
@@ -234,6 +244,12 @@ int mounts_setup(const job_spec *s, jerr *e)
     for (size_t i = 0; i < p.n; i++)
         if (exec_op(&p.ops[i], root, s, e) < 0)
             return -1;
+    return 0;
+}
+
+int mounts_pivot(const job_spec *s, jerr *e)
+{
+    const char *root = s->root_mount;
     if (chdir(root) < 0)
         return jerr_sys(e, "chdir %s", root);
     if (syscall(SYS_pivot_root, ".", ".") < 0)
