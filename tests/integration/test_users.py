@@ -1,0 +1,61 @@
+"""Identity from SO_PEERCRED: a non-root caller's jobs run as that caller, and callers only
+see and act on their own jobs (root sees all)."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BUILD
+
+UID = 4321
+
+
+def as_user(d, *args):
+    """rnx run as uid/gid UID through setpriv."""
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    return subprocess.run(["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups",
+                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+def test_non_root_job_runs_as_its_submitter(daemon):
+    """A job submitted by uid 4321 runs as uid 4321 and is owned by it."""
+    p = as_user(daemon, "job", "run", "--follow", "sh", "-c", "id -u; id -g")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [str(UID), str(UID)]
+    mine = json.loads(as_user(daemon, "job", "list", "--json").stdout)
+    assert mine and all(j["owner_uid"] == UID and j["uid"] == UID for j in mine)
+
+
+def test_callers_see_only_their_own_jobs(daemon):
+    """uid 4321 cannot list, read, stop or delete root's job; root sees uid 4321's jobs."""
+    root_job = daemon.submit("sleep", "30")
+    try:
+        listed = json.loads(as_user(daemon, "job", "list", "--json").stdout)
+        assert root_job not in {j["id"] for j in listed}
+        for cmd in (("job", "status"), ("job", "log", "--no-follow"), ("job", "stop"), ("job", "delete")):
+            p = as_user(daemon, *cmd, root_job)
+            assert p.returncode == 1, (cmd, p.stdout, p.stderr)
+            assert "no job" in p.stderr, (cmd, p.stderr)
+        assert daemon.job(root_job)["status"] == "RUNNING"
+        p = as_user(daemon, "job", "run", "true")
+        assert p.returncode == 0, p.stderr
+        user_job = p.stdout.strip()
+        assert daemon.job(user_job)["owner_uid"] == UID
+    finally:
+        daemon.api("POST", f"/v1/jobs/{root_job}/stop")
+        daemon.wait(root_job)
+
+
+def test_non_root_delete_all_spares_other_users(daemon):
+    """delete-all by uid 4321 removes only its own finished jobs."""
+    root_job = daemon.submit("true")
+    daemon.wait(root_job)
+    p = as_user(daemon, "job", "delete-all")
+    assert p.returncode == 0, p.stderr
+    assert daemon.job(root_job)["status"] == "COMPLETED"
