@@ -181,12 +181,43 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
     }
 }
 
+/* Jobs with an inotify watch: the few being followed, so an event need not scan every job. */
+static job **watched;
+static size_t nwatched, capwatched;
+
+static void watch_job(job *j, const char *dir)
+{
+    j->inotify_wd = inotify_add_watch(C.inotify_fd, dir, IN_MODIFY);
+    if (j->inotify_wd < 0) {
+        log_warn("inotify on %s: %s", dir, strerror(errno));
+        return;
+    }
+    if (nwatched == capwatched) {
+        capwatched = capwatched ? capwatched * 2 : 16;
+        watched = realloc(watched, capwatched * sizeof *watched);
+        if (!watched)
+            abort();
+    }
+    watched[nwatched++] = j;
+}
+
+static void drop_watch(job *j)
+{
+    if (j->inotify_wd < 0)
+        return;
+    inotify_rm_watch(C.inotify_fd, j->inotify_wd);
+    j->inotify_wd = -1;
+    for (size_t i = 0; i < nwatched; i++)
+        if (watched[i] == j) {
+            watched[i] = watched[--nwatched];
+            break;
+        }
+}
+
 static void unwatch(job *j)
 {
-    if (j->inotify_wd >= 0 && !j->followers) {
-        inotify_rm_watch(C.inotify_fd, j->inotify_wd);
-        j->inotify_wd = -1;
-    }
+    if (!j->followers)
+        drop_watch(j);
 }
 
 static void free_follower(void *cls)
@@ -228,11 +259,8 @@ struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, boo
         /* The shim may not have created the file yet: create it empty so we can follow it. */
         f->s[i].fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
     }
-    if (follow && !job_state_terminal(j->state) && j->inotify_wd < 0) {
-        j->inotify_wd = inotify_add_watch(C.inotify_fd, dir, IN_MODIFY);
-        if (j->inotify_wd < 0)
-            log_warn("inotify on %s: %s", dir, strerror(errno));
-    }
+    if (follow && !job_state_terminal(j->state) && j->inotify_wd < 0)
+        watch_job(j, dir);
     f->next = j->followers;
     j->followers = f;
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, reader, f, free_follower);
@@ -256,10 +284,7 @@ void logstream_detach(job *j)
     for (follower *f = j->followers; f; f = f->next)
         f->j = NULL;
     j->followers = NULL;
-    if (j->inotify_wd >= 0) {
-        inotify_rm_watch(C.inotify_fd, j->inotify_wd);
-        j->inotify_wd = -1;
-    }
+    drop_watch(j);
 }
 
 static void on_inotify(watch *w, uint32_t events)
@@ -269,9 +294,9 @@ static void on_inotify(watch *w, uint32_t events)
     while ((n = read(w->fd, buf, sizeof buf)) > 0) {
         for (char *p = buf; p < buf + n;) {
             struct inotify_event *ev = (struct inotify_event *)p;
-            for (size_t i = 0; i < C.njobs; i++)
-                if (C.jobs[i]->inotify_wd == ev->wd)
-                    logstream_wake(C.jobs[i]);
+            for (size_t i = 0; i < nwatched; i++)
+                if (watched[i]->inotify_wd == ev->wd)
+                    logstream_wake(watched[i]);
             p += sizeof *ev + ev->len;
         }
     }
