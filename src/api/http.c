@@ -96,6 +96,19 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 
 static void on_mhd(watch *w, uint32_t events) { /* progress is made in http_run after every wake */ }
 
+bool http_socket_in_use(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return false;
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool used = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    if (fd >= 0)
+        close(fd);
+    return used;
+}
+
 int http_start(const char *path, mode_t mode, uint64_t max_body, jerr *e)
 {
     body_limit = max_body;

@@ -21,6 +21,8 @@ typedef struct request {
 
 /* Listens on the unix socket and serves through the daemon's event loop. */
 int http_start(const char *socket_path, mode_t mode, uint64_t max_body, jerr *e);
+/* True when something answers on the socket: another joblet owns this state. */
+bool http_socket_in_use(const char *socket_path);
 void http_run(void);          /* after any event: let MHD make progress */
 int http_timeout_ms(void);
 void http_stop(void);

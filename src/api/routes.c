@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../core/core.h"
@@ -11,8 +12,13 @@
 
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-    char *t = json_dumps(body, JSON_COMPACT);
+    char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
+    if (!t) {
+        /* Only an internal fault gets here (jansson refused a value): answer, don't crash. */
+        status = 500;
+        t = xstrdup("{\"error\":{\"code\":\"internal\",\"message\":\"joblet could not encode its answer\"}}");
+    }
     size_t n = strlen(t);
     t[n] = '\n';
     struct MHD_Response *r = MHD_create_response_from_buffer(n + 1, t, MHD_RESPMEM_MUST_FREE);
@@ -25,9 +31,14 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
 enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
 {
     unsigned status = e->http ? (unsigned)e->http : 500;
-    json_t *err = json_pack("{s:s,s:s}", "code", jerr_code_name(e), "message", e->msg);
-    if (e->field[0])
-        json_object_set_new(err, "field", json_string(e->field));
+    char msg[sizeof e->msg], field[sizeof e->field];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    snprintf(field, sizeof field, "%s", e->field);
+    utf8_sanitize(msg);
+    utf8_sanitize(field);
+    json_t *err = json_pack("{s:s,s:s}", "code", jerr_code_name(e), "message", msg);
+    if (field[0])
+        json_object_set_new(err, "field", json_string(field));
     return http_reply_json(c, status, json_pack("{s:o}", "error", err));
 }
 
@@ -132,6 +143,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
     job *j = core_find(id, r->uid, &e);
     if (!j)
         return http_reply_error(r->conn, &e);
+    launch_refresh(j);
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
     if (!*action && get)
         return http_reply_json(r->conn, 200, job_to_json(j));
@@ -160,6 +172,10 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return rc;
     }
     if (!strcmp(action, "stop") && post) {
+        if (job_state_terminal(j->state) || j->state == JS_STOPPING) {
+            jerr_http(&e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
+            return http_reply_error(r->conn, &e);
+        }
         if (j->state == JS_SCHEDULED || (j->state == JS_QUEUED && j->shim_pid == 0)) {
             j->stopped_by = r->uid;
             job_finish(j, JS_CANCELED, "canceled");

@@ -122,6 +122,10 @@ static int send_request(int fd, const char *method, const char *path, const char
                         size_t blen)
 {
     char head[4096];
+    if (strlen(path) > 2048) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     int n = snprintf(head, sizeof head,
                      "%s %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: rnx/" JOBLET_VERSION
                      "\r\nAccept: %s\r\nConnection: close\r\n",
@@ -216,7 +220,10 @@ static int read_body(int fd, buf *in, const answer *a, sink_fn sink, void *ud)
         while (!(crlf = in->data ? memmem(in->data, in->len, "\r\n", 2) : NULL))
             if (fill(fd, in) <= 0)
                 return -1;
-        unsigned long long size = strtoull(in->data, NULL, 16);
+        char *end;
+        unsigned long long size = strtoull(in->data, &end, 16);
+        if (end == in->data || size > MAX_BODY)
+            return -1; /* not a chunk size we could hold: a broken or hostile answer */
         buf_consume(in, (size_t)(crlf - in->data) + 2);
         if (size == 0)
             return 1; /* trailers, if any, are not needed */

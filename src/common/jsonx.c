@@ -74,6 +74,30 @@ void jx_set_time_or_null(json_t *obj, const char *key, int64_t ms)
     json_object_set_new(obj, key, json_string(b));
 }
 
+static size_t utf8_seq_len(const unsigned char *p, size_t left)
+{
+    unsigned c = *p;
+    size_t n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 9;
+    if (n == 9 || n >= left)
+        return 0;
+    return utf8_valid((const char *)p, n + 1) ? n + 1 : 0;
+}
+
+void utf8_sanitize(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t left = strlen(s);
+    while (left) {
+        size_t n = *p < 0x80 ? 1 : utf8_seq_len(p, left);
+        if (n == 0) {
+            *p = '?';
+            n = 1;
+        }
+        p += n;
+        left -= n;
+    }
+}
+
 bool utf8_valid(const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s, *end = p + len;

@@ -18,5 +18,8 @@ int jx_bool(json_t *obj, const char *key, bool *out, jerr *e);
 void jx_set_str_or_null(json_t *obj, const char *key, const char *s);
 void jx_set_time_or_null(json_t *obj, const char *key, int64_t ms);
 bool utf8_valid(const char *s, size_t len);
+/* Replaces every byte that is not part of valid UTF-8 (or is NUL) with '?', in place, so the
+ * text can go into JSON: error messages quote user input, which may be any bytes. */
+void utf8_sanitize(char *s);
 
 #endif

@@ -16,8 +16,10 @@ void config_defaults(config *c)
     snprintf(c->socket, sizeof c->socket, "/run/joblet/joblet.sock");
     c->socket_mode = 0666;
     c->log_level = LOG_INFO;
-    c->default_uid = 65534;
-    c->default_gid = 65534;
+    /* Above the ranges container tools hand out (systemd-nspawn picks below 1879048192,
+     * subuid ranges start at 100000): no other process on the host runs with these uids. */
+    c->uid_range_start = 2000000000;
+    c->uid_range_size = 65536;
     c->max_running = 0;
     c->max_upload_bytes = 256ull << 20;
     c->stop_grace_s = 10;
@@ -44,8 +46,8 @@ static const key keys[] = {
     {"log_level", K_LEVEL, offsetof(config, log_level), 0, 0, 0},
     STR("server.socket", socket),
     {"server.socket_mode", K_MODE, offsetof(config, socket_mode), 0, 0, 0},
-    U64("jobs.default_uid", default_uid, 1, 4294967294u),
-    U64("jobs.default_gid", default_gid, 1, 4294967294u),
+    U64("jobs.uid_range_start", uid_range_start, 1000, 4294000000u),
+    U64("jobs.uid_range_size", uid_range_size, 1, 1000000),
     U64("jobs.max_running", max_running, 0, 1000000),
     {"jobs.max_upload_bytes", K_BYTES, offsetof(config, max_upload_bytes), 8, 0, 0},
     U64("jobs.stop_grace_s", stop_grace_s, 0, 3600),

@@ -13,8 +13,8 @@ typedef struct config {
     char socket[256];             /* server.socket */
     mode_t socket_mode;           /* server.socket_mode */
     enum log_level log_level;     /* log_level */
-    uid_t default_uid;            /* jobs.default_uid: for jobs submitted by root */
-    gid_t default_gid;            /* jobs.default_gid */
+    uint64_t uid_range_start;     /* jobs.uid_range_start: root's jobs get a uid of their own */
+    uint64_t uid_range_size;      /* jobs.uid_range_size: from this many */
     uint32_t max_running;         /* jobs.max_running, 0 = no limit */
     uint64_t max_upload_bytes;    /* jobs.max_upload_bytes */
     uint64_t stop_grace_s;        /* jobs.stop_grace_s */

@@ -61,6 +61,7 @@ void launch_adopt_all(void);
 int launch_stop(job *j, uid_t by, jerr *e);
 void launch_forget(job *j);
 void launch_init(void);
+void launch_refresh(job *j);
 void launch_shutdown(void);
 void launch_live_usage(const job *j, job_usage *u);
 

@@ -104,6 +104,7 @@ static int write_spec(const job *j, const char *dir, jerr *e)
 
 static void on_shim_exit(watch *w, uint32_t events);
 static void on_notify(watch *w, uint32_t events);
+static void finalize(job *j);
 
 static void watch_shim(job *j, int pidfd, int notify_fd)
 {
@@ -138,6 +139,14 @@ static pid_t fork_shim(const char *dir, int notify_fd, jerr *e)
         zygote_stop(&Z);
         if (zygote_start(&Z, C.shim_path, C.cfg.cgroup_root, &ze) < 0)
             log_warn("%s", ze.msg);
+        if (ze.code == ETIMEDOUT || ze.code == EAGAIN) {
+            /* The request may still be served late: make sure a late shim finds no spec and
+             * only records that it could not start, instead of running the job twice. */
+            char spec[760];
+            snprintf(spec, sizeof spec, "%s/%s", dir, SHIM_SPEC);
+            unlink(spec);
+            return jerr_set(e, ETIMEDOUT, "the shim zygote did not answer in time; the job was not started");
+        }
     }
     pid_t pid;
     if (shim_spawn(C.shim_path, dir, NULL, -1, notify_fd, C.devfilter_prog, &pid, e) < 0)
@@ -162,10 +171,17 @@ int launch_job(job *j, jerr *e)
     }
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
-        jerr_sys(e, "pidfd_open %d", (int)pid);
-        kill(pid, SIGKILL);
+        /* The shim already ended (it could not even start the job): what it recorded in
+         * status.json is the outcome. Never kill() by a bare pid that may have been reused. */
+        log_warn("job %s: pidfd_open %d: %s", j->id, (int)pid, strerror(errno));
         close(pfd[0]);
-        return -1;
+        j->shim_pid = pid;
+        j->holds_room = true;
+        C.running++;
+        finalize(j);
+        j->shim_pid = 0;
+        job_save(j);
+        return 0;
     }
     set_cloexec_nonblock(pfd[0]);
     j->shim_pid = pid;
@@ -186,8 +202,6 @@ static void mark_running(job *j, pid_t init_pid, int64_t started_ms)
     j->started_ms = started_ms;
     job_save(j);
 }
-
-static void finalize(job *j);
 
 /* Lines from the shim: "S <pid> <ms>" when the command runs, "E" once status.json is written
  * (the shim still tidies the cgroups before it exits: the job need not wait for that). */
@@ -312,17 +326,31 @@ void launch_adopt_all(void)
         C.running++;
         char dir[700];
         core_job_dir(j, dir, sizeof dir);
-        if (proc_start_time(j->shim_pid) == j->shim_start && j->shim_start) {
-            int pidfd = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
-            if (pidfd >= 0) {
-                read_started(j, dir);
-                watch_shim(j, pidfd, -1);
-                log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
-                continue;
-            }
+        /* The pidfd first, then the start time: once the pidfd is held the pid cannot be reused
+         * under us, so a matching start time proves it is still our shim. */
+        int pidfd = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
+        if (pidfd >= 0 && j->shim_start && proc_start_time(j->shim_pid) == j->shim_start) {
+            read_started(j, dir);
+            watch_shim(j, pidfd, -1);
+            log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
+            continue;
         }
+        if (pidfd >= 0)
+            close(pidfd);
         finalize(j);
+        j->shim_pid = 0;
+        job_save(j);
     }
+}
+
+/* An adopted job whose start the previous joblet did not hear: the shim's file tells. */
+void launch_refresh(job *j)
+{
+    if (j->state != JS_QUEUED || j->shim_pid <= 0 || j->w_notify.fd >= 0)
+        return;
+    char dir[700];
+    core_job_dir(j, dir, sizeof dir);
+    read_started(j, dir);
 }
 
 /* The job is being deleted while its shim finishes tidying up: stop watching it. */

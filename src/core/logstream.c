@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@ typedef struct follower {
     job *j;
     struct MHD_Connection *conn;
     bool follow, suspended, end_sent;
+    bool gone;               /* the client hung up while we waited for output */
+    watch w_conn;            /* its socket, watched while suspended: libmicrohttpd does not */
     src s[2];
     char *out;
     size_t outlen, outoff, outcap;
@@ -162,6 +165,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
         f->outlen = f->outoff = 0;
         if (!f->j)
             return MHD_CONTENT_READER_END_OF_STREAM;
+        if (f->gone)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         /* Terminal means the shim has drained the job's pipes: the files hold everything. */
         bool ended = job_state_terminal(f->j->state);
         if (produce(f) > 0)
@@ -177,6 +182,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
             return MHD_CONTENT_READER_END_OF_STREAM;
         f->suspended = true;
         MHD_suspend_connection(f->conn);
+        if (f->w_conn.fd >= 0 && loop_add_events(&f->w_conn, EPOLLRDHUP) < 0)
+            log_warn("watching a log follower's connection: %s", strerror(errno));
         return 0;
     }
 }
@@ -220,9 +227,27 @@ static void unwatch(job *j)
         drop_watch(j);
 }
 
+static void resume(follower *f)
+{
+    if (!f->suspended)
+        return;
+    f->suspended = false;
+    loop_del(&f->w_conn);
+    MHD_resume_connection(f->conn);
+}
+
+static void on_conn_event(watch *w, uint32_t events)
+{
+    follower *f = w->data;
+    f->gone = true;
+    resume(f);
+}
+
 static void free_follower(void *cls)
 {
     follower *f = cls;
+    if (f->suspended)
+        loop_del(&f->w_conn);
     if (f->j) {
         for (follower **p = &f->j->followers; *p; p = &(*p)->next)
             if (*p == f) {
@@ -246,6 +271,8 @@ struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, boo
     f->j = j;
     f->conn = conn;
     f->follow = follow;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    f->w_conn = (watch){ci ? ci->connect_fd : -1, on_conn_event, f};
     char dir[700], path[760];
     core_job_dir(j, dir, sizeof dir);
     const char *files[2] = {SHIM_STDOUT, SHIM_STDERR};
@@ -271,10 +298,7 @@ struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, boo
 void logstream_wake(job *j)
 {
     for (follower *f = j->followers; f; f = f->next)
-        if (f->suspended) {
-            f->suspended = false;
-            MHD_resume_connection(f->conn);
-        }
+        resume(f);
 }
 
 /* A job is being deleted: its followers end at once. */

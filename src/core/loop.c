@@ -17,9 +17,11 @@ int loop_init(void)
     return epfd < 0 ? -1 : 0;
 }
 
-int loop_add(watch *w)
+int loop_add(watch *w) { return loop_add_events(w, EPOLLIN); }
+
+int loop_add_events(watch *w, uint32_t events)
 {
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
+    struct epoll_event ev = {.events = events, .data.ptr = w};
     return epoll_ctl(epfd, EPOLL_CTL_ADD, w->fd, &ev);
 }
 

@@ -15,6 +15,7 @@ struct watch {
 
 int loop_init(void);
 int loop_add(watch *w);
+int loop_add_events(watch *w, uint32_t events);
 void loop_del(watch *w);
 /* Runs until loop_stop(); before_wait returns the epoll timeout in ms (-1 = none). */
 void loop_run(int (*before_wait)(void), void (*after_wake)(void));

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
@@ -95,6 +97,16 @@ static int setup(jerr *e)
     snprintf(C.jobs_dir, sizeof C.jobs_dir, "%s/jobs", C.cfg.state_dir);
     if (mkdir_p(C.cfg.state_dir, 0700, e) < 0 || chmod(C.cfg.state_dir, 0700) < 0 || mkdir_p(C.jobs_dir, 0700, e) < 0)
         return -1;
+    /* One joblet per state directory, held until it exits (the lock goes with the process). */
+    char lock[700];
+    snprintf(lock, sizeof lock, "%s/joblet.lock", C.cfg.state_dir);
+    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lfd < 0)
+        return jerr_sys(e, "open %s", lock);
+    if (flock(lfd, LOCK_EX | LOCK_NB) < 0)
+        return errno == EWOULDBLOCK ? jerr_set(e, EBUSY, "another joblet is using the state directory %s",
+                                               C.cfg.state_dir)
+                                    : jerr_sys(e, "lock %s", lock);
     if (!C.cfg.shim_path[0]) {
         char self[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -200,6 +212,11 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
+    /* Before touching the state: a second joblet must not adopt the first one's jobs. */
+    if (http_socket_in_use(C.cfg.socket)) {
+        log_err("another joblet is already listening on %s", C.cfg.socket);
+        return 1;
+    }
     if (loop_init() < 0 || setup(&e) < 0) {
         log_err("%s", e.msg[0] ? e.msg : strerror(errno));
         return 1;

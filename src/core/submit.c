@@ -105,6 +105,10 @@ static int check_upload_path(const char *p, jerr *e)
     return 0;
 }
 
+#define MAX_UPLOADS 100000
+
+static int check_upload(json_t *u, size_t i, json_t *seen, uint64_t *total, jerr *e);
+
 /* Validates uploads; returns their total decoded size. */
 static int check_uploads(json_t *req, uint64_t *total, jerr *e)
 {
@@ -115,35 +119,50 @@ static int check_uploads(json_t *req, uint64_t *total, jerr *e)
         return 0;
     if (!json_is_array(ups))
         return jerr_field(e, "uploads", "uploads: must be an array of {path, type, mode, content_b64}");
+    if (json_array_size(ups) > MAX_UPLOADS)
+        return jerr_field(e, "uploads", "uploads: %zu entries; at most %d files, directories and links per job",
+                          json_array_size(ups), MAX_UPLOADS);
+    json_t *seen = json_object(); /* paths so far: a hash, so the check stays linear */
+    int rc = 0;
     json_array_foreach(ups, i, u) {
-        if (!json_is_object(u))
-            return jerr_field(e, "uploads", "uploads[%zu]: must be an object", i);
-        if (jx_only_keys(u, upload_keys, "an upload", e) < 0)
-            return -1;
-        const char *path = NULL, *type = NULL, *content = NULL, *target = NULL;
-        uint64_t mode = 0644;
-        if (jx_str(u, "path", &path, e) < 0 || jx_str(u, "type", &type, e) < 0 ||
-            jx_str(u, "content_b64", &content, e) < 0 || jx_str(u, "target", &target, e) < 0 ||
-            jx_u64(u, "mode", 0, 07777, &mode, e) < 0)
-            return -1;
-        if (!path)
-            return jerr_field(e, "uploads", "uploads[%zu]: path is required", i);
-        if (check_upload_path(path, e) < 0)
-            return -1;
-        type = type ? type : "file";
-        if (strcmp(type, "file") && strcmp(type, "dir") && strcmp(type, "symlink"))
-            return jerr_field(e, "uploads", "uploads: '%s': type '%s' is not one of file, dir, symlink", path, type);
-        if (!strcmp(type, "symlink") && (!target || !*target))
-            return jerr_field(e, "uploads", "uploads: '%s': a symlink needs a target", path);
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(json_string_value(json_object_get(json_array_get(ups, k), "path")), path))
-                return jerr_field(e, "uploads", "uploads: '%s' is listed twice", path);
-        if (content)
-            *total += b64_decoded_max(strlen(content));
+        if ((rc = check_upload(u, i, seen, total, e)) < 0)
+            break;
     }
+    json_decref(seen);
+    if (rc < 0)
+        return -1;
     if (*total > C.cfg.max_upload_bytes + 3)
         return jerr_http(e, 413, "uploads: %llu bytes in total exceed the limit of %llu bytes (jobs.max_upload_bytes)",
                          (unsigned long long)*total, (unsigned long long)C.cfg.max_upload_bytes);
+    return 0;
+}
+
+static int check_upload(json_t *u, size_t i, json_t *seen, uint64_t *total, jerr *e)
+{
+    if (!json_is_object(u))
+        return jerr_field(e, "uploads", "uploads[%zu]: must be an object", i);
+    if (jx_only_keys(u, upload_keys, "an upload", e) < 0)
+        return -1;
+    const char *path = NULL, *type = NULL, *content = NULL, *target = NULL;
+    uint64_t mode = 0644;
+    if (jx_str(u, "path", &path, e) < 0 || jx_str(u, "type", &type, e) < 0 ||
+        jx_str(u, "content_b64", &content, e) < 0 || jx_str(u, "target", &target, e) < 0 ||
+        jx_u64(u, "mode", 0, 07777, &mode, e) < 0)
+        return -1;
+    if (!path)
+        return jerr_field(e, "uploads", "uploads[%zu]: path is required", i);
+    if (check_upload_path(path, e) < 0)
+        return -1;
+    type = type ? type : "file";
+    if (strcmp(type, "file") && strcmp(type, "dir") && strcmp(type, "symlink"))
+        return jerr_field(e, "uploads", "uploads: '%s': type '%s' is not one of file, dir, symlink", path, type);
+    if (!strcmp(type, "symlink") && (!target || !*target))
+        return jerr_field(e, "uploads", "uploads: '%s': a symlink needs a target", path);
+    if (json_object_get(seen, path))
+        return jerr_field(e, "uploads", "uploads: '%s' is listed twice", path);
+    json_object_set_new(seen, path, json_true());
+    if (content)
+        *total += b64_decoded_max(strlen(content));
     return 0;
 }
 
@@ -278,8 +297,33 @@ static int create_uploads(job *j, const char *dir, jerr *e)
     return rc;
 }
 
+static bool uid_in_range(uint64_t uid)
+{
+    return uid >= C.cfg.uid_range_start && uid < C.cfg.uid_range_start + C.cfg.uid_range_size;
+}
+
+/* The next uid of the range after the job's sequence number that no unfinished job holds. */
+static uid_t job_uid_for(uint64_t seq)
+{
+    for (uint64_t k = 0; k < C.cfg.uid_range_size; k++) {
+        uid_t uid = (uid_t)(C.cfg.uid_range_start + (seq + k) % C.cfg.uid_range_size);
+        bool taken = false;
+        for (size_t i = 0; i < C.njobs && !taken; i++)
+            taken = C.jobs[i]->uid == uid && !job_state_terminal(C.jobs[i]->state);
+        if (!taken)
+            return uid;
+    }
+    return (uid_t)(C.cfg.uid_range_start + seq % C.cfg.uid_range_size); /* every uid busy: share */
+}
+
 job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
 {
+    if (caller_uid && uid_in_range(caller_uid)) {
+        jerr_http(e, 403, "uid %u is inside the range joblet gives to root's jobs (jobs.uid_range_start, "
+                          "jobs.uid_range_size); it may not submit jobs",
+                  (unsigned)caller_uid);
+        return NULL;
+    }
     int64_t sched_ms = 0;
     uint64_t total = 0;
     if (validate(req, time(NULL), &sched_ms, e) < 0 || check_uploads(req, &total, e) < 0)
@@ -292,9 +336,10 @@ job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
     j->name = name ? xstrdup(name) : NULL;
     j->owner_uid = caller_uid;
     j->owner_gid = caller_gid;
-    /* Jobs run as their submitter; root's jobs run as the configured unprivileged user. */
-    j->uid = caller_uid ? caller_uid : C.cfg.default_uid;
-    j->gid = caller_uid ? caller_gid : C.cfg.default_gid;
+    /* Jobs run as their submitter; each of root's jobs runs as a uid of its own, so no other
+     * process (another job, a service running as nobody) can signal, trace or read it. */
+    j->uid = caller_uid ? caller_uid : job_uid_for(j->seq);
+    j->gid = caller_uid ? caller_gid : j->uid;
     j->created_ms = now_ms();
     j->scheduled_ms = sched_ms;
     j->state = sched_ms > j->created_ms ? JS_SCHEDULED : JS_QUEUED;

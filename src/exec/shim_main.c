@@ -203,12 +203,15 @@ static int start_job(shim *sh, int notify_fd)
     if (got == 0) {
         char line[64];
         snprintf(line, sizeof line, "%d %lld\n", (int)pid, (long long)sh->started_ms);
-        /* joblet records the start from the pipe; the file is for a joblet that is not there
-         * to hear it (it reads the file when it comes back). */
-        char msg[80];
-        int n = snprintf(msg, sizeof msg, "S %s", line);
-        if (notify_fd < 0 || write(notify_fd, msg, (size_t)n) != n)
-            write_small(sh, SHIM_STARTED, line);
+        /* The file first, for a joblet that is not there to hear the pipe (or dies before
+         * reading it): it reads the file when it comes back. */
+        write_small(sh, SHIM_STARTED, line);
+        if (notify_fd >= 0) {
+            char msg[80];
+            int n = snprintf(msg, sizeof msg, "S %s", line);
+            ssize_t w = write(notify_fd, msg, (size_t)n);
+            (void)w;
+        }
     }
     return 0;
 fail:

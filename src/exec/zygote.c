@@ -181,7 +181,7 @@ pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int filter_fd, jerr
     do
         n = recv(z->sock, &reply, sizeof reply, 0);
     while (n < 0 && errno == EINTR);
-    if (n != sizeof reply)
+    if (n != sizeof reply) /* e->code ETIMEDOUT/EAGAIN: asked but not answered */
         return n < 0 ? jerr_sys(e, "no answer from the shim zygote") : jerr_set(e, EPIPE, "the shim zygote went away");
     if (reply < 0) {
         errno = -reply;

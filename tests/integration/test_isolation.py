@@ -1,6 +1,7 @@
 """Acceptance: isolation holds.
 
-Each probe runs inside a real job (root-submitted, so the command runs as uid 65534) and prints
+Each probe runs inside a real job (root-submitted, so the command runs as a uid of its own from
+joblet's range, 2000000000 and up by default) and prints
 what it saw as JSON; the test judges it. Probes are harmless if isolation failed: they write
 only under the job's /work or /tmp, never mount over a host path, and the one device node the
 tests create lives in a scratch directory under the daemon's temp dir and is removed.
@@ -16,7 +17,7 @@ import uuid
 
 import pytest
 
-NOBODY = 65534
+UID_RANGE = range(2000000000, 2000000000 + 65536)  # jobs.uid_range_start / _size defaults
 
 
 def last_json(out):
@@ -292,16 +293,20 @@ def test_seccomp_refuses_namespaces_keyrings_bpf_ptrace(daemon):
     assert r == expected, r
 
 
-def test_job_runs_as_nobody(daemon):
-    """A root-submitted job runs as uid/gid 65534, with no supplementary root group."""
-    job, r = py(daemon, "import json, os; print(json.dumps([os.getuid(), os.geteuid(), os.getgid(), "
-                        "os.getegid(), os.getgroups(), os.getresuid()]))")
-    assert job["uid"] == NOBODY and job["gid"] == NOBODY, job
+def test_root_jobs_run_as_a_uid_of_their_own(daemon):
+    """Each root-submitted job runs as its own unprivileged uid/gid from joblet's range, with no root group."""
+    probe = ("import json, os; print(json.dumps([os.getuid(), os.geteuid(), os.getgid(), "
+             "os.getegid(), os.getgroups(), os.getresuid()]))")
+    job, r = py(daemon, probe)
+    ids = job["uid"]
+    assert ids in UID_RANGE and job["gid"] == ids, job
     assert job["owner_uid"] == 0, job
     uid, euid, gid, egid, groups, resuid = r
-    assert (uid, euid, gid, egid) == (NOBODY,) * 4, r
-    assert resuid == [NOBODY] * 3, r
+    assert (uid, euid, gid, egid) == (ids,) * 4, r
+    assert resuid == [ids] * 3, r
     assert 0 not in groups, r
+    other, _ = py(daemon, probe)
+    assert other["uid"] in UID_RANGE and other["uid"] != ids, (job["uid"], other["uid"])
 
 
 ENV_PROBE = r"""

@@ -1,6 +1,6 @@
 """Acceptance: limits are enforced and reported.
 
-Every job here runs under the real daemon (as root, so the command runs as uid 65534) with real
+Every job here runs under the real daemon (as root, so the command runs as a uid of its own) with real
 cgroups. The probes only write under the job's own /work or /tmp and are bounded, so a limit that
 failed to apply costs a few seconds and some memory, never the host.
 """

@@ -59,3 +59,16 @@ def test_non_root_delete_all_spares_other_users(daemon):
     p = as_user(daemon, "job", "delete-all")
     assert p.returncode == 0, p.stderr
     assert daemon.job(root_job)["status"] == "COMPLETED"
+
+
+def test_caller_with_a_job_uid_is_refused(daemon):
+    """A caller whose uid lies in the range root's jobs run as may not submit (it could read them)."""
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    before = daemon.job_count()
+    p = subprocess.run(["setpriv", "--reuid=2000000005", "--regid=2000000005", "--clear-groups",
+                        os.path.join(BUILD, "rnx"), "job", "run", "true"], capture_output=True, text=True,
+                       timeout=60, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": daemon.sock})
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "jobs.uid_range_start" in p.stderr, p.stderr
+    assert daemon.job_count() == before
