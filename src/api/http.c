@@ -26,7 +26,12 @@ typedef struct conn_state {
     char *body;
     size_t len, cap;
     bool too_large;
+    bool busy;              /* refused: other requests already hold the body budget */
 } conn_state;
+
+/* Bytes held for request bodies across all connections. One caller opening many uploads at
+ * once must not push a root daemon into the OOM killer: past the budget, answer 503. */
+static uint64_t buffered, buffer_budget;
 
 static int peer_creds(struct MHD_Connection *c, uid_t *uid, gid_t *gid)
 {
@@ -51,16 +56,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size) {
         /* Keep reading an oversized body (so the client gets our answer, not a reset), but
          * not forever: past twice the limit the connection is closed. */
-        if (st->len + *upload_size > body_limit) {
-            st->too_large = true;
+        if (st->too_large || st->busy || st->len + *upload_size > body_limit) {
+            st->too_large = !st->busy;
             st->len += *upload_size;
             *upload_size = 0;
             return st->len > 2 * body_limit ? MHD_NO : MHD_YES;
         }
         if (st->len + *upload_size + 1 > st->cap) {
-            st->cap = (st->len + *upload_size + 1) * 2;
-            if (st->cap > body_limit + 1)
-                st->cap = body_limit + 1;
+            size_t cap = (st->len + *upload_size + 1) * 2;
+            if (cap > body_limit + 1)
+                cap = body_limit + 1;
+            if (buffered + (cap - st->cap) > buffer_budget) {
+                st->busy = true;
+                buffered -= st->cap;
+                free(st->body);
+                st->body = NULL;
+                st->cap = 0;
+                st->len += *upload_size;
+                *upload_size = 0;
+                return MHD_YES;
+            }
+            buffered += cap - st->cap;
+            st->cap = cap;
             st->body = realloc(st->body, st->cap);
             if (!st->body)
                 return MHD_NO;
@@ -70,8 +87,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large};
-    if (st->body && !st->too_large) {
+    request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large, .body_busy = st->busy};
+    if (st->body && !st->too_large && !st->busy) {
         st->body[st->len] = 0; /* cap is always > len while the body fits */
         r.body = st->body;
         r.body_len = st->len;
@@ -88,6 +105,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 {
     conn_state *st = *con_cls;
     if (st) {
+        buffered -= st->cap;
         free(st->body);
         free(st);
         *con_cls = NULL;
@@ -112,6 +130,7 @@ bool http_socket_in_use(const char *path)
 int http_start(const char *path, mode_t mode, uint64_t max_body, jerr *e)
 {
     body_limit = max_body;
+    buffer_budget = max_body + max_body / 2 > (64u << 20) ? max_body + max_body / 2 : (64u << 20);
     snprintf(sock_path, sizeof sock_path, "%s", path);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path)

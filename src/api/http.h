@@ -15,6 +15,7 @@ typedef struct request {
     const char *body;
     size_t body_len;
     bool body_too_large;
+    bool body_busy;       /* other requests hold the memory budget for bodies: retry */
     uid_t uid;
     gid_t gid;
 } request;

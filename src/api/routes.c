@@ -64,6 +64,10 @@ static enum MHD_Result version(request *r)
 static enum MHD_Result submit(request *r)
 {
     jerr e = {0};
+    if (r->body_busy) {
+        jerr_http(&e, 503, "joblet is already receiving other large requests; try again in a moment");
+        return http_reply_error(r->conn, &e);
+    }
     if (r->body_too_large) {
         jerr_http(&e, 413, "the request is larger than the upload limit of %llu bytes (jobs.max_upload_bytes)",
                   (unsigned long long)C.cfg.max_upload_bytes);
