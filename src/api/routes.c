@@ -100,7 +100,10 @@ static enum MHD_Result list(request *r)
     json_t *arr = json_array();
     for (size_t i = 0; i < C.njobs; i++) {
         job *j = C.jobs[i];
-        if ((r->uid == 0 || j->owner_uid == r->uid) && (!sf || j->state == want))
+        if (r->uid != 0 && j->owner_uid != r->uid)
+            continue;
+        launch_refresh(j);
+        if (!sf || j->state == want)
             json_array_append_new(arr, job_to_json(j));
     }
     return http_reply_json(r->conn, 200, json_pack("{s:o}", "jobs", arr));
