@@ -179,8 +179,6 @@ int launch_job(job *j, jerr *e)
         j->holds_room = true;
         C.running++;
         finalize(j);
-        j->shim_pid = 0;
-        job_save(j);
         return 0;
     }
     set_cloexec_nonblock(pfd[0]);
@@ -258,6 +256,7 @@ static void finalize(job *j)
         snprintf(msg, sizeof msg, "the job's shim (pid %d) ended without recording how the job ended; see %s/%s",
                  (int)j->shim_pid, dir, SHIM_LOG);
         j->error = xstrdup(msg);
+        j->shim_pid = 0;
         job_finish(j, JS_FAILED, "lost");
         return;
     }
@@ -289,6 +288,8 @@ static void finalize(job *j)
         s = JS_STOPPED;
     else if (!strcmp(reason, "exit") && j->exit_code == 0)
         s = JS_COMPLETED;
+    /* A shim that is still tidying up is no longer the job's: job_finish records both at once. */
+    j->shim_pid = 0;
     job_finish(j, s, reason);
     json_decref(st);
 }
@@ -311,8 +312,6 @@ static void on_shim_exit(watch *w, uint32_t events)
         finalize(j);
         core_schedule();
     }
-    j->shim_pid = 0;
-    job_save(j);
 }
 
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
@@ -338,8 +337,6 @@ void launch_adopt_all(void)
         if (pidfd >= 0)
             close(pidfd);
         finalize(j);
-        j->shim_pid = 0;
-        job_save(j);
     }
 }
 

@@ -472,6 +472,9 @@ int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job
      * usage is read from cpuacct, memory and pids. A controller co-mounted with one of those
      * still gets its directory through its partner. */
     if (l && h->layout != CG_V2) {
+        /* cgroup2's cpu.stat counts CPU time on hybrid hosts too: no cpuacct cgroup needed */
+        if (h->layout == CG_HYBRID && h->unified[0])
+            j->v1_path[CGC_CPUACCT][0] = 0;
         if (!l->cpu_pct)
             j->v1_path[CGC_CPU][0] = 0;
         if (!l->cpus[0] && !l->mems[0])
@@ -633,8 +636,8 @@ int cg_read_stats(const cg_job *j, cg_stats *s)
     if (j->host->layout == CG_V2)
         return cgv2_read_stats(j->unified_path, s);
     int rc = cgv1_read_stats(j, s);
-    /* without a v1 cpuacct controller the cgroup2 core still counts CPU time */
-    if (!j->v1_path[CGC_CPUACCT][0] && j->unified_path[0]) {
+    /* without a v1 cpuacct cgroup (none made, or none mounted) cgroup2's core counts CPU time */
+    if (s->cpu_usage_ns == 0 && j->unified_path[0]) {
         uint64_t usec;
         if (cg_read_keyed(j->unified_path, "cpu.stat", "usage_usec", &usec) == 0)
             s->cpu_usage_ns = usec * 1000;

@@ -1,14 +1,17 @@
 #include "logwriter.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-void logw_init(logw *w, int fd)
+void logw_init(logw *w, int dirfd, const char *name)
 {
-    w->fd = fd;
+    w->fd = -1;
+    w->dirfd = dirfd;
+    w->name = name;
     w->len = 0;
     w->bytes_written = 0;
 }
@@ -56,6 +59,13 @@ static int ob_record(obuf *o, int64_t ts, char flag, const char *data, size_t n)
 static int ob_commit(logw *w, obuf *o)
 {
     int rc = 0;
+    if (o->len && w->fd < 0) {
+        w->fd = openat(w->dirfd, w->name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (w->fd < 0) {
+            free(o->p);
+            return -1;
+        }
+    }
     if (o->len) {
         rc = write_all(w->fd, o->p, o->len);
         w->bytes_written += o->len;

@@ -15,13 +15,15 @@
 #define LOGW_LINE_MAX 16384
 
 typedef struct logw {
-    int fd;
+    int fd;                 /* -1 until the first byte: a job that writes nothing creates nothing */
+    int dirfd;
+    const char *name;
     size_t len;
     uint64_t bytes_written;
     char line[LOGW_LINE_MAX];
 } logw;
 
-void logw_init(logw *w, int fd);
+void logw_init(logw *w, int dirfd, const char *name);
 /* Splits data into records stamped with ts_ns and appends them with one write(). */
 int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns);
 /* Writes a pending partial line (end of stream). */

@@ -60,11 +60,6 @@ static void shim_log(shim *sh, const char *fmt, ...)
     close(fd);
 }
 
-static int open_log(shim *sh, const char *name)
-{
-    return openat(sh->dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-}
-
 static void write_small(shim *sh, const char *name, const char *text)
 {
     int fd = openat(sh->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -411,8 +406,8 @@ static int shim_run(const char *dir)
         write_status(&sh, 0, 0, &none);
         return 1;
     }
-    logw_init(&sh.out, open_log(&sh, SHIM_STDOUT));
-    logw_init(&sh.err, open_log(&sh, SHIM_STDERR));
+    logw_init(&sh.out, sh.dirfd, SHIM_STDOUT);
+    logw_init(&sh.err, sh.dirfd, SHIM_STDERR);
     if (start_job(&sh, notify_fd) < 0 || sh.error[0]) {
         if (sh.init > 0) {
             int st;
