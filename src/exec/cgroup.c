@@ -249,8 +249,8 @@ static int scan_mounts(cg_host *h, jerr *e)
 }
 
 /* Moving a task between cgroups takes cgroup_threadgroup_rwsem for writing, which waits for
- * an RCU grace period: ~11 ms per job on the hybrid CI host, more than the rest of a job
- * start. "favordynmods" (Linux 6.0+) makes that lock cheap to write and slightly dearer to
+ * an RCU grace period: up to ~11 ms per job seen on the hybrid CI host (it depends on RCU
+ * activity), more than the rest of a job start. "favordynmods" (Linux 6.0+) makes that lock cheap to write and slightly dearer to
  * read (fork/exit). The lock is global, so setting it on one hierarchy is enough; the mount
  * keeps its other options. */
 int cg_favor_dynmods(const cg_host *h, jerr *e)
