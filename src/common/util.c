@@ -128,13 +128,17 @@ char *read_file(const char *path, size_t *len)
 
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, jerr *e)
 {
-    return write_file_atomic_opt(path, data, len, mode, true, e);
+    return write_file_opt(path, data, len, mode, WF_ATOMIC | WF_DURABLE, e);
 }
 
-int write_file_atomic_opt(const char *path, const void *data, size_t len, mode_t mode, bool durable, jerr *e)
+int write_file_opt(const char *path, const void *data, size_t len, mode_t mode, unsigned flags, jerr *e)
 {
+    bool durable = flags & WF_DURABLE;
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (flags & WF_ATOMIC)
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    else
+        snprintf(tmp, sizeof tmp, "%s", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
         return jerr_sys(e, "create %s", tmp);
@@ -157,7 +161,7 @@ int write_file_atomic_opt(const char *path, const void *data, size_t len, mode_t
         unlink(tmp);
         return -1;
     }
-    if (rename(tmp, path) < 0) {
+    if ((flags & WF_ATOMIC) && rename(tmp, path) < 0) {
         jerr_sys(e, "rename %s", tmp);
         unlink(tmp);
         return -1;

@@ -30,10 +30,13 @@ int parse_ms(const char *s, int64_t *ms);
 int mkdir_p(const char *path, mode_t mode, jerr *e);
 /* Reads a whole small file into a NUL-terminated buffer (caller frees). */
 char *read_file(const char *path, size_t *len);
-/* Writes through a temp file + rename, so readers see all or nothing; durable adds an fsync
- * first, for records that must survive a power loss rather than only a crash of a process. */
+/* Writes a whole file. WF_ATOMIC goes through a temp file + rename, so readers see all or
+ * nothing; WF_DURABLE adds an fsync, for records that must survive a power loss rather than
+ * only a crash of a process. write_file_atomic is both. */
+#define WF_ATOMIC 1u
+#define WF_DURABLE 2u
+int write_file_opt(const char *path, const void *data, size_t len, mode_t mode, unsigned flags, jerr *e);
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, jerr *e);
-int write_file_atomic_opt(const char *path, const void *data, size_t len, mode_t mode, bool durable, jerr *e);
 int write_string(const char *path, const char *s);   /* for sysfs/cgroupfs files; -1 + errno */
 /* Removes a directory tree without following symlinks or crossing mount points. */
 int rm_rf(const char *path);

@@ -273,7 +273,7 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
     jerr e = {0};
     /* Atomic but not fsynced: it must survive joblet's crash, not a power loss (which ends
      * the job anyway); an fsync here costs every job start-to-end a disk flush. */
-    if (write_file_atomic_opt(path, txt, strlen(txt), 0600, false, &e) < 0)
+    if (write_file_opt(path, txt, strlen(txt), 0600, WF_ATOMIC, &e) < 0)
         shim_log(sh, "cannot record the job's status: %s", e.msg);
     free(txt);
 }

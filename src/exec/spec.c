@@ -44,9 +44,9 @@ int spec_save(const job_spec *s, const char *path, jerr *e)
         return jerr_set(e, EINVAL, "cannot encode the job spec");
     char *txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
-    /* 0600: the spec holds secret environment values. No fsync: a spec is only read by a
-     * shim started right after, on a machine that has not rebooted. */
-    int rc = write_file_atomic_opt(path, txt, strlen(txt), 0600, false, e);
+    /* 0600: the spec holds secret environment values. Neither atomic nor fsynced: it is only
+     * read by a shim started after it is written, on a machine that has not rebooted. */
+    int rc = write_file_opt(path, txt, strlen(txt), 0600, 0, e);
     free(txt);
     return rc;
 }
