@@ -186,6 +186,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
         if (j->state == JS_SCHEDULED || (j->state == JS_QUEUED && j->shim_pid == 0)) {
             j->stopped_by = r->uid;
             job_finish(j, JS_CANCELED, "canceled");
+            core_schedule();
         } else if (launch_stop(j, r->uid, &e) < 0) {
             return http_reply_error(r->conn, &e);
         }
@@ -199,6 +200,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
         }
         j->stopped_by = r->uid;
         job_finish(j, JS_CANCELED, "canceled");
+        core_schedule();
         return http_reply_json(r->conn, 200, job_to_json(j));
     }
     jerr_http(&e, 404, "no route %s %s", r->method, r->path);

@@ -47,17 +47,6 @@ int jx_u64(json_t *obj, const char *key, uint64_t min, uint64_t max, uint64_t *o
     return 0;
 }
 
-int jx_bool(json_t *obj, const char *key, bool *out, jerr *e)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_boolean(v))
-        return jerr_field(e, key, "%s: must be true or false", key);
-    *out = json_is_true(v);
-    return 0;
-}
-
 void jx_set_str_or_null(json_t *obj, const char *key, const char *s)
 {
     json_object_set_new(obj, key, s ? json_string(s) : json_null());

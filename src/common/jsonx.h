@@ -13,7 +13,6 @@ int jx_only_keys(json_t *obj, const char *const *allowed, const char *where, jer
 /* Optional typed getters: absent or null leaves *out untouched and returns 0. */
 int jx_str(json_t *obj, const char *key, const char **out, jerr *e);
 int jx_u64(json_t *obj, const char *key, uint64_t min, uint64_t max, uint64_t *out, jerr *e);
-int jx_bool(json_t *obj, const char *key, bool *out, jerr *e);
 /* Adds a string or JSON null. */
 void jx_set_str_or_null(json_t *obj, const char *key, const char *s);
 void jx_set_time_or_null(json_t *obj, const char *key, int64_t ms);

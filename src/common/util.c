@@ -240,22 +240,6 @@ void uuid_v4(char out[37])
              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-bool uuid_valid(const char *s)
-{
-    if (!s || strlen(s) != 36)
-        return false;
-    for (int i = 0; i < 36; i++) {
-        char c = s[i];
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (c != '-')
-                return false;
-        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
-            return false;
-        }
-    }
-    return true;
-}
-
 void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

@@ -41,7 +41,6 @@ int write_string(const char *path, const char *s);   /* for sysfs/cgroupfs files
 /* Removes a directory tree without following symlinks or crossing mount points. */
 int rm_rf(const char *path);
 void uuid_v4(char out[37]);
-bool uuid_valid(const char *s);
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t m);
 char *xstrdup(const char *s);

@@ -47,7 +47,6 @@ void core_schedule(void);
 void core_job_dir(const job *j, char *out, size_t len);
 /* Sets terminal state fields, persists, wakes followers, frees room. */
 void job_finish(job *j, enum job_state st, const char *reason);
-uint32_t core_queue_position(const job *j);
 
 /* job_json.c */
 json_t *job_to_json(const job *j);

@@ -50,6 +50,7 @@ typedef struct job {
     uint64_t shim_start;
     pid_t init_pid;
     bool holds_room;          /* counted in C.running */
+    uint32_t queue_position;  /* 1-based among jobs waiting for room, set by core_schedule */
     watch w_pid;              /* pidfd of the shim: readable when it exits */
     watch w_notify;           /* the shim's start notification */
     struct follower *followers;

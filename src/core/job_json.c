@@ -69,7 +69,7 @@ json_t *job_to_json(const job *j)
     jx_set_str_or_null(o, "error", j->error);
     json_object_set_new(o, "pid", j->init_pid > 0 ? json_integer(j->init_pid) : json_null());
     json_object_set_new(o, "shim_pid", j->shim_pid > 0 ? json_integer(j->shim_pid) : json_null());
-    uint32_t pos = core_queue_position(j);
+    uint32_t pos = j->state == JS_QUEUED && !j->shim_pid ? j->queue_position : 0;
     json_object_set_new(o, "queue_position", pos ? json_integer(pos) : json_null());
     job_usage u = j->usage;
     if (j->state == JS_RUNNING || j->state == JS_STOPPING)

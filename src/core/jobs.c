@@ -160,6 +160,13 @@ void core_schedule(void)
     sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running};
     sched_output out = {start, 0, 0};
     sched_decide(&in, &out);
+    /* Positions are worked out here, once per pass, not every time a job is shown. Jobs
+     * starting now take the first out.nstart places. */
+    uint32_t *pos = xcalloc(n, sizeof *pos);
+    sched_positions(&in, pos);
+    for (size_t i = 0; i < n; i++)
+        map[i]->queue_position = pos[i] > out.nstart ? pos[i] - (uint32_t)out.nstart : 0;
+    free(pos);
     /* Jobs whose time has come but which wait for room are QUEUED, not SCHEDULED. */
     for (size_t i = 0; i < n; i++)
         if (map[i]->state == JS_SCHEDULED && sj[i].not_before_ms <= in.now_ms) {
@@ -181,23 +188,4 @@ void core_schedule(void)
     free(start);
     free(sj);
     free(map);
-}
-
-uint32_t core_queue_position(const job *j)
-{
-    if (j->state != JS_QUEUED || j->shim_pid)
-        return 0;
-    sched_job *sj;
-    job **map;
-    size_t n = waiting(&sj, &map);
-    uint32_t *pos = xcalloc(n, sizeof *pos), r = 0;
-    sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running};
-    sched_positions(&in, pos);
-    for (size_t i = 0; i < n; i++)
-        if (map[i] == j)
-            r = pos[i];
-    free(pos);
-    free(sj);
-    free(map);
-    return r;
 }

@@ -458,11 +458,6 @@ static const char *primary_dir(const cg_job *j)
     return job_dirs(j, dirs) ? dirs[0] : NULL;
 }
 
-int cg_create(const cg_host *h, const char *name, cg_job *j, jerr *e)
-{
-    return cg_create_for(h, name, NULL, j, e);
-}
-
 int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job *j, jerr *e)
 {
     if (check_name(name, e) < 0 || check_fits(h, name, e) < 0)
@@ -643,11 +638,6 @@ int cg_read_stats(const cg_job *j, cg_stats *s)
             s->cpu_usage_ns = usec * 1000;
     }
     return rc;
-}
-
-int cg_set_devices(const cg_job *j, const cg_dev_rule *rules, size_t n, jerr *e)
-{
-    return cg_set_devices_prog(j, -1, rules, n, e);
 }
 
 int cg_set_devices_prog(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)

@@ -72,16 +72,14 @@ int cg_favor_dynmods(const cg_host *h, jerr *e);
 
 /* Fills paths only, touches nothing: used to look at an existing job's cgroup. */
 void cg_job_paths(const cg_host *h, const char *name, cg_job *j);
-/* mkdir the job's cgroup in every hierarchy used. An existing directory is an error. */
-int cg_create(const cg_host *h, const char *name, cg_job *j, jerr *e);
-/* The same, leaving out v1 controllers that none of l's limits needs (l may be NULL). */
+/* mkdir the job's cgroup in every hierarchy used, leaving out v1 controllers that none of
+ * l's limits needs (l may be NULL: all). An existing directory is an error. */
 int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job *j, jerr *e);
 int cg_apply_limits(const cg_job *j, const cg_limits *l, jerr *e);
 /* Deny-by-default device filter allowing exactly rules[]: a BPF_PROG_TYPE_CGROUP_DEVICE
  * program attached to the cgroup2 directory where one is used, and devices.deny "a" +
- * devices.allow on the v1 devices controller where that is mounted (both on hybrid). */
-int cg_set_devices(const cg_job *j, const cg_dev_rule *rules, size_t n, jerr *e);
-/* The same with an already loaded cgroup2 program for rules (prog < 0: load one). */
+ * devices.allow on the v1 devices controller on v1-only hosts. prog >= 0 is that program
+ * already loaded for rules (the daemon loads it once); prog < 0 loads one here. */
 int cg_set_devices_prog(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e);
 /* Moves the calling process into the job's cgroup in every hierarchy. */
 int cg_enter(const cg_job *j, jerr *e);

@@ -530,3 +530,18 @@ def test_unreachable_daemon_is_explained():
     assert "cannot reach joblet at /nonexistent/sock" in p.stderr
     assert "is it running?" in p.stderr
     assert p.stdout == ""
+
+
+def test_queue_positions_follow_the_queue(fresh_daemon):
+    """With jobs.max_running 1, waiting jobs are QUEUED with positions 1, 2 that move up on cancel."""
+    d = fresh_daemon("  max_running: 1\n")
+    first = d.submit("sleep", "30")
+    d.wait_status(first, "RUNNING")
+    second, third = d.submit("true"), d.submit("true")
+    assert (d.job(second)["status"], d.job(second)["queue_position"]) == ("QUEUED", 1)
+    assert (d.job(third)["status"], d.job(third)["queue_position"]) == ("QUEUED", 2)
+    assert d.rnx("job", "cancel", second).returncode == 0
+    assert d.job(third)["queue_position"] == 1
+    d.api("POST", f"/v1/jobs/{first}/stop")
+    assert d.wait(third)["status"] == "COMPLETED"
+    assert d.job(third)["queue_position"] is None
