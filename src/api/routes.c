@@ -223,6 +223,17 @@ enum MHD_Result routes_dispatch(request *r)
     }
     if (!strncmp(p, "/v1/jobs/", 9) && p[9])
         return one_job(r, p + 9);
+    if (!strcmp(p, "/v1/gpus") && !strcmp(r->method, "GET"))
+        return http_reply_json(r->conn, 200, core_gpus_json());
+    if (!strncmp(p, "/v1/gpus/", 9) && p[9] && !strcmp(r->method, "GET")) {
+        int i = gpu_find(&C.gpu.inv, p + 9);
+        if (i >= 0)
+            return http_reply_json(r->conn, 200, core_gpu_json(i));
+        jerr_http(&e, 404, "no GPU '%s': give an index from 0 to %d or a UUID (rnx gpu list)", p + 9, C.gpu.inv.n - 1);
+        if (!C.gpu.inv.n)
+            jerr_http(&e, 404, "no GPU '%s': this machine has no GPUs joblet can use", p + 9);
+        return http_reply_error(r->conn, &e);
+    }
     jerr_http(&e, 404, "no route %s %s; see docs/api.md", r->method, p);
     return http_reply_error(r->conn, &e);
 }

@@ -20,6 +20,7 @@ static const char global_help[] =
     "\n"
     "Usage:\n"
     "  rnx [--socket PATH] [--json] job <command> [flags] [args...]\n"
+    "  rnx [--socket PATH] [--json] gpu list|show GPU|topo\n"
     "  rnx --version\n"
     "  rnx --help\n"
     "\n"
@@ -38,6 +39,9 @@ static const char global_help[] =
     "  job cancel      cancel a scheduled or queued job\n"
     "  job delete      remove a finished job and its output\n"
     "  job delete-all  remove every finished job\n"
+    "  gpu list        the machine's GPUs, their state and the jobs holding them\n"
+    "  gpu show        one GPU in detail\n"
+    "  gpu topo        the GPU interconnect matrix (NVLink, PCIe, NUMA)\n"
     "\n"
     "Run 'rnx job <command> --help' for a command's flags.\n"
     "\n"
@@ -233,6 +237,8 @@ static int run(int argc, char **argv)
         return rnx_usage("missing command; usage: rnx [--socket PATH] [--json] job <command> ...; see 'rnx --help'");
     if (strcmp(argv[optind], "job") == 0)
         return cmd_job(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "gpu") == 0)
+        return cmd_gpu(&ctx, argc - optind, argv + optind);
     return rnx_usage("unknown command '%s' for 'rnx'; see 'rnx --help'", argv[optind]);
 }
 

@@ -27,9 +27,10 @@ void config_defaults(config *c)
     c->tmp_size_mb = 1024;
     snprintf(c->cgroup_root, sizeof c->cgroup_root, "joblet");
     c->favor_dynmods = 1;
+    gpu_config_defaults(&c->gpu);
 }
 
-enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES };
+enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS };
 
 typedef struct key {
     const char *path;   /* "section.name" */
@@ -56,6 +57,17 @@ static const key keys[] = {
     STR("jobs.shim_path", shim_path),
     STR("cgroup.root", cgroup_root),
     U64("cgroup.favor_dynmods", favor_dynmods, 0, 1),
+    {"gpu.enabled", K_TRISTATE, offsetof(config, gpu.enabled), 0, 0, 0},
+    {"gpu.backends", K_BACKENDS, 0, 0, 0, 0},
+    STR("gpu.nvml_library", gpu.nvml_library),
+    STR("gpu.nvidia_smi", gpu.nvidia_smi),
+    STR("gpu.proc_root", gpu.proc_root),
+    STR("gpu.sys_root", gpu.sys_root),
+    STR("gpu.dev_root", gpu.dev_root),
+    STR("gpu.fixture", gpu.fixture),
+    {"gpu.cuda_paths", K_PATHS, 0, 0, 0, 0},
+    STR("gpu.cuda_search_root", gpu.cuda_search_root),
+    {"gpu.smi_timeout_ms", K_U64, offsetof(config, gpu.smi_timeout_ms), 4, 100, 600000},
 };
 
 static void store_u(void *p, size_t len, uint64_t v)
@@ -95,6 +107,33 @@ static int set_key(config *c, const key *k, const char *val, const char *file, j
     case K_LEVEL:
         if (log_parse_level(val, (enum log_level *)p) < 0)
             return jerr_set(e, EINVAL, "%s: %s: '%s' must be one of error, warn, info, debug", file, k->path, val);
+        return 0;
+    case K_TRISTATE:
+        if (strcmp(val, "auto") == 0)
+            *(int *)p = -1;
+        else if (strcmp(val, "true") == 0 || strcmp(val, "yes") == 0)
+            *(int *)p = 1;
+        else if (strcmp(val, "false") == 0 || strcmp(val, "no") == 0)
+            *(int *)p = 0;
+        else
+            return jerr_set(e, EINVAL, "%s: %s: '%s' must be auto, true or false", file, k->path, val);
+        return 0;
+    case K_BACKENDS: {
+        jerr tmp = {0};
+        char list[1024];
+        snprintf(list, sizeof list, "%s", val);
+        for (char *save = NULL, *b = strtok_r(list, ", ", &save); b; b = strtok_r(NULL, ", ", &save))
+            if (gpu_config_add_backend(&c->gpu, b, &tmp) < 0)
+                return jerr_set(e, EINVAL, "%s: %s", file, tmp.msg);
+        return 0;
+    }
+    case K_PATHS:
+        if (val[0] != '/' || strlen(val) >= sizeof c->gpu.cuda_paths[0])
+            return jerr_set(e, EINVAL, "%s: %s: '%s' must be an absolute path shorter than %zu characters", file,
+                            k->path, val, sizeof c->gpu.cuda_paths[0]);
+        if (c->gpu.ncuda_paths == GPU_CUDA_PATHS_MAX)
+            return jerr_set(e, EINVAL, "%s: %s: at most %d paths", file, k->path, GPU_CUDA_PATHS_MAX);
+        snprintf(c->gpu.cuda_paths[c->gpu.ncuda_paths++], sizeof c->gpu.cuda_paths[0], "%s", val);
         return 0;
     case K_BYTES: {
         jerr tmp = {0};
@@ -137,6 +176,20 @@ static int walk(config *c, struct fy_node *map, const char *prefix, const char *
             return jerr_set(e, EINVAL, "%s: unknown setting '%s'; known settings: %s", file, path, known);
         }
         size_t vlen;
+        if (vn && fy_node_is_sequence(vn) && (k->kind == K_BACKENDS || k->kind == K_PATHS)) {
+            void *it = NULL;
+            struct fy_node *item;
+            while ((item = fy_node_sequence_iterate(vn, &it))) {
+                const char *is = fy_node_is_scalar(item) ? fy_node_get_scalar(item, &vlen) : NULL;
+                if (!is)
+                    return jerr_set(e, EINVAL, "%s: %s: each item must be a single value", file, path);
+                char val[1024];
+                snprintf(val, sizeof val, "%.*s", (int)vlen, is);
+                if (set_key(c, k, val, file, e) < 0)
+                    return -1;
+            }
+            continue;
+        }
         const char *vs = vn && fy_node_is_scalar(vn) ? fy_node_get_scalar(vn, &vlen) : NULL;
         if (!vs)
             return jerr_set(e, EINVAL, "%s: %s: must be a single value", file, path);

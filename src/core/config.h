@@ -6,6 +6,7 @@
 
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../gpu/gpu.h"
 
 /* Every key is optional; these are the embedded defaults (docs/config.md). */
 typedef struct config {
@@ -23,6 +24,7 @@ typedef struct config {
     char shim_path[512];          /* jobs.shim_path, "" = next to joblet */
     char cgroup_root[64];         /* cgroup.root */
     uint64_t favor_dynmods;       /* cgroup.favor_dynmods: remount with favordynmods (1/0) */
+    gpu_config gpu;               /* gpu.* */
 } config;
 
 void config_defaults(config *c);

@@ -33,9 +33,16 @@ typedef struct core {
     watch w_inotify;
     int64_t sched_wakeup_ms;  /* 0 = no scheduled job waiting */
     int64_t trim_at_ms;       /* when to return freed heap to the system, 0 = no need */
+    gpu_discovery gpu;        /* what discovery found at start */
+    bool gpu_on;              /* GPU support active: GPUs found, or gpu.enabled: true */
 } core;
 
 extern core C;
+
+/* gpus.c */
+void core_gpu_init(void);
+json_t *core_gpus_json(void);
+json_t *core_gpu_json(int index);
 
 /* jobs.c */
 job *core_find(const char *id_or_prefix, uid_t caller, jerr *e);

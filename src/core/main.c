@@ -28,6 +28,7 @@ static watch w_signal;
 static void usage(FILE *f)
 {
     fprintf(f, "usage: joblet [--config PATH] [--state-dir DIR] [--socket PATH] [--log-level LEVEL] [--version]\n"
+               "       joblet [--config PATH] --probe-gpus[=nvml|proc|smi|fixture]   print GPU discovery as JSON\n"
                "  Runs jobs isolated with namespaces, cgroups, seccomp and capabilities.\n"
                "  Without --config, /etc/joblet/joblet.yml is read if it exists; every setting has a default.\n");
 }
@@ -155,15 +156,43 @@ static int setup(jerr *e)
     return 0;
 }
 
+/* `joblet --probe-gpus[=BACKEND]`: discovery as the daemon would run it, printed as the API's
+ * JSON; with a backend named, only that one is tried. */
+static int probe_gpus(const char *backend)
+{
+    jerr e = {0};
+    if (*backend) {
+        C.cfg.gpu.nbackends = 0;
+        C.cfg.gpu.fixture[0] = strcmp(backend, "fixture") == 0 ? C.cfg.gpu.fixture[0] : 0;
+        if (strcmp(backend, "fixture") != 0 && gpu_config_add_backend(&C.cfg.gpu, backend, &e) < 0) {
+            fprintf(stderr, "joblet: --probe-gpus: %s\n", e.msg);
+            return 2;
+        }
+        if (strcmp(backend, "fixture") == 0 && !*C.cfg.gpu.fixture) {
+            fprintf(stderr, "joblet: --probe-gpus=fixture needs gpu.fixture in the configuration\n");
+            return 2;
+        }
+    }
+    gpu_discover(&C.cfg.gpu, &C.gpu);
+    json_t *o = gpu_discovery_json(&C.gpu);
+    json_dumpf(o, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(o);
+    int found = C.gpu.found;
+    gpu_discovery_free(&C.gpu);
+    return found ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},   {"state-dir", required_argument, NULL, 's'},
         {"socket", required_argument, NULL, 'S'},   {"log-level", required_argument, NULL, 'l'},
         {"version", no_argument, NULL, 'V'},        {"help", no_argument, NULL, 'h'},
+        {"probe-gpus", optional_argument, NULL, 'P'},
         {NULL, 0, NULL, 0},
     };
-    const char *cfg_path = NULL, *state_dir = NULL, *sock = NULL, *level = NULL;
+    const char *cfg_path = NULL, *state_dir = NULL, *sock = NULL, *level = NULL, *probe = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -174,6 +203,7 @@ int main(int argc, char **argv)
         case 'l': level = optarg; break;
         case 'V': printf("joblet %s\n", JOBLET_VERSION); return 0;
         case 'h': usage(stdout); return 0;
+        case 'P': probe = optarg ? optarg : ""; break;
         default:
             fprintf(stderr, "joblet: unknown or incomplete option '%s'\n", argv[optind - 1]);
             usage(stderr);
@@ -201,6 +231,8 @@ int main(int argc, char **argv)
         return 2;
     }
     log_set_level(C.cfg.log_level);
+    if (probe)
+        return probe_gpus(probe);
     if (geteuid() != 0) {
         fprintf(stderr, "joblet: must run as root: it creates namespaces, cgroups and mounts for jobs\n");
         return 1;
@@ -224,6 +256,7 @@ int main(int argc, char **argv)
     w_signal = (watch){signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), on_signal, NULL};
     loop_add(&w_signal);
     logstream_init();
+    core_gpu_init();
     launch_adopt_all();
     launch_init();
     if (http_start(C.cfg.socket, C.cfg.socket_mode, C.cfg.max_upload_bytes * 4 / 3 + (1 << 20), &e) < 0) {
@@ -244,6 +277,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < C.njobs; i++)
         job_free(C.jobs[i]);
     free(C.jobs);
+    gpu_discovery_free(&C.gpu);
     log_info("joblet stopped");
     return 0;
 }

@@ -1,0 +1,330 @@
+/* The "rnx gpu" commands: list, show, topo. Simulated GPUs say so on every line that could be
+ * mistaken for real hardware. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+#include "client.h"
+#include "print.h"
+#include "rnx.h"
+
+static const char gpu_help[] =
+    "Usage: rnx gpu <command> [--json]\n"
+    "\n"
+    "Commands:\n"
+    "  list            every GPU: memory, utilization, temperature, state, the job holding it\n"
+    "  show GPU        one GPU in detail (GPU is an index or a UUID)\n"
+    "  topo            the interconnect matrix (NV# = NVLink count, PIX/PXB/PHB/NODE/SYS = PCIe path)\n"
+    "\n"
+    "--json prints the API's objects (docs/api.md, \"GPUs\").\n";
+
+static const char topo_legend[] =
+    "Legend:\n"
+    "  X    = self\n"
+    "  NV#  = connected by # NVLinks (through NVSwitch: every pair alike)\n"
+    "  PIX  = at most one PCIe switch between them\n"
+    "  PXB  = several PCIe switches, not through the host bridge\n"
+    "  PHB  = through a PCIe host bridge (one CPU)\n"
+    "  NODE = between host bridges of one NUMA node\n"
+    "  SYS  = across the CPU interconnect (QPI/UPI/Infinity Fabric) between NUMA nodes\n"
+    "  ?    = the discovery backend could not tell\n";
+
+static int fetch(const rnx_ctx *ctx, const char *path, json_t **out)
+{
+    rnx_client *c = client_new(ctx->socket);
+    jerr e = {0};
+    int rc = client_request(c, "GET", path, NULL, out, &e);
+    client_free(c);
+    return rc < 0 ? rnx_fail("%s", e.msg) : RNX_OK;
+}
+
+static void print_json(json_t *v)
+{
+    json_dumpf(v, stdout, JSON_INDENT(2));
+    putchar('\n');
+}
+
+/* The first lines of every text output: which backend, and a warning for simulations. */
+static void banner(json_t *inv)
+{
+    json_t *gpus = json_object_get(inv, "gpus");
+    const char *drv = jstr(inv, "driver_version"), *cuda = jstr(inv, "cuda_driver_version");
+    if (json_is_true(json_object_get(inv, "simulated")))
+        printf("SIMULATED GPUs (gpu.fixture): none of these devices exists on this machine.\n");
+    if (!json_array_size(gpus)) {
+        printf("No GPUs available.\n");
+        json_t *att = json_object_get(inv, "attempts");
+        for (size_t i = 0; i < json_array_size(att); i++) {
+            json_t *a = json_array_get(att, i);
+            const char *err = jstr(a, "error");
+            printf("  %s: %s\n", jstr(a, "backend") ? jstr(a, "backend") : "?", err ? err : "no GPU found");
+        }
+        printf("Check that the NVIDIA driver is loaded (nvidia-smi on the host) and the daemon's log.\n");
+        return;
+    }
+    printf("%zu GPU%s, found by the %s backend; driver %s, CUDA %s\n", json_array_size(gpus),
+           json_array_size(gpus) == 1 ? "" : "s", jstr(inv, "backend") ? jstr(inv, "backend") : "?", drv ? drv : "unknown",
+           cuda ? cuda : "unknown");
+}
+
+static void mem_cell(json_t *g, char *out, size_t n)
+{
+    int64_t used, total;
+    bool hu = jint(g, "memory_used_mb", &used), ht = jint(g, "memory_total_mb", &total);
+    if (ht)
+        snprintf(out, n, hu ? "%lld / %lld MiB" : "? / %lld MiB", hu ? (long long)used : (long long)total,
+                 (long long)total);
+    else
+        snprintf(out, n, "unknown");
+}
+
+static int gpu_list(const rnx_ctx *ctx)
+{
+    json_t *inv = NULL;
+    int rc = fetch(ctx, "/v1/gpus", &inv);
+    if (rc)
+        return rc;
+    if (ctx->json) {
+        print_json(inv);
+        json_decref(inv);
+        return RNX_OK;
+    }
+    banner(inv);
+    json_t *gpus = json_object_get(inv, "gpus");
+    bool sim = json_is_true(json_object_get(inv, "simulated"));
+    if (json_array_size(gpus)) {
+        static const char *const hdr[] = {"INDEX", "NAME", "MEMORY USED/TOTAL", "UTIL", "TEMP", "STATE", "JOB"};
+        table *t = table_new(7, hdr);
+        for (size_t i = 0; i < json_array_size(gpus); i++) {
+            json_t *g = json_array_get(gpus, i);
+            char idx[16], name[128], mem[64], util[16] = "-", temp[16] = "-", state[48];
+            int64_t v;
+            snprintf(idx, sizeof idx, "%zu", i);
+            snprintf(name, sizeof name, "%s%s", jstr(g, "name") ? jstr(g, "name") : "?", sim ? " [simulated]" : "");
+            mem_cell(g, mem, sizeof mem);
+            if (jint(g, "utilization_pct", &v))
+                snprintf(util, sizeof util, "%lld%%", (long long)v);
+            if (jint(g, "temperature_c", &v))
+                snprintf(temp, sizeof temp, "%lldC", (long long)v);
+            snprintf(state, sizeof state, "%s", jstr(g, "state") ? jstr(g, "state") : "?");
+            const char *cells[] = {idx, name, mem, util, temp, state, jstr(g, "job")};
+            table_add(t, cells);
+        }
+        table_print(t, stdout);
+        table_free(t);
+    }
+    json_decref(inv);
+    return RNX_OK;
+}
+
+static void print_kv(const char *k, const char *v)
+{
+    printf("%-20s %s\n", k, v && *v ? v : "unknown");
+}
+
+static int gpu_show(const rnx_ctx *ctx, const char *id)
+{
+    char path[256];
+    if (strlen(id) > 128 || strchr(id, '/') || strchr(id, '?'))
+        return rnx_usage("gpu show: '%.40s' is not a GPU index or UUID", id);
+    snprintf(path, sizeof path, "/v1/gpus/%s", id);
+    json_t *g = NULL;
+    int rc = fetch(ctx, path, &g);
+    if (rc)
+        return rc;
+    if (ctx->json) {
+        print_json(g);
+        json_decref(g);
+        return RNX_OK;
+    }
+    bool sim = json_is_true(json_object_get(g, "simulated"));
+    char buf[256];
+    int64_t v;
+    if (sim)
+        printf("SIMULATED GPU (gpu.fixture): this device does not exist on this machine.\n");
+    jint(g, "index", &v);
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    print_kv("Index:", buf);
+    print_kv("Name:", jstr(g, "name"));
+    print_kv("UUID:", jstr(g, "uuid"));
+    snprintf(buf, sizeof buf, "/dev/nvidia%lld", jint(g, "minor", &v) ? (long long)v : -1LL);
+    print_kv("Device node:", jint(g, "minor", &v) ? buf : NULL);
+    print_kv("PCI bus:", jstr(g, "bus_id"));
+    mem_cell(g, buf, sizeof buf);
+    print_kv("Memory:", buf);
+    print_kv("Compute capability:", jstr(g, "compute_capability"));
+    snprintf(buf, sizeof buf, "%lld (CPUs %s)", jint(g, "numa_node", &v) ? (long long)v : -1LL,
+             jstr(g, "local_cpus") ? jstr(g, "local_cpus") : "unknown");
+    print_kv("NUMA node:", buf);
+    json_t *ecc = json_object_get(g, "ecc_enabled"), *mig = json_object_get(g, "mig_enabled");
+    print_kv("ECC:", json_is_boolean(ecc) ? (json_is_true(ecc) ? "enabled" : "disabled") : NULL);
+    print_kv("MIG mode:", json_is_boolean(mig) ? (json_is_true(mig) ? "enabled" : "disabled") : "not supported or unknown");
+    print_kv("VBIOS:", jstr(g, "vbios"));
+    if (jint(g, "temperature_c", &v)) {
+        snprintf(buf, sizeof buf, "%lld C", (long long)v);
+        print_kv("Temperature:", buf);
+    }
+    if (jint(g, "utilization_pct", &v)) {
+        snprintf(buf, sizeof buf, "%lld %%", (long long)v);
+        print_kv("Utilization:", buf);
+    }
+    if (jint(g, "power_w", &v)) {
+        snprintf(buf, sizeof buf, "%lld W", (long long)v);
+        print_kv("Power:", buf);
+    }
+    print_kv("State:", jstr(g, "state"));
+    print_kv("Job:", jstr(g, "job") ? jstr(g, "job") : "-");
+    if (jstr(g, "problem"))
+        print_kv("Problem:", jstr(g, "problem"));
+    json_t *links = json_object_get(g, "nvlinks");
+    if (!json_is_array(links)) {
+        print_kv("NVLinks:", "unknown (this discovery backend cannot see them)");
+    } else if (!json_array_size(links)) {
+        print_kv("NVLinks:", "none");
+    } else {
+        printf("NVLinks:\n");
+        for (size_t i = 0; i < json_array_size(links); i++) {
+            json_t *l = json_array_get(links, i);
+            int64_t n = 0;
+            jint(l, "link", &n);
+            printf("  link %-2lld %-8s %-7s %s\n", (long long)n,
+                   json_is_true(json_object_get(l, "active")) ? "active" : "inactive",
+                   jstr(l, "remote_type") ? jstr(l, "remote_type") : "?", jstr(l, "remote_bus") ? jstr(l, "remote_bus") : "");
+        }
+    }
+    json_t *insts = json_object_get(g, "mig");
+    if (json_array_size(insts)) {
+        printf("MIG devices:\n");
+        for (size_t i = 0; i < json_array_size(insts); i++) {
+            json_t *m = json_array_get(insts, i);
+            int64_t gi = 0, ci = 0, mem = -1, gcap = -1, ccap = -1;
+            jint(m, "gi", &gi);
+            jint(m, "ci", &ci);
+            jint(m, "memory_mb", &mem);
+            jint(m, "gi_cap_minor", &gcap);
+            jint(m, "ci_cap_minor", &ccap);
+            printf("  %-8s GI %-2lld CI %-2lld %6lld MiB  caps %lld/%lld  %s\n", jstr(m, "profile") ? jstr(m, "profile") : "?",
+                   (long long)gi, (long long)ci, (long long)mem, (long long)gcap, (long long)ccap,
+                   jstr(m, "uuid") ? jstr(m, "uuid") : "");
+        }
+    }
+    json_decref(g);
+    return RNX_OK;
+}
+
+static int gpu_topo(const rnx_ctx *ctx)
+{
+    json_t *inv = NULL;
+    int rc = fetch(ctx, "/v1/gpus", &inv);
+    if (rc)
+        return rc;
+    if (ctx->json) {
+        json_t *gpus = json_object_get(inv, "gpus");
+        json_t *o = json_object(), *nv = json_array(), *pcie = json_array(), *aff = json_array();
+        for (size_t i = 0; i < json_array_size(gpus); i++) {
+            json_t *g = json_array_get(gpus, i);
+            json_array_append(nv, json_object_get(g, "nvlink_peers"));
+            json_array_append(pcie, json_object_get(g, "pcie_levels"));
+            json_array_append_new(aff, json_pack("{s:O,s:O}", "local_cpus", json_object_get(g, "local_cpus"),
+                                                 "numa_node", json_object_get(g, "numa_node")));
+        }
+        json_object_set(o, "simulated", json_object_get(inv, "simulated"));
+        json_object_set(o, "backend", json_object_get(inv, "backend"));
+        json_object_set_new(o, "nvlink", nv);
+        json_object_set_new(o, "pcie", pcie);
+        json_object_set_new(o, "affinity", aff);
+        print_json(o);
+        json_decref(o);
+        json_decref(inv);
+        return RNX_OK;
+    }
+    banner(inv);
+    json_t *gpus = json_object_get(inv, "gpus");
+    size_t n = json_array_size(gpus);
+    if (n) {
+        printf("      ");
+        for (size_t j = 0; j < n; j++)
+            printf("GPU%-4zu", j);
+        printf("CPU Affinity      NUMA Affinity\n");
+        for (size_t i = 0; i < n; i++) {
+            json_t *g = json_array_get(gpus, i);
+            json_t *nv = json_object_get(g, "nvlink_peers"), *pl = json_object_get(g, "pcie_levels");
+            printf("GPU%-3zu", i);
+            for (size_t j = 0; j < n; j++) {
+                char cell[16];
+                json_t *c = json_array_get(nv, j);
+                const char *lvl = json_string_value(json_array_get(pl, j));
+                if (i == j)
+                    snprintf(cell, sizeof cell, " X");
+                else if (json_is_integer(c) && json_integer_value(c) > 0)
+                    snprintf(cell, sizeof cell, "NV%lld", (long long)json_integer_value(c));
+                else
+                    snprintf(cell, sizeof cell, "%s", lvl ? lvl : "?");
+                printf("%-7s", cell);
+            }
+            int64_t numa = -1;
+            jint(g, "numa_node", &numa);
+            char numa_s[16] = "N/A";
+            if (numa >= 0)
+                snprintf(numa_s, sizeof numa_s, "%lld", (long long)numa);
+            printf("%-18s%s\n", jstr(g, "local_cpus") ? jstr(g, "local_cpus") : "N/A", numa_s);
+        }
+        putchar('\n');
+        fputs(topo_legend, stdout);
+    }
+    json_decref(inv);
+    return RNX_OK;
+}
+
+int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+    int c;
+    optind = 0;
+    /* flags may come before or after the command word */
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx gpu")) != -1) {
+        if (c == 'h') {
+            fputs(gpu_help, stdout);
+            return RNX_OK;
+        }
+        if (c != 'j')
+            return RNX_USAGE;
+        ctx->json = true;
+    }
+    if (optind >= argc)
+        return rnx_usage("gpu: missing command (list, show, topo); see 'rnx gpu --help'");
+    const char *name = argv[optind];
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "rnx gpu %.20s", name);
+    optind = 0;
+    while ((c = rnx_getopt(sub_argc, sub_argv, "h", opts, cmd)) != -1) {
+        if (c == 'h') {
+            fputs(gpu_help, stdout);
+            return RNX_OK;
+        }
+        if (c != 'j')
+            return RNX_USAGE;
+        ctx->json = true;
+    }
+    int nargs = sub_argc - optind;
+    argv = sub_argv;
+    optind--; /* argv[optind + 1] is the first operand below */
+    if (strcmp(name, "list") == 0 || strcmp(name, "topo") == 0) {
+        if (nargs)
+            return rnx_usage("gpu %s: takes no arguments, got '%s'", name, argv[optind + 1]);
+        return name[0] == 'l' ? gpu_list(ctx) : gpu_topo(ctx);
+    }
+    if (strcmp(name, "show") == 0) {
+        if (nargs != 1)
+            return rnx_usage("gpu show: expected one GPU (an index or a UUID); usage: rnx gpu show [--json] GPU");
+        return gpu_show(ctx, argv[optind + 1]);
+    }
+    if (strcmp(name, "help") == 0) {
+        fputs(gpu_help, stdout);
+        return RNX_OK;
+    }
+    return rnx_usage("unknown command '%s' for 'rnx gpu'; see 'rnx gpu --help'", name);
+}
