@@ -56,6 +56,8 @@ static const char run_help[] =
     "  --network none|host    none: no network access; host: the host's network\n"
     "  --max-runtime DURATION stop the job after this long: 90, 30s, 30min, 2h30m, 1d\n"
     "  --schedule WHEN        start later: a delay (30min, 2h) or a time (2026-11-22T15:00:00Z)\n"
+    "  --gpu N                N whole GPUs, granted all at once (the job waits until they are free)\n"
+    "  --gpu-memory SIZE      each GPU must have at least this much memory: 4096, 4096MB, 16GB\n"
     "  -f, --follow           stream the job's output and exit with the job's exit code;\n"
     "                         Ctrl-C stops following, not the job\n"
     "  -h, --help             show this help\n"
@@ -140,6 +142,7 @@ static const struct { const char *field, *flag; } field_flags[] = {
     {"max_iobps", "--max-iobps"},      {"max_runtime_s", "--max-runtime"}, {"schedule_at", "--schedule"},
     {"env", "--env"},                  {"secret_env", "--secret-env"}, {"uploads", "--upload"},
     {"network", "--network"},          {"workdir", "--workdir"},       {"name", "--name"},
+    {"gpu_count", "--gpu"},            {"gpu_memory_mb", "--gpu-memory"},
 };
 
 /* "max_memory_mb: ..." -> "--max-memory: ...". A sub-field ("uploads[2].path") keeps its
@@ -330,7 +333,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 
 enum {
     O_NAME = 256, O_MAX_CPU, O_MAX_MEMORY, O_MAX_IOBPS, O_CPU_CORES, O_UPLOAD, O_WORKDIR,
-    O_NETWORK, O_MAX_RUNTIME, O_SCHEDULE, O_STATUS, O_STREAM, O_NO_FOLLOW,
+    O_NETWORK, O_MAX_RUNTIME, O_SCHEDULE, O_STATUS, O_STREAM, O_NO_FOLLOW, O_GPU, O_GPU_MEMORY,
 };
 
 typedef struct run_req {
@@ -456,6 +459,14 @@ static int run_flag(run_req *r, int c, const char *arg)
         if (parse_duration("--max-runtime", arg, &v, &e) < 0)
             return bad_flag(&e);
         return set_u64(r->body, "max_runtime_s", "--max-runtime", arg, v);
+    case O_GPU:
+        if (parse_u64(arg, &v) < 0 || v < 1 || v > 64)
+            return rnx_usage("--gpu: '%s' must be a number of GPUs from 1 to 64", arg);
+        return set_u64(r->body, "gpu_count", "--gpu", arg, v);
+    case O_GPU_MEMORY:
+        if (parse_size_mb("--gpu-memory", arg, &v, &e) < 0)
+            return bad_flag(&e);
+        return set_u64(r->body, "gpu_memory_mb", "--gpu-memory", arg, v);
     case O_CPU_CORES: return run_flag_cores(r, arg);
     case O_NETWORK: return run_flag_network(r, arg);
     case O_SCHEDULE: return run_flag_schedule(r, arg);
@@ -600,6 +611,8 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
         {"network", required_argument, NULL, O_NETWORK},
         {"max-runtime", required_argument, NULL, O_MAX_RUNTIME},
         {"schedule", required_argument, NULL, O_SCHEDULE},
+        {"gpu", required_argument, NULL, O_GPU},
+        {"gpu-memory", required_argument, NULL, O_GPU_MEMORY},
         {"follow", no_argument, NULL, 'f'},
         OPT_HELP,
         {0},

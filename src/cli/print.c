@@ -485,6 +485,32 @@ static void print_gpus(FILE *f, json_t *gpus)
             fprintf(f, "%s?", i ? ", " : "");
     }
     fprintf(f, "] (%zu GPU%s allocated)\n", n, n == 1 ? "" : "s");
+    json_array_foreach(gpus, i, g) {
+        int64_t idx = -1, mem = -1;
+        if (!json_is_object(g))
+            continue;
+        jint(g, "index", &idx);
+        jint(g, "memory_mb", &mem);
+        fprintf(f, "  GPU %lld  %s  %s  %lld MiB%s\n", (long long)idx, jstr(g, "uuid") ? jstr(g, "uuid") : "?",
+                jstr(g, "name") ? jstr(g, "name") : "?", (long long)mem,
+                json_is_true(json_object_get(g, "simulated")) ? "  [simulated]" : "");
+    }
+}
+
+/* What a job asked for, shown while it waits and after. */
+static void print_gpu_request(FILE *f, json_t *req)
+{
+    int64_t count = 0, mem = 0;
+    if (!jint(req, "count", &count) || count <= 0)
+        return;
+    key(f, "GPU request:");
+    fprintf(f, "%lld GPU%s", (long long)count, count == 1 ? "" : "s");
+    if (jint(req, "memory_mb", &mem) && mem > 0) {
+        char m[32];
+        fmt_mb((uint64_t)mem, m, sizeof m);
+        fprintf(f, " with at least %s each", m);
+    }
+    fputc('\n', f);
 }
 
 void print_job(json_t *job, FILE *f)
@@ -555,5 +581,6 @@ void print_job(json_t *job, FILE *f)
     }
     print_uploads(f, json_object_get(job, "uploads"));
     print_usage(f, json_object_get(job, "usage"));
+    print_gpu_request(f, json_object_get(job, "gpu_request"));
     print_gpus(f, json_object_get(job, "gpus"));
 }

@@ -43,6 +43,12 @@ extern core C;
 void core_gpu_init(void);
 json_t *core_gpus_json(void);
 json_t *core_gpu_json(int index);
+struct sched_gpu;
+int core_gpu_validate(json_t *req, jerr *e);
+void core_gpu_sched_view(struct sched_gpu *out);
+void core_gpu_grant(job *j, uint64_t set);
+void core_gpu_release(job *j);
+void core_gpu_reclaim(job *j);
 
 /* jobs.c */
 job *core_find(const char *id_or_prefix, uid_t caller, jerr *e);

@@ -45,6 +45,7 @@ typedef struct job {
     int64_t stopped_by;       /* uid, -1 = none */
     char *error;
     job_usage usage;
+    json_t *gpus;             /* GPUs granted: [{index, uuid, minor, ...}]; NULL when none */
     /* Execution, while a shim is alive. */
     pid_t shim_pid;
     uint64_t shim_start;

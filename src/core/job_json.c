@@ -79,6 +79,9 @@ json_t *job_to_json(const job *j)
                                               "io_read_bytes", (json_int_t)u.io_read_bytes, "io_write_bytes",
                                               (json_int_t)u.io_write_bytes, "pids_current",
                                               (json_int_t)u.pids_current));
-    json_object_set_new(o, "gpus", json_array());
+    json_object_set_new(o, "gpus", j->gpus ? json_deep_copy(j->gpus) : json_array());
+    json_object_set_new(o, "gpu_request",
+                        json_pack("{s:O?,s:O?}", "count", json_object_get(r, "gpu_count"), "memory_mb",
+                                  json_object_get(r, "gpu_memory_mb")));
     return o;
 }

@@ -94,6 +94,7 @@ void job_free(job *j)
     free(j->signal_name);
     free(j->end_reason);
     free(j->error);
+    json_decref(j->gpus);
     free(j);
 }
 
@@ -118,6 +119,7 @@ void job_finish(job *j, enum job_state st, const char *reason)
     if (j->holds_room && C.running > 0)
         C.running--;
     j->holds_room = false;
+    core_gpu_release(j);
     /* The last running job ended: a second later, if still idle, the memory of the busy
      * period goes back to the system (main.c). */
     if (C.running == 0)
@@ -144,7 +146,9 @@ static size_t waiting(sched_job **out, job ***map)
     for (size_t i = 0; i < C.njobs; i++) {
         job *j = C.jobs[i];
         if ((j->state == JS_SCHEDULED || j->state == JS_QUEUED) && j->shim_pid == 0) {
-            (*out)[k] = (sched_job){j->seq, 0, j->scheduled_ms};
+            (*out)[k] = (sched_job){j->seq, 0, j->scheduled_ms,
+                                    (uint32_t)json_integer_value(json_object_get(j->req, "gpu_count")),
+                                    (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb"))};
             (*map)[k++] = j;
         }
     }
@@ -157,8 +161,11 @@ void core_schedule(void)
     job **map;
     size_t n = waiting(&sj, &map);
     size_t *start = xcalloc(n, sizeof *start);
-    sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running};
-    sched_output out = {start, 0, 0};
+    uint64_t *sets = xcalloc(n, sizeof *sets);
+    sched_gpu gpus[GPU_MAX];
+    core_gpu_sched_view(gpus);
+    sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running, gpus, (size_t)C.gpu.inv.n};
+    sched_output out = {start, 0, 0, sets};
     sched_decide(&in, &out);
     /* Positions are worked out here, once per pass, not every time a job is shown. Jobs
      * starting now take the first out.nstart places. */
@@ -176,6 +183,8 @@ void core_schedule(void)
     for (size_t k = 0; k < out.nstart; k++) {
         job *j = map[start[k]];
         jerr e = {0};
+        if (sets[k])
+            core_gpu_grant(j, sets[k]);
         if (launch_job(j, &e) < 0) {
             log_err("job %s: %s", j->id, e.msg);
             free(j->error);
@@ -186,6 +195,7 @@ void core_schedule(void)
     }
     C.sched_wakeup_ms = out.next_wakeup_ms;
     free(start);
+    free(sets);
     free(sj);
     free(map);
 }

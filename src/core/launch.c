@@ -32,6 +32,31 @@ static void add_env(char ***env, size_t *n, const char *k, const char *v)
     (*env)[++*n] = NULL;
 }
 
+/* What CUDA and the NVIDIA container conventions read. Inside the job only its own GPUs
+ * exist, so CUDA numbers them 0..n-1 (in bus order, which CUDA_DEVICE_ORDER makes CUDA keep);
+ * NVIDIA_VISIBLE_DEVICES names them by UUID, which means the same thing everywhere. */
+static void gpu_env(const job *j, char ***env, size_t *n)
+{
+    size_t count = json_array_size(j->gpus);
+    if (!count)
+        return;
+    char cuda[GPU_MAX * 4] = "", *uuids = xcalloc(count, 100);
+    json_t *g;
+    size_t i;
+    json_array_foreach(j->gpus, i, g)
+    {
+        size_t l = strlen(cuda), u = strlen(uuids);
+        snprintf(cuda + l, sizeof cuda - l, "%s%zu", i ? "," : "", i);
+        snprintf(uuids + u, count * 100 - u, "%s%s", i ? "," : "", json_string_value(json_object_get(g, "uuid")));
+    }
+    add_env(env, n, "CUDA_VISIBLE_DEVICES", cuda);
+    add_env(env, n, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    add_env(env, n, "NVIDIA_VISIBLE_DEVICES", uuids);
+    if (json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
+        add_env(env, n, "JOBLET_GPUS_SIMULATED", "1");
+    free(uuids);
+}
+
 /* The job's environment is built from nothing: the daemon's own variables never leak in. */
 static char **job_env(const job *j)
 {
@@ -44,6 +69,7 @@ static char **job_env(const job *j)
         if (!json_object_get(user, defaults[i][0]) && !json_object_get(secret, defaults[i][0]))
             add_env(&env, &n, defaults[i][0], defaults[i][1] ? defaults[i][1] : base_path);
     add_env(&env, &n, "JOB_ID", j->id);
+    gpu_env(j, &env, &n);
     json_object_foreach(user, k, v) add_env(&env, &n, k, json_string_value(v));
     json_object_foreach(secret, k, v) add_env(&env, &n, k, json_string_value(v));
     return env;

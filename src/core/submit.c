@@ -19,7 +19,8 @@
 
 static const char *const request_keys[] = {"command", "args", "name", "env", "secret_env", "workdir",
                                            "network", "max_cpu", "max_memory_mb", "max_iobps", "cpu_cores",
-                                           "max_runtime_s", "schedule_at", "uploads", NULL};
+                                           "max_runtime_s", "schedule_at", "uploads", "gpu_count",
+                                           "gpu_memory_mb", NULL};
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "target", NULL};
 
 static int check_string(json_t *v, const char *field, size_t maxlen, jerr *e)
@@ -208,7 +209,9 @@ static int validate(json_t *req, time_t now, int64_t *sched_ms, jerr *e)
         if (parse_ms(at, sched_ms) < 0)
             *sched_ms = (int64_t)t * 1000;
     }
-    return check_limits(req, e);
+    if (check_limits(req, e) < 0)
+        return -1;
+    return core_gpu_validate(req, e);
 }
 
 /* Creates one upload under work/ without following any symlink, so a symlink sent earlier

@@ -28,6 +28,34 @@ static size_t eligible_order(const sched_input *in, size_t *order)
     return m;
 }
 
+static int qualifies(const sched_gpu *g, uint64_t memory_mb)
+{
+    return g->usable && (memory_mb == 0 || (g->memory_mb >= 0 && (uint64_t)g->memory_mb >= memory_mb));
+}
+
+int sched_gpu_feasible(const sched_gpu *gpus, size_t ngpus, uint32_t count, uint64_t memory_mb, uint32_t *qualify)
+{
+    uint32_t q = 0;
+    for (size_t i = 0; i < ngpus; i++)
+        q += (uint32_t)qualifies(&gpus[i], memory_mb);
+    *qualify = q;
+    return q >= count ? 0 : -1;
+}
+
+/* Gang allocation: all count GPUs or none. Lowest indexes first; placement by interconnect
+ * is the placement policy's job (docs/scheduler.md). */
+static int pick_gpus(const sched_gpu *gpus, size_t ngpus, const uint64_t *taken, const sched_job *j, uint64_t *set)
+{
+    uint32_t got = 0;
+    *set = 0;
+    for (size_t i = 0; i < ngpus && i < SCHED_GPU_MAX && got < j->gpu_count; i++)
+        if (gpus[i].free && !(*taken >> i & 1) && qualifies(&gpus[i], j->gpu_memory_mb)) {
+            *set |= 1ull << i;
+            got++;
+        }
+    return got == j->gpu_count ? 0 : -1;
+}
+
 void sched_decide(const sched_input *in, sched_output *out)
 {
     out->nstart = 0;
@@ -41,7 +69,26 @@ void sched_decide(const sched_input *in, sched_output *out)
     size_t room = in->max_running == 0 ? m
                   : in->running >= in->max_running ? 0
                                                    : in->max_running - in->running;
-    out->nstart = m < room ? m : room;
+    /* In order; a GPU job that cannot be placed now holds back every later GPU job (they
+     * would take what it waits for), while jobs without GPUs go on. */
+    uint64_t taken = 0;
+    int gpu_blocked = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < m && k < room; i++) {
+        const sched_job *j = &in->jobs[out->start[i]];
+        uint64_t set = 0;
+        if (j->gpu_count) {
+            if (gpu_blocked || pick_gpus(in->gpus, in->ngpus, &taken, j, &set) < 0) {
+                gpu_blocked = 1;
+                continue;
+            }
+            taken |= set;
+        }
+        if (out->gpu_sets)
+            out->gpu_sets[k] = set;
+        out->start[k++] = out->start[i];
+    }
+    out->nstart = k;
 }
 
 void sched_positions(const sched_input *in, uint32_t *positions)

@@ -9,14 +9,75 @@
 static void decide(const sched_job *jobs, size_t n, int64_t now, uint32_t running, uint32_t max, size_t *start,
                    sched_output *out)
 {
-    sched_input in = {jobs, n, now, running, max};
+    sched_input in = {jobs, n, now, running, max, NULL, 0};
     out->start = start;
+    out->gpu_sets = NULL;
     sched_decide(&in, out);
+}
+
+static void decide_gpus(const sched_job *jobs, size_t n, const sched_gpu *gpus, size_t ngpus, size_t *start,
+                        uint64_t *sets, sched_output *out)
+{
+    sched_input in = {jobs, n, 1000, 0, 0, gpus, ngpus};
+    out->start = start;
+    out->gpu_sets = sets;
+    sched_decide(&in, out);
+}
+
+/* All GPUs of a job at once or none: a 3-GPU job on 2 free GPUs starts nothing. */
+static void test_gpu_gang_all_or_nothing(void **state)
+{
+    sched_gpu gpus[] = {{1, 1, 81920}, {1, 0, 81920}, {1, 1, 81920}};
+    sched_job jobs[] = {{1, 0, 0, 3, 0}};
+    size_t start[1];
+    uint64_t sets[1];
+    sched_output out;
+    decide_gpus(jobs, 1, gpus, 3, start, sets, &out);
+    assert_int_equal(out.nstart, 0);
+    jobs[0].gpu_count = 2;
+    decide_gpus(jobs, 1, gpus, 3, start, sets, &out);
+    assert_int_equal(out.nstart, 1);
+    assert_int_equal(sets[0], 0x5); /* GPUs 0 and 2: the free ones */
+}
+
+/* Never oversubscribed: two jobs in one pass never share a GPU; memory minimum honoured;
+ * unusable or unknown-memory GPUs are not handed to memory requests. */
+static void test_gpu_no_oversubscription_and_memory(void **state)
+{
+    sched_gpu gpus[] = {{1, 1, 16384}, {1, 1, 40960}, {0, 1, 81920}, {1, 1, -1}, {1, 1, 40960}};
+    sched_job jobs[] = {{1, 0, 0, 1, 32768}, {2, 0, 0, 1, 32768}, {3, 0, 0, 1, 32768}, {4, 0, 0, 1, 0}};
+    size_t start[4];
+    uint64_t sets[4];
+    sched_output out;
+    decide_gpus(jobs, 4, gpus, 5, start, sets, &out);
+    /* jobs 1 and 2 get GPUs 1 and 4; job 3 waits (no third GPU with 32 GB that is usable and
+     * known), and so does job 4 behind it, which would otherwise take a GPU job 3 may need */
+    assert_int_equal(out.nstart, 2);
+    assert_int_equal(sets[0], 1u << 1);
+    assert_int_equal(sets[1], 1u << 4);
+    uint32_t q;
+    assert_int_equal(sched_gpu_feasible(gpus, 5, 3, 32768, &q), -1);
+    assert_int_equal(q, 2);
+    assert_int_equal(sched_gpu_feasible(gpus, 5, 4, 0, &q), 0);
+}
+
+/* A GPU job that waits does not hold back jobs without GPUs. */
+static void test_gpu_wait_does_not_block_cpu_jobs(void **state)
+{
+    sched_gpu gpus[] = {{1, 0, 81920}};
+    sched_job jobs[] = {{1, 0, 0, 1, 0}, {2, 0, 0, 0, 0}, {3, 0, 0, 1, 0}};
+    size_t start[3];
+    uint64_t sets[3];
+    sched_output out;
+    decide_gpus(jobs, 3, gpus, 1, start, sets, &out);
+    assert_int_equal(out.nstart, 1);
+    assert_int_equal(start[0], 1);
+    assert_int_equal(sets[0], 0);
 }
 
 static void test_priority_then_submission_order(void **state)
 {
-    sched_job jobs[] = {{3, 0, 0}, {1, 0, 0}, {2, 5, 0}, {4, 5, 0}};
+    sched_job jobs[] = {{3, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 5, 0, 0, 0}, {4, 5, 0, 0, 0}};
     size_t start[4];
     sched_output out;
     decide(jobs, 4, 1000, 0, 0, start, &out);
@@ -30,7 +91,7 @@ static void test_priority_then_submission_order(void **state)
 
 static void test_room_limits_starts(void **state)
 {
-    sched_job jobs[] = {{1, 0, 0}, {2, 0, 0}, {3, 0, 0}};
+    sched_job jobs[] = {{1, 0, 0, 0, 0}, {2, 0, 0, 0, 0}, {3, 0, 0, 0, 0}};
     size_t start[3];
     sched_output out;
     decide(jobs, 3, 1000, 1, 2, start, &out);
@@ -44,7 +105,7 @@ static void test_room_limits_starts(void **state)
 
 static void test_scheduled_jobs_wait_and_set_wakeup(void **state)
 {
-    sched_job jobs[] = {{1, 0, 5000}, {2, 0, 3000}, {3, 0, 0}};
+    sched_job jobs[] = {{1, 0, 5000, 0, 0}, {2, 0, 3000, 0, 0}, {3, 0, 0, 0, 0}};
     size_t start[3];
     sched_output out;
     decide(jobs, 3, 1000, 0, 0, start, &out);
@@ -62,9 +123,9 @@ static void test_scheduled_jobs_wait_and_set_wakeup(void **state)
 
 static void test_positions(void **state)
 {
-    sched_job jobs[] = {{5, 0, 0}, {6, 0, 99999}, {7, 1, 0}};
+    sched_job jobs[] = {{5, 0, 0, 0, 0}, {6, 0, 99999, 0, 0}, {7, 1, 0, 0, 0}};
     uint32_t pos[3];
-    sched_input in = {jobs, 3, 1000, 0, 1};
+    sched_input in = {jobs, 3, 1000, 0, 1, NULL, 0};
     sched_positions(&in, pos);
     assert_int_equal(pos[0], 2);
     assert_int_equal(pos[1], 0);
@@ -84,6 +145,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_priority_then_submission_order),
+        cmocka_unit_test(test_gpu_gang_all_or_nothing),
+        cmocka_unit_test(test_gpu_no_oversubscription_and_memory),
+        cmocka_unit_test(test_gpu_wait_does_not_block_cpu_jobs),
         cmocka_unit_test(test_room_limits_starts),
         cmocka_unit_test(test_scheduled_jobs_wait_and_set_wakeup),
         cmocka_unit_test(test_positions),
