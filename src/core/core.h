@@ -40,7 +40,7 @@ typedef struct core {
 extern core C;
 
 /* gpus.c */
-void core_gpu_init(void);
+int core_gpu_init(jerr *e);
 json_t *core_gpus_json(void);
 json_t *core_gpu_json(int index);
 struct sched_gpu;

@@ -1,4 +1,5 @@
 /* The daemon's view of its GPUs: discovery at start, what the API shows. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,14 +30,14 @@ static void log_gpu(const gpu_inventory *inv, int i)
              *g->problem ? "; NOT USABLE: " : "", g->problem);
 }
 
-void core_gpu_init(void)
+int core_gpu_init(jerr *e)
 {
     const gpu_config *gc = &C.cfg.gpu;
     if (gc->enabled == 0) {
         log_info("gpu: support disabled by configuration (gpu.enabled: false)");
         gpu_inventory_init(&C.gpu.inv, "none");
         C.gpu.attempts = json_array();
-        return;
+        return 0;
     }
     gpu_discover(gc, &C.gpu);
     const gpu_inventory *inv = &C.gpu.inv;
@@ -44,10 +45,16 @@ void core_gpu_init(void)
         if (!job_state_terminal(C.jobs[i]->state) && C.jobs[i]->gpus)
             core_gpu_reclaim(C.jobs[i]);
     C.gpu_on = C.gpu.found && (inv->n > 0 || gc->enabled == 1);
+    if (!C.gpu.found && *gc->fixture) {
+        /* a simulation asked for by name and not possible is a configuration error */
+        json_t *a = json_array_get(C.gpu.attempts, 0);
+        const char *err = json_string_value(json_object_get(a, "error"));
+        return jerr_set(e, EINVAL, "%s", err ? err : "gpu.fixture: cannot be read");
+    }
     if (!C.gpu.found) {
         log_msg(gc->enabled == 1 ? LOG_WARN : LOG_INFO, "gpu: no GPU found (every backend failed; see above)%s",
                 gc->enabled == 1 ? " although gpu.enabled is true" : "");
-        return;
+        return 0;
     }
     log_info("gpu: %d GPU%s found by the %s backend in %.1f ms%s; driver %s, CUDA %d.%d", inv->n, inv->n == 1 ? "" : "s",
              inv->backend, inv->discovery_ms, inv->simulated ? " (SIMULATED from a fixture)" : "",
@@ -58,6 +65,7 @@ void core_gpu_init(void)
     for (int i = 0; i < C.gpu.ncuda; i++)
         log_info("gpu: CUDA toolkit %s (%s) version %s: %s", C.gpu.cuda[i].path, C.gpu.cuda[i].real,
                  *C.gpu.cuda[i].version ? C.gpu.cuda[i].version : "unknown", C.gpu.cuda[i].compat);
+    return 0;
 }
 
 static const char *core_gpu_owner(int i);

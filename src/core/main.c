@@ -256,7 +256,10 @@ int main(int argc, char **argv)
     w_signal = (watch){signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), on_signal, NULL};
     loop_add(&w_signal);
     logstream_init();
-    core_gpu_init();
+    if (core_gpu_init(&e) < 0) {
+        log_err("%s", e.msg);
+        return 1;
+    }
     launch_adopt_all();
     launch_init();
     if (http_start(C.cfg.socket, C.cfg.socket_mode, C.cfg.max_upload_bytes * 4 / 3 + (1 << 20), &e) < 0) {

@@ -40,7 +40,8 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 
 
 class Daemon:
-    def __init__(self, config_text=None):
+    def __init__(self, config_text=None, env=None):
+        self.extra_env = env or {}
         self.dir = tempfile.mkdtemp(prefix="joblet-it-")
         os.chmod(self.dir, 0o755)
         self.state = os.path.join(self.dir, "state")
@@ -63,7 +64,8 @@ class Daemon:
              "--socket", self.sock, "--log-level", "debug"],
             stdout=log, stderr=log, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
                                          "JOBLET_DAEMON_SECRET_MARK": "daemon-env-must-not-leak",
-                                         **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+                                         **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")},
+                                         **self.extra_env})
         log.close()
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -222,8 +224,8 @@ def fresh_daemon():
     need_root()
     made = []
 
-    def make(config_text=None, start=True):
-        d = Daemon(config_text)
+    def make(config_text=None, start=True, env=None):
+        d = Daemon(config_text, env)
         made.append(d)
         return d.start() if start else d
 

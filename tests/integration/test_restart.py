@@ -171,3 +171,13 @@ def test_killed_shim_zygote_is_replaced_and_jobs_still_start(fresh_daemon):
     after = zygote_pids(d)
     assert len(after) == 1 and after != before, (before, after)
     assert "restarting the shim zygote" in d.log()
+
+
+def test_answered_submissions_survive_an_immediate_kill(fresh_daemon):
+    """A 201 means the job is in the database: kill -9 right after the answers loses none."""
+    d = fresh_daemon()
+    ids = [d.submit("true") for _ in range(30)]
+    d.kill9()
+    d.start()
+    listed = {j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"]}
+    assert set(ids) <= listed
