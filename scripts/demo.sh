@@ -38,3 +38,27 @@ rnx job run -e GREETING=hi -s TOKEN=s3cret --name secrets --follow sh -c 'echo "
 
 step job status "$busy"; rnx job status "$busy"
 step job list; rnx job list
+
+# GPUs: what this machine has (real discovery on the embedded defaults) ...
+step gpu list; rnx gpu list
+if rnx gpu list --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["gpus"] else 1)'; then
+    step job run --gpu=1 --follow sh -c 'echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES; ls /dev/nvidia*'
+    rnx job run --gpu=1 --name gpu-real --follow sh -c 'echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES; ls /dev/nvidia*' ||
+        echo "(exit code $?)"
+fi
+
+# ... and a SIMULATED DGX H100 (gpu.fixture), so the GPU path shows on machines without one.
+printf '\n\033[1m=== SIMULATED GPUs: a second joblet planning on tests/fixtures/dgx-h100 (no such hardware here) ===\033[0m\n'
+kill $pid; wait $pid 2>/dev/null || true
+printf 'gpu:\n  fixture: %s/tests/fixtures/dgx-h100/machine.json\n' "$PWD" >"$demo/sim.yml"
+./build/joblet --config "$demo/sim.yml" --state-dir "$demo/sim-state" --socket "$sock" >>"$demo/joblet.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do rnx --version >/dev/null 2>&1 && break; sleep 0.05; done
+step gpu list; rnx gpu list
+step gpu topo; rnx gpu topo
+step job run --gpu=2 --gpu-memory=40GB --name simulated-gpu-job sh -c "'env | grep -E CUDA|NVIDIA|JOBLET_GPU | sort'"
+gj=$(rnx job run --gpu=2 --gpu-memory=40GB --name simulated-gpu-job sh -c 'env | grep -E "CUDA|NVIDIA|JOBLET_GPU" | sort')
+echo "$gj"
+step job log "$gj"; rnx job log "$gj"
+step job status "$gj"; rnx job status "$gj"
+step job run --gpu=9 true; rnx job run --gpu=9 true || echo "(refused: exit code $?)"

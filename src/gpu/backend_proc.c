@@ -62,8 +62,12 @@ static int read_information(const char *path, gpu_dev *g)
             snprintf(g->name, sizeof g->name, "%s", v);
         else if (strcmp(k, "GPU UUID") == 0)
             have_uuid = snprintf(g->uuid, sizeof g->uuid, "%s", v) > 0;
-        else if (strcmp(k, "Video BIOS") == 0 && strcmp(v, "??.??.??.??.??") != 0)
+        else if (strcmp(k, "Video BIOS") == 0 && strcmp(v, "??.??.??.??.??") != 0) {
+            /* the module prints hex digits in lower case, NVML and nvidia-smi in upper case */
             snprintf(g->vbios, sizeof g->vbios, "%s", v);
+            for (char *c = g->vbios; *c; c++)
+                *c = (char)toupper((unsigned char)*c);
+        }
         else if (strcmp(k, "Bus Location") == 0)
             have_bus = gpu_bus_normalize(v, g->bus_id) == 0;
         else if (strcmp(k, "Device Minor") == 0)

@@ -1,0 +1,92 @@
+"""GPU jobs on a simulated machine (gpu.fixture): what a job is granted, how it waits, and that
+nothing is lost across a restart. Isolation of real device nodes is tested in
+test_gpu_isolation.py and tests/gpu/."""
+import json
+import os
+import time
+
+from conftest import ROOT
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+
+
+def sim(fresh_daemon, name="dgx-h100"):
+    return fresh_daemon(f"gpu:\n  fixture: {FIX}/{name}/machine.json\n")
+
+
+def test_simulated_job_gets_its_gpus_labelled(fresh_daemon):
+    d = sim(fresh_daemon)
+    assert "SIMULATED from a fixture" in d.log()
+    p = d.rnx("job", "run", "--gpu=2", "--follow", "sh", "-c",
+              "echo CVD=$CUDA_VISIBLE_DEVICES NVD=$NVIDIA_VISIBLE_DEVICES SIM=$JOBLET_GPUS_SIMULATED")
+    assert p.returncode == 0, p.stderr
+    with open(f"{FIX}/dgx-h100/machine.json") as f:
+        gpus = sorted(json.load(f)["gpus"], key=lambda g: g["bus_id"])
+    assert p.stdout.strip() == f"CVD=0,1 NVD={gpus[0]['uuid']},{gpus[1]['uuid']} SIM=1"
+    job = json.loads(d.rnx("job", "list", "--json", check=True).stdout)[-1]
+    assert [g["index"] for g in job["gpus"]] == [0, 1]
+    assert all(g["simulated"] for g in job["gpus"])
+    assert job["gpu_request"] == {"count": 2, "memory_mb": None}
+    st = d.rnx("job", "status", job["id"], check=True).stdout
+    assert "GPUs:           [0, 1] (2 GPUs allocated)" in st
+    assert st.count("[simulated]") == 2
+    lst = d.rnx("gpu", "list", check=True).stdout
+    assert lst.startswith("SIMULATED GPUs")
+    assert lst.count("[simulated]") == 8
+
+
+def test_gang_allocation_waits_and_never_oversubscribes(fresh_daemon):
+    d = sim(fresh_daemon)
+    a = d.submit("sleep", "30", gpu_count=6)
+    d.wait_status(a, "RUNNING")
+    b = d.submit("true", gpu_count=4)
+    c = d.submit("true")  # no GPU: not held back by b
+    assert d.wait(c)["status"] == "COMPLETED"
+    jb = d.job(b)
+    assert jb["status"] == "QUEUED" and jb["gpus"] == [] and jb["queue_position"] == 1
+    held = {g["index"] for g in d.job(a)["gpus"]}
+    assert len(held) == 6
+    gl = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)["gpus"]
+    assert sum(1 for g in gl if g["job"] == a) == 6 and sum(1 for g in gl if g["job"] is None) == 2
+    d.rnx("job", "stop", a, check=True)
+    jb = d.wait(b)
+    assert jb["status"] == "COMPLETED" and len(jb["gpus"]) == 4
+    time.sleep(0.2)
+    gl = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)["gpus"]
+    assert all(g["state"] == "available" for g in gl)
+
+
+def test_gpu_memory_minimum(fresh_daemon):
+    d = sim(fresh_daemon, "mixed")
+    # 2 A100 40GB + 2 T4 16GB: three GPUs of 20 GB can never exist here
+    p = d.rnx("job", "run", "--gpu=3", "--gpu-memory=20GB", "true")
+    assert p.returncode == 1
+    assert "--gpu: asks for 3 GPUs with at least 20480 MB each; this machine has 2 such GPUs of 4" in p.stderr
+    j, _, _ = d.run("true", gpu_count=2, gpu_memory_mb=20480)
+    assert {g["name"] for g in j["gpus"]} == {"NVIDIA A100-SXM4-40GB"}
+    for bad, msg in [("--gpu=0", "--gpu: '0' must be a number of GPUs from 1 to 64"),
+                     ("--gpu=two", "--gpu: 'two' must be a number"),
+                     ("--gpu-memory=lots", "--gpu-memory")]:
+        p = d.rnx("job", "run", "--gpu=1", bad, "true") if "memory" in bad else d.rnx("job", "run", bad, "true")
+        assert p.returncode == 2 and msg in p.stderr, (bad, p.stderr)
+    status, err = d.api("POST", "/v1/jobs", {"command": "true", "gpu_memory_mb": 100})
+    assert status == 400 and err["error"]["field"] == "gpu_memory_mb"
+    status, err = d.api("POST", "/v1/jobs", {"command": "true", "gpu_count": 99})
+    assert status == 400 and err["error"]["field"] == "gpu_count"
+
+
+def test_grants_survive_a_daemon_crash(fresh_daemon):
+    d = sim(fresh_daemon)
+    a = d.submit("sleep", "5", gpu_count=8)
+    d.wait_status(a, "RUNNING")
+    b = d.submit("true", gpu_count=1)
+    d.kill9()
+    d.start()
+    # a still holds all eight GPUs: b must wait, not double-book one
+    assert d.job(b)["status"] == "QUEUED"
+    gl = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)["gpus"]
+    assert all(g["job"] == a for g in gl)
+    assert d.wait(a)["status"] == "COMPLETED"
+    jb = d.wait(b)
+    assert jb["status"] == "COMPLETED" and len(jb["gpus"]) == 1
+    assert len(d.job(a)["gpus"]) == 8  # history keeps what it had
