@@ -18,6 +18,7 @@
 #include "../exec/spec.h"
 #include "../exec/zygote.h"
 #include "core.h"
+#include "gpu_spec.h"
 
 static const char *const base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -89,6 +90,9 @@ static int write_spec(const job *j, const char *dir, jerr *e)
 {
     job_spec s = {0};
     char host[64], path[700];
+    gpu_spec g;
+    if (gpu_spec_build(j, &g, e) < 0)
+        return -1;
     snprintf(s.id, sizeof s.id, "%s", j->id);
     s.job_dir = (char *)dir;
     s.root_mount = C.root_mount;
@@ -114,8 +118,13 @@ static int write_spec(const job *j, const char *dir, jerr *e)
         snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", C.io_dev);
     const char *cores = json_string_value(json_object_get(j->req, "cpu_cores"));
     snprintf(s.limits.cpus, sizeof s.limits.cpus, "%s", cores ? cores : "");
+    s.ops = g.ops;
+    s.nops = g.nops;
+    s.devices = g.rules;
+    s.ndevices = g.nrules;
     snprintf(path, sizeof path, "%s/%s", dir, SHIM_SPEC);
     int rc = spec_save(&s, path, e);
+    gpu_spec_free(&g);
     for (char **p = s.argv; *p; p++)
         free(*p);
     free(s.argv);

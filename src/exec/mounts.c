@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,6 +31,8 @@ enum op_kind {
     OP_SYMLINK,       /* src = link target */
     OP_MASK,          /* hide a /proc or /sys entry (file: /dev/null; dir: empty read-only tmpfs) */
     OP_RO_SELF,       /* make an existing path inside the new root read-only */
+    OP_DEVNODE_CHECKED, /* a node with given numbers, after checking the host node has them */
+    OP_WRITE_FILE,    /* data into a new read-only file */
 };
 
 typedef struct mount_op {
@@ -39,9 +42,10 @@ typedef struct mount_op {
     const char *data;    /* fs options */
     unsigned long flags;
     int optional;        /* skip when the host lacks src */
+    dev_t rdev;          /* OP_DEVNODE_CHECKED */
 } mount_op;
 
-#define MAX_OPS 96
+#define MAX_OPS 320
 typedef struct plan {
     mount_op ops[MAX_OPS];
     size_t n;
@@ -52,7 +56,7 @@ static void add(plan *p, enum op_kind k, const char *src, const char *dst, const
                 int optional)
 {
     if (p->n < MAX_OPS)
-        p->ops[p->n++] = (mount_op){k, src, dst, data, flags, optional};
+        p->ops[p->n++] = (mount_op){k, src, dst, data, flags, optional, 0};
 }
 
 /* Host system directories every job sees, read-only. */
@@ -93,6 +97,20 @@ static void build_plan(const job_spec *s, plan *p)
         add(p, OP_RO_SELF, NULL, proc_readonly[i], NULL, 0, 1);
     for (size_t i = 0; i < s->nmounts; i++)
         add(p, s->mounts[i].rw ? OP_BIND_RW : OP_DIR_BIND_RO, s->mounts[i].src, s->mounts[i].dst, NULL, nsd, 0);
+    for (size_t i = 0; i < s->nops; i++) {
+        const spec_op *x = &s->ops[i];
+        switch (x->kind) {
+        case SPEC_DEVNODE:
+            add(p, OP_DEVNODE_CHECKED, x->src, x->dst, NULL, 0, 0);
+            if (p->n)
+                p->ops[p->n - 1].rdev = makedev(x->major, x->minor);
+            break;
+        case SPEC_TMPFS: add(p, OP_TMPFS, "tmpfs", x->dst, "mode=0755,size=1m", nsd | MS_NOEXEC, 0); break;
+        case SPEC_FILE: add(p, OP_WRITE_FILE, NULL, x->dst, x->data ? x->data : "", 0, 0); break;
+        case SPEC_SYMLINK: add(p, OP_SYMLINK, x->src, x->dst, NULL, 0, 0); break;
+        case SPEC_READONLY: add(p, OP_RO_SELF, NULL, x->dst, NULL, 0, 0); break;
+        }
+    }
 }
 
 static int set_readonly(const char *path, int recursive, jerr *e)
@@ -146,6 +164,17 @@ static int make_target(const char *path, int dir, jerr *e)
         close(fd);
     }
     return 0;
+}
+
+static int make_parent(const char *path, jerr *e)
+{
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (!slash || slash == parent)
+        return 0;
+    *slash = 0;
+    return mkdir_p(parent, 0755, e);
 }
 
 static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr *e)
@@ -208,9 +237,39 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
             return jerr_sys(e, "mount %s on %s", src, op->dst);
         return 0;
     case OP_SYMLINK:
-        if (symlink(src, dst) < 0)
+        if (symlink(src, dst) < 0 && (errno != ENOENT || make_parent(dst, e) < 0 || symlink(src, dst) < 0))
             return jerr_sys(e, "symlink %s", op->dst);
         return 0;
+    case OP_DEVNODE_CHECKED:
+        /* The node the job gets must be the device discovery named: a host node that is
+         * missing or has other numbers means the inventory is stale, not a guess to make. */
+        if (stat(src, &st) < 0)
+            return jerr_sys(e, "device node %s (for %s)", src, op->dst);
+        if (!S_ISCHR(st.st_mode) || st.st_rdev != op->rdev)
+            return jerr_set(e, EINVAL, "%s on the host is %s %u:%u, expected character device %u:%u", src,
+                            S_ISCHR(st.st_mode) ? "character device" : "not a character device", major(st.st_rdev),
+                            minor(st.st_rdev), major(op->rdev), minor(op->rdev));
+        /* 0666 whatever the host's mode (often 0660 root:video): the job runs as a uid of its
+         * own and must be able to use what it was granted; this /dev is the job's alone and the
+         * device filter, not the mode, decides which devices it may open. */
+        if ((mknod(dst, S_IFCHR | 0600, op->rdev) < 0 && (errno != ENOENT || make_parent(dst, e) < 0 ||
+                                                          mknod(dst, S_IFCHR | 0600, op->rdev) < 0)) ||
+            chmod(dst, 0666) < 0)
+            return jerr_sys(e, "create %s", op->dst);
+        return 0;
+    case OP_WRITE_FILE: {
+        if (make_parent(dst, e) < 0)
+            return -1;
+        int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (fd < 0)
+            return jerr_sys(e, "create %s", op->dst);
+        size_t len = strlen(op->data);
+        ssize_t w = write(fd, op->data, len);
+        close(fd);
+        if (w < 0 || (size_t)w != len)
+            return jerr_sys(e, "write %s", op->dst);
+        return 0;
+    }
     case OP_MASK:
         if (lstat(dst, &st) < 0)
             return 0; /* not present on this kernel: nothing to hide */

@@ -33,13 +33,21 @@ int spec_save(const job_spec *s, const char *path, jerr *e)
     for (size_t i = 0; i < s->nmounts; i++)
         json_array_append_new(mnts, json_pack("{s:s,s:s,s:b}", "src", s->mounts[i].src, "dst", s->mounts[i].dst,
                                               "rw", s->mounts[i].rw));
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:i,s:i,s:b,s:I,s:I,s:I,s:s,s:o,s:o,s:o}", "id", s->id,
+    static const char *const op_names[] = {"devnode", "tmpfs", "file", "symlink", "readonly"};
+    json_t *ops = json_array();
+    for (size_t i = 0; i < s->nops; i++) {
+        const spec_op *x = &s->ops[i];
+        json_array_append_new(ops, json_pack("{s:s,s:s?,s:s,s:s?,s:I,s:I}", "op", op_names[x->kind], "src", x->src,
+                                             "dst", x->dst, "data", x->data, "major", (json_int_t)x->major, "minor",
+                                             (json_int_t)x->minor));
+    }
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:i,s:i,s:b,s:I,s:I,s:I,s:s,s:o,s:o,s:o,s:o}", "id", s->id,
                           "job_dir", s->job_dir, "root_mount", s->root_mount, "hostname", s->hostname, "argv", strv_json(s->argv), "env",
                           strv_json(s->env), "workdir", s->workdir, "uid", (int)s->uid, "gid", (int)s->gid,
                           "net_host", s->net_host, "max_runtime_s", (json_int_t)s->max_runtime_s,
                           "stop_grace_s", (json_int_t)s->stop_grace_s, "tmp_size_mb",
                           (json_int_t)s->tmp_size_mb, "cgroup_root", s->cgroup_root, "limits", lim, "devices",
-                          devs, "mounts", mnts);
+                          devs, "mounts", mnts, "ops", ops);
     if (!o)
         return jerr_set(e, EINVAL, "cannot encode the job spec");
     char *txt = json_dumps(o, JSON_COMPACT);
@@ -120,6 +128,30 @@ int spec_load(job_spec *s, const char *path, jerr *e)
         s->mounts[i].rw = json_is_true(json_object_get(m, "rw"));
     }
     s->nmounts = json_array_size(mnts);
+    static const char *const op_names[] = {"devnode", "tmpfs", "file", "symlink", "readonly"};
+    json_t *ops = json_object_get(o, "ops"), *x;
+    s->ops = xcalloc(json_array_size(ops) + 1, sizeof *s->ops);
+    json_array_foreach(ops, i, x) {
+        const char *name = json_string_value(json_object_get(x, "op")), *src, *data;
+        const char *dst = json_string_value(json_object_get(x, "dst"));
+        size_t k = 0;
+        while (k < ARRAY_LEN(op_names) && (!name || strcmp(op_names[k], name)))
+            k++;
+        if (k == ARRAY_LEN(op_names) || !dst || dst[0] != '/') {
+            s->nops = i;
+            json_decref(o);
+            return jerr_set(e, EINVAL, "job spec %s: ops[%zu] is not a known step with an absolute dst", path, i);
+        }
+        s->ops[i].kind = (enum spec_op_kind)k;
+        s->ops[i].dst = xstrdup(dst);
+        if ((src = json_string_value(json_object_get(x, "src"))))
+            s->ops[i].src = xstrdup(src);
+        if ((data = json_string_value(json_object_get(x, "data"))))
+            s->ops[i].data = xstrdup(data);
+        s->ops[i].major = (uint32_t)json_integer_value(json_object_get(x, "major"));
+        s->ops[i].minor = (uint32_t)json_integer_value(json_object_get(x, "minor"));
+    }
+    s->nops = json_array_size(ops);
     json_decref(o);
     return 0;
 }
@@ -146,5 +178,11 @@ void spec_free(job_spec *s)
         free(s->mounts[i].dst);
     }
     free(s->mounts);
+    for (size_t i = 0; i < s->nops; i++) {
+        free(s->ops[i].src);
+        free(s->ops[i].dst);
+        free(s->ops[i].data);
+    }
+    free(s->ops);
     memset(s, 0, sizeof *s);
 }

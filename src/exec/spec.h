@@ -17,6 +17,17 @@ typedef struct spec_mount {
     bool rw;
 } spec_mount;
 
+/* Extra steps of the job's filesystem plan, run in order after the standard ones and the
+ * binds: GPU device nodes, the job's own /proc/driver/nvidia, driver library links. */
+enum spec_op_kind { SPEC_DEVNODE, SPEC_TMPFS, SPEC_FILE, SPEC_SYMLINK, SPEC_READONLY };
+typedef struct spec_op {
+    enum spec_op_kind kind;
+    char *src;             /* DEVNODE: the host node, checked first; SYMLINK: the link's target */
+    char *dst;             /* inside the job */
+    char *data;            /* FILE: the content */
+    uint32_t major, minor; /* DEVNODE: the numbers the host node must have */
+} spec_op;
+
 typedef struct job_spec {
     char id[37];
     char *job_dir;       /* host directory: spec.json, logs, status.json, work/ */
@@ -38,6 +49,8 @@ typedef struct job_spec {
     size_t ndevices;
     spec_mount *mounts;    /* extra read-only/read-write binds (GPU driver, toolkits) */
     size_t nmounts;
+    spec_op *ops;
+    size_t nops;
 } job_spec;
 
 int spec_save(const job_spec *s, const char *path, jerr *e);

@@ -1,0 +1,182 @@
+/* What a GPU grant becomes in the job's spec: device nodes and the device filter rules that
+ * let the job open exactly them, the job's own /proc/driver/nvidia, and the environment.
+ * Nothing here touches the job: the executor applies the spec (DESIGN §3.4). A simulated
+ * grant (gpu.fixture) gets the environment only: no device exists behind it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "core.h"
+#include "gpu_spec.h"
+
+#define NVIDIA_MAJOR 195
+#define NVIDIACTL_MINOR 255
+#define NVIDIA_MODESET_MINOR 254
+
+/* The number /proc/devices gives a character driver ("507 nvidia-uvm"); -1 when absent. */
+static int char_major(const char *proc_root, const char *name)
+{
+    char path[512], line[128];
+    snprintf(path, sizeof path, "%s/devices", proc_root);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    int major = -1, in_char = 0;
+    while (fgets(line, sizeof line, f)) {
+        char dev[64];
+        int m;
+        if (strncmp(line, "Character devices:", 18) == 0)
+            in_char = 1;
+        else if (strncmp(line, "Block devices:", 14) == 0)
+            in_char = 0;
+        else if (in_char && sscanf(line, "%d %63s", &m, dev) == 2 && strcmp(dev, name) == 0)
+            major = m;
+    }
+    fclose(f);
+    return major;
+}
+
+static spec_op *push_op(gpu_spec *g)
+{
+    g->ops = realloc(g->ops, (g->nops + 1) * sizeof *g->ops);
+    if (!g->ops)
+        abort();
+    memset(&g->ops[g->nops], 0, sizeof *g->ops);
+    return &g->ops[g->nops++];
+}
+
+static void add_node(gpu_spec *g, const char *host, const char *dst, int major, int minor)
+{
+    spec_op *o = push_op(g);
+    o->kind = SPEC_DEVNODE;
+    o->src = xstrdup(host);
+    o->dst = xstrdup(dst);
+    o->major = (uint32_t)major;
+    o->minor = (uint32_t)minor;
+    g->rules = realloc(g->rules, (g->nrules + 1) * sizeof *g->rules);
+    if (!g->rules)
+        abort();
+    g->rules[g->nrules++] = (cg_dev_rule){'c', major, minor, "rw"};
+}
+
+static void add_file(gpu_spec *g, const char *dst, char *content /* taken */)
+{
+    spec_op *o = push_op(g);
+    o->kind = SPEC_FILE;
+    o->dst = xstrdup(dst);
+    o->data = content;
+}
+
+static void add_simple(gpu_spec *g, enum spec_op_kind kind, const char *dst)
+{
+    spec_op *o = push_op(g);
+    o->kind = kind;
+    o->dst = xstrdup(dst);
+}
+
+/* The driver's params with ModifyDeviceFiles: 0, so that nothing in the job (a CUDA library
+ * calling nvidia-modprobe) tries to create device nodes: the job has exactly the ones given. */
+static char *params_without_modify(const char *proc_root)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/driver/nvidia/params", proc_root);
+    char *in = read_file(path, NULL);
+    size_t cap = (in ? strlen(in) : 0) + 64, n = 0;
+    char *out = xmalloc(cap);
+    int seen = 0;
+    out[0] = 0;
+    for (char *save = NULL, *line = in ? strtok_r(in, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "ModifyDeviceFiles:", 18) == 0) {
+            line = "ModifyDeviceFiles: 0";
+            seen = 1;
+        }
+        n += (size_t)snprintf(out + n, cap - n, "%s\n", line);
+    }
+    if (!seen)
+        snprintf(out + n, cap - n, "ModifyDeviceFiles: 0\n");
+    free(in);
+    return out;
+}
+
+static int node_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
+{
+    memset(g, 0, sizeof *g);
+    size_t n = json_array_size(j->gpus);
+    if (!n || json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
+        return 0;
+    const gpu_config *c = &C.cfg.gpu;
+    char host[512], dst[128];
+    json_t *gj;
+    size_t i;
+    json_array_foreach(j->gpus, i, gj)
+    {
+        int minor = (int)json_integer_value(json_object_get(gj, "minor"));
+        snprintf(host, sizeof host, "%s/nvidia%d", c->dev_root, minor);
+        snprintf(dst, sizeof dst, "/dev/nvidia%d", minor);
+        add_node(g, host, dst, NVIDIA_MAJOR, minor);
+    }
+    snprintf(host, sizeof host, "%s/nvidiactl", c->dev_root);
+    add_node(g, host, "/dev/nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR);
+    /* Unified memory: CUDA needs it, but the module may not be loaded (or its nodes not made
+     * yet) on a host that only runs nvidia-smi; a job then gets what exists, with a warning. */
+    int uvm = char_major(c->proc_root, "nvidia-uvm");
+    static const char *const uvm_nodes[] = {"nvidia-uvm", "nvidia-uvm-tools"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(host, sizeof host, "%s/%s", c->dev_root, uvm_nodes[k]);
+        snprintf(dst, sizeof dst, "/dev/%s", uvm_nodes[k]);
+        if (uvm >= 0 && node_exists(host))
+            add_node(g, host, dst, uvm, k);
+        else
+            log_warn("job %s: %s is not available on this host (%s); CUDA programs that need unified memory "
+                     "will fail", j->id, dst, uvm < 0 ? "nvidia-uvm is not in /proc/devices" : "no host node");
+    }
+
+    /* The job's /proc/driver/nvidia: only its GPUs. Mounted over the real directory when the
+     * kernel has one, else over /proc/driver (a host without the module: tests, simulations). */
+    char base[64];
+    int over_nvidia = access("/proc/driver/nvidia", F_OK) == 0;
+    snprintf(base, sizeof base, "%s", over_nvidia ? "/proc/driver/nvidia" : "/proc/driver");
+    add_simple(g, SPEC_TMPFS, base);
+    snprintf(host, sizeof host, "%s/driver/nvidia/version", c->proc_root);
+    char *ver = read_file(host, NULL);
+    if (ver)
+        add_file(g, "/proc/driver/nvidia/version", ver);
+    add_file(g, "/proc/driver/nvidia/params", params_without_modify(c->proc_root));
+    json_array_foreach(j->gpus, i, gj)
+    {
+        const char *bus = json_string_value(json_object_get(gj, "bus_id"));
+        snprintf(host, sizeof host, "%s/driver/nvidia/gpus/%s/information", c->proc_root, bus);
+        char *info = read_file(host, NULL);
+        if (!info) {
+            gpu_spec_free(g);
+            return jerr_set(e, ENOENT, "GPU %s: %s is missing: the driver no longer lists this GPU", bus, host);
+        }
+        snprintf(dst, sizeof dst, "/proc/driver/nvidia/gpus/%s/information", bus);
+        add_file(g, dst, info);
+    }
+    add_simple(g, SPEC_READONLY, base);
+    return 0;
+}
+
+void gpu_spec_free(gpu_spec *g)
+{
+    for (size_t i = 0; i < g->nops; i++) {
+        free(g->ops[i].src);
+        free(g->ops[i].dst);
+        free(g->ops[i].data);
+    }
+    free(g->ops);
+    free(g->rules);
+    memset(g, 0, sizeof *g);
+}

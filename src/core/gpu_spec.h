@@ -1,0 +1,18 @@
+#ifndef JOBLET_GPU_SPEC_H
+#define JOBLET_GPU_SPEC_H
+
+#include "../exec/spec.h"
+#include "job.h"
+
+typedef struct gpu_spec {
+    spec_op *ops;
+    size_t nops;
+    cg_dev_rule *rules;
+    size_t nrules;
+} gpu_spec;
+
+/* The spec additions for the job's GPU grant; empty for no grant or a simulated one. */
+int gpu_spec_build(const job *j, gpu_spec *g, jerr *e);
+void gpu_spec_free(gpu_spec *g);
+
+#endif

@@ -1,0 +1,145 @@
+"""GPU isolation without a GPU (DESIGN §7): as root, mknod 195:N test nodes in a scratch device
+directory (gpu.dev_root). The kernel's device cgroup check comes before the driver, so inside a
+job an allowed node opens with ENXIO (no driver) and a denied one fails with EPERM."""
+import errno
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, ROOT
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+MACHINES = ["dgx-h100", "dgx1-v100", "a100-pcie-4", "a100-mig", "mixed"]
+FAKE_NVML = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
+
+OPEN_HELPER = r"""
+import errno, json, os, sys
+procs, nodes = sys.argv[1], sys.argv[2:]
+if procs != "-":
+    with open(procs, "w") as f:
+        f.write(str(os.getpid()))
+res = {}
+for n in nodes:
+    try:
+        os.close(os.open(n, os.O_RDWR))
+        res[n] = "ok"
+    except OSError as e:
+        res[n] = errno.errorcode[e.errno]
+print(json.dumps(res))
+"""
+
+
+def machine(name):
+    with open(os.path.join(FIX, name, "machine.json")) as f:
+        return json.load(f)
+
+
+def uvm_major(name):
+    with open(os.path.join(FIX, name, "proc", "devices")) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 2 and parts[1] == "nvidia-uvm":
+                return int(parts[0])
+    raise AssertionError("fixture lacks nvidia-uvm in proc/devices")
+
+
+@pytest.fixture
+def gpu_machine(fresh_daemon, tmp_path):
+    """A daemon on a fixture machine whose device nodes really exist (mknod) in tmp_path/dev."""
+    def make(name, extra=""):
+        dev = tmp_path / "dev"
+        dev.mkdir()
+        m = machine(name)
+        for g in m["gpus"]:
+            os.mknod(dev / f"nvidia{g['minor']}", 0o666 | stat.S_IFCHR, os.makedev(195, g["minor"]))
+        os.mknod(dev / "nvidiactl", 0o666 | stat.S_IFCHR, os.makedev(195, 255))
+        u = uvm_major(name)
+        os.mknod(dev / "nvidia-uvm", 0o666 | stat.S_IFCHR, os.makedev(u, 0))
+        os.mknod(dev / "nvidia-uvm-tools", 0o666 | stat.S_IFCHR, os.makedev(u, 1))
+        for n in os.listdir(dev):  # as the driver makes them (mknod obeys the umask)
+            os.chmod(dev / n, 0o666)
+        f = os.path.join(FIX, name)
+        backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
+        d = fresh_daemon(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+                         f"  sys_root: {f}/sys\n  dev_root: {dev}\n{extra}",
+                         env={"FAKE_NVML_FIXTURE": f"{f}/machine.json"})
+        return d, str(dev), sorted(m["gpus"], key=lambda g: g["bus_id"])
+    return make
+
+
+def in_cgroup(procs, nodes):
+    p = subprocess.run([sys.executable, "-c", OPEN_HELPER, procs, *nodes], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def unified_procs(d, jid):
+    base = "/sys/fs/cgroup" if os.path.isfile("/sys/fs/cgroup/cgroup.procs") else "/sys/fs/cgroup/unified"
+    path = os.path.join(base, d.cgroup_root, jid, "cgroup.procs")
+    assert os.path.exists(path), f"job {jid} has no cgroup2 cgroup for its device filter"
+    return path
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_job_gets_exactly_its_gpus(gpu_machine, name):
+    d, dev, gpus = gpu_machine(name)
+    want = min(2, len(gpus))
+    probe = ("import json, os, errno\n"
+             "nodes = sorted(n for n in os.listdir('/dev') if n.startswith('nvidia'))\n"
+             "res = {}\n"
+             "for n in nodes:\n"
+             "    try: os.close(os.open('/dev/' + n, os.O_RDWR)); res[n] = 'ok'\n"
+             "    except OSError as e: res[n] = errno.errorcode[e.errno]\n"
+             "print(json.dumps({'open': res, 'gpus': sorted(os.listdir('/proc/driver/nvidia/gpus')),\n"
+             "  'params': open('/proc/driver/nvidia/params').read(), 'cvd': os.environ['CUDA_VISIBLE_DEVICES']}))")
+    jid = d.submit("python3", "-c", probe, gpu_count=want)
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED", (job, d.output(jid, "stderr"))
+    r = json.loads(d.output(jid))
+    granted = [g["minor"] for g in job["gpus"]]
+    assert len(granted) == want
+    # exactly its GPUs' nodes (by minor, which need not be the index), the control node and UVM;
+    # each opens as far as the driver (ENXIO: none here), so the device filter let it through
+    expected = {f"nvidia{m}" for m in granted} | {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}
+    assert r["open"] == {n: "ENXIO" for n in expected}, r["open"]
+    assert r["gpus"] == sorted(g["bus_id"] for g in job["gpus"])
+    assert "ModifyDeviceFiles: 0" in r["params"] and "ModifyDeviceFiles: 1" not in r["params"]
+    assert r["cvd"] == ",".join(str(i) for i in range(want))
+
+
+@pytest.mark.parametrize("name", ["dgx-h100", "a100-pcie-4"])
+def test_other_gpus_are_denied_in_the_jobs_cgroup(gpu_machine, name):
+    d, dev, gpus = gpu_machine(name)
+    all_nodes = [os.path.join(dev, f"nvidia{g['minor']}") for g in gpus]
+    control = in_cgroup("-", all_nodes)
+    assert set(control.values()) == {"ENXIO"}, control  # outside any job: as far as the (absent) driver
+    jid = d.submit("sleep", "60", gpu_count=2)
+    plain = d.submit("sleep", "60")
+    try:
+        d.wait_status(jid, "RUNNING")
+        d.wait_status(plain, "RUNNING")
+        mine = {os.path.join(dev, f"nvidia{g['minor']}") for g in d.job(jid)["gpus"]}
+        r = in_cgroup(unified_procs(d, jid), all_nodes + [os.path.join(dev, "nvidiactl"), "/dev/null"])
+        for n in all_nodes:
+            assert r[n] == ("ENXIO" if n in mine else "EPERM"), (n, r)
+        assert r[os.path.join(dev, "nvidiactl")] == "ENXIO" and r["/dev/null"] == "ok"
+        # a job without --gpu may open none of them
+        r = in_cgroup(unified_procs(d, plain), all_nodes + [os.path.join(dev, "nvidiactl")])
+        assert set(r.values()) == {"EPERM"}, r
+    finally:
+        for j in (jid, plain):
+            d.api("POST", f"/v1/jobs/{j}/stop")
+            d.wait(j)
+
+
+def test_host_node_with_wrong_numbers_fails_the_job(gpu_machine):
+    d, dev, gpus = gpu_machine("dgx-h100")
+    os.unlink(os.path.join(dev, "nvidia0"))
+    os.mknod(os.path.join(dev, "nvidia0"), 0o666 | stat.S_IFCHR, os.makedev(195, 99))
+    job = d.wait(d.submit("true", gpu_count=1))
+    assert job["status"] == "FAILED" and job["end_reason"] == "start_failed"
+    assert "nvidia0 on the host is character device 195:99, expected character device 195:0" in job["error"]
