@@ -56,8 +56,13 @@ static const char run_help[] =
     "  --network none|host    none: no network access; host: the host's network\n"
     "  --max-runtime DURATION stop the job after this long: 90, 30s, 30min, 2h30m, 1d\n"
     "  --schedule WHEN        start later: a delay (30min, 2h) or a time (2026-11-22T15:00:00Z)\n"
-    "  --gpu N                N whole GPUs, granted all at once (the job waits until they are free)\n"
+    "  --gpu N|all            N whole GPUs (or every GPU), granted all at once; the job waits until\n"
+    "                         they are free. Inside, CUDA numbers them 0..N-1\n"
     "  --gpu-memory SIZE      each GPU must have at least this much memory: 4096, 4096MB, 16GB\n"
+    "  --gpu-ids LIST         exactly these GPUs: indexes or UUIDs, e.g. 0,1 (as docker --gpus device=)\n"
+    "  --gpu-caps LIST        driver capabilities: compute, utility, video, graphics, display, all\n"
+    "                         (default compute,utility)\n"
+    "  --gpu-optional         run without GPUs when this machine can never give them (status says so)\n"
     "  -f, --follow           stream the job's output and exit with the job's exit code;\n"
     "                         Ctrl-C stops following, not the job\n"
     "  -h, --help             show this help\n"
@@ -142,7 +147,8 @@ static const struct { const char *field, *flag; } field_flags[] = {
     {"max_iobps", "--max-iobps"},      {"max_runtime_s", "--max-runtime"}, {"schedule_at", "--schedule"},
     {"env", "--env"},                  {"secret_env", "--secret-env"}, {"uploads", "--upload"},
     {"network", "--network"},          {"workdir", "--workdir"},       {"name", "--name"},
-    {"gpu_count", "--gpu"},            {"gpu_memory_mb", "--gpu-memory"},
+    {"gpu_count", "--gpu"},            {"gpu_memory_mb", "--gpu-memory"}, {"gpu_ids", "--gpu-ids"},
+    {"gpu_caps", "--gpu-caps"},        {"gpu_optional", "--gpu-optional"}, {"gpu_all", "--gpu=all"},
 };
 
 /* "max_memory_mb: ..." -> "--max-memory: ...". A sub-field ("uploads[2].path") keeps its
@@ -333,7 +339,8 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 
 enum {
     O_NAME = 256, O_MAX_CPU, O_MAX_MEMORY, O_MAX_IOBPS, O_CPU_CORES, O_UPLOAD, O_WORKDIR,
-    O_NETWORK, O_MAX_RUNTIME, O_SCHEDULE, O_STATUS, O_STREAM, O_NO_FOLLOW, O_GPU, O_GPU_MEMORY,
+    O_NETWORK, O_MAX_RUNTIME, O_SCHEDULE, O_STATUS, O_STREAM, O_NO_FOLLOW, O_GPU, O_GPU_MEMORY, O_GPU_IDS,
+    O_GPU_CAPS, O_GPU_OPTIONAL,
 };
 
 typedef struct run_req {
@@ -460,9 +467,31 @@ static int run_flag(run_req *r, int c, const char *arg)
             return bad_flag(&e);
         return set_u64(r->body, "max_runtime_s", "--max-runtime", arg, v);
     case O_GPU:
+        if (strcmp(arg, "all") == 0) {
+            json_object_set_new(r->body, "gpu_all", json_true());
+            return 0;
+        }
         if (parse_u64(arg, &v) < 0 || v < 1 || v > 64)
-            return rnx_usage("--gpu: '%s' must be a number of GPUs from 1 to 64", arg);
+            return rnx_usage("--gpu: '%s' must be a number of GPUs from 1 to 64, or all", arg);
         return set_u64(r->body, "gpu_count", "--gpu", arg, v);
+    case O_GPU_IDS: {
+        if (!*arg)
+            return rnx_usage("--gpu-ids: needs GPU indexes or UUIDs, e.g. 0,1 or GPU-5f3b...");
+        json_t *ids = json_array();
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s", arg);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            json_array_append_new(ids, json_string(t));
+        json_object_set_new(r->body, "gpu_ids", ids);
+        return 0;
+    }
+    case O_GPU_CAPS:
+        if (!*arg)
+            return rnx_usage("--gpu-caps: needs capabilities, e.g. compute,utility");
+        return set_text(r->body, "gpu_caps", "--gpu-caps", arg);
+    case O_GPU_OPTIONAL:
+        json_object_set_new(r->body, "gpu_optional", json_true());
+        return 0;
     case O_GPU_MEMORY:
         if (parse_size_mb("--gpu-memory", arg, &v, &e) < 0)
             return bad_flag(&e);
@@ -613,6 +642,9 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
         {"schedule", required_argument, NULL, O_SCHEDULE},
         {"gpu", required_argument, NULL, O_GPU},
         {"gpu-memory", required_argument, NULL, O_GPU_MEMORY},
+        {"gpu-ids", required_argument, NULL, O_GPU_IDS},
+        {"gpu-caps", required_argument, NULL, O_GPU_CAPS},
+        {"gpu-optional", no_argument, NULL, O_GPU_OPTIONAL},
         {"follow", no_argument, NULL, 'f'},
         OPT_HELP,
         {0},

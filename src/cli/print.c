@@ -501,15 +501,28 @@ static void print_gpus(FILE *f, json_t *gpus)
 static void print_gpu_request(FILE *f, json_t *req)
 {
     int64_t count = 0, mem = 0;
+    const char *degraded = jstr(req, "degraded");
+    if (degraded) {
+        key(f, "GPU request:");
+        fprintf(f, "none granted (--gpu-optional): %s\n", degraded);
+        return;
+    }
     if (!jint(req, "count", &count) || count <= 0)
         return;
     key(f, "GPU request:");
     fprintf(f, "%lld GPU%s", (long long)count, count == 1 ? "" : "s");
+    if (json_is_true(json_object_get(req, "all")))
+        fprintf(f, " (all)");
+    json_t *ids = json_object_get(req, "ids"), *id;
+    size_t i;
+    json_array_foreach(ids, i, id) fprintf(f, "%s%s", i ? ", " : ": ", json_string_value(id));
     if (jint(req, "memory_mb", &mem) && mem > 0) {
         char m[32];
         fmt_mb((uint64_t)mem, m, sizeof m);
         fprintf(f, " with at least %s each", m);
     }
+    if (jstr(req, "caps"))
+        fprintf(f, "; capabilities %s", jstr(req, "caps"));
     fputc('\n', f);
 }
 

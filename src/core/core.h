@@ -49,6 +49,7 @@ void core_gpu_sched_view(struct sched_gpu *out);
 void core_gpu_grant(job *j, uint64_t set);
 void core_gpu_release(job *j);
 void core_gpu_reclaim(job *j);
+uint64_t core_gpu_ids_mask(const job *j);
 
 /* jobs.c */
 job *core_find(const char *id_or_prefix, uid_t caller, jerr *e);

@@ -106,19 +106,115 @@ static bool usable(int i)
     return !*C.gpu.inv.gpu[i].problem && C.gpu.inv.gpu[i].minor >= 0;
 }
 
+static const char *const cap_names[] = {"compute", "utility", "video", "graphics", "display", "compat32", NULL};
+
+/* "compute,utility" or "all": the NVIDIA_DRIVER_CAPABILITIES names, checked and normalized. */
+static int check_caps(json_t *req, jerr *e)
+{
+    const char *caps = NULL;
+    if (jx_str(req, "gpu_caps", &caps, e) < 0)
+        return -1;
+    if (!caps)
+        return 0;
+    char buf[256], norm[256] = "";
+    if (strlen(caps) >= sizeof buf)
+        return jerr_field(e, "gpu_caps", "gpu_caps: too long");
+    snprintf(buf, sizeof buf, "%s", caps);
+    for (char *save = NULL, *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+        int ok = strcmp(c, "all") == 0;
+        for (size_t i = 0; !ok && cap_names[i]; i++)
+            ok = strcmp(c, cap_names[i]) == 0;
+        if (!ok)
+            return jerr_field(e, "gpu_caps", "gpu_caps: '%s' is not a driver capability; use compute, utility, video, "
+                                             "graphics, display, compat32 or all", c);
+        size_t l = strlen(norm);
+        if (!strstr(norm, c))
+            snprintf(norm + l, sizeof norm - l, "%s%s", l ? "," : "", c);
+    }
+    if (!*norm)
+        return jerr_field(e, "gpu_caps", "gpu_caps: empty; use e.g. compute,utility");
+    json_object_set_new(req, "gpu_caps", json_string(norm));
+    return 0;
+}
+
+/* gpu_ids: indexes or UUIDs, as `docker --gpus device=`; stored as UUIDs, which do not move. */
+static int resolve_ids(json_t *req, uint64_t *count, jerr *e)
+{
+    json_t *ids = json_object_get(req, "gpu_ids"), *v;
+    if (!ids || json_is_null(ids))
+        return 0;
+    if (!json_is_array(ids) || !json_array_size(ids))
+        return jerr_field(e, "gpu_ids", "gpu_ids: must be a list of GPU indexes or UUIDs (rnx gpu list)");
+    json_t *uuids = json_array();
+    size_t i;
+    uint64_t seen = 0;
+    json_array_foreach(ids, i, v)
+    {
+        const char *id = json_string_value(v);
+        int k = id ? gpu_find(&C.gpu.inv, id) : -1;
+        if (k < 0) {
+            json_decref(uuids);
+            return jerr_field(e, "gpu_ids", "gpu_ids: no GPU '%.64s' on this machine; give an index from 0 to %d or a "
+                                            "UUID (rnx gpu list)", id ? id : "(not a string)", C.gpu.inv.n - 1);
+        }
+        if (seen >> k & 1) {
+            json_decref(uuids);
+            return jerr_field(e, "gpu_ids", "gpu_ids: GPU %d is listed twice", k);
+        }
+        if (!usable(k)) {
+            json_decref(uuids);
+            return jerr_field(e, "gpu_ids", "gpu_ids: GPU %d cannot be used: %s", k, C.gpu.inv.gpu[k].problem);
+        }
+        seen |= 1ull << k;
+        json_array_append_new(uuids, json_string(C.gpu.inv.gpu[k].uuid));
+    }
+    if (*count && *count != json_array_size(uuids)) {
+        json_decref(uuids);
+        return jerr_field(e, "gpu_ids", "gpu_ids: names %zu GPUs but gpu_count asks for %llu; give one or the other",
+                          json_array_size(ids), (unsigned long long)*count);
+    }
+    *count = json_array_size(uuids);
+    json_object_set_new(req, "gpu_ids", uuids);
+    return 0;
+}
+
+/* NVIDIA's container convention: NVIDIA_VISIBLE_DEVICES=void or none means no GPU at all. */
+static bool env_says_no_gpu(json_t *req)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(req, "env"), "NVIDIA_VISIBLE_DEVICES"));
+    return v && (!strcmp(v, "void") || !strcmp(v, "none"));
+}
+
 int core_gpu_validate(json_t *req, jerr *e)
 {
     uint64_t count = 0, mem = 0;
+    json_t *all = json_object_get(req, "gpu_all"), *opt = json_object_get(req, "gpu_optional");
     if (jx_u64(req, "gpu_count", 0, GPU_MAX, &count, e) < 0)
         return jerr_field(e, "gpu_count", "gpu_count: must be a whole number of GPUs from 0 to %d", GPU_MAX);
     if (jx_u64(req, "gpu_memory_mb", 1, 1ull << 30, &mem, e) < 0)
         return jerr_field(e, "gpu_memory_mb", "gpu_memory_mb: must be a size in MB from 1 (e.g. 8GB, 4096MB, 4096)");
-    if (mem && !count)
-        return jerr_field(e, "gpu_memory_mb", "gpu_memory_mb: asks for GPU memory but no GPU; add gpu_count (--gpu=N)");
-    if (!count)
+    if ((all && !json_is_boolean(all)) || (opt && !json_is_boolean(opt)))
+        return jerr_field(e, all && !json_is_boolean(all) ? "gpu_all" : "gpu_optional", "%s: must be true or false",
+                          all && !json_is_boolean(all) ? "gpu_all" : "gpu_optional");
+    if (check_caps(req, e) < 0)
+        return -1;
+    bool want_all = json_is_true(all), has_ids = json_object_get(req, "gpu_ids") != NULL;
+    if (want_all && (count || has_ids))
+        return jerr_field(e, "gpu_all", "gpu_all: asks for every GPU; do not also give gpu_count or gpu_ids");
+    bool asked = count || want_all || has_ids;
+    if (asked && env_says_no_gpu(req))
+        return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%s asks for no GPU, but the job also asks for GPUs; "
+                                    "drop one of the two",
+                          json_string_value(json_object_get(json_object_get(req, "env"), "NVIDIA_VISIBLE_DEVICES")));
+    if (!asked) {
+        if (mem || json_object_get(req, "gpu_caps") || json_is_true(opt))
+            return jerr_field(e, mem ? "gpu_memory_mb" : json_is_true(opt) ? "gpu_optional" : "gpu_caps",
+                              "%s: qualifies a GPU request, but the job asks for no GPU; add gpu_count (--gpu=N)",
+                              mem ? "gpu_memory_mb" : json_is_true(opt) ? "gpu_optional" : "gpu_caps");
         return 0;
+    }
+    char why[400] = "";
     if (!C.gpu_on || C.gpu.inv.n == 0) {
-        char why[300] = "";
         json_t *a;
         size_t i;
         json_array_foreach(C.gpu.attempts, i, a)
@@ -127,27 +223,55 @@ int core_gpu_validate(json_t *req, jerr *e)
             size_t l = strlen(why);
             snprintf(why + l, sizeof why - l, "%s%s", l ? "; " : "", err ? err : "no GPU found");
         }
-        return jerr_field(e, "gpu_count",
-                          "gpu_count: No GPUs available: this machine has no GPU joblet can use (%s). Check that "
-                          "nvidia-smi works on the host, the daemon's 'gpu:' log lines, and gpu.enabled in its "
-                          "configuration",
-                          C.cfg.gpu.enabled == 0 ? "GPU support is disabled by gpu.enabled: false"
-                          : *why                 ? why
-                                                 : "none found");
+        char msg[700];
+        snprintf(msg, sizeof msg,
+                 "No GPUs available: this machine has no GPU joblet can use (%s). Check that nvidia-smi works on "
+                 "the host, the daemon's 'gpu:' log lines, and gpu.enabled in its configuration",
+                 C.cfg.gpu.enabled == 0 ? "GPU support is disabled by gpu.enabled: false" : *why ? why : "none found");
+        if (!json_is_true(opt))
+            return jerr_field(e, "gpu_count", "gpu_count: %s", msg);
+        snprintf(why, sizeof why, "%.399s", msg);
+    } else {
+        if (has_ids && resolve_ids(req, &count, e) < 0)
+            return -1;
+        sched_gpu view[GPU_MAX];
+        core_gpu_sched_view(view);
+        uint32_t q;
+        if (want_all) {
+            sched_gpu_feasible(view, (size_t)C.gpu.inv.n, 0, mem, &q);
+            count = q;
+            if (!q)
+                snprintf(why, sizeof why, "gpu_all: no usable GPU%s on this machine", mem ? " with that much memory" : "");
+        }
+        if (!*why && sched_gpu_feasible(view, (size_t)C.gpu.inv.n, (uint32_t)count, mem, &q) < 0) {
+            if (mem)
+                snprintf(why, sizeof why,
+                         "asks for %llu GPU%s with at least %llu MB each; this machine has %u such GPU%s of %d "
+                         "(Insufficient GPU memory: see rnx gpu list)",
+                         (unsigned long long)count, count == 1 ? "" : "s", (unsigned long long)mem, q, q == 1 ? "" : "s",
+                         C.gpu.inv.n);
+            else
+                snprintf(why, sizeof why, "asks for %llu GPUs; this machine has %u usable GPU%s (rnx gpu list)",
+                         (unsigned long long)count, q, q == 1 ? "" : "s");
+        }
+        if (!*why && has_ids && mem)
+            for (size_t i = 0; i < json_array_size(json_object_get(req, "gpu_ids")); i++) {
+                int k = gpu_find(&C.gpu.inv, json_string_value(json_array_get(json_object_get(req, "gpu_ids"), i)));
+                if (C.gpu.inv.gpu[k].memory_total_mb < 0 || (uint64_t)C.gpu.inv.gpu[k].memory_total_mb < mem)
+                    snprintf(why, sizeof why, "GPU %d has %lld MB, less than gpu_memory_mb %llu", k,
+                             (long long)C.gpu.inv.gpu[k].memory_total_mb, (unsigned long long)mem);
+            }
+        if (*why && !json_is_true(opt))
+            return jerr_field(e, has_ids ? "gpu_ids" : "gpu_count", "%s: %s", has_ids ? "gpu_ids" : "gpu_count", why);
     }
-    sched_gpu view[GPU_MAX];
-    core_gpu_sched_view(view);
-    uint32_t q;
-    if (sched_gpu_feasible(view, (size_t)C.gpu.inv.n, (uint32_t)count, mem, &q) < 0) {
-        if (mem)
-            return jerr_field(e, "gpu_count",
-                              "gpu_count: asks for %llu GPU%s with at least %llu MB each; this machine has %u such "
-                              "GPU%s of %d (Insufficient GPU memory: see rnx gpu list)",
-                              (unsigned long long)count, count == 1 ? "" : "s", (unsigned long long)mem, q, q == 1 ? "" : "s",
-                              C.gpu.inv.n);
-        return jerr_field(e, "gpu_count", "gpu_count: asks for %llu GPUs; this machine has %u usable GPU%s (rnx gpu list)",
-                          (unsigned long long)count, q, q == 1 ? "" : "s");
+    if (*why) {
+        /* --gpu-optional: run without, and say so in the job's status */
+        json_object_set_new(req, "gpu_count", json_integer(0));
+        json_object_del(req, "gpu_ids");
+        json_object_set_new(req, "gpu_degraded", json_string(why));
+        return 0;
     }
+    json_object_set_new(req, "gpu_count", json_integer((json_int_t)count));
     return 0;
 }
 
@@ -178,6 +302,22 @@ void core_gpu_grant(job *j, uint64_t set)
     log_info("job %s: granted %zu GPU%s%s: %s", j->id, json_array_size(j->gpus), json_array_size(j->gpus) == 1 ? "" : "s",
              C.gpu.inv.simulated ? " (simulated)" : "", list ? list : "");
     free(list);
+}
+
+/* The explicit devices of a job (gpu_ids, stored as UUIDs) as scheduler bits. A UUID that
+ * discovery no longer finds maps to a bit past every GPU, so the job waits rather than run
+ * on something else. */
+uint64_t core_gpu_ids_mask(const job *j)
+{
+    json_t *ids = json_object_get(j->req, "gpu_ids"), *v;
+    uint64_t mask = 0;
+    size_t i;
+    json_array_foreach(ids, i, v)
+    {
+        int k = gpu_find(&C.gpu.inv, json_string_value(v) ? json_string_value(v) : "");
+        mask |= 1ull << (k >= 0 ? k : SCHED_GPU_MAX - 1);
+    }
+    return mask;
 }
 
 void core_gpu_release(job *j)

@@ -53,6 +53,8 @@ static void gpu_env(const job *j, char ***env, size_t *n)
     add_env(env, n, "CUDA_VISIBLE_DEVICES", cuda);
     add_env(env, n, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
     add_env(env, n, "NVIDIA_VISIBLE_DEVICES", uuids);
+    const char *caps = json_string_value(json_object_get(j->req, "gpu_caps"));
+    add_env(env, n, "NVIDIA_DRIVER_CAPABILITIES", caps ? caps : "compute,utility");
     if (json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
         add_env(env, n, "JOBLET_GPUS_SIMULATED", "1");
     free(uuids);

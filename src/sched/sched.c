@@ -48,6 +48,13 @@ static int pick_gpus(const sched_gpu *gpus, size_t ngpus, const uint64_t *taken,
 {
     uint32_t got = 0;
     *set = 0;
+    if (j->gpu_ids) {
+        for (size_t i = 0; i < ngpus && i < SCHED_GPU_MAX; i++)
+            if (j->gpu_ids >> i & 1 && (!gpus[i].free || *taken >> i & 1 || !qualifies(&gpus[i], j->gpu_memory_mb)))
+                return -1;
+        *set = j->gpu_ids;
+        return 0;
+    }
     for (size_t i = 0; i < ngpus && i < SCHED_GPU_MAX && got < j->gpu_count; i++)
         if (gpus[i].free && !(*taken >> i & 1) && qualifies(&gpus[i], j->gpu_memory_mb)) {
             *set |= 1ull << i;

@@ -12,6 +12,7 @@ typedef struct sched_job {
     int64_t not_before_ms;   /* --schedule time; 0 = now */
     uint32_t gpu_count;      /* whole GPUs, granted all at once or not at all */
     uint64_t gpu_memory_mb;  /* minimum memory of each of them; 0 = any */
+    uint64_t gpu_ids;        /* exactly these GPUs (bit i = GPU i); 0 = any gpu_count of them */
 } sched_job;
 
 /* One GPU as the scheduler sees it. */

@@ -26,7 +26,8 @@ def test_simulated_job_gets_its_gpus_labelled(fresh_daemon):
     job = json.loads(d.rnx("job", "list", "--json", check=True).stdout)[-1]
     assert [g["index"] for g in job["gpus"]] == [0, 1]
     assert all(g["simulated"] for g in job["gpus"])
-    assert job["gpu_request"] == {"count": 2, "memory_mb": None}
+    assert job["gpu_request"] == {"count": 2, "memory_mb": None, "ids": None, "all": False, "caps": None,
+                                  "optional": False, "degraded": None}
     st = d.rnx("job", "status", job["id"], check=True).stdout
     assert "GPUs:           [0, 1] (2 GPUs allocated)" in st
     assert st.count("[simulated]") == 2
@@ -90,3 +91,76 @@ def test_grants_survive_a_daemon_crash(fresh_daemon):
     jb = d.wait(b)
     assert jb["status"] == "COMPLETED" and len(jb["gpus"]) == 1
     assert len(d.job(a)["gpus"]) == 8  # history keeps what it had
+
+
+ENV_PROBE = "echo CVD=$CUDA_VISIBLE_DEVICES NVD=$NVIDIA_VISIBLE_DEVICES CAPS=$NVIDIA_DRIVER_CAPABILITIES"
+
+
+def bus_sorted(name):
+    with open(f"{FIX}/{name}/machine.json") as f:
+        return sorted(json.load(f)["gpus"], key=lambda g: g["bus_id"])
+
+
+def test_ways_to_ask_for_gpus(fresh_daemon):
+    d = sim(fresh_daemon, "a100-pcie-4")
+    gpus = bus_sorted("a100-pcie-4")
+    uuids = [g["uuid"] for g in gpus]
+    # --gpu=all: every GPU, numbered 0..n-1 inside
+    p = d.rnx("job", "run", "--gpu=all", "--follow", "sh", "-c", ENV_PROBE, check=True)
+    assert p.stdout.strip() == f"CVD=0,1,2,3 NVD={','.join(uuids)} CAPS=compute,utility"
+    # --gpu-ids by index and by UUID: exactly those, in bus order; caps as asked
+    p = d.rnx("job", "run", f"--gpu-ids=3,{uuids[1]}", "--gpu-caps=compute,utility,video", "--follow", "sh", "-c",
+              ENV_PROBE, check=True)
+    assert p.stdout.strip() == f"CVD=0,1 NVD={uuids[1]},{uuids[3]} CAPS=compute,utility,video"
+    job = json.loads(d.rnx("job", "list", "--json", check=True).stdout)[-1]
+    assert [g["index"] for g in job["gpus"]] == [1, 3]
+    assert job["gpu_request"]["ids"] == [uuids[3], uuids[1]]
+    st = d.rnx("job", "status", job["id"], check=True).stdout
+    assert "GPUs:           [1, 3] (2 GPUs allocated)" in st
+    assert f"GPU 3  {uuids[3]}  NVIDIA A100-PCIE-40GB  40960 MiB" in st
+    # NVIDIA_VISIBLE_DEVICES=void: no GPU, and the variable is left as given
+    p = d.rnx("job", "run", "-e", "NVIDIA_VISIBLE_DEVICES=void", "--follow", "sh", "-c", ENV_PROBE, check=True)
+    assert p.stdout.strip() == "CVD= NVD=void CAPS="
+    assert json.loads(d.rnx("job", "list", "--json", check=True).stdout)[-1]["gpus"] == []
+
+
+def test_bad_gpu_requests_are_refused_with_the_reason(fresh_daemon):
+    d = sim(fresh_daemon, "a100-pcie-4")
+    before = d.job_count()
+    cases = [
+        (["--gpu=0"], 2, "--gpu: '0' must be a number of GPUs from 1 to 64, or all"),
+        (["--gpu=-1"], 2, "--gpu: '-1' must be a number of GPUs"),
+        (["--gpu=abc"], 2, "--gpu: 'abc' must be a number of GPUs"),
+        (["--gpu=1", "--gpu-memory=8XB"], 2, "--gpu-memory"),
+        (["--gpu=5"], 1, "--gpu: asks for 5 GPUs; this machine has 4 usable GPUs"),
+        (["--gpu=1", "--gpu-memory=80GB"], 1, "with at least 81920 MB each; this machine has 0 such GPUs of 4"),
+        (["--gpu-ids=7"], 1, "--gpu-ids: no GPU '7' on this machine; give an index from 0 to 3 or a UUID"),
+        (["--gpu-ids=GPU-nope"], 1, "--gpu-ids: no GPU 'GPU-nope'"),
+        (["--gpu-ids=1,1"], 1, "--gpu-ids: GPU 1 is listed twice"),
+        (["--gpu=2", "--gpu-ids=1"], 1, "names 1 GPUs but gpu_count asks for 2"),
+        (["--gpu=1", "--gpu-caps=compute,warp"], 1, "--gpu-caps: 'warp' is not a driver capability"),
+        (["--gpu-memory=4GB"], 1, "--gpu-memory: qualifies a GPU request, but the job asks for no GPU"),
+        (["--gpu=1", "-e", "NVIDIA_VISIBLE_DEVICES=none"], 1, "asks for no GPU, but the job also asks for GPUs"),
+    ]
+    for flags, rc, msg in cases:
+        p = d.rnx("job", "run", *flags, "true")
+        assert p.returncode == rc and msg in p.stderr, (flags, p.returncode, p.stderr)
+    assert d.job_count() == before
+
+
+def test_gpu_optional_runs_without_and_says_so(fresh_daemon):
+    d = sim(fresh_daemon, "mixed")
+    p = d.rnx("job", "run", "--gpu=8", "--gpu-optional", "--follow", "sh", "-c", "echo CVD=$CUDA_VISIBLE_DEVICES")
+    assert p.returncode == 0 and p.stdout.strip() == "CVD="
+    job = json.loads(d.rnx("job", "list", "--json", check=True).stdout)[-1]
+    assert job["gpus"] == [] and job["gpu_request"]["optional"] is True
+    assert "asks for 8 GPUs; this machine has 4 usable GPUs" in job["gpu_request"]["degraded"]
+    st = d.rnx("job", "status", job["id"], check=True).stdout
+    assert "GPU request:    none granted (--gpu-optional): asks for 8 GPUs" in st
+    # optional does not mean "skip the queue": GPUs that exist but are busy are waited for
+    a = d.submit("sleep", "30", gpu_count=4)
+    d.wait_status(a, "RUNNING")
+    b = d.submit("true", gpu_count=1, gpu_optional=True)
+    assert d.job(b)["status"] == "QUEUED"
+    d.api("POST", f"/v1/jobs/{a}/stop")
+    assert len(d.wait(b)["gpus"]) == 1

@@ -28,7 +28,7 @@ static void decide_gpus(const sched_job *jobs, size_t n, const sched_gpu *gpus, 
 static void test_gpu_gang_all_or_nothing(void **state)
 {
     sched_gpu gpus[] = {{1, 1, 81920}, {1, 0, 81920}, {1, 1, 81920}};
-    sched_job jobs[] = {{1, 0, 0, 3, 0}};
+    sched_job jobs[] = {{1, 0, 0, 3, 0, 0}};
     size_t start[1];
     uint64_t sets[1];
     sched_output out;
@@ -45,7 +45,7 @@ static void test_gpu_gang_all_or_nothing(void **state)
 static void test_gpu_no_oversubscription_and_memory(void **state)
 {
     sched_gpu gpus[] = {{1, 1, 16384}, {1, 1, 40960}, {0, 1, 81920}, {1, 1, -1}, {1, 1, 40960}};
-    sched_job jobs[] = {{1, 0, 0, 1, 32768}, {2, 0, 0, 1, 32768}, {3, 0, 0, 1, 32768}, {4, 0, 0, 1, 0}};
+    sched_job jobs[] = {{1, 0, 0, 1, 32768, 0}, {2, 0, 0, 1, 32768, 0}, {3, 0, 0, 1, 32768, 0}, {4, 0, 0, 1, 0, 0}};
     size_t start[4];
     uint64_t sets[4];
     sched_output out;
@@ -61,11 +61,29 @@ static void test_gpu_no_oversubscription_and_memory(void **state)
     assert_int_equal(sched_gpu_feasible(gpus, 5, 4, 0, &q), 0);
 }
 
+/* Explicit devices (gpu_ids): exactly those, all free, or the job waits. */
+static void test_gpu_explicit_ids(void **state)
+{
+    sched_gpu gpus[] = {{1, 1, 81920}, {1, 0, 81920}, {1, 1, 81920}, {1, 1, 81920}};
+    sched_job jobs[] = {{1, 0, 0, 2, 0, 0x3}, {2, 0, 0, 2, 0, 0xc}};
+    size_t start[2];
+    uint64_t sets[2];
+    sched_output out;
+    decide_gpus(jobs, 2, gpus, 4, start, sets, &out);
+    /* job 1 wants GPU 1, which is busy: it waits and, being first, holds back job 2 */
+    assert_int_equal(out.nstart, 0);
+    gpus[1].free = 1;
+    decide_gpus(jobs, 2, gpus, 4, start, sets, &out);
+    assert_int_equal(out.nstart, 2);
+    assert_int_equal(sets[0], 0x3);
+    assert_int_equal(sets[1], 0xc);
+}
+
 /* A GPU job that waits does not hold back jobs without GPUs. */
 static void test_gpu_wait_does_not_block_cpu_jobs(void **state)
 {
     sched_gpu gpus[] = {{1, 0, 81920}};
-    sched_job jobs[] = {{1, 0, 0, 1, 0}, {2, 0, 0, 0, 0}, {3, 0, 0, 1, 0}};
+    sched_job jobs[] = {{1, 0, 0, 1, 0, 0}, {2, 0, 0, 0, 0, 0}, {3, 0, 0, 1, 0, 0}};
     size_t start[3];
     uint64_t sets[3];
     sched_output out;
@@ -77,7 +95,7 @@ static void test_gpu_wait_does_not_block_cpu_jobs(void **state)
 
 static void test_priority_then_submission_order(void **state)
 {
-    sched_job jobs[] = {{3, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 5, 0, 0, 0}, {4, 5, 0, 0, 0}};
+    sched_job jobs[] = {{3, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {2, 5, 0, 0, 0, 0}, {4, 5, 0, 0, 0, 0}};
     size_t start[4];
     sched_output out;
     decide(jobs, 4, 1000, 0, 0, start, &out);
@@ -91,7 +109,7 @@ static void test_priority_then_submission_order(void **state)
 
 static void test_room_limits_starts(void **state)
 {
-    sched_job jobs[] = {{1, 0, 0, 0, 0}, {2, 0, 0, 0, 0}, {3, 0, 0, 0, 0}};
+    sched_job jobs[] = {{1, 0, 0, 0, 0, 0}, {2, 0, 0, 0, 0, 0}, {3, 0, 0, 0, 0, 0}};
     size_t start[3];
     sched_output out;
     decide(jobs, 3, 1000, 1, 2, start, &out);
@@ -105,7 +123,7 @@ static void test_room_limits_starts(void **state)
 
 static void test_scheduled_jobs_wait_and_set_wakeup(void **state)
 {
-    sched_job jobs[] = {{1, 0, 5000, 0, 0}, {2, 0, 3000, 0, 0}, {3, 0, 0, 0, 0}};
+    sched_job jobs[] = {{1, 0, 5000, 0, 0, 0}, {2, 0, 3000, 0, 0, 0}, {3, 0, 0, 0, 0, 0}};
     size_t start[3];
     sched_output out;
     decide(jobs, 3, 1000, 0, 0, start, &out);
@@ -123,7 +141,7 @@ static void test_scheduled_jobs_wait_and_set_wakeup(void **state)
 
 static void test_positions(void **state)
 {
-    sched_job jobs[] = {{5, 0, 0, 0, 0}, {6, 0, 99999, 0, 0}, {7, 1, 0, 0, 0}};
+    sched_job jobs[] = {{5, 0, 0, 0, 0, 0}, {6, 0, 99999, 0, 0, 0}, {7, 1, 0, 0, 0, 0}};
     uint32_t pos[3];
     sched_input in = {jobs, 3, 1000, 0, 1, NULL, 0};
     sched_positions(&in, pos);
@@ -148,6 +166,7 @@ int main(void)
         cmocka_unit_test(test_gpu_gang_all_or_nothing),
         cmocka_unit_test(test_gpu_no_oversubscription_and_memory),
         cmocka_unit_test(test_gpu_wait_does_not_block_cpu_jobs),
+        cmocka_unit_test(test_gpu_explicit_ids),
         cmocka_unit_test(test_room_limits_starts),
         cmocka_unit_test(test_scheduled_jobs_wait_and_set_wakeup),
         cmocka_unit_test(test_positions),
