@@ -109,6 +109,64 @@ static int node_exists(const char *path)
     return stat(path, &st) == 0 && S_ISCHR(st.st_mode);
 }
 
+static void add_mount(gpu_spec *g, const char *src, const char *dst)
+{
+    g->mounts = realloc(g->mounts, (g->nmounts + 1) * sizeof *g->mounts);
+    if (!g->mounts)
+        abort();
+    g->mounts[g->nmounts++] = (spec_mount){xstrdup(src), xstrdup(dst), false};
+}
+
+static void append(char *list, size_t len, const char *item)
+{
+    size_t l = strlen(list);
+    snprintf(list + l, len - l, "%s%s", l ? ":" : "", item);
+}
+
+/* Directories every job already sees read-only (mounts.c, system_dirs). */
+static int host_visible(const char *path)
+{
+    static const char *const dirs[] = {"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/etc/"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (strncmp(path, dirs[i], strlen(dirs[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* The CUDA toolkit a GPU job gets: /usr/local/cuda when the driver can run it (it is what the
+ * admin pointed the standard link at), else the newest one it can run. Mounted read-only where
+ * the host has it, PATH and LD_LIBRARY_PATH extended, CUDA_HOME set. */
+static void add_toolkit(const job *j, gpu_spec *g)
+{
+    const gpu_cuda *best = NULL;
+    for (int i = 0; i < C.gpu.ncuda; i++) {
+        const gpu_cuda *t = &C.gpu.cuda[i];
+        if (strcmp(t->compat, "ok") && strcmp(t->compat, "minor-version"))
+            continue;
+        size_t l = strlen(t->path), k = strlen("/usr/local/cuda");
+        if (l >= k && strcmp(t->path + l - k, "/usr/local/cuda") == 0) { /* under gpu.cuda_search_root too */
+            best = t;
+            break;
+        }
+        if (!best || t->major * 1000 + t->minor > best->major * 1000 + best->minor)
+            best = t;
+    }
+    if (!best) {
+        if (C.gpu.ncuda)
+            log_warn("job %s: no CUDA toolkit on this host can run on driver %s; the job gets none", j->id,
+                     C.gpu.inv.driver_version);
+        return;
+    }
+    if (!host_visible(best->real))
+        add_mount(g, best->real, best->path);
+    snprintf(g->cuda_home, sizeof g->cuda_home, "%s", best->path);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/bin", best->path);
+    append(g->path_add, sizeof g->path_add, dir);
+    snprintf(dir, sizeof dir, "%s/lib64", best->path);
+    append(g->ld_add, sizeof g->ld_add, dir);
+}
+
 int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
 {
     memset(g, 0, sizeof *g);
@@ -166,6 +224,7 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
         add_file(g, dst, info);
     }
     add_simple(g, SPEC_READONLY, base);
+    add_toolkit(j, g);
     return 0;
 }
 
@@ -178,5 +237,10 @@ void gpu_spec_free(gpu_spec *g)
     }
     free(g->ops);
     free(g->rules);
+    for (size_t i = 0; i < g->nmounts; i++) {
+        free(g->mounts[i].src);
+        free(g->mounts[i].dst);
+    }
+    free(g->mounts);
     memset(g, 0, sizeof *g);
 }

@@ -9,6 +9,11 @@ typedef struct gpu_spec {
     size_t nops;
     cg_dev_rule *rules;
     size_t nrules;
+    spec_mount *mounts;     /* read-only binds: CUDA toolkit, driver libraries */
+    size_t nmounts;
+    char cuda_home[256];    /* "" when no toolkit is given */
+    char path_add[600];     /* appended to the job's PATH */
+    char ld_add[600];       /* appended to its LD_LIBRARY_PATH */
 } gpu_spec;
 
 /* The spec additions for the job's GPU grant; empty for no grant or a simulated one. */

@@ -36,7 +36,7 @@ static void add_env(char ***env, size_t *n, const char *k, const char *v)
 /* What CUDA and the NVIDIA container conventions read. Inside the job only its own GPUs
  * exist, so CUDA numbers them 0..n-1 (in bus order, which CUDA_DEVICE_ORDER makes CUDA keep);
  * NVIDIA_VISIBLE_DEVICES names them by UUID, which means the same thing everywhere. */
-static void gpu_env(const job *j, char ***env, size_t *n)
+static void gpu_env(const job *j, const gpu_spec *gs, char ***env, size_t *n)
 {
     size_t count = json_array_size(j->gpus);
     if (!count)
@@ -57,23 +57,43 @@ static void gpu_env(const job *j, char ***env, size_t *n)
     add_env(env, n, "NVIDIA_DRIVER_CAPABILITIES", caps ? caps : "compute,utility");
     if (json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
         add_env(env, n, "JOBLET_GPUS_SIMULATED", "1");
+    if (*gs->cuda_home)
+        add_env(env, n, "CUDA_HOME", gs->cuda_home);
     free(uuids);
 }
 
+/* PATH and LD_LIBRARY_PATH: the job's own (or the default) with the GPU directories appended. */
+static void add_path_env(json_t *user, const char *key, const char *dflt, const char *extra, char ***env, size_t *n)
+{
+    const char *mine = json_string_value(json_object_get(user, key));
+    const char *base = mine ? mine : dflt;
+    if (!*extra && !mine && !*dflt)
+        return;
+    char *v = xmalloc(strlen(base) + strlen(extra) + 2);
+    sprintf(v, "%s%s%s", base, *base && *extra ? ":" : "", extra);
+    add_env(env, n, key, v);
+    free(v);
+}
+
 /* The job's environment is built from nothing: the daemon's own variables never leak in. */
-static char **job_env(const job *j)
+static char **job_env(const job *j, const gpu_spec *gs)
 {
     char **env = NULL;
     size_t n = 0;
     json_t *user = json_object_get(j->req, "env"), *secret = json_object_get(j->req, "secret_env"), *v;
     const char *k;
-    static const char *const defaults[][2] = {{"PATH", NULL}, {"HOME", "/work"}, {"LANG", "C.UTF-8"}};
+    static const char *const defaults[][2] = {{"HOME", "/work"}, {"LANG", "C.UTF-8"}};
     for (size_t i = 0; i < ARRAY_LEN(defaults); i++)
         if (!json_object_get(user, defaults[i][0]) && !json_object_get(secret, defaults[i][0]))
-            add_env(&env, &n, defaults[i][0], defaults[i][1] ? defaults[i][1] : base_path);
+            add_env(&env, &n, defaults[i][0], defaults[i][1]);
+    if (!json_object_get(secret, "PATH"))
+        add_path_env(user, "PATH", base_path, gs->path_add, &env, &n);
+    if (!json_object_get(secret, "LD_LIBRARY_PATH"))
+        add_path_env(user, "LD_LIBRARY_PATH", "", gs->ld_add, &env, &n);
     add_env(&env, &n, "JOB_ID", j->id);
-    gpu_env(j, &env, &n);
-    json_object_foreach(user, k, v) add_env(&env, &n, k, json_string_value(v));
+    gpu_env(j, gs, &env, &n);
+    json_object_foreach(user, k, v) if (strcmp(k, "PATH") && strcmp(k, "LD_LIBRARY_PATH"))
+        add_env(&env, &n, k, json_string_value(v));
     json_object_foreach(secret, k, v) add_env(&env, &n, k, json_string_value(v));
     return env;
 }
@@ -101,7 +121,7 @@ static int write_spec(const job *j, const char *dir, jerr *e)
     snprintf(host, sizeof host, "job-%.8s", j->id);
     s.hostname = host;
     s.argv = job_argv(j);
-    s.env = job_env(j);
+    s.env = job_env(j, &g);
     const char *wd = json_string_value(json_object_get(j->req, "workdir"));
     s.workdir = (char *)(wd ? wd : "/work");
     s.uid = j->uid;
@@ -124,6 +144,8 @@ static int write_spec(const job *j, const char *dir, jerr *e)
     s.nops = g.nops;
     s.devices = g.rules;
     s.ndevices = g.nrules;
+    s.mounts = g.mounts;
+    s.nmounts = g.nmounts;
     snprintf(path, sizeof path, "%s/%s", dir, SHIM_SPEC);
     int rc = spec_save(&s, path, e);
     gpu_spec_free(&g);

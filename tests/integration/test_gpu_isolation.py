@@ -64,8 +64,9 @@ def gpu_machine(fresh_daemon, tmp_path):
             os.chmod(dev / n, 0o666)
         f = os.path.join(FIX, name)
         backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
+        (tmp_path / "nocuda").mkdir()  # the host's own toolkits stay out of these tests
         d = fresh_daemon(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
-                         f"  sys_root: {f}/sys\n  dev_root: {dev}\n{extra}",
+                         f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp_path}/nocuda\n{extra}",
                          env={"FAKE_NVML_FIXTURE": f"{f}/machine.json"})
         return d, str(dev), sorted(m["gpus"], key=lambda g: g["bus_id"])
     return make
@@ -143,3 +144,32 @@ def test_host_node_with_wrong_numbers_fails_the_job(gpu_machine):
     job = d.wait(d.submit("true", gpu_count=1))
     assert job["status"] == "FAILED" and job["end_reason"] == "start_failed"
     assert "nvidia0 on the host is character device 195:99, expected character device 195:0" in job["error"]
+
+
+def test_cuda_toolkit_mounted_read_only_and_paths_extended(gpu_machine, tmp_path):
+    tk = tmp_path / "cuda-12.2"
+    (tk / "bin").mkdir(parents=True)
+    (tk / "lib64").mkdir()
+    (tk / "version.json").write_text(json.dumps({"cuda": {"name": "CUDA SDK", "version": "12.2.140"}}))
+    (tk / "bin" / "nvcc").write_text("#!/bin/sh\necho fake nvcc 12.2\n")
+    os.chmod(tk / "bin" / "nvcc", 0o755)
+    too_new = tmp_path / "cuda-13.0"
+    too_new.mkdir()
+    (too_new / "version.json").write_text(json.dumps({"cuda": {"version": "13.0.0"}}))
+    d, dev, gpus = gpu_machine("dgx-h100", extra=f"  cuda_paths: [{tk}, {too_new}]\n")
+    inv = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)
+    compat = {c["path"]: c["compatibility"] for c in inv["cuda_installations"]}
+    assert compat == {str(tk): "ok", str(too_new): "too-new"}
+    p = d.rnx("job", "run", "--gpu=1", "-e", "PATH=/usr/bin:/bin", "--follow", "sh", "-c",
+              f"echo $CUDA_HOME; echo $PATH; echo $LD_LIBRARY_PATH; nvcc; touch {tk}/x 2>&1; ls {too_new} 2>&1; true",
+              check=True)
+    lines = p.stdout.splitlines()
+    assert lines[0] == str(tk)
+    assert lines[1] == f"/usr/bin:/bin:{tk}/bin"  # the job's own PATH, extended
+    assert lines[2] == f"{tk}/lib64"
+    assert lines[3] == "fake nvcc 12.2"
+    assert "Read-only file system" in lines[4]
+    assert "No such file or directory" in lines[5]  # only the toolkit it was given
+    # a job without GPUs gets no toolkit and the default PATH
+    p = d.rnx("job", "run", "--follow", "sh", "-c", "echo ${CUDA_HOME:-none} $PATH", check=True)
+    assert p.stdout.split() == ["none", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
