@@ -63,6 +63,8 @@ static const char run_help[] =
     "  --gpu-caps LIST        driver capabilities: compute, utility, video, graphics, display, all\n"
     "                         (default compute,utility)\n"
     "  --gpu-optional         run without GPUs when this machine can never give them (status says so)\n"
+    "  --gpu-mig PROFILE      one MIG device of this profile, e.g. 1g.10gb (a GPU in MIG mode is\n"
+    "                         handed out only as its MIG devices)\n"
     "  -f, --follow           stream the job's output and exit with the job's exit code;\n"
     "                         Ctrl-C stops following, not the job\n"
     "  -h, --help             show this help\n"
@@ -149,6 +151,7 @@ static const struct { const char *field, *flag; } field_flags[] = {
     {"network", "--network"},          {"workdir", "--workdir"},       {"name", "--name"},
     {"gpu_count", "--gpu"},            {"gpu_memory_mb", "--gpu-memory"}, {"gpu_ids", "--gpu-ids"},
     {"gpu_caps", "--gpu-caps"},        {"gpu_optional", "--gpu-optional"}, {"gpu_all", "--gpu=all"},
+    {"gpu_mig", "--gpu-mig"},
 };
 
 /* "max_memory_mb: ..." -> "--max-memory: ...". A sub-field ("uploads[2].path") keeps its
@@ -340,7 +343,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 enum {
     O_NAME = 256, O_MAX_CPU, O_MAX_MEMORY, O_MAX_IOBPS, O_CPU_CORES, O_UPLOAD, O_WORKDIR,
     O_NETWORK, O_MAX_RUNTIME, O_SCHEDULE, O_STATUS, O_STREAM, O_NO_FOLLOW, O_GPU, O_GPU_MEMORY, O_GPU_IDS,
-    O_GPU_CAPS, O_GPU_OPTIONAL,
+    O_GPU_CAPS, O_GPU_OPTIONAL, O_GPU_MIG,
 };
 
 typedef struct run_req {
@@ -489,6 +492,10 @@ static int run_flag(run_req *r, int c, const char *arg)
         if (!*arg)
             return rnx_usage("--gpu-caps: needs capabilities, e.g. compute,utility");
         return set_text(r->body, "gpu_caps", "--gpu-caps", arg);
+    case O_GPU_MIG:
+        if (!*arg)
+            return rnx_usage("--gpu-mig: needs a MIG profile, e.g. 1g.10gb (rnx gpu show lists them)");
+        return set_text(r->body, "gpu_mig", "--gpu-mig", arg);
     case O_GPU_OPTIONAL:
         json_object_set_new(r->body, "gpu_optional", json_true());
         return 0;
@@ -645,6 +652,7 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
         {"gpu-ids", required_argument, NULL, O_GPU_IDS},
         {"gpu-caps", required_argument, NULL, O_GPU_CAPS},
         {"gpu-optional", no_argument, NULL, O_GPU_OPTIONAL},
+        {"gpu-mig", required_argument, NULL, O_GPU_MIG},
         {"follow", no_argument, NULL, 'f'},
         OPT_HELP,
         {0},

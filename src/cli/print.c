@@ -507,6 +507,11 @@ static void print_gpu_request(FILE *f, json_t *req)
         fprintf(f, "none granted (--gpu-optional): %s\n", degraded);
         return;
     }
+    if (jstr(req, "mig")) {
+        key(f, "GPU request:");
+        fprintf(f, "one MIG device %s\n", jstr(req, "mig"));
+        return;
+    }
     if (!jint(req, "count", &count) || count <= 0)
         return;
     key(f, "GPU request:");

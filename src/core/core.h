@@ -50,6 +50,10 @@ void core_gpu_grant(job *j, uint64_t set);
 void core_gpu_release(job *j);
 void core_gpu_reclaim(job *j);
 uint64_t core_gpu_ids_mask(const job *j);
+struct sched_mig;
+int core_gpu_mig_profile(const job *j);
+size_t core_gpu_sched_migs(struct sched_mig *out, size_t max);
+void core_gpu_grant_mig(job *j, int flat);
 
 /* jobs.c */
 job *core_find(const char *id_or_prefix, uid_t caller, jerr *e);

@@ -186,6 +186,27 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     }
     snprintf(host, sizeof host, "%s/nvidiactl", c->dev_root);
     add_node(g, host, "/dev/nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR);
+    /* A MIG device is reached through its parent's node plus the capability nodes of its GPU
+     * and compute instances; only those caps are allowed, so no other instance can be opened. */
+    int caps_major = -1;
+    json_array_foreach(j->gpus, i, gj)
+    {
+        json_t *mig = json_object_get(gj, "mig");
+        if (!mig)
+            continue;
+        if (caps_major < 0 && (caps_major = char_major(c->proc_root, "nvidia-caps")) < 0) {
+            gpu_spec_free(g);
+            return jerr_set(e, ENOENT, "MIG device %s: nvidia-caps is not in %s/devices", json_string_value(json_object_get(gj, "uuid")),
+                            c->proc_root);
+        }
+        static const char *const keys[] = {"gi_cap_minor", "ci_cap_minor"};
+        for (int k = 0; k < 2; k++) {
+            int cap = (int)json_integer_value(json_object_get(mig, keys[k]));
+            snprintf(host, sizeof host, "%s/nvidia-caps/nvidia-cap%d", c->dev_root, cap);
+            snprintf(dst, sizeof dst, "/dev/nvidia-caps/nvidia-cap%d", cap);
+            add_node(g, host, dst, caps_major, cap);
+        }
+    }
     /* Unified memory: CUDA needs it, but the module may not be loaded (or its nodes not made
      * yet) on a host that only runs nvidia-smi; a job then gets what exists, with a warning. */
     int uvm = char_major(c->proc_root, "nvidia-uvm");
@@ -222,6 +243,25 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
         }
         snprintf(dst, sizeof dst, "/proc/driver/nvidia/gpus/%s/information", bus);
         add_file(g, dst, info);
+        json_t *mig = json_object_get(gj, "mig");
+        if (!mig)
+            continue;
+        /* libcuda finds the capability minors of its instance here */
+        int minor = (int)json_integer_value(json_object_get(gj, "minor"));
+        int gi = (int)json_integer_value(json_object_get(mig, "gi")), ci = (int)json_integer_value(json_object_get(mig, "ci"));
+        for (int k = 0; k < 2; k++) {
+            char rel[128];
+            if (k)
+                snprintf(rel, sizeof rel, "capabilities/gpu%d/mig/gi%d/ci%d/access", minor, gi, ci);
+            else
+                snprintf(rel, sizeof rel, "capabilities/gpu%d/mig/gi%d/access", minor, gi);
+            snprintf(host, sizeof host, "%s/driver/nvidia/%s", c->proc_root, rel);
+            char *txt = read_file(host, NULL);
+            if (txt) {
+                snprintf(dst, sizeof dst, "/proc/driver/nvidia/%s", rel);
+                add_file(g, dst, txt);
+            }
+        }
     }
     add_simple(g, SPEC_READONLY, base);
     add_toolkit(j, g);

@@ -100,10 +100,85 @@ json_t *core_gpu_json(int index)
 /* ---- jobs and their GPUs ---- */
 
 static job *owner[GPU_MAX];
+static job *mig_owner[GPU_MAX * GPU_MIG_MAX]; /* by flat MIG index (mig_at) */
 
+/* A whole GPU that may be handed out: healthy, with a device node, and not in MIG mode (CUDA
+ * then sees only its MIG devices, which are handed out one by one). */
 static bool usable(int i)
 {
-    return !*C.gpu.inv.gpu[i].problem && C.gpu.inv.gpu[i].minor >= 0;
+    const gpu_dev *g = &C.gpu.inv.gpu[i];
+    return !*g->problem && g->minor >= 0 && g->mig_enabled != 1;
+}
+
+/* MIG devices, flattened in GPU then instance order. */
+static int mig_count(void)
+{
+    int n = 0;
+    for (int i = 0; i < C.gpu.inv.n; i++)
+        n += C.gpu.inv.gpu[i].mig_enabled == 1 ? C.gpu.inv.gpu[i].nmig : 0;
+    return n;
+}
+
+static const gpu_mig *mig_at(int flat, int *gpu)
+{
+    for (int i = 0; i < C.gpu.inv.n; i++) {
+        const gpu_dev *g = &C.gpu.inv.gpu[i];
+        if (g->mig_enabled != 1)
+            continue;
+        if (flat < g->nmig) {
+            *gpu = i;
+            return &g->mig[flat];
+        }
+        flat -= g->nmig;
+    }
+    return NULL;
+}
+
+/* The scheduler's id of a profile: the flat index of the first device that has it; -1 none. */
+static int mig_profile_id(const char *profile)
+{
+    int gpu = 0;
+    for (int f = 0; f < mig_count(); f++)
+        if (strcmp(mig_at(f, &gpu)->profile, profile) == 0)
+            return f;
+    return -1;
+}
+
+int core_gpu_mig_profile(const job *j)
+{
+    const char *p = json_string_value(json_object_get(j->req, "gpu_mig"));
+    return p ? mig_profile_id(p) : -1;
+}
+
+size_t core_gpu_sched_migs(sched_mig *out, size_t max)
+{
+    int n = mig_count(), gpu = 0;
+    for (int f = 0; f < n && (size_t)f < max; f++) {
+        const gpu_mig *m = mig_at(f, &gpu);
+        out[f] = (sched_mig){mig_profile_id(m->profile), mig_owner[f] == NULL,
+                             !*C.gpu.inv.gpu[gpu].problem && m->gi_cap_minor >= 0 && m->ci_cap_minor >= 0};
+    }
+    return (size_t)n < max ? (size_t)n : max;
+}
+
+void core_gpu_grant_mig(job *j, int flat)
+{
+    int gpu = 0;
+    const gpu_mig *m = mig_at(flat, &gpu);
+    const gpu_dev *g = &C.gpu.inv.gpu[gpu];
+    char name[160];
+    snprintf(name, sizeof name, "%s MIG %s", g->name, m->profile);
+    json_decref(j->gpus);
+    j->gpus = json_array();
+    json_array_append_new(
+        j->gpus, json_pack("{s:i,s:s,s:s,s:i,s:s,s:s,s:I,s:b,s:{s:s,s:i,s:i,s:i,s:i}}", "index", g->index, "uuid",
+                           m->uuid, "parent_uuid", g->uuid, "minor", g->minor, "bus_id", g->bus_id, "name", name,
+                           "memory_mb", (json_int_t)m->memory_mb, "simulated", C.gpu.inv.simulated, "mig", "profile",
+                           m->profile, "gi", m->gi, "ci", m->ci, "gi_cap_minor", m->gi_cap_minor, "ci_cap_minor",
+                           m->ci_cap_minor));
+    mig_owner[flat] = j;
+    log_info("job %s: granted MIG device %s (%s, GI %d CI %d) of GPU %d%s", j->id, m->uuid, m->profile, m->gi, m->ci,
+             g->index, C.gpu.inv.simulated ? " (simulated)" : "");
 }
 
 static const char *const cap_names[] = {"compute", "utility", "video", "graphics", "display", "compat32", NULL};
@@ -199,6 +274,30 @@ int core_gpu_validate(json_t *req, jerr *e)
     if (check_caps(req, e) < 0)
         return -1;
     bool want_all = json_is_true(all), has_ids = json_object_get(req, "gpu_ids") != NULL;
+    const char *mig = NULL;
+    if (jx_str(req, "gpu_mig", &mig, e) < 0)
+        return -1;
+    if (mig) {
+        if (count || want_all || has_ids || mem)
+            return jerr_field(e, "gpu_mig", "gpu_mig: asks for one MIG device; do not also give gpu_count, gpu_ids, "
+                                            "gpu_all or gpu_memory_mb (the profile says its memory)");
+        if (env_says_no_gpu(req))
+            return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES asks for no GPU, but the job also asks for a "
+                                        "MIG device; drop one of the two");
+        if (mig_profile_id(mig) < 0) {
+            char have[300] = "";
+            int gpu = 0;
+            for (int f = 0; f < mig_count(); f++) {
+                const char *pr = mig_at(f, &gpu)->profile;
+                size_t l = strlen(have);
+                if (!strstr(have, pr))
+                    snprintf(have + l, sizeof have - l, "%s%s", l ? ", " : "", pr);
+            }
+            return jerr_field(e, "gpu_mig", "gpu_mig: no MIG device with profile '%.40s' on this machine; %s%s", mig,
+                              *have ? "it has " : "it has no GPU in MIG mode", have);
+        }
+        return 0;
+    }
     if (want_all && (count || has_ids))
         return jerr_field(e, "gpu_all", "gpu_all: asks for every GPU; do not also give gpu_count or gpu_ids");
     bool asked = count || want_all || has_ids;
@@ -325,6 +424,9 @@ void core_gpu_release(job *j)
     for (int i = 0; i < GPU_MAX; i++)
         if (owner[i] == j)
             owner[i] = NULL;
+    for (int f = 0; f < GPU_MAX * GPU_MIG_MAX; f++)
+        if (mig_owner[f] == j)
+            mig_owner[f] = NULL;
 }
 
 /* A restarted daemon takes back the GPUs of the jobs it re-adopts, by UUID. */
@@ -335,7 +437,14 @@ void core_gpu_reclaim(job *j)
     json_array_foreach(j->gpus, k, g)
     {
         const char *uuid = json_string_value(json_object_get(g, "uuid"));
-        int i = uuid ? gpu_find(&C.gpu.inv, uuid) : -1;
+        int i = uuid ? gpu_find(&C.gpu.inv, uuid) : -1, gpu = 0;
+        for (int f = 0; uuid && f < mig_count(); f++)
+            if (strcmp(mig_at(f, &gpu)->uuid, uuid) == 0) {
+                mig_owner[f] = j;
+                i = GPU_MAX; /* found, as a MIG device */
+            }
+        if (i == GPU_MAX)
+            continue;
         if (i < 0)
             log_warn("job %s held GPU %s, which discovery no longer finds", j->id, uuid ? uuid : "?");
         else

@@ -81,11 +81,11 @@ json_t *job_to_json(const job *j)
                                               (json_int_t)u.pids_current));
     json_object_set_new(o, "gpus", j->gpus ? json_deep_copy(j->gpus) : json_array());
     json_object_set_new(o, "gpu_request",
-                        json_pack("{s:O?,s:O?,s:O?,s:b,s:O?,s:b,s:O?}", "count", json_object_get(r, "gpu_count"),
+                        json_pack("{s:O?,s:O?,s:O?,s:b,s:O?,s:b,s:O?,s:O?}", "count", json_object_get(r, "gpu_count"),
                                   "memory_mb", json_object_get(r, "gpu_memory_mb"), "ids", json_object_get(r, "gpu_ids"),
                                   "all", json_is_true(json_object_get(r, "gpu_all")), "caps",
                                   json_object_get(r, "gpu_caps"), "optional",
                                   json_is_true(json_object_get(r, "gpu_optional")), "degraded",
-                                  json_object_get(r, "gpu_degraded")));
+                                  json_object_get(r, "gpu_degraded"), "mig", json_object_get(r, "gpu_mig")));
     return o;
 }

@@ -149,7 +149,7 @@ static size_t waiting(sched_job **out, job ***map)
             (*out)[k] = (sched_job){j->seq, 0, j->scheduled_ms,
                                     (uint32_t)json_integer_value(json_object_get(j->req, "gpu_count")),
                                     (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb")),
-                                    core_gpu_ids_mask(j)};
+                                    core_gpu_ids_mask(j), core_gpu_mig_profile(j)};
             (*map)[k++] = j;
         }
     }
@@ -165,8 +165,11 @@ void core_schedule(void)
     uint64_t *sets = xcalloc(n, sizeof *sets);
     sched_gpu gpus[GPU_MAX];
     core_gpu_sched_view(gpus);
-    sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running, gpus, (size_t)C.gpu.inv.n};
-    sched_output out = {start, 0, 0, sets};
+    sched_mig migs[GPU_MAX * GPU_MIG_MAX];
+    size_t nmigs = core_gpu_sched_migs(migs, GPU_MAX * GPU_MIG_MAX);
+    int *picks = xcalloc(n, sizeof *picks);
+    sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running, gpus, (size_t)C.gpu.inv.n, migs, nmigs};
+    sched_output out = {start, 0, 0, sets, picks};
     sched_decide(&in, &out);
     /* Positions are worked out here, once per pass, not every time a job is shown. Jobs
      * starting now take the first out.nstart places. */
@@ -186,6 +189,8 @@ void core_schedule(void)
         jerr e = {0};
         if (sets[k])
             core_gpu_grant(j, sets[k]);
+        if (picks[k] >= 0)
+            core_gpu_grant_mig(j, picks[k]);
         if (launch_job(j, &e) < 0) {
             log_err("job %s: %s", j->id, e.msg);
             free(j->error);
@@ -197,6 +202,7 @@ void core_schedule(void)
     C.sched_wakeup_ms = out.next_wakeup_ms;
     free(start);
     free(sets);
+    free(picks);
     free(sj);
     free(map);
 }

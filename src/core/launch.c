@@ -41,13 +41,16 @@ static void gpu_env(const job *j, const gpu_spec *gs, char ***env, size_t *n)
     size_t count = json_array_size(j->gpus);
     if (!count)
         return;
-    char cuda[GPU_MAX * 4] = "", *uuids = xcalloc(count, 100);
+    char cuda[GPU_MAX * 100] = "", *uuids = xcalloc(count, 100);
     json_t *g;
     size_t i;
     json_array_foreach(j->gpus, i, g)
     {
         size_t l = strlen(cuda), u = strlen(uuids);
-        snprintf(cuda + l, sizeof cuda - l, "%s%zu", i ? "," : "", i);
+        if (json_object_get(g, "mig")) /* CUDA names MIG devices by UUID */
+            snprintf(cuda + l, sizeof cuda - l, "%s%s", i ? "," : "", json_string_value(json_object_get(g, "uuid")));
+        else
+            snprintf(cuda + l, sizeof cuda - l, "%s%zu", i ? "," : "", i);
         snprintf(uuids + u, count * 100 - u, "%s%s", i ? "," : "", json_string_value(json_object_get(g, "uuid")));
     }
     add_env(env, n, "CUDA_VISIBLE_DEVICES", cuda);

@@ -20,7 +20,8 @@
 static const char *const request_keys[] = {"command", "args", "name", "env", "secret_env", "workdir",
                                            "network", "max_cpu", "max_memory_mb", "max_iobps", "cpu_cores",
                                            "max_runtime_s", "schedule_at", "uploads", "gpu_count",
-                                           "gpu_memory_mb", "gpu_all", "gpu_ids", "gpu_caps", "gpu_optional", NULL};
+                                           "gpu_memory_mb", "gpu_all", "gpu_ids", "gpu_caps", "gpu_optional",
+                                           "gpu_mig", NULL};
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "target", NULL};
 
 static int check_string(json_t *v, const char *field, size_t maxlen, jerr *e)

@@ -80,11 +80,22 @@ void sched_decide(const sched_input *in, sched_output *out)
      * would take what it waits for), while jobs without GPUs go on. */
     uint64_t taken = 0;
     int gpu_blocked = 0;
+    uint8_t mig_taken[SCHED_GPU_MAX * 8] = {0};
     size_t k = 0;
     for (size_t i = 0; i < m && k < room; i++) {
         const sched_job *j = &in->jobs[out->start[i]];
         uint64_t set = 0;
-        if (j->gpu_count) {
+        int mig = -1;
+        if (j->mig_profile >= 0) {
+            /* the first free device of the profile; when there is none, later jobs of that
+             * profile find none either, so none overtakes this one */
+            for (size_t d = 0; d < in->nmigs && d < sizeof mig_taken && mig < 0; d++)
+                if (in->migs[d].profile == j->mig_profile && in->migs[d].free && in->migs[d].usable && !mig_taken[d])
+                    mig = (int)d;
+            if (mig < 0)
+                continue;
+            mig_taken[mig] = 1;
+        } else if (j->gpu_count) {
             if (gpu_blocked || pick_gpus(in->gpus, in->ngpus, &taken, j, &set) < 0) {
                 gpu_blocked = 1;
                 continue;
@@ -93,6 +104,8 @@ void sched_decide(const sched_input *in, sched_output *out)
         }
         if (out->gpu_sets)
             out->gpu_sets[k] = set;
+        if (out->mig_picks)
+            out->mig_picks[k] = mig;
         out->start[k++] = out->start[i];
     }
     out->nstart = k;

@@ -13,7 +13,15 @@ typedef struct sched_job {
     uint32_t gpu_count;      /* whole GPUs, granted all at once or not at all */
     uint64_t gpu_memory_mb;  /* minimum memory of each of them; 0 = any */
     uint64_t gpu_ids;        /* exactly these GPUs (bit i = GPU i); 0 = any gpu_count of them */
+    int mig_profile;         /* one MIG device of this profile (an id the caller assigns); -1 none */
 } sched_job;
+
+/* One MIG device (a compute instance of a GPU in MIG mode): an allocatable unit of its own. */
+typedef struct sched_mig {
+    int profile;             /* the caller's id for "1g.10gb", ... */
+    int free;
+    int usable;
+} sched_mig;
 
 /* One GPU as the scheduler sees it. */
 typedef struct sched_gpu {
@@ -32,6 +40,8 @@ typedef struct sched_input {
     uint32_t max_running;    /* 0 = no limit */
     const sched_gpu *gpus;   /* by index */
     size_t ngpus;
+    const sched_mig *migs;
+    size_t nmigs;
 } sched_input;
 
 typedef struct sched_output {
@@ -39,6 +49,7 @@ typedef struct sched_output {
     size_t nstart;
     int64_t next_wakeup_ms;  /* earliest not_before still in the future; 0 = none */
     uint64_t *gpu_sets;      /* per start entry: bit i = GPU i granted; caller provides n slots */
+    int *mig_picks;          /* per start entry: index into migs, -1 none; caller provides n slots */
 } sched_output;
 
 void sched_decide(const sched_input *in, sched_output *out);

@@ -13,7 +13,7 @@ import pytest
 from conftest import BUILD, ROOT
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
-MACHINES = ["dgx-h100", "dgx1-v100", "a100-pcie-4", "a100-mig", "mixed"]
+MACHINES = ["dgx-h100", "dgx1-v100", "a100-pcie-4", "mixed"]  # a100-mig: test_mig_device_gets_only_its_capabilities
 FAKE_NVML = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
 
 OPEN_HELPER = r"""
@@ -173,3 +173,58 @@ def test_cuda_toolkit_mounted_read_only_and_paths_extended(gpu_machine, tmp_path
     # a job without GPUs gets no toolkit and the default PATH
     p = d.rnx("job", "run", "--follow", "sh", "-c", "echo ${CUDA_HOME:-none} $PATH", check=True)
     assert p.stdout.split() == ["none", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+
+
+def test_mig_device_gets_only_its_capabilities(gpu_machine):
+    d, dev, gpus = gpu_machine("a100-mig")
+    g = gpus[0]
+    caps_major = next(int(l.split()[0]) for l in open(os.path.join(FIX, "a100-mig", "proc", "devices"))
+                      if l.split()[1:] == ["nvidia-caps"])
+    os.mkdir(os.path.join(dev, "nvidia-caps"))
+    caps = {}
+    for m in g["mig"]:
+        gi_cap = 3 + 135 * g["minor"] + 9 * m["gi"]
+        for cap in (gi_cap, gi_cap + 1 + m["ci"]):
+            p = os.path.join(dev, "nvidia-caps", f"nvidia-cap{cap}")
+            os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(caps_major, cap))
+            os.chmod(p, 0o666)
+            caps.setdefault(m["profile"], []).append(p)
+    # a GPU in MIG mode is not handed out whole
+    p = d.rnx("job", "run", "--gpu=1", "true")
+    assert p.returncode == 1 and "this machine has 0 usable GPUs" in p.stderr
+    p = d.rnx("job", "run", "--gpu-mig=7g.80gb", "true")
+    assert p.returncode == 1 and "no MIG device with profile '7g.80gb'" in p.stderr and "1g.10gb" in p.stderr
+    probe = ("import json, os, errno\n"
+             "res = {}\n"
+             "for n in sorted(os.listdir('/dev/nvidia-caps')) + [n for n in os.listdir('/dev') if n.startswith('nvidia')]:\n"
+             "    p = '/dev/nvidia-caps/' + n if n.startswith('nvidia-cap') and n != 'nvidia-caps' else '/dev/' + n\n"
+             "    if os.path.isdir(p): continue\n"
+             "    try: os.close(os.open(p, os.O_RDWR)); res[n] = 'ok'\n"
+             "    except OSError as e: res[n] = errno.errorcode[e.errno]\n"
+             "print(json.dumps({'open': res, 'cvd': os.environ['CUDA_VISIBLE_DEVICES'],\n"
+             "  'caps': sorted(os.listdir('/proc/driver/nvidia/capabilities/gpu%d/mig' % " + str(g["minor"]) + "))}))")
+    jid = d.submit("python3", "-c", probe, gpu_mig="2g.20gb")
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED", (job, d.output(jid, "stderr"))
+    r = json.loads(d.output(jid))
+    mine = next(m for m in g["mig"] if m["profile"] == "2g.20gb")
+    assert r["cvd"] == mine["uuid"]
+    gi_cap = 3 + 135 * g["minor"] + 9 * mine["gi"]
+    assert r["open"] == {f"nvidia-cap{gi_cap}": "ENXIO", f"nvidia-cap{gi_cap + 1 + mine['ci']}": "ENXIO",
+                         f"nvidia{g['minor']}": "ENXIO", "nvidiactl": "ENXIO", "nvidia-uvm": "ENXIO",
+                         "nvidia-uvm-tools": "ENXIO"}
+    assert r["caps"] == [f"gi{mine['gi']}"]
+    assert job["gpus"][0]["mig"]["profile"] == "2g.20gb" and job["gpus"][0]["parent_uuid"] == g["uuid"]
+    # while it runs, another job's cgroup may not open that instance's capabilities
+    a = d.submit("sleep", "60", gpu_mig="1g.10gb")
+    try:
+        d.wait_status(a, "RUNNING")
+        r = in_cgroup(unified_procs(d, a), caps["2g.20gb"] + caps["1g.10gb"])
+        assert [r[p] for p in caps["2g.20gb"]] == ["EPERM", "EPERM"]
+        assert [r[p] for p in caps["1g.10gb"]] == ["ENXIO", "ENXIO"]
+        b = d.submit("true", gpu_mig="1g.10gb")  # the only 1g.10gb device is taken: it waits
+        assert d.job(b)["status"] == "QUEUED"
+    finally:
+        d.api("POST", f"/v1/jobs/{a}/stop")
+        d.wait(a)
+    assert d.wait(b)["status"] == "COMPLETED"

@@ -27,7 +27,7 @@ def test_simulated_job_gets_its_gpus_labelled(fresh_daemon):
     assert [g["index"] for g in job["gpus"]] == [0, 1]
     assert all(g["simulated"] for g in job["gpus"])
     assert job["gpu_request"] == {"count": 2, "memory_mb": None, "ids": None, "all": False, "caps": None,
-                                  "optional": False, "degraded": None}
+                                  "optional": False, "degraded": None, "mig": None}
     st = d.rnx("job", "status", job["id"], check=True).stdout
     assert "GPUs:           [0, 1] (2 GPUs allocated)" in st
     assert st.count("[simulated]") == 2

@@ -9,18 +9,20 @@
 static void decide(const sched_job *jobs, size_t n, int64_t now, uint32_t running, uint32_t max, size_t *start,
                    sched_output *out)
 {
-    sched_input in = {jobs, n, now, running, max, NULL, 0};
+    sched_input in = {jobs, n, now, running, max, NULL, 0, NULL, 0};
     out->start = start;
     out->gpu_sets = NULL;
+    out->mig_picks = NULL;
     sched_decide(&in, out);
 }
 
 static void decide_gpus(const sched_job *jobs, size_t n, const sched_gpu *gpus, size_t ngpus, size_t *start,
                         uint64_t *sets, sched_output *out)
 {
-    sched_input in = {jobs, n, 1000, 0, 0, gpus, ngpus};
+    sched_input in = {jobs, n, 1000, 0, 0, gpus, ngpus, NULL, 0};
     out->start = start;
     out->gpu_sets = sets;
+    out->mig_picks = NULL;
     sched_decide(&in, out);
 }
 
@@ -28,7 +30,7 @@ static void decide_gpus(const sched_job *jobs, size_t n, const sched_gpu *gpus, 
 static void test_gpu_gang_all_or_nothing(void **state)
 {
     sched_gpu gpus[] = {{1, 1, 81920}, {1, 0, 81920}, {1, 1, 81920}};
-    sched_job jobs[] = {{1, 0, 0, 3, 0, 0}};
+    sched_job jobs[] = {{1, 0, 0, 3, 0, 0, -1}};
     size_t start[1];
     uint64_t sets[1];
     sched_output out;
@@ -45,7 +47,7 @@ static void test_gpu_gang_all_or_nothing(void **state)
 static void test_gpu_no_oversubscription_and_memory(void **state)
 {
     sched_gpu gpus[] = {{1, 1, 16384}, {1, 1, 40960}, {0, 1, 81920}, {1, 1, -1}, {1, 1, 40960}};
-    sched_job jobs[] = {{1, 0, 0, 1, 32768, 0}, {2, 0, 0, 1, 32768, 0}, {3, 0, 0, 1, 32768, 0}, {4, 0, 0, 1, 0, 0}};
+    sched_job jobs[] = {{1, 0, 0, 1, 32768, 0, -1}, {2, 0, 0, 1, 32768, 0, -1}, {3, 0, 0, 1, 32768, 0, -1}, {4, 0, 0, 1, 0, 0, -1}};
     size_t start[4];
     uint64_t sets[4];
     sched_output out;
@@ -65,7 +67,7 @@ static void test_gpu_no_oversubscription_and_memory(void **state)
 static void test_gpu_explicit_ids(void **state)
 {
     sched_gpu gpus[] = {{1, 1, 81920}, {1, 0, 81920}, {1, 1, 81920}, {1, 1, 81920}};
-    sched_job jobs[] = {{1, 0, 0, 2, 0, 0x3}, {2, 0, 0, 2, 0, 0xc}};
+    sched_job jobs[] = {{1, 0, 0, 2, 0, 0x3, -1}, {2, 0, 0, 2, 0, 0xc, -1}};
     size_t start[2];
     uint64_t sets[2];
     sched_output out;
@@ -79,11 +81,30 @@ static void test_gpu_explicit_ids(void **state)
     assert_int_equal(sets[1], 0xc);
 }
 
+/* MIG devices are units of their own: a job gets one free device of its profile. */
+static void test_mig_devices(void **state)
+{
+    sched_mig migs[] = {{0, 1, 1}, {1, 0, 1}, {1, 1, 1}, {2, 1, 0}};
+    sched_job jobs[] = {{1, 0, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 0, 1}, {3, 0, 0, 0, 0, 0, 2}, {4, 0, 0, 0, 0, 0, 0}};
+    size_t start[4];
+    int picks[4];
+    sched_input in = {jobs, 4, 1000, 0, 0, NULL, 0, migs, 4};
+    sched_output out = {start, 0, 0, NULL, picks};
+    sched_decide(&in, &out);
+    /* profile 1: only device 2 is free, so the second such job waits; profile 2's device is
+     * unusable; profile 0 gets device 0 */
+    assert_int_equal(out.nstart, 2);
+    assert_int_equal(start[0], 0);
+    assert_int_equal(picks[0], 2);
+    assert_int_equal(start[1], 3);
+    assert_int_equal(picks[1], 0);
+}
+
 /* A GPU job that waits does not hold back jobs without GPUs. */
 static void test_gpu_wait_does_not_block_cpu_jobs(void **state)
 {
     sched_gpu gpus[] = {{1, 0, 81920}};
-    sched_job jobs[] = {{1, 0, 0, 1, 0, 0}, {2, 0, 0, 0, 0, 0}, {3, 0, 0, 1, 0, 0}};
+    sched_job jobs[] = {{1, 0, 0, 1, 0, 0, -1}, {2, 0, 0, 0, 0, 0, -1}, {3, 0, 0, 1, 0, 0, -1}};
     size_t start[3];
     uint64_t sets[3];
     sched_output out;
@@ -95,7 +116,7 @@ static void test_gpu_wait_does_not_block_cpu_jobs(void **state)
 
 static void test_priority_then_submission_order(void **state)
 {
-    sched_job jobs[] = {{3, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {2, 5, 0, 0, 0, 0}, {4, 5, 0, 0, 0, 0}};
+    sched_job jobs[] = {{3, 0, 0, 0, 0, 0, -1}, {1, 0, 0, 0, 0, 0, -1}, {2, 5, 0, 0, 0, 0, -1}, {4, 5, 0, 0, 0, 0, -1}};
     size_t start[4];
     sched_output out;
     decide(jobs, 4, 1000, 0, 0, start, &out);
@@ -109,7 +130,7 @@ static void test_priority_then_submission_order(void **state)
 
 static void test_room_limits_starts(void **state)
 {
-    sched_job jobs[] = {{1, 0, 0, 0, 0, 0}, {2, 0, 0, 0, 0, 0}, {3, 0, 0, 0, 0, 0}};
+    sched_job jobs[] = {{1, 0, 0, 0, 0, 0, -1}, {2, 0, 0, 0, 0, 0, -1}, {3, 0, 0, 0, 0, 0, -1}};
     size_t start[3];
     sched_output out;
     decide(jobs, 3, 1000, 1, 2, start, &out);
@@ -123,7 +144,7 @@ static void test_room_limits_starts(void **state)
 
 static void test_scheduled_jobs_wait_and_set_wakeup(void **state)
 {
-    sched_job jobs[] = {{1, 0, 5000, 0, 0, 0}, {2, 0, 3000, 0, 0, 0}, {3, 0, 0, 0, 0, 0}};
+    sched_job jobs[] = {{1, 0, 5000, 0, 0, 0, -1}, {2, 0, 3000, 0, 0, 0, -1}, {3, 0, 0, 0, 0, 0, -1}};
     size_t start[3];
     sched_output out;
     decide(jobs, 3, 1000, 0, 0, start, &out);
@@ -141,9 +162,9 @@ static void test_scheduled_jobs_wait_and_set_wakeup(void **state)
 
 static void test_positions(void **state)
 {
-    sched_job jobs[] = {{5, 0, 0, 0, 0, 0}, {6, 0, 99999, 0, 0, 0}, {7, 1, 0, 0, 0, 0}};
+    sched_job jobs[] = {{5, 0, 0, 0, 0, 0, -1}, {6, 0, 99999, 0, 0, 0, -1}, {7, 1, 0, 0, 0, 0, -1}};
     uint32_t pos[3];
-    sched_input in = {jobs, 3, 1000, 0, 1, NULL, 0};
+    sched_input in = {jobs, 3, 1000, 0, 1, NULL, 0, NULL, 0};
     sched_positions(&in, pos);
     assert_int_equal(pos[0], 2);
     assert_int_equal(pos[1], 0);
@@ -167,6 +188,7 @@ int main(void)
         cmocka_unit_test(test_gpu_no_oversubscription_and_memory),
         cmocka_unit_test(test_gpu_wait_does_not_block_cpu_jobs),
         cmocka_unit_test(test_gpu_explicit_ids),
+        cmocka_unit_test(test_mig_devices),
         cmocka_unit_test(test_room_limits_starts),
         cmocka_unit_test(test_scheduled_jobs_wait_and_set_wakeup),
         cmocka_unit_test(test_positions),
