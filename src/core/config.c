@@ -67,6 +67,7 @@ static const key keys[] = {
     STR("gpu.fixture", gpu.fixture),
     {"gpu.cuda_paths", K_PATHS, 0, 0, 0, 0},
     STR("gpu.cuda_search_root", gpu.cuda_search_root),
+    STR("gpu.ldcache", gpu.ldcache),
     {"gpu.smi_timeout_ms", K_U64, offsetof(config, gpu.smi_timeout_ms), 4, 100, 600000},
 };
 

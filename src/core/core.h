@@ -35,12 +35,16 @@ typedef struct core {
     int64_t trim_at_ms;       /* when to return freed heap to the system, 0 = no need */
     gpu_discovery gpu;        /* what discovery found at start */
     bool gpu_on;              /* GPU support active: GPUs found, or gpu.enabled: true */
+    struct gpu_driver_lib *driver_libs; /* the running driver's libraries (gpu_spec.c) */
+    size_t ndriver_libs;
 } core;
 
 extern core C;
 
 /* gpus.c */
 int core_gpu_init(jerr *e);
+/* gpu_spec.c: the running driver's libraries, looked up once in the loader cache */
+void gpu_driver_libs_find(void);
 json_t *core_gpus_json(void);
 json_t *core_gpu_json(int index);
 struct sched_gpu;

@@ -11,12 +11,127 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../gpu/ldcache.h"
 #include "core.h"
 #include "gpu_spec.h"
 
 #define NVIDIA_MAJOR 195
 #define NVIDIACTL_MINOR 255
 #define NVIDIA_MODESET_MINOR 254
+
+static spec_op *push_op(gpu_spec *g);
+static void add_mount(gpu_spec *g, const char *src, const char *dst);
+static void append(char *list, size_t len, const char *item);
+
+/* The driver's user-space libraries by capability (NVIDIA_DRIVER_CAPABILITIES), after
+ * libnvidia-container's lists. Each is found through the loader cache and must be of the
+ * running driver's version: a leftover library of an older driver would fail in strange ways. */
+static const struct { const char *cap, *prefix; } driver_libs[] = {
+    {"utility", "libnvidia-ml.so"},         {"utility", "libnvidia-cfg.so"},
+    {"compute", "libcuda.so"},              {"compute", "libcudadebugger.so"},
+    {"compute", "libnvidia-opencl.so"},     {"compute", "libnvidia-gpucomp.so"},
+    {"compute", "libnvidia-ptxjitcompiler.so"}, {"compute", "libnvidia-fatbinaryloader.so"},
+    {"compute", "libnvidia-allocator.so"},  {"compute", "libnvidia-compiler.so"},
+    {"compute", "libnvidia-nvvm.so"},       {"compute", "libnvidia-pkcs11.so"},
+    {"video", "libvdpau_nvidia.so"},        {"video", "libnvidia-encode.so"},
+    {"video", "libnvidia-opticalflow.so"},  {"video", "libnvcuvid.so"},
+    {"graphics", "libnvidia-eglcore.so"},   {"graphics", "libnvidia-glcore.so"},
+    {"graphics", "libnvidia-tls.so"},       {"graphics", "libnvidia-glsi.so"},
+    {"graphics", "libnvidia-fbc.so"},       {"graphics", "libnvidia-rtcore.so"},
+    {"graphics", "libnvoptix.so"},          {"graphics", "libGLX_nvidia.so"},
+    {"graphics", "libEGL_nvidia.so"},       {"graphics", "libGLESv2_nvidia.so"},
+    {"graphics", "libGLESv1_CM_nvidia.so"}, {"graphics", "libnvidia-glvkspirv.so"},
+};
+#define NDRIVER_LIBS (sizeof driver_libs / sizeof driver_libs[0])
+#define JOB_DRIVER_DIR "/opt/nvidia/lib"
+
+typedef struct gpu_driver_lib {
+    const char *cap;
+    ldcache_lib lib;
+} gpu_driver_lib;
+
+void gpu_driver_libs_find(void)
+{
+    const char *prefixes[NDRIVER_LIBS];
+    for (size_t i = 0; i < NDRIVER_LIBS; i++)
+        prefixes[i] = driver_libs[i].prefix;
+    ldcache_lib found[NDRIVER_LIBS];
+    int skipped = 0;
+    jerr e = {0};
+    int n = ldcache_driver_libs(C.cfg.gpu.ldcache, C.gpu.inv.driver_version, prefixes, NDRIVER_LIBS, found,
+                                NDRIVER_LIBS, &skipped, &e);
+    if (n < 0) {
+        log_warn("gpu: driver libraries: %s; GPU jobs get none", e.msg);
+        return;
+    }
+    C.driver_libs = xcalloc((size_t)n + 1, sizeof *C.driver_libs);
+    for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < NDRIVER_LIBS; i++)
+            if (strcmp(found[k].prefix, driver_libs[i].prefix) == 0)
+                C.driver_libs[C.ndriver_libs++] = (gpu_driver_lib){driver_libs[i].cap, found[k]};
+    log_info("gpu: %zu driver %s libraries found in %s%s", C.ndriver_libs, C.gpu.inv.driver_version, C.cfg.gpu.ldcache,
+             skipped ? " (libraries of other driver versions ignored)" : "");
+    /* What the default capabilities (compute, utility) would miss is worth a warning; video
+     * and graphics libraries are absent from most compute servers. */
+    char missing[1024] = "";
+    for (size_t i = 0; i < NDRIVER_LIBS; i++) {
+        int have = 0;
+        for (size_t k = 0; k < C.ndriver_libs; k++)
+            have |= strcmp(C.driver_libs[k].lib.prefix, driver_libs[i].prefix) == 0;
+        size_t l = strlen(missing);
+        if (!have && (!strcmp(driver_libs[i].cap, "compute") || !strcmp(driver_libs[i].cap, "utility")))
+            snprintf(missing + l, sizeof missing - l, "%s%s", l ? ", " : "", driver_libs[i].prefix);
+    }
+    if (*missing)
+        log_warn("gpu: not found for driver %s in %s (jobs get the others): %s", C.gpu.inv.driver_version,
+                 C.cfg.gpu.ldcache, missing);
+}
+
+static int cap_wanted(const char *caps, const char *cap)
+{
+    if (strstr(caps, "all"))
+        return 1;
+    size_t l = strlen(cap);
+    for (const char *p = caps; (p = strstr(p, cap)); p += l)
+        if ((p == caps || p[-1] == ',') && (p[l] == ',' || !p[l]))
+            return 1;
+    return 0;
+}
+
+/* The job's driver directory: each library read-only under its real name, with the link
+ * programs load (libcuda.so.1) and the development link (libcuda.so). */
+static void add_driver_libs(const job *j, gpu_spec *g)
+{
+    const char *caps = json_string_value(json_object_get(j->req, "gpu_caps"));
+    caps = caps ? caps : "compute,utility";
+    int any = 0;
+    for (size_t i = 0; i < C.ndriver_libs; i++) {
+        const gpu_driver_lib *d = &C.driver_libs[i];
+        if (!cap_wanted(caps, d->cap))
+            continue;
+        const char *base = strrchr(d->lib.real, '/') ? strrchr(d->lib.real, '/') + 1 : d->lib.real;
+        char dst[700], link[300];
+        snprintf(dst, sizeof dst, JOB_DRIVER_DIR "/%s", base);
+        add_mount(g, d->lib.real, dst);
+        if (strcmp(d->lib.soname, base) != 0) {
+            snprintf(link, sizeof link, JOB_DRIVER_DIR "/%s", d->lib.soname);
+            spec_op *o = push_op(g);
+            o->kind = SPEC_SYMLINK;
+            o->src = xstrdup(base);
+            o->dst = xstrdup(link);
+        }
+        if (strcmp(d->lib.prefix, d->lib.soname) != 0 && strcmp(d->lib.prefix, base) != 0) {
+            snprintf(link, sizeof link, JOB_DRIVER_DIR "/%s", d->lib.prefix);
+            spec_op *o = push_op(g);
+            o->kind = SPEC_SYMLINK;
+            o->src = xstrdup(d->lib.soname);
+            o->dst = xstrdup(link);
+        }
+        any = 1;
+    }
+    if (any)
+        append(g->ld_add, sizeof g->ld_add, JOB_DRIVER_DIR);
+}
 
 /* The number /proc/devices gives a character driver ("507 nvidia-uvm"); -1 when absent. */
 static int char_major(const char *proc_root, const char *name)
@@ -264,6 +379,7 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
         }
     }
     add_simple(g, SPEC_READONLY, base);
+    add_driver_libs(j, g);
     add_toolkit(j, g);
     return 0;
 }

@@ -62,6 +62,8 @@ int core_gpu_init(jerr *e)
              inv->cuda_driver_version % 1000 / 10);
     for (int i = 0; i < inv->n; i++)
         log_gpu(inv, i);
+    if (!inv->simulated && inv->n)
+        gpu_driver_libs_find();
     for (int i = 0; i < C.gpu.ncuda; i++)
         log_info("gpu: CUDA toolkit %s (%s) version %s: %s", C.gpu.cuda[i].path, C.gpu.cuda[i].real,
                  *C.gpu.cuda[i].version ? C.gpu.cuda[i].version : "unknown", C.gpu.cuda[i].compat);

@@ -281,6 +281,7 @@ int main(int argc, char **argv)
         job_free(C.jobs[i]);
     free(C.jobs);
     gpu_discovery_free(&C.gpu);
+    free(C.driver_libs);
     log_info("joblet stopped");
     return 0;
 }

@@ -23,6 +23,7 @@ typedef struct gpu_config {
     char cuda_paths[GPU_CUDA_PATHS_MAX][256]; /* gpu.cuda_paths, searched after the standard ones */
     int ncuda_paths;
     char cuda_search_root[256];   /* gpu.cuda_search_root: prefix of the standard locations */
+    char ldcache[256];            /* gpu.ldcache: where the driver's libraries are looked up */
     int smi_timeout_ms;           /* gpu.smi_timeout_ms */
 } gpu_config;
 

@@ -5,6 +5,7 @@ import errno
 import json
 import os
 import stat
+import shutil
 import subprocess
 import sys
 
@@ -228,3 +229,58 @@ def test_mig_device_gets_only_its_capabilities(gpu_machine):
         d.api("POST", f"/v1/jobs/{a}/stop")
         d.wait(a)
     assert d.wait(b)["status"] == "COMPLETED"
+
+
+def build_driver(tmp_path, version):
+    """Real ELF libraries named as a driver ships them, with their sonames."""
+    d = tmp_path / f"driver-{version}"
+    d.mkdir()
+    src = tmp_path / "empty.c"
+    src.write_text("int joblet_fake_driver_symbol(void) { return 42; }\n")
+    for lib in ("libcuda", "libnvidia-ml", "libnvidia-ptxjitcompiler"):
+        if lib == "libnvidia-ptxjitcompiler" and version != "535.129.03":
+            continue
+        subprocess.run(["cc", "-shared", "-fPIC", f"-Wl,-soname,{lib}.so.1", "-o", str(d / f"{lib}.so.{version}"),
+                        str(src)], check=True)
+    return d
+
+
+def test_driver_libraries_of_the_running_version_only(gpu_machine, tmp_path):
+    if not shutil.which("cc") or not shutil.which("ldconfig"):
+        pytest.skip("needs cc and ldconfig to make a test loader cache")
+    old, new = build_driver(tmp_path, "470.57.02"), build_driver(tmp_path, "535.129.03")
+    conf = tmp_path / "ld.so.conf"
+    conf.write_text(f"{old}\n{new}\n")  # the old driver's directory first: it must still lose
+    cache = tmp_path / "ld.so.cache"
+    subprocess.run(["ldconfig", "-C", str(cache), "-f", str(conf)], check=True)
+    d, dev, gpus = gpu_machine("dgx-h100", extra=f"  ldcache: {cache}\n")
+    log = d.log()
+    assert "3 driver 535.129.03 libraries found" in log
+    assert "libraries of other driver versions ignored" in log
+    assert "not found for driver 535.129.03" in log and "libnvidia-cfg.so" in log  # a warning, not a failure
+    probe = ("import ctypes, json, os\n"
+             "d = '/opt/nvidia/lib'\n"
+             "ents = {n: (os.readlink(d + '/' + n) if os.path.islink(d + '/' + n) else 'file') for n in os.listdir(d)}\n"
+             "lib = ctypes.CDLL('libcuda.so.1')\n"
+             "w = [l.split()[5].split(',')[0] for l in open('/proc/self/mountinfo')\n"
+             "     if l.split()[4] == d + '/libcuda.so.535.129.03']\n"
+             "print(json.dumps({'ents': ents, 'sym': lib.joblet_fake_driver_symbol(), 'w': w,\n"
+             "                  'ld': os.environ['LD_LIBRARY_PATH']}))")
+    jid = d.submit("python3", "-c", probe, gpu_count=1)
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED", (job, d.output(jid, "stderr"))
+    r = json.loads(d.output(jid))
+    assert r["ents"] == {
+        "libcuda.so.535.129.03": "file", "libcuda.so.1": "libcuda.so.535.129.03", "libcuda.so": "libcuda.so.1",
+        "libnvidia-ml.so.535.129.03": "file", "libnvidia-ml.so.1": "libnvidia-ml.so.535.129.03",
+        "libnvidia-ml.so": "libnvidia-ml.so.1",
+        "libnvidia-ptxjitcompiler.so.535.129.03": "file",
+        "libnvidia-ptxjitcompiler.so.1": "libnvidia-ptxjitcompiler.so.535.129.03",
+        "libnvidia-ptxjitcompiler.so": "libnvidia-ptxjitcompiler.so.1"}
+    assert r["sym"] == 42  # the loader finds and loads the mounted library
+    assert r["w"] == ["ro"]  # mounted, read-only
+    assert r["ld"].split(":")[0] == "/opt/nvidia/lib"
+    # utility only: no compute library
+    jid = d.submit("sh", "-c", "ls /opt/nvidia/lib", gpu_count=1, gpu_caps="utility")
+    assert d.wait(jid)["status"] == "COMPLETED"
+    assert sorted(d.output(jid).split()) == ["libnvidia-ml.so", "libnvidia-ml.so.1", "libnvidia-ml.so.535.129.03"]
