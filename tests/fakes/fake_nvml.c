@@ -1,60 +1,83 @@
 /* A fake libnvidia-ml.so.1 for tests: the NVML entry points joblet's backend uses
  * (src/gpu/nvml_api.h), answering from a machine description (tests/fixtures/README.md).
  *
- *   FAKE_NVML_FIXTURE  the machine.json to serve (read by nvmlInit_v2)
- *   FAKE_NVML_FAIL     "call[@index]=NVML_ERROR_NAME,...": make that call fail, on every device
- *                      or only the one with that NVML index (MIG devices count as their parent)
- *   FAKE_NVML_EVENTS   a file tests append lines to while the daemon runs:
+ *   FAKE_NVML_FIXTURE  the machine.json to serve (read by the first nvmlInit_v2)
+ *   FAKE_NVML_FAIL     "call[@index]=NVML_ERROR_NAME,...", read at init: make that call fail, on
+ *                      every device or only the one with that NVML index (a MIG device counts as
+ *                      its parent). A call without a device (nvmlSystemGet..., nvmlInit_v2)
+ *                      fails only for an entry without @index.
+ *   FAKE_NVML_EVENTS   a file tests append lines to while the daemon runs, read from its start
+ *                      after each first init:
  *                        xid <index> <code>      an XID event on that GPU
- *                        ecc <index> sbe|dbe     an ECC event
+ *                        ecc <index> sbe|dbe     a single/double bit ECC event
  *                        temp <index> <celsius>  what nvmlDeviceGetTemperature answers from now on
+ *                      Events are delivered by nvmlEventSetWait_v2, only for types registered for
+ *                      that GPU (others are dropped, as the driver drops them); temp lines are
+ *                      applied by nvmlEventSetWait_v2 and nvmlDeviceGetTemperature alike.
  *
- * Built three times: complete; -DFAKE_NVML_OMIT_NUMA (an older driver without
- * nvmlDeviceGetNumaNodeId); -DFAKE_NVML_OMIT_UUID (a library lacking a required symbol). */
-#include <ctype.h>
+ * Built three times from this file (tests/fakes/meson.build): complete; -DFAKE_NVML_OMIT_NUMA
+ * (an older driver without nvmlDeviceGetNumaNodeId); -DFAKE_NVML_OMIT_UUID (a library lacking a
+ * required symbol). Compiled with -fvisibility=hidden: only the NVML entry points are exported.
+ *
+ * Thread safety: init/shutdown, the event queue and the temperatures are guarded by one mutex;
+ * the fixture itself is read-only between init and the last shutdown. */
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../../src/gpu/nvml_api.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_GPUS 64
-#define MAX_MIG 7
+#define MAX_MIG 7 /* what nvmlDeviceGetMaxMigDeviceCount reports for every MIG-capable GPU */
 #define MAX_FAILS 32
 #define MAX_EVENTS 64
+#define NO_INSTANCE 0xFFFFFFFFu /* event gpuInstanceId/computeInstanceId for whole-GPU events */
 
 struct nvmlDevice_st {
-    int index;          /* NVML index of the GPU (of the parent for a MIG device) */
-    int mig;            /* -1 whole GPU, else the MIG device's position */
-    json_t *j;          /* the GPU's or the MIG device's object */
-    json_t *gpu;        /* the GPU's object */
-    unsigned long long events; /* registered event types */
-    int temperature;
+    int index;       /* NVML index of the GPU (of the parent for a MIG device) */
+    int mig;         /* -1 whole GPU, else the MIG device's position in the parent's "mig" list */
+    json_t *j;       /* the GPU's or the MIG device's object */
+    json_t *gpu;     /* the GPU's object */
+    int temperature; /* guarded by S.mu: "temp" event lines change it */
 };
 
 struct nvmlEventSet_st {
-    int unused;
+    unsigned long long types[MAX_GPUS]; /* registered event types, by GPU index */
+    struct nvmlEventSet_st *next;
 };
 
 static struct {
     pthread_mutex_t mu;
-    int refs;
+    atomic_int refs; /* nvmlInit_v2 calls not yet matched by nvmlShutdown */
     json_t *root;
     int n;
     struct nvmlDevice_st gpus[MAX_GPUS];
     struct nvmlDevice_st migs[MAX_GPUS][MAX_MIG];
     int nmig[MAX_GPUS];
-    struct { char call[64]; int index; nvmlReturn_t code; } fails[MAX_FAILS];
+    struct {
+        char call[64];
+        int index; /* -1: every device */
+        nvmlReturn_t code;
+    } fails[MAX_FAILS];
     int nfails;
-    long events_off;
-    struct nvmlEventSet_st set;
+    /* events, guarded by mu */
+    struct nvmlEventSet_st *sets;
+    nvmlEventData_t queue[MAX_EVENTS];
+    int nqueue;
+    long events_off; /* how far FAKE_NVML_EVENTS has been read */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static const struct { nvmlReturn_t code; const char *name, *text; } errors[] = {
+static const struct {
+    nvmlReturn_t code;
+    const char *name, *text; /* text: nvmlErrorString's wording in NVIDIA's library */
+} errors[] = {
     {NVML_SUCCESS, "NVML_SUCCESS", "Success"},
     {NVML_ERROR_UNINITIALIZED, "NVML_ERROR_UNINITIALIZED", "Uninitialized"},
     {NVML_ERROR_INVALID_ARGUMENT, "NVML_ERROR_INVALID_ARGUMENT", "Invalid Argument"},
@@ -82,6 +105,14 @@ static const struct { nvmlReturn_t code; const char *name, *text; } errors[] = {
     {NVML_ERROR_UNKNOWN, "NVML_ERROR_UNKNOWN", "Unknown Error"},
 };
 
+/* Every entry point of nvml_api.h, so that FAKE_NVML_FAIL cannot name a call that does not exist
+ * (a typo would otherwise inject nothing and the test would pass for the wrong reason). */
+static const char *const calls[] = {
+#define CALL_NAME(name, ret, params) #name,
+    NVML_FUNCTIONS(CALL_NAME)
+#undef CALL_NAME
+};
+
 static int error_code(const char *name, nvmlReturn_t *out)
 {
     for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
@@ -92,6 +123,7 @@ static int error_code(const char *name, nvmlReturn_t *out)
     return -1;
 }
 
+/* Callable before nvmlInit_v2, like NVIDIA's; unknown codes read "Unknown Error". */
 EXPORT const char *nvmlErrorString(nvmlReturn_t r)
 {
     for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
@@ -100,7 +132,9 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t r)
     return "Unknown Error";
 }
 
-/* An injected failure for this call on this device (-1: a call without a device). */
+/* ---- FAKE_NVML_FAIL ---- */
+
+/* An injected failure for this call on the device with this index (-1: a call without a device). */
 static nvmlReturn_t injected(const char *call, int index)
 {
     for (int i = 0; i < S.nfails; i++)
@@ -109,63 +143,120 @@ static nvmlReturn_t injected(const char *call, int index)
     return NVML_SUCCESS;
 }
 
+static int bad_fail_entry(const char *entry, const char *why)
+{
+    fprintf(stderr, "fake_nvml: FAKE_NVML_FAIL entry '%s': %s (want call[@index]=NVML_ERROR_NAME)\n", entry, why);
+    return -1;
+}
+
+static int parse_fail_entry(char *item)
+{
+    char entry[256];
+    snprintf(entry, sizeof entry, "%s", item);
+    if (S.nfails == MAX_FAILS)
+        return bad_fail_entry(entry, "too many entries");
+    char *eq = strchr(item, '=');
+    if (!eq)
+        return bad_fail_entry(entry, "no '='");
+    *eq = 0;
+    int index = -1;
+    char *at = strchr(item, '@');
+    if (at) {
+        *at = 0;
+        char *end;
+        errno = 0;
+        long v = strtol(at + 1, &end, 10);
+        if (at[1] < '0' || at[1] > '9' || *end || errno || v >= MAX_GPUS)
+            return bad_fail_entry(entry, "the index is not a GPU index");
+        index = (int)v;
+    }
+    size_t known = 0;
+    while (known < sizeof calls / sizeof calls[0] && strcmp(calls[known], item) != 0)
+        known++;
+    if (known == sizeof calls / sizeof calls[0])
+        return bad_fail_entry(entry, "not an NVML call this library implements");
+    nvmlReturn_t code;
+    if (error_code(eq + 1, &code) < 0 || code == NVML_SUCCESS)
+        return bad_fail_entry(entry, "not an NVML error name");
+    snprintf(S.fails[S.nfails].call, sizeof S.fails[0].call, "%s", item);
+    S.fails[S.nfails].index = index;
+    S.fails[S.nfails].code = code;
+    S.nfails++;
+    return 0;
+}
+
 static int parse_fails(const char *spec)
 {
-    char buf[2048];
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(item, '=');
-        if (!eq || S.nfails == MAX_FAILS) {
-            fprintf(stderr, "fake_nvml: FAKE_NVML_FAIL entry '%s' is not call[@index]=NVML_ERROR_NAME\n", item);
-            return -1;
-        }
-        *eq = 0;
-        char *at = strchr(item, '@');
-        S.fails[S.nfails].index = -1;
-        if (at) {
-            *at = 0;
-            S.fails[S.nfails].index = atoi(at + 1);
-        }
-        if (error_code(eq + 1, &S.fails[S.nfails].code) < 0 || !*item || strlen(item) >= 64) {
-            fprintf(stderr, "fake_nvml: FAKE_NVML_FAIL entry '%s': unknown error '%s'\n", item, eq + 1);
-            return -1;
-        }
-        snprintf(S.fails[S.nfails].call, sizeof S.fails[0].call, "%s", item);
-        S.nfails++;
-    }
-    return 0;
+    char *buf = strdup(spec), *save = NULL;
+    int rc = buf ? 0 : -1;
+    for (char *item = buf ? strtok_r(buf, ",", &save) : NULL; item && rc == 0; item = strtok_r(NULL, ",", &save))
+        rc = parse_fail_entry(item);
+    free(buf);
+    return rc;
+}
+
+/* ---- the fixture ---- */
+
+static int parse_bus(const char *s, unsigned *dom, unsigned *bus, unsigned *dev, unsigned *fn)
+{
+    return s && sscanf(s, "%x:%x:%x.%x", dom, bus, dev, fn) == 4 ? 0 : -1;
 }
 
 static int bus_cmp(const void *a, const void *b)
 {
-    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "bus_id")),
-                  json_string_value(json_object_get(*(json_t *const *)b, "bus_id")));
+    return strcasecmp(json_string_value(json_object_get(*(json_t *const *)a, "bus_id")),
+                      json_string_value(json_object_get(*(json_t *const *)b, "bus_id")));
 }
 
+static nvmlReturn_t bad_fixture(json_t *root, const char *path, const char *why)
+{
+    fprintf(stderr, "fake_nvml: %s: %s\n", path, why);
+    json_decref(root);
+    return NVML_ERROR_DRIVER_NOT_LOADED;
+}
+
+/* The first nvmlInit_v2: read the fixture and FAKE_NVML_FAIL, lay out the handles. */
 static nvmlReturn_t load(void)
 {
     const char *path = getenv("FAKE_NVML_FIXTURE");
-    json_error_t je;
-    if (!path) {
+    if (!path || !*path) {
         fprintf(stderr, "fake_nvml: FAKE_NVML_FIXTURE is not set\n");
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }
+    json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
-    if (!root || !json_is_array(json_object_get(root, "gpus"))) {
-        fprintf(stderr, "fake_nvml: cannot read %s: %s\n", path, root ? "no gpus list" : je.text);
-        json_decref(root);
+    if (!root) {
+        fprintf(stderr, "fake_nvml: cannot read %s: %s (line %d)\n", path, je.text, je.line);
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }
+    json_t *gpus = json_object_get(root, "gpus");
+    if (!json_is_array(gpus))
+        return bad_fixture(root, path, "no \"gpus\" list");
     const char *init_error = json_string_value(json_object_get(json_object_get(root, "nvml"), "init_error"));
     nvmlReturn_t r;
-    if (init_error) {
-        if (error_code(init_error, &r) < 0)
-            r = NVML_ERROR_UNKNOWN;
+    if (init_error) { /* the machine's driver cannot be used: init fails as the fixture says */
+        if (error_code(init_error, &r) < 0 || r == NVML_SUCCESS)
+            return bad_fixture(root, path, "nvml.init_error is not an NVML error name");
         json_decref(root);
         return r;
     }
-    const char *fail = getenv("FAKE_NVML_FAIL");
+    if (!json_is_string(json_object_get(root, "driver_version")))
+        return bad_fixture(root, path, "driver_version is null but nvml.init_error is not set");
+    if (json_array_size(gpus) > MAX_GPUS)
+        return bad_fixture(root, path, "more GPUs than the fake supports (64)");
+    json_t *sorted[MAX_GPUS];
+    int n = (int)json_array_size(gpus);
+    for (int i = 0; i < n; i++) {
+        json_t *g = json_array_get(gpus, (size_t)i);
+        unsigned d0, d1, d2, d3;
+        if (parse_bus(json_string_value(json_object_get(g, "bus_id")), &d0, &d1, &d2, &d3) < 0)
+            return bad_fixture(root, path, "a GPU without a bus_id like 0000:18:00.0");
+        if (json_array_size(json_object_get(g, "mig")) > MAX_MIG)
+            return bad_fixture(root, path, "a GPU with more than 7 MIG devices");
+        sorted[i] = g;
+    }
     S.nfails = 0;
+    const char *fail = getenv("FAKE_NVML_FAIL");
     if (fail && parse_fails(fail) < 0) {
         json_decref(root);
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -174,32 +265,28 @@ static nvmlReturn_t load(void)
         json_decref(root);
         return r;
     }
-    /* NVML numbers GPUs in PCI bus order */
-    json_t *gpus = json_object_get(root, "gpus");
-    json_t *sorted[MAX_GPUS];
-    S.n = (int)(json_array_size(gpus) < MAX_GPUS ? json_array_size(gpus) : MAX_GPUS);
-    for (int i = 0; i < S.n; i++)
-        sorted[i] = json_array_get(gpus, (size_t)i);
-    qsort(sorted, (size_t)S.n, sizeof sorted[0], bus_cmp);
-    for (int i = 0; i < S.n; i++) {
-        json_t *g = sorted[i];
-        S.gpus[i] = (struct nvmlDevice_st){i, -1, g, g, 0, (int)json_integer_value(json_object_get(g, "temperature_c"))};
-        json_t *mig = json_object_get(g, "mig");
-        S.nmig[i] = (int)(json_array_size(mig) < MAX_MIG ? json_array_size(mig) : MAX_MIG);
+    /* NVML numbers GPUs in PCI bus order (the fixture's "index" follows the same rule) */
+    qsort(sorted, (size_t)n, sizeof sorted[0], bus_cmp);
+    for (int i = 0; i < n; i++) {
+        json_t *g = sorted[i], *mig = json_object_get(g, "mig");
+        S.gpus[i] = (struct nvmlDevice_st){i, -1, g, g, (int)json_number_value(json_object_get(g, "temperature_c"))};
+        S.nmig[i] = (int)json_array_size(mig);
         for (int m = 0; m < S.nmig[i]; m++)
-            S.migs[i][m] = (struct nvmlDevice_st){i, m, json_array_get(mig, (size_t)m), g, 0, 0};
+            S.migs[i][m] = (struct nvmlDevice_st){i, m, json_array_get(mig, (size_t)m), g, 0};
     }
+    S.n = n;
     S.root = root;
+    S.nqueue = 0;
     S.events_off = 0;
     return NVML_SUCCESS;
 }
 
+/* Reference counted like NVIDIA's: every successful nvmlInit_v2 needs its nvmlShutdown, and only
+ * the first one reads the environment. */
 EXPORT nvmlReturn_t nvmlInit_v2(void)
 {
     pthread_mutex_lock(&S.mu);
-    nvmlReturn_t r = NVML_SUCCESS;
-    if (S.refs == 0)
-        r = load();
+    nvmlReturn_t r = S.refs == 0 ? load() : NVML_SUCCESS;
     if (r == NVML_SUCCESS)
         S.refs++;
     pthread_mutex_unlock(&S.mu);
@@ -210,17 +297,25 @@ EXPORT nvmlReturn_t nvmlShutdown(void)
 {
     pthread_mutex_lock(&S.mu);
     nvmlReturn_t r = NVML_SUCCESS;
-    if (S.refs == 0)
+    if (S.refs == 0) {
         r = NVML_ERROR_UNINITIALIZED;
-    else if (--S.refs == 0) {
+    } else if (--S.refs == 0) {
+        while (S.sets) { /* event sets the caller did not free die with the library's state */
+            struct nvmlEventSet_st *next = S.sets->next;
+            free(S.sets);
+            S.sets = next;
+        }
         json_decref(S.root);
         S.root = NULL;
+        S.n = 0;
     }
     pthread_mutex_unlock(&S.mu);
     return r;
 }
 
-/* The checks every device call starts with. */
+/* ---- helpers for the device calls ---- */
+
+/* The checks every device call starts with: initialised, a handle, no injected failure. */
 #define ENTER(call, dev)                                                                                 \
     do {                                                                                                 \
         if (!S.refs)                                                                                     \
@@ -231,58 +326,79 @@ EXPORT nvmlReturn_t nvmlShutdown(void)
         if (inj_ != NVML_SUCCESS)                                                                        \
             return inj_;                                                                                 \
     } while (0)
+/* Calls that have no meaning on a MIG device handle answer Not Supported there, as NVML does. */
 #define WHOLE_GPU_ONLY(dev)                                                                              \
     do {                                                                                                 \
         if ((dev)->mig >= 0)                                                                             \
             return NVML_ERROR_NOT_SUPPORTED;                                                             \
     } while (0)
+/* Calls without a device. */
+#define ENTER_SYSTEM(call)                                                                               \
+    do {                                                                                                 \
+        if (!S.refs)                                                                                     \
+            return NVML_ERROR_UNINITIALIZED;                                                             \
+        nvmlReturn_t inj_ = injected(call, -1);                                                          \
+        if (inj_ != NVML_SUCCESS)                                                                        \
+            return inj_;                                                                                 \
+    } while (0)
 
+/* NVML's string calls: the whole string and its NUL, or Insufficient Size and nothing written. */
 static nvmlReturn_t copy_str(char *out, unsigned len, const char *s)
 {
     if (!out)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!s)
         return NVML_ERROR_NOT_SUPPORTED;
-    if (strlen(s) + 1 > len)
+    size_t n = strlen(s) + 1;
+    if (n > len)
         return NVML_ERROR_INSUFFICIENT_SIZE;
-    memcpy(out, s, strlen(s) + 1);
+    memcpy(out, s, n);
     return NVML_SUCCESS;
 }
 
+/* A field of the device's object; NULL when absent or null. */
 static json_t *field(nvmlDevice_t d, const char *k)
 {
     json_t *v = json_object_get(d->j, k);
     return v && !json_is_null(v) ? v : NULL;
 }
 
+static json_int_t gpu_int(nvmlDevice_t d, const char *k, json_int_t missing)
+{
+    json_t *v = json_object_get(d->gpu, k);
+    return json_is_integer(v) ? json_integer_value(v) : missing;
+}
+
+/* ---- system ---- */
+
 EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
-    if (!S.refs)
-        return NVML_ERROR_UNINITIALIZED;
-    nvmlReturn_t r = injected("nvmlSystemGetDriverVersion", -1);
-    return r ? r : copy_str(version, length, json_string_value(json_object_get(S.root, "driver_version")));
+    ENTER_SYSTEM("nvmlSystemGetDriverVersion");
+    const char *v = json_string_value(json_object_get(S.root, "driver_version"));
+    return v ? copy_str(version, length, v) : NVML_ERROR_DRIVER_NOT_LOADED;
 }
 
-EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
 {
-    if (!S.refs)
-        return NVML_ERROR_UNINITIALIZED;
-    if (!v)
+    ENTER_SYSTEM("nvmlSystemGetCudaDriverVersion_v2");
+    if (!cudaDriverVersion)
         return NVML_ERROR_INVALID_ARGUMENT;
-    nvmlReturn_t r = injected("nvmlSystemGetCudaDriverVersion_v2", -1);
-    *v = (int)json_integer_value(json_object_get(S.root, "cuda_driver_version"));
-    return r;
+    json_t *v = json_object_get(S.root, "cuda_driver_version");
+    if (!json_is_integer(v))
+        return NVML_ERROR_DRIVER_NOT_LOADED;
+    *cudaDriverVersion = (int)json_integer_value(v);
+    return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
+/* ---- devices ---- */
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 {
-    if (!S.refs)
-        return NVML_ERROR_UNINITIALIZED;
-    if (!count)
+    ENTER_SYSTEM("nvmlDeviceGetCount_v2");
+    if (!deviceCount)
         return NVML_ERROR_INVALID_ARGUMENT;
-    nvmlReturn_t r = injected("nvmlDeviceGetCount_v2", -1);
-    *count = (unsigned)S.n;
-    return r;
+    *deviceCount = (unsigned)S.n;
+    return NVML_SUCCESS;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
@@ -292,45 +408,45 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice
     if (!device || index >= (unsigned)S.n)
         return NVML_ERROR_INVALID_ARGUMENT;
     nvmlReturn_t r = injected("nvmlDeviceGetHandleByIndex_v2", (int)index);
-    if (r)
+    if (r != NVML_SUCCESS)
         return r;
     *device = &S.gpus[index];
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned int *minor)
+EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
 {
-    ENTER("nvmlDeviceGetMinorNumber", d);
-    WHOLE_GPU_ONLY(d);
-    if (!minor)
+    ENTER("nvmlDeviceGetMinorNumber", device);
+    if (!minorNumber)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *minor = (unsigned)json_integer_value(field(d, "minor"));
+    WHOLE_GPU_ONLY(device); /* MIG devices are reached through nvidia-caps, not /dev/nvidia<minor> */
+    json_t *m = field(device, "minor");
+    if (!json_is_integer(m))
+        return NVML_ERROR_NOT_SUPPORTED;
+    *minorNumber = (unsigned)json_integer_value(m);
     return NVML_SUCCESS;
 }
 
 #ifndef FAKE_NVML_OMIT_UUID
-EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int length)
+/* A MIG handle answers its own "MIG-..." UUID. */
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
-    ENTER("nvmlDeviceGetUUID", d);
-    return copy_str(uuid, length, json_string_value(field(d, "uuid")));
+    ENTER("nvmlDeviceGetUUID", device);
+    return copy_str(uuid, length, json_string_value(field(device, "uuid")));
 }
 #endif
 
-EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length)
+EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
-    ENTER("nvmlDeviceGetName", d);
-    char buf[160];
-    const char *parent = json_string_value(json_object_get(d->gpu, "name"));
-    if (d->mig >= 0) /* as the driver names MIG devices: "<GPU> MIG <profile>" */
-        snprintf(buf, sizeof buf, "%s MIG %s", parent, json_string_value(field(d, "profile")));
-    else
-        snprintf(buf, sizeof buf, "%s", parent);
+    ENTER("nvmlDeviceGetName", device);
+    const char *parent = json_string_value(json_object_get(device->gpu, "name"));
+    if (device->mig < 0)
+        return copy_str(name, length, parent);
+    /* the driver names a MIG device "<GPU name> MIG <profile>" */
+    const char *profile = json_string_value(field(device, "profile"));
+    char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE * 2];
+    snprintf(buf, sizeof buf, "%s MIG %s", parent ? parent : "", profile ? profile : "");
     return copy_str(name, length, buf);
-}
-
-static int parse_bus(const char *s, unsigned *dom, unsigned *bus, unsigned *dev, unsigned *fn)
-{
-    return s && sscanf(s, "%x:%x:%x.%x", dom, bus, dev, fn) == 4 ? 0 : -1;
 }
 
 static nvmlReturn_t fill_pci(const char *bus_id, nvmlPciInfo_t *pci, const char *device_id)
@@ -339,377 +455,507 @@ static nvmlReturn_t fill_pci(const char *bus_id, nvmlPciInfo_t *pci, const char 
     if (parse_bus(bus_id, &dom, &bus, &dev, &fn) < 0)
         return NVML_ERROR_UNKNOWN;
     memset(pci, 0, sizeof *pci);
-    /* NVML's spellings: 8-digit domain and upper-case hex in busId, 4 digits in busIdLegacy */
+    /* NVML's spellings: 8-digit domain and upper-case hex in busId, 4-digit domain in busIdLegacy */
     snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:%02X.%X", dom, bus, dev, fn);
     snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", dom, bus, dev, fn);
     pci->domain = dom;
     pci->bus = bus;
     pci->device = dev;
-    pci->pciDeviceId = device_id ? (unsigned)strtoul(device_id, NULL, 16) : 0;
+    pci->pciDeviceId = device_id ? (unsigned)strtoul(device_id, NULL, 16) : 0; /* device << 16 | vendor */
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci)
+/* A MIG handle answers its parent's PCI location (it has none of its own). */
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
-    ENTER("nvmlDeviceGetPciInfo_v3", d);
+    ENTER("nvmlDeviceGetPciInfo_v3", device);
     if (!pci)
         return NVML_ERROR_INVALID_ARGUMENT;
-    return fill_pci(json_string_value(json_object_get(d->gpu, "bus_id")), pci,
-                    json_string_value(json_object_get(d->gpu, "pci_device_id")));
+    return fill_pci(json_string_value(json_object_get(device->gpu, "bus_id")), pci,
+                    json_string_value(json_object_get(device->gpu, "pci_device_id")));
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *mem)
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
-    ENTER("nvmlDeviceGetMemoryInfo", d);
-    if (!mem)
+    ENTER("nvmlDeviceGetMemoryInfo", device);
+    if (!memory)
         return NVML_ERROR_INVALID_ARGUMENT;
-    unsigned long long total = (unsigned long long)json_integer_value(field(d, d->mig >= 0 ? "memory_mb" : "memory_total_mb"));
-    unsigned long long used = d->mig >= 0 ? 0 : (unsigned long long)json_integer_value(field(d, "memory_used_mb"));
-    mem->total = total << 20;
-    mem->used = used << 20;
-    mem->free = mem->total - mem->used;
+    int mig = device->mig >= 0;
+    json_t *total = field(device, mig ? "memory_mb" : "memory_total_mb");
+    if (!json_is_integer(total))
+        return NVML_ERROR_NOT_SUPPORTED;
+    unsigned long long used = mig ? 0 : (unsigned long long)json_integer_value(field(device, "memory_used_mb"));
+    memory->total = (unsigned long long)json_integer_value(total) << 20; /* MiB -> bytes */
+    memory->used = used << 20;
+    memory->free = memory->total > memory->used ? memory->total - memory->used : 0;
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor)
+EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
 {
-    ENTER("nvmlDeviceGetCudaComputeCapability", d);
+    ENTER("nvmlDeviceGetCudaComputeCapability", device);
     if (!major || !minor)
         return NVML_ERROR_INVALID_ARGUMENT;
-    const char *cc = json_string_value(json_object_get(d->gpu, "compute_capability"));
-    return cc && sscanf(cc, "%d.%d", major, minor) == 2 ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+    const char *cc = json_string_value(json_object_get(device->gpu, "compute_capability"));
+    int a, b;
+    if (!cc || sscanf(cc, "%d.%d", &a, &b) != 2)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *major = a;
+    *minor = b;
+    return NVML_SUCCESS;
 }
 
 #ifndef FAKE_NVML_OMIT_NUMA
-EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t d, unsigned int *node)
+EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
 {
-    ENTER("nvmlDeviceGetNumaNodeId", d);
-    WHOLE_GPU_ONLY(d);
+    ENTER("nvmlDeviceGetNumaNodeId", device);
     if (!node)
         return NVML_ERROR_INVALID_ARGUMENT;
-    json_int_t n = json_integer_value(field(d, "numa_node"));
-    if (n < 0)
+    WHOLE_GPU_ONLY(device);
+    json_int_t n = gpu_int(device, "numa_node", -1);
+    if (n < 0) /* the platform (ACPI) reports no node for the device */
         return NVML_ERROR_NOT_SUPPORTED;
     *node = (unsigned)n;
     return NVML_SUCCESS;
 }
 #endif
 
-EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t d, unsigned int size, unsigned long *set)
+/* local_cpus ("0-55,112-167") as NVML's bitmask: CPU c is bit c % 64 of cpuSet[c / 64] (64 bits per
+ * unsigned long on the LP64 targets NVML exists for). CPUs beyond cpuSetSize words are left out. */
+EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSize, unsigned long *cpuSet)
 {
-    ENTER("nvmlDeviceGetCpuAffinity", d);
-    WHOLE_GPU_ONLY(d);
-    if (!set || !size)
+    ENTER("nvmlDeviceGetCpuAffinity", device);
+    if (!cpuSet || cpuSetSize == 0)
         return NVML_ERROR_INVALID_ARGUMENT;
-    memset(set, 0, size * sizeof *set);
-    const char *p = json_string_value(field(d, "local_cpus"));
+    WHOLE_GPU_ONLY(device);
+    const char *p = json_string_value(field(device, "local_cpus"));
     if (!p)
         return NVML_ERROR_NOT_SUPPORTED;
-    const unsigned bits = 8 * sizeof(unsigned long);
+    memset(cpuSet, 0, cpuSetSize * sizeof *cpuSet);
+    const unsigned long bits = 8 * sizeof(unsigned long);
     while (*p) {
         char *end;
         long a = strtol(p, &end, 10), b = a;
-        if (*end == '-')
-            b = strtol(end + 1, &end, 10);
-        for (long c = a; c <= b; c++)
-            if ((unsigned long)c / bits < size)
-                set[(unsigned long)c / bits] |= 1ul << ((unsigned long)c % bits);
-        p = *end == ',' ? end + 1 : end;
-        if (p == end && *p)
-            break;
+        if (end == p || a < 0)
+            return NVML_ERROR_UNKNOWN; /* not a cpulist: the fixture is wrong */
+        if (*end == '-') {
+            const char *q = end + 1;
+            b = strtol(q, &end, 10);
+            if (end == q || b < a)
+                return NVML_ERROR_UNKNOWN;
+        }
+        for (long c = a; c <= b && (unsigned long)c / bits < cpuSetSize; c++)
+            cpuSet[(unsigned long)c / bits] |= 1ul << ((unsigned long)c % bits);
+        if (*end && *end != ',')
+            return NVML_ERROR_UNKNOWN;
+        p = *end ? end + 1 : end;
     }
     return NVML_SUCCESS;
 }
+
+/* ---- NVLink ---- */
 
 static json_t *link_of(nvmlDevice_t d, unsigned link)
 {
     json_t *l;
     size_t i;
-    json_array_foreach(json_object_get(d->gpu, "nvlinks"), i, l) if (json_integer_value(json_object_get(l, "link")) ==
-                                                                   (json_int_t)link) return l;
+    json_array_foreach(json_object_get(d->gpu, "nvlinks"), i, l)
+    {
+        if (json_integer_value(json_object_get(l, "link")) == (json_int_t)link)
+            return l;
+    }
     return NULL;
 }
 
-#define LINK_ENTER(call, d, link, l)                                                                     \
+/* A link number past NVML_NVLINK_MAX_LINKS is an invalid argument; a link the GPU does not have
+ * (fewer links than the maximum, or no NVLink at all) is Not Supported. */
+#define LINK_ENTER(call, d, link, out, l)                                                                \
     ENTER(call, d);                                                                                      \
+    if (!(out))                                                                                          \
+        return NVML_ERROR_INVALID_ARGUMENT;                                                              \
     WHOLE_GPU_ONLY(d);                                                                                   \
     if ((link) >= NVML_NVLINK_MAX_LINKS)                                                                 \
         return NVML_ERROR_INVALID_ARGUMENT;                                                              \
     json_t *l = link_of(d, link);                                                                        \
     if (!l)                                                                                              \
-        return NVML_ERROR_NOT_SUPPORTED
+    return NVML_ERROR_NOT_SUPPORTED
 
-EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link, nvmlEnableState_t *active)
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive)
 {
-    LINK_ENTER("nvmlDeviceGetNvLinkState", d, link, l);
-    if (!active)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *active = json_is_true(json_object_get(l, "active")) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    LINK_ENTER("nvmlDeviceGetNvLinkState", device, link, isActive, l);
+    *isActive = json_is_true(json_object_get(l, "active")) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned int link, nvmlPciInfo_t *pci)
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci)
 {
-    LINK_ENTER("nvmlDeviceGetNvLinkRemotePciInfo_v2", d, link, l);
-    if (!pci)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    LINK_ENTER("nvmlDeviceGetNvLinkRemotePciInfo_v2", device, link, pci, l);
     return fill_pci(json_string_value(json_object_get(l, "remote_bus")), pci, NULL);
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t d, unsigned int link,
-                                                         nvmlIntNvLinkDeviceType_t *type)
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
+                                                         nvmlIntNvLinkDeviceType_t *pNvLinkDeviceType)
 {
-    LINK_ENTER("nvmlDeviceGetNvLinkRemoteDeviceType", d, link, l);
-    if (!type)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    LINK_ENTER("nvmlDeviceGetNvLinkRemoteDeviceType", device, link, pNvLinkDeviceType, l);
     const char *t = json_string_value(json_object_get(l, "remote_type"));
-    *type = !t                        ? NVML_NVLINK_DEVICE_TYPE_UNKNOWN
-            : !strcmp(t, "gpu")       ? NVML_NVLINK_DEVICE_TYPE_GPU
-            : !strcmp(t, "switch")    ? NVML_NVLINK_DEVICE_TYPE_SWITCH
-            : !strcmp(t, "ibmnpu")    ? NVML_NVLINK_DEVICE_TYPE_IBMNPU
-                                      : NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+    nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+    if (t && !strcmp(t, "gpu"))
+        type = NVML_NVLINK_DEVICE_TYPE_GPU;
+    else if (t && !strcmp(t, "switch"))
+        type = NVML_NVLINK_DEVICE_TYPE_SWITCH;
+    else if (t && !strcmp(t, "ibmnpu"))
+        type = NVML_NVLINK_DEVICE_TYPE_IBMNPU;
+    *pNvLinkDeviceType = type;
     return NVML_SUCCESS;
 }
 
-/* The PCIe rule of tests/fixtures/README.md, over each GPU's pci_path. */
+/* ---- PCIe topology: the rule of tests/fixtures/README.md, over each GPU's pci_path ---- */
+
+/* "pci<domain>:<bus of pci_path[0]>"; a GPU with an empty pci_path sits on the host bridge's bus. */
 static void host_bridge(json_t *g, char out[32])
 {
     json_t *path = json_object_get(g, "pci_path");
     const char *first = json_array_size(path) ? json_string_value(json_array_get(path, 0))
                                               : json_string_value(json_object_get(g, "bus_id"));
     unsigned dom = 0, bus = 0;
-    sscanf(first ? first : "", "%x:%x", &dom, &bus);
+    if (!first || sscanf(first, "%x:%x", &dom, &bus) != 2)
+        dom = bus = 0xFFFF;
     snprintf(out, 32, "pci%04x:%02x", dom, bus);
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b, nvmlGpuTopologyLevel_t *lvl)
+EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                         nvmlGpuTopologyLevel_t *pathInfo)
 {
-    ENTER("nvmlDeviceGetTopologyCommonAncestor", a);
-    ENTER("nvmlDeviceGetTopologyCommonAncestor", b);
-    WHOLE_GPU_ONLY(a);
-    WHOLE_GPU_ONLY(b);
-    if (!lvl)
+    ENTER("nvmlDeviceGetTopologyCommonAncestor", device1);
+    ENTER("nvmlDeviceGetTopologyCommonAncestor", device2);
+    if (!pathInfo)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (a == b) {
-        *lvl = NVML_TOPOLOGY_INTERNAL;
+    WHOLE_GPU_ONLY(device1);
+    WHOLE_GPU_ONLY(device2);
+    if (device1 == device2) {
+        *pathInfo = NVML_TOPOLOGY_INTERNAL;
         return NVML_SUCCESS;
     }
     char ha[32], hb[32];
-    host_bridge(a->gpu, ha);
-    host_bridge(b->gpu, hb);
+    host_bridge(device1->gpu, ha);
+    host_bridge(device2->gpu, hb);
     if (strcmp(ha, hb) != 0) {
-        json_int_t na = json_integer_value(json_object_get(a->gpu, "numa_node"));
-        json_int_t nb = json_integer_value(json_object_get(b->gpu, "numa_node"));
-        *lvl = na >= 0 && na == nb ? NVML_TOPOLOGY_NODE : NVML_TOPOLOGY_SYSTEM;
+        json_int_t na = gpu_int(device1, "numa_node", -1), nb = gpu_int(device2, "numa_node", -1);
+        *pathInfo = na >= 0 && na == nb ? NVML_TOPOLOGY_NODE : NVML_TOPOLOGY_SYSTEM;
         return NVML_SUCCESS;
     }
-    json_t *pa = json_object_get(a->gpu, "pci_path"), *pb = json_object_get(b->gpu, "pci_path");
+    json_t *pa = json_object_get(device1->gpu, "pci_path"), *pb = json_object_get(device2->gpu, "pci_path");
     size_t la = json_array_size(pa), lb = json_array_size(pb), k = 0;
-    while (k < la && k < lb &&
-           strcasecmp(json_string_value(json_array_get(pa, k)), json_string_value(json_array_get(pb, k))) == 0)
+    while (k < la && k < lb) {
+        const char *a = json_string_value(json_array_get(pa, k)), *b = json_string_value(json_array_get(pb, k));
+        if (!a || !b || strcasecmp(a, b) != 0)
+            break;
         k++;
+    }
     if (k == 0)
-        *lvl = NVML_TOPOLOGY_HOSTBRIDGE;
+        *pathInfo = NVML_TOPOLOGY_HOSTBRIDGE;
     else
-        *lvl = (la > lb ? la : lb) - k <= 1 ? NVML_TOPOLOGY_SINGLE : NVML_TOPOLOGY_MULTIPLE;
+        *pathInfo = (la > lb ? la : lb) - k <= 1 ? NVML_TOPOLOGY_SINGLE : NVML_TOPOLOGY_MULTIPLE;
     return NVML_SUCCESS;
 }
 
+/* ---- MIG ---- */
+
+/* "mig_enabled": true/false on a MIG-capable GPU, null or absent on one that cannot do MIG. */
 static int mig_capable(nvmlDevice_t d)
 {
-    json_t *m = json_object_get(d->gpu, "mig_enabled");
-    return m && json_is_boolean(m);
+    return json_is_boolean(json_object_get(d->gpu, "mig_enabled"));
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending)
+static int mig_on(nvmlDevice_t d)
 {
-    ENTER("nvmlDeviceGetMigMode", d);
-    WHOLE_GPU_ONLY(d);
-    if (!current || !pending)
+    return json_is_true(json_object_get(d->gpu, "mig_enabled"));
+}
+
+/* The fake has no pending mode change: current == pending. */
+EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode)
+{
+    ENTER("nvmlDeviceGetMigMode", device);
+    if (!currentMode || !pendingMode)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!mig_capable(d))
+    WHOLE_GPU_ONLY(device);
+    if (!mig_capable(device))
         return NVML_ERROR_NOT_SUPPORTED;
-    *current = *pending = json_is_true(json_object_get(d->gpu, "mig_enabled")) ? NVML_DEVICE_MIG_ENABLE
-                                                                             : NVML_DEVICE_MIG_DISABLE;
+    *currentMode = *pendingMode = mig_on(device) ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *count)
+/* NVML reports the largest possible count (7 on A100/H100), not how many exist now. */
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
 {
-    ENTER("nvmlDeviceGetMaxMigDeviceCount", d);
-    WHOLE_GPU_ONLY(d);
+    ENTER("nvmlDeviceGetMaxMigDeviceCount", device);
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!mig_capable(d))
+    WHOLE_GPU_ONLY(device);
+    if (!mig_capable(device))
         return NVML_ERROR_NOT_SUPPORTED;
     *count = MAX_MIG;
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int index, nvmlDevice_t *mig)
+/* Slots 0..max-1: a MIG device, or Not Found for an empty slot; MIG off: Invalid Argument. */
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice)
 {
-    ENTER("nvmlDeviceGetMigDeviceHandleByIndex", d);
-    WHOLE_GPU_ONLY(d);
-    if (!mig || !mig_capable(d) || !json_is_true(json_object_get(d->gpu, "mig_enabled")) || index >= MAX_MIG)
+    ENTER("nvmlDeviceGetMigDeviceHandleByIndex", device);
+    if (!migDevice)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if ((int)index >= S.nmig[d->index])
+    WHOLE_GPU_ONLY(device);
+    if (!mig_capable(device))
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (!mig_on(device) || index >= MAX_MIG)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if ((int)index >= S.nmig[device->index])
         return NVML_ERROR_NOT_FOUND;
-    *mig = &S.migs[d->index][index];
+    *migDevice = &S.migs[device->index][index];
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned int *id)
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
 {
-    ENTER("nvmlDeviceGetGpuInstanceId", d);
+    ENTER("nvmlDeviceGetGpuInstanceId", device);
     if (!id)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (d->mig < 0)
+    if (device->mig < 0) /* only MIG device handles belong to an instance */
         return NVML_ERROR_NOT_SUPPORTED;
-    *id = (unsigned)json_integer_value(field(d, "gi"));
+    *id = (unsigned)json_integer_value(field(device, "gi"));
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned int *id)
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
 {
-    ENTER("nvmlDeviceGetComputeInstanceId", d);
+    ENTER("nvmlDeviceGetComputeInstanceId", device);
     if (!id)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (d->mig < 0)
+    if (device->mig < 0)
         return NVML_ERROR_NOT_SUPPORTED;
-    *id = (unsigned)json_integer_value(field(d, "ci"));
+    *id = (unsigned)json_integer_value(field(device, "ci"));
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, nvmlEnableState_t *current, nvmlEnableState_t *pending)
+/* ---- state and telemetry ---- */
+
+EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current, nvmlEnableState_t *pending)
 {
-    ENTER("nvmlDeviceGetEccMode", d);
-    WHOLE_GPU_ONLY(d);
+    ENTER("nvmlDeviceGetEccMode", device);
     if (!current || !pending)
         return NVML_ERROR_INVALID_ARGUMENT;
-    json_t *e = field(d, "ecc_enabled");
-    if (!e)
+    WHOLE_GPU_ONLY(device);
+    json_t *e = field(device, "ecc_enabled");
+    if (!json_is_boolean(e)) /* GeForce-class boards have no ECC */
         return NVML_ERROR_NOT_SUPPORTED;
     *current = *pending = json_is_true(e) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, nvmlTemperatureSensors_t sensor, unsigned int *temp)
+static void scan_events(void);
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                              unsigned int *temp)
 {
-    ENTER("nvmlDeviceGetTemperature", d);
-    WHOLE_GPU_ONLY(d);
-    if (!temp || sensor != NVML_TEMPERATURE_GPU)
+    ENTER("nvmlDeviceGetTemperature", device);
+    if (!temp || sensorType != NVML_TEMPERATURE_GPU)
         return NVML_ERROR_INVALID_ARGUMENT;
+    WHOLE_GPU_ONLY(device);
     pthread_mutex_lock(&S.mu);
-    *temp = (unsigned)d->temperature;
+    scan_events(); /* a "temp" line appended since the last call takes effect now */
+    int t = device->temperature;
     pthread_mutex_unlock(&S.mu);
+    *temp = t < 0 ? 0u : (unsigned)t;
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
-    ENTER("nvmlDeviceGetUtilizationRates", d);
-    WHOLE_GPU_ONLY(d);
-    if (!u)
+    ENTER("nvmlDeviceGetUtilizationRates", device);
+    if (!utilization)
         return NVML_ERROR_INVALID_ARGUMENT;
-    /* a GPU in MIG mode has no whole-GPU utilization */
-    if (json_is_true(json_object_get(d->gpu, "mig_enabled")))
+    WHOLE_GPU_ONLY(device);
+    /* NVML quirk: a GPU in MIG mode has no whole-GPU utilization (Not Supported; smi shows [N/A]) */
+    if (mig_on(device))
         return NVML_ERROR_NOT_SUPPORTED;
-    u->gpu = (unsigned)json_integer_value(field(d, "utilization_pct"));
-    u->memory = 0;
+    json_t *u = field(device, "utilization_pct");
+    if (!json_is_number(u))
+        return NVML_ERROR_NOT_SUPPORTED;
+    utilization->gpu = (unsigned)json_number_value(u);
+    utilization->memory = 0; /* not in the fixture */
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
+EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
 {
-    ENTER("nvmlDeviceGetPowerUsage", d);
-    WHOLE_GPU_ONLY(d);
-    if (!mw)
+    ENTER("nvmlDeviceGetPowerUsage", device);
+    if (!power)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *mw = (unsigned)json_integer_value(field(d, "power_w")) * 1000;
+    WHOLE_GPU_ONLY(device);
+    json_t *w = field(device, "power_w");
+    if (!json_is_number(w))
+        return NVML_ERROR_NOT_SUPPORTED;
+    *power = (unsigned)(json_number_value(w) * 1000.0 + 0.5); /* NVML reports milliwatts */
     return NVML_SUCCESS;
 }
 
 /* ---- events ---- */
 
+/* With S.mu held: is some live set waiting for this type on GPU idx? */
+static int registered(int idx, unsigned long long type)
+{
+    for (struct nvmlEventSet_st *s = S.sets; s; s = s->next)
+        if (s->types[idx] & type)
+            return 1;
+    return 0;
+}
+
+/* With S.mu held: read the complete lines FAKE_NVML_EVENTS gained since the last scan, apply temp
+ * lines and queue the events some set registered for. A line without its newline yet is left for
+ * the next scan; so is everything after it when the queue is full. */
+static void scan_events(void)
+{
+    const char *path = getenv("FAKE_NVML_EVENTS");
+    FILE *f = path && *path ? fopen(path, "re") : NULL;
+    if (!f)
+        return;
+    char line[256];
+    if (fseek(f, S.events_off, SEEK_SET) == 0)
+        while (S.nqueue < MAX_EVENTS && fgets(line, sizeof line, f) && strchr(line, '\n')) {
+            S.events_off = ftell(f);
+            char kind[8], arg[32];
+            int idx;
+            if (sscanf(line, "%7s %d %31s", kind, &idx, arg) != 3 || idx < 0 || idx >= S.n) {
+                fprintf(stderr, "fake_nvml: FAKE_NVML_EVENTS: ignoring line '%.*s'\n", (int)strcspn(line, "\n"), line);
+                continue;
+            }
+            struct nvmlDevice_st *d = &S.gpus[idx];
+            nvmlEventData_t ev = {d, 0, 0, NO_INSTANCE, NO_INSTANCE};
+            if (!strcmp(kind, "temp")) {
+                d->temperature = atoi(arg);
+                continue;
+            } else if (!strcmp(kind, "xid")) {
+                ev.eventType = nvmlEventTypeXidCriticalError;
+                ev.eventData = strtoull(arg, NULL, 10);
+            } else if (!strcmp(kind, "ecc") && (!strcmp(arg, "sbe") || !strcmp(arg, "dbe"))) {
+                ev.eventType = !strcmp(arg, "dbe") ? nvmlEventTypeDoubleBitEccError : nvmlEventTypeSingleBitEccError;
+            } else {
+                fprintf(stderr, "fake_nvml: FAKE_NVML_EVENTS: ignoring line '%.*s'\n", (int)strcspn(line, "\n"), line);
+                continue;
+            }
+            if (registered(idx, ev.eventType))
+                S.queue[S.nqueue++] = ev;
+        }
+    fclose(f);
+}
+
+static struct nvmlEventSet_st **find_set(nvmlEventSet_t set)
+{
+    struct nvmlEventSet_st **p = &S.sets;
+    while (*p && *p != set)
+        p = &(*p)->next;
+    return *p ? p : NULL;
+}
+
 EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 {
-    if (!S.refs)
-        return NVML_ERROR_UNINITIALIZED;
+    ENTER_SYSTEM("nvmlEventSetCreate");
     if (!set)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *set = &S.set;
+    struct nvmlEventSet_st *s = calloc(1, sizeof *s);
+    if (!s)
+        return NVML_ERROR_MEMORY;
+    pthread_mutex_lock(&S.mu);
+    s->next = S.sets;
+    S.sets = s;
+    pthread_mutex_unlock(&S.mu);
+    *set = s;
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, nvmlEventSet_t set)
+/* Registering on a MIG handle registers for its parent GPU. */
+EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)
 {
-    ENTER("nvmlDeviceRegisterEvents", d);
+    ENTER("nvmlDeviceRegisterEvents", device);
+    const unsigned long long known =
+        nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | nvmlEventTypeXidCriticalError;
     if (!set)
         return NVML_ERROR_INVALID_ARGUMENT;
+    if (eventTypes & ~known)
+        return NVML_ERROR_NOT_SUPPORTED; /* the fake only produces these */
     pthread_mutex_lock(&S.mu);
-    d->events |= types;
+    nvmlReturn_t r = NVML_ERROR_INVALID_ARGUMENT;
+    if (find_set(set)) {
+        set->types[device->index] |= eventTypes;
+        r = NVML_SUCCESS;
+    }
     pthread_mutex_unlock(&S.mu);
-    return NVML_SUCCESS;
+    return r;
+}
+
+/* With S.mu held: take the oldest queued event this set registered for. */
+static int pop_event(nvmlEventSet_t set, nvmlEventData_t *data)
+{
+    for (int i = 0; i < S.nqueue; i++) {
+        struct nvmlDevice_st *d = S.queue[i].device;
+        if (set->types[d->index] & S.queue[i].eventType) {
+            *data = S.queue[i];
+            memmove(&S.queue[i], &S.queue[i + 1], (size_t)(S.nqueue - i - 1) * sizeof S.queue[0]);
+            S.nqueue--;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
 {
-    return set ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
-}
-
-/* The next unread line of FAKE_NVML_EVENTS that makes an event; 1 when data was filled. */
-static int next_event(nvmlEventData_t *data)
-{
-    const char *path = getenv("FAKE_NVML_EVENTS");
-    FILE *f = path ? fopen(path, "re") : NULL;
-    if (!f)
-        return 0;
-    int got = 0;
-    char line[128];
-    fseek(f, S.events_off, SEEK_SET);
-    while (!got && fgets(line, sizeof line, f)) {
-        if (!strchr(line, '\n'))
-            break; /* a line still being written */
-        S.events_off = ftell(f);
-        char kind[8], arg[16];
-        int idx;
-        long long v = 0;
-        if (sscanf(line, "%7s %d %15s", kind, &idx, arg) != 3 || idx < 0 || idx >= S.n)
-            continue;
-        struct nvmlDevice_st *d = &S.gpus[idx];
-        v = atoll(arg);
-        if (!strcmp(kind, "temp")) {
-            d->temperature = (int)v;
-        } else if (!strcmp(kind, "xid") && (d->events & nvmlEventTypeXidCriticalError)) {
-            *data = (nvmlEventData_t){d, nvmlEventTypeXidCriticalError, (unsigned long long)v, 0xFFFFFFFF, 0xFFFFFFFF};
-            got = 1;
-        } else if (!strcmp(kind, "ecc")) {
-            unsigned long long t = !strcmp(arg, "dbe") ? nvmlEventTypeDoubleBitEccError : nvmlEventTypeSingleBitEccError;
-            if (d->events & t) {
-                *data = (nvmlEventData_t){d, t, 0, 0xFFFFFFFF, 0xFFFFFFFF};
-                got = 1;
-            }
-        }
+    ENTER_SYSTEM("nvmlEventSetFree");
+    pthread_mutex_lock(&S.mu);
+    struct nvmlEventSet_st **p = set ? find_set(set) : NULL;
+    if (p) {
+        *p = set->next;
+        free(set);
+        /* events no remaining set wants are dropped */
+        int kept = 0;
+        for (int i = 0; i < S.nqueue; i++)
+            if (registered(S.queue[i].device->index, S.queue[i].eventType))
+                S.queue[kept++] = S.queue[i];
+        S.nqueue = kept;
     }
-    fclose(f);
-    return got;
+    pthread_mutex_unlock(&S.mu);
+    return p ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
 
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Polls FAKE_NVML_EVENTS every 10 ms until an event for this set or timeoutms; unset: a timeout. */
 EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
 {
-    if (!S.refs)
-        return NVML_ERROR_UNINITIALIZED;
+    ENTER_SYSTEM("nvmlEventSetWait_v2");
     if (!set || !data)
         return NVML_ERROR_INVALID_ARGUMENT;
-    struct timespec ten_ms = {0, 10 * 1000 * 1000};
-    for (unsigned waited = 0;; waited += 10) {
+    long long deadline = now_ms() + timeoutms;
+    for (;;) {
         pthread_mutex_lock(&S.mu);
-        int got = next_event(data);
+        if (!find_set(set)) {
+            pthread_mutex_unlock(&S.mu);
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        scan_events();
+        int got = pop_event(set, data);
         pthread_mutex_unlock(&S.mu);
         if (got)
             return NVML_SUCCESS;
-        if (waited >= timeoutms)
+        long long left = deadline - now_ms();
+        if (left <= 0)
             return NVML_ERROR_TIMEOUT;
-        nanosleep(&ten_ms, NULL);
+        struct timespec nap = {0, (left < 10 ? left : 10) * 1000000L};
+        nanosleep(&nap, NULL);
     }
 }

@@ -741,6 +741,19 @@ static void *write_later(void *arg)
     return NULL;
 }
 
+struct waiter {
+    nvmlEventSet_t set;
+    nvmlEventData_t ev;
+    nvmlReturn_t r;
+};
+
+static void *wait_in_thread(void *arg)
+{
+    struct waiter *w = arg;
+    w->r = N->nvmlEventSetWait_v2(w->set, &w->ev, 5000);
+    return NULL;
+}
+
 static long long ms_now(void)
 {
     struct timespec ts;
@@ -799,8 +812,25 @@ static void test_events(void **state)
     assert_int_equal(N->nvmlDeviceGetTemperature(g0, NVML_TEMPERATURE_GPU, &t), NVML_SUCCESS);
     assert_int_equal(t, 77);
 
+    /* a monitoring thread waits while this one queries and the test appends */
+    struct waiter wt = {set, {0}, NVML_ERROR_UNKNOWN};
+    assert_int_equal(pthread_create(&th, NULL, wait_in_thread, &wt), 0);
+    for (int i = 0; i < 20; i++) {
+        nvmlMemory_t mem;
+        assert_int_equal(N->nvmlDeviceGetTemperature(g1, NVML_TEMPERATURE_GPU, &t), NVML_SUCCESS);
+        assert_int_equal(N->nvmlDeviceGetMemoryInfo(g0, &mem), NVML_SUCCESS);
+        if (i == 10)
+            append_file(fx_events, "temp 1 60\nxid 1 31\n");
+        struct timespec ms = {0, 2000000};
+        nanosleep(&ms, NULL);
+    }
+    pthread_join(th, NULL);
+    assert_int_equal(wt.r, NVML_SUCCESS);
+    assert_true(wt.ev.device == g1 && wt.ev.eventData == 31);
+
     assert_int_equal(N->nvmlEventSetWait_v2(set, NULL, 0), NVML_ERROR_INVALID_ARGUMENT);
     assert_int_equal(N->nvmlEventSetFree(set), NVML_SUCCESS);
+    assert_int_equal(N->nvmlEventSetFree(set), NVML_ERROR_INVALID_ARGUMENT); /* already freed */
     assert_int_equal(N->nvmlShutdown(), NVML_SUCCESS);
 
     /* no FAKE_NVML_EVENTS: waiting just times out */
