@@ -1,0 +1,263 @@
+/* joblet-gpu-scrub [--libcuda PATH] GPU-UUID... — zero a GPU's memory between tenants (ADR
+ * "Memory Sanitization"): joblet runs it on every GPU a job releases, before the GPU is handed out
+ * again, and marks the GPU DEGRADED instead of AVAILABLE when it fails.
+ *
+ * For each GPU: a context on the CUDA device with that UUID; as much of its free memory as the
+ * driver will hand out, in chunks of 1 GiB halved on out-of-memory down to 2 MiB; each chunk set
+ * to zero; one cuCtxSynchronize (memsets run asynchronously, so their errors may only show
+ * there); every chunk freed; the context destroyed. What the allocator cannot hand out (pieces
+ * under 2 MiB, the driver's reserves) stays unscrubbed, hence "at least 90% of free memory".
+ *
+ * One line per GPU: on stdout when it was scrubbed,
+ *   GPU-...: scrubbed <N> MiB of <F> MiB free
+ * on stderr when it was not (the first failure only: after a sticky error every later call
+ * fails too),
+ *   GPU-...: <call>: <CUDA_ERROR_NAME> (<code>): <cuGetErrorString's text>
+ *   GPU-...: no CUDA device has this UUID[ (CUDA device <n>: <call>: ...)]  (one could not be read)
+ *   GPU-...: scrubbed only <N> MiB of <F> MiB free (less than 90%)
+ * Exit: 0 every GPU scrubbed; 1 some GPU not (the others are still scrubbed); 2 bad usage, or
+ * the library or one of its symbols missing.
+ *
+ * libcuda.so.1 is opened with dlopen, never linked, so joblet installs and runs without a driver.
+ * It is never dlclosed: libcuda is not safe to unload, and the process ends right after. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cuda_api.h"
+
+#define CHUNK_MAX (1ull << 30) /* few calls for 80+ GiB, yet little left over once it halves */
+#define CHUNK_MIN (2ull << 20) /* the driver's allocation granularity for large allocations */
+#define MIN_COVERAGE_PCT 90
+#define UUID_SIZE 41 /* "GPU-" + 36 + NUL */
+#define MiB (1ull << 20)
+
+static struct {
+#define CUDA_POINTER(name, ret, params) ret(*name) params;
+    CUDA_FUNCTIONS(CUDA_POINTER)
+#undef CUDA_POINTER
+} cu;
+
+typedef struct scrub {
+    struct chunk {
+        CUdeviceptr p;
+        size_t n;
+    } *c; /* live allocations */
+    size_t n, cap;
+    size_t zeroed; /* bytes memset to 0 (only certain once cuCtxSynchronize succeeded) */
+    char why[256]; /* the first failure, empty while there is none */
+} scrub;
+
+/* Resolve every entry point; a missing one is named, since it says which driver is too old. */
+static int load(const char *lib)
+{
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "joblet-gpu-scrub: cannot load %s: %s\n", lib, dlerror());
+        return -1;
+    }
+#define CUDA_RESOLVE(name, ret, params)                                                             \
+    if (!(*(void **)&cu.name = dlsym(h, #name))) {                                                 \
+        fprintf(stderr, "joblet-gpu-scrub: %s does not export %s (%s)\n", lib, #name,              \
+                "not libcuda, or a driver before R470");                                           \
+        return -1;                                                                                 \
+    }
+    CUDA_FUNCTIONS(CUDA_RESOLVE)
+#undef CUDA_RESOLVE
+    return 0;
+}
+
+/* "call: CUDA_ERROR_NAME (code): text"; the code stays readable for codes this driver lacks. */
+static void describe(char *buf, size_t len, const char *call, CUresult r)
+{
+    const char *name = NULL, *text = NULL;
+    if (cu.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
+        name = "unknown CUresult";
+    if (cu.cuGetErrorString(r, &text) != CUDA_SUCCESS || !text)
+        text = "no description";
+    snprintf(buf, len, "%s: %s (%d): %s", call, name, (int)r, text);
+}
+
+static int failed(scrub *s, const char *call, CUresult r)
+{
+    if (!*s->why)
+        describe(s->why, sizeof s->why, call, r);
+    return -1;
+}
+
+/* nvidia-smi's spelling, which is also what NVML and joblet use. */
+static void format_uuid(const CUuuid *u, char *out)
+{
+    const unsigned char *b = (const unsigned char *)u->bytes;
+    snprintf(out, UUID_SIZE, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* The device whose UUID is `want` (in any letter case), with its UUID as the driver spells it;
+ * -1 with the reason in why. A device that cannot be read is skipped, so that one broken GPU
+ * does not keep the others from being scrubbed, and named only if `want` is not found. */
+static int find_device(const char *want, int count, CUdevice *dev, char *uuid, char *why, size_t len)
+{
+    char broken[200] = "";
+    for (int i = 0; i < count; i++) {
+        CUuuid u;
+        CUresult r = cu.cuDeviceGet(dev, i);
+        const char *call = "cuDeviceGet";
+        if (r == CUDA_SUCCESS) {
+            r = cu.cuDeviceGetUuid_v2(&u, *dev);
+            call = "cuDeviceGetUuid_v2";
+        }
+        if (r != CUDA_SUCCESS) {
+            if (!*broken) {
+                char what[160];
+                describe(what, sizeof what, call, r);
+                snprintf(broken, sizeof broken, " (CUDA device %d: %s)", i, what);
+            }
+            continue;
+        }
+        format_uuid(&u, uuid);
+        if (strcasecmp(uuid, want) == 0)
+            return 0;
+    }
+    snprintf(why, len, "no CUDA device has this UUID%s", broken);
+    return -1;
+}
+
+static int keep(scrub *s, CUdeviceptr p, size_t n)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 128;
+        struct chunk *c = realloc(s->c, cap * sizeof *c);
+        if (!c)
+            return -1;
+        s->c = c;
+        s->cap = cap;
+    }
+    s->c[s->n++] = (struct chunk){p, n};
+    return 0;
+}
+
+/* Take every chunk the device will give and zero it. */
+static int fill(scrub *s)
+{
+    for (size_t size = CHUNK_MAX; size >= CHUNK_MIN;) {
+        CUdeviceptr p;
+        CUresult r = cu.cuMemAlloc_v2(&p, size);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) { /* the rest is smaller than this chunk */
+            size /= 2;
+            continue;
+        }
+        if (r != CUDA_SUCCESS)
+            return failed(s, "cuMemAlloc_v2", r);
+        if (keep(s, p, size) < 0) {
+            cu.cuMemFree_v2(p);
+            snprintf(s->why, sizeof s->why, "out of host memory for the list of allocations");
+            return -1;
+        }
+        if ((r = cu.cuMemsetD8_v2(p, 0, size)) != CUDA_SUCCESS)
+            return failed(s, "cuMemsetD8_v2", r);
+        s->zeroed += size;
+    }
+    return 0;
+}
+
+/* Free every chunk, after a failure too: the GPU's next user must not find its memory taken. */
+static void release(scrub *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        CUresult r = cu.cuMemFree_v2(s->c[i].p);
+        if (r != CUDA_SUCCESS)
+            failed(s, "cuMemFree_v2", r);
+    }
+    free(s->c);
+    s->c = NULL;
+    s->n = s->cap = 0;
+}
+
+static int verdict(const char *uuid, const scrub *s, size_t free_bytes)
+{
+    if (*s->why) {
+        fprintf(stderr, "%s: %s\n", uuid, s->why);
+        return -1;
+    }
+    if ((unsigned long long)s->zeroed * 100 < (unsigned long long)free_bytes * MIN_COVERAGE_PCT) {
+        fprintf(stderr, "%s: scrubbed only %llu MiB of %llu MiB free (less than %d%%)\n", uuid,
+                (unsigned long long)s->zeroed / MiB, (unsigned long long)free_bytes / MiB, MIN_COVERAGE_PCT);
+        return -1;
+    }
+    printf("%s: scrubbed %llu MiB of %llu MiB free\n", uuid, (unsigned long long)s->zeroed / MiB,
+           (unsigned long long)free_bytes / MiB);
+    return 0;
+}
+
+/* Free memory is read inside the context, so what the context itself takes is not counted. */
+static int scrub_gpu(const char *uuid, CUdevice dev)
+{
+    scrub s = {0};
+    size_t free_bytes = 0, total_bytes = 0;
+    CUcontext ctx;
+    CUresult r = cu.cuCtxCreate_v2(&ctx, 0, dev); /* and makes it current */
+    if (r != CUDA_SUCCESS) {
+        failed(&s, "cuCtxCreate_v2", r);
+        return verdict(uuid, &s, 0);
+    }
+    if ((r = cu.cuMemGetInfo_v2(&free_bytes, &total_bytes)) != CUDA_SUCCESS)
+        failed(&s, "cuMemGetInfo_v2", r);
+    else if (fill(&s) == 0 && (r = cu.cuCtxSynchronize()) != CUDA_SUCCESS)
+        failed(&s, "cuCtxSynchronize", r);
+    release(&s);
+    if ((r = cu.cuCtxDestroy_v2(ctx)) != CUDA_SUCCESS)
+        failed(&s, "cuCtxDestroy_v2", r);
+    return verdict(uuid, &s, free_bytes);
+}
+
+/* init_failure: why cuInit or cuDeviceGetCount failed, which fails every GPU. */
+static int scrub_arg(const char *arg, int count, const char *init_failure)
+{
+    char uuid[UUID_SIZE], why[256];
+    CUdevice dev;
+    if (init_failure) {
+        fprintf(stderr, "%s: %s\n", arg, init_failure);
+        return -1;
+    }
+    if (find_device(arg, count, &dev, uuid, why, sizeof why) < 0) {
+        fprintf(stderr, "%s: %s\n", arg, why);
+        return -1;
+    }
+    return scrub_gpu(uuid, dev);
+}
+
+int main(int argc, char **argv)
+{
+    const char *lib = "libcuda.so.1";
+    int first = 1;
+    if (argc > 2 && strcmp(argv[1], "--libcuda") == 0) {
+        lib = argv[2];
+        first = 3;
+    }
+    if (first >= argc || argv[first][0] == '-') {
+        fprintf(stderr, "usage: joblet-gpu-scrub [--libcuda PATH] GPU-UUID...\n");
+        return 2;
+    }
+    if (load(lib) < 0)
+        return 2;
+    /* Read by cuInit. Whatever joblet's own environment restricts, every GPU must be reachable.
+     * The lookup is by UUID, so the order only matters for a driver message that names a device
+     * number: PCI bus order is the one nvidia-smi and NVML use, not CUDA's fastest-first. */
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+
+    char why[256] = "";
+    int count = 0, rc = 0;
+    CUresult r = cu.cuInit(0);
+    if (r != CUDA_SUCCESS)
+        describe(why, sizeof why, "cuInit", r);
+    else if ((r = cu.cuDeviceGetCount(&count)) != CUDA_SUCCESS)
+        describe(why, sizeof why, "cuDeviceGetCount", r);
+    for (int i = first; i < argc; i++)
+        if (scrub_arg(argv[i], count, *why ? why : NULL) < 0)
+            rc = 1;
+    return rc;
+}
