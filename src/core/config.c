@@ -68,6 +68,8 @@ static const key keys[] = {
     {"gpu.cuda_paths", K_PATHS, 0, 0, 0, 0},
     STR("gpu.cuda_search_root", gpu.cuda_search_root),
     STR("gpu.ldcache", gpu.ldcache),
+    U64("gpu.scrub", gpu.scrub, 0, 1),
+    STR("gpu.libcuda", gpu.libcuda),
     {"gpu.smi_timeout_ms", K_U64, offsetof(config, gpu.smi_timeout_ms), 4, 100, 600000},
 };
 

@@ -36,10 +36,22 @@ typedef struct core {
     gpu_discovery gpu;        /* what discovery found at start */
     bool gpu_on;              /* GPU support active: GPUs found, or gpu.enabled: true */
     struct gpu_driver_lib *driver_libs; /* the running driver's libraries (gpu_spec.c) */
+    char scrub_path[600];     /* joblet-gpu-scrub, next to the shim */
     size_t ndriver_libs;
 } core;
 
 extern core C;
+
+/* gpu_scrub.c: what keeps a GPU from being handed out besides a holder */
+typedef struct gpu_hold {
+    bool scrubbing;           /* its memory is being zeroed */
+    bool degraded;            /* a scrub failed: not handed out until an admin acts */
+    char reason[256];
+} gpu_hold;
+gpu_hold *core_gpu_hold(int i);
+/* Zeroes the memory of these GPUs (bit i = GPU i) when gpu.scrub is on; they are not free
+ * until it succeeds. */
+void core_gpu_scrub(uint64_t gpus);
 
 /* gpus.c */
 int core_gpu_init(jerr *e);

@@ -78,8 +78,15 @@ static void add_state(json_t *o, int i)
         return;
     const gpu_dev *g = &C.gpu.inv.gpu[i];
     const char *holder = core_gpu_owner(i);
-    json_object_set_new(o, "state", json_string(*g->problem ? "unusable" : holder ? "allocated" : "available"));
+    const gpu_hold *h = core_gpu_hold(i);
+    json_object_set_new(o, "state", json_string(*g->problem ? "unusable"
+                                                : h->degraded ? "degraded"
+                                                : holder      ? "allocated"
+                                                : h->scrubbing ? "scrubbing"
+                                                              : "available"));
     json_object_set_new(o, "job", holder ? json_string(holder) : json_null());
+    if (h->degraded)
+        json_object_set_new(o, "problem", json_string(h->reason));
 }
 
 json_t *core_gpus_json(void)
@@ -109,7 +116,7 @@ static job *mig_owner[GPU_MAX * GPU_MIG_MAX]; /* by flat MIG index (mig_at) */
 static bool usable(int i)
 {
     const gpu_dev *g = &C.gpu.inv.gpu[i];
-    return !*g->problem && g->minor >= 0 && g->mig_enabled != 1;
+    return !*g->problem && g->minor >= 0 && g->mig_enabled != 1 && !core_gpu_hold(i)->degraded;
 }
 
 /* MIG devices, flattened in GPU then instance order. */
@@ -240,7 +247,10 @@ static int resolve_ids(json_t *req, uint64_t *count, jerr *e)
         }
         if (!usable(k)) {
             json_decref(uuids);
-            return jerr_field(e, "gpu_ids", "gpu_ids: GPU %d cannot be used: %s", k, C.gpu.inv.gpu[k].problem);
+            return jerr_field(e, "gpu_ids", "gpu_ids: GPU %d cannot be used: %s", k,
+                              *C.gpu.inv.gpu[k].problem ? C.gpu.inv.gpu[k].problem
+                              : core_gpu_hold(k)->degraded ? core_gpu_hold(k)->reason
+                                                           : "it is in MIG mode; ask for one of its MIG devices (--gpu-mig)");
         }
         seen |= 1ull << k;
         json_array_append_new(uuids, json_string(C.gpu.inv.gpu[k].uuid));
@@ -379,7 +389,8 @@ int core_gpu_validate(json_t *req, jerr *e)
 void core_gpu_sched_view(sched_gpu *out)
 {
     for (int i = 0; i < C.gpu.inv.n; i++)
-        out[i] = (sched_gpu){usable(i), owner[i] == NULL, C.gpu.inv.gpu[i].memory_total_mb};
+        out[i] = (sched_gpu){usable(i), owner[i] == NULL && !core_gpu_hold(i)->scrubbing,
+                             C.gpu.inv.gpu[i].memory_total_mb};
 }
 
 static json_t *grant_json(int i)
@@ -423,9 +434,13 @@ uint64_t core_gpu_ids_mask(const job *j)
 
 void core_gpu_release(job *j)
 {
+    uint64_t freed = 0;
     for (int i = 0; i < GPU_MAX; i++)
-        if (owner[i] == j)
+        if (owner[i] == j) {
             owner[i] = NULL;
+            freed |= 1ull << i;
+        }
+    core_gpu_scrub(freed);
     for (int f = 0; f < GPU_MAX * GPU_MIG_MAX; f++)
         if (mig_owner[f] == j)
             mig_owner[f] = NULL;

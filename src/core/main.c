@@ -120,6 +120,11 @@ static int setup(jerr *e)
     } else {
         snprintf(C.shim_path, sizeof C.shim_path, "%s", C.cfg.shim_path);
     }
+    /* the GPU scrubber is installed next to the shim */
+    snprintf(C.scrub_path, sizeof C.scrub_path, "%s", C.shim_path);
+    char *slash = strrchr(C.scrub_path, '/');
+    size_t at = slash ? (size_t)(slash + 1 - C.scrub_path) : 0;
+    snprintf(C.scrub_path + at, sizeof C.scrub_path - at, "joblet-gpu-scrub");
     if (access(C.shim_path, X_OK) < 0)
         return jerr_sys(e, "the job shim %s (jobs.shim_path)", C.shim_path);
     if (cg_host_init(&C.cg, C.cfg.cgroup_root, e) < 0)

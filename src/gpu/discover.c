@@ -34,6 +34,7 @@ void gpu_config_defaults(gpu_config *c)
     snprintf(c->dev_root, sizeof c->dev_root, "/dev");
     snprintf(c->cuda_search_root, sizeof c->cuda_search_root, "/");
     snprintf(c->ldcache, sizeof c->ldcache, "/etc/ld.so.cache");
+    snprintf(c->libcuda, sizeof c->libcuda, "libcuda.so.1");
     c->smi_timeout_ms = 10000;
 }
 

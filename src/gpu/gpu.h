@@ -3,6 +3,7 @@
 #define JOBLET_GPU_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "../common/err.h"
 #include "inventory.h"
@@ -24,6 +25,8 @@ typedef struct gpu_config {
     int ncuda_paths;
     char cuda_search_root[256];   /* gpu.cuda_search_root: prefix of the standard locations */
     char ldcache[256];            /* gpu.ldcache: where the driver's libraries are looked up */
+    uint64_t scrub;               /* gpu.scrub: zero a GPU's memory between jobs (1/0) */
+    char libcuda[256];            /* gpu.libcuda: the CUDA driver library the scrubber loads */
     int smi_timeout_ms;           /* gpu.smi_timeout_ms */
 } gpu_config;
 

@@ -284,3 +284,45 @@ def test_driver_libraries_of_the_running_version_only(gpu_machine, tmp_path):
     jid = d.submit("sh", "-c", "ls /opt/nvidia/lib", gpu_count=1, gpu_caps="utility")
     assert d.wait(jid)["status"] == "COMPLETED"
     assert sorted(d.output(jid).split()) == ["libnvidia-ml.so", "libnvidia-ml.so.1", "libnvidia-ml.so.535.129.03"]
+
+
+FAKE_CUDA = os.path.join(BUILD, "tests", "fakes", "libcuda.so.1")
+
+
+def test_released_gpus_are_scrubbed_before_reuse(fresh_daemon, tmp_path):
+    f = os.path.join(FIX, "dgx-h100")
+    gpus = sorted(machine("dgx-h100")["gpus"], key=lambda g: g["bus_id"])
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for g in gpus:
+        os.mknod(dev / f"nvidia{g['minor']}", 0o666 | stat.S_IFCHR, os.makedev(195, g["minor"]))
+    os.mknod(dev / "nvidiactl", 0o666 | stat.S_IFCHR, os.makedev(195, 255))
+    cuda_log = tmp_path / "cuda.log"
+    bad = gpus[1]["uuid"]
+    d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+                     f"  sys_root: {f}/sys\n  dev_root: {dev}\n  scrub: 1\n  libcuda: {FAKE_CUDA}\n",
+                     env={"FAKE_NVML_FIXTURE": f"{f}/machine.json", "FAKE_CUDA_LOG": str(cuda_log),
+                          "FAKE_CUDA_FAIL": f"cuMemsetD8_v2@{bad}=CUDA_ERROR_LAUNCH_FAILED"})
+    job = d.wait(d.submit("true", gpu_ids=["0", "1"]))
+    assert job["status"] == "COMPLETED", job
+    deadline = __import__("time").time() + 20
+    while True:
+        gl = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)["gpus"]
+        if gl[0]["state"] != "scrubbing" and gl[1]["state"] != "scrubbing":
+            break
+        assert __import__("time").time() < deadline, gl[:2]
+        __import__("time").sleep(0.05)
+    # GPU 0 was zeroed and is available again; GPU 1's scrub failed: DEGRADED, with the reason
+    log = cuda_log.read_text()
+    assert f"memset {gpus[0]['uuid']}" in log and f"ctx {gpus[0]['uuid']}" in log
+    assert gl[0]["state"] == "available"
+    assert gl[1]["state"] == "degraded" and "cuMemsetD8_v2" in gl[1]["problem"] and bad in gl[1]["problem"]
+    assert all(g["state"] == "available" for g in gl[2:])
+    assert gpus[2]["uuid"] not in log  # only what was released is scrubbed
+    # a degraded GPU is never handed out again: asked by id it is refused, and 8 are no longer possible
+    p = d.rnx("job", "run", "--gpu-ids=1", "true")
+    assert p.returncode == 1 and "GPU 1 cannot be used: memory scrub failed" in p.stderr
+    p = d.rnx("job", "run", "--gpu=8", "true")
+    assert p.returncode == 1 and "this machine has 7 usable GPUs" in p.stderr
+    j = d.wait(d.submit("true", gpu_count=7))
+    assert 1 not in [g["index"] for g in j["gpus"]]

@@ -1,0 +1,132 @@
+/* Memory scrubbing between tenants (ADR-008 "Memory Sanitization"): a released GPU is zeroed
+ * by joblet-gpu-scrub before it is handed out again. The helper runs outside the event loop's
+ * thread as a child process; its pidfd tells the loop when it is done. Until then the GPU is
+ * SCRUBBING; a failure leaves it DEGRADED with the helper's reason, never AVAILABLE. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "core.h"
+
+extern char **environ;
+
+typedef struct scrub_run {
+    watch w;             /* the helper's pidfd */
+    pid_t pid;
+    int out_fd;          /* its stdout and stderr: one line per GPU, success or why not */
+    uint64_t gpus;       /* bit i = GPU i */
+} scrub_run;
+
+static gpu_hold holds[GPU_MAX];
+
+gpu_hold *core_gpu_hold(int i)
+{
+    return &holds[i];
+}
+
+static void on_scrub_exit(watch *w, uint32_t events)
+{
+    scrub_run *r = w->data;
+    int st = 0;
+    while (waitpid(r->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    /* The helper prints "<uuid>: scrubbed ..." for each GPU it zeroed and "<uuid>: <why>" for
+     * each it could not; a GPU it says nothing about (it crashed) failed too. */
+    char out[8192];
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof out - 1 && (n = read(r->out_fd, out + len, sizeof out - 1 - len)) > 0)
+        len += (size_t)n;
+    out[len] = 0;
+    for (int i = 0; i < GPU_MAX; i++) {
+        if (!(r->gpus >> i & 1))
+            continue;
+        holds[i].scrubbing = false;
+        const char *uuid = C.gpu.inv.gpu[i].uuid, *line = NULL;
+        for (char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+            if (strncasecmp(p, uuid, strlen(uuid)) == 0 && p[strlen(uuid)] == ':')
+                line = p;
+        bool ok = line && strncmp(line + strlen(uuid), ": scrubbed ", 11) == 0;
+        if (ok) {
+            log_info("gpu %d: memory scrubbed, available again", i);
+            continue;
+        }
+        holds[i].degraded = true;
+        if (line)
+            snprintf(holds[i].reason, sizeof holds[i].reason, "memory scrub failed: %.*s", (int)strcspn(line, "\n"), line);
+        else
+            snprintf(holds[i].reason, sizeof holds[i].reason, "memory scrub failed: joblet-gpu-scrub %s %d",
+                     WIFEXITED(st) ? "exited" : "was killed by signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        log_err("gpu %d: %s; it stays DEGRADED until an admin brings it back", i, holds[i].reason);
+    }
+    loop_del(w);
+    close(w->fd);
+    close(r->out_fd);
+    free(r);
+    core_schedule();
+}
+
+void core_gpu_scrub(uint64_t gpus)
+{
+    const gpu_inventory *inv = &C.gpu.inv;
+    if (!C.cfg.gpu.scrub || inv->simulated || !gpus)
+        return;
+    const char *argv[GPU_MAX + 5];
+    int a = 0;
+    argv[a++] = C.scrub_path;
+    argv[a++] = "--libcuda";
+    argv[a++] = C.cfg.gpu.libcuda;
+    for (int i = 0; i < inv->n; i++)
+        if (gpus >> i & 1)
+            argv[a++] = inv->gpu[i].uuid;
+    argv[a] = NULL;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        goto failed;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, C.scrub_path, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (rc != 0) {
+        close(p[0]);
+        errno = rc;
+        goto failed;
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(p[0]);
+        goto failed;
+    }
+    scrub_run *r = xcalloc(1, sizeof *r);
+    *r = (scrub_run){{pidfd, on_scrub_exit, r}, pid, p[0], gpus};
+    loop_add(&r->w);
+    for (int i = 0; i < inv->n; i++)
+        if (gpus >> i & 1)
+            holds[i].scrubbing = true;
+    return;
+failed:
+    for (int i = 0; i < inv->n; i++)
+        if (gpus >> i & 1) {
+            holds[i].degraded = true;
+            snprintf(holds[i].reason, sizeof holds[i].reason, "memory scrub could not start: %s: %s", C.scrub_path,
+                     strerror(errno));
+            log_err("gpu %d: %s", i, holds[i].reason);
+        }
+}
