@@ -12,7 +12,7 @@ run_suite() {  # run_suite BUILD_DIR LABEL
   echo "=== $label: unit tests ==="
   meson test -C "$dir" --print-errorlogs
   echo "=== $label: integration tests ==="
-  JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs tests/integration
+  JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs tests/integration tests/gpu
 }
 
 bash scripts/build.sh build

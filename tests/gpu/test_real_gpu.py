@@ -68,3 +68,100 @@ def test_discovery_agrees_with_nvidia_smi(backend, tmp_path):
 def test_nvml_discovery_time(tmp_path):
     inv = probe("nvml", tmp_path)
     print(f"NVML discovery of {len(inv['gpus'])} GPU(s): {inv['discovery_ms']:.1f} ms")
+
+
+# -- jobs on the real GPUs (issue 4, acceptance 6) ----------------------------------------------
+
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from conftest import Daemon  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def gpu_daemon():
+    if os.geteuid() != 0:
+        pytest.skip("needs root: joblet creates namespaces, cgroups and device nodes")
+    d = Daemon().start()
+    yield d
+    d.cleanup()
+
+
+def test_nvidia_smi_in_a_one_gpu_job_lists_one_gpu(gpu_daemon):
+    job, out, err = gpu_daemon.run("nvidia-smi", "-L", gpu_count=1, timeout=120)
+    print(out, err)
+    assert job["status"] == "COMPLETED", (job, err)
+    lines = [l for l in out.splitlines() if l.startswith("GPU ")]
+    assert len(lines) == 1 and job["gpus"][0]["uuid"] in lines[0]
+
+
+CUDA_PROGRAM = r"""
+#include <cstdio>
+__global__ void add(const float *a, const float *b, float *c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+int main() {
+    const int n = 1 << 20;
+    float *a, *b, *c;
+    cudaMallocManaged(&a, n * sizeof(float)); cudaMallocManaged(&b, n * sizeof(float));
+    cudaMallocManaged(&c, n * sizeof(float));
+    for (int i = 0; i < n; i++) { a[i] = i; b[i] = 2 * i; }
+    add<<<(n + 255) / 256, 256>>>(a, b, c, n);
+    if (cudaDeviceSynchronize() != cudaSuccess) { printf("launch failed\n"); return 1; }
+    int count = 0; cudaGetDeviceCount(&count);
+    for (int i = 0; i < n; i++) if (c[i] != 3.0f * i) { printf("wrong at %d\n", i); return 1; }
+    printf("ok devices=%d\n", count);
+    return 0;
+}
+"""
+
+
+def test_cuda_program_computes_inside_the_job(gpu_daemon, tmp_path):
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if nvcc:
+        src = tmp_path / "add.cu"
+        src.write_text(CUDA_PROGRAM)
+        subprocess.run([nvcc, "-o", str(tmp_path / "add"), str(src)], check=True, timeout=300)
+        job, out, err = gpu_daemon.run("./add", gpu_count=1, timeout=120,
+                                       uploads=[{"path": "add", "type": "file", "mode": 0o755,
+                                                 "content_b64": __import__("base64").b64encode(
+                                                     (tmp_path / "add").read_bytes()).decode()}])
+        print(out, err)
+        assert job["status"] == "COMPLETED" and out.strip() == "ok devices=1", (job, out, err)
+        return
+    probe = "import torch; x = torch.ones(1 << 20, device='cuda'); print(int((x * 3).sum()), torch.cuda.device_count())"
+    if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0:
+        pytest.skip("neither nvcc nor PyTorch is installed to build or run CUDA work")
+    job, out, err = gpu_daemon.run("python3", "-c", probe, gpu_count=1, timeout=300)
+    assert job["status"] == "COMPLETED" and out.split() == [str(3 << 20), "1"], (job, out, err)
+
+
+def test_job_without_gpu_cannot_open_any_nvidia_device(gpu_daemon):
+    nodes = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia") and not os.path.isdir("/dev/" + n))
+    # a job without --gpu has no such nodes; the same nodes made by hand are still refused
+    probe = ("import os, errno, json\n"
+             f"nodes = {nodes!r}\n"
+             "print(json.dumps(sorted(n for n in os.listdir('/dev') if n.startswith('nvidia'))))")
+    job, out, err = gpu_daemon.run("python3", "-c", probe, timeout=60)
+    assert job["status"] == "COMPLETED" and json.loads(out) == [], (out, err)
+    jid = gpu_daemon.submit("sleep", "30")
+    try:
+        gpu_daemon.wait_status(jid, "RUNNING")
+        base = "/sys/fs/cgroup" if os.path.isfile("/sys/fs/cgroup/cgroup.procs") else "/sys/fs/cgroup/unified"
+        procs = os.path.join(base, gpu_daemon.cgroup_root, jid, "cgroup.procs")
+        helper = ("import errno, json, os, sys\n"
+                  "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+                  "res = {}\n"
+                  "for n in sys.argv[2:]:\n"
+                  "    try: os.close(os.open(n, os.O_RDWR)); res[n] = 'ok'\n"
+                  "    except OSError as e: res[n] = errno.errorcode[e.errno]\n"
+                  "print(json.dumps(res))")
+        p = subprocess.run([sys.executable, "-c", helper, procs, *("/dev/" + n for n in nodes)], capture_output=True,
+                           text=True, timeout=30)
+        res = json.loads(p.stdout)
+        print(res)
+        assert res and set(res.values()) == {"EPERM"}, res
+    finally:
+        gpu_daemon.api("POST", f"/v1/jobs/{jid}/stop")
+        gpu_daemon.wait(jid)
