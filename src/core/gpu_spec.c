@@ -20,6 +20,7 @@
 #define NVIDIA_MODESET_MINOR 254
 
 static spec_op *push_op(gpu_spec *g);
+static int node_exists(const char *path);
 static void add_mount(gpu_spec *g, const char *src, const char *dst);
 static void append(char *list, size_t len, const char *item);
 
@@ -301,6 +302,15 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     }
     snprintf(host, sizeof host, "%s/nvidiactl", c->dev_root);
     add_node(g, host, "/dev/nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR);
+    /* Graphics and display need the modeset node too, when the host has one. */
+    const char *caps = json_string_value(json_object_get(j->req, "gpu_caps"));
+    if (caps && (cap_wanted(caps, "graphics") || cap_wanted(caps, "display"))) {
+        snprintf(host, sizeof host, "%s/nvidia-modeset", c->dev_root);
+        if (node_exists(host))
+            add_node(g, host, "/dev/nvidia-modeset", NVIDIA_MAJOR, NVIDIA_MODESET_MINOR);
+        else
+            log_warn("job %s: graphics asked for, but %s does not exist", j->id, host);
+    }
     /* A MIG device is reached through its parent's node plus the capability nodes of its GPU
      * and compute instances; only those caps are allowed, so no other instance can be opened. */
     int caps_major = -1;

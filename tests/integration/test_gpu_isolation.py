@@ -326,3 +326,16 @@ def test_released_gpus_are_scrubbed_before_reuse(fresh_daemon, tmp_path):
     assert p.returncode == 1 and "this machine has 7 usable GPUs" in p.stderr
     j = d.wait(d.submit("true", gpu_count=7))
     assert 1 not in [g["index"] for g in j["gpus"]]
+
+
+def test_graphics_capability_adds_the_modeset_node(gpu_machine):
+    d, dev, gpus = gpu_machine("mixed")
+    os.mknod(os.path.join(dev, "nvidia-modeset"), 0o666 | stat.S_IFCHR, os.makedev(195, 254))
+    os.chmod(os.path.join(dev, "nvidia-modeset"), 0o666)
+    probe = ("import errno, os\n"
+             "try: os.open('/dev/nvidia-modeset', os.O_RDWR)\n"
+             "except OSError as e: print(errno.errorcode[e.errno])")
+    job, out, _ = d.run("python3", "-c", probe, gpu_count=1, gpu_caps="compute,graphics")
+    assert job["status"] == "COMPLETED" and out.strip() == "ENXIO"  # present and allowed
+    job, out, _ = d.run("python3", "-c", probe, gpu_count=1)
+    assert job["status"] == "COMPLETED" and out.strip() == "ENOENT"  # compute,utility: not given
