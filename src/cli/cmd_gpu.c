@@ -39,12 +39,6 @@ static int fetch(const rnx_ctx *ctx, const char *path, json_t **out)
     return rc < 0 ? rnx_fail("%s", e.msg) : RNX_OK;
 }
 
-static void print_json(json_t *v)
-{
-    json_dumpf(v, stdout, JSON_INDENT(2));
-    putchar('\n');
-}
-
 /* The first lines of every text output: which backend, and a warning for simulations. */
 static void banner(json_t *inv)
 {

@@ -127,16 +127,6 @@ static const char delete_all_help[] =
 
 /* ---- shared helpers ------------------------------------------------------------------- */
 
-/* Prints v indented; an empty answer (204) prints as {} so --json output always parses. */
-static void print_json(json_t *v)
-{
-    if (v)
-        json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
-    else
-        fputs("{}", stdout);
-    putchar('\n');
-}
-
 static rnx_client *open_client(const rnx_ctx *ctx)
 {
     return client_new(ctx->socket);

@@ -602,3 +602,12 @@ void print_job(json_t *job, FILE *f)
     print_gpu_request(f, json_object_get(job, "gpu_request"));
     print_gpus(f, json_object_get(job, "gpus"));
 }
+
+void print_json(json_t *v)
+{
+    if (v)
+        json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    else
+        fputs("{}", stdout);
+    putchar('\n');
+}

@@ -48,6 +48,10 @@ void fmt_end_reason(json_t *job, char *out, size_t outlen);
 /* Wall time the job ran: ended-started, or now-started while it runs; false when it has not started. */
 bool job_elapsed_ms(json_t *job, int64_t *ms);
 
+/* An API object as --json prints it: indented; an empty answer (204) prints as {} so the
+ * output always parses. */
+void print_json(json_t *v);
+
 /* The key: value block of `rnx job status`. */
 void print_job(json_t *job, FILE *f);
 

@@ -1,5 +1,6 @@
 /* rnx: the command-line client of joblet. Global flags, dispatch, help and --version;
  * the job commands live in cmd_job.c. */
+#include "print.h"
 #include "rnx.h"
 
 #include <errno.h>
@@ -158,12 +159,6 @@ static int socket_path_ok(const char *path, const char *source)
     return 0;
 }
 
-static void print_json_value(json_t *v)
-{
-    json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
-    putchar('\n');
-}
-
 /* Prints the client's version, then asks the daemon for its own. */
 static int do_version(const rnx_ctx *ctx)
 {
@@ -175,7 +170,7 @@ static int do_version(const rnx_ctx *ctx)
         rc = RNX_FAIL;
     if (ctx->json) {
         json_t *o = json_pack("{s:s, s:O?}", "client", JOBLET_VERSION, "server", rc == RNX_OK ? v : NULL);
-        print_json_value(o);
+        print_json(o);
         json_decref(o);
     } else {
         printf("rnx %s\n", JOBLET_VERSION);

@@ -161,13 +161,22 @@ int core_gpu_mig_profile(const job *j)
 
 size_t core_gpu_sched_migs(sched_mig *out, size_t max)
 {
-    int n = mig_count(), gpu = 0;
-    for (int f = 0; f < n && (size_t)f < max; f++) {
-        const gpu_mig *m = mig_at(f, &gpu);
-        out[f] = (sched_mig){mig_profile_id(m->profile), mig_owner[f] == NULL,
-                             !*C.gpu.inv.gpu[gpu].problem && m->gi_cap_minor >= 0 && m->ci_cap_minor >= 0};
+    /* one walk of the MIG devices; a profile's id is the first device that has it */
+    const gpu_mig *seen[GPU_MAX * GPU_MIG_MAX];
+    size_t n = 0;
+    for (int i = 0; i < C.gpu.inv.n; i++) {
+        const gpu_dev *g = &C.gpu.inv.gpu[i];
+        for (int k = 0; g->mig_enabled == 1 && k < g->nmig && n < max && n < GPU_MAX * GPU_MIG_MAX; k++, n++) {
+            const gpu_mig *m = &g->mig[k];
+            int id = (int)n;
+            for (size_t p = 0; p < n && id == (int)n; p++)
+                if (strcmp(seen[p]->profile, m->profile) == 0)
+                    id = (int)p;
+            seen[n] = m;
+            out[n] = (sched_mig){id, mig_owner[n] == NULL, !*g->problem && m->gi_cap_minor >= 0 && m->ci_cap_minor >= 0};
+        }
     }
-    return (size_t)n < max ? (size_t)n : max;
+    return n;
 }
 
 void core_gpu_grant_mig(job *j, int flat)
