@@ -68,6 +68,8 @@ void core_gpu_reclaim(job *j);
 uint64_t core_gpu_ids_mask(const job *j);
 struct sched_mig;
 int core_gpu_mig_profile(const job *j);
+/* The placement score of every pair of GPUs (placement.h), built once from discovery. */
+const int *core_gpu_pair_scores(void);
 size_t core_gpu_sched_migs(struct sched_mig *out, size_t max);
 void core_gpu_grant_mig(job *j, int flat);
 

@@ -6,6 +6,7 @@
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../sched/placement.h"
 #include "../sched/sched.h"
 #include "core.h"
 
@@ -393,6 +394,23 @@ int core_gpu_validate(json_t *req, jerr *e)
     }
     json_object_set_new(req, "gpu_count", json_integer((json_int_t)count));
     return 0;
+}
+
+const int *core_gpu_pair_scores(void)
+{
+    static int pair[GPU_MAX * GPU_MAX];
+    static int built = -1;
+    const gpu_inventory *inv = &C.gpu.inv;
+    if (built != inv->n) {
+        for (int i = 0; i < inv->n; i++)
+            for (int j = 0; j < inv->n; j++)
+                pair[i * inv->n + j] =
+                    i == j ? 0
+                           : placement_pair_score(inv->nvlink[i][j], inv->level[i][j],
+                                                  inv->gpu[i].numa_node >= 0 && inv->gpu[i].numa_node == inv->gpu[j].numa_node);
+        built = inv->n;
+    }
+    return pair;
 }
 
 void core_gpu_sched_view(sched_gpu *out)

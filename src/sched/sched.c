@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "placement.h"
+
 /* Strict priority, then submission order: a job never overtakes an older one of equal
  * priority, so nothing starves behind later arrivals. */
 static int before(const sched_job *a, const sched_job *b)
@@ -44,8 +46,10 @@ int sched_gpu_feasible(const sched_gpu *gpus, size_t ngpus, uint32_t count, uint
 
 /* Gang allocation: all count GPUs or none. Lowest indexes first; placement by interconnect
  * is the placement policy's job (docs/scheduler.md). */
-static int pick_gpus(const sched_gpu *gpus, size_t ngpus, const uint64_t *taken, const sched_job *j, uint64_t *set)
+static int pick_gpus(const sched_input *in, const uint64_t *taken, const sched_job *j, uint64_t *set)
 {
+    const sched_gpu *gpus = in->gpus;
+    size_t ngpus = in->ngpus;
     uint32_t got = 0;
     *set = 0;
     if (j->gpu_ids) {
@@ -55,8 +59,14 @@ static int pick_gpus(const sched_gpu *gpus, size_t ngpus, const uint64_t *taken,
         *set = j->gpu_ids;
         return 0;
     }
+    uint64_t candidates = 0;
+    for (size_t i = 0; i < ngpus && i < SCHED_GPU_MAX; i++)
+        if (gpus[i].free && !(*taken >> i & 1) && qualifies(&gpus[i], j->gpu_memory_mb))
+            candidates |= 1ull << i;
+    if (in->gpu_pair)
+        return placement_best(in->gpu_pair, ngpus, candidates, j->gpu_count, set);
     for (size_t i = 0; i < ngpus && i < SCHED_GPU_MAX && got < j->gpu_count; i++)
-        if (gpus[i].free && !(*taken >> i & 1) && qualifies(&gpus[i], j->gpu_memory_mb)) {
+        if (candidates >> i & 1) {
             *set |= 1ull << i;
             got++;
         }
@@ -96,7 +106,7 @@ void sched_decide(const sched_input *in, sched_output *out)
                 continue;
             mig_taken[mig] = 1;
         } else if (j->gpu_count) {
-            if (gpu_blocked || pick_gpus(in->gpus, in->ngpus, &taken, j, &set) < 0) {
+            if (gpu_blocked || pick_gpus(in, &taken, j, &set) < 0) {
                 gpu_blocked = 1;
                 continue;
             }

@@ -42,6 +42,7 @@ typedef struct sched_input {
     size_t ngpus;
     const sched_mig *migs;
     size_t nmigs;
+    const int *gpu_pair;     /* ngpus x ngpus placement scores (placement.h); NULL: lowest indexes */
 } sched_input;
 
 typedef struct sched_output {

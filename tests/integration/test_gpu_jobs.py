@@ -164,3 +164,21 @@ def test_gpu_optional_runs_without_and_says_so(fresh_daemon):
     assert d.job(b)["status"] == "QUEUED"
     d.api("POST", f"/v1/jobs/{a}/stop")
     assert len(d.wait(b)["gpus"]) == 1
+
+
+def test_placement_follows_the_interconnect(fresh_daemon):
+    d = sim(fresh_daemon, "dgx1-v100")
+    # four GPUs on the cube mesh: a quad where every pair is NVLinked
+    a = d.submit("sleep", "30", gpu_count=4)
+    d.wait_status(a, "RUNNING")
+    quad = sorted(g["index"] for g in d.job(a)["gpus"])
+    inv = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)["gpus"]
+    assert all(inv[i]["nvlink_peers"][j] > 0 for i in quad for j in quad if i != j), quad
+    # a pair from what is left: an NV2 pair
+    b = d.submit("sleep", "30", gpu_count=2)
+    d.wait_status(b, "RUNNING")
+    i, j = sorted(g["index"] for g in d.job(b)["gpus"])
+    assert inv[i]["nvlink_peers"][j] == 2, (i, j)
+    for x in (a, b):
+        d.api("POST", f"/v1/jobs/{x}/stop")
+        d.wait(x)
