@@ -11,6 +11,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../common/parse.h"
 #include "../gpu/ldcache.h"
 #include "core.h"
 #include "gpu_spec.h"
@@ -283,6 +284,43 @@ static void add_toolkit(const job *j, gpu_spec *g)
     append(g->ld_add, sizeof g->ld_add, dir);
 }
 
+/* A GPU job runs on the CPUs and memory of its GPUs' NUMA nodes (DMA to a remote node is
+ * slow), unless it chose --cpu-cores. Only CPUs and nodes this host has count: a simulated
+ * machine's CPU lists describe another machine. */
+static void add_locality(const job *j, gpu_spec *g)
+{
+    uint8_t want[CPU_MAX / 8] = {0}, mask[CPU_MAX / 8];
+    uint64_t nodes = 0;
+    int any = 0;
+    json_t *gj;
+    size_t i;
+    json_array_foreach(j->gpus, i, gj)
+    {
+        const char *uuid = json_string_value(json_object_get(gj, "parent_uuid"));
+        int k = gpu_find(&C.gpu.inv, uuid ? uuid : json_string_value(json_object_get(gj, "uuid")));
+        jerr e = {0};
+        if (k < 0 || !*C.gpu.inv.gpu[k].local_cpus || parse_cpu_list("local_cpus", C.gpu.inv.gpu[k].local_cpus, mask, &e) < 0)
+            return; /* one GPU of unknown locality: no preference at all */
+        for (size_t b = 0; b < sizeof want; b++)
+            want[b] |= mask[b] & C.online_cpus[b];
+        int node = C.gpu.inv.gpu[k].numa_node;
+        char path[64];
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%d", node);
+        if (node >= 0 && node < 64 && access(path, F_OK) == 0)
+            nodes |= 1ull << node;
+    }
+    for (size_t b = 0; b < sizeof want; b++)
+        any |= want[b];
+    if (!any)
+        return;
+    format_cpu_list(want, g->cpus, sizeof g->cpus);
+    for (int n = 0; n < 64; n++)
+        if (nodes >> n & 1) {
+            size_t l = strlen(g->mems);
+            snprintf(g->mems + l, sizeof g->mems - l, "%s%d", l ? "," : "", n);
+        }
+}
+
 int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
 {
     memset(g, 0, sizeof *g);
@@ -391,6 +429,8 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     add_simple(g, SPEC_READONLY, base);
     add_driver_libs(j, g);
     add_toolkit(j, g);
+    if (!json_object_get(j->req, "cpu_cores"))
+        add_locality(j, g);
     return 0;
 }
 

@@ -14,6 +14,8 @@ typedef struct gpu_spec {
     char cuda_home[256];    /* "" when no toolkit is given */
     char path_add[600];     /* appended to the job's PATH */
     char ld_add[600];       /* appended to its LD_LIBRARY_PATH */
+    char cpus[256];         /* CPUs local to its GPUs (on this host); "" = no preference */
+    char mems[64];          /* their NUMA nodes */
 } gpu_spec;
 
 /* The spec additions for the job's GPU grant; empty for no grant or a simulated one. */

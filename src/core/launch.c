@@ -142,7 +142,8 @@ static int write_spec(const job *j, const char *dir, jerr *e)
     if (s.limits.io_bps)
         snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", C.io_dev);
     const char *cores = json_string_value(json_object_get(j->req, "cpu_cores"));
-    snprintf(s.limits.cpus, sizeof s.limits.cpus, "%s", cores ? cores : "");
+    snprintf(s.limits.cpus, sizeof s.limits.cpus, "%s", cores ? cores : g.cpus);
+    snprintf(s.limits.mems, sizeof s.limits.mems, "%s", cores ? "" : g.mems);
     s.ops = g.ops;
     s.nops = g.nops;
     s.devices = g.rules;

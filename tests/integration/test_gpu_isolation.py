@@ -339,3 +339,29 @@ def test_graphics_capability_adds_the_modeset_node(gpu_machine):
     assert job["status"] == "COMPLETED" and out.strip() == "ENXIO"  # present and allowed
     job, out, _ = d.run("python3", "-c", probe, gpu_count=1)
     assert job["status"] == "COMPLETED" and out.strip() == "ENOENT"  # compute,utility: not given
+
+
+def test_gpu_job_runs_on_its_gpus_numa_cpus(fresh_daemon, tmp_path):
+    online = open("/sys/devices/system/cpu/online").read().strip()
+    if online in ("0",):
+        pytest.skip("one CPU: nothing to pin")
+    # the mixed machine, with its first GPU local to CPU 1 of this host
+    m = machine("mixed")
+    first = min(m["gpus"], key=lambda g: g["bus_id"])
+    first["local_cpus"], first["numa_node"] = "1", 0
+    fx = tmp_path / "machine.json"
+    fx.write_text(json.dumps(m))
+    f = os.path.join(FIX, "mixed")
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for g in m["gpus"]:
+        os.mknod(dev / f"nvidia{g['minor']}", 0o666 | stat.S_IFCHR, os.makedev(195, g["minor"]))
+    os.mknod(dev / "nvidiactl", 0o666 | stat.S_IFCHR, os.makedev(195, 255))
+    d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+                     f"  sys_root: {f}/sys\n  dev_root: {dev}\n", env={"FAKE_NVML_FIXTURE": str(fx)})
+    probe = "import re; print(re.search(r'Cpus_allowed_list:\\s+(\\S+)', open('/proc/self/status').read())[1])"
+    job, out, err = d.run("python3", "-c", probe, gpu_ids=["0"])
+    assert job["status"] == "COMPLETED", (job, err)
+    assert out.strip() == "1"  # the CPUs of its GPU's NUMA node
+    job, out, _ = d.run("python3", "-c", probe, gpu_ids=["0"], cpu_cores="0")
+    assert out.strip() == "0"  # --cpu-cores wins
