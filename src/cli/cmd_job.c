@@ -63,6 +63,7 @@ static const char run_help[] =
     "  --gpu-caps LIST        driver capabilities: compute, utility, video, graphics, display, all\n"
     "                         (default compute,utility)\n"
     "  --gpu-optional         run without GPUs when this machine can never give them (status says so)\n"
+    "  --priority N           -1000..1000, default 0: waiting jobs start highest first\n"
     "  --gpu-mig PROFILE      one MIG device of this profile, e.g. 1g.10gb (a GPU in MIG mode is\n"
     "                         handed out only as its MIG devices)\n"
     "  -f, --follow           stream the job's output and exit with the job's exit code;\n"
@@ -141,7 +142,7 @@ static const struct { const char *field, *flag; } field_flags[] = {
     {"network", "--network"},          {"workdir", "--workdir"},       {"name", "--name"},
     {"gpu_count", "--gpu"},            {"gpu_memory_mb", "--gpu-memory"}, {"gpu_ids", "--gpu-ids"},
     {"gpu_caps", "--gpu-caps"},        {"gpu_optional", "--gpu-optional"}, {"gpu_all", "--gpu=all"},
-    {"gpu_mig", "--gpu-mig"},
+    {"gpu_mig", "--gpu-mig"},         {"priority", "--priority"},
 };
 
 /* "max_memory_mb: ..." -> "--max-memory: ...". A sub-field ("uploads[2].path") keeps its
@@ -333,7 +334,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 enum {
     O_NAME = 256, O_MAX_CPU, O_MAX_MEMORY, O_MAX_IOBPS, O_CPU_CORES, O_UPLOAD, O_WORKDIR,
     O_NETWORK, O_MAX_RUNTIME, O_SCHEDULE, O_STATUS, O_STREAM, O_NO_FOLLOW, O_GPU, O_GPU_MEMORY, O_GPU_IDS,
-    O_GPU_CAPS, O_GPU_OPTIONAL, O_GPU_MIG,
+    O_GPU_CAPS, O_GPU_OPTIONAL, O_GPU_MIG, O_PRIORITY,
 };
 
 typedef struct run_req {
@@ -482,6 +483,15 @@ static int run_flag(run_req *r, int c, const char *arg)
         if (!*arg)
             return rnx_usage("--gpu-caps: needs capabilities, e.g. compute,utility");
         return set_text(r->body, "gpu_caps", "--gpu-caps", arg);
+    case O_PRIORITY: {
+        char *end;
+        errno = 0;
+        long pr = strtol(arg, &end, 10);
+        if (errno || !*arg || *end || pr < -1000 || pr > 1000)
+            return rnx_usage("--priority: '%s' must be a whole number from -1000 to 1000 (higher runs first)", arg);
+        json_object_set_new(r->body, "priority", json_integer(pr));
+        return 0;
+    }
     case O_GPU_MIG:
         if (!*arg)
             return rnx_usage("--gpu-mig: needs a MIG profile, e.g. 1g.10gb (rnx gpu show lists them)");
@@ -643,6 +653,7 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
         {"gpu-caps", required_argument, NULL, O_GPU_CAPS},
         {"gpu-optional", no_argument, NULL, O_GPU_OPTIONAL},
         {"gpu-mig", required_argument, NULL, O_GPU_MIG},
+        {"priority", required_argument, NULL, O_PRIORITY},
         {"follow", no_argument, NULL, 'f'},
         OPT_HELP,
         {0},

@@ -564,6 +564,10 @@ void print_job(json_t *job, FILE *f)
         key(f, "Queue position:");
         fprintf(f, "%lld\n", (long long)v);
     }
+    if (jstr(job, "wait_reason")) {
+        key(f, "Waiting:");
+        fprintf(f, "%s\n", jstr(job, "wait_reason"));
+    }
     if (jint(job, "pid", &v)) {
         key(f, "PID:");
         fprintf(f, "%lld\n", (long long)v);

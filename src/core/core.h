@@ -70,6 +70,7 @@ struct sched_mig;
 int core_gpu_mig_profile(const job *j);
 /* The placement score of every pair of GPUs (placement.h), built once from discovery. */
 const int *core_gpu_pair_scores(void);
+void core_wait_reason(const job *j, char *out, size_t len);
 size_t core_gpu_sched_migs(struct sched_mig *out, size_t max);
 void core_gpu_grant_mig(job *j, int flat);
 

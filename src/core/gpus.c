@@ -500,3 +500,42 @@ static const char *core_gpu_owner(int i)
 {
     return i >= 0 && i < GPU_MAX && owner[i] ? owner[i]->id : NULL;
 }
+
+/* Why a queued job has not started, in words, for its status. */
+void core_wait_reason(const job *j, char *out, size_t len)
+{
+    uint64_t count = (uint64_t)json_integer_value(json_object_get(j->req, "gpu_count"));
+    uint64_t mem = (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
+    const char *mig = json_string_value(json_object_get(j->req, "gpu_mig"));
+    out[0] = 0;
+    if (mig) {
+        int total = 0, free_n = 0;
+        sched_mig view[GPU_MAX * GPU_MIG_MAX];
+        size_t n = core_gpu_sched_migs(view, GPU_MAX * GPU_MIG_MAX);
+        int id = mig_profile_id(mig);
+        for (size_t f = 0; f < n; f++)
+            if (view[f].profile == id) {
+                total++;
+                free_n += view[f].free && view[f].usable;
+            }
+        snprintf(out, len, "needs a MIG device %s; %d of %d free", mig, free_n, total);
+    } else if (count) {
+        sched_gpu view[GPU_MAX];
+        core_gpu_sched_view(view);
+        uint32_t q = 0;
+        for (int i = 0; i < C.gpu.inv.n; i++)
+            q += view[i].usable && view[i].free &&
+                 (!mem || (view[i].memory_mb >= 0 && (uint64_t)view[i].memory_mb >= mem));
+        if (json_object_get(j->req, "gpu_ids"))
+            snprintf(out, len, "needs GPUs it named (gpu_ids), not all free");
+        else if (q < count && mem)
+            snprintf(out, len, "needs %llu GPU%s with at least %llu MB each; %u such free", (unsigned long long)count,
+                     count == 1 ? "" : "s", (unsigned long long)mem, q);
+        else if (q < count)
+            snprintf(out, len, "needs %llu GPU%s; %u free", (unsigned long long)count, count == 1 ? "" : "s", q);
+        else
+            snprintf(out, len, "waits behind an earlier GPU job that needs the free GPUs first");
+    }
+    if (!*out && C.cfg.max_running && C.running >= C.cfg.max_running)
+        snprintf(out, len, "waits for room: %u jobs run, jobs.max_running is %u", C.running, C.cfg.max_running);
+}

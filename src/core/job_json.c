@@ -70,7 +70,12 @@ json_t *job_to_json(const job *j)
     json_object_set_new(o, "pid", j->init_pid > 0 ? json_integer(j->init_pid) : json_null());
     json_object_set_new(o, "shim_pid", j->shim_pid > 0 ? json_integer(j->shim_pid) : json_null());
     uint32_t pos = j->state == JS_QUEUED && !j->shim_pid ? j->queue_position : 0;
+    json_object_set_new(o, "priority", json_integer(json_integer_value(json_object_get(r, "priority"))));
     json_object_set_new(o, "queue_position", pos ? json_integer(pos) : json_null());
+    char why[200] = "";
+    if (j->state == JS_QUEUED && !j->shim_pid)
+        core_wait_reason(j, why, sizeof why);
+    json_object_set_new(o, "wait_reason", *why ? json_string(why) : json_null());
     job_usage u = j->usage;
     if (j->state == JS_RUNNING || j->state == JS_STOPPING)
         launch_live_usage(j, &u);

@@ -146,7 +146,8 @@ static size_t waiting(sched_job **out, job ***map)
     for (size_t i = 0; i < C.njobs; i++) {
         job *j = C.jobs[i];
         if ((j->state == JS_SCHEDULED || j->state == JS_QUEUED) && j->shim_pid == 0) {
-            (*out)[k] = (sched_job){j->seq, 0, j->scheduled_ms,
+            (*out)[k] = (sched_job){j->seq, (int32_t)json_integer_value(json_object_get(j->req, "priority")),
+                                    j->scheduled_ms,
                                     (uint32_t)json_integer_value(json_object_get(j->req, "gpu_count")),
                                     (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb")),
                                     core_gpu_ids_mask(j), core_gpu_mig_profile(j)};

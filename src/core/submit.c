@@ -21,7 +21,7 @@ static const char *const request_keys[] = {"command", "args", "name", "env", "se
                                            "network", "max_cpu", "max_memory_mb", "max_iobps", "cpu_cores",
                                            "max_runtime_s", "schedule_at", "uploads", "gpu_count",
                                            "gpu_memory_mb", "gpu_all", "gpu_ids", "gpu_caps", "gpu_optional",
-                                           "gpu_mig", NULL};
+                                           "gpu_mig", "priority", NULL};
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "target", NULL};
 
 static int check_string(json_t *v, const char *field, size_t maxlen, jerr *e)
@@ -212,6 +212,10 @@ static int validate(json_t *req, time_t now, int64_t *sched_ms, jerr *e)
     }
     if (check_limits(req, e) < 0)
         return -1;
+    json_t *prio = json_object_get(req, "priority");
+    if (prio && (!json_is_integer(prio) || json_integer_value(prio) < -1000 || json_integer_value(prio) > 1000))
+        return jerr_field(e, "priority", "priority: must be a whole number from -1000 to 1000 (higher runs first; "
+                                         "default 0)");
     return core_gpu_validate(req, e);
 }
 

@@ -45,6 +45,8 @@ def test_gang_allocation_waits_and_never_oversubscribes(fresh_daemon):
     assert d.wait(c)["status"] == "COMPLETED"
     jb = d.job(b)
     assert jb["status"] == "QUEUED" and jb["gpus"] == [] and jb["queue_position"] == 1
+    assert jb["wait_reason"] == "needs 4 GPUs; 2 free"
+    assert "Waiting:        needs 4 GPUs; 2 free" in d.rnx("job", "status", b, check=True).stdout
     held = {g["index"] for g in d.job(a)["gpus"]}
     assert len(held) == 6
     gl = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)["gpus"]
@@ -182,3 +184,21 @@ def test_placement_follows_the_interconnect(fresh_daemon):
     for x in (a, b):
         d.api("POST", f"/v1/jobs/{x}/stop")
         d.wait(x)
+
+
+def test_priority_orders_the_gpu_queue(fresh_daemon):
+    d = sim(fresh_daemon, "a100-pcie-4")
+    a = d.submit("sleep", "30", gpu_count=4)
+    d.wait_status(a, "RUNNING")
+    low = d.submit("sleep", "30", gpu_count=4)
+    high = d.rnx("job", "run", "--priority=10", "--gpu=4", "sleep", "30", check=True).stdout.strip()
+    assert d.job(high)["queue_position"] == 1 and d.job(low)["queue_position"] == 2
+    assert d.job(high)["priority"] == 10
+    d.api("POST", f"/v1/jobs/{a}/stop")
+    d.wait_status(high, "RUNNING")
+    assert d.job(low)["status"] == "QUEUED"
+    p = d.rnx("job", "run", "--priority=5000", "true")
+    assert p.returncode == 2 and "--priority: '5000' must be a whole number from -1000 to 1000" in p.stderr
+    for j in (high, low):
+        d.api("POST", f"/v1/jobs/{j}/stop")
+        d.wait(j)
