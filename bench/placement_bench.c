@@ -44,7 +44,7 @@ static void run(int ngpus, int passes)
         jobs[k] = (sched_job){(uint64_t)k + 1, k % 5, 0, (uint32_t)(1 + k % (ngpus / 2)), 0, 0, -1};
     double *t = malloc(sizeof *t * (size_t)passes);
     for (int p = 0; p < passes; p++) {
-        sched_input in = {jobs, NJOBS, 1000, 0, 0, gpus, (size_t)ngpus, NULL, 0, pair};
+        sched_input in = {jobs, NJOBS, 1000, 0, 0, gpus, (size_t)ngpus, NULL, 0, pair, PLACE_TOPOLOGY};
         sched_output out = {start, 0, 0, sets, picks};
         double t0 = now_us();
         sched_decide(&in, &out);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../common/parse.h"
+#include "../sched/placement.h"
 
 void config_defaults(config *c)
 {
@@ -30,7 +31,7 @@ void config_defaults(config *c)
     gpu_config_defaults(&c->gpu);
 }
 
-enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS };
+enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY };
 
 typedef struct key {
     const char *path;   /* "section.name" */
@@ -69,6 +70,7 @@ static const key keys[] = {
     STR("gpu.cuda_search_root", gpu.cuda_search_root),
     STR("gpu.ldcache", gpu.ldcache),
     U64("gpu.scrub", gpu.scrub, 0, 1),
+    {"gpu.strategy", K_STRATEGY, offsetof(config, gpu.strategy), 0, 0, 0},
     STR("gpu.libcuda", gpu.libcuda),
     {"gpu.smi_timeout_ms", K_U64, offsetof(config, gpu.smi_timeout_ms), 4, 100, 600000},
 };
@@ -111,6 +113,13 @@ static int set_key(config *c, const key *k, const char *val, const char *file, j
         if (log_parse_level(val, (enum log_level *)p) < 0)
             return jerr_set(e, EINVAL, "%s: %s: '%s' must be one of error, warn, info, debug", file, k->path, val);
         return 0;
+    case K_STRATEGY: {
+        int st = placement_strategy_parse(val);
+        if (st < 0)
+            return jerr_set(e, EINVAL, "%s: %s: '%s' must be topology, pack or spread", file, k->path, val);
+        *(int *)p = st;
+        return 0;
+    }
     case K_TRISTATE:
         if (strcmp(val, "auto") == 0)
             *(int *)p = -1;

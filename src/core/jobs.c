@@ -170,7 +170,7 @@ void core_schedule(void)
     size_t nmigs = core_gpu_sched_migs(migs, GPU_MAX * GPU_MIG_MAX);
     int *picks = xcalloc(n, sizeof *picks);
     sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running, gpus, (size_t)C.gpu.inv.n, migs, nmigs,
-                      core_gpu_pair_scores()};
+                      core_gpu_pair_scores(), (int)C.cfg.gpu.strategy};
     sched_output out = {start, 0, 0, sets, picks};
     sched_decide(&in, &out);
     /* Positions are worked out here, once per pass, not every time a job is shown. Jobs

@@ -26,6 +26,7 @@ typedef struct gpu_config {
     char cuda_search_root[256];   /* gpu.cuda_search_root: prefix of the standard locations */
     char ldcache[256];            /* gpu.ldcache: where the driver's libraries are looked up */
     uint64_t scrub;               /* gpu.scrub: zero a GPU's memory between jobs (1/0) */
+    int strategy;                 /* gpu.strategy: enum placement_strategy (topology, pack, spread) */
     char libcuda[256];            /* gpu.libcuda: the CUDA driver library the scrubber loads */
     int smi_timeout_ms;           /* gpu.smi_timeout_ms */
 } gpu_config;

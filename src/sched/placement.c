@@ -1,5 +1,47 @@
 #include "placement.h"
 
+#include <string.h>
+
+int placement_strategy_parse(const char *s)
+{
+    return !strcmp(s, "topology") ? PLACE_TOPOLOGY : !strcmp(s, "pack") ? PLACE_PACK : !strcmp(s, "spread") ? PLACE_SPREAD : -1;
+}
+
+typedef struct judge {
+    const int *pair;
+    size_t n;
+    uint64_t busy;
+    enum placement_strategy st;
+} judge;
+
+/* Pair scores between the set and the busy GPUs: how close the set sits to running work. */
+static long nearness(const judge *J, uint64_t set)
+{
+    long s = 0;
+    for (size_t i = 0; i < J->n; i++)
+        if (set >> i & 1)
+            for (size_t j = 0; j < J->n; j++)
+                if (J->busy >> j & 1)
+                    s += J->pair[i * J->n + j];
+    return s;
+}
+
+/* One number that orders sets under the strategy: the primary measure in the high bits
+ * (an inner score stays below 2^24 up to 64 GPUs). */
+static long long combine(const judge *J, long long inner, long long near)
+{
+    switch (J->st) {
+    case PLACE_PACK: return (near << 24) + inner;
+    case PLACE_SPREAD: return (-near << 24) + inner;
+    default: return (inner << 24) + near;
+    }
+}
+
+static long long rank(const judge *J, uint64_t set)
+{
+    return combine(J, placement_score(J->pair, J->n, set), nearness(J, set));
+}
+
 /* NVLink dominates (one link carries more than any PCIe path), PCIe levels next, NUMA last:
  * nvidia-smi's levels are 10 (one switch) to 50 (across sockets), so 60 - level ranks them. */
 int placement_pair_score(int nvlinks, int pcie_level, int same_numa)
@@ -23,7 +65,7 @@ long placement_score(const int *pair, size_t n, uint64_t set)
 
 /* Among sets of equal score the one whose lowest differing index is lower: deterministic, and
  * it keeps the high end of the machine together for later jobs. */
-static int better(long s, uint64_t set, long best_s, uint64_t best)
+static int better(long long s, uint64_t set, long long best_s, uint64_t best)
 {
     if (s != best_s)
         return s > best_s;
@@ -32,16 +74,16 @@ static int better(long s, uint64_t set, long best_s, uint64_t best)
 }
 
 /* Every subset of the candidates of the right size (Gosper's hack over their positions). */
-static void exhaustive(const int *pair, size_t n, const int *idx, unsigned m, unsigned count, uint64_t *out)
+static void exhaustive(const judge *J, const int *idx, unsigned m, unsigned count, uint64_t *out)
 {
-    long best_s = 0;
+    long long best_s = 0;
     uint64_t best = 0;
     for (uint64_t c = (1ull << count) - 1; c < (1ull << m);) {
         uint64_t set = 0;
         for (unsigned b = 0; b < m; b++)
             if (c >> b & 1)
                 set |= 1ull << idx[b];
-        long s = placement_score(pair, n, set);
+        long long s = rank(J, set);
         if (!best || better(s, set, best_s, best)) {
             best = set;
             best_s = s;
@@ -54,21 +96,27 @@ static void exhaustive(const int *pair, size_t n, const int *idx, unsigned m, un
 
 /* Beyond 16 candidates: from each candidate in turn, grow the set by the GPU that adds most,
  * and keep the best of those sets (a single seed can strand a job in a broken group). */
-static uint64_t grow(const int *pair, size_t n, const int *idx, unsigned m, unsigned count, int seed)
+static uint64_t grow(const judge *J, const int *idx, unsigned m, unsigned count, int seed)
 {
     uint64_t set = 1ull << seed;
     while ((unsigned)__builtin_popcountll(set) < count) {
-        long best_add = -1;
+        long long best_r = 0;
         int pick = -1;
         for (unsigned a = 0; a < m; a++) {
             if (set >> idx[a] & 1)
                 continue;
-            long add = 0;
-            for (size_t j = 0; j < n; j++)
+            /* what adding this GPU adds, weighed like rank() */
+            long long inner = 0, near = 0;
+            const int *row = J->pair + (size_t)idx[a] * J->n;
+            for (size_t j = 0; j < J->n; j++) {
                 if (set >> j & 1)
-                    add += pair[(size_t)idx[a] * n + j];
-            if (add > best_add) {
-                best_add = add;
+                    inner += row[j];
+                if (J->busy >> j & 1)
+                    near += row[j];
+            }
+            long long r = combine(J, inner, near);
+            if (pick < 0 || r > best_r) {
+                best_r = r;
                 pick = idx[a];
             }
         }
@@ -77,13 +125,13 @@ static uint64_t grow(const int *pair, size_t n, const int *idx, unsigned m, unsi
     return set;
 }
 
-static void greedy(const int *pair, size_t n, const int *idx, unsigned m, unsigned count, uint64_t *out)
+static void greedy(const judge *J, const int *idx, unsigned m, unsigned count, uint64_t *out)
 {
-    long best_s = 0;
+    long long best_s = 0;
     uint64_t best = 0;
     for (unsigned a = 0; a < m; a++) {
-        uint64_t set = grow(pair, n, idx, m, count, idx[a]);
-        long sc = placement_score(pair, n, set);
+        uint64_t set = grow(J, idx, m, count, idx[a]);
+        long long sc = rank(J, set);
         if (!best || better(sc, set, best_s, best)) {
             best = set;
             best_s = sc;
@@ -92,8 +140,10 @@ static void greedy(const int *pair, size_t n, const int *idx, unsigned m, unsign
     *out = best;
 }
 
-int placement_best(const int *pair, size_t n, uint64_t candidates, unsigned count, uint64_t *out)
+int placement_best(const int *pair, size_t n, uint64_t candidates, uint64_t busy, enum placement_strategy st,
+                   unsigned count, uint64_t *out)
 {
+    judge J = {pair, n, busy, st};
     int idx[64];
     unsigned m = 0;
     for (size_t i = 0; i < n && i < 64; i++)
@@ -102,8 +152,8 @@ int placement_best(const int *pair, size_t n, uint64_t candidates, unsigned coun
     if (count == 0 || m < count)
         return -1;
     if (m <= 16)
-        exhaustive(pair, n, idx, m, count, out);
+        exhaustive(&J, idx, m, count, out);
     else
-        greedy(pair, n, idx, m, count, out);
+        greedy(&J, idx, m, count, out);
     return 0;
 }

@@ -63,8 +63,13 @@ static int pick_gpus(const sched_input *in, const uint64_t *taken, const sched_j
     for (size_t i = 0; i < ngpus && i < SCHED_GPU_MAX; i++)
         if (gpus[i].free && !(*taken >> i & 1) && qualifies(&gpus[i], j->gpu_memory_mb))
             candidates |= 1ull << i;
+    uint64_t busy = 0;
+    for (size_t i = 0; i < ngpus && i < SCHED_GPU_MAX; i++)
+        if (!gpus[i].free || *taken >> i & 1)
+            busy |= 1ull << i;
     if (in->gpu_pair)
-        return placement_best(in->gpu_pair, ngpus, candidates, j->gpu_count, set);
+        return placement_best(in->gpu_pair, ngpus, candidates, busy, (enum placement_strategy)in->strategy,
+                              j->gpu_count, set);
     for (size_t i = 0; i < ngpus && i < SCHED_GPU_MAX && got < j->gpu_count; i++)
         if (candidates >> i & 1) {
             *set |= 1ull << i;

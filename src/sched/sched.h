@@ -43,6 +43,7 @@ typedef struct sched_input {
     const sched_mig *migs;
     size_t nmigs;
     const int *gpu_pair;     /* ngpus x ngpus placement scores (placement.h); NULL: lowest indexes */
+    int strategy;            /* enum placement_strategy */
 } sched_input;
 
 typedef struct sched_output {

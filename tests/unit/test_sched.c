@@ -9,7 +9,7 @@
 static void decide(const sched_job *jobs, size_t n, int64_t now, uint32_t running, uint32_t max, size_t *start,
                    sched_output *out)
 {
-    sched_input in = {jobs, n, now, running, max, NULL, 0, NULL, 0, NULL};
+    sched_input in = {jobs, n, now, running, max, NULL, 0, NULL, 0, NULL, 0};
     out->start = start;
     out->gpu_sets = NULL;
     out->mig_picks = NULL;
@@ -19,7 +19,7 @@ static void decide(const sched_job *jobs, size_t n, int64_t now, uint32_t runnin
 static void decide_gpus(const sched_job *jobs, size_t n, const sched_gpu *gpus, size_t ngpus, size_t *start,
                         uint64_t *sets, sched_output *out)
 {
-    sched_input in = {jobs, n, 1000, 0, 0, gpus, ngpus, NULL, 0, NULL};
+    sched_input in = {jobs, n, 1000, 0, 0, gpus, ngpus, NULL, 0, NULL, 0};
     out->start = start;
     out->gpu_sets = sets;
     out->mig_picks = NULL;
@@ -88,7 +88,7 @@ static void test_mig_devices(void **state)
     sched_job jobs[] = {{1, 0, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 0, 1}, {3, 0, 0, 0, 0, 0, 2}, {4, 0, 0, 0, 0, 0, 0}};
     size_t start[4];
     int picks[4];
-    sched_input in = {jobs, 4, 1000, 0, 0, NULL, 0, migs, 4, NULL};
+    sched_input in = {jobs, 4, 1000, 0, 0, NULL, 0, migs, 4, NULL, 0};
     sched_output out = {start, 0, 0, NULL, picks};
     sched_decide(&in, &out);
     /* profile 1: only device 2 is free, so the second such job waits; profile 2's device is
@@ -164,7 +164,7 @@ static void test_positions(void **state)
 {
     sched_job jobs[] = {{5, 0, 0, 0, 0, 0, -1}, {6, 0, 99999, 0, 0, 0, -1}, {7, 1, 0, 0, 0, 0, -1}};
     uint32_t pos[3];
-    sched_input in = {jobs, 3, 1000, 0, 1, NULL, 0, NULL, 0, NULL};
+    sched_input in = {jobs, 3, 1000, 0, 1, NULL, 0, NULL, 0, NULL, 0};
     sched_positions(&in, pos);
     assert_int_equal(pos[0], 2);
     assert_int_equal(pos[1], 0);
