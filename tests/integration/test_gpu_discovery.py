@@ -387,3 +387,11 @@ def test_unknown_gpu_config_keys_are_refused(fresh_daemon):
     with pytest.raises(RuntimeError) as e:
         d.start()
     assert "'cuda' is not a backend; use nvml, proc or smi" in str(e.value)
+
+
+def test_example_config_lists_valid_keys():
+    """examples/joblet.yml documents every key with its default: it must load as it is."""
+    p = subprocess.run([os.path.join(BUILD, "joblet"), "--config", os.path.join(ROOT, "examples", "joblet.yml"),
+                        "--probe-gpus"], capture_output=True, text=True, timeout=60)
+    assert p.returncode in (0, 1), p.stderr  # 1: no GPU on this machine, which is fine
+    assert "joblet: " not in p.stderr, p.stderr
