@@ -30,10 +30,11 @@ static long nearness(const judge *J, uint64_t set)
  * (an inner score stays below 2^24 up to 64 GPUs). */
 static long long combine(const judge *J, long long inner, long long near)
 {
+    const long long hi = 1LL << 24;
     switch (J->st) {
-    case PLACE_PACK: return (near << 24) + inner;
-    case PLACE_SPREAD: return (-near << 24) + inner;
-    default: return (inner << 24) + near;
+    case PLACE_PACK: return near * hi + inner;
+    case PLACE_SPREAD: return -near * hi + inner;
+    default: return inner * hi + near;
     }
 }
 
