@@ -276,7 +276,7 @@ static void add_toolkit(const job *j, gpu_spec *g)
     }
     if (!host_visible(best->real))
         add_mount(g, best->real, best->path);
-    snprintf(g->cuda_home, sizeof g->cuda_home, "%s", best->path);
+    json_object_set_new(g->env, "CUDA_HOME", json_string(best->path));
     char dir[300];
     snprintf(dir, sizeof dir, "%s/bin", best->path);
     append(g->path_add, sizeof g->path_add, dir);
@@ -321,10 +321,41 @@ static void add_locality(const job *j, gpu_spec *g)
         }
 }
 
+/* What CUDA and the NVIDIA container conventions read. Inside the job only its own GPUs
+ * exist, so CUDA numbers them 0..n-1 (in bus order, which CUDA_DEVICE_ORDER makes CUDA keep),
+ * and a MIG device by its UUID; NVIDIA_VISIBLE_DEVICES names them by UUID, which means the
+ * same thing everywhere. */
+static void add_env(const job *j, gpu_spec *g)
+{
+    char cuda[GPU_MAX * 100] = "", uuids[GPU_MAX * 100] = "";
+    json_t *gj;
+    size_t i;
+    json_array_foreach(j->gpus, i, gj)
+    {
+        const char *uuid = json_string_value(json_object_get(gj, "uuid"));
+        size_t l = strlen(cuda), u = strlen(uuids);
+        if (json_object_get(gj, "mig"))
+            snprintf(cuda + l, sizeof cuda - l, "%s%s", i ? "," : "", uuid);
+        else
+            snprintf(cuda + l, sizeof cuda - l, "%s%zu", i ? "," : "", i);
+        snprintf(uuids + u, sizeof uuids - u, "%s%s", i ? "," : "", uuid);
+    }
+    const char *caps = json_string_value(json_object_get(j->req, "gpu_caps"));
+    json_object_set_new(g->env, "CUDA_VISIBLE_DEVICES", json_string(cuda));
+    json_object_set_new(g->env, "CUDA_DEVICE_ORDER", json_string("PCI_BUS_ID"));
+    json_object_set_new(g->env, "NVIDIA_VISIBLE_DEVICES", json_string(uuids));
+    json_object_set_new(g->env, "NVIDIA_DRIVER_CAPABILITIES", json_string(caps ? caps : "compute,utility"));
+    if (json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
+        json_object_set_new(g->env, "JOBLET_GPUS_SIMULATED", json_string("1"));
+}
+
 int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
 {
     memset(g, 0, sizeof *g);
+    g->env = json_object();
     size_t n = json_array_size(j->gpus);
+    if (n)
+        add_env(j, g);
     if (!n || json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
         return 0;
     const gpu_config *c = &C.cfg.gpu;
@@ -448,5 +479,6 @@ void gpu_spec_free(gpu_spec *g)
         free(g->mounts[i].dst);
     }
     free(g->mounts);
+    json_decref(g->env);
     memset(g, 0, sizeof *g);
 }

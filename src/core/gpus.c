@@ -31,6 +31,8 @@ static void log_gpu(const gpu_inventory *inv, int i)
              *g->problem ? "; NOT USABLE: " : "", g->problem);
 }
 
+static void index_migs(void);
+
 int core_gpu_init(jerr *e)
 {
     const gpu_config *gc = &C.cfg.gpu;
@@ -41,6 +43,7 @@ int core_gpu_init(jerr *e)
         return 0;
     }
     gpu_discover(gc, &C.gpu);
+    index_migs();
     const gpu_inventory *inv = &C.gpu.inv;
     for (size_t i = 0; i < C.njobs; i++)
         if (!job_state_terminal(C.jobs[i]->state) && C.jobs[i]->gpus)
@@ -120,37 +123,36 @@ static bool usable(int i)
     return !*g->problem && g->minor >= 0 && g->mig_enabled != 1 && !core_gpu_hold(i)->degraded;
 }
 
-/* MIG devices, flattened in GPU then instance order. */
-static int mig_count(void)
-{
-    int n = 0;
-    for (int i = 0; i < C.gpu.inv.n; i++)
-        n += C.gpu.inv.gpu[i].mig_enabled == 1 ? C.gpu.inv.gpu[i].nmig : 0;
-    return n;
-}
+/* MIG devices of GPUs in MIG mode, flattened in GPU then instance order, with the scheduler's
+ * id of each one's profile (the flat index of the first device that has it). Built once when
+ * discovery is done: the inventory does not change while the daemon runs. */
+static struct mig_slot {
+    int gpu;
+    const gpu_mig *m;
+    int profile;
+} migs[GPU_MAX * GPU_MIG_MAX];
+static int nmigs;
 
-static const gpu_mig *mig_at(int flat, int *gpu)
+static void index_migs(void)
 {
+    nmigs = 0;
     for (int i = 0; i < C.gpu.inv.n; i++) {
         const gpu_dev *g = &C.gpu.inv.gpu[i];
-        if (g->mig_enabled != 1)
-            continue;
-        if (flat < g->nmig) {
-            *gpu = i;
-            return &g->mig[flat];
+        for (int k = 0; g->mig_enabled == 1 && k < g->nmig; k++, nmigs++) {
+            int id = nmigs;
+            for (int p = 0; p < nmigs && id == nmigs; p++)
+                if (strcmp(migs[p].m->profile, g->mig[k].profile) == 0)
+                    id = p;
+            migs[nmigs] = (struct mig_slot){i, &g->mig[k], id};
         }
-        flat -= g->nmig;
     }
-    return NULL;
 }
 
-/* The scheduler's id of a profile: the flat index of the first device that has it; -1 none. */
 static int mig_profile_id(const char *profile)
 {
-    int gpu = 0;
-    for (int f = 0; f < mig_count(); f++)
-        if (strcmp(mig_at(f, &gpu)->profile, profile) == 0)
-            return f;
+    for (int f = 0; f < nmigs; f++)
+        if (strcmp(migs[f].m->profile, profile) == 0)
+            return migs[f].profile;
     return -1;
 }
 
@@ -162,29 +164,19 @@ int core_gpu_mig_profile(const job *j)
 
 size_t core_gpu_sched_migs(sched_mig *out, size_t max)
 {
-    /* one walk of the MIG devices; a profile's id is the first device that has it */
-    const gpu_mig *seen[GPU_MAX * GPU_MIG_MAX];
     size_t n = 0;
-    for (int i = 0; i < C.gpu.inv.n; i++) {
-        const gpu_dev *g = &C.gpu.inv.gpu[i];
-        for (int k = 0; g->mig_enabled == 1 && k < g->nmig && n < max && n < GPU_MAX * GPU_MIG_MAX; k++, n++) {
-            const gpu_mig *m = &g->mig[k];
-            int id = (int)n;
-            for (size_t p = 0; p < n && id == (int)n; p++)
-                if (strcmp(seen[p]->profile, m->profile) == 0)
-                    id = (int)p;
-            seen[n] = m;
-            out[n] = (sched_mig){id, mig_owner[n] == NULL, !*g->problem && m->gi_cap_minor >= 0 && m->ci_cap_minor >= 0};
-        }
+    for (; n < (size_t)nmigs && n < max; n++) {
+        const struct mig_slot *x = &migs[n];
+        out[n] = (sched_mig){x->profile, mig_owner[n] == NULL,
+                             !*C.gpu.inv.gpu[x->gpu].problem && x->m->gi_cap_minor >= 0 && x->m->ci_cap_minor >= 0};
     }
     return n;
 }
 
 void core_gpu_grant_mig(job *j, int flat)
 {
-    int gpu = 0;
-    const gpu_mig *m = mig_at(flat, &gpu);
-    const gpu_dev *g = &C.gpu.inv.gpu[gpu];
+    const gpu_mig *m = migs[flat].m;
+    const gpu_dev *g = &C.gpu.inv.gpu[migs[flat].gpu];
     char name[160];
     snprintf(name, sizeof name, "%s MIG %s", g->name, m->profile);
     json_decref(j->gpus);
@@ -308,9 +300,8 @@ int core_gpu_validate(json_t *req, jerr *e)
                                         "MIG device; drop one of the two");
         if (mig_profile_id(mig) < 0) {
             char have[300] = "";
-            int gpu = 0;
-            for (int f = 0; f < mig_count(); f++) {
-                const char *pr = mig_at(f, &gpu)->profile;
+            for (int f = 0; f < nmigs; f++) {
+                const char *pr = migs[f].m->profile;
                 size_t l = strlen(have);
                 if (!strstr(have, pr))
                     snprintf(have + l, sizeof have - l, "%s%s", l ? ", " : "", pr);
@@ -481,9 +472,9 @@ void core_gpu_reclaim(job *j)
     json_array_foreach(j->gpus, k, g)
     {
         const char *uuid = json_string_value(json_object_get(g, "uuid"));
-        int i = uuid ? gpu_find(&C.gpu.inv, uuid) : -1, gpu = 0;
-        for (int f = 0; uuid && f < mig_count(); f++)
-            if (strcmp(mig_at(f, &gpu)->uuid, uuid) == 0) {
+        int i = uuid ? gpu_find(&C.gpu.inv, uuid) : -1;
+        for (int f = 0; uuid && f < nmigs; f++)
+            if (strcmp(migs[f].m->uuid, uuid) == 0) {
                 mig_owner[f] = j;
                 i = GPU_MAX; /* found, as a MIG device */
             }

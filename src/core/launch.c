@@ -33,38 +33,6 @@ static void add_env(char ***env, size_t *n, const char *k, const char *v)
     (*env)[++*n] = NULL;
 }
 
-/* What CUDA and the NVIDIA container conventions read. Inside the job only its own GPUs
- * exist, so CUDA numbers them 0..n-1 (in bus order, which CUDA_DEVICE_ORDER makes CUDA keep);
- * NVIDIA_VISIBLE_DEVICES names them by UUID, which means the same thing everywhere. */
-static void gpu_env(const job *j, const gpu_spec *gs, char ***env, size_t *n)
-{
-    size_t count = json_array_size(j->gpus);
-    if (!count)
-        return;
-    char cuda[GPU_MAX * 100] = "", *uuids = xcalloc(count, 100);
-    json_t *g;
-    size_t i;
-    json_array_foreach(j->gpus, i, g)
-    {
-        size_t l = strlen(cuda), u = strlen(uuids);
-        if (json_object_get(g, "mig")) /* CUDA names MIG devices by UUID */
-            snprintf(cuda + l, sizeof cuda - l, "%s%s", i ? "," : "", json_string_value(json_object_get(g, "uuid")));
-        else
-            snprintf(cuda + l, sizeof cuda - l, "%s%zu", i ? "," : "", i);
-        snprintf(uuids + u, count * 100 - u, "%s%s", i ? "," : "", json_string_value(json_object_get(g, "uuid")));
-    }
-    add_env(env, n, "CUDA_VISIBLE_DEVICES", cuda);
-    add_env(env, n, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-    add_env(env, n, "NVIDIA_VISIBLE_DEVICES", uuids);
-    const char *caps = json_string_value(json_object_get(j->req, "gpu_caps"));
-    add_env(env, n, "NVIDIA_DRIVER_CAPABILITIES", caps ? caps : "compute,utility");
-    if (json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
-        add_env(env, n, "JOBLET_GPUS_SIMULATED", "1");
-    if (*gs->cuda_home)
-        add_env(env, n, "CUDA_HOME", gs->cuda_home);
-    free(uuids);
-}
-
 /* PATH and LD_LIBRARY_PATH: the job's own (or the default) with the GPU directories appended. */
 static void add_path_env(json_t *user, const char *key, const char *dflt, const char *extra, char ***env, size_t *n)
 {
@@ -94,7 +62,7 @@ static char **job_env(const job *j, const gpu_spec *gs)
     if (!json_object_get(secret, "LD_LIBRARY_PATH"))
         add_path_env(user, "LD_LIBRARY_PATH", "", gs->ld_add, &env, &n);
     add_env(&env, &n, "JOB_ID", j->id);
-    gpu_env(j, gs, &env, &n);
+    json_object_foreach(gs->env, k, v) add_env(&env, &n, k, json_string_value(v));
     json_object_foreach(user, k, v) if (strcmp(k, "PATH") && strcmp(k, "LD_LIBRARY_PATH"))
         add_env(&env, &n, k, json_string_value(v));
     json_object_foreach(secret, k, v) add_env(&env, &n, k, json_string_value(v));
