@@ -99,8 +99,8 @@ static enum MHD_Result list(request *r)
     enum job_state want = JS_QUEUED;
     if (sf && job_state_parse(sf, &want) < 0) {
         jerr e = {0};
-        jerr_field(&e, "status", "status: '%s' is not a job status; use SCHEDULED, QUEUED, RUNNING, STOPPING, STOPPED, "
-                                 "COMPLETED, FAILED or CANCELED", sf);
+        jerr_field(&e, "status", "status: '%s' is not a job status; use SCHEDULED, QUEUED, RUNNING, STOPPING, "
+                                 "PREEMPTED, STOPPED, COMPLETED, FAILED or CANCELED", sf);
         return http_reply_error(r->conn, &e);
     }
     json_t *arr = json_array();
@@ -189,7 +189,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
             jerr_http(&e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
             return http_reply_error(r->conn, &e);
         }
-        if (j->state == JS_SCHEDULED || (j->state == JS_QUEUED && j->shim_pid == 0)) {
+        if (job_in_queue(j)) {
             j->stopped_by = r->uid;
             job_finish(j, JS_CANCELED, "canceled");
             core_schedule();
@@ -199,8 +199,8 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_json(r->conn, 200, job_to_json(j));
     }
     if (!strcmp(action, "cancel") && post) {
-        if (!(j->state == JS_SCHEDULED || (j->state == JS_QUEUED && j->shim_pid == 0))) {
-            jerr_http(&e, 409, "job %s is %s; only a scheduled or queued job can be canceled%s", j->id,
+        if (!job_in_queue(j)) {
+            jerr_http(&e, 409, "job %s is %s; only a scheduled, queued or preempted job can be canceled%s", j->id,
                       job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");
             return http_reply_error(r->conn, &e);
         }

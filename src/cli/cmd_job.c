@@ -66,6 +66,13 @@ static const char run_help[] =
     "  --priority N           -1000..1000, default 0: waiting jobs start highest first\n"
     "  --gpu-mig PROFILE      one MIG device of this profile, e.g. 1g.10gb (a GPU in MIG mode is\n"
     "                         handed out only as its MIG devices)\n"
+    "  --gpu-type MODEL       only GPUs whose name contains MODEL, e.g. H100, A100-SXM4-80GB\n"
+    "  --gpu-cc X.Y           only GPUs of compute capability X.Y or more, e.g. 8.0\n"
+    "  --gpu-share            share one GPU with other jobs through NVIDIA MPS, reserving\n"
+    "                         --gpu-memory of it (needs --gpu=1 and --gpu-memory)\n"
+    "  --cross-numa yes|no    no: all its GPUs on one NUMA node (default yes)\n"
+    "  --preemptible          a job of higher priority may stop it; it then waits in the\n"
+    "                         queue again (state PREEMPTED) and reruns from the start\n"
     "  -f, --follow           stream the job's output and exit with the job's exit code;\n"
     "                         Ctrl-C stops following, not the job\n"
     "  -h, --help             show this help\n"
@@ -142,7 +149,9 @@ static const struct { const char *field, *flag; } field_flags[] = {
     {"network", "--network"},          {"workdir", "--workdir"},       {"name", "--name"},
     {"gpu_count", "--gpu"},            {"gpu_memory_mb", "--gpu-memory"}, {"gpu_ids", "--gpu-ids"},
     {"gpu_caps", "--gpu-caps"},        {"gpu_optional", "--gpu-optional"}, {"gpu_all", "--gpu=all"},
-    {"gpu_mig", "--gpu-mig"},         {"priority", "--priority"},
+    {"gpu_mig", "--gpu-mig"},         {"priority", "--priority"},     {"gpu_type", "--gpu-type"},
+    {"gpu_cc", "--gpu-cc"},           {"gpu_share", "--gpu-share"},   {"cross_numa", "--cross-numa"},
+    {"preemptible", "--preemptible"},
 };
 
 /* "max_memory_mb: ..." -> "--max-memory: ...". A sub-field ("uploads[2].path") keeps its
@@ -334,7 +343,8 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 enum {
     O_NAME = 256, O_MAX_CPU, O_MAX_MEMORY, O_MAX_IOBPS, O_CPU_CORES, O_UPLOAD, O_WORKDIR,
     O_NETWORK, O_MAX_RUNTIME, O_SCHEDULE, O_STATUS, O_STREAM, O_NO_FOLLOW, O_GPU, O_GPU_MEMORY, O_GPU_IDS,
-    O_GPU_CAPS, O_GPU_OPTIONAL, O_GPU_MIG, O_PRIORITY,
+    O_GPU_CAPS, O_GPU_OPTIONAL, O_GPU_MIG, O_PRIORITY, O_GPU_TYPE, O_GPU_CC, O_GPU_SHARE, O_CROSS_NUMA,
+    O_PREEMPTIBLE,
 };
 
 typedef struct run_req {
@@ -499,6 +509,25 @@ static int run_flag(run_req *r, int c, const char *arg)
     case O_GPU_OPTIONAL:
         json_object_set_new(r->body, "gpu_optional", json_true());
         return 0;
+    case O_GPU_TYPE:
+        if (!*arg)
+            return rnx_usage("--gpu-type: needs a GPU model, e.g. H100 (rnx gpu list shows the names)");
+        return set_text(r->body, "gpu_type", "--gpu-type", arg);
+    case O_GPU_CC:
+        if (!*arg)
+            return rnx_usage("--gpu-cc: needs a compute capability MAJOR.MINOR, e.g. 8.0");
+        return set_text(r->body, "gpu_cc", "--gpu-cc", arg);
+    case O_GPU_SHARE:
+        json_object_set_new(r->body, "gpu_share", json_true());
+        return 0;
+    case O_PREEMPTIBLE:
+        json_object_set_new(r->body, "preemptible", json_true());
+        return 0;
+    case O_CROSS_NUMA:
+        if (strcmp(arg, "yes") && strcmp(arg, "no"))
+            return rnx_usage("--cross-numa: '%s' must be yes or no", arg);
+        json_object_set_new(r->body, "cross_numa", json_boolean(!strcmp(arg, "yes")));
+        return 0;
     case O_GPU_MEMORY:
         if (parse_size_mb("--gpu-memory", arg, &v, &e) < 0)
             return bad_flag(&e);
@@ -654,6 +683,11 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
         {"gpu-optional", no_argument, NULL, O_GPU_OPTIONAL},
         {"gpu-mig", required_argument, NULL, O_GPU_MIG},
         {"priority", required_argument, NULL, O_PRIORITY},
+        {"gpu-type", required_argument, NULL, O_GPU_TYPE},
+        {"gpu-cc", required_argument, NULL, O_GPU_CC},
+        {"gpu-share", no_argument, NULL, O_GPU_SHARE},
+        {"cross-numa", required_argument, NULL, O_CROSS_NUMA},
+        {"preemptible", no_argument, NULL, O_PREEMPTIBLE},
         {"follow", no_argument, NULL, 'f'},
         OPT_HELP,
         {0},

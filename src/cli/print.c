@@ -521,11 +521,19 @@ static void print_gpu_request(FILE *f, json_t *req)
     json_t *ids = json_object_get(req, "ids"), *id;
     size_t i;
     json_array_foreach(ids, i, id) fprintf(f, "%s%s", i ? ", " : ": ", json_string_value(id));
+    if (json_is_true(json_object_get(req, "share")))
+        fprintf(f, " shared (MPS)");
     if (jint(req, "memory_mb", &mem) && mem > 0) {
         char m[32];
         fmt_mb((uint64_t)mem, m, sizeof m);
-        fprintf(f, " with at least %s each", m);
+        fprintf(f, json_is_true(json_object_get(req, "share")) ? ", reserving %s" : " with at least %s each", m);
     }
+    if (jstr(req, "type"))
+        fprintf(f, " of type %s", jstr(req, "type"));
+    if (jstr(req, "cc"))
+        fprintf(f, ", compute capability %s or more", jstr(req, "cc"));
+    if (json_is_false(json_object_get(req, "cross_numa")))
+        fprintf(f, ", on one NUMA node");
     if (jstr(req, "caps"))
         fprintf(f, "; capabilities %s", jstr(req, "caps"));
     fputc('\n', f);
@@ -560,7 +568,14 @@ void print_job(json_t *job, FILE *f)
         key(f, "Duration:");
         fprintf(f, "%s%s\n", b, jstr(job, "ended_at") ? "" : " (so far)");
     }
-    if (status && strcmp(status, "QUEUED") == 0 && jint(job, "queue_position", &v)) {
+    if (json_is_true(json_object_get(job, "preemptible")) || (jint(job, "preemptions", &v) && v > 0)) {
+        key(f, "Preemption:");
+        jint(job, "preemptions", &v);
+        fprintf(f, "%s; preempted %lld time%s\n",
+                json_is_true(json_object_get(job, "preemptible")) ? "preemptible" : "not preemptible", (long long)v,
+                v == 1 ? "" : "s");
+    }
+    if (jint(job, "queue_position", &v)) {
         key(f, "Queue position:");
         fprintf(f, "%lld\n", (long long)v);
     }

@@ -29,6 +29,7 @@ void config_defaults(config *c)
     snprintf(c->cgroup_root, sizeof c->cgroup_root, "joblet");
     c->favor_dynmods = 1;
     gpu_config_defaults(&c->gpu);
+    snprintf(c->mps_control, sizeof c->mps_control, "/usr/bin/nvidia-cuda-mps-control");
 }
 
 enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY };
@@ -73,6 +74,10 @@ static const key keys[] = {
     {"gpu.strategy", K_STRATEGY, offsetof(config, gpu.strategy), 0, 0, 0},
     STR("gpu.libcuda", gpu.libcuda),
     {"gpu.smi_timeout_ms", K_U64, offsetof(config, gpu.smi_timeout_ms), 4, 100, 600000},
+    STR("gpu.mps_control", mps_control),
+    U64("limits.max_gpus_per_user", limits.max_gpus_per_user, 0, 1000000),
+    U64("limits.max_queued_per_user", limits.max_queued_per_user, 0, 100000000),
+    U64("limits.gpu_requests_per_minute", limits.gpu_requests_per_minute, 0, 1000000),
 };
 
 static void store_u(void *p, size_t len, uint64_t v)

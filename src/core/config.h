@@ -8,6 +8,12 @@
 #include "../common/log.h"
 #include "../gpu/gpu.h"
 
+typedef struct limits_config {
+    uint32_t max_gpus_per_user;       /* limits.max_gpus_per_user: held at once; 0 = none */
+    uint32_t max_queued_per_user;     /* limits.max_queued_per_user: waiting at once; 0 = none */
+    uint32_t gpu_requests_per_minute; /* limits.gpu_requests_per_minute: GPU submissions; 0 = none */
+} limits_config;
+
 /* Every key is optional; these are the embedded defaults (docs/config.md). */
 typedef struct config {
     char state_dir[512];          /* state_dir */
@@ -25,6 +31,8 @@ typedef struct config {
     char cgroup_root[64];         /* cgroup.root */
     uint64_t favor_dynmods;       /* cgroup.favor_dynmods: remount with favordynmods (1/0) */
     gpu_config gpu;               /* gpu.* */
+    char mps_control[256];        /* gpu.mps_control: NVIDIA MPS's control program */
+    limits_config limits;         /* limits.* */
 } config;
 
 void config_defaults(config *c);

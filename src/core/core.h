@@ -59,20 +59,43 @@ int core_gpu_init(jerr *e);
 void gpu_driver_libs_find(void);
 json_t *core_gpus_json(void);
 json_t *core_gpu_json(int index);
-struct sched_gpu;
 int core_gpu_validate(json_t *req, jerr *e);
+int core_gpu_cc_parse(const char *s, int *cc);
+struct sched_gpu;
+struct sched_mig;
+struct sched_req;
+struct sched_input;
+struct sched_running;
 void core_gpu_sched_view(struct sched_gpu *out);
-void core_gpu_grant(job *j, uint64_t set);
+uint64_t core_gpu_held(void);
+/* Grants these GPUs (bit i = GPU i), exclusively or shared as the job asked; starts MPS for a
+ * GPU that gets its first shared tenant. */
+int core_gpu_grant(job *j, uint64_t set, jerr *e);
 void core_gpu_release(job *j);
 void core_gpu_reclaim(job *j);
-uint64_t core_gpu_ids_mask(const job *j);
-struct sched_mig;
-int core_gpu_mig_profile(const job *j);
+uint64_t core_gpu_ids_mask(const json_t *req);
+uint64_t core_gpu_kind_mask(const json_t *req);
+int core_gpu_mig_profile(const json_t *req);
 /* The placement score of every pair of GPUs (placement.h), built once from discovery. */
 const int *core_gpu_pair_scores(void);
-void core_wait_reason(const job *j, char *out, size_t len);
 size_t core_gpu_sched_migs(struct sched_mig *out, size_t max);
 void core_gpu_grant_mig(job *j, int flat);
+
+/* gpu_mps.c: one MPS control daemon per shared GPU */
+bool core_mps_available(void);
+bool core_mps_available_why(char *why, size_t len);
+int core_mps_start(int gpu, jerr *e);
+void core_mps_stop(int gpu);
+void core_mps_pipe_dir(int gpu, char *out, size_t len);
+void core_mps_init(uint64_t in_use);
+
+/* queue.c: the scheduler's input from the daemon's state, and its decisions carried out */
+void core_sched_req_json(const json_t *req, uid_t owner, struct sched_req *r);
+void core_sched_req(const job *j, struct sched_req *r);
+/* gpus: GPU_MAX slots; migs: GPU_MAX * GPU_MIG_MAX; run (and runmap, may be NULL): C.njobs */
+void core_sched_base(struct sched_input *in, struct sched_gpu *gpus, struct sched_mig *migs, struct sched_running *run,
+                     job **runmap);
+void core_wait_reason(const job *j, char *out, size_t len);
 
 /* jobs.c */
 job *core_find(const char *id_or_prefix, uid_t caller, jerr *e);
@@ -84,6 +107,8 @@ void core_schedule(void);
 void core_job_dir(const job *j, char *out, size_t len);
 /* Sets terminal state fields, persists, wakes followers, frees room. */
 void job_finish(job *j, enum job_state st, const char *reason);
+/* A preempted job's run is over: it gives back its room and waits in the queue again. */
+void job_requeue(job *j);
 
 /* job_json.c */
 json_t *job_to_json(const job *j);
@@ -95,6 +120,8 @@ job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
 int launch_job(job *j, jerr *e);
 void launch_adopt_all(void);
 int launch_stop(job *j, uid_t by, jerr *e);
+/* Stops a job to make room for `for_job`; it goes back to the queue as it was. */
+void launch_preempt(job *j, const job *for_job);
 void launch_forget(job *j);
 void launch_init(void);
 void launch_refresh(job *j);

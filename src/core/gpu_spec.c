@@ -349,6 +349,27 @@ static void add_env(const job *j, gpu_spec *g)
         json_object_set_new(g->env, "JOBLET_GPUS_SIMULATED", json_string("1"));
 }
 
+/* A shared job reaches its GPU through that GPU's MPS server: the server's pipe directory at
+ * MPS's default place, its memory reservation as a hard limit, and SMs in proportion. */
+#define MPS_PIPE_IN_JOB "/tmp/nvidia-mps"
+static void add_mps(const job *j, gpu_spec *g)
+{
+    int idx = (int)json_integer_value(json_object_get(json_array_get(j->gpus, 0), "index"));
+    uint64_t mb = (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
+    int64_t total = C.gpu.inv.gpu[idx].memory_total_mb;
+    char dir[600], lim[64], pct[16];
+    core_mps_pipe_dir(idx, dir, sizeof dir);
+    g->mounts = realloc(g->mounts, (g->nmounts + 1) * sizeof *g->mounts);
+    if (!g->mounts)
+        abort();
+    g->mounts[g->nmounts++] = (spec_mount){xstrdup(dir), xstrdup(MPS_PIPE_IN_JOB), true};
+    snprintf(lim, sizeof lim, "0=%lluM", (unsigned long long)mb);
+    snprintf(pct, sizeof pct, "%d", total > 0 ? (int)((mb * 100 + (uint64_t)total - 1) / (uint64_t)total) : 100);
+    json_object_set_new(g->env, "CUDA_MPS_PIPE_DIRECTORY", json_string(MPS_PIPE_IN_JOB));
+    json_object_set_new(g->env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", json_string(lim));
+    json_object_set_new(g->env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", json_string(pct));
+}
+
 int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
 {
     memset(g, 0, sizeof *g);
@@ -356,6 +377,8 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     size_t n = json_array_size(j->gpus);
     if (n)
         add_env(j, g);
+    if (n && json_is_true(json_object_get(j->req, "gpu_share")))
+        add_mps(j, g);
     if (!n || json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
         return 0;
     const gpu_config *c = &C.cfg.gpu;

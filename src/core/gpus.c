@@ -6,9 +6,17 @@
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../gpu/sched_view.h"
 #include "../sched/placement.h"
 #include "../sched/sched.h"
 #include "core.h"
+
+/* Who holds each GPU: one exclusive owner, or MPS tenants sharing it within its memory. */
+static job *owner[GPU_MAX];
+/* MPS-shared GPUs: how many jobs share each, and the memory they reserved together */
+static int shared_n[GPU_MAX];
+static uint64_t shared_mb[GPU_MAX];
+static job *mig_owner[GPU_MAX * GPU_MIG_MAX]; /* by flat MIG index (mig_at) */
 
 static void log_gpu(const gpu_inventory *inv, int i)
 {
@@ -45,9 +53,14 @@ int core_gpu_init(jerr *e)
     gpu_discover(gc, &C.gpu);
     index_migs();
     const gpu_inventory *inv = &C.gpu.inv;
+    uint64_t shared_in_use = 0;
     for (size_t i = 0; i < C.njobs; i++)
-        if (!job_state_terminal(C.jobs[i]->state) && C.jobs[i]->gpus)
+        if (!job_state_terminal(C.jobs[i]->state) && C.jobs[i]->gpus) {
             core_gpu_reclaim(C.jobs[i]);
+            if (json_is_true(json_object_get(C.jobs[i]->req, "gpu_share")))
+                shared_in_use |= C.jobs[i]->gpu_set;
+        }
+    core_mps_init(shared_in_use);
     C.gpu_on = C.gpu.found && (inv->n > 0 || gc->enabled == 1);
     if (!C.gpu.found && *gc->fixture) {
         /* a simulation asked for by name and not possible is a configuration error */
@@ -86,9 +99,12 @@ static void add_state(json_t *o, int i)
     json_object_set_new(o, "state", json_string(*g->problem ? "unusable"
                                                 : h->degraded ? "degraded"
                                                 : holder      ? "allocated"
+                                                : shared_n[i] ? "shared"
                                                 : h->scrubbing ? "scrubbing"
                                                               : "available"));
     json_object_set_new(o, "job", holder ? json_string(holder) : json_null());
+    if (shared_n[i])
+        json_object_set_new(o, "shared", json_pack("{s:i,s:I}", "jobs", shared_n[i], "reserved_mb", (json_int_t)shared_mb[i]));
     if (h->degraded)
         json_object_set_new(o, "problem", json_string(h->reason));
 }
@@ -112,8 +128,6 @@ json_t *core_gpu_json(int index)
 
 /* ---- jobs and their GPUs ---- */
 
-static job *owner[GPU_MAX];
-static job *mig_owner[GPU_MAX * GPU_MIG_MAX]; /* by flat MIG index (mig_at) */
 
 /* A whole GPU that may be handed out: healthy, with a device node, and not in MIG mode (CUDA
  * then sees only its MIG devices, which are handed out one by one). */
@@ -156,9 +170,9 @@ static int mig_profile_id(const char *profile)
     return -1;
 }
 
-int core_gpu_mig_profile(const job *j)
+int core_gpu_mig_profile(const json_t *req)
 {
-    const char *p = json_string_value(json_object_get(j->req, "gpu_mig"));
+    const char *p = json_string_value(json_object_get(req, "gpu_mig"));
     return p ? mig_profile_id(p) : -1;
 }
 
@@ -167,8 +181,8 @@ size_t core_gpu_sched_migs(sched_mig *out, size_t max)
     size_t n = 0;
     for (; n < (size_t)nmigs && n < max; n++) {
         const struct mig_slot *x = &migs[n];
-        out[n] = (sched_mig){x->profile, mig_owner[n] == NULL,
-                             !*C.gpu.inv.gpu[x->gpu].problem && x->m->gi_cap_minor >= 0 && x->m->ci_cap_minor >= 0};
+        out[n] = (sched_mig){x->profile, !*C.gpu.inv.gpu[x->gpu].problem && x->m->gi_cap_minor >= 0 &&
+                                             x->m->ci_cap_minor >= 0};
     }
     return n;
 }
@@ -188,6 +202,7 @@ void core_gpu_grant_mig(job *j, int flat)
                            m->profile, "gi", m->gi, "ci", m->ci, "gi_cap_minor", m->gi_cap_minor, "ci_cap_minor",
                            m->ci_cap_minor));
     mig_owner[flat] = j;
+    j->gpu_mig = flat + 1;
     log_info("job %s: granted MIG device %s (%s, GI %d CI %d) of GPU %d%s", j->id, m->uuid, m->profile, m->gi, m->ci,
              g->index, C.gpu.inv.simulated ? " (simulated)" : "");
 }
@@ -274,6 +289,83 @@ static bool env_says_no_gpu(json_t *req)
     return v && (!strcmp(v, "void") || !strcmp(v, "none"));
 }
 
+/* "8.0" -> 80; 0 and *cc = 0 for NULL. */
+int core_gpu_cc_parse(const char *s, int *cc)
+{
+    *cc = 0;
+    if (!s)
+        return 0;
+    unsigned ma, mi;
+    char end;
+    if (sscanf(s, "%2u.%1u%c", &ma, &mi, &end) != 2 || ma == 0)
+        return -1;
+    *cc = (int)(ma * 10 + mi);
+    return 0;
+}
+
+static void describe_kind(const json_t *req, const sched_req *r, char *out, size_t len)
+{
+    size_t l = 0;
+    const char *type = json_string_value(json_object_get(req, "gpu_type"));
+    const char *cc = json_string_value(json_object_get(req, "gpu_cc"));
+    out[0] = 0;
+    if (type)
+        l += (size_t)snprintf(out + l, len - l, " of type %s", type);
+    if (cc && l < len)
+        l += (size_t)snprintf(out + l, len - l, " with compute capability %s or more", cc);
+    if (r->gpu_memory_mb && l < len)
+        snprintf(out + l, len - l, r->shared ? " with %llu MB to share on each" : " with at least %llu MB each",
+                 (unsigned long long)r->gpu_memory_mb);
+}
+
+/* The scheduler's fields: gpu_type, gpu_cc, gpu_share, cross_numa, preemptible. */
+static int check_sched_fields(json_t *req, bool asked, uint64_t mem, jerr *e)
+{
+    const char *type = NULL, *cc = NULL;
+    if (jx_str(req, "gpu_type", &type, e) < 0 || jx_str(req, "gpu_cc", &cc, e) < 0)
+        return -1;
+    static const char *const bools[] = {"gpu_share", "cross_numa", "preemptible"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *v = json_object_get(req, bools[i]);
+        if (v && !json_is_boolean(v))
+            return jerr_field(e, bools[i], "%s: must be true or false", bools[i]);
+    }
+    int ccv;
+    if (core_gpu_cc_parse(cc, &ccv) < 0)
+        return jerr_field(e, "gpu_cc", "gpu_cc: '%.20s' is not a compute capability; give MAJOR.MINOR, e.g. 8.0 or 9.0",
+                          cc);
+    bool share = json_is_true(json_object_get(req, "gpu_share"));
+    bool numa = json_object_get(req, "cross_numa") != NULL;
+    if (!asked && (type || cc || share || numa)) {
+        const char *f = type ? "gpu_type" : cc ? "gpu_cc" : share ? "gpu_share" : "cross_numa";
+        return jerr_field(e, f, "%s: qualifies a GPU request, but the job asks for no GPU; add gpu_count (--gpu=N)", f);
+    }
+    if (type && (!*type || !gpu_kind_mask(&C.gpu.inv, type, 0))) {
+        char have[300] = "";
+        for (int i = 0; i < C.gpu.inv.n; i++) {
+            size_t l = strlen(have);
+            if (!strstr(have, C.gpu.inv.gpu[i].name))
+                snprintf(have + l, sizeof have - l, "%s%s", l ? ", " : "", C.gpu.inv.gpu[i].name);
+        }
+        return jerr_field(e, "gpu_type", "gpu_type: no GPU of type '%.40s' on this machine; %s%s", type,
+                          *have ? "it has " : "it has no GPU", have);
+    }
+    if (share) {
+        if (json_integer_value(json_object_get(req, "gpu_count")) > 1 || json_array_size(json_object_get(req, "gpu_ids")) > 1)
+            return jerr_field(e, "gpu_share", "gpu_share: a shared job gets one GPU (each shared GPU has its own MPS "
+                                              "server, and a CUDA process talks to one); ask for gpu_count 1");
+        if (!mem)
+            return jerr_field(e, "gpu_share", "gpu_share: a shared GPU needs a memory reservation; add gpu_memory_mb "
+                                              "(--gpu-memory)");
+        if (json_object_get(req, "gpu_all"))
+            return jerr_field(e, "gpu_share", "gpu_share: cannot be combined with gpu_all");
+        char why[300];
+        if (!core_mps_available_why(why, sizeof why))
+            return jerr_field(e, "gpu_share", "gpu_share: GPU sharing needs NVIDIA MPS, which is not available: %s", why);
+    }
+    return 0;
+}
+
 int core_gpu_validate(json_t *req, jerr *e)
 {
     uint64_t count = 0, mem = 0;
@@ -298,6 +390,12 @@ int core_gpu_validate(json_t *req, jerr *e)
         if (env_says_no_gpu(req))
             return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES asks for no GPU, but the job also asks for a "
                                         "MIG device; drop one of the two");
+        if (check_sched_fields(req, true, mem, e) < 0)
+            return -1;
+        if (json_is_true(json_object_get(req, "gpu_share")) || json_object_get(req, "gpu_type") ||
+            json_object_get(req, "gpu_cc"))
+            return jerr_field(e, "gpu_mig", "gpu_mig: a MIG device is its own slice of a GPU; do not also give "
+                                            "gpu_share, gpu_type or gpu_cc");
         if (mig_profile_id(mig) < 0) {
             char have[300] = "";
             for (int f = 0; f < nmigs; f++) {
@@ -314,6 +412,8 @@ int core_gpu_validate(json_t *req, jerr *e)
     if (want_all && (count || has_ids))
         return jerr_field(e, "gpu_all", "gpu_all: asks for every GPU; do not also give gpu_count or gpu_ids");
     bool asked = count || want_all || has_ids;
+    if (check_sched_fields(req, asked, mem, e) < 0)
+        return -1;
     if (asked && env_says_no_gpu(req))
         return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%s asks for no GPU, but the job also asks for GPUs; "
                                     "drop one of the two",
@@ -346,26 +446,40 @@ int core_gpu_validate(json_t *req, jerr *e)
     } else {
         if (has_ids && resolve_ids(req, &count, e) < 0)
             return -1;
-        sched_gpu view[GPU_MAX];
-        core_gpu_sched_view(view);
-        uint32_t q;
+        sched_gpu gv[GPU_MAX];
+        sched_mig mv[GPU_MAX * GPU_MIG_MAX];
+        sched_running *run = xcalloc(C.njobs + 1, sizeof *run);
+        sched_input in;
+        core_sched_base(&in, gv, mv, run, NULL);
+        sched_req r;
+        json_object_set_new(req, "gpu_count", json_integer((json_int_t)(want_all ? 1 : count)));
+        core_sched_req_json(req, 0, &r);
+        /* the GPUs of the right kind, memory and sharing, all NUMA nodes together */
+        uint32_t q = 0;
+        for (int i = 0; i < C.gpu.inv.n; i++)
+            q += sched_qualifies(&gv[i], &r) && (!r.gpu_mask || r.gpu_mask >> i & 1);
+        char kind[200] = "";
+        describe_kind(req, &r, kind, sizeof kind);
         if (want_all) {
-            sched_gpu_feasible(view, (size_t)C.gpu.inv.n, 0, mem, &q);
             count = q;
+            r.gpu_count = q;
             if (!q)
-                snprintf(why, sizeof why, "gpu_all: no usable GPU%s on this machine", mem ? " with that much memory" : "");
+                snprintf(why, sizeof why, "gpu_all: no usable GPU%s on this machine", kind);
         }
-        if (!*why && sched_gpu_feasible(view, (size_t)C.gpu.inv.n, (uint32_t)count, mem, &q) < 0) {
-            if (mem)
-                snprintf(why, sizeof why,
-                         "asks for %llu GPU%s with at least %llu MB each; this machine has %u such GPU%s of %d "
-                         "(Insufficient GPU memory: see rnx gpu list)",
-                         (unsigned long long)count, count == 1 ? "" : "s", (unsigned long long)mem, q, q == 1 ? "" : "s",
-                         C.gpu.inv.n);
+        if (!*why && sched_feasible(&in, &r) < 0) {
+            if (q >= count && r.single_numa)
+                snprintf(why, sizeof why, "asks for %llu GPU%s%s on one NUMA node; no NUMA node of this machine has "
+                                          "that many (allow cross_numa, or ask for fewer)",
+                         (unsigned long long)count, count == 1 ? "" : "s", kind);
+            else if (*kind)
+                snprintf(why, sizeof why, "asks for %llu GPU%s%s; this machine has %u such GPU%s of %d%s",
+                         (unsigned long long)count, count == 1 ? "" : "s", kind, q, q == 1 ? "" : "s", C.gpu.inv.n,
+                         mem && !r.shared ? " (Insufficient GPU memory: see rnx gpu list)" : " (rnx gpu list)");
             else
-                snprintf(why, sizeof why, "asks for %llu GPUs; this machine has %u usable GPU%s (rnx gpu list)",
-                         (unsigned long long)count, q, q == 1 ? "" : "s");
+                snprintf(why, sizeof why, "asks for %llu GPU%s; this machine has %u usable GPU%s (rnx gpu list)",
+                         (unsigned long long)count, count == 1 ? "" : "s", q, q == 1 ? "" : "s");
         }
+        free(run);
         if (!*why && has_ids && mem)
             for (size_t i = 0; i < json_array_size(json_object_get(req, "gpu_ids")); i++) {
                 int k = gpu_find(&C.gpu.inv, json_string_value(json_array_get(json_object_get(req, "gpu_ids"), i)));
@@ -391,24 +505,35 @@ const int *core_gpu_pair_scores(void)
 {
     static int pair[GPU_MAX * GPU_MAX];
     static int built = -1;
-    const gpu_inventory *inv = &C.gpu.inv;
-    if (built != inv->n) {
-        for (int i = 0; i < inv->n; i++)
-            for (int j = 0; j < inv->n; j++)
-                pair[i * inv->n + j] =
-                    i == j ? 0
-                           : placement_pair_score(inv->nvlink[i][j], inv->level[i][j],
-                                                  inv->gpu[i].numa_node >= 0 && inv->gpu[i].numa_node == inv->gpu[j].numa_node);
-        built = inv->n;
+    if (built != C.gpu.inv.n) {
+        gpu_pair_scores(&C.gpu.inv, pair);
+        built = C.gpu.inv.n;
     }
     return pair;
 }
 
 void core_gpu_sched_view(sched_gpu *out)
 {
+    gpu_sched_gpus(&C.gpu.inv, core_mps_available(), out);
     for (int i = 0; i < C.gpu.inv.n; i++)
-        out[i] = (sched_gpu){usable(i), owner[i] == NULL && !core_gpu_hold(i)->scrubbing,
-                             C.gpu.inv.gpu[i].memory_total_mb};
+        out[i].usable = usable(i);
+}
+
+uint64_t core_gpu_held(void)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < C.gpu.inv.n; i++)
+        if (core_gpu_hold(i)->scrubbing)
+            m |= 1ull << i;
+    return m;
+}
+
+uint64_t core_gpu_kind_mask(const json_t *req)
+{
+    const char *type = json_string_value(json_object_get(req, "gpu_type"));
+    int cc = 0;
+    core_gpu_cc_parse(json_string_value(json_object_get(req, "gpu_cc")), &cc);
+    return (type || cc) ? gpu_kind_mask(&C.gpu.inv, type, cc) | (1ull << (SCHED_GPU_MAX - 1)) : 0;
 }
 
 static json_t *grant_json(int i)
@@ -419,27 +544,41 @@ static json_t *grant_json(int i)
                      C.gpu.inv.simulated);
 }
 
-void core_gpu_grant(job *j, uint64_t set)
+int core_gpu_grant(job *j, uint64_t set, jerr *e)
 {
+    bool shared = json_is_true(json_object_get(j->req, "gpu_share"));
+    uint64_t mb = (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
+    for (int i = 0; shared && i < C.gpu.inv.n; i++)
+        if (set >> i & 1 && shared_n[i] == 0 && core_mps_start(i, e) < 0)
+            return -1;
     json_decref(j->gpus);
     j->gpus = json_array();
     for (int i = 0; i < C.gpu.inv.n; i++)
         if (set >> i & 1) {
-            owner[i] = j;
-            json_array_append_new(j->gpus, grant_json(i));
+            json_t *g = grant_json(i);
+            if (shared) {
+                shared_n[i]++;
+                shared_mb[i] += mb;
+                json_object_set_new(g, "shared_mb", json_integer((json_int_t)mb));
+            } else {
+                owner[i] = j;
+            }
+            json_array_append_new(j->gpus, g);
         }
+    j->gpu_set = set;
     char *list = json_dumps(j->gpus, JSON_COMPACT);
-    log_info("job %s: granted %zu GPU%s%s: %s", j->id, json_array_size(j->gpus), json_array_size(j->gpus) == 1 ? "" : "s",
-             C.gpu.inv.simulated ? " (simulated)" : "", list ? list : "");
+    log_info("job %s: granted %zu %sGPU%s%s: %s", j->id, json_array_size(j->gpus), shared ? "shared " : "",
+             json_array_size(j->gpus) == 1 ? "" : "s", C.gpu.inv.simulated ? " (simulated)" : "", list ? list : "");
     free(list);
+    return 0;
 }
 
 /* The explicit devices of a job (gpu_ids, stored as UUIDs) as scheduler bits. A UUID that
  * discovery no longer finds maps to a bit past every GPU, so the job waits rather than run
  * on something else. */
-uint64_t core_gpu_ids_mask(const job *j)
+uint64_t core_gpu_ids_mask(const json_t *req)
 {
-    json_t *ids = json_object_get(j->req, "gpu_ids"), *v;
+    json_t *ids = json_object_get(req, "gpu_ids"), *v;
     uint64_t mask = 0;
     size_t i;
     json_array_foreach(ids, i, v)
@@ -458,6 +597,18 @@ void core_gpu_release(job *j)
             owner[i] = NULL;
             freed |= 1ull << i;
         }
+    if (json_is_true(json_object_get(j->req, "gpu_share")))
+        for (int i = 0; i < C.gpu.inv.n; i++)
+            if (j->gpu_set >> i & 1 && shared_n[i] > 0) {
+                shared_mb[i] -= (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
+                /* the last tenant gone: its MPS server goes, and the GPU is scrubbed like any */
+                if (--shared_n[i] == 0) {
+                    core_mps_stop(i);
+                    freed |= 1ull << i;
+                }
+            }
+    j->gpu_set = 0;
+    j->gpu_mig = 0;
     core_gpu_scrub(freed);
     for (int f = 0; f < GPU_MAX * GPU_MIG_MAX; f++)
         if (mig_owner[f] == j)
@@ -476,57 +627,26 @@ void core_gpu_reclaim(job *j)
         for (int f = 0; uuid && f < nmigs; f++)
             if (strcmp(migs[f].m->uuid, uuid) == 0) {
                 mig_owner[f] = j;
+                j->gpu_mig = f + 1;
                 i = GPU_MAX; /* found, as a MIG device */
             }
         if (i == GPU_MAX)
             continue;
-        if (i < 0)
+        if (i < 0) {
             log_warn("job %s held GPU %s, which discovery no longer finds", j->id, uuid ? uuid : "?");
-        else
+            continue;
+        }
+        j->gpu_set |= 1ull << i;
+        if (json_object_get(g, "shared_mb")) {
+            shared_n[i]++;
+            shared_mb[i] += (uint64_t)json_integer_value(json_object_get(g, "shared_mb"));
+        } else {
             owner[i] = j;
+        }
     }
 }
 
 static const char *core_gpu_owner(int i)
 {
     return i >= 0 && i < GPU_MAX && owner[i] ? owner[i]->id : NULL;
-}
-
-/* Why a queued job has not started, in words, for its status. */
-void core_wait_reason(const job *j, char *out, size_t len)
-{
-    uint64_t count = (uint64_t)json_integer_value(json_object_get(j->req, "gpu_count"));
-    uint64_t mem = (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
-    const char *mig = json_string_value(json_object_get(j->req, "gpu_mig"));
-    out[0] = 0;
-    if (mig) {
-        int total = 0, free_n = 0;
-        sched_mig view[GPU_MAX * GPU_MIG_MAX];
-        size_t n = core_gpu_sched_migs(view, GPU_MAX * GPU_MIG_MAX);
-        int id = mig_profile_id(mig);
-        for (size_t f = 0; f < n; f++)
-            if (view[f].profile == id) {
-                total++;
-                free_n += view[f].free && view[f].usable;
-            }
-        snprintf(out, len, "needs a MIG device %s; %d of %d free", mig, free_n, total);
-    } else if (count) {
-        sched_gpu view[GPU_MAX];
-        core_gpu_sched_view(view);
-        uint32_t q = 0;
-        for (int i = 0; i < C.gpu.inv.n; i++)
-            q += view[i].usable && view[i].free &&
-                 (!mem || (view[i].memory_mb >= 0 && (uint64_t)view[i].memory_mb >= mem));
-        if (json_object_get(j->req, "gpu_ids"))
-            snprintf(out, len, "needs GPUs it named (gpu_ids), not all free");
-        else if (q < count && mem)
-            snprintf(out, len, "needs %llu GPU%s with at least %llu MB each; %u such free", (unsigned long long)count,
-                     count == 1 ? "" : "s", (unsigned long long)mem, q);
-        else if (q < count)
-            snprintf(out, len, "needs %llu GPU%s; %u free", (unsigned long long)count, count == 1 ? "" : "s", q);
-        else
-            snprintf(out, len, "waits behind an earlier GPU job that needs the free GPUs first");
-    }
-    if (!*out && C.cfg.max_running && C.running >= C.cfg.max_running)
-        snprintf(out, len, "waits for room: %u jobs run, jobs.max_running is %u", C.running, C.cfg.max_running);
 }

@@ -10,12 +10,16 @@
 #include "loop.h"
 
 enum job_state {
-    JS_SCHEDULED, JS_QUEUED, JS_RUNNING, JS_STOPPING, JS_STOPPED, JS_COMPLETED, JS_FAILED, JS_CANCELED,
+    JS_SCHEDULED, JS_QUEUED, JS_RUNNING, JS_STOPPING,
+    JS_PREEMPTED,             /* stopped for a job of higher priority; back in the queue as it was */
+    JS_STOPPED, JS_COMPLETED, JS_FAILED, JS_CANCELED,
 };
 
 const char *job_state_name(enum job_state s);
 int job_state_parse(const char *s, enum job_state *out);
 static inline bool job_state_terminal(enum job_state s) { return s >= JS_STOPPED; }
+/* Not started (again) yet: what the scheduler looks at. */
+static inline bool job_state_waiting(enum job_state s) { return s == JS_SCHEDULED || s == JS_QUEUED || s == JS_PREEMPTED; }
 
 struct follower;
 
@@ -46,16 +50,24 @@ typedef struct job {
     char *error;
     job_usage usage;
     json_t *gpus;             /* GPUs granted: [{index, uuid, minor, ...}]; NULL when none */
+    uint64_t gpu_set;         /* the same as scheduler bits, while held */
+    int gpu_mig;              /* flat MIG device index + 1 while held; 0 none */
+    uint32_t preemptions;     /* how many times it was preempted */
+    bool preempting;          /* being stopped to make room: goes back to the queue, not to an end */
     /* Execution, while a shim is alive. */
     pid_t shim_pid;
     uint64_t shim_start;
     pid_t init_pid;
     bool holds_room;          /* counted in C.running */
     uint32_t queue_position;  /* 1-based among jobs waiting for room, set by core_schedule */
+    uint8_t wait_why;         /* enum sched_wait, set by core_schedule */
     watch w_pid;              /* pidfd of the shim: readable when it exits */
     watch w_notify;           /* the shim's start notification */
     struct follower *followers;
     int inotify_wd;
 } job;
+
+/* Waiting for the scheduler: not started, and no shim on its way. */
+static inline bool job_in_queue(const job *j) { return job_state_waiting(j->state) && j->shim_pid == 0; }
 
 #endif

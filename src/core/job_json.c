@@ -69,12 +69,14 @@ json_t *job_to_json(const job *j)
     jx_set_str_or_null(o, "error", j->error);
     json_object_set_new(o, "pid", j->init_pid > 0 ? json_integer(j->init_pid) : json_null());
     json_object_set_new(o, "shim_pid", j->shim_pid > 0 ? json_integer(j->shim_pid) : json_null());
-    uint32_t pos = j->state == JS_QUEUED && !j->shim_pid ? j->queue_position : 0;
+    uint32_t pos = job_in_queue(j) && j->state != JS_SCHEDULED ? j->queue_position : 0;
     json_object_set_new(o, "priority", json_integer(json_integer_value(json_object_get(r, "priority"))));
     json_object_set_new(o, "queue_position", pos ? json_integer(pos) : json_null());
     char why[200] = "";
-    if (j->state == JS_QUEUED && !j->shim_pid)
+    if (job_in_queue(j) && j->state != JS_SCHEDULED)
         core_wait_reason(j, why, sizeof why);
+    json_object_set_new(o, "preemptions", json_integer(j->preemptions));
+    json_object_set_new(o, "preemptible", json_boolean(json_is_true(json_object_get(r, "preemptible"))));
     json_object_set_new(o, "wait_reason", *why ? json_string(why) : json_null());
     job_usage u = j->usage;
     if (j->state == JS_RUNNING || j->state == JS_STOPPING)
@@ -92,5 +94,10 @@ json_t *job_to_json(const job *j)
                                   json_object_get(r, "gpu_caps"), "optional",
                                   json_is_true(json_object_get(r, "gpu_optional")), "degraded",
                                   json_object_get(r, "gpu_degraded"), "mig", json_object_get(r, "gpu_mig")));
+    json_t *gr = json_object_get(o, "gpu_request");
+    json_object_set(gr, "type", json_object_get(r, "gpu_type") ? json_object_get(r, "gpu_type") : json_null());
+    json_object_set(gr, "cc", json_object_get(r, "gpu_cc") ? json_object_get(r, "gpu_cc") : json_null());
+    json_object_set_new(gr, "share", json_boolean(json_is_true(json_object_get(r, "gpu_share"))));
+    json_object_set_new(gr, "cross_numa", json_boolean(!json_is_false(json_object_get(r, "cross_numa"))));
     return o;
 }

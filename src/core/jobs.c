@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 #include "../common/util.h"
@@ -11,8 +12,8 @@
 
 core C;
 
-static const char *const state_names[] = {"SCHEDULED", "QUEUED", "RUNNING", "STOPPING",
-                                          "STOPPED", "COMPLETED", "FAILED", "CANCELED"};
+static const char *const state_names[] = {"SCHEDULED", "QUEUED",    "RUNNING", "STOPPING", "PREEMPTED",
+                                          "STOPPED",   "COMPLETED", "FAILED",  "CANCELED"};
 
 const char *job_state_name(enum job_state s) { return state_names[s]; }
 
@@ -107,6 +108,36 @@ void job_save(job *j)
         log_err("%s", e.msg);
 }
 
+void job_requeue(job *j)
+{
+    if (j->holds_room && C.running > 0)
+        C.running--;
+    j->holds_room = false;
+    core_gpu_release(j);
+    j->state = JS_PREEMPTED;
+    j->preempting = false;
+    j->preemptions++;
+    j->init_pid = 0;
+    j->has_exit = false;
+    j->signal = 0;
+    free(j->signal_name);
+    j->signal_name = NULL;
+    free(j->end_reason);
+    j->end_reason = xstrdup("preempted");
+    j->ended_ms = 0;
+    j->started_ms = 0;
+    /* The next run's shim writes these afresh; /work and the logs carry on (a checkpoint the
+     * job wrote to /work is there when it runs again). */
+    char dir[700], path[760];
+    core_job_dir(j, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/status.json", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/started", dir);
+    unlink(path);
+    job_save(j);
+    log_info("job %s PREEMPTED (run %u ended); waiting in the queue again", j->id, j->preemptions);
+}
+
 void job_finish(job *j, enum job_state st, const char *reason)
 {
     j->state = st;
@@ -133,78 +164,3 @@ void job_finish(job *j, enum job_state st, const char *reason)
     log_info("job %s %s (%s%s)", j->id, job_state_name(st), reason ? reason : "", ec);
 }
 
-/* Builds the scheduler's view: jobs not started yet. */
-static size_t waiting(sched_job **out, job ***map)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < C.njobs; i++)
-        if ((C.jobs[i]->state == JS_SCHEDULED || C.jobs[i]->state == JS_QUEUED) && C.jobs[i]->shim_pid == 0)
-            n++;
-    *out = xcalloc(n, sizeof **out);
-    *map = xcalloc(n, sizeof **map);
-    size_t k = 0;
-    for (size_t i = 0; i < C.njobs; i++) {
-        job *j = C.jobs[i];
-        if ((j->state == JS_SCHEDULED || j->state == JS_QUEUED) && j->shim_pid == 0) {
-            (*out)[k] = (sched_job){j->seq, (int32_t)json_integer_value(json_object_get(j->req, "priority")),
-                                    j->scheduled_ms,
-                                    (uint32_t)json_integer_value(json_object_get(j->req, "gpu_count")),
-                                    (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb")),
-                                    core_gpu_ids_mask(j), core_gpu_mig_profile(j)};
-            (*map)[k++] = j;
-        }
-    }
-    return n;
-}
-
-void core_schedule(void)
-{
-    sched_job *sj;
-    job **map;
-    size_t n = waiting(&sj, &map);
-    size_t *start = xcalloc(n, sizeof *start);
-    uint64_t *sets = xcalloc(n, sizeof *sets);
-    sched_gpu gpus[GPU_MAX];
-    core_gpu_sched_view(gpus);
-    sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-    size_t nmigs = core_gpu_sched_migs(migs, GPU_MAX * GPU_MIG_MAX);
-    int *picks = xcalloc(n, sizeof *picks);
-    sched_input in = {sj, n, now_ms(), C.running, C.cfg.max_running, gpus, (size_t)C.gpu.inv.n, migs, nmigs,
-                      core_gpu_pair_scores(), (int)C.cfg.gpu.strategy};
-    sched_output out = {start, 0, 0, sets, picks};
-    sched_decide(&in, &out);
-    /* Positions are worked out here, once per pass, not every time a job is shown. Jobs
-     * starting now take the first out.nstart places. */
-    uint32_t *pos = xcalloc(n, sizeof *pos);
-    sched_positions(&in, pos);
-    for (size_t i = 0; i < n; i++)
-        map[i]->queue_position = pos[i] > out.nstart ? pos[i] - (uint32_t)out.nstart : 0;
-    free(pos);
-    /* Jobs whose time has come but which wait for room are QUEUED, not SCHEDULED. */
-    for (size_t i = 0; i < n; i++)
-        if (map[i]->state == JS_SCHEDULED && sj[i].not_before_ms <= in.now_ms) {
-            map[i]->state = JS_QUEUED;
-            job_save(map[i]);
-        }
-    for (size_t k = 0; k < out.nstart; k++) {
-        job *j = map[start[k]];
-        jerr e = {0};
-        if (sets[k])
-            core_gpu_grant(j, sets[k]);
-        if (picks[k] >= 0)
-            core_gpu_grant_mig(j, picks[k]);
-        if (launch_job(j, &e) < 0) {
-            log_err("job %s: %s", j->id, e.msg);
-            free(j->error);
-            j->error = xstrdup(e.msg);
-            j->has_exit = false;
-            job_finish(j, JS_FAILED, "start_failed");
-        }
-    }
-    C.sched_wakeup_ms = out.next_wakeup_ms;
-    free(start);
-    free(sets);
-    free(picks);
-    free(sj);
-    free(map);
-}

@@ -186,6 +186,8 @@ int launch_job(job *j, jerr *e)
 {
     char dir[700];
     core_job_dir(j, dir, sizeof dir);
+    if (j->state == JS_PREEMPTED)
+        j->state = JS_QUEUED; /* started again: QUEUED until its command runs, as the first time */
     if (write_spec(j, dir, e) < 0)
         return -1;
     int pfd[2];
@@ -318,7 +320,13 @@ static void finalize(job *j)
         s = JS_COMPLETED;
     /* A shim that is still tidying up is no longer the job's: job_finish records both at once. */
     j->shim_pid = 0;
-    job_finish(j, s, reason);
+    /* Preempted: back in the queue, unless it ended on its own before the stop reached it. */
+    if (j->preempting && !strcmp(reason, "stopped"))
+        job_requeue(j);
+    else {
+        j->preempting = false;
+        job_finish(j, s, reason);
+    }
     json_decref(st);
 }
 
@@ -401,6 +409,22 @@ int launch_stop(job *j, uid_t by, jerr *e)
         j->state = JS_STOPPING;
     job_save(j);
     return 0;
+}
+
+void launch_preempt(job *j, const job *for_job)
+{
+    jerr e = {0};
+    j->preempting = true;
+    if (launch_stop(j, (uid_t)-1, &e) < 0) {
+        j->preempting = false;
+        log_err("job %s: cannot preempt: %s", j->id, e.msg);
+        return;
+    }
+    j->stopped_by = -1;
+    job_save(j);
+    log_info("job %s: preempted for job %s (priority %lld over %lld): stopping, then back in the queue", j->id,
+             for_job ? for_job->id : "?", for_job ? json_integer_value(json_object_get(for_job->req, "priority")) : 0,
+             json_integer_value(json_object_get(j->req, "priority")));
 }
 
 void launch_live_usage(const job *j, job_usage *u)

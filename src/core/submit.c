@@ -21,7 +21,8 @@ static const char *const request_keys[] = {"command", "args", "name", "env", "se
                                            "network", "max_cpu", "max_memory_mb", "max_iobps", "cpu_cores",
                                            "max_runtime_s", "schedule_at", "uploads", "gpu_count",
                                            "gpu_memory_mb", "gpu_all", "gpu_ids", "gpu_caps", "gpu_optional",
-                                           "gpu_mig", "priority", NULL};
+                                           "gpu_mig", "priority", "gpu_type", "gpu_cc", "gpu_share",
+                                           "cross_numa", "preemptible", NULL};
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "target", NULL};
 
 static int check_string(json_t *v, const char *field, size_t maxlen, jerr *e)
@@ -324,6 +325,66 @@ static uid_t job_uid_for(uint64_t seq)
     return (uid_t)(C.cfg.uid_range_start + seq % C.cfg.uid_range_size); /* every uid busy: share */
 }
 
+/* Per-user GPU allocation requests: a token bucket of limits.gpu_requests_per_minute, for the
+ * last users seen (an evicted one starts with a full bucket, which only errs towards allowing). */
+static struct bucket {
+    uid_t uid;
+    double tokens;
+    int64_t at_ms;
+} buckets[256];
+
+static int take_token(uid_t uid, double *wait_s)
+{
+    uint32_t per_min = C.cfg.limits.gpu_requests_per_minute;
+    int64_t now = now_ms();
+    struct bucket *b = NULL, *oldest = &buckets[0];
+    for (size_t i = 0; i < ARRAY_LEN(buckets) && !b; i++) {
+        if (buckets[i].at_ms && buckets[i].uid == uid)
+            b = &buckets[i];
+        else if (buckets[i].at_ms < oldest->at_ms)
+            oldest = &buckets[i];
+    }
+    if (!b) {
+        b = oldest;
+        *b = (struct bucket){uid, per_min, now};
+    }
+    b->tokens += (double)(now - b->at_ms) * per_min / 60000.0;
+    if (b->tokens > per_min)
+        b->tokens = per_min;
+    b->at_ms = now;
+    if (b->tokens < 1) {
+        *wait_s = (1 - b->tokens) * 60.0 / per_min;
+        return -1;
+    }
+    b->tokens -= 1;
+    return 0;
+}
+
+/* limits.*: each refusal names the limit and its value. Checked after validation, so that a
+ * malformed request is told what is wrong with it rather than that it was counted. */
+static int check_user_limits(const json_t *req, uid_t uid, jerr *e)
+{
+    const limits_config *L = &C.cfg.limits;
+    uint64_t gpus = (uint64_t)json_integer_value(json_object_get(req, "gpu_count")) +
+                    (json_object_get(req, "gpu_mig") ? 1 : 0);
+    if (L->max_gpus_per_user && gpus > L->max_gpus_per_user)
+        return jerr_field(e, "gpu_count", "gpu_count: asks for %llu GPUs; limits.max_gpus_per_user is %u",
+                          (unsigned long long)gpus, L->max_gpus_per_user);
+    if (L->max_queued_per_user) {
+        uint32_t waiting = 0;
+        for (size_t i = 0; i < C.njobs; i++)
+            waiting += C.jobs[i]->owner_uid == uid && job_in_queue(C.jobs[i]);
+        if (waiting >= L->max_queued_per_user)
+            return jerr_http(e, 429, "uid %u has %u jobs waiting; limits.max_queued_per_user is %u: wait for some to "
+                                     "start, or cancel some", (unsigned)uid, waiting, L->max_queued_per_user);
+    }
+    double wait_s;
+    if (L->gpu_requests_per_minute && gpus && take_token(uid, &wait_s) < 0)
+        return jerr_http(e, 429, "too many GPU requests: limits.gpu_requests_per_minute is %u for each user; try "
+                                 "again in %.1f s", L->gpu_requests_per_minute, wait_s);
+    return 0;
+}
+
 job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
 {
     if (caller_uid && uid_in_range(caller_uid)) {
@@ -334,7 +395,8 @@ job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
     }
     int64_t sched_ms = 0;
     uint64_t total = 0;
-    if (validate(req, time(NULL), &sched_ms, e) < 0 || check_uploads(req, &total, e) < 0)
+    if (validate(req, time(NULL), &sched_ms, e) < 0 || check_uploads(req, &total, e) < 0 ||
+        check_user_limits(req, caller_uid, e) < 0)
         return NULL;
     job *j = xcalloc(1, sizeof *j);
     uuid_v4(j->id);

@@ -1,65 +1,120 @@
-/* The pure scheduler: given the waiting jobs and the room there is, decide which start now
- * and when to look again. No syscalls, no clock of its own: the caller passes "now". */
+/* The pure scheduler: given the waiting jobs, the running ones and the GPUs, decide which
+ * start now, which are preempted, and what the head of the queue holds. No syscalls, no clock
+ * of its own (the caller passes "now"), deterministic: the daemon, the tests and the simulator
+ * run the same code. docs/scheduler.md tells the rules in words. */
 #ifndef JOBLET_SCHED_H
 #define JOBLET_SCHED_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#define SCHED_GPU_MAX 64
+#define SCHED_MIG_MAX 512
+
+/* What a job asks for. Model and compute-capability filters arrive as gpu_mask: which GPUs
+ * are of the right kind is the caller's knowledge, the choice among them is ours. */
+typedef struct sched_req {
+    uint32_t gpu_count;      /* GPUs, all granted at once or none */
+    uint64_t gpu_memory_mb;  /* exclusive: minimum memory of each; shared: reservation on each */
+    uint64_t gpu_mask;       /* GPUs of the right model / capability; 0 = any */
+    uint64_t gpu_ids;        /* exactly these GPUs (bit i = GPU i); 0 = any gpu_count of them */
+    int shared;              /* MPS: shares GPUs with other shared jobs within their memory */
+    int mig_profile;         /* one MIG device of this profile (an id the caller assigns); -1 none */
+    int single_numa;         /* all its GPUs on one NUMA node */
+    int32_t priority;        /* higher first */
+    int preemptible;         /* may be stopped and re-queued for a job of higher priority */
+    uint32_t user;           /* the owner, for per-user limits */
+    int64_t runtime_ms;      /* upper bound on its run time (max_runtime); 0 = unknown */
+} sched_req;
+
 typedef struct sched_job {
     uint64_t seq;            /* submission order */
-    int32_t priority;        /* higher first */
     int64_t not_before_ms;   /* --schedule time; 0 = now */
-    uint32_t gpu_count;      /* whole GPUs, granted all at once or not at all */
-    uint64_t gpu_memory_mb;  /* minimum memory of each of them; 0 = any */
-    uint64_t gpu_ids;        /* exactly these GPUs (bit i = GPU i); 0 = any gpu_count of them */
-    int mig_profile;         /* one MIG device of this profile (an id the caller assigns); -1 none */
+    sched_req r;
 } sched_job;
+
+/* A job holding room now. */
+typedef struct sched_running {
+    uint64_t seq;
+    sched_req r;
+    uint64_t gpus;           /* GPUs it holds (whole, or shared with r.gpu_memory_mb on each) */
+    int mig;                 /* index into migs; -1 none */
+    int64_t end_ms;          /* when it ends at the latest (start + runtime); 0 = unknown */
+    int stopping;            /* on its way out (stopped, preempted): its room is coming back */
+} sched_running;
 
 /* One MIG device (a compute instance of a GPU in MIG mode): an allocatable unit of its own. */
 typedef struct sched_mig {
     int profile;             /* the caller's id for "1g.10gb", ... */
-    int free;
     int usable;
 } sched_mig;
 
-/* One GPU as the scheduler sees it. */
+/* One GPU as the scheduler sees it; who holds it comes from the running jobs. */
 typedef struct sched_gpu {
     int usable;              /* healthy and known well enough to hand out */
-    int free;                /* no job holds it */
+    int closed;              /* takes no new jobs for now (draining, too hot) */
     int64_t memory_mb;       /* total; -1 unknown (then it satisfies no memory request) */
+    int numa;                /* NUMA node; -1 unknown */
+    int mps;                 /* can be shared through MPS */
 } sched_gpu;
-
-#define SCHED_GPU_MAX 64
 
 typedef struct sched_input {
     const sched_job *jobs;   /* jobs that have not started, any order */
     size_t n;
+    const sched_running *running;
+    size_t nrunning;
     int64_t now_ms;
-    uint32_t running;        /* jobs holding room now */
     uint32_t max_running;    /* 0 = no limit */
+    uint32_t max_gpus_per_user; /* GPUs (or MIG devices) one user may hold at once; 0 = no limit */
     const sched_gpu *gpus;   /* by index */
     size_t ngpus;
+    uint64_t held;           /* GPUs out of use for now without a job (scrubbing, resetting) */
     const sched_mig *migs;
     size_t nmigs;
     const int *gpu_pair;     /* ngpus x ngpus placement scores (placement.h); NULL: lowest indexes */
     int strategy;            /* enum placement_strategy */
 } sched_input;
 
+/* Why a job that has not started waits. */
+enum sched_wait {
+    SW_STARTS,               /* it starts now */
+    SW_SCHEDULED,            /* its --schedule time has not come */
+    SW_MAX_RUNNING,          /* jobs.max_running jobs run */
+    SW_USER_LIMIT,           /* its owner holds max_gpus_per_user GPUs */
+    SW_HEAD,                 /* first in line: too few free GPUs; the room it needs is reserved */
+    SW_PREEMPTING,           /* first in line: lower-priority jobs are being stopped for it */
+    SW_RESERVED,             /* would fit, but only on room reserved for the head */
+    SW_NO_ROOM,              /* too few free GPUs, behind the head */
+    SW_UNPLACEABLE,          /* too few usable GPUs of its kind even if all were free (one is
+                              * degraded or offline): waits for one to come back, blocking none */
+};
+
 typedef struct sched_output {
     size_t *start;           /* indexes into jobs[], in start order; caller provides n slots */
     size_t nstart;
-    int64_t next_wakeup_ms;  /* earliest not_before still in the future; 0 = none */
     uint64_t *gpu_sets;      /* per start entry: bit i = GPU i granted; caller provides n slots */
     int *mig_picks;          /* per start entry: index into migs, -1 none; caller provides n slots */
+    size_t *preempt;         /* indexes into running[] to stop now; caller provides nrunning slots */
+    size_t npreempt;
+    int64_t next_wakeup_ms;  /* earliest not_before still in the future; 0 = none */
+    long head;               /* index into jobs[] of the job the reservation is for; -1 none */
+    uint64_t reserved;       /* GPUs reserved for the head (free now or freed by shadow_ms) */
+    int64_t shadow_ms;       /* when the head will fit at the latest; 0 unknown */
+    uint8_t *why;            /* per job: enum sched_wait; caller provides n slots, or NULL */
+    uint32_t *position;      /* per job: 1-based place among those left waiting, 0 = starts now
+                              * or waits for its time; caller provides n slots, or NULL */
 } sched_output;
 
 void sched_decide(const sched_input *in, sched_output *out);
-/* 1-based position of jobs[i] among the eligible waiting jobs in start order (0 when it is
- * still waiting for its scheduled time). positions has n slots. */
-void sched_positions(const sched_input *in, uint32_t *positions);
-/* Whether a request could ever be met on these GPUs if all were free: 0 yes; otherwise the
- * number of GPUs that would qualify (fewer than asked). */
-int sched_gpu_feasible(const sched_gpu *gpus, size_t ngpus, uint32_t count, uint64_t memory_mb, uint32_t *qualify);
+
+/* Whether a request fits these GPUs when they are all free and open: 0 yes, -1 never. */
+int sched_feasible(const sched_input *in, const sched_req *r);
+
+/* Whether a request fits now beside the running jobs, ignoring any reservation: 0 and the set
+ * (and MIG pick) it would get, or -1. */
+int sched_fits_now(const sched_input *in, const sched_req *r, uint64_t *set, int *mig);
+
+/* Whether a job's GPU (or MIG) holdings would fit, all free: for tests and checkers. */
+int sched_qualifies(const sched_gpu *g, const sched_req *r);
 
 #endif

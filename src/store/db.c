@@ -28,6 +28,9 @@ static const char *const migrations[] = {
     "CREATE INDEX jobs_state ON jobs(state);",
     /* 2: the GPUs a job holds or held (JSON list), kept after it ends for its history */
     "ALTER TABLE jobs ADD COLUMN gpus TEXT;",
+    /* 3: preemption: how many times, and whether the stop under way puts it back in the queue */
+    "ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN preempting INTEGER NOT NULL DEFAULT 0;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -77,7 +80,7 @@ static int migrate(db *d, jerr *e)
 
 static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid, request, created_ms, scheduled_ms,"
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
-                          " usage, shim_pid, shim_start, init_pid, gpus";
+                          " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting";
 
 db *db_open(const char *path, jerr *e)
 {
@@ -97,11 +100,11 @@ db *db_open(const char *path, jerr *e)
         migrate(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
-                      " shim_start=?22, init_pid=?23, gpus=?24 WHERE id=?1 AND seq=?2";
+                      " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -191,6 +194,8 @@ static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
     bind_opt_i64(st, 23, j->init_pid, j->init_pid > 0);
     char *gpus = j->gpus && json_array_size(j->gpus) ? json_dumps(j->gpus, JSON_COMPACT) : NULL;
     bind_text(st, 24, gpus);
+    sqlite3_bind_int64(st, 25, j->preemptions);
+    sqlite3_bind_int(st, 26, j->preempting);
     int rc = sqlite3_step(st);
     free(gpus);
     free(req);
@@ -270,6 +275,8 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
         j->init_pid = (pid_t)sqlite3_column_int64(st, 22);
         if (sqlite3_column_type(st, 23) != SQLITE_NULL)
             j->gpus = json_loads((const char *)sqlite3_column_text(st, 23), 0, NULL);
+        j->preemptions = (uint32_t)sqlite3_column_int64(st, 24);
+        j->preempting = sqlite3_column_int(st, 25) != 0;
         j->w_pid.fd = -1;
         j->w_notify.fd = -1;
         j->inotify_wd = -1;

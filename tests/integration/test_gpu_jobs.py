@@ -27,7 +27,8 @@ def test_simulated_job_gets_its_gpus_labelled(fresh_daemon):
     assert [g["index"] for g in job["gpus"]] == [0, 1]
     assert all(g["simulated"] for g in job["gpus"])
     assert job["gpu_request"] == {"count": 2, "memory_mb": None, "ids": None, "all": False, "caps": None,
-                                  "optional": False, "degraded": None, "mig": None}
+                                  "optional": False, "degraded": None, "mig": None, "type": None, "cc": None,
+                                  "share": False, "cross_numa": True}
     st = d.rnx("job", "status", job["id"], check=True).stdout
     assert "GPUs:           [0, 1] (2 GPUs allocated)" in st
     assert st.count("[simulated]") == 2
@@ -45,7 +46,7 @@ def test_gang_allocation_waits_and_never_oversubscribes(fresh_daemon):
     assert d.wait(c)["status"] == "COMPLETED"
     jb = d.job(b)
     assert jb["status"] == "QUEUED" and jb["gpus"] == [] and jb["queue_position"] == 1
-    assert jb["wait_reason"] == "needs 4 GPUs; 2 free"
+    assert jb["wait_reason"] == "needs 4 GPUs; 2 free; first in line: GPUs 6,7 are reserved for it"
     assert "Waiting:        needs 4 GPUs; 2 free" in d.rnx("job", "status", b, check=True).stdout
     held = {g["index"] for g in d.job(a)["gpus"]}
     assert len(held) == 6

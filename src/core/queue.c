@@ -1,0 +1,258 @@
+/* The queue: the daemon's jobs and GPUs as the pure scheduler's input, its decisions carried
+ * out (starts, preemptions), and why a job waits, in words. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../gpu/sched_view.h"
+#include "../sched/sched.h"
+#include "core.h"
+
+/* What the last pass decided for the head of the queue, for wait reasons. */
+static struct {
+    char head[37];
+    uint64_t reserved;
+    int64_t shadow_ms;
+    size_t npreempt;
+} Q;
+
+void core_sched_req_json(const json_t *q, uid_t owner, sched_req *r)
+{
+    *r = (sched_req){0};
+    r->gpu_count = (uint32_t)json_integer_value(json_object_get(q, "gpu_count"));
+    r->gpu_memory_mb = (uint64_t)json_integer_value(json_object_get(q, "gpu_memory_mb"));
+    r->gpu_mask = core_gpu_kind_mask(q);
+    r->gpu_ids = core_gpu_ids_mask(q);
+    r->shared = json_is_true(json_object_get(q, "gpu_share"));
+    r->mig_profile = core_gpu_mig_profile(q);
+    r->single_numa = json_is_false(json_object_get(q, "cross_numa"));
+    r->priority = (int32_t)json_integer_value(json_object_get(q, "priority"));
+    r->preemptible = json_is_true(json_object_get(q, "preemptible"));
+    r->user = (uint32_t)owner;
+    r->runtime_ms = (int64_t)json_integer_value(json_object_get(q, "max_runtime_s")) * 1000;
+}
+
+void core_sched_req(const job *j, sched_req *r) { core_sched_req_json(j->req, j->owner_uid, r); }
+
+/* Everything but the queue: the GPUs, the jobs holding room, the configuration. The arrays
+ * are the caller's (GPU_MAX gpus, GPU_MAX * GPU_MIG_MAX migs, C.njobs running). */
+void core_sched_base(sched_input *in, sched_gpu *gpus, sched_mig *migs, sched_running *run, job **runmap)
+{
+    int64_t now = now_ms();
+    size_t nr = 0;
+    for (size_t i = 0; i < C.njobs; i++) {
+        job *j = C.jobs[i];
+        if (!j->holds_room)
+            continue;
+        sched_running *x = &run[nr];
+        *x = (sched_running){.seq = j->seq, .gpus = j->gpu_set, .mig = j->gpu_mig - 1};
+        core_sched_req(j, &x->r);
+        if (x->r.runtime_ms)
+            x->end_ms = (j->started_ms ? j->started_ms : now) + x->r.runtime_ms;
+        x->stopping = j->state == JS_STOPPING || j->preempting;
+        if (runmap)
+            runmap[nr] = j;
+        nr++;
+    }
+    core_gpu_sched_view(gpus);
+    *in = (sched_input){.running = run,
+                        .nrunning = nr,
+                        .now_ms = now,
+                        .max_running = C.cfg.max_running,
+                        .max_gpus_per_user = C.cfg.limits.max_gpus_per_user,
+                        .gpus = gpus,
+                        .ngpus = (size_t)C.gpu.inv.n,
+                        .held = core_gpu_held(),
+                        .migs = migs,
+                        .nmigs = core_gpu_sched_migs(migs, GPU_MAX * GPU_MIG_MAX),
+                        .gpu_pair = core_gpu_pair_scores(),
+                        .strategy = (int)C.cfg.gpu.strategy};
+}
+
+void core_schedule(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < C.njobs; i++)
+        n += job_in_queue(C.jobs[i]);
+    sched_job *sj = xcalloc(n + 1, sizeof *sj);
+    job **map = xcalloc(n + 1, sizeof *map);
+    size_t k = 0;
+    for (size_t i = 0; i < C.njobs; i++) {
+        job *j = C.jobs[i];
+        if (!job_in_queue(j))
+            continue;
+        sj[k] = (sched_job){.seq = j->seq, .not_before_ms = j->scheduled_ms};
+        core_sched_req(j, &sj[k].r);
+        map[k++] = j;
+    }
+    sched_gpu gpus[GPU_MAX];
+    sched_mig migs[GPU_MAX * GPU_MIG_MAX];
+    sched_running *run = xcalloc(C.njobs + 1, sizeof *run);
+    job **runmap = xcalloc(C.njobs + 1, sizeof *runmap);
+    sched_input in;
+    core_sched_base(&in, gpus, migs, run, runmap);
+    in.jobs = sj;
+    in.n = n;
+    size_t *start = xcalloc(n + 1, sizeof *start), *preempt = xcalloc(in.nrunning + 1, sizeof *preempt);
+    uint64_t *sets = xcalloc(n + 1, sizeof *sets);
+    int *picks = xcalloc(n + 1, sizeof *picks);
+    uint8_t *why = xcalloc(n + 1, 1);
+    uint32_t *pos = xcalloc(n + 1, sizeof *pos);
+    sched_output out = {.start = start, .gpu_sets = sets, .mig_picks = picks, .preempt = preempt, .why = why,
+                        .position = pos};
+    sched_decide(&in, &out);
+    for (size_t i = 0; i < n; i++) {
+        map[i]->queue_position = pos[i];
+        map[i]->wait_why = why[i];
+        /* Jobs whose time has come but which wait for room are QUEUED, not SCHEDULED. */
+        if (map[i]->state == JS_SCHEDULED && sj[i].not_before_ms <= in.now_ms) {
+            map[i]->state = JS_QUEUED;
+            job_save(map[i]);
+        }
+    }
+    snprintf(Q.head, sizeof Q.head, "%s", out.head >= 0 ? map[out.head]->id : "");
+    Q.reserved = out.reserved;
+    Q.shadow_ms = out.shadow_ms;
+    Q.npreempt = out.npreempt;
+    for (size_t v = 0; v < out.npreempt; v++)
+        launch_preempt(runmap[preempt[v]], out.head >= 0 ? map[out.head] : NULL);
+    for (k = 0; k < out.nstart; k++) {
+        job *j = map[start[k]];
+        jerr e = {0};
+        if ((sets[k] && core_gpu_grant(j, sets[k], &e) < 0) || (picks[k] >= 0 && (core_gpu_grant_mig(j, picks[k]), 0)) ||
+            launch_job(j, &e) < 0) {
+            log_err("job %s: %s", j->id, e.msg);
+            free(j->error);
+            j->error = xstrdup(e.msg);
+            j->has_exit = false;
+            job_finish(j, JS_FAILED, "start_failed");
+        }
+    }
+    C.sched_wakeup_ms = out.next_wakeup_ms;
+    free(start), free(preempt), free(sets), free(picks), free(why), free(pos);
+    free(sj), free(map), free(run), free(runmap);
+}
+
+/* "2 GPUs with at least 40960 MB each, of type H100, on one NUMA node" */
+static void describe_need(const job *j, const sched_req *r, char *out, size_t len)
+{
+    const char *mig = json_string_value(json_object_get(j->req, "gpu_mig"));
+    if (mig) {
+        snprintf(out, len, "a MIG device %s", mig);
+        return;
+    }
+    size_t l = (size_t)snprintf(out, len, "%u %sGPU%s", r->gpu_count, r->shared ? "shared " : "",
+                                r->gpu_count == 1 ? "" : "s");
+    const char *type = json_string_value(json_object_get(j->req, "gpu_type"));
+    const char *cc = json_string_value(json_object_get(j->req, "gpu_cc"));
+    if (r->gpu_memory_mb && l < len)
+        l += (size_t)snprintf(out + l, len - l, r->shared ? " with %llu MB free on each" : " with at least %llu MB each",
+                              (unsigned long long)r->gpu_memory_mb);
+    if (type && l < len)
+        l += (size_t)snprintf(out + l, len - l, " of type %s", type);
+    if (cc && l < len)
+        l += (size_t)snprintf(out + l, len - l, " with compute capability %s or more", cc);
+    if (r->gpu_ids && l < len)
+        l += (size_t)snprintf(out + l, len - l, " (the ones it named)");
+    if (r->single_numa && l < len)
+        snprintf(out + l, len - l, " on one NUMA node");
+}
+
+/* How many GPUs (or MIG devices) this request could take now, one by one. */
+static unsigned free_for(const sched_input *in, const sched_req *r)
+{
+    sched_req one = *r;
+    unsigned n = 0;
+    if (r->mig_profile >= 0) {
+        for (size_t d = 0; d < in->nmigs; d++) {
+            int busy = 0;
+            for (size_t k = 0; k < in->nrunning; k++)
+                busy |= in->running[k].mig == (int)d;
+            n += in->migs[d].profile == r->mig_profile && in->migs[d].usable && !busy;
+        }
+        return n;
+    }
+    one.gpu_count = 1;
+    one.single_numa = 0;
+    for (size_t g = 0; g < in->ngpus; g++) {
+        one.gpu_ids = 1ull << g;
+        if ((!r->gpu_ids || r->gpu_ids >> g & 1) && (!r->gpu_mask || r->gpu_mask >> g & 1)) {
+            uint64_t set;
+            int mig;
+            n += sched_fits_now(in, &one, &set, &mig) == 0;
+        }
+    }
+    return n;
+}
+
+static void list_gpus(uint64_t set, char *out, size_t len)
+{
+    size_t l = 0;
+    out[0] = 0;
+    for (int g = 0; g < SCHED_GPU_MAX && l < len; g++)
+        if (set >> g & 1)
+            l += (size_t)snprintf(out + l, len - l, "%s%d", l ? "," : "", g);
+}
+
+void core_wait_reason(const job *j, char *out, size_t len)
+{
+    out[0] = 0;
+    sched_req r;
+    core_sched_req(j, &r);
+    char need[200], gl[100], when[64] = "";
+    describe_need(j, &r, need, sizeof need);
+    if (Q.shadow_ms > 0) {
+        time_t t = (time_t)(Q.shadow_ms / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof when, " by %Y-%m-%dT%H:%M:%SZ at the latest", &tm);
+    }
+    list_gpus(Q.reserved, gl, sizeof gl);
+    sched_gpu gpus[GPU_MAX];
+    sched_mig migs[GPU_MAX * GPU_MIG_MAX];
+    sched_running *run = xcalloc(C.njobs + 1, sizeof *run);
+    sched_input in;
+    core_sched_base(&in, gpus, migs, run, NULL);
+    unsigned nfree = free_for(&in, &r);
+    switch ((enum sched_wait)j->wait_why) {
+    case SW_STARTS:
+    case SW_SCHEDULED: break;
+    case SW_MAX_RUNNING:
+        snprintf(out, len, "waits for room: %u jobs run, jobs.max_running is %u", C.running, C.cfg.max_running);
+        break;
+    case SW_USER_LIMIT: {
+        uint64_t held = 0;
+        for (size_t k = 0; k < in.nrunning; k++)
+            if (run[k].r.user == r.user)
+                held += run[k].mig >= 0 ? 1 : (uint64_t)__builtin_popcountll(run[k].gpus);
+        snprintf(out, len, "needs %s; its owner's jobs hold %llu GPU%s and limits.max_gpus_per_user is %u", need,
+                 (unsigned long long)held, held == 1 ? "" : "s", C.cfg.limits.max_gpus_per_user);
+        break;
+    }
+    case SW_HEAD:
+        snprintf(out, len, "needs %s; %u free; first in line%s%s%s", need, nfree, *gl ? ": GPUs " : "", gl,
+                 *gl ? " are reserved for it" : "");
+        if (*when && strlen(out) < len)
+            snprintf(out + strlen(out), len - strlen(out), ", which has room for it%s", when);
+        break;
+    case SW_PREEMPTING:
+        snprintf(out, len, "needs %s; first in line: lower-priority preemptible jobs are being stopped for it", need);
+        break;
+    case SW_RESERVED:
+        snprintf(out, len, "needs %s; it would fit, but only on GPUs %s reserved for job %.8s, first in line%s", need,
+                 gl, Q.head, r.runtime_ms ? " (it could still run when that job's room comes)" :
+                                            " (a job with --max-runtime that ends in time may use them meanwhile)");
+        break;
+    case SW_NO_ROOM:
+        snprintf(out, len, "needs %s; %u free; behind job %.8s, first in line", need, nfree, Q.head);
+        break;
+    case SW_UNPLACEABLE:
+        snprintf(out, len, "needs %s; too few such GPUs are usable now (rnx gpu list shows which are degraded or "
+                           "offline)", need);
+        break;
+    }
+    free(run);
+}
