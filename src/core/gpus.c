@@ -181,8 +181,9 @@ size_t core_gpu_sched_migs(sched_mig *out, size_t max)
     size_t n = 0;
     for (; n < (size_t)nmigs && n < max; n++) {
         const struct mig_slot *x = &migs[n];
-        out[n] = (sched_mig){x->profile, !*C.gpu.inv.gpu[x->gpu].problem && x->m->gi_cap_minor >= 0 &&
-                                             x->m->ci_cap_minor >= 0};
+        /* a simulated machine has no capability nodes to give; a real one must */
+        out[n] = (sched_mig){x->profile, !*C.gpu.inv.gpu[x->gpu].problem &&
+                                             (C.gpu.inv.simulated || (x->m->gi_cap_minor >= 0 && x->m->ci_cap_minor >= 0))};
     }
     return n;
 }
@@ -390,12 +391,11 @@ int core_gpu_validate(json_t *req, jerr *e)
         if (env_says_no_gpu(req))
             return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES asks for no GPU, but the job also asks for a "
                                         "MIG device; drop one of the two");
-        if (check_sched_fields(req, true, mem, e) < 0)
-            return -1;
-        if (json_is_true(json_object_get(req, "gpu_share")) || json_object_get(req, "gpu_type") ||
-            json_object_get(req, "gpu_cc"))
+        if (json_object_get(req, "gpu_share") || json_object_get(req, "gpu_type") || json_object_get(req, "gpu_cc"))
             return jerr_field(e, "gpu_mig", "gpu_mig: a MIG device is its own slice of a GPU; do not also give "
                                             "gpu_share, gpu_type or gpu_cc");
+        if (check_sched_fields(req, true, mem, e) < 0)
+            return -1;
         if (mig_profile_id(mig) < 0) {
             char have[300] = "";
             for (int f = 0; f < nmigs; f++) {

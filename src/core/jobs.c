@@ -114,6 +114,8 @@ void job_requeue(job *j)
         C.running--;
     j->holds_room = false;
     core_gpu_release(j);
+    json_decref(j->gpus); /* it holds none while it waits; the log keeps what it had */
+    j->gpus = NULL;
     j->state = JS_PREEMPTED;
     j->preempting = false;
     j->preemptions++;

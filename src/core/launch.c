@@ -246,7 +246,9 @@ static void on_notify(watch *w, uint32_t events)
             long long ms;
             if (sscanf(line, "S %d %lld", &pid, &ms) == 2)
                 mark_running(j, pid, ms);
-            else if (!strcmp(line, "E") && !job_state_terminal(j->state)) {
+            else if (!strcmp(line, "E") && !job_state_terminal(j->state) && !j->preempting) {
+                /* (a preempted job waits for its shim to be gone, cgroups and all, before it
+                 * goes back to the queue: its next run reuses the same names) */
                 finalize(j);
                 core_schedule();
             }
