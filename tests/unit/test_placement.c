@@ -2,8 +2,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 
+#include "gpu/gpu.h"
+#include "gpu/sched_view.h"
 #include "sched/placement.h"
 
 /* DGX-1 (V100) hybrid cube-mesh: NVLink counts; 0-3 on one socket, 4-7 on the other. */
@@ -105,6 +109,114 @@ static void test_strategies(void **state)
     assert_int_equal(placement_strategy_parse("random"), -1);
 }
 
+/* The fixture machines, with the pair scores the daemon derives from their inventories. */
+static const char *const fixtures[] = {"dgx-h100", "dgx1-v100", "a100-pcie-4", "a100-mig", "mixed", "no-gpu", "broken-driver"};
+
+static int load_fixture(const char *name, gpu_inventory *inv)
+{
+    gpu_config c;
+    gpu_config_defaults(&c);
+    snprintf(c.fixture, sizeof c.fixture, "%s/%s/machine.json", JOBLET_FIXTURES, name);
+    snprintf(c.proc_root, sizeof c.proc_root, "%s/%s/proc", JOBLET_FIXTURES, name);
+    memset(inv, 0, sizeof *inv);
+    jerr e = {0};
+    if (gpu_backend_fixture(&c, inv, &e) < 0) {
+        print_error("%s: %s\n", name, e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Best score over every subset of exactly count GPUs among cand: a plain recursion over the
+ * GPUs, nothing shared with placement.c but placement_score. */
+static long brute_rec(const int *pair, size_t n, uint64_t cand, unsigned count, size_t i, uint64_t set)
+{
+    if ((unsigned)__builtin_popcountll(set) == count)
+        return placement_score(pair, n, set);
+    if (i == n)
+        return -1;
+    long a = -1, b;
+    if (cand >> i & 1)
+        a = brute_rec(pair, n, cand, count, i + 1, set | 1ull << i);
+    b = brute_rec(pair, n, cand, count, i + 1, set);
+    return a > b ? a : b;
+}
+
+static void check_best(const int *pair, size_t n, uint64_t busy, unsigned count)
+{
+    uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1, cand = all & ~busy, set = 0;
+    int rc = placement_best(pair, n, cand, busy, PLACE_TOPOLOGY, count, &set);
+    if ((unsigned)__builtin_popcountll(cand) < count) {
+        assert_int_equal(rc, -1);
+        return;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(set & ~cand, 0);
+    assert_int_equal(__builtin_popcountll(set), count);
+    long got = placement_score(pair, n, set), want = brute_rec(pair, n, cand, count, 0, 0);
+    if (got != want)
+        print_error("n=%zu busy=%#llx count=%u: set %#llx scores %ld, best is %ld\n", n, (unsigned long long)busy,
+                    count, (unsigned long long)set, got, want);
+    assert_int_equal(got, want);
+}
+
+/* Every request size and every pattern of busy GPUs: all of them up to 8 GPUs; beyond, every
+ * pattern of at most two busy GPUs and 500 random ones. */
+static void check_machine(const int *pair, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            assert_int_equal(pair[i * n + j], pair[j * n + i]);
+    if (n <= 8) {
+        for (uint64_t busy = 0; busy < (1ull << n); busy++)
+            for (unsigned count = 1; count <= n; count++)
+                check_best(pair, n, busy, count);
+        return;
+    }
+    for (size_t a = 0; a <= n; a++)
+        for (size_t b = a; b <= n; b++) {
+            uint64_t busy = (a < n ? 1ull << a : 0) | (b < n ? 1ull << b : 0);
+            for (unsigned count = 1; count <= n; count++)
+                check_best(pair, n, busy, count);
+        }
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int k = 0; k < 500; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        check_best(pair, n, x & ((1ull << n) - 1), 1 + (unsigned)(x >> 40) % (unsigned)n);
+    }
+}
+
+/* For every fixture machine with GPUs, with the pair scores the daemon derives from its
+ * inventory, the topology strategy's set scores as high as the best subset there is. */
+static void test_fixtures_optimal_against_brute_force(void **state)
+{
+    static gpu_inventory inv;
+    static int pair[GPU_MAX * GPU_MAX];
+    int machines = 0;
+    for (size_t f = 0; f < sizeof fixtures / sizeof *fixtures; f++) {
+        assert_int_equal(load_fixture(fixtures[f], &inv), 0);
+        if (inv.n == 0)
+            continue;
+        machines++;
+        gpu_pair_scores(&inv, pair);
+        check_machine(pair, (size_t)inv.n);
+    }
+    assert_int_equal(machines, 6); /* all but no-gpu */
+}
+
+/* No fixture has more than 8 GPUs: a 12-GPU machine (three NVLinked groups of four, two
+ * sockets) takes the bounded patterns. */
+static void test_twelve_optimal_against_brute_force(void **state)
+{
+    int pair[144];
+    for (int i = 0; i < 12; i++)
+        for (int j = 0; j < 12; j++)
+            pair[i * 12 + j] = i == j ? 0
+                                      : placement_pair_score(i / 4 == j / 4 ? 2 + (i ^ j) % 2 : 0,
+                                                             i / 6 == j / 6 ? 20 : 50, i / 6 == j / 6);
+    check_machine(pair, 12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -112,6 +224,8 @@ int main(void)
         cmocka_unit_test(test_optimal_against_brute_force),
         cmocka_unit_test(test_greedy_beyond_sixteen),
         cmocka_unit_test(test_strategies),
+        cmocka_unit_test(test_fixtures_optimal_against_brute_force),
+        cmocka_unit_test(test_twelve_optimal_against_brute_force),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
