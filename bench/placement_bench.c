@@ -27,25 +27,38 @@ static void run(int ngpus, int passes)
     int *pair = calloc((size_t)ngpus * ngpus, sizeof *pair);
     sched_gpu gpus[64];
     int group = ngpus >= 16 ? 8 : 4;
+    enum { NJOBS = 1000 };
+    static sched_running running[64];
+    size_t nrunning = 0;
     for (int i = 0; i < ngpus; i++) {
-        gpus[i] = (sched_gpu){1, (i * 7) % 3 != 0, 81920}; /* about a third busy, scattered */
+        gpus[i] = (sched_gpu){.usable = 1, .memory_mb = 81920, .numa = i < ngpus / 2 ? 0 : 1, .mps = 1};
         for (int j = 0; j < ngpus; j++)
             pair[i * ngpus + j] = i == j ? 0
                                          : placement_pair_score(i / group == j / group ? 2 : 0,
                                                                 (i < ngpus / 2) == (j < ngpus / 2) ? 40 : 50,
                                                                 (i < ngpus / 2) == (j < ngpus / 2));
+        /* about a third busy, scattered, each by a one-GPU job; half of them with a known end */
+        if ((i * 7) % 3 == 0)
+            running[nrunning++] = (sched_running){.seq = (uint64_t)i + 1, .r = {.gpu_count = 1, .mig_profile = -1},
+                                                  .gpus = 1ull << i, .mig = -1, .end_ms = i % 2 ? 5000 + i : 0};
     }
-    enum { NJOBS = 1000 };
     static sched_job jobs[NJOBS];
-    static size_t start[NJOBS];
+    static size_t start[NJOBS], preempt[64];
     static uint64_t sets[NJOBS];
     static int picks[NJOBS];
+    static uint8_t why[NJOBS];
+    static uint32_t pos[NJOBS];
+    /* a mixed queue: sizes 1..n/2, priorities, some with run-time limits (backfill candidates) */
     for (int k = 0; k < NJOBS; k++)
-        jobs[k] = (sched_job){(uint64_t)k + 1, k % 5, 0, (uint32_t)(1 + k % (ngpus / 2)), 0, 0, -1};
+        jobs[k] = (sched_job){.seq = (uint64_t)k + 100,
+                              .r = {.gpu_count = (uint32_t)(1 + k % (ngpus / 2)), .mig_profile = -1, .priority = k % 5,
+                                    .runtime_ms = k % 3 ? 0 : 1000 * (1 + k % 7), .user = (uint32_t)(k % 10)}};
     double *t = malloc(sizeof *t * (size_t)passes);
     for (int p = 0; p < passes; p++) {
-        sched_input in = {jobs, NJOBS, 1000, 0, 0, gpus, (size_t)ngpus, NULL, 0, pair, PLACE_TOPOLOGY};
-        sched_output out = {start, 0, 0, sets, picks};
+        sched_input in = {.jobs = jobs, .n = NJOBS, .running = running, .nrunning = nrunning, .now_ms = 1000,
+                          .gpus = gpus, .ngpus = (size_t)ngpus, .gpu_pair = pair, .strategy = PLACE_TOPOLOGY};
+        sched_output out = {.start = start, .gpu_sets = sets, .mig_picks = picks, .preempt = preempt, .why = why,
+                            .position = pos};
         double t0 = now_us();
         sched_decide(&in, &out);
         t[p] = now_us() - t0;

@@ -153,6 +153,42 @@ static long long set_rank(const sched_input *in, uint64_t set)
     return in->gpu_pair ? placement_score(in->gpu_pair, ngpus_of(in), set) : 0;
 }
 
+/* Whether some set of candidates fits r at all: counting, not placing, which is what most of a
+ * long queue needs to know (the best set costs a search). */
+static int any_fit(const sched_input *in, const sched_req *r, uint64_t cand)
+{
+    if (r->gpu_ids)
+        return (cand & r->gpu_ids) == r->gpu_ids;
+    if (!r->single_numa)
+        return (unsigned)__builtin_popcountll(cand) >= r->gpu_count;
+    for (size_t g = 0; g < ngpus_of(in); g++) {
+        if (!(cand >> g & 1) || in->gpus[g].numa < 0)
+            continue;
+        unsigned k = 0;
+        for (size_t h = 0; h < ngpus_of(in); h++)
+            k += cand >> h & 1 && in->gpus[h].numa == in->gpus[g].numa;
+        if (k >= r->gpu_count)
+            return 1;
+    }
+    return 0;
+}
+
+static int mig_pick(const sched_input *in, const room *R, const sched_req *r, int avoid_mig)
+{
+    for (size_t d = 0; d < nmigs_of(in); d++)
+        if (in->migs[d].profile == r->mig_profile && in->migs[d].usable && !R->mig_busy[d] && (int)d != avoid_mig)
+            return (int)d;
+    return -1;
+}
+
+/* Whether r fits room R without touching avoid / avoid_mig, without choosing where. */
+static int fits(const sched_input *in, const room *R, const sched_req *r, uint64_t avoid, int avoid_mig)
+{
+    if (r->mig_profile >= 0)
+        return mig_pick(in, R, r, avoid_mig) >= 0;
+    return !r->gpu_count || any_fit(in, r, candidates(in, R, r, avoid));
+}
+
 /* Where request r would go in room R without touching avoid (GPUs) or avoid_mig: 0 and the
  * set / MIG device, or -1. */
 static int place(const sched_input *in, const room *R, const sched_req *r, uint64_t avoid, int avoid_mig,
@@ -160,17 +196,13 @@ static int place(const sched_input *in, const room *R, const sched_req *r, uint6
 {
     *set = 0;
     *mig = -1;
-    if (r->mig_profile >= 0) {
-        for (size_t d = 0; d < nmigs_of(in); d++)
-            if (in->migs[d].profile == r->mig_profile && in->migs[d].usable && !R->mig_busy[d] && (int)d != avoid_mig) {
-                *mig = (int)d;
-                return 0;
-            }
-        return -1;
-    }
+    if (r->mig_profile >= 0)
+        return (*mig = mig_pick(in, R, r, avoid_mig)) >= 0 ? 0 : -1;
     if (!r->gpu_count)
         return 0;
     uint64_t cand = candidates(in, R, r, avoid);
+    if (!any_fit(in, r, cand))
+        return -1;
     if (r->gpu_ids) {
         if ((cand & r->gpu_ids) != r->gpu_ids)
             return -1;
@@ -233,9 +265,7 @@ int sched_feasible(const sched_input *in, const sched_req *r)
     open.gpus = g;
     room R;
     memset(&R, 0, sizeof R);
-    uint64_t set;
-    int mig;
-    return place(&open, &R, r, 0, -1, &set, &mig);
+    return fits(&open, &R, r, 0, -1) ? 0 : -1;
 }
 
 static int cmp_holder_end(const void *a, const void *b)
@@ -248,6 +278,30 @@ static int cmp_holder_end(const void *a, const void *b)
     if (!y->end_ms)
         return -1;
     return x->end_ms < y->end_ms ? -1 : 1;
+}
+
+/* The GPUs that could ever be part of r's set: the ones it named, or those on a NUMA node that
+ * can hold all of it. */
+static uint64_t useful(const sched_input *in, const sched_req *r)
+{
+    if (r->gpu_ids)
+        return r->gpu_ids;
+    if (!r->single_numa)
+        return ~0ull;
+    room empty;
+    memset(&empty, 0, sizeof empty);
+    uint64_t all = candidates(in, &empty, r, 0), keep = 0;
+    for (size_t g = 0; g < ngpus_of(in); g++) {
+        if (!(all >> g & 1) || in->gpus[g].numa < 0)
+            continue;
+        uint64_t node = 0;
+        for (size_t h = 0; h < ngpus_of(in); h++)
+            if (all >> h & 1 && in->gpus[h].numa == in->gpus[g].numa)
+                node |= 1ull << h;
+        if ((unsigned)__builtin_popcountll(node) >= r->gpu_count)
+            keep |= node;
+    }
+    return keep;
 }
 
 /* The head's reservation (EASY backfilling): free the holders in the order they end at the
@@ -274,10 +328,7 @@ static void reserve(const sched_input *in, const room *R, const sched_req *r, ho
     }
     *shadow = 0;
     *res_mig = -1;
-    room empty_share = *R;
-    *res = candidates(in, &empty_share, r, 0);
-    if (r->mig_profile >= 0)
-        *res = 0;
+    *res = r->mig_profile >= 0 ? 0 : candidates(in, R, r, 0) & useful(in, r);
 }
 
 /* Lowest priority first, then the most recently started: the least work lost. */
@@ -288,9 +339,10 @@ static int victim_before(const sched_running *a, const sched_running *b)
     return a->seq > b->seq;
 }
 
-/* The fewest preemptible lower-priority running jobs whose room lets the head fit (with the
- * room of jobs already on their way out). 0 and the victims, or -1 when preempting would not
- * help. */
+/* Preemptible running jobs of lower priority whose room lets the head fit (with the room of
+ * jobs already on their way out): taken in victim_before order until it fits, then every one
+ * the head can do without is put back. That loses the least work, not always the fewest jobs
+ * (docs/scheduler.md). 0 and the victims, or -1 when preempting would not help. */
 static int pick_victims(const sched_input *in, const room *R, const sched_job *head, size_t *out, size_t *nout)
 {
     size_t *cand = malloc((in->nrunning ? in->nrunning : 1) * sizeof *cand);
@@ -451,9 +503,9 @@ void sched_decide(const sched_input *in, sched_output *out)
              * shadow time may use the reserved room meanwhile. */
             int ends_first = j->r.runtime_ms > 0 && shadow > 0 && in->now_ms + j->r.runtime_ms <= shadow;
             if (place(in, &R, &j->r, ends_first ? 0 : reserved, ends_first ? -1 : res_mig, &set, &mig) < 0)
-                why = sched_feasible(in, &j->r) < 0           ? SW_UNPLACEABLE
-                      : place(in, &R, &j->r, 0, -1, &set, &mig) == 0 ? SW_RESERVED
-                                                                    : SW_NO_ROOM;
+                why = fits(in, &R, &j->r, 0, -1)        ? SW_RESERVED
+                      : sched_feasible(in, &j->r) < 0 ? SW_UNPLACEABLE
+                                                      : SW_NO_ROOM;
         }
         if (out->why)
             out->why[ji] = why;

