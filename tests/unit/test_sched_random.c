@@ -714,10 +714,7 @@ static void decide(sim *s)
     in.held = s->held;
     in.migs = s->migs;
     in.nmigs = s->nmigs;
-    /* placement by pair scores is most of the cost of a pass on 8 GPUs (sched_feasible
-     * searches the whole machine for each job that waits): there, every 16th pass uses it, the
-     * others take the lowest indexes */
-    in.gpu_pair = s->ngpus <= 4 || s->op % 16 == 0 ? s->pair : NULL;
+    in.gpu_pair = s->pair;
     in.strategy = s->strategy;
     sched_output o = {start, 0, sets, picks, pre, 0, 0, -1, 0, 0, why, pos};
     sched_decide(&in, &o);
