@@ -126,6 +126,7 @@ static void delete_job(job *j)
     }
     logstream_detach(j);
     launch_forget(j);
+    workflow_forget_job(j);
     rm_rf(dir);
     core_remove(j);
     job_free(j);
@@ -213,6 +214,54 @@ static enum MHD_Result one_job(request *r, const char *rest)
     return http_reply_error(r->conn, &e);
 }
 
+static enum MHD_Result workflows(request *r, const char *rest)
+{
+    jerr e = {0};
+    bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST");
+    if (!rest) {
+        if (get)
+            return http_reply_json(r->conn, 200, workflow_list_json(r->uid));
+        if (!post)
+            goto none;
+        if (r->body_busy || r->body_too_large) {
+            jerr_http(&e, r->body_busy ? 503 : 413, r->body_busy
+                          ? "joblet is already receiving other large requests; try again in a moment"
+                          : "the workflow with its uploads is larger than the upload limit (jobs.max_upload_bytes)");
+            return http_reply_error(r->conn, &e);
+        }
+        json_error_t je;
+        json_t *body = r->body ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
+        if (!body) {
+            jerr_field(&e, NULL, "the request body is not valid JSON: %s", r->body ? je.text : "empty body");
+            return http_reply_error(r->conn, &e);
+        }
+        workflow *wf = workflow_submit(body, r->uid, r->gid, &e);
+        json_decref(body);
+        if (!wf)
+            return http_reply_error(r->conn, &e);
+        core_schedule();
+        return http_reply_json(r->conn, 201, workflow_to_json(wf, false));
+    }
+    char id[64];
+    const char *slash = strchr(rest, '/');
+    size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
+    snprintf(id, sizeof id, "%.*s", (int)(idlen < sizeof id ? idlen : sizeof id - 1), rest);
+    workflow *wf = workflow_find(id, r->uid, &e);
+    if (!wf)
+        return http_reply_error(r->conn, &e);
+    if (!slash && get)
+        return http_reply_json(r->conn, 200, workflow_to_json(wf, true));
+    if (slash && !strcmp(slash + 1, "cancel") && post) {
+        if (workflow_cancel(wf, r->uid, &e) < 0)
+            return http_reply_error(r->conn, &e);
+        core_schedule();
+        return http_reply_json(r->conn, 200, workflow_to_json(wf, false));
+    }
+none:
+    jerr_http(&e, 404, "no route %s %s; see docs/api.md", r->method, r->path);
+    return http_reply_error(r->conn, &e);
+}
+
 enum MHD_Result routes_dispatch(request *r)
 {
     jerr e = {0};
@@ -229,6 +278,10 @@ enum MHD_Result routes_dispatch(request *r)
     }
     if (!strncmp(p, "/v1/jobs/", 9) && p[9])
         return one_job(r, p + 9);
+    if (!strcmp(p, "/v1/workflows"))
+        return workflows(r, NULL);
+    if (!strncmp(p, "/v1/workflows/", 14) && p[14])
+        return workflows(r, p + 14);
     if (!strcmp(p, "/v1/gpus") && !strcmp(r->method, "GET"))
         return http_reply_json(r->conn, 200, core_gpus_json());
     if (!strncmp(p, "/v1/gpus/", 9) && p[9] && !strcmp(r->method, "GET")) {

@@ -11,6 +11,7 @@
 #include "../store/db.h"
 #include "config.h"
 #include "job.h"
+#include "workflow.h"
 
 typedef struct core {
     config cfg;
@@ -38,6 +39,9 @@ typedef struct core {
     struct gpu_driver_lib *driver_libs; /* the running driver's libraries (gpu_spec.c) */
     char scrub_path[600];     /* joblet-gpu-scrub, next to the shim */
     size_t ndriver_libs;
+    workflow **workflows;     /* every workflow known, in submission order */
+    size_t nworkflows;
+    uint64_t next_wf_seq;
 } core;
 
 extern core C;
@@ -115,6 +119,15 @@ json_t *job_to_json(const job *j);
 
 /* submit.c: validates a request and creates a job (and its directory with uploads). */
 job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
+/* The two halves, for workflows (all jobs checked before any is created): */
+typedef struct submit_info {
+    int64_t sched_ms;         /* when it may start; 0 = now */
+    uint64_t total;           /* bytes uploaded */
+} submit_info;
+int submit_check(json_t *req, uid_t caller_uid, submit_info *si, jerr *e);
+/* limits.* for these requests together: sizes, queued jobs, the GPU request rate */
+int submit_check_limits(json_t *const *reqs, size_t n, uid_t uid, jerr *e);
+job *submit_create(json_t *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
 
 /* launch.c */
 int launch_job(job *j, jerr *e);

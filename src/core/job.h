@@ -10,6 +10,7 @@
 #include "loop.h"
 
 enum job_state {
+    JS_PENDING,               /* a workflow job waiting for the jobs it depends on */
     JS_SCHEDULED, JS_QUEUED, JS_RUNNING, JS_STOPPING,
     JS_PREEMPTED,             /* stopped for a job of higher priority; back in the queue as it was */
     JS_STOPPED, JS_COMPLETED, JS_FAILED, JS_CANCELED,
@@ -54,6 +55,10 @@ typedef struct job {
     int gpu_mig;              /* flat MIG device index + 1 while held; 0 none */
     uint32_t preemptions;     /* how many times it was preempted */
     bool preempting;          /* being stopped to make room: goes back to the queue, not to an end */
+    /* Its workflow, when it is one of a workflow's jobs. */
+    char wf_id[37];           /* "" none */
+    int wf_index;             /* its place among the workflow's jobs */
+    struct workflow *wf;
     /* Execution, while a shim is alive. */
     pid_t shim_pid;
     uint64_t shim_start;

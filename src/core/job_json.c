@@ -76,6 +76,10 @@ json_t *job_to_json(const job *j)
     if (job_in_queue(j) && j->state != JS_SCHEDULED)
         core_wait_reason(j, why, sizeof why);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
+    json_object_set_new(o, "workflow", j->wf ? json_pack("{s:s,s:O?,s:O?}", "id", j->wf->id, "name",
+                                                         json_object_get(j->wf->doc, "name"), "job",
+                                                         json_object_get(r, "name"))
+                                             : json_null());
     json_object_set_new(o, "preemptible", json_boolean(json_is_true(json_object_get(r, "preemptible"))));
     json_object_set_new(o, "wait_reason", *why ? json_string(why) : json_null());
     job_usage u = j->usage;

@@ -12,8 +12,8 @@
 
 core C;
 
-static const char *const state_names[] = {"SCHEDULED", "QUEUED",    "RUNNING", "STOPPING", "PREEMPTED",
-                                          "STOPPED",   "COMPLETED", "FAILED",  "CANCELED"};
+static const char *const state_names[] = {"PENDING", "SCHEDULED", "QUEUED", "RUNNING",  "STOPPING",
+                                          "PREEMPTED", "STOPPED", "COMPLETED", "FAILED", "CANCELED"};
 
 const char *job_state_name(enum job_state s) { return state_names[s]; }
 
@@ -164,5 +164,6 @@ void job_finish(job *j, enum job_state st, const char *reason)
     if (j->has_exit)
         snprintf(ec, sizeof ec, ", exit code %d", j->exit_code);
     log_info("job %s %s (%s%s)", j->id, job_state_name(st), reason ? reason : "", ec);
+    workflow_job_changed(j);
 }
 

@@ -229,6 +229,7 @@ static void mark_running(job *j, pid_t init_pid, int64_t started_ms)
     j->init_pid = init_pid;
     j->started_ms = started_ms;
     job_save(j);
+    workflow_job_changed(j);
 }
 
 /* Lines from the shim: "S <pid> <ms>" when the command runs, "E" once status.json is written

@@ -92,6 +92,7 @@ static void read_machine(void)
 }
 
 static void load_one(job *j, void *arg) { core_add(j); }
+static void load_wf(workflow *wf, void *arg) { workflow_load(wf); }
 
 static int setup(jerr *e)
 {
@@ -156,7 +157,7 @@ static int setup(jerr *e)
     if (!(C.db = db_open(dbpath, e)))
         return -1;
     C.next_seq = 1;
-    if (db_load_jobs(C.db, load_one, NULL, e) < 0)
+    if (db_load_jobs(C.db, load_one, NULL, e) < 0 || db_load_workflows(C.db, load_wf, NULL, e) < 0)
         return -1;
     return 0;
 }
@@ -265,6 +266,7 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
+    workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
     launch_adopt_all();
     launch_init();
     if (http_start(C.cfg.socket, C.cfg.socket_mode, C.cfg.max_upload_bytes * 4 / 3 + (1 << 20), &e) < 0) {
@@ -285,6 +287,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < C.njobs; i++)
         job_free(C.jobs[i]);
     free(C.jobs);
+    workflow_free_all();
     gpu_discovery_free(&C.gpu);
     free(C.driver_libs);
     log_info("joblet stopped");

@@ -360,26 +360,39 @@ static int take_token(uid_t uid, double *wait_s)
     return 0;
 }
 
-/* limits.*: each refusal names the limit and its value. Checked after validation, so that a
- * malformed request is told what is wrong with it rather than that it was counted. */
-static int check_user_limits(const json_t *req, uid_t uid, jerr *e)
+int submit_check(json_t *req, uid_t caller_uid, submit_info *si, jerr *e)
+{
+    if (caller_uid && uid_in_range(caller_uid))
+        return jerr_http(e, 403, "uid %u is inside the range joblet gives to root's jobs (jobs.uid_range_start, "
+                                 "jobs.uid_range_size); it may not submit jobs",
+                         (unsigned)caller_uid);
+    *si = (submit_info){0};
+    return validate(req, time(NULL), &si->sched_ms, e) < 0 || check_uploads(req, &si->total, e) < 0 ? -1 : 0;
+}
+
+int submit_check_limits(json_t *const *reqs, size_t n, uid_t uid, jerr *e)
 {
     const limits_config *L = &C.cfg.limits;
-    uint64_t gpus = (uint64_t)json_integer_value(json_object_get(req, "gpu_count")) +
-                    (json_object_get(req, "gpu_mig") ? 1 : 0);
-    if (L->max_gpus_per_user && gpus > L->max_gpus_per_user)
-        return jerr_field(e, "gpu_count", "gpu_count: asks for %llu GPUs; limits.max_gpus_per_user is %u",
-                          (unsigned long long)gpus, L->max_gpus_per_user);
+    bool gpu = false;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t gpus = (uint64_t)json_integer_value(json_object_get(reqs[i], "gpu_count")) +
+                        (json_object_get(reqs[i], "gpu_mig") ? 1 : 0);
+        gpu |= gpus > 0;
+        if (L->max_gpus_per_user && gpus > L->max_gpus_per_user)
+            return jerr_field(e, "gpu_count", "gpu_count: asks for %llu GPUs; limits.max_gpus_per_user is %u",
+                              (unsigned long long)gpus, L->max_gpus_per_user);
+    }
     if (L->max_queued_per_user) {
         uint32_t waiting = 0;
         for (size_t i = 0; i < C.njobs; i++)
-            waiting += C.jobs[i]->owner_uid == uid && job_in_queue(C.jobs[i]);
-        if (waiting >= L->max_queued_per_user)
-            return jerr_http(e, 429, "uid %u has %u jobs waiting; limits.max_queued_per_user is %u: wait for some to "
-                                     "start, or cancel some", (unsigned)uid, waiting, L->max_queued_per_user);
+            waiting += C.jobs[i]->owner_uid == uid && (job_in_queue(C.jobs[i]) || C.jobs[i]->state == JS_PENDING);
+        if (waiting + n > L->max_queued_per_user)
+            return jerr_http(e, 429, "uid %u has %u jobs waiting%s; limits.max_queued_per_user is %u: wait for some "
+                                     "to start, or cancel some", (unsigned)uid, waiting,
+                             n > 1 ? " and this asks for more" : "", L->max_queued_per_user);
     }
     double wait_s;
-    if (L->gpu_requests_per_minute && gpus && take_token(uid, &wait_s) < 0)
+    if (L->gpu_requests_per_minute && gpu && take_token(uid, &wait_s) < 0)
         return jerr_http(e, 429, "too many GPU requests: limits.gpu_requests_per_minute is %u for each user; try "
                                  "again in %.1f s", L->gpu_requests_per_minute, wait_s);
     return 0;
@@ -387,17 +400,16 @@ static int check_user_limits(const json_t *req, uid_t uid, jerr *e)
 
 job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
 {
-    if (caller_uid && uid_in_range(caller_uid)) {
-        jerr_http(e, 403, "uid %u is inside the range joblet gives to root's jobs (jobs.uid_range_start, "
-                          "jobs.uid_range_size); it may not submit jobs",
-                  (unsigned)caller_uid);
+    submit_info si;
+    if (submit_check(req, caller_uid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, e) < 0)
         return NULL;
-    }
-    int64_t sched_ms = 0;
-    uint64_t total = 0;
-    if (validate(req, time(NULL), &sched_ms, e) < 0 || check_uploads(req, &total, e) < 0 ||
-        check_user_limits(req, caller_uid, e) < 0)
-        return NULL;
+    return submit_create(req, caller_uid, caller_gid, &si, e);
+}
+
+job *submit_create(json_t *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)
+{
+    int64_t sched_ms = si->sched_ms;
+    uint64_t total = si->total;
     job *j = xcalloc(1, sizeof *j);
     uuid_v4(j->id);
     j->seq = C.next_seq;

@@ -13,7 +13,7 @@
 struct db {
     sqlite3 *h;
     bool in_txn;
-    sqlite3_stmt *ins, *upd, *del;
+    sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd;
 };
 
 /* Migrations, applied in order; user_version is the number applied. Never edit a shipped one. */
@@ -31,6 +31,13 @@ static const char *const migrations[] = {
     /* 3: preemption: how many times, and whether the stop under way puts it back in the queue */
     "ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN preempting INTEGER NOT NULL DEFAULT 0;",
+    /* 4: workflows, and the place of a job in one */
+    "CREATE TABLE workflows ("
+    "  id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, owner_uid INTEGER NOT NULL, owner_gid INTEGER NOT NULL,"
+    "  state TEXT NOT NULL, created_ms INTEGER NOT NULL, started_ms INTEGER, ended_ms INTEGER,"
+    "  canceled_by INTEGER, reason TEXT, doc TEXT NOT NULL);"
+    "ALTER TABLE jobs ADD COLUMN workflow_id TEXT;"
+    "ALTER TABLE jobs ADD COLUMN workflow_index INTEGER;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -80,7 +87,7 @@ static int migrate(db *d, jerr *e)
 
 static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid, request, created_ms, scheduled_ms,"
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
-                          " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting";
+                          " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index";
 
 db *db_open(const char *path, jerr *e)
 {
@@ -100,15 +107,24 @@ db *db_open(const char *path, jerr *e)
         migrate(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
-                      " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26 WHERE id=?1 AND seq=?2";
+                      " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
+                      " workflow_id=?27, workflow_index=?28 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
-            SQLITE_OK) {
+            SQLITE_OK ||
+        sqlite3_prepare_v3(d->h,
+                           "INSERT INTO workflows (id, seq, owner_uid, owner_gid, state, created_ms, started_ms,"
+                           " ended_ms, canceled_by, reason, doc) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, SQLITE_PREPARE_PERSISTENT, &d->wf_ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v3(d->h,
+                           "UPDATE workflows SET owner_uid=?3, owner_gid=?4, state=?5, created_ms=?6, started_ms=?7,"
+                           " ended_ms=?8, canceled_by=?9, reason=?10, doc=?11 WHERE id=?1 AND seq=?2",
+                           -1, SQLITE_PREPARE_PERSISTENT, &d->wf_upd, NULL) != SQLITE_OK) {
         jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
         goto fail;
     }
@@ -126,6 +142,8 @@ void db_close(db *d)
     sqlite3_finalize(d->ins);
     sqlite3_finalize(d->upd);
     sqlite3_finalize(d->del);
+    sqlite3_finalize(d->wf_ins);
+    sqlite3_finalize(d->wf_upd);
     sqlite3_close(d->h);
     free(d);
 }
@@ -196,6 +214,8 @@ static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
     bind_text(st, 24, gpus);
     sqlite3_bind_int64(st, 25, j->preemptions);
     sqlite3_bind_int(st, 26, j->preempting);
+    bind_text(st, 27, j->wf_id[0] ? j->wf_id : NULL);
+    bind_opt_i64(st, 28, j->wf_index, j->wf_id[0] != 0);
     int rc = sqlite3_step(st);
     free(gpus);
     free(req);
@@ -277,6 +297,9 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
             j->gpus = json_loads((const char *)sqlite3_column_text(st, 23), 0, NULL);
         j->preemptions = (uint32_t)sqlite3_column_int64(st, 24);
         j->preempting = sqlite3_column_int(st, 25) != 0;
+        if (sqlite3_column_type(st, 26) != SQLITE_NULL)
+            snprintf(j->wf_id, sizeof j->wf_id, "%s", (const char *)sqlite3_column_text(st, 26));
+        j->wf_index = sqlite3_column_int(st, 27);
         j->w_pid.fd = -1;
         j->w_notify.fd = -1;
         j->inotify_wd = -1;
@@ -285,5 +308,64 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
         return jerr_set(e, EIO, "database: reading jobs: %s", sqlite3_errmsg(d->h));
+    return 0;
+}
+
+static int write_workflow(db *d, sqlite3_stmt *st, const workflow *wf, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    char *doc = json_dumps(wf->doc, JSON_COMPACT);
+    sqlite3_reset(st);
+    bind_text(st, 1, wf->id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)wf->seq);
+    sqlite3_bind_int64(st, 3, wf->owner_uid);
+    sqlite3_bind_int64(st, 4, wf->owner_gid);
+    bind_text(st, 5, wf_state_name(wf->state));
+    sqlite3_bind_int64(st, 6, wf->created_ms);
+    bind_opt_i64(st, 7, wf->started_ms, wf->started_ms > 0);
+    bind_opt_i64(st, 8, wf->ended_ms, wf->ended_ms > 0);
+    bind_opt_i64(st, 9, wf->canceled_by, wf->canceled_by >= 0);
+    bind_text(st, 10, wf->reason);
+    bind_text(st, 11, doc);
+    int rc = sqlite3_step(st);
+    free(doc);
+    if (rc != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: saving workflow %s: %s", wf->id, sqlite3_errmsg(d->h));
+    return 0;
+}
+
+int db_insert_workflow(db *d, const workflow *wf, jerr *e) { return write_workflow(d, d->wf_ins, wf, e); }
+int db_update_workflow(db *d, const workflow *wf, jerr *e) { return write_workflow(d, d->wf_upd, wf, e); }
+
+int db_load_workflows(db *d, void (*fn)(workflow *wf, void *arg), void *arg, jerr *e)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h,
+                           "SELECT id, seq, owner_uid, owner_gid, state, created_ms, started_ms, ended_ms, canceled_by,"
+                           " reason, doc FROM workflows ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        workflow *wf = xcalloc(1, sizeof *wf);
+        snprintf(wf->id, sizeof wf->id, "%s", (const char *)sqlite3_column_text(st, 0));
+        wf->seq = (uint64_t)sqlite3_column_int64(st, 1);
+        wf->owner_uid = (uid_t)sqlite3_column_int64(st, 2);
+        wf->owner_gid = (gid_t)sqlite3_column_int64(st, 3);
+        wf_state_parse((const char *)sqlite3_column_text(st, 4), &wf->state);
+        wf->created_ms = sqlite3_column_int64(st, 5);
+        wf->started_ms = sqlite3_column_int64(st, 6);
+        wf->ended_ms = sqlite3_column_int64(st, 7);
+        wf->canceled_by = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 8);
+        wf->reason = col_str(st, 9);
+        wf->doc = json_loads((const char *)sqlite3_column_text(st, 10), 0, NULL);
+        if (!wf->doc)
+            wf->doc = json_pack("{s:s,s:[]}", "name", "?", "jobs");
+        fn(wf, arg);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: reading workflows: %s", sqlite3_errmsg(d->h));
     return 0;
 }

@@ -1,0 +1,61 @@
+/* Workflows: jobs with dependencies (docs/workflows.md). The engine is event-driven: a job's
+ * conditions are looked at when one of the jobs it depends on ends, never on a timer. */
+#ifndef JOBLET_WORKFLOW_H
+#define JOBLET_WORKFLOW_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+#include "job.h"
+
+enum wf_state { WF_PENDING, WF_RUNNING, WF_COMPLETED, WF_FAILED, WF_CANCELED };
+
+typedef struct wf_cond {
+    size_t dep;                /* index of the job it waits for */
+    enum job_state status;     /* the terminal state that job must end in */
+} wf_cond;
+
+typedef struct wf_job {
+    job *j;                    /* NULL once the job was deleted */
+    wf_cond *conds;
+    size_t nconds;
+} wf_job;
+
+typedef struct workflow {
+    char id[37];
+    uint64_t seq;
+    uid_t owner_uid;
+    gid_t owner_gid;
+    enum wf_state state;
+    int64_t created_ms, started_ms, ended_ms;
+    int64_t canceled_by;       /* uid; -1 = not canceled */
+    char *reason;              /* why it FAILED or was CANCELED */
+    /* As submitted: name, description, source, yaml, jobs [{name, requires}] (requests live
+     * in the jobs themselves). */
+    json_t *doc;
+    wf_job *jobs;
+    size_t n;
+} workflow;
+
+const char *wf_state_name(enum wf_state s);
+int wf_state_parse(const char *s, enum wf_state *out);
+
+/* POST /v1/workflows: validates everything first; an invalid workflow creates nothing. */
+workflow *workflow_submit(json_t *body, uid_t uid, gid_t gid, jerr *e);
+workflow *workflow_find(const char *id_or_prefix, uid_t caller, jerr *e);
+int workflow_cancel(workflow *wf, uid_t by, jerr *e);
+json_t *workflow_to_json(const workflow *wf, bool detail);
+json_t *workflow_list_json(uid_t caller);
+/* A job of a workflow changed state: decides its dependents, updates the workflow. */
+void workflow_job_changed(job *j);
+/* At start, after jobs and workflows are loaded and shims re-adopted: links jobs to their
+ * workflows and decides whatever became decidable while the daemon was down. */
+void workflow_load(workflow *wf);
+void workflow_resume_all(void);
+void workflow_forget_job(job *j);
+void workflow_free_all(void);
+
+#endif
