@@ -30,6 +30,8 @@ void config_defaults(config *c)
     c->favor_dynmods = 1;
     gpu_config_defaults(&c->gpu);
     snprintf(c->mps_control, sizeof c->mps_control, "/usr/bin/nvidia-cuda-mps-control");
+    c->health_interval_ms = 1000;
+    c->max_temperature_c = 85;
 }
 
 enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY };
@@ -78,6 +80,11 @@ static const key keys[] = {
     U64("limits.max_gpus_per_user", limits.max_gpus_per_user, 0, 1000000),
     U64("limits.max_queued_per_user", limits.max_queued_per_user, 0, 100000000),
     U64("limits.gpu_requests_per_minute", limits.gpu_requests_per_minute, 0, 1000000),
+    STR("metrics.listen", metrics_listen),
+    STR("server.admin_group", admin_group),
+    U64("gpu.health_interval_ms", health_interval_ms, 0, 3600000),
+    U64("gpu.max_temperature_c", max_temperature_c, 30, 150),
+    STR("gpu.xid_policy", xid_policy),
 };
 
 static void store_u(void *p, size_t len, uint64_t v)

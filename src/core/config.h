@@ -33,6 +33,11 @@ typedef struct config {
     gpu_config gpu;               /* gpu.* */
     char mps_control[256];        /* gpu.mps_control: NVIDIA MPS's control program */
     limits_config limits;         /* limits.* */
+    char metrics_listen[64];      /* metrics.listen: "127.0.0.1:9464" serves /metrics over TCP; "" off */
+    char admin_group[64];         /* server.admin_group: its members may drain/offline GPUs, read the audit */
+    uint32_t health_interval_ms;  /* gpu.health_interval_ms: how often GPUs are sampled; 0 = no monitor */
+    uint32_t max_temperature_c;   /* gpu.max_temperature_c: hotter GPUs take no new jobs */
+    char xid_policy[512];         /* gpu.xid_policy: overrides, "79=offline,13=app" (xid_policy.h) */
 } config;
 
 void config_defaults(config *c);

@@ -49,8 +49,12 @@ extern core C;
 /* gpu_scrub.c: what keeps a GPU from being handed out besides a holder */
 typedef struct gpu_hold {
     bool scrubbing;           /* its memory is being zeroed */
-    bool degraded;            /* a scrub failed: not handed out until an admin acts */
-    char reason[256];
+    bool degraded;            /* a scrub failed or an XID said so: not handed out until it recovers
+                               * or an admin brings it online */
+    bool draining;            /* no new jobs; the running ones finish (admin drain, XID policy) */
+    bool offline;             /* out of service until an admin brings it online */
+    bool resetting;           /* a reset is under way or waits for the GPU to be idle */
+    char reason[256];         /* why it is degraded, draining, resetting or offline */
 } gpu_hold;
 gpu_hold *core_gpu_hold(int i);
 /* Zeroes the memory of these GPUs (bit i = GPU i) when gpu.scrub is on; they are not free

@@ -1,0 +1,38 @@
+/* GPU health: a monitor thread samples the GPUs and waits for NVML's XID and ECC events; what
+ * it sees reaches the core (the event-loop thread) through a pipe, and the core acts on it by
+ * the XID policy (xid_policy.h) and the GPU state machine (docs/gpu.md, "Health"). */
+#ifndef JOBLET_HEALTH_H
+#define JOBLET_HEALTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HEALTH_XID_CODES 8       /* distinct XID codes counted per GPU (the rest go to "other") */
+
+/* The last sample of one GPU and its counters, owned by the core (the loop thread). -1 = not
+ * known (the backend cannot see it). */
+typedef struct gpu_health {
+    int64_t sampled_ms;          /* when; 0 = never */
+    int temperature_c;
+    int utilization_pct;
+    int memory_used_mb;
+    int power_w;
+    int64_t throttle_reasons;    /* NVML clocks-throttle bit mask; -1 unknown */
+    int64_t ecc_sbe, ecc_dbe;    /* ECC errors seen as events since the daemon started */
+    int64_t remapped_rows;       /* -1 unknown */
+    struct {
+        int code;
+        uint64_t count;
+    } xid[HEALTH_XID_CODES];
+    uint64_t xid_other;
+    int last_xid;                /* 0 none */
+    int64_t last_xid_ms;
+    bool hot;                    /* above gpu.max_temperature_c: takes no new jobs until it cools */
+} gpu_health;
+
+const gpu_health *core_gpu_health(int i);
+/* Starts the monitor (no-op without GPUs or with gpu.health_interval_ms 0). */
+void health_start(void);
+void health_stop(void);
+
+#endif
