@@ -1,4 +1,6 @@
 /* /v1 routes (docs/api.md). Handlers validate, act on the core, and answer JSON. */
+#include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +8,7 @@
 
 #include "../common/jsonx.h"
 #include "../common/log.h"
+#include "../common/parse.h"
 #include "../common/util.h"
 #include "../core/core.h"
 #include "http.h"
@@ -262,6 +265,104 @@ none:
     return http_reply_error(r->conn, &e);
 }
 
+static bool admin_or_refuse(request *r, const char *what, jerr *e)
+{
+    if (core_is_admin(r->uid, r->gid))
+        return true;
+    jerr_http(e, 403, "%s is for admins: root, or members of the group named by server.admin_group (%s); you are "
+                      "uid %u", what, *C.cfg.admin_group ? C.cfg.admin_group : "not set", (unsigned)r->uid);
+    return false;
+}
+
+/* POST /v1/gpus/{index|uuid}/{drain|offline|online}, body {"force": bool} (optional) */
+static enum MHD_Result gpu_admin(request *r, const char *rest)
+{
+    jerr e = {0};
+    char id[128];
+    const char *slash = strchr(rest, '/');
+    snprintf(id, sizeof id, "%.*s", (int)(slash - rest < (long)sizeof id ? slash - rest : (long)sizeof id - 1), rest);
+    const char *action = slash + 1;
+    if (strcmp(action, "drain") && strcmp(action, "offline") && strcmp(action, "online")) {
+        jerr_http(&e, 404, "no GPU action '%s': use drain, offline or online", action);
+        return http_reply_error(r->conn, &e);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "gpu %s", action);
+    if (!admin_or_refuse(r, what, &e))
+        return http_reply_error(r->conn, &e);
+    int i = gpu_find(&C.gpu.inv, id);
+    if (i < 0) {
+        jerr_http(&e, 404, "no GPU '%s': give an index from 0 to %d or a UUID (rnx gpu list)", id, C.gpu.inv.n - 1);
+        return http_reply_error(r->conn, &e);
+    }
+    bool force = false;
+    if (r->body && r->body_len) {
+        json_t *b = json_loadb(r->body, r->body_len, 0, NULL);
+        json_t *f = json_object_get(b, "force");
+        if (!b || (f && !json_is_boolean(f))) {
+            json_decref(b);
+            jerr_field(&e, "force", "force: must be true or false");
+            return http_reply_error(r->conn, &e);
+        }
+        force = json_is_true(f);
+        json_decref(b);
+    }
+    json_t *o = core_gpu_admin(i, action, force, r->uid, &e);
+    return o ? http_reply_json(r->conn, 200, o) : http_reply_error(r->conn, &e);
+}
+
+/* GET /v1/audit?user=UID&gpu=N&job=PREFIX&since=RFC3339&until=RFC3339&limit=N */
+static enum MHD_Result audit(request *r)
+{
+    jerr e = {0};
+    if (!admin_or_refuse(r, "the audit trail", &e))
+        return http_reply_error(r->conn, &e);
+    int64_t uid = -1, since = 0, until = INT64_MAX;
+    int gpu = -1, limit = 10000;
+    const char *v;
+    uint64_t n;
+    if ((v = query(r, "user"))) {
+        struct passwd *pw = getpwnam(v);
+        if (pw)
+            uid = pw->pw_uid;
+        else if (parse_u64(v, &n) == 0 && n < 4294967295u)
+            uid = (int64_t)n;
+        else {
+            jerr_field(&e, "user", "user: '%s' is neither a user name nor a uid", v);
+            return http_reply_error(r->conn, &e);
+        }
+    }
+    if ((v = query(r, "gpu"))) {
+        gpu = gpu_find(&C.gpu.inv, v);
+        if (gpu < 0) {
+            jerr_field(&e, "gpu", "gpu: no GPU '%s' (an index from 0 to %d, or a UUID)", v, C.gpu.inv.n - 1);
+            return http_reply_error(r->conn, &e);
+        }
+    }
+    const char *keys[] = {"since", "until"};
+    int64_t *outs[] = {&since, &until};
+    for (int k = 0; k < 2; k++)
+        if ((v = query(r, keys[k])) && parse_ms(v, outs[k]) < 0) {
+            time_t t;
+            if (parse_rfc3339(v, &t) < 0) {
+                jerr_field(&e, keys[k], "%s: '%s' is not a time; give RFC 3339, e.g. 2026-11-22T15:00:00Z", keys[k], v);
+                return http_reply_error(r->conn, &e);
+            }
+            *outs[k] = (int64_t)t * 1000;
+        }
+    if ((v = query(r, "limit"))) {
+        if (parse_u64(v, &n) < 0 || n < 1 || n > 100000) {
+            jerr_field(&e, "limit", "limit: must be a whole number from 1 to 100000");
+            return http_reply_error(r->conn, &e);
+        }
+        limit = (int)n;
+    }
+    json_t *arr = db_audit_query(C.db, uid, gpu, since, until, query(r, "job"), limit, &e);
+    if (!arr)
+        return http_reply_error(r->conn, &e);
+    return http_reply_json(r->conn, 200, json_pack("{s:o}", "records", arr));
+}
+
 enum MHD_Result routes_dispatch(request *r)
 {
     jerr e = {0};
@@ -284,6 +385,10 @@ enum MHD_Result routes_dispatch(request *r)
         return workflows(r, p + 14);
     if (!strcmp(p, "/v1/gpus") && !strcmp(r->method, "GET"))
         return http_reply_json(r->conn, 200, core_gpus_json());
+    if (!strncmp(p, "/v1/gpus/", 9) && p[9] && strchr(p + 9, '/') && !strcmp(r->method, "POST"))
+        return gpu_admin(r, p + 9);
+    if (!strcmp(p, "/v1/audit") && !strcmp(r->method, "GET"))
+        return audit(r);
     if (!strncmp(p, "/v1/gpus/", 9) && p[9] && !strcmp(r->method, "GET")) {
         int i = gpu_find(&C.gpu.inv, p + 9);
         if (i >= 0)

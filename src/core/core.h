@@ -89,6 +89,20 @@ const int *core_gpu_pair_scores(void);
 size_t core_gpu_sched_migs(struct sched_mig *out, size_t max);
 void core_gpu_grant_mig(job *j, int flat);
 
+/* gpu_admin.c: GPU states (drain, offline, reset) and the audit trail */
+void core_audit(const char *action, int64_t uid, int gpu, const char *job_id, int64_t duration_ms, int64_t memory_mb,
+                const char *detail);
+/* "unusable", "offline", "resetting", "degraded", "draining", or NULL (then its holder decides) */
+const char *core_gpu_state_name(int i);
+void core_gpu_set_state(int i, const char *state, const char *reason, int64_t by);
+void core_gpu_admin_load(void);
+bool core_is_admin(uid_t uid, gid_t gid);
+json_t *core_gpu_admin(int i, const char *action, bool force, uid_t by, jerr *e);
+/* health.c */
+size_t core_gpu_jobs_on(int i, job **out, size_t max);
+void core_gpu_lose_jobs(int i, const char *why);
+void health_reset_when_idle(void);
+
 /* gpu_mps.c: one MPS control daemon per shared GPU */
 bool core_mps_available(void);
 bool core_mps_available_why(char *why, size_t len);

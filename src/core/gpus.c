@@ -10,6 +10,7 @@
 #include "../sched/placement.h"
 #include "../sched/sched.h"
 #include "core.h"
+#include "health.h"
 
 /* Who holds each GPU: one exclusive owner, or MPS tenants sharing it within its memory. */
 static job *owner[GPU_MAX];
@@ -93,15 +94,31 @@ static void add_state(json_t *o, int i)
 {
     if (i < 0 || i >= C.gpu.inv.n || i >= GPU_MAX)
         return;
-    const gpu_dev *g = &C.gpu.inv.gpu[i];
     const char *holder = core_gpu_owner(i);
     const gpu_hold *h = core_gpu_hold(i);
-    json_object_set_new(o, "state", json_string(*g->problem ? "unusable"
-                                                : h->degraded ? "degraded"
+    const char *st = core_gpu_state_name(i);
+    json_object_set_new(o, "state", json_string(st            ? st
                                                 : holder      ? "allocated"
                                                 : shared_n[i] ? "shared"
                                                 : h->scrubbing ? "scrubbing"
                                                               : "available"));
+    if (*h->reason && (h->degraded || h->draining || h->offline || h->resetting))
+        json_object_set_new(o, "state_reason", json_string(h->reason));
+    const gpu_health *hh = core_gpu_health(i);
+    if (hh && hh->sampled_ms) {
+        json_t *x = json_object();
+        for (int k = 0; k < HEALTH_XID_CODES && hh->xid[k].code; k++) {
+            char c[16];
+            snprintf(c, sizeof c, "%d", hh->xid[k].code);
+            json_object_set_new(x, c, json_integer((json_int_t)hh->xid[k].count));
+        }
+        json_object_set_new(o, "health", json_pack("{s:i,s:i,s:i,s:i,s:b,s:I,s:I,s:o}", "temperature_c",
+                                                    hh->temperature_c, "utilization_pct", hh->utilization_pct,
+                                                    "memory_used_mb", hh->memory_used_mb, "power_w", hh->power_w, "hot",
+                                                    hh->hot, "ecc_sbe", (json_int_t)hh->ecc_sbe, "ecc_dbe",
+                                                    (json_int_t)hh->ecc_dbe, "xid", x));
+    }
+    json_object_set_new(o, "takes_jobs", json_boolean(!st && !h->scrubbing && !(hh && hh->hot)));
     json_object_set_new(o, "job", holder ? json_string(holder) : json_null());
     if (shared_n[i])
         json_object_set_new(o, "shared", json_pack("{s:i,s:I}", "jobs", shared_n[i], "reserved_mb", (json_int_t)shared_mb[i]));
@@ -204,6 +221,8 @@ void core_gpu_grant_mig(job *j, int flat)
                            m->ci_cap_minor));
     mig_owner[flat] = j;
     j->gpu_mig = flat + 1;
+    j->gpu_granted_ms = now_ms();
+    core_audit("allocate", j->owner_uid, migs[flat].gpu, j->id, -1, m->memory_mb, m->uuid);
     log_info("job %s: granted MIG device %s (%s, GI %d CI %d) of GPU %d%s", j->id, m->uuid, m->profile, m->gi, m->ci,
              g->index, C.gpu.inv.simulated ? " (simulated)" : "");
 }
@@ -515,8 +534,11 @@ const int *core_gpu_pair_scores(void)
 void core_gpu_sched_view(sched_gpu *out)
 {
     gpu_sched_gpus(&C.gpu.inv, core_mps_available(), out);
-    for (int i = 0; i < C.gpu.inv.n; i++)
-        out[i].usable = usable(i);
+    for (int i = 0; i < C.gpu.inv.n; i++) {
+        const gpu_hold *h = core_gpu_hold(i);
+        out[i].usable = usable(i) && !h->offline;
+        out[i].closed = h->draining || h->resetting || core_gpu_health(i)->hot;
+    }
 }
 
 uint64_t core_gpu_held(void)
@@ -544,6 +566,14 @@ static json_t *grant_json(int i)
                      C.gpu.inv.simulated);
 }
 
+/* The memory a job has of GPU i: its reservation when shared, the whole GPU else. */
+static int64_t gpu_audit_mb(const job *j, int i)
+{
+    if (json_is_true(json_object_get(j->req, "gpu_share")))
+        return json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
+    return C.gpu.inv.gpu[i].memory_total_mb;
+}
+
 int core_gpu_grant(job *j, uint64_t set, jerr *e)
 {
     bool shared = json_is_true(json_object_get(j->req, "gpu_share"));
@@ -566,6 +596,10 @@ int core_gpu_grant(job *j, uint64_t set, jerr *e)
             json_array_append_new(j->gpus, g);
         }
     j->gpu_set = set;
+    j->gpu_granted_ms = now_ms();
+    for (int i = 0; i < C.gpu.inv.n; i++)
+        if (set >> i & 1)
+            core_audit("allocate", j->owner_uid, i, j->id, -1, gpu_audit_mb(j, i), shared ? "shared (MPS)" : NULL);
     char *list = json_dumps(j->gpus, JSON_COMPACT);
     log_info("job %s: granted %zu %sGPU%s%s: %s", j->id, json_array_size(j->gpus), shared ? "shared " : "",
              json_array_size(j->gpus) == 1 ? "" : "s", C.gpu.inv.simulated ? " (simulated)" : "", list ? list : "");
@@ -607,12 +641,22 @@ void core_gpu_release(job *j)
                     freed |= 1ull << i;
                 }
             }
+    if (j->gpu_set || j->gpu_mig) {
+        int64_t held = j->gpu_granted_ms ? now_ms() - j->gpu_granted_ms : -1;
+        for (int i = 0; i < C.gpu.inv.n; i++)
+            if (j->gpu_set >> i & 1)
+                core_audit("release", j->owner_uid, i, j->id, held, gpu_audit_mb(j, i), NULL);
+        if (j->gpu_mig)
+            core_audit("release", j->owner_uid, migs[j->gpu_mig - 1].gpu, j->id, held,
+                       migs[j->gpu_mig - 1].m->memory_mb, migs[j->gpu_mig - 1].m->uuid);
+    }
     j->gpu_set = 0;
     j->gpu_mig = 0;
     core_gpu_scrub(freed);
     for (int f = 0; f < GPU_MAX * GPU_MIG_MAX; f++)
         if (mig_owner[f] == j)
             mig_owner[f] = NULL;
+    health_reset_when_idle();
 }
 
 /* A restarted daemon takes back the GPUs of the jobs it re-adopts, by UUID. */

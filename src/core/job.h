@@ -55,6 +55,8 @@ typedef struct job {
     int gpu_mig;              /* flat MIG device index + 1 while held; 0 none */
     uint32_t preemptions;     /* how many times it was preempted */
     bool preempting;          /* being stopped to make room: goes back to the queue, not to an end */
+    char *fail_reason;        /* being stopped because its GPU failed: it ends FAILED with this */
+    int64_t gpu_granted_ms;   /* when its GPUs were granted, for the audit's durations */
     /* Its workflow, when it is one of a workflow's jobs. */
     char wf_id[37];           /* "" none */
     int wf_index;             /* its place among the workflow's jobs */

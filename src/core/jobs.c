@@ -95,6 +95,7 @@ void job_free(job *j)
     free(j->signal_name);
     free(j->end_reason);
     free(j->error);
+    free(j->fail_reason);
     json_decref(j->gpus);
     free(j);
 }

@@ -326,7 +326,12 @@ static void finalize(job *j)
     /* Preempted: back in the queue, unless it ended on its own before the stop reached it. */
     if (j->preempting && !strcmp(reason, "stopped"))
         job_requeue(j);
-    else {
+    else if (j->fail_reason && !strcmp(reason, "stopped")) {
+        free(j->error);
+        j->error = j->fail_reason;
+        j->fail_reason = NULL;
+        job_finish(j, JS_FAILED, "gpu_error");
+    } else {
         j->preempting = false;
         job_finish(j, s, reason);
     }

@@ -22,6 +22,7 @@
 #include "../common/util.h"
 #include "../exec/bpfdev.h"
 #include "core.h"
+#include "health.h"
 
 static watch w_signal;
 
@@ -266,6 +267,7 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
+    core_gpu_admin_load();
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
     launch_adopt_all();
     launch_init();
@@ -275,8 +277,10 @@ int main(int argc, char **argv)
     }
     log_info("joblet %s listening on %s (state %s, cgroup layout %s, %zu jobs known)", JOBLET_VERSION, C.cfg.socket,
              C.cfg.state_dir, cg_layout_name(C.cg.layout), C.njobs);
+    health_start();
     core_schedule();
     loop_run(before_wait, after_wake);
+    health_stop();
     for (size_t i = 0; i < C.njobs; i++)
         if (C.jobs[i]->followers)
             logstream_detach(C.jobs[i]);

@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
 
 struct db {
     sqlite3 *h;
     bool in_txn;
-    sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd;
+    sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
 };
 
 /* Migrations, applied in order; user_version is the number applied. Never edit a shipped one. */
@@ -38,6 +39,11 @@ static const char *const migrations[] = {
     "  canceled_by INTEGER, reason TEXT, doc TEXT NOT NULL);"
     "ALTER TABLE jobs ADD COLUMN workflow_id TEXT;"
     "ALTER TABLE jobs ADD COLUMN workflow_index INTEGER;",
+    /* 5: the audit trail, and GPU states an admin set (they outlive a restart) */
+    "CREATE TABLE audit (id INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, uid INTEGER, action TEXT NOT NULL,"
+    "  gpu INTEGER, gpu_uuid TEXT, job TEXT, duration_ms INTEGER, memory_mb INTEGER, detail TEXT);"
+    "CREATE INDEX audit_ts ON audit(ts_ms);"
+    "CREATE TABLE gpu_admin (uuid TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT, since_ms INTEGER);",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -144,6 +150,7 @@ void db_close(db *d)
     sqlite3_finalize(d->del);
     sqlite3_finalize(d->wf_ins);
     sqlite3_finalize(d->wf_upd);
+    sqlite3_finalize(d->audit_ins);
     sqlite3_close(d->h);
     free(d);
 }
@@ -367,5 +374,105 @@ int db_load_workflows(db *d, void (*fn)(workflow *wf, void *arg), void *arg, jer
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
         return jerr_set(e, EIO, "database: reading workflows: %s", sqlite3_errmsg(d->h));
+    return 0;
+}
+
+int db_audit(db *d, const audit_rec *a, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    if (!d->audit_ins && sqlite3_prepare_v3(d->h,
+                                            "INSERT INTO audit (ts_ms, uid, action, gpu, gpu_uuid, job, duration_ms,"
+                                            " memory_mb, detail) VALUES (?,?,?,?,?,?,?,?,?)",
+                                            -1, SQLITE_PREPARE_PERSISTENT, &d->audit_ins, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st = d->audit_ins;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, a->ts_ms);
+    bind_opt_i64(st, 2, a->uid, a->uid >= 0);
+    bind_text(st, 3, a->action);
+    bind_opt_i64(st, 4, a->gpu, a->gpu >= 0);
+    bind_text(st, 5, a->gpu_uuid);
+    bind_text(st, 6, a->job);
+    bind_opt_i64(st, 7, a->duration_ms, a->duration_ms >= 0);
+    bind_opt_i64(st, 8, a->memory_mb, a->memory_mb >= 0);
+    bind_text(st, 9, a->detail);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: audit: %s", sqlite3_errmsg(d->h));
+    return 0;
+}
+
+json_t *db_audit_query(db *d, int64_t uid, int gpu, int64_t since_ms, int64_t until_ms, const char *job_id, int limit,
+                       jerr *e)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT ts_ms, uid, action, gpu, gpu_uuid, job, duration_ms, memory_mb, detail FROM audit"
+                      " WHERE (?1 < 0 OR uid = ?1) AND (?2 < 0 OR gpu = ?2) AND ts_ms >= ?3 AND ts_ms <= ?4"
+                      " AND (?5 IS NULL OR job LIKE ?5 || '%') ORDER BY id LIMIT ?6";
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) {
+        jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        return NULL;
+    }
+    sqlite3_bind_int64(st, 1, uid);
+    sqlite3_bind_int64(st, 2, gpu);
+    sqlite3_bind_int64(st, 3, since_ms);
+    sqlite3_bind_int64(st, 4, until_ms);
+    bind_text(st, 5, job_id);
+    sqlite3_bind_int(st, 6, limit);
+    json_t *arr = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        json_t *o = json_object();
+        jx_set_time_or_null(o, "time", sqlite3_column_int64(st, 0));
+        json_object_set_new(o, "uid", sqlite3_column_type(st, 1) == SQLITE_NULL ? json_null()
+                                                                                  : json_integer(sqlite3_column_int64(st, 1)));
+        json_object_set_new(o, "action", json_string((const char *)sqlite3_column_text(st, 2)));
+        json_object_set_new(o, "gpu", sqlite3_column_type(st, 3) == SQLITE_NULL ? json_null()
+                                                                                  : json_integer(sqlite3_column_int64(st, 3)));
+        static const char *const texts[] = {NULL, NULL, NULL, NULL, "gpu_uuid", "job", NULL, NULL, "detail"};
+        for (int c = 4; c <= 8; c++) {
+            if (texts[c])
+                json_object_set_new(o, texts[c], sqlite3_column_type(st, c) == SQLITE_NULL
+                                                     ? json_null()
+                                                     : json_string((const char *)sqlite3_column_text(st, c)));
+        }
+        json_object_set_new(o, "duration_ms", sqlite3_column_type(st, 6) == SQLITE_NULL ? json_null()
+                                                                                          : json_integer(sqlite3_column_int64(st, 6)));
+        json_object_set_new(o, "memory_mb", sqlite3_column_type(st, 7) == SQLITE_NULL ? json_null()
+                                                                                        : json_integer(sqlite3_column_int64(st, 7)));
+        json_array_append_new(arr, o);
+    }
+    sqlite3_finalize(st);
+    return arr;
+}
+
+int db_gpu_admin_set(db *d, const char *uuid, const char *state, const char *reason, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st;
+    const char *sql = state ? "INSERT OR REPLACE INTO gpu_admin (uuid, state, reason, since_ms) VALUES (?1, ?2, ?3, ?4)"
+                            : "DELETE FROM gpu_admin WHERE uuid = ?1";
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    bind_text(st, 1, uuid);
+    if (state) {
+        bind_text(st, 2, state);
+        bind_text(st, 3, reason);
+        sqlite3_bind_int64(st, 4, now_ms());
+    }
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: gpu_admin: %s", sqlite3_errmsg(d->h));
+}
+
+int db_gpu_admin_load(db *d, void (*fn)(const char *uuid, const char *state, const char *reason, void *arg), void *arg)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "SELECT uuid, state, reason FROM gpu_admin", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        fn((const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+           (const char *)sqlite3_column_text(st, 2), arg);
+    sqlite3_finalize(st);
     return 0;
 }

@@ -20,6 +20,25 @@ int db_insert_workflow(db *d, const workflow *wf, jerr *e);
 int db_update_workflow(db *d, const workflow *wf, jerr *e);
 /* Calls fn for every workflow, in submission order; fn takes ownership. */
 int db_load_workflows(db *d, void (*fn)(workflow *wf, void *arg), void *arg, jerr *e);
+/* One audit record; -1 / NULL for what does not apply. */
+typedef struct audit_rec {
+    int64_t ts_ms;
+    int64_t uid;             /* who acted (the job's owner for allocations) */
+    const char *action;      /* allocate, release, scrub, state, xid, drain, offline, online, ... */
+    int gpu;
+    const char *gpu_uuid;
+    const char *job;
+    int64_t duration_ms;
+    int64_t memory_mb;
+    const char *detail;
+} audit_rec;
+int db_audit(db *d, const audit_rec *a, jerr *e);
+/* Records matching every filter given (uid/gpu -1, job NULL: any), oldest first. */
+json_t *db_audit_query(db *d, int64_t uid, int gpu, int64_t since_ms, int64_t until_ms, const char *job_id, int limit,
+                       jerr *e);
+/* An admin's GPU state by UUID (state NULL: none); loaded at start. */
+int db_gpu_admin_set(db *d, const char *uuid, const char *state, const char *reason, jerr *e);
+int db_gpu_admin_load(db *d, void (*fn)(const char *uuid, const char *state, const char *reason, void *arg), void *arg);
 /* Commits what this turn of the event loop wrote (see db.c). */
 int db_flush(db *d, jerr *e);
 int db_schema_version(db *d);

@@ -338,7 +338,8 @@ def test_gpu_json_schema(fresh_daemon):
     assert set(inv) == {"enabled", "backend", "simulated", "driver_version", "cuda_driver_version", "discovery_ms",
                         "gpus", "attempts", "cuda_installations"}
     g = inv["gpus"][0]
-    assert set(g) == set(GPU_FIELDS) | {"mig", "simulated", "problem", "state", "job"}
+    # "health" appears once the monitor has sampled the GPU (docs/api.md)
+    assert set(g) - {"health"} == set(GPU_FIELDS) | {"mig", "simulated", "problem", "state", "job", "takes_jobs"}
     assert g["mig_enabled"] is True and len(g["mig"]) == 3
     assert set(g["mig"][0]) == set(MIG_FIELDS)
     one = json.loads(d.rnx("gpu", "show", "--json", "0", check=True).stdout)

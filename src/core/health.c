@@ -1,0 +1,472 @@
+/* GPU health (docs/gpu.md, "Health"). A monitor thread of its own opens NVML (dlopen, as
+ * discovery does), waits for XID and ECC events and samples every GPU each
+ * gpu.health_interval_ms; it also runs resets, which may take seconds. It never touches the
+ * core's state: it writes fixed-size messages to a pipe that the event loop reads. The loop
+ * side keeps the samples and counters, applies the XID policy and moves GPUs through the
+ * state machine: AVAILABLE -> DRAINING / RESETTING / OFFLINE -> AVAILABLE after a passing check. */
+#include "health.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../gpu/nvml_api.h"
+#include "../gpu/xid_policy.h"
+#include "core.h"
+
+enum hm_type { HM_SAMPLE, HM_XID, HM_ECC, HM_RESET };
+
+typedef struct hmsg {
+    int type;
+    int gpu;
+    int64_t v[6];
+    char text[160];
+} hmsg;
+
+static struct {
+    pthread_t th;
+    bool running;
+    int rd, wr;                  /* the pipe: monitor -> loop */
+    watch w;
+    pthread_mutex_t mu;
+    uint64_t reset_want;         /* GPUs to reset, set by the loop, taken by the monitor */
+    bool stop;
+    int interval_ms;
+    int ngpu;
+    char uuid[GPU_MAX][96];
+    char smi[256];
+    int smi_timeout_ms;
+    char lib[256];
+} M = {.mu = PTHREAD_MUTEX_INITIALIZER, .rd = -1, .wr = -1};
+
+static gpu_health H[GPU_MAX];
+static uint64_t reset_asked;     /* loop side: resets handed to the monitor, not answered yet */
+static xid_policy policy;
+
+const gpu_health *core_gpu_health(int i) { return i >= 0 && i < GPU_MAX ? &H[i] : NULL; }
+
+/* ---------------- the monitor thread ---------------- */
+
+typedef struct nvml {
+    void *h;
+#define NVML_POINTER(name, ret, params) ret(*name) params;
+    NVML_FUNCTIONS(NVML_POINTER)
+#undef NVML_POINTER
+} nvml;
+
+static void post(const hmsg *m)
+{
+    /* a pipe write of this size is atomic; a full pipe (a stalled loop) drops samples, never blocks */
+    if (write(M.wr, m, sizeof *m) < 0 && errno != EAGAIN)
+        return;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* nvidia-smi --gpu-reset -i N, with a time limit: 0, or -1 and why in text. */
+static int run_reset(int gpu, char *text, size_t len)
+{
+    char idx[16];
+    snprintf(idx, sizeof idx, "%d", gpu);
+    char *argv[] = {M.smi, "--gpu-reset", "-i", idx, NULL};
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        snprintf(text, len, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 2);
+    pid_t pid;
+    extern char **environ;
+    int rc = posix_spawn(&pid, M.smi, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    if (rc != 0) {
+        close(out[0]);
+        snprintf(text, len, "cannot run %s: %s", M.smi, strerror(rc));
+        return -1;
+    }
+    char buf[512] = "";
+    size_t got = 0;
+    int64_t deadline = mono_ms() + (M.smi_timeout_ms > 0 ? M.smi_timeout_ms : 10000) + 20000;
+    struct pollfd p = {out[0], POLLIN, 0};
+    while (mono_ms() < deadline && poll(&p, 1, 100) >= 0) {
+        if (!p.revents)
+            continue;
+        ssize_t n = read(out[0], buf + got, sizeof buf - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(out[0]);
+    buf[got] = 0;
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        snprintf(text, len, "%s --gpu-reset -i %d did not finish in time", M.smi, gpu);
+        return -1;
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        snprintf(text, len, "%s --gpu-reset -i %d failed: %.*s", M.smi, gpu, (int)strcspn(buf, "\n"), buf);
+        return -1;
+    }
+    return 0;
+}
+
+static void *monitor(void *arg)
+{
+    nvml n = {0};
+    nvmlDevice_t dev[GPU_MAX] = {0};
+    nvmlEventSet_t set = NULL;
+    n.h = dlopen(M.lib, RTLD_NOW | RTLD_LOCAL);
+#define NVML_RESOLVE(name, ret, params) *(void **)&n.name = n.h ? dlsym(n.h, #name) : NULL;
+    NVML_FUNCTIONS(NVML_RESOLVE)
+#undef NVML_RESOLVE
+    bool ok = n.h && n.nvmlInit_v2 && n.nvmlInit_v2() == NVML_SUCCESS;
+    if (ok) {
+        unsigned count = 0;
+        n.nvmlDeviceGetCount_v2(&count);
+        for (unsigned k = 0; k < count; k++) {
+            nvmlDevice_t d;
+            char uuid[96];
+            if (n.nvmlDeviceGetHandleByIndex_v2(k, &d) != NVML_SUCCESS ||
+                n.nvmlDeviceGetUUID(d, uuid, sizeof uuid) != NVML_SUCCESS)
+                continue;
+            for (int i = 0; i < M.ngpu; i++)
+                if (!strcmp(uuid, M.uuid[i]))
+                    dev[i] = d;
+        }
+        if (n.nvmlEventSetCreate && n.nvmlEventSetCreate(&set) == NVML_SUCCESS)
+            for (int i = 0; i < M.ngpu; i++)
+                if (dev[i])
+                    n.nvmlDeviceRegisterEvents(dev[i], nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |
+                                                           nvmlEventTypeDoubleBitEccError, set);
+    }
+    int64_t next = 0;
+    for (;;) {
+        pthread_mutex_lock(&M.mu);
+        bool stop = M.stop;
+        uint64_t resets = M.reset_want;
+        M.reset_want = 0;
+        pthread_mutex_unlock(&M.mu);
+        if (stop)
+            break;
+        for (int i = 0; i < M.ngpu; i++)
+            if (resets >> i & 1) {
+                hmsg m = {.type = HM_RESET, .gpu = i};
+                int rc = run_reset(i, m.text, sizeof m.text);
+                /* the check after a reset: the device answers, and its memory can be read */
+                nvmlMemory_t mem;
+                unsigned t;
+                if (rc == 0 && ok && dev[i] &&
+                    (n.nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) != NVML_SUCCESS ||
+                     n.nvmlDeviceGetMemoryInfo(dev[i], &mem) != NVML_SUCCESS)) {
+                    snprintf(m.text, sizeof m.text, "the GPU does not answer NVML after its reset");
+                    rc = -1;
+                }
+                m.v[0] = rc == 0;
+                post(&m);
+            }
+        int64_t now = mono_ms();
+        if (now >= next && ok) {
+            for (int i = 0; i < M.ngpu; i++) {
+                if (!dev[i])
+                    continue;
+                hmsg m = {.type = HM_SAMPLE, .gpu = i, .v = {-1, -1, -1, -1, -1, -1}};
+                unsigned t, p;
+                nvmlUtilization_t u;
+                nvmlMemory_t mem;
+                if (n.nvmlDeviceGetTemperature && n.nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) == NVML_SUCCESS)
+                    m.v[0] = t;
+                if (n.nvmlDeviceGetUtilizationRates && n.nvmlDeviceGetUtilizationRates(dev[i], &u) == NVML_SUCCESS)
+                    m.v[1] = u.gpu;
+                if (n.nvmlDeviceGetMemoryInfo && n.nvmlDeviceGetMemoryInfo(dev[i], &mem) == NVML_SUCCESS)
+                    m.v[2] = (int64_t)(mem.used >> 20);
+                if (n.nvmlDeviceGetPowerUsage && n.nvmlDeviceGetPowerUsage(dev[i], &p) == NVML_SUCCESS)
+                    m.v[3] = p / 1000;
+                post(&m);
+            }
+            next = now + M.interval_ms;
+        }
+        /* wait for an event, in slices short enough that a reset request or stop is seen soon */
+        int slice = (int)(next - mono_ms());
+        slice = slice < 0 ? 0 : slice > 200 ? 200 : slice;
+        nvmlEventData_t ev;
+        if (set && n.nvmlEventSetWait_v2(set, &ev, (unsigned)slice) == NVML_SUCCESS) {
+            for (int i = 0; i < M.ngpu; i++)
+                if (dev[i] == ev.device) {
+                    hmsg m = {.type = ev.eventType == nvmlEventTypeXidCriticalError ? HM_XID : HM_ECC, .gpu = i};
+                    m.v[0] = ev.eventType == nvmlEventTypeXidCriticalError ? (int64_t)ev.eventData
+                                                                           : ev.eventType == nvmlEventTypeDoubleBitEccError;
+                    post(&m);
+                }
+        } else if (!set) {
+            nanosleep(&(struct timespec){0, (long)slice * 1000000L}, NULL);
+        }
+    }
+    if (set)
+        n.nvmlEventSetFree(set);
+    if (ok)
+        n.nvmlShutdown();
+    if (n.h)
+        dlclose(n.h);
+    return NULL;
+}
+
+/* ---------------- the loop side ---------------- */
+
+/* Jobs holding GPU i (exclusive, shared or through one of its MIG devices). */
+static size_t jobs_on(int i, job **out, size_t max)
+{
+    size_t k = 0;
+    for (size_t n = 0; n < C.njobs && k < max; n++) {
+        job *j = C.jobs[n];
+        if (!j->holds_room)
+            continue;
+        bool on = j->gpu_set >> i & 1;
+        if (!on && j->gpus) {
+            json_t *g;
+            size_t x;
+            json_array_foreach(j->gpus, x, g) on |= json_integer_value(json_object_get(g, "index")) == i &&
+                                                     json_object_get(g, "mig");
+        }
+        if (on)
+            out[k++] = j;
+    }
+    return k;
+}
+
+size_t core_gpu_jobs_on(int i, job **out, size_t max) { return jobs_on(i, out, max); }
+
+/* The jobs on a failed GPU: preemptible ones go back to the queue (and run elsewhere), the
+ * others fail with the reason. */
+void core_gpu_lose_jobs(int i, const char *why)
+{
+    job *js[64];
+    size_t n = jobs_on(i, js, 64);
+    for (size_t k = 0; k < n; k++) {
+        job *j = js[k];
+        if (j->state == JS_STOPPING || j->preempting)
+            continue;
+        if (json_is_true(json_object_get(j->req, "preemptible"))) {
+            launch_preempt(j, NULL);
+            log_info("job %s: GPU %d failed (%s): re-queued", j->id, i, why);
+            continue;
+        }
+        free(j->fail_reason);
+        char msg[300];
+        snprintf(msg, sizeof msg, "GPU %d failed: %s", i, why);
+        j->fail_reason = xstrdup(msg);
+        jerr e = {0};
+        if (launch_stop(j, (uid_t)-1, &e) < 0)
+            log_err("job %s: %s", j->id, e.msg);
+        j->stopped_by = -1;
+    }
+}
+
+/* A GPU waiting for its reset gets it once nothing holds it any more. */
+void health_reset_when_idle(void)
+{
+    if (!M.running)
+        return;
+    uint64_t want = 0;
+    for (int i = 0; i < C.gpu.inv.n; i++) {
+        gpu_hold *h = core_gpu_hold(i);
+        job *js[1];
+        if (h->resetting && !(reset_asked >> i & 1) && jobs_on(i, js, 1) == 0 && !h->scrubbing)
+            want |= 1ull << i;
+    }
+    if (!want)
+        return;
+    reset_asked |= want;
+    pthread_mutex_lock(&M.mu);
+    M.reset_want |= want;
+    pthread_mutex_unlock(&M.mu);
+    for (int i = 0; i < C.gpu.inv.n; i++)
+        if (want >> i & 1)
+            log_info("gpu %d: idle: resetting it", i);
+}
+
+static void count_xid(gpu_health *g, int code)
+{
+    g->last_xid = code;
+    g->last_xid_ms = now_ms();
+    for (int k = 0; k < HEALTH_XID_CODES; k++)
+        if (g->xid[k].code == code || g->xid[k].code == 0) {
+            g->xid[k].code = code;
+            g->xid[k].count++;
+            return;
+        }
+    g->xid_other++;
+}
+
+static void on_xid(int i, int code, const char *via)
+{
+    count_xid(&H[i], code);
+    const char *meaning;
+    enum xid_action a = xid_policy_action(&policy, code, &meaning);
+    gpu_hold *h = core_gpu_hold(i);
+    char why[200];
+    snprintf(why, sizeof why, "XID %d: %s", code, meaning);
+    log_msg(a == XA_APP ? LOG_INFO : LOG_WARN, "gpu %d: %s%s; action: %s", i, why, via, xid_action_name(a));
+    char detail[300];
+    snprintf(detail, sizeof detail, "%s; action %s", why, xid_action_name(a));
+    core_audit("xid", -1, i, NULL, -1, -1, detail);
+    switch (a) {
+    case XA_APP: return;
+    case XA_RESTART_JOB: core_gpu_lose_jobs(i, why); break;
+    case XA_OFFLINE:
+        core_gpu_set_state(i, "offline", why, -1);
+        core_gpu_lose_jobs(i, why);
+        break;
+    case XA_RESET:
+        core_gpu_set_state(i, "resetting", why, -1);
+        core_gpu_lose_jobs(i, why);
+        break;
+    case XA_DRAIN_RESET:
+        if (!h->resetting)
+            core_gpu_set_state(i, "resetting", why, -1); /* no new jobs; reset once the running ones end */
+        break;
+    }
+    health_reset_when_idle();
+    core_schedule();
+}
+
+static void on_message(watch *w, uint32_t events)
+{
+    hmsg m;
+    while (read(M.rd, &m, sizeof m) == (ssize_t)sizeof m) {
+        if (m.gpu < 0 || m.gpu >= C.gpu.inv.n)
+            continue;
+        gpu_health *g = &H[m.gpu];
+        switch (m.type) {
+        case HM_SAMPLE: {
+            g->sampled_ms = now_ms();
+            g->temperature_c = (int)m.v[0];
+            g->utilization_pct = (int)m.v[1];
+            g->memory_used_mb = (int)m.v[2];
+            g->power_w = (int)m.v[3];
+            int max = (int)C.cfg.max_temperature_c;
+            /* 5 degrees of hysteresis: a GPU at the limit does not flap in and out of service */
+            if (!g->hot && g->temperature_c > max) {
+                g->hot = true;
+                char d[120];
+                snprintf(d, sizeof d, "%d C, above gpu.max_temperature_c %d: no new jobs until it cools", g->temperature_c,
+                         max);
+                log_warn("gpu %d: %s", m.gpu, d);
+                core_audit("hot", -1, m.gpu, NULL, -1, -1, d);
+            } else if (g->hot && g->temperature_c >= 0 && g->temperature_c <= max - 5) {
+                g->hot = false;
+                log_info("gpu %d: cooled to %d C: takes jobs again", m.gpu, g->temperature_c);
+                core_audit("cooled", -1, m.gpu, NULL, -1, -1, NULL);
+                core_schedule();
+            }
+            break;
+        }
+        case HM_XID: on_xid(m.gpu, (int)m.v[0], ""); break;
+        case HM_ECC:
+            if (m.v[0]) {
+                g->ecc_dbe++;
+                on_xid(m.gpu, 48, " (a double-bit ECC event)");
+            } else {
+                g->ecc_sbe++;
+            }
+            break;
+        case HM_RESET:
+            reset_asked &= ~(1ull << m.gpu);
+            if (m.v[0]) {
+                log_info("gpu %d: reset and checked: AVAILABLE", m.gpu);
+                core_audit("reset", -1, m.gpu, NULL, -1, -1, "passed the check after the reset");
+                core_gpu_set_state(m.gpu, "available", "reset and checked", -1);
+            } else {
+                char why[240];
+                snprintf(why, sizeof why, "reset failed: %s", m.text);
+                core_audit("reset", -1, m.gpu, NULL, -1, -1, why);
+                core_gpu_set_state(m.gpu, "offline", why, -1);
+            }
+            core_schedule();
+            break;
+        }
+    }
+}
+
+void health_start(void)
+{
+    for (int i = 0; i < GPU_MAX; i++)
+        H[i] = (gpu_health){.temperature_c = -1, .utilization_pct = -1, .memory_used_mb = -1, .power_w = -1,
+                            .throttle_reasons = -1, .remapped_rows = -1};
+    char err[256];
+    if (xid_policy_parse(&policy, C.cfg.xid_policy, err, sizeof err) < 0)
+        log_err("%s; using joblet's table alone", err);
+    const gpu_inventory *inv = &C.gpu.inv;
+    if (!C.gpu_on || !inv->n || !C.cfg.health_interval_ms)
+        return;
+    if (inv->simulated) {
+        log_info("gpu: simulated GPUs: no health monitor (nothing to sample)");
+        return;
+    }
+    if (strcmp(inv->backend, "nvml") != 0)
+        log_warn("gpu: discovery used the %s backend; the health monitor tries NVML (%s) for samples and events",
+                 inv->backend, C.cfg.gpu.nvml_library);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+        log_err("gpu: health monitor: pipe: %s", strerror(errno));
+        return;
+    }
+    M.rd = p[0];
+    M.wr = p[1];
+    M.interval_ms = (int)C.cfg.health_interval_ms;
+    M.ngpu = inv->n;
+    for (int i = 0; i < inv->n; i++)
+        snprintf(M.uuid[i], sizeof M.uuid[i], "%s", inv->gpu[i].uuid);
+    snprintf(M.smi, sizeof M.smi, "%s", C.cfg.gpu.nvidia_smi);
+    snprintf(M.lib, sizeof M.lib, "%s", C.cfg.gpu.nvml_library);
+    M.smi_timeout_ms = C.cfg.gpu.smi_timeout_ms;
+    M.w = (watch){M.rd, on_message, NULL};
+    loop_add(&M.w);
+    /* signals stay with the loop thread (signalfd): the monitor blocks them all */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&M.th, NULL, monitor, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        log_err("gpu: health monitor: %s", strerror(rc));
+        return;
+    }
+    M.running = true;
+    log_info("gpu: health monitor every %u ms, XID/ECC events through NVML", C.cfg.health_interval_ms);
+    health_reset_when_idle(); /* a GPU that was waiting for its reset when joblet stopped */
+}
+
+void health_stop(void)
+{
+    if (!M.running)
+        return;
+    pthread_mutex_lock(&M.mu);
+    M.stop = true;
+    pthread_mutex_unlock(&M.mu);
+    pthread_join(M.th, NULL);
+    M.running = false;
+}
