@@ -16,6 +16,9 @@ static const char gpu_help[] =
     "  list            every GPU: memory, utilization, temperature, state, the job holding it\n"
     "  show GPU        one GPU in detail (GPU is an index or a UUID)\n"
     "  topo            the interconnect matrix (NV# = NVLink count, PIX/PXB/PHB/NODE/SYS = PCIe path)\n"
+    "  drain GPU       admins: no new jobs on it; the running ones finish (--force: stop them now)\n"
+    "  offline GPU     admins: out of service (refused while jobs run on it, unless --force)\n"
+    "  online GPU      admins: back in service (--force: even while a reset is pending)\n"
     "\n"
     "--json prints the API's objects (docs/api.md, \"GPUs\").\n";
 
@@ -271,9 +274,45 @@ static int gpu_topo(const rnx_ctx *ctx)
     return RNX_OK;
 }
 
+/* drain / offline / online: the GPU's state afterwards and the jobs it touched. */
+static int gpu_admin(const rnx_ctx *ctx, const char *action, const char *id, bool force)
+{
+    char path[256];
+    if (strlen(id) > 128 || strchr(id, '/') || strchr(id, '?'))
+        return rnx_usage("gpu %s: '%.40s' is not a GPU index or UUID", action, id);
+    snprintf(path, sizeof path, "/v1/gpus/%s/%s", id, action);
+    rnx_client *c = client_new(ctx->socket);
+    jerr e = {0};
+    json_t *g = NULL, *body = json_pack("{s:b}", "force", force);
+    int rc = client_request(c, "POST", path, body, &g, &e);
+    json_decref(body);
+    client_free(c);
+    if (rc < 0)
+        return rnx_fail("gpu %s %s: %s", action, id, e.msg);
+    if (ctx->json) {
+        print_json(g);
+        json_decref(g);
+        return RNX_OK;
+    }
+    int64_t idx = -1;
+    jint(g, "index", &idx);
+    printf("GPU %lld: %s", (long long)idx, jstr(g, "state") ? jstr(g, "state") : "?");
+    if (jstr(g, "state_reason"))
+        printf(" (%s)", jstr(g, "state_reason"));
+    printf("; %s\n", jstr(g, "note") ? jstr(g, "note") : "");
+    json_t *aff = json_object_get(g, "jobs_affected");
+    printf("jobs on it: %s", json_array_size(aff) ? "" : "none\n");
+    for (size_t i = 0; i < json_array_size(aff); i++)
+        printf("%s%s", json_string_value(json_array_get(aff, i)), i + 1 < json_array_size(aff) ? ", " : "\n");
+    json_decref(g);
+    return RNX_OK;
+}
+
 int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+                                         {"force", no_argument, NULL, 'f'}, {0}};
+    bool force = false;
     int c;
     optind = 0;
     /* flags may come before or after the command word */
@@ -281,6 +320,10 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
         if (c == 'h') {
             fputs(gpu_help, stdout);
             return RNX_OK;
+        }
+        if (c == 'f') {
+            force = true;
+            continue;
         }
         if (c != 'j')
             return RNX_USAGE;
@@ -299,10 +342,17 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
             fputs(gpu_help, stdout);
             return RNX_OK;
         }
+        if (c == 'f') {
+            force = true;
+            continue;
+        }
         if (c != 'j')
             return RNX_USAGE;
         ctx->json = true;
     }
+    bool admin = !strcmp(name, "drain") || !strcmp(name, "offline") || !strcmp(name, "online");
+    if (force && !admin)
+        return rnx_usage("gpu %s: --force is for drain, offline and online", name);
     int nargs = sub_argc - optind;
     argv = sub_argv;
     optind--; /* argv[optind + 1] is the first operand below */
@@ -316,9 +366,94 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
             return rnx_usage("gpu show: expected one GPU (an index or a UUID); usage: rnx gpu show [--json] GPU");
         return gpu_show(ctx, argv[optind + 1]);
     }
+    if (admin) {
+        if (nargs != 1)
+            return rnx_usage("gpu %s: expected one GPU (an index or a UUID); usage: rnx gpu %s [--force] GPU", name,
+                             name);
+        return gpu_admin(ctx, name, argv[optind + 1], force);
+    }
     if (strcmp(name, "help") == 0) {
         fputs(gpu_help, stdout);
         return RNX_OK;
     }
     return rnx_usage("unknown command '%s' for 'rnx gpu'; see 'rnx gpu --help'", name);
+}
+
+static const char audit_help[] =
+    "Usage: rnx audit [--user USER|UID] [--gpu GPU] [--job ID] [--since TIME] [--until TIME] [--limit N] [--json]\n"
+    "\n"
+    "The audit trail (admins: root or server.admin_group): every GPU allocation and release (who,\n"
+    "which job, how long, how much memory), scrub, state change, XID, and admin action, oldest\n"
+    "first. TIME is RFC 3339, e.g. 2026-11-22T15:00:00Z.\n";
+
+int cmd_audit(rnx_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},        {"help", no_argument, NULL, 'h'},
+        {"user", required_argument, NULL, 'u'},  {"gpu", required_argument, NULL, 'g'},
+        {"job", required_argument, NULL, 'J'},   {"since", required_argument, NULL, 's'},
+        {"until", required_argument, NULL, 't'}, {"limit", required_argument, NULL, 'l'},
+        {0}};
+    static const char *const keys[] = {"user", "gpu", "job", "since", "until", "limit"};
+    const char *vals[6] = {0};
+    int c;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx audit")) != -1) {
+        const char *k = strchr("ugJstl", c);
+        if (c == 'h') {
+            fputs(audit_help, stdout);
+            return RNX_OK;
+        } else if (c == 'j')
+            ctx->json = true;
+        else if (k && c)
+            vals[k - "ugJstl"] = optarg;
+        else
+            return RNX_USAGE;
+    }
+    if (optind < argc)
+        return rnx_usage("audit: unexpected argument '%s'", argv[optind]);
+    char path[1024] = "/v1/audit";
+    for (int i = 0; i < 6; i++) {
+        if (!vals[i])
+            continue;
+        if (!*vals[i] || strpbrk(vals[i], "&?#/ ") || strlen(vals[i]) > 100)
+            return rnx_usage("audit: --%s: '%.40s' is not a valid value", keys[i], vals[i]);
+        size_t l = strlen(path);
+        snprintf(path + l, sizeof path - l, "%c%s=", strchr(path, '?') ? '&' : '?', keys[i]);
+        l = strlen(path);
+        for (const char *p = vals[i]; *p && l + 4 < sizeof path; p++)
+            l += (size_t)snprintf(path + l, sizeof path - l, *p == '+' || *p == ':' ? "%%%02X" : "%c",
+                                  (unsigned char)*p);
+    }
+    json_t *o = NULL;
+    int rc = fetch(ctx, path, &o);
+    if (rc)
+        return rc;
+    if (ctx->json) {
+        print_json(json_object_get(o, "records"));
+        json_decref(o);
+        return RNX_OK;
+    }
+    json_t *recs = json_object_get(o, "records"), *r;
+    size_t i;
+    printf("%-24s %-6s %-9s %-4s %-10s %-10s %-9s %s\n", "TIME", "UID", "ACTION", "GPU", "JOB", "DURATION", "MEMORY",
+           "DETAIL");
+    json_array_foreach(recs, i, r)
+    {
+        int64_t v;
+        char uid[16] = "-", gpu[8] = "-", dur[16] = "-", mem[16] = "-";
+        if (jint(r, "uid", &v))
+            snprintf(uid, sizeof uid, "%lld", (long long)v);
+        if (jint(r, "gpu", &v))
+            snprintf(gpu, sizeof gpu, "%lld", (long long)v);
+        if (jint(r, "duration_ms", &v))
+            snprintf(dur, sizeof dur, "%.1fs", (double)v / 1000.0);
+        if (jint(r, "memory_mb", &v))
+            snprintf(mem, sizeof mem, "%lldMB", (long long)v);
+        printf("%-24s %-6s %-9s %-4s %-10.8s %-10s %-9s %s\n", jstr(r, "time") ? jstr(r, "time") : "-", uid,
+               jstr(r, "action"), gpu, jstr(r, "job") ? jstr(r, "job") : "-", dur, mem,
+               jstr(r, "detail") ? jstr(r, "detail") : "");
+    }
+    json_decref(o);
+    return RNX_OK;
 }

@@ -43,6 +43,8 @@ static const char global_help[] =
     "  gpu list        the machine's GPUs, their state and the jobs holding them\n"
     "  gpu show        one GPU in detail\n"
     "  gpu topo        the GPU interconnect matrix (NVLink, PCIe, NUMA)\n"
+    "  gpu drain|offline|online GPU   admins: take a GPU out of service and back\n"
+    "  audit           admins: the audit trail of GPU allocations, states and admin actions\n"
     "\n"
     "Run 'rnx job <command> --help' for a command's flags.\n"
     "\n"
@@ -234,6 +236,8 @@ static int run(int argc, char **argv)
         return cmd_job(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "gpu") == 0)
         return cmd_gpu(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "audit") == 0)
+        return cmd_audit(&ctx, argc - optind, argv + optind);
     return rnx_usage("unknown command '%s' for 'rnx'; see 'rnx --help'", argv[optind]);
 }
 

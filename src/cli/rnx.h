@@ -32,6 +32,7 @@ int rnx_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The "job" command group; argv[0] is "job". */
 int cmd_job(rnx_ctx *ctx, int argc, char **argv);
 /* The "gpu" command group; argv[0] is "gpu". */
+int cmd_audit(rnx_ctx *ctx, int argc, char **argv);
 int cmd_gpu(rnx_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -121,7 +121,10 @@ static int run_reset(int gpu, char *text, size_t len)
     close(out[0]);
     buf[got] = 0;
     int st = 0;
-    if (waitpid(pid, &st, WNOHANG) == 0) {
+    pid_t w;
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0 && mono_ms() < deadline)
+        nanosleep(&(struct timespec){0, 10 * 1000000}, NULL);
+    if (w == 0) {
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
         snprintf(text, len, "%s --gpu-reset -i %d did not finish in time", M.smi, gpu);
