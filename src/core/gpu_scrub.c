@@ -59,6 +59,7 @@ static void on_scrub_exit(watch *w, uint32_t events)
         bool ok = line && strncmp(line + strlen(uuid), ": scrubbed ", 11) == 0;
         if (ok) {
             log_info("gpu %d: memory scrubbed, available again", i);
+            core_audit("scrub", -1, i, NULL, -1, C.gpu.inv.gpu[i].memory_total_mb, "memory zeroed");
             continue;
         }
         holds[i].degraded = true;
@@ -68,6 +69,7 @@ static void on_scrub_exit(watch *w, uint32_t events)
             snprintf(holds[i].reason, sizeof holds[i].reason, "memory scrub failed: joblet-gpu-scrub %s %d",
                      WIFEXITED(st) ? "exited" : "was killed by signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         log_err("gpu %d: %s; it stays DEGRADED until an admin brings it back", i, holds[i].reason);
+        core_audit("scrub", -1, i, NULL, -1, -1, holds[i].reason);
     }
     loop_del(w);
     close(w->fd);
