@@ -1,4 +1,4 @@
-/* GPU health (docs/gpu.md, "Health"). A monitor thread of its own opens NVML (dlopen, as
+/* GPU health (docs/health.md). A monitor thread of its own opens NVML (dlopen, as
  * discovery does), waits for XID and ECC events and samples every GPU each
  * gpu.health_interval_ms; it also runs resets, which may take seconds. It never touches the
  * core's state: it writes fixed-size messages to a pipe that the event loop reads. The loop

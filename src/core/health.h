@@ -1,6 +1,6 @@
 /* GPU health: a monitor thread samples the GPUs and waits for NVML's XID and ECC events; what
  * it sees reaches the core (the event-loop thread) through a pipe, and the core acts on it by
- * the XID policy (xid_policy.h) and the GPU state machine (docs/gpu.md, "Health"). */
+ * the XID policy (xid_policy.h) and the GPU state machine (docs/health.md). */
 #ifndef JOBLET_HEALTH_H
 #define JOBLET_HEALTH_H
 

@@ -1,5 +1,5 @@
 """GPU health end to end: the fake NVML's injected XIDs, ECC events and temperatures reach the
-daemon's monitor while jobs run, and the XID policy acts (docs/gpu.md, "Health"); admin drain,
+daemon's monitor while jobs run, and the XID policy acts (docs/health.md); admin drain,
 offline and online; the audit trail. Device nodes are mknod'ed in a scratch directory as in
 test_gpu_isolation.py; resets go to the fake nvidia-smi."""
 import json

@@ -7,7 +7,7 @@
 
 #include "gpu/xid_policy.h"
 
-/* The documented table, row by row (docs/gpu.md, "Health"): application errors leave the GPU
+/* The documented table, row by row (docs/health.md): application errors leave the GPU
  * in service, 94 costs the jobs their work, ECC/NVLink/GSP faults reset, 79 takes it offline. */
 static void test_table(void **state)
 {
