@@ -112,11 +112,20 @@ static void add_state(json_t *o, int i)
             snprintf(c, sizeof c, "%d", hh->xid[k].code);
             json_object_set_new(x, c, json_integer((json_int_t)hh->xid[k].count));
         }
-        json_object_set_new(o, "health", json_pack("{s:i,s:i,s:i,s:i,s:b,s:I,s:I,s:o}", "temperature_c",
-                                                    hh->temperature_c, "utilization_pct", hh->utilization_pct,
-                                                    "memory_used_mb", hh->memory_used_mb, "power_w", hh->power_w, "hot",
-                                                    hh->hot, "ecc_sbe", (json_int_t)hh->ecc_sbe, "ecc_dbe",
-                                                    (json_int_t)hh->ecc_dbe, "xid", x));
+        json_t *hj = json_pack("{s:i,s:i,s:i,s:i,s:b,s:I,s:I,s:o}", "temperature_c", hh->temperature_c,
+                               "utilization_pct", hh->utilization_pct, "memory_used_mb", hh->memory_used_mb, "power_w",
+                               hh->power_w, "hot", hh->hot, "ecc_sbe_events", (json_int_t)hh->ecc_sbe,
+                               "ecc_dbe_events", (json_int_t)hh->ecc_dbe, "xid", x);
+        /* what the backend could not read is null, not -1 */
+        static const char *const opt_keys[] = {"throttle_reasons", "remapped_rows", "ecc_sbe_total", "ecc_dbe_total"};
+        const int64_t opt_vals[] = {hh->throttle_reasons, hh->remapped_rows, hh->ecc_sbe_total, hh->ecc_dbe_total};
+        for (int k = 0; k < 4; k++)
+            json_object_set_new(hj, opt_keys[k], opt_vals[k] >= 0 ? json_integer(opt_vals[k]) : json_null());
+        static const char *const num_keys[] = {"temperature_c", "utilization_pct", "memory_used_mb", "power_w"};
+        for (int k = 0; k < 4; k++)
+            if (json_integer_value(json_object_get(hj, num_keys[k])) < 0)
+                json_object_set_new(hj, num_keys[k], json_null());
+        json_object_set_new(o, "health", hj);
     }
     json_object_set_new(o, "takes_jobs", json_boolean(!st && !h->scrubbing && !(hh && hh->hot)));
     json_object_set_new(o, "job", holder ? json_string(holder) : json_null());

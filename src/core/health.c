@@ -130,6 +130,10 @@ static int run_reset(int gpu, char *text, size_t len)
         snprintf(text, len, "%s --gpu-reset -i %d did not finish in time", M.smi, gpu);
         return -1;
     }
+    /* The loop thread reaps every child on SIGCHLD (main.c) and may have taken this one's
+     * status first: then nvidia-smi's own words decide. */
+    if (w < 0 && errno == ECHILD)
+        st = strstr(buf, "successfully reset") ? 0 : 1 << 8;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         snprintf(text, len, "%s --gpu-reset -i %d failed: %.*s", M.smi, gpu, (int)strcspn(buf, "\n"), buf);
         return -1;
@@ -208,6 +212,25 @@ static void *monitor(void *arg)
                     m.v[2] = (int64_t)(mem.used >> 20);
                 if (n.nvmlDeviceGetPowerUsage && n.nvmlDeviceGetPowerUsage(dev[i], &p) == NVML_SUCCESS)
                     m.v[3] = p / 1000;
+                unsigned long long tr, ecc;
+                unsigned corr, unc, pend, fail;
+                if (n.nvmlDeviceGetCurrentClocksThrottleReasons &&
+                    n.nvmlDeviceGetCurrentClocksThrottleReasons(dev[i], &tr) == NVML_SUCCESS)
+                    m.v[4] = (int64_t)tr;
+                if (n.nvmlDeviceGetRemappedRows &&
+                    n.nvmlDeviceGetRemappedRows(dev[i], &corr, &unc, &pend, &fail) == NVML_SUCCESS)
+                    m.v[5] = (int64_t)corr + unc;
+                /* ECC totals (volatile: since the driver loaded) travel in text, two numbers */
+                long long sbe = -1, dbe = -1;
+                if (n.nvmlDeviceGetTotalEccErrors &&
+                    n.nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &ecc) ==
+                        NVML_SUCCESS)
+                    sbe = (long long)ecc;
+                if (n.nvmlDeviceGetTotalEccErrors &&
+                    n.nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ecc) ==
+                        NVML_SUCCESS)
+                    dbe = (long long)ecc;
+                snprintf(m.text, sizeof m.text, "%lld %lld", sbe, dbe);
                 post(&m);
             }
             next = now + M.interval_ms;
@@ -370,6 +393,9 @@ static void on_message(watch *w, uint32_t events)
             g->utilization_pct = (int)m.v[1];
             g->memory_used_mb = (int)m.v[2];
             g->power_w = (int)m.v[3];
+            g->throttle_reasons = m.v[4];
+            g->remapped_rows = m.v[5];
+            sscanf(m.text, "%lld %lld", (long long *)&g->ecc_sbe_total, (long long *)&g->ecc_dbe_total);
             int max = (int)C.cfg.max_temperature_c;
             /* 5 degrees of hysteresis: a GPU at the limit does not flap in and out of service */
             if (!g->hot && g->temperature_c > max) {
@@ -418,7 +444,7 @@ void health_start(void)
 {
     for (int i = 0; i < GPU_MAX; i++)
         H[i] = (gpu_health){.temperature_c = -1, .utilization_pct = -1, .memory_used_mb = -1, .power_w = -1,
-                            .throttle_reasons = -1, .remapped_rows = -1};
+                            .throttle_reasons = -1, .remapped_rows = -1, .ecc_sbe_total = -1, .ecc_dbe_total = -1};
     char err[256];
     if (xid_policy_parse(&policy, C.cfg.xid_policy, err, sizeof err) < 0)
         log_err("%s; using joblet's table alone", err);

@@ -19,7 +19,8 @@ typedef struct gpu_health {
     int power_w;
     int64_t throttle_reasons;    /* NVML clocks-throttle bit mask; -1 unknown */
     int64_t ecc_sbe, ecc_dbe;    /* ECC errors seen as events since the daemon started */
-    int64_t remapped_rows;       /* -1 unknown */
+    int64_t ecc_sbe_total, ecc_dbe_total; /* the driver's volatile ECC counters; -1 unknown */
+    int64_t remapped_rows;       /* rows remapped (corrected + uncorrectable); -1 unknown */
     struct {
         int code;
         uint64_t count;

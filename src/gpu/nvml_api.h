@@ -86,6 +86,10 @@ typedef struct {
     unsigned int memory; /* percent of time memory was read or written */
 } nvmlUtilization_t;
 
+/* Health sampling. */
+typedef enum { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 } nvmlMemoryErrorType_t;
+typedef enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 } nvmlEccCounterType_t;
+
 /* Events (health monitoring). */
 #define nvmlEventTypeSingleBitEccError 0x0000000000000001LL
 #define nvmlEventTypeDoubleBitEccError 0x0000000000000002LL
@@ -139,6 +143,14 @@ typedef struct {
       (nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int *temp)) \
     X(nvmlDeviceGetUtilizationRates, nvmlReturn_t, (nvmlDevice_t device, nvmlUtilization_t *utilization)) \
     X(nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int *power)) \
+    X(nvmlDeviceGetCurrentClocksThrottleReasons, nvmlReturn_t, \
+      (nvmlDevice_t device, unsigned long long *clocksThrottleReasons)) \
+    X(nvmlDeviceGetTotalEccErrors, nvmlReturn_t, \
+      (nvmlDevice_t device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType, \
+       unsigned long long *eccCounts)) \
+    X(nvmlDeviceGetRemappedRows, nvmlReturn_t, \
+      (nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows, unsigned int *isPending, \
+       unsigned int *failureOccurred)) \
     X(nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t *set)) \
     X(nvmlDeviceRegisterEvents, nvmlReturn_t, \
       (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)) \

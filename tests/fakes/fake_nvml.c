@@ -11,6 +11,9 @@
  *                        xid <index> <code>      an XID event on that GPU
  *                        ecc <index> sbe|dbe     a single/double bit ECC event
  *                        temp <index> <celsius>  what nvmlDeviceGetTemperature answers from now on
+ *                        ecc lines also count in nvmlDeviceGetTotalEccErrors (volatile counters);
+ *                        throttle <index> <mask> what nvmlDeviceGetCurrentClocksThrottleReasons answers
+ *                        remap <index> <rows>    uncorrectable remapped rows from now on
  *                      Events are delivered by nvmlEventSetWait_v2, only for types registered for
  *                      that GPU (others are dropped, as the driver drops them); temp lines are
  *                      applied by nvmlEventSetWait_v2 and nvmlDeviceGetTemperature alike.
@@ -46,6 +49,9 @@ struct nvmlDevice_st {
     json_t *j;       /* the GPU's or the MIG device's object */
     json_t *gpu;     /* the GPU's object */
     int temperature; /* guarded by S.mu: "temp" event lines change it */
+    unsigned long long ecc[2];     /* guarded by S.mu: ecc lines (corrected, uncorrected) */
+    unsigned long long throttle;   /* guarded by S.mu: throttle lines */
+    unsigned remapped;             /* guarded by S.mu: remap lines */
 };
 
 struct nvmlEventSet_st {
@@ -269,10 +275,11 @@ static nvmlReturn_t load(void)
     qsort(sorted, (size_t)n, sizeof sorted[0], bus_cmp);
     for (int i = 0; i < n; i++) {
         json_t *g = sorted[i], *mig = json_object_get(g, "mig");
-        S.gpus[i] = (struct nvmlDevice_st){i, -1, g, g, (int)json_number_value(json_object_get(g, "temperature_c"))};
+        S.gpus[i] = (struct nvmlDevice_st){
+            .index = i, .mig = -1, .j = g, .gpu = g, .temperature = (int)json_number_value(json_object_get(g, "temperature_c"))};
         S.nmig[i] = (int)json_array_size(mig);
         for (int m = 0; m < S.nmig[i]; m++)
-            S.migs[i][m] = (struct nvmlDevice_st){i, m, json_array_get(mig, (size_t)m), g, 0};
+            S.migs[i][m] = (struct nvmlDevice_st){.index = i, .mig = m, .j = json_array_get(mig, (size_t)m), .gpu = g};
     }
     S.n = n;
     S.root = root;
@@ -799,6 +806,53 @@ EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *p
     return NVML_SUCCESS;
 }
 
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *reasons)
+{
+    ENTER("nvmlDeviceGetCurrentClocksThrottleReasons", device);
+    if (!reasons)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    WHOLE_GPU_ONLY(device);
+    pthread_mutex_lock(&S.mu);
+    scan_events();
+    *reasons = device->throttle;
+    pthread_mutex_unlock(&S.mu);
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t type,
+                                                nvmlEccCounterType_t counter, unsigned long long *count)
+{
+    ENTER("nvmlDeviceGetTotalEccErrors", device);
+    if (!count || (type != NVML_MEMORY_ERROR_TYPE_CORRECTED && type != NVML_MEMORY_ERROR_TYPE_UNCORRECTED))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    WHOLE_GPU_ONLY(device);
+    if (!json_is_true(field(device, "ecc_enabled")))
+        return NVML_ERROR_NOT_SUPPORTED; /* as the driver answers with ECC off */
+    pthread_mutex_lock(&S.mu);
+    scan_events();
+    *count = device->ecc[type == NVML_MEMORY_ERROR_TYPE_UNCORRECTED];
+    pthread_mutex_unlock(&S.mu);
+    (void)counter;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corr, unsigned int *unc,
+                                              unsigned int *pending, unsigned int *failed)
+{
+    ENTER("nvmlDeviceGetRemappedRows", device);
+    if (!corr || !unc || !pending || !failed)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    WHOLE_GPU_ONLY(device);
+    pthread_mutex_lock(&S.mu);
+    scan_events();
+    *corr = 0;
+    *unc = device->remapped;
+    *pending = device->remapped > 0;
+    *failed = 0;
+    pthread_mutex_unlock(&S.mu);
+    return NVML_SUCCESS;
+}
+
 /* ---- events ---- */
 
 /* With S.mu held: is some live set waiting for this type on GPU idx? */
@@ -823,9 +877,9 @@ static void scan_events(void)
     if (fseek(f, S.events_off, SEEK_SET) == 0)
         while (S.nqueue < MAX_EVENTS && fgets(line, sizeof line, f) && strchr(line, '\n')) {
             S.events_off = ftell(f);
-            char kind[8], arg[32];
+            char kind[16], arg[32];
             int idx;
-            if (sscanf(line, "%7s %d %31s", kind, &idx, arg) != 3 || idx < 0 || idx >= S.n) {
+            if (sscanf(line, "%15s %d %31s", kind, &idx, arg) != 3 || idx < 0 || idx >= S.n) {
                 fprintf(stderr, "fake_nvml: FAKE_NVML_EVENTS: ignoring line '%.*s'\n", (int)strcspn(line, "\n"), line);
                 continue;
             }
@@ -834,11 +888,18 @@ static void scan_events(void)
             if (!strcmp(kind, "temp")) {
                 d->temperature = atoi(arg);
                 continue;
+            } else if (!strcmp(kind, "throttle")) {
+                d->throttle = strtoull(arg, NULL, 0);
+                continue;
+            } else if (!strcmp(kind, "remap")) {
+                d->remapped = (unsigned)atoi(arg);
+                continue;
             } else if (!strcmp(kind, "xid")) {
                 ev.eventType = nvmlEventTypeXidCriticalError;
                 ev.eventData = strtoull(arg, NULL, 10);
             } else if (!strcmp(kind, "ecc") && (!strcmp(arg, "sbe") || !strcmp(arg, "dbe"))) {
                 ev.eventType = !strcmp(arg, "dbe") ? nvmlEventTypeDoubleBitEccError : nvmlEventTypeSingleBitEccError;
+                d->ecc[!strcmp(arg, "dbe")]++;
             } else {
                 fprintf(stderr, "fake_nvml: FAKE_NVML_EVENTS: ignoring line '%.*s'\n", (int)strcspn(line, "\n"), line);
                 continue;
