@@ -1,5 +1,6 @@
-/* GPU states set by admins and by the XID policy, and the audit trail (docs/health.md). drain: no new jobs, the running ones finish. offline: out of service.
- * online: back to AVAILABLE. States an admin set outlive a restart (table gpu_admin). */
+/* GPU states set by admins and by the XID policy, and the audit trail (docs/health.md).
+ * drain: no new jobs, the running ones finish. offline: out of service. online: back to
+ * AVAILABLE. States an admin set outlive a restart (table gpu_admin). */
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
