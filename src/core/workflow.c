@@ -302,8 +302,9 @@ workflow *workflow_submit(json_t *body, uid_t uid, gid_t gid, jerr *e)
                         "jobs");
     for (size_t i = 0; i < n; i++) {
         json_t *src = json_array_get(arr, i);
-        json_t *o = json_pack("{s:O,s:O}", "name", json_array_get(json_object_get(body, "_names"), i), "requires",
-                              json_object_get(src, "requires") ? json_object_get(src, "requires") : json_array());
+        json_t *rq = json_object_get(src, "requires");
+        json_t *o = json_pack("{s:O,s:o}", "name", json_array_get(json_object_get(body, "_names"), i), "requires",
+                              rq ? json_incref(rq) : json_array());
         json_array_append_new(json_object_get(wf->doc, "jobs"), o);
     }
     if (db_insert_workflow(C.db, wf, e) < 0)
