@@ -551,6 +551,12 @@ void print_job(json_t *job, FILE *f)
     fprintf(f, "%s\n", jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
     key(f, "Status:");
     fprintf(f, "%s\n", status ? status : "-");
+    json_t *wf = json_object_get(job, "workflow");
+    if (json_is_object(wf)) {
+        key(f, "Workflow:");
+        fprintf(f, "%s (%s), job %s\n", jstr(wf, "name") ? jstr(wf, "name") : "-", jstr(wf, "id") ? jstr(wf, "id") : "-",
+                jstr(wf, "job") ? jstr(wf, "job") : "-");
+    }
     char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
     key(f, "Command:");
     fprintf(f, "%s\n", cmd);

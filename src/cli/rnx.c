@@ -21,6 +21,7 @@ static const char global_help[] =
     "\n"
     "Usage:\n"
     "  rnx [--socket PATH] [--json] job <command> [flags] [args...]\n"
+    "  rnx [--socket PATH] [--json] workflow <command> [flags] [args...]\n"
     "  rnx [--socket PATH] [--json] gpu list|show GPU|topo\n"
     "  rnx --version\n"
     "  rnx --help\n"
@@ -40,16 +41,22 @@ static const char global_help[] =
     "  job cancel      cancel a scheduled or queued job\n"
     "  job delete      remove a finished job and its output\n"
     "  job delete-all  remove every finished job\n"
+    "  workflow run    check a workflow file (YAML: jobs and their dependencies) and submit it\n"
+    "  workflow validate  check a workflow file without submitting it\n"
+    "  workflow list   list workflows\n"
+    "  workflow status a workflow's state and its jobs\n"
+    "  workflow cancel cancel a workflow\n"
     "  gpu list        the machine's GPUs, their state and the jobs holding them\n"
     "  gpu show        one GPU in detail\n"
     "  gpu topo        the GPU interconnect matrix (NVLink, PCIe, NUMA)\n"
     "  gpu drain|offline|online GPU   admins: take a GPU out of service and back\n"
     "  audit           admins: the audit trail of GPU allocations, states and admin actions\n"
     "\n"
-    "Run 'rnx job <command> --help' for a command's flags.\n"
+    "Run 'rnx job <command> --help' (or 'rnx workflow <command> --help') for a command's flags.\n"
     "\n"
     "Exit status: 0 on success, 1 when joblet refused or something failed, 2 for a bad command\n"
-    "line; 'rnx job run --follow' exits with the job's exit code.\n";
+    "line; 'rnx job run --follow' exits with the job's exit code, 'rnx workflow run --follow' with 0\n"
+    "when the workflow COMPLETED and 1 otherwise.\n";
 
 __attribute__((format(printf, 2, 0))) static int vreport(int code, const char *fmt, va_list ap)
 {
@@ -234,6 +241,8 @@ static int run(int argc, char **argv)
         return rnx_usage("missing command; usage: rnx [--socket PATH] [--json] job <command> ...; see 'rnx --help'");
     if (strcmp(argv[optind], "job") == 0)
         return cmd_job(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "workflow") == 0)
+        return cmd_workflow(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "gpu") == 0)
         return cmd_gpu(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "audit") == 0)

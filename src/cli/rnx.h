@@ -34,5 +34,7 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv);
 /* The "gpu" command group; argv[0] is "gpu". */
 int cmd_audit(rnx_ctx *ctx, int argc, char **argv);
 int cmd_gpu(rnx_ctx *ctx, int argc, char **argv);
+/* The "workflow" command group; argv[0] is "workflow". */
+int cmd_workflow(rnx_ctx *ctx, int argc, char **argv);
 
 #endif

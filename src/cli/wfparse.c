@@ -1,0 +1,1576 @@
+/* Workflow files: YAML -> the body of POST /v1/workflows (docs/workflows.md).
+ *
+ * The YAML is read with libfyaml's event parser into a small tree of our own that keeps the
+ * line and column of every node (libfyaml 0.7's document nodes do not expose them), resolving
+ * anchors, aliases and "<<" merge keys on the way. The tree is then walked against the
+ * workflow's schema: every key known, every value of the right kind and parsed by the same
+ * parsers `rnx job run` uses for its flags, every dependency naming a job of the file, no
+ * cycles. Problems are collected, each "FILE:LINE:COL: message"; a file with any problem
+ * produces no body, so nothing is ever submitted from an invalid file. */
+#include "wfparse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libfyaml.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/jsonx.h"
+#include "../common/parse.h"
+#include "../common/util.h"
+#include "upload.h"
+
+/* ---- the tree ------------------------------------------------------------------------ */
+
+typedef enum { Y_SCALAR, Y_SEQ, Y_MAP } ykind;
+
+typedef struct ynode {
+    ykind kind;
+    int line, col;            /* 1-based; 0 while unknown (an empty value has no mark) */
+    char *text;               /* scalar: its value, NUL-terminated */
+    size_t len;               /* scalar: length of text (it may hold a NUL from a "\0" escape) */
+    bool plain;               /* plain (unquoted, untagged) scalar: null, true, 12 are resolved */
+    struct ynode **kids;      /* sequence: items; mapping: key, value, key, value, ... */
+    size_t nkids, cap;
+} ynode;
+
+typedef struct anchor {
+    char *name;
+    ynode *node;
+} anchor;
+
+typedef struct ytree {
+    ynode **all;              /* every node, for freeing; aliases share nodes */
+    size_t nall, capall;
+    anchor *anchors;
+    size_t nanchors;
+    ynode *root;
+} ytree;
+
+static ynode *ynew(ytree *t, ykind kind)
+{
+    ynode *n = xcalloc(1, sizeof *n);
+    n->kind = kind;
+    if (t->nall == t->capall) {
+        t->capall = t->capall ? t->capall * 2 : 64;
+        t->all = realloc(t->all, t->capall * sizeof *t->all);
+        if (!t->all)
+            abort();
+    }
+    t->all[t->nall++] = n;
+    return n;
+}
+
+static void ykid(ynode *p, ynode *k)
+{
+    if (p->nkids == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 8;
+        p->kids = realloc(p->kids, p->cap * sizeof *p->kids);
+        if (!p->kids)
+            abort();
+    }
+    p->kids[p->nkids++] = k;
+}
+
+static void ytree_free(ytree *t)
+{
+    for (size_t i = 0; i < t->nall; i++) {
+        free(t->all[i]->text);
+        free(t->all[i]->kids);
+        free(t->all[i]);
+    }
+    for (size_t i = 0; i < t->nanchors; i++)
+        free(t->anchors[i].name);
+    free(t->all);
+    free(t->anchors);
+    memset(t, 0, sizeof *t);
+}
+
+static bool y_eq(const ynode *n, const char *s)
+{
+    return n && n->kind == Y_SCALAR && n->len == strlen(s) && memcmp(n->text, s, n->len) == 0;
+}
+
+/* YAML's null: no value at all, ~ or null (plain). */
+static bool y_null(const ynode *n)
+{
+    return !n || (n->kind == Y_SCALAR && n->plain &&
+                  (n->len == 0 || y_eq(n, "~") || y_eq(n, "null") || y_eq(n, "Null") || y_eq(n, "NULL")));
+}
+
+/* ---- messages ------------------------------------------------------------------------ */
+
+typedef struct ctx {
+    const char *path;         /* the file as the user named it */
+    char *dir;                /* its directory as given, "" for the current one */
+    wfp_errors *errs;
+    const char *job;          /* the job being read, named in messages; NULL outside jobs */
+} ctx;
+
+static void add_msg(wfp_errors *errs, char *msg)
+{
+    if (errs->n < WFP_MAX_ERRORS)
+        errs->msg[errs->n++] = msg;
+    else {
+        errs->dropped++;
+        free(msg);
+    }
+}
+
+__attribute__((format(printf, 4, 5))) static int err_pos(ctx *c, int line, int col, const char *fmt, ...)
+{
+    char msg[1024], *out;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (asprintf(&out, "%s:%d:%d: %s%s%s%s", c->path, line > 0 ? line : 1, col > 0 ? col : 1, c->job ? "job '" : "",
+                 c->job ? c->job : "", c->job ? "': " : "", msg) < 0)
+        abort();
+    add_msg(c->errs, out);
+    return -1;
+}
+
+#define err_at(c, node, ...) err_pos((c), (node) ? (node)->line : 1, (node) ? (node)->col : 1, __VA_ARGS__)
+
+static bool failed(const ctx *c) { return c->errs->n > 0 || c->errs->dropped > 0; }
+
+/* User text as it may appear in a message: at most 60 bytes (cut on a character boundary,
+ * "..." marks the cut), control characters as '?'. */
+static const char *shown(const ynode *n, char *buf, size_t len)
+{
+    size_t max = len - 4 < 60 ? len - 4 : 60, i = 0, o = 0;
+    const char *s = n && n->kind == Y_SCALAR ? n->text : "";
+    size_t sl = n && n->kind == Y_SCALAR ? n->len : 0;
+    for (; i < sl && o < max; i++)
+        buf[o++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    if (i < sl) {
+        while (o > 0 && ((unsigned char)buf[o] & 0xc0) == 0x80)   /* back to a character's start */
+            o--;
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+/* What a node is, for "must be X, got Y": "a list", "a mapping", "no value", "'text'". */
+static const char *what(const ynode *n, char *buf, size_t len)
+{
+    if (!n || y_null(n))
+        return "no value";
+    if (n->kind == Y_SEQ)
+        return "a list";
+    if (n->kind == Y_MAP)
+        return "a mapping";
+    char s[80];
+    snprintf(buf, len, "'%s'", shown(n, s, sizeof s));
+    return buf;
+}
+
+/* ---- YAML text -> tree ---------------------------------------------------------------- */
+
+static void quiet_output(struct fy_diag *diag, void *user, const char *buf, size_t len) {}
+
+static void set_mark(ynode *n, struct fy_event *ev)
+{
+    const struct fy_mark *m = fy_event_start_mark(ev);
+    if (m && m->line >= 0 && m->column >= 0) {
+        n->line = m->line + 1;
+        n->col = m->column + 1;
+    }
+}
+
+typedef struct frame {
+    ynode *node;
+    char *anchor;
+} frame;
+
+typedef struct builder {
+    ytree *t;
+    ctx *c;
+    frame *stack;
+    size_t depth, cap;
+} builder;
+
+static ynode *find_key(ynode **kids, size_t n, const ynode *key)
+{
+    for (size_t i = 0; i + 1 < n; i += 2)
+        if (kids[i]->len == key->len && memcmp(kids[i]->text, key->text, key->len) == 0)
+            return kids[i];
+    return NULL;
+}
+
+/* A finished mapping: keys must be scalars and unique; "<<: *anchor" (or a list of them)
+ * merges the keys of other mappings that are not given here. */
+static void finish_map(builder *b, ynode *m)
+{
+    ynode **out = xcalloc(m->nkids + 2, sizeof *out), **merges = NULL;
+    size_t n = 0, cap = m->nkids + 2, nmerges = 0;
+    char w[80];
+    for (size_t i = 0; i + 1 < m->nkids; i += 2) {
+        ynode *k = m->kids[i], *v = m->kids[i + 1];
+        if (k->kind != Y_SCALAR) {
+            err_at(b->c, k, "a key must be a name, not %s", what(k, w, sizeof w));
+            continue;
+        }
+        if (k->plain && y_eq(k, "<<")) {
+            size_t nsrc = v->kind == Y_SEQ ? v->nkids : 1;
+            for (size_t s = 0; s < nsrc; s++) {
+                ynode *src = v->kind == Y_SEQ ? v->kids[s] : v;
+                if (src->kind != Y_MAP) {
+                    err_at(b->c, src, "'<<' merges mappings (an alias such as *defaults, or a list of them), not %s",
+                           what(src, w, sizeof w));
+                    continue;
+                }
+                merges = realloc(merges, (nmerges + 1) * sizeof *merges);
+                if (!merges)
+                    abort();
+                merges[nmerges++] = src;
+            }
+            continue;
+        }
+        const ynode *first = find_key(out, n, k);
+        if (first) {
+            char s[80];
+            err_at(b->c, k, "duplicate key '%s' (first given at line %d, column %d)", shown(k, s, sizeof s),
+                   first->line, first->col);
+            continue;
+        }
+        out[n++] = k;
+        out[n++] = v;
+    }
+    for (size_t s = 0; s < nmerges; s++)
+        for (size_t i = 0; i + 1 < merges[s]->nkids; i += 2) {
+            if (find_key(out, n, merges[s]->kids[i]))
+                continue;   /* given here, or by an earlier merge: that one wins */
+            if (n + 2 > cap) {
+                cap *= 2;
+                out = realloc(out, cap * sizeof *out);
+                if (!out)
+                    abort();
+            }
+            out[n++] = merges[s]->kids[i];
+            out[n++] = merges[s]->kids[i + 1];
+        }
+    free(merges);
+    free(m->kids);
+    m->kids = out;
+    m->nkids = n;
+    m->cap = cap;
+}
+
+static void add_anchor(builder *b, char *name, ynode *n)
+{
+    if (!name)
+        return;
+    b->t->anchors = realloc(b->t->anchors, (b->t->nanchors + 1) * sizeof *b->t->anchors);
+    if (!b->t->anchors)
+        abort();
+    b->t->anchors[b->t->nanchors++] = (anchor){name, n};
+}
+
+/* Places a finished node in its parent. A value without a mark of its own (an empty one) is
+ * placed at its key; an empty item of a list at the list. */
+static void attach(builder *b, ynode *n)
+{
+    if (b->depth == 0) {
+        if (!b->t->root)
+            b->t->root = n;
+        if (!n->line)
+            n->line = n->col = 1;
+        return;
+    }
+    ynode *p = b->stack[b->depth - 1].node;
+    if (!n->line) {
+        const ynode *at = p->kind == Y_MAP && p->nkids % 2 == 1 ? p->kids[p->nkids - 1] : p;
+        n->line = at->line;
+        n->col = at->col;
+    }
+    ykid(p, n);
+}
+
+static char *token_text(struct fy_token *t)
+{
+    size_t l = 0;
+    const char *s = t ? fy_token_get_text(t, &l) : NULL;
+    if (!s)
+        return NULL;
+    char *out = xmalloc(l + 1);
+    memcpy(out, s, l);
+    out[l] = 0;
+    return out;
+}
+
+/* Tags: !!str makes a scalar text whatever it looks like; the other standard tags are
+ * accepted as the value's own kind; any other tag is refused rather than ignored. */
+static bool tag_ok(builder *b, struct fy_event *ev, ynode *n)
+{
+    struct fy_token *tt = fy_event_get_tag_token(ev);
+    char *tag = token_text(tt);
+    bool ok = true;
+    if (tag) {
+        static const char *const known[] = {"str", "int", "float", "bool", "null", "map", "seq"};
+        const char *std = "tag:yaml.org,2002:";
+        size_t i = 0;
+        if (!strncmp(tag, std, strlen(std)))
+            while (i < ARRAY_LEN(known) && strcmp(tag + strlen(std), known[i]))
+                i++;
+        else
+            i = ARRAY_LEN(known);
+        if (i == ARRAY_LEN(known)) {
+            const struct fy_mark *m = fy_token_start_mark(tt);
+            err_pos(b->c, m && m->line >= 0 ? m->line + 1 : n->line, m && m->column >= 0 ? m->column + 1 : n->col,
+                    "the tag '%.60s' is not supported in a workflow file", tag);
+            ok = false;
+        } else if (i == 0) {
+            n->plain = false;
+        }
+    }
+    free(tag);
+    return ok;
+}
+
+static void push(builder *b, ynode *n, char *anchor_name)
+{
+    if (b->depth == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 16;
+        b->stack = realloc(b->stack, b->cap * sizeof *b->stack);
+        if (!b->stack)
+            abort();
+    }
+    b->stack[b->depth++] = (frame){n, anchor_name};
+}
+
+/* One event; returns false to stop reading. */
+static bool on_event(builder *b, struct fy_event *ev, int *docs)
+{
+    ynode *n;
+    switch (ev->type) {
+    case FYET_DOCUMENT_START:
+        if (++*docs > 1) {
+            const struct fy_mark *m = fy_event_start_mark(ev);
+            err_pos(b->c, m && m->line >= 0 ? m->line + 1 : 1, m && m->column >= 0 ? m->column + 1 : 1,
+                    "a workflow file holds one YAML document; a second one starts here");
+            return false;
+        }
+        return true;
+    case FYET_MAPPING_START:
+    case FYET_SEQUENCE_START:
+        n = ynew(b->t, ev->type == FYET_MAPPING_START ? Y_MAP : Y_SEQ);
+        set_mark(n, ev);
+        tag_ok(b, ev, n);
+        push(b, n, token_text(fy_event_get_anchor_token(ev)));
+        return true;
+    case FYET_MAPPING_END:
+    case FYET_SEQUENCE_END: {
+        frame f = b->stack[--b->depth];
+        if (f.node->kind == Y_MAP)
+            finish_map(b, f.node);
+        add_anchor(b, f.anchor, f.node);   /* only now: an alias inside its own anchor finds nothing */
+        attach(b, f.node);
+        return true;
+    }
+    case FYET_SCALAR: {
+        struct fy_token *t = fy_event_get_token(ev);
+        size_t l = 0;
+        const char *s = t ? fy_token_get_text(t, &l) : NULL;
+        n = ynew(b->t, Y_SCALAR);
+        n->text = xmalloc(l + 1);
+        if (l)
+            memcpy(n->text, s, l);
+        n->text[l] = 0;
+        n->len = l;
+        enum fy_scalar_style st = t ? fy_token_scalar_style(t) : FYSS_PLAIN;
+        n->plain = st == FYSS_PLAIN;
+        set_mark(n, ev);
+        /* a quoted scalar's mark is its first character; point at the opening quote */
+        if ((st == FYSS_SINGLE_QUOTED || st == FYSS_DOUBLE_QUOTED) && n->col > 1)
+            n->col--;
+        tag_ok(b, ev, n);
+        add_anchor(b, token_text(fy_event_get_anchor_token(ev)), n);
+        attach(b, n);
+        return true;
+    }
+    case FYET_ALIAS: {
+        char *name = token_text(fy_event_get_token(ev));
+        ynode *target = NULL;
+        for (size_t i = b->t->nanchors; name && i-- > 0 && !target;)
+            if (!strcmp(b->t->anchors[i].name, name))
+                target = b->t->anchors[i].node;   /* the latest definition wins */
+        if (!target) {
+            /* the mark is the name's; point at the '*' before it */
+            const struct fy_mark *m = fy_event_start_mark(ev);
+            err_pos(b->c, m && m->line >= 0 ? m->line + 1 : 1, m && m->column > 0 ? m->column : 1,
+                    "the alias '*%.60s' names no anchor ('&%.60s') defined before it", name ? name : "",
+                    name ? name : "");
+            target = ynew(b->t, Y_SCALAR);   /* an empty stand-in, so the walk goes on */
+            target->text = xstrdup("");
+            target->plain = true;
+            set_mark(target, ev);
+        }
+        free(name);
+        attach(b, target);
+        return true;
+    }
+    default:
+        return true;
+    }
+}
+
+static int ytree_build(ytree *t, ctx *c, const char *text, size_t len)
+{
+    struct fy_diag_cfg dc;
+    fy_diag_cfg_default(&dc);
+    dc.fp = NULL;
+    dc.output_fn = quiet_output;
+    dc.colorize = false;
+    struct fy_diag *diag = fy_diag_create(&dc);
+    if (!diag)
+        abort();
+    fy_diag_set_collect_errors(diag, true);
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_NONE, .diag = diag};
+    struct fy_parser *p = fy_parser_create(&cfg);
+    if (!p || fy_parser_set_string(p, text, len) != 0)
+        abort();
+    builder b = {.t = t, .c = c};
+    int docs = 0;
+    bool go = true;
+    struct fy_event *ev;
+    while (go && (ev = fy_parser_parse(p))) {
+        go = on_event(&b, ev, &docs);
+        fy_parser_event_free(p, ev);
+    }
+    bool bad = fy_parser_get_stream_error(p);
+    size_t before = c->errs->n + c->errs->dropped;
+    if (bad) {
+        void *it = NULL;
+        struct fy_diag_error *de;
+        const char *job = c->job;
+        c->job = NULL;
+        while ((de = fy_diag_errors_iterate(diag, &it)))
+            if (de->type >= FYET_ERROR)
+                err_pos(c, de->line, de->column, "%s", de->msg ? de->msg : "not valid YAML");
+        if (c->errs->n + c->errs->dropped == before)
+            err_pos(c, 1, 1, "not valid YAML");
+        c->job = job;
+    }
+    for (size_t i = 0; i < b.depth; i++)
+        free(b.stack[i].anchor);
+    free(b.stack);
+    fy_parser_destroy(p);
+    fy_diag_destroy(diag);
+    return bad || !go ? -1 : 0;
+}
+
+/* ---- suggestions --------------------------------------------------------------------- */
+
+/* Edits (insert, delete, replace, swap two neighbours) from a to b: "nmae" is one from "name". */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return 99;
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+/* Names people reach for, and the key this file format calls them. */
+static const struct { const char *said, *meant; } synonyms[] = {
+    {"env", "environment"},         {"secret_env", "secret_environment"}, {"secrets", "secret_environment"},
+    {"depends_on", "requires"},     {"needs", "requires"},              {"dependencies", "requires"},
+    {"after", "requires"},          {"cmd", "command"},                 {"arguments", "args"},
+    {"upload", "uploads"},          {"files", "uploads"},               {"volume", "volumes"},
+    {"cwd", "workdir"},             {"working_dir", "workdir"},         {"gpu", "gpu_count"},
+    {"gpus", "gpu_count"},          {"memory", "max_memory"},           {"max_memory_mb", "max_memory"},
+    {"cpu", "max_cpu"},             {"cpus", "max_cpu"},                {"gpu_memory", "gpu_memory_mb"},
+    {"max_iobps", "max_io_bps"},    {"iobps", "max_io_bps"},            {"timeout", "max_runtime"},
+    {"max_runtime_s", "max_runtime"}, {"cores", "cpu_cores"},           {"mig", "gpu_mig"},
+    {"gpu_sharing", "gpu_share"},   {"sharing", "gpu_share"},           {"compute_capability", "gpu_cc"},
+    {"title", "name"},              {"steps", "jobs"},                  {"tasks", "jobs"},
+};
+
+/* The candidate closest to key, or NULL when none is close. */
+static const char *suggest(const char *key, const char *const *cands, size_t n)
+{
+    for (size_t i = 0; i < ARRAY_LEN(synonyms); i++)
+        if (!strcasecmp(key, synonyms[i].said))
+            for (size_t k = 0; k < n; k++)
+                if (!strcmp(cands[k], synonyms[i].meant))
+                    return cands[k];
+    const char *best = NULL;
+    size_t bd = 99, kl = strlen(key);
+    for (size_t k = 0; k < n; k++) {
+        size_t d = edit_distance(key, cands[k]);
+        if (d < bd) {
+            bd = d;
+            best = cands[k];
+        }
+    }
+    /* close: one typo in a short word, two in a longer one, and never the whole word */
+    size_t longer = best && strlen(best) > kl ? strlen(best) : kl;
+    return best && bd <= (longer <= 4 ? 1u : 2u) && bd < longer ? best : NULL;
+}
+
+static void join_list(const char *const *items, size_t n, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < n && o < len; i++)
+        o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", items[i]);
+}
+
+/* ---- the schema ---------------------------------------------------------------------- */
+
+static const char *const top_keys[] = {"name", "description", "jobs"};
+
+enum {
+    JK_COMMAND, JK_ARGS, JK_RUNTIME, JK_NETWORK, JK_UPLOADS, JK_VOLUMES, JK_ENVIRONMENT,
+    JK_SECRET_ENVIRONMENT, JK_WORKDIR, JK_RESOURCES, JK_REQUIRES, JK_N
+};
+static const char *const job_keys[JK_N] = {
+    "command", "args", "runtime", "network", "uploads", "volumes", "environment",
+    "secret_environment", "workdir", "resources", "requires",
+};
+
+enum rkind { R_PERCENT, R_SIZE_MB, R_RATE, R_CPUS, R_DURATION, R_GPUS, R_TEXT, R_CC, R_BOOL, R_PRIORITY };
+enum {
+    RK_MAX_CPU, RK_MAX_MEMORY, RK_MAX_IO_BPS, RK_CPU_CORES, RK_MAX_RUNTIME, RK_GPU_COUNT, RK_GPU_MEMORY_MB,
+    RK_GPU_MIG, RK_GPU_TYPE, RK_GPU_CC, RK_GPU_SHARE, RK_PRIORITY, RK_PREEMPTIBLE, RK_CROSS_NUMA, RK_N
+};
+/* resources: key, the job request's field, how the value is read. The request takes them in
+ * this order, whatever order the file gives them in. */
+static const struct { const char *key, *api; enum rkind kind; } res_keys[RK_N] = {
+    {"max_cpu", "max_cpu", R_PERCENT},
+    {"max_memory", "max_memory_mb", R_SIZE_MB},
+    {"max_io_bps", "max_iobps", R_RATE},
+    {"cpu_cores", "cpu_cores", R_CPUS},
+    {"max_runtime", "max_runtime_s", R_DURATION},
+    {"gpu_count", "gpu_count", R_GPUS},
+    {"gpu_memory_mb", "gpu_memory_mb", R_SIZE_MB},
+    {"gpu_mig", "gpu_mig", R_TEXT},
+    {"gpu_type", "gpu_type", R_TEXT},
+    {"gpu_cc", "gpu_cc", R_CC},
+    {"gpu_share", "gpu_share", R_BOOL},
+    {"priority", "priority", R_PRIORITY},
+    {"preemptible", "preemptible", R_BOOL},
+    {"cross_numa", "cross_numa", R_BOOL},
+};
+
+/* Job keys that are fields of the job request, for mapping the daemon's errors back. */
+static const struct { const char *api; int jk; } job_api[] = {
+    {"command", JK_COMMAND}, {"args", JK_ARGS},       {"env", JK_ENVIRONMENT}, {"secret_env", JK_SECRET_ENVIRONMENT},
+    {"workdir", JK_WORKDIR}, {"network", JK_NETWORK}, {"uploads", JK_UPLOADS},
+};
+
+/* API words and the file's words for them, for the daemon's messages. */
+static const struct { const char *api, *yaml; } api_words[] = {
+    {"max_memory_mb", "max_memory"}, {"max_iobps", "max_io_bps"}, {"max_runtime_s", "max_runtime"},
+    {"secret_env", "secret_environment"}, {"env", "environment"}, {"gpu_all", "gpu_count: all"},
+};
+
+static const char *const end_states[] = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"};
+
+typedef struct wreq {
+    ynode *item, *dep, *status;   /* the list item, the job it names, the state */
+    size_t to;                    /* index of that job */
+    char state[16];               /* upper case */
+} wreq;
+
+typedef struct wjob {
+    char *name;
+    ynode *key, *val;
+    ynode *at[JK_N];              /* each job key's value, NULL when not given */
+    ynode *res[RK_N];             /* each resource's value */
+    wreq *reqs;
+    size_t nreqs;
+    bool reqs_ok;                 /* every requires item names a job and a state */
+    json_t *request;              /* the POST /v1/jobs body being built */
+} wjob;
+
+struct wfp_doc {
+    char *path;
+    ytree t;
+    ynode *name_node, *desc_node, *jobs_node;
+    wjob *jobs;
+    size_t njobs;
+    json_t *body;
+};
+
+/* ---- values -------------------------------------------------------------------------- */
+
+/* The text of a single value, or NULL after saying why there is none. */
+static const char *scalar(ctx *c, const char *key, const ynode *v)
+{
+    char w[80];
+    if (!v || y_null(v)) {
+        err_at(c, v, "%s: has no value; give one, or leave the key out", key);
+        return NULL;
+    }
+    if (v->kind != Y_SCALAR) {
+        err_at(c, v, "%s: must be a single value, not %s", key, what(v, w, sizeof w));
+        return NULL;
+    }
+    if (strlen(v->text) != v->len) {
+        err_at(c, v, "%s: must not contain a NUL character", key);
+        return NULL;
+    }
+    return v->text;
+}
+
+/* A non-empty text. */
+static const char *text_value(ctx *c, const char *key, const ynode *v)
+{
+    const char *s = scalar(c, key, v);
+    if (s && !*s) {
+        err_at(c, v, "%s: is empty", key);
+        return NULL;
+    }
+    return s;
+}
+
+/* A list, or NULL (after a message unless the value is null, which is an empty list). */
+static const ynode *list(ctx *c, const char *key, const ynode *v, const char *example)
+{
+    char w[80];
+    if (y_null(v))
+        return NULL;
+    if (v->kind != Y_SEQ) {
+        err_at(c, v, "%s: must be a list, e.g. %s; got %s", key, example, what(v, w, sizeof w));
+        return NULL;
+    }
+    return v;
+}
+
+static const ynode *mapping(ctx *c, const char *key, const ynode *v, const char *example)
+{
+    char w[80];
+    if (y_null(v))
+        return NULL;
+    if (v->kind != Y_MAP) {
+        err_at(c, v, "%s: must be a mapping, e.g. %s; got %s", key, example, what(v, w, sizeof w));
+        return NULL;
+    }
+    return v;
+}
+
+/* A message from src/common/parse.c, which starts with the field's name. */
+static int parse_error(ctx *c, const ynode *v, const jerr *e) { return err_at(c, v, "%s", e->msg); }
+
+static int set_u64(ctx *c, json_t *req, const char *api, const char *key, const ynode *v, uint64_t n)
+{
+    if (n > INT64_MAX)
+        return err_at(c, v, "%s: '%s' is too large", key, v->text);
+    json_object_set_new(req, api, json_integer((json_int_t)n));
+    return 0;
+}
+
+static int resource(ctx *c, wjob *j, int k)
+{
+    const char *key = res_keys[k].key, *api = res_keys[k].api;
+    const ynode *v = j->res[k];
+    const char *s = scalar(c, key, v);
+    jerr e = {0};
+    uint64_t n;
+    uint32_t pct;
+    if (!s)
+        return -1;
+    switch (res_keys[k].kind) {
+    case R_PERCENT:
+        if (parse_percent(key, s, &pct, &e) < 0)
+            return parse_error(c, v, &e);
+        json_object_set_new(j->request, api, json_integer(pct));
+        return 0;
+    case R_SIZE_MB:
+        if (parse_size_mb(key, s, &n, &e) < 0)
+            return parse_error(c, v, &e);
+        return set_u64(c, j->request, api, key, v, n);
+    case R_RATE:
+        if (parse_bytes(key, s, &n, &e) < 0)
+            return parse_error(c, v, &e);
+        return set_u64(c, j->request, api, key, v, n);
+    case R_DURATION:
+        if (parse_duration(key, s, &n, &e) < 0)
+            return parse_error(c, v, &e);
+        return set_u64(c, j->request, api, key, v, n);
+    case R_CPUS: {
+        uint8_t mask[CPU_MAX / 8];
+        char norm[4096];
+        if (parse_cpu_list(key, s, mask, &e) < 0)
+            return parse_error(c, v, &e);
+        if (format_cpu_list(mask, norm, sizeof norm) < 0)
+            return err_at(c, v, "%s: '%s' names no CPU", key, s);
+        json_object_set_new(j->request, api, json_string(norm));
+        return 0;
+    }
+    case R_GPUS:
+        if (!strcasecmp(s, "all")) {
+            json_object_set_new(j->request, "gpu_all", json_true());
+            return 0;
+        }
+        if (parse_u64(s, &n) < 0 || n > 64)
+            return err_at(c, v, "%s: '%s' must be a number of GPUs from 0 to 64, or all", key, s);
+        json_object_set_new(j->request, api, json_integer((json_int_t)n));
+        return 0;
+    case R_TEXT:
+        if (!*s)
+            return err_at(c, v, "%s: is empty; %s", key,
+                          k == RK_GPU_MIG ? "give a MIG profile, e.g. 1g.10gb (rnx gpu show lists them)"
+                                          : "give a GPU model, e.g. H100 (rnx gpu list shows the names)");
+        json_object_set_new(j->request, api, json_string(s));
+        return 0;
+    case R_CC: {
+        /* MAJOR.MINOR as the daemon reads it; a whole number N (YAML's 8 for 8.0) is N.0 */
+        char cc[8];
+        size_t l = strlen(s), dot = strcspn(s, ".");
+        bool digits = l > 0 && strspn(s, "0123456789.") == l;
+        if (digits && dot == l && l <= 2)
+            snprintf(cc, sizeof cc, "%s.0", s);
+        else if (digits && dot >= 1 && dot <= 2 && l == dot + 2 && s[dot + 1] != '.')
+            snprintf(cc, sizeof cc, "%s", s);
+        else
+            cc[0] = 0;
+        if (!cc[0] || atoi(cc) == 0)
+            return err_at(c, v, "%s: '%s' is not a compute capability; give MAJOR.MINOR, e.g. 8.0 or 9.0", key, s);
+        json_object_set_new(j->request, api, json_string(cc));
+        return 0;
+    }
+    case R_BOOL:
+        if (!strcasecmp(s, "true") || !strcasecmp(s, "yes"))
+            json_object_set_new(j->request, api, json_true());
+        else if (!strcasecmp(s, "false") || !strcasecmp(s, "no"))
+            json_object_set_new(j->request, api, json_false());
+        else
+            return err_at(c, v, "%s: '%s' must be true or false", key, s);
+        return 0;
+    case R_PRIORITY: {
+        char *end;
+        errno = 0;
+        long pr = strtol(s, &end, 10);
+        if (errno || !*s || *end || pr < -1000 || pr > 1000)
+            return err_at(c, v, "%s: '%s' must be a whole number from -1000 to 1000 (higher runs first)", key, s);
+        json_object_set_new(j->request, api, json_integer(pr));
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* environment / secret_environment: NAME: value. */
+static void environment(ctx *c, wjob *j, int jk, json_t *other)
+{
+    const char *key = job_keys[jk];
+    const ynode *m = mapping(c, key, j->at[jk], "{LOG_LEVEL: debug}");
+    if (!m)
+        return;
+    json_t *env = json_object();
+    for (size_t i = 0; i + 1 < m->nkids; i += 2) {
+        const ynode *k = m->kids[i], *v = m->kids[i + 1];
+        char s[80], w[80];
+        if (!env_key_valid(k->text) || strlen(k->text) != k->len) {
+            err_at(c, k, "%s: '%s' is not a valid variable name; use letters, digits and '_', not starting with a digit",
+                   key, shown(k, s, sizeof s));
+            continue;
+        }
+        if (y_null(v)) {
+            err_at(c, v, "%s: %s: has no value; write %s: \"\" for an empty one", key, k->text, k->text);
+            continue;
+        }
+        if (v->kind != Y_SCALAR) {
+            err_at(c, v, "%s: %s: must be a single value, not %s", key, k->text, what(v, w, sizeof w));
+            continue;
+        }
+        if (strlen(v->text) != v->len) {
+            err_at(c, v, "%s: %s: must not contain a NUL character", key, k->text);
+            continue;
+        }
+        if (other && json_object_get(other, k->text)) {
+            err_at(c, k, "%s: '%s' is also in environment; give each variable once", key, k->text);
+            continue;
+        }
+        json_object_set_new(env, k->text, json_string(v->text));
+    }
+    if (json_object_size(env))
+        json_object_set(j->request, jk == JK_ENVIRONMENT ? "env" : "secret_env", env);
+    json_decref(env);
+}
+
+/* A list of texts (args, volumes) as a JSON array; NULL when absent or wrong. */
+static json_t *text_list(ctx *c, const char *key, const ynode *v, const char *example)
+{
+    const ynode *l = list(c, key, v, example);
+    if (!l)
+        return NULL;
+    json_t *out = json_array();
+    for (size_t i = 0; i < l->nkids; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "%s[%zu]", key, i);
+        const char *s = scalar(c, k, l->kids[i]);
+        if (s)
+            json_array_append_new(out, json_string(s));
+    }
+    return out;
+}
+
+/* uploads: paths relative to the workflow file's directory, read now. */
+static void uploads(ctx *c, wjob *j)
+{
+    const ynode *l = list(c, "uploads", j->at[JK_UPLOADS], "[train.py, data/]");
+    if (!l)
+        return;
+    upload_set u;
+    upload_init(&u);
+    for (size_t i = 0; i < l->nkids; i++) {
+        const ynode *v = l->kids[i];
+        char k[64];
+        snprintf(k, sizeof k, "uploads[%zu]", i);
+        const char *p = text_value(c, k, v);
+        if (!p)
+            continue;
+        char *disk;
+        if (p[0] == '/' || !c->dir[0])
+            disk = xstrdup(p);
+        else if (asprintf(&disk, "%s/%s", c->dir, p) < 0)
+            abort();
+        struct stat st;
+        jerr e = {0};
+        if (stat(disk, &st) < 0) {
+            int err = errno;
+            if (strcmp(disk, p))
+                err_at(c, v, "uploads: '%s' %s (looked for %s)", p,
+                       err == ENOENT ? "does not exist" : strerror(err), disk);
+            else
+                err_at(c, v, "uploads: '%s' %s", p, err == ENOENT ? "does not exist" : strerror(err));
+        } else if (upload_add(&u, disk, &e) < 0) {
+            /* upload.c words its messages for the --upload flag */
+            const char *m = !strncmp(e.msg, "--upload: ", 10) ? e.msg + 10 : e.msg;
+            err_at(c, v, "uploads: %s", m);
+        }
+        free(disk);
+    }
+    if (json_array_size(u.entries))
+        json_object_set(j->request, "uploads", u.entries);
+    upload_free(&u);
+}
+
+/* requires: a list of one-pair mappings "JOB: STATE". Names are resolved after every job is known. */
+static void requires_list(ctx *c, wjob *j)
+{
+    const ynode *l = j->at[JK_REQUIRES];
+    char w[80];
+    j->reqs_ok = y_null(l);
+    if (y_null(l))
+        return;
+    if (l->kind != Y_SEQ) {
+        err_at(c, l, "requires: must be a list of 'JOB: STATE' items, one per line, e.g. '- build: COMPLETED'; got %s",
+               what(l, w, sizeof w));
+        return;
+    }
+    j->reqs_ok = true;
+    j->reqs = xcalloc(l->nkids + 1, sizeof *j->reqs);
+    for (size_t i = 0; i < l->nkids; i++) {
+        ynode *it = l->kids[i];
+        char s[80];
+        if (it->kind == Y_SCALAR && !y_null(it)) {
+            err_at(c, it, "requires: '%s' needs the state it must end in: write '- %s: COMPLETED'", shown(it, s, sizeof s),
+                   shown(it, w, sizeof w));
+            j->reqs_ok = false;
+            continue;
+        }
+        if (it->kind != Y_MAP || it->nkids != 2) {
+            if (it->kind == Y_MAP && it->nkids > 2)
+                err_at(c, it->kids[2], "requires: each item is one 'JOB: STATE' pair; start another item ('- %s: ...') "
+                                       "for '%s'", shown(it->kids[2], s, sizeof s), shown(it->kids[2], w, sizeof w));
+            else
+                err_at(c, it, "requires: each item is one 'JOB: STATE' pair, e.g. '- build: COMPLETED'; got %s",
+                       what(it, w, sizeof w));
+            j->reqs_ok = false;
+            continue;
+        }
+        wreq *r = &j->reqs[j->nreqs];
+        r->item = it;
+        r->dep = it->kids[0];
+        r->status = it->kids[1];
+        const char *st = r->status->kind == Y_SCALAR && !y_null(r->status) ? r->status->text : NULL;
+        size_t k = 0;
+        while (st && k < ARRAY_LEN(end_states) && strcasecmp(st, end_states[k]))
+            k++;
+        if (!st || k == ARRAY_LEN(end_states)) {
+            err_at(c, r->status, "requires: %s is not a state a job ends in; use COMPLETED, FAILED, STOPPED or CANCELED",
+                   what(r->status, w, sizeof w));
+            j->reqs_ok = false;
+            continue;
+        }
+        snprintf(r->state, sizeof r->state, "%s", end_states[k]);
+        j->nreqs++;
+    }
+}
+
+static bool is_resource(const char *key)
+{
+    for (size_t r = 0; r < RK_N; r++)
+        if (!strcmp(key, res_keys[r].key))
+            return true;
+    return false;
+}
+
+/* A key the job does not take: say where it belongs, or what it may have meant. */
+static int unknown_job_key(ctx *c, const ynode *k)
+{
+    char s[80], keys[400];
+    if (is_resource(k->text))
+        return err_at(c, k, "'%s' belongs under resources:", k->text);
+    const char *names[JK_N + RK_N];
+    for (size_t i = 0; i < JK_N; i++)
+        names[i] = job_keys[i];
+    for (size_t i = 0; i < RK_N; i++)
+        names[JK_N + i] = res_keys[i].key;
+    const char *best = suggest(k->text, names, JK_N + RK_N);
+    join_list(job_keys, JK_N, keys, sizeof keys);
+    if (best)
+        return err_at(c, k, "unknown key '%s' (did you mean %s%s?); a job takes %s", shown(k, s, sizeof s),
+                      is_resource(best) ? "resources: " : "", best, keys);
+    return err_at(c, k, "unknown key '%s'; a job takes %s", shown(k, s, sizeof s), keys);
+}
+
+static int unknown_resource(ctx *c, const ynode *k)
+{
+    char s[80], keys[400];
+    const char *names[RK_N];
+    for (size_t i = 0; i < RK_N; i++)
+        names[i] = res_keys[i].key;
+    for (size_t i = 0; i < JK_N; i++)
+        if (y_eq(k, job_keys[i]))
+            return err_at(c, k, "resources: '%s' is not a resource; it belongs to the job itself, next to command:",
+                          job_keys[i]);
+    join_list(names, RK_N, keys, sizeof keys);
+    const char *best = suggest(k->text, names, RK_N);
+    if (best)
+        return err_at(c, k, "resources: unknown key '%s' (did you mean '%s'?); resources are %s",
+                      shown(k, s, sizeof s), best, keys);
+    return err_at(c, k, "resources: unknown key '%s'; resources are %s", shown(k, s, sizeof s), keys);
+}
+
+static void walk_job(ctx *c, wjob *j)
+{
+    char w[80];
+    c->job = j->name;
+    j->request = json_object();
+    json_object_set_new(j->request, "name", json_string(j->name));
+    if (y_null(j->val) || j->val->kind != Y_MAP) {
+        if (y_null(j->val))
+            err_at(c, j->key, "has no settings; a job needs at least 'command:'");
+        else
+            err_at(c, j->val, "must be a mapping of settings with at least 'command:', e.g. 'command: make'; got %s",
+                   what(j->val, w, sizeof w));
+        c->job = NULL;
+        return;
+    }
+    const ynode *m = j->val;
+    for (size_t i = 0; i + 1 < m->nkids; i += 2) {
+        const ynode *k = m->kids[i];
+        size_t jk = 0;
+        while (jk < JK_N && !y_eq(k, job_keys[jk]))
+            jk++;
+        if (jk == JK_N)
+            unknown_job_key(c, k);
+        else
+            j->at[jk] = m->kids[i + 1];
+    }
+    if (!j->at[JK_COMMAND] || y_null(j->at[JK_COMMAND]))
+        err_at(c, j->at[JK_COMMAND] ? j->at[JK_COMMAND] : j->key,
+               "command: missing; give the program to run, e.g. 'command: python3'");
+    else {
+        const char *cmd = text_value(c, "command", j->at[JK_COMMAND]);
+        if (cmd)
+            json_object_set_new(j->request, "command", json_string(cmd));
+    }
+    if (j->at[JK_ARGS]) {
+        json_t *args = text_list(c, "args", j->at[JK_ARGS], "[\"train.py\", \"--epochs\", \"100\"]");
+        if (args)
+            json_object_set_new(j->request, "args", args);
+    }
+    if (j->at[JK_ENVIRONMENT])
+        environment(c, j, JK_ENVIRONMENT, NULL);
+    if (j->at[JK_SECRET_ENVIRONMENT])
+        environment(c, j, JK_SECRET_ENVIRONMENT, json_object_get(j->request, "env"));
+    if (j->at[JK_WORKDIR]) {
+        const char *wd = text_value(c, "workdir", j->at[JK_WORKDIR]);
+        if (wd && (wd[0] != '/' || strstr(wd, "/..")))
+            err_at(c, j->at[JK_WORKDIR], "workdir: '%s' must be an absolute path without '..' (e.g. /work/src)", wd);
+        else if (wd)
+            json_object_set_new(j->request, "workdir", json_string(wd));
+    }
+    if (j->at[JK_NETWORK]) {
+        const char *net = scalar(c, "network", j->at[JK_NETWORK]);
+        if (net && strcmp(net, "none") && strcmp(net, "host"))
+            err_at(c, j->at[JK_NETWORK], "network: '%s' is not accepted; use none (loopback only) or host", net);
+        else if (net)
+            json_object_set_new(j->request, "network", json_string(net));
+    }
+    if (j->at[JK_UPLOADS])
+        uploads(c, j);
+    if (j->at[JK_RUNTIME])
+        text_value(c, "runtime", j->at[JK_RUNTIME]);
+    if (j->at[JK_VOLUMES])
+        json_decref(text_list(c, "volumes", j->at[JK_VOLUMES], "[data]"));
+    const ynode *res = j->at[JK_RESOURCES] ? mapping(c, "resources", j->at[JK_RESOURCES], "{max_memory: 4GB}") : NULL;
+    for (size_t i = 0; res && i + 1 < res->nkids; i += 2) {
+        const ynode *k = res->kids[i];
+        size_t rk = 0;
+        while (rk < RK_N && !y_eq(k, res_keys[rk].key))
+            rk++;
+        if (rk == RK_N)
+            unknown_resource(c, k);
+        else
+            j->res[rk] = res->kids[i + 1];
+    }
+    for (int rk = 0; rk < RK_N; rk++)
+        if (j->res[rk])
+            resource(c, j, rk);
+    requires_list(c, j);
+    c->job = NULL;
+}
+
+/* Same rule as the daemon: letters, digits, '.', '_' and '-', at most 128. */
+static bool good_job_name(const ynode *k)
+{
+    return k->len > 0 && k->len <= 128 && strlen(k->text) == k->len &&
+           strspn(k->text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == k->len;
+}
+
+static size_t job_index(const wfp_doc *d, const char *name)
+{
+    for (size_t i = 0; i < d->njobs; i++)
+        if (!strcmp(d->jobs[i].name, name))
+            return i;
+    return d->njobs;
+}
+
+/* Each requires item: a job of this file, not the job itself, not twice. */
+static void resolve_requires(ctx *c, wfp_doc *d)
+{
+    const char **names = xcalloc(d->njobs + 1, sizeof *names);
+    for (size_t i = 0; i < d->njobs; i++)
+        names[i] = d->jobs[i].name;
+    for (size_t i = 0; i < d->njobs; i++) {
+        wjob *j = &d->jobs[i];
+        c->job = j->name;
+        for (size_t r = 0; r < j->nreqs; r++) {
+            wreq *q = &j->reqs[r];
+            char s[80], list_s[300];
+            q->to = q->dep->kind == Y_SCALAR ? job_index(d, q->dep->text) : d->njobs;
+            if (q->to == d->njobs) {
+                const char *best = q->dep->kind == Y_SCALAR ? suggest(q->dep->text, names, d->njobs) : NULL;
+                join_list(names, d->njobs < 12 ? d->njobs : 12, list_s, sizeof list_s);
+                if (best)
+                    err_at(c, q->dep, "requires '%s', which is not a job of this workflow (did you mean '%s'?)",
+                           shown(q->dep, s, sizeof s), best);
+                else
+                    err_at(c, q->dep, "requires '%s', which is not a job of this workflow; its jobs are %s%s",
+                           shown(q->dep, s, sizeof s), list_s, d->njobs > 12 ? ", ..." : "");
+                j->reqs_ok = false;
+                continue;
+            }
+            if (q->to == i) {
+                err_at(c, q->dep, "requires itself; a job cannot wait for its own end");
+                j->reqs_ok = false;
+                continue;
+            }
+            for (size_t p = 0; p < r; p++)
+                if (j->reqs[p].to == q->to) {
+                    err_at(c, q->dep, "requires '%s' twice (also at line %d); a job ends in one state, so name it once",
+                           q->dep->text, j->reqs[p].dep->line);
+                    j->reqs_ok = false;
+                    break;
+                }
+        }
+    }
+    c->job = NULL;
+    free(names);
+}
+
+/* Depth-first over "requires" edges, in file order (the daemon's order too): a back edge
+ * closes a cycle, named from the job it starts at: "a -> c -> b -> a". */
+static void find_cycles(ctx *c, wfp_doc *d, size_t at, uint8_t *mark, size_t *stack, size_t depth)
+{
+    wjob *j = &d->jobs[at];
+    mark[at] = 1;
+    stack[depth] = at;
+    for (size_t r = 0; r < j->nreqs; r++) {
+        size_t to = j->reqs[r].to;
+        if (mark[to] == 1) {
+            char cyc[900] = "";
+            size_t k = depth, l = 0;
+            while (stack[k] != to)
+                k--;
+            for (size_t m = k; m <= depth && l < sizeof cyc; m++)
+                l += (size_t)snprintf(cyc + l, sizeof cyc - l, "%s -> ", d->jobs[stack[m]].name);
+            if (l < sizeof cyc)
+                snprintf(cyc + l, sizeof cyc - l, "%s", d->jobs[to].name);
+            c->job = j->name;
+            err_at(c, j->reqs[r].dep, "dependency cycle: %s", cyc);
+            c->job = NULL;
+        } else if (!mark[to]) {
+            find_cycles(c, d, to, mark, stack, depth + 1);
+        }
+    }
+    mark[at] = 2;
+}
+
+static void walk_jobs(ctx *c, wfp_doc *d, ynode *v)
+{
+    char w[80];
+    if (y_null(v) || (v->kind == Y_MAP && v->nkids == 0)) {
+        err_at(c, v, "jobs: has no jobs; a workflow needs at least one");
+        return;
+    }
+    if (v->kind != Y_MAP) {
+        err_at(c, v, "jobs: must be a mapping of job names to jobs ('NAME:' lines with 'command:' under each); got %s",
+               what(v, w, sizeof w));
+        return;
+    }
+    d->njobs = v->nkids / 2;
+    d->jobs = xcalloc(d->njobs + 1, sizeof *d->jobs);
+    bool names_ok = true;
+    for (size_t i = 0; i < d->njobs; i++) {
+        wjob *j = &d->jobs[i];
+        j->key = v->kids[2 * i];
+        j->val = v->kids[2 * i + 1];
+        j->name = xstrdup(j->key->text);
+        if (!good_job_name(j->key)) {
+            char s[80];
+            err_at(c, j->key, "job name '%s' may hold only letters, digits, '.', '_' and '-' (at most 128)",
+                   shown(j->key, s, sizeof s));
+            names_ok = false;
+        }
+    }
+    for (size_t i = 0; i < d->njobs; i++)
+        walk_job(c, &d->jobs[i]);
+    if (!names_ok)
+        return;
+    resolve_requires(c, d);
+    for (size_t i = 0; i < d->njobs; i++)
+        if (!d->jobs[i].reqs_ok)
+            return;   /* cycles only among dependencies that all resolved */
+    uint8_t *mark = xcalloc(d->njobs, 1);
+    size_t *stack = xcalloc(d->njobs, sizeof *stack);
+    for (size_t i = 0; i < d->njobs; i++)
+        if (!mark[i])
+            find_cycles(c, d, i, mark, stack, 0);
+    free(mark);
+    free(stack);
+}
+
+/* The workflow's name when the file gives none: the file's name without its extension. */
+static char *default_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *base = xstrdup(slash ? slash + 1 : path);
+    char *dot = strrchr(base, '.');
+    if (dot && dot != base)
+        *dot = 0;
+    return base;
+}
+
+static bool has_key(const ynode *m, const char *key)
+{
+    for (size_t i = 0; i + 1 < m->nkids; i += 2)
+        if (y_eq(m->kids[i], key))
+            return true;
+    return false;
+}
+
+static void walk_top(ctx *c, wfp_doc *d)
+{
+    ynode *root = d->t.root;
+    char w[80];
+    if (y_null(root)) {
+        err_pos(c, 1, 1, "the file is empty; a workflow needs 'jobs:', a mapping of job names to jobs");
+        return;
+    }
+    if (root->kind != Y_MAP) {
+        err_at(c, root, "the top level must be a mapping with the keys name, description and jobs; got %s",
+               what(root, w, sizeof w));
+        return;
+    }
+    for (size_t i = 0; i + 1 < root->nkids; i += 2) {
+        ynode *k = root->kids[i], *v = root->kids[i + 1];
+        if (y_eq(k, "name"))
+            d->name_node = v;
+        else if (y_eq(k, "description"))
+            d->desc_node = v;
+        else if (y_eq(k, "jobs"))
+            d->jobs_node = v;
+        else {
+            char s[80];
+            const char *best = suggest(k->text, top_keys, ARRAY_LEN(top_keys));
+            if (v->kind == Y_MAP && has_key(v, "command"))
+                err_at(c, k, "unknown key '%s'; it looks like a job: jobs go under 'jobs:'", shown(k, s, sizeof s));
+            else if (best)
+                err_at(c, k, "unknown key '%s' (did you mean '%s'?); the top level takes name, description and jobs",
+                       shown(k, s, sizeof s), best);
+            else
+                err_at(c, k, "unknown key '%s'; the top level takes name, description and jobs", shown(k, s, sizeof s));
+        }
+    }
+    if (d->name_node) {
+        const char *n = text_value(c, "name", d->name_node);
+        if (n && strlen(n) > 200)
+            err_at(c, d->name_node, "name: longer than 200 bytes");
+    }
+    if (d->desc_node && !y_null(d->desc_node))
+        scalar(c, "description", d->desc_node);
+    if (!d->jobs_node)
+        err_pos(c, 1, 1, "no 'jobs:'; a workflow needs a mapping of job names to jobs");
+    else
+        walk_jobs(c, d, d->jobs_node);
+}
+
+/* The body, once the whole file is known to be good. */
+static json_t *make_body(const wfp_doc *d, const char *text)
+{
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < d->njobs; i++) {
+        const wjob *j = &d->jobs[i];
+        json_t *reqs = json_array();
+        for (size_t r = 0; r < j->nreqs; r++)
+            json_array_append_new(reqs, json_pack("{s:s, s:s}", "job", d->jobs[j->reqs[r].to].name, "status",
+                                                  j->reqs[r].state));
+        json_t *e = json_pack("{s:s, s:o}", "name", j->name, "requires", reqs);
+        if (j->at[JK_RUNTIME])
+            json_object_set_new(e, "runtime", json_string(j->at[JK_RUNTIME]->text));
+        if (j->at[JK_VOLUMES]) {
+            json_t *vols = json_array();
+            for (size_t v = 0; j->at[JK_VOLUMES]->kind == Y_SEQ && v < j->at[JK_VOLUMES]->nkids; v++)
+                json_array_append_new(vols, json_string(j->at[JK_VOLUMES]->kids[v]->text));
+            json_object_set_new(e, "volumes", vols);
+        }
+        json_object_set(e, "request", j->request);
+        json_array_append_new(jobs, e);
+    }
+    char *name = d->name_node ? xstrdup(d->name_node->text) : default_name(d->path);
+    json_t *body = json_pack("{s:s, s:o, s:s, s:s, s:o}", "name", name, "description",
+                             d->desc_node && !y_null(d->desc_node) ? json_string(d->desc_node->text) : json_null(),
+                             "source", d->path, "yaml", text, "jobs", jobs);
+    free(name);
+    return body;
+}
+
+/* Line and column (in characters, as libfyaml counts them) of byte offset off. */
+static void position(const char *text, size_t off, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (text[i] == '\n') {
+            ++*line;
+            *col = 1;
+        } else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+            ++*col;
+        }
+    }
+}
+
+/* The file's text must travel as a JSON string: UTF-8 without NUL. */
+static bool text_ok(ctx *c, const char *text, size_t len)
+{
+    int line, col;
+    size_t nul = strnlen(text, len);
+    if (len > WFP_MAX_BYTES) {
+        err_pos(c, 1, 1, "the file is %zu bytes; joblet keeps workflow files of at most 1 MiB", len);
+        return false;
+    }
+    if (nul < len) {
+        position(text, nul, &line, &col);
+        err_pos(c, line, col, "the file contains a NUL byte; a workflow file is text");
+        return false;
+    }
+    if (!utf8_valid(text, len)) {
+        /* the first character that is not valid UTF-8 */
+        size_t i = 0;
+        while (i < len) {
+            unsigned char b = (unsigned char)text[i];
+            size_t n = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+            if (!n || i + n > len || !utf8_valid(text + i, n))
+                break;
+            i += n;
+        }
+        position(text, i, &line, &col);
+        err_pos(c, line, col, "the file is not valid UTF-8 here; a workflow file is UTF-8 text");
+        return false;
+    }
+    return true;
+}
+
+/* The line and column of a message "PATH:LINE:COL: ...", 0 when it has none. */
+static void msg_pos(const char *msg, size_t plen, int *line, int *col)
+{
+    *line = *col = 0;
+    if (strlen(msg) > plen && msg[plen] == ':')
+        sscanf(msg + plen + 1, "%d:%d:", line, col);
+}
+
+/* Problems in the order of the file, as a compiler lists them (each check runs in its own
+ * order: duplicate keys while reading, resources in a fixed order, dependencies last). */
+static void sort_errors(wfp_errors *errs, const char *path)
+{
+    size_t plen = strlen(path);
+    for (size_t i = 1; i < errs->n; i++) {
+        char *m = errs->msg[i];
+        int l, c, pl, pc;
+        msg_pos(m, plen, &l, &c);
+        size_t k = i;
+        for (; k > 0; k--) {
+            msg_pos(errs->msg[k - 1], plen, &pl, &pc);
+            if (pl < l || (pl == l && pc <= c))
+                break;
+            errs->msg[k] = errs->msg[k - 1];
+        }
+        errs->msg[k] = m;
+    }
+}
+
+wfp_doc *wfp_parse(const char *path, const char *text, size_t len, wfp_errors *errs)
+{
+    memset(errs, 0, sizeof *errs);
+    wfp_doc *d = xcalloc(1, sizeof *d);
+    d->path = xstrdup(path);
+    ctx c = {.path = path, .errs = errs};
+    const char *slash = strrchr(path, '/');
+    c.dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : xstrdup("");
+    if (!c.dir)
+        abort();
+    if (text_ok(&c, text, len) && ytree_build(&d->t, &c, text, len) == 0)
+        walk_top(&c, d);
+    free(c.dir);
+    sort_errors(errs, path);
+    if (failed(&c)) {
+        wfp_free(d);
+        return NULL;
+    }
+    d->body = make_body(d, text);
+    return d;
+}
+
+wfp_doc *wfp_parse_file(const char *path, wfp_errors *errs)
+{
+    memset(errs, 0, sizeof *errs);
+    char *msg = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        if (asprintf(&msg, "%s: %s", path, strerror(errno)) < 0)
+            abort();
+    } else if (S_ISDIR(st.st_mode)) {
+        if (asprintf(&msg, "%s: is a directory; give the workflow's YAML file", path) < 0)
+            abort();
+    } else if (!S_ISREG(st.st_mode)) {
+        if (asprintf(&msg, "%s: not a regular file", path) < 0)
+            abort();
+    } else if (st.st_size > (off_t)WFP_MAX_BYTES) {
+        if (asprintf(&msg, "%s:1:1: the file is %lld bytes; joblet keeps workflow files of at most 1 MiB", path,
+                     (long long)st.st_size) < 0)
+            abort();
+    }
+    if (msg) {
+        if (fd >= 0)
+            close(fd);
+        add_msg(errs, msg);
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *text = xmalloc(cap + 1);
+    for (;;) {
+        ssize_t r = read(fd, text + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            if (asprintf(&msg, "%s: %s", path, strerror(errno)) < 0)
+                abort();
+            close(fd);
+            free(text);
+            add_msg(errs, msg);
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n == cap) {
+            if (cap > WFP_MAX_BYTES)
+                break;   /* grew while being read: text_ok says it is too large */
+            cap *= 2;
+            text = realloc(text, cap + 1);
+            if (!text)
+                abort();
+        }
+    }
+    close(fd);
+    text[n] = 0;
+    wfp_doc *d = wfp_parse(path, text, n, errs);
+    free(text);
+    return d;
+}
+
+json_t *wfp_body(const wfp_doc *d) { return d->body; }
+
+void wfp_free(wfp_doc *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->njobs; i++) {
+        free(d->jobs[i].name);
+        free(d->jobs[i].reqs);
+        json_decref(d->jobs[i].request);
+    }
+    free(d->jobs);
+    ytree_free(&d->t);
+    json_decref(d->body);
+    free(d->path);
+    free(d);
+}
+
+void wfp_errors_free(wfp_errors *errs)
+{
+    for (size_t i = 0; i < errs->n; i++)
+        free(errs->msg[i]);
+    memset(errs, 0, sizeof *errs);
+}
+
+/* ---- the daemon's errors, at the YAML that caused them -------------------------------- */
+
+static bool word_char(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
+
+/* Replaces whole-word API names by the file's names, and drops "(--flag)" hints meant for
+ * `rnx job run`. */
+static void reword(const char *in, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (const char *p = in; *p && o + 1 < outlen;) {
+        if (!strncmp(p, " (--", 4) && strchr(p, ')')) {
+            p = strchr(p, ')') + 1;
+            continue;
+        }
+        bool done = false;
+        if (p == in || !word_char(p[-1]))
+            for (size_t i = 0; i < ARRAY_LEN(api_words) && !done; i++) {
+                size_t l = strlen(api_words[i].api);
+                if (!strncmp(p, api_words[i].api, l) && !word_char(p[l])) {
+                    o += (size_t)snprintf(out + o, outlen - o, "%s", api_words[i].yaml);
+                    p += l;
+                    done = true;
+                }
+            }
+        if (!done)
+            out[o++] = *p++;
+    }
+    out[o < outlen ? o : outlen - 1] = 0;
+}
+
+/* Where the file sets a job request's field (by its API name), and the key's name. A resource
+ * the job does not set is placed at its resources: (unless exact), or nowhere. */
+static const ynode *request_field(const wjob *j, const char *api, size_t alen, const char **key, bool exact)
+{
+    for (size_t i = 0; i < ARRAY_LEN(job_api); i++)
+        if (strlen(job_api[i].api) == alen && !strncmp(api, job_api[i].api, alen)) {
+            *key = job_keys[job_api[i].jk];
+            return j->at[job_api[i].jk];
+        }
+    for (size_t i = 0; i < RK_N; i++)
+        if ((strlen(res_keys[i].api) == alen && !strncmp(api, res_keys[i].api, alen)) ||
+            (i == RK_GPU_COUNT && alen == 7 && !strncmp(api, "gpu_all", 7))) {
+            *key = res_keys[i].key;
+            return j->res[i] || exact ? j->res[i] : j->at[JK_RESOURCES];
+        }
+    *key = NULL;
+    return NULL;
+}
+
+void wfp_explain(const wfp_doc *d, const char *field, const char *msg, char *out, size_t outlen)
+{
+    const ynode *at = NULL;
+    const wjob *j = NULL;
+    const char *key = NULL, *f = field ? field : "";
+    char *end;
+    if (!strncmp(f, "jobs[", 5)) {
+        size_t i = strtoul(f + 5, &end, 10);
+        if (*end == ']' && i < d->njobs) {
+            j = &d->jobs[i];
+            const char *rest = end + 1;
+            if (!strncmp(rest, ".requires", 9)) {
+                key = "requires";
+                at = j->at[JK_REQUIRES];
+                size_t r = rest[9] == '[' ? strtoul(rest + 10, &end, 10) : (size_t)-1;
+                if (r < j->nreqs)
+                    at = j->reqs[r].item;
+            } else if (!strcmp(rest, ".runtime")) {
+                key = "runtime";
+                at = j->at[JK_RUNTIME];
+            } else if (!strcmp(rest, ".volumes")) {
+                key = "volumes";
+                at = j->at[JK_VOLUMES];
+            } else if (!strncmp(rest, ".request.", 9)) {
+                at = request_field(j, rest + 9, strcspn(rest + 9, ".["), &key, false);
+            }
+        }
+    } else if (!strcmp(f, "name")) {
+        at = d->name_node;
+    } else if (!strcmp(f, "description")) {
+        at = d->desc_node;
+    } else if (!strcmp(f, "jobs")) {
+        at = d->jobs_node;
+    } else if (*f) {
+        /* a request field without its job (the daemon's per-user limits, checked over all jobs):
+         * the first job that sets it, or for "asks for N GPUs" the first that asks for N */
+        const char *asks = msg ? strstr(msg, "asks for ") : NULL;
+        long n = asks ? strtol(asks + 9, NULL, 10) : -1;
+        for (int pass = n > 0 ? 0 : 1; pass < 2 && !at; pass++)
+            for (size_t i = 0; i < d->njobs && !at; i++) {
+                at = request_field(&d->jobs[i], f, strlen(f), &key, true);
+                json_t *v = json_object_get(d->jobs[i].request, f);
+                if (pass == 0 && at && (!json_is_integer(v) || json_integer_value(v) != n))
+                    at = NULL;
+                j = at ? &d->jobs[i] : NULL;
+            }
+    }
+    if (!at && j)
+        at = j->key;
+    /* "jobs[0].runtime: runtime 'x' ..." -> "job 'a': runtime: runtime 'x' ..." */
+    const char *m = msg ? msg : "";
+    char head[200] = "";
+    size_t fl = strlen(f);
+    if (j && fl && !strncmp(m, f, fl) && m[fl] == ':') {
+        m += fl + 1;
+        while (*m == ' ')
+            m++;
+        snprintf(head, sizeof head, "job '%s': %s%s", j->name, key ? key : "", key ? ": " : "");
+    } else if (j && strncmp(m, "job '", 5)) {
+        snprintf(head, sizeof head, "job '%s': ", j->name);
+    }
+    char body[1024];
+    reword(m, body, sizeof body);
+    snprintf(out, outlen, "%s:%d:%d: %s%s", d->path, at ? at->line : 1, at ? at->col : 1, head, body);
+}
