@@ -8,6 +8,7 @@ PKGS=(
   libcmocka-dev python3 python3-pytest
   iproute2 util-linux procps
   runc bubblewrap
+  prometheus   # promtool and a real Prometheus server for tests/integration/test_metrics.py
 )
 missing=()
 for p in "${PKGS[@]}"; do

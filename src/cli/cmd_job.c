@@ -31,6 +31,8 @@ static const char job_help[] =
     "  cancel ID                       cancel a scheduled or queued job\n"
     "  delete ID                       remove a finished job and its output\n"
     "  delete-all                      remove every finished job\n"
+    "  metrics [--interval S] [--count N] ID\n"
+    "                                  a job's CPU, memory, I/O and GPU use, sampled until it ends\n"
     "\n"
     "ID is a job's full id or any unique prefix of it.\n"
     "Run 'rnx job <command> --help' for a command's flags.\n";
@@ -984,6 +986,7 @@ static const struct {
 } job_cmds[] = {
     {"run", job_run},       {"list", job_list},     {"status", job_status}, {"log", job_log},
     {"stop", job_stop},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
+    {"metrics", cmd_job_metrics}, /* cmd_metrics.c */
 };
 
 int cmd_job(rnx_ctx *ctx, int argc, char **argv)
@@ -998,7 +1001,7 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         return RNX_OK;
     }
     if (optind >= argc)
-        return rnx_usage("job: missing command (run, list, status, log, stop, cancel, delete, delete-all); "
+        return rnx_usage("job: missing command (run, list, status, log, stop, cancel, delete, delete-all, metrics); "
                          "see 'rnx job --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)

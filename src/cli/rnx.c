@@ -23,6 +23,7 @@ static const char global_help[] =
     "  rnx [--socket PATH] [--json] job <command> [flags] [args...]\n"
     "  rnx [--socket PATH] [--json] workflow <command> [flags] [args...]\n"
     "  rnx [--socket PATH] [--json] gpu list|show GPU|topo\n"
+    "  rnx [--socket PATH] [--json] monitor status|watch\n"
     "  rnx --version\n"
     "  rnx --help\n"
     "\n"
@@ -41,6 +42,7 @@ static const char global_help[] =
     "  job cancel      cancel a scheduled or queued job\n"
     "  job delete      remove a finished job and its output\n"
     "  job delete-all  remove every finished job\n"
+    "  job metrics     a job's CPU, memory, I/O and GPU use, sampled until it ends\n"
     "  workflow run    check a workflow file (YAML: jobs and their dependencies) and submit it\n"
     "  workflow validate  check a workflow file without submitting it\n"
     "  workflow list   list workflows\n"
@@ -51,6 +53,7 @@ static const char global_help[] =
     "  gpu topo        the GPU interconnect matrix (NVLink, PCIe, NUMA)\n"
     "  gpu drain|offline|online GPU   admins: take a GPU out of service and back\n"
     "  audit           admins: the audit trail of GPU allocations, states and admin actions\n"
+    "  monitor status  the host, jobs by state and every GPU (watch: redrawn every few seconds)\n"
     "\n"
     "Run 'rnx job <command> --help' (or 'rnx workflow <command> --help') for a command's flags.\n"
     "\n"
@@ -247,6 +250,8 @@ static int run(int argc, char **argv)
         return cmd_gpu(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "audit") == 0)
         return cmd_audit(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "monitor") == 0)
+        return cmd_monitor(&ctx, argc - optind, argv + optind);
     return rnx_usage("unknown command '%s' for 'rnx'; see 'rnx --help'", argv[optind]);
 }
 

@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Exit codes: 1 for anything the server or the system refused, 2 for a bad command line. */
 #define RNX_OK    0
@@ -34,6 +35,14 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv);
 /* The "gpu" command group; argv[0] is "gpu". */
 int cmd_audit(rnx_ctx *ctx, int argc, char **argv);
 int cmd_gpu(rnx_ctx *ctx, int argc, char **argv);
+/* cmd_monitor.c: "rnx monitor status|watch"; argv[0] is "monitor". */
+int cmd_monitor(rnx_ctx *ctx, int argc, char **argv);
+/* cmd_metrics.c: "rnx job metrics"; argv[0] is "metrics". */
+int cmd_job_metrics(rnx_ctx *ctx, int argc, char **argv);
+/* --interval S (seconds, "0.5", "500ms") and --count N of the sampling commands; RNX_USAGE
+ * after printing the error. */
+int rnx_interval(const char *flag, const char *s, double *secs);
+int rnx_count(const char *flag, const char *s, uint64_t *n);
 /* The "workflow" command group; argv[0] is "workflow". */
 int cmd_workflow(rnx_ctx *ctx, int argc, char **argv);
 

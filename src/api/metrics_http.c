@@ -1,0 +1,286 @@
+/* GET /metrics on the unix socket (a route like any other) and on the optional TCP listener
+ * for Prometheus. The listener is a second libmicrohttpd daemon with an internal thread: a
+ * scrape there must never read the core's state, which belongs to the loop thread, so it
+ * signals an eventfd the loop watches and waits on a condition variable until the loop has
+ * built a fresh text, or 5 s at most. */
+#include "metrics_http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/promtext.h"
+#include "../common/util.h"
+#include "../core/core.h"
+#include "../core/loop.h"
+#include "../core/metrics.h"
+
+#define SCRAPE_WAIT_MS 5000
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *type, char *text)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+enum MHD_Result metrics_reply(request *r)
+{
+    if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")) {
+        jerr e = {0};
+        jerr_http(&e, 404, "no route %s %s; /metrics answers GET", r->method, r->path);
+        return http_reply_error(r->conn, &e);
+    }
+    /* The text names every user's running jobs; /v1/jobs shows a user only their own. */
+    if (!core_is_admin(r->uid, r->gid)) {
+        jerr e = {0};
+        jerr_http(&e, 403, "/metrics names every user's jobs: it is for admins (root, or members of the group "
+                           "named by server.admin_group); you are uid %u. Prometheus scrapes the metrics.listen "
+                           "address instead", (unsigned)r->uid);
+        return http_reply_error(r->conn, &e);
+    }
+    return reply_text(r->conn, 200, PROM_CONTENT_TYPE, metrics_text());
+}
+
+/* ---- the TCP listener ---- */
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct MHD_Daemon *mhd;
+    int efd;
+    watch w;
+    uint64_t asked;     /* scrapes that asked the loop for a text */
+    uint64_t answered;  /* the value of asked when the loop began the current text */
+    char *text;         /* the loop's latest text */
+    bool stopping;
+    char where[80];
+} T = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
+
+/* Loop thread: a scrape is waiting. */
+static void on_ask(watch *w, uint32_t events)
+{
+    uint64_t v;
+    while (read(w->fd, &v, sizeof v) == sizeof v)
+        ;
+    pthread_mutex_lock(&T.mu);
+    uint64_t gen = T.asked;
+    pthread_mutex_unlock(&T.mu);
+    char *text = metrics_text();
+    pthread_mutex_lock(&T.mu);
+    free(T.text);
+    T.text = text;
+    T.answered = gen;
+    pthread_cond_broadcast(&T.cv);
+    pthread_mutex_unlock(&T.mu);
+}
+
+/* Listener thread: a text built after this call began, or NULL after the wait. */
+static char *ask_loop(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += SCRAPE_WAIT_MS / 1000;
+    until.tv_nsec += (long)(SCRAPE_WAIT_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&T.mu);
+    uint64_t mine = ++T.asked;
+    pthread_mutex_unlock(&T.mu);
+    uint64_t one = 1;
+    if (write(T.efd, &one, sizeof one) != sizeof one && errno != EAGAIN)
+        return NULL;
+    char *text = NULL;
+    pthread_mutex_lock(&T.mu);
+    while (!T.stopping && T.answered < mine)
+        if (pthread_cond_timedwait(&T.cv, &T.mu, &until) == ETIMEDOUT)
+            break;
+    if (!T.stopping && T.answered >= mine && T.text)
+        text = strdup(T.text);
+    pthread_mutex_unlock(&T.mu);
+    return text;
+}
+
+static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                 const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    static int seen;
+    if (!*con_cls) { /* headers only so far: answer once any body has been read */
+        *con_cls = &seen;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        *upload_size = 0; /* a body is not expected; it is read and dropped */
+        return MHD_YES;
+    }
+    if (strcmp(url, "/metrics") != 0)
+        return reply_text(c, 404, "text/plain; charset=utf-8",
+                          strdup("404 not found: this listener serves only GET /metrics\n"));
+    if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(
+            strlen("405 method not allowed: use GET /metrics\n"), (void *)"405 method not allowed: use GET /metrics\n",
+            MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(r, "Allow", "GET, HEAD");
+        MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+        enum MHD_Result rc = MHD_queue_response(c, 405, r);
+        MHD_destroy_response(r);
+        return rc;
+    }
+    char *text = ask_loop();
+    if (!text)
+        return reply_text(c, 503, "text/plain; charset=utf-8",
+                          strdup("503 service unavailable: joblet's event loop did not answer within 5 s (or joblet "
+                                 "is stopping)\n"));
+    return reply_text(c, 200, PROM_CONTENT_TYPE, text);
+}
+
+/* "127.0.0.1:9464", "[::1]:9464", "0.0.0.0:9464" into a socket address. */
+static int parse_hostport(const char *hp, struct sockaddr_storage *ss, socklen_t *len, jerr *e)
+{
+    char host[64];
+    const char *port;
+    memset(ss, 0, sizeof *ss);
+    if (hp[0] == '[') {
+        const char *end = strchr(hp, ']');
+        if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof host)
+            return jerr_set(e, EINVAL, "metrics.listen: '%s' is not [IPv6]:PORT, e.g. [::1]:9464", hp);
+        snprintf(host, sizeof host, "%.*s", (int)(end - hp - 1), hp + 1);
+        port = end + 2;
+    } else {
+        const char *colon = strrchr(hp, ':');
+        if (!colon)
+            return jerr_set(e, EINVAL, "metrics.listen: '%s' has no port; give HOST:PORT, e.g. 127.0.0.1:9464", hp);
+        if (memchr(hp, ':', (size_t)(colon - hp)))
+            return jerr_set(e, EINVAL, "metrics.listen: '%s': put an IPv6 address in brackets, e.g. [::1]:9464", hp);
+        if ((size_t)(colon - hp) >= sizeof host)
+            return jerr_set(e, EINVAL, "metrics.listen: '%s': the host is too long", hp);
+        snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
+        port = colon + 1;
+    }
+    char *end;
+    errno = 0;
+    unsigned long p = strtoul(port, &end, 10);
+    if (!*port || *end || errno || p < 1 || p > 65535 || *port == '+' || *port == '-')
+        return jerr_set(e, EINVAL, "metrics.listen: '%s': the port must be a number from 1 to 65535", hp);
+    if (!*host)
+        return jerr_set(e, EINVAL, "metrics.listen: '%s' has no host; give a numeric address, e.g. 127.0.0.1:%lu "
+                                   "(0.0.0.0:%lu listens on every interface)", hp, p, p);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)p);
+        *len = sizeof *v4;
+    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)p);
+        *len = sizeof *v6;
+    } else {
+        return jerr_set(e, EINVAL, "metrics.listen: '%s' is not a numeric IP address (joblet does not look up "
+                                   "names); use e.g. 127.0.0.1:%lu or [::1]:%lu", host, p, p);
+    }
+    return 0;
+}
+
+static void close_watch(void)
+{
+    if (T.efd >= 0) {
+        loop_del(&T.w);
+        close(T.efd);
+        T.efd = -1;
+    }
+}
+
+int metrics_listen_start(const char *hostport, jerr *e)
+{
+    if (!hostport || !*hostport)
+        return 0;
+    if (T.mhd)
+        return jerr_set(e, EBUSY, "metrics.listen: the listener is already running on %s", T.where);
+    struct sockaddr_storage ss;
+    socklen_t sl = 0;
+    if (parse_hostport(hostport, &ss, &sl, e) < 0)
+        return -1;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return jerr_sys(e, "metrics.listen: socket");
+    int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 64) < 0) {
+        jerr_sys(e, "metrics.listen: cannot listen on %s", hostport);
+        close(fd);
+        return -1;
+    }
+    T.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (T.efd < 0) {
+        close(fd);
+        return jerr_sys(e, "metrics.listen: eventfd");
+    }
+    T.w = (watch){T.efd, on_ask, NULL};
+    if (loop_add(&T.w) < 0) {
+        jerr_sys(e, "metrics.listen: watch the eventfd");
+        close(T.efd);
+        T.efd = -1;
+        close(fd);
+        return -1;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&T.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    T.stopping = false;
+    T.asked = T.answered = 0;
+    /* signals stay with the loop thread (signalfd): the listener's thread blocks them all */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    T.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_scrape, NULL,
+                             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!T.mhd) {
+        close(fd);
+        close_watch();
+        pthread_cond_destroy(&T.cv);
+        return jerr_set(e, EIO, "metrics.listen: libmicrohttpd could not start on %s", hostport);
+    }
+    snprintf(T.where, sizeof T.where, "%s", hostport);
+    bool loopback = ss.ss_family == AF_INET ? (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127
+                                            : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+    log_info("metrics: serving GET /metrics on http://%s/metrics%s", hostport,
+             loopback ? "" : " (not loopback: whoever can reach it sees job ids and names)");
+    return 0;
+}
+
+void metrics_listen_stop(void)
+{
+    if (!T.mhd)
+        return;
+    pthread_mutex_lock(&T.mu);
+    T.stopping = true;
+    pthread_cond_broadcast(&T.cv);
+    pthread_mutex_unlock(&T.mu);
+    MHD_stop_daemon(T.mhd); /* joins its thread; a waiting scrape was answered 503 above */
+    T.mhd = NULL;
+    close_watch();
+    pthread_cond_destroy(&T.cv);
+    free(T.text);
+    T.text = NULL;
+}

@@ -1,0 +1,21 @@
+/* GET /metrics: on the API's unix socket, and on an optional TCP listener for Prometheus
+ * (metrics.listen, docs/metrics.md). */
+#ifndef JOBLET_METRICS_HTTP_H
+#define JOBLET_METRICS_HTTP_H
+
+#include "http.h"
+
+/* Answers GET (or HEAD) /metrics on the unix socket with the Prometheus text, to admins only
+ * (403 otherwise: the text names every user's jobs); other methods get 404 as unknown routes
+ * do. Loop thread, like every route. */
+enum MHD_Result metrics_reply(request *r);
+
+/* Serves GET /metrics, and nothing else (404), on "HOST:PORT": a numeric IPv4 address, or an
+ * IPv6 one in brackets ("[::1]:9464"). A libmicrohttpd daemon with its own thread; it never
+ * touches the core's state: each scrape asks the loop thread for the text and waits at most
+ * 5 s for it (503 after that). Call on the loop thread after loop_init. */
+int metrics_listen_start(const char *hostport, jerr *e);
+/* Stops the listener; a scrape still waiting is answered 503 at once. Loop thread. */
+void metrics_listen_stop(void);
+
+#endif
