@@ -71,6 +71,7 @@ const char *jerr_code_name(const jerr *e)
     case 404: return JERR_NOT_FOUND;
     case 409: return e->code == EEXIST ? JERR_AMBIGUOUS : JERR_CONFLICT;
     case 413: return JERR_TOO_LARGE;
+    case 429: return "limit_exceeded";
     case 503: return "unavailable";
     default: return JERR_INTERNAL;
     }

@@ -55,7 +55,7 @@ static const key keys[] = {
     U64("jobs.uid_range_size", uid_range_size, 1, 1000000),
     U64("jobs.max_running", max_running, 0, 1000000),
     {"jobs.max_upload_bytes", K_BYTES, offsetof(config, max_upload_bytes), 8, 0, 0},
-    U64("jobs.stop_grace_s", stop_grace_s, 0, 3600),
+    U64("jobs.stop_grace_s", stop_grace_s, 1, 3600),
     U64("jobs.pids_max", pids_max, 16, 4194304),
     U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
     STR("jobs.shim_path", shim_path),

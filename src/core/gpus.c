@@ -419,7 +419,8 @@ int core_gpu_validate(json_t *req, jerr *e)
         if (env_says_no_gpu(req))
             return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES asks for no GPU, but the job also asks for a "
                                         "MIG device; drop one of the two");
-        if (json_object_get(req, "gpu_share") || json_object_get(req, "gpu_type") || json_object_get(req, "gpu_cc"))
+        if (json_is_true(json_object_get(req, "gpu_share")) || json_object_get(req, "gpu_type") ||
+            json_object_get(req, "gpu_cc"))
             return jerr_field(e, "gpu_mig", "gpu_mig: a MIG device is its own slice of a GPU; do not also give "
                                             "gpu_share, gpu_type or gpu_cc");
         if (check_sched_fields(req, true, mem, e) < 0)
@@ -435,6 +436,14 @@ int core_gpu_validate(json_t *req, jerr *e)
             return jerr_field(e, "gpu_mig", "gpu_mig: no MIG device with profile '%.40s' on this machine; %s%s", mig,
                               *have ? "it has " : "it has no GPU in MIG mode", have);
         }
+        /* a profile this machine has, but whose devices are all unusable, can never run */
+        sched_mig mv[GPU_MAX * GPU_MIG_MAX];
+        size_t nm = core_gpu_sched_migs(mv, GPU_MAX * GPU_MIG_MAX), usable_n = 0;
+        for (size_t f = 0; f < nm; f++)
+            usable_n += mv[f].profile == mig_profile_id(mig) && mv[f].usable;
+        if (!usable_n)
+            return jerr_field(e, "gpu_mig", "gpu_mig: no usable MIG device with profile '%.40s' (their capability "
+                                            "nodes are unknown or their GPU has a problem: rnx gpu show)", mig);
         return 0;
     }
     if (want_all && (count || has_ids))

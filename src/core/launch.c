@@ -186,8 +186,11 @@ int launch_job(job *j, jerr *e)
 {
     char dir[700];
     core_job_dir(j, dir, sizeof dir);
-    if (j->state == JS_PREEMPTED)
+    if (j->state == JS_PREEMPTED) {
         j->state = JS_QUEUED; /* started again: QUEUED until its command runs, as the first time */
+        free(j->end_reason);  /* "preempted" described the last run; preemptions keeps the count */
+        j->end_reason = NULL;
+    }
     if (write_spec(j, dir, e) < 0)
         return -1;
     int pfd[2];

@@ -232,18 +232,20 @@ void core_wait_reason(const job *j, char *out, size_t len)
                  (unsigned long long)held, held == 1 ? "" : "s", C.cfg.limits.max_gpus_per_user);
         break;
     }
-    case SW_HEAD:
-        snprintf(out, len, "needs %s; %u free; first in line%s%s%s", need, nfree, *gl ? ": GPUs " : "", gl,
-                 *gl ? " are reserved for it" : "");
+    case SW_HEAD: {
+        bool one = __builtin_popcountll(Q.reserved) == 1;
+        snprintf(out, len, "needs %s; %u free; first in line%s%s%s", need, nfree, !*gl ? "" : one ? ": GPU " : ": GPUs ",
+                 gl, !*gl ? "" : one ? " is reserved for it" : " are reserved for it");
         if (*when && strlen(out) < len)
             snprintf(out + strlen(out), len - strlen(out), ", which has room for it%s", when);
         break;
+    }
     case SW_PREEMPTING:
         snprintf(out, len, "needs %s; first in line: lower-priority preemptible jobs are being stopped for it", need);
         break;
     case SW_RESERVED:
-        snprintf(out, len, "needs %s; it would fit, but only on GPUs %s reserved for job %.8s, first in line%s", need,
-                 gl, Q.head, r.runtime_ms ? " (it could still run when that job's room comes)" :
+        snprintf(out, len, "needs %s; it would fit, but only on %s%s reserved for job %.8s, first in line%s", need,
+                 *gl ? (__builtin_popcountll(Q.reserved) == 1 ? "GPU " : "GPUs ") : "room", gl, Q.head, r.runtime_ms ? " (it could still run when that job's room comes)" :
                                             " (a job with --max-runtime that ends in time may use them meanwhile)");
         break;
     case SW_NO_ROOM:

@@ -331,7 +331,8 @@ static void reserve(const sched_input *in, const room *R, const sched_req *r, ho
     *res = r->mig_profile >= 0 ? 0 : candidates(in, R, r, 0) & useful(in, r);
 }
 
-/* Lowest priority first, then the most recently started: the least work lost. */
+/* Lowest priority first, then the most recently submitted (a stand-in for "started last": a
+ * re-queued job keeps its place, so it counts as older than it runs). */
 static int victim_before(const sched_running *a, const sched_running *b)
 {
     if (a->r.priority != b->r.priority)
