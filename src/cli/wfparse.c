@@ -853,7 +853,7 @@ static void uploads(ctx *c, wjob *j)
         char *disk;
         if (p[0] == '/' || !c->dir[0])
             disk = xstrdup(p);
-        else if (asprintf(&disk, "%s/%s", c->dir, p) < 0)
+        else if (asprintf(&disk, "%s%s%s", c->dir, strcmp(c->dir, "/") ? "/" : "", p) < 0)
             abort();
         struct stat st;
         jerr e = {0};
