@@ -12,6 +12,10 @@
 #include "../common/util.h"
 #include "../core/core.h"
 #include "http.h"
+#include "../core/metrics.h"
+#include "metrics_http.h"
+
+static const char *cur_method; /* the request being answered, for metrics_count_request */
 
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
@@ -34,6 +38,7 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
     MHD_add_response_header(r, "Content-Type", "application/json");
     enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
+    metrics_count_request(cur_method, status);
     return rc;
 }
 
@@ -183,11 +188,14 @@ static enum MHD_Result one_job(request *r, const char *rest)
             jerr_field(&e, "stream", "stream: '%s' is not accepted; use stdout, stderr or all", s);
             return http_reply_error(r->conn, &e);
         }
+        metrics_count_request(r->method, 200);
         struct MHD_Response *resp = logstream_response(j, r->conn, query_true(r, "follow"), streams);
         enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
         MHD_destroy_response(resp);
         return rc;
     }
+    if (!strcmp(action, "metrics") && get)
+        return http_reply_json(r->conn, 200, job_metrics_json(j));
     if (!strcmp(action, "stop") && post) {
         if (job_state_terminal(j->state) || j->state == JS_STOPPING) {
             jerr_http(&e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
@@ -367,6 +375,14 @@ enum MHD_Result routes_dispatch(request *r)
 {
     jerr e = {0};
     const char *p = r->path;
+    cur_method = r->method;
+    if (!strcmp(p, "/metrics")) {
+        if (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))
+            metrics_count_request(r->method, 200);
+        return metrics_reply(r);
+    }
+    if (!strcmp(p, "/v1/monitor") && !strcmp(r->method, "GET"))
+        return http_reply_json(r->conn, 200, monitor_json());
     if (!strcmp(p, "/v1/version") && !strcmp(r->method, "GET"))
         return version(r);
     if (!strcmp(p, "/v1/jobs")) {

@@ -18,6 +18,7 @@
 #include "../exec/spec.h"
 #include "../exec/zygote.h"
 #include "core.h"
+#include "metrics.h"
 #include "gpu_spec.h"
 
 static const char *const base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -231,6 +232,7 @@ static void mark_running(job *j, pid_t init_pid, int64_t started_ms)
     j->state = JS_RUNNING;
     j->init_pid = init_pid;
     j->started_ms = started_ms;
+    metrics_observe_start((double)(started_ms - (j->scheduled_ms > j->created_ms ? j->scheduled_ms : j->created_ms)) / 1000.0);
     job_save(j);
     workflow_job_changed(j);
 }

@@ -23,6 +23,8 @@
 #include "../exec/bpfdev.h"
 #include "core.h"
 #include "health.h"
+#include "metrics.h"
+#include "../api/metrics_http.h"
 
 static watch w_signal;
 
@@ -275,11 +277,16 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
+    if (metrics_listen_start(C.cfg.metrics_listen, &e) < 0) {
+        log_err("%s", e.msg);
+        return 1;
+    }
     log_info("joblet %s listening on %s (state %s, cgroup layout %s, %zu jobs known)", JOBLET_VERSION, C.cfg.socket,
              C.cfg.state_dir, cg_layout_name(C.cg.layout), C.njobs);
     health_start();
     core_schedule();
     loop_run(before_wait, after_wake);
+    metrics_listen_stop();
     health_stop();
     for (size_t i = 0; i < C.njobs; i++)
         if (C.jobs[i]->followers)

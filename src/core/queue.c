@@ -10,6 +10,7 @@
 #include "../gpu/sched_view.h"
 #include "../sched/sched.h"
 #include "core.h"
+#include "metrics.h"
 
 /* What the last pass decided for the head of the queue, for wait reasons. */
 static struct {
@@ -72,7 +73,15 @@ void core_sched_base(sched_input *in, sched_gpu *gpus, sched_mig *migs, sched_ru
                         .strategy = (int)C.cfg.gpu.strategy};
 }
 
+static void schedule(void);
 void core_schedule(void)
+{
+    int64_t t0 = mono_ns();
+    schedule();
+    metrics_observe_schedule((double)(mono_ns() - t0) / 1e9);
+}
+
+static void schedule(void)
 {
     size_t n = 0;
     for (size_t i = 0; i < C.njobs; i++)
