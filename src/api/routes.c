@@ -107,8 +107,8 @@ static enum MHD_Result list(request *r)
     enum job_state want = JS_QUEUED;
     if (sf && job_state_parse(sf, &want) < 0) {
         jerr e = {0};
-        jerr_field(&e, "status", "status: '%s' is not a job status; use SCHEDULED, QUEUED, RUNNING, STOPPING, "
-                                 "PREEMPTED, STOPPED, COMPLETED, FAILED or CANCELED", sf);
+        jerr_field(&e, "status", "status: '%s' is not a job status; use PENDING, SCHEDULED, QUEUED, RUNNING, "
+                                 "STOPPING, PREEMPTED, STOPPED, COMPLETED, FAILED or CANCELED", sf);
         return http_reply_error(r->conn, &e);
     }
     json_t *arr = json_array();
@@ -201,7 +201,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
             jerr_http(&e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
             return http_reply_error(r->conn, &e);
         }
-        if (job_in_queue(j)) {
+        if (job_in_queue(j) || j->state == JS_PENDING) {
             j->stopped_by = r->uid;
             job_finish(j, JS_CANCELED, "canceled");
             core_schedule();
@@ -211,8 +211,8 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_json(r->conn, 200, job_to_json(j));
     }
     if (!strcmp(action, "cancel") && post) {
-        if (!job_in_queue(j)) {
-            jerr_http(&e, 409, "job %s is %s; only a scheduled, queued or preempted job can be canceled%s", j->id,
+        if (!job_in_queue(j) && j->state != JS_PENDING) {
+            jerr_http(&e, 409, "job %s is %s; only a pending, scheduled, queued or preempted job can be canceled%s", j->id,
                       job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");
             return http_reply_error(r->conn, &e);
         }

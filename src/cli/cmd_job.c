@@ -28,7 +28,7 @@ static const char job_help[] =
     "  log [--stream S] [--no-follow] ID\n"
     "                                  print a job's output, following it until the job ends\n"
     "  stop ID                         stop a running job (cancels one that has not started)\n"
-    "  cancel ID                       cancel a scheduled or queued job\n"
+    "  cancel ID                       cancel a job that has not started (again) yet\n"
     "  delete ID                       remove a finished job and its output\n"
     "  delete-all                      remove every finished job\n"
     "  metrics [--interval S] [--count N] ID\n"
@@ -88,8 +88,8 @@ static const char list_help[] =
     "Lists the jobs you can see, oldest first.\n"
     "\n"
     "Flags:\n"
-    "  --status STATUS   only jobs in this state: SCHEDULED, QUEUED, RUNNING, STOPPING,\n"
-    "                    STOPPED, COMPLETED, FAILED, CANCELED\n"
+    "  --status STATUS   only jobs in this state: PENDING, SCHEDULED, QUEUED, RUNNING,\n"
+    "                    STOPPING, PREEMPTED, STOPPED, COMPLETED, FAILED, CANCELED\n"
     "  --json            print the jobs as a JSON array\n"
     "  -h, --help        show this help\n";
 
@@ -123,7 +123,8 @@ static const char stop_help[] =
 static const char cancel_help[] =
     "Usage: rnx job cancel ID\n"
     "\n"
-    "Cancels a scheduled or queued job. A job that has started must be stopped instead.\n";
+    "Cancels a job that is waiting: PENDING, SCHEDULED, QUEUED or PREEMPTED. A job that runs\n"
+    "must be stopped instead.\n";
 
 static const char delete_help[] =
     "Usage: rnx job delete ID\n"
@@ -723,9 +724,8 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
 
 /* ---- job list ------------------------------------------------------------------------ */
 
-static const char *const job_states[] = {
-    "SCHEDULED", "QUEUED", "RUNNING", "STOPPING", "STOPPED", "COMPLETED", "FAILED", "CANCELED",
-};
+static const char *const job_states[] = {"PENDING", "SCHEDULED", "QUEUED", "RUNNING", "STOPPING", "PREEMPTED",
+                                     "STOPPED", "COMPLETED", "FAILED", "CANCELED"};
 
 /* --status accepts any case; the API's states are upper case. */
 static int parse_status(const char *arg, char *out, size_t outlen)
@@ -737,8 +737,8 @@ static int parse_status(const char *arg, char *out, size_t outlen)
     for (i = 0; i < ARRAY_LEN(job_states); i++)
         if (strcmp(out, job_states[i]) == 0)
             return 0;
-    return rnx_usage("--status: '%s' is not a job state; use one of SCHEDULED, QUEUED, RUNNING, STOPPING, "
-                     "STOPPED, COMPLETED, FAILED, CANCELED",
+    return rnx_usage("--status: '%s' is not a job state; use one of PENDING, SCHEDULED, QUEUED, RUNNING, STOPPING, "
+                     "PREEMPTED, STOPPED, COMPLETED, FAILED, CANCELED",
                      arg);
 }
 

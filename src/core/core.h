@@ -144,7 +144,7 @@ typedef struct submit_info {
 } submit_info;
 int submit_check(json_t *req, uid_t caller_uid, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate */
-int submit_check_limits(json_t *const *reqs, size_t n, uid_t uid, jerr *e);
+int submit_check_limits(json_t *const *reqs, size_t n, uid_t uid, bool for_workflow, jerr *e);
 job *submit_create(json_t *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
 
 /* launch.c */

@@ -370,7 +370,7 @@ int submit_check(json_t *req, uid_t caller_uid, submit_info *si, jerr *e)
     return validate(req, time(NULL), &si->sched_ms, e) < 0 || check_uploads(req, &si->total, e) < 0 ? -1 : 0;
 }
 
-int submit_check_limits(json_t *const *reqs, size_t n, uid_t uid, jerr *e)
+int submit_check_limits(json_t *const *reqs, size_t n, uid_t uid, bool for_workflow, jerr *e)
 {
     const limits_config *L = &C.cfg.limits;
     bool gpu = false;
@@ -378,9 +378,13 @@ int submit_check_limits(json_t *const *reqs, size_t n, uid_t uid, jerr *e)
         uint64_t gpus = (uint64_t)json_integer_value(json_object_get(reqs[i], "gpu_count")) +
                         (json_object_get(reqs[i], "gpu_mig") ? 1 : 0);
         gpu |= gpus > 0;
-        if (L->max_gpus_per_user && gpus > L->max_gpus_per_user)
-            return jerr_field(e, "gpu_count", "gpu_count: asks for %llu GPUs; limits.max_gpus_per_user is %u",
+        if (L->max_gpus_per_user && gpus > L->max_gpus_per_user) {
+            char field[64] = "gpu_count";
+            if (for_workflow)
+                snprintf(field, sizeof field, "jobs[%zu].request.gpu_count", i);
+            return jerr_field(e, field, "%s: asks for %llu GPUs; limits.max_gpus_per_user is %u", field,
                               (unsigned long long)gpus, L->max_gpus_per_user);
+        }
     }
     if (L->max_queued_per_user) {
         uint32_t waiting = 0;
@@ -401,7 +405,7 @@ int submit_check_limits(json_t *const *reqs, size_t n, uid_t uid, jerr *e)
 job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
 {
     submit_info si;
-    if (submit_check(req, caller_uid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, e) < 0)
+    if (submit_check(req, caller_uid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, false, e) < 0)
         return NULL;
     return submit_create(req, caller_uid, caller_gid, &si, e);
 }

@@ -230,7 +230,10 @@ static int check_body(json_t *body, wf_job *jobs, jerr *e)
             return jerr_field(e, field, "%s: must be an object: the job's request, as POST /v1/jobs takes", field);
         json_t *rn = json_object_get(req, "name");
         if (rn && (!json_is_string(rn) || strcmp(json_string_value(rn), json_string_value(json_array_get(names, i)))))
-            return jerr_field(e, "name", "jobs[%zu].request.name: must be the job's name or absent", i);
+        {
+            snprintf(field, sizeof field, "jobs[%zu].request.name", i);
+            return jerr_field(e, field, "%s: must be the job's name or absent", field);
+        }
         json_object_set_new(req, "name", json_string(json_string_value(json_array_get(names, i))));
     }
     size_t n = json_array_size(arr);
@@ -285,7 +288,7 @@ workflow *workflow_submit(json_t *body, uid_t uid, gid_t gid, jerr *e)
             goto fail;
         }
     }
-    if (submit_check_limits(reqs, n, uid, e) < 0)
+    if (submit_check_limits(reqs, n, uid, true, e) < 0)
         goto fail;
     wf = xcalloc(1, sizeof *wf);
     uuid_v4(wf->id);
