@@ -5,33 +5,19 @@ test_gpu_isolation.py; resets go to the fake nvidia-smi."""
 import json
 import os
 import pwd
-import stat
 import subprocess
 import time
 
 import pytest
 
 from conftest import BUILD, ROOT
+from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes
 
-FIX = os.path.join(ROOT, "tests", "fixtures")
-FAKE_NVML = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
 FAKE_SMI = os.path.join(ROOT, "tests", "fakes", "nvidia-smi")
 
 pytestmark = pytest.mark.skipif(not os.path.exists(FAKE_NVML), reason="the fake NVML was not built")
 
 
-def machine(name):
-    with open(os.path.join(FIX, name, "machine.json")) as f:
-        return json.load(f)
-
-
-def uvm_major(name):
-    with open(os.path.join(FIX, name, "proc", "devices")) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 2 and parts[1] == "nvidia-uvm":
-                return int(parts[0])
-    raise AssertionError("no nvidia-uvm in proc/devices")
 
 
 class Machine:
@@ -68,16 +54,7 @@ class Machine:
 def health_machine(fresh_daemon, tmp_path):
     def make(name="a100-pcie-4", extra=""):
         dev = tmp_path / "dev"
-        dev.mkdir()
-        m = machine(name)
-        for g in m["gpus"]:
-            os.mknod(dev / f"nvidia{g['minor']}", 0o666 | stat.S_IFCHR, os.makedev(195, g["minor"]))
-        os.mknod(dev / "nvidiactl", 0o666 | stat.S_IFCHR, os.makedev(195, 255))
-        u = uvm_major(name)
-        os.mknod(dev / "nvidia-uvm", 0o666 | stat.S_IFCHR, os.makedev(u, 0))
-        os.mknod(dev / "nvidia-uvm-tools", 0o666 | stat.S_IFCHR, os.makedev(u, 1))
-        for n in os.listdir(dev):
-            os.chmod(dev / n, 0o666)
+        make_nodes(dev, name)
         (tmp_path / "events").write_text("")
         (tmp_path / "nocuda").mkdir()
         f = os.path.join(FIX, name)

@@ -12,10 +12,9 @@ import sys
 import pytest
 
 from conftest import BUILD, ROOT
+from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes, uvm_major
 
-FIX = os.path.join(ROOT, "tests", "fixtures")
 MACHINES = ["dgx-h100", "dgx1-v100", "a100-pcie-4", "mixed"]  # a100-mig: test_mig_device_gets_only_its_capabilities
-FAKE_NVML = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
 
 OPEN_HELPER = r"""
 import errno, json, os, sys
@@ -34,18 +33,6 @@ print(json.dumps(res))
 """
 
 
-def machine(name):
-    with open(os.path.join(FIX, name, "machine.json")) as f:
-        return json.load(f)
-
-
-def uvm_major(name):
-    with open(os.path.join(FIX, name, "proc", "devices")) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 2 and parts[1] == "nvidia-uvm":
-                return int(parts[0])
-    raise AssertionError("fixture lacks nvidia-uvm in proc/devices")
 
 
 @pytest.fixture
@@ -53,16 +40,8 @@ def gpu_machine(fresh_daemon, tmp_path):
     """A daemon on a fixture machine whose device nodes really exist (mknod) in tmp_path/dev."""
     def make(name, extra=""):
         dev = tmp_path / "dev"
-        dev.mkdir()
+        make_nodes(dev, name)
         m = machine(name)
-        for g in m["gpus"]:
-            os.mknod(dev / f"nvidia{g['minor']}", 0o666 | stat.S_IFCHR, os.makedev(195, g["minor"]))
-        os.mknod(dev / "nvidiactl", 0o666 | stat.S_IFCHR, os.makedev(195, 255))
-        u = uvm_major(name)
-        os.mknod(dev / "nvidia-uvm", 0o666 | stat.S_IFCHR, os.makedev(u, 0))
-        os.mknod(dev / "nvidia-uvm-tools", 0o666 | stat.S_IFCHR, os.makedev(u, 1))
-        for n in os.listdir(dev):  # as the driver makes them (mknod obeys the umask)
-            os.chmod(dev / n, 0o666)
         f = os.path.join(FIX, name)
         backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
         (tmp_path / "nocuda").mkdir()  # the host's own toolkits stay out of these tests

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fixture_load.h"
+
 #include "gpu/gpu.h"
 #include "gpu/sched_view.h"
 #include "sched/placement.h"
@@ -112,20 +114,6 @@ static void test_strategies(void **state)
 /* The fixture machines, with the pair scores the daemon derives from their inventories. */
 static const char *const fixtures[] = {"dgx-h100", "dgx1-v100", "a100-pcie-4", "a100-mig", "mixed", "no-gpu", "broken-driver"};
 
-static int load_fixture(const char *name, gpu_inventory *inv)
-{
-    gpu_config c;
-    gpu_config_defaults(&c);
-    snprintf(c.fixture, sizeof c.fixture, "%s/%s/machine.json", JOBLET_FIXTURES, name);
-    snprintf(c.proc_root, sizeof c.proc_root, "%s/%s/proc", JOBLET_FIXTURES, name);
-    memset(inv, 0, sizeof *inv);
-    jerr e = {0};
-    if (gpu_backend_fixture(&c, inv, &e) < 0) {
-        print_error("%s: %s\n", name, e.msg);
-        return -1;
-    }
-    return 0;
-}
 
 /* Best score over every subset of exactly count GPUs among cand: a plain recursion over the
  * GPUs, nothing shared with placement.c but placement_score. */

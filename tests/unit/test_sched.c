@@ -8,6 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fixture_load.h"
+
 #include "gpu/gpu.h"
 #include "gpu/sched_view.h"
 #include "sched/placement.h"
@@ -1035,20 +1037,6 @@ static void test_feasible_and_fits_now(void **state)
 
 /* ---- the fixture machines through sched_view ---- */
 
-static int load_fixture(const char *name, gpu_inventory *inv)
-{
-    gpu_config c;
-    gpu_config_defaults(&c);
-    snprintf(c.fixture, sizeof c.fixture, "%s/%s/machine.json", JOBLET_FIXTURES, name);
-    snprintf(c.proc_root, sizeof c.proc_root, "%s/%s/proc", JOBLET_FIXTURES, name);
-    memset(inv, 0, sizeof *inv);
-    jerr e = {0};
-    if (gpu_backend_fixture(&c, inv, &e) < 0) {
-        print_error("%s: %s\n", name, e.msg);
-        return -1;
-    }
-    return 0;
-}
 
 static void test_fixture_machines(void **state)
 {

@@ -29,6 +29,8 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "fixture_load.h"
+
 #include "gpu/gpu.h"
 #include "gpu/sched_view.h"
 #include "sched/placement.h"
@@ -721,20 +723,6 @@ static void decide(sim *s)
     check_and_apply(s, &o);
 }
 
-static int load_fixture(const char *name, gpu_inventory *inv)
-{
-    gpu_config c;
-    gpu_config_defaults(&c);
-    snprintf(c.fixture, sizeof c.fixture, "%s/%s/machine.json", JOBLET_FIXTURES, name);
-    snprintf(c.proc_root, sizeof c.proc_root, "%s/%s/proc", JOBLET_FIXTURES, name);
-    memset(inv, 0, sizeof *inv);
-    jerr e = {0};
-    if (gpu_backend_fixture(&c, inv, &e) < 0) {
-        print_error("%s: %s\n", name, e.msg);
-        return -1;
-    }
-    return 0;
-}
 
 static void run_fixture(const char *name, uint64_t seed, int strategy)
 {
