@@ -308,48 +308,45 @@ static int gpu_admin(const rnx_ctx *ctx, const char *action, const char *id, boo
     return RNX_OK;
 }
 
-int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
+/* The flags of rnx gpu, which may come before or after the command word: -1 after --help
+ * (printed), RNX_USAGE on a bad flag, 0 otherwise. */
+static int gpu_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, bool *force)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
                                          {"force", no_argument, NULL, 'f'}, {0}};
-    bool force = false;
     int c;
     optind = 0;
-    /* flags may come before or after the command word */
-    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx gpu")) != -1) {
+    while ((c = rnx_getopt(argc, argv, "h", opts, cmd)) != -1) {
         if (c == 'h') {
             fputs(gpu_help, stdout);
-            return RNX_OK;
+            return -1;
         }
-        if (c == 'f') {
-            force = true;
-            continue;
-        }
-        if (c != 'j')
+        if (c == 'f')
+            *force = true;
+        else if (c == 'j')
+            ctx->json = true;
+        else
             return RNX_USAGE;
-        ctx->json = true;
     }
+    return 0;
+}
+
+int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
+{
+    bool force = false;
+    int rc = gpu_flags(ctx, argc, argv, "rnx gpu", &force);
+    if (rc)
+        return rc < 0 ? RNX_OK : rc;
     if (optind >= argc)
-        return rnx_usage("gpu: missing command (list, show, topo); see 'rnx gpu --help'");
+        return rnx_usage("gpu: missing command (list, show, topo, drain, offline, online); see 'rnx gpu --help'");
     const char *name = argv[optind];
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;
     char cmd[32];
     snprintf(cmd, sizeof cmd, "rnx gpu %.20s", name);
-    optind = 0;
-    while ((c = rnx_getopt(sub_argc, sub_argv, "h", opts, cmd)) != -1) {
-        if (c == 'h') {
-            fputs(gpu_help, stdout);
-            return RNX_OK;
-        }
-        if (c == 'f') {
-            force = true;
-            continue;
-        }
-        if (c != 'j')
-            return RNX_USAGE;
-        ctx->json = true;
-    }
+    rc = gpu_flags(ctx, sub_argc, sub_argv, cmd, &force);
+    if (rc)
+        return rc < 0 ? RNX_OK : rc;
     bool admin = !strcmp(name, "drain") || !strcmp(name, "offline") || !strcmp(name, "online");
     if (force && !admin)
         return rnx_usage("gpu %s: --force is for drain, offline and online", name);
