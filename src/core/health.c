@@ -395,7 +395,11 @@ static void on_message(watch *w, uint32_t events)
             g->power_w = (int)m.v[3];
             g->throttle_reasons = m.v[4];
             g->remapped_rows = m.v[5];
-            sscanf(m.text, "%lld %lld", (long long *)&g->ecc_sbe_total, (long long *)&g->ecc_dbe_total);
+            long long sbe = -1, dbe = -1;
+            if (sscanf(m.text, "%lld %lld", &sbe, &dbe) == 2) {
+                g->ecc_sbe_total = sbe;
+                g->ecc_dbe_total = dbe;
+            }
             int max = (int)C.cfg.max_temperature_c;
             /* 5 degrees of hysteresis: a GPU at the limit does not flap in and out of service */
             if (!g->hot && g->temperature_c > max) {
