@@ -80,10 +80,11 @@ static char **job_argv(const job *j)
     return argv;
 }
 
-static int write_spec(const job *j, const char *dir, jerr *e)
+/* The job's spec in a memfd for its shim (spec.h), or -1. */
+static int make_spec(const job *j, const char *dir, jerr *e)
 {
     job_spec s = {0};
-    char host[64], path[700];
+    char host[64];
     gpu_spec g;
     if (gpu_spec_build(j, &g, e) < 0)
         return -1;
@@ -119,8 +120,7 @@ static int write_spec(const job *j, const char *dir, jerr *e)
     s.ndevices = g.nrules;
     s.mounts = g.mounts;
     s.nmounts = g.nmounts;
-    snprintf(path, sizeof path, "%s/%s", dir, SHIM_SPEC);
-    int rc = spec_save(&s, path, e);
+    int fd = spec_to_fd(&s, e);
     gpu_spec_free(&g);
     for (char **p = s.argv; *p; p++)
         free(*p);
@@ -128,7 +128,7 @@ static int write_spec(const job *j, const char *dir, jerr *e)
     for (char **p = s.env; *p; p++)
         free(*p);
     free(s.env);
-    return rc;
+    return fd;
 }
 
 static void on_shim_exit(watch *w, uint32_t events);
@@ -157,11 +157,11 @@ void launch_init(void)
 void launch_shutdown(void) { zygote_stop(&Z); }
 
 /* A shim from the zygote, restarting it once if it went away; else a freshly exec'd one. */
-static pid_t fork_shim(const char *dir, int notify_fd, jerr *e)
+static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, jerr *e)
 {
     for (int attempt = 0; attempt < 2 && Z.sock >= 0; attempt++) {
         jerr ze = {0};
-        pid_t pid = zygote_fork(&Z, dir, notify_fd, C.devfilter_prog, &ze);
+        pid_t pid = zygote_fork(&Z, dir, notify_fd, spec_fd, C.devfilter_prog, &ze);
         if (pid > 0)
             return pid;
         log_warn("%s; restarting the shim zygote", ze.msg);
@@ -169,16 +169,15 @@ static pid_t fork_shim(const char *dir, int notify_fd, jerr *e)
         if (zygote_start(&Z, C.shim_path, C.cfg.cgroup_root, &ze) < 0)
             log_warn("%s", ze.msg);
         if (ze.code == ETIMEDOUT || ze.code == EAGAIN) {
-            /* The request may still be served late: make sure a late shim finds no spec and
-             * only records that it could not start, instead of running the job twice. */
-            char spec[760];
-            snprintf(spec, sizeof spec, "%s/%s", dir, SHIM_SPEC);
-            unlink(spec);
+            /* The request may still be served late: make sure a late shim finds an empty
+             * spec and only records that it could not start, instead of running the job. */
+            if (ftruncate(spec_fd, 0) < 0)
+                log_err("job directory %s: cannot withdraw the spec: %s", dir, strerror(errno));
             return jerr_set(e, ETIMEDOUT, "the shim zygote did not answer in time; the job was not started");
         }
     }
     pid_t pid;
-    if (shim_spawn(C.shim_path, dir, NULL, -1, notify_fd, C.devfilter_prog, &pid, e) < 0)
+    if (shim_spawn(C.shim_path, dir, NULL, -1, notify_fd, spec_fd, C.devfilter_prog, &pid, e) < 0)
         return -1;
     return pid;
 }
@@ -192,13 +191,17 @@ int launch_job(job *j, jerr *e)
         free(j->end_reason);  /* "preempted" described the last run; preemptions keeps the count */
         j->end_reason = NULL;
     }
-    if (write_spec(j, dir, e) < 0)
+    int spec_fd = make_spec(j, dir, e);
+    if (spec_fd < 0)
         return -1;
     int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0)
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
+        close(spec_fd);
         return jerr_sys(e, "pipe");
-    pid_t pid = fork_shim(dir, pfd[1], e);
+    }
+    pid_t pid = fork_shim(dir, pfd[1], spec_fd, e);
     close(pfd[1]);
+    close(spec_fd);
     if (pid < 0) {
         close(pfd[0]);
         return -1;

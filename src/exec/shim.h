@@ -2,7 +2,6 @@
 #ifndef JOBLET_SHIM_H
 #define JOBLET_SHIM_H
 
-#define SHIM_SPEC     "spec.json"    /* input, written by the daemon */
 #define SHIM_STARTED  "started"      /* "<init pid> <start ms>" once the command runs */
 #define SHIM_STATUS   "status.json"  /* how the job ended; written once, atomically */
 #define SHIM_STDOUT   "stdout.log"
@@ -10,5 +9,6 @@
 #define SHIM_LOG      "shim.log"     /* the shim's own diagnostics */
 #define SHIM_NOTIFY_FD 3             /* optional pipe to the daemon: "S <pid> <ms>\n", "E\n" */
 #define SHIM_DEVFILTER_FD 4          /* optional: loaded eBPF filter for the default devices */
+#define SHIM_SPEC_FD  5              /* the job spec (spec.h), a memfd written by the daemon */
 
 #endif

@@ -1,5 +1,5 @@
 /* The complete, validated description of one job that the daemon hands to the shim
- * (spec.json in the job's directory). The executor applies it and decides nothing:
+ * (JSON in a memfd, the shim's fd SHIM_SPEC_FD). The executor applies it and decides nothing:
  * everything a job gets — limits, devices, mounts, environment — is spelled out here. */
 #ifndef JOBLET_SPEC_H
 #define JOBLET_SPEC_H
@@ -30,7 +30,7 @@ typedef struct spec_op {
 
 typedef struct job_spec {
     char id[37];
-    char *job_dir;       /* host directory: spec.json, logs, status.json, work/ */
+    char *job_dir;       /* host directory: logs, started/status.json, work/ */
     char *root_mount;    /* empty host directory the job's root tmpfs is mounted on, in the
                           * job's own mount namespace (so every job can share one) */
     char *hostname;
@@ -53,8 +53,9 @@ typedef struct job_spec {
     size_t nops;
 } job_spec;
 
-int spec_save(const job_spec *s, const char *path, jerr *e);
-int spec_load(job_spec *s, const char *path, jerr *e);
+/* A new memfd (close-on-exec) holding s as JSON, or -1. */
+int spec_to_fd(const job_spec *s, jerr *e);
+int spec_load_fd(job_spec *s, int fd, jerr *e);
 void spec_free(job_spec *s);
 
 #endif

@@ -16,6 +16,7 @@
 #include "shim.h"
 
 #define MAX_DIR 4096
+#define NFDS 3 /* notify pipe, spec, device filter (optional) */
 
 static void reap(int sig)
 {
@@ -25,27 +26,31 @@ static void reap(int sig)
     errno = saved;
 }
 
-/* Puts the received fds at 3 and 4 whatever numbers they arrived with. */
-static void place_fds(int notify_fd, int filter_fd)
+/* Puts the received fds at their fixed numbers (shim.h) whatever numbers they arrived with:
+ * first all above the targets, so that no dup2 closes one still to be placed. */
+static void place_fds(int fds[NFDS])
 {
-    int n = fcntl(notify_fd, F_DUPFD_CLOEXEC, 10);
-    int f = filter_fd >= 0 ? fcntl(filter_fd, F_DUPFD_CLOEXEC, 10) : -1;
-    close(notify_fd);
-    if (filter_fd >= 0)
-        close(filter_fd);
-    dup2(n, SHIM_NOTIFY_FD);
-    close(n);
-    if (f >= 0) {
-        dup2(f, SHIM_DEVFILTER_FD);
-        close(f);
-    } else {
-        close(SHIM_DEVFILTER_FD);
+    static const int target[NFDS] = {SHIM_NOTIFY_FD, SHIM_SPEC_FD, SHIM_DEVFILTER_FD};
+    for (int i = 0; i < NFDS; i++) {
+        if (fds[i] < 0)
+            continue;
+        int high = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+        close(fds[i]);
+        fds[i] = high;
+    }
+    for (int i = 0; i < NFDS; i++) {
+        if (fds[i] < 0) {
+            close(target[i]);
+            continue;
+        }
+        dup2(fds[i], target[i]);
+        close(fds[i]);
     }
 }
 
-static int receive(int sock, char *dir, int fds[2])
+static int receive(int sock, char *dir, int fds[NFDS])
 {
-    char cbuf[CMSG_SPACE(2 * sizeof(int))];
+    char cbuf[CMSG_SPACE(NFDS * sizeof(int))];
     struct iovec iov = {dir, MAX_DIR - 1};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
     ssize_t n;
@@ -55,11 +60,12 @@ static int receive(int sock, char *dir, int fds[2])
     if (n <= 0)
         return -1;
     dir[n] = 0;
-    fds[0] = fds[1] = -1;
+    for (int i = 0; i < NFDS; i++)
+        fds[i] = -1;
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
         size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        memcpy(fds, CMSG_DATA(c), (k > 2 ? 2 : k) * sizeof(int));
+        memcpy(fds, CMSG_DATA(c), (k > NFDS ? NFDS : k) * sizeof(int));
     }
     return 0;
 }
@@ -73,10 +79,10 @@ int zygote_serve(int sock, int (*run)(const char *dir))
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_UNBLOCK, &chld, NULL);
     static char dir[MAX_DIR];
-    int fds[2];
+    int fds[NFDS];
     while (receive(sock, dir, fds) == 0) {
         int32_t reply;
-        if (fds[0] < 0) {
+        if (fds[0] < 0 || fds[1] < 0) {
             reply = -EBADF;
         } else {
             sigprocmask(SIG_BLOCK, &chld, NULL);
@@ -84,15 +90,15 @@ int zygote_serve(int sock, int (*run)(const char *dir))
             if (pid == 0) {
                 signal(SIGCHLD, SIG_DFL);
                 close(sock);
-                place_fds(fds[0], fds[1]);
+                place_fds(fds);
                 _exit(run(dir));
             }
             sigprocmask(SIG_UNBLOCK, &chld, NULL);
             reply = pid < 0 ? -errno : pid;
-            close(fds[0]);
-            if (fds[1] >= 0)
-                close(fds[1]);
         }
+        for (int i = 0; i < NFDS; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
         if (send(sock, &reply, sizeof reply, MSG_NOSIGNAL) != sizeof reply)
             break;
     }
@@ -100,7 +106,7 @@ int zygote_serve(int sock, int (*run)(const char *dir))
 }
 
 int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
-               int filter_fd, pid_t *pid, jerr *e)
+               int spec_fd, int filter_fd, pid_t *pid, jerr *e)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -112,6 +118,8 @@ int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int std
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     if (notify_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, notify_fd, SHIM_NOTIFY_FD);
+    if (spec_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, spec_fd, SHIM_SPEC_FD);
     if (filter_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, filter_fd, SHIM_DEVFILTER_FD);
     posix_spawnattr_t at;
@@ -145,7 +153,7 @@ int zygote_start(zygote *z, const char *shim_path, const char *cgroup_root, jerr
     z->pid = -1;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return jerr_sys(e, "socketpair for the shim zygote");
-    int rc = shim_spawn(shim_path, "--zygote", cgroup_root, sv[1], -1, -1, &z->pid, e);
+    int rc = shim_spawn(shim_path, "--zygote", cgroup_root, sv[1], -1, -1, -1, &z->pid, e);
     close(sv[1]);
     if (rc < 0) {
         close(sv[0]);
@@ -158,13 +166,13 @@ int zygote_start(zygote *z, const char *shim_path, const char *cgroup_root, jerr
     return 0;
 }
 
-pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int filter_fd, jerr *e)
+pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int spec_fd, int filter_fd, jerr *e)
 {
     if (z->sock < 0)
         return jerr_set(e, ENOTCONN, "the shim zygote is not running");
-    int fds[2] = {notify_fd, filter_fd};
-    size_t nfds = filter_fd >= 0 ? 2 : 1;
-    char cbuf[CMSG_SPACE(2 * sizeof(int))];
+    int fds[NFDS] = {notify_fd, spec_fd, filter_fd};
+    size_t nfds = filter_fd >= 0 ? 3 : 2;
+    char cbuf[CMSG_SPACE(NFDS * sizeof(int))];
     memset(cbuf, 0, sizeof cbuf);
     struct iovec iov = {(void *)dir, strlen(dir)};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,

@@ -2,7 +2,7 @@
  * Why: on a VM every exec pays the dynamic loader and glibc's cpuid probing (each cpuid traps
  * to the hypervisor) — about a tenth of all the CPU a trivial job costs (docs/performance.md).
  * A fork of this small process is a ready shim. Protocol on a SOCK_SEQPACKET pair:
- *   joblet → zygote: the job directory (NUL-terminated) + SCM_RIGHTS [notify pipe, device filter?]
+ *   joblet → zygote: the job directory + SCM_RIGHTS [notify pipe, spec memfd, device filter?]
  *   zygote → joblet: int32 pid of the new shim, or -errno
  * The zygote exits when joblet's end of the socket closes; shims it forked carry on. */
 #ifndef JOBLET_ZYGOTE_H
@@ -24,13 +24,12 @@ typedef struct zygote {
 /* cgroup_root lets the zygote read the cgroup layout once for all its shims. */
 int zygote_start(zygote *z, const char *shim_path, const char *cgroup_root, jerr *e);
 /* posix_spawn of the shim binary with arg (a job directory, or "--zygote") and arg2 (or
- * NULL): fds 0-2 from
- * stdin_fd (or /dev/null) and /dev/null, notify_fd at 3 and filter_fd at 4 when >= 0,
- * SIGTERM and SIGCHLD blocked. */
+ * NULL): fds 0-2 from stdin_fd (or /dev/null) and /dev/null; notify_fd, spec_fd and filter_fd
+ * at their numbers in shim.h when >= 0; SIGTERM and SIGCHLD blocked. */
 int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
-               int filter_fd, pid_t *pid, jerr *e);
-/* Forks a shim for dir with notify_fd as its fd 3 and filter_fd (or -1) as its fd 4. */
-pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int filter_fd, jerr *e);
+               int spec_fd, int filter_fd, pid_t *pid, jerr *e);
+/* Forks a shim for dir with notify_fd, spec_fd and filter_fd (or -1) at their numbers. */
+pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int spec_fd, int filter_fd, jerr *e);
 void zygote_stop(zygote *z);
 
 #endif
