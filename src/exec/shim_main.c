@@ -39,6 +39,7 @@ typedef struct shim {
     int tfd_runtime, tfd_grace;
     int notify_fd;
     int started_fd; /* the start record, open until it becomes status.json */
+    size_t started_len;
     char error[1024];
 } shim;
 
@@ -209,7 +210,8 @@ static int start_job(shim *sh, int notify_fd)
          * reading it): it reads the file when it comes back. Kept open: write_status turns
          * this file into status.json. */
         sh->started_fd = openat(sh->dirfd, SHIM_STARTED, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (sh->started_fd >= 0 && !pwrite_all(sh->started_fd, line, strlen(line)))
+        sh->started_len = strlen(line);
+        if (sh->started_fd >= 0 && !pwrite_all(sh->started_fd, line, sh->started_len))
             shim_log(sh, "cannot record the job's start: %s", strerror(errno));
         if (notify_fd >= 0) {
             char msg[80];
@@ -288,7 +290,10 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
     int fd = sh->started_fd;
     sh->started_fd = -1;
     if (fd >= 0) {
-        bool ok = ftruncate(fd, 0) == 0 && pwrite_all(fd, txt, len);
+        /* Written over, not truncated first: ext4 starts writeback on the close of a file
+         * truncated to 0 (auto_da_alloc), which costs more than all the rest. A status is
+         * always longer than the start line; the ftruncate is for form's sake. */
+        bool ok = pwrite_all(fd, txt, len) && (len >= sh->started_len || ftruncate(fd, (off_t)len) == 0);
         close(fd);
         if (ok && renameat(sh->dirfd, SHIM_STARTED, sh->dirfd, SHIM_STATUS) == 0) {
             free(txt);
