@@ -10,19 +10,24 @@
 #include "../common/util.h"
 #include "isolate.h"
 
-static int last_cap(void)
+static int last = -1;
+
+int caps_last_cap(void)
 {
-    char *s = read_file("/proc/sys/kernel/cap_last_cap", NULL);
-    int n = s ? atoi(s) : 40;
-    free(s);
-    return n > 0 ? n : 40;
+    if (last < 0) {
+        char *s = read_file("/proc/sys/kernel/cap_last_cap", NULL);
+        int n = s ? atoi(s) : 40;
+        free(s);
+        last = n > 0 ? n : 40;
+    }
+    return last;
 }
 
 int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e)
 {
     /* The bounding set must go first: dropping it needs CAP_SETPCAP, which setuid removes. */
-    int last = last_cap();
-    for (int c = 0; c <= last; c++)
+    int last_c = caps_last_cap();
+    for (int c = 0; c <= last_c; c++)
         if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
             return jerr_sys(e, "drop capability %d from the bounding set", c);
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)

@@ -18,8 +18,10 @@ int ns_setup(const job_spec *s, jerr *e);
 int mounts_prepare(const job_spec *s, jerr *e);
 int mounts_pivot(const job_spec *s, jerr *e);
 /* Drops the bounding and ambient sets, switches to uid/gid, clears every capability,
- * sets no_new_privs. */
+ * sets no_new_privs. Allocates nothing once caps_last_cap() has been called (vfork child). */
 int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e);
+/* The kernel's highest capability number, read once per process (and its forks). */
+int caps_last_cap(void);
 /* Default profile: blocks syscalls that reach outside the job (mount, bpf, kexec, module
  * loading, namespaces, keyrings, ptrace, clock setting, …) with EPERM. Built before
  * the fork so the command only loads it. */

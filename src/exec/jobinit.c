@@ -18,8 +18,6 @@
 #include "../common/util.h"
 #include "isolate.h"
 
-extern char **environ;
-
 char *jobinit_hide_arg;
 
 static void write_all(int fd, const char *p, size_t n)
@@ -61,8 +59,7 @@ _Noreturn static void run_command(const job_spec *s, const struct sock_fprog *fi
         fail(fds->sync_w, "drop privileges", &e, 127);
     if (seccomp_apply(filter, &e) < 0)
         fail(fds->sync_w, "seccomp", &e, 127);
-    environ = s->env;
-    execvp(s->argv[0], s->argv);
+    execvpe(s->argv[0], s->argv, s->env);
     jerr_sys(&e, "%s", s->argv[0]);
     fail(fds->sync_w, "exec", &e, errno == ENOENT ? 127 : 126);
 }
@@ -95,7 +92,12 @@ _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct soc
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, NULL);
-    pid_t child = fork();
+    /* vfork: the command borrows the init's memory until it execs, so neither copies page
+     * tables nor takes copy-on-write faults (~2 % of a trivial job's CPU). The init waits
+     * meanwhile, which it would do anyway; the child only makes syscalls, on its own stack
+     * frame, and allocates nothing (caps_last_cap is read here, before). */
+    caps_last_cap();
+    pid_t child = vfork();
     if (child < 0) {
         jerr_sys(&e, "fork the command");
         fail(fds->sync_w, "start", &e, 126);

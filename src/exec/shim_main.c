@@ -132,6 +132,7 @@ static void prepare(const char *cgroup_root)
     if (seccomp_default_program(&seccomp_prog, &e) < 0)
         seccomp_prog.filter = NULL; /* each shim retries, and reports the error in its job */
     host_ready = cg_host_detect(&host, cgroup_root, &e) == 0;
+    caps_last_cap();
 }
 
 static int start_job(shim *sh, int notify_fd)
