@@ -135,12 +135,7 @@ int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int std
     posix_spawnattr_setsigdefault(&at, &dflt);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     char *argv[] = {"joblet-shim", (char *)arg, (char *)arg2, NULL};
-    /* The zygote binds every symbol of every library at start: lazily bound, each forked
-     * shim would look up, and take a copy-on-write fault on the GOT page for, every library
-     * function first called after the fork (~30 page faults a job). */
-    char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LD_BIND_NOW=1", NULL};
-    if (strcmp(arg, "--zygote") != 0)
-        envp[1] = NULL; /* a shim exec'd for one job binds only what it calls */
+    char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
     int rc = posix_spawn(pid, shim_path, &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
