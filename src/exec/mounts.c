@@ -270,16 +270,24 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
             return jerr_sys(e, "write %s", op->dst);
         return 0;
     }
-    case OP_MASK:
+    case OP_MASK: {
+        /* Directories share one empty read-only tmpfs: a bind of it costs no superblock to
+         * create and, when the job ends, to tear down. (Static: the init runs the plan once.) */
+        static char empty_dir[4096];
         if (lstat(dst, &st) < 0)
             return 0; /* not present on this kernel: nothing to hide */
-        if (S_ISDIR(st.st_mode)) {
+        if (S_ISDIR(st.st_mode) && empty_dir[0]) {
+            if (mount(empty_dir, dst, NULL, MS_BIND, NULL) < 0)
+                return jerr_sys(e, "mask %s", op->dst);
+        } else if (S_ISDIR(st.st_mode)) {
             if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0") < 0)
                 return jerr_sys(e, "mask %s", op->dst);
+            snprintf(empty_dir, sizeof empty_dir, "%s", dst);
         } else if (mount("/dev/null", dst, NULL, MS_BIND, NULL) < 0) {
             return jerr_sys(e, "mask %s", op->dst);
         }
         return 0;
+    }
     case OP_RO_SELF:
         if (lstat(dst, &st) < 0)
             return 0;
