@@ -121,10 +121,11 @@ def test_xid79_fails_the_job_and_takes_the_gpu_offline(health_machine):
 def test_xid48_then_63_drains_resets_and_returns_the_gpu(health_machine):
     m = health_machine()
     jid, (g,) = run_on(m, "--gpu=1")
-    m.inject(f"xid {g} 48")
+    # both in one write: the 63 must find the GPU still waiting for the 48's reset (a 63 that
+    # came after the GPU was back would rightly be a new drain-and-reset)
+    m.inject(f"xid {g} 48\nxid {g} 63")
     job = m.d.wait(jid)  # a double-bit ECC error costs the job its work
     assert job["status"] == "FAILED" and job["error"] == f"GPU {g} failed: XID 48: double-bit ECC error"
-    m.inject(f"xid {g} 63")
     # idle now: reset through nvidia-smi, checked through NVML, and back in service
     gj = m.wait_gpu(g, "available")
     assert gj["health"]["xid"] == {"48": 1, "63": 1}
