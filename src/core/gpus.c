@@ -551,6 +551,8 @@ const int *core_gpu_pair_scores(void)
 
 void core_gpu_sched_view(sched_gpu *out)
 {
+    if (!C.gpu.inv.n)
+        return; /* no GPUs: not even a look for MPS, on every scheduling pass */
     gpu_sched_gpus(&C.gpu.inv, core_mps_available(), out);
     for (int i = 0; i < C.gpu.inv.n; i++) {
         const gpu_hold *h = core_gpu_hold(i);
