@@ -263,7 +263,7 @@ static void *monitor(void *arg)
 /* ---------------- the loop side ---------------- */
 
 /* Jobs holding GPU i (exclusive, shared or through one of its MIG devices). */
-static size_t jobs_on(int i, job **out, size_t max)
+size_t core_gpu_jobs_on(int i, job **out, size_t max)
 {
     size_t k = 0;
     for (size_t n = 0; n < C.njobs && k < max; n++) {
@@ -283,14 +283,12 @@ static size_t jobs_on(int i, job **out, size_t max)
     return k;
 }
 
-size_t core_gpu_jobs_on(int i, job **out, size_t max) { return jobs_on(i, out, max); }
-
 /* The jobs on a failed GPU: preemptible ones go back to the queue (and run elsewhere), the
  * others fail with the reason. */
 void core_gpu_lose_jobs(int i, const char *why)
 {
     job *js[64];
-    size_t n = jobs_on(i, js, 64);
+    size_t n = core_gpu_jobs_on(i, js, 64);
     for (size_t k = 0; k < n; k++) {
         job *j = js[k];
         if (j->state == JS_STOPPING || j->preempting)
@@ -320,7 +318,7 @@ void health_reset_when_idle(void)
     for (int i = 0; i < C.gpu.inv.n; i++) {
         gpu_hold *h = core_gpu_hold(i);
         job *js[1];
-        if (h->resetting && !(reset_asked >> i & 1) && jobs_on(i, js, 1) == 0 && !h->scrubbing)
+        if (h->resetting && !(reset_asked >> i & 1) && core_gpu_jobs_on(i, js, 1) == 0 && !h->scrubbing)
             want |= 1ull << i;
     }
     if (!want)
