@@ -256,6 +256,14 @@ void *xcalloc(size_t n, size_t m)
     return p;
 }
 
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        abort();
+    return q;
+}
+
 char *xstrdup(const char *s)
 {
     char *p = strdup(s ? s : "");

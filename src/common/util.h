@@ -43,6 +43,8 @@ int rm_rf(const char *path);
 void uuid_v4(char out[37]);
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t m);
+/* realloc that aborts when memory is gone, as xmalloc does (n bytes; 0 frees nothing). */
+void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 int set_cloexec_nonblock(int fd);
 /* Start time of a process (field 22 of /proc/PID/stat), 0 when it is gone. Guards pid reuse. */

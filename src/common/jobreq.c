@@ -1,0 +1,858 @@
+/* The one job request schema (jobreq.h): the table, the typed request, and its JSON. */
+#include "jobreq.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "jsonx.h"
+#include "util.h"
+
+#define OFF(m) offsetof(job_req, m)
+#define TEN_YEARS_S (10ll * 365 * 86400)
+
+/* Every field of a job request. key: the API's name and the first word of every message
+ * about it; flag: rnx job run's; yaml: the workflow file's (res: under resources:); kind and
+ * unit: how its value is held and how text of it reads; min, max: what is accepted (for text,
+ * max is its length); accepts: the sentence a refusal ends with, after the value quoted. */
+const jobreq_field jobreq_fields[JR_N] = {
+    /* key              flag             yaml             res    daemon kind      unit        min, max */
+    [JR_COMMAND] = {"command", NULL, "command", false, false, JK_TEXT, JU_NONE, 1, 4096, OFF(command),
+                    "must be the program to run, at most %lld bytes"},
+    [JR_ARGS] = {"args", NULL, "args", false, false, JK_LIST, JU_NONE, 0, 128 * 1024, OFF(args),
+                 "must be a list of strings of at most %lld bytes each"},
+    [JR_NAME] = {"name", "--name", NULL, false, false, JK_TEXT, JU_NAME, 1, 128, OFF(name),
+                 "must be a non-empty name of at most %lld bytes"},
+    [JR_ENV] = {"env", "--env", "environment", false, false, JK_ENV, JU_NONE, 0, 128 * 1024, OFF(env),
+                "must be an object of NAME: value strings"},
+    [JR_SECRET_ENV] = {"secret_env", "--secret-env", "secret_environment", false, false, JK_ENV, JU_NONE, 0,
+                       128 * 1024, OFF(secret_env), "must be an object of NAME: value strings"},
+    /* where the command starts; /work when not given */
+    [JR_WORKDIR] = {"workdir", "--workdir", "workdir", false, false, JK_TEXT, JU_PATH, 1, 1024, OFF(workdir),
+                    "must be an absolute path without '..' (e.g. /work/src)"},
+    [JR_NETWORK] = {"network", "--network", "network", false, false, JK_TEXT, JU_NETWORK, 1, 16, OFF(network),
+                    "is not accepted; use none (loopback only) or host"},
+    /* percent of one core; the machine's CPUs bound it (jobreq_check_machine) */
+    [JR_MAX_CPU] = {"max_cpu", "--max-cpu", "max_cpu", true, false, JK_INT, JU_PERCENT, 1, INT64_MAX >> 1,
+                    OFF(max_cpu), "must be a CPU percentage from %lld: a whole number, 100 = one core"},
+    /* the machine's memory bounds it */
+    [JR_MAX_MEMORY_MB] = {"max_memory_mb", "--max-memory", "max_memory", true, false, JK_INT, JU_MB, 4,
+                          INT64_MAX >> 20, OFF(max_memory_mb),
+                          "is not a size of at least %lld MB; use megabytes (4096) or a unit: 4096MB, 8GB"},
+    [JR_MAX_IOBPS] = {"max_iobps", "--max-iobps", "max_io_bps", true, false, JK_INT, JU_BYTES, 1, INT64_MAX >> 1,
+                      OFF(max_iobps), "is not a rate of at least %lld byte per second; use 1048576, 512K, 10MB, 1G"},
+    [JR_CPU_CORES] = {"cpu_cores", "--cpu-cores", "cpu_cores", true, false, JK_TEXT, JU_CPUS, 1, 4096,
+                      OFF(cpu_cores), "is not a CPU list; use ranges and commas, e.g. 0-3 or 1,3,5"},
+    [JR_MAX_RUNTIME_S] = {"max_runtime_s", "--max-runtime", "max_runtime", true, false, JK_INT, JU_SECONDS, 1,
+                          TEN_YEARS_S, OFF(max_runtime_s),
+                          "must be a duration from %lld second to %lld seconds (ten years): 90, 30s, 30min, 2h30m, 1d"},
+    [JR_SCHEDULE_AT] = {"schedule_at", "--schedule", NULL, false, false, JK_TEXT, JU_TIME, 1, 64, OFF(schedule_at),
+                        "is not an RFC 3339 time (2026-11-22T15:04:05Z)"},
+    [JR_UPLOADS] = {"uploads", "--upload", "uploads", false, false, JK_UPLOADS, JU_NONE, 0, 100000, OFF(uploads),
+                    "must be an array of {path, type, mode, content_b64}"},
+    [JR_GPU_COUNT] = {"gpu_count", "--gpu", "gpu_count", true, false, JK_INT, JU_GPUS, 1, 64, OFF(gpu_count),
+                      "must be a number of GPUs from %lld to %lld, or all"},
+    [JR_GPU_MEMORY_MB] = {"gpu_memory_mb", "--gpu-memory", "gpu_memory_mb", true, false, JK_INT, JU_MB, 1, 1ll << 30,
+                          OFF(gpu_memory_mb),
+                          "is not a size of at least %lld MB; use megabytes (4096) or a unit: 4096MB, 8GB"},
+    [JR_GPU_ALL] = {"gpu_all", "--gpu=all", "gpu_count: all", true, false, JK_BOOL, JU_NONE, 0, 1, OFF(gpu_all),
+                    "must be true or false"},
+    /* indexes or UUIDs, as docker --gpus device=; the daemon stores UUIDs */
+    [JR_GPU_IDS] = {"gpu_ids", "--gpu-ids", NULL, true, false, JK_LIST, JU_NONE, 1, 64, OFF(gpu_ids),
+                    "must be a list of GPU indexes or UUIDs (rnx gpu list)"},
+    [JR_GPU_CAPS] = {"gpu_caps", "--gpu-caps", NULL, true, false, JK_TEXT, JU_CAPS, 1, 255, OFF(gpu_caps),
+                     "is not a list of driver capabilities; use compute, utility, video, graphics, display, compat32 "
+                     "or all"},
+    [JR_GPU_OPTIONAL] = {"gpu_optional", "--gpu-optional", NULL, true, false, JK_BOOL, JU_NONE, 0, 1,
+                         OFF(gpu_optional), "must be true or false"},
+    [JR_GPU_MIG] = {"gpu_mig", "--gpu-mig", "gpu_mig", true, false, JK_TEXT, JU_NAME, 1, 64, OFF(gpu_mig),
+                    "must be a MIG profile, e.g. 1g.10gb (rnx gpu show lists them)"},
+    [JR_PRIORITY] = {"priority", "--priority", "priority", true, false, JK_INT, JU_NONE, -1000, 1000, OFF(priority),
+                     "must be a whole number from %lld to %lld (higher runs first; default 0)"},
+    [JR_GPU_TYPE] = {"gpu_type", "--gpu-type", "gpu_type", true, false, JK_TEXT, JU_NAME, 1, 128, OFF(gpu_type),
+                     "must be a GPU model, e.g. H100 (rnx gpu list shows the names)"},
+    [JR_GPU_CC] = {"gpu_cc", "--gpu-cc", "gpu_cc", true, false, JK_TEXT, JU_CC, 1, 8, OFF(gpu_cc),
+                   "is not a compute capability; give MAJOR.MINOR, e.g. 8.0 or 9.0"},
+    [JR_GPU_SHARE] = {"gpu_share", "--gpu-share", "gpu_share", true, false, JK_BOOL, JU_NONE, 0, 1, OFF(gpu_share),
+                      "must be true or false"},
+    [JR_CROSS_NUMA] = {"cross_numa", "--cross-numa", "cross_numa", true, false, JK_BOOL, JU_NONE, 0, 1,
+                       OFF(cross_numa), "must be true or false (yes or no)"},
+    [JR_PREEMPTIBLE] = {"preemptible", "--preemptible", "preemptible", true, false, JK_BOOL, JU_NONE, 0, 1,
+                        OFF(preemptible), "must be true or false"},
+    [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
+                     "must be a whole number"},
+    /* why a --gpu-optional job runs without the GPUs it asked for */
+    [JR_GPU_DEGRADED] = {"gpu_degraded", NULL, NULL, false, true, JK_TEXT, JU_NONE, 0, 1024, OFF(gpu_degraded),
+                         "must be a string"},
+};
+
+static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "target", NULL};
+/* the listing the daemon stores once the files are written */
+static const char *const listing_keys[] = {"path", "type", "mode", "size", "target", NULL};
+static const char *const cap_names[] = {"compute", "utility", "video", "graphics", "display", "compat32", "all", NULL};
+
+const jobreq_field *jobreq_field_by_key(const char *key)
+{
+    for (int i = 0; key && i < JR_N; i++)
+        if (!strcmp(jobreq_fields[i].key, key))
+            return &jobreq_fields[i];
+    return NULL;
+}
+
+const jobreq_field *jobreq_field_by_flag(const char *flag)
+{
+    for (int i = 0; flag && i < JR_N; i++)
+        if (jobreq_fields[i].flag && !strcmp(jobreq_fields[i].flag, flag))
+            return &jobreq_fields[i];
+    return NULL;
+}
+
+const jobreq_field *jobreq_field_by_yaml(const char *key, bool resource)
+{
+    for (int i = 0; key && i < JR_N; i++)
+        if (jobreq_fields[i].yaml && jobreq_fields[i].yaml_resource == resource && !strcmp(jobreq_fields[i].yaml, key))
+            return &jobreq_fields[i];
+    return NULL;
+}
+
+static enum jobreq_id id_of(const jobreq_field *f) { return (enum jobreq_id)(f - jobreq_fields); }
+
+void jobreq_accepts(const jobreq_field *f, char *out, size_t len)
+{
+    /* the table's sentence with its bounds: the first %lld is min, the second max */
+    size_t o = 0;
+    int nth = 0;
+    for (const char *p = f->accepts; *p && o + 1 < len; p++) {
+        if (!strncmp(p, "%lld", 4)) {
+            o += (size_t)snprintf(out + o, len - o, "%lld", (long long)(nth++ ? f->max : f->min));
+            if (o >= len)
+                o = len - 1;
+            p += 3;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = 0;
+}
+
+/* "gpu_count: '0' must be a number of GPUs from 1 to 64, or all" */
+static int refuse(jerr *e, const jobreq_field *f, const char *shown)
+{
+    char acc[300], v[80];
+    jobreq_accepts(f, acc, sizeof acc);
+    /* user input may be any bytes and any length: quote a sane piece of it */
+    snprintf(v, sizeof v, "%s", shown);
+    if (strlen(shown) >= sizeof v)
+        snprintf(v + sizeof v - 4, 4, "...");
+    utf8_sanitize(v);
+    return jerr_field(e, f->key, "%s: '%s' %s", f->key, v, acc);
+}
+
+/* A JSON value that is not a string or number, shown by its type. */
+static int refuse_json(jerr *e, const jobreq_field *f, json_t *v)
+{
+    char buf[64];
+    if (json_is_integer(v))
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+    else if (json_is_string(v))
+        return refuse(e, f, json_string_value(v));
+    else
+        snprintf(buf, sizeof buf, "%s", json_is_true(v) ? "true" : json_is_false(v) ? "false" : json_is_real(v) ? "a fraction"
+                                        : json_is_array(v) ? "a list" : json_is_object(v) ? "an object" : "null");
+    return refuse(e, f, buf);
+}
+
+static int empty(jerr *e, const jobreq_field *f)
+{
+    char acc[300];
+    jobreq_accepts(f, acc, sizeof acc);
+    return jerr_field(e, f->key, "%s: is empty; it %s", f->key, acc);
+}
+
+static int list_refused(jerr *e, const jobreq_field *f)
+{
+    char acc[300];
+    jobreq_accepts(f, acc, sizeof acc);
+    return jerr_field(e, f->key, "%s: %s", f->key, acc);
+}
+
+/* ---- the typed request ---------------------------------------------------------------- */
+
+static char **str_at(job_req *r, const jobreq_field *f) { return (char **)((char *)r + f->off); }
+static int64_t *int_at(job_req *r, const jobreq_field *f) { return (int64_t *)((char *)r + f->off); }
+static bool *bool_at(job_req *r, const jobreq_field *f) { return (bool *)((char *)r + f->off); }
+
+void jobreq_set_str(job_req *r, enum jobreq_id id, const char *s)
+{
+    char **p = str_at(r, &jobreq_fields[id]);
+    char *copy = s ? xstrdup(s) : NULL;
+    free(*p);
+    *p = copy;
+    if (s)
+        r->has |= 1ull << id;
+    else
+        r->has &= ~(1ull << id);
+}
+
+static void free_list(char **l, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(l[i]);
+    free(l);
+}
+
+void jobreq_set_list(job_req *r, enum jobreq_id id, char **items, size_t n)
+{
+    char ***l = id == JR_ARGS ? &r->args : &r->gpu_ids;
+    size_t *nl = id == JR_ARGS ? &r->nargs : &r->ngpu_ids;
+    char **copy = xcalloc(n + 1, sizeof *copy);
+    for (size_t i = 0; i < n; i++)
+        copy[i] = xstrdup(items[i]);
+    free_list(*l, *nl);
+    *l = copy;
+    *nl = n;
+    r->has |= 1ull << id;
+}
+
+static void list_push(char ***l, size_t *n, const char *s)
+{
+    *l = xrealloc(*l, (*n + 2) * sizeof **l);
+    (*l)[(*n)++] = xstrdup(s);
+    (*l)[*n] = NULL;
+}
+
+void jobreq_add_arg(job_req *r, const char *arg)
+{
+    list_push(&r->args, &r->nargs, arg);
+    r->has |= 1ull << JR_ARGS;
+}
+
+const char *jobreq_env_get(const job_req *r, bool secret, const char *name)
+{
+    const jobreq_pair *p = secret ? r->secret_env : r->env;
+    size_t n = secret ? r->nsecret_env : r->nenv;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(p[i].name, name))
+            return p[i].value;
+    return NULL;
+}
+
+void jobreq_free(job_req *r)
+{
+    for (int i = 0; i < JR_N; i++)
+        if (jobreq_fields[i].kind == JK_TEXT)
+            free(*str_at(r, &jobreq_fields[i]));
+    free_list(r->args, r->nargs);
+    free_list(r->gpu_ids, r->ngpu_ids);
+    for (size_t i = 0; i < r->nenv; i++)
+        free(r->env[i].name), free(r->env[i].value);
+    for (size_t i = 0; i < r->nsecret_env; i++)
+        free(r->secret_env[i].name), free(r->secret_env[i].value);
+    free(r->env);
+    free(r->secret_env);
+    for (size_t i = 0; i < r->nuploads; i++) {
+        jobreq_upload *u = &r->uploads[i];
+        free(u->path), free(u->type), free(u->target), free(u->content_b64);
+    }
+    free(r->uploads);
+    *r = (job_req){0};
+}
+
+/* ---- one value -------------------------------------------------------------------------- */
+
+static int check_int(job_req *r, const jobreq_field *f, int64_t v, const char *shown, int flags, jerr *e)
+{
+    int64_t min = f->min;
+    /* a --gpu-optional job the machine could not serve was stored with no GPU */
+    if (id_of(f) == JR_GPU_COUNT && (flags & JOBREQ_FROM_DB))
+        min = 0;
+    if (v < min || v > f->max)
+        return refuse(e, f, shown);
+    *int_at(r, f) = v;
+    r->has |= 1ull << id_of(f);
+    return 0;
+}
+
+/* "compute,utility" or "all": checked and without repeats. */
+static int norm_caps(const jobreq_field *f, const char *s, char *out, size_t len, jerr *e)
+{
+    char buf[256];
+    out[0] = 0;
+    if (strlen(s) >= sizeof buf)
+        return refuse(e, f, s);
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+        size_t k = 0;
+        while (cap_names[k] && strcmp(c, cap_names[k]))
+            k++;
+        if (!cap_names[k])
+            return jerr_field(e, f->key, "%s: '%.40s' is not a driver capability; use compute, utility, video, "
+                                         "graphics, display, compat32 or all", f->key, c);
+        size_t l = strlen(out);
+        if (!strstr(out, c))
+            snprintf(out + l, len - l, "%s%s", l ? "," : "", c);
+    }
+    if (!*out)
+        return jerr_field(e, f->key, "%s: empty; use e.g. compute,utility", f->key);
+    return 0;
+}
+
+/* MAJOR.MINOR; a whole number N (YAML's 8 for 8.0) is N.0. */
+static int norm_cc(const char *s, char *out, size_t len)
+{
+    unsigned ma, mi;
+    char end;
+    size_t l = strlen(s);
+    if (l && l <= 2 && strspn(s, "0123456789") == l && atoi(s) > 0) {
+        snprintf(out, len, "%s.0", s);
+        return 0;
+    }
+    if (sscanf(s, "%2u.%1u%c", &ma, &mi, &end) != 2 || ma == 0 || !isdigit((unsigned char)s[0]) ||
+        s[strspn(s, "0123456789")] != '.' || !isdigit((unsigned char)s[l - 1]))
+        return -1;
+    snprintf(out, len, "%u.%u", ma, mi);
+    return 0;
+}
+
+static bool workdir_ok(const char *s)
+{
+    return s[0] == '/' && !strstr(s, "/..");
+}
+
+/* A string value, checked by its unit and stored (normalised where the unit says so). */
+static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t len, int flags, time_t now, jerr *e)
+{
+    if (strlen(s) != len)
+        return jerr_field(e, f->key, "%s: must not contain a NUL character", f->key);
+    if (len > (size_t)f->max)
+        return jerr_field(e, f->key, "%s: longer than %lld bytes", f->key, (long long)f->max);
+    if (len < (size_t)f->min && f->unit != JU_PATH && f->unit != JU_NETWORK)
+        return id_of(f) == JR_COMMAND ? jerr_field(e, f->key, "command: missing; give the program to run")
+                                      : empty(e, f);
+    char norm[4096];
+    const char *v = s;
+    switch (f->unit) {
+    case JU_PATH:
+        if (!workdir_ok(s))
+            return refuse(e, f, s);
+        break;
+    case JU_NETWORK:
+        if (strcmp(s, "none") && strcmp(s, "host"))
+            return refuse(e, f, s);
+        break;
+    case JU_CPUS: {
+        uint8_t mask[CPU_MAX / 8];
+        if (parse_cpu_list(f->key, s, mask, e) < 0)
+            return -1;
+        if (format_cpu_list(mask, norm, sizeof norm) < 0)
+            return jerr_field(e, f->key, "%s: '%s' names no CPU", f->key, s);
+        v = norm;
+        break;
+    }
+    case JU_CAPS:
+        if (norm_caps(f, s, norm, sizeof norm, e) < 0)
+            return -1;
+        v = norm;
+        break;
+    case JU_CC:
+        if (norm_cc(s, norm, sizeof norm) < 0)
+            return refuse(e, f, s);
+        v = norm;
+        break;
+    case JU_TIME: {
+        time_t t;
+        int64_t ms;
+        if (parse_rfc3339(s, &t) < 0)
+            return refuse(e, f, s);
+        if (!(flags & JOBREQ_FROM_DB) && t < now - 5)
+            return jerr_field(e, f->key, "%s: '%s' is in the past", f->key, s);
+        r->schedule_ms = parse_ms(s, &ms) == 0 ? ms : (int64_t)t * 1000;
+        break;
+    }
+    default: break;
+    }
+    jobreq_set_str(r, id_of(f), v);
+    return 0;
+}
+
+int jobreq_add_env(job_req *r, bool secret, const char *name, const char *value, jerr *e)
+{
+    const jobreq_field *f = &jobreq_fields[secret ? JR_SECRET_ENV : JR_ENV];
+    if (!env_key_valid(name))
+        return jerr_field(e, f->key, "%s: '%.64s' is not a valid variable name; use letters, digits and '_', not "
+                                     "starting with a digit", f->key, name);
+    if (strlen(value) > (size_t)f->max)
+        return jerr_field(e, f->key, "%s: %s: longer than %lld bytes", f->key, name, (long long)f->max);
+    if (jobreq_env_get(r, secret, name))
+        return jerr_field(e, f->key, "%s: '%s' is given twice", f->key, name);
+    if (jobreq_env_get(r, !secret, name))
+        return jerr_field(e, "secret_env", "secret_env: '%s' is also in env; give each variable once", name);
+    jobreq_pair **p = secret ? &r->secret_env : &r->env;
+    size_t *n = secret ? &r->nsecret_env : &r->nenv;
+    *p = xrealloc(*p, (*n + 1) * sizeof **p);
+    (*p)[(*n)++] = (jobreq_pair){xstrdup(name), xstrdup(value)};
+    r->has |= 1ull << id_of(f);
+    return 0;
+}
+
+int jobreq_set_command(job_req *r, const char *command, jerr *e)
+{
+    return set_string(r, &jobreq_fields[JR_COMMAND], command, strlen(command), 0, 0, e);
+}
+
+void jobreq_add_upload(job_req *r, const jobreq_upload *u)
+{
+    r->uploads = xrealloc(r->uploads, (r->nuploads + 1) * sizeof *r->uploads);
+    r->uploads[r->nuploads++] = (jobreq_upload){
+        xstrdup(u->path),   xstrdup(u->type ? u->type : "file"), u->target ? xstrdup(u->target) : NULL,
+        u->content_b64 ? xstrdup(u->content_b64) : NULL, u->mode, u->has_mode, u->size};
+    r->has |= 1ull << JR_UPLOADS;
+}
+
+/* ---- from text (flags, YAML) -------------------------------------------------------------- */
+
+/* A plain whole number, as the API would carry it: checked against the table alone, so
+ * "--priority=5000", "priority: 5000" and {"priority": 5000} read the same. */
+static bool plain_int(const char *s, int64_t *v)
+{
+    char *end;
+    if (!*s || isspace((unsigned char)*s))
+        return false;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *v = x;
+    return true;
+}
+
+int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t now, jerr *e)
+{
+    int64_t v;
+    uint64_t u;
+    switch (f->kind) {
+    case JK_BOOL:
+        if (!strcasecmp(text, "true") || !strcasecmp(text, "yes"))
+            *bool_at(r, f) = true;
+        else if (!strcasecmp(text, "false") || !strcasecmp(text, "no"))
+            *bool_at(r, f) = false;
+        else
+            return refuse(e, f, text);
+        r->has |= 1ull << id_of(f);
+        return 0;
+    case JK_INT:
+        if (f->unit == JU_GPUS && !strcasecmp(text, "all")) {
+            r->gpu_all = true;
+            r->has |= 1ull << JR_GPU_ALL;
+            return 0;
+        }
+        if (plain_int(text, &v))
+            return check_int(r, f, v, text, 0, e);
+        switch (f->unit) {
+        case JU_MB:
+            if (parse_size_mb(f->key, text, &u, e) < 0)
+                return -1;
+            break;
+        case JU_BYTES:
+            if (parse_bytes(f->key, text, &u, e) < 0)
+                return -1;
+            break;
+        case JU_SECONDS:
+            if (parse_duration(f->key, text, &u, e) < 0)
+                return -1;
+            break;
+        default: return refuse(e, f, text);
+        }
+        if (u > INT64_MAX)
+            return jerr_field(e, f->key, "%s: '%s' is too large", f->key, text);
+        {
+            /* the value in the API's unit, so the range check reads the same as over the API */
+            char shown[32];
+            snprintf(shown, sizeof shown, "%llu", (unsigned long long)u);
+            if ((int64_t)u < f->min || (int64_t)u > f->max)
+                return refuse(e, f, text);
+            return check_int(r, f, (int64_t)u, shown, 0, e);
+        }
+    case JK_TEXT:
+        if (f->unit == JU_TIME) {
+            /* a delay ("30min") or a time; kept to the millisecond */
+            time_t at;
+            int64_t now_m = now_ms(), at_ms;
+            char when[64];
+            if (parse_schedule(f->key, text, (time_t)(now_m / 1000), &at, e) < 0)
+                return -1;
+            if (parse_ms(text, &at_ms) < 0)
+                at_ms = now_m + ((int64_t)at - now_m / 1000) * 1000;
+            format_ms(at_ms, when, sizeof when);
+            return set_string(r, f, when, strlen(when), JOBREQ_FROM_DB, now, e);
+        }
+        if (!*text)
+            return empty(e, f);
+        return set_string(r, f, text, strlen(text), 0, now, e);
+    case JK_LIST: {
+        /* comma-separated: --gpu-ids=0,1 */
+        char **items = NULL;
+        size_t n = 0;
+        char *buf = xstrdup(text);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            list_push(&items, &n, t);
+        free(buf);
+        if ((int64_t)n < f->min) {
+            free_list(items, n);
+            return refuse(e, f, text);
+        }
+        jobreq_set_list(r, id_of(f), items, n);
+        free_list(items, n);
+        return 0;
+    }
+    default: return jerr_field(e, f->key, "%s: cannot be given as text", f->key);
+    }
+}
+
+/* ---- from JSON (the API, the database) ---------------------------------------------------- */
+
+static int env_from_json(job_req *r, const jobreq_field *f, json_t *obj, jerr *e)
+{
+    const char *k;
+    json_t *v;
+    if (!json_is_object(obj))
+        return jerr_field(e, f->key, "%s: must be an object of NAME: value strings", f->key);
+    json_object_foreach(obj, k, v) {
+        if (!json_is_string(v))
+            return jerr_field(e, f->key, "%s: must be a string", f->key);
+        if (strlen(json_string_value(v)) != json_string_length(v))
+            return jerr_field(e, f->key, "%s: must not contain a NUL character", f->key);
+        if (jobreq_add_env(r, id_of(f) == JR_SECRET_ENV, k, json_string_value(v), e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int list_from_json(job_req *r, const jobreq_field *f, json_t *arr, jerr *e)
+{
+    json_t *a;
+    size_t i;
+    if (!json_is_array(arr) || json_array_size(arr) < (size_t)f->min)
+        return list_refused(e, f);
+    char ***l = id_of(f) == JR_ARGS ? &r->args : &r->gpu_ids;
+    size_t *n = id_of(f) == JR_ARGS ? &r->nargs : &r->ngpu_ids;
+    json_array_foreach(arr, i, a) {
+        if (!json_is_string(a))
+            return list_refused(e, f);
+        if (strlen(json_string_value(a)) != json_string_length(a))
+            return jerr_field(e, f->key, "%s: must not contain a NUL character", f->key);
+        if (id_of(f) == JR_ARGS && json_string_length(a) > (size_t)f->max)
+            return jerr_field(e, f->key, "%s: longer than %lld bytes", f->key, (long long)f->max);
+        list_push(l, n, json_string_value(a));
+    }
+    r->has |= 1ull << id_of(f);
+    return 0;
+}
+
+static int upload_path_ok(const char *p, jerr *e)
+{
+    if (!*p || p[0] == '/' || strlen(p) > 1024)
+        return jerr_field(e, "uploads", "uploads: '%.200s' must be a relative path inside /work", p);
+    const char *s = p;
+    while (*s) {
+        const char *slash = strchr(s, '/');
+        size_t n = slash ? (size_t)(slash - s) : strlen(s);
+        if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return jerr_field(e, "uploads", "uploads: '%.200s' must not contain empty, '.' or '..' parts", p);
+        s += n + (slash ? 1 : 0);
+    }
+    return 0;
+}
+
+static int upload_from_json(job_req *r, json_t *u, size_t i, int flags, json_t *seen, jerr *e)
+{
+    if (!json_is_object(u))
+        return jerr_field(e, "uploads", "uploads[%zu]: must be an object", i);
+    if (jx_only_keys(u, flags & JOBREQ_FROM_DB ? listing_keys : upload_keys, "an upload", e) < 0)
+        return -1;
+    const char *path = NULL, *type = NULL, *content = NULL, *target = NULL;
+    uint64_t mode = 0644, size = 0;
+    bool has_mode = json_object_get(u, "mode") != NULL;
+    if (jx_str(u, "path", &path, e) < 0 || jx_str(u, "type", &type, e) < 0 ||
+        jx_str(u, "target", &target, e) < 0)
+        return -1;
+    if (flags & JOBREQ_FROM_DB) {
+        /* the listing: mode as "0644", the size written */
+        const char *m = json_string_value(json_object_get(u, "mode"));
+        mode = m ? strtoul(m, NULL, 8) : 0644;
+        size = (uint64_t)json_integer_value(json_object_get(u, "size"));
+    } else if (jx_str(u, "content_b64", &content, e) < 0 || jx_u64(u, "mode", 0, 07777, &mode, e) < 0) {
+        return -1;
+    }
+    if (!path)
+        return jerr_field(e, "uploads", "uploads[%zu]: path is required", i);
+    if (upload_path_ok(path, e) < 0)
+        return -1;
+    type = type ? type : "file";
+    if (strcmp(type, "file") && strcmp(type, "dir") && strcmp(type, "symlink"))
+        return jerr_field(e, "uploads", "uploads: '%.200s': type '%.20s' is not one of file, dir, symlink", path, type);
+    if (!(flags & JOBREQ_FROM_DB) && !strcmp(type, "symlink") && (!target || !*target))
+        return jerr_field(e, "uploads", "uploads: '%.200s': a symlink needs a target", path);
+    if (json_object_get(seen, path))
+        return jerr_field(e, "uploads", "uploads: '%.200s' is listed twice", path);
+    json_object_set_new(seen, path, json_true());
+    jobreq_upload x = {(char *)path, (char *)type, (char *)target, (char *)content, (uint32_t)mode,
+                       has_mode, flags & JOBREQ_FROM_DB ? (int64_t)size : -1};
+    jobreq_add_upload(r, &x);
+    return 0;
+}
+
+static int uploads_from_json(job_req *r, const jobreq_field *f, json_t *ups, int flags, jerr *e)
+{
+    json_t *u;
+    size_t i;
+    if (!json_is_array(ups))
+        return list_refused(e, f);
+    if (json_array_size(ups) > (size_t)f->max)
+        return jerr_field(e, f->key, "uploads: %zu entries; at most %lld files, directories and links per job",
+                          json_array_size(ups), (long long)f->max);
+    json_t *seen = json_object(); /* paths so far: a hash, so the check stays linear */
+    int rc = 0;
+    json_array_foreach(ups, i, u) {
+        if ((rc = upload_from_json(r, u, i, flags, seen, e)) < 0)
+            break;
+    }
+    json_decref(seen);
+    r->has |= 1ull << JR_UPLOADS;
+    return rc;
+}
+
+static int field_from_json(job_req *r, const jobreq_field *f, json_t *v, int flags, time_t now, jerr *e)
+{
+    switch (f->kind) {
+    case JK_TEXT:
+        if (!json_is_string(v))
+            return id_of(f) == JR_COMMAND || f->unit == JU_NONE || f->unit == JU_NAME ? jerr_field(e, f->key, "%s: must be a string", f->key)
+                                                                                     : refuse_json(e, f, v);
+        return set_string(r, f, json_string_value(v), json_string_length(v), flags, now, e);
+    case JK_INT:
+        if (!json_is_integer(v))
+            return refuse_json(e, f, v);
+        {
+            char shown[32];
+            snprintf(shown, sizeof shown, "%lld", (long long)json_integer_value(v));
+            return check_int(r, f, json_integer_value(v), shown, flags, e);
+        }
+    case JK_BOOL:
+        if (!json_is_boolean(v))
+            return refuse_json(e, f, v);
+        *bool_at(r, f) = json_is_true(v);
+        r->has |= 1ull << id_of(f);
+        return 0;
+    case JK_ENV: return env_from_json(r, f, v, e);
+    case JK_LIST: return list_from_json(r, f, v, e);
+    case JK_UPLOADS: return uploads_from_json(r, f, v, flags, e);
+    }
+    return 0;
+}
+
+int jobreq_from_json(json_t *body, job_req *r, int flags, time_t now, jerr *e)
+{
+    *r = (job_req){0};
+    if (!json_is_object(body))
+        return jerr_field(e, NULL, "the request body must be a JSON object");
+    const char *k;
+    json_t *v;
+    json_object_foreach(body, k, v) {
+        const jobreq_field *f = jobreq_field_by_key(k);
+        if (!f || (f->daemon_only && !(flags & JOBREQ_FROM_DB))) {
+            char list[600] = "";
+            size_t n = 0;
+            for (int i = 0; i < JR_N && n < sizeof list - 64; i++)
+                if (!jobreq_fields[i].daemon_only)
+                    n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", jobreq_fields[i].key);
+            jerr_field(e, k, "%s: unknown field in a job request; accepted fields: %s", k, list);
+            goto fail;
+        }
+    }
+    /* in the table's order, whatever order the body has, so the first refusal is always the same */
+    for (int i = 0; i < JR_N; i++) {
+        json_t *x = json_object_get(body, jobreq_fields[i].key);
+        if (!x || (json_is_null(x) && i != JR_COMMAND))
+            continue;
+        if (field_from_json(r, &jobreq_fields[i], x, flags, now, e) < 0)
+            goto fail;
+    }
+    if (jobreq_check(r, e) < 0)
+        goto fail;
+    return 0;
+fail:
+    jobreq_free(r);
+    return -1;
+}
+
+/* ---- rules between fields ----------------------------------------------------------------- */
+
+static bool env_says_no_gpu(const job_req *r)
+{
+    const char *v = jobreq_env_get(r, false, "NVIDIA_VISIBLE_DEVICES");
+    return v && (!strcmp(v, "void") || !strcmp(v, "none"));
+}
+
+int jobreq_check(const job_req *r, jerr *e)
+{
+    if (!r->command || !*r->command)
+        return jerr_field(e, "command", "command: missing; give the program to run");
+    bool mig = jobreq_has(r, JR_GPU_MIG), all = r->gpu_all, ids = r->ngpu_ids > 0;
+    bool count = jobreq_has(r, JR_GPU_COUNT) && r->gpu_count > 0, mem = jobreq_has(r, JR_GPU_MEMORY_MB);
+    if (mig) {
+        if (count || all || ids || mem)
+            return jerr_field(e, "gpu_mig", "gpu_mig: asks for one MIG device; do not also give gpu_count, gpu_ids, "
+                                            "gpu_all or gpu_memory_mb (the profile says its memory)");
+        if (env_says_no_gpu(r))
+            return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES asks for no GPU, but the job also asks for a "
+                                        "MIG device; drop one of the two");
+        if (r->gpu_share || r->gpu_type || r->gpu_cc)
+            return jerr_field(e, "gpu_mig", "gpu_mig: a MIG device is its own slice of a GPU; do not also give "
+                                            "gpu_share, gpu_type or gpu_cc");
+        return 0;
+    }
+    if (all && (count || ids))
+        return jerr_field(e, "gpu_all", "gpu_all: asks for every GPU; do not also give gpu_count or gpu_ids");
+    bool asked = count || all || ids;
+    if (!asked) {
+        const char *f = r->gpu_type ? "gpu_type" : r->gpu_cc ? "gpu_cc" : r->gpu_share ? "gpu_share"
+                        : jobreq_has(r, JR_CROSS_NUMA) ? "cross_numa" : mem ? "gpu_memory_mb"
+                        : r->gpu_optional ? "gpu_optional" : r->gpu_caps ? "gpu_caps" : NULL;
+        /* a stored --gpu-optional job that runs without keeps its qualifiers */
+        if (f && !r->gpu_degraded)
+            return jerr_field(e, f, "%s: qualifies a GPU request, but the job asks for no GPU; add gpu_count (--gpu=N)", f);
+        return 0;
+    }
+    if (r->gpu_share) {
+        if (r->gpu_count > 1 || r->ngpu_ids > 1)
+            return jerr_field(e, "gpu_share", "gpu_share: a shared job gets one GPU (each shared GPU has its own MPS "
+                                              "server, and a CUDA process talks to one); ask for gpu_count 1");
+        if (!mem)
+            return jerr_field(e, "gpu_share", "gpu_share: a shared GPU needs a memory reservation; add gpu_memory_mb "
+                                              "(--gpu-memory)");
+        if (all)
+            return jerr_field(e, "gpu_share", "gpu_share: cannot be combined with gpu_all");
+    }
+    if (env_says_no_gpu(r))
+        return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%s asks for no GPU, but the job also asks for GPUs; "
+                                    "drop one of the two", jobreq_env_get(r, false, "NVIDIA_VISIBLE_DEVICES"));
+    return 0;
+}
+
+int jobreq_check_machine(const job_req *r, const jobreq_machine *m, jerr *e)
+{
+    if (jobreq_has(r, JR_MAX_CPU) && r->max_cpu > (int64_t)m->ncpus * 100)
+        return jerr_field(e, "max_cpu", "max_cpu: '%lld' must be a CPU percentage from 1 to %d: a whole number, "
+                                        "100 = one core; this machine has %d CPUs",
+                          (long long)r->max_cpu, m->ncpus * 100, m->ncpus);
+    if (jobreq_has(r, JR_MAX_MEMORY_MB) && (uint64_t)r->max_memory_mb > m->mem_total_mb)
+        return jerr_field(e, "max_memory_mb", "max_memory_mb: '%lld' is more than this machine's memory, %llu MB",
+                          (long long)r->max_memory_mb, (unsigned long long)m->mem_total_mb);
+    if (r->cpu_cores) {
+        uint8_t mask[CPU_MAX / 8];
+        if (parse_cpu_list("cpu_cores", r->cpu_cores, mask, e) < 0)
+            return -1;
+        for (int c = 0; c < CPU_MAX; c++)
+            if ((mask[c / 8] & (1u << (c % 8))) && !(m->online_cpus[c / 8] & (1u << (c % 8)))) {
+                char online[256];
+                format_cpu_list(m->online_cpus, online, sizeof online);
+                return jerr_field(e, "cpu_cores", "cpu_cores: CPU %d is not online; this machine has CPUs %s", c,
+                                  online);
+            }
+    }
+    return 0;
+}
+
+/* ---- to JSON --------------------------------------------------------------------------------- */
+
+static json_t *env_json(const jobreq_pair *p, size_t n, bool masked)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, p[i].name, json_string(masked ? "***" : p[i].value));
+    return o;
+}
+
+static json_t *list_json(char **l, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_string(l[i]));
+    return a;
+}
+
+static json_t *uploads_json(const job_req *r)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < r->nuploads; i++) {
+        const jobreq_upload *u = &r->uploads[i];
+        json_t *o;
+        if (u->size >= 0) {
+            /* the listing: what was written, without content */
+            char mode[8];
+            snprintf(mode, sizeof mode, "%04o", (unsigned)u->mode);
+            o = json_pack("{s:s,s:s,s:s,s:I}", "path", u->path, "type", u->type, "mode", mode, "size",
+                          (json_int_t)u->size);
+        } else {
+            o = json_pack("{s:s,s:s}", "path", u->path, "type", u->type);
+            if (u->has_mode)
+                json_object_set_new(o, "mode", json_integer(u->mode));
+            if (u->content_b64)
+                json_object_set_new(o, "content_b64", json_string(u->content_b64));
+            if (u->target)
+                json_object_set_new(o, "target", json_string(u->target));
+        }
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+json_t *jobreq_to_json(const job_req *r, int flags)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < JR_N; i++) {
+        const jobreq_field *f = &jobreq_fields[i];
+        if (!jobreq_has(r, (enum jobreq_id)i))
+            continue;
+        job_req *w = (job_req *)r; /* the accessors take no const; nothing is written */
+        json_t *v = NULL;
+        switch (f->kind) {
+        case JK_TEXT: v = json_string(*str_at(w, f)); break;
+        case JK_INT: v = json_integer(*int_at(w, f)); break;
+        case JK_BOOL: v = json_boolean(*bool_at(w, f)); break;
+        case JK_ENV:
+            v = i == JR_ENV ? env_json(r->env, r->nenv, false)
+                            : env_json(r->secret_env, r->nsecret_env, !(flags & JOBREQ_JSON_SECRETS));
+            break;
+        case JK_LIST: v = i == JR_ARGS ? list_json(r->args, r->nargs) : list_json(r->gpu_ids, r->ngpu_ids); break;
+        case JK_UPLOADS: v = uploads_json(r); break;
+        }
+        json_object_set_new(o, f->key, v);
+    }
+    return o;
+}
+
+/* ---- other surfaces' words ------------------------------------------------------------------ */
+
+void jobreq_reword(const jerr *e, const char *label, char *out, size_t len)
+{
+    snprintf(out, len, "%s", e->msg);
+    const jobreq_field *f = NULL;
+    size_t kl = 0;
+    for (int i = 0; i < JR_N && !f; i++) {
+        kl = strlen(jobreq_fields[i].key);
+        if (!strncmp(e->field, jobreq_fields[i].key, kl) &&
+            (e->field[kl] == 0 || e->field[kl] == '[' || e->field[kl] == '.'))
+            f = &jobreq_fields[i];
+    }
+    if (!f || !label)
+        return;
+    if (e->field[kl] == 0 && !strncmp(e->msg, f->key, kl) && e->msg[kl] == ':')
+        snprintf(out, len, "%s%s", label, e->msg + kl);
+    else if (e->field[kl] != 0)
+        snprintf(out, len, "%s: %s", label, e->msg);
+}

@@ -1,0 +1,151 @@
+/* The one job request schema: every field a job request can carry, in one table (jobreq.c),
+ * and the typed request it fills. rnx's flags, rnx's workflow parser and the daemon's API all
+ * read their input through it, so a value is accepted or refused alike everywhere, with the
+ * same sentence:
+ *
+ *   --gpu=0            rnx: --gpu: '0' must be a number of GPUs from 1 to 64, or all
+ *   gpu_count: 0       wf.yaml:5:18: job 'a': gpu_count: '0' must be a number of GPUs ...
+ *   {"gpu_count": 0}   400 {"field": "gpu_count", "message": "gpu_count: '0' must be ..."}
+ *
+ * The message always starts with the API field's name and ": "; each surface swaps that word
+ * for its own (the flag, the YAML key) and keeps the rest. Adding a field is one row in the
+ * table and one member here, plus what the daemon does with it.
+ *
+ * Pure: no syscalls but the clock for "in the past" (passed in), no daemon state. What depends
+ * on the machine (its CPUs, memory, GPUs) is checked by the daemon with jobreq_check_machine
+ * and gpu validation in core/, still in the table's words. */
+#ifndef JOBLET_JOBREQ_H
+#define JOBLET_JOBREQ_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "err.h"
+#include "parse.h"
+
+/* Every field, in the order the request's JSON lists them. */
+enum jobreq_id {
+    JR_COMMAND, JR_ARGS, JR_NAME, JR_ENV, JR_SECRET_ENV, JR_WORKDIR, JR_NETWORK,
+    JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_MAX_IOBPS, JR_CPU_CORES, JR_MAX_RUNTIME_S, JR_SCHEDULE_AT,
+    JR_UPLOADS, JR_GPU_COUNT, JR_GPU_MEMORY_MB, JR_GPU_ALL, JR_GPU_IDS, JR_GPU_CAPS, JR_GPU_OPTIONAL,
+    JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
+    /* set by the daemon, never by a client */
+    JR_PIDS_MAX, JR_GPU_DEGRADED,
+    JR_N
+};
+
+/* How a field's value is written in text (a flag, a YAML scalar) and what it holds. */
+enum jobreq_kind {
+    JK_TEXT,      /* a string */
+    JK_INT,       /* a whole number; text may carry the unit below */
+    JK_BOOL,      /* true/false (text: true, false, yes, no) */
+    JK_ENV,       /* NAME: value */
+    JK_LIST,      /* a list of strings (text: comma-separated) */
+    JK_UPLOADS,   /* files sent along */
+};
+enum jobreq_unit {
+    JU_NONE, JU_PERCENT, JU_MB, JU_BYTES, JU_SECONDS, JU_GPUS, JU_CPUS, JU_TIME, JU_CAPS, JU_CC,
+    JU_NETWORK, JU_PATH, JU_NAME,
+};
+
+typedef struct jobreq_field {
+    const char *key;        /* the API's name, and the word every message starts with */
+    const char *flag;       /* rnx job run's flag, NULL when there is none */
+    const char *yaml;       /* the workflow file's key, NULL when there is none */
+    bool yaml_resource;     /* the YAML key sits under resources: */
+    bool daemon_only;       /* set by joblet itself; a client may not send it */
+    enum jobreq_kind kind;
+    enum jobreq_unit unit;
+    int64_t min, max;       /* JK_INT: the accepted range; JK_TEXT: max = length in bytes */
+    size_t off;             /* where the value lives in job_req */
+    const char *accepts;    /* "must be ..." with the bounds as %lld, %lld */
+} jobreq_field;
+
+extern const jobreq_field jobreq_fields[JR_N];
+/* The field's accepts sentence with its bounds filled in. */
+void jobreq_accepts(const jobreq_field *f, char *out, size_t len);
+const jobreq_field *jobreq_field_by_key(const char *key);
+const jobreq_field *jobreq_field_by_flag(const char *flag);
+const jobreq_field *jobreq_field_by_yaml(const char *key, bool resource);
+
+typedef struct jobreq_pair {
+    char *name, *value;
+} jobreq_pair;
+
+typedef struct jobreq_upload {
+    char *path;
+    char *type;               /* file, dir, symlink */
+    char *target;             /* symlinks */
+    char *content_b64;        /* before the daemon wrote it; NULL afterwards */
+    uint32_t mode;
+    bool has_mode;
+    int64_t size;             /* after the daemon wrote it; -1 before */
+} jobreq_upload;
+
+typedef struct job_req {
+    uint64_t has;             /* bit JR_x: the field was given */
+    char *command, *name, *workdir, *network, *cpu_cores, *schedule_at;
+    char **args;
+    size_t nargs;
+    jobreq_pair *env, *secret_env;
+    size_t nenv, nsecret_env;
+    jobreq_upload *uploads;
+    size_t nuploads;
+    int64_t max_cpu, max_memory_mb, max_iobps, max_runtime_s;
+    int64_t gpu_count, gpu_memory_mb, priority, pids_max;
+    bool gpu_all, gpu_optional, gpu_share, cross_numa, preemptible;
+    char **gpu_ids;           /* as given; the daemon stores UUIDs */
+    size_t ngpu_ids;
+    char *gpu_caps, *gpu_mig, *gpu_type, *gpu_cc, *gpu_degraded;
+    int64_t schedule_ms;      /* schedule_at as milliseconds, 0 none */
+} job_req;
+
+static inline bool jobreq_has(const job_req *r, enum jobreq_id f) { return r->has >> f & 1; }
+
+/* How a request is read. */
+enum {
+    JOBREQ_FROM_DB = 1,       /* as the daemon stored it: its own fields and the upload listing
+                               * are accepted, and a start time may lie in the past */
+};
+
+/* Reads and checks a request object (the API's POST /v1/jobs body): every field's type and
+ * value, and the rules between fields (jobreq_check). On failure *r is left empty. */
+int jobreq_from_json(json_t *body, job_req *r, int flags, time_t now, jerr *e);
+/* Sets one field from text as a person typed it (a flag's value, a YAML scalar): units are
+ * read by the field's unit ("8GB", "2h", "all"), then checked as jobreq_from_json checks it. */
+int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t now, jerr *e);
+/* Adds NAME=value to env or secret_env; a name given twice (in either) is refused. */
+int jobreq_add_env(job_req *r, bool secret, const char *name, const char *value, jerr *e);
+/* Appends one argument / the command. */
+void jobreq_add_arg(job_req *r, const char *arg);
+int jobreq_set_command(job_req *r, const char *command, jerr *e);
+/* Takes over an upload (its strings are copied). */
+void jobreq_add_upload(job_req *r, const jobreq_upload *u);
+/* The rules between fields that need nothing of the machine. */
+int jobreq_check(const job_req *r, jerr *e);
+
+/* What the daemon knows of its machine, for the limits that depend on it. */
+typedef struct jobreq_machine {
+    int ncpus;
+    uint64_t mem_total_mb;
+    const uint8_t *online_cpus;   /* CPU_MAX / 8 bytes */
+} jobreq_machine;
+int jobreq_check_machine(const job_req *r, const jobreq_machine *m, jerr *e);
+
+/* The request as JSON: as stored (secrets in clear) when with_secrets, else as shown. */
+enum { JOBREQ_JSON_SECRETS = 1 };
+json_t *jobreq_to_json(const job_req *r, int flags);
+void jobreq_free(job_req *r);
+/* Replaces the text of a field (normalised values, UUIDs for indexes, ...). */
+void jobreq_set_str(job_req *r, enum jobreq_id f, const char *s);
+void jobreq_set_list(job_req *r, enum jobreq_id f, char **items, size_t n);
+const char *jobreq_env_get(const job_req *r, bool secret, const char *name);
+
+/* A message of the schema ("gpu_count: ...") worded for another surface: the field's name
+ * replaced by `label` (a flag, a YAML key). Sub-fields ("uploads[2]") keep their text. */
+void jobreq_reword(const jerr *e, const char *label, char *out, size_t len);
+
+#endif
