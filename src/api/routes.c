@@ -1,6 +1,7 @@
 /* /v1 routes (docs/api.md). Handlers validate, act on the core, and answer JSON. */
 #include <pwd.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,8 +94,13 @@ static enum MHD_Result submit(request *r)
         jerr_field(&e, NULL, "the request body is not valid JSON: %s", r->body ? je.text : "empty body");
         return http_reply_error(r->conn, &e);
     }
-    job *j = submit_job(req, r->uid, r->gid, &e);
+    job_req jr;
+    int rc = jobreq_from_json(req, &jr, 0, time(NULL), &e);
     json_decref(req);
+    if (rc < 0)
+        return http_reply_error(r->conn, &e);
+    job *j = submit_job(&jr, r->uid, r->gid, &e);
+    jobreq_free(&jr);
     if (!j)
         return http_reply_error(r->conn, &e);
     core_schedule();

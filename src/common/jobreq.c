@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "jsonx.h"
+#include "log.h"
 #include "util.h"
 
 #define OFF(m) offsetof(job_req, m)
@@ -53,7 +54,8 @@ const jobreq_field jobreq_fields[JR_N] = {
                         "is not an RFC 3339 time (2026-11-22T15:04:05Z)"},
     [JR_UPLOADS] = {"uploads", "--upload", "uploads", false, false, JK_UPLOADS, JU_NONE, 0, 100000, OFF(uploads),
                     "must be an array of {path, type, mode, content_b64}"},
-    [JR_GPU_COUNT] = {"gpu_count", "--gpu", "gpu_count", true, false, JK_INT, JU_GPUS, 1, 64, OFF(gpu_count),
+    /* 0: no GPU, as leaving it out (templates and scripts write 0) */
+    [JR_GPU_COUNT] = {"gpu_count", "--gpu", "gpu_count", true, false, JK_INT, JU_GPUS, 0, 64, OFF(gpu_count),
                       "must be a number of GPUs from %lld to %lld, or all"},
     [JR_GPU_MEMORY_MB] = {"gpu_memory_mb", "--gpu-memory", "gpu_memory_mb", true, false, JK_INT, JU_MB, 1, 1ll << 30,
                           OFF(gpu_memory_mb),
@@ -265,11 +267,7 @@ void jobreq_free(job_req *r)
 
 static int check_int(job_req *r, const jobreq_field *f, int64_t v, const char *shown, int flags, jerr *e)
 {
-    int64_t min = f->min;
-    /* a --gpu-optional job the machine could not serve was stored with no GPU */
-    if (id_of(f) == JR_GPU_COUNT && (flags & JOBREQ_FROM_DB))
-        min = 0;
-    if (v < min || v > f->max)
+    if (v < f->min || v > f->max)
         return refuse(e, f, shown);
     *int_at(r, f) = v;
     r->has |= 1ull << id_of(f);
@@ -678,10 +676,16 @@ int jobreq_from_json(json_t *body, job_req *r, int flags, time_t now, jerr *e)
         json_t *x = json_object_get(body, jobreq_fields[i].key);
         if (!x || (json_is_null(x) && i != JR_COMMAND))
             continue;
-        if (field_from_json(r, &jobreq_fields[i], x, flags, now, e) < 0)
-            goto fail;
+        if (field_from_json(r, &jobreq_fields[i], x, flags, now, e) < 0) {
+            if (!(flags & JOBREQ_FROM_DB))
+                goto fail;
+            /* a stored job is never lost over one field this version reads differently */
+            log_warn("a stored job request: %s; the field is left out", e->msg);
+            *e = (jerr){0};
+        }
     }
-    if (jobreq_check(r, e) < 0)
+    /* a stored request was checked when it was submitted */
+    if (!(flags & JOBREQ_FROM_DB) && jobreq_check(r, e) < 0)
         goto fail;
     return 0;
 fail:

@@ -67,7 +67,7 @@ int core_gpu_init(jerr *e);
 void gpu_driver_libs_find(void);
 json_t *core_gpus_json(void);
 json_t *core_gpu_json(int index);
-int core_gpu_validate(json_t *req, jerr *e);
+int core_gpu_validate(job_req *req, jerr *e);
 int core_gpu_cc_parse(const char *s, int *cc);
 struct sched_gpu;
 struct sched_mig;
@@ -81,9 +81,9 @@ uint64_t core_gpu_held(void);
 int core_gpu_grant(job *j, uint64_t set, jerr *e);
 void core_gpu_release(job *j);
 void core_gpu_reclaim(job *j);
-uint64_t core_gpu_ids_mask(const json_t *req);
-uint64_t core_gpu_kind_mask(const json_t *req);
-int core_gpu_mig_profile(const json_t *req);
+uint64_t core_gpu_ids_mask(const job_req *req);
+uint64_t core_gpu_kind_mask(const job_req *req);
+int core_gpu_mig_profile(const job_req *req);
 /* The placement score of every pair of GPUs (placement.h), built once from discovery. */
 const int *core_gpu_pair_scores(void);
 size_t core_gpu_sched_migs(struct sched_mig *out, size_t max);
@@ -112,7 +112,7 @@ void core_mps_pipe_dir(int gpu, char *out, size_t len);
 void core_mps_init(uint64_t in_use);
 
 /* queue.c: the scheduler's input from the daemon's state, and its decisions carried out */
-void core_sched_req_json(const json_t *req, uid_t owner, struct sched_req *r);
+void core_sched_req_of(const job_req *req, uid_t owner, struct sched_req *r);
 void core_sched_req(const job *j, struct sched_req *r);
 /* gpus: GPU_MAX slots; migs: GPU_MAX * GPU_MIG_MAX; run (and runmap, may be NULL): C.njobs */
 void core_sched_base(struct sched_input *in, struct sched_gpu *gpus, struct sched_mig *migs, struct sched_running *run,
@@ -136,16 +136,17 @@ void job_requeue(job *j);
 json_t *job_to_json(const job *j);
 
 /* submit.c: validates a request and creates a job (and its directory with uploads). */
-job *submit_job(json_t *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
+/* The request (typed at the API's edge) is taken over by the job; on failure it is the caller's. */
+job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
 /* The two halves, for workflows (all jobs checked before any is created): */
 typedef struct submit_info {
     int64_t sched_ms;         /* when it may start; 0 = now */
     uint64_t total;           /* bytes uploaded */
 } submit_info;
-int submit_check(json_t *req, uid_t caller_uid, submit_info *si, jerr *e);
+int submit_check(job_req *req, uid_t caller_uid, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate */
-int submit_check_limits(json_t *const *reqs, size_t n, uid_t uid, bool for_workflow, jerr *e);
-job *submit_create(json_t *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
+int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_workflow, jerr *e);
+job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
 
 /* launch.c */
 int launch_job(job *j, jerr *e);

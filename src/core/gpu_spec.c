@@ -100,12 +100,17 @@ static int cap_wanted(const char *caps, const char *cap)
     return 0;
 }
 
+static void set_env(gpu_spec *g, const char *name, const char *value)
+{
+    g->env = xrealloc(g->env, (g->nenv + 1) * sizeof *g->env);
+    g->env[g->nenv++] = (jobreq_pair){xstrdup(name), xstrdup(value)};
+}
+
 /* The job's driver directory: each library read-only under its real name, with the link
  * programs load (libcuda.so.1) and the development link (libcuda.so). */
 static void add_driver_libs(const job *j, gpu_spec *g)
 {
-    const char *caps = json_string_value(json_object_get(j->req, "gpu_caps"));
-    caps = caps ? caps : "compute,utility";
+    const char *caps = j->req.gpu_caps ? j->req.gpu_caps : "compute,utility";
     int any = 0;
     for (size_t i = 0; i < C.ndriver_libs; i++) {
         const gpu_driver_lib *d = &C.driver_libs[i];
@@ -276,7 +281,7 @@ static void add_toolkit(const job *j, gpu_spec *g)
     }
     if (!host_visible(best->real))
         add_mount(g, best->real, best->path);
-    json_object_set_new(g->env, "CUDA_HOME", json_string(best->path));
+    set_env(g, "CUDA_HOME", best->path);
     char dir[300];
     snprintf(dir, sizeof dir, "%s/bin", best->path);
     append(g->path_add, sizeof g->path_add, dir);
@@ -292,12 +297,9 @@ static void add_locality(const job *j, gpu_spec *g)
     uint8_t want[CPU_MAX / 8] = {0}, mask[CPU_MAX / 8];
     uint64_t nodes = 0;
     int any = 0;
-    json_t *gj;
-    size_t i;
-    json_array_foreach(j->gpus, i, gj)
-    {
-        const char *uuid = json_string_value(json_object_get(gj, "parent_uuid"));
-        int k = gpu_find(&C.gpu.inv, uuid ? uuid : json_string_value(json_object_get(gj, "uuid")));
+    for (size_t i = 0; i < j->gpus.n; i++) {
+        const gpu_grant *gr = &j->gpus.g[i];
+        int k = gpu_find(&C.gpu.inv, *gr->parent_uuid ? gr->parent_uuid : gr->uuid);
         jerr e = {0};
         if (k < 0 || !*C.gpu.inv.gpu[k].local_cpus || parse_cpu_list("local_cpus", C.gpu.inv.gpu[k].local_cpus, mask, &e) < 0)
             return; /* one GPU of unknown locality: no preference at all */
@@ -328,25 +330,22 @@ static void add_locality(const job *j, gpu_spec *g)
 static void add_env(const job *j, gpu_spec *g)
 {
     char cuda[GPU_MAX * 100] = "", uuids[GPU_MAX * 100] = "";
-    json_t *gj;
-    size_t i;
-    json_array_foreach(j->gpus, i, gj)
-    {
-        const char *uuid = json_string_value(json_object_get(gj, "uuid"));
+    for (size_t i = 0; i < j->gpus.n; i++) {
+        const char *uuid = j->gpus.g[i].uuid;
         size_t l = strlen(cuda), u = strlen(uuids);
-        if (json_object_get(gj, "mig"))
+        if (j->gpus.g[i].mig)
             snprintf(cuda + l, sizeof cuda - l, "%s%s", i ? "," : "", uuid);
         else
             snprintf(cuda + l, sizeof cuda - l, "%s%zu", i ? "," : "", i);
         snprintf(uuids + u, sizeof uuids - u, "%s%s", i ? "," : "", uuid);
     }
-    const char *caps = json_string_value(json_object_get(j->req, "gpu_caps"));
-    json_object_set_new(g->env, "CUDA_VISIBLE_DEVICES", json_string(cuda));
-    json_object_set_new(g->env, "CUDA_DEVICE_ORDER", json_string("PCI_BUS_ID"));
-    json_object_set_new(g->env, "NVIDIA_VISIBLE_DEVICES", json_string(uuids));
-    json_object_set_new(g->env, "NVIDIA_DRIVER_CAPABILITIES", json_string(caps ? caps : "compute,utility"));
-    if (json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
-        json_object_set_new(g->env, "JOBLET_GPUS_SIMULATED", json_string("1"));
+    const char *caps = j->req.gpu_caps;
+    set_env(g, "CUDA_VISIBLE_DEVICES", cuda);
+    set_env(g, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    set_env(g, "NVIDIA_VISIBLE_DEVICES", uuids);
+    set_env(g, "NVIDIA_DRIVER_CAPABILITIES", caps ? caps : "compute,utility");
+    if (j->gpus.n && j->gpus.g[0].simulated)
+        set_env(g, "JOBLET_GPUS_SIMULATED", "1");
 }
 
 /* A shared job reaches its GPU through that GPU's MPS server: the server's pipe directory at
@@ -354,40 +353,34 @@ static void add_env(const job *j, gpu_spec *g)
 #define MPS_PIPE_IN_JOB "/tmp/nvidia-mps"
 static void add_mps(const job *j, gpu_spec *g)
 {
-    int idx = (int)json_integer_value(json_object_get(json_array_get(j->gpus, 0), "index"));
-    uint64_t mb = (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
+    int idx = j->gpus.g[0].index;
+    uint64_t mb = (uint64_t)j->req.gpu_memory_mb;
     int64_t total = C.gpu.inv.gpu[idx].memory_total_mb;
     char dir[600], lim[64], pct[16];
     core_mps_pipe_dir(idx, dir, sizeof dir);
-    g->mounts = realloc(g->mounts, (g->nmounts + 1) * sizeof *g->mounts);
-    if (!g->mounts)
-        abort();
+    g->mounts = xrealloc(g->mounts, (g->nmounts + 1) * sizeof *g->mounts);
     g->mounts[g->nmounts++] = (spec_mount){xstrdup(dir), xstrdup(MPS_PIPE_IN_JOB), true};
     snprintf(lim, sizeof lim, "0=%lluM", (unsigned long long)mb);
     snprintf(pct, sizeof pct, "%d", total > 0 ? (int)((mb * 100 + (uint64_t)total - 1) / (uint64_t)total) : 100);
-    json_object_set_new(g->env, "CUDA_MPS_PIPE_DIRECTORY", json_string(MPS_PIPE_IN_JOB));
-    json_object_set_new(g->env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", json_string(lim));
-    json_object_set_new(g->env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", json_string(pct));
+    set_env(g, "CUDA_MPS_PIPE_DIRECTORY", MPS_PIPE_IN_JOB);
+    set_env(g, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim);
+    set_env(g, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct);
 }
 
 int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
 {
     memset(g, 0, sizeof *g);
-    g->env = json_object();
-    size_t n = json_array_size(j->gpus);
+    size_t n = j->gpus.n;
     if (n)
         add_env(j, g);
-    if (n && json_is_true(json_object_get(j->req, "gpu_share")))
+    if (n && j->req.gpu_share)
         add_mps(j, g);
-    if (!n || json_is_true(json_object_get(json_array_get(j->gpus, 0), "simulated")))
+    if (!n || j->gpus.g[0].simulated)
         return 0;
     const gpu_config *c = &C.cfg.gpu;
     char host[512], dst[128];
-    json_t *gj;
-    size_t i;
-    json_array_foreach(j->gpus, i, gj)
-    {
-        int minor = (int)json_integer_value(json_object_get(gj, "minor"));
+    for (size_t i = 0; i < n; i++) {
+        int minor = j->gpus.g[i].minor;
         snprintf(host, sizeof host, "%s/nvidia%d", c->dev_root, minor);
         snprintf(dst, sizeof dst, "/dev/nvidia%d", minor);
         add_node(g, host, dst, NVIDIA_MAJOR, minor);
@@ -395,7 +388,7 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     snprintf(host, sizeof host, "%s/nvidiactl", c->dev_root);
     add_node(g, host, "/dev/nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR);
     /* Graphics and display need the modeset node too, when the host has one. */
-    const char *caps = json_string_value(json_object_get(j->req, "gpu_caps"));
+    const char *caps = j->req.gpu_caps;
     if (caps && (cap_wanted(caps, "graphics") || cap_wanted(caps, "display"))) {
         snprintf(host, sizeof host, "%s/nvidia-modeset", c->dev_root);
         if (node_exists(host))
@@ -406,19 +399,17 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     /* A MIG device is reached through its parent's node plus the capability nodes of its GPU
      * and compute instances; only those caps are allowed, so no other instance can be opened. */
     int caps_major = -1;
-    json_array_foreach(j->gpus, i, gj)
-    {
-        json_t *mig = json_object_get(gj, "mig");
-        if (!mig)
+    for (size_t i = 0; i < n; i++) {
+        const gpu_grant *gr = &j->gpus.g[i];
+        if (!gr->mig)
             continue;
         if (caps_major < 0 && (caps_major = char_major(c->proc_root, "nvidia-caps")) < 0) {
             gpu_spec_free(g);
-            return jerr_set(e, ENOENT, "MIG device %s: nvidia-caps is not in %s/devices", json_string_value(json_object_get(gj, "uuid")),
+            return jerr_set(e, ENOENT, "MIG device %s: nvidia-caps is not in %s/devices", gr->uuid,
                             c->proc_root);
         }
-        static const char *const keys[] = {"gi_cap_minor", "ci_cap_minor"};
         for (int k = 0; k < 2; k++) {
-            int cap = (int)json_integer_value(json_object_get(mig, keys[k]));
+            int cap = k ? gr->ci_cap_minor : gr->gi_cap_minor;
             snprintf(host, sizeof host, "%s/nvidia-caps/nvidia-cap%d", c->dev_root, cap);
             snprintf(dst, sizeof dst, "/dev/nvidia-caps/nvidia-cap%d", cap);
             add_node(g, host, dst, caps_major, cap);
@@ -449,9 +440,9 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     if (ver)
         add_file(g, "/proc/driver/nvidia/version", ver);
     add_file(g, "/proc/driver/nvidia/params", params_without_modify(c->proc_root));
-    json_array_foreach(j->gpus, i, gj)
-    {
-        const char *bus = json_string_value(json_object_get(gj, "bus_id"));
+    for (size_t i = 0; i < n; i++) {
+        const gpu_grant *gr = &j->gpus.g[i];
+        const char *bus = gr->bus_id;
         snprintf(host, sizeof host, "%s/driver/nvidia/gpus/%s/information", c->proc_root, bus);
         char *info = read_file(host, NULL);
         if (!info) {
@@ -460,12 +451,10 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
         }
         snprintf(dst, sizeof dst, "/proc/driver/nvidia/gpus/%s/information", bus);
         add_file(g, dst, info);
-        json_t *mig = json_object_get(gj, "mig");
-        if (!mig)
+        if (!gr->mig)
             continue;
         /* libcuda finds the capability minors of its instance here */
-        int minor = (int)json_integer_value(json_object_get(gj, "minor"));
-        int gi = (int)json_integer_value(json_object_get(mig, "gi")), ci = (int)json_integer_value(json_object_get(mig, "ci"));
+        int minor = gr->minor, gi = gr->gi, ci = gr->ci;
         for (int k = 0; k < 2; k++) {
             char rel[128];
             if (k)
@@ -483,7 +472,7 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     add_simple(g, SPEC_READONLY, base);
     add_driver_libs(j, g);
     add_toolkit(j, g);
-    if (!json_object_get(j->req, "cpu_cores"))
+    if (!j->req.cpu_cores)
         add_locality(j, g);
     return 0;
 }
@@ -502,6 +491,8 @@ void gpu_spec_free(gpu_spec *g)
         free(g->mounts[i].dst);
     }
     free(g->mounts);
-    json_decref(g->env);
+    for (size_t i = 0; i < g->nenv; i++)
+        free(g->env[i].name), free(g->env[i].value);
+    free(g->env);
     memset(g, 0, sizeof *g);
 }

@@ -11,7 +11,8 @@ typedef struct gpu_spec {
     size_t nrules;
     spec_mount *mounts;     /* read-only binds: CUDA toolkit, driver libraries */
     size_t nmounts;
-    json_t *env;            /* variables for the job: CUDA_VISIBLE_DEVICES, ... (NAME: value) */
+    jobreq_pair *env;       /* variables for the job: CUDA_VISIBLE_DEVICES, ... */
+    size_t nenv;
     char path_add[600];     /* appended to the job's PATH */
     char ld_add[600];       /* appended to its LD_LIBRARY_PATH */
     char cpus[256];         /* CPUs local to its GPUs (on this host); "" = no preference */

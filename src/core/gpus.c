@@ -56,18 +56,18 @@ int core_gpu_init(jerr *e)
     const gpu_inventory *inv = &C.gpu.inv;
     uint64_t shared_in_use = 0;
     for (size_t i = 0; i < C.njobs; i++)
-        if (!job_state_terminal(C.jobs[i]->state) && C.jobs[i]->gpus) {
+        if (!job_state_terminal(C.jobs[i]->state) && C.jobs[i]->gpus.n) {
             core_gpu_reclaim(C.jobs[i]);
-            if (json_is_true(json_object_get(C.jobs[i]->req, "gpu_share")))
+            if (C.jobs[i]->req.gpu_share)
                 shared_in_use |= C.jobs[i]->gpu_set;
         }
     core_mps_init(shared_in_use);
     C.gpu_on = C.gpu.found && (inv->n > 0 || gc->enabled == 1);
     if (!C.gpu.found && *gc->fixture) {
         /* a simulation asked for by name and not possible is a configuration error */
-        json_t *a = json_array_get(C.gpu.attempts, 0);
-        const char *err = json_string_value(json_object_get(a, "error"));
-        return jerr_set(e, EINVAL, "%s", err ? err : "gpu.fixture: cannot be read");
+        char err[400];
+        gpu_discovery_errors(&C.gpu, true, err, sizeof err);
+        return jerr_set(e, EINVAL, "%s", *err ? err : "gpu.fixture: cannot be read");
     }
     if (!C.gpu.found) {
         log_msg(gc->enabled == 1 ? LOG_WARN : LOG_INFO, "gpu: no GPU found (every backend failed; see above)%s",
@@ -196,10 +196,9 @@ static int mig_profile_id(const char *profile)
     return -1;
 }
 
-int core_gpu_mig_profile(const json_t *req)
+int core_gpu_mig_profile(const job_req *req)
 {
-    const char *p = json_string_value(json_object_get(req, "gpu_mig"));
-    return p ? mig_profile_id(p) : -1;
+    return req->gpu_mig ? mig_profile_id(req->gpu_mig) : -1;
 }
 
 size_t core_gpu_sched_migs(sched_mig *out, size_t max)
@@ -220,14 +219,19 @@ void core_gpu_grant_mig(job *j, int flat)
     const gpu_dev *g = &C.gpu.inv.gpu[migs[flat].gpu];
     char name[160];
     snprintf(name, sizeof name, "%s MIG %s", g->name, m->profile);
-    json_decref(j->gpus);
-    j->gpus = json_array();
-    json_array_append_new(
-        j->gpus, json_pack("{s:i,s:s,s:s,s:i,s:s,s:s,s:I,s:b,s:{s:s,s:i,s:i,s:i,s:i}}", "index", g->index, "uuid",
-                           m->uuid, "parent_uuid", g->uuid, "minor", g->minor, "bus_id", g->bus_id, "name", name,
-                           "memory_mb", (json_int_t)m->memory_mb, "simulated", C.gpu.inv.simulated, "mig", "profile",
-                           m->profile, "gi", m->gi, "ci", m->ci, "gi_cap_minor", m->gi_cap_minor, "ci_cap_minor",
-                           m->ci_cap_minor));
+    grant_list_free(&j->gpus);
+    gpu_grant *gr = grant_list_add(&j->gpus);
+    gr->index = g->index;
+    snprintf(gr->uuid, sizeof gr->uuid, "%s", m->uuid);
+    snprintf(gr->parent_uuid, sizeof gr->parent_uuid, "%s", g->uuid);
+    gr->minor = g->minor;
+    snprintf(gr->bus_id, sizeof gr->bus_id, "%s", g->bus_id);
+    snprintf(gr->name, sizeof gr->name, "%s", name);
+    gr->memory_mb = m->memory_mb;
+    gr->simulated = C.gpu.inv.simulated;
+    gr->mig = true;
+    snprintf(gr->mig_profile, sizeof gr->mig_profile, "%s", m->profile);
+    gr->gi = m->gi, gr->ci = m->ci, gr->gi_cap_minor = m->gi_cap_minor, gr->ci_cap_minor = m->ci_cap_minor;
     mig_owner[flat] = j;
     j->gpu_mig = flat + 1;
     j->gpu_granted_ms = now_ms();
@@ -236,86 +240,41 @@ void core_gpu_grant_mig(job *j, int flat)
              g->index, C.gpu.inv.simulated ? " (simulated)" : "");
 }
 
-static const char *const cap_names[] = {"compute", "utility", "video", "graphics", "display", "compat32", NULL};
-
-/* "compute,utility" or "all": the NVIDIA_DRIVER_CAPABILITIES names, checked and normalized. */
-static int check_caps(json_t *req, jerr *e)
-{
-    const char *caps = NULL;
-    if (jx_str(req, "gpu_caps", &caps, e) < 0)
-        return -1;
-    if (!caps)
-        return 0;
-    char buf[256], norm[256] = "";
-    if (strlen(caps) >= sizeof buf)
-        return jerr_field(e, "gpu_caps", "gpu_caps: too long");
-    snprintf(buf, sizeof buf, "%s", caps);
-    for (char *save = NULL, *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
-        int ok = strcmp(c, "all") == 0;
-        for (size_t i = 0; !ok && cap_names[i]; i++)
-            ok = strcmp(c, cap_names[i]) == 0;
-        if (!ok)
-            return jerr_field(e, "gpu_caps", "gpu_caps: '%s' is not a driver capability; use compute, utility, video, "
-                                             "graphics, display, compat32 or all", c);
-        size_t l = strlen(norm);
-        if (!strstr(norm, c))
-            snprintf(norm + l, sizeof norm - l, "%s%s", l ? "," : "", c);
-    }
-    if (!*norm)
-        return jerr_field(e, "gpu_caps", "gpu_caps: empty; use e.g. compute,utility");
-    json_object_set_new(req, "gpu_caps", json_string(norm));
-    return 0;
-}
-
 /* gpu_ids: indexes or UUIDs, as `docker --gpus device=`; stored as UUIDs, which do not move. */
-static int resolve_ids(json_t *req, uint64_t *count, jerr *e)
+static int resolve_ids(job_req *req, uint64_t *count, jerr *e)
 {
-    json_t *ids = json_object_get(req, "gpu_ids"), *v;
-    if (!ids || json_is_null(ids))
+    if (!req->ngpu_ids)
         return 0;
-    if (!json_is_array(ids) || !json_array_size(ids))
-        return jerr_field(e, "gpu_ids", "gpu_ids: must be a list of GPU indexes or UUIDs (rnx gpu list)");
-    json_t *uuids = json_array();
-    size_t i;
+    char **uuids = xcalloc(req->ngpu_ids + 1, sizeof *uuids);
     uint64_t seen = 0;
-    json_array_foreach(ids, i, v)
-    {
-        const char *id = json_string_value(v);
-        int k = id ? gpu_find(&C.gpu.inv, id) : -1;
+    int rc = 0;
+    for (size_t i = 0; i < req->ngpu_ids && rc == 0; i++) {
+        const char *id = req->gpu_ids[i];
+        int k = gpu_find(&C.gpu.inv, id);
         if (k < 0) {
-            json_decref(uuids);
-            return jerr_field(e, "gpu_ids", "gpu_ids: no GPU '%.64s' on this machine; give an index from 0 to %d or a "
-                                            "UUID (rnx gpu list)", id ? id : "(not a string)", C.gpu.inv.n - 1);
-        }
-        if (seen >> k & 1) {
-            json_decref(uuids);
-            return jerr_field(e, "gpu_ids", "gpu_ids: GPU %d is listed twice", k);
-        }
-        if (!usable(k)) {
-            json_decref(uuids);
-            return jerr_field(e, "gpu_ids", "gpu_ids: GPU %d cannot be used: %s", k,
+            rc = jerr_field(e, "gpu_ids", "gpu_ids: no GPU '%.64s' on this machine; give an index from 0 to %d or a "
+                                          "UUID (rnx gpu list)", id, C.gpu.inv.n - 1);
+        } else if (seen >> k & 1) {
+            rc = jerr_field(e, "gpu_ids", "gpu_ids: GPU %d is listed twice", k);
+        } else if (!usable(k)) {
+            rc = jerr_field(e, "gpu_ids", "gpu_ids: GPU %d cannot be used: %s", k,
                               *C.gpu.inv.gpu[k].problem ? C.gpu.inv.gpu[k].problem
                               : core_gpu_hold(k)->degraded ? core_gpu_hold(k)->reason
                                                            : "it is in MIG mode; ask for one of its MIG devices (--gpu-mig)");
+        } else {
+            seen |= 1ull << k;
+            uuids[i] = C.gpu.inv.gpu[k].uuid;
         }
-        seen |= 1ull << k;
-        json_array_append_new(uuids, json_string(C.gpu.inv.gpu[k].uuid));
     }
-    if (*count && *count != json_array_size(uuids)) {
-        json_decref(uuids);
-        return jerr_field(e, "gpu_ids", "gpu_ids: names %zu GPUs but gpu_count asks for %llu; give one or the other",
-                          json_array_size(ids), (unsigned long long)*count);
+    if (rc == 0 && *count && *count != req->ngpu_ids)
+        rc = jerr_field(e, "gpu_ids", "gpu_ids: names %zu GPUs but gpu_count asks for %llu; give one or the other",
+                        req->ngpu_ids, (unsigned long long)*count);
+    if (rc == 0) {
+        *count = req->ngpu_ids;
+        jobreq_set_list(req, JR_GPU_IDS, uuids, req->ngpu_ids); /* stored as UUIDs, which do not move */
     }
-    *count = json_array_size(uuids);
-    json_object_set_new(req, "gpu_ids", uuids);
-    return 0;
-}
-
-/* NVIDIA's container convention: NVIDIA_VISIBLE_DEVICES=void or none means no GPU at all. */
-static bool env_says_no_gpu(json_t *req)
-{
-    const char *v = json_string_value(json_object_get(json_object_get(req, "env"), "NVIDIA_VISIBLE_DEVICES"));
-    return v && (!strcmp(v, "void") || !strcmp(v, "none"));
+    free(uuids);
+    return rc;
 }
 
 /* "8.0" -> 80; 0 and *cc = 0 for NULL. */
@@ -332,11 +291,10 @@ int core_gpu_cc_parse(const char *s, int *cc)
     return 0;
 }
 
-static void describe_kind(const json_t *req, const sched_req *r, char *out, size_t len)
+static void describe_kind(const job_req *req, const sched_req *r, char *out, size_t len)
 {
     size_t l = 0;
-    const char *type = json_string_value(json_object_get(req, "gpu_type"));
-    const char *cc = json_string_value(json_object_get(req, "gpu_cc"));
+    const char *type = req->gpu_type, *cc = req->gpu_cc;
     out[0] = 0;
     if (type)
         l += (size_t)snprintf(out + l, len - l, " of type %s", type);
@@ -347,28 +305,10 @@ static void describe_kind(const json_t *req, const sched_req *r, char *out, size
                  (unsigned long long)r->gpu_memory_mb);
 }
 
-/* The scheduler's fields: gpu_type, gpu_cc, gpu_share, cross_numa, preemptible. */
-static int check_sched_fields(json_t *req, bool asked, uint64_t mem, jerr *e)
+/* What the machine decides of gpu_type and gpu_share (the schema checked their form). */
+static int check_sched_fields(const job_req *req, jerr *e)
 {
-    const char *type = NULL, *cc = NULL;
-    if (jx_str(req, "gpu_type", &type, e) < 0 || jx_str(req, "gpu_cc", &cc, e) < 0)
-        return -1;
-    static const char *const bools[] = {"gpu_share", "cross_numa", "preemptible"};
-    for (size_t i = 0; i < 3; i++) {
-        json_t *v = json_object_get(req, bools[i]);
-        if (v && !json_is_boolean(v))
-            return jerr_field(e, bools[i], "%s: must be true or false", bools[i]);
-    }
-    int ccv;
-    if (core_gpu_cc_parse(cc, &ccv) < 0)
-        return jerr_field(e, "gpu_cc", "gpu_cc: '%.20s' is not a compute capability; give MAJOR.MINOR, e.g. 8.0 or 9.0",
-                          cc);
-    bool share = json_is_true(json_object_get(req, "gpu_share"));
-    bool numa = json_object_get(req, "cross_numa") != NULL;
-    if (!asked && (type || cc || share || numa)) {
-        const char *f = type ? "gpu_type" : cc ? "gpu_cc" : share ? "gpu_share" : "cross_numa";
-        return jerr_field(e, f, "%s: qualifies a GPU request, but the job asks for no GPU; add gpu_count (--gpu=N)", f);
-    }
+    const char *type = req->gpu_type;
     if (type && (!*type || !gpu_kind_mask(&C.gpu.inv, type, 0))) {
         char have[300] = "";
         for (int i = 0; i < C.gpu.inv.n; i++) {
@@ -379,15 +319,7 @@ static int check_sched_fields(json_t *req, bool asked, uint64_t mem, jerr *e)
         return jerr_field(e, "gpu_type", "gpu_type: no GPU of type '%.40s' on this machine; %s%s", type,
                           *have ? "it has " : "it has no GPU", have);
     }
-    if (share) {
-        if (json_integer_value(json_object_get(req, "gpu_count")) > 1 || json_array_size(json_object_get(req, "gpu_ids")) > 1)
-            return jerr_field(e, "gpu_share", "gpu_share: a shared job gets one GPU (each shared GPU has its own MPS "
-                                              "server, and a CUDA process talks to one); ask for gpu_count 1");
-        if (!mem)
-            return jerr_field(e, "gpu_share", "gpu_share: a shared GPU needs a memory reservation; add gpu_memory_mb "
-                                              "(--gpu-memory)");
-        if (json_object_get(req, "gpu_all"))
-            return jerr_field(e, "gpu_share", "gpu_share: cannot be combined with gpu_all");
+    if (req->gpu_share) {
         char why[300];
         if (!core_mps_available_why(why, sizeof why))
             return jerr_field(e, "gpu_share", "gpu_share: GPU sharing needs NVIDIA MPS, which is not available: %s", why);
@@ -395,36 +327,16 @@ static int check_sched_fields(json_t *req, bool asked, uint64_t mem, jerr *e)
     return 0;
 }
 
-int core_gpu_validate(json_t *req, jerr *e)
+/* What the machine says of a GPU request whose form the schema checked: the kind, profile
+ * and devices exist, and the request can ever be placed here. Fills gpu_count (gpu_all: the
+ * usable GPUs of the kind), stores gpu_ids as UUIDs, and runs a --gpu-optional job that the
+ * machine cannot serve without GPUs (gpu_degraded says why). */
+int core_gpu_validate(job_req *req, jerr *e)
 {
-    uint64_t count = 0, mem = 0;
-    json_t *all = json_object_get(req, "gpu_all"), *opt = json_object_get(req, "gpu_optional");
-    if (jx_u64(req, "gpu_count", 0, GPU_MAX, &count, e) < 0)
-        return jerr_field(e, "gpu_count", "gpu_count: must be a whole number of GPUs from 0 to %d", GPU_MAX);
-    if (jx_u64(req, "gpu_memory_mb", 1, 1ull << 30, &mem, e) < 0)
-        return jerr_field(e, "gpu_memory_mb", "gpu_memory_mb: must be a size in MB from 1 (e.g. 8GB, 4096MB, 4096)");
-    if ((all && !json_is_boolean(all)) || (opt && !json_is_boolean(opt)))
-        return jerr_field(e, all && !json_is_boolean(all) ? "gpu_all" : "gpu_optional", "%s: must be true or false",
-                          all && !json_is_boolean(all) ? "gpu_all" : "gpu_optional");
-    if (check_caps(req, e) < 0)
-        return -1;
-    bool want_all = json_is_true(all), has_ids = json_object_get(req, "gpu_ids") != NULL;
-    const char *mig = NULL;
-    if (jx_str(req, "gpu_mig", &mig, e) < 0)
-        return -1;
+    uint64_t count = (uint64_t)req->gpu_count, mem = (uint64_t)req->gpu_memory_mb;
+    bool want_all = req->gpu_all, has_ids = req->ngpu_ids > 0, opt = req->gpu_optional;
+    const char *mig = req->gpu_mig;
     if (mig) {
-        if (count || want_all || has_ids || mem)
-            return jerr_field(e, "gpu_mig", "gpu_mig: asks for one MIG device; do not also give gpu_count, gpu_ids, "
-                                            "gpu_all or gpu_memory_mb (the profile says its memory)");
-        if (env_says_no_gpu(req))
-            return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES asks for no GPU, but the job also asks for a "
-                                        "MIG device; drop one of the two");
-        if (json_is_true(json_object_get(req, "gpu_share")) || json_object_get(req, "gpu_type") ||
-            json_object_get(req, "gpu_cc"))
-            return jerr_field(e, "gpu_mig", "gpu_mig: a MIG device is its own slice of a GPU; do not also give "
-                                            "gpu_share, gpu_type or gpu_cc");
-        if (check_sched_fields(req, true, mem, e) < 0)
-            return -1;
         if (mig_profile_id(mig) < 0) {
             char have[300] = "";
             for (int f = 0; f < nmigs; f++) {
@@ -446,38 +358,20 @@ int core_gpu_validate(json_t *req, jerr *e)
                                             "nodes are unknown or their GPU has a problem: rnx gpu show)", mig);
         return 0;
     }
-    if (want_all && (count || has_ids))
-        return jerr_field(e, "gpu_all", "gpu_all: asks for every GPU; do not also give gpu_count or gpu_ids");
     bool asked = count || want_all || has_ids;
-    if (check_sched_fields(req, asked, mem, e) < 0)
-        return -1;
-    if (asked && env_says_no_gpu(req))
-        return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%s asks for no GPU, but the job also asks for GPUs; "
-                                    "drop one of the two",
-                          json_string_value(json_object_get(json_object_get(req, "env"), "NVIDIA_VISIBLE_DEVICES")));
-    if (!asked) {
-        if (mem || json_object_get(req, "gpu_caps") || json_is_true(opt))
-            return jerr_field(e, mem ? "gpu_memory_mb" : json_is_true(opt) ? "gpu_optional" : "gpu_caps",
-                              "%s: qualifies a GPU request, but the job asks for no GPU; add gpu_count (--gpu=N)",
-                              mem ? "gpu_memory_mb" : json_is_true(opt) ? "gpu_optional" : "gpu_caps");
+    if (!asked)
         return 0;
-    }
+    if (check_sched_fields(req, e) < 0)
+        return -1;
     char why[400] = "";
     if (!C.gpu_on || C.gpu.inv.n == 0) {
-        json_t *a;
-        size_t i;
-        json_array_foreach(C.gpu.attempts, i, a)
-        {
-            const char *err = json_string_value(json_object_get(a, "error"));
-            size_t l = strlen(why);
-            snprintf(why + l, sizeof why - l, "%s%s", l ? "; " : "", err ? err : "no GPU found");
-        }
+        gpu_discovery_errors(&C.gpu, false, why, sizeof why);
         char msg[700];
         snprintf(msg, sizeof msg,
                  "No GPUs available: this machine has no GPU joblet can use (%s). Check that nvidia-smi works on "
                  "the host, the daemon's 'gpu:' log lines, and gpu.enabled in its configuration",
                  C.cfg.gpu.enabled == 0 ? "GPU support is disabled by gpu.enabled: false" : *why ? why : "none found");
-        if (!json_is_true(opt))
+        if (!opt)
             return jerr_field(e, "gpu_count", "gpu_count: %s", msg);
         snprintf(why, sizeof why, "%.399s", msg);
     } else {
@@ -488,9 +382,10 @@ int core_gpu_validate(json_t *req, jerr *e)
         sched_running *run = xcalloc(C.njobs + 1, sizeof *run);
         sched_input in;
         core_sched_base(&in, gv, mv, run, NULL);
+        req->gpu_count = (int64_t)(want_all ? 1 : count);
+        req->has |= 1ull << JR_GPU_COUNT;
         sched_req r;
-        json_object_set_new(req, "gpu_count", json_integer((json_int_t)(want_all ? 1 : count)));
-        core_sched_req_json(req, 0, &r);
+        core_sched_req_of(req, 0, &r);
         /* the GPUs of the right kind, memory and sharing, all NUMA nodes together */
         uint32_t q = 0;
         for (int i = 0; i < C.gpu.inv.n; i++)
@@ -517,24 +412,26 @@ int core_gpu_validate(json_t *req, jerr *e)
                          (unsigned long long)count, count == 1 ? "" : "s", q, q == 1 ? "" : "s");
         }
         free(run);
-        if (!*why && has_ids && mem)
-            for (size_t i = 0; i < json_array_size(json_object_get(req, "gpu_ids")); i++) {
-                int k = gpu_find(&C.gpu.inv, json_string_value(json_array_get(json_object_get(req, "gpu_ids"), i)));
-                if (C.gpu.inv.gpu[k].memory_total_mb < 0 || (uint64_t)C.gpu.inv.gpu[k].memory_total_mb < mem)
-                    snprintf(why, sizeof why, "GPU %d has %lld MB, less than gpu_memory_mb %llu", k,
-                             (long long)C.gpu.inv.gpu[k].memory_total_mb, (unsigned long long)mem);
-            }
-        if (*why && !json_is_true(opt))
+        for (size_t i = 0; !*why && has_ids && mem && i < req->ngpu_ids; i++) {
+            int k = gpu_find(&C.gpu.inv, req->gpu_ids[i]);
+            if (C.gpu.inv.gpu[k].memory_total_mb < 0 || (uint64_t)C.gpu.inv.gpu[k].memory_total_mb < mem)
+                snprintf(why, sizeof why, "GPU %d has %lld MB, less than gpu_memory_mb %llu", k,
+                         (long long)C.gpu.inv.gpu[k].memory_total_mb, (unsigned long long)mem);
+        }
+        if (*why && !opt)
             return jerr_field(e, has_ids ? "gpu_ids" : "gpu_count", "%s: %s", has_ids ? "gpu_ids" : "gpu_count", why);
     }
     if (*why) {
         /* --gpu-optional: run without, and say so in the job's status */
-        json_object_set_new(req, "gpu_count", json_integer(0));
-        json_object_del(req, "gpu_ids");
-        json_object_set_new(req, "gpu_degraded", json_string(why));
+        req->gpu_count = 0;
+        req->has |= 1ull << JR_GPU_COUNT;
+        jobreq_set_list(req, JR_GPU_IDS, NULL, 0);
+        req->has &= ~(1ull << JR_GPU_IDS);
+        jobreq_set_str(req, JR_GPU_DEGRADED, why);
         return 0;
     }
-    json_object_set_new(req, "gpu_count", json_integer((json_int_t)count));
+    req->gpu_count = (int64_t)count;
+    req->has |= 1ull << JR_GPU_COUNT;
     return 0;
 }
 
@@ -570,74 +467,76 @@ uint64_t core_gpu_held(void)
     return m;
 }
 
-uint64_t core_gpu_kind_mask(const json_t *req)
+uint64_t core_gpu_kind_mask(const job_req *req)
 {
-    const char *type = json_string_value(json_object_get(req, "gpu_type"));
+    const char *type = req->gpu_type;
     int cc = 0;
-    core_gpu_cc_parse(json_string_value(json_object_get(req, "gpu_cc")), &cc);
+    core_gpu_cc_parse(req->gpu_cc, &cc);
     return (type || cc) ? gpu_kind_mask(&C.gpu.inv, type, cc) | (1ull << (SCHED_GPU_MAX - 1)) : 0;
 }
 
-static json_t *grant_json(int i)
+static void grant_whole(gpu_grant *gr, int i)
 {
     const gpu_dev *g = &C.gpu.inv.gpu[i];
-    return json_pack("{s:i,s:s,s:i,s:s,s:s,s:I,s:b}", "index", g->index, "uuid", g->uuid, "minor", g->minor, "bus_id",
-                     g->bus_id, "name", g->name, "memory_mb", (json_int_t)g->memory_total_mb, "simulated",
-                     C.gpu.inv.simulated);
+    gr->index = g->index;
+    snprintf(gr->uuid, sizeof gr->uuid, "%s", g->uuid);
+    gr->minor = g->minor;
+    snprintf(gr->bus_id, sizeof gr->bus_id, "%s", g->bus_id);
+    snprintf(gr->name, sizeof gr->name, "%s", g->name);
+    gr->memory_mb = g->memory_total_mb;
+    gr->simulated = C.gpu.inv.simulated;
 }
 
 /* The memory a job has of GPU i: its reservation when shared, the whole GPU else. */
 static int64_t gpu_audit_mb(const job *j, int i)
 {
-    if (json_is_true(json_object_get(j->req, "gpu_share")))
-        return json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
-    return C.gpu.inv.gpu[i].memory_total_mb;
+    return j->req.gpu_share ? j->req.gpu_memory_mb : C.gpu.inv.gpu[i].memory_total_mb;
 }
 
 int core_gpu_grant(job *j, uint64_t set, jerr *e)
 {
-    bool shared = json_is_true(json_object_get(j->req, "gpu_share"));
-    uint64_t mb = (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
+    bool shared = j->req.gpu_share;
+    uint64_t mb = (uint64_t)j->req.gpu_memory_mb;
     for (int i = 0; shared && i < C.gpu.inv.n; i++)
         if (set >> i & 1 && shared_n[i] == 0 && core_mps_start(i, e) < 0)
             return -1;
-    json_decref(j->gpus);
-    j->gpus = json_array();
+    grant_list_free(&j->gpus);
     for (int i = 0; i < C.gpu.inv.n; i++)
         if (set >> i & 1) {
-            json_t *g = grant_json(i);
+            gpu_grant *g = grant_list_add(&j->gpus);
+            grant_whole(g, i);
             if (shared) {
                 shared_n[i]++;
                 shared_mb[i] += mb;
-                json_object_set_new(g, "shared_mb", json_integer((json_int_t)mb));
+                g->shared_mb = (int64_t)mb;
             } else {
                 owner[i] = j;
             }
-            json_array_append_new(j->gpus, g);
         }
     j->gpu_set = set;
     j->gpu_granted_ms = now_ms();
     for (int i = 0; i < C.gpu.inv.n; i++)
         if (set >> i & 1)
             core_audit("allocate", j->owner_uid, i, j->id, -1, gpu_audit_mb(j, i), shared ? "shared (MPS)" : NULL);
-    char *list = json_dumps(j->gpus, JSON_COMPACT);
-    log_info("job %s: granted %zu %sGPU%s%s: %s", j->id, json_array_size(j->gpus), shared ? "shared " : "",
-             json_array_size(j->gpus) == 1 ? "" : "s", C.gpu.inv.simulated ? " (simulated)" : "", list ? list : "");
-    free(list);
+    char list[GPU_MAX * 120] = "";
+    for (size_t k = 0; k < j->gpus.n; k++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s%d %s (minor %d, bus %s)", k ? ", " : "", j->gpus.g[k].index,
+                 j->gpus.g[k].uuid, j->gpus.g[k].minor, j->gpus.g[k].bus_id);
+    }
+    log_info("job %s: granted %zu %sGPU%s%s: %s", j->id, j->gpus.n, shared ? "shared " : "", j->gpus.n == 1 ? "" : "s",
+             C.gpu.inv.simulated ? " (simulated)" : "", list);
     return 0;
 }
 
 /* The explicit devices of a job (gpu_ids, stored as UUIDs) as scheduler bits. A UUID that
  * discovery no longer finds maps to a bit past every GPU, so the job waits rather than run
  * on something else. */
-uint64_t core_gpu_ids_mask(const json_t *req)
+uint64_t core_gpu_ids_mask(const job_req *req)
 {
-    json_t *ids = json_object_get(req, "gpu_ids"), *v;
     uint64_t mask = 0;
-    size_t i;
-    json_array_foreach(ids, i, v)
-    {
-        int k = gpu_find(&C.gpu.inv, json_string_value(v) ? json_string_value(v) : "");
+    for (size_t i = 0; i < req->ngpu_ids; i++) {
+        int k = gpu_find(&C.gpu.inv, req->gpu_ids[i]);
         mask |= 1ull << (k >= 0 ? k : SCHED_GPU_MAX - 1);
     }
     return mask;
@@ -651,10 +550,10 @@ void core_gpu_release(job *j)
             owner[i] = NULL;
             freed |= 1ull << i;
         }
-    if (json_is_true(json_object_get(j->req, "gpu_share")))
+    if (j->req.gpu_share)
         for (int i = 0; i < C.gpu.inv.n; i++)
             if (j->gpu_set >> i & 1 && shared_n[i] > 0) {
-                shared_mb[i] -= (uint64_t)json_integer_value(json_object_get(j->req, "gpu_memory_mb"));
+                shared_mb[i] -= (uint64_t)j->req.gpu_memory_mb;
                 /* the last tenant gone: its MPS server goes, and the GPU is scrubbed like any */
                 if (--shared_n[i] == 0) {
                     core_mps_stop(i);
@@ -682,13 +581,11 @@ void core_gpu_release(job *j)
 /* A restarted daemon takes back the GPUs of the jobs it re-adopts, by UUID. */
 void core_gpu_reclaim(job *j)
 {
-    json_t *g;
-    size_t k;
-    json_array_foreach(j->gpus, k, g)
-    {
-        const char *uuid = json_string_value(json_object_get(g, "uuid"));
-        int i = uuid ? gpu_find(&C.gpu.inv, uuid) : -1;
-        for (int f = 0; uuid && f < nmigs; f++)
+    for (size_t k = 0; k < j->gpus.n; k++) {
+        const gpu_grant *g = &j->gpus.g[k];
+        const char *uuid = g->uuid;
+        int i = gpu_find(&C.gpu.inv, uuid);
+        for (int f = 0; f < nmigs; f++)
             if (strcmp(migs[f].m->uuid, uuid) == 0) {
                 mig_owner[f] = j;
                 j->gpu_mig = f + 1;
@@ -697,13 +594,13 @@ void core_gpu_reclaim(job *j)
         if (i == GPU_MAX)
             continue;
         if (i < 0) {
-            log_warn("job %s held GPU %s, which discovery no longer finds", j->id, uuid ? uuid : "?");
+            log_warn("job %s held GPU %s, which discovery no longer finds", j->id, uuid);
             continue;
         }
         j->gpu_set |= 1ull << i;
-        if (json_object_get(g, "shared_mb")) {
+        if (g->shared_mb >= 0) {
             shared_n[i]++;
-            shared_mb[i] += (uint64_t)json_integer_value(json_object_get(g, "shared_mb"));
+            shared_mb[i] += (uint64_t)g->shared_mb;
         } else {
             owner[i] = j;
         }

@@ -271,12 +271,8 @@ size_t core_gpu_jobs_on(int i, job **out, size_t max)
         if (!j->holds_room)
             continue;
         bool on = j->gpu_set >> i & 1;
-        if (!on && j->gpus) {
-            json_t *g;
-            size_t x;
-            json_array_foreach(j->gpus, x, g) on |= json_integer_value(json_object_get(g, "index")) == i &&
-                                                     json_object_get(g, "mig");
-        }
+        for (size_t x = 0; !on && x < j->gpus.n; x++)
+            on = j->gpus.g[x].index == i && j->gpus.g[x].mig;
         if (on)
             out[k++] = j;
     }
@@ -293,7 +289,7 @@ void core_gpu_lose_jobs(int i, const char *why)
         job *j = js[k];
         if (j->state == JS_STOPPING || j->preempting)
             continue;
-        if (json_is_true(json_object_get(j->req, "preemptible"))) {
+        if (j->req.preemptible) {
             launch_preempt(j, NULL);
             log_info("job %s: GPU %d failed (%s): re-queued", j->id, i, why);
             continue;

@@ -5,8 +5,11 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <strings.h>
 #include <sys/types.h>
 
+#include "../common/jobreq.h"
+#include "../gpu/grant.h"
 #include "loop.h"
 
 enum job_state {
@@ -16,8 +19,23 @@ enum job_state {
     JS_STOPPED, JS_COMPLETED, JS_FAILED, JS_CANCELED,
 };
 
-const char *job_state_name(enum job_state s);
-int job_state_parse(const char *s, enum job_state *out);
+/* The states' names, as the API, the database and the logs spell them. */
+static inline const char *job_state_name(enum job_state s)
+{
+    static const char *const names[] = {"PENDING", "SCHEDULED", "QUEUED",  "RUNNING", "STOPPING",
+                                        "PREEMPTED", "STOPPED", "COMPLETED", "FAILED", "CANCELED"};
+    return names[s];
+}
+
+static inline int job_state_parse(const char *s, enum job_state *out)
+{
+    for (int i = JS_PENDING; s && i <= JS_CANCELED; i++)
+        if (strcasecmp(s, job_state_name((enum job_state)i)) == 0) {
+            *out = (enum job_state)i;
+            return 0;
+        }
+    return -1;
+}
 static inline bool job_state_terminal(enum job_state s) { return s >= JS_STOPPED; }
 /* Not started (again) yet: what the scheduler looks at. */
 static inline bool job_state_waiting(enum job_state s) { return s == JS_SCHEDULED || s == JS_QUEUED || s == JS_PREEMPTED; }
@@ -39,8 +57,9 @@ typedef struct job {
     uid_t uid;
     gid_t gid;
     /* The validated submission (command, args, env, secret_env, limits, upload list without
-     * content). Persisted as is; secret values leave the daemon only in the shim's spec. */
-    json_t *req;
+     * content), typed once at the API's edge. Persisted as JSON; secret values leave the
+     * daemon only in the shim's spec. */
+    job_req req;
     int64_t created_ms, scheduled_ms, started_ms, ended_ms;
     bool has_exit;
     int exit_code;
@@ -50,7 +69,7 @@ typedef struct job {
     int64_t stopped_by;       /* uid, -1 = none */
     char *error;
     job_usage usage;
-    json_t *gpus;             /* GPUs granted: [{index, uuid, minor, ...}]; NULL when none */
+    gpu_grants gpus;          /* GPUs granted (kept after the job ends, for its history); none: n 0 */
     uint64_t gpu_set;         /* the same as scheduler bits, while held */
     int gpu_mig;              /* flat MIG device index + 1 while held; 0 none */
     uint32_t preemptions;     /* how many times it was preempted */

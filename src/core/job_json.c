@@ -5,58 +5,58 @@
 #include "../common/util.h"
 #include "core.h"
 
-static json_t *masked_secrets(json_t *req)
+static json_t *int_or_null(const job_req *r, enum jobreq_id f, int64_t v)
 {
-    json_t *out = json_object(), *v;
-    const char *k;
-    json_object_foreach(json_object_get(req, "secret_env"), k, v)
-        json_object_set_new(out, k, json_string("***"));
-    return out;
+    return jobreq_has(r, f) ? json_integer(v) : json_null();
 }
 
-static json_t *copy_or(json_t *req, const char *key, json_t *dflt)
+static json_t *limits_json(const job_req *r)
 {
-    json_t *v = json_object_get(req, key);
-    if (v) {
-        json_decref(dflt);
-        return json_deep_copy(v);
-    }
-    return dflt;
-}
-
-static json_t *limits_json(const job *j)
-{
-    json_t *r = j->req, *l = json_object();
-    static const char *const keys[] = {"max_cpu", "max_memory_mb", "max_iobps", "cpu_cores", "max_runtime_s",
-                                       "pids_max"};
-    for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
-        json_t *v = json_object_get(r, keys[i]);
-        json_object_set(l, keys[i], v ? v : json_null());
-    }
+    json_t *l = json_object();
+    json_object_set_new(l, "max_cpu", int_or_null(r, JR_MAX_CPU, r->max_cpu));
+    json_object_set_new(l, "max_memory_mb", int_or_null(r, JR_MAX_MEMORY_MB, r->max_memory_mb));
+    json_object_set_new(l, "max_iobps", int_or_null(r, JR_MAX_IOBPS, r->max_iobps));
+    jx_set_str_or_null(l, "cpu_cores", r->cpu_cores);
+    json_object_set_new(l, "max_runtime_s", int_or_null(r, JR_MAX_RUNTIME_S, r->max_runtime_s));
+    json_object_set_new(l, "pids_max", int_or_null(r, JR_PIDS_MAX, r->pids_max));
     return l;
+}
+
+/* A field of the request as the API shows it (secrets masked), or dflt when not given. */
+static json_t *field_or(const job_req *r, enum jobreq_id f, json_t *dflt)
+{
+    if (!jobreq_has(r, f))
+        return dflt;
+    json_decref(dflt);
+    job_req one = *r;
+    one.has = 1ull << f;
+    json_t *o = jobreq_to_json(&one, 0);
+    json_t *v = json_incref(json_object_get(o, jobreq_fields[f].key));
+    json_decref(o);
+    return v;
 }
 
 json_t *job_to_json(const job *j)
 {
     json_t *o = json_object();
-    json_t *r = j->req;
+    const job_req *r = &j->req;
     json_object_set_new(o, "id", json_string(j->id));
     jx_set_str_or_null(o, "name", j->name);
     json_object_set_new(o, "status", json_string(job_state_name(j->state)));
     json_object_set_new(o, "owner_uid", json_integer(j->owner_uid));
     json_object_set_new(o, "uid", json_integer(j->uid));
     json_object_set_new(o, "gid", json_integer(j->gid));
-    json_object_set_new(o, "command", copy_or(r, "command", json_null()));
-    json_object_set_new(o, "args", copy_or(r, "args", json_array()));
-    json_object_set_new(o, "env", copy_or(r, "env", json_object()));
-    json_object_set_new(o, "secret_env", masked_secrets(r));
-    json_object_set_new(o, "workdir", copy_or(r, "workdir", json_string("/work")));
-    json_object_set_new(o, "network", copy_or(r, "network", json_string("none")));
+    jx_set_str_or_null(o, "command", r->command);
+    json_object_set_new(o, "args", field_or(r, JR_ARGS, json_array()));
+    json_object_set_new(o, "env", field_or(r, JR_ENV, json_object()));
+    json_object_set_new(o, "secret_env", field_or(r, JR_SECRET_ENV, json_object()));
+    json_object_set_new(o, "workdir", json_string(r->workdir ? r->workdir : "/work"));
+    json_object_set_new(o, "network", json_string(r->network ? r->network : "none"));
     char host[64];
     snprintf(host, sizeof host, "job-%.8s", j->id);
     json_object_set_new(o, "hostname", json_string(host));
-    json_object_set_new(o, "limits", limits_json(j));
-    json_object_set_new(o, "uploads", copy_or(r, "uploads", json_array()));
+    json_object_set_new(o, "limits", limits_json(r));
+    json_object_set_new(o, "uploads", field_or(r, JR_UPLOADS, json_array()));
     jx_set_time_or_null(o, "created_at", j->created_ms);
     jx_set_time_or_null(o, "scheduled_at", j->scheduled_ms);
     jx_set_time_or_null(o, "started_at", j->started_ms);
@@ -70,17 +70,17 @@ json_t *job_to_json(const job *j)
     json_object_set_new(o, "pid", j->init_pid > 0 ? json_integer(j->init_pid) : json_null());
     json_object_set_new(o, "shim_pid", j->shim_pid > 0 ? json_integer(j->shim_pid) : json_null());
     uint32_t pos = job_in_queue(j) && j->state != JS_SCHEDULED ? j->queue_position : 0;
-    json_object_set_new(o, "priority", json_integer(json_integer_value(json_object_get(r, "priority"))));
+    json_object_set_new(o, "priority", json_integer(r->priority));
     json_object_set_new(o, "queue_position", pos ? json_integer(pos) : json_null());
     char why[200] = "";
     if (job_in_queue(j) && j->state != JS_SCHEDULED)
         core_wait_reason(j, why, sizeof why);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
-    json_object_set_new(o, "workflow", j->wf ? json_pack("{s:s,s:O?,s:O?}", "id", j->wf->id, "name",
+    json_object_set_new(o, "workflow", j->wf ? json_pack("{s:s,s:O?,s:o?}", "id", j->wf->id, "name",
                                                          json_object_get(j->wf->doc, "name"), "job",
-                                                         json_object_get(r, "name"))
+                                                         r->name ? json_string(r->name) : NULL)
                                              : json_null());
-    json_object_set_new(o, "preemptible", json_boolean(json_is_true(json_object_get(r, "preemptible"))));
+    json_object_set_new(o, "preemptible", json_boolean(r->preemptible));
     json_object_set_new(o, "wait_reason", *why ? json_string(why) : json_null());
     job_usage u = j->usage;
     if (j->state == JS_RUNNING || j->state == JS_STOPPING)
@@ -90,18 +90,20 @@ json_t *job_to_json(const job *j)
                                               "io_read_bytes", (json_int_t)u.io_read_bytes, "io_write_bytes",
                                               (json_int_t)u.io_write_bytes, "pids_current",
                                               (json_int_t)u.pids_current));
-    json_object_set_new(o, "gpus", j->gpus ? json_deep_copy(j->gpus) : json_array());
-    json_object_set_new(o, "gpu_request",
-                        json_pack("{s:O?,s:O?,s:O?,s:b,s:O?,s:b,s:O?,s:O?}", "count", json_object_get(r, "gpu_count"),
-                                  "memory_mb", json_object_get(r, "gpu_memory_mb"), "ids", json_object_get(r, "gpu_ids"),
-                                  "all", json_is_true(json_object_get(r, "gpu_all")), "caps",
-                                  json_object_get(r, "gpu_caps"), "optional",
-                                  json_is_true(json_object_get(r, "gpu_optional")), "degraded",
-                                  json_object_get(r, "gpu_degraded"), "mig", json_object_get(r, "gpu_mig")));
-    json_t *gr = json_object_get(o, "gpu_request");
-    json_object_set(gr, "type", json_object_get(r, "gpu_type") ? json_object_get(r, "gpu_type") : json_null());
-    json_object_set(gr, "cc", json_object_get(r, "gpu_cc") ? json_object_get(r, "gpu_cc") : json_null());
-    json_object_set_new(gr, "share", json_boolean(json_is_true(json_object_get(r, "gpu_share"))));
-    json_object_set_new(gr, "cross_numa", json_boolean(!json_is_false(json_object_get(r, "cross_numa"))));
+    json_object_set_new(o, "gpus", grant_list_to_json(&j->gpus));
+    json_t *gr = json_object();
+    json_object_set_new(gr, "count", int_or_null(r, JR_GPU_COUNT, r->gpu_count));
+    json_object_set_new(gr, "memory_mb", int_or_null(r, JR_GPU_MEMORY_MB, r->gpu_memory_mb));
+    json_object_set_new(gr, "ids", field_or(r, JR_GPU_IDS, json_null()));
+    json_object_set_new(gr, "all", json_boolean(r->gpu_all));
+    jx_set_str_or_null(gr, "caps", r->gpu_caps);
+    json_object_set_new(gr, "optional", json_boolean(r->gpu_optional));
+    jx_set_str_or_null(gr, "degraded", r->gpu_degraded);
+    jx_set_str_or_null(gr, "mig", r->gpu_mig);
+    jx_set_str_or_null(gr, "type", r->gpu_type);
+    jx_set_str_or_null(gr, "cc", r->gpu_cc);
+    json_object_set_new(gr, "share", json_boolean(r->gpu_share));
+    json_object_set_new(gr, "cross_numa", json_boolean(!jobreq_has(r, JR_CROSS_NUMA) || r->cross_numa));
+    json_object_set_new(o, "gpu_request", gr);
     return o;
 }

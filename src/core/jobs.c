@@ -12,21 +12,6 @@
 
 core C;
 
-static const char *const state_names[] = {"PENDING", "SCHEDULED", "QUEUED", "RUNNING",  "STOPPING",
-                                          "PREEMPTED", "STOPPED", "COMPLETED", "FAILED", "CANCELED"};
-
-const char *job_state_name(enum job_state s) { return state_names[s]; }
-
-int job_state_parse(const char *s, enum job_state *out)
-{
-    for (size_t i = 0; s && i < ARRAY_LEN(state_names); i++)
-        if (strcasecmp(s, state_names[i]) == 0) {
-            *out = (enum job_state)i;
-            return 0;
-        }
-    return -1;
-}
-
 static bool visible(const job *j, uid_t caller) { return caller == 0 || j->owner_uid == caller; }
 
 job *core_find(const char *id, uid_t caller, jerr *e)
@@ -91,12 +76,12 @@ void job_free(job *j)
     if (!j)
         return;
     free(j->name);
-    json_decref(j->req);
+    jobreq_free(&j->req);
     free(j->signal_name);
     free(j->end_reason);
     free(j->error);
     free(j->fail_reason);
-    json_decref(j->gpus);
+    grant_list_free(&j->gpus);
     free(j);
 }
 
@@ -115,8 +100,7 @@ void job_requeue(job *j)
         C.running--;
     j->holds_room = false;
     core_gpu_release(j);
-    json_decref(j->gpus); /* it holds none while it waits; the log keeps what it had */
-    j->gpus = NULL;
+    grant_list_free(&j->gpus); /* it holds none while it waits; the log keeps what it had */
     j->state = JS_PREEMPTED;
     j->preempting = false;
     j->preemptions++;

@@ -15,6 +15,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/shim.h"
+#include "../exec/shim_status.h"
 #include "../exec/spec.h"
 #include "../exec/zygote.h"
 #include "core.h"
@@ -35,9 +36,9 @@ static void add_env(char ***env, size_t *n, const char *k, const char *v)
 }
 
 /* PATH and LD_LIBRARY_PATH: the job's own (or the default) with the GPU directories appended. */
-static void add_path_env(json_t *user, const char *key, const char *dflt, const char *extra, char ***env, size_t *n)
+static void add_path_env(const job_req *r, const char *key, const char *dflt, const char *extra, char ***env, size_t *n)
 {
-    const char *mine = json_string_value(json_object_get(user, key));
+    const char *mine = jobreq_env_get(r, false, key);
     const char *base = mine ? mine : dflt;
     if (!*extra && !mine && !*dflt)
         return;
@@ -52,31 +53,32 @@ static char **job_env(const job *j, const gpu_spec *gs)
 {
     char **env = NULL;
     size_t n = 0;
-    json_t *user = json_object_get(j->req, "env"), *secret = json_object_get(j->req, "secret_env"), *v;
-    const char *k;
+    const job_req *r = &j->req;
     static const char *const defaults[][2] = {{"HOME", "/work"}, {"LANG", "C.UTF-8"}};
     for (size_t i = 0; i < ARRAY_LEN(defaults); i++)
-        if (!json_object_get(user, defaults[i][0]) && !json_object_get(secret, defaults[i][0]))
+        if (!jobreq_env_get(r, false, defaults[i][0]) && !jobreq_env_get(r, true, defaults[i][0]))
             add_env(&env, &n, defaults[i][0], defaults[i][1]);
-    if (!json_object_get(secret, "PATH"))
-        add_path_env(user, "PATH", base_path, gs->path_add, &env, &n);
-    if (!json_object_get(secret, "LD_LIBRARY_PATH"))
-        add_path_env(user, "LD_LIBRARY_PATH", "", gs->ld_add, &env, &n);
+    if (!jobreq_env_get(r, true, "PATH"))
+        add_path_env(r, "PATH", base_path, gs->path_add, &env, &n);
+    if (!jobreq_env_get(r, true, "LD_LIBRARY_PATH"))
+        add_path_env(r, "LD_LIBRARY_PATH", "", gs->ld_add, &env, &n);
     add_env(&env, &n, "JOB_ID", j->id);
-    json_object_foreach(gs->env, k, v) add_env(&env, &n, k, json_string_value(v));
-    json_object_foreach(user, k, v) if (strcmp(k, "PATH") && strcmp(k, "LD_LIBRARY_PATH"))
-        add_env(&env, &n, k, json_string_value(v));
-    json_object_foreach(secret, k, v) add_env(&env, &n, k, json_string_value(v));
+    for (size_t i = 0; i < gs->nenv; i++)
+        add_env(&env, &n, gs->env[i].name, gs->env[i].value);
+    for (size_t i = 0; i < r->nenv; i++)
+        if (strcmp(r->env[i].name, "PATH") && strcmp(r->env[i].name, "LD_LIBRARY_PATH"))
+            add_env(&env, &n, r->env[i].name, r->env[i].value);
+    for (size_t i = 0; i < r->nsecret_env; i++)
+        add_env(&env, &n, r->secret_env[i].name, r->secret_env[i].value);
     return env;
 }
 
 static char **job_argv(const job *j)
 {
-    json_t *args = json_object_get(j->req, "args"), *a;
-    char **argv = xcalloc(json_array_size(args) + 2, sizeof *argv);
-    argv[0] = xstrdup(json_string_value(json_object_get(j->req, "command")));
-    size_t i;
-    json_array_foreach(args, i, a) argv[i + 1] = xstrdup(json_string_value(a));
+    char **argv = xcalloc(j->req.nargs + 2, sizeof *argv);
+    argv[0] = xstrdup(j->req.command);
+    for (size_t i = 0; i < j->req.nargs; i++)
+        argv[i + 1] = xstrdup(j->req.args[i]);
     return argv;
 }
 
@@ -95,23 +97,21 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.hostname = host;
     s.argv = job_argv(j);
     s.env = job_env(j, &g);
-    const char *wd = json_string_value(json_object_get(j->req, "workdir"));
-    s.workdir = (char *)(wd ? wd : "/work");
+    s.workdir = j->req.workdir ? j->req.workdir : (char *)"/work";
     s.uid = j->uid;
     s.gid = j->gid;
-    const char *net = json_string_value(json_object_get(j->req, "network"));
-    s.net_host = net && !strcmp(net, "host");
-    s.max_runtime_s = (uint64_t)json_integer_value(json_object_get(j->req, "max_runtime_s"));
+    s.net_host = j->req.network && !strcmp(j->req.network, "host");
+    s.max_runtime_s = (uint64_t)j->req.max_runtime_s;
     s.stop_grace_s = C.cfg.stop_grace_s;
     s.tmp_size_mb = C.cfg.tmp_size_mb;
     s.cgroup_root = C.cfg.cgroup_root;
-    s.limits.cpu_pct = (uint32_t)json_integer_value(json_object_get(j->req, "max_cpu"));
-    s.limits.mem_bytes = (uint64_t)json_integer_value(json_object_get(j->req, "max_memory_mb")) << 20;
-    s.limits.pids_max = (uint64_t)json_integer_value(json_object_get(j->req, "pids_max"));
-    s.limits.io_bps = (uint64_t)json_integer_value(json_object_get(j->req, "max_iobps"));
+    s.limits.cpu_pct = (uint32_t)j->req.max_cpu;
+    s.limits.mem_bytes = (uint64_t)j->req.max_memory_mb << 20;
+    s.limits.pids_max = (uint64_t)j->req.pids_max;
+    s.limits.io_bps = (uint64_t)j->req.max_iobps;
     if (s.limits.io_bps)
         snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", C.io_dev);
-    const char *cores = json_string_value(json_object_get(j->req, "cpu_cores"));
+    const char *cores = j->req.cpu_cores;
     snprintf(s.limits.cpus, sizeof s.limits.cpus, "%s", cores ? cores : g.cpus);
     snprintf(s.limits.mems, sizeof s.limits.mems, "%s", cores ? "" : g.mems);
     s.ops = g.ops;
@@ -290,8 +290,8 @@ static void finalize(job *j)
     core_job_dir(j, dir, sizeof dir);
     read_started(j, dir);
     snprintf(path, sizeof path, "%s/%s", dir, SHIM_STATUS);
-    json_t *st = json_load_file(path, 0, NULL);
-    if (!st) {
+    shim_status st;
+    if (shim_status_read(path, &st) < 0) {
         free(j->error);
         char msg[256];
         snprintf(msg, sizeof msg, "the job's shim (pid %d) ended without recording how the job ended; see %s/%s",
@@ -301,29 +301,23 @@ static void finalize(job *j)
         job_finish(j, JS_FAILED, "lost");
         return;
     }
-    json_t *ec = json_object_get(st, "exit_code");
-    j->has_exit = json_is_integer(ec);
-    j->exit_code = (int)json_integer_value(ec);
-    j->signal = (int)json_integer_value(json_object_get(st, "signal"));
-    const char *sn = json_string_value(json_object_get(st, "signal_name"));
+    j->has_exit = st.has_exit;
+    j->exit_code = st.exit_code;
+    j->signal = st.signal;
     free(j->signal_name);
-    j->signal_name = sn ? xstrdup(sn) : NULL;
-    const char *err = json_string_value(json_object_get(st, "error"));
-    if (err) {
+    j->signal_name = *st.signal_name ? xstrdup(st.signal_name) : NULL;
+    if (*st.error) {
         free(j->error);
-        j->error = xstrdup(err);
+        j->error = xstrdup(st.error);
     }
-    json_t *u = json_object_get(st, "usage");
-    j->usage.cpu_ns = (uint64_t)json_integer_value(json_object_get(u, "cpu_ns"));
-    j->usage.memory_peak_bytes = (uint64_t)json_integer_value(json_object_get(u, "memory_peak_bytes"));
-    j->usage.io_read_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_read_bytes"));
-    j->usage.io_write_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_write_bytes"));
-    int64_t started = json_integer_value(json_object_get(st, "started_at_ms"));
-    if (!j->started_ms && started)
-        j->started_ms = started;
-    j->ended_ms = json_integer_value(json_object_get(st, "ended_at_ms"));
-    const char *reason = json_string_value(json_object_get(st, "end_reason"));
-    reason = reason ? reason : "lost";
+    j->usage.cpu_ns = st.cpu_ns;
+    j->usage.memory_peak_bytes = st.memory_peak_bytes;
+    j->usage.io_read_bytes = st.io_read_bytes;
+    j->usage.io_write_bytes = st.io_write_bytes;
+    if (!j->started_ms && st.started_at_ms)
+        j->started_ms = st.started_at_ms;
+    j->ended_ms = st.ended_at_ms;
+    const char *reason = *st.end_reason ? st.end_reason : "lost";
     enum job_state s = JS_FAILED;
     if (!strcmp(reason, "stopped"))
         s = JS_STOPPED;
@@ -343,7 +337,6 @@ static void finalize(job *j)
         j->preempting = false;
         job_finish(j, s, reason);
     }
-    json_decref(st);
 }
 
 static void on_shim_exit(watch *w, uint32_t events)
@@ -439,8 +432,8 @@ void launch_preempt(job *j, const job *for_job)
     j->stopped_by = -1;
     job_save(j);
     log_info("job %s: preempted for job %s (priority %lld over %lld): stopping, then back in the queue", j->id,
-             for_job ? for_job->id : "?", for_job ? json_integer_value(json_object_get(for_job->req, "priority")) : 0,
-             json_integer_value(json_object_get(j->req, "priority")));
+             for_job ? for_job->id : "?", for_job ? (long long)for_job->req.priority : 0,
+             (long long)j->req.priority);
 }
 
 void launch_live_usage(const job *j, job_usage *u)

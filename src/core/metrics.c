@@ -383,7 +383,7 @@ static void job_metrics(prom_buf *b)
             fam_put_u(b, &f, rows[k].l.p, rows[k].st.oom_kills);
     f = F("joblet_job_gpus", "gauge", "GPUs (or MIG devices) the running job holds");
     for (k = 0; k < n; k++)
-        fam_put_u(b, &f, rows[k].l.p, json_array_size(rows[k].j->gpus));
+        fam_put_u(b, &f, rows[k].l.p, rows[k].j->gpus.n);
     for (k = 0; k < n; k++)
         prom_free(&rows[k].l);
     free(rows);
@@ -528,24 +528,23 @@ json_t *job_metrics_json(const job *j)
                           (json_int_t)u.memory_peak_bytes, "io_read_bytes", (json_int_t)u.io_read_bytes,
                           "io_write_bytes", (json_int_t)u.io_write_bytes, "pids", (json_int_t)(live ? u.pids_current : 0));
     json_object_set_new(o, "oom_kills", live ? json_integer((json_int_t)st.oom_kills) : json_null());
-    json_t *gpus = json_array(), *g;
-    size_t x;
-    json_array_foreach(j->gpus, x, g)
-    {
-        json_int_t idx = json_integer_value(json_object_get(g, "index"));
-        json_t *mig = json_object_get(g, "mig");
-        json_t *s = json_pack("{s:I,s:O?,s:O?,s:O?}", "index", idx, "uuid", json_object_get(g, "uuid"), "name",
-                              json_object_get(g, "name"), "mig_profile", json_object_get(mig, "profile"));
+    json_t *gpus = json_array();
+    for (size_t x = 0; x < j->gpus.n; x++) {
+        const gpu_grant *g = &j->gpus.g[x];
+        int idx = g->index;
+        bool mig = g->mig;
+        json_t *s = json_pack("{s:i,s:s,s:s,s:o}", "index", idx, "uuid", g->uuid, "name", g->name, "mig_profile",
+                              mig ? json_string(g->mig_profile) : json_null());
         const gpu_health *h = idx >= 0 && idx < ngpus() ? sample_of((int)idx) : NULL;
         int64_t total = idx >= 0 && idx < ngpus() ? C.gpu.inv.gpu[idx].memory_total_mb : -1;
         if (mig) /* the health sample is the whole GPU's, shared with its other MIG devices */
-            total = json_integer_value(json_object_get(g, "memory_mb"));
+            total = g->memory_mb;
         json_object_set_new(s, "utilization_pct", h && !mig ? int_or_null(h->utilization_pct) : json_null());
         json_object_set_new(s, "memory_used_mb", h && !mig ? int_or_null(h->memory_used_mb) : json_null());
         json_object_set_new(s, "memory_total_mb", int_or_null(total));
         json_object_set_new(s, "temperature_c", h ? int_or_null(h->temperature_c) : json_null());
         json_object_set_new(s, "power_w", h && !mig ? int_or_null(h->power_w) : json_null());
-        json_object_set_new(s, "shared", json_boolean(json_is_true(json_object_get(j->req, "gpu_share"))));
+        json_object_set_new(s, "shared", json_boolean(j->req.gpu_share));
         json_array_append_new(gpus, s);
     }
     json_object_set_new(o, "gpus", gpus);

@@ -20,23 +20,23 @@ static struct {
     size_t npreempt;
 } Q;
 
-void core_sched_req_json(const json_t *q, uid_t owner, sched_req *r)
+void core_sched_req_of(const job_req *q, uid_t owner, sched_req *r)
 {
     *r = (sched_req){0};
-    r->gpu_count = (uint32_t)json_integer_value(json_object_get(q, "gpu_count"));
-    r->gpu_memory_mb = (uint64_t)json_integer_value(json_object_get(q, "gpu_memory_mb"));
+    r->gpu_count = (uint32_t)q->gpu_count;
+    r->gpu_memory_mb = (uint64_t)q->gpu_memory_mb;
     r->gpu_mask = core_gpu_kind_mask(q);
     r->gpu_ids = core_gpu_ids_mask(q);
-    r->shared = json_is_true(json_object_get(q, "gpu_share"));
+    r->shared = q->gpu_share;
     r->mig_profile = core_gpu_mig_profile(q);
-    r->single_numa = json_is_false(json_object_get(q, "cross_numa"));
-    r->priority = (int32_t)json_integer_value(json_object_get(q, "priority"));
-    r->preemptible = json_is_true(json_object_get(q, "preemptible"));
+    r->single_numa = jobreq_has(q, JR_CROSS_NUMA) && !q->cross_numa;
+    r->priority = (int32_t)q->priority;
+    r->preemptible = q->preemptible;
     r->user = (uint32_t)owner;
-    r->runtime_ms = (int64_t)json_integer_value(json_object_get(q, "max_runtime_s")) * 1000;
+    r->runtime_ms = q->max_runtime_s * 1000;
 }
 
-void core_sched_req(const job *j, sched_req *r) { core_sched_req_json(j->req, j->owner_uid, r); }
+void core_sched_req(const job *j, sched_req *r) { core_sched_req_of(&j->req, j->owner_uid, r); }
 
 /* Everything but the queue: the GPUs, the jobs holding room, the configuration. The arrays
  * are the caller's (GPU_MAX gpus, GPU_MAX * GPU_MIG_MAX migs, C.njobs running). */
@@ -148,15 +148,14 @@ static void schedule(void)
 /* "2 GPUs with at least 40960 MB each, of type H100, on one NUMA node" */
 static void describe_need(const job *j, const sched_req *r, char *out, size_t len)
 {
-    const char *mig = json_string_value(json_object_get(j->req, "gpu_mig"));
+    const char *mig = j->req.gpu_mig;
     if (mig) {
         snprintf(out, len, "a MIG device %s", mig);
         return;
     }
     size_t l = (size_t)snprintf(out, len, "%u %sGPU%s", r->gpu_count, r->shared ? "shared " : "",
                                 r->gpu_count == 1 ? "" : "s");
-    const char *type = json_string_value(json_object_get(j->req, "gpu_type"));
-    const char *cc = json_string_value(json_object_get(j->req, "gpu_cc"));
+    const char *type = j->req.gpu_type, *cc = j->req.gpu_cc;
     if (r->gpu_memory_mb && l < len)
         l += (size_t)snprintf(out + l, len - l, r->shared ? " with %llu MB free on each" : " with at least %llu MB each",
                               (unsigned long long)r->gpu_memory_mb);

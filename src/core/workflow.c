@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "../common/jsonx.h"
 #include "../common/log.h"
@@ -180,9 +181,9 @@ static int parse_conds(json_t *reqs, size_t i, json_t *names, wf_job *wj, jerr *
     return 0;
 }
 
-static int check_body(json_t *body, wf_job *jobs, jerr *e)
+/* names: the jobs' names, filled here (the user's body is not written to). */
+static int check_body(json_t *body, json_t *names, wf_job *jobs, jerr *e)
 {
-    json_t *names = json_object_get(body, "_names");
     json_t *arr = json_object_get(body, "jobs");
     size_t i;
     json_t *jj;
@@ -275,20 +276,22 @@ workflow *workflow_submit(json_t *body, uid_t uid, gid_t gid, jerr *e)
         return NULL;
     }
     wf_job *jobs = xcalloc(n, sizeof *jobs);
-    json_t **reqs = xcalloc(n, sizeof *reqs);
+    job_req *reqs = xcalloc(n, sizeof *reqs);
+    job_req **rp = xcalloc(n, sizeof *rp);
     submit_info *si = xcalloc(n, sizeof *si);
     workflow *wf = NULL;
-    json_object_set_new(body, "_names", json_array());
-    if (check_body(body, jobs, e) < 0)
+    json_t *names = json_array();
+    if (check_body(body, names, jobs, e) < 0)
         goto fail;
     for (size_t i = 0; i < n; i++) {
-        reqs[i] = json_object_get(json_array_get(arr, i), "request");
-        if (submit_check(reqs[i], uid, &si[i], e) < 0) {
-            in_job(e, i, json_string_value(json_array_get(json_object_get(body, "_names"), i)));
+        json_t *rq = json_object_get(json_array_get(arr, i), "request");
+        rp[i] = &reqs[i];
+        if (jobreq_from_json(rq, &reqs[i], 0, time(NULL), e) < 0 || submit_check(&reqs[i], uid, &si[i], e) < 0) {
+            in_job(e, i, json_string_value(json_array_get(names, i)));
             goto fail;
         }
     }
-    if (submit_check_limits(reqs, n, uid, true, e) < 0)
+    if (submit_check_limits(rp, n, uid, true, e) < 0)
         goto fail;
     wf = xcalloc(1, sizeof *wf);
     uuid_v4(wf->id);
@@ -306,7 +309,7 @@ workflow *workflow_submit(json_t *body, uid_t uid, gid_t gid, jerr *e)
     for (size_t i = 0; i < n; i++) {
         json_t *src = json_array_get(arr, i);
         json_t *rq = json_object_get(src, "requires");
-        json_t *o = json_pack("{s:O,s:o}", "name", json_array_get(json_object_get(body, "_names"), i), "requires",
+        json_t *o = json_pack("{s:O,s:o}", "name", json_array_get(names, i), "requires",
                               rq ? json_incref(rq) : json_array());
         json_array_append_new(json_object_get(wf->doc, "jobs"), o);
     }
@@ -314,7 +317,7 @@ workflow *workflow_submit(json_t *body, uid_t uid, gid_t gid, jerr *e)
         goto fail;
     wf_add(wf);
     for (size_t i = 0; i < n; i++) {
-        job *j = submit_create(reqs[i], uid, gid, &si[i], e);
+        job *j = submit_create(&reqs[i], uid, gid, &si[i], e);
         if (!j) {
             /* a disk or database fault halfway: what exists is canceled, and the workflow says why */
             log_err("workflow %s: job %zu: %s", wf->id, i, e->msg);
@@ -336,12 +339,18 @@ workflow *workflow_submit(json_t *body, uid_t uid, gid_t gid, jerr *e)
         wf->jobs[i].j = j;
     }
     log_info("workflow %s '%s' submitted by uid %u: %zu jobs", wf->id, name, (unsigned)uid, n);
-    json_object_del(body, "_names");
+    for (size_t i = 0; i < n; i++)
+        jobreq_free(&reqs[i]);
+    json_decref(names);
     free(reqs);
+    free(rp);
     free(si);
     return wf->canceled_by == 0 ? (wf_save(wf), wf) : wf;
 fail:
-    json_object_del(body, "_names");
+    json_decref(names);
+    for (size_t i = 0; i < n; i++)
+        jobreq_free(&reqs[i]);
+    free(rp);
     if (jobs)
         for (size_t i = 0; i < n; i++)
             free(jobs[i].conds);
@@ -578,10 +587,9 @@ json_t *workflow_to_json(const workflow *wf, bool detail)
         json_object_set_new(jo, "exit_code", j && j->has_exit ? json_integer(j->exit_code) : json_null());
         jx_set_str_or_null(jo, "end_reason", j ? j->end_reason : NULL);
         jx_set_str_or_null(jo, "error", j ? j->error : NULL);
-        json_t *g = json_array(), *gj;
-        size_t k;
-        if (j)
-            json_array_foreach(j->gpus, k, gj) json_array_append(g, json_object_get(gj, "index"));
+        json_t *g = json_array();
+        for (size_t k = 0; j && k < j->gpus.n; k++)
+            json_array_append_new(g, json_integer(j->gpus.g[k].index));
         json_object_set_new(jo, "gpus", g);
         jx_set_time_or_null(jo, "started_at", j ? j->started_ms : 0);
         jx_set_time_or_null(jo, "ended_at", j ? j->ended_ms : 0);

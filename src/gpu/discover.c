@@ -104,3 +104,19 @@ json_t *gpu_discovery_json(const gpu_discovery *d)
     json_object_set_new(o, "cuda_installations", gpu_cuda_json(d->cuda, d->ncuda));
     return o;
 }
+
+void gpu_discovery_errors(const gpu_discovery *d, bool first, char *out, size_t len)
+{
+    json_t *a;
+    size_t i;
+    out[0] = 0;
+    json_array_foreach(d->attempts, i, a) {
+        const char *err = json_string_value(json_object_get(a, "error"));
+        if (first && !err)
+            return;
+        size_t l = strlen(out);
+        snprintf(out + l, len - l, "%s%s", l ? "; " : "", err ? err : "no GPU found");
+        if (first)
+            return;
+    }
+}

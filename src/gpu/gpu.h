@@ -3,6 +3,7 @@
 #define JOBLET_GPU_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../common/err.h"
@@ -68,6 +69,9 @@ void gpu_discover(const gpu_config *c, gpu_discovery *d);
 void gpu_discovery_free(gpu_discovery *d);
 /* The discovery as the API shows it: inventory, attempts, CUDA installations, topology. */
 json_t *gpu_discovery_json(const gpu_discovery *d);
+/* Why each backend failed, joined with "; " ("" when none said); first: only the
+ * first backend's error, "" when it has none. */
+void gpu_discovery_errors(const gpu_discovery *d, bool first, char *out, size_t len);
 
 /* ---- shared by the backends ---- */
 /* Highest CUDA version (1000*major + 10*minor) a driver version supports; 0 unknown. */

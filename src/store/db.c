@@ -188,7 +188,9 @@ static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
-    char *req = json_dumps(j->req, JSON_COMPACT);
+    json_t *rj = jobreq_to_json(&j->req, JOBREQ_JSON_SECRETS);
+    char *req = json_dumps(rj, JSON_COMPACT);
+    json_decref(rj);
     char usage[256];
     snprintf(usage, sizeof usage, "{\"cpu_ns\":%llu,\"memory_peak_bytes\":%llu,\"io_read_bytes\":%llu,\"io_write_bytes\":%llu}",
              (unsigned long long)j->usage.cpu_ns, (unsigned long long)j->usage.memory_peak_bytes,
@@ -217,7 +219,12 @@ static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
     bind_opt_i64(st, 21, j->shim_pid, j->shim_pid > 0);
     bind_opt_i64(st, 22, (int64_t)j->shim_start, j->shim_pid > 0);
     bind_opt_i64(st, 23, j->init_pid, j->init_pid > 0);
-    char *gpus = j->gpus && json_array_size(j->gpus) ? json_dumps(j->gpus, JSON_COMPACT) : NULL;
+    char *gpus = NULL;
+    if (j->gpus.n) {
+        json_t *gj = grant_list_to_json(&j->gpus);
+        gpus = json_dumps(gj, JSON_COMPACT);
+        json_decref(gj);
+    }
     bind_text(st, 24, gpus);
     sqlite3_bind_int64(st, 25, j->preemptions);
     sqlite3_bind_int(st, 26, j->preempting);
@@ -277,9 +284,11 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
         j->owner_gid = (gid_t)sqlite3_column_int64(st, 5);
         j->uid = (uid_t)sqlite3_column_int64(st, 6);
         j->gid = (gid_t)sqlite3_column_int64(st, 7);
-        j->req = json_loads((const char *)sqlite3_column_text(st, 8), 0, NULL);
-        if (!j->req)
-            j->req = json_object();
+        json_t *rj = json_loads((const char *)sqlite3_column_text(st, 8), 0, NULL);
+        jerr re = {0};
+        if (jobreq_from_json(rj ? rj : json_object(), &j->req, JOBREQ_FROM_DB, 0, &re) < 0)
+            log_err("job %s: its stored request cannot be read: %s", j->id, re.msg);
+        json_decref(rj);
         j->created_ms = sqlite3_column_int64(st, 9);
         j->scheduled_ms = sqlite3_column_int64(st, 10);
         j->started_ms = sqlite3_column_int64(st, 11);
@@ -300,8 +309,11 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
         j->shim_pid = (pid_t)sqlite3_column_int64(st, 20);
         j->shim_start = (uint64_t)sqlite3_column_int64(st, 21);
         j->init_pid = (pid_t)sqlite3_column_int64(st, 22);
-        if (sqlite3_column_type(st, 23) != SQLITE_NULL)
-            j->gpus = json_loads((const char *)sqlite3_column_text(st, 23), 0, NULL);
+        if (sqlite3_column_type(st, 23) != SQLITE_NULL) {
+            json_t *gj = json_loads((const char *)sqlite3_column_text(st, 23), 0, NULL);
+            grant_list_from_json(gj, &j->gpus);
+            json_decref(gj);
+        }
         j->preemptions = (uint32_t)sqlite3_column_int64(st, 24);
         j->preempting = sqlite3_column_int(st, 25) != 0;
         if (sqlite3_column_type(st, 26) != SQLITE_NULL)
