@@ -16,6 +16,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../core/loop.h"
+#include "reply.h"
 
 static struct MHD_Daemon *mhd;
 static watch w_mhd;
