@@ -40,8 +40,10 @@ LAYERS = [
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 USES = {name: uses for name, uses in LAYERS}
 
-# nm symbol types that define a global symbol (lower case ones are local: statics).
+# nm symbol types that define a global symbol (other lower case ones are local: statics), and
+# those that use one (w, v: a weak reference, which needs no definition).
 DEFINED_TYPES = set("ABCDGRSTVWiu")
+USED_TYPES = set("Uwv")
 SKIP_DIRS = ("tests", "bench")  # objects of build/tests/..., build/bench/... are not src/
 
 
@@ -79,13 +81,22 @@ def find_objects(build_dir, root):
     """{source path: object path}: one object per src/ file (the same source compiled into
     several targets gives identical symbols; the first is kept). Meson names an object after
     its source's path relative to the target's directory, '/' -> '_', '..' kept:
-    joblet.p/src_core_jobs.c.o, libjcommon.a.p/src_common_util.c.o."""
+    joblet.p/src_core_jobs.c.o, libjcommon.a.p/src_common_util.c.o. When the build has a
+    compile_commands.json, only the objects it lists count."""
     by_mangled = {}
     for path in src_files(root):
         mangled = path.replace("/", "_") + ".o"
         if mangled in by_mangled:
             raise SystemExit(f"layering: {path} and {by_mangled[mangled]} give the same object name")
         by_mangled[mangled] = path
+    # Objects the build still makes (compile_commands.json): not one left behind by a source
+    # taken out of meson.build.
+    current = None
+    try:
+        with open(os.path.join(build_dir, "compile_commands.json")) as f:
+            current = {os.path.realpath(os.path.join(build_dir, c["output"])) for c in json.load(f)}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     objects = {}
     for dirpath, dirnames, names in os.walk(build_dir):
         rel = os.path.relpath(dirpath, build_dir)
@@ -100,6 +111,8 @@ def find_objects(build_dir, root):
             while base.startswith(".._"):
                 base = base[3:]
             src = by_mangled.get(base)
+            if current is not None and os.path.realpath(os.path.join(dirpath, n)) not in current:
+                continue
             if src is not None and src not in objects:
                 objects[src] = os.path.join(dirpath, n)
     return objects
@@ -122,7 +135,7 @@ def read_symbols(objects):
             continue
         name, kind = fields[0], fields[1]
         defined, used = table[obj_to_src[obj]]
-        if kind == "U":
+        if kind in USED_TYPES:
             used.add(name)
         elif kind in DEFINED_TYPES:
             defined.add(name)
