@@ -11,6 +11,8 @@ run_suite() {  # run_suite BUILD_DIR LABEL
   local dir=$1 label=$2
   echo "=== $label: unit tests ==="
   meson test -C "$dir" --print-errorlogs
+  echo "=== $label: layering ==="
+  python3 scripts/layering.py "$dir"   # no cycles, no upward calls in src/ (docs/architecture.md)
   echo "=== $label: integration tests ==="
   JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs tests/integration tests/gpu
 }

@@ -16,6 +16,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../core/loop.h"
+#include "reply.h"
 
 static struct MHD_Daemon *mhd;
 static watch w_mhd;
@@ -147,14 +148,18 @@ int http_start(const char *path, mode_t mode, uint64_t max_body, jerr *e)
     }
     close(fd);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return jerr_sys(e, "socket");
     unlink(path);
     char dir[256];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = 0;
-        if (mkdir_p(dir, 0755, e) < 0)
+        if (mkdir_p(dir, 0755, e) < 0) {
+            close(fd);
             return -1;
+        }
     }
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, mode) < 0 || listen(fd, 1024) < 0) {
         jerr_sys(e, "listen on %s", path);

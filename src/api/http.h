@@ -30,7 +30,5 @@ void http_stop(void);
 
 /* routes.c */
 enum MHD_Result routes_dispatch(request *r);
-enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body);
-enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e);
 
 #endif

@@ -24,6 +24,7 @@
 #include "../core/core.h"
 #include "../core/loop.h"
 #include "../core/metrics.h"
+#include "reply.h"
 
 #define SCRAPE_WAIT_MS 5000
 

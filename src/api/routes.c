@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
@@ -15,47 +14,7 @@
 #include "http.h"
 #include "../core/metrics.h"
 #include "metrics_http.h"
-
-static const char *cur_method; /* the request being answered, for metrics_count_request */
-
-enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
-{
-    /* libmicrohttpd may send this answer within the current MHD_run, before the loop's next
-     * turn commits: commit now, so no client ever sees a change the database does not hold
-     * (a kill -9 right after a 201 must not lose the job). */
-    jerr fe = {0};
-    if (db_flush(C.db, &fe) < 0)
-        log_err("%s", fe.msg);
-    char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    if (!t) {
-        /* Only an internal fault gets here (jansson refused a value): answer, don't crash. */
-        status = 500;
-        t = xstrdup("{\"error\":{\"code\":\"internal\",\"message\":\"joblet could not encode its answer\"}}");
-    }
-    size_t n = strlen(t);
-    t[n] = '\n';
-    struct MHD_Response *r = MHD_create_response_from_buffer(n + 1, t, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result rc = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    metrics_count_request(cur_method, status);
-    return rc;
-}
-
-enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
-{
-    unsigned status = e->http ? (unsigned)e->http : 500;
-    char msg[sizeof e->msg], field[sizeof e->field];
-    snprintf(msg, sizeof msg, "%s", e->msg);
-    snprintf(field, sizeof field, "%s", e->field);
-    utf8_sanitize(msg);
-    utf8_sanitize(field);
-    json_t *err = json_pack("{s:s,s:s}", "code", jerr_code_name(e), "message", msg);
-    if (field[0])
-        json_object_set_new(err, "field", json_string(field));
-    return http_reply_json(c, status, json_pack("{s:o}", "error", err));
-}
+#include "reply.h"
 
 static const char *query(request *r, const char *key)
 {
@@ -381,7 +340,7 @@ enum MHD_Result routes_dispatch(request *r)
 {
     jerr e = {0};
     const char *p = r->path;
-    cur_method = r->method;
+    http_reply_method(r->method);
     if (!strcmp(p, "/metrics")) {
         if (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))
             metrics_count_request(r->method, 200);

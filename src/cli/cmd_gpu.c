@@ -7,7 +7,8 @@
 #include "../common/util.h"
 #include "client.h"
 #include "print.h"
-#include "rnx.h"
+#include "cli.h"
+#include "cmd_gpu.h"
 
 static const char gpu_help[] =
     "Usage: rnx gpu <command> [--json]\n"

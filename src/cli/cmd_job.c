@@ -13,7 +13,9 @@
 #include "../common/util.h"
 #include "client.h"
 #include "print.h"
-#include "rnx.h"
+#include "cli.h"
+#include "cmd_job.h"
+#include "cmd_metrics.h"
 #include "upload.h"
 
 /* ---- help ---------------------------------------------------------------------------- */

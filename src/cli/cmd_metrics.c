@@ -9,7 +9,8 @@
 #include "../common/util.h"
 #include "client.h"
 #include "print.h"
-#include "rnx.h"
+#include "cli.h"
+#include "cmd_metrics.h"
 
 static const char metrics_help[] =
     "Usage: rnx job metrics [--interval S] [--count N] [--json] ID\n"

@@ -7,11 +7,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/parse.h"
 #include "../common/util.h"
 #include "client.h"
 #include "print.h"
-#include "rnx.h"
+#include "cli.h"
+#include "cmd_monitor.h"
 
 static const char monitor_help[] =
     "Usage: rnx monitor status [--json]\n"
@@ -31,30 +31,6 @@ static const char monitor_help[] =
     "GPU values come from the daemon's health monitor; '-' is a value the driver does not report\n"
     "or a GPU that has not been sampled (simulated GPUs never are). Prometheus can scrape the\n"
     "same figures from GET /metrics (docs/metrics.md).\n";
-
-int rnx_interval(const char *flag, const char *s, double *secs)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !isfinite(v))
-        return rnx_usage("%s: '%s' is not a number of seconds; e.g. 2, 0.5 or 500ms", flag, s);
-    if (!strcmp(end, "ms"))
-        v /= 1000;
-    else if (*end && strcmp(end, "s"))
-        return rnx_usage("%s: '%s' is not a number of seconds; e.g. 2, 0.5 or 500ms", flag, s);
-    if (v < 0.1 || v > 86400)
-        return rnx_usage("%s: '%s' is out of range; give 0.1 to 86400 seconds", flag, s);
-    *secs = v;
-    return 0;
-}
-
-int rnx_count(const char *flag, const char *s, uint64_t *n)
-{
-    if (parse_u64(s, n) < 0 || *n < 1)
-        return rnx_usage("%s: '%s' must be a whole number of samples, 1 or more", flag, s);
-    return 0;
-}
 
 static void sleep_s(double s)
 {

@@ -15,7 +15,8 @@
 #include "../common/util.h"
 #include "client.h"
 #include "print.h"
-#include "rnx.h"
+#include "cli.h"
+#include "cmd_workflow.h"
 #include "wfparse.h"
 
 /* ---- help ---------------------------------------------------------------------------- */

@@ -1,16 +1,19 @@
 /* rnx: the command-line client of joblet. Global flags, dispatch, help and --version;
- * the job commands live in cmd_job.c. */
+ * the commands live in cmd_*.c, what they share in cli.c. */
 #include "print.h"
-#include "rnx.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
 
+#include "cli.h"
 #include "client.h"
+#include "cmd_gpu.h"
+#include "cmd_job.h"
+#include "cmd_monitor.h"
+#include "cmd_workflow.h"
 
 #ifndef JOBLET_VERSION
 #define JOBLET_VERSION "dev"
@@ -60,104 +63,6 @@ static const char global_help[] =
     "Exit status: 0 on success, 1 when joblet refused or something failed, 2 for a bad command\n"
     "line; 'rnx job run --follow' exits with the job's exit code, 'rnx workflow run --follow' with 0\n"
     "when the workflow COMPLETED and 1 otherwise.\n";
-
-__attribute__((format(printf, 2, 0))) static int vreport(int code, const char *fmt, va_list ap)
-{
-    fflush(stdout);   /* keep what was printed before the error in order on a shared terminal */
-    fputs("rnx: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    return code;
-}
-
-int rnx_usage(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vreport(RNX_USAGE, fmt, ap);
-    va_end(ap);
-    return RNX_USAGE;
-}
-
-int rnx_fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vreport(RNX_FAIL, fmt, ap);
-    va_end(ap);
-    return RNX_FAIL;
-}
-
-/* The long option whose name is exactly the text of token between "--" and "=" (or its end). */
-static const struct option *long_exact(const struct option *longopts, const char *token)
-{
-    size_t l = strcspn(token + 2, "=");
-    for (const struct option *o = longopts; o->name; o++)
-        if (strlen(o->name) == l && strncmp(o->name, token + 2, l) == 0)
-            return o;
-    return NULL;
-}
-
-/* "'--foo'" for a long token (without any "=value"), "'-x'" for a short option. */
-static void flag_text(const char *token, int shortopt, char *out, size_t outlen)
-{
-    if (strncmp(token, "--", 2) == 0)
-        snprintf(out, outlen, "%.*s", (int)strcspn(token, "="), token);
-    else
-        snprintf(out, outlen, "-%c", shortopt);
-}
-
-int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *cmd)
-{
-    char opts[64];
-    /* '+' stops at the first operand (the job's own command line is never ours);
-     * ':' makes a missing value distinguishable from an unknown flag. */
-    snprintf(opts, sizeof opts, "+:%s", shortopts);
-    opterr = 0;
-    int prev = optind ? optind : 1;
-    int idx = -1;
-    optarg = NULL;
-    int c = getopt_long(argc, argv, opts, longopts, &idx);
-    if (c == -1)
-        return -1;
-    const char *token = prev < argc && argv[prev] ? argv[prev] : "";
-    bool is_long = strncmp(token, "--", 2) == 0;
-    char flag[128];
-    /* optopt is only set on errors; on success the short option is c itself */
-    flag_text(token, c == '?' || c == ':' ? optopt : c, flag, sizeof flag);
-    const struct option *exact = is_long ? long_exact(longopts, token) : NULL;
-
-    /* getopt_long accepts unique abbreviations ("--fol"); rnx does not, so that a future
-     * flag can never change what an existing command line means. */
-    if (is_long && !exact && c != '?')
-        c = '?';
-    if (c == '?') {
-        if (exact && exact->has_arg == no_argument && strchr(token, '='))
-            return rnx_usage("flag '%s' does not take a value; see '%s --help'", flag, cmd), RNX_OPT_ERR;
-        if (!is_long && token[0] == '-' && token[1] == optopt && token[2]) {
-            /* "-name": a long flag typed with one dash */
-            char dbl[128] = "-";
-            size_t l = strcspn(token, "=");
-            if (l < sizeof dbl - 1) {
-                memcpy(dbl + 1, token, l);
-                dbl[l + 1] = 0;
-                if (long_exact(longopts, dbl))
-                    return rnx_usage("unknown flag '%s' for '%s'; did you mean '%s'?", dbl + 1, cmd, dbl),
-                           RNX_OPT_ERR;
-            }
-        }
-        return rnx_usage("unknown flag '%s' for '%s'; see '%s --help'", flag, cmd, cmd), RNX_OPT_ERR;
-    }
-    if (c == ':')
-        return rnx_usage("flag '%s' needs a value; see '%s --help'", flag, cmd), RNX_OPT_ERR;
-    /* "--name --follow" would quietly name the job "--follow": a value that is one of this
-     * command's own long flags means the value was forgotten. */
-    if (optarg && optarg == argv[optind - 1] && strncmp(optarg, "--", 2) == 0 && optarg[2] &&
-        long_exact(longopts, optarg))
-        return rnx_usage("flag '%s' needs a value (got the flag '%s'); see '%s --help'", flag, optarg, cmd),
-               RNX_OPT_ERR;
-    return c;
-}
 
 /* source names where the path came from: "--socket" or "JOBLET_SOCKET". */
 static int socket_path_ok(const char *path, const char *source)

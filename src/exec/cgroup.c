@@ -17,6 +17,9 @@
 
 #include "../common/util.h"
 #include "bpfdev.h"
+#include "cgroup_fs.h"
+#include "cgroup_v1.h"
+#include "cgroup_v2.h"
 
 #define DEFAULT_ROOT "joblet"
 #define JOB_NAME_SIZE sizeof(((cg_job *)NULL)->name)
@@ -62,84 +65,6 @@ static void sleep_ms(long ms)
     struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
-}
-
-/* ---- small file helpers shared with cgroup_v1.c / cgroup_v2.c ---- */
-
-static int file_path(char *out, size_t outlen, const char *dir, const char *file)
-{
-    int n = snprintf(out, outlen, "%s/%s", dir, file);
-    if (n < 0 || (size_t)n >= outlen) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    return 0;
-}
-
-int cg_write(const char *dir, const char *file, const char *value, jerr *e)
-{
-    char path[PATH_MAX];
-    if (file_path(path, sizeof path, dir, file) < 0)
-        return jerr_sys(e, "cgroup path %s/%s", dir, file);
-    if (write_string(path, value) < 0)
-        return jerr_sys(e, "write \"%s\" to %s", value, path);
-    return 0;
-}
-
-bool cg_has_file(const char *dir, const char *file)
-{
-    char path[PATH_MAX];
-    return file_path(path, sizeof path, dir, file) == 0 && access(path, F_OK) == 0;
-}
-
-char *cg_read(const char *dir, const char *file)
-{
-    char path[PATH_MAX];
-    if (file_path(path, sizeof path, dir, file) < 0)
-        return NULL;
-    return read_file(path, NULL);
-}
-
-/* A decimal number followed by whitespace or the end of the string. */
-static int parse_num(const char *s, uint64_t *out)
-{
-    if (!isdigit((unsigned char)*s))
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || (*end && !isspace((unsigned char)*end)))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-int cg_read_u64(const char *dir, const char *file, uint64_t *out)
-{
-    char *s = cg_read(dir, file);
-    if (!s)
-        return -1;
-    int rc = parse_num(s, out);
-    free(s);
-    return rc;
-}
-
-int cg_read_keyed(const char *dir, const char *file, const char *key, uint64_t *out)
-{
-    char *s = cg_read(dir, file);
-    if (!s)
-        return -1;
-    size_t klen = strlen(key);
-    int rc = -1;
-    char *save = NULL;
-    for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (!strncmp(line, key, klen) && line[klen] == ' ') {
-            rc = parse_num(line + klen + 1, out);
-            break;
-        }
-    }
-    free(s);
-    return rc;
 }
 
 /* ---- layout detection ---- */
@@ -354,7 +279,7 @@ static int check_name(const char *name, jerr *e)
 static int make_parent(const char *mnt, const char *root, jerr *e)
 {
     char dir[PATH_MAX];
-    if (file_path(dir, sizeof dir, mnt, root) < 0)
+    if (cg_file_path(dir, sizeof dir, mnt, root) < 0)
         return jerr_sys(e, "cgroup path %s/%s", mnt, root);
     return mkdir_p(dir, 0755, e);
 }
@@ -525,7 +450,7 @@ static size_t kill_listed_pids(char *list)
     char *save = NULL;
     for (char *t = strtok_r(list, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
         uint64_t pid;
-        if (parse_num(t, &pid) == 0 && pid > 0 && pid <= INT_MAX && kill((pid_t)pid, SIGKILL) == 0)
+        if (cg_parse_num(t, &pid) == 0 && pid > 0 && pid <= INT_MAX && kill((pid_t)pid, SIGKILL) == 0)
             n++;
     }
     return n;

@@ -96,22 +96,8 @@ int cg_block_device_of(const char *path, char *out, size_t outlen, jerr *e);
 extern const cg_dev_rule cg_default_devices[];
 extern const size_t cg_default_devices_n;
 
-/* Shared by cgroup.c, cgroup_v1.c and cgroup_v2.c only; not for other callers. */
+/* Shared by cgroup.c, cgroup_v1.c and cgroup_v2.c only; not for other callers. Their file
+ * helpers are in cgroup_fs.h, the v1 and v2 parts in cgroup_v1.h and cgroup_v2.h. */
 #define CG_CPU_PERIOD_US 100000
-/* Contents of dir/file (caller frees), NULL with errno when unreadable. */
-char *cg_read(const char *dir, const char *file);
-int cg_write(const char *dir, const char *file, const char *value, jerr *e);
-bool cg_has_file(const char *dir, const char *file);
-/* Whole file as one number; -1 when missing or not a number. */
-int cg_read_u64(const char *dir, const char *file, uint64_t *out);
-/* Value of the "key N" line of a flat keyed file (cpu.stat, memory.events, ...). */
-int cg_read_keyed(const char *dir, const char *file, const char *key, uint64_t *out);
-int cgv2_prepare_parent(const char *unified, const char *root, jerr *e);
-int cgv2_apply_limits(const char *dir, const cg_limits *l, jerr *e);
-int cgv2_read_stats(const char *dir, cg_stats *s);
-int cgv1_prepare_parent(const cg_host *h, jerr *e);
-int cgv1_apply_limits(const cg_job *j, const cg_limits *l, jerr *e);
-int cgv1_read_stats(const cg_job *j, cg_stats *s);
-int cgv1_set_devices(const char *dir, const cg_dev_rule *rules, size_t n, jerr *e);
 
 #endif

@@ -1,11 +1,13 @@
 /* Limits, statistics and the device list on cgroup v1 controllers (v1 and hybrid hosts). */
-#include "cgroup.h"
+#include "cgroup_v1.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cgroup_fs.h"
 
 static int write_u64(const char *dir, const char *file, uint64_t v, jerr *e)
 {

@@ -1,11 +1,13 @@
 /* Limits and statistics on a cgroup2 directory. */
-#include "cgroup.h"
+#include "cgroup_v2.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cgroup_fs.h"
 
 static const char *const wanted_ctrls[] = { "cpu", "memory", "pids", "io", "cpuset" };
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, UnixHTTPConnection
+from conftest import BUILD, UnixHTTPConnection, need_root
 
 
 def online_cpus():
@@ -263,6 +263,22 @@ def test_joblet_refuses_bad_config_value(tmp_path):
     assert "jobs.stop_grace_s" in p.stderr
     assert "'soon'" in p.stderr
     assert "whole number" in p.stderr
+
+
+def test_joblet_reports_a_socket_directory_it_cannot_make(tmp_path):
+    """The socket's directory cannot be made (a file is in its way): joblet names the
+    directory and the reason, exits 1, and leaves no socket behind."""
+    need_root()
+    (tmp_path / "file").write_text("")
+    sock = tmp_path / "file" / "sub" / "joblet.sock"
+    cfg = tmp_path / "joblet.yml"
+    cfg.write_text(f"cgroup:\n  root: joblet-it-{uuid.uuid4().hex[:8]}\n")
+    p = subprocess.run([os.path.join(BUILD, "joblet"), "--config", str(cfg), "--state-dir", str(tmp_path / "state"),
+                        "--socket", str(sock)], capture_output=True, text=True, timeout=20,
+                       env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    assert p.returncode == 1, p
+    assert f"mkdir {tmp_path / 'file' / 'sub'}: Not a directory" in p.stderr
+    assert not os.path.exists(sock)
 
 
 def test_joblet_refuses_malformed_yaml(tmp_path):

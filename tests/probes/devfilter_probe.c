@@ -14,6 +14,7 @@
 
 #include "exec/bpfdev.h"
 #include "exec/cgroup.h"
+#include "exec/cgroup_v1.h"
 
 static const char *errname(int e)
 {

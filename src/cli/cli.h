@@ -1,6 +1,7 @@
-/* Shared by the rnx command files: the invocation context, exit codes and flag parsing. */
-#ifndef JOBLET_RNX_H
-#define JOBLET_RNX_H
+/* Shared by rnx.c and the command files (cmd_*.c): the invocation context, exit codes and
+ * flag parsing. */
+#ifndef JOBLET_CLI_H
+#define JOBLET_CLI_H
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -30,20 +31,9 @@ int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option
 int rnx_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int rnx_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* The "job" command group; argv[0] is "job". */
-int cmd_job(rnx_ctx *ctx, int argc, char **argv);
-/* The "gpu" command group; argv[0] is "gpu". */
-int cmd_audit(rnx_ctx *ctx, int argc, char **argv);
-int cmd_gpu(rnx_ctx *ctx, int argc, char **argv);
-/* cmd_monitor.c: "rnx monitor status|watch"; argv[0] is "monitor". */
-int cmd_monitor(rnx_ctx *ctx, int argc, char **argv);
-/* cmd_metrics.c: "rnx job metrics"; argv[0] is "metrics". */
-int cmd_job_metrics(rnx_ctx *ctx, int argc, char **argv);
-/* --interval S (seconds, "0.5", "500ms") and --count N of the sampling commands; RNX_USAGE
- * after printing the error. */
+/* --interval S (seconds, "0.5", "500ms") and --count N of the sampling commands (rnx job
+ * metrics, rnx monitor watch); RNX_USAGE after printing the error. */
 int rnx_interval(const char *flag, const char *s, double *secs);
 int rnx_count(const char *flag, const char *s, uint64_t *n);
-/* The "workflow" command group; argv[0] is "workflow". */
-int cmd_workflow(rnx_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -1,0 +1,19 @@
+/* JSON answers of the API (docs/api.md), shared by the routes, the /metrics route and the
+ * server itself. */
+#ifndef JOBLET_REPLY_H
+#define JOBLET_REPLY_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "../common/err.h"
+
+/* The method of the request being answered, counted with each answer's status by
+ * http_reply_json (metrics_count_request). Set by routes_dispatch. */
+void http_reply_method(const char *method);
+/* Commits the database, then queues `body` (consumed) with `status`. */
+enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body);
+/* {"error": {"code", "message"[, "field"]}} with the error's HTTP status (500 when it has none). */
+enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e);
+
+#endif

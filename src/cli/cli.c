@@ -1,0 +1,134 @@
+/* What the rnx commands share: usage and failure messages with rnx's exit codes, and the
+ * strict flag parser every command uses. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/parse.h"
+
+__attribute__((format(printf, 2, 0))) static int vreport(int code, const char *fmt, va_list ap)
+{
+    fflush(stdout);   /* keep what was printed before the error in order on a shared terminal */
+    fputs("rnx: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int rnx_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(RNX_USAGE, fmt, ap);
+    va_end(ap);
+    return RNX_USAGE;
+}
+
+int rnx_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(RNX_FAIL, fmt, ap);
+    va_end(ap);
+    return RNX_FAIL;
+}
+
+/* The long option whose name is exactly the text of token between "--" and "=" (or its end). */
+static const struct option *long_exact(const struct option *longopts, const char *token)
+{
+    size_t l = strcspn(token + 2, "=");
+    for (const struct option *o = longopts; o->name; o++)
+        if (strlen(o->name) == l && strncmp(o->name, token + 2, l) == 0)
+            return o;
+    return NULL;
+}
+
+/* "'--foo'" for a long token (without any "=value"), "'-x'" for a short option. */
+static void flag_text(const char *token, int shortopt, char *out, size_t outlen)
+{
+    if (strncmp(token, "--", 2) == 0)
+        snprintf(out, outlen, "%.*s", (int)strcspn(token, "="), token);
+    else
+        snprintf(out, outlen, "-%c", shortopt);
+}
+
+int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *cmd)
+{
+    char opts[64];
+    /* '+' stops at the first operand (the job's own command line is never ours);
+     * ':' makes a missing value distinguishable from an unknown flag. */
+    snprintf(opts, sizeof opts, "+:%s", shortopts);
+    opterr = 0;
+    int prev = optind ? optind : 1;
+    int idx = -1;
+    optarg = NULL;
+    int c = getopt_long(argc, argv, opts, longopts, &idx);
+    if (c == -1)
+        return -1;
+    const char *token = prev < argc && argv[prev] ? argv[prev] : "";
+    bool is_long = strncmp(token, "--", 2) == 0;
+    char flag[128];
+    /* optopt is only set on errors; on success the short option is c itself */
+    flag_text(token, c == '?' || c == ':' ? optopt : c, flag, sizeof flag);
+    const struct option *exact = is_long ? long_exact(longopts, token) : NULL;
+
+    /* getopt_long accepts unique abbreviations ("--fol"); rnx does not, so that a future
+     * flag can never change what an existing command line means. */
+    if (is_long && !exact && c != '?')
+        c = '?';
+    if (c == '?') {
+        if (exact && exact->has_arg == no_argument && strchr(token, '='))
+            return rnx_usage("flag '%s' does not take a value; see '%s --help'", flag, cmd), RNX_OPT_ERR;
+        if (!is_long && token[0] == '-' && token[1] == optopt && token[2]) {
+            /* "-name": a long flag typed with one dash */
+            char dbl[128] = "-";
+            size_t l = strcspn(token, "=");
+            if (l < sizeof dbl - 1) {
+                memcpy(dbl + 1, token, l);
+                dbl[l + 1] = 0;
+                if (long_exact(longopts, dbl))
+                    return rnx_usage("unknown flag '%s' for '%s'; did you mean '%s'?", dbl + 1, cmd, dbl),
+                           RNX_OPT_ERR;
+            }
+        }
+        return rnx_usage("unknown flag '%s' for '%s'; see '%s --help'", flag, cmd, cmd), RNX_OPT_ERR;
+    }
+    if (c == ':')
+        return rnx_usage("flag '%s' needs a value; see '%s --help'", flag, cmd), RNX_OPT_ERR;
+    /* "--name --follow" would quietly name the job "--follow": a value that is one of this
+     * command's own long flags means the value was forgotten. */
+    if (optarg && optarg == argv[optind - 1] && strncmp(optarg, "--", 2) == 0 && optarg[2] &&
+        long_exact(longopts, optarg))
+        return rnx_usage("flag '%s' needs a value (got the flag '%s'); see '%s --help'", flag, optarg, cmd),
+               RNX_OPT_ERR;
+    return c;
+}
+
+int rnx_interval(const char *flag, const char *s, double *secs)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v))
+        return rnx_usage("%s: '%s' is not a number of seconds; e.g. 2, 0.5 or 500ms", flag, s);
+    if (!strcmp(end, "ms"))
+        v /= 1000;
+    else if (*end && strcmp(end, "s"))
+        return rnx_usage("%s: '%s' is not a number of seconds; e.g. 2, 0.5 or 500ms", flag, s);
+    if (v < 0.1 || v > 86400)
+        return rnx_usage("%s: '%s' is out of range; give 0.1 to 86400 seconds", flag, s);
+    *secs = v;
+    return 0;
+}
+
+int rnx_count(const char *flag, const char *s, uint64_t *n)
+{
+    if (parse_u64(s, n) < 0 || *n < 1)
+        return rnx_usage("%s: '%s' must be a whole number of samples, 1 or more", flag, s);
+    return 0;
+}
