@@ -126,8 +126,13 @@ long log_parse_record(const char *buf, size_t n, log_record *r)
         return 0;
     size_t i = 0;
     int64_t ts = 0;
-    while (i < n && buf[i] >= '0' && buf[i] <= '9')
-        ts = ts * 10 + (buf[i++] - '0');
+    while (i < n && buf[i] >= '0' && buf[i] <= '9') {
+        int d = buf[i++] - '0';
+        /* More digits than an int64 holds are garbage, not a time (and overflow is UB). */
+        if (ts > (INT64_MAX - d) / 10)
+            return -1;
+        ts = ts * 10 + d;
+    }
     if (i == 0 || buf + i + 3 > nl || buf[i] != ' ' || (buf[i + 1] != 'F' && buf[i + 1] != 'P') ||
         buf[i + 2] != ' ')
         return -1;

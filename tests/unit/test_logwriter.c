@@ -488,6 +488,14 @@ static void test_timestamps(void **state)
         if (r.ts_ns != ok[i].ts)
             fail_msg("'%s': ts %lld", ok[i].rec, (long long)r.ts_ns);
     }
+    /* Beyond int64: not a record (and no signed overflow on the way, which UBSan reports). */
+    const char *over[] = {"9223372036854775808 F x\n", "18446744073709551616 F x\n",
+                          "99999999999999999999999999999999 F x\n"};
+    for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+        log_record r;
+        assert_int_equal(log_parse_record(over[i], strlen(over[i]), &r), -1);
+    }
+
     /* What joblet shows of a stamp (logstream.c): microseconds, UTC. */
     char t[40];
     format_ns_us(TS, t, sizeof t);
