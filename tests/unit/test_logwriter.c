@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -348,6 +350,51 @@ static void test_open_failure(void **state)
     assert_int_equal(logw_flush(&w, TS), -1);
 }
 
+/* A write cut short (disk full; here the file size limit) leaves a record without its LF.
+ * Once writing works again, the next records must stay records of their own: the torn one
+ * may be lost or shown cut, but must not swallow the lines after it. */
+static void test_short_write(void **state)
+{
+    fixture *f = *state;
+    logw w;
+    logw_init(&w, f->dirfd, "stdout.log");
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < 4096)
+        skip();
+    void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN); /* else a write past the limit kills us */
+    feed_str(&w, "before\n", TS);  /* 29 bytes */
+    lim = old;
+    lim.rlim_cur = 29 + 30;         /* "ts F " and 8 bytes of the next record's data */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    assert_int_equal(logw_feed(&w, "torn-line-of-42-bytes-123456789012345678901\n", 45, TS + 1), -1);
+    assert_int_equal(errno, EFBIG);
+    assert_int_equal(logw_feed(&w, "lost too\n", 9, TS + 2), -1); /* nothing of it written */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, old_xfsz);
+    feed_str(&w, "after\n", TS + 3);
+    feed_str(&w, "and more\n", TS + 4);
+
+    size_t len;
+    char *s = slurp(f, "stdout.log", &len);
+    const char *want[] = {"before", "torn-lin", "after", "and more"};
+    size_t off = 0, k = 0;
+    while (off < len) {
+        log_record r;
+        long used = log_parse_record(s + off, len - off, &r);
+        assert_true(used > 0);
+        assert_true(k < 4);
+        if (r.len != strlen(want[k]) || memcmp(r.data, want[k], r.len))
+            fail_msg("record %zu: '%.*s', not '%s'", k, (int)r.len, r.data, want[k]);
+        off += (size_t)used;
+        k++;
+    }
+    assert_int_equal(k, 4);
+    assert_int_equal(w.bytes_written, len);
+    free(s);
+    close(w.fd);
+}
+
 /* ---- the parser ----------------------------------------------------------------- */
 
 /* kill -9 of the shim can leave its last record cut anywhere: every cut of a file parses as
@@ -538,6 +585,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_binary_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random_round_trip, setup, teardown),
         cmocka_unit_test(test_open_failure),
+        cmocka_unit_test_setup_teardown(test_short_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_tail, setup, teardown),
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_data_that_looks_like_records),
