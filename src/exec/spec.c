@@ -190,6 +190,7 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
         if (k == ARRAY_LEN(op_names) || !dst || dst[0] != '/') {
             s->nops = i;
             json_decref(o);
+            spec_free(s); /* nothing half-read for the caller to use or free */
             return jerr_set(e, EINVAL, "job spec: ops[%zu] is not a known step with an absolute dst", i);
         }
         s->ops[i].kind = (enum spec_op_kind)k;

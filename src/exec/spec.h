@@ -55,6 +55,8 @@ typedef struct job_spec {
 
 /* A new memfd (close-on-exec) holding s as JSON, or -1. */
 int spec_to_fd(const job_spec *s, jerr *e);
+/* Reads the spec from fd (from offset 0). On failure s holds nothing (spec_free on it is
+ * harmless). */
 int spec_load_fd(job_spec *s, int fd, jerr *e);
 void spec_free(job_spec *s);
 

@@ -396,6 +396,13 @@ static void test_malformed(void **state)
     load_bad(SPEC_HEAD "\"argv\":[\"true\"],\"env\":{}," SPEC_TAIL ",\"ops\":[]}", "env an object");
     load_bad(SPEC_HEAD "\"argv\":[\"true\"],\"env\":[],\"limits\":[],\"uid\":1,\"gid\":1}", "limits an array");
     load_bad(SPEC_HEAD "\"argv\":[\"tr\\u0000ue\"],\"env\":[]," SPEC_TAIL ",\"ops\":[]}", "a NUL in argv");
+    load_bad(SPEC_HEAD "\"argv\":[\"true\"],\"env\":[]," SPEC_TAIL ",\"ops\":[{\"op\":\"format\",\"dst\":\"/\"}]}",
+             "an unknown op");
+    load_bad(SPEC_HEAD "\"argv\":[\"true\"],\"env\":[]," SPEC_TAIL ",\"ops\":[{\"op\":\"tmpfs\"}]}", "an op with no dst");
+    load_bad(SPEC_HEAD "\"argv\":[\"true\"],\"env\":[]," SPEC_TAIL
+                       ",\"ops\":[{\"op\":\"tmpfs\",\"dst\":\"/a\",\"src\":\"x\",\"data\":\"y\"},"
+                       "{\"op\":\"symlink\",\"src\":\"t\",\"dst\":\"rel\"}]}",
+             "an op with a relative dst after a good one");
 }
 
 int main(void)
