@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "exec/spec.h"
 
@@ -405,6 +406,119 @@ static void test_malformed(void **state)
              "an op with a relative dst after a good one");
 }
 
+/* The full spec's JSON with the value at path ("limits.cpus", "devices.0.type") replaced by
+ * value (stolen), or removed when value is NULL; loaded: 0 or -1. */
+static int load_edited(const char *path, json_t *value, jerr *e, job_spec *out)
+{
+    job_spec in = full_spec();
+    int fd = spec_to_fd(&in, e);
+    assert_true(fd >= 0);
+    size_t len;
+    char *txt = fd_text(fd, &len);
+    close(fd);
+    json_t *root = json_loadb(txt, len, 0, NULL);
+    assert_non_null(root);
+    free(txt);
+    char key[64];
+    snprintf(key, sizeof key, "%s", path);
+    json_t *parent = root;
+    char *k = key, *dot;
+    while ((dot = strchr(k, '.'))) {
+        *dot = 0;
+        parent = json_is_array(parent) ? json_array_get(parent, strtoul(k, NULL, 10)) : json_object_get(parent, k);
+        assert_non_null(parent);
+        k = dot + 1;
+    }
+    if (json_is_array(parent))
+        assert_int_equal(value ? json_array_set_new(parent, strtoul(k, NULL, 10), value)
+                               : json_array_remove(parent, strtoul(k, NULL, 10)),
+                         0);
+    else
+        assert_int_equal(value ? json_object_set_new(parent, k, value) : json_object_del(parent, k), 0);
+    txt = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    fd = memfd_with(txt, strlen(txt));
+    free(txt);
+    int rc = spec_load_fd(out, fd, e);
+    close(fd);
+    return rc;
+}
+
+static void edited_bad(const char *path, json_t *value, const char *why)
+{
+    job_spec out;
+    jerr e = {0};
+    if (load_edited(path, value, &e, &out) != -1) {
+        spec_free(&out);
+        fail_msg("accepted a spec whose %s is %s", path, why);
+    }
+    if (e.code != EINVAL || !strstr(e.msg, "job spec"))
+        fail_msg("%s %s: code %d, message '%s'", path, why, e.code, e.msg);
+    assert_spec_empty(&out);
+}
+
+/* One field missing or of the wrong kind: the job must not start with a default in its
+ * place (uid 0, an empty id, "" for an argument, a cpuset list cut short). */
+static void test_malformed_fields(void **state)
+{
+    (void)state;
+    static const char *const strings[] = {"id", "job_dir", "root_mount", "hostname", "workdir", "cgroup_root"};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+        edited_bad(strings[i], NULL, "missing");
+        edited_bad(strings[i], json_integer(1), "a number");
+        edited_bad(strings[i], json_null(), "null");
+    }
+    edited_bad("id", json_string(""), "empty");
+    edited_bad("id", json_string(ID "0"), "longer than an id");
+    edited_bad("argv.1", json_integer(1), "a number");
+    edited_bad("argv.0", json_null(), "null");
+    edited_bad("env.5", json_true(), "true");
+    edited_bad("env.0", json_pack("[s]", "PATH=/bin"), "a list");
+    edited_bad("uid", NULL, "missing");
+    edited_bad("gid", NULL, "missing");
+    edited_bad("uid", json_string("1000"), "a string");
+    edited_bad("uid", json_real(1000.0), "a real");
+    edited_bad("uid", json_integer(-1), "-1");
+    edited_bad("gid", json_integer(4294967295LL), "(gid_t)-1");
+    edited_bad("uid", json_integer(4294967296LL), "too large");
+    edited_bad("limits", json_array(), "a list");
+    char big[300];
+    memset(big, '1', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    edited_bad("limits.cpus", json_string(big), "too long for a cpuset list");
+    edited_bad("limits.mems", json_string(big), "too long");
+    edited_bad("limits.io_dev", json_string(big), "too long");
+    edited_bad("limits.cpus", json_integer(3), "a number");
+    edited_bad("devices", json_string("all"), "not a list");
+    edited_bad("devices.0.type", json_string("a"), "not c or b");
+    edited_bad("devices.0.type", NULL, "missing");
+    edited_bad("devices.0.access", json_string("rwmx"), "too long");
+    edited_bad("mounts", json_object(), "an object");
+    edited_bad("mounts.1.src", NULL, "missing");
+    edited_bad("mounts.1.dst", NULL, "missing");
+    edited_bad("mounts.1.dst", json_string("scratch"), "relative");
+    edited_bad("ops", json_integer(0), "not a list");
+    edited_bad("ops.5.op", json_string("mount"), "unknown");
+    edited_bad("ops.2.dst", json_string(""), "empty");
+
+    /* What may be absent: the lists (none of them), and limits' strings ("" = no limit). */
+    static const char *const optional[] = {"devices", "mounts", "ops", "limits.cpus", "limits.io_dev", "limits.mems",
+                                           "net_host", "max_runtime_s"};
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+        job_spec out;
+        jerr e = {0};
+        if (load_edited(optional[i], NULL, &e, &out) != 0)
+            fail_msg("without %s: %s", optional[i], e.msg);
+        spec_free(&out);
+    }
+    job_spec out;
+    jerr e = {0};
+    assert_int_equal(load_edited("limits.cpus", json_string(""), &e, &out), 0);
+    assert_string_equal(out.limits.cpus, "");
+    assert_int_equal(out.nops, sizeof ops_full / sizeof ops_full[0]);
+    spec_free(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -417,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_truncated_spec),
         cmocka_unit_test(test_bad_fd),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_malformed_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
