@@ -210,6 +210,13 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     char *txt = read_all(fd, &len);
     if (!txt)
         return jerr_sys(e, "read the job spec");
+    if (len == 0) {
+        /* launch.c empties the memfd when the zygote does not answer in time, so that a
+         * shim it forks late does not run a job joblet has reported as not started. */
+        free(txt);
+        return jerr_set(e, EINVAL, "the job spec is empty: joblet withdrew it when the shim zygote did not answer "
+                                   "in time, and the job was not started");
+    }
     json_error_t je;
     json_t *o = json_loadb(txt, len, 0, &je);
     free(txt);
