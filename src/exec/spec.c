@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/util.h"
@@ -180,14 +181,29 @@ static int check(json_t *o, jerr *e)
     return 0;
 }
 
-/* The whole of fd from offset 0 (the daemon's write left the shared offset at the end). */
+/* The whole of fd from offset 0 (the daemon's write left the shared offset at the end), or
+ * NULL with errno EFBIG when it holds more than SPEC_MAX_BYTES. */
 static char *read_all(int fd, size_t *len)
 {
-    size_t cap = 4096, n = 0;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return NULL;
+    if (st.st_size > SPEC_MAX_BYTES) { /* refused before any of it is read */
+        errno = EFBIG;
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0; /* + 1: room to see EOF without growing */
     char *buf = xmalloc(cap);
     for (;;) {
-        if (n == cap && !(buf = realloc(buf, cap *= 2)))
-            abort();
+        if (n == cap) { /* it grew since fstat */
+            if (cap > SPEC_MAX_BYTES) {
+                free(buf);
+                errno = EFBIG;
+                return NULL;
+            }
+            if (!(buf = realloc(buf, cap *= 2)))
+                abort();
+        }
         ssize_t r = pread(fd, buf + n, cap - n, (off_t)n);
         if (r < 0 && errno == EINTR)
             continue;
@@ -208,6 +224,8 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     memset(s, 0, sizeof *s);
     size_t len = 0;
     char *txt = read_all(fd, &len);
+    if (!txt && errno == EFBIG)
+        return jerr_set(e, EFBIG, "the job spec is larger than %d MiB: refused", SPEC_MAX_BYTES >> 20);
     if (!txt)
         return jerr_sys(e, "read the job spec");
     if (len == 0) {

@@ -337,6 +337,37 @@ static void test_truncated_spec(void **state)
     free(txt);
 }
 
+/* More than SPEC_MAX_BYTES: refused without reading it (the memfd is sparse here). */
+static void test_oversized_spec(void **state)
+{
+    (void)state;
+    job_spec in = full_spec(), out;
+    jerr e = {0};
+    int fd = spec_to_fd(&in, &e);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, SPEC_MAX_BYTES + 1), 0);
+    assert_int_equal(spec_load_fd(&out, fd, &e), -1);
+    assert_int_equal(e.code, EFBIG);
+    assert_non_null(strstr(e.msg, "job spec is larger than 64 MiB"));
+    assert_spec_empty(&out);
+
+    /* Below it, size alone is no reason to refuse: a spec followed by 1 MiB of blanks loads. */
+    assert_int_equal(ftruncate(fd, 0), 0);
+    close(fd);
+    fd = spec_to_fd(&in, &e);
+    assert_true(fd >= 0);
+    size_t pad = 1 << 20;
+    char *blanks = malloc(pad);
+    assert_non_null(blanks);
+    memset(blanks, ' ', pad);
+    assert_int_equal(write(fd, blanks, pad), (ssize_t)pad);
+    free(blanks);
+    assert_int_equal(spec_load_fd(&out, fd, &e), 0);
+    assert_spec_equal(&in, &out);
+    spec_free(&out);
+    close(fd);
+}
+
 static void test_bad_fd(void **state)
 {
     (void)state;
@@ -531,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_writer_refuses_null_strings),
         cmocka_unit_test(test_withdrawn_spec),
         cmocka_unit_test(test_truncated_spec),
+        cmocka_unit_test(test_oversized_spec),
         cmocka_unit_test(test_bad_fd),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_malformed_fields),
