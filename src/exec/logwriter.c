@@ -14,10 +14,13 @@ void logw_init(logw *w, int dirfd, const char *name)
     w->name = name;
     w->len = 0;
     w->bytes_written = 0;
+    w->torn = false;
 }
 
-static int write_all(int fd, const char *p, size_t n)
+/* *done: the bytes written, all of them or, on failure (disk full), the start of p. */
+static int write_all(int fd, const char *p, size_t n, size_t *done)
 {
+    *done = 0;
     while (n) {
         ssize_t r = write(fd, p, n);
         if (r < 0 && errno == EINTR)
@@ -26,6 +29,7 @@ static int write_all(int fd, const char *p, size_t n)
             return -1;
         p += r;
         n -= (size_t)r;
+        *done += (size_t)r;
     }
     return 0;
 }
@@ -66,9 +70,22 @@ static int ob_commit(logw *w, obuf *o)
             return -1;
         }
     }
+    /* A write cut short left a record without its LF: end it first, or it would swallow
+     * the next record (the torn one then reads as a shortened line, or as garbage). */
+    size_t done;
+    if (o->len && w->torn) {
+        if (write_all(w->fd, "\n", 1, &done) < 0) {
+            free(o->p);
+            return -1;
+        }
+        w->bytes_written++;
+        w->torn = false;
+    }
     if (o->len) {
-        rc = write_all(w->fd, o->p, o->len);
-        w->bytes_written += o->len;
+        rc = write_all(w->fd, o->p, o->len, &done);
+        w->bytes_written += done;
+        if (rc < 0 && done > 0)
+            w->torn = o->p[done - 1] != '\n';
     }
     free(o->p);
     return rc;
@@ -126,8 +143,13 @@ long log_parse_record(const char *buf, size_t n, log_record *r)
         return 0;
     size_t i = 0;
     int64_t ts = 0;
-    while (i < n && buf[i] >= '0' && buf[i] <= '9')
-        ts = ts * 10 + (buf[i++] - '0');
+    while (i < n && buf[i] >= '0' && buf[i] <= '9') {
+        int d = buf[i++] - '0';
+        /* More digits than an int64 holds are garbage, not a time (and overflow is UB). */
+        if (ts > (INT64_MAX - d) / 10)
+            return -1;
+        ts = ts * 10 + d;
+    }
     if (i == 0 || buf + i + 3 > nl || buf[i] != ' ' || (buf[i + 1] != 'F' && buf[i + 1] != 'P') ||
         buf[i + 2] != ' ')
         return -1;

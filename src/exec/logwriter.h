@@ -4,7 +4,9 @@
  *
  * F = the job wrote a newline after the line; P = it did not (a partial line flushed at
  * LOGW_LINE_MAX bytes or at end of stream). The job's bytes are stored unchanged; the
- * record's own LF is never part of the data, so any byte but LF round-trips. */
+ * record's own LF is never part of the data, so any byte but LF round-trips. A write cut
+ * short (disk full) can leave one shortened record or a line that is not a record; the writer
+ * ends it with an LF before its next record, and readers skip lines that are not records. */
 #ifndef JOBLET_LOGWRITER_H
 #define JOBLET_LOGWRITER_H
 
@@ -20,6 +22,7 @@ typedef struct logw {
     const char *name;
     size_t len;
     uint64_t bytes_written;
+    bool torn;              /* a failed write left the file's last record without its LF */
     char line[LOGW_LINE_MAX];
 } logw;
 

@@ -6,9 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/util.h"
+
+/* The JSON names of enum spec_op_kind, in its order. */
+static const char *const op_names[] = {"devnode", "tmpfs", "file", "symlink", "readonly"};
 
 static json_t *strv_json(char **v)
 {
@@ -35,7 +39,6 @@ int spec_to_fd(const job_spec *s, jerr *e)
     for (size_t i = 0; i < s->nmounts; i++)
         json_array_append_new(mnts, json_pack("{s:s,s:s,s:b}", "src", s->mounts[i].src, "dst", s->mounts[i].dst,
                                               "rw", s->mounts[i].rw));
-    static const char *const op_names[] = {"devnode", "tmpfs", "file", "symlink", "readonly"};
     json_t *ops = json_array();
     for (size_t i = 0; i < s->nops; i++) {
         const spec_op *x = &s->ops[i];
@@ -43,9 +46,9 @@ int spec_to_fd(const job_spec *s, jerr *e)
                                              "dst", x->dst, "data", x->data, "major", (json_int_t)x->major, "minor",
                                              (json_int_t)x->minor));
     }
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:i,s:i,s:b,s:I,s:I,s:I,s:s,s:o,s:o,s:o,s:o}", "id", s->id,
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:I,s:I,s:b,s:I,s:I,s:I,s:s,s:o,s:o,s:o,s:o}", "id", s->id,
                           "job_dir", s->job_dir, "root_mount", s->root_mount, "hostname", s->hostname, "argv", strv_json(s->argv), "env",
-                          strv_json(s->env), "workdir", s->workdir, "uid", (int)s->uid, "gid", (int)s->gid,
+                          strv_json(s->env), "workdir", s->workdir, "uid", (json_int_t)s->uid, "gid", (json_int_t)s->gid,
                           "net_host", s->net_host, "max_runtime_s", (json_int_t)s->max_runtime_s,
                           "stop_grace_s", (json_int_t)s->stop_grace_s, "tmp_size_mb",
                           (json_int_t)s->tmp_size_mb, "cgroup_root", s->cgroup_root, "limits", lim, "devices",
@@ -96,14 +99,111 @@ static void copy(char *dst, size_t len, json_t *o, const char *key)
     snprintf(dst, len, "%s", v ? v : "");
 }
 
-/* The whole of fd from offset 0 (the daemon's write left the shared offset at the end). */
+static bool is_strv(json_t *a)
+{
+    json_t *v;
+    size_t i;
+    if (!json_is_array(a))
+        return false;
+    json_array_foreach(a, i, v) if (!json_is_string(v)) return false;
+    return true;
+}
+
+/* key is absent (copy gives "") or a string that fits in size bytes. */
+static bool fits(json_t *o, const char *key, size_t size)
+{
+    json_t *v = json_object_get(o, key);
+    return !v || (json_is_string(v) && json_string_length(v) < size);
+}
+
+static bool is_abs_path(json_t *v)
+{
+    return json_is_string(v) && json_string_value(v)[0] == '/';
+}
+
+static size_t op_kind(json_t *x)
+{
+    const char *name = json_string_value(json_object_get(x, "op"));
+    size_t k = 0;
+    while (k < ARRAY_LEN(op_names) && (!name || strcmp(op_names[k], name)))
+        k++;
+    return k;
+}
+
+/* Everything spec_load_fd takes from o, checked before it takes any. joblet wrote the spec,
+ * so a defect is a bug or a joblet and a shim of different versions; either way the job must
+ * not start with a default in place of what is missing: uid 0, an empty id (which names the
+ * cgroup root), a cpuset list cut short. Lists that are absent are empty. */
+static int check(json_t *o, jerr *e)
+{
+    if (!json_is_object(o))
+        return jerr_set(e, EINVAL, "the job spec is not a JSON object");
+    static const char *const strings[] = {"id", "job_dir", "root_mount", "hostname", "workdir", "cgroup_root"};
+    for (size_t i = 0; i < ARRAY_LEN(strings); i++)
+        if (!json_is_string(json_object_get(o, strings[i])))
+            return jerr_set(e, EINVAL, "the job spec has no %s (a string)", strings[i]);
+    size_t idlen = json_string_length(json_object_get(o, "id"));
+    if (idlen == 0 || idlen >= sizeof ((job_spec *)NULL)->id)
+        return jerr_set(e, EINVAL, "the job spec's id has %zu characters", idlen);
+    json_t *argv = json_object_get(o, "argv");
+    if (!is_strv(argv) || json_array_size(argv) == 0 || !is_strv(json_object_get(o, "env")))
+        return jerr_set(e, EINVAL, "the job spec's argv (not empty) and env must be lists of strings");
+    static const char *const ids[] = {"uid", "gid"};
+    for (size_t i = 0; i < ARRAY_LEN(ids); i++) {
+        json_t *v = json_object_get(o, ids[i]);
+        /* (uid_t)-1 would mean "unchanged" to setresuid: the job would keep root */
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= (json_int_t)UINT32_MAX)
+            return jerr_set(e, EINVAL, "the job spec's %s is not a user or group id", ids[i]);
+    }
+    json_t *lim = json_object_get(o, "limits");
+    const cg_limits *L = NULL;
+    if (!json_is_object(lim) || !fits(lim, "io_dev", sizeof L->io_dev) || !fits(lim, "cpus", sizeof L->cpus) ||
+        !fits(lim, "mems", sizeof L->mems))
+        return jerr_set(e, EINVAL, "the job spec's limits are missing or do not fit (io_dev, cpus, mems)");
+    json_t *devs = json_object_get(o, "devices"), *mnts = json_object_get(o, "mounts");
+    json_t *ops = json_object_get(o, "ops"), *x;
+    if ((devs && !json_is_array(devs)) || (mnts && !json_is_array(mnts)) || (ops && !json_is_array(ops)))
+        return jerr_set(e, EINVAL, "the job spec's devices, mounts and ops must be lists");
+    size_t i;
+    json_array_foreach(devs, i, x) {
+        const char *t = json_string_value(json_object_get(x, "type"));
+        if (!t || (strcmp(t, "c") && strcmp(t, "b")) || !fits(x, "access", sizeof ((cg_dev_rule *)NULL)->access))
+            return jerr_set(e, EINVAL, "job spec: devices[%zu] is not a c or b rule with access rwm", i);
+    }
+    json_array_foreach(mnts, i, x) {
+        if (!json_is_string(json_object_get(x, "src")) || !is_abs_path(json_object_get(x, "dst")))
+            return jerr_set(e, EINVAL, "job spec: mounts[%zu] has no src or no absolute dst", i);
+    }
+    json_array_foreach(ops, i, x) {
+        if (op_kind(x) == ARRAY_LEN(op_names) || !is_abs_path(json_object_get(x, "dst")))
+            return jerr_set(e, EINVAL, "job spec: ops[%zu] is not a known step with an absolute dst", i);
+    }
+    return 0;
+}
+
+/* The whole of fd from offset 0 (the daemon's write left the shared offset at the end), or
+ * NULL with errno EFBIG when it holds more than SPEC_MAX_BYTES. */
 static char *read_all(int fd, size_t *len)
 {
-    size_t cap = 4096, n = 0;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return NULL;
+    if (st.st_size > SPEC_MAX_BYTES) { /* refused before any of it is read */
+        errno = EFBIG;
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0; /* + 1: room to see EOF without growing */
     char *buf = xmalloc(cap);
     for (;;) {
-        if (n == cap && !(buf = realloc(buf, cap *= 2)))
-            abort();
+        if (n == cap) { /* it grew since fstat */
+            if (cap > SPEC_MAX_BYTES) {
+                free(buf);
+                errno = EFBIG;
+                return NULL;
+            }
+            if (!(buf = realloc(buf, cap *= 2)))
+                abort();
+        }
         ssize_t r = pread(fd, buf + n, cap - n, (off_t)n);
         if (r < 0 && errno == EINTR)
             continue;
@@ -124,19 +224,28 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     memset(s, 0, sizeof *s);
     size_t len = 0;
     char *txt = read_all(fd, &len);
+    if (!txt && errno == EFBIG)
+        return jerr_set(e, EFBIG, "the job spec is larger than %d MiB: refused", SPEC_MAX_BYTES >> 20);
     if (!txt)
         return jerr_sys(e, "read the job spec");
+    if (len == 0) {
+        /* launch.c empties the memfd when the zygote does not answer in time, so that a
+         * shim it forks late does not run a job joblet has reported as not started. */
+        free(txt);
+        return jerr_set(e, EINVAL, "the job spec is empty: joblet withdrew it when the shim zygote did not answer "
+                                   "in time, and the job was not started");
+    }
     json_error_t je;
     json_t *o = json_loadb(txt, len, 0, &je);
     free(txt);
     if (!o)
         return jerr_set(e, EINVAL, "cannot read the job spec: %s (line %d)", je.text, je.line);
+    if (check(o, e) < 0) {
+        json_decref(o);
+        return -1;
+    }
     json_t *argv = json_object_get(o, "argv"), *env = json_object_get(o, "env");
     json_t *lim = json_object_get(o, "limits");
-    if (!json_is_array(argv) || json_array_size(argv) == 0 || !json_is_array(env) || !json_is_object(lim)) {
-        json_decref(o);
-        return jerr_set(e, EINVAL, "the job spec is incomplete (argv, env, limits)");
-    }
     copy(s->id, sizeof s->id, o, "id");
     s->job_dir = xstrdup(json_string_value(json_object_get(o, "job_dir")));
     s->root_mount = xstrdup(json_string_value(json_object_get(o, "root_mount")));
@@ -178,22 +287,12 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
         s->mounts[i].rw = json_is_true(json_object_get(m, "rw"));
     }
     s->nmounts = json_array_size(mnts);
-    static const char *const op_names[] = {"devnode", "tmpfs", "file", "symlink", "readonly"};
     json_t *ops = json_object_get(o, "ops"), *x;
     s->ops = xcalloc(json_array_size(ops) + 1, sizeof *s->ops);
     json_array_foreach(ops, i, x) {
-        const char *name = json_string_value(json_object_get(x, "op")), *src, *data;
-        const char *dst = json_string_value(json_object_get(x, "dst"));
-        size_t k = 0;
-        while (k < ARRAY_LEN(op_names) && (!name || strcmp(op_names[k], name)))
-            k++;
-        if (k == ARRAY_LEN(op_names) || !dst || dst[0] != '/') {
-            s->nops = i;
-            json_decref(o);
-            return jerr_set(e, EINVAL, "job spec: ops[%zu] is not a known step with an absolute dst", i);
-        }
-        s->ops[i].kind = (enum spec_op_kind)k;
-        s->ops[i].dst = xstrdup(dst);
+        const char *src, *data;
+        s->ops[i].kind = (enum spec_op_kind)op_kind(x);
+        s->ops[i].dst = xstrdup(json_string_value(json_object_get(x, "dst")));
         if ((src = json_string_value(json_object_get(x, "src"))))
             s->ops[i].src = xstrdup(src);
         if ((data = json_string_value(json_object_get(x, "data"))))

@@ -53,8 +53,15 @@ typedef struct job_spec {
     size_t nops;
 } job_spec;
 
+/* The most a shim reads. A spec is mostly argv and env, which execve takes at most 6 MiB
+ * of; JSON escapes can make that six times longer. A bound, so that a spec that is not one
+ * (a wrong fd, a runaway writer) is refused rather than read whole into memory. */
+#define SPEC_MAX_BYTES (64 << 20)
+
 /* A new memfd (close-on-exec) holding s as JSON, or -1. */
 int spec_to_fd(const job_spec *s, jerr *e);
+/* Reads the spec from fd (from offset 0). On failure s holds nothing (spec_free on it is
+ * harmless). */
 int spec_load_fd(job_spec *s, int fd, jerr *e);
 void spec_free(job_spec *s);
 
