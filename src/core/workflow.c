@@ -15,19 +15,6 @@
 #include "../common/util.h"
 #include "core.h"
 
-static const char *const wf_names[] = {"PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELED"};
-
-const char *wf_state_name(enum wf_state s) { return wf_names[s]; }
-
-int wf_state_parse(const char *s, enum wf_state *out)
-{
-    for (size_t i = 0; s && i < ARRAY_LEN(wf_names); i++)
-        if (!strcmp(s, wf_names[i])) {
-            *out = (enum wf_state)i;
-            return 0;
-        }
-    return -1;
-}
 
 static void wf_save(workflow *wf)
 {

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "../common/err.h"
@@ -40,8 +41,21 @@ typedef struct workflow {
     size_t n;
 } workflow;
 
-const char *wf_state_name(enum wf_state s);
-int wf_state_parse(const char *s, enum wf_state *out);
+static inline const char *wf_state_name(enum wf_state s)
+{
+    static const char *const names[] = {"PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELED"};
+    return names[s];
+}
+
+static inline int wf_state_parse(const char *s, enum wf_state *out)
+{
+    for (int i = WF_PENDING; s && i <= WF_CANCELED; i++)
+        if (!strcmp(s, wf_state_name((enum wf_state)i))) {
+            *out = (enum wf_state)i;
+            return 0;
+        }
+    return -1;
+}
 
 /* POST /v1/workflows: validates everything first; an invalid workflow creates nothing. */
 workflow *workflow_submit(json_t *body, uid_t uid, gid_t gid, jerr *e);

@@ -21,9 +21,9 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/bpfdev.h"
-#include "core.h"
-#include "health.h"
-#include "metrics.h"
+#include "../core/core.h"
+#include "../core/health.h"
+#include "../core/metrics.h"
 #include "../api/metrics_http.h"
 
 static watch w_signal;
