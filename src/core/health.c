@@ -3,7 +3,8 @@
  * gpu.health_interval_ms; it also runs resets, which may take seconds. It never touches the
  * core's state: it writes fixed-size messages to a pipe that the event loop reads. The loop
  * side keeps the samples and counters, applies the XID policy and moves GPUs through the
- * state machine: AVAILABLE -> DRAINING / RESETTING / OFFLINE -> AVAILABLE after a passing check. */
+ * state machine (gpu/gpu_state.c): RESETTING or OFFLINE by the policy, AVAILABLE again after a
+ * passing reset and check, OFFLINE after a failing one. */
 #include "health.h"
 
 #include <dlfcn.h>
@@ -316,9 +317,9 @@ void health_reset_when_idle(void)
         return;
     uint64_t want = 0;
     for (int i = 0; i < C.gpu.inv.n; i++) {
-        gpu_hold *h = core_gpu_hold(i);
         job *js[1];
-        if (h->resetting && !(reset_asked >> i & 1) && core_gpu_jobs_on(i, js, 1) == 0 && !h->scrubbing)
+        if (core_gpu_hold(i)->state == GS_RESETTING && !(reset_asked >> i & 1) && core_gpu_jobs_on(i, js, 1) == 0 &&
+            !(core_gpu_scrub_busy() >> i & 1))
             want |= 1ull << i;
     }
     if (!want)
@@ -350,7 +351,6 @@ static void on_xid(int i, int code, const char *via)
     count_xid(&H[i], code);
     const char *meaning;
     enum xid_action a = xid_policy_action(&policy, code, &meaning);
-    gpu_hold *h = core_gpu_hold(i);
     char why[200];
     snprintf(why, sizeof why, "XID %d: %s", code, meaning);
     log_msg(a == XA_APP ? LOG_INFO : LOG_WARN, "gpu %d: %s%s; action: %s", i, why, via, xid_action_name(a));
@@ -361,16 +361,18 @@ static void on_xid(int i, int code, const char *via)
     case XA_APP: return;
     case XA_RESTART_JOB: core_gpu_lose_jobs(i, why); break;
     case XA_OFFLINE:
-        core_gpu_set_state(i, "offline", why, -1);
+        core_gpu_set_state(i, GE_XID_OFFLINE, why, -1);
         core_gpu_lose_jobs(i, why);
         break;
     case XA_RESET:
-        core_gpu_set_state(i, "resetting", why, -1);
+        core_gpu_set_state(i, GE_XID_RESET, why, -1);
         core_gpu_lose_jobs(i, why);
         break;
     case XA_DRAIN_RESET:
-        if (!h->resetting)
-            core_gpu_set_state(i, "resetting", why, -1); /* no new jobs; reset once the running ones end */
+        /* no new jobs; reset once the running ones end (a GPU already waiting for its reset keeps
+         * its first reason) */
+        if (core_gpu_hold(i)->state != GS_RESETTING)
+            core_gpu_set_state(i, GE_XID_DRAIN_RESET, why, -1);
         break;
     }
     health_reset_when_idle();
@@ -400,14 +402,15 @@ static void on_message(watch *w, uint32_t events)
             }
             int max = (int)C.cfg.max_temperature_c;
             /* 5 degrees of hysteresis: a GPU at the limit does not flap in and out of service */
-            if (!g->hot && g->temperature_c > max) {
+            bool hot = gpu_state_hot(g->hot, g->temperature_c, max);
+            if (hot && !g->hot) {
                 g->hot = true;
                 char d[120];
                 snprintf(d, sizeof d, "%d C, above gpu.max_temperature_c %d: no new jobs until it cools", g->temperature_c,
                          max);
                 log_warn("gpu %d: %s", m.gpu, d);
                 core_audit("hot", -1, m.gpu, NULL, -1, -1, d);
-            } else if (g->hot && g->temperature_c >= 0 && g->temperature_c <= max - 5) {
+            } else if (!hot && g->hot) {
                 g->hot = false;
                 log_info("gpu %d: cooled to %d C: takes jobs again", m.gpu, g->temperature_c);
                 core_audit("cooled", -1, m.gpu, NULL, -1, -1, NULL);
@@ -427,14 +430,19 @@ static void on_message(watch *w, uint32_t events)
         case HM_RESET:
             reset_asked &= ~(1ull << m.gpu);
             if (m.v[0]) {
-                log_info("gpu %d: reset and checked: AVAILABLE", m.gpu);
+                /* back in service, unless an admin or an XID took it out meanwhile (gpu_state.c) */
+                enum gpu_state next;
+                if (gpu_state_next(core_gpu_hold(m.gpu)->state, GE_RESET_DONE, &next) == 0 && next != GS_AVAILABLE)
+                    log_info("gpu %d: reset and checked; it stays %s", m.gpu, gpu_state_name(next));
+                else
+                    log_info("gpu %d: reset and checked: AVAILABLE", m.gpu);
                 core_audit("reset", -1, m.gpu, NULL, -1, -1, "passed the check after the reset");
-                core_gpu_set_state(m.gpu, "available", "reset and checked", -1);
+                core_gpu_set_state(m.gpu, GE_RESET_DONE, "reset and checked", -1);
             } else {
                 char why[240];
                 snprintf(why, sizeof why, "reset failed: %s", m.text);
                 core_audit("reset", -1, m.gpu, NULL, -1, -1, why);
-                core_gpu_set_state(m.gpu, "offline", why, -1);
+                core_gpu_set_state(m.gpu, GE_RESET_FAILED, why, -1);
             }
             core_schedule();
             break;
