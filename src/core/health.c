@@ -1,5 +1,5 @@
-/* GPU health (docs/health.md). A monitor thread of its own opens NVML (dlopen, as
- * discovery does), waits for XID and ECC events and samples every GPU each
+/* GPU health (docs/health.md). A monitor thread of its own uses NVML (through gpu/nvml.h, the
+ * binding discovery uses), waits for XID and ECC events and samples every GPU each
  * gpu.health_interval_ms; it also runs resets, which may take seconds. It never touches the
  * core's state: it writes fixed-size messages to a pipe that the event loop reads. The loop
  * side keeps the samples and counters, applies the XID policy and moves GPUs through the
@@ -7,7 +7,6 @@
  * passing reset and check, OFFLINE after a failing one. */
 #include "health.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -23,7 +22,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
-#include "../gpu/nvml_api.h"
+#include "../gpu/nvml.h"
 #include "../gpu/xid_policy.h"
 #include "core.h"
 
@@ -59,13 +58,6 @@ static xid_policy policy;
 const gpu_health *core_gpu_health(int i) { return i >= 0 && i < GPU_MAX ? &H[i] : NULL; }
 
 /* ---------------- the monitor thread ---------------- */
-
-typedef struct nvml {
-    void *h;
-#define NVML_POINTER(name, ret, params) ret(*name) params;
-    NVML_FUNCTIONS(NVML_POINTER)
-#undef NVML_POINTER
-} nvml;
 
 static void post(const hmsg *m)
 {
@@ -144,31 +136,31 @@ static int run_reset(int gpu, char *text, size_t len)
 
 static void *monitor(void *arg)
 {
-    nvml n = {0};
     nvmlDevice_t dev[GPU_MAX] = {0};
     nvmlEventSet_t set = NULL;
-    n.h = dlopen(M.lib, RTLD_NOW | RTLD_LOCAL);
-#define NVML_RESOLVE(name, ret, params) *(void **)&n.name = n.h ? dlsym(n.h, #name) : NULL;
-    NVML_FUNCTIONS(NVML_RESOLVE)
-#undef NVML_RESOLVE
-    bool ok = n.h && n.nvmlInit_v2 && n.nvmlInit_v2() == NVML_SUCCESS;
+    /* the binding discovery used (gpu/nvml.h), loaded by discovery or now; without it, or with
+     * an NVML that does not start, no samples and no events */
+    jerr e = {0};
+    const nvml_lib *n = nvml_load(M.lib, &e);
+    bool ok = n && n->nvmlInit_v2() == NVML_SUCCESS;
     if (ok) {
         unsigned count = 0;
-        n.nvmlDeviceGetCount_v2(&count);
+        n->nvmlDeviceGetCount_v2(&count);
         for (unsigned k = 0; k < count; k++) {
             nvmlDevice_t d;
             char uuid[96];
-            if (n.nvmlDeviceGetHandleByIndex_v2(k, &d) != NVML_SUCCESS ||
-                n.nvmlDeviceGetUUID(d, uuid, sizeof uuid) != NVML_SUCCESS)
+            if (n->nvmlDeviceGetHandleByIndex_v2(k, &d) != NVML_SUCCESS ||
+                n->nvmlDeviceGetUUID(d, uuid, sizeof uuid) != NVML_SUCCESS)
                 continue;
             for (int i = 0; i < M.ngpu; i++)
                 if (!strcmp(uuid, M.uuid[i]))
                     dev[i] = d;
         }
-        if (n.nvmlEventSetCreate && n.nvmlEventSetCreate(&set) == NVML_SUCCESS)
+        if (n->nvmlEventSetCreate && n->nvmlDeviceRegisterEvents && n->nvmlEventSetWait_v2 && n->nvmlEventSetFree &&
+            n->nvmlEventSetCreate(&set) == NVML_SUCCESS)
             for (int i = 0; i < M.ngpu; i++)
                 if (dev[i])
-                    n.nvmlDeviceRegisterEvents(dev[i], nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |
+                    n->nvmlDeviceRegisterEvents(dev[i], nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |
                                                            nvmlEventTypeDoubleBitEccError, set);
     }
     int64_t next = 0;
@@ -188,8 +180,9 @@ static void *monitor(void *arg)
                 nvmlMemory_t mem;
                 unsigned t;
                 if (rc == 0 && ok && dev[i] &&
-                    (n.nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) != NVML_SUCCESS ||
-                     n.nvmlDeviceGetMemoryInfo(dev[i], &mem) != NVML_SUCCESS)) {
+                    ((n->nvmlDeviceGetTemperature &&
+                      n->nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) != NVML_SUCCESS) ||
+                     n->nvmlDeviceGetMemoryInfo(dev[i], &mem) != NVML_SUCCESS)) {
                     snprintf(m.text, sizeof m.text, "the GPU does not answer NVML after its reset");
                     rc = -1;
                 }
@@ -205,30 +198,30 @@ static void *monitor(void *arg)
                 unsigned t, p;
                 nvmlUtilization_t u;
                 nvmlMemory_t mem;
-                if (n.nvmlDeviceGetTemperature && n.nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetTemperature && n->nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) == NVML_SUCCESS)
                     m.v[0] = t;
-                if (n.nvmlDeviceGetUtilizationRates && n.nvmlDeviceGetUtilizationRates(dev[i], &u) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetUtilizationRates && n->nvmlDeviceGetUtilizationRates(dev[i], &u) == NVML_SUCCESS)
                     m.v[1] = u.gpu;
-                if (n.nvmlDeviceGetMemoryInfo && n.nvmlDeviceGetMemoryInfo(dev[i], &mem) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetMemoryInfo && n->nvmlDeviceGetMemoryInfo(dev[i], &mem) == NVML_SUCCESS)
                     m.v[2] = (int64_t)(mem.used >> 20);
-                if (n.nvmlDeviceGetPowerUsage && n.nvmlDeviceGetPowerUsage(dev[i], &p) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetPowerUsage && n->nvmlDeviceGetPowerUsage(dev[i], &p) == NVML_SUCCESS)
                     m.v[3] = p / 1000;
                 unsigned long long tr, ecc;
                 unsigned corr, unc, pend, fail;
-                if (n.nvmlDeviceGetCurrentClocksThrottleReasons &&
-                    n.nvmlDeviceGetCurrentClocksThrottleReasons(dev[i], &tr) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetCurrentClocksThrottleReasons &&
+                    n->nvmlDeviceGetCurrentClocksThrottleReasons(dev[i], &tr) == NVML_SUCCESS)
                     m.v[4] = (int64_t)tr;
-                if (n.nvmlDeviceGetRemappedRows &&
-                    n.nvmlDeviceGetRemappedRows(dev[i], &corr, &unc, &pend, &fail) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetRemappedRows &&
+                    n->nvmlDeviceGetRemappedRows(dev[i], &corr, &unc, &pend, &fail) == NVML_SUCCESS)
                     m.v[5] = (int64_t)corr + unc;
                 /* ECC totals (volatile: since the driver loaded) travel in text, two numbers */
                 long long sbe = -1, dbe = -1;
-                if (n.nvmlDeviceGetTotalEccErrors &&
-                    n.nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &ecc) ==
+                if (n->nvmlDeviceGetTotalEccErrors &&
+                    n->nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &ecc) ==
                         NVML_SUCCESS)
                     sbe = (long long)ecc;
-                if (n.nvmlDeviceGetTotalEccErrors &&
-                    n.nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ecc) ==
+                if (n->nvmlDeviceGetTotalEccErrors &&
+                    n->nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ecc) ==
                         NVML_SUCCESS)
                     dbe = (long long)ecc;
                 snprintf(m.text, sizeof m.text, "%lld %lld", sbe, dbe);
@@ -240,7 +233,7 @@ static void *monitor(void *arg)
         int slice = (int)(next - mono_ms());
         slice = slice < 0 ? 0 : slice > 200 ? 200 : slice;
         nvmlEventData_t ev;
-        if (set && n.nvmlEventSetWait_v2(set, &ev, (unsigned)slice) == NVML_SUCCESS) {
+        if (set && n->nvmlEventSetWait_v2(set, &ev, (unsigned)slice) == NVML_SUCCESS) {
             for (int i = 0; i < M.ngpu; i++)
                 if (dev[i] == ev.device) {
                     hmsg m = {.type = ev.eventType == nvmlEventTypeXidCriticalError ? HM_XID : HM_ECC, .gpu = i};
@@ -253,11 +246,9 @@ static void *monitor(void *arg)
         }
     }
     if (set)
-        n.nvmlEventSetFree(set);
+        n->nvmlEventSetFree(set);
     if (ok)
-        n.nvmlShutdown();
-    if (n.h)
-        dlclose(n.h);
+        n->nvmlShutdown();
     return NULL;
 }
 
