@@ -46,20 +46,24 @@ typedef struct core {
 
 extern core C;
 
-/* gpu_scrub.c: what keeps a GPU from being handed out besides a holder */
+/* gpu_admin.c: one GPU's service state (gpu/gpu_state.h) and why it is not in service */
 typedef struct gpu_hold {
-    bool scrubbing;           /* its memory is being zeroed */
-    bool degraded;            /* a scrub failed or an XID said so: not handed out until it recovers
-                               * or an admin brings it online */
-    bool draining;            /* no new jobs; the running ones finish (admin drain, XID policy) */
-    bool offline;             /* out of service until an admin brings it online */
-    bool resetting;           /* a reset is under way or waits for the GPU to be idle */
+    enum gpu_state state;     /* GS_AVAILABLE (in service), SCRUBBING, DRAINING, RESETTING, DEGRADED or OFFLINE */
     char reason[256];         /* why it is degraded, draining, resetting or offline */
 } gpu_hold;
-gpu_hold *core_gpu_hold(int i);
-/* Zeroes the memory of these GPUs (bit i = GPU i) when gpu.scrub is on; they are not free
- * until it succeeds. */
+const gpu_hold *core_gpu_hold(int i);
+/* The one way a GPU's state changes: the transition table (gpu_state_next) decides; a
+ * transition it does not allow is logged as an error and changes nothing. reason: the new
+ * reason, NULL to keep the old one. Records nothing: core_gpu_set_state does. Returns the
+ * table's next state, or -1. */
+int core_gpu_event(int i, enum gpu_event ev, const char *reason);
+/* What the API shows for GPU i: gpu_state_report of its state, holders, problem, temperature. */
+gpu_report core_gpu_report(int i);
+/* gpu_scrub.c: zeroes the memory of these GPUs (bit i = GPU i) when gpu.scrub is on; they are
+ * not free until it succeeds. */
 void core_gpu_scrub(uint64_t gpus);
+/* The GPUs a running joblet-gpu-scrub is zeroing, whatever their state. */
+uint64_t core_gpu_scrub_busy(void);
 
 /* gpus.c */
 int core_gpu_init(jerr *e);
@@ -92,9 +96,9 @@ void core_gpu_grant_mig(job *j, int flat);
 /* gpu_admin.c: GPU states (drain, offline, reset) and the audit trail */
 void core_audit(const char *action, int64_t uid, int gpu, const char *job_id, int64_t duration_ms, int64_t memory_mb,
                 const char *detail);
-/* "unusable", "offline", "resetting", "degraded", "draining", or NULL (then its holder decides) */
-const char *core_gpu_state_name(int i);
-void core_gpu_set_state(int i, const char *state, const char *reason, int64_t by);
+/* core_gpu_event, recorded: the log, the audit trail ("state") and, for draining, resetting
+ * and offline, table gpu_admin (kept across a restart). by: the admin's uid, -1 for joblet. */
+int core_gpu_set_state(int i, enum gpu_event ev, const char *reason, int64_t by);
 void core_gpu_admin_load(void);
 bool core_is_admin(uid_t uid, gid_t gid);
 json_t *core_gpu_admin(int i, const char *action, bool force, uid_t by, jerr *e);

@@ -25,13 +25,17 @@ typedef struct scrub_run {
     pid_t pid;
     int out_fd;          /* its stdout and stderr: one line per GPU, success or why not */
     uint64_t gpus;       /* bit i = GPU i */
+    struct scrub_run *next;
 } scrub_run;
 
-static gpu_hold holds[GPU_MAX];
+static scrub_run *runs; /* the helpers running now */
 
-gpu_hold *core_gpu_hold(int i)
+uint64_t core_gpu_scrub_busy(void)
 {
-    return &holds[i];
+    uint64_t m = 0;
+    for (const scrub_run *r = runs; r; r = r->next)
+        m |= r->gpus;
+    return m;
 }
 
 static void on_scrub_exit(watch *w, uint32_t events)
@@ -48,33 +52,46 @@ static void on_scrub_exit(watch *w, uint32_t events)
     while (len < sizeof out - 1 && (n = read(r->out_fd, out + len, sizeof out - 1 - len)) > 0)
         len += (size_t)n;
     out[len] = 0;
+    for (scrub_run **p = &runs; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
     for (int i = 0; i < GPU_MAX; i++) {
         if (!(r->gpus >> i & 1))
             continue;
-        holds[i].scrubbing = false;
         const char *uuid = C.gpu.inv.gpu[i].uuid, *line = NULL;
         for (char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
             if (strncasecmp(p, uuid, strlen(uuid)) == 0 && p[strlen(uuid)] == ':')
                 line = p;
         bool ok = line && strncmp(line + strlen(uuid), ": scrubbed ", 11) == 0;
         if (ok) {
-            log_info("gpu %d: memory scrubbed, available again", i);
+            int next = core_gpu_event(i, GE_SCRUB_OK, NULL);
+            if (next == GS_AVAILABLE)
+                log_info("gpu %d: memory scrubbed, available again", i);
+            else
+                log_info("gpu %d: memory scrubbed; it stays %s", i, gpu_state_name(core_gpu_hold(i)->state));
             core_audit("scrub", -1, i, NULL, -1, C.gpu.inv.gpu[i].memory_total_mb, "memory zeroed");
             continue;
         }
-        holds[i].degraded = true;
+        char why[256];
         if (line)
-            snprintf(holds[i].reason, sizeof holds[i].reason, "memory scrub failed: %.*s", (int)strcspn(line, "\n"), line);
+            snprintf(why, sizeof why, "memory scrub failed: %.*s", (int)strcspn(line, "\n"), line);
         else
-            snprintf(holds[i].reason, sizeof holds[i].reason, "memory scrub failed: joblet-gpu-scrub %s %d",
+            snprintf(why, sizeof why, "memory scrub failed: joblet-gpu-scrub %s %d",
                      WIFEXITED(st) ? "exited" : "was killed by signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-        log_err("gpu %d: %s; it stays DEGRADED until an admin brings it back", i, holds[i].reason);
-        core_audit("scrub", -1, i, NULL, -1, -1, holds[i].reason);
+        /* DEGRADED; a GPU resetting or offline stays so (gpu_state.c) */
+        if (core_gpu_event(i, GE_SCRUB_FAIL, why) == GS_DEGRADED)
+            log_err("gpu %d: %s; it stays DEGRADED until an admin brings it back", i, why);
+        else
+            log_err("gpu %d: %s; it stays %s", i, why, gpu_state_name(core_gpu_hold(i)->state));
+        core_audit("scrub", -1, i, NULL, -1, -1, why);
     }
     loop_del(w);
     close(w->fd);
     close(r->out_fd);
     free(r);
+    health_reset_when_idle(); /* a GPU waiting for its reset waited for the helper too */
     core_schedule();
 }
 
@@ -117,18 +134,19 @@ void core_gpu_scrub(uint64_t gpus)
         goto failed;
     }
     scrub_run *r = xcalloc(1, sizeof *r);
-    *r = (scrub_run){{pidfd, on_scrub_exit, r}, pid, p[0], gpus};
+    *r = (scrub_run){{pidfd, on_scrub_exit, r}, pid, p[0], gpus, runs};
+    runs = r;
     loop_add(&r->w);
     for (int i = 0; i < inv->n; i++)
         if (gpus >> i & 1)
-            holds[i].scrubbing = true;
+            core_gpu_event(i, GE_SCRUB_START, NULL);
     return;
-failed:
+failed:;
+    char why[256];
+    snprintf(why, sizeof why, "memory scrub could not start: %s: %s", C.scrub_path, strerror(errno));
     for (int i = 0; i < inv->n; i++)
         if (gpus >> i & 1) {
-            holds[i].degraded = true;
-            snprintf(holds[i].reason, sizeof holds[i].reason, "memory scrub could not start: %s: %s", C.scrub_path,
-                     strerror(errno));
-            log_err("gpu %d: %s", i, holds[i].reason);
+            core_gpu_event(i, GE_SCRUB_FAIL, why);
+            log_err("gpu %d: %s", i, why);
         }
 }

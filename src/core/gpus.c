@@ -96,13 +96,9 @@ static void add_state(json_t *o, int i)
         return;
     const char *holder = core_gpu_owner(i);
     const gpu_hold *h = core_gpu_hold(i);
-    const char *st = core_gpu_state_name(i);
-    json_object_set_new(o, "state", json_string(st            ? st
-                                                : holder      ? "allocated"
-                                                : shared_n[i] ? "shared"
-                                                : h->scrubbing ? "scrubbing"
-                                                              : "available"));
-    if (*h->reason && (h->degraded || h->draining || h->offline || h->resetting))
+    const gpu_report r = core_gpu_report(i);
+    json_object_set_new(o, "state", json_string(gpu_state_name(r.state)));
+    if (*h->reason && r.out_of_service)
         json_object_set_new(o, "state_reason", json_string(h->reason));
     const gpu_health *hh = core_gpu_health(i);
     if (hh && hh->sampled_ms) {
@@ -127,12 +123,19 @@ static void add_state(json_t *o, int i)
                 json_object_set_new(hj, num_keys[k], json_null());
         json_object_set_new(o, "health", hj);
     }
-    json_object_set_new(o, "takes_jobs", json_boolean(!st && !h->scrubbing && !(hh && hh->hot)));
+    json_object_set_new(o, "takes_jobs", json_boolean(r.takes_jobs));
     json_object_set_new(o, "job", holder ? json_string(holder) : json_null());
     if (shared_n[i])
         json_object_set_new(o, "shared", json_pack("{s:i,s:I}", "jobs", shared_n[i], "reserved_mb", (json_int_t)shared_mb[i]));
-    if (h->degraded)
+    if (h->state == GS_DEGRADED)
         json_object_set_new(o, "problem", json_string(h->reason));
+}
+
+gpu_report core_gpu_report(int i)
+{
+    const gpu_health *hh = core_gpu_health(i);
+    return gpu_state_report(core_gpu_hold(i)->state, owner[i] != NULL, shared_n[i], *C.gpu.inv.gpu[i].problem,
+                            hh && hh->hot);
 }
 
 json_t *core_gpus_json(void)
@@ -160,7 +163,7 @@ json_t *core_gpu_json(int index)
 static bool usable(int i)
 {
     const gpu_dev *g = &C.gpu.inv.gpu[i];
-    return !*g->problem && g->minor >= 0 && g->mig_enabled != 1 && !core_gpu_hold(i)->degraded;
+    return !*g->problem && g->minor >= 0 && g->mig_enabled != 1 && core_gpu_hold(i)->state != GS_DEGRADED;
 }
 
 /* MIG devices of GPUs in MIG mode, flattened in GPU then instance order, with the scheduler's
@@ -259,8 +262,9 @@ static int resolve_ids(job_req *req, uint64_t *count, jerr *e)
         } else if (!usable(k)) {
             rc = jerr_field(e, "gpu_ids", "gpu_ids: GPU %d cannot be used: %s", k,
                               *C.gpu.inv.gpu[k].problem ? C.gpu.inv.gpu[k].problem
-                              : core_gpu_hold(k)->degraded ? core_gpu_hold(k)->reason
-                                                           : "it is in MIG mode; ask for one of its MIG devices (--gpu-mig)");
+                              : core_gpu_hold(k)->state == GS_DEGRADED
+                                  ? core_gpu_hold(k)->reason
+                                  : "it is in MIG mode; ask for one of its MIG devices (--gpu-mig)");
         } else {
             seen |= 1ull << k;
             uuids[i] = C.gpu.inv.gpu[k].uuid;
@@ -453,19 +457,13 @@ void core_gpu_sched_view(sched_gpu *out)
     gpu_sched_gpus(&C.gpu.inv, core_mps_available(), out);
     for (int i = 0; i < C.gpu.inv.n; i++) {
         const gpu_hold *h = core_gpu_hold(i);
-        out[i].usable = usable(i) && !h->offline;
-        out[i].closed = h->draining || h->resetting || core_gpu_health(i)->hot;
+        out[i].usable = usable(i) && h->state != GS_OFFLINE;
+        out[i].closed = h->state == GS_DRAINING || h->state == GS_RESETTING || core_gpu_health(i)->hot;
     }
 }
 
-uint64_t core_gpu_held(void)
-{
-    uint64_t m = 0;
-    for (int i = 0; i < C.gpu.inv.n; i++)
-        if (core_gpu_hold(i)->scrubbing)
-            m |= 1ull << i;
-    return m;
-}
+/* Not free besides their holders: the GPUs whose memory a helper is zeroing. */
+uint64_t core_gpu_held(void) { return core_gpu_scrub_busy(); }
 
 uint64_t core_gpu_kind_mask(const job_req *req)
 {

@@ -1,12 +1,12 @@
-/* GPU health (docs/health.md). A monitor thread of its own opens NVML (dlopen, as
- * discovery does), waits for XID and ECC events and samples every GPU each
+/* GPU health (docs/health.md). A monitor thread of its own uses NVML (through gpu/nvml.h, the
+ * binding discovery uses), waits for XID and ECC events and samples every GPU each
  * gpu.health_interval_ms; it also runs resets, which may take seconds. It never touches the
  * core's state: it writes fixed-size messages to a pipe that the event loop reads. The loop
  * side keeps the samples and counters, applies the XID policy and moves GPUs through the
- * state machine: AVAILABLE -> DRAINING / RESETTING / OFFLINE -> AVAILABLE after a passing check. */
+ * state machine (gpu/gpu_state.c): RESETTING or OFFLINE by the policy, AVAILABLE again after a
+ * passing reset and check, OFFLINE after a failing one. */
 #include "health.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,7 +22,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
-#include "../gpu/nvml_api.h"
+#include "../gpu/nvml.h"
 #include "../gpu/xid_policy.h"
 #include "core.h"
 
@@ -58,13 +58,6 @@ static xid_policy policy;
 const gpu_health *core_gpu_health(int i) { return i >= 0 && i < GPU_MAX ? &H[i] : NULL; }
 
 /* ---------------- the monitor thread ---------------- */
-
-typedef struct nvml {
-    void *h;
-#define NVML_POINTER(name, ret, params) ret(*name) params;
-    NVML_FUNCTIONS(NVML_POINTER)
-#undef NVML_POINTER
-} nvml;
 
 static void post(const hmsg *m)
 {
@@ -143,31 +136,31 @@ static int run_reset(int gpu, char *text, size_t len)
 
 static void *monitor(void *arg)
 {
-    nvml n = {0};
     nvmlDevice_t dev[GPU_MAX] = {0};
     nvmlEventSet_t set = NULL;
-    n.h = dlopen(M.lib, RTLD_NOW | RTLD_LOCAL);
-#define NVML_RESOLVE(name, ret, params) *(void **)&n.name = n.h ? dlsym(n.h, #name) : NULL;
-    NVML_FUNCTIONS(NVML_RESOLVE)
-#undef NVML_RESOLVE
-    bool ok = n.h && n.nvmlInit_v2 && n.nvmlInit_v2() == NVML_SUCCESS;
+    /* the binding discovery used (gpu/nvml.h), loaded by discovery or now; without it, or with
+     * an NVML that does not start, no samples and no events */
+    jerr e = {0};
+    const nvml_lib *n = nvml_load(M.lib, &e);
+    bool ok = n && n->nvmlInit_v2() == NVML_SUCCESS;
     if (ok) {
         unsigned count = 0;
-        n.nvmlDeviceGetCount_v2(&count);
+        n->nvmlDeviceGetCount_v2(&count);
         for (unsigned k = 0; k < count; k++) {
             nvmlDevice_t d;
             char uuid[96];
-            if (n.nvmlDeviceGetHandleByIndex_v2(k, &d) != NVML_SUCCESS ||
-                n.nvmlDeviceGetUUID(d, uuid, sizeof uuid) != NVML_SUCCESS)
+            if (n->nvmlDeviceGetHandleByIndex_v2(k, &d) != NVML_SUCCESS ||
+                n->nvmlDeviceGetUUID(d, uuid, sizeof uuid) != NVML_SUCCESS)
                 continue;
             for (int i = 0; i < M.ngpu; i++)
                 if (!strcmp(uuid, M.uuid[i]))
                     dev[i] = d;
         }
-        if (n.nvmlEventSetCreate && n.nvmlEventSetCreate(&set) == NVML_SUCCESS)
+        if (n->nvmlEventSetCreate && n->nvmlDeviceRegisterEvents && n->nvmlEventSetWait_v2 && n->nvmlEventSetFree &&
+            n->nvmlEventSetCreate(&set) == NVML_SUCCESS)
             for (int i = 0; i < M.ngpu; i++)
                 if (dev[i])
-                    n.nvmlDeviceRegisterEvents(dev[i], nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |
+                    n->nvmlDeviceRegisterEvents(dev[i], nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |
                                                            nvmlEventTypeDoubleBitEccError, set);
     }
     int64_t next = 0;
@@ -187,8 +180,9 @@ static void *monitor(void *arg)
                 nvmlMemory_t mem;
                 unsigned t;
                 if (rc == 0 && ok && dev[i] &&
-                    (n.nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) != NVML_SUCCESS ||
-                     n.nvmlDeviceGetMemoryInfo(dev[i], &mem) != NVML_SUCCESS)) {
+                    ((n->nvmlDeviceGetTemperature &&
+                      n->nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) != NVML_SUCCESS) ||
+                     n->nvmlDeviceGetMemoryInfo(dev[i], &mem) != NVML_SUCCESS)) {
                     snprintf(m.text, sizeof m.text, "the GPU does not answer NVML after its reset");
                     rc = -1;
                 }
@@ -204,30 +198,30 @@ static void *monitor(void *arg)
                 unsigned t, p;
                 nvmlUtilization_t u;
                 nvmlMemory_t mem;
-                if (n.nvmlDeviceGetTemperature && n.nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetTemperature && n->nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) == NVML_SUCCESS)
                     m.v[0] = t;
-                if (n.nvmlDeviceGetUtilizationRates && n.nvmlDeviceGetUtilizationRates(dev[i], &u) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetUtilizationRates && n->nvmlDeviceGetUtilizationRates(dev[i], &u) == NVML_SUCCESS)
                     m.v[1] = u.gpu;
-                if (n.nvmlDeviceGetMemoryInfo && n.nvmlDeviceGetMemoryInfo(dev[i], &mem) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetMemoryInfo && n->nvmlDeviceGetMemoryInfo(dev[i], &mem) == NVML_SUCCESS)
                     m.v[2] = (int64_t)(mem.used >> 20);
-                if (n.nvmlDeviceGetPowerUsage && n.nvmlDeviceGetPowerUsage(dev[i], &p) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetPowerUsage && n->nvmlDeviceGetPowerUsage(dev[i], &p) == NVML_SUCCESS)
                     m.v[3] = p / 1000;
                 unsigned long long tr, ecc;
                 unsigned corr, unc, pend, fail;
-                if (n.nvmlDeviceGetCurrentClocksThrottleReasons &&
-                    n.nvmlDeviceGetCurrentClocksThrottleReasons(dev[i], &tr) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetCurrentClocksThrottleReasons &&
+                    n->nvmlDeviceGetCurrentClocksThrottleReasons(dev[i], &tr) == NVML_SUCCESS)
                     m.v[4] = (int64_t)tr;
-                if (n.nvmlDeviceGetRemappedRows &&
-                    n.nvmlDeviceGetRemappedRows(dev[i], &corr, &unc, &pend, &fail) == NVML_SUCCESS)
+                if (n->nvmlDeviceGetRemappedRows &&
+                    n->nvmlDeviceGetRemappedRows(dev[i], &corr, &unc, &pend, &fail) == NVML_SUCCESS)
                     m.v[5] = (int64_t)corr + unc;
                 /* ECC totals (volatile: since the driver loaded) travel in text, two numbers */
                 long long sbe = -1, dbe = -1;
-                if (n.nvmlDeviceGetTotalEccErrors &&
-                    n.nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &ecc) ==
+                if (n->nvmlDeviceGetTotalEccErrors &&
+                    n->nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &ecc) ==
                         NVML_SUCCESS)
                     sbe = (long long)ecc;
-                if (n.nvmlDeviceGetTotalEccErrors &&
-                    n.nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ecc) ==
+                if (n->nvmlDeviceGetTotalEccErrors &&
+                    n->nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ecc) ==
                         NVML_SUCCESS)
                     dbe = (long long)ecc;
                 snprintf(m.text, sizeof m.text, "%lld %lld", sbe, dbe);
@@ -239,7 +233,7 @@ static void *monitor(void *arg)
         int slice = (int)(next - mono_ms());
         slice = slice < 0 ? 0 : slice > 200 ? 200 : slice;
         nvmlEventData_t ev;
-        if (set && n.nvmlEventSetWait_v2(set, &ev, (unsigned)slice) == NVML_SUCCESS) {
+        if (set && n->nvmlEventSetWait_v2(set, &ev, (unsigned)slice) == NVML_SUCCESS) {
             for (int i = 0; i < M.ngpu; i++)
                 if (dev[i] == ev.device) {
                     hmsg m = {.type = ev.eventType == nvmlEventTypeXidCriticalError ? HM_XID : HM_ECC, .gpu = i};
@@ -252,11 +246,9 @@ static void *monitor(void *arg)
         }
     }
     if (set)
-        n.nvmlEventSetFree(set);
+        n->nvmlEventSetFree(set);
     if (ok)
-        n.nvmlShutdown();
-    if (n.h)
-        dlclose(n.h);
+        n->nvmlShutdown();
     return NULL;
 }
 
@@ -312,9 +304,9 @@ void health_reset_when_idle(void)
         return;
     uint64_t want = 0;
     for (int i = 0; i < C.gpu.inv.n; i++) {
-        gpu_hold *h = core_gpu_hold(i);
         job *js[1];
-        if (h->resetting && !(reset_asked >> i & 1) && core_gpu_jobs_on(i, js, 1) == 0 && !h->scrubbing)
+        if (core_gpu_hold(i)->state == GS_RESETTING && !(reset_asked >> i & 1) && core_gpu_jobs_on(i, js, 1) == 0 &&
+            !(core_gpu_scrub_busy() >> i & 1))
             want |= 1ull << i;
     }
     if (!want)
@@ -346,7 +338,6 @@ static void on_xid(int i, int code, const char *via)
     count_xid(&H[i], code);
     const char *meaning;
     enum xid_action a = xid_policy_action(&policy, code, &meaning);
-    gpu_hold *h = core_gpu_hold(i);
     char why[200];
     snprintf(why, sizeof why, "XID %d: %s", code, meaning);
     log_msg(a == XA_APP ? LOG_INFO : LOG_WARN, "gpu %d: %s%s; action: %s", i, why, via, xid_action_name(a));
@@ -357,16 +348,18 @@ static void on_xid(int i, int code, const char *via)
     case XA_APP: return;
     case XA_RESTART_JOB: core_gpu_lose_jobs(i, why); break;
     case XA_OFFLINE:
-        core_gpu_set_state(i, "offline", why, -1);
+        core_gpu_set_state(i, GE_XID_OFFLINE, why, -1);
         core_gpu_lose_jobs(i, why);
         break;
     case XA_RESET:
-        core_gpu_set_state(i, "resetting", why, -1);
+        core_gpu_set_state(i, GE_XID_RESET, why, -1);
         core_gpu_lose_jobs(i, why);
         break;
     case XA_DRAIN_RESET:
-        if (!h->resetting)
-            core_gpu_set_state(i, "resetting", why, -1); /* no new jobs; reset once the running ones end */
+        /* no new jobs; reset once the running ones end (a GPU already waiting for its reset keeps
+         * its first reason) */
+        if (core_gpu_hold(i)->state != GS_RESETTING)
+            core_gpu_set_state(i, GE_XID_DRAIN_RESET, why, -1);
         break;
     }
     health_reset_when_idle();
@@ -396,14 +389,15 @@ static void on_message(watch *w, uint32_t events)
             }
             int max = (int)C.cfg.max_temperature_c;
             /* 5 degrees of hysteresis: a GPU at the limit does not flap in and out of service */
-            if (!g->hot && g->temperature_c > max) {
+            bool hot = gpu_state_hot(g->hot, g->temperature_c, max);
+            if (hot && !g->hot) {
                 g->hot = true;
                 char d[120];
                 snprintf(d, sizeof d, "%d C, above gpu.max_temperature_c %d: no new jobs until it cools", g->temperature_c,
                          max);
                 log_warn("gpu %d: %s", m.gpu, d);
                 core_audit("hot", -1, m.gpu, NULL, -1, -1, d);
-            } else if (g->hot && g->temperature_c >= 0 && g->temperature_c <= max - 5) {
+            } else if (!hot && g->hot) {
                 g->hot = false;
                 log_info("gpu %d: cooled to %d C: takes jobs again", m.gpu, g->temperature_c);
                 core_audit("cooled", -1, m.gpu, NULL, -1, -1, NULL);
@@ -423,14 +417,19 @@ static void on_message(watch *w, uint32_t events)
         case HM_RESET:
             reset_asked &= ~(1ull << m.gpu);
             if (m.v[0]) {
-                log_info("gpu %d: reset and checked: AVAILABLE", m.gpu);
+                /* back in service, unless an admin or an XID took it out meanwhile (gpu_state.c) */
+                enum gpu_state next;
+                if (gpu_state_next(core_gpu_hold(m.gpu)->state, GE_RESET_DONE, &next) == 0 && next != GS_AVAILABLE)
+                    log_info("gpu %d: reset and checked; it stays %s", m.gpu, gpu_state_name(next));
+                else
+                    log_info("gpu %d: reset and checked: AVAILABLE", m.gpu);
                 core_audit("reset", -1, m.gpu, NULL, -1, -1, "passed the check after the reset");
-                core_gpu_set_state(m.gpu, "available", "reset and checked", -1);
+                core_gpu_set_state(m.gpu, GE_RESET_DONE, "reset and checked", -1);
             } else {
                 char why[240];
                 snprintf(why, sizeof why, "reset failed: %s", m.text);
                 core_audit("reset", -1, m.gpu, NULL, -1, -1, why);
-                core_gpu_set_state(m.gpu, "offline", why, -1);
+                core_gpu_set_state(m.gpu, GE_RESET_FAILED, why, -1);
             }
             core_schedule();
             break;

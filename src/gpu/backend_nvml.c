@@ -1,5 +1,5 @@
-/* NVML backend: libnvidia-ml.so.1 opened with dlopen, never linked, so joblet runs on hosts
- * without a driver. Every failure names the NVML call and the device.
+/* NVML backend: libnvidia-ml.so.1 through joblet's one binding (nvml.h: dlopen, never linked,
+ * so joblet runs on hosts without a driver). Every failure names the NVML call and the device.
  *
  * What happens when a call fails:
  *   library missing, nvmlInit_v2 fails, a required symbol is absent -> the backend fails and
@@ -8,78 +8,44 @@
  *     that cannot be named cannot be handed out safely;
  *   any other call -> that field is unknown, with a warning; NUMA and CPU affinity then come
  *     from sysfs, PCIe levels from sysfs. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../common/log.h"
 #include "gpu.h"
-#include "nvml_api.h"
+#include "nvml.h"
 
-typedef struct nvml {
-    void *h;
-#define NVML_POINTER(name, ret, params) ret(*name) params;
-    NVML_FUNCTIONS(NVML_POINTER)
-#undef NVML_POINTER
-} nvml;
-
-/* Without these nothing trustworthy can be said about a GPU. */
-static const char *const required[] = {
-    "nvmlInit_v2", "nvmlShutdown", "nvmlErrorString", "nvmlDeviceGetCount_v2",
-    "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo_v3",
-    "nvmlDeviceGetName", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMinorNumber",
-};
-
-static int nvml_open(nvml *n, const char *lib, jerr *e)
+static void warn_call(const nvml_lib *n, const char *call, const gpu_dev *g, nvmlReturn_t r)
 {
-    memset(n, 0, sizeof *n);
-    n->h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    if (!n->h)
-        return jerr_set(e, ENOENT, "NVML: cannot load %s: %s", lib, dlerror());
-#define NVML_RESOLVE(name, ret, params) *(void **)&n->name = dlsym(n->h, #name);
-    NVML_FUNCTIONS(NVML_RESOLVE)
-#undef NVML_RESOLVE
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if (!dlsym(n->h, required[i])) {
-            jerr_set(e, ENOSYS, "NVML: %s does not export %s (driver too old or not NVML)", lib, required[i]);
-            dlclose(n->h);
-            n->h = NULL;
-            return -1;
-        }
-    return 0;
-}
-
-static void warn_call(nvml *n, const char *call, const gpu_dev *g, nvmlReturn_t r)
-{
-    log_warn("gpu: NVML %s(GPU %d %s): %s; that field is unknown", call, g->index, g->bus_id, n->nvmlErrorString(r));
+    log_warn("gpu: NVML %s(GPU %d %s): %s; that field is unknown", call, g->index, g->bus_id, nvml_error(n, r));
 }
 
 /* A GPU whose name, minor or memory cannot be read is listed but never handed out. */
-static void fail_call(nvml *n, const char *call, gpu_dev *g, nvmlReturn_t r)
+static void fail_call(const nvml_lib *n, const char *call, gpu_dev *g, nvmlReturn_t r)
 {
     warn_call(n, call, g, r);
     if (!*g->problem)
-        snprintf(g->problem, sizeof g->problem, "NVML %s: %s", call, n->nvmlErrorString(r));
+        snprintf(g->problem, sizeof g->problem, "NVML %s: %s", call, nvml_error(n, r));
 }
 
-static int identify(nvml *n, unsigned idx, nvmlDevice_t *dev, gpu_dev *g, jerr *e)
+static int identify(const nvml_lib *n, unsigned idx, nvmlDevice_t *dev, gpu_dev *g, jerr *e)
 {
     nvmlReturn_t r;
     nvmlPciInfo_t pci;
     g->index = (int)idx;
     if ((r = n->nvmlDeviceGetHandleByIndex_v2(idx, dev)) != NVML_SUCCESS)
-        return jerr_set(e, EIO, "NVML: nvmlDeviceGetHandleByIndex_v2(GPU %u): %s", idx, n->nvmlErrorString(r));
+        return jerr_set(e, EIO, "NVML: nvmlDeviceGetHandleByIndex_v2(GPU %u): %s", idx, nvml_error(n, r));
     if ((r = n->nvmlDeviceGetPciInfo_v3(*dev, &pci)) != NVML_SUCCESS)
-        return jerr_set(e, EIO, "NVML: nvmlDeviceGetPciInfo_v3(GPU %u): %s", idx, n->nvmlErrorString(r));
+        return jerr_set(e, EIO, "NVML: nvmlDeviceGetPciInfo_v3(GPU %u): %s", idx, nvml_error(n, r));
     if (gpu_bus_normalize(pci.busId, g->bus_id) < 0)
         return jerr_set(e, EIO, "NVML: nvmlDeviceGetPciInfo_v3(GPU %u): unreadable bus id '%.32s'", idx, pci.busId);
     if ((r = n->nvmlDeviceGetUUID(*dev, g->uuid, sizeof g->uuid)) != NVML_SUCCESS)
-        return jerr_set(e, EIO, "NVML: nvmlDeviceGetUUID(GPU %u %s): %s", idx, g->bus_id, n->nvmlErrorString(r));
+        return jerr_set(e, EIO, "NVML: nvmlDeviceGetUUID(GPU %u %s): %s", idx, g->bus_id, nvml_error(n, r));
     return 0;
 }
 
-static void read_links(nvml *n, nvmlDevice_t dev, gpu_dev *g)
+static void read_links(const nvml_lib *n, nvmlDevice_t dev, gpu_dev *g)
 {
     if (!n->nvmlDeviceGetNvLinkState)
         return;
@@ -113,7 +79,7 @@ static void read_links(nvml *n, nvmlDevice_t dev, gpu_dev *g)
     }
 }
 
-static void read_mig(nvml *n, nvmlDevice_t dev, gpu_dev *g)
+static void read_mig(const nvml_lib *n, nvmlDevice_t dev, gpu_dev *g)
 {
     unsigned cur, pend, max;
     if (!n->nvmlDeviceGetMigMode || n->nvmlDeviceGetMigMode(dev, &cur, &pend) != NVML_SUCCESS)
@@ -152,7 +118,7 @@ static void read_mig(nvml *n, nvmlDevice_t dev, gpu_dev *g)
     }
 }
 
-static void describe(nvml *n, nvmlDevice_t dev, gpu_dev *g, const gpu_config *c)
+static void describe(const nvml_lib *n, nvmlDevice_t dev, gpu_dev *g, const gpu_config *c)
 {
     nvmlReturn_t r;
     unsigned u;
@@ -206,20 +172,17 @@ static void describe(nvml *n, nvmlDevice_t dev, gpu_dev *g, const gpu_config *c)
 
 int gpu_backend_nvml(const gpu_config *c, gpu_inventory *inv, jerr *e)
 {
-    nvml n;
-    if (nvml_open(&n, c->nvml_library, e) < 0)
+    const nvml_lib *n = nvml_load(c->nvml_library, e);
+    if (!n)
         return -1;
-    nvmlReturn_t r = n.nvmlInit_v2();
-    if (r != NVML_SUCCESS) {
-        jerr_set(e, EIO, "NVML: nvmlInit_v2: %s", n.nvmlErrorString(r));
-        dlclose(n.h);
-        return -1;
-    }
+    nvmlReturn_t r = n->nvmlInit_v2();
+    if (r != NVML_SUCCESS)
+        return jerr_set(e, EIO, "NVML: nvmlInit_v2: %s", nvml_error(n, r));
     int rc = 0;
     unsigned count = 0;
     nvmlDevice_t devs[GPU_MAX];
-    if ((r = n.nvmlDeviceGetCount_v2(&count)) != NVML_SUCCESS) {
-        rc = jerr_set(e, EIO, "NVML: nvmlDeviceGetCount_v2: %s", n.nvmlErrorString(r));
+    if ((r = n->nvmlDeviceGetCount_v2(&count)) != NVML_SUCCESS) {
+        rc = jerr_set(e, EIO, "NVML: nvmlDeviceGetCount_v2: %s", nvml_error(n, r));
         goto out;
     }
     if (count > GPU_MAX) {
@@ -227,31 +190,30 @@ int gpu_backend_nvml(const gpu_config *c, gpu_inventory *inv, jerr *e)
         count = GPU_MAX;
     }
     char ver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
-    if (n.nvmlSystemGetDriverVersion && (r = n.nvmlSystemGetDriverVersion(ver, sizeof ver)) == NVML_SUCCESS)
+    if (n->nvmlSystemGetDriverVersion && (r = n->nvmlSystemGetDriverVersion(ver, sizeof ver)) == NVML_SUCCESS)
         snprintf(inv->driver_version, sizeof inv->driver_version, "%s", ver);
-    else if (n.nvmlSystemGetDriverVersion)
-        log_warn("gpu: NVML nvmlSystemGetDriverVersion: %s", n.nvmlErrorString(r));
+    else if (n->nvmlSystemGetDriverVersion)
+        log_warn("gpu: NVML nvmlSystemGetDriverVersion: %s", nvml_error(n, r));
     int cv;
-    if (n.nvmlSystemGetCudaDriverVersion_v2 && n.nvmlSystemGetCudaDriverVersion_v2(&cv) == NVML_SUCCESS)
+    if (n->nvmlSystemGetCudaDriverVersion_v2 && n->nvmlSystemGetCudaDriverVersion_v2(&cv) == NVML_SUCCESS)
         inv->cuda_driver_version = cv;
     else
         inv->cuda_driver_version = gpu_driver_cuda_version(inv->driver_version);
     for (unsigned i = 0; i < count; i++)
-        if ((rc = identify(&n, i, &devs[i], &inv->gpu[i], e)) < 0)
+        if ((rc = identify(n, i, &devs[i], &inv->gpu[i], e)) < 0)
             goto out;
     inv->n = (int)count;
     for (unsigned i = 0; i < count; i++)
-        describe(&n, devs[i], &inv->gpu[i], c);
+        describe(n, devs[i], &inv->gpu[i], c);
     for (unsigned i = 0; i < count; i++)
-        for (unsigned j = 0; j < count && n.nvmlDeviceGetTopologyCommonAncestor; j++) {
+        for (unsigned j = 0; j < count && n->nvmlDeviceGetTopologyCommonAncestor; j++) {
             nvmlGpuTopologyLevel_t lvl;
-            if (i != j && n.nvmlDeviceGetTopologyCommonAncestor(devs[i], devs[j], &lvl) == NVML_SUCCESS)
+            if (i != j && n->nvmlDeviceGetTopologyCommonAncestor(devs[i], devs[j], &lvl) == NVML_SUCCESS)
                 inv->level[i][j] = (signed char)(lvl == NVML_TOPOLOGY_INTERNAL ? GPU_LVL_PIX : (int)lvl);
         }
     gpu_sysfs_levels(c->sys_root, inv); /* only pairs NVML could not answer */
     gpu_inventory_finish(inv);
 out:
-    n.nvmlShutdown();
-    dlclose(n.h);
+    n->nvmlShutdown();
     return rc;
 }

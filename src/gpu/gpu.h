@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "../common/err.h"
+#include "gpu_state.h"
 #include "inventory.h"
 
 #define GPU_CUDA_PATHS_MAX 8

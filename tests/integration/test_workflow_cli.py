@@ -235,7 +235,7 @@ def test_gpu_requests_this_machine_can_never_satisfy(fresh_daemon, tmp_path):
     # the machine's CPUs: max_cpu is the daemon's to check, at the line that asks
     path = write(tmp_path, "cpu.yaml", "jobs:\n  a:\n    command: 'true'\n    resources:\n      max_cpu: 100000\n")
     p = rnx(d, "workflow", "run", path)
-    assert p.returncode == 1 and p.stderr.startswith(f"{path}:5:16: job 'a': max_cpu: must be a percentage"), p.stderr
+    assert p.returncode == 1 and p.stderr.startswith(f"{path}:5:16: job 'a': max_cpu: '100000' must be a CPU percentage from 1 to"), p.stderr
     assert d.job_count() == 0 and d.job_dirs() == []
 
 
