@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../common/b64.h"
+#include "../common/jobreq.h"
 #include "../common/jsonx.h"
 #include "../common/parse.h"
 #include "../common/util.h"
@@ -145,40 +146,24 @@ static rnx_client *open_client(const rnx_ctx *ctx)
     return client_new(ctx->socket);
 }
 
-/* API fields of a submit and the flags that set them, to word the server's errors the way
- * the user typed the command. */
-static const struct { const char *field, *flag; } field_flags[] = {
-    {"max_memory_mb", "--max-memory"}, {"max_cpu", "--max-cpu"},       {"cpu_cores", "--cpu-cores"},
-    {"max_iobps", "--max-iobps"},      {"max_runtime_s", "--max-runtime"}, {"schedule_at", "--schedule"},
-    {"env", "--env"},                  {"secret_env", "--secret-env"}, {"uploads", "--upload"},
-    {"network", "--network"},          {"workdir", "--workdir"},       {"name", "--name"},
-    {"gpu_count", "--gpu"},            {"gpu_memory_mb", "--gpu-memory"}, {"gpu_ids", "--gpu-ids"},
-    {"gpu_caps", "--gpu-caps"},        {"gpu_optional", "--gpu-optional"}, {"gpu_all", "--gpu=all"},
-    {"gpu_mig", "--gpu-mig"},         {"priority", "--priority"},     {"gpu_type", "--gpu-type"},
-    {"gpu_cc", "--gpu-cc"},           {"gpu_share", "--gpu-share"},   {"cross_numa", "--cross-numa"},
-    {"preemptible", "--preemptible"},
-};
+/* The flag that sets a request field ("uploads[2]" is --upload's), NULL when none does. */
+static const char *flag_of(const char *field)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)strcspn(field, "[."), field);
+    const jobreq_field *f = jobreq_field_by_key(key);
+    return f ? f->flag : NULL;
+}
 
-/* "max_memory_mb: ..." -> "--max-memory: ...". A sub-field ("uploads[2].path") keeps its
- * own text after the flag, since it says which entry is at fault. */
+/* A schema message ("max_memory_mb: ...") worded the way the user typed the command
+ * ("--max-memory: ..."); the message as it is when no flag sets its field. */
 static void word_for_flags(const jerr *e, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "%s", e->msg);
-    for (size_t i = 0; e->field[0] && i < ARRAY_LEN(field_flags); i++) {
-        size_t fl = strlen(field_flags[i].field);
-        if (strncmp(e->field, field_flags[i].field, fl) != 0)
-            continue;
-        char next = e->field[fl];
-        if (next == 0) {
-            if (strncmp(e->msg, e->field, fl) == 0 && e->msg[fl] == ':')
-                snprintf(out, outlen, "%s%s", field_flags[i].flag, e->msg + fl);
-            return;
-        }
-        if (next == '[' || next == '.') {
-            snprintf(out, outlen, "%s: %s", field_flags[i].flag, e->msg);
-            return;
-        }
-    }
+    const char *flag = flag_of(e->field);
+    if (flag)
+        jobreq_reword(e, flag, out, outlen);
+    else
+        snprintf(out, outlen, "%s", e->msg);
 }
 
 /* An error from the server (or from reaching it): always exit 1. */
@@ -345,35 +330,31 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 
 /* ---- job run ------------------------------------------------------------------------- */
 
-enum {
-    O_NAME = 256, O_MAX_CPU, O_MAX_MEMORY, O_MAX_IOBPS, O_CPU_CORES, O_UPLOAD, O_WORKDIR,
-    O_NETWORK, O_MAX_RUNTIME, O_SCHEDULE, O_STATUS, O_STREAM, O_NO_FOLLOW, O_GPU, O_GPU_MEMORY, O_GPU_IDS,
-    O_GPU_CAPS, O_GPU_OPTIONAL, O_GPU_MIG, O_PRIORITY, O_GPU_TYPE, O_GPU_CC, O_GPU_SHARE, O_CROSS_NUMA,
-    O_PREEMPTIBLE,
-};
+enum { O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_FIELD = 512 /* + enum jobreq_id */ };
 
 typedef struct run_req {
-    json_t *body;        /* the POST /v1/jobs body being built */
-    json_t *env, *secret_env;
-    upload_set uploads;
+    job_req req;         /* the request, read and checked by the schema (common/jobreq.h) */
+    upload_set uploads;  /* --upload: read from disk here, as upload entries of the body */
     bool follow;
 } run_req;
 
+/* A schema refusal ("max_memory_mb: ...") as a usage error about the flag that was typed. */
 static int bad_flag(const jerr *e)
 {
-    return rnx_usage("%s", e->msg);
+    char msg[sizeof e->msg + 64];
+    word_for_flags(e, msg, sizeof msg);
+    return rnx_usage("%s", msg);
 }
 
 /* JSON strings must be UTF-8; anything else cannot be sent, so say which input it was. */
-static int set_text(json_t *obj, const char *key, const char *flag, const char *value)
+static int utf8_or_usage(const char *flag, const char *value)
 {
     if (!utf8_valid(value, strlen(value)))
         return rnx_usage("%s: the value is not valid UTF-8, which the API cannot carry", flag);
-    json_object_set_new(obj, key, json_string(value));
     return 0;
 }
 
-/* -e/-s K=V: a name given twice (in either flag) is refused rather than silently won by one. */
+/* -e/-s K=V: the schema refuses a name given twice (in either flag). */
 static int add_env(run_req *r, const char *arg, bool secret)
 {
     const char *flag = secret ? "--secret-env" : "--env";
@@ -381,166 +362,59 @@ static int add_env(run_req *r, const char *arg, bool secret)
     const char *value;
     jerr e = {0};
     if (parse_env_pair(flag, arg, name, sizeof name, &value, &e) < 0)
-        return bad_flag(&e);
-    if (json_object_get(secret ? r->secret_env : r->env, name))
-        return rnx_usage("%s: '%s' is given twice", flag, name);
-    if (json_object_get(secret ? r->env : r->secret_env, name))
-        return rnx_usage("%s: '%s' is also given with %s", flag, name, secret ? "--env" : "--secret-env");
-    return set_text(secret ? r->secret_env : r->env, name, flag, value);
-}
-
-/* Numbers travel as JSON integers, which jansson holds as signed 64-bit. */
-static int set_u64(json_t *obj, const char *key, const char *flag, const char *arg, uint64_t v)
-{
-    if (v > INT64_MAX)
-        return rnx_usage("%s: '%s' is too large", flag, arg);
-    json_object_set_new(obj, key, json_integer((json_int_t)v));
-    return 0;
-}
-
-static int run_flag_network(run_req *r, const char *arg)
-{
-    if (strcmp(arg, "none") != 0 && strcmp(arg, "host") != 0)
-        return rnx_usage("--network: '%s' is not accepted; use none or host", arg);
-    json_object_set_new(r->body, "network", json_string(arg));
-    return 0;
-}
-
-static int run_flag_cores(run_req *r, const char *arg)
-{
-    uint8_t mask[CPU_MAX / 8];
-    char list[4096];
-    jerr e = {0};
-    if (parse_cpu_list("--cpu-cores", arg, mask, &e) < 0)
-        return bad_flag(&e);
-    if (format_cpu_list(mask, list, sizeof list) < 0)
-        return rnx_usage("--cpu-cores: '%s' names no CPU", arg);
-    json_object_set_new(r->body, "cpu_cores", json_string(list));
-    return 0;
-}
-
-static int run_flag_schedule(run_req *r, const char *arg)
-{
-    time_t at;
-    char when[64];
-    jerr e = {0};
-    int64_t now = now_ms(), at_ms;
-    if (parse_schedule("--schedule", arg, (time_t)(now / 1000), &at, &e) < 0)
-        return bad_flag(&e);
-    /* Keep milliseconds: "2s" means two seconds from now, not from the start of this second. */
-    if (parse_ms(arg, &at_ms) < 0)
-        at_ms = now + ((int64_t)at - now / 1000) * 1000;
-    format_ms(at_ms, when, sizeof when);
-    json_object_set_new(r->body, "schedule_at", json_string(when));
-    return 0;
-}
-
-static int run_flag_upload(run_req *r, const char *arg)
-{
-    jerr e = {0};
-    if (upload_add(&r->uploads, arg, &e) < 0)
         return rnx_usage("%s", e.msg);
+    if (utf8_or_usage(flag, value) != 0)
+        return RNX_USAGE;
+    if (jobreq_add_env(&r->req, secret, name, value, &e) < 0)
+        return bad_flag(&e);
     return 0;
+}
+
+/* Every flag that sets a field of the request, from the schema's table: --name, --max-cpu,
+ * ... A boolean field's flag is a switch (--gpu-share), except --cross-numa yes|no, whose
+ * default is yes. --env, --secret-env and --upload are read here (K=V; files from disk). */
+static void run_options(struct option *opts, size_t n)
+{
+    size_t k = 0;
+    for (int i = 0; i < JR_N && k + 1 < n; i++) {
+        const jobreq_field *f = &jobreq_fields[i];
+        if (!f->flag || strncmp(f->flag, "--", 2) || strchr(f->flag, '=') || f->kind == JK_ENV ||
+            f->kind == JK_UPLOADS)
+            continue;
+        bool sw = f->kind == JK_BOOL && i != JR_CROSS_NUMA;
+        opts[k++] = (struct option){f->flag + 2, sw ? no_argument : required_argument, NULL, O_FIELD + i};
+    }
+    static const struct option rest[] = {
+        {"env", required_argument, NULL, 'e'},
+        {"secret-env", required_argument, NULL, 's'},
+        {"upload", required_argument, NULL, O_UPLOAD},
+        {"follow", no_argument, NULL, 'f'},
+        OPT_HELP,
+    };
+    for (size_t i = 0; i < ARRAY_LEN(rest) && k + 1 < n; i++)
+        opts[k++] = rest[i];
+    opts[k] = (struct option){0};
 }
 
 /* Applies one flag of `job run` to the request; 0, or an exit code after printing why. */
 static int run_flag(run_req *r, int c, const char *arg)
 {
     jerr e = {0};
-    uint64_t v;
-    uint32_t pct;
+    if (c >= O_FIELD && c < O_FIELD + JR_N) {
+        const jobreq_field *f = &jobreq_fields[c - O_FIELD];
+        if (f->kind == JK_BOOL && !arg)
+            arg = "true";   /* a switch */
+        if (utf8_or_usage(f->flag, arg) != 0)
+            return RNX_USAGE;
+        if (jobreq_set_text(&r->req, f, arg, time(NULL), &e) < 0)
+            return bad_flag(&e);
+        return 0;
+    }
     switch (c) {
-    case O_NAME:
-        if (!*arg)
-            return rnx_usage("--name: needs a non-empty value");
-        return set_text(r->body, "name", "--name", arg);
-    case O_WORKDIR:
-        if (!*arg)
-            return rnx_usage("--workdir: needs a non-empty value");
-        return set_text(r->body, "workdir", "--workdir", arg);
-    case O_MAX_CPU:
-        if (parse_percent("--max-cpu", arg, &pct, &e) < 0)
-            return bad_flag(&e);
-        json_object_set_new(r->body, "max_cpu", json_integer(pct));
+    case O_UPLOAD:
+        if (upload_add(&r->uploads, arg, &e) < 0)
+            return rnx_usage("%s", e.msg);
         return 0;
-    case O_MAX_MEMORY:
-        if (parse_size_mb("--max-memory", arg, &v, &e) < 0)
-            return bad_flag(&e);
-        return set_u64(r->body, "max_memory_mb", "--max-memory", arg, v);
-    case O_MAX_IOBPS:
-        if (parse_bytes("--max-iobps", arg, &v, &e) < 0)
-            return bad_flag(&e);
-        return set_u64(r->body, "max_iobps", "--max-iobps", arg, v);
-    case O_MAX_RUNTIME:
-        if (parse_duration("--max-runtime", arg, &v, &e) < 0)
-            return bad_flag(&e);
-        return set_u64(r->body, "max_runtime_s", "--max-runtime", arg, v);
-    case O_GPU:
-        if (strcmp(arg, "all") == 0) {
-            json_object_set_new(r->body, "gpu_all", json_true());
-            return 0;
-        }
-        if (parse_u64(arg, &v) < 0 || v < 1 || v > 64)
-            return rnx_usage("--gpu: '%s' must be a number of GPUs from 1 to 64, or all", arg);
-        return set_u64(r->body, "gpu_count", "--gpu", arg, v);
-    case O_GPU_IDS: {
-        if (!*arg)
-            return rnx_usage("--gpu-ids: needs GPU indexes or UUIDs, e.g. 0,1 or GPU-5f3b...");
-        json_t *ids = json_array();
-        char buf[4096];
-        snprintf(buf, sizeof buf, "%s", arg);
-        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-            json_array_append_new(ids, json_string(t));
-        json_object_set_new(r->body, "gpu_ids", ids);
-        return 0;
-    }
-    case O_GPU_CAPS:
-        if (!*arg)
-            return rnx_usage("--gpu-caps: needs capabilities, e.g. compute,utility");
-        return set_text(r->body, "gpu_caps", "--gpu-caps", arg);
-    case O_PRIORITY: {
-        char *end;
-        errno = 0;
-        long pr = strtol(arg, &end, 10);
-        if (errno || !*arg || *end || pr < -1000 || pr > 1000)
-            return rnx_usage("--priority: '%s' must be a whole number from -1000 to 1000 (higher runs first)", arg);
-        json_object_set_new(r->body, "priority", json_integer(pr));
-        return 0;
-    }
-    case O_GPU_MIG:
-        if (!*arg)
-            return rnx_usage("--gpu-mig: needs a MIG profile, e.g. 1g.10gb (rnx gpu show lists them)");
-        return set_text(r->body, "gpu_mig", "--gpu-mig", arg);
-    case O_GPU_OPTIONAL:
-        json_object_set_new(r->body, "gpu_optional", json_true());
-        return 0;
-    case O_GPU_TYPE:
-        if (!*arg)
-            return rnx_usage("--gpu-type: needs a GPU model, e.g. H100 (rnx gpu list shows the names)");
-        return set_text(r->body, "gpu_type", "--gpu-type", arg);
-    case O_GPU_CC:
-        if (!*arg)
-            return rnx_usage("--gpu-cc: needs a compute capability MAJOR.MINOR, e.g. 8.0");
-        return set_text(r->body, "gpu_cc", "--gpu-cc", arg);
-    case O_GPU_SHARE:
-        json_object_set_new(r->body, "gpu_share", json_true());
-        return 0;
-    case O_PREEMPTIBLE:
-        json_object_set_new(r->body, "preemptible", json_true());
-        return 0;
-    case O_CROSS_NUMA:
-        if (strcmp(arg, "yes") && strcmp(arg, "no"))
-            return rnx_usage("--cross-numa: '%s' must be yes or no", arg);
-        json_object_set_new(r->body, "cross_numa", json_boolean(!strcmp(arg, "yes")));
-        return 0;
-    case O_GPU_MEMORY:
-        if (parse_size_mb("--gpu-memory", arg, &v, &e) < 0)
-            return bad_flag(&e);
-        return set_u64(r->body, "gpu_memory_mb", "--gpu-memory", arg, v);
-    case O_CPU_CORES: return run_flag_cores(r, arg);
-    case O_NETWORK: return run_flag_network(r, arg);
-    case O_SCHEDULE: return run_flag_schedule(r, arg);
-    case O_UPLOAD: return run_flag_upload(r, arg);
     case 'e': return add_env(r, arg, false);
     case 's': return add_env(r, arg, true);
     case 'f': r->follow = true; return 0;
@@ -551,33 +425,41 @@ static int run_flag(run_req *r, int c, const char *arg)
 /* COMMAND and ARGS: everything after the flags, untouched. */
 static int run_command_line(run_req *r, int argc, char **argv)
 {
+    jerr e = {0};
     if (optind >= argc)
         return rnx_usage("job run: missing COMMAND; usage: rnx job run [flags] COMMAND [ARGS...]");
     if (!*argv[optind])
         return rnx_usage("job run: COMMAND is empty; usage: rnx job run [flags] COMMAND [ARGS...]");
     if (!utf8_valid(argv[optind], strlen(argv[optind])))
         return rnx_usage("job run: COMMAND is not valid UTF-8, which the API cannot carry");
-    json_object_set_new(r->body, "command", json_string(argv[optind]));
-    json_t *args = json_array();
-    json_object_set_new(r->body, "args", args);
+    if (jobreq_set_command(&r->req, argv[optind], &e) < 0) {
+        char msg[sizeof e.msg + 64];
+        jobreq_reword(&e, "job run: COMMAND", msg, sizeof msg);
+        return rnx_usage("%s", msg);
+    }
+    jobreq_set_list(&r->req, JR_ARGS, NULL, 0);
     for (int i = optind + 1; i < argc; i++) {
         if (!utf8_valid(argv[i], strlen(argv[i])))
             return rnx_usage("job run: argument %d ('%s') is not valid UTF-8, which the API cannot carry",
                              i - optind, argv[i]);
-        json_array_append_new(args, json_string(argv[i]));
+        jobreq_add_arg(&r->req, argv[i]);
     }
     return 0;
 }
 
-/* The request is complete: move the collected env and uploads into it. */
-static void run_finish_body(run_req *r)
+/* The request is complete: checked as a whole (the rules between fields, as the daemon checks
+ * them), then the POST /v1/jobs body, with the uploads read from disk. NULL after printing why. */
+static json_t *run_body(run_req *r)
 {
-    if (json_object_size(r->env))
-        json_object_set(r->body, "env", r->env);
-    if (json_object_size(r->secret_env))
-        json_object_set(r->body, "secret_env", r->secret_env);
+    jerr e = {0};
+    if (jobreq_check(&r->req, &e) < 0) {
+        bad_flag(&e);
+        return NULL;
+    }
+    json_t *body = jobreq_to_json(&r->req, JOBREQ_JSON_SECRETS);
     if (json_array_size(r->uploads.entries))
-        json_object_set(r->body, "uploads", r->uploads.entries);
+        json_object_set(body, "uploads", r->uploads.entries);
+    return body;
 }
 
 /* The exit code `run --follow` ends with, from the log's end record. */
@@ -634,7 +516,7 @@ static int run_follow(const rnx_ctx *ctx, rnx_client *c, const char *id)
     return rc;
 }
 
-static int run_submit(const rnx_ctx *ctx, run_req *r)
+static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
 {
     rnx_client *c = open_client(ctx);
     json_t *job = NULL;
@@ -642,7 +524,7 @@ static int run_submit(const rnx_ctx *ctx, run_req *r)
     int rc;
     if (!c)
         return RNX_FAIL;
-    if (client_request(c, "POST", "/v1/jobs", r->body, &job, &e) < 0) {
+    if (client_request(c, "POST", "/v1/jobs", body, &job, &e) < 0) {
         rc = server_error(&e, true);
         goto out;
     }
@@ -668,37 +550,10 @@ out:
 
 static int job_run(rnx_ctx *ctx, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"name", required_argument, NULL, O_NAME},
-        {"max-cpu", required_argument, NULL, O_MAX_CPU},
-        {"max-memory", required_argument, NULL, O_MAX_MEMORY},
-        {"max-iobps", required_argument, NULL, O_MAX_IOBPS},
-        {"cpu-cores", required_argument, NULL, O_CPU_CORES},
-        {"env", required_argument, NULL, 'e'},
-        {"secret-env", required_argument, NULL, 's'},
-        {"upload", required_argument, NULL, O_UPLOAD},
-        {"workdir", required_argument, NULL, O_WORKDIR},
-        {"network", required_argument, NULL, O_NETWORK},
-        {"max-runtime", required_argument, NULL, O_MAX_RUNTIME},
-        {"schedule", required_argument, NULL, O_SCHEDULE},
-        {"gpu", required_argument, NULL, O_GPU},
-        {"gpu-memory", required_argument, NULL, O_GPU_MEMORY},
-        {"gpu-ids", required_argument, NULL, O_GPU_IDS},
-        {"gpu-caps", required_argument, NULL, O_GPU_CAPS},
-        {"gpu-optional", no_argument, NULL, O_GPU_OPTIONAL},
-        {"gpu-mig", required_argument, NULL, O_GPU_MIG},
-        {"priority", required_argument, NULL, O_PRIORITY},
-        {"gpu-type", required_argument, NULL, O_GPU_TYPE},
-        {"gpu-cc", required_argument, NULL, O_GPU_CC},
-        {"gpu-share", no_argument, NULL, O_GPU_SHARE},
-        {"cross-numa", required_argument, NULL, O_CROSS_NUMA},
-        {"preemptible", no_argument, NULL, O_PREEMPTIBLE},
-        {"follow", no_argument, NULL, 'f'},
-        OPT_HELP,
-        {0},
-    };
-    run_req r = {.body = json_object(), .env = json_object(), .secret_env = json_object()};
+    struct option opts[JR_N + 8];
+    run_req r = {0};
     int c, rc = 0;
+    run_options(opts, ARRAY_LEN(opts));
     upload_init(&r.uploads);
     optind = 0;
     while (rc == 0 && (c = rnx_getopt(argc, argv, "e:s:fh", opts, "rnx job run")) != -1) {
@@ -712,14 +567,13 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
     if (rc == 0)
         rc = run_command_line(&r, argc, argv);
     if (rc == 0) {
-        run_finish_body(&r);
-        rc = run_submit(ctx, &r);
+        json_t *body = run_body(&r);
+        rc = body ? run_submit(ctx, &r, body) : RNX_USAGE;
+        json_decref(body);
     } else if (rc == -1) {
         rc = RNX_OK;   /* --help */
     }
-    json_decref(r.body);
-    json_decref(r.env);
-    json_decref(r.secret_env);
+    jobreq_free(&r.req);
     upload_free(&r.uploads);
     return rc;
 }

@@ -3,9 +3,9 @@
  * The YAML is read with libfyaml's event parser into a small tree of our own that keeps the
  * line and column of every node (libfyaml 0.7's document nodes do not expose them), resolving
  * anchors, aliases and "<<" merge keys on the way. The tree is then walked against the
- * workflow's schema: every key known, every value of the right kind and parsed by the same
- * parsers `rnx job run` uses for its flags, every dependency naming a job of the file, no
- * cycles. Problems are collected, each "FILE:LINE:COL: message"; a file with any problem
+ * workflow's schema: every key known, every value of the right kind, each job's request read
+ * and checked by the one request schema (common/jobreq.h) that `rnx job run`'s flags and the
+ * daemon's API use too, in its words, every dependency naming a job of the file, no cycles. Problems are collected, each "FILE:LINE:COL: message"; a file with any problem
  * produces no body, so nothing is ever submitted from an invalid file. */
 #include "wfparse.h"
 
@@ -21,8 +21,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "../common/jobreq.h"
 #include "../common/jsonx.h"
 #include "../common/parse.h"
 #include "../common/util.h"
@@ -548,49 +550,46 @@ static void join_list(const char *const *items, size_t n, char *out, size_t len)
 static const char *const top_keys[] = {"name", "description", "jobs"};
 
 enum {
-    JK_COMMAND, JK_ARGS, JK_RUNTIME, JK_NETWORK, JK_UPLOADS, JK_VOLUMES, JK_ENVIRONMENT,
-    JK_SECRET_ENVIRONMENT, JK_WORKDIR, JK_RESOURCES, JK_REQUIRES, JK_N
+    YK_COMMAND, YK_ARGS, YK_RUNTIME, YK_NETWORK, YK_UPLOADS, YK_VOLUMES, YK_ENVIRONMENT,
+    YK_SECRET_ENVIRONMENT, YK_WORKDIR, YK_RESOURCES, YK_REQUIRES, YK_N
 };
-static const char *const job_keys[JK_N] = {
+static const char *const job_keys[YK_N] = {
     "command", "args", "runtime", "network", "uploads", "volumes", "environment",
     "secret_environment", "workdir", "resources", "requires",
 };
 
-enum rkind { R_PERCENT, R_SIZE_MB, R_RATE, R_CPUS, R_DURATION, R_GPUS, R_TEXT, R_CC, R_BOOL, R_PRIORITY };
-enum {
-    RK_MAX_CPU, RK_MAX_MEMORY, RK_MAX_IO_BPS, RK_CPU_CORES, RK_MAX_RUNTIME, RK_GPU_COUNT, RK_GPU_MEMORY_MB,
-    RK_GPU_MIG, RK_GPU_TYPE, RK_GPU_CC, RK_GPU_SHARE, RK_PRIORITY, RK_PREEMPTIBLE, RK_CROSS_NUMA, RK_N
-};
-/* resources: key, the job request's field, how the value is read. The request takes them in
- * this order, whatever order the file gives them in. */
-static const struct { const char *key, *api; enum rkind kind; } res_keys[RK_N] = {
-    {"max_cpu", "max_cpu", R_PERCENT},
-    {"max_memory", "max_memory_mb", R_SIZE_MB},
-    {"max_io_bps", "max_iobps", R_RATE},
-    {"cpu_cores", "cpu_cores", R_CPUS},
-    {"max_runtime", "max_runtime_s", R_DURATION},
-    {"gpu_count", "gpu_count", R_GPUS},
-    {"gpu_memory_mb", "gpu_memory_mb", R_SIZE_MB},
-    {"gpu_mig", "gpu_mig", R_TEXT},
-    {"gpu_type", "gpu_type", R_TEXT},
-    {"gpu_cc", "gpu_cc", R_CC},
-    {"gpu_share", "gpu_share", R_BOOL},
-    {"priority", "priority", R_PRIORITY},
-    {"preemptible", "preemptible", R_BOOL},
-    {"cross_numa", "cross_numa", R_BOOL},
-};
+/* resources: is every field of the request schema (common/jobreq.c) whose YAML key sits under
+ * it: its own name there, its parsing, its checks and its words. gpu_all is written
+ * "gpu_count: all" and has no key of its own. */
+static bool resource_key(const jobreq_field *f)
+{
+    return f->yaml && f->yaml_resource && !strchr(f->yaml, ' ');
+}
 
-/* Job keys that are fields of the job request, for mapping the daemon's errors back. */
-static const struct { const char *api; int jk; } job_api[] = {
-    {"command", JK_COMMAND}, {"args", JK_ARGS},       {"env", JK_ENVIRONMENT}, {"secret_env", JK_SECRET_ENVIRONMENT},
-    {"workdir", JK_WORKDIR}, {"network", JK_NETWORK}, {"uploads", JK_UPLOADS},
-};
+static const jobreq_field *resource_field(const char *key)
+{
+    const jobreq_field *f = jobreq_field_by_yaml(key, true);
+    return f && resource_key(f) ? f : NULL;
+}
 
-/* API words and the file's words for them, for the daemon's messages. */
-static const struct { const char *api, *yaml; } api_words[] = {
-    {"max_memory_mb", "max_memory"}, {"max_iobps", "max_io_bps"}, {"max_runtime_s", "max_runtime"},
-    {"secret_env", "secret_environment"}, {"env", "environment"}, {"gpu_all", "gpu_count: all"},
-};
+/* The resources: keys, in the schema's order. */
+static size_t resource_names(const char **out)
+{
+    size_t n = 0;
+    for (int i = 0; i < JR_N; i++)
+        if (resource_key(&jobreq_fields[i]))
+            out[n++] = jobreq_fields[i].yaml;
+    return n;
+}
+
+/* The schema's field a (daemon's) error field names: "uploads[2]" is uploads'. */
+static const jobreq_field *field_named(const char *field, size_t len)
+{
+    char key[64];
+    size_t l = strcspn(field, "[.");
+    snprintf(key, sizeof key, "%.*s", (int)(l < len ? l : len), field);
+    return jobreq_field_by_key(key);
+}
 
 static const char *const end_states[] = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"};
 
@@ -603,12 +602,14 @@ typedef struct wreq {
 typedef struct wjob {
     char *name;
     ynode *key, *val;
-    ynode *at[JK_N];              /* each job key's value, NULL when not given */
-    ynode *res[RK_N];             /* each resource's value */
+    ynode *at[YK_N];              /* each job key's value, NULL when not given */
+    ynode *node[JR_N];            /* the value that set each field of the request */
     wreq *reqs;
     size_t nreqs;
     bool reqs_ok;                 /* every requires item names a job and a state */
-    json_t *request;              /* the POST /v1/jobs body being built */
+    job_req req;                  /* the request, read and checked by the schema */
+    json_t *uploads;              /* the uploads read from disk, as the request carries them */
+    json_t *request;              /* the POST /v1/jobs body */
 } wjob;
 
 struct wfp_doc {
@@ -677,122 +678,50 @@ static const ynode *mapping(ctx *c, const char *key, const ynode *v, const char 
     return v;
 }
 
-/* A message from src/common/parse.c, which starts with the field's name. */
-static int parse_error(ctx *c, const ynode *v, const jerr *e) { return err_at(c, v, "%s", e->msg); }
-
-static int set_u64(ctx *c, json_t *req, const char *api, const char *key, const ynode *v, uint64_t n)
+/* A refusal of the schema ("max_memory_mb: ...") at the YAML that asked for it, worded with
+ * the file's key ("max_memory: ..."). */
+static int schema_error(ctx *c, const ynode *at, const jerr *e)
 {
-    if (n > INT64_MAX)
-        return err_at(c, v, "%s: '%s' is too large", key, v->text);
-    json_object_set_new(req, api, json_integer((json_int_t)n));
-    return 0;
+    char msg[sizeof e->msg + 64];
+    const jobreq_field *f = field_named(e->field, strlen(e->field));
+    jobreq_reword(e, f ? f->yaml : NULL, msg, sizeof msg);
+    return err_at(c, at, "%s", msg);
 }
 
-static int resource(ctx *c, wjob *j, int k)
+/* One field of the request from a single YAML value, read and checked by the schema. */
+static void field_value(ctx *c, wjob *j, const jobreq_field *f, ynode *v)
 {
-    const char *key = res_keys[k].key, *api = res_keys[k].api;
-    const ynode *v = j->res[k];
-    const char *s = scalar(c, key, v);
+    enum jobreq_id id = (enum jobreq_id)(f - jobreq_fields);
+    const char *s = scalar(c, f->yaml, v);
     jerr e = {0};
-    uint64_t n;
-    uint32_t pct;
     if (!s)
-        return -1;
-    switch (res_keys[k].kind) {
-    case R_PERCENT:
-        if (parse_percent(key, s, &pct, &e) < 0)
-            return parse_error(c, v, &e);
-        json_object_set_new(j->request, api, json_integer(pct));
-        return 0;
-    case R_SIZE_MB:
-        if (parse_size_mb(key, s, &n, &e) < 0)
-            return parse_error(c, v, &e);
-        return set_u64(c, j->request, api, key, v, n);
-    case R_RATE:
-        if (parse_bytes(key, s, &n, &e) < 0)
-            return parse_error(c, v, &e);
-        return set_u64(c, j->request, api, key, v, n);
-    case R_DURATION:
-        if (parse_duration(key, s, &n, &e) < 0)
-            return parse_error(c, v, &e);
-        return set_u64(c, j->request, api, key, v, n);
-    case R_CPUS: {
-        uint8_t mask[CPU_MAX / 8];
-        char norm[4096];
-        if (parse_cpu_list(key, s, mask, &e) < 0)
-            return parse_error(c, v, &e);
-        if (format_cpu_list(mask, norm, sizeof norm) < 0)
-            return err_at(c, v, "%s: '%s' names no CPU", key, s);
-        json_object_set_new(j->request, api, json_string(norm));
-        return 0;
-    }
-    case R_GPUS:
-        if (!strcasecmp(s, "all")) {
-            json_object_set_new(j->request, "gpu_all", json_true());
-            return 0;
-        }
-        if (parse_u64(s, &n) < 0 || n > 64)
-            return err_at(c, v, "%s: '%s' must be a number of GPUs from 0 to 64, or all", key, s);
-        json_object_set_new(j->request, api, json_integer((json_int_t)n));
-        return 0;
-    case R_TEXT:
-        if (!*s)
-            return err_at(c, v, "%s: is empty; %s", key,
-                          k == RK_GPU_MIG ? "give a MIG profile, e.g. 1g.10gb (rnx gpu show lists them)"
-                                          : "give a GPU model, e.g. H100 (rnx gpu list shows the names)");
-        json_object_set_new(j->request, api, json_string(s));
-        return 0;
-    case R_CC: {
-        /* MAJOR.MINOR as the daemon reads it; a whole number N (YAML's 8 for 8.0) is N.0 */
-        char cc[8];
-        size_t l = strlen(s), dot = strcspn(s, ".");
-        bool digits = l > 0 && strspn(s, "0123456789.") == l;
-        if (digits && dot == l && l <= 2)
-            snprintf(cc, sizeof cc, "%s.0", s);
-        else if (digits && dot >= 1 && dot <= 2 && l == dot + 2 && s[dot + 1] != '.')
-            snprintf(cc, sizeof cc, "%s", s);
-        else
-            cc[0] = 0;
-        if (!cc[0] || atoi(cc) == 0)
-            return err_at(c, v, "%s: '%s' is not a compute capability; give MAJOR.MINOR, e.g. 8.0 or 9.0", key, s);
-        json_object_set_new(j->request, api, json_string(cc));
-        return 0;
-    }
-    case R_BOOL:
-        if (!strcasecmp(s, "true") || !strcasecmp(s, "yes"))
-            json_object_set_new(j->request, api, json_true());
-        else if (!strcasecmp(s, "false") || !strcasecmp(s, "no"))
-            json_object_set_new(j->request, api, json_false());
-        else
-            return err_at(c, v, "%s: '%s' must be true or false", key, s);
-        return 0;
-    case R_PRIORITY: {
-        char *end;
-        errno = 0;
-        long pr = strtol(s, &end, 10);
-        if (errno || !*s || *end || pr < -1000 || pr > 1000)
-            return err_at(c, v, "%s: '%s' must be a whole number from -1000 to 1000 (higher runs first)", key, s);
-        json_object_set_new(j->request, api, json_integer(pr));
-        return 0;
-    }
-    }
-    return 0;
+        return;
+    j->node[id] = v;
+    if (jobreq_set_text(&j->req, f, s, time(NULL), &e) < 0)
+        schema_error(c, v, &e);
+    else if (id == JR_GPU_COUNT && j->req.gpu_all)
+        j->node[JR_GPU_ALL] = v;   /* gpu_count: all */
 }
 
-/* environment / secret_environment: NAME: value. */
-static void environment(ctx *c, wjob *j, int jk, json_t *other)
+/* environment / secret_environment: NAME: value. A name given in both is refused by the
+ * schema, at the second one (secret_environment is read after environment). */
+static void environment(ctx *c, wjob *j, int jk)
 {
     const char *key = job_keys[jk];
+    bool secret = jk == YK_SECRET_ENVIRONMENT;
     const ynode *m = mapping(c, key, j->at[jk], "{LOG_LEVEL: debug}");
     if (!m)
         return;
-    json_t *env = json_object();
+    j->node[secret ? JR_SECRET_ENV : JR_ENV] = j->at[jk];
     for (size_t i = 0; i + 1 < m->nkids; i += 2) {
         const ynode *k = m->kids[i], *v = m->kids[i + 1];
         char s[80], w[80];
-        if (!env_key_valid(k->text) || strlen(k->text) != k->len) {
-            err_at(c, k, "%s: '%s' is not a valid variable name; use letters, digits and '_', not starting with a digit",
-                   key, shown(k, s, sizeof s));
+        jerr e = {0};
+        /* the name first, in the schema's words ('?' for what cannot be shown) */
+        const char *name = strlen(k->text) == k->len ? k->text : shown(k, s, sizeof s);
+        if (!env_key_valid(name)) {
+            jobreq_add_env(&j->req, secret, name, "", &e);
+            schema_error(c, k, &e);
             continue;
         }
         if (y_null(v)) {
@@ -807,15 +736,9 @@ static void environment(ctx *c, wjob *j, int jk, json_t *other)
             err_at(c, v, "%s: %s: must not contain a NUL character", key, k->text);
             continue;
         }
-        if (other && json_object_get(other, k->text)) {
-            err_at(c, k, "%s: '%s' is also in environment; give each variable once", key, k->text);
-            continue;
-        }
-        json_object_set_new(env, k->text, json_string(v->text));
+        if (jobreq_add_env(&j->req, secret, k->text, v->text, &e) < 0)
+            schema_error(c, k, &e);
     }
-    if (json_object_size(env))
-        json_object_set(j->request, jk == JK_ENVIRONMENT ? "env" : "secret_env", env);
-    json_decref(env);
 }
 
 /* A list of texts (args, volumes) as a JSON array; NULL when absent or wrong. */
@@ -838,7 +761,7 @@ static json_t *text_list(ctx *c, const char *key, const ynode *v, const char *ex
 /* uploads: paths relative to the workflow file's directory, read now. */
 static void uploads(ctx *c, wjob *j)
 {
-    const ynode *l = list(c, "uploads", j->at[JK_UPLOADS], "[train.py, data/]");
+    const ynode *l = list(c, "uploads", j->at[YK_UPLOADS], "[train.py, data/]");
     if (!l)
         return;
     upload_set u;
@@ -872,14 +795,14 @@ static void uploads(ctx *c, wjob *j)
         free(disk);
     }
     if (json_array_size(u.entries))
-        json_object_set(j->request, "uploads", u.entries);
+        j->uploads = json_incref(u.entries);
     upload_free(&u);
 }
 
 /* requires: a list of one-pair mappings "JOB: STATE". Names are resolved after every job is known. */
 static void requires_list(ctx *c, wjob *j)
 {
-    const ynode *l = j->at[JK_REQUIRES];
+    const ynode *l = j->at[YK_REQUIRES];
     char w[80];
     j->reqs_ok = y_null(l);
     if (y_null(l))
@@ -929,13 +852,7 @@ static void requires_list(ctx *c, wjob *j)
     }
 }
 
-static bool is_resource(const char *key)
-{
-    for (size_t r = 0; r < RK_N; r++)
-        if (!strcmp(key, res_keys[r].key))
-            return true;
-    return false;
-}
+static bool is_resource(const char *key) { return resource_field(key) != NULL; }
 
 /* A key the job does not take: say where it belongs, or what it may have meant. */
 static int unknown_job_key(ctx *c, const ynode *k)
@@ -943,13 +860,12 @@ static int unknown_job_key(ctx *c, const ynode *k)
     char s[80], keys[400];
     if (is_resource(k->text))
         return err_at(c, k, "'%s' belongs under resources:", k->text);
-    const char *names[JK_N + RK_N];
-    for (size_t i = 0; i < JK_N; i++)
+    const char *names[YK_N + JR_N];
+    for (size_t i = 0; i < YK_N; i++)
         names[i] = job_keys[i];
-    for (size_t i = 0; i < RK_N; i++)
-        names[JK_N + i] = res_keys[i].key;
-    const char *best = suggest(k->text, names, JK_N + RK_N);
-    join_list(job_keys, JK_N, keys, sizeof keys);
+    size_t n = YK_N + resource_names(names + YK_N);
+    const char *best = suggest(k->text, names, n);
+    join_list(job_keys, YK_N, keys, sizeof keys);
     if (best)
         return err_at(c, k, "unknown key '%s' (did you mean %s%s?); a job takes %s", shown(k, s, sizeof s),
                       is_resource(best) ? "resources: " : "", best, keys);
@@ -959,27 +875,38 @@ static int unknown_job_key(ctx *c, const ynode *k)
 static int unknown_resource(ctx *c, const ynode *k)
 {
     char s[80], keys[400];
-    const char *names[RK_N];
-    for (size_t i = 0; i < RK_N; i++)
-        names[i] = res_keys[i].key;
-    for (size_t i = 0; i < JK_N; i++)
+    const char *names[JR_N];
+    size_t n = resource_names(names);
+    for (size_t i = 0; i < YK_N; i++)
         if (y_eq(k, job_keys[i]))
             return err_at(c, k, "resources: '%s' is not a resource; it belongs to the job itself, next to command:",
                           job_keys[i]);
-    join_list(names, RK_N, keys, sizeof keys);
-    const char *best = suggest(k->text, names, RK_N);
+    join_list(names, n, keys, sizeof keys);
+    const char *best = suggest(k->text, names, n);
     if (best)
         return err_at(c, k, "resources: unknown key '%s' (did you mean '%s'?); resources are %s",
                       shown(k, s, sizeof s), best, keys);
     return err_at(c, k, "resources: unknown key '%s'; resources are %s", shown(k, s, sizeof s), keys);
 }
 
+/* The YAML at fault for a refusal of the request as a whole: the value that set its field,
+ * else the job's resources: for a resource, else the job. */
+static const ynode *node_of(const wjob *j, const char *field)
+{
+    const jobreq_field *f = field_named(field, strlen(field));
+    const ynode *at = f ? j->node[f - jobreq_fields] : NULL;
+    if (!at && f && f->yaml_resource)
+        at = j->at[YK_RESOURCES];
+    return at ? at : j->key;
+}
+
 static void walk_job(ctx *c, wjob *j)
 {
     char w[80];
+    jerr e = {0};
+    size_t before = c->errs->n + c->errs->dropped;
     c->job = j->name;
-    j->request = json_object();
-    json_object_set_new(j->request, "name", json_string(j->name));
+    jobreq_set_str(&j->req, JR_NAME, j->name);
     if (y_null(j->val) || j->val->kind != Y_MAP) {
         if (y_null(j->val))
             err_at(c, j->key, "has no settings; a job needs at least 'command:'");
@@ -993,65 +920,71 @@ static void walk_job(ctx *c, wjob *j)
     for (size_t i = 0; i + 1 < m->nkids; i += 2) {
         const ynode *k = m->kids[i];
         size_t jk = 0;
-        while (jk < JK_N && !y_eq(k, job_keys[jk]))
+        while (jk < YK_N && !y_eq(k, job_keys[jk]))
             jk++;
-        if (jk == JK_N)
+        if (jk == YK_N)
             unknown_job_key(c, k);
         else
             j->at[jk] = m->kids[i + 1];
     }
-    if (!j->at[JK_COMMAND] || y_null(j->at[JK_COMMAND]))
-        err_at(c, j->at[JK_COMMAND] ? j->at[JK_COMMAND] : j->key,
+    if (!j->at[YK_COMMAND] || y_null(j->at[YK_COMMAND]))
+        err_at(c, j->at[YK_COMMAND] ? j->at[YK_COMMAND] : j->key,
                "command: missing; give the program to run, e.g. 'command: python3'");
     else {
-        const char *cmd = text_value(c, "command", j->at[JK_COMMAND]);
-        if (cmd)
-            json_object_set_new(j->request, "command", json_string(cmd));
+        const char *cmd = scalar(c, "command", j->at[YK_COMMAND]);
+        j->node[JR_COMMAND] = j->at[YK_COMMAND];
+        if (cmd && jobreq_set_command(&j->req, cmd, &e) < 0)
+            schema_error(c, j->at[YK_COMMAND], &e);
     }
-    if (j->at[JK_ARGS]) {
-        json_t *args = text_list(c, "args", j->at[JK_ARGS], "[\"train.py\", \"--epochs\", \"100\"]");
-        if (args)
-            json_object_set_new(j->request, "args", args);
+    if (j->at[YK_ARGS]) {
+        const ynode *l = list(c, "args", j->at[YK_ARGS], "[\"train.py\", \"--epochs\", \"100\"]");
+        j->node[JR_ARGS] = j->at[YK_ARGS];
+        if (l)
+            jobreq_set_list(&j->req, JR_ARGS, NULL, 0);
+        for (size_t i = 0; l && i < l->nkids; i++) {
+            char k[64];
+            snprintf(k, sizeof k, "args[%zu]", i);
+            const char *s = scalar(c, k, l->kids[i]);
+            if (s)
+                jobreq_add_arg(&j->req, s);
+        }
     }
-    if (j->at[JK_ENVIRONMENT])
-        environment(c, j, JK_ENVIRONMENT, NULL);
-    if (j->at[JK_SECRET_ENVIRONMENT])
-        environment(c, j, JK_SECRET_ENVIRONMENT, json_object_get(j->request, "env"));
-    if (j->at[JK_WORKDIR]) {
-        const char *wd = text_value(c, "workdir", j->at[JK_WORKDIR]);
-        if (wd && (wd[0] != '/' || strstr(wd, "/..")))
-            err_at(c, j->at[JK_WORKDIR], "workdir: '%s' must be an absolute path without '..' (e.g. /work/src)", wd);
-        else if (wd)
-            json_object_set_new(j->request, "workdir", json_string(wd));
-    }
-    if (j->at[JK_NETWORK]) {
-        const char *net = scalar(c, "network", j->at[JK_NETWORK]);
-        if (net && strcmp(net, "none") && strcmp(net, "host"))
-            err_at(c, j->at[JK_NETWORK], "network: '%s' is not accepted; use none (loopback only) or host", net);
-        else if (net)
-            json_object_set_new(j->request, "network", json_string(net));
-    }
-    if (j->at[JK_UPLOADS])
+    if (j->at[YK_ENVIRONMENT])
+        environment(c, j, YK_ENVIRONMENT);
+    if (j->at[YK_SECRET_ENVIRONMENT])
+        environment(c, j, YK_SECRET_ENVIRONMENT);
+    if (j->at[YK_WORKDIR])
+        field_value(c, j, jobreq_field_by_yaml("workdir", false), j->at[YK_WORKDIR]);
+    if (j->at[YK_NETWORK])
+        field_value(c, j, jobreq_field_by_yaml("network", false), j->at[YK_NETWORK]);
+    if (j->at[YK_UPLOADS]) {
+        j->node[JR_UPLOADS] = j->at[YK_UPLOADS];
         uploads(c, j);
-    if (j->at[JK_RUNTIME])
-        text_value(c, "runtime", j->at[JK_RUNTIME]);
-    if (j->at[JK_VOLUMES])
-        json_decref(text_list(c, "volumes", j->at[JK_VOLUMES], "[data]"));
-    const ynode *res = j->at[JK_RESOURCES] ? mapping(c, "resources", j->at[JK_RESOURCES], "{max_memory: 4GB}") : NULL;
-    for (size_t i = 0; res && i + 1 < res->nkids; i += 2) {
-        const ynode *k = res->kids[i];
-        size_t rk = 0;
-        while (rk < RK_N && !y_eq(k, res_keys[rk].key))
-            rk++;
-        if (rk == RK_N)
-            unknown_resource(c, k);
-        else
-            j->res[rk] = res->kids[i + 1];
     }
-    for (int rk = 0; rk < RK_N; rk++)
-        if (j->res[rk])
-            resource(c, j, rk);
+    if (j->at[YK_RUNTIME])
+        text_value(c, "runtime", j->at[YK_RUNTIME]);
+    if (j->at[YK_VOLUMES])
+        json_decref(text_list(c, "volumes", j->at[YK_VOLUMES], "[data]"));
+    const ynode *res = j->at[YK_RESOURCES] ? mapping(c, "resources", j->at[YK_RESOURCES], "{max_memory: 4GB}") : NULL;
+    ynode *given[JR_N] = {0};
+    for (size_t i = 0; res && i + 1 < res->nkids; i += 2) {
+        const jobreq_field *f = resource_field(res->kids[i]->text);
+        if (!f || strlen(res->kids[i]->text) != res->kids[i]->len)
+            unknown_resource(c, res->kids[i]);
+        else
+            given[f - jobreq_fields] = res->kids[i + 1];
+    }
+    /* in the schema's order, whatever order the file gives them in */
+    for (int i = 0; i < JR_N; i++)
+        if (given[i])
+            field_value(c, j, &jobreq_fields[i], given[i]);
     requires_list(c, j);
+    /* the rules between fields, once every field of the job reads well */
+    if (c->errs->n + c->errs->dropped == before && jobreq_check(&j->req, &e) < 0)
+        schema_error(c, node_of(j, e.field), &e);
+    j->request = jobreq_to_json(&j->req, JOBREQ_JSON_SECRETS);
+    if (j->uploads)
+        json_object_set(j->request, "uploads", j->uploads);
     c->job = NULL;
 }
 
@@ -1261,12 +1194,12 @@ static json_t *make_body(const wfp_doc *d, const char *text)
             json_array_append_new(reqs, json_pack("{s:s, s:s}", "job", d->jobs[j->reqs[r].to].name, "status",
                                                   j->reqs[r].state));
         json_t *e = json_pack("{s:s, s:o}", "name", j->name, "requires", reqs);
-        if (j->at[JK_RUNTIME])
-            json_object_set_new(e, "runtime", json_string(j->at[JK_RUNTIME]->text));
-        if (j->at[JK_VOLUMES]) {
+        if (j->at[YK_RUNTIME])
+            json_object_set_new(e, "runtime", json_string(j->at[YK_RUNTIME]->text));
+        if (j->at[YK_VOLUMES]) {
             json_t *vols = json_array();
-            for (size_t v = 0; j->at[JK_VOLUMES]->kind == Y_SEQ && v < j->at[JK_VOLUMES]->nkids; v++)
-                json_array_append_new(vols, json_string(j->at[JK_VOLUMES]->kids[v]->text));
+            for (size_t v = 0; j->at[YK_VOLUMES]->kind == Y_SEQ && v < j->at[YK_VOLUMES]->nkids; v++)
+                json_array_append_new(vols, json_string(j->at[YK_VOLUMES]->kids[v]->text));
             json_object_set_new(e, "volumes", vols);
         }
         json_object_set(e, "request", j->request);
@@ -1444,6 +1377,8 @@ void wfp_free(wfp_doc *d)
     for (size_t i = 0; i < d->njobs; i++) {
         free(d->jobs[i].name);
         free(d->jobs[i].reqs);
+        jobreq_free(&d->jobs[i].req);
+        json_decref(d->jobs[i].uploads);
         json_decref(d->jobs[i].request);
     }
     free(d->jobs);
@@ -1462,58 +1397,24 @@ void wfp_errors_free(wfp_errors *errs)
 
 /* ---- the daemon's errors, at the YAML that caused them -------------------------------- */
 
-static bool word_char(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
-
-/* Replaces whole-word API names by the file's names, and drops "(--flag)" hints meant for
- * `rnx job run`. */
-static void reword(const char *in, char *out, size_t outlen)
-{
-    size_t o = 0;
-    for (const char *p = in; *p && o + 1 < outlen;) {
-        if (!strncmp(p, " (--", 4) && strchr(p, ')')) {
-            p = strchr(p, ')') + 1;
-            continue;
-        }
-        bool done = false;
-        if (p == in || !word_char(p[-1]))
-            for (size_t i = 0; i < ARRAY_LEN(api_words) && !done; i++) {
-                size_t l = strlen(api_words[i].api);
-                if (!strncmp(p, api_words[i].api, l) && !word_char(p[l])) {
-                    o += (size_t)snprintf(out + o, outlen - o, "%s", api_words[i].yaml);
-                    p += l;
-                    done = true;
-                }
-            }
-        if (!done)
-            out[o++] = *p++;
-    }
-    out[o < outlen ? o : outlen - 1] = 0;
-}
-
 /* Where the file sets a job request's field (by its API name), and the key's name. A resource
  * the job does not set is placed at its resources: (unless exact), or nowhere. */
 static const ynode *request_field(const wjob *j, const char *api, size_t alen, const char **key, bool exact)
 {
-    for (size_t i = 0; i < ARRAY_LEN(job_api); i++)
-        if (strlen(job_api[i].api) == alen && !strncmp(api, job_api[i].api, alen)) {
-            *key = job_keys[job_api[i].jk];
-            return j->at[job_api[i].jk];
-        }
-    for (size_t i = 0; i < RK_N; i++)
-        if ((strlen(res_keys[i].api) == alen && !strncmp(api, res_keys[i].api, alen)) ||
-            (i == RK_GPU_COUNT && alen == 7 && !strncmp(api, "gpu_all", 7))) {
-            *key = res_keys[i].key;
-            return j->res[i] || exact ? j->res[i] : j->at[JK_RESOURCES];
-        }
+    const jobreq_field *f = field_named(api, alen);
     *key = NULL;
-    return NULL;
+    if (!f || !f->yaml || strlen(f->key) != alen)
+        return NULL;
+    *key = f->yaml;
+    const ynode *at = j->node[f - jobreq_fields];
+    return at || exact || !f->yaml_resource ? at : j->at[YK_RESOURCES];
 }
 
 void wfp_explain(const wfp_doc *d, const char *field, const char *msg, char *out, size_t outlen)
 {
     const ynode *at = NULL;
     const wjob *j = NULL;
-    const char *key = NULL, *f = field ? field : "";
+    const char *key = NULL, *f = field ? field : "", *req = NULL;
     char *end;
     if (!strncmp(f, "jobs[", 5)) {
         size_t i = strtoul(f + 5, &end, 10);
@@ -1522,18 +1423,19 @@ void wfp_explain(const wfp_doc *d, const char *field, const char *msg, char *out
             const char *rest = end + 1;
             if (!strncmp(rest, ".requires", 9)) {
                 key = "requires";
-                at = j->at[JK_REQUIRES];
+                at = j->at[YK_REQUIRES];
                 size_t r = rest[9] == '[' ? strtoul(rest + 10, &end, 10) : (size_t)-1;
                 if (r < j->nreqs)
                     at = j->reqs[r].item;
             } else if (!strcmp(rest, ".runtime")) {
                 key = "runtime";
-                at = j->at[JK_RUNTIME];
+                at = j->at[YK_RUNTIME];
             } else if (!strcmp(rest, ".volumes")) {
                 key = "volumes";
-                at = j->at[JK_VOLUMES];
+                at = j->at[YK_VOLUMES];
             } else if (!strncmp(rest, ".request.", 9)) {
-                at = request_field(j, rest + 9, strcspn(rest + 9, ".["), &key, false);
+                req = rest + 9;
+                at = request_field(j, req, strcspn(req, ".["), &key, false);
             }
         }
     } else if (!strcmp(f, "name")) {
@@ -1555,22 +1457,32 @@ void wfp_explain(const wfp_doc *d, const char *field, const char *msg, char *out
                     at = NULL;
                 j = at ? &d->jobs[i] : NULL;
             }
+        req = j ? f : NULL;
     }
     if (!at && j)
         at = j->key;
-    /* "jobs[0].runtime: runtime 'x' ..." -> "job 'a': runtime: runtime 'x' ..." */
+    /* "jobs[0].runtime: runtime 'x' ..." -> "job 'a': runtime: runtime 'x' ...";
+     * "job 'a': max_memory_mb: ..." -> "job 'a': max_memory: ..." (the schema's words) */
     const char *m = msg ? msg : "";
-    char head[200] = "";
+    char head[200] = "", body[1024];
     size_t fl = strlen(f);
+    const char *named = j && !strncmp(m, "job '", 5) ? strstr(m, "': ") : NULL;
+    if (named)
+        m = named + 3;
+    if (j)
+        snprintf(head, sizeof head, "job '%s': ", j->name);
     if (j && fl && !strncmp(m, f, fl) && m[fl] == ':') {
         m += fl + 1;
         while (*m == ' ')
             m++;
-        snprintf(head, sizeof head, "job '%s': %s%s", j->name, key ? key : "", key ? ": " : "");
-    } else if (j && strncmp(m, "job '", 5)) {
-        snprintf(head, sizeof head, "job '%s': ", j->name);
+        snprintf(body, sizeof body, "%s%s%s", key ? key : "", key ? ": " : "", m);
+    } else if (req && key) {
+        jerr e = {0};
+        snprintf(e.field, sizeof e.field, "%s", req);
+        snprintf(e.msg, sizeof e.msg, "%s", m);
+        jobreq_reword(&e, key, body, sizeof body);
+    } else {
+        snprintf(body, sizeof body, "%s", m);
     }
-    char body[1024];
-    reword(m, body, sizeof body);
     snprintf(out, outlen, "%s:%d:%d: %s%s", d->path, at ? at->line : 1, at ? at->col : 1, head, body);
 }

@@ -35,9 +35,10 @@ wfp_doc *wfp_parse_file(const char *path, wfp_errors *errs);
 json_t *wfp_body(const wfp_doc *d);
 
 /* An API error about the workflow (its "field" and "message") as the user should read it:
- * "FILE:LINE:COL: message" at the YAML that set the field, with the API's field names worded
- * as the file's keys (max_memory_mb -> max_memory, env -> environment, ...). A field the file
- * has no place for is shown at the job (or at 1:1 for the whole file). */
+ * "FILE:LINE:COL: message" at the YAML that set the field, with the request field's name
+ * worded as the file's key by the request schema (max_memory_mb -> max_memory, env ->
+ * environment, ...). A field the file has no place for is shown at the job (or at 1:1 for the
+ * whole file). */
 void wfp_explain(const wfp_doc *d, const char *field, const char *msg, char *out, size_t outlen);
 
 void wfp_free(wfp_doc *d);

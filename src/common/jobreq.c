@@ -38,7 +38,7 @@ const jobreq_field jobreq_fields[JR_N] = {
                     "is not accepted; use none (loopback only) or host"},
     /* percent of one core; the machine's CPUs bound it (jobreq_check_machine) */
     [JR_MAX_CPU] = {"max_cpu", "--max-cpu", "max_cpu", true, false, JK_INT, JU_PERCENT, 1, INT64_MAX >> 1,
-                    OFF(max_cpu), "must be a CPU percentage from %lld: a whole number, 100 = one core"},
+                    OFF(max_cpu), "must be a CPU percentage from %lld up: a whole number, 100 = one core (e.g. 50, 250)"},
     /* the machine's memory bounds it */
     [JR_MAX_MEMORY_MB] = {"max_memory_mb", "--max-memory", "max_memory", true, false, JK_INT, JU_MB, 4,
                           INT64_MAX >> 20, OFF(max_memory_mb),
@@ -167,10 +167,14 @@ static int refuse_json(jerr *e, const jobreq_field *f, json_t *v)
     return refuse(e, f, buf);
 }
 
+/* An empty text: "is empty; it must be ..." where the sentence says what it must be, else the
+ * value quoted ("'' is not a CPU list; ..."), so every surface reads the same. */
 static int empty(jerr *e, const jobreq_field *f)
 {
     char acc[300];
     jobreq_accepts(f, acc, sizeof acc);
+    if (strncmp(acc, "must ", 5))
+        return refuse(e, f, "");
     return jerr_field(e, f->key, "%s: is empty; it %s", f->key, acc);
 }
 
@@ -294,7 +298,7 @@ static int norm_caps(const jobreq_field *f, const char *s, char *out, size_t len
             snprintf(out + l, len - l, "%s%s", l ? "," : "", c);
     }
     if (!*out)
-        return jerr_field(e, f->key, "%s: empty; use e.g. compute,utility", f->key);
+        return refuse(e, f, s);
     return 0;
 }
 
@@ -327,8 +331,8 @@ static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t l
         return jerr_field(e, f->key, "%s: must not contain a NUL character", f->key);
     if (len > (size_t)f->max)
         return jerr_field(e, f->key, "%s: longer than %lld bytes", f->key, (long long)f->max);
-    if (len < (size_t)f->min && f->unit != JU_PATH && f->unit != JU_NETWORK)
-        return id_of(f) == JR_COMMAND ? jerr_field(e, f->key, "command: missing; give the program to run")
+    if (len < (size_t)f->min)
+        return id_of(f) == JR_COMMAND ? jerr_field(e, f->key, "command: is empty; give the program to run")
                                       : empty(e, f);
     char norm[4096];
     const char *v = s;
@@ -387,7 +391,8 @@ int jobreq_add_env(job_req *r, bool secret, const char *name, const char *value,
     if (jobreq_env_get(r, secret, name))
         return jerr_field(e, f->key, "%s: '%s' is given twice", f->key, name);
     if (jobreq_env_get(r, !secret, name))
-        return jerr_field(e, "secret_env", "secret_env: '%s' is also in env; give each variable once", name);
+        return jerr_field(e, "secret_env", "secret_env: '%s' is also set as a plain variable; give each variable "
+                                           "once", name);
     jobreq_pair **p = secret ? &r->secret_env : &r->env;
     size_t *n = secret ? &r->nsecret_env : &r->nenv;
     *p = xrealloc(*p, (*n + 1) * sizeof **p);
@@ -427,10 +432,47 @@ static bool plain_int(const char *s, int64_t *v)
     return true;
 }
 
+/* "2026-11-22T15:04:05Z" rather than a delay: the shape parse_schedule tells them apart by. */
+static bool looks_like_time(const char *s)
+{
+    return isdigit((unsigned char)s[0]) && strlen(s) >= 19 && s[4] == '-';
+}
+
+/* --schedule: a time, checked exactly as the API checks schedule_at, or a delay from now
+ * ("30min"); kept to the millisecond, so "2s" means two seconds from now, not from the start
+ * of this second. */
+static int schedule_text(job_req *r, const jobreq_field *f, const char *text, time_t now, jerr *e)
+{
+    char when[64];
+    if (looks_like_time(text)) {
+        if (set_string(r, f, text, strlen(text), 0, now, e) < 0)
+            return -1;
+        format_ms(r->schedule_ms, when, sizeof when);
+        jobreq_set_str(r, id_of(f), when);
+        return 0;
+    }
+    uint64_t secs;
+    jerr tmp = {0};
+    if (!*text)
+        return empty(e, f);
+    if (parse_duration(f->key, text, &secs, &tmp) < 0)
+        return jerr_field(e, f->key, "%s: '%.64s' is neither a delay (30s, 30min, 2h30m) nor an RFC 3339 time "
+                                     "(2026-11-22T15:04:05Z)", f->key, text);
+    if (secs > (uint64_t)TEN_YEARS_S)
+        return jerr_field(e, f->key, "%s: '%.64s' is more than ten years away", f->key, text);
+    /* the clock's milliseconds when now is this second; now itself when the caller chose it */
+    int64_t base = now_ms();
+    if (base / 1000 != (int64_t)now)
+        base = (int64_t)now * 1000;
+    format_ms(base + (int64_t)secs * 1000, when, sizeof when);
+    return set_string(r, f, when, strlen(when), JOBREQ_FROM_DB, now, e);
+}
+
 int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t now, jerr *e)
 {
     int64_t v;
     uint64_t u;
+    jerr tmp = {0};
     switch (f->kind) {
     case JK_BOOL:
         if (!strcasecmp(text, "true") || !strcasecmp(text, "yes"))
@@ -449,46 +491,32 @@ int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t 
         }
         if (plain_int(text, &v))
             return check_int(r, f, v, text, 0, e);
-        switch (f->unit) {
-        case JU_MB:
-            if (parse_size_mb(f->key, text, &u, e) < 0)
-                return -1;
-            break;
-        case JU_BYTES:
-            if (parse_bytes(f->key, text, &u, e) < 0)
-                return -1;
-            break;
-        case JU_SECONDS:
-            if (parse_duration(f->key, text, &u, e) < 0)
-                return -1;
-            break;
-        default: return refuse(e, f, text);
+        if (f->unit == JU_PERCENT) {
+            /* "50%" */
+            char num[32];
+            size_t l = strlen(text);
+            if (l > 1 && l < sizeof num && text[l - 1] == '%') {
+                memcpy(num, text, l - 1);
+                num[l - 1] = 0;
+                if (plain_int(num, &v))
+                    return check_int(r, f, v, text, 0, e);
+            }
+            return refuse(e, f, text);
         }
-        if (u > INT64_MAX)
-            return jerr_field(e, f->key, "%s: '%s' is too large", f->key, text);
-        {
-            /* the value in the API's unit, so the range check reads the same as over the API */
-            char shown[32];
-            snprintf(shown, sizeof shown, "%llu", (unsigned long long)u);
-            if ((int64_t)u < f->min || (int64_t)u > f->max)
-                return refuse(e, f, text);
-            return check_int(r, f, (int64_t)u, shown, 0, e);
-        }
+        /* a unit: whatever is wrong with it, the table's sentence says what is accepted, as it
+         * does for the same text sent to the API */
+        if ((f->unit == JU_MB && parse_size_mb(f->key, text, &u, &tmp) < 0) ||
+            (f->unit == JU_BYTES && parse_bytes(f->key, text, &u, &tmp) < 0) ||
+            (f->unit == JU_SECONDS && parse_duration(f->key, text, &u, &tmp) < 0) ||
+            (f->unit != JU_MB && f->unit != JU_BYTES && f->unit != JU_SECONDS) || u > INT64_MAX)
+            return refuse(e, f, text);
+        /* checked in the API's unit, but refused in the words the person typed */
+        if ((int64_t)u < f->min || (int64_t)u > f->max)
+            return refuse(e, f, text);
+        return check_int(r, f, (int64_t)u, text, 0, e);
     case JK_TEXT:
-        if (f->unit == JU_TIME) {
-            /* a delay ("30min") or a time; kept to the millisecond */
-            time_t at;
-            int64_t now_m = now_ms(), at_ms;
-            char when[64];
-            if (parse_schedule(f->key, text, (time_t)(now_m / 1000), &at, e) < 0)
-                return -1;
-            if (parse_ms(text, &at_ms) < 0)
-                at_ms = now_m + ((int64_t)at - now_m / 1000) * 1000;
-            format_ms(at_ms, when, sizeof when);
-            return set_string(r, f, when, strlen(when), JOBREQ_FROM_DB, now, e);
-        }
-        if (!*text)
-            return empty(e, f);
+        if (f->unit == JU_TIME)
+            return schedule_text(r, f, text, now, e);
         return set_string(r, f, text, strlen(text), 0, now, e);
     case JK_LIST: {
         /* comma-separated: --gpu-ids=0,1 */
@@ -728,7 +756,7 @@ int jobreq_check(const job_req *r, jerr *e)
                         : r->gpu_optional ? "gpu_optional" : r->gpu_caps ? "gpu_caps" : NULL;
         /* a stored --gpu-optional job that runs without keeps its qualifiers */
         if (f && !r->gpu_degraded)
-            return jerr_field(e, f, "%s: qualifies a GPU request, but the job asks for no GPU; add gpu_count (--gpu=N)", f);
+            return jerr_field(e, f, "%s: qualifies a GPU request, but the job asks for no GPU; add gpu_count", f);
         return 0;
     }
     if (r->gpu_share) {
@@ -736,8 +764,7 @@ int jobreq_check(const job_req *r, jerr *e)
             return jerr_field(e, "gpu_share", "gpu_share: a shared job gets one GPU (each shared GPU has its own MPS "
                                               "server, and a CUDA process talks to one); ask for gpu_count 1");
         if (!mem)
-            return jerr_field(e, "gpu_share", "gpu_share: a shared GPU needs a memory reservation; add gpu_memory_mb "
-                                              "(--gpu-memory)");
+            return jerr_field(e, "gpu_share", "gpu_share: a shared GPU needs a memory reservation; add gpu_memory_mb");
         if (all)
             return jerr_field(e, "gpu_share", "gpu_share: cannot be combined with gpu_all");
     }

@@ -44,7 +44,7 @@ def assert_refused(d, args, words, rc=None):
 RUN_CASES = {
     # case id: (flags, words the message must contain, exit code)
     "memory-bad-unit": (["--max-memory=12XB"], ["--max-memory", "'12XB'", "not a size", "megabytes", "GB"], 2),
-    "memory-zero": (["--max-memory=0"], ["--max-memory", "greater than zero", "'0'"], 2),
+    "memory-zero": (["--max-memory=0"], ["--max-memory", "at least 4 MB", "'0'"], 2),
     "memory-negative": (["--max-memory=-5"], ["--max-memory", "'-5'", "not a size", "megabytes"], 2),
     "cpu-not-number": (["--max-cpu=abc"], ["--max-cpu", "'abc'", "CPU percentage", "whole number", "100 = one core"], 2),
     "cpu-zero": (["--max-cpu=0"], ["--max-cpu", "'0'", "CPU percentage", "from 1"], 2),
@@ -52,7 +52,7 @@ RUN_CASES = {
     "cores-letters": (["--cpu-cores=a"], ["--cpu-cores", "'a'", "not a CPU list", "0-3"], 2),
     "schedule-word": (["--schedule=yesterday"], ["--schedule", "'yesterday'", "delay", "RFC 3339"], 2),
     "schedule-past": (["--schedule=2020-01-01T00:00:00Z"], ["--schedule", "2020-01-01T00:00:00Z", "in the past"], 2),
-    "runtime-bad-unit": (["--max-runtime=5x"], ["--max-runtime", "'5x'", "not a duration", "seconds", "min"], 2),
+    "runtime-bad-unit": (["--max-runtime=5x"], ["--max-runtime", "'5x'", "must be a duration", "seconds", "min"], 2),
     "env-no-equals": (["-e", "NOEQUALS"], ["--env", "'NOEQUALS'", "KEY=VALUE"], 2),
     "env-bad-name": (["-e", "1BAD=x"], ["--env", "'1BAD'", "not a valid variable name", "letters, digits"], 2),
     "secret-env-no-equals": (["-s", "NOPE"], ["--secret-env", "'NOPE'", "KEY=VALUE"], 2),

@@ -141,9 +141,9 @@ def test_bad_gpu_requests_are_refused_with_the_reason(fresh_daemon):
         (["--gpu-ids=GPU-nope"], 1, "--gpu-ids: no GPU 'GPU-nope'"),
         (["--gpu-ids=1,1"], 1, "--gpu-ids: GPU 1 is listed twice"),
         (["--gpu=2", "--gpu-ids=1"], 1, "names 1 GPUs but gpu_count asks for 2"),
-        (["--gpu=1", "--gpu-caps=compute,warp"], 1, "--gpu-caps: 'warp' is not a driver capability"),
-        (["--gpu-memory=4GB"], 1, "--gpu-memory: qualifies a GPU request, but the job asks for no GPU"),
-        (["--gpu=1", "-e", "NVIDIA_VISIBLE_DEVICES=none"], 1, "asks for no GPU, but the job also asks for GPUs"),
+        (["--gpu=1", "--gpu-caps=compute,warp"], 2, "--gpu-caps: 'warp' is not a driver capability"),
+        (["--gpu-memory=4GB"], 2, "--gpu-memory: qualifies a GPU request, but the job asks for no GPU"),
+        (["--gpu=1", "-e", "NVIDIA_VISIBLE_DEVICES=none"], 2, "asks for no GPU, but the job also asks for GPUs"),
     ]
     for flags, rc, msg in cases:
         p = d.rnx("job", "run", *flags, "true")

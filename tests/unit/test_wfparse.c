@@ -452,8 +452,8 @@ static void test_unknown_keys(void **state)
                  "wf.yaml:4:5: job 'a': 'max_memory' belongs under resources:");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    resources:\n      memory: 4GB\n",
                  "wf.yaml:5:7: job 'a': resources: unknown key 'memory' (did you mean 'max_memory'?); resources are "
-                 "max_cpu, max_memory, max_io_bps, cpu_cores, max_runtime, gpu_count, gpu_memory_mb, gpu_mig, gpu_type, "
-                 "gpu_cc, gpu_share, priority, preemptible, cross_numa");
+                 "max_cpu, max_memory, max_io_bps, cpu_cores, max_runtime, gpu_count, gpu_memory_mb, gpu_mig, priority, "
+                 "gpu_type, gpu_cc, gpu_share, cross_numa, preemptible");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    resources:\n      workdir: /x\n",
                  "wf.yaml:5:7: job 'a': resources: 'workdir' is not a resource; it belongs to the job itself, next to "
                  "command:");
@@ -467,7 +467,7 @@ static void test_command_and_args(void **state)
                  "wf.yaml:3:5: job 'a': command: missing; give the program to run, e.g. 'command: python3'");
     REFUSED_ONCE("jobs:\n  a:\n    command: [python3, x.py]\n",
                  "wf.yaml:3:14: job 'a': command: must be a single value, not a list");
-    REFUSED_ONCE("jobs:\n  a:\n    command: \"\"\n", "wf.yaml:3:14: job 'a': command: is empty");
+    REFUSED_ONCE("jobs:\n  a:\n    command: \"\"\n", "wf.yaml:3:14: job 'a': command: is empty; give the program to run");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    args: \"train.py --epochs 3\"\n",
                  "wf.yaml:4:11: job 'a': args: must be a list, e.g. [\"train.py\", \"--epochs\", \"100\"]; got "
                  "'train.py --epochs 3'");
@@ -489,7 +489,7 @@ static void test_job_fields(void **state)
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    environment: [A=1]\n",
                  "wf.yaml:4:18: job 'a': environment: must be a mapping, e.g. {LOG_LEVEL: debug}; got a list");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    environment: {A: 1}\n    secret_environment: {A: 2}\n",
-                 "wf.yaml:5:26: job 'a': secret_environment: 'A' is also in environment; give each variable once");
+                 "wf.yaml:5:26: job 'a': secret_environment: 'A' is also set as a plain variable; give each variable once");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    volumes: data\n",
                  "wf.yaml:4:14: job 'a': volumes: must be a list, e.g. [data]; got 'data'");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    runtime: {name: py}\n",
@@ -502,34 +502,91 @@ static void test_resources_values(void **state)
 {
 #define RES(line) "jobs:\n  a:\n    command: x\n    resources:\n      " line "\n"
     REFUSED_ONCE(RES("max_memory: lots"),
-                 "wf.yaml:5:19: job 'a': max_memory: 'lots' is not a size; use megabytes (4096) or a unit: 4096MB, 8GB");
+                 "wf.yaml:5:19: job 'a': max_memory: 'lots' is not a size of at least 4 MB; use megabytes (4096) or a "
+                 "unit: 4096MB, 8GB");
     REFUSED_ONCE(RES("gpu_memory_mb: 8 GB"),
-                 "wf.yaml:5:22: job 'a': gpu_memory_mb: '8 GB' is not a size; use megabytes (4096) or a unit: 4096MB, 8GB");
+                 "wf.yaml:5:22: job 'a': gpu_memory_mb: '8 GB' is not a size of at least 1 MB; use megabytes (4096) or a "
+                 "unit: 4096MB, 8GB");
     REFUSED_ONCE(RES("max_cpu: 0"),
-                 "wf.yaml:5:16: job 'a': max_cpu: '0' is not a CPU percentage; use a whole number from 1 up, where 100 "
-                 "= one core (e.g. 50, 250)");
+                 "wf.yaml:5:16: job 'a': max_cpu: '0' must be a CPU percentage from 1 up: a whole number, 100 = one core "
+                 "(e.g. 50, 250)");
     REFUSED_ONCE(RES("max_io_bps: fast"),
-                 "wf.yaml:5:19: job 'a': max_io_bps: 'fast' is not a byte rate; use bytes per second (1048576) or a "
-                 "unit: 512K, 10MB, 1G");
+                 "wf.yaml:5:19: job 'a': max_io_bps: 'fast' is not a rate of at least 1 byte per second; use 1048576, "
+                 "512K, 10MB, 1G");
     REFUSED_ONCE(RES("cpu_cores: 0-"),
                  "wf.yaml:5:18: job 'a': cpu_cores: '0-' is not a CPU list; use ranges and commas, e.g. 0-3 or 1,3,5");
     REFUSED_ONCE(RES("max_runtime: 3x"),
-                 "wf.yaml:5:20: job 'a': max_runtime: '3x' is not a duration; use a number of seconds or units s, m/min, "
-                 "h, d (e.g. 90, 30min, 2h30m)");
+                 "wf.yaml:5:20: job 'a': max_runtime: '3x' must be a duration from 1 second to 315360000 seconds (ten "
+                 "years): 90, 30s, 30min, 2h30m, 1d");
     REFUSED_ONCE(RES("gpu_count: 65"),
-                 "wf.yaml:5:18: job 'a': gpu_count: '65' must be a number of GPUs from 0 to 64, or all");
+                 "wf.yaml:5:18: job 'a': gpu_count: '65' must be a number of GPUs from 1 to 64, or all");
     REFUSED_ONCE(RES("gpu_count: -1"),
-                 "wf.yaml:5:18: job 'a': gpu_count: '-1' must be a number of GPUs from 0 to 64, or all");
+                 "wf.yaml:5:18: job 'a': gpu_count: '-1' must be a number of GPUs from 1 to 64, or all");
+    /* no GPU is said by leaving gpu_count out, as over the API and with --gpu */
+    REFUSED_ONCE(RES("gpu_count: 0"),
+                 "wf.yaml:5:18: job 'a': gpu_count: '0' must be a number of GPUs from 1 to 64, or all");
     REFUSED_ONCE(RES("gpu_cc: 8.75"),
                  "wf.yaml:5:15: job 'a': gpu_cc: '8.75' is not a compute capability; give MAJOR.MINOR, e.g. 8.0 or 9.0");
     REFUSED_ONCE(RES("gpu_share: maybe"), "wf.yaml:5:18: job 'a': gpu_share: 'maybe' must be true or false");
     REFUSED_ONCE(RES("priority: 5000"),
-                 "wf.yaml:5:17: job 'a': priority: '5000' must be a whole number from -1000 to 1000 (higher runs first)");
+                 "wf.yaml:5:17: job 'a': priority: '5000' must be a whole number from -1000 to 1000 (higher runs first; "
+                 "default 0)");
     REFUSED_ONCE(RES("gpu_mig: ''"),
-                 "wf.yaml:5:16: job 'a': gpu_mig: is empty; give a MIG profile, e.g. 1g.10gb (rnx gpu show lists them)");
+                 "wf.yaml:5:16: job 'a': gpu_mig: is empty; it must be a MIG profile, e.g. 1g.10gb (rnx gpu show lists "
+                 "them)");
     REFUSED_ONCE(RES("max_memory:"), "wf.yaml:5:7: job 'a': max_memory: has no value; give one, or leave the key out");
     REFUSED_ONCE(RES("max_memory: [1, 2]"), "wf.yaml:5:19: job 'a': max_memory: must be a single value, not a list");
 #undef RES
+}
+
+/* The rules between fields are the schema's (jobreq_check), at the value that asked for the
+ * refused field, once every field of the job reads well. */
+static void test_request_rules(void **state)
+{
+#define JOB(body) "jobs:\n  a:\n    command: x\n" body
+    REFUSED_ONCE(JOB("    resources:\n      gpu_count: 1\n      gpu_share: true\n"),
+                 "wf.yaml:6:18: job 'a': gpu_share: a shared GPU needs a memory reservation; add gpu_memory_mb");
+    REFUSED_ONCE(JOB("    resources:\n      gpu_count: 2\n      gpu_share: yes\n      gpu_memory_mb: 4GB\n"),
+                 "wf.yaml:6:18: job 'a': gpu_share: a shared job gets one GPU (each shared GPU has its own MPS server, "
+                 "and a CUDA process talks to one); ask for gpu_count 1");
+    REFUSED_ONCE(JOB("    resources:\n      gpu_memory_mb: 4GB\n"),
+                 "wf.yaml:5:22: job 'a': gpu_memory_mb: qualifies a GPU request, but the job asks for no GPU; add "
+                 "gpu_count");
+    REFUSED_ONCE(JOB("    resources:\n      max_memory: 64\n      cross_numa: no\n"),
+                 "wf.yaml:6:19: job 'a': cross_numa: qualifies a GPU request, but the job asks for no GPU; add gpu_count");
+    REFUSED_ONCE(JOB("    resources:\n      gpu_count: 1\n      gpu_mig: 1g.10gb\n"),
+                 "wf.yaml:6:16: job 'a': gpu_mig: asks for one MIG device; do not also give gpu_count, gpu_ids, gpu_all "
+                 "or gpu_memory_mb (the profile says its memory)");
+    REFUSED_ONCE(JOB("    resources:\n      gpu_mig: 1g.10gb\n      gpu_type: A100\n"),
+                 "wf.yaml:5:16: job 'a': gpu_mig: a MIG device is its own slice of a GPU; do not also give gpu_share, "
+                 "gpu_type or gpu_cc");
+    REFUSED_ONCE(JOB("    environment: {NVIDIA_VISIBLE_DEVICES: none}\n    resources: {gpu_count: all}\n"),
+                 "wf.yaml:4:18: job 'a': environment: NVIDIA_VISIBLE_DEVICES=none asks for no GPU, but the job also "
+                 "asks for GPUs; drop one of the two");
+    /* a field the job does not give is placed at its resources: */
+    REFUSED_ONCE(JOB("    resources:\n      gpu_count: all\n      gpu_share: true\n      gpu_memory_mb: 1024\n"),
+                 "wf.yaml:6:18: job 'a': gpu_share: cannot be combined with gpu_all");
+    /* a field refused on its own is the only problem said: the rules wait for good fields */
+    REFUSED_ONCE(JOB("    resources:\n      gpu_count: 0\n      gpu_share: true\n"),
+                 "wf.yaml:5:18: job 'a': gpu_count: '0' must be a number of GPUs from 1 to 64, or all");
+    /* (both problems of these lines are said: the bad name, and A given twice) */
+    assert_int_equal(refused(JOB("    environment: {A: 1, 1B: 2}\n    secret_environment: {A: 2}\n"),
+                             "wf.yaml:4:25: job 'a': environment: '1B' is not a valid variable name; use letters, "
+                             "digits and '_', not starting with a digit"),
+                     2);
+    /* what the schema accepts, as the API takes it */
+    wfp_doc *d;
+    json_t *body = must_parse("r.yaml",
+                              JOB("    workdir: /work/x\n    resources:\n      max_cpu: 50%\n      gpu_count: 1\n"
+                                  "      gpu_share: true\n      gpu_memory_mb: 1GB\n      cross_numa: no\n"
+                                  "      preemptible: no\n      priority: '-1000'\n"),
+                              &d);
+    assert_json(json_object_get(json_array_get(json_object_get(body, "jobs"), 0), "request"),
+                "{\"name\": \"a\", \"command\": \"x\", \"workdir\": \"/work/x\", \"max_cpu\": 50, \"gpu_count\": 1,"
+                " \"gpu_memory_mb\": 1024, \"gpu_share\": true, \"cross_numa\": false, \"preemptible\": false,"
+                " \"priority\": -1000}");
+    wfp_free(d);
+#undef JOB
 }
 
 static void test_requires(void **state)
@@ -606,9 +663,9 @@ static void test_many_problems_in_file_order(void **state)
     assert_null(parse(text, &errs));
     assert_int_equal(errs.n, 5);
     assert_string_equal(errs.msg[0], "wf.yaml:4:27: job 'a': priority: '5000' must be a whole number from -1000 to 1000 "
-                                     "(higher runs first)");
-    assert_string_equal(errs.msg[1], "wf.yaml:4:45: job 'a': max_memory: 'lots' is not a size; use megabytes (4096) or "
-                                     "a unit: 4096MB, 8GB");
+                                     "(higher runs first; default 0)");
+    assert_string_equal(errs.msg[1], "wf.yaml:4:45: job 'a': max_memory: 'lots' is not a size of at least 4 MB; use "
+                                     "megabytes (4096) or a unit: 4096MB, 8GB");
     assert_string_equal(errs.msg[2], "wf.yaml:5:14: job 'a': network: 'bridge' is not accepted; use none (loopback "
                                      "only) or host");
     assert_string_equal(errs.msg[3], "wf.yaml:6:3: job 'b': command: missing; give the program to run, e.g. "
@@ -716,10 +773,9 @@ static void test_explain(void **state)
                              "this joblet has no runtime environments yet");
     wfp_explain(d, "jobs[1].requires[0]", "jobs[1].requires[0]: no job 'x' in this workflow", out, sizeof out);
     assert_string_equal(out, "p.yaml:14:9: job 'model-training': requires: no job 'x' in this workflow");
-    /* a resource the file does not set: at the job's resources; flag hints of `rnx job run` are dropped */
+    /* a resource the file does not set: at the job's resources */
     wfp_explain(d, "jobs[2].request.gpu_share",
-                "job 'model-evaluation': gpu_share: qualifies a GPU request, but the job asks for no GPU; add gpu_count "
-                "(--gpu=N)",
+                "job 'model-evaluation': gpu_share: qualifies a GPU request, but the job asks for no GPU; add gpu_count",
                 out, sizeof out);
     assert_string_equal(out, "p.yaml:27:7: job 'model-evaluation': gpu_share: qualifies a GPU request, but the job asks "
                              "for no GPU; add gpu_count");
@@ -757,6 +813,7 @@ int main(void)
         cmocka_unit_test(test_command_and_args),
         cmocka_unit_test(test_job_fields),
         cmocka_unit_test(test_resources_values),
+        cmocka_unit_test(test_request_rules),
         cmocka_unit_test(test_requires),
         cmocka_unit_test(test_cycles),
         cmocka_unit_test(test_yaml_features),
