@@ -68,7 +68,7 @@ def test_gpu_memory_minimum(fresh_daemon):
     assert "--gpu: asks for 3 GPUs with at least 20480 MB each; this machine has 2 such GPUs of 4" in p.stderr
     j, _, _ = d.run("true", gpu_count=2, gpu_memory_mb=20480)
     assert {g["name"] for g in j["gpus"]} == {"NVIDIA A100-SXM4-40GB"}
-    for bad, msg in [("--gpu=0", "--gpu: '0' must be a number of GPUs from 1 to 64"),
+    for bad, msg in [("--gpu=65", "--gpu: '65' must be a number of GPUs from 0 to 64"),
                      ("--gpu=two", "--gpu: 'two' must be a number"),
                      ("--gpu-memory=lots", "--gpu-memory")]:
         p = d.rnx("job", "run", "--gpu=1", bad, "true") if "memory" in bad else d.rnx("job", "run", bad, "true")
@@ -131,7 +131,7 @@ def test_bad_gpu_requests_are_refused_with_the_reason(fresh_daemon):
     d = sim(fresh_daemon, "a100-pcie-4")
     before = d.job_count()
     cases = [
-        (["--gpu=0"], 2, "--gpu: '0' must be a number of GPUs from 1 to 64, or all"),
+        (["--gpu=65"], 2, "--gpu: '65' must be a number of GPUs from 0 to 64, or all"),
         (["--gpu=-1"], 2, "--gpu: '-1' must be a number of GPUs"),
         (["--gpu=abc"], 2, "--gpu: 'abc' must be a number of GPUs"),
         (["--gpu=1", "--gpu-memory=8XB"], 2, "--gpu-memory"),

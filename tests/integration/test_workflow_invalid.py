@@ -39,7 +39,7 @@ MALFORMED = [
     ('jobs:\n  a:\n    command: x\n    resources:\n      cpu_cores: 0-\n',
      "5:18: job 'a': cpu_cores: '0-' is not a CPU list; use ranges and commas, e.g. 0-3 or 1,3,5"),
     ('jobs:\n  a:\n    command: x\n    resources:\n      gpu_count: -1\n',
-     "5:18: job 'a': gpu_count: '-1' must be a number of GPUs from 1 to 64, or all"),
+     "5:18: job 'a': gpu_count: '-1' must be a number of GPUs from 0 to 64, or all"),
     ('jobs:\n  a:\n    command: x\n    resources:\n      gpu_memory_mb: big\n',
      "5:22: job 'a': gpu_memory_mb: 'big' is not a size of at least 1 MB; use megabytes (4096) or a unit: 4096MB, 8GB"),
     ('jobs:\n  a:\n    command: x\n    resources:\n      priority: 5000\n',

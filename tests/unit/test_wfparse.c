@@ -519,12 +519,9 @@ static void test_resources_values(void **state)
                  "wf.yaml:5:20: job 'a': max_runtime: '3x' must be a duration from 1 second to 315360000 seconds (ten "
                  "years): 90, 30s, 30min, 2h30m, 1d");
     REFUSED_ONCE(RES("gpu_count: 65"),
-                 "wf.yaml:5:18: job 'a': gpu_count: '65' must be a number of GPUs from 1 to 64, or all");
+                 "wf.yaml:5:18: job 'a': gpu_count: '65' must be a number of GPUs from 0 to 64, or all");
     REFUSED_ONCE(RES("gpu_count: -1"),
-                 "wf.yaml:5:18: job 'a': gpu_count: '-1' must be a number of GPUs from 1 to 64, or all");
-    /* no GPU is said by leaving gpu_count out, as over the API and with --gpu */
-    REFUSED_ONCE(RES("gpu_count: 0"),
-                 "wf.yaml:5:18: job 'a': gpu_count: '0' must be a number of GPUs from 1 to 64, or all");
+                 "wf.yaml:5:18: job 'a': gpu_count: '-1' must be a number of GPUs from 0 to 64, or all");
     REFUSED_ONCE(RES("gpu_cc: 8.75"),
                  "wf.yaml:5:15: job 'a': gpu_cc: '8.75' is not a compute capability; give MAJOR.MINOR, e.g. 8.0 or 9.0");
     REFUSED_ONCE(RES("gpu_share: maybe"), "wf.yaml:5:18: job 'a': gpu_share: 'maybe' must be true or false");
@@ -567,8 +564,8 @@ static void test_request_rules(void **state)
     REFUSED_ONCE(JOB("    resources:\n      gpu_count: all\n      gpu_share: true\n      gpu_memory_mb: 1024\n"),
                  "wf.yaml:6:18: job 'a': gpu_share: cannot be combined with gpu_all");
     /* a field refused on its own is the only problem said: the rules wait for good fields */
-    REFUSED_ONCE(JOB("    resources:\n      gpu_count: 0\n      gpu_share: true\n"),
-                 "wf.yaml:5:18: job 'a': gpu_count: '0' must be a number of GPUs from 1 to 64, or all");
+    REFUSED_ONCE(JOB("    resources:\n      gpu_count: 65\n      gpu_share: true\n"),
+                 "wf.yaml:5:18: job 'a': gpu_count: '65' must be a number of GPUs from 0 to 64, or all");
     /* (both problems of these lines are said: the bad name, and A given twice) */
     assert_int_equal(refused(JOB("    environment: {A: 1, 1B: 2}\n    secret_environment: {A: 2}\n"),
                              "wf.yaml:4:25: job 'a': environment: '1B' is not a valid variable name; use letters, "
