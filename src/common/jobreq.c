@@ -81,7 +81,7 @@ const jobreq_field jobreq_fields[JR_N] = {
     [JR_GPU_SHARE] = {"gpu_share", "--gpu-share", "gpu_share", true, false, JK_BOOL, JU_NONE, 0, 1, OFF(gpu_share),
                       "must be true or false"},
     [JR_CROSS_NUMA] = {"cross_numa", "--cross-numa", "cross_numa", true, false, JK_BOOL, JU_NONE, 0, 1,
-                       OFF(cross_numa), "must be true or false (yes or no)"},
+                       OFF(cross_numa), "must be yes or no (true or false)"},
     [JR_PREEMPTIBLE] = {"preemptible", "--preemptible", "preemptible", true, false, JK_BOOL, JU_NONE, 0, 1,
                         OFF(preemptible), "must be true or false"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
