@@ -334,21 +334,10 @@ def report(r, graph=False):
     return (0 if r.ok else 1), lines
 
 
-def read_debt(path):
-    """The files listed in the debt file (one per line, # comments), as a set."""
-    try:
-        with open(path) as f:
-            return {l.strip() for l in f if l.strip() and not l.lstrip().startswith("#")}
-    except FileNotFoundError:
-        return set()
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build_dir", nargs="?", default="build")
     ap.add_argument("--graph", action="store_true", help="print the graph even when the check passes")
-    ap.add_argument("--debt", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "layering-debt.txt"),
-                    help="files allowed to remain in a cycle (known debt; the list may only shrink)")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.build_dir):
         print(f"layering: no build directory {args.build_dir}", file=sys.stderr)
@@ -358,18 +347,7 @@ def main(argv=None):
         print(f"layering: no objects of src/ in {args.build_dir} (not built?)", file=sys.stderr)
         return 2
     r = analyze(read_symbols(objects))
-    debt = read_debt(args.debt)
-    known = [c for c in r.cycles if set(c[0]) <= debt]
-    r.cycles = [c for c in r.cycles if not set(c[0]) <= debt]
     rc, lines = report(r, args.graph)
-    if known:
-        lines[-1] = lines[-1].replace("no cycles", f"no cycles but the known debt ({sum(len(c) for c, _ in known)} files)")
-    for comp, _ in known:
-        lines.append(f"KNOWN DEBT (listed in {args.debt}, may only shrink): {len(comp)} files still in a "
-                         f"cycle: {', '.join(comp)}")
-    stale = (debt & set(r.files)) - {f for comp, _ in known for f in comp}
-    for f in sorted(stale):
-        lines.append(f"note: {f} is listed in {args.debt} but no longer in a cycle: remove it from the list")
     print("\n".join(lines))
     return rc
 

@@ -21,9 +21,9 @@
 #include "../common/log.h"
 #include "../common/promtext.h"
 #include "../common/util.h"
-#include "../core/core.h"
 #include "../core/loop.h"
 #include "../core/metrics.h"
+#include "../core/users.h"
 #include "reply.h"
 
 #define SCRAPE_WAIT_MS 5000
@@ -45,7 +45,7 @@ enum MHD_Result metrics_reply(request *r)
         return http_reply_error(r->conn, &e);
     }
     /* The text names every user's running jobs; /v1/jobs shows a user only their own. */
-    if (!core_is_admin(r->uid, r->gid)) {
+    if (!users_is_admin(r->uid, r->gid)) {
         jerr e = {0};
         jerr_http(&e, 403, "/metrics names every user's jobs: it is for admins (root, or members of the group "
                            "named by server.admin_group); you are uid %u. Prometheus scrapes the metrics.listen "
@@ -68,7 +68,7 @@ static struct {
     char *text;         /* the loop's latest text */
     bool stopping;
     char where[80];
-} T = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
+} listener = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
 
 /* Loop thread: a scrape is waiting. */
 static void on_ask(watch *w, uint32_t events)
@@ -76,16 +76,16 @@ static void on_ask(watch *w, uint32_t events)
     uint64_t v;
     while (read(w->fd, &v, sizeof v) == sizeof v)
         ;
-    pthread_mutex_lock(&T.mu);
-    uint64_t gen = T.asked;
-    pthread_mutex_unlock(&T.mu);
+    pthread_mutex_lock(&listener.mu);
+    uint64_t gen = listener.asked;
+    pthread_mutex_unlock(&listener.mu);
     char *text = metrics_text();
-    pthread_mutex_lock(&T.mu);
-    free(T.text);
-    T.text = text;
-    T.answered = gen;
-    pthread_cond_broadcast(&T.cv);
-    pthread_mutex_unlock(&T.mu);
+    pthread_mutex_lock(&listener.mu);
+    free(listener.text);
+    listener.text = text;
+    listener.answered = gen;
+    pthread_cond_broadcast(&listener.cv);
+    pthread_mutex_unlock(&listener.mu);
 }
 
 /* Listener thread: a text built after this call began, or NULL after the wait. */
@@ -99,20 +99,20 @@ static char *ask_loop(void)
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-    pthread_mutex_lock(&T.mu);
-    uint64_t mine = ++T.asked;
-    pthread_mutex_unlock(&T.mu);
+    pthread_mutex_lock(&listener.mu);
+    uint64_t mine = ++listener.asked;
+    pthread_mutex_unlock(&listener.mu);
     uint64_t one = 1;
-    if (write(T.efd, &one, sizeof one) != sizeof one && errno != EAGAIN)
+    if (write(listener.efd, &one, sizeof one) != sizeof one && errno != EAGAIN)
         return NULL;
     char *text = NULL;
-    pthread_mutex_lock(&T.mu);
-    while (!T.stopping && T.answered < mine)
-        if (pthread_cond_timedwait(&T.cv, &T.mu, &until) == ETIMEDOUT)
+    pthread_mutex_lock(&listener.mu);
+    while (!listener.stopping && listener.answered < mine)
+        if (pthread_cond_timedwait(&listener.cv, &listener.mu, &until) == ETIMEDOUT)
             break;
-    if (!T.stopping && T.answered >= mine && T.text)
-        text = strdup(T.text);
-    pthread_mutex_unlock(&T.mu);
+    if (!listener.stopping && listener.answered >= mine && listener.text)
+        text = strdup(listener.text);
+    pthread_mutex_unlock(&listener.mu);
     return text;
 }
 
@@ -199,10 +199,10 @@ static int parse_hostport(const char *hp, struct sockaddr_storage *ss, socklen_t
 
 static void close_watch(void)
 {
-    if (T.efd >= 0) {
-        loop_del(&T.w);
-        close(T.efd);
-        T.efd = -1;
+    if (listener.efd >= 0) {
+        loop_del(&listener.w);
+        close(listener.efd);
+        listener.efd = -1;
     }
 }
 
@@ -210,8 +210,8 @@ int metrics_listen_start(const char *hostport, jerr *e)
 {
     if (!hostport || !*hostport)
         return 0;
-    if (T.mhd)
-        return jerr_set(e, EBUSY, "metrics.listen: the listener is already running on %s", T.where);
+    if (listener.mhd)
+        return jerr_set(e, EBUSY, "metrics.listen: the listener is already running on %s", listener.where);
     struct sockaddr_storage ss;
     socklen_t sl = 0;
     if (parse_hostport(hostport, &ss, &sl, e) < 0)
@@ -228,41 +228,41 @@ int metrics_listen_start(const char *hostport, jerr *e)
         close(fd);
         return -1;
     }
-    T.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (T.efd < 0) {
+    listener.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (listener.efd < 0) {
         close(fd);
         return jerr_sys(e, "metrics.listen: eventfd");
     }
-    T.w = (watch){T.efd, on_ask, NULL};
-    if (loop_add(&T.w) < 0) {
+    listener.w = (watch){listener.efd, on_ask, NULL};
+    if (loop_add(&listener.w) < 0) {
         jerr_sys(e, "metrics.listen: watch the eventfd");
-        close(T.efd);
-        T.efd = -1;
+        close(listener.efd);
+        listener.efd = -1;
         close(fd);
         return -1;
     }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&T.cv, &ca);
+    pthread_cond_init(&listener.cv, &ca);
     pthread_condattr_destroy(&ca);
-    T.stopping = false;
-    T.asked = T.answered = 0;
+    listener.stopping = false;
+    listener.asked = listener.answered = 0;
     /* signals stay with the loop thread (signalfd): the listener's thread blocks them all */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    T.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_scrape, NULL,
+    listener.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_scrape, NULL,
                              MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!T.mhd) {
+    if (!listener.mhd) {
         close(fd);
         close_watch();
-        pthread_cond_destroy(&T.cv);
+        pthread_cond_destroy(&listener.cv);
         return jerr_set(e, EIO, "metrics.listen: libmicrohttpd could not start on %s", hostport);
     }
-    snprintf(T.where, sizeof T.where, "%s", hostport);
+    snprintf(listener.where, sizeof listener.where, "%s", hostport);
     bool loopback = ss.ss_family == AF_INET ? (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127
                                             : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
     log_info("metrics: serving GET /metrics on http://%s/metrics%s", hostport,
@@ -272,16 +272,16 @@ int metrics_listen_start(const char *hostport, jerr *e)
 
 void metrics_listen_stop(void)
 {
-    if (!T.mhd)
+    if (!listener.mhd)
         return;
-    pthread_mutex_lock(&T.mu);
-    T.stopping = true;
-    pthread_cond_broadcast(&T.cv);
-    pthread_mutex_unlock(&T.mu);
-    MHD_stop_daemon(T.mhd); /* joins its thread; a waiting scrape was answered 503 above */
-    T.mhd = NULL;
+    pthread_mutex_lock(&listener.mu);
+    listener.stopping = true;
+    pthread_cond_broadcast(&listener.cv);
+    pthread_mutex_unlock(&listener.mu);
+    MHD_stop_daemon(listener.mhd); /* joins its thread; a waiting scrape was answered 503 above */
+    listener.mhd = NULL;
     close_watch();
-    pthread_cond_destroy(&T.cv);
-    free(T.text);
-    T.text = NULL;
+    pthread_cond_destroy(&listener.cv);
+    free(listener.text);
+    listener.text = NULL;
 }

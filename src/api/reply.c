@@ -8,10 +8,10 @@
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
-#include "../core/core.h"
-#include "../core/metrics.h"
+#include "../core/counters.h"
+#include "../core/state.h"
 
-static const char *cur_method; /* the request being answered, for metrics_count_request */
+static const char *cur_method; /* the request being answered, for counters_request */
 
 void http_reply_method(const char *method)
 {
@@ -24,7 +24,7 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
      * turn commits: commit now, so no client ever sees a change the database does not hold
      * (a kill -9 right after a 201 must not lose the job). */
     jerr fe = {0};
-    if (db_flush(C.db, &fe) < 0)
+    if (db_flush(core.db, &fe) < 0)
         log_err("%s", fe.msg);
     char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
@@ -39,7 +39,7 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
     MHD_add_response_header(r, "Content-Type", "application/json");
     enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
-    metrics_count_request(cur_method, status);
+    counters_request(cur_method, status);
     return rc;
 }
 

@@ -9,7 +9,7 @@
 #include "../common/err.h"
 
 /* The method of the request being answered, counted with each answer's status by
- * http_reply_json (metrics_count_request). Set by routes_dispatch. */
+ * http_reply_json (counters_request). Set by routes_dispatch. */
 void http_reply_method(const char *method);
 /* Commits the database, then queues `body` (consumed) with `status`. */
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body);

@@ -10,9 +10,22 @@
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
-#include "../core/core.h"
-#include "http.h"
+#include "../core/counters.h"
+#include "../core/gpu_admin.h"
+#include "../core/gpu_json.h"
+#include "../core/job_ctl.h"
+#include "../core/job_json.h"
+#include "../core/jobs.h"
+#include "../core/launch.h"
+#include "../core/logstream.h"
 #include "../core/metrics.h"
+#include "../core/settle.h"
+#include "../core/state.h"
+#include "../core/submit.h"
+#include "../core/users.h"
+#include "../core/workflow.h"
+#include "../core/workflow_json.h"
+#include "http.h"
 #include "metrics_http.h"
 #include "reply.h"
 
@@ -31,8 +44,8 @@ static enum MHD_Result version(request *r)
 {
     return http_reply_json(r->conn, 200,
                            json_pack("{s:s,s:s,s:s,s:i,s:I}", "version", JOBLET_VERSION, "api", "v1",
-                                     "cgroup_layout", cg_layout_name(C.cg.layout), "pid", (int)getpid(),
-                                     "max_upload_bytes", (json_int_t)C.cfg.max_upload_bytes));
+                                     "cgroup_layout", cg_layout_name(core.cg.layout), "pid", (int)getpid(),
+                                     "max_upload_bytes", (json_int_t)core.cfg.max_upload_bytes));
 }
 
 static enum MHD_Result submit(request *r)
@@ -44,7 +57,7 @@ static enum MHD_Result submit(request *r)
     }
     if (r->body_too_large) {
         jerr_http(&e, 413, "the request is larger than the upload limit of %llu bytes (jobs.max_upload_bytes)",
-                  (unsigned long long)C.cfg.max_upload_bytes);
+                  (unsigned long long)core.cfg.max_upload_bytes);
         return http_reply_error(r->conn, &e);
     }
     json_error_t je;
@@ -62,8 +75,8 @@ static enum MHD_Result submit(request *r)
     jobreq_free(&jr);
     if (!j)
         return http_reply_error(r->conn, &e);
-    core_schedule();
-    return http_reply_json(r->conn, 201, job_to_json(j));
+    settle(); /* the answer shows where it stands: started, its GPUs, or why it waits */
+    return http_reply_json(r->conn, 201, job_json(j));
 }
 
 static enum MHD_Result list(request *r)
@@ -77,46 +90,21 @@ static enum MHD_Result list(request *r)
         return http_reply_error(r->conn, &e);
     }
     json_t *arr = json_array();
-    for (size_t i = 0; i < C.njobs; i++) {
-        job *j = C.jobs[i];
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
         if (r->uid != 0 && j->owner_uid != r->uid)
             continue;
         launch_refresh(j);
         if (!sf || j->state == want)
-            json_array_append_new(arr, job_to_json(j));
+            json_array_append_new(arr, job_json(j));
     }
     return http_reply_json(r->conn, 200, json_pack("{s:o}", "jobs", arr));
 }
 
-static void delete_job(job *j)
-{
-    char dir[700];
-    core_job_dir(j, dir, sizeof dir);
-    jerr e = {0};
-    if (db_delete_job(C.db, j->id, &e) < 0) {
-        log_err("%s", e.msg);
-        return;
-    }
-    logstream_detach(j);
-    launch_forget(j);
-    workflow_forget_job(j);
-    rm_rf(dir);
-    core_remove(j);
-    job_free(j);
-    C.trim_at_ms = now_ms() + 1000;
-}
-
 static enum MHD_Result delete_all(request *r)
 {
-    int n = 0;
-    for (size_t i = C.njobs; i-- > 0;) {
-        job *j = C.jobs[i];
-        if ((r->uid == 0 || j->owner_uid == r->uid) && job_state_terminal(j->state)) {
-            delete_job(j);
-            n++;
-        }
-    }
-    return http_reply_json(r->conn, 200, json_pack("{s:i}", "deleted", n));
+    size_t n = job_ctl_delete_ended(r->uid);
+    return http_reply_json(r->conn, 200, json_pack("{s:i}", "deleted", (int)n));
 }
 
 static enum MHD_Result one_job(request *r, const char *rest)
@@ -127,19 +115,16 @@ static enum MHD_Result one_job(request *r, const char *rest)
     const char *action = slash ? slash + 1 : "";
     snprintf(id, sizeof id, "%.*s", (int)(idlen < sizeof id ? idlen : sizeof id - 1), rest);
     jerr e = {0};
-    job *j = core_find(id, r->uid, &e);
+    job *j = jobs_find(id, r->uid, &e);
     if (!j)
         return http_reply_error(r->conn, &e);
     launch_refresh(j);
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
     if (!*action && get)
-        return http_reply_json(r->conn, 200, job_to_json(j));
+        return http_reply_json(r->conn, 200, job_json(j));
     if (!*action && del) {
-        if (!job_state_terminal(j->state)) {
-            jerr_http(&e, 409, "job %s is %s; stop or cancel it before deleting it", j->id, job_state_name(j->state));
+        if (job_ctl_delete(j, &e) < 0)
             return http_reply_error(r->conn, &e);
-        }
-        delete_job(j);
         return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", id));
     }
     if (!strcmp(action, "logs") && get) {
@@ -153,38 +138,19 @@ static enum MHD_Result one_job(request *r, const char *rest)
             jerr_field(&e, "stream", "stream: '%s' is not accepted; use stdout, stderr or all", s);
             return http_reply_error(r->conn, &e);
         }
-        metrics_count_request(r->method, 200);
+        counters_request(r->method, 200);
         struct MHD_Response *resp = logstream_response(j, r->conn, query_true(r, "follow"), streams);
         enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
         MHD_destroy_response(resp);
         return rc;
     }
     if (!strcmp(action, "metrics") && get)
-        return http_reply_json(r->conn, 200, job_metrics_json(j));
-    if (!strcmp(action, "stop") && post) {
-        if (job_state_terminal(j->state) || j->state == JS_STOPPING) {
-            jerr_http(&e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
+        return http_reply_json(r->conn, 200, metrics_job_json(j));
+    if ((!strcmp(action, "stop") || !strcmp(action, "cancel")) && post) {
+        if ((!strcmp(action, "stop") ? job_ctl_stop : job_ctl_cancel)(j, r->uid, &e) < 0)
             return http_reply_error(r->conn, &e);
-        }
-        if (job_in_queue(j) || j->state == JS_PENDING) {
-            j->stopped_by = r->uid;
-            job_finish(j, JS_CANCELED, "canceled");
-            core_schedule();
-        } else if (launch_stop(j, r->uid, &e) < 0) {
-            return http_reply_error(r->conn, &e);
-        }
-        return http_reply_json(r->conn, 200, job_to_json(j));
-    }
-    if (!strcmp(action, "cancel") && post) {
-        if (!job_in_queue(j) && j->state != JS_PENDING) {
-            jerr_http(&e, 409, "job %s is %s; only a pending, scheduled, queued or preempted job can be canceled%s", j->id,
-                      job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");
-            return http_reply_error(r->conn, &e);
-        }
-        j->stopped_by = r->uid;
-        job_finish(j, JS_CANCELED, "canceled");
-        core_schedule();
-        return http_reply_json(r->conn, 200, job_to_json(j));
+        settle();
+        return http_reply_json(r->conn, 200, job_json(j));
     }
     jerr_http(&e, 404, "no route %s %s", r->method, r->path);
     return http_reply_error(r->conn, &e);
@@ -196,7 +162,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST");
     if (!rest) {
         if (get)
-            return http_reply_json(r->conn, 200, workflow_list_json(r->uid));
+            return http_reply_json(r->conn, 200, workflow_json_list(r->uid));
         if (!post)
             goto none;
         if (r->body_busy || r->body_too_large) {
@@ -211,12 +177,14 @@ static enum MHD_Result workflows(request *r, const char *rest)
             jerr_field(&e, NULL, "the request body is not valid JSON: %s", r->body ? je.text : "empty body");
             return http_reply_error(r->conn, &e);
         }
-        workflow *wf = workflow_submit(body, r->uid, r->gid, &e);
+        wf_body wb;
+        workflow *wf = workflow_json_parse(body, &wb, &e) == 0 ? workflow_submit(&wb, r->uid, r->gid, &e) : NULL;
+        workflow_body_free(&wb);
         json_decref(body);
         if (!wf)
             return http_reply_error(r->conn, &e);
-        core_schedule();
-        return http_reply_json(r->conn, 201, workflow_to_json(wf, false));
+        settle();
+        return http_reply_json(r->conn, 201, workflow_json(wf, false));
     }
     char id[64];
     const char *slash = strchr(rest, '/');
@@ -226,12 +194,12 @@ static enum MHD_Result workflows(request *r, const char *rest)
     if (!wf)
         return http_reply_error(r->conn, &e);
     if (!slash && get)
-        return http_reply_json(r->conn, 200, workflow_to_json(wf, true));
+        return http_reply_json(r->conn, 200, workflow_json(wf, true));
     if (slash && !strcmp(slash + 1, "cancel") && post) {
         if (workflow_cancel(wf, r->uid, &e) < 0)
             return http_reply_error(r->conn, &e);
-        core_schedule();
-        return http_reply_json(r->conn, 200, workflow_to_json(wf, false));
+        settle();
+        return http_reply_json(r->conn, 200, workflow_json(wf, false));
     }
 none:
     jerr_http(&e, 404, "no route %s %s; see docs/api.md", r->method, r->path);
@@ -240,10 +208,10 @@ none:
 
 static bool admin_or_refuse(request *r, const char *what, jerr *e)
 {
-    if (core_is_admin(r->uid, r->gid))
+    if (users_is_admin(r->uid, r->gid))
         return true;
     jerr_http(e, 403, "%s is for admins: root, or members of the group named by server.admin_group (%s); you are "
-                      "uid %u", what, *C.cfg.admin_group ? C.cfg.admin_group : "not set", (unsigned)r->uid);
+                      "uid %u", what, *core.cfg.admin_group ? core.cfg.admin_group : "not set", (unsigned)r->uid);
     return false;
 }
 
@@ -263,9 +231,9 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
     snprintf(what, sizeof what, "gpu %s", action);
     if (!admin_or_refuse(r, what, &e))
         return http_reply_error(r->conn, &e);
-    int i = gpu_find(&C.gpu.inv, id);
+    int i = gpu_find(&core.gpu.inv, id);
     if (i < 0) {
-        jerr_http(&e, 404, "no GPU '%s': give an index from 0 to %d or a UUID (rnx gpu list)", id, C.gpu.inv.n - 1);
+        jerr_http(&e, 404, "no GPU '%s': give an index from 0 to %d or a UUID (rnx gpu list)", id, core.gpu.inv.n - 1);
         return http_reply_error(r->conn, &e);
     }
     bool force = false;
@@ -280,8 +248,14 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
         force = json_is_true(f);
         json_decref(b);
     }
-    json_t *o = core_gpu_admin(i, action, force, r->uid, &e);
-    return o ? http_reply_json(r->conn, 200, o) : http_reply_error(r->conn, &e);
+    json_t *done = gpu_admin_action(i, action, force, r->uid, &e);
+    if (!done)
+        return http_reply_error(r->conn, &e);
+    settle(); /* the GPU as it is now: a job that waited for it may hold it */
+    json_t *o = gpu_json_one(i);
+    json_object_update(o, done);
+    json_decref(done);
+    return http_reply_json(r->conn, 200, o);
 }
 
 /* GET /v1/audit?user=UID&gpu=N&job=PREFIX&since=RFC3339&until=RFC3339&limit=N */
@@ -306,9 +280,9 @@ static enum MHD_Result audit(request *r)
         }
     }
     if ((v = query(r, "gpu"))) {
-        gpu = gpu_find(&C.gpu.inv, v);
+        gpu = gpu_find(&core.gpu.inv, v);
         if (gpu < 0) {
-            jerr_field(&e, "gpu", "gpu: no GPU '%s' (an index from 0 to %d, or a UUID)", v, C.gpu.inv.n - 1);
+            jerr_field(&e, "gpu", "gpu: no GPU '%s' (an index from 0 to %d, or a UUID)", v, core.gpu.inv.n - 1);
             return http_reply_error(r->conn, &e);
         }
     }
@@ -330,7 +304,7 @@ static enum MHD_Result audit(request *r)
         }
         limit = (int)n;
     }
-    json_t *arr = db_audit_query(C.db, uid, gpu, since, until, query(r, "job"), limit, &e);
+    json_t *arr = db_audit_query(core.db, uid, gpu, since, until, query(r, "job"), limit, &e);
     if (!arr)
         return http_reply_error(r->conn, &e);
     return http_reply_json(r->conn, 200, json_pack("{s:o}", "records", arr));
@@ -343,11 +317,11 @@ enum MHD_Result routes_dispatch(request *r)
     http_reply_method(r->method);
     if (!strcmp(p, "/metrics")) {
         if (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))
-            metrics_count_request(r->method, 200);
+            counters_request(r->method, 200);
         return metrics_reply(r);
     }
     if (!strcmp(p, "/v1/monitor") && !strcmp(r->method, "GET"))
-        return http_reply_json(r->conn, 200, monitor_json());
+        return http_reply_json(r->conn, 200, metrics_monitor_json());
     if (!strcmp(p, "/v1/version") && !strcmp(r->method, "GET"))
         return version(r);
     if (!strcmp(p, "/v1/jobs")) {
@@ -365,17 +339,17 @@ enum MHD_Result routes_dispatch(request *r)
     if (!strncmp(p, "/v1/workflows/", 14) && p[14])
         return workflows(r, p + 14);
     if (!strcmp(p, "/v1/gpus") && !strcmp(r->method, "GET"))
-        return http_reply_json(r->conn, 200, core_gpus_json());
+        return http_reply_json(r->conn, 200, gpu_json_all());
     if (!strncmp(p, "/v1/gpus/", 9) && p[9] && strchr(p + 9, '/') && !strcmp(r->method, "POST"))
         return gpu_admin(r, p + 9);
     if (!strcmp(p, "/v1/audit") && !strcmp(r->method, "GET"))
         return audit(r);
     if (!strncmp(p, "/v1/gpus/", 9) && p[9] && !strcmp(r->method, "GET")) {
-        int i = gpu_find(&C.gpu.inv, p + 9);
+        int i = gpu_find(&core.gpu.inv, p + 9);
         if (i >= 0)
-            return http_reply_json(r->conn, 200, core_gpu_json(i));
-        jerr_http(&e, 404, "no GPU '%s': give an index from 0 to %d or a UUID (rnx gpu list)", p + 9, C.gpu.inv.n - 1);
-        if (!C.gpu.inv.n)
+            return http_reply_json(r->conn, 200, gpu_json_one(i));
+        jerr_http(&e, 404, "no GPU '%s': give an index from 0 to %d or a UUID (rnx gpu list)", p + 9, core.gpu.inv.n - 1);
+        if (!core.gpu.inv.n)
             jerr_http(&e, 404, "no GPU '%s': this machine has no GPUs joblet can use", p + 9);
         return http_reply_error(r->conn, &e);
     }

@@ -15,31 +15,32 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
-#include "core.h"
+#include "gpu_mps.h"
+#include "state.h"
 
-bool core_mps_available_why(char *why, size_t len)
+bool gpu_mps_available_why(char *why, size_t len)
 {
-    if (access(C.cfg.mps_control, X_OK) == 0)
+    if (access(core.cfg.mps_control, X_OK) == 0)
         return true;
     snprintf(why, len, "no executable %s (gpu.mps_control: %s); install NVIDIA's MPS (nvidia-cuda-mps-control, part "
                        "of the driver's utilities) or ask for a whole GPU",
-             C.cfg.mps_control, strerror(errno));
+             core.cfg.mps_control, strerror(errno));
     return false;
 }
 
-bool core_mps_available(void)
+bool gpu_mps_available(void)
 {
     char why[8];
-    return core_mps_available_why(why, sizeof why);
+    return gpu_mps_available_why(why, sizeof why);
 }
 
 static void dirs(int gpu, char *pipe_dir, char *log_dir, size_t len)
 {
-    snprintf(pipe_dir, len, "%s/mps/%d/pipe", C.cfg.state_dir, gpu);
-    snprintf(log_dir, len, "%s/mps/%d/log", C.cfg.state_dir, gpu);
+    snprintf(pipe_dir, len, "%s/mps/%d/pipe", core.cfg.state_dir, gpu);
+    snprintf(log_dir, len, "%s/mps/%d/log", core.cfg.state_dir, gpu);
 }
 
-void core_mps_pipe_dir(int gpu, char *out, size_t len)
+void gpu_mps_pipe_dir(int gpu, char *out, size_t len)
 {
     char log_dir[600];
     char pipe_dir[600];
@@ -55,9 +56,9 @@ static int control(int gpu, const char *arg, const char *input, jerr *e)
     dirs(gpu, pipe_dir, log_dir, sizeof pipe_dir);
     snprintf(env_pipe, sizeof env_pipe, "CUDA_MPS_PIPE_DIRECTORY=%s", pipe_dir);
     snprintf(env_log, sizeof env_log, "CUDA_MPS_LOG_DIRECTORY=%s", log_dir);
-    snprintf(env_dev, sizeof env_dev, "CUDA_VISIBLE_DEVICES=%s", C.gpu.inv.gpu[gpu].uuid);
+    snprintf(env_dev, sizeof env_dev, "CUDA_VISIBLE_DEVICES=%s", core.gpu.inv.gpu[gpu].uuid);
     char *envp[] = {env_pipe, env_log, env_dev, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-    char *argv[] = {C.cfg.mps_control, (char *)arg, NULL};
+    char *argv[] = {core.cfg.mps_control, (char *)arg, NULL};
     int in[2];
     if (pipe2(in, O_CLOEXEC) < 0)
         return jerr_sys(e, "pipe");
@@ -67,15 +68,15 @@ static int control(int gpu, const char *arg, const char *input, jerr *e)
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, C.cfg.mps_control, &fa, NULL, arg ? argv : (char *[]){C.cfg.mps_control, NULL}, envp);
+    int rc = posix_spawn(&pid, core.cfg.mps_control, &fa, NULL, arg ? argv : (char *[]){core.cfg.mps_control, NULL}, envp);
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
     if (rc != 0) {
         close(in[1]);
-        return jerr_set(e, rc, "MPS for GPU %d: cannot run %s: %s", gpu, C.cfg.mps_control, strerror(rc));
+        return jerr_set(e, rc, "MPS for GPU %d: cannot run %s: %s", gpu, core.cfg.mps_control, strerror(rc));
     }
     if (input && write(in[1], input, strlen(input)) < 0)
-        log_warn("MPS for GPU %d: writing to %s: %s", gpu, C.cfg.mps_control, strerror(errno));
+        log_warn("MPS for GPU %d: writing to %s: %s", gpu, core.cfg.mps_control, strerror(errno));
     close(in[1]);
     int status = 0;
     for (int waited = 0;; waited += 10) {
@@ -83,28 +84,28 @@ static int control(int gpu, const char *arg, const char *input, jerr *e)
         if (r == pid)
             break;
         if (r < 0 && errno != EINTR)
-            return jerr_sys(e, "MPS for GPU %d: wait for %s", gpu, C.cfg.mps_control);
+            return jerr_sys(e, "MPS for GPU %d: wait for %s", gpu, core.cfg.mps_control);
         if (waited >= 10000) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
-            return jerr_set(e, ETIMEDOUT, "MPS for GPU %d: %s %s did not finish in 10 s", gpu, C.cfg.mps_control,
+            return jerr_set(e, ETIMEDOUT, "MPS for GPU %d: %s %s did not finish in 10 s", gpu, core.cfg.mps_control,
                             arg ? arg : input);
         }
         nanosleep(&(struct timespec){0, 10 * 1000000}, NULL);
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return jerr_set(e, EIO, "MPS for GPU %d: %s %s failed (status %d); see %s", gpu, C.cfg.mps_control,
+        return jerr_set(e, EIO, "MPS for GPU %d: %s %s failed (status %d); see %s", gpu, core.cfg.mps_control,
                         arg ? arg : "quit", status, log_dir);
     return 0;
 }
 
-int core_mps_start(int gpu, jerr *e)
+int gpu_mps_start(int gpu, jerr *e)
 {
     char pipe_dir[600], log_dir[600], top[600];
     dirs(gpu, pipe_dir, log_dir, sizeof pipe_dir);
-    snprintf(top, sizeof top, "%s/mps", C.cfg.state_dir);
+    snprintf(top, sizeof top, "%s/mps", core.cfg.state_dir);
     mkdir(top, 0711);
-    snprintf(top, sizeof top, "%s/mps/%d", C.cfg.state_dir, gpu);
+    snprintf(top, sizeof top, "%s/mps/%d", core.cfg.state_dir, gpu);
     mkdir(top, 0711);
     /* Tenants run as their own uids and must reach the server's pipes; the log is the daemon's. */
     if ((mkdir(pipe_dir, 0777) < 0 && errno != EEXIST) || chmod(pipe_dir, 0777) < 0 ||
@@ -116,7 +117,7 @@ int core_mps_start(int gpu, jerr *e)
     return 0;
 }
 
-void core_mps_stop(int gpu)
+void gpu_mps_stop(int gpu)
 {
     jerr e = {0};
     if (control(gpu, NULL, "quit\n", &e) < 0)
@@ -127,13 +128,13 @@ void core_mps_stop(int gpu)
 
 /* After a restart: a GPU with no shared tenant left may still have the server of the previous
  * run; tell it to quit. */
-void core_mps_init(uint64_t in_use)
+void gpu_mps_init(uint64_t in_use)
 {
-    for (int i = 0; i < C.gpu.inv.n; i++) {
+    for (int i = 0; i < core.gpu.inv.n; i++) {
         char pipe_dir[600], ctl[700];
-        core_mps_pipe_dir(i, pipe_dir, sizeof pipe_dir);
+        gpu_mps_pipe_dir(i, pipe_dir, sizeof pipe_dir);
         snprintf(ctl, sizeof ctl, "%s/control", pipe_dir);
-        if (!(in_use >> i & 1) && access(ctl, F_OK) == 0 && core_mps_available())
-            core_mps_stop(i);
+        if (!(in_use >> i & 1) && access(ctl, F_OK) == 0 && gpu_mps_available())
+            gpu_mps_stop(i);
     }
 }

@@ -16,7 +16,10 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
-#include "core.h"
+#include "audit.h"
+#include "gpu_hold.h"
+#include "gpu_scrub.h"
+#include "state.h"
 
 extern char **environ;
 
@@ -30,12 +33,13 @@ typedef struct scrub_run {
 
 static scrub_run *runs; /* the helpers running now */
 
-uint64_t core_gpu_scrub_busy(void)
+/* The GPUs the helpers are zeroing, as gpu_hold.c keeps them. */
+static void publish(void)
 {
     uint64_t m = 0;
     for (const scrub_run *r = runs; r; r = r->next)
         m |= r->gpus;
-    return m;
+    gpu_hold_set_scrubbing(m);
 }
 
 static void on_scrub_exit(watch *w, uint32_t events)
@@ -57,21 +61,22 @@ static void on_scrub_exit(watch *w, uint32_t events)
             *p = r->next;
             break;
         }
+    publish();
     for (int i = 0; i < GPU_MAX; i++) {
         if (!(r->gpus >> i & 1))
             continue;
-        const char *uuid = C.gpu.inv.gpu[i].uuid, *line = NULL;
+        const char *uuid = core.gpu.inv.gpu[i].uuid, *line = NULL;
         for (char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
             if (strncasecmp(p, uuid, strlen(uuid)) == 0 && p[strlen(uuid)] == ':')
                 line = p;
         bool ok = line && strncmp(line + strlen(uuid), ": scrubbed ", 11) == 0;
         if (ok) {
-            int next = core_gpu_event(i, GE_SCRUB_OK, NULL);
+            int next = gpu_hold_event(i, GE_SCRUB_OK, NULL);
             if (next == GS_AVAILABLE)
                 log_info("gpu %d: memory scrubbed, available again", i);
             else
-                log_info("gpu %d: memory scrubbed; it stays %s", i, gpu_state_name(core_gpu_hold(i)->state));
-            core_audit("scrub", -1, i, NULL, -1, C.gpu.inv.gpu[i].memory_total_mb, "memory zeroed");
+                log_info("gpu %d: memory scrubbed; it stays %s", i, gpu_state_name(gpu_hold_get(i)->state));
+            audit_record("scrub", -1, i, NULL, -1, core.gpu.inv.gpu[i].memory_total_mb, "memory zeroed");
             continue;
         }
         char why[256];
@@ -81,30 +86,28 @@ static void on_scrub_exit(watch *w, uint32_t events)
             snprintf(why, sizeof why, "memory scrub failed: joblet-gpu-scrub %s %d",
                      WIFEXITED(st) ? "exited" : "was killed by signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         /* DEGRADED; a GPU resetting or offline stays so (gpu_state.c) */
-        if (core_gpu_event(i, GE_SCRUB_FAIL, why) == GS_DEGRADED)
+        if (gpu_hold_event(i, GE_SCRUB_FAIL, why) == GS_DEGRADED)
             log_err("gpu %d: %s; it stays DEGRADED until an admin brings it back", i, why);
         else
-            log_err("gpu %d: %s; it stays %s", i, why, gpu_state_name(core_gpu_hold(i)->state));
-        core_audit("scrub", -1, i, NULL, -1, -1, why);
+            log_err("gpu %d: %s; it stays %s", i, why, gpu_state_name(gpu_hold_get(i)->state));
+        audit_record("scrub", -1, i, NULL, -1, -1, why);
     }
     loop_del(w);
     close(w->fd);
     close(r->out_fd);
     free(r);
-    health_reset_when_idle(); /* a GPU waiting for its reset waited for the helper too */
-    core_schedule();
 }
 
-void core_gpu_scrub(uint64_t gpus)
+void gpu_scrub_start(uint64_t gpus)
 {
-    const gpu_inventory *inv = &C.gpu.inv;
-    if (!C.cfg.gpu.scrub || inv->simulated || !gpus)
+    const gpu_inventory *inv = &core.gpu.inv;
+    if (!core.cfg.gpu.scrub || inv->simulated || !gpus)
         return;
     const char *argv[GPU_MAX + 5];
     int a = 0;
-    argv[a++] = C.scrub_path;
+    argv[a++] = core.scrub_path;
     argv[a++] = "--libcuda";
-    argv[a++] = C.cfg.gpu.libcuda;
+    argv[a++] = core.cfg.gpu.libcuda;
     for (int i = 0; i < inv->n; i++)
         if (gpus >> i & 1)
             argv[a++] = inv->gpu[i].uuid;
@@ -118,7 +121,7 @@ void core_gpu_scrub(uint64_t gpus)
     posix_spawn_file_actions_adddup2(&fa, p[1], 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, C.scrub_path, &fa, NULL, (char *const *)argv, environ);
+    int rc = posix_spawn(&pid, core.scrub_path, &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(p[1]);
     if (rc != 0) {
@@ -136,17 +139,18 @@ void core_gpu_scrub(uint64_t gpus)
     scrub_run *r = xcalloc(1, sizeof *r);
     *r = (scrub_run){{pidfd, on_scrub_exit, r}, pid, p[0], gpus, runs};
     runs = r;
+    publish();
     loop_add(&r->w);
     for (int i = 0; i < inv->n; i++)
         if (gpus >> i & 1)
-            core_gpu_event(i, GE_SCRUB_START, NULL);
+            gpu_hold_event(i, GE_SCRUB_START, NULL);
     return;
 failed:;
     char why[256];
-    snprintf(why, sizeof why, "memory scrub could not start: %s: %s", C.scrub_path, strerror(errno));
+    snprintf(why, sizeof why, "memory scrub could not start: %s: %s", core.scrub_path, strerror(errno));
     for (int i = 0; i < inv->n; i++)
         if (gpus >> i & 1) {
-            core_gpu_event(i, GE_SCRUB_FAIL, why);
+            gpu_hold_event(i, GE_SCRUB_FAIL, why);
             log_err("gpu %d: %s", i, why);
         }
 }

@@ -13,8 +13,9 @@
 #include "../common/util.h"
 #include "../common/parse.h"
 #include "../gpu/ldcache.h"
-#include "core.h"
+#include "gpu_mps.h"
 #include "gpu_spec.h"
+#include "state.h"
 
 #define NVIDIA_MAJOR 195
 #define NVIDIACTL_MINOR 255
@@ -52,7 +53,7 @@ typedef struct gpu_driver_lib {
     ldcache_lib lib;
 } gpu_driver_lib;
 
-void gpu_driver_libs_find(void)
+void gpu_spec_find_driver_libs(void)
 {
     const char *prefixes[NDRIVER_LIBS];
     for (size_t i = 0; i < NDRIVER_LIBS; i++)
@@ -60,33 +61,33 @@ void gpu_driver_libs_find(void)
     ldcache_lib found[NDRIVER_LIBS];
     int skipped = 0;
     jerr e = {0};
-    int n = ldcache_driver_libs(C.cfg.gpu.ldcache, C.gpu.inv.driver_version, prefixes, NDRIVER_LIBS, found,
+    int n = ldcache_driver_libs(core.cfg.gpu.ldcache, core.gpu.inv.driver_version, prefixes, NDRIVER_LIBS, found,
                                 NDRIVER_LIBS, &skipped, &e);
     if (n < 0) {
         log_warn("gpu: driver libraries: %s; GPU jobs get none", e.msg);
         return;
     }
-    C.driver_libs = xcalloc((size_t)n + 1, sizeof *C.driver_libs);
+    core.driver_libs = xcalloc((size_t)n + 1, sizeof *core.driver_libs);
     for (int k = 0; k < n; k++)
         for (size_t i = 0; i < NDRIVER_LIBS; i++)
             if (strcmp(found[k].prefix, driver_libs[i].prefix) == 0)
-                C.driver_libs[C.ndriver_libs++] = (gpu_driver_lib){driver_libs[i].cap, found[k]};
-    log_info("gpu: %zu driver %s libraries found in %s%s", C.ndriver_libs, C.gpu.inv.driver_version, C.cfg.gpu.ldcache,
+                core.driver_libs[core.ndriver_libs++] = (gpu_driver_lib){driver_libs[i].cap, found[k]};
+    log_info("gpu: %zu driver %s libraries found in %s%s", core.ndriver_libs, core.gpu.inv.driver_version, core.cfg.gpu.ldcache,
              skipped ? " (libraries of other driver versions ignored)" : "");
     /* What the default capabilities (compute, utility) would miss is worth a warning; video
      * and graphics libraries are absent from most compute servers. */
     char missing[1024] = "";
     for (size_t i = 0; i < NDRIVER_LIBS; i++) {
         int have = 0;
-        for (size_t k = 0; k < C.ndriver_libs; k++)
-            have |= strcmp(C.driver_libs[k].lib.prefix, driver_libs[i].prefix) == 0;
+        for (size_t k = 0; k < core.ndriver_libs; k++)
+            have |= strcmp(core.driver_libs[k].lib.prefix, driver_libs[i].prefix) == 0;
         size_t l = strlen(missing);
         if (!have && (!strcmp(driver_libs[i].cap, "compute") || !strcmp(driver_libs[i].cap, "utility")))
             snprintf(missing + l, sizeof missing - l, "%s%s", l ? ", " : "", driver_libs[i].prefix);
     }
     if (*missing)
-        log_warn("gpu: not found for driver %s in %s (jobs get the others): %s", C.gpu.inv.driver_version,
-                 C.cfg.gpu.ldcache, missing);
+        log_warn("gpu: not found for driver %s in %s (jobs get the others): %s", core.gpu.inv.driver_version,
+                 core.cfg.gpu.ldcache, missing);
 }
 
 static int cap_wanted(const char *caps, const char *cap)
@@ -112,8 +113,8 @@ static void add_driver_libs(const job *j, gpu_spec *g)
 {
     const char *caps = j->req.gpu_caps ? j->req.gpu_caps : "compute,utility";
     int any = 0;
-    for (size_t i = 0; i < C.ndriver_libs; i++) {
-        const gpu_driver_lib *d = &C.driver_libs[i];
+    for (size_t i = 0; i < core.ndriver_libs; i++) {
+        const gpu_driver_lib *d = &core.driver_libs[i];
         if (!cap_wanted(caps, d->cap))
             continue;
         const char *base = strrchr(d->lib.real, '/') ? strrchr(d->lib.real, '/') + 1 : d->lib.real;
@@ -261,8 +262,8 @@ static int host_visible(const char *path)
 static void add_toolkit(const job *j, gpu_spec *g)
 {
     const gpu_cuda *best = NULL;
-    for (int i = 0; i < C.gpu.ncuda; i++) {
-        const gpu_cuda *t = &C.gpu.cuda[i];
+    for (int i = 0; i < core.gpu.ncuda; i++) {
+        const gpu_cuda *t = &core.gpu.cuda[i];
         if (strcmp(t->compat, "ok") && strcmp(t->compat, "minor-version"))
             continue;
         size_t l = strlen(t->path), k = strlen("/usr/local/cuda");
@@ -274,9 +275,9 @@ static void add_toolkit(const job *j, gpu_spec *g)
             best = t;
     }
     if (!best) {
-        if (C.gpu.ncuda)
+        if (core.gpu.ncuda)
             log_warn("job %s: no CUDA toolkit on this host can run on driver %s; the job gets none", j->id,
-                     C.gpu.inv.driver_version);
+                     core.gpu.inv.driver_version);
         return;
     }
     if (!host_visible(best->real))
@@ -299,13 +300,13 @@ static void add_locality(const job *j, gpu_spec *g)
     int any = 0;
     for (size_t i = 0; i < j->gpus.n; i++) {
         const gpu_grant *gr = &j->gpus.g[i];
-        int k = gpu_find(&C.gpu.inv, *gr->parent_uuid ? gr->parent_uuid : gr->uuid);
+        int k = gpu_find(&core.gpu.inv, *gr->parent_uuid ? gr->parent_uuid : gr->uuid);
         jerr e = {0};
-        if (k < 0 || !*C.gpu.inv.gpu[k].local_cpus || parse_cpu_list("local_cpus", C.gpu.inv.gpu[k].local_cpus, mask, &e) < 0)
+        if (k < 0 || !*core.gpu.inv.gpu[k].local_cpus || parse_cpu_list("local_cpus", core.gpu.inv.gpu[k].local_cpus, mask, &e) < 0)
             return; /* one GPU of unknown locality: no preference at all */
         for (size_t b = 0; b < sizeof want; b++)
-            want[b] |= mask[b] & C.online_cpus[b];
-        int node = C.gpu.inv.gpu[k].numa_node;
+            want[b] |= mask[b] & core.online_cpus[b];
+        int node = core.gpu.inv.gpu[k].numa_node;
         char path[64];
         snprintf(path, sizeof path, "/sys/devices/system/node/node%d", node);
         if (node >= 0 && node < 64 && access(path, F_OK) == 0)
@@ -355,9 +356,9 @@ static void add_mps(const job *j, gpu_spec *g)
 {
     int idx = j->gpus.g[0].index;
     uint64_t mb = (uint64_t)j->req.gpu_memory_mb;
-    int64_t total = C.gpu.inv.gpu[idx].memory_total_mb;
+    int64_t total = core.gpu.inv.gpu[idx].memory_total_mb;
     char dir[600], lim[64], pct[16];
-    core_mps_pipe_dir(idx, dir, sizeof dir);
+    gpu_mps_pipe_dir(idx, dir, sizeof dir);
     g->mounts = xrealloc(g->mounts, (g->nmounts + 1) * sizeof *g->mounts);
     g->mounts[g->nmounts++] = (spec_mount){xstrdup(dir), xstrdup(MPS_PIPE_IN_JOB), true};
     snprintf(lim, sizeof lim, "0=%lluM", (unsigned long long)mb);
@@ -377,7 +378,7 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
         add_mps(j, g);
     if (!n || j->gpus.g[0].simulated)
         return 0;
-    const gpu_config *c = &C.cfg.gpu;
+    const gpu_config *c = &core.cfg.gpu;
     char host[512], dst[128];
     for (size_t i = 0; i < n; i++) {
         int minor = j->gpus.g[i].minor;

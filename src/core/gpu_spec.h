@@ -19,6 +19,10 @@ typedef struct gpu_spec {
     char mems[64];          /* their NUMA nodes */
 } gpu_spec;
 
+/* At start, GPUs found on a real machine: the running driver's libraries, looked up once in
+ * the loader cache (core.driver_libs). */
+void gpu_spec_find_driver_libs(void);
+
 /* The spec additions for the job's GPU grant; empty for no grant or a simulated one. */
 int gpu_spec_build(const job *j, gpu_spec *g, jerr *e);
 void gpu_spec_free(gpu_spec *g);

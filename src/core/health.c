@@ -24,7 +24,10 @@
 #include "../common/util.h"
 #include "../gpu/nvml.h"
 #include "../gpu/xid_policy.h"
-#include "core.h"
+#include "audit.h"
+#include "gpu_hold.h"
+#include "launch.h"
+#include "state.h"
 
 enum hm_type { HM_SAMPLE, HM_XID, HM_ECC, HM_RESET };
 
@@ -49,20 +52,20 @@ static struct {
     char smi[256];
     int smi_timeout_ms;
     char lib[256];
-} M = {.mu = PTHREAD_MUTEX_INITIALIZER, .rd = -1, .wr = -1};
+} mon = {.mu = PTHREAD_MUTEX_INITIALIZER, .rd = -1, .wr = -1};
 
-static gpu_health H[GPU_MAX];
+static gpu_health samples[GPU_MAX];
 static uint64_t reset_asked;     /* loop side: resets handed to the monitor, not answered yet */
 static xid_policy policy;
 
-const gpu_health *core_gpu_health(int i) { return i >= 0 && i < GPU_MAX ? &H[i] : NULL; }
+const gpu_health *health_of(int i) { return i >= 0 && i < GPU_MAX ? &samples[i] : NULL; }
 
 /* ---------------- the monitor thread ---------------- */
 
 static void post(const hmsg *m)
 {
     /* a pipe write of this size is atomic; a full pipe (a stalled loop) drops samples, never blocks */
-    if (write(M.wr, m, sizeof *m) < 0 && errno != EAGAIN)
+    if (write(mon.wr, m, sizeof *m) < 0 && errno != EAGAIN)
         return;
 }
 
@@ -78,7 +81,7 @@ static int run_reset(int gpu, char *text, size_t len)
 {
     char idx[16];
     snprintf(idx, sizeof idx, "%d", gpu);
-    char *argv[] = {M.smi, "--gpu-reset", "-i", idx, NULL};
+    char *argv[] = {mon.smi, "--gpu-reset", "-i", idx, NULL};
     int out[2];
     if (pipe2(out, O_CLOEXEC) < 0) {
         snprintf(text, len, "pipe: %s", strerror(errno));
@@ -91,17 +94,17 @@ static int run_reset(int gpu, char *text, size_t len)
     posix_spawn_file_actions_adddup2(&fa, out[1], 2);
     pid_t pid;
     extern char **environ;
-    int rc = posix_spawn(&pid, M.smi, &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, mon.smi, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(out[1]);
     if (rc != 0) {
         close(out[0]);
-        snprintf(text, len, "cannot run %s: %s", M.smi, strerror(rc));
+        snprintf(text, len, "cannot run %s: %s", mon.smi, strerror(rc));
         return -1;
     }
     char buf[512] = "";
     size_t got = 0;
-    int64_t deadline = mono_ms() + (M.smi_timeout_ms > 0 ? M.smi_timeout_ms : 10000) + 20000;
+    int64_t deadline = mono_ms() + (mon.smi_timeout_ms > 0 ? mon.smi_timeout_ms : 10000) + 20000;
     struct pollfd p = {out[0], POLLIN, 0};
     while (mono_ms() < deadline && poll(&p, 1, 100) >= 0) {
         if (!p.revents)
@@ -120,7 +123,7 @@ static int run_reset(int gpu, char *text, size_t len)
     if (w == 0) {
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
-        snprintf(text, len, "%s --gpu-reset -i %d did not finish in time", M.smi, gpu);
+        snprintf(text, len, "%s --gpu-reset -i %d did not finish in time", mon.smi, gpu);
         return -1;
     }
     /* The loop thread reaps every child on SIGCHLD (main.c) and may have taken this one's
@@ -128,7 +131,7 @@ static int run_reset(int gpu, char *text, size_t len)
     if (w < 0 && errno == ECHILD)
         st = strstr(buf, "successfully reset") ? 0 : 1 << 8;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        snprintf(text, len, "%s --gpu-reset -i %d failed: %.*s", M.smi, gpu, (int)strcspn(buf, "\n"), buf);
+        snprintf(text, len, "%s --gpu-reset -i %d failed: %.*s", mon.smi, gpu, (int)strcspn(buf, "\n"), buf);
         return -1;
     }
     return 0;
@@ -141,7 +144,7 @@ static void *monitor(void *arg)
     /* the binding discovery used (gpu/nvml.h), loaded by discovery or now; without it, or with
      * an NVML that does not start, no samples and no events */
     jerr e = {0};
-    const nvml_lib *n = nvml_load(M.lib, &e);
+    const nvml_lib *n = nvml_load(mon.lib, &e);
     bool ok = n && n->nvmlInit_v2() == NVML_SUCCESS;
     if (ok) {
         unsigned count = 0;
@@ -152,27 +155,27 @@ static void *monitor(void *arg)
             if (n->nvmlDeviceGetHandleByIndex_v2(k, &d) != NVML_SUCCESS ||
                 n->nvmlDeviceGetUUID(d, uuid, sizeof uuid) != NVML_SUCCESS)
                 continue;
-            for (int i = 0; i < M.ngpu; i++)
-                if (!strcmp(uuid, M.uuid[i]))
+            for (int i = 0; i < mon.ngpu; i++)
+                if (!strcmp(uuid, mon.uuid[i]))
                     dev[i] = d;
         }
         if (n->nvmlEventSetCreate && n->nvmlDeviceRegisterEvents && n->nvmlEventSetWait_v2 && n->nvmlEventSetFree &&
             n->nvmlEventSetCreate(&set) == NVML_SUCCESS)
-            for (int i = 0; i < M.ngpu; i++)
+            for (int i = 0; i < mon.ngpu; i++)
                 if (dev[i])
                     n->nvmlDeviceRegisterEvents(dev[i], nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |
                                                            nvmlEventTypeDoubleBitEccError, set);
     }
     int64_t next = 0;
     for (;;) {
-        pthread_mutex_lock(&M.mu);
-        bool stop = M.stop;
-        uint64_t resets = M.reset_want;
-        M.reset_want = 0;
-        pthread_mutex_unlock(&M.mu);
+        pthread_mutex_lock(&mon.mu);
+        bool stop = mon.stop;
+        uint64_t resets = mon.reset_want;
+        mon.reset_want = 0;
+        pthread_mutex_unlock(&mon.mu);
         if (stop)
             break;
-        for (int i = 0; i < M.ngpu; i++)
+        for (int i = 0; i < mon.ngpu; i++)
             if (resets >> i & 1) {
                 hmsg m = {.type = HM_RESET, .gpu = i};
                 int rc = run_reset(i, m.text, sizeof m.text);
@@ -191,7 +194,7 @@ static void *monitor(void *arg)
             }
         int64_t now = mono_ms();
         if (now >= next && ok) {
-            for (int i = 0; i < M.ngpu; i++) {
+            for (int i = 0; i < mon.ngpu; i++) {
                 if (!dev[i])
                     continue;
                 hmsg m = {.type = HM_SAMPLE, .gpu = i, .v = {-1, -1, -1, -1, -1, -1}};
@@ -227,14 +230,14 @@ static void *monitor(void *arg)
                 snprintf(m.text, sizeof m.text, "%lld %lld", sbe, dbe);
                 post(&m);
             }
-            next = now + M.interval_ms;
+            next = now + mon.interval_ms;
         }
         /* wait for an event, in slices short enough that a reset request or stop is seen soon */
         int slice = (int)(next - mono_ms());
         slice = slice < 0 ? 0 : slice > 200 ? 200 : slice;
         nvmlEventData_t ev;
         if (set && n->nvmlEventSetWait_v2(set, &ev, (unsigned)slice) == NVML_SUCCESS) {
-            for (int i = 0; i < M.ngpu; i++)
+            for (int i = 0; i < mon.ngpu; i++)
                 if (dev[i] == ev.device) {
                     hmsg m = {.type = ev.eventType == nvmlEventTypeXidCriticalError ? HM_XID : HM_ECC, .gpu = i};
                     m.v[0] = ev.eventType == nvmlEventTypeXidCriticalError ? (int64_t)ev.eventData
@@ -255,11 +258,11 @@ static void *monitor(void *arg)
 /* ---------------- the loop side ---------------- */
 
 /* Jobs holding GPU i (exclusive, shared or through one of its MIG devices). */
-size_t core_gpu_jobs_on(int i, job **out, size_t max)
+size_t health_jobs_on(int i, job **out, size_t max)
 {
     size_t k = 0;
-    for (size_t n = 0; n < C.njobs && k < max; n++) {
-        job *j = C.jobs[n];
+    for (size_t n = 0; n < core.njobs && k < max; n++) {
+        job *j = core.jobs[n];
         if (!j->holds_room)
             continue;
         bool on = j->gpu_set >> i & 1;
@@ -273,10 +276,10 @@ size_t core_gpu_jobs_on(int i, job **out, size_t max)
 
 /* The jobs on a failed GPU: preemptible ones go back to the queue (and run elsewhere), the
  * others fail with the reason. */
-void core_gpu_lose_jobs(int i, const char *why)
+void health_lose_jobs(int i, const char *why)
 {
     job *js[64];
-    size_t n = core_gpu_jobs_on(i, js, 64);
+    size_t n = health_jobs_on(i, js, 64);
     for (size_t k = 0; k < n; k++) {
         job *j = js[k];
         if (j->state == JS_STOPPING || j->preempting)
@@ -300,22 +303,22 @@ void core_gpu_lose_jobs(int i, const char *why)
 /* A GPU waiting for its reset gets it once nothing holds it any more. */
 void health_reset_when_idle(void)
 {
-    if (!M.running)
+    if (!mon.running)
         return;
     uint64_t want = 0;
-    for (int i = 0; i < C.gpu.inv.n; i++) {
+    for (int i = 0; i < core.gpu.inv.n; i++) {
         job *js[1];
-        if (core_gpu_hold(i)->state == GS_RESETTING && !(reset_asked >> i & 1) && core_gpu_jobs_on(i, js, 1) == 0 &&
-            !(core_gpu_scrub_busy() >> i & 1))
+        if (gpu_hold_get(i)->state == GS_RESETTING && !(reset_asked >> i & 1) && health_jobs_on(i, js, 1) == 0 &&
+            !(gpu_hold_scrubbing() >> i & 1))
             want |= 1ull << i;
     }
     if (!want)
         return;
     reset_asked |= want;
-    pthread_mutex_lock(&M.mu);
-    M.reset_want |= want;
-    pthread_mutex_unlock(&M.mu);
-    for (int i = 0; i < C.gpu.inv.n; i++)
+    pthread_mutex_lock(&mon.mu);
+    mon.reset_want |= want;
+    pthread_mutex_unlock(&mon.mu);
+    for (int i = 0; i < core.gpu.inv.n; i++)
         if (want >> i & 1)
             log_info("gpu %d: idle: resetting it", i);
 }
@@ -335,7 +338,7 @@ static void count_xid(gpu_health *g, int code)
 
 static void on_xid(int i, int code, const char *via)
 {
-    count_xid(&H[i], code);
+    count_xid(&samples[i], code);
     const char *meaning;
     enum xid_action a = xid_policy_action(&policy, code, &meaning);
     char why[200];
@@ -343,36 +346,34 @@ static void on_xid(int i, int code, const char *via)
     log_msg(a == XA_APP ? LOG_INFO : LOG_WARN, "gpu %d: %s%s; action: %s", i, why, via, xid_action_name(a));
     char detail[300];
     snprintf(detail, sizeof detail, "%s; action %s", why, xid_action_name(a));
-    core_audit("xid", -1, i, NULL, -1, -1, detail);
+    audit_record("xid", -1, i, NULL, -1, -1, detail);
     switch (a) {
     case XA_APP: return;
-    case XA_RESTART_JOB: core_gpu_lose_jobs(i, why); break;
+    case XA_RESTART_JOB: health_lose_jobs(i, why); break;
     case XA_OFFLINE:
-        core_gpu_set_state(i, GE_XID_OFFLINE, why, -1);
-        core_gpu_lose_jobs(i, why);
+        gpu_hold_set(i, GE_XID_OFFLINE, why, -1);
+        health_lose_jobs(i, why);
         break;
     case XA_RESET:
-        core_gpu_set_state(i, GE_XID_RESET, why, -1);
-        core_gpu_lose_jobs(i, why);
+        gpu_hold_set(i, GE_XID_RESET, why, -1);
+        health_lose_jobs(i, why);
         break;
     case XA_DRAIN_RESET:
         /* no new jobs; reset once the running ones end (a GPU already waiting for its reset keeps
          * its first reason) */
-        if (core_gpu_hold(i)->state != GS_RESETTING)
-            core_gpu_set_state(i, GE_XID_DRAIN_RESET, why, -1);
+        if (gpu_hold_get(i)->state != GS_RESETTING)
+            gpu_hold_set(i, GE_XID_DRAIN_RESET, why, -1);
         break;
     }
-    health_reset_when_idle();
-    core_schedule();
 }
 
 static void on_message(watch *w, uint32_t events)
 {
     hmsg m;
-    while (read(M.rd, &m, sizeof m) == (ssize_t)sizeof m) {
-        if (m.gpu < 0 || m.gpu >= C.gpu.inv.n)
+    while (read(mon.rd, &m, sizeof m) == (ssize_t)sizeof m) {
+        if (m.gpu < 0 || m.gpu >= core.gpu.inv.n)
             continue;
-        gpu_health *g = &H[m.gpu];
+        gpu_health *g = &samples[m.gpu];
         switch (m.type) {
         case HM_SAMPLE: {
             g->sampled_ms = now_ms();
@@ -387,7 +388,7 @@ static void on_message(watch *w, uint32_t events)
                 g->ecc_sbe_total = sbe;
                 g->ecc_dbe_total = dbe;
             }
-            int max = (int)C.cfg.max_temperature_c;
+            int max = (int)core.cfg.max_temperature_c;
             /* 5 degrees of hysteresis: a GPU at the limit does not flap in and out of service */
             bool hot = gpu_state_hot(g->hot, g->temperature_c, max);
             if (hot && !g->hot) {
@@ -396,12 +397,12 @@ static void on_message(watch *w, uint32_t events)
                 snprintf(d, sizeof d, "%d C, above gpu.max_temperature_c %d: no new jobs until it cools", g->temperature_c,
                          max);
                 log_warn("gpu %d: %s", m.gpu, d);
-                core_audit("hot", -1, m.gpu, NULL, -1, -1, d);
+                audit_record("hot", -1, m.gpu, NULL, -1, -1, d);
             } else if (!hot && g->hot) {
                 g->hot = false;
                 log_info("gpu %d: cooled to %d C: takes jobs again", m.gpu, g->temperature_c);
-                core_audit("cooled", -1, m.gpu, NULL, -1, -1, NULL);
-                core_schedule();
+                audit_record("cooled", -1, m.gpu, NULL, -1, -1, NULL);
+                state_want(WANT_SCHEDULE);
             }
             break;
         }
@@ -419,19 +420,18 @@ static void on_message(watch *w, uint32_t events)
             if (m.v[0]) {
                 /* back in service, unless an admin or an XID took it out meanwhile (gpu_state.c) */
                 enum gpu_state next;
-                if (gpu_state_next(core_gpu_hold(m.gpu)->state, GE_RESET_DONE, &next) == 0 && next != GS_AVAILABLE)
+                if (gpu_state_next(gpu_hold_get(m.gpu)->state, GE_RESET_DONE, &next) == 0 && next != GS_AVAILABLE)
                     log_info("gpu %d: reset and checked; it stays %s", m.gpu, gpu_state_name(next));
                 else
                     log_info("gpu %d: reset and checked: AVAILABLE", m.gpu);
-                core_audit("reset", -1, m.gpu, NULL, -1, -1, "passed the check after the reset");
-                core_gpu_set_state(m.gpu, GE_RESET_DONE, "reset and checked", -1);
+                audit_record("reset", -1, m.gpu, NULL, -1, -1, "passed the check after the reset");
+                gpu_hold_set(m.gpu, GE_RESET_DONE, "reset and checked", -1);
             } else {
                 char why[240];
                 snprintf(why, sizeof why, "reset failed: %s", m.text);
-                core_audit("reset", -1, m.gpu, NULL, -1, -1, why);
-                core_gpu_set_state(m.gpu, GE_RESET_FAILED, why, -1);
+                audit_record("reset", -1, m.gpu, NULL, -1, -1, why);
+                gpu_hold_set(m.gpu, GE_RESET_FAILED, why, -1);
             }
-            core_schedule();
             break;
         }
     }
@@ -440,13 +440,13 @@ static void on_message(watch *w, uint32_t events)
 void health_start(void)
 {
     for (int i = 0; i < GPU_MAX; i++)
-        H[i] = (gpu_health){.temperature_c = -1, .utilization_pct = -1, .memory_used_mb = -1, .power_w = -1,
+        samples[i] = (gpu_health){.temperature_c = -1, .utilization_pct = -1, .memory_used_mb = -1, .power_w = -1,
                             .throttle_reasons = -1, .remapped_rows = -1, .ecc_sbe_total = -1, .ecc_dbe_total = -1};
     char err[256];
-    if (xid_policy_parse(&policy, C.cfg.xid_policy, err, sizeof err) < 0)
+    if (xid_policy_parse(&policy, core.cfg.xid_policy, err, sizeof err) < 0)
         log_err("%s; using joblet's table alone", err);
-    const gpu_inventory *inv = &C.gpu.inv;
-    if (!C.gpu_on || !inv->n || !C.cfg.health_interval_ms)
+    const gpu_inventory *inv = &core.gpu.inv;
+    if (!core.gpu_on || !inv->n || !core.cfg.health_interval_ms)
         return;
     if (inv->simulated) {
         log_info("gpu: simulated GPUs: no health monitor (nothing to sample)");
@@ -454,45 +454,45 @@ void health_start(void)
     }
     if (strcmp(inv->backend, "nvml") != 0)
         log_warn("gpu: discovery used the %s backend; the health monitor tries NVML (%s) for samples and events",
-                 inv->backend, C.cfg.gpu.nvml_library);
+                 inv->backend, core.cfg.gpu.nvml_library);
     int p[2];
     if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
         log_err("gpu: health monitor: pipe: %s", strerror(errno));
         return;
     }
-    M.rd = p[0];
-    M.wr = p[1];
-    M.interval_ms = (int)C.cfg.health_interval_ms;
-    M.ngpu = inv->n;
+    mon.rd = p[0];
+    mon.wr = p[1];
+    mon.interval_ms = (int)core.cfg.health_interval_ms;
+    mon.ngpu = inv->n;
     for (int i = 0; i < inv->n; i++)
-        snprintf(M.uuid[i], sizeof M.uuid[i], "%s", inv->gpu[i].uuid);
-    snprintf(M.smi, sizeof M.smi, "%s", C.cfg.gpu.nvidia_smi);
-    snprintf(M.lib, sizeof M.lib, "%s", C.cfg.gpu.nvml_library);
-    M.smi_timeout_ms = C.cfg.gpu.smi_timeout_ms;
-    M.w = (watch){M.rd, on_message, NULL};
-    loop_add(&M.w);
+        snprintf(mon.uuid[i], sizeof mon.uuid[i], "%s", inv->gpu[i].uuid);
+    snprintf(mon.smi, sizeof mon.smi, "%s", core.cfg.gpu.nvidia_smi);
+    snprintf(mon.lib, sizeof mon.lib, "%s", core.cfg.gpu.nvml_library);
+    mon.smi_timeout_ms = core.cfg.gpu.smi_timeout_ms;
+    mon.w = (watch){mon.rd, on_message, NULL};
+    loop_add(&mon.w);
     /* signals stay with the loop thread (signalfd): the monitor blocks them all */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&M.th, NULL, monitor, NULL);
+    int rc = pthread_create(&mon.th, NULL, monitor, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         log_err("gpu: health monitor: %s", strerror(rc));
         return;
     }
-    M.running = true;
-    log_info("gpu: health monitor every %u ms, XID/ECC events through NVML", C.cfg.health_interval_ms);
-    health_reset_when_idle(); /* a GPU that was waiting for its reset when joblet stopped */
+    mon.running = true;
+    log_info("gpu: health monitor every %u ms, XID/ECC events through NVML", core.cfg.health_interval_ms);
+    state_want(WANT_GPUS); /* a GPU that was waiting for its reset when joblet stopped */
 }
 
 void health_stop(void)
 {
-    if (!M.running)
+    if (!mon.running)
         return;
-    pthread_mutex_lock(&M.mu);
-    M.stop = true;
-    pthread_mutex_unlock(&M.mu);
-    pthread_join(M.th, NULL);
-    M.running = false;
+    pthread_mutex_lock(&mon.mu);
+    mon.stop = true;
+    pthread_mutex_unlock(&mon.mu);
+    pthread_join(mon.th, NULL);
+    mon.running = false;
 }

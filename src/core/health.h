@@ -5,7 +5,10 @@
 #define JOBLET_HEALTH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "job.h"
 
 #define HEALTH_XID_CODES 8       /* distinct XID codes counted per GPU (the rest go to "other") */
 
@@ -31,7 +34,14 @@ typedef struct gpu_health {
     bool hot;                    /* above gpu.max_temperature_c: takes no new jobs until it cools */
 } gpu_health;
 
-const gpu_health *core_gpu_health(int i);
+const gpu_health *health_of(int i);
+/* Jobs holding GPU i (exclusive, shared or through one of its MIG devices), at most max. */
+size_t health_jobs_on(int i, job **out, size_t max);
+/* The jobs on a failed GPU: preemptible ones go back to the queue (and run elsewhere), the
+ * others are stopped and end FAILED with the reason. */
+void health_lose_jobs(int i, const char *why);
+/* A GPU waiting for its reset gets it once nothing holds it any more (the settle step asks). */
+void health_reset_when_idle(void);
 /* Starts the monitor (no-op without GPUs or with gpu.health_interval_ms 0). */
 void health_start(void);
 void health_stop(void);

@@ -84,14 +84,22 @@ typedef struct job {
     pid_t shim_pid;
     uint64_t shim_start;
     pid_t init_pid;
-    bool holds_room;          /* counted in C.running */
-    uint32_t queue_position;  /* 1-based among jobs waiting for room, set by core_schedule */
-    uint8_t wait_why;         /* enum sched_wait, set by core_schedule */
+    bool holds_room;          /* counted in core.running */
+    uint32_t queue_position;  /* 1-based among jobs waiting for room, set by the scheduler (queue.c) */
+    uint8_t wait_why;         /* enum sched_wait, set by the scheduler (queue.c) */
     watch w_pid;              /* pidfd of the shim: readable when it exits */
     watch w_notify;           /* the shim's start notification */
     struct follower *followers;
     int inotify_wd;
+    uint8_t settle;           /* enum job_settle: what the settle step still owes this job */
 } job;
+
+/* What a change of a job leaves to the settle step (settle.c), besides the scheduler. */
+enum job_settle {
+    JOB_SETTLE_RELEASE = 1 << 0,   /* its run is over: its GPUs go back (and are scrubbed) */
+    JOB_SETTLE_WAKE = 1 << 1,      /* it ended: its log followers get the end */
+    JOB_SETTLE_WORKFLOW = 1 << 2,  /* it started or ended: its workflow decides its dependents */
+};
 
 /* Waiting for the scheduler: not started, and no shim on its way. */
 static inline bool job_in_queue(const job *j) { return job_state_waiting(j->state) && j->shim_pid == 0; }

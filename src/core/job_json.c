@@ -3,7 +3,10 @@
 
 #include "../common/jsonx.h"
 #include "../common/util.h"
-#include "core.h"
+#include "job_json.h"
+#include "launch.h"
+#include "queue.h"
+#include "state.h"
 
 static json_t *int_or_null(const job_req *r, enum jobreq_id f, int64_t v)
 {
@@ -36,7 +39,7 @@ static json_t *field_or(const job_req *r, enum jobreq_id f, json_t *dflt)
     return v;
 }
 
-json_t *job_to_json(const job *j)
+json_t *job_json(const job *j)
 {
     json_t *o = json_object();
     const job_req *r = &j->req;
@@ -74,7 +77,7 @@ json_t *job_to_json(const job *j)
     json_object_set_new(o, "queue_position", pos ? json_integer(pos) : json_null());
     char why[200] = "";
     if (job_in_queue(j) && j->state != JS_SCHEDULED)
-        core_wait_reason(j, why, sizeof why);
+        queue_wait_reason(j, why, sizeof why);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
     json_object_set_new(o, "workflow", j->wf ? json_pack("{s:s,s:O?,s:o?}", "id", j->wf->id, "name",
                                                          json_object_get(j->wf->doc, "name"), "job",

@@ -1,20 +1,21 @@
+/* The job table (jobs.h). */
+#include "jobs.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "../common/log.h"
 #include "../common/util.h"
-#include "../sched/sched.h"
-#include "core.h"
+#include "state.h"
 
-core C;
+core_state core;
 
 static bool visible(const job *j, uid_t caller) { return caller == 0 || j->owner_uid == caller; }
 
-job *core_find(const char *id, uid_t caller, jerr *e)
+job *jobs_find(const char *id, uid_t caller, jerr *e)
 {
     size_t len = id ? strlen(id) : 0;
     if (len == 0 || len > 36 || strspn(id, "0123456789abcdef-") != len) {
@@ -25,8 +26,8 @@ job *core_find(const char *id, uid_t caller, jerr *e)
     job *found = NULL;
     char others[256] = "";
     size_t nmatch = 0, no = 0;
-    for (size_t i = 0; i < C.njobs; i++) {
-        job *j = C.jobs[i];
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
         if (strncmp(j->id, id, len) != 0 || !visible(j, caller))
             continue;
         if (len == 36)
@@ -48,27 +49,56 @@ job *core_find(const char *id, uid_t caller, jerr *e)
     return found;
 }
 
-void core_add(job *j)
+void jobs_add(job *j)
 {
-    if (C.njobs == C.cap) {
-        C.cap = C.cap ? C.cap * 2 : 256;
-        C.jobs = realloc(C.jobs, C.cap * sizeof *C.jobs);
-        if (!C.jobs)
-            abort();
+    if (core.njobs == core.cap) {
+        core.cap = core.cap ? core.cap * 2 : 256;
+        core.jobs = xrealloc(core.jobs, core.cap * sizeof *core.jobs);
     }
-    C.jobs[C.njobs++] = j;
-    if (j->seq >= C.next_seq)
-        C.next_seq = j->seq + 1;
+    core.jobs[core.njobs++] = j;
+    if (j->seq >= core.next_seq)
+        core.next_seq = j->seq + 1;
 }
 
-void core_remove(job *j)
+void jobs_remove(job *j)
 {
-    for (size_t i = 0; i < C.njobs; i++)
-        if (C.jobs[i] == j) {
-            memmove(&C.jobs[i], &C.jobs[i + 1], (C.njobs - i - 1) * sizeof *C.jobs);
-            C.njobs--;
+    for (size_t i = 0; i < core.nchanged; i++)
+        if (core.changed[i] == j) {
+            memmove(&core.changed[i], &core.changed[i + 1], (core.nchanged - i - 1) * sizeof *core.changed);
+            core.nchanged--;
+            break;
+        }
+    for (size_t i = 0; i < core.njobs; i++)
+        if (core.jobs[i] == j) {
+            memmove(&core.jobs[i], &core.jobs[i + 1], (core.njobs - i - 1) * sizeof *core.jobs);
+            core.njobs--;
             return;
         }
+}
+
+void jobs_mark(job *j, unsigned settle)
+{
+    if (!j->settle) {
+        if (core.nchanged == core.changed_cap) {
+            core.changed_cap = core.changed_cap ? core.changed_cap * 2 : 64;
+            core.changed = xrealloc(core.changed, core.changed_cap * sizeof *core.changed);
+        }
+        core.changed[core.nchanged++] = j;
+    }
+    j->settle |= (uint8_t)settle;
+    state_want(WANT_JOBS);
+}
+
+job **jobs_take_changed(size_t *n)
+{
+    /* handed over as a fresh array: the settle step's work may mark jobs again */
+    *n = core.nchanged;
+    if (!core.nchanged)
+        return NULL;
+    job **list = core.changed;
+    core.changed = NULL;
+    core.nchanged = core.changed_cap = 0;
+    return list;
 }
 
 void job_free(job *j)
@@ -85,21 +115,31 @@ void job_free(job *j)
     free(j);
 }
 
-void core_job_dir(const job *j, char *out, size_t len) { snprintf(out, len, "%s/%s", C.jobs_dir, j->id); }
+void jobs_dir_of(const job *j, char *out, size_t len) { snprintf(out, len, "%s/%s", core.jobs_dir, j->id); }
 
-void job_save(job *j)
+int job_save(job *j)
 {
     jerr e = {0};
-    if (db_update_job(C.db, j, &e) < 0)
-        log_err("%s", e.msg);
+    if (db_update_job(core.db, j, &e) < 0) {
+        log_err("job %s: not saved: %s", j->id, e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The run is over: its room is free now, its GPUs in the settle step. */
+static void give_back_room(job *j)
+{
+    if (j->holds_room && core.running > 0)
+        core.running--;
+    j->holds_room = false;
+    jobs_mark(j, JOB_SETTLE_RELEASE);
+    state_want(WANT_SCHEDULE);
 }
 
 void job_requeue(job *j)
 {
-    if (j->holds_room && C.running > 0)
-        C.running--;
-    j->holds_room = false;
-    core_gpu_release(j);
+    give_back_room(j);
     grant_list_free(&j->gpus); /* it holds none while it waits; the log keeps what it had */
     j->state = JS_PREEMPTED;
     j->preempting = false;
@@ -116,7 +156,7 @@ void job_requeue(job *j)
     /* The next run's shim writes these afresh; /work and the logs carry on (a checkpoint the
      * job wrote to /work is there when it runs again). */
     char dir[700], path[760];
-    core_job_dir(j, dir, sizeof dir);
+    jobs_dir_of(j, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/status.json", dir);
     unlink(path);
     snprintf(path, sizeof path, "%s/started", dir);
@@ -134,21 +174,16 @@ void job_finish(job *j, enum job_state st, const char *reason)
     }
     if (!j->ended_ms)
         j->ended_ms = now_ms();
-    if (j->holds_room && C.running > 0)
-        C.running--;
-    j->holds_room = false;
-    core_gpu_release(j);
+    give_back_room(j);
     /* The last running job ended: a second later, if still idle, the memory of the busy
      * period goes back to the system (main.c). */
-    if (C.running == 0)
-        C.trim_at_ms = now_ms() + 1000;
+    if (core.running == 0)
+        core.trim_at_ms = now_ms() + 1000;
     j->init_pid = 0;
     job_save(j);
-    logstream_wake(j);
+    jobs_mark(j, JOB_SETTLE_WAKE | JOB_SETTLE_WORKFLOW);
     char ec[32] = "";
     if (j->has_exit)
         snprintf(ec, sizeof ec, ", exit code %d", j->exit_code);
     log_info("job %s %s (%s%s)", j->id, job_state_name(st), reason ? reason : "", ec);
-    workflow_job_changed(j);
 }
-

@@ -18,17 +18,17 @@
 #include "../exec/shim_status.h"
 #include "../exec/spec.h"
 #include "../exec/zygote.h"
-#include "core.h"
-#include "metrics.h"
+#include "counters.h"
 #include "gpu_spec.h"
+#include "jobs.h"
+#include "launch.h"
+#include "state.h"
 
 static const char *const base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 static void add_env(char ***env, size_t *n, const char *k, const char *v)
 {
-    *env = realloc(*env, (*n + 2) * sizeof **env);
-    if (!*env)
-        abort();
+    *env = xrealloc(*env, (*n + 2) * sizeof **env);
     size_t l = strlen(k) + strlen(v) + 2;
     (*env)[*n] = xmalloc(l);
     snprintf((*env)[*n], l, "%s=%s", k, v);
@@ -92,7 +92,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         return -1;
     snprintf(s.id, sizeof s.id, "%s", j->id);
     s.job_dir = (char *)dir;
-    s.root_mount = C.root_mount;
+    s.root_mount = core.root_mount;
     snprintf(host, sizeof host, "job-%.8s", j->id);
     s.hostname = host;
     s.argv = job_argv(j);
@@ -102,15 +102,15 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.gid = j->gid;
     s.net_host = j->req.network && !strcmp(j->req.network, "host");
     s.max_runtime_s = (uint64_t)j->req.max_runtime_s;
-    s.stop_grace_s = C.cfg.stop_grace_s;
-    s.tmp_size_mb = C.cfg.tmp_size_mb;
-    s.cgroup_root = C.cfg.cgroup_root;
+    s.stop_grace_s = core.cfg.stop_grace_s;
+    s.tmp_size_mb = core.cfg.tmp_size_mb;
+    s.cgroup_root = core.cfg.cgroup_root;
     s.limits.cpu_pct = (uint32_t)j->req.max_cpu;
     s.limits.mem_bytes = (uint64_t)j->req.max_memory_mb << 20;
     s.limits.pids_max = (uint64_t)j->req.pids_max;
     s.limits.io_bps = (uint64_t)j->req.max_iobps;
     if (s.limits.io_bps)
-        snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", C.io_dev);
+        snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", core.io_dev);
     const char *cores = j->req.cpu_cores;
     snprintf(s.limits.cpus, sizeof s.limits.cpus, "%s", cores ? cores : g.cpus);
     snprintf(s.limits.mems, sizeof s.limits.mems, "%s", cores ? "" : g.mems);
@@ -145,28 +145,28 @@ static void watch_shim(job *j, int pidfd, int notify_fd)
     }
 }
 
-static zygote Z = {-1, -1};
+static zygote zyg = {-1, -1};
 
 void launch_init(void)
 {
     jerr e = {0};
-    if (zygote_start(&Z, C.shim_path, C.cfg.cgroup_root, &e) < 0)
+    if (zygote_start(&zyg, core.shim_path, core.cfg.cgroup_root, &e) < 0)
         log_warn("%s; every job will exec its own shim", e.msg);
 }
 
-void launch_shutdown(void) { zygote_stop(&Z); }
+void launch_shutdown(void) { zygote_stop(&zyg); }
 
 /* A shim from the zygote, restarting it once if it went away; else a freshly exec'd one. */
 static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, jerr *e)
 {
-    for (int attempt = 0; attempt < 2 && Z.sock >= 0; attempt++) {
+    for (int attempt = 0; attempt < 2 && zyg.sock >= 0; attempt++) {
         jerr ze = {0};
-        pid_t pid = zygote_fork(&Z, dir, notify_fd, spec_fd, C.devfilter_prog, &ze);
+        pid_t pid = zygote_fork(&zyg, dir, notify_fd, spec_fd, core.devfilter_prog, &ze);
         if (pid > 0)
             return pid;
         log_warn("%s; restarting the shim zygote", ze.msg);
-        zygote_stop(&Z);
-        if (zygote_start(&Z, C.shim_path, C.cfg.cgroup_root, &ze) < 0)
+        zygote_stop(&zyg);
+        if (zygote_start(&zyg, core.shim_path, core.cfg.cgroup_root, &ze) < 0)
             log_warn("%s", ze.msg);
         if (ze.code == ETIMEDOUT || ze.code == EAGAIN) {
             /* The request may still be served late: make sure a late shim finds an empty
@@ -177,7 +177,7 @@ static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, jerr *e)
         }
     }
     pid_t pid;
-    if (shim_spawn(C.shim_path, dir, NULL, -1, notify_fd, spec_fd, C.devfilter_prog, &pid, e) < 0)
+    if (shim_spawn(core.shim_path, dir, NULL, -1, notify_fd, spec_fd, core.devfilter_prog, &pid, e) < 0)
         return -1;
     return pid;
 }
@@ -185,7 +185,7 @@ static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, jerr *e)
 int launch_job(job *j, jerr *e)
 {
     char dir[700];
-    core_job_dir(j, dir, sizeof dir);
+    jobs_dir_of(j, dir, sizeof dir);
     if (j->state == JS_PREEMPTED) {
         j->state = JS_QUEUED; /* started again: QUEUED until its command runs, as the first time */
         free(j->end_reason);  /* "preempted" described the last run; preemptions keeps the count */
@@ -214,7 +214,7 @@ int launch_job(job *j, jerr *e)
         close(pfd[0]);
         j->shim_pid = pid;
         j->holds_room = true;
-        C.running++;
+        core.running++;
         finalize(j);
         return 0;
     }
@@ -222,7 +222,7 @@ int launch_job(job *j, jerr *e)
     j->shim_pid = pid;
     j->shim_start = proc_start_time(pid);
     j->holds_room = true;
-    C.running++;
+    core.running++;
     watch_shim(j, pidfd, pfd[0]);
     job_save(j);
     return 0;
@@ -235,9 +235,9 @@ static void mark_running(job *j, pid_t init_pid, int64_t started_ms)
     j->state = JS_RUNNING;
     j->init_pid = init_pid;
     j->started_ms = started_ms;
-    metrics_observe_start((double)(started_ms - (j->scheduled_ms > j->created_ms ? j->scheduled_ms : j->created_ms)) / 1000.0);
+    counters_start((double)(started_ms - (j->scheduled_ms > j->created_ms ? j->scheduled_ms : j->created_ms)) / 1000.0);
     job_save(j);
-    workflow_job_changed(j);
+    jobs_mark(j, JOB_SETTLE_WORKFLOW);
 }
 
 /* Lines from the shim: "S <pid> <ms>" when the command runs, "E" once status.json is written
@@ -259,7 +259,6 @@ static void on_notify(watch *w, uint32_t events)
                 /* (a preempted job waits for its shim to be gone, cgroups and all, before it
                  * goes back to the queue: its next run reuses the same names) */
                 finalize(j);
-                core_schedule();
             }
         }
         return;
@@ -287,7 +286,7 @@ static void read_started(job *j, const char *dir)
 static void finalize(job *j)
 {
     char dir[700], path[760];
-    core_job_dir(j, dir, sizeof dir);
+    jobs_dir_of(j, dir, sizeof dir);
     read_started(j, dir);
     snprintf(path, sizeof path, "%s/%s", dir, SHIM_STATUS);
     shim_status st;
@@ -355,21 +354,20 @@ static void on_shim_exit(watch *w, uint32_t events)
     w->fd = -1;
     if (!job_state_terminal(j->state)) {
         finalize(j);
-        core_schedule();
     }
 }
 
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
 void launch_adopt_all(void)
 {
-    for (size_t i = 0; i < C.njobs; i++) {
-        job *j = C.jobs[i];
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
         if (job_state_terminal(j->state) || j->shim_pid <= 0)
             continue;
         j->holds_room = true;
-        C.running++;
+        core.running++;
         char dir[700];
-        core_job_dir(j, dir, sizeof dir);
+        jobs_dir_of(j, dir, sizeof dir);
         /* The pidfd first, then the start time: once the pidfd is held the pid cannot be reused
          * under us, so a matching start time proves it is still our shim. */
         int pidfd = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
@@ -391,7 +389,7 @@ void launch_refresh(job *j)
     if (j->state != JS_QUEUED || j->shim_pid <= 0 || j->w_notify.fd >= 0)
         return;
     char dir[700];
-    core_job_dir(j, dir, sizeof dir);
+    jobs_dir_of(j, dir, sizeof dir);
     read_started(j, dir);
 }
 
@@ -439,7 +437,7 @@ void launch_preempt(job *j, const job *for_job)
 void launch_live_usage(const job *j, job_usage *u)
 {
     cg_job cg;
-    cg_job_paths(&C.cg, j->id, &cg);
+    cg_job_paths(&core.cg, j->id, &cg);
     cg_stats st = {0};
     if (cg_read_stats(&cg, &st) < 0)
         return;

@@ -17,7 +17,9 @@
 #include "../common/util.h"
 #include "../exec/logwriter.h"
 #include "../exec/shim.h"
-#include "core.h"
+#include "jobs.h"
+#include "logstream.h"
+#include "state.h"
 
 typedef struct src {
     int fd;
@@ -194,7 +196,7 @@ static size_t nwatched, capwatched;
 
 static void watch_job(job *j, const char *dir)
 {
-    j->inotify_wd = inotify_add_watch(C.inotify_fd, dir, IN_MODIFY);
+    j->inotify_wd = inotify_add_watch(core.inotify_fd, dir, IN_MODIFY);
     if (j->inotify_wd < 0) {
         log_warn("inotify on %s: %s", dir, strerror(errno));
         return;
@@ -212,7 +214,7 @@ static void drop_watch(job *j)
 {
     if (j->inotify_wd < 0)
         return;
-    inotify_rm_watch(C.inotify_fd, j->inotify_wd);
+    inotify_rm_watch(core.inotify_fd, j->inotify_wd);
     j->inotify_wd = -1;
     for (size_t i = 0; i < nwatched; i++)
         if (watched[i] == j) {
@@ -274,7 +276,7 @@ struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, boo
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     f->w_conn = (watch){ci ? ci->connect_fd : -1, on_conn_event, f};
     char dir[700], path[760];
-    core_job_dir(j, dir, sizeof dir);
+    jobs_dir_of(j, dir, sizeof dir);
     const char *files[2] = {SHIM_STDOUT, SHIM_STDERR};
     const char *names[2] = {"stdout", "stderr"};
     for (int i = 0; i < 2; i++) {
@@ -328,7 +330,7 @@ static void on_inotify(watch *w, uint32_t events)
 
 void logstream_init(void)
 {
-    C.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    C.w_inotify = (watch){C.inotify_fd, on_inotify, NULL};
-    loop_add(&C.w_inotify);
+    core.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    core.w_inotify = (watch){core.inotify_fd, on_inotify, NULL};
+    loop_add(&core.w_inotify);
 }

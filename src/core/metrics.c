@@ -14,65 +14,14 @@
 #include "../common/jsonx.h"
 #include "../common/promtext.h"
 #include "../common/util.h"
-#include "core.h"
+#include "counters.h"
+#include "gpu_json.h"
+#include "gpus.h"
 #include "health.h"
+#include "launch.h"
+#include "state.h"
 
 #define MIB 1048576.0
-
-/* ---- the daemon's counters ---- */
-
-/* core_schedule runs in microseconds to milliseconds; a slow one is worth seeing. */
-static const double sched_le[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                  0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1};
-/* From submission to running: a free machine starts a job in well under a second, a busy
- * one queues it for minutes or hours. */
-static const double start_le[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 14400, 86400};
-
-static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "other"};
-#define NMETHODS (sizeof methods / sizeof *methods)
-#define NCODES 600
-
-static struct {
-    pthread_mutex_t mu;
-    bool init;
-    prom_hist sched, start;
-    uint64_t requests[NMETHODS][NCODES]; /* [method][code]; code 0 = out of range */
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void lock_stats(void)
-{
-    pthread_mutex_lock(&S.mu);
-    if (!S.init) {
-        prom_hist_init(&S.sched, sched_le, ARRAY_LEN(sched_le));
-        prom_hist_init(&S.start, start_le, ARRAY_LEN(start_le));
-        S.init = true;
-    }
-}
-
-void metrics_count_request(const char *method, unsigned code)
-{
-    size_t m = NMETHODS - 1;
-    for (size_t k = 0; method && k < NMETHODS - 1; k++)
-        if (!strcmp(method, methods[k]))
-            m = k;
-    lock_stats();
-    S.requests[m][code >= 100 && code < NCODES ? code : 0]++;
-    pthread_mutex_unlock(&S.mu);
-}
-
-void metrics_observe_schedule(double seconds)
-{
-    lock_stats();
-    prom_hist_observe(&S.sched, seconds);
-    pthread_mutex_unlock(&S.mu);
-}
-
-void metrics_observe_start(double seconds)
-{
-    lock_stats();
-    prom_hist_observe(&S.start, seconds);
-    pthread_mutex_unlock(&S.mu);
-}
 
 /* ---- what the host and the daemon are ---- */
 
@@ -106,8 +55,8 @@ static void count_jobs(uint64_t counts[JS_CANCELED + 1], uint64_t *queue)
 {
     memset(counts, 0, (JS_CANCELED + 1) * sizeof *counts);
     *queue = 0;
-    for (size_t i = 0; i < C.njobs; i++) {
-        const job *j = C.jobs[i];
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
         if ((unsigned)j->state <= JS_CANCELED)
             counts[j->state]++;
         /* waiting for room, as queue_position counts; not a job waiting for its time */
@@ -124,15 +73,15 @@ static bool job_stats(const job *j, cg_stats *st)
     if (!job_live(j))
         return false;
     cg_job cg;
-    cg_job_paths(&C.cg, j->id, &cg);
+    cg_job_paths(&core.cg, j->id, &cg);
     return cg_read_stats(&cg, st) == 0;
 }
 
-static int ngpus(void) { return C.gpu.inv.n < GPU_MAX ? C.gpu.inv.n : GPU_MAX; }
+static int ngpus(void) { return core.gpu.inv.n < GPU_MAX ? core.gpu.inv.n : GPU_MAX; }
 
 static const gpu_health *sample_of(int i)
 {
-    const gpu_health *h = core_gpu_health(i);
+    const gpu_health *h = health_of(i);
     return h && h->sampled_ms ? h : NULL;
 }
 
@@ -142,7 +91,7 @@ static const char *const gpu_states[] = {"available", "allocated", "shared",    
                                          "degraded",  "resetting", "offline",   "unusable"};
 
 typedef struct gview {
-    json_t *js;               /* core_gpu_json: state, takes_jobs */
+    gpu_report r;             /* its state and whether it takes jobs (gpus_report) */
     const char *state;
     const gpu_health *h;      /* NULL: never sampled */
     prom_buf l;               /* gpu, uuid, name[, simulated] */
@@ -192,12 +141,12 @@ static void gpu_metrics(prom_buf *b)
     int n = ngpus();
     if (n <= 0)
         return;
-    const gpu_inventory *inv = &C.gpu.inv;
+    const gpu_inventory *inv = &core.gpu.inv;
     gview *gv = xcalloc((size_t)n, sizeof *gv);
     for (int i = 0; i < n; i++) {
         gview *g = &gv[i];
-        g->js = core_gpu_json(i);
-        g->state = json_string_value(json_object_get(g->js, "state"));
+        g->r = gpus_report(i);
+        g->state = gpu_state_name(g->r.state);
         g->h = sample_of(i);
         char idx[16];
         snprintf(idx, sizeof idx, "%d", i);
@@ -206,8 +155,8 @@ static void gpu_metrics(prom_buf *b)
         prom_label(&g->l, "name", inv->gpu[i].name);
         if (inv->simulated)
             prom_label(&g->l, "simulated", "true");
-        g->jobs = xcalloc(C.njobs + 1, sizeof *g->jobs);
-        g->njobs = core_gpu_jobs_on(i, g->jobs, C.njobs);
+        g->jobs = xcalloc(core.njobs + 1, sizeof *g->jobs);
+        g->njobs = health_jobs_on(i, g->jobs, core.njobs);
     }
 
     fam f = F("joblet_gpu_info", "gauge", "A GPU joblet manages, always 1; its bus id and compute capability as labels");
@@ -309,7 +258,7 @@ static void gpu_metrics(prom_buf *b)
     }
     f = F("joblet_gpu_takes_jobs", "gauge", "1 when the scheduler may hand the GPU to a new job, else 0");
     for (int i = 0; i < n; i++)
-        fam_put(b, &f, gv[i].l.p, json_is_true(json_object_get(gv[i].js, "takes_jobs")));
+        fam_put(b, &f, gv[i].l.p, gv[i].r.takes_jobs);
     f = F("joblet_gpu_jobs", "gauge",
               "Jobs holding the GPU: exclusively, sharing it through MPS, or through one of its MIG devices");
     for (int i = 0; i < n; i++)
@@ -320,7 +269,6 @@ static void gpu_metrics(prom_buf *b)
             fam_put_with(b, &f, gv[i].l.p, "job_id", gv[i].jobs[k]->id, 1);
 
     for (int i = 0; i < n; i++) {
-        json_decref(gv[i].js);
         prom_free(&gv[i].l);
         free(gv[i].jobs);
     }
@@ -330,8 +278,8 @@ static void gpu_metrics(prom_buf *b)
 static void job_metrics(prom_buf *b)
 {
     size_t n = 0;
-    for (size_t i = 0; i < C.njobs; i++)
-        n += job_live(C.jobs[i]);
+    for (size_t i = 0; i < core.njobs; i++)
+        n += job_live(core.jobs[i]);
     if (!n)
         return;
     struct row {
@@ -341,8 +289,8 @@ static void job_metrics(prom_buf *b)
         bool ok;
     } *rows = xcalloc(n, sizeof *rows);
     size_t k = 0;
-    for (size_t i = 0; i < C.njobs && k < n; i++) {
-        const job *j = C.jobs[i];
+    for (size_t i = 0; i < core.njobs && k < n; i++) {
+        const job *j = core.jobs[i];
         if (!job_live(j))
             continue;
         struct row *r = &rows[k++];
@@ -411,26 +359,11 @@ char *metrics_text(void)
     prom_family(&b, "joblet_queue_length", "gauge", "Jobs waiting for room to start (QUEUED or PREEMPTED)");
     prom_sample_u(&b, "joblet_queue_length", NULL, queue);
     prom_family(&b, "joblet_running_jobs", "gauge", "Jobs holding room: started and not yet cleaned up");
-    prom_sample_u(&b, "joblet_running_jobs", NULL, C.running);
+    prom_sample_u(&b, "joblet_running_jobs", NULL, core.running);
     prom_family(&b, "joblet_max_running_jobs", "gauge", "jobs.max_running; 0 means no limit");
-    prom_sample_u(&b, "joblet_max_running_jobs", NULL, C.cfg.max_running);
+    prom_sample_u(&b, "joblet_max_running_jobs", NULL, core.cfg.max_running);
 
-    lock_stats();
-    prom_hist_write(&b, "joblet_schedule_duration_seconds", "Time one run of the scheduler took", NULL, &S.sched);
-    prom_hist_write(&b, "joblet_job_start_latency_seconds",
-                    "From a job's submission (or its scheduled time) until it ran", NULL, &S.start);
-    fam f = F("joblet_api_requests_total", "counter", "API requests answered, by method and HTTP status code");
-    for (size_t m = 0; m < NMETHODS; m++)
-        for (unsigned c = 0; c < NCODES; c++)
-            if (S.requests[m][c]) {
-                char code[8];
-                snprintf(code, sizeof code, "%u", c);
-                prom_label(&l, "method", methods[m]);
-                prom_label(&l, "code", code);
-                fam_put_u(&b, &f, l.p, S.requests[m][c]);
-                prom_free(&l);
-            }
-    pthread_mutex_unlock(&S.mu);
+    counters_write(&b);
 
     gpu_metrics(&b);
     job_metrics(&b);
@@ -448,7 +381,7 @@ static json_t *host_json(void)
     if (gethostname(host, sizeof host - 1) == 0)
         utf8_sanitize(host);
     json_object_set_new(o, "hostname", json_string(host));
-    json_object_set_new(o, "cpus", json_integer(C.ncpus));
+    json_object_set_new(o, "cpus", json_integer(core.ncpus));
     double load[3];
     if (getloadavg(load, 3) == 3)
         json_object_set_new(o, "load", json_pack("[f,f,f]", round2(load[0]), round2(load[1]), round2(load[2])));
@@ -469,7 +402,7 @@ static json_t *host_json(void)
     return o;
 }
 
-json_t *monitor_json(void)
+json_t *metrics_monitor_json(void)
 {
     json_t *o = json_object();
     char now[40];
@@ -487,17 +420,17 @@ json_t *monitor_json(void)
         json_object_set_new(jc, job_state_name((enum job_state)s), json_integer((json_int_t)counts[s]));
     json_object_set_new(o, "jobs", jc);
     json_object_set_new(o, "queue_length", json_integer((json_int_t)queue));
-    json_object_set_new(o, "running", json_integer(C.running));
-    json_object_set_new(o, "max_running", json_integer(C.cfg.max_running));
-    const gpu_inventory *inv = &C.gpu.inv;
-    json_object_set_new(o, "gpu", json_pack("{s:b,s:s,s:b,s:s?}", "enabled", C.gpu_on, "backend", inv->backend,
+    json_object_set_new(o, "running", json_integer(core.running));
+    json_object_set_new(o, "max_running", json_integer(core.cfg.max_running));
+    const gpu_inventory *inv = &core.gpu.inv;
+    json_object_set_new(o, "gpu", json_pack("{s:b,s:s,s:b,s:s?}", "enabled", core.gpu_on, "backend", inv->backend,
                                             "simulated", inv->simulated != 0, "driver_version",
                                             *inv->driver_version ? inv->driver_version : NULL));
     json_t *gpus = json_array();
-    job **on = xcalloc(C.njobs + 1, sizeof *on);
+    job **on = xcalloc(core.njobs + 1, sizeof *on);
     for (int i = 0; i < ngpus(); i++) {
-        json_t *g = core_gpu_json(i);
-        size_t k = core_gpu_jobs_on(i, on, C.njobs);
+        json_t *g = gpu_json_one(i);
+        size_t k = health_jobs_on(i, on, core.njobs);
         json_t *ids = json_array();
         for (size_t x = 0; x < k; x++)
             json_array_append_new(ids, json_string(on[x]->id));
@@ -513,7 +446,7 @@ json_t *monitor_json(void)
 
 static json_t *int_or_null(int64_t v) { return v >= 0 ? json_integer(v) : json_null(); }
 
-json_t *job_metrics_json(const job *j)
+json_t *metrics_job_json(const job *j)
 {
     char now[40];
     format_ms(now_ms(), now, sizeof now);
@@ -536,7 +469,7 @@ json_t *job_metrics_json(const job *j)
         json_t *s = json_pack("{s:i,s:s,s:s,s:o}", "index", idx, "uuid", g->uuid, "name", g->name, "mig_profile",
                               mig ? json_string(g->mig_profile) : json_null());
         const gpu_health *h = idx >= 0 && idx < ngpus() ? sample_of((int)idx) : NULL;
-        int64_t total = idx >= 0 && idx < ngpus() ? C.gpu.inv.gpu[idx].memory_total_mb : -1;
+        int64_t total = idx >= 0 && idx < ngpus() ? core.gpu.inv.gpu[idx].memory_total_mb : -1;
         if (mig) /* the health sample is the whole GPU's, shared with its other MIG devices */
             total = g->memory_mb;
         json_object_set_new(s, "utilization_pct", h && !mig ? int_or_null(h->utilization_pct) : json_null());

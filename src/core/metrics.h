@@ -12,19 +12,11 @@
 /* Every metric in the Prometheus text exposition format 0.0.4. Caller frees. */
 char *metrics_text(void);
 
-/* One API request answered: method as received, HTTP status code. Methods other than GET,
- * HEAD, POST, PUT, DELETE and PATCH count as "other"; codes outside 100-599 as 0. */
-void metrics_count_request(const char *method, unsigned code);
-/* One run of the scheduler (core_schedule), in seconds. */
-void metrics_observe_schedule(double seconds);
-/* A job started running this long after it was submitted (or after its scheduled time). */
-void metrics_observe_start(double seconds);
-
 /* The host (name, CPUs, load, memory, uptime), the daemon, job counts by state, and every GPU
  * with its state, last health sample and jobs. */
-json_t *monitor_json(void);
+json_t *metrics_monitor_json(void);
 /* One usage sample of a job: cgroup statistics while it runs (its totals once it ended) and
  * the last health sample of each GPU it holds. */
-json_t *job_metrics_json(const job *j);
+json_t *metrics_job_json(const job *j);
 
 #endif

@@ -1,5 +1,7 @@
-/* The queue: the daemon's jobs and GPUs as the pure scheduler's input, its decisions carried
- * out (starts, preemptions), and why a job waits, in words. */
+/* The queue: one pass of the pure scheduler over the daemon's jobs and GPUs, its decisions
+ * carried out (starts, preemptions), and why a job waits, in words (queue.h). */
+#include "queue.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +11,12 @@
 #include "../common/util.h"
 #include "../gpu/sched_view.h"
 #include "../sched/sched.h"
-#include "core.h"
-#include "metrics.h"
+#include "counters.h"
+#include "gpus.h"
+#include "jobs.h"
+#include "launch.h"
+#include "sched_input.h"
+#include "state.h"
 
 /* What the last pass decided for the head of the queue, for wait reasons. */
 static struct {
@@ -18,91 +24,38 @@ static struct {
     uint64_t reserved;
     int64_t shadow_ms;
     size_t npreempt;
-} Q;
-
-void core_sched_req_of(const job_req *q, uid_t owner, sched_req *r)
-{
-    *r = (sched_req){0};
-    r->gpu_count = (uint32_t)q->gpu_count;
-    r->gpu_memory_mb = (uint64_t)q->gpu_memory_mb;
-    r->gpu_mask = core_gpu_kind_mask(q);
-    r->gpu_ids = core_gpu_ids_mask(q);
-    r->shared = q->gpu_share;
-    r->mig_profile = core_gpu_mig_profile(q);
-    r->single_numa = jobreq_has(q, JR_CROSS_NUMA) && !q->cross_numa;
-    r->priority = (int32_t)q->priority;
-    r->preemptible = q->preemptible;
-    r->user = (uint32_t)owner;
-    r->runtime_ms = q->max_runtime_s * 1000;
-}
-
-void core_sched_req(const job *j, sched_req *r) { core_sched_req_of(&j->req, j->owner_uid, r); }
-
-/* Everything but the queue: the GPUs, the jobs holding room, the configuration. The arrays
- * are the caller's (GPU_MAX gpus, GPU_MAX * GPU_MIG_MAX migs, C.njobs running). */
-void core_sched_base(sched_input *in, sched_gpu *gpus, sched_mig *migs, sched_running *run, job **runmap)
-{
-    int64_t now = now_ms();
-    size_t nr = 0;
-    for (size_t i = 0; i < C.njobs; i++) {
-        job *j = C.jobs[i];
-        if (!j->holds_room)
-            continue;
-        sched_running *x = &run[nr];
-        *x = (sched_running){.seq = j->seq, .gpus = j->gpu_set, .mig = j->gpu_mig - 1};
-        core_sched_req(j, &x->r);
-        if (x->r.runtime_ms)
-            x->end_ms = (j->started_ms ? j->started_ms : now) + x->r.runtime_ms;
-        x->stopping = j->state == JS_STOPPING || j->preempting;
-        if (runmap)
-            runmap[nr] = j;
-        nr++;
-    }
-    core_gpu_sched_view(gpus);
-    *in = (sched_input){.running = run,
-                        .nrunning = nr,
-                        .now_ms = now,
-                        .max_running = C.cfg.max_running,
-                        .max_gpus_per_user = C.cfg.limits.max_gpus_per_user,
-                        .gpus = gpus,
-                        .ngpus = (size_t)C.gpu.inv.n,
-                        .held = core_gpu_held(),
-                        .migs = migs,
-                        .nmigs = core_gpu_sched_migs(migs, GPU_MAX * GPU_MIG_MAX),
-                        .gpu_pair = core_gpu_pair_scores(),
-                        .strategy = (int)C.cfg.gpu.strategy};
-}
+} last_pass;
 
 static void schedule(void);
-void core_schedule(void)
+void queue_run(void)
 {
     int64_t t0 = mono_ns();
     schedule();
-    metrics_observe_schedule((double)(mono_ns() - t0) / 1e9);
+    counters_schedule((double)(mono_ns() - t0) / 1e9);
 }
 
 static void schedule(void)
 {
     size_t n = 0;
-    for (size_t i = 0; i < C.njobs; i++)
-        n += job_in_queue(C.jobs[i]);
+    for (size_t i = 0; i < core.njobs; i++)
+        n += job_in_queue(core.jobs[i]);
     sched_job *sj = xcalloc(n + 1, sizeof *sj);
     job **map = xcalloc(n + 1, sizeof *map);
     size_t k = 0;
-    for (size_t i = 0; i < C.njobs; i++) {
-        job *j = C.jobs[i];
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
         if (!job_in_queue(j))
             continue;
         sj[k] = (sched_job){.seq = j->seq, .not_before_ms = j->scheduled_ms};
-        core_sched_req(j, &sj[k].r);
+        sched_input_req(j, &sj[k].r);
         map[k++] = j;
     }
     sched_gpu gpus[GPU_MAX];
     sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-    sched_running *run = xcalloc(C.njobs + 1, sizeof *run);
-    job **runmap = xcalloc(C.njobs + 1, sizeof *runmap);
+    sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
+    job **runmap = xcalloc(core.njobs + 1, sizeof *runmap);
     sched_input in;
-    core_sched_base(&in, gpus, migs, run, runmap);
+    sched_input_base(&in, gpus, migs, run, runmap);
     in.jobs = sj;
     in.n = n;
     size_t *start = xcalloc(n + 1, sizeof *start), *preempt = xcalloc(in.nrunning + 1, sizeof *preempt);
@@ -122,16 +75,16 @@ static void schedule(void)
             job_save(map[i]);
         }
     }
-    snprintf(Q.head, sizeof Q.head, "%s", out.head >= 0 ? map[out.head]->id : "");
-    Q.reserved = out.reserved;
-    Q.shadow_ms = out.shadow_ms;
-    Q.npreempt = out.npreempt;
+    snprintf(last_pass.head, sizeof last_pass.head, "%s", out.head >= 0 ? map[out.head]->id : "");
+    last_pass.reserved = out.reserved;
+    last_pass.shadow_ms = out.shadow_ms;
+    last_pass.npreempt = out.npreempt;
     for (size_t v = 0; v < out.npreempt; v++)
         launch_preempt(runmap[preempt[v]], out.head >= 0 ? map[out.head] : NULL);
     for (k = 0; k < out.nstart; k++) {
         job *j = map[start[k]];
         jerr e = {0};
-        if ((sets[k] && core_gpu_grant(j, sets[k], &e) < 0) || (picks[k] >= 0 && (core_gpu_grant_mig(j, picks[k]), 0)) ||
+        if ((sets[k] && gpus_grant(j, sets[k], &e) < 0) || (picks[k] >= 0 && (gpus_grant_mig(j, picks[k]), 0)) ||
             launch_job(j, &e) < 0) {
             log_err("job %s: %s", j->id, e.msg);
             free(j->error);
@@ -140,7 +93,7 @@ static void schedule(void)
             job_finish(j, JS_FAILED, "start_failed");
         }
     }
-    C.sched_wakeup_ms = out.next_wakeup_ms;
+    core.sched_wakeup_ms = out.next_wakeup_ms;
     free(start), free(preempt), free(sets), free(picks), free(why), free(pos);
     free(sj), free(map), free(run), free(runmap);
 }
@@ -205,31 +158,31 @@ static void list_gpus(uint64_t set, char *out, size_t len)
             l += (size_t)snprintf(out + l, len - l, "%s%d", l ? "," : "", g);
 }
 
-void core_wait_reason(const job *j, char *out, size_t len)
+void queue_wait_reason(const job *j, char *out, size_t len)
 {
     out[0] = 0;
     sched_req r;
-    core_sched_req(j, &r);
+    sched_input_req(j, &r);
     char need[200], gl[100], when[64] = "";
     describe_need(j, &r, need, sizeof need);
-    if (Q.shadow_ms > 0) {
-        time_t t = (time_t)(Q.shadow_ms / 1000);
+    if (last_pass.shadow_ms > 0) {
+        time_t t = (time_t)(last_pass.shadow_ms / 1000);
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(when, sizeof when, " by %Y-%m-%dT%H:%M:%SZ at the latest", &tm);
     }
-    list_gpus(Q.reserved, gl, sizeof gl);
+    list_gpus(last_pass.reserved, gl, sizeof gl);
     sched_gpu gpus[GPU_MAX];
     sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-    sched_running *run = xcalloc(C.njobs + 1, sizeof *run);
+    sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
     sched_input in;
-    core_sched_base(&in, gpus, migs, run, NULL);
+    sched_input_base(&in, gpus, migs, run, NULL);
     unsigned nfree = free_for(&in, &r);
     switch ((enum sched_wait)j->wait_why) {
     case SW_STARTS:
     case SW_SCHEDULED: break;
     case SW_MAX_RUNNING:
-        snprintf(out, len, "waits for room: %u jobs run, jobs.max_running is %u", C.running, C.cfg.max_running);
+        snprintf(out, len, "waits for room: %u jobs run, jobs.max_running is %u", core.running, core.cfg.max_running);
         break;
     case SW_USER_LIMIT: {
         uint64_t held = 0;
@@ -237,11 +190,11 @@ void core_wait_reason(const job *j, char *out, size_t len)
             if (run[k].r.user == r.user)
                 held += run[k].mig >= 0 ? 1 : (uint64_t)__builtin_popcountll(run[k].gpus);
         snprintf(out, len, "needs %s; its owner's jobs hold %llu GPU%s and limits.max_gpus_per_user is %u", need,
-                 (unsigned long long)held, held == 1 ? "" : "s", C.cfg.limits.max_gpus_per_user);
+                 (unsigned long long)held, held == 1 ? "" : "s", core.cfg.limits.max_gpus_per_user);
         break;
     }
     case SW_HEAD: {
-        bool one = __builtin_popcountll(Q.reserved) == 1;
+        bool one = __builtin_popcountll(last_pass.reserved) == 1;
         snprintf(out, len, "needs %s; %u free; first in line%s%s%s", need, nfree, !*gl ? "" : one ? ": GPU " : ": GPUs ",
                  gl, !*gl ? "" : one ? " is reserved for it" : " are reserved for it");
         if (*when && strlen(out) < len)
@@ -253,11 +206,11 @@ void core_wait_reason(const job *j, char *out, size_t len)
         break;
     case SW_RESERVED:
         snprintf(out, len, "needs %s; it would fit, but only on %s%s reserved for job %.8s, first in line%s", need,
-                 *gl ? (__builtin_popcountll(Q.reserved) == 1 ? "GPU " : "GPUs ") : "room", gl, Q.head, r.runtime_ms ? " (it could still run when that job's room comes)" :
+                 *gl ? (__builtin_popcountll(last_pass.reserved) == 1 ? "GPU " : "GPUs ") : "room", gl, last_pass.head, r.runtime_ms ? " (it could still run when that job's room comes)" :
                                             " (a job with --max-runtime that ends in time may use them meanwhile)");
         break;
     case SW_NO_ROOM:
-        snprintf(out, len, "needs %s; %u free; behind job %.8s, first in line", need, nfree, Q.head);
+        snprintf(out, len, "needs %s; %u free; behind job %.8s, first in line", need, nfree, last_pass.head);
         break;
     case SW_UNPLACEABLE:
         snprintf(out, len, "needs %s; too few such GPUs are usable now (rnx gpu list shows which are degraded or "

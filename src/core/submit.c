@@ -1,5 +1,6 @@
-/* Submission: every field is checked before anything is created, and a failure after the
- * job's directory exists removes it, so a refused request leaves nothing behind. */
+/* Submission (submit.h). */
+#include "submit.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -15,25 +16,28 @@
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
-#include "core.h"
+#include "gpu_validate.h"
+#include "jobs.h"
+#include "state.h"
+#include "submit.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
  * memory and I/O device, the uploads' total size, and the GPUs. */
 static int check_machine(job_req *req, uint64_t *total, jerr *e)
 {
-    jobreq_machine m = {C.ncpus, C.mem_total_mb, C.online_cpus};
+    jobreq_machine m = {core.ncpus, core.mem_total_mb, core.online_cpus};
     if (jobreq_check_machine(req, &m, e) < 0)
         return -1;
-    if (req->max_iobps && !C.io_dev[0])
-        return jerr_field(e, "max_iobps", "max_iobps: I/O limits cannot be enforced here: %s", C.io_dev_why);
+    if (req->max_iobps && !core.io_dev[0])
+        return jerr_field(e, "max_iobps", "max_iobps: I/O limits cannot be enforced here: %s", core.io_dev_why);
     *total = 0;
     for (size_t i = 0; i < req->nuploads; i++)
         if (req->uploads[i].content_b64)
             *total += b64_decoded_max(strlen(req->uploads[i].content_b64));
-    if (*total > C.cfg.max_upload_bytes + 3)
+    if (*total > core.cfg.max_upload_bytes + 3)
         return jerr_http(e, 413, "uploads: %llu bytes in total exceed the limit of %llu bytes (jobs.max_upload_bytes)",
-                         (unsigned long long)*total, (unsigned long long)C.cfg.max_upload_bytes);
-    return core_gpu_validate(req, e);
+                         (unsigned long long)*total, (unsigned long long)core.cfg.max_upload_bytes);
+    return gpu_validate(req, e);
 }
 
 /* Creates one upload under work/ without following any symlink, so a symlink sent earlier
@@ -118,21 +122,21 @@ static int create_uploads(job *j, const char *dir, jerr *e)
 
 static bool uid_in_range(uint64_t uid)
 {
-    return uid >= C.cfg.uid_range_start && uid < C.cfg.uid_range_start + C.cfg.uid_range_size;
+    return uid >= core.cfg.uid_range_start && uid < core.cfg.uid_range_start + core.cfg.uid_range_size;
 }
 
 /* The next uid of the range after the job's sequence number that no unfinished job holds. */
 static uid_t job_uid_for(uint64_t seq)
 {
-    for (uint64_t k = 0; k < C.cfg.uid_range_size; k++) {
-        uid_t uid = (uid_t)(C.cfg.uid_range_start + (seq + k) % C.cfg.uid_range_size);
+    for (uint64_t k = 0; k < core.cfg.uid_range_size; k++) {
+        uid_t uid = (uid_t)(core.cfg.uid_range_start + (seq + k) % core.cfg.uid_range_size);
         bool taken = false;
-        for (size_t i = 0; i < C.njobs && !taken; i++)
-            taken = C.jobs[i]->uid == uid && !job_state_terminal(C.jobs[i]->state);
+        for (size_t i = 0; i < core.njobs && !taken; i++)
+            taken = core.jobs[i]->uid == uid && !job_state_terminal(core.jobs[i]->state);
         if (!taken)
             return uid;
     }
-    return (uid_t)(C.cfg.uid_range_start + seq % C.cfg.uid_range_size); /* every uid busy: share */
+    return (uid_t)(core.cfg.uid_range_start + seq % core.cfg.uid_range_size); /* every uid busy: share */
 }
 
 /* Per-user GPU allocation requests: a token bucket of limits.gpu_requests_per_minute, for the
@@ -145,7 +149,7 @@ static struct bucket {
 
 static int take_token(uid_t uid, double *wait_s)
 {
-    uint32_t per_min = C.cfg.limits.gpu_requests_per_minute;
+    uint32_t per_min = core.cfg.limits.gpu_requests_per_minute;
     int64_t now = now_ms();
     struct bucket *b = NULL, *oldest = &buckets[0];
     for (size_t i = 0; i < ARRAY_LEN(buckets) && !b; i++) {
@@ -183,7 +187,7 @@ int submit_check(job_req *req, uid_t caller_uid, submit_info *si, jerr *e)
 
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_workflow, jerr *e)
 {
-    const limits_config *L = &C.cfg.limits;
+    const limits_config *L = &core.cfg.limits;
     bool gpu = false;
     for (size_t i = 0; i < n; i++) {
         uint64_t gpus = (uint64_t)reqs[i]->gpu_count + (reqs[i]->gpu_mig ? 1 : 0);
@@ -198,8 +202,8 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_work
     }
     if (L->max_queued_per_user) {
         uint32_t waiting = 0;
-        for (size_t i = 0; i < C.njobs; i++)
-            waiting += C.jobs[i]->owner_uid == uid && (job_in_queue(C.jobs[i]) || C.jobs[i]->state == JS_PENDING);
+        for (size_t i = 0; i < core.njobs; i++)
+            waiting += core.jobs[i]->owner_uid == uid && (job_in_queue(core.jobs[i]) || core.jobs[i]->state == JS_PENDING);
         if (waiting + n > L->max_queued_per_user)
             return jerr_http(e, 429, "uid %u has %u jobs waiting%s; limits.max_queued_per_user is %u: wait for some "
                                      "to start, or cancel some", (unsigned)uid, waiting,
@@ -226,7 +230,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     uint64_t total = si->total;
     job *j = xcalloc(1, sizeof *j);
     uuid_v4(j->id);
-    j->seq = C.next_seq;
+    j->seq = core.next_seq;
     /* the job takes the request over */
     j->req = *req;
     *req = (job_req){0};
@@ -244,21 +248,22 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     j->w_pid.fd = -1;
     j->w_notify.fd = -1;
     j->inotify_wd = -1;
-    j->req.pids_max = (int64_t)C.cfg.pids_max;
+    j->req.pids_max = (int64_t)core.cfg.pids_max;
     j->req.has |= 1ull << JR_PIDS_MAX;
     char dir[700];
-    core_job_dir(j, dir, sizeof dir);
+    jobs_dir_of(j, dir, sizeof dir);
     if (mkdir(dir, 0700) < 0) {
         jerr_sys(e, "create %s", dir);
         job_free(j);
         return NULL;
     }
-    if (create_uploads(j, dir, e) < 0 || db_insert_job(C.db, j, e) < 0) {
+    if (create_uploads(j, dir, e) < 0 || db_insert_job(core.db, j, e) < 0) {
         rm_rf(dir);
         job_free(j);
         return NULL;
     }
-    core_add(j);
+    jobs_add(j);
+    state_want(WANT_SCHEDULE);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
     return j;

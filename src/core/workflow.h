@@ -20,6 +20,7 @@ typedef struct wf_cond {
 } wf_cond;
 
 typedef struct wf_job {
+    char *name;                /* its name in the workflow */
     job *j;                    /* NULL once the job was deleted */
     wf_cond *conds;
     size_t nconds;
@@ -34,8 +35,9 @@ typedef struct workflow {
     int64_t created_ms, started_ms, ended_ms;
     int64_t canceled_by;       /* uid; -1 = not canceled */
     char *reason;              /* why it FAILED or was CANCELED */
-    /* As submitted: name, description, source, yaml, jobs [{name, requires}] (requests live
-     * in the jobs themselves). */
+    /* As submitted, kept for the database and the API's answers (workflow_json.c): name,
+     * description, source, yaml, jobs [{name, requires}] (requests live in the jobs
+     * themselves). The engine reads the typed jobs[] instead. */
     json_t *doc;
     wf_job *jobs;
     size_t n;
@@ -57,17 +59,31 @@ static inline int wf_state_parse(const char *s, enum wf_state *out)
     return -1;
 }
 
-/* POST /v1/workflows: validates everything first; an invalid workflow creates nothing. */
-workflow *workflow_submit(json_t *body, uid_t uid, gid_t gid, jerr *e);
+/* A submitted workflow, its shape checked at the API's edge (workflow_json_parse). */
+typedef struct wf_body {
+    size_t n;
+    wf_job *jobs;              /* names and conditions; no job yet */
+    json_t **requests;         /* each job's request, borrowed from the body */
+    json_t *doc;               /* what the workflow keeps as submitted (workflow.doc) */
+    const char *name;          /* in doc */
+} wf_body;
+void workflow_body_free(wf_body *b);
+
+/* POST /v1/workflows: every job's request is checked (the schema, the machine, the limits of
+ * all together) before anything is created; an invalid workflow creates nothing. On success
+ * the workflow takes b over. */
+workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e);
+/* Into the daemon's list (a submitted one, or one read from the database at start). */
+void workflow_add(workflow *wf);
 workflow *workflow_find(const char *id_or_prefix, uid_t caller, jerr *e);
+bool workflow_visible(const workflow *wf, uid_t caller);
 int workflow_cancel(workflow *wf, uid_t by, jerr *e);
-json_t *workflow_to_json(const workflow *wf, bool detail);
-json_t *workflow_list_json(uid_t caller);
+/* Prefixes a job request's refusal with its place: "jobs[2].request.gpu_count", "job 'x': ". */
+int workflow_err_in_job(jerr *e, size_t i, const char *name);
 /* A job of a workflow changed state: decides its dependents, updates the workflow. */
 void workflow_job_changed(job *j);
 /* At start, after jobs and workflows are loaded and shims re-adopted: links jobs to their
  * workflows and decides whatever became decidable while the daemon was down. */
-void workflow_load(workflow *wf);
 void workflow_resume_all(void);
 void workflow_forget_job(job *j);
 void workflow_free_all(void);

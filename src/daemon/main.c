@@ -21,9 +21,16 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/bpfdev.h"
-#include "../core/core.h"
+#include "../core/gpu_hold.h"
+#include "../core/gpus.h"
 #include "../core/health.h"
-#include "../core/metrics.h"
+#include "../core/jobs.h"
+#include "../core/launch.h"
+#include "../core/logstream.h"
+#include "../core/settle.h"
+#include "../core/state.h"
+#include "../core/workflow.h"
+#include "../core/workflow_json.h"
 #include "../api/metrics_http.h"
 
 static watch w_signal;
@@ -60,22 +67,39 @@ static int until(int t, int64_t at_ms)
     return t < 0 || s < t ? s : t;
 }
 
-static int before_wait(void) { return until(until(http_timeout_ms(), C.sched_wakeup_ms), C.trim_at_ms); }
+static void commit(void)
+{
+    jerr e = {0};
+    if (db_flush(core.db, &e) < 0)
+        log_err("%s", e.msg);
+}
 
+/* The end of a loop turn: what the events and requests of this turn asked for is settled
+ * (settle.h) and committed before the loop sleeps. */
+static int before_wait(void)
+{
+    settle();
+    commit();
+    if (settle_pending())
+        return 0;
+    return until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms);
+}
+
+/* After the events of a turn: timers, then the settle step, so requests see a settled state,
+ * then the requests. */
 static void after_wake(void)
 {
     int64_t now = now_ms();
-    if (C.sched_wakeup_ms && now >= C.sched_wakeup_ms)
-        core_schedule();
+    if (core.sched_wakeup_ms && now >= core.sched_wakeup_ms)
+        state_want(WANT_SCHEDULE);
     /* After a busy period (jobs ended or deleted, none running): give freed heap back. */
-    if (C.trim_at_ms && now >= C.trim_at_ms) {
-        C.trim_at_ms = 0;
-        if (C.running == 0)
+    if (core.trim_at_ms && now >= core.trim_at_ms) {
+        core.trim_at_ms = 0;
+        if (core.running == 0)
             malloc_trim(0);
     }
-    jerr e = {0};
-    if (db_flush(C.db, &e) < 0)
-        log_err("%s", e.msg);
+    settle();
+    commit();
     http_run();
 }
 
@@ -83,36 +107,42 @@ static void read_machine(void)
 {
     char *s = read_file("/sys/devices/system/cpu/online", NULL);
     jerr e = {0};
-    if (!s || parse_cpu_list("online", strtok(s, "\n"), C.online_cpus, &e) < 0)
-        C.online_cpus[0] = 1;
+    if (!s || parse_cpu_list("online", strtok(s, "\n"), core.online_cpus, &e) < 0)
+        core.online_cpus[0] = 1;
     free(s);
-    C.ncpus = 0;
+    core.ncpus = 0;
     for (int c = 0; c < CPU_MAX; c++)
-        C.ncpus += (C.online_cpus[c / 8] >> (c % 8)) & 1;
+        core.ncpus += (core.online_cpus[c / 8] >> (c % 8)) & 1;
     struct sysinfo si;
     sysinfo(&si);
-    C.mem_total_mb = (uint64_t)si.totalram * si.mem_unit >> 20;
+    core.mem_total_mb = (uint64_t)si.totalram * si.mem_unit >> 20;
 }
 
-static void load_one(job *j, void *arg) { core_add(j); }
-static void load_wf(workflow *wf, void *arg) { workflow_load(wf); }
+static void load_one(job *j, void *arg) { jobs_add(j); }
+static void load_wf(workflow *wf, void *arg)
+{
+    jerr e = {0};
+    if (workflow_json_load(wf, &e) < 0)
+        log_err("workflow %s: stored conditions: %s", wf->id, e.msg);
+    workflow_add(wf);
+}
 
 static int setup(jerr *e)
 {
-    snprintf(C.jobs_dir, sizeof C.jobs_dir, "%s/jobs", C.cfg.state_dir);
-    if (mkdir_p(C.cfg.state_dir, 0700, e) < 0 || chmod(C.cfg.state_dir, 0700) < 0 || mkdir_p(C.jobs_dir, 0700, e) < 0)
+    snprintf(core.jobs_dir, sizeof core.jobs_dir, "%s/jobs", core.cfg.state_dir);
+    if (mkdir_p(core.cfg.state_dir, 0700, e) < 0 || chmod(core.cfg.state_dir, 0700) < 0 || mkdir_p(core.jobs_dir, 0700, e) < 0)
         return -1;
     /* One joblet per state directory, held until it exits (the lock goes with the process). */
     char lock[700];
-    snprintf(lock, sizeof lock, "%s/joblet.lock", C.cfg.state_dir);
+    snprintf(lock, sizeof lock, "%s/joblet.lock", core.cfg.state_dir);
     int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lfd < 0)
         return jerr_sys(e, "open %s", lock);
     if (flock(lfd, LOCK_EX | LOCK_NB) < 0)
         return errno == EWOULDBLOCK ? jerr_set(e, EBUSY, "another joblet is using the state directory %s",
-                                               C.cfg.state_dir)
+                                               core.cfg.state_dir)
                                     : jerr_sys(e, "lock %s", lock);
-    if (!C.cfg.shim_path[0]) {
+    if (!core.cfg.shim_path[0]) {
         char self[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
         if (n < 0)
@@ -120,47 +150,47 @@ static int setup(jerr *e)
         self[n] = 0;
         char *slash = strrchr(self, '/');
         *slash = 0;
-        snprintf(C.shim_path, sizeof C.shim_path, "%s/joblet-shim", self);
+        snprintf(core.shim_path, sizeof core.shim_path, "%s/joblet-shim", self);
     } else {
-        snprintf(C.shim_path, sizeof C.shim_path, "%s", C.cfg.shim_path);
+        snprintf(core.shim_path, sizeof core.shim_path, "%s", core.cfg.shim_path);
     }
     /* the GPU scrubber is installed next to the shim */
-    snprintf(C.scrub_path, sizeof C.scrub_path, "%s", C.shim_path);
-    char *slash = strrchr(C.scrub_path, '/');
-    size_t at = slash ? (size_t)(slash + 1 - C.scrub_path) : 0;
-    snprintf(C.scrub_path + at, sizeof C.scrub_path - at, "joblet-gpu-scrub");
-    if (access(C.shim_path, X_OK) < 0)
-        return jerr_sys(e, "the job shim %s (jobs.shim_path)", C.shim_path);
-    if (cg_host_init(&C.cg, C.cfg.cgroup_root, e) < 0)
+    snprintf(core.scrub_path, sizeof core.scrub_path, "%s", core.shim_path);
+    char *slash = strrchr(core.scrub_path, '/');
+    size_t at = slash ? (size_t)(slash + 1 - core.scrub_path) : 0;
+    snprintf(core.scrub_path + at, sizeof core.scrub_path - at, "joblet-gpu-scrub");
+    if (access(core.shim_path, X_OK) < 0)
+        return jerr_sys(e, "the job shim %s (jobs.shim_path)", core.shim_path);
+    if (cg_host_init(&core.cg, core.cfg.cgroup_root, e) < 0)
         return -1;
     jerr fe = {0};
-    if (C.cfg.favor_dynmods && cg_favor_dynmods(&C.cg, &fe) < 0)
+    if (core.cfg.favor_dynmods && cg_favor_dynmods(&core.cg, &fe) < 0)
         log_warn("job start-up will wait for an RCU grace period per job: %s", fe.msg);
     jerr ioe = {0};
-    if (cg_block_device_of(C.jobs_dir, C.io_dev, sizeof C.io_dev, &ioe) < 0) {
-        C.io_dev[0] = 0;
-        snprintf(C.io_dev_why, sizeof C.io_dev_why, "%s", ioe.msg);
+    if (cg_block_device_of(core.jobs_dir, core.io_dev, sizeof core.io_dev, &ioe) < 0) {
+        core.io_dev[0] = 0;
+        snprintf(core.io_dev_why, sizeof core.io_dev_why, "%s", ioe.msg);
         log_warn("--max-iobps will be refused: %s", ioe.msg);
     }
     read_machine();
-    snprintf(C.root_mount, sizeof C.root_mount, "%s/rootfs", C.cfg.state_dir);
-    if (mkdir(C.root_mount, 0700) < 0 && errno != EEXIST)
-        return jerr_sys(e, "create %s", C.root_mount);
+    snprintf(core.root_mount, sizeof core.root_mount, "%s/rootfs", core.cfg.state_dir);
+    if (mkdir(core.root_mount, 0700) < 0 && errno != EEXIST)
+        return jerr_sys(e, "create %s", core.root_mount);
     /* One program serves every job that has only the default devices: loading (and verifying)
      * it once instead of per job. */
-    C.devfilter_prog = -1;
-    if (C.cg.unified[0]) {
+    core.devfilter_prog = -1;
+    if (core.cg.unified[0]) {
         jerr be = {0};
-        C.devfilter_prog = bpfdev_load(cg_default_devices, cg_default_devices_n, "the default device filter", &be);
-        if (C.devfilter_prog < 0)
+        core.devfilter_prog = bpfdev_load(cg_default_devices, cg_default_devices_n, "the default device filter", &be);
+        if (core.devfilter_prog < 0)
             log_warn("%s; each job will load its own", be.msg);
     }
     char dbpath[700];
-    snprintf(dbpath, sizeof dbpath, "%s/joblet.db", C.cfg.state_dir);
-    if (!(C.db = db_open(dbpath, e)))
+    snprintf(dbpath, sizeof dbpath, "%s/joblet.db", core.cfg.state_dir);
+    if (!(core.db = db_open(dbpath, e)))
         return -1;
-    C.next_seq = 1;
-    if (db_load_jobs(C.db, load_one, NULL, e) < 0 || db_load_workflows(C.db, load_wf, NULL, e) < 0)
+    core.next_seq = 1;
+    if (db_load_jobs(core.db, load_one, NULL, e) < 0 || db_load_workflows(core.db, load_wf, NULL, e) < 0)
         return -1;
     return 0;
 }
@@ -171,24 +201,24 @@ static int probe_gpus(const char *backend)
 {
     jerr e = {0};
     if (*backend) {
-        C.cfg.gpu.nbackends = 0;
-        C.cfg.gpu.fixture[0] = strcmp(backend, "fixture") == 0 ? C.cfg.gpu.fixture[0] : 0;
-        if (strcmp(backend, "fixture") != 0 && gpu_config_add_backend(&C.cfg.gpu, backend, &e) < 0) {
+        core.cfg.gpu.nbackends = 0;
+        core.cfg.gpu.fixture[0] = strcmp(backend, "fixture") == 0 ? core.cfg.gpu.fixture[0] : 0;
+        if (strcmp(backend, "fixture") != 0 && gpu_config_add_backend(&core.cfg.gpu, backend, &e) < 0) {
             fprintf(stderr, "joblet: --probe-gpus: %s\n", e.msg);
             return 2;
         }
-        if (strcmp(backend, "fixture") == 0 && !*C.cfg.gpu.fixture) {
+        if (strcmp(backend, "fixture") == 0 && !*core.cfg.gpu.fixture) {
             fprintf(stderr, "joblet: --probe-gpus=fixture needs gpu.fixture in the configuration\n");
             return 2;
         }
     }
-    gpu_discover(&C.cfg.gpu, &C.gpu);
-    json_t *o = gpu_discovery_json(&C.gpu);
+    gpu_discover(&core.cfg.gpu, &core.gpu);
+    json_t *o = gpu_discovery_json(&core.gpu);
     json_dumpf(o, stdout, JSON_INDENT(2));
     putchar('\n');
     json_decref(o);
-    int found = C.gpu.found;
-    gpu_discovery_free(&C.gpu);
+    int found = core.gpu.found;
+    gpu_discovery_free(&core.gpu);
     return found ? 0 : 1;
 }
 
@@ -223,23 +253,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "joblet: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    config_defaults(&C.cfg);
+    config_defaults(&core.cfg);
     jerr e = {0};
     if (!cfg_path && access("/etc/joblet/joblet.yml", F_OK) == 0)
         cfg_path = "/etc/joblet/joblet.yml";
-    if (cfg_path && config_load(&C.cfg, cfg_path, &e) < 0) {
+    if (cfg_path && config_load(&core.cfg, cfg_path, &e) < 0) {
         fprintf(stderr, "joblet: %s\n", e.msg);
         return 2;
     }
     if (state_dir)
-        snprintf(C.cfg.state_dir, sizeof C.cfg.state_dir, "%s", state_dir);
+        snprintf(core.cfg.state_dir, sizeof core.cfg.state_dir, "%s", state_dir);
     if (sock)
-        snprintf(C.cfg.socket, sizeof C.cfg.socket, "%s", sock);
-    if (level && log_parse_level(level, &C.cfg.log_level) < 0) {
+        snprintf(core.cfg.socket, sizeof core.cfg.socket, "%s", sock);
+    if (level && log_parse_level(level, &core.cfg.log_level) < 0) {
         fprintf(stderr, "joblet: --log-level: '%s' must be one of error, warn, info, debug\n", level);
         return 2;
     }
-    log_set_level(C.cfg.log_level);
+    log_set_level(core.cfg.log_level);
     if (probe)
         return probe_gpus(probe);
     if (geteuid() != 0) {
@@ -254,8 +284,8 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
     /* Before touching the state: a second joblet must not adopt the first one's jobs. */
-    if (http_socket_in_use(C.cfg.socket)) {
-        log_err("another joblet is already listening on %s", C.cfg.socket);
+    if (http_socket_in_use(core.cfg.socket)) {
+        log_err("another joblet is already listening on %s", core.cfg.socket);
         return 1;
     }
     if (loop_init() < 0 || setup(&e) < 0) {
@@ -265,42 +295,42 @@ int main(int argc, char **argv)
     w_signal = (watch){signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), on_signal, NULL};
     loop_add(&w_signal);
     logstream_init();
-    if (core_gpu_init(&e) < 0) {
+    if (gpus_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }
-    core_gpu_admin_load();
+    gpu_hold_load();
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
     launch_adopt_all();
     launch_init();
-    if (http_start(C.cfg.socket, C.cfg.socket_mode, C.cfg.max_upload_bytes * 4 / 3 + (1 << 20), &e) < 0) {
+    if (http_start(core.cfg.socket, core.cfg.socket_mode, core.cfg.max_upload_bytes * 4 / 3 + (1 << 20), &e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }
-    if (metrics_listen_start(C.cfg.metrics_listen, &e) < 0) {
+    if (metrics_listen_start(core.cfg.metrics_listen, &e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }
-    log_info("joblet %s listening on %s (state %s, cgroup layout %s, %zu jobs known)", JOBLET_VERSION, C.cfg.socket,
-             C.cfg.state_dir, cg_layout_name(C.cg.layout), C.njobs);
+    log_info("joblet %s listening on %s (state %s, cgroup layout %s, %zu jobs known)", JOBLET_VERSION, core.cfg.socket,
+             core.cfg.state_dir, cg_layout_name(core.cg.layout), core.njobs);
     health_start();
-    core_schedule();
+    state_want(WANT_SCHEDULE);
     loop_run(before_wait, after_wake);
     metrics_listen_stop();
     health_stop();
-    for (size_t i = 0; i < C.njobs; i++)
-        if (C.jobs[i]->followers)
-            logstream_detach(C.jobs[i]);
+    for (size_t i = 0; i < core.njobs; i++)
+        if (core.jobs[i]->followers)
+            logstream_detach(core.jobs[i]);
     http_run();
     http_stop();
     launch_shutdown();
-    db_close(C.db);
-    for (size_t i = 0; i < C.njobs; i++)
-        job_free(C.jobs[i]);
-    free(C.jobs);
+    db_close(core.db);
+    for (size_t i = 0; i < core.njobs; i++)
+        job_free(core.jobs[i]);
+    free(core.jobs);
     workflow_free_all();
-    gpu_discovery_free(&C.gpu);
-    free(C.driver_libs);
+    gpu_discovery_free(&core.gpu);
+    free(core.driver_libs);
     log_info("joblet stopped");
     return 0;
 }

@@ -21,21 +21,21 @@ static struct {
     nvml_lib lib;
     int code;           /* 0 loaded, else the errno of the failure in why */
     char why[512];
-} B = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} binding = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void load(const char *path)
 {
-    nvml_lib *n = &B.lib;
+    nvml_lib *n = &binding.lib;
     n->h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!n->h) {
-        B.code = ENOENT;
-        snprintf(B.why, sizeof B.why, "NVML: cannot load %s: %s", path, dlerror());
+        binding.code = ENOENT;
+        snprintf(binding.why, sizeof binding.why, "NVML: cannot load %s: %s", path, dlerror());
         return;
     }
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!dlsym(n->h, required[i])) {
-            B.code = ENOSYS;
-            snprintf(B.why, sizeof B.why, "NVML: %s does not export %s (driver too old or not NVML)", path,
+            binding.code = ENOSYS;
+            snprintf(binding.why, sizeof binding.why, "NVML: %s does not export %s (driver too old or not NVML)", path,
                      required[i]);
             dlclose(n->h);
             n->h = NULL;
@@ -48,20 +48,20 @@ static void load(const char *path)
 
 const nvml_lib *nvml_load(const char *path, jerr *e)
 {
-    pthread_mutex_lock(&B.mu);
-    if (!B.tried) {
-        B.tried = 1;
-        snprintf(B.path, sizeof B.path, "%s", path);
+    pthread_mutex_lock(&binding.mu);
+    if (!binding.tried) {
+        binding.tried = 1;
+        snprintf(binding.path, sizeof binding.path, "%s", path);
         load(path);
     }
     const nvml_lib *n = NULL;
-    if (strcmp(B.path, path) != 0)
-        jerr_set(e, EINVAL, "NVML: %s is loaded already; %s cannot be loaded beside it", B.path, path);
-    else if (B.code)
-        jerr_set(e, B.code, "%s", B.why);
+    if (strcmp(binding.path, path) != 0)
+        jerr_set(e, EINVAL, "NVML: %s is loaded already; %s cannot be loaded beside it", binding.path, path);
+    else if (binding.code)
+        jerr_set(e, binding.code, "%s", binding.why);
     else
-        n = &B.lib;
-    pthread_mutex_unlock(&B.mu);
+        n = &binding.lib;
+    pthread_mutex_unlock(&binding.mu);
     return n;
 }
 

@@ -1,0 +1,16 @@
+/* What admins do to a GPU: POST /v1/gpus/{gpu}/drain|offline|online (gpu_admin.c). */
+#ifndef JOBLET_GPU_ADMIN_H
+#define JOBLET_GPU_ADMIN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+
+/* Moves GPU i by the action (drain, offline, online), stopping its jobs where the action and
+ * force say so, and records it. Returns {"jobs_affected": [ids], "note": "..."} (the caller
+ * adds the GPU as it is once settled), or NULL and why (404 unknown action, 409 refused). */
+json_t *gpu_admin_action(int i, const char *action, bool force, uid_t by, jerr *e);
+
+#endif

@@ -1,0 +1,83 @@
+/* GPU service states (gpu_hold.h). draining, resetting and offline outlive a restart (table
+ * gpu_admin). */
+#include "gpu_hold.h"
+
+#include <stdio.h>
+
+#include "../common/log.h"
+#include "audit.h"
+#include "state.h"
+
+static gpu_hold holds[GPU_MAX]; /* zero: every GPU starts in service (GS_AVAILABLE) */
+static uint64_t scrubbing;
+
+const gpu_hold *gpu_hold_get(int i) { return &holds[i]; }
+
+uint64_t gpu_hold_scrubbing(void) { return scrubbing; }
+
+void gpu_hold_set_scrubbing(uint64_t gpus)
+{
+    scrubbing = gpus;
+    state_want(WANT_GPUS); /* a GPU waiting for its reset waited for the helper too */
+}
+
+int gpu_hold_event(int i, enum gpu_event ev, const char *reason)
+{
+    gpu_hold *h = &holds[i];
+    enum gpu_state next;
+    if (gpu_state_next(h->state, ev, &next) < 0) {
+        log_err("gpu %d: %s is not a transition the GPU state machine allows from %s; it stays %s", i,
+                gpu_event_name(ev), gpu_state_name(h->state), gpu_state_name(h->state));
+        return -1;
+    }
+    h->state = next;
+    if (reason)
+        snprintf(h->reason, sizeof h->reason, "%s", reason);
+    /* back in service while the helper still zeroes its memory: nobody gets it until it is done */
+    if (next == GS_AVAILABLE && scrubbing >> i & 1)
+        gpu_hold_event(i, GE_SCRUB_START, NULL);
+    state_want(WANT_GPUS | WANT_SCHEDULE);
+    return (int)h->state;
+}
+
+int gpu_hold_set(int i, enum gpu_event ev, const char *reason, int64_t by)
+{
+    /* what it was, as the audit trail has always said it: "in service" unless out of it */
+    gpu_report r = gpu_state_report(holds[i].state, false, 0, *core.gpu.inv.gpu[i].problem, false);
+    const char *old = r.state == GS_UNUSABLE || r.out_of_service ? gpu_state_name(r.state) : "in service";
+    int next = gpu_hold_event(i, ev, reason ? reason : "");
+    if (next < 0)
+        return -1;
+    const char *state = gpu_state_name((enum gpu_state)next);
+    bool keep = next == GS_DRAINING || next == GS_OFFLINE || next == GS_RESETTING;
+    jerr e = {0};
+    if (db_gpu_admin_set(core.db, core.gpu.inv.gpu[i].uuid, keep ? state : NULL, reason, &e) < 0)
+        log_err("%s", e.msg);
+    char detail[400];
+    snprintf(detail, sizeof detail, "%s -> %s%s%s", old, state, reason ? ": " : "", reason ? reason : "");
+    log_info("gpu %d: %s", i, detail);
+    audit_record("state", by, i, NULL, -1, -1, detail);
+    return 0;
+}
+
+static void restore(const char *uuid, const char *state, const char *reason, void *arg)
+{
+    int i = gpu_find(&core.gpu.inv, uuid);
+    if (i < 0)
+        return;
+    enum gpu_state s;
+    enum gpu_event ev = GE_COUNT;
+    if (gpu_state_parse(state, &s) == 0)
+        ev = s == GS_DRAINING    ? GE_RESTORE_DRAINING
+             : s == GS_RESETTING ? GE_RESTORE_RESETTING
+             : s == GS_OFFLINE   ? GE_RESTORE_OFFLINE
+                                 : GE_COUNT;
+    if (ev == GE_COUNT) {
+        log_err("gpu %d: table gpu_admin says '%s', not a state kept across a restart; it stays in service", i, state);
+        return;
+    }
+    if (gpu_hold_event(i, ev, reason ? reason : "") >= 0)
+        log_info("gpu %d: %s (%s), as before the restart", i, state, holds[i].reason);
+}
+
+void gpu_hold_load(void) { db_gpu_admin_load(core.db, restore, NULL); }

@@ -1,0 +1,76 @@
+/* GPUs as the API shows them (GET /v1/gpus, GET /v1/gpus/{gpu}): discovery's description of
+ * each (gpu/discover.c) with its state, holders and last health sample. JSON is made here,
+ * at the API's edge; the core keeps them typed (gpus.h, gpu_hold.h, health.h). */
+#include "gpu_json.h"
+
+#include <stdio.h>
+
+#include "gpu_hold.h"
+#include "gpus.h"
+#include "health.h"
+#include "state.h"
+
+/* -1 is what a backend could not read: null */
+static json_t *known(int64_t v) { return v >= 0 ? json_integer((json_int_t)v) : json_null(); }
+
+static void add_state(json_t *o, int i)
+{
+    if (i < 0 || i >= core.gpu.inv.n || i >= GPU_MAX)
+        return;
+    const char *holder = gpus_holder(i);
+    const gpu_hold *h = gpu_hold_get(i);
+    const gpu_report r = gpus_report(i);
+    json_object_set_new(o, "state", json_string(gpu_state_name(r.state)));
+    if (*h->reason && r.out_of_service)
+        json_object_set_new(o, "state_reason", json_string(h->reason));
+    const gpu_health *hh = health_of(i);
+    if (hh && hh->sampled_ms) {
+        json_t *x = json_object();
+        for (int k = 0; k < HEALTH_XID_CODES && hh->xid[k].code; k++) {
+            char c[16];
+            snprintf(c, sizeof c, "%d", hh->xid[k].code);
+            json_object_set_new(x, c, json_integer((json_int_t)hh->xid[k].count));
+        }
+        /* what the backend could not read is null, not -1 */
+        json_t *hj = json_object();
+        json_object_set_new(hj, "temperature_c", known(hh->temperature_c));
+        json_object_set_new(hj, "utilization_pct", known(hh->utilization_pct));
+        json_object_set_new(hj, "memory_used_mb", known(hh->memory_used_mb));
+        json_object_set_new(hj, "power_w", known(hh->power_w));
+        json_object_set_new(hj, "hot", json_boolean(hh->hot));
+        json_object_set_new(hj, "ecc_sbe_events", json_integer((json_int_t)hh->ecc_sbe));
+        json_object_set_new(hj, "ecc_dbe_events", json_integer((json_int_t)hh->ecc_dbe));
+        json_object_set_new(hj, "xid", x);
+        json_object_set_new(hj, "throttle_reasons", known(hh->throttle_reasons));
+        json_object_set_new(hj, "remapped_rows", known(hh->remapped_rows));
+        json_object_set_new(hj, "ecc_sbe_total", known(hh->ecc_sbe_total));
+        json_object_set_new(hj, "ecc_dbe_total", known(hh->ecc_dbe_total));
+        json_object_set_new(o, "health", hj);
+    }
+    json_object_set_new(o, "takes_jobs", json_boolean(r.takes_jobs));
+    json_object_set_new(o, "job", holder ? json_string(holder) : json_null());
+    uint64_t reserved_mb;
+    int tenants = gpus_tenants(i, &reserved_mb);
+    if (tenants)
+        json_object_set_new(o, "shared", json_pack("{s:i,s:I}", "jobs", tenants, "reserved_mb", (json_int_t)reserved_mb));
+    if (h->state == GS_DEGRADED)
+        json_object_set_new(o, "problem", json_string(h->reason));
+}
+
+json_t *gpu_json_all(void)
+{
+    json_t *o = gpu_discovery_json(&core.gpu);
+    json_object_set_new(o, "enabled", json_boolean(core.gpu_on));
+    json_t *gpus = json_object_get(o, "gpus");
+    for (size_t i = 0; i < json_array_size(gpus); i++)
+        add_state(json_array_get(gpus, i), (int)i);
+    return o;
+}
+
+json_t *gpu_json_one(int index)
+{
+    json_t *o = gpu_dev_json(&core.gpu.inv, index);
+    add_state(o, index);
+    return o;
+}
+

@@ -1,0 +1,73 @@
+/* What a user asks of a job (job_ctl.h). */
+#include "job_ctl.h"
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "jobs.h"
+#include "launch.h"
+#include "logstream.h"
+#include "settle.h"
+#include "state.h"
+#include "workflow.h"
+
+int job_ctl_stop(job *j, uid_t by, jerr *e)
+{
+    if (job_state_terminal(j->state) || j->state == JS_STOPPING)
+        return jerr_http(e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
+    if (job_in_queue(j) || j->state == JS_PENDING) {
+        j->stopped_by = by;
+        job_finish(j, JS_CANCELED, "canceled");
+        return 0;
+    }
+    return launch_stop(j, by, e);
+}
+
+int job_ctl_cancel(job *j, uid_t by, jerr *e)
+{
+    if (!job_in_queue(j) && j->state != JS_PENDING)
+        return jerr_http(e, 409, "job %s is %s; only a pending, scheduled, queued or preempted job can be canceled%s",
+                         j->id, job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");
+    j->stopped_by = by;
+    job_finish(j, JS_CANCELED, "canceled");
+    return 0;
+}
+
+static int delete_one(job *j, jerr *e)
+{
+    /* what its end still owes (its GPUs back, its workflow told) is done before it goes */
+    if (j->settle)
+        settle();
+    char dir[700];
+    jobs_dir_of(j, dir, sizeof dir);
+    if (db_delete_job(core.db, j->id, e) < 0) {
+        log_err("%s", e->msg);
+        return -1;
+    }
+    logstream_detach(j);
+    launch_forget(j);
+    workflow_forget_job(j);
+    rm_rf(dir);
+    jobs_remove(j);
+    job_free(j);
+    core.trim_at_ms = now_ms() + 1000;
+    return 0;
+}
+
+int job_ctl_delete(job *j, jerr *e)
+{
+    if (!job_state_terminal(j->state))
+        return jerr_http(e, 409, "job %s is %s; stop or cancel it before deleting it", j->id, job_state_name(j->state));
+    return delete_one(j, e);
+}
+
+size_t job_ctl_delete_ended(uid_t caller)
+{
+    size_t n = 0;
+    for (size_t i = core.njobs; i-- > 0;) {
+        job *j = core.jobs[i];
+        jerr e = {0};
+        if ((caller == 0 || j->owner_uid == caller) && job_state_terminal(j->state) && delete_one(j, &e) == 0)
+            n++;
+    }
+    return n;
+}

@@ -1,0 +1,23 @@
+/* What a user asks of a job that exists: stop, cancel, delete (job_ctl.c). The API's routes
+ * call these; the transitions and their rules are here. */
+#ifndef JOBLET_JOB_CTL_H
+#define JOBLET_JOB_CTL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+#include "job.h"
+
+/* A running job gets SIGTERM (its shim kills it after the grace period); a waiting one is
+ * CANCELED at once. 409 for a job already ended or stopping. by: the caller's uid. */
+int job_ctl_stop(job *j, uid_t by, jerr *e);
+/* A job that has not started (pending, scheduled, queued, preempted) is CANCELED; 409 else. */
+int job_ctl_cancel(job *j, uid_t by, jerr *e);
+/* An ended job, its directory, logs and database rows are gone; 409 for one not ended. The
+ * job is freed: the caller must not use it afterwards. */
+int job_ctl_delete(job *j, jerr *e);
+/* Every ended job the caller may see (root: all); how many were deleted. */
+size_t job_ctl_delete_ended(uid_t caller);
+
+#endif

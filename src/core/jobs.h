@@ -1,0 +1,35 @@
+/* The table of jobs and the changes of one job's own state: found, added, saved, finished,
+ * re-queued. What a change means elsewhere (GPUs back, log followers, workflows, the
+ * scheduler) is left to the settle step: job_finish and job_requeue only mark the job
+ * (job.settle, core.changed) and ask for it (state_want). */
+#ifndef JOBLET_JOBS_H
+#define JOBLET_JOBS_H
+
+#include <sys/types.h>
+
+#include "../common/err.h"
+#include "job.h"
+
+/* By id or unique prefix, among the jobs the caller may see (root sees all). */
+job *jobs_find(const char *id_or_prefix, uid_t caller, jerr *e);
+void jobs_add(job *j);
+/* Out of the table and of the settle step's list; the caller frees it. */
+void jobs_remove(job *j);
+void jobs_dir_of(const job *j, char *out, size_t len);
+/* Marks work for the settle step (enum job_settle bits) and asks for it. */
+void jobs_mark(job *j, unsigned settle);
+/* The jobs marked since the last call, in order; their marks are the caller's to clear.
+ * The array is valid until the next jobs_mark. */
+job **jobs_take_changed(size_t *n);
+
+void job_free(job *j);
+/* Writes the job to the database (committed at the end of the loop turn, or before an API
+ * answer). 0, or -1 with the database's error (also logged). */
+int job_save(job *j);
+/* Sets the terminal state, persists, gives back its room; GPUs, followers and its workflow
+ * follow in the settle step. */
+void job_finish(job *j, enum job_state st, const char *reason);
+/* A preempted job's run is over: it gives back its room and waits in the queue again. */
+void job_requeue(job *j);
+
+#endif

@@ -1,0 +1,58 @@
+/* The settle step (settle.h). */
+#include "settle.h"
+
+#include <stdlib.h>
+
+#include "../common/log.h"
+#include "gpus.h"
+#include "health.h"
+#include "jobs.h"
+#include "logstream.h"
+#include "queue.h"
+#include "state.h"
+#include "workflow.h"
+
+/* A round's work can ask for more (a start that fails ends a job; a workflow cancels its
+ * dependents); each round settles at least one job for good, so this bound is only a guard
+ * against a fault looping: what is left waits for the next turn, which comes at once. */
+#define SETTLE_ROUNDS 64
+
+static void settle_jobs(void)
+{
+    size_t n;
+    job **list = jobs_take_changed(&n);
+    for (size_t i = 0; i < n; i++) {
+        job *j = list[i];
+        uint8_t what = j->settle;
+        j->settle = 0;
+        if (what & JOB_SETTLE_RELEASE)
+            gpus_release(j);
+        if (what & JOB_SETTLE_WAKE)
+            logstream_wake(j);
+        if (what & JOB_SETTLE_WORKFLOW)
+            workflow_job_changed(j);
+    }
+    free(list);
+}
+
+void settle(void)
+{
+    int round = 0;
+    while (core.want && round++ < SETTLE_ROUNDS) {
+        unsigned want = core.want;
+        core.want = 0;
+        if (want & WANT_JOBS)
+            settle_jobs();
+        if (want & (WANT_JOBS | WANT_GPUS))
+            health_reset_when_idle();
+        if (want & WANT_SCHEDULE || core.want & WANT_SCHEDULE) {
+            core.want &= ~(unsigned)WANT_SCHEDULE;
+            queue_run();
+        }
+    }
+    if (core.want)
+        log_warn("settle: work still asked for after %d rounds (0x%x); the next turn goes on", SETTLE_ROUNDS,
+                 core.want);
+}
+
+bool settle_pending(void) { return core.want != 0; }

@@ -1,0 +1,68 @@
+/* The daemon's state: what it was configured with, what it found on the machine, and every
+ * job and workflow it knows. One instance, `core`, owned by the event-loop thread (loop.h):
+ * nothing here needs a lock. What an event changed and the settle step must still carry out
+ * (settle.h) is asked for with state_want(). */
+#ifndef JOBLET_STATE_H
+#define JOBLET_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../common/parse.h"
+#include "../exec/cgroup.h"
+#include "../gpu/gpu.h"
+#include "../store/db.h"
+#include "config.h"
+#include "job.h"
+#include "loop.h"
+
+struct workflow;
+struct gpu_driver_lib;
+
+/* What the settle step (settle.c) must do at the end of this loop turn. Events set these
+ * bits and change state; only the settle step acts on them. */
+enum state_want {
+    WANT_JOBS = 1 << 0,       /* jobs changed (jobs_changed lists them): GPUs back, followers, workflows */
+    WANT_GPUS = 1 << 1,       /* a GPU's holders or state changed: a reset that waited may start */
+    WANT_SCHEDULE = 1 << 2,   /* the scheduler runs */
+};
+
+typedef struct core_state {
+    config cfg;
+    db *db;
+    cg_host cg;
+    job **jobs;               /* every job known, in submission order */
+    size_t njobs, cap;
+    uint64_t next_seq;
+    uint32_t running;         /* jobs holding a shim */
+    char jobs_dir[600];
+    char root_mount[600];     /* shared mount point of every job's root (see spec.h) */
+    int devfilter_prog;       /* loaded eBPF device filter for the default devices, or -1 */
+    char shim_path[600];
+    char io_dev[32];          /* block device of jobs_dir, "" when there is none */
+    char io_dev_why[256];
+    uint8_t online_cpus[CPU_MAX / 8];
+    int ncpus;
+    uint64_t mem_total_mb;
+    int inotify_fd;
+    watch w_inotify;
+    int64_t sched_wakeup_ms;  /* 0 = no scheduled job waiting */
+    int64_t trim_at_ms;       /* when to return freed heap to the system, 0 = no need */
+    gpu_discovery gpu;        /* what discovery found at start */
+    bool gpu_on;              /* GPU support active: GPUs found, or gpu.enabled: true */
+    struct gpu_driver_lib *driver_libs; /* the running driver's libraries (gpu_spec.c) */
+    char scrub_path[600];     /* joblet-gpu-scrub, next to the shim */
+    size_t ndriver_libs;
+    struct workflow **workflows; /* every workflow known, in submission order */
+    size_t nworkflows;
+    uint64_t next_wf_seq;
+    unsigned want;            /* enum state_want bits for the settle step */
+    job **changed;            /* jobs with settle work (job.settle), in the order they changed */
+    size_t nchanged, changed_cap;
+} core_state;
+
+extern core_state core;
+
+static inline void state_want(unsigned what) { core.want |= what; }
+
+#endif

@@ -1,0 +1,297 @@
+/* Workflows at the API's and the database's edge (workflow_json.h): a submitted body checked
+ * and typed (names, conditions, dependency cycles), the stored document read back, and a
+ * workflow as GET /v1/workflows shows it. The engine (workflow.c) sees no JSON but each
+ * job's request, which it hands to the request schema. */
+#include "workflow_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/jsonx.h"
+#include "../common/util.h"
+#include "state.h"
+
+
+static const char *const body_keys[] = {"name", "description", "source", "yaml", "jobs", NULL};
+static const char *const job_keys[] = {"name", "requires", "runtime", "volumes", "request", NULL};
+
+static int known_keys(json_t *o, const char *const *keys, const char *where, jerr *e)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        size_t i = 0;
+        while (keys[i] && strcmp(keys[i], k))
+            i++;
+        if (!keys[i]) {
+            char field[64];
+            snprintf(field, sizeof field, "%s%s", where, k);
+            return jerr_field(e, field, "%s: unknown field", field);
+        }
+    }
+    return 0;
+}
+
+static bool good_name(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    return n > 0 && n <= 128 && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* Depth-first search for a cycle; names it "a -> b -> a". */
+static int find_cycle(const wf_job *jobs, size_t n, json_t *names, size_t at, uint8_t *mark, size_t *stack,
+                      size_t depth, jerr *e)
+{
+    mark[at] = 1;
+    stack[depth] = at;
+    for (size_t c = 0; c < jobs[at].nconds; c++) {
+        size_t d = jobs[at].conds[c].dep;
+        if (mark[d] == 1) {
+            char cyc[sizeof e->msg] = "";
+            size_t k = depth;
+            while (stack[k] != d)
+                k--;
+            for (size_t m = k; m <= depth; m++) {
+                size_t l = strlen(cyc);
+                snprintf(cyc + l, sizeof cyc - l, "%s -> ", json_string_value(json_array_get(names, stack[m])));
+            }
+            size_t l = strlen(cyc);
+            snprintf(cyc + l, sizeof cyc - l, "%s", json_string_value(json_array_get(names, d)));
+            char field[64];
+            snprintf(field, sizeof field, "jobs[%zu].requires", at);
+            return jerr_field(e, field, "%s: dependency cycle: %s", field, cyc);
+        }
+        if (!mark[d] && find_cycle(jobs, n, names, d, mark, stack, depth + 1, e) < 0)
+            return -1;
+    }
+    mark[at] = 2;
+    return 0;
+}
+
+static const enum job_state end_states[] = {JS_COMPLETED, JS_FAILED, JS_STOPPED, JS_CANCELED};
+
+/* jobs[i].requires: [{job, status}] into conditions. */
+static int parse_conds(json_t *reqs, size_t i, json_t *names, wf_job *wj, jerr *e)
+{
+    char field[64];
+    snprintf(field, sizeof field, "jobs[%zu].requires", i);
+    if (!reqs || json_is_null(reqs))
+        return 0;
+    if (!json_is_array(reqs))
+        return jerr_field(e, field, "%s: must be a list of {job, status}", field);
+    wj->conds = xcalloc(json_array_size(reqs) + 1, sizeof *wj->conds);
+    size_t k;
+    json_t *c;
+    json_array_foreach(reqs, k, c)
+    {
+        snprintf(field, sizeof field, "jobs[%zu].requires[%zu]", i, k);
+        const char *dep = json_string_value(json_object_get(c, "job"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (!json_is_object(c) || !dep || !st || json_object_size(c) != 2)
+            return jerr_field(e, field, "%s: must be {\"job\": NAME, \"status\": STATE}", field);
+        size_t d = 0;
+        while (d < json_array_size(names) && strcmp(json_string_value(json_array_get(names, d)), dep))
+            d++;
+        if (d == json_array_size(names))
+            return jerr_field(e, field, "%s: no job '%.64s' in this workflow", field, dep);
+        if (d == i)
+            return jerr_field(e, field, "%s: a job cannot wait for itself", field);
+        enum job_state s;
+        bool ok = job_state_parse(st, &s) == 0 && !strcmp(st, job_state_name(s));
+        for (size_t t = 0; ok && t < ARRAY_LEN(end_states); t++)
+            if (end_states[t] == s)
+                goto found;
+        return jerr_field(e, field, "%s: '%.32s' is not a state a job ends in; use COMPLETED, FAILED, STOPPED or "
+                                    "CANCELED", field, st);
+    found:
+        wj->conds[wj->nconds++] = (wf_cond){d, s};
+    }
+    return 0;
+}
+
+/* names: the jobs' names, filled here (the user's body is not written to). */
+static int check_body(json_t *body, json_t *names, wf_job *jobs, jerr *e)
+{
+    json_t *arr = json_object_get(body, "jobs");
+    size_t i;
+    json_t *jj;
+    json_array_foreach(arr, i, jj)
+    {
+        char field[64];
+        if (!json_is_object(jj)) {
+            snprintf(field, sizeof field, "jobs[%zu]", i);
+            return jerr_field(e, field, "%s: must be an object", field);
+        }
+        snprintf(field, sizeof field, "jobs[%zu].", i);
+        if (known_keys(jj, job_keys, field, e) < 0)
+            return -1;
+        const char *name = json_string_value(json_object_get(jj, "name"));
+        snprintf(field, sizeof field, "jobs[%zu].name", i);
+        if (!good_name(name))
+            return jerr_field(e, field, "%s: a job needs a name of letters, digits, '.', '_' and '-' (at most 128)",
+                              field);
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(json_string_value(json_array_get(names, k)), name))
+                return jerr_field(e, field, "%s: two jobs are named '%s'", field, name);
+        json_array_append_new(names, json_string(name));
+    }
+    json_array_foreach(arr, i, jj)
+    {
+        char field[64];
+        const char *rt = NULL;
+        snprintf(field, sizeof field, "jobs[%zu].runtime", i);
+        if (json_object_get(jj, "runtime") && !(rt = json_string_value(json_object_get(jj, "runtime"))))
+            return jerr_field(e, field, "%s: must be a string", field);
+        if (rt)
+            return jerr_field(e, field, "%s: runtime '%.64s' is not available: this joblet has no runtime "
+                                        "environments yet; remove 'runtime:' to run the command with the host's own "
+                                        "system directories (read-only)", field, rt);
+        json_t *vol = json_object_get(jj, "volumes");
+        snprintf(field, sizeof field, "jobs[%zu].volumes", i);
+        if (vol && !json_is_null(vol) && !(json_is_array(vol) && json_array_size(vol) == 0))
+            return jerr_field(e, field, "%s: volumes are not available in this joblet yet; send files with "
+                                        "'uploads:' instead", field);
+        if (parse_conds(json_object_get(jj, "requires"), i, names, &jobs[i], e) < 0)
+            return -1;
+        json_t *req = json_object_get(jj, "request");
+        snprintf(field, sizeof field, "jobs[%zu].request", i);
+        if (!json_is_object(req))
+            return jerr_field(e, field, "%s: must be an object: the job's request, as POST /v1/jobs takes", field);
+        json_t *rn = json_object_get(req, "name");
+        if (rn && (!json_is_string(rn) || strcmp(json_string_value(rn), json_string_value(json_array_get(names, i)))))
+        {
+            snprintf(field, sizeof field, "jobs[%zu].request.name", i);
+            return jerr_field(e, field, "%s: must be the job's name or absent", field);
+        }
+        json_object_set_new(req, "name", json_string(json_string_value(json_array_get(names, i))));
+    }
+    size_t n = json_array_size(arr);
+    uint8_t *mark = xcalloc(n, 1);
+    size_t *stack = xcalloc(n, sizeof *stack);
+    int rc = 0;
+    for (i = 0; i < n && rc == 0; i++)
+        if (!mark[i])
+            rc = find_cycle(jobs, n, names, i, mark, stack, 0, e);
+    free(mark);
+    free(stack);
+    return rc;
+}
+
+
+int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
+{
+    *b = (wf_body){0};
+    if (!json_is_object(body))
+        return jerr_field(e, "", "a workflow is a JSON object: {name, description, source, yaml, jobs}");
+    if (known_keys(body, body_keys, "", e) < 0)
+        return -1;
+    const char *name = NULL, *desc = NULL, *source = NULL, *yaml = NULL;
+    if (jx_str(body, "name", &name, e) < 0 || jx_str(body, "description", &desc, e) < 0 ||
+        jx_str(body, "source", &source, e) < 0 || jx_str(body, "yaml", &yaml, e) < 0)
+        return -1;
+    if (!name || !*name || strlen(name) > 200)
+        return jerr_field(e, "name", "name: a workflow needs a name of 1 to 200 characters");
+    if (yaml && strlen(yaml) > (1u << 20))
+        return jerr_field(e, "yaml", "yaml: the workflow file is larger than 1 MiB");
+    json_t *arr = json_object_get(body, "jobs");
+    size_t n = json_array_size(arr);
+    if (!json_is_array(arr) || n == 0 || n > 10000)
+        return jerr_field(e, "jobs", "jobs: a workflow needs a list of 1 to 10000 jobs");
+    b->n = n;
+    b->jobs = xcalloc(n, sizeof *b->jobs);
+    b->requests = xcalloc(n, sizeof *b->requests);
+    json_t *names = json_array();
+    int rc = check_body(body, names, b->jobs, e);
+    if (rc == 0) {
+        b->doc = json_pack("{s:s,s:s?,s:s?,s:s?,s:[]}", "name", name, "description", desc, "source", source, "yaml",
+                           yaml, "jobs");
+        json_t *docjobs = json_object_get(b->doc, "jobs");
+        for (size_t i = 0; i < n; i++) {
+            json_t *src = json_array_get(arr, i);
+            json_t *rq = json_object_get(src, "requires");
+            json_array_append_new(docjobs, json_pack("{s:O,s:o}", "name", json_array_get(names, i), "requires",
+                                                     rq ? json_incref(rq) : json_array()));
+            b->jobs[i].name = xstrdup(json_string_value(json_array_get(names, i)));
+            b->requests[i] = json_object_get(src, "request");
+        }
+        b->name = json_string_value(json_object_get(b->doc, "name"));
+    }
+    json_decref(names);
+    if (rc < 0)
+        workflow_body_free(b);
+    return rc;
+}
+
+int workflow_json_load(workflow *wf, jerr *e)
+{
+    json_t *names = json_array(), *arr = json_object_get(wf->doc, "jobs"), *jj;
+    size_t i;
+    json_array_foreach(arr, i, jj) json_array_append(names, json_object_get(jj, "name"));
+    wf->n = json_array_size(arr);
+    wf->jobs = xcalloc(wf->n + 1, sizeof *wf->jobs);
+    int rc = 0;
+    json_array_foreach(arr, i, jj)
+    {
+        const char *name = json_string_value(json_object_get(jj, "name"));
+        wf->jobs[i].name = xstrdup(name ? name : "?");
+        jerr ce = {0};
+        if (parse_conds(json_object_get(jj, "requires"), i, names, &wf->jobs[i], &ce) < 0) {
+            *e = ce;
+            rc = -1;
+        }
+    }
+    json_decref(names);
+    return rc;
+}
+
+json_t *workflow_json(const workflow *wf, bool detail)
+{
+    json_t *o = json_object(), *jobs = json_array(), *counts = json_object();
+    json_object_set_new(o, "id", json_string(wf->id));
+    json_object_set(o, "name", json_object_get(wf->doc, "name"));
+    json_object_set_new(o, "description", json_incref(json_object_get(wf->doc, "description")) ?: json_null());
+    json_object_set_new(o, "source", json_incref(json_object_get(wf->doc, "source")) ?: json_null());
+    json_object_set_new(o, "state", json_string(wf_state_name(wf->state)));
+    json_object_set_new(o, "owner_uid", json_integer(wf->owner_uid));
+    jx_set_time_or_null(o, "created_at", wf->created_ms);
+    jx_set_time_or_null(o, "started_at", wf->started_ms);
+    jx_set_time_or_null(o, "ended_at", wf->ended_ms);
+    jx_set_str_or_null(o, "reason", wf->reason);
+    json_object_set_new(o, "canceled_by", wf->canceled_by >= 0 ? json_integer(wf->canceled_by) : json_null());
+    for (size_t i = 0; i < wf->n; i++) {
+        const job *j = wf->jobs[i].j;
+        json_t *jo = json_object();
+        json_object_set_new(jo, "name", json_string(wf->jobs[i].name));
+        json_object_set(jo, "requires", json_object_get(json_array_get(json_object_get(wf->doc, "jobs"), i), "requires"));
+        json_object_set_new(jo, "job_id", j ? json_string(j->id) : json_null());
+        const char *st = j ? job_state_name(j->state) : "DELETED";
+        json_object_set_new(jo, "status", json_string(st));
+        json_object_set_new(counts, st, json_integer(json_integer_value(json_object_get(counts, st)) + 1));
+        json_object_set_new(jo, "exit_code", j && j->has_exit ? json_integer(j->exit_code) : json_null());
+        jx_set_str_or_null(jo, "end_reason", j ? j->end_reason : NULL);
+        jx_set_str_or_null(jo, "error", j ? j->error : NULL);
+        json_t *g = json_array();
+        for (size_t k = 0; j && k < j->gpus.n; k++)
+            json_array_append_new(g, json_integer(j->gpus.g[k].index));
+        json_object_set_new(jo, "gpus", g);
+        jx_set_time_or_null(jo, "started_at", j ? j->started_ms : 0);
+        jx_set_time_or_null(jo, "ended_at", j ? j->ended_ms : 0);
+        json_array_append_new(jobs, jo);
+    }
+    json_object_set_new(o, "jobs", jobs);
+    json_object_set_new(o, "counts", counts);
+    if (detail)
+        json_object_set_new(o, "yaml", json_incref(json_object_get(wf->doc, "yaml")) ?: json_null());
+    return o;
+}
+
+json_t *workflow_json_list(uid_t caller)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < core.nworkflows; i++)
+        if (workflow_visible(core.workflows[i], caller))
+            json_array_append_new(arr, workflow_json(core.workflows[i], false));
+    return json_pack("{s:o}", "workflows", arr);
+}
