@@ -22,11 +22,11 @@
 const jobreq_field jobreq_fields[JR_N] = {
     /* key              flag             yaml             res    daemon kind      unit        min, max */
     [JR_COMMAND] = {"command", NULL, "command", false, false, JK_TEXT, JU_NONE, 1, 4096, OFF(command),
-                    "must be the program to run, at most %lld bytes"},
+                    "must be the program to run, at most %2$lld bytes"},
     [JR_ARGS] = {"args", NULL, "args", false, false, JK_LIST, JU_NONE, 0, 128 * 1024, OFF(args),
-                 "must be a list of strings of at most %lld bytes each"},
+                 "must be a list of strings of at most %2$lld bytes each"},
     [JR_NAME] = {"name", "--name", NULL, false, false, JK_TEXT, JU_NAME, 1, 128, OFF(name),
-                 "must be a non-empty name of at most %lld bytes"},
+                 "must be a non-empty name of at most %2$lld bytes"},
     [JR_ENV] = {"env", "--env", "environment", false, false, JK_ENV, JU_NONE, 0, 128 * 1024, OFF(env),
                 "must be an object of NAME: value strings"},
     [JR_SECRET_ENV] = {"secret_env", "--secret-env", "secret_environment", false, false, JK_ENV, JU_NONE, 0,
@@ -124,15 +124,18 @@ static enum jobreq_id id_of(const jobreq_field *f) { return (enum jobreq_id)(f -
 
 void jobreq_accepts(const jobreq_field *f, char *out, size_t len)
 {
-    /* the table's sentence with its bounds: the first %lld is min, the second max */
+    /* the table's sentence with its bounds: the first %lld is min, the second max; %1$lld is
+     * min and %2$lld max wherever they stand */
     size_t o = 0;
     int nth = 0;
     for (const char *p = f->accepts; *p && o + 1 < len; p++) {
-        if (!strncmp(p, "%lld", 4)) {
-            o += (size_t)snprintf(out + o, len - o, "%lld", (long long)(nth++ ? f->max : f->min));
+        bool lld = !strncmp(p, "%lld", 4), pos = !strncmp(p, "%1$lld", 6) || !strncmp(p, "%2$lld", 6);
+        if (lld || pos) {
+            bool max = pos ? p[1] == '2' : nth++ > 0;
+            o += (size_t)snprintf(out + o, len - o, "%lld", (long long)(max ? f->max : f->min));
             if (o >= len)
                 o = len - 1;
-            p += 3;
+            p += pos ? 5 : 3;
         } else {
             out[o++] = *p;
         }
@@ -150,6 +153,9 @@ static int refuse(jerr *e, const jobreq_field *f, const char *shown)
     if (strlen(shown) >= sizeof v)
         snprintf(v + sizeof v - 4, 4, "...");
     utf8_sanitize(v);
+    for (char *c = v; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';   /* no control characters in a message for a terminal */
     return jerr_field(e, f->key, "%s: '%s' %s", f->key, v, acc);
 }
 
@@ -606,25 +612,35 @@ static int upload_path_ok(const char *p, jerr *e)
     return 0;
 }
 
+/* A refusal of one member of an upload ("mode: ...") named by its place in the request
+ * ("uploads[2].mode: ..."), as every other refusal names a field of the request. */
+static int in_upload(jerr *e, size_t i)
+{
+    char field[sizeof e->field], msg[sizeof e->msg];
+    snprintf(field, sizeof field, "uploads[%zu].%s", i, e->field);
+    snprintf(msg, sizeof msg, "uploads[%zu].%s", i, e->msg);
+    return jerr_field(e, field, "%s", msg);
+}
+
 static int upload_from_json(job_req *r, json_t *u, size_t i, int flags, json_t *seen, jerr *e)
 {
     if (!json_is_object(u))
         return jerr_field(e, "uploads", "uploads[%zu]: must be an object", i);
     if (jx_only_keys(u, flags & JOBREQ_FROM_DB ? listing_keys : upload_keys, "an upload", e) < 0)
-        return -1;
+        return in_upload(e, i);
     const char *path = NULL, *type = NULL, *content = NULL, *target = NULL;
     uint64_t mode = 0644, size = 0;
     bool has_mode = json_object_get(u, "mode") != NULL;
     if (jx_str(u, "path", &path, e) < 0 || jx_str(u, "type", &type, e) < 0 ||
         jx_str(u, "target", &target, e) < 0)
-        return -1;
+        return in_upload(e, i);
     if (flags & JOBREQ_FROM_DB) {
         /* the listing: mode as "0644", the size written */
         const char *m = json_string_value(json_object_get(u, "mode"));
         mode = m ? strtoul(m, NULL, 8) : 0644;
         size = (uint64_t)json_integer_value(json_object_get(u, "size"));
     } else if (jx_str(u, "content_b64", &content, e) < 0 || jx_u64(u, "mode", 0, 07777, &mode, e) < 0) {
-        return -1;
+        return in_upload(e, i);
     }
     if (!path)
         return jerr_field(e, "uploads", "uploads[%zu]: path is required", i);

@@ -61,7 +61,7 @@ typedef struct jobreq_field {
     enum jobreq_unit unit;
     int64_t min, max;       /* JK_INT: the accepted range; JK_TEXT: max = length in bytes */
     size_t off;             /* where the value lives in job_req */
-    const char *accepts;    /* "must be ..." with the bounds as %lld, %lld */
+    const char *accepts;    /* "must be ..." with the bounds as %lld, %lld (min, max) or %2$lld (max) */
 } jobreq_field;
 
 extern const jobreq_field jobreq_fields[JR_N];
