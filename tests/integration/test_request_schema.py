@@ -25,15 +25,16 @@ def machine_cpus():
 # "daemon": by the daemon, which knows the machine), and the sentence after the label. A sentence
 # may be a function of the machine (its CPUs).
 CASES = {
-    "gpu-count-0": (["--gpu=0"], "resources:\n  gpu_count: 0", {"gpu_count": 0},
-                    ("--gpu", "gpu_count", "gpu_count"), "rnx",
-                    "'0' must be a number of GPUs from 1 to 64, or all"),
+    # (gpu_count 0 is no GPU, accepted everywhere: test_gpu_count_0_is_no_gpu_on_every_surface)
+    "gpu-count-minus-1": (["--gpu=-1"], "resources:\n  gpu_count: -1", {"gpu_count": -1},
+                          ("--gpu", "gpu_count", "gpu_count"), "rnx",
+                          "'-1' must be a number of GPUs from 0 to 64, or all"),
     "gpu-count-65": (["--gpu=65"], "resources:\n  gpu_count: 65", {"gpu_count": 65},
                      ("--gpu", "gpu_count", "gpu_count"), "rnx",
-                     "'65' must be a number of GPUs from 1 to 64, or all"),
+                     "'65' must be a number of GPUs from 0 to 64, or all"),
     "gpu-count-two": (["--gpu=two"], "resources:\n  gpu_count: two", {"gpu_count": "two"},
                       ("--gpu", "gpu_count", "gpu_count"), "rnx",
-                      "'two' must be a number of GPUs from 1 to 64, or all"),
+                      "'two' must be a number of GPUs from 0 to 64, or all"),
     "gpu-all-and-count": (["--gpu=all", "--gpu=2"], None, {"gpu_all": True, "gpu_count": 2},
                           ("--gpu=all", None, "gpu_all"), "rnx",
                           "asks for every GPU; do not also give gpu_count or gpu_ids"),
@@ -96,7 +97,7 @@ CASES = {
                        "is empty; it must be a GPU model, e.g. H100 (rnx gpu list shows the names)"),
     "cross-numa-maybe": (["--gpu=1", "--cross-numa=maybe"], "resources:\n  gpu_count: 1\n  cross_numa: maybe",
                          {"gpu_count": 1, "cross_numa": "maybe"}, ("--cross-numa", "cross_numa", "cross_numa"), "rnx",
-                         "'maybe' must be true or false (yes or no)"),
+                         "'maybe' must be yes or no (true or false)"),
     "preemptible-maybe": (None, "resources:\n  preemptible: maybe", {"preemptible": "maybe"},
                           (None, "preemptible", "preemptible"), "rnx", "'maybe' must be true or false"),
     "gpu-share-without-memory": (["--gpu=1", "--gpu-share"], "resources:\n  gpu_count: 1\n  gpu_share: true",
@@ -236,3 +237,25 @@ def test_one_sentence_on_every_surface(daemon, tmp_path):
         if len(set(said.values())) != 1:
             differ.append((case, said))
     assert differ == [], "\n".join(f"{c}: {s}" for c, s in differ)
+
+
+def test_gpu_count_0_is_no_gpu_on_every_surface(fresh_daemon, tmp_path):
+    """gpu_count 0 asks for no GPU, as leaving it out does: `--gpu=0`, `gpu_count: 0` and
+    {"gpu_count": 0} each make a job that runs with no GPU, stored with gpu_count 0."""
+    d = fresh_daemon()
+    p = d.rnx("job", "run", "--gpu=0", "true")
+    assert p.returncode == 0 and p.stderr == "", (p.stdout, p.stderr)
+    ids = [p.stdout.strip()]
+    path = tmp_path / "zero.yaml"
+    path.write_text(yaml_text("resources:\n  gpu_count: 0"))
+    p = d.rnx("workflow", "run", "--follow", str(path))
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    ids += [j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j["id"] not in ids]
+    status, answer = d.api("POST", "/v1/jobs", {"command": "true", "gpu_count": 0})
+    assert status == 201, answer
+    ids.append(answer["id"])
+    assert len(set(ids)) == 3, ids
+    for i in ids:
+        job = d.wait(i)
+        assert job["status"] == "COMPLETED" and job["exit_code"] == 0, job
+        assert job["gpus"] == [] and job["gpu_request"]["count"] == 0 and not job["gpu_request"]["all"], job

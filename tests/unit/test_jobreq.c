@@ -63,7 +63,7 @@ typedef struct field_case {
     const char *text_bad;     /* refused as text */
     const char *text_msg;
     const char *json_bad;     /* refused over the API */
-    const char *json_msg;
+    const char *json_msg;     /* NULL: not refused, but left out of the request */
 } field_case;
 
 #define GPU1 "\"gpu_count\": 1, "
@@ -122,8 +122,8 @@ static const field_case cases[] = {
      NULL, NULL,
      "[{\"path\": \"../x\"}]", "uploads: '../x' must not contain empty, '.' or '..' parts"},
     {JR_GPU_COUNT, "", 0, "2", "2", "64", "64",
-     "0", "gpu_count: '0' must be a number of GPUs from 1 to 64, or all",
-     "65", "gpu_count: '65' must be a number of GPUs from 1 to 64, or all"},
+     "-1", "gpu_count: '-1' must be a number of GPUs from 0 to 64, or all",
+     "65", "gpu_count: '65' must be a number of GPUs from 0 to 64, or all"},
     {JR_GPU_MEMORY_MB, GPU1, 0, "16GB", "16384", "1", "1",
      "0", "gpu_memory_mb: '0' is not a size of at least 1 MB; use megabytes (4096) or a unit: 4096MB, 8GB",
      "\"16GB\"", "gpu_memory_mb: '16GB' is not a size of at least 1 MB; use megabytes (4096) or a unit: 4096MB, 8GB"},
@@ -155,17 +155,19 @@ static const field_case cases[] = {
      "maybe", "gpu_share: 'maybe' must be true or false",
      "null", NULL /* null is "not given": accepted */},
     {JR_CROSS_NUMA, GPU1, 0, "no", "false", "true", "true",
-     "maybe", "cross_numa: 'maybe' must be true or false (yes or no)",
-     "\"no\"", "cross_numa: 'no' must be true or false (yes or no)"},
+     "maybe", "cross_numa: 'maybe' must be yes or no (true or false)",
+     "1", "cross_numa: '1' must be yes or no (true or false)"},
     {JR_PREEMPTIBLE, "", 0, "TRUE", "true", "false", "false",
      "1", "preemptible: '1' must be true or false",
      "[]", "preemptible: 'a list' must be true or false"},
+    /* the daemon's own fields are read from what it stored, where a value this version refuses
+     * is left out (and logged), the job kept: json_msg NULL */
     {JR_PIDS_MAX, "", JOBREQ_FROM_DB, "512", "512", "0", "0",
      "-1", "pids_max: '-1' must be a whole number",
-     "\"x\"", "pids_max: 'x' must be a whole number"},
+     "\"x\"", NULL},
     {JR_GPU_DEGRADED, "", JOBREQ_FROM_DB, "asks for 8 GPUs", "\"asks for 8 GPUs\"", "\"no GPU\"", "\"no GPU\"",
      NULL, NULL,
-     "1", "gpu_degraded: must be a string"},
+     "1", NULL},
 };
 
 /* {"command": "x", <ctx> "<key>": <value>} */
@@ -237,6 +239,7 @@ static void test_fields_from_json(void **state)
         if (!c->json_msg) {
             assert_int_equal(rc, 0);
             assert_false(jobreq_has(&r, c->id));
+            assert_string_equal(r.command, "x");
             jobreq_free(&r);
         } else {
             if (rc == 0)
@@ -301,7 +304,7 @@ static void test_fields_from_text(void **state)
 static void test_text_and_json_refuse_alike(void **state)
 {
     static const struct { enum jobreq_id id; const char *text, *json; } same[] = {
-        {JR_GPU_COUNT, "0", "0"},           {JR_GPU_COUNT, "65", "65"},         {JR_GPU_COUNT, "two", "\"two\""},
+        {JR_GPU_COUNT, "-1", "-1"},         {JR_GPU_COUNT, "65", "65"},         {JR_GPU_COUNT, "two", "\"two\""},
         {JR_PRIORITY, "5000", "5000"},      {JR_PRIORITY, "-1001", "-1001"},    {JR_MAX_MEMORY_MB, "2", "2"},
         {JR_MAX_MEMORY_MB, "12XB", "\"12XB\""}, {JR_MAX_RUNTIME_S, "0", "0"}, {JR_MAX_RUNTIME_S, "soon", "\"soon\""},
         {JR_MAX_CPU, "0", "0"},             {JR_MAX_CPU, "lots", "\"lots\""},   {JR_MAX_IOBPS, "fast", "\"fast\""},
@@ -365,7 +368,7 @@ static void test_text_units(void **state)
         {JR_MAX_CPU, "0%", "max_cpu: '0%' " CPU_PCT},
         {JR_PRIORITY, "1e3", "priority: '1e3' must be a whole number from -1000 to 1000 (higher runs first; default 0)"},
         {JR_PRIORITY, " 5", "priority: ' 5' must be a whole number from -1000 to 1000 (higher runs first; default 0)"},
-        {JR_GPU_COUNT, "99999999999999999999", "gpu_count: '99999999999999999999' must be a number of GPUs from 1 to "
+        {JR_GPU_COUNT, "99999999999999999999", "gpu_count: '99999999999999999999' must be a number of GPUs from 0 to "
                                                "64, or all"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -450,6 +453,53 @@ static void test_env(void **state)
     assert_msg(&e, "secret_env", "secret_env: 'A' is also set as a plain variable; give each variable once", "api");
     json_decref(b);
     jobreq_free(&r);
+}
+
+/* gpu_count 0 is no GPU, as leaving it out: accepted from text and JSON alike, and a GPU
+ * qualifier beside it is refused as beside no gpu_count. */
+static void test_gpu_count_zero(void **state)
+{
+    const jobreq_field *f = jobreq_field_by_flag("--gpu");
+    job_req r = {0};
+    jerr e = {0};
+    assert_int_equal(jobreq_set_command(&r, "x", &e), 0);
+    assert_int_equal(jobreq_set_text(&r, f, "0", NOW, &e), 0);
+    assert_true(jobreq_has(&r, JR_GPU_COUNT));
+    assert_int_equal(r.gpu_count, 0);
+    assert_false(r.gpu_all);
+    assert_int_equal(jobreq_check(&r, &e), 0);
+    json_t *out = jobreq_to_json(&r, 0);
+    assert_json_eq(out, "{\"command\": \"x\", \"gpu_count\": 0}", "text 0");
+    job_req back;
+    assert_int_equal(jobreq_from_json(out, &back, 0, NOW, &e), 0);
+    assert_int_equal(back.has, r.has);
+    assert_int_equal(back.gpu_count, 0);
+    jobreq_free(&back);
+    json_decref(out);
+    assert_int_equal(jobreq_set_text(&r, jobreq_field_by_flag("--gpu-type"), "H100", NOW, &e), 0);
+    memset(&e, 0, sizeof e);
+    assert_int_equal(jobreq_check(&r, &e), -1);
+    assert_msg(&e, "gpu_type", "gpu_type: qualifies a GPU request, but the job asks for no GPU; add gpu_count", "text");
+    jobreq_free(&r);
+    static const char *const bodies[] = {
+        "{\"command\": \"x\", \"gpu_count\": 0, \"gpu_type\": \"H100\"}",
+        "{\"command\": \"x\", \"gpu_count\": 0, \"gpu_share\": true, \"gpu_memory_mb\": 10}",
+    };
+    static const char *const fields[] = {"gpu_type", "gpu_share"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *b = json_of(bodies[i]);
+        char want[200];
+        memset(&e, 0, sizeof e);
+        assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), -1);
+        snprintf(want, sizeof want, "%s: qualifies a GPU request, but the job asks for no GPU; add gpu_count", fields[i]);
+        assert_msg(&e, fields[i], want, bodies[i]);
+        json_decref(b);
+    }
+    /* a MIG device beside gpu_count 0 asks for that device alone */
+    json_t *b = json_of("{\"command\": \"x\", \"gpu_count\": 0, \"gpu_mig\": \"1g.10gb\"}");
+    assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), 0);
+    jobreq_free(&r);
+    json_decref(b);
 }
 
 static void test_command_and_args(void **state)
@@ -547,8 +597,6 @@ static void test_from_db(void **state)
     jobreq_free(&r);
     /* each of these is refused from a client */
     static const struct { const char *body, *field, *msg; } api[] = {
-        {"{\"command\": \"x\", \"gpu_count\": 0}", "gpu_count",
-         "gpu_count: '0' must be a number of GPUs from 1 to 64, or all"},
         {"{\"command\": \"x\", \"schedule_at\": \"2020-01-01T00:00:00Z\"}", "schedule_at",
          "schedule_at: '2020-01-01T00:00:00Z' is in the past"},
         {"{\"command\": \"x\", \"uploads\": [{\"path\": \"a.txt\", \"type\": \"file\", \"mode\": 384, \"size\": 3}]}",
@@ -577,6 +625,16 @@ static void test_from_db(void **state)
         assert_msg(&e, api[i].field, api[i].msg, api[i].body);
         json_decref(x);
     }
+    json_decref(b);
+    /* a stored field this version refuses is left out; the rest of the job is read */
+    b = json_of("{\"command\": \"x\", \"priority\": 5000, \"gpu_count\": 2, \"network\": \"bridge\"}");
+    memset(&e, 0, sizeof e);
+    assert_int_equal(jobreq_from_json(b, &r, JOBREQ_FROM_DB, NOW, &e), 0);
+    assert_false(jobreq_has(&r, JR_PRIORITY));
+    assert_false(jobreq_has(&r, JR_NETWORK));
+    assert_int_equal(r.gpu_count, 2);
+    assert_string_equal(e.msg, "");
+    jobreq_free(&r);
     json_decref(b);
 }
 
@@ -817,8 +875,8 @@ static void test_lookups(void **state)
 static void test_reword(void **state)
 {
     static const struct { const char *field, *msg, *label, *want; } cases_r[] = {
-        {"gpu_count", "gpu_count: '0' must be a number of GPUs from 1 to 64, or all", "--gpu",
-         "--gpu: '0' must be a number of GPUs from 1 to 64, or all"},
+        {"gpu_count", "gpu_count: '65' must be a number of GPUs from 0 to 64, or all", "--gpu",
+         "--gpu: '65' must be a number of GPUs from 0 to 64, or all"},
         {"max_memory_mb", "max_memory_mb: '2' is not a size", "max_memory", "max_memory: '2' is not a size"},
         {"env", "env: 'A' is given twice", "environment", "environment: 'A' is given twice"},
         {"secret_env", "secret_env: 'A' is also set", "--secret-env", "--secret-env: 'A' is also set"},
@@ -830,7 +888,7 @@ static void test_reword(void **state)
         {"", "the request body must be a JSON object", "--x", "the request body must be a JSON object"},
         {"bogus", "bogus: unknown field", "--bogus", "bogus: unknown field"},
         {"gpu_countx", "gpu_countx: odd", "--gpu", "gpu_countx: odd"},
-        {"gpu_count", "gpu_count: '0' must be", NULL, "gpu_count: '0' must be"},
+        {"gpu_count", "gpu_count: '65' must be", NULL, "gpu_count: '65' must be"},
     };
     for (size_t i = 0; i < sizeof cases_r / sizeof cases_r[0]; i++) {
         jerr e = {0};
@@ -868,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_text_units),
         cmocka_unit_test(test_text_gpus_all_and_schedule),
         cmocka_unit_test(test_env),
+        cmocka_unit_test(test_gpu_count_zero),
         cmocka_unit_test(test_command_and_args),
         cmocka_unit_test(test_unknown_and_daemon_fields),
         cmocka_unit_test(test_from_db),
