@@ -386,24 +386,41 @@ static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t l
     return 0;
 }
 
-int jobreq_add_env(job_req *r, bool secret, const char *name, const char *value, jerr *e)
+/* One variable of env or secret_env, from text or from JSON alike: its name, its length, and
+ * whether it is already in the same map (twice) or in the other one (both); each caller finds
+ * those its own way, the sentences are these. */
+static int env_refused(const jobreq_field *f, const char *name, size_t len, bool twice, bool both, jerr *e)
 {
-    const jobreq_field *f = &jobreq_fields[secret ? JR_SECRET_ENV : JR_ENV];
     if (!env_key_valid(name))
         return jerr_field(e, f->key, "%s: '%.64s' is not a valid variable name; use letters, digits and '_', not "
                                      "starting with a digit", f->key, name);
-    if (strlen(value) > (size_t)f->max)
+    if (len > (size_t)f->max)
         return jerr_field(e, f->key, "%s: %s: longer than %lld bytes", f->key, name, (long long)f->max);
-    if (jobreq_env_get(r, secret, name))
+    if (twice)
         return jerr_field(e, f->key, "%s: '%s' is given twice", f->key, name);
-    if (jobreq_env_get(r, !secret, name))
+    if (both)
         return jerr_field(e, "secret_env", "secret_env: '%s' is also set as a plain variable; give each variable "
                                            "once", name);
+    return 0;
+}
+
+static void env_push(job_req *r, const jobreq_field *f, const char *name, const char *value)
+{
+    bool secret = id_of(f) == JR_SECRET_ENV;
     jobreq_pair **p = secret ? &r->secret_env : &r->env;
     size_t *n = secret ? &r->nsecret_env : &r->nenv;
     *p = xrealloc(*p, (*n + 1) * sizeof **p);
     (*p)[(*n)++] = (jobreq_pair){xstrdup(name), xstrdup(value)};
     r->has |= 1ull << id_of(f);
+}
+
+int jobreq_add_env(job_req *r, bool secret, const char *name, const char *value, jerr *e)
+{
+    const jobreq_field *f = &jobreq_fields[secret ? JR_SECRET_ENV : JR_ENV];
+    if (env_refused(f, name, strlen(value), jobreq_env_get(r, secret, name) != NULL,
+                    jobreq_env_get(r, !secret, name) != NULL, e) < 0)
+        return -1;
+    env_push(r, f, name, value);
     return 0;
 }
 
@@ -559,20 +576,13 @@ static int env_from_json(job_req *r, const jobreq_field *f, json_t *obj, json_t 
             return jerr_field(e, f->key, "%s: must be a string", f->key);
         if (strlen(json_string_value(v)) != json_string_length(v))
             return jerr_field(e, f->key, "%s: must not contain a NUL character", f->key);
-        bool secret = id_of(f) == JR_SECRET_ENV;
-        if (!env_key_valid(k))
-            return jerr_field(e, f->key, "%s: '%.64s' is not a valid variable name; use letters, digits and '_', not "
-                                         "starting with a digit", f->key, k);
-        if (json_string_length(v) > (size_t)f->max)
-            return jerr_field(e, f->key, "%s: %s: longer than %lld bytes", f->key, k, (long long)f->max);
-        if (secret && json_object_get(other, k))
-            return jerr_field(e, "secret_env", "secret_env: '%s' is also in env; give each variable once", k);
-        jobreq_pair **p = secret ? &r->secret_env : &r->env;
-        size_t *n = secret ? &r->nsecret_env : &r->nenv;
-        *p = xrealloc(*p, (*n + 1) * sizeof **p);
-        (*p)[(*n)++] = (jobreq_pair){xstrdup(k), xstrdup(json_string_value(v))};
+        /* (env is read first: secret_env's variables are the ones found in both) */
+        bool both = id_of(f) == JR_SECRET_ENV && json_object_get(other, k);
+        if (env_refused(f, k, json_string_length(v), false, both, e) < 0)
+            return -1;
+        env_push(r, f, k, json_string_value(v));
     }
-    r->has |= 1ull << id_of(f);
+    /* an empty object gives no variable: the field is not given, as with no -e or environment: {} */
     return 0;
 }
 

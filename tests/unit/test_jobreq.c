@@ -452,6 +452,32 @@ static void test_env(void **state)
     assert_int_equal(jobreq_from_json(b, &x, 0, NOW, &e), -1);
     assert_msg(&e, "secret_env", "secret_env: 'A' is also set as a plain variable; give each variable once", "api");
     json_decref(b);
+    b = json_of("{\"secret_env\": {\"A\": \"2\"}, \"command\": \"x\", \"env\": {\"B\": \"1\", \"A\": \"1\"}}");
+    assert_int_equal(jobreq_from_json(b, &x, 0, NOW, &e), -1);
+    assert_msg(&e, "secret_env", "secret_env: 'A' is also set as a plain variable; give each variable once",
+               "api, secret_env first");
+    json_decref(b);
+    /* the other refusals of a variable, over the API in the words -e and environment: use */
+    b = json_of("{\"command\": \"x\", \"secret_env\": {\"A-B\": \"2\"}}");
+    assert_int_equal(jobreq_from_json(b, &x, 0, NOW, &e), -1);
+    assert_msg(&e, "secret_env",
+               "secret_env: 'A-B' is not a valid variable name; use letters, digits and '_', not starting with a digit",
+               "api name");
+    json_decref(b);
+    big = calloc(1, 128 * 1024 + 2);
+    memset(big, 'v', 128 * 1024 + 1);
+    b = json_pack("{s:s, s:{s:s}}", "command", "x", "env", "BIG", big);
+    free(big);
+    assert_int_equal(jobreq_from_json(b, &x, 0, NOW, &e), -1);
+    assert_msg(&e, "env", "env: BIG: longer than 131072 bytes", "api big");
+    json_decref(b);
+    /* an empty object sets no variable: the field is not given, as with no -e */
+    b = json_of("{\"command\": \"x\", \"env\": {}, \"secret_env\": {}}");
+    assert_int_equal(jobreq_from_json(b, &x, 0, NOW, &e), 0);
+    assert_false(jobreq_has(&x, JR_ENV));
+    assert_false(jobreq_has(&x, JR_SECRET_ENV));
+    jobreq_free(&x);
+    json_decref(b);
     jobreq_free(&r);
 }
 
