@@ -252,24 +252,52 @@ const char *jobreq_env_get(const job_req *r, bool secret, const char *name)
     return NULL;
 }
 
+/* One field taken out of the request: as if it had not been given. */
+static void clear_field(job_req *r, enum jobreq_id id)
+{
+    const jobreq_field *f = &jobreq_fields[id];
+    switch (f->kind) {
+    case JK_TEXT:
+        free(*str_at(r, f));
+        *str_at(r, f) = NULL;
+        if (id == JR_SCHEDULE_AT)
+            r->schedule_ms = 0;
+        break;
+    case JK_INT: *int_at(r, f) = 0; break;
+    case JK_BOOL: *bool_at(r, f) = false; break;
+    case JK_LIST:
+        if (id == JR_ARGS)
+            free_list(r->args, r->nargs), r->args = NULL, r->nargs = 0;
+        else
+            free_list(r->gpu_ids, r->ngpu_ids), r->gpu_ids = NULL, r->ngpu_ids = 0;
+        break;
+    case JK_ENV: {
+        jobreq_pair **p = id == JR_SECRET_ENV ? &r->secret_env : &r->env;
+        size_t *n = id == JR_SECRET_ENV ? &r->nsecret_env : &r->nenv;
+        for (size_t i = 0; i < *n; i++)
+            free((*p)[i].name), free((*p)[i].value);
+        free(*p);
+        *p = NULL;
+        *n = 0;
+        break;
+    }
+    case JK_UPLOADS:
+        for (size_t i = 0; i < r->nuploads; i++) {
+            jobreq_upload *u = &r->uploads[i];
+            free(u->path), free(u->type), free(u->target), free(u->content_b64);
+        }
+        free(r->uploads);
+        r->uploads = NULL;
+        r->nuploads = 0;
+        break;
+    }
+    r->has &= ~(1ull << id);
+}
+
 void jobreq_free(job_req *r)
 {
     for (int i = 0; i < JR_N; i++)
-        if (jobreq_fields[i].kind == JK_TEXT)
-            free(*str_at(r, &jobreq_fields[i]));
-    free_list(r->args, r->nargs);
-    free_list(r->gpu_ids, r->ngpu_ids);
-    for (size_t i = 0; i < r->nenv; i++)
-        free(r->env[i].name), free(r->env[i].value);
-    for (size_t i = 0; i < r->nsecret_env; i++)
-        free(r->secret_env[i].name), free(r->secret_env[i].value);
-    free(r->env);
-    free(r->secret_env);
-    for (size_t i = 0; i < r->nuploads; i++) {
-        jobreq_upload *u = &r->uploads[i];
-        free(u->path), free(u->type), free(u->target), free(u->content_b64);
-    }
-    free(r->uploads);
+        clear_field(r, (enum jobreq_id)i);
     *r = (job_req){0};
 }
 
@@ -747,8 +775,10 @@ int jobreq_from_json(json_t *body, job_req *r, int flags, time_t now, jerr *e)
         if (field_from_json(r, &jobreq_fields[i], x, json_object_get(body, "env"), flags, now, e) < 0) {
             if (!(flags & JOBREQ_FROM_DB))
                 goto fail;
-            /* a stored job is never lost over one field this version reads differently */
+            /* a stored job is never lost over one field this version reads differently; the
+             * field is left out whole (not the variables, files or items before the bad one) */
             log_warn("a stored job request: %s; the field is left out", e->msg);
+            clear_field(r, (enum jobreq_id)i);
             *e = (jerr){0};
         }
     }

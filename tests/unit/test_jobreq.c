@@ -662,6 +662,27 @@ static void test_from_db(void **state)
     assert_string_equal(e.msg, "");
     jobreq_free(&r);
     json_decref(b);
+    /* left out whole: not the variables, files or arguments before the one refused */
+    b = json_of("{\"command\": \"x\", \"args\": [\"a\", 1], \"env\": {\"A\": \"1\", \"1B\": \"2\"},"
+                " \"secret_env\": {\"S\": \"s\"}, \"gpu_count\": 1, \"gpu_ids\": [\"0\", 1],"
+                " \"uploads\": [{\"path\": \"a\", \"type\": \"file\", \"mode\": \"0644\", \"size\": 1},"
+                " {\"path\": \"/abs\"}]}");
+    assert_int_equal(jobreq_from_json(b, &r, JOBREQ_FROM_DB, NOW, &e), 0);
+    assert_false(jobreq_has(&r, JR_ARGS));
+    assert_int_equal(r.nargs, 0);
+    assert_false(jobreq_has(&r, JR_ENV));
+    assert_int_equal(r.nenv, 0);
+    assert_null(jobreq_env_get(&r, false, "A"));
+    assert_false(jobreq_has(&r, JR_GPU_IDS));
+    assert_int_equal(r.ngpu_ids, 0);
+    assert_false(jobreq_has(&r, JR_UPLOADS));
+    assert_int_equal(r.nuploads, 0);
+    assert_string_equal(jobreq_env_get(&r, true, "S"), "s");
+    out = jobreq_to_json(&r, JOBREQ_JSON_SECRETS);
+    assert_json_eq(out, "{\"command\": \"x\", \"secret_env\": {\"S\": \"s\"}, \"gpu_count\": 1}", "left out");
+    json_decref(out);
+    jobreq_free(&r);
+    json_decref(b);
 }
 
 /* The rules between fields: the request as a whole, and the field each refusal names. */
