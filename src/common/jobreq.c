@@ -14,6 +14,9 @@
 
 #define OFF(m) offsetof(job_req, m)
 #define TEN_YEARS_S (10ll * 365 * 86400)
+/* max_cpu's words, in the table's sentence and in the machine's (jobreq_check_machine) alike */
+#define CPU_PERCENT "a CPU percentage"
+#define CPU_PERCENT_IS "a whole number, 100 = one core"
 
 /* Every field of a job request. key: the API's name and the first word of every message
  * about it; flag: rnx job run's; yaml: the workflow file's (res: under resources:); kind and
@@ -36,9 +39,9 @@ const jobreq_field jobreq_fields[JR_N] = {
                     "must be an absolute path without '..' (e.g. /work/src)"},
     [JR_NETWORK] = {"network", "--network", "network", false, false, JK_TEXT, JU_NETWORK, 1, 16, OFF(network),
                     "is not accepted; use none (loopback only) or host"},
-    /* percent of one core; the machine's CPUs bound it (jobreq_check_machine) */
+    /* percent of one core; the machine's CPUs bound it (jobreq_check_machine, in these words) */
     [JR_MAX_CPU] = {"max_cpu", "--max-cpu", "max_cpu", true, false, JK_INT, JU_PERCENT, 1, INT64_MAX >> 1,
-                    OFF(max_cpu), "must be a CPU percentage from %lld up: a whole number, 100 = one core (e.g. 50, 250)"},
+                    OFF(max_cpu), "must be " CPU_PERCENT " from %lld up: " CPU_PERCENT_IS " (e.g. 50, 250)"},
     /* the machine's memory bounds it */
     [JR_MAX_MEMORY_MB] = {"max_memory_mb", "--max-memory", "max_memory", true, false, JK_INT, JU_MB, 4,
                           INT64_MAX >> 20, OFF(max_memory_mb),
@@ -846,10 +849,13 @@ int jobreq_check(const job_req *r, jerr *e)
 
 int jobreq_check_machine(const job_req *r, const jobreq_machine *m, jerr *e)
 {
+    /* the table's sentence with the machine's bound for "up" */
+    const jobreq_field *cpu = &jobreq_fields[JR_MAX_CPU];
     if (jobreq_has(r, JR_MAX_CPU) && r->max_cpu > (int64_t)m->ncpus * 100)
-        return jerr_field(e, "max_cpu", "max_cpu: '%lld' must be a CPU percentage from 1 to %d: a whole number, "
-                                        "100 = one core; this machine has %d CPUs",
-                          (long long)r->max_cpu, m->ncpus * 100, m->ncpus);
+        return jerr_field(e, cpu->key, "%s: '%lld' must be " CPU_PERCENT " from %lld to %d: " CPU_PERCENT_IS
+                                       "; this machine has %d CPU%s",
+                          cpu->key, (long long)r->max_cpu, (long long)cpu->min, m->ncpus * 100, m->ncpus,
+                          m->ncpus == 1 ? "" : "s");
     if (jobreq_has(r, JR_MAX_MEMORY_MB) && (uint64_t)r->max_memory_mb > m->mem_total_mb)
         return jerr_field(e, "max_memory_mb", "max_memory_mb: '%lld' is more than this machine's memory, %llu MB",
                           (long long)r->max_memory_mb, (unsigned long long)m->mem_total_mb);

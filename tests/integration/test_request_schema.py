@@ -131,7 +131,7 @@ CASES = {
     "max-cpu-above-machine": (["--max-cpu=100000"], "resources:\n  max_cpu: 100000", {"max_cpu": 100000},
                               ("--max-cpu", "max_cpu", "max_cpu"), "daemon",
                               lambda text, n: f"'100000' must be a CPU percentage from 1 to {n * 100}: a whole "
-                                              f"number, 100 = one core; this machine has {n} CPUs"),
+                                              f"number, 100 = one core; this machine has {n} CPU{'s' * (n != 1)}"),
     "cpu-cores-offline": (["--cpu-cores=999"], "resources:\n  cpu_cores: 999", {"cpu_cores": "999"},
                           ("--cpu-cores", "cpu_cores", "cpu_cores"), "daemon",
                           lambda text, n: f"CPU 999 is not online; this machine has CPUs {text}"),

@@ -791,6 +791,34 @@ static void test_check_machine(void **state)
         jobreq_free(&r);
         json_decref(b);
     }
+    /* max_cpu above the machine is said in the table's words, its "up" the machine's bound: the
+     * same sentence up to there, whichever side refuses */
+    char acc[300];
+    jobreq_accepts(&jobreq_fields[JR_MAX_CPU], acc, sizeof acc);
+    const char *up = strstr(acc, " up: ");
+    assert_non_null(up);
+    char stem[300], tail[300];
+    snprintf(stem, sizeof stem, "max_cpu: '401' %.*s to 400: ", (int)(up - acc), acc);
+    snprintf(tail, sizeof tail, "%s", up + strlen(" up: "));
+    *strstr(tail, " (e.g.") = 0;
+    json_t *b = json_of("{\"command\": \"x\", \"max_cpu\": 401}");
+    job_req r;
+    jerr e = {0};
+    assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), 0);
+    assert_int_equal(jobreq_check_machine(&r, &m, &e), -1);
+    assert_int_equal(strncmp(e.msg, stem, strlen(stem)), 0);
+    assert_int_equal(strncmp(e.msg + strlen(stem), tail, strlen(tail)), 0);
+    jobreq_free(&r);
+    json_decref(b);
+    /* one CPU */
+    jobreq_machine one = {1, 8192, online};
+    b = json_of("{\"command\": \"x\", \"max_cpu\": 101}");
+    assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), 0);
+    assert_int_equal(jobreq_check_machine(&r, &one, &e), -1);
+    assert_msg(&e, "max_cpu", "max_cpu: '101' must be a CPU percentage from 1 to 100: a whole number, 100 = one core; "
+                              "this machine has 1 CPU", "one CPU");
+    jobreq_free(&r);
+    json_decref(b);
 }
 
 /* Every field a client may send, each set: written as JSON and read back, the same request. */
