@@ -14,6 +14,9 @@
 
 #define OFF(m) offsetof(job_req, m)
 #define TEN_YEARS_S (10ll * 365 * 86400)
+/* max_cpu's words, in the table's sentence and in the machine's (jobreq_check_machine) alike */
+#define CPU_PERCENT "a CPU percentage"
+#define CPU_PERCENT_IS "a whole number, 100 = one core"
 
 /* Every field of a job request. key: the API's name and the first word of every message
  * about it; flag: rnx job run's; yaml: the workflow file's (res: under resources:); kind and
@@ -22,11 +25,11 @@
 const jobreq_field jobreq_fields[JR_N] = {
     /* key              flag             yaml             res    daemon kind      unit        min, max */
     [JR_COMMAND] = {"command", NULL, "command", false, false, JK_TEXT, JU_NONE, 1, 4096, OFF(command),
-                    "must be the program to run, at most %lld bytes"},
+                    "must be the program to run, at most %2$lld bytes"},
     [JR_ARGS] = {"args", NULL, "args", false, false, JK_LIST, JU_NONE, 0, 128 * 1024, OFF(args),
-                 "must be a list of strings of at most %lld bytes each"},
+                 "must be a list of strings of at most %2$lld bytes each"},
     [JR_NAME] = {"name", "--name", NULL, false, false, JK_TEXT, JU_NAME, 1, 128, OFF(name),
-                 "must be a non-empty name of at most %lld bytes"},
+                 "must be a non-empty name of at most %2$lld bytes"},
     [JR_ENV] = {"env", "--env", "environment", false, false, JK_ENV, JU_NONE, 0, 128 * 1024, OFF(env),
                 "must be an object of NAME: value strings"},
     [JR_SECRET_ENV] = {"secret_env", "--secret-env", "secret_environment", false, false, JK_ENV, JU_NONE, 0,
@@ -36,9 +39,9 @@ const jobreq_field jobreq_fields[JR_N] = {
                     "must be an absolute path without '..' (e.g. /work/src)"},
     [JR_NETWORK] = {"network", "--network", "network", false, false, JK_TEXT, JU_NETWORK, 1, 16, OFF(network),
                     "is not accepted; use none (loopback only) or host"},
-    /* percent of one core; the machine's CPUs bound it (jobreq_check_machine) */
+    /* percent of one core; the machine's CPUs bound it (jobreq_check_machine, in these words) */
     [JR_MAX_CPU] = {"max_cpu", "--max-cpu", "max_cpu", true, false, JK_INT, JU_PERCENT, 1, INT64_MAX >> 1,
-                    OFF(max_cpu), "must be a CPU percentage from %lld up: a whole number, 100 = one core (e.g. 50, 250)"},
+                    OFF(max_cpu), "must be " CPU_PERCENT " from %lld up: " CPU_PERCENT_IS " (e.g. 50, 250)"},
     /* the machine's memory bounds it */
     [JR_MAX_MEMORY_MB] = {"max_memory_mb", "--max-memory", "max_memory", true, false, JK_INT, JU_MB, 4,
                           INT64_MAX >> 20, OFF(max_memory_mb),
@@ -124,15 +127,18 @@ static enum jobreq_id id_of(const jobreq_field *f) { return (enum jobreq_id)(f -
 
 void jobreq_accepts(const jobreq_field *f, char *out, size_t len)
 {
-    /* the table's sentence with its bounds: the first %lld is min, the second max */
+    /* the table's sentence with its bounds: the first %lld is min, the second max; %1$lld is
+     * min and %2$lld max wherever they stand */
     size_t o = 0;
     int nth = 0;
     for (const char *p = f->accepts; *p && o + 1 < len; p++) {
-        if (!strncmp(p, "%lld", 4)) {
-            o += (size_t)snprintf(out + o, len - o, "%lld", (long long)(nth++ ? f->max : f->min));
+        bool lld = !strncmp(p, "%lld", 4), pos = !strncmp(p, "%1$lld", 6) || !strncmp(p, "%2$lld", 6);
+        if (lld || pos) {
+            bool max = pos ? p[1] == '2' : nth++ > 0;
+            o += (size_t)snprintf(out + o, len - o, "%lld", (long long)(max ? f->max : f->min));
             if (o >= len)
                 o = len - 1;
-            p += 3;
+            p += pos ? 5 : 3;
         } else {
             out[o++] = *p;
         }
@@ -150,6 +156,9 @@ static int refuse(jerr *e, const jobreq_field *f, const char *shown)
     if (strlen(shown) >= sizeof v)
         snprintf(v + sizeof v - 4, 4, "...");
     utf8_sanitize(v);
+    for (char *c = v; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';   /* no control characters in a message for a terminal */
     return jerr_field(e, f->key, "%s: '%s' %s", f->key, v, acc);
 }
 
@@ -246,24 +255,52 @@ const char *jobreq_env_get(const job_req *r, bool secret, const char *name)
     return NULL;
 }
 
+/* One field taken out of the request: as if it had not been given. */
+static void clear_field(job_req *r, enum jobreq_id id)
+{
+    const jobreq_field *f = &jobreq_fields[id];
+    switch (f->kind) {
+    case JK_TEXT:
+        free(*str_at(r, f));
+        *str_at(r, f) = NULL;
+        if (id == JR_SCHEDULE_AT)
+            r->schedule_ms = 0;
+        break;
+    case JK_INT: *int_at(r, f) = 0; break;
+    case JK_BOOL: *bool_at(r, f) = false; break;
+    case JK_LIST:
+        if (id == JR_ARGS)
+            free_list(r->args, r->nargs), r->args = NULL, r->nargs = 0;
+        else
+            free_list(r->gpu_ids, r->ngpu_ids), r->gpu_ids = NULL, r->ngpu_ids = 0;
+        break;
+    case JK_ENV: {
+        jobreq_pair **p = id == JR_SECRET_ENV ? &r->secret_env : &r->env;
+        size_t *n = id == JR_SECRET_ENV ? &r->nsecret_env : &r->nenv;
+        for (size_t i = 0; i < *n; i++)
+            free((*p)[i].name), free((*p)[i].value);
+        free(*p);
+        *p = NULL;
+        *n = 0;
+        break;
+    }
+    case JK_UPLOADS:
+        for (size_t i = 0; i < r->nuploads; i++) {
+            jobreq_upload *u = &r->uploads[i];
+            free(u->path), free(u->type), free(u->target), free(u->content_b64);
+        }
+        free(r->uploads);
+        r->uploads = NULL;
+        r->nuploads = 0;
+        break;
+    }
+    r->has &= ~(1ull << id);
+}
+
 void jobreq_free(job_req *r)
 {
     for (int i = 0; i < JR_N; i++)
-        if (jobreq_fields[i].kind == JK_TEXT)
-            free(*str_at(r, &jobreq_fields[i]));
-    free_list(r->args, r->nargs);
-    free_list(r->gpu_ids, r->ngpu_ids);
-    for (size_t i = 0; i < r->nenv; i++)
-        free(r->env[i].name), free(r->env[i].value);
-    for (size_t i = 0; i < r->nsecret_env; i++)
-        free(r->secret_env[i].name), free(r->secret_env[i].value);
-    free(r->env);
-    free(r->secret_env);
-    for (size_t i = 0; i < r->nuploads; i++) {
-        jobreq_upload *u = &r->uploads[i];
-        free(u->path), free(u->type), free(u->target), free(u->content_b64);
-    }
-    free(r->uploads);
+        clear_field(r, (enum jobreq_id)i);
     *r = (job_req){0};
 }
 
@@ -380,24 +417,41 @@ static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t l
     return 0;
 }
 
-int jobreq_add_env(job_req *r, bool secret, const char *name, const char *value, jerr *e)
+/* One variable of env or secret_env, from text or from JSON alike: its name, its length, and
+ * whether it is already in the same map (twice) or in the other one (both); each caller finds
+ * those its own way, the sentences are these. */
+static int env_refused(const jobreq_field *f, const char *name, size_t len, bool twice, bool both, jerr *e)
 {
-    const jobreq_field *f = &jobreq_fields[secret ? JR_SECRET_ENV : JR_ENV];
     if (!env_key_valid(name))
         return jerr_field(e, f->key, "%s: '%.64s' is not a valid variable name; use letters, digits and '_', not "
                                      "starting with a digit", f->key, name);
-    if (strlen(value) > (size_t)f->max)
+    if (len > (size_t)f->max)
         return jerr_field(e, f->key, "%s: %s: longer than %lld bytes", f->key, name, (long long)f->max);
-    if (jobreq_env_get(r, secret, name))
+    if (twice)
         return jerr_field(e, f->key, "%s: '%s' is given twice", f->key, name);
-    if (jobreq_env_get(r, !secret, name))
+    if (both)
         return jerr_field(e, "secret_env", "secret_env: '%s' is also set as a plain variable; give each variable "
                                            "once", name);
+    return 0;
+}
+
+static void env_push(job_req *r, const jobreq_field *f, const char *name, const char *value)
+{
+    bool secret = id_of(f) == JR_SECRET_ENV;
     jobreq_pair **p = secret ? &r->secret_env : &r->env;
     size_t *n = secret ? &r->nsecret_env : &r->nenv;
     *p = xrealloc(*p, (*n + 1) * sizeof **p);
     (*p)[(*n)++] = (jobreq_pair){xstrdup(name), xstrdup(value)};
     r->has |= 1ull << id_of(f);
+}
+
+int jobreq_add_env(job_req *r, bool secret, const char *name, const char *value, jerr *e)
+{
+    const jobreq_field *f = &jobreq_fields[secret ? JR_SECRET_ENV : JR_ENV];
+    if (env_refused(f, name, strlen(value), jobreq_env_get(r, secret, name) != NULL,
+                    jobreq_env_get(r, !secret, name) != NULL, e) < 0)
+        return -1;
+    env_push(r, f, name, value);
     return 0;
 }
 
@@ -553,20 +607,13 @@ static int env_from_json(job_req *r, const jobreq_field *f, json_t *obj, json_t 
             return jerr_field(e, f->key, "%s: must be a string", f->key);
         if (strlen(json_string_value(v)) != json_string_length(v))
             return jerr_field(e, f->key, "%s: must not contain a NUL character", f->key);
-        bool secret = id_of(f) == JR_SECRET_ENV;
-        if (!env_key_valid(k))
-            return jerr_field(e, f->key, "%s: '%.64s' is not a valid variable name; use letters, digits and '_', not "
-                                         "starting with a digit", f->key, k);
-        if (json_string_length(v) > (size_t)f->max)
-            return jerr_field(e, f->key, "%s: %s: longer than %lld bytes", f->key, k, (long long)f->max);
-        if (secret && json_object_get(other, k))
-            return jerr_field(e, "secret_env", "secret_env: '%s' is also in env; give each variable once", k);
-        jobreq_pair **p = secret ? &r->secret_env : &r->env;
-        size_t *n = secret ? &r->nsecret_env : &r->nenv;
-        *p = xrealloc(*p, (*n + 1) * sizeof **p);
-        (*p)[(*n)++] = (jobreq_pair){xstrdup(k), xstrdup(json_string_value(v))};
+        /* (env is read first: secret_env's variables are the ones found in both) */
+        bool both = id_of(f) == JR_SECRET_ENV && json_object_get(other, k);
+        if (env_refused(f, k, json_string_length(v), false, both, e) < 0)
+            return -1;
+        env_push(r, f, k, json_string_value(v));
     }
-    r->has |= 1ull << id_of(f);
+    /* an empty object gives no variable: the field is not given, as with no -e or environment: {} */
     return 0;
 }
 
@@ -606,25 +653,35 @@ static int upload_path_ok(const char *p, jerr *e)
     return 0;
 }
 
+/* A refusal of one member of an upload ("mode: ...") named by its place in the request
+ * ("uploads[2].mode: ..."), as every other refusal names a field of the request. */
+static int in_upload(jerr *e, size_t i)
+{
+    char field[sizeof e->field], msg[sizeof e->msg];
+    snprintf(field, sizeof field, "uploads[%zu].%s", i, e->field);
+    snprintf(msg, sizeof msg, "uploads[%zu].%s", i, e->msg);
+    return jerr_field(e, field, "%s", msg);
+}
+
 static int upload_from_json(job_req *r, json_t *u, size_t i, int flags, json_t *seen, jerr *e)
 {
     if (!json_is_object(u))
         return jerr_field(e, "uploads", "uploads[%zu]: must be an object", i);
     if (jx_only_keys(u, flags & JOBREQ_FROM_DB ? listing_keys : upload_keys, "an upload", e) < 0)
-        return -1;
+        return in_upload(e, i);
     const char *path = NULL, *type = NULL, *content = NULL, *target = NULL;
     uint64_t mode = 0644, size = 0;
     bool has_mode = json_object_get(u, "mode") != NULL;
     if (jx_str(u, "path", &path, e) < 0 || jx_str(u, "type", &type, e) < 0 ||
         jx_str(u, "target", &target, e) < 0)
-        return -1;
+        return in_upload(e, i);
     if (flags & JOBREQ_FROM_DB) {
         /* the listing: mode as "0644", the size written */
         const char *m = json_string_value(json_object_get(u, "mode"));
         mode = m ? strtoul(m, NULL, 8) : 0644;
         size = (uint64_t)json_integer_value(json_object_get(u, "size"));
     } else if (jx_str(u, "content_b64", &content, e) < 0 || jx_u64(u, "mode", 0, 07777, &mode, e) < 0) {
-        return -1;
+        return in_upload(e, i);
     }
     if (!path)
         return jerr_field(e, "uploads", "uploads[%zu]: path is required", i);
@@ -721,8 +778,10 @@ int jobreq_from_json(json_t *body, job_req *r, int flags, time_t now, jerr *e)
         if (field_from_json(r, &jobreq_fields[i], x, json_object_get(body, "env"), flags, now, e) < 0) {
             if (!(flags & JOBREQ_FROM_DB))
                 goto fail;
-            /* a stored job is never lost over one field this version reads differently */
+            /* a stored job is never lost over one field this version reads differently; the
+             * field is left out whole (not the variables, files or items before the bad one) */
             log_warn("a stored job request: %s; the field is left out", e->msg);
+            clear_field(r, (enum jobreq_id)i);
             *e = (jerr){0};
         }
     }
@@ -790,10 +849,13 @@ int jobreq_check(const job_req *r, jerr *e)
 
 int jobreq_check_machine(const job_req *r, const jobreq_machine *m, jerr *e)
 {
+    /* the table's sentence with the machine's bound for "up" */
+    const jobreq_field *cpu = &jobreq_fields[JR_MAX_CPU];
     if (jobreq_has(r, JR_MAX_CPU) && r->max_cpu > (int64_t)m->ncpus * 100)
-        return jerr_field(e, "max_cpu", "max_cpu: '%lld' must be a CPU percentage from 1 to %d: a whole number, "
-                                        "100 = one core; this machine has %d CPUs",
-                          (long long)r->max_cpu, m->ncpus * 100, m->ncpus);
+        return jerr_field(e, cpu->key, "%s: '%lld' must be " CPU_PERCENT " from %lld to %d: " CPU_PERCENT_IS
+                                       "; this machine has %d CPU%s",
+                          cpu->key, (long long)r->max_cpu, (long long)cpu->min, m->ncpus * 100, m->ncpus,
+                          m->ncpus == 1 ? "" : "s");
     if (jobreq_has(r, JR_MAX_MEMORY_MB) && (uint64_t)r->max_memory_mb > m->mem_total_mb)
         return jerr_field(e, "max_memory_mb", "max_memory_mb: '%lld' is more than this machine's memory, %llu MB",
                           (long long)r->max_memory_mb, (unsigned long long)m->mem_total_mb);

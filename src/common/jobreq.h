@@ -3,9 +3,9 @@
  * read their input through it, so a value is accepted or refused alike everywhere, with the
  * same sentence:
  *
- *   --gpu=0            rnx: --gpu: '0' must be a number of GPUs from 1 to 64, or all
- *   gpu_count: 0       wf.yaml:5:18: job 'a': gpu_count: '0' must be a number of GPUs ...
- *   {"gpu_count": 0}   400 {"field": "gpu_count", "message": "gpu_count: '0' must be ..."}
+ *   --gpu=65           rnx: --gpu: '65' must be a number of GPUs from 0 to 64, or all
+ *   gpu_count: 65      wf.yaml:5:18: job 'a': gpu_count: '65' must be a number of GPUs ...
+ *   {"gpu_count": 65}  400 {"field": "gpu_count", "message": "gpu_count: '65' must be ..."}
  *
  * The message always starts with the API field's name and ": "; each surface swaps that word
  * for its own (the flag, the YAML key) and keeps the rest. Adding a field is one row in the
@@ -61,7 +61,7 @@ typedef struct jobreq_field {
     enum jobreq_unit unit;
     int64_t min, max;       /* JK_INT: the accepted range; JK_TEXT: max = length in bytes */
     size_t off;             /* where the value lives in job_req */
-    const char *accepts;    /* "must be ..." with the bounds as %lld, %lld */
+    const char *accepts;    /* "must be ..." with the bounds as %lld, %lld (min, max) or %2$lld (max) */
 } jobreq_field;
 
 extern const jobreq_field jobreq_fields[JR_N];
