@@ -42,9 +42,7 @@ static int buf_append(buf *b, const char *p, size_t n)
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n + 1)
             cap *= 2;
-        b->data = realloc(b->data, cap);
-        if (!b->data)
-            abort();
+        b->data = xrealloc(b->data, cap);
         b->cap = cap;
     }
     memcpy(b->data + b->len, p, n);

@@ -133,9 +133,7 @@ static void append_word(char **out, size_t *len, size_t *cap, const char *s)
     size_t need = *len + strlen(s) * 4 + 4;
     if (need > *cap) {
         *cap = need * 2;
-        *out = realloc(*out, *cap);
-        if (!*out)
-            abort();
+        *out = xrealloc(*out, *cap);
     }
     char *p = *out + *len;
     if (*len)
@@ -236,9 +234,7 @@ void table_add(table *t, const char *const *cells)
 {
     if (t->nrows == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 16;
-        t->cells = realloc(t->cells, t->cap * t->ncols * sizeof *t->cells);
-        if (!t->cells)
-            abort();
+        t->cells = xrealloc(t->cells, t->cap * t->ncols * sizeof *t->cells);
     }
     for (size_t c = 0; c < t->ncols; c++)
         t->cells[t->nrows * t->ncols + c] = xstrdup(cells[c] ? cells[c] : "-");

@@ -90,9 +90,7 @@ static char *slurp(const char *disk, bool follow, size_t *len, jerr *e)
     for (;;) {
         if (n == cap) {
             cap *= 2;
-            data = realloc(data, cap);
-            if (!data)
-                abort();
+            data = xrealloc(data, cap);
         }
         ssize_t r = read(fd, data + n, cap - n);
         if (r < 0 && errno == EINTR)
@@ -168,9 +166,7 @@ static int add_dir(upload_set *u, const char *disk, const char *rel, mode_t mode
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 32;
-            names = realloc(names, cap * sizeof *names);
-            if (!names)
-                abort();
+            names = xrealloc(names, cap * sizeof *names);
         }
         names[n++] = xstrdup(de->d_name);
     }
@@ -245,10 +241,8 @@ static int claim_name(upload_set *u, const char *name, const char *path, jerr *e
         if (strcmp(u->names[i], name) == 0)
             return jerr_set(e, EEXIST, "--upload: %s and %s would both be '%s' in the job", u->sources[i], path,
                             name);
-    u->names = realloc(u->names, (u->nnames + 1) * sizeof *u->names);
-    u->sources = realloc(u->sources, (u->nnames + 1) * sizeof *u->sources);
-    if (!u->names || !u->sources)
-        abort();
+    u->names = xrealloc(u->names, (u->nnames + 1) * sizeof *u->names);
+    u->sources = xrealloc(u->sources, (u->nnames + 1) * sizeof *u->sources);
     u->names[u->nnames] = xstrdup(name);
     u->sources[u->nnames] = xstrdup(path);
     u->nnames++;

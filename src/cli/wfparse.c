@@ -63,9 +63,7 @@ static ynode *ynew(ytree *t, ykind kind)
     n->kind = kind;
     if (t->nall == t->capall) {
         t->capall = t->capall ? t->capall * 2 : 64;
-        t->all = realloc(t->all, t->capall * sizeof *t->all);
-        if (!t->all)
-            abort();
+        t->all = xrealloc(t->all, t->capall * sizeof *t->all);
     }
     t->all[t->nall++] = n;
     return n;
@@ -75,9 +73,7 @@ static void ykid(ynode *p, ynode *k)
 {
     if (p->nkids == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 8;
-        p->kids = realloc(p->kids, p->cap * sizeof *p->kids);
-        if (!p->kids)
-            abort();
+        p->kids = xrealloc(p->kids, p->cap * sizeof *p->kids);
     }
     p->kids[p->nkids++] = k;
 }
@@ -233,9 +229,7 @@ static void finish_map(builder *b, ynode *m)
                            what(src, w, sizeof w));
                     continue;
                 }
-                merges = realloc(merges, (nmerges + 1) * sizeof *merges);
-                if (!merges)
-                    abort();
+                merges = xrealloc(merges, (nmerges + 1) * sizeof *merges);
                 merges[nmerges++] = src;
             }
             continue;
@@ -256,9 +250,7 @@ static void finish_map(builder *b, ynode *m)
                 continue;   /* given here, or by an earlier merge: that one wins */
             if (n + 2 > cap) {
                 cap *= 2;
-                out = realloc(out, cap * sizeof *out);
-                if (!out)
-                    abort();
+                out = xrealloc(out, cap * sizeof *out);
             }
             out[n++] = merges[s]->kids[i];
             out[n++] = merges[s]->kids[i + 1];
@@ -274,9 +266,7 @@ static void add_anchor(builder *b, char *name, ynode *n)
 {
     if (!name)
         return;
-    b->t->anchors = realloc(b->t->anchors, (b->t->nanchors + 1) * sizeof *b->t->anchors);
-    if (!b->t->anchors)
-        abort();
+    b->t->anchors = xrealloc(b->t->anchors, (b->t->nanchors + 1) * sizeof *b->t->anchors);
     b->t->anchors[b->t->nanchors++] = (anchor){name, n};
 }
 
@@ -345,9 +335,7 @@ static void push(builder *b, ynode *n, char *anchor_name)
 {
     if (b->depth == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 16;
-        b->stack = realloc(b->stack, b->cap * sizeof *b->stack);
-        if (!b->stack)
-            abort();
+        b->stack = xrealloc(b->stack, b->cap * sizeof *b->stack);
     }
     b->stack[b->depth++] = (frame){n, anchor_name};
 }
@@ -1356,9 +1344,7 @@ wfp_doc *wfp_parse_file(const char *path, wfp_errors *errs)
             if (cap > WFP_MAX_BYTES)
                 break;   /* grew while being read: text_ok says it is too large */
             cap *= 2;
-            text = realloc(text, cap + 1);
-            if (!text)
-                abort();
+            text = xrealloc(text, cap + 1);
         }
     }
     close(fd);

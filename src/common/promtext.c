@@ -16,9 +16,7 @@ static void grow(prom_buf *b, size_t need)
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + need + 1)
         cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p)
-        abort();
+    char *p = xrealloc(b->p, cap);
     b->p = p;
     b->cap = cap;
 }

@@ -13,11 +13,6 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-static inline void freep(void *p) { free(*(void **)p); }
-static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
-#define _cleanup_free_  __attribute__((cleanup(freep)))
-#define _cleanup_close_ __attribute__((cleanup(closep)))
-
 /* Wall clock in nanoseconds / milliseconds since the epoch; monotonic in nanoseconds. */
 int64_t now_ns(void);
 int64_t now_ms(void);

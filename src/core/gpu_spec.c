@@ -166,9 +166,7 @@ static int char_major(const char *proc_root, const char *name)
 
 static spec_op *push_op(gpu_spec *g)
 {
-    g->ops = realloc(g->ops, (g->nops + 1) * sizeof *g->ops);
-    if (!g->ops)
-        abort();
+    g->ops = xrealloc(g->ops, (g->nops + 1) * sizeof *g->ops);
     memset(&g->ops[g->nops], 0, sizeof *g->ops);
     return &g->ops[g->nops++];
 }
@@ -181,9 +179,7 @@ static void add_node(gpu_spec *g, const char *host, const char *dst, int major, 
     o->dst = xstrdup(dst);
     o->major = (uint32_t)major;
     o->minor = (uint32_t)minor;
-    g->rules = realloc(g->rules, (g->nrules + 1) * sizeof *g->rules);
-    if (!g->rules)
-        abort();
+    g->rules = xrealloc(g->rules, (g->nrules + 1) * sizeof *g->rules);
     g->rules[g->nrules++] = (cg_dev_rule){'c', major, minor, "rw"};
 }
 
@@ -234,9 +230,7 @@ static int node_exists(const char *path)
 
 static void add_mount(gpu_spec *g, const char *src, const char *dst)
 {
-    g->mounts = realloc(g->mounts, (g->nmounts + 1) * sizeof *g->mounts);
-    if (!g->mounts)
-        abort();
+    g->mounts = xrealloc(g->mounts, (g->nmounts + 1) * sizeof *g->mounts);
     g->mounts[g->nmounts++] = (spec_mount){xstrdup(src), xstrdup(dst), false};
 }
 

@@ -11,8 +11,6 @@
 #include "../common/util.h"
 #include "state.h"
 
-core_state core;
-
 static bool visible(const job *j, uid_t caller) { return caller == 0 || j->owner_uid == caller; }
 
 job *jobs_find(const char *id, uid_t caller, jerr *e)

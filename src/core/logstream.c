@@ -47,9 +47,7 @@ static void out_append(follower *f, const char *p, size_t n)
 {
     if (f->outlen + n > f->outcap) {
         f->outcap = (f->outlen + n) * 2;
-        f->out = realloc(f->out, f->outcap);
-        if (!f->out)
-            abort();
+        f->out = xrealloc(f->out, f->outcap);
     }
     memcpy(f->out + f->outlen, p, n);
     f->outlen += n;
@@ -85,9 +83,7 @@ static void fill(src *s)
         }
         if (s->cap - s->len < 16384) {
             s->cap = s->cap ? s->cap * 2 : 65536;
-            s->buf = realloc(s->buf, s->cap);
-            if (!s->buf)
-                abort();
+            s->buf = xrealloc(s->buf, s->cap);
         }
         ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
         if (n <= 0)
@@ -203,9 +199,7 @@ static void watch_job(job *j, const char *dir)
     }
     if (nwatched == capwatched) {
         capwatched = capwatched ? capwatched * 2 : 16;
-        watched = realloc(watched, capwatched * sizeof *watched);
-        if (!watched)
-            abort();
+        watched = xrealloc(watched, capwatched * sizeof *watched);
     }
     watched[nwatched++] = j;
 }

@@ -192,7 +192,7 @@ static int load_or_explain(const struct bpf_insn *p, size_t cnt, const char *dir
 
 static int prog_attach(const char *dir, int prog, jerr *e)
 {
-    _cleanup_close_ int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (cg < 0)
         return jerr_sys(e, "open cgroup directory %s", dir);
     union bpf_attr a;
@@ -201,9 +201,9 @@ static int prog_attach(const char *dir, int prog, jerr *e)
     a.attach_bpf_fd = (uint32_t)prog;
     a.attach_type = BPF_CGROUP_DEVICE;
     a.attach_flags = BPF_F_ALLOW_MULTI;
-    if (sys_bpf(BPF_PROG_ATTACH, &a) < 0)
-        return jerr_sys(e, "attach BPF device filter to %s", dir);
-    return 0;
+    int rc = sys_bpf(BPF_PROG_ATTACH, &a) < 0 ? jerr_sys(e, "attach BPF device filter to %s", dir) : 0;
+    close(cg);
+    return rc;
 }
 
 int bpfdev_load(const cg_dev_rule *rules, size_t n, const char *what, jerr *e)

@@ -201,8 +201,7 @@ static char *read_all(int fd, size_t *len)
                 errno = EFBIG;
                 return NULL;
             }
-            if (!(buf = realloc(buf, cap *= 2)))
-                abort();
+            buf = xrealloc(buf, cap *= 2);
         }
         ssize_t r = pread(fd, buf + n, cap - n, (off_t)n);
         if (r < 0 && errno == EINTR)

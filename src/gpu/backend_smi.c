@@ -65,9 +65,7 @@ static char *run_smi(const gpu_config *c, const char *const *args, jerr *e)
             break;
         }
         if (len + 4096 > cap)
-            out = realloc(out, cap *= 2);
-        if (!out)
-            abort();
+            out = xrealloc(out, cap *= 2);
         ssize_t n = read(p[0], out + len, cap - len - 1);
         if (n < 0 && errno == EINTR)
             continue;

@@ -1,0 +1,4 @@
+/* The daemon's one state (state.h). */
+#include "state.h"
+
+core_state core;
