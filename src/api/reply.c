@@ -20,12 +20,9 @@ void http_reply_method(const char *method)
 
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-    /* libmicrohttpd may send this answer within the current MHD_run, before the loop's next
-     * turn commits: commit now, so no client ever sees a change the database does not hold
-     * (a kill -9 right after a 201 must not lose the job). */
-    jerr fe = {0};
-    if (db_flush(core.db, &fe) < 0)
-        log_err("%s", fe.msg);
+    /* libmicrohttpd may send this answer within the current MHD_run, before the loop's turn
+     * ends: what it describes is committed first */
+    state_commit();
     char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!t) {

@@ -64,5 +64,9 @@ typedef struct core_state {
 extern core_state core;
 
 static inline void state_want(unsigned what) { core.want |= what; }
+/* Commits what changed since the last commit (one transaction per turn, store/db.h): run at
+ * the end of every loop turn and before any API answer, so no client sees a change the
+ * database does not hold (a kill -9 right after a 201 must not lose the job). */
+void state_commit(void);
 
 #endif

@@ -67,19 +67,12 @@ static int until(int t, int64_t at_ms)
     return t < 0 || s < t ? s : t;
 }
 
-static void commit(void)
-{
-    jerr e = {0};
-    if (db_flush(core.db, &e) < 0)
-        log_err("%s", e.msg);
-}
-
 /* The end of a loop turn: what the events and requests of this turn asked for is settled
  * (settle.h) and committed before the loop sleeps. */
 static int before_wait(void)
 {
     settle();
-    commit();
+    state_commit();
     if (settle_pending())
         return 0;
     return until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms);
@@ -99,7 +92,7 @@ static void after_wake(void)
             malloc_trim(0);
     }
     settle();
-    commit();
+    state_commit();
     http_run();
 }
 
