@@ -131,13 +131,21 @@ typedef struct super_of {
     size_t optslen;
 } super_of;
 
-/* mountinfo_fn: copies the superblock options of the first mount at s->point and stops. */
+#define FAVOR_OPT ",favordynmods"
+
+/* mountinfo_fn: copies the superblock options of the first mount at s->point and stops. They
+ * are handed back to the kernel on remount, so they must fit whole, with room for FAVOR_OPT:
+ * a cut list would change the mount's options. */
 static int copy_super_of(mountinfo_entry *m, void *arg, jerr *e)
 {
     super_of *s = arg;
     if (strcmp(m->point, s->point))
         return 0;
-    snprintf(s->opts, s->optslen, "%s", m->super);
+    size_t n = strlen(m->super);
+    if (n + sizeof FAVOR_OPT > s->optslen)
+        return jerr_set(e, ENAMETOOLONG, "the options of %s are %zu bytes, more than the %zu joblet keeps to "
+                        "remount it; left as it is", s->point, n, s->optslen - sizeof FAVOR_OPT);
+    memcpy(s->opts, m->super, n + 1);
     return 1;
 }
 
@@ -164,7 +172,7 @@ int cg_favor_dynmods(const cg_host *h, jerr *e)
     if (strstr(opts, "favordynmods"))
         return 0;
     size_t n = strlen(opts);
-    snprintf(opts + n, sizeof opts - n, "%sfavordynmods", n ? "," : "");
+    snprintf(opts + n, sizeof opts - n, "%s", n ? FAVOR_OPT : FAVOR_OPT + 1);
     if (mount(NULL, target, NULL, MS_REMOUNT, opts) < 0)
         return jerr_sys(e, "remount %s with %s", target, opts);
     return 0;
