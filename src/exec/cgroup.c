@@ -20,6 +20,7 @@
 #include "cgroup_fs.h"
 #include "cgroup_v1.h"
 #include "cgroup_v2.h"
+#include "mountinfo.h"
 
 #define DEFAULT_ROOT "joblet"
 #define JOB_NAME_SIZE sizeof(((cg_job *)NULL)->name)
@@ -69,49 +70,6 @@ static void sleep_ms(long ms)
 
 /* ---- layout detection ---- */
 
-typedef struct mount_line {
-    char *root, *point, *fstype, *super;
-} mount_line;
-
-static bool is_oct(char c) { return c >= '0' && c <= '7'; }
-
-/* mountinfo writes space, tab, newline and backslash in paths as \ooo. */
-static void unescape_octal(char *s)
-{
-    char *w = s;
-    for (char *r = s; *r;) {
-        if (r[0] == '\\' && is_oct(r[1]) && is_oct(r[2]) && is_oct(r[3])) {
-            *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
-            r += 4;
-        } else {
-            *w++ = *r++;
-        }
-    }
-    *w = 0;
-}
-
-/* "id parent maj:min root point opts [optional...] - fstype source superopts" */
-static int split_mount_line(char *line, mount_line *m)
-{
-    char *tok[64];
-    size_t n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(line, " ", &save); t && n < ARRAY_LEN(tok); t = strtok_r(NULL, " ", &save))
-        tok[n++] = t;
-    size_t dash = 6;
-    while (dash < n && strcmp(tok[dash], "-"))
-        dash++;
-    if (n < 6 || dash + 3 >= n)
-        return -1;
-    m->root = tok[3];
-    m->point = tok[4];
-    m->fstype = tok[dash + 1];
-    m->super = tok[dash + 3];
-    unescape_octal(m->root);
-    unescape_octal(m->point);
-    return 0;
-}
-
 static bool fs_magic_is(const char *path, unsigned long magic)
 {
     struct statfs sf;
@@ -120,7 +78,7 @@ static bool fs_magic_is(const char *path, unsigned long magic)
 
 /* Several mounts may show one hierarchy (bind mounts, containers): prefer one that shows its
  * whole tree (root "/"), else keep the first. */
-static void take_mount(char *dst, size_t dstlen, bool *whole, const mount_line *m)
+static void take_mount(char *dst, size_t dstlen, bool *whole, const mountinfo_entry *m)
 {
     bool is_whole = !strcmp(m->root, "/");
     if ((dst[0] && (*whole || !is_whole)) || strlen(m->point) >= dstlen)
@@ -129,12 +87,13 @@ static void take_mount(char *dst, size_t dstlen, bool *whole, const mount_line *
     *whole = is_whole;
 }
 
-typedef struct whole_flags {
-    bool unified;
-    bool v1[CGC_N];
-} whole_flags;
+typedef struct scan_state {
+    cg_host *h;
+    bool unified_whole;       /* whether h->unified shows its whole tree */
+    bool v1_whole[CGC_N];     /* the same per v1 controller */
+} scan_state;
 
-static void take_v1_mount(cg_host *h, whole_flags *w, const mount_line *m)
+static void take_v1_mount(scan_state *st, mountinfo_entry *m)
 {
     if (!fs_magic_is(m->point, CGROUP_SUPER_MAGIC))
         return;
@@ -144,33 +103,50 @@ static void take_v1_mount(cg_host *h, whole_flags *w, const mount_line *m)
     for (char *o = strtok_r(m->super, ",", &save); o; o = strtok_r(NULL, ",", &save))
         for (int c = 0; c < CGC_N; c++)
             if (!strcmp(o, ctrl_names[c]))
-                take_mount(h->v1[c], sizeof h->v1[c], &w->v1[c], m);
+                take_mount(st->h->v1[c], sizeof st->h->v1[c], &st->v1_whole[c], m);
 }
 
-static void scan_line(cg_host *h, whole_flags *w, char *line)
+/* mountinfo_fn: notes the cgroup and cgroup2 mounts, confirmed by their statfs magic. */
+static int scan_mount(mountinfo_entry *m, void *arg, jerr *e)
 {
-    mount_line m;
-    if (split_mount_line(line, &m) < 0)
-        return;
-    if (!strcmp(m.fstype, "cgroup2")) {
-        if (fs_magic_is(m.point, CGROUP2_SUPER_MAGIC))
-            take_mount(h->unified, sizeof h->unified, &w->unified, &m);
-    } else if (!strcmp(m.fstype, "cgroup")) {
-        take_v1_mount(h, w, &m);
+    scan_state *st = arg;
+    if (!strcmp(m->fstype, "cgroup2")) {
+        if (fs_magic_is(m->point, CGROUP2_SUPER_MAGIC))
+            take_mount(st->h->unified, sizeof st->h->unified, &st->unified_whole, m);
+    } else if (!strcmp(m->fstype, "cgroup")) {
+        take_v1_mount(st, m);
     }
+    return 0;
 }
 
 static int scan_mounts(cg_host *h, jerr *e)
 {
-    char *s = read_file("/proc/self/mountinfo", NULL);
-    if (!s)
-        return jerr_sys(e, "read /proc/self/mountinfo");
-    whole_flags w = { 0 };
-    char *save = NULL;
-    for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        scan_line(h, &w, line);
-    free(s);
-    return 0;
+    scan_state st = { .h = h };
+    return mountinfo_foreach("/proc/self/mountinfo", scan_mount, &st, e) < 0 ? -1 : 0;
+}
+
+typedef struct super_of {
+    const char *point;
+    char *opts;
+    size_t optslen;
+} super_of;
+
+#define FAVOR_OPT ",favordynmods"
+
+/* mountinfo_fn: copies the superblock options of the first mount at s->point and stops. They
+ * are handed back to the kernel on remount, so they must fit whole, with room for FAVOR_OPT:
+ * a cut list would change the mount's options. */
+static int copy_super_of(mountinfo_entry *m, void *arg, jerr *e)
+{
+    super_of *s = arg;
+    if (strcmp(m->point, s->point))
+        return 0;
+    size_t n = strlen(m->super);
+    if (n + sizeof FAVOR_OPT > s->optslen)
+        return jerr_set(e, ENAMETOOLONG, "the options of %s are %zu bytes, more than the %zu joblet keeps to "
+                        "remount it; left as it is", s->point, n, s->optslen - sizeof FAVOR_OPT);
+    memcpy(s->opts, m->super, n + 1);
+    return 1;
 }
 
 /* Moving a task between cgroups takes cgroup_threadgroup_rwsem for writing, which waits for
@@ -186,26 +162,17 @@ int cg_favor_dynmods(const cg_host *h, jerr *e)
             target = h->v1[c];
     if (!target)
         return jerr_set(e, ENOENT, "no cgroup hierarchy is mounted");
-    char *s = read_file("/proc/self/mountinfo", NULL);
-    if (!s)
-        return jerr_sys(e, "read /proc/self/mountinfo");
     char opts[512] = "";
-    bool found = false;
-    char *save = NULL;
-    for (char *line = strtok_r(s, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
-        mount_line m;
-        if (split_mount_line(line, &m) == 0 && !strcmp(m.point, target)) {
-            snprintf(opts, sizeof opts, "%s", m.super);
-            found = true;
-        }
-    }
-    free(s);
-    if (!found)
+    super_of s = { .point = target, .opts = opts, .optslen = sizeof opts };
+    int rc = mountinfo_foreach("/proc/self/mountinfo", copy_super_of, &s, e);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
         return jerr_set(e, ENOENT, "%s is not in /proc/self/mountinfo", target);
     if (strstr(opts, "favordynmods"))
         return 0;
     size_t n = strlen(opts);
-    snprintf(opts + n, sizeof opts - n, "%sfavordynmods", n ? "," : "");
+    snprintf(opts + n, sizeof opts - n, "%s", n ? FAVOR_OPT : FAVOR_OPT + 1);
     if (mount(NULL, target, NULL, MS_REMOUNT, opts) < 0)
         return jerr_sys(e, "remount %s with %s", target, opts);
     return 0;
