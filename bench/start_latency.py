@@ -10,6 +10,14 @@ every command alike, and prints one table with the median and 95th percentile in
   unshare   unshare -fp --mount-proc /bin/true
   direct    /bin/true                                        (no isolation: the spawn floor)
 
+Two builds of joblet side by side: --target NAME=RNX:SOCKET (repeatable) replaces the rnx row
+by one row per target, each its own rnx against its own daemon, interleaved like the rest;
+the figures of every target are also given relative to the first one:
+
+  start_latency.py --only rnx --runs 300 \
+      --target before=/work/wt-before/build/rnx:/tmp/bench-before/sock \
+      --target after=/work/wt-after/build/rnx:/tmp/bench-after/sock
+
 Standard library only. runc needs root.
 """
 
@@ -109,30 +117,42 @@ def find_rnx(opt):
     return None
 
 
-def make_rnx(args):
-    rnx = find_rnx(args.rnx)
-    extra = [a.replace("{socket}", args.socket) for a in shlex.split(args.rnx_args)]
-    r = Runner("rnx", ([rnx] if rnx else ["rnx"]) + extra + [TRUE],
+def parse_target(text):
+    """--target NAME=RNX:SOCKET -> (name, rnx path, socket path)."""
+    name, eq, rest = text.partition("=")
+    rnx, colon, sock = rest.rpartition(":")
+    if not eq or not colon or not name or not rnx or not sock:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=RNX_PATH:SOCKET")
+    return name, rnx, sock
+
+
+def make_rnx(args, name="rnx", rnx_path=None, sock=None):
+    sock = sock or args.socket
+    rnx = find_rnx(rnx_path or args.rnx)
+    extra = [a.replace("{socket}", sock) for a in shlex.split(args.rnx_args)]
+    r = Runner(name, ([rnx] if rnx else [rnx_path or "rnx"]) + extra + [TRUE],
                "joblet job: its namespaces, cgroup, log capture; the CLI follows to the end")
+    r.socket = sock
     if not rnx:
-        r.skipped = "rnx not found (give --rnx PATH, put it on PATH, or build into ./build)"
+        r.skipped = (f"{rnx_path} is not executable" if rnx_path else
+                     "rnx not found (give --rnx PATH, put it on PATH, or build into ./build)")
         return r
     try:
-        st = os.stat(args.socket)
+        st = os.stat(sock)
     except OSError as ex:
-        r.skipped = f"daemon socket {args.socket}: {ex.strerror} (is joblet running? --socket)"
+        r.skipped = f"daemon socket {sock}: {ex.strerror} (is joblet running? --socket)"
         return r
     import stat as stat_mod
     if not stat_mod.S_ISSOCK(st.st_mode):
-        r.skipped = f"{args.socket} is not a socket"
+        r.skipped = f"{sock} is not a socket"
         return r
     try:
-        code, body = api(args.socket, "GET", "/v1/version")
+        code, body = api(sock, "GET", "/v1/version")
         if code != 200:
             r.skipped = f"GET /v1/version answered {code}: {body}"
             return r
     except (OSError, http.client.HTTPException, ValueError) as ex:
-        r.skipped = f"cannot talk to joblet at {args.socket}: {ex}"
+        r.skipped = f"cannot talk to joblet at {sock}: {ex}"
         return r
     return r
 
@@ -274,7 +294,11 @@ def main():
     ap.add_argument("--rnx", help="path of rnx (default: PATH, then ./build/rnx)")
     ap.add_argument("--rnx-args", default="--socket {socket} job run --follow",
                     help="rnx arguments before /bin/true; {socket} is replaced (default: %(default)r)")
-    ap.add_argument("--only", help="comma-separated subset of: rnx,runc,bwrap,unshare,direct")
+    ap.add_argument("--target", action="append", type=parse_target, metavar="NAME=RNX:SOCKET",
+                    help="repeatable: an rnx row per target, this rnx against this socket, instead of "
+                         "the one from --rnx/--socket; ratios are given to the first target")
+    ap.add_argument("--only", help="comma-separated subset of: rnx,runc,bwrap,unshare,direct "
+                                   "(rnx means every --target)")
     ap.add_argument("--json", metavar="FILE", help="also write the figures (and raw samples) to FILE")
     ap.add_argument("--cleanup", action="store_true",
                     help="afterwards delete the finished /bin/true jobs the rnx runs created")
@@ -289,19 +313,32 @@ def main():
         if bad:
             ap.error(f"--only: unknown {', '.join(bad)}; choose from {', '.join(names)}")
         names = [n for n in names if n in want]
+    targets = args.target or []
+    tnames = [t[0] for t in targets]
+    clash = sorted({n for n in tnames if tnames.count(n) > 1 or n in ("runc", "bwrap", "unshare", "direct")})
+    if clash:
+        ap.error(f"--target: name {', '.join(clash)} used twice or taken by a peer")
 
     tmp = tempfile.mkdtemp(prefix="joblet-bench-")
     try:
         makers = {"rnx": lambda: make_rnx(args), "runc": lambda: make_runc(args, tmp),
                   "bwrap": lambda: make_bwrap(args), "unshare": lambda: make_unshare(args),
                   "direct": lambda: make_direct(args)}
-        runners = [makers[n]() for n in names]
-        before = None
-        if args.cleanup and any(r.name == "rnx" and not r.skipped for r in runners):
-            try:
-                before = job_ids(args.socket)
-            except (OSError, http.client.HTTPException, ValueError, RuntimeError) as ex:
-                print(f"--cleanup: cannot list jobs, nothing will be deleted: {ex}", file=sys.stderr)
+        runners = []
+        for n in names:
+            if n == "rnx" and targets:
+                runners += [make_rnx(args, *t) for t in targets]
+            else:
+                runners.append(makers[n]())
+        rnx_rows = [r for r in runners if hasattr(r, "socket")]
+        before = {}                               # socket -> its jobs before the run
+        if args.cleanup:
+            for sock in dict.fromkeys(r.socket for r in rnx_rows if not r.skipped):
+                try:
+                    before[sock] = job_ids(sock)
+                except (OSError, http.client.HTTPException, ValueError, RuntimeError) as ex:
+                    print(f"--cleanup: cannot list jobs on {sock}, nothing will be deleted there: {ex}",
+                          file=sys.stderr)
 
         # Warm-ups double as the availability check: a command that fails is skipped with why.
         for r in runners:
@@ -341,23 +378,43 @@ def main():
 
     # ---- the table
     print()
-    hdr = f"{'command':<9} {'runs':>5} {'median ms':>10} {'p95 ms':>9} {'min ms':>8} {'max ms':>8} {'median/runc':>12}"
+    w = max([9] + [len(r.name) for r in runners])
+    hdr = (f"{'command':<{w}} {'runs':>5} {'median ms':>10} {'p95 ms':>9} {'min ms':>8} {'max ms':>8} "
+           f"{'median/runc':>12}")
     print(hdr)
     print("-" * len(hdr))
     for r in runners:
         s = stats.get(r.name)
         if not s:
-            print(f"{r.name:<9} {'-':>5}  skipped: {r.skipped}")
+            print(f"{r.name:<{w}} {'-':>5}  skipped: {r.skipped}")
             continue
         rel = f"{s['median_ms'] / runc['median_ms']:.2f}x" if runc else "-"
-        print(f"{r.name:<9} {s['n']:>5} {s['median_ms']:>10.2f} {s['p95_ms']:>9.2f} "
+        print(f"{r.name:<{w}} {s['n']:>5} {s['median_ms']:>10.2f} {s['p95_ms']:>9.2f} "
               f"{s['min_ms']:>8.2f} {s['max_ms']:>8.2f} {rel:>12}")
     print()
 
+    def ratio(a, b):
+        return {"median": stats[a]["median_ms"] / stats[b]["median_ms"],
+                "p95": stats[a]["p95_ms"] / stats[b]["p95_ms"]}
+
     ratios = None
-    if "rnx" in stats and runc:
-        ratios = {"median": stats["rnx"]["median_ms"] / runc["median_ms"],
-                  "p95": stats["rnx"]["p95_ms"] / runc["p95_ms"]}
+    ratios_targets = {}
+    if targets:
+        base = tnames[0]
+        for n in tnames[1:]:
+            if n in stats and base in stats:
+                ratios_targets[n] = ratio(n, base)
+                print(f"{n}/{base}: median {ratios_targets[n]['median']:.3f}x, "
+                      f"p95 {ratios_targets[n]['p95']:.3f}x")
+            else:
+                print(f"{n}/{base}: n/a ({n if n not in stats else base} skipped)")
+        if runc:
+            for n in tnames:
+                if n in stats:
+                    rr = ratio(n, "runc")
+                    print(f"{n}/runc: median {rr['median']:.2f}x, p95 {rr['p95']:.2f}x")
+    elif "rnx" in stats and runc:
+        ratios = ratio("rnx", "runc")
         print(f"rnx/runc: median {ratios['median']:.2f}x, p95 {ratios['p95']:.2f}x")
     else:
         why = "rnx skipped" if "rnx" not in stats else "runc skipped"
@@ -367,9 +424,10 @@ def main():
         print(f"  {r.name:<8} {r.display()}")
         print(f"  {'':<8} isolation: {r.isolation}")
 
-    if before is not None:
+    if before:
         print()
-        cleanup(args.socket, before)
+        for sock, jobs in before.items():
+            cleanup(sock, jobs)
 
     if args.json:
         doc = {
@@ -385,6 +443,8 @@ def main():
             "results": {},
             "ratio_rnx_runc": ratios,
         }
+        if targets:
+            doc["ratio_to_first_target"] = ratios_targets
         for r in runners:
             entry = {"command": r.display(), "isolation": r.isolation}
             if r.name in stats:

@@ -7,6 +7,13 @@ one of them is terminal. Prints jobs/s from the first submission to the last job
 final statuses, and the daemon's RSS (VmRSS of the pid that GET /v1/version names) idle before
 and after the run, plus the highest value seen during it.
 
+Two builds of joblet side by side: --target NAME=SOCKET (repeatable) with --rounds R measures
+every target once per round, the order rotated each round (A B, B A, A B, ...), and ends with
+jobs/s per round and the median of each target, relative to the first target:
+
+  throughput.py --rounds 4 --cleanup \
+      --target before=/tmp/bench-before/sock --target after=/tmp/bench-after/sock
+
 Standard library only.
 """
 
@@ -251,6 +258,14 @@ def delete_jobs(sock_path, ids, concurrency):
     return refused
 
 
+def parse_target(text):
+    """--target NAME=SOCKET -> (name, socket path)."""
+    name, eq, sock = text.partition("=")
+    if not eq or not name or not sock:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=SOCKET")
+    return name, sock
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--socket", default="/run/joblet/joblet.sock", help="joblet's unix socket")
@@ -264,19 +279,89 @@ def main():
                     help="seconds to let the daemon go idle before the 'after' RSS reading (default 2)")
     ap.add_argument("--cleanup", action="store_true", help="delete the submitted jobs afterwards")
     ap.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    ap.add_argument("--target", action="append", type=parse_target, metavar="NAME=SOCKET",
+                    help="repeatable: measure these daemons instead of --socket, in turn, once per round")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="with --target: rounds, the order rotated each round; even balances it (default 1)")
     args = ap.parse_args()
-    if args.jobs < 1 or args.concurrency < 1:
-        ap.error("--jobs and --concurrency must be at least 1")
+    if args.jobs < 1 or args.concurrency < 1 or args.rounds < 1:
+        ap.error("--jobs, --concurrency and --rounds must be at least 1")
+    if not args.target:
+        if args.rounds != 1:
+            ap.error("--rounds needs --target")
+        doc = measure(args, args.socket)
+        if doc is None:
+            return 1
+        if args.json:
+            write_json(args.json, doc)
+        return 0 if doc["ok"] else 1
+    names = [t[0] for t in args.target]
+    if len(set(names)) != len(names):
+        ap.error("--target: a name is used twice")
+    return compare(args)
 
+
+def write_json(path, doc):
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    print(f"wrote {path}")
+
+
+def compare(args):
+    """Every target once per round, the order rotated each round; jobs/s per round and medians."""
+    targets = args.target
+    runs = {name: [] for name, _ in targets}
+    failed = False
+    for rnd in range(args.rounds):
+        k = rnd % len(targets)
+        for name, sock in targets[k:] + targets[:k]:
+            print(f"\n== round {rnd + 1}/{args.rounds}: {name} ({sock})", flush=True)
+            doc = measure(args, sock)
+            if doc is None:
+                return 1
+            failed |= not doc["ok"]
+            doc["round"] = rnd + 1
+            runs[name].append(doc)
+
+    def rate(d):
+        return d["jobs_per_s"] if d["jobs_per_s"] is not None else float("nan")
+
+    base = targets[0][0]
+    medians = {n: statistics.median(rate(d) for d in ds) for n, ds in runs.items()}
+    print(f"\njobs/s ({args.jobs} x {args.command}, {args.concurrency} submitters; first submit -> last ended_at)")
+    w = max([8] + [len(n) for n in runs])
+    print(f"{'target':<{w}} " + " ".join(f"{'round ' + str(i + 1):>9}" for i in range(args.rounds))
+          + f" {'median':>9} {'/' + base:>9}")
+    for n, ds in runs.items():
+        print(f"{n:<{w}} " + " ".join(f"{rate(d):>9.1f}" for d in ds)
+              + f" {medians[n]:>9.1f} {medians[n] / medians[base]:>8.3f}x")
+    if args.json:
+        write_json(args.json, {
+            "benchmark": "throughput_compare",
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": {"cpus": os.cpu_count()},
+            "jobs": args.jobs, "concurrency": args.concurrency, "command": args.command, "rounds": args.rounds,
+            "targets": {n: s for n, s in targets},
+            "median_jobs_per_s": medians,
+            "ratio_to_first_target": {n: medians[n] / medians[base] for n in medians},
+            "runs": runs,
+        })
+    return 1 if failed else 0
+
+
+def measure(args, sock):
+    """One throughput run against the daemon at sock; prints it and returns the figures as a dict
+    (None when the daemon cannot be reached)."""
     # ---- the daemon and its idle RSS
     try:
-        code, ver = api(args.socket, "GET", "/v1/version", timeout=10)
+        code, ver = api(sock, "GET", "/v1/version", timeout=10)
     except (OSError, http.client.HTTPException) as ex:
-        print(f"throughput: cannot reach joblet at {args.socket}: {ex} (is it running? --socket)", file=sys.stderr)
-        return 1
+        print(f"throughput: cannot reach joblet at {sock}: {ex} (is it running? --socket)", file=sys.stderr)
+        return None
     if code != 200 or not isinstance(ver, dict):
         print(f"throughput: GET /v1/version answered {code}: {ver}", file=sys.stderr)
-        return 1
+        return None
     pid = ver.get("pid")
     rss_note = None
     rss_before = hwm_before = None
@@ -291,17 +376,17 @@ def main():
         sampler = RssSampler(pid, 0.05)
         sampler.start()
 
-    print(f"joblet {ver.get('version', '?')} (pid {pid}, cgroups {ver.get('cgroup_layout', '?')}) at {args.socket}: "
+    print(f"joblet {ver.get('version', '?')} (pid {pid}, cgroups {ver.get('cgroup_layout', '?')}) at {sock}: "
           f"{args.jobs} x {args.command}, {args.concurrency} submitters, {os.cpu_count()} CPUs", flush=True)
 
     # ---- submit, then wait
     ids, failures, examples, lat, t0_wall, t0, t_submitted = submit_all(
-        args.socket, args.jobs, args.concurrency, {"command": args.command, **json.loads(args.fields)})
+        sock, args.jobs, args.concurrency, {"command": args.command, **json.loads(args.fields)})
     submit_s = t_submitted - t0
     jobs, t_seen, polls, wait_err = ({}, t_submitted, 0, None)
     if ids:
         try:
-            jobs, t_seen, polls, wait_err = wait_terminal(args.socket, ids, args.poll, args.timeout)
+            jobs, t_seen, polls, wait_err = wait_terminal(sock, ids, args.poll, args.timeout)
         except (OSError, http.client.HTTPException, RuntimeError) as ex:
             wait_err = f"polling failed: {ex}"
     if sampler:
@@ -357,7 +442,7 @@ def main():
 
     rss_cleanup = None
     if args.cleanup and ids:
-        refused = delete_jobs(args.socket, ids, args.concurrency)
+        refused = delete_jobs(sock, ids, args.concurrency)
         print(f"cleanup        deleted {len(ids) - sum(refused.values())} jobs"
               + ("; refused: " + ", ".join(f"{k} x{n}" for k, n in refused.items()) if refused else ""))
         if rss_before is not None:
@@ -368,31 +453,27 @@ def main():
             except (OSError, ValueError):
                 pass
 
-    if args.json:
-        doc = {
-            "benchmark": "throughput",
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "host": {"cpus": os.cpu_count()},
-            "daemon": ver,
-            "jobs": args.jobs, "concurrency": args.concurrency, "command": args.command,
-            "submitted": len(ids), "submit_s": submit_s, "submits_per_s": len(ids) / submit_s,
-            "post_latency_ms": {"median": statistics.median(lat_ms) if lat_ms else None,
-                                "p95": pctl(lat_ms, 95) if lat_ms else None},
-            "refused": dict(failures),
-            "terminal": done,
-            "to_last_ended_s": ended_s, "jobs_per_s": (done / ended_s) if ended_s and done else None,
-            "to_observed_s": seen_s, "jobs_per_s_observed": done / seen_s if done else None,
-            "status": dict(statuses), "end_reason": {str(k): v for k, v in reasons.items()},
-            "rss_kb": {"idle_before": rss_before, "peak_during": sampler.peak if sampler else None,
-                       "idle_after": rss_after, "vmhwm": hwm_after or hwm_before,
-                       "after_cleanup": rss_cleanup},
-            "error": wait_err,
-        }
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-        print(f"wrote {args.json}")
-    return 0 if (not wait_err and not failures and done == args.jobs) else 1
+    doc = {
+        "benchmark": "throughput",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host": {"cpus": os.cpu_count()},
+        "daemon": ver,
+        "jobs": args.jobs, "concurrency": args.concurrency, "command": args.command,
+        "submitted": len(ids), "submit_s": submit_s, "submits_per_s": len(ids) / submit_s,
+        "post_latency_ms": {"median": statistics.median(lat_ms) if lat_ms else None,
+                            "p95": pctl(lat_ms, 95) if lat_ms else None},
+        "refused": dict(failures),
+        "terminal": done,
+        "to_last_ended_s": ended_s, "jobs_per_s": (done / ended_s) if ended_s and done else None,
+        "to_observed_s": seen_s, "jobs_per_s_observed": done / seen_s if done else None,
+        "status": dict(statuses), "end_reason": {str(k): v for k, v in reasons.items()},
+        "rss_kb": {"idle_before": rss_before, "peak_during": sampler.peak if sampler else None,
+                   "idle_after": rss_after, "vmhwm": hwm_after or hwm_before,
+                   "after_cleanup": rss_cleanup},
+        "error": wait_err,
+        "ok": not wait_err and not failures and done == args.jobs,
+    }
+    return doc
 
 
 if __name__ == "__main__":
