@@ -1,15 +1,39 @@
-/* GPU service states (gpu_hold.h). draining, resetting and offline outlive a restart (table
- * gpu_admin). */
+/* GPU service states (gpu_hold.h). draining, resetting, offline and degraded outlive a
+ * restart (table gpu_admin): a GPU whose scrub failed stays out of service after one. */
 #include "gpu_hold.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "../common/log.h"
 #include "audit.h"
 #include "state.h"
 
 static gpu_hold holds[GPU_MAX]; /* zero: every GPU starts in service (GS_AVAILABLE) */
-static uint64_t scrubbing;
+static uint64_t scrubbing;      /* bit i: a scrub helper is zeroing GPU i */
+static gpu_hold stored[GPU_MAX]; /* what table gpu_admin holds for it; state GS_AVAILABLE: no row */
+
+static bool kept(enum gpu_state s)
+{
+    return s == GS_DRAINING || s == GS_OFFLINE || s == GS_RESETTING || s == GS_DEGRADED;
+}
+
+/* Table gpu_admin follows the state: a row while it is in a kept state, with its reason, none
+ * otherwise; written only when that changes (not on every scrub of a GPU in service). */
+static void store(int i)
+{
+    gpu_hold want = holds[i];
+    if (!kept(want.state))
+        want = (gpu_hold){GS_AVAILABLE, ""};
+    if (want.state == stored[i].state && !strcmp(want.reason, stored[i].reason))
+        return;
+    jerr e = {0};
+    if (db_gpu_admin_set(core.db, core.gpu.inv.gpu[i].uuid, want.state == GS_AVAILABLE ? NULL : gpu_state_name(want.state),
+                         want.reason, &e) < 0)
+        log_err("%s", e.msg);
+    else
+        stored[i] = want;
+}
 
 const gpu_hold *gpu_hold_get(int i) { return &holds[i]; }
 
@@ -36,6 +60,7 @@ int gpu_hold_event(int i, enum gpu_event ev, const char *reason)
     /* back in service while the helper still zeroes its memory: nobody gets it until it is done */
     if (next == GS_AVAILABLE && scrubbing >> i & 1)
         gpu_hold_event(i, GE_SCRUB_START, NULL);
+    store(i);
     state_want(WANT_GPUS | WANT_SCHEDULE);
     return (int)h->state;
 }
@@ -49,10 +74,6 @@ int gpu_hold_set(int i, enum gpu_event ev, const char *reason, int64_t by)
     if (next < 0)
         return -1;
     const char *state = gpu_state_name((enum gpu_state)next);
-    bool keep = next == GS_DRAINING || next == GS_OFFLINE || next == GS_RESETTING;
-    jerr e = {0};
-    if (db_gpu_admin_set(core.db, core.gpu.inv.gpu[i].uuid, keep ? state : NULL, reason, &e) < 0)
-        log_err("%s", e.msg);
     char detail[400];
     snprintf(detail, sizeof detail, "%s -> %s%s%s", old, state, reason ? ": " : "", reason ? reason : "");
     log_info("gpu %d: %s", i, detail);
@@ -71,11 +92,15 @@ static void restore(const char *uuid, const char *state, const char *reason, voi
         ev = s == GS_DRAINING    ? GE_RESTORE_DRAINING
              : s == GS_RESETTING ? GE_RESTORE_RESETTING
              : s == GS_OFFLINE   ? GE_RESTORE_OFFLINE
+             : s == GS_DEGRADED  ? GE_RESTORE_DEGRADED
                                  : GE_COUNT;
     if (ev == GE_COUNT) {
         log_err("gpu %d: table gpu_admin says '%s', not a state kept across a restart; it stays in service", i, state);
         return;
     }
+    /* what the table holds is what it will hold: no write back */
+    stored[i] = (gpu_hold){.state = s};
+    snprintf(stored[i].reason, sizeof stored[i].reason, "%s", reason ? reason : "");
     if (gpu_hold_event(i, ev, reason ? reason : "") >= 0)
         log_info("gpu %d: %s (%s), as before the restart", i, state, holds[i].reason);
 }

@@ -24,6 +24,7 @@ static const char *const event_names[GE_COUNT] = {
     [GE_RESTORE_DRAINING] = "restored as draining",
     [GE_RESTORE_RESETTING] = "restored as resetting",
     [GE_RESTORE_OFFLINE] = "restored as offline",
+    [GE_RESTORE_DEGRADED] = "restored as degraded",
 };
 
 /* Every transition a GPU may make, and why. Only the service states appear: allocated, shared
@@ -109,6 +110,7 @@ static const struct transition {
     {GS_AVAILABLE, GE_RESTORE_DRAINING, GS_DRAINING},
     {GS_AVAILABLE, GE_RESTORE_RESETTING, GS_RESETTING}, /* reset once idle, as before the restart */
     {GS_AVAILABLE, GE_RESTORE_OFFLINE, GS_OFFLINE},
+    {GS_AVAILABLE, GE_RESTORE_DEGRADED, GS_DEGRADED}, /* never zeroed: not handed out until an admin vouches */
 };
 
 int gpu_state_next(enum gpu_state s, enum gpu_event ev, enum gpu_state *next)

@@ -42,6 +42,7 @@ enum gpu_event {
     GE_RESTORE_DRAINING, /* a restart found it stored as draining (table gpu_admin) */
     GE_RESTORE_RESETTING,/* ... as resetting: the reset it waited for is still due */
     GE_RESTORE_OFFLINE,  /* ... as offline */
+    GE_RESTORE_DEGRADED, /* ... as degraded: a scrub failed, its memory may hold a tenant's data */
     GE_COUNT
 };
 

@@ -14,6 +14,7 @@ from conftest import BUILD, ROOT
 from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes
 
 FAKE_SMI = os.path.join(ROOT, "tests", "fakes", "nvidia-smi")
+FAKE_CUDA = os.path.join(BUILD, "tests", "fakes", "libcuda.so.1")
 
 pytestmark = pytest.mark.skipif(not os.path.exists(FAKE_NVML), reason="the fake NVML was not built")
 
@@ -52,7 +53,7 @@ class Machine:
 
 @pytest.fixture
 def health_machine(fresh_daemon, tmp_path):
-    def make(name="a100-pcie-4", extra=""):
+    def make(name="a100-pcie-4", extra="", scrub=False, env=None):
         dev = tmp_path / "dev"
         make_nodes(dev, name)
         (tmp_path / "events").write_text("")
@@ -61,9 +62,11 @@ def health_machine(fresh_daemon, tmp_path):
         d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
                          f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp_path}/nocuda\n"
                          f"  nvidia_smi: {FAKE_SMI}\n  health_interval_ms: 100\n  max_temperature_c: 85\n"
-                         f"  scrub: 0\n{extra}",
+                         f"  scrub: {1 if scrub else 0}\n"
+                         + (f"  libcuda: {FAKE_CUDA}\n" if scrub else "") + extra,
                          env={"FAKE_NVML_FIXTURE": f"{f}/machine.json", "FAKE_NVML_EVENTS": str(tmp_path / "events"),
-                              "FAKE_SMI_DIR": f"{f}/smi", "FAKE_SMI_RESET_LOG": str(tmp_path / "resets")})
+                              "FAKE_SMI_DIR": f"{f}/smi", "FAKE_SMI_RESET_LOG": str(tmp_path / "resets"),
+                              **(env or {})})
         assert "health monitor every 100 ms" in d.log()
         return Machine(d, tmp_path, name)
     return make
@@ -226,6 +229,34 @@ def test_admin_drain_offline_online(health_machine):
     assert m.gpu(g)["state"] == "available"
     p = m.d.rnx("gpu", "drain", "7")
     assert p.returncode != 0 and "no GPU '7'" in p.stderr
+
+
+def test_failed_scrub_keeps_the_gpu_degraded_across_a_restart(health_machine, tmp_path):
+    """A GPU whose memory could not be zeroed may still hold its last tenant's data: it is
+    DEGRADED, and a restart of the daemon does not bring it back into service; only an admin
+    does (docs/health.md)."""
+    if not os.path.exists(FAKE_CUDA):
+        pytest.skip("the fake CUDA driver was not built")
+    uuid = sorted(machine("a100-pcie-4")["gpus"], key=lambda g: g["bus_id"])[0]["uuid"]
+    m = health_machine(scrub=True, env={"FAKE_CUDA_FAIL": f"cuMemsetD8_v2@{uuid}=CUDA_ERROR_LAUNCH_FAILED",
+                                        "FAKE_CUDA_LOG": str(tmp_path / "cuda.log")})
+    p = m.d.rnx("job", "run", "--gpu-ids=0", "true", check=True)
+    job = m.d.wait(p.stdout.strip())
+    assert job["status"] == "COMPLETED" and [g["index"] for g in job["gpus"]] == [0]
+    g = m.wait_gpu(0, "degraded")
+    assert g["takes_jobs"] is False and "memory scrub failed" in g["state_reason"], g
+    m.d.stop()
+    m.d.start()
+    g = m.gpu(0)
+    assert g["state"] == "degraded" and g["takes_jobs"] is False and "memory scrub failed" in g["state_reason"], g
+    assert m.gpu(1)["state"] == "available"
+    # a job asking for that GPU by name is refused; an admin vouches for it and it serves again
+    p = m.d.rnx("job", "run", "--gpu-ids=0", "true")
+    assert p.returncode != 0 and "--gpu-ids: GPU 0 cannot be used: memory scrub failed" in p.stderr, p.stderr
+    m.d.rnx("gpu", "online", "0", check=True)
+    m.d.stop()
+    m.d.start()
+    assert m.gpu(0)["state"] in ("available", "scrubbing")
 
 
 def test_audit_trail_of_a_session(health_machine):

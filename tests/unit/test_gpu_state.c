@@ -47,6 +47,7 @@ static const struct {
     {DG, GE_RESET_FAILED, OF}, {OF, GE_RESET_FAILED, OF},
 
     {AV, GE_RESTORE_DRAINING, DR}, {AV, GE_RESTORE_RESETTING, RS}, {AV, GE_RESTORE_OFFLINE, OF},
+    {AV, GE_RESTORE_DEGRADED, DG},
 };
 
 static int row_of(enum gpu_state s, enum gpu_event ev)
