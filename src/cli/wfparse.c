@@ -729,23 +729,6 @@ static void environment(ctx *c, wjob *j, int jk)
     }
 }
 
-/* A list of texts (args, volumes) as a JSON array; NULL when absent or wrong. */
-static json_t *text_list(ctx *c, const char *key, const ynode *v, const char *example)
-{
-    const ynode *l = list(c, key, v, example);
-    if (!l)
-        return NULL;
-    json_t *out = json_array();
-    for (size_t i = 0; i < l->nkids; i++) {
-        char k[64];
-        snprintf(k, sizeof k, "%s[%zu]", key, i);
-        const char *s = scalar(c, k, l->kids[i]);
-        if (s)
-            json_array_append_new(out, json_string(s));
-    }
-    return out;
-}
-
 /* uploads: paths relative to the workflow file's directory, read now. */
 static void uploads(ctx *c, wjob *j)
 {
@@ -950,9 +933,13 @@ static void walk_job(ctx *c, wjob *j)
         uploads(c, j);
     }
     if (j->at[YK_RUNTIME])
-        text_value(c, "runtime", j->at[YK_RUNTIME]);
-    if (j->at[YK_VOLUMES])
-        json_decref(text_list(c, "volumes", j->at[YK_VOLUMES], "[data]"));
+        field_value(c, j, jobreq_field_by_yaml("runtime", false), j->at[YK_RUNTIME]);
+    if (j->at[YK_VOLUMES]) {
+        /* each item through the schema: NAME or NAME:ro, no name twice */
+        const ynode *l = list(c, "volumes", j->at[YK_VOLUMES], "[data-lake, images:ro]");
+        for (size_t i = 0; l && i < l->nkids; i++)
+            field_value(c, j, jobreq_field_by_yaml("volumes", false), l->kids[i]);
+    }
     const ynode *res = j->at[YK_RESOURCES] ? mapping(c, "resources", j->at[YK_RESOURCES], "{max_memory: 4GB}") : NULL;
     ynode *given[JR_N] = {0};
     for (size_t i = 0; res && i + 1 < res->nkids; i += 2) {
@@ -1182,14 +1169,6 @@ static json_t *make_body(const wfp_doc *d, const char *text)
             json_array_append_new(reqs, json_pack("{s:s, s:s}", "job", d->jobs[j->reqs[r].to].name, "status",
                                                   j->reqs[r].state));
         json_t *e = json_pack("{s:s, s:o}", "name", j->name, "requires", reqs);
-        if (j->at[YK_RUNTIME])
-            json_object_set_new(e, "runtime", json_string(j->at[YK_RUNTIME]->text));
-        if (j->at[YK_VOLUMES]) {
-            json_t *vols = json_array();
-            for (size_t v = 0; j->at[YK_VOLUMES]->kind == Y_SEQ && v < j->at[YK_VOLUMES]->nkids; v++)
-                json_array_append_new(vols, json_string(j->at[YK_VOLUMES]->kids[v]->text));
-            json_object_set_new(e, "volumes", vols);
-        }
         json_object_set(e, "request", j->request);
         json_array_append_new(jobs, e);
     }

@@ -87,6 +87,12 @@ const jobreq_field jobreq_fields[JR_N] = {
                        OFF(cross_numa), "must be yes or no (true or false)"},
     [JR_PREEMPTIBLE] = {"preemptible", "--preemptible", "preemptible", true, false, JK_BOOL, JU_NONE, 0, 1,
                         OFF(preemptible), "must be true or false"},
+    /* a prepared root filesystem (docs/runtimes.md); the daemon refuses one it does not have */
+    [JR_RUNTIME] = {"runtime", "--runtime", "runtime", false, false, JK_TEXT, JU_NAME, 1, 64, OFF(runtime),
+                    "must be a runtime's name, e.g. python-3.11-ml (rnx runtime list)"},
+    /* volumes mounted at /volumes/NAME (docs/volumes.md); --volume may be given again */
+    [JR_VOLUMES] = {"volumes", "--volume", "volumes", false, false, JK_LIST, JU_VOLUME, 1, 32, OFF(volumes),
+                    "must be a list of volume names, each NAME or NAME:ro (rnx volume list), at most %2$lld"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number"},
     /* why a --gpu-optional job runs without the GPUs it asked for */
@@ -196,6 +202,45 @@ static int list_refused(jerr *e, const jobreq_field *f)
 
 /* ---- the typed request ---------------------------------------------------------------- */
 
+static char ***list_items(job_req *r, enum jobreq_id id, size_t **n);
+
+/* A volume's name: letters, digits, '.', '_', '-', not starting with '.', at most 64. */
+bool jobreq_volume_name_ok(const char *s, size_t len)
+{
+    return len > 0 && len <= 64 && s[0] != '.' &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") >= len;
+}
+
+int jobreq_volume_parse(const char *item, char *name, size_t len, bool *ro)
+{
+    const char *colon = strchr(item, ':');
+    size_t n = colon ? (size_t)(colon - item) : strlen(item);
+    if (!jobreq_volume_name_ok(item, n) || n >= len || (colon && strcmp(colon, ":ro") && strcmp(colon, ":rw")))
+        return -1;
+    memcpy(name, item, n);
+    name[n] = 0;
+    *ro = colon && !strcmp(colon, ":ro");
+    return 0;
+}
+
+/* One more item of a list whose items have a form (volumes): the form, no name twice, the
+ * list's bound. */
+static int list_item_check(job_req *r, const jobreq_field *f, const char *item, jerr *e)
+{
+    char name[80], other[80];
+    bool ro;
+    if (jobreq_volume_parse(item, name, sizeof name, &ro) < 0)
+        return refuse(e, f, item);
+    size_t *n;
+    char **l = *list_items(r, id_of(f), &n);
+    if (*n >= (size_t)f->max)
+        return refuse(e, f, item);
+    for (size_t i = 0; i < *n; i++)
+        if (jobreq_volume_parse(l[i], other, sizeof other, &ro) == 0 && !strcmp(name, other))
+            return jerr_field(e, f->key, "%s: volume '%s' is listed twice", f->key, name);
+    return 0;
+}
+
 static char **str_at(job_req *r, const jobreq_field *f) { return (char **)((char *)r + f->off); }
 static int64_t *int_at(job_req *r, const jobreq_field *f) { return (int64_t *)((char *)r + f->off); }
 static bool *bool_at(job_req *r, const jobreq_field *f) { return (bool *)((char *)r + f->off); }
@@ -219,10 +264,20 @@ static void free_list(char **l, size_t n)
     free(l);
 }
 
+/* Where a JK_LIST field's items and count live. */
+static char ***list_items(job_req *r, enum jobreq_id id, size_t **n)
+{
+    switch (id) {
+    case JR_ARGS: *n = &r->nargs; return &r->args;
+    case JR_VOLUMES: *n = &r->nvolumes; return &r->volumes;
+    default: *n = &r->ngpu_ids; return &r->gpu_ids;
+    }
+}
+
 void jobreq_set_list(job_req *r, enum jobreq_id id, char **items, size_t n)
 {
-    char ***l = id == JR_ARGS ? &r->args : &r->gpu_ids;
-    size_t *nl = id == JR_ARGS ? &r->nargs : &r->ngpu_ids;
+    size_t *nl;
+    char ***l = list_items(r, id, &nl);
     char **copy = xcalloc(n + 1, sizeof *copy);
     for (size_t i = 0; i < n; i++)
         copy[i] = xstrdup(items[i]);
@@ -268,12 +323,14 @@ static void clear_field(job_req *r, enum jobreq_id id)
         break;
     case JK_INT: *int_at(r, f) = 0; break;
     case JK_BOOL: *bool_at(r, f) = false; break;
-    case JK_LIST:
-        if (id == JR_ARGS)
-            free_list(r->args, r->nargs), r->args = NULL, r->nargs = 0;
-        else
-            free_list(r->gpu_ids, r->ngpu_ids), r->gpu_ids = NULL, r->ngpu_ids = 0;
+    case JK_LIST: {
+        size_t *n;
+        char ***l = list_items(r, id, &n);
+        free_list(*l, *n);
+        *l = NULL;
+        *n = 0;
         break;
+    }
     case JK_ENV: {
         jobreq_pair **p = id == JR_SECRET_ENV ? &r->secret_env : &r->env;
         size_t *n = id == JR_SECRET_ENV ? &r->nsecret_env : &r->nenv;
@@ -573,6 +630,16 @@ int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t 
             return schedule_text(r, f, text, now, e);
         return set_string(r, f, text, strlen(text), 0, now, e);
     case JK_LIST: {
+        if (f->unit == JU_VOLUME) {
+            /* one item each time: --volume=a --volume=b:ro, or a YAML list's items */
+            if (list_item_check(r, f, text, e) < 0)
+                return -1;
+            size_t *n;
+            char ***l = list_items(r, id_of(f), &n);
+            list_push(l, n, text);
+            r->has |= 1ull << id_of(f);
+            return 0;
+        }
         /* comma-separated: --gpu-ids=0,1 */
         char **items = NULL;
         size_t n = 0;
@@ -623,8 +690,8 @@ static int list_from_json(job_req *r, const jobreq_field *f, json_t *arr, jerr *
     size_t i;
     if (!json_is_array(arr) || json_array_size(arr) < (size_t)f->min)
         return list_refused(e, f);
-    char ***l = id_of(f) == JR_ARGS ? &r->args : &r->gpu_ids;
-    size_t *n = id_of(f) == JR_ARGS ? &r->nargs : &r->ngpu_ids;
+    size_t *n;
+    char ***l = list_items(r, id_of(f), &n);
     json_array_foreach(arr, i, a) {
         if (!json_is_string(a))
             return list_refused(e, f);
@@ -632,6 +699,8 @@ static int list_from_json(job_req *r, const jobreq_field *f, json_t *arr, jerr *
             return jerr_field(e, f->key, "%s: must not contain a NUL character", f->key);
         if (id_of(f) == JR_ARGS && json_string_length(a) > (size_t)f->max)
             return jerr_field(e, f->key, "%s: longer than %lld bytes", f->key, (long long)f->max);
+        if (f->unit == JU_VOLUME && list_item_check(r, f, json_string_value(a), e) < 0)
+            return -1;
         list_push(l, n, json_string_value(a));
     }
     r->has |= 1ull << id_of(f);
@@ -935,7 +1004,12 @@ json_t *jobreq_to_json(const job_req *r, int flags)
             v = i == JR_ENV ? env_json(r->env, r->nenv, false)
                             : env_json(r->secret_env, r->nsecret_env, !(flags & JOBREQ_JSON_SECRETS));
             break;
-        case JK_LIST: v = i == JR_ARGS ? list_json(r->args, r->nargs) : list_json(r->gpu_ids, r->ngpu_ids); break;
+        case JK_LIST: {
+            size_t *n;
+            char ***l = list_items((job_req *)r, (enum jobreq_id)i, &n);
+            v = list_json(*l, *n);
+            break;
+        }
         case JK_UPLOADS: v = uploads_json(r); break;
         }
         json_object_set_new(o, f->key, v);

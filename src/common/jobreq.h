@@ -32,6 +32,7 @@ enum jobreq_id {
     JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_MAX_IOBPS, JR_CPU_CORES, JR_MAX_RUNTIME_S, JR_SCHEDULE_AT,
     JR_UPLOADS, JR_GPU_COUNT, JR_GPU_MEMORY_MB, JR_GPU_ALL, JR_GPU_IDS, JR_GPU_CAPS, JR_GPU_OPTIONAL,
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
+    JR_RUNTIME, JR_VOLUMES,
     /* set by the daemon, never by a client */
     JR_PIDS_MAX, JR_GPU_DEGRADED,
     JR_N
@@ -49,6 +50,7 @@ enum jobreq_kind {
 enum jobreq_unit {
     JU_NONE, JU_PERCENT, JU_MB, JU_BYTES, JU_SECONDS, JU_GPUS, JU_CPUS, JU_TIME, JU_CAPS, JU_CC,
     JU_NETWORK, JU_PATH, JU_NAME,
+    JU_VOLUME,    /* NAME or NAME:ro, NAME of letters, digits, '.', '_', '-' */
 };
 
 typedef struct jobreq_field {
@@ -99,6 +101,9 @@ typedef struct job_req {
     bool gpu_all, gpu_optional, gpu_share, cross_numa, preemptible;
     char **gpu_ids;           /* as given; the daemon stores UUIDs */
     size_t ngpu_ids;
+    char *runtime;            /* the runtime the job runs in (rnx runtime list); NULL: the host's */
+    char **volumes;           /* "NAME" or "NAME:ro", mounted at /volumes/NAME */
+    size_t nvolumes;
     char *gpu_caps, *gpu_mig, *gpu_type, *gpu_cc, *gpu_degraded;
     int64_t schedule_ms;      /* schedule_at as milliseconds, 0 none */
 } job_req;
@@ -143,6 +148,10 @@ void jobreq_free(job_req *r);
 void jobreq_set_str(job_req *r, enum jobreq_id f, const char *s);
 void jobreq_set_list(job_req *r, enum jobreq_id f, char **items, size_t n);
 const char *jobreq_env_get(const job_req *r, bool secret, const char *name);
+/* A volume item "NAME" or "NAME:ro" ("NAME:rw" too): its name (at most len - 1 bytes) and
+ * whether it is read-only; -1 when it is not one. */
+int jobreq_volume_parse(const char *item, char *name, size_t len, bool *ro);
+bool jobreq_volume_name_ok(const char *s, size_t len);
 
 /* A message of the schema ("gpu_count: ...") worded for another surface: the field's name
  * replaced by `label` (a flag, a YAML key). Sub-fields ("uploads[2]") keep their text. */

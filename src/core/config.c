@@ -85,6 +85,9 @@ static const key keys[] = {
     U64("gpu.health_interval_ms", health_interval_ms, 0, 3600000),
     U64("gpu.max_temperature_c", max_temperature_c, 30, 150),
     STR("gpu.xid_policy", xid_policy),
+    STR("runtimes.dir", runtimes_dir),
+    STR("runtimes.default", runtime_default),
+    STR("volumes.dir", volumes_dir),
 };
 
 static void store_u(void *p, size_t len, uint64_t v)

@@ -38,6 +38,9 @@ typedef struct config {
     uint32_t health_interval_ms;  /* gpu.health_interval_ms: how often GPUs are sampled; 0 = no monitor */
     uint32_t max_temperature_c;   /* gpu.max_temperature_c: hotter GPUs take no new jobs */
     char xid_policy[512];         /* gpu.xid_policy: overrides, "79=offline,13=app" (xid_policy.h) */
+    char runtimes_dir[512];       /* runtimes.dir: "" = <state_dir>/runtimes (docs/runtimes.md) */
+    char runtime_default[65];     /* runtimes.default: the runtime of a job that names none; "" = the host's */
+    char volumes_dir[512];        /* volumes.dir: "" = <state_dir>/volumes (docs/volumes.md) */
 } config;
 
 void config_defaults(config *c);

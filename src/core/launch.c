@@ -22,6 +22,7 @@
 #include "gpu_spec.h"
 #include "jobs.h"
 #include "launch.h"
+#include "runtimes.h"
 #include "state.h"
 
 static const char *const base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -49,11 +50,16 @@ static void add_path_env(const job_req *r, const char *key, const char *dflt, co
 }
 
 /* The job's environment is built from nothing: the daemon's own variables never leak in. */
-static char **job_env(const job *j, const gpu_spec *gs)
+static char **job_env(const job *j, const gpu_spec *gs, const runtime *rt)
 {
     char **env = NULL;
     size_t n = 0;
     const job_req *r = &j->req;
+    /* the runtime's variables first; the job's own of the same name win */
+    for (size_t i = 0; rt && i < rt->nenv; i++)
+        if (!jobreq_env_get(r, false, rt->env[i].name) && !jobreq_env_get(r, true, rt->env[i].name) &&
+            strcmp(rt->env[i].name, "PATH") && strcmp(rt->env[i].name, "LD_LIBRARY_PATH"))
+            add_env(&env, &n, rt->env[i].name, rt->env[i].value);
     static const char *const defaults[][2] = {{"HOME", "/work"}, {"LANG", "C.UTF-8"}};
     for (size_t i = 0; i < ARRAY_LEN(defaults); i++)
         if (!jobreq_env_get(r, false, defaults[i][0]) && !jobreq_env_get(r, true, defaults[i][0]))
@@ -95,8 +101,18 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.root_mount = core.root_mount;
     snprintf(host, sizeof host, "job-%.8s", j->id);
     s.hostname = host;
+    const runtime *rt = NULL;
+    if (j->req.runtime) {
+        /* checked at submission; removed since: the job cannot start (runtime_build.c refuses to
+         * remove a runtime jobs wait for) */
+        if (runtimes_find(j->req.runtime, &rt, e) < 0) {
+            gpu_spec_free(&g);
+            return -1;
+        }
+        s.system_root = (char *)rt->root;
+    }
     s.argv = job_argv(j);
-    s.env = job_env(j, &g);
+    s.env = job_env(j, &g, rt);
     s.workdir = j->req.workdir ? j->req.workdir : (char *)"/work";
     s.uid = j->uid;
     s.gid = j->gid;

@@ -1,5 +1,6 @@
 /* Submission (submit.h). */
 #include "submit.h"
+#include "volumes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include "../common/util.h"
 #include "gpu_validate.h"
 #include "jobs.h"
+#include "runtimes.h"
 #include "state.h"
 #include "submit.h"
 
@@ -37,7 +39,20 @@ static int check_machine(job_req *req, uint64_t *total, jerr *e)
     if (*total > core.cfg.max_upload_bytes + 3)
         return jerr_http(e, 413, "uploads: %llu bytes in total exceed the limit of %llu bytes (jobs.max_upload_bytes)",
                          (unsigned long long)*total, (unsigned long long)core.cfg.max_upload_bytes);
+    /* the runtime it runs in: its own, or the machine's default (runtimes.default), which the
+     * job then shows as its own */
+    if (!req->runtime && core.cfg.runtime_default[0])
+        jobreq_set_str(req, JR_RUNTIME, core.cfg.runtime_default);
+    const runtime *rt;
+    if (req->runtime && runtimes_find(req->runtime, &rt, e) < 0)
+        return -1;
     return gpu_validate(req, e);
+}
+
+/* What the request names on this machine besides GPUs: its runtime and volumes. */
+static int check_names(job_req *req, uid_t uid, gid_t gid, jerr *e)
+{
+    return volumes_check(req, uid, gid, e);
 }
 
 /* Creates one upload under work/ without following any symlink, so a symlink sent earlier
@@ -174,7 +189,7 @@ static int take_token(uid_t uid, double *wait_s)
     return 0;
 }
 
-int submit_check(job_req *req, uid_t caller_uid, submit_info *si, jerr *e)
+int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *si, jerr *e)
 {
     if (caller_uid && uid_in_range(caller_uid))
         return jerr_http(e, 403, "uid %u is inside the range joblet gives to root's jobs (jobs.uid_range_start, "
@@ -182,7 +197,9 @@ int submit_check(job_req *req, uid_t caller_uid, submit_info *si, jerr *e)
                          (unsigned)caller_uid);
     *si = (submit_info){0};
     si->sched_ms = req->schedule_ms;
-    return check_machine(req, &si->total, e);
+    if (check_machine(req, &si->total, e) < 0)
+        return -1;
+    return check_names(req, caller_uid, caller_gid, e);
 }
 
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_workflow, jerr *e)
@@ -219,7 +236,7 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_work
 job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
 {
     submit_info si;
-    if (submit_check(req, caller_uid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, false, e) < 0)
+    if (submit_check(req, caller_uid, caller_gid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, false, e) < 0)
         return NULL;
     return submit_create(req, caller_uid, caller_gid, &si, e);
 }

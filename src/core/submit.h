@@ -21,7 +21,7 @@ typedef struct submit_info {
     int64_t sched_ms;         /* when it may start; 0 = now */
     uint64_t total;           /* bytes uploaded */
 } submit_info;
-int submit_check(job_req *req, uid_t caller_uid, submit_info *si, jerr *e);
+int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate */
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_workflow, jerr *e);
 job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);

@@ -87,7 +87,7 @@ workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e)
     for (size_t i = 0; i < n; i++) {
         rp[i] = &reqs[i];
         if (jobreq_from_json(b->requests[i], &reqs[i], 0, time(NULL), e) < 0 ||
-            submit_check(&reqs[i], uid, &si[i], e) < 0) {
+            submit_check(&reqs[i], uid, gid, &si[i], e) < 0) {
             workflow_err_in_job(e, i, b->jobs[i].name);
             goto fail;
         }

@@ -14,7 +14,7 @@
 
 
 static const char *const body_keys[] = {"name", "description", "source", "yaml", "jobs", NULL};
-static const char *const job_keys[] = {"name", "requires", "runtime", "volumes", "request", NULL};
+static const char *const job_keys[] = {"name", "requires", "request", NULL};
 
 static int known_keys(json_t *o, const char *const *keys, const char *where, jerr *e)
 {
@@ -140,19 +140,6 @@ static int check_body(json_t *body, json_t *names, wf_job *jobs, jerr *e)
     json_array_foreach(arr, i, jj)
     {
         char field[64];
-        const char *rt = NULL;
-        snprintf(field, sizeof field, "jobs[%zu].runtime", i);
-        if (json_object_get(jj, "runtime") && !(rt = json_string_value(json_object_get(jj, "runtime"))))
-            return jerr_field(e, field, "%s: must be a string", field);
-        if (rt)
-            return jerr_field(e, field, "%s: runtime '%.64s' is not available: this joblet has no runtime "
-                                        "environments yet; remove 'runtime:' to run the command with the host's own "
-                                        "system directories (read-only)", field, rt);
-        json_t *vol = json_object_get(jj, "volumes");
-        snprintf(field, sizeof field, "jobs[%zu].volumes", i);
-        if (vol && !json_is_null(vol) && !(json_is_array(vol) && json_array_size(vol) == 0))
-            return jerr_field(e, field, "%s: volumes are not available in this joblet yet; send files with "
-                                        "'uploads:' instead", field);
         if (parse_conds(json_object_get(jj, "requires"), i, names, &jobs[i], e) < 0)
             return -1;
         json_t *req = json_object_get(jj, "request");

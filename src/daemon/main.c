@@ -27,6 +27,7 @@
 #include "../core/jobs.h"
 #include "../core/launch.h"
 #include "../core/logstream.h"
+#include "../core/runtimes.h"
 #include "../core/settle.h"
 #include "../core/state.h"
 #include "../core/workflow.h"
@@ -288,6 +289,10 @@ int main(int argc, char **argv)
     w_signal = (watch){signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), on_signal, NULL};
     loop_add(&w_signal);
     logstream_init();
+    if (runtimes_init(&e) < 0) {
+        log_err("%s", e.msg);
+        return 1;
+    }
     if (gpus_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;

@@ -46,10 +46,15 @@ typedef struct mount_op {
 } mount_op;
 
 #define MAX_OPS 320
+/* Host system directories every job sees, read-only. */
+static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
+#define NSYS (sizeof system_dirs / sizeof *system_dirs)
+
 typedef struct plan {
     mount_op ops[MAX_OPS];
     size_t n;
     char tmp_opts[64];
+    char sys_src[NSYS][4200];  /* system_root + system_dirs[i], for a runtime */
 } plan;
 
 static void add(plan *p, enum op_kind k, const char *src, const char *dst, const char *data, unsigned long flags,
@@ -59,8 +64,6 @@ static void add(plan *p, enum op_kind k, const char *src, const char *dst, const
         p->ops[p->n++] = (mount_op){k, src, dst, data, flags, optional, 0};
 }
 
-/* Host system directories every job sees, read-only. */
-static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
 /* Standard device nodes (the device filter allows exactly these, see cg_default_devices). */
 static const char *const dev_nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
                                         "/dev/tty"};
@@ -74,8 +77,15 @@ static void build_plan(const job_spec *s, plan *p)
 {
     const unsigned long nsd = MS_NOSUID | MS_NODEV;
     p->n = 0;
-    for (size_t i = 0; i < ARRAY_LEN(system_dirs); i++)
-        add(p, OP_DIR_BIND_RO, system_dirs[i], system_dirs[i], NULL, 0, 1);
+    /* the host's, or a runtime's tree: its /bin, /lib... are links into usr/, copied as links */
+    for (size_t i = 0; i < NSYS; i++) {
+        const char *src = system_dirs[i];
+        if (s->system_root && *s->system_root) {
+            snprintf(p->sys_src[i], sizeof p->sys_src[i], "%s%s", s->system_root, system_dirs[i]);
+            src = p->sys_src[i];
+        }
+        add(p, OP_DIR_BIND_RO, src, system_dirs[i], NULL, 0, 1);
+    }
     add(p, OP_BIND_RW, NULL /* job_dir/work */, "/work", NULL, nsd, 0);
     snprintf(p->tmp_opts, sizeof p->tmp_opts, "mode=1777,size=%llum", (unsigned long long)s->tmp_size_mb);
     add(p, OP_TMPFS, "tmpfs", "/tmp", p->tmp_opts, nsd, 0);

@@ -53,6 +53,8 @@ int spec_to_fd(const job_spec *s, jerr *e)
                           "stop_grace_s", (json_int_t)s->stop_grace_s, "tmp_size_mb",
                           (json_int_t)s->tmp_size_mb, "cgroup_root", s->cgroup_root, "limits", lim, "devices",
                           devs, "mounts", mnts, "ops", ops);
+    if (o && s->system_root && *s->system_root)
+        json_object_set_new(o, "system_root", json_string(s->system_root));
     if (!o)
         return jerr_set(e, EINVAL, "cannot encode the job spec");
     char *txt = json_dumps(o, JSON_COMPACT);
@@ -142,6 +144,9 @@ static int check(json_t *o, jerr *e)
     for (size_t i = 0; i < ARRAY_LEN(strings); i++)
         if (!json_is_string(json_object_get(o, strings[i])))
             return jerr_set(e, EINVAL, "the job spec has no %s (a string)", strings[i]);
+    json_t *sys = json_object_get(o, "system_root");
+    if (sys && (!json_is_string(sys) || json_string_value(sys)[0] != '/'))
+        return jerr_set(e, EINVAL, "the job spec's system_root is not an absolute path");
     size_t idlen = json_string_length(json_object_get(o, "id"));
     if (idlen == 0 || idlen >= sizeof ((job_spec *)NULL)->id)
         return jerr_set(e, EINVAL, "the job spec's id has %zu characters", idlen);
@@ -250,6 +255,8 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     s->root_mount = xstrdup(json_string_value(json_object_get(o, "root_mount")));
     s->hostname = xstrdup(json_string_value(json_object_get(o, "hostname")));
     s->workdir = xstrdup(json_string_value(json_object_get(o, "workdir")));
+    json_t *sys = json_object_get(o, "system_root");
+    s->system_root = json_is_string(sys) ? xstrdup(json_string_value(sys)) : NULL;
     s->cgroup_root = xstrdup(json_string_value(json_object_get(o, "cgroup_root")));
     s->argv = strv_load(argv);
     s->env = strv_load(env);
@@ -317,6 +324,7 @@ void spec_free(job_spec *s)
     free(s->root_mount);
     free(s->hostname);
     free(s->workdir);
+    free(s->system_root);
     free(s->cgroup_root);
     strv_free(s->argv);
     strv_free(s->env);

@@ -37,6 +37,8 @@ typedef struct job_spec {
     char **argv;         /* NULL-terminated */
     char **env;          /* NULL-terminated "K=V", exactly the job's environment */
     char *workdir;       /* inside the job */
+    char *system_root;   /* host directory the job's /usr, /etc, /bin, /lib... come from: a
+                          * runtime's rootfs (docs/runtimes.md); NULL or "" = the host's own */
     uid_t uid;
     gid_t gid;
     bool net_host;       /* false: own network namespace with loopback only */

@@ -199,15 +199,16 @@ def test_usage_errors_exit_2(daemon, tmp_path):
 # ---- the daemon's own checks, shown at the YAML --------------------------------------------
 
 def test_seed_file_with_runtime_is_refused_at_its_runtime_line(fresh_daemon, tmp_path):
+    """A machine without the runtime the file names: refused at the runtime line, nothing created."""
     d = gpu_daemon(fresh_daemon)
     path = write(tmp_path, "ml-training-pipeline.yaml", SEED)
     p = rnx(d, "workflow", "validate", path)
     assert p.returncode == 0, p.stderr   # the file itself is fine
     p = rnx(d, "workflow", "run", path)
     assert p.returncode == 1
-    assert p.stderr == (f"{path}:5:14: job 'data-preprocessing': runtime: runtime 'python-3.11-ml' is not available: "
-                        "this joblet has no runtime environments yet; remove 'runtime:' to run the command with the "
-                        "host's own system directories (read-only)\n")
+    assert p.stderr == (f"{path}:5:14: job 'data-preprocessing': runtime: no runtime 'python-3.11-ml' on this "
+                        "machine; it has none yet (an admin builds one: rnx runtime build "
+                        "runtimes/python-3.11-ml.yml)\n")
     assert d.job_count() == 0 and d.api("GET", "/v1/workflows")[1] == {"workflows": []}
 
 

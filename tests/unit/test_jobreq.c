@@ -160,6 +160,14 @@ static const field_case cases[] = {
     {JR_PREEMPTIBLE, "", 0, "TRUE", "true", "false", "false",
      "1", "preemptible: '1' must be true or false",
      "[]", "preemptible: 'a list' must be true or false"},
+    {JR_RUNTIME, "", 0, "python-3.11-ml", "\"python-3.11-ml\"", "\"python-3.11\"", "\"python-3.11\"",
+     "", "runtime: is empty; it must be a runtime's name, e.g. python-3.11-ml (rnx runtime list)",
+     "3", "runtime: must be a string"},
+    /* text: one item per --volume (or YAML list item), appended */
+    {JR_VOLUMES, "", 0, "data-lake:ro", "[\"data-lake:ro\"]", "[\"a\", \"b:ro\", \"c:rw\"]",
+     "[\"a\", \"b:ro\", \"c:rw\"]",
+     "a/b", "volumes: 'a/b' must be a list of volume names, each NAME or NAME:ro (rnx volume list), at most 32",
+     "[\"a\", \"a:ro\"]", "volumes: volume 'a' is listed twice"},
     /* the daemon's own fields are read from what it stored, where a value this version refuses
      * is left out (and logged), the job kept: json_msg NULL */
     {JR_PIDS_MAX, "", JOBREQ_FROM_DB, "512", "512", "0", "0",
@@ -564,7 +572,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -833,7 +841,8 @@ static const char full[] =
     "             {\"path\": \"l\", \"type\": \"symlink\", \"target\": \"d/x.py\"}],"
     " \"gpu_count\": 1, \"gpu_memory_mb\": 4096, \"gpu_ids\": [\"GPU-1\"], \"gpu_caps\": \"compute,video\","
     " \"gpu_optional\": true, \"priority\": -7, \"gpu_type\": \"A100\", \"gpu_cc\": \"8.0\", \"gpu_share\": true,"
-    " \"cross_numa\": false, \"preemptible\": true}";
+    " \"cross_numa\": false, \"preemptible\": true, \"runtime\": \"python-3.11-ml\","
+    " \"volumes\": [\"data\", \"images:ro\"]}";
 
 static void test_round_trip(void **state)
 {

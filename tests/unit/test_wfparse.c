@@ -114,14 +114,14 @@ static const char seed[] =
     "      gpu_memory_mb: 4096\n";
 
 static const char seed_jobs[] =
-    "[{\"name\": \"data-preprocessing\", \"requires\": [], RT"
-    "  \"request\": {\"name\": \"data-preprocessing\", \"command\": \"python3\", \"args\": [\"preprocess.py\"],"
+    "[{\"name\": \"data-preprocessing\", \"requires\": [],"
+    "  \"request\": {RT \"name\": \"data-preprocessing\", \"command\": \"python3\", \"args\": [\"preprocess.py\"],"
     "              \"max_cpu\": 200, \"max_memory_mb\": 4096}},"
-    " {\"name\": \"model-training\", \"requires\": [{\"job\": \"data-preprocessing\", \"status\": \"COMPLETED\"}], RT"
-    "  \"request\": {\"name\": \"model-training\", \"command\": \"python3\", \"args\": [\"train.py\", \"--epochs\", \"100\"],"
+    " {\"name\": \"model-training\", \"requires\": [{\"job\": \"data-preprocessing\", \"status\": \"COMPLETED\"}],"
+    "  \"request\": {RT \"name\": \"model-training\", \"command\": \"python3\", \"args\": [\"train.py\", \"--epochs\", \"100\"],"
     "              \"max_cpu\": 800, \"max_memory_mb\": 16384, \"gpu_count\": 2, \"gpu_memory_mb\": 8192}},"
-    " {\"name\": \"model-evaluation\", \"requires\": [{\"job\": \"model-training\", \"status\": \"COMPLETED\"}], RT"
-    "  \"request\": {\"name\": \"model-evaluation\", \"command\": \"python3\", \"args\": [\"evaluate.py\"],"
+    " {\"name\": \"model-evaluation\", \"requires\": [{\"job\": \"model-training\", \"status\": \"COMPLETED\"}],"
+    "  \"request\": {RT \"name\": \"model-evaluation\", \"command\": \"python3\", \"args\": [\"evaluate.py\"],"
     "              \"max_memory_mb\": 8192, \"gpu_count\": 1, \"gpu_memory_mb\": 4096}}]";
 
 /* seed_jobs with "RT" replaced by rt. */
@@ -324,8 +324,8 @@ static void test_every_key(void **state)
     assert_string_equal(json_string_value(json_object_get(body, "name")), "everything");
     assert_string_equal(json_string_value(json_object_get(body, "description")), "every key of a job\n");
     assert_json(json_array_get(json_object_get(body, "jobs"), 1),
-                "{\"name\": \"a\", \"requires\": [{\"job\": \"first\", \"status\": \"COMPLETED\"}], \"volumes\": [\"data\"],"
-                " \"request\": {\"name\": \"a\", \"command\": \"python3\","
+                "{\"name\": \"a\", \"requires\": [{\"job\": \"first\", \"status\": \"COMPLETED\"}],"
+                " \"request\": {\"name\": \"a\", \"command\": \"python3\", \"volumes\": [\"data\"],"
                 "   \"args\": [\"run.py\", \"100\", \"1.50\", \"true\", \"~x\", \"null\"],"
                 "   \"env\": {\"LOG\": \"debug\", \"N\": \"8\", \"EMPTY\": \"\"}, \"secret_env\": {\"TOKEN\": \"s3cr3t\"},"
                 "   \"workdir\": \"/work/src\", \"network\": \"host\", \"max_cpu\": 150, \"max_memory_mb\": 2048,"
@@ -491,7 +491,7 @@ static void test_job_fields(void **state)
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    environment: {A: 1}\n    secret_environment: {A: 2}\n",
                  "wf.yaml:5:26: job 'a': secret_environment: 'A' is also set as a plain variable; give each variable once");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    volumes: data\n",
-                 "wf.yaml:4:14: job 'a': volumes: must be a list, e.g. [data]; got 'data'");
+                 "wf.yaml:4:14: job 'a': volumes: must be a list, e.g. [data-lake, images:ro]; got 'data'");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    runtime: {name: py}\n",
                  "wf.yaml:4:14: job 'a': runtime: must be a single value, not a mapping");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    resources: 4GB\n",

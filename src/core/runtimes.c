@@ -1,0 +1,200 @@
+/* Finding and reading runtimes (runtimes.h). A manifest is read with libfyaml once and kept
+ * until its file changes, so a job's start costs a stat(), not a parse. */
+#include "runtimes.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <libfyaml.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "state.h"
+
+static char dir_path[600];
+static runtime **cache;
+static size_t ncache;
+
+const char *runtimes_dir(void) { return dir_path; }
+
+int runtimes_init(jerr *e)
+{
+    if (core.cfg.runtimes_dir[0])
+        snprintf(dir_path, sizeof dir_path, "%s", core.cfg.runtimes_dir);
+    else
+        snprintf(dir_path, sizeof dir_path, "%s/runtimes", core.cfg.state_dir);
+    return mkdir_p(dir_path, 0755, e);
+}
+
+static void runtime_free(runtime *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nprovides; i++)
+        free(r->provides[i]);
+    free(r->provides);
+    for (size_t i = 0; i < r->nenv; i++)
+        free(r->env[i].name), free(r->env[i].value);
+    free(r->env);
+    free(r->test);
+    free(r);
+}
+
+void runtimes_forget(const char *name)
+{
+    for (size_t i = 0; i < ncache; i++)
+        if (!strcmp(cache[i]->name, name)) {
+            runtime_free(cache[i]);
+            cache[i] = cache[--ncache];
+            return;
+        }
+}
+
+static const char *scalar_at(struct fy_node *root, const char *path)
+{
+    struct fy_node *n = fy_node_by_path(root, path, (size_t)-1, FYNWF_DONT_FOLLOW);
+    return n && fy_node_is_scalar(n) ? fy_node_get_scalar0(n) : NULL;
+}
+
+static void copy(char *dst, size_t len, struct fy_node *root, const char *path)
+{
+    const char *s = scalar_at(root, path);
+    snprintf(dst, len, "%s", s ? s : "");
+}
+
+/* manifest.yml into r; -1 and why when it cannot be read or names another runtime. */
+static int read_manifest(runtime *r, const char *path, jerr *e)
+{
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET};
+    struct fy_document *doc = fy_document_build_from_file(&cfg, path);
+    if (!doc)
+        return jerr_set(e, EINVAL, "runtime '%s': %s cannot be read as YAML", r->name, path);
+    struct fy_node *root = fy_document_root(doc);
+    int rc = 0;
+    const char *name = root && fy_node_is_mapping(root) ? scalar_at(root, "/name") : NULL;
+    if (!name || strcmp(name, r->name)) {
+        rc = jerr_set(e, EINVAL, "runtime '%s': %s names %s%s%s", r->name, path, name ? "'" : "no runtime",
+                      name ? name : "", name ? "'" : "");
+        goto out;
+    }
+    copy(r->version, sizeof r->version, root, "/version");
+    copy(r->architecture, sizeof r->architecture, root, "/architecture");
+    copy(r->recipe, sizeof r->recipe, root, "/recipe");
+    copy(r->recipe_sha256, sizeof r->recipe_sha256, root, "/recipe_sha256");
+    copy(r->built_at, sizeof r->built_at, root, "/built_at");
+    copy(r->description, sizeof r->description, root, "/description");
+    const char *size = scalar_at(root, "/size_bytes");
+    r->size_bytes = size ? strtoull(size, NULL, 10) : 0;
+    const char *test = scalar_at(root, "/test");
+    r->test = test ? xstrdup(test) : NULL;
+    struct fy_node *prov = fy_node_by_path(root, "/provides", (size_t)-1, FYNWF_DONT_FOLLOW);
+    void *it = NULL;
+    struct fy_node *item;
+    while (prov && fy_node_is_sequence(prov) && (item = fy_node_sequence_iterate(prov, &it)))
+        if (fy_node_is_scalar(item)) {
+            r->provides = xrealloc(r->provides, (r->nprovides + 1) * sizeof *r->provides);
+            r->provides[r->nprovides++] = xstrdup(fy_node_get_scalar0(item));
+        }
+    struct fy_node *env = fy_node_by_path(root, "/env", (size_t)-1, FYNWF_DONT_FOLLOW);
+    struct fy_node_pair *p;
+    it = NULL;
+    while (env && fy_node_is_mapping(env) && (p = fy_node_mapping_iterate(env, &it))) {
+        struct fy_node *k = fy_node_pair_key(p), *v = fy_node_pair_value(p);
+        if (!k || !v || !fy_node_is_scalar(k) || !fy_node_is_scalar(v) || !env_key_valid(fy_node_get_scalar0(k))) {
+            rc = jerr_set(e, EINVAL, "runtime '%s': %s: env must map NAME to a string", r->name, path);
+            goto out;
+        }
+        r->env = xrealloc(r->env, (r->nenv + 1) * sizeof *r->env);
+        r->env[r->nenv++] = (jobreq_pair){xstrdup(fy_node_get_scalar0(k)), xstrdup(fy_node_get_scalar0(v))};
+    }
+out:
+    fy_document_destroy(doc);
+    return rc;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+char **runtimes_names(size_t *n)
+{
+    *n = 0;
+    char **names = NULL;
+    DIR *d = opendir(dir_path);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char m[1200];
+        struct stat st;
+        snprintf(m, sizeof m, "%s/%s/manifest.yml", dir_path, de->d_name);
+        if (de->d_name[0] == '.' || !jobreq_volume_name_ok(de->d_name, strlen(de->d_name)) || stat(m, &st) < 0)
+            continue;
+        names = xrealloc(names, (*n + 1) * sizeof *names);
+        names[(*n)++] = xstrdup(de->d_name);
+    }
+    if (d)
+        closedir(d);
+    if (*n)
+        qsort(names, *n, sizeof *names, by_name);
+    return names;
+}
+
+static int unknown(const char *name, jerr *e)
+{
+    size_t n;
+    char **names = runtimes_names(&n);
+    char have[600] = "";
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(have);
+        if (l < sizeof have - 80)
+            snprintf(have + l, sizeof have - l, "%s%s", l ? ", " : "", names[i]);
+        free(names[i]);
+    }
+    free(names);
+    if (!n)
+        return jerr_field(e, "runtime", "runtime: no runtime '%.64s' on this machine; it has none yet (an admin "
+                                        "builds one: rnx runtime build runtimes/python-3.11-ml.yml)", name);
+    return jerr_field(e, "runtime", "runtime: no runtime '%.64s' on this machine; it has %s (rnx runtime list)", name,
+                      have);
+}
+
+int runtimes_find(const char *name, const runtime **out, jerr *e)
+{
+    if (!jobreq_volume_name_ok(name, strlen(name)))
+        return unknown(name, e);
+    char m[800];
+    snprintf(m, sizeof m, "%s/%s/manifest.yml", dir_path, name);
+    struct stat st, rs;
+    runtime *have = NULL;
+    for (size_t i = 0; i < ncache; i++)
+        if (!strcmp(cache[i]->name, name))
+            have = cache[i];
+    if (stat(m, &st) < 0) {
+        if (have)
+            runtimes_forget(name);
+        return unknown(name, e);
+    }
+    if (have && have->mtime_s == (int64_t)st.st_mtime) {
+        *out = have;
+        return 0;
+    }
+    runtime *r = xcalloc(1, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->dir, sizeof r->dir, "%s/%s", dir_path, name);
+    snprintf(r->root, sizeof r->root, "%s/rootfs", r->dir);
+    r->mtime_s = (int64_t)st.st_mtime;
+    if (read_manifest(r, m, e) < 0 || (stat(r->root, &rs) < 0 && jerr_sys(e, "runtime '%s': %s", name, r->root) < 0)) {
+        char why[sizeof e->msg];
+        snprintf(why, sizeof why, "%s", e->msg);
+        log_err("%s", why);
+        jerr_field(e, "runtime", "runtime: '%.64s' is installed but broken: %s", name, why);
+        runtime_free(r);
+        return -1;
+    }
+    if (have)
+        runtimes_forget(name);
+    cache = xrealloc(cache, (ncache + 1) * sizeof *cache);
+    cache[ncache++] = r;
+    *out = r;
+    return 0;
+}
