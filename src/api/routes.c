@@ -178,6 +178,16 @@ static enum MHD_Result workflows(request *r, const char *rest)
             return http_reply_error(r->conn, &e);
         }
         wf_body wb;
+        if (query_true(r, "dry_run")) {
+            /* rnx workflow validate: every check of a submission, nothing created */
+            int rc = workflow_json_parse(body, &wb, &e) == 0 ? workflow_check(&wb, r->uid, r->gid, &e) : -1;
+            size_t n = wb.n;
+            workflow_body_free(&wb);
+            json_decref(body);
+            if (rc < 0)
+                return http_reply_error(r->conn, &e);
+            return http_reply_json(r->conn, 200, json_pack("{s:b,s:I}", "valid", 1, "jobs", (json_int_t)n));
+        }
         workflow *wf = workflow_json_parse(body, &wb, &e) == 0 ? workflow_submit(&wb, r->uid, r->gid, &e) : NULL;
         workflow_body_free(&wb);
         json_decref(body);

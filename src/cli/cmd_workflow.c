@@ -54,9 +54,10 @@ static const char run_help[] =
 static const char validate_help[] =
     "Usage: rnx workflow validate [--json] FILE\n"
     "\n"
-    "Checks FILE as 'rnx workflow run' would, without a daemon and without submitting anything.\n"
-    "Checks that need the machine (e.g. whether its GPUs can ever satisfy a job) are made by\n"
-    "joblet when the workflow is submitted.\n"
+    "Checks FILE as 'rnx workflow run' would, without submitting anything: first the file\n"
+    "itself, then joblet makes every check of a submission (this machine's CPUs, memory and\n"
+    "GPUs, runtimes, volumes, limits) and creates nothing. When joblet cannot be reached,\n"
+    "only the file is checked, and rnx says so on stderr.\n"
     "\n"
     "Flags:\n"
     "  --json       print the request 'rnx workflow run' would send\n"
@@ -564,14 +565,35 @@ static int workflow_validate(rnx_ctx *ctx, int argc, char **argv)
     if (!d)
         return report_problems(file, &errs);
     json_t *body = wfp_body(d);
-    if (ctx->json) {
-        print_json(body);
-    } else {
-        size_t n = json_array_size(json_object_get(body, "jobs"));
-        printf("%s: workflow '%s' is valid: %zu job%s\n", file, jstr(body, "name"), n, n == 1 ? "" : "s");
+    /* the daemon's own checks, as for run, with nothing created */
+    rnx_client *cl = client_new(ctx->socket);
+    json_t *answer = NULL;
+    jerr e = {0};
+    rc = RNX_OK;
+    if (client_request(cl, "POST", "/v1/workflows?dry_run=1", body, &answer, &e) < 0) {
+        if (e.http == 400) {
+            char msg[2048];
+            wfp_explain(d, e.field, e.msg, msg, sizeof msg);
+            fprintf(stderr, "%s\n", msg);
+            rc = RNX_FAIL;
+        } else if (e.http) {
+            rc = rnx_fail("%s", e.msg);
+        } else {
+            fprintf(stderr, "rnx: %s: only the file was checked, not what this machine can run\n", e.msg);
+        }
+    }
+    json_decref(answer);
+    client_free(cl);
+    if (rc == RNX_OK) {
+        if (ctx->json) {
+            print_json(body);
+        } else {
+            size_t n = json_array_size(json_object_get(body, "jobs"));
+            printf("%s: workflow '%s' is valid: %zu job%s\n", file, jstr(body, "name"), n, n == 1 ? "" : "s");
+        }
     }
     wfp_free(d);
-    return RNX_OK;
+    return rc;
 }
 
 /* ---- list, status, cancel ------------------------------------------------------------- */

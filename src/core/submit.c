@@ -162,7 +162,7 @@ static struct bucket {
     int64_t at_ms;
 } buckets[256];
 
-static int take_token(uid_t uid, double *wait_s)
+static int take_token(uid_t uid, double *wait_s, bool take)
 {
     uint32_t per_min = core.cfg.limits.gpu_requests_per_minute;
     int64_t now = now_ms();
@@ -185,7 +185,8 @@ static int take_token(uid_t uid, double *wait_s)
         *wait_s = (1 - b->tokens) * 60.0 / per_min;
         return -1;
     }
-    b->tokens -= 1;
+    if (take)
+        b->tokens -= 1;
     return 0;
 }
 
@@ -202,8 +203,9 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
     return check_names(req, caller_uid, caller_gid, e);
 }
 
-int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_workflow, jerr *e)
+int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
 {
+    bool for_workflow = flags & SUBMIT_WORKFLOW;
     const limits_config *L = &core.cfg.limits;
     bool gpu = false;
     for (size_t i = 0; i < n; i++) {
@@ -227,7 +229,7 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_work
                              n > 1 ? " and this asks for more" : "", L->max_queued_per_user);
     }
     double wait_s;
-    if (L->gpu_requests_per_minute && gpu && take_token(uid, &wait_s) < 0)
+    if (L->gpu_requests_per_minute && gpu && take_token(uid, &wait_s, !(flags & SUBMIT_DRY_RUN)) < 0)
         return jerr_http(e, 429, "too many GPU requests: limits.gpu_requests_per_minute is %u for each user; try "
                                  "again in %.1f s", L->gpu_requests_per_minute, wait_s);
     return 0;
@@ -236,7 +238,7 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_work
 job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
 {
     submit_info si;
-    if (submit_check(req, caller_uid, caller_gid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, false, e) < 0)
+    if (submit_check(req, caller_uid, caller_gid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, 0, e) < 0)
         return NULL;
     return submit_create(req, caller_uid, caller_gid, &si, e);
 }

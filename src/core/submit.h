@@ -22,8 +22,10 @@ typedef struct submit_info {
     uint64_t total;           /* bytes uploaded */
 } submit_info;
 int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *si, jerr *e);
-/* limits.* for these requests together: sizes, queued jobs, the GPU request rate */
-int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, bool for_workflow, jerr *e);
+/* limits.* for these requests together: sizes, queued jobs, the GPU request rate (a dry run
+ * checks the rate without using it up). */
+enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };
+int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e);
 job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
 
 #endif

@@ -77,6 +77,32 @@ void workflow_body_free(wf_body *b)
     *b = (wf_body){0};
 }
 
+/* Every job's request read and checked as a submission checks it (the schema, the machine,
+ * the names, the limits of all together). rp[i] = &reqs[i]. */
+static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req **rp, submit_info *si, int flags,
+                      jerr *e)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        rp[i] = &reqs[i];
+        if (jobreq_from_json(b->requests[i], &reqs[i], 0, time(NULL), e) < 0 ||
+            submit_check(&reqs[i], uid, gid, &si[i], e) < 0)
+            return workflow_err_in_job(e, i, b->jobs[i].name);
+    }
+    return submit_check_limits(rp, b->n, uid, SUBMIT_WORKFLOW | flags, e);
+}
+
+int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e)
+{
+    job_req *reqs = xcalloc(b->n, sizeof *reqs);
+    job_req **rp = xcalloc(b->n, sizeof *rp);
+    submit_info *si = xcalloc(b->n, sizeof *si);
+    int rc = check_jobs(b, uid, gid, reqs, rp, si, SUBMIT_DRY_RUN, e);
+    for (size_t i = 0; i < b->n; i++)
+        jobreq_free(&reqs[i]);
+    free(reqs), free(rp), free(si);
+    return rc;
+}
+
 workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e)
 {
     size_t n = b->n;
@@ -84,15 +110,7 @@ workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e)
     job_req **rp = xcalloc(n, sizeof *rp);
     submit_info *si = xcalloc(n, sizeof *si);
     workflow *wf = NULL;
-    for (size_t i = 0; i < n; i++) {
-        rp[i] = &reqs[i];
-        if (jobreq_from_json(b->requests[i], &reqs[i], 0, time(NULL), e) < 0 ||
-            submit_check(&reqs[i], uid, gid, &si[i], e) < 0) {
-            workflow_err_in_job(e, i, b->jobs[i].name);
-            goto fail;
-        }
-    }
-    if (submit_check_limits(rp, n, uid, true, e) < 0)
+    if (check_jobs(b, uid, gid, reqs, rp, si, 0, e) < 0)
         goto fail;
     wf = xcalloc(1, sizeof *wf);
     uuid_v4(wf->id);

@@ -73,6 +73,9 @@ void workflow_body_free(wf_body *b);
  * all together) before anything is created; an invalid workflow creates nothing. On success
  * the workflow takes b over. */
 workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e);
+/* The same checks, nothing created and no rate limit used up (POST /v1/workflows?dry_run=1,
+ * rnx workflow validate): 0, or -1 and the refusal workflow_submit would give. */
+int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e);
 /* Into the daemon's list (a submitted one, or one read from the database at start). */
 void workflow_add(workflow *wf);
 workflow *workflow_find(const char *id_or_prefix, uid_t caller, jerr *e);

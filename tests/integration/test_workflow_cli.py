@@ -27,8 +27,8 @@ GATE = "while [ ! -e /work/go ]; do sleep 0.02; done"
 LINE_RE = re.compile(r"^\d\d:\d\d:\d\d (\S+) ([A-Z]+)(?: \((.*)\))?$")
 
 
-def gpu_daemon(fresh_daemon, fixture="a100-pcie-4"):
-    return fresh_daemon(f"gpu:\n  fixture: {FIX}/{fixture}/machine.json\n  scrub: 0\n")
+def gpu_daemon(fresh_daemon, fixture="a100-pcie-4", extra=""):
+    return fresh_daemon(f"gpu:\n  fixture: {FIX}/{fixture}/machine.json\n  scrub: 0\n{extra}")
 
 
 def write(tmp_path, name, text):
@@ -199,16 +199,16 @@ def test_usage_errors_exit_2(daemon, tmp_path):
 # ---- the daemon's own checks, shown at the YAML --------------------------------------------
 
 def test_seed_file_with_runtime_is_refused_at_its_runtime_line(fresh_daemon, tmp_path):
-    """A machine without the runtime the file names: refused at the runtime line, nothing created."""
+    """A machine without the runtime the file names: refused at the runtime line, nothing created;
+    validate reports the same problem as run (the daemon checks without creating anything)."""
     d = gpu_daemon(fresh_daemon)
     path = write(tmp_path, "ml-training-pipeline.yaml", SEED)
-    p = rnx(d, "workflow", "validate", path)
-    assert p.returncode == 0, p.stderr   # the file itself is fine
-    p = rnx(d, "workflow", "run", path)
-    assert p.returncode == 1
-    assert p.stderr == (f"{path}:5:14: job 'data-preprocessing': runtime: no runtime 'python-3.11-ml' on this "
-                        "machine; it has none yet (an admin builds one: rnx runtime build "
-                        "runtimes/python-3.11-ml.yml)\n")
+    want = (f"{path}:5:14: job 'data-preprocessing': runtime: no runtime 'python-3.11-ml' on this "
+            "machine; it has none yet (an admin builds one: rnx runtime build runtimes/python-3.11-ml.yml)\n")
+    for cmd in ("validate", "run"):
+        p = rnx(d, "workflow", cmd, path)
+        assert p.returncode == 1 and p.stdout == "", (cmd, p.stdout)
+        assert p.stderr == want, (cmd, p.stderr)
     assert d.job_count() == 0 and d.api("GET", "/v1/workflows")[1] == {"workflows": []}
 
 
@@ -238,6 +238,28 @@ def test_gpu_requests_this_machine_can_never_satisfy(fresh_daemon, tmp_path):
     p = rnx(d, "workflow", "run", path)
     assert p.returncode == 1 and p.stderr.startswith(f"{path}:5:16: job 'a': max_cpu: '100000' must be a CPU percentage from 1 to"), p.stderr
     assert d.job_count() == 0 and d.job_dirs() == []
+
+
+def test_validate_makes_the_daemons_checks_and_creates_nothing(fresh_daemon, tmp_path):
+    """rnx workflow validate asks joblet for every check of a submission (POST /v1/workflows?dry_run=1):
+    the same problems as run, at the same YAML line; a good file creates nothing and uses up no
+    GPU request of limits.gpu_requests_per_minute."""
+    d = gpu_daemon(fresh_daemon, extra="limits:\n  gpu_requests_per_minute: 1\n")
+    big = write(tmp_path, "big.yaml", "jobs:\n  prep:\n    command: 'true'\n  train:\n    command: 'true'\n"
+                                      "    requires: [prep: COMPLETED]\n    resources:\n      gpu_count: 5\n")
+    runs = [rnx(d, "workflow", cmd, big) for cmd in ("validate", "run")]
+    assert [p.returncode for p in runs] == [1, 1]
+    assert runs[0].stderr == runs[1].stderr == (f"{big}:8:18: job 'train': gpu_count: asks for 5 GPUs; this machine "
+                                                "has 4 usable GPUs (rnx gpu list)\n")
+    ok = write(tmp_path, "ok.yaml", "jobs:\n  a:\n    command: 'true'\n    resources:\n      gpu_count: 1\n")
+    for _ in range(3):   # a dry run takes no token of the one-a-minute bucket
+        p = rnx(d, "workflow", "validate", ok)
+        assert p.returncode == 0 and p.stdout == f"{ok}: workflow 'ok' is valid: 1 job\n", p.stderr
+    assert d.job_count() == 0 and d.api("GET", "/v1/workflows")[1] == {"workflows": []}
+    p = rnx(d, "workflow", "run", ok)
+    assert p.returncode == 0, p.stderr
+    p = rnx(d, "workflow", "run", ok)
+    assert p.returncode == 1 and "too many GPU requests" in p.stderr, p.stderr
 
 
 def test_no_gpu_machine_refuses_gpu_workflows(daemon, tmp_path):
