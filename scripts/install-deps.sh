@@ -8,6 +8,7 @@ PKGS=(
   libcmocka-dev python3 python3-pytest
   iproute2 util-linux procps
   runc bubblewrap
+  busybox-static   # a tiny runtime root for the mount tests (tests/integration/busybox_runtime.py)
   prometheus   # promtool and a real Prometheus server for tests/integration/test_metrics.py
 )
 missing=()

@@ -2,6 +2,8 @@
  * is missing or null prints as "-" or is left out, never crashes the client. */
 #include "print.h"
 
+#include "../common/jobreq.h"
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -617,6 +619,22 @@ void print_job(json_t *job, FILE *f)
     if (jstr(job, "workdir")) {
         key(f, "Workdir:");
         fprintf(f, "%s\n", jstr(job, "workdir"));
+    }
+    if (jstr(job, "runtime")) {
+        key(f, "Runtime:");
+        fprintf(f, "%s\n", jstr(job, "runtime"));
+    }
+    json_t *vols = json_object_get(job, "volumes");
+    if (json_array_size(vols)) {
+        key(f, "Volumes:");
+        for (size_t i = 0; i < json_array_size(vols); i++) {
+            char name[80];
+            bool ro = false;
+            const char *item = json_string_value(json_array_get(vols, i));
+            if (item && jobreq_volume_parse(item, name, sizeof name, &ro) == 0)
+                fprintf(f, "%s/volumes/%s%s", i ? ", " : "", name, ro ? " (read-only)" : "");
+        }
+        fputc('\n', f);
     }
     print_uploads(f, json_object_get(job, "uploads"));
     print_usage(f, json_object_get(job, "usage"));

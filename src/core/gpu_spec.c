@@ -47,6 +47,8 @@ static const struct { const char *cap, *prefix; } driver_libs[] = {
 };
 #define NDRIVER_LIBS (sizeof driver_libs / sizeof driver_libs[0])
 #define JOB_DRIVER_DIR "/opt/nvidia/lib"
+/* where a job in a runtime finds the host's CUDA toolkit (CUDA_HOME) */
+#define JOB_TOOLKIT_DIR "/opt/nvidia/cuda"
 
 typedef struct gpu_driver_lib {
     const char *cap;
@@ -274,13 +276,16 @@ static void add_toolkit(const job *j, gpu_spec *g)
                      core.gpu.inv.driver_version);
         return;
     }
-    if (!host_visible(best->real))
-        add_mount(g, best->real, best->path);
-    set_env(g, "CUDA_HOME", best->path);
+    /* In a runtime the host's /usr is not the job's (and the runtime's is read-only): the
+     * toolkit goes to a directory of its own on the job's root. */
+    const char *where = j->req.runtime ? JOB_TOOLKIT_DIR : best->path;
+    if (j->req.runtime || !host_visible(best->real))
+        add_mount(g, best->real, where);
+    set_env(g, "CUDA_HOME", where);
     char dir[300];
-    snprintf(dir, sizeof dir, "%s/bin", best->path);
+    snprintf(dir, sizeof dir, "%s/bin", where);
     append(g->path_add, sizeof g->path_add, dir);
-    snprintf(dir, sizeof dir, "%s/lib64", best->path);
+    snprintf(dir, sizeof dir, "%s/lib64", where);
     append(g->ld_add, sizeof g->ld_add, dir);
 }
 

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+import busybox_runtime
+
 from conftest import BUILD, ROOT
 from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes, uvm_major
 
@@ -153,6 +155,29 @@ def test_cuda_toolkit_mounted_read_only_and_paths_extended(gpu_machine, tmp_path
     # a job without GPUs gets no toolkit and the default PATH
     p = d.rnx("job", "run", "--follow", "sh", "-c", "echo ${CUDA_HOME:-none} $PATH", check=True)
     assert p.stdout.split() == ["none", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+
+
+@pytest.mark.skipif(not os.path.exists(busybox_runtime.BUSYBOX), reason="busybox-static is not installed")
+def test_gpu_job_in_a_runtime_gets_devices_and_the_toolkit(gpu_machine, tmp_path):
+    """A runtime's /usr is not the host's: the toolkit is mounted on a directory of the job's own
+    (/opt/nvidia/cuda, CUDA_HOME), and the device nodes are there as for any GPU job."""
+    tk = tmp_path / "cuda-12.2"
+    (tk / "bin").mkdir(parents=True)
+    (tk / "lib64").mkdir()
+    (tk / "version.json").write_text(json.dumps({"cuda": {"name": "CUDA SDK", "version": "12.2.140"}}))
+    (tk / "bin" / "nvcc").write_text("#!/bin/sh\necho fake nvcc 12.2\n")
+    os.chmod(tk / "bin" / "nvcc", 0o755)
+    d, dev, gpus = gpu_machine("dgx-h100", extra=f"  cuda_paths: [{tk}]\n")
+    busybox_runtime.make(os.path.join(d.state, "runtimes"))
+    p = d.rnx("job", "run", "--gpu=1", "--runtime=busybox", "--follow", "sh", "-c",
+              "cat /etc/marker; echo $CUDA_HOME; nvcc; ls /dev | grep -c '^nvidia[0-9]'; touch /opt/nvidia/cuda/x 2>&1;"
+              " true", check=True)
+    lines = p.stdout.splitlines()
+    assert lines[0] == "busybox runtime"
+    assert lines[1] == "/opt/nvidia/cuda"
+    assert lines[2] == "fake nvcc 12.2"
+    assert lines[3] == "1"                       # its one GPU's node, no other
+    assert "Read-only file system" in lines[4]
 
 
 def test_mig_device_gets_only_its_capabilities(gpu_machine):
