@@ -8,6 +8,7 @@
 #include <string.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,7 +36,40 @@ static const char *const denied[] = {
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime",
     /* NUMA policy of pages the job does not own */
     "move_pages", "migrate_pages",
+    /* io_uring: a second way to make most syscalls, past this filter's view of their
+     * arguments, and a large kernel surface of its own (Docker's profile refuses it too) */
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
 };
+
+/* Socket families a job may create: local sockets, IPv4 and IPv6, and netlink (getifaddrs,
+ * ip(8) in its own network namespace). Everything else (vsock to the hypervisor, packet and
+ * raw link layers, AF_KEY, AF_ALG, Bluetooth, CAN, RDS, TIPC, XDP, ...) is refused with
+ * EAFNOSUPPORT, as if the kernel lacked it: what the jobs do not need is kernel surface they
+ * should not reach (docs/isolation.md). */
+static const int allowed_families[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+
+/* socket() and socketpair() with any family but those: a rule per refused value below the
+ * highest allowed one, and one for everything above it (the whole 64-bit register is
+ * compared, so high bits cannot smuggle an allowed value past the filter). */
+static int refuse_families(scmp_filter_ctx ctx)
+{
+    int top = 0, rc = 0;
+    for (size_t i = 0; i < ARRAY_LEN(allowed_families); i++)
+        top = allowed_families[i] > top ? allowed_families[i] : top;
+    static const int calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
+    for (size_t c = 0; c < ARRAY_LEN(calls) && rc == 0; c++) {
+        for (int f = 0; f < top && rc == 0; f++) {
+            bool ok = false;
+            for (size_t i = 0; i < ARRAY_LEN(allowed_families); i++)
+                ok |= allowed_families[i] == f;
+            if (!ok)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, SCMP_A0(SCMP_CMP_EQ, (uint64_t)f));
+        }
+        if (rc == 0)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, SCMP_A0(SCMP_CMP_GT, (uint64_t)top));
+    }
+    return rc;
+}
 
 scmp_filter_ctx seccomp_default_profile(jerr *e)
 {
@@ -62,6 +96,8 @@ scmp_filter_ctx seccomp_default_profile(jerr *e)
          * so libc falls back to clone, whose flags are checked above. */
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
     }
+    if (rc == 0)
+        rc = refuse_families(ctx);
     if (rc == 0) /* TIOCSTI pushes input into a terminal the job may share with its caller */
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                               SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));

@@ -293,6 +293,46 @@ def test_seccomp_refuses_namespaces_keyrings_bpf_ptrace(daemon):
     assert r == expected, r
 
 
+SOCKET_PROBE = r"""
+import ctypes, errno, json, platform, socket
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NR_IO_URING_SETUP = {"x86_64": 425, "aarch64": 425}[platform.machine()]
+def call(f, *a):
+    ctypes.set_errno(0)
+    rc = f(*a)
+    return "ok" if rc != -1 else errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno())
+params = ctypes.create_string_buffer(120)
+res = {"io_uring_setup": call(libc.syscall, NR_IO_URING_SETUP, 8, params)}
+for name, fam, typ in [("unix", 1, 1), ("inet", 2, 1), ("inet6", 10, 2), ("netlink", 16, 3),
+                       ("vsock", 40, 1), ("packet", 17, 3), ("alg", 38, 5), ("key", 15, 3), ("can", 29, 3),
+                       ("xdp", 44, 3), ("unspec", 0, 1), ("ax25", 3, 2), ("beyond", 1000, 1)]:
+    res[name] = call(libc.socket, fam, typ, 0)
+fds = (ctypes.c_int * 2)()
+res["socketpair(unix)"] = call(libc.socketpair, 1, 1, 0, fds)
+res["socketpair(vsock)"] = call(libc.socketpair, 40, 1, 0, fds)
+# a family smuggled in the high bits of the register
+res["vsock+high bits"] = call(libc.syscall, 41, ctypes.c_ulong((1 << 32) | 40), 1, 0)
+res["inet+high bits"] = call(libc.syscall, 41, ctypes.c_ulong((1 << 32) | 2), 1, 0)
+print(json.dumps(res))
+"""
+
+
+def test_seccomp_refuses_io_uring_and_socket_families_jobs_do_not_need(daemon):
+    """io_uring is refused (EPERM); only local, IPv4, IPv6 and netlink sockets can be made: vsock,
+    packet, AF_ALG, AF_KEY, CAN, XDP and the rest look absent (EAFNOSUPPORT), even with high
+    bits set in the register, under --network none as under host."""
+    import platform
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip(f"syscall numbers not known for {platform.machine()}")
+    for network in ("none", "host"):
+        _, r = py(daemon, SOCKET_PROBE, network=network)
+        assert r.pop("io_uring_setup") == "EPERM", r
+        for ok in ("unix", "inet", "inet6", "netlink", "socketpair(unix)"):
+            assert r.pop(ok) == "ok", (network, ok, r)
+        assert r == {k: "EAFNOSUPPORT" for k in r}, (network, r)
+
+
 def test_root_jobs_run_as_a_uid_of_their_own(daemon):
     """Each root-submitted job runs as its own unprivileged uid/gid from joblet's range, with no root group."""
     probe = ("import json, os; print(json.dumps([os.getuid(), os.geteuid(), os.getgid(), "
