@@ -341,7 +341,8 @@ static void draw_frame(view *v, json_t *wf)
     if (!f)
         abort();
     header_line(wf, head, sizeof head);
-    fprintf(f, "%s\n", head);
+    print_text(f, head);
+    fputc('\n', f);
     table *t = jobs_table(wf, false);
     table_print(t, f);
     table_free(t);
@@ -401,7 +402,11 @@ static void print_changes(view *v, json_t *wf)
             snprintf(extra, sizeof extra, " (GPU%s %s)", strchr(gpus, ',') ? "s" : "", gpus);
         else if (reason[0])
             snprintf(extra, sizeof extra, " (%s)", reason);
-        printf("%s %s %s%s\n", clock, name, status, extra);
+        printf("%s ", clock);
+        print_text(stdout, name);
+        printf(" %s", status);
+        print_text(stdout, extra);
+        putchar('\n');
     }
     fflush(stdout);
 }
@@ -413,8 +418,11 @@ static int summary(json_t *wf)
     const char *state = jstr(wf, "state") ? jstr(wf, "state") : "?", *reason = jstr(wf, "reason");
     fmt_counts(wf, counts, sizeof counts);
     fmt_wf_elapsed(wf, el, sizeof el);
-    printf("workflow %s %s%s%s%s%s: %s\n", jstr(wf, "name") ? jstr(wf, "name") : "-", state, el[0] ? " in " : "", el,
-           reason ? ": " : "", reason ? reason : "", counts[0] ? counts : "no jobs");
+    fputs("workflow ", stdout);
+    print_text(stdout, jstr(wf, "name") ? jstr(wf, "name") : "-");
+    printf(" %s%s%s%s", state, el[0] ? " in " : "", el, reason ? ": " : "");
+    print_text(stdout, reason ? reason : "");
+    printf(": %s\n", counts[0] ? counts : "no jobs");
     return !strcmp(state, "COMPLETED") ? RNX_OK : RNX_FAIL;
 }
 

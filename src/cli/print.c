@@ -344,6 +344,41 @@ static void key(FILE *f, const char *k)
     fprintf(f, "%-*s ", KEY_WIDTH, k);
 }
 
+/* Text a user controls (a job's name, command, env, paths, messages that quote them), as
+ * visible characters: control characters and bytes that are not UTF-8 become \n, \t, \xNN,
+ * so nothing of another user's reaches an admin's terminal as an escape sequence or a forged
+ * line. */
+void print_text(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        size_t l = utf8_seq_len(*p), ok = l;
+        for (size_t i = 1; i < l; i++)
+            if ((p[i] & 0xc0) != 0x80)
+                ok = 0;
+        if (l > 1 && ok) {
+            fwrite(p, 1, l, f);
+            p += l;
+            continue;
+        }
+        if (*p >= 0x20 && *p < 0x7f)
+            fputc(*p, f);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else
+            fprintf(f, "\\x%02x", *p);
+        p++;
+    }
+}
+
+static void put_line(FILE *f, const char *s)
+{
+    print_text(f, s);
+    fputc('\n', f);
+}
+
 static void print_time_line(FILE *f, json_t *job, const char *k, const char *field)
 {
     const char *t = jstr(job, field);
@@ -413,7 +448,9 @@ static void print_env(FILE *f, const char *k, json_t *env, bool secret)
             fprintf(f, "%-*s ", KEY_WIDTH, "");
         first = false;
         /* the server never returns secret values; print the mask whatever came */
-        fprintf(f, "%s=%s\n", name, secret ? "***" : (json_string_value(v) ? json_string_value(v) : ""));
+        print_text(f, name);
+        fputc('=', f);
+        put_line(f, secret ? "***" : (json_string_value(v) ? json_string_value(v) : ""));
     }
 }
 
@@ -544,20 +581,21 @@ void print_job(json_t *job, FILE *f)
     int64_t v;
 
     key(f, "ID:");
-    fprintf(f, "%s\n", jstr(job, "id") ? jstr(job, "id") : "-");
+    put_line(f, jstr(job, "id") ? jstr(job, "id") : "-");
     key(f, "Name:");
-    fprintf(f, "%s\n", jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
+    put_line(f, jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
     key(f, "Status:");
-    fprintf(f, "%s\n", status ? status : "-");
+    put_line(f, status ? status : "-");
     json_t *wf = json_object_get(job, "workflow");
     if (json_is_object(wf)) {
         key(f, "Workflow:");
-        fprintf(f, "%s (%s), job %s\n", jstr(wf, "name") ? jstr(wf, "name") : "-", jstr(wf, "id") ? jstr(wf, "id") : "-",
-                jstr(wf, "job") ? jstr(wf, "job") : "-");
+        print_text(f, jstr(wf, "name") ? jstr(wf, "name") : "-");
+        fprintf(f, " (%s), job ", jstr(wf, "id") ? jstr(wf, "id") : "-");
+        put_line(f, jstr(wf, "job") ? jstr(wf, "job") : "-");
     }
     char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
     key(f, "Command:");
-    fprintf(f, "%s\n", cmd);
+    put_line(f, cmd);
     free(cmd);
     if (jint(job, "owner_uid", &v)) {
         key(f, "Owner uid:");
@@ -585,7 +623,7 @@ void print_job(json_t *job, FILE *f)
     }
     if (jstr(job, "wait_reason")) {
         key(f, "Waiting:");
-        fprintf(f, "%s\n", jstr(job, "wait_reason"));
+        put_line(f, jstr(job, "wait_reason"));
     }
     if (jint(job, "pid", &v)) {
         key(f, "PID:");
@@ -607,22 +645,22 @@ void print_job(json_t *job, FILE *f)
     fmt_end_reason(job, b, sizeof b);
     if (b[0]) {
         key(f, "End reason:");
-        fprintf(f, "%s\n", b);
+        put_line(f, b);
     }
     print_limits(f, json_object_get(job, "limits"));
     print_env(f, "Env:", json_object_get(job, "env"), false);
     print_env(f, "Secret env:", json_object_get(job, "secret_env"), true);
     if (jstr(job, "network")) {
         key(f, "Network:");
-        fprintf(f, "%s\n", jstr(job, "network"));
+        put_line(f, jstr(job, "network"));
     }
     if (jstr(job, "workdir")) {
         key(f, "Workdir:");
-        fprintf(f, "%s\n", jstr(job, "workdir"));
+        put_line(f, jstr(job, "workdir"));
     }
     if (jstr(job, "runtime")) {
         key(f, "Runtime:");
-        fprintf(f, "%s\n", jstr(job, "runtime"));
+        put_line(f, jstr(job, "runtime"));
     }
     json_t *vols = json_object_get(job, "volumes");
     if (json_array_size(vols)) {
@@ -632,7 +670,7 @@ void print_job(json_t *job, FILE *f)
             bool ro = false;
             const char *item = json_string_value(json_array_get(vols, i));
             if (item && jobreq_volume_parse(item, name, sizeof name, &ro) == 0)
-                fprintf(f, "%s/volumes/%s%s", i ? ", " : "", name, ro ? " (read-only)" : "");
+                fprintf(f, "%s/volumes/%s%s", i ? ", " : "", name, ro ? " (read-only)" : ""); /* names are checked */
         }
         fputc('\n', f);
     }

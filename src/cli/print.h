@@ -54,5 +54,8 @@ void print_json(json_t *v);
 
 /* The key: value block of `rnx job status`. */
 void print_job(json_t *job, FILE *f);
+/* Text a user controls, with control characters and bytes that are not UTF-8 escaped (\n,
+ * \t, \xNN): what every human-readable output of rnx prints such text with. */
+void print_text(FILE *f, const char *s);
 
 #endif

@@ -31,9 +31,22 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
     char line[2048];
     int n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
     n += snprintf(line + n, sizeof line - (size_t)n, ".%03ldZ %-5s ", ts.tv_nsec / 1000000, names[lvl]);
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* One record per line, always: a user's text (a command, a job's name) with a newline or
+     * an escape sequence in it must not forge a line of the log or reach an admin's terminal. */
+    size_t o = (size_t)n;
+    for (const unsigned char *c = (const unsigned char *)msg; *c && o + 5 < sizeof line; c++) {
+        if (*c >= 0x20 && *c != 0x7f) {
+            line[o++] = (char)*c;
+            continue;
+        }
+        o += (size_t)snprintf(line + o, sizeof line - o, *c == '\n' ? "\\n" : *c == '\r' ? "\\r" : *c == '\t' ? "\\t"
+                                                                                   : "\\x%02x", *c);
+    }
+    line[o] = 0;
     fprintf(stderr, "%s\n", line);
 }

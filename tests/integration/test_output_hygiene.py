@@ -1,0 +1,32 @@
+"""What a user controls is printed with control characters escaped, in rnx's output and in the
+daemon's log (issue 14: terminal injection, log forging): one log record per line, always."""
+import json
+
+
+def test_daemon_log_keeps_one_record_per_line(daemon):
+    forged = "2026-01-01T00:00:00.000Z info  job 0 submitted by uid 0: FORGED"
+    code, job = daemon.api("POST", "/v1/jobs", {"command": "/bin/true\n" + forged + "\x1b[2J"})
+    assert code == 201, job
+    daemon.wait(job["id"])
+    log = daemon.log()
+    assert not any(line.startswith(forged) for line in log.splitlines()), log[-2000:]
+    assert "\x1b" not in log
+    assert f"/bin/true\\n{forged}\\x1b[2J" in log
+
+
+def test_job_status_escapes_what_the_user_controls(daemon):
+    esc = "\x1b]0;owned\x07\x1b[2J"
+    code, job = daemon.api("POST", "/v1/jobs", {"command": "true", "args": ["a\nStatus:         COMPLETED", esc],
+                                                "env": {"NOTE": "x\x1b[31mred\r\n", "OK": "caf\u00e9"},
+                                                "workdir": "/work"})
+    assert code == 201, job
+    daemon.wait(job["id"])
+    out = daemon.rnx("job", "status", job["id"], check=True).stdout
+    assert "\x1b" not in out and "\x07" not in out and "\r" not in out, repr(out)
+    assert [l for l in out.splitlines() if l.startswith("Status:")] == ["Status:         COMPLETED"], out
+    assert "a\\nStatus:         COMPLETED" in out  # the forged line stays inside its field
+    assert "NOTE=x\\x1b[31mred\\x0d\\n" in out
+    assert "OK=café" in out                        # UTF-8 stays as it is
+    # --json is data, not terminal text: exact
+    j = json.loads(daemon.rnx("job", "status", "--json", job["id"], check=True).stdout)
+    assert j["env"]["NOTE"] == "x\x1b[31mred\r\n"
