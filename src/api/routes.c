@@ -61,7 +61,7 @@ static enum MHD_Result submit(request *r)
         return http_reply_error(r->conn, &e);
     }
     json_error_t je;
-    json_t *req = r->body ? json_loadb(r->body, r->body_len, 0, &je) : NULL;
+    json_t *req = r->body ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
     if (!req) {
         jerr_field(&e, NULL, "the request body is not valid JSON: %s", r->body ? je.text : "empty body");
         return http_reply_error(r->conn, &e);
@@ -248,7 +248,7 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
     }
     bool force = false;
     if (r->body && r->body_len) {
-        json_t *b = json_loadb(r->body, r->body_len, 0, NULL);
+        json_t *b = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, NULL);
         json_t *f = json_object_get(b, "force");
         if (!b || (f && !json_is_boolean(f))) {
             json_decref(b);

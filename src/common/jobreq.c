@@ -465,6 +465,10 @@ static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t l
             return refuse(e, f, s);
         if (!(flags & JOBREQ_FROM_DB) && t < now - 5)
             return jerr_field(e, f->key, "%s: '%s' is in the past", f->key, s);
+        /* as for a delay: a start this far off is a typo, and the scheduler's clock arithmetic
+         * stays far from overflow */
+        if (!(flags & JOBREQ_FROM_DB) && t > now + TEN_YEARS_S)
+            return jerr_field(e, f->key, "%s: '%.64s' is more than ten years away", f->key, s);
         r->schedule_ms = parse_ms(s, &ms) == 0 ? ms : (int64_t)t * 1000;
         break;
     }

@@ -30,3 +30,24 @@ def test_job_status_escapes_what_the_user_controls(daemon):
     # --json is data, not terminal text: exact
     j = json.loads(daemon.rnx("job", "status", "--json", job["id"], check=True).stdout)
     assert j["env"]["NOTE"] == "x\x1b[31mred\r\n"
+
+
+def test_small_request_defects(daemon):
+    """Duplicate JSON keys are refused by /v1/jobs as by /v1/workflows (the second value would
+    silently win); a start time more than ten years away is refused by the API as by rnx."""
+    import http.client, socket as so
+    before = daemon.job_count()
+    c = http.client.HTTPConnection("localhost")
+    c.sock = so.socket(so.AF_UNIX)
+    c.sock.connect(daemon.sock)
+    c.request("POST", "/v1/jobs", body='{"command": "true", "command": "false"}',
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    body = json.loads(r.read())
+    assert r.status == 400 and "duplicate object key" in body["error"]["message"], body
+    code, err = daemon.api("POST", "/v1/jobs", {"command": "true", "schedule_at": "9999-01-01T00:00:00Z"})
+    assert code == 400 and err["error"]["message"] == \
+        "schedule_at: '9999-01-01T00:00:00Z' is more than ten years away", err
+    p = daemon.rnx("job", "run", "--schedule=9999-01-01T00:00:00Z", "true")
+    assert p.returncode != 0 and "--schedule: '9999-01-01T00:00:00Z' is more than ten years away" in p.stderr
+    assert daemon.job_count() == before

@@ -324,6 +324,7 @@ static void test_text_and_json_refuse_alike(void **state)
         {JR_SCHEDULE_AT, "2020-01-01T00:00:00Z", "\"2020-01-01T00:00:00Z\""},
         {JR_SCHEDULE_AT, "2026-13-01T00:00:00Z", "\"2026-13-01T00:00:00Z\""},
         {JR_SCHEDULE_AT, "", "\"\""},       {JR_CROSS_NUMA, "maybe", "\"maybe\""},
+        {JR_SCHEDULE_AT, "9999-01-01T00:00:00Z", "\"9999-01-01T00:00:00Z\""},
         {JR_PREEMPTIBLE, "maybe", "\"maybe\""}, {JR_COMMAND, "", "\"\""},
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
