@@ -40,6 +40,8 @@ typedef struct ynode {
     char *text;               /* scalar: its value, NUL-terminated */
     size_t len;               /* scalar: length of text (it may hold a NUL from a "\0" escape) */
     bool plain;               /* plain (unquoted, untagged) scalar: null, true, 12 are resolved */
+    size_t from, to;          /* scalar: its bytes in the text (a quoted one's inside its quotes) */
+    bool block;               /* a literal (|) or folded (>) scalar */
     struct ynode **kids;      /* sequence: items; mapping: key, value, key, value, ... */
     size_t nkids, cap;
 } ynode;
@@ -381,7 +383,13 @@ static bool on_event(builder *b, struct fy_event *ev, int *docs)
         n->len = l;
         enum fy_scalar_style st = t ? fy_token_scalar_style(t) : FYSS_PLAIN;
         n->plain = st == FYSS_PLAIN;
+        n->block = st == FYSS_LITERAL || st == FYSS_FOLDED;
         set_mark(n, ev);
+        const struct fy_mark *m0 = fy_event_start_mark(ev), *m1 = fy_event_end_mark(ev);
+        if (m0 && m1 && m1->input_pos >= m0->input_pos) {
+            n->from = m0->input_pos;
+            n->to = m1->input_pos;
+        }
         /* a quoted scalar's mark is its first character; point at the opening quote */
         if ((st == FYSS_SINGLE_QUOTED || st == FYSS_DOUBLE_QUOTED) && n->col > 1)
             n->col--;
@@ -1158,6 +1166,59 @@ static void walk_top(ctx *c, wfp_doc *d)
         walk_jobs(c, d, d->jobs_node);
 }
 
+static int by_from(const void *a, const void *b)
+{
+    const ynode *x = *(ynode *const *)a, *y = *(ynode *const *)b;
+    return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* The file as joblet keeps and shows it: every secret_environment value (where an alias
+ * points to one, its anchor's value) replaced by "***", the rest byte for byte. */
+static char *redact(const wfp_doc *d, const char *text)
+{
+    size_t len = strlen(text), n = 0;
+    ynode **sec = NULL;
+    for (size_t i = 0; i < d->njobs; i++) {
+        const ynode *m = d->jobs[i].at[YK_SECRET_ENVIRONMENT];
+        for (size_t k = 1; m && m->kind == Y_MAP && k < m->nkids; k += 2)
+            if (m->kids[k]->kind == Y_SCALAR && m->kids[k]->to > m->kids[k]->from && m->kids[k]->to <= len) {
+                sec = xrealloc(sec, (n + 1) * sizeof *sec);
+                sec[n++] = m->kids[k];
+            }
+    }
+    if (n > 1)
+        qsort(sec, n, sizeof *sec, by_from);
+    char *out = xmalloc(len + 6 * n + 1), *o = out;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t from = sec[i]->from, to = sec[i]->to;
+        if (from < at)
+            continue;   /* the same node twice (aliases) */
+        /* the quotes around a quoted value go with it; a block scalar goes from its | or >
+         * indicator, and its last line break stays */
+        if (from > 0 && (text[from - 1] == '"' || text[from - 1] == '\'') && !sec[i]->plain && !sec[i]->block)
+            from--;
+        if (sec[i]->block) {
+            size_t k = from;
+            while (k > at && text[k - 1] != '|' && text[k - 1] != '>')
+                k--;
+            if (k > at)
+                from = k - 1;
+        }
+        if (to < len && from < to && (text[to] == '"' || text[to] == '\'') && text[to] == text[from])
+            to++;
+        while (to > from && (text[to - 1] == '\n' || text[to - 1] == ' ' || text[to - 1] == '\t'))
+            to--;
+        memcpy(o, text + at, from - at);
+        o += from - at;
+        o = stpcpy(o, "\"***\"");
+        at = to;
+    }
+    strcpy(o, text + at);
+    free(sec);
+    return out;
+}
+
 /* The body, once the whole file is known to be good. */
 static json_t *make_body(const wfp_doc *d, const char *text)
 {
@@ -1173,9 +1234,11 @@ static json_t *make_body(const wfp_doc *d, const char *text)
         json_array_append_new(jobs, e);
     }
     char *name = d->name_node ? xstrdup(d->name_node->text) : default_name(d->path);
+    char *kept = redact(d, text);
     json_t *body = json_pack("{s:s, s:o, s:s, s:s, s:o}", "name", name, "description",
                              d->desc_node && !y_null(d->desc_node) ? json_string(d->desc_node->text) : json_null(),
-                             "source", d->path, "yaml", text, "jobs", jobs);
+                             "source", d->path, "yaml", kept, "jobs", jobs);
+    free(kept);
     free(name);
     return body;
 }

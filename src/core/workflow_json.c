@@ -167,6 +167,43 @@ static int check_body(json_t *body, json_t *names, wf_job *jobs, jerr *e)
 }
 
 
+/* Shortest secret value looked for in the stored YAML: shorter ones would blot out ordinary
+ * words (rnx sends the file with every secret_environment value already "***"). */
+#define SECRET_MIN_SCRUB 4
+
+/* The workflow's YAML as kept and shown: rnx replaces secret_environment values by "***"; in
+ * case a client did not, every occurrence of any job's secret value in it is replaced here,
+ * so no route ever returns one. */
+static void redact_yaml(json_t *doc, json_t *jobs)
+{
+    const char *yaml = json_string_value(json_object_get(doc, "yaml"));
+    if (!yaml)
+        return;
+    char *text = xstrdup(yaml);
+    bool changed = false;
+    size_t i;
+    json_t *jj;
+    json_array_foreach(jobs, i, jj) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(json_object_get(jj, "request"), "secret_env"), k, v) {
+            const char *val = json_string_value(v);
+            size_t n = val ? strlen(val) : 0;
+            if (n < SECRET_MIN_SCRUB)
+                continue;
+            for (char *at = strstr(text, val); at; at = strstr(at + 3, val)) {
+                /* "***" is never longer than what it replaces */
+                memcpy(at, "***", 3);
+                memmove(at + 3, at + n, strlen(at + n) + 1);
+                changed = true;
+            }
+        }
+    }
+    if (changed)
+        json_object_set_new(doc, "yaml", json_string(text));
+    free(text);
+}
+
 int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
 {
     *b = (wf_body){0};
@@ -204,6 +241,7 @@ int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
             b->requests[i] = json_object_get(src, "request");
         }
         b->name = json_string_value(json_object_get(b->doc, "name"));
+        redact_yaml(b->doc, arr);
     }
     json_decref(names);
     if (rc < 0)

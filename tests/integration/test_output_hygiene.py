@@ -51,3 +51,28 @@ def test_small_request_defects(daemon):
     p = daemon.rnx("job", "run", "--schedule=9999-01-01T00:00:00Z", "true")
     assert p.returncode != 0 and "--schedule: '9999-01-01T00:00:00Z' is more than ten years away" in p.stderr
     assert daemon.job_count() == before
+
+
+def test_workflow_yaml_never_returns_a_secret(fresh_daemon, tmp_path):
+    d = fresh_daemon()
+    wf = tmp_path / "s.yaml"
+    wf.write_text("jobs:\n  a:\n    command: 'true'\n    secret_environment:\n      TOKEN: plain-token-1\n"
+                  "      Q: \"quoted token 2\"\n      B: |\n        block token 3\n    environment:\n"
+                  "      SHOWN: visible-value\n")
+    p = d.rnx("workflow", "run", "--follow", str(wf))
+    assert p.returncode == 0, p.stderr
+    wid = d.api("GET", "/v1/workflows")[1]["workflows"][0]["id"]
+    code, w = d.api("GET", f"/v1/workflows/{wid}")
+    assert code == 200
+    for secret in ("plain-token-1", "quoted token 2", "block token 3"):
+        assert secret not in w["yaml"], w["yaml"]
+    assert "TOKEN: \"***\"" in w["yaml"] and "SHOWN: visible-value" in w["yaml"]
+    detail = d.rnx("workflow", "status", "--detail", wid, check=True).stdout
+    assert "plain-token" not in detail and "block token" not in detail
+    # a client that sends the file as it is: joblet keeps it without the values all the same
+    body = {"name": "raw", "yaml": "jobs:\n  a:\n    secret_environment: {K: raw-secret-4}\n",
+            "jobs": [{"name": "a", "request": {"command": "true", "secret_env": {"K": "raw-secret-4"}}}]}
+    code, w = d.api("POST", "/v1/workflows", body)
+    assert code == 201, w
+    code, w = d.api("GET", f"/v1/workflows/{w['id']}")
+    assert "raw-secret-4" not in w["yaml"] and "K: ***" in w["yaml"], w["yaml"]
