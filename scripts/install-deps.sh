@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(
   build-essential meson ninja-build pkg-config
-  libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libseccomp-dev
+  libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libseccomp-dev libsodium-dev
   libcmocka-dev python3 python3-pytest
   iproute2 util-linux procps
   runc bubblewrap

@@ -1,6 +1,7 @@
 #include "db.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,10 +11,13 @@
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "seal.h"
 
 struct db {
     sqlite3 *h;
     bool in_txn;
+    bool deleted;             /* this transaction deleted a job: checkpoint the WAL after it */
+    seal_key *key;            /* seals secret_env (seal.h) */
     sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
 };
 
@@ -95,6 +99,8 @@ static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid,
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index";
 
+static int reseal(db *d, jerr *e);
+
 db *db_open(const char *path, jerr *e)
 {
     db *d = xcalloc(1, sizeof *d);
@@ -108,9 +114,14 @@ db *db_open(const char *path, jerr *e)
      * only a power loss may lose the last commits, never corrupt the file. */
     /* A 1 MiB page cache: every job is also held in memory, so the database is mostly written;
      * SQLite's default (~8 MiB) would only inflate the daemon's footprint. */
+    /* secure_delete: a deleted job's bytes are overwritten with zeros, not left in free pages */
     if (exec_sql(d, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
-                    " PRAGMA cache_size=-1024;", e) < 0 ||
+                    " PRAGMA cache_size=-1024; PRAGMA secure_delete=ON;", e) < 0 ||
         migrate(d, e) < 0)
+        goto fail;
+    char keypath[4200];
+    snprintf(keypath, sizeof keypath, "%s.key", path);
+    if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
     snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
@@ -152,6 +163,7 @@ void db_close(db *d)
     sqlite3_finalize(d->wf_upd);
     sqlite3_finalize(d->audit_ins);
     sqlite3_close(d->h);
+    seal_key_free(d->key);
     free(d);
 }
 
@@ -184,11 +196,90 @@ static int begin(db *d)
     return 0;
 }
 
+/* A stored request's secret_env, sealed: {"secret_env_sealed": "v1:..."} in its place. */
+static void seal_request(db *d, json_t *rj)
+{
+    json_t *sec = json_object_get(rj, "secret_env");
+    if (!sec)
+        return;
+    char *text = json_dumps(sec, JSON_COMPACT);
+    if (!text)
+        abort();
+    char *sealed = seal_text(d->key, text);
+    sodium_memzero(text, strlen(text));
+    free(text);
+    json_object_del(rj, "secret_env");
+    json_object_set_new(rj, "secret_env_sealed", json_string(sealed));
+    free(sealed);
+}
+
+static int unseal_request(db *d, json_t *rj, jerr *e)
+{
+    json_t *sealed = json_object_get(rj, "secret_env_sealed");
+    if (!sealed)
+        return 0;
+    char *text = json_is_string(sealed) ? seal_open_text(d->key, json_string_value(sealed), e) : NULL;
+    json_object_del(rj, "secret_env_sealed");
+    if (!text)
+        return -1;
+    json_t *sec = json_loads(text, 0, NULL);
+    sodium_memzero(text, strlen(text));
+    free(text);
+    if (!json_is_object(sec)) {
+        json_decref(sec);
+        return jerr_set(e, EINVAL, "the sealed secret environment is not an object");
+    }
+    json_object_set_new(rj, "secret_env", sec);
+    return 0;
+}
+
+/* Rows written before secrets were sealed (or by hand): sealed now, once, at open. */
+static int reseal(db *d, jerr *e)
+{
+    sqlite3_stmt *q, *u;
+    if (sqlite3_prepare_v2(d->h, "SELECT id, request FROM jobs WHERE request LIKE '%\"secret_env\"%'", -1, &q, NULL) !=
+        SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    if (sqlite3_prepare_v2(d->h, "UPDATE jobs SET request=?2 WHERE id=?1", -1, &u, NULL) != SQLITE_OK) {
+        sqlite3_finalize(q);
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    }
+    int rc = 0, n = 0;
+    while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
+        json_t *rj = json_loads((const char *)sqlite3_column_text(q, 1), 0, NULL);
+        if (!json_object_get(rj, "secret_env")) {
+            json_decref(rj);
+            continue;
+        }
+        seal_request(d, rj);
+        char *t = json_dumps(rj, JSON_COMPACT);
+        json_decref(rj);
+        if (begin(d) < 0)
+            rc = jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        sqlite3_reset(u);
+        sqlite3_bind_text(u, 1, (const char *)sqlite3_column_text(q, 0), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(u, 2, t, -1, SQLITE_TRANSIENT);
+        if (rc == 0 && sqlite3_step(u) != SQLITE_DONE)
+            rc = jerr_set(e, EIO, "database: sealing stored secrets: %s", sqlite3_errmsg(d->h));
+        free(t);
+        n++;
+    }
+    sqlite3_finalize(q);
+    sqlite3_finalize(u);
+    if (n && rc == 0) {
+        d->deleted = true; /* the clear values' old pages go from the WAL too */
+        rc = db_flush(d, e);
+        log_info("database: sealed the secret environment of %d stored job%s", n, n == 1 ? "" : "s");
+    }
+    return rc;
+}
+
 static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&j->req, JOBREQ_JSON_SECRETS);
+    seal_request(d, rj);
     char *req = json_dumps(rj, JSON_COMPACT);
     json_decref(rj);
     char usage[256];
@@ -249,6 +340,7 @@ int db_delete_job(db *d, const char *id, jerr *e)
     sqlite3_bind_text(d->del, 1, id, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(d->del) != SQLITE_DONE)
         return jerr_set(e, EIO, "database: deleting job %s: %s", id, sqlite3_errmsg(d->h));
+    d->deleted = true;
     return 0;
 }
 
@@ -257,7 +349,14 @@ int db_flush(db *d, jerr *e)
     if (!d->in_txn)
         return 0;
     d->in_txn = false;
-    return exec_sql(d, "COMMIT;", e);
+    if (exec_sql(d, "COMMIT;", e) < 0)
+        return -1;
+    /* A deleted job's old pages may still sit in the WAL: write them back and empty it. */
+    if (d->deleted) {
+        d->deleted = false;
+        return exec_sql(d, "PRAGMA wal_checkpoint(TRUNCATE);", e);
+    }
+    return 0;
 }
 
 static char *col_str(sqlite3_stmt *st, int i)
@@ -286,6 +385,8 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
         j->gid = (gid_t)sqlite3_column_int64(st, 7);
         json_t *rj = json_loads((const char *)sqlite3_column_text(st, 8), 0, NULL);
         jerr re = {0};
+        if (unseal_request(d, rj, &re) < 0)
+            log_err("job %s: its secret environment cannot be read: %s; it is left out", j->id, re.msg);
         if (jobreq_from_json(rj ? rj : json_object(), &j->req, JOBREQ_FROM_DB, 0, &re) < 0)
             log_err("job %s: its stored request cannot be read: %s", j->id, re.msg);
         json_decref(rj);

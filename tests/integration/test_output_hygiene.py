@@ -1,6 +1,9 @@
 """What a user controls is printed with control characters escaped, in rnx's output and in the
 daemon's log (issue 14: terminal injection, log forging): one log record per line, always."""
+import hashlib
 import json
+import os
+import time
 
 
 def test_daemon_log_keeps_one_record_per_line(daemon):
@@ -76,3 +79,48 @@ def test_workflow_yaml_never_returns_a_secret(fresh_daemon, tmp_path):
     assert code == 201, w
     code, w = d.api("GET", f"/v1/workflows/{w['id']}")
     assert "raw-secret-4" not in w["yaml"] and "K: ***" in w["yaml"], w["yaml"]
+
+
+def _grep_state(d, secret):
+    hits = []
+    for root, dirs, files in os.walk(d.state):
+        for f in files:
+            p = os.path.join(root, f)
+            try:
+                with open(p, "rb") as fh:
+                    if secret.encode() in fh.read():
+                        hits.append(p)
+            except OSError:
+                pass
+    return hits
+
+
+def test_no_secret_at_rest_in_the_state_directory(fresh_daemon):
+    """secret_env is sealed in the database (a root-only key file of the state directory); a job
+    that starts after a kill -9 and a restart still gets it; no byte of the state directory holds
+    it while the jobs live, after they end, or after they are deleted."""
+    d = fresh_daemon()
+    secret = "s3cr3t-" + os.urandom(8).hex()
+    # the job proves it has the value without the value in its command (which is not secret)
+    check = 'printf %s "$TOKEN" | sha256sum | cut -c1-64'
+    digest = hashlib.sha256(secret.encode()).hexdigest() + "\n"
+    a = d.submit("sh", "-c", check, secret_env={"TOKEN": secret})
+    later = d.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", check], "secret_env": {"TOKEN": secret},
+                                       "schedule_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                    time.gmtime(time.time() + 4))})[1]["id"]
+    assert d.wait(a)["status"] == "COMPLETED" and d.output(a) == digest
+    assert _grep_state(d, secret) == []
+    d.kill9()
+    d.start()
+    job = d.wait(later, timeout=30)
+    assert job["status"] == "COMPLETED" and d.output(later) == digest, job
+    assert _grep_state(d, secret) == []
+    key = os.path.join(d.state, "joblet.db.key")
+    st = os.stat(key)
+    assert st.st_mode & 0o777 == 0o600 and st.st_uid == 0 and st.st_size == 32
+    # nothing returned by the API or rnx either
+    assert secret not in json.dumps(d.api("GET", "/v1/jobs")[1])
+    assert secret not in d.rnx("job", "status", a, check=True).stdout
+    for j in (a, later):
+        assert d.api("DELETE", f"/v1/jobs/{j}")[0] == 200
+    assert _grep_state(d, secret) == []
