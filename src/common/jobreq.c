@@ -98,6 +98,9 @@ const jobreq_field jobreq_fields[JR_N] = {
     /* why a --gpu-optional job runs without the GPUs it asked for */
     [JR_GPU_DEGRADED] = {"gpu_degraded", NULL, NULL, false, true, JK_TEXT, JU_NONE, 0, 1024, OFF(gpu_degraded),
                          "must be a string"},
+    /* each of its output streams' most bytes on disk (jobs.max_log_bytes when it was submitted) */
+    [JR_MAX_LOG_BYTES] = {"max_log_bytes", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(max_log_bytes),
+                          "must be a whole number"},
 };
 
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "target", NULL};

@@ -25,6 +25,7 @@ void config_defaults(config *c)
     c->max_upload_bytes = 256ull << 20;
     c->stop_grace_s = 10;
     c->pids_max = 1024;
+    c->max_log_bytes = 1ull << 30; /* 1 GiB per stream: a runaway job cannot fill the disk */
     c->tmp_size_mb = 1024;
     snprintf(c->cgroup_root, sizeof c->cgroup_root, "joblet");
     c->favor_dynmods = 1;
@@ -58,6 +59,7 @@ static const key keys[] = {
     U64("jobs.stop_grace_s", stop_grace_s, 1, 3600),
     U64("jobs.pids_max", pids_max, 16, 4194304),
     U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
+    {"jobs.max_log_bytes", K_BYTES, offsetof(config, max_log_bytes), 8, 0, 0},
     STR("jobs.shim_path", shim_path),
     STR("cgroup.root", cgroup_root),
     U64("cgroup.favor_dynmods", favor_dynmods, 0, 1),

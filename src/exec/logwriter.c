@@ -7,13 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 
-void logw_init(logw *w, int dirfd, const char *name)
+void logw_init(logw *w, int dirfd, const char *name, uint64_t cap)
 {
     w->fd = -1;
     w->dirfd = dirfd;
     w->name = name;
     w->len = 0;
     w->bytes_written = 0;
+    w->cap = cap && cap < LOGW_CAP_NOTE_MAX * 2 ? LOGW_CAP_NOTE_MAX * 2 : cap;
+    w->capped = false;
     w->torn = false;
 }
 
@@ -60,6 +62,13 @@ static int ob_record(obuf *o, int64_t ts, char flag, const char *data, size_t n)
     return 0;
 }
 
+/* The time stamp of the buffer's first record. */
+static int64_t stamp_of(const obuf *o)
+{
+    long long ts = 0;
+    return o->len && sscanf(o->p, "%lld", &ts) == 1 ? (int64_t)ts : 0;
+}
+
 static int ob_commit(logw *w, obuf *o)
 {
     int rc = 0;
@@ -81,6 +90,25 @@ static int ob_commit(logw *w, obuf *o)
         w->bytes_written++;
         w->torn = false;
     }
+    if (o->len && w->cap && w->bytes_written + o->len > w->cap - LOGW_CAP_NOTE_MAX) {
+        /* the whole records that fit, then the note, and nothing more of this stream */
+        size_t keep = 0, room = w->bytes_written < w->cap - LOGW_CAP_NOTE_MAX
+                                    ? (size_t)(w->cap - LOGW_CAP_NOTE_MAX - w->bytes_written) : 0;
+        for (size_t i = 0; i < o->len && i < room; i++)
+            if (o->p[i] == '\n')
+                keep = i + 1;
+        int64_t ts = stamp_of(o);
+        char note[LOGW_CAP_NOTE_MAX];
+        int nn = snprintf(note, sizeof note - 48, "joblet: %s reached its cap of %llu bytes (jobs.max_log_bytes); "
+                                                  "the rest of the stream was discarded",
+                          w->name, (unsigned long long)w->cap);
+        o->len = keep;
+        if (ob_record(o, ts, 'F', note, nn > 0 && (size_t)nn < sizeof note - 48 ? (size_t)nn : sizeof note - 49) < 0) {
+            free(o->p);
+            return -1;
+        }
+        w->capped = true;
+    }
     if (o->len) {
         rc = write_all(w->fd, o->p, o->len, &done);
         w->bytes_written += done;
@@ -93,6 +121,8 @@ static int ob_commit(logw *w, obuf *o)
 
 int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns)
 {
+    if (w->capped)
+        return 0;
     obuf o = {0};
     while (n) {
         const char *nl = memchr(data, '\n', n);
@@ -123,7 +153,7 @@ fail:
 
 int logw_flush(logw *w, int64_t ts_ns)
 {
-    if (!w->len)
+    if (!w->len || w->capped)
         return 0;
     obuf o = {0};
     if (ob_record(&o, ts_ns, 'P', w->line, w->len) < 0) {

@@ -22,11 +22,18 @@ typedef struct logw {
     const char *name;
     size_t len;
     uint64_t bytes_written;
+    uint64_t cap;           /* the file's most bytes (jobs.max_log_bytes); 0 = no cap */
+    bool capped;            /* the cap was reached: the rest of the stream is discarded */
     bool torn;              /* a failed write left the file's last record without its LF */
     char line[LOGW_LINE_MAX];
 } logw;
 
-void logw_init(logw *w, int dirfd, const char *name);
+/* cap: the most bytes the file may hold, the closing record included; 0 = no cap. Once a
+ * record would pass it, the writer appends one record saying so and drops the rest of the
+ * stream (the job is never blocked: its pipe is still read). */
+void logw_init(logw *w, int dirfd, const char *name, uint64_t cap);
+/* Room kept under the cap for the record that says it was reached. */
+#define LOGW_CAP_NOTE_MAX 200
 /* Splits data into records stamped with ts_ns and appends them with one write(). */
 int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns);
 /* Writes a pending partial line (end of stream). */

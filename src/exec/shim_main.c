@@ -438,8 +438,8 @@ static int shim_run(const char *dir)
         write_status(&sh, 0, 0, &none);
         return 1;
     }
-    logw_init(&sh.out, sh.dirfd, SHIM_STDOUT);
-    logw_init(&sh.err, sh.dirfd, SHIM_STDERR);
+    logw_init(&sh.out, sh.dirfd, SHIM_STDOUT, sh.spec.log_max_bytes);
+    logw_init(&sh.err, sh.dirfd, SHIM_STDERR, sh.spec.log_max_bytes);
     if (start_job(&sh, notify_fd) < 0 || sh.error[0]) {
         if (sh.init > 0) {
             int st;

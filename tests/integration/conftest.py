@@ -7,6 +7,7 @@ it started; a sanitizer report in its log fails the test that owned it.
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -49,8 +50,14 @@ class Daemon:
         self.log_path = os.path.join(self.dir, "joblet.log")
         self.cgroup_root = "joblet-it-" + uuid.uuid4().hex[:8]
         self.config = os.path.join(self.dir, "joblet.yml")
+        jobs = "jobs:\n  stop_grace_s: 2\n"
+        if config_text and re.search(r"^jobs:\s*$", config_text, re.M):
+            # one jobs: section: the test's keys join the short grace period
+            config_text = re.sub(r"^jobs:\s*\n", jobs if "stop_grace_s" not in config_text else "jobs:\n",
+                                 config_text, count=1, flags=re.M)
+            jobs = ""
         with open(self.config, "w") as f:
-            f.write(f"cgroup:\n  root: {self.cgroup_root}\njobs:\n  stop_grace_s: 2\n")
+            f.write(f"cgroup:\n  root: {self.cgroup_root}\n{jobs}")
             if config_text:
                 f.write(config_text)
         self.proc = None

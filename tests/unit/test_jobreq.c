@@ -176,6 +176,9 @@ static const field_case cases[] = {
     {JR_GPU_DEGRADED, "", JOBREQ_FROM_DB, "asks for 8 GPUs", "\"asks for 8 GPUs\"", "\"no GPU\"", "\"no GPU\"",
      NULL, NULL,
      "1", NULL},
+    {JR_MAX_LOG_BYTES, "", JOBREQ_FROM_DB, "1048576", "1048576", "1073741824", "1073741824",
+     "-5", "max_log_bytes: '-5' must be a whole number",
+     "\"1GB\"", NULL},
 };
 
 /* {"command": "x", <ctx> "<key>": <value>} */

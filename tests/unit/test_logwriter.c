@@ -114,8 +114,8 @@ static void test_both_streams(void **state)
 {
     fixture *f = *state;
     logw out, err;
-    logw_init(&out, f->dirfd, "stdout.log");
-    logw_init(&err, f->dirfd, "stderr.log");
+    logw_init(&out, f->dirfd, "stdout.log", 0);
+    logw_init(&err, f->dirfd, "stderr.log", 0);
     feed_str(&out, "hello\nworld\n", TS);
     feed_str(&err, "oops\n", TS + 1);
     feed_str(&out, "again\n", TS + 2);
@@ -148,7 +148,7 @@ static void test_no_output_no_file(void **state)
 {
     fixture *f = *state;
     logw w;
-    logw_init(&w, f->dirfd, "stdout.log");
+    logw_init(&w, f->dirfd, "stdout.log", 0);
     assert_int_equal(logw_feed(&w, "", 0, TS), 0);
     assert_int_equal(logw_flush(&w, TS), 0);
     assert_int_equal(w.fd, -1);
@@ -156,11 +156,51 @@ static void test_no_output_no_file(void **state)
     assert_int_equal(errno, ENOENT);
 }
 
+/* jobs.max_log_bytes: whole records up to the cap, then one record saying so, then nothing
+ * more of the stream; the file never passes the cap. */
+static void test_cap(void **state)
+{
+    fixture *f = *state;
+    logw w;
+    const uint64_t cap = 4096;
+    logw_init(&w, f->dirfd, "stdout.log", cap);
+    char line[101];
+    memset(line, 'x', 99);
+    line[99] = '\n';
+    line[100] = 0;
+    for (int i = 0; i < 200; i++)
+        assert_int_equal(logw_feed(&w, line, 100, TS + i), 0);
+    assert_true(w.capped);
+    assert_int_equal(logw_feed(&w, "after\n", 6, TS + 999), 0);   /* read, dropped */
+    assert_int_equal(logw_flush(&w, TS + 1000), 0);
+    size_t len;
+    char *s = slurp(f, "stdout.log", &len);
+    assert_true(len <= cap);
+    assert_true(len > cap - LOGW_CAP_NOTE_MAX - 130);   /* filled up to the note's room */
+    /* every line a record; the last one says what happened */
+    log_record r = {0};
+    size_t at = 0, n = 0;
+    while (at < len) {
+        long k = log_parse_record(s + at, len - at, &r);
+        assert_true(k > 0);
+        at += (size_t)k;
+        n++;
+    }
+    assert_true(n > 30);
+    char *last = strndup(r.data, r.len);
+    assert_string_equal(last, "joblet: stdout.log reached its cap of 4096 bytes (jobs.max_log_bytes); the rest of "
+                              "the stream was discarded");
+    assert_null(strstr(s, "after"));
+    free(last);
+    free(s);
+    close(w.fd);
+}
+
 static void test_empty_lines(void **state)
 {
     fixture *f = *state;
     logw w;
-    logw_init(&w, f->dirfd, "stdout.log");
+    logw_init(&w, f->dirfd, "stdout.log", 0);
     feed_str(&w, "\n\na\n\n", TS);
     assert_int_equal(logw_flush(&w, TS + 5), 0); /* nothing pending: writes nothing */
     size_t len;
@@ -184,7 +224,7 @@ static void test_partial_lines(void **state)
 {
     fixture *f = *state;
     logw w;
-    logw_init(&w, f->dirfd, "stdout.log");
+    logw_init(&w, f->dirfd, "stdout.log", 0);
     feed_str(&w, "ab", TS);
     assert_int_equal(w.fd, -1); /* nothing complete yet: nothing written */
     feed_str(&w, "c\nde", TS + 10);
@@ -214,7 +254,7 @@ static void test_long_lines(void **state)
 {
     fixture *f = *state;
     logw w;
-    logw_init(&w, f->dirfd, "stdout.log");
+    logw_init(&w, f->dirfd, "stdout.log", 0);
     size_t n = 3 * LOGW_LINE_MAX;
     char *in = malloc(n + 1);
     assert_non_null(in);
@@ -254,7 +294,7 @@ static void test_binary_bytes(void **state)
 {
     fixture *f = *state;
     logw w;
-    logw_init(&w, f->dirfd, "stderr.log");
+    logw_init(&w, f->dirfd, "stderr.log", 0);
     char in[256 + 3];
     size_t n = 0;
     for (int c = 0; c < 256; c++)
@@ -285,7 +325,7 @@ static void test_random_round_trip(void **state)
 {
     fixture *f = *state;
     logw w;
-    logw_init(&w, f->dirfd, "stdout.log");
+    logw_init(&w, f->dirfd, "stdout.log", 0);
     size_t n = 4 * LOGW_LINE_MAX + 777;
     char *in = malloc(n);
     assert_non_null(in);
@@ -342,7 +382,7 @@ static void test_open_failure(void **state)
 {
     (void)state;
     logw w;
-    logw_init(&w, -1, "stdout.log"); /* a relative name and no directory: EBADF */
+    logw_init(&w, -1, "stdout.log", 0); /* a relative name and no directory: EBADF */
     assert_int_equal(logw_feed(&w, "x\n", 2, TS), -1);
     assert_int_equal(w.fd, -1);
     /* an incomplete line is only buffered: no file needed yet */
@@ -357,7 +397,7 @@ static void test_short_write(void **state)
 {
     fixture *f = *state;
     logw w;
-    logw_init(&w, f->dirfd, "stdout.log");
+    logw_init(&w, f->dirfd, "stdout.log", 0);
     struct rlimit old, lim;
     assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
     if (old.rlim_max != RLIM_INFINITY && old.rlim_max < 4096)
@@ -403,7 +443,7 @@ static void test_truncated_tail(void **state)
 {
     fixture *f = *state;
     logw w;
-    logw_init(&w, f->dirfd, "stdout.log");
+    logw_init(&w, f->dirfd, "stdout.log", 0);
     feed_str(&w, "first\n\nthird line\nlast", TS);
     assert_int_equal(logw_flush(&w, TS + 1), 0);
     size_t len;
@@ -556,7 +596,7 @@ static void test_stamps_round_trip(void **state)
     fixture *f = *state;
     const int64_t stamps[] = {0, 999, TS, INT64_MAX};
     logw w;
-    logw_init(&w, f->dirfd, "stdout.log");
+    logw_init(&w, f->dirfd, "stdout.log", 0);
     for (size_t i = 0; i < sizeof stamps / sizeof stamps[0]; i++)
         feed_str(&w, "x\n", stamps[i]);
     size_t len;
@@ -580,6 +620,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_both_streams, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_output_no_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partial_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_bytes, setup, teardown),
