@@ -425,6 +425,10 @@ static void print_limits(FILE *f, json_t *limits)
         snprintf(item, sizeof item, "max runtime %s", b);
         add_item(line, sizeof line, item);
     }
+    if (jint(limits, "user_pids_max", &v) && v > 0) {
+        snprintf(item, sizeof item, "user's pids %lld", (long long)v);
+        add_item(line, sizeof line, item);
+    }
     if (jint(limits, "max_log_bytes", &v) && v > 0) {
         fmt_bytes((uint64_t)v, b, sizeof b);
         snprintf(item, sizeof item, "logs %s per stream", b);

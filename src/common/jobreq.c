@@ -101,6 +101,9 @@ const jobreq_field jobreq_fields[JR_N] = {
     /* each of its output streams' most bytes on disk (jobs.max_log_bytes when it was submitted) */
     [JR_MAX_LOG_BYTES] = {"max_log_bytes", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(max_log_bytes),
                           "must be a whole number"},
+    /* the processes of its user's jobs together (jobs.max_pids_per_user when it was submitted) */
+    [JR_USER_PIDS_MAX] = {"user_pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(user_pids_max),
+                          "must be a whole number"},
 };
 
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "target", NULL};

@@ -34,7 +34,7 @@ enum jobreq_id {
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
     JR_RUNTIME, JR_VOLUMES,
     /* set by the daemon, never by a client */
-    JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES,
+    JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX,
     JR_N
 };
 
@@ -97,7 +97,7 @@ typedef struct job_req {
     jobreq_upload *uploads;
     size_t nuploads;
     int64_t max_cpu, max_memory_mb, max_iobps, max_runtime_s;
-    int64_t gpu_count, gpu_memory_mb, priority, pids_max, max_log_bytes;
+    int64_t gpu_count, gpu_memory_mb, priority, pids_max, max_log_bytes, user_pids_max;
     bool gpu_all, gpu_optional, gpu_share, cross_numa, preemptible;
     char **gpu_ids;           /* as given; the daemon stores UUIDs */
     size_t ngpu_ids;

@@ -28,6 +28,7 @@ typedef struct config {
     uint64_t pids_max;            /* jobs.pids_max: default pids limit of a job */
     uint64_t tmp_size_mb;         /* jobs.tmp_size_mb: size of each job's /tmp */
     uint64_t max_log_bytes;       /* jobs.max_log_bytes: each output stream's most bytes on disk; 0 = no cap */
+    uint64_t max_pids_per_user;   /* jobs.max_pids_per_user: processes of one user's jobs together; 0 = none */
     char shim_path[512];          /* jobs.shim_path, "" = next to joblet */
     char cgroup_root[64];         /* cgroup.root */
     uint64_t favor_dynmods;       /* cgroup.favor_dynmods: remount with favordynmods (1/0) */

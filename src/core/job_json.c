@@ -23,6 +23,7 @@ static json_t *limits_json(const job_req *r)
     json_object_set_new(l, "max_runtime_s", int_or_null(r, JR_MAX_RUNTIME_S, r->max_runtime_s));
     json_object_set_new(l, "pids_max", int_or_null(r, JR_PIDS_MAX, r->pids_max));
     json_object_set_new(l, "max_log_bytes", int_or_null(r, JR_MAX_LOG_BYTES, r->max_log_bytes));
+    json_object_set_new(l, "user_pids_max", int_or_null(r, JR_USER_PIDS_MAX, r->user_pids_max));
     return l;
 }
 

@@ -121,6 +121,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.stop_grace_s = core.cfg.stop_grace_s;
     s.tmp_size_mb = core.cfg.tmp_size_mb;
     s.log_max_bytes = (uint64_t)j->req.max_log_bytes;
+    s.user_procs_max = (uint64_t)j->req.user_pids_max;
     s.cgroup_root = core.cfg.cgroup_root;
     s.limits.cpu_pct = (uint32_t)j->req.max_cpu;
     s.limits.mem_bytes = (uint64_t)j->req.max_memory_mb << 20;

@@ -269,6 +269,10 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     j->inotify_wd = -1;
     j->req.pids_max = (int64_t)core.cfg.pids_max;
     j->req.has |= 1ull << JR_PIDS_MAX;
+    if (core.cfg.max_pids_per_user) {
+        j->req.user_pids_max = (int64_t)core.cfg.max_pids_per_user;
+        j->req.has |= 1ull << JR_USER_PIDS_MAX;
+    }
     if (core.cfg.max_log_bytes) {
         j->req.max_log_bytes = (int64_t)core.cfg.max_log_bytes;
         j->req.has |= 1ull << JR_MAX_LOG_BYTES;

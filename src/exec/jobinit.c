@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <linux/close_range.h>
 #include <sys/wait.h>
@@ -53,6 +54,13 @@ _Noreturn static void run_command(const job_spec *s, const struct sock_fprog *fi
     syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
     if (chdir(s->workdir) < 0) {
         jerr_sys(&e, "working directory %s", s->workdir);
+        fail(fds->sync_w, "start", &e, 127);
+    }
+    /* The processes of the job's user, all its jobs together (and its other processes): counted
+     * by the kernel per uid; checked at fork and, after the uid change, at exec (EAGAIN). */
+    if (s->user_procs_max &&
+        setrlimit(RLIMIT_NPROC, &(struct rlimit){s->user_procs_max, s->user_procs_max}) < 0) {
+        jerr_sys(&e, "RLIMIT_NPROC %llu", (unsigned long long)s->user_procs_max);
         fail(fds->sync_w, "start", &e, 127);
     }
     if (caps_drop_and_setuid(s->uid, s->gid, &e) < 0)

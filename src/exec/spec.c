@@ -53,6 +53,8 @@ int spec_to_fd(const job_spec *s, jerr *e)
                           "stop_grace_s", (json_int_t)s->stop_grace_s, "tmp_size_mb",
                           (json_int_t)s->tmp_size_mb, "cgroup_root", s->cgroup_root, "limits", lim, "devices",
                           devs, "mounts", mnts, "ops", ops);
+    if (o && s->user_procs_max)
+        json_object_set_new(o, "user_procs_max", json_integer((json_int_t)s->user_procs_max));
     if (o && s->log_max_bytes)
         json_object_set_new(o, "log_max_bytes", json_integer((json_int_t)s->log_max_bytes));
     if (o && s->system_root && *s->system_root)
@@ -269,6 +271,7 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     s->stop_grace_s = (uint64_t)json_integer_value(json_object_get(o, "stop_grace_s"));
     s->tmp_size_mb = (uint64_t)json_integer_value(json_object_get(o, "tmp_size_mb"));
     s->log_max_bytes = (uint64_t)json_integer_value(json_object_get(o, "log_max_bytes"));
+    s->user_procs_max = (uint64_t)json_integer_value(json_object_get(o, "user_procs_max"));
     s->limits.cpu_pct = (uint32_t)json_integer_value(json_object_get(lim, "cpu_pct"));
     s->limits.mem_bytes = (uint64_t)json_integer_value(json_object_get(lim, "mem_bytes"));
     s->limits.swap_bytes = (uint64_t)json_integer_value(json_object_get(lim, "swap_bytes"));

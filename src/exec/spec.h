@@ -46,6 +46,7 @@ typedef struct job_spec {
     uint64_t stop_grace_s;
     uint64_t tmp_size_mb;
     uint64_t log_max_bytes;  /* per stream (stdout.log, stderr.log); 0 = no cap */
+    uint64_t user_procs_max; /* RLIMIT_NPROC: the processes of the job's uid together; 0 = none */
     char *cgroup_root;
     cg_limits limits;
     cg_dev_rule *devices;  /* allowed on top of cg_default_devices */

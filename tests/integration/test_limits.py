@@ -7,6 +7,8 @@ failed to apply costs a few seconds and some memory, never the host.
 import json
 import os
 import time
+
+from conftest import BUILD
 import uuid
 from datetime import datetime
 
@@ -341,3 +343,57 @@ def test_log_cap_per_stream(fresh_daemon):
     assert "done" not in out.stdout.splitlines()[-2:]
     assert out.stderr == "err\n"
     assert "logs 1.0 MB per stream" in d.rnx("job", "status", jid, check=True).stdout
+
+
+FORKER = r"""
+import os, sys, time
+n = 0
+for i in range(int(sys.argv[1])):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        print(f"fork failed: {e.strerror}", flush=True)
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    n += 1
+print(f"forked {n}", flush=True)
+time.sleep(60)
+"""
+
+
+def test_pids_per_user_across_jobs(fresh_daemon):
+    """jobs.max_pids_per_user bounds one user's processes, all their jobs together (RLIMIT_NPROC,
+    counted by the kernel per uid): a second job of the same user gets only what the first left."""
+    import pwd, subprocess
+    nobody = pwd.getpwnam("nobody")
+    d = fresh_daemon("jobs:\n  max_pids_per_user: 40\n")
+
+    def run_as_nobody(*args):
+        def drop():
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+        return subprocess.run([os.path.join(BUILD, "rnx"), "--socket", d.sock, *args], capture_output=True,
+                              text=True, preexec_fn=drop, timeout=60)
+    before = int(subprocess.run(["pgrep", "-c", "-u", str(nobody.pw_uid)], capture_output=True, text=True).stdout or 0)
+    a = run_as_nobody("job", "run", "python3", "-c", FORKER, "25")
+    assert a.returncode == 0, a.stderr
+    a = a.stdout.strip()
+    deadline = time.time() + 20
+    while time.time() < deadline and "forked" not in d.output(a):
+        time.sleep(0.1)
+    assert d.output(a) == "forked 25\n"
+    b = run_as_nobody("job", "run", "python3", "-c", FORKER, "25").stdout.strip()
+    deadline = time.time() + 20
+    while time.time() < deadline and "forked" not in d.output(b):
+        time.sleep(0.1)
+    out = d.output(b)
+    assert "fork failed: Resource temporarily unavailable" in out, out
+    got = int(out.split("forked ")[1])
+    assert got <= 40 - 26 - 1 - before + 1, (out, before)     # 40 in all: a's 26, b's python, the rest
+    assert d.job(a)["limits"]["user_pids_max"] == 40
+    for j in (a, b):
+        d.rnx("job", "stop", j)
+    for j in (a, b):
+        d.wait(j)

@@ -179,6 +179,9 @@ static const field_case cases[] = {
     {JR_MAX_LOG_BYTES, "", JOBREQ_FROM_DB, "1048576", "1048576", "1073741824", "1073741824",
      "-5", "max_log_bytes: '-5' must be a whole number",
      "\"1GB\"", NULL},
+    {JR_USER_PIDS_MAX, "", JOBREQ_FROM_DB, "4096", "4096", "100", "100",
+     "-1", "user_pids_max: '-1' must be a whole number",
+     "true", NULL},
 };
 
 /* {"command": "x", <ctx> "<key>": <value>} */
