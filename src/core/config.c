@@ -27,6 +27,7 @@ void config_defaults(config *c)
     c->pids_max = 1024;
     c->max_log_bytes = 1ull << 30; /* 1 GiB per stream: a runaway job cannot fill the disk */
     c->max_pids_per_user = 4096;   /* a user's jobs cannot take the host's pid space (pid_max 32768) */
+    c->default_memory_pct = 75;    /* no job takes the whole host's memory unless it asks */
     c->tmp_size_mb = 1024;
     snprintf(c->cgroup_root, sizeof c->cgroup_root, "joblet");
     c->favor_dynmods = 1;
@@ -62,6 +63,7 @@ static const key keys[] = {
     U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
     {"jobs.max_log_bytes", K_BYTES, offsetof(config, max_log_bytes), 8, 0, 0},
     U64("jobs.max_pids_per_user", max_pids_per_user, 0, 4194304),
+    U64("jobs.default_memory_percent", default_memory_pct, 0, 100),
     STR("jobs.shim_path", shim_path),
     STR("cgroup.root", cgroup_root),
     U64("cgroup.favor_dynmods", favor_dynmods, 0, 1),

@@ -269,6 +269,12 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     j->inotify_wd = -1;
     j->req.pids_max = (int64_t)core.cfg.pids_max;
     j->req.has |= 1ull << JR_PIDS_MAX;
+    /* the machine's default limit for a job that gives none; the job shows it as its own */
+    if (!jobreq_has(&j->req, JR_MAX_MEMORY_MB) && core.cfg.default_memory_pct && core.mem_total_mb) {
+        uint64_t mb = core.mem_total_mb * core.cfg.default_memory_pct / 100;
+        j->req.max_memory_mb = (int64_t)(mb < 4 ? 4 : mb);
+        j->req.has |= 1ull << JR_MAX_MEMORY_MB;
+    }
     if (core.cfg.max_pids_per_user) {
         j->req.user_pids_max = (int64_t)core.cfg.max_pids_per_user;
         j->req.has |= 1ull << JR_USER_PIDS_MAX;

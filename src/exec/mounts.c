@@ -53,7 +53,7 @@ static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib
 typedef struct plan {
     mount_op ops[MAX_OPS];
     size_t n;
-    char tmp_opts[64];
+    char tmp_opts[64], shm_opts[64];
     char sys_src[NSYS][4200];  /* system_root + system_dirs[i], for a runtime */
 } plan;
 
@@ -96,7 +96,15 @@ static void build_plan(const job_spec *s, plan *p)
         add(p, OP_DEVNODE, dev_nodes[i], dev_nodes[i], NULL, 0, 0);
     add(p, OP_DEVPTS, "devpts", "/dev/pts", "newinstance,ptmxmode=0666,mode=0620", MS_NOSUID | MS_NOEXEC, 0);
     add(p, OP_SYMLINK, "pts/ptmx", "/dev/ptmx", NULL, 0, 0);
-    add(p, OP_TMPFS, "tmpfs", "/dev/shm", "mode=1777", nsd, 0);
+    /* /dev/shm's pages are charged to the job's memory cgroup; its size is the job's memory
+     * limit, so it cannot take more than the job may (without a limit: the kernel's default,
+     * half the host) */
+    if (s->limits.mem_bytes)
+        snprintf(p->shm_opts, sizeof p->shm_opts, "mode=1777,size=%llum",
+                 (unsigned long long)((s->limits.mem_bytes + (1 << 20) - 1) >> 20));
+    else
+        snprintf(p->shm_opts, sizeof p->shm_opts, "mode=1777");
+    add(p, OP_TMPFS, "tmpfs", "/dev/shm", p->shm_opts, nsd, 0);
     add(p, OP_SYMLINK, "/proc/self/fd", "/dev/fd", NULL, 0, 0);
     add(p, OP_SYMLINK, "/proc/self/fd/0", "/dev/stdin", NULL, 0, 0);
     add(p, OP_SYMLINK, "/proc/self/fd/1", "/dev/stdout", NULL, 0, 0);

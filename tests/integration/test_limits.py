@@ -397,3 +397,25 @@ def test_pids_per_user_across_jobs(fresh_daemon):
         d.rnx("job", "stop", j)
     for j in (a, b):
         d.wait(j)
+
+
+def test_default_memory_limit_and_shm_size(fresh_daemon):
+    """A job that gives no memory limit gets jobs.default_memory_percent of the host's (shown as
+    its own); /dev/shm is as big as the job's memory limit, and charged to it."""
+    d = fresh_daemon("jobs:\n  default_memory_percent: 10\n")
+    with open("/proc/meminfo") as f:
+        total_mb = int(f.readline().split()[1]) // 1024
+    job, out, err = d.run("sh", "-c", "df -m /dev/shm | tail -1")
+    assert job["status"] == "COMPLETED", job
+    want = total_mb * 10 // 100
+    assert abs(job["limits"]["max_memory_mb"] - want) <= 1, (job["limits"], want)
+    assert abs(int(out.split()[1]) - want) <= 1, out
+    job, out, err = d.run("sh", "-c", "df -m /dev/shm | tail -1; dd if=/dev/zero of=/dev/shm/x bs=1M count=100 2>&1;"
+                                      " true", max_memory_mb=64)
+    assert int(out.splitlines()[0].split()[1]) == 64, out
+    # charged to the job: its memory limit stops the writer (OOM kill) before or as the tmpfs fills
+    assert "No space left on device" in out or "Killed" in out, out
+    # 0: no default
+    d2 = fresh_daemon("jobs:\n  default_memory_percent: 0\n")
+    job, out, err = d2.run("true")
+    assert job["limits"]["max_memory_mb"] is None, job["limits"]
