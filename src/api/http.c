@@ -14,9 +14,12 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/parse.h"
 #include "../common/util.h"
+#include "../core/incoming.h"
 #include "../core/loop.h"
 #include "reply.h"
+#include "uploads.h"
 
 static struct MHD_Daemon *mhd;
 static watch w_mhd;
@@ -28,6 +31,7 @@ typedef struct conn_state {
     size_t len, cap;
     bool too_large;
     bool busy;              /* refused: other requests already hold the body budget */
+    put_state *put;         /* PUT /v1/uploads/{id}: its bytes go to disk, never into body */
 } conn_state;
 
 /* Bytes held for request bodies across all connections. One caller opening many uploads at
@@ -51,8 +55,36 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
     conn_state *st = *con_cls;
     if (!st) {
-        *con_cls = xcalloc(1, sizeof *st);
+        /* the headers are in: the only moment before the body when an answer can be queued */
+        *con_cls = st = xcalloc(1, sizeof *st);
+        uid_t uid;
+        gid_t gid;
+        jerr e = {0};
+        if (uploads_is_put(method, url)) {
+            if (peer_creds(c, &uid, &gid) < 0) {
+                jerr_http(&e, 403, "cannot read the caller's credentials (SO_PEERCRED)");
+                return http_reply_error(c, &e);
+            }
+            return uploads_begin(c, url, uid, &st->put);
+        }
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        uint64_t len;
+        if (cl && parse_u64(cl, &len) == 0 && len > body_limit) {
+            /* refused before a byte of it is read */
+            http_reply_method(method);
+            jerr_http(&e, 413, "the request body is %llu bytes; joblet takes at most %llu (server.max_body_bytes); "
+                               "send files as a streamed upload (docs/api.md, \"Streamed uploads\")",
+                      (unsigned long long)len, (unsigned long long)body_limit);
+            return http_reply_error(c, &e);
+        }
         return MHD_YES;
+    }
+    if (st->put) {
+        if (*upload_size)
+            return uploads_data(st->put, upload, upload_size);
+        put_state *p = st->put;
+        st->put = NULL;
+        return uploads_end(c, p);
     }
     if (*upload_size) {
         /* Keep reading an oversized body (so the client gets our answer, not a reset), but
@@ -106,6 +138,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 {
     conn_state *st = *con_cls;
     if (st) {
+        if (st->put)
+            uploads_abort(st->put, tc);
         buffered -= st->cap;
         free(st->body);
         free(st);
@@ -183,6 +217,7 @@ int http_start(const char *path, mode_t mode, uint64_t max_body, jerr *e)
 
 void http_run(void)
 {
+    incoming_expire(now_ms());
     if (mhd)
         MHD_run(mhd);
 }
@@ -190,9 +225,16 @@ void http_run(void)
 int http_timeout_ms(void)
 {
     MHD_UNSIGNED_LONG_LONG t;
+    int ms = -1;
     if (mhd && MHD_get_timeout(mhd, &t) == MHD_YES)
-        return t > 60000 ? 60000 : (int)t;
-    return -1;
+        ms = t > 60000 ? 60000 : (int)t;
+    int64_t at = incoming_next_deadline();
+    if (at) {
+        int64_t d = at - now_ms();
+        int up = d < 0 ? 0 : d > 60000 ? 60000 : (int)d + 1;
+        ms = ms < 0 || up < ms ? up : ms;
+    }
+    return ms;
 }
 
 void http_stop(void)
@@ -201,5 +243,6 @@ void http_stop(void)
         return;
     MHD_stop_daemon(mhd);
     mhd = NULL;
+    incoming_drop_all();
     unlink(sock_path);
 }

@@ -13,6 +13,7 @@
 #include "../core/counters.h"
 #include "../core/gpu_admin.h"
 #include "../core/gpu_json.h"
+#include "../core/incoming.h"
 #include "../core/job_ctl.h"
 #include "../core/job_json.h"
 #include "../core/jobs.h"
@@ -43,9 +44,10 @@ static bool query_true(request *r, const char *key)
 static enum MHD_Result version(request *r)
 {
     return http_reply_json(r->conn, 200,
-                           json_pack("{s:s,s:s,s:s,s:i,s:I}", "version", JOBLET_VERSION, "api", "v1",
+                           json_pack("{s:s,s:s,s:s,s:i,s:I,s:I}", "version", JOBLET_VERSION, "api", "v1",
                                      "cgroup_layout", cg_layout_name(core.cg.layout), "pid", (int)getpid(),
-                                     "max_upload_bytes", (json_int_t)core.cfg.max_upload_bytes));
+                                     "max_upload_bytes", (json_int_t)core.cfg.max_upload_bytes, "max_body_bytes",
+                                     (json_int_t)core.cfg.max_body_bytes));
 }
 
 static enum MHD_Result submit(request *r)
@@ -56,8 +58,8 @@ static enum MHD_Result submit(request *r)
         return http_reply_error(r->conn, &e);
     }
     if (r->body_too_large) {
-        jerr_http(&e, 413, "the request is larger than the upload limit of %llu bytes (jobs.max_upload_bytes)",
-                  (unsigned long long)core.cfg.max_upload_bytes);
+        jerr_http(&e, 413, "the request body is larger than %llu bytes (server.max_body_bytes); send files as a "
+                           "streamed upload (docs/api.md)", (unsigned long long)core.cfg.max_body_bytes);
         return http_reply_error(r->conn, &e);
     }
     json_error_t je;
@@ -71,6 +73,12 @@ static enum MHD_Result submit(request *r)
     json_decref(req);
     if (rc < 0)
         return http_reply_error(r->conn, &e);
+    if (jobreq_uploads_streamed(&jr)) {
+        /* checked now; the job is created once PUT /v1/uploads/{id} has sent the files */
+        incoming *in = incoming_open_job(&jr, r->uid, r->gid, &e);
+        jobreq_free(&jr);
+        return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
+    }
     job *j = submit_job(&jr, r->uid, r->gid, &e);
     jobreq_free(&jr);
     if (!j)
@@ -168,7 +176,8 @@ static enum MHD_Result workflows(request *r, const char *rest)
         if (r->body_busy || r->body_too_large) {
             jerr_http(&e, r->body_busy ? 503 : 413, r->body_busy
                           ? "joblet is already receiving other large requests; try again in a moment"
-                          : "the workflow with its uploads is larger than the upload limit (jobs.max_upload_bytes)");
+                          : "the workflow is larger than server.max_body_bytes; send files as a streamed upload "
+                            "(docs/api.md)");
             return http_reply_error(r->conn, &e);
         }
         json_error_t je;
@@ -188,7 +197,15 @@ static enum MHD_Result workflows(request *r, const char *rest)
                 return http_reply_error(r->conn, &e);
             return http_reply_json(r->conn, 200, json_pack("{s:b,s:I}", "valid", 1, "jobs", (json_int_t)n));
         }
-        workflow *wf = workflow_json_parse(body, &wb, &e) == 0 ? workflow_submit(&wb, r->uid, r->gid, &e) : NULL;
+        int parsed = workflow_json_parse(body, &wb, &e);
+        if (parsed == 0 && incoming_workflow_streamed(&wb)) {
+            /* as a job's: checked now, created once the files have come */
+            incoming *in = incoming_open_workflow(&wb, r->uid, r->gid, &e);
+            workflow_body_free(&wb);
+            json_decref(body);
+            return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
+        }
+        workflow *wf = parsed == 0 ? workflow_submit(&wb, r->uid, r->gid, &e) : NULL;
         workflow_body_free(&wb);
         json_decref(body);
         if (!wf)

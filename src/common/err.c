@@ -73,6 +73,7 @@ const char *jerr_code_name(const jerr *e)
     case 413: return JERR_TOO_LARGE;
     case 429: return "limit_exceeded";
     case 503: return "unavailable";
+    case 507: return "insufficient_storage";
     default: return JERR_INTERNAL;
     }
 }

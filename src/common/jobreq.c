@@ -106,7 +106,7 @@ const jobreq_field jobreq_fields[JR_N] = {
                           "must be a whole number"},
 };
 
-static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "target", NULL};
+static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "size", "target", NULL};
 /* the listing the daemon stores once the files are written */
 static const char *const listing_keys[] = {"path", "type", "mode", "size", "target", NULL};
 static const char *const cap_names[] = {"compute", "utility", "video", "graphics", "display", "compat32", "all", NULL};
@@ -531,8 +531,15 @@ void jobreq_add_upload(job_req *r, const jobreq_upload *u)
 {
     r->uploads = xrealloc(r->uploads, (r->nuploads + 1) * sizeof *r->uploads);
     r->uploads[r->nuploads++] = (jobreq_upload){
-        xstrdup(u->path),   xstrdup(u->type ? u->type : "file"), u->target ? xstrdup(u->target) : NULL,
-        u->content_b64 ? xstrdup(u->content_b64) : NULL, u->mode, u->has_mode, u->size};
+        .path = xstrdup(u->path),
+        .type = xstrdup(u->type ? u->type : "file"),
+        .target = u->target ? xstrdup(u->target) : NULL,
+        .content_b64 = u->content_b64 ? xstrdup(u->content_b64) : NULL,
+        .mode = u->mode,
+        .has_mode = u->has_mode,
+        .written = u->written,
+        .size = u->size,
+    };
     r->has |= 1ull << JR_UPLOADS;
 }
 
@@ -751,6 +758,8 @@ static int upload_from_json(job_req *r, json_t *u, size_t i, int flags, json_t *
     const char *path = NULL, *type = NULL, *content = NULL, *target = NULL;
     uint64_t mode = 0644, size = 0;
     bool has_mode = json_object_get(u, "mode") != NULL;
+    json_t *js = json_object_get(u, "size");
+    bool has_size = js && !json_is_null(js);
     if (jx_str(u, "path", &path, e) < 0 || jx_str(u, "type", &type, e) < 0 ||
         jx_str(u, "target", &target, e) < 0)
         return in_upload(e, i);
@@ -759,7 +768,8 @@ static int upload_from_json(job_req *r, json_t *u, size_t i, int flags, json_t *
         const char *m = json_string_value(json_object_get(u, "mode"));
         mode = m ? strtoul(m, NULL, 8) : 0644;
         size = (uint64_t)json_integer_value(json_object_get(u, "size"));
-    } else if (jx_str(u, "content_b64", &content, e) < 0 || jx_u64(u, "mode", 0, 07777, &mode, e) < 0) {
+    } else if (jx_str(u, "content_b64", &content, e) < 0 || jx_u64(u, "mode", 0, 07777, &mode, e) < 0 ||
+               jx_u64(u, "size", 0, (uint64_t)INT64_MAX, &size, e) < 0) {
         return in_upload(e, i);
     }
     if (!path)
@@ -771,11 +781,16 @@ static int upload_from_json(job_req *r, json_t *u, size_t i, int flags, json_t *
         return jerr_field(e, "uploads", "uploads: '%.200s': type '%.20s' is not one of file, dir, symlink", path, type);
     if (!(flags & JOBREQ_FROM_DB) && !strcmp(type, "symlink") && (!target || !*target))
         return jerr_field(e, "uploads", "uploads: '%.200s': a symlink needs a target", path);
+    if (target && strlen(target) > 4095)
+        return jerr_field(e, "uploads", "uploads: '%.200s': the link's target is longer than 4095 bytes", path);
+    if (!(flags & JOBREQ_FROM_DB) && has_size && strcmp(type, "file"))
+        return jerr_field(e, "uploads", "uploads: '%.200s': only a file has a size", path);
     if (json_object_get(seen, path))
         return jerr_field(e, "uploads", "uploads: '%.200s' is listed twice", path);
     json_object_set_new(seen, path, json_true());
-    jobreq_upload x = {(char *)path, (char *)type, (char *)target, (char *)content, (uint32_t)mode,
-                       has_mode, flags & JOBREQ_FROM_DB ? (int64_t)size : -1};
+    jobreq_upload x = {.path = (char *)path, .type = (char *)type, .target = (char *)target,
+                       .content_b64 = (char *)content, .mode = (uint32_t)mode, .has_mode = has_mode,
+                       .written = flags & JOBREQ_FROM_DB, .size = has_size ? (int64_t)size : -1};
     jobreq_add_upload(r, &x);
     return 0;
 }
@@ -881,10 +896,163 @@ static bool env_says_no_gpu(const job_req *r)
     return v && (!strcmp(v, "void") || !strcmp(v, "none"));
 }
 
+/* ---- uploads ---------------------------------------------------------------------------- */
+
+bool jobreq_uploads_streamed(const job_req *r)
+{
+    for (size_t i = 0; i < r->nuploads; i++)
+        if (!r->uploads[i].content_b64 && r->uploads[i].size > 0 && !r->uploads[i].written)
+            return true;
+    return false;
+}
+
+uint64_t jobreq_uploads_declared(const job_req *r)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->nuploads; i++)
+        if (!r->uploads[i].content_b64 && r->uploads[i].size > 0)
+            n += (uint64_t)r->uploads[i].size;
+    return n;
+}
+
+/* Links are resolved through at most this many others, as the kernel's ELOOP. */
+#define LINK_DEPTH 40
+#define RESOLVED_MAX 8192
+
+/* Resolves target, read in directory dir ("" is /work), through the listed links into out (a
+ * path under /work, "" for /work itself). 0 when it stays inside; -1 when it leaves /work;
+ * -2 when it goes through too many links or grows too long. */
+static int resolve_link(json_t *links, const jobreq_upload *ups, const char *dir, const char *target, int depth,
+                        char *out)
+{
+    if (depth > LINK_DEPTH)
+        return -2;
+    if (target[0] == '/')
+        return -1;
+    size_t len = strlen(dir);
+    if (len >= RESOLVED_MAX)
+        return -2;
+    memmove(out, dir, len + 1);
+    for (const char *s = target; *s;) {
+        const char *slash = strchr(s, '/');
+        size_t n = slash ? (size_t)(slash - s) : strlen(s);
+        const char *next = s + n + (slash ? 1 : 0);
+        if (n == 0 || (n == 1 && s[0] == '.')) {
+            s = next;
+            continue;
+        }
+        if (n == 2 && s[0] == '.' && s[1] == '.') {
+            if (!len)
+                return -1; /* above /work */
+            char *up = strrchr(out, '/');
+            len = up ? (size_t)(up - out) : 0;
+            out[len] = 0;
+            s = next;
+            continue;
+        }
+        if (len + 1 + n >= RESOLVED_MAX)
+            return -2;
+        if (len)
+            out[len++] = '/';
+        memcpy(out + len, s, n);
+        len += n;
+        out[len] = 0;
+        s = next;
+        json_t *k = json_object_get(links, out);
+        if (!k)
+            continue;
+        /* a listed link: the path goes on from where it points, read in its own directory */
+        char *ldir = xstrdup(out);
+        char *lslash = strrchr(ldir, '/');
+        if (lslash)
+            *lslash = 0;
+        else
+            ldir[0] = 0;
+        int rc = resolve_link(links, ups, ldir, ups[json_integer_value(k)].target, depth + 1, out);
+        free(ldir);
+        if (rc < 0)
+            return rc;
+        len = strlen(out);
+    }
+    return 0;
+}
+
+int jobreq_upload_links_check(const jobreq_upload *ups, size_t n, size_t *bad, jerr *e)
+{
+    json_t *links = json_object(); /* path -> index, for the links listed */
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(ups[i].type, "symlink") && ups[i].target)
+            json_object_set_new(links, ups[i].path, json_integer((json_int_t)i));
+    char *out = xmalloc(RESOLVED_MAX);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const jobreq_upload *u = &ups[i];
+        if (strcmp(u->type, "symlink") || !u->target)
+            continue;
+        char *dir = xstrdup(u->path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+        else
+            dir[0] = 0;
+        int r = resolve_link(links, ups, dir, u->target, 0, out);
+        free(dir);
+        if (r == -1)
+            rc = jerr_field(e, "uploads", "uploads: '%.200s' is a symlink to '%.200s', outside the uploads; only links "
+                                          "that stay inside /work are kept (upload the file itself instead)",
+                            u->path, u->target);
+        else if (r == -2)
+            rc = jerr_field(e, "uploads", "uploads: '%.200s' is a symlink to '%.200s', which goes through too many "
+                                          "links (more than %d) or grows too long",
+                            u->path, u->target, LINK_DEPTH);
+        if (rc < 0 && bad)
+            *bad = i;
+    }
+    free(out);
+    json_decref(links);
+    return rc;
+}
+
+/* The listing's own rules: each path's directory comes first, as a directory; content_b64 and
+ * streamed files (a size and no content) are not mixed; links stay inside /work. */
+static int check_uploads(const job_req *r, jerr *e)
+{
+    if (!r->nuploads)
+        return 0;
+    json_t *dirs = json_object();
+    int rc = 0;
+    bool b64 = false, streamed = false;
+    for (size_t i = 0; i < r->nuploads && rc == 0; i++) {
+        const jobreq_upload *u = &r->uploads[i];
+        const char *slash = strrchr(u->path, '/');
+        if (slash) {
+            char *parent = xstrdup(u->path);
+            parent[slash - u->path] = 0;
+            if (!json_object_get(dirs, parent))
+                rc = jerr_field(e, "uploads", "uploads: '%.200s': its directory '%.200s' must be listed before it, "
+                                              "as a directory", u->path, parent);
+            free(parent);
+        }
+        if (!strcmp(u->type, "dir"))
+            json_object_set_new(dirs, u->path, json_true());
+        if (!strcmp(u->type, "file")) {
+            b64 |= u->content_b64 != NULL;
+            streamed |= !u->content_b64 && u->size > 0;
+        }
+    }
+    json_decref(dirs);
+    if (rc == 0 && b64 && streamed)
+        rc = jerr_field(e, "uploads", "uploads: some files carry content_b64 and others only a size (their bytes "
+                                      "to follow); send every file one way");
+    return rc < 0 ? rc : jobreq_upload_links_check(r->uploads, r->nuploads, NULL, e);
+}
+
 int jobreq_check(const job_req *r, jerr *e)
 {
     if (!r->command || !*r->command)
         return jerr_field(e, "command", "command: missing; give the program to run");
+    if (check_uploads(r, e) < 0)
+        return -1;
     bool mig = jobreq_has(r, JR_GPU_MIG), all = r->gpu_all, ids = r->ngpu_ids > 0;
     bool count = jobreq_has(r, JR_GPU_COUNT) && r->gpu_count > 0, mem = jobreq_has(r, JR_GPU_MEMORY_MB);
     if (mig) {
@@ -977,16 +1145,20 @@ static json_t *uploads_json(const job_req *r)
     for (size_t i = 0; i < r->nuploads; i++) {
         const jobreq_upload *u = &r->uploads[i];
         json_t *o;
-        if (u->size >= 0) {
+        if (u->written) {
             /* the listing: what was written, without content */
             char mode[8];
             snprintf(mode, sizeof mode, "%04o", (unsigned)u->mode);
             o = json_pack("{s:s,s:s,s:s,s:I}", "path", u->path, "type", u->type, "mode", mode, "size",
-                          (json_int_t)u->size);
+                          (json_int_t)(u->size < 0 ? 0 : u->size));
+            if (u->target)
+                json_object_set_new(o, "target", json_string(u->target));
         } else {
             o = json_pack("{s:s,s:s}", "path", u->path, "type", u->type);
             if (u->has_mode)
                 json_object_set_new(o, "mode", json_integer(u->mode));
+            if (u->size >= 0)
+                json_object_set_new(o, "size", json_integer(u->size));
             if (u->content_b64)
                 json_object_set_new(o, "content_b64", json_string(u->content_b64));
             if (u->target)

@@ -81,10 +81,12 @@ typedef struct jobreq_upload {
     char *path;
     char *type;               /* file, dir, symlink */
     char *target;             /* symlinks */
-    char *content_b64;        /* before the daemon wrote it; NULL afterwards */
+    char *content_b64;        /* the JSON form: the file's bytes, until the daemon wrote them */
     uint32_t mode;
     bool has_mode;
-    int64_t size;             /* after the daemon wrote it; -1 before */
+    bool written;             /* the daemon wrote it: the listing (mode as applied, size as written) */
+    int64_t size;             /* a file's size: declared (its bytes follow the request, docs/api.md
+                               * "Streamed uploads") or written; -1 when not given */
 } jobreq_upload;
 
 typedef struct job_req {
@@ -129,8 +131,21 @@ void jobreq_add_arg(job_req *r, const char *arg);
 int jobreq_set_command(job_req *r, const char *command, jerr *e);
 /* Takes over an upload (its strings are copied). */
 void jobreq_add_upload(job_req *r, const jobreq_upload *u);
-/* The rules between fields that need nothing of the machine. */
+/* The rules between fields that need nothing of the machine. For uploads: a path's directory
+ * is listed before it, content_b64 and streamed files are not mixed, and every symlink stays
+ * inside /work (jobreq_upload_links_check). */
 int jobreq_check(const job_req *r, jerr *e);
+
+/* True when some file of the request has a declared size and no content_b64: its bytes follow
+ * the request (PUT /v1/uploads/{id}). */
+bool jobreq_uploads_streamed(const job_req *r);
+/* The bytes the files of a streamed request declare. */
+uint64_t jobreq_uploads_declared(const job_req *r);
+/* Every symlink among ups must stay inside /work: a relative target that, resolved from the
+ * link's directory through the links listed (as the kernel would), never climbs above /work.
+ * Refused: "uploads: 'data/pw' is a symlink to '/etc/shadow', outside the uploads; ..." with
+ * *bad the index of the link. Pure: the listing only, never the disk. */
+int jobreq_upload_links_check(const jobreq_upload *ups, size_t n, size_t *bad, jerr *e);
 
 /* What the daemon knows of its machine, for the limits that depend on it. */
 typedef struct jobreq_machine {

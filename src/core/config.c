@@ -23,6 +23,10 @@ void config_defaults(config *c)
     c->uid_range_size = 65536;
     c->max_running = 0;
     c->max_upload_bytes = 256ull << 20;
+    c->upload_timeout_s = 30;
+    c->max_body_bytes = 16ull << 20;
+    c->max_uploads = 32;
+    c->limits.uploads_per_user = 4;
     c->stop_grace_s = 10;
     c->pids_max = 1024;
     c->max_log_bytes = 1ull << 30; /* 1 GiB per stream: a runaway job cannot fill the disk */
@@ -58,6 +62,10 @@ static const key keys[] = {
     U64("jobs.uid_range_size", uid_range_size, 1, 1000000),
     U64("jobs.max_running", max_running, 0, 1000000),
     {"jobs.max_upload_bytes", K_BYTES, offsetof(config, max_upload_bytes), 8, 0, 0},
+    U64("jobs.upload_timeout_s", upload_timeout_s, 1, 3600),
+    {"server.max_body_bytes", K_BYTES, offsetof(config, max_body_bytes), 8, 4096, 0},
+    U64("server.max_uploads", max_uploads, 1, 10000),
+    U64("limits.uploads_per_user", limits.uploads_per_user, 1, 10000),
     U64("jobs.stop_grace_s", stop_grace_s, 1, 3600),
     U64("jobs.pids_max", pids_max, 16, 4194304),
     U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
@@ -172,6 +180,9 @@ static int set_key(config *c, const key *k, const char *val, const char *file, j
         jerr tmp = {0};
         if (parse_bytes(k->path, val, &v, &tmp) < 0)
             return jerr_set(e, EINVAL, "%s: %s", file, tmp.msg);
+        if (v < k->min)
+            return jerr_set(e, EINVAL, "%s: %s: '%s' must be at least %llu bytes", file, k->path, val,
+                            (unsigned long long)k->min);
         *(uint64_t *)p = v;
         return 0;
     }

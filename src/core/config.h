@@ -12,6 +12,7 @@ typedef struct limits_config {
     uint32_t max_gpus_per_user;       /* limits.max_gpus_per_user: held at once; 0 = none */
     uint32_t max_queued_per_user;     /* limits.max_queued_per_user: waiting at once; 0 = none */
     uint32_t gpu_requests_per_minute; /* limits.gpu_requests_per_minute: GPU submissions; 0 = none */
+    uint32_t uploads_per_user;        /* limits.uploads_per_user: streamed uploads open at once */
 } limits_config;
 
 /* Every key is optional; these are the embedded defaults (docs/config.md). */
@@ -24,6 +25,9 @@ typedef struct config {
     uint64_t uid_range_size;      /* jobs.uid_range_size: from this many */
     uint32_t max_running;         /* jobs.max_running, 0 = no limit */
     uint64_t max_upload_bytes;    /* jobs.max_upload_bytes */
+    uint64_t upload_timeout_s;    /* jobs.upload_timeout_s: a streamed upload idle this long is dropped */
+    uint64_t max_body_bytes;      /* server.max_body_bytes: a request body other than an upload's bytes */
+    uint64_t max_uploads;         /* server.max_uploads: streamed uploads open at once, all users */
     uint64_t stop_grace_s;        /* jobs.stop_grace_s */
     uint64_t pids_max;            /* jobs.pids_max: default pids limit of a job */
     uint64_t tmp_size_mb;         /* jobs.tmp_size_mb: size of each job's /tmp */

@@ -32,11 +32,14 @@ static int check_machine(job_req *req, uint64_t *total, jerr *e)
         return -1;
     if (req->max_iobps && !core.io_dev[0])
         return jerr_field(e, "max_iobps", "max_iobps: I/O limits cannot be enforced here: %s", core.io_dev_why);
+    /* the bytes declared by a streamed request, or what its content_b64 decodes to at most */
     *total = 0;
     for (size_t i = 0; i < req->nuploads; i++)
         if (req->uploads[i].content_b64)
             *total += b64_decoded_max(strlen(req->uploads[i].content_b64));
-    if (*total > core.cfg.max_upload_bytes + 3)
+        else if (req->uploads[i].size > 0)
+            *total += (uint64_t)req->uploads[i].size;
+    if (*total > core.cfg.max_upload_bytes + (jobreq_uploads_streamed(req) ? 0 : 3))
         return jerr_http(e, 413, "uploads: %llu bytes in total exceed the limit of %llu bytes (jobs.max_upload_bytes)",
                          (unsigned long long)*total, (unsigned long long)core.cfg.max_upload_bytes);
     /* the runtime it runs in: its own, or the machine's default (runtimes.default), which the
@@ -55,84 +58,203 @@ static int check_names(job_req *req, uid_t uid, gid_t gid, jerr *e)
     return volumes_check(req, uid, gid, e);
 }
 
-/* Creates one upload under work/ without following any symlink, so a symlink sent earlier
- * in the same request cannot redirect a later file outside the job. */
-static int write_upload(int workfd, const jobreq_upload *u, uid_t uid, gid_t gid, uint64_t *size, jerr *e)
+/* The directory an upload's path names, opened beneath work/ without following any symlink, so a
+ * link sent earlier in the same request cannot redirect a later file outside the job; *base is
+ * the last component. Returns workfd itself for a top-level path. */
+static int upload_parent(int workfd, const char *path, const char **base, jerr *e)
 {
-    const char *path = u->path, *type = u->type;
-    mode_t mode = (mode_t)(u->has_mode ? u->mode : (!strcmp(type, "dir") ? 0755 : 0644));
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    if (!slash)
+        return workfd;
     char parent[1100];
-    snprintf(parent, sizeof parent, "%s", path);
-    char *slash = strrchr(parent, '/');
-    const char *base = path;
-    int dfd = workfd;
-    if (slash) {
-        *slash = 0;
-        base = slash + 1;
-        struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-        dfd = (int)syscall(SYS_openat2, workfd, parent, &how, sizeof how);
-        if (dfd < 0)
-            return jerr_field(e, "uploads", "uploads: '%s': its directory '%s' must be uploaded first (as a directory, not a link)",
-                              path, parent);
-    }
+    snprintf(parent, sizeof parent, "%.*s", (int)(slash - path), path);
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    int dfd = (int)syscall(SYS_openat2, workfd, parent, &how, sizeof how);
+    if (dfd < 0)
+        return jerr_field(e, "uploads", "uploads: '%s': its directory '%s' must be uploaded first (as a directory, not a link)",
+                          path, parent);
+    return dfd;
+}
+
+int submit_upload_create(int workfd, jobreq_upload *u, int *fd, jerr *e)
+{
+    const char *base;
+    int dfd = upload_parent(workfd, u->path, &base, e);
+    if (dfd < 0)
+        return -1;
+    /* setuid, setgid and sticky bits are not kept (docs/api.md): the listing shows the mode applied */
+    u->mode = (u->has_mode ? u->mode : !strcmp(u->type, "dir") ? 0755 : 0644) & 0777;
+    u->has_mode = true;
     int rc = 0;
-    *size = 0;
-    if (!strcmp(type, "dir")) {
-        if (mkdirat(dfd, base, 0700) < 0 || fchmodat(dfd, base, mode, 0) < 0 || fchownat(dfd, base, uid, gid, 0) < 0)
-            rc = jerr_sys(e, "uploads: '%s'", path);
-    } else if (!strcmp(type, "symlink")) {
-        const char *target = u->target;
-        if (symlinkat(target, dfd, base) < 0 || fchownat(dfd, base, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-            rc = jerr_sys(e, "uploads: '%s'", path);
+    *fd = -1;
+    if (!strcmp(u->type, "dir")) {
+        if (mkdirat(dfd, base, 0700) < 0 || fchmodat(dfd, base, u->mode, 0) < 0)
+            rc = jerr_sys(e, "uploads: '%s'", u->path);
+    } else if (!strcmp(u->type, "symlink")) {
+        if (symlinkat(u->target, dfd, base) < 0)
+            rc = jerr_sys(e, "uploads: '%s'", u->path);
     } else {
-        const char *b64 = u->content_b64;
-        size_t len = 0;
-        void *data = b64 ? b64_decode(b64, strlen(b64), &len) : xstrdup("");
-        if (!data) {
-            rc = jerr_field(e, "uploads", "uploads: '%s': content_b64 is not valid base64", path);
-        } else {
-            int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-            if (fd < 0 || write(fd, data, len) != (ssize_t)len || fchmod(fd, mode) < 0 || fchown(fd, uid, gid) < 0)
-                rc = jerr_sys(e, "uploads: '%s'", path);
-            if (fd >= 0)
-                close(fd);
-            *size = len;
-            free(data);
-        }
+        *fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (*fd < 0)
+            rc = jerr_sys(e, "uploads: '%s'", u->path);
     }
     if (dfd != workfd)
         close(dfd);
+    u->written = rc == 0;
+    if (strcmp(u->type, "file"))
+        u->size = 0;
     return rc;
 }
 
-/* Writes the uploads, then keeps only their listing in the request (no content). */
+int submit_upload_done(int fd, jobreq_upload *u, uint64_t size, jerr *e)
+{
+    int rc = fchmod(fd, u->mode) < 0 ? jerr_sys(e, "uploads: '%s'", u->path) : 0;
+    if (close(fd) < 0 && rc == 0)
+        rc = jerr_sys(e, "uploads: '%s': write", u->path);
+    u->size = (int64_t)size;
+    return rc;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int submit_upload_write(int fd, const jobreq_upload *u, const void *data, size_t len, jerr *e)
+{
+    if (write_all(fd, data, len) < 0)
+        return jerr_sys(e, "uploads: '%s': write", u->path);
+    return 0;
+}
+
+/* The JSON form: one upload with its content_b64 decoded. */
+static int write_upload(int workfd, jobreq_upload *u, jerr *e)
+{
+    size_t len = 0;
+    void *data = NULL;
+    if (!strcmp(u->type, "file")) {
+        data = u->content_b64 ? b64_decode(u->content_b64, strlen(u->content_b64), &len) : xstrdup("");
+        if (!data)
+            return jerr_field(e, "uploads", "uploads: '%s': content_b64 is not valid base64", u->path);
+        if (u->size >= 0 && (uint64_t)u->size != len) {
+            free(data);
+            return jerr_field(e, "uploads", "uploads: '%s': size %lld does not match its content_b64 (%zu bytes)",
+                              u->path, (long long)u->size, len);
+        }
+    }
+    int fd;
+    int rc = submit_upload_create(workfd, u, &fd, e);
+    if (rc == 0 && fd >= 0) {
+        rc = submit_upload_write(fd, u, data, len, e);
+        if (rc < 0)
+            close(fd);
+        else
+            rc = submit_upload_done(fd, u, len, e);
+    }
+    free(data);
+    return rc;
+}
+
+/* Gives the job's uid every upload and work/ itself, once the files are written (a root job's
+ * uid is chosen when it is created, after a streamed upload was written). Beneath work/ and
+ * without following links, as they were written. */
+static int own_uploads(job *j, const char *work, jerr *e)
+{
+    if (chown(work, j->uid, j->gid) < 0)
+        return jerr_sys(e, "chown %s", work);
+    int workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (workfd < 0)
+        return jerr_sys(e, "open %s", work);
+    int rc = 0, dfd = -1;
+    char last[1100] = "";  /* the directory dfd is open on: entries come grouped by directory */
+    for (size_t i = 0; i < j->req.nuploads && rc == 0; i++) {
+        const char *path = j->req.uploads[i].path, *slash = strrchr(path, '/');
+        size_t plen = slash ? (size_t)(slash - path) : 0;
+        if (dfd < 0 || strlen(last) != plen || strncmp(last, path, plen)) {
+            if (dfd >= 0 && dfd != workfd)
+                close(dfd);
+            const char *base;
+            dfd = upload_parent(workfd, path, &base, e);
+            snprintf(last, sizeof last, "%.*s", (int)plen, path);
+            if (dfd < 0) {
+                rc = -1;
+                break;
+            }
+        }
+        const char *base = slash ? slash + 1 : path;
+        if (fchownat(dfd, base, j->uid, j->gid, AT_SYMLINK_NOFOLLOW) < 0)
+            rc = jerr_sys(e, "uploads: '%s': chown", path);
+    }
+    if (dfd >= 0 && dfd != workfd)
+        close(dfd);
+    close(workfd);
+    return rc;
+}
+
+/* The JSON form: work/ and the uploads written from the request, then only their listing is
+ * kept (no content). */
 static int create_uploads(job *j, const char *dir, jerr *e)
 {
     char work[700];
     snprintf(work, sizeof work, "%s/work", dir);
-    if (mkdir(work, 0755) < 0 || chown(work, j->uid, j->gid) < 0)
+    if (mkdir(work, 0755) < 0)
         return jerr_sys(e, "create %s", work);
     if (!j->req.nuploads)
-        return 0;
+        return own_uploads(j, work, e);
     int workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (workfd < 0)
         return jerr_sys(e, "open %s", work);
     int rc = 0;
     for (size_t i = 0; i < j->req.nuploads && rc == 0; i++) {
         jobreq_upload *u = &j->req.uploads[i];
-        uint64_t size = 0;
-        if ((rc = write_upload(workfd, u, j->uid, j->gid, &size, e)) < 0)
-            break;
-        if (!u->has_mode)
-            u->mode = 0644; /* the listing has always shown 0644 for a mode not given */
-        u->has_mode = true;
+        rc = write_upload(workfd, u, e);
         free(u->content_b64);
         u->content_b64 = NULL;
-        u->size = (int64_t)size;
     }
     close(workfd);
-    return rc;
+    return rc < 0 ? rc : own_uploads(j, work, e);
+}
+
+/* Jobs promised by streamed uploads still arriving, per user: they count as waiting jobs for
+ * limits.max_queued_per_user, so a user cannot pass it by uploading slowly. */
+static struct promise {
+    uid_t uid;
+    uint32_t jobs;
+} *promises;
+static size_t npromises;
+
+static uint32_t promised(uid_t uid)
+{
+    for (size_t i = 0; i < npromises; i++)
+        if (promises[i].uid == uid)
+            return promises[i].jobs;
+    return 0;
+}
+
+void submit_promise(uid_t uid, int jobs)
+{
+    for (size_t i = 0; i < npromises; i++)
+        if (promises[i].uid == uid) {
+            promises[i].jobs = (uint32_t)((int64_t)promises[i].jobs + jobs);
+            if (!promises[i].jobs)
+                promises[i] = promises[--npromises];
+            return;
+        }
+    if (jobs <= 0)
+        return;
+    promises = xrealloc(promises, (npromises + 1) * sizeof *promises);
+    promises[npromises++] = (struct promise){uid, (uint32_t)jobs};
 }
 
 static bool uid_in_range(uint64_t uid)
@@ -220,7 +342,7 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
         }
     }
     if (L->max_queued_per_user) {
-        uint32_t waiting = 0;
+        uint32_t waiting = promised(uid);
         for (size_t i = 0; i < core.njobs; i++)
             waiting += core.jobs[i]->owner_uid == uid && (job_in_queue(core.jobs[i]) || core.jobs[i]->state == JS_PENDING);
         if (waiting + n > L->max_queued_per_user)
@@ -283,14 +405,16 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         j->req.max_log_bytes = (int64_t)core.cfg.max_log_bytes;
         j->req.has |= 1ull << JR_MAX_LOG_BYTES;
     }
-    char dir[700];
+    char dir[700], work[720];
     jobs_dir_of(j, dir, sizeof dir);
-    if (mkdir(dir, 0700) < 0) {
+    snprintf(work, sizeof work, "%s/work", dir);
+    /* a streamed upload was written into a directory of its own: it becomes the job's */
+    if (si->staged ? rename(si->staged, dir) < 0 : mkdir(dir, 0700) < 0) {
         jerr_sys(e, "create %s", dir);
         job_free(j);
         return NULL;
     }
-    if (create_uploads(j, dir, e) < 0 || db_insert_job(core.db, j, e) < 0) {
+    if ((si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 || db_insert_job(core.db, j, e) < 0) {
         rm_rf(dir);
         job_free(j);
         return NULL;

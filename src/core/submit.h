@@ -20,6 +20,8 @@ job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
 typedef struct submit_info {
     int64_t sched_ms;         /* when it may start; 0 = now */
     uint64_t total;           /* bytes uploaded */
+    const char *staged;       /* a streamed upload: the directory its files were written into
+                               * (<jobs>/.incoming-*), renamed to the job's; NULL otherwise */
 } submit_info;
 int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate (a dry run
@@ -27,5 +29,18 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
 enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e);
 job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
+
+/* Jobs promised by streamed uploads not yet complete (core/incoming.c): counted with the
+ * user's waiting jobs by submit_check_limits. jobs < 0 takes them back. */
+void submit_promise(uid_t uid, int jobs);
+
+/* Writing uploads (both forms), beneath the work directory workfd without following any link:
+ * creates a directory or a link at once, or an empty file (0600) whose fd is returned in *fd
+ * (-1 otherwise). The entry becomes the listing's: written, its mode without setuid, setgid
+ * and sticky bits. */
+int submit_upload_create(int workfd, jobreq_upload *u, int *fd, jerr *e);
+int submit_upload_write(int fd, const jobreq_upload *u, const void *data, size_t len, jerr *e);
+/* The file's bytes are all there: its mode applied, fd closed, the size written recorded. */
+int submit_upload_done(int fd, jobreq_upload *u, uint64_t size, jerr *e);
 
 #endif

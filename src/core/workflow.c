@@ -77,6 +77,15 @@ void workflow_body_free(wf_body *b)
     *b = (wf_body){0};
 }
 
+void workflow_checked_free(wf_checked *c)
+{
+    for (size_t i = 0; c->reqs && i < c->n; i++)
+        jobreq_free(&c->reqs[i]);
+    free(c->reqs);
+    free(c->si);
+    *c = (wf_checked){0};
+}
+
 /* Every job's request read and checked as a submission checks it (the schema, the machine,
  * the names, the limits of all together). rp[i] = &reqs[i]. */
 static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req **rp, submit_info *si, int flags,
@@ -103,16 +112,32 @@ int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e)
     return rc;
 }
 
-workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e)
+int workflow_prepare(wf_body *b, uid_t uid, gid_t gid, wf_checked *c, jerr *e)
 {
     size_t n = b->n;
-    job_req *reqs = xcalloc(n, sizeof *reqs);
+    *c = (wf_checked){.n = n, .reqs = xcalloc(n, sizeof *c->reqs), .si = xcalloc(n, sizeof *c->si)};
     job_req **rp = xcalloc(n, sizeof *rp);
-    submit_info *si = xcalloc(n, sizeof *si);
-    workflow *wf = NULL;
-    if (check_jobs(b, uid, gid, reqs, rp, si, 0, e) < 0)
-        goto fail;
-    wf = xcalloc(1, sizeof *wf);
+    int rc = check_jobs(b, uid, gid, c->reqs, rp, c->si, 0, e);
+    free(rp);
+    if (rc < 0)
+        workflow_checked_free(c);
+    return rc;
+}
+
+workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e)
+{
+    wf_checked c;
+    if (workflow_prepare(b, uid, gid, &c, e) < 0)
+        return NULL;
+    return workflow_create(b, &c, uid, gid, e);
+}
+
+workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr *e)
+{
+    size_t n = b->n;
+    job_req *reqs = c->reqs;
+    submit_info *si = c->si;
+    workflow *wf = xcalloc(1, sizeof *wf);
     uuid_v4(wf->id);
     wf->seq = core.next_wf_seq;
     wf->owner_uid = uid;
@@ -128,7 +153,9 @@ workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e)
         wf->jobs = NULL;
         wf->n = 0;
         wf->doc = NULL;
-        goto fail;
+        workflow_checked_free(c);
+        wf_free(wf);
+        return NULL;
     }
     free(b->requests);
     *b = (wf_body){0}; /* the workflow has it now */
@@ -155,20 +182,8 @@ workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e)
         wf->jobs[i].j = j;
     }
     log_info("workflow %s '%s' submitted by uid %u: %zu jobs", wf->id, name, (unsigned)uid, n);
-    for (size_t i = 0; i < n; i++)
-        jobreq_free(&reqs[i]);
-    free(reqs);
-    free(rp);
-    free(si);
+    workflow_checked_free(c);
     return wf->canceled_by == 0 ? (wf_save(wf), wf) : wf;
-fail:
-    for (size_t i = 0; i < n; i++)
-        jobreq_free(&reqs[i]);
-    free(rp);
-    free(reqs);
-    free(si);
-    wf_free(wf);
-    return NULL;
 }
 
 

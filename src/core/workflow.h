@@ -76,6 +76,17 @@ workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e);
 /* The same checks, nothing created and no rate limit used up (POST /v1/workflows?dry_run=1,
  * rnx workflow validate): 0, or -1 and the refusal workflow_submit would give. */
 int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e);
+/* workflow_submit's two halves, for a workflow whose uploads follow (core/incoming.c): every job's request
+ * read and checked, then the workflow and its jobs created from what was checked (c is
+ * consumed either way; b as by workflow_submit). */
+typedef struct wf_checked {
+    size_t n;
+    job_req *reqs;
+    struct submit_info *si;   /* submit.h */
+} wf_checked;
+int workflow_prepare(wf_body *b, uid_t uid, gid_t gid, wf_checked *c, jerr *e);
+workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr *e);
+void workflow_checked_free(wf_checked *c);
 /* Into the daemon's list (a submitted one, or one read from the database at start). */
 void workflow_add(workflow *wf);
 workflow *workflow_find(const char *id_or_prefix, uid_t caller, jerr *e);

@@ -24,6 +24,7 @@
 #include "../core/gpu_hold.h"
 #include "../core/gpus.h"
 #include "../core/health.h"
+#include "../core/incoming.h"
 #include "../core/jobs.h"
 #include "../core/launch.h"
 #include "../core/logstream.h"
@@ -301,7 +302,8 @@ int main(int argc, char **argv)
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
     launch_adopt_all();
     launch_init();
-    if (http_start(core.cfg.socket, core.cfg.socket_mode, core.cfg.max_upload_bytes * 4 / 3 + (1 << 20), &e) < 0) {
+    incoming_clean_stale();
+    if (http_start(core.cfg.socket, core.cfg.socket_mode, core.cfg.max_body_bytes, &e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }

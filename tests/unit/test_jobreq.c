@@ -640,9 +640,11 @@ static void test_from_db(void **state)
     static const struct { const char *body, *field, *msg; } api[] = {
         {"{\"command\": \"x\", \"schedule_at\": \"2020-01-01T00:00:00Z\"}", "schedule_at",
          "schedule_at: '2020-01-01T00:00:00Z' is in the past"},
-        {"{\"command\": \"x\", \"uploads\": [{\"path\": \"a.txt\", \"type\": \"file\", \"mode\": 384, \"size\": 3}]}",
-         "uploads[0].size",
-         "uploads[0].size: unknown field in an upload; accepted fields: path, type, mode, content_b64, target"},
+        {"{\"command\": \"x\", \"uploads\": [{\"path\": \"a.txt\", \"type\": \"file\", \"mode\": 384, \"written\": 3}]}",
+         "uploads[0].written",
+         "uploads[0].written: unknown field in an upload; accepted fields: path, type, mode, content_b64, size, target"},
+        {"{\"command\": \"x\", \"uploads\": [{\"path\": \"a.txt\", \"size\": -3}]}", "uploads[0].size",
+         "uploads[0].size: must be a whole number from 0 to 9223372036854775807"},
         {"{\"command\": \"x\", \"uploads\": [{\"path\": \"a.txt\", \"mode\": \"0600\"}]}", "uploads[0].mode",
          "uploads[0].mode: must be a whole number from 0 to 4095"},
         {"{\"command\": \"x\", \"uploads\": [{\"path\": 1}]}", "uploads[0].path", "uploads[0].path: must be a string"},
@@ -701,6 +703,84 @@ static void test_from_db(void **state)
 }
 
 /* The rules between fields: the request as a whole, and the field each refusal names. */
+/* The listing's rules: directories first, one form of content, links that stay inside /work
+ * (resolved through the other links listed, as the kernel would). */
+static void test_upload_rules(void **state)
+{
+    static const struct { const char *uploads, *msg; } bad[] = {
+        {"[{\"path\": \"x\", \"type\": \"symlink\", \"target\": \"/etc/shadow\"}]",
+         "uploads: 'x' is a symlink to '/etc/shadow', outside the uploads; only links that stay inside /work are kept "
+         "(upload the file itself instead)"},
+        {"[{\"path\": \"x\", \"type\": \"symlink\", \"target\": \"..\"}]",
+         "uploads: 'x' is a symlink to '..', outside the uploads; only links that stay inside /work are kept (upload "
+         "the file itself instead)"},
+        {"[{\"path\": \"d\", \"type\": \"dir\"}, {\"path\": \"d/x\", \"type\": \"symlink\", \"target\": \"../../etc\"}]",
+         "uploads: 'd/x' is a symlink to '../../etc', outside the uploads; only links that stay inside /work are kept "
+         "(upload the file itself instead)"},
+        /* through another link: up goes to /work, then one more level up leaves it */
+        {"[{\"path\": \"d\", \"type\": \"dir\"}, {\"path\": \"d/up\", \"type\": \"symlink\", \"target\": \"..\"},"
+         " {\"path\": \"d/x\", \"type\": \"symlink\", \"target\": \"up/../shadow\"}]",
+         "uploads: 'd/x' is a symlink to 'up/../shadow', outside the uploads; only links that stay inside /work are "
+         "kept (upload the file itself instead)"},
+        {"[{\"path\": \"a\", \"type\": \"symlink\", \"target\": \"b\"}, {\"path\": \"b\", \"type\": \"symlink\", \"target\": \"/\"},"
+         " {\"path\": \"c\", \"type\": \"symlink\", \"target\": \"a/etc\"}]",
+         "uploads: 'a' is a symlink to 'b', outside the uploads; only links that stay inside /work are kept (upload "
+         "the file itself instead)"},
+        {"[{\"path\": \"a\", \"type\": \"symlink\", \"target\": \"b/x\"}, {\"path\": \"b\", \"type\": \"symlink\", \"target\": \"a/y\"}]",
+         "uploads: 'a' is a symlink to 'b/x', which goes through too many links (more than 40) or grows too long"},
+        {"[{\"path\": \"d/a\", \"size\": 1}]",
+         "uploads: 'd/a': its directory 'd' must be listed before it, as a directory"},
+        {"[{\"path\": \"d\", \"type\": \"symlink\", \"target\": \"e\"}, {\"path\": \"d/a\"}]",
+         "uploads: 'd/a': its directory 'd' must be listed before it, as a directory"},
+        {"[{\"path\": \"a\", \"size\": 1}, {\"path\": \"b\", \"content_b64\": \"aGkK\"}]",
+         "uploads: some files carry content_b64 and others only a size (their bytes to follow); send every file one "
+         "way"},
+        {"[{\"path\": \"d\", \"type\": \"dir\", \"size\": 1}]", "uploads: 'd': only a file has a size"},
+    };
+    const char *last = NULL;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "{\"command\": \"x\", \"uploads\": %s}", bad[i].uploads);
+        json_t *b = json_of(text);
+        job_req r;
+        jerr e = {0};
+        const char *msg = bad[i].msg ? bad[i].msg : last;
+        last = msg;
+        if (jobreq_from_json(b, &r, 0, NOW, &e) == 0)
+            fail_msg("accepted: %s", text);
+        assert_msg(&e, "uploads", msg, text);
+        json_decref(b);
+    }
+    static const char *const good[] = {
+        /* in-tree links, dangling ones inside /work, links through links, '.' and '//' */
+        "[{\"path\": \"d\", \"type\": \"dir\"}, {\"path\": \"d/f\", \"type\": \"file\", \"size\": 3},"
+        " {\"path\": \"d/l\", \"type\": \"symlink\", \"target\": \"f\"},"
+        " {\"path\": \"d/dangling\", \"type\": \"symlink\", \"target\": \"../elsewhere/none\"},"
+        " {\"path\": \"top\", \"type\": \"symlink\", \"target\": \"./d//l\"},"
+        " {\"path\": \"d/up\", \"type\": \"symlink\", \"target\": \"..\"},"
+        " {\"path\": \"d/via\", \"type\": \"symlink\", \"target\": \"up/d/up/top\"}]",
+        /* the JSON form as before, and an empty file with neither */
+        "[{\"path\": \"a\", \"content_b64\": \"aGkK\"}, {\"path\": \"b\"}, {\"path\": \"c\", \"size\": 0}]",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, "{\"command\": \"x\", \"uploads\": %s}", good[i]);
+        json_t *b = json_of(text);
+        job_req r;
+        jerr e = {0};
+        if (jobreq_from_json(b, &r, 0, NOW, &e) < 0)
+            fail_msg("refused: %s: %s", text, e.msg);
+        assert_int_equal(jobreq_uploads_streamed(&r), i == 0);
+        assert_int_equal(jobreq_uploads_declared(&r), i == 0 ? 3 : 0);
+        /* the request form is written back with its sizes */
+        json_t *out = jobreq_to_json(&r, 0);
+        assert_true(json_equal(json_object_get(out, "uploads"), json_object_get(b, "uploads")) || i == 1);
+        json_decref(out);
+        jobreq_free(&r);
+        json_decref(b);
+    }
+}
+
 static void test_check_rules(void **state)
 {
     static const struct { const char *members, *field, *msg; } bad[] = {
@@ -1021,6 +1101,7 @@ int main(void)
         cmocka_unit_test(test_command_and_args),
         cmocka_unit_test(test_unknown_and_daemon_fields),
         cmocka_unit_test(test_from_db),
+        cmocka_unit_test(test_upload_rules),
         cmocka_unit_test(test_check_rules),
         cmocka_unit_test(test_check_machine),
         cmocka_unit_test(test_round_trip),

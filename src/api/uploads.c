@@ -1,0 +1,100 @@
+/* PUT /v1/uploads/{id} (uploads.h, docs/api.md "Streamed uploads"). */
+#include "uploads.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/parse.h"
+#include "../common/util.h"
+#include "../core/incoming.h"
+#include "../core/job_json.h"
+#include "../core/settle.h"
+#include "../core/state.h"
+#include "../core/workflow_json.h"
+#include "reply.h"
+
+#define PREFIX "/v1/uploads/"
+/* After a failure, a body without a length (chunked) is read this far past what was declared,
+ * for the client to get the answer; then the connection is closed. */
+#define DISCARD_SLACK (1u << 20)
+
+struct put_state {
+    incoming *in;             /* NULL once dropped */
+    bool failed;
+    jerr err;                 /* why, answered when the body ends */
+    bool sized;               /* the body has a Content-Length (equal to what was declared) */
+    uint64_t seen;            /* bytes of the body so far */
+    uint64_t declared;
+};
+
+bool uploads_is_put(const char *method, const char *url)
+{
+    return !strcmp(method, "PUT") && !strncmp(url, PREFIX, strlen(PREFIX));
+}
+
+enum MHD_Result uploads_begin(struct MHD_Connection *c, const char *url, uid_t uid, put_state **out)
+{
+    jerr e = {0};
+    *out = NULL;
+    http_reply_method("PUT");
+    incoming *in = incoming_find(url + strlen(PREFIX), uid, &e);
+    if (!in)
+        return http_reply_error(c, &e);
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    uint64_t len = 0;
+    if (cl && (parse_u64(cl, &len) < 0 || len != incoming_bytes(in))) {
+        /* refused before any byte is read; the upload still waits for a PUT that is right */
+        jerr_http(&e, 400, "Content-Length %.40s is not the %llu bytes the upload's files declare", cl,
+                  (unsigned long long)incoming_bytes(in));
+        return http_reply_error(c, &e);
+    }
+    put_state *p = xcalloc(1, sizeof *p);
+    p->in = in;
+    p->sized = cl != NULL;
+    p->declared = incoming_bytes(in);
+    incoming_attach(in);
+    /* a client that stops sending is dropped after this long; MHD's timer, on the loop */
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned int)core.cfg.upload_timeout_s);
+    *out = p;
+    return MHD_YES;
+}
+
+enum MHD_Result uploads_data(put_state *p, const char *data, size_t *len)
+{
+    size_t n = *len;
+    *len = 0;
+    p->seen += n;
+    if (p->failed)
+        return p->sized || p->seen <= p->declared + DISCARD_SLACK ? MHD_YES : MHD_NO;
+    if (incoming_write(p->in, data, n, &p->err) < 0) {
+        /* the answer waits for the end of the body; the files go now */
+        p->failed = true;
+        incoming_drop(p->in, p->err.msg);
+        p->in = NULL;
+    }
+    return MHD_YES;
+}
+
+enum MHD_Result uploads_end(struct MHD_Connection *c, put_state *p)
+{
+    http_reply_method("PUT");
+    jerr e = p->err;
+    job *j = NULL;
+    workflow *wf = NULL;
+    int rc = p->failed ? -1 : incoming_finish(p->in, &j, &wf, &e);
+    free(p);
+    if (rc < 0)
+        return http_reply_error(c, &e);
+    settle(); /* the answer shows where it stands, as a submission's does */
+    return http_reply_json(c, 201, wf ? workflow_json(wf, false) : job_json(j));
+}
+
+void uploads_abort(put_state *p, enum MHD_RequestTerminationCode why)
+{
+    if (p->in)
+        incoming_drop(p->in, why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED
+                                 ? "no byte came for jobs.upload_timeout_s"
+                                 : "the connection closed before every byte arrived");
+    free(p);
+}

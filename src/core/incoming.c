@@ -1,0 +1,415 @@
+/* Submissions whose uploads follow the request (incoming.h). */
+#include "incoming.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "state.h"
+#include "submit.h"
+
+#define STAGED_PREFIX ".incoming-"
+
+struct incoming {
+    char id[37];
+    uid_t uid;
+    gid_t gid;
+    int64_t deadline_ms;      /* no PUT sending: dropped at this time; 0 while one sends */
+    bool workflow;
+    job_req req;              /* a job: its checked request */
+    submit_info one;
+    wf_body wb;               /* a workflow: its body and its jobs' checked requests */
+    wf_checked wc;
+    size_t n;                 /* requests: 1, or the workflow's jobs */
+    job_req *reqs;            /* &req, or wc.reqs */
+    submit_info *si;          /* &one, or wc.si */
+    char **staged;            /* each request's directory, <jobs>/.incoming-<id>-<k> */
+    uint64_t total;           /* bytes declared */
+    uint64_t received;        /* bytes written */
+    size_t files;             /* files with bytes to come */
+    /* the writer: entry u of request r is next (or open, when fd >= 0) */
+    size_t r, u;
+    int workfd;               /* request r's work/, -1 when not open */
+    int fd;                   /* the file being written, -1 when none */
+    uint64_t left;            /* bytes of that file still to come */
+};
+
+static incoming **open_list;
+static size_t nopen;
+
+static size_t open_of(uid_t uid)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nopen; i++)
+        n += open_list[i]->uid == uid;
+    return n;
+}
+
+/* Room for one more upload: server.max_uploads in all, limits.uploads_per_user each. */
+static int admit(uid_t uid, jerr *e)
+{
+    if (nopen >= core.cfg.max_uploads)
+        return jerr_http(e, 503, "joblet is already receiving %zu uploads (server.max_uploads); try again in a moment",
+                         nopen);
+    size_t mine = open_of(uid);
+    if (mine >= core.cfg.limits.uploads_per_user)
+        return jerr_http(e, 429, "uid %u already has %zu uploads open; limits.uploads_per_user is %u: let one finish "
+                                 "(or time out after jobs.upload_timeout_s, %llu s) first",
+                         (unsigned)uid, mine, core.cfg.limits.uploads_per_user,
+                         (unsigned long long)core.cfg.upload_timeout_s);
+    return 0;
+}
+
+/* A new upload with n empty directories, <jobs>/.incoming-<id>-<k>/work; NULL when the disk
+ * refuses (nothing left behind). */
+static incoming *make(uid_t uid, gid_t gid, size_t n, jerr *e)
+{
+    incoming *in = xcalloc(1, sizeof *in);
+    uuid_v4(in->id);
+    in->uid = uid;
+    in->gid = gid;
+    in->n = n;
+    in->workfd = -1;
+    in->fd = -1;
+    in->deadline_ms = now_ms() + (int64_t)core.cfg.upload_timeout_s * 1000;
+    in->staged = xcalloc(n, sizeof *in->staged);
+    for (size_t k = 0; k < n; k++) {
+        char work[800];
+        if (asprintf(&in->staged[k], "%s/" STAGED_PREFIX "%s-%zu", core.jobs_dir, in->id, k) < 0)
+            abort();
+        snprintf(work, sizeof work, "%s/work", in->staged[k]);
+        if (mkdir(in->staged[k], 0700) < 0 || mkdir(work, 0755) < 0) {
+            jerr_sys(e, "create %s", work);
+            for (size_t i = 0; i <= k; i++) {
+                rm_rf(in->staged[i]);
+                free(in->staged[i]);
+            }
+            free(in->staged);
+            free(in);
+            return NULL;
+        }
+    }
+    return in;
+}
+
+static void count_files(incoming *in)
+{
+    for (size_t r = 0; r < in->n; r++) {
+        in->si[r].staged = in->staged[r];
+        for (size_t i = 0; i < in->reqs[r].nuploads; i++)
+            in->files += in->reqs[r].uploads[i].size > 0 && !strcmp(in->reqs[r].uploads[i].type, "file");
+        in->total += jobreq_uploads_declared(&in->reqs[r]);
+    }
+}
+
+static void enlist(incoming *in)
+{
+    open_list = xrealloc(open_list, (nopen + 1) * sizeof *open_list);
+    open_list[nopen++] = in;
+    submit_promise(in->uid, (int)in->n);
+    log_info("upload %s: uid %u, %llu bytes in %zu files to come for %s", in->id, (unsigned)in->uid,
+             (unsigned long long)in->total, in->files, in->workflow ? "a workflow" : "a job");
+}
+
+static void unlist(incoming *in)
+{
+    for (size_t i = 0; i < nopen; i++)
+        if (open_list[i] == in) {
+            open_list[i] = open_list[--nopen];
+            submit_promise(in->uid, -(int)in->n);
+            return;
+        }
+}
+
+/* Closes what is open, removes what is still staged (a created job took its directory away),
+ * frees the requests. */
+static void release(incoming *in)
+{
+    if (in->fd >= 0)
+        close(in->fd);
+    if (in->workfd >= 0)
+        close(in->workfd);
+    for (size_t k = 0; k < in->n; k++) {
+        rm_rf(in->staged[k]);
+        free(in->staged[k]);
+    }
+    free(in->staged);
+    jobreq_free(&in->req);
+    workflow_checked_free(&in->wc);
+    workflow_body_free(&in->wb);
+    free(in);
+}
+
+incoming *incoming_open_job(job_req *req, uid_t uid, gid_t gid, jerr *e)
+{
+    submit_info si;
+    if (admit(uid, e) < 0 || submit_check(req, uid, gid, &si, e) < 0 || submit_check_limits(&req, 1, uid, 0, e) < 0)
+        return NULL;
+    incoming *in = make(uid, gid, 1, e);
+    if (!in)
+        return NULL;
+    in->req = *req;
+    *req = (job_req){0};
+    in->one = si;
+    in->reqs = &in->req;
+    in->si = &in->one;
+    count_files(in);
+    enlist(in);
+    return in;
+}
+
+bool incoming_workflow_streamed(const wf_body *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        json_t *ups = json_object_get(b->requests[i], "uploads"), *u;
+        size_t k;
+        json_array_foreach(ups, k, u) {
+            json_t *size = json_object_get(u, "size");
+            if (json_is_integer(size) && json_integer_value(size) > 0 && !json_object_get(u, "content_b64"))
+                return true;
+        }
+    }
+    return false;
+}
+
+incoming *incoming_open_workflow(wf_body *b, uid_t uid, gid_t gid, jerr *e)
+{
+    wf_checked c;
+    if (admit(uid, e) < 0 || workflow_prepare(b, uid, gid, &c, e) < 0)
+        return NULL;
+    uint64_t total = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        total += jobreq_uploads_declared(&c.reqs[i]);
+        for (size_t k = 0; k < c.reqs[i].nuploads; k++)
+            if (c.reqs[i].uploads[k].content_b64) {
+                char field[64];
+                snprintf(field, sizeof field, "jobs[%zu].request.uploads", i);
+                jerr_field(e, field, "job '%s': uploads: '%.200s' carries content_b64, but this workflow's files "
+                                     "follow the request; send every job's files one way",
+                           b->jobs[i].name, c.reqs[i].uploads[k].path);
+                workflow_checked_free(&c);
+                return NULL;
+            }
+    }
+    if (total > core.cfg.max_upload_bytes) {
+        jerr_http(e, 413, "uploads: the workflow's jobs upload %llu bytes together, over the limit of %llu bytes "
+                          "(jobs.max_upload_bytes)",
+                  (unsigned long long)total, (unsigned long long)core.cfg.max_upload_bytes);
+        workflow_checked_free(&c);
+        return NULL;
+    }
+    incoming *in = make(uid, gid, c.n, e);
+    if (!in) {
+        workflow_checked_free(&c);
+        return NULL;
+    }
+    in->workflow = true;
+    in->wb = *b;
+    *b = (wf_body){0};
+    /* the requests were read from the body, which the caller frees: only the checked ones stay */
+    free(in->wb.requests);
+    in->wb.requests = NULL;
+    in->wc = c;
+    in->reqs = c.reqs;
+    in->si = c.si;
+    count_files(in);
+    enlist(in);
+    return in;
+}
+
+json_t *incoming_json(const incoming *in)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/v1/uploads/%s", in->id);
+    return json_pack("{s:{s:s,s:s,s:I,s:I,s:I}}", "upload", "id", in->id, "path", path, "bytes",
+                     (json_int_t)in->total, "files", (json_int_t)in->files, "timeout_s",
+                     (json_int_t)core.cfg.upload_timeout_s);
+}
+
+incoming *incoming_find(const char *id, uid_t uid, jerr *e)
+{
+    for (size_t i = 0; i < nopen; i++) {
+        incoming *in = open_list[i];
+        if (strcmp(in->id, id) || in->uid != uid)
+            continue;
+        if (!in->deadline_ms) {
+            jerr_http(e, 409, "upload %s is already being sent", id);
+            e->code = EBUSY;
+            return NULL;
+        }
+        return in;
+    }
+    jerr_http(e, 404, "no upload '%.64s' waits for its bytes: unknown, another user's, or dropped (no PUT within "
+                      "jobs.upload_timeout_s, %llu s, or a PUT that failed); submit again",
+              id, (unsigned long long)core.cfg.upload_timeout_s);
+    return NULL;
+}
+
+uint64_t incoming_bytes(const incoming *in) { return in->total; }
+
+void incoming_attach(incoming *in) { in->deadline_ms = 0; }
+
+/* Moves the writer to the next file with bytes to come, creating on the way every entry that
+ * has none (directories, links, empty files); in->fd < 0 afterwards when nothing is left. */
+static int advance(incoming *in, jerr *e)
+{
+    while (in->r < in->n) {
+        job_req *rq = &in->reqs[in->r];
+        if (in->u == rq->nuploads) {
+            if (in->workfd >= 0)
+                close(in->workfd);
+            in->workfd = -1;
+            in->r++;
+            in->u = 0;
+            continue;
+        }
+        if (in->workfd < 0) {
+            char work[800];
+            snprintf(work, sizeof work, "%s/work", in->staged[in->r]);
+            in->workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (in->workfd < 0)
+                return jerr_sys(e, "open %s", work);
+        }
+        jobreq_upload *up = &rq->uploads[in->u];
+        int fd;
+        if (submit_upload_create(in->workfd, up, &fd, e) < 0)
+            return -1;
+        if (fd >= 0 && up->size > 0) {
+            in->fd = fd;
+            in->left = (uint64_t)up->size;
+            return 0;
+        }
+        if (fd >= 0 && submit_upload_done(fd, up, 0, e) < 0)
+            return -1;
+        in->u++;
+    }
+    return 0;
+}
+
+/* A write that failed: the disk's own errors answer 507, the rest 500. */
+static int disk_error(jerr *e)
+{
+    if (e->code == ENOSPC || e->code == EDQUOT) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        jerr_http(e, 507, "%s (joblet's state directory has no room left)", msg);
+    }
+    return -1;
+}
+
+int incoming_write(incoming *in, const char *data, size_t len, jerr *e)
+{
+    while (len) {
+        if (in->fd < 0) {
+            if (advance(in, e) < 0)
+                return disk_error(e);
+            if (in->fd < 0)
+                return jerr_http(e, 400, "uploads: the body goes on past the %llu bytes the listing declares",
+                                 (unsigned long long)in->total);
+        }
+        jobreq_upload *up = &in->reqs[in->r].uploads[in->u];
+        size_t k = len < in->left ? len : (size_t)in->left;
+        if (submit_upload_write(in->fd, up, data, k, e) < 0)
+            return disk_error(e);
+        data += k;
+        len -= k;
+        in->left -= k;
+        in->received += k;
+        if (!in->left) {
+            int fd = in->fd;
+            in->fd = -1;
+            if (submit_upload_done(fd, up, (uint64_t)up->size, e) < 0)
+                return disk_error(e);
+            in->u++;
+        }
+    }
+    return 0;
+}
+
+int incoming_finish(incoming *in, job **j, workflow **wf, jerr *e)
+{
+    *j = NULL;
+    *wf = NULL;
+    int rc = in->fd < 0 ? advance(in, e) : 0;
+    if (rc == 0 && in->fd >= 0) {
+        const jobreq_upload *up = &in->reqs[in->r].uploads[in->u];
+        rc = jerr_http(e, 400, "uploads: the body ended after %llu of the %llu bytes declared: '%.200s' lacks %llu "
+                               "of its %lld bytes",
+                       (unsigned long long)in->received, (unsigned long long)in->total, up->path,
+                       (unsigned long long)in->left, (long long)up->size);
+    }
+    unlist(in);
+    if (rc == 0 && in->workflow) {
+        *wf = workflow_create(&in->wb, &in->wc, in->uid, in->gid, e);
+        rc = *wf ? 0 : -1;
+    } else if (rc == 0) {
+        *j = submit_create(&in->req, in->uid, in->gid, &in->one, e);
+        rc = *j ? 0 : -1;
+    }
+    if (rc == 0)
+        log_info("upload %s: %llu bytes written", in->id, (unsigned long long)in->received);
+    else
+        log_info("upload %s dropped: %s", in->id, e->msg);
+    release(in);
+    return rc;
+}
+
+void incoming_drop(incoming *in, const char *why)
+{
+    log_info("upload %s dropped after %llu of %llu bytes: %s", in->id, (unsigned long long)in->received,
+             (unsigned long long)in->total, why);
+    unlist(in);
+    release(in);
+}
+
+int64_t incoming_next_deadline(void)
+{
+    int64_t next = 0;
+    for (size_t i = 0; i < nopen; i++)
+        if (open_list[i]->deadline_ms && (!next || open_list[i]->deadline_ms < next))
+            next = open_list[i]->deadline_ms;
+    return next;
+}
+
+void incoming_expire(int64_t now)
+{
+    for (size_t i = 0; i < nopen;) {
+        incoming *in = open_list[i];
+        if (in->deadline_ms && in->deadline_ms <= now)
+            incoming_drop(in, "no PUT of its bytes within jobs.upload_timeout_s"); /* moves the last one here */
+        else
+            i++;
+    }
+}
+
+void incoming_drop_all(void)
+{
+    while (nopen)
+        incoming_drop(open_list[0], "joblet is stopping");
+    free(open_list);
+    open_list = NULL;
+}
+
+void incoming_clean_stale(void)
+{
+    DIR *d = opendir(core.jobs_dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, STAGED_PREFIX, strlen(STAGED_PREFIX)))
+            continue;
+        char path[900];
+        snprintf(path, sizeof path, "%s/%s", core.jobs_dir, de->d_name);
+        log_info("removing %s, an upload an earlier joblet did not finish", path);
+        rm_rf(path);
+    }
+    closedir(d);
+}

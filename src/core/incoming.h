@@ -1,0 +1,66 @@
+/* Submissions whose uploads follow the request (docs/api.md, "Streamed uploads").
+ *
+ * A POST /v1/jobs (or /v1/workflows) whose files declare a size and carry no content is
+ * checked completely, as any submission (the schema, the machine, the limits), and answered
+ * 202 with an upload id. All that exists then is an empty directory of its own per job,
+ * <jobs>/.incoming-<id>-<k>/work (root's, 0700 above work/). PUT /v1/uploads/<id> then sends
+ * every file's bytes in listing order (a workflow's jobs in their order); they are written as
+ * they arrive, so no file is ever held in memory. Once the last byte is there, the job (or the
+ * workflow) is created from what was checked and the directory becomes the job's. Anything
+ * else - a PUT that fails, a connection lost midway, no PUT or no byte for
+ * jobs.upload_timeout_s, the daemon stopping - removes the directory, and no job exists.
+ *
+ * Bounds: server.max_uploads open at once, limits.uploads_per_user per user; each holds its
+ * checked request (at most server.max_body_bytes of JSON) and one open file. The bytes
+ * declared are bounded by jobs.max_upload_bytes for each job and for a workflow's together,
+ * and no more than was declared is ever written. */
+#ifndef JOBLET_INCOMING_H
+#define JOBLET_INCOMING_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+#include "../common/jobreq.h"
+#include "job.h"
+#include "workflow.h"
+
+typedef struct incoming incoming;
+
+/* A job request with streamed files (jobreq_uploads_streamed): checked as submit_job checks
+ * it, then waiting for its bytes. Takes req over on success; NULL with e set otherwise
+ * (429 limits.uploads_per_user, 503 server.max_uploads, or the submission's refusal). */
+incoming *incoming_open_job(job_req *req, uid_t uid, gid_t gid, jerr *e);
+/* True when some job of a workflow body (as workflow_json_parse made it) streams its files. */
+bool incoming_workflow_streamed(const wf_body *b);
+/* The same for a workflow: every job checked (workflow_prepare); takes b over on success. */
+incoming *incoming_open_workflow(wf_body *b, uid_t uid, gid_t gid, jerr *e);
+/* The 202 answer: {"upload": {"id", "path", "bytes", "files", "timeout_s"}}. */
+json_t *incoming_json(const incoming *in);
+
+/* PUT /v1/uploads/<id>: the caller's upload waiting for its bytes, or NULL (404 unknown or
+ * expired or another user's, 409 already being sent). */
+incoming *incoming_find(const char *id, uid_t uid, jerr *e);
+uint64_t incoming_bytes(const incoming *in);
+/* A PUT sends the bytes: from now on the connection's own idle timeout watches it. */
+void incoming_attach(incoming *in);
+/* The next bytes of the body, written where the listing says; -1 when they cannot be (a
+ * disk error, more bytes than declared): the caller drops it. */
+int incoming_write(incoming *in, const char *data, size_t len, jerr *e);
+/* The body ended: every declared byte there? Then the job (*j) or the workflow (*wf) is
+ * created. in is freed either way; -1 with e set when nothing was created. */
+int incoming_finish(incoming *in, job **j, workflow **wf, jerr *e);
+/* Removes what was written and frees it; why goes to the log. */
+void incoming_drop(incoming *in, const char *why);
+
+/* Uploads that no PUT is sending are dropped jobs.upload_timeout_s after their 202 answer. */
+int64_t incoming_next_deadline(void);   /* ms, 0 = none */
+void incoming_expire(int64_t now_ms);
+/* At shutdown: every upload dropped. */
+void incoming_drop_all(void);
+/* At start: what an earlier joblet left of unfinished uploads (<jobs>/.incoming-*) removed. */
+void incoming_clean_stale(void);
+
+#endif
