@@ -114,10 +114,25 @@ static int dial(rnx_client *c, jerr *e)
     return -1;
 }
 
-/* Sends the whole request. A server that refuses a large body may answer and close before
- * reading it all: EPIPE is then not an error, the answer is read next. */
-static int send_request(int fd, const char *method, const char *path, const char *accept, const char *body,
-                        size_t blen)
+/* Sends n bytes: 0, 1 when the server closed its side (it answered early: read the answer
+ * next), -1 on another error. */
+static int send_all(int fd, const char *p, size_t left)
+{
+    while (left) {
+        ssize_t w = send(fd, p, left, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return errno == EPIPE || errno == ECONNRESET ? 1 : -1;
+        p += w;
+        left -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The request line and headers; a body of blen bytes of ctype follows when ctype is set. */
+static int send_head(int fd, const char *method, const char *path, const char *accept, const char *ctype,
+                     unsigned long long blen)
 {
     char head[4096];
     if (strlen(path) > 2048) {
@@ -128,26 +143,22 @@ static int send_request(int fd, const char *method, const char *path, const char
                      "%s %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: rnx/" JOBLET_VERSION
                      "\r\nAccept: %s\r\nConnection: close\r\n",
                      method, path, accept);
-    if (body)
-        n += snprintf(head + n, sizeof head - (size_t)n, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+    if (ctype)
+        n += snprintf(head + n, sizeof head - (size_t)n, "Content-Type: %s\r\nContent-Length: %llu\r\n", ctype,
                       blen);
     n += snprintf(head + n, sizeof head - (size_t)n, "\r\n");
-    const char *parts[2] = {head, body};
-    size_t lens[2] = {(size_t)n, body ? blen : 0};
-    for (int i = 0; i < 2; i++) {
-        const char *p = parts[i];
-        size_t left = lens[i];
-        while (left) {
-            ssize_t w = send(fd, p, left, MSG_NOSIGNAL);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0)
-                return errno == EPIPE || errno == ECONNRESET ? 0 : -1;
-            p += w;
-            left -= (size_t)w;
-        }
-    }
-    return 0;
+    return send_all(fd, head, (size_t)n);
+}
+
+/* Sends the whole request. A server that refuses a large body may answer and close before
+ * reading it all: EPIPE is then not an error, the answer is read next. */
+static int send_request(int fd, const char *method, const char *path, const char *accept, const char *body,
+                        size_t blen)
+{
+    int rc = send_head(fd, method, path, accept, body ? "application/json" : NULL, blen);
+    if (rc == 0 && body)
+        rc = send_all(fd, body, blen);
+    return rc < 0 ? -1 : 0;
 }
 
 /* Where the body of an answer goes. */
@@ -265,6 +276,8 @@ static void lost(rnx_client *c, jerr *e, const char *what)
     snprintf(e->msg, sizeof e->msg, "lost the connection to joblet at %s (%s)", c->socket, what);
 }
 
+static int read_answer(rnx_client *c, int fd, json_t **out, jerr *e);
+
 int client_request(rnx_client *c, const char *method, const char *path, json_t *body, json_t **out, jerr *e)
 {
     *out = NULL;
@@ -277,13 +290,22 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
         if (!payload)
             abort(); /* json_dumps fails only on allocation failure */
     }
+    int ret = -1;
+    if (send_request(fd, method, path, "application/json", payload, payload ? strlen(payload) : 0) < 0)
+        lost(c, e, strerror(errno));
+    else
+        ret = read_answer(c, fd, out, e);
+    close(fd);
+    free(payload);
+    return ret;
+}
+
+/* The answer to a request just sent, as client_request returns it. */
+static int read_answer(rnx_client *c, int fd, json_t **out, jerr *e)
+{
     buf in = {0}, resp = {0};
     answer a;
     int ret = -1;
-    if (send_request(fd, method, path, "application/json", payload, payload ? strlen(payload) : 0) < 0) {
-        lost(c, e, strerror(errno));
-        goto out;
-    }
     if (read_head(fd, &in, &a) < 0) {
         lost(c, e, "no answer");
         goto out;
@@ -312,10 +334,42 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
     }
     ret = 0;
 out:
-    close(fd);
-    free(payload);
     free(in.data);
     free(resp.data);
+    return ret;
+}
+
+int client_upload(rnx_client *c, const char *path, uint64_t len, client_source_fn src, void *ud, json_t **out,
+                  jerr *e)
+{
+    *out = NULL;
+    int fd = dial(c, e);
+    if (fd < 0)
+        return -1;
+    enum { PIECE = 256 << 10 };
+    char *piece = xmalloc(PIECE);
+    int ret = -1, sent = send_head(fd, "PUT", path, "application/json", "application/octet-stream", len);
+    uint64_t left = len;
+    while (sent == 0 && left) {
+        long n = src(ud, piece, left < PIECE ? (size_t)left : PIECE, e);
+        if (n <= 0) {
+            /* the source failed (or ended short): closing before the body is complete makes
+             * joblet drop the upload */
+            if (n == 0)
+                snprintf(e->msg, sizeof e->msg, "the files ended %llu bytes short of what was listed",
+                         (unsigned long long)left);
+            goto out;
+        }
+        sent = send_all(fd, piece, (size_t)n);
+        left -= (uint64_t)n;
+    }
+    if (sent < 0)
+        lost(c, e, strerror(errno));
+    else
+        ret = read_answer(c, fd, out, e); /* also when joblet answered before taking it all */
+out:
+    free(piece);
+    close(fd);
     return ret;
 }
 

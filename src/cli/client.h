@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../common/err.h"
 
@@ -20,6 +21,16 @@ void client_free(rnx_client *c);
  *   e->msg   the API error's message, or what went wrong on the way */
 int client_request(rnx_client *c, const char *method, const char *path, json_t *body,
                    json_t **out, jerr *e);
+
+/* Fills buf with up to cap bytes of a body: how many, 0 at its end, -1 with e set to stop. */
+typedef long (*client_source_fn)(void *ud, char *buf, size_t cap, jerr *e);
+
+/* PUT path with a body of exactly len bytes taken from src in pieces (256 KiB; nothing more is
+ * held), then the answer as client_request gives it, also when joblet answers before taking
+ * the whole body (a refusal at the headers). When src fails, the connection is closed before
+ * the body is complete (joblet then drops what it received) and src's error is returned. */
+int client_upload(rnx_client *c, const char *path, uint64_t len, client_source_fn src, void *ud, json_t **out,
+                  jerr *e);
 
 /* Called once per line of an NDJSON answer, without the newline. Return 0 to go on, -1 to
  * stop reading (client_stream then returns -1 with e->code = ECANCELED). */

@@ -338,7 +338,7 @@ enum { O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_FIELD = 512 /* + enum 
 
 typedef struct run_req {
     job_req req;         /* the request, read and checked by the schema (common/jobreq.h) */
-    upload_set uploads;  /* --upload: read from disk here, as upload entries of the body */
+    upload_set uploads;  /* --upload: walked here; the listing goes in the body, the bytes after it */
     bool follow;
 } run_req;
 
@@ -452,18 +452,21 @@ static int run_command_line(run_req *r, int argc, char **argv)
 }
 
 /* The request is complete: checked as a whole (the rules between fields, as the daemon checks
- * them), then the POST /v1/jobs body, with the uploads read from disk. NULL after printing why. */
+ * them), then the POST /v1/jobs body, with the uploads' listing. NULL after printing why. */
 static json_t *run_body(run_req *r)
 {
     jerr e = {0};
+    if (upload_finish(&r->uploads, &r->req, &e) < 0) {
+        rnx_usage("%s", e.msg);
+        return NULL;
+    }
     if (jobreq_check(&r->req, &e) < 0) {
         bad_flag(&e);
         return NULL;
     }
-    json_t *body = jobreq_to_json(&r->req, JOBREQ_JSON_SECRETS);
-    if (json_array_size(r->uploads.entries))
-        json_object_set(body, "uploads", r->uploads.entries);
-    return body;
+    const upload_set *set = &r->uploads;
+    upload_note_stripped(&set, 1);
+    return jobreq_to_json(&r->req, JOBREQ_JSON_SECRETS);
 }
 
 /* The exit code `run --follow` ends with, from the log's end record. */
@@ -531,6 +534,18 @@ static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
     if (client_request(c, "POST", "/v1/jobs", body, &job, &e) < 0) {
         rc = server_error(&e, true);
         goto out;
+    }
+    if (json_object_get(job, "upload")) {
+        /* accepted; the job exists once its files are there */
+        const upload_set *set = &r->uploads;
+        json_t *accepted = job;
+        job = NULL;
+        int sent = upload_send(c, accepted, &set, 1, &job, &e);
+        json_decref(accepted);
+        if (sent < 0) {
+            rc = server_error(&e, true);
+            goto out;
+        }
     }
     const char *id = jstr(job, "id");
     if (!id) {

@@ -532,7 +532,21 @@ static int workflow_run(rnx_ctx *ctx, int argc, char **argv)
     rnx_client *cl = client_new(ctx->socket);
     json_t *wf = NULL;
     jerr e = {0};
-    if (client_request(cl, "POST", "/v1/workflows", wfp_body(d), &wf, &e) < 0) {
+    size_t nsets = wfp_njobs(d);
+    const upload_set **sets = xcalloc(nsets + 1, sizeof *sets);
+    for (size_t i = 0; i < nsets; i++)
+        sets[i] = wfp_job_uploads(d, i);
+    upload_note_stripped(sets, nsets);
+    int posted = client_request(cl, "POST", "/v1/workflows", wfp_body(d), &wf, &e);
+    if (posted == 0 && json_object_get(wf, "upload")) {
+        /* accepted; the workflow exists once every job's files are there */
+        json_t *accepted = wf;
+        wf = NULL;
+        posted = upload_send(cl, accepted, sets, nsets, &wf, &e);
+        json_decref(accepted);
+    }
+    free(sets);
+    if (posted < 0) {
         if (e.http == 400) {
             /* the daemon's own checks (the machine's GPUs, runtimes, ...), shown at the YAML */
             char msg[2048];

@@ -1,5 +1,6 @@
-/* Walks --upload paths into the uploads[] array of POST /v1/jobs. Everything is read here,
- * before any request is sent, so a bad path fails the command with nothing submitted. */
+/* --upload paths into a request's listing, and their bytes into the streamed upload
+ * (upload.h). Everything is walked here, before any request is sent, so a bad path fails the
+ * command with nothing submitted. */
 #include "upload.h"
 
 #include <dirent.h>
@@ -10,21 +11,29 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "../common/b64.h"
 #include "../common/jsonx.h"
 #include "../common/util.h"
+#include "client.h"
 
 void upload_init(upload_set *u)
 {
     memset(u, 0, sizeof *u);
-    u->entries = json_array();
 }
 
 void upload_free(upload_set *u)
 {
-    json_decref(u->entries);
+    for (size_t i = 0; i < u->n; i++) {
+        free(u->ents[i].path);
+        free(u->ents[i].type);
+        free(u->ents[i].target);
+        free(u->src[i].disk);
+    }
+    free(u->ents);
+    free(u->src);
+    free(u->first_stripped);
     for (size_t i = 0; i < u->nnames; i++) {
         free(u->names[i]);
         free(u->sources[i]);
@@ -32,6 +41,25 @@ void upload_free(upload_set *u)
     free(u->names);
     free(u->sources);
     memset(u, 0, sizeof *u);
+}
+
+/* One entry of the listing; mode without setuid, setgid and sticky bits, which jobs never get
+ * (the daemon strips them too), counted so that the command can say so. */
+static void push(upload_set *u, const char *disk, const char *rel, const char *type, mode_t mode, int64_t size,
+                 const char *target, bool follow)
+{
+    u->ents = xrealloc(u->ents, (u->n + 1) * sizeof *u->ents);
+    u->src = xrealloc(u->src, (u->n + 1) * sizeof *u->src);
+    bool is_link = !strcmp(type, "symlink");
+    if (!is_link && (mode & 07000)) {
+        if (!u->stripped++)
+            u->first_stripped = xstrdup(disk);
+    }
+    u->ents[u->n] = (jobreq_upload){.path = xstrdup(rel), .type = xstrdup(type),
+                                    .target = target ? xstrdup(target) : NULL, .mode = (uint32_t)(mode & 0777),
+                                    .has_mode = !is_link, .size = size};
+    u->src[u->n] = (upload_src){.disk = xstrdup(disk), .follow = follow};
+    u->n++;
 }
 
 static int sys_error(jerr *e, const char *path)
@@ -65,66 +93,10 @@ static char *join(const char *dir, const char *name)
     return out;
 }
 
-/* Reads a whole regular file; O_NOFOLLOW/O_NONBLOCK keep a file swapped for a symlink or a
- * FIFO after the stat from being followed or blocking. */
-static char *slurp(const char *disk, bool follow, size_t *len, jerr *e)
+static int add_file(upload_set *u, const char *disk, const char *rel, const struct stat *st, bool follow)
 {
-    int fd = open(disk, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW));
-    if (fd < 0) {
-        sys_error(e, disk);
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        sys_error(e, disk);
-        close(fd);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        jerr_set(e, EINVAL, "--upload: %s: changed from a file to something else while being read", disk);
-        close(fd);
-        return NULL;
-    }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    char *data = xmalloc(cap);
-    for (;;) {
-        if (n == cap) {
-            cap *= 2;
-            data = xrealloc(data, cap);
-        }
-        ssize_t r = read(fd, data + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            sys_error(e, disk);
-            free(data);
-            close(fd);
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    *len = n;
-    return data;
-}
-
-static int add_file(upload_set *u, const char *disk, const char *rel, mode_t mode, bool follow, jerr *e)
-{
-    size_t len;
-    char *data = slurp(disk, follow, &len, e);
-    if (!data)
-        return -1;
-    char *b64 = b64_encode(data, len);
-    free(data);
-    if (!b64)
-        abort();
-    json_t *o = json_pack("{s:s, s:s, s:i, s:s}", "path", rel, "type", "file", "mode", (int)(mode & 07777),
-                          "content_b64", b64);
-    free(b64);
-    json_array_append_new(u->entries, o);
-    u->bytes += len;
+    push(u, disk, rel, "file", st->st_mode, (int64_t)st->st_size, NULL, follow);
+    u->bytes += (uint64_t)st->st_size;
     u->nfiles++;
     return 0;
 }
@@ -138,7 +110,7 @@ static int add_symlink(upload_set *u, const char *disk, const char *rel, jerr *e
     target[n] = 0;
     if (check_text(disk, target, "the link's target", e) < 0)
         return -1;
-    json_array_append_new(u->entries, json_pack("{s:s, s:s, s:s}", "path", rel, "type", "symlink", "target", target));
+    push(u, disk, rel, "symlink", 0777, -1, target, false);
     return 0;
 }
 
@@ -152,8 +124,7 @@ static int add_entry(upload_set *u, const char *disk, const char *rel, const str
 /* The directory entry first, then its contents in name order (stable across runs). */
 static int add_dir(upload_set *u, const char *disk, const char *rel, mode_t mode, jerr *e)
 {
-    json_array_append_new(u->entries, json_pack("{s:s, s:s, s:i}", "path", rel, "type", "dir", "mode",
-                                                 (int)(mode & 07777)));
+    push(u, disk, rel, "dir", mode, -1, NULL, false);
     DIR *d = opendir(disk);
     if (!d)
         return sys_error(e, disk);
@@ -198,7 +169,7 @@ static int add_entry(upload_set *u, const char *disk, const char *rel, const str
     if (S_ISDIR(st->st_mode))
         return add_dir(u, disk, rel, st->st_mode, e);
     if (S_ISREG(st->st_mode))
-        return add_file(u, disk, rel, st->st_mode, top, e);
+        return add_file(u, disk, rel, st, top);
     if (S_ISLNK(st->st_mode))
         return add_symlink(u, disk, rel, e);
     return jerr_set(e, EINVAL, "--upload: %s: is %s; only files, directories and symlinks can be uploaded", disk,
@@ -266,3 +237,193 @@ int upload_add(upload_set *u, const char *path, jerr *e)
     free(name);
     return ret;
 }
+
+int upload_finish(upload_set *u, job_req *req, jerr *e)
+{
+    size_t bad = 0;
+    jerr le = {0};
+    if (jobreq_upload_links_check(u->ents, u->n, &bad, &le) < 0)
+        return jerr_set(e, EXDEV, "--upload: %s: a symlink to '%s', outside what is uploaded; only links that stay "
+                                  "inside the job's /work are sent (upload the file itself instead)",
+                        u->src[bad].disk, u->ents[bad].target);
+    for (size_t i = 0; i < u->n; i++)
+        jobreq_add_upload(req, &u->ents[i]);
+    return 0;
+}
+
+/* ---- sending the bytes ---------------------------------------------------------------------- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "512 B", "3.4 MB", "2.0 GB" (binary units, as the limits are given) */
+static void human(uint64_t n, char *out, size_t len)
+{
+    static const char *const unit[] = {"B", "KB", "MB", "GB", "TB"};
+    double v = (double)n;
+    int k = 0;
+    while (v >= 1024 && k < 4) {
+        v /= 1024;
+        k++;
+    }
+    snprintf(out, len, k ? "%.1f %s" : "%.0f %s", v, unit[k]);
+}
+
+/* Shown only when it takes more than a moment, at most five times a second. */
+#define PROGRESS_AFTER_MS 300
+#define PROGRESS_EVERY_MS 200
+
+static void progress(upload_reader *r, bool force)
+{
+    if (!r->tty)
+        return;
+    int64_t now = mono_ms();
+    if (!force && (now - r->start_ms < PROGRESS_AFTER_MS || now - r->shown_ms < PROGRESS_EVERY_MS))
+        return;
+    char a[32], b[32];
+    human(r->sent, a, sizeof a);
+    human(r->total, b, sizeof b);
+    fprintf(stderr, "\rrnx: uploading %s of %s (%d%%)\033[K", a, b,
+            r->total ? (int)(r->sent * 100 / r->total) : 100);
+    fflush(stderr);
+    r->shown = true;
+    r->shown_ms = now;
+}
+
+void upload_reader_init(upload_reader *r, const upload_set *const *sets, size_t nsets)
+{
+    *r = (upload_reader){.sets = sets, .nsets = nsets, .fd = -1, .start_ms = mono_ms(),
+                         .tty = isatty(STDERR_FILENO) == 1};
+    for (size_t i = 0; i < nsets; i++)
+        r->total += sets[i]->bytes;
+}
+
+static int changed(jerr *e, const char *disk, const char *how)
+{
+    return jerr_set(e, EAGAIN, "--upload: %s: %s while it was being uploaded; nothing was submitted", disk, how);
+}
+
+/* Opens the next file with bytes to send; fd < 0 afterwards when none is left. */
+static int next_file(upload_reader *r, jerr *e)
+{
+    for (; r->set < r->nsets; r->set++, r->ent = 0) {
+        const upload_set *u = r->sets[r->set];
+        for (; r->ent < u->n; r->ent++) {
+            const jobreq_upload *en = &u->ents[r->ent];
+            const upload_src *src = &u->src[r->ent];
+            if (strcmp(en->type, "file") || en->size <= 0)
+                continue;
+            int fd = open(src->disk, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (src->follow ? 0 : O_NOFOLLOW));
+            struct stat st;
+            if (fd < 0 || fstat(fd, &st) < 0) {
+                int err = errno;
+                if (fd >= 0)
+                    close(fd);
+                return jerr_set(e, err, "--upload: %s: %s", src->disk, strerror(err));
+            }
+            if (!S_ISREG(st.st_mode) || st.st_size != en->size) {
+                close(fd);
+                return changed(e, src->disk, S_ISREG(st.st_mode) ? "its size changed" : "it stopped being a file");
+            }
+            r->fd = fd;
+            r->left = (uint64_t)en->size;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+long upload_read(void *reader, char *buf, size_t cap, jerr *e)
+{
+    upload_reader *r = reader;
+    size_t got = 0;
+    while (got < cap) {
+        if (r->fd < 0) {
+            if (next_file(r, e) < 0)
+                return -1;
+            if (r->fd < 0)
+                break;
+        }
+        const char *disk = r->sets[r->set]->src[r->ent].disk;
+        size_t want = cap - got < r->left ? cap - got : (size_t)r->left;
+        ssize_t n = read(r->fd, buf + got, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return jerr_set(e, errno, "--upload: %s: %s", disk, strerror(errno));
+        if (n == 0)
+            return changed(e, disk, "it became shorter");
+        got += (size_t)n;
+        r->left -= (uint64_t)n;
+        if (!r->left) {
+            /* exactly what was listed, not a byte more */
+            char extra;
+            ssize_t more;
+            do
+                more = read(r->fd, &extra, 1);
+            while (more < 0 && errno == EINTR);
+            close(r->fd);
+            r->fd = -1;
+            r->ent++;
+            if (more > 0)
+                return changed(e, disk, "it grew");
+        }
+    }
+    r->sent += got;
+    progress(r, false);
+    return (long)got;
+}
+
+void upload_reader_done(upload_reader *r, bool ok)
+{
+    if (r->fd >= 0)
+        close(r->fd);
+    r->fd = -1;
+    if (!r->shown)
+        return;
+    if (ok) {
+        char a[32];
+        human(r->sent, a, sizeof a);
+        fprintf(stderr, "\rrnx: uploaded %s in %.1f s\033[K\n", a, (double)(mono_ms() - r->start_ms) / 1000);
+    } else {
+        fputc('\n', stderr);
+    }
+    fflush(stderr);
+}
+
+/* ---- the command's side ---------------------------------------------------------------------- */
+
+/* Says once that setuid, setgid and sticky bits are not sent (jobs never get them). */
+void upload_note_stripped(const upload_set *const *sets, size_t n)
+{
+    size_t count = 0;
+    const char *first = NULL;
+    for (size_t i = 0; i < n; i++) {
+        count += sets[i]->stripped;
+        if (!first)
+            first = sets[i]->first_stripped;
+    }
+    if (count)
+        fprintf(stderr, "rnx: note: setuid, setgid and sticky bits are not uploaded (%zu %s, e.g. %s); the files "
+                        "keep their other mode bits\n", count, count == 1 ? "entry" : "entries", first);
+}
+
+int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out, jerr *e)
+{
+    json_t *up = json_object_get(accepted, "upload");
+    const char *path = json_string_value(json_object_get(up, "path"));
+    json_t *bytes = json_object_get(up, "bytes");
+    upload_reader rd;
+    upload_reader_init(&rd, sets, n);
+    if (!path || !json_is_integer(bytes) || (uint64_t)json_integer_value(bytes) != rd.total)
+        return jerr_set(e, EPROTO, "joblet's answer does not name an upload of the %llu bytes listed",
+                        (unsigned long long)rd.total);
+    int rc = client_upload(c, path, rd.total, upload_read, &rd, out, e);
+    upload_reader_done(&rd, rc == 0);
+    return rc;
+}
+

@@ -604,7 +604,7 @@ typedef struct wjob {
     size_t nreqs;
     bool reqs_ok;                 /* every requires item names a job and a state */
     job_req req;                  /* the request, read and checked by the schema */
-    json_t *uploads;              /* the uploads read from disk, as the request carries them */
+    upload_set up;                /* the uploads: walked on disk, listed in the request, sent after it */
     json_t *request;              /* the POST /v1/jobs body */
 } wjob;
 
@@ -743,8 +743,8 @@ static void uploads(ctx *c, wjob *j)
     const ynode *l = list(c, "uploads", j->at[YK_UPLOADS], "[train.py, data/]");
     if (!l)
         return;
-    upload_set u;
-    upload_init(&u);
+    upload_set *u = &j->up;
+    size_t before = c->errs->n + c->errs->dropped;
     for (size_t i = 0; i < l->nkids; i++) {
         const ynode *v = l->kids[i];
         char k[64];
@@ -766,16 +766,18 @@ static void uploads(ctx *c, wjob *j)
                        err == ENOENT ? "does not exist" : strerror(err), disk);
             else
                 err_at(c, v, "uploads: '%s' %s", p, err == ENOENT ? "does not exist" : strerror(err));
-        } else if (upload_add(&u, disk, &e) < 0) {
+        } else if (upload_add(u, disk, &e) < 0) {
             /* upload.c words its messages for the --upload flag */
             const char *m = !strncmp(e.msg, "--upload: ", 10) ? e.msg + 10 : e.msg;
             err_at(c, v, "uploads: %s", m);
         }
         free(disk);
     }
-    if (json_array_size(u.entries))
-        j->uploads = json_incref(u.entries);
-    upload_free(&u);
+    jerr e = {0};
+    if (c->errs->n + c->errs->dropped == before && upload_finish(u, &j->req, &e) < 0) {
+        const char *m = !strncmp(e.msg, "--upload: ", 10) ? e.msg + 10 : e.msg;
+        err_at(c, l, "uploads: %s", m);
+    }
 }
 
 /* requires: a list of one-pair mappings "JOB: STATE". Names are resolved after every job is known. */
@@ -966,8 +968,6 @@ static void walk_job(ctx *c, wjob *j)
     if (c->errs->n + c->errs->dropped == before && jobreq_check(&j->req, &e) < 0)
         schema_error(c, node_of(j, e.field), &e);
     j->request = jobreq_to_json(&j->req, JOBREQ_JSON_SECRETS);
-    if (j->uploads)
-        json_object_set(j->request, "uploads", j->uploads);
     c->job = NULL;
 }
 
@@ -1398,6 +1398,10 @@ wfp_doc *wfp_parse_file(const char *path, wfp_errors *errs)
 
 json_t *wfp_body(const wfp_doc *d) { return d->body; }
 
+size_t wfp_njobs(const wfp_doc *d) { return d->njobs; }
+
+const upload_set *wfp_job_uploads(const wfp_doc *d, size_t i) { return &d->jobs[i].up; }
+
 void wfp_free(wfp_doc *d)
 {
     if (!d)
@@ -1406,7 +1410,7 @@ void wfp_free(wfp_doc *d)
         free(d->jobs[i].name);
         free(d->jobs[i].reqs);
         jobreq_free(&d->jobs[i].req);
-        json_decref(d->jobs[i].uploads);
+        upload_free(&d->jobs[i].up);
         json_decref(d->jobs[i].request);
     }
     free(d->jobs);

@@ -9,6 +9,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "upload.h"
+
 /* At most this many problems are reported for one file; the rest are counted. */
 #define WFP_MAX_ERRORS 20
 /* The daemon stores the file's text with the workflow and refuses more than this. */
@@ -33,6 +35,10 @@ wfp_doc *wfp_parse_file(const char *path, wfp_errors *errs);
 
 /* The POST /v1/workflows body (borrowed: valid until wfp_free). */
 json_t *wfp_body(const wfp_doc *d);
+/* Its jobs, in the body's order, and the files each uploads (listed in the body; their bytes
+ * go in this order after a 202 answer, upload_send). */
+size_t wfp_njobs(const wfp_doc *d);
+const upload_set *wfp_job_uploads(const wfp_doc *d, size_t i);
 
 /* An API error about the workflow (its "field" and "message") as the user should read it:
  * "FILE:LINE:COL: message" at the YAML that set the field, with the request field's name

@@ -259,7 +259,10 @@ static void test_example_fan_out_fan_in(void **state)
         json_t *u = json_array_get(ups, 0);
         assert_string_equal(json_string_value(json_object_get(u, "path")), "shard.sh");
         assert_string_equal(json_string_value(json_object_get(u, "type")), "file");
-        assert_non_null(json_string_value(json_object_get(u, "content_b64")));
+        /* the listing: the file's size, its bytes sent after the request */
+        assert_null(json_object_get(u, "content_b64"));
+        assert_true(json_integer_value(json_object_get(u, "size")) > 0);
+        assert_int_equal(wfp_job_uploads(d, i)->nfiles, 1);
         json_object_del(req, "uploads");
         char want[512];
         snprintf(want, sizeof want,
@@ -702,14 +705,35 @@ static void test_uploads(void **state)
     wfp_doc *d;
     json_t *body = must_parse(yaml, "jobs:\n  a:\n    command: python3\n    uploads: [train.py, data/]\n", &d);
     assert_json(json_object_get(json_object_get(json_array_get(json_object_get(body, "jobs"), 0), "request"), "uploads"),
-                "[{\"path\": \"train.py\", \"type\": \"file\", \"mode\": 420, \"content_b64\": \"cHJpbnQoJ2hpJykK\"},"
+                "[{\"path\": \"train.py\", \"type\": \"file\", \"mode\": 420, \"size\": 12},"
                 " {\"path\": \"data\", \"type\": \"dir\", \"mode\": 493}]");
+    /* where the bytes are read from when they are sent */
+    assert_int_equal(wfp_njobs(d), 1);
+    const upload_set *us = wfp_job_uploads(d, 0);
+    assert_int_equal(us->n, 2);
+    assert_int_equal(us->bytes, 12);
+    assert_string_equal(us->src[0].disk, file);
+    char data_given[320];
+    snprintf(data_given, sizeof data_given, "%s/", data);
+    assert_string_equal(us->src[1].disk, data_given);
     wfp_free(d);
 
+    /* a link out of the upload is refused at the uploads: key, naming it on this machine */
+    char link[320];
+    snprintf(link, sizeof link, "%s/pw", data);
+    assert_int_equal(symlink("/etc/shadow", link), 0);
     wfp_errors errs;
-    const char *text = "jobs:\n  a:\n    command: python3\n    uploads:\n      - train.py\n      - nope.py\n";
+    const char *text = "jobs:\n  a:\n    command: python3\n    uploads: [train.py, data/]\n";
     assert_null(wfp_parse(yaml, text, strlen(text), &errs));
     char want[600];
+    snprintf(want, sizeof want, "%s:4:14: job 'a': uploads: %s/data/pw: a symlink to '/etc/shadow', outside what is "
+             "uploaded; only links that stay inside the job's /work are sent (upload the file itself instead)", yaml, sub);
+    assert_string_equal(errs.msg[0], want);
+    wfp_errors_free(&errs);
+    unlink(link);
+
+    text = "jobs:\n  a:\n    command: python3\n    uploads:\n      - train.py\n      - nope.py\n";
+    assert_null(wfp_parse(yaml, text, strlen(text), &errs));
     snprintf(want, sizeof want, "%s:6:9: job 'a': uploads: 'nope.py' does not exist (looked for %s/nope.py)", yaml, sub);
     assert_string_equal(errs.msg[0], want);
     assert_int_equal(errs.n, 1);
