@@ -242,6 +242,10 @@ int upload_finish(upload_set *u, job_req *req, jerr *e)
 {
     size_t bad = 0;
     jerr le = {0};
+    int64_t most = jobreq_fields[JR_UPLOADS].max;
+    if (u->n + req->nuploads > (size_t)most)
+        return jerr_set(e, E2BIG, "--upload: %zu files, directories and links; at most %lld per job", u->n + req->nuploads,
+                        (long long)most);
     if (jobreq_upload_links_check(u->ents, u->n, &bad, &le) < 0)
         return jerr_set(e, EXDEV, "--upload: %s: a symlink to '%s', outside what is uploaded; only links that stay "
                                   "inside the job's /work are sent (upload the file itself instead)",

@@ -173,6 +173,8 @@ static int own_uploads(job *j, const char *work, jerr *e)
 {
     if (chown(work, j->uid, j->gid) < 0)
         return jerr_sys(e, "chown %s", work);
+    if (!j->req.nuploads)
+        return 0;
     int workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (workfd < 0)
         return jerr_sys(e, "open %s", work);
@@ -211,7 +213,7 @@ static int create_uploads(job *j, const char *dir, jerr *e)
     if (mkdir(work, 0755) < 0)
         return jerr_sys(e, "create %s", work);
     if (!j->req.nuploads)
-        return own_uploads(j, work, e);
+        return own_uploads(j, work, e); /* work/ itself */
     int workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (workfd < 0)
         return jerr_sys(e, "open %s", work);
