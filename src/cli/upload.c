@@ -48,8 +48,11 @@ void upload_free(upload_set *u)
 static void push(upload_set *u, const char *disk, const char *rel, const char *type, mode_t mode, int64_t size,
                  const char *target, bool follow)
 {
-    u->ents = xrealloc(u->ents, (u->n + 1) * sizeof *u->ents);
-    u->src = xrealloc(u->src, (u->n + 1) * sizeof *u->src);
+    if (u->n == u->cap) {
+        u->cap = u->cap ? 2 * u->cap : 64;
+        u->ents = xrealloc(u->ents, u->cap * sizeof *u->ents);
+        u->src = xrealloc(u->src, u->cap * sizeof *u->src);
+    }
     bool is_link = !strcmp(type, "symlink");
     if (!is_link && (mode & 07000)) {
         if (!u->stripped++)

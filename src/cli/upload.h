@@ -21,7 +21,7 @@ typedef struct upload_src {
 typedef struct upload_set {
     jobreq_upload *ents;  /* the listing, directories before their contents */
     upload_src *src;      /* one per entry */
-    size_t n;
+    size_t n, cap;
     uint64_t bytes;       /* total size of the files' contents */
     size_t nfiles;
     size_t stripped;      /* entries whose setuid, setgid or sticky bits are not sent */

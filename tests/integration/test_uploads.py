@@ -430,11 +430,14 @@ def test_client_that_vanishes_midway_leaves_nothing(one_upload_daemon):
     code, ans = post_listing(d, [{"path": "a", "size": 1000}])
     assert code == 202
     raw_request(d, "PUT", ans["upload"]["path"], {"Content-Length": "1000"}, [b"x" * 400], close_after=True)
-    deadline = time.time() + 5
+    deadline = time.time() + 8
     while staged(d) and time.time() < deadline:
         time.sleep(0.05)
     assert staged(d) == [] and d.job_count() == 0
-    assert "the connection closed before every byte arrived" in d.log()
+    # usually at once; when libmicrohttpd reads the headers and the close together it never
+    # hands the request over, and the upload is dropped by its timeout instead
+    assert re.search(r"dropped after \d+ of 1000 bytes: (the connection closed before every byte arrived|no PUT)",
+                     d.log()), d.log()
 
 
 # ---- many uploads at once ----------------------------------------------------------------------
