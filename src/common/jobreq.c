@@ -738,6 +738,8 @@ static int upload_path_ok(const char *p, jerr *e)
         size_t n = slash ? (size_t)(slash - s) : strlen(s);
         if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
             return jerr_field(e, "uploads", "uploads: '%.200s' must not contain empty, '.' or '..' parts", p);
+        if (n > 255) /* NAME_MAX: refused here, not by mkdir once the upload is under way */
+            return jerr_field(e, "uploads", "uploads: '%.200s...' has a name longer than 255 bytes", p);
         s += n + (slash ? 1 : 0);
     }
     return 0;
