@@ -76,9 +76,9 @@ workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e);
 /* The same checks, nothing created and no rate limit used up (POST /v1/workflows?dry_run=1,
  * rnx workflow validate): 0, or -1 and the refusal workflow_submit would give. */
 int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e);
-/* workflow_submit's two halves, for a workflow whose uploads follow (core/incoming.c): every job's request
- * read and checked, then the workflow and its jobs created from what was checked (c is
- * consumed either way; b as by workflow_submit). */
+/* workflow_submit's two halves, for a workflow whose uploads follow (core/incoming.c): every
+ * job's request read and checked (as workflow_check, and keeping what was checked), then the
+ * workflow and its jobs created from it (c is consumed either way; b as by workflow_submit). */
 typedef struct wf_checked {
     size_t n;
     job_req *reqs;
