@@ -454,9 +454,9 @@ def test_concurrent_uploads_are_bounded(fresh_daemon):
     assert code == 429, err
     assert err["error"]["message"].startswith("uid 0 already has 2 uploads open; limits.uploads_per_user is 2")
     # the two promised jobs count: one more waiting job fits under max_queued_per_user 3, not two
-    code, job = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["30"], "schedule_at": "2099-01-01T00:00:00Z"})
+    code, job = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["30"], "schedule_at": "2031-01-01T00:00:00Z"})
     assert code == 201, job
-    code, err = d.api("POST", "/v1/jobs", {"command": "true", "schedule_at": "2099-01-01T00:00:00Z"})
+    code, err = d.api("POST", "/v1/jobs", {"command": "true", "schedule_at": "2031-01-01T00:00:00Z"})
     assert code == 429 and "limits.max_queued_per_user is 3" in err["error"]["message"], err
     # another user: its own slots, until the machine's limit
     script = ("import json,socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
