@@ -183,21 +183,23 @@ class Daemon:
         self.proc.wait(timeout=30)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
-        # the daemon's cgroup root, in whichever hierarchies it made one (its jobs have ended)
-        for base in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] + [
-                f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")]:
-            top = os.path.join(base, f"upload-bench-{os.getpid()}")
-            if os.path.isdir(top):
-                for sub in os.listdir(top):
-                    if os.path.isdir(os.path.join(top, sub)):
-                        try:
-                            os.rmdir(os.path.join(top, sub))
-                        except OSError:
-                            pass
-                try:
-                    os.rmdir(top)
-                except OSError:
-                    pass
+        # the daemon's cgroup root, in whichever hierarchies it made one; a job's shim may still
+        # be removing its own cgroups for a moment after the job ended
+        tops = [os.path.join(base, f"upload-bench-{os.getpid()}") for base in
+                ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] +
+                [f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")]]
+        deadline = time.time() + 10
+        while True:
+            left = []
+            for top in tops:
+                for root, dirs, _ in os.walk(top, topdown=False):
+                    try:
+                        os.rmdir(root)
+                    except OSError:
+                        left.append(root)
+            if not left or time.time() > deadline:
+                break
+            time.sleep(0.1)
 
 
 def measure(name, size, daemon, action, interval):
