@@ -18,6 +18,7 @@
 #include "../common/util.h"
 #include "../core/incoming.h"
 #include "../core/loop.h"
+#include "park.h"
 #include "reply.h"
 #include "uploads.h"
 
@@ -32,6 +33,7 @@ typedef struct conn_state {
     bool too_large;
     bool busy;              /* refused: other requests already hold the body budget */
     put_state *put;         /* PUT /v1/uploads/{id}: its bytes go to disk, never into body */
+    park_slot park;         /* parked while the route waits (park.h) */
 } conn_state;
 
 /* Bytes held for request bodies across all connections. One caller opening many uploads at
@@ -120,7 +122,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large, .body_busy = st->busy};
+    const jerr *waited = NULL;
+    bool resumed = park_resumed(&st->park, &waited);
+    if (waited)
+        return http_reply_error(c, waited);
+    request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large, .body_busy = st->busy,
+                 .resumed = resumed, .park = &st->park};
     if (st->body && !st->too_large && !st->busy) {
         st->body[st->len] = 0; /* cap is always > len while the body fits */
         r.body = st->body;
@@ -131,7 +138,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         jerr_http(&e, 403, "cannot read the caller's credentials (SO_PEERCRED)");
         return http_reply_error(c, &e);
     }
-    return routes_dispatch(&r);
+    enum MHD_Result rc = routes_dispatch(&r);
+    park_lapse(&st->park); /* a ticket the route did not wait on */
+    return rc;
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode tc)
@@ -140,6 +149,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
     if (st) {
         if (st->put)
             uploads_abort(st->put, tc);
+        park_forget(&st->park);
         buffered -= st->cap;
         free(st->body);
         free(st);
@@ -241,6 +251,11 @@ void http_stop(void)
 {
     if (!mhd)
         return;
+    /* libmicrohttpd refuses to stop with connections suspended: the parked ones get an answer */
+    jerr e = {0};
+    jerr_http(&e, 503, "joblet is stopping; try again when it is back");
+    park_wake_all(&e);
+    MHD_run(mhd);
     MHD_stop_daemon(mhd);
     mhd = NULL;
     incoming_drop_all();

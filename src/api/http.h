@@ -18,6 +18,8 @@ typedef struct request {
     bool body_busy;       /* other requests hold the memory budget for bodies: retry */
     uid_t uid;
     gid_t gid;
+    bool resumed;         /* the route runs again after its request was parked (park.h) */
+    struct park_slot *park; /* the connection's place among parked requests (park.c) */
 } request;
 
 /* Listens on the unix socket and serves through the daemon's event loop. */

@@ -29,6 +29,7 @@
 #include "http.h"
 #include "metrics_http.h"
 #include "reply.h"
+#include "routes_volume.h"
 
 static const char *query(request *r, const char *key)
 {
@@ -369,6 +370,8 @@ enum MHD_Result routes_dispatch(request *r)
         return http_reply_json(r->conn, 200, gpu_json_all());
     if (!strncmp(p, "/v1/gpus/", 9) && p[9] && strchr(p + 9, '/') && !strcmp(r->method, "POST"))
         return gpu_admin(r, p + 9);
+    if (!strncmp(p, "/v1/volumes", 11) && (!p[11] || (p[11] == '/' && p[12])))
+        return routes_volume(r, p[11] ? p + 12 : NULL);
     if (!strcmp(p, "/v1/audit") && !strcmp(r->method, "GET"))
         return audit(r);
     if (!strncmp(p, "/v1/gpus/", 9) && p[9] && !strcmp(r->method, "GET")) {

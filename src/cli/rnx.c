@@ -13,6 +13,7 @@
 #include "cmd_gpu.h"
 #include "cmd_job.h"
 #include "cmd_monitor.h"
+#include "cmd_volume.h"
 #include "cmd_workflow.h"
 
 #ifndef JOBLET_VERSION
@@ -27,6 +28,7 @@ static const char global_help[] =
     "  rnx [--socket PATH] [--json] workflow <command> [flags] [args...]\n"
     "  rnx [--socket PATH] [--json] gpu list|show GPU|topo\n"
     "  rnx [--socket PATH] [--json] monitor status|watch\n"
+    "  rnx [--socket PATH] [--json] volume create|list|remove [flags] [NAME]\n"
     "  rnx --version\n"
     "  rnx --help\n"
     "\n"
@@ -57,6 +59,9 @@ static const char global_help[] =
     "  gpu drain|offline|online GPU   admins: take a GPU out of service and back\n"
     "  audit           admins: the audit trail of GPU allocations, states and admin actions\n"
     "  monitor status  the host, jobs by state and every GPU (watch: redrawn every few seconds)\n"
+    "  volume create NAME --size=SIZE [--type=filesystem|memory]   storage that outlives jobs\n"
+    "  volume list     your volumes: size, use, type, owner, jobs using them\n"
+    "  volume remove NAME   remove a volume and its data\n"
     "\n"
     "Run 'rnx job <command> --help' (or 'rnx workflow <command> --help') for a command's flags.\n"
     "\n"
@@ -157,6 +162,8 @@ static int run(int argc, char **argv)
         return cmd_audit(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "monitor") == 0)
         return cmd_monitor(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "volume") == 0)
+        return cmd_volume(&ctx, argc - optind, argv + optind);
     return rnx_usage("unknown command '%s' for 'rnx'; see 'rnx --help'", argv[optind]);
 }
 

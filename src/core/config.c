@@ -39,6 +39,7 @@ void config_defaults(config *c)
     snprintf(c->mps_control, sizeof c->mps_control, "/usr/bin/nvidia-cuda-mps-control");
     c->health_interval_ms = 1000;
     c->max_temperature_c = 85;
+    c->volumes_max_per_user = 16;
 }
 
 enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY };
@@ -102,6 +103,7 @@ static const key keys[] = {
     STR("runtimes.dir", runtimes_dir),
     STR("runtimes.default", runtime_default),
     STR("volumes.dir", volumes_dir),
+    U64("volumes.max_per_user", volumes_max_per_user, 0, 256),
 };
 
 static void store_u(void *p, size_t len, uint64_t v)

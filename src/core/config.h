@@ -49,6 +49,7 @@ typedef struct config {
     char runtimes_dir[512];       /* runtimes.dir: "" = <state_dir>/runtimes (docs/runtimes.md) */
     char runtime_default[65];     /* runtimes.default: the runtime of a job that names none; "" = the host's */
     char volumes_dir[512];        /* volumes.dir: "" = <state_dir>/volumes (docs/volumes.md) */
+    uint32_t volumes_max_per_user; /* volumes.max_per_user: volumes a user other than root may own; 0 = no bound */
 } config;
 
 void config_defaults(config *c);

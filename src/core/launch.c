@@ -24,6 +24,7 @@
 #include "launch.h"
 #include "runtimes.h"
 #include "state.h"
+#include "volumes.h"
 
 static const char *const base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -136,9 +137,24 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.nops = g.nops;
     s.devices = g.rules;
     s.ndevices = g.nrules;
-    s.mounts = g.mounts;
-    s.nmounts = g.nmounts;
-    int fd = spec_to_fd(&s, e);
+    /* the GPU's binds, then the job's volumes at /volumes/NAME */
+    spec_mount *mounts = NULL;
+    size_t nmounts = g.nmounts, nown = 0;
+    if (g.nmounts) {
+        mounts = xmalloc(g.nmounts * sizeof *mounts);
+        memcpy(mounts, g.mounts, g.nmounts * sizeof *mounts);
+    }
+    int fd = volumes_spec_mounts(j, &mounts, &nmounts, e);
+    nown = nmounts - g.nmounts;
+    s.mounts = mounts;
+    s.nmounts = nmounts;
+    if (fd == 0)
+        fd = spec_to_fd(&s, e);
+    for (size_t i = g.nmounts; i < g.nmounts + nown; i++) {
+        free(mounts[i].src);
+        free(mounts[i].dst);
+    }
+    free(mounts);
     gpu_spec_free(&g);
     for (char **p = s.argv; *p; p++)
         free(*p);

@@ -10,6 +10,7 @@
 #include "logstream.h"
 #include "queue.h"
 #include "state.h"
+#include "volumes.h"
 #include "workflow.h"
 
 /* A round's work can ask for more (a start that fails ends a job; a workflow cancels its
@@ -31,6 +32,8 @@ static void settle_jobs(void)
             logstream_wake(j);
         if (what & JOB_SETTLE_WORKFLOW)
             workflow_job_changed(j);
+        if (what & JOB_SETTLE_RELEASE)
+            volumes_release(j); /* memory volumes no job not yet ended uses go */
     }
     free(list);
 }

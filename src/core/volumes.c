@@ -1,5 +1,721 @@
-/* Volumes (volumes.h). */
+/* Volumes (volumes.h).
+ *
+ * On disk, <volumes.dir>/<name>/ holds
+ *   .joblet-volume   made first: marks the directory as joblet's (only such are ever removed)
+ *   image            filesystem: the sparse ext4 image, as large as the volume
+ *   mnt/             where the volume is mounted on the host; jobs bind it at /volumes/<name>
+ *   mkfs.log         while the image is formatted: what mke2fs says
+ * volumes.dir is 0700 root: the host's users cannot reach into a volume, only the jobs that
+ * mount it can.
+ *
+ * Creating a filesystem volume is a plan of steps (create_steps), run in order; the one that
+ * takes time, mke2fs, runs as a child process whose pidfd the loop watches, and the steps
+ * after it run when it exits. The request that asked waits, parked (api/http.h). A failed
+ * step undoes the ones before it: a volume is either in the database and mounted, or gone.
+ *
+ * Who writes in a volume: a job runs as its submitter's uid, and each of root's jobs as a uid
+ * of its own (jobs.uid_range_start), so the volume's root directory is mode 0777 with a default
+ * ACL of rwx for all: what one job creates in it (files 0666, directories 0777, whatever the
+ * job's umask) the next job that mounts the volume may change, whatever its uid. Who may mount
+ * it (its owner, root, admins) is the access control; the files keep the uid that wrote them. */
 #include "volumes.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <linux/magic.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "state.h"
+#include "users.h"
+
+/* The two types. min_mb, max_mb: the sizes a request may ask for; the machine bounds them
+ * further (check_room: the disk under volumes.dir, the memory). */
+static const struct volume_kind {
+    const char *name;
+    uint64_t min_mb, max_mb;
+    const char *note;        /* its lifetime, as rnx volume list says it */
+} kinds[VOLUME_TYPE_N] = {
+    /* ext4 keeps a journal (1 MB at 16 MB, 4 MB at 64 MB, 32 MB at 1 GB) and inode tables:
+     * below 16 MB little would be left for files. The largest file the host's ext4 holds
+     * (the image) is 16 TB with 4 KB blocks: 15 TB keeps clear of it. */
+    [VOLUME_FILESYSTEM] = {"filesystem", 16, 15ull << 20, "kept until removed; survives restarts and reboots"},
+    /* a tmpfs: its pages are memory, charged to the job that writes them */
+    [VOLUME_MEMORY] = {"memory", 1, 1ull << 30, "memory: gone when the last job using it ends, and on reboot"},
+};
+
+static const char *const state_names[] = {"creating", "ready", "unavailable"};
+
+#define VOLUMES_MAX 256     /* in all: each filesystem volume holds a loop device */
+#define CREATING_MAX 8      /* images being formatted at once */
+#define WAITERS_MAX 16      /* requests waiting for one volume's creation */
+#define MARK ".joblet-volume"
+
+/* A refusal on a field whose HTTP status is not 400: a conflict, a permission. */
+__attribute__((format(printf, 4, 5))) static int refuse(jerr *e, int http, const char *field, const char *fmt, ...)
+{
+    char msg[sizeof e->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    jerr_http(e, http, "%s", msg);
+    snprintf(e->field, sizeof e->field, "%s", field);
+    return -1;
+}
+
+/* mke2fs, as Debian's e2fsprogs installs it. */
+static const char *const mke2fs_paths[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs"};
+
+typedef struct volume_run {
+    watch w;                 /* pidfd of the helper that runs mke2fs */
+    pid_t pid;
+    int status_fd;           /* the helper writes mke2fs's wait status here, then exits */
+    struct {
+        volumes_done_fn fn;
+        void *arg;
+    } waiters[WAITERS_MAX];
+    size_t nwaiters;
+} volume_run;
+
+static char vdir[600];       /* volumes.dir */
+static volume **vols;        /* sorted by name */
+static size_t nvols;
+static size_t ncreating;
+
+const char *volumes_type_name(enum volume_type t) { return kinds[t].name; }
+const char *volumes_type_note(enum volume_type t) { return kinds[t].note; }
+const char *volumes_state_name(enum volume_state s) { return state_names[s]; }
+
+int volumes_type_parse(const char *s, enum volume_type *t)
+{
+    for (int i = 0; s && i < VOLUME_TYPE_N; i++)
+        if (!strcmp(s, kinds[i].name)) {
+            *t = (enum volume_type)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* "512 MB", "64 GB", "2 TB": whole units, as rnx's --size reads them back. */
+static const char *mb_text(uint64_t mb, char *out, size_t len)
+{
+    if (mb >= (1u << 20) && mb % (1u << 20) == 0)
+        snprintf(out, len, "%llu TB", (unsigned long long)(mb >> 20));
+    else if (mb >= 1024 && mb % 1024 == 0)
+        snprintf(out, len, "%llu GB", (unsigned long long)(mb >> 10));
+    else
+        snprintf(out, len, "%llu MB", (unsigned long long)mb);
+    return out;
+}
+
+size_t volumes_count(void) { return nvols; }
+const volume *volumes_at(size_t i) { return i < nvols ? vols[i] : NULL; }
+
+static volume *find(const char *name)
+{
+    for (size_t i = 0; name && i < nvols; i++)
+        if (!strcmp(vols[i]->name, name))
+            return vols[i];
+    return NULL;
+}
+
+const volume *volumes_find(const char *name) { return find(name); }
+
+bool volumes_allowed(const volume *v, uid_t uid, gid_t gid)
+{
+    return v->owner_uid == uid || users_is_admin(uid, gid);
+}
+
+static volume *add(const char *name, enum volume_type type, uint64_t size_mb, uid_t uid, gid_t gid, int64_t created)
+{
+    volume *v = xcalloc(1, sizeof *v);
+    snprintf(v->name, sizeof v->name, "%s", name);
+    v->type = type;
+    v->size_mb = size_mb;
+    v->owner_uid = uid;
+    v->owner_gid = gid;
+    v->created_ms = created;
+    snprintf(v->dir, sizeof v->dir, "%s/%s", vdir, name);
+    snprintf(v->mnt, sizeof v->mnt, "%s/mnt", v->dir);
+    size_t at = 0;
+    while (at < nvols && strcmp(vols[at]->name, name) < 0)
+        at++;
+    vols = xrealloc(vols, (nvols + 1) * sizeof *vols);
+    memmove(vols + at + 1, vols + at, (nvols - at) * sizeof *vols);
+    vols[at] = v;
+    nvols++;
+    return v;
+}
+
+static void drop(volume *v)
+{
+    for (size_t i = 0; i < nvols; i++)
+        if (vols[i] == v) {
+            memmove(vols + i, vols + i + 1, (nvols - i - 1) * sizeof *vols);
+            nvols--;
+            break;
+        }
+    free(v);
+}
+
+/* ---- the mounts ----------------------------------------------------------------------- */
+
+/* Something is mounted on the volume's mnt (its device differs from its directory's). */
+static bool mounted(const volume *v)
+{
+    struct stat m, d;
+    return stat(v->mnt, &m) == 0 && stat(v->dir, &d) == 0 && m.st_dev != d.st_dev;
+}
+
+/* A free loop device bound to the image, its fd open (mount it, then close it). With
+ * LO_FLAGS_AUTOCLEAR the kernel releases the device when its last user goes: the mount, or
+ * this fd when the mount fails. So no loop device outlives the volume's mount. */
+static int attach_loop(const char *image, char *dev, size_t devlen, jerr *e)
+{
+    int img = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (img < 0)
+        return jerr_sys(e, "open %s", image);
+    int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+    if (ctl < 0) {
+        close(img);
+        return jerr_sys(e, "open /dev/loop-control (is the loop module loaded?)");
+    }
+    int lfd = -1;
+    /* Another process may take the device LOOP_CTL_GET_FREE named before we configure it
+     * (EBUSY): ask again, a bounded number of times. */
+    for (int attempt = 0; attempt < 16 && lfd < 0; attempt++) {
+        int n = ioctl(ctl, LOOP_CTL_GET_FREE);
+        if (n < 0) {
+            jerr_sys(e, "no free loop device (LOOP_CTL_GET_FREE)");
+            break;
+        }
+        snprintf(dev, devlen, "/dev/loop%d", n);
+        int fd = open(dev, O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            jerr_sys(e, "open %s", dev);
+            break;
+        }
+        struct loop_config cfg = {.fd = (uint32_t)img, .info = {.lo_flags = LO_FLAGS_AUTOCLEAR}};
+        snprintf((char *)cfg.info.lo_file_name, sizeof cfg.info.lo_file_name, "%s", image);
+        if (ioctl(fd, LOOP_CONFIGURE, &cfg) == 0) {
+            lfd = fd;
+            break;
+        }
+        int err = errno;
+        close(fd);
+        if (err != EBUSY) {
+            errno = err;
+            jerr_sys(e, "bind %s to %s (LOOP_CONFIGURE, Linux 5.8 or later)", image, dev);
+            break;
+        }
+        jerr_set(e, EBUSY, "every free loop device was taken by another process first");
+    }
+    close(ctl);
+    close(img);
+    return lfd;
+}
+
+static int mount_image(volume *v, jerr *e)
+{
+    char image[760], dev[32];
+    snprintf(image, sizeof image, "%s/image", v->dir);
+    int lfd = attach_loop(image, dev, sizeof dev, e);
+    if (lfd < 0)
+        return -1;
+    int rc = mount(dev, v->mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "errors=remount-ro");
+    if (rc < 0)
+        jerr_sys(e, "mount %s (%s) on %s", image, dev, v->mnt);
+    close(lfd); /* the mount holds the device now; after a failure, this releases it */
+    if (rc == 0)
+        log_info("volume %s: %s mounted on %s through %s", v->name, image, v->mnt, dev);
+    return rc;
+}
+
+static int mount_tmpfs(volume *v, jerr *e)
+{
+    /* inodes bounded like ext4's (one per 16 KB): their kernel memory is not in size= */
+    uint64_t inodes = (v->size_mb << 20) / 16384;
+    char opts[160];
+    snprintf(opts, sizeof opts, "size=%llum,nr_inodes=%llu,mode=0777,uid=%u,gid=%u", (unsigned long long)v->size_mb,
+             (unsigned long long)(inodes < 1024 ? 1024 : inodes), (unsigned)v->owner_uid, (unsigned)v->owner_gid);
+    if (mount("joblet-volume", v->mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+        return jerr_sys(e, "mount a tmpfs (%s) on %s", opts, v->mnt);
+    return 0;
+}
+
+/* Unmounts the volume; a mount a process on the host still uses is detached (it and its loop
+ * device go when that process lets go). Checked: nothing is mounted there after. */
+static int unmount(volume *v, jerr *e)
+{
+    for (int i = 0; i < 4 && mounted(v); i++)
+        if (umount2(v->mnt, UMOUNT_NOFOLLOW) < 0) {
+            if (errno != EBUSY || umount2(v->mnt, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+                return jerr_sys(e, "unmount volume %s (%s)", v->name, v->mnt);
+            log_warn("volume %s: %s is busy on the host; detached: it goes when the last process using it lets go",
+                     v->name, v->mnt);
+        }
+    if (mounted(v))
+        return jerr_set(e, EBUSY, "volume %s: %s is still mounted", v->name, v->mnt);
+    return 0;
+}
+
+/* The root directory: owned by the owner, 0777, and a default ACL of rwx for user, group and
+ * other (the header's comment says why), written as the kernel's xattr format
+ * (linux/posix_acl_xattr.h): a version, then {tag, perm, id} entries sorted by tag. */
+static int set_root_access(volume *v, jerr *e)
+{
+    if (chown(v->mnt, v->owner_uid, v->owner_gid) < 0 || chmod(v->mnt, 0777) < 0)
+        return jerr_sys(e, "volume %s: set the owner and mode of its root directory", v->name);
+    struct {
+        uint32_t version;
+        struct {
+            uint16_t tag, perm;
+            uint32_t id;
+        } entry[3];
+    } acl = {2, {{0x01 /* ACL_USER_OBJ */, 7, (uint32_t)-1},
+                 {0x04 /* ACL_GROUP_OBJ */, 7, (uint32_t)-1},
+                 {0x20 /* ACL_OTHER */, 7, (uint32_t)-1}}};
+    if (setxattr(v->mnt, "system.posix_acl_default", &acl, sizeof acl, 0) < 0) {
+        if (errno != EOPNOTSUPP)
+            return jerr_sys(e, "volume %s: set the default ACL of its root directory", v->name);
+        log_warn("volume %s: no POSIX ACLs here; what one job creates follows that job's umask", v->name);
+    }
+    return 0;
+}
+
+/* ---- creating ------------------------------------------------------------------------- */
+
+static void notify(volume_run *r, const jerr *e)
+{
+    for (size_t i = 0; i < r->nwaiters; i++)
+        r->waiters[i].fn(r->waiters[i].arg, e);
+    r->nwaiters = 0;
+}
+
+/* Undoes a creation that failed at any step: nothing of it stays. */
+static void undo(volume *v)
+{
+    jerr ue = {0};
+    if (mounted(v) && unmount(v, &ue) < 0) {
+        log_err("volume %s: %s; its directory %s is left", v->name, ue.msg, v->dir);
+    } else {
+        rm_rf(v->dir);
+    }
+    drop(v);
+}
+
+/* The steps after the image is formatted (or, for memory, the only ones): mounted, its root
+ * directory's access, its row. */
+static int finish(volume *v, jerr *e)
+{
+    if ((v->type == VOLUME_FILESYSTEM ? mount_image(v, e) : mount_tmpfs(v, e)) < 0 || set_root_access(v, e) < 0)
+        return -1;
+    char log_path[760];
+    snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
+    unlink(log_path);
+    db_volume row = {v->name, kinds[v->type].name, (int64_t)v->size_mb, v->owner_uid, v->owner_gid, v->created_ms};
+    if (db_volume_insert(core.db, &row, e) < 0)
+        return -1;
+    v->state = VOLUME_READY;
+    log_info("volume %s created: %s, %llu MB, owner uid %u", v->name, kinds[v->type].name,
+             (unsigned long long)v->size_mb, (unsigned)v->owner_uid);
+    return 0;
+}
+
+static void on_mkfs_exit(watch *w, uint32_t events)
+{
+    volume *v = w->data;
+    volume_run *r = v->run;
+    /* The helper itself may already be reaped by the daemon's SIGCHLD handler (main.c reaps
+     * every child): its report, not its own exit status, tells how mke2fs ended. */
+    siginfo_t si;
+    waitid((idtype_t)P_PIDFD, (id_t)w->fd, &si, WEXITED | WNOHANG);
+    int st = 0;
+    ssize_t n = read(r->status_fd, &st, sizeof st);
+    loop_del(w);
+    close(w->fd);
+    close(r->status_fd);
+    v->run = NULL;
+    ncreating--;
+    jerr e = {0};
+    if (n != (ssize_t)sizeof st || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        char log_path[760];
+        snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
+        char *out = read_file(log_path, NULL);
+        for (char *p = out; p && *p; p++)
+            if (*p == '\n' || *p == '\r' || *p == '\t')
+                *p = ' ';
+        char how[64];
+        if (n != (ssize_t)sizeof st)
+            snprintf(how, sizeof how, "ended without a report (its helper was killed)");
+        else if (WIFEXITED(st))
+            snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(st));
+        else
+            snprintf(how, sizeof how, "was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        jerr_set(&e, EIO, "volume %s: mke2fs %s%s%.300s", v->name, how, out && *out ? ": " : "", out ? out : "");
+        free(out);
+    } else if (finish(v, &e) == 0) {
+        state_commit(); /* the answer that follows must find the volume in the database */
+        notify(r, NULL);
+        free(r);
+        return;
+    }
+    log_err("%s", e.msg);
+    notify(r, &e);
+    free(r);
+    undo(v);
+}
+
+/* mke2fs, run by a helper process the loop watches through its pidfd. The helper forks
+ * mke2fs, waits for it and writes its wait status to a pipe: the daemon reaps every child in
+ * its SIGCHLD handler, so a child's own exit status cannot be relied on. mke2fs's output goes
+ * to mkfs.log, which cannot fill up and block it as a pipe could. */
+static int start_mkfs(volume *v, jerr *e)
+{
+    const char *mke2fs = NULL;
+    for (size_t i = 0; i < ARRAY_LEN(mke2fs_paths) && !mke2fs; i++)
+        if (access(mke2fs_paths[i], X_OK) == 0)
+            mke2fs = mke2fs_paths[i];
+    if (!mke2fs)
+        return refuse(e, 503, "type", "type: filesystem volumes need mke2fs (Debian package e2fsprogs), which this "
+                                      "machine lacks; use --type=memory or ask an admin to install it");
+    char image[760], log_path[760], opts[128];
+    snprintf(image, sizeof image, "%s/image", v->dir);
+    snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
+    /* lazy_*_init: the image is new and sparse, its unwritten blocks read as zeros, so
+     * nothing needs zeroing (mke2fs punches the image and marks the inode tables zeroed: no
+     * background initialisation either). -m 0: no blocks reserved for root; a job never is. */
+    snprintf(opts, sizeof opts, "lazy_itable_init=1,lazy_journal_init=1,root_owner=%u:%u", (unsigned)v->owner_uid,
+             (unsigned)v->owner_gid);
+    const char *argv[] = {mke2fs, "-t", "ext4", "-q", "-F", "-m", "0", "-E", opts, image, NULL};
+    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+    int sp[2];
+    if (pipe2(sp, O_CLOEXEC) < 0)
+        return jerr_sys(e, "pipe");
+    int out = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (out < 0) {
+        close(sp[0]);
+        close(sp[1]);
+        return jerr_sys(e, "create %s", log_path);
+    }
+    int pidfd = -1;
+    struct clone_args ca = {.flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&pidfd, .exit_signal = SIGCHLD};
+    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+    if (pid == 0) {
+        /* the helper: only async-signal-safe calls (the daemon has other threads) */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        pid_t m = in < 0 ? -1 : fork();
+        if (m == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* the helper killed (daemon stopping): mke2fs too */
+            if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+                _exit(126);
+            execve(mke2fs, (char *const *)argv, envp);
+            _exit(127);
+        }
+        int st = 127 << 8;
+        if (m > 0)
+            while (waitpid(m, &st, 0) < 0 && errno == EINTR)
+                ;
+        if (write(sp[1], &st, sizeof st) != (ssize_t)sizeof st)
+            _exit(1);
+        _exit(0);
+    }
+    close(out);
+    close(sp[1]);
+    if (pid < 0) {
+        close(sp[0]);
+        return jerr_sys(e, "start %s", mke2fs);
+    }
+    set_cloexec_nonblock(sp[0]);
+    v->run = xcalloc(1, sizeof *v->run);
+    v->run->pid = pid;
+    v->run->status_fd = sp[0];
+    v->run->w = (watch){pidfd, on_mkfs_exit, v};
+    if (loop_add(&v->run->w) < 0) {
+        int err = errno;
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        close(pidfd);
+        close(sp[0]);
+        free(v->run);
+        v->run = NULL;
+        errno = err;
+        return jerr_sys(e, "watch %s", mke2fs);
+    }
+    ncreating++;
+    log_debug("volume %s: %s %s %s (helper pid %d)", v->name, mke2fs, opts, image, (int)pid);
+    return 0;
+}
+
+/* The machine's bound on one more volume of this size. Filesystem: what the disk under
+ * volumes.dir has free, less what the sparse images already there may still take as they
+ * fill (each is promised its whole size). Memory: half the machine's memory for all memory
+ * volumes together. */
+static int check_room(const volume_req *rq, jerr *e)
+{
+    uint64_t want = rq->size_mb;
+    if (rq->type == VOLUME_MEMORY) {
+        uint64_t taken = 0, bound = core.mem_total_mb / 2;
+        for (size_t i = 0; i < nvols; i++)
+            if (vols[i]->type == VOLUME_MEMORY)
+                taken += vols[i]->size_mb;
+        if (taken + want > bound)
+            return jerr_field(e, "size_mb", "size_mb: %llu MB of memory volumes is more than this machine allows: "
+                                            "half its memory, %llu MB, for all of them, of which %llu MB are taken; "
+                                            "ask for %llu MB or less",
+                              (unsigned long long)want, (unsigned long long)bound, (unsigned long long)taken,
+                              (unsigned long long)(bound > taken ? bound - taken : 0));
+        return 0;
+    }
+    struct statvfs sv;
+    if (statvfs(vdir, &sv) < 0)
+        return jerr_sys(e, "statvfs %s", vdir);
+    uint64_t free_mb = (uint64_t)sv.f_bavail * sv.f_frsize >> 20, promised = 0;
+    for (size_t i = 0; i < nvols; i++) {
+        if (vols[i]->type != VOLUME_FILESYSTEM)
+            continue;
+        char image[760];
+        struct stat st;
+        snprintf(image, sizeof image, "%s/image", vols[i]->dir);
+        uint64_t have = stat(image, &st) == 0 ? (uint64_t)st.st_blocks * 512 >> 20 : 0;
+        promised += vols[i]->size_mb > have ? vols[i]->size_mb - have : 0;
+    }
+    uint64_t room = free_mb > promised ? free_mb - promised : 0;
+    if (want > room)
+        return jerr_field(e, "size_mb", "size_mb: %llu MB is more than the disk under volumes.dir (%s) can promise: "
+                                        "%llu MB free, of which %llu MB are promised to the filesystem volumes there "
+                                        "(sparse images that grow as they fill); ask for %llu MB or less",
+                          (unsigned long long)want, vdir, (unsigned long long)free_mb, (unsigned long long)promised,
+                          (unsigned long long)room);
+    return 0;
+}
+
+/* What the request asks, before anything is made: the name, the size, the bounds. */
+static int check_request(const volume_req *rq, uid_t uid, jerr *e)
+{
+    if (!rq->name || !jobreq_volume_name_ok(rq->name, strlen(rq->name)))
+        return jerr_field(e, "name", "name: '%.80s' is not a volume name; use letters, digits, '.', '_' and '-', "
+                                     "at most 64, not starting with '.'",
+                          rq->name ? rq->name : "");
+    const struct volume_kind *k = &kinds[rq->type];
+    char a[32], b[32], c[32];
+    if (rq->size_mb < k->min_mb || rq->size_mb > k->max_mb)
+        return jerr_field(e, "size_mb", "size_mb: %s is not a size for a %s volume; give from %s to %s (e.g. %s)",
+                          mb_text(rq->size_mb, a, sizeof a), k->name, mb_text(k->min_mb, b, sizeof b),
+                          mb_text(k->max_mb, c, sizeof c), rq->type == VOLUME_MEMORY ? "256MB" : "1GB");
+    if (nvols >= VOLUMES_MAX)
+        return jerr_http(e, 429, "this machine has %d volumes, the most joblet keeps; remove some (rnx volume remove "
+                                 "NAME)", VOLUMES_MAX);
+    uint32_t per_user = core.cfg.volumes_max_per_user;
+    if (uid != 0 && per_user) {
+        uint32_t mine = 0;
+        for (size_t i = 0; i < nvols; i++)
+            mine += vols[i]->owner_uid == uid;
+        if (mine >= per_user)
+            return jerr_http(e, 429, "uid %u owns %u volumes; volumes.max_per_user is %u: remove one first (rnx volume "
+                                     "remove NAME)", (unsigned)uid, mine, per_user);
+    }
+    if (rq->type == VOLUME_FILESYSTEM && ncreating >= CREATING_MAX)
+        return jerr_http(e, 503, "%d volumes are being created already; try again in a moment", CREATING_MAX);
+    return check_room(rq, e);
+}
+
+/* The same volume asked for again: the request is satisfied by what exists, or refused
+ * naming what differs. */
+static int existing(volume *v, const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e)
+{
+    if (v->owner_uid != uid)
+        return refuse(e, 409, "name", "name: volume '%s' exists and belongs to uid %u; choose another name", v->name,
+                         (unsigned)v->owner_uid);
+    if (v->type != rq->type || v->size_mb != rq->size_mb)
+        return refuse(e, 409, "name", "name: volume '%s' exists as a %s volume of %llu MB, not %s of %llu MB; remove it "
+                                      "first (rnx volume remove %s) or choose another name",
+                         v->name, kinds[v->type].name, (unsigned long long)v->size_mb, kinds[rq->type].name,
+                         (unsigned long long)rq->size_mb, v->name);
+    if (v->state == VOLUME_UNAVAILABLE)
+        return jerr_http(e, 409, "volume '%s' exists but is unavailable: %s", v->name, v->why);
+    if (v->state == VOLUME_READY)
+        return VOLUMES_EXISTED;
+    if (!done)
+        return jerr_http(e, 409, "volume '%s' is still being created", v->name);
+    if (v->run->nwaiters >= WAITERS_MAX)
+        return jerr_http(e, 503, "volume '%s' is being created and %d requests wait for it already; try again in a "
+                                 "moment", v->name, WAITERS_MAX);
+    v->run->waiters[v->run->nwaiters].fn = done;
+    v->run->waiters[v->run->nwaiters++].arg = arg;
+    return VOLUMES_PENDING;
+}
+
+int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e)
+{
+    volume *v = find(rq->name);
+    if (v)
+        return existing(v, rq, uid, gid, done, arg, e);
+    if (check_request(rq, uid, e) < 0)
+        return -1;
+    if (rq->type == VOLUME_FILESYSTEM && !done)
+        return jerr_http(e, 500, "volume '%s': a filesystem volume is created in the background, and nothing waits",
+                         rq->name);
+    v = add(rq->name, rq->type, rq->size_mb, uid, gid, now_ms());
+    v->state = VOLUME_CREATING;
+    /* the plan: the directory and its mark, the mount point, then the type's own steps */
+    char mark[760], image[760];
+    snprintf(mark, sizeof mark, "%s/" MARK, v->dir);
+    snprintf(image, sizeof image, "%s/image", v->dir);
+    if (mkdir(v->dir, 0700) < 0) {
+        jerr_sys(e, "create %s", v->dir);
+        drop(v); /* not ours: left as it is */
+        return -1;
+    }
+    int fd = -1;
+    if (write_file_atomic(mark, "", 0, 0600, e) < 0 || mkdir(v->mnt, 0700) < 0)
+        goto failed;
+    if (rq->type == VOLUME_MEMORY) {
+        if (finish(v, e) < 0)
+            goto failed;
+        return VOLUMES_CREATED;
+    }
+    /* sparse: the image takes disk blocks only as the volume fills */
+    fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)(rq->size_mb << 20)) < 0) {
+        jerr_sys(e, "create the image %s", image);
+        goto failed;
+    }
+    close(fd);
+    fd = -1;
+    if (start_mkfs(v, e) < 0)
+        goto failed;
+    v->run->waiters[0].fn = done;
+    v->run->waiters[0].arg = arg;
+    v->run->nwaiters = 1;
+    return VOLUMES_PENDING;
+failed:
+    if (!e->msg[0])
+        jerr_sys(e, "create volume %s in %s", rq->name, v->dir);
+    if (fd >= 0)
+        close(fd);
+    log_err("volume %s: %s", rq->name, e->msg);
+    undo(v);
+    return -1;
+}
+
+/* ---- using and removing -------------------------------------------------------------- */
+
+static bool names(const job *j, const char *name)
+{
+    for (size_t i = 0; i < j->req.nvolumes; i++) {
+        char n[80];
+        bool ro;
+        if (jobreq_volume_parse(j->req.volumes[i], n, sizeof n, &ro) == 0 && !strcmp(n, name))
+            return true;
+    }
+    return false;
+}
+
+size_t volumes_jobs(const char *name, const job **out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        if (job_state_terminal(j->state) || !names(j, name))
+            continue;
+        if (n < max)
+            out[n] = j;
+        n++;
+    }
+    return n;
+}
+
+void volumes_usage(const volume *v, volume_usage *u)
+{
+    *u = (volume_usage){0};
+    if (v->type == VOLUME_FILESYSTEM) {
+        char image[760];
+        struct stat st;
+        snprintf(image, sizeof image, "%s/image", v->dir);
+        if (stat(image, &st) == 0)
+            u->image_bytes = (uint64_t)st.st_blocks * 512;
+    }
+    struct statvfs sv;
+    struct stat ms;
+    if (v->state != VOLUME_READY || !mounted(v) || statvfs(v->mnt, &sv) < 0 || stat(v->mnt, &ms) < 0)
+        return;
+    u->capacity_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+    u->used_bytes = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+    u->available_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+    if (v->type == VOLUME_FILESYSTEM && major(ms.st_dev) == 7 /* LOOP_MAJOR */)
+        snprintf(u->device, sizeof u->device, "/dev/loop%u", minor(ms.st_dev));
+}
+
+/* Forgets a volume whose data is gone or going: its row, its directory. */
+static int destroy(volume *v, jerr *e)
+{
+    if (unmount(v, e) < 0 || db_volume_delete(core.db, v->name, e) < 0)
+        return -1;
+    rm_rf(v->dir);
+    drop(v);
+    return 0;
+}
+
+static void list_jobs(const job *const *js, size_t n, size_t shown, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < shown && o < len; i++)
+        o += (size_t)snprintf(out + o, len - o, "%s%s (%s)", i ? ", " : "", js[i]->id, job_state_name(js[i]->state));
+    if (n > shown && o < len)
+        snprintf(out + o, len - o, " and %zu more", n - shown);
+}
+
+int volumes_remove(const char *name, uid_t uid, gid_t gid, jerr *e)
+{
+    volume *v = find(name);
+    if (!v)
+        return jerr_http(e, 404, "no volume '%.80s' (rnx volume list shows yours)", name);
+    if (!volumes_allowed(v, uid, gid))
+        return jerr_http(e, 403, "volume '%s' belongs to uid %u; only its owner, root and admins (server.admin_group) "
+                                 "may remove it", name, (unsigned)v->owner_uid);
+    if (v->state == VOLUME_CREATING)
+        return jerr_http(e, 409, "volume '%s' is being created; remove it once rnx volume create has returned", name);
+    const job *js[4];
+    size_t n = volumes_jobs(name, js, ARRAY_LEN(js));
+    if (n) {
+        char list[400];
+        list_jobs(js, n, n < ARRAY_LEN(js) ? n : ARRAY_LEN(js), list, sizeof list);
+        return jerr_http(e, 409, "volume '%s' is in use by %zu job%s not yet ended: %s; stop them (rnx job stop ID) "
+                                 "or wait for them to end, then remove it",
+                         name, n, n == 1 ? "" : "s", list);
+    }
+    char what[300];
+    snprintf(what, sizeof what, "volume %s (%s, %llu MB, owner uid %u) removed by uid %u", v->name,
+             kinds[v->type].name, (unsigned long long)v->size_mb, (unsigned)v->owner_uid, (unsigned)uid);
+    if (destroy(v, e) < 0)
+        return -1;
+    log_info("%s", what);
+    return 0;
+}
 
 int volumes_check(const job_req *req, uid_t owner, gid_t gid, jerr *e)
 {
@@ -7,8 +723,170 @@ int volumes_check(const job_req *req, uid_t owner, gid_t gid, jerr *e)
         char name[80];
         bool ro;
         if (jobreq_volume_parse(req->volumes[i], name, sizeof name, &ro) < 0)
-            return jerr_field(e, "volumes", "volumes: '%.80s' is not a volume name", req->volumes[i]);
-        return jerr_field(e, "volumes", "volumes: no volume '%s' on this machine (rnx volume list)", name);
+            return jerr_field(e, "volumes", "volumes: '%.80s' is not a volume name; give NAME or NAME:ro",
+                              req->volumes[i]);
+        const volume *v = find(name);
+        if (!v)
+            return jerr_field(e, "volumes", "volumes: no volume '%s' on this machine; create it (rnx volume create %s "
+                                            "--size=1GB) or use one of yours (rnx volume list)",
+                              name, name);
+        if (!volumes_allowed(v, owner, gid))
+            return refuse(e, 403, "volumes", "volumes: volume '%s' belongs to uid %u; only its owner, root and admins "
+                                     "(server.admin_group) may use it (rnx volume list shows yours)",
+                             name, (unsigned)v->owner_uid);
+        if (v->state == VOLUME_CREATING)
+            return refuse(e, 409, "volumes", "volumes: volume '%s' is still being created; submit once rnx volume create has "
+                                     "returned", name);
+        if (v->state == VOLUME_UNAVAILABLE)
+            return refuse(e, 409, "volumes", "volumes: volume '%s' is unavailable: %s", name, v->why);
     }
     return 0;
+}
+
+int volumes_spec_mounts(const job *j, spec_mount **mounts, size_t *n, jerr *e)
+{
+    for (size_t i = 0; i < j->req.nvolumes; i++) {
+        char name[80], dst[100];
+        bool ro;
+        if (jobreq_volume_parse(j->req.volumes[i], name, sizeof name, &ro) < 0)
+            return jerr_field(e, "volumes", "volumes: '%.80s' is not a volume name", j->req.volumes[i]);
+        volume *v = find(name);
+        /* checked at submission; since then it may have failed to mount at a start */
+        if (!v || v->state != VOLUME_READY || !mounted(v))
+            return jerr_set(e, ENOENT, "volume '%s' is %s", name,
+                            !v ? "gone" : v->state == VOLUME_UNAVAILABLE ? v->why : "not mounted");
+        snprintf(dst, sizeof dst, "/volumes/%s", name);
+        *mounts = xrealloc(*mounts, (*n + 1) * sizeof **mounts);
+        (*mounts)[(*n)++] = (spec_mount){xstrdup(v->mnt), xstrdup(dst), !ro};
+    }
+    return 0;
+}
+
+void volumes_release(const job *j)
+{
+    for (size_t i = 0; i < j->req.nvolumes; i++) {
+        char name[80];
+        bool ro;
+        volume *v;
+        if (jobreq_volume_parse(j->req.volumes[i], name, sizeof name, &ro) < 0 || !(v = find(name)) ||
+            v->type != VOLUME_MEMORY || v->state != VOLUME_READY || volumes_jobs(name, NULL, 0))
+            continue;
+        jerr e = {0};
+        if (destroy(v, &e) < 0)
+            log_err("memory volume %s: its last job ended, but: %s", name, e.msg);
+        else
+            log_info("memory volume %s removed: the last job using it (%s) ended", name, j->id);
+    }
+}
+
+/* ---- at start ------------------------------------------------------------------------ */
+
+static void load_one(const db_volume *row, void *arg)
+{
+    enum volume_type t;
+    if (volumes_type_parse(row->type, &t) < 0 || !jobreq_volume_name_ok(row->name, strlen(row->name))) {
+        log_err("volume '%s': stored with type '%s', which this joblet does not know; ignored", row->name, row->type);
+        return;
+    }
+    volume *v = add(row->name, t, (uint64_t)row->size_mb, (uid_t)row->owner_uid, (gid_t)row->owner_gid,
+                    row->created_ms);
+    v->state = VOLUME_READY;
+}
+
+/* A volume the database holds, mounted again if it is not; see volumes_init. */
+static void bring_up(volume *v)
+{
+    if (mounted(v))
+        return;
+    jerr e = {0};
+    if (v->type == VOLUME_MEMORY) {
+        if (destroy(v, &e) < 0)
+            log_err("memory volume %s: its tmpfs is gone (a reboot): %s", v->name, e.msg);
+        else
+            log_info("memory volume %s: its tmpfs went with a reboot; forgotten", v->name);
+        return;
+    }
+    struct stat st;
+    char image[760];
+    snprintf(image, sizeof image, "%s/image", v->dir);
+    if (stat(image, &st) < 0)
+        jerr_sys(&e, "its image %s", image);
+    else
+        mount_image(v, &e);
+    if (e.msg[0]) {
+        v->state = VOLUME_UNAVAILABLE;
+        snprintf(v->why, sizeof v->why, "%s", e.msg);
+        log_err("volume %s is unavailable: %s", v->name, e.msg);
+    }
+}
+
+/* Directories of joblet's (marked) that no volume owns: a creation a crash cut short. */
+static void sweep(void)
+{
+    DIR *d = opendir(vdir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.' || find(de->d_name) || !jobreq_volume_name_ok(de->d_name, strlen(de->d_name)))
+            continue;
+        volume tmp = {0};
+        snprintf(tmp.name, sizeof tmp.name, "%s", de->d_name);
+        snprintf(tmp.dir, sizeof tmp.dir, "%s/%s", vdir, de->d_name);
+        snprintf(tmp.mnt, sizeof tmp.mnt, "%s/mnt", tmp.dir);
+        char mark[760];
+        snprintf(mark, sizeof mark, "%s/" MARK, tmp.dir);
+        if (access(mark, F_OK) < 0)
+            continue;
+        jerr e = {0};
+        if (unmount(&tmp, &e) < 0) {
+            log_err("%s; left as it is", e.msg);
+            continue;
+        }
+        rm_rf(tmp.dir);
+        log_info("volume %s: removed what a creation cut short left in %s", tmp.name, tmp.dir);
+    }
+    closedir(d);
+}
+
+int volumes_init(jerr *e)
+{
+    if (core.cfg.volumes_dir[0])
+        snprintf(vdir, sizeof vdir, "%s", core.cfg.volumes_dir);
+    else
+        snprintf(vdir, sizeof vdir, "%s/volumes", core.cfg.state_dir);
+    if (mkdir_p(vdir, 0700, e) < 0)
+        return -1;
+    if (chmod(vdir, 0700) < 0)
+        return jerr_sys(e, "chmod 0700 %s (volumes.dir)", vdir);
+    if (db_volume_load(core.db, load_one, NULL, e) < 0)
+        return -1;
+    for (size_t i = nvols; i-- > 0;)
+        bring_up(vols[i]);
+    sweep();
+    state_commit();
+    if (nvols)
+        log_info("%zu volumes in %s", nvols, vdir);
+    return 0;
+}
+
+void volumes_shutdown(void)
+{
+    for (size_t i = 0; i < nvols; i++) {
+        volume *v = vols[i];
+        if (!v->run)
+            continue;
+        syscall(SYS_pidfd_send_signal, v->run->w.fd, SIGKILL, NULL, 0);
+        loop_del(&v->run->w);
+        close(v->run->w.fd);
+        close(v->run->status_fd);
+        free(v->run);
+        v->run = NULL;
+        log_info("volume %s: creation cut short by the daemon's stop; the next start removes what is left", v->name);
+    }
+    for (size_t i = 0; i < nvols; i++)
+        free(vols[i]);
+    free(vols);
+    vols = NULL;
+    nvols = 0;
 }

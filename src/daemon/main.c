@@ -31,6 +31,7 @@
 #include "../core/runtimes.h"
 #include "../core/settle.h"
 #include "../core/state.h"
+#include "../core/volumes.h"
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
 #include "../api/metrics_http.h"
@@ -294,6 +295,10 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
+    if (volumes_init(&e) < 0) {
+        log_err("%s", e.msg);
+        return 1;
+    }
     if (gpus_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;
@@ -323,6 +328,7 @@ int main(int argc, char **argv)
             logstream_detach(core.jobs[i]);
     http_run();
     http_stop();
+    volumes_shutdown();
     launch_shutdown();
     db_close(core.db);
     for (size_t i = 0; i < core.njobs; i++)

@@ -48,6 +48,9 @@ static const char *const migrations[] = {
     "  gpu INTEGER, gpu_uuid TEXT, job TEXT, duration_ms INTEGER, memory_mb INTEGER, detail TEXT);"
     "CREATE INDEX audit_ts ON audit(ts_ms);"
     "CREATE TABLE gpu_admin (uuid TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT, since_ms INTEGER);",
+    /* 6: volumes (docs/volumes.md): what each is; the image or tmpfs itself is on disk */
+    "CREATE TABLE volumes (name TEXT PRIMARY KEY, type TEXT NOT NULL, size_mb INTEGER NOT NULL,"
+    "  owner_uid INTEGER NOT NULL, owner_gid INTEGER NOT NULL, created_ms INTEGER NOT NULL);",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -588,4 +591,56 @@ int db_gpu_admin_load(db *d, void (*fn)(const char *uuid, const char *state, con
            (const char *)sqlite3_column_text(st, 2), arg);
     sqlite3_finalize(st);
     return 0;
+}
+
+int db_volume_insert(db *d, const db_volume *v, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h,
+                           "INSERT INTO volumes (name, type, size_mb, owner_uid, owner_gid, created_ms)"
+                           " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    bind_text(st, 1, v->name);
+    bind_text(st, 2, v->type);
+    sqlite3_bind_int64(st, 3, v->size_mb);
+    sqlite3_bind_int64(st, 4, v->owner_uid);
+    sqlite3_bind_int64(st, 5, v->owner_gid);
+    sqlite3_bind_int64(st, 6, v->created_ms);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: volumes: %s", sqlite3_errmsg(d->h));
+}
+
+int db_volume_delete(db *d, const char *name, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "DELETE FROM volumes WHERE name = ?1", -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    bind_text(st, 1, name);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: volumes: %s", sqlite3_errmsg(d->h));
+}
+
+int db_volume_load(db *d, void (*fn)(const db_volume *v, void *arg), void *arg, jerr *e)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h,
+                           "SELECT name, type, size_mb, owner_uid, owner_gid, created_ms FROM volumes ORDER BY name",
+                           -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0), *type = (const char *)sqlite3_column_text(st, 1);
+        db_volume v = {name ? name : "", type ? type : "", sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+                       sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5)};
+        fn(&v, arg);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: volumes: %s", sqlite3_errmsg(d->h));
 }

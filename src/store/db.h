@@ -39,6 +39,18 @@ json_t *db_audit_query(db *d, int64_t uid, int gpu, int64_t since_ms, int64_t un
 /* An admin's GPU state by UUID (state NULL: none); loaded at start. */
 int db_gpu_admin_set(db *d, const char *uuid, const char *state, const char *reason, jerr *e);
 int db_gpu_admin_load(db *d, void (*fn)(const char *uuid, const char *state, const char *reason, void *arg), void *arg);
+/* A volume's row (core/volumes.c keeps the volumes; this is only what outlives a restart). */
+typedef struct db_volume {
+    const char *name;
+    const char *type;        /* "filesystem" or "memory" */
+    int64_t size_mb;
+    int64_t owner_uid, owner_gid;
+    int64_t created_ms;
+} db_volume;
+int db_volume_insert(db *d, const db_volume *v, jerr *e);
+int db_volume_delete(db *d, const char *name, jerr *e);
+/* Calls fn for every volume, by name; v's strings live only during the call. */
+int db_volume_load(db *d, void (*fn)(const db_volume *v, void *arg), void *arg, jerr *e);
 /* Commits what this turn of the event loop wrote (see db.c). */
 int db_flush(db *d, jerr *e);
 int db_schema_version(db *d);

@@ -1,0 +1,93 @@
+/* Parked requests (park.h). libmicrohttpd calls a suspended connection's handler again once it
+ * is resumed, with the body it had: the route simply runs again and finds the work done. */
+#include "park.h"
+
+#include <stdlib.h>
+
+#include "../common/util.h"
+
+/* A bound, so that waiting clients cannot pile up. */
+#define PARK_MAX 64
+
+static park_slot *parked; /* holding a ticket */
+static size_t nparked;
+static uint64_t next_ticket = 1;
+
+static void unlink_slot(park_slot *s)
+{
+    for (park_slot **p = &parked; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            nparked--;
+            break;
+        }
+    s->ticket = 0;
+    s->next = NULL;
+}
+
+uint64_t park_ticket(request *r)
+{
+    park_slot *s = r->park;
+    if (!s || s->ticket || nparked >= PARK_MAX)
+        return 0;
+    s->ticket = next_ticket++;
+    s->conn = r->conn;
+    s->next = parked;
+    parked = s;
+    nparked++;
+    return s->ticket;
+}
+
+void park_wait(request *r)
+{
+    r->park->suspended = true;
+    MHD_suspend_connection(r->conn);
+}
+
+void park_wake(uint64_t ticket, const jerr *e)
+{
+    park_slot *s = parked;
+    while (s && s->ticket != ticket)
+        s = s->next;
+    if (!s || !s->suspended)
+        return;
+    unlink_slot(s);
+    s->suspended = false;
+    s->resumed = true;
+    if (e) {
+        s->error = xmalloc(sizeof *s->error);
+        *s->error = *e;
+    }
+    MHD_resume_connection(s->conn);
+}
+
+bool park_resumed(park_slot *s, const jerr **error)
+{
+    bool r = s->resumed;
+    s->resumed = false;
+    *error = r ? s->error : NULL;
+    return r;
+}
+
+void park_lapse(park_slot *s)
+{
+    if (s->ticket && !s->suspended)
+        unlink_slot(s);
+}
+
+void park_forget(park_slot *s)
+{
+    if (s->ticket)
+        unlink_slot(s);
+    free(s->error);
+    s->error = NULL;
+}
+
+void park_wake_all(const jerr *e)
+{
+    for (park_slot *s = parked, *next; s; s = next) {
+        next = s->next;
+        if (s->suspended)
+            park_wake(s->ticket, e);
+    }
+}

@@ -1,0 +1,41 @@
+/* Parked requests (park.c): a route that must wait for work the loop finishes later (a volume
+ * being formatted) suspends its connection instead of answering, and runs again when that work
+ * is done. */
+#ifndef JOBLET_PARK_H
+#define JOBLET_PARK_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "http.h"
+
+/* Each connection's place, inside http.c's state of it (zeroed with it). */
+typedef struct park_slot {
+    uint64_t ticket;           /* 0: not parked */
+    struct MHD_Connection *conn;
+    bool suspended, resumed;
+    jerr *error;               /* the wait failed: this is the answer */
+    struct park_slot *next;
+} park_slot;
+
+/* For a route: take a ticket first (0 when too many requests wait already: answer 503), hand
+ * it to the work, then either answer at once as usual (the ticket lapses) or call park_wait
+ * and return MHD_YES: the connection is suspended with nothing answered. park_wake(ticket,
+ * NULL) resumes it and the route runs again from the start, with the same body and
+ * r->resumed set; park_wake(ticket, e) answers e instead. A ticket that lapsed, or whose client
+ * went away, is ignored. */
+uint64_t park_ticket(request *r);
+void park_wait(request *r);
+void park_wake(uint64_t ticket, const jerr *e);
+
+/* For http.c: whether the connection comes back from a wait (and the error that is then its
+ * answer), once; after the route ran, a ticket it did not wait on lapses; the connection is
+ * done; the server stops (every suspended connection is resumed with e). */
+bool park_resumed(park_slot *s, const jerr **error);
+void park_lapse(park_slot *s);
+void park_forget(park_slot *s);
+void park_wake_all(const jerr *e);
+
+#endif

@@ -1,0 +1,135 @@
+/* /v1/volumes: create (POST), list (GET), show (GET /v1/volumes/NAME), remove (DELETE
+ * /v1/volumes/NAME). The request body is typed and the answers are made here, at the API's
+ * edge; core/volumes.c sees neither. A creation that formats an image parks the request
+ * (park.h) until the volume is ready, so `rnx volume create` returns a usable volume. */
+#include "routes_volume.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "../common/jsonx.h"
+#include "../common/util.h"
+#include "../core/volumes.h"
+#include "park.h"
+#include "reply.h"
+
+/* A volume as the API shows it (docs/api.md). */
+static json_t *volume_json(const volume *v)
+{
+    volume_usage u;
+    volumes_usage(v, &u);
+    const job *js[64];
+    size_t n = volumes_jobs(v->name, js, ARRAY_LEN(js));
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < n && i < ARRAY_LEN(js); i++)
+        json_array_append_new(jobs, json_string(js[i]->id));
+    char path[100];
+    snprintf(path, sizeof path, "/volumes/%s", v->name);
+    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:s,s:o,s:I}", "name", v->name, "type",
+                          volumes_type_name(v->type), "size_mb", (json_int_t)v->size_mb, "owner_uid",
+                          (json_int_t)v->owner_uid, "owner_gid", (json_int_t)v->owner_gid, "state",
+                          volumes_state_name(v->state), "lifetime", volumes_type_note(v->type), "mounted_at", path,
+                          "jobs", jobs, "jobs_count", (json_int_t)n);
+    jx_set_time_or_null(o, "created_at", v->created_ms);
+    if (v->state == VOLUME_UNAVAILABLE)
+        json_object_set_new(o, "error", json_string(v->why));
+    if (v->state == VOLUME_READY) {
+        json_object_set_new(o, "capacity_bytes", json_integer((json_int_t)u.capacity_bytes));
+        json_object_set_new(o, "used_bytes", json_integer((json_int_t)u.used_bytes));
+        json_object_set_new(o, "available_bytes", json_integer((json_int_t)u.available_bytes));
+    }
+    if (v->type == VOLUME_FILESYSTEM) {
+        json_object_set_new(o, "image_bytes", json_integer((json_int_t)u.image_bytes));
+        jx_set_str_or_null(o, "device", u.device[0] ? u.device : NULL);
+    }
+    return o;
+}
+
+static void on_created(void *arg, const jerr *e) { park_wake((uint64_t)(uintptr_t)arg, e); }
+
+/* POST /v1/volumes {"name", "size_mb", "type"} */
+static enum MHD_Result create(request *r)
+{
+    jerr e = {0};
+    static const char *const keys[] = {"name", "size_mb", "type", NULL};
+    json_error_t je;
+    json_t *body = r->body ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (!body || !json_is_object(body)) {
+        jerr_field(&e, NULL, "the request body must be a JSON object {\"name\", \"size_mb\", \"type\"}%s%s",
+                   body ? "" : ": ", body ? "" : r->body ? je.text : "empty body");
+        json_decref(body);
+        return http_reply_error(r->conn, &e);
+    }
+    const char *name = NULL, *type = "filesystem";
+    uint64_t size_mb = 0;
+    volume_req rq = {0};
+    int rc = -1;
+    if (jx_only_keys(body, keys, "a volume", &e) < 0 || jx_str(body, "name", &name, &e) < 0 ||
+        jx_str(body, "type", &type, &e) < 0 || jx_u64(body, "size_mb", 1, UINT64_MAX >> 20, &size_mb, &e) < 0)
+        goto out;
+    if (!name) {
+        jerr_field(&e, "name", "name: a volume needs a name (letters, digits, '.', '_', '-')");
+        goto out;
+    }
+    if (!size_mb) {
+        jerr_field(&e, "size_mb", "size_mb: a volume needs a size in MB, e.g. 1024 (rnx volume create --size=1GB)");
+        goto out;
+    }
+    if (volumes_type_parse(type, &rq.type) < 0) {
+        jerr_field(&e, "type", "type: '%.40s' is not a volume type; use filesystem (an ext4 image on disk, kept until "
+                               "removed) or memory (a tmpfs, gone when its last job ends)", type);
+        goto out;
+    }
+    rq.name = name;
+    rq.size_mb = size_mb;
+    uint64_t ticket = r->resumed ? 0 : park_ticket(r);
+    if (!r->resumed && !ticket) {
+        jerr_http(&e, 503, "too many requests are waiting for joblet already; try again in a moment");
+        goto out;
+    }
+    rc = volumes_create(&rq, r->uid, r->gid, ticket ? on_created : NULL, (void *)(uintptr_t)ticket, &e);
+    if (rc == VOLUMES_PENDING) {
+        json_decref(body);
+        park_wait(r);
+        return MHD_YES;
+    }
+out:;
+    const volume *v = rc >= 0 ? volumes_find(name) : NULL;
+    json_t *o = v ? volume_json(v) : NULL;
+    bool made = rc == VOLUMES_CREATED || (rc == VOLUMES_EXISTED && r->resumed);
+    json_decref(body);
+    if (!o)
+        return http_reply_error(r->conn, &e);
+    json_object_set_new(o, "created", json_boolean(made));
+    return http_reply_json(r->conn, made ? 201 : 200, o);
+}
+
+enum MHD_Result routes_volume(request *r, const char *name)
+{
+    jerr e = {0};
+    bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
+    if (!name && post)
+        return create(r);
+    if (!name && get) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < volumes_count(); i++)
+            if (volumes_allowed(volumes_at(i), r->uid, r->gid))
+                json_array_append_new(arr, volume_json(volumes_at(i)));
+        return http_reply_json(r->conn, 200, json_pack("{s:o}", "volumes", arr));
+    }
+    if (name && (get || del)) {
+        const volume *v = volumes_find(name);
+        if (v && !volumes_allowed(v, r->uid, r->gid) && get)
+            jerr_http(&e, 403, "volume '%.80s' belongs to uid %u; only its owner, root and admins may see it", name,
+                      (unsigned)v->owner_uid);
+        else if (!v && get)
+            jerr_http(&e, 404, "no volume '%.80s' (rnx volume list shows yours)", name);
+        else if (get)
+            return http_reply_json(r->conn, 200, volume_json(v));
+        else if (volumes_remove(name, r->uid, r->gid, &e) == 0)
+            return http_reply_json(r->conn, 200, json_pack("{s:s}", "removed", name));
+        return http_reply_error(r->conn, &e);
+    }
+    jerr_http(&e, 404, "no route %s %s; see docs/api.md", r->method, r->path);
+    return http_reply_error(r->conn, &e);
+}
