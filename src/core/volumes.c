@@ -60,7 +60,7 @@ static const struct volume_kind {
      * (the image) is 16 TB with 4 KB blocks: 15 TB keeps clear of it. */
     [VOLUME_FILESYSTEM] = {"filesystem", 16, 15ull << 20, "kept until removed; survives restarts and reboots"},
     /* a tmpfs: its pages are memory, charged to the job that writes them */
-    [VOLUME_MEMORY] = {"memory", 1, 1ull << 30, "memory: gone when the last job using it ends, and on reboot"},
+    [VOLUME_MEMORY] = {"memory", 1, 1ull << 20, "memory: gone when the last job using it ends, and on reboot"},
 };
 
 static const char *const state_names[] = {"creating", "ready", "unavailable"};
@@ -476,17 +476,17 @@ static int start_mkfs(volume *v, jerr *e)
 static int check_room(const volume_req *rq, jerr *e)
 {
     uint64_t want = rq->size_mb;
+    char a[32], b[32], c[32], d[32];
     if (rq->type == VOLUME_MEMORY) {
         uint64_t taken = 0, bound = core.mem_total_mb / 2;
         for (size_t i = 0; i < nvols; i++)
             if (vols[i]->type == VOLUME_MEMORY)
                 taken += vols[i]->size_mb;
         if (taken + want > bound)
-            return jerr_field(e, "size_mb", "size_mb: %llu MB of memory volumes is more than this machine allows: "
-                                            "half its memory, %llu MB, for all of them, of which %llu MB are taken; "
-                                            "ask for %llu MB or less",
-                              (unsigned long long)want, (unsigned long long)bound, (unsigned long long)taken,
-                              (unsigned long long)(bound > taken ? bound - taken : 0));
+            return jerr_field(e, "size_mb", "size_mb: %s of memory volumes is more than this machine allows: half its "
+                                            "memory, %s, for all of them, of which %s are taken; ask for %s or less",
+                              mb_text(want, a, sizeof a), mb_text(bound, b, sizeof b), mb_text(taken, c, sizeof c),
+                              mb_text(bound > taken ? bound - taken : 0, d, sizeof d));
         return 0;
     }
     struct statvfs sv;
@@ -504,11 +504,11 @@ static int check_room(const volume_req *rq, jerr *e)
     }
     uint64_t room = free_mb > promised ? free_mb - promised : 0;
     if (want > room)
-        return jerr_field(e, "size_mb", "size_mb: %llu MB is more than the disk under volumes.dir (%s) can promise: "
-                                        "%llu MB free, of which %llu MB are promised to the filesystem volumes there "
-                                        "(sparse images that grow as they fill); ask for %llu MB or less",
-                          (unsigned long long)want, vdir, (unsigned long long)free_mb, (unsigned long long)promised,
-                          (unsigned long long)room);
+        return jerr_field(e, "size_mb", "size_mb: %s is more than the disk under volumes.dir (%s) can promise: %s free, "
+                                        "of which %s are promised to the filesystem volumes there (sparse images that "
+                                        "grow as they fill); ask for %s or less",
+                          mb_text(want, a, sizeof a), vdir, mb_text(free_mb, b, sizeof b),
+                          mb_text(promised, c, sizeof c), mb_text(room, d, sizeof d));
     return 0;
 }
 
@@ -800,10 +800,12 @@ static void bring_up(volume *v)
         return;
     jerr e = {0};
     if (v->type == VOLUME_MEMORY) {
-        if (destroy(v, &e) < 0)
-            log_err("memory volume %s: its tmpfs is gone (a reboot): %s", v->name, e.msg);
+        char name[sizeof v->name];
+        snprintf(name, sizeof name, "%s", v->name);
+        if (destroy(v, &e) < 0) /* v is gone when it succeeds */
+            log_err("memory volume %s: its tmpfs is gone (a reboot): %s", name, e.msg);
         else
-            log_info("memory volume %s: its tmpfs went with a reboot; forgotten", v->name);
+            log_info("memory volume %s: its tmpfs went with a reboot; forgotten", name);
         return;
     }
     struct stat st;

@@ -4,6 +4,7 @@ JOBLET_BUILD names the build directory (default: ./build). Each daemon gets a sc
 state directory and socket under /tmp, its own cgroup root, and is torn down with every job
 it started; a sanitizer report in its log fails the test that owned it.
 """
+import glob
 import http.client
 import json
 import os
@@ -211,10 +212,36 @@ class Daemon:
                     os.rmdir(path)
                 except OSError:
                     pass
+        release_mounts(self.dir)
         log = self.log()
         shutil.rmtree(self.dir, ignore_errors=True)
         for mark in SANITIZER_MARKS:
             assert mark not in log, f"sanitizer report in joblet's log:\n{log}"
+
+
+def _unescape(path):
+    """A mountinfo path: spaces and the like come as octal escapes (\\040)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+def release_mounts(root):
+    """Volumes (docs/volumes.md) stay mounted when joblet stops, as they must: unmount what lies
+    under root, deepest first (rmtree must never walk into a mounted volume), and detach any loop
+    device whose image lies under root (autoclear releases them with the unmount; this catches
+    the rest)."""
+    root = os.path.realpath(root)
+    with open("/proc/self/mountinfo") as f:
+        points = [_unescape(line.split()[4]) for line in f]
+    for mp in sorted((p for p in points if p == root or p.startswith(root + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mp], check=False, capture_output=True)
+    for bf in glob.glob("/sys/block/loop*/loop/backing_file"):
+        try:
+            with open(bf) as f:
+                backing = f.read().strip()
+        except OSError:
+            continue
+        if backing.startswith(root + "/"):
+            subprocess.run(["losetup", "-d", "/dev/" + bf.split("/")[3]], check=False, capture_output=True)
 
 
 @pytest.fixture(scope="module")
