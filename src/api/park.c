@@ -61,6 +61,8 @@ void park_wake(uint64_t ticket, const jerr *e)
     MHD_resume_connection(s->conn);
 }
 
+void park_wake_fn(void *arg, const jerr *e) { park_wake((uint64_t)(uintptr_t)arg, e); }
+
 bool park_resumed(park_slot *s, const jerr **error)
 {
     bool r = s->resumed;

@@ -29,6 +29,8 @@ typedef struct park_slot {
 uint64_t park_ticket(request *r);
 void park_wait(request *r);
 void park_wake(uint64_t ticket, const jerr *e);
+/* park_wake as a callback of the work (core/volumes.h's volumes_done_fn): arg is the ticket. */
+void park_wake_fn(void *arg, const jerr *e);
 
 /* For http.c: whether the connection comes back from a wait (and the error that is then its
  * answer), once; after the route ran, a ticket it did not wait on lapses; the connection is

@@ -28,6 +28,7 @@
 #include "../core/workflow_json.h"
 #include "http.h"
 #include "metrics_http.h"
+#include "park.h"
 #include "reply.h"
 #include "routes_volume.h"
 
@@ -198,7 +199,24 @@ static enum MHD_Result workflows(request *r, const char *rest)
                 return http_reply_error(r->conn, &e);
             return http_reply_json(r->conn, 200, json_pack("{s:b,s:I}", "valid", 1, "jobs", (json_int_t)n));
         }
+        /* checked whole first; then the volumes it creates, which may take a while (the
+         * request is parked and this route runs again once one is ready); then submitted, or
+         * its uploads awaited */
         int parsed = workflow_json_parse(body, &wb, &e);
+        if (parsed == 0 && wb.nvolumes && (parsed = workflow_check(&wb, r->uid, r->gid, &e)) == 0) {
+            uint64_t ticket = park_ticket(r);
+            parsed = workflow_volumes(&wb, r->uid, r->gid, ticket ? park_wake_fn : NULL, (void *)(uintptr_t)ticket, &e);
+            if (parsed == VOLUMES_PENDING) {
+                workflow_body_free(&wb);
+                json_decref(body);
+                if (ticket) {
+                    park_wait(r);
+                    return MHD_YES;
+                }
+                jerr_http(&e, 503, "too many requests are waiting for joblet already; try again in a moment");
+                return http_reply_error(r->conn, &e);
+            }
+        }
         if (parsed == 0 && incoming_workflow_streamed(&wb)) {
             /* as a job's: checked now, created once the files have come */
             incoming *in = incoming_open_workflow(&wb, r->uid, r->gid, &e);

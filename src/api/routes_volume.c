@@ -45,8 +45,6 @@ static json_t *volume_json(const volume *v)
     return o;
 }
 
-static void on_created(void *arg, const jerr *e) { park_wake((uint64_t)(uintptr_t)arg, e); }
-
 /* POST /v1/volumes {"name", "size_mb", "type"} */
 static enum MHD_Result create(request *r)
 {
@@ -87,7 +85,7 @@ static enum MHD_Result create(request *r)
         jerr_http(&e, 503, "too many requests are waiting for joblet already; try again in a moment");
         goto out;
     }
-    rc = volumes_create(&rq, r->uid, r->gid, ticket ? on_created : NULL, (void *)(uintptr_t)ticket, &e);
+    rc = volumes_create(&rq, r->uid, r->gid, ticket ? park_wake_fn : NULL, (void *)(uintptr_t)ticket, &e);
     if (rc == VOLUMES_PENDING) {
         json_decref(body);
         park_wait(r);

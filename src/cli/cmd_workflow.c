@@ -547,8 +547,9 @@ static int workflow_run(rnx_ctx *ctx, int argc, char **argv)
     }
     free(sets);
     if (posted < 0) {
-        if (e.http == 400) {
-            /* the daemon's own checks (the machine's GPUs, runtimes, ...), shown at the YAML */
+        if (e.http == 400 || (e.field[0] && (e.http == 403 || e.http == 409))) {
+            /* the daemon's own checks (the machine's GPUs, runtimes, volumes: whose, in what
+             * state), shown at the YAML */
             char msg[2048];
             wfp_explain(d, e.field, e.msg, msg, sizeof msg);
             fflush(stdout);
@@ -593,7 +594,7 @@ static int workflow_validate(rnx_ctx *ctx, int argc, char **argv)
     jerr e = {0};
     rc = RNX_OK;
     if (client_request(cl, "POST", "/v1/workflows?dry_run=1", body, &answer, &e) < 0) {
-        if (e.http == 400) {
+        if (e.http == 400 || (e.field[0] && (e.http == 403 || e.http == 409))) {
             char msg[2048];
             wfp_explain(d, e.field, e.msg, msg, sizeof msg);
             fprintf(stderr, "%s\n", msg);

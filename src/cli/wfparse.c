@@ -113,6 +113,7 @@ typedef struct ctx {
     char *dir;                /* its directory as given, "" for the current one */
     wfp_errors *errs;
     const char *job;          /* the job being read, named in messages; NULL outside jobs */
+    struct wfp_doc *doc;
 } ctx;
 
 static void add_msg(wfp_errors *errs, char *msg)
@@ -608,12 +609,22 @@ typedef struct wjob {
     json_t *request;              /* the POST /v1/jobs body */
 } wjob;
 
+/* A volume the workflow creates when it is missing: a volumes: item with a size. */
+typedef struct wvol {
+    char name[65];
+    uint64_t size_mb;
+    const char *type;             /* "filesystem" or "memory" */
+    const ynode *at;              /* the item that asked for it first */
+} wvol;
+
 struct wfp_doc {
     char *path;
     ytree t;
     ynode *name_node, *desc_node, *jobs_node;
     wjob *jobs;
     size_t njobs;
+    wvol *vols;
+    size_t nvols;
     json_t *body;
 };
 
@@ -684,19 +695,136 @@ static int schema_error(ctx *c, const ynode *at, const jerr *e)
     return err_at(c, at, "%s", msg);
 }
 
-/* One field of the request from a single YAML value, read and checked by the schema. */
-static void field_value(ctx *c, wjob *j, const jobreq_field *f, ynode *v)
+/* One field of the request from text the YAML value v gave, read and checked by the schema. */
+static void field_text(ctx *c, wjob *j, const jobreq_field *f, ynode *v, const char *s)
 {
     enum jobreq_id id = (enum jobreq_id)(f - jobreq_fields);
-    const char *s = scalar(c, f->yaml, v);
     jerr e = {0};
-    if (!s)
-        return;
     j->node[id] = v;
     if (jobreq_set_text(&j->req, f, s, time(NULL), &e) < 0)
         schema_error(c, v, &e);
     else if (id == JR_GPU_COUNT && j->req.gpu_all)
         j->node[JR_GPU_ALL] = v;   /* gpu_count: all */
+}
+
+/* One field of the request from a single YAML value, read and checked by the schema. */
+static void field_value(ctx *c, wjob *j, const jobreq_field *f, ynode *v)
+{
+    const char *s = scalar(c, f->yaml, v);
+    if (s)
+        field_text(c, j, f, v, s);
+}
+
+/* ---- volumes ------------------------------------------------------------------------- */
+
+/* The workflow creates volume name (size, type) when it is missing; the same name asked for
+ * twice must be asked alike. */
+static void volume_to_create(ctx *c, const ynode *at, const char *name, uint64_t mb, const char *type)
+{
+    struct wfp_doc *d = c->doc;
+    for (size_t i = 0; i < d->nvols; i++)
+        if (!strcmp(d->vols[i].name, name)) {
+            if (d->vols[i].size_mb != mb || strcmp(d->vols[i].type, type))
+                err_at(c, at, "volumes: volume '%s' is asked for with another size or type at line %d; give it once, "
+                              "or alike", name, d->vols[i].at->line);
+            return;
+        }
+    d->vols = xrealloc(d->vols, (d->nvols + 1) * sizeof *d->vols);
+    wvol *w = &d->vols[d->nvols++];
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->size_mb = mb;
+    w->type = type;
+    w->at = at;
+}
+
+/* {name: scratch, size: 1GB, type: memory, read_only: false}: the volume, created when missing
+ * if a size is given. */
+static void volume_mapping(ctx *c, wjob *j, ynode *m)
+{
+    static const char *const keys[] = {"name", "size", "type", "read_only"};
+    const ynode *at[4] = {0};
+    char w[80];
+    for (size_t i = 0; i + 1 < m->nkids; i += 2) {
+        size_t k = 0;
+        while (k < ARRAY_LEN(keys) && !y_eq(m->kids[i], keys[k]))
+            k++;
+        if (k == ARRAY_LEN(keys)) {
+            err_at(c, m->kids[i], "volumes: unknown key '%s'; a volume item takes name, size, type and read_only",
+                   shown(m->kids[i], w, sizeof w));
+            return;
+        }
+        at[k] = m->kids[i + 1];
+    }
+    const char *name = at[0] ? scalar(c, "volumes: name", at[0]) : NULL;
+    if (!at[0])
+        err_at(c, m, "volumes: an item written as a mapping needs a name: {name: scratch, size: 1GB}");
+    if (!name)
+        return;
+    bool ro = false;
+    if (at[3]) {
+        const char *b = scalar(c, "volumes: read_only", at[3]);
+        if (b && (!strcasecmp(b, "true") || !strcasecmp(b, "yes")))
+            ro = true;
+        else if (b && strcasecmp(b, "false") && strcasecmp(b, "no")) {
+            err_at(c, at[3], "volumes: read_only: must be true or false, not '%s'", shown(at[3], w, sizeof w));
+            return;
+        }
+    }
+    const char *type = "filesystem";
+    if (at[2]) {
+        const char *t = scalar(c, "volumes: type", at[2]);
+        if (!t)
+            return;
+        if (strcmp(t, "filesystem") && strcmp(t, "memory")) {
+            err_at(c, at[2], "volumes: type: '%s' is not a volume type; use filesystem or memory", shown(at[2], w, sizeof w));
+            return;
+        }
+        type = !strcmp(t, "memory") ? "memory" : "filesystem";
+        if (!at[1]) {
+            err_at(c, at[2], "volumes: type: is for a volume the workflow creates; give its size too");
+            return;
+        }
+    }
+    char item[100];
+    snprintf(item, sizeof item, "%s%s", name, ro ? ":ro" : "");
+    if (!strchr(name, ':'))
+        field_text(c, j, jobreq_field_by_yaml("volumes", false), m, item);
+    else
+        err_at(c, at[0], "volumes: name: '%s' is not a volume name", shown(at[0], w, sizeof w));
+    if (at[1]) {
+        const char *sz = scalar(c, "volumes: size", at[1]);
+        uint64_t mb;
+        jerr e = {0};
+        if (sz && parse_size_mb("size", sz, &mb, &e) < 0)
+            err_at(c, at[1], "volumes: %s", e.msg);
+        else if (sz && jobreq_volume_name_ok(name, strlen(name)))
+            volume_to_create(c, m, name, mb, type);
+    }
+}
+
+/* One volumes: item: NAME, NAME:ro, NAME:SIZE (created when missing: data:1GB), or a mapping. */
+static void volume_item(ctx *c, wjob *j, ynode *v)
+{
+    const jobreq_field *f = jobreq_field_by_yaml("volumes", false);
+    if (v->kind == Y_MAP) {
+        volume_mapping(c, j, v);
+        return;
+    }
+    const char *s = v->kind == Y_SCALAR && !y_null(v) ? v->text : NULL;
+    const char *colon = s ? strchr(s, ':') : NULL;
+    if (!colon || !isdigit((unsigned char)colon[1])) {
+        field_value(c, j, f, v);
+        return;
+    }
+    char name[80];
+    uint64_t mb;
+    jerr e = {0};
+    snprintf(name, sizeof name, "%.*s", (int)(colon - s < 79 ? colon - s : 79), s);
+    field_text(c, j, f, v, name);
+    if (parse_size_mb("size", colon + 1, &mb, &e) < 0)
+        err_at(c, v, "volumes: '%s': %s", s, e.msg);
+    else if (jobreq_volume_name_ok(name, strlen(name)))
+        volume_to_create(c, v, name, mb, "filesystem");
 }
 
 /* environment / secret_environment: NAME: value. A name given in both is refused by the
@@ -945,10 +1073,11 @@ static void walk_job(ctx *c, wjob *j)
     if (j->at[YK_RUNTIME])
         field_value(c, j, jobreq_field_by_yaml("runtime", false), j->at[YK_RUNTIME]);
     if (j->at[YK_VOLUMES]) {
-        /* each item through the schema: NAME or NAME:ro, no name twice */
+        /* each item through the schema: NAME or NAME:ro, no name twice; an item with a size is
+         * also a volume the workflow creates when it is missing */
         const ynode *l = list(c, "volumes", j->at[YK_VOLUMES], "[data-lake, images:ro]");
         for (size_t i = 0; l && i < l->nkids; i++)
-            field_value(c, j, jobreq_field_by_yaml("volumes", false), l->kids[i]);
+            volume_item(c, j, l->kids[i]);
     }
     const ynode *res = j->at[YK_RESOURCES] ? mapping(c, "resources", j->at[YK_RESOURCES], "{max_memory: 4GB}") : NULL;
     ynode *given[JR_N] = {0};
@@ -1240,6 +1369,13 @@ static json_t *make_body(const wfp_doc *d, const char *text)
                              "source", d->path, "yaml", kept, "jobs", jobs);
     free(kept);
     free(name);
+    if (d->nvols) {
+        json_t *vols = json_array();
+        for (size_t i = 0; i < d->nvols; i++)
+            json_array_append_new(vols, json_pack("{s:s, s:I, s:s}", "name", d->vols[i].name, "size_mb",
+                                                  (json_int_t)d->vols[i].size_mb, "type", d->vols[i].type));
+        json_object_set_new(body, "volumes", vols);
+    }
     return body;
 }
 
@@ -1322,7 +1458,7 @@ wfp_doc *wfp_parse(const char *path, const char *text, size_t len, wfp_errors *e
     memset(errs, 0, sizeof *errs);
     wfp_doc *d = xcalloc(1, sizeof *d);
     d->path = xstrdup(path);
-    ctx c = {.path = path, .errs = errs};
+    ctx c = {.path = path, .errs = errs, .doc = d};
     const char *slash = strrchr(path, '/');
     c.dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : xstrdup("");
     if (!c.dir)
@@ -1414,6 +1550,7 @@ void wfp_free(wfp_doc *d)
         json_decref(d->jobs[i].request);
     }
     free(d->jobs);
+    free(d->vols);
     ytree_free(&d->t);
     json_decref(d->body);
     free(d->path);
@@ -1470,6 +1607,11 @@ void wfp_explain(const wfp_doc *d, const char *field, const char *msg, char *out
                 at = request_field(j, req, strcspn(req, ".["), &key, false);
             }
         }
+    } else if (!strncmp(f, "volumes[", 8)) {
+        /* a volume the workflow creates: where the file first asked for it */
+        size_t i = strtoul(f + 8, &end, 10);
+        if (*end == ']' && i < d->nvols)
+            at = d->vols[i].at;
     } else if (!strcmp(f, "name")) {
         at = d->name_node;
     } else if (!strcmp(f, "description")) {

@@ -568,6 +568,16 @@ static int existing(volume *v, const volume_req *rq, uid_t uid, gid_t gid, volum
     return VOLUMES_PENDING;
 }
 
+int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e)
+{
+    volume *v = find(rq->name);
+    if (!v)
+        return check_request(rq, uid, e);
+    if (v->state == VOLUME_CREATING && v->owner_uid == uid && v->type == rq->type && v->size_mb == rq->size_mb)
+        return 0;
+    return existing(v, rq, uid, gid, NULL, NULL, e) < 0 ? -1 : 0;
+}
+
 int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e)
 {
     volume *v = find(rq->name);

@@ -76,6 +76,8 @@ enum { VOLUMES_EXISTED = 0, VOLUMES_CREATED = 1, VOLUMES_PENDING = 2 };
  * now; VOLUMES_PENDING: its image is being formatted and done(arg, ...) is called when that
  * ends (done is not called otherwise); -1: refused, naming the field and what is accepted. */
 int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e);
+/* Whether volumes_create would create the volume or find it as asked, creating nothing. */
+int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e);
 /* Removes a volume and its data. Refused while a job not yet ended names it (naming the
  * jobs), while it is being created, and for a caller who is neither its owner nor an admin. */
 int volumes_remove(const char *name, uid_t uid, gid_t gid, jerr *e);

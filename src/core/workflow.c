@@ -73,6 +73,7 @@ void workflow_body_free(wf_body *b)
     }
     free(b->jobs);
     free(b->requests);
+    free(b->volumes);
     json_decref(b->doc);
     *b = (wf_body){0};
 }
@@ -86,6 +87,47 @@ void workflow_checked_free(wf_checked *c)
     *c = (wf_checked){0};
 }
 
+/* A refusal about the workflow's volumes[i]. */
+static int err_in_volume(jerr *e, const wf_body *b, size_t i)
+{
+    char field[sizeof e->field], msg[sizeof e->msg], named[100];
+    snprintf(field, sizeof field, "volumes[%zu]%s%s", i, e->field[0] ? "." : "", e->field);
+    /* "name: volume 'x' exists ..." -> "volume 'x' exists ..."; "size_mb: 8 MB ..." ->
+     * "volume 'x': size: 8 MB ..." (the file's key) */
+    size_t fl = strlen(e->field);
+    const char *m = fl && !strncmp(e->msg, e->field, fl) && e->msg[fl] == ':' ? e->msg + fl + 2 : e->msg;
+    snprintf(named, sizeof named, "'%s'", b->volumes[i].name);
+    if (strstr(m, named))
+        snprintf(msg, sizeof msg, "%s", m);
+    else
+        snprintf(msg, sizeof msg, "volume '%s': %s%s%s", b->volumes[i].name,
+                 !strcmp(e->field, "size_mb") ? "size" : e->field, fl ? ": " : "", m);
+    snprintf(e->field, sizeof e->field, "%s", field);
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
+    return -1;
+}
+
+/* A dry run, before the volumes the workflow creates exist or while they are being created:
+ * the job's items naming them are left out of its check (volumes_precheck checked them, and
+ * more strictly: only their owner may ask for them). */
+static void without_created_volumes(job_req *req, const wf_body *b)
+{
+    char **kept = xcalloc(req->nvolumes + 1, sizeof *kept);
+    size_t nkept = 0;
+    for (size_t k = 0; k < req->nvolumes; k++) {
+        char name[80];
+        bool ro, made = false;
+        if (jobreq_volume_parse(req->volumes[k], name, sizeof name, &ro) == 0)
+            for (size_t m = 0; m < b->nvolumes && !made; m++)
+                made = !strcmp(b->volumes[m].name, name);
+        if (!made)
+            kept[nkept++] = req->volumes[k];
+    }
+    if (nkept < req->nvolumes)
+        jobreq_set_list(req, JR_VOLUMES, kept, nkept);
+    free(kept);
+}
+
 /* Every job's request read and checked as a submission checks it (the schema, the machine,
  * the names, the limits of all together). rp[i] = &reqs[i]. */
 static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req **rp, submit_info *si, int flags,
@@ -93,8 +135,11 @@ static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req *
 {
     for (size_t i = 0; i < b->n; i++) {
         rp[i] = &reqs[i];
-        if (jobreq_from_json(b->requests[i], &reqs[i], 0, time(NULL), e) < 0 ||
-            submit_check(&reqs[i], uid, gid, &si[i], e) < 0)
+        if (jobreq_from_json(b->requests[i], &reqs[i], 0, time(NULL), e) < 0)
+            return workflow_err_in_job(e, i, b->jobs[i].name);
+        if (flags & SUBMIT_DRY_RUN)
+            without_created_volumes(&reqs[i], b);
+        if (submit_check(&reqs[i], uid, gid, &si[i], e) < 0)
             return workflow_err_in_job(e, i, b->jobs[i].name);
     }
     return submit_check_limits(rp, b->n, uid, SUBMIT_WORKFLOW | flags, e);
@@ -102,6 +147,9 @@ static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req *
 
 int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e)
 {
+    for (size_t i = 0; i < b->nvolumes; i++)
+        if (volumes_precheck(&b->volumes[i], uid, gid, e) < 0)
+            return err_in_volume(e, b, i);
     job_req *reqs = xcalloc(b->n, sizeof *reqs);
     job_req **rp = xcalloc(b->n, sizeof *rp);
     submit_info *si = xcalloc(b->n, sizeof *si);
@@ -110,6 +158,19 @@ int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e)
         jobreq_free(&reqs[i]);
     free(reqs), free(rp), free(si);
     return rc;
+}
+
+int workflow_volumes(const wf_body *b, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e)
+{
+    int pending = 0;
+    for (size_t i = 0; i < b->nvolumes; i++) {
+        int rc = volumes_create(&b->volumes[i], uid, gid, done, arg, e);
+        if (rc < 0)
+            return err_in_volume(e, b, i);
+        if (rc == VOLUMES_PENDING)
+            pending = VOLUMES_PENDING;
+    }
+    return pending;
 }
 
 int workflow_prepare(wf_body *b, uid_t uid, gid_t gid, wf_checked *c, jerr *e)

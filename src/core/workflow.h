@@ -11,6 +11,7 @@
 
 #include "../common/err.h"
 #include "job.h"
+#include "volumes.h"
 
 enum wf_state { WF_PENDING, WF_RUNNING, WF_COMPLETED, WF_FAILED, WF_CANCELED };
 
@@ -66,15 +67,25 @@ typedef struct wf_body {
     json_t **requests;         /* each job's request, borrowed from the body */
     json_t *doc;               /* what the workflow keeps as submitted (workflow.doc) */
     const char *name;          /* in doc */
+    volume_req *volumes;       /* volumes the workflow creates when missing (names borrowed) */
+    size_t nvolumes;
 } wf_body;
 void workflow_body_free(wf_body *b);
+
+/* The volumes the workflow creates (its file's volumes: items with a size), each created
+ * unless it exists exactly so (volumes_create). 0: all ready; VOLUMES_PENDING: some are being
+ * created and done(arg, ...) is called when one of them is; -1: refused, on field
+ * "volumes[i]...". */
+int workflow_volumes(const wf_body *b, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e);
 
 /* POST /v1/workflows: every job's request is checked (the schema, the machine, the limits of
  * all together) before anything is created; an invalid workflow creates nothing. On success
  * the workflow takes b over. */
 workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e);
 /* The same checks, nothing created and no rate limit used up (POST /v1/workflows?dry_run=1,
- * rnx workflow validate): 0, or -1 and the refusal workflow_submit would give. */
+ * rnx workflow validate, and before the volumes a workflow creates are made): 0, or -1 and the
+ * refusal workflow_submit would give. The volumes the workflow creates count as there when
+ * they would be created (volumes_precheck). */
 int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e);
 /* workflow_submit's two halves, for a workflow whose uploads follow (core/incoming.c): every
  * job's request read and checked (as workflow_check, and keeping what was checked), then the

@@ -11,9 +11,12 @@
 #include "../common/jsonx.h"
 #include "../common/util.h"
 #include "state.h"
+#include "volumes.h"
 
 
-static const char *const body_keys[] = {"name", "description", "source", "yaml", "jobs", NULL};
+static const char *const body_keys[] = {"name", "description", "source", "yaml", "jobs", "volumes", NULL};
+static const char *const volume_keys[] = {"name", "size_mb", "type", NULL};
+#define WF_VOLUMES_MAX 32
 static const char *const job_keys[] = {"name", "requires", "request", NULL};
 
 static int known_keys(json_t *o, const char *const *keys, const char *where, jerr *e)
@@ -204,6 +207,51 @@ static void redact_yaml(json_t *doc, json_t *jobs)
     free(text);
 }
 
+/* volumes: [{name, size_mb, type}]: what the workflow creates when missing. */
+static int parse_volumes(json_t *arr, wf_body *b, jerr *e)
+{
+    if (!arr || json_is_null(arr))
+        return 0;
+    if (!json_is_array(arr) || json_array_size(arr) > WF_VOLUMES_MAX)
+        return jerr_field(e, "volumes", "volumes: must be a list of at most %d volumes to create, each {name, "
+                                        "size_mb, type}", WF_VOLUMES_MAX);
+    b->volumes = xcalloc(json_array_size(arr), sizeof *b->volumes);
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        char where[64], field[80];
+        snprintf(where, sizeof where, "volumes[%zu].", i);
+        volume_req *rq = &b->volumes[i];
+        const char *type = "filesystem";
+        uint64_t mb = 0;
+        snprintf(field, sizeof field, "volumes[%zu]", i);
+        if (!json_is_object(v))
+            return jerr_field(e, field, "%s: must be an object {name, size_mb, type}", field);
+        if (known_keys(v, volume_keys, where, e) < 0 || jx_str(v, "name", &rq->name, e) < 0 ||
+            jx_str(v, "type", &type, e) < 0 || jx_u64(v, "size_mb", 1, UINT64_MAX >> 20, &mb, e) < 0) {
+            snprintf(field, sizeof field, "%s%s", where, e->field);
+            snprintf(e->field, sizeof e->field, "%s", field);
+            return -1;
+        }
+        snprintf(field, sizeof field, "%sname", where);
+        if (!rq->name || !jobreq_volume_name_ok(rq->name, strlen(rq->name)))
+            return jerr_field(e, field, "%s: must be a volume name (letters, digits, '.', '_', '-')", field);
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(b->volumes[k].name, rq->name))
+                return jerr_field(e, field, "%s: volume '%s' is listed twice", field, rq->name);
+        snprintf(field, sizeof field, "%ssize_mb", where);
+        if (!mb)
+            return jerr_field(e, field, "%s: a volume to create needs a size in MB", field);
+        rq->size_mb = mb;
+        snprintf(field, sizeof field, "%stype", where);
+        if (volumes_type_parse(type, &rq->type) < 0)
+            return jerr_field(e, field, "%s: '%.40s' is not a volume type; use filesystem or memory", field, type);
+        b->nvolumes = i + 1;
+    }
+    return 0;
+}
+
 int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
 {
     *b = (wf_body){0};
@@ -228,6 +276,8 @@ int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
     b->requests = xcalloc(n, sizeof *b->requests);
     json_t *names = json_array();
     int rc = check_body(body, names, b->jobs, e);
+    if (rc == 0)
+        rc = parse_volumes(json_object_get(body, "volumes"), b, e);
     if (rc == 0) {
         b->doc = json_pack("{s:s,s:s?,s:s?,s:s?,s:[]}", "name", name, "description", desc, "source", source, "yaml",
                            yaml, "jobs");

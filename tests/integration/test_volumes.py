@@ -302,3 +302,52 @@ def test_create_is_idempotent_and_parallel_creations_all_finish(fresh_daemon):
     for n in range(6):
         assert vol(d, "remove", f"p{n}").returncode == 0
     assert set(listed(d)) == {"same"}
+
+
+WORKFLOW = """\
+name: vols
+jobs:
+  produce:
+    command: sh
+    args: ["-c", "echo made > /volumes/scratch/x && echo kept > /volumes/results/y"]
+    volumes:
+      - {name: scratch, size: 16MB, type: memory}
+      - results:32MB
+  consume:
+    command: sh
+    args: ["-c", "cat /volumes/scratch/x /volumes/results/y; touch /volumes/results/z || echo read-only"]
+    volumes: [scratch, "results:ro"]
+    requires:
+      - produce: COMPLETED
+"""
+
+
+def test_workflow_creates_its_volumes_idempotently(fresh_daemon, tmp_path):
+    d = fresh_daemon()
+    wf = tmp_path / "vols.yaml"
+    wf.write_text(WORKFLOW)
+    p = d.rnx("workflow", "run", "--follow", str(wf))
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    status = json.loads(d.rnx("workflow", "list", "--json").stdout)[0]
+    jobs = {j["name"]: j["job_id"] for j in d.api("GET", f"/v1/workflows/{status['id']}")[1]["jobs"]}
+    assert d.output(jobs["consume"]) == "made\nkept\nread-only\n"
+    assert "Read-only file system" in d.output(jobs["consume"], "stderr")
+    # the memory volume went with its last job; the filesystem one stays, and a second run
+    # finds it as asked
+    have = listed(d)
+    assert set(have) == {"results"} and have["results"]["size_mb"] == 32, have
+    p = d.rnx("workflow", "run", "--follow", str(wf))
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    # asked for with another size: refused at the line that asks, nothing submitted
+    before = d.job_count()
+    wf.write_text(WORKFLOW.replace("results:32MB", "results:64MB"))
+    p = d.rnx("workflow", "run", str(wf))
+    assert p.returncode == 1 and f"{wf}:8:9: volume 'results' exists as a filesystem volume of 32 MB, not " \
+        "filesystem of 64 MB" in p.stderr, p.stderr
+    assert d.job_count() == before
+    # an invalid workflow creates no volume
+    wf.write_text(WORKFLOW.replace("results:32MB", "other:32MB").replace("  consume:", "  consume:\n    resources:"
+                                                                          " {max_cpu: 100000}"))
+    p = d.rnx("workflow", "run", str(wf))
+    assert p.returncode == 1 and "max_cpu" in p.stderr, p.stderr
+    assert set(listed(d)) == {"results"}

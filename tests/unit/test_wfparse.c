@@ -815,6 +815,56 @@ static void test_explain(void **state)
     wfp_free(d);
 }
 
+/* volumes: items with a size are volumes the workflow creates when missing (docs/volumes.md) */
+static void test_volumes_to_create(void **state)
+{
+    wfp_doc *d;
+    json_t *body = must_parse("v.yaml",
+                              "jobs:\n"
+                              "  a:\n"
+                              "    command: x\n"
+                              "    volumes:\n"
+                              "      - data\n"
+                              "      - cache:2GB\n"
+                              "      - {name: scratch, size: 64MB, type: memory}\n"
+                              "      - {name: ref, read_only: true}\n"
+                              "  b:\n"
+                              "    command: x\n"
+                              "    volumes: [\"cache:ro\", {name: scratch, size: 64, type: memory}]\n",
+                              &d);
+    assert_json(json_object_get(body, "volumes"),
+                "[{\"name\": \"cache\", \"size_mb\": 2048, \"type\": \"filesystem\"},"
+                " {\"name\": \"scratch\", \"size_mb\": 64, \"type\": \"memory\"}]");
+    assert_json(json_object_get(json_object_get(json_array_get(json_object_get(body, "jobs"), 0), "request"), "volumes"),
+                "[\"data\", \"cache\", \"scratch\", \"ref:ro\"]");
+    assert_json(json_object_get(json_object_get(json_array_get(json_object_get(body, "jobs"), 1), "request"), "volumes"),
+                "[\"cache:ro\", \"scratch\"]");
+    char out[1024];
+    wfp_explain(d, "volumes[1].size_mb", "volume 'scratch': size: 64 MB of memory volumes is more than ...", out,
+                sizeof out);
+    assert_string_equal(out, "v.yaml:7:9: volume 'scratch': size: 64 MB of memory volumes is more than ...");
+    wfp_free(d);
+    /* no volume to create: no volumes key in the body */
+    body = must_parse("v.yaml", "jobs:\n  a:\n    command: x\n    volumes: [data, \"img:ro\"]\n", &d);
+    assert_null(json_object_get(body, "volumes"));
+    wfp_free(d);
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    volumes: [k:1GB]\n  b:\n    command: x\n    volumes: [k:2GB]\n",
+                 "wf.yaml:7:15: job 'b': volumes: volume 'k' is asked for with another size or type at line 4; give it "
+                 "once, or alike");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    volumes: [{name: q, size: 1GB, color: red}]\n",
+                 "wf.yaml:4:36: job 'a': volumes: unknown key 'color'; a volume item takes name, size, type and "
+                 "read_only");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    volumes: [{size: 1GB}]\n",
+                 "wf.yaml:4:15: job 'a': volumes: an item written as a mapping needs a name: {name: scratch, size: 1GB}");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    volumes: [{name: z, type: memory}]\n",
+                 "wf.yaml:4:31: job 'a': volumes: type: is for a volume the workflow creates; give its size too");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    volumes: [\"k:1zz\"]\n",
+                 "wf.yaml:4:15: job 'a': volumes: 'k:1zz': size: '1zz' is not a size; use megabytes (4096) or a unit: "
+                 "4096MB, 8GB");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    volumes: [{name: w, size: 1GB, read_only: maybe}]\n",
+                 "wf.yaml:4:47: job 'a': volumes: read_only: must be true or false, not 'maybe'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -842,6 +892,7 @@ int main(void)
         cmocka_unit_test(test_uploads),
         cmocka_unit_test(test_read_file),
         cmocka_unit_test(test_explain),
+        cmocka_unit_test(test_volumes_to_create),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
