@@ -219,6 +219,7 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
         return NULL;
     }
     free(b->requests);
+    free(b->volumes); /* created already (workflow_volumes) */
     *b = (wf_body){0}; /* the workflow has it now */
     workflow_add(wf);
     for (size_t i = 0; i < n; i++) {
