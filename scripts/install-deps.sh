@@ -7,6 +7,7 @@ PKGS=(
   libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libseccomp-dev libsodium-dev
   libcmocka-dev python3 python3-pytest
   iproute2 util-linux procps
+  e2fsprogs    # mke2fs: filesystem volumes (docs/volumes.md)
   runc bubblewrap
   busybox-static   # a tiny runtime root for the mount tests (tests/integration/busybox_runtime.py)
   prometheus   # promtool and a real Prometheus server for tests/integration/test_metrics.py
