@@ -386,6 +386,33 @@ static void on_mkfs_exit(watch *w, uint32_t events)
     undo(v);
 }
 
+/* The helper (start_mkfs): a raw clone of a daemon that may have other threads, so only
+ * system calls (no malloc, and vfork rather than fork() with its atfork handlers). Runs
+ * mke2fs, waits for it, writes its wait status to status_fd. */
+__attribute__((noreturn)) static void mkfs_helper(const char *path, const char *const *argv, char *const *envp, int out,
+                                                  int status_fd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    pid_t m = in < 0 ? -1 : vfork();
+    if (m == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the helper killed (daemon stopping): mke2fs too */
+        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+            _exit(126);
+        execve(path, (char *const *)argv, envp);
+        _exit(127);
+    }
+    int st = 127 << 8;
+    if (m > 0)
+        while (waitpid(m, &st, 0) < 0 && errno == EINTR)
+            ;
+    if (write(status_fd, &st, sizeof st) != (ssize_t)sizeof st)
+        _exit(1);
+    _exit(0);
+}
+
 /* mke2fs, run by a helper process the loop watches through its pidfd. The helper forks
  * mke2fs, waits for it and writes its wait status to a pipe: the daemon reaps every child in
  * its SIGCHLD handler, so a child's own exit status cannot be relied on. mke2fs's output goes
@@ -421,28 +448,8 @@ static int start_mkfs(volume *v, jerr *e)
     int pidfd = -1;
     struct clone_args ca = {.flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&pidfd, .exit_signal = SIGCHLD};
     pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
-    if (pid == 0) {
-        /* the helper: only async-signal-safe calls (the daemon has other threads) */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        pid_t m = in < 0 ? -1 : fork();
-        if (m == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL); /* the helper killed (daemon stopping): mke2fs too */
-            if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-                _exit(126);
-            execve(mke2fs, (char *const *)argv, envp);
-            _exit(127);
-        }
-        int st = 127 << 8;
-        if (m > 0)
-            while (waitpid(m, &st, 0) < 0 && errno == EINTR)
-                ;
-        if (write(sp[1], &st, sizeof st) != (ssize_t)sizeof st)
-            _exit(1);
-        _exit(0);
-    }
+    if (pid == 0)
+        mkfs_helper(mke2fs, argv, envp, out, sp[1]);
     close(out);
     close(sp[1]);
     if (pid < 0) {
