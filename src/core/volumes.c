@@ -328,8 +328,10 @@ static void undo(volume *v)
  * directory's access, its row. */
 static int finish(volume *v, jerr *e)
 {
+    int64_t t0 = mono_ns();
     if ((v->type == VOLUME_FILESYSTEM ? mount_image(v, e) : mount_tmpfs(v, e)) < 0 || set_root_access(v, e) < 0)
         return -1;
+    log_debug("volume %s: mounted in %.2f ms (on the event loop)", v->name, (double)(mono_ns() - t0) / 1e6);
     char log_path[760];
     snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
     unlink(log_path);
