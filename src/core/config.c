@@ -104,6 +104,7 @@ static const key keys[] = {
     STR("runtimes.default", runtime_default),
     STR("volumes.dir", volumes_dir),
     U64("volumes.max_per_user", volumes_max_per_user, 0, 256),
+    STR("volumes.mke2fs", volumes_mke2fs),
 };
 
 static void store_u(void *p, size_t len, uint64_t v)

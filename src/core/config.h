@@ -50,6 +50,7 @@ typedef struct config {
     char runtime_default[65];     /* runtimes.default: the runtime of a job that names none; "" = the host's */
     char volumes_dir[512];        /* volumes.dir: "" = <state_dir>/volumes (docs/volumes.md) */
     uint32_t volumes_max_per_user; /* volumes.max_per_user: volumes a user other than root may own; 0 = no bound */
+    char volumes_mke2fs[256];     /* volumes.mke2fs: "" = /usr/sbin/mke2fs or /sbin/mke2fs */
 } config;
 
 void config_defaults(config *c);

@@ -8,9 +8,9 @@
  * volumes.dir is 0700 root: the host's users cannot reach into a volume, only the jobs that
  * mount it can.
  *
- * Creating a filesystem volume is a plan of steps (create_steps), run in order; the one that
- * takes time, mke2fs, runs as a child process whose pidfd the loop watches, and the steps
- * after it run when it exits. The request that asked waits, parked (api/http.h). A failed
+ * Creating a volume is a plan of steps (create_steps), run in order; the one that takes time,
+ * mke2fs, runs in a helper process whose pidfd the loop watches, and the steps after it run
+ * when it exits. The request that asked waits, parked (api/http.h). A failed
  * step undoes the ones before it: a volume is either in the database and mounted, or gone.
  *
  * Who writes in a volume: a job runs as its submitter's uid, and each of root's jobs as a uid
@@ -83,13 +83,14 @@ __attribute__((format(printf, 4, 5))) static int refuse(jerr *e, int http, const
     return -1;
 }
 
-/* mke2fs, as Debian's e2fsprogs installs it. */
+/* mke2fs, as Debian's e2fsprogs installs it (volumes.mke2fs names another). */
 static const char *const mke2fs_paths[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs"};
 
 typedef struct volume_run {
     watch w;                 /* pidfd of the helper that runs mke2fs */
     pid_t pid;
     int status_fd;           /* the helper writes mke2fs's wait status here, then exits */
+    size_t next;             /* the creation step to go on with (create_steps) */
     struct {
         volumes_done_fn fn;
         void *arg;
@@ -312,32 +313,119 @@ static void notify(volume_run *r, const jerr *e)
     r->nwaiters = 0;
 }
 
-/* Undoes a creation that failed at any step: nothing of it stays. */
+/* Undoes a creation that failed at any step: nothing of it stays (a directory without the
+ * mark was not made by joblet and is left alone). */
 static void undo(volume *v)
 {
     jerr ue = {0};
-    if (mounted(v) && unmount(v, &ue) < 0) {
+    char mark[760];
+    snprintf(mark, sizeof mark, "%s/" MARK, v->dir);
+    if (mounted(v) && unmount(v, &ue) < 0)
         log_err("volume %s: %s; its directory %s is left", v->name, ue.msg, v->dir);
-    } else {
+    else if (access(mark, F_OK) == 0)
         rm_rf(v->dir);
-    }
     drop(v);
 }
 
-/* The steps after the image is formatted (or, for memory, the only ones): mounted, its root
- * directory's access, its row. */
-static int finish(volume *v, jerr *e)
+/* ---- the steps of a creation ---------------------------------------------------------- */
+
+static int step_dir(volume *v, jerr *e)
+{
+    char mark[760];
+    snprintf(mark, sizeof mark, "%s/" MARK, v->dir);
+    if (mkdir(v->dir, 0700) < 0)
+        return jerr_sys(e, "create %s", v->dir);
+    return write_file_atomic(mark, "", 0, 0600, e);
+}
+
+static int step_mount_point(volume *v, jerr *e)
+{
+    return mkdir(v->mnt, 0700) < 0 ? jerr_sys(e, "create %s", v->mnt) : 0;
+}
+
+/* sparse: the image takes disk blocks only as the volume fills */
+static int step_image(volume *v, jerr *e)
+{
+    char image[760];
+    snprintf(image, sizeof image, "%s/image", v->dir);
+    int fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int rc = fd < 0 || ftruncate(fd, (off_t)(v->size_mb << 20)) < 0 ? jerr_sys(e, "create the image %s", image) : 0;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+static int start_mkfs(volume *v, jerr *e);
+
+/* The mke2fs to run: volumes.mke2fs, or Debian's; NULL when it is not executable. */
+static const char *mke2fs_path(void)
+{
+    if (core.cfg.volumes_mke2fs[0])
+        return access(core.cfg.volumes_mke2fs, X_OK) == 0 ? core.cfg.volumes_mke2fs : NULL;
+    for (size_t i = 0; i < ARRAY_LEN(mke2fs_paths); i++)
+        if (access(mke2fs_paths[i], X_OK) == 0)
+            return mke2fs_paths[i];
+    return NULL;
+}
+
+static int step_mount(volume *v, jerr *e)
 {
     int64_t t0 = mono_ns();
-    if ((v->type == VOLUME_FILESYSTEM ? mount_image(v, e) : mount_tmpfs(v, e)) < 0 || set_root_access(v, e) < 0)
+    if ((v->type == VOLUME_FILESYSTEM ? mount_image(v, e) : mount_tmpfs(v, e)) < 0)
         return -1;
     log_debug("volume %s: mounted in %.2f ms (on the event loop)", v->name, (double)(mono_ns() - t0) / 1e6);
+    return 0;
+}
+
+static int step_row(volume *v, jerr *e)
+{
     char log_path[760];
     snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
     unlink(log_path);
     db_volume row = {v->name, kinds[v->type].name, (int64_t)v->size_mb, v->owner_uid, v->owner_gid, v->created_ms};
-    if (db_volume_insert(core.db, &row, e) < 0)
-        return -1;
+    return db_volume_insert(core.db, &row, e);
+}
+
+#define FS (1u << VOLUME_FILESYSTEM)
+#define MEM (1u << VOLUME_MEMORY)
+/* Creating a volume: the plan, run in order for the steps of its type. A step marked async
+ * starts work the loop finishes later (mke2fs, in a helper): the steps after it run when that
+ * is done (on_mkfs_exit). Any failure undoes the whole (undo): a volume is either in the
+ * database and mounted, or gone. */
+static const struct create_step {
+    const char *what;                      /* for the debug log */
+    int (*run)(volume *v, jerr *e);
+    unsigned types;                        /* the types it applies to */
+    bool async;
+} create_steps[] = {
+    {"its directory and mark", step_dir, FS | MEM, false},
+    {"its mount point", step_mount_point, FS | MEM, false},
+    {"the sparse image", step_image, FS, false},
+    {"mke2fs", start_mkfs, FS, true},                       /* the one that takes time */
+    {"the loop device and the mount", step_mount, FS | MEM, false},
+    {"its root directory's owner, mode and ACL", set_root_access, FS | MEM, false},
+    {"its row in the database", step_row, FS | MEM, false},
+};
+
+/* Runs the steps from `from` on: 0 when the volume is ready, VOLUMES_PENDING when an async
+ * step is under way (v->run->next says where to go on), -1 when a step failed (undone). */
+static int run_steps(volume *v, size_t from, jerr *e)
+{
+    for (size_t i = from; i < ARRAY_LEN(create_steps); i++) {
+        const struct create_step *st = &create_steps[i];
+        if (!(st->types & (1u << v->type)))
+            continue;
+        log_debug("volume %s: %s", v->name, st->what);
+        if (st->run(v, e) < 0) {
+            log_err("volume %s: %s", v->name, e->msg);
+            undo(v);
+            return -1;
+        }
+        if (st->async) {
+            v->run->next = i + 1;
+            return VOLUMES_PENDING;
+        }
+    }
     v->state = VOLUME_READY;
     log_info("volume %s created: %s, %llu MB, owner uid %u", v->name, kinds[v->type].name,
              (unsigned long long)v->size_mb, (unsigned)v->owner_uid);
@@ -376,16 +464,20 @@ static void on_mkfs_exit(watch *w, uint32_t events)
             snprintf(how, sizeof how, "was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
         jerr_set(&e, EIO, "volume %s: mke2fs %s%s%.300s", v->name, how, out && *out ? ": " : "", out ? out : "");
         free(out);
-    } else if (finish(v, &e) == 0) {
-        state_commit(); /* the answer that follows must find the volume in the database */
-        notify(r, NULL);
+        log_err("%s", e.msg);
+        notify(r, &e);
         free(r);
+        undo(v);
         return;
     }
-    log_err("%s", e.msg);
-    notify(r, &e);
+    size_t next = r->next;
+    if (run_steps(v, next, &e) == 0) { /* on failure it undid the volume */
+        state_commit(); /* the answer that follows must find the volume in the database */
+        notify(r, NULL);
+    } else {
+        notify(r, &e);
+    }
     free(r);
-    undo(v);
 }
 
 /* The helper (start_mkfs): a raw clone of a daemon that may have other threads, so only
@@ -397,12 +489,19 @@ __attribute__((noreturn)) static void mkfs_helper(const char *path, const char *
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    /* It holds nothing of the daemon's: no client's connection, no listening socket, not the
+     * state directory's lock (a daemon killed meanwhile must be able to start again). 0 is
+     * /dev/null, 1 and 2 mkfs.log, 3 the status pipe (not passed on to mke2fs). */
     int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    pid_t m = in < 0 ? -1 : vfork();
+    if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || dup2(status_fd, 3) < 0 ||
+        fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
+        _exit(126);
+    if (syscall(SYS_close_range, 4u, ~0u, 0) < 0)
+        for (int fd = 4; fd < 65536; fd++)
+            close(fd);
+    pid_t m = vfork();
     if (m == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* the helper killed (daemon stopping): mke2fs too */
-        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-            _exit(126);
         execve(path, (char *const *)argv, envp);
         _exit(127);
     }
@@ -410,7 +509,7 @@ __attribute__((noreturn)) static void mkfs_helper(const char *path, const char *
     if (m > 0)
         while (waitpid(m, &st, 0) < 0 && errno == EINTR)
             ;
-    if (write(status_fd, &st, sizeof st) != (ssize_t)sizeof st)
+    if (write(3, &st, sizeof st) != (ssize_t)sizeof st)
         _exit(1);
     _exit(0);
 }
@@ -421,13 +520,9 @@ __attribute__((noreturn)) static void mkfs_helper(const char *path, const char *
  * to mkfs.log, which cannot fill up and block it as a pipe could. */
 static int start_mkfs(volume *v, jerr *e)
 {
-    const char *mke2fs = NULL;
-    for (size_t i = 0; i < ARRAY_LEN(mke2fs_paths) && !mke2fs; i++)
-        if (access(mke2fs_paths[i], X_OK) == 0)
-            mke2fs = mke2fs_paths[i];
+    const char *mke2fs = mke2fs_path();
     if (!mke2fs)
-        return refuse(e, 503, "type", "type: filesystem volumes need mke2fs (Debian package e2fsprogs), which this "
-                                      "machine lacks; use --type=memory or ask an admin to install it");
+        return jerr_set(e, ENOENT, "mke2fs is gone");
     char image[760], log_path[760], opts[128];
     snprintf(image, sizeof image, "%s/image", v->dir);
     snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
@@ -546,6 +641,9 @@ static int check_request(const volume_req *rq, uid_t uid, jerr *e)
             return jerr_http(e, 429, "uid %u owns %u volumes; volumes.max_per_user is %u: remove one first (rnx volume "
                                      "remove NAME)", (unsigned)uid, mine, per_user);
     }
+    if (rq->type == VOLUME_FILESYSTEM && !mke2fs_path())
+        return refuse(e, 503, "type", "type: filesystem volumes need mke2fs (Debian package e2fsprogs; volumes.mke2fs "
+                                      "names another), which this machine lacks; use --type=memory or ask an admin");
     if (rq->type == VOLUME_FILESYSTEM && ncreating >= CREATING_MAX)
         return jerr_http(e, 503, "%d volumes are being created already; try again in a moment", CREATING_MAX);
     return check_room(rq, e);
@@ -599,45 +697,14 @@ int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn d
                          rq->name);
     v = add(rq->name, rq->type, rq->size_mb, uid, gid, now_ms());
     v->state = VOLUME_CREATING;
-    /* the plan: the directory and its mark, the mount point, then the type's own steps */
-    char mark[760], image[760];
-    snprintf(mark, sizeof mark, "%s/" MARK, v->dir);
-    snprintf(image, sizeof image, "%s/image", v->dir);
-    if (mkdir(v->dir, 0700) < 0) {
-        jerr_sys(e, "create %s", v->dir);
-        drop(v); /* not ours: left as it is */
-        return -1;
+    int rc = run_steps(v, 0, e);
+    if (rc == VOLUMES_PENDING) {
+        v->run->waiters[0].fn = done;
+        v->run->waiters[0].arg = arg;
+        v->run->nwaiters = 1;
+        return VOLUMES_PENDING;
     }
-    int fd = -1;
-    if (write_file_atomic(mark, "", 0, 0600, e) < 0 || mkdir(v->mnt, 0700) < 0)
-        goto failed;
-    if (rq->type == VOLUME_MEMORY) {
-        if (finish(v, e) < 0)
-            goto failed;
-        return VOLUMES_CREATED;
-    }
-    /* sparse: the image takes disk blocks only as the volume fills */
-    fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)(rq->size_mb << 20)) < 0) {
-        jerr_sys(e, "create the image %s", image);
-        goto failed;
-    }
-    close(fd);
-    fd = -1;
-    if (start_mkfs(v, e) < 0)
-        goto failed;
-    v->run->waiters[0].fn = done;
-    v->run->waiters[0].arg = arg;
-    v->run->nwaiters = 1;
-    return VOLUMES_PENDING;
-failed:
-    if (!e->msg[0])
-        jerr_sys(e, "create volume %s in %s", rq->name, v->dir);
-    if (fd >= 0)
-        close(fd);
-    log_err("volume %s: %s", rq->name, e->msg);
-    undo(v);
-    return -1;
+    return rc < 0 ? -1 : VOLUMES_CREATED;
 }
 
 /* ---- using and removing -------------------------------------------------------------- */

@@ -351,3 +351,60 @@ def test_workflow_creates_its_volumes_idempotently(fresh_daemon, tmp_path):
     p = d.rnx("workflow", "run", str(wf))
     assert p.returncode == 1 and "max_cpu" in p.stderr, p.stderr
     assert set(listed(d)) == {"results"}
+
+
+def fake_mke2fs(d, body):
+    """A volumes.mke2fs script in the daemon's directory (the real one for the rest)."""
+    path = os.path.join(d.dir, "mke2fs")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + body)
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_a_volume_being_created_and_a_creation_that_fails(fresh_daemon):
+    d = fresh_daemon(start=False)
+    gate = os.path.join(d.dir, "go")
+    with open(d.config, "a") as f:
+        f.write(f"volumes:\n  mke2fs: {os.path.join(d.dir, 'mke2fs')}\n")
+    fake_mke2fs(d, f'while [ ! -e {gate} ]; do sleep 0.05; done\nexec /usr/sbin/mke2fs "$@"\n')
+    d.start()
+    results = {}
+    threads = [threading.Thread(target=lambda k=k: results.__setitem__(k, vol(d, "create", "slow", "--size=16MB")))
+               for k in range(2)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: listed(d).get("slow", {}).get("state") == "creating", 10, "never creating")
+    # meanwhile: the loop serves, the volume cannot be used or removed yet
+    rc, out, err = job_run(d, "--volume=slow", "true")
+    assert rc == 1 and "--volume: volume 'slow' is still being created" in err, err
+    p = vol(d, "remove", "slow")
+    assert p.returncode == 1 and "is being created" in p.stderr, p.stderr
+    open(gate, "w").close()
+    for t in threads:
+        t.join()
+    assert all(p.returncode == 0 for p in results.values()), [p.stderr for p in results.values()]
+    assert listed(d)["slow"]["state"] == "ready"
+    # mke2fs fails: the request says why, and nothing of the volume is left
+    fake_mke2fs(d, 'echo "mke2fs: something is wrong" >&2\nexit 3\n')
+    p = vol(d, "create", "broken", "--size=16MB")
+    assert p.returncode == 1 and "mke2fs exited with status 3: mke2fs: something is wrong" in p.stderr, p.stderr
+    assert "broken" not in listed(d) and not os.path.exists(os.path.join(d.state, "volumes", "broken"))
+    # the daemon killed while mke2fs runs: the next start removes what the creation left
+    os.unlink(gate)
+    fake_mke2fs(d, f'while [ ! -e {gate} ]; do sleep 0.05; done\nexec /usr/sbin/mke2fs "$@"\n')
+    t = threading.Thread(target=lambda: vol(d, "create", "cut", "--size=16MB"))
+    t.start()
+    wait_until(lambda: listed(d).get("cut", {}).get("state") == "creating", 10, "never creating")
+    d.kill9()
+    t.join()
+    open(gate, "w").close()
+    d.start()
+    assert set(listed(d)) == {"slow"}
+    assert not os.path.exists(os.path.join(d.state, "volumes", "cut"))
+    assert "volume cut: removed what a creation cut short left" in d.log()
+    # no mke2fs at all: refused before anything is made, naming what is missing
+    os.unlink(os.path.join(d.dir, "mke2fs"))
+    p = vol(d, "create", "none", "--size=16MB")
+    assert p.returncode == 1 and "--type: filesystem volumes need mke2fs (Debian package e2fsprogs" in p.stderr, p.stderr
+    assert vol(d, "create", "none", "--size=16MB", "--type=memory").returncode == 0
