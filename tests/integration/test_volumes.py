@@ -325,7 +325,15 @@ jobs:
 def test_workflow_creates_its_volumes_idempotently(fresh_daemon, tmp_path):
     d = fresh_daemon()
     wf = tmp_path / "vols.yaml"
+    # validate asks joblet for every check of a submission (dry run): nothing is created
+    wf.write_text(WORKFLOW.replace("results:32MB", "results:8MB"))
+    p = d.rnx("workflow", "validate", str(wf))
+    assert p.returncode == 1 and f"{wf}:8:9: volume 'results': size: 8 MB is not a size for a filesystem volume" \
+        in p.stderr, p.stderr
     wf.write_text(WORKFLOW)
+    p = d.rnx("workflow", "validate", str(wf))
+    assert p.returncode == 0, p.stderr
+    assert listed(d) == {}
     p = d.rnx("workflow", "run", "--follow", str(wf))
     assert p.returncode == 0, (p.stdout, p.stderr)
     status = json.loads(d.rnx("workflow", "list", "--json").stdout)[0]
