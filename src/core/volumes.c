@@ -10,8 +10,8 @@
  *
  * Creating a volume is a plan of steps (create_steps), run in order; the one that takes time,
  * mke2fs, runs in a helper process whose pidfd the loop watches, and the steps after it run
- * when it exits. The request that asked waits, parked (api/http.h). A failed
- * step undoes the ones before it: a volume is either in the database and mounted, or gone.
+ * when it exits. The request that asked waits, parked (api/park.h). A failed step undoes the
+ * ones before it: a volume is either in the database and mounted, or gone.
  *
  * Who writes in a volume: a job runs as its submitter's uid, and each of root's jobs as a uid
  * of its own (jobs.uid_range_start), so the volume's root directory is mode 0777 with a default
@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
-#include <linux/magic.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -35,7 +34,6 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
