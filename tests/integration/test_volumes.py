@@ -18,6 +18,14 @@ from conftest import BUILD
 MB = 1 << 20
 
 
+@pytest.fixture(autouse=True)
+def loop_devices():
+    """Filesystem volumes are loop-mounted ext4 images: without the loop driver or mke2fs,
+    joblet refuses them (tested in test_a_volume_being_created_and_a_creation_that_fails)."""
+    if not os.path.exists("/dev/loop-control") or not shutil.which("mke2fs", path="/usr/sbin:/sbin"):
+        pytest.skip("needs /dev/loop-control (the loop driver) and mke2fs (e2fsprogs)")
+
+
 def vol(d, *args, user=None):
     """rnx volume ..., as root or (user=(uid, gid)) as that user through setpriv."""
     if user is None:
