@@ -172,8 +172,61 @@ bool http_socket_in_use(const char *path)
     return used;
 }
 
-int http_start(const char *path, mode_t mode, uint64_t max_body, jerr *e)
+/* Connections open per uid, so that one local user cannot take every connection the server
+ * has (MHD_OPTION_CONNECTION_LIMIT) and lock the others out. An open-addressing table of the
+ * uids with connections; a uid past its cap has the new connection shut down at once. */
+#define CONN_UIDS 4096
+static struct conn_count {
+    uid_t uid;
+    unsigned n;                  /* 0: a free slot */
+} conn_counts[CONN_UIDS];
+static unsigned per_user_cap;
+
+static struct conn_count *conn_slot(uid_t uid, bool add)
 {
+    struct conn_count *free_slot = NULL;
+    for (unsigned i = 0, h = (uid * 2654435761u) % CONN_UIDS; i < CONN_UIDS; i++, h = (h + 1) % CONN_UIDS) {
+        struct conn_count *c = &conn_counts[h];
+        if (c->n && c->uid == uid)
+            return c;
+        if (!c->n && !free_slot)
+            free_slot = c;
+    }
+    if (add && free_slot)
+        *free_slot = (struct conn_count){uid, 0};
+    return add ? free_slot : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid == 0 ||
+            !per_user_cap)
+            return;
+        struct conn_count *slot = conn_slot(cred.uid, true);
+        if (!slot || slot->n >= per_user_cap) {
+            /* over its share (or more distinct users than the table holds): closed unanswered */
+            shutdown(ci->connect_fd, SHUT_RDWR);
+            return;
+        }
+        slot->n++;
+        *socket_context = slot;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        struct conn_count *slot = *socket_context;
+        if (slot->n)
+            slot->n--;
+        *socket_context = NULL;
+    }
+}
+
+int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
+{
+    uint64_t max_body = lim->max_body;
+    per_user_cap = lim->per_user;
     body_limit = max_body;
     buffer_budget = max_body + max_body / 2 > (64u << 20) ? max_body + max_body / 2 : (64u << 20);
     snprintf(sock_path, sizeof sock_path, "%s", path);
@@ -212,7 +265,8 @@ int http_start(const char *path, mode_t mode, uint64_t max_body, jerr *e)
     }
     mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
                            NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
-                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_LIMIT,
+                           MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+                           lim->idle_timeout_s ? lim->idle_timeout_s : 300u, MHD_OPTION_CONNECTION_LIMIT,
                            (unsigned)4096, MHD_OPTION_END);
     if (!mhd) {
         close(fd);

@@ -23,7 +23,13 @@ typedef struct request {
 } request;
 
 /* Listens on the unix socket and serves through the daemon's event loop. */
-int http_start(const char *socket_path, mode_t mode, uint64_t max_body, jerr *e);
+/* How the server shares itself among local users. */
+typedef struct http_limits {
+    uint64_t max_body;           /* server.max_body_bytes */
+    unsigned per_user;           /* server.max_connections_per_user: open at once per uid (root: none); 0 = none */
+    unsigned idle_timeout_s;     /* server.idle_timeout_s: a connection that sends nothing for this long is closed */
+} http_limits;
+int http_start(const char *socket_path, mode_t mode, const http_limits *lim, jerr *e);
 /* True when something answers on the socket: another joblet owns this state. */
 bool http_socket_in_use(const char *socket_path);
 void http_run(void);          /* after any event: let MHD make progress */
