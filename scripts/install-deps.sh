@@ -5,11 +5,13 @@ set -euo pipefail
 PKGS=(
   build-essential meson ninja-build pkg-config
   libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libseccomp-dev libsodium-dev
+  nettle-dev   # SHA-256 of runtime recipes and trees (src/common/digest.c)
   libcmocka-dev python3 python3-pytest
   iproute2 util-linux procps
   e2fsprogs    # mke2fs: filesystem volumes (docs/volumes.md)
   runc bubblewrap
   busybox-static   # a tiny runtime root for the mount tests (tests/integration/busybox_runtime.py)
+  mmdebstrap zstd   # building runtimes (docs/runtimes.md); bench/runtime_start.py compares runc
   prometheus   # promtool and a real Prometheus server for tests/integration/test_metrics.py
 )
 missing=()

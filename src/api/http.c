@@ -34,6 +34,9 @@ typedef struct conn_state {
     bool busy;              /* refused: other requests already hold the body budget */
     put_state *put;         /* PUT /v1/uploads/{id}: its bytes go to disk, never into body */
     park_slot park;         /* parked while the route waits (park.h) */
+    int sink_fd;            /* the body goes to this file (routes_body_sink), -1: to memory */
+    uint64_t sink_max;
+    int sink_error;         /* errno of a failed write */
 } conn_state;
 
 /* Bytes held for request bodies across all connections. One caller opening many uploads at
@@ -59,6 +62,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!st) {
         /* the headers are in: the only moment before the body when an answer can be queued */
         *con_cls = st = xcalloc(1, sizeof *st);
+        st->sink_fd = -1;
         uid_t uid;
         gid_t gid;
         jerr e = {0};
@@ -68,6 +72,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 return http_reply_error(c, &e);
             }
             return uploads_begin(c, url, uid, &st->put);
+        }
+        /* a route that takes its body as a file (an archive, past server.max_body_bytes), or
+         * refuses it unread, says so now */
+        request r = {.conn = c, .method = method, .path = url, .body_fd = -1};
+        if (peer_creds(c, &r.uid, &r.gid) == 0) {
+            int how = routes_body_sink(&r, &st->sink_fd, &st->sink_max, &e);
+            if (how < 0) {
+                http_reply_method(method);
+                return http_reply_error(c, &e);
+            }
+            if (how > 0)
+                return MHD_YES;
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         uint64_t len;
@@ -87,6 +103,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         put_state *p = st->put;
         st->put = NULL;
         return uploads_end(c, p);
+    }
+    if (*upload_size && st->sink_fd >= 0) {
+        /* into the file, never into memory; past the bound the rest is read and dropped (so the
+         * client gets the answer), but not forever */
+        if (!st->too_large && !st->sink_error && st->len + *upload_size <= st->sink_max) {
+            const char *p = upload;
+            size_t left = *upload_size;
+            while (left) {
+                ssize_t w = write(st->sink_fd, p, left);
+                if (w < 0 && errno == EINTR)
+                    continue;
+                if (w <= 0) {
+                    st->sink_error = w < 0 ? errno : EIO;
+                    break;
+                }
+                p += w;
+                left -= (size_t)w;
+            }
+        } else if (st->len + *upload_size > st->sink_max && !st->too_large) {
+            st->too_large = true;
+            if (ftruncate(st->sink_fd, 0) < 0)
+                st->sink_error = errno;
+        }
+        st->len += *upload_size;
+        *upload_size = 0;
+        return st->len > st->sink_max + (64u << 20) ? MHD_NO : MHD_YES;
     }
     if (*upload_size) {
         /* Keep reading an oversized body (so the client gets our answer, not a reset), but
@@ -127,7 +169,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (waited)
         return http_reply_error(c, waited);
     request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large, .body_busy = st->busy,
-                 .resumed = resumed, .park = &st->park};
+                 .resumed = resumed, .park = &st->park, .body_fd = st->sink_fd, .body_fd_error = st->sink_error};
+    if (st->sink_fd >= 0)
+        r.body_len = st->len;
     if (st->body && !st->too_large && !st->busy) {
         st->body[st->len] = 0; /* cap is always > len while the body fits */
         r.body = st->body;
@@ -150,6 +194,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
         if (st->put)
             uploads_abort(st->put, tc);
         park_forget(&st->park);
+        if (st->sink_fd >= 0)
+            close(st->sink_fd);
         buffered -= st->cap;
         free(st->body);
         free(st);

@@ -20,6 +20,8 @@ typedef struct request {
     gid_t gid;
     bool resumed;         /* the route runs again after its request was parked (park.h) */
     struct park_slot *park; /* the connection's place among parked requests (park.c) */
+    int body_fd;          /* the body went to this file (routes_body_sink), -1 when it did not */
+    int body_fd_error;    /* errno of a failed write to it, 0 when none */
 } request;
 
 /* Listens on the unix socket and serves through the daemon's event loop. */
@@ -38,5 +40,10 @@ void http_stop(void);
 
 /* routes.c */
 enum MHD_Result routes_dispatch(request *r);
+/* Asked before a request's body is read (r has no body yet). 0: the body is read into memory
+ * as usual; 1: the route takes it as a file, too large for memory (an archive): it is written
+ * to *fd (the route's, closed after the answer) up to *max bytes, and the route gets
+ * r->body_fd and r->body_len; -1: the route refuses without reading it, e says why. */
+int routes_body_sink(request *r, int *fd, uint64_t *max, jerr *e);
 
 #endif

@@ -31,6 +31,7 @@
 #include "park.h"
 #include "reply.h"
 #include "routes_volume.h"
+#include "routes_runtime.h"
 
 static const char *query(request *r, const char *key)
 {
@@ -392,6 +393,8 @@ enum MHD_Result routes_dispatch(request *r)
         return routes_volume(r, p[11] ? p + 12 : NULL);
     if (!strcmp(p, "/v1/audit") && !strcmp(r->method, "GET"))
         return audit(r);
+    if (!strncmp(p, "/v1/runtime", 11) && (p[11] == 's' || p[11] == '-'))
+        return routes_runtime(r);
     if (!strncmp(p, "/v1/gpus/", 9) && p[9] && !strcmp(r->method, "GET")) {
         int i = gpu_find(&core.gpu.inv, p + 9);
         if (i >= 0)
@@ -404,3 +407,5 @@ enum MHD_Result routes_dispatch(request *r)
     jerr_http(&e, 404, "no route %s %s; see docs/api.md", r->method, p);
     return http_reply_error(r->conn, &e);
 }
+
+int routes_body_sink(request *r, int *fd, uint64_t *max, jerr *e) { return routes_runtime_body(r, fd, max, e); }

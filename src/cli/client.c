@@ -373,6 +373,127 @@ out:
     return ret;
 }
 
+int client_request_raw(rnx_client *c, const char *method, const char *path, const char *ctype, const char *body,
+                       size_t len, json_t **out, jerr *e)
+{
+    *out = NULL;
+    int fd = dial(c, e);
+    if (fd < 0)
+        return -1;
+    int ret = -1, sent = send_head(fd, method, path, "application/json", ctype, len);
+    if (sent == 0)
+        sent = send_all(fd, body, len);
+    if (sent < 0)
+        lost(c, e, strerror(errno));
+    else
+        ret = read_answer(c, fd, out, e); /* also when joblet answered before taking it all */
+    close(fd);
+    return ret;
+}
+
+int client_post_file(rnx_client *c, const char *path, const char *ctype, int file, uint64_t size,
+                     client_progress_cb cb, void *ud, json_t **out, jerr *e)
+{
+    *out = NULL;
+    int fd = dial(c, e);
+    if (fd < 0)
+        return -1;
+    enum { PIECE = 256 << 10 };
+    char *piece = xmalloc(PIECE);
+    int ret = -1, sent = send_head(fd, "POST", path, "application/json", ctype, size);
+    uint64_t done = 0;
+    while (sent == 0 && done < size) {
+        ssize_t n = read(file, piece, size - done < PIECE ? (size_t)(size - done) : PIECE);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            /* closing before the body is complete makes joblet drop what it received */
+            e->code = n < 0 ? errno : EIO;
+            snprintf(e->msg, sizeof e->msg, "reading what to send: %s",
+                     n < 0 ? strerror(errno) : "the file is shorter than it was");
+            goto out;
+        }
+        sent = send_all(fd, piece, (size_t)n);
+        done += (uint64_t)n;
+        if (cb)
+            cb(done, size, ud);
+    }
+    if (sent < 0)
+        lost(c, e, strerror(errno));
+    else
+        ret = read_answer(c, fd, out, e); /* also when joblet answered before taking it all */
+out:
+    free(piece);
+    close(fd);
+    return ret;
+}
+
+typedef struct to_file {
+    int fd;
+    uint64_t got, total;
+    client_progress_cb cb;
+    void *ud;
+    int werr;
+} to_file;
+
+static int write_out(const char *p, size_t n, void *ud)
+{
+    to_file *t = ud;
+    while (n) {
+        ssize_t w = write(t->fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            t->werr = errno;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+        t->got += (uint64_t)w;
+    }
+    if (t->cb)
+        t->cb(t->got, t->total, t->ud);
+    return 0;
+}
+
+int client_download(rnx_client *c, const char *path, int out_fd, client_progress_cb cb, void *ud, jerr *e)
+{
+    int fd = dial(c, e);
+    if (fd < 0)
+        return -1;
+    buf in = {0}, errbody = {0};
+    answer a;
+    int ret = -1;
+    if (send_request(fd, "GET", path, "*/*", NULL, 0) < 0 || read_head(fd, &in, &a) < 0) {
+        lost(c, e, "no answer");
+        goto out;
+    }
+    if (a.status < 200 || a.status > 299) {
+        if (read_body(fd, &in, &a, collect, &errbody) < 0)
+            lost(c, e, "answer cut short");
+        else
+            error_from_answer(a.status, &errbody, e);
+        goto out;
+    }
+    to_file t = {out_fd, 0, a.length > 0 ? (uint64_t)a.length : 0, cb, ud, 0};
+    int rb = read_body(fd, &in, &a, write_out, &t);
+    if (rb == -2) {
+        e->code = t.werr;
+        snprintf(e->msg, sizeof e->msg, "writing what joblet sent: %s", strerror(t.werr));
+        goto out;
+    }
+    if (rb < 0) {
+        lost(c, e, "the answer was cut short");
+        goto out;
+    }
+    ret = 0;
+out:
+    close(fd);
+    free(in.data);
+    free(errbody.data);
+    return ret;
+}
+
 typedef struct lines {
     buf pending;
     client_line_cb cb;

@@ -31,6 +31,19 @@ typedef long (*client_source_fn)(void *ud, char *buf, size_t cap, jerr *e);
  * the body is complete (joblet then drops what it received) and src's error is returned. */
 int client_upload(rnx_client *c, const char *path, uint64_t len, client_source_fn src, void *ud, json_t **out,
                   jerr *e);
+/* The same with a body of another type (a recipe's YAML): len bytes of body, sent as they are. */
+int client_request_raw(rnx_client *c, const char *method, const char *path, const char *ctype, const char *body,
+                       size_t len, json_t **out, jerr *e);
+
+/* Called as a large body goes out or comes in: bytes so far, of total (0 when unknown). */
+typedef void (*client_progress_cb)(uint64_t done, uint64_t total, void *ud);
+
+/* POST path with size bytes read from fd as the body of type ctype (never all in memory);
+ * answer as client_request. */
+int client_post_file(rnx_client *c, const char *path, const char *ctype, int fd, uint64_t size,
+                     client_progress_cb cb, void *ud, json_t **out, jerr *e);
+/* GET path and write a 2xx answer's body to out_fd as it comes. Errors as client_request. */
+int client_download(rnx_client *c, const char *path, int out_fd, client_progress_cb cb, void *ud, jerr *e);
 
 /* Called once per line of an NDJSON answer, without the newline. Return 0 to go on, -1 to
  * stop reading (client_stream then returns -1 with e->code = ECANCELED). */

@@ -525,6 +525,8 @@ static int run_follow(const rnx_ctx *ctx, rnx_client *c, const char *id)
     return rc;
 }
 
+int cmd_job_follow(const rnx_ctx *ctx, rnx_client *c, const char *id) { return run_follow(ctx, c, id); }
+
 static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
 {
     rnx_client *c = open_client(ctx);

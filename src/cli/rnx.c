@@ -14,6 +14,7 @@
 #include "cmd_job.h"
 #include "cmd_monitor.h"
 #include "cmd_volume.h"
+#include "cmd_runtime.h"
 #include "cmd_workflow.h"
 
 #ifndef JOBLET_VERSION
@@ -29,6 +30,7 @@ static const char global_help[] =
     "  rnx [--socket PATH] [--json] gpu list|show GPU|topo\n"
     "  rnx [--socket PATH] [--json] monitor status|watch\n"
     "  rnx [--socket PATH] [--json] volume create|list|remove [flags] [NAME]\n"
+    "  rnx [--socket PATH] [--json] runtime build|list|info|remove|test|import|export|builds|log\n"
     "  rnx --version\n"
     "  rnx --help\n"
     "\n"
@@ -62,6 +64,8 @@ static const char global_help[] =
     "  volume create NAME --size=SIZE [--type=filesystem|memory]   storage that outlives jobs\n"
     "  volume list     your volumes: size, use, type, owner, jobs using them\n"
     "  volume remove NAME   remove a volume and its data\n"
+    "  runtime list    prepared root filesystems jobs run in with --runtime (build, info, test, ...:\n"
+    "                  rnx runtime --help)\n"
     "\n"
     "Run 'rnx job <command> --help' (or 'rnx workflow <command> --help') for a command's flags.\n"
     "\n"
@@ -164,6 +168,8 @@ static int run(int argc, char **argv)
         return cmd_monitor(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "volume") == 0)
         return cmd_volume(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "runtime") == 0)
+        return cmd_runtime(&ctx, argc - optind, argv + optind);
     return rnx_usage("unknown command '%s' for 'rnx'; see 'rnx --help'", argv[optind]);
 }
 

@@ -42,6 +42,9 @@ void config_defaults(config *c)
     c->health_interval_ms = 1000;
     c->max_temperature_c = 85;
     c->volumes_max_per_user = 16;
+    c->runtimes_cache_keep = 4;
+    c->runtimes_build_timeout_s = 3600;
+    c->runtimes_max_import_bytes = 16ull << 30;
 }
 
 enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY };
@@ -106,6 +109,11 @@ static const key keys[] = {
     STR("gpu.xid_policy", xid_policy),
     STR("runtimes.dir", runtimes_dir),
     STR("runtimes.default", runtime_default),
+    STR("runtimes.cache_dir", runtimes_cache_dir),
+    U64("runtimes.cache_keep", runtimes_cache_keep, 0, 1000),
+    STR("runtimes.mirror", runtimes_mirror),
+    U64("runtimes.build_timeout_s", runtimes_build_timeout_s, 10, 86400),
+    {"runtimes.max_import_bytes", K_BYTES, offsetof(config, runtimes_max_import_bytes), 8, 0, 0},
     STR("volumes.dir", volumes_dir),
     U64("volumes.max_per_user", volumes_max_per_user, 0, 256),
     STR("volumes.mke2fs", volumes_mke2fs),
@@ -220,9 +228,9 @@ static int walk(config *c, struct fy_node *map, const char *prefix, const char *
             if (strcmp(keys[i].path, path) == 0)
                 k = &keys[i];
         if (!k) {
-            char known[1024] = "";
+            char known[2048] = "";
             size_t n = 0;
-            for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            for (size_t i = 0; i < sizeof keys / sizeof keys[0] && n < sizeof known; i++)
                 n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", keys[i].path);
             return jerr_set(e, EINVAL, "%s: unknown setting '%s'; known settings: %s", file, path, known);
         }

@@ -50,6 +50,11 @@ typedef struct config {
     char xid_policy[512];         /* gpu.xid_policy: overrides, "79=offline,13=app" (xid_policy.h) */
     char runtimes_dir[512];       /* runtimes.dir: "" = <state_dir>/runtimes (docs/runtimes.md) */
     char runtime_default[65];     /* runtimes.default: the runtime of a job that names none; "" = the host's */
+    char runtimes_cache_dir[512]; /* runtimes.cache_dir: "" = <runtimes.dir>/.cache */
+    uint64_t runtimes_cache_keep; /* runtimes.cache_keep: archives kept in the cache; 0 = no cache */
+    char runtimes_mirror[256];    /* runtimes.mirror: "" = the machine's APT sources, else deb.debian.org */
+    uint64_t runtimes_build_timeout_s;  /* runtimes.build_timeout_s: a build or import longer is killed */
+    uint64_t runtimes_max_import_bytes; /* runtimes.max_import_bytes: largest archive rnx runtime import sends */
     char volumes_dir[512];        /* volumes.dir: "" = <state_dir>/volumes (docs/volumes.md) */
     uint32_t volumes_max_per_user; /* volumes.max_per_user: volumes a user other than root may own; 0 = no bound */
     char volumes_mke2fs[256];     /* volumes.mke2fs: "" = /usr/sbin/mke2fs or /sbin/mke2fs */

@@ -1,10 +1,9 @@
-/* Finding and reading runtimes (runtimes.h). A manifest is read with libfyaml once and kept
- * until its file changes, so a job's start costs a stat(), not a parse. */
+/* Finding and reading runtimes (runtimes.h). A manifest is read once (common/manifest.c) and
+ * kept until its file changes, so a job's start costs a stat(), not a parse. */
 #include "runtimes.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <libfyaml.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +32,10 @@ static void runtime_free(runtime *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->nprovides; i++)
-        free(r->provides[i]);
-    free(r->provides);
+    manifest_free(&r->m);
     for (size_t i = 0; i < r->nenv; i++)
         free(r->env[i].name), free(r->env[i].value);
     free(r->env);
-    free(r->test);
     free(r);
 }
 
@@ -53,66 +49,18 @@ void runtimes_forget(const char *name)
         }
 }
 
-static const char *scalar_at(struct fy_node *root, const char *path)
-{
-    struct fy_node *n = fy_node_by_path(root, path, (size_t)-1, FYNWF_DONT_FOLLOW);
-    return n && fy_node_is_scalar(n) ? fy_node_get_scalar0(n) : NULL;
-}
-
-static void copy(char *dst, size_t len, struct fy_node *root, const char *path)
-{
-    const char *s = scalar_at(root, path);
-    snprintf(dst, len, "%s", s ? s : "");
-}
-
 /* manifest.yml into r; -1 and why when it cannot be read or names another runtime. */
 static int read_manifest(runtime *r, const char *path, jerr *e)
 {
-    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET};
-    struct fy_document *doc = fy_document_build_from_file(&cfg, path);
-    if (!doc)
-        return jerr_set(e, EINVAL, "runtime '%s': %s cannot be read as YAML", r->name, path);
-    struct fy_node *root = fy_document_root(doc);
-    int rc = 0;
-    const char *name = root && fy_node_is_mapping(root) ? scalar_at(root, "/name") : NULL;
-    if (!name || strcmp(name, r->name)) {
-        rc = jerr_set(e, EINVAL, "runtime '%s': %s names %s%s%s", r->name, path, name ? "'" : "no runtime",
-                      name ? name : "", name ? "'" : "");
-        goto out;
-    }
-    copy(r->version, sizeof r->version, root, "/version");
-    copy(r->architecture, sizeof r->architecture, root, "/architecture");
-    copy(r->recipe, sizeof r->recipe, root, "/recipe");
-    copy(r->recipe_sha256, sizeof r->recipe_sha256, root, "/recipe_sha256");
-    copy(r->built_at, sizeof r->built_at, root, "/built_at");
-    copy(r->description, sizeof r->description, root, "/description");
-    const char *size = scalar_at(root, "/size_bytes");
-    r->size_bytes = size ? strtoull(size, NULL, 10) : 0;
-    const char *test = scalar_at(root, "/test");
-    r->test = test ? xstrdup(test) : NULL;
-    struct fy_node *prov = fy_node_by_path(root, "/provides", (size_t)-1, FYNWF_DONT_FOLLOW);
-    void *it = NULL;
-    struct fy_node *item;
-    while (prov && fy_node_is_sequence(prov) && (item = fy_node_sequence_iterate(prov, &it)))
-        if (fy_node_is_scalar(item)) {
-            r->provides = xrealloc(r->provides, (r->nprovides + 1) * sizeof *r->provides);
-            r->provides[r->nprovides++] = xstrdup(fy_node_get_scalar0(item));
-        }
-    struct fy_node *env = fy_node_by_path(root, "/env", (size_t)-1, FYNWF_DONT_FOLLOW);
-    struct fy_node_pair *p;
-    it = NULL;
-    while (env && fy_node_is_mapping(env) && (p = fy_node_mapping_iterate(env, &it))) {
-        struct fy_node *k = fy_node_pair_key(p), *v = fy_node_pair_value(p);
-        if (!k || !v || !fy_node_is_scalar(k) || !fy_node_is_scalar(v) || !env_key_valid(fy_node_get_scalar0(k))) {
-            rc = jerr_set(e, EINVAL, "runtime '%s': %s: env must map NAME to a string", r->name, path);
-            goto out;
-        }
-        r->env = xrealloc(r->env, (r->nenv + 1) * sizeof *r->env);
-        r->env[r->nenv++] = (jobreq_pair){xstrdup(fy_node_get_scalar0(k)), xstrdup(fy_node_get_scalar0(v))};
-    }
-out:
-    fy_document_destroy(doc);
-    return rc;
+    jerr me = {0};
+    if (manifest_read(path, &r->m, &me) < 0)
+        return jerr_set(e, EINVAL, "runtime '%s': %s", r->name, me.msg);
+    if (strcmp(r->m.name, r->name))
+        return jerr_set(e, EINVAL, "runtime '%s': %s names '%s'", r->name, path, r->m.name);
+    r->env = xcalloc(r->m.nenv ? r->m.nenv : 1, sizeof *r->env);
+    for (size_t i = 0; i < r->m.nenv; i++)
+        r->env[r->nenv++] = (jobreq_pair){xstrdup(r->m.env[i].name), xstrdup(r->m.env[i].value)};
+    return 0;
 }
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -174,7 +122,8 @@ int runtimes_find(const char *name, const runtime **out, jerr *e)
             runtimes_forget(name);
         return unknown(name, e);
     }
-    if (have && have->mtime_s == (int64_t)st.st_mtime) {
+    if (have && have->mtime_s == (int64_t)st.st_mtime && have->mtime_ns == (int64_t)st.st_mtim.tv_nsec &&
+        have->ino == (uint64_t)st.st_ino) {
         *out = have;
         return 0;
     }
@@ -183,6 +132,8 @@ int runtimes_find(const char *name, const runtime **out, jerr *e)
     snprintf(r->dir, sizeof r->dir, "%s/%s", dir_path, name);
     snprintf(r->root, sizeof r->root, "%s/rootfs", r->dir);
     r->mtime_s = (int64_t)st.st_mtime;
+    r->mtime_ns = (int64_t)st.st_mtim.tv_nsec;
+    r->ino = (uint64_t)st.st_ino;
     if (read_manifest(r, m, e) < 0 || (stat(r->root, &rs) < 0 && jerr_sys(e, "runtime '%s': %s", name, r->root) < 0)) {
         char why[sizeof e->msg];
         snprintf(why, sizeof why, "%s", e->msg);

@@ -12,20 +12,18 @@
 
 #include "../common/err.h"
 #include "../common/jobreq.h"
+#include "../common/manifest.h"
 
 typedef struct runtime {
     char name[65];
     char dir[700];            /* <runtimes.dir>/<name> */
     char root[720];           /* dir/rootfs */
-    char version[64], architecture[32], recipe[256], recipe_sha256[72], built_at[40];
-    char description[512];
-    char **provides;          /* "python 3.11.2", "torch 1.13.1 (CPU)", ... */
-    size_t nprovides;
-    jobreq_pair *env;         /* set in every job of the runtime, before the job's own */
+    manifest m;               /* what manifest.yml says (common/manifest.h) */
+    jobreq_pair *env;         /* m.env: set in every job of the runtime, before the job's own */
     size_t nenv;
-    char *test;               /* a shell command that checks the runtime works (rnx runtime test) */
-    uint64_t size_bytes;
     int64_t mtime_s;          /* of manifest.yml, when it was read */
+    int64_t mtime_ns;
+    uint64_t ino;             /* a manifest renamed into place is another file */
 } runtime;
 
 /* The directory runtimes live in (runtimes.dir, default <state_dir>/runtimes), created. */

@@ -28,6 +28,7 @@
 #include "../core/jobs.h"
 #include "../core/launch.h"
 #include "../core/logstream.h"
+#include "../core/runtime_build.h"
 #include "../core/runtimes.h"
 #include "../core/settle.h"
 #include "../core/state.h"
@@ -291,7 +292,7 @@ int main(int argc, char **argv)
     w_signal = (watch){signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), on_signal, NULL};
     loop_add(&w_signal);
     logstream_init();
-    if (runtimes_init(&e) < 0) {
+    if (runtimes_init(&e) < 0 || runtime_build_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }
@@ -327,6 +328,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < core.njobs; i++)
         if (core.jobs[i]->followers)
             logstream_detach(core.jobs[i]);
+    runtime_build_shutdown();
     http_run();
     http_stop();
     volumes_shutdown();

@@ -1,0 +1,278 @@
+/* Routes of runtimes (docs/api.md, "Runtimes"): routes.c hands over every path under
+ * /v1/runtimes, /v1/runtime-builds and /v1/runtime-imports. Handlers check who asks and what
+ * they sent, then act through core/runtime_build.h and answer JSON.
+ *
+ *   GET    /v1/runtimes                       installed runtimes
+ *   POST   /v1/runtimes[?replace=1&source=F]  admins: build from the recipe (YAML) in the body
+ *   GET    /v1/runtimes/{name}                one runtime
+ *   DELETE /v1/runtimes/{name}                admins: remove it (refused while jobs use it)
+ *   POST   /v1/runtimes/{name}/test           run its test command as a job of the caller's
+ *   GET    /v1/runtimes/{name}/export         its archive (tar.zst) from the cache
+ *   POST   /v1/runtime-imports[?replace=1]    admins: install an archive (the body, streamed to disk)
+ *   GET    /v1/runtime-builds                 the recent builds and imports
+ *   GET    /v1/runtime-builds/{id}            one of them
+ *   GET    /v1/runtime-builds/{id}/log[?follow=1]  its log, NDJSON */
+#include "routes_runtime.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/parse.h"
+#include "../common/recipe.h"
+#include "../common/util.h"
+#include "../core/job_json.h"
+#include "../core/runtime_build.h"
+#include "../core/runtime_json.h"
+#include "../core/runtime_log.h"
+#include "../core/runtimes.h"
+#include "../core/settle.h"
+#include "../core/state.h"
+#include "../core/submit.h"
+#include "../core/users.h"
+#include "reply.h"
+
+static const char *query(request *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static bool query_true(request *r, const char *key)
+{
+    const char *v = query(r, key);
+    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !*v);
+}
+
+static enum MHD_Result refuse(request *r, const jerr *e) { return http_reply_error(r->conn, e); }
+
+static bool admin(request *r, const char *what, jerr *e)
+{
+    if (users_is_admin(r->uid, r->gid))
+        return true;
+    jerr_http(e, 403, "%s is for admins: root, or members of the group named by server.admin_group (%s); you are "
+                      "uid %u", what, *core.cfg.admin_group ? core.cfg.admin_group : "not set", (unsigned)r->uid);
+    return false;
+}
+
+static enum MHD_Result no_route(request *r)
+{
+    jerr e = {0};
+    jerr_http(&e, 404, "no route %s %s; see docs/api.md (Runtimes)", r->method, r->path);
+    return refuse(r, &e);
+}
+
+/* POST /v1/runtimes: the body is the recipe's YAML text, exactly as the file holds it (its
+ * hash is the cache key). */
+static enum MHD_Result build(request *r)
+{
+    jerr e = {0};
+    if (!admin(r, "building a runtime", &e))
+        return refuse(r, &e);
+    if (r->body_busy) {
+        jerr_http(&e, 503, "joblet is already receiving other large requests; try again in a moment");
+        return refuse(r, &e);
+    }
+    if (r->body_too_large || r->body_len > RECIPE_MAX_BYTES) {
+        jerr_http(&e, 413, "recipe: a recipe is at most %d bytes", RECIPE_MAX_BYTES);
+        return refuse(r, &e);
+    }
+    if (!r->body || !r->body_len) {
+        jerr_field(&e, NULL, "recipe: the body is empty; send the recipe's YAML text (rnx runtime build RECIPE.yml)");
+        return refuse(r, &e);
+    }
+    const char *source = query(r, "source");
+    char src[128] = "";
+    if (source) {
+        const char *base = strrchr(source, '/') ? strrchr(source, '/') + 1 : source;
+        snprintf(src, sizeof src, "%s", base);
+        for (char *p = src; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
+    }
+    const runtime *have = NULL;
+    rt_build *b = NULL;
+    int rc = runtime_build_start(r->body, r->body_len, src, query_true(r, "replace"), r->uid, &have, &b, &e);
+    if (rc < 0)
+        return refuse(r, &e);
+    if (rc == 1)
+        return http_reply_json(r->conn, 200, json_pack("{s:b,s:o}", "already_built", 1, "runtime", runtime_json(have)));
+    return http_reply_json(r->conn, 202, json_pack("{s:o}", "build", runtime_json_build(b)));
+}
+
+/* POST /v1/runtimes/{name}/test: the manifest's test as a job of the caller's, in the runtime. */
+static enum MHD_Result test(request *r, const runtime *rt)
+{
+    jerr e = {0};
+    if (!rt->m.test) {
+        jerr_http(&e, 409, "runtime '%s' has no test command (its recipe has no test:)", rt->name);
+        return refuse(r, &e);
+    }
+    char name[96];
+    snprintf(name, sizeof name, "runtime-test-%s", rt->name);
+    json_t *body = json_pack("{s:s,s:[s,s],s:s,s:s}", "command", "/bin/sh", "args", "-c", rt->m.test, "runtime",
+                             rt->name, "name", name);
+    job_req jr;
+    int rc = jobreq_from_json(body, &jr, 0, time(NULL), &e);
+    json_decref(body);
+    if (rc < 0)
+        return refuse(r, &e);
+    job *j = submit_job(&jr, r->uid, r->gid, &e);
+    jobreq_free(&jr);
+    if (!j)
+        return refuse(r, &e);
+    settle();
+    return http_reply_json(r->conn, 201, job_json(j));
+}
+
+/* GET /v1/runtimes/{name}/export: the runtime's archive, sent from the file. */
+static enum MHD_Result export(request *r, const runtime *rt)
+{
+    jerr e = {0};
+    char path[800];
+    uint64_t size;
+    if (runtime_archive(rt, path, sizeof path, &size, &e) < 0)
+        return refuse(r, &e);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        jerr_sys(&e, "open %s", path);
+        return refuse(r, &e);
+    }
+    struct MHD_Response *resp = MHD_create_response_from_fd(size, fd);
+    if (!resp) {
+        close(fd);
+        jerr_http(&e, 500, "cannot send %s", path);
+        return refuse(r, &e);
+    }
+    char disp[160];
+    snprintf(disp, sizeof disp, "attachment; filename=\"%s.tar.zst\"", rt->name);
+    MHD_add_response_header(resp, "Content-Type", "application/zstd");
+    MHD_add_response_header(resp, "Content-Disposition", disp);
+    enum MHD_Result ok = MHD_queue_response(r->conn, 200, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+static enum MHD_Result one_runtime(request *r, const char *rest)
+{
+    jerr e = {0};
+    char name[80];
+    const char *slash = strchr(rest, '/');
+    size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+    const char *action = slash ? slash + 1 : "";
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), rest);
+    bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
+    if (!*action && del) {
+        if (!admin(r, "removing a runtime", &e) || runtime_remove(name, &e) < 0)
+            return refuse(r, &e);
+        return http_reply_json(r->conn, 200, json_pack("{s:s}", "removed", name));
+    }
+    const runtime *rt;
+    if (runtimes_find(name, &rt, &e) < 0) {
+        e.http = 404;
+        return refuse(r, &e);
+    }
+    if (!*action && get)
+        return http_reply_json(r->conn, 200, runtime_json(rt));
+    if (!strcmp(action, "test") && post)
+        return test(r, rt);
+    if (!strcmp(action, "export") && get)
+        return export(r, rt);
+    return no_route(r);
+}
+
+/* POST /v1/runtime-imports: the archive arrived in a file (routes_runtime_body). */
+static enum MHD_Result import(request *r)
+{
+    jerr e = {0};
+    if (!admin(r, "importing a runtime", &e))
+        return refuse(r, &e);
+    if (r->body_too_large) {
+        jerr_http(&e, 413, "the archive is larger than runtimes.max_import_bytes (%llu bytes)",
+                  (unsigned long long)core.cfg.runtimes_max_import_bytes);
+        return refuse(r, &e);
+    }
+    if (r->body_fd < 0 || r->body_fd_error) {
+        jerr_http(&e, 500, "the archive could not be stored: %s", r->body_fd_error ? strerror(r->body_fd_error)
+                                                                                  : "no file for it");
+        return refuse(r, &e);
+    }
+    if (!r->body_len) {
+        jerr_field(&e, NULL, "archive: the body is empty; send a tar.zst as rnx runtime export writes it");
+        return refuse(r, &e);
+    }
+    rt_build *b = runtime_import_start(r->body_fd, query_true(r, "replace"), r->uid, &e);
+    if (!b)
+        return refuse(r, &e);
+    return http_reply_json(r->conn, 202, json_pack("{s:o}", "build", runtime_json_build(b)));
+}
+
+static enum MHD_Result builds(request *r, const char *rest)
+{
+    jerr e = {0};
+    if (strcmp(r->method, "GET"))
+        return no_route(r);
+    if (!rest) {
+        size_t n;
+        rt_build *const *all = runtime_builds(&n);
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(arr, runtime_json_build(all[i]));
+        return http_reply_json(r->conn, 200, json_pack("{s:o}", "builds", arr));
+    }
+    uint64_t id;
+    char num[24];
+    const char *slash = strchr(rest, '/');
+    size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+    snprintf(num, sizeof num, "%.*s", (int)(n < sizeof num ? n : sizeof num - 1), rest);
+    rt_build *b = parse_u64(num, &id) == 0 && id < 1u << 31 ? runtime_build_find((unsigned)id) : NULL;
+    if (!b) {
+        jerr_http(&e, 404, "no runtime build '%s' (rnx runtime builds lists the recent ones)", num);
+        return refuse(r, &e);
+    }
+    if (!slash)
+        return http_reply_json(r->conn, 200, runtime_json_build(b));
+    if (strcmp(slash + 1, "log"))
+        return no_route(r);
+    struct MHD_Response *resp = runtime_log_response(b, r->conn, query_true(r, "follow"));
+    enum MHD_Result ok = MHD_queue_response(r->conn, 200, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+enum MHD_Result routes_runtime(request *r)
+{
+    const char *p = r->path;
+    if (!strcmp(p, "/v1/runtimes")) {
+        if (!strcmp(r->method, "GET"))
+            return http_reply_json(r->conn, 200, runtime_json_list());
+        if (!strcmp(r->method, "POST"))
+            return build(r);
+        return no_route(r);
+    }
+    if (!strncmp(p, "/v1/runtimes/", 13) && p[13])
+        return one_runtime(r, p + 13);
+    if (!strcmp(p, "/v1/runtime-imports") && !strcmp(r->method, "POST"))
+        return import(r);
+    if (!strcmp(p, "/v1/runtime-builds"))
+        return builds(r, NULL);
+    if (!strncmp(p, "/v1/runtime-builds/", 19) && p[19])
+        return builds(r, p + 19);
+    return no_route(r);
+}
+
+int routes_runtime_body(request *r, int *fd, uint64_t *max, jerr *e)
+{
+    if (strcmp(r->path, "/v1/runtime-imports") || strcmp(r->method, "POST"))
+        return 0;
+    /* refused before a byte of a large archive is read */
+    if (!admin(r, "importing a runtime", e) || runtime_build_busy(e) < 0)
+        return -1;
+    if ((*fd = runtime_import_file(e)) < 0)
+        return -1;
+    *max = core.cfg.runtimes_max_import_bytes;
+    return 1;
+}
