@@ -3,7 +3,7 @@
  * they sent, then act through core/runtime_build.h and answer JSON.
  *
  *   GET    /v1/runtimes                       installed runtimes
- *   POST   /v1/runtimes[?replace=1&source=F]  admins: build from the recipe (YAML) in the body
+ *   POST   /v1/runtimes[?replace=1&fresh=1&source=F]  admins: build from the recipe (YAML) in the body
  *   GET    /v1/runtimes/{name}                one runtime
  *   DELETE /v1/runtimes/{name}                admins: remove it (refused while jobs use it)
  *   POST   /v1/runtimes/{name}/test           run its test command as a job of the caller's
@@ -95,7 +95,8 @@ static enum MHD_Result build(request *r)
     }
     const runtime *have = NULL;
     rt_build *b = NULL;
-    int rc = runtime_build_start(r->body, r->body_len, src, query_true(r, "replace"), r->uid, &have, &b, &e);
+    unsigned how = (query_true(r, "replace") ? RTB_REPLACE : 0) | (query_true(r, "fresh") ? RTB_FRESH : 0);
+    int rc = runtime_build_start(r->body, r->body_len, src, how, r->uid, &have, &b, &e);
     if (rc < 0)
         return refuse(r, &e);
     if (rc == 1)

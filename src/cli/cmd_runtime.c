@@ -25,9 +25,11 @@ static const char runtime_help[] =
     "with --runtime=NAME instead of the host's /usr, /etc, /bin and /lib (docs/runtimes.md).\n"
     "\n"
     "Commands:\n"
-    "  build [--replace] [--verbose] RECIPE.yml\n"
+    "  build [--replace] [--fresh] [--verbose] RECIPE.yml\n"
     "                        admins: build a runtime from a recipe (runtimes/*.yml); a recipe\n"
-    "                        built before comes from the cache at once\n"
+    "                        built before comes from the cache at once. --replace: replace a\n"
+    "                        runtime of that name built from another recipe; --fresh: from the\n"
+    "                        mirror even when installed or cached (newer packages)\n"
     "  list                  the installed runtimes\n"
     "  info NAME             one runtime: what it provides, its recipe, size, the jobs using it\n"
     "  remove NAME           admins: remove a runtime no job uses\n"
@@ -48,9 +50,9 @@ static rnx_client *client(const rnx_ctx *ctx) { return client_new(ctx->socket); 
 static int fail(const jerr *e) { return rnx_fail("%s", e->msg); }
 
 /* Options common to the subcommands: --json, --help, and the ones given in `extra`. */
-enum { O_REPLACE = 300, O_VERBOSE, O_FOLLOW, O_NO_FOLLOW };
+enum { O_REPLACE = 300, O_VERBOSE, O_FOLLOW, O_NO_FOLLOW, O_FRESH };
 typedef struct flags {
-    bool replace, verbose, follow_set, follow;
+    bool replace, verbose, follow_set, follow, fresh;
 } flags;
 
 #define HELP_SHOWN (-100)
@@ -61,6 +63,7 @@ static int parse(rnx_ctx *ctx, int argc, char **argv, const char *cmd, flags *f)
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
         {"replace", no_argument, NULL, O_REPLACE}, {"verbose", no_argument, NULL, O_VERBOSE},
         {"follow", no_argument, NULL, O_FOLLOW},   {"no-follow", no_argument, NULL, O_NO_FOLLOW},
+        {"fresh", no_argument, NULL, O_FRESH},
         {0},
     };
     int c;
@@ -70,6 +73,7 @@ static int parse(rnx_ctx *ctx, int argc, char **argv, const char *cmd, flags *f)
         case 'j': ctx->json = true; break;
         case 'h': fputs(runtime_help, stdout); return HELP_SHOWN;
         case O_REPLACE: f->replace = true; break;
+        case O_FRESH: f->fresh = true; break;
         case 'v':
         case O_VERBOSE: f->verbose = true; break;
         case O_FOLLOW: f->follow_set = f->follow = true; break;
@@ -279,7 +283,7 @@ static int rt_build(rnx_ctx *ctx, int argc, char **argv)
     int rc = parse(ctx, argc, argv, "rnx runtime build", &f);
     if (rc)
         return rc == HELP_SHOWN ? RNX_OK : rc;
-    if ((rc = operands(argc, argv, 1, "rnx runtime build [--replace] [--verbose] RECIPE.yml")))
+    if ((rc = operands(argc, argv, 1, "rnx runtime build [--replace] [--fresh] [--verbose] RECIPE.yml")))
         return rc;
     const char *file = argv[optind];
     int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -303,7 +307,7 @@ static int rt_build(rnx_ctx *ctx, int argc, char **argv)
     }
     rnx_client *c = client(ctx);
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    char *path = escaped(c, "/v1/runtimes?source=", base, f.replace ? "&replace=1" : "");
+    char *path = escaped(c, "/v1/runtimes?source=", base, f.replace && f.fresh ? "&replace=1&fresh=1" : f.replace ? "&replace=1" : f.fresh ? "&fresh=1" : "");
     json_t *ans = NULL;
     jerr e = {0};
     if (client_request_raw(c, "POST", path, "application/yaml", text, (size_t)n, &ans, &e) < 0) {

@@ -23,6 +23,7 @@ static const char *const recipe_keys[] = {
     "components",    /* optional: archive components, default [main] */
     "variant",       /* optional: mmdebstrap's package set to start from, default apt */
     "packages",      /* required: Debian packages to install (their dependencies come along) */
+    "recommends",    /* optional: install the packages' Recommends too; default false */
     "exclude_paths", /* optional: dpkg path-exclude patterns; default docs, man and info pages */
     "provides",      /* optional: LABEL: PACKAGE [NOTE], reported with the installed version */
     "env",           /* optional: NAME: value set in every job of the runtime */
@@ -299,6 +300,14 @@ static int walk(struct fy_node *root, recipe *r, jerr *e)
                            &r->packages, &r->npackages, e);
             if (!rc && !r->npackages)
                 rc = jerr_field(e, k, "packages: must name at least one Debian package, e.g. [python3]");
+        } else if (!strcmp(k, "recommends")) {
+            const char *s = scalar(v);
+            if (s && (!strcmp(s, "true") || !strcmp(s, "yes")))
+                r->recommends = true;
+            else if (s && (!strcmp(s, "false") || !strcmp(s, "no")))
+                r->recommends = false;
+            else
+                rc = jerr_field(e, k, "recommends: must be true or false");
         } else if (!strcmp(k, "exclude_paths")) {
             r->exclude_given = true;
             rc = read_list(v, k, RECIPE_MAX_ITEMS, pattern_ok,

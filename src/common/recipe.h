@@ -36,6 +36,7 @@ typedef struct recipe {
     size_t ncomponents;
     char **packages;          /* Debian package names, "name" or "name=version" */
     size_t npackages;
+    bool recommends;          /* install Recommends too (apt's default); false unless asked */
     char **exclude;           /* dpkg path-exclude patterns; default: docs, man and info pages */
     size_t nexclude;
     bool exclude_given;

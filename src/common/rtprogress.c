@@ -1,9 +1,11 @@
 /* Progress of a runtime build (rtprogress.h). mmdebstrap --verbose announces its phases with
  * "I: ..." lines and passes apt's and dpkg's output through; the helper joblet-runtime-build
- * adds its own "joblet: ..." lines. Within the download and install phases the share of
- * packages fetched ("Get:N") and set up ("Setting up") moves the bar. */
+ * adds its own "joblet: ..." lines. Within the download and install phases the packages moved
+ * the bar: fetched ("Get:N", in the download phase and when apt fetches inside the chroot),
+ * unpacked ("Unpacking "), set up ("Setting up ", which counts twice: it runs the scripts). */
 #include "rtprogress.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +83,7 @@ void rtprogress_feed(rtprogress *p, const char *line, size_t len)
             }
             p->from = phases[i].percent;
             p->to = phases[i].to;
-            p->done = 0;
+            p->got = p->unpacked = p->set_up = 0;
             return;
         }
     char buf[128];
@@ -92,14 +94,22 @@ void rtprogress_feed(rtprogress *p, const char *line, size_t len)
     /* apt: "0 upgraded, 89 newly installed, 0 to remove and 0 not upgraded." */
     if (sscanf(buf, "%*d upgraded, %d newly installed", &k) == 1 && k > 0) {
         p->total = k;
-        p->done = 0;
+        p->got = p->unpacked = p->set_up = 0;
         return;
     }
     if (!p->to || !p->total)
         return;
-    if ((sscanf(buf, "Get:%d ", &k) == 1 && k > p->done) || (starts(line, len, "Setting up ") && (k = p->done + 1)))
-        p->done = k > p->total ? p->total : k;
+    if (sscanf(buf, "Get:%d ", &k) == 1 && k > p->got)
+        p->got = k > p->total ? p->total : k;
+    else if (starts(line, len, "Unpacking ") && p->unpacked < p->total)
+        p->unpacked++;
+    else if (starts(line, len, "Setting up ") && p->set_up < p->total)
+        p->set_up++;
     else
         return;
-    advance(p, p->from + (p->to - p->from) * p->done / p->total);
+    bool download = !strcmp(p->phase, "downloading packages");
+    /* units: a fetch 1 (when this phase fetches), an unpack 1, a set-up 2 */
+    long units = download ? p->total : (long)p->total * (p->got ? 4 : 3);
+    long done = download ? p->got : (long)p->got + p->unpacked + 2L * p->set_up;
+    advance(p, p->from + (int)((p->to - p->from) * done / units));
 }

@@ -11,7 +11,7 @@ typedef struct rtprogress {
     char phase[64];           /* "downloading packages", "installing packages", ... */
     int from, to;             /* the current phase's span of the bar (to 0: no count moves it) */
     int total;                /* packages apt said it installs ("N newly installed"), 0 before */
-    int done;                 /* of those, fetched ("Get:N") or set up ("Setting up") in this phase */
+    int got, unpacked, set_up;/* of those, in this phase: fetched ("Get:N"), unpacked, set up */
 } rtprogress;
 
 void rtprogress_init(rtprogress *p);

@@ -166,24 +166,35 @@ int runtime_build_init(jerr *e)
         return -1;
     if (access(helper, X_OK) < 0)
         log_warn("runtimes: %s: %s; runtimes cannot be built, imported or removed", helper, strerror(errno));
-    /* What an earlier joblet left: builds it did not finish, trees it did not finish deleting,
+    /* What an earlier joblet left: builds it did not finish (renamed away first, so a new build
+     * of the same name cannot meet the helper deleting them), trees it did not finish deleting,
      * and the logs of builds it no longer knows. */
-    char **paths = NULL;
-    size_t n = 0;
+    char **names = NULL, **paths = NULL;
+    size_t nn = 0, n = 0;
     DIR *d = opendir(runtimes_dir());
     struct dirent *de;
     while (d && (de = readdir(d)))
-        if (!strncmp(de->d_name, ".build-", 7) || !strncmp(de->d_name, ".import-", 8) ||
-            !strncmp(de->d_name, ".trash-", 7)) {
-            char from[800];
-            snprintf(from, sizeof from, "%s/%s", runtimes_dir(), de->d_name);
-            paths = xrealloc(paths, (n + 1) * sizeof *paths);
-            paths[n++] = xstrdup(from);
+        if (!strncmp(de->d_name, ".trash-", 7) || !strncmp(de->d_name, ".build-", 7) ||
+            !strncmp(de->d_name, ".import-", 8)) {
+            names = xrealloc(names, (nn + 1) * sizeof *names);
+            names[nn++] = xstrdup(de->d_name);
         }
     if (d)
         closedir(d);
-    if (n)
-        log_info("runtimes: removing %zu unfinished build%s left by an earlier joblet", n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < nn; i++) {
+        char from[800];
+        snprintf(from, sizeof from, "%s/%s", runtimes_dir(), names[i]);
+        jerr te = {0};
+        if (strncmp(names[i], ".trash-", 7)) {
+            if (trash(from, &te) < 0)
+                log_warn("runtimes: %s", te.msg);
+        } else {
+            paths = xrealloc(paths, (n + 1) * sizeof *paths);
+            paths[n++] = xstrdup(from);
+        }
+        free(names[i]);
+    }
+    free(names);
     remove_later(paths, n);
     for (size_t i = 0; i < n; i++)
         free(paths[i]);
@@ -575,9 +586,10 @@ fail:
     return -1;
 }
 
-int runtime_build_start(const char *text, size_t len, const char *source, bool replace, uid_t uid,
+int runtime_build_start(const char *text, size_t len, const char *source, unsigned how, uid_t uid,
                         const runtime **installed, rt_build **out, jerr *e)
 {
+    bool fresh = how & RTB_FRESH, replace = how & RTB_REPLACE;
     recipe r;
     if (recipe_parse(text, len, &r, e) < 0)
         return -1;
@@ -591,11 +603,13 @@ int runtime_build_start(const char *text, size_t len, const char *source, bool r
     snprintf(target, sizeof target, "%s/%s", runtimes_dir(), r.name);
     bool exists = lstat(target, &st) == 0;
     bool readable = exists && runtimes_find(r.name, &have, &fe) == 0;
-    if (readable && !strcmp(have->m.recipe_sha256, sha)) {
+    bool same = readable && !strcmp(have->m.recipe_sha256, sha);
+    if (same && !fresh) {
         *installed = have;
         rc = 1;
         goto out;
     }
+    replace = replace || same; /* a fresh build replaces the build of its own recipe */
     if (runtime_build_busy(e) < 0)
         goto out;
     if (exists && !replace) {
@@ -646,7 +660,7 @@ int runtime_build_start(const char *text, size_t len, const char *source, bool r
         goto out;
     }
     char *const argv[] = {helper, "build", "--dir", b->dir, "--tool", tool, "--mirror", mirror, "--cache-dir", cache_dir,
-                          "--cache-keep", keep, "--source", b->source, NULL};
+                          "--cache-keep", keep, "--source", b->source, fresh ? "--fresh" : NULL, NULL};
     if (launch(b, argv, -1, e) < 0)
         goto out;
     log_info("runtimes: building '%s' (build %u, recipe sha256 %.12s, %s, %s)", r.name, b->id, sha, tool, mirror);

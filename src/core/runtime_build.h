@@ -58,12 +58,15 @@ rt_build *const *runtime_builds(size_t *n);
 rt_build *runtime_build_find(unsigned id);
 rt_build *runtime_build_running(void);
 
+/* How a build may go: replace an installed runtime of its name built from another recipe;
+ * fresh: from the mirror even when that recipe is installed or cached (newer packages). */
+enum { RTB_REPLACE = 1, RTB_FRESH = 2 };
 /* Starts building the recipe text (already read by the caller, who checked it is an admin).
  * 1 and *installed when a runtime of that name built from the same recipe is installed
- * already (nothing to do); 0 and *out when the build started; -1 with e (400 naming the
- * recipe's field, 409 when a build is running or the name is taken or in use, 503 without
- * mmdebstrap/debootstrap). */
-int runtime_build_start(const char *text, size_t len, const char *source, bool replace, uid_t uid,
+ * already (nothing to do, unless RTB_FRESH); 0 and *out when the build started; -1 with e
+ * (400 naming the recipe's field, 409 when a build is running or the name is taken or in
+ * use, 503 without mmdebstrap/debootstrap). */
+int runtime_build_start(const char *text, size_t len, const char *source, unsigned how, uid_t uid,
                         const runtime **installed, rt_build **out, jerr *e);
 /* An open, unnamed file in the runtimes' directory for an archive being uploaded; -1 with e. */
 int runtime_import_file(jerr *e);

@@ -3,10 +3,11 @@
  * is the only program that runs mmdebstrap, tar and zstd for the daemon.
  *
  *   joblet-runtime-build build  --dir DIR --tool PATH --mirror URL [--cache-dir D --cache-keep N]
- *                               [--source NAME]
+ *                               [--source NAME] [--fresh]
  *       DIR holds recipe.yml; makes DIR/rootfs and DIR/manifest.yml, from the cache when it
  *       has this recipe's archive (<D>/<recipe sha256>.tar.zst), else with the tool (mmdebstrap
- *       or debootstrap) from the mirror, and then stores the archive in the cache.
+ *       or debootstrap) from the mirror (always with --fresh), and then stores the archive in
+ *       the cache.
  *   joblet-runtime-build import --dir DIR [--cache-dir D --cache-keep N]
  *       the archive (tar.zst of manifest.yml, recipe.yml, rootfs/) on stdin, extracted into DIR
  *       and checked against its manifest: recipe.yml against recipe_sha256, rootfs/ against
@@ -47,6 +48,7 @@ extern char **environ;
 typedef struct opts {
     const char *dir, *tool, *mirror, *cache_dir, *source;
     const char *cache_shown;  /* the cache as the host names it (inside, it is /tmp/cache) */
+    bool fresh;               /* from the mirror, not from the cache (which it then replaces) */
     unsigned cache_keep;
 } opts;
 
@@ -216,6 +218,7 @@ static int run_tool(const opts *o, const recipe *r, char *why, size_t len)
         if (r->nexclude) /* licences stay, as Debian asks */
             arg(&a, "--dpkgopt=path-include=/usr/share/doc/*/copyright");
         arg(&a, "--aptopt=Acquire::Retries \"3\"");
+        arg(&a, "--aptopt=APT::Install-Recommends \"%s\"", r->recommends ? "true" : "false");
     }
     arg(&a, "%s", r->suite);
     arg(&a, "%s/rootfs", o->dir);
@@ -403,7 +406,7 @@ static int mode_build(const opts *o)
            o->mirror, r.suite);
     fflush(stdout);
     manifest m = {0};
-    if (o->cache_dir && o->cache_keep) {
+    if (o->cache_dir && o->cache_keep && !o->fresh) {
         char cached[1200];
         snprintf(cached, sizeof cached, "%s/%s.tar.zst", o->cache_dir, sha);
         if (access(cached, R_OK) == 0) {
@@ -569,6 +572,7 @@ int main(int argc, char **argv)
         {"dir", required_argument, NULL, 'd'},       {"tool", required_argument, NULL, 't'},
         {"mirror", required_argument, NULL, 'm'},    {"cache-dir", required_argument, NULL, 'c'},
         {"cache-keep", required_argument, NULL, 'k'}, {"source", required_argument, NULL, 's'},
+        {"fresh", no_argument, NULL, 'f'},
         {0},
     };
     opts o = {0};
@@ -582,6 +586,7 @@ int main(int argc, char **argv)
         case 'c': o.cache_dir = optarg; break;
         case 'k': o.cache_keep = (unsigned)strtoul(optarg, NULL, 10); break;
         case 's': o.source = optarg; break;
+        case 'f': o.fresh = true; break;
         default: return usage();
         }
     }
