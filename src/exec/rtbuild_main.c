@@ -281,8 +281,18 @@ static int extract(const char *path, const char *dir, char *why, size_t len)
     return run(argv, path ? -1 : 0, -1, "tar (extracting the archive)", why, len);
 }
 
-/* dir's manifest against what is there: the recipe's and the tree's hashes. */
+/* dir's manifest against what is there: the recipe's and the tree's hashes. On failure m is
+ * left empty. */
+static int check(const char *dir, manifest *m, char *why, size_t len);
 static int verify(const char *dir, manifest *m, char *why, size_t len)
+{
+    int rc = check(dir, m, why, len);
+    if (rc < 0)
+        manifest_free(m);
+    return rc;
+}
+
+static int check(const char *dir, manifest *m, char *why, size_t len)
 {
     char path[1200], sum[DIGEST_HEX];
     jerr e = {0};
@@ -612,7 +622,11 @@ int main(int argc, char **argv)
         box.keep[box.nkeep++] = (sandbox_keep){o.cache_dir, "cache"};
         o.cache_dir = "/tmp/cache";
     }
-    if (sandbox_enter(&box, &e) < 0)
-        return report(false, "the build sandbox: %s", e.msg);
+    if (sandbox_enter(&box, &e) < 0) {
+        /* _exit: after unshare(CLONE_NEWPID) a sanitizer's exit-time helper process would be
+         * PID 1 of a namespace its parent is not in, and hang */
+        report(false, "the build sandbox: %s", e.msg);
+        _exit(1);
+    }
     return !strcmp(mode, "build") ? mode_build(&o) : mode_import(&o);
 }
