@@ -135,7 +135,7 @@ static enum MHD_Result export(request *r, const runtime *rt)
     jerr e = {0};
     char path[800];
     uint64_t size;
-    if (runtime_archive(rt, path, sizeof path, &size, &e) < 0)
+    if (runtime_build_archive(rt, path, sizeof path, &size, &e) < 0)
         return refuse(r, &e);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -167,7 +167,7 @@ static enum MHD_Result one_runtime(request *r, const char *rest)
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), rest);
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
     if (!*action && del) {
-        if (!admin(r, "removing a runtime", &e) || runtime_remove(name, &e) < 0)
+        if (!admin(r, "removing a runtime", &e) || runtime_build_remove(name, &e) < 0)
             return refuse(r, &e);
         return http_reply_json(r->conn, 200, json_pack("{s:s}", "removed", name));
     }
@@ -205,7 +205,7 @@ static enum MHD_Result import(request *r)
         jerr_field(&e, NULL, "archive: the body is empty; send a tar.zst as rnx runtime export writes it");
         return refuse(r, &e);
     }
-    rt_build *b = runtime_import_start(r->body_fd, query_true(r, "replace"), r->uid, &e);
+    rt_build *b = runtime_build_import(r->body_fd, query_true(r, "replace"), r->uid, &e);
     if (!b)
         return refuse(r, &e);
     return http_reply_json(r->conn, 202, json_pack("{s:o}", "build", runtime_json_build(b)));
@@ -218,7 +218,7 @@ static enum MHD_Result builds(request *r, const char *rest)
         return no_route(r);
     if (!rest) {
         size_t n;
-        rt_build *const *all = runtime_builds(&n);
+        rt_build *const *all = runtime_build_list(&n);
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++)
             json_array_append_new(arr, runtime_json_build(all[i]));
@@ -272,7 +272,7 @@ int routes_runtime_body(request *r, int *fd, uint64_t *max, jerr *e)
     /* refused before a byte of a large archive is read */
     if (!admin(r, "importing a runtime", e) || runtime_build_busy(e) < 0)
         return -1;
-    if ((*fd = runtime_import_file(e)) < 0)
+    if ((*fd = runtime_build_import_file(e)) < 0)
         return -1;
     *max = core.cfg.runtimes_max_import_bytes;
     return 1;

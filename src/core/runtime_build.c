@@ -44,7 +44,7 @@ typedef struct remover {
 } remover;
 static remover *removers;
 
-rt_build *const *runtime_builds(size_t *n)
+rt_build *const *runtime_build_list(size_t *n)
 {
     *n = nbuilds;
     return builds;
@@ -309,7 +309,7 @@ static void on_output(watch *w, uint32_t events)
 
 /* ---- the end of a build or import ----------------------------------------------------- */
 
-size_t runtime_users(const char *name, char *ids, size_t len)
+size_t runtime_build_users(const char *name, char *ids, size_t len)
 {
     size_t n = 0;
     if (len)
@@ -357,10 +357,10 @@ static int install(rt_build *b, const char *name)
             }
         }
         if (!b->replace)
-            return snprintf(b->error, sizeof b->error, "a runtime '%s' is installed already%s; import with --replace "
+            return snprintf(b->error, sizeof b->error, "a runtime '%s' is installed already%s; %s with --replace "
                                                        "to replace it, or remove it first (rnx runtime remove %s)",
-                            name, readable ? " (another build)" : " (broken)", name), -1;
-        size_t n = runtime_users(name, users, sizeof users);
+                            name, readable ? " (another build)" : " (broken)", b->import ? "import" : "build", name), -1;
+        size_t n = runtime_build_users(name, users, sizeof users);
         if (n)
             return snprintf(b->error, sizeof b->error, "runtime '%s' is in use by %zu job%s that ha%s not ended (%s); "
                                                        "it is replaced only when none uses it", name, n,
@@ -623,7 +623,7 @@ int runtime_build_start(const char *text, size_t len, const char *source, unsign
                               "replace it, or remove it first (rnx runtime remove %s)", r.name, fe.msg, r.name);
         goto out;
     }
-    size_t nusers = exists ? runtime_users(r.name, users, sizeof users) : 0;
+    size_t nusers = exists ? runtime_build_users(r.name, users, sizeof users) : 0;
     if (nusers) {
         jerr_http(e, 409, "runtime '%s' is in use by %zu job%s that ha%s not ended (%s); it can be replaced when "
                           "none uses it", r.name, nusers, nusers == 1 ? "" : "s", nusers == 1 ? "s" : "ve", users);
@@ -671,7 +671,7 @@ out:
     return rc;
 }
 
-int runtime_import_file(jerr *e)
+int runtime_build_import_file(jerr *e)
 {
     int fd = open(runtimes_dir(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0)
@@ -686,7 +686,7 @@ int runtime_import_file(jerr *e)
     return fd;
 }
 
-rt_build *runtime_import_start(int fd, bool replace, uid_t uid, jerr *e)
+rt_build *runtime_build_import(int fd, bool replace, uid_t uid, jerr *e)
 {
     if (runtime_build_busy(e) < 0)
         return NULL;
@@ -707,7 +707,7 @@ rt_build *runtime_import_start(int fd, bool replace, uid_t uid, jerr *e)
     return b;
 }
 
-int runtime_remove(const char *name, jerr *e)
+int runtime_build_remove(const char *name, jerr *e)
 {
     const runtime *rt;
     char users[200];
@@ -724,7 +724,7 @@ int runtime_remove(const char *name, jerr *e)
     if (running && !strcmp(running->name, name))
         return jerr_http(e, 409, "runtime '%s' is being built or imported (build %u); remove it when that is done",
                          name, running->id);
-    size_t n = runtime_users(name, users, sizeof users);
+    size_t n = runtime_build_users(name, users, sizeof users);
     if (n)
         return jerr_http(e, 409, "runtime '%s' is in use by %zu job%s that ha%s not ended (%s); it can be removed "
                                  "when none uses it (rnx job stop ID, or wait)", name, n, n == 1 ? "" : "s",
@@ -741,7 +741,7 @@ int runtime_remove(const char *name, jerr *e)
     return 0;
 }
 
-int runtime_archive(const runtime *rt, char *path, size_t len, uint64_t *size, jerr *e)
+int runtime_build_archive(const runtime *rt, char *path, size_t len, uint64_t *size, jerr *e)
 {
     struct stat st;
     snprintf(path, len, "%s/%s.tar.zst", cache_dir, rt->m.recipe_sha256);

@@ -54,7 +54,7 @@ typedef struct rt_build {
 /* Creates the cache and log directories and removes what an earlier joblet left half done. */
 int runtime_build_init(jerr *e);
 /* The builds remembered, oldest first; the one running, if any. */
-rt_build *const *runtime_builds(size_t *n);
+rt_build *const *runtime_build_list(size_t *n);
 rt_build *runtime_build_find(unsigned id);
 rt_build *runtime_build_running(void);
 
@@ -69,22 +69,22 @@ enum { RTB_REPLACE = 1, RTB_FRESH = 2 };
 int runtime_build_start(const char *text, size_t len, const char *source, unsigned how, uid_t uid,
                         const runtime **installed, rt_build **out, jerr *e);
 /* An open, unnamed file in the runtimes' directory for an archive being uploaded; -1 with e. */
-int runtime_import_file(jerr *e);
-/* Starts importing the archive in fd (runtime_import_file's, written; the caller keeps its
+int runtime_build_import_file(jerr *e);
+/* Starts importing the archive in fd (runtime_build_import_file's, written; the caller keeps its
  * copy); -1 with e. */
-rt_build *runtime_import_start(int fd, bool replace, uid_t uid, jerr *e);
+rt_build *runtime_build_import(int fd, bool replace, uid_t uid, jerr *e);
 /* A 409 naming who holds the build slot, when a build or import runs; 0 when none does. */
 int runtime_build_busy(jerr *e);
 
 /* The jobs that have not ended and name the runtime: up to `max` short ids into ids (", "
  * separated); returns how many there are. */
-size_t runtime_users(const char *name, char *ids, size_t len);
+size_t runtime_build_users(const char *name, char *ids, size_t len);
 /* Removes an installed runtime: refused (409) while jobs use it or a build of it runs, and for
  * runtimes.default. The tree is renamed away at once and deleted by a helper. */
-int runtime_remove(const char *name, jerr *e);
+int runtime_build_remove(const char *name, jerr *e);
 /* The archive of a runtime in the cache (what rnx runtime export downloads): its path and
  * size; -1 with e (404) when the cache has none. */
-int runtime_archive(const runtime *rt, char *path, size_t len, uint64_t *size, jerr *e);
+int runtime_build_archive(const runtime *rt, char *path, size_t len, uint64_t *size, jerr *e);
 
 /* The daemon stops: builds are killed (the next joblet removes their trees). */
 void runtime_build_shutdown(void);
