@@ -415,10 +415,11 @@ def hanging_mirror():
 
 def test_daemon_serves_while_a_build_runs_and_kills_it_at_its_limit(fresh_daemon, tmp_path):
     """While a build runs (one that hangs on its mirror): jobs run, the API answers at once, a
-    second build is refused (one at a time); at runtimes.build_timeout_s the build is killed and
-    nothing of it stays: no process, no mount, no tree."""
+    second build is refused (one at a time), a follower of its log stays connected through the
+    silence (longer than server.idle_timeout_s); at runtimes.build_timeout_s the build is killed
+    and nothing of it stays: no process, no mount, no tree."""
     mirror = hanging_mirror()
-    d = runtime_daemon("  build_timeout_s: 12\n").start()
+    d = runtime_daemon("  build_timeout_s: 12\nserver:\n  idle_timeout_s: 3\n").start()
     try:
         recipe = tmp_path / "hang.yml"
         recipe.write_text(f"name: hang\nversion: 1\nsuite: bookworm\nmirror: file://{mirror}\npackages: [python3]\n")
@@ -433,6 +434,10 @@ def test_daemon_serves_while_a_build_runs_and_kills_it_at_its_limit(fresh_daemon
         assert r.status == 202, ans
         bid = ans["build"]["id"]
         assert ans["build"]["state"] == "running" and ans["build"]["name"] == "hang"
+        follower = subprocess.Popen([os.path.join(BUILD, "rnx"), "runtime", "log", str(bid)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True,
+                                    env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock,
+                                         **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
         deadline = time.time() + 10
         while json.loads(d.rnx("--json", "runtime", "builds", check=True).stdout)[-1]["phase"] != \
                 "updating package lists" and time.time() < deadline:
@@ -467,9 +472,11 @@ def test_daemon_serves_while_a_build_runs_and_kills_it_at_its_limit(fresh_daemon
         rdir = os.path.join(d.state, "runtimes")
         assert wait_gone(lambda: not [n for n in os.listdir(rdir) if n != ".logs"]), os.listdir(rdir)
         assert not mounts_under(d.dir) and not mounts_under(mirror)
+        out, err = follower.communicate(timeout=30)  # it followed from the start to the end
+        assert follower.returncode == 1 and "stopped after 12 s" in err, (out, err)
+        assert "I: running apt-get update" in out and "joblet: failed: stopped after 12 s" in out, out
         p = d.rnx("runtime", "log", str(bid))
         assert p.returncode == 1 and "stopped after 12 s" in p.stderr
-        assert "I: running apt-get update" in p.stdout
     finally:
         d.cleanup()
         shutil.rmtree(mirror, ignore_errors=True)
