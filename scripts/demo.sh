@@ -8,6 +8,7 @@ if [[ $(id -u) -ne 0 ]]; then echo "demo: run as root (joblet creates namespaces
 bash scripts/install-deps.sh
 bash scripts/build.sh build
 
+root=$PWD
 demo=$(mktemp -d /tmp/joblet-demo.XXXXXX)
 sock=$demo/joblet.sock
 export JOBLET_SOCKET=$sock
@@ -15,7 +16,7 @@ export JOBLET_SOCKET=$sock
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; echo; echo "--- daemon log ($demo/joblet.log) ---"; cat "$demo/joblet.log"' EXIT
 for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.05; done
-rnx() { ./build/rnx "$@"; }
+rnx() { "$root/build/rnx" "$@"; }
 step() { printf '\n\033[1m$ rnx %s\033[0m\n' "$*"; }
 
 step --version; rnx --version
@@ -50,7 +51,11 @@ fi
 # ... and a SIMULATED DGX H100 (gpu.fixture), so the GPU path shows on machines without one.
 printf '\n\033[1m=== SIMULATED GPUs: a second joblet planning on tests/fixtures/dgx-h100 (no such hardware here) ===\033[0m\n'
 kill $pid; wait $pid 2>/dev/null || true
-printf 'gpu:\n  fixture: %s/tests/fixtures/dgx-h100/machine.json\n' "$PWD" >"$demo/sim.yml"
+# runtimes are built once and kept (a cache keyed by the recipe's hash, shared with the tests)
+cache=${JOBLET_RUNTIME_CACHE:-/var/cache/joblet-test-runtimes}
+mkdir -p "$cache" && chmod 700 "$cache"
+printf 'gpu:\n  fixture: %s/tests/fixtures/dgx-h100/machine.json\nruntimes:\n  cache_dir: %s\n' "$PWD" "$cache" \
+    >"$demo/sim.yml"
 ./build/joblet --config "$demo/sim.yml" --state-dir "$demo/sim-state" --socket "$sock" >>"$demo/joblet.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do rnx --version >/dev/null 2>&1 && break; sleep 0.05; done
@@ -62,3 +67,14 @@ echo "$gj"
 step job log "$gj"; rnx job log "$gj"
 step job status "$gj"; rnx job status "$gj"
 step job run --gpu=9 true; rnx job run --gpu=9 true || echo "(refused: exit code $?)"
+
+# The GPU/CUDA guide's training line, in the python-3.11-ml runtime (Debian's Python 3.11, numpy,
+# pandas, scikit-learn, torch 1.13 CPU): built from Debian's mirror the first time (a few
+# minutes), from the cache afterwards.
+step runtime build runtimes/python-3.11-ml.yml
+rnx runtime build runtimes/python-3.11-ml.yml
+step runtime list; rnx runtime list
+cp tests/fixtures/gpu-guide/scripts/distributed_training.py "$demo/"
+step "job run --gpu=2 --runtime=python-3.11-ml python distributed_training.py   (the guide's line; its script uploaded, --follow to watch)"
+(cd "$demo" && rnx job run --gpu=2 --runtime=python-3.11-ml --upload=distributed_training.py --follow \
+    python distributed_training.py)
