@@ -1173,10 +1173,11 @@ static int by_from(const void *a, const void *b)
 }
 
 /* The file as joblet keeps and shows it: every secret_environment value (where an alias
- * points to one, its anchor's value) replaced by "***", the rest byte for byte. */
-static char *redact(const wfp_doc *d, const char *text)
+ * points to one, its anchor's value) replaced by "***", the rest byte for byte. text holds len
+ * bytes; it need not end with a NUL (wfp_parse's text does not have to). */
+static char *redact(const wfp_doc *d, const char *text, size_t len)
 {
-    size_t len = strlen(text), n = 0;
+    size_t n = 0;
     ynode **sec = NULL;
     for (size_t i = 0; i < d->njobs; i++) {
         const ynode *m = d->jobs[i].at[YK_SECRET_ENVIRONMENT];
@@ -1214,13 +1215,14 @@ static char *redact(const wfp_doc *d, const char *text)
         o = stpcpy(o, "\"***\"");
         at = to;
     }
-    strcpy(o, text + at);
+    memcpy(o, text + at, len - at);
+    o[len - at] = 0;
     free(sec);
     return out;
 }
 
 /* The body, once the whole file is known to be good. */
-static json_t *make_body(const wfp_doc *d, const char *text)
+static json_t *make_body(const wfp_doc *d, const char *text, size_t len)
 {
     json_t *jobs = json_array();
     for (size_t i = 0; i < d->njobs; i++) {
@@ -1234,7 +1236,7 @@ static json_t *make_body(const wfp_doc *d, const char *text)
         json_array_append_new(jobs, e);
     }
     char *name = d->name_node ? xstrdup(d->name_node->text) : default_name(d->path);
-    char *kept = redact(d, text);
+    char *kept = redact(d, text, len);
     json_t *body = json_pack("{s:s, s:o, s:s, s:s, s:o}", "name", name, "description",
                              d->desc_node && !y_null(d->desc_node) ? json_string(d->desc_node->text) : json_null(),
                              "source", d->path, "yaml", kept, "jobs", jobs);
@@ -1335,7 +1337,7 @@ wfp_doc *wfp_parse(const char *path, const char *text, size_t len, wfp_errors *e
         wfp_free(d);
         return NULL;
     }
-    d->body = make_body(d, text);
+    d->body = make_body(d, text, len);
     return d;
 }
 

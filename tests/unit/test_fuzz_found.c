@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "cli/wfparse.h"
 #include "common/jobreq.h"
 
 #define NOW ((time_t)1767225600) /* 2026-01-01T00:00:00Z */
@@ -39,10 +40,32 @@ static void test_gpu_cc_leading_zero(void **state)
     json_decref(body);
 }
 
+/* wfparse: wfp_parse takes the text with its length, but the redacted copy of the file kept
+ * in the body was made with strlen/strcpy, which read past the text when it was not followed
+ * by a NUL (a heap overflow under ASan; with more bytes after it, they became part of the
+ * stored YAML). */
+static void test_wfparse_text_without_nul(void **state)
+{
+    static const char yaml[] = "jobs:\n  a:\n    command: x\n    secret_environment:\n      TOKEN: s3cr3t\n";
+    size_t len = sizeof yaml - 1;
+    char *buf = malloc(len + 8);
+    memcpy(buf, yaml, len);
+    memcpy(buf + len, "GARBAGE", 8); /* what follows the text in memory */
+    wfp_errors errs;
+    wfp_doc *d = wfp_parse("wf.yaml", buf, len, &errs);
+    assert_non_null(d);
+    assert_string_equal(json_string_value(json_object_get(wfp_body(d), "yaml")),
+                        "jobs:\n  a:\n    command: x\n    secret_environment:\n      TOKEN: \"***\"\n");
+    wfp_free(d);
+    wfp_errors_free(&errs);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_cc_leading_zero),
+        cmocka_unit_test(test_wfparse_text_without_nul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
