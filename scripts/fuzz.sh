@@ -20,9 +20,9 @@ esac
 all=$(cd tests/fuzz && ls fuzz_*.c | sed 's/^fuzz_//; s/\.c$//')
 names=${*:-$all}
 
-cc=${CC:-clang}
-if ! command -v "$cc" >/dev/null; then
-  echo "fuzz: skipped: $cc is not installed (Debian: clang-14, libclang-rt-14-dev)"
+cc=${CC:-$(command -v clang || command -v clang-14 || true)}
+if [[ -z $cc ]] || ! command -v "$cc" >/dev/null; then
+  echo "fuzz: skipped: clang is not installed (Debian: clang-14, libclang-rt-14-dev; scripts/install-deps.sh)"
   exit 77
 fi
 probe=$(mktemp -d)

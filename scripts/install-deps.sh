@@ -10,6 +10,7 @@ PKGS=(
   runc bubblewrap
   busybox-static   # a tiny runtime root for the mount tests (tests/integration/busybox_runtime.py)
   prometheus   # promtool and a real Prometheus server for tests/integration/test_metrics.py
+  clang-14 libclang-rt-14-dev   # libFuzzer, ASan, UBSan for the fuzz harnesses (scripts/fuzz.sh)
 )
 missing=()
 for p in "${PKGS[@]}"; do
