@@ -56,6 +56,8 @@ max_len() {
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# leaks of libraries, not of joblet (each explained in the file)
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0}
 mkdir -p "$dir/crashes"
 total_start=$SECONDS
 for n in $names; do
