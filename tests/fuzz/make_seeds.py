@@ -292,6 +292,70 @@ def logrecord_seeds():
     out("logrecord", "binary", b"\x11\x00\x00\x01\x02\xff\n\r\n\x1b[31mred\x1b[0m\n")
 
 
+# ---- routes: requests through the route table (fuzz_routes.c) -----------------------------------
+def routes_seeds():
+    methods = {"GET": 0, "POST": 1, "DELETE": 2, "HEAD": 5, "PUT": 6}
+    callers = {"root": 0, "user": 1, "nobody": 2}
+
+    def req(method, path, body=None, who="root"):
+        ctl = 0x20 | methods[method] | callers[who] << 3
+        b = bytes([ctl]) + path.encode()
+        if body is not None:
+            b += b"\n" + (body if isinstance(body, bytes) else json.dumps(body).encode())
+        return b
+
+    def seq(*reqs):
+        return b"\0".join(reqs)
+
+    wf = {"name": "diamond", "source": "flows/diamond.yaml",
+          "yaml": "jobs:\n  fetch:\n    command: 'true'\n",
+          "jobs": [{"name": "fetch", "requires": [], "request": {"command": "true"}},
+                   {"name": "left", "requires": [{"job": "fetch", "status": "COMPLETED"}],
+                    "request": {"command": "false"}},
+                   {"name": "right", "requires": [{"job": "fetch", "status": "COMPLETED"}],
+                    "request": {"command": "echo", "args": ["r"], "gpu_count": 1}},
+                   {"name": "report", "requires": [{"job": "left", "status": "FAILED"},
+                                                   {"job": "right", "status": "COMPLETED"}],
+                    "request": {"command": "echo", "secret_env": {"TOKEN": "s3cr3t"}}}]}
+    out("routes", "version", req("GET", "/v1/version"))
+    out("routes", "submit-logs-delete", seq(
+        req("POST", "/v1/jobs", {"command": "echo", "args": ["hello", "world"], "name": "greet"}),
+        req("GET", "/v1/jobs/{job}/logs?stream=stdout"),
+        req("GET", "/v1/jobs/{job}/logs?follow=1&stream=all"),
+        req("GET", "/v1/jobs/{job}/metrics"),
+        req("GET", "/v1/jobs?status=COMPLETED"),
+        req("DELETE", "/v1/jobs/{job}")))
+    out("routes", "gpu-job", seq(
+        req("POST", "/v1/jobs", {"command": "nvidia-smi", "gpu_count": 2, "gpu_memory_mb": 1024,
+                                 "uploads": [{"path": "a.py", "content_b64": "cHJpbnQoMSkK"}]}, who="user"),
+        req("GET", "/v1/jobs/{job}", who="user"),
+        req("GET", "/v1/jobs/{job}", who="nobody"),
+        req("GET", "/v1/gpus"),
+        req("GET", "/v1/audit?limit=5&gpu=0")))
+    out("routes", "scheduled-cancel", seq(
+        req("POST", "/v1/jobs", {"command": "sleep", "args": ["1"], "schedule_at": "2030-01-01T00:00:00Z"}),
+        req("POST", "/v1/jobs/{job}/stop", b""),
+        req("POST", "/v1/jobs/{job}/cancel", b""),
+        req("DELETE", "/v1/jobs")))
+    out("routes", "workflow", seq(
+        req("POST", "/v1/workflows?dry_run=1", wf),
+        req("POST", "/v1/workflows", wf, who="user"),
+        req("GET", "/v1/workflows/{wf}", who="user"),
+        req("POST", "/v1/workflows/{wf}/cancel", b"", who="user"),
+        req("GET", "/v1/workflows", who="user")))
+    out("routes", "gpu-admin", seq(
+        req("POST", "/v1/gpus/0/drain", {"force": True}),
+        req("POST", "/v1/gpus/1/offline", b""),
+        req("POST", "/v1/gpus/1/online", b"", who="user"),
+        req("GET", "/v1/gpus/GPU-nonexistent"),
+        req("GET", "/v1/audit?user=root&since=2020-01-01T00:00:00Z&until=2099-01-01T00:00:00Z")))
+    out("routes", "metrics", seq(req("GET", "/metrics"), req("GET", "/metrics", who="user"),
+                                 req("GET", "/v1/monitor")))
+    out("routes", "bad", seq(req("POST", "/v1/jobs", b"{\"command\": \"x\", \"command\": \"y\"}"),
+                             req("POST", "/v1/jobs", b"[1,"), req("PUT", "/v1/jobs"),
+                             req("GET", "/v1/nope"), req("POST", "/v1/workflows", b"{}")))
+
+
 if __name__ == "__main__":
     clean()
     parse_seeds()
@@ -303,6 +367,7 @@ if __name__ == "__main__":
     mountinfo_seeds()
     spec_seeds()
     logrecord_seeds()
+    routes_seeds()
     for h in sorted(os.listdir(os.path.join(HERE, "corpus"))):
         d = os.path.join(HERE, "corpus", h)
         files = os.listdir(d)
