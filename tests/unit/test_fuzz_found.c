@@ -61,11 +61,78 @@ static void test_wfparse_text_without_nul(void **state)
     free(buf);
 }
 
+static wfp_doc *parse(const char *text, wfp_errors *errs) { return wfp_parse("wf.yaml", text, strlen(text), errs); }
+
+static bool said(const wfp_errors *errs, const char *msg)
+{
+    for (size_t i = 0; i < errs->n; i++)
+        if (strstr(errs->msg[i], msg))
+            return true;
+    return false;
+}
+
+/* wfparse, by hand while looking for what fuzz_wfparse's timeouts point at: a chain of "<<"
+ * merges, each mapping merging the one before, copies every key again at each step, and each
+ * key was checked against the mapping's others by a scan: a 70 KB file of 2,000 steps took
+ * 50 s, a 1 MiB one would take hours and gigabytes. Keys are now hashed and merges may bring
+ * at most 100,000 keys into a file. */
+static void test_wfparse_merge_chain(void **state)
+{
+    size_t cap = 1 << 20, n = 0;
+    char *text = malloc(cap);
+    n += (size_t)snprintf(text + n, cap - n, "jobs:\n  j:\n    command: x\n    environment:\n      A0: &a0 {k0: v}\n");
+    for (int i = 1; i < 600; i++)
+        n += (size_t)snprintf(text + n, cap - n, "      A%d: &a%d {<<: *a%d, k%d: v}\n", i, i, i - 1, i);
+    wfp_errors errs;
+    assert_null(parse(text, &errs));
+    assert_true(said(&errs, "'<<' merges would bring more than 100000 keys into this file"));
+    wfp_errors_free(&errs);
+    free(text);
+}
+
+/* The same, for what the hashing must not change: a key given twice is refused at the second
+ * with the first's place; a mapping's own key wins over a merged one, an earlier merge over a
+ * later one; an alias names the latest definition of its anchor. */
+static void test_wfparse_keys_and_anchors_as_before(void **state)
+{
+    wfp_errors errs;
+    assert_null(parse("jobs:\n  a:\n    command: x\n    args: [1]\n    command: y\n", &errs));
+    assert_true(said(&errs, "wf.yaml:5:5: duplicate key 'command' (first given at line 3, column 5)"));
+    wfp_errors_free(&errs);
+
+    wfp_doc *d = parse("name: &n first\n"
+                       "description: &n second\n"
+                       "jobs:\n"
+                       "  a:\n"
+                       "    command: x\n"
+                       "    resources: &d1 {max_cpu: 50, max_memory: 1GB}\n"
+                       "  b:\n"
+                       "    command: x\n"
+                       "    resources: &d2 {max_cpu: 75, max_runtime: 60}\n"
+                       "  j:\n"
+                       "    command: *n\n"
+                       "    resources:\n"
+                       "      <<: [*d1, *d2]\n"
+                       "      max_memory: 2GB\n",
+                       &errs);
+    if (!d)
+        fail_msg("refused: %s", errs.msg[0]);
+    json_t *rq = json_object_get(json_array_get(json_object_get(wfp_body(d), "jobs"), 2), "request");
+    assert_string_equal(json_string_value(json_object_get(rq, "command")), "second");
+    assert_int_equal(json_integer_value(json_object_get(rq, "max_cpu")), 50);
+    assert_int_equal(json_integer_value(json_object_get(rq, "max_memory_mb")), 2048);
+    assert_int_equal(json_integer_value(json_object_get(rq, "max_runtime_s")), 60);
+    wfp_free(d);
+    wfp_errors_free(&errs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_cc_leading_zero),
         cmocka_unit_test(test_wfparse_text_without_nul),
+        cmocka_unit_test(test_wfparse_merge_chain),
+        cmocka_unit_test(test_wfparse_keys_and_anchors_as_before),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
