@@ -156,8 +156,12 @@ int backend_smi_parse_query(char *csv, gpu_inventory *inv, jerr *e)
             g->utilization_pct = atoi(f[F_UTIL]);
         if (!na(f[F_TEMP]))
             g->temperature_c = atoi(f[F_TEMP]);
-        if (!na(f[F_POWER]))
-            g->power_w = (int)(atof(f[F_POWER]) + 0.5);
+        if (!na(f[F_POWER])) {
+            /* what no GPU draws (a garbled reading, inf, nan) is unknown, and never converted:
+             * a double past INT_MAX made int is undefined */
+            double w = atof(f[F_POWER]);
+            g->power_w = w >= 0 && w < 1e6 ? (int)(w + 0.5) : -1;
+        }
         if (!na(f[F_CC]) && sscanf(f[F_CC], "%d.%d", &g->cc_major, &g->cc_minor) != 2)
             g->cc_major = g->cc_minor = -1;
         if (!na(f[F_DRIVER]))

@@ -15,6 +15,8 @@
 
 #include "cli/wfparse.h"
 #include "common/jobreq.h"
+#include "gpu/backend_smi.h"
+#include "gpu/inventory.h"
 
 #define NOW ((time_t)1767225600) /* 2026-01-01T00:00:00Z */
 
@@ -127,6 +129,25 @@ static void test_wfparse_keys_and_anchors_as_before(void **state)
     wfp_errors_free(&errs);
 }
 
+/* gpu_smi: a power.draw nvidia-smi printed as 2e95 (or inf, nan) was made an int: undefined
+ * behaviour (UBSan: "outside the range of representable values of type 'int'"). */
+static void test_smi_power_out_of_range(void **state)
+{
+    static const char *const readings[] = {"2e95", "-5", "inf", "nan", "1e6", "87.4"};
+    static const int want[] = {-1, -1, -1, -1, -1, 87};
+    for (size_t i = 0; i < sizeof readings / sizeof readings[0]; i++) {
+        static gpu_inventory inv;
+        gpu_inventory_init(&inv, "smi");
+        char csv[300];
+        snprintf(csv, sizeof csv, "0, 00000000:41:00.0, GPU-6c22e95d, NVIDIA A100-SXM4-80GB, 81920, 3127, [N/A], 38, "
+                                  "%s, 8.0, 535.129.03, Enabled, Enabled, 92.00.45.00.03\n", readings[i]);
+        jerr e = {0};
+        assert_int_equal(backend_smi_parse_query(csv, &inv, &e), 0);
+        assert_int_equal(inv.n, 1);
+        assert_int_equal(inv.gpu[0].power_w, want[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +155,7 @@ int main(void)
         cmocka_unit_test(test_wfparse_text_without_nul),
         cmocka_unit_test(test_wfparse_merge_chain),
         cmocka_unit_test(test_wfparse_keys_and_anchors_as_before),
+        cmocka_unit_test(test_smi_power_out_of_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
