@@ -396,13 +396,15 @@ static void one_request(const uint8_t *data, size_t size)
                  .body_too_large = body_len > core.cfg.max_upload_bytes, .uid = uid, .gid = uid};
     if (r.body_too_large)
         r.body = NULL, r.body_len = 0;
+    int64_t t0 = mono_ns();
     routes_dispatch(&r);
     FUZZ_ASSERT(conn.answers == 1, "%s %s: %d answers", conn.method, url, conn.answers);
-    if (verbose)
-        fprintf(stderr, "fuzz_routes: uid %u: %s %s -> %u\n", (unsigned)uid, conn.method, url, conn.status);
     /* what the loop does after every turn */
     settle();
     state_commit();
+    if (verbose)
+        fprintf(stderr, "fuzz_routes: uid %u: %s %s -> %u (%.1f ms)\n", (unsigned)uid, conn.method, url, conn.status,
+                (double)(mono_ns() - t0) / 1e6);
     free(url);
     free(body);
 }
