@@ -13,6 +13,7 @@ PKGS=(
   busybox-static   # a tiny runtime root for the mount tests (tests/integration/busybox_runtime.py)
   mmdebstrap zstd   # building runtimes (docs/runtimes.md); bench/runtime_start.py compares runc
   prometheus   # promtool and a real Prometheus server for tests/integration/test_metrics.py
+  clang-14 libclang-rt-14-dev   # libFuzzer, ASan, UBSan for the fuzz harnesses (scripts/fuzz.sh)
 )
 missing=()
 for p in "${PKGS[@]}"; do

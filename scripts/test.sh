@@ -20,6 +20,17 @@ run_suite() {  # run_suite BUILD_DIR LABEL
 bash scripts/build.sh build
 run_suite build "normal build"
 
+# Every libFuzzer harness of tests/fuzz for a fixed number of inputs (fixed seed), from its
+# seed corpus: a short, repeatable run; scripts/fuzz.sh SECONDS runs them for as long as asked.
+echo "=== fuzz harnesses: 20000 inputs each ==="
+fuzz_rc=0
+bash scripts/fuzz.sh --runs=20000 || fuzz_rc=$?
+if ((fuzz_rc == 77)); then
+  echo "(fuzz harnesses skipped: see the reason above)"
+elif ((fuzz_rc != 0)); then
+  exit "$fuzz_rc"
+fi
+
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=87
 bash scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug

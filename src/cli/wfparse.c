@@ -195,20 +195,71 @@ typedef struct frame {
     char *anchor;
 } frame;
 
+/* Names (a mapping's keys, the anchors) to what they name, hashed, so that a file of many keys
+ * or anchors is read in linear time: a scan of the earlier ones for each made 100,000 keys take
+ * minutes (tests/fuzz). */
+typedef struct name_slot {
+    const char *text;  /* NULL: empty */
+    size_t len;
+    const void *val;
+} name_slot;
+
+typedef struct name_index {
+    name_slot *slot;
+    size_t cap, n;     /* cap: a power of two, or 0 */
+} name_index;
+
+static size_t name_hash(const char *s, size_t len)
+{
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static name_slot *ni_slot(const name_index *x, const char *s, size_t len)
+{
+    for (size_t i = name_hash(s, len) & (x->cap - 1);; i = (i + 1) & (x->cap - 1)) {
+        name_slot *t = &x->slot[i];
+        if (!t->text || (t->len == len && memcmp(t->text, s, len) == 0))
+            return t;
+    }
+}
+
+static const void *ni_get(const name_index *x, const char *s, size_t len)
+{
+    return x->cap ? ni_slot(x, s, len)->val : NULL;
+}
+
+/* Adds s (which must outlive the index), or gives an existing s the new val. */
+static void ni_put(name_index *x, const char *s, size_t len, const void *val)
+{
+    if (2 * (x->n + 1) > x->cap) {
+        name_index g = {xcalloc(x->cap ? 2 * x->cap : 16, sizeof *g.slot), x->cap ? 2 * x->cap : 16, x->n};
+        for (size_t i = 0; i < x->cap; i++)
+            if (x->slot[i].text)
+                *ni_slot(&g, x->slot[i].text, x->slot[i].len) = x->slot[i];
+        free(x->slot);
+        *x = g;
+    }
+    name_slot *t = ni_slot(x, s, len);
+    if (!t->text)
+        x->n++;
+    *t = (name_slot){s, len, val};
+}
+
+/* Keys that "<<" merges may bring into one file, all mappings together: a chain of merges
+ * copies every key again at each step, so that a few kilobytes could ask for gigabytes. */
+#define WFP_MAX_MERGED_KEYS 100000
+
 typedef struct builder {
     ytree *t;
     ctx *c;
     frame *stack;
     size_t depth, cap;
+    name_index anchors;   /* name -> the node its latest definition anchors */
+    size_t merged;        /* keys merges brought in so far */
 } builder;
-
-static ynode *find_key(ynode **kids, size_t n, const ynode *key)
-{
-    for (size_t i = 0; i + 1 < n; i += 2)
-        if (kids[i]->len == key->len && memcmp(kids[i]->text, key->text, key->len) == 0)
-            return kids[i];
-    return NULL;
-}
 
 /* A finished mapping: keys must be scalars and unique; "<<: *anchor" (or a list of them)
  * merges the keys of other mappings that are not given here. */
@@ -217,6 +268,8 @@ static void finish_map(builder *b, ynode *m)
     ynode **out = xcalloc(m->nkids + 2, sizeof *out), **merges = NULL;
     size_t n = 0, cap = m->nkids + 2, nmerges = 0;
     char w[80];
+    name_index keys = {0};  /* the keys in out */
+    const ynode *merge_key = NULL;
     for (size_t i = 0; i + 1 < m->nkids; i += 2) {
         ynode *k = m->kids[i], *v = m->kids[i + 1];
         if (k->kind != Y_SCALAR) {
@@ -224,6 +277,7 @@ static void finish_map(builder *b, ynode *m)
             continue;
         }
         if (k->plain && y_eq(k, "<<")) {
+            merge_key = k;
             size_t nsrc = v->kind == Y_SEQ ? v->nkids : 1;
             for (size_t s = 0; s < nsrc; s++) {
                 ynode *src = v->kind == Y_SEQ ? v->kids[s] : v;
@@ -237,20 +291,33 @@ static void finish_map(builder *b, ynode *m)
             }
             continue;
         }
-        const ynode *first = find_key(out, n, k);
+        const ynode *first = ni_get(&keys, k->text, k->len);
         if (first) {
             char s[80];
             err_at(b->c, k, "duplicate key '%s' (first given at line %d, column %d)", shown(k, s, sizeof s),
                    first->line, first->col);
             continue;
         }
+        ni_put(&keys, k->text, k->len, k);
         out[n++] = k;
         out[n++] = v;
     }
     for (size_t s = 0; s < nmerges; s++)
         for (size_t i = 0; i + 1 < merges[s]->nkids; i += 2) {
-            if (find_key(out, n, merges[s]->kids[i]))
+            const ynode *mk = merges[s]->kids[i];
+            if (ni_get(&keys, mk->text, mk->len))
                 continue;   /* given here, or by an earlier merge: that one wins */
+            if (b->merged >= WFP_MAX_MERGED_KEYS) {
+                if (b->merged == WFP_MAX_MERGED_KEYS) /* said once */
+                    err_at(b->c, merge_key, "'<<' merges would bring more than %d keys into this file (each "
+                                            "merge of a merge copies its keys again); merge fewer",
+                           WFP_MAX_MERGED_KEYS);
+                b->merged = WFP_MAX_MERGED_KEYS + 1;
+                s = nmerges;
+                break;
+            }
+            b->merged++;
+            ni_put(&keys, mk->text, mk->len, mk);
             if (n + 2 > cap) {
                 cap *= 2;
                 out = xrealloc(out, cap * sizeof *out);
@@ -259,6 +326,7 @@ static void finish_map(builder *b, ynode *m)
             out[n++] = merges[s]->kids[i + 1];
         }
     free(merges);
+    free(keys.slot);
     free(m->kids);
     m->kids = out;
     m->nkids = n;
@@ -271,6 +339,7 @@ static void add_anchor(builder *b, char *name, ynode *n)
         return;
     b->t->anchors = xrealloc(b->t->anchors, (b->t->nanchors + 1) * sizeof *b->t->anchors);
     b->t->anchors[b->t->nanchors++] = (anchor){name, n};
+    ni_put(&b->anchors, name, strlen(name), n);   /* the latest definition wins */
 }
 
 /* Places a finished node in its parent. A value without a mark of its own (an empty one) is
@@ -401,10 +470,7 @@ static bool on_event(builder *b, struct fy_event *ev, int *docs)
     }
     case FYET_ALIAS: {
         char *name = token_text(fy_event_get_token(ev));
-        ynode *target = NULL;
-        for (size_t i = b->t->nanchors; name && i-- > 0 && !target;)
-            if (!strcmp(b->t->anchors[i].name, name))
-                target = b->t->anchors[i].node;   /* the latest definition wins */
+        ynode *target = name ? (ynode *)ni_get(&b->anchors, name, strlen(name)) : NULL;
         if (!target) {
             /* the mark is the name's; point at the '*' before it */
             const struct fy_mark *m = fy_event_start_mark(ev);
@@ -465,6 +531,7 @@ static int ytree_build(ytree *t, ctx *c, const char *text, size_t len)
     for (size_t i = 0; i < b.depth; i++)
         free(b.stack[i].anchor);
     free(b.stack);
+    free(b.anchors.slot);
     fy_parser_destroy(p);
     fy_diag_destroy(diag);
     return bad || !go ? -1 : 0;
@@ -1302,10 +1369,11 @@ static int by_from(const void *a, const void *b)
 }
 
 /* The file as joblet keeps and shows it: every secret_environment value (where an alias
- * points to one, its anchor's value) replaced by "***", the rest byte for byte. */
-static char *redact(const wfp_doc *d, const char *text)
+ * points to one, its anchor's value) replaced by "***", the rest byte for byte. text holds len
+ * bytes; it need not end with a NUL (wfp_parse's text does not have to). */
+static char *redact(const wfp_doc *d, const char *text, size_t len)
 {
-    size_t len = strlen(text), n = 0;
+    size_t n = 0;
     ynode **sec = NULL;
     for (size_t i = 0; i < d->njobs; i++) {
         const ynode *m = d->jobs[i].at[YK_SECRET_ENVIRONMENT];
@@ -1343,13 +1411,14 @@ static char *redact(const wfp_doc *d, const char *text)
         o = stpcpy(o, "\"***\"");
         at = to;
     }
-    strcpy(o, text + at);
+    memcpy(o, text + at, len - at);
+    o[len - at] = 0;
     free(sec);
     return out;
 }
 
 /* The body, once the whole file is known to be good. */
-static json_t *make_body(const wfp_doc *d, const char *text)
+static json_t *make_body(const wfp_doc *d, const char *text, size_t len)
 {
     json_t *jobs = json_array();
     for (size_t i = 0; i < d->njobs; i++) {
@@ -1363,7 +1432,7 @@ static json_t *make_body(const wfp_doc *d, const char *text)
         json_array_append_new(jobs, e);
     }
     char *name = d->name_node ? xstrdup(d->name_node->text) : default_name(d->path);
-    char *kept = redact(d, text);
+    char *kept = redact(d, text, len);
     json_t *body = json_pack("{s:s, s:o, s:s, s:s, s:o}", "name", name, "description",
                              d->desc_node && !y_null(d->desc_node) ? json_string(d->desc_node->text) : json_null(),
                              "source", d->path, "yaml", kept, "jobs", jobs);
@@ -1471,7 +1540,7 @@ wfp_doc *wfp_parse(const char *path, const char *text, size_t len, wfp_errors *e
         wfp_free(d);
         return NULL;
     }
-    d->body = make_body(d, text);
+    d->body = make_body(d, text, len);
     return d;
 }
 

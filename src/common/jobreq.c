@@ -409,7 +409,8 @@ static int norm_cc(const char *s, char *out, size_t len)
     char end;
     size_t l = strlen(s);
     if (l && l <= 2 && strspn(s, "0123456789") == l && atoi(s) > 0) {
-        snprintf(out, len, "%s.0", s);
+        /* as a number: "08" gives "8.0", as "08.0" does, and reads back the same */
+        snprintf(out, len, "%d.0", atoi(s));
         return 0;
     }
     if (sscanf(s, "%2u.%1u%c", &ma, &mi, &end) != 2 || ma == 0 || !isdigit((unsigned char)s[0]) ||

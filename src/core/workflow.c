@@ -277,8 +277,13 @@ static void refresh(workflow *wf)
             !(j->state == JS_CANCELED && j->end_reason && !strcmp(j->end_reason, "dependency")))
             failed = i;
     }
-    if (started && !wf->started_ms)
+    /* saved when something changed, not on every later change of one of its jobs: a whole
+     * document per job of a workflow of 10,000 canceled at once held the loop for minutes */
+    bool changed = false;
+    if (started && !wf->started_ms) {
         wf->started_ms = now_ms();
+        changed = true;
+    }
     if (wf->canceled_by >= 0)
         wf->state = WF_CANCELED;
     else if (!all_ended)
@@ -291,13 +296,18 @@ static void refresh(workflow *wf)
             snprintf(ec, sizeof ec, ", exit code %d", j->exit_code);
         snprintf(why, sizeof why, "job '%s' ended %s (%s%s)", wf->jobs[failed].name, job_state_name(j->state),
                  j->end_reason ? j->end_reason : "?", ec);
-        free(wf->reason);
-        wf->reason = xstrdup(why);
+        if (!wf->reason || strcmp(wf->reason, why)) {
+            free(wf->reason);
+            wf->reason = xstrdup(why);
+            changed = true;
+        }
     } else
         wf->state = WF_COMPLETED;
-    if (all_ended && !wf->ended_ms)
+    if (all_ended && !wf->ended_ms) {
         wf->ended_ms = now_ms();
-    if (wf->state != old || (all_ended && wf->ended_ms)) {
+        changed = true;
+    }
+    if (wf->state != old || changed) {
         if (wf->state != old)
             log_info("workflow %s %s%s%s", wf->id, wf_state_name(wf->state), wf->reason ? ": " : "",
                      wf->reason ? wf->reason : "");

@@ -11,6 +11,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "backend_proc.h"
 #include "gpu.h"
 
 static void trim(char *s)
@@ -26,7 +27,7 @@ static void trim(char *s)
 
 /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 ..." and the open
  * module's "... Open Kernel Module for x86_64  535.129.03  Release Build ...". */
-static int driver_version(const char *text, char *out, size_t outlen)
+int backend_proc_driver_version(const char *text, char *out, size_t outlen)
 {
     const char *p = strstr(text, "Module");
     if (!p)
@@ -43,7 +44,7 @@ static int driver_version(const char *text, char *out, size_t outlen)
     return -1;
 }
 
-static int read_information(const char *path, gpu_dev *g)
+int backend_proc_read_information(const char *path, gpu_dev *g)
 {
     FILE *f = fopen(path, "re");
     if (!f)
@@ -131,7 +132,7 @@ int gpu_backend_proc(const gpu_config *c, gpu_inventory *inv, jerr *e)
     char *ver = read_file(path, NULL);
     if (!ver)
         return jerr_set(e, ENOENT, "/proc: %s does not exist: the NVIDIA kernel module is not loaded", path);
-    if (driver_version(ver, inv->driver_version, sizeof inv->driver_version) < 0)
+    if (backend_proc_driver_version(ver, inv->driver_version, sizeof inv->driver_version) < 0)
         log_warn("gpu: /proc: cannot read a driver version in %s", path);
     free(ver);
     inv->cuda_driver_version = gpu_driver_cuda_version(inv->driver_version);
@@ -152,7 +153,7 @@ int gpu_backend_proc(const gpu_config *c, gpu_inventory *inv, jerr *e)
         gpu_dev *g = &inv->gpu[inv->n];
         char info[800];
         snprintf(info, sizeof info, "%s/%s/information", path, de->d_name);
-        if (read_information(info, g) < 0) {
+        if (backend_proc_read_information(info, g) < 0) {
             rc = jerr_set(e, EIO, "/proc: %s lacks GPU UUID, Bus Location or Device Minor", info);
             break;
         }

@@ -19,6 +19,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "backend_smi.h"
 #include "gpu.h"
 
 extern char **environ;
@@ -128,7 +129,7 @@ static int na(const char *v)
     return !*v || v[0] == '[' || strcmp(v, "N/A") == 0;
 }
 
-static int parse_query(char *csv, gpu_inventory *inv, jerr *e)
+int backend_smi_parse_query(char *csv, gpu_inventory *inv, jerr *e)
 {
     for (char *save = NULL, *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if (!*trim(line))
@@ -155,8 +156,12 @@ static int parse_query(char *csv, gpu_inventory *inv, jerr *e)
             g->utilization_pct = atoi(f[F_UTIL]);
         if (!na(f[F_TEMP]))
             g->temperature_c = atoi(f[F_TEMP]);
-        if (!na(f[F_POWER]))
-            g->power_w = (int)(atof(f[F_POWER]) + 0.5);
+        if (!na(f[F_POWER])) {
+            /* what no GPU draws (a garbled reading, inf, nan) is unknown, and never converted:
+             * a double past INT_MAX made int is undefined */
+            double w = atof(f[F_POWER]);
+            g->power_w = w >= 0 && w < 1e6 ? (int)(w + 0.5) : -1;
+        }
         if (!na(f[F_CC]) && sscanf(f[F_CC], "%d.%d", &g->cc_major, &g->cc_minor) != 2)
             g->cc_major = g->cc_minor = -1;
         if (!na(f[F_DRIVER]))
@@ -174,7 +179,7 @@ static int parse_query(char *csv, gpu_inventory *inv, jerr *e)
 
 /* `topo -m` / `topo -mp`: a tab-separated matrix with a header row of GPU<i> columns, then
  * "CPU Affinity", "NUMA Affinity" and, on newer drivers, NIC columns, which are skipped. */
-static int parse_topo(char *text, gpu_inventory *inv, int with_links, jerr *e)
+int backend_smi_parse_topo(char *text, gpu_inventory *inv, int with_links, jerr *e)
 {
     strip_ansi(text);
     int col_gpu[64], ncol = 0, col_cpu = -1, col_numa = -1, rows = 0, header = 0;
@@ -241,7 +246,7 @@ static int parse_topo(char *text, gpu_inventory *inv, int with_links, jerr *e)
 
 /* `-q`: "Key : value" lines, sections by indentation. Reads the CUDA version, each GPU's minor
  * number and its MIG devices' instance ids and memory. */
-static int parse_q(char *text, gpu_inventory *inv, jerr *e)
+int backend_smi_parse_q(char *text, gpu_inventory *inv, jerr *e)
 {
     gpu_dev *g = NULL;
     int mig_indent = -1, in_fb = 0;
@@ -306,7 +311,7 @@ static int parse_q(char *text, gpu_inventory *inv, jerr *e)
 }
 
 /* `-L`: "GPU 0: <name> (UUID: GPU-...)" then "  MIG 3g.40gb     Device  0: (UUID: MIG-...)". */
-static void parse_L(char *text, gpu_inventory *inv)
+void backend_smi_parse_L(char *text, gpu_inventory *inv)
 {
     gpu_dev *g = NULL;
     int k = 0;
@@ -339,29 +344,29 @@ int gpu_backend_smi(const gpu_config *c, gpu_inventory *inv, jerr *e)
     char *out = run_smi(c, q_query, e);
     if (!out)
         return -1;
-    int rc = parse_query(out, inv, e);
+    int rc = backend_smi_parse_query(out, inv, e);
     free(out);
     if (rc < 0 || inv->n == 0)
         return rc;
     if (!(out = run_smi(c, q_q, e)))
         return -1;
-    rc = parse_q(out, inv, e);
+    rc = backend_smi_parse_q(out, inv, e);
     free(out);
     if (rc < 0)
         return -1;
     if (!(out = run_smi(c, q_L, e)))
         return -1;
-    parse_L(out, inv);
+    backend_smi_parse_L(out, inv);
     free(out);
     if (!(out = run_smi(c, q_topo, e)))
         return -1;
-    rc = parse_topo(out, inv, 1, e);
+    rc = backend_smi_parse_topo(out, inv, 1, e);
     free(out);
     if (rc < 0)
         return -1;
     if (!(out = run_smi(c, q_topo_p, e)))
         return -1;
-    rc = parse_topo(out, inv, 0, e);
+    rc = backend_smi_parse_topo(out, inv, 0, e);
     free(out);
     if (rc < 0)
         return -1;

@@ -1,0 +1,424 @@
+/* The HTTP API through the real route table (src/api/routes.c, routes_dispatch) and everything
+ * behind it: the request schema, submission, workflows, the scheduler, starting jobs, their
+ * logs, GPUs (the dgx-h100 fixture machine, simulated), the audit trail, metrics. Nothing is
+ * served on a socket: routes_dispatch gets the request struct http.c would build, and
+ * libmicrohttpd is replaced by the few functions of it the daemon calls (below), which check
+ * every answer: exactly one per request, a status that is not 500, a JSON body, and on an
+ * error {"error": {"code", "message"}}.
+ *
+ * Jobs do start: the shim zygote is replaced too (shim_spawn below), by a "shim" that reads the
+ * spec the daemon wrote, as the real one would (it must load), writes the job's output and its
+ * status.json in the job directory and is gone at once, so the daemon finishes the job in the
+ * same call (exit 1 for a command named "false", else 0).
+ *
+ * Input: up to 8 requests separated by NUL bytes, each one byte (method in bits 0-2: GET, POST,
+ * DELETE, GET, POST, HEAD, PUT, OPTIONS; caller in bits 3-4: root, uid 1000, nobody, root; the
+ * other bits are free, so that GET as root can be written 0x20 rather than a NUL), the path with its query up to a newline ("/v1/jobs?status=RUNNING"), then the body
+ * (none when there is no newline). In a path, {job} and {wf} stand for the id of the job and of
+ * the workflow the last 201 answer created, so that one input can submit a job and then ask
+ * for its logs, stop it or delete it. After each input every job is stopped and deleted, every
+ * workflow forgotten and every GPU brought back online, so that inputs do not depend on each
+ * other; the database is started afresh every 2,000 inputs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "api/http.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "core/gpu_admin.h"
+#include "core/gpu_hold.h"
+#include "core/gpus.h"
+#include "core/job_ctl.h"
+#include "core/jobs.h"
+#include "core/logstream.h"
+#include "core/runtimes.h"
+#include "core/settle.h"
+#include "core/state.h"
+#include "core/workflow.h"
+#include "exec/logwriter.h"
+#include "exec/spec.h"
+#include "exec/zygote.h"
+#include "fuzz.h"
+#include "gpu/gpu_state.h"
+
+#ifndef JOBLET_FIXTURE_DIR
+#error "JOBLET_FIXTURE_DIR: tests/fixtures"
+#endif
+
+/* ---- libmicrohttpd, as far as the daemon's routes use it ---------------------------------- */
+
+#define MAX_ARGS 16
+
+struct MHD_Connection {
+    const char *key[MAX_ARGS], *value[MAX_ARGS];
+    int nargs;
+    int answers;
+    unsigned status;
+    const char *method, *path;
+};
+
+struct MHD_Response {
+    char *data;
+    size_t size;
+    bool owned;
+    MHD_ContentReaderCallback reader;
+    void *reader_cls;
+    MHD_ContentReaderFreeCallback reader_free;
+    bool json;
+};
+
+const char *MHD_lookup_connection_value(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *key)
+{
+    if (kind != MHD_GET_ARGUMENT_KIND)
+        return NULL;
+    for (int i = 0; i < c->nargs; i++)
+        if (!strcmp(c->key[i], key))
+            return c->value[i];
+    return NULL;
+}
+
+struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer, enum MHD_ResponseMemoryMode mode)
+{
+    struct MHD_Response *r = calloc(1, sizeof *r);
+    r->size = size;
+    if (mode == MHD_RESPMEM_MUST_COPY) {
+        r->data = malloc(size + 1);
+        memcpy(r->data, buffer, size);
+        r->owned = true;
+    } else {
+        r->data = buffer;
+        r->owned = mode == MHD_RESPMEM_MUST_FREE;
+    }
+    return r;
+}
+
+struct MHD_Response *MHD_create_response_from_callback(uint64_t size, size_t block_size,
+                                                       MHD_ContentReaderCallback crc, void *crc_cls,
+                                                       MHD_ContentReaderFreeCallback crfc)
+{
+    struct MHD_Response *r = calloc(1, sizeof *r);
+    r->reader = crc;
+    r->reader_cls = crc_cls;
+    r->reader_free = crfc;
+    return r;
+}
+
+enum MHD_Result MHD_add_response_header(struct MHD_Response *r, const char *header, const char *content)
+{
+    if (!strcasecmp(header, "Content-Type") && !strcmp(content, "application/json"))
+        r->json = true;
+    return MHD_YES;
+}
+
+void MHD_destroy_response(struct MHD_Response *r)
+{
+    if (!r)
+        return;
+    if (r->owned)
+        free(r->data);
+    if (r->reader_free)
+        r->reader_free(r->reader_cls);
+    free(r);
+}
+
+/* A streamed answer (a job's logs) is read as a client would, up to where it would wait. */
+static void read_stream(struct MHD_Response *r)
+{
+    char buf[65536];
+    uint64_t pos = 0;
+    for (int round = 0; round < 64; round++) {
+        ssize_t n = r->reader(r->reader_cls, pos, buf, sizeof buf);
+        if (n == MHD_CONTENT_READER_END_OF_STREAM || n == MHD_CONTENT_READER_END_WITH_ERROR || n == 0)
+            return;
+        FUZZ_ASSERT(n > 0 && (size_t)n <= sizeof buf, "a log reader gave %zd bytes", n);
+        pos += (uint64_t)n;
+    }
+}
+
+/* the ids the last 201 answers gave, for {job} and {wf} */
+static char last_job[40], last_wf[40];
+
+static void check_json_answer(const struct MHD_Connection *c, unsigned status, const struct MHD_Response *r)
+{
+    json_error_t je;
+    json_t *o = json_loadb(r->data, r->size, 0, &je);
+    FUZZ_ASSERT(o, "%s %s: %u with a body that is not JSON (%s): %.*s", c->method, c->path, status, je.text,
+                (int)r->size, r->data);
+    if (status >= 400) {
+        json_t *err = json_object_get(o, "error");
+        FUZZ_ASSERT(json_is_string(json_object_get(err, "code")) && json_is_string(json_object_get(err, "message")),
+                    "%s %s: %u without an error object: %.*s", c->method, c->path, status, (int)r->size, r->data);
+    }
+    const char *id = json_string_value(json_object_get(o, "id"));
+    if (status == 201 && id)
+        snprintf(strncmp(c->path, "/v1/workflows", 13) ? last_job : last_wf, sizeof last_job, "%s", id);
+    json_decref(o);
+}
+
+enum MHD_Result MHD_queue_response(struct MHD_Connection *c, unsigned int status, struct MHD_Response *r)
+{
+    c->answers++;
+    c->status = status;
+    FUZZ_ASSERT(c->answers == 1, "%s %s: answered twice", c->method, c->path);
+    FUZZ_ASSERT(status >= 200 && status < 600, "%s %s: status %u", c->method, c->path, status);
+    /* 500 is joblet's own fault (a request should never cause one) */
+    FUZZ_ASSERT(status != 500, "%s %s: 500: %.*s", c->method, c->path, r->data ? (int)r->size : 0,
+                r->data ? r->data : "");
+    if (r->json)
+        check_json_answer(c, status, r);
+    if (r->reader)
+        read_stream(r);
+    return MHD_YES;
+}
+
+const union MHD_ConnectionInfo *MHD_get_connection_info(struct MHD_Connection *c, enum MHD_ConnectionInfoType t,
+                                                        ...)
+{
+    return NULL;
+}
+
+void MHD_suspend_connection(struct MHD_Connection *c) {}
+void MHD_resume_connection(struct MHD_Connection *c) {}
+
+/* the metrics listener's: never started here */
+struct MHD_Daemon *MHD_start_daemon(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc, void *apc_cls,
+                                    MHD_AccessHandlerCallback dh, void *dh_cls, ...)
+{
+    return NULL;
+}
+void MHD_stop_daemon(struct MHD_Daemon *d) {}
+
+/* ---- the shim zygote (exec/zygote.h): a shim that is done at once ------------------------- */
+
+int zygote_start(zygote *z, const char *shim_path, const char *cgroup_root, jerr *e)
+{
+    return jerr_set(e, ENOENT, "fuzz: no zygote");
+}
+pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int spec_fd, int filter_fd, jerr *e)
+{
+    return jerr_set(e, ENOENT, "fuzz: no zygote");
+}
+void zygote_stop(zygote *z) {}
+
+/* A pid no process has (above the kernel's highest pid_max): pidfd_open fails, so launch.c
+ * reads status.json at once, as for a shim that already ended. */
+#define NO_PID ((pid_t)0x7ffffff0)
+
+int shim_spawn(const char *shim_path, const char *dir, const char *arg2, int stdin_fd, int notify_fd, int spec_fd,
+               int filter_fd, pid_t *pid, jerr *e)
+{
+    job_spec s;
+    jerr se = {0};
+    FUZZ_ASSERT(spec_load_fd(&s, spec_fd, &se) == 0, "the daemon wrote a spec its shim cannot read: %s", se.msg);
+    FUZZ_ASSERT(!strcmp(s.job_dir, dir), "the spec is for %s, the shim for %s", s.job_dir, dir);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    FUZZ_ASSERT(dfd >= 0, "open %s", dir);
+    /* its output: the command line, as the job would print it */
+    logw w;
+    logw_init(&w, dfd, "stdout.log", s.log_max_bytes);
+    for (char **a = s.argv; *a; a++) {
+        logw_feed(&w, *a, strlen(*a), now_ns());
+        logw_feed(&w, a[1] ? " " : "\n", 1, now_ns());
+    }
+    logw_flush(&w, now_ns());
+    if (w.fd >= 0)
+        close(w.fd);
+    const char *base = strrchr(s.argv[0], '/');
+    base = base ? base + 1 : s.argv[0];
+    int64_t now = now_ms();
+    json_t *st = json_pack("{s:i,s:s,s:I,s:I,s:{s:i,s:i,s:i,s:i}}", "exit_code", !strcmp(base, "false"),
+                           "end_reason", "exit", "started_at_ms", (json_int_t)now, "ended_at_ms", (json_int_t)now + 1,
+                           "usage", "cpu_ns", 1000, "memory_peak_bytes", 4096, "io_read_bytes", 0, "io_write_bytes", 0);
+    char path[800];
+    snprintf(path, sizeof path, "%s/status.json", dir);
+    FUZZ_ASSERT(json_dump_file(st, path, 0) == 0, "write %s", path);
+    json_decref(st);
+    close(dfd);
+    spec_free(&s);
+    *pid = NO_PID;
+    return 0;
+}
+
+/* ---- the daemon's state ------------------------------------------------------------------ */
+
+static char state_dir[] = "/tmp/fuzz-routes-XXXXXX";
+static bool verbose; /* FUZZ_VERBOSE=1: each request and its status on stderr */
+static unsigned inputs;
+
+static void open_db(void)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/joblet.db", core.cfg.state_dir);
+    jerr e = {0};
+    core.db = db_open(path, &e);
+    FUZZ_ASSERT(core.db, "%s", e.msg);
+}
+
+static void fresh_db(void)
+{
+    db_close(core.db);
+    char path[700];
+    static const char *const suffixes[] = {"", "-wal", "-shm", ".key"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(path, sizeof path, "%s/joblet.db%s", core.cfg.state_dir, suffixes[i]);
+        unlink(path);
+    }
+    open_db();
+}
+
+static void cleanup(void)
+{
+    rm_rf(state_dir);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    log_set_level(LOG_ERR);
+    verbose = getenv("FUZZ_VERBOSE") != NULL;
+    FUZZ_ASSERT(mkdtemp(state_dir), "mkdtemp");
+    atexit(cleanup);
+    config_defaults(&core.cfg);
+    snprintf(core.cfg.state_dir, sizeof core.cfg.state_dir, "%s", state_dir);
+    snprintf(core.cfg.gpu.fixture, sizeof core.cfg.gpu.fixture, "%s/dgx-h100/machine.json", JOBLET_FIXTURE_DIR);
+    snprintf(core.cfg.mps_control, sizeof core.cfg.mps_control, "/nonexistent/nvidia-cuda-mps-control");
+    core.cfg.health_interval_ms = 0;
+    core.cfg.max_upload_bytes = 1 << 20;
+    snprintf(core.jobs_dir, sizeof core.jobs_dir, "%s/jobs", state_dir);
+    snprintf(core.root_mount, sizeof core.root_mount, "%s/rootfs", state_dir);
+    snprintf(core.shim_path, sizeof core.shim_path, "/nonexistent/joblet-shim");
+    snprintf(core.scrub_path, sizeof core.scrub_path, "/nonexistent/joblet-gpu-scrub");
+    snprintf(core.io_dev_why, sizeof core.io_dev_why, "fuzz: no block device");
+    jerr e = {0};
+    FUZZ_ASSERT(mkdir_p(core.jobs_dir, 0700, &e) == 0 && mkdir_p(core.root_mount, 0700, &e) == 0, "%s", e.msg);
+    core.devfilter_prog = -1;
+    /* a fixed machine: 4 CPUs, 16 GiB */
+    core.online_cpus[0] = 0x0f;
+    core.ncpus = 4;
+    core.mem_total_mb = 16384;
+    open_db();
+    core.next_seq = 1;
+    FUZZ_ASSERT(loop_init() == 0, "loop_init");
+    logstream_init();
+    FUZZ_ASSERT(runtimes_init(&e) == 0, "%s", e.msg);
+    FUZZ_ASSERT(gpus_init(&e) == 0, "%s", e.msg);
+    gpu_hold_load();
+    state_want(WANT_SCHEDULE);
+    settle();
+    return 0;
+}
+
+/* After each input: nothing it made is left for the next one. */
+static void reset(void)
+{
+    settle();
+    for (size_t i = 0; i < core.njobs; i++) {
+        jerr e = {0};
+        job *j = core.jobs[i];
+        if (!job_state_terminal(j->state))
+            job_ctl_stop(j, 0, &e);
+    }
+    settle();
+    for (size_t i = 0; i < core.njobs; i++)
+        FUZZ_ASSERT(job_state_terminal(core.jobs[i]->state), "job %s is still %s", core.jobs[i]->id,
+                    job_state_name(core.jobs[i]->state));
+    job_ctl_delete_ended(0);
+    FUZZ_ASSERT(core.njobs == 0, "%zu jobs left after deleting every ended one", core.njobs);
+    workflow_free_all();
+    core.workflows = NULL;
+    core.nworkflows = 0;
+    for (int i = 0; i < core.gpu.inv.n; i++)
+        if (gpu_hold_get(i)->state != GS_AVAILABLE) {
+            jerr e = {0};
+            json_decref(gpu_admin_action(i, "online", true, 0, &e));
+        }
+    settle();
+    state_commit();
+    if (++inputs % 2000 == 0)
+        fresh_db();
+}
+
+static const char *const methods[] = {"GET", "POST", "DELETE", "GET", "POST", "HEAD", "PUT", "OPTIONS"};
+static const uid_t callers[] = {0, 1000, 65534, 0};
+
+/* url with {job} and {wf} replaced (caller frees). */
+static char *expand(const char *url)
+{
+    size_t cap = strlen(url) * 10 + 1, n = 0;
+    char *out = malloc(cap);
+    for (const char *p = url; *p;) {
+        const char *with = !strncmp(p, "{job}", 5) ? last_job : !strncmp(p, "{wf}", 4) ? last_wf : NULL;
+        if (with) {
+            size_t l = strlen(with);
+            memcpy(out + n, with, l);
+            n += l;
+            p += p[1] == 'j' ? 5 : 4;
+        } else {
+            out[n++] = *p++;
+        }
+    }
+    out[n] = 0;
+    return out;
+}
+
+static void one_request(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return;
+    uint8_t ctl = data[0];
+    data++, size--;
+    const uint8_t *nl = memchr(data, '\n', size);
+    char *raw = fuzz_strndup(data, nl ? (size_t)(nl - data) : size);
+    char *url = expand(raw);
+    free(raw);
+    char *body = nl ? fuzz_strndup(nl + 1, size - (size_t)(nl - data) - 1) : NULL;
+    size_t body_len = nl ? size - (size_t)(nl - data) - 1 : 0;
+    struct MHD_Connection conn = {.method = methods[ctl & 7]};
+    /* the query: a=1&b=2, as libmicrohttpd splits it */
+    char *q = strchr(url, '?');
+    if (q) {
+        *q++ = 0;
+        for (char *save = NULL, *kv = strtok_r(q, "&", &save); kv && conn.nargs < MAX_ARGS;
+             kv = strtok_r(NULL, "&", &save)) {
+            char *eq = strchr(kv, '=');
+            if (eq)
+                *eq++ = 0;
+            conn.key[conn.nargs] = kv;
+            conn.value[conn.nargs++] = eq ? eq : "";
+        }
+    }
+    conn.path = url;
+    uid_t uid = callers[ctl >> 3 & 3];
+    request r = {.conn = &conn, .method = conn.method, .path = url, .body = body, .body_len = body_len,
+                 .body_too_large = body_len > core.cfg.max_upload_bytes, .uid = uid, .gid = uid};
+    if (r.body_too_large)
+        r.body = NULL, r.body_len = 0;
+    int64_t t0 = mono_ns();
+    routes_dispatch(&r);
+    FUZZ_ASSERT(conn.answers == 1, "%s %s: %d answers", conn.method, url, conn.answers);
+    /* what the loop does after every turn */
+    settle();
+    state_commit();
+    if (verbose)
+        fprintf(stderr, "fuzz_routes: uid %u: %s %s -> %u (%.1f ms)\n", (unsigned)uid, conn.method, url, conn.status,
+                (double)(mono_ns() - t0) / 1e6);
+    free(url);
+    free(body);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    last_job[0] = last_wf[0] = 0;
+    for (int k = 0; k < 8 && size > 0; k++) {
+        const uint8_t *end = memchr(data, 0, size);
+        size_t n = end ? (size_t)(end - data) : size;
+        one_request(data, n);
+        data += n + (end ? 1 : 0);
+        size -= n + (end ? 1 : 0);
+    }
+    reset();
+    return 0;
+}
