@@ -16,7 +16,7 @@
 
 void upload_init(upload_set *u)
 {
-    *u = (upload_set){.entries = json_array()};
+    *u = (upload_set){0};
 }
 
 int upload_add(upload_set *u, const char *path, jerr *e)
@@ -24,16 +24,26 @@ int upload_add(upload_set *u, const char *path, jerr *e)
     if (!*path)
         return jerr_set(e, 22, "--upload: needs a path");
     char name[32];
-    snprintf(name, sizeof name, "upload%zu", json_array_size(u->entries));
-    json_array_append_new(u->entries, json_pack("{s:s,s:s,s:i,s:s}", "path", name, "type", "file", "mode", 0644,
-                                                "content_b64", ""));
+    snprintf(name, sizeof name, "upload%zu", u->n);
+    u->ents = xrealloc(u->ents, (u->n + 1) * sizeof *u->ents);
+    u->ents[u->n++] = (jobreq_upload){.path = xstrdup(name), .type = xstrdup("file"), .mode = 0644,
+                                      .has_mode = true, .size = 0};
     u->nfiles++;
+    return 0;
+}
+
+int upload_finish(upload_set *u, job_req *req, jerr *e)
+{
+    for (size_t i = 0; i < u->n; i++)
+        jobreq_add_upload(req, &u->ents[i]);
     return 0;
 }
 
 void upload_free(upload_set *u)
 {
-    json_decref(u->entries);
+    for (size_t i = 0; i < u->n; i++)
+        free(u->ents[i].path), free(u->ents[i].type);
+    free(u->ents);
     *u = (upload_set){0};
 }
 
