@@ -218,7 +218,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
                 return http_reply_error(r->conn, &e);
             }
         }
-        if (parsed == 0 && incoming_workflow_streamed(&wb)) {
+        if (parsed == 0 && workflow_json_streamed(&wb)) {
             /* as a job's: checked now, created once the files have come */
             incoming *in = incoming_open_workflow(&wb, r->uid, r->gid, &e);
             workflow_body_free(&wb);

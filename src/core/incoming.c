@@ -165,20 +165,6 @@ incoming *incoming_open_job(job_req *req, uid_t uid, gid_t gid, jerr *e)
     return in;
 }
 
-bool incoming_workflow_streamed(const wf_body *b)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        json_t *ups = json_object_get(b->requests[i], "uploads"), *u;
-        size_t k;
-        json_array_foreach(ups, k, u) {
-            json_t *size = json_object_get(u, "size");
-            if (json_is_integer(size) && json_integer_value(size) > 0 && !json_object_get(u, "content_b64"))
-                return true;
-        }
-    }
-    return false;
-}
-
 incoming *incoming_open_workflow(wf_body *b, uid_t uid, gid_t gid, jerr *e)
 {
     wf_checked c;

@@ -33,8 +33,6 @@ typedef struct incoming incoming;
  * it, then waiting for its bytes. Takes req over on success; NULL with e set otherwise
  * (429 limits.uploads_per_user, 503 server.max_uploads, or the submission's refusal). */
 incoming *incoming_open_job(job_req *req, uid_t uid, gid_t gid, jerr *e);
-/* True when some job of a workflow body (as workflow_json_parse made it) streams its files. */
-bool incoming_workflow_streamed(const wf_body *b);
 /* The same for a workflow: every job checked (workflow_prepare); takes b over on success. */
 incoming *incoming_open_workflow(wf_body *b, uid_t uid, gid_t gid, jerr *e);
 /* The 202 answer: {"upload": {"id", "path", "bytes", "files", "timeout_s"}}. */

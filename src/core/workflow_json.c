@@ -370,3 +370,17 @@ json_t *workflow_json_list(uid_t caller)
             json_array_append_new(arr, workflow_json(core.workflows[i], false));
     return json_pack("{s:o}", "workflows", arr);
 }
+
+bool workflow_json_streamed(const wf_body *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        json_t *ups = json_object_get(b->requests[i], "uploads"), *u;
+        size_t k;
+        json_array_foreach(ups, k, u) {
+            json_t *size = json_object_get(u, "size");
+            if (json_is_integer(size) && json_integer_value(size) > 0 && !json_object_get(u, "content_b64"))
+                return true;
+        }
+    }
+    return false;
+}
