@@ -12,8 +12,10 @@
  * same call (exit 1 for a command named "false", else 0).
  *
  * Input: up to 8 requests separated by NUL bytes, each one byte (method in bits 0-2: GET, POST,
- * DELETE, GET, POST, HEAD, PUT, OPTIONS; caller in bits 3-4: root, uid 1000, nobody, root; the
- * other bits are free, so that GET as root can be written 0x20 rather than a NUL), the path with its query up to a newline ("/v1/jobs?status=RUNNING"), then the body
+ * DELETE, GET, POST, HEAD, PUT, OPTIONS; caller in bits 3-4: root, uid 1000, nobody, root;
+ * bit 6: the body was over the limit, bit 7: other requests held the memory for bodies, as
+ * http.c flags them; bit 5 is free, so that GET as root can be written 0x20 rather than a NUL),
+ * the path with its query up to a newline ("/v1/jobs?status=RUNNING"), then the body
  * (none when there is no newline). In a path, {job} and {wf} stand for the id of the job and of
  * the workflow the last 201 answer created, so that one input can submit a job and then ask
  * for its logs, stop it or delete it. After each input every job is stopped and deleted, every
@@ -407,8 +409,10 @@ static void one_request(const uint8_t *data, size_t size)
     conn.path = url;
     uid_t uid = callers[ctl >> 3 & 3];
     request r = {.conn = &conn, .method = conn.method, .path = url, .body = body, .body_len = body_len,
-                 .body_too_large = body_len > core.cfg.max_upload_bytes, .uid = uid, .gid = uid};
-    if (r.body_too_large)
+                 .body_busy = ctl & 0x80, /* then never too large, as http.c has it */
+                 .body_too_large = (body_len > core.cfg.max_upload_bytes || ctl & 0x40) && !(ctl & 0x80),
+                 .uid = uid, .gid = uid};
+    if (r.body_too_large || r.body_busy) /* http.c keeps no body then */
         r.body = NULL, r.body_len = 0;
     int64_t t0 = mono_ns();
     routes_dispatch(&r);
