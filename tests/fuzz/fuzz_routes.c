@@ -9,37 +9,50 @@
  * Jobs do start: the shim zygote is replaced too (shim_spawn below), by a "shim" that reads the
  * spec the daemon wrote, as the real one would (it must load), writes the job's output and its
  * status.json in the job directory and is gone at once, so the daemon finishes the job in the
- * same call (exit 1 for a command named "false", else 0).
+ * same call (exit 1 for a command named "false", else 0). Streamed uploads are sent as http.c
+ * sends them (PUT /v1/uploads/{upload}: uploads_begin, _data in pieces, _end). Memory volumes
+ * are made (tmpfs mounts, in a mount namespace of the harness's own, so none reaches the host);
+ * filesystem volumes are refused (no mke2fs), and requests that change runtimes are not made
+ * (a build runs mmdebstrap in a sandbox helper): GET /v1/runtimes* is.
  *
  * Input: up to 8 requests separated by NUL bytes, each one byte (method in bits 0-2: GET, POST,
  * DELETE, GET, POST, HEAD, PUT, OPTIONS; caller in bits 3-4: root, uid 1000, nobody, root;
  * bit 6: the body was over the limit, bit 7: other requests held the memory for bodies, as
  * http.c flags them; bit 5 is free, so that GET as root can be written 0x20 rather than a NUL),
  * the path with its query up to a newline ("/v1/jobs?status=RUNNING"), then the body
- * (none when there is no newline). In a path, {job} and {wf} stand for the id of the job and of
- * the workflow the last 201 answer created, so that one input can submit a job and then ask
- * for its logs, stop it or delete it. After each input every job is stopped and deleted, every
- * workflow forgotten and every GPU brought back online, so that inputs do not depend on each
- * other; the database is started afresh every 2,000 inputs. */
+ * (none when there is no newline; for a PUT, bit 6 gives it a Content-Length). In a path, {job}
+ * and {wf} stand for the id of the job and of the workflow the last 201 answer created, and
+ * {upload} for the upload id of the last 202, so that one input can submit a job and then send
+ * its files, ask for its logs, stop it or delete it. After each input every upload is dropped,
+ * every job stopped and deleted, every workflow forgotten, every volume removed and every GPU
+ * brought back online, so that inputs do not depend on each other; the database is started
+ * afresh every 2,000 inputs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
+#include <sched.h>
 #include <stdbool.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "api/http.h"
+#include "api/park.h"
+#include "api/uploads.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "core/gpu_admin.h"
 #include "core/gpu_hold.h"
 #include "core/gpus.h"
+#include "core/incoming.h"
 #include "core/job_ctl.h"
 #include "core/jobs.h"
 #include "core/logstream.h"
+#include "core/runtime_build.h"
 #include "core/runtimes.h"
 #include "core/settle.h"
 #include "core/state.h"
+#include "core/volumes.h"
 #include "core/workflow.h"
 #include "exec/logwriter.h"
 #include "exec/spec.h"
@@ -58,6 +71,7 @@
 struct MHD_Connection {
     const char *key[MAX_ARGS], *value[MAX_ARGS];
     int nargs;
+    const char *content_length; /* NULL: none (a chunked body) */
     int answers;
     unsigned status;
     const char *method, *path;
@@ -75,6 +89,8 @@ struct MHD_Response {
 
 const char *MHD_lookup_connection_value(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *key)
 {
+    if (kind == MHD_HEADER_KIND && !strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+        return c->content_length;
     if (kind != MHD_GET_ARGUMENT_KIND)
         return NULL;
     for (int i = 0; i < c->nargs; i++)
@@ -109,13 +125,13 @@ struct MHD_Response *MHD_create_response_from_callback(uint64_t size, size_t blo
     return r;
 }
 
-/* a runtime's export answer: the file is closed, its bytes are not looked at */
-struct MHD_Response *MHD_create_response_from_fd(size_t size, int fd)
+/* a runtime's archive: read whole (they are small here: none is built) */
+struct MHD_Response *MHD_create_response_from_fd(uint64_t size, int fd)
 {
-    struct MHD_Response *r = calloc(1, sizeof *r);
-    r->size = size;
+    char *data = malloc(size + 1);
+    ssize_t n = pread(fd, data, size, 0);
     close(fd);
-    return r;
+    return MHD_create_response_from_buffer(n > 0 ? (size_t)n : 0, data, MHD_RESPMEM_MUST_FREE);
 }
 
 enum MHD_Result MHD_set_connection_option(struct MHD_Connection *c, enum MHD_CONNECTION_OPTION option, ...)
@@ -155,8 +171,8 @@ static void read_stream(struct MHD_Response *r)
     }
 }
 
-/* the ids the last 201 answers gave, for {job} and {wf} */
-static char last_job[40], last_wf[40];
+/* the ids the last 201 answers gave, for {job} and {wf}; the last 202's upload, for {upload} */
+static char last_job[40], last_wf[40], last_upload[40];
 
 static void check_json_answer(const struct MHD_Connection *c, unsigned status, const struct MHD_Response *r)
 {
@@ -171,7 +187,10 @@ static void check_json_answer(const struct MHD_Connection *c, unsigned status, c
     }
     const char *id = json_string_value(json_object_get(o, "id"));
     if (status == 201 && id)
-        snprintf(strncmp(c->path, "/v1/workflows", 13) ? last_job : last_wf, sizeof last_job, "%s", id);
+        snprintf(json_object_get(o, "jobs") ? last_wf : last_job, sizeof last_job, "%s", id);
+    const char *up = json_string_value(json_object_get(json_object_get(o, "upload"), "id"));
+    if (status == 202 && up)
+        snprintf(last_upload, sizeof last_upload, "%s", up);
     json_decref(o);
 }
 
@@ -295,14 +314,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     log_set_level(LOG_ERR);
     verbose = getenv("FUZZ_VERBOSE") != NULL;
+    /* memory volumes are tmpfs mounts: in a mount namespace of our own, private, none reaches
+     * the host (and all go with the process). Without it (not root), no mount can be made. */
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        fprintf(stderr, "fuzz_routes: no mount namespace of its own (%s): memory volumes will be refused\n",
+                strerror(errno));
     FUZZ_ASSERT(mkdtemp(state_dir), "mkdtemp");
     atexit(cleanup);
     config_defaults(&core.cfg);
     snprintf(core.cfg.state_dir, sizeof core.cfg.state_dir, "%s", state_dir);
     snprintf(core.cfg.gpu.fixture, sizeof core.cfg.gpu.fixture, "%s/dgx-h100/machine.json", JOBLET_FIXTURE_DIR);
     snprintf(core.cfg.mps_control, sizeof core.cfg.mps_control, "/nonexistent/nvidia-cuda-mps-control");
+    snprintf(core.cfg.volumes_mke2fs, sizeof core.cfg.volumes_mke2fs, "/nonexistent/mke2fs");
     core.cfg.health_interval_ms = 0;
     core.cfg.max_upload_bytes = 1 << 20;
+    core.cfg.max_body_bytes = 1 << 20;
     snprintf(core.jobs_dir, sizeof core.jobs_dir, "%s/jobs", state_dir);
     snprintf(core.root_mount, sizeof core.root_mount, "%s/rootfs", state_dir);
     snprintf(core.shim_path, sizeof core.shim_path, "/nonexistent/joblet-shim");
@@ -319,7 +345,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     core.next_seq = 1;
     FUZZ_ASSERT(loop_init() == 0, "loop_init");
     logstream_init();
-    FUZZ_ASSERT(runtimes_init(&e) == 0, "%s", e.msg);
+    FUZZ_ASSERT(runtimes_init(&e) == 0 && runtime_build_init(&e) == 0, "%s", e.msg);
+    FUZZ_ASSERT(volumes_init(&e) == 0, "%s", e.msg);
     FUZZ_ASSERT(gpus_init(&e) == 0, "%s", e.msg);
     gpu_hold_load();
     state_want(WANT_SCHEDULE);
@@ -330,6 +357,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* After each input: nothing it made is left for the next one. */
 static void reset(void)
 {
+    incoming_drop_all();
     settle();
     for (size_t i = 0; i < core.njobs; i++) {
         jerr e = {0};
@@ -346,6 +374,12 @@ static void reset(void)
     workflow_free_all();
     core.workflows = NULL;
     core.nworkflows = 0;
+    while (volumes_count() > 0) {
+        jerr e = {0};
+        char name[80];
+        snprintf(name, sizeof name, "%s", volumes_at(0)->name);
+        FUZZ_ASSERT(volumes_remove(name, 0, 0, &e) == 0, "volume %s: %s", name, e.msg);
+    }
     for (int i = 0; i < core.gpu.inv.n; i++)
         if (gpu_hold_get(i)->state != GS_AVAILABLE) {
             jerr e = {0};
@@ -360,24 +394,53 @@ static void reset(void)
 static const char *const methods[] = {"GET", "POST", "DELETE", "GET", "POST", "HEAD", "PUT", "OPTIONS"};
 static const uid_t callers[] = {0, 1000, 65534, 0};
 
-/* url with {job} and {wf} replaced (caller frees). */
+/* url with {job}, {wf} and {upload} replaced (caller frees). */
 static char *expand(const char *url)
 {
     size_t cap = strlen(url) * 10 + 1, n = 0;
     char *out = malloc(cap);
     for (const char *p = url; *p;) {
-        const char *with = !strncmp(p, "{job}", 5) ? last_job : !strncmp(p, "{wf}", 4) ? last_wf : NULL;
-        if (with) {
-            size_t l = strlen(with);
-            memcpy(out + n, with, l);
+        static const struct { const char *name; const char *value; } marks[] = {
+            {"{job}", last_job}, {"{wf}", last_wf}, {"{upload}", last_upload}};
+        size_t m = 0;
+        while (m < 3 && strncmp(p, marks[m].name, strlen(marks[m].name)))
+            m++;
+        if (m < 3) {
+            size_t l = strlen(marks[m].value);
+            memcpy(out + n, marks[m].value, l);
             n += l;
-            p += p[1] == 'j' ? 5 : 4;
+            p += strlen(marks[m].name);
         } else {
             out[n++] = *p++;
         }
     }
     out[n] = 0;
     return out;
+}
+
+/* PUT /v1/uploads/{id}, as http.c serves it: the headers, the body in pieces, its end. */
+static void put_upload(struct MHD_Connection *conn, const char *url, uid_t uid, const char *body, size_t len,
+                       uint8_t ctl)
+{
+    char cl[32];
+    snprintf(cl, sizeof cl, "%zu", len);
+    conn->content_length = ctl & 0x40 ? cl : NULL;
+    put_state *p;
+    uploads_begin(conn, url, uid, &p);
+    if (!p)
+        return; /* answered already */
+    FUZZ_ASSERT(conn->answers == 0, "PUT %s: answered, and a body still expected", url);
+    size_t piece = 1 + ((size_t)ctl * 37) % 1500;
+    for (size_t at = 0; at < len;) {
+        size_t n = len - at < piece ? len - at : piece, left = n;
+        if (uploads_data(p, body + at, &left) != MHD_YES) {
+            uploads_abort(p, MHD_REQUEST_TERMINATED_WITH_ERROR); /* the connection is closed */
+            return;
+        }
+        FUZZ_ASSERT(left == 0, "PUT %s: %zu bytes of a piece left unread", url, left);
+        at += n;
+    }
+    uploads_end(conn, p);
 }
 
 static void one_request(const uint8_t *data, size_t size)
@@ -393,29 +456,45 @@ static void one_request(const uint8_t *data, size_t size)
     char *body = nl ? fuzz_strndup(nl + 1, size - (size_t)(nl - data) - 1) : NULL;
     size_t body_len = nl ? size - (size_t)(nl - data) - 1 : 0;
     struct MHD_Connection conn = {.method = methods[ctl & 7]};
-    /* the query: a=1&b=2, as libmicrohttpd splits it */
-    char *q = strchr(url, '?');
-    if (q) {
-        *q++ = 0;
-        for (char *save = NULL, *kv = strtok_r(q, "&", &save); kv && conn.nargs < MAX_ARGS;
-             kv = strtok_r(NULL, "&", &save)) {
-            char *eq = strchr(kv, '=');
-            if (eq)
-                *eq++ = 0;
-            conn.key[conn.nargs] = kv;
-            conn.value[conn.nargs++] = eq ? eq : "";
-        }
-    }
-    conn.path = url;
     uid_t uid = callers[ctl >> 3 & 3];
-    request r = {.conn = &conn, .method = conn.method, .path = url, .body = body, .body_len = body_len,
-                 .body_busy = ctl & 0x80, /* then never too large, as http.c has it */
-                 .body_too_large = (body_len > core.cfg.max_upload_bytes || ctl & 0x40) && !(ctl & 0x80),
-                 .uid = uid, .gid = uid};
-    if (r.body_too_large || r.body_busy) /* http.c keeps no body then */
-        r.body = NULL, r.body_len = 0;
+    /* a build runs mmdebstrap in a sandbox helper, an import unpacks an archive there: not here */
+    if (!strncmp(url, "/v1/runtime", 11) && strcmp(conn.method, "GET")) {
+        free(url);
+        free(body);
+        return;
+    }
     int64_t t0 = mono_ns();
-    routes_dispatch(&r);
+    if (uploads_is_put(conn.method, url)) {
+        conn.path = url;
+        put_upload(&conn, url, uid, body ? body : "", body_len, ctl);
+    } else {
+        /* the query: a=1&b=2, as libmicrohttpd splits it */
+        char *q = strchr(url, '?');
+        if (q) {
+            *q++ = 0;
+            for (char *save = NULL, *kv = strtok_r(q, "&", &save); kv && conn.nargs < MAX_ARGS;
+                 kv = strtok_r(NULL, "&", &save)) {
+                char *eq = strchr(kv, '=');
+                if (eq)
+                    *eq++ = 0;
+                conn.key[conn.nargs] = kv;
+                conn.value[conn.nargs++] = eq ? eq : "";
+            }
+        }
+        conn.path = url;
+        park_slot park = {0};
+        request r = {.conn = &conn, .method = conn.method, .path = url, .body = body, .body_len = body_len,
+                     .body_busy = ctl & 0x80, /* then never too large, as http.c has it */
+                     .body_too_large = (body_len > core.cfg.max_body_bytes || ctl & 0x40) && !(ctl & 0x80),
+                     .uid = uid, .gid = uid, .park = &park, .body_fd = -1};
+        if (r.body_too_large || r.body_busy) /* http.c keeps no body then */
+            r.body = NULL, r.body_len = 0;
+        routes_dispatch(&r);
+        /* a parked request waits for a volume being formatted: none is, here (no mke2fs) */
+        FUZZ_ASSERT(!park.suspended, "%s %s: parked", conn.method, url);
+        park_lapse(&park);
+        park_forget(&park);
+    }
     FUZZ_ASSERT(conn.answers == 1, "%s %s: %d answers", conn.method, url, conn.answers);
     /* what the loop does after every turn */
     settle();
@@ -429,7 +508,7 @@ static void one_request(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    last_job[0] = last_wf[0] = 0;
+    last_job[0] = last_wf[0] = last_upload[0] = 0;
     for (int k = 0; k < 8 && size > 0; k++) {
         const uint8_t *end = memchr(data, 0, size);
         size_t n = end ? (size_t)(end - data) : size;

@@ -4,7 +4,8 @@
  * the workflow parser and the daemon read requests through the same schema.
  *
  * Uploads are not read from disk here: this file stands in for src/cli/upload.c (which walks
- * directories and reads files) with an upload_add that adds an empty file of a name of its own. */
+ * directories and reads files) with an upload_add that lists an empty file of a name of its
+ * own, and an upload_finish that puts the listing in the request. */
 #include <time.h>
 
 #include "cli/upload.h"
@@ -14,20 +15,21 @@
 #include "common/util.h"
 #include "fuzz.h"
 
-void upload_init(upload_set *u)
-{
-    *u = (upload_set){0};
-}
-
 int upload_add(upload_set *u, const char *path, jerr *e)
 {
     if (!*path)
         return jerr_set(e, 22, "--upload: needs a path");
+    if (u->n == u->cap) {
+        u->cap = u->cap ? 2 * u->cap : 4;
+        u->ents = xrealloc(u->ents, u->cap * sizeof *u->ents);
+        u->src = xrealloc(u->src, u->cap * sizeof *u->src);
+    }
     char name[32];
     snprintf(name, sizeof name, "upload%zu", u->n);
-    u->ents = xrealloc(u->ents, (u->n + 1) * sizeof *u->ents);
-    u->ents[u->n++] = (jobreq_upload){.path = xstrdup(name), .type = xstrdup("file"), .mode = 0644,
-                                      .has_mode = true, .size = 0};
+    u->ents[u->n] = (jobreq_upload){.path = xstrdup(name), .type = xstrdup("file"), .mode = 0644, .has_mode = true,
+                                    .size = 0};
+    u->src[u->n] = (upload_src){.disk = xstrdup(path)};
+    u->n++;
     u->nfiles++;
     return 0;
 }
@@ -41,9 +43,13 @@ int upload_finish(upload_set *u, job_req *req, jerr *e)
 
 void upload_free(upload_set *u)
 {
-    for (size_t i = 0; i < u->n; i++)
-        free(u->ents[i].path), free(u->ents[i].type);
+    for (size_t i = 0; i < u->n; i++) {
+        free(u->ents[i].path);
+        free(u->ents[i].type);
+        free(u->src[i].disk);
+    }
     free(u->ents);
+    free(u->src);
     *u = (upload_set){0};
 }
 

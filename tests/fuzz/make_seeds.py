@@ -349,6 +349,30 @@ def routes_seeds():
         req("POST", "/v1/gpus/1/online", b"", who="user"),
         req("GET", "/v1/gpus/GPU-nonexistent"),
         req("GET", "/v1/audit?user=root&since=2020-01-01T00:00:00Z&until=2099-01-01T00:00:00Z")))
+    out("routes", "streamed-upload", seq(
+        req("POST", "/v1/jobs", {"command": "sh", "args": ["a.py"], "uploads": [
+            {"path": "src", "type": "dir"}, {"path": "src/a.py", "size": 6, "mode": 420},
+            {"path": "src/b", "size": 0}, {"path": "src/l", "type": "symlink", "target": "a.py"}]}, who="user"),
+        bytes([0x20 | 6 | 1 << 3 | 0x40]) + b"/v1/uploads/{upload}\nhello\n",
+        req("GET", "/v1/jobs/{job}/logs", who="user"),
+        req("DELETE", "/v1/jobs/{job}", who="user")))
+    out("routes", "volume", seq(
+        req("POST", "/v1/volumes", {"name": "scratch", "type": "memory", "size_mb": 64}, who="user"),
+        req("GET", "/v1/volumes", who="user"),
+        req("POST", "/v1/jobs", {"command": "true", "volumes": ["scratch:ro"]}, who="user"),
+        req("POST", "/v1/volumes", {"name": "disk", "type": "filesystem", "size_mb": 1024}),
+        req("DELETE", "/v1/volumes/scratch", who="nobody"),
+        req("GET", "/v1/runtimes")))
+    wfv = dict(wf, volumes=[{"name": "shared", "type": "memory", "size_mb": 32}])
+    wfv["jobs"] = [dict(j, request=dict(j["request"], volumes=["shared"])) for j in wf["jobs"]]
+    out("routes", "workflow-volume-upload", seq(
+        req("POST", "/v1/workflows", wfv, who="user"),
+        req("POST", "/v1/workflows", {"name": "up", "jobs": [
+            {"name": "a", "request": {"command": "true", "uploads": [{"path": "x", "size": 3}]}},
+            {"name": "b", "requires": [{"job": "a", "status": "COMPLETED"}],
+             "request": {"command": "true", "uploads": [{"path": "y", "size": 2}]}}]}),
+        bytes([0x20 | 6]) + b"/v1/uploads/{upload}\nabcde",
+        req("GET", "/v1/workflows/{wf}")))
     out("routes", "metrics", seq(req("GET", "/metrics"), req("GET", "/metrics", who="user"),
                                  req("GET", "/v1/monitor")))
     out("routes", "bad", seq(req("POST", "/v1/jobs", b"{\"command\": \"x\", \"command\": \"y\"}"),
