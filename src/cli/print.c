@@ -442,6 +442,19 @@ static void print_limits(FILE *f, json_t *limits)
     fprintf(f, "%s\n", line[0] ? line : "none");
 }
 
+/* /work's bound (jobs.work_quota), which all the owner's jobs share. */
+static void print_work(FILE *f, json_t *work)
+{
+    int64_t size, used;
+    if (!jint(work, "quota_bytes", &size) || !jint(work, "used_bytes", &used))
+        return;
+    char a[32], b[32];
+    fmt_bytes((uint64_t)used, a, sizeof a);
+    fmt_bytes((uint64_t)size, b, sizeof b);
+    key(f, "Work:");
+    fprintf(f, "/work %s used of %s (shared by the owner's jobs)\n", a, b);
+}
+
 /* One K=V per line, continuation lines indented under the first. */
 static void print_env(FILE *f, const char *k, json_t *env, bool secret)
 {
@@ -657,6 +670,7 @@ void print_job(json_t *job, FILE *f)
         put_line(f, b);
     }
     print_limits(f, json_object_get(job, "limits"));
+    print_work(f, json_object_get(job, "work"));
     print_env(f, "Env:", json_object_get(job, "env"), false);
     print_env(f, "Secret env:", json_object_get(job, "secret_env"), true);
     if (jstr(job, "network")) {

@@ -34,6 +34,7 @@ void config_defaults(config *c)
     c->max_log_bytes = 1ull << 30; /* 1 GiB per stream: a runaway job cannot fill the disk */
     c->max_pids_per_user = 4096;   /* a user's jobs cannot take the host's pid space (pid_max 32768) */
     c->default_memory_pct = 75;    /* no job takes the whole host's memory unless it asks */
+    c->work_quota = 20ull << 30;   /* each user's jobs' /work together: a job cannot fill the host's disk */
     c->tmp_size_mb = 1024;
     snprintf(c->cgroup_root, sizeof c->cgroup_root, "joblet");
     c->favor_dynmods = 1;
@@ -67,7 +68,7 @@ static const key keys[] = {
     U64("jobs.uid_range_start", uid_range_start, 1000, 4294000000u),
     U64("jobs.uid_range_size", uid_range_size, 1, 1000000),
     U64("jobs.max_running", max_running, 0, 1000000),
-    {"jobs.max_upload_bytes", K_BYTES, offsetof(config, max_upload_bytes), 8, 0, 0},
+    {"jobs.max_upload_bytes", K_BYTES, offsetof(config, max_upload_bytes), 8, 1, 0},
     U64("jobs.upload_timeout_s", upload_timeout_s, 1, 3600),
     {"server.max_body_bytes", K_BYTES, offsetof(config, max_body_bytes), 8, 4096, 0},
     U64("server.max_connections_per_user", max_conns_per_user, 0, 4000),
@@ -80,6 +81,7 @@ static const key keys[] = {
     {"jobs.max_log_bytes", K_BYTES, offsetof(config, max_log_bytes), 8, 0, 0},
     U64("jobs.max_pids_per_user", max_pids_per_user, 0, 4194304),
     U64("jobs.default_memory_percent", default_memory_pct, 0, 100),
+    {"jobs.work_quota", K_BYTES, offsetof(config, work_quota), 8, 0, 0},
     STR("jobs.shim_path", shim_path),
     STR("cgroup.root", cgroup_root),
     U64("cgroup.favor_dynmods", favor_dynmods, 0, 1),
@@ -113,7 +115,7 @@ static const key keys[] = {
     U64("runtimes.cache_keep", runtimes_cache_keep, 0, 1000),
     STR("runtimes.mirror", runtimes_mirror),
     U64("runtimes.build_timeout_s", runtimes_build_timeout_s, 10, 86400),
-    {"runtimes.max_import_bytes", K_BYTES, offsetof(config, runtimes_max_import_bytes), 8, 0, 0},
+    {"runtimes.max_import_bytes", K_BYTES, offsetof(config, runtimes_max_import_bytes), 8, 1, 0},
     STR("volumes.dir", volumes_dir),
     U64("volumes.max_per_user", volumes_max_per_user, 0, 256),
     STR("volumes.mke2fs", volumes_mke2fs),
@@ -193,7 +195,10 @@ static int set_key(config *c, const key *k, const char *val, const char *file, j
         return 0;
     case K_BYTES: {
         jerr tmp = {0};
-        if (parse_bytes(k->path, val, &v, &tmp) < 0)
+        /* 0 is "none" for the keys that document it (jobs.max_log_bytes, jobs.work_quota) */
+        if (!strcmp(val, "0"))
+            v = 0;
+        else if (parse_bytes(k->path, val, &v, &tmp) < 0)
             return jerr_set(e, EINVAL, "%s: %s", file, tmp.msg);
         if (v < k->min)
             return jerr_set(e, EINVAL, "%s: %s: '%s' must be at least %llu bytes", file, k->path, val,

@@ -14,6 +14,7 @@
 #include "../common/util.h"
 #include "state.h"
 #include "submit.h"
+#include "workfs.h"
 
 #define STAGED_PREFIX ".incoming-"
 
@@ -81,14 +82,12 @@ static incoming *make(uid_t uid, gid_t gid, size_t n, jerr *e)
     in->deadline_ms = now_ms() + (int64_t)core.cfg.upload_timeout_s * 1000;
     in->staged = xcalloc(n, sizeof *in->staged);
     for (size_t k = 0; k < n; k++) {
-        char work[800];
         if (asprintf(&in->staged[k], "%s/" STAGED_PREFIX "%s-%zu", core.jobs_dir, in->id, k) < 0)
             abort();
-        snprintf(work, sizeof work, "%s/work", in->staged[k]);
-        if (mkdir(in->staged[k], 0700) < 0 || mkdir(work, 0755) < 0) {
-            jerr_sys(e, "create %s", work);
+        if (mkdir(in->staged[k], 0700) < 0 ? jerr_sys(e, "create %s", in->staged[k]) < 0
+                                           : workfs_make(uid, in->staged[k], e) < 0) {
             for (size_t i = 0; i <= k; i++) {
-                rm_rf(in->staged[i]);
+                workfs_remove(in->staged[i]);
                 free(in->staged[i]);
             }
             free(in->staged);
@@ -137,7 +136,7 @@ static void release(incoming *in)
     if (in->workfd >= 0)
         close(in->workfd);
     for (size_t k = 0; k < in->n; k++) {
-        rm_rf(in->staged[k]);
+        workfs_remove(in->staged[k]);
         free(in->staged[k]);
     }
     free(in->staged);
@@ -395,7 +394,7 @@ void incoming_clean_stale(void)
         char path[900];
         snprintf(path, sizeof path, "%s/%s", core.jobs_dir, de->d_name);
         log_info("removing %s, an upload an earlier joblet did not finish", path);
-        rm_rf(path);
+        workfs_remove(path);
     }
     closedir(d);
 }

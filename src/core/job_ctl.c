@@ -9,6 +9,7 @@
 #include "settle.h"
 #include "state.h"
 #include "workflow.h"
+#include "workfs.h"
 
 int job_ctl_stop(job *j, uid_t by, jerr *e)
 {
@@ -46,7 +47,7 @@ static int delete_one(job *j, jerr *e)
     logstream_detach(j);
     launch_forget(j);
     workflow_forget_job(j);
-    rm_rf(dir);
+    workfs_remove(dir);
     jobs_remove(j);
     job_free(j);
     core.trim_at_ms = now_ms() + 1000;

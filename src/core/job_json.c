@@ -4,9 +4,11 @@
 #include "../common/jsonx.h"
 #include "../common/util.h"
 #include "job_json.h"
+#include "jobs.h"
 #include "launch.h"
 #include "queue.h"
 #include "state.h"
+#include "workfs.h"
 
 static json_t *int_or_null(const job_req *r, enum jobreq_id f, int64_t v)
 {
@@ -97,6 +99,14 @@ json_t *job_json(const job *j)
                                               "io_read_bytes", (json_int_t)u.io_read_bytes, "io_write_bytes",
                                               (json_int_t)u.io_write_bytes, "pids_current",
                                               (json_int_t)u.pids_current));
+    /* /work's bound, shared by the owner's jobs (workfs.h), and what they use of it now */
+    char dir[700];
+    uint64_t wsize, wused;
+    jobs_dir_of(j, dir, sizeof dir);
+    workfs_usage(dir, &wsize, &wused);
+    json_object_set_new(o, "work", wsize ? json_pack("{s:I,s:I}", "quota_bytes", (json_int_t)wsize, "used_bytes",
+                                                     (json_int_t)wused)
+                                         : json_null());
     json_object_set_new(o, "gpus", grant_list_to_json(&j->gpus));
     json_t *gr = json_object();
     json_object_set_new(gr, "count", int_or_null(r, JR_GPU_COUNT, r->gpu_count));

@@ -14,6 +14,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../exec/cgroup.h"
 #include "../exec/shim.h"
 #include "../exec/shim_status.h"
 #include "../exec/spec.h"
@@ -128,8 +129,15 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.limits.mem_bytes = (uint64_t)j->req.max_memory_mb << 20;
     s.limits.pids_max = (uint64_t)j->req.pids_max;
     s.limits.io_bps = (uint64_t)j->req.max_iobps;
-    if (s.limits.io_bps)
-        snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", core.io_dev);
+    if (s.limits.io_bps) {
+        /* the disk /work is on: the owner's loop device under jobs.work_quota (workfs.h),
+         * else the state directory's */
+        char work[720];
+        jerr ie = {0};
+        snprintf(work, sizeof work, "%s/work", dir);
+        if (cg_block_device_of(work, s.limits.io_dev, sizeof s.limits.io_dev, &ie) < 0)
+            snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", core.io_dev);
+    }
     const char *cores = j->req.cpu_cores;
     snprintf(s.limits.cpus, sizeof s.limits.cpus, "%s", cores ? cores : g.cpus);
     snprintf(s.limits.mems, sizeof s.limits.mems, "%s", cores ? "" : g.mems);

@@ -22,6 +22,7 @@
 #include "runtimes.h"
 #include "state.h"
 #include "submit.h"
+#include "workfs.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
  * memory and I/O device, the uploads' total size, and the GPUs. */
@@ -210,8 +211,8 @@ static int create_uploads(job *j, const char *dir, jerr *e)
 {
     char work[700];
     snprintf(work, sizeof work, "%s/work", dir);
-    if (mkdir(work, 0755) < 0)
-        return jerr_sys(e, "create %s", work);
+    if (workfs_make(j->owner_uid, dir, e) < 0)
+        return -1;
     if (!j->req.nuploads)
         return own_uploads(j, work, e); /* work/ itself */
     int workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -417,7 +418,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         return NULL;
     }
     if ((si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 || db_insert_job(core.db, j, e) < 0) {
-        rm_rf(dir);
+        workfs_remove(dir);
         job_free(j);
         return NULL;
     }

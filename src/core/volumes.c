@@ -43,6 +43,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "diskimg.h"
 #include "state.h"
 #include "users.h"
 
@@ -80,9 +81,6 @@ __attribute__((format(printf, 4, 5))) static int refuse(jerr *e, int http, const
     snprintf(e->field, sizeof e->field, "%s", field);
     return -1;
 }
-
-/* mke2fs, as Debian's e2fsprogs installs it (volumes.mke2fs names another). */
-static const char *const mke2fs_paths[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs"};
 
 typedef struct volume_run {
     watch w;                 /* pidfd of the helper that runs mke2fs */
@@ -180,74 +178,13 @@ static void drop(volume *v)
 /* ---- the mounts ----------------------------------------------------------------------- */
 
 /* Something is mounted on the volume's mnt (its device differs from its directory's). */
-static bool mounted(const volume *v)
-{
-    struct stat m, d;
-    return stat(v->mnt, &m) == 0 && stat(v->dir, &d) == 0 && m.st_dev != d.st_dev;
-}
-
-/* A free loop device bound to the image, its fd open (mount it, then close it). With
- * LO_FLAGS_AUTOCLEAR the kernel releases the device when its last user goes: the mount, or
- * this fd when the mount fails. So no loop device outlives the volume's mount. */
-static int attach_loop(const char *image, char *dev, size_t devlen, jerr *e)
-{
-    int img = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (img < 0)
-        return jerr_sys(e, "open %s", image);
-    int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-    if (ctl < 0) {
-        close(img);
-        return jerr_sys(e, "open /dev/loop-control (is the loop module loaded?)");
-    }
-    int lfd = -1;
-    /* Another process may take the device LOOP_CTL_GET_FREE named before we configure it
-     * (EBUSY): ask again, a bounded number of times. */
-    for (int attempt = 0; attempt < 16 && lfd < 0; attempt++) {
-        int n = ioctl(ctl, LOOP_CTL_GET_FREE);
-        if (n < 0) {
-            jerr_sys(e, "no free loop device (LOOP_CTL_GET_FREE)");
-            break;
-        }
-        snprintf(dev, devlen, "/dev/loop%d", n);
-        int fd = open(dev, O_RDWR | O_CLOEXEC);
-        if (fd < 0) {
-            jerr_sys(e, "open %s", dev);
-            break;
-        }
-        struct loop_config cfg = {.fd = (uint32_t)img, .info = {.lo_flags = LO_FLAGS_AUTOCLEAR}};
-        snprintf((char *)cfg.info.lo_file_name, sizeof cfg.info.lo_file_name, "%s", image);
-        if (ioctl(fd, LOOP_CONFIGURE, &cfg) == 0) {
-            lfd = fd;
-            break;
-        }
-        int err = errno;
-        close(fd);
-        if (err != EBUSY) {
-            errno = err;
-            jerr_sys(e, "bind %s to %s (LOOP_CONFIGURE, Linux 5.8 or later)", image, dev);
-            break;
-        }
-        jerr_set(e, EBUSY, "every free loop device was taken by another process first");
-    }
-    close(ctl);
-    close(img);
-    return lfd;
-}
+static bool mounted(const volume *v) { return diskimg_mounted(v->mnt); }
 
 static int mount_image(volume *v, jerr *e)
 {
-    char image[760], dev[32];
+    char image[760];
     snprintf(image, sizeof image, "%s/image", v->dir);
-    int lfd = attach_loop(image, dev, sizeof dev, e);
-    if (lfd < 0)
-        return -1;
-    int rc = mount(dev, v->mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "errors=remount-ro");
-    if (rc < 0)
-        jerr_sys(e, "mount %s (%s) on %s", image, dev, v->mnt);
-    close(lfd); /* the mount holds the device now; after a failure, this releases it */
-    if (rc == 0)
-        log_info("volume %s: %s mounted on %s through %s", v->name, image, v->mnt, dev);
-    return rc;
+    return diskimg_mount(image, v->mnt, e);
 }
 
 static int mount_tmpfs(volume *v, jerr *e)
@@ -341,30 +278,17 @@ static int step_mount_point(volume *v, jerr *e)
     return mkdir(v->mnt, 0700) < 0 ? jerr_sys(e, "create %s", v->mnt) : 0;
 }
 
-/* sparse: the image takes disk blocks only as the volume fills */
 static int step_image(volume *v, jerr *e)
 {
     char image[760];
     snprintf(image, sizeof image, "%s/image", v->dir);
-    int fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    int rc = fd < 0 || ftruncate(fd, (off_t)(v->size_mb << 20)) < 0 ? jerr_sys(e, "create the image %s", image) : 0;
-    if (fd >= 0)
-        close(fd);
-    return rc;
+    return diskimg_create(image, v->size_mb, e);
 }
 
 static int start_mkfs(volume *v, jerr *e);
 
 /* The mke2fs to run: volumes.mke2fs, or Debian's; NULL when it is not executable. */
-static const char *mke2fs_path(void)
-{
-    if (core.cfg.volumes_mke2fs[0])
-        return access(core.cfg.volumes_mke2fs, X_OK) == 0 ? core.cfg.volumes_mke2fs : NULL;
-    for (size_t i = 0; i < ARRAY_LEN(mke2fs_paths); i++)
-        if (access(mke2fs_paths[i], X_OK) == 0)
-            return mke2fs_paths[i];
-    return NULL;
-}
+static const char *mke2fs_path(void) { return diskimg_mke2fs(core.cfg.volumes_mke2fs); }
 
 static int step_mount(volume *v, jerr *e)
 {
@@ -438,30 +362,15 @@ static void on_mkfs_exit(watch *w, uint32_t events)
      * every child): its report, not its own exit status, tells how mke2fs ended. */
     siginfo_t si;
     waitid((idtype_t)P_PIDFD, (id_t)w->fd, &si, WEXITED | WNOHANG);
-    int st = 0;
-    ssize_t n = read(r->status_fd, &st, sizeof st);
     loop_del(w);
     close(w->fd);
-    close(r->status_fd);
     v->run = NULL;
     ncreating--;
     jerr e = {0};
-    if (n != (ssize_t)sizeof st || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        char log_path[760];
-        snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
-        char *out = read_file(log_path, NULL);
-        for (char *p = out; p && *p; p++)
-            if (*p == '\n' || *p == '\r' || *p == '\t')
-                *p = ' ';
-        char how[64];
-        if (n != (ssize_t)sizeof st)
-            snprintf(how, sizeof how, "ended without a report (its helper was killed)");
-        else if (WIFEXITED(st))
-            snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(st));
-        else
-            snprintf(how, sizeof how, "was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-        jerr_set(&e, EIO, "volume %s: mke2fs %s%s%.300s", v->name, how, out && *out ? ": " : "", out ? out : "");
-        free(out);
+    char log_path[760], what[300];
+    snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
+    snprintf(what, sizeof what, "volume %s", v->name);
+    if (diskimg_format_result(r->status_fd, what, log_path, &e) < 0) {
         log_err("%s", e.msg);
         notify(r, &e);
         free(r);
@@ -478,96 +387,40 @@ static void on_mkfs_exit(watch *w, uint32_t events)
     free(r);
 }
 
-/* The helper (start_mkfs): a raw clone of a daemon that may have other threads, so only
- * system calls (no malloc, and vfork rather than fork() with its atfork handlers). Runs
- * mke2fs, waits for it, writes its wait status to status_fd. */
-__attribute__((noreturn)) static void mkfs_helper(const char *path, const char *const *argv, char *const *envp, int out,
-                                                  int status_fd)
-{
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    /* It holds nothing of the daemon's: no client's connection, no listening socket, not the
-     * state directory's lock (a daemon killed meanwhile must be able to start again). 0 is
-     * /dev/null, 1 and 2 mkfs.log, 3 the status pipe (not passed on to mke2fs). */
-    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || dup2(status_fd, 3) < 0 ||
-        fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
-        _exit(126);
-    if (syscall(SYS_close_range, 4u, ~0u, 0) < 0)
-        for (int fd = 4; fd < 65536; fd++)
-            close(fd);
-    pid_t m = vfork();
-    if (m == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the helper killed (daemon stopping): mke2fs too */
-        execve(path, (char *const *)argv, envp);
-        _exit(127);
-    }
-    int st = 127 << 8;
-    if (m > 0)
-        while (waitpid(m, &st, 0) < 0 && errno == EINTR)
-            ;
-    if (write(3, &st, sizeof st) != (ssize_t)sizeof st)
-        _exit(1);
-    _exit(0);
-}
-
-/* mke2fs, run by a helper process the loop watches through its pidfd. The helper forks
- * mke2fs, waits for it and writes its wait status to a pipe: the daemon reaps every child in
- * its SIGCHLD handler, so a child's own exit status cannot be relied on. mke2fs's output goes
- * to mkfs.log, which cannot fill up and block it as a pipe could. */
+/* mke2fs, run by a helper process the loop watches through its pidfd (diskimg.h); its output
+ * goes to mkfs.log. */
 static int start_mkfs(volume *v, jerr *e)
 {
     const char *mke2fs = mke2fs_path();
     if (!mke2fs)
         return jerr_set(e, ENOENT, "mke2fs is gone");
-    char image[760], log_path[760], opts[128];
+    char image[760], log_path[760];
     snprintf(image, sizeof image, "%s/image", v->dir);
     snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
-    /* lazy_*_init: the image is new and sparse, its unwritten blocks read as zeros, so
-     * nothing needs zeroing (mke2fs punches the image and marks the inode tables zeroed: no
-     * background initialisation either). -m 0: no blocks reserved for root; a job never is. */
-    snprintf(opts, sizeof opts, "lazy_itable_init=1,lazy_journal_init=1,root_owner=%u:%u", (unsigned)v->owner_uid,
-             (unsigned)v->owner_gid);
-    const char *argv[] = {mke2fs, "-t", "ext4", "-q", "-F", "-m", "0", "-E", opts, image, NULL};
-    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-    int sp[2];
-    if (pipe2(sp, O_CLOEXEC) < 0)
-        return jerr_sys(e, "pipe");
     int out = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (out < 0) {
-        close(sp[0]);
-        close(sp[1]);
+    if (out < 0)
         return jerr_sys(e, "create %s", log_path);
-    }
-    int pidfd = -1;
-    struct clone_args ca = {.flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&pidfd, .exit_signal = SIGCHLD};
-    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
-    if (pid == 0)
-        mkfs_helper(mke2fs, argv, envp, out, sp[1]);
+    int pidfd = -1, status_fd = -1;
+    pid_t pid = diskimg_format_start(mke2fs, image, v->owner_uid, v->owner_gid, out, &pidfd, &status_fd, e);
     close(out);
-    close(sp[1]);
-    if (pid < 0) {
-        close(sp[0]);
-        return jerr_sys(e, "start %s", mke2fs);
-    }
-    set_cloexec_nonblock(sp[0]);
+    if (pid < 0)
+        return -1;
+    set_cloexec_nonblock(status_fd);
     v->run = xcalloc(1, sizeof *v->run);
     v->run->pid = pid;
-    v->run->status_fd = sp[0];
+    v->run->status_fd = status_fd;
     v->run->w = (watch){pidfd, on_mkfs_exit, v};
     if (loop_add(&v->run->w) < 0) {
         int err = errno;
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
         close(pidfd);
-        close(sp[0]);
+        close(status_fd);
         free(v->run);
         v->run = NULL;
         errno = err;
         return jerr_sys(e, "watch %s", mke2fs);
     }
     ncreating++;
-    log_debug("volume %s: %s %s %s (helper pid %d)", v->name, mke2fs, opts, image, (int)pid);
     return 0;
 }
 

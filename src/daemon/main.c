@@ -35,6 +35,7 @@
 #include "../core/volumes.h"
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
+#include "../core/workfs.h"
 #include "../api/metrics_http.h"
 
 static watch w_signal;
@@ -296,7 +297,7 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
-    if (volumes_init(&e) < 0) {
+    if (volumes_init(&e) < 0 || workfs_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }

@@ -1,0 +1,247 @@
+/* ext4 images on loop devices (diskimg.h). */
+#include "diskimg.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+
+/* mke2fs, as Debian's e2fsprogs installs it. */
+static const char *const mke2fs_paths[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs"};
+
+const char *diskimg_mke2fs(const char *configured)
+{
+    if (configured && configured[0])
+        return access(configured, X_OK) == 0 ? configured : NULL;
+    for (size_t i = 0; i < ARRAY_LEN(mke2fs_paths); i++)
+        if (access(mke2fs_paths[i], X_OK) == 0)
+            return mke2fs_paths[i];
+    return NULL;
+}
+
+/* sparse: the image takes disk blocks only as the filesystem fills */
+int diskimg_create(const char *image, uint64_t size_mb, jerr *e)
+{
+    int fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int rc = fd < 0 || ftruncate(fd, (off_t)(size_mb << 20)) < 0 ? jerr_sys(e, "create the image %s", image) : 0;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* The helper: a raw clone of a daemon that may have other threads, so only system calls (no
+ * malloc, and vfork rather than fork() with its atfork handlers). Runs mke2fs, waits for it,
+ * writes its wait status to status_fd. */
+__attribute__((noreturn)) static void mkfs_helper(const char *path, const char *const *argv, char *const *envp, int out,
+                                                  int status_fd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* It holds nothing of the daemon's: no client's connection, no listening socket, not the
+     * state directory's lock (a daemon killed meanwhile must be able to start again). 0 is
+     * /dev/null, 1 and 2 the log, 3 the status pipe (not passed on to mke2fs). */
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || dup2(status_fd, 3) < 0 ||
+        fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
+        _exit(126);
+    if (syscall(SYS_close_range, 4u, ~0u, 0) < 0)
+        for (int fd = 4; fd < 65536; fd++)
+            close(fd);
+    pid_t m = vfork();
+    if (m == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the helper killed (daemon stopping): mke2fs too */
+        execve(path, (char *const *)argv, envp);
+        _exit(127);
+    }
+    int st = 127 << 8;
+    if (m > 0)
+        while (waitpid(m, &st, 0) < 0 && errno == EINTR)
+            ;
+    if (write(3, &st, sizeof st) != (ssize_t)sizeof st)
+        _exit(1);
+    _exit(0);
+}
+
+/* The helper forks mke2fs, waits for it and writes its wait status to a pipe: the daemon reaps
+ * every child in its SIGCHLD handler, so a child's own exit status cannot be relied on.
+ * mke2fs's output goes to a file, which cannot fill up and block it as a pipe could. */
+pid_t diskimg_format_start(const char *mke2fs, const char *image, uid_t root_uid, gid_t root_gid, int log_fd,
+                           int *pidfd, int *status_fd, jerr *e)
+{
+    char opts[128];
+    /* lazy_*_init: the image is new and sparse, its unwritten blocks read as zeros, so
+     * nothing needs zeroing (mke2fs punches the image and marks the inode tables zeroed: no
+     * background initialisation either). -m 0: no blocks reserved for root; a job never is. */
+    snprintf(opts, sizeof opts, "lazy_itable_init=1,lazy_journal_init=1,root_owner=%u:%u", (unsigned)root_uid,
+             (unsigned)root_gid);
+    const char *argv[] = {mke2fs, "-t", "ext4", "-q", "-F", "-m", "0", "-E", opts, image, NULL};
+    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+    int sp[2];
+    if (pipe2(sp, O_CLOEXEC) < 0)
+        return jerr_sys(e, "pipe");
+    *pidfd = -1;
+    struct clone_args ca = {.flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)pidfd, .exit_signal = SIGCHLD};
+    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+    if (pid == 0)
+        mkfs_helper(mke2fs, argv, envp, log_fd, sp[1]);
+    close(sp[1]);
+    if (pid < 0) {
+        close(sp[0]);
+        return jerr_sys(e, "start %s", mke2fs);
+    }
+    *status_fd = sp[0];
+    log_debug("%s %s %s (helper pid %d)", mke2fs, opts, image, (int)pid);
+    return pid;
+}
+
+int diskimg_format_result(int status_fd, const char *what, const char *log_path, jerr *e)
+{
+    int st = 0;
+    ssize_t n;
+    while ((n = read(status_fd, &st, sizeof st)) < 0 && errno == EINTR)
+        ;
+    close(status_fd);
+    if (n == (ssize_t)sizeof st && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    char *out = read_file(log_path, NULL);
+    for (char *p = out; p && *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    char how[64];
+    if (n != (ssize_t)sizeof st)
+        snprintf(how, sizeof how, "ended without a report (its helper was killed)");
+    else if (WIFEXITED(st))
+        snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(st));
+    else
+        snprintf(how, sizeof how, "was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    jerr_set(e, EIO, "%s: mke2fs %s%s%.300s", what, how, out && *out ? ": " : "", out ? out : "");
+    free(out);
+    return -1;
+}
+
+/* A free loop device bound to the image, its fd open (mount it, then close it). With
+ * LO_FLAGS_AUTOCLEAR the kernel releases the device when its last user goes: the mount, or
+ * this fd when the mount fails. So no loop device outlives the image's mount. */
+static int attach_loop(const char *image, char *dev, size_t devlen, jerr *e)
+{
+    int img = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (img < 0)
+        return jerr_sys(e, "open %s", image);
+    int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+    if (ctl < 0) {
+        close(img);
+        return jerr_sys(e, "open /dev/loop-control (is the loop module loaded?)");
+    }
+    int lfd = -1;
+    /* Another process may take the device LOOP_CTL_GET_FREE named before we configure it
+     * (EBUSY): ask again, a bounded number of times. */
+    for (int attempt = 0; attempt < 16 && lfd < 0; attempt++) {
+        int n = ioctl(ctl, LOOP_CTL_GET_FREE);
+        if (n < 0) {
+            jerr_sys(e, "no free loop device (LOOP_CTL_GET_FREE)");
+            break;
+        }
+        snprintf(dev, devlen, "/dev/loop%d", n);
+        int fd = open(dev, O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            jerr_sys(e, "open %s", dev);
+            break;
+        }
+        struct loop_config cfg = {.fd = (uint32_t)img, .info = {.lo_flags = LO_FLAGS_AUTOCLEAR}};
+        snprintf((char *)cfg.info.lo_file_name, sizeof cfg.info.lo_file_name, "%s", image);
+        if (ioctl(fd, LOOP_CONFIGURE, &cfg) == 0) {
+            lfd = fd;
+            break;
+        }
+        int err = errno;
+        close(fd);
+        if (err != EBUSY) {
+            errno = err;
+            jerr_sys(e, "bind %s to %s (LOOP_CONFIGURE, Linux 5.8 or later)", image, dev);
+            break;
+        }
+        jerr_set(e, EBUSY, "every free loop device was taken by another process first");
+    }
+    close(ctl);
+    close(img);
+    return lfd;
+}
+
+/* The loop device that already holds the image, when one does: the filesystem is mounted
+ * somewhere still (a job's mount namespace holds it after the daemon's own mount went). A
+ * second device over the same image would be a second ext4 over the same blocks: the
+ * filesystem is mounted through the first again instead. */
+static bool held_by(const char *image, char *dev, size_t devlen)
+{
+    char real[PATH_MAX];
+    if (!realpath(image, real))
+        return false;
+    DIR *d = opendir("/sys/block");
+    if (!d)
+        return false;
+    struct dirent *de;
+    bool found = false;
+    while (!found && (de = readdir(d))) {
+        if (strncmp(de->d_name, "loop", 4))
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/sys/block/%s/loop/backing_file", de->d_name);
+        char *b = read_file(path, NULL);
+        if (!b)
+            continue;
+        b[strcspn(b, "\n")] = 0;
+        if (!strcmp(b, real)) {
+            snprintf(dev, devlen, "/dev/%s", de->d_name);
+            found = true;
+        }
+        free(b);
+    }
+    closedir(d);
+    return found;
+}
+
+int diskimg_mount(const char *image, const char *mnt, jerr *e)
+{
+    char dev[300];
+    if (held_by(image, dev, sizeof dev)) {
+        if (mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "errors=remount-ro") < 0)
+            return jerr_sys(e, "mount %s (%s, which already holds it) on %s", image, dev, mnt);
+        log_info("%s mounted on %s through %s, which already held it", image, mnt, dev);
+        return 0;
+    }
+    int lfd = attach_loop(image, dev, sizeof dev, e);
+    if (lfd < 0)
+        return -1;
+    int rc = mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "errors=remount-ro");
+    if (rc < 0)
+        jerr_sys(e, "mount %s (%s) on %s", image, dev, mnt);
+    close(lfd); /* the mount holds the device now; after a failure, this releases it */
+    if (rc == 0)
+        log_info("%s mounted on %s through %s", image, mnt, dev);
+    return rc;
+}
+
+bool diskimg_mounted(const char *mnt)
+{
+    char parent[4200];
+    snprintf(parent, sizeof parent, "%s/..", mnt);
+    struct stat m, d;
+    return stat(mnt, &m) == 0 && stat(parent, &d) == 0 && m.st_dev != d.st_dev;
+}

@@ -1,0 +1,42 @@
+/* ext4 images on loop devices: what a filesystem volume (volumes.h) and a user's /work
+ * (workfs.h) are made of. The pieces, each one system call or helper process:
+ *   diskimg_mke2fs         which mke2fs to run
+ *   diskimg_create         the sparse image file
+ *   diskimg_format_start   mke2fs in a helper process: its pidfd and a pipe that reports
+ *   diskimg_format_result  how mke2fs ended (from that pipe), as an error naming what it said
+ *   diskimg_mount          a loop device for the image, and the mount on a directory
+ *   diskimg_mounted        whether something is mounted on a directory */
+#ifndef JOBLET_CORE_DISKIMG_H
+#define JOBLET_CORE_DISKIMG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+
+/* configured (a path, or "" for Debian's /usr/sbin/mke2fs), when executable; else NULL */
+const char *diskimg_mke2fs(const char *configured);
+
+/* A new sparse image of size_mb (O_EXCL: an existing file is an error). */
+int diskimg_create(const char *image, uint64_t size_mb, jerr *e);
+
+/* Starts mke2fs on image (its root directory owned by root_uid:root_gid) in a helper process
+ * whose output goes to log_fd. Returns the helper's pid and sets *pidfd and *status_fd (the
+ * helper writes mke2fs's wait status there, then exits), or -1. */
+pid_t diskimg_format_start(const char *mke2fs, const char *image, uid_t root_uid, gid_t root_gid, int log_fd,
+                           int *pidfd, int *status_fd, jerr *e);
+
+/* Reads the helper's report from status_fd (blocking, or what a readable fd holds) and closes
+ * it: 0 when mke2fs succeeded, else -1 with an error naming what, how it ended and what it
+ * wrote to log_path. */
+int diskimg_format_result(int status_fd, const char *what, const char *log_path, jerr *e);
+
+/* Binds the image to a free loop device (released by the kernel when the mount goes) and
+ * mounts it on mnt as ext4, nosuid, nodev, noatime. */
+int diskimg_mount(const char *image, const char *mnt, jerr *e);
+
+/* Something is mounted on mnt (its device differs from its parent directory's). */
+bool diskimg_mounted(const char *mnt);
+
+#endif

@@ -1,0 +1,198 @@
+/* Where each job's /work lives, and its bound (workfs.h).
+ *
+ * On disk, <state>/work/ (0700 root) holds
+ *   <uid>.img      the owner's sparse ext4 image, jobs.work_quota bytes (or the state
+ *                  directory's disk, if that is smaller)
+ *   <uid>/         where it is mounted: nosuid, nodev, noatime; its root is 0711 root
+ *   <uid>/<name>/  one job's work (name: a random UUID, so a streamed upload's directory,
+ *                  made before the job has an ID, needs no renaming), owned by the job's uid
+ * and <jobs>/<id>/work is a symlink to <state>/work/<uid>/<name>. Jobs bind their own
+ * directory only: inside a job, /work's mount shows the loop device and /<name>, nothing of
+ * the host's paths. */
+#include "workfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "diskimg.h"
+#include "state.h"
+
+#define MKFS_TIMEOUT_MS 60000 /* mke2fs of a sparse image takes tens of milliseconds */
+
+static char root[600];       /* <state>/work */
+static bool enforced;        /* jobs.work_quota is set and can be enforced here */
+
+static void fs_paths(uid_t owner, char *mnt, size_t mlen, char *image, size_t ilen)
+{
+    snprintf(mnt, mlen, "%s/%u", root, (unsigned)owner);
+    snprintf(image, ilen, "%s/%u.img", root, (unsigned)owner);
+}
+
+int workfs_init(jerr *e)
+{
+    snprintf(root, sizeof root, "%s/work", core.cfg.state_dir);
+    if (mkdir(root, 0700) < 0 && errno != EEXIST)
+        return jerr_sys(e, "create %s", root);
+    enforced = false;
+    if (!core.cfg.work_quota)
+        return 0;
+    if (!diskimg_mke2fs(core.cfg.volumes_mke2fs)) {
+        log_warn("jobs.work_quota: no mke2fs (e2fsprogs) here: /work has no bound (jobs show none)");
+        return 0;
+    }
+    if (access("/dev/loop-control", R_OK | W_OK) < 0) {
+        log_warn("jobs.work_quota: no loop devices here (/dev/loop-control: %s): /work has no bound (jobs show none)",
+                 strerror(errno));
+        return 0;
+    }
+    enforced = true;
+    /* the owners' filesystems made before: mounted again when they are not (after a reboot) */
+    DIR *d = opendir(root);
+    if (!d)
+        return jerr_sys(e, "open %s", root);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        unsigned uid;
+        char tail[8];
+        if (sscanf(de->d_name, "%u.im%7s", &uid, tail) != 2 || strcmp(tail, "g"))
+            continue;
+        char mnt[700], image[700];
+        fs_paths((uid_t)uid, mnt, sizeof mnt, image, sizeof image);
+        jerr me = {0};
+        if ((mkdir(mnt, 0700) < 0 && errno != EEXIST) || (!diskimg_mounted(mnt) && diskimg_mount(image, mnt, &me) < 0))
+            log_err("the /work filesystem of uid %u: %s; its jobs' work is out of reach until it mounts", uid,
+                    me.msg[0] ? me.msg : strerror(errno));
+    }
+    closedir(d);
+    return 0;
+}
+
+/* mke2fs on a new image, waited for here: it runs once per owner, in tens of milliseconds. */
+static int format(const char *image, const char *mnt, jerr *e)
+{
+    char log_path[720];
+    snprintf(log_path, sizeof log_path, "%s.mkfs.log", mnt);
+    int out = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (out < 0)
+        return jerr_sys(e, "create %s", log_path);
+    int pidfd = -1, status_fd = -1;
+    pid_t pid = diskimg_format_start(diskimg_mke2fs(core.cfg.volumes_mke2fs), image, 0, 0, out, &pidfd, &status_fd, e);
+    close(out);
+    if (pid < 0) {
+        unlink(log_path);
+        return -1;
+    }
+    struct pollfd p = {.fd = status_fd, .events = POLLIN};
+    int n;
+    while ((n = poll(&p, 1, MKFS_TIMEOUT_MS)) < 0 && errno == EINTR)
+        ;
+    if (n == 0)
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* its report then says so */
+    close(pidfd);
+    int rc = diskimg_format_result(status_fd, "the /work filesystem", log_path, e);
+    unlink(log_path);
+    return rc;
+}
+
+/* The owner's filesystem, mounted on mnt: made now if it is the first of the owner's jobs. */
+static int owner_fs(uid_t owner, char *mnt, size_t mlen, jerr *e)
+{
+    char image[700];
+    fs_paths(owner, mnt, mlen, image, sizeof image);
+    if (diskimg_mounted(mnt))
+        return 0;
+    if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
+        return jerr_sys(e, "create %s", mnt);
+    if (access(image, F_OK) < 0) {
+        /* no larger than the disk under it: a sparse image that could never fill */
+        uint64_t mb = core.cfg.work_quota >> 20;
+        struct statvfs sv;
+        if (statvfs(root, &sv) == 0 && (uint64_t)sv.f_blocks * sv.f_frsize >> 20 < mb)
+            mb = (uint64_t)sv.f_blocks * sv.f_frsize >> 20;
+        int64_t t0 = mono_ns();
+        if (diskimg_create(image, mb < 16 ? 16 : mb, e) < 0)
+            return -1;
+        if (format(image, mnt, e) < 0) {
+            unlink(image);
+            return -1;
+        }
+        log_info("the /work filesystem of uid %u: %llu MB, made in %.1f ms", (unsigned)owner, (unsigned long long)mb,
+                 (double)(mono_ns() - t0) / 1e6);
+    }
+    if (diskimg_mount(image, mnt, e) < 0)
+        return -1;
+    /* jobs reach their own directory only, through the path the daemon binds */
+    if (chmod(mnt, 0711) < 0)
+        return jerr_sys(e, "chmod %s", mnt);
+    return 0;
+}
+
+int workfs_make(uid_t owner, const char *job_dir, jerr *e)
+{
+    char link[720];
+    snprintf(link, sizeof link, "%s/work", job_dir);
+    if (!enforced)
+        return mkdir(link, 0755) < 0 ? jerr_sys(e, "create %s", link) : 0;
+    char mnt[700], dir[760], name[37];
+    if (owner_fs(owner, mnt, sizeof mnt, e) < 0) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        return jerr_http(e, 507, "the /work filesystem of uid %u (jobs.work_quota): %s", (unsigned)owner, msg);
+    }
+    uuid_v4(name);
+    snprintf(dir, sizeof dir, "%s/%s", mnt, name);
+    if (mkdir(dir, 0755) < 0)
+        return jerr_sys(e, "create %s", dir);
+    if (symlink(dir, link) < 0) {
+        jerr_sys(e, "create %s", link);
+        rmdir(dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* The directory job_dir/work links to, when it is one of the owners' filesystems'. */
+static bool linked_work(const char *job_dir, char *out, size_t len)
+{
+    char link[720];
+    snprintf(link, sizeof link, "%s/work", job_dir);
+    ssize_t n = readlink(link, out, len - 1);
+    if (n <= 0)
+        return false;
+    out[n] = 0;
+    size_t rl = strlen(root);
+    /* <root>/<uid>/<name>: nothing else is ever removed through a link */
+    return !strncmp(out, root, rl) && out[rl] == '/' && !strstr(out + rl, "/..") && strchr(out + rl + 1, '/');
+}
+
+void workfs_remove(const char *job_dir)
+{
+    char work[1024];
+    if (linked_work(job_dir, work, sizeof work) && rm_rf(work) < 0 && errno != ENOENT)
+        log_warn("job directory %s: its work %s is not removed: %s", job_dir, work, strerror(errno));
+    rm_rf(job_dir);
+}
+
+int workfs_usage(const char *job_dir, uint64_t *size, uint64_t *used)
+{
+    char work[1024];
+    struct statvfs sv;
+    *size = *used = 0;
+    if (!linked_work(job_dir, work, sizeof work) || statvfs(work, &sv) < 0)
+        return 0;
+    *size = (uint64_t)sv.f_blocks * sv.f_frsize;
+    *used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+    return 0;
+}
