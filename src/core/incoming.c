@@ -82,12 +82,13 @@ static incoming *make(uid_t uid, gid_t gid, size_t n, jerr *e)
     in->deadline_ms = now_ms() + (int64_t)core.cfg.upload_timeout_s * 1000;
     in->staged = xcalloc(n, sizeof *in->staged);
     for (size_t k = 0; k < n; k++) {
+        char work[800];
         if (asprintf(&in->staged[k], "%s/" STAGED_PREFIX "%s-%zu", core.jobs_dir, in->id, k) < 0)
             abort();
         if (mkdir(in->staged[k], 0700) < 0 ? jerr_sys(e, "create %s", in->staged[k]) < 0
-                                           : workfs_make(uid, in->staged[k], e) < 0) {
+                                           : workfs_make(uid, in->staged[k], work, sizeof work, e) < 0) {
             for (size_t i = 0; i <= k; i++) {
-                workfs_remove(in->staged[i]);
+                workfs_remove(uid, in->staged[i]);
                 free(in->staged[i]);
             }
             free(in->staged);
@@ -136,7 +137,7 @@ static void release(incoming *in)
     if (in->workfd >= 0)
         close(in->workfd);
     for (size_t k = 0; k < in->n; k++) {
-        workfs_remove(in->staged[k]);
+        workfs_remove(in->uid, in->staged[k]);
         free(in->staged[k]);
     }
     free(in->staged);
@@ -257,7 +258,7 @@ static int advance(incoming *in, jerr *e)
         }
         if (in->workfd < 0) {
             char work[800];
-            snprintf(work, sizeof work, "%s/work", in->staged[in->r]);
+            workfs_path(in->uid, in->staged[in->r], work, sizeof work);
             in->workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
             if (in->workfd < 0)
                 return jerr_sys(e, "open %s", work);
@@ -394,7 +395,8 @@ void incoming_clean_stale(void)
         char path[900];
         snprintf(path, sizeof path, "%s/%s", core.jobs_dir, de->d_name);
         log_info("removing %s, an upload an earlier joblet did not finish", path);
-        workfs_remove(path);
+        rm_rf(path);
     }
     closedir(d);
+    workfs_clean_stale(STAGED_PREFIX);
 }

@@ -47,7 +47,7 @@ static int delete_one(job *j, jerr *e)
     logstream_detach(j);
     launch_forget(j);
     workflow_forget_job(j);
-    workfs_remove(dir);
+    workfs_remove(j->owner_uid, dir);
     jobs_remove(j);
     job_free(j);
     core.trim_at_ms = now_ms() + 1000;

@@ -103,7 +103,7 @@ json_t *job_json(const job *j)
     char dir[700];
     uint64_t wsize, wused;
     jobs_dir_of(j, dir, sizeof dir);
-    workfs_usage(dir, &wsize, &wused);
+    workfs_usage(j->owner_uid, dir, &wsize, &wused);
     json_object_set_new(o, "work", wsize ? json_pack("{s:I,s:I}", "quota_bytes", (json_int_t)wsize, "used_bytes",
                                                      (json_int_t)wused)
                                          : json_null());

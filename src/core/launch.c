@@ -26,6 +26,7 @@
 #include "runtimes.h"
 #include "state.h"
 #include "volumes.h"
+#include "workfs.h"
 
 static const char *const base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -99,7 +100,10 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     if (gpu_spec_build(j, &g, e) < 0)
         return -1;
     snprintf(s.id, sizeof s.id, "%s", j->id);
+    char work[800];
+    workfs_path(j->owner_uid, dir, work, sizeof work);
     s.job_dir = (char *)dir;
+    s.work_dir = work;
     s.root_mount = core.root_mount;
     snprintf(host, sizeof host, "job-%.8s", j->id);
     s.hostname = host;
@@ -132,9 +136,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     if (s.limits.io_bps) {
         /* the disk /work is on: the owner's loop device under jobs.work_quota (workfs.h),
          * else the state directory's */
-        char work[720];
         jerr ie = {0};
-        snprintf(work, sizeof work, "%s/work", dir);
         if (cg_block_device_of(work, s.limits.io_dev, sizeof s.limits.io_dev, &ie) < 0)
             snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", core.io_dev);
     }

@@ -209,9 +209,8 @@ static int own_uploads(job *j, const char *work, jerr *e)
  * kept (no content). */
 static int create_uploads(job *j, const char *dir, jerr *e)
 {
-    char work[700];
-    snprintf(work, sizeof work, "%s/work", dir);
-    if (workfs_make(j->owner_uid, dir, e) < 0)
+    char work[800];
+    if (workfs_make(j->owner_uid, dir, work, sizeof work, e) < 0)
         return -1;
     if (!j->req.nuploads)
         return own_uploads(j, work, e); /* work/ itself */
@@ -408,17 +407,19 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         j->req.max_log_bytes = (int64_t)core.cfg.max_log_bytes;
         j->req.has |= 1ull << JR_MAX_LOG_BYTES;
     }
-    char dir[700], work[720];
+    char dir[700], work[800];
     jobs_dir_of(j, dir, sizeof dir);
-    snprintf(work, sizeof work, "%s/work", dir);
     /* a streamed upload was written into a directory of its own: it becomes the job's */
     if (si->staged ? rename(si->staged, dir) < 0 : mkdir(dir, 0700) < 0) {
         jerr_sys(e, "create %s", dir);
         job_free(j);
         return NULL;
     }
-    if ((si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 || db_insert_job(core.db, j, e) < 0) {
-        workfs_remove(dir);
+    int rc = si->staged ? workfs_rename(j->owner_uid, si->staged, dir, e) : 0;
+    workfs_path(j->owner_uid, dir, work, sizeof work);
+    if (rc < 0 || (si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
+        db_insert_job(core.db, j, e) < 0) {
+        workfs_remove(j->owner_uid, dir);
         job_free(j);
         return NULL;
     }

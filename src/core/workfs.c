@@ -4,9 +4,9 @@
  *   <uid>.img      the owner's sparse ext4 image, jobs.work_quota bytes (or the state
  *                  directory's disk, if that is smaller)
  *   <uid>/         where it is mounted: nosuid, nodev, noatime; its root is 0711 root
- *   <uid>/<name>/  one job's work (name: a random UUID, so a streamed upload's directory,
- *                  made before the job has an ID, needs no renaming), owned by the job's uid
- * and <jobs>/<id>/work is a symlink to <state>/work/<uid>/<name>. Jobs bind their own
+ *   <uid>/<id>/    one job's work, owned by the job's uid (a streamed upload's is
+ *                  <uid>/.incoming-..., renamed with the upload's job directory)
+ * and no <jobs>/<id>/work: a job directory has one inode fewer on the state directory's disk. Jobs bind their own
  * directory only: inside a job, /work's mount shows the loop device and /<name>, nothing of
  * the host's paths. */
 #include "workfs.h"
@@ -139,60 +139,97 @@ static int owner_fs(uid_t owner, char *mnt, size_t mlen, jerr *e)
     return 0;
 }
 
-int workfs_make(uid_t owner, const char *job_dir, jerr *e)
+/* The last component of a job directory: the job's ID, or a streamed upload's name */
+static const char *base_of(const char *job_dir)
 {
-    char link[720];
-    snprintf(link, sizeof link, "%s/work", job_dir);
-    if (!enforced)
-        return mkdir(link, 0755) < 0 ? jerr_sys(e, "create %s", link) : 0;
-    char mnt[700], dir[760], name[37];
+    const char *slash = strrchr(job_dir, '/');
+    return slash ? slash + 1 : job_dir;
+}
+
+int workfs_make(uid_t owner, const char *job_dir, char *out, size_t len, jerr *e)
+{
+    if (!enforced) {
+        snprintf(out, len, "%s/work", job_dir);
+        return mkdir(out, 0755) < 0 ? jerr_sys(e, "create %s", out) : 0;
+    }
+    char mnt[700];
     if (owner_fs(owner, mnt, sizeof mnt, e) < 0) {
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);
         return jerr_http(e, 507, "the /work filesystem of uid %u (jobs.work_quota): %s", (unsigned)owner, msg);
     }
-    uuid_v4(name);
-    snprintf(dir, sizeof dir, "%s/%s", mnt, name);
-    if (mkdir(dir, 0755) < 0)
-        return jerr_sys(e, "create %s", dir);
-    if (symlink(dir, link) < 0) {
-        jerr_sys(e, "create %s", link);
-        rmdir(dir);
-        return -1;
-    }
-    return 0;
+    snprintf(out, len, "%s/%s", mnt, base_of(job_dir));
+    return mkdir(out, 0755) < 0 ? jerr_sys(e, "create %s", out) : 0;
 }
 
-/* The directory job_dir/work links to, when it is one of the owners' filesystems'. */
-static bool linked_work(const char *job_dir, char *out, size_t len)
+void workfs_path(uid_t owner, const char *job_dir, char *out, size_t len)
 {
-    char link[720];
-    snprintf(link, sizeof link, "%s/work", job_dir);
-    ssize_t n = readlink(link, out, len - 1);
-    if (n <= 0)
-        return false;
-    out[n] = 0;
-    size_t rl = strlen(root);
-    /* <root>/<uid>/<name>: nothing else is ever removed through a link */
-    return !strncmp(out, root, rl) && out[rl] == '/' && !strstr(out + rl, "/..") && strchr(out + rl + 1, '/');
+    struct stat st;
+    snprintf(out, len, "%s/work", job_dir);
+    if (lstat(out, &st) < 0 && errno == ENOENT)
+        snprintf(out, len, "%s/%u/%s", root, (unsigned)owner, base_of(job_dir));
 }
 
-void workfs_remove(const char *job_dir)
+int workfs_rename(uid_t owner, const char *staged, const char *job_dir, jerr *e)
 {
-    char work[1024];
-    if (linked_work(job_dir, work, sizeof work) && rm_rf(work) < 0 && errno != ENOENT)
+    char from[800], to[800];
+    workfs_path(owner, job_dir, to, sizeof to); /* the staged work went along when inside */
+    if (!strncmp(to, job_dir, strlen(job_dir)))
+        return 0;
+    snprintf(from, sizeof from, "%s/%u/%s", root, (unsigned)owner, base_of(staged));
+    return rename(from, to) < 0 ? jerr_sys(e, "rename %s to %s", from, to) : 0;
+}
+
+/* The work of job_dir's job when it lies on an owner's filesystem. */
+static bool on_owner_fs(uid_t owner, const char *job_dir, char *out, size_t len)
+{
+    workfs_path(owner, job_dir, out, len);
+    return !strncmp(out, root, strlen(root)) && out[strlen(root)] == '/';
+}
+
+void workfs_remove(uid_t owner, const char *job_dir)
+{
+    char work[800];
+    if (on_owner_fs(owner, job_dir, work, sizeof work) && rm_rf(work) < 0 && errno != ENOENT)
         log_warn("job directory %s: its work %s is not removed: %s", job_dir, work, strerror(errno));
     rm_rf(job_dir);
 }
 
-int workfs_usage(const char *job_dir, uint64_t *size, uint64_t *used)
+void workfs_usage(uid_t owner, const char *job_dir, uint64_t *size, uint64_t *used)
 {
-    char work[1024];
+    char work[800];
     struct statvfs sv;
     *size = *used = 0;
-    if (!linked_work(job_dir, work, sizeof work) || statvfs(work, &sv) < 0)
-        return 0;
+    if (!on_owner_fs(owner, job_dir, work, sizeof work) || statvfs(work, &sv) < 0)
+        return;
     *size = (uint64_t)sv.f_blocks * sv.f_frsize;
     *used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
-    return 0;
+}
+
+void workfs_clean_stale(const char *prefix)
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        unsigned uid;
+        char tail[2], mnt[700];
+        if (sscanf(de->d_name, "%u%1s", &uid, tail) != 1)
+            continue;
+        snprintf(mnt, sizeof mnt, "%s/%s", root, de->d_name);
+        DIR *m = diskimg_mounted(mnt) ? opendir(mnt) : NULL;
+        struct dirent *e;
+        while (m && (e = readdir(m))) {
+            if (strncmp(e->d_name, prefix, strlen(prefix)))
+                continue;
+            char path[1000];
+            snprintf(path, sizeof path, "%s/%s", mnt, e->d_name);
+            log_info("removing %s, the work of an upload an earlier joblet did not finish", path);
+            rm_rf(path);
+        }
+        if (m)
+            closedir(m);
+    }
+    closedir(d);
 }

@@ -6,9 +6,8 @@
  * past what is left gets ENOSPC in /work, and nothing outside the image fills. Without a quota
  * (0), /work is a plain directory in the job's own directory on the state directory's disk.
  *
- * Either way <jobs>/<id>/work names it: the directory itself, or a symlink to the directory on
- * the owner's filesystem. Callers open, chown and bind "<job dir>/work" as before; only making
- * and removing a job directory go through here.
+ * Which of the two a job has is on disk: <jobs>/<id>/work exists, or <state>/work/<uid>/<id> is
+ * its work (workfs_path). The shim binds the path its spec names (exec/spec.h: work_dir).
  *
  * The filesystems stay mounted when the daemon stops: running jobs keep using them, and a
  * daemon started again mounts each through the loop device that already holds it (diskimg.h),
@@ -22,20 +21,31 @@
 
 #include "../common/err.h"
 
-/* Creates <state>/work and mounts the owners' filesystems that are not mounted (after a reboot,
- * or a daemon stopped cleanly); says in the log when jobs.work_quota cannot be enforced here
- * (no mke2fs, no loop devices), in which case /work is unbounded, as jobs show it. */
+/* Creates <state>/work and mounts the owners' filesystems that are not mounted (after a reboot);
+ * says in the log when jobs.work_quota cannot be enforced here (no mke2fs, no loop devices), in
+ * which case /work is unbounded, as jobs show it. */
 int workfs_init(jerr *e);
 
-/* Makes job_dir/work for a job of owner: on the owner's filesystem (made now if it is the
- * first) or in job_dir. job_dir exists. */
-int workfs_make(uid_t owner, const char *job_dir, jerr *e);
+/* Makes the /work of the job (or streamed upload) whose directory job_dir was just made, for
+ * owner: on the owner's filesystem (made now if it is the owner's first) or in job_dir. Its
+ * path in out. */
+int workfs_make(uid_t owner, const char *job_dir, char *out, size_t len, jerr *e);
+
+/* A streamed upload's directory staged became the job's, job_dir: its work follows. */
+int workfs_rename(uid_t owner, const char *staged, const char *job_dir, jerr *e);
+
+/* The path of the /work of the job whose directory is job_dir. */
+void workfs_path(uid_t owner, const char *job_dir, char *out, size_t len);
 
 /* Removes a job directory and its work, wherever that is. */
-void workfs_remove(const char *job_dir);
+void workfs_remove(uid_t owner, const char *job_dir);
 
-/* The bound on the work of job_dir's job and what its owner's jobs use of it together: 0 when
- * its /work has no bound of its own. */
-int workfs_usage(const char *job_dir, uint64_t *size, uint64_t *used);
+/* The bound on the work of job_dir's job and what its owner's jobs use of it together: both 0
+ * when its /work has no bound of its own. */
+void workfs_usage(uid_t owner, const char *job_dir, uint64_t *size, uint64_t *used);
+
+/* Removes the work of streamed uploads an earlier daemon did not finish: the entries whose
+ * name starts with prefix on every owner's filesystem. */
+void workfs_clean_stale(const char *prefix);
 
 #endif

@@ -86,7 +86,7 @@ static void build_plan(const job_spec *s, plan *p)
         }
         add(p, OP_DIR_BIND_RO, src, system_dirs[i], NULL, 0, 1);
     }
-    add(p, OP_BIND_RW, NULL /* job_dir/work */, "/work", NULL, nsd, 0);
+    add(p, OP_BIND_RW, NULL /* work_dir */, "/work", NULL, nsd, 0);
     snprintf(p->tmp_opts, sizeof p->tmp_opts, "mode=1777,size=%llum", (unsigned long long)s->tmp_size_mb);
     add(p, OP_TMPFS, "tmpfs", "/tmp", p->tmp_opts, nsd, 0);
     add(p, OP_PROC, "proc", "/proc", NULL, nsd | MS_NOEXEC, 0);
@@ -197,17 +197,15 @@ static int make_parent(const char *path, jerr *e)
 
 static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr *e)
 {
-    char dst[4096], work[4096], link[4096];
+    char dst[4096], link[4096];
     snprintf(dst, sizeof dst, "%s%s", root, op->dst);
     const char *src = op->src;
     struct stat st;
     switch (op->kind) {
     case OP_DIR_BIND_RO:
     case OP_BIND_RW:
-        if (op->kind == OP_BIND_RW && !src) {
-            snprintf(work, sizeof work, "%s/work", s->job_dir);
-            src = work;
-        }
+        if (op->kind == OP_BIND_RW && !src)
+            src = s->work_dir;
         if (lstat(src, &st) < 0) {
             if (op->optional && errno == ENOENT)
                 return 0;

@@ -46,8 +46,8 @@ int spec_to_fd(const job_spec *s, jerr *e)
                                              "dst", x->dst, "data", x->data, "major", (json_int_t)x->major, "minor",
                                              (json_int_t)x->minor));
     }
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:I,s:I,s:b,s:I,s:I,s:I,s:s,s:o,s:o,s:o,s:o}", "id", s->id,
-                          "job_dir", s->job_dir, "root_mount", s->root_mount, "hostname", s->hostname, "argv", strv_json(s->argv), "env",
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:I,s:I,s:b,s:I,s:I,s:I,s:s,s:o,s:o,s:o,s:o}", "id", s->id,
+                          "job_dir", s->job_dir, "work_dir", s->work_dir, "root_mount", s->root_mount, "hostname", s->hostname, "argv", strv_json(s->argv), "env",
                           strv_json(s->env), "workdir", s->workdir, "uid", (json_int_t)s->uid, "gid", (json_int_t)s->gid,
                           "net_host", s->net_host, "max_runtime_s", (json_int_t)s->max_runtime_s,
                           "stop_grace_s", (json_int_t)s->stop_grace_s, "tmp_size_mb",
@@ -144,7 +144,7 @@ static int check(json_t *o, jerr *e)
 {
     if (!json_is_object(o))
         return jerr_set(e, EINVAL, "the job spec is not a JSON object");
-    static const char *const strings[] = {"id", "job_dir", "root_mount", "hostname", "workdir", "cgroup_root"};
+    static const char *const strings[] = {"id", "job_dir", "work_dir", "root_mount", "hostname", "workdir", "cgroup_root"};
     for (size_t i = 0; i < ARRAY_LEN(strings); i++)
         if (!json_is_string(json_object_get(o, strings[i])))
             return jerr_set(e, EINVAL, "the job spec has no %s (a string)", strings[i]);
@@ -256,6 +256,7 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     json_t *lim = json_object_get(o, "limits");
     copy(s->id, sizeof s->id, o, "id");
     s->job_dir = xstrdup(json_string_value(json_object_get(o, "job_dir")));
+    s->work_dir = xstrdup(json_string_value(json_object_get(o, "work_dir")));
     s->root_mount = xstrdup(json_string_value(json_object_get(o, "root_mount")));
     s->hostname = xstrdup(json_string_value(json_object_get(o, "hostname")));
     s->workdir = xstrdup(json_string_value(json_object_get(o, "workdir")));
@@ -327,6 +328,7 @@ static void strv_free(char **v)
 void spec_free(job_spec *s)
 {
     free(s->job_dir);
+    free(s->work_dir);
     free(s->root_mount);
     free(s->hostname);
     free(s->workdir);

@@ -30,7 +30,8 @@ typedef struct spec_op {
 
 typedef struct job_spec {
     char id[37];
-    char *job_dir;       /* host directory: logs, started/status.json, work/ */
+    char *job_dir;       /* host directory: logs, started/status.json */
+    char *work_dir;      /* host directory bound on /work (core/workfs.h) */
     char *root_mount;    /* empty host directory the job's root tmpfs is mounted on, in the
                           * job's own mount namespace (so every job can share one) */
     char *hostname;

@@ -257,7 +257,7 @@ def mountinfo_seeds():
 # ---- spec: the job spec as spec_to_fd writes it -------------------------------------------------
 def spec_seeds():
     full = {
-        "id": "0b5f0c1e-8a4e-4f7e-9a51-3c1d2e4f5a6b", "job_dir": "/var/lib/joblet/jobs/0b5f0c1e",
+        "id": "0b5f0c1e-8a4e-4f7e-9a51-3c1d2e4f5a6b", "job_dir": "/var/lib/joblet/jobs/0b5f0c1e", "work_dir": "/var/lib/joblet/work/1000/0b5f0c1e",
         "root_mount": "/var/lib/joblet/rootfs", "hostname": "0b5f0c1e", "workdir": "/work",
         "system_root": "/var/lib/joblet/runtimes/python-3.11/root", "cgroup_root": "/sys/fs/cgroup/joblet.slice",
         "argv": ["/bin/sh", "-c", "echo \"$TOKEN\""], "env": ["PATH=/usr/bin:/bin", "HOME=/work", "TOKEN=s3cr3t"],
@@ -276,7 +276,7 @@ def spec_seeds():
                 {"op": "readonly", "dst": "/proc/driver/nvidia"}],
     }
     out("spec", "full", json.dumps(full))
-    minimal = {k: full[k] for k in ("id", "job_dir", "root_mount", "hostname", "workdir", "cgroup_root", "argv",
+    minimal = {k: full[k] for k in ("id", "job_dir", "work_dir", "root_mount", "hostname", "workdir", "cgroup_root", "argv",
                                     "env", "uid", "gid", "limits")}
     minimal["limits"] = {"cpu_pct": 0, "mem_bytes": 0, "io_dev": "", "cpus": "", "mems": ""}
     out("spec", "minimal", json.dumps(minimal))

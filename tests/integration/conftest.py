@@ -175,6 +175,13 @@ class Daemon:
         job = self.wait(jid, timeout)
         return job, self.output(jid, "stdout"), self.output(jid, "stderr")
 
+    def work(self, job_id):
+        """The host directory holding a job's /work: <state>/work/<owner uid>/<id> under
+        jobs.work_quota (core/workfs.h), else <state>/jobs/<id>/work."""
+        inside = os.path.join(self.state, "jobs", job_id, "work")
+        found = glob.glob(os.path.join(self.state, "work", "[0-9]*", job_id))  # works with the daemon down
+        return inside if os.path.lexists(inside) or not found else found[0]
+
     def job_count(self):
         return len(self.api("GET", "/v1/jobs")[1]["jobs"])
 

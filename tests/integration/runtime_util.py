@@ -104,10 +104,11 @@ def build(d, name, *flags, timeout=900):
     return d.rnx("runtime", "build", *flags, recipe_path(name), timeout=timeout)
 
 
-def mounts_under(path):
-    """Mount points under path in this (the host's) mount namespace."""
+def mounts_under(path, but=None):
+    """Mount points under path in this (the host's) mount namespace, less those under but."""
     with open("/proc/self/mountinfo") as f:
-        return [l.split()[4] for l in f if l.split()[4].startswith(path)]
+        points = [l.split()[4] for l in f if l.split()[4].startswith(path)]
+    return [p for p in points if not (but and (p == but or p.startswith(but + "/")))]
 
 
 def wait_gone(pred, timeout=30):

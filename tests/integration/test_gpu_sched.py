@@ -110,9 +110,9 @@ def test_preemption_requeues_and_reruns(fresh_daemon):
     assert r["preemptions"] == 1 and gpus_of(r) == had
     assert r["command"] == "sh" and r["priority"] == -5 and r["preemptible"] is True
     deadline = time.time() + 20
-    while time.time() < deadline and open(os.path.join(d.state, "jobs", low2, "work", "runs")).read() != "run\nrun\n":
+    while time.time() < deadline and open(os.path.join(d.work(low2), "runs")).read() != "run\nrun\n":
         time.sleep(0.05)
-    assert open(os.path.join(d.state, "jobs", low2, "work", "runs")).read() == "run\nrun\n"
+    assert open(os.path.join(d.work(low2), "runs")).read() == "run\nrun\n"
     # a non-preemptible job is never stopped for a higher one, which waits instead
     d.rnx("job", "stop", low1, check=True)
     d.wait(low1)

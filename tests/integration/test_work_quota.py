@@ -108,8 +108,8 @@ def test_one_users_jobs_share_the_bound_and_deleting_frees_it(quota_daemon):
     assert json.loads(p.stdout.strip().splitlines()[-1])["error"] is None, p.stdout
     assert len(images(d)) == 2, images(d)
     # deleting a job gives its room back, and its work is gone from the image
-    work_a = os.readlink(os.path.join(d.state, "jobs", a["id"], "work"))
-    assert os.path.isdir(work_a)
+    work_a = os.path.join(d.state, "work", "0", a["id"])
+    assert os.path.isdir(work_a) and not os.path.exists(os.path.join(d.state, "jobs", a["id"], "work"))
     assert d.api("DELETE", f"/v1/jobs/{a['id']}")[0] == 200
     assert not os.path.exists(work_a)
     c, rc = fill(d, "c", 40)

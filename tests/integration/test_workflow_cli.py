@@ -85,7 +85,7 @@ def wait_job_state(d, wid, name, state, timeout=30):
 
 def release(d, wid, name):
     j = wait_job_state(d, wid, name, "RUNNING")
-    open(os.path.join(d.state, "jobs", j["job_id"], "work", "go"), "w").close()
+    open(os.path.join(d.work(j["job_id"]), "go"), "w").close()
 
 
 def pipeline_text():

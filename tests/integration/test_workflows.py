@@ -44,7 +44,7 @@ def by_name(d, wid, name):
 
 def release(d, wid, name, fail=False):
     j = by_name(d, wid, name)
-    work = os.path.join(d.state, "jobs", j["job_id"], "work")
+    work = d.work(j["job_id"])
     if fail:
         open(os.path.join(work, "fail"), "w").close()
     open(os.path.join(work, "go"), "w").close()
@@ -230,7 +230,7 @@ def test_kill9_in_the_middle_of_a_ten_job_workflow(fresh_daemon):
     j3 = by_name(d, wid, "j3")["job_id"]
     d.kill9()
     # while the daemon is down, j3 ends: its shim records it, and the restarted daemon decides j4
-    open(os.path.join(d.state, "jobs", j3, "work", "go"), "w").close()
+    open(os.path.join(d.work(j3), "go"), "w").close()
     time.sleep(0.3)
     d.start()
     for name in ["j4"]:

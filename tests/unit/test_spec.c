@@ -58,6 +58,7 @@ static job_spec full_spec(void)
     job_spec s = {
         .id = ID,
         .job_dir = "/var/lib/joblet/jobs/" ID,
+        .work_dir = "/var/lib/joblet/work/1000/" ID,
         .root_mount = "/run/joblet/root",
         .hostname = "job-0b5f0c1e",
         .argv = argv_full,
@@ -112,6 +113,7 @@ static void assert_spec_equal(const job_spec *a, const job_spec *b)
 {
     assert_string_equal(a->id, b->id);
     assert_string_equal(a->job_dir, b->job_dir);
+    assert_string_equal(a->work_dir, b->work_dir);
     assert_string_equal(a->root_mount, b->root_mount);
     assert_string_equal(a->hostname, b->hostname);
     assert_strv_equal(a->argv, b->argv);
@@ -208,7 +210,7 @@ static void test_round_trip_minimal(void **state)
 {
     (void)state;
     char *argv[] = {"true", NULL}, *env[] = {NULL};
-    job_spec in = {.id = "x", .job_dir = "/j", .root_mount = "/r", .hostname = "h", .argv = argv, .env = env,
+    job_spec in = {.id = "x", .job_dir = "/j", .work_dir = "/w", .root_mount = "/r", .hostname = "h", .argv = argv, .env = env,
                    .workdir = "/", .cgroup_root = "joblet"};
     job_spec out;
     jerr e = {0};
@@ -399,7 +401,7 @@ static void load_bad(const char *txt, const char *why)
 }
 
 /* A spec that is well-formed but for one thing. */
-#define SPEC_HEAD "{\"id\":\"" ID "\",\"job_dir\":\"/j\",\"root_mount\":\"/r\",\"hostname\":\"h\",\"workdir\":\"/\","
+#define SPEC_HEAD "{\"id\":\"" ID "\",\"job_dir\":\"/j\",\"work_dir\":\"/w\",\"root_mount\":\"/r\",\"hostname\":\"h\",\"workdir\":\"/\","
 #define SPEC_TAIL "\"uid\":1000,\"gid\":1000,\"net_host\":false,\"max_runtime_s\":0,\"stop_grace_s\":0,\"tmp_size_mb\":0," \
                   "\"cgroup_root\":\"joblet\",\"limits\":{},\"devices\":[],\"mounts\":[]"
 
@@ -495,7 +497,7 @@ static void edited_bad(const char *path, json_t *value, const char *why)
 static void test_malformed_fields(void **state)
 {
     (void)state;
-    static const char *const strings[] = {"id", "job_dir", "root_mount", "hostname", "workdir", "cgroup_root"};
+    static const char *const strings[] = {"id", "job_dir", "work_dir", "root_mount", "hostname", "workdir", "cgroup_root"};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         edited_bad(strings[i], NULL, "missing");
         edited_bad(strings[i], json_integer(1), "a number");
