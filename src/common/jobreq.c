@@ -852,6 +852,8 @@ static int field_from_json(job_req *r, const jobreq_field *f, json_t *v, json_t 
     return 0;
 }
 
+static int nvidia_env(job_req *r, jerr *e);
+
 int jobreq_from_json(json_t *body, job_req *r, int flags, time_t now, jerr *e)
 {
     *r = (job_req){0};
@@ -886,8 +888,8 @@ int jobreq_from_json(json_t *body, job_req *r, int flags, time_t now, jerr *e)
             *e = (jerr){0};
         }
     }
-    /* a stored request was checked when it was submitted */
-    if (!(flags & JOBREQ_FROM_DB) && jobreq_check(r, e) < 0)
+    /* a stored request was checked when it was submitted (and its NVIDIA variables read) */
+    if (!(flags & JOBREQ_FROM_DB) && (nvidia_env(r, e) < 0 || jobreq_check(r, e) < 0))
         goto fail;
     return 0;
 fail:
@@ -901,6 +903,102 @@ static bool env_says_no_gpu(const job_req *r)
 {
     const char *v = jobreq_env_get(r, false, "NVIDIA_VISIBLE_DEVICES");
     return v && (!strcmp(v, "void") || !strcmp(v, "none"));
+}
+
+/* What the job's own GPU fields ask for, in words for a refusal: "gpu_count 2". */
+static void gpu_fields_text(const job_req *r, char *out, size_t len)
+{
+    if (jobreq_has(r, JR_GPU_MIG))
+        snprintf(out, len, "gpu_mig %s", r->gpu_mig);
+    else if (r->gpu_all)
+        snprintf(out, len, "gpu_all");
+    else if (r->ngpu_ids) {
+        size_t n = (size_t)snprintf(out, len, "gpu_ids ");
+        for (size_t i = 0; i < r->ngpu_ids && n < len; i++)
+            n += (size_t)snprintf(out + n, len - n, "%s%s", i ? "," : "", r->gpu_ids[i]);
+    } else
+        snprintf(out, len, "gpu_count %lld", (long long)r->gpu_count);
+}
+
+/* NVIDIA's container toolkit reads two variables as the container's GPU request, and so does
+ * joblet when a job gives them in env (-e, or a workflow's environment):
+ *   NVIDIA_VISIBLE_DEVICES      all: every GPU (gpu_all); 0,1 or GPU-/MIG- UUIDs: those (gpu_ids);
+ *                               void, none or empty: no GPU (jobreq_check refuses GPU fields then)
+ *   NVIDIA_DRIVER_CAPABILITIES  the driver's capabilities (gpu_caps), for a job that has GPUs
+ * Given with the job's own GPU fields, they must say the same; else the request is refused with
+ * both named, never one silently preferred. The job's environment then shows what it got
+ * (gpu_spec.c sets both from the grant, in place of what was given). */
+static int nvidia_env(job_req *r, jerr *e)
+{
+    const char *v = jobreq_env_get(r, false, "NVIDIA_VISIBLE_DEVICES");
+    bool count = jobreq_has(r, JR_GPU_COUNT) && r->gpu_count > 0, mig = jobreq_has(r, JR_GPU_MIG);
+    bool fields = count || mig || r->gpu_all || r->ngpu_ids;
+    char given[200];
+    gpu_fields_text(r, given, sizeof given);
+    if (v && *v && strcmp(v, "void") && strcmp(v, "none")) {
+        if (!strcmp(v, "all")) {
+            if (fields && !r->gpu_all)
+                return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=all asks for every GPU, but the job also "
+                                            "asks for %s; drop one of the two", given);
+            r->gpu_all = true;
+            r->has |= 1ull << JR_GPU_ALL;
+        } else {
+            char buf[1024], *ids[64];
+            size_t n = 0;
+            if (strlen(v) >= sizeof buf)
+                return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES is longer than %zu bytes", sizeof buf - 1);
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                while (*t == ' ')
+                    t++;
+                size_t l = strlen(t);
+                while (l && t[l - 1] == ' ')
+                    t[--l] = 0;
+                bool index = l && l <= 4 && strspn(t, "0123456789") == l;
+                bool uuid = (!strncmp(t, "GPU-", 4) || !strncmp(t, "MIG-", 4)) && l > 4 && l < 128;
+                if (!index && !uuid)
+                    return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%.200s: '%.60s' is neither a GPU index "
+                                                "nor a GPU or MIG UUID; give all, none, void, or indices or UUIDs "
+                                                "separated by commas (0,1)", v, t);
+                if (n == ARRAY_LEN(ids))
+                    return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES names more than %zu GPUs",
+                                      ARRAY_LEN(ids));
+                ids[n++] = t;
+            }
+            if (!n)
+                return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%.200s names no GPU", v);
+            bool same = r->ngpu_ids == n && !count && !mig && !r->gpu_all;
+            for (size_t i = 0; same && i < n; i++)
+                same = !strcmp(r->gpu_ids[i], ids[i]);
+            if (fields && !same)
+                return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%.200s asks for those GPUs, but the job "
+                                            "also asks for %s; drop one of the two", v, given);
+            if (!fields) {
+                r->gpu_ids = xcalloc(n, sizeof *r->gpu_ids);
+                for (size_t i = 0; i < n; i++)
+                    r->gpu_ids[i] = xstrdup(ids[i]);
+                r->ngpu_ids = n;
+                r->has |= 1ull << JR_GPU_IDS;
+            }
+        }
+    }
+    const char *c = jobreq_env_get(r, false, "NVIDIA_DRIVER_CAPABILITIES");
+    bool gpus = r->gpu_all || r->ngpu_ids || count || mig;
+    if (c && *c && gpus) {
+        char norm[256];
+        jerr ce = {0};
+        if (norm_caps(&jobreq_fields[JR_GPU_CAPS], c, norm, sizeof norm, &ce) < 0)
+            return jerr_field(e, "env", "env: NVIDIA_DRIVER_CAPABILITIES=%.200s: %s", c,
+                              ce.msg + strlen("gpu_caps: "));
+        if (r->gpu_caps && strcmp(r->gpu_caps, norm))
+            return jerr_field(e, "env", "env: NVIDIA_DRIVER_CAPABILITIES=%.200s, but the job also asks for gpu_caps "
+                                        "%s; drop one of the two", c, r->gpu_caps);
+        if (!r->gpu_caps) {
+            r->gpu_caps = xstrdup(norm);
+            r->has |= 1ull << JR_GPU_CAPS;
+        }
+    }
+    return 0;
 }
 
 /* ---- uploads ---------------------------------------------------------------------------- */

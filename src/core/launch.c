@@ -74,9 +74,20 @@ static char **job_env(const job *j, const gpu_spec *gs, const runtime *rt)
     add_env(&env, &n, "JOB_ID", j->id);
     for (size_t i = 0; i < gs->nenv; i++)
         add_env(&env, &n, gs->env[i].name, gs->env[i].value);
-    for (size_t i = 0; i < r->nenv; i++)
-        if (strcmp(r->env[i].name, "PATH") && strcmp(r->env[i].name, "LD_LIBRARY_PATH"))
-            add_env(&env, &n, r->env[i].name, r->env[i].value);
+    for (size_t i = 0; i < r->nenv; i++) {
+        const char *name = r->env[i].name;
+        if (!strcmp(name, "PATH") || !strcmp(name, "LD_LIBRARY_PATH"))
+            continue;
+        /* NVIDIA's two variables were read as the request (common/jobreq.c): the job sees what
+         * it got, the GPU spec's values, or "void" when it got none (a --gpu-optional job run
+         * without) unless what was given says so already */
+        bool nvidia = !strcmp(name, "NVIDIA_VISIBLE_DEVICES") || !strcmp(name, "NVIDIA_DRIVER_CAPABILITIES");
+        if (nvidia && j->gpus.n)
+            continue;
+        const char *v = r->env[i].value;
+        bool none = !*v || !strcmp(v, "void") || !strcmp(v, "none");
+        add_env(&env, &n, name, nvidia && !strcmp(name, "NVIDIA_VISIBLE_DEVICES") && !none ? "void" : v);
+    }
     for (size_t i = 0; i < r->nsecret_env; i++)
         add_env(&env, &n, r->secret_env[i].name, r->secret_env[i].value);
     return env;
