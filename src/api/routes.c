@@ -26,6 +26,7 @@
 #include "../core/users.h"
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
+#include "body.h"
 #include "http.h"
 #include "metrics_http.h"
 #include "park.h"
@@ -56,21 +57,9 @@ static enum MHD_Result version(request *r)
 static enum MHD_Result submit(request *r)
 {
     jerr e = {0};
-    if (r->body_busy) {
-        jerr_http(&e, 503, "joblet is already receiving other large requests; try again in a moment");
+    json_t *req = body_json(r, BODY_REQUEST, &e);
+    if (!req)
         return http_reply_error(r->conn, &e);
-    }
-    if (r->body_too_large) {
-        jerr_http(&e, 413, "the request body is larger than %llu bytes (server.max_body_bytes); send files as a "
-                           "streamed upload (docs/api.md)", (unsigned long long)core.cfg.max_body_bytes);
-        return http_reply_error(r->conn, &e);
-    }
-    json_error_t je;
-    json_t *req = r->body ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
-    if (!req) {
-        jerr_field(&e, NULL, "the request body is not valid JSON: %s", r->body ? je.text : "empty body");
-        return http_reply_error(r->conn, &e);
-    }
     job_req jr;
     int rc = jobreq_from_json(req, &jr, 0, time(NULL), &e);
     json_decref(req);
@@ -176,19 +165,9 @@ static enum MHD_Result workflows(request *r, const char *rest)
             return http_reply_json(r->conn, 200, workflow_json_list(r->uid));
         if (!post)
             goto none;
-        if (r->body_busy || r->body_too_large) {
-            jerr_http(&e, r->body_busy ? 503 : 413, r->body_busy
-                          ? "joblet is already receiving other large requests; try again in a moment"
-                          : "the workflow is larger than server.max_body_bytes; send files as a streamed upload "
-                            "(docs/api.md)");
+        json_t *body = body_json(r, BODY_REQUEST, &e);
+        if (!body)
             return http_reply_error(r->conn, &e);
-        }
-        json_error_t je;
-        json_t *body = r->body ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
-        if (!body) {
-            jerr_field(&e, NULL, "the request body is not valid JSON: %s", r->body ? je.text : "empty body");
-            return http_reply_error(r->conn, &e);
-        }
         wf_body wb;
         if (query_true(r, "dry_run")) {
             /* rnx workflow validate: every check of a submission, nothing created */
@@ -284,10 +263,12 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     }
     bool force = false;
-    if (r->body && r->body_len) {
-        json_t *b = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, NULL);
+    if (r->body || r->body_too_large || r->body_busy) {
+        json_t *b = body_json(r, BODY_SMALL, &e);
+        if (!b)
+            return http_reply_error(r->conn, &e);
         json_t *f = json_object_get(b, "force");
-        if (!b || (f && !json_is_boolean(f))) {
+        if (!json_is_object(b) || (f && !json_is_boolean(f))) {
             json_decref(b);
             jerr_field(&e, "force", "force: must be true or false");
             return http_reply_error(r->conn, &e);

@@ -10,6 +10,7 @@
 #include "../common/jsonx.h"
 #include "../common/util.h"
 #include "../core/volumes.h"
+#include "body.h"
 #include "park.h"
 #include "reply.h"
 
@@ -50,11 +51,10 @@ static enum MHD_Result create(request *r)
 {
     jerr e = {0};
     static const char *const keys[] = {"name", "size_mb", "type", NULL};
-    json_error_t je;
-    json_t *body = r->body ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    json_t *body = body_json(r, BODY_SMALL, &e);
     if (!body || !json_is_object(body)) {
-        jerr_field(&e, NULL, "the request body must be a JSON object {\"name\", \"size_mb\", \"type\"}%s%s",
-                   body ? "" : ": ", body ? "" : r->body ? je.text : "empty body");
+        if (body)
+            jerr_field(&e, NULL, "the request body must be a JSON object {\"name\", \"size_mb\", \"type\"}");
         json_decref(body);
         return http_reply_error(r->conn, &e);
     }

@@ -292,6 +292,24 @@ def logrecord_seeds():
     out("logrecord", "binary", b"\x11\x00\x00\x01\x02\xff\n\r\n\x1b[31mred\x1b[0m\n")
 
 
+# ---- jsonscan: three bytes of limits (fuzz_jsonscan.c), then a JSON text ------------------------
+def jsonscan_seeds():
+    wide = bytes([0xff, 0xff, 0xff])   # depth 8, strings 31, 15 members and elements, 255 values
+    texts = {
+        "job": b'{"command": "python3", "args": ["train.py"], "env": {"A": "1"}, "max_cpu": 50, '
+               b'"uploads": [{"path": "d", "type": "dir", "mode": 493}, {"path": "d/x", "size": 9}]}',
+        "escapes": b'{"s": "a\\n\\u00e9\\u20ac\\ud83d\\ude00\\"", "k": "' + b"Q" * 40 + b'"}',
+        "deep": b'{"a": ' + b"[" * 12 + b"]" * 12 + b"}",
+        "tiny": b"[" + b",".join([b"{}"] * 40) + b"]",
+        "scalars": b'[0, -1.5e+3, true, false, null, "", "x"]',
+        "broken": b'{"a": [1, 2}',
+        "loose": b'[tru, 01, "\\x"]',
+    }
+    for name, t in texts.items():
+        out("jsonscan", name, wide + t)
+    out("jsonscan", "tight", bytes([0x0b, 0x33, 0x40]) + texts["job"])
+
+
 # ---- routes: requests through the route table (fuzz_routes.c) -----------------------------------
 def routes_seeds():
     methods = {"GET": 0, "POST": 1, "DELETE": 2, "HEAD": 5, "PUT": 6}
@@ -378,12 +396,19 @@ def routes_seeds():
     out("routes", "bad", seq(req("POST", "/v1/jobs", b"{\"command\": \"x\", \"command\": \"y\"}"),
                              req("POST", "/v1/jobs", b"[1,"), req("PUT", "/v1/jobs"),
                              req("GET", "/v1/nope"), req("POST", "/v1/workflows", b"{}")))
+    # bodies past the bounds of body.c: nesting, a long string, many tiny values, a small route's
+    out("routes", "bounds", seq(req("POST", "/v1/jobs", b'{"command": "true", "args": ' + b"[" * 40 + b"]" * 40 + b"}"),
+                                req("POST", "/v1/jobs", b'{"command": "' + b"x" * 5000 + b'"}'),
+                                req("POST", "/v1/workflows", b'{"jobs": [' + b",".join([b"{}"] * 600) + b"]}"),
+                                req("POST", "/v1/volumes", b'{"name": "v", "size_mb": 1, "x": [' + b"0," * 20 + b"0]}"),
+                                req("POST", "/v1/gpus/0/drain", b'{"force": [[[[[true]]]]]}')))
 
 
 if __name__ == "__main__":
     clean()
     parse_seeds()
     jobreq_json_seeds()
+    jsonscan_seeds()
     jobreq_text_seeds()
     wfparse_seeds()
     ldcache_seeds()

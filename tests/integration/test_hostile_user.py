@@ -95,3 +95,103 @@ def test_big_json_body_refused_before_it_is_read(fresh_daemon):
     assert "server.max_body_bytes" in answer
     assert rss_kb(d.proc.pid) - before < 64 * 1024
     assert d.api("GET", "/v1/version")[0] == 200
+
+
+# ---- bounded parsing: what a body under server.max_body_bytes may hold (src/api/body.c) -------
+
+def hwm_kb(pid):
+    """The most memory the daemon has held since it started (VmHWM)."""
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(l for l in f if l.startswith("VmHWM:")).split()[1])
+
+
+def post_raw(d, path, body, timeout=120):
+    """POSTs body (bytes) as it is; the answer's status and JSON."""
+    import json
+    from conftest import UnixHTTPConnection
+    c = UnixHTTPConnection(d.sock, timeout=timeout)
+    c.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    raw = r.read()
+    c.close()
+    return r.status, json.loads(raw)
+
+
+MAX_BODY = 16 << 20  # server.max_body_bytes' default
+
+
+def fill(head, unit, tail, size=MAX_BODY - 64):
+    """head, then as many comma-separated units as fit in size bytes, then tail; and how many."""
+    n = (size - len(head) - len(tail)) // (len(unit) + 1)
+    return head + b",".join([unit] * n) + tail, n
+
+
+def test_many_tiny_values_under_the_body_limit_are_refused_unparsed(fresh_daemon):
+    """A body just under server.max_body_bytes of tiny values (once: 1.2 GB of jansson's memory)
+    is refused with 413 naming the bound, and the daemon's memory grows by little more than the
+    body it read."""
+    d = fresh_daemon()
+    base = hwm_kb(d.proc.pid)
+    objects, n_obj = fill(b'{"command": "true", "args": [', b"{}", b"]}")
+    strings, n_str = fill(b'{"command": "true", "args": [', b'""', b"]}")
+    env, n_env = fill(b'{"command": "true", "env": {', b'"A": 1', b"}}", size=200000)
+    cases = [
+        (objects, f"the request holds {n_obj + 2} objects and arrays; joblet takes at most 131072 in one request "
+                  "(a job's upload listing of 100,000 entries fits)"),
+        (strings, f"args: an array of {n_str} elements; joblet takes at most 131072 elements per array"),
+        (b'{"command": "true", "args": [' + b",".join([b"[" + b",".join([b"0"] * 100000) + b"]"] * 40) + b"]}",
+         f"the request holds {1 + 2 + 40 + 40 * 100000} values; joblet takes at most 800000 in one request"),
+        (env, f"env: an object of {n_env} members; joblet takes at most 10000 members per object"),
+    ]
+    for body, words in cases:
+        assert len(body) <= MAX_BODY
+        code, ans = post_raw(d, "/v1/jobs", body)
+        assert code == 413 and ans["error"]["code"] == "too_large", (code, ans)
+        assert ans["error"]["message"].startswith(words), ans
+    grown = hwm_kb(d.proc.pid) - base
+    assert grown < 64 * 1024, f"the daemon's peak memory grew by {grown} KiB"
+    assert d.api("GET", "/v1/version")[0] == 200
+    assert d.api("GET", "/v1/jobs")[1]["jobs"] == []
+
+
+def test_deep_nesting_is_refused(daemon):
+    """Objects and arrays 40 levels deep are refused, naming the depth, where and the bound."""
+    body = b'{"command": "true", "args": [' + b"[" * 39 + b"]" * 39 + b"]}"
+    code, ans = post_raw(daemon, "/v1/jobs", body)
+    assert code == 400, ans
+    msg = ans["error"]["message"]
+    assert msg.startswith("the request nests 41 levels deep (at args[0][0][0]"), msg
+    assert msg.endswith("joblet takes at most 32 levels of objects and arrays"), msg
+    # a workflow's body is held to the same bounds; 32 levels are taken (and refused by the schema)
+    body = b'{"name": "w", "jobs": ' + b"[" * 40 + b"]" * 40 + b"}"
+    code, ans = post_raw(daemon, "/v1/workflows", body)
+    assert code == 400 and ans["error"]["message"].startswith("the request nests 41 levels deep"), ans
+    body = b'{"command": "true", "args": ' + b"[" * 31 + b"]" * 31 + b"}"
+    code, ans = post_raw(daemon, "/v1/jobs", body)
+    assert code == 400 and "args" in ans["error"]["message"] and "nests" not in ans["error"]["message"], ans
+    assert daemon.api("GET", "/v1/version")[0] == 200
+
+
+def test_very_long_string_is_refused_but_inline_content_is_not(daemon):
+    """A 2 MiB string is refused (strings: 1 MiB), naming where it is; an inline upload's
+    content_b64 is bounded by the body alone; the small routes' strings by 4 KiB."""
+    import base64
+    import json
+    body = json.dumps({"command": "true", "env": {"BIG": "x" * (2 << 20)}}).encode()
+    code, ans = post_raw(daemon, "/v1/jobs", body)
+    assert code == 413 and ans["error"].get("field") == "env.BIG", ans
+    assert ans["error"]["message"].startswith("env.BIG: a string of 2097152 bytes; joblet takes strings of at most "
+                                              "1048576 bytes (but an upload's content_b64"), ans
+    key = "K" * (1 << 20) + "K"
+    code, ans = post_raw(daemon, "/v1/jobs", json.dumps({"command": "true", "env": {key: "1"}}).encode())
+    assert code == 413 and "a string of 1048577 bytes" in ans["error"]["message"], ans
+    data = os.urandom(3 << 20)
+    code, ans = post_raw(daemon, "/v1/jobs", json.dumps({"command": "sha256sum", "args": ["blob"], "uploads": [
+        {"path": "blob", "content_b64": base64.b64encode(data).decode()}]}).encode())
+    assert code == 201, ans
+    code, ans = post_raw(daemon, "/v1/volumes", json.dumps({"name": "v" * 5000, "size_mb": 1}).encode())
+    assert code == 413 and ans["error"]["message"].startswith("name: a string of 5000 bytes; joblet takes strings "
+                                                              "of at most 4096 bytes"), ans
+    code, ans = post_raw(daemon, "/v1/volumes", b'{"name": "v", "size_mb": 1, "x": [' + b"0," * 20 + b"0]}")
+    assert code == 413 and ans["error"]["message"].startswith("x: an array of 21 elements"), ans
+    assert daemon.api("GET", "/v1/version")[0] == 200
