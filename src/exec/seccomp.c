@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -68,7 +69,7 @@ static const struct {
 #define SECCOMP_NEWEST_REVIEWED_NR 469
 
 /* Socket families a job may create: local sockets, IPv4 and IPv6, and netlink (getifaddrs,
- * ip(8) in its own network namespace). Everything else (vsock to the hypervisor, packet and
+ * ip(8) in its own network namespace; only the protocols in allowed_netlink). Everything else (vsock to the hypervisor, packet and
  * raw link layers, AF_KEY, AF_ALG, Bluetooth, CAN, RDS, TIPC, XDP, ...) is refused with
  * EAFNOSUPPORT, as if the kernel lacked it: what the jobs do not need is kernel surface they
  * should not reach (docs/isolation.md). */
@@ -94,6 +95,39 @@ static int refuse_families(scmp_filter_ctx ctx)
         if (rc == 0)
             rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, SCMP_A0(SCMP_CMP_GT, (uint64_t)top));
     }
+    return rc;
+}
+
+/* Netlink protocols a job may open: NETLINK_ROUTE (getifaddrs, ip(8), glibc's address
+ * lookups), NETLINK_SOCK_DIAG (ss(8)) and NETLINK_GENERIC (ethtool, devlink, taskstats of the
+ * job's own processes). The others are refused with EPROTONOSUPPORT, as if the kernel lacked
+ * them. Found by test_escape.py: with network host a job shares the initial network namespace,
+ * where NETLINK_CONNECTOR multicasts every fork, exec and exit on the host (host pids, exit
+ * codes, uid changes) to any socket bound to its group, unprivileged ones included (Linux 6.18
+ * here), whenever a root process has subscribed (a monitoring agent); the job read them. The
+ * rest carry host-wide events or need privileges the job lacks (KOBJECT_UEVENT: the host's
+ * device events; AUDIT; NETFILTER; XFRM; SELINUX; RDMA ...); libaudit takes EPROTONOSUPPORT
+ * for "no audit here". */
+static const int allowed_netlink[] = {NETLINK_ROUTE, NETLINK_SOCK_DIAG, NETLINK_GENERIC};
+
+/* socket(AF_NETLINK, type, protocol) with any protocol but those, compared as refuse_families
+ * compares families (the whole register, so high bits cannot smuggle a protocol through). */
+static int refuse_netlink_protocols(scmp_filter_ctx ctx)
+{
+    int top = 0, rc = 0;
+    for (size_t i = 0; i < ARRAY_LEN(allowed_netlink); i++)
+        top = allowed_netlink[i] > top ? allowed_netlink[i] : top;
+    for (int p = 0; p < top && rc == 0; p++) {
+        bool ok = false;
+        for (size_t i = 0; i < ARRAY_LEN(allowed_netlink); i++)
+            ok |= allowed_netlink[i] == p;
+        if (!ok)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
+                                  SCMP_A0(SCMP_CMP_EQ, (uint64_t)AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, (uint64_t)p));
+    }
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
+                              SCMP_A0(SCMP_CMP_EQ, (uint64_t)AF_NETLINK), SCMP_A2(SCMP_CMP_GT, (uint64_t)top));
     return rc;
 }
 
@@ -127,6 +161,8 @@ scmp_filter_ctx seccomp_default_profile(jerr *e)
     }
     if (rc == 0)
         rc = refuse_families(ctx);
+    if (rc == 0)
+        rc = refuse_netlink_protocols(ctx);
     if (rc == 0) /* TIOCSTI pushes input into a terminal the job may share with its caller */
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                               SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));

@@ -372,6 +372,37 @@ for name, fam, typ, proto in [("AF_PACKET SOCK_RAW", 17, 3, 0x0300), ("AF_PACKET
         os.close(fd)
         return "ok"
     attempt("socket " + name, mk)
+for name, proto in [("NETLINK_ROUTE", 0), ("NETLINK_SOCK_DIAG", 4), ("NETLINK_GENERIC", 16),
+                    ("NETLINK_CONNECTOR", 11), ("NETLINK_KOBJECT_UEVENT", 15), ("NETLINK_AUDIT", 9),
+                    ("NETLINK_NETFILTER", 12), ("NETLINK_XFRM", 6), ("NETLINK_SELINUX", 7), ("NETLINK_RDMA", 20)]:
+    def nl(proto=proto):
+        socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, proto).close()
+    attempt("socket AF_NETLINK " + name, nl)
+attempt("socket AF_NETLINK NETLINK_CONNECTOR with high bits", call("socket", 16, 3, (1 << 32) | 11, close=True))
+
+
+def host_process_events():
+    """The proc connector multicasts every fork, exec and exit on the host (host pids, exit codes)
+    to the sockets bound to its group in the initial network namespace, once any root process
+    listens (the test starts one). Listen, make a child, and see whether anything arrives."""
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 11)
+    try:
+        s.bind((0, 1))  # CN_IDX_PROC
+        s.settimeout(1)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        try:
+            s.recv(65536)
+            return "received host process events"
+        except socket.timeout:
+            return "nothing received"
+    finally:
+        s.close()
+
+
+attempt("receive process events (proc connector)", host_process_events)
 fds = (ctypes.c_int * 2)()
 attempt("socketpair AF_VSOCK", lambda: "ok" if libc.socketpair(40, 1, 0, fds) == 0 else ename(ctypes.get_errno()))
 # the family with high bits set: the filter compares all 64 bits

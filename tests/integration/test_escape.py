@@ -135,6 +135,16 @@ def _attempts():
         add("socket " + fam, "EAFNOSUPPORT", "seccomp: families jobs do not need look absent (docs/isolation.md)")
     add("socketpair AF_VSOCK", "EAFNOSUPPORT", "seccomp, socketpair as socket")
     add("socket AF_VSOCK with high bits", "EAFNOSUPPORT", "seccomp compares the whole 64-bit register")
+    for proto in ("NETLINK_ROUTE", "NETLINK_SOCK_DIAG", "NETLINK_GENERIC"):
+        add("socket AF_NETLINK " + proto, "ok", "netlink protocols jobs use: ip(8) and getifaddrs, ss(8), genetlink")
+    for proto in ("NETLINK_CONNECTOR", "NETLINK_KOBJECT_UEVENT", "NETLINK_AUDIT", "NETLINK_NETFILTER", "NETLINK_XFRM",
+                  "NETLINK_SELINUX", "NETLINK_RDMA"):
+        add("socket AF_NETLINK " + proto, "EPROTONOSUPPORT",
+            "seccomp: netlink protocols jobs do not need look absent (docs/isolation.md)")
+    add("socket AF_NETLINK NETLINK_CONNECTOR with high bits", "EPROTONOSUPPORT", "the whole register is compared")
+    add("receive process events (proc connector)", "EPROTONOSUPPORT",
+        "with network host the connector multicast every host fork, exec and exit (host pids, exit codes) to the "
+        "job while a root process listened: refused since")
     add("socket AF_INET SOCK_RAW", "EPERM", "AF_INET is allowed; a raw socket needs CAP_NET_RAW")
     add("socket AF_INET6 SOCK_RAW", "EPERM", "as above")
 
@@ -406,6 +416,31 @@ def start_host_target(uid):
     return p
 
 
+PROC_CN_LISTENER = r"""
+import socket, struct, sys, time
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 11)   # NETLINK_CONNECTOR
+s.bind((0, 1))                                                  # CN_IDX_PROC
+def op(o):                                                      # cn_msg to CN_IDX_PROC/CN_VAL_PROC
+    body = struct.pack("=I", o)
+    cn = struct.pack("=IIIIHH", 1, 1, 0, 0, len(body), 0) + body
+    s.send(struct.pack("=IHHII", 16 + len(cn), 3, 0, 0, 0) + cn)
+op(1)                                                           # PROC_CN_MCAST_LISTEN
+sys.stdout.write("ready\n"); sys.stdout.flush()
+try:
+    sys.stdin.read()
+finally:
+    op(2)                                                       # PROC_CN_MCAST_IGNORE
+"""
+
+
+def start_proc_connector_listener():
+    """A root process on the host subscribed to the proc connector, as a monitoring agent would
+    be: while one is, the kernel multicasts every process event to the connector's group."""
+    p = subprocess.Popen([PY, "-c", PROC_CN_LISTENER], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\n"
+    return p
+
+
 def stop(p):
     p.kill()
     p.wait()
@@ -458,6 +493,8 @@ def probed(request, daemon):
                 f.write("host secret\n")
             os.chmod(path, 0o644)
             cleanups.append(lambda path=path: os.unlink(path))
+        listener = start_proc_connector_listener()
+        cleanups.append(lambda: stop(listener))
         root_target = start_host_target(0)
         cleanups.append(lambda: stop(root_target))
 

@@ -2,7 +2,8 @@
  * classic-BPF interpreter here on chosen (arch, nr, args), so that decisions the running kernel
  * cannot show apart are checked too: a syscall number above the reviewed list gets ENOSYS from
  * the filter (this kernel would say ENOSYS as well, having no such syscall), and open_tree_attr
- * is refused by number although the libseccomp the build uses may not know its name. What a
+ * is refused by number although the libseccomp the build uses may not know its name; netlink
+ * protocols are told apart by the third argument. What a
  * real job sees is tests/integration/test_escape.py. */
 #include <errno.h>
 #include <sched.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -87,10 +89,15 @@ static uint32_t run(uint32_t arch, int nr, const uint64_t args[6])
 #define ALLOW SECCOMP_RET_ALLOW
 #define ERRNO(e) (SECCOMP_RET_ERRNO | (e))
 
+static uint32_t native3(int nr, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+    const uint64_t args[6] = {a0, a1, a2, 0, 0, 0};
+    return run(seccomp_arch_native(), nr, args);
+}
+
 static uint32_t native(int nr, uint64_t a0, uint64_t a1)
 {
-    const uint64_t args[6] = {a0, a1, 0, 0, 0, 0};
-    return run(seccomp_arch_native(), nr, args);
+    return native3(nr, a0, a1, 0);
 }
 
 static void test_ordinary_syscalls_pass(void **state)
@@ -115,6 +122,23 @@ static void test_listed_syscalls_refused(void **state)
     assert_int_equal(native(SYS_ioctl, 0, TIOCSTI), ERRNO(EPERM));
     assert_int_equal(native(SYS_socket, AF_VSOCK, SOCK_STREAM), ERRNO(EAFNOSUPPORT));
     assert_int_equal(native(SYS_socket, (1ull << 32) | AF_VSOCK, SOCK_STREAM), ERRNO(EAFNOSUPPORT));
+}
+
+/* netlink: only the route, sock_diag and generic protocols */
+static void test_netlink_protocols(void **state)
+{
+    (void)state;
+    assert_int_equal(native3(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), ALLOW);
+    assert_int_equal(native3(SYS_socket, AF_NETLINK, SOCK_DGRAM, NETLINK_SOCK_DIAG), ALLOW);
+    assert_int_equal(native3(SYS_socket, AF_NETLINK, SOCK_RAW, NETLINK_GENERIC), ALLOW);
+    assert_int_equal(native3(SYS_socket, AF_NETLINK, SOCK_DGRAM, NETLINK_CONNECTOR), ERRNO(EPROTONOSUPPORT));
+    assert_int_equal(native3(SYS_socket, AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT), ERRNO(EPROTONOSUPPORT));
+    assert_int_equal(native3(SYS_socket, AF_NETLINK, SOCK_RAW, NETLINK_AUDIT), ERRNO(EPROTONOSUPPORT));
+    assert_int_equal(native3(SYS_socket, AF_NETLINK, SOCK_RAW, 31), ERRNO(EPROTONOSUPPORT));
+    assert_int_equal(native3(SYS_socket, AF_NETLINK, SOCK_RAW, (1ull << 32) | NETLINK_ROUTE), ERRNO(EPROTONOSUPPORT));
+    /* the protocol argument means nothing to the other families */
+    assert_int_equal(native3(SYS_socket, AF_INET, SOCK_STREAM, 6 /* IPPROTO_TCP */), ALLOW);
+    assert_int_equal(native3(SYS_socket, AF_INET, SOCK_DGRAM, 17 /* IPPROTO_UDP */), ALLOW);
 }
 
 /* open_tree_attr (467, Linux 6.15): refused like open_tree, by number when libseccomp
@@ -162,6 +186,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ordinary_syscalls_pass),
         cmocka_unit_test(test_listed_syscalls_refused),
+        cmocka_unit_test(test_netlink_protocols),
         cmocka_unit_test(test_open_tree_attr_refused),
         cmocka_unit_test(test_syscalls_newer_than_the_list_look_absent),
         cmocka_unit_test(test_other_abis_killed),
