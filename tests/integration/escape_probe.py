@@ -330,6 +330,19 @@ if CFG.get("host_ip"):
     attempt("connect host's own address", connect(socket.AF_INET, (CFG["host_ip"], CFG["tcp4_port"])))
 if CFG.get("metadata"):
     attempt("connect 169.254.169.254 (metadata)", connect(socket.AF_INET, ("169.254.169.254", 80), timeout=2))
+
+
+def bind_port(port):
+    def f():
+        s = socket.socket()
+        try:
+            s.bind(("0.0.0.0", port))
+        finally:
+            s.close()
+    return f
+
+
+attempt("bind TCP port 80", bind_port(80))
 attempt("connect host abstract unix socket", lambda: connect(socket.AF_UNIX, "\0" + CFG["abstract"])())
 attempt("connect the daemon's socket", lambda: connect(socket.AF_UNIX, CFG["daemon_socket"])())
 attempt("connect /run/dbus/system_bus_socket", connect(socket.AF_UNIX, "/run/dbus/system_bus_socket"))

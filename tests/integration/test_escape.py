@@ -52,6 +52,18 @@ def exists(path):
     return os.path.exists(path)
 
 
+def _have_ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+HAVE_V6 = socket.has_ipv6 and _have_ipv6_loopback()
+
+
 # --------------------------------------------------------------------------------------------
 # The attempts: (key as the probe prints it, expected outcome, why). An outcome is an errno's
 # name, "ok", or what the probe saw. Where the host decides (a kernel without a /proc entry),
@@ -120,11 +132,13 @@ def _attempts():
 
     # ---- sockets and IPC (network none) ------------------------------------------------------
     add("connect host 127.0.0.1 listener", "ECONNREFUSED", "the job's own network namespace: its lo is not the host's")
-    if socket.has_ipv6 and exists("/proc/net/if_inet6"):
+    if HAVE_V6:
         add("connect host ::1 listener", "ECONNREFUSED", "as above")
     if host_ipv4():
         add("connect host's own address", "ENETUNREACH", "only lo in the job's namespace: no route")
     add("connect 169.254.169.254 (metadata)", "ENETUNREACH", "no route out of the job's namespace")
+    add("bind TCP port 80", "EACCES",
+        "ports below 1024 need CAP_NET_BIND_SERVICE (with network host: the host's ports, so no job takes a service's)")
     add("connect host abstract unix socket", "ECONNREFUSED", "abstract unix names belong to the network namespace")
     add("connect the daemon's socket", "ENOENT", "its path is outside the job's view")
     add("connect /run/dbus/system_bus_socket", "ENOENT", "/run is not in the job's view")
@@ -451,11 +465,14 @@ class Probed:
 
 
 def make_shm_segment():
+    """A SysV shared memory segment of the test's own (a fresh key: IPC_CREAT | IPC_EXCL)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    key = 0x4A0B0000 | (os.getpid() & 0xFFFF)
-    shmid = libc.shmget(key, 4096, 0o1000 | 0o600)  # IPC_CREAT
-    assert shmid >= 0, os.strerror(ctypes.get_errno())
-    return key, lambda: libc.shmctl(shmid, 0, None)  # IPC_RMID
+    for _ in range(100):
+        key = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF or 1  # never IPC_PRIVATE (0)
+        shmid = libc.shmget(key, 4096, 0o1000 | 0o2000 | 0o600)  # IPC_CREAT | IPC_EXCL
+        if shmid >= 0:
+            return key, lambda: libc.shmctl(shmid, 0, None)  # IPC_RMID
+    raise AssertionError("no free SysV key: " + os.strerror(ctypes.get_errno()))
 
 
 @pytest.fixture(scope="module", params=VARIANTS)
@@ -475,7 +492,7 @@ def probed(request, daemon):
         tcp4.listen(8)
         cleanups.append(tcp4.close)
         tcp6_port = None
-        if socket.has_ipv6 and exists("/proc/net/if_inet6"):
+        if HAVE_V6:
             tcp6 = socket.socket(socket.AF_INET6)
             tcp6.bind(("::1", 0))
             tcp6.listen(8)
