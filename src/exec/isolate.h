@@ -27,7 +27,9 @@ int caps_last_cap(void);
  * the fork so the command only loads it. */
 scmp_filter_ctx seccomp_default_profile(jerr *e);
 /* The profile compiled to a classic BPF program once per process (a zygote compiles it
- * before forking, so no job pays libseccomp's compiler); prog->filter is malloc'd. */
+ * before forking, so no job pays libseccomp's compiler); prog->filter is malloc'd. The
+ * program also refuses syscalls newer than the profile (ENOSYS), which the ctx above does
+ * not: load this one. */
 int seccomp_default_program(struct sock_fprog *prog, jerr *e);
 int seccomp_apply(const struct sock_fprog *prog, jerr *e);
 

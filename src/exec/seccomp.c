@@ -2,10 +2,16 @@
  * the machine rather than on the job. The job already lacks every capability, so most of
  * these would fail anyway; the filter removes the kernel attack surface behind them too
  * (modelled on Docker's default profile). Only the native ABI is allowed: a 32-bit or x32
- * syscall kills the process, so the list cannot be bypassed through another ABI. */
+ * syscall kills the process, so the list cannot be bypassed through another ABI. A syscall
+ * newer than the list (a number above SECCOMP_NEWEST_REVIEWED_NR) is refused with ENOSYS, so a
+ * newer kernel cannot open surface the list was never checked against.
+ * tests/integration/test_escape.py tries each of these from a job; docs/isolation.md lists them. */
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -21,6 +27,7 @@ static const char *const denied[] = {
     "mount", "umount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen", "fsconfig",
     "fsmount", "fspick", "mount_setattr", "swapon", "swapoff", "quotactl", "quotactl_fd",
     "name_to_handle_at", "open_by_handle_at", "nfsservctl",
+    "open_tree_attr", /* open_tree with mount attributes (Linux 6.15): see newer_than_libseccomp */
     /* namespaces (clone with CLONE_NEW* is filtered below) */
     "unshare", "setns",
     /* the kernel itself */
@@ -41,8 +48,28 @@ static const char *const denied[] = {
     "io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 
+/* Names in the list above that an older libseccomp cannot resolve (2.5.4, Debian 12's, knows none
+ * of them), by number. Before this table the profile skipped such a name as if the architecture
+ * lacked it, and open_tree_attr stayed allowed on Linux 6.15 and later: open_tree was refused
+ * and its newer twin was not (found by test_escape.py). Syscalls added since Linux 5.1 have the
+ * same number on every architecture but alpha (asm-generic's unified table). */
+static const struct {
+    const char *name;
+    int nr;
+} newer_than_libseccomp[] = {
+    {"open_tree_attr", 467},
+};
+
+/* The newest syscall the lists here were reviewed against: file_setattr (469, Linux 6.17; Linux
+ * 6.18 adds none). The profile allows by default, so a syscall a later kernel adds would reach
+ * jobs unreviewed; numbers above this one are refused with ENOSYS instead, as if the kernel
+ * lacked them, which is what libc and runtimes expect of a new syscall and fall back from (runc
+ * and Docker answer syscalls their profile does not know the same way). When a kernel adds
+ * syscalls: review them, deny what acts on the machine, then raise this number. */
+#define SECCOMP_NEWEST_REVIEWED_NR 469
+
 /* Socket families a job may create: local sockets, IPv4 and IPv6, and netlink (getifaddrs,
- * ip(8) in its own network namespace). Everything else (vsock to the hypervisor, packet and
+ * ip(8) in its own network namespace; only the protocols in allowed_netlink). Everything else (vsock to the hypervisor, packet and
  * raw link layers, AF_KEY, AF_ALG, Bluetooth, CAN, RDS, TIPC, XDP, ...) is refused with
  * EAFNOSUPPORT, as if the kernel lacked it: what the jobs do not need is kernel surface they
  * should not reach (docs/isolation.md). */
@@ -71,6 +98,39 @@ static int refuse_families(scmp_filter_ctx ctx)
     return rc;
 }
 
+/* Netlink protocols a job may open: NETLINK_ROUTE (getifaddrs, ip(8), glibc's address
+ * lookups), NETLINK_SOCK_DIAG (ss(8)) and NETLINK_GENERIC (ethtool, devlink, taskstats of the
+ * job's own processes). The others are refused with EPROTONOSUPPORT, as if the kernel lacked
+ * them. Found by test_escape.py: with network host a job shares the initial network namespace,
+ * where NETLINK_CONNECTOR multicasts every fork, exec and exit on the host (host pids, exit
+ * codes, uid changes) to any socket bound to its group, unprivileged ones included (Linux 6.18
+ * here), whenever a root process has subscribed (a monitoring agent); the job read them. The
+ * rest carry host-wide events or need privileges the job lacks (KOBJECT_UEVENT: the host's
+ * device events; AUDIT; NETFILTER; XFRM; SELINUX; RDMA ...); libaudit takes EPROTONOSUPPORT
+ * for "no audit here". */
+static const int allowed_netlink[] = {NETLINK_ROUTE, NETLINK_SOCK_DIAG, NETLINK_GENERIC};
+
+/* socket(AF_NETLINK, type, protocol) with any protocol but those, compared as refuse_families
+ * compares families (the whole register, so high bits cannot smuggle a protocol through). */
+static int refuse_netlink_protocols(scmp_filter_ctx ctx)
+{
+    int top = 0, rc = 0;
+    for (size_t i = 0; i < ARRAY_LEN(allowed_netlink); i++)
+        top = allowed_netlink[i] > top ? allowed_netlink[i] : top;
+    for (int p = 0; p < top && rc == 0; p++) {
+        bool ok = false;
+        for (size_t i = 0; i < ARRAY_LEN(allowed_netlink); i++)
+            ok |= allowed_netlink[i] == p;
+        if (!ok)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
+                                  SCMP_A0(SCMP_CMP_EQ, (uint64_t)AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, (uint64_t)p));
+    }
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
+                              SCMP_A0(SCMP_CMP_EQ, (uint64_t)AF_NETLINK), SCMP_A2(SCMP_CMP_GT, (uint64_t)top));
+    return rc;
+}
+
 scmp_filter_ctx seccomp_default_profile(jerr *e)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -81,8 +141,11 @@ scmp_filter_ctx seccomp_default_profile(jerr *e)
     int rc = 0;
     for (size_t i = 0; i < ARRAY_LEN(denied) && rc == 0; i++) {
         int nr = seccomp_syscall_resolve_name(denied[i]);
-        if (nr == __NR_SCMP_ERROR || nr < 0)
-            continue; /* not a syscall of this architecture */
+        for (size_t k = 0; nr == __NR_SCMP_ERROR && k < ARRAY_LEN(newer_than_libseccomp); k++)
+            if (!strcmp(denied[i], newer_than_libseccomp[k].name))
+                nr = newer_than_libseccomp[k].nr;
+        if (nr < 0)
+            continue; /* not a syscall of this architecture (libseccomp's negative pseudo-numbers) */
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
     }
     /* One rule per flag: a filter can test "flags & F == F" but not "flags & MASK != 0". */
@@ -98,6 +161,8 @@ scmp_filter_ctx seccomp_default_profile(jerr *e)
     }
     if (rc == 0)
         rc = refuse_families(ctx);
+    if (rc == 0)
+        rc = refuse_netlink_protocols(ctx);
     if (rc == 0) /* TIOCSTI pushes input into a terminal the job may share with its caller */
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                               SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
@@ -117,6 +182,25 @@ scmp_filter_ctx seccomp_default_profile(jerr *e)
     return ctx;
 }
 
+/* Put before libseccomp's program: native syscall numbers above SECCOMP_NEWEST_REVIEWED_NR get
+ * ENOSYS; everything else falls through to libseccomp's rules, which start by loading the arch
+ * again (other ABIs and x32 numbers are left to them: they kill). Jumps are relative, so
+ * libseccomp's own stay valid behind the prefix. The kernel's per-syscall allow cache reads these
+ * loads and constant compares, so allowed syscalls still bypass the filter at run time. */
+#define NEWER_PREFIX_LEN 6
+static void newer_syscalls_prefix(struct sock_filter out[NEWER_PREFIX_LEN])
+{
+    const struct sock_filter prefix[NEWER_PREFIX_LEN] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, seccomp_arch_native(), 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u /* x86's x32 bit */, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, SECCOMP_NEWEST_REVIEWED_NR, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+    };
+    memcpy(out, prefix, sizeof prefix);
+}
+
 int seccomp_default_program(struct sock_fprog *prog, jerr *e)
 {
     scmp_filter_ctx ctx = seccomp_default_profile(e);
@@ -130,14 +214,17 @@ int seccomp_default_program(struct sock_fprog *prog, jerr *e)
             close(fd);
         return jerr_set(e, -rc, "compiling the seccomp profile failed: %s", strerror(-rc));
     }
+    const size_t npre = NEWER_PREFIX_LEN;
     off_t len = lseek(fd, 0, SEEK_END);
-    if (len <= 0 || len % (off_t)sizeof(struct sock_filter) || len / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS) {
+    if (len <= 0 || len % (off_t)sizeof(struct sock_filter) ||
+        len / (off_t)sizeof(struct sock_filter) + (off_t)npre > BPF_MAXINSNS) {
         close(fd);
         return jerr_set(e, EINVAL, "the compiled seccomp profile has an impossible size (%lld bytes)", (long long)len);
     }
-    prog->filter = xmalloc((size_t)len);
-    prog->len = (unsigned short)(len / (off_t)sizeof(struct sock_filter));
-    ssize_t n = pread(fd, prog->filter, (size_t)len, 0);
+    prog->filter = xmalloc((size_t)len + npre * sizeof(struct sock_filter));
+    prog->len = (unsigned short)(len / (off_t)sizeof(struct sock_filter) + (off_t)npre);
+    newer_syscalls_prefix(prog->filter);
+    ssize_t n = pread(fd, prog->filter + npre, (size_t)len, 0);
     close(fd);
     if (n != len) {
         free(prog->filter);
