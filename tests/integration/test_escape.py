@@ -544,7 +544,7 @@ def probed(request, daemon):
         r.targets = {"a host process (root)": root_target, "a host process of the job's uid": same_uid}
         r.victim, r.victim_sleep = victim, victim_sleep
 
-        work = os.path.join(daemon.state, "jobs", jid, "work")
+        work = daemon.work(jid)
         shutil.copy("/usr/bin/id", os.path.join(work, "suid-id"))
         os.chown(os.path.join(work, "suid-id"), 0, 0)
         os.chmod(os.path.join(work, "suid-id"), 0o4755)
@@ -553,7 +553,7 @@ def probed(request, daemon):
             "host_pids": {"a host process (root)": root_target.pid, "a host process of the job's uid": same_uid.pid,
                           "another job's process": victim_sleep},
             "sig0_pids": {"the daemon": daemon.proc.pid, "the job's shim": shim},
-            "host_paths": {"another job's /work file": os.path.join(daemon.state, "jobs", victim, "work", "secret"),
+            "host_paths": {"another job's /work file": os.path.join(daemon.work(victim), "secret"),
                            "the state directory": daemon.state,
                            "the daemon's database": os.path.join(daemon.state, "joblet.db"),
                            "the daemon's socket dir": daemon.dir, "a host /tmp file": host_tmp,
@@ -767,7 +767,8 @@ def test_links_left_in_work_do_not_lead_the_cleanup_outside(daemon, tmp_path):
     job = daemon.wait(jid)
     assert job["status"] == "COMPLETED", (job, daemon.output(jid, "stderr"))
     assert "dir-link ->" in daemon.output(jid)
+    work = daemon.work(jid)
     code, _ = daemon.api("DELETE", f"/v1/jobs/{jid}")
     assert code in (200, 204), code
-    assert not os.path.exists(os.path.join(daemon.state, "jobs", jid))
+    assert not os.path.exists(os.path.join(daemon.state, "jobs", jid)) and not os.path.exists(work)
     assert (canary / "keep").read_text() == "host data\n"
