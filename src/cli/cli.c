@@ -10,13 +10,21 @@
 #include <string.h>
 
 #include "../common/parse.h"
+#include "print.h"
 
+/* The message is one line, whatever it quotes: joblet's answers and what the user typed or
+ * named are printed with control characters escaped (print_text), so no message can move the
+ * cursor, recolour the terminal or forge a line. */
 __attribute__((format(printf, 2, 0))) static int vreport(int code, const char *fmt, va_list ap)
 {
     fflush(stdout);   /* keep what was printed before the error in order on a shared terminal */
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        abort();
     fputs("rnx: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    print_text(stderr, msg);
     fputc('\n', stderr);
+    free(msg);
     return code;
 }
 

@@ -49,21 +49,22 @@ static void banner(json_t *inv)
     json_t *gpus = json_object_get(inv, "gpus");
     const char *drv = jstr(inv, "driver_version"), *cuda = jstr(inv, "cuda_driver_version");
     if (json_is_true(json_object_get(inv, "simulated")))
-        printf("SIMULATED GPUs (gpu.fixture): none of these devices exists on this machine.\n");
+        print_textf(stdout, "SIMULATED GPUs (gpu.fixture): none of these devices exists on this machine.\n");
     if (!json_array_size(gpus)) {
-        printf("No GPUs available.\n");
+        print_textf(stdout, "No GPUs available.\n");
         json_t *att = json_object_get(inv, "attempts");
         for (size_t i = 0; i < json_array_size(att); i++) {
             json_t *a = json_array_get(att, i);
             const char *err = jstr(a, "error");
-            printf("  %s: %s\n", jstr(a, "backend") ? jstr(a, "backend") : "?", err ? err : "no GPU found");
+            print_textf(stdout, "  %s: %s\n", jstr(a, "backend") ? jstr(a, "backend") : "?",
+                        err ? err : "no GPU found");
         }
-        printf("Check that the NVIDIA driver is loaded (nvidia-smi on the host) and the daemon's log.\n");
+        print_textf(stdout, "Check that the NVIDIA driver is loaded (nvidia-smi on the host) and the daemon's log.\n");
         return;
     }
-    printf("%zu GPU%s, found by the %s backend; driver %s, CUDA %s\n", json_array_size(gpus),
-           json_array_size(gpus) == 1 ? "" : "s", jstr(inv, "backend") ? jstr(inv, "backend") : "?", drv ? drv : "unknown",
-           cuda ? cuda : "unknown");
+    print_textf(stdout, "%zu GPU%s, found by the %s backend; driver %s, CUDA %s\n", json_array_size(gpus),
+                json_array_size(gpus) == 1 ? "" : "s", jstr(inv, "backend") ? jstr(inv, "backend") : "?",
+                drv ? drv : "unknown", cuda ? cuda : "unknown");
 }
 
 static void mem_cell(json_t *g, char *out, size_t n)
@@ -118,7 +119,7 @@ static int gpu_list(const rnx_ctx *ctx)
 
 static void print_kv(const char *k, const char *v)
 {
-    printf("%-20s %s\n", k, v && *v ? v : "unknown");
+    print_textf(stdout, "%-20s %s\n", k, v && *v ? v : "unknown");
 }
 
 static int gpu_show(const rnx_ctx *ctx, const char *id)
@@ -140,7 +141,7 @@ static int gpu_show(const rnx_ctx *ctx, const char *id)
     char buf[256];
     int64_t v;
     if (sim)
-        printf("SIMULATED GPU (gpu.fixture): this device does not exist on this machine.\n");
+        print_textf(stdout, "SIMULATED GPU (gpu.fixture): this device does not exist on this machine.\n");
     jint(g, "index", &v);
     snprintf(buf, sizeof buf, "%lld", (long long)v);
     print_kv("Index:", buf);
@@ -181,19 +182,20 @@ static int gpu_show(const rnx_ctx *ctx, const char *id)
     } else if (!json_array_size(links)) {
         print_kv("NVLinks:", "none");
     } else {
-        printf("NVLinks:\n");
+        print_textf(stdout, "NVLinks:\n");
         for (size_t i = 0; i < json_array_size(links); i++) {
             json_t *l = json_array_get(links, i);
             int64_t n = 0;
             jint(l, "link", &n);
-            printf("  link %-2lld %-8s %-7s %s\n", (long long)n,
-                   json_is_true(json_object_get(l, "active")) ? "active" : "inactive",
-                   jstr(l, "remote_type") ? jstr(l, "remote_type") : "?", jstr(l, "remote_bus") ? jstr(l, "remote_bus") : "");
+            print_textf(stdout, "  link %-2lld %-8s %-7s %s\n", (long long)n,
+                        json_is_true(json_object_get(l, "active")) ? "active" : "inactive",
+                        jstr(l, "remote_type") ? jstr(l, "remote_type") : "?",
+                        jstr(l, "remote_bus") ? jstr(l, "remote_bus") : "");
         }
     }
     json_t *insts = json_object_get(g, "mig");
     if (json_array_size(insts)) {
-        printf("MIG devices:\n");
+        print_textf(stdout, "MIG devices:\n");
         for (size_t i = 0; i < json_array_size(insts); i++) {
             json_t *m = json_array_get(insts, i);
             int64_t gi = 0, ci = 0, mem = -1, gcap = -1, ccap = -1;
@@ -202,9 +204,9 @@ static int gpu_show(const rnx_ctx *ctx, const char *id)
             jint(m, "memory_mb", &mem);
             jint(m, "gi_cap_minor", &gcap);
             jint(m, "ci_cap_minor", &ccap);
-            printf("  %-8s GI %-2lld CI %-2lld %6lld MiB  caps %lld/%lld  %s\n", jstr(m, "profile") ? jstr(m, "profile") : "?",
-                   (long long)gi, (long long)ci, (long long)mem, (long long)gcap, (long long)ccap,
-                   jstr(m, "uuid") ? jstr(m, "uuid") : "");
+            print_textf(stdout, "  %-8s GI %-2lld CI %-2lld %6lld MiB  caps %lld/%lld  %s\n",
+                        jstr(m, "profile") ? jstr(m, "profile") : "?", (long long)gi, (long long)ci, (long long)mem,
+                        (long long)gcap, (long long)ccap, jstr(m, "uuid") ? jstr(m, "uuid") : "");
         }
     }
     json_decref(g);
@@ -241,14 +243,14 @@ static int gpu_topo(const rnx_ctx *ctx)
     json_t *gpus = json_object_get(inv, "gpus");
     size_t n = json_array_size(gpus);
     if (n) {
-        printf("      ");
+        print_textf(stdout, "      ");
         for (size_t j = 0; j < n; j++)
-            printf("GPU%-4zu", j);
-        printf("CPU Affinity      NUMA Affinity\n");
+            print_textf(stdout, "GPU%-4zu", j);
+        print_textf(stdout, "CPU Affinity      NUMA Affinity\n");
         for (size_t i = 0; i < n; i++) {
             json_t *g = json_array_get(gpus, i);
             json_t *nv = json_object_get(g, "nvlink_peers"), *pl = json_object_get(g, "pcie_levels");
-            printf("GPU%-3zu", i);
+            print_textf(stdout, "GPU%-3zu", i);
             for (size_t j = 0; j < n; j++) {
                 char cell[16];
                 json_t *c = json_array_get(nv, j);
@@ -259,14 +261,14 @@ static int gpu_topo(const rnx_ctx *ctx)
                     snprintf(cell, sizeof cell, "NV%lld", (long long)json_integer_value(c));
                 else
                     snprintf(cell, sizeof cell, "%s", lvl ? lvl : "?");
-                printf("%-7s", cell);
+                print_textf(stdout, "%-7s", cell);
             }
             int64_t numa = -1;
             jint(g, "numa_node", &numa);
             char numa_s[16] = "N/A";
             if (numa >= 0)
                 snprintf(numa_s, sizeof numa_s, "%lld", (long long)numa);
-            printf("%-18s%s\n", jstr(g, "local_cpus") ? jstr(g, "local_cpus") : "N/A", numa_s);
+            print_textf(stdout, "%-18s%s\n", jstr(g, "local_cpus") ? jstr(g, "local_cpus") : "N/A", numa_s);
         }
         putchar('\n');
         fputs(topo_legend, stdout);
@@ -297,14 +299,15 @@ static int gpu_admin(const rnx_ctx *ctx, const char *action, const char *id, boo
     }
     int64_t idx = -1;
     jint(g, "index", &idx);
-    printf("GPU %lld: %s", (long long)idx, jstr(g, "state") ? jstr(g, "state") : "?");
+    print_textf(stdout, "GPU %lld: %s", (long long)idx, jstr(g, "state") ? jstr(g, "state") : "?");
     if (jstr(g, "state_reason"))
-        printf(" (%s)", jstr(g, "state_reason"));
-    printf("; %s\n", jstr(g, "note") ? jstr(g, "note") : "");
+        print_textf(stdout, " (%s)", jstr(g, "state_reason"));
+    print_textf(stdout, "; %s\n", jstr(g, "note") ? jstr(g, "note") : "");
     json_t *aff = json_object_get(g, "jobs_affected");
-    printf("jobs on it: %s", json_array_size(aff) ? "" : "none\n");
+    print_textf(stdout, "jobs on it: %s", json_array_size(aff) ? "" : "none");
     for (size_t i = 0; i < json_array_size(aff); i++)
-        printf("%s%s", json_string_value(json_array_get(aff, i)), i + 1 < json_array_size(aff) ? ", " : "\n");
+        print_textf(stdout, "%s%s", i ? ", " : "", json_string_value(json_array_get(aff, i)));
+    putchar('\n');
     json_decref(g);
     return RNX_OK;
 }
@@ -434,8 +437,8 @@ int cmd_audit(rnx_ctx *ctx, int argc, char **argv)
     }
     json_t *recs = json_object_get(o, "records"), *r;
     size_t i;
-    printf("%-24s %-6s %-9s %-4s %-10s %-10s %-9s %s\n", "TIME", "UID", "ACTION", "GPU", "JOB", "DURATION", "MEMORY",
-           "DETAIL");
+    print_textf(stdout, "%-24s %-6s %-9s %-4s %-10s %-10s %-9s %s\n", "TIME", "UID", "ACTION", "GPU", "JOB", "DURATION",
+                "MEMORY", "DETAIL");
     json_array_foreach(recs, i, r)
     {
         int64_t v;
@@ -448,9 +451,9 @@ int cmd_audit(rnx_ctx *ctx, int argc, char **argv)
             snprintf(dur, sizeof dur, "%.1fs", (double)v / 1000.0);
         if (jint(r, "memory_mb", &v))
             snprintf(mem, sizeof mem, "%lldMB", (long long)v);
-        printf("%-24s %-6s %-9s %-4s %-10.8s %-10s %-9s %s\n", jstr(r, "time") ? jstr(r, "time") : "-", uid,
-               jstr(r, "action"), gpu, jstr(r, "job") ? jstr(r, "job") : "-", dur, mem,
-               jstr(r, "detail") ? jstr(r, "detail") : "");
+        print_textf(stdout, "%-24s %-6s %-9s %-4s %-10.8s %-10s %-9s %s\n", jstr(r, "time") ? jstr(r, "time") : "-",
+                    uid, jstr(r, "action"), gpu, jstr(r, "job") ? jstr(r, "job") : "-", dur, mem,
+                    jstr(r, "detail") ? jstr(r, "detail") : "");
     }
     json_decref(o);
     return RNX_OK;

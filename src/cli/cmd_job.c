@@ -507,7 +507,7 @@ static void follow_note_end(rnx_client *c, const char *id, json_t *end, const lo
     /* output that ended mid-line would otherwise run into the note on a terminal */
     if (s->last_out && s->last_out != '\n' && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO))
         fputc('\n', stderr);
-    fprintf(stderr, "rnx: job %.8s %s\n", id, words);
+    print_textf(stderr, "rnx: job %.8s %s\n", id, words);
 }
 
 static int run_follow(const rnx_ctx *ctx, rnx_client *c, const char *id)
@@ -563,7 +563,7 @@ static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
     if (ctx->json)
         print_json(job);
     else
-        printf("%s\n", id);
+        print_textf(stdout, "%s\n", id);
     rc = RNX_OK;
 out:
     json_decref(job);
@@ -768,12 +768,12 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
     if (ctx->json)
         print_json(answer);
     else if (strcmp(which, "delete") == 0)
-        printf("deleted %s\n", answer_id(answer, id));
+        print_textf(stdout, "deleted %s\n", answer_id(answer, id));
     else if (strcmp(which, "cancel") == 0 || (status && strcmp(status, "CANCELED") == 0))
-        printf("canceled %s%s\n", answer_id(answer, id),
-               strcmp(which, "stop") == 0 ? " (it had not started)" : "");
+        print_textf(stdout, "canceled %s%s\n", answer_id(answer, id),
+                    strcmp(which, "stop") == 0 ? " (it had not started)" : "");
     else
-        printf("stopping %s\n", answer_id(answer, id));
+        print_textf(stdout, "stopping %s\n", answer_id(answer, id));
     json_decref(answer);
     return RNX_OK;
 }
@@ -802,7 +802,7 @@ static int job_delete_all(rnx_ctx *ctx, int argc, char **argv)
     } else {
         int64_t n = 0;
         jint(answer, "deleted", &n);
-        printf("deleted %lld job%s\n", (long long)n, n == 1 ? "" : "s");
+        print_textf(stdout, "deleted %lld job%s\n", (long long)n, n == 1 ? "" : "s");
     }
     json_decref(answer);
     client_free(c);

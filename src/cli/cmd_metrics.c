@@ -133,12 +133,12 @@ int cmd_job_metrics(rnx_ctx *ctx, int argc, char **argv)
         const char *status = jstr(s, "status");
         if (ctx->json) {
             char *t = json_dumps(s, JSON_COMPACT);
-            printf("%s\n", t ? t : "{}");
+            printf("%s\n", t ? t : "{}"); /* --json: the data, exact */
             free(t);
         } else {
             if (k == 0)
-                printf("%-19s  %-9s  %7s  %9s  %9s  %9s  %9s  %5s  %s\n", "TIME", "STATUS", "CPU", "MEMORY", "PEAK",
-                       "READ", "WRITE", "PIDS", "GPUS");
+                print_textf(stdout, "%-19s  %-9s  %7s  %9s  %9s  %9s  %9s  %5s  %s\n", "TIME", "STATUS", "CPU",
+                            "MEMORY", "PEAK", "READ", "WRITE", "PIDS", "GPUS");
             char when[32], cpus[16] = "-", mem[24], peak[24], rd[24], wr[24], gpus[512], pids[16] = "-";
             fmt_local_time(jstr(s, "time"), when, sizeof when);
             bool running = json_is_true(json_object_get(s, "running"));
@@ -152,8 +152,8 @@ int cmd_job_metrics(rnx_ctx *ctx, int argc, char **argv)
             if (running && jint(s, "pids", &p))
                 snprintf(pids, sizeof pids, "%lld", (long long)p);
             gpus_cell(s, gpus, sizeof gpus);
-            printf("%-19s  %-9s  %7s  %9s  %9s  %9s  %9s  %5s  %s\n", when, status ? status : "?", cpus, mem, peak, rd,
-                   wr, pids, gpus);
+            print_textf(stdout, "%-19s  %-9s  %7s  %9s  %9s  %9s  %9s  %5s  %s\n", when, status ? status : "?", cpus,
+                        mem, peak, rd, wr, pids, gpus);
         }
         prev_cpu = (uint64_t)cpu;
         prev_ns = at;

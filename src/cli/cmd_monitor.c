@@ -126,14 +126,15 @@ static void print_status(json_t *m)
 {
     char line[512];
     host_line(m, line, sizeof line);
-    printf("Host:    %s\n", line);
+    print_textf(stdout, "Host:    %s\n", line);
     json_t *d = json_object_get(m, "daemon");
     int64_t pid = 0, up;
     char upt[32] = "?";
     jint(d, "pid", &pid);
     if (jint(d, "uptime_s", &up))
         fmt_elapsed_ms(up * 1000, upt, sizeof upt);
-    printf("joblet:  %s (pid %lld), up %s\n", jstr(d, "version") ? jstr(d, "version") : "?", (long long)pid, upt);
+    print_textf(stdout, "joblet:  %s (pid %lld), up %s\n", jstr(d, "version") ? jstr(d, "version") : "?",
+                (long long)pid, upt);
     jobs_line(m, line, sizeof line);
     int64_t q = 0, maxr = 0;
     jint(m, "queue_length", &q);
@@ -141,16 +142,18 @@ static void print_status(json_t *m)
     char lim[48] = "no limit";
     if (maxr)
         snprintf(lim, sizeof lim, "at most %lld at once", (long long)maxr);
-    printf("Jobs:    %s; %lld waiting for room (jobs.max_running: %s)\n", line, (long long)q, lim);
+    print_textf(stdout, "Jobs:    %s; %lld waiting for room (jobs.max_running: %s)\n", line, (long long)q, lim);
     json_t *gi = json_object_get(m, "gpu"), *gpus = json_object_get(m, "gpus");
     bool sim = json_is_true(json_object_get(gi, "simulated"));
     if (!json_array_size(gpus)) {
-        printf("GPUs:    none%s\n", json_is_true(json_object_get(gi, "enabled")) ? "" : " (GPU support is off or no GPU was found)");
+        print_textf(stdout, "GPUs:    none%s\n",
+                    json_is_true(json_object_get(gi, "enabled")) ? "" : " (GPU support is off or no GPU was found)");
         return;
     }
-    printf("GPUs:    %zu%s, %s backend, driver %s\n", json_array_size(gpus),
-           sim ? " SIMULATED (gpu.fixture): none of these devices exists" : "",
-           jstr(gi, "backend") ? jstr(gi, "backend") : "?", jstr(gi, "driver_version") ? jstr(gi, "driver_version") : "unknown");
+    print_textf(stdout, "GPUs:    %zu%s, %s backend, driver %s\n", json_array_size(gpus),
+                sim ? " SIMULATED (gpu.fixture): none of these devices exists" : "",
+                jstr(gi, "backend") ? jstr(gi, "backend") : "?",
+                jstr(gi, "driver_version") ? jstr(gi, "driver_version") : "unknown");
     static const char *const hdr[] = {"GPU", "NAME", "STATE", "UTIL", "MEMORY USED/TOTAL", "TEMP", "POWER", "JOBS"};
     table *t = table_new(8, hdr);
     for (size_t i = 0; i < json_array_size(gpus); i++) {
@@ -178,24 +181,24 @@ static void print_line(json_t *m)
     fmt_local_time(jstr(m, "time"), when, sizeof when);
     jobs_line(m, jobs, sizeof jobs);
     json_t *h = json_object_get(m, "host"), *load = json_object_get(h, "load");
-    printf("%s load %.2f", when, json_number_value(json_array_get(load, 0)));
+    print_textf(stdout, "%s load %.2f", when, json_number_value(json_array_get(load, 0)));
     int64_t a;
     if (jint(h, "memory_available_bytes", &a)) {
         char b[24];
         fmt_bytes((uint64_t)a, b, sizeof b);
-        printf(" mem_available %s", b);
+        print_textf(stdout, " mem_available %s", b);
     }
     int64_t q = 0;
     jint(m, "queue_length", &q);
-    printf(" | jobs: %s; %lld waiting", jobs, (long long)q);
+    print_textf(stdout, " | jobs: %s; %lld waiting", jobs, (long long)q);
     json_t *gpus = json_object_get(m, "gpus");
     for (size_t i = 0; i < json_array_size(gpus); i++) {
         json_t *g = json_array_get(gpus, i);
         char util[16], mem[48], temp[16], power[16], jc[160];
         gpu_cells(g, util, mem, temp, power);
         jobs_cell(g, jc, sizeof jc);
-        printf(" | gpu%zu %s util %s temp %s power %s jobs %s", i, jstr(g, "state") ? jstr(g, "state") : "?", util,
-               temp, power, jc);
+        print_textf(stdout, " | gpu%zu %s util %s temp %s power %s jobs %s", i,
+                    jstr(g, "state") ? jstr(g, "state") : "?", util, temp, power, jc);
     }
     putchar('\n');
 }
@@ -266,14 +269,14 @@ int cmd_monitor(rnx_ctx *ctx, int argc, char **argv)
         }
         if (ctx->json && watch) {
             char *s = json_dumps(m, JSON_COMPACT);
-            printf("%s\n", s ? s : "{}");
+            printf("%s\n", s ? s : "{}"); /* --json: the data, exact */
             free(s);
         } else if (ctx->json) {
             print_json(m);
         } else if (tty) {
             char when[32];
             fmt_local_time(jstr(m, "time"), when, sizeof when);
-            printf("\033[H\033[2JEvery %gs: rnx monitor watch%*s%s\n\n", interval, 30, "", when);
+            print_textf(stdout, "\033[H\033[2JEvery %gs: rnx monitor watch%*s%s\n\n", interval, 30, "", when);
             print_status(m);
         } else if (watch) {
             print_line(m);

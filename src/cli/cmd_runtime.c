@@ -138,8 +138,9 @@ static void bar_draw(watcher *w, const char *label, int percent)
     for (int i = 0; i < width; i++)
         cells[i] = i < full ? '#' : '.';
     cells[width] = 0;
-    char line[512];
-    snprintf(line, sizeof line, "[%s] %3d%%  %s", cells, percent, label);
+    char line[512], *shown = text_escape(label);
+    snprintf(line, sizeof line, "[%s] %3d%%  %s", cells, percent, shown); /* escaped before it is cut */
+    free(shown);
     int max = term_width() - 1;
     if ((int)strlen(line) > max)
         line[max] = 0;
@@ -186,7 +187,7 @@ static int on_build_line(const char *text, size_t len, void *ud)
         keep_tail(w, line);
         if (!w->tty || w->verbose) {
             bar_clear(w);
-            printf("%s\n", line);
+            print_textf(stdout, "%s\n", line);
             fflush(stdout);
         }
         if (w->tty)
@@ -218,9 +219,9 @@ static int watch_build(const rnx_ctx *ctx, rnx_client *c, int64_t id, bool verbo
         const char *state = jstr(w.end, "state"), *err = jstr(w.end, "error"), *name = jstr(w.end, "name");
         if (!state || strcmp(state, "succeeded")) {
             if (w.tty && !w.verbose && !ctx->json) {
-                fprintf(stderr, "The last lines of its log (rnx runtime log %lld has all):\n", (long long)id);
+                print_textf(stderr, "The last lines of its log (rnx runtime log %lld has all):\n", (long long)id);
                 for (size_t i = 0; i < w.ntail; i++)
-                    fprintf(stderr, "  %s\n", w.tail[i]);
+                    print_textf(stderr, "  %s\n", w.tail[i]);
             }
             rc = rnx_fail("%s %lld%s%s failed: %s", what, (long long)id, name ? " of " : "", name ? name : "",
                           err ? err : "no reason given");
@@ -240,11 +241,11 @@ static void summary(json_t *rt, const char *verb)
     jint(rt, "size_bytes", &bytes);
     fmt_bytes((uint64_t)bytes, size, sizeof size);
     json_t *prov = json_object_get(rt, "provides");
-    printf("%s %s %s: %s", jstr(rt, "name") ? jstr(rt, "name") : "?", jstr(rt, "version") ? jstr(rt, "version") : "",
-           verb, size);
+    print_textf(stdout, "%s %s %s: %s", jstr(rt, "name") ? jstr(rt, "name") : "?",
+                jstr(rt, "version") ? jstr(rt, "version") : "", verb, size);
     for (size_t i = 0; i < json_array_size(prov); i++)
-        printf("%s%s", i ? ", " : "; ", json_string_value(json_array_get(prov, i)));
-    printf("\n");
+        print_textf(stdout, "%s%s", i ? ", " : "; ", json_string_value(json_array_get(prov, i)));
+    print_textf(stdout, "\n");
 }
 
 /* After a build or import: what is installed now. */
@@ -330,8 +331,8 @@ static int rt_build(rnx_ctx *ctx, int argc, char **argv)
         goto out;
     }
     if (isatty(STDERR_FILENO) && !ctx->json)
-        fprintf(stderr, "building %s (build %lld); Ctrl-C stops watching, not the build\n",
-                jstr(b, "name") ? jstr(b, "name") : "?", (long long)id);
+        print_textf(stderr, "building %s (build %lld); Ctrl-C stops watching, not the build\n",
+                    jstr(b, "name") ? jstr(b, "name") : "?", (long long)id);
     rc = watch_build(ctx, c, id, f.verbose, "build");
     if (rc == RNX_OK)
         rc = show_result(ctx, c, id, "built");
@@ -446,7 +447,8 @@ static int rt_export(rnx_ctx *ctx, int argc, char **argv)
     if (!to_stdout)
         close(fd);
     if (rc == RNX_OK && !to_stdout && !ctx->json)
-        printf("%s: runtime %s (rnx runtime import %s installs it on another machine)\n", file, name, file);
+        print_textf(stdout, "%s: runtime %s (rnx runtime import %s installs it on another machine)\n", file, name,
+                    file);
     free(path);
     client_free(c);
     return rc;
@@ -473,8 +475,9 @@ static int rt_list(rnx_ctx *ctx, int argc, char **argv)
     if (ctx->json) {
         print_json(arr);
     } else if (!json_array_size(arr)) {
-        printf("No runtimes installed in %s; an admin builds one: rnx runtime build runtimes/python-3.11.yml\n",
-               jstr(ans, "dir") ? jstr(ans, "dir") : "runtimes.dir");
+        print_textf(stdout,
+                    "No runtimes installed in %s; an admin builds one: rnx runtime build runtimes/python-3.11.yml\n",
+                    jstr(ans, "dir") ? jstr(ans, "dir") : "runtimes.dir");
     } else {
         static const char *const heads[] = {"NAME", "VERSION", "SIZE", "BUILT", "JOBS", "PROVIDES"};
         table *t = table_new(6, heads);
@@ -507,7 +510,7 @@ static int rt_list(rnx_ctx *ctx, int argc, char **argv)
     return RNX_OK;
 }
 
-static void kv_line(const char *k, const char *v) { printf("%-14s%s\n", k, v && *v ? v : "-"); }
+static void kv_line(const char *k, const char *v) { print_textf(stdout, "%-14s%s\n", k, v && *v ? v : "-"); }
 
 static void print_list(const char *k, json_t *arr, const char *sep)
 {
@@ -515,7 +518,7 @@ static void print_list(const char *k, json_t *arr, const char *sep)
     size_t len = 0;
     FILE *f = open_memstream(&s, &len);
     for (size_t i = 0; i < json_array_size(arr); i++)
-        fprintf(f, "%s%s", i ? sep : "", json_string_value(json_array_get(arr, i)));
+        print_textf(f, "%s%s", i ? sep : "", json_string_value(json_array_get(arr, i)));
     fclose(f);
     kv_line(k, s);
     free(s);
@@ -558,8 +561,8 @@ static int rt_info(rnx_ctx *ctx, int argc, char **argv)
         FILE *m = open_memstream(&pkgs, &plen);
         json_t *pl = json_object_get(r, "packages");
         for (size_t i = 0; i < json_array_size(pl); i++)
-            fprintf(m, "%s%s", i ? ", " : "", json_string_value(json_array_get(pl, i)));
-        fprintf(m, " (%lld installed in all)", (long long)pk);
+            print_textf(m, "%s%s", i ? ", " : "", json_string_value(json_array_get(pl, i)));
+        print_textf(m, " (%lld installed in all)", (long long)pk);
         fclose(m);
         kv_line("Packages:", pkgs);
         free(pkgs);
@@ -614,7 +617,7 @@ static int rt_remove(rnx_ctx *ctx, int argc, char **argv)
     else if (ctx->json)
         print_json(r);
     else
-        printf("removed runtime %s\n", argv[optind]);
+        print_textf(stdout, "removed runtime %s\n", argv[optind]);
     json_decref(r);
     free(path);
     client_free(c);
@@ -640,11 +643,12 @@ static int rt_test(rnx_ctx *ctx, int argc, char **argv)
     } else {
         const char *id = jstr(job, "id");
         if (!ctx->json)
-            fprintf(stderr, "rnx: testing runtime %s in job %.8s\n", argv[optind], id);
+            print_textf(stderr, "rnx: testing runtime %s in job %.8s\n", argv[optind], id);
         rc = cmd_job_follow(ctx, c, id);
         if (!ctx->json)
-            fprintf(stderr, rc == 0 ? "rnx: runtime %s passed its test\n" : "rnx: runtime %s failed its test (exit %d)\n",
-                    argv[optind], rc);
+            print_textf(stderr,
+                        rc == 0 ? "rnx: runtime %s passed its test\n" : "rnx: runtime %s failed its test (exit %d)\n",
+                        argv[optind], rc);
     }
     json_decref(job);
     free(path);
@@ -673,7 +677,7 @@ static int rt_builds(rnx_ctx *ctx, int argc, char **argv)
     if (ctx->json) {
         print_json(arr);
     } else if (!json_array_size(arr)) {
-        printf("No runtime builds since joblet started.\n");
+        print_textf(stdout, "No runtime builds since joblet started.\n");
     } else {
         static const char *const heads[] = {"ID", "KIND", "NAME", "STATE", "PROGRESS", "STARTED", "TOOK", "ERROR"};
         table *t = table_new(8, heads);

@@ -109,7 +109,7 @@ static int volume_list(const rnx_ctx *ctx)
         return RNX_OK;
     }
     if (!json_array_size(vols)) {
-        printf("No volumes. Create one: rnx volume create NAME --size=1GB [--type=memory]\n");
+        print_textf(stdout, "No volumes. Create one: rnx volume create NAME --size=1GB [--type=memory]\n");
         json_decref(o);
         return RNX_OK;
     }
@@ -171,10 +171,11 @@ static int volume_create(const rnx_ctx *ctx, const char *name, const char *size,
         if (jint(v, "capacity_bytes", &c))
             fmt_bytes((uint64_t)c, cap, sizeof cap);
         bool made = json_is_true(json_object_get(v, "created"));
-        printf("volume %s %s: %s, %s (%s for files); jobs mount it with --volume=%s at /volumes/%s\n", name,
-               made ? "created" : "exists already", jstr(v, "type") ? jstr(v, "type") : "?", sz, cap, name, name);
+        print_textf(stdout, "volume %s %s: %s, %s (%s for files); jobs mount it with --volume=%s at /volumes/%s\n",
+                    name, made ? "created" : "exists already", jstr(v, "type") ? jstr(v, "type") : "?", sz, cap, name,
+                    name);
         if (jstr(v, "type") && !strcmp(jstr(v, "type"), "memory"))
-            printf("A memory volume is gone when the last job using it ends, and on reboot.\n");
+            print_textf(stdout, "A memory volume is gone when the last job using it ends, and on reboot.\n");
     }
     json_decref(v);
     return RNX_OK;
@@ -195,7 +196,7 @@ static int volume_remove(const rnx_ctx *ctx, const char *name)
     if (ctx->json)
         print_json(o);
     else
-        printf("volume %s removed\n", name);
+        print_textf(stdout, "volume %s removed\n", name);
     json_decref(o);
     return RNX_OK;
 }

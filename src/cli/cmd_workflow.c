@@ -159,9 +159,9 @@ static int report_problems(const char *path, wfp_errors *errs)
 {
     fflush(stdout);
     for (size_t i = 0; i < errs->n; i++)
-        fprintf(stderr, "%s\n", errs->msg[i]);
+        print_textf(stderr, "%s\n", errs->msg[i]);
     if (errs->dropped)
-        fprintf(stderr, "%s: %zu more problem%s not shown\n", path, errs->dropped, errs->dropped == 1 ? "" : "s");
+        print_textf(stderr, "%s: %zu more problem%s not shown\n", path, errs->dropped, errs->dropped == 1 ? "" : "s");
     wfp_errors_free(errs);
     return RNX_FAIL;
 }
@@ -354,7 +354,7 @@ static void draw_frame(view *v, json_t *wf)
     int rows, cols;
     term_size(&rows, &cols);
     if (v->drawn)
-        printf("\033[%dA", v->drawn);   /* back to the first line of the last frame */
+        print_textf(stdout, "\033[%dA", v->drawn);   /* back to the first line of the last frame */
     int lines = 0;
     for (char *p = frame; *p;) {
         char *nl = strchr(p, '\n');
@@ -402,9 +402,9 @@ static void print_changes(view *v, json_t *wf)
             snprintf(extra, sizeof extra, " (GPU%s %s)", strchr(gpus, ',') ? "s" : "", gpus);
         else if (reason[0])
             snprintf(extra, sizeof extra, " (%s)", reason);
-        printf("%s ", clock);
+        print_textf(stdout, "%s ", clock);
         print_text(stdout, name);
-        printf(" %s", status);
+        print_textf(stdout, " %s", status);
         print_text(stdout, extra);
         putchar('\n');
     }
@@ -420,9 +420,9 @@ static int summary(json_t *wf)
     fmt_wf_elapsed(wf, el, sizeof el);
     fputs("workflow ", stdout);
     print_text(stdout, jstr(wf, "name") ? jstr(wf, "name") : "-");
-    printf(" %s%s%s%s", state, el[0] ? " in " : "", el, reason ? ": " : "");
+    print_textf(stdout, " %s%s%s%s", state, el[0] ? " in " : "", el, reason ? ": " : "");
     print_text(stdout, reason ? reason : "");
-    printf(": %s\n", counts[0] ? counts : "no jobs");
+    print_textf(stdout, ": %s\n", counts[0] ? counts : "no jobs");
     return !strcmp(state, "COMPLETED") ? RNX_OK : RNX_FAIL;
 }
 
@@ -455,7 +455,7 @@ static int follow(const rnx_ctx *ctx, rnx_client *c, const char *id)
                 lost_since = now_ms();
                 if (!ctx->json) {
                     fflush(stdout);
-                    fprintf(stderr, "rnx: %s; waiting for it to come back\n", e.msg);
+                    print_textf(stderr, "rnx: %s; waiting for it to come back\n", e.msg);
                 }
             } else if (now_ms() - lost_since > 60000) {
                 rc = rnx_fail("%s for a minute; the workflow goes on: see 'rnx workflow status %s'", e.msg, id);
@@ -493,7 +493,7 @@ static int follow(const rnx_ctx *ctx, rnx_client *c, const char *id)
     }
     if (rc < 0) {
         fflush(stdout);
-        fprintf(stderr, "rnx: stopped following; workflow %s goes on: see 'rnx workflow status %s'\n", id, id);
+        print_textf(stderr, "rnx: stopped following; workflow %s goes on: see 'rnx workflow status %s'\n", id, id);
         rc = 130;
     }
     sigaction(SIGINT, &old_int, NULL);
@@ -553,7 +553,7 @@ static int workflow_run(rnx_ctx *ctx, int argc, char **argv)
             char msg[2048];
             wfp_explain(d, e.field, e.msg, msg, sizeof msg);
             fflush(stdout);
-            fprintf(stderr, "%s\n", msg);
+            print_textf(stderr, "%s\n", msg);
             rc = RNX_FAIL;
         } else {
             rc = rnx_fail("%s", e.msg);
@@ -566,7 +566,7 @@ static int workflow_run(rnx_ctx *ctx, int argc, char **argv)
         if (ctx->json)
             print_json(wf);
         else
-            printf("%s\n", jstr(wf, "id"));
+            print_textf(stdout, "%s\n", jstr(wf, "id"));
         rc = RNX_OK;
     }
     json_decref(wf);
@@ -597,12 +597,12 @@ static int workflow_validate(rnx_ctx *ctx, int argc, char **argv)
         if (e.http == 400 || (e.field[0] && (e.http == 403 || e.http == 409))) {
             char msg[2048];
             wfp_explain(d, e.field, e.msg, msg, sizeof msg);
-            fprintf(stderr, "%s\n", msg);
+            print_textf(stderr, "%s\n", msg);
             rc = RNX_FAIL;
         } else if (e.http) {
             rc = rnx_fail("%s", e.msg);
         } else {
-            fprintf(stderr, "rnx: %s: only the file was checked, not what this machine can run\n", e.msg);
+            print_textf(stderr, "rnx: %s: only the file was checked, not what this machine can run\n", e.msg);
         }
     }
     json_decref(answer);
@@ -612,7 +612,8 @@ static int workflow_validate(rnx_ctx *ctx, int argc, char **argv)
             print_json(body);
         } else {
             size_t n = json_array_size(json_object_get(body, "jobs"));
-            printf("%s: workflow '%s' is valid: %zu job%s\n", file, jstr(body, "name"), n, n == 1 ? "" : "s");
+            print_textf(stdout, "%s: workflow '%s' is valid: %zu job%s\n", file, jstr(body, "name"), n,
+                        n == 1 ? "" : "s");
         }
     }
     wfp_free(d);
@@ -676,7 +677,7 @@ static int workflow_list(rnx_ctx *ctx, int argc, char **argv)
 static void key_line(const char *k, const char *v)
 {
     if (v)
-        printf("%-13s %s\n", k, v);
+        print_textf(stdout, "%-13s %s\n", k, v);
 }
 
 static int workflow_status(rnx_ctx *ctx, int argc, char **argv)
@@ -739,22 +740,23 @@ static int workflow_status(rnx_ctx *ctx, int argc, char **argv)
             if (!json_array_size(reqs))
                 continue;
             if (!any)
-                printf("\nDependencies:\n");
+                print_textf(stdout, "\nDependencies:\n");
             any = true;
-            printf("  %s waits for", jstr(j, "name") ? jstr(j, "name") : "-");
+            print_textf(stdout, "  %s waits for", jstr(j, "name") ? jstr(j, "name") : "-");
             json_array_foreach(reqs, k, r)
-                printf("%s %s %s", k ? "," : "", jstr(r, "job") ? jstr(r, "job") : "?",
-                       jstr(r, "status") ? jstr(r, "status") : "?");
+                print_textf(stdout, "%s %s %s", k ? "," : "", jstr(r, "job") ? jstr(r, "job") : "?",
+                            jstr(r, "status") ? jstr(r, "status") : "?");
             putchar('\n');
         }
         const char *yaml = jstr(wf, "yaml");
-        printf("\nWorkflow file%s%s:\n", jstr(wf, "source") ? " " : "", jstr(wf, "source") ? jstr(wf, "source") : "");
+        print_textf(stdout, "\nWorkflow file%s%s:\n", jstr(wf, "source") ? " " : "",
+                    jstr(wf, "source") ? jstr(wf, "source") : "");
         if (yaml) {
-            fputs(yaml, stdout);
+            print_text_lines(stdout, yaml);
             if (*yaml && yaml[strlen(yaml) - 1] != '\n')
                 putchar('\n');
         } else {
-            printf("(not stored)\n");
+            print_textf(stdout, "(not stored)\n");
         }
     }
     json_decref(wf);
@@ -777,8 +779,8 @@ static int workflow_cancel(rnx_ctx *ctx, int argc, char **argv)
     } else {
         char counts[256];
         fmt_counts(wf, counts, sizeof counts);
-        printf("canceled %s%s%s%s\n", jstr(wf, "id") ? jstr(wf, "id") : id, counts[0] ? " (" : "", counts,
-               counts[0] ? ")" : "");
+        print_textf(stdout, "canceled %s%s%s%s\n", jstr(wf, "id") ? jstr(wf, "id") : id, counts[0] ? " (" : "", counts,
+                    counts[0] ? ")" : "");
     }
     json_decref(wf);
     return RNX_OK;

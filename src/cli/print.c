@@ -5,6 +5,10 @@
 #include "../common/jobreq.h"
 
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -196,26 +200,22 @@ static size_t utf8_chars(const char *s)
 
 char *cell_text(const char *s, size_t max)
 {
-    if (!s)
-        s = "";
-    size_t total = utf8_chars(s);
-    size_t keep = total > max ? (max > 3 ? max - 3 : 0) : total;
-    char *out = xmalloc(strlen(s) + 4);
+    char *esc = text_escape(s);
+    size_t total = utf8_chars(esc);
+    if (total <= max)
+        return esc;
+    size_t keep = max > 3 ? max - 3 : 0;
+    char *out = xmalloc(strlen(esc) + 4);
     char *o = out;
-    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *p = (const unsigned char *)esc;
     for (size_t n = 0; n < keep && *p; n++) {
         size_t l = utf8_seq_len(*p);
-        if (l == 1) {
-            *o++ = (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p;
-            p++;
-            continue;
-        }
         for (size_t i = 0; i < l && *p; i++)
             *o++ = (char)*p++;
     }
-    if (total > max)
-        o = stpcpy(o, max >= 3 ? "..." : "");
+    o = stpcpy(o, max >= 3 ? "..." : "");
     *o = 0;
+    free(esc);
     return out;
 }
 
@@ -239,7 +239,7 @@ void table_add(table *t, const char *const *cells)
         t->cells = xrealloc(t->cells, t->cap * t->ncols * sizeof *t->cells);
     }
     for (size_t c = 0; c < t->ncols; c++)
-        t->cells[t->nrows * t->ncols + c] = xstrdup(cells[c] ? cells[c] : "-");
+        t->cells[t->nrows * t->ncols + c] = text_escape(cells[c] ? cells[c] : "-");
     t->nrows++;
 }
 
@@ -373,6 +373,147 @@ void print_text(FILE *f, const char *s)
     }
 }
 
+void print_text_lines(FILE *f, const char *s)
+{
+    for (const char *p = s ? s : ""; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = strndup(p, n);
+        if (!line)
+            abort();
+        print_text(f, line);
+        free(line);
+        if (nl)
+            fputc('\n', f);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+char *text_escape(const char *s)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&out, &len);
+    if (!m)
+        abort();
+    print_text(m, s);
+    if (fclose(m) != 0 || !out)
+        abort();
+    return out;
+}
+
+/* printf's conversions read one by one (flags, width, precision, length), each argument printed
+ * by fprintf itself, %s and %c escaped first. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+void print_textf(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const char *p = fmt;
+    while (*p) {
+        if (*p != '%' || p[1] == '%') {
+            fputc(*p, f); /* the format's own text, as it is */
+            p += *p == '%' ? 2 : 1;
+            continue;
+        }
+        char spec[40];
+        size_t n = 0;
+        int star[2] = {0, 0}, nstar = 0;
+        spec[n++] = *p++;
+        while (*p && strchr("-+ #0'", *p) && n < 8)
+            spec[n++] = *p++;
+        for (int part = 0; part < 2; part++) {
+            if (part == 1) {
+                if (*p != '.')
+                    break;
+                spec[n++] = *p++;
+            }
+            if (*p == '*') {
+                star[nstar++] = va_arg(ap, int);
+                spec[n++] = *p++;
+            } else {
+                while (*p >= '0' && *p <= '9' && n < 24)
+                    spec[n++] = *p++;
+            }
+        }
+        char len[3] = "";
+        size_t ll = 0;
+        while (*p && strchr("hlzjtL", *p) && ll < 2)
+            len[ll++] = spec[n++] = *p++;
+        len[ll] = 0;
+        char conv = *p ? *p++ : 0;
+        spec[n++] = conv == 'c' ? 's' : conv;
+        spec[n] = 0;
+#define EMIT(v) (nstar == 2 ? fprintf(f, spec, star[0], star[1], v) : nstar == 1 ? fprintf(f, spec, star[0], v) \
+                                                                   : fprintf(f, spec, v))
+        switch (conv) {
+        case 's':
+        case 'c': {
+            char one[2] = {0, 0};
+            const char *s = conv == 'c' ? (one[0] = (char)va_arg(ap, int), one) : va_arg(ap, const char *);
+            char *e = text_escape(s ? s : "(null)");
+            EMIT(e);
+            free(e);
+            break;
+        }
+        case 'd':
+        case 'i':
+            if (!strcmp(len, "l"))
+                EMIT(va_arg(ap, long));
+            else if (!strcmp(len, "ll"))
+                EMIT(va_arg(ap, long long));
+            else if (!strcmp(len, "z"))
+                EMIT(va_arg(ap, ssize_t));
+            else if (!strcmp(len, "j"))
+                EMIT(va_arg(ap, intmax_t));
+            else if (!strcmp(len, "t"))
+                EMIT(va_arg(ap, ptrdiff_t));
+            else
+                EMIT(va_arg(ap, int)); /* also hh, h: promoted */
+            break;
+        case 'u':
+        case 'x':
+        case 'X':
+        case 'o':
+            if (!strcmp(len, "l"))
+                EMIT(va_arg(ap, unsigned long));
+            else if (!strcmp(len, "ll"))
+                EMIT(va_arg(ap, unsigned long long));
+            else if (!strcmp(len, "z"))
+                EMIT(va_arg(ap, size_t));
+            else if (!strcmp(len, "j"))
+                EMIT(va_arg(ap, uintmax_t));
+            else if (!strcmp(len, "t"))
+                EMIT(va_arg(ap, ptrdiff_t));
+            else
+                EMIT(va_arg(ap, unsigned));
+            break;
+        case 'f':
+        case 'F':
+        case 'e':
+        case 'E':
+        case 'g':
+        case 'G':
+        case 'a':
+        case 'A':
+            if (!strcmp(len, "L"))
+                EMIT(va_arg(ap, long double));
+            else
+                EMIT(va_arg(ap, double));
+            break;
+        case 'p':
+            EMIT(va_arg(ap, void *));
+            break;
+        default:
+            abort(); /* a conversion rnx does not use (%n is never one) */
+        }
+#undef EMIT
+    }
+    va_end(ap);
+}
+#pragma GCC diagnostic pop
+
 static void put_line(FILE *f, const char *s)
 {
     print_text(f, s);
@@ -387,7 +528,7 @@ static void print_time_line(FILE *f, json_t *job, const char *k, const char *fie
         return;
     fmt_local_time(t, b, sizeof b);
     key(f, k);
-    fprintf(f, "%s\n", b);
+    print_textf(f, "%s\n", b);
 }
 
 /* Appends ", "-separated text to a line being built. */
@@ -439,7 +580,7 @@ static void print_limits(FILE *f, json_t *limits)
         add_item(line, sizeof line, item);
     }
     key(f, "Limits:");
-    fprintf(f, "%s\n", line[0] ? line : "none");
+    print_textf(f, "%s\n", line[0] ? line : "none");
 }
 
 /* /work's bound (jobs.work_quota), which all the owner's jobs share. */
@@ -467,7 +608,7 @@ static void print_env(FILE *f, const char *k, json_t *env, bool secret)
         if (first)
             key(f, k);
         else
-            fprintf(f, "%-*s ", KEY_WIDTH, "");
+            print_textf(f, "%-*s ", KEY_WIDTH, "");
         first = false;
         /* the server never returns secret values; print the mask whatever came */
         print_text(f, name);
@@ -494,8 +635,8 @@ static void print_uploads(FILE *f, json_t *uploads)
     }
     fmt_bytes(total, b, sizeof b);
     key(f, "Uploads:");
-    fprintf(f, "%zu entr%s (%zu file%s, %s)\n", json_array_size(uploads),
-            json_array_size(uploads) == 1 ? "y" : "ies", files, files == 1 ? "" : "s", b);
+    print_textf(f, "%zu entr%s (%zu file%s, %s)\n", json_array_size(uploads),
+                json_array_size(uploads) == 1 ? "y" : "ies", files, files == 1 ? "" : "s", b);
 }
 
 static void print_usage(FILE *f, json_t *usage)
@@ -516,7 +657,7 @@ static void print_usage(FILE *f, json_t *usage)
     fmt_bytes((uint64_t)(rd > 0 ? rd : 0), r, sizeof r);
     fmt_bytes((uint64_t)(wr > 0 ? wr : 0), w, sizeof w);
     key(f, "Usage:");
-    fprintf(f, "CPU time %s, memory peak %s, I/O read %s, write %s\n", c, m, r, w);
+    print_textf(f, "CPU time %s, memory peak %s, I/O read %s, write %s\n", c, m, r, w);
 }
 
 static void print_gpus(FILE *f, json_t *gpus)
@@ -525,7 +666,7 @@ static void print_gpus(FILE *f, json_t *gpus)
     json_t *g;
     key(f, "GPUs:");
     if (!n) {
-        fprintf(f, "none\n");
+        print_textf(f, "none\n");
         return;
     }
     fputc('[', f);
@@ -537,20 +678,20 @@ static void print_gpus(FILE *f, json_t *gpus)
         else
             jint(g, "index", &idx);
         if (idx >= 0)
-            fprintf(f, "%s%lld", i ? ", " : "", (long long)idx);
+            print_textf(f, "%s%lld", i ? ", " : "", (long long)idx);
         else
-            fprintf(f, "%s?", i ? ", " : "");
+            print_textf(f, "%s?", i ? ", " : "");
     }
-    fprintf(f, "] (%zu GPU%s allocated)\n", n, n == 1 ? "" : "s");
+    print_textf(f, "] (%zu GPU%s allocated)\n", n, n == 1 ? "" : "s");
     json_array_foreach(gpus, i, g) {
         int64_t idx = -1, mem = -1;
         if (!json_is_object(g))
             continue;
         jint(g, "index", &idx);
         jint(g, "memory_mb", &mem);
-        fprintf(f, "  GPU %lld  %s  %s  %lld MiB%s\n", (long long)idx, jstr(g, "uuid") ? jstr(g, "uuid") : "?",
-                jstr(g, "name") ? jstr(g, "name") : "?", (long long)mem,
-                json_is_true(json_object_get(g, "simulated")) ? "  [simulated]" : "");
+        print_textf(f, "  GPU %lld  %s  %s  %lld MiB%s\n", (long long)idx, jstr(g, "uuid") ? jstr(g, "uuid") : "?",
+                    jstr(g, "name") ? jstr(g, "name") : "?", (long long)mem,
+                    json_is_true(json_object_get(g, "simulated")) ? "  [simulated]" : "");
     }
 }
 
@@ -561,38 +702,38 @@ static void print_gpu_request(FILE *f, json_t *req)
     const char *degraded = jstr(req, "degraded");
     if (degraded) {
         key(f, "GPU request:");
-        fprintf(f, "none granted (--gpu-optional): %s\n", degraded);
+        print_textf(f, "none granted (--gpu-optional): %s\n", degraded);
         return;
     }
     if (jstr(req, "mig")) {
         key(f, "GPU request:");
-        fprintf(f, "one MIG device %s\n", jstr(req, "mig"));
+        print_textf(f, "one MIG device %s\n", jstr(req, "mig"));
         return;
     }
     if (!jint(req, "count", &count) || count <= 0)
         return;
     key(f, "GPU request:");
-    fprintf(f, "%lld GPU%s", (long long)count, count == 1 ? "" : "s");
+    print_textf(f, "%lld GPU%s", (long long)count, count == 1 ? "" : "s");
     if (json_is_true(json_object_get(req, "all")))
-        fprintf(f, " (all)");
+        print_textf(f, " (all)");
     json_t *ids = json_object_get(req, "ids"), *id;
     size_t i;
-    json_array_foreach(ids, i, id) fprintf(f, "%s%s", i ? ", " : ": ", json_string_value(id));
+    json_array_foreach(ids, i, id) print_textf(f, "%s%s", i ? ", " : ": ", json_string_value(id));
     if (json_is_true(json_object_get(req, "share")))
-        fprintf(f, " shared (MPS)");
+        print_textf(f, " shared (MPS)");
     if (jint(req, "memory_mb", &mem) && mem > 0) {
         char m[32];
         fmt_mb((uint64_t)mem, m, sizeof m);
-        fprintf(f, json_is_true(json_object_get(req, "share")) ? ", reserving %s" : " with at least %s each", m);
+        print_textf(f, json_is_true(json_object_get(req, "share")) ? ", reserving %s" : " with at least %s each", m);
     }
     if (jstr(req, "type"))
-        fprintf(f, " of type %s", jstr(req, "type"));
+        print_textf(f, " of type %s", jstr(req, "type"));
     if (jstr(req, "cc"))
-        fprintf(f, ", compute capability %s or more", jstr(req, "cc"));
+        print_textf(f, ", compute capability %s or more", jstr(req, "cc"));
     if (json_is_false(json_object_get(req, "cross_numa")))
-        fprintf(f, ", on one NUMA node");
+        print_textf(f, ", on one NUMA node");
     if (jstr(req, "caps"))
-        fprintf(f, "; capabilities %s", jstr(req, "caps"));
+        print_textf(f, "; capabilities %s", jstr(req, "caps"));
     fputc('\n', f);
 }
 
@@ -612,7 +753,7 @@ void print_job(json_t *job, FILE *f)
     if (json_is_object(wf)) {
         key(f, "Workflow:");
         print_text(f, jstr(wf, "name") ? jstr(wf, "name") : "-");
-        fprintf(f, " (%s), job ", jstr(wf, "id") ? jstr(wf, "id") : "-");
+        print_textf(f, " (%s), job ", jstr(wf, "id") ? jstr(wf, "id") : "-");
         put_line(f, jstr(wf, "job") ? jstr(wf, "job") : "-");
     }
     char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
@@ -621,7 +762,7 @@ void print_job(json_t *job, FILE *f)
     free(cmd);
     if (jint(job, "owner_uid", &v)) {
         key(f, "Owner uid:");
-        fprintf(f, "%lld\n", (long long)v);
+        print_textf(f, "%lld\n", (long long)v);
     }
     print_time_line(f, job, "Created:", "created_at");
     print_time_line(f, job, "Scheduled:", "scheduled_at");
@@ -630,18 +771,18 @@ void print_job(json_t *job, FILE *f)
     if (job_elapsed_ms(job, &v)) {
         fmt_elapsed_ms(v, b, sizeof b);
         key(f, "Duration:");
-        fprintf(f, "%s%s\n", b, jstr(job, "ended_at") ? "" : " (so far)");
+        print_textf(f, "%s%s\n", b, jstr(job, "ended_at") ? "" : " (so far)");
     }
     if (json_is_true(json_object_get(job, "preemptible")) || (jint(job, "preemptions", &v) && v > 0)) {
         key(f, "Preemption:");
         jint(job, "preemptions", &v);
-        fprintf(f, "%s; preempted %lld time%s\n",
-                json_is_true(json_object_get(job, "preemptible")) ? "preemptible" : "not preemptible", (long long)v,
-                v == 1 ? "" : "s");
+        print_textf(f, "%s; preempted %lld time%s\n",
+                    json_is_true(json_object_get(job, "preemptible")) ? "preemptible" : "not preemptible", (long long)v,
+                    v == 1 ? "" : "s");
     }
     if (jint(job, "queue_position", &v)) {
         key(f, "Queue position:");
-        fprintf(f, "%lld\n", (long long)v);
+        print_textf(f, "%lld\n", (long long)v);
     }
     if (jstr(job, "wait_reason")) {
         key(f, "Waiting:");
@@ -649,11 +790,11 @@ void print_job(json_t *job, FILE *f)
     }
     if (jint(job, "pid", &v)) {
         key(f, "PID:");
-        fprintf(f, "%lld\n", (long long)v);
+        print_textf(f, "%lld\n", (long long)v);
     }
     if (jint(job, "exit_code", &v)) {
         key(f, "Exit code:");
-        fprintf(f, "%lld\n", (long long)v);
+        print_textf(f, "%lld\n", (long long)v);
     }
     if (jint(job, "signal", &v)) {
         const char *name = jstr(job, "signal_name");
@@ -662,7 +803,7 @@ void print_job(json_t *job, FILE *f)
             name = b;
         }
         key(f, "Signal:");
-        fprintf(f, "%s (%lld)\n", name, (long long)v);
+        print_textf(f, "%s (%lld)\n", name, (long long)v);
     }
     fmt_end_reason(job, b, sizeof b);
     if (b[0]) {
@@ -693,7 +834,8 @@ void print_job(json_t *job, FILE *f)
             bool ro = false;
             const char *item = json_string_value(json_array_get(vols, i));
             if (item && jobreq_volume_parse(item, name, sizeof name, &ro) == 0)
-                fprintf(f, "%s/volumes/%s%s", i ? ", " : "", name, ro ? " (read-only)" : ""); /* names are checked */
+                print_textf(f, "%s/volumes/%s%s", i ? ", " : "", name,
+                            ro ? " (read-only)" : ""); /* names are checked */
         }
         fputc('\n', f);
     }

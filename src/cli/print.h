@@ -24,14 +24,14 @@ void fmt_signal(int sig, char *out, size_t outlen);
 
 /* command and args joined as a shell would need them typed (quoted where needed). Frees with free(). */
 char *shell_join(const char *command, json_t *args);
-/* Copy of s cut to at most max characters (UTF-8 aware, "..." marks a cut), with control
- * characters shown as '?', so one cell stays on one line. Caller frees. */
+/* Copy of s escaped as print_text prints it, cut to at most max characters (UTF-8 aware,
+ * "..." marks a cut), so one cell stays on one line. Caller frees. */
 char *cell_text(const char *s, size_t max);
 
 /* A table printed with columns padded to their widest cell. */
 typedef struct table table;
 table *table_new(size_t ncols, const char *const *headers);
-/* Copies ncols cells; NULL prints as "-". */
+/* Copies ncols cells, escaped as print_text prints them; NULL prints as "-". */
 void table_add(table *t, const char *const *cells);
 void table_print(const table *t, FILE *f);
 void table_free(table *t);
@@ -57,5 +57,14 @@ void print_job(json_t *job, FILE *f);
 /* Text a user controls, with control characters and bytes that are not UTF-8 escaped (\n,
  * \t, \xNN): what every human-readable output of rnx prints such text with. */
 void print_text(FILE *f, const char *s);
+/* Text of several lines a user controls (a workflow file): as print_text, but each newline
+ * stays one. */
+void print_text_lines(FILE *f, const char *s);
+/* s as print_text prints it, in a string the caller frees. */
+char *text_escape(const char *s);
+/* printf to f, with every %s (and %c) argument escaped as print_text prints it; the format's
+ * own text is printed as it is. For every output line that holds text a user or joblet
+ * controls: names, labels, messages, paths. */
+void print_textf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -99,14 +99,14 @@ static int do_version(const rnx_ctx *ctx)
         print_json(o);
         json_decref(o);
     } else {
-        printf("rnx %s\n", JOBLET_VERSION);
+        print_textf(stdout, "rnx %s\n", JOBLET_VERSION);
         if (rc == RNX_OK) {
             const char *sv = json_string_value(json_object_get(v, "version"));
             const char *api = json_string_value(json_object_get(v, "api"));
             const char *layout = json_string_value(json_object_get(v, "cgroup_layout"));
-            printf("joblet %s", sv ? sv : "(unknown version)");
+            print_textf(stdout, "joblet %s", sv ? sv : "(unknown version)");
             if (api || layout)
-                printf(" (api %s, cgroup layout %s)", api ? api : "?", layout ? layout : "?");
+                print_textf(stdout, " (api %s, cgroup layout %s)", api ? api : "?", layout ? layout : "?");
             putchar('\n');
         }
     }
@@ -179,7 +179,7 @@ int main(int argc, char **argv)
     /* a full disk or closed pipe must not pass for success */
     if ((fflush(stdout) != 0 || ferror(stdout)) && rc == RNX_OK) {
         if (errno != EPIPE)
-            fprintf(stderr, "rnx: writing the output failed: %s\n", strerror(errno));
+            print_textf(stderr, "rnx: writing the output failed: %s\n", strerror(errno));
         rc = RNX_FAIL;
     }
     return rc;

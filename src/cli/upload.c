@@ -17,6 +17,7 @@
 #include "../common/jsonx.h"
 #include "../common/util.h"
 #include "client.h"
+#include "print.h"
 
 void upload_init(upload_set *u)
 {
@@ -415,8 +416,8 @@ void upload_note_stripped(const upload_set *const *sets, size_t n)
             first = sets[i]->first_stripped;
     }
     if (count)
-        fprintf(stderr, "rnx: note: setuid, setgid and sticky bits are not uploaded (%zu %s, e.g. %s); the files "
-                        "keep their other mode bits\n", count, count == 1 ? "entry" : "entries", first);
+        print_textf(stderr, "rnx: note: setuid, setgid and sticky bits are not uploaded (%zu %s, e.g. %s); the "
+                            "files keep their other mode bits\n", count, count == 1 ? "entry" : "entries", first);
 }
 
 int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out, jerr *e)

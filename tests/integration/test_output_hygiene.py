@@ -124,3 +124,190 @@ def test_no_secret_at_rest_in_the_state_directory(fresh_daemon):
     for j in (a, later):
         assert d.api("DELETE", f"/v1/jobs/{j}")[0] == 200
     assert _grep_state(d, secret) == []
+
+
+# ---- every rnx command: what a user or joblet controls never reaches the terminal raw ----------
+
+import re
+import shutil
+import stat
+
+import busybox_runtime
+from conftest import ROOT
+
+# ESC (a title and a screen clear), BEL, CR and a newline that would start a forged line
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\rFORGED\nline"
+SHOWN = "\\x1b]0;pwned\\x07\\x1b[2J\\x0dFORGED\\nline"   # as rnx prints it
+RAW = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")          # every control byte but the newline
+
+
+def rnx(d, *args):
+    """d.rnx, with stdout and stderr as they came: no newline translation, which would turn a
+    raw CR into a line end."""
+    import subprocess
+    from conftest import BUILD
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": d.sock,
+           **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+    p = subprocess.run([os.path.join(BUILD, "rnx"), *args], capture_output=True, timeout=120, env=env)
+    p.stdout = p.stdout.decode(errors="surrogateescape")
+    p.stderr = p.stderr.decode(errors="surrogateescape")
+    return p
+
+
+def clean(p, *, stdout=True, stderr=True, what=""):
+    """Asserts no control byte but line ends in p's output, and no line forged by a newline in a
+    field; returns stdout + stderr."""
+    for name, text, check in (("stdout", p.stdout, stdout), ("stderr", p.stderr, stderr)):
+        if check:
+            m = RAW.search(text)
+            assert not m, f"{what}: raw control byte {m.group()!r} in {name}: {text!r}"
+            assert not any(l.startswith("line") for l in text.splitlines()), f"{what}: forged line: {text!r}"
+    return p.stdout + p.stderr
+
+
+def test_job_commands_escape_names_commands_and_messages(daemon):
+    code, job = daemon.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", 'printf "%s" "$1"; exit 3', "sh",
+                                                                          HOSTILE],
+                                                "name": HOSTILE, "env": {"NOTE": HOSTILE}})
+    assert code == 201, job
+    jid = job["id"]
+    daemon.wait(jid)
+    out = clean(rnx(daemon, "job", "list"), what="job list")
+    assert "\\x1b]0;pwned" in out                                  # the name, escaped (cut to its column)
+    out = clean(rnx(daemon, "job", "status", jid), what="job status")
+    assert f"Name:           {SHOWN}" in out and f"NOTE={SHOWN}" in out
+    clean(rnx(daemon, "job", "metrics", "--count=1", jid), what="job metrics")
+    # the job's own bytes are its output: rnx job log passes them as they are (documented)
+    p = rnx(daemon, "job", "log", jid)
+    assert p.returncode == 0 and p.stdout == HOSTILE, repr(p.stdout)
+    # --json is data: exact
+    assert json.loads(daemon.rnx("--json", "job", "status", jid, check=True).stdout)["name"] == HOSTILE
+    # joblet's refusals quote what was sent: escaped on stderr
+    for args in (["job", "status", HOSTILE], ["job", "stop", HOSTILE], ["job", "log", HOSTILE],
+                 ["job", "delete", HOSTILE], ["job", "metrics", "--count=1", HOSTILE],
+                 ["job", "list", "--status=" + HOSTILE]):
+        p = rnx(daemon, *args)
+        assert p.returncode != 0, args
+        assert SHOWN[:20] in clean(p, what=" ".join(args[:2])), (args, p.stderr)
+    p = rnx(daemon, "job", "run", "--network=\x1b[2J\x07\r", "true")
+    assert p.returncode == 2 and "--network: '" in clean(p, what="job run"), p.stderr
+    # a job that cannot start: the note rnx run --follow ends with quotes the command
+    p = rnx(daemon, "job", "run", "--follow", "/no/such/" + HOSTILE)
+    assert p.returncode != 0
+    assert "/no/such/\\x1b" in clean(p, what="job run --follow"), p.stderr
+    p = clean(rnx(daemon, "job", "delete", jid), what="job delete")
+    assert p.startswith("deleted ")
+
+
+def test_workflow_commands_escape_names_descriptions_and_the_file(daemon, tmp_path):
+    body = {"name": HOSTILE, "description": HOSTILE, "source": HOSTILE,
+            "yaml": "jobs:\n  a:\n    command: 'true'   # " + HOSTILE + "\n",
+            "jobs": [{"name": "a", "request": {"command": "true"}},
+                     {"name": "b", "requires": [{"job": "a", "status": "FAILED"}], "request": {"command": "true"}}]}
+    code, wf = daemon.api("POST", "/v1/workflows", body)
+    assert code == 201, wf
+    wid = wf["id"]
+    deadline = time.time() + 30
+    while daemon.api("GET", f"/v1/workflows/{wid}")[1]["state"] not in ("COMPLETED", "FAILED", "CANCELED"):
+        assert time.time() < deadline
+        time.sleep(0.1)
+    assert "\\x1b]0;pwned" in clean(rnx(daemon, "workflow", "list"), what="workflow list")
+    p = rnx(daemon, "workflow", "status", wid)
+    out = clean(p, what="workflow status")
+    assert f"Name:         {SHOWN}" in out and f"Description:  {SHOWN}" in out and f"Source:       {SHOWN}" in out
+    # --detail shows the stored file line by line, each line escaped
+    p = rnx(daemon, "workflow", "status", "--detail", wid)
+    assert p.returncode == 0
+    assert not RAW.search(p.stdout), repr(p.stdout)
+    assert "# \\x1b]0;pwned\\x07\\x1b[2J\\x0dFORGED\nline\n" in p.stdout
+    clean(rnx(daemon, "workflow", "cancel", wid), what="workflow cancel")
+    # rnx's own reading of a file quotes it: escaped too
+    f = tmp_path / "bad.yaml"
+    f.write_text('jobs:\n  "a\\e[2Jb":\n    command: "true"\n')
+    for args in (["workflow", "run", str(f)], ["workflow", "validate", str(f)], ["workflow", "status", HOSTILE]):
+        p = rnx(daemon, *args)
+        assert p.returncode != 0
+        clean(p, what=" ".join(args[:2]))
+    f.write_text("jobs:\n  a:\n    command: \"true\"\n    resources:\n      max_memory: \"\\e[2J\\a\\r\"\n")
+    p = rnx(daemon, "workflow", "validate", str(f))
+    assert p.returncode != 0 and "max_memory: '" in clean(p, what="workflow validate"), p.stderr
+
+
+def test_volume_commands_escape(daemon):
+    for args in (["volume", "create", HOSTILE, "--size=16MB", "--type=memory"], ["volume", "remove", HOSTILE],
+                 ["volume", "create", "v", "--size=" + HOSTILE]):
+        p = rnx(daemon, *args)
+        assert p.returncode != 0, args
+        assert "\\x1b" in clean(p, what=" ".join(args[:2])), p.stderr
+    p = rnx(daemon, "volume", "create", "hygiene", "--size=16MB", "--type=memory")
+    assert p.returncode == 0, p.stderr
+    try:
+        clean(p, what="volume create")
+        clean(rnx(daemon, "volume", "list"), what="volume list")
+    finally:
+        clean(rnx(daemon, "volume", "remove", "hygiene"), what="volume remove")
+
+
+def test_upload_messages_escape_local_names(daemon, tmp_path):
+    d = tmp_path / "up"
+    d.mkdir()
+    odd = d / ("f" + HOSTILE.replace("/", "_"))
+    odd.write_text("x")
+    os.chmod(odd, 0o4755)                          # a setuid bit: rnx notes it is not sent, naming the file
+    p = rnx(daemon, "job", "run", "--upload=" + str(d), "true")
+    assert p.returncode == 0, p.stderr
+    assert "setuid" in clean(p, what="upload note")
+    fifo = tmp_path / ("p" + HOSTILE.replace("/", "_"))
+    os.mkfifo(fifo)
+    p = rnx(daemon, "job", "run", "--upload=" + str(fifo), "true")
+    assert p.returncode != 0 and "\\x1b]0;pwned" in clean(p, what="upload refusal"), p.stderr
+
+
+def test_runtime_commands_escape(fresh_daemon, tmp_path):
+    d = fresh_daemon(start=False)
+    rdir = os.path.join(d.state, "runtimes")
+    busybox_runtime.make(rdir, name="hostile", env={"NOTE": "\\e[2J\\a\\r\\n"})
+    with open(os.path.join(rdir, "hostile", "manifest.yml")) as f:
+        manifest = f.read()
+    with open(os.path.join(rdir, "hostile", "manifest.yml"), "w") as f:
+        f.write(manifest.replace("description: busybox for tests", 'description: "a\\e]0;pwned\\a\\e[2J\\rFORGED\\nline"'))
+    d.start()
+    for args in (["runtime", "list"], ["runtime", "info", "hostile"]):
+        p = rnx(d, *args)
+        assert p.returncode == 0, (args, p.stderr)
+        clean(p, what=" ".join(args))
+    out = rnx(d, "runtime", "info", "hostile").stdout
+    assert "a\\x1b]0;pwned\\x07\\x1b[2J\\x0dFORGED\\nline" in out and "NOTE=\\x1b[2J\\x07\\x0d\\n" in out
+    recipe = tmp_path / "r.yml"
+    recipe.write_text('name: "x\\e[2J"\nversion: "1"\nsuite: bookworm\npackages: [busybox]\n')
+    for args in (["runtime", "info", HOSTILE], ["runtime", "remove", HOSTILE], ["runtime", "build", str(recipe)],
+                 ["runtime", "log", HOSTILE]):
+        p = rnx(d, *args)
+        assert p.returncode != 0, args
+        clean(p, what=" ".join(args[:2]))
+
+
+def test_gpu_monitor_and_audit_commands_escape(fresh_daemon, tmp_path):
+    with open(os.path.join(ROOT, "tests", "fixtures", "a100-pcie-4", "machine.json")) as f:
+        machine = json.load(f)
+    for g in machine["gpus"]:
+        g["name"] = "A100" + HOSTILE
+        g["vbios"] = HOSTILE
+    fixture = tmp_path / "machine.json"
+    fixture.write_text(json.dumps(machine))
+    d = fresh_daemon(f"gpu:\n  fixture: {fixture}\n")
+    jid = d.submit("true", gpu_count=1, name=HOSTILE)
+    d.wait(jid)
+    for args in (["gpu", "list"], ["gpu", "show", "0"], ["gpu", "topo"], ["monitor", "status"],
+                 ["gpu", "drain", "1"], ["gpu", "online", "1"], ["audit"], ["job", "status", jid]):
+        p = rnx(d, *args)
+        assert p.returncode == 0, (args, p.stderr)
+        clean(p, what=" ".join(args))
+    assert "A100\\x1b]0;pwned" in rnx(d, "gpu", "show", "0").stdout
+    for args in (["gpu", "show", HOSTILE], ["gpu", "drain", "99" + HOSTILE], ["audit", "--user=" + HOSTILE]):
+        p = rnx(d, *args)
+        assert p.returncode != 0, args
+        clean(p, what=" ".join(args[:2]))
+    p = rnx(d, "monitor", "watch", "--count=1")
+    assert p.returncode == 0, p.stderr
+    clean(p, what="monitor watch")

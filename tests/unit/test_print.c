@@ -1,0 +1,107 @@
+/* Unit tests for rnx's escaping printers (src/cli/print.c): print_textf escapes every %s and %c
+ * argument and nothing of its format, and formats numbers, widths and precisions as printf does;
+ * text_escape, cell_text, print_text_lines and the tables. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cli/print.h"
+
+/* what print_textf(f, ...) wrote */
+#define TEXTF(...)                                                                                    \
+    ({                                                                                                \
+        char *out_ = NULL;                                                                            \
+        size_t len_ = 0;                                                                              \
+        FILE *f_ = open_memstream(&out_, &len_);                                                      \
+        print_textf(f_, __VA_ARGS__);                                                                 \
+        fclose(f_);                                                                                   \
+        out_;                                                                                         \
+    })
+
+static void expect_textf(char *got, const char *want)
+{
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static void test_strings_escaped_format_not(void **state)
+{
+    (void)state;
+    const char *hostile = "\x1b]0;t\x07\x1b[2J\rX\ny\t\x7f caf\xc3\xa9 \xff";
+    expect_textf(TEXTF("name: %s\n", hostile), "name: \\x1b]0;t\\x07\\x1b[2J\\x0dX\\ny\\t\\x7f caf\xc3\xa9 \\xff\n");
+    /* the format's own control characters are the caller's: kept */
+    expect_textf(TEXTF("\r\033[K%s\n\n", "a\nb"), "\r\033[Ka\\nb\n\n");
+    expect_textf(TEXTF("%c|%c|%c", 'a', '\n', 0x1b), "a|\\n|\\x1b");
+    expect_textf(TEXTF("100%% %s", "x"), "100% x");
+}
+
+static void test_as_printf(void **state)
+{
+    (void)state;
+    char want[256];
+    snprintf(want, sizeof want, "[%-8s|%8s|%.3s|%-*s|%*.*s]", "ab", "cd", "efghij", 6, "k", 5, 2, "lmnop");
+    expect_textf(TEXTF("[%-8s|%8s|%.3s|%-*s|%*.*s]", "ab", "cd", "efghij", 6, "k", 5, 2, "lmnop"), want);
+    snprintf(want, sizeof want, "%d %i %ld %lld %zu %zd %u %lu %llu %x %X %o %05d %-4d| %+d %jd %td %hhd %hd",
+             -1, 2, -3L, -4LL, (size_t)5, (ssize_t)-6, 7u, 8UL, 9ULL, 255u, 255u, 8u, 42, 7, 3, (intmax_t)-9,
+             (ptrdiff_t)-10, 11, 12);
+    expect_textf(TEXTF("%d %i %ld %lld %zu %zd %u %lu %llu %x %X %o %05d %-4d| %+d %jd %td %hhd %hd", -1, 2, -3L,
+                       -4LL, (size_t)5, (ssize_t)-6, 7u, 8UL, 9ULL, 255u, 255u, 8u, 42, 7, 3, (intmax_t)-9,
+                       (ptrdiff_t)-10, 11, 12),
+                 want);
+    snprintf(want, sizeof want, "%.2f %g %e %5.1f %Lg %%", 3.14159, 0.5, 1e10, 2.25, (long double)1.5);
+    expect_textf(TEXTF("%.2f %g %e %5.1f %Lg %%", 3.14159, 0.5, 1e10, 2.25, (long double)1.5), want);
+    /* the arguments after a %s are read in their places */
+    expect_textf(TEXTF("%s=%lld %s=%.1f %s", "a", 1LL, "b\x01", 2.0, "c"), "a=1 b\\x01=2.0 c");
+}
+
+static void test_escape_cells_lines(void **state)
+{
+    (void)state;
+    char *e = text_escape("a\x1b" "b\n");
+    assert_string_equal(e, "a\\x1bb\\n");
+    free(e);
+    e = text_escape(NULL);
+    assert_string_equal(e, "");
+    free(e);
+    char *c = cell_text("ab\x1b[2Jcdef", 10); /* escaped first, then cut: ab\x1b[2J... */
+    assert_string_equal(c, "ab\\x1b[...");
+    free(c);
+    c = cell_text("caf\xc3\xa9", 4);
+    assert_string_equal(c, "caf\xc3\xa9");
+    free(c);
+
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    print_text_lines(f, "line 1\n\x1b[2Jline 2\r\n\nlast");
+    fclose(f);
+    assert_string_equal(out, "line 1\n\\x1b[2Jline 2\\x0d\n\nlast");
+    free(out);
+
+    static const char *const hdr[] = {"A", "B"};
+    table *t = table_new(2, hdr);
+    const char *row[] = {"x\ny", "\x07"};
+    table_add(t, row);
+    f = open_memstream(&out, &len);
+    table_print(t, f);
+    fclose(f);
+    table_free(t);
+    assert_string_equal(out, "A     B\nx\\ny  \\x07\n");
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_strings_escaped_format_not),
+        cmocka_unit_test(test_as_printf),
+        cmocka_unit_test(test_escape_cells_lines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
