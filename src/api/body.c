@@ -8,9 +8,10 @@
  * for each value it builds, so these, not the body's byte limit alone, bound what a request
  * can make joblet hold. The largest legitimate body is a job's upload listing: at most 100,000
  * entries (docs/api.md), each an object of path, type, mode and size (or content_b64, or
- * target): up to 100,000 objects and 700,000 values, which jansson holds in ~80 MB. Whatever
- * fits these bounds takes no more than about that (~130 MB at worst, measured: every value an
- * empty string in an object member); without them a 16 MB body of "[{},{},…]" took 1.2 GB. */
+ * target): up to 100,000 objects and 700,000 values, which jansson holds in ~80 MB (the daemon
+ * peaks at ~130 MB taking one). The worst body within these bounds measured peaks at ~160 MB
+ * (800,000 values, each an empty string in an object member); without them a 16 MB body of
+ * "[{},{},…]" took 1.2 GB. */
 static const jsonscan_limits limits[] = {
     [BODY_REQUEST] = {
         .depth = 32,              /* a workflow's jobs[].request.uploads[] nests 5 deep */
