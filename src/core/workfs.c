@@ -46,19 +46,19 @@ int workfs_init(jerr *e)
     if (mkdir(root, 0700) < 0 && errno != EEXIST)
         return jerr_sys(e, "create %s", root);
     enforced = false;
-    if (!core.cfg.work_quota)
-        return 0;
-    if (!diskimg_mke2fs(core.cfg.volumes_mke2fs)) {
+    bool loops = access("/dev/loop-control", R_OK | W_OK) == 0;
+    int why = errno;
+    if (core.cfg.work_quota && !diskimg_mke2fs(core.cfg.volumes_mke2fs))
         log_warn("jobs.work_quota: no mke2fs (e2fsprogs) here: /work has no bound (jobs show none)");
-        return 0;
-    }
-    if (access("/dev/loop-control", R_OK | W_OK) < 0) {
+    else if (core.cfg.work_quota && !loops)
         log_warn("jobs.work_quota: no loop devices here (/dev/loop-control: %s): /work has no bound (jobs show none)",
-                 strerror(errno));
+                 strerror(why));
+    else
+        enforced = core.cfg.work_quota > 0;
+    if (!loops)
         return 0;
-    }
-    enforced = true;
-    /* the owners' filesystems made before: mounted again when they are not (after a reboot) */
+    /* the owners' filesystems made before: mounted again when they are not (after a reboot),
+     * also when jobs.work_quota was turned off since (their jobs' work is on them) */
     DIR *d = opendir(root);
     if (!d)
         return jerr_sys(e, "open %s", root);
