@@ -112,13 +112,14 @@ static const char status_help[] =
     "  -h, --help   show this help\n";
 
 static const char log_help[] =
-    "Usage: rnx job log [--stream stdout|stderr] [--no-follow] [--json] ID\n"
+    "Usage: rnx job log [--stream stdout|stderr] [-f|--no-follow] [--json] ID\n"
     "\n"
     "Prints the job's output from the start and, while the job runs, follows it until it ends.\n"
     "The job's stdout goes to stdout and its stderr to stderr.\n"
     "\n"
     "Flags:\n"
     "  --stream S    only stdout or only stderr\n"
+    "  -f, --follow  follow the output until the job ends (the default)\n"
     "  --no-follow   print what there is now and return\n"
     "  --json        print the API's records (one JSON object per line)\n"
     "  -h, --help    show this help\n";
@@ -579,7 +580,7 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
     run_options(opts, ARRAY_LEN(opts));
     upload_init(&r.uploads);
     optind = 0;
-    while (rc == 0 && (c = rnx_getopt(argc, argv, "e:s:fh", opts, "rnx job run")) != -1) {
+    while (rc == 0 && (c = rnx_getopt(argc, argv, "+e:s:fh", opts, "rnx job run")) != -1) {
         if (c == 'h') {
             fputs(run_help, stdout);
             rc = -1;
@@ -816,6 +817,7 @@ static int job_log(rnx_ctx *ctx, int argc, char **argv)
     static const struct option opts[] = {
         {"stream", required_argument, NULL, O_STREAM},
         {"no-follow", no_argument, NULL, O_NO_FOLLOW},
+        {"follow", no_argument, NULL, 'f'},
         OPT_JSON,
         OPT_HELP,
         {0},
@@ -824,11 +826,13 @@ static int job_log(rnx_ctx *ctx, int argc, char **argv)
     bool follow = true;
     int c, rc;
     optind = 0;
-    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job log")) != -1) {
+    bool follow_given = false, no_follow_given = false;
+    while ((c = rnx_getopt(argc, argv, "fh", opts, "rnx job log")) != -1) {
         switch (c) {
         case 'h': fputs(log_help, stdout); return RNX_OK;
         case 'j': ctx->json = true; break;
-        case O_NO_FOLLOW: follow = false; break;
+        case O_NO_FOLLOW: follow = false; no_follow_given = true; break;
+        case 'f': follow_given = true; break;
         case O_STREAM:
             if (strcmp(optarg, "stdout") != 0 && strcmp(optarg, "stderr") != 0)
                 return rnx_usage("--stream: '%s' is not accepted; use stdout or stderr", optarg);
@@ -837,7 +841,9 @@ static int job_log(rnx_ctx *ctx, int argc, char **argv)
         default: return RNX_USAGE;
         }
     }
-    if ((rc = one_id(argc, argv, "job log", "rnx job log [--stream stdout|stderr] [--no-follow] ID", &id)) != 0)
+    if (follow_given && no_follow_given)
+        return rnx_usage("job log: -f/--follow and --no-follow contradict each other; give one");
+    if ((rc = one_id(argc, argv, "job log", "rnx job log [--stream stdout|stderr] [-f|--no-follow] ID", &id)) != 0)
         return rc;
 
     char query[64];
@@ -873,7 +879,7 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
     static const struct option opts[] = {OPT_HELP, {0}};
     int c;
     optind = 0;
-    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job")) != -1) {
+    while ((c = rnx_getopt(argc, argv, "+h", opts, "rnx job")) != -1) {
         if (c != 'h')
             return RNX_USAGE;
         fputs(job_help, stdout);
@@ -890,5 +896,9 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         fputs(job_help, stdout);
         return RNX_OK;
     }
-    return rnx_usage("unknown command '%s' for 'rnx job'; see 'rnx job --help'", name);
+    const char *names[ARRAY_LEN(job_cmds) + 1];
+    for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)
+        names[i] = job_cmds[i].name;
+    names[ARRAY_LEN(job_cmds)] = "help";
+    return rnx_unknown_command(name, "rnx job", names, ARRAY_LEN(names));
 }
