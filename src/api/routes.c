@@ -146,8 +146,11 @@ static enum MHD_Result one_job(request *r, const char *rest)
     }
     if (!strcmp(action, "metrics") && get)
         return http_reply_json(r->conn, 200, metrics_job_json(j));
-    if ((!strcmp(action, "stop") || !strcmp(action, "cancel")) && post) {
-        if ((!strcmp(action, "stop") ? job_ctl_stop : job_ctl_cancel)(j, r->uid, &e) < 0)
+    if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
+        int (*act)(job *, uid_t, jerr *) = !strcmp(action, "stop")   ? job_ctl_stop
+                                           : !strcmp(action, "kill") ? job_ctl_kill
+                                                                     : job_ctl_cancel;
+        if (act(j, r->uid, &e) < 0)
             return http_reply_error(r->conn, &e);
         settle();
         return http_reply_json(r->conn, 200, job_json(j));

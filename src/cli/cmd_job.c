@@ -30,7 +30,9 @@ static const char job_help[] =
     "  status ID                       show one job in detail\n"
     "  log [--stream S] [--no-follow] ID\n"
     "                                  print a job's output, following it until the job ends\n"
-    "  stop ID                         stop a running job (cancels one that has not started)\n"
+    "  stop [--force] ID               stop a running job: SIGTERM, SIGKILL after the grace period\n"
+    "                                  (cancels one that has not started)\n"
+    "  kill ID                         SIGKILL to every process of a job at once\n"
     "  cancel ID                       cancel a job that has not started (again) yet\n"
     "  delete ID                       remove a finished job and its output\n"
     "  delete-all                      remove every finished job\n"
@@ -125,10 +127,27 @@ static const char log_help[] =
     "  -h, --help    show this help\n";
 
 static const char stop_help[] =
-    "Usage: rnx job stop ID\n"
+    "Usage: rnx job stop [--force] ID\n"
     "\n"
     "Stops a running job: SIGTERM to all its processes, SIGKILL after the daemon's grace\n"
-    "period. A job that has not started yet is canceled.\n";
+    "period. A job that has not started yet is canceled.\n"
+    "\n"
+    "Flags:\n"
+    "  --force      SIGKILL to every process at once, as 'rnx job kill' (also while a stop's\n"
+    "               grace period runs)\n"
+    "  --json       print the job object afterwards\n"
+    "  -h, --help   show this help\n";
+
+static const char kill_help[] =
+    "Usage: rnx job kill ID\n"
+    "\n"
+    "Kills a running or stopping job: SIGKILL to every process of the job at once, no grace\n"
+    "period (the job cannot catch it). The job ends STOPPED, end reason 'killed'. A job that\n"
+    "has not started yet is canceled.\n"
+    "\n"
+    "Flags:\n"
+    "  --json       print the job object afterwards\n"
+    "  -h, --help   show this help\n";
 
 static const char cancel_help[] =
     "Usage: rnx job cancel ID\n"
@@ -743,36 +762,45 @@ static const char *answer_id(json_t *answer, const char *typed)
     return id ? id : typed;
 }
 
-/* stop, cancel and delete: one request, one line of confirmation. */
+/* stop, kill, cancel and delete: one request, one line of confirmation. */
 static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
 {
-    const char *help = strcmp(which, "stop") == 0     ? stop_help
-                       : strcmp(which, "cancel") == 0 ? cancel_help
-                                                      : delete_help;
+    static const struct option stop_opts[] = {{"force", no_argument, NULL, 'F'}, OPT_JSON, OPT_HELP, {0}};
+    static const struct option opts[] = {OPT_JSON, OPT_HELP, {0}};
+    bool stop = !strcmp(which, "stop"), kill = !strcmp(which, "kill"), del = !strcmp(which, "delete");
+    const char *help = stop ? stop_help : kill ? kill_help : !strcmp(which, "cancel") ? cancel_help : delete_help;
     char cmd[32], usage[64];
     const char *id = NULL;
     json_t *answer = NULL;
+    int c, rc;
     snprintf(cmd, sizeof cmd, "rnx job %s", which);
-    snprintf(usage, sizeof usage, "rnx job %s ID", which);
-    int rc = simple_flags(ctx, argc, argv, cmd, help, false);
-    if (rc)
-        return rc == HELP_SHOWN ? RNX_OK : rc;
+    snprintf(usage, sizeof usage, "rnx job %s%s ID", which, stop ? " [--force]" : "");
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", stop ? stop_opts : opts, cmd)) != -1) {
+        switch (c) {
+        case 'h': fputs(help, stdout); return RNX_OK;
+        case 'j': ctx->json = true; break;
+        case 'F': kill = true; break;
+        default: return RNX_USAGE;
+        }
+    }
     if ((rc = one_id(argc, argv, cmd + 4, usage, &id)) != 0)
         return rc;
-    if (strcmp(which, "delete") == 0)
+    if (del)
         rc = job_request(ctx, "DELETE", id, "", &answer);
     else
-        rc = job_request(ctx, "POST", id, strcmp(which, "stop") == 0 ? "/stop" : "/cancel", &answer);
+        rc = job_request(ctx, "POST", id, kill ? "/kill" : stop ? "/stop" : "/cancel", &answer);
     if (rc != 0)
         return rc;
     const char *status = jstr(answer, "status");
     if (ctx->json)
         print_json(answer);
-    else if (strcmp(which, "delete") == 0)
+    else if (del)
         print_textf(stdout, "deleted %s\n", answer_id(answer, id));
-    else if (strcmp(which, "cancel") == 0 || (status && strcmp(status, "CANCELED") == 0))
-        print_textf(stdout, "canceled %s%s\n", answer_id(answer, id),
-                    strcmp(which, "stop") == 0 ? " (it had not started)" : "");
+    else if (!strcmp(which, "cancel") || (status && strcmp(status, "CANCELED") == 0))
+        print_textf(stdout, "canceled %s%s\n", answer_id(answer, id), stop || kill ? " (it had not started)" : "");
+    else if (kill)
+        print_textf(stdout, "killing %s (SIGKILL to every process)\n", answer_id(answer, id));
     else
         print_textf(stdout, "stopping %s\n", answer_id(answer, id));
     json_decref(answer);
@@ -780,6 +808,7 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
 }
 
 static int job_stop(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "stop"); }
+static int job_kill(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "kill"); }
 static int job_cancel(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "cancel"); }
 static int job_delete(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "delete"); }
 
@@ -870,7 +899,7 @@ static const struct {
     int (*fn)(rnx_ctx *, int, char **);
 } job_cmds[] = {
     {"run", job_run},       {"list", job_list},     {"status", job_status}, {"log", job_log},
-    {"stop", job_stop},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
+    {"stop", job_stop},     {"kill", job_kill},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
     {"metrics", cmd_job_metrics}, /* cmd_metrics.c */
 };
 
@@ -886,7 +915,7 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         return RNX_OK;
     }
     if (optind >= argc)
-        return rnx_usage("job: missing command (run, list, status, log, stop, cancel, delete, delete-all, metrics); "
+        return rnx_usage("job: missing command (run, list, status, log, stop, kill, cancel, delete, delete-all, metrics); "
                          "see 'rnx job --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)

@@ -314,6 +314,11 @@ void fmt_end_reason(json_t *job, char *out, size_t outlen)
             snprintf(out, outlen, "stopped by uid %lld", (long long)v);
         else
             snprintf(out, outlen, "stopped");
+    } else if (strcmp(r, "killed") == 0) {
+        if (jint(job, "stopped_by", &v))
+            snprintf(out, outlen, "killed by uid %lld (SIGKILL to every process: rnx job kill)", (long long)v);
+        else
+            snprintf(out, outlen, "killed (SIGKILL to every process: rnx job kill)");
     } else if (strcmp(r, "canceled") == 0) {
         snprintf(out, outlen, "canceled");
     } else if (strcmp(r, "start_failed") == 0) {

@@ -1,0 +1,133 @@
+"""rnx as people type it (issue 15): flags anywhere, "did you mean", kill, jobs by name, the
+guide's status lines, job list's GPUs column and filters.
+
+Every test drives the rnx binary against a real daemon and asserts the exact output or
+message a user sees.
+"""
+import json
+import re
+import time
+
+import pytest
+
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def run_id(d, *args):
+    p = d.rnx("job", "run", *args, check=True)
+    jid = p.stdout.strip()
+    assert UUID_RE.match(jid), p.stdout
+    return jid
+
+
+# ---- kill ------------------------------------------------------------------------------------
+
+# A job that ignores SIGTERM (inherited by sleep): only SIGKILL ends it.
+STUBBORN = ["sh", "-c", "trap '' TERM; echo ready; sleep 1000 & sleep 1000; wait"]
+
+
+def wait_output(d, jid, text, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if text in d.output(jid):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"job {jid} never printed {text!r}")
+
+
+@pytest.mark.parametrize("how", [("job", "kill"), ("job", "stop", "--force")], ids=["kill", "stop-force"])
+def test_kill_ends_a_job_that_ignores_sigterm_at_once(fresh_daemon, how):
+    """`rnx job kill ID` and `rnx job stop --force ID`: SIGKILL to every process at once, no
+    grace period (60 s here); the job ends STOPPED, end reason killed, and says who did it."""
+    d = fresh_daemon("jobs:\n  stop_grace_s: 60\n")
+    jid = run_id(d, *STUBBORN)
+    d.wait_status(jid, "RUNNING")
+    wait_output(d, jid, "ready")
+    p = d.rnx(*how, jid[:8])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"killing {jid} (SIGKILL to every process)\n"
+    t0 = time.time()
+    job = d.wait(jid, timeout=20)
+    assert time.time() - t0 < 20
+    assert job["status"] == "STOPPED"
+    assert job["end_reason"] == "killed"
+    assert job["signal_name"] == "SIGKILL"
+    assert job["stopped_by"] == 0
+    text = d.rnx("job", "status", jid, check=True).stdout
+    assert re.search(r"^End reason: +killed by uid 0 \(SIGKILL to every process: rnx job kill\)$", text, re.M), text
+
+
+def test_kill_during_a_stops_grace_period(fresh_daemon):
+    """A job that ignores the stop's SIGTERM is STOPPING for the grace period; a kill then ends
+    it at once, where another stop is refused."""
+    d = fresh_daemon("jobs:\n  stop_grace_s: 60\n")
+    jid = run_id(d, *STUBBORN)
+    d.wait_status(jid, "RUNNING")
+    wait_output(d, jid, "ready")
+    d.rnx("job", "stop", jid, check=True)
+    time.sleep(1)
+    assert d.job(jid)["status"] == "STOPPING"
+    p = d.rnx("job", "stop", jid)
+    assert p.returncode == 1
+    assert p.stderr == f"rnx: job {jid} is STOPPING; only a running job can be stopped\n"
+    d.rnx("job", "kill", jid, check=True)
+    job = d.wait(jid, timeout=20)
+    assert (job["status"], job["end_reason"]) == ("STOPPED", "killed")
+
+
+def test_kill_of_a_waiting_job_cancels_it_and_of_an_ended_one_is_refused(daemon):
+    d = daemon
+    jid = run_id(d, "--schedule", "1h", "true")
+    p = d.rnx("job", "kill", jid, check=True)
+    assert p.stdout == f"canceled {jid} (it had not started)\n"
+    assert d.job(jid)["status"] == "CANCELED"
+    p = d.rnx("job", "kill", jid)
+    assert p.returncode == 1
+    assert p.stderr == f"rnx: job {jid} is CANCELED; only a running job can be killed\n"
+
+
+def test_kill_survives_a_daemon_restart_as_killed(fresh_daemon):
+    """The end reason comes from the shim's record: a daemon killed right after the kill
+    still reads it as killed on restart."""
+    d = fresh_daemon("jobs:\n  stop_grace_s: 60\n")
+    jid = run_id(d, *STUBBORN)
+    wait_output(d, jid, "ready")
+    d.rnx("job", "kill", jid, check=True)
+    d.kill9()
+    d.start()
+    job = d.wait(jid, timeout=20)
+    assert (job["status"], job["end_reason"], job["stopped_by"]) == ("STOPPED", "killed", 0)
+
+
+# ---- did you mean ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,message", [
+    (["job", "run", "--gpus=2", "true"], "unknown flag '--gpus' for 'rnx job run'; did you mean '--gpu'?"),
+    (["job", "run", "--max-mem", "1G", "true"],
+     "unknown flag '--max-mem' for 'rnx job run'; did you mean '--max-memory'?"),
+    (["job", "status", "x", "--jsno"], "unknown flag '--jsno' for 'rnx job status'; did you mean '--json'?"),
+    (["job", "list", "--stats", "RUNNING"], "unknown flag '--stats' for 'rnx job list'; did you mean '--status'?"),
+    (["job", "log", "--folow", "x"], "unknown flag '--folow' for 'rnx job log'; did you mean '--follow'?"),
+    (["job", "run", "--zzz", "true"], "unknown flag '--zzz' for 'rnx job run'; see 'rnx job run --help'"),
+    (["job", "stauts", "x"], "unknown command 'stauts' for 'rnx job'; did you mean 'status'?"),
+    (["jbo", "list"], "unknown command 'jbo' for 'rnx'; did you mean 'job'?"),
+    (["gpu", "lst"], "unknown command 'lst' for 'rnx gpu'; did you mean 'list'?"),
+    (["workflow", "stats", "x"], "unknown command 'stats' for 'rnx workflow'; did you mean 'status'?"),
+    (["job", "frobnicate"], "unknown command 'frobnicate' for 'rnx job'; see 'rnx job --help'"),
+    (["job", "log", "-f", "--no-follow", "x"], "job log: -f/--follow and --no-follow contradict each other; give one"),
+])
+def test_mistakes_get_a_suggestion(daemon, args, message):
+    p = daemon.rnx(*args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert p.stderr == f"rnx: {message}\n"
+    assert p.stdout == ""
+
+
+def test_log_short_follow_flag_follows(daemon):
+    """`rnx job log -f ID` (as docker logs -f / kubectl logs -f) follows until the job ends."""
+    d = daemon
+    jid = run_id(d, "sh", "-c", "echo one; sleep 1; echo two")
+    p = d.rnx("job", "log", "-f", jid, check=True)
+    assert p.stdout == "one\ntwo\n"
+    p = d.rnx("job", "log", jid, "-f", check=True)
+    assert p.stdout == "one\ntwo\n"
