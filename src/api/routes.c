@@ -109,12 +109,16 @@ static enum MHD_Result delete_all(request *r)
 
 static enum MHD_Result one_job(request *r, const char *rest)
 {
-    char id[64];
+    char id[160];   /* an id, a prefix, or a name (at most 128 bytes) */
     const char *slash = strchr(rest, '/');
     size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
     const char *action = slash ? slash + 1 : "";
-    snprintf(id, sizeof id, "%.*s", (int)(idlen < sizeof id ? idlen : sizeof id - 1), rest);
     jerr e = {0};
+    if (idlen >= sizeof id) {
+        jerr_http(&e, 404, "no job '%.40s…': an id, a prefix or a name is at most 128 bytes", rest);
+        return http_reply_error(r->conn, &e);
+    }
+    snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
     job *j = jobs_find(id, r->uid, &e);
     if (!j)
         return http_reply_error(r->conn, &e);
@@ -123,9 +127,11 @@ static enum MHD_Result one_job(request *r, const char *rest)
     if (!*action && get)
         return http_reply_json(r->conn, 200, job_json(j));
     if (!*action && del) {
+        char full[sizeof j->id];
+        snprintf(full, sizeof full, "%s", j->id);   /* the job is freed by the delete */
         if (job_ctl_delete(j, &e) < 0)
             return http_reply_error(r->conn, &e);
-        return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", id));
+        return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", full));
     }
     if (!strcmp(action, "logs") && get) {
         const char *s = query(r, "stream");

@@ -39,7 +39,8 @@ static const char job_help[] =
     "  metrics [--interval S] [--count N] ID\n"
     "                                  a job's CPU, memory, I/O and GPU use, sampled until it ends\n"
     "\n"
-    "ID is a job's full id or any unique prefix of it.\n"
+    "ID is a job's full id, its name (--name) when no other job of yours has it, or a unique\n"
+    "prefix of its id. Flags may come before or after ID.\n"
     "Run 'rnx job <command> --help' for a command's flags.\n";
 
 static const char run_help[] =
@@ -796,7 +797,7 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
     if (ctx->json)
         print_json(answer);
     else if (del)
-        print_textf(stdout, "deleted %s\n", answer_id(answer, id));
+        print_textf(stdout, "deleted %s\n", jstr(answer, "deleted") ? jstr(answer, "deleted") : id);
     else if (!strcmp(which, "cancel") || (status && strcmp(status, "CANCELED") == 0))
         print_textf(stdout, "canceled %s%s\n", answer_id(answer, id), stop || kill ? " (it had not started)" : "");
     else if (kill)

@@ -5,10 +5,15 @@ Every test drives the rnx binary against a real daemon and asserts the exact out
 message a user sees.
 """
 import json
+import os
+import pwd
 import re
+import subprocess
 import time
 
 import pytest
+
+from conftest import BUILD
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -131,3 +136,70 @@ def test_log_short_follow_flag_follows(daemon):
     assert p.stdout == "one\ntwo\n"
     p = d.rnx("job", "log", jid, "-f", check=True)
     assert p.stdout == "one\ntwo\n"
+
+
+# ---- jobs by name ----------------------------------------------------------------------------
+
+def test_a_unique_name_works_wherever_an_id_does(fresh_daemon):
+    """docs/scheduler.md's `rnx job status train`: status, log, metrics, stop, delete by name."""
+    d = fresh_daemon()
+    jid = run_id(d, "--name", "train", "sh", "-c", "echo hello; sleep 60")
+    d.wait_status(jid, "RUNNING")
+    wait_output(d, jid, "hello")
+    st = json.loads(d.rnx("job", "status", "train", "--json", check=True).stdout)
+    assert st["id"] == jid
+    assert d.rnx("job", "log", "--no-follow", "train", check=True).stdout == "hello\n"
+    m = d.rnx("job", "metrics", "--count", "1", "--json", "train", check=True)
+    assert m.stdout.strip()
+    assert d.rnx("job", "stop", "train", check=True).stdout == f"stopping {jid}\n"
+    d.wait(jid)
+    assert d.rnx("job", "delete", "train", check=True).stdout == f"deleted {jid}\n"
+
+
+def test_an_ambiguous_name_lists_the_candidates(fresh_daemon):
+    d = fresh_daemon()
+    a = run_id(d, "--name", "dup", "true")
+    b = run_id(d, "--name", "dup", "--schedule", "1h", "true")
+    d.wait(a)
+    p = d.rnx("job", "status", "dup")
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == (f"rnx: 'dup' names 2 jobs: {a[:8]} (COMPLETED), {b[:8]} (SCHEDULED); "
+                        "give one's id (or a unique prefix of it)\n")
+    # the id prefix still picks one
+    assert json.loads(d.rnx("job", "status", "--json", b[:8], check=True).stdout)["id"] == b
+
+
+def test_a_name_shadows_an_id_prefix_and_an_unknown_name_is_named(fresh_daemon):
+    """As docker resolves containers: the full id, then the name, then an id prefix."""
+    d = fresh_daemon()
+    a = run_id(d, "true")
+    b = run_id(d, "--name", a[:4], "true")
+    d.wait(a)
+    d.wait(b)
+    assert json.loads(d.rnx("job", "status", "--json", a[:4], check=True).stdout)["id"] == b
+    assert json.loads(d.rnx("job", "status", "--json", a, check=True).stdout)["id"] == a
+    p = d.rnx("job", "status", "no-such-name")
+    assert p.returncode == 1
+    assert p.stderr == ("rnx: no job named 'no-such-name' (a job is given by its id, a unique prefix of it, "
+                        "or its --name)\n")
+
+
+def test_names_with_spaces_and_unicode_are_found(fresh_daemon):
+    d = fresh_daemon()
+    jid = run_id(d, "--name", "résumé run 1", "true")
+    d.wait(jid)
+    assert json.loads(d.rnx("job", "status", "--json", "résumé run 1", check=True).stdout)["id"] == jid
+
+
+def test_another_users_job_name_is_not_found(fresh_daemon):
+    """Names resolve only among the caller's own jobs (root sees all)."""
+    d = fresh_daemon()
+    jid = run_id(d, "--name", "roots-secret-name", "true")
+    d.wait(jid)
+    nobody = pwd.getpwnam("nobody")
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "status", "roots-secret-name"], capture_output=True,
+                       text=True, env=env, user=nobody.pw_uid, group=nobody.pw_gid, timeout=60)
+    assert p.returncode == 1
+    assert "no job named 'roots-secret-name'" in p.stderr
