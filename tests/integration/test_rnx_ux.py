@@ -203,3 +203,77 @@ def test_another_users_job_name_is_not_found(fresh_daemon):
                        text=True, env=env, user=nobody.pw_uid, group=nobody.pw_gid, timeout=60)
     assert p.returncode == 1
     assert "no job named 'roots-secret-name'" in p.stderr
+
+
+# ---- the guide's status lines ----------------------------------------------------------------
+
+FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+
+
+def dgx(fresh_daemon):
+    return fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n")
+
+
+def test_the_guides_status_sample_verbatim(fresh_daemon):
+    """001 "Job Status Inspection": a --gpu=2 --gpu-memory=8GB job's `rnx job status` has the
+    guide's four lines, verbatim, first."""
+    d = dgx(fresh_daemon)
+    jid = run_id(d, "--gpu=2", "--gpu-memory=8GB", "sleep", "60")
+    d.wait_status(jid, "RUNNING")
+    out = d.rnx("job", "status", jid, check=True).stdout
+    assert out.splitlines()[:4] == [
+        f"UUID: {jid}",
+        "Status: RUNNING",
+        "GPUs: [0, 1] (2 GPUs allocated)",
+        "GPU Memory: 8192 MB required per GPU",
+    ], out
+    # then where they are: NUMA node and CPUs (a simulated machine's CPUs are not pinned)
+    assert "NUMA: node 0 (the GPUs' CPUs 0-55,112-167)\n" in out
+    assert "CPUs: not pinned: simulated GPUs: their CPU lists describe another machine, so the job is not pinned\n" in out
+    assert re.search(r"^GPU devices:\n  GPU 0  GPU-\S+  NVIDIA H100 80GB HBM3  81559 MiB  \[simulated\]\n"
+                     r"  GPU 1  GPU-\S+  NVIDIA H100 80GB HBM3  81559 MiB  \[simulated\]$", out, re.M), out
+    d.rnx("job", "kill", jid, check=True)
+    d.wait(jid)
+    out = d.rnx("job", "status", jid, check=True).stdout
+    assert "GPUs: [0, 1] (2 GPUs allocated; released when the job ended)\n" in out
+
+
+def test_gpus_show_as_allocated_only_once_granted(fresh_daemon):
+    d = dgx(fresh_daemon)
+    a = run_id(d, "--gpu=8", "sleep", "60")
+    d.wait_status(a, "RUNNING")
+    b = run_id(d, "--gpu=2", "--gpu-memory=8GB", "true")
+    out = d.rnx("job", "status", b, check=True).stdout
+    assert out.splitlines()[:4] == [f"UUID: {b}", "Status: QUEUED", "GPUs: none allocated yet (2 requested)",
+                                    "GPU Memory: 8192 MB required per GPU"], out
+    assert "NUMA:" not in out
+    d.rnx("job", "cancel", b, check=True)
+    out = d.rnx("job", "status", b, check=True).stdout
+    assert "GPUs: none allocated (2 requested)\n" in out
+    c = run_id(d, "--gpu-ids=3,5", "true")
+    uuids = [g["uuid"] for g in d.api("GET", "/v1/gpus")[1]["gpus"]]
+    assert f"GPUs: none allocated yet (GPUs {uuids[3]}, {uuids[5]} requested)\n" in d.rnx(
+        "job", "status", c, check=True).stdout
+    e = run_id(d, "--gpu=all", "true")
+    assert "GPUs: none allocated yet (all GPUs requested)\n" in d.rnx("job", "status", e, check=True).stdout
+    d.rnx("job", "kill", a, check=True)
+    assert d.wait(c)["status"] == "COMPLETED"
+    f = run_id(d, "true")
+    d.wait(f)
+    out = d.rnx("job", "status", f, check=True).stdout
+    assert out.splitlines()[:3] == [f"UUID: {f}", "Status: COMPLETED", "GPUs: none"], out
+    assert "GPU Memory:" not in out and "NUMA:" not in out
+
+
+def test_numa_nodes_of_a_job_across_nodes_and_its_cpu_cores(fresh_daemon):
+    d = dgx(fresh_daemon)
+    jid = run_id(d, "--gpu-ids=3,4", "--cpu-cores=0", "sleep", "60")
+    d.wait_status(jid, "RUNNING")
+    out = d.rnx("job", "status", jid, check=True).stdout
+    assert "GPUs: [3, 4] (2 GPUs allocated)\n" in out
+    assert "NUMA: nodes 0, 1 (the GPUs' CPUs 0-55,112-167,56-111,168-223)\n" in out
+    assert "CPUs: 0, as --cpu-cores asked\n" in out
+    loc = d.job(jid)["gpu_locality"]
+    assert loc == {"numa_nodes": [0, 1], "gpu_cpus": "0-55,112-167,56-111,168-223", "cpus": "0", "mems": None,
+                   "pinning": "--cpu-cores"}
+    d.rnx("job", "kill", jid, check=True)
