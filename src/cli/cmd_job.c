@@ -1,6 +1,7 @@
 /* The "rnx job" commands. Each checks its whole command line before it sends anything, so
  * a usage error (exit 2) never leaves a half-done request behind. */
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,8 @@ static const char job_help[] =
     "\n"
     "Commands:\n"
     "  run [flags] COMMAND [ARGS...]   run a command as a job; prints its id\n"
-    "  list [--status S]               list jobs\n"
+    "  list [--status S] [--gpu G] [--user U] [--since T]\n"
+    "                                  list jobs, newest last\n"
     "  status ID                       show one job in detail\n"
     "  log [--stream S] [--no-follow] ID\n"
     "                                  print a job's output, following it until the job ends\n"
@@ -95,13 +97,18 @@ static const char run_help[] =
     "  rnx job run --max-cpu=50 --max-memory 512MB --upload train.py python3 train.py --epochs 3\n";
 
 static const char list_help[] =
-    "Usage: rnx job list [--json] [--status STATUS]\n"
+    "Usage: rnx job list [--status STATUS] [--gpu GPU] [--user USER] [--since WHEN] [--json]\n"
     "\n"
-    "Lists the jobs you can see, oldest first.\n"
+    "Lists the jobs you can see (root: everyone's), oldest first, newest last. The GPUS\n"
+    "column shows the GPUs a job holds or held, or how many it waits for.\n"
     "\n"
     "Flags:\n"
     "  --status STATUS   only jobs in this state: PENDING, SCHEDULED, QUEUED, RUNNING,\n"
     "                    STOPPING, PREEMPTED, STOPPED, COMPLETED, FAILED, CANCELED\n"
+    "  --gpu GPU         only jobs that hold or held this GPU (an index or a UUID)\n"
+    "  --user USER       only this user's jobs (a name or a uid; others' jobs: root only)\n"
+    "  --since WHEN      only jobs submitted since: a duration ago (30min, 2h, 1d) or a time\n"
+    "                    (2026-11-22T15:00:00Z)\n"
     "  --json            print the jobs as a JSON array\n"
     "  -h, --help        show this help\n";
 
@@ -357,7 +364,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 
 /* ---- job run ------------------------------------------------------------------------- */
 
-enum { O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_FIELD = 512 /* + enum jobreq_id */ };
+enum { O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_GPU, O_USER, O_SINCE, O_FIELD = 512 /* + enum jobreq_id */ };
 
 typedef struct run_req {
     job_req req;         /* the request, read and checked by the schema (common/jobreq.h) */
@@ -642,9 +649,32 @@ static int parse_status(const char *arg, char *out, size_t outlen)
                      arg);
 }
 
+/* "0,1" for the GPUs a job holds or held, "2 wanted" while it waits for them, "-" else. */
+static void gpus_cell(json_t *job, char *out, size_t outlen)
+{
+    json_t *gpus = json_object_get(job, "gpus"), *req = json_object_get(job, "gpu_request"), *g;
+    size_t i, l = 0;
+    int64_t count = 0;
+    snprintf(out, outlen, "-");
+    json_array_foreach(gpus, i, g) {
+        int64_t idx = -1;
+        jint(g, "index", &idx);
+        if (l < outlen)
+            l += (size_t)snprintf(out + l, outlen - l, "%s%lld", i ? "," : "", (long long)idx);
+    }
+    if (json_array_size(gpus) || jstr(job, "ended_at") || jstr(req, "degraded"))
+        return;
+    if (jstr(req, "mig"))
+        snprintf(out, outlen, "MIG wanted");
+    else if (json_is_true(json_object_get(req, "all")))
+        snprintf(out, outlen, "all wanted");
+    else if (jint(req, "count", &count) && count > 0)
+        snprintf(out, outlen, "%lld wanted", (long long)count);
+}
+
 static void list_row(table *t, json_t *job)
 {
-    char created[64], dur[32] = "-", exit_s[16] = "-";
+    char created[64], dur[32] = "-", exit_s[16] = "-", gpus[96];
     int64_t v;
     const char *id = jstr(job, "id");
     char short_id[9];
@@ -659,17 +689,71 @@ static void list_row(table *t, json_t *job)
     char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
     char *cmd_cell = cell_text(cmd, 40);
     const char *status = jstr(job, "status");
-    const char *cells[] = {short_id, name_cell, status ? status : "-", exit_s, created, dur, cmd_cell};
+    gpus_cell(job, gpus, sizeof gpus);
+    const char *cells[] = {short_id, name_cell, status ? status : "-", exit_s, gpus, created, dur, cmd_cell};
     table_add(t, cells);
     free(name_cell);
     free(cmd);
     free(cmd_cell);
 }
 
+/* --user NAME|UID as the uid the API filters by. */
+static int parse_user(const char *arg, char *out, size_t outlen)
+{
+    uint64_t uid;
+    if (parse_u64(arg, &uid) == 0 && uid < UINT32_MAX) {
+        snprintf(out, outlen, "%llu", (unsigned long long)uid);
+        return 0;
+    }
+    struct passwd *pw = *arg ? getpwnam(arg) : NULL;
+    if (!pw)
+        return rnx_usage("--user: no user '%s' on this machine; give a user name or a uid", arg);
+    snprintf(out, outlen, "%u", (unsigned)pw->pw_uid);
+    return 0;
+}
+
+/* --since 2h (that long ago) or an RFC 3339 time, as the RFC 3339 time the API takes. */
+static int parse_since(const char *arg, char *out, size_t outlen)
+{
+    uint64_t secs;
+    time_t at;
+    jerr e = {0};
+    if (parse_rfc3339(arg, &at) == 0) {
+        format_rfc3339(at, out, outlen);
+        return 0;
+    }
+    if (parse_duration("--since", arg, &secs, &e) == 0 && secs <= (uint64_t)time(NULL)) {
+        format_rfc3339(time(NULL) - (time_t)secs, out, outlen);
+        return 0;
+    }
+    return rnx_usage("--since: '%s' is neither a duration (30min, 2h, 1d: that long ago) nor a time "
+                     "(2026-11-22T15:00:00Z)", arg);
+}
+
+/* Appends "&key=value" (the first one "?"), the value escaped for a URL. */
+static void add_query(rnx_client *c, char **path, const char *key, const char *value)
+{
+    if (!value || !*value)
+        return;
+    char *esc = client_escape(c, value), *p;
+    if (asprintf(&p, "%s%c%s=%s", *path, strchr(*path, '?') ? '&' : '?', key, esc) < 0)
+        abort();
+    free(esc);
+    free(*path);
+    *path = p;
+}
+
 static int job_list(rnx_ctx *ctx, int argc, char **argv)
 {
-    static const struct option opts[] = {{"status", required_argument, NULL, O_STATUS}, OPT_JSON, OPT_HELP, {0}};
-    char status[32] = "";
+    static const struct option opts[] = {{"status", required_argument, NULL, O_STATUS},
+                                         {"gpu", required_argument, NULL, O_GPU},
+                                         {"user", required_argument, NULL, O_USER},
+                                         {"since", required_argument, NULL, O_SINCE},
+                                         OPT_JSON,
+                                         OPT_HELP,
+                                         {0}};
+    char status[32] = "", user[16] = "", since[48] = "";
+    const char *gpu = NULL;
     int c;
     optind = 0;
     while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job list")) != -1) {
@@ -680,18 +764,35 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
             if (parse_status(optarg, status, sizeof status) != 0)
                 return RNX_USAGE;
             break;
+        case O_USER:
+            if (parse_user(optarg, user, sizeof user) != 0)
+                return RNX_USAGE;
+            break;
+        case O_SINCE:
+            if (parse_since(optarg, since, sizeof since) != 0)
+                return RNX_USAGE;
+            break;
+        case O_GPU:
+            if (!*optarg)
+                return rnx_usage("--gpu: give a GPU's index or UUID (rnx gpu list)");
+            gpu = optarg;
+            break;
         default: return RNX_USAGE;
         }
     }
     if (optind < argc)
-        return rnx_usage("job list: unexpected argument '%s'; usage: rnx job list [--json] [--status STATUS]",
+        return rnx_usage("job list: unexpected argument '%s'; usage: rnx job list [--status STATUS] [--gpu GPU] "
+                         "[--user USER] [--since WHEN] [--json]",
                          argv[optind]);
 
     rnx_client *cl = open_client(ctx);
     if (!cl)
         return RNX_FAIL;
-    char path[64];
-    snprintf(path, sizeof path, "/v1/jobs%s%s", status[0] ? "?status=" : "", status);
+    char *path = xstrdup("/v1/jobs");
+    add_query(cl, &path, "status", status);
+    add_query(cl, &path, "gpu", gpu);
+    add_query(cl, &path, "user", user);
+    add_query(cl, &path, "since", since);
     json_t *resp = NULL;
     jerr e = {0};
     int rc = RNX_OK;
@@ -704,7 +805,8 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
         } else if (ctx->json) {
             print_json(jobs);
         } else {
-            static const char *const headers[] = {"ID", "NAME", "STATUS", "EXIT", "CREATED", "DURATION", "COMMAND"};
+            static const char *const headers[] = {"ID",   "NAME",    "STATUS",   "EXIT",
+                                                  "GPUS", "CREATED", "DURATION", "COMMAND"};
             table *t = table_new(ARRAY_LEN(headers), headers);
             size_t i;
             json_t *job;
@@ -714,6 +816,7 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
             table_free(t);
         }
     }
+    free(path);
     json_decref(resp);
     client_free(cl);
     return rc;

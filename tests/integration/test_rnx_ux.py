@@ -277,3 +277,69 @@ def test_numa_nodes_of_a_job_across_nodes_and_its_cpu_cores(fresh_daemon):
     assert loc == {"numa_nodes": [0, 1], "gpu_cpus": "0-55,112-167,56-111,168-223", "cpus": "0", "mems": None,
                    "pinning": "--cpu-cores"}
     d.rnx("job", "kill", jid, check=True)
+
+
+# ---- job list: GPUS column and filters -------------------------------------------------------
+
+def list_ids(d, *args, env=None):
+    p = d.rnx("job", "list", "--json", *args, env=env, check=True)
+    return [j["id"] for j in json.loads(p.stdout)]
+
+
+def test_list_gpus_column_and_gpu_status_filters(fresh_daemon):
+    d = dgx(fresh_daemon)
+    a = run_id(d, "--gpu=6", "sleep", "60")
+    d.wait_status(a, "RUNNING")
+    b = run_id(d, "--gpu=4", "true")        # waits: 2 free
+    c = run_id(d, "true")
+    d.wait(c)
+    out = d.rnx("job", "list", check=True).stdout
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "NAME", "STATUS", "EXIT", "GPUS", "CREATED", "DURATION", "COMMAND"]
+    rows = {l.split()[0]: l.split() for l in lines[1:]}
+    assert rows[a[:8]][2:4] == ["RUNNING", "-"] and rows[a[:8]][4] == "0,1,2,3,4,5"
+    assert rows[b[:8]][2:6] == ["QUEUED", "-", "4", "wanted"]
+    assert rows[c[:8]][2:5] == ["COMPLETED", "0", "-"]
+    # newest last
+    assert [l.split()[0] for l in lines[1:]] == [a[:8], b[:8], c[:8]]
+    assert list_ids(d, "--gpu", "3") == [a]
+    uuid5 = d.api("GET", "/v1/gpus")[1]["gpus"][5]["uuid"]
+    assert list_ids(d, "--gpu", uuid5) == [a]
+    assert list_ids(d, "--gpu", "7") == []
+    assert list_ids(d, "--status", "queued") == [b]
+    assert list_ids(d, "--status", "RUNNING", "--gpu", "0") == [a]
+    p = d.rnx("job", "list", "--gpu", "9")
+    assert p.returncode == 1
+    assert p.stderr == "rnx: gpu: '9' is not a GPU of this machine; give an index or a UUID (rnx gpu list)\n"
+    d.rnx("job", "kill", a, check=True)
+
+
+def test_list_since_and_user_filters(fresh_daemon):
+    d = fresh_daemon()
+    a = run_id(d, "true")
+    d.wait(a)
+    time.sleep(2.2)
+    b = run_id(d, "true")
+    d.wait(b)
+    assert list_ids(d, "--since", "2s") == [b]
+    assert list_ids(d, "--since", "1h") == [a, b]
+    assert list_ids(d, "--since", "2099-01-01T00:00:00Z") == []
+    assert list_ids(d, "--user", "root") == [a, b]
+    assert list_ids(d, "--user", "0") == [a, b]
+    nobody = pwd.getpwnam("nobody")
+    assert list_ids(d, "--user", str(nobody.pw_uid)) == []
+    p = d.rnx("job", "list", "--since", "yesterday")
+    assert p.returncode == 2
+    assert p.stderr == ("rnx: --since: 'yesterday' is neither a duration (30min, 2h, 1d: that long ago) nor a time "
+                        "(2026-11-22T15:00:00Z)\n")
+    p = d.rnx("job", "list", "--user", "no-such-user-x")
+    assert p.returncode == 2
+    assert p.stderr == "rnx: --user: no user 'no-such-user-x' on this machine; give a user name or a uid\n"
+    # another user may not list root's jobs
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "list", "--user", "root"], capture_output=True, text=True,
+                       env=env, user=nobody.pw_uid, group=nobody.pw_gid, timeout=60)
+    assert p.returncode == 1
+    assert p.stderr == (f"rnx: user: you see only your own jobs (uid {nobody.pw_uid}); uid 0's jobs are shown "
+                        "to root\n")
