@@ -343,3 +343,97 @@ def test_list_since_and_user_filters(fresh_daemon):
     assert p.returncode == 1
     assert p.stderr == (f"rnx: user: you see only your own jobs (uid {nobody.pw_uid}); uid 0's jobs are shown "
                         "to root\n")
+
+
+# ---- flags before and after the operands: the same result ------------------------------------
+
+TIME_RE = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z?")
+
+
+def same(d, before, after, subst_b=None, subst_a=None, keys=None):
+    """Runs both command lines; their exit codes and outputs must be identical once the
+    objects each acted on (subst: text -> placeholder) and wall-clock times are masked. With
+    keys, stdout is a JSON object of which those keys are compared (the rest differs between
+    two jobs: pids, uids, host names)."""
+    outs = []
+    for args, subst in ((before, subst_b or {}), (after, subst_a or {})):
+        p = d.rnx(*args)
+        out = p.stdout
+        if keys:
+            o = json.loads(out)
+            out = json.dumps({k: o.get(k) for k in keys})
+        text = out + "\n--stderr--\n" + p.stderr
+        for k, v in subst.items():
+            text = text.replace(k, v)
+        outs.append((p.returncode, TIME_RE.sub("<time>", text)))
+    assert outs[0] == outs[1], (before, after, outs)
+    return outs[0]
+
+
+def test_every_command_takes_its_flags_before_or_after_its_operands(fresh_daemon, tmp_path):
+    d = dgx(fresh_daemon)
+    done = run_id(d, "--name", "done", "--gpu=1", "--gpu-memory=8GB", "sh", "-c", "echo out; echo err >&2")
+    d.wait(done)
+    p = d.rnx("workflow", "run", os.path.join(os.path.dirname(FIX), "..", "examples", "diamond.yaml"), check=True)
+    wid = p.stdout.split()[0] if p.stdout.split() else ""
+    wf = tmp_path / "ok.yaml"
+    wf.write_text("name: ok\njobs:\n  a:\n    command: 'true'\n")
+
+    # read commands: one object, flags on either side
+    reads = [
+        (["job", "status", "--json", done], ["job", "status", done, "--json"]),
+        (["job", "status", done], ["job", "status", done]),
+        (["job", "status", "--json", "done"], ["job", "status", "done", "--json"]),
+        (["job", "log", "--no-follow", "--stream", "stdout", done], ["job", "log", done, "--stream", "stdout", "--no-follow"]),
+        (["job", "log", "-f", done], ["job", "log", done, "-f"]),
+        (["job", "log", "--stream=stderr", "--json", done], ["job", "log", done, "--json", "--stream=stderr"]),
+        (["job", "metrics", "--count", "1", "--json", done], ["job", "metrics", done, "--count", "1", "--json"]),
+        (["gpu", "topo", "--json"], ["gpu", "--json", "topo"]),
+        (["workflow", "status", "--json", wid], ["workflow", "status", wid, "--json"]),
+        (["workflow", "status", "--detail", wid], ["workflow", "status", wid, "--detail"]),
+        (["workflow", "validate", "--json", str(wf)], ["workflow", "validate", str(wf), "--json"]),
+        (["job", "status", "--", done], ["job", "status", done, "--"]),
+    ]
+    for before, after in reads:
+        code, _ = same(d, before, after)
+        assert code == 0, (before, after)
+    # the live sample may change between two reads: the GPU itself must not
+    same(d, ["gpu", "show", "--json", "3"], ["gpu", "show", "3", "--json"], keys=("index", "uuid", "name", "state"))
+
+    # commands that change something: two alike objects, one per form
+    def two(*args):
+        a, b = run_id(d, *args), run_id(d, *args)
+        return a, b
+
+    a, b = two("sleep", "60")
+    d.wait_status(a, "RUNNING")
+    d.wait_status(b, "RUNNING")
+    same(d, ["job", "stop", "--json", a], ["job", "stop", b, "--json"], {a: "<id>"}, {b: "<id>"},
+         keys=("id", "status", "end_reason", "stopped_by"))
+    a, b = two("sleep", "60")
+    d.wait_status(a, "RUNNING")
+    d.wait_status(b, "RUNNING")
+    same(d, ["job", "stop", "--force", a], ["job", "stop", b, "--force"], {a: "<id>"}, {b: "<id>"})
+    a, b = two("sleep", "60")
+    d.wait_status(a, "RUNNING")
+    d.wait_status(b, "RUNNING")
+    same(d, ["job", "kill", "--json", a], ["job", "kill", b, "--json"], {a: "<id>"}, {b: "<id>"},
+         keys=("id", "status", "end_reason", "stopped_by"))
+    a, b = two("--schedule", "1h", "true")
+    same(d, ["job", "cancel", "--json", a], ["job", "cancel", b, "--json"], {a: "<id>"}, {b: "<id>"},
+         keys=("id", "status", "end_reason", "stopped_by"))
+    d.wait(a)
+    d.wait(b)
+    same(d, ["job", "delete", "--json", a], ["job", "delete", b, "--json"], {a: "<id>"}, {b: "<id>"})
+    code, _ = same(d, ["volume", "create", "--size", "16MB", "--type=memory", "va"],
+                   ["volume", "create", "vb", "--size", "16MB", "--type=memory"], {"va": "<v>"}, {"vb": "<v>"})
+    assert code == 0
+    same(d, ["volume", "remove", "--json", "va"], ["volume", "remove", "vb", "--json"], {"va": "<v>"}, {"vb": "<v>"})
+    code, _ = same(d, ["gpu", "drain", "--force", "6"], ["gpu", "drain", "7", "--force"], {"GPU 6": "GPU <n>"},
+                   {"GPU 7": "GPU <n>"})
+    assert code == 0
+    same(d, ["gpu", "online", "--json", "6"], ["gpu", "online", "7", "--json"], keys=("state", "note", "jobs_affected"))
+    # and mistakes are the same mistakes wherever the flag is
+    same(d, ["job", "status", "--nope", done], ["job", "status", done, "--nope"])
+    same(d, ["job", "log", "--stream", "both", done], ["job", "log", done, "--stream", "both"])
+    same(d, ["job", "status", "--json"], ["job", "status", "--json"])
