@@ -318,7 +318,7 @@ def test_list_since_and_user_filters(fresh_daemon):
     d = fresh_daemon()
     a = run_id(d, "true")
     d.wait(a)
-    time.sleep(2.2)
+    time.sleep(3.5)   # --since 2s counts in whole seconds
     b = run_id(d, "true")
     d.wait(b)
     assert list_ids(d, "--since", "2s") == [b]
