@@ -248,10 +248,14 @@ static enum MHD_Result workflows(request *r, const char *rest)
         settle();
         return http_reply_json(r->conn, 201, workflow_json(wf, false));
     }
-    char id[64];
+    char id[160];   /* an id, a prefix or a name */
     const char *slash = strchr(rest, '/');
     size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
-    snprintf(id, sizeof id, "%.*s", (int)(idlen < sizeof id ? idlen : sizeof id - 1), rest);
+    if (idlen >= sizeof id) {
+        jerr_http(&e, 404, "no workflow '%.40s…': an id, a prefix or a name is shorter", rest);
+        return http_reply_error(r->conn, &e);
+    }
+    snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
     workflow *wf = workflow_find(id, r->uid, &e);
     if (!wf)
         return http_reply_error(r->conn, &e);

@@ -418,24 +418,54 @@ void workflow_forget_job(job *j)
 
 bool workflow_visible(const workflow *wf, uid_t caller) { return caller == 0 || wf->owner_uid == caller; }
 
-workflow *workflow_find(const char *id, uid_t caller, jerr *e)
+workflow *workflow_find(const char *ref, uid_t caller, jerr *e)
 {
-    size_t len = id ? strlen(id) : 0;
-    if (len == 0 || len > 36 || strspn(id, "0123456789abcdef-") != len) {
-        jerr_http(e, 404, "no workflow '%s': a workflow id is a UUID or a unique prefix of one", id ? id : "");
+    size_t len = ref ? strlen(ref) : 0;
+    if (len == 0) {
+        jerr_http(e, 404, "no workflow '': give a workflow's id, a unique prefix of it, or its name");
         return NULL;
     }
-    workflow *found = NULL;
-    size_t nmatch = 0;
-    for (size_t i = 0; i < core.nworkflows; i++)
-        if (!strncmp(core.workflows[i]->id, id, len) && workflow_visible(core.workflows[i], caller)) {
-            found = core.workflows[i];
-            nmatch++;
+    bool hexish = len <= 36 && strspn(ref, "0123456789abcdef-") == len;
+    /* as jobs_find: the full id, then the name (exactly one), then a unique id prefix */
+    workflow *by_name = NULL, *by_prefix = NULL;
+    char names[320] = "";
+    size_t nname = 0, nprefix = 0, un = 0;
+    for (size_t i = 0; i < core.nworkflows; i++) {
+        workflow *wf = core.workflows[i];
+        if (!workflow_visible(wf, caller))
+            continue;
+        if (len == 36 && !strcmp(wf->id, ref))
+            return wf;
+        const char *name = json_string_value(json_object_get(wf->doc, "name"));
+        if (name && !strcmp(name, ref)) {
+            by_name = wf;
+            if (nname++ < 5 && un < sizeof names) {
+                int w = snprintf(names + un, sizeof names - un, "%s%.8s (%s)", un ? ", " : "", wf->id,
+                                 wf_state_name(wf->state));
+                un = w < 0 ? un : un + (size_t)w;
+            }
         }
-    if (nmatch == 0)
-        jerr_http(e, 404, "no workflow matches '%s'", id);
-    else if (nmatch > 1)
-        jerr_http(e, 409, "'%s' matches %zu workflows; type more of the id", id, nmatch);
-    return nmatch == 1 ? found : NULL;
+        if (hexish && !strncmp(wf->id, ref, len)) {
+            by_prefix = wf;
+            nprefix++;
+        }
+    }
+    if (nname == 1)
+        return by_name;
+    if (nname > 1) {
+        jerr_http(e, 409, "'%s' names %zu workflows: %s%s; give one's id (or a unique prefix of it)", ref, nname, names,
+                  nname > 5 ? ", …" : "");
+        return NULL;
+    }
+    if (nprefix == 1)
+        return by_prefix;
+    if (nprefix > 1)
+        jerr_http(e, 409, "'%s' matches %zu workflows; type more of the id", ref, nprefix);
+    else if (hexish)
+        jerr_http(e, 404, "no workflow matches '%s' (by id, id prefix or name)", ref);
+    else
+        jerr_http(e, 404, "no workflow named '%s' (a workflow is given by its id, a unique prefix of it, or its "
+                          "name)", ref);
+    return NULL;
 }
 

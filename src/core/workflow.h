@@ -100,7 +100,9 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
 void workflow_checked_free(wf_checked *c);
 /* Into the daemon's list (a submitted one, or one read from the database at start). */
 void workflow_add(workflow *wf);
-workflow *workflow_find(const char *id_or_prefix, uid_t caller, jerr *e);
+/* As jobs_find: by full id, else by name (exactly one), else by unique id prefix, among the
+ * workflows the caller may see; 404 / 409 naming the candidates otherwise. */
+workflow *workflow_find(const char *ref, uid_t caller, jerr *e);
 bool workflow_visible(const workflow *wf, uid_t caller);
 int workflow_cancel(workflow *wf, uid_t by, jerr *e);
 /* Prefixes a job request's refusal with its place: "jobs[2].request.gpu_count", "job 'x': ". */

@@ -437,3 +437,19 @@ def test_every_command_takes_its_flags_before_or_after_its_operands(fresh_daemon
     same(d, ["job", "status", "--nope", done], ["job", "status", done, "--nope"])
     same(d, ["job", "log", "--stream", "both", done], ["job", "log", done, "--stream", "both"])
     same(d, ["job", "status", "--json"], ["job", "status", "--json"])
+
+
+def test_workflows_by_name(fresh_daemon, tmp_path):
+    d = fresh_daemon()
+    f = tmp_path / "w.yaml"
+    f.write_text("name: nightly\njobs:\n  a:\n    command: sleep\n    args: ['60']\n")
+    w1 = d.rnx("workflow", "run", str(f), check=True).stdout.split()[0]
+    st = json.loads(d.rnx("workflow", "status", "nightly", "--json", check=True).stdout)
+    assert st["id"].startswith(w1[:8])
+    w2 = d.rnx("workflow", "run", str(f), check=True).stdout.split()[0]
+    p = d.rnx("workflow", "status", "nightly")
+    assert p.returncode == 1
+    assert re.fullmatch(r"rnx: 'nightly' names 2 workflows: [0-9a-f]{8} \(RUNNING\), [0-9a-f]{8} \(RUNNING\); "
+                        r"give one's id \(or a unique prefix of it\)\n", p.stderr), p.stderr
+    for w in (w1, w2):
+        d.rnx("workflow", "cancel", w, check=True)

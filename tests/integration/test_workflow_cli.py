@@ -398,7 +398,7 @@ def test_list_status_cancel_and_json(daemon, tmp_path):
     p = rnx(d, "workflow", "cancel", wid)
     assert p.returncode == 1 and p.stderr == f"rnx: workflow {wid} is CANCELED already\n"
     p = rnx(d, "workflow", "status", "ffffffff")
-    assert p.returncode == 1 and p.stderr == "rnx: no workflow matches 'ffffffff'\n"
+    assert p.returncode == 1 and p.stderr == "rnx: no workflow matches 'ffffffff' (by id, id prefix or name)\n"
 
 
 def test_follow_waits_out_a_daemon_restart(fresh_daemon, tmp_path):
