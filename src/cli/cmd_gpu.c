@@ -506,8 +506,18 @@ static const char audit_help[] =
     "Usage: rnx audit [--user USER|UID] [--gpu GPU] [--job ID] [--since TIME] [--until TIME] [--limit N] [--json]\n"
     "\n"
     "The audit trail (admins: root or server.admin_group): every GPU allocation and release (who,\n"
-    "which job, how long, how much memory), scrub, state change, XID, and admin action, oldest\n"
-    "first. TIME is RFC 3339, e.g. 2026-11-22T15:00:00Z.\n";
+    "which job, how long, how much memory), scrub, state change, XID, and admin action, newest\n"
+    "first.\n"
+    "\n"
+    "  --user USER|UID  records of that user (a name or a uid)\n"
+    "  --gpu GPU        records of that GPU (an index or a UUID)\n"
+    "  --job ID         records of that job (an id or a prefix of one)\n"
+    "  --since TIME     records at or after TIME\n"
+    "  --until TIME     records at or before TIME\n"
+    "  --limit N        the newest N records that match (1 to 100000; default 10000)\n"
+    "  --json           the records as the API's JSON array\n"
+    "\n"
+    "TIME is RFC 3339: 2026-11-22T15:00:00Z, 2026-11-22T16:00:00+01:00, 2026-11-22T15:00:00.250Z.\n";
 
 int cmd_audit(rnx_ctx *ctx, int argc, char **argv)
 {

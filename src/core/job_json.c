@@ -84,7 +84,7 @@ json_t *job_json(const job *j)
     uint32_t pos = job_in_queue(j) && j->state != JS_SCHEDULED ? j->queue_position : 0;
     json_object_set_new(o, "priority", json_integer(r->priority));
     json_object_set_new(o, "queue_position", pos ? json_integer(pos) : json_null());
-    char why[200] = "";
+    char why[600] = "";
     if (job_in_queue(j) && j->state != JS_SCHEDULED)
         queue_wait_reason(j, why, sizeof why);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
