@@ -98,9 +98,13 @@ static void state_cell(json_t *g, char *out, size_t n)
         reason_head(why, head, sizeof head);
     size_t l = (size_t)snprintf(out, n, *head ? "%s (%s)" : "%s", st, head);
     json_t *h = json_object_get(g, "health");
-    int64_t t;
-    if (json_is_true(json_object_get(h, "hot")) && l < n)
-        snprintf(out + l, n - l, jint(h, "temperature_c", &t) ? ", HOT %lldC" : ", HOT", (long long)t);
+    int64_t t = -1;
+    if (json_is_true(json_object_get(h, "hot")) && l < n) {
+        if (jint(h, "temperature_c", &t))
+            snprintf(out + l, n - l, ", HOT %lldC", (long long)t);
+        else
+            snprintf(out + l, n - l, ", HOT");
+    }
 }
 
 static int gpu_list(const rnx_ctx *ctx)
@@ -505,9 +509,8 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
 static const char audit_help[] =
     "Usage: rnx audit [--user USER|UID] [--gpu GPU] [--job ID] [--since TIME] [--until TIME] [--limit N] [--json]\n"
     "\n"
-    "The audit trail (admins: root or server.admin_group): every GPU allocation and release (who,\n"
-    "which job, how long, how much memory), scrub, state change, XID, and admin action, newest\n"
-    "first.\n"
+    "The audit trail (admins: root or server.admin_group), newest first: every GPU allocation and\n"
+    "release (who, which job, how long, how much memory), scrub, state change, XID, and admin action.\n"
     "\n"
     "  --user USER|UID  records of that user (a name or a uid)\n"
     "  --gpu GPU        records of that GPU (an index or a UUID)\n"
