@@ -309,3 +309,23 @@ def test_audit_newest_first_limit_since_until(fresh_daemon):
     assert p.returncode != 0 and \
         "until: '2029-01-01T00:00:00Z' is before since '2030-01-01T00:00:00Z'; nothing can match" in p.stderr
     assert "newest first" in d.rnx("audit", "--help", check=True).stdout
+
+
+@needs_nvml
+def test_a_job_stopping_for_its_gpu_when_joblet_dies_still_ends_gpu_error(health_machine):
+    """The fault is stored as soon as the stop begins: a joblet killed while the job still
+    ignores SIGTERM re-adopts it, and its end says what the GPU did, not "stopped"."""
+    m = health_machine()
+    p = m.d.rnx("job", "run", "--gpu=1", "sh", "-c", "trap '' TERM; sleep 600", check=True)
+    jid = p.stdout.strip()
+    g = m.d.wait_status(jid, "RUNNING")["gpus"][0]["index"]
+    time.sleep(0.3)  # the shell has set its trap
+    m.d.rnx("gpu", "offline", "--force", str(g), check=True)
+    assert m.d.job(jid)["status"] == "STOPPING"
+    m.d.kill9()
+    m.d.start()
+    job = m.d.wait(jid)
+    assert job["status"] == "FAILED" and job["end_reason"] == "gpu_error", job
+    assert job["error"] == f"GPU {g} failed: taken offline by uid 0"
+    assert job["gpu_fault"]["action"] == "offline --force" and job["gpu_fault"]["by_uid"] == 0
+    assert end_reason(m.d, jid) == f"failed: GPU {g} went offline (admin uid 0: rnx gpu offline --force)"
