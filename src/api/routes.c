@@ -79,20 +79,47 @@ static enum MHD_Result submit(request *r)
     return http_reply_json(r->conn, 201, job_json(j));
 }
 
+/* Whether the job holds or held the GPU or MIG device of this UUID (a GPU's MIG devices too). */
+static bool job_has_gpu(const job *j, const char *uuid)
+{
+    for (size_t i = 0; i < j->gpus.n; i++)
+        if (!strcmp(j->gpus.g[i].uuid, uuid) || !strcmp(j->gpus.g[i].parent_uuid, uuid))
+            return true;
+    return false;
+}
+
+/* GET /v1/jobs[?status=S][&user=UID][&gpu=INDEX|UUID][&since=RFC3339]: the caller's jobs (root:
+ * all), oldest first, those matching every filter given. */
 static enum MHD_Result list(request *r)
 {
-    const char *sf = query(r, "status");
+    const char *sf = query(r, "status"), *uf = query(r, "user"), *gf = query(r, "gpu"), *tf = query(r, "since");
     enum job_state want = JS_QUEUED;
-    if (sf && job_state_parse(sf, &want) < 0) {
-        jerr e = {0};
+    uint64_t uid = 0;
+    time_t since = 0;
+    int gk = gf ? gpu_find(&core.gpu.inv, gf) : -1;
+    const char *guuid = gk >= 0 ? core.gpu.inv.gpu[gk].uuid : gf;   /* else a MIG device's UUID */
+    jerr e = {0};
+    if (sf && job_state_parse(sf, &want) < 0)
         jerr_field(&e, "status", "status: '%s' is not a job status; use PENDING, SCHEDULED, QUEUED, RUNNING, "
                                  "STOPPING, PREEMPTED, STOPPED, COMPLETED, FAILED or CANCELED", sf);
+    else if (uf && (parse_u64(uf, &uid) < 0 || uid > UINT32_MAX - 1))
+        jerr_field(&e, "user", "user: '%s' is not a uid; give a number, e.g. 1000", uf);
+    else if (uf && r->uid != 0 && uid != r->uid)
+        jerr_http(&e, 403, "user: you see only your own jobs (uid %u); uid %s's jobs are shown to root",
+                  (unsigned)r->uid, uf);
+    else if (gf && gk < 0 && (strncmp(gf, "MIG-", 4) || strlen(gf) > 96))
+        jerr_field(&e, "gpu", "gpu: '%.40s' is not a GPU of this machine; give an index or a UUID (rnx gpu list)", gf);
+    else if (tf && parse_rfc3339(tf, &since) < 0)
+        jerr_field(&e, "since", "since: '%s' is not a time; give RFC 3339, e.g. 2026-11-22T15:00:00Z", tf);
+    if (e.msg[0])
         return http_reply_error(r->conn, &e);
-    }
     json_t *arr = json_array();
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
         if (r->uid != 0 && j->owner_uid != r->uid)
+            continue;
+        if ((uf && j->owner_uid != (uid_t)uid) || (tf && j->created_ms < (int64_t)since * 1000) ||
+            (gf && !job_has_gpu(j, guuid)))
             continue;
         launch_refresh(j);
         if (!sf || j->state == want)
@@ -109,12 +136,16 @@ static enum MHD_Result delete_all(request *r)
 
 static enum MHD_Result one_job(request *r, const char *rest)
 {
-    char id[64];
+    char id[160];   /* an id, a prefix, or a name (at most 128 bytes) */
     const char *slash = strchr(rest, '/');
     size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
     const char *action = slash ? slash + 1 : "";
-    snprintf(id, sizeof id, "%.*s", (int)(idlen < sizeof id ? idlen : sizeof id - 1), rest);
     jerr e = {0};
+    if (idlen >= sizeof id) {
+        jerr_http(&e, 404, "no job '%.40s…': an id, a prefix or a name is at most 128 bytes", rest);
+        return http_reply_error(r->conn, &e);
+    }
+    snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
     job *j = jobs_find(id, r->uid, &e);
     if (!j)
         return http_reply_error(r->conn, &e);
@@ -123,9 +154,11 @@ static enum MHD_Result one_job(request *r, const char *rest)
     if (!*action && get)
         return http_reply_json(r->conn, 200, job_json(j));
     if (!*action && del) {
+        char full[sizeof j->id];
+        snprintf(full, sizeof full, "%s", j->id);   /* the job is freed by the delete */
         if (job_ctl_delete(j, &e) < 0)
             return http_reply_error(r->conn, &e);
-        return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", id));
+        return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", full));
     }
     if (!strcmp(action, "logs") && get) {
         const char *s = query(r, "stream");
@@ -146,8 +179,11 @@ static enum MHD_Result one_job(request *r, const char *rest)
     }
     if (!strcmp(action, "metrics") && get)
         return http_reply_json(r->conn, 200, metrics_job_json(j));
-    if ((!strcmp(action, "stop") || !strcmp(action, "cancel")) && post) {
-        if ((!strcmp(action, "stop") ? job_ctl_stop : job_ctl_cancel)(j, r->uid, &e) < 0)
+    if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
+        int (*act)(job *, uid_t, jerr *) = !strcmp(action, "stop")   ? job_ctl_stop
+                                           : !strcmp(action, "kill") ? job_ctl_kill
+                                                                     : job_ctl_cancel;
+        if (act(j, r->uid, &e) < 0)
             return http_reply_error(r->conn, &e);
         settle();
         return http_reply_json(r->conn, 200, job_json(j));

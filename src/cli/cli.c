@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../common/parse.h"
+#include "../common/suggest.h"
 #include "print.h"
 
 /* The message is one line, whatever it quotes: joblet's answers and what the user typed or
@@ -65,11 +66,83 @@ static void flag_text(const char *token, int shortopt, char *out, size_t outlen)
         snprintf(out, outlen, "-%c", shortopt);
 }
 
+/* Whether a token (one argv element, an option) needs the next element as its value. */
+static bool token_takes_next(const char *token, const char *shortopts, const struct option *longopts)
+{
+    if (token[1] == '-') {
+        const struct option *o = long_exact(longopts, token);
+        return o && o->has_arg == required_argument && !strchr(token, '=');
+    }
+    for (const char *p = token + 1; *p; p++) {
+        const char *s = *p != ':' ? strchr(shortopts, *p) : NULL;
+        if (s && s[1] == ':')
+            return !p[1];   /* "-eK=V" has its value; "-e" takes the next element */
+    }
+    return false;
+}
+
+/* GNU-style permutation, done here rather than by getopt so that it does not depend on
+ * POSIXLY_CORRECT and every message can still name the token it is about: the flags (with
+ * their values) move in front of the operands, in their order; "--" ends the flags, and
+ * what follows it stays operands even when it starts with '-'. "rnx job status ID --json"
+ * thus reads as "rnx job status --json ID". */
+static void permute(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+    char **flags = calloc((size_t)argc + 1, sizeof *flags), **operands = calloc((size_t)argc + 1, sizeof *operands);
+    char *dashdash = NULL;
+    int nf = 0, no = 0;
+    if (!flags || !operands)
+        abort();
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (dashdash || a[0] != '-' || !a[1]) {
+            operands[no++] = a;
+        } else if (!strcmp(a, "--")) {
+            dashdash = a;
+        } else {
+            flags[nf++] = a;
+            if (token_takes_next(a, shortopts, longopts) && i + 1 < argc)
+                flags[nf++] = argv[++i];
+        }
+    }
+    int k = 1;
+    for (int i = 0; i < nf; i++)
+        argv[k++] = flags[i];
+    if (dashdash)
+        argv[k++] = dashdash;
+    for (int i = 0; i < no; i++)
+        argv[k++] = operands[i];
+    free(flags);
+    free(operands);
+}
+
+/* "; did you mean '--gpu'?" when one of longopts is close to the long flag token, else "". */
+static void flag_hint(const char *token, const struct option *longopts, char *out, size_t outlen)
+{
+    const char *names[128];
+    size_t n = 0;
+    char word[64];
+    snprintf(word, sizeof word, "%.*s", (int)strcspn(token + 2, "="), token + 2);
+    for (const struct option *o = longopts; o->name && n < 128; o++)
+        names[n++] = o->name;
+    const char *best = suggest_closest(word, names, n);
+    if (best)
+        snprintf(out, outlen, "did you mean '--%s'?", best);
+    else
+        out[0] = 0;
+}
+
 int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *cmd)
 {
     char opts[64];
-    /* '+' stops at the first operand (the job's own command line is never ours);
-     * ':' makes a missing value distinguishable from an unknown flag. */
+    bool ordered = shortopts[0] == '+';
+    if (ordered)
+        shortopts++;
+    if (optind == 0 && !ordered)
+        permute(argc, argv, shortopts, longopts);
+    /* '+' stops at the first operand (after permute() there is none before the last flag;
+     * for an ordered command the rest of the line is not ours); ':' makes a missing value
+     * distinguishable from an unknown flag. */
     snprintf(opts, sizeof opts, "+:%s", shortopts);
     opterr = 0;
     int prev = optind ? optind : 1;
@@ -104,6 +177,13 @@ int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option
                            RNX_OPT_ERR;
             }
         }
+        char hint[160];
+        if (is_long)
+            flag_hint(token, longopts, hint, sizeof hint);
+        else
+            hint[0] = 0;
+        if (hint[0])
+            return rnx_usage("unknown flag '%s' for '%s'; %s", flag, cmd, hint), RNX_OPT_ERR;
         return rnx_usage("unknown flag '%s' for '%s'; see '%s --help'", flag, cmd, cmd), RNX_OPT_ERR;
     }
     if (c == ':')
@@ -139,4 +219,12 @@ int rnx_count(const char *flag, const char *s, uint64_t *n)
     if (parse_u64(s, n) < 0 || *n < 1)
         return rnx_usage("%s: '%s' must be a whole number of samples, 1 or more", flag, s);
     return 0;
+}
+
+int rnx_unknown_command(const char *word, const char *group, const char *const *cmds, size_t n)
+{
+    const char *best = suggest_closest(word, cmds, n);
+    if (best)
+        return rnx_usage("unknown command '%s' for '%s'; did you mean '%s'?", word, group, best);
+    return rnx_usage("unknown command '%s' for '%s'; see '%s --help'", word, group, group);
 }

@@ -5,6 +5,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Exit codes: 1 for anything the server or the system refused, 2 for a bad command line. */
@@ -19,15 +20,22 @@ typedef struct rnx_ctx {
     bool json;            /* print the API's objects instead of text */
 } rnx_ctx;
 
-/* getopt_long over one command's flags. Returns the option's val, -1 when the flags end
- * (optind then indexes the first operand), or RNX_OPT_ERR after printing a usage error that
- * names the flag and the help to read. `cmd` is the command as typed, e.g. "rnx job run". */
+/* getopt_long over one command's flags, which may come before, between and after its
+ * operands (GNU permutation, "--" ends them), unless shortopts starts with '+': then the
+ * flags end at the first operand (a command group's word, job run's COMMAND). Call with
+ * optind = 0 first. Returns the option's val, -1 when the flags end (optind then indexes the
+ * first operand), or RNX_OPT_ERR after printing a usage error that names the flag and the
+ * help to read, or the flag that was probably meant. `cmd` is the command as typed, e.g.
+ * "rnx job run". Unique abbreviations of long flags are refused. */
 #define RNX_OPT_ERR (-2)
 int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
                const char *cmd);
 
 /* Prints "rnx: <message>" on stderr and returns RNX_USAGE / RNX_FAIL, so callers can
  * `return rnx_usage(...)`. */
+/* "unknown command 'stauts' for 'rnx job'; did you mean 'status'? ..." (RNX_USAGE). */
+int rnx_unknown_command(const char *word, const char *group, const char *const *cmds, size_t n);
+
 int rnx_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int rnx_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

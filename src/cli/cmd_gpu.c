@@ -440,13 +440,13 @@ static int gpu_admin(const rnx_ctx *ctx, const char *action, const char *id, boo
 
 /* The flags of rnx gpu, which may come before or after the command word: -1 after --help
  * (printed), RNX_USAGE on a bad flag, 0 otherwise. */
-static int gpu_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, bool *force)
+static int gpu_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, bool group, bool *force)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
                                          {"force", no_argument, NULL, 'f'}, {0}};
     int c;
     optind = 0;
-    while ((c = rnx_getopt(argc, argv, "h", opts, cmd)) != -1) {
+    while ((c = rnx_getopt(argc, argv, group ? "+h" : "h", opts, cmd)) != -1) {
         if (c == 'h') {
             fputs(gpu_help, stdout);
             return -1;
@@ -464,7 +464,7 @@ static int gpu_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, bool 
 int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
 {
     bool force = false;
-    int rc = gpu_flags(ctx, argc, argv, "rnx gpu", &force);
+    int rc = gpu_flags(ctx, argc, argv, "rnx gpu", true, &force);
     if (rc)
         return rc < 0 ? RNX_OK : rc;
     if (optind >= argc)
@@ -474,7 +474,7 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
     char **sub_argv = argv + optind;
     char cmd[32];
     snprintf(cmd, sizeof cmd, "rnx gpu %.20s", name);
-    rc = gpu_flags(ctx, sub_argc, sub_argv, cmd, &force);
+    rc = gpu_flags(ctx, sub_argc, sub_argv, cmd, false, &force);
     if (rc)
         return rc < 0 ? RNX_OK : rc;
     bool admin = !strcmp(name, "drain") || !strcmp(name, "offline") || !strcmp(name, "online");
@@ -503,7 +503,8 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
         fputs(gpu_help, stdout);
         return RNX_OK;
     }
-    return rnx_usage("unknown command '%s' for 'rnx gpu'; see 'rnx gpu --help'", name);
+    return rnx_unknown_command(name, "rnx gpu",
+                               (const char *const[]){"list", "show", "topo", "drain", "offline", "online", "help"}, 7);
 }
 
 static const char audit_help[] =

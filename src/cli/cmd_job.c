@@ -1,6 +1,7 @@
 /* The "rnx job" commands. Each checks its whole command line before it sends anything, so
  * a usage error (exit 2) never leaves a half-done request behind. */
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,18 +27,22 @@ static const char job_help[] =
     "\n"
     "Commands:\n"
     "  run [flags] COMMAND [ARGS...]   run a command as a job; prints its id\n"
-    "  list [--status S]               list jobs\n"
+    "  list [--status S] [--gpu G] [--user U] [--since T]\n"
+    "                                  list jobs, newest last\n"
     "  status ID                       show one job in detail\n"
     "  log [--stream S] [--no-follow] ID\n"
     "                                  print a job's output, following it until the job ends\n"
-    "  stop ID                         stop a running job (cancels one that has not started)\n"
+    "  stop [--force] ID               stop a running job: SIGTERM, SIGKILL after the grace period\n"
+    "                                  (cancels one that has not started)\n"
+    "  kill ID                         SIGKILL to every process of a job at once\n"
     "  cancel ID                       cancel a job that has not started (again) yet\n"
     "  delete ID                       remove a finished job and its output\n"
     "  delete-all                      remove every finished job\n"
     "  metrics [--interval S] [--count N] ID\n"
     "                                  a job's CPU, memory, I/O and GPU use, sampled until it ends\n"
     "\n"
-    "ID is a job's full id or any unique prefix of it.\n"
+    "ID is a job's full id, its name (--name) when no other job of yours has it, or a unique\n"
+    "prefix of its id. Flags may come before or after ID.\n"
     "Run 'rnx job <command> --help' for a command's flags.\n";
 
 static const char run_help[] =
@@ -92,13 +97,18 @@ static const char run_help[] =
     "  rnx job run --max-cpu=50 --max-memory 512MB --upload train.py python3 train.py --epochs 3\n";
 
 static const char list_help[] =
-    "Usage: rnx job list [--json] [--status STATUS]\n"
+    "Usage: rnx job list [--status STATUS] [--gpu GPU] [--user USER] [--since WHEN] [--json]\n"
     "\n"
-    "Lists the jobs you can see, oldest first.\n"
+    "Lists the jobs you can see (root: everyone's), oldest first, newest last. The GPUS\n"
+    "column shows the GPUs a job holds or held, or how many it waits for.\n"
     "\n"
     "Flags:\n"
     "  --status STATUS   only jobs in this state: PENDING, SCHEDULED, QUEUED, RUNNING,\n"
     "                    STOPPING, PREEMPTED, STOPPED, COMPLETED, FAILED, CANCELED\n"
+    "  --gpu GPU         only jobs that hold or held this GPU (an index or a UUID)\n"
+    "  --user USER       only this user's jobs (a name or a uid; others' jobs: root only)\n"
+    "  --since WHEN      only jobs submitted since: a duration ago (30min, 2h, 1d) or a time\n"
+    "                    (2026-11-22T15:00:00Z)\n"
     "  --json            print the jobs as a JSON array\n"
     "  -h, --help        show this help\n";
 
@@ -112,22 +122,40 @@ static const char status_help[] =
     "  -h, --help   show this help\n";
 
 static const char log_help[] =
-    "Usage: rnx job log [--stream stdout|stderr] [--no-follow] [--json] ID\n"
+    "Usage: rnx job log [--stream stdout|stderr] [-f|--no-follow] [--json] ID\n"
     "\n"
     "Prints the job's output from the start and, while the job runs, follows it until it ends.\n"
     "The job's stdout goes to stdout and its stderr to stderr.\n"
     "\n"
     "Flags:\n"
     "  --stream S    only stdout or only stderr\n"
+    "  -f, --follow  follow the output until the job ends (the default)\n"
     "  --no-follow   print what there is now and return\n"
     "  --json        print the API's records (one JSON object per line)\n"
     "  -h, --help    show this help\n";
 
 static const char stop_help[] =
-    "Usage: rnx job stop ID\n"
+    "Usage: rnx job stop [--force] ID\n"
     "\n"
     "Stops a running job: SIGTERM to all its processes, SIGKILL after the daemon's grace\n"
-    "period. A job that has not started yet is canceled.\n";
+    "period. A job that has not started yet is canceled.\n"
+    "\n"
+    "Flags:\n"
+    "  --force      SIGKILL to every process at once, as 'rnx job kill' (also while a stop's\n"
+    "               grace period runs)\n"
+    "  --json       print the job object afterwards\n"
+    "  -h, --help   show this help\n";
+
+static const char kill_help[] =
+    "Usage: rnx job kill ID\n"
+    "\n"
+    "Kills a running or stopping job: SIGKILL to every process of the job at once, no grace\n"
+    "period (the job cannot catch it). The job ends STOPPED, end reason 'killed'. A job that\n"
+    "has not started yet is canceled.\n"
+    "\n"
+    "Flags:\n"
+    "  --json       print the job object afterwards\n"
+    "  -h, --help   show this help\n";
 
 static const char cancel_help[] =
     "Usage: rnx job cancel ID\n"
@@ -336,7 +364,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 
 /* ---- job run ------------------------------------------------------------------------- */
 
-enum { O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_FIELD = 512 /* + enum jobreq_id */ };
+enum { O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_GPU, O_USER, O_SINCE, O_FIELD = 512 /* + enum jobreq_id */ };
 
 typedef struct run_req {
     job_req req;         /* the request, read and checked by the schema (common/jobreq.h) */
@@ -579,7 +607,7 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
     run_options(opts, ARRAY_LEN(opts));
     upload_init(&r.uploads);
     optind = 0;
-    while (rc == 0 && (c = rnx_getopt(argc, argv, "e:s:fh", opts, "rnx job run")) != -1) {
+    while (rc == 0 && (c = rnx_getopt(argc, argv, "+e:s:fh", opts, "rnx job run")) != -1) {
         if (c == 'h') {
             fputs(run_help, stdout);
             rc = -1;
@@ -621,9 +649,32 @@ static int parse_status(const char *arg, char *out, size_t outlen)
                      arg);
 }
 
+/* "0,1" for the GPUs a job holds or held, "2 wanted" while it waits for them, "-" else. */
+static void gpus_cell(json_t *job, char *out, size_t outlen)
+{
+    json_t *gpus = json_object_get(job, "gpus"), *req = json_object_get(job, "gpu_request"), *g;
+    size_t i, l = 0;
+    int64_t count = 0;
+    snprintf(out, outlen, "-");
+    json_array_foreach(gpus, i, g) {
+        int64_t idx = -1;
+        jint(g, "index", &idx);
+        if (l < outlen)
+            l += (size_t)snprintf(out + l, outlen - l, "%s%lld", i ? "," : "", (long long)idx);
+    }
+    if (json_array_size(gpus) || jstr(job, "ended_at") || jstr(req, "degraded"))
+        return;
+    if (jstr(req, "mig"))
+        snprintf(out, outlen, "MIG wanted");
+    else if (json_is_true(json_object_get(req, "all")))
+        snprintf(out, outlen, "all wanted");
+    else if (jint(req, "count", &count) && count > 0)
+        snprintf(out, outlen, "%lld wanted", (long long)count);
+}
+
 static void list_row(table *t, json_t *job)
 {
-    char created[64], dur[32] = "-", exit_s[16] = "-";
+    char created[64], dur[32] = "-", exit_s[16] = "-", gpus[96];
     int64_t v;
     const char *id = jstr(job, "id");
     char short_id[9];
@@ -638,17 +689,71 @@ static void list_row(table *t, json_t *job)
     char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
     char *cmd_cell = cell_text(cmd, 40);
     const char *status = jstr(job, "status");
-    const char *cells[] = {short_id, name_cell, status ? status : "-", exit_s, created, dur, cmd_cell};
+    gpus_cell(job, gpus, sizeof gpus);
+    const char *cells[] = {short_id, name_cell, status ? status : "-", exit_s, gpus, created, dur, cmd_cell};
     table_add(t, cells);
     free(name_cell);
     free(cmd);
     free(cmd_cell);
 }
 
+/* --user NAME|UID as the uid the API filters by. */
+static int parse_user(const char *arg, char *out, size_t outlen)
+{
+    uint64_t uid;
+    if (parse_u64(arg, &uid) == 0 && uid < UINT32_MAX) {
+        snprintf(out, outlen, "%llu", (unsigned long long)uid);
+        return 0;
+    }
+    struct passwd *pw = *arg ? getpwnam(arg) : NULL;
+    if (!pw)
+        return rnx_usage("--user: no user '%s' on this machine; give a user name or a uid", arg);
+    snprintf(out, outlen, "%u", (unsigned)pw->pw_uid);
+    return 0;
+}
+
+/* --since 2h (that long ago) or an RFC 3339 time, as the RFC 3339 time the API takes. */
+static int parse_since(const char *arg, char *out, size_t outlen)
+{
+    uint64_t secs;
+    time_t at;
+    jerr e = {0};
+    if (parse_rfc3339(arg, &at) == 0) {
+        format_rfc3339(at, out, outlen);
+        return 0;
+    }
+    if (parse_duration("--since", arg, &secs, &e) == 0 && secs <= (uint64_t)time(NULL)) {
+        format_rfc3339(time(NULL) - (time_t)secs, out, outlen);
+        return 0;
+    }
+    return rnx_usage("--since: '%s' is neither a duration (30min, 2h, 1d: that long ago) nor a time "
+                     "(2026-11-22T15:00:00Z)", arg);
+}
+
+/* Appends "&key=value" (the first one "?"), the value escaped for a URL. */
+static void add_query(rnx_client *c, char **path, const char *key, const char *value)
+{
+    if (!value || !*value)
+        return;
+    char *esc = client_escape(c, value), *p;
+    if (asprintf(&p, "%s%c%s=%s", *path, strchr(*path, '?') ? '&' : '?', key, esc) < 0)
+        abort();
+    free(esc);
+    free(*path);
+    *path = p;
+}
+
 static int job_list(rnx_ctx *ctx, int argc, char **argv)
 {
-    static const struct option opts[] = {{"status", required_argument, NULL, O_STATUS}, OPT_JSON, OPT_HELP, {0}};
-    char status[32] = "";
+    static const struct option opts[] = {{"status", required_argument, NULL, O_STATUS},
+                                         {"gpu", required_argument, NULL, O_GPU},
+                                         {"user", required_argument, NULL, O_USER},
+                                         {"since", required_argument, NULL, O_SINCE},
+                                         OPT_JSON,
+                                         OPT_HELP,
+                                         {0}};
+    char status[32] = "", user[16] = "", since[48] = "";
+    const char *gpu = NULL;
     int c;
     optind = 0;
     while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job list")) != -1) {
@@ -659,18 +764,35 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
             if (parse_status(optarg, status, sizeof status) != 0)
                 return RNX_USAGE;
             break;
+        case O_USER:
+            if (parse_user(optarg, user, sizeof user) != 0)
+                return RNX_USAGE;
+            break;
+        case O_SINCE:
+            if (parse_since(optarg, since, sizeof since) != 0)
+                return RNX_USAGE;
+            break;
+        case O_GPU:
+            if (!*optarg)
+                return rnx_usage("--gpu: give a GPU's index or UUID (rnx gpu list)");
+            gpu = optarg;
+            break;
         default: return RNX_USAGE;
         }
     }
     if (optind < argc)
-        return rnx_usage("job list: unexpected argument '%s'; usage: rnx job list [--json] [--status STATUS]",
+        return rnx_usage("job list: unexpected argument '%s'; usage: rnx job list [--status STATUS] [--gpu GPU] "
+                         "[--user USER] [--since WHEN] [--json]",
                          argv[optind]);
 
     rnx_client *cl = open_client(ctx);
     if (!cl)
         return RNX_FAIL;
-    char path[64];
-    snprintf(path, sizeof path, "/v1/jobs%s%s", status[0] ? "?status=" : "", status);
+    char *path = xstrdup("/v1/jobs");
+    add_query(cl, &path, "status", status);
+    add_query(cl, &path, "gpu", gpu);
+    add_query(cl, &path, "user", user);
+    add_query(cl, &path, "since", since);
     json_t *resp = NULL;
     jerr e = {0};
     int rc = RNX_OK;
@@ -683,7 +805,8 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
         } else if (ctx->json) {
             print_json(jobs);
         } else {
-            static const char *const headers[] = {"ID", "NAME", "STATUS", "EXIT", "CREATED", "DURATION", "COMMAND"};
+            static const char *const headers[] = {"ID",   "NAME",    "STATUS",   "EXIT",
+                                                  "GPUS", "CREATED", "DURATION", "COMMAND"};
             table *t = table_new(ARRAY_LEN(headers), headers);
             size_t i;
             json_t *job;
@@ -693,6 +816,7 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
             table_free(t);
         }
     }
+    free(path);
     json_decref(resp);
     client_free(cl);
     return rc;
@@ -742,36 +866,45 @@ static const char *answer_id(json_t *answer, const char *typed)
     return id ? id : typed;
 }
 
-/* stop, cancel and delete: one request, one line of confirmation. */
+/* stop, kill, cancel and delete: one request, one line of confirmation. */
 static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
 {
-    const char *help = strcmp(which, "stop") == 0     ? stop_help
-                       : strcmp(which, "cancel") == 0 ? cancel_help
-                                                      : delete_help;
+    static const struct option stop_opts[] = {{"force", no_argument, NULL, 'F'}, OPT_JSON, OPT_HELP, {0}};
+    static const struct option opts[] = {OPT_JSON, OPT_HELP, {0}};
+    bool stop = !strcmp(which, "stop"), kill = !strcmp(which, "kill"), del = !strcmp(which, "delete");
+    const char *help = stop ? stop_help : kill ? kill_help : !strcmp(which, "cancel") ? cancel_help : delete_help;
     char cmd[32], usage[64];
     const char *id = NULL;
     json_t *answer = NULL;
+    int c, rc;
     snprintf(cmd, sizeof cmd, "rnx job %s", which);
-    snprintf(usage, sizeof usage, "rnx job %s ID", which);
-    int rc = simple_flags(ctx, argc, argv, cmd, help, false);
-    if (rc)
-        return rc == HELP_SHOWN ? RNX_OK : rc;
+    snprintf(usage, sizeof usage, "rnx job %s%s ID", which, stop ? " [--force]" : "");
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", stop ? stop_opts : opts, cmd)) != -1) {
+        switch (c) {
+        case 'h': fputs(help, stdout); return RNX_OK;
+        case 'j': ctx->json = true; break;
+        case 'F': kill = true; break;
+        default: return RNX_USAGE;
+        }
+    }
     if ((rc = one_id(argc, argv, cmd + 4, usage, &id)) != 0)
         return rc;
-    if (strcmp(which, "delete") == 0)
+    if (del)
         rc = job_request(ctx, "DELETE", id, "", &answer);
     else
-        rc = job_request(ctx, "POST", id, strcmp(which, "stop") == 0 ? "/stop" : "/cancel", &answer);
+        rc = job_request(ctx, "POST", id, kill ? "/kill" : stop ? "/stop" : "/cancel", &answer);
     if (rc != 0)
         return rc;
     const char *status = jstr(answer, "status");
     if (ctx->json)
         print_json(answer);
-    else if (strcmp(which, "delete") == 0)
-        print_textf(stdout, "deleted %s\n", answer_id(answer, id));
-    else if (strcmp(which, "cancel") == 0 || (status && strcmp(status, "CANCELED") == 0))
-        print_textf(stdout, "canceled %s%s\n", answer_id(answer, id),
-                    strcmp(which, "stop") == 0 ? " (it had not started)" : "");
+    else if (del)
+        print_textf(stdout, "deleted %s\n", jstr(answer, "deleted") ? jstr(answer, "deleted") : id);
+    else if (!strcmp(which, "cancel") || (status && strcmp(status, "CANCELED") == 0))
+        print_textf(stdout, "canceled %s%s\n", answer_id(answer, id), stop || kill ? " (it had not started)" : "");
+    else if (kill)
+        print_textf(stdout, "killing %s (SIGKILL to every process)\n", answer_id(answer, id));
     else
         print_textf(stdout, "stopping %s\n", answer_id(answer, id));
     json_decref(answer);
@@ -779,6 +912,7 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
 }
 
 static int job_stop(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "stop"); }
+static int job_kill(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "kill"); }
 static int job_cancel(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "cancel"); }
 static int job_delete(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "delete"); }
 
@@ -816,6 +950,7 @@ static int job_log(rnx_ctx *ctx, int argc, char **argv)
     static const struct option opts[] = {
         {"stream", required_argument, NULL, O_STREAM},
         {"no-follow", no_argument, NULL, O_NO_FOLLOW},
+        {"follow", no_argument, NULL, 'f'},
         OPT_JSON,
         OPT_HELP,
         {0},
@@ -824,11 +959,13 @@ static int job_log(rnx_ctx *ctx, int argc, char **argv)
     bool follow = true;
     int c, rc;
     optind = 0;
-    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job log")) != -1) {
+    bool follow_given = false, no_follow_given = false;
+    while ((c = rnx_getopt(argc, argv, "fh", opts, "rnx job log")) != -1) {
         switch (c) {
         case 'h': fputs(log_help, stdout); return RNX_OK;
         case 'j': ctx->json = true; break;
-        case O_NO_FOLLOW: follow = false; break;
+        case O_NO_FOLLOW: follow = false; no_follow_given = true; break;
+        case 'f': follow_given = true; break;
         case O_STREAM:
             if (strcmp(optarg, "stdout") != 0 && strcmp(optarg, "stderr") != 0)
                 return rnx_usage("--stream: '%s' is not accepted; use stdout or stderr", optarg);
@@ -837,7 +974,9 @@ static int job_log(rnx_ctx *ctx, int argc, char **argv)
         default: return RNX_USAGE;
         }
     }
-    if ((rc = one_id(argc, argv, "job log", "rnx job log [--stream stdout|stderr] [--no-follow] ID", &id)) != 0)
+    if (follow_given && no_follow_given)
+        return rnx_usage("job log: -f/--follow and --no-follow contradict each other; give one");
+    if ((rc = one_id(argc, argv, "job log", "rnx job log [--stream stdout|stderr] [-f|--no-follow] ID", &id)) != 0)
         return rc;
 
     char query[64];
@@ -864,7 +1003,7 @@ static const struct {
     int (*fn)(rnx_ctx *, int, char **);
 } job_cmds[] = {
     {"run", job_run},       {"list", job_list},     {"status", job_status}, {"log", job_log},
-    {"stop", job_stop},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
+    {"stop", job_stop},     {"kill", job_kill},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
     {"metrics", cmd_job_metrics}, /* cmd_metrics.c */
 };
 
@@ -873,14 +1012,14 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
     static const struct option opts[] = {OPT_HELP, {0}};
     int c;
     optind = 0;
-    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job")) != -1) {
+    while ((c = rnx_getopt(argc, argv, "+h", opts, "rnx job")) != -1) {
         if (c != 'h')
             return RNX_USAGE;
         fputs(job_help, stdout);
         return RNX_OK;
     }
     if (optind >= argc)
-        return rnx_usage("job: missing command (run, list, status, log, stop, cancel, delete, delete-all, metrics); "
+        return rnx_usage("job: missing command (run, list, status, log, stop, kill, cancel, delete, delete-all, metrics); "
                          "see 'rnx job --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)
@@ -890,5 +1029,9 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         fputs(job_help, stdout);
         return RNX_OK;
     }
-    return rnx_usage("unknown command '%s' for 'rnx job'; see 'rnx job --help'", name);
+    const char *names[ARRAY_LEN(job_cmds) + 1];
+    for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)
+        names[i] = job_cmds[i].name;
+    names[ARRAY_LEN(job_cmds)] = "help";
+    return rnx_unknown_command(name, "rnx job", names, ARRAY_LEN(names));
 }

@@ -28,7 +28,8 @@ static const char metrics_help[] =
     "  --count N      stop after N samples\n"
     "  --json         print each sample as the API's object, one per line (NDJSON)\n"
     "\n"
-    "ID is a job's full id or any unique prefix of it.\n";
+    "ID is a job's full id, its name (--name) when no other job of yours has it, or a unique\n"
+    "prefix of its id.\n";
 
 static bool terminal(const char *status)
 {

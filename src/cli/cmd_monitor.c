@@ -210,7 +210,7 @@ int cmd_monitor(rnx_ctx *ctx, int argc, char **argv)
     static const struct option top[] = {{"help", no_argument, NULL, 'h'}, {0}};
     int c;
     optind = 0;
-    while ((c = rnx_getopt(argc, argv, "h", top, "rnx monitor")) != -1) {
+    while ((c = rnx_getopt(argc, argv, "+h", top, "rnx monitor")) != -1) {
         if (c != 'h')
             return RNX_USAGE;
         fputs(monitor_help, stdout);
@@ -225,7 +225,7 @@ int cmd_monitor(rnx_ctx *ctx, int argc, char **argv)
     }
     bool watch = !strcmp(sub, "watch");
     if (!watch && strcmp(sub, "status"))
-        return rnx_usage("unknown command '%s' for 'rnx monitor'; see 'rnx monitor --help'", sub);
+        return rnx_unknown_command(sub, "rnx monitor", (const char *const[]){"status", "watch", "help"}, 3);
     argc -= optind;
     argv += optind;
     static const struct option with_watch[] = {{"interval", required_argument, NULL, O_INTERVAL},

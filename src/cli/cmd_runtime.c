@@ -67,7 +67,7 @@ static int parse(rnx_ctx *ctx, int argc, char **argv, const char *cmd, flags *f)
         {0},
     };
     int c;
-    optind = 1;
+    optind = 0;
     while ((c = rnx_getopt(argc, argv, "hv", opts, cmd)) != -1) {
         switch (c) {
         case 'j': ctx->json = true; break;
@@ -752,6 +752,9 @@ int cmd_runtime(rnx_ctx *ctx, int argc, char **argv)
     for (size_t i = 0; i < ARRAY_LEN(cmds); i++)
         if (!strcmp(argv[1], cmds[i].name))
             return cmds[i].fn(ctx, argc - 1, argv + 1);
-    return rnx_usage("unknown command '%s' for 'rnx runtime'; use build, list, info, remove, test, import, export, "
-                     "builds or log", argv[1]);
+    const char *names[ARRAY_LEN(cmds) + 1];
+    for (size_t i = 0; i < ARRAY_LEN(cmds); i++)
+        names[i] = cmds[i].name;
+    names[ARRAY_LEN(cmds)] = "help";
+    return rnx_unknown_command(argv[1], "rnx runtime", names, ARRAY_LEN(names));
 }

@@ -266,5 +266,6 @@ int cmd_volume(rnx_ctx *ctx, int argc, char **argv)
         fputs(volume_help, stdout);
         return RNX_OK;
     }
-    return rnx_usage("unknown command '%s' for 'rnx volume'; see 'rnx volume --help'", name);
+    return rnx_unknown_command(name, "rnx volume", (const char *const[]){"create", "list", "ls", "remove", "rm", "help"},
+                               6);
 }

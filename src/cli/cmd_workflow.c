@@ -801,7 +801,7 @@ int cmd_workflow(rnx_ctx *ctx, int argc, char **argv)
     static const struct option opts[] = {OPT_HELP, {0}};
     int c;
     optind = 0;
-    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx workflow")) != -1) {
+    while ((c = rnx_getopt(argc, argv, "+h", opts, "rnx workflow")) != -1) {
         if (c != 'h')
             return RNX_USAGE;
         fputs(workflow_help, stdout);
@@ -817,5 +817,9 @@ int cmd_workflow(rnx_ctx *ctx, int argc, char **argv)
         fputs(workflow_help, stdout);
         return RNX_OK;
     }
-    return rnx_usage("unknown command '%s' for 'rnx workflow'; see 'rnx workflow --help'", name);
+    const char *names[ARRAY_LEN(workflow_cmds) + 1];
+    for (size_t i = 0; i < ARRAY_LEN(workflow_cmds); i++)
+        names[i] = workflow_cmds[i].name;
+    names[ARRAY_LEN(workflow_cmds)] = "help";
+    return rnx_unknown_command(name, "rnx workflow", names, ARRAY_LEN(names));
 }

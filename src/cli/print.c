@@ -314,6 +314,11 @@ void fmt_end_reason(json_t *job, char *out, size_t outlen)
             snprintf(out, outlen, "stopped by uid %lld", (long long)v);
         else
             snprintf(out, outlen, "stopped");
+    } else if (strcmp(r, "killed") == 0) {
+        if (jint(job, "stopped_by", &v))
+            snprintf(out, outlen, "killed by uid %lld (SIGKILL to every process: rnx job kill)", (long long)v);
+        else
+            snprintf(out, outlen, "killed (SIGKILL to every process: rnx job kill)");
     } else if (strcmp(r, "canceled") == 0) {
         snprintf(out, outlen, "canceled");
     } else if (strcmp(r, "start_failed") == 0) {
@@ -356,11 +361,11 @@ bool job_elapsed_ms(json_t *job, int64_t *ms)
     return true;
 }
 
-/* Prints "Key:" padded so the values line up. */
-#define KEY_WIDTH 15
+/* Prints "Key: " as the GPU guide's status sample has its lines ("GPUs: [0, 1] (2 GPUs
+ * allocated)"): one space, no padding, so that lines can be matched and grepped as shown. */
 static void key(FILE *f, const char *k)
 {
-    fprintf(f, "%-*s ", KEY_WIDTH, k);
+    fprintf(f, "%s ", k);
 }
 
 /* Text a user controls (a job's name, command, env, paths, messages that quote them), as
@@ -627,7 +632,7 @@ static void print_env(FILE *f, const char *k, json_t *env, bool secret)
         if (first)
             key(f, k);
         else
-            print_textf(f, "%-*s ", KEY_WIDTH, "");
+            print_textf(f, "%-*s ", (int)strlen(k), "");
         first = false;
         /* the server never returns secret values; print the mask whatever came */
         print_text(f, name);
@@ -679,19 +684,13 @@ static void print_usage(FILE *f, json_t *usage)
     print_textf(f, "CPU time %s, memory peak %s, I/O read %s, write %s\n", c, m, r, w);
 }
 
-static void print_gpus(FILE *f, json_t *gpus)
+/* "0, 1" for the granted GPUs' indexes. */
+static void gpu_indexes(FILE *f, json_t *gpus)
 {
-    size_t i, n = json_array_size(gpus);
+    size_t i;
     json_t *g;
-    key(f, "GPUs:");
-    if (!n) {
-        print_textf(f, "none\n");
-        return;
-    }
-    fputc('[', f);
     json_array_foreach(gpus, i, g) {
         int64_t idx = -1;
-        /* entries are objects with "index"; accept a bare number too */
         if (json_is_integer(g))
             idx = (int64_t)json_integer_value(g);
         else
@@ -701,7 +700,113 @@ static void print_gpus(FILE *f, json_t *gpus)
         else
             print_textf(f, "%s?", i ? ", " : "");
     }
-    print_textf(f, "] (%zu GPU%s allocated)\n", n, n == 1 ? "" : "s");
+}
+
+/* "2 requested", "all GPUs requested", "GPUs 3, GPU-… requested", "a 1g.10gb MIG device
+ * requested" (NULL for a job that asks for no GPU). */
+static bool gpu_asked(json_t *req, char *out, size_t outlen)
+{
+    int64_t count = 0;
+    json_t *ids = json_object_get(req, "ids");
+    if (jstr(req, "mig")) {
+        snprintf(out, outlen, "a %s MIG device requested", jstr(req, "mig"));
+        return true;
+    }
+    if (json_is_true(json_object_get(req, "all"))) {
+        snprintf(out, outlen, "all GPUs requested");
+        return true;
+    }
+    if (json_array_size(ids)) {
+        size_t l = (size_t)snprintf(out, outlen, "GPU%s ", json_array_size(ids) == 1 ? "" : "s");
+        for (size_t i = 0; i < json_array_size(ids) && l < outlen; i++)
+            l += (size_t)snprintf(out + l, outlen - l, "%s%s", i ? ", " : "", json_string_value(json_array_get(ids, i)));
+        if (l < outlen)
+            snprintf(out + l, outlen - l, " requested");
+        return true;
+    }
+    if (!jint(req, "count", &count) || count <= 0)
+        return false;
+    snprintf(out, outlen, "%lld requested", (long long)count);
+    return true;
+}
+
+/* The GPU guide's lines (001 "Job Status Inspection"), first after UUID and Status:
+ *   GPUs: [0, 1] (2 GPUs allocated)
+ *   GPU Memory: 8192 MB required per GPU
+ * GPUs show as allocated only once they are granted; a job holding them that is still
+ * being started says so, since its status is not RUNNING yet. */
+static void print_gpu_lines(FILE *f, json_t *job)
+{
+    json_t *gpus = json_object_get(job, "gpus"), *req = json_object_get(job, "gpu_request");
+    const char *status = jstr(job, "status");
+    bool ended = jstr(job, "ended_at") != NULL;
+    char asked[512];
+    bool wants = gpu_asked(req, asked, sizeof asked);
+    size_t n = json_array_size(gpus);
+    key(f, "GPUs:");
+    if (n) {
+        bool mig = json_is_object(json_object_get(json_array_get(gpus, 0), "mig"));
+        fputc('[', f);
+        gpu_indexes(f, gpus);
+        print_textf(f, "] (%zu %s allocated", n, mig ? (n == 1 ? "MIG device" : "MIG devices") : (n == 1 ? "GPU" : "GPUs"));
+        if (ended)
+            print_textf(f, "; released when the job ended");
+        else if (status && (!strcmp(status, "QUEUED") || !strcmp(status, "PREEMPTED")))
+            print_textf(f, "; the job is being started");
+        print_textf(f, ")\n");
+    } else if (jstr(req, "degraded")) {
+        print_textf(f, "none (--gpu-optional: %s)\n", jstr(req, "degraded"));
+    } else if (wants) {
+        print_textf(f, "none allocated%s (%s)\n", ended ? "" : " yet", asked);
+    } else {
+        print_textf(f, "none\n");
+    }
+    int64_t mem = 0;
+    if (jint(req, "memory_mb", &mem) && mem > 0) {
+        key(f, "GPU Memory:");
+        if (json_is_true(json_object_get(req, "share")))
+            print_textf(f, "%lld MB reserved on a shared GPU (MPS)\n", (long long)mem);
+        else
+            print_textf(f, "%lld MB required per GPU\n", (long long)mem);
+    }
+}
+
+/* Where a GPU job runs: its GPUs' NUMA nodes and the CPUs it is pinned to. */
+static void print_locality(FILE *f, json_t *loc)
+{
+    if (!json_is_object(loc))
+        return;
+    json_t *nodes = json_object_get(loc, "numa_nodes");
+    const char *cpus = jstr(loc, "cpus"), *gpu_cpus = jstr(loc, "gpu_cpus"), *why = jstr(loc, "pinning");
+    key(f, "NUMA:");
+    if (json_is_array(nodes) && json_array_size(nodes)) {
+        print_textf(f, "node%s ", json_array_size(nodes) == 1 ? "" : "s");
+        for (size_t i = 0; i < json_array_size(nodes); i++)
+            print_textf(f, "%s%lld", i ? ", " : "", (long long)json_integer_value(json_array_get(nodes, i)));
+        if (gpu_cpus)
+            print_textf(f, " (the GPUs' CPUs %s)", gpu_cpus);
+    } else {
+        print_textf(f, "unknown");
+    }
+    fputc('\n', f);
+    key(f, "CPUs:");
+    if (cpus && why && !strcmp(why, "--cpu-cores"))
+        print_textf(f, "%s, as --cpu-cores asked\n", cpus);
+    else if (cpus)
+        print_textf(f, "%s (pinned to %s%s%s)\n", cpus, why ? why : "its GPUs' NUMA nodes",
+                    jstr(loc, "mems") ? "; memory of node " : "", jstr(loc, "mems") ? jstr(loc, "mems") : "");
+    else
+        print_textf(f, "not pinned: %s\n", why ? why : "unknown");
+}
+
+/* The granted devices, one line each. */
+static void print_gpu_devices(FILE *f, json_t *gpus)
+{
+    size_t i;
+    json_t *g;
+    if (!json_array_size(gpus))
+        return;
+    print_textf(f, "GPU devices:\n");
     json_array_foreach(gpus, i, g) {
         int64_t idx = -1, mem = -1;
         if (!json_is_object(g))
@@ -762,12 +867,14 @@ void print_job(json_t *job, FILE *f)
     char b[1024];
     int64_t v;
 
-    key(f, "ID:");
+    key(f, "UUID:");
     put_line(f, jstr(job, "id") ? jstr(job, "id") : "-");
-    key(f, "Name:");
-    put_line(f, jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
     key(f, "Status:");
     put_line(f, status ? status : "-");
+    print_gpu_lines(f, job);
+    print_locality(f, json_object_get(job, "gpu_locality"));
+    key(f, "Name:");
+    put_line(f, jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
     json_t *wf = json_object_get(job, "workflow");
     if (json_is_object(wf)) {
         key(f, "Workflow:");
@@ -861,7 +968,7 @@ void print_job(json_t *job, FILE *f)
     print_uploads(f, json_object_get(job, "uploads"));
     print_usage(f, json_object_get(job, "usage"));
     print_gpu_request(f, json_object_get(job, "gpu_request"));
-    print_gpus(f, json_object_get(job, "gpus"));
+    print_gpu_devices(f, json_object_get(job, "gpus"));
 }
 
 void print_json(json_t *v)

@@ -46,6 +46,7 @@ static const char global_help[] =
     "  job status      show one job in detail\n"
     "  job log         print a job's output, following it until the job ends\n"
     "  job stop        stop a running job (cancels one that has not started)\n"
+    "  job kill        SIGKILL to every process of a job at once\n"
     "  job cancel      cancel a job that is waiting to start\n"
     "  job delete      remove a finished job and its output\n"
     "  job delete-all  remove every finished job\n"
@@ -131,7 +132,7 @@ static int run(int argc, char **argv)
     int c;
 
     optind = 0;
-    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx")) != -1) {
+    while ((c = rnx_getopt(argc, argv, "+h", opts, "rnx")) != -1) {
         switch (c) {
         case 'S': ctx.socket = optarg; break;
         case 'j': ctx.json = true; break;
@@ -170,7 +171,9 @@ static int run(int argc, char **argv)
         return cmd_volume(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "runtime") == 0)
         return cmd_runtime(&ctx, argc - optind, argv + optind);
-    return rnx_usage("unknown command '%s' for 'rnx'; see 'rnx --help'", argv[optind]);
+    static const char *const commands[] = {"job", "workflow", "gpu", "audit", "monitor", "volume", "runtime",
+                                           "help", "version"};
+    return rnx_unknown_command(argv[optind], "rnx", commands, sizeof commands / sizeof commands[0]);
 }
 
 int main(int argc, char **argv)

@@ -292,11 +292,12 @@ static void add_toolkit(const job *j, gpu_spec *g)
 /* A GPU job runs on the CPUs and memory of its GPUs' NUMA nodes (DMA to a remote node is
  * slow), unless it chose --cpu-cores. Only CPUs and nodes this host has count: a simulated
  * machine's CPU lists describe another machine. */
-static void add_locality(const job *j, gpu_spec *g)
+void gpu_spec_locality(const job *j, char *cpus, size_t cpus_len, char *mems, size_t mems_len)
 {
     uint8_t want[CPU_MAX / 8] = {0}, mask[CPU_MAX / 8];
     uint64_t nodes = 0;
     int any = 0;
+    cpus[0] = mems[0] = 0;
     for (size_t i = 0; i < j->gpus.n; i++) {
         const gpu_grant *gr = &j->gpus.g[i];
         int k = gpu_find(&core.gpu.inv, *gr->parent_uuid ? gr->parent_uuid : gr->uuid);
@@ -315,11 +316,11 @@ static void add_locality(const job *j, gpu_spec *g)
         any |= want[b];
     if (!any)
         return;
-    format_cpu_list(want, g->cpus, sizeof g->cpus);
+    format_cpu_list(want, cpus, cpus_len);
     for (int n = 0; n < 64; n++)
         if (nodes >> n & 1) {
-            size_t l = strlen(g->mems);
-            snprintf(g->mems + l, sizeof g->mems - l, "%s%d", l ? "," : "", n);
+            size_t l = strlen(mems);
+            snprintf(mems + l, mems_len - l, "%s%d", l ? "," : "", n);
         }
 }
 
@@ -473,7 +474,7 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     add_driver_libs(j, g);
     add_toolkit(j, g);
     if (!j->req.cpu_cores)
-        add_locality(j, g);
+        gpu_spec_locality(j, g->cpus, sizeof g->cpus, g->mems, sizeof g->mems);
     return 0;
 }
 

@@ -23,6 +23,12 @@ typedef struct gpu_spec {
  * the loader cache (core.driver_libs). */
 void gpu_spec_find_driver_libs(void);
 
+/* The CPUs local to the job's GPUs that this host has, and those GPUs' NUMA nodes that it
+ * has ("" when a GPU's locality is unknown or none of its CPUs is here): what a GPU job is
+ * pinned to unless it chose --cpu-cores (not applied for simulated GPUs, whose CPU lists
+ * describe another machine). */
+void gpu_spec_locality(const job *j, char *cpus, size_t cpus_len, char *mems, size_t mems_len);
+
 /* The spec additions for the job's GPU grant; empty for no grant or a simulated one. */
 int gpu_spec_build(const job *j, gpu_spec *g, jerr *e);
 void gpu_spec_free(gpu_spec *g);

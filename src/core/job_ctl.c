@@ -23,6 +23,18 @@ int job_ctl_stop(job *j, uid_t by, jerr *e)
     return launch_stop(j, by, e);
 }
 
+int job_ctl_kill(job *j, uid_t by, jerr *e)
+{
+    if (job_state_terminal(j->state))
+        return jerr_http(e, 409, "job %s is %s; only a running job can be killed", j->id, job_state_name(j->state));
+    if (job_in_queue(j) || j->state == JS_PENDING) {
+        j->stopped_by = by;
+        job_finish(j, JS_CANCELED, "canceled");
+        return 0;
+    }
+    return launch_kill(j, by, e);
+}
+
 int job_ctl_cancel(job *j, uid_t by, jerr *e)
 {
     if (!job_in_queue(j) && j->state != JS_PENDING)

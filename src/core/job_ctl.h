@@ -12,6 +12,9 @@
 /* A running job gets SIGTERM (its shim kills it after the grace period); a waiting one is
  * CANCELED at once. 409 for a job already ended or stopping. by: the caller's uid. */
 int job_ctl_stop(job *j, uid_t by, jerr *e);
+/* rnx job kill: a running or stopping job gets SIGKILL, every process at once; a waiting one is
+ * CANCELED at once; 409 for one already ended. */
+int job_ctl_kill(job *j, uid_t by, jerr *e);
 /* A job that has not started (pending, scheduled, queued, preempted) is CANCELED; 409 else. */
 int job_ctl_cancel(job *j, uid_t by, jerr *e);
 /* An ended job, its directory, logs and database rows are gone; 409 for one not ended. The

@@ -4,6 +4,7 @@
 #include "../common/jsonx.h"
 #include "../common/util.h"
 #include "job_json.h"
+#include "gpu_spec.h"
 #include "jobs.h"
 #include "launch.h"
 #include "queue.h"
@@ -41,6 +42,54 @@ static json_t *field_or(const job_req *r, enum jobreq_id f, json_t *dflt)
     json_t *v = json_incref(json_object_get(o, jobreq_fields[f].key));
     json_decref(o);
     return v;
+}
+
+/* Where a GPU job's GPUs are and what CPUs it runs on: the NUMA nodes and CPU lists the
+ * inventory gives for its GPUs, and what it is pinned to on this host (null: not pinned, and
+ * why). NULL for a job without GPUs. */
+static json_t *gpu_locality_json(const job *j)
+{
+    if (!j->gpus.n)
+        return NULL;
+    json_t *nodes = json_array(), *o = json_object();
+    char gpu_cpus[1024] = "";
+    bool known = true;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < j->gpus.n; i++) {
+        const gpu_grant *gr = &j->gpus.g[i];
+        int k = gpu_find(&core.gpu.inv, *gr->parent_uuid ? gr->parent_uuid : gr->uuid);
+        if (k < 0 || core.gpu.inv.gpu[k].numa_node < 0 || !*core.gpu.inv.gpu[k].local_cpus) {
+            known = false;
+            continue;
+        }
+        int node = core.gpu.inv.gpu[k].numa_node;
+        if (node < 64 && !(seen >> node & 1)) {
+            seen |= 1ull << node;
+            json_array_append_new(nodes, json_integer(node));
+            size_t l = strlen(gpu_cpus);
+            snprintf(gpu_cpus + l, sizeof gpu_cpus - l, "%s%s", l ? "," : "", core.gpu.inv.gpu[k].local_cpus);
+        }
+    }
+    json_object_set_new(o, "numa_nodes", known ? nodes : (json_decref(nodes), json_null()));
+    json_object_set_new(o, "gpu_cpus", known && *gpu_cpus ? json_string(gpu_cpus) : json_null());
+    char cpus[256] = "", mems[64] = "";
+    const char *why = NULL;
+    if (j->req.cpu_cores) {
+        snprintf(cpus, sizeof cpus, "%s", j->req.cpu_cores);
+        why = "--cpu-cores";
+    } else if (j->gpus.g[0].simulated) {
+        why = "simulated GPUs: their CPU lists describe another machine, so the job is not pinned";
+    } else {
+        gpu_spec_locality(j, cpus, sizeof cpus, mems, sizeof mems);
+        if (!*cpus)
+            why = known ? "none of its GPUs' CPUs is online on this host" : "the GPUs' locality is unknown";
+        else
+            why = "the CPUs and memory of its GPUs' NUMA nodes";
+    }
+    json_object_set_new(o, "cpus", *cpus ? json_string(cpus) : json_null());
+    json_object_set_new(o, "mems", *mems ? json_string(mems) : json_null());
+    json_object_set_new(o, "pinning", json_string(why));
+    return o;
 }
 
 json_t *job_json(const job *j)
@@ -111,6 +160,8 @@ json_t *job_json(const job *j)
                                                      (json_int_t)wused)
                                          : json_null());
     json_object_set_new(o, "gpus", grant_list_to_json(&j->gpus));
+    json_t *loc = gpu_locality_json(j);
+    json_object_set_new(o, "gpu_locality", loc ? loc : json_null());
     json_t *gr = json_object();
     json_object_set_new(gr, "count", int_or_null(r, JR_GPU_COUNT, r->gpu_count));
     json_object_set_new(gr, "memory_mb", int_or_null(r, JR_GPU_MEMORY_MB, r->gpu_memory_mb));

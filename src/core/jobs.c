@@ -13,38 +13,66 @@
 
 static bool visible(const job *j, uid_t caller) { return caller == 0 || j->owner_uid == caller; }
 
-job *jobs_find(const char *id, uid_t caller, jerr *e)
+/* "1a2b3c4d (RUNNING)" for a list of candidates. */
+static size_t candidate(char *out, size_t n, size_t used, const job *j)
 {
-    size_t len = id ? strlen(id) : 0;
-    if (len == 0 || len > 36 || strspn(id, "0123456789abcdef-") != len) {
-        jerr_http(e, 404, "no job '%s': a job id is a UUID or a unique prefix of one (hex digits and '-')",
-                  id ? id : "");
+    if (used >= n)
+        return used;
+    int w = snprintf(out + used, n - used, "%s%.8s (%s)", used ? ", " : "", j->id, job_state_name(j->state));
+    return w < 0 ? used : used + (size_t)w;
+}
+
+job *jobs_find(const char *ref, uid_t caller, jerr *e)
+{
+    size_t len = ref ? strlen(ref) : 0;
+    if (len == 0) {
+        jerr_http(e, 404, "no job '': give a job's id, a unique prefix of it, or its name");
         return NULL;
     }
-    job *found = NULL;
-    char others[256] = "";
-    size_t nmatch = 0, no = 0;
+    bool hexish = len <= 36 && strspn(ref, "0123456789abcdef-") == len;
+    /* 1. the full id; 2. the name, as docker resolves containers (a name shadows an id
+     * prefix); 3. a unique prefix of the id */
+    job *by_name = NULL, *by_prefix = NULL;
+    char names[320] = "", prefixes[320] = "";
+    size_t nname = 0, nprefix = 0, un = 0, up = 0;
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
-        if (strncmp(j->id, id, len) != 0 || !visible(j, caller))
+        if (!visible(j, caller))
             continue;
-        if (len == 36)
+        if (len == 36 && !strcmp(j->id, ref))
             return j;
-        if (nmatch++ < 4)
-            no += (size_t)snprintf(others + no, sizeof others - no, "%s%s", no ? ", " : "", j->id);
-        found = j;
+        if (j->name && !strcmp(j->name, ref)) {
+            by_name = j;
+            if (nname++ < 5)
+                un = candidate(names, sizeof names, un, j);
+        }
+        if (hexish && !strncmp(j->id, ref, len)) {
+            by_prefix = j;
+            if (nprefix++ < 5)
+                up = candidate(prefixes, sizeof prefixes, up, j);
+        }
     }
-    if (nmatch == 0) {
-        jerr_http(e, 404, "no job matches '%s'", id);
-        return NULL;
-    }
-    if (nmatch > 1) {
+    if (nname == 1)
+        return by_name;
+    if (nname > 1) {
         e->code = EEXIST;
-        jerr_http(e, 409, "'%s' matches %zu jobs (%s%s); type more of the id", id, nmatch, others,
-                  nmatch > 4 ? ", …" : "");
+        jerr_http(e, 409, "'%s' names %zu jobs: %s%s; give one's id (or a unique prefix of it)", ref, nname, names,
+                  nname > 5 ? ", …" : "");
         return NULL;
     }
-    return found;
+    if (nprefix == 1)
+        return by_prefix;
+    if (nprefix > 1) {
+        e->code = EEXIST;
+        jerr_http(e, 409, "'%s' matches %zu jobs: %s%s; type more of the id", ref, nprefix, prefixes,
+                  nprefix > 5 ? ", …" : "");
+        return NULL;
+    }
+    if (hexish)
+        jerr_http(e, 404, "no job matches '%s' (by id, id prefix or name)", ref);
+    else
+        jerr_http(e, 404, "no job named '%s' (a job is given by its id, a unique prefix of it, or its --name)", ref);
+    return NULL;
 }
 
 void jobs_add(job *j)

@@ -10,8 +10,10 @@
 #include "../common/err.h"
 #include "job.h"
 
-/* By id or unique prefix, among the jobs the caller may see (root sees all). */
-job *jobs_find(const char *id_or_prefix, uid_t caller, jerr *e);
+/* Among the jobs the caller may see (root sees all): by full id, else by name (exactly one
+ * job of that name), else by unique id prefix. 404 when nothing matches; 409 naming the
+ * candidates (short id and state) when several do. */
+job *jobs_find(const char *ref, uid_t caller, jerr *e);
 void jobs_add(job *j);
 /* Out of the table and of the settle step's list; the caller frees it. */
 void jobs_remove(job *j);

@@ -373,7 +373,7 @@ static void finalize(job *j)
     j->ended_ms = st.ended_at_ms;
     const char *reason = *st.end_reason ? st.end_reason : "lost";
     enum job_state s = JS_FAILED;
-    if (!strcmp(reason, "stopped"))
+    if (!strcmp(reason, "stopped") || !strcmp(reason, "killed"))
         s = JS_STOPPED;
     else if (!strcmp(reason, "exit") && j->exit_code == 0)
         s = JS_COMPLETED;
@@ -464,16 +464,32 @@ void launch_forget(job *j)
         }
 }
 
-int launch_stop(job *j, uid_t by, jerr *e)
+/* SIGTERM (stop) or SIGUSR1 (kill) to the job's shim. */
+static int signal_shim(job *j, uid_t by, int sig, jerr *e)
 {
     if (j->shim_pid <= 0 || j->w_pid.fd < 0)
-        return jerr_http(e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
-    if (syscall(SYS_pidfd_send_signal, j->w_pid.fd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+        return jerr_http(e, 409, "job %s is %s; only a running job can be %s", j->id, job_state_name(j->state),
+                         sig == SIGTERM ? "stopped" : "killed");
+    if (syscall(SYS_pidfd_send_signal, j->w_pid.fd, sig, NULL, 0) < 0 && errno != ESRCH)
         return jerr_sys(e, "signal the shim of job %s", j->id);
     j->stopped_by = by;
     if (j->state == JS_RUNNING)
         j->state = JS_STOPPING;
     job_save(j);
+    return 0;
+}
+
+int launch_stop(job *j, uid_t by, jerr *e) { return signal_shim(j, by, SIGTERM, e); }
+
+int launch_kill(job *j, uid_t by, jerr *e)
+{
+    /* a kill ends a preemption's stop too: the job is no longer to go back in the queue */
+    if (signal_shim(j, by, SIGUSR1, e) < 0)
+        return -1;
+    if (j->preempting) {
+        j->preempting = false;
+        job_save(j);
+    }
     return 0;
 }
 

@@ -19,6 +19,10 @@ void launch_adopt_all(void);
 /* SIGTERM to the job's shim (the grace period, then SIGKILL, is the shim's); 409 when no shim
  * runs. by: the uid asking, -1 for joblet. */
 int launch_stop(job *j, uid_t by, jerr *e);
+/* SIGUSR1 to the job's shim: SIGKILL to every process of the job at once (also while a
+ * stop's grace period runs); the job ends STOPPED with end reason "killed". 409 when no
+ * shim runs. */
+int launch_kill(job *j, uid_t by, jerr *e);
 /* Stops a job to make room for `for_job`; it goes back to the queue as it was. */
 void launch_preempt(job *j, const job *for_job);
 /* The job is being deleted while its shim finishes tidying up: stop watching it. */

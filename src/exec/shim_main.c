@@ -1,6 +1,7 @@
 /* joblet-shim JOB_DIR — one per job. It creates the job from the spec on its fd 5, holds its
  * output pipes and appends time-stamped lines to the job's logs, enforces the run-time
- * limit, stops the job on SIGTERM (SIGTERM to all, SIGKILL after the grace period), and
+ * limit, stops the job on SIGTERM (SIGTERM to all, SIGKILL after the grace period) and kills
+ * it on SIGUSR1 (SIGKILL to all at once: rnx job kill), and
  * records how it ended in status.json. It does not depend on the daemon: if joblet dies,
  * the job and its logs go on, and a restarted joblet reads what the shim wrote. */
 #include <errno.h>
@@ -35,7 +36,7 @@ typedef struct shim {
     int out_r, err_r, status_r;
     logw out, err;
     int64_t started_ms, ended_ms;
-    int stop_requested, timed_out, killed;
+    int stop_requested, kill_requested, timed_out, killed;
     int tfd_runtime, tfd_grace;
     int notify_fd;
     int started_fd; /* the start record, open until it becomes status.json */
@@ -268,6 +269,8 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
         /* A stop or time limit names the cause even if the job exited on its own SIGTERM handler. */
         if (sh->timed_out)
             reason = "time_limit";
+        else if (sh->kill_requested)
+            reason = "killed";
         else if (sh->stop_requested)
             reason = "stopped";
     }
@@ -315,6 +318,7 @@ static void supervise(shim *sh)
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
     sigaddset(&set, SIGCHLD);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     sh->tfd_runtime = -1;
@@ -365,7 +369,11 @@ static void supervise(shim *sh)
             } else if (fd == sfd) {
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof si) == sizeof si) {
-                    if (si.ssi_signo == SIGTERM && !init_done) {
+                    if (si.ssi_signo == SIGUSR1 && !init_done) {
+                        /* rnx job kill: SIGKILL to every process of the job at once */
+                        sh->stop_requested = sh->kill_requested = 1;
+                        hard_kill(sh);
+                    } else if (si.ssi_signo == SIGTERM && !init_done) {
                         sh->stop_requested = 1;
                         begin_stop(sh);
                         if (sh->tfd_grace >= 0) {
@@ -416,6 +424,7 @@ static int shim_run(const char *dir)
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
     sh.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -124,11 +124,13 @@ int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int std
         posix_spawn_file_actions_adddup2(&fa, filter_fd, SHIM_DEVFILTER_FD);
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
-    /* Born with SIGTERM blocked: a stop that arrives before the shim set up its signalfd
-     * must wait for it, not kill the shim and orphan the job. Forked shims inherit this. */
+    /* Born with SIGTERM and SIGUSR1 (stop, kill) blocked: one that arrives before the shim set
+     * up its signalfd must wait for it, not kill the shim and orphan the job. Forked shims
+     * inherit this. */
     sigset_t mask, dflt;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGUSR1);
     sigaddset(&mask, SIGCHLD);
     sigfillset(&dflt);
     posix_spawnattr_setsigmask(&at, &mask);

@@ -237,7 +237,7 @@ def test_status_text_shows_exit_reason_times_limits_usage(daemon):
         k, _, v = line.partition(":")
         if v:
             fields.setdefault(k.strip(), v.strip())
-    assert fields["ID"] == jid
+    assert fields["UUID"] == jid
     assert fields["Name"] == "detail"
     assert fields["Status"] == "FAILED"
     assert fields["Exit code"] == "3"

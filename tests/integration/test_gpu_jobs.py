@@ -30,7 +30,7 @@ def test_simulated_job_gets_its_gpus_labelled(fresh_daemon):
                                   "optional": False, "degraded": None, "mig": None, "type": None, "cc": None,
                                   "share": False, "cross_numa": True}
     st = d.rnx("job", "status", job["id"], check=True).stdout
-    assert "GPUs:           [0, 1] (2 GPUs allocated)" in st
+    assert "GPUs: [0, 1] (2 GPUs allocated" in st
     assert st.count("[simulated]") == 2
     lst = d.rnx("gpu", "list", check=True).stdout
     assert lst.startswith("SIMULATED GPUs")
@@ -47,7 +47,7 @@ def test_gang_allocation_waits_and_never_oversubscribes(fresh_daemon):
     jb = d.job(b)
     assert jb["status"] == "QUEUED" and jb["gpus"] == [] and jb["queue_position"] == 1
     assert jb["wait_reason"] == "needs 4 GPUs; 2 free; first in line: GPUs 6,7 are reserved for it"
-    assert "Waiting:        needs 4 GPUs; 2 free" in d.rnx("job", "status", b, check=True).stdout
+    assert "Waiting: needs 4 GPUs; 2 free" in d.rnx("job", "status", b, check=True).stdout
     held = {g["index"] for g in d.job(a)["gpus"]}
     assert len(held) == 6
     gl = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)["gpus"]
@@ -119,7 +119,7 @@ def test_ways_to_ask_for_gpus(fresh_daemon):
     assert [g["index"] for g in job["gpus"]] == [1, 3]
     assert job["gpu_request"]["ids"] == [uuids[3], uuids[1]]
     st = d.rnx("job", "status", job["id"], check=True).stdout
-    assert "GPUs:           [1, 3] (2 GPUs allocated)" in st
+    assert "GPUs: [1, 3] (2 GPUs allocated" in st
     assert f"GPU 3  {uuids[3]}  NVIDIA A100-PCIE-40GB  40960 MiB" in st
     # NVIDIA_VISIBLE_DEVICES=void: no GPU, and the variable is left as given
     p = d.rnx("job", "run", "-e", "NVIDIA_VISIBLE_DEVICES=void", "--follow", "sh", "-c", ENV_PROBE, check=True)
@@ -159,7 +159,7 @@ def test_gpu_optional_runs_without_and_says_so(fresh_daemon):
     assert job["gpus"] == [] and job["gpu_request"]["optional"] is True
     assert "asks for 8 GPUs; this machine has 4 usable GPUs" in job["gpu_request"]["degraded"]
     st = d.rnx("job", "status", job["id"], check=True).stdout
-    assert "GPU request:    none granted (--gpu-optional): asks for 8 GPUs" in st
+    assert "GPU request: none granted (--gpu-optional): asks for 8 GPUs" in st
     # optional does not mean "skip the queue": GPUs that exist but are busy are waited for
     a = d.submit("sleep", "30", gpu_count=4)
     d.wait_status(a, "RUNNING")

@@ -102,7 +102,7 @@ def test_preemption_requeues_and_reruns(fresh_daemon):
     assert gpus_of(h) == had
     assert d.job(low1)["status"] == "RUNNING"
     st = d.rnx("job", "status", low2, check=True).stdout
-    assert "Status:         PREEMPTED" in st and "preemptible; preempted 1 time" in st
+    assert "Status: PREEMPTED" in st and "preemptible; preempted 1 time" in st
     assert "job " + low2 + " PREEMPTED" in d.log()
     # the preempted job keeps its request and reruns when room comes back
     d.rnx("job", "stop", high, check=True)

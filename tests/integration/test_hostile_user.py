@@ -132,7 +132,7 @@ def test_many_tiny_values_under_the_body_limit_are_refused_unparsed(fresh_daemon
     body it read."""
     # under ASan, freed bodies would wait in its quarantine (256 MB) and count as held
     asan = os.environ.get("ASAN_OPTIONS")
-    d = fresh_daemon(env={"ASAN_OPTIONS": asan + ":quarantine_size_mb=0"} if asan else None)
+    d = fresh_daemon(env={"ASAN_OPTIONS": (asan + ":" if asan else "") + "quarantine_size_mb=0"})
     base = hwm_kb(d.proc.pid)
     objects, n_obj = fill(b'{"command": "true", "args": [', b"{}", b"]}")
     strings, n_str = fill(b'{"command": "true", "args": [', b'""', b"]}")

@@ -86,3 +86,23 @@ def test_driver_capabilities_are_the_caps_request(sim):
     # without GPUs the variable asks for nothing and is passed on as given
     p, job = run(sim, "-e", "NVIDIA_DRIVER_CAPABILITIES=video")
     assert p.returncode == 0 and job["gpus"] == [] and "CAPS=video" in p.stdout, (p.stderr, p.stdout)
+
+
+def test_a_workflows_environment_is_a_request_too(sim, tmp_path):
+    """`environment: {NVIDIA_VISIBLE_DEVICES: ...}` of a workflow job asks for those GPUs, as -e
+    does; a contradiction with its gpu_count is refused naming the job and both."""
+    f = tmp_path / "wf.yaml"
+    f.write_text("name: nv\njobs:\n  a:\n    command: sh\n    args: [-c, '" + SHOW + "']\n"
+                 "    environment:\n      NVIDIA_VISIBLE_DEVICES: '4,5'\n"
+                 "      NVIDIA_DRIVER_CAPABILITIES: 'compute,utility,video'\n")
+    p = sim.rnx("workflow", "run", "--follow", str(f))
+    assert p.returncode == 0, p.stderr
+    job = json.loads(sim.rnx("job", "list", "--json", check=True).stdout)[-1]
+    assert sorted(g["index"] for g in job["gpus"]) == [4, 5], job["gpus"]
+    assert job["gpu_request"]["caps"] == "compute,utility,video"
+    assert sim.output(job["id"]).strip() == f"NVD={sim.uuids[4]},{sim.uuids[5]} CAPS=compute,utility,video CVD=0,1"
+    f.write_text("name: nv\njobs:\n  a:\n    command: 'true'\n    resources:\n      gpu_count: 1\n"
+                 "    environment:\n      NVIDIA_VISIBLE_DEVICES: '4,5'\n")
+    p = sim.rnx("workflow", "run", str(f))
+    assert p.returncode != 0
+    assert "NVIDIA_VISIBLE_DEVICES" in p.stderr and "gpu_count" in p.stderr, p.stderr

@@ -26,7 +26,7 @@ def test_job_status_escapes_what_the_user_controls(daemon):
     daemon.wait(job["id"])
     out = daemon.rnx("job", "status", job["id"], check=True).stdout
     assert "\x1b" not in out and "\x07" not in out and "\r" not in out, repr(out)
-    assert [l for l in out.splitlines() if l.startswith("Status:")] == ["Status:         COMPLETED"], out
+    assert [l for l in out.splitlines() if l.startswith("Status:")] == ["Status: COMPLETED"], out
     assert "a\\nStatus:         COMPLETED" in out  # the forged line stays inside its field
     assert "NOTE=x\\x1b[31mred\\x0d\\n" in out
     assert "OK=café" in out                        # UTF-8 stays as it is
@@ -175,16 +175,18 @@ def test_job_commands_escape_names_commands_and_messages(daemon):
     out = clean(rnx(daemon, "job", "list"), what="job list")
     assert "\\x1b]0;pwned" in out                                  # the name, escaped (cut to its column)
     out = clean(rnx(daemon, "job", "status", jid), what="job status")
-    assert f"Name:           {SHOWN}" in out and f"NOTE={SHOWN}" in out
+    assert f"Name: {SHOWN}" in out and f"NOTE={SHOWN}" in out
     clean(rnx(daemon, "job", "metrics", "--count=1", jid), what="job metrics")
     # the job's own bytes are its output: rnx job log passes them as they are (documented)
     p = rnx(daemon, "job", "log", jid)
     assert p.returncode == 0 and p.stdout == HOSTILE, repr(p.stdout)
     # --json is data: exact
     assert json.loads(daemon.rnx("--json", "job", "status", jid, check=True).stdout)["name"] == HOSTILE
-    # joblet's refusals quote what was sent: escaped on stderr
-    for args in (["job", "status", HOSTILE], ["job", "stop", HOSTILE], ["job", "log", HOSTILE],
-                 ["job", "delete", HOSTILE], ["job", "metrics", "--count=1", HOSTILE],
+    # joblet's refusals quote what was sent: escaped on stderr (a name no job has: the job's
+    # own name would find it)
+    missing = HOSTILE + "-none"
+    for args in (["job", "status", missing], ["job", "stop", missing], ["job", "log", missing],
+                 ["job", "delete", missing], ["job", "metrics", "--count=1", missing],
                  ["job", "list", "--status=" + HOSTILE]):
         p = rnx(daemon, *args)
         assert p.returncode != 0, args

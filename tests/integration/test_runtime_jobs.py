@@ -41,7 +41,7 @@ def test_job_runs_in_the_runtimes_tree(rt_daemon):
     assert int(lines[8]) >= 1000                  # root's job runs as a uid of its own, as usual
     jid = d.api("GET", "/v1/jobs")[1]["jobs"][0]["id"]
     assert d.job(jid)["runtime"] == "busybox"
-    assert "Runtime:        busybox\n" in d.rnx("job", "status", jid, check=True).stdout
+    assert "Runtime: busybox\n" in d.rnx("job", "status", jid, check=True).stdout
     # the same job without --runtime sees the host's system directories
     p = d.rnx("job", "run", "--follow", "sh", "-c", "test -e /etc/marker && echo runtime || echo host", check=True)
     assert p.stdout == "host\n"

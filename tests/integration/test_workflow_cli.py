@@ -297,7 +297,7 @@ def test_seed_pipeline_runs_stage_by_stage_on_four_gpus(fresh_daemon, tmp_path):
     p = rnx(d, "job", "log", training["job_id"])
     assert p.returncode == 0 and p.stdout.startswith("training on GPUs ") and p.stdout.endswith("trained\n")
     p = rnx(d, "job", "status", training["job_id"])
-    assert f"Workflow:       ml-training-pipeline ({wf['id']}), job model-training\n" in p.stdout, p.stdout
+    assert f"Workflow: ml-training-pipeline ({wf['id']}), job model-training\n" in p.stdout, p.stdout
 
 
 def test_uploads_are_read_relative_to_the_file(fresh_daemon, tmp_path):
