@@ -326,7 +326,8 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
     return http_reply_json(r->conn, 200, o);
 }
 
-/* GET /v1/audit?user=UID&gpu=N&job=PREFIX&since=RFC3339&until=RFC3339&limit=N */
+/* GET /v1/audit?user=UID&gpu=N&job=PREFIX&since=RFC3339&until=RFC3339&limit=N: newest first, so
+ * that limit keeps the newest records (the database orders them, db_audit_query). */
 static enum MHD_Result audit(request *r)
 {
     jerr e = {0};
@@ -365,6 +366,11 @@ static enum MHD_Result audit(request *r)
             }
             *outs[k] = (int64_t)t * 1000;
         }
+    if (since > until) {
+        jerr_field(&e, "until", "until: '%s' is before since '%s'; nothing can match", query(r, "until"),
+                   query(r, "since"));
+        return http_reply_error(r->conn, &e);
+    }
     if ((v = query(r, "limit"))) {
         if (parse_u64(v, &n) < 0 || n < 1 || n > 100000) {
             jerr_field(&e, "limit", "limit: must be a whole number from 1 to 100000");

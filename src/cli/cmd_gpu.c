@@ -78,6 +78,35 @@ static void mem_cell(json_t *g, char *out, size_t n)
         snprintf(out, n, "unknown");
 }
 
+/* The head of a reason: "XID 79: GPU has fallen off the bus" -> "XID 79"; at most n - 1 bytes. */
+static void reason_head(const char *reason, char *out, size_t n)
+{
+    size_t l = strcspn(reason, ":;(");
+    while (l && reason[l - 1] == ' ')
+        l--;
+    snprintf(out, n, "%.*s", (int)(l < 40 ? l : 40), reason);
+}
+
+/* The STATE cell of rnx gpu list: the state, why it is out of service, and HOT with its
+ * temperature: "available, HOT 91C", "offline (XID 79)", "draining (drained by uid 0)". */
+static void state_cell(json_t *g, char *out, size_t n)
+{
+    const char *st = jstr(g, "state") ? jstr(g, "state") : "?";
+    const char *why = jstr(g, "state_reason") ? jstr(g, "state_reason") : jstr(g, "problem");
+    char head[48] = "";
+    if (why)
+        reason_head(why, head, sizeof head);
+    size_t l = (size_t)snprintf(out, n, *head ? "%s (%s)" : "%s", st, head);
+    json_t *h = json_object_get(g, "health");
+    int64_t t = -1;
+    if (json_is_true(json_object_get(h, "hot")) && l < n) {
+        if (jint(h, "temperature_c", &t))
+            snprintf(out + l, n - l, ", HOT %lldC", (long long)t);
+        else
+            snprintf(out + l, n - l, ", HOT");
+    }
+}
+
 static int gpu_list(const rnx_ctx *ctx)
 {
     json_t *inv = NULL;
@@ -97,7 +126,7 @@ static int gpu_list(const rnx_ctx *ctx)
         table *t = table_new(7, hdr);
         for (size_t i = 0; i < json_array_size(gpus); i++) {
             json_t *g = json_array_get(gpus, i);
-            char idx[16], name[128], mem[64], util[16] = "-", temp[16] = "-", state[48];
+            char idx[16], name[128], mem[64], util[16] = "-", temp[16] = "-", state[128];
             int64_t v;
             snprintf(idx, sizeof idx, "%zu", i);
             snprintf(name, sizeof name, "%s%s", jstr(g, "name") ? jstr(g, "name") : "?", sim ? " [simulated]" : "");
@@ -106,7 +135,7 @@ static int gpu_list(const rnx_ctx *ctx)
                 snprintf(util, sizeof util, "%lld%%", (long long)v);
             if (jint(g, "temperature_c", &v))
                 snprintf(temp, sizeof temp, "%lldC", (long long)v);
-            snprintf(state, sizeof state, "%s", jstr(g, "state") ? jstr(g, "state") : "?");
+            state_cell(g, state, sizeof state);
             const char *cells[] = {idx, name, mem, util, temp, state, jstr(g, "job")};
             table_add(t, cells);
         }
@@ -120,6 +149,114 @@ static int gpu_list(const rnx_ctx *ctx)
 static void print_kv(const char *k, const char *v)
 {
     print_textf(stdout, "%-20s %s\n", k, v && *v ? v : "unknown");
+}
+
+/* A count that may be unknown (null): "3" or "unknown". */
+static const char *count_or_unknown(json_t *o, const char *key, char *buf, size_t n)
+{
+    int64_t v;
+    if (!jint(o, key, &v))
+        return "unknown";
+    snprintf(buf, n, "%lld", (long long)v);
+    return buf;
+}
+
+/* State: the state, since when and why; HOT with the limit; whether it takes new jobs. */
+static void print_state(json_t *g)
+{
+    const char *st = jstr(g, "state") ? jstr(g, "state") : "?";
+    const char *why = jstr(g, "state_reason");
+    char since[64] = "", buf[600];
+    if (jstr(g, "state_since"))
+        fmt_local_time(jstr(g, "state_since"), since, sizeof since);
+    size_t l = (size_t)snprintf(buf, sizeof buf, "%s%s%s%s%s%s", st, *since ? " since " : "", since,
+                                why ? " (" : "", why ? why : "", why ? ")" : "");
+    json_t *h = json_object_get(g, "health");
+    int64_t t, max;
+    if (json_is_true(json_object_get(h, "hot")) && jint(h, "temperature_c", &t) && jint(h, "max_temperature_c", &max) &&
+        l < sizeof buf)
+        snprintf(buf + l, sizeof buf - l, ", HOT (%lld C, above gpu.max_temperature_c %lld: no new jobs until it "
+                                          "cools to %lld C)", (long long)t, (long long)max, (long long)max - 5);
+    print_kv("State:", buf);
+    json_t *tj = json_object_get(g, "takes_jobs");
+    if (json_is_boolean(tj))
+        print_kv("Takes new jobs:", json_is_true(tj) ? "yes" : "no");
+}
+
+/* What the health monitor last saw: the live sample, throttling, XIDs, ECC, remapped rows. A
+ * GPU without a sample (a simulated one, or no NVML) shows discovery's numbers, said so. */
+static void print_health(json_t *g, bool sim)
+{
+    json_t *h = json_object_get(g, "health");
+    char buf[512], t[64], a[32], b[32], c[32], d[32];
+    int64_t v;
+    const char *at = json_is_object(h) ? "" : " (at discovery)";
+    if (json_is_object(h)) {
+        fmt_local_time(jstr(h, "sampled_at"), t, sizeof t);
+        print_kv("Sampled at:", t);
+    } else {
+        print_kv("Sampled at:", sim ? "never (simulated GPUs have no health monitor)"
+                                    : "never (no health monitor: it needs NVML and gpu.health_interval_ms)");
+    }
+    if (jint(g, "temperature_c", &v)) {
+        snprintf(buf, sizeof buf, "%lld C%s", (long long)v, at);
+        print_kv("Temperature:", buf);
+    }
+    if (jint(g, "utilization_pct", &v)) {
+        snprintf(buf, sizeof buf, "%lld %%%s", (long long)v, at);
+        print_kv("Utilization:", buf);
+    }
+    if (jint(g, "power_w", &v)) {
+        snprintf(buf, sizeof buf, "%lld W%s", (long long)v, at);
+        print_kv("Power:", buf);
+    }
+    json_t *names = json_object_get(h, "throttle_reason_names");
+    if (json_is_array(names)) {
+        size_t l = 0;
+        buf[0] = 0;
+        for (size_t i = 0; i < json_array_size(names) && l < sizeof buf; i++) {
+            const char *nm = json_string_value(json_array_get(names, i));
+            l += (size_t)snprintf(buf + l, sizeof buf - l, "%s%s", i ? ", " : "", nm ? nm : "?");
+        }
+        print_kv("Throttle reasons:", json_array_size(names) ? buf : "none");
+    } else {
+        print_kv("Throttle reasons:", "unknown");
+    }
+    json_t *xids = json_object_get(h, "recent_xids");
+    if (!json_is_object(h)) {
+        print_kv("Last XIDs:", "unknown (not watched without a health monitor)");
+    } else if (!json_array_size(xids)) {
+        print_kv("Last XIDs:", "none since joblet started");
+    } else {
+        print_textf(stdout, "Last XIDs:\n");
+        for (size_t i = 0; i < json_array_size(xids); i++) {
+            json_t *x = json_array_get(xids, i);
+            int64_t code = 0;
+            jint(x, "xid", &code);
+            fmt_local_time(jstr(x, "time"), t, sizeof t);
+            print_textf(stdout, "  %s  XID %-4lld %s; action: %s\n", t, (long long)code,
+                        jstr(x, "meaning") ? jstr(x, "meaning") : "?", jstr(x, "action") ? jstr(x, "action") : "?");
+        }
+    }
+    snprintf(buf, sizeof buf, "%s corrected, %s uncorrected (since the driver loaded)",
+             count_or_unknown(h, "ecc_sbe_total", a, sizeof a), count_or_unknown(h, "ecc_dbe_total", b, sizeof b));
+    print_kv("ECC (volatile):", jint(h, "ecc_sbe_total", &v) || jint(h, "ecc_dbe_total", &v) ? buf : "unknown");
+    snprintf(buf, sizeof buf, "%s corrected, %s uncorrected (the board's lifetime)",
+             count_or_unknown(h, "ecc_sbe_aggregate", a, sizeof a),
+             count_or_unknown(h, "ecc_dbe_aggregate", b, sizeof b));
+    print_kv("ECC (aggregate):",
+             jint(h, "ecc_sbe_aggregate", &v) || jint(h, "ecc_dbe_aggregate", &v) ? buf : "unknown");
+    if (jint(h, "remapped_rows_correctable", &v) || jint(h, "remapped_rows_uncorrectable", &v)) {
+        json_t *pend = json_object_get(h, "remap_pending"), *fail = json_object_get(h, "remap_failure");
+        snprintf(buf, sizeof buf, "%s correctable, %s uncorrectable%s%s",
+                 count_or_unknown(h, "remapped_rows_correctable", c, sizeof c),
+                 count_or_unknown(h, "remapped_rows_uncorrectable", d, sizeof d),
+                 json_is_true(pend) ? "; a remapping waits for the GPU's next reset" : "",
+                 json_is_true(fail) ? "; a remapping FAILED (the board needs service)" : "");
+        print_kv("Remapped rows:", buf);
+    } else {
+        print_kv("Remapped rows:", "unknown");
+    }
 }
 
 static int gpu_show(const rnx_ctx *ctx, const char *id)
@@ -160,22 +297,11 @@ static int gpu_show(const rnx_ctx *ctx, const char *id)
     print_kv("ECC:", json_is_boolean(ecc) ? (json_is_true(ecc) ? "enabled" : "disabled") : NULL);
     print_kv("MIG mode:", json_is_boolean(mig) ? (json_is_true(mig) ? "enabled" : "disabled") : "not supported or unknown");
     print_kv("VBIOS:", jstr(g, "vbios"));
-    if (jint(g, "temperature_c", &v)) {
-        snprintf(buf, sizeof buf, "%lld C", (long long)v);
-        print_kv("Temperature:", buf);
-    }
-    if (jint(g, "utilization_pct", &v)) {
-        snprintf(buf, sizeof buf, "%lld %%", (long long)v);
-        print_kv("Utilization:", buf);
-    }
-    if (jint(g, "power_w", &v)) {
-        snprintf(buf, sizeof buf, "%lld W", (long long)v);
-        print_kv("Power:", buf);
-    }
-    print_kv("State:", jstr(g, "state"));
+    print_state(g);
     print_kv("Job:", jstr(g, "job") ? jstr(g, "job") : "-");
     if (jstr(g, "problem"))
         print_kv("Problem:", jstr(g, "problem"));
+    print_health(g, sim);
     json_t *links = json_object_get(g, "nvlinks");
     if (!json_is_array(links)) {
         print_kv("NVLinks:", "unknown (this discovery backend cannot see them)");
@@ -384,9 +510,18 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
 static const char audit_help[] =
     "Usage: rnx audit [--user USER|UID] [--gpu GPU] [--job ID] [--since TIME] [--until TIME] [--limit N] [--json]\n"
     "\n"
-    "The audit trail (admins: root or server.admin_group): every GPU allocation and release (who,\n"
-    "which job, how long, how much memory), scrub, state change, XID, and admin action, oldest\n"
-    "first. TIME is RFC 3339, e.g. 2026-11-22T15:00:00Z.\n";
+    "The audit trail (admins: root or server.admin_group), newest first: every GPU allocation and\n"
+    "release (who, which job, how long, how much memory), scrub, state change, XID, and admin action.\n"
+    "\n"
+    "  --user USER|UID  records of that user (a name or a uid)\n"
+    "  --gpu GPU        records of that GPU (an index or a UUID)\n"
+    "  --job ID         records of that job (an id or a prefix of one)\n"
+    "  --since TIME     records at or after TIME\n"
+    "  --until TIME     records at or before TIME\n"
+    "  --limit N        the newest N records that match (1 to 100000; default 10000)\n"
+    "  --json           the records as the API's JSON array\n"
+    "\n"
+    "TIME is RFC 3339: 2026-11-22T15:00:00Z, 2026-11-22T16:00:00+01:00, 2026-11-22T15:00:00.250Z.\n";
 
 int cmd_audit(rnx_ctx *ctx, int argc, char **argv)
 {

@@ -326,6 +326,25 @@ void fmt_end_reason(json_t *job, char *out, size_t outlen)
         snprintf(out, outlen, "failed to start%s%s", err ? ": " : "", err ? err : "");
     } else if (strcmp(r, "lost") == 0) {
         snprintf(out, outlen, "lost");
+    } else if (strcmp(r, "gpu_error") == 0) {
+        /* which GPU, the XID and what joblet's XID policy did, or the admin's command and who */
+        json_t *f = json_object_get(job, "gpu_fault");
+        const char *act = jstr(f, "action"), *meaning = jstr(f, "meaning"), *err = jstr(job, "error");
+        int64_t gpu, xid, by;
+        if (!jint(f, "gpu", &gpu) || !act) {
+            snprintf(out, outlen, "failed: GPU error%s%s", err ? ": " : "", err ? err : "");
+        } else if (jint(f, "xid", &xid)) {
+            snprintf(out, outlen, "failed: GPU %lld XID %lld (%s; XID policy: %s)", (long long)gpu, (long long)xid,
+                     meaning ? meaning : "no known meaning", act);
+        } else {
+            const char *what = !strncmp(act, "offline", 7) ? "went offline" : !strncmp(act, "drain", 5) ? "was drained"
+                                                                                                        : act;
+            if (jint(f, "by_uid", &by))
+                snprintf(out, outlen, "failed: GPU %lld %s (admin uid %lld: rnx gpu %s)", (long long)gpu, what,
+                         (long long)by, act);
+            else
+                snprintf(out, outlen, "failed: GPU %lld %s (rnx gpu %s)", (long long)gpu, what, act);
+        }
     } else {
         snprintf(out, outlen, "%s", r);   /* a reason newer than this client */
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/util.h"
 #include "audit.h"
 #include "gpu_hold.h"
 #include "gpus.h"
@@ -44,16 +45,20 @@ json_t *gpu_admin_action(int i, const char *action, bool force, uid_t by, jerr *
         return NULL;
     }
     gpu_hold_set(i, ev, reason, by);
+    /* what the jobs it stops will say of their end */
+    gpu_fault f = {.set = true, .gpu = i, .by_uid = by, .ms = now_ms()};
+    snprintf(f.uuid, sizeof f.uuid, "%s", core.gpu.inv.gpu[i].uuid);
+    snprintf(f.action, sizeof f.action, "%s --force", gpu_admin_action_name(ev));
     const char *note;
     if (ev == GE_ADMIN_DRAIN) {
         if (force)
-            health_lose_jobs(i, reason);
+            health_lose_jobs(i, &f);
         note = n == 0 ? "no job runs on it; it takes no new ones"
                : force ? "its jobs were stopped (preemptible ones re-queued)"
                        : "its running jobs finish; it takes no new ones";
     } else if (ev == GE_ADMIN_OFFLINE) {
         if (n)
-            health_lose_jobs(i, reason);
+            health_lose_jobs(i, &f);
         note = n ? "its jobs were stopped (preemptible ones re-queued)" : "out of service";
     } else {
         note = "back in service";

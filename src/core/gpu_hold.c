@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "../common/util.h"
 #include "audit.h"
 #include "state.h"
 
@@ -24,12 +25,12 @@ static void store(int i)
 {
     gpu_hold want = holds[i];
     if (!kept(want.state))
-        want = (gpu_hold){GS_AVAILABLE, ""};
+        want = (gpu_hold){GS_AVAILABLE, "", 0};
     if (want.state == stored[i].state && !strcmp(want.reason, stored[i].reason))
         return;
     jerr e = {0};
     if (db_gpu_admin_set(core.db, core.gpu.inv.gpu[i].uuid, want.state == GS_AVAILABLE ? NULL : gpu_state_name(want.state),
-                         want.reason, &e) < 0)
+                         want.reason, want.since_ms, &e) < 0)
         log_err("%s", e.msg);
     else
         stored[i] = want;
@@ -54,6 +55,8 @@ int gpu_hold_event(int i, enum gpu_event ev, const char *reason)
                 gpu_event_name(ev), gpu_state_name(h->state), gpu_state_name(h->state));
         return -1;
     }
+    if (next != h->state)
+        h->since_ms = now_ms();
     h->state = next;
     if (reason)
         snprintf(h->reason, sizeof h->reason, "%s", reason);
@@ -81,7 +84,7 @@ int gpu_hold_set(int i, enum gpu_event ev, const char *reason, int64_t by)
     return 0;
 }
 
-static void restore(const char *uuid, const char *state, const char *reason, void *arg)
+static void restore(const char *uuid, const char *state, const char *reason, int64_t since_ms, void *arg)
 {
     int i = gpu_find(&core.gpu.inv, uuid);
     if (i < 0)
@@ -99,10 +102,13 @@ static void restore(const char *uuid, const char *state, const char *reason, voi
         return;
     }
     /* what the table holds is what it will hold: no write back */
-    stored[i] = (gpu_hold){.state = s};
+    stored[i] = (gpu_hold){.state = s, .since_ms = since_ms};
     snprintf(stored[i].reason, sizeof stored[i].reason, "%s", reason ? reason : "");
-    if (gpu_hold_event(i, ev, reason ? reason : "") >= 0)
+    if (gpu_hold_event(i, ev, reason ? reason : "") >= 0) {
+        if (holds[i].state == s && since_ms > 0)
+            holds[i].since_ms = since_ms; /* it has been so since before the restart */
         log_info("gpu %d: %s (%s), as before the restart", i, state, holds[i].reason);
+    }
 }
 
 void gpu_hold_load(void) { db_gpu_admin_load(core.db, restore, NULL); }

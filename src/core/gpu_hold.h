@@ -11,6 +11,7 @@
 typedef struct gpu_hold {
     enum gpu_state state;     /* GS_AVAILABLE (in service), SCRUBBING, DRAINING, RESETTING, DEGRADED or OFFLINE */
     char reason[256];         /* why it is degraded, draining, resetting or offline */
+    int64_t since_ms;         /* when it entered this state (kept across a restart with it); 0 unknown */
 } gpu_hold;
 
 const gpu_hold *gpu_hold_get(int i);

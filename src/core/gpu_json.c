@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "../common/jsonx.h"
+#include "../gpu/throttle.h"
 #include "gpu_hold.h"
 #include "gpus.h"
 #include "health.h"
@@ -12,6 +14,73 @@
 
 /* -1 is what a backend could not read: null */
 static json_t *known(int64_t v) { return v >= 0 ? json_integer((json_int_t)v) : json_null(); }
+
+/* NVML's throttle mask as names (gpu/throttle.h); null when not known */
+static json_t *throttle_json(int64_t mask)
+{
+    if (mask < 0)
+        return json_null();
+    const char *names[64];
+    char unknown[64 * 24];
+    size_t n = throttle_names((uint64_t)mask, names, 64, unknown);
+    json_t *a = json_array();
+    for (size_t k = 0; k < n; k++)
+        json_array_append_new(a, json_string(names[k]));
+    return a;
+}
+
+/* The health sample of a GPU the monitor has sampled: what the API shows under "health". */
+static json_t *health_json(const gpu_health *hh)
+{
+    json_t *x = json_object();
+    for (int k = 0; k < HEALTH_XID_CODES && hh->xid[k].code; k++) {
+        char c[16];
+        snprintf(c, sizeof c, "%d", hh->xid[k].code);
+        json_object_set_new(x, c, json_integer((json_int_t)hh->xid[k].count));
+    }
+    json_t *recent = json_array();
+    for (int k = 0; k < hh->nrecent; k++) {
+        json_t *r = json_object();
+        jx_set_time_or_null(r, "time", hh->recent[k].ms);
+        json_object_set_new(r, "xid", json_integer(hh->recent[k].code));
+        json_object_set_new(r, "meaning", json_string(hh->recent[k].meaning ? hh->recent[k].meaning : ""));
+        json_object_set_new(r, "action", json_string(xid_action_name(hh->recent[k].action)));
+        json_array_append_new(recent, r);
+    }
+    /* what the backend could not read is null, not -1 */
+    json_t *hj = json_object();
+    jx_set_time_or_null(hj, "sampled_at", hh->sampled_ms);
+    json_object_set_new(hj, "temperature_c", known(hh->temperature_c));
+    json_object_set_new(hj, "utilization_pct", known(hh->utilization_pct));
+    json_object_set_new(hj, "memory_used_mb", known(hh->memory_used_mb));
+    json_object_set_new(hj, "power_w", known(hh->power_w));
+    json_object_set_new(hj, "hot", json_boolean(hh->hot));
+    json_object_set_new(hj, "max_temperature_c", json_integer((json_int_t)core.cfg.max_temperature_c));
+    json_object_set_new(hj, "ecc_sbe_events", json_integer((json_int_t)hh->ecc_sbe));
+    json_object_set_new(hj, "ecc_dbe_events", json_integer((json_int_t)hh->ecc_dbe));
+    json_object_set_new(hj, "xid", x);
+    json_object_set_new(hj, "recent_xids", recent);
+    json_object_set_new(hj, "throttle_reasons", known(hh->throttle_reasons));
+    json_object_set_new(hj, "throttle_reason_names", throttle_json(hh->throttle_reasons));
+    json_object_set_new(hj, "remapped_rows", known(hh->remapped_rows));
+    json_object_set_new(hj, "remapped_rows_correctable", known(hh->remapped_correctable));
+    json_object_set_new(hj, "remapped_rows_uncorrectable", known(hh->remapped_uncorrectable));
+    json_object_set_new(hj, "remap_pending", hh->remap_pending < 0 ? json_null() : json_boolean(hh->remap_pending));
+    json_object_set_new(hj, "remap_failure", hh->remap_failure < 0 ? json_null() : json_boolean(hh->remap_failure));
+    json_object_set_new(hj, "ecc_sbe_total", known(hh->ecc_sbe_total));
+    json_object_set_new(hj, "ecc_dbe_total", known(hh->ecc_dbe_total));
+    json_object_set_new(hj, "ecc_sbe_aggregate", known(hh->ecc_sbe_aggregate));
+    json_object_set_new(hj, "ecc_dbe_aggregate", known(hh->ecc_dbe_aggregate));
+    return hj;
+}
+
+/* The GPU's telemetry at the top level is the latest sample's where the monitor read it,
+ * discovery's (the moment the daemon started) otherwise. */
+static void live(json_t *o, const char *key, int64_t v)
+{
+    if (v >= 0)
+        json_object_set_new(o, key, json_integer((json_int_t)v));
+}
 
 static void add_state(json_t *o, int i)
 {
@@ -21,31 +90,18 @@ static void add_state(json_t *o, int i)
     const gpu_hold *h = gpu_hold_get(i);
     const gpu_report r = gpus_report(i);
     json_object_set_new(o, "state", json_string(gpu_state_name(r.state)));
-    if (*h->reason && r.out_of_service)
+    if (*h->reason && r.out_of_service) {
         json_object_set_new(o, "state_reason", json_string(h->reason));
+        if (h->since_ms > 0)
+            jx_set_time_or_null(o, "state_since", h->since_ms);
+    }
     const gpu_health *hh = health_of(i);
     if (hh && hh->sampled_ms) {
-        json_t *x = json_object();
-        for (int k = 0; k < HEALTH_XID_CODES && hh->xid[k].code; k++) {
-            char c[16];
-            snprintf(c, sizeof c, "%d", hh->xid[k].code);
-            json_object_set_new(x, c, json_integer((json_int_t)hh->xid[k].count));
-        }
-        /* what the backend could not read is null, not -1 */
-        json_t *hj = json_object();
-        json_object_set_new(hj, "temperature_c", known(hh->temperature_c));
-        json_object_set_new(hj, "utilization_pct", known(hh->utilization_pct));
-        json_object_set_new(hj, "memory_used_mb", known(hh->memory_used_mb));
-        json_object_set_new(hj, "power_w", known(hh->power_w));
-        json_object_set_new(hj, "hot", json_boolean(hh->hot));
-        json_object_set_new(hj, "ecc_sbe_events", json_integer((json_int_t)hh->ecc_sbe));
-        json_object_set_new(hj, "ecc_dbe_events", json_integer((json_int_t)hh->ecc_dbe));
-        json_object_set_new(hj, "xid", x);
-        json_object_set_new(hj, "throttle_reasons", known(hh->throttle_reasons));
-        json_object_set_new(hj, "remapped_rows", known(hh->remapped_rows));
-        json_object_set_new(hj, "ecc_sbe_total", known(hh->ecc_sbe_total));
-        json_object_set_new(hj, "ecc_dbe_total", known(hh->ecc_dbe_total));
-        json_object_set_new(o, "health", hj);
+        live(o, "temperature_c", hh->temperature_c);
+        live(o, "utilization_pct", hh->utilization_pct);
+        live(o, "memory_used_mb", hh->memory_used_mb);
+        live(o, "power_w", hh->power_w);
+        json_object_set_new(o, "health", health_json(hh));
     }
     json_object_set_new(o, "takes_jobs", json_boolean(r.takes_jobs));
     json_object_set_new(o, "job", holder ? json_string(holder) : json_null());

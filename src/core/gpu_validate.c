@@ -24,6 +24,7 @@ static int resolve_ids(job_req *req, uint64_t *count, jerr *e)
     char **uuids = xcalloc(req->ngpu_ids + 1, sizeof *uuids);
     uint64_t seen = 0;
     int rc = 0;
+    char why[400];
     for (size_t i = 0; i < req->ngpu_ids && rc == 0; i++) {
         const char *id = req->gpu_ids[i];
         int k = gpu_find(&core.gpu.inv, id);
@@ -32,12 +33,16 @@ static int resolve_ids(job_req *req, uint64_t *count, jerr *e)
                                           "UUID (rnx gpu list)", id, core.gpu.inv.n - 1);
         } else if (seen >> k & 1) {
             rc = jerr_field(e, "gpu_ids", "gpu_ids: GPU %d is listed twice", k);
+        } else if (*core.gpu.inv.gpu[k].problem) {
+            rc = jerr_field(e, "gpu_ids", "gpu_ids: GPU %d cannot be used: %s", k, core.gpu.inv.gpu[k].problem);
+        } else if (gpus_out_of_service(k, why, sizeof why) == GPUS_NEEDS_ADMIN) {
+            /* offline, draining, degraded: named, with since when and why (hot and resetting
+             * GPUs come back by themselves: the job waits, and its wait_reason says so) */
+            rc = jerr_field(e, "gpu_ids", "gpu_ids: %s", why);
         } else if (!gpus_usable(k)) {
             rc = jerr_field(e, "gpu_ids", "gpu_ids: GPU %d cannot be used: %s", k,
-                              *core.gpu.inv.gpu[k].problem ? core.gpu.inv.gpu[k].problem
-                              : gpu_hold_get(k)->state == GS_DEGRADED
-                                  ? gpu_hold_get(k)->reason
-                                  : "it is in MIG mode; ask for one of its MIG devices (--gpu-mig)");
+                            core.gpu.inv.gpu[k].minor < 0 ? "it has no device node"
+                                                          : "it is in MIG mode; ask for one of its MIG devices (--gpu-mig)");
         } else {
             seen |= 1ull << k;
             uuids[i] = core.gpu.inv.gpu[k].uuid;

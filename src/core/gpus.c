@@ -102,6 +102,43 @@ gpu_report gpus_report(int i)
                             hh && hh->hot);
 }
 
+enum gpus_service gpus_out_of_service(int i, char *out, size_t len)
+{
+    out[0] = 0;
+    const gpu_hold *h = gpu_hold_get(i);
+    const gpu_health *hh = health_of(i);
+    char since[48] = "";
+    if (h->since_ms > 0) {
+        char t[40];
+        format_ms(h->since_ms, t, sizeof t);
+        snprintf(since, sizeof since, " since %s", t);
+    }
+    switch (h->state) {
+    case GS_OFFLINE:
+    case GS_DRAINING:
+    case GS_DEGRADED:
+        snprintf(out, len, "GPU %d is %s%s (%s): it cannot be granted until an admin runs 'rnx gpu online %d'", i,
+                 gpu_state_name(h->state), since, *h->reason ? h->reason : "no reason recorded", i);
+        return GPUS_NEEDS_ADMIN;
+    case GS_RESETTING:
+        snprintf(out, len, "GPU %d is resetting%s (%s): it takes jobs again once its reset and the check after it "
+                           "pass", i, since, *h->reason ? h->reason : "no reason recorded");
+        return GPUS_WAITS;
+    default: break;
+    }
+    if (hh && hh->hot) {
+        snprintf(out, len, "GPU %d is hot (%d C, above gpu.max_temperature_c %u): it takes jobs again once it has "
+                           "cooled to %d C", i, hh->temperature_c, core.cfg.max_temperature_c,
+                 (int)core.cfg.max_temperature_c - 5);
+        return GPUS_WAITS;
+    }
+    if (h->state == GS_SCRUBBING || gpu_hold_scrubbing() >> i & 1) {
+        snprintf(out, len, "GPU %d is being scrubbed (its memory zeroed after its last job)", i);
+        return GPUS_WAITS;
+    }
+    return GPUS_IN_SERVICE;
+}
+
 /* ---- jobs and their GPUs ---- */
 
 /* A whole GPU that may be handed out: healthy, with a device node, and not in MIG mode (CUDA

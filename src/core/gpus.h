@@ -27,6 +27,12 @@ int gpus_tenants(int i, uint64_t *reserved_mb);
 /* A whole GPU that may be handed out: healthy, with a device node, not in MIG mode, not
  * DEGRADED. */
 bool gpus_usable(int i);
+/* Why GPU i takes no new jobs now, in words that name it: GPUS_IN_SERVICE (out is "") when
+ * it does; GPUS_WAITS when it will by itself (hot: until it cools; resetting: once the reset
+ * passes; scrubbing); GPUS_NEEDS_ADMIN when only an admin brings it back (offline, draining,
+ * degraded: 'rnx gpu online'). Holders do not count: an allocated GPU is in service. */
+enum gpus_service { GPUS_IN_SERVICE, GPUS_WAITS, GPUS_NEEDS_ADMIN };
+enum gpus_service gpus_out_of_service(int i, char *out, size_t len);
 /* "8.0" -> 80; 0 and *cc = 0 for NULL; -1 for a malformed one. */
 int gpus_cc_parse(const char *s, int *cc);
 /* The scheduler's id of a MIG profile ("1g.10gb"), -1 when no GPU here has it. */

@@ -34,9 +34,18 @@ enum hm_type { HM_SAMPLE, HM_XID, HM_ECC, HM_RESET };
 typedef struct hmsg {
     int type;
     int gpu;
-    int64_t v[6];
+    int64_t v[14];               /* HM_SAMPLE: the SAMPLE_* slots below, -1 not known */
     char text[160];
 } hmsg;
+
+/* What one sample carries, slot by slot (hmsg.v). */
+enum {
+    SAMPLE_TEMP, SAMPLE_UTIL, SAMPLE_MEM_USED, SAMPLE_POWER, SAMPLE_THROTTLE,
+    SAMPLE_ECC_VOL_CORR, SAMPLE_ECC_VOL_UNC, SAMPLE_ECC_AGG_CORR, SAMPLE_ECC_AGG_UNC,
+    SAMPLE_REMAP_CORR, SAMPLE_REMAP_UNC, SAMPLE_REMAP_PENDING, SAMPLE_REMAP_FAILURE,
+    SAMPLE_SLOTS
+};
+_Static_assert(SAMPLE_SLOTS <= 14, "hmsg.v holds a sample");
 
 static struct {
     pthread_t th;
@@ -197,37 +206,47 @@ static void *monitor(void *arg)
             for (int i = 0; i < mon.ngpu; i++) {
                 if (!dev[i])
                     continue;
-                hmsg m = {.type = HM_SAMPLE, .gpu = i, .v = {-1, -1, -1, -1, -1, -1}};
+                hmsg m = {.type = HM_SAMPLE, .gpu = i};
+                for (int k = 0; k < SAMPLE_SLOTS; k++)
+                    m.v[k] = -1;
                 unsigned t, p;
                 nvmlUtilization_t u;
                 nvmlMemory_t mem;
                 if (n->nvmlDeviceGetTemperature && n->nvmlDeviceGetTemperature(dev[i], NVML_TEMPERATURE_GPU, &t) == NVML_SUCCESS)
-                    m.v[0] = t;
+                    m.v[SAMPLE_TEMP] = t;
                 if (n->nvmlDeviceGetUtilizationRates && n->nvmlDeviceGetUtilizationRates(dev[i], &u) == NVML_SUCCESS)
-                    m.v[1] = u.gpu;
+                    m.v[SAMPLE_UTIL] = u.gpu;
                 if (n->nvmlDeviceGetMemoryInfo && n->nvmlDeviceGetMemoryInfo(dev[i], &mem) == NVML_SUCCESS)
-                    m.v[2] = (int64_t)(mem.used >> 20);
+                    m.v[SAMPLE_MEM_USED] = (int64_t)(mem.used >> 20);
                 if (n->nvmlDeviceGetPowerUsage && n->nvmlDeviceGetPowerUsage(dev[i], &p) == NVML_SUCCESS)
-                    m.v[3] = p / 1000;
+                    m.v[SAMPLE_POWER] = p / 1000;
                 unsigned long long tr, ecc;
                 unsigned corr, unc, pend, fail;
                 if (n->nvmlDeviceGetCurrentClocksThrottleReasons &&
                     n->nvmlDeviceGetCurrentClocksThrottleReasons(dev[i], &tr) == NVML_SUCCESS)
-                    m.v[4] = (int64_t)tr;
+                    m.v[SAMPLE_THROTTLE] = (int64_t)tr;
                 if (n->nvmlDeviceGetRemappedRows &&
-                    n->nvmlDeviceGetRemappedRows(dev[i], &corr, &unc, &pend, &fail) == NVML_SUCCESS)
-                    m.v[5] = (int64_t)corr + unc;
-                /* ECC totals (volatile: since the driver loaded) travel in text, two numbers */
-                long long sbe = -1, dbe = -1;
-                if (n->nvmlDeviceGetTotalEccErrors &&
-                    n->nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &ecc) ==
-                        NVML_SUCCESS)
-                    sbe = (long long)ecc;
-                if (n->nvmlDeviceGetTotalEccErrors &&
-                    n->nvmlDeviceGetTotalEccErrors(dev[i], NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ecc) ==
-                        NVML_SUCCESS)
-                    dbe = (long long)ecc;
-                snprintf(m.text, sizeof m.text, "%lld %lld", sbe, dbe);
+                    n->nvmlDeviceGetRemappedRows(dev[i], &corr, &unc, &pend, &fail) == NVML_SUCCESS) {
+                    m.v[SAMPLE_REMAP_CORR] = corr;
+                    m.v[SAMPLE_REMAP_UNC] = unc;
+                    m.v[SAMPLE_REMAP_PENDING] = pend != 0;
+                    m.v[SAMPLE_REMAP_FAILURE] = fail != 0;
+                }
+                /* ECC counters: volatile (since the driver loaded) and aggregate (the board's
+                 * lifetime, kept in its InfoROM), corrected (single-bit) and uncorrected */
+                static const struct {
+                    nvmlMemoryErrorType_t type;
+                    nvmlEccCounterType_t counter;
+                    int slot;
+                } eccs[] = {
+                    {NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, SAMPLE_ECC_VOL_CORR},
+                    {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, SAMPLE_ECC_VOL_UNC},
+                    {NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC, SAMPLE_ECC_AGG_CORR},
+                    {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, SAMPLE_ECC_AGG_UNC},
+                };
+                for (size_t k = 0; n->nvmlDeviceGetTotalEccErrors && k < sizeof eccs / sizeof eccs[0]; k++)
+                    if (n->nvmlDeviceGetTotalEccErrors(dev[i], eccs[k].type, eccs[k].counter, &ecc) == NVML_SUCCESS)
+                        m.v[eccs[k].slot] = (int64_t)ecc;
                 post(&m);
             }
             next = now + mon.interval_ms;
@@ -274,10 +293,40 @@ size_t health_jobs_on(int i, job **out, size_t max)
     return k;
 }
 
-/* The jobs on a failed GPU: preemptible ones go back to the queue (and run elsewhere), the
- * others fail with the reason. */
-void health_lose_jobs(int i, const char *why)
+void health_fault_why(const gpu_fault *f, char *out, size_t len)
 {
+    if (f->xid)
+        snprintf(out, len, "XID %d: %s", f->xid, f->meaning);
+    else
+        snprintf(out, len, "%s by uid %lld",
+                 !strncmp(f->action, "offline", 7) ? "taken offline"
+                 : !strncmp(f->action, "drain", 5) ? "drained"
+                                                    : f->action,
+                 (long long)f->by_uid);
+}
+
+static void fail_with(job *j, const gpu_fault *f)
+{
+    char why[200], msg[300];
+    health_fault_why(f, why, sizeof why);
+    snprintf(msg, sizeof msg, "GPU %d failed: %s", f->gpu, why);
+    free(j->fail_reason);
+    j->fail_reason = xstrdup(msg);
+    j->gpu_fault = *f;
+}
+
+void health_fault_restore(job *j)
+{
+    if (j->gpu_fault.set && !job_state_terminal(j->state) && !j->fail_reason)
+        fail_with(j, &j->gpu_fault);
+}
+
+/* The jobs on a failed GPU: preemptible ones go back to the queue (and run elsewhere), the
+ * others fail with the fault. */
+void health_lose_jobs(int i, const gpu_fault *f)
+{
+    char why[200];
+    health_fault_why(f, why, sizeof why);
     job *js[64];
     size_t n = health_jobs_on(i, js, 64);
     for (size_t k = 0; k < n; k++) {
@@ -289,10 +338,7 @@ void health_lose_jobs(int i, const char *why)
             log_info("job %s: GPU %d failed (%s): re-queued", j->id, i, why);
             continue;
         }
-        free(j->fail_reason);
-        char msg[300];
-        snprintf(msg, sizeof msg, "GPU %d failed: %s", i, why);
-        j->fail_reason = xstrdup(msg);
+        fail_with(j, f); /* launch_stop saves it: the fault outlives a restart before the job's end */
         jerr e = {0};
         if (launch_stop(j, (uid_t)-1, &e) < 0)
             log_err("job %s: %s", j->id, e.msg);
@@ -323,10 +369,17 @@ void health_reset_when_idle(void)
             log_info("gpu %d: idle: resetting it", i);
 }
 
-static void count_xid(gpu_health *g, int code)
+static void count_xid(gpu_health *g, int code, const char *meaning, enum xid_action a)
 {
     g->last_xid = code;
     g->last_xid_ms = now_ms();
+    if (g->nrecent < HEALTH_RECENT_XIDS)
+        g->nrecent++;
+    memmove(&g->recent[1], &g->recent[0], (size_t)(g->nrecent - 1) * sizeof g->recent[0]);
+    g->recent[0].ms = g->last_xid_ms;
+    g->recent[0].code = code;
+    g->recent[0].meaning = meaning;
+    g->recent[0].action = a;
     for (int k = 0; k < HEALTH_XID_CODES; k++)
         if (g->xid[k].code == code || g->xid[k].code == 0) {
             g->xid[k].code = code;
@@ -338,25 +391,29 @@ static void count_xid(gpu_health *g, int code)
 
 static void on_xid(int i, int code, const char *via)
 {
-    count_xid(&samples[i], code);
     const char *meaning;
     enum xid_action a = xid_policy_action(&policy, code, &meaning);
+    count_xid(&samples[i], code, meaning, a);
     char why[200];
     snprintf(why, sizeof why, "XID %d: %s", code, meaning);
     log_msg(a == XA_APP ? LOG_INFO : LOG_WARN, "gpu %d: %s%s; action: %s", i, why, via, xid_action_name(a));
     char detail[300];
     snprintf(detail, sizeof detail, "%s; action %s", why, xid_action_name(a));
     audit_record("xid", -1, i, NULL, -1, -1, detail);
+    gpu_fault f = {.set = true, .gpu = i, .xid = code, .by_uid = -1, .ms = samples[i].last_xid_ms};
+    snprintf(f.uuid, sizeof f.uuid, "%s", core.gpu.inv.gpu[i].uuid);
+    snprintf(f.meaning, sizeof f.meaning, "%s", meaning);
+    snprintf(f.action, sizeof f.action, "%s", xid_action_name(a));
     switch (a) {
     case XA_APP: return;
-    case XA_RESTART_JOB: health_lose_jobs(i, why); break;
+    case XA_RESTART_JOB: health_lose_jobs(i, &f); break;
     case XA_OFFLINE:
         gpu_hold_set(i, GE_XID_OFFLINE, why, -1);
-        health_lose_jobs(i, why);
+        health_lose_jobs(i, &f);
         break;
     case XA_RESET:
         gpu_hold_set(i, GE_XID_RESET, why, -1);
-        health_lose_jobs(i, why);
+        health_lose_jobs(i, &f);
         break;
     case XA_DRAIN_RESET:
         /* no new jobs; reset once the running ones end (a GPU already waiting for its reset keeps
@@ -377,17 +434,20 @@ static void on_message(watch *w, uint32_t events)
         switch (m.type) {
         case HM_SAMPLE: {
             g->sampled_ms = now_ms();
-            g->temperature_c = (int)m.v[0];
-            g->utilization_pct = (int)m.v[1];
-            g->memory_used_mb = (int)m.v[2];
-            g->power_w = (int)m.v[3];
-            g->throttle_reasons = m.v[4];
-            g->remapped_rows = m.v[5];
-            long long sbe = -1, dbe = -1;
-            if (sscanf(m.text, "%lld %lld", &sbe, &dbe) == 2) {
-                g->ecc_sbe_total = sbe;
-                g->ecc_dbe_total = dbe;
-            }
+            g->temperature_c = (int)m.v[SAMPLE_TEMP];
+            g->utilization_pct = (int)m.v[SAMPLE_UTIL];
+            g->memory_used_mb = (int)m.v[SAMPLE_MEM_USED];
+            g->power_w = (int)m.v[SAMPLE_POWER];
+            g->throttle_reasons = m.v[SAMPLE_THROTTLE];
+            g->remapped_correctable = m.v[SAMPLE_REMAP_CORR];
+            g->remapped_uncorrectable = m.v[SAMPLE_REMAP_UNC];
+            g->remapped_rows = m.v[SAMPLE_REMAP_CORR] < 0 ? -1 : m.v[SAMPLE_REMAP_CORR] + m.v[SAMPLE_REMAP_UNC];
+            g->remap_pending = (int)m.v[SAMPLE_REMAP_PENDING];
+            g->remap_failure = (int)m.v[SAMPLE_REMAP_FAILURE];
+            g->ecc_sbe_total = m.v[SAMPLE_ECC_VOL_CORR];
+            g->ecc_dbe_total = m.v[SAMPLE_ECC_VOL_UNC];
+            g->ecc_sbe_aggregate = m.v[SAMPLE_ECC_AGG_CORR];
+            g->ecc_dbe_aggregate = m.v[SAMPLE_ECC_AGG_UNC];
             int max = (int)core.cfg.max_temperature_c;
             /* 5 degrees of hysteresis: a GPU at the limit does not flap in and out of service */
             bool hot = gpu_state_hot(g->hot, g->temperature_c, max);
@@ -441,7 +501,10 @@ void health_start(void)
 {
     for (int i = 0; i < GPU_MAX; i++)
         samples[i] = (gpu_health){.temperature_c = -1, .utilization_pct = -1, .memory_used_mb = -1, .power_w = -1,
-                            .throttle_reasons = -1, .remapped_rows = -1, .ecc_sbe_total = -1, .ecc_dbe_total = -1};
+                                  .throttle_reasons = -1, .remapped_rows = -1, .ecc_sbe_total = -1,
+                                  .ecc_dbe_total = -1, .ecc_sbe_aggregate = -1, .ecc_dbe_aggregate = -1,
+                                  .remapped_correctable = -1, .remapped_uncorrectable = -1, .remap_pending = -1,
+                                  .remap_failure = -1};
     char err[256];
     if (xid_policy_parse(&policy, core.cfg.xid_policy, err, sizeof err) < 0)
         log_err("%s; using joblet's table alone", err);

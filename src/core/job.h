@@ -75,6 +75,8 @@ typedef struct job {
     uint32_t preemptions;     /* how many times it was preempted */
     bool preempting;          /* being stopped to make room: goes back to the queue, not to an end */
     char *fail_reason;        /* being stopped because its GPU failed: it ends FAILED with this */
+    gpu_fault gpu_fault;      /* which GPU failed it, how, by whom: set with fail_reason, kept (and
+                               * stored) once it ended FAILED with gpu_error, dropped otherwise */
     int64_t gpu_granted_ms;   /* when its GPUs were granted, for the audit's durations */
     /* Its workflow, when it is one of a workflow's jobs. */
     char wf_id[37];           /* "" none */

@@ -125,12 +125,15 @@ json_t *job_json(const job *j)
     jx_set_str_or_null(o, "end_reason", j->end_reason);
     json_object_set_new(o, "stopped_by", j->stopped_by >= 0 ? json_integer(j->stopped_by) : json_null());
     jx_set_str_or_null(o, "error", j->error);
+    /* which GPU failed it, the XID or the admin's command, and by whom (end_reason gpu_error) */
+    json_t *fault = gpu_fault_to_json(&j->gpu_fault);
+    json_object_set_new(o, "gpu_fault", fault ? fault : json_null());
     json_object_set_new(o, "pid", j->init_pid > 0 ? json_integer(j->init_pid) : json_null());
     json_object_set_new(o, "shim_pid", j->shim_pid > 0 ? json_integer(j->shim_pid) : json_null());
     uint32_t pos = job_in_queue(j) && j->state != JS_SCHEDULED ? j->queue_position : 0;
     json_object_set_new(o, "priority", json_integer(r->priority));
     json_object_set_new(o, "queue_position", pos ? json_integer(pos) : json_null());
-    char why[200] = "";
+    char why[600] = "";
     if (job_in_queue(j) && j->state != JS_SCHEDULED)
         queue_wait_reason(j, why, sizeof why);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));

@@ -388,6 +388,10 @@ static void finalize(job *j)
         j->fail_reason = NULL;
         job_finish(j, JS_FAILED, "gpu_error");
     } else {
+        /* it ended on its own before the stop for its GPU reached it: not the GPU's doing */
+        j->gpu_fault = (gpu_fault){0};
+        free(j->fail_reason);
+        j->fail_reason = NULL;
         j->preempting = false;
         job_finish(j, s, reason);
     }

@@ -217,5 +217,15 @@ void queue_wait_reason(const job *j, char *out, size_t len)
                            "offline)", need);
         break;
     }
+    /* a GPU it named that is out of service says why, and whether it comes back by itself */
+    bool for_gpus = j->wait_why == SW_HEAD || j->wait_why == SW_NO_ROOM || j->wait_why == SW_RESERVED ||
+                    j->wait_why == SW_UNPLACEABLE;
+    for (int i = 0; for_gpus && i < core.gpu.inv.n; i++) {
+        char why[400];
+        if (r.gpu_ids >> i & 1 && gpus_out_of_service(i, why, sizeof why) != GPUS_IN_SERVICE) {
+            snprintf(out, len, "needs %s; %s", need, why);
+            break;
+        }
+    }
     free(run);
 }

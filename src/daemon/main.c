@@ -116,7 +116,11 @@ static void read_machine(void)
     core.mem_total_mb = (uint64_t)si.totalram * si.mem_unit >> 20;
 }
 
-static void load_one(job *j, void *arg) { jobs_add(j); }
+static void load_one(job *j, void *arg)
+{
+    health_fault_restore(j); /* stopped for its GPU when joblet stopped: it still ends gpu_error */
+    jobs_add(j);
+}
 static void load_wf(workflow *wf, void *arg)
 {
     jerr e = {0};

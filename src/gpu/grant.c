@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/jsonx.h"
 #include "../common/util.h"
 
 json_t *grant_list_to_json(const gpu_grants *gs)
@@ -80,4 +81,36 @@ void grant_list_free(gpu_grants *gs)
 {
     free(gs->g);
     *gs = (gpu_grants){0};
+}
+
+json_t *gpu_fault_to_json(const gpu_fault *f)
+{
+    if (!f->set)
+        return NULL;
+    json_t *o = json_pack("{s:i,s:s}", "gpu", f->gpu, "uuid", f->uuid);
+    json_object_set_new(o, "xid", f->xid ? json_integer(f->xid) : json_null());
+    json_object_set_new(o, "meaning", *f->meaning ? json_string(f->meaning) : json_null());
+    json_object_set_new(o, "action", json_string(f->action));
+    json_object_set_new(o, "by_uid", f->by_uid >= 0 ? json_integer(f->by_uid) : json_null());
+    jx_set_time_or_null(o, "time", f->ms);
+    return o;
+}
+
+void gpu_fault_from_json(json_t *o, gpu_fault *f)
+{
+    *f = (gpu_fault){.by_uid = -1};
+    if (!json_is_object(o) || !json_is_integer(json_object_get(o, "gpu")) ||
+        !json_is_string(json_object_get(o, "action")))
+        return;
+    f->set = true;
+    f->gpu = (int)json_integer_value(json_object_get(o, "gpu"));
+    copy_str(f->uuid, sizeof f->uuid, o, "uuid");
+    f->xid = (int)json_integer_value(json_object_get(o, "xid"));
+    copy_str(f->meaning, sizeof f->meaning, o, "meaning");
+    copy_str(f->action, sizeof f->action, o, "action");
+    json_t *by = json_object_get(o, "by_uid");
+    f->by_uid = json_is_integer(by) ? json_integer_value(by) : -1;
+    const char *t = json_string_value(json_object_get(o, "time"));
+    if (!t || parse_ms(t, &f->ms) < 0)
+        f->ms = 0;
 }

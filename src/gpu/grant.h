@@ -35,4 +35,25 @@ void grant_list_from_json(json_t *arr, gpu_grants *gs);
 void grant_list_free(gpu_grants *gs);
 gpu_grant *grant_list_add(gpu_grants *gs);
 
+/* Why a job lost its GPU (it ended FAILED with end_reason gpu_error): which GPU, the XID and
+ * what joblet's XID policy did about it, or the admin's command, and when. */
+typedef struct gpu_fault {
+    bool set;                 /* false: the job lost no GPU */
+    int gpu;                  /* the GPU's index */
+    char uuid[96];
+    int xid;                  /* the XID; 0: an admin's command, not an XID */
+    char meaning[96];         /* the XID's meaning (xid_policy.h); "" for an admin's command */
+    char action[32];          /* the XID policy's action (offline, reset, restart_job), or the admin's
+                               * command: "offline --force", "drain --force" */
+    int64_t by_uid;           /* the admin; -1: joblet itself (the XID policy) */
+    int64_t ms;               /* when */
+} gpu_fault;
+
+/* {"gpu", "uuid", "xid" (null: an admin's command), "meaning", "action", "by_uid" (null:
+ * joblet), "time"}: the API's "gpu_fault" and the database column share this form. NULL when
+ * not set. */
+json_t *gpu_fault_to_json(const gpu_fault *f);
+/* From the stored JSON; anything else (NULL, null, a malformed object) leaves it unset. */
+void gpu_fault_from_json(json_t *o, gpu_fault *f);
+
 #endif

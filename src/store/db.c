@@ -51,6 +51,8 @@ static const char *const migrations[] = {
     /* 6: volumes (docs/volumes.md): what each is; the image or tmpfs itself is on disk */
     "CREATE TABLE volumes (name TEXT PRIMARY KEY, type TEXT NOT NULL, size_mb INTEGER NOT NULL,"
     "  owner_uid INTEGER NOT NULL, owner_gid INTEGER NOT NULL, created_ms INTEGER NOT NULL);",
+    /* 7: which GPU failed a job (end_reason gpu_error), how and by whom (JSON, gpu/grant.h) */
+    "ALTER TABLE jobs ADD COLUMN gpu_fault TEXT;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -100,7 +102,8 @@ static int migrate(db *d, jerr *e)
 
 static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid, request, created_ms, scheduled_ms,"
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
-                          " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index";
+                          " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
+                          " gpu_fault";
 
 static int reseal(db *d, jerr *e);
 
@@ -127,12 +130,12 @@ db *db_open(const char *path, jerr *e)
     if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
-                      " workflow_id=?27, workflow_index=?28 WHERE id=?1 AND seq=?2";
+                      " workflow_id=?27, workflow_index=?28, gpu_fault=?29 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -324,7 +327,12 @@ static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
     sqlite3_bind_int(st, 26, j->preempting);
     bind_text(st, 27, j->wf_id[0] ? j->wf_id : NULL);
     bind_opt_i64(st, 28, j->wf_index, j->wf_id[0] != 0);
+    json_t *fj = gpu_fault_to_json(&j->gpu_fault);
+    char *fault = fj ? json_dumps(fj, JSON_COMPACT) : NULL;
+    json_decref(fj);
+    bind_text(st, 29, fault);
     int rc = sqlite3_step(st);
+    free(fault);
     free(gpus);
     free(req);
     if (rc != SQLITE_DONE)
@@ -423,6 +431,12 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
         if (sqlite3_column_type(st, 26) != SQLITE_NULL)
             snprintf(j->wf_id, sizeof j->wf_id, "%s", (const char *)sqlite3_column_text(st, 26));
         j->wf_index = sqlite3_column_int(st, 27);
+        j->gpu_fault = (gpu_fault){0};
+        if (sqlite3_column_type(st, 28) != SQLITE_NULL) {
+            json_t *fj = json_loads((const char *)sqlite3_column_text(st, 28), 0, NULL);
+            gpu_fault_from_json(fj, &j->gpu_fault);
+            json_decref(fj);
+        }
         j->w_pid.fd = -1;
         j->w_notify.fd = -1;
         j->inotify_wd = -1;
@@ -524,7 +538,7 @@ json_t *db_audit_query(db *d, int64_t uid, int gpu, int64_t since_ms, int64_t un
     sqlite3_stmt *st;
     const char *sql = "SELECT ts_ms, uid, action, gpu, gpu_uuid, job, duration_ms, memory_mb, detail FROM audit"
                       " WHERE (?1 < 0 OR uid = ?1) AND (?2 < 0 OR gpu = ?2) AND ts_ms >= ?3 AND ts_ms <= ?4"
-                      " AND (?5 IS NULL OR job LIKE ?5 || '%') ORDER BY id LIMIT ?6";
+                      " AND (?5 IS NULL OR job LIKE ?5 || '%') ORDER BY id DESC LIMIT ?6";
     if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) {
         jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
         return NULL;
@@ -561,7 +575,7 @@ json_t *db_audit_query(db *d, int64_t uid, int gpu, int64_t since_ms, int64_t un
     return arr;
 }
 
-int db_gpu_admin_set(db *d, const char *uuid, const char *state, const char *reason, jerr *e)
+int db_gpu_admin_set(db *d, const char *uuid, const char *state, const char *reason, int64_t since_ms, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
@@ -574,21 +588,23 @@ int db_gpu_admin_set(db *d, const char *uuid, const char *state, const char *rea
     if (state) {
         bind_text(st, 2, state);
         bind_text(st, 3, reason);
-        sqlite3_bind_int64(st, 4, now_ms());
+        sqlite3_bind_int64(st, 4, since_ms);
     }
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: gpu_admin: %s", sqlite3_errmsg(d->h));
 }
 
-int db_gpu_admin_load(db *d, void (*fn)(const char *uuid, const char *state, const char *reason, void *arg), void *arg)
+int db_gpu_admin_load(db *d,
+                      void (*fn)(const char *uuid, const char *state, const char *reason, int64_t since_ms, void *arg),
+                      void *arg)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(d->h, "SELECT uuid, state, reason FROM gpu_admin", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(d->h, "SELECT uuid, state, reason, since_ms FROM gpu_admin", -1, &st, NULL) != SQLITE_OK)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW)
         fn((const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
-           (const char *)sqlite3_column_text(st, 2), arg);
+           (const char *)sqlite3_column_text(st, 2), sqlite3_column_int64(st, 3), arg);
     sqlite3_finalize(st);
     return 0;
 }

@@ -33,12 +33,15 @@ typedef struct audit_rec {
     const char *detail;
 } audit_rec;
 int db_audit(db *d, const audit_rec *a, jerr *e);
-/* Records matching every filter given (uid/gpu -1, job NULL: any), oldest first. */
+/* Records matching every filter given (uid/gpu -1, job NULL: any), newest first: limit keeps
+ * the newest. */
 json_t *db_audit_query(db *d, int64_t uid, int gpu, int64_t since_ms, int64_t until_ms, const char *job_id, int limit,
                        jerr *e);
-/* An admin's GPU state by UUID (state NULL: none); loaded at start. */
-int db_gpu_admin_set(db *d, const char *uuid, const char *state, const char *reason, jerr *e);
-int db_gpu_admin_load(db *d, void (*fn)(const char *uuid, const char *state, const char *reason, void *arg), void *arg);
+/* A GPU's state out of service by UUID (state NULL: none), since when; loaded at start. */
+int db_gpu_admin_set(db *d, const char *uuid, const char *state, const char *reason, int64_t since_ms, jerr *e);
+int db_gpu_admin_load(db *d,
+                      void (*fn)(const char *uuid, const char *state, const char *reason, int64_t since_ms, void *arg),
+                      void *arg);
 /* A volume's row (core/volumes.c keeps the volumes; this is only what outlives a restart). */
 typedef struct db_volume {
     const char *name;

@@ -14,6 +14,12 @@
  *                        ecc lines also count in nvmlDeviceGetTotalEccErrors (volatile counters);
  *                        throttle <index> <mask> what nvmlDeviceGetCurrentClocksThrottleReasons answers
  *                        remap <index> <rows>    uncorrectable remapped rows from now on
+ *                        util <index> <percent>  what nvmlDeviceGetUtilizationRates answers from now on
+ *                        power <index> <watts>   what nvmlDeviceGetPowerUsage answers from now on
+ *                        memused <index> <MiB>   the memory nvmlDeviceGetMemoryInfo says is used
+ *                        ecc_past <index> <corrected>,<uncorrected>
+ *                                                ECC errors from before the driver loaded: the
+ *                                                aggregate counters are these plus the volatile ones
  *                      Events are delivered by nvmlEventSetWait_v2, only for types registered for
  *                      that GPU (others are dropped, as the driver drops them); temp lines are
  *                      applied by nvmlEventSetWait_v2 and nvmlDeviceGetTemperature alike.
@@ -52,6 +58,8 @@ struct nvmlDevice_st {
     unsigned long long ecc[2];     /* guarded by S.mu: ecc lines (corrected, uncorrected) */
     unsigned long long throttle;   /* guarded by S.mu: throttle lines */
     unsigned remapped;             /* guarded by S.mu: remap lines */
+    int util, power, memused;      /* guarded by S.mu: util/power/memused lines; -1 the fixture's */
+    unsigned long long ecc_past[2];/* guarded by S.mu: ecc_past lines (corrected, uncorrected) */
 };
 
 struct nvmlEventSet_st {
@@ -276,7 +284,8 @@ static nvmlReturn_t load(void)
     for (int i = 0; i < n; i++) {
         json_t *g = sorted[i], *mig = json_object_get(g, "mig");
         S.gpus[i] = (struct nvmlDevice_st){
-            .index = i, .mig = -1, .j = g, .gpu = g, .temperature = (int)json_number_value(json_object_get(g, "temperature_c"))};
+            .index = i, .mig = -1, .j = g, .gpu = g, .temperature = (int)json_number_value(json_object_get(g, "temperature_c")),
+            .util = -1, .power = -1, .memused = -1};
         S.nmig[i] = (int)json_array_size(mig);
         for (int m = 0; m < S.nmig[i]; m++)
             S.migs[i][m] = (struct nvmlDevice_st){.index = i, .mig = m, .j = json_array_get(mig, (size_t)m), .gpu = g};
@@ -323,6 +332,8 @@ EXPORT nvmlReturn_t nvmlShutdown(void)
 /* ---- helpers for the device calls ---- */
 
 /* The checks every device call starts with: initialised, a handle, no injected failure. */
+static void scan_events(void);
+
 #define ENTER(call, dev)                                                                                 \
     do {                                                                                                 \
         if (!S.refs)                                                                                     \
@@ -492,6 +503,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *m
     if (!json_is_integer(total))
         return NVML_ERROR_NOT_SUPPORTED;
     unsigned long long used = mig ? 0 : (unsigned long long)json_integer_value(field(device, "memory_used_mb"));
+    pthread_mutex_lock(&S.mu);
+    scan_events();
+    if (!mig && device->memused >= 0)
+        used = (unsigned long long)device->memused;
+    pthread_mutex_unlock(&S.mu);
     memory->total = (unsigned long long)json_integer_value(total) << 20; /* MiB -> bytes */
     memory->used = used << 20;
     memory->free = memory->total > memory->used ? memory->total - memory->used : 0;
@@ -759,8 +775,6 @@ EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t 
     return NVML_SUCCESS;
 }
 
-static void scan_events(void);
-
 EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
                                               unsigned int *temp)
 {
@@ -786,9 +800,13 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtili
     if (mig_on(device))
         return NVML_ERROR_NOT_SUPPORTED;
     json_t *u = field(device, "utilization_pct");
-    if (!json_is_number(u))
+    pthread_mutex_lock(&S.mu);
+    scan_events();
+    int over = device->util;
+    pthread_mutex_unlock(&S.mu);
+    if (!json_is_number(u) && over < 0)
         return NVML_ERROR_NOT_SUPPORTED;
-    utilization->gpu = (unsigned)json_number_value(u);
+    utilization->gpu = over >= 0 ? (unsigned)over : (unsigned)json_number_value(u);
     utilization->memory = 0; /* not in the fixture */
     return NVML_SUCCESS;
 }
@@ -800,9 +818,14 @@ EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *p
         return NVML_ERROR_INVALID_ARGUMENT;
     WHOLE_GPU_ONLY(device);
     json_t *w = field(device, "power_w");
-    if (!json_is_number(w))
+    pthread_mutex_lock(&S.mu);
+    scan_events();
+    int over = device->power;
+    pthread_mutex_unlock(&S.mu);
+    if (!json_is_number(w) && over < 0)
         return NVML_ERROR_NOT_SUPPORTED;
-    *power = (unsigned)(json_number_value(w) * 1000.0 + 0.5); /* NVML reports milliwatts */
+    /* NVML reports milliwatts */
+    *power = over >= 0 ? (unsigned)over * 1000u : (unsigned)(json_number_value(w) * 1000.0 + 0.5);
     return NVML_SUCCESS;
 }
 
@@ -830,9 +853,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryE
         return NVML_ERROR_NOT_SUPPORTED; /* as the driver answers with ECC off */
     pthread_mutex_lock(&S.mu);
     scan_events();
-    *count = device->ecc[type == NVML_MEMORY_ERROR_TYPE_UNCORRECTED];
+    int unc = type == NVML_MEMORY_ERROR_TYPE_UNCORRECTED;
+    /* volatile: since the driver loaded; aggregate: the board's lifetime, which includes them */
+    *count = device->ecc[unc] + (counter == NVML_AGGREGATE_ECC ? device->ecc_past[unc] : 0);
     pthread_mutex_unlock(&S.mu);
-    (void)counter;
     return NVML_SUCCESS;
 }
 
@@ -893,6 +917,18 @@ static void scan_events(void)
                 continue;
             } else if (!strcmp(kind, "remap")) {
                 d->remapped = (unsigned)atoi(arg);
+                continue;
+            } else if (!strcmp(kind, "util") || !strcmp(kind, "power") || !strcmp(kind, "memused")) {
+                *(kind[0] == 'u' ? &d->util : kind[0] == 'p' ? &d->power : &d->memused) = atoi(arg);
+                continue;
+            } else if (!strcmp(kind, "ecc_past")) {
+                unsigned long long c, u;
+                if (sscanf(arg, "%llu,%llu", &c, &u) == 2) {
+                    d->ecc_past[0] = c;
+                    d->ecc_past[1] = u;
+                } else {
+                    fprintf(stderr, "fake_nvml: FAKE_NVML_EVENTS: ignoring line '%.*s'\n", (int)strcspn(line, "\n"), line);
+                }
                 continue;
             } else if (!strcmp(kind, "xid")) {
                 ev.eventType = nvmlEventTypeXidCriticalError;

@@ -252,7 +252,9 @@ def test_failed_scrub_keeps_the_gpu_degraded_across_a_restart(health_machine, tm
     assert m.gpu(1)["state"] == "available"
     # a job asking for that GPU by name is refused; an admin vouches for it and it serves again
     p = m.d.rnx("job", "run", "--gpu-ids=0", "true")
-    assert p.returncode != 0 and "--gpu-ids: GPU 0 cannot be used: memory scrub failed" in p.stderr, p.stderr
+    assert p.returncode != 0 and "--gpu-ids: GPU 0 is degraded since " in p.stderr, p.stderr
+    assert f"(memory scrub failed: {uuid}: " in p.stderr and \
+        "it cannot be granted until an admin runs 'rnx gpu online 0'" in p.stderr, p.stderr
     m.d.rnx("gpu", "online", "0", check=True)
     m.d.stop()
     m.d.start()
@@ -273,7 +275,7 @@ def test_audit_trail_of_a_session(health_machine):
     m.d.rnx("gpu", "drain", str(g), check=True)
     m.d.rnx("job", "stop", jid2, check=True)
     m.d.wait(jid2)
-    recs = m.audit()
+    recs = m.audit()[::-1]  # newest first: oldest first here
     acts = [(r["action"], r["gpu"], r["job"]) for r in recs]
     assert acts[:2] == [("allocate", g, jid), ("release", g, jid)]
     assert ("allocate", g2, jid2) in acts and ("release", g2, jid2) in acts

@@ -325,7 +325,8 @@ def test_released_gpus_are_scrubbed_before_reuse(fresh_daemon, tmp_path):
     assert gpus[2]["uuid"] not in log  # only what was released is scrubbed
     # a degraded GPU is never handed out again: asked by id it is refused, and 8 are no longer possible
     p = d.rnx("job", "run", "--gpu-ids=1", "true")
-    assert p.returncode == 1 and "GPU 1 cannot be used: memory scrub failed" in p.stderr
+    assert p.returncode == 1 and "--gpu-ids: GPU 1 is degraded since " in p.stderr and \
+        "(memory scrub failed: " in p.stderr and "until an admin runs 'rnx gpu online 1'" in p.stderr, p.stderr
     p = d.rnx("job", "run", "--gpu=8", "true")
     assert p.returncode == 1 and "this machine has 7 usable GPUs" in p.stderr
     j = d.wait(d.submit("true", gpu_count=7))

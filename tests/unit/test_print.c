@@ -96,12 +96,41 @@ static void test_escape_cells_lines(void **state)
     free(out);
 }
 
+/* End reason gpu_error: the job's gpu_fault (XID, admin command, neither) in words */
+static void test_end_reason_gpu_fault(void **state)
+{
+    static const struct { const char *job, *want; } rows[] = {
+        {"{\"end_reason\": \"gpu_error\", \"gpu_fault\": {\"gpu\": 3, \"uuid\": \"GPU-x\", \"xid\": 79, "
+         "\"meaning\": \"GPU has fallen off the bus\", \"action\": \"offline\", \"by_uid\": null}}",
+         "failed: GPU 3 XID 79 (GPU has fallen off the bus; XID policy: offline)"},
+        {"{\"end_reason\": \"gpu_error\", \"gpu_fault\": {\"gpu\": 3, \"xid\": null, \"meaning\": null, "
+         "\"action\": \"offline --force\", \"by_uid\": 0}}",
+         "failed: GPU 3 went offline (admin uid 0: rnx gpu offline --force)"},
+        {"{\"end_reason\": \"gpu_error\", \"gpu_fault\": {\"gpu\": 1, \"xid\": null, \"action\": \"drain --force\", "
+         "\"by_uid\": 1000}}",
+         "failed: GPU 1 was drained (admin uid 1000: rnx gpu drain --force)"},
+        /* a job from before gpu_fault existed: the error alone */
+        {"{\"end_reason\": \"gpu_error\", \"gpu_fault\": null, \"error\": \"GPU 2 failed: XID 48: x\"}",
+         "failed: GPU error: GPU 2 failed: XID 48: x"},
+        {"{\"end_reason\": \"gpu_error\"}", "failed: GPU error"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        json_t *j = json_loads(rows[i].job, 0, NULL);
+        assert_non_null(j);
+        char out[256];
+        fmt_end_reason(j, out, sizeof out);
+        assert_string_equal(out, rows[i].want);
+        json_decref(j);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strings_escaped_format_not),
         cmocka_unit_test(test_as_printf),
         cmocka_unit_test(test_escape_cells_lines),
+        cmocka_unit_test(test_end_reason_gpu_fault),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
