@@ -158,6 +158,12 @@ int jobreq_check_machine(const job_req *r, const jobreq_machine *m, jerr *e);
 /* The request as JSON: as stored (secrets in clear) when with_secrets, else as shown. */
 enum { JOBREQ_JSON_SECRETS = 1 };
 json_t *jobreq_to_json(const job_req *r, int flags);
+/* The request as the flags of `rnx job run` that give it, in the table's order, each
+ * "--flag=value" (a switch "--flag"): sizes, rates and durations in the largest unit that
+ * writes them exactly (8GB, 2h30m), one --env / --volume / --upload per item, secret values as
+ * "***", fields without a flag (command, args, the daemon's own) left out. Read back through
+ * jobreq_set_text, each gives the same field (test_jobreq.c). */
+json_t *jobreq_to_flags(const job_req *r);
 void jobreq_free(job_req *r);
 /* Replaces the text of a field (normalised values, UUIDs for indexes, ...). */
 void jobreq_set_str(job_req *r, enum jobreq_id f, const char *s);

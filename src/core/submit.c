@@ -18,6 +18,7 @@
 #include "../common/parse.h"
 #include "../common/util.h"
 #include "gpu_validate.h"
+#include "job_events.h"
 #include "jobs.h"
 #include "runtimes.h"
 #include "state.h"
@@ -425,6 +426,11 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     }
     jobs_add(j);
     state_want(WANT_SCHEDULE);
+    if (j->state == JS_SCHEDULED)
+        job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u; scheduled for %s", (unsigned)caller_uid,
+                     j->req.schedule_at ? j->req.schedule_at : "later");
+    else
+        job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u", (unsigned)caller_uid);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
     return j;
