@@ -181,8 +181,9 @@ static void print_spec(FILE *f, json_t *spec)
         if (k++)
             indent(f);
         const char *src = jstr(v, "source");
+        /* a host path: "from" it; else what it is (tmpfs, proc) */
         print_textf(f, "%s (%s%s%s)\n", jstr(v, "path") ? jstr(v, "path") : "?", jstr(v, "mode") ? jstr(v, "mode") : "?",
-                    src && *src ? ", from " : "", src ? src : "");
+                    !src || !*src ? "" : *src == '/' ? ", from " : ", ", src ? src : "");
     }
     if (!k)
         fputc('\n', f);

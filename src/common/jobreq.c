@@ -104,6 +104,10 @@ const jobreq_field jobreq_fields[JR_N] = {
     /* the processes of its user's jobs together (jobs.max_pids_per_user when it was submitted) */
     [JR_USER_PIDS_MAX] = {"user_pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(user_pids_max),
                           "must be a whole number"},
+    /* max_memory_mb came from jobs.default_memory_pct, not from the request (the request as
+     * submitted, rnx job status --detail, leaves it out) */
+    [JR_MEMORY_DEFAULT] = {"memory_default", NULL, NULL, false, true, JK_BOOL, JU_NONE, 0, 1, OFF(memory_default),
+                           "must be true or false"},
 };
 
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "size", "target", NULL};
@@ -1351,7 +1355,8 @@ json_t *jobreq_to_flags(const job_req *r)
     for (int i = 0; i < JR_N; i++) {
         const jobreq_field *f = &jobreq_fields[i];
         job_req *w = (job_req *)r; /* the accessors take no const; nothing is written */
-        if (!jobreq_has(r, (enum jobreq_id)i) || !f->flag || f->daemon_only)
+        if (!jobreq_has(r, (enum jobreq_id)i) || !f->flag || f->daemon_only ||
+            (i == JR_MAX_MEMORY_MB && r->memory_default))
             continue;
         char num[64];
         switch (f->kind) {

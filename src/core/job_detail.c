@@ -168,7 +168,7 @@ void job_detail_spec(const job *j, const job_spec *s)
     }
     json_array_append_new(m, mount_json("/work", s->work_dir ? s->work_dir : "", "rw"));
     char size[64];
-    snprintf(size, sizeof size, "tmpfs (%llu MB)", (unsigned long long)s->tmp_size_mb);
+    snprintf(size, sizeof size, "tmpfs, %llu MB", (unsigned long long)s->tmp_size_mb);
     json_array_append_new(m, mount_json("/tmp", size, "rw"));
     json_array_append_new(m, mount_json("/proc", "proc", "rw"));
     json_array_append_new(m, mount_json("/sys", "sysfs", "ro"));
@@ -177,7 +177,7 @@ void job_detail_spec(const job *j, const job_spec *s)
         json_array_append_new(m, mount_json(s->mounts[i].dst, s->mounts[i].src, s->mounts[i].rw ? "rw" : "ro"));
     for (size_t i = 0; i < s->nops; i++)
         if (s->ops[i].kind == SPEC_TMPFS)
-            json_array_append_new(m, mount_json(s->ops[i].dst, "tmpfs (only the job's GPUs)", "ro"));
+            json_array_append_new(m, mount_json(s->ops[i].dst, "tmpfs, the job's GPUs only", "ro"));
     json_object_set_new(o, "mounts", m);
     /* the environment's names; values stay in the spec (secret ones are never shown) */
     json_t *env = json_array(), *secret = json_array();

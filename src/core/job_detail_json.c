@@ -32,7 +32,7 @@ static json_t *request_json(const job *j)
     json_t *fields = jobreq_to_json(&j->req, 0);
     /* what the daemon set itself, and the file listing (the job's "uploads" has it) */
     for (int i = 0; i < JR_N; i++)
-        if (jobreq_fields[i].daemon_only || i == JR_UPLOADS)
+        if (jobreq_fields[i].daemon_only || i == JR_UPLOADS || (i == JR_MAX_MEMORY_MB && j->req.memory_default))
             json_object_del(fields, jobreq_fields[i].key);
     return json_pack("{s:o,s:o,s:o}", "fields", fields, "flags", jobreq_to_flags(&j->req), "uploads",
                      json_integer((json_int_t)j->req.nuploads));

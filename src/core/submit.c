@@ -398,7 +398,8 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     if (!jobreq_has(&j->req, JR_MAX_MEMORY_MB) && core.cfg.default_memory_pct && core.mem_total_mb) {
         uint64_t mb = core.mem_total_mb * core.cfg.default_memory_pct / 100;
         j->req.max_memory_mb = (int64_t)(mb < 4 ? 4 : mb);
-        j->req.has |= 1ull << JR_MAX_MEMORY_MB;
+        j->req.memory_default = true;
+        j->req.has |= 1ull << JR_MAX_MEMORY_MB | 1ull << JR_MEMORY_DEFAULT;
     }
     if (core.cfg.max_pids_per_user) {
         j->req.user_pids_max = (int64_t)core.cfg.max_pids_per_user;
