@@ -746,7 +746,9 @@ static int job_status(rnx_ctx *ctx, int argc, char **argv)
         print_json(job);
     } else {
         print_job(job, stdout);
-        if (detail)
+        if (detail && !json_is_object(json_object_get(job, "detail")))
+            fputs("rnx: joblet sent no detail for this job (a joblet older than rnx?)\n", stderr);
+        else if (detail)
             print_detail(job, stdout);
     }
     json_decref(job);
