@@ -55,7 +55,7 @@ static json_t *numa_nodes(const job *j, char *text, size_t len)
             continue;
         seen |= 1ull << node;
         json_array_append_new(a, json_integer(node));
-        l += (size_t)snprintf(text + l, l < len ? len - l : 0, "%s%d", l ? "," : "", node);
+        l += (size_t)snprintf(text + l, l < len ? len - l : 0, "%s%d", l ? ", " : "", node);
     }
     if (unknown && !seen)
         snprintf(text, len, "unknown");

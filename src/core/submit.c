@@ -427,11 +427,13 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     }
     jobs_add(j);
     state_want(WANT_SCHEDULE);
+    char when[120] = "", degraded[1100] = "";
     if (j->state == JS_SCHEDULED)
-        job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u; scheduled for %s", (unsigned)caller_uid,
-                     j->req.schedule_at ? j->req.schedule_at : "later");
-    else
-        job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u", (unsigned)caller_uid);
+        snprintf(when, sizeof when, "; scheduled for %s", j->req.schedule_at ? j->req.schedule_at : "later");
+    if (j->req.gpu_degraded)
+        snprintf(degraded, sizeof degraded, "; runs without the GPUs it asked for (--gpu-optional): %s",
+                 j->req.gpu_degraded);
+    job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u%s%s", (unsigned)caller_uid, when, degraded);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
     return j;

@@ -146,6 +146,29 @@ def test_a_queued_job_shows_why_it_waited_then_its_grant(fresh_daemon):
     d.wait(jid)
 
 
+def test_preemption_in_the_history(fresh_daemon):
+    d = sim(fresh_daemon, "a100-pcie-4")
+    low = run_id(d, "--gpu=4", "--preemptible", "--priority=-5", "sleep", "600")
+    first = d.wait_status(low, "RUNNING")
+    high = run_id(d, "--gpu=4", "--priority=10", "sleep", "600")
+    d.wait_status(low, "PREEMPTED")
+    d.wait_status(high, "RUNNING")
+    lines = detail(d, low)
+    assert not [l for l in lines if l.startswith("Placement:")]  # it holds no GPU while it waits
+    got = events(lines)
+    assert got[:2] == ["submitted by uid 0", "granted GPUs 0, 1, 2, 3 on NUMA nodes 0, 1; score " + got[1].split("score ")[1]]
+    assert got[2:5] == [f"started pid {first['pid']}",
+                        f"preempted for job {high} (priority 10 over -5): SIGTERM, SIGKILL after 2s",
+                        "requeued run 1 ended; waiting in the queue again"], got
+    assert got[5].startswith("queued needs 4 GPUs; 0 free; "), got
+    d.rnx("job", "stop", high, check=True)
+    again = d.wait_status(low, "RUNNING")
+    got = events(detail(d, low))
+    assert got[-2].startswith("granted GPUs 0, 1, 2, 3") and got[-1] == f"started pid {again['pid']}", got
+    d.rnx("job", "stop", low, check=True)
+    d.wait(low)
+
+
 def as_user(d, *args):
     if not shutil.which("setpriv"):
         pytest.skip("setpriv (util-linux) is not installed")
