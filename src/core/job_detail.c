@@ -122,11 +122,12 @@ void job_detail_placed(job *j, const job_placement_score *sc)
     json_object_set_new(o, "single_numa", json_boolean(jobreq_has(r, JR_CROSS_NUMA) && !r->cross_numa));
     save_extra(j, DB_JOB_PLACEMENT, o);
     json_decref(o);
+    const char *shared = r->gpu_share ? ", shared (MPS)" : "";
     if (n > 1)
-        job_event(j, JE_GRANTED, -1, "GPU%s %s on NUMA node%s %s; score %ld of best possible %ld", n == 1 ? "" : "s",
-                  list, strchr(nodes, ',') ? "s" : "", nodes, sc->score, sc->best);
+        job_event(j, JE_GRANTED, -1, "GPUs %s on NUMA node%s %s%s; score %ld of best possible %ld", list,
+                  strchr(nodes, ',') ? "s" : "", nodes, shared, sc->score, sc->best);
     else
-        job_event(j, JE_GRANTED, -1, "GPU %s on NUMA node %s%s", list, nodes, r->gpu_share ? ", shared (MPS)" : "");
+        job_event(j, JE_GRANTED, -1, "GPU %s on NUMA node %s%s", list, nodes, shared);
 }
 
 /* ---- the spec summary ---- */

@@ -135,8 +135,12 @@ static void schedule(void)
     for (k = 0; k < out.nstart; k++) {
         job *j = map[start[k]];
         jerr e = {0};
-        if ((sets[k] && gpus_grant(j, sets[k], &e) < 0) || (picks[k] >= 0 && (gpus_grant_mig(j, picks[k]), 0)) ||
-            ((sets[k] || picks[k] >= 0) && (placed(j, sets[k]), 0)) || launch_job(j, &e) < 0) {
+        bool granted = !sets[k] || gpus_grant(j, sets[k], &e) == 0;
+        if (granted && picks[k] >= 0)
+            gpus_grant_mig(j, picks[k]);
+        if (granted && (sets[k] || picks[k] >= 0))
+            placed(j, sets[k]); /* where it went and why, for its history (job_detail.h) */
+        if (!granted || launch_job(j, &e) < 0) {
             log_err("job %s: %s", j->id, e.msg);
             free(j->error);
             j->error = xstrdup(e.msg);
