@@ -15,6 +15,7 @@
 #include "../core/gpu_json.h"
 #include "../core/incoming.h"
 #include "../core/job_ctl.h"
+#include "../core/job_detail_json.h"
 #include "../core/job_json.h"
 #include "../core/jobs.h"
 #include "../core/launch.h"
@@ -151,8 +152,12 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     launch_refresh(j);
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
-    if (!*action && get)
-        return http_reply_json(r->conn, 200, job_json(j));
+    if (!*action && get) {
+        json_t *o = job_json(j);
+        if (query_true(r, "detail"))
+            json_object_set_new(o, "detail", job_detail_json(j));
+        return http_reply_json(r->conn, 200, o);
+    }
     if (!*action && del) {
         char full[sizeof j->id];
         snprintf(full, sizeof full, "%s", j->id);   /* the job is freed by the delete */

@@ -15,6 +15,7 @@
 #include "../common/util.h"
 #include "client.h"
 #include "print.h"
+#include "print_detail.h"
 #include "cli.h"
 #include "cmd_job.h"
 #include "cmd_metrics.h"
@@ -113,12 +114,17 @@ static const char list_help[] =
     "  -h, --help        show this help\n";
 
 static const char status_help[] =
-    "Usage: rnx job status [--json] ID\n"
+    "Usage: rnx job status [--detail] [--json] ID\n"
     "\n"
     "Shows one job: state, times, exit, limits, environment, uploads, usage.\n"
     "\n"
     "Flags:\n"
-    "  --json       print the job object\n"
+    "  --detail     also the request as submitted (as rnx job run flags; secret values never\n"
+    "               shown), where its GPUs were placed and how that scores against the best\n"
+    "               possible, what it may open and sees (device nodes, mounts, the names of its\n"
+    "               environment variables), its GPU use, and its history: submitted, queued\n"
+    "               and why, GPUs granted, started, stopped and by whom, ended\n"
+    "  --json       print the job object (with \"detail\" when --detail is given)\n"
     "  -h, --help   show this help\n";
 
 static const char log_help[] =
@@ -842,19 +848,33 @@ static int job_request(const rnx_ctx *ctx, const char *method, const char *id, c
 
 static int job_status(rnx_ctx *ctx, int argc, char **argv)
 {
+    static const struct option opts[] = {OPT_HELP, OPT_JSON, {"detail", no_argument, NULL, 'd'}, {0}};
     const char *id = NULL;
     json_t *job = NULL;
-    int rc = simple_flags(ctx, argc, argv, "rnx job status", status_help, true);
-    if (rc)
-        return rc == HELP_SHOWN ? RNX_OK : rc;
-    if ((rc = one_id(argc, argv, "job status", "rnx job status [--json] ID", &id)) != 0)
+    bool detail = false;
+    int c, rc;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job status")) != -1) {
+        switch (c) {
+        case 'h': fputs(status_help, stdout); return RNX_OK;
+        case 'j': ctx->json = true; break;
+        case 'd': detail = true; break;
+        default: return RNX_USAGE;
+        }
+    }
+    if ((rc = one_id(argc, argv, "job status", "rnx job status [--detail] [--json] ID", &id)) != 0)
         return rc;
-    if ((rc = job_request(ctx, "GET", id, "", &job)) != 0)
+    if ((rc = job_request(ctx, "GET", id, detail ? "?detail=1" : "", &job)) != 0)
         return rc;
-    if (ctx->json)
+    if (ctx->json) {
         print_json(job);
-    else
+    } else {
         print_job(job, stdout);
+        if (detail && !json_is_object(json_object_get(job, "detail")))
+            fputs("rnx: joblet sent no detail for this job (a joblet older than rnx?)\n", stderr);
+        else if (detail)
+            print_detail(job, stdout);
+    }
     json_decref(job);
     return RNX_OK;
 }

@@ -104,6 +104,10 @@ const jobreq_field jobreq_fields[JR_N] = {
     /* the processes of its user's jobs together (jobs.max_pids_per_user when it was submitted) */
     [JR_USER_PIDS_MAX] = {"user_pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(user_pids_max),
                           "must be a whole number"},
+    /* max_memory_mb came from jobs.default_memory_pct, not from the request (the request as
+     * submitted, rnx job status --detail, leaves it out) */
+    [JR_MEMORY_DEFAULT] = {"memory_default", NULL, NULL, false, true, JK_BOOL, JU_NONE, 0, 1, OFF(memory_default),
+                           "must be true or false"},
 };
 
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "size", "target", NULL};
@@ -1302,6 +1306,118 @@ json_t *jobreq_to_json(const job_req *r, int flags)
         json_object_set_new(o, f->key, v);
     }
     return o;
+}
+
+/* ---- as flags ------------------------------------------------------------------------------- */
+
+/* A whole number in the largest unit that writes it exactly, as the field's parser reads it. */
+typedef struct unit_mul {
+    const char *name;
+    int64_t mul;
+} unit_mul;
+
+static void int_text(const jobreq_field *f, int64_t v, char *out, size_t len)
+{
+    static const unit_mul mb[] = {{"TB", 1 << 20}, {"GB", 1 << 10}, {"MB", 1}},
+                          bytes[] = {{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}};
+    const unit_mul *u = f->unit == JU_MB ? mb : f->unit == JU_BYTES ? bytes : NULL;
+    for (size_t i = 0; u && v > 0 && i < 3; i++)
+        if (v % u[i].mul == 0) {
+            snprintf(out, len, "%lld%s", (long long)(v / u[i].mul), u[i].name);
+            return;
+        }
+    if (f->unit == JU_SECONDS && v > 0) {
+        /* 1d2h30m, 90s: what parse_duration reads back */
+        static const unit_mul t[] = {{"d", 86400}, {"h", 3600}, {"m", 60}, {"s", 1}};
+        size_t l = 0;
+        out[0] = 0;
+        for (size_t i = 0; i < ARRAY_LEN(t) && l < len; i++)
+            if (v / t[i].mul) {
+                l += (size_t)snprintf(out + l, len - l, "%lld%s", (long long)(v / t[i].mul), t[i].name);
+                v %= t[i].mul;
+            }
+        return;
+    }
+    snprintf(out, len, "%lld", (long long)v);
+}
+
+static void flag_add(json_t *a, const char *flag, const char *value)
+{
+    char *s = xmalloc(strlen(flag) + (value ? strlen(value) + 1 : 0) + 1);
+    sprintf(s, "%s%s%s", flag, value ? "=" : "", value ? value : "");
+    json_array_append_new(a, json_string(s));
+    free(s);
+}
+
+json_t *jobreq_to_flags(const job_req *r)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < JR_N; i++) {
+        const jobreq_field *f = &jobreq_fields[i];
+        job_req *w = (job_req *)r; /* the accessors take no const; nothing is written */
+        if (!jobreq_has(r, (enum jobreq_id)i) || !f->flag || f->daemon_only ||
+            (i == JR_MAX_MEMORY_MB && r->memory_default))
+            continue;
+        char num[64];
+        switch (f->kind) {
+        case JK_TEXT: flag_add(a, f->flag, *str_at(w, f)); break;
+        case JK_INT:
+            int_text(f, *int_at(w, f), num, sizeof num);
+            flag_add(a, f->flag, num);
+            break;
+        case JK_BOOL:
+            /* a switch says only yes; --gpu=all is its own flag; --cross-numa takes yes or no */
+            if (i == JR_CROSS_NUMA)
+                flag_add(a, f->flag, r->cross_numa ? "yes" : "no");
+            else if (*bool_at(w, f))
+                flag_add(a, f->flag, NULL);
+            break;
+        case JK_ENV: {
+            bool secret = i == JR_SECRET_ENV;
+            const jobreq_pair *p = secret ? r->secret_env : r->env;
+            size_t n = secret ? r->nsecret_env : r->nenv;
+            for (size_t k = 0; k < n; k++) {
+                char *kv = xmalloc(strlen(p[k].name) + strlen(p[k].value) + 5);
+                sprintf(kv, "%s=%s", p[k].name, secret ? "***" : p[k].value);
+                flag_add(a, f->flag, kv);
+                free(kv);
+            }
+            break;
+        }
+        case JK_LIST: {
+            size_t *n;
+            char ***l = list_items(w, (enum jobreq_id)i, &n);
+            if (f->unit == JU_VOLUME) { /* --volume once per volume */
+                for (size_t k = 0; k < *n; k++)
+                    flag_add(a, f->flag, (*l)[k]);
+                break;
+            }
+            size_t len = 1;
+            for (size_t k = 0; k < *n; k++)
+                len += strlen((*l)[k]) + 1;
+            char *joined = xmalloc(len);
+            joined[0] = 0;
+            for (size_t k = 0; k < *n; k++)
+                strcat(strcat(joined, k ? "," : ""), (*l)[k]);
+            flag_add(a, f->flag, joined);
+            free(joined);
+            break;
+        }
+        case JK_UPLOADS:
+            /* what was sent from the top of /work: files, and directories with their contents */
+            for (size_t k = 0; k < r->nuploads; k++) {
+                const jobreq_upload *u = &r->uploads[k];
+                if (strchr(u->path, '/'))
+                    continue;
+                char *p = xmalloc(strlen(u->path) + 2);
+                sprintf(p, "%s%s", u->path, u->type && !strcmp(u->type, "dir") ? "/" : "");
+                flag_add(a, f->flag, p);
+                free(p);
+            }
+            break;
+        }
+    }
+    return a;
 }
 
 /* ---- other surfaces' words ------------------------------------------------------------------ */

@@ -34,7 +34,7 @@ enum jobreq_id {
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
     JR_RUNTIME, JR_VOLUMES,
     /* set by the daemon, never by a client */
-    JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX,
+    JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT,
     JR_N
 };
 
@@ -101,6 +101,7 @@ typedef struct job_req {
     int64_t max_cpu, max_memory_mb, max_iobps, max_runtime_s;
     int64_t gpu_count, gpu_memory_mb, priority, pids_max, max_log_bytes, user_pids_max;
     bool gpu_all, gpu_optional, gpu_share, cross_numa, preemptible;
+    bool memory_default;      /* max_memory_mb is joblet's default, not the submitter's */
     char **gpu_ids;           /* as given; the daemon stores UUIDs */
     size_t ngpu_ids;
     char *runtime;            /* the runtime the job runs in (rnx runtime list); NULL: the host's */
@@ -158,6 +159,13 @@ int jobreq_check_machine(const job_req *r, const jobreq_machine *m, jerr *e);
 /* The request as JSON: as stored (secrets in clear) when with_secrets, else as shown. */
 enum { JOBREQ_JSON_SECRETS = 1 };
 json_t *jobreq_to_json(const job_req *r, int flags);
+/* The request as the flags of `rnx job run` that give it, in the table's order, each
+ * "--flag=value" (a switch "--flag"): sizes, rates and durations in the largest unit that
+ * writes them exactly (8GB, 2h30m), one --env / --volume / --upload per item, secret values as
+ * "***", fields without a flag (command, args, the daemon's own) and a memory limit that is
+ * joblet's default (memory_default) left out. Read back through
+ * jobreq_set_text, each gives the same field (test_jobreq.c). */
+json_t *jobreq_to_flags(const job_req *r);
 void jobreq_free(job_req *r);
 /* Replaces the text of a field (normalised values, UUIDs for indexes, ...). */
 void jobreq_set_str(job_req *r, enum jobreq_id f, const char *s);

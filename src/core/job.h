@@ -89,6 +89,7 @@ typedef struct job {
     bool holds_room;          /* counted in core.running */
     uint32_t queue_position;  /* 1-based among jobs waiting for room, set by the scheduler (queue.c) */
     uint8_t wait_why;         /* enum sched_wait, set by the scheduler (queue.c) */
+    uint8_t ev_wait;          /* wait_why + 1 last recorded in its history (job_events.h); 0 none */
     watch w_pid;              /* pidfd of the shim: readable when it exits */
     watch w_notify;           /* the shim's start notification */
     struct follower *followers;

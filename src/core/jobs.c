@@ -9,6 +9,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "job_events.h"
 #include "state.h"
 
 static bool visible(const job *j, uid_t caller) { return caller == 0 || j->owner_uid == caller; }
@@ -187,8 +188,30 @@ void job_requeue(job *j)
     unlink(path);
     snprintf(path, sizeof path, "%s/started", dir);
     unlink(path);
+    j->ev_wait = 0;
     job_save(j);
+    job_event(j, JE_REQUEUED, -1, "run %u ended; waiting in the queue again", j->preemptions);
     log_info("job %s PREEMPTED (run %u ended); waiting in the queue again", j->id, j->preemptions);
+}
+
+/* "STOPPED (stopped), signal SIGTERM; stopped by uid 0", "FAILED (start_failed): why" */
+static void record_end(job *j)
+{
+    char d[900];
+    size_t l = (size_t)snprintf(d, sizeof d, "%s", job_state_name(j->state));
+    if (j->end_reason && l < sizeof d)
+        l += (size_t)snprintf(d + l, sizeof d - l, " (%s)", j->end_reason);
+    if (j->has_exit && l < sizeof d)
+        l += (size_t)snprintf(d + l, sizeof d - l, ", exit code %d", j->exit_code);
+    if (j->signal && l < sizeof d)
+        l += (size_t)snprintf(d + l, sizeof d - l, ", signal %s", j->signal_name ? j->signal_name : "?");
+    bool by = j->stopped_by >= 0 && (j->state == JS_STOPPED || j->state == JS_CANCELED);
+    if (by && l < sizeof d)
+        l += (size_t)snprintf(d + l, sizeof d - l, "; %s by uid %lld", j->state == JS_STOPPED ? "stopped" : "canceled",
+                              (long long)j->stopped_by);
+    if (j->error && l < sizeof d)
+        snprintf(d + l, sizeof d - l, ": %s", j->error);
+    job_event_at(j, j->ended_ms, JE_ENDED, by ? j->stopped_by : -1, "%s", d);
 }
 
 void job_finish(job *j, enum job_state st, const char *reason)
@@ -207,6 +230,7 @@ void job_finish(job *j, enum job_state st, const char *reason)
         core.trim_at_ms = now_ms() + 1000;
     j->init_pid = 0;
     job_save(j);
+    record_end(j);
     jobs_mark(j, JOB_SETTLE_WAKE | JOB_SETTLE_WORKFLOW);
     char ec[32] = "";
     if (j->has_exit)

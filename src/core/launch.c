@@ -21,6 +21,8 @@
 #include "../exec/zygote.h"
 #include "counters.h"
 #include "gpu_spec.h"
+#include "job_detail.h"
+#include "job_events.h"
 #include "jobs.h"
 #include "launch.h"
 #include "runtimes.h"
@@ -171,6 +173,8 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.nmounts = nmounts;
     if (fd == 0)
         fd = spec_to_fd(&s, e);
+    if (fd >= 0)
+        job_detail_spec(j, &s);
     for (size_t i = g.nmounts; i < g.nmounts + nown; i++) {
         free(mounts[i].src);
         free(mounts[i].dst);
@@ -277,6 +281,7 @@ int launch_job(job *j, jerr *e)
     j->shim_pid = pid;
     j->shim_start = proc_start_time(pid);
     j->holds_room = true;
+    j->ev_wait = 0; /* its next wait, if any, is told afresh */
     core.running++;
     watch_shim(j, pidfd, pfd[0]);
     job_save(j);
@@ -290,6 +295,7 @@ static void mark_running(job *j, pid_t init_pid, int64_t started_ms)
     j->state = JS_RUNNING;
     j->init_pid = init_pid;
     j->started_ms = started_ms;
+    job_event_at(j, started_ms, JE_STARTED, -1, "pid %d", (int)init_pid);
     counters_start((double)(started_ms - (j->scheduled_ms > j->created_ms ? j->scheduled_ms : j->created_ms)) / 1000.0);
     job_save(j);
     jobs_mark(j, JOB_SETTLE_WORKFLOW);
@@ -421,6 +427,8 @@ void launch_adopt_all(void)
 {
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
+        if (!job_state_terminal(j->state) && j->shim_pid <= 0)
+            job_event(j, JE_RESTARTED, -1, "joblet restarted; the job still waits (%s)", job_state_name(j->state));
         if (job_state_terminal(j->state) || j->shim_pid <= 0)
             continue;
         j->holds_room = true;
@@ -431,6 +439,7 @@ void launch_adopt_all(void)
          * under us, so a matching start time proves it is still our shim. */
         int pidfd = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
         if (pidfd >= 0 && j->shim_start && proc_start_time(j->shim_pid) == j->shim_start) {
+            job_event(j, JE_RESTARTED, -1, "joblet restarted; re-attached to the job's shim (pid %d)", (int)j->shim_pid);
             read_started(j, dir);
             watch_shim(j, pidfd, -1);
             log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
@@ -438,6 +447,8 @@ void launch_adopt_all(void)
         }
         if (pidfd >= 0)
             close(pidfd);
+        job_event(j, JE_RESTARTED, -1, "joblet restarted; the job's shim (pid %d) ended while it was down",
+                  (int)j->shim_pid);
         finalize(j);
     }
 }
@@ -475,6 +486,17 @@ static int signal_shim(job *j, uid_t by, int sig, jerr *e)
     j->stopped_by = by;
     if (j->state == JS_RUNNING)
         j->state = JS_STOPPING;
+    /* (a preemption tells its own story: launch_preempt) */
+    if (!j->preempting || sig == SIGUSR1) {
+        char who[48], how[64];
+        snprintf(who, sizeof who, by == (uid_t)-1 ? "by joblet" : "by uid %u", (unsigned)by);
+        if (sig == SIGUSR1)
+            snprintf(how, sizeof how, "SIGKILL to every process at once (kill)");
+        else
+            snprintf(how, sizeof how, "SIGTERM, SIGKILL after %llus", (unsigned long long)core.cfg.stop_grace_s);
+        job_event(j, JE_STOPPING, by == (uid_t)-1 ? -1 : (int64_t)by, "%s%s%s: %s", who, j->fail_reason ? ", " : "",
+                  j->fail_reason ? j->fail_reason : "", how);
+    }
     job_save(j);
     return 0;
 }
@@ -504,6 +526,13 @@ void launch_preempt(job *j, const job *for_job)
     }
     j->stopped_by = -1;
     job_save(j);
+    if (for_job)
+        job_event(j, JE_PREEMPTED, -1, "for job %s (priority %lld over %lld): SIGTERM, SIGKILL after %llus",
+                  for_job->id, (long long)for_job->req.priority, (long long)j->req.priority,
+                  (unsigned long long)core.cfg.stop_grace_s);
+    else
+        job_event(j, JE_PREEMPTED, -1, "its GPU failed; back to the queue to run elsewhere: SIGTERM, SIGKILL after %llus",
+                  (unsigned long long)core.cfg.stop_grace_s);
     log_info("job %s: preempted for job %s (priority %lld over %lld): stopping, then back in the queue", j->id,
              for_job ? for_job->id : "?", for_job ? (long long)for_job->req.priority : 0,
              (long long)j->req.priority);

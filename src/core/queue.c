@@ -10,9 +10,12 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../gpu/sched_view.h"
+#include "../sched/placement.h"
 #include "../sched/sched.h"
 #include "counters.h"
 #include "gpus.h"
+#include "job_detail.h"
+#include "job_events.h"
 #include "jobs.h"
 #include "launch.h"
 #include "sched_input.h"
@@ -27,6 +30,54 @@ static struct {
 } last_pass;
 
 static void schedule(void);
+static void wait_reason_in(const job *j, const sched_input *in, char *out, size_t len);
+
+/* How the set just granted scores against the best there is for the request: with every GPU
+ * free, and with what was free just before it (its own set included). */
+static void placed(job *j, uint64_t set)
+{
+    job_placement_score sc = {-1, -1, -1};
+    if (set) {
+        sched_gpu gpus[GPU_MAX];
+        sched_mig migs[GPU_MAX * GPU_MIG_MAX];
+        sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
+        sched_input in;
+        sched_req r;
+        sched_input_base(&in, gpus, migs, run, NULL);
+        sched_input_req(j, &r);
+        sched_best_scores(&in, &r, &sc.best, &sc.best_free);
+        sc.score = in.gpu_pair ? placement_score(in.gpu_pair, in.ngpus, set) : -1;
+        if (sc.score > sc.best) /* beyond 16 candidates the search is greedy: never "better than best" */
+            sc.best = sc.score;
+        free(run);
+    }
+    job_detail_placed(j, &sc);
+}
+
+/* Each waiting job's reason, into its history when it is a new one (job_events.h). The text
+ * is worked out only then: a long queue that keeps its reasons costs a byte compare a job. */
+static void record_waits(job **map, size_t n)
+{
+    sched_gpu gpus[GPU_MAX];
+    sched_mig migs[GPU_MAX * GPU_MIG_MAX];
+    sched_running *run = NULL;
+    sched_input in;
+    for (size_t i = 0; i < n; i++) {
+        job *j = map[i];
+        if (!job_in_queue(j) || j->wait_why == SW_STARTS || j->wait_why == SW_SCHEDULED ||
+            !job_event_wait_is_new(j, j->wait_why))
+            continue;
+        if (!run) {
+            run = xcalloc(core.njobs + 1, sizeof *run);
+            sched_input_base(&in, gpus, migs, run, NULL);
+        }
+        char why[400];
+        wait_reason_in(j, &in, why, sizeof why);
+        job_event(j, JE_QUEUED, -1, "%s", why);
+    }
+    free(run);
+}
+
 void queue_run(void)
 {
     int64_t t0 = mono_ns();
@@ -84,8 +135,12 @@ static void schedule(void)
     for (k = 0; k < out.nstart; k++) {
         job *j = map[start[k]];
         jerr e = {0};
-        if ((sets[k] && gpus_grant(j, sets[k], &e) < 0) || (picks[k] >= 0 && (gpus_grant_mig(j, picks[k]), 0)) ||
-            launch_job(j, &e) < 0) {
+        bool granted = !sets[k] || gpus_grant(j, sets[k], &e) == 0;
+        if (granted && picks[k] >= 0)
+            gpus_grant_mig(j, picks[k]);
+        if (granted && (sets[k] || picks[k] >= 0))
+            placed(j, sets[k]); /* where it went and why, for its history (job_detail.h) */
+        if (!granted || launch_job(j, &e) < 0) {
             log_err("job %s: %s", j->id, e.msg);
             free(j->error);
             j->error = xstrdup(e.msg);
@@ -94,6 +149,7 @@ static void schedule(void)
         }
     }
     core.sched_wakeup_ms = out.next_wakeup_ms;
+    record_waits(map, n);
     free(start), free(preempt), free(sets), free(picks), free(why), free(pos);
     free(sj), free(map), free(run), free(runmap);
 }
@@ -160,6 +216,19 @@ static void list_gpus(uint64_t set, char *out, size_t len)
 
 void queue_wait_reason(const job *j, char *out, size_t len)
 {
+    sched_gpu gpus[GPU_MAX];
+    sched_mig migs[GPU_MAX * GPU_MIG_MAX];
+    sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
+    sched_input in;
+    sched_input_base(&in, gpus, migs, run, NULL);
+    wait_reason_in(j, &in, out, len);
+    free(run);
+}
+
+/* The reason in words, against the input of this moment (in: GPUs, running jobs). */
+static void wait_reason_in(const job *j, const sched_input *inp, char *out, size_t len)
+{
+    const sched_input in = *inp;
     out[0] = 0;
     sched_req r;
     sched_input_req(j, &r);
@@ -172,11 +241,6 @@ void queue_wait_reason(const job *j, char *out, size_t len)
         strftime(when, sizeof when, " by %Y-%m-%dT%H:%M:%SZ at the latest", &tm);
     }
     list_gpus(last_pass.reserved, gl, sizeof gl);
-    sched_gpu gpus[GPU_MAX];
-    sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-    sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
-    sched_input in;
-    sched_input_base(&in, gpus, migs, run, NULL);
     unsigned nfree = free_for(&in, &r);
     switch ((enum sched_wait)j->wait_why) {
     case SW_STARTS:
@@ -187,8 +251,8 @@ void queue_wait_reason(const job *j, char *out, size_t len)
     case SW_USER_LIMIT: {
         uint64_t held = 0;
         for (size_t k = 0; k < in.nrunning; k++)
-            if (run[k].r.user == r.user)
-                held += run[k].mig >= 0 ? 1 : (uint64_t)__builtin_popcountll(run[k].gpus);
+            if (in.running[k].r.user == r.user)
+                held += in.running[k].mig >= 0 ? 1 : (uint64_t)__builtin_popcountll(in.running[k].gpus);
         snprintf(out, len, "needs %s; its owner's jobs hold %llu GPU%s and limits.max_gpus_per_user is %u", need,
                  (unsigned long long)held, held == 1 ? "" : "s", core.cfg.limits.max_gpus_per_user);
         break;
@@ -227,5 +291,4 @@ void queue_wait_reason(const job *j, char *out, size_t len)
             break;
         }
     }
-    free(run);
 }

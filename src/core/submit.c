@@ -18,6 +18,7 @@
 #include "../common/parse.h"
 #include "../common/util.h"
 #include "gpu_validate.h"
+#include "job_events.h"
 #include "jobs.h"
 #include "runtimes.h"
 #include "state.h"
@@ -397,7 +398,8 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     if (!jobreq_has(&j->req, JR_MAX_MEMORY_MB) && core.cfg.default_memory_pct && core.mem_total_mb) {
         uint64_t mb = core.mem_total_mb * core.cfg.default_memory_pct / 100;
         j->req.max_memory_mb = (int64_t)(mb < 4 ? 4 : mb);
-        j->req.has |= 1ull << JR_MAX_MEMORY_MB;
+        j->req.memory_default = true;
+        j->req.has |= 1ull << JR_MAX_MEMORY_MB | 1ull << JR_MEMORY_DEFAULT;
     }
     if (core.cfg.max_pids_per_user) {
         j->req.user_pids_max = (int64_t)core.cfg.max_pids_per_user;
@@ -425,6 +427,13 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     }
     jobs_add(j);
     state_want(WANT_SCHEDULE);
+    char when[120] = "", degraded[1100] = "";
+    if (j->state == JS_SCHEDULED)
+        snprintf(when, sizeof when, "; scheduled for %s", j->req.schedule_at ? j->req.schedule_at : "later");
+    if (j->req.gpu_degraded)
+        snprintf(degraded, sizeof degraded, "; runs without the GPUs it asked for (--gpu-optional): %s",
+                 j->req.gpu_degraded);
+    job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u%s%s", (unsigned)caller_uid, when, degraded);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
     return j;

@@ -13,6 +13,7 @@
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "job_events.h"
 #include "jobs.h"
 #include "launch.h"
 #include "state.h"
@@ -238,8 +239,11 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
         snprintf(j->wf_id, sizeof j->wf_id, "%s", wf->id);
         j->wf_index = (int)i;
         j->wf = wf;
-        if (wf->jobs[i].nconds && j->state == JS_QUEUED)
+        if (wf->jobs[i].nconds && j->state == JS_QUEUED) {
             j->state = JS_PENDING;
+            job_event(j, JE_PENDING, -1, "job '%s' of workflow %s: waits for the jobs it depends on",
+                      wf->jobs[i].name, wf->id);
+        }
         job_save(j);
         wf->jobs[i].j = j;
     }
@@ -342,6 +346,7 @@ static void decide(workflow *wf, size_t i)
     if (!all)
         return;
     j->state = j->scheduled_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
+    job_event(j, JE_RELEASED, -1, "the jobs it depends on ended as it needs");
     job_save(j);
     state_want(WANT_SCHEDULE);
     log_info("job %s (%s of workflow %s): dependencies met, queued", j->id, wf->jobs[i].name, wf->id);

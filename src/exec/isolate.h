@@ -16,6 +16,10 @@ int ns_setup(const job_spec *s, jerr *e);
 /* Builds the job's root on s->root_mount (its /dev nodes are made here, before the job's
  * device filter applies to the init), then pivots into it. */
 int mounts_prepare(const job_spec *s, jerr *e);
+/* What every job gets besides its spec's own mounts and nodes (NULL-terminated): the system
+ * directories, read-only from the host or the runtime's root, and the standard /dev nodes. */
+extern const char *const mounts_system_dirs[];
+extern const char *const mounts_dev_nodes[];
 int mounts_pivot(const job_spec *s, jerr *e);
 /* Drops the bounding and ambient sets, switches to uid/gid, clears every capability,
  * sets no_new_privs. Allocates nothing once caps_last_cap() has been called (vfork child). */

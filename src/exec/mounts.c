@@ -46,15 +46,15 @@ typedef struct mount_op {
 } mount_op;
 
 #define MAX_OPS 320
-/* Host system directories every job sees, read-only. */
-static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
-#define NSYS (sizeof system_dirs / sizeof *system_dirs)
+/* Host system directories every job sees, read-only (isolate.h). */
+const char *const mounts_system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", NULL};
+#define NSYS (sizeof mounts_system_dirs / sizeof *mounts_system_dirs - 1)
 
 typedef struct plan {
     mount_op ops[MAX_OPS];
     size_t n;
     char tmp_opts[64], shm_opts[64];
-    char sys_src[NSYS][4200];  /* system_root + system_dirs[i], for a runtime */
+    char sys_src[NSYS][4200];  /* system_root + mounts_system_dirs[i], for a runtime */
 } plan;
 
 static void add(plan *p, enum op_kind k, const char *src, const char *dst, const char *data, unsigned long flags,
@@ -64,9 +64,10 @@ static void add(plan *p, enum op_kind k, const char *src, const char *dst, const
         p->ops[p->n++] = (mount_op){k, src, dst, data, flags, optional, 0};
 }
 
-/* Standard device nodes (the device filter allows exactly these, see cg_default_devices). */
-static const char *const dev_nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-                                        "/dev/tty"};
+/* Standard device nodes (the device filter allows exactly these, see cg_default_devices;
+ * isolate.h). */
+const char *const mounts_dev_nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                                        "/dev/tty", NULL};
 /* /proc entries that describe or control the host, not the job (as in Docker's defaults). */
 static const char *const proc_masked[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
                                           "/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/sys/firmware"};
@@ -79,12 +80,12 @@ static void build_plan(const job_spec *s, plan *p)
     p->n = 0;
     /* the host's, or a runtime's tree: its /bin, /lib... are links into usr/, copied as links */
     for (size_t i = 0; i < NSYS; i++) {
-        const char *src = system_dirs[i];
+        const char *src = mounts_system_dirs[i];
         if (s->system_root && *s->system_root) {
-            snprintf(p->sys_src[i], sizeof p->sys_src[i], "%s%s", s->system_root, system_dirs[i]);
+            snprintf(p->sys_src[i], sizeof p->sys_src[i], "%s%s", s->system_root, mounts_system_dirs[i]);
             src = p->sys_src[i];
         }
-        add(p, OP_DIR_BIND_RO, src, system_dirs[i], NULL, 0, 1);
+        add(p, OP_DIR_BIND_RO, src, mounts_system_dirs[i], NULL, 0, 1);
     }
     add(p, OP_BIND_RW, NULL /* work_dir */, "/work", NULL, nsd, 0);
     snprintf(p->tmp_opts, sizeof p->tmp_opts, "mode=1777,size=%llum", (unsigned long long)s->tmp_size_mb);
@@ -92,8 +93,8 @@ static void build_plan(const job_spec *s, plan *p)
     add(p, OP_PROC, "proc", "/proc", NULL, nsd | MS_NOEXEC, 0);
     add(p, OP_SYSFS, "sysfs", "/sys", NULL, nsd | MS_NOEXEC | MS_RDONLY, 0);
     add(p, OP_TMPFS, "tmpfs", "/dev", "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC, 0);
-    for (size_t i = 0; i < ARRAY_LEN(dev_nodes); i++)
-        add(p, OP_DEVNODE, dev_nodes[i], dev_nodes[i], NULL, 0, 0);
+    for (size_t i = 0; mounts_dev_nodes[i]; i++)
+        add(p, OP_DEVNODE, mounts_dev_nodes[i], mounts_dev_nodes[i], NULL, 0, 0);
     add(p, OP_DEVPTS, "devpts", "/dev/pts", "newinstance,ptmxmode=0666,mode=0620", MS_NOSUID | MS_NOEXEC, 0);
     add(p, OP_SYMLINK, "pts/ptmx", "/dev/ptmx", NULL, 0, 0);
     /* /dev/shm's pages are charged to the job's memory cgroup; its size is the job's memory

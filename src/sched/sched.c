@@ -268,6 +268,30 @@ int sched_feasible(const sched_input *in, const sched_req *r)
     return fits(&open, &R, r, 0, -1) ? 0 : -1;
 }
 
+void sched_best_scores(const sched_input *in, const sched_req *r, long *best, long *best_free)
+{
+    *best = *best_free = 0;
+    if (!in->gpu_pair || r->mig_profile >= 0 || !r->gpu_count)
+        return;
+    sched_req q = *r;
+    q.gpu_ids = 0;
+    sched_input t = *in;
+    t.strategy = PLACE_TOPOLOGY;
+    room R;
+    uint64_t set;
+    int mig;
+    room_now(&t, &R);
+    *best_free = place(&t, &R, &q, 0, -1, &set, &mig) == 0 ? placement_score(t.gpu_pair, ngpus_of(&t), set) : -1;
+    sched_gpu g[SCHED_GPU_MAX];
+    for (size_t i = 0; i < ngpus_of(in); i++) {
+        g[i] = in->gpus[i];
+        g[i].closed = 0;
+    }
+    t.gpus = g;
+    memset(&R, 0, sizeof R);
+    *best = place(&t, &R, &q, 0, -1, &set, &mig) == 0 ? placement_score(t.gpu_pair, ngpus_of(&t), set) : -1;
+}
+
 static int cmp_holder_end(const void *a, const void *b)
 {
     const holder *x = a, *y = b;

@@ -115,6 +115,14 @@ int sched_feasible(const sched_input *in, const sched_req *r);
  * (and MIG pick) it would get, or -1. */
 int sched_fits_now(const sched_input *in, const sched_req *r, uint64_t *set, int *mig);
 
+/* How good a placement was (rnx job status --detail): the placement score (placement.h) of the
+ * best set r could get with every usable GPU free and open (*best), and with the GPUs free now
+ * beside the running jobs and held ones (*best_free); -1 where there is none. Judged as the
+ * topology strategy judges, whatever in->strategy is: the best-connected set. A request that
+ * named its GPUs is judged for their number, as if it had not. 0 without pair scores or for a
+ * MIG or GPU-less request (nothing to compare). */
+void sched_best_scores(const sched_input *in, const sched_req *r, long *best, long *best_free);
+
 /* Whether a job's GPU (or MIG) holdings would fit, all free: for tests and checkers. */
 int sched_qualifies(const sched_gpu *g, const sched_req *r);
 

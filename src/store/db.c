@@ -19,6 +19,7 @@ struct db {
     bool deleted;             /* this transaction deleted a job: checkpoint the WAL after it */
     seal_key *key;            /* seals secret_env (seal.h) */
     sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
+    sqlite3_stmt *ev_ins, *ev_trim, *ev_del;
 };
 
 /* Migrations, applied in order; user_version is the number applied. Never edit a shipped one. */
@@ -53,6 +54,14 @@ static const char *const migrations[] = {
     "  owner_uid INTEGER NOT NULL, owner_gid INTEGER NOT NULL, created_ms INTEGER NOT NULL);",
     /* 7: which GPU failed a job (end_reason gpu_error), how and by whom (JSON, gpu/grant.h) */
     "ALTER TABLE jobs ADD COLUMN gpu_fault TEXT;",
+    /* 8: what `rnx job status --detail` shows (core/job_events.c, core/job_detail.c): each job's
+     * history, numbered from 1 per job (the oldest beyond a bound are deleted, so the lowest
+     * number kept says how many went), and its placement and spec summary as written when it
+     * got its GPUs and when it started (JSON; written apart from the row, read only on demand) */
+    "CREATE TABLE job_events (job_id TEXT NOT NULL, n INTEGER NOT NULL, ts_ms INTEGER NOT NULL,"
+    "  event TEXT NOT NULL, uid INTEGER, detail TEXT, PRIMARY KEY (job_id, n)) WITHOUT ROWID;"
+    "ALTER TABLE jobs ADD COLUMN placement TEXT;"
+    "ALTER TABLE jobs ADD COLUMN spec TEXT;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -106,6 +115,7 @@ static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid,
                           " gpu_fault";
 
 static int reseal(db *d, jerr *e);
+static char *col_str(sqlite3_stmt *st, int i);
 
 db *db_open(const char *path, jerr *e)
 {
@@ -140,6 +150,16 @@ db *db_open(const char *path, jerr *e)
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
             SQLITE_OK ||
+        sqlite3_prepare_v3(d->h, "DELETE FROM job_events WHERE job_id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->ev_del,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v3(d->h,
+                           "INSERT INTO job_events (job_id, n, ts_ms, event, uid, detail) VALUES (?1,"
+                           " (SELECT COALESCE(MAX(n), 0) + 1 FROM job_events WHERE job_id = ?1), ?2, ?3, ?4, ?5)",
+                           -1, SQLITE_PREPARE_PERSISTENT, &d->ev_ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v3(d->h,
+                           "DELETE FROM job_events WHERE job_id = ?1 AND"
+                           " n <= (SELECT MAX(n) FROM job_events WHERE job_id = ?1) - ?2",
+                           -1, SQLITE_PREPARE_PERSISTENT, &d->ev_trim, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h,
                            "INSERT INTO workflows (id, seq, owner_uid, owner_gid, state, created_ms, started_ms,"
                            " ended_ms, canceled_by, reason, doc) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -168,6 +188,9 @@ void db_close(db *d)
     sqlite3_finalize(d->wf_ins);
     sqlite3_finalize(d->wf_upd);
     sqlite3_finalize(d->audit_ins);
+    sqlite3_finalize(d->ev_ins);
+    sqlite3_finalize(d->ev_trim);
+    sqlite3_finalize(d->ev_del);
     sqlite3_close(d->h);
     seal_key_free(d->key);
     free(d);
@@ -351,8 +374,94 @@ int db_delete_job(db *d, const char *id, jerr *e)
     sqlite3_bind_text(d->del, 1, id, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(d->del) != SQLITE_DONE)
         return jerr_set(e, EIO, "database: deleting job %s: %s", id, sqlite3_errmsg(d->h));
+    sqlite3_reset(d->ev_del);
+    sqlite3_bind_text(d->ev_del, 1, id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(d->ev_del) != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: deleting the events of job %s: %s", id, sqlite3_errmsg(d->h));
     d->deleted = true;
     return 0;
+}
+
+/* ---- a job's history and detail (db.h) ---- */
+
+int db_event_add(db *d, const char *job_id, const db_event *ev, int keep, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st = d->ev_ins;
+    sqlite3_reset(st);
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, ev->ts_ms);
+    bind_text(st, 3, ev->event);
+    bind_opt_i64(st, 4, ev->uid, ev->uid >= 0);
+    bind_text(st, 5, ev->detail);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: job %s: event: %s", job_id, sqlite3_errmsg(d->h));
+    st = d->ev_trim;
+    sqlite3_reset(st);
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int(st, 2, keep);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: job %s: dropping old events: %s", job_id, sqlite3_errmsg(d->h));
+    return 0;
+}
+
+int db_event_load(db *d, const char *job_id, void (*fn)(const db_event *ev, void *arg), void *arg,
+                  uint64_t *dropped, jerr *e)
+{
+    sqlite3_stmt *st;
+    *dropped = 0;
+    if (sqlite3_prepare_v2(d->h, "SELECT n, ts_ms, event, uid, detail FROM job_events WHERE job_id = ?1 ORDER BY n",
+                           -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    bind_text(st, 1, job_id);
+    int rc;
+    bool first = true;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t n = sqlite3_column_int64(st, 0);
+        if (first && n > 1)
+            *dropped = (uint64_t)(n - 1);
+        first = false;
+        const char *ev = (const char *)sqlite3_column_text(st, 2);
+        db_event x = {sqlite3_column_int64(st, 1), ev ? ev : "",
+                      sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3),
+                      (const char *)sqlite3_column_text(st, 4)};
+        fn(&x, arg);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: job %s: events: %s", job_id, sqlite3_errmsg(d->h));
+}
+
+static const char *const extra_cols[] = {[DB_JOB_PLACEMENT] = "placement", [DB_JOB_SPEC] = "spec"};
+
+int db_job_extra_set(db *d, const char *job_id, enum db_job_extra which, const char *text, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    char sql[96];
+    snprintf(sql, sizeof sql, "UPDATE jobs SET %s = ?2 WHERE id = ?1", extra_cols[which]);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    bind_text(st, 1, job_id);
+    bind_text(st, 2, text);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: job %s: %s: %s", job_id, extra_cols[which],
+                                            sqlite3_errmsg(d->h));
+}
+
+char *db_job_extra_get(db *d, const char *job_id, enum db_job_extra which)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT %s FROM jobs WHERE id = ?1", extra_cols[which]);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    bind_text(st, 1, job_id);
+    char *out = sqlite3_step(st) == SQLITE_ROW ? col_str(st, 0) : NULL;
+    sqlite3_finalize(st);
+    return out;
 }
 
 int db_flush(db *d, jerr *e)

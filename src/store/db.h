@@ -54,6 +54,25 @@ int db_volume_insert(db *d, const db_volume *v, jerr *e);
 int db_volume_delete(db *d, const char *name, jerr *e);
 /* Calls fn for every volume, by name; v's strings live only during the call. */
 int db_volume_load(db *d, void (*fn)(const db_volume *v, void *arg), void *arg, jerr *e);
+/* A job's history (core/job_events.c): events numbered from 1 per job; at most `keep` are
+ * kept, the oldest deleted first. Deleted with the job. */
+typedef struct db_event {
+    int64_t ts_ms;
+    const char *event;       /* submitted, queued, granted, started, stopping, ended, ... */
+    int64_t uid;             /* who acted; -1 none or joblet */
+    const char *detail;      /* NULL none */
+} db_event;
+int db_event_add(db *d, const char *job_id, const db_event *ev, int keep, jerr *e);
+/* Calls fn for each kept event, oldest first (ev's strings live only during the call);
+ * *dropped: how many older ones were deleted. */
+int db_event_load(db *d, const char *job_id, void (*fn)(const db_event *ev, void *arg), void *arg,
+                  uint64_t *dropped, jerr *e);
+/* What a job got, as JSON text written once when it happened (core/job_detail.c) and read only
+ * when asked for: apart from the row every state change rewrites. */
+enum db_job_extra { DB_JOB_PLACEMENT, DB_JOB_SPEC };
+int db_job_extra_set(db *d, const char *job_id, enum db_job_extra which, const char *json_text, jerr *e);
+/* The text (caller frees), or NULL when none was written. */
+char *db_job_extra_get(db *d, const char *job_id, enum db_job_extra which);
 /* Commits what this turn of the event loop wrote (see db.c). */
 int db_flush(db *d, jerr *e);
 int db_schema_version(db *d);

@@ -7,7 +7,9 @@
  * Promises checked: a refusal names a field of the schema and its message starts with that
  * field's name and ": " (every surface rewords that word); and what rnx accepts, the daemon accepts: the request rnx would send
  * (jobreq_to_json) is read by the API (jobreq_from_json) without a refusal and gives the same
- * request. */
+ * request; and the request written back as rnx job run's flags (jobreq_to_flags, what
+ * `rnx job status --detail` shows) reads back through the same table as the same request
+ * (secret values masked on both sides; a switch given as false is the default, not a flag). */
 #include <string.h>
 #include <time.h>
 
@@ -63,6 +65,55 @@ static void set_one(job_req *r, const jobreq_field *f, const char *text)
     }
 }
 
+/* Each "--flag=value" of jobreq_to_flags, read as rnx reads it. */
+static void read_flags(json_t *flags, job_req *back)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(flags, i, v) {
+        const char *s = json_string_value(v), *eq = strchr(s, '=');
+        char *flag = strndup(s, eq ? (size_t)(eq - s) : strlen(s));
+        const jobreq_field *f = jobreq_field_by_flag(flag);
+        if (!strcmp(flag, "--env"))
+            f = &jobreq_fields[JR_ENV];
+        else if (!strcmp(flag, "--secret-env"))
+            f = &jobreq_fields[JR_SECRET_ENV];
+        FUZZ_ASSERT(f, "no field has the flag %s", flag);
+        jerr e = {0};
+        if (f->kind == JK_ENV) {
+            const char *kv = strchr(eq + 1, '=');
+            char *name = strndup(eq + 1, (size_t)(kv - eq - 1));
+            FUZZ_ASSERT(jobreq_add_env(back, f == &jobreq_fields[JR_SECRET_ENV], name, kv + 1, &e) == 0, "%s: %s", s,
+                        e.msg);
+            free(name);
+        } else {
+            FUZZ_ASSERT(jobreq_set_text(back, f, eq ? eq + 1 : "true", NOW, &e) == 0, "%s: %s", s, e.msg);
+        }
+        free(flag);
+    }
+}
+
+static void flags_round_trip(const job_req *r)
+{
+    json_t *flags = jobreq_to_flags(r);
+    job_req back = {0};
+    read_flags(flags, &back);
+    json_t *want = jobreq_to_json(r, 0), *got = jobreq_to_json(&back, 0);
+    json_object_del(want, "command");
+    json_object_del(want, "args");
+    for (int i = 0; i < JR_N; i++)
+        if (jobreq_fields[i].kind == JK_BOOL && i != JR_CROSS_NUMA && json_is_false(json_object_get(want, jobreq_fields[i].key)))
+            json_object_del(want, jobreq_fields[i].key);
+    char *w = json_dumps(want, JSON_SORT_KEYS), *g = json_dumps(got, JSON_SORT_KEYS);
+    FUZZ_ASSERT(json_equal(want, got), "the request %s reads back from its flags as %s", w, g);
+    free(w);
+    free(g);
+    json_decref(want);
+    json_decref(got);
+    json_decref(flags);
+    jobreq_free(&back);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     job_req r = {0};
@@ -89,6 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(again);
         json_decref(sent);
         jobreq_free(&got);
+        flags_round_trip(&r);
     }
     jobreq_free(&r);
     return 0;

@@ -182,6 +182,9 @@ static const field_case cases[] = {
     {JR_USER_PIDS_MAX, "", JOBREQ_FROM_DB, "4096", "4096", "100", "100",
      "-1", "user_pids_max: '-1' must be a whole number",
      "true", NULL},
+    {JR_MEMORY_DEFAULT, "", JOBREQ_FROM_DB, "yes", "true", "false", "false",
+     "maybe", "memory_default: 'maybe' must be true or false",
+     "1", NULL},
 };
 
 /* {"command": "x", <ctx> "<key>": <value>} */
@@ -1092,6 +1095,76 @@ static void test_reword(void **state)
     jobreq_free(&r);
 }
 
+/* The request as rnx job run's flags (rnx job status --detail): every field given, in the
+ * table's order, in the largest exact unit, secrets masked; read back through the table, each
+ * flag gives the same field. */
+static void test_to_flags(void **state)
+{
+    json_t *b = json_of(full);
+    job_req r, back = {0};
+    jerr e = {0};
+    if (jobreq_from_json(b, &r, 0, NOW, &e) < 0)
+        fail_msg("refused: %s", e.msg);
+    json_t *flags = jobreq_to_flags(&r);
+    assert_json_eq(flags,
+                   "[\"--name=train\", \"--env=A=1\", \"--env=EMPTY=\", \"--secret-env=TOKEN=***\", \"--secret-env=K=***\","
+                   " \"--workdir=/work/src\", \"--network=host\", \"--max-cpu=150\", \"--max-memory=2GB\","
+                   " \"--max-iobps=10MB\", \"--cpu-cores=0-1,3\", \"--max-runtime=1h30m\","
+                   " \"--schedule=2027-01-01T00:00:00.500Z\", \"--upload=d/\", \"--upload=l\", \"--gpu=1\","
+                   " \"--gpu-memory=4GB\", \"--gpu-ids=GPU-1\", \"--gpu-caps=compute,video\", \"--gpu-optional\","
+                   " \"--priority=-7\", \"--gpu-type=A100\", \"--gpu-cc=8.0\", \"--gpu-share\", \"--cross-numa=no\","
+                   " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\"]",
+                   "flags");
+    /* read back as rnx reads them: the same request, but for what flags cannot carry */
+    size_t i;
+    json_t *v;
+    jobreq_set_command(&back, "python3", &e);
+    json_array_foreach(flags, i, v) {
+        char *flag = strdup(json_string_value(v)), *eq = strchr(flag, '=');
+        const char *value = eq ? eq + 1 : "true";
+        if (eq)
+            *eq = 0;
+        if (!strcmp(flag, "--env") || !strcmp(flag, "--secret-env")) {
+            char *kv = strchr(value, '=');
+            *kv = 0;
+            assert_int_equal(jobreq_add_env(&back, !strcmp(flag, "--secret-env"), value, kv + 1, &e), 0);
+        } else if (strcmp(flag, "--upload")) {
+            const jobreq_field *f = jobreq_field_by_flag(flag);
+            if (!f)
+                fail_msg("no field has the flag %s", flag);
+            if (jobreq_set_text(&back, f, value, NOW, &e) < 0)
+                fail_msg("%s=%s: %s", flag, value, e.msg);
+        }
+        free(flag);
+    }
+    json_t *want = jobreq_to_json(&r, 0), *got = jobreq_to_json(&back, 0);
+    json_object_del(want, "args");
+    json_object_del(want, "uploads");
+    if (!json_equal(want, got)) {
+        char *w = json_dumps(want, JSON_COMPACT), *g = json_dumps(got, JSON_COMPACT);
+        fail_msg("flags read back differ\n  want: %s\n  got:  %s", w, g);
+    }
+    json_decref(want);
+    json_decref(got);
+    json_decref(flags);
+    jobreq_free(&back);
+    /* units: exact or not at all; a default memory limit is not the submitter's */
+    job_req u = {0};
+    u.max_memory_mb = 1536, u.max_iobps = 1000, u.max_runtime_s = 90061, u.gpu_memory_mb = 1 << 20;
+    u.has = 1ull << JR_MAX_MEMORY_MB | 1ull << JR_MAX_IOBPS | 1ull << JR_MAX_RUNTIME_S | 1ull << JR_GPU_MEMORY_MB;
+    flags = jobreq_to_flags(&u);
+    assert_json_eq(flags, "[\"--max-memory=1536MB\", \"--max-iobps=1000\", \"--max-runtime=1d1h1m1s\","
+                          " \"--gpu-memory=1TB\"]", "units");
+    json_decref(flags);
+    u.memory_default = true;
+    u.has |= 1ull << JR_MEMORY_DEFAULT;
+    flags = jobreq_to_flags(&u);
+    assert_json_eq(flags, "[\"--max-iobps=1000\", \"--max-runtime=1d1h1m1s\", \"--gpu-memory=1TB\"]", "default");
+    json_decref(flags);
+    jobreq_free(&r);
+    json_decref(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1113,6 +1186,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_gpu_kinds),
         cmocka_unit_test(test_lookups),
         cmocka_unit_test(test_reword),
+        cmocka_unit_test(test_to_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "gpu/gpu.h"
 #include "gpu/sched_view.h"
 #include "sched/placement.h"
+#include "sched/sched.h"
 
 /* DGX-1 (V100) hybrid cube-mesh: NVLink counts; 0-3 on one socket, 4-7 on the other. */
 static const int cube[8][8] = {
@@ -205,6 +206,44 @@ static void test_twelve_optimal_against_brute_force(void **state)
     check_machine(pair, 12);
 }
 
+/* rnx job status --detail's scores: the best set with every GPU free, and among those free now
+ * (held, closed and busy GPUs out), each the brute-force best, whatever the strategy. */
+static void test_best_scores(void **state)
+{
+    int pair[64];
+    dgx1_pairs(pair);
+    sched_gpu g[8];
+    for (int i = 0; i < 8; i++)
+        g[i] = (sched_gpu){.usable = 1, .memory_mb = 16384, .numa = i < 4 ? 0 : 1};
+    g[7].closed = 1; /* draining: not free now, but part of the machine's best */
+    sched_running run = {.seq = 1, .r = {.gpu_count = 2, .mig_profile = -1}, .gpus = 0x09 /* 0 and 3 */, .mig = -1};
+    sched_input in = {.running = &run, .nrunning = 1, .gpus = g, .ngpus = 8, .held = 0x20 /* 5: scrubbing */,
+                      .gpu_pair = pair, .strategy = PLACE_PACK};
+    uint64_t free_now = 0xff & ~0x09ull & ~0x20ull & ~0x80ull;
+    for (unsigned count = 1; count <= 4; count++) {
+        sched_req r = {.gpu_count = count, .mig_profile = -1, .gpu_ids = 0x03 /* named: judged by count */};
+        long best, best_free;
+        sched_best_scores(&in, &r, &best, &best_free);
+        assert_int_equal(best, brute_best(pair, 8, 0xff, count));
+        assert_int_equal(best_free, brute_best(pair, 8, free_now, count));
+    }
+    /* one NUMA node: the best of each node's sets */
+    sched_req r = {.gpu_count = 3, .mig_profile = -1, .single_numa = 1};
+    long best, best_free;
+    sched_best_scores(&in, &r, &best, &best_free);
+    long n0 = brute_best(pair, 8, 0x0f, 3), n1 = brute_best(pair, 8, 0xf0, 3);
+    assert_int_equal(best, n0 > n1 ? n0 : n1);
+    assert_int_equal(best_free, -1); /* node 0 has 1 and 2 free, node 1 has 4 and 6 */
+    /* nothing to compare: a MIG device, no GPU, no scores */
+    r = (sched_req){.gpu_count = 0, .mig_profile = 2};
+    sched_best_scores(&in, &r, &best, &best_free);
+    assert_true(best == 0 && best_free == 0);
+    r = (sched_req){.gpu_count = 2, .mig_profile = -1};
+    in.gpu_pair = NULL;
+    sched_best_scores(&in, &r, &best, &best_free);
+    assert_true(best == 0 && best_free == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_strategies),
         cmocka_unit_test(test_fixtures_optimal_against_brute_force),
         cmocka_unit_test(test_twelve_optimal_against_brute_force),
+        cmocka_unit_test(test_best_scores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

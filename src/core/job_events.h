@@ -1,0 +1,42 @@
+/* A job's history (job_events.c): what happened to it, when and by whom — submitted, queued
+ * with each new reason it waits for, its GPUs granted, started, stopped, preempted, ended —
+ * kept in the database (at most JOB_EVENTS_MAX per job, the oldest dropped and counted) so
+ * that it outlives a kill -9 of joblet. `rnx job status --detail` shows it (docs/api.md). The
+ * state changes record them: jobs.c, launch.c, queue.c, submit.c, workflow.c, job_detail.c. */
+#ifndef JOBLET_JOB_EVENTS_H
+#define JOBLET_JOB_EVENTS_H
+
+#include <stdint.h>
+
+#include "job.h"
+
+#define JOB_EVENTS_MAX 64
+
+enum job_event {
+    JE_SUBMITTED,   /* by its owner; when it is scheduled for later, until when */
+    JE_PENDING,     /* a workflow's job waits for the jobs it depends on */
+    JE_RELEASED,    /* ... and they ended as it needs */
+    JE_QUEUED,      /* waits for room: each new reason (queue.c) */
+    JE_GRANTED,     /* its GPUs (or MIG device), with the placement's score */
+    JE_STARTED,     /* its command runs: the pid */
+    JE_STOPPING,    /* asked to stop: by whom, with which signal */
+    JE_PREEMPTED,   /* stopped to make room for a job of higher priority */
+    JE_REQUEUED,    /* its preempted run ended: back in the queue */
+    JE_RESTARTED,   /* joblet restarted while the job had not ended */
+    JE_ENDED,       /* its end: state, reason, exit code or signal, by whom */
+};
+
+/* The event's name as the API spells it ("submitted", ...). */
+const char *job_event_name(enum job_event ev);
+
+/* Records an event now (at_ms: at that time), by uid (-1: joblet or nobody), with a detail
+ * in words (printf). A database error is logged, never fatal. */
+void job_event(job *j, enum job_event ev, int64_t uid, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void job_event_at(job *j, int64_t at_ms, enum job_event ev, int64_t uid, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Whether the job's reason to wait (enum sched_wait) is new since the last JE_QUEUED recorded
+ * for it in this run of joblet; marks it recorded. A new run (started, requeued) forgets it. */
+int job_event_wait_is_new(job *j, uint8_t why);
+
+#endif

@@ -1,0 +1,117 @@
+/* Unit tests for a job's history in the database (src/store/db.c, job_events): events kept in
+ * order up to the bound, the oldest dropped and counted, gone with the job; the placement and
+ * spec texts written apart from the row; all of it there after the database is reopened. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "store/db.h"
+
+typedef struct seen {
+    int n;
+    char first[64], last[64];
+    int64_t first_uid;
+} seen;
+
+static void count(const db_event *ev, void *arg)
+{
+    seen *s = arg;
+    if (!s->n++) {
+        snprintf(s->first, sizeof s->first, "%s %s", ev->event, ev->detail ? ev->detail : "-");
+        s->first_uid = ev->uid;
+    }
+    snprintf(s->last, sizeof s->last, "%s %s", ev->event, ev->detail ? ev->detail : "-");
+}
+
+static job *a_job(const char *id, uint64_t seq)
+{
+    job *j = calloc(1, sizeof *j);
+    snprintf(j->id, sizeof j->id, "%s", id);
+    j->seq = seq;
+    j->stopped_by = -1;
+    jobreq_set_command(&j->req, "true", &(jerr){0});
+    return j;
+}
+
+static void test_bound_drop_delete_reopen(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_db_events.XXXXXX", path[128], cmd[160];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/joblet.db", dir);
+    jerr e = {0};
+    db *d = db_open(path, &e);
+    if (!d)
+        fail_msg("%s", e.msg);
+    assert_int_equal(db_schema_version(d), 7);
+    job *a = a_job("aaaaaaaa-0000-4000-8000-000000000001", 1), *b = a_job("bbbbbbbb-0000-4000-8000-000000000002", 2);
+    assert_int_equal(db_insert_job(d, a, &e), 0);
+    assert_int_equal(db_insert_job(d, b, &e), 0);
+    for (int i = 1; i <= 70; i++) {
+        char det[32];
+        snprintf(det, sizeof det, "#%d", i);
+        db_event ev = {1000 + i, i == 1 ? "submitted" : "queued", i == 1 ? 42 : -1, det};
+        assert_int_equal(db_event_add(d, a->id, &ev, 64, &e), 0);
+    }
+    db_event one = {5, "submitted", 7, NULL};
+    assert_int_equal(db_event_add(d, b->id, &one, 64, &e), 0);
+    assert_int_equal(db_job_extra_set(d, a->id, DB_JOB_PLACEMENT, "{\"score\": 1}", &e), 0);
+    /* a state change rewrites the row: the extras stay */
+    assert_int_equal(db_update_job(d, a, &e), 0);
+    assert_int_equal(db_flush(d, &e), 0);
+    db_close(d);
+
+    d = db_open(path, &e);
+    assert_non_null(d);
+    seen s = {0};
+    uint64_t dropped = 99;
+    assert_int_equal(db_event_load(d, a->id, count, &s, &dropped, &e), 0);
+    assert_int_equal(s.n, 64);
+    assert_int_equal(dropped, 6);
+    assert_string_equal(s.first, "queued #7");
+    assert_int_equal(s.first_uid, -1);
+    assert_string_equal(s.last, "queued #70");
+    memset(&s, 0, sizeof s);
+    assert_int_equal(db_event_load(d, b->id, count, &s, &dropped, &e), 0);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(dropped, 0);
+    assert_string_equal(s.first, "submitted -");
+    assert_int_equal(s.first_uid, 7);
+    char *pl = db_job_extra_get(d, a->id, DB_JOB_PLACEMENT);
+    assert_string_equal(pl, "{\"score\": 1}");
+    free(pl);
+    assert_null(db_job_extra_get(d, a->id, DB_JOB_SPEC));
+    assert_null(db_job_extra_get(d, "no-such-job", DB_JOB_SPEC));
+    /* the job goes, its history with it; the other's stays */
+    assert_int_equal(db_delete_job(d, a->id, &e), 0);
+    assert_int_equal(db_flush(d, &e), 0);
+    memset(&s, 0, sizeof s);
+    assert_int_equal(db_event_load(d, a->id, count, &s, &dropped, &e), 0);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(dropped, 0);
+    memset(&s, 0, sizeof s);
+    assert_int_equal(db_event_load(d, b->id, count, &s, &dropped, &e), 0);
+    assert_int_equal(s.n, 1);
+    db_close(d);
+    jobreq_free(&a->req);
+    jobreq_free(&b->req);
+    free(a);
+    free(b);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bound_drop_delete_reopen),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
