@@ -1,4 +1,5 @@
-/* `rnx job status --detail` (print_detail.h). The lines keep print_job's column for keys. */
+/* `rnx job status --detail` (print_detail.h). Keys as print_job prints them ("Key: value",
+ * docs/cli.md); a list's further lines are indented by two spaces under its key. */
 #include "print_detail.h"
 
 #include <stdbool.h>
@@ -7,10 +8,8 @@
 
 #include "print.h"
 
-#define KEY_WIDTH 15
-
-static void key(FILE *f, const char *k) { print_textf(f, "%-*s ", KEY_WIDTH, k); }
-static void indent(FILE *f) { print_textf(f, "%-*s ", KEY_WIDTH, ""); }
+static void key(FILE *f, const char *k) { print_textf(f, "%s ", k); }
+static void indent(FILE *f) { print_textf(f, "  "); }
 
 /* "rnx job run --gpu=2 --gpu-memory=8GB python train.py", quoted as a shell needs it */
 static void print_request(FILE *f, json_t *job, json_t *req)

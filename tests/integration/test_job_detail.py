@@ -67,7 +67,8 @@ def api_gpus(d):
 
 
 def key(k):
-    return f"{k:<15} "
+    """A key as rnx prints it ("Key: "), or the indent of a list's further lines."""
+    return f"{k} " if k else "  "
 
 
 def test_two_gpus_on_a_dgx_h100_show_nvlink_and_the_optimal_score(fresh_daemon, tmp_path):

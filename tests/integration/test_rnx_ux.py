@@ -449,7 +449,7 @@ def test_workflows_by_name(fresh_daemon, tmp_path):
     w2 = d.rnx("workflow", "run", str(f), check=True).stdout.split()[0]
     p = d.rnx("workflow", "status", "nightly")
     assert p.returncode == 1
-    assert re.fullmatch(r"rnx: 'nightly' names 2 workflows: [0-9a-f]{8} \(RUNNING\), [0-9a-f]{8} \(RUNNING\); "
+    assert re.fullmatch(r"rnx: 'nightly' names 2 workflows: [0-9a-f]{8} \([A-Z]+\), [0-9a-f]{8} \([A-Z]+\); "
                         r"give one's id \(or a unique prefix of it\)\n", p.stderr), p.stderr
     for w in (w1, w2):
         d.rnx("workflow", "cancel", w, check=True)

@@ -49,8 +49,8 @@ static void test_request_and_nvlink_pair(void **state)
                            " [{\"gpus\": [0, 1], \"nvlinks\": 18, \"pcie\": \"SYS\"}], \"nvlinks_min\": 18,"
                            " \"nvlinks_max\": 18, \"pcie_worst\": \"SYS\", \"score\": 18015, \"best\": 18015,"
                            " \"best_free\": 18015, \"strategy\": \"topology\"}, " NOEVENTS "}"));
-    assert_string_equal(out, "Request:        rnx job run --gpu=2 '--env=A=b c' python3 train.py --lr '0.1 0.2'\n"
-                             "Placement:      GPUs [0, 1] on NUMA node 0, NV18 between them; score 18015 of best "
+    assert_string_equal(out, "Request: rnx job run --gpu=2 '--env=A=b c' python3 train.py --lr '0.1 0.2'\n"
+                             "Placement: GPUs [0, 1] on NUMA node 0, NV18 between them; score 18015 of best "
                              "possible 18015 (optimal)\n"
                              "Events:\n"
                              "  none recorded\n");
@@ -67,23 +67,23 @@ static void test_mixed_links_below_the_best(void **state)
                            " \"nvlinks_min\": 0, \"nvlinks_max\": 2, \"pcie_worst\": \"SYS\", \"score\": 4045,"
                            " \"best\": 5090, \"best_free\": 4045, \"strategy\": \"topology\", \"single_numa\": false},"
                            NOEVENTS "}"));
-    expect_lines(out, "Placement:      GPUs [1, 2, 5] on NUMA nodes 0, 1, NVLink 0 to 2 per pair (1-2 NV2, 1-5 NV2, "
+    expect_lines(out, "Placement: GPUs [1, 2, 5] on NUMA nodes 0, 1, NVLink 0 to 2 per pair (1-2 NV2, 1-5 NV2, "
                       "2-5 SYS); score 4045 of best possible 5090\n"
-                      "                the best of the GPUs free at the time (they scored at most 4045)\n");
+                      "  the best of the GPUs free at the time (they scored at most 4045)\n");
     free(out);
     /* free GPUs that would have scored more: held for the head of the queue */
     out = render(JOB("{" REQ ", \"placement\": {\"gpus\": [0, 1], \"numa_nodes\": [0], \"links\": [],"
                      " \"nvlinks_max\": 0, \"pcie_worst\": \"PHB\", \"score\": 35, \"best\": 2035, \"best_free\": 2035,"
                      " \"strategy\": \"topology\"}," NOEVENTS "}"));
-    expect_lines(out, "Placement:      GPUs [0, 1] on NUMA node 0, no NVLink; PCIe PHB between them; score 35 of best "
+    expect_lines(out, "Placement: GPUs [0, 1] on NUMA node 0, no NVLink; PCIe PHB between them; score 35 of best "
                       "possible 2035\n"
-                      "                GPUs scoring 2035 were free, but held for the job first in line\n");
+                      "  GPUs scoring 2035 were free, but held for the job first in line\n");
     free(out);
     out = render(JOB("{" REQ ", \"placement\": {\"gpus\": [0, 1], \"numa_nodes\": [0], \"links\": [],"
                      " \"nvlinks_max\": 1, \"nvlinks_min\": 1, \"score\": 1035, \"best\": 2035, \"best_free\": 2035,"
                      " \"strategy\": \"pack\"}," NOEVENTS "}"));
     expect_lines(out, "NV1 between them; score 1035 of best possible 2035\n"
-                      "                gpu.strategy is pack (best free then: 2035)\n");
+                      "  gpu.strategy is pack (best free then: 2035)\n");
     free(out);
 }
 
@@ -92,10 +92,10 @@ static void test_mig_and_single_gpu(void **state)
     (void)state;
     char *out = render(JOB("{" REQ ", \"placement\": {\"gpus\": [3], \"numa_nodes\": [1], \"mig\": {\"uuid\":"
                            " \"MIG-1234\", \"profile\": \"1g.10gb\", \"gpu\": 3}}," NOEVENTS "}"));
-    expect_lines(out, "Placement:      MIG device MIG-1234 (1g.10gb) of GPU 3 on NUMA node 1\n");
+    expect_lines(out, "Placement: MIG device MIG-1234 (1g.10gb) of GPU 3 on NUMA node 1\n");
     free(out);
     out = render(JOB("{" REQ ", \"placement\": {\"gpus\": [6], \"numa_nodes\": [], \"shared\": true}," NOEVENTS "}"));
-    expect_lines(out, "Placement:      GPU [6] on NUMA node unknown, shared through MPS\n");
+    expect_lines(out, "Placement: GPU [6] on NUMA node unknown, shared through MPS\n");
     free(out);
 }
 
@@ -111,16 +111,16 @@ static void test_spec(void **state)
                            " \"env\": [\"PATH\", \"X\"], \"secret_env\": [\"TOKEN\"],"
                            " \"limits\": {\"cpu_pct\": 150, \"memory_bytes\": 1073741824, \"cpus\": \"0-3\","
                            " \"stop_grace_s\": 10}, \"rlimits\": {\"nproc\": 4096}}," NOEVENTS "}"));
-    expect_lines(out, "Devices:        /dev/nvidia3\n"
-                      "                standard: /dev/null\n"
-                      "Mounts:         /usr (ro, from /usr)\n"
-                      "                /tmp (rw, tmpfs, 64 MB)\n"
-                      "                /volumes/d\\x1b[2J (rw, from /v/d)\n"
-                      "Env names:      PATH, X\n"
-                      "Secret names:   TOKEN (values never shown)\n"
-                      "Runs as:        uid 1000, gid 100, network none (loopback only)\n"
-                      "Cgroup limits:  cpu 150%, memory 1.0 GB, CPUs 0-3\n"
-                      "Other limits:   stop grace 10s, RLIMIT_NPROC 4096\n");
+    expect_lines(out, "Devices: /dev/nvidia3\n"
+                      "  standard: /dev/null\n"
+                      "Mounts: /usr (ro, from /usr)\n"
+                      "  /tmp (rw, tmpfs, 64 MB)\n"
+                      "  /volumes/d\\x1b[2J (rw, from /v/d)\n"
+                      "Env names: PATH, X\n"
+                      "Secret names: TOKEN (values never shown)\n"
+                      "Runs as: uid 1000, gid 100, network none (loopback only)\n"
+                      "Cgroup limits: cpu 150%, memory 1.0 GB, CPUs 0-3\n"
+                      "Other limits: stop grace 10s, RLIMIT_NPROC 4096\n");
     free(out);
 }
 
