@@ -524,6 +524,9 @@ static bool cpl_load(const char *const *path, size_t n, cpl_doc *d)
     }
     bool own = n == 0, has_cmds = false, in_usage = false, in_cmds = false;
     cpl_entry *ents = xcalloc(CPL_MAX_SUBS, sizeof *ents);
+    /* one help for several subcommands ("rnx monitor status [--json]", "rnx monitor watch
+     * [--interval S] ..."): a flag only a sibling's usage line names is the sibling's */
+    cpl_doc *mine = xcalloc(1, sizeof *mine), *sibling = xcalloc(1, sizeof *sibling);
     size_t nents = 0;
     for (size_t i = 0; i < nlines;) {
         const char *l = lines[i];
@@ -543,8 +546,11 @@ static bool cpl_load(const char *const *path, size_t n, cpl_doc *d)
             if (!strncmp(syn, prefix, pl) && (!syn[pl] || syn[pl] == ' ')) {
                 own = true;
                 cpl_synopsis(d, syn + pl, true);
-            } else if (n == 2 && !strncmp(syn, parent, ql) && syn[ql] == ' ') {
+                cpl_synopsis(mine, syn + pl, false);
+            } else if (n == 2 && !strncmp(syn, parent, ql) && !strncmp(syn + ql, " <command>", 10)) {
                 cpl_synopsis(d, syn + ql, false);   /* the group's own flags ("rnx gpu <command> [--json]") */
+            } else if (n == 2 && !strncmp(syn, parent, ql) && syn[ql] == ' ') {
+                cpl_synopsis(sibling, syn + ql, false);
             }
         }
         if (syn) {
@@ -576,6 +582,16 @@ static bool cpl_load(const char *const *path, size_t n, cpl_doc *d)
         }
         i++;
     }
+
+    for (size_t i = 0; own && i < d->nflags;) {
+        const cpl_flag *f = &d->flags[i];
+        if (f->name[0] && cpl_find_long(sibling, f->name, strlen(f->name)) && !cpl_find_long(mine, f->name, strlen(f->name)))
+            memmove(&d->flags[i], &d->flags[i + 1], (--d->nflags - i) * sizeof *f);
+        else
+            i++;
+    }
+    free(mine);
+    free(sibling);
 
     bool ok = true;
     if (n == 2 && !own) {
