@@ -21,6 +21,7 @@
 #include "cmd_completion.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -100,7 +101,8 @@ static const char bash_script[] =
     "        if [[ $directive == ':users' ]]; then\n"
     "            mapfile -t cands < <(compgen -u -- \"$value\")\n"
     "        elif [[ $directive == ':files '* ]]; then\n"
-    "            mapfile -t cands < <(compgen -f -X \"!${directive#:files }\" -- \"$value\"; compgen -d -- \"$value\")\n"
+    "            mapfile -t cands < <(compgen -f -X \"!${directive#:files }\" -- \"$value\"\n"
+    "                                 compgen -d -- \"$value\")\n"
     "            compopt -o filenames 2>/dev/null\n"
     "        else\n"
     "            mapfile -t cands < <(compgen -f -- \"$value\")\n"
@@ -258,10 +260,11 @@ static char *cpl_help_text(const char *const *path, size_t n)
     }
     text[len] = 0;
     close(p[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
+    int status = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
         ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || len == 0) {
+    if (w != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || len == 0) {
         free(text);
         return NULL;
     }
@@ -585,7 +588,8 @@ static bool cpl_load(const char *const *path, size_t n, cpl_doc *d)
 
     for (size_t i = 0; own && i < d->nflags;) {
         const cpl_flag *f = &d->flags[i];
-        if (f->name[0] && cpl_find_long(sibling, f->name, strlen(f->name)) && !cpl_find_long(mine, f->name, strlen(f->name)))
+        size_t l = strlen(f->name);
+        if (l && cpl_find_long(sibling, f->name, l) && !cpl_find_long(mine, f->name, l))
             memmove(&d->flags[i], &d->flags[i + 1], (--d->nflags - i) * sizeof *f);
         else
             i++;
@@ -882,6 +886,7 @@ static int cpl_complete(const rnx_ctx *ctx, int nwords, char **words)
     /* a daemon that does not answer must not hang the shell: past 3 s, no candidates */
     signal(SIGALRM, cpl_alarm);
     alarm(3);
+    signal(SIGCHLD, SIG_DFL);   /* ignored (inherited), the help's exit status would be lost */
     char *answer = NULL;
     size_t answer_len = 0;
     cpl_out o = {open_memstream(&answer, &answer_len), nwords > 0 ? words[nwords - 1] : ""};
