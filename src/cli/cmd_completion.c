@@ -310,15 +310,15 @@ static bool cpl_placeholder(const char *s, size_t len)
 }
 
 /* Reads a flag as help texts write it: "-e, --env K=V", "--max-cpu PERCENT",
- * "--size=SIZE", "--stream stdout|stderr", "-f|--follow", "--probe-gpus[=BACKEND]", "--json".
+ * "--size=SIZE", "--stream stdout|stderr", "--probe-gpus[=BACKEND]", "--json".
  * Returns where the flag's text ends (its description follows), NULL when s is no flag. */
 static const char *cpl_flag_spec(const char *s, cpl_flag *f)
 {
     memset(f, 0, sizeof *f);
-    if (s[0] == '-' && isalnum((unsigned char)s[1]) && strchr(", |]", s[2] ? s[2] : ' ')) {
+    if (s[0] == '-' && isalnum((unsigned char)s[1]) && strchr(", ]", s[2] ? s[2] : ' ')) {
         f->shortopt = s[1];
         s += 2;
-        if (*s == ',' || *s == '|')
+        if (*s == ',')
             s++;
         while (*s == ' ' && s[1] == '-')
             s++;
@@ -366,10 +366,10 @@ static void cpl_add_flag(cpl_doc *d, const cpl_flag *f)
     cpl_flag *e = NULL;
     if (f->name[0])
         e = cpl_find_long(d, f->name, strlen(f->name));
-    else
-        for (size_t i = 0; i < d->nflags && !e; i++)
-            if (d->flags[i].shortopt == f->shortopt)
-                e = &d->flags[i];
+    /* "-f" alone (a usage line's "[-f|--no-follow]"), then "-f, --follow": one flag */
+    for (size_t i = 0; i < d->nflags && !e && f->shortopt; i++)
+        if (d->flags[i].shortopt == f->shortopt && (!f->name[0] || !d->flags[i].name[0]))
+            e = &d->flags[i];
     if (!e) {
         if (d->nflags < CPL_MAX_FLAGS)
             d->flags[d->nflags++] = *f;
@@ -377,6 +377,8 @@ static void cpl_add_flag(cpl_doc *d, const cpl_flag *f)
     }
     if (!e->shortopt)
         e->shortopt = f->shortopt;
+    if (!e->name[0])
+        snprintf(e->name, sizeof e->name, "%s", f->name);
     if (f->arg[0] && (!e->arg[0] || (strchr(f->arg, '|') && !strchr(e->arg, '|'))))
         snprintf(e->arg, sizeof e->arg, "%s", f->arg);
     if (!e->desc[0])
@@ -408,9 +410,16 @@ static void cpl_synopsis(cpl_doc *d, const char *s, bool positionals)
             in++;
         }
         if (in[0] == '-') {
-            cpl_flag f;
-            if (cpl_flag_spec(in, &f))
-                cpl_add_flag(d, &f);
+            /* "[-f|--no-follow]": alternatives, each a flag ("-f, --follow" is how an option
+             * line writes two names of one flag); "--stream stdout|stderr" is one */
+            for (char *alt = in, *bar; alt; alt = bar) {
+                bar = strstr(alt, "|-");
+                if (bar)
+                    *bar++ = 0;
+                cpl_flag f;
+                if (cpl_flag_spec(alt, &f))
+                    cpl_add_flag(d, &f);
+            }
         } else if (!strcmp(in, "<command>")) {
             d->group = true;
         } else if (positionals && cpl_placeholder(in, strlen(in)) && d->npos < CPL_MAX_POS) {

@@ -117,6 +117,9 @@ def test_flags_long_and_short(bash_script):
     assert complete_bash(bash_script, "rnx job run --max-m") == ["--max-memory"]
     assert complete_bash(bash_script, "rnx job run --no") == []
     assert complete_bash(bash_script, "rnx job log --no") == ["--no-follow"]
+    # "[-f|--no-follow]" in a usage line is two flags; -f is --follow's
+    assert sorted(complete_bash(bash_script, "rnx job log -")) == sorted(
+        ["--stream", "--follow", "-f", "--no-follow", "--json", "--help", "-h"])
     run_flags = complete_bash(bash_script, "rnx job run -")
     assert {"-e", "-s", "-f", "-h", "--env", "--secret-env", "--follow", "--upload", "--gpu"} <= set(run_flags)
     assert all(f.startswith("-") for f in run_flags)
@@ -371,9 +374,11 @@ def documented_flags(path):
     own = re.search(r"^Usage: rnx " + re.escape(" ".join(path)) + r"(\s|$)", text, re.M) or \
         re.search(r"^\s+rnx " + re.escape(" ".join(path)) + r"(\s|$)", text, re.M)
     for line in text.split("\n"):
-        m = re.match(r"^ {0,7}(?:-\w, )?--([a-z][\w-]*)", line)
+        m = re.match(r"^ {0,7}(?:-(\w), )?--([a-z][\w-]*)", line)
         if m:
-            flags.add("--" + m.group(1))
+            flags.add("--" + m.group(2))
+            if m.group(1):
+                flags.add("-" + m.group(1))
         if re.match(r"^(Usage: | +)rnx " + re.escape(" ".join(path)) + r"(\s|$)", line):
             flags |= {"--" + f for f in re.findall(r"\[--([a-z][\w-]*)", line)}
     if not own:   # the group's help: this subcommand's entry
@@ -401,7 +406,9 @@ def test_documented_flags_are_completed_and_completed_flags_are_real(bash_script
     """The drift guard, over every command: each flag its help documents is a candidate, and
     each candidate is a flag rnx takes (`rnx PATH FLAG --help` is no 'unknown flag')."""
     words = " ".join(path)
-    got = set(complete_bash(bash_script, f"rnx {words} --"))
+    listed = complete_bash(bash_script, f"rnx {words} -")
+    assert len(listed) == len(set(listed)), f"rnx {words}: a flag offered twice: {listed}"
+    got = set(listed)
     doc = documented_flags(path)
     assert doc <= got, f"rnx {words}: documented but not completed: {doc - got}"
     for flag in sorted(got):
