@@ -14,6 +14,8 @@ PKGS=(
   mmdebstrap zstd   # building runtimes (docs/runtimes.md); bench/runtime_start.py compares runc
   prometheus   # promtool and a real Prometheus server for tests/integration/test_metrics.py
   clang-14 libclang-rt-14-dev   # libFuzzer, ASan, UBSan for the fuzz harnesses (scripts/fuzz.sh)
+  zsh bash-completion   # tests/integration/test_completion.py runs rnx's completion in both shells
+  man-db groff-base   # the man pages rnx(1), joblet(8) are checked with man and groff -ww
 )
 missing=()
 for p in "${PKGS[@]}"; do

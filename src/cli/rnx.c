@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "client.h"
+#include "cmd_completion.h"
 #include "cmd_gpu.h"
 #include "cmd_job.h"
 #include "cmd_monitor.h"
@@ -67,6 +68,7 @@ static const char global_help[] =
     "  volume remove NAME   remove a volume and its data\n"
     "  runtime list    prepared root filesystems jobs run in with --runtime (build, info, test, ...:\n"
     "                  rnx runtime --help)\n"
+    "  completion bash|zsh   print the shell completion script: source <(rnx completion bash)\n"
     "\n"
     "Run 'rnx job <command> --help' (or 'rnx workflow <command> --help') for a command's flags.\n"
     "\n"
@@ -171,8 +173,10 @@ static int run(int argc, char **argv)
         return cmd_volume(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "runtime") == 0)
         return cmd_runtime(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "completion") == 0)
+        return cmd_completion(&ctx, argc - optind, argv + optind);
     static const char *const commands[] = {"job", "workflow", "gpu", "audit", "monitor", "volume", "runtime",
-                                           "help", "version"};
+                                           "completion", "help", "version"};
     return rnx_unknown_command(argv[optind], "rnx", commands, sizeof commands / sizeof commands[0]);
 }
 

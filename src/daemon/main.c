@@ -40,12 +40,38 @@
 
 static watch w_signal;
 
+/* The help; the man page joblet(8) is made from it at build time (scripts/mkman.py). */
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: joblet [--config PATH] [--state-dir DIR] [--socket PATH] [--log-level LEVEL] [--version]\n"
-               "       joblet [--config PATH] --probe-gpus[=nvml|proc|smi|fixture]   print GPU discovery as JSON\n"
-               "  Runs jobs isolated with namespaces, cgroups, seccomp and capabilities.\n"
-               "  Without --config, /etc/joblet/joblet.yml is read if it exists; every setting has a default.\n");
+    static const char *const levels[] = {"error", "warn", "info", "debug"};
+    static config def;
+    config_defaults(&def);
+    fprintf(f,
+            "joblet - the daemon that runs jobs isolated with namespaces, cgroups, seccomp and capabilities\n"
+            "\n"
+            "Usage: joblet [--config PATH] [--state-dir DIR] [--socket PATH] [--log-level LEVEL]\n"
+            "       joblet [--config PATH] --probe-gpus[=nvml|proc|smi|fixture]\n"
+            "       joblet --version|--help\n"
+            "\n"
+            "Serves the joblet API on a unix socket; rnx is its client. Runs as root. Each job runs\n"
+            "under a shim of its own: when joblet stops (SIGTERM, SIGINT) its jobs go on, and the\n"
+            "next joblet started on the same state directory adopts them again.\n"
+            "\n"
+            "Options:\n"
+            "  --config PATH       the configuration file (YAML); without it, /etc/joblet/joblet.yml\n"
+            "                      is read if it exists; every setting has a default\n"
+            "  --state-dir DIR     jobs, their output and the database (default: %s)\n"
+            "  --socket PATH       the API's unix socket (default: %s)\n"
+            "  --log-level LEVEL   error, warn, info or debug (default: %s); the log goes to stderr\n"
+            "  --probe-gpus[=BACKEND]\n"
+            "                      print GPU discovery as JSON and exit (0 when a GPU was found, 1\n"
+            "                      when none): every backend in turn, or only BACKEND\n"
+            "  --version           print the version and exit\n"
+            "  --help              show this help\n"
+            "\n"
+            "Exit status: 0 after a shutdown by SIGTERM or SIGINT, 1 when joblet could not start or\n"
+            "failed, 2 for a bad command line or configuration file.\n",
+            def.state_dir, def.socket, levels[def.log_level]);
 }
 
 static void on_signal(watch *w, uint32_t events)
@@ -246,8 +272,7 @@ int main(int argc, char **argv)
         case 'h': usage(stdout); return 0;
         case 'P': probe = optarg ? optarg : ""; break;
         default:
-            fprintf(stderr, "joblet: unknown or incomplete option '%s'\n", argv[optind - 1]);
-            usage(stderr);
+            fprintf(stderr, "joblet: unknown or incomplete option '%s'; see 'joblet --help'\n", argv[optind - 1]);
             return 2;
         }
     }
