@@ -433,6 +433,11 @@ def test_every_command_takes_its_flags_before_or_after_its_operands(fresh_daemon
                    {"GPU 7": "GPU <n>"})
     assert code == 0
     same(d, ["gpu", "online", "--json", "6"], ["gpu", "online", "7", "--json"], keys=("state", "note", "jobs_affected"))
+    # a runtime this machine lacks: the same refusal either way
+    code, _ = same(d, ["runtime", "info", "--json", "no-such-rt"], ["runtime", "info", "no-such-rt", "--json"])
+    assert code == 1
+    same(d, ["runtime", "remove", "--json", "no-such-rt"], ["runtime", "remove", "no-such-rt", "--json"])
+    same(d, ["audit", "--limit", "3", "--json"], ["audit", "--json", "--limit", "3"])
     # and mistakes are the same mistakes wherever the flag is
     same(d, ["job", "status", "--nope", done], ["job", "status", done, "--nope"])
     same(d, ["job", "log", "--stream", "both", done], ["job", "log", done, "--stream", "both"])
