@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/logframe.h"
 #include "../common/parse.h"
 #include "../common/util.h"
 #include "../core/counters.h"
@@ -135,6 +136,57 @@ static enum MHD_Result delete_all(request *r)
     return http_reply_json(r->conn, 200, json_pack("{s:i}", "deleted", (int)n));
 }
 
+/* An RFC 3339 time, with its fraction of a second, in ns since the epoch. */
+static int time_ns(const char *s, int64_t *ns)
+{
+    time_t t;
+    if (parse_rfc3339(s, &t) < 0)
+        return -1;
+    int64_t frac = 0, scale = 100000000;
+    if (s[19] == '.')
+        for (const char *p = s + 20; *p >= '0' && *p <= '9'; p++, scale /= 10)
+            frac += scale * (*p - '0');
+    *ns = (int64_t)t * 1000000000 + frac;
+    return 0;
+}
+
+/* GET /v1/jobs/{id}/logs's options (docs/api.md): stream, follow, tail, since, and the form
+ * (?format=, else the Accept header, else NDJSON). */
+static int log_options(request *r, logstream_opts *o, jerr *e)
+{
+    const char *s = query(r, "stream"), *fmt = query(r, "format"), *tail = query(r, "tail"),
+               *since = query(r, "since");
+    const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    *o = (logstream_opts){.format = LOGSTREAM_NDJSON, .streams = 3, .follow = query_true(r, "follow"), .tail = -1};
+    if (s && !strcmp(s, "stdout"))
+        o->streams = 1;
+    else if (s && !strcmp(s, "stderr"))
+        o->streams = 2;
+    else if (s && strcmp(s, "all") && strcmp(s, "both"))
+        return jerr_field(e, "stream", "stream: '%s' is not accepted; use stdout, stderr or all", s);
+    if (fmt && !strcmp(fmt, "frames"))
+        o->format = LOGSTREAM_FRAMES;
+    else if (fmt && !strcmp(fmt, "raw"))
+        o->format = LOGSTREAM_RAW;
+    else if (fmt && strcmp(fmt, "ndjson"))
+        return jerr_field(e, "format", "format: '%s' is not accepted; use ndjson, frames or raw", fmt);
+    else if (!fmt && accept && strstr(accept, LOGFRAME_CTYPE))
+        o->format = LOGSTREAM_FRAMES;
+    else if (!fmt && accept && strstr(accept, "application/octet-stream"))
+        o->format = LOGSTREAM_RAW;
+    if (o->format == LOGSTREAM_RAW && o->streams == 3)
+        return jerr_field(e, "stream", "stream: raw output is one stream's bytes; add stream=stdout or stream=stderr");
+    uint64_t n;
+    if (tail && strcmp(tail, "all")) {
+        if (parse_u64(tail, &n) < 0 || n > INT64_MAX)
+            return jerr_field(e, "tail", "tail: '%s' is not a number of lines; give 0 or more, or all", tail);
+        o->tail = (int64_t)n;
+    }
+    if (since && time_ns(since, &o->since_ns) < 0)
+        return jerr_field(e, "since", "since: '%s' is not a time; give RFC 3339, e.g. 2026-11-22T15:00:00.5Z", since);
+    return 0;
+}
+
 static enum MHD_Result one_job(request *r, const char *rest)
 {
     char id[160];   /* an id, a prefix, or a name (at most 128 bytes) */
@@ -166,18 +218,13 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", full));
     }
     if (!strcmp(action, "logs") && get) {
-        const char *s = query(r, "stream");
-        int streams = 3;
-        if (s && !strcmp(s, "stdout"))
-            streams = 1;
-        else if (s && !strcmp(s, "stderr"))
-            streams = 2;
-        else if (s && strcmp(s, "all") && strcmp(s, "both")) {
-            jerr_field(&e, "stream", "stream: '%s' is not accepted; use stdout, stderr or all", s);
+        logstream_opts lo;
+        if (log_options(r, &lo, &e) < 0)
             return http_reply_error(r->conn, &e);
-        }
+        struct MHD_Response *resp = logstream_response(j, r->conn, &lo, &e);
+        if (!resp)
+            return http_reply_error(r->conn, &e);
         counters_request(r->method, 200);
-        struct MHD_Response *resp = logstream_response(j, r->conn, query_true(r, "follow"), streams);
         enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
         MHD_destroy_response(resp);
         return rc;

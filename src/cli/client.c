@@ -170,15 +170,26 @@ typedef struct answer {
     long long length;   /* -1: until the connection closes */
 } answer;
 
+/* Reads what the socket has (up to 256 KiB) onto the end of in. */
 static ssize_t fill(int fd, buf *in)
 {
-    char tmp[65536];
+    const size_t want = 256 << 10;
+    if (in->len + want + 1 > MAX_BODY)
+        return -2;
+    if (in->len + want + 1 > in->cap) {
+        size_t cap = in->cap ? in->cap : 4096;
+        while (cap < in->len + want + 1)
+            cap *= 2;
+        in->data = xrealloc(in->data, cap);
+        in->cap = cap;
+    }
     ssize_t r;
     do
-        r = read(fd, tmp, sizeof tmp);
+        r = read(fd, in->data + in->len, want);
     while (r < 0 && errno == EINTR);
-    if (r > 0 && buf_append(in, tmp, (size_t)r) < 0)
-        return -2;
+    if (r > 0)
+        in->len += (size_t)r;
+    in->data[in->len] = 0;
     return r;
 }
 
@@ -519,6 +530,56 @@ static int split_lines(const char *p, size_t n, void *ud)
     }
     buf_consume(&l->pending, start);
     return 0;
+}
+
+typedef struct bytes_sink {
+    client_bytes_cb cb;
+    void *ud;
+} bytes_sink;
+
+static int pass_bytes(const char *p, size_t n, void *ud)
+{
+    bytes_sink *b = ud;
+    return b->cb(p, n, b->ud);
+}
+
+int client_stream_bytes(rnx_client *c, const char *path, const char *accept, client_bytes_cb cb, void *ud, jerr *e)
+{
+    int fd = dial(c, e);
+    if (fd < 0)
+        return -1;
+    buf in = {0}, errbody = {0};
+    bytes_sink b = {cb, ud};
+    answer a;
+    int ret = -1;
+    if (send_request(fd, "GET", path, accept, NULL, 0) < 0 || read_head(fd, &in, &a) < 0) {
+        lost(c, e, "no answer");
+        goto out;
+    }
+    if (a.status < 200 || a.status > 299) {
+        if (read_body(fd, &in, &a, collect, &errbody) < 0)
+            lost(c, e, "answer cut short");
+        else
+            error_from_answer(a.status, &errbody, e);
+        goto out;
+    }
+    int rb = read_body(fd, &in, &a, pass_bytes, &b);
+    if (rb == -2) {
+        e->code = ECANCELED;
+        e->http = a.status;
+        snprintf(e->msg, sizeof e->msg, "stopped reading");
+        goto out;
+    }
+    if (rb < 0) {
+        lost(c, e, "the stream ended early");
+        goto out;
+    }
+    ret = 0;
+out:
+    close(fd);
+    free(in.data);
+    free(errbody.data);
+    return ret;
 }
 
 int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, jerr *e)

@@ -53,6 +53,14 @@ typedef int (*client_line_cb)(const char *line, size_t len, void *ud);
  * a connection lost after the answer began gives e->code = ECONNRESET. */
 int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, jerr *e);
 
+/* Called with each piece of a streamed answer's body as it arrives (any size). Return 0 to go
+ * on, -1 to stop reading (e->code = ECANCELED). */
+typedef int (*client_bytes_cb)(const char *p, size_t n, void *ud);
+
+/* GET path asking for the type accept, and feed a 2xx answer's body to cb as it arrives (a
+ * binary stream: the framed logs). Errors as client_stream. */
+int client_stream_bytes(rnx_client *c, const char *path, const char *accept, client_bytes_cb cb, void *ud, jerr *e);
+
 /* path segment escaped for use in a URL (job ids are passed as typed). Caller frees. */
 char *client_escape(rnx_client *c, const char *s);
 

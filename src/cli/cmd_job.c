@@ -11,6 +11,7 @@
 #include "../common/b64.h"
 #include "../common/jobreq.h"
 #include "../common/jsonx.h"
+#include "../common/logframe.h"
 #include "../common/parse.h"
 #include "../common/util.h"
 #include "client.h"
@@ -268,8 +269,34 @@ static int simple_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, co
 
 /* ---- log streaming (job log, job run --follow) ---------------------------------------- */
 
+/* A growing byte buffer (the end frame's JSON). */
+typedef struct buf_t {
+    char *data;
+    size_t len, cap;
+} buf_t;
+
+static void buf_add(buf_t *b, const char *p, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->data = xrealloc(b->data, b->cap);
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
 typedef struct log_state {
     bool raw;          /* --json: records are printed as they came */
+    bool timestamps;   /* --timestamps: each line starts with the time the job wrote it */
+    /* the framed form (common/logframe.h): the frame being read */
+    unsigned char hdr[LOGFRAME_HDR];
+    size_t hdr_len;
+    int stream;
+    uint32_t left;
+    int64_t ts;
+    buf_t endrec;      /* the end frame's JSON */
+    bool midline[2];   /* --timestamps: stdout, stderr are in the middle of a line */
     char last_out;     /* last byte written to stdout, to end a note on a fresh line */
     json_t *end;       /* the final {"end": true, ...} record once seen */
     char bad[160];     /* why a record could not be read, "" when all were fine */
@@ -346,14 +373,105 @@ static int on_log_line(const char *line, size_t len, void *ud)
     return ret;
 }
 
-/* Streams a job's log. Returns 0 when the answer ended normally (s->end tells whether the
+/* Writes n bytes of the job's output to fd 1 or 2 at once (rnx prints nothing else meanwhile). */
+static int out_bytes(log_state *s, int fd, const char *p, size_t n)
+{
+    if (fd == STDOUT_FILENO && n)
+        s->last_out = p[n - 1];
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            s->werr = errno;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A frame's payload, or part of it: as it is, or (--timestamps) with the time before each line. */
+static int frame_payload(log_state *s, const char *p, size_t n)
+{
+    int fd = s->stream == LOGFRAME_STDERR ? STDERR_FILENO : STDOUT_FILENO;
+    if (!s->timestamps)
+        return out_bytes(s, fd, p, n);
+    bool *mid = &s->midline[fd == STDERR_FILENO];
+    char t[48];
+    format_ns_us(s->ts, t, sizeof t);
+    size_t tl = strlen(t);
+    t[tl++] = ' ';
+    while (n) {
+        if (!*mid && out_bytes(s, fd, t, tl) < 0)
+            return -1;
+        const char *nl = memchr(p, '\n', n);
+        size_t take = nl ? (size_t)(nl - p) + 1 : n;
+        if (out_bytes(s, fd, p, take) < 0)
+            return -1;
+        *mid = !nl;
+        p += take;
+        n -= take;
+    }
+    return 0;
+}
+
+/* Reads the framed stream as it comes, in pieces of any size. */
+static int on_frames(const char *p, size_t n, void *ud)
+{
+    log_state *s = ud;
+    while (n) {
+        if (s->hdr_len < LOGFRAME_HDR) {
+            size_t take = LOGFRAME_HDR - s->hdr_len < n ? LOGFRAME_HDR - s->hdr_len : n;
+            memcpy(s->hdr + s->hdr_len, p, take);
+            s->hdr_len += take;
+            p += take;
+            n -= take;
+            if (s->hdr_len < LOGFRAME_HDR)
+                return 0;
+            logframe_get(s->hdr, &s->stream, &s->left, &s->ts);
+            if (s->stream < LOGFRAME_STDOUT || s->stream > LOGFRAME_END || (s->stream == LOGFRAME_END && s->left > 65536)) {
+                snprintf(s->bad, sizeof s->bad, "joblet sent a log frame this rnx cannot read (stream %d)", s->stream);
+                return -1;
+            }
+        }
+        size_t take = s->left < n ? s->left : n;
+        if (s->stream == LOGFRAME_END)
+            buf_add(&s->endrec, p, take);
+        else if (frame_payload(s, p, take) < 0)
+            return -1;
+        p += take;
+        n -= take;
+        s->left -= (uint32_t)take;
+        if (!s->left) {
+            if (s->stream == LOGFRAME_END && !s->end) {
+                s->end = json_loadb(s->endrec.data ? s->endrec.data : "", s->endrec.len, 0, NULL);
+                if (!json_is_object(s->end)) {
+                    json_decref(s->end);
+                    s->end = NULL;
+                    snprintf(s->bad, sizeof s->bad, "joblet's end-of-log frame is not a JSON object");
+                    return -1;
+                }
+            }
+            s->hdr_len = 0;
+        }
+    }
+    return 0;
+}
+
+/* Streams a job's log: the framed form (large writes of the job's bytes), or the NDJSON
+ * records for --json. Returns 0 when the answer ended normally (s->end tells whether the
  * job's end was seen), or an exit code after printing why. */
 static int stream_log(rnx_client *c, const char *id, const char *query, log_state *s)
 {
     char *path = job_path(c, id, query);
     jerr e = {0};
-    int r = client_stream(c, path, on_log_line, s, &e);
+    int r = s->raw ? client_stream(c, path, on_log_line, s, &e)
+                   : client_stream_bytes(c, path, LOGFRAME_CTYPE, on_frames, s, &e);
     free(path);
+    free(s->endrec.data);
+    s->endrec = (buf_t){0};
     if (r == 0)
         return 0;
     if (e.code == ECANCELED) {
@@ -370,7 +488,10 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 
 /* ---- job run ------------------------------------------------------------------------- */
 
-enum { O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_GPU, O_USER, O_SINCE, O_FIELD = 512 /* + enum jobreq_id */ };
+enum {
+    O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_GPU, O_USER, O_SINCE, O_TAIL, O_STDOUT, O_STDERR,
+    O_FIELD = 512 /* + enum jobreq_id */
+};
 
 typedef struct run_req {
     job_req req;         /* the request, read and checked by the schema (common/jobreq.h) */
@@ -724,12 +845,12 @@ static int parse_since(const char *arg, char *out, size_t outlen)
     uint64_t secs;
     time_t at;
     jerr e = {0};
-    if (parse_rfc3339(arg, &at) == 0) {
-        format_rfc3339(at, out, outlen);
+    if (parse_rfc3339(arg, &at) == 0 && strlen(arg) < outlen) {
+        snprintf(out, outlen, "%s", arg);   /* as typed: its fraction of a second counts */
         return 0;
     }
     if (parse_duration("--since", arg, &secs, &e) == 0 && secs <= (uint64_t)time(NULL)) {
-        format_rfc3339(time(NULL) - (time_t)secs, out, outlen);
+        format_ns_us(now_ns() - (int64_t)secs * 1000000000, out, outlen);
         return 0;
     }
     return rnx_usage("--since: '%s' is neither a duration (30min, 2h, 1d: that long ago) nor a time "
@@ -969,46 +1090,69 @@ static int job_log(rnx_ctx *ctx, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"stream", required_argument, NULL, O_STREAM},
+        {"stdout", no_argument, NULL, O_STDOUT},
+        {"stderr", no_argument, NULL, O_STDERR},
         {"no-follow", no_argument, NULL, O_NO_FOLLOW},
         {"follow", no_argument, NULL, 'f'},
+        {"tail", required_argument, NULL, O_TAIL},
+        {"since", required_argument, NULL, O_SINCE},
+        {"timestamps", no_argument, NULL, 't'},
         OPT_JSON,
         OPT_HELP,
         {0},
     };
-    const char *stream = NULL, *id = NULL;
-    bool follow = true;
-    int c, rc;
+    const char *id = NULL;
+    bool follow = true, timestamps = false;
+    int c, rc, streams = 0;   /* bits: 1 stdout, 2 stderr; none given = both */
+    char tail[24] = "", since[64] = "";
     optind = 0;
     bool follow_given = false, no_follow_given = false;
-    while ((c = rnx_getopt(argc, argv, "fh", opts, "rnx job log")) != -1) {
+    while ((c = rnx_getopt(argc, argv, "fht", opts, "rnx job log")) != -1) {
+        uint64_t n;
         switch (c) {
         case 'h': fputs(log_help, stdout); return RNX_OK;
         case 'j': ctx->json = true; break;
+        case 't': timestamps = true; break;
         case O_NO_FOLLOW: follow = false; no_follow_given = true; break;
         case 'f': follow_given = true; break;
+        case O_STDOUT: streams |= 1; break;
+        case O_STDERR: streams |= 2; break;
         case O_STREAM:
             if (strcmp(optarg, "stdout") != 0 && strcmp(optarg, "stderr") != 0)
                 return rnx_usage("--stream: '%s' is not accepted; use stdout or stderr", optarg);
-            stream = optarg;
+            streams |= optarg[3] == 'o' ? 1 : 2;
+            break;
+        case O_TAIL:
+            if (strcmp(optarg, "all") && parse_u64(optarg, &n) < 0)
+                return rnx_usage("--tail: '%s' is not a number of lines; give 0 or more, or all", optarg);
+            snprintf(tail, sizeof tail, "%s", optarg);
+            break;
+        case O_SINCE:
+            if (parse_since(optarg, since, sizeof since) != 0)
+                return RNX_USAGE;
             break;
         default: return RNX_USAGE;
         }
     }
     if (follow_given && no_follow_given)
         return rnx_usage("job log: -f/--follow and --no-follow contradict each other; give one");
-    if ((rc = one_id(argc, argv, "job log", "rnx job log [--stream stdout|stderr] [-f|--no-follow] ID", &id)) != 0)
+    if (timestamps && ctx->json)
+        return rnx_usage("job log: --timestamps is for the text output; --json records have their time ('ts')");
+    if ((rc = one_id(argc, argv, "job log", "rnx job log [--tail N] [--since WHEN] [-t] [--stdout|--stderr] "
+                                            "[-f|--no-follow] ID", &id)) != 0)
         return rc;
 
-    char query[64];
-    snprintf(query, sizeof query, "/logs%s%s%s%s", follow || stream ? "?" : "", follow ? "follow=1" : "",
-             follow && stream ? "&" : "", stream ? "stream=" : "");
-    if (stream)
-        strncat(query, stream, sizeof query - strlen(query) - 1);
     rnx_client *cl = open_client(ctx);
     if (!cl)
         return RNX_FAIL;
-    log_state s = {.raw = ctx->json};
+    char *query = xstrdup("/logs");
+    add_query(cl, &query, "follow", follow ? "1" : NULL);
+    add_query(cl, &query, "stream", streams == 1 ? "stdout" : streams == 2 ? "stderr" : NULL);
+    add_query(cl, &query, "tail", tail);
+    add_query(cl, &query, "since", since);
+    log_state s = {.raw = ctx->json, .timestamps = timestamps};
     rc = stream_log(cl, id, query, &s);
+    free(query);
     if (rc == 0 && follow && !s.end)
         rc = rnx_fail("the log stream ended before job %s did; run 'rnx job log %s' again", id, id);
     json_decref(s.end);

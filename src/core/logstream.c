@@ -1,6 +1,4 @@
-/* Streams a job's logs as NDJSON: history first, then (follow) new lines as the shim
- * appends them. A follower with nothing to send suspends its connection; inotify on the
- * job's directory, or the job's end, resumes it. Nothing here blocks the event loop. */
+/* Streams a job's output (logstream.h): history first, then (follow) what the shim appends. */
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -9,11 +7,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/b64.h"
 #include "../common/jsonx.h"
 #include "../common/log.h"
+#include "../common/logframe.h"
 #include "../common/util.h"
 #include "../exec/logwriter.h"
 #include "../exec/shim.h"
@@ -21,27 +21,320 @@
 #include "logstream.h"
 #include "state.h"
 
+#define LINE_MAX_NDJSON 16384     /* an NDJSON record holds at most this much of a line */
+#define BLOCK_BULK (1 << 20)      /* frames and raw: what libmicrohttpd asks us to fill at once */
+#define BLOCK_NDJSON 65536
+
+/* One piece of output to send: in .data at off (mem NULL), or in memory. */
+typedef struct piece {
+    int64_t ts;
+    uint64_t seq;              /* 0 for the old format: order by time */
+    const char *mem;
+    uint64_t off;
+    size_t len;
+    bool note;                 /* the cap note, not the job's bytes */
+} piece;
+
 typedef struct src {
-    int fd;
-    const char *name;
+    const char *name;          /* "stdout", "stderr" */
+    int id;                    /* LOGFRAME_STDOUT, LOGFRAME_STDERR */
+    bool on;
+    /* the format of logwriter.h */
+    int data_fd, idx_fd;
+    uint64_t next;             /* the entry the next byte belongs to */
+    uint64_t pos;              /* offset in .data of the next byte to send */
+    log_index_entry cur;
+    bool have;                 /* cur is entry `next` */
+    bool noted;                /* the cap note was sent */
+    char note[200];
+    /* the old format: one record per line */
+    int legacy_fd;
     char *buf;
     size_t len, cap;
-    bool have;
     log_record rec;
-    size_t rec_bytes;
+    size_t rec_bytes, rec_off;
+    bool rec_have;
+    /* ndjson: a line being put together from pieces, and when its last piece came */
+    char *line;
+    size_t linelen;
+    int64_t line_ts;
 } src;
 
 typedef struct follower {
     struct follower *next;
     job *j;
     struct MHD_Connection *conn;
-    bool follow, suspended, end_sent;
-    bool gone;               /* the client hung up while we waited for output */
-    watch w_conn;            /* its socket, watched while suspended: libmicrohttpd does not */
+    logstream_opts o;
+    bool suspended, end_sent;
+    bool gone;                 /* the client hung up while we waited for output */
+    watch w_conn;              /* its socket, watched while suspended: libmicrohttpd does not */
+    uint64_t cap;              /* the job's jobs.max_log_bytes, for the note */
     src s[2];
-    char *out;
+    char *out;                 /* ndjson: encoded records not yet handed over */
     size_t outlen, outoff, outcap;
+    char *scratch;             /* ndjson: a piece's bytes read from .data */
 } follower;
+
+/* ---- the sources: the pieces of one stream, in order ---------------------------------------- */
+
+static uint64_t idx_entries(const src *s)
+{
+    struct stat st;
+    return s->idx_fd >= 0 && fstat(s->idx_fd, &st) == 0 ? (uint64_t)st.st_size / sizeof(log_index_entry) : 0;
+}
+
+static bool entry_at(const src *s, uint64_t k, log_index_entry *e)
+{
+    return pread(s->idx_fd, e, sizeof *e, (off_t)(k * sizeof *e)) == (ssize_t)sizeof *e;
+}
+
+/* Where entry k's bytes start in .data. */
+static uint64_t entry_start(const src *s, uint64_t k)
+{
+    log_index_entry e;
+    return k && entry_at(s, k - 1, &e) ? e.end : 0;
+}
+
+/* Makes the old-format source hold its next complete record if the file has one. */
+static void legacy_fill(src *s)
+{
+    while (!s->rec_have) {
+        long used = log_parse_record(s->buf, s->len, &s->rec);
+        if (used > 0) {
+            s->rec_have = true;
+            s->rec_bytes = (size_t)used;
+            s->rec_off = 0;
+            return;
+        }
+        if (used < 0) { /* not a record: skip to the next line rather than stall the stream */
+            char *nl = memchr(s->buf, '\n', s->len);
+            size_t drop = nl ? (size_t)(nl - s->buf + 1) : s->len;
+            memmove(s->buf, s->buf + drop, s->len - drop);
+            s->len -= drop;
+            continue;
+        }
+        if (s->cap - s->len < 16384) {
+            s->cap = s->cap ? s->cap * 2 : 65536;
+            s->buf = xrealloc(s->buf, s->cap);
+        }
+        ssize_t n = read(s->legacy_fd, s->buf + s->len, s->cap - s->len);
+        if (n <= 0)
+            return;
+        s->len += (size_t)n;
+    }
+}
+
+/* The source's next piece, if it has one now. since: pieces written before it are skipped. */
+static bool src_peek(follower *f, src *s, piece *p)
+{
+    if (!s->on)
+        return false;
+    if (s->legacy_fd >= 0) {
+        for (;;) {
+            legacy_fill(s);
+            if (!s->rec_have)
+                return false;
+            if (s->rec.ts_ns >= f->o.since_ns)
+                break;
+            memmove(s->buf, s->buf + s->rec_bytes, s->len - s->rec_bytes);
+            s->len -= s->rec_bytes;
+            s->rec_have = false;
+        }
+        /* the record's data, and its own LF when the job wrote one */
+        *p = (piece){.ts = s->rec.ts_ns, .mem = s->rec.data + s->rec_off,
+                     .len = s->rec.len + (s->rec.newline ? 1 : 0) - s->rec_off};
+        return true;
+    }
+    if (s->idx_fd < 0)
+        return false;
+    for (;;) {
+        if (!s->have) {
+            if (!entry_at(s, s->next, &s->cur))
+                return false;
+            s->have = true;
+        }
+        if (s->pos < s->cur.end) {
+            *p = (piece){.ts = s->cur.ts_ns, .seq = s->cur.seq, .off = s->pos, .len = (size_t)(s->cur.end - s->pos)};
+            return true;
+        }
+        if (s->cur.flags & LOG_IDX_CAPPED && !s->noted) {
+            int n = log_cap_note(s->note, sizeof s->note, s->name, f->cap);
+            *p = (piece){.ts = s->cur.ts_ns, .seq = s->cur.seq, .mem = s->note,
+                         .len = n > 0 && (size_t)n < sizeof s->note ? (size_t)n : 0, .note = true};
+            return true;
+        }
+        s->next++;
+        s->have = false;
+    }
+}
+
+/* n bytes of the piece src_peek gave were sent. */
+static void src_take(src *s, const piece *p, size_t n)
+{
+    if (p->note) {
+        s->noted = true;
+        return;
+    }
+    if (s->legacy_fd >= 0) {
+        s->rec_off += n;
+        if (s->rec_off >= s->rec.len + (s->rec.newline ? 1 : 0)) {
+            memmove(s->buf, s->buf + s->rec_bytes, s->len - s->rec_bytes);
+            s->len -= s->rec_bytes;
+            s->rec_have = false;
+        }
+        return;
+    }
+    s->pos += n;
+}
+
+/* The next piece across the streams asked for: in the shim's order (its sequence numbers),
+ * by time for the old format. */
+static src *pick(follower *f, piece *out)
+{
+    src *best = NULL;
+    piece p[2];
+    for (int i = 0; i < 2; i++) {
+        if (!src_peek(f, &f->s[i], &p[i]))
+            continue;
+        if (!best) {
+            best = &f->s[i];
+            *out = p[i];
+            continue;
+        }
+        bool by_seq = p[i].seq && out->seq;
+        if (by_seq ? p[i].seq < out->seq : p[i].ts < out->ts) {
+            best = &f->s[i];
+            *out = p[i];
+        }
+    }
+    return best;
+}
+
+/* Copies up to n bytes of the piece to dst; how many (0: the file is shorter than its index
+ * says, which only a torn write can cause). */
+static size_t piece_read(const src *s, const piece *p, char *dst, size_t n)
+{
+    if (n > p->len)
+        n = p->len;
+    if (p->mem) {
+        memcpy(dst, p->mem, n);
+        return n;
+    }
+    ssize_t got = pread(s->data_fd, dst, n, (off_t)p->off);
+    return got > 0 ? (size_t)got : 0;
+}
+
+/* ---- where a replay starts: --since and --tail ---------------------------------------------- */
+
+/* The first entry written at or after since_ns (times grow along the index). */
+static uint64_t first_since(const src *s, int64_t since_ns)
+{
+    uint64_t lo = 0, hi = idx_entries(s);
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        log_index_entry e;
+        if (entry_at(s, mid, &e) && e.ts_ns < since_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The first entry whose sequence number is above seq. */
+static uint64_t first_after_seq(const src *s, uint64_t seq, uint64_t lo)
+{
+    uint64_t hi = idx_entries(s);
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        log_index_entry e;
+        if (entry_at(s, mid, &e) && e.seq <= seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Moves the sources' starts so that the replay holds the last n lines of the streams asked
+ * for, counted in the shim's order from the end (a stream's closing newline ends its last
+ * line, it does not start another). Each source's start is already where --since puts it. */
+static void start_at_tail(follower *f, uint64_t n)
+{
+    if (n == 0) {   /* nothing of the past: from the ends on */
+        for (int i = 0; i < 2; i++) {
+            src *s = &f->s[i];
+            if (!s->on || s->idx_fd < 0)
+                continue;
+            s->next = idx_entries(s);
+            s->pos = entry_start(s, s->next);
+            s->have = false;
+        }
+        return;
+    }
+    uint64_t lo[2], k[2];
+    bool valid[2], last_byte[2];
+    for (int i = 0; i < 2; i++) {
+        src *s = &f->s[i];
+        valid[i] = s->on && s->idx_fd >= 0;
+        lo[i] = s->next;
+        k[i] = valid[i] ? idx_entries(s) : 0;
+        valid[i] = valid[i] && k[i] > lo[i];
+        last_byte[i] = true;
+    }
+    char *buf = xmalloc(BLOCK_BULK);
+    uint64_t seen = 0;
+    while (valid[0] || valid[1]) {
+        log_index_entry e[2];
+        for (int i = 0; i < 2; i++)
+            if (valid[i] && !entry_at(&f->s[i], k[i] - 1, &e[i]))
+                valid[i] = false;
+        if (!valid[0] && !valid[1])
+            break;
+        int i = !valid[0] ? 1 : !valid[1] ? 0 : e[0].seq > e[1].seq ? 0 : 1;
+        src *s = &f->s[i];
+        uint64_t start = entry_start(s, k[i] - 1), end = e[i].end;
+        if (start < s->pos)
+            start = s->pos;
+        /* backwards through the piece, a window at a time */
+        while (end > start) {
+            size_t w = end - start > BLOCK_BULK ? BLOCK_BULK : (size_t)(end - start);
+            ssize_t got = pread(s->data_fd, buf, w, (off_t)(end - w));
+            if (got != (ssize_t)w)
+                break;
+            for (size_t b = w; b-- > 0;) {
+                if (buf[b] != '\n')
+                    continue;
+                if (last_byte[i] && b == w - 1 && end == e[i].end && k[i] == idx_entries(s)) {
+                    last_byte[i] = false;   /* the stream's closing newline */
+                    continue;
+                }
+                if (++seen >= n) {
+                    /* start just after this newline; the other stream after this piece */
+                    s->next = k[i] - 1;
+                    s->pos = end - w + b + 1;
+                    s->have = false;
+                    src *o = &f->s[!i];
+                    if (o->on && o->idx_fd >= 0) {
+                        o->next = first_after_seq(o, e[i].seq, lo[!i]);
+                        o->pos = entry_start(o, o->next);
+                        o->have = false;
+                    }
+                    free(buf);
+                    return;
+                }
+            }
+            last_byte[i] = false;
+            end -= w;
+        }
+        last_byte[i] = false;
+        if (--k[i] <= lo[i])
+            valid[i] = false;
+    }
+    free(buf);   /* fewer lines than asked for: all of them, from the starts as they are */
+}
+
+/* ---- the three forms ------------------------------------------------------------------------ */
 
 static void out_append(follower *f, const char *p, size_t n)
 {
@@ -62,97 +355,112 @@ static void out_json(follower *f, json_t *o)
     json_decref(o);
 }
 
-/* Makes sure s holds its next complete record if the file has one. */
-static void fill(src *s)
+static json_t *end_json(const job *j)
 {
-    if (s->fd < 0 || s->have)
-        return;
-    for (;;) {
-        long used = log_parse_record(s->buf, s->len, &s->rec);
-        if (used > 0) {
-            s->have = true;
-            s->rec_bytes = (size_t)used;
-            return;
-        }
-        if (used < 0) { /* not a record: skip to the next line rather than stall the stream */
-            char *nl = memchr(s->buf, '\n', s->len);
-            size_t drop = nl ? (size_t)(nl - s->buf + 1) : s->len;
-            memmove(s->buf, s->buf + drop, s->len - drop);
-            s->len -= drop;
-            continue;
-        }
-        if (s->cap - s->len < 16384) {
-            s->cap = s->cap ? s->cap * 2 : 65536;
-            s->buf = xrealloc(s->buf, s->cap);
-        }
-        ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
-        if (n <= 0)
-            return;
-        s->len += (size_t)n;
-    }
+    return json_pack("{s:b,s:s,s:o,s:o,s:o}", "end", 1, "status", job_state_name(j->state), "exit_code",
+                     j->has_exit ? json_integer(j->exit_code) : json_null(), "signal",
+                     j->signal ? json_integer(j->signal) : json_null(), "end_reason",
+                     j->end_reason ? json_string(j->end_reason) : json_null());
 }
 
-static void consume(src *s)
+/* One NDJSON record: a line (with its newline) or the part of one there is. */
+static void ndjson_record(follower *f, src *s, int64_t ts, const char *data, size_t n)
 {
-    memmove(s->buf, s->buf + s->rec_bytes, s->len - s->rec_bytes);
-    s->len -= s->rec_bytes;
-    s->have = false;
-}
-
-static void encode(follower *f, src *s)
-{
-    char ts[40];
-    format_ns_us(s->rec.ts_ns, ts, sizeof ts);
-    json_t *o = json_pack("{s:s,s:s}", "ts", ts, "stream", s->name);
-    size_t n = s->rec.len + (s->rec.newline ? 1 : 0);
-    char *line = xmalloc(n + 1);
-    memcpy(line, s->rec.data, s->rec.len);
-    if (s->rec.newline)
-        line[s->rec.len] = '\n';
-    line[n] = 0;
-    if (utf8_valid(line, n)) {
-        json_object_set_new(o, "data", json_stringn(line, n));
+    char t[40];
+    format_ns_us(ts, t, sizeof t);
+    json_t *o = json_pack("{s:s,s:s}", "ts", t, "stream", s->name);
+    if (utf8_valid(data, n)) {
+        json_object_set_new(o, "data", json_stringn(data, n));
     } else {
-        char *b = b64_encode(line, n);
+        char *b = b64_encode(data, n);
         json_object_set_new(o, "data_b64", json_string(b));
         free(b);
     }
-    free(line);
     out_json(f, o);
 }
 
-/* Encodes up to ~64 KiB of records, oldest first across both streams. Returns records. */
-static int produce(follower *f)
+/* Splits a piece's bytes into line records; the end of a line still being written waits in
+ * s->line (a record of its own once it passes LINE_MAX_NDJSON). */
+static void ndjson_bytes(follower *f, src *s, int64_t ts, const char *p, size_t n)
+{
+    while (n) {
+        const char *nl = memchr(p, '\n', n);
+        size_t take = nl ? (size_t)(nl - p) + 1 : n;
+        if (!s->linelen && nl) {
+            ndjson_record(f, s, ts, p, take);   /* a whole line: no copy */
+        } else {
+            size_t room = LINE_MAX_NDJSON - s->linelen, part = take < room ? take : room;
+            if (!s->line)
+                s->line = xmalloc(LINE_MAX_NDJSON);
+            memcpy(s->line + s->linelen, p, part);
+            s->linelen += part;
+            s->line_ts = ts;
+            take = part;
+            if (s->linelen == LINE_MAX_NDJSON || s->line[s->linelen - 1] == '\n') {
+                ndjson_record(f, s, ts, s->line, s->linelen);
+                s->linelen = 0;
+            }
+        }
+        p += take;
+        n -= take;
+    }
+}
+
+/* Encodes up to ~64 KiB of records. Returns how many pieces were taken. */
+static int ndjson_produce(follower *f)
 {
     int n = 0;
-    while (f->outlen < 65536) {
-        fill(&f->s[0]);
-        fill(&f->s[1]);
-        src *pick = NULL;
-        for (int i = 0; i < 2; i++)
-            if (f->s[i].have && (!pick || f->s[i].rec.ts_ns < pick->rec.ts_ns))
-                pick = &f->s[i];
-        if (!pick)
+    while (f->outlen < BLOCK_NDJSON) {
+        piece p;
+        src *s = pick(f, &p);
+        if (!s)
             break;
-        encode(f, pick);
-        consume(pick);
+        size_t want = p.len < BLOCK_NDJSON ? p.len : BLOCK_NDJSON;
+        size_t got = piece_read(s, &p, f->scratch, want);
+        if (!got)
+            break;
+        ndjson_bytes(f, s, p.ts, f->scratch, got);
+        src_take(s, &p, got);
         n++;
     }
     return n;
 }
 
-static void end_record(follower *f)
+/* Frames (or, raw, the bytes alone) straight into libmicrohttpd's buffer. */
+static size_t bulk_produce(follower *f, char *buf, size_t max)
 {
-    const job *j = f->j;
-    out_json(f, json_pack("{s:b,s:s,s:o,s:o,s:o}", "end", 1, "status", job_state_name(j->state), "exit_code",
-                          j->has_exit ? json_integer(j->exit_code) : json_null(), "signal",
-                          j->signal ? json_integer(j->signal) : json_null(), "end_reason",
-                          j->end_reason ? json_string(j->end_reason) : json_null()));
+    bool raw = f->o.format == LOGSTREAM_RAW;
+    size_t used = 0, hdr = raw ? 0 : LOGFRAME_HDR;
+    while (max - used > hdr) {
+        piece p;
+        src *s = pick(f, &p);
+        if (!s)
+            break;
+        size_t got = piece_read(s, &p, buf + used + hdr, max - used - hdr);
+        if (!got)
+            break;
+        if (!raw)
+            logframe_put((unsigned char *)buf + used, s->id, (uint32_t)got, p.ts);
+        used += hdr + got;
+        src_take(s, &p, got);
+    }
+    return used;
+}
+
+/* ---- the response --------------------------------------------------------------------------- */
+
+static void suspend(follower *f)
+{
+    f->suspended = true;
+    MHD_suspend_connection(f->conn);
+    if (f->w_conn.fd >= 0 && loop_add_events(&f->w_conn, EPOLLRDHUP) < 0)
+        log_warn("watching a log follower's connection: %s", strerror(errno));
 }
 
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     follower *f = cls;
+    bool ndjson = f->o.format == LOGSTREAM_NDJSON;
     for (;;) {
         if (f->outoff < f->outlen) {
             size_t n = f->outlen - f->outoff < max ? f->outlen - f->outoff : max;
@@ -167,21 +475,42 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
             return MHD_CONTENT_READER_END_WITH_ERROR;
         /* Terminal means the shim has drained the job's pipes: the files hold everything. */
         bool ended = job_state_terminal(f->j->state);
-        if (produce(f) > 0)
-            continue;
+        if (ndjson) {
+            if (ndjson_produce(f) > 0)
+                continue;
+        } else {
+            size_t n = bulk_produce(f, buf, max);
+            if (n)
+                return (ssize_t)n;
+        }
         if (ended) {
             if (f->end_sent)
                 return MHD_CONTENT_READER_END_OF_STREAM;
             f->end_sent = true;
-            end_record(f);
+            json_t *end = end_json(f->j);
+            if (ndjson) {
+                for (int i = 0; i < 2; i++)   /* a last line without its newline */
+                    if (f->s[i].linelen) {
+                        ndjson_record(f, &f->s[i], f->s[i].line_ts, f->s[i].line, f->s[i].linelen);
+                        f->s[i].linelen = 0;
+                    }
+                out_json(f, end);
+            } else if (f->o.format == LOGSTREAM_FRAMES) {
+                char *t = json_dumps(end, JSON_COMPACT);
+                unsigned char h[LOGFRAME_HDR];
+                logframe_put(h, LOGFRAME_END, (uint32_t)strlen(t), now_ms() * 1000000);
+                out_append(f, (const char *)h, sizeof h);
+                out_append(f, t, strlen(t));
+                free(t);
+                json_decref(end);
+            } else {
+                json_decref(end);
+            }
             continue;
         }
-        if (!f->follow)
+        if (!f->o.follow)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        f->suspended = true;
-        MHD_suspend_connection(f->conn);
-        if (f->w_conn.fd >= 0 && loop_add_events(&f->w_conn, EPOLLRDHUP) < 0)
-            log_warn("watching a log follower's connection: %s", strerror(errno));
+        suspend(f);
         return 0;
     }
 }
@@ -239,6 +568,18 @@ static void on_conn_event(watch *w, uint32_t events)
     resume(f);
 }
 
+static void close_src(src *s)
+{
+    if (s->data_fd >= 0)
+        close(s->data_fd);
+    if (s->idx_fd >= 0)
+        close(s->idx_fd);
+    if (s->legacy_fd >= 0)
+        close(s->legacy_fd);
+    free(s->buf);
+    free(s->line);
+}
+
 static void free_follower(void *cls)
 {
     follower *f = cls;
@@ -252,42 +593,107 @@ static void free_follower(void *cls)
             }
         unwatch(f->j);
     }
-    for (int i = 0; i < 2; i++) {
-        if (f->s[i].fd >= 0)
-            close(f->s[i].fd);
-        free(f->s[i].buf);
-    }
+    for (int i = 0; i < 2; i++)
+        close_src(&f->s[i]);
     free(f->out);
+    free(f->scratch);
     free(f);
 }
 
-struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, bool follow, int streams)
+/* Opens stream i of the job: its .data and .idx, or its old .log; the files of a job that has
+ * written nothing yet are created empty so that they can be followed. */
+static void open_src(src *s, int dirfd, int i)
+{
+    static const char *const names[2] = {"stdout", "stderr"};
+    static const char *const legacy[2] = {SHIM_STDOUT_LEGACY, SHIM_STDERR_LEGACY};
+    char data[32], idx[32];
+    s->name = names[i];
+    s->id = i ? LOGFRAME_STDERR : LOGFRAME_STDOUT;
+    s->data_fd = s->idx_fd = s->legacy_fd = -1;
+    s->legacy_fd = openat(dirfd, legacy[i], O_RDONLY | O_CLOEXEC);
+    if (s->legacy_fd >= 0)
+        return;
+    snprintf(data, sizeof data, "%s.data", names[i]);
+    snprintf(idx, sizeof idx, "%s.idx", names[i]);
+    s->data_fd = openat(dirfd, data, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    s->idx_fd = openat(dirfd, idx, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+}
+
+/* An ended job's one stream, whole: the file itself, sent by sendfile. NULL when another
+ * response is needed. */
+static struct MHD_Response *raw_file_response(follower *f)
+{
+    src *s = f->o.streams == 1 ? &f->s[0] : &f->s[1];
+    uint64_t n = idx_entries(s);
+    log_index_entry last = {0};
+    if (f->o.follow && !job_state_terminal(f->j->state))
+        return NULL;
+    if (f->o.tail >= 0 || f->o.since_ns > 0 || s->legacy_fd >= 0 || (n && !entry_at(s, n - 1, &last)))
+        return NULL;
+    struct MHD_Response *r = MHD_create_response_from_fd_at_offset64(last.end, s->data_fd, 0);
+    if (!r)
+        return NULL;
+    s->data_fd = -1;   /* libmicrohttpd closes it */
+    if (last.flags & LOG_IDX_CAPPED)
+        MHD_add_response_header(r, "X-Joblet-Log-Capped", s->name);
+    return r;
+}
+
+struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, const logstream_opts *o, jerr *e)
 {
     follower *f = xcalloc(1, sizeof *f);
     f->j = j;
     f->conn = conn;
-    f->follow = follow;
+    f->o = *o;
+    f->cap = (uint64_t)j->req.max_log_bytes;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     f->w_conn = (watch){ci ? ci->connect_fd : -1, on_conn_event, f};
-    char dir[700], path[760];
+    char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
-    const char *files[2] = {SHIM_STDOUT, SHIM_STDERR};
-    const char *names[2] = {"stdout", "stderr"};
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bool legacy = false;
     for (int i = 0; i < 2; i++) {
-        f->s[i].name = names[i];
-        f->s[i].fd = -1;
-        if (!(streams & (1 << i)))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        /* The shim may not have created the file yet: create it empty so we can follow it. */
-        f->s[i].fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+        src *s = &f->s[i];
+        s->on = (o->streams >> i & 1) != 0;
+        s->data_fd = s->idx_fd = s->legacy_fd = -1;
+        s->name = i ? "stderr" : "stdout";
+        if (s->on && dirfd >= 0)
+            open_src(s, dirfd, i);
+        legacy |= s->legacy_fd >= 0;
+        if (s->on && s->idx_fd >= 0 && o->since_ns > 0) {
+            s->next = first_since(s, o->since_ns);
+            s->pos = entry_start(s, s->next);
+        }
     }
-    if (follow && !job_state_terminal(j->state) && j->inotify_wd < 0)
+    if (dirfd >= 0)
+        close(dirfd);
+    if (legacy && o->tail >= 0) {
+        jerr_field(e, "tail", "tail: job %s's output is in the format of an older joblet, which cannot be read from "
+                              "its end; leave out tail (rnx job log --tail)", j->id);
+        free_follower(f);
+        return NULL;
+    }
+    if (o->tail >= 0)
+        start_at_tail(f, (uint64_t)o->tail);
+    if (o->format == LOGSTREAM_RAW) {
+        struct MHD_Response *r = raw_file_response(f);
+        if (r) {
+            free_follower(f);
+            MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+            return r;
+        }
+    }
+    if (o->format == LOGSTREAM_NDJSON)
+        f->scratch = xmalloc(BLOCK_NDJSON);
+    if (o->follow && !job_state_terminal(j->state) && j->inotify_wd < 0)
         watch_job(j, dir);
     f->next = j->followers;
     j->followers = f;
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, reader, f, free_follower);
-    MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
+    struct MHD_Response *r = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, o->format == LOGSTREAM_NDJSON ? BLOCK_NDJSON : BLOCK_BULK, reader, f, free_follower);
+    MHD_add_response_header(r, "Content-Type", o->format == LOGSTREAM_NDJSON ? "application/x-ndjson"
+                                               : o->format == LOGSTREAM_FRAMES ? LOGFRAME_CTYPE
+                                                                              : "application/octet-stream");
     return r;
 }
 

@@ -1,3 +1,4 @@
+/* The shim's log files (logwriter.h). */
 #include "logwriter.h"
 
 #include <errno.h>
@@ -7,16 +8,24 @@
 #include <string.h>
 #include <unistd.h>
 
-void logw_init(logw *w, int dirfd, const char *name, uint64_t cap)
+void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap)
 {
-    w->fd = -1;
+    w->data_fd = w->idx_fd = -1;
     w->dirfd = dirfd;
-    w->name = name;
-    w->len = 0;
-    w->bytes_written = 0;
-    w->cap = cap && cap < LOGW_CAP_NOTE_MAX * 2 ? LOGW_CAP_NOTE_MAX * 2 : cap;
+    snprintf(w->data_name, sizeof w->data_name, "%s.data", stream);
+    snprintf(w->idx_name, sizeof w->idx_name, "%s.idx", stream);
+    w->end = w->idx_bytes = 0;
+    /* room for at least a little output and the two entries that close it */
+    w->cap = cap && cap < 4 * sizeof(log_index_entry) ? 4 * sizeof(log_index_entry) : cap;
     w->capped = false;
-    w->torn = false;
+}
+
+int log_cap_note(char *out, size_t outlen, const char *stream, uint64_t cap)
+{
+    return snprintf(out, outlen,
+                    "joblet: %s reached its cap of %llu bytes (jobs.max_log_bytes); the rest of the stream was "
+                    "discarded\n",
+                    stream, (unsigned long long)cap);
 }
 
 /* *done: the bytes written, all of them or, on failure (disk full), the start of p. */
@@ -36,132 +45,51 @@ static int write_all(int fd, const char *p, size_t n, size_t *done)
     return 0;
 }
 
-/* Output buffer for one feed call: records are appended here, then written at once. */
-typedef struct obuf {
-    char *p;
-    size_t len, cap;
-} obuf;
-
-static int ob_record(obuf *o, int64_t ts, char flag, const char *data, size_t n)
+static int open_files(logw *w)
 {
-    size_t need = o->len + n + 48;
-    if (need > o->cap) {
-        size_t cap = o->cap ? o->cap : 8192;
-        while (cap < need)
-            cap *= 2;
-        char *np = realloc(o->p, cap);
-        if (!np)
-            return -1;
-        o->p = np;
-        o->cap = cap;
-    }
-    o->len += (size_t)snprintf(o->p + o->len, 40, "%lld %c ", (long long)ts, flag);
-    memcpy(o->p + o->len, data, n);
-    o->len += n;
-    o->p[o->len++] = '\n';
-    return 0;
+    if (w->data_fd < 0)
+        w->data_fd = openat(w->dirfd, w->data_name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (w->idx_fd < 0)
+        w->idx_fd = openat(w->dirfd, w->idx_name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    return w->data_fd < 0 || w->idx_fd < 0 ? -1 : 0;
 }
 
-/* The time stamp of the buffer's first record. */
-static int64_t stamp_of(const obuf *o)
+static int add_entry(logw *w, int64_t ts_ns, uint64_t seq, uint32_t flags)
 {
-    long long ts = 0;
-    return o->len && sscanf(o->p, "%lld", &ts) == 1 ? (int64_t)ts : 0;
-}
-
-static int ob_commit(logw *w, obuf *o)
-{
-    int rc = 0;
-    if (o->len && w->fd < 0) {
-        w->fd = openat(w->dirfd, w->name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        if (w->fd < 0) {
-            free(o->p);
-            return -1;
-        }
-    }
-    /* A write cut short left a record without its LF: end it first, or it would swallow
-     * the next record (the torn one then reads as a shortened line, or as garbage). */
+    log_index_entry e = {.ts_ns = ts_ns, .end = w->end, .seq = seq, .flags = flags};
     size_t done;
-    if (o->len && w->torn) {
-        if (write_all(w->fd, "\n", 1, &done) < 0) {
-            free(o->p);
-            return -1;
-        }
-        w->bytes_written++;
-        w->torn = false;
-    }
-    if (o->len && w->cap && w->bytes_written + o->len > w->cap - LOGW_CAP_NOTE_MAX) {
-        /* the whole records that fit, then the note, and nothing more of this stream */
-        size_t keep = 0, room = w->bytes_written < w->cap - LOGW_CAP_NOTE_MAX
-                                    ? (size_t)(w->cap - LOGW_CAP_NOTE_MAX - w->bytes_written) : 0;
-        for (size_t i = 0; i < o->len && i < room; i++)
-            if (o->p[i] == '\n')
-                keep = i + 1;
-        int64_t ts = stamp_of(o);
-        char note[LOGW_CAP_NOTE_MAX];
-        int nn = snprintf(note, sizeof note - 48, "joblet: %s reached its cap of %llu bytes (jobs.max_log_bytes); "
-                                                  "the rest of the stream was discarded",
-                          w->name, (unsigned long long)w->cap);
-        o->len = keep;
-        if (ob_record(o, ts, 'F', note, nn > 0 && (size_t)nn < sizeof note - 48 ? (size_t)nn : sizeof note - 49) < 0) {
-            free(o->p);
-            return -1;
-        }
-        w->capped = true;
-    }
-    if (o->len) {
-        rc = write_all(w->fd, o->p, o->len, &done);
-        w->bytes_written += done;
-        if (rc < 0 && done > 0)
-            w->torn = o->p[done - 1] != '\n';
-    }
-    free(o->p);
+    /* O_APPEND and 32 bytes: a reader sees an entry whole or not at all, except after a
+     * write cut short by a full disk, which it ignores (a partial entry at the end) */
+    int rc = write_all(w->idx_fd, (const char *)&e, sizeof e, &done);
+    w->idx_bytes += done;
     return rc;
 }
 
-int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns)
+int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns, uint64_t seq)
 {
-    if (w->capped)
+    if (w->capped || !n)
         return 0;
-    obuf o = {0};
-    while (n) {
-        const char *nl = memchr(data, '\n', n);
-        size_t take = nl ? (size_t)(nl - data) : n;
-        if (take > LOGW_LINE_MAX - w->len)
-            take = LOGW_LINE_MAX - w->len;
-        memcpy(w->line + w->len, data, take);
-        w->len += take;
-        data += take;
-        n -= take;
-        if (n && *data == '\n') {
-            if (ob_record(&o, ts_ns, 'F', w->line, w->len) < 0)
-                goto fail;
-            w->len = 0;
-            data++;
-            n--;
-        } else if (w->len == LOGW_LINE_MAX) {
-            if (ob_record(&o, ts_ns, 'P', w->line, w->len) < 0)
-                goto fail;
-            w->len = 0;
+    if (open_files(w) < 0)
+        return -1;
+    uint32_t flags = 0;
+    if (w->cap) {
+        uint64_t used = w->end + w->idx_bytes, reserve = 2 * sizeof(log_index_entry);
+        uint64_t room = used + reserve < w->cap ? w->cap - used - reserve : 0;
+        if (n > room) {
+            /* the whole lines that fit, then the entry that says the rest is gone */
+            const char *nl = room ? memrchr(data, '\n', (size_t)room) : NULL;
+            n = nl ? (size_t)(nl - data) + 1 : 0;
+            flags = LOG_IDX_CAPPED;
+            w->capped = true;
         }
     }
-    return ob_commit(w, &o);
-fail:
-    free(o.p);
-    return -1;
-}
-
-int logw_flush(logw *w, int64_t ts_ns)
-{
-    if (!w->len || w->capped)
-        return 0;
-    obuf o = {0};
-    if (ob_record(&o, ts_ns, 'P', w->line, w->len) < 0) {
-        free(o.p);
-        return -1;
-    }
-    w->len = 0;
-    return ob_commit(w, &o);
+    size_t done = 0;
+    int rc = n ? write_all(w->data_fd, data, n, &done) : 0;
+    w->end += done;
+    /* an entry even after a short write: it covers what did reach the disk */
+    if ((done || flags) && add_entry(w, ts_ns, seq, flags) < 0)
+        rc = -1;
+    return rc;
 }
 
 long log_parse_record(const char *buf, size_t n, log_record *r)

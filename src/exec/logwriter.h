@@ -1,12 +1,19 @@
-/* On-disk job output: one file per stream (stdout.log, stderr.log), one record per line:
+/* On-disk job output, two files per stream, written by the job's shim and read by joblet:
  *
+ *   <stream>.data  the job's bytes, exactly as it wrote them (nothing added, nothing split)
+ *   <stream>.idx   one 32-byte entry (log_index_entry, host byte order) per piece the shim
+ *                  read from the job's pipe: when, where the piece ends in .data, and a
+ *                  sequence number shared by both streams of the job, which orders stdout
+ *                  against stderr exactly as the shim received them
+ *
+ * The index is what a reader trusts: bytes of .data past the last entry's end are not yet
+ * committed (or were written by a write cut short: the next entry's end covers them). Replay
+ * is thus large reads of .data (or sendfile of it when one stream is asked for), with no work
+ * per line; the time of a line is that of the piece it ends in.
+ *
+ * Jobs from before this format have one file per stream, <stream>.log, one record per line:
  *     <unix time in ns> SP <F|P> SP <bytes of the line without its newline> LF
- *
- * F = the job wrote a newline after the line; P = it did not (a partial line flushed at
- * LOGW_LINE_MAX bytes or at end of stream). The job's bytes are stored unchanged; the
- * record's own LF is never part of the data, so any byte but LF round-trips. A write cut
- * short (disk full) can leave one shortened record or a line that is not a record; the writer
- * ends it with an LF before its next record, and readers skip lines that are not records. */
+ * (F = a newline followed, P = it did not); log_parse_record reads them. */
 #ifndef JOBLET_LOGWRITER_H
 #define JOBLET_LOGWRITER_H
 
@@ -14,30 +21,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LOGW_LINE_MAX 16384
+/* One piece of a stream, as the index holds it. */
+typedef struct log_index_entry {
+    int64_t ts_ns;       /* CLOCK_REALTIME when the shim read it */
+    uint64_t end;        /* offset in .data just past its bytes (it starts at the previous end) */
+    uint64_t seq;        /* 1, 2, ... across both streams of the job */
+    uint32_t flags;      /* LOG_IDX_* */
+    uint32_t reserved;   /* 0 */
+} log_index_entry;
+_Static_assert(sizeof(log_index_entry) == 32, "the index entry is 32 bytes on disk");
+
+/* The stream reached its cap (jobs.max_log_bytes) here: the rest of it was discarded. */
+#define LOG_IDX_CAPPED 1u
 
 typedef struct logw {
-    int fd;                 /* -1 until the first byte: a job that writes nothing creates nothing */
+    int data_fd, idx_fd;    /* -1 until the first byte: a job that writes nothing creates nothing */
     int dirfd;
-    const char *name;
-    size_t len;
-    uint64_t bytes_written;
-    uint64_t cap;           /* the file's most bytes (jobs.max_log_bytes); 0 = no cap */
+    char data_name[24], idx_name[24];
+    uint64_t end;           /* bytes in .data */
+    uint64_t idx_bytes;     /* bytes in .idx */
+    uint64_t cap;           /* .data and .idx together at most this; 0 = no cap */
     bool capped;            /* the cap was reached: the rest of the stream is discarded */
-    bool torn;              /* a failed write left the file's last record without its LF */
-    char line[LOGW_LINE_MAX];
 } logw;
 
-/* cap: the most bytes the file may hold, the closing record included; 0 = no cap. Once a
- * record would pass it, the writer appends one record saying so and drops the rest of the
- * stream (the job is never blocked: its pipe is still read). */
-void logw_init(logw *w, int dirfd, const char *name, uint64_t cap);
-/* Room kept under the cap for the record that says it was reached. */
-#define LOGW_CAP_NOTE_MAX 200
-/* Splits data into records stamped with ts_ns and appends them with one write(). */
-int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns);
-/* Writes a pending partial line (end of stream). */
-int logw_flush(logw *w, int64_t ts_ns);
+/* stream: "stdout" or "stderr" (the files' names). cap: the most bytes the two files may hold
+ * together, 0 = none. Once a piece would pass it, the whole lines of it that fit are kept, an
+ * entry flagged LOG_IDX_CAPPED follows, and the rest of the stream is dropped (the job is
+ * never blocked: its pipe is still read). */
+void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap);
+/* Appends one piece read from the job: its bytes to .data, then its entry to .idx. */
+int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns, uint64_t seq);
+
+/* The note a reader shows where a stream was capped (cap: the stream's jobs.max_log_bytes). */
+int log_cap_note(char *out, size_t outlen, const char *stream, uint64_t cap);
+
+/* ---- the old format (read only) ---- */
 
 typedef struct log_record {
     int64_t ts_ns;

@@ -4,8 +4,10 @@
 
 #define SHIM_STARTED  "started"      /* "<init pid> <start ms>" once the command runs */
 #define SHIM_STATUS   "status.json"  /* how the job ended; written once, atomically */
-#define SHIM_STDOUT   "stdout.log"
-#define SHIM_STDERR   "stderr.log"
+/* the job's output: <stream>.data and <stream>.idx (logwriter.h); <stream>.log for jobs
+ * written before that format */
+#define SHIM_STDOUT_LEGACY "stdout.log"
+#define SHIM_STDERR_LEGACY "stderr.log"
 #define SHIM_LOG      "shim.log"     /* the shim's own diagnostics */
 #define SHIM_NOTIFY_FD 3             /* optional pipe to the daemon: "S <pid> <ms>\n", "E\n" */
 #define SHIM_DEVFILTER_FD 4          /* optional: loaded eBPF filter for the default devices */

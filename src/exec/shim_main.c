@@ -35,6 +35,7 @@ typedef struct shim {
     pid_t init;
     int out_r, err_r, status_r;
     logw out, err;
+    uint64_t log_seq;        /* the last piece of output's number, across both streams */
     int64_t started_ms, ended_ms;
     int stop_requested, kill_requested, timed_out, killed;
     int tfd_runtime, tfd_grace;
@@ -105,19 +106,20 @@ static void hard_kill(shim *sh)
         kill(sh->init, SIGKILL);
 }
 
+/* One read of the job's pipe, as one piece of its log (logwriter.h); its sequence number
+ * orders it against the other stream's pieces. */
 static int pump(shim *sh, int *fd, logw *w)
 {
-    char buf[65536];
+    static char buf[1 << 18];
     ssize_t n = read(*fd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return 0;
     if (n <= 0) {
-        logw_flush(w, now_ns());
         close(*fd);
         *fd = -1;
         return 0;
     }
-    if (logw_feed(w, buf, (size_t)n, now_ns()) < 0)
+    if (logw_feed(w, buf, (size_t)n, now_ns(), ++sh->log_seq) < 0)
         shim_log(sh, "writing job output failed: %s", strerror(errno));
     return 0;
 }
@@ -447,8 +449,8 @@ static int shim_run(const char *dir)
         write_status(&sh, 0, 0, &none);
         return 1;
     }
-    logw_init(&sh.out, sh.dirfd, SHIM_STDOUT, sh.spec.log_max_bytes);
-    logw_init(&sh.err, sh.dirfd, SHIM_STDERR, sh.spec.log_max_bytes);
+    logw_init(&sh.out, sh.dirfd, "stdout", sh.spec.log_max_bytes);
+    logw_init(&sh.err, sh.dirfd, "stderr", sh.spec.log_max_bytes);
     if (start_job(&sh, notify_fd) < 0 || sh.error[0]) {
         if (sh.init > 0) {
             int st;

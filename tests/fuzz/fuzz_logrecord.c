@@ -1,11 +1,11 @@
-/* The shim's log records (src/exec/logwriter.c). Two halves:
- *   - the reader, log_parse_record, on the fuzzer's bytes as a log file: record after record,
- *     skipping a line that is not one, as the daemon's readers do;
- *   - the writer against the reader: the fuzzer's bytes (after two control bytes) are the
- *     job's output, fed to a logw in chunks the control bytes choose; the file it writes,
- *     read back record by record, must give exactly those bytes (F records with their
- *     newline, P records without), or with a cap, a file no larger than the cap that ends
- *     with the record saying so. */
+/* The shim's log files (src/exec/logwriter.c). Two halves:
+ *   - the old format's reader, log_parse_record, on the fuzzer's bytes as a log file: record
+ *     after record, skipping a line that is not one, as the daemon's reader does;
+ *   - the writer: the fuzzer's bytes (after two control bytes) are the job's output, fed to a
+ *     logw in pieces the control bytes choose; its .data must be exactly those bytes and its
+ *     index one entry per piece with growing ends, the last at .data's end; with a cap, the
+ *     two files together no larger than the cap, whole lines kept, and the last entry saying
+ *     the stream was capped. */
 #include <fcntl.h>
 #include <stdbool.h>
 #include <sys/stat.h>
@@ -18,7 +18,8 @@ static char dir[] = "/tmp/fuzz-logrecord-XXXXXX";
 
 static void cleanup(void)
 {
-    unlinkat(dirfd_, "out.log", 0);
+    unlinkat(dirfd_, "out.data", 0);
+    unlinkat(dirfd_, "out.idx", 0);
     rmdir(dir);
 }
 
@@ -57,24 +58,17 @@ static size_t read_log(const char *buf, size_t n, void (*fn)(const log_record *,
     return garbage;
 }
 
-typedef struct rebuilt {
-    char *p;
-    size_t len;
-    size_t records;
-    const log_record *last;
-    bool last_is_note;
-} rebuilt;
-
-static void append(const log_record *r, void *ud)
+static char *slurp(const char *name, size_t *len)
 {
-    rebuilt *b = ud;
-    b->p = realloc(b->p, b->len + r->len + 1);
-    memcpy(b->p + b->len, r->data, r->len);
-    b->len += r->len;
-    if (r->newline)
-        b->p[b->len++] = '\n';
-    b->records++;
-    b->last_is_note = r->len > 8 && !memcmp(r->data, "joblet: ", 8);
+    int fd = openat(dirfd_, name, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    FUZZ_ASSERT(fd >= 0 && fstat(fd, &st) == 0, "open %s", name);
+    char *file = malloc((size_t)st.st_size + 1);
+    FUZZ_ASSERT(pread(fd, file, (size_t)st.st_size, 0) == st.st_size, "pread");
+    close(fd);
+    unlinkat(dirfd_, name, 0);
+    *len = (size_t)st.st_size;
+    return file;
 }
 
 static void write_and_read(const uint8_t *data, size_t size)
@@ -83,43 +77,50 @@ static void write_and_read(const uint8_t *data, size_t size)
         return;
     uint8_t chunking = data[0], capping = data[1];
     data += 2, size -= 2;
-    /* cap 0 (none) or 400 bytes to some kilobytes: the note needs LOGW_CAP_NOTE_MAX of it */
-    uint64_t cap = capping & 1 ? 400 + (uint64_t)(capping >> 1) * 64 : 0;
+    /* cap 0 (none) or 128 bytes to some kilobytes */
+    uint64_t cap = capping & 1 ? 128 + (uint64_t)(capping >> 1) * 64 : 0;
     logw w;
-    logw_init(&w, dirfd_, "out.log", cap);
+    logw_init(&w, dirfd_, "out", cap);
     size_t at = 0, k = 0;
     while (at < size) {
-        size_t chunk = 1 + (chunking * 131u + k++ * 17u) % 600u;
+        size_t chunk = 1 + (chunking * 131u + k * 17u) % 600u;
         if (chunk > size - at)
             chunk = size - at;
-        FUZZ_ASSERT(logw_feed(&w, (const char *)data + at, chunk, 1767225600000000000ll + (int64_t)k) == 0, "feed");
+        k++;
+        FUZZ_ASSERT(logw_feed(&w, (const char *)data + at, chunk, 1767225600000000000ll + (int64_t)k, k) == 0,
+                    "feed");
         at += chunk;
     }
-    FUZZ_ASSERT(logw_flush(&w, 1767225600000000000ll + (int64_t)k + 1) == 0, "flush");
-    rebuilt b = {0};
-    if (w.fd >= 0) {
-        close(w.fd); /* the writer's is write-only */
-        int fd = openat(dirfd_, "out.log", O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        FUZZ_ASSERT(fd >= 0 && fstat(fd, &st) == 0, "open the log");
-        char *file = malloc((size_t)st.st_size + 1);
-        FUZZ_ASSERT(pread(fd, file, (size_t)st.st_size, 0) == st.st_size, "pread");
-        close(fd);
-        unlinkat(dirfd_, "out.log", 0);
-        size_t garbage = read_log(file, (size_t)st.st_size, append, &b);
-        FUZZ_ASSERT(garbage == 0, "the writer wrote %zu bytes that are not records", garbage);
-        if (cap) {
-            FUZZ_ASSERT((uint64_t)st.st_size <= cap, "%lld bytes under a cap of %llu", (long long)st.st_size,
-                        (unsigned long long)cap);
-            FUZZ_ASSERT(!w.capped || b.last_is_note, "capped without the closing record");
-        }
-        free(file);
+    if (w.data_fd < 0) {
+        FUZZ_ASSERT(size == 0, "%zu bytes and no file", size);
+        return;
     }
-    if (!w.capped) {
-        FUZZ_ASSERT(b.len == size && (size == 0 || !memcmp(b.p, data, size)),
-                    "%zu bytes written, %zu read back", size, b.len);
+    close(w.data_fd);
+    close(w.idx_fd);
+    size_t dlen, ilen;
+    char *d = slurp("out.data", &dlen), *idx = slurp("out.idx", &ilen);
+    FUZZ_ASSERT(ilen % sizeof(log_index_entry) == 0, "an index of %zu bytes", ilen);
+    size_t n = ilen / sizeof(log_index_entry);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        log_index_entry e;
+        memcpy(&e, idx + i * sizeof e, sizeof e);
+        FUZZ_ASSERT(e.end >= prev && e.seq == i + 1 && e.reserved == 0, "entry %zu", i);
+        FUZZ_ASSERT(e.flags == 0 || (e.flags == LOG_IDX_CAPPED && i == n - 1), "entry %zu's flags", i);
+        prev = e.end;
     }
-    free(b.p);
+    FUZZ_ASSERT(prev == dlen, "the index ends at %llu of %zu bytes", (unsigned long long)prev, dlen);
+    if (cap) {
+        FUZZ_ASSERT(dlen + ilen <= cap, "%zu bytes under a cap of %llu", dlen + ilen, (unsigned long long)cap);
+        FUZZ_ASSERT(!dlen || d[dlen - 1] == '\n' || !w.capped, "a capped stream keeps whole lines");
+    }
+    if (!w.capped)
+        FUZZ_ASSERT(dlen == size && (size == 0 || !memcmp(d, data, size)), "%zu bytes written, %zu read back", size,
+                    dlen);
+    else
+        FUZZ_ASSERT(dlen <= size && !memcmp(d, data, dlen), "a capped stream is a start of the output");
+    free(d);
+    free(idx);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -254,14 +254,16 @@ int shim_spawn(const char *shim_path, const char *dir, const char *arg2, int std
     FUZZ_ASSERT(dfd >= 0, "open %s", dir);
     /* its output: the command line, as the job would print it */
     logw w;
-    logw_init(&w, dfd, "stdout.log", s.log_max_bytes);
+    logw_init(&w, dfd, "stdout", s.log_max_bytes);
+    uint64_t seq = 0;
     for (char **a = s.argv; *a; a++) {
-        logw_feed(&w, *a, strlen(*a), now_ns());
-        logw_feed(&w, a[1] ? " " : "\n", 1, now_ns());
+        logw_feed(&w, *a, strlen(*a), now_ns(), ++seq);
+        logw_feed(&w, a[1] ? " " : "\n", 1, now_ns(), ++seq);
     }
-    logw_flush(&w, now_ns());
-    if (w.fd >= 0)
-        close(w.fd);
+    if (w.data_fd >= 0)
+        close(w.data_fd);
+    if (w.idx_fd >= 0)
+        close(w.idx_fd);
     const char *base = strrchr(s.argv[0], '/');
     base = base ? base + 1 : s.argv[0];
     int64_t now = now_ms();

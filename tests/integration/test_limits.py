@@ -328,17 +328,20 @@ def test_status_json_reports_limits_as_given(daemon):
 
 
 def test_log_cap_per_stream(fresh_daemon):
-    """jobs.max_log_bytes: each stream's file stops at the cap with a record saying so; the job is
-    not blocked (it finishes), the other stream has a cap of its own, and status shows the limit."""
+    """jobs.max_log_bytes: each stream's files (data and index together) stop at the cap, whole
+    lines kept, and the reader says so where it stopped; the job is not blocked (it finishes), the
+    other stream has a cap of its own, and status shows the limit."""
     d = fresh_daemon("jobs:\n  max_log_bytes: 1MB\n")
     jid = d.submit("sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x | fold -w 99; echo err >&2; echo done")
     job = d.wait(jid)
     assert job["status"] == "COMPLETED", job
     assert job["limits"]["max_log_bytes"] == 1 << 20
-    size = os.path.getsize(os.path.join(d.state, "jobs", jid, "stdout.log"))
-    assert (1 << 20) - 400 < size <= 1 << 20, size
+    files = [os.path.join(d.state, "jobs", jid, f) for f in ("stdout.data", "stdout.idx")]
+    size = sum(os.path.getsize(f) for f in files)
+    assert (1 << 20) - 200 < size <= 1 << 20, size
+    assert os.path.getsize(files[0]) % 100 == 0   # whole lines of 99 x and a newline
     out = d.rnx("job", "log", jid, check=True)
-    assert out.stdout.endswith("joblet: stdout.log reached its cap of 1048576 bytes (jobs.max_log_bytes); "
+    assert out.stdout.endswith("joblet: stdout reached its cap of 1048576 bytes (jobs.max_log_bytes); "
                                "the rest of the stream was discarded\n")
     assert "done" not in out.stdout.splitlines()[-2:]
     assert out.stderr == "err\n"

@@ -119,7 +119,7 @@ def test_sigterm_of_daemon_leaves_jobs_running(fresh_daemon):
     assert d.proc.returncode == 0, d.log()
     assert alive(pid), "the job's shim ended with the daemon"
     # the job keeps writing output with no daemon around
-    out = os.path.join(d.state, "jobs", jid, "stdout.log")
+    out = os.path.join(d.state, "jobs", jid, "stdout.data")
     size = os.path.getsize(out)
     wait_until(lambda: os.path.getsize(out) > size, 10, "the job wrote nothing while the daemon was down")
     d.start()
