@@ -296,82 +296,13 @@ typedef struct log_state {
     uint32_t left;
     int64_t ts;
     buf_t endrec;      /* the end frame's JSON */
+    buf_t stamped;     /* --timestamps: a piece with its times, to write at once */
     bool midline[2];   /* --timestamps: stdout, stderr are in the middle of a line */
     char last_out;     /* last byte written to stdout, to end a note on a fresh line */
     json_t *end;       /* the final {"end": true, ...} record once seen */
     char bad[160];     /* why a record could not be read, "" when all were fine */
     int werr;          /* errno of a failed write of the output, 0 when none */
 } log_state;
-
-static int write_all(FILE *f, const char *p, size_t n)
-{
-    if (n && fwrite(p, 1, n, f) != n)
-        return -1;
-    return fflush(f);
-}
-
-/* Writes one output record to stdout or stderr, flushed so interleaving stays close to the
- * job's own and a pipe reader sees each line as it comes. */
-static int write_record(json_t *rec, log_state *s)
-{
-    const char *stream = jstr(rec, "stream");
-    FILE *f = stream && strcmp(stream, "stderr") == 0 ? stderr : stdout;
-    json_t *data = json_object_get(rec, "data");
-    const char *p;
-    size_t n;
-    char *raw = NULL;
-    if (json_is_string(data)) {
-        p = json_string_value(data);
-        n = json_string_length(data);
-    } else {
-        const char *b64 = jstr(rec, "data_b64");
-        if (!b64) {
-            snprintf(s->bad, sizeof s->bad, "a log record has neither data nor data_b64");
-            return -1;
-        }
-        p = raw = b64_decode(b64, strlen(b64), &n);
-        if (!raw) {
-            snprintf(s->bad, sizeof s->bad, "a log record's data_b64 is not base64");
-            return -1;
-        }
-    }
-    if (f == stdout && n)
-        s->last_out = p[n - 1];
-    int r = write_all(f, p, n);
-    free(raw);
-    return r;
-}
-
-static int on_log_line(const char *line, size_t len, void *ud)
-{
-    log_state *s = ud;
-    json_error_t je;
-    json_t *rec = json_loadb(line, len, JSON_ALLOW_NUL, &je);
-    int ret = 0;
-    if (s->raw) {
-        /* print first: --json passes the records through even when this client cannot read them */
-        ret = write_all(stdout, line, len) < 0 || write_all(stdout, "\n", 1) < 0 ? -1 : 0;
-        if (ret < 0)
-            s->werr = errno;
-        if (rec && json_is_true(json_object_get(rec, "end")) && !s->end)
-            s->end = json_incref(rec);
-        json_decref(rec);
-        return ret;
-    }
-    if (!json_is_object(rec)) {
-        snprintf(s->bad, sizeof s->bad, "joblet sent a log record that is not a JSON object: %.60s", line);
-        json_decref(rec);
-        return -1;
-    }
-    if (json_is_true(json_object_get(rec, "end"))) {
-        if (!s->end)
-            s->end = json_incref(rec);
-    } else if ((ret = write_record(rec, s)) < 0 && !s->bad[0]) {
-        s->werr = errno;
-    }
-    json_decref(rec);
-    return ret;
-}
 
 /* Writes n bytes of the job's output to fd 1 or 2 at once (rnx prints nothing else meanwhile). */
 static int out_bytes(log_state *s, int fd, const char *p, size_t n)
@@ -392,7 +323,8 @@ static int out_bytes(log_state *s, int fd, const char *p, size_t n)
     return 0;
 }
 
-/* A frame's payload, or part of it: as it is, or (--timestamps) with the time before each line. */
+/* A frame's payload, or part of it: as it is, or (--timestamps) with the time before each
+ * line, put together in s->stamped and written in one go. */
 static int frame_payload(log_state *s, const char *p, size_t n)
 {
     int fd = s->stream == LOGFRAME_STDERR ? STDERR_FILENO : STDOUT_FILENO;
@@ -403,18 +335,18 @@ static int frame_payload(log_state *s, const char *p, size_t n)
     format_ns_us(s->ts, t, sizeof t);
     size_t tl = strlen(t);
     t[tl++] = ' ';
+    s->stamped.len = 0;
     while (n) {
-        if (!*mid && out_bytes(s, fd, t, tl) < 0)
-            return -1;
+        if (!*mid)
+            buf_add(&s->stamped, t, tl);
         const char *nl = memchr(p, '\n', n);
         size_t take = nl ? (size_t)(nl - p) + 1 : n;
-        if (out_bytes(s, fd, p, take) < 0)
-            return -1;
+        buf_add(&s->stamped, p, take);
         *mid = !nl;
         p += take;
         n -= take;
     }
-    return 0;
+    return out_bytes(s, fd, s->stamped.data, s->stamped.len);
 }
 
 /* Reads the framed stream as it comes, in pieces of any size. */
@@ -460,6 +392,38 @@ static int on_frames(const char *p, size_t n, void *ud)
     return 0;
 }
 
+/* --json: the NDJSON records as they come, written a piece at a time; only the end record is
+ * parsed (it is kept for the exit code). */
+static int on_ndjson(const char *p, size_t n, void *ud)
+{
+    log_state *s = ud;
+    const char *last_nl = n ? memrchr(p, '\n', n) : NULL;
+    if (!last_nl) {
+        buf_add(&s->endrec, p, n);   /* a record still coming */
+        return 0;
+    }
+    size_t whole = (size_t)(last_nl - p) + 1;
+    /* the records completed now: what was pending, then this piece up to its last newline */
+    buf_add(&s->endrec, p, whole);
+    const char *r = s->endrec.data, *end = r + s->endrec.len;
+    while (r < end) {
+        const char *nl = memchr(r, '\n', (size_t)(end - r));
+        size_t len = (size_t)(nl - r);
+        if (len > 7 && !memcmp(r, "{\"end\"", 6) && !s->end) {
+            s->end = json_loadb(r, len, 0, NULL);
+            if (!json_is_true(json_object_get(s->end, "end"))) {
+                json_decref(s->end);
+                s->end = NULL;
+            }
+        }
+        r = nl + 1;
+    }
+    int rc = out_bytes(s, STDOUT_FILENO, s->endrec.data, s->endrec.len);
+    s->endrec.len = 0;
+    buf_add(&s->endrec, p + whole, n - whole);
+    return rc;
+}
+
 /* Streams a job's log: the framed form (large writes of the job's bytes), or the NDJSON
  * records for --json. Returns 0 when the answer ended normally (s->end tells whether the
  * job's end was seen), or an exit code after printing why. */
@@ -467,11 +431,16 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 {
     char *path = job_path(c, id, query);
     jerr e = {0};
-    int r = s->raw ? client_stream(c, path, on_log_line, s, &e)
+    int r = s->raw ? client_stream_bytes(c, path, "application/x-ndjson", on_ndjson, s, &e)
                    : client_stream_bytes(c, path, LOGFRAME_CTYPE, on_frames, s, &e);
+    if (r == 0 && s->raw && s->endrec.len)   /* a last record without its newline */
+        r = out_bytes(s, STDOUT_FILENO, s->endrec.data, s->endrec.len) < 0 || out_bytes(s, STDOUT_FILENO, "\n", 1) < 0
+                ? (e.code = ECANCELED, -1)
+                : 0;
     free(path);
     free(s->endrec.data);
-    s->endrec = (buf_t){0};
+    free(s->stamped.data);
+    s->endrec = s->stamped = (buf_t){0};
     if (r == 0)
         return 0;
     if (e.code == ECANCELED) {
