@@ -256,35 +256,71 @@ static uint64_t first_after_seq(const src *s, uint64_t seq, uint64_t lo)
     return lo;
 }
 
+/* A place in a stream: byte off of .data, in entry k. */
+typedef struct spot {
+    uint64_t k, off;
+} spot;
+
+/* The last newline of stream s before `before` (exclusive), not before entry lo: its spot,
+ * or false when there is none. buf: BLOCK_BULK bytes of scratch. */
+static bool newline_before(const src *s, spot before, uint64_t lo, char *buf, spot *found)
+{
+    uint64_t k = before.k, end = before.off;
+    for (;;) {
+        uint64_t start = entry_start(s, k);
+        if (start < s->pos)
+            start = s->pos;
+        while (end > start) {
+            size_t w = end - start > BLOCK_BULK ? BLOCK_BULK : (size_t)(end - start);
+            if (pread(s->data_fd, buf, w, (off_t)(end - w)) != (ssize_t)w)
+                return false;
+            const char *nl = memrchr(buf, '\n', w);
+            if (nl) {
+                *found = (spot){k, end - w + (uint64_t)(nl - buf)};
+                return true;
+            }
+            end -= w;
+        }
+        if (k <= lo)
+            return false;
+        k--;
+        log_index_entry e;
+        if (!entry_at(s, k, &e))
+            return false;
+        end = e.end;
+    }
+}
+
 /* Moves the sources' starts so that the replay holds the last n lines of the streams asked
- * for, counted in the shim's order from the end (a stream's closing newline ends its last
- * line, it does not start another). Each source's start is already where --since puts it. */
+ * for. A line belongs where it ends (its newline, or the end of its stream for a last line
+ * without one); walking back through both streams in the shim's order, the n-th such end
+ * found is the cut, and each stream then starts just after its last newline before the cut.
+ * Each source's start is already where --since puts it. */
 static void start_at_tail(follower *f, uint64_t n)
 {
-    if (n == 0) {   /* nothing of the past: from the ends on */
-        for (int i = 0; i < 2; i++) {
-            src *s = &f->s[i];
-            if (!s->on || s->idx_fd < 0)
-                continue;
-            s->next = idx_entries(s);
-            s->pos = entry_start(s, s->next);
-            s->have = false;
-        }
-        return;
-    }
     uint64_t lo[2], k[2];
-    bool valid[2], last_byte[2];
+    bool valid[2], last[2];
     for (int i = 0; i < 2; i++) {
         src *s = &f->s[i];
-        valid[i] = s->on && s->idx_fd >= 0;
         lo[i] = s->next;
-        k[i] = valid[i] ? idx_entries(s) : 0;
-        valid[i] = valid[i] && k[i] > lo[i];
-        last_byte[i] = true;
+        k[i] = s->on && s->idx_fd >= 0 ? idx_entries(s) : 0;
+        valid[i] = k[i] > lo[i];
+        last[i] = true;   /* the walk is still at the stream's end */
+    }
+    if (n == 0) {   /* nothing of the past: from the ends on */
+        for (int i = 0; i < 2; i++)
+            if (valid[i]) {
+                f->s[i].next = k[i];
+                f->s[i].pos = entry_start(&f->s[i], k[i]);
+            }
+        return;
     }
     char *buf = xmalloc(BLOCK_BULK);
     uint64_t seen = 0;
-    while (valid[0] || valid[1]) {
+    int cut_i = -1;
+    spot cut = {0};
+    uint64_t cut_seq = 0;
+    while (cut_i < 0 && (valid[0] || valid[1])) {
         log_index_entry e[2];
         for (int i = 0; i < 2; i++)
             if (valid[i] && !entry_at(&f->s[i], k[i] - 1, &e[i]))
@@ -296,40 +332,58 @@ static void start_at_tail(follower *f, uint64_t n)
         uint64_t start = entry_start(s, k[i] - 1), end = e[i].end;
         if (start < s->pos)
             start = s->pos;
-        /* backwards through the piece, a window at a time */
-        while (end > start) {
+        bool first = last[i];
+        last[i] = false;
+        while (cut_i < 0 && end > start) {
             size_t w = end - start > BLOCK_BULK ? BLOCK_BULK : (size_t)(end - start);
-            ssize_t got = pread(s->data_fd, buf, w, (off_t)(end - w));
-            if (got != (ssize_t)w)
+            if (pread(s->data_fd, buf, w, (off_t)(end - w)) != (ssize_t)w)
                 break;
             for (size_t b = w; b-- > 0;) {
-                if (buf[b] != '\n')
-                    continue;
-                if (last_byte[i] && b == w - 1 && end == e[i].end && k[i] == idx_entries(s)) {
-                    last_byte[i] = false;   /* the stream's closing newline */
-                    continue;
-                }
-                if (++seen >= n) {
-                    /* start just after this newline; the other stream after this piece */
-                    s->next = k[i] - 1;
-                    s->pos = end - w + b + 1;
-                    s->have = false;
-                    src *o = &f->s[!i];
-                    if (o->on && o->idx_fd >= 0) {
-                        o->next = first_after_seq(o, e[i].seq, lo[!i]);
-                        o->pos = entry_start(o, o->next);
-                        o->have = false;
+                bool ends_line = buf[b] == '\n';
+                /* a last line without a newline ends where the stream ends */
+                uint64_t at = end - w + b;
+                if (first && b == w - 1 && !ends_line) {
+                    if (++seen == n) {
+                        cut_i = i, cut = (spot){k[i] - 1, at + 1}, cut_seq = e[i].seq;
+                        break;
                     }
-                    free(buf);
-                    return;
+                }
+                first = false;
+                if (ends_line && ++seen == n) {
+                    cut_i = i, cut = (spot){k[i] - 1, at}, cut_seq = e[i].seq;
+                    break;
                 }
             }
-            last_byte[i] = false;
             end -= w;
         }
-        last_byte[i] = false;
         if (--k[i] <= lo[i])
             valid[i] = false;
+    }
+    if (cut_i >= 0) {
+        /* each stream from just after its last newline before the cut */
+        for (int i = 0; i < 2; i++) {
+            src *s = &f->s[i];
+            if (!s->on || s->idx_fd < 0 || idx_entries(s) <= lo[i])
+                continue;
+            spot before = cut, nl;
+            if (i != cut_i) {
+                uint64_t after = first_after_seq(s, cut_seq, lo[i]);   /* its pieces before the cut's */
+                if (after == lo[i]) {
+                    before = (spot){lo[i], s->pos};   /* none: from its start */
+                } else {
+                    log_index_entry e;
+                    before = (spot){after - 1, entry_at(s, after - 1, &e) ? e.end : 0};
+                }
+            }
+            if (newline_before(s, before, lo[i], buf, &nl)) {
+                log_index_entry e;
+                s->next = nl.k;
+                s->pos = nl.off + 1;
+                if (entry_at(s, nl.k, &e) && s->pos >= e.end)   /* the newline ended its piece */
+                    s->next = nl.k + 1;
+            }
+            s->have = false;
+        }
     }
     free(buf);   /* fewer lines than asked for: all of them, from the starts as they are */
 }
