@@ -134,6 +134,15 @@ struct MHD_Response *MHD_create_response_from_fd(uint64_t size, int fd)
     return MHD_create_response_from_buffer(n > 0 ? (size_t)n : 0, data, MHD_RESPMEM_MUST_FREE);
 }
 
+/* a job's one stream, ended, raw: the same */
+struct MHD_Response *MHD_create_response_from_fd_at_offset64(uint64_t size, int fd, uint64_t offset)
+{
+    char *data = malloc(size + 1);
+    ssize_t n = pread(fd, data, size, (off_t)offset);
+    close(fd);
+    return MHD_create_response_from_buffer(n > 0 ? (size_t)n : 0, data, MHD_RESPMEM_MUST_FREE);
+}
+
 enum MHD_Result MHD_set_connection_option(struct MHD_Connection *c, enum MHD_CONNECTION_OPTION option, ...)
 {
     return MHD_YES;

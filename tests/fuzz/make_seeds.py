@@ -340,6 +340,9 @@ def routes_seeds():
         req("POST", "/v1/jobs", {"command": "echo", "args": ["hello", "world"], "name": "greet"}),
         req("GET", "/v1/jobs/{job}/logs?stream=stdout"),
         req("GET", "/v1/jobs/{job}/logs?follow=1&stream=all"),
+        req("GET", "/v1/jobs/{job}/logs?format=frames&tail=1&since=2026-01-01T00:00:00.5Z"),
+        req("GET", "/v1/jobs/{job}/logs?format=raw&stream=stdout"),
+        req("GET", "/v1/jobs/{job}/logs?format=ndjson&tail=0"),
         req("GET", "/v1/jobs/{job}/metrics"),
         req("GET", "/v1/jobs?status=COMPLETED"),
         req("DELETE", "/v1/jobs/{job}")))
