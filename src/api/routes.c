@@ -136,12 +136,17 @@ static enum MHD_Result delete_all(request *r)
     return http_reply_json(r->conn, 200, json_pack("{s:i}", "deleted", (int)n));
 }
 
-/* An RFC 3339 time, with its fraction of a second, in ns since the epoch. */
+/* An RFC 3339 time, with its fraction of a second, in ns since the epoch (clamped to what an
+ * int64 of ns holds: 1677 to 2262). */
 static int time_ns(const char *s, int64_t *ns)
 {
     time_t t;
     if (parse_rfc3339(s, &t) < 0)
         return -1;
+    if (t >= INT64_MAX / 1000000000 || t <= INT64_MIN / 1000000000) {
+        *ns = t > 0 ? INT64_MAX : INT64_MIN;
+        return 0;
+    }
     int64_t frac = 0, scale = 100000000;
     if (s[19] == '.')
         for (const char *p = s + 20; *p >= '0' && *p <= '9'; p++, scale /= 10)
