@@ -102,7 +102,8 @@ static void usage(FILE *f)
             "  --help              show this help\n"
             "\n"
             "Exit status: 0 after a shutdown by SIGTERM or SIGINT, 1 when joblet could not start or\n"
-            "failed, 2 for a bad command line or configuration file.\n",
+            "failed, 2 for a bad command line or configuration file, 3 when the state directory's\n"
+            "database was written by a newer joblet (a downgrade: refused, the database untouched).\n",
             def.state_dir, def.socket, levels[def.log_level]);
 }
 
@@ -343,7 +344,7 @@ int main(int argc, char **argv)
     }
     if (loop_init() < 0 || setup(&e) < 0) {
         log_err("%s", e.msg[0] ? e.msg : strerror(errno));
-        return 1;
+        return e.code == DB_NEWER_SCHEMA ? 3 : 1;
     }
     w_signal = (watch){signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), on_signal, NULL};
     loop_add(&w_signal);

@@ -95,7 +95,7 @@ static int refuse_newer(db *d, const char *path, jerr *e)
     if (have < 0)
         return jerr_set(e, EIO, "cannot read the schema version of %s: %s", path, sqlite3_errmsg(d->h));
     if (have > want)
-        return jerr_set(e, EPROTO,
+        return jerr_set(e, DB_NEWER_SCHEMA,
                         "%s has schema version %d, newer than joblet " JOBLET_VERSION " knows (%d): it was written "
                         "by a newer joblet. Refusing to start rather than use or change it; install that joblet "
                         "again (downgrades are not supported) or start on another --state-dir",

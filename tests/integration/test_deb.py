@@ -12,6 +12,7 @@ started (policy-rc.d answers 101 while the package is installed, and on a machin
 systemd the maintainer scripts do not call systemctl at all); the restart after the upgrade is
 the one the maintainer scripts would order (`systemctl restart` with KillMode=process: SIGTERM
 to the daemon only, then ExecStart again), done by hand."""
+import glob
 import json
 import os
 import shutil
@@ -118,6 +119,7 @@ def leftovers(owned):
     symlinks and deb-systemd-helper's state, an /etc/joblet."""
     left = [f for f in owned if os.path.lexists(f) and not os.path.isdir(f)]
     left += [d for d in ("/usr/libexec/joblet", "/usr/share/doc/joblet", "/etc/joblet") if os.path.lexists(d)]
+    left += glob.glob("/var/lib/dpkg/info/joblet.*")
     for base in ("/etc/systemd/system", "/var/lib/systemd/deb-systemd-helper-enabled",
                  "/var/lib/systemd/deb-systemd-helper-masked"):
         for dp, _, fs in os.walk(base):

@@ -72,7 +72,8 @@ def systemd_analyze_verify(unit_path, man=True):
 
 def test_database_of_a_newer_schema_is_refused():
     """A downgrade: joblet refuses a joblet.db whose user_version is above the migrations it knows,
-    says why (path, both versions, what to do), exits 1 and leaves the file as it found it."""
+    says why (path, both versions, what to do), exits 3 (the unit does not restart it) and leaves
+    the file as it found it."""
     need_root()
     d = Daemon()
     try:
@@ -89,7 +90,7 @@ def test_database_of_a_newer_schema_is_refused():
         msg = str(err.value)
         assert "joblet.db has schema version 999, newer than joblet" in msg, msg
         assert "written by a newer joblet" in msg and "downgrades are not supported" in msg, msg
-        assert d.proc.returncode == 1
+        assert d.proc.returncode == 3
         assert open(db, "rb").read() == before, "the newer database was changed"
         assert not os.path.exists(db + "-wal"), "the newer database was switched to WAL"
         c = sqlite3.connect(db)
@@ -154,7 +155,7 @@ def test_unit_starts_joblet_without_a_config_file(destdir):
     man pages are checked on the installed package in test_deb.py)."""
     unit = open(os.path.join(destdir + PREFIX, "lib/systemd/system/joblet.service")).read()
     assert unit_exec_start(unit) == [PREFIX + "/sbin/joblet"]
-    for line in ("KillMode=process", "Delegate=yes", "NoNewPrivileges=yes", "StateDirectory=joblet",
+    for line in ("KillMode=process", "Delegate=yes", "RestartPreventExitStatus=2 3", "NoNewPrivileges=yes", "StateDirectory=joblet",
                  "RuntimeDirectory=joblet", "RuntimeDirectoryPreserve=yes"):
         assert line in unit.splitlines(), line
     where = tempfile.mkdtemp(prefix="joblet-unit-")
