@@ -70,6 +70,18 @@ def debs():
         shutil.rmtree(out, ignore_errors=True)
 
 
+def test_package_version_is_the_project_version():
+    """debian/changelog (a native package) carries meson.build's version: the .deb's name and
+    `joblet --version` agree."""
+    if not shutil.which("dpkg-parsechangelog"):
+        pytest.skip("dpkg-parsechangelog is not installed (Debian package dpkg-dev)")
+    info = json.loads(subprocess.run(["meson", "introspect", "--projectinfo", os.path.join(ROOT, "meson.build")],
+                                     capture_output=True, text=True, check=True).stdout)
+    version = subprocess.run(["dpkg-parsechangelog", "-S", "Version", "-l", os.path.join(ROOT, "debian/changelog")],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert version == info["version"], (version, info["version"])
+
+
 def field(deb, name):
     return subprocess.run(["dpkg-deb", "-f", deb, name], capture_output=True, text=True, check=True).stdout.strip()
 
