@@ -21,6 +21,7 @@
 #include "../exec/zygote.h"
 #include "counters.h"
 #include "gpu_spec.h"
+#include "isolation.h"
 #include "job_detail.h"
 #include "job_events.h"
 #include "jobs.h"
@@ -171,6 +172,24 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     nown = nmounts - g.nmounts;
     s.mounts = mounts;
     s.nmounts = nmounts;
+    /* gVisor: the shim renders this spec as an OCI bundle for runsc (exec/gvisor.h) */
+    char runsc_root[700], cdi[2048] = "";
+    const isolation_caps *ic = isolation_caps_get();
+    if (j->req.isolation && !strcmp(j->req.isolation, "gvisor")) {
+        snprintf(runsc_root, sizeof runsc_root, "%s/runsc", core.cfg.state_dir);
+        s.runsc = (char *)ic->runsc;
+        s.runsc_root = runsc_root;
+        s.runsc_platform = (char *)ic->platform;
+        s.runsc_nvproxy = j->gpus.n > 0 && ic->nvproxy;
+        /* the granted GPUs by their CDI names (joblet cdi generate names each by UUID) */
+        size_t n = 0;
+        for (size_t i = 0; i < j->gpus.n && n < sizeof cdi; i++)
+            n += (size_t)snprintf(cdi + n, sizeof cdi - n, "%snvidia.com/gpu=%s", i ? "," : "", j->gpus.g[i].uuid);
+        s.cdi_devices = cdi[0] ? cdi : NULL;
+        if (fd == 0 && !ic->gvisor) {
+            fd = jerr_set(e, ENOENT, "the job asks for gVisor, which this machine no longer has: %s", ic->why);
+        }
+    }
     if (fd == 0)
         fd = spec_to_fd(&s, e);
     if (fd >= 0)

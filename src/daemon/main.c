@@ -23,6 +23,7 @@
 #include "../exec/bpfdev.h"
 #include "../core/gpu_hold.h"
 #include "../core/gpus.h"
+#include "../core/isolation.h"
 #include "../core/health.h"
 #include "../core/incoming.h"
 #include "../core/jobs.h"
@@ -330,7 +331,7 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
-    if (gpus_init(&e) < 0) {
+    if (gpus_init(&e) < 0 || isolation_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }
