@@ -67,7 +67,11 @@ static int capture(const char *const *argv, char *out, size_t len)
     out[n] = 0;
     close(p[0]);
     int st;
-    if (waitpid(pid, &st, WNOHANG) == 0) {
+    pid_t w;
+    /* EOF comes as it exits, a moment before it can be reaped */
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0 && mono_ns() < deadline)
+        usleep(1000);
+    if (w != pid) {
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
         return -1;
