@@ -116,7 +116,6 @@ def test_gvisor_job_survives_daemon_kill9(fresh_daemon):
 @needs_runsc
 def test_require_gvisor_user_gets_gvisor_and_is_refused_native(fresh_daemon):
     d = fresh_daemon("isolation:\n  require_gvisor: nobody\n")
-    env = {}
     # as nobody (uid 65534): rnx through the socket, which the daemon identifies by SO_PEERCRED
     os.chmod(d.dir, 0o755)
     def rnx_as_nobody(*args):
@@ -127,11 +126,12 @@ def test_require_gvisor_user_gets_gvisor_and_is_refused_native(fresh_daemon):
     p = rnx_as_nobody("job", "run", "--isolation=native", "true")
     assert p.returncode != 0
     assert "isolation.require_gvisor lists 'nobody'" in p.stderr, p.stderr
-    p = rnx_as_nobody("job", "run", "--json", "cat", "/proc/version")
+    p = rnx_as_nobody("--json", "job", "run", "cat", "/proc/version")
     assert p.returncode == 0, p.stderr
     jid = json.loads(p.stdout)["id"]
     job = d.wait(jid)
-    assert job["request"]["isolation"] == "gvisor" if "request" in job else True
+    p = d.rnx("--json", "job", "status", "--detail", jid, check=True)
+    assert '"isolation": "gvisor"' in p.stdout or '"isolation":"gvisor"' in p.stdout, p.stdout
     assert "Linux version 4.4.0" in d.output(jid), d.output(jid)
     # root is not listed: native by default
     job, out, _ = d.run("cat", "/proc/version")
