@@ -136,3 +136,94 @@ def test_require_gvisor_user_gets_gvisor_and_is_refused_native(fresh_daemon):
     # root is not listed: native by default
     job, out, _ = d.run("cat", "/proc/version")
     assert out.strip() == open("/proc/version").read().strip()
+
+
+# ---- GPUs -----------------------------------------------------------------------------------
+
+from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes  # noqa: E402
+
+
+def gpu_daemon(fresh_daemon, tmp_path, name, runsc=None):
+    dev = tmp_path / "dev"
+    make_nodes(dev, name)
+    f = os.path.join(FIX, name)
+    backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
+    (tmp_path / "nocuda").mkdir()
+    iso = f"isolation:\n  runsc: {runsc}\n" if runsc else ""
+    return fresh_daemon(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+                        f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp_path}/nocuda\n{iso}",
+                        env={"FAKE_NVML_FIXTURE": f"{f}/machine.json"})
+
+
+@needs_runsc
+def test_gpu_job_under_debians_runsc_is_refused_with_the_version(fresh_daemon, tmp_path):
+    d = gpu_daemon(fresh_daemon, tmp_path, "dgx-h100")
+    version = subprocess.run([RUNSC, "--version"], capture_output=True, text=True).stdout.split()[2]
+    status, body = d.api("POST", "/v1/jobs", {"command": "true", "gpu_count": 1, "isolation": "gvisor"})
+    assert status == 400, body
+    msg = body["error"]["message"]
+    assert body["error"]["field"] == "isolation"
+    assert f"runsc {version}" in msg and "nvproxy" in msg, msg
+    p = d.rnx("job", "run", "--isolation=gvisor", "--gpu=1", "true")
+    assert p.returncode != 0 and f"runsc {version}" in p.stderr, p.stderr
+    # the same job natively is fine, and a gVisor job without GPUs too
+    assert d.api("POST", "/v1/jobs", {"command": "true", "gpu_count": 1})[0] == 201
+    p = d.rnx("--version", check=True)
+    assert f"isolation gvisor: available: runsc {version}" in p.stdout, p.stdout
+    assert "refused (this runsc has no nvproxy)" in p.stdout, p.stdout
+
+
+def test_gpu_job_with_nvproxy_runsc_gets_nvproxy_and_exactly_its_gpus(fresh_daemon, tmp_path):
+    d = gpu_daemon(fresh_daemon, tmp_path, "dgx-h100", runsc=FAKE)
+    p = d.rnx("--version", check=True)
+    assert "isolation gvisor: available: runsc release-20240101.0-fake, platform systrap, GPUs through nvproxy" \
+        in p.stdout, p.stdout
+    jid = d.submit("nvidia-smi", gpu_count=2, isolation="gvisor")
+    job = d.wait(jid)
+    assert job["exit_code"] == 0, job
+    assert d.output(jid) == "fake runsc ran the bundle\n"
+    jd = os.path.join(d.state, "jobs", jid)
+    argv = open(os.path.join(jd, "fake-runsc-argv")).read().splitlines()
+    assert "--nvproxy=true" in argv, argv
+    assert "--platform=systrap" in argv and "--network=none" in argv, argv
+    assert argv[-4:] == ["run", "--bundle", os.path.join(jd, "bundle"), jid], argv
+    assert any(a.startswith("--root=" + d.state) for a in argv), argv
+    cfg = json.load(open(os.path.join(jd, "fake-runsc-config.json")))
+    granted = sorted(g["minor"] for g in job["gpus"])
+    assert len(granted) == 2
+    gpu_nodes = sorted(x["minor"] for x in cfg["linux"]["devices"]
+                       if x["path"].startswith("/dev/nvidia") and x["path"][11:].isdigit())
+    assert gpu_nodes == granted, cfg["linux"]["devices"]
+    assert all(x["major"] == 195 for x in cfg["linux"]["devices"] if x["path"][11:].isdigit())
+    assert {"/dev/nvidiactl", "/dev/nvidia-uvm"} <= {x["path"] for x in cfg["linux"]["devices"]}
+    # the job's GPUs by CDI name, in the annotation
+    want = ",".join(f"nvidia.com/gpu={g['uuid']}" for g in job["gpus"])
+    assert cfg["annotations"]["cdi.k8s.io/joblet"] == want
+    assert any(e.startswith("NVIDIA_VISIBLE_DEVICES=") or e.startswith("CUDA_VISIBLE_DEVICES=")
+               for e in cfg["process"]["env"]), cfg["process"]["env"]
+    # a job without GPUs: no nvproxy
+    jid = d.submit("true", isolation="gvisor")
+    d.wait(jid)
+    argv = open(os.path.join(d.state, "jobs", jid, "fake-runsc-argv")).read().splitlines()
+    assert "--nvproxy=true" not in argv, argv
+
+
+def test_device_flag_grants_that_gpu(fresh_daemon, tmp_path):
+    d = gpu_daemon(fresh_daemon, tmp_path, "dgx-h100")
+    gpus = {g["index"]: g for g in machine("dgx-h100")["gpus"]}
+    p = d.rnx("--json", "job", "run", "--device=nvidia.com/gpu=1", "ls", "/dev", check=True)
+    jid = json.loads(p.stdout)["id"]
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED", job
+    assert [g["uuid"] for g in job["gpus"]] == [gpus[1]["uuid"]], job["gpus"]
+    nodes = sorted(n for n in d.output(jid).split() if n.startswith("nvidia") and n[6:].isdigit())
+    assert nodes == [f"nvidia{gpus[1]['minor']}"], d.output(jid)
+    # two by index, or by UUID
+    jid = d.submit("true", devices=["nvidia.com/gpu=0", f"nvidia.com/gpu={gpus[3]['uuid']}"])
+    job = d.wait(jid)
+    assert sorted(g["index"] for g in job["gpus"]) == [0, 3], job["gpus"]
+    # with gpu_count besides: refused
+    status, body = d.api("POST", "/v1/jobs", {"command": "true", "devices": ["nvidia.com/gpu=0"], "gpu_count": 1})
+    assert status == 400 and body["error"]["field"] == "devices", body
+    p = d.rnx("job", "run", "--device=amd.com/gpu=0", "true")
+    assert p.returncode == 2 and "--device: 'amd.com/gpu=0'" in p.stderr, p.stderr
