@@ -417,9 +417,9 @@ static void supervise(shim *sh)
                         /* the memory limit killed the sandbox: runsc reports an error of its own */
                         if (oom && !sent && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
                             wstatus = SIGKILL;
-                        /* what is left of the sandbox, and runsc's record of it */
+                        /* what is left of the sandbox (its record under runsc's root goes
+                         * once the end is reported) */
                         cg_kill_all(&sh->cg);
-                        gvisor_delete(&sh->spec);
                     } else if (read(sh->status_r, &cmd, sizeof cmd) == sizeof cmd) {
                         have_status = 1;
                         wstatus = cmd;
@@ -442,6 +442,8 @@ static void supervise(shim *sh)
         ssize_t w = write(sh->notify_fd, "E\n", 2);
         (void)w;
     }
+    if (sh->spec.runsc)
+        gvisor_delete(&sh->spec);
     jerr e = {0};
     if (cg_destroy(&sh->cg, &e) < 0)
         shim_log(sh, "cgroup cleanup: %s", e.msg);

@@ -95,9 +95,12 @@ def test_gvisor_job_stop_and_kill(fresh_daemon):
     # the time limit
     job, _, _ = d.run("sleep", "30", isolation="gvisor", max_runtime_s=1, timeout=30)
     assert job["end_reason"] == "time_limit", job
-    # nothing of runsc is left: its state directory holds no container
-    left = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "-q"], capture_output=True, text=True)
-    assert left.stdout.strip() == "", left.stdout
+    # nothing of runsc is left: its state directory holds no container (deleted once the end
+    # is reported)
+    def none_left():
+        left = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "-q"], capture_output=True, text=True)
+        return left.stdout.strip() == ""
+    wait_until(none_left, 10, "runsc still lists containers of ended jobs")
 
 
 @needs_runsc
