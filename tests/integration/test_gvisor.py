@@ -141,6 +141,53 @@ def test_require_gvisor_user_gets_gvisor_and_is_refused_native(fresh_daemon):
     assert out.strip() == open("/proc/version").read().strip()
 
 
+@needs_runsc
+def test_gvisor_job_writes_work_as_its_user_uses_host_network_and_runtimes(fresh_daemon, tmp_path):
+    import busybox_runtime
+    d = fresh_daemon(start=False)
+    busybox_runtime.make(os.path.join(d.state, "runtimes"))
+    d.start()
+    # files the job writes in /work are its user's on the host, and stay there
+    job, out, err = d.run("sh", "-c", "echo result > /work/out.txt; id -u", isolation="gvisor")
+    assert job["exit_code"] == 0, (job, err)
+    jid = job["id"]
+    path = os.path.join(d.work(jid), "out.txt")
+    assert open(path).read() == "result\n"
+    assert os.stat(path).st_uid == int(out.strip()), (os.stat(path).st_uid, out)
+    # network none: loopback only; host: the host's interfaces
+    _, out, _ = d.run("cat", "/proc/net/dev", isolation="gvisor")
+    ifaces = {l.split(":")[0].strip() for l in out.splitlines()[2:]}
+    assert ifaces <= {"lo"}, out
+    job, out, err = d.run("cat", "/proc/net/dev", isolation="gvisor", network="host")
+    assert job["exit_code"] == 0, err
+    assert len({l.split(":")[0].strip() for l in out.splitlines()[2:]} - {"lo"}) >= 1, out
+    # a runtime's tree as the root, as natively
+    job, out, err = d.run("sh", "-c", "cat /etc/marker; cat /proc/version", isolation="gvisor", runtime="busybox")
+    assert job["exit_code"] == 0, (job, err)
+    assert out.splitlines()[0] == "busybox runtime" and "4.4.0" in out, out
+    # a workflow job: isolation: and the same result
+    wf = tmp_path / "wf.yaml"
+    wf.write_text("jobs:\n  a:\n    command: cat\n    args: [/proc/version]\n    isolation: gvisor\n")
+    p = d.rnx("workflow", "run", "--follow", str(wf))
+    assert p.returncode == 0, p.stdout + p.stderr
+    wj = [j for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j.get("workflow_id") or j["command"] == "cat"][-1]
+    assert "4.4.0" in d.output(wj["id"]), d.output(wj["id"])
+
+
+def test_gvisor_refused_where_runsc_is_missing(fresh_daemon, tmp_path):
+    d = fresh_daemon(f"isolation:\n  runsc: {tmp_path}/no-runsc\n")
+    status, body = d.api("POST", "/v1/jobs", {"command": "true", "isolation": "gvisor"})
+    assert status == 400 and "gvisor is not available on this machine" in body["error"]["message"], body
+    p = d.rnx("--version", check=True)
+    assert "isolation gvisor: not available:" in p.stdout and "no-runsc" in p.stdout, p.stdout
+    status, body = d.api("POST", "/v1/jobs", {"command": "true", "isolation": "kvm"})
+    assert status == 400 and body["error"]["field"] == "isolation", body
+    # a configuration that requires gVisor without it stops the daemon at start
+    bad = fresh_daemon(f"isolation:\n  runsc: {tmp_path}/no-runsc\n  default: gvisor\n", start=False)
+    with pytest.raises(RuntimeError, match="isolation.default asks for gVisor"):
+        bad.start()
+
+
 # ---- GPUs -----------------------------------------------------------------------------------
 
 from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes  # noqa: E402
