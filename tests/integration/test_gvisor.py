@@ -221,6 +221,8 @@ def test_gpu_job_under_debians_runsc_is_refused_with_the_version(fresh_daemon, t
     p = d.rnx("--version", check=True)
     assert f"isolation gvisor: available: runsc {version}" in p.stdout, p.stdout
     assert "refused (this runsc has no nvproxy)" in p.stdout, p.stdout
+    p = d.rnx("gpu", "list", check=True)
+    assert f"Under gVisor: refused (runsc {version} has no nvproxy)" in p.stdout, p.stdout
 
 
 def test_gpu_job_with_nvproxy_runsc_gets_nvproxy_and_exactly_its_gpus(fresh_daemon, tmp_path):
@@ -228,6 +230,8 @@ def test_gpu_job_with_nvproxy_runsc_gets_nvproxy_and_exactly_its_gpus(fresh_daem
     p = d.rnx("--version", check=True)
     assert "isolation gvisor: available: runsc release-20240101.0-fake, platform systrap, GPUs through nvproxy" \
         in p.stdout, p.stdout
+    p = d.rnx("gpu", "list", check=True)
+    assert "Under gVisor: through nvproxy (runsc release-20240101.0-fake)" in p.stdout, p.stdout
     jid = d.submit("nvidia-smi", gpu_count=2, isolation="gvisor")
     job = d.wait(jid)
     assert job["exit_code"] == 0, job
