@@ -174,6 +174,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.nmounts = nmounts;
     /* gVisor: the shim renders this spec as an OCI bundle for runsc (exec/gvisor.h) */
     char runsc_root[700], cdi[2048] = "";
+    cg_dev_rule *kvm_rules = NULL;
     const isolation_caps *ic = isolation_caps_get();
     if (j->req.isolation && !strcmp(j->req.isolation, "gvisor")) {
         snprintf(runsc_root, sizeof runsc_root, "%s/runsc", core.cfg.state_dir);
@@ -186,6 +187,15 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         for (size_t i = 0; i < j->gpus.n && n < sizeof cdi; i++)
             n += (size_t)snprintf(cdi + n, sizeof cdi - n, "%snvidia.com/gpu=%s", i ? "," : "", j->gpus.g[i].uuid);
         s.cdi_devices = cdi[0] ? cdi : NULL;
+        /* the kvm platform: the sandbox (in the job's cgroup) opens /dev/kvm */
+        if (!strcmp(ic->platform, "kvm")) {
+            kvm_rules = xcalloc(g.nrules + 1, sizeof *kvm_rules);
+            if (g.nrules)
+                memcpy(kvm_rules, g.rules, g.nrules * sizeof *kvm_rules);
+            kvm_rules[g.nrules] = (cg_dev_rule){'c', 10, 232, "rw"};
+            s.devices = kvm_rules;
+            s.ndevices = g.nrules + 1;
+        }
         if (fd == 0 && !ic->gvisor) {
             fd = jerr_set(e, ENOENT, "the job asks for gVisor, which this machine no longer has: %s", ic->why);
         }
@@ -199,6 +209,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         free(mounts[i].dst);
     }
     free(mounts);
+    free(kvm_rules);
     gpu_spec_free(&g);
     for (char **p = s.argv; *p; p++)
         free(*p);
