@@ -193,8 +193,13 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
 {
     char rule[80];
     bool must = core.cfg.isolation_require_gvisor[0] && required(uid, gid, rule, sizeof rule);
+    /* gvisor, when decided here, is written into the request (the job shows it as its own);
+     * native stays unwritten: a request without isolation is native */
+    const char *dflt = must ? "gvisor" : core.cfg.isolation_default;
+    if (!req->isolation && strcmp(dflt, "native"))
+        jobreq_set_str(req, JR_ISOLATION, dflt);
     if (!req->isolation)
-        jobreq_set_str(req, JR_ISOLATION, must ? "gvisor" : core.cfg.isolation_default);
+        return 0;
     if (must && strcmp(req->isolation, "gvisor"))
         return jerr_http(e, 403, "isolation: native is refused: isolation.require_gvisor lists '%s', so uid %u's "
                                  "jobs run under gVisor (leave --isolation out, or give --isolation=gvisor)",

@@ -26,9 +26,9 @@ typedef struct isolation_caps {
  * cannot be right (an unknown default or platform, a default of gvisor without runsc). */
 int isolation_init(jerr *e);
 const isolation_caps *isolation_caps_get(void);
-/* The request's isolation, decided at submission and written into it: the user's own, else
- * gvisor when isolation.require_gvisor names the user (or one of their groups), else
- * isolation.default. Refused: native for such a user, gvisor where runsc is missing, a GPU
+/* The request's isolation, decided at submission: the user's own, else gvisor when
+ * isolation.require_gvisor names the user (or one of their groups), else isolation.default;
+ * gvisor is written into the request, native is left unwritten (NULL means native). Refused: native for such a user, gvisor where runsc is missing, a GPU
  * job under gVisor where runsc has no nvproxy (with the version found and the one needed). */
 int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e);
 /* True when the request asks for any GPU (after the CDI names became gpu_ids). */

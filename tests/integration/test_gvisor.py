@@ -47,9 +47,13 @@ def test_gvisor_job_runs_under_runsc_with_uploads_exit_and_logs(fresh_daemon):
     assert lines[1] == "uploaded", out
     assert lines[2] != "0", out  # not root inside
     assert err == "to-stderr\n", err
+    assert job["isolation"] == "gvisor"
+    p = d.rnx("job", "status", job["id"], check=True)
+    assert "Isolation: gvisor (gVisor's runsc" in p.stdout.replace("  ", " ") or "gvisor (gVisor's runsc" in p.stdout
     # the same command natively sees the host's kernel
     job, out, _ = d.run("cat", "/proc/version")
     assert out.strip() == host
+    assert job["isolation"] == "native"
     # the bundle the shim wrote: the job's cgroup and /work bound read-write
     cfg = json.load(open(os.path.join(d.state, "jobs", job_id_of(d, "sh"), "bundle", "config.json")))
     assert cfg["root"]["readonly"] is True
