@@ -9,8 +9,8 @@ each alike:
   runsc-do   runsc do /bin/true                                  runsc's simplest path
 
 The target: a gVisor job starts within 1.2x of runsc run on the same kind of bundle (median).
-The bundle for runsc-run is the config.json of a warm-up gVisor job, with /work pointed at a
-scratch directory: the same root, mounts, user and namespaces, so the rows differ only by what
+The bundle for runsc-run is the config.json of a warm-up gVisor job (as its job directory keeps
+it), with /work pointed at a scratch directory: the same root, mounts, user and namespaces, so the rows differ only by what
 joblet adds (the request, the shim, the cgroup, the logs, the database).
 
 Starts its own joblet (from --build, default ./build) with a scratch state directory. Needs
@@ -60,11 +60,19 @@ def main():
         if p.returncode != 0:
             sys.exit(f"a gVisor job failed: {sl.tail(p.stderr)}")
         jid = (set(sl.job_ids(own.sock)) - before).pop()
-        with open(os.path.join(own.state, "jobs", jid, "bundle", "config.json")) as f:
+        # the config as the job's directory keeps it (the environment's names only: the bundle
+        # itself, with the values, lived on joblet's tmpfs and went with the job)
+        with open(os.path.join(own.state, "jobs", jid, "bundle-config.json")) as f:
             cfg = json.load(f)
+        cfg["process"]["env"] = ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work"]
         bundle = os.path.join(tmp, "bundle")
-        shutil.copytree(os.path.join(own.state, "jobs", jid, "bundle", "rootfs"), os.path.join(bundle, "rootfs"),
-                        symlinks=True)
+        rootfs = os.path.join(bundle, "rootfs")
+        for m in cfg["mounts"]:
+            os.makedirs(rootfs + m["destination"], exist_ok=True)
+        for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+            if os.path.islink(top) and not os.path.lexists(rootfs + top):
+                os.symlink(os.readlink(top), rootfs + top)
+        os.makedirs(os.path.join(rootfs, "dev"), exist_ok=True)
         work = os.path.join(tmp, "work")
         os.makedirs(work)
         os.chmod(work, 0o777)
@@ -132,6 +140,9 @@ def main():
                            "samples_ms": {r.name: [x / 1e6 for x in r.samples_ns] for r in rows}}, f, indent=1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        # joblet's tmpfs for runsc's state and the bundles outlives joblet, as it must for its
+        # jobs: the benchmark's own goes with its scratch directory
+        sl.subprocess.run(["umount", "-l", os.path.join(own.state, "runsc")], capture_output=True)
         own.close()
 
 

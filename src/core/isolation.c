@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +20,28 @@
 #include "state.h"
 
 static isolation_caps caps;
+static char runsc_root[600];
+
+const char *isolation_runsc_root(void) { return runsc_root; }
+
+/* <state_dir>/runsc on a memory file system of its own (0700 root): runsc's state and the jobs'
+ * bundles hold their secret environment, which must not reach the disk. Mounted once; a
+ * restarted joblet finds it mounted (its running sandboxes' state is there) and keeps it. */
+static void runsc_root_mount(void)
+{
+    snprintf(runsc_root, sizeof runsc_root, "%s/runsc", core.cfg.state_dir);
+    jerr e = {0};
+    if (mkdir_p(runsc_root, 0700, &e) < 0) {
+        log_warn("gVisor: %s", e.msg);
+        return;
+    }
+    struct stat here, parent;
+    if (stat(runsc_root, &here) == 0 && stat(core.cfg.state_dir, &parent) == 0 && here.st_dev != parent.st_dev)
+        return; /* mounted already */
+    if (mount("joblet-runsc", runsc_root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=64m") < 0)
+        log_warn("gVisor: cannot mount a tmpfs on %s (%s): the jobs' bundles and runsc's state, with their "
+                 "secret environment, go to its disk", runsc_root, strerror(errno));
+}
 
 const isolation_caps *isolation_caps_get(void) { return &caps; }
 
@@ -139,6 +163,8 @@ int isolation_init(jerr *e)
     if (*p && strcmp(p, "systrap") && strcmp(p, "ptrace") && strcmp(p, "kvm"))
         return jerr_set(e, EINVAL, "isolation.platform: '%s' is not systrap, ptrace or kvm", p);
     probe();
+    if (caps.gvisor)
+        runsc_root_mount();
     if (caps.gvisor)
         log_info("gVisor: runsc %s at %s, platform %s, nvproxy %s", caps.version, caps.runsc, caps.platform,
                  caps.nvproxy ? "yes" : "no");

@@ -26,6 +26,8 @@ typedef struct isolation_caps {
  * cannot be right (an unknown default or platform, a default of gvisor without runsc). */
 int isolation_init(jerr *e);
 const isolation_caps *isolation_caps_get(void);
+/* runsc's --root, <state_dir>/runsc (a tmpfs): its state and the jobs' bundles. */
+const char *isolation_runsc_root(void);
 /* The request's isolation, decided at submission: the user's own, else gvisor when
  * isolation.require_gvisor names the user (or one of their groups), else isolation.default;
  * gvisor is written into the request, native is left unwritten (NULL means native). Refused: native for such a user, gvisor where runsc is missing, a GPU

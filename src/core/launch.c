@@ -173,13 +173,12 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.mounts = mounts;
     s.nmounts = nmounts;
     /* gVisor: the shim renders this spec as an OCI bundle for runsc (exec/gvisor.h) */
-    char runsc_root[700], cdi[2048] = "";
+    char cdi[2048] = "";
     cg_dev_rule *kvm_rules = NULL;
     const isolation_caps *ic = isolation_caps_get();
     if (j->req.isolation && !strcmp(j->req.isolation, "gvisor")) {
-        snprintf(runsc_root, sizeof runsc_root, "%s/runsc", core.cfg.state_dir);
         s.runsc = (char *)ic->runsc;
-        s.runsc_root = runsc_root;
+        s.runsc_root = (char *)isolation_runsc_root();
         s.runsc_platform = (char *)ic->platform;
         s.runsc_nvproxy = j->gpus.n > 0 && ic->nvproxy;
         /* the granted GPUs by their CDI names (joblet cdi generate names each by UUID) */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <linux/close_range.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,9 +17,40 @@
 #include "../common/util.h"
 #include "oci.h"
 
+/* <runsc root>/bundles/<id>: beside runsc's own state, on the memory file system joblet mounts
+ * there (the config holds the job's secret environment, which never goes to disk) */
 static void bundle_path(const job_spec *s, char *out, size_t len, const char *tail)
 {
-    snprintf(out, len, "%s/bundle%s", s->job_dir, tail);
+    snprintf(out, len, "%s/bundles/%s%s", s->runsc_root, s->id, tail);
+}
+
+/* config.json without the environment's values, in the job's directory: what the job was
+ * started with, for rnx job status and for tests, with no secret in it */
+static int write_shown_config(const job_spec *s, json_t *o, jerr *e)
+{
+    json_t *shown = json_deep_copy(o), *env = json_array(), *v;
+    size_t i;
+    json_array_foreach(json_object_get(json_object_get(o, "process"), "env"), i, v) {
+        const char *kv = json_string_value(v);
+        json_array_append_new(env, json_stringn(kv, strcspn(kv, "=")));
+    }
+    json_object_set_new(json_object_get(shown, "process"), "env", env);
+    char *txt = json_dumps(shown, JSON_INDENT(1));
+    json_decref(shown);
+    if (!txt)
+        return jerr_set(e, ENOMEM, "cannot encode the OCI bundle");
+    char path[4300];
+    snprintf(path, sizeof path, "%s/bundle-config.json", s->job_dir);
+    int rc = write_file_opt(path, txt, strlen(txt), 0600, 0, e);
+    free(txt);
+    return rc;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
 }
 
 /* A mount point for dst under rootfs: a directory, or an empty file when src is not one. */
@@ -93,6 +125,10 @@ int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e)
     snprintf(cgpath, sizeof cgpath, "/%s/%s", cg->host->root, cg->name);
     oci_inputs in = {rootfs, dirs, cgpath};
     json_t *o = oci_config(s, &in);
+    if (write_shown_config(s, o, e) < 0) {
+        json_decref(o);
+        return -1;
+    }
     char path[4300];
     bundle_path(s, path, sizeof path, "/config.json");
     char *txt = json_dumps(o, JSON_INDENT(1));
@@ -224,6 +260,9 @@ void gvisor_delete(const job_spec *s)
     argv[n++] = s->id;
     argv[n] = NULL;
     run_quiet(argv);
+    char bundle[4200];
+    bundle_path(s, bundle, sizeof bundle, "");
+    nftw(bundle, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int gvisor_command_status(int runsc_status, bool signal_expected)

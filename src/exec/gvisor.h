@@ -15,7 +15,10 @@
 #include "isolate.h"
 #include "spec.h"
 
-/* <job_dir>/bundle: config.json and rootfs/ (mount points and the system directories' links). */
+/* <runsc root>/bundles/<id>: config.json and rootfs/ (mount points and the system directories'
+ * links), on the memory file system joblet mounts on runsc's root (isolation.c: the config holds
+ * the job's secrets); <job_dir>/bundle-config.json: the same config with the environment's names
+ * only. */
 int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e);
 /* Forks `runsc ... run --bundle <job_dir>/bundle <id>` with stdout/stderr on fds' pipes, in
  * the job's cgroup. Errors before the exec are written to fds->sync_w (closed by the exec, as
@@ -23,7 +26,8 @@ int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e);
 pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, jerr *e);
 /* `runsc kill [--all] <id> <sig>`, waited for. */
 int gvisor_kill(const job_spec *s, int sig, bool all);
-/* `runsc delete --force <id>`: the container's state under runsc's root, after it ended. */
+/* `runsc delete --force <id>`: the container's state under runsc's root, after it ended; and
+ * the bundle. */
 void gvisor_delete(const job_spec *s);
 /* runsc's wait status as the command's: runsc exits with 128 + N for a container killed by
  * signal N; that is read back as the signal when joblet sent one (stop, kill, time limit) or

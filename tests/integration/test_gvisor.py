@@ -5,6 +5,7 @@ with Debian's runsc; the nvproxy path with a fake runsc that records its argumen
 import base64
 import json
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -54,11 +55,43 @@ def test_gvisor_job_runs_under_runsc_with_uploads_exit_and_logs(fresh_daemon):
     job, out, _ = d.run("cat", "/proc/version")
     assert out.strip() == host
     assert job["isolation"] == "native"
-    # the bundle the shim wrote: the job's cgroup and /work bound read-write
-    cfg = json.load(open(os.path.join(d.state, "jobs", job_id_of(d, "sh"), "bundle", "config.json")))
+    # the bundle the shim wrote (as shown in the job's directory: the environment's names only):
+    # the job's cgroup and /work bound read-write
+    cfg = json.load(open(os.path.join(d.state, "jobs", job_id_of(d, "sh"), "bundle-config.json")))
+    assert "PATH" in cfg["process"]["env"], cfg["process"]["env"]
     assert cfg["root"]["readonly"] is True
     assert any(m["destination"] == "/work" and "rw" in m["options"] for m in cfg["mounts"])
     assert cfg["linux"]["cgroupsPath"].endswith(job_id_of(d, "sh"))
+
+
+@needs_runsc
+def test_gvisor_secrets_stay_off_the_disk(fresh_daemon):
+    """The bundle's config.json holds the job's environment, secrets too: it lives beside runsc's
+    state on a tmpfs under the state directory, and goes when the job ends; the job's directory
+    keeps the config with the variables' names only."""
+    d = fresh_daemon()
+    secret = "s3cr3t-" + os.urandom(6).hex()
+    jid = d.submit("sh", "-c", "echo ready; sleep 30", isolation="gvisor", secret_env={"TOKEN": secret})
+    wait_until(lambda: "ready" in d.output(jid), 30, "the gVisor job never started")
+    runsc_dir = os.path.join(d.state, "runsc")
+    assert os.stat(runsc_dir).st_dev != os.stat(d.state).st_dev
+    fstype = [l.split(" - ")[1].split()[0] for l in open("/proc/self/mountinfo") if l.split()[4] == runsc_dir]
+    assert fstype == ["tmpfs"], fstype
+    bundle = os.path.join(runsc_dir, "bundles", jid, "config.json")
+    assert secret in open(bundle).read()  # where runsc reads it: in memory
+    for top, dirs, files in os.walk(d.state):
+        if top == d.state:
+            dirs[:] = [x for x in dirs if x not in ("runsc", "work")]
+        for f in files:
+            p = os.path.join(top, f)
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as fh:
+                    assert secret.encode() not in fh.read(), p
+    shown = json.load(open(os.path.join(d.state, "jobs", jid, "bundle-config.json")))
+    assert "TOKEN" in shown["process"]["env"]
+    assert d.rnx("job", "kill", jid).returncode == 0
+    d.wait(jid, 30)
+    wait_until(lambda: not os.path.exists(os.path.dirname(bundle)), 10, "the bundle outlived its job")
 
 
 def job_id_of(d, command):
@@ -197,7 +230,7 @@ def test_gvisor_refused_where_runsc_is_missing(fresh_daemon, tmp_path):
 from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes  # noqa: E402
 
 
-def gpu_daemon(fresh_daemon, tmp_path, name, runsc=None):
+def gpu_daemon(fresh_daemon, tmp_path, name, runsc=None, env=None):
     dev = tmp_path / "dev"
     make_nodes(dev, name)
     f = os.path.join(FIX, name)
@@ -206,7 +239,7 @@ def gpu_daemon(fresh_daemon, tmp_path, name, runsc=None):
     iso = f"isolation:\n  runsc: {runsc}\n" if runsc else ""
     return fresh_daemon(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
                         f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp_path}/nocuda\n{iso}",
-                        env={"FAKE_NVML_FIXTURE": f"{f}/machine.json"})
+                        env={"FAKE_NVML_FIXTURE": f"{f}/machine.json", **(env or {})})
 
 
 @needs_runsc
@@ -231,6 +264,7 @@ def test_gpu_job_under_debians_runsc_is_refused_with_the_version(fresh_daemon, t
 
 def test_gpu_job_with_nvproxy_runsc_gets_nvproxy_and_exactly_its_gpus(fresh_daemon, tmp_path):
     d = gpu_daemon(fresh_daemon, tmp_path, "dgx-h100", runsc=FAKE)
+    record = pathlib.Path(d.state) / "runsc" / "bundles"
     p = d.rnx("--version", check=True)
     assert "isolation gvisor: available: runsc release-20240101.0-fake, platform systrap, GPUs through nvproxy" \
         in p.stdout, p.stdout
@@ -240,13 +274,12 @@ def test_gpu_job_with_nvproxy_runsc_gets_nvproxy_and_exactly_its_gpus(fresh_daem
     job = d.wait(jid)
     assert job["exit_code"] == 0, job
     assert d.output(jid) == "fake runsc ran the bundle\n"
-    jd = os.path.join(d.state, "jobs", jid)
-    argv = open(os.path.join(jd, "fake-runsc-argv")).read().splitlines()
+    argv = (record / f"{jid}.argv").read_text().splitlines()
     assert "--nvproxy=true" in argv, argv
     assert "--platform=systrap" in argv and "--network=none" in argv, argv
-    assert argv[-4:] == ["run", "--bundle", os.path.join(jd, "bundle"), jid], argv
-    assert any(a.startswith("--root=" + d.state) for a in argv), argv
-    cfg = json.load(open(os.path.join(jd, "fake-runsc-config.json")))
+    assert argv[-4:] == ["run", "--bundle", os.path.join(d.state, "runsc", "bundles", jid), jid], argv
+    assert f"--root={d.state}/runsc" in argv, argv
+    cfg = json.loads((record / f"{jid}.config.json").read_text())
     granted = sorted(g["minor"] for g in job["gpus"])
     assert len(granted) == 2
     gpu_nodes = sorted(x["minor"] for x in cfg["linux"]["devices"]
@@ -262,7 +295,7 @@ def test_gpu_job_with_nvproxy_runsc_gets_nvproxy_and_exactly_its_gpus(fresh_daem
     # a job without GPUs: no nvproxy
     jid = d.submit("true", isolation="gvisor")
     d.wait(jid)
-    argv = open(os.path.join(d.state, "jobs", jid, "fake-runsc-argv")).read().splitlines()
+    argv = (record / f"{jid}.argv").read_text().splitlines()
     assert "--nvproxy=true" not in argv, argv
 
 
