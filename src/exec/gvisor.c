@@ -57,6 +57,8 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 static int mount_point(const char *rootfs, const char *dst, const char *src, jerr *e)
 {
     char p[4400];
+    if (strstr(dst, "/.."))
+        return jerr_set(e, EINVAL, "mount point %s leaves the root", dst);
     snprintf(p, sizeof p, "%s%s", rootfs, dst);
     struct stat st;
     bool dir = !src || (stat(src, &st) == 0 && S_ISDIR(st.st_mode));
@@ -100,7 +102,13 @@ int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e)
             if (n < 0)
                 return jerr_sys(e, "readlink %s", src);
             target[n] = 0;
-            if (symlink(target, dst) < 0 && errno != EEXIST)
+            /* made relative (every system directory is at the top: /usr/lib is usr/lib), and
+             * never upwards: the mount points made below follow these links on the host, and
+             * must stay inside rootfs */
+            const char *rel = target + strspn(target, "/");
+            if (strstr(rel, ".."))
+                return jerr_set(e, EINVAL, "%s is a link to '%s', which leaves the root", src, target);
+            if (symlink(rel, dst) < 0 && errno != EEXIST)
                 return jerr_sys(e, "symlink %s", dst);
         } else if (S_ISDIR(st.st_mode)) {
             if (mkdir_p(dst, 0755, e) < 0)

@@ -16,6 +16,7 @@
 #include "exec/gvisor.h"
 #include "exec/oci.h"
 #include "exec/spec.h"
+#include "common/util.h"
 
 static char *argv_[] = {"python3", "train.py", NULL};
 static char *env_[] = {"PATH=/usr/bin:/bin", "NVIDIA_VISIBLE_DEVICES=GPU-a", NULL};
@@ -162,12 +163,75 @@ static void test_command_status(void **state)
     assert_int_equal(gvisor_command_status(9, false), 9); /* runsc itself killed */
 }
 
+/* The bundle on disk, for a runtime whose /lib is an absolute link: rootfs gets it relative (the
+ * mount points made through it stay inside rootfs), mount points for the spec's binds, the
+ * config, and the job directory's copy without the environment's values. */
+static void test_bundle_on_disk(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/joblet-test-oci-XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char sys[300], jobdir[300], root[300], path[600], buf[256];
+    snprintf(sys, sizeof sys, "%s/sys", tmp);
+    snprintf(jobdir, sizeof jobdir, "%s/job", tmp);
+    snprintf(root, sizeof root, "%s/runsc", tmp);
+    snprintf(path, sizeof path, "%s/usr/lib", sys);
+    jerr e = {0};
+    assert_int_equal(mkdir_p(path, 0755, &e), 0);
+    assert_int_equal(mkdir_p(jobdir, 0700, &e), 0);
+    snprintf(path, sizeof path, "%s/lib", sys);
+    assert_int_equal(symlink("/usr/lib", path), 0);
+    job_spec s = spec(false);
+    s.system_root = sys;
+    s.job_dir = jobdir;
+    s.runsc_root = root;
+    spec_mount m[] = {{sys, "/usr/lib/a", false}, {sys, "/lib/b", false}};
+    s.mounts = m;
+    s.nmounts = 2;
+    cg_host h = {.root = "joblet"};
+    cg_job cg = {.host = &h, .name = "0b5f0c1e"};
+    int brc = gvisor_bundle_write(&s, &cg, &e);
+    if (brc < 0)
+        fail_msg("%s", e.msg);
+    snprintf(path, sizeof path, "%s/bundles/%s/rootfs/lib", root, s.id);
+    ssize_t n = readlink(path, buf, sizeof buf - 1);
+    assert_true(n > 0);
+    buf[n] = 0;
+    assert_string_equal(buf, "usr/lib");
+    /* the mount point went through the link, inside rootfs, not into the host's /usr/lib */
+    snprintf(path, sizeof path, "%s/bundles/%s/rootfs/usr/lib/b", root, s.id);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/bundles/%s/config.json", root, s.id);
+    json_t *c = json_load_file(path, 0, NULL);
+    assert_non_null(c);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(c, "process"), "env"), 1)),
+                        "NVIDIA_VISIBLE_DEVICES=GPU-a");
+    json_decref(c);
+    snprintf(path, sizeof path, "%s/bundle-config.json", jobdir);
+    c = json_load_file(path, 0, NULL);
+    assert_non_null(c);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(c, "process"), "env"), 1)),
+                        "NVIDIA_VISIBLE_DEVICES");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(c, "linux"), "cgroupsPath")),
+                        "/joblet/0b5f0c1e");
+    json_decref(c);
+    /* a link that climbs out of the root is refused */
+    snprintf(path, sizeof path, "%s/sbin", sys);
+    assert_int_equal(symlink("../../etc", path), 0);
+    assert_int_equal(gvisor_bundle_write(&s, &cg, &e), -1);
+    assert_non_null(strstr(e.msg, "leaves the root"));
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_spec_round_trip),
         cmocka_unit_test(test_command_status),
+        cmocka_unit_test(test_bundle_on_disk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
