@@ -22,7 +22,15 @@
 static isolation_caps caps;
 static char runsc_root[600];
 
-const char *isolation_runsc_root(void) { return runsc_root; }
+static void runsc_root_mount(void);
+
+const char *isolation_runsc_root(void)
+{
+    /* at the first gVisor job: a daemon that runs none mounts nothing */
+    if (!runsc_root[0])
+        runsc_root_mount();
+    return runsc_root;
+}
 
 /* <state_dir>/runsc on a memory file system of its own (0700 root): runsc's state and the jobs'
  * bundles hold their secret environment, which must not reach the disk. Mounted once; a
@@ -163,8 +171,6 @@ int isolation_init(jerr *e)
     if (*p && strcmp(p, "systrap") && strcmp(p, "ptrace") && strcmp(p, "kvm"))
         return jerr_set(e, EINVAL, "isolation.platform: '%s' is not systrap, ptrace or kvm", p);
     probe();
-    if (caps.gvisor)
-        runsc_root_mount();
     if (caps.gvisor)
         log_info("gVisor: runsc %s at %s, platform %s, nvproxy %s", caps.version, caps.runsc, caps.platform,
                  caps.nvproxy ? "yes" : "no");

@@ -26,7 +26,8 @@ typedef struct isolation_caps {
  * cannot be right (an unknown default or platform, a default of gvisor without runsc). */
 int isolation_init(jerr *e);
 const isolation_caps *isolation_caps_get(void);
-/* runsc's --root, <state_dir>/runsc (a tmpfs): its state and the jobs' bundles. */
+/* runsc's --root, <state_dir>/runsc (a tmpfs, mounted at the first call): its state and the
+ * jobs' bundles. */
 const char *isolation_runsc_root(void);
 /* The request's isolation, decided at submission: the user's own, else gvisor when
  * isolation.require_gvisor names the user (or one of their groups), else isolation.default;
