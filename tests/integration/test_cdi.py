@@ -95,3 +95,41 @@ def test_podman_reads_the_spec_and_sees_exactly_that_gpu(tmp_path):
         assert seen == sorted(f"nvidia{g['minor']}" for g in gpus.values()), out
     finally:
         os.unlink(spec_file)
+
+
+def test_mig_devices_get_their_parent_and_capability_nodes(tmp_path):
+    need_root()
+    import stat
+    name = "a100-mig"
+    g = machine(name)["gpus"][0]
+    caps_major = next(int(l.split()[0]) for l in open(os.path.join(FIX, name, "proc", "devices"))
+                      if l.split()[1:] == ["nvidia-caps"])
+    # the nodes the driver would make (gpu_nodes.make_nodes makes the rest)
+    dev = tmp_path / "dev"
+    make_nodes(dev, name)
+    os.mkdir(dev / "nvidia-caps")
+    want = {}
+    for m in g["mig"]:
+        gi_cap = 3 + 135 * g["minor"] + 9 * m["gi"]
+        want[m["uuid"]] = [gi_cap, gi_cap + 1 + m["ci"]]
+        for cap in want[m["uuid"]]:
+            p = dev / "nvidia-caps" / f"nvidia-cap{cap}"
+            os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(caps_major, cap))
+    f = os.path.join(FIX, name)
+    backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
+    (tmp_path / "nocuda").mkdir()
+    cfg = tmp_path / "joblet.yml"
+    cfg.write_text(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+                   f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp_path}/nocuda\n")
+    p = subprocess.run([os.path.join(BUILD, "joblet"), "--config", str(cfg), "cdi", "generate"],
+                       capture_output=True, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "FAKE_NVML_FIXTURE": f"{f}/machine.json"})
+    assert p.returncode == 0, p.stderr
+    spec = json.loads(p.stdout)
+    by = {d["name"]: d["containerEdits"]["deviceNodes"] for d in spec["devices"]}
+    for k, m in enumerate(g["mig"]):
+        nodes = by[f"{g['index']}:{k}"]
+        assert by[m["uuid"]] == nodes
+        assert nodes[0]["path"] == f"/dev/nvidia{g['minor']}"
+        assert [n["minor"] for n in nodes[1:]] == want[m["uuid"]], nodes
+        assert all(n["major"] == caps_major and n["path"].startswith("/dev/nvidia-caps/") for n in nodes[1:])
