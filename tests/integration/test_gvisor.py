@@ -318,3 +318,13 @@ def test_device_flag_grants_that_gpu(fresh_daemon, tmp_path):
     assert status == 400 and body["error"]["field"] == "devices", body
     p = d.rnx("job", "run", "--device=amd.com/gpu=0", "true")
     assert p.returncode == 2 and "--device: 'amd.com/gpu=0'" in p.stderr, p.stderr
+    # devices: in a workflow job
+    wf = tmp_path / "wf.yaml"
+    wf.write_text("jobs:\n  a:\n    command: 'true'\n    devices: [nvidia.com/gpu=2]\n")
+    p = d.rnx("workflow", "run", "--follow", str(wf))
+    assert p.returncode == 0, p.stdout + p.stderr
+    wj = [j for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j.get("workflow")]
+    assert len(wj) == 1 and [g["uuid"] for g in wj[0]["gpus"]] == [gpus[2]["uuid"]], wj
+    wf.write_text("jobs:\n  a:\n    command: 'true'\n    devices: [nvidia.com/gpu=x]\n")
+    p = d.rnx("workflow", "run", str(wf))
+    assert p.returncode != 0 and "wf.yaml:4:15: job 'a': devices: 'nvidia.com/gpu=x'" in p.stderr, p.stderr
