@@ -227,7 +227,7 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
     bool must = core.cfg.isolation_require_gvisor[0] && required(uid, gid, rule, sizeof rule);
     /* gvisor, when decided here, is written into the request (the job shows it as its own);
      * native stays unwritten: a request without isolation is native */
-    const char *dflt = must ? "gvisor" : core.cfg.isolation_default;
+    const char *dflt = must ? "gvisor" : *core.cfg.isolation_default ? core.cfg.isolation_default : "native";
     if (!req->isolation && strcmp(dflt, "native"))
         jobreq_set_str(req, JR_ISOLATION, dflt);
     if (!req->isolation)
