@@ -267,6 +267,9 @@ static int cdi_generate(const char *output)
         gpu_spec_find_driver_libs();
     json_t *spec = cdi_spec_json(&e);
     gpu_discovery_free(&core.gpu);
+    free(core.driver_libs);
+    core.driver_libs = NULL;
+    core.ndriver_libs = 0;
     if (!spec) {
         fprintf(stderr, "joblet: cdi generate: %s\n", e.msg);
         return 1;
