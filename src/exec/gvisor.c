@@ -178,11 +178,16 @@ static void write_err(int fd, const char *stage, const jerr *e)
 pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, jerr *e)
 {
     char root[4200], platform[80], network[32], bundle[4200];
-    const char *argv[16];
+    const char *argv[20];
     int n = global_args(s, argv, root, sizeof root);
     snprintf(platform, sizeof platform, "--platform=%s", s->runsc_platform);
     snprintf(network, sizeof network, "--network=%s", s->net_host ? "host" : "none");
     bundle_path(s, bundle, sizeof bundle, "");
+    /* runsc's own errors (it could not start the sandbox or the command) as JSON lines, for
+     * gvisor_failure; without --debug nothing else is written there */
+    char log[4200];
+    snprintf(log, sizeof log, "--log=%s/runsc.log", s->job_dir);
+    argv[n++] = log;
     argv[n++] = platform;
     argv[n++] = network;
     argv[n++] = "--ignore-cgroups";
@@ -281,4 +286,31 @@ int gvisor_command_status(int runsc_status, bool signal_expected)
     if (signal_expected && code > 128 && code < 128 + 65)
         return code - 128; /* a wait status "killed by signal N" */
     return code << 8;
+}
+
+bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len)
+{
+    /* runsc exits 128 when it fails itself; 128 + N is a signal N */
+    if (!WIFEXITED(runsc_status) || WEXITSTATUS(runsc_status) != 128)
+        return false;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/runsc.log", s->job_dir);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    bool found = false;
+    char line[4096];
+    /* the last error; a line longer than the buffer is read in pieces that do not parse */
+    while (fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        const char *level = json_string_value(json_object_get(o, "level"));
+        const char *text = json_string_value(json_object_get(o, "msg"));
+        if (text && level && (!strcmp(level, "error") || !strcmp(level, "fatal"))) {
+            snprintf(msg, len, "%s", text);
+            found = true;
+        }
+        json_decref(o);
+    }
+    fclose(f);
+    return found;
 }

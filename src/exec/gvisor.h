@@ -33,5 +33,9 @@ void gvisor_delete(const job_spec *s);
  * signal N; that is read back as the signal when joblet sent one (stop, kill, time limit) or
  * the memory limit killed something (oom), else kept as the exit code the command gave. */
 int gvisor_command_status(int runsc_status, bool signal_expected);
+/* True when runsc itself failed (exit 128 and an error in <job_dir>/runsc.log, its --log: it could
+ * not start the sandbox or the command, or the sandbox broke down): its last error in msg. A
+ * command that exits 128 leaves no error there. */
+bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len);
 
 #endif

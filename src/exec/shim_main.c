@@ -414,6 +414,9 @@ static void supervise(shim *sh)
                         bool sent = sh->stop_requested || sh->timed_out, oom = now.oom_kills > 0;
                         have_status = 1;
                         wstatus = gvisor_command_status(st, sent || oom);
+                        char why[900];
+                        if (!sent && !oom && gvisor_failure(&sh->spec, st, why, sizeof why))
+                            snprintf(sh->error, sizeof sh->error, "runsc: %s", why);
                         /* the memory limit killed the sandbox: runsc reports an error of its own */
                         if (oom && !sent && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
                             wstatus = SIGKILL;

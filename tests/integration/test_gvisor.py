@@ -94,6 +94,20 @@ def test_gvisor_secrets_stay_off_the_disk(fresh_daemon):
     wait_until(lambda: not os.path.exists(os.path.dirname(bundle)), 10, "the bundle outlived its job")
 
 
+@needs_runsc
+def test_gvisor_start_failure_is_start_failed_with_runscs_words(fresh_daemon):
+    """runsc that cannot start the command (exit 128, its error in its log) is a start failure, as a
+    native job's exec failure is; a command that exits 128 itself is just that."""
+    d = fresh_daemon()
+    job, _, err = d.run("/no/such/program", isolation="gvisor")
+    assert job["end_reason"] == "start_failed", job
+    assert job["exit_code"] == 127, job
+    assert job["error"].startswith("runsc: ") and "/no/such/program" in job["error"], job["error"]
+    assert "/no/such/program" in err  # runsc's own line, on the job's stderr
+    job, _, _ = d.run("sh", "-c", "exit 128", isolation="gvisor")
+    assert job["end_reason"] == "exit" and job["exit_code"] == 128, job
+
+
 def job_id_of(d, command):
     return next(j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j["command"] == command)
 

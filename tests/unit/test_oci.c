@@ -225,6 +225,29 @@ static void test_bundle_on_disk(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* runsc's own failure: exit 128 and an error line in <job_dir>/runsc.log */
+static void test_failure(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/joblet-test-oci-XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    job_spec s = spec(false);
+    s.job_dir = tmp;
+    char msg[256], path[300];
+    assert_false(gvisor_failure(&s, 128 << 8, msg, sizeof msg)); /* no log */
+    snprintf(path, sizeof path, "%s/runsc.log", tmp);
+    FILE *f = fopen(path, "w");
+    fputs("{\"msg\":\"something\",\"level\":\"warning\"}\n"
+          "{\"msg\":\"running container: failed to load /no/such: no such file\",\"level\":\"error\"}", f);
+    fclose(f);
+    assert_true(gvisor_failure(&s, 128 << 8, msg, sizeof msg));
+    assert_string_equal(msg, "running container: failed to load /no/such: no such file");
+    assert_false(gvisor_failure(&s, 137 << 8, msg, sizeof msg)); /* a signal */
+    assert_false(gvisor_failure(&s, 9, msg, sizeof msg));       /* runsc killed */
+    unlink(path);
+    rmdir(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_spec_round_trip),
         cmocka_unit_test(test_command_status),
         cmocka_unit_test(test_bundle_on_disk),
+        cmocka_unit_test(test_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
