@@ -158,13 +158,20 @@ def test_gvisor_job_stop_and_kill(fresh_daemon):
 def test_gvisor_job_survives_daemon_kill9(fresh_daemon):
     d = fresh_daemon()
     jid = d.submit("sh", "-c", "echo before; sleep 3; echo after; exit 4", isolation="gvisor")
-    wait_until(lambda: "before" in d.output(jid), 30, "the gVisor job never started")
+    long = d.submit("sh", "-c", "trap 'echo got-term; exit 5' TERM; echo up; while :; do sleep 0.1; done",
+                    isolation="gvisor")
+    wait_until(lambda: "before" in d.output(jid) and "up" in d.output(long), 30, "the gVisor jobs never started")
     d.kill9()
     time.sleep(0.5)
     d.start()
     job = d.wait(jid, 60)
     assert job["exit_code"] == 4, job
     assert d.output(jid) == "before\nafter\n"
+    # the re-adopted sandbox is stopped as any job: through its shim, runsc kill
+    assert d.job(long)["status"] == "RUNNING"
+    assert d.rnx("job", "stop", long).returncode == 0
+    job = d.wait(long, 30)
+    assert job["end_reason"] == "stopped" and "got-term" in d.output(long), (job, d.output(long))
 
 
 @needs_runsc
