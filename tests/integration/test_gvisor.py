@@ -200,6 +200,16 @@ def test_require_gvisor_user_gets_gvisor_and_is_refused_native(fresh_daemon):
 
 
 @needs_runsc
+def test_require_gvisor_by_group(fresh_daemon):
+    d = fresh_daemon("isolation:\n  require_gvisor: \"someone-else, @nogroup\"\n")
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        os.path.join(os.environ.get("JOBLET_BUILD", os.path.join(ROOT, "build")), "rnx"),
+                        "job", "run", "--isolation=native", "true"], capture_output=True, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+    assert p.returncode == 1 and "isolation.require_gvisor lists '@nogroup'" in p.stderr, p.stderr
+
+
+@needs_runsc
 def test_gvisor_job_writes_work_as_its_user_uses_host_network_and_runtimes(fresh_daemon, tmp_path):
     import busybox_runtime
     d = fresh_daemon(start=False)
