@@ -132,6 +132,8 @@ def test_gvisor_job_stop_and_kill(fresh_daemon):
     jid = d.submit("sh", "-c", "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done",
                    isolation="gvisor")
     wait_until(lambda: "ready" in d.output(jid), 30, "the gVisor job never started")
+    listed = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "--quiet"], capture_output=True, text=True)
+    assert listed.stdout.split() == [jid], (listed.stdout, listed.stderr)  # runsc's own view: one container
     assert d.rnx("job", "stop", jid).returncode == 0
     job = d.wait(jid, 30)
     assert job["end_reason"] == "stopped", job
@@ -149,7 +151,8 @@ def test_gvisor_job_stop_and_kill(fresh_daemon):
     # nothing of runsc is left: its state directory holds no container (deleted once the end
     # is reported)
     def none_left():
-        left = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "-q"], capture_output=True, text=True)
+        left = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "--quiet"], capture_output=True, text=True)
+        assert left.returncode == 0, left.stderr
         return left.stdout.strip() == ""
     wait_until(none_left, 10, "runsc still lists containers of ended jobs")
 
