@@ -11,6 +11,7 @@
 #include "../common/logframe.h"
 #include "../common/parse.h"
 #include "../common/util.h"
+#include "../core/isolation.h"
 #include "../core/counters.h"
 #include "../core/gpu_admin.h"
 #include "../core/gpu_json.h"
@@ -50,10 +51,10 @@ static bool query_true(request *r, const char *key)
 static enum MHD_Result version(request *r)
 {
     return http_reply_json(r->conn, 200,
-                           json_pack("{s:s,s:s,s:s,s:i,s:I,s:I}", "version", JOBLET_VERSION, "api", "v1",
+                           json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:o}", "version", JOBLET_VERSION, "api", "v1",
                                      "cgroup_layout", cg_layout_name(core.cg.layout), "pid", (int)getpid(),
                                      "max_upload_bytes", (json_int_t)core.cfg.max_upload_bytes, "max_body_bytes",
-                                     (json_int_t)core.cfg.max_body_bytes));
+                                     (json_int_t)core.cfg.max_body_bytes, "isolation", isolation_json()));
 }
 
 static enum MHD_Result submit(request *r)

@@ -65,6 +65,16 @@ static void banner(json_t *inv)
     print_textf(stdout, "%zu GPU%s, found by the %s backend; driver %s, CUDA %s\n", json_array_size(gpus),
                 json_array_size(gpus) == 1 ? "" : "s", jstr(inv, "backend") ? jstr(inv, "backend") : "?",
                 drv ? drv : "unknown", cuda ? cuda : "unknown");
+    json_t *gv = json_object_get(inv, "gvisor");
+    if (json_is_object(gv)) {
+        const char *v = jstr(gv, "runsc_version");
+        if (!json_is_true(json_object_get(gv, "available")))
+            print_textf(stdout, "Under gVisor: no (gVisor is not available here; rnx --version says why)\n");
+        else if (json_is_true(json_object_get(gv, "nvproxy")))
+            print_textf(stdout, "Under gVisor: through nvproxy (runsc %s)\n", v ? v : "?");
+        else
+            print_textf(stdout, "Under gVisor: refused (runsc %s has no nvproxy)\n", v ? v : "?");
+    }
 }
 
 static void mem_cell(json_t *g, char *out, size_t n)

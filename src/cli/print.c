@@ -944,6 +944,11 @@ void print_job(json_t *job, FILE *f)
         key(f, "Network:");
         put_line(f, jstr(job, "network"));
     }
+    if (jstr(job, "isolation") && strcmp(jstr(job, "isolation"), "native")) {
+        key(f, "Isolation:");
+        put_line(f, !strcmp(jstr(job, "isolation"), "gvisor") ? "gvisor (gVisor's runsc; docs/sandbox.md)"
+                                                              : jstr(job, "isolation"));
+    }
     if (jstr(job, "workdir")) {
         key(f, "Workdir:");
         put_line(f, jstr(job, "workdir"));

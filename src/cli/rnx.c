@@ -88,6 +88,35 @@ static int socket_path_ok(const char *path, const char *source)
     return 0;
 }
 
+/* "isolation: native (default); gvisor: runsc VERSION, platform P, nvproxy no" or why not. */
+static void print_isolation(json_t *iso)
+{
+    json_t *m;
+    size_t i;
+    if (!json_is_object(iso))
+        return;
+    const char *dflt = json_string_value(json_object_get(iso, "default"));
+    json_array_foreach(json_object_get(iso, "modes"), i, m) {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!name)
+            continue;
+        bool is_default = dflt && !strcmp(dflt, name);
+        print_textf(stdout, "isolation %s%s: ", name, is_default ? " (default)" : "");
+        if (!json_is_true(json_object_get(m, "available"))) {
+            const char *why = json_string_value(json_object_get(m, "why"));
+            print_textf(stdout, "not available: %s\n", why ? why : "?");
+        } else if (!strcmp(name, "gvisor")) {
+            const char *ver = json_string_value(json_object_get(m, "version"));
+            const char *plat = json_string_value(json_object_get(m, "platform"));
+            print_textf(stdout, "available: runsc %s, platform %s, GPUs %s\n", ver ? ver : "?", plat ? plat : "?",
+                        json_is_true(json_object_get(m, "nvproxy")) ? "through nvproxy"
+                                                                    : "refused (this runsc has no nvproxy)");
+        } else {
+            print_textf(stdout, "available\n");
+        }
+    }
+}
+
 /* Prints the client's version, then asks the daemon for its own. */
 static int do_version(const rnx_ctx *ctx)
 {
@@ -111,6 +140,7 @@ static int do_version(const rnx_ctx *ctx)
             if (api || layout)
                 print_textf(stdout, " (api %s, cgroup layout %s)", api ? api : "?", layout ? layout : "?");
             putchar('\n');
+            print_isolation(json_object_get(v, "isolation"));
         }
     }
     if (rc != RNX_OK)

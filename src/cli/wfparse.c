@@ -615,11 +615,11 @@ static const char *const top_keys[] = {"name", "description", "jobs"};
 
 enum {
     YK_COMMAND, YK_ARGS, YK_RUNTIME, YK_NETWORK, YK_UPLOADS, YK_VOLUMES, YK_ENVIRONMENT,
-    YK_SECRET_ENVIRONMENT, YK_WORKDIR, YK_RESOURCES, YK_REQUIRES, YK_N
+    YK_SECRET_ENVIRONMENT, YK_WORKDIR, YK_RESOURCES, YK_REQUIRES, YK_ISOLATION, YK_DEVICES, YK_N
 };
 static const char *const job_keys[YK_N] = {
     "command", "args", "runtime", "network", "uploads", "volumes", "environment",
-    "secret_environment", "workdir", "resources", "requires",
+    "secret_environment", "workdir", "resources", "requires", "isolation", "devices",
 };
 
 /* resources: is every field of the request schema (common/jobreq.c) whose YAML key sits under
@@ -1139,6 +1139,14 @@ static void walk_job(ctx *c, wjob *j)
     }
     if (j->at[YK_RUNTIME])
         field_value(c, j, jobreq_field_by_yaml("runtime", false), j->at[YK_RUNTIME]);
+    if (j->at[YK_ISOLATION])
+        field_value(c, j, jobreq_field_by_yaml("isolation", false), j->at[YK_ISOLATION]);
+    if (j->at[YK_DEVICES]) {
+        /* each item through the schema, as one --device each */
+        const ynode *l = list(c, "devices", j->at[YK_DEVICES], "[nvidia.com/gpu=0]");
+        for (size_t i = 0; l && i < l->nkids; i++)
+            field_value(c, j, jobreq_field_by_yaml("devices", false), l->kids[i]);
+    }
     if (j->at[YK_VOLUMES]) {
         /* each item through the schema: NAME or NAME:ro, no name twice; an item with a size is
          * also a volume the workflow creates when it is missing */

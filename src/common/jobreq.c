@@ -93,6 +93,13 @@ const jobreq_field jobreq_fields[JR_N] = {
     /* volumes mounted at /volumes/NAME (docs/volumes.md); --volume may be given again */
     [JR_VOLUMES] = {"volumes", "--volume", "volumes", false, false, JK_LIST, JU_VOLUME, 1, 32, OFF(volumes),
                     "must be a list of volume names, each NAME or NAME:ro (rnx volume list), at most %2$lld"},
+    /* the isolation the job runs under (docs/sandbox.md): joblet's namespaces, or gVisor's runsc;
+     * the machine's isolation.default when not given */
+    [JR_ISOLATION] = {"isolation", "--isolation", "isolation", false, false, JK_TEXT, JU_ISOLATION, 1, 16,
+                      OFF(isolation), "is not accepted; use native or gvisor"},
+    /* GPUs by CDI name (joblet cdi generate); --device may be given again */
+    [JR_DEVICES] = {"devices", "--device", "devices", false, false, JK_LIST, JU_CDI, 1, 64, OFF(devices),
+                    "must be a list of CDI device names: nvidia.com/gpu=INDEX, =UUID or =all, at most %2$lld"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number"},
     /* why a --gpu-optional job runs without the GPUs it asked for */
@@ -233,12 +240,42 @@ int jobreq_volume_parse(const char *item, char *name, size_t len, bool *ro)
     return 0;
 }
 
-/* One more item of a list whose items have a form (volumes): the form, no name twice, the
- * list's bound. */
+int jobreq_cdi_parse(const char *item, const char **dev)
+{
+    static const char kind[] = "nvidia.com/gpu=";
+    if (strncmp(item, kind, sizeof kind - 1))
+        return -1;
+    const char *d = item + sizeof kind - 1;
+    size_t n = strlen(d);
+    bool digits = n > 0 && n <= 3 && strspn(d, "0123456789") == n;
+    bool uuid = (!strncmp(d, "GPU-", 4) || !strncmp(d, "MIG-", 4)) && n <= 80 &&
+                strspn(d + 4, "abcdefABCDEF0123456789-/") == n - 4 && n > 4;
+    if (!digits && !uuid && strcmp(d, "all"))
+        return -1;
+    *dev = d;
+    return 0;
+}
+
+/* A list given one item at a time (--volume a --volume b, --device x --device y). */
+static bool one_per_flag(const jobreq_field *f) { return f->unit == JU_VOLUME || f->unit == JU_CDI; }
+
+/* One more item of a list whose items have a form (volumes, CDI devices): the form, no name
+ * twice, the list's bound. */
 static int list_item_check(job_req *r, const jobreq_field *f, const char *item, jerr *e)
 {
     char name[80], other[80];
     bool ro;
+    if (f->unit == JU_CDI) {
+        const char *dev;
+        size_t *n;
+        char **l = *list_items(r, id_of(f), &n);
+        if (jobreq_cdi_parse(item, &dev) < 0 || *n >= (size_t)f->max)
+            return refuse(e, f, item);
+        for (size_t i = 0; i < *n; i++)
+            if (!strcmp(l[i], item))
+                return jerr_field(e, f->key, "%s: device '%s' is listed twice", f->key, item);
+        return 0;
+    }
     if (jobreq_volume_parse(item, name, sizeof name, &ro) < 0)
         return refuse(e, f, item);
     size_t *n;
@@ -280,6 +317,7 @@ static char ***list_items(job_req *r, enum jobreq_id id, size_t **n)
     switch (id) {
     case JR_ARGS: *n = &r->nargs; return &r->args;
     case JR_VOLUMES: *n = &r->nvolumes; return &r->volumes;
+    case JR_DEVICES: *n = &r->ndevices; return &r->devices;
     default: *n = &r->ngpu_ids; return &r->gpu_ids;
     }
 }
@@ -448,6 +486,10 @@ static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t l
         break;
     case JU_NETWORK:
         if (strcmp(s, "none") && strcmp(s, "host"))
+            return refuse(e, f, s);
+        break;
+    case JU_ISOLATION:
+        if (strcmp(s, "native") && strcmp(s, "gvisor"))
             return refuse(e, f, s);
         break;
     case JU_CPUS: {
@@ -656,7 +698,7 @@ int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t 
             return schedule_text(r, f, text, now, e);
         return set_string(r, f, text, strlen(text), 0, now, e);
     case JK_LIST: {
-        if (f->unit == JU_VOLUME) {
+        if (one_per_flag(f)) {
             /* one item each time: --volume=a --volume=b:ro, or a YAML list's items */
             if (list_item_check(r, f, text, e) < 0)
                 return -1;
@@ -725,7 +767,7 @@ static int list_from_json(job_req *r, const jobreq_field *f, json_t *arr, jerr *
             return jerr_field(e, f->key, "%s: must not contain a NUL character", f->key);
         if (id_of(f) == JR_ARGS && json_string_length(a) > (size_t)f->max)
             return jerr_field(e, f->key, "%s: longer than %lld bytes", f->key, (long long)f->max);
-        if (f->unit == JU_VOLUME && list_item_check(r, f, json_string_value(a), e) < 0)
+        if (one_per_flag(f) && list_item_check(r, f, json_string_value(a), e) < 0)
             return -1;
         list_push(l, n, json_string_value(a));
     }
@@ -1178,7 +1220,7 @@ int jobreq_check(const job_req *r, jerr *e)
     }
     if (all && (count || ids))
         return jerr_field(e, "gpu_all", "gpu_all: asks for every GPU; do not also give gpu_count or gpu_ids");
-    bool asked = count || all || ids;
+    bool asked = count || all || ids || r->ndevices;
     if (!asked) {
         const char *f = r->gpu_type ? "gpu_type" : r->gpu_cc ? "gpu_cc" : r->gpu_share ? "gpu_share"
                         : jobreq_has(r, JR_CROSS_NUMA) ? "cross_numa" : mem ? "gpu_memory_mb"
@@ -1387,7 +1429,7 @@ json_t *jobreq_to_flags(const job_req *r)
         case JK_LIST: {
             size_t *n;
             char ***l = list_items(w, (enum jobreq_id)i, &n);
-            if (f->unit == JU_VOLUME) { /* --volume once per volume */
+            if (one_per_flag(f)) { /* --volume once per volume, --device once per device */
                 for (size_t k = 0; k < *n; k++)
                     flag_add(a, f->flag, (*l)[k]);
                 break;

@@ -32,7 +32,7 @@ enum jobreq_id {
     JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_MAX_IOBPS, JR_CPU_CORES, JR_MAX_RUNTIME_S, JR_SCHEDULE_AT,
     JR_UPLOADS, JR_GPU_COUNT, JR_GPU_MEMORY_MB, JR_GPU_ALL, JR_GPU_IDS, JR_GPU_CAPS, JR_GPU_OPTIONAL,
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
-    JR_RUNTIME, JR_VOLUMES,
+    JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES,
     /* set by the daemon, never by a client */
     JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT,
     JR_N
@@ -51,6 +51,8 @@ enum jobreq_unit {
     JU_NONE, JU_PERCENT, JU_MB, JU_BYTES, JU_SECONDS, JU_GPUS, JU_CPUS, JU_TIME, JU_CAPS, JU_CC,
     JU_NETWORK, JU_PATH, JU_NAME,
     JU_VOLUME,    /* NAME or NAME:ro, NAME of letters, digits, '.', '_', '-' */
+    JU_ISOLATION, /* native or gvisor */
+    JU_CDI,       /* a CDI device name: nvidia.com/gpu=INDEX, =UUID or =all */
 };
 
 typedef struct jobreq_field {
@@ -107,6 +109,9 @@ typedef struct job_req {
     char *runtime;            /* the runtime the job runs in (rnx runtime list); NULL: the host's */
     char **volumes;           /* "NAME" or "NAME:ro", mounted at /volumes/NAME */
     size_t nvolumes;
+    char *isolation;          /* native or gvisor (docs/sandbox.md); NULL: the machine's default */
+    char **devices;           /* CDI names, nvidia.com/gpu=0; the daemon maps them onto gpu_ids */
+    size_t ndevices;
     char *gpu_caps, *gpu_mig, *gpu_type, *gpu_cc, *gpu_degraded;
     int64_t schedule_ms;      /* schedule_at as milliseconds, 0 none */
 } job_req;
@@ -175,6 +180,9 @@ const char *jobreq_env_get(const job_req *r, bool secret, const char *name);
  * whether it is read-only; -1 when it is not one. */
 int jobreq_volume_parse(const char *item, char *name, size_t len, bool *ro);
 bool jobreq_volume_name_ok(const char *s, size_t len);
+/* A CDI device name of kind nvidia.com/gpu: its device part (an index, a GPU-/MIG- UUID or
+ * "all") in *dev, or -1 when it is not one. */
+int jobreq_cdi_parse(const char *item, const char **dev);
 
 /* A message of the schema ("gpu_count: ...") worded for another surface: the field's name
  * replaced by `label` (a flag, a YAML key). Sub-fields ("uploads[2]") keep their text. */

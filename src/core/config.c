@@ -43,6 +43,7 @@ void config_defaults(config *c)
     c->health_interval_ms = 1000;
     c->max_temperature_c = 85;
     c->volumes_max_per_user = 16;
+    snprintf(c->isolation_default, sizeof c->isolation_default, "native");
     c->runtimes_cache_keep = 4;
     c->runtimes_build_timeout_s = 3600;
     c->runtimes_max_import_bytes = 16ull << 30;
@@ -119,6 +120,10 @@ static const key keys[] = {
     STR("volumes.dir", volumes_dir),
     U64("volumes.max_per_user", volumes_max_per_user, 0, 256),
     STR("volumes.mke2fs", volumes_mke2fs),
+    STR("isolation.default", isolation_default),
+    STR("isolation.require_gvisor", isolation_require_gvisor),
+    STR("isolation.runsc", isolation_runsc),
+    STR("isolation.platform", isolation_platform),
 };
 
 static void store_u(void *p, size_t len, uint64_t v)

@@ -59,6 +59,12 @@ typedef struct config {
     char volumes_dir[512];        /* volumes.dir: "" = <state_dir>/volumes (docs/volumes.md) */
     uint32_t volumes_max_per_user; /* volumes.max_per_user: volumes a user other than root may own; 0 = no bound */
     char volumes_mke2fs[256];     /* volumes.mke2fs: "" = /usr/sbin/mke2fs or /sbin/mke2fs */
+    char isolation_default[16];   /* isolation.default: native or gvisor (docs/sandbox.md) */
+    char isolation_require_gvisor[512]; /* isolation.require_gvisor: users and @groups whose jobs
+                                   * always run under gVisor, comma-separated; "" = none */
+    char isolation_runsc[256];    /* isolation.runsc: the runsc program; "" = found on PATH's usual dirs */
+    char isolation_platform[16];  /* isolation.platform: systrap, ptrace or kvm; "" = systrap when
+                                   * runsc has it, else ptrace */
 } config;
 
 void config_defaults(config *c);

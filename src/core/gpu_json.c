@@ -10,6 +10,7 @@
 #include "gpu_hold.h"
 #include "gpus.h"
 #include "health.h"
+#include "isolation.h"
 #include "state.h"
 
 /* -1 is what a backend could not read: null */
@@ -117,6 +118,12 @@ json_t *gpu_json_all(void)
 {
     json_t *o = gpu_discovery_json(&core.gpu);
     json_object_set_new(o, "enabled", json_boolean(core.gpu_on));
+    /* whether GPU jobs can run under gVisor here (docs/sandbox.md, "GPUs: nvproxy") */
+    const isolation_caps *ic = isolation_caps_get();
+    json_t *gv = json_pack("{s:b,s:b}", "available", ic->gvisor, "nvproxy", ic->gvisor && ic->nvproxy);
+    if (ic->version[0])
+        json_object_set_new(gv, "runsc_version", json_string(ic->version));
+    json_object_set_new(o, "gvisor", gv);
     json_t *gpus = json_object_get(o, "gpus");
     for (size_t i = 0; i < json_array_size(gpus); i++)
         add_state(json_array_get(gpus, i), (int)i);

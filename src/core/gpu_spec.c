@@ -55,6 +55,14 @@ typedef struct gpu_driver_lib {
     ldcache_lib lib;
 } gpu_driver_lib;
 
+size_t gpu_spec_driver_lib_paths(const char **out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < core.ndriver_libs && n < max; i++)
+        out[n++] = core.driver_libs[i].lib.real;
+    return n;
+}
+
 void gpu_spec_find_driver_libs(void)
 {
     const char *prefixes[NDRIVER_LIBS];
@@ -143,8 +151,7 @@ static void add_driver_libs(const job *j, gpu_spec *g)
         append(g->ld_add, sizeof g->ld_add, JOB_DRIVER_DIR);
 }
 
-/* The number /proc/devices gives a character driver ("507 nvidia-uvm"); -1 when absent. */
-static int char_major(const char *proc_root, const char *name)
+int gpu_spec_char_major(const char *proc_root, const char *name)
 {
     char path[512], line[128];
     snprintf(path, sizeof path, "%s/devices", proc_root);
@@ -404,7 +411,7 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
         const gpu_grant *gr = &j->gpus.g[i];
         if (!gr->mig)
             continue;
-        if (caps_major < 0 && (caps_major = char_major(c->proc_root, "nvidia-caps")) < 0) {
+        if (caps_major < 0 && (caps_major = gpu_spec_char_major(c->proc_root, "nvidia-caps")) < 0) {
             gpu_spec_free(g);
             return jerr_set(e, ENOENT, "MIG device %s: nvidia-caps is not in %s/devices", gr->uuid,
                             c->proc_root);
@@ -418,7 +425,7 @@ int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
     }
     /* Unified memory: CUDA needs it, but the module may not be loaded (or its nodes not made
      * yet) on a host that only runs nvidia-smi; a job then gets what exists, with a warning. */
-    int uvm = char_major(c->proc_root, "nvidia-uvm");
+    int uvm = gpu_spec_char_major(c->proc_root, "nvidia-uvm");
     static const char *const uvm_nodes[] = {"nvidia-uvm", "nvidia-uvm-tools"};
     for (int k = 0; k < 2; k++) {
         snprintf(host, sizeof host, "%s/%s", c->dev_root, uvm_nodes[k]);

@@ -4,6 +4,9 @@
 #include "../exec/spec.h"
 #include "job.h"
 
+#define GPU_NVIDIA_MAJOR 195
+#define GPU_NVIDIACTL_MINOR 255
+
 typedef struct gpu_spec {
     spec_op *ops;
     size_t nops;
@@ -28,6 +31,11 @@ void gpu_spec_find_driver_libs(void);
  * pinned to unless it chose --cpu-cores (not applied for simulated GPUs, whose CPU lists
  * describe another machine). */
 void gpu_spec_locality(const job *j, char *cpus, size_t cpus_len, char *mems, size_t mems_len);
+
+/* The number <proc_root>/devices gives a character driver ("507 nvidia-uvm"); -1 when absent. */
+int gpu_spec_char_major(const char *proc_root, const char *name);
+/* The driver's libraries found at start (gpu_spec_find_driver_libs): host paths, as mounted. */
+size_t gpu_spec_driver_lib_paths(const char **out, size_t max);
 
 /* The spec additions for the job's GPU grant; empty for no grant or a simulated one. */
 int gpu_spec_build(const job *j, gpu_spec *g, jerr *e);

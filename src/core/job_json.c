@@ -108,6 +108,8 @@ json_t *job_json(const job *j)
     json_object_set_new(o, "secret_env", field_or(r, JR_SECRET_ENV, json_object()));
     json_object_set_new(o, "workdir", json_string(r->workdir ? r->workdir : "/work"));
     json_object_set_new(o, "network", json_string(r->network ? r->network : "none"));
+    /* jobs from before isolation existed ran natively */
+    json_object_set_new(o, "isolation", json_string(r->isolation ? r->isolation : "native"));
     jx_set_str_or_null(o, "runtime", r->runtime);
     json_object_set_new(o, "volumes", field_or(r, JR_VOLUMES, json_array()));
     char host[64];

@@ -21,6 +21,7 @@
 #include "../exec/zygote.h"
 #include "counters.h"
 #include "gpu_spec.h"
+#include "isolation.h"
 #include "job_detail.h"
 #include "job_events.h"
 #include "jobs.h"
@@ -171,6 +172,33 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     nown = nmounts - g.nmounts;
     s.mounts = mounts;
     s.nmounts = nmounts;
+    /* gVisor: the shim renders this spec as an OCI bundle for runsc (exec/gvisor.h) */
+    char cdi[2048] = "";
+    cg_dev_rule *kvm_rules = NULL;
+    const isolation_caps *ic = isolation_caps_get();
+    if (j->req.isolation && !strcmp(j->req.isolation, "gvisor")) {
+        s.runsc = (char *)ic->runsc;
+        s.runsc_root = (char *)isolation_runsc_root();
+        s.runsc_platform = (char *)ic->platform;
+        s.runsc_nvproxy = j->gpus.n > 0 && ic->nvproxy;
+        /* the granted GPUs by their CDI names (joblet cdi generate names each by UUID) */
+        size_t n = 0;
+        for (size_t i = 0; i < j->gpus.n && n < sizeof cdi; i++)
+            n += (size_t)snprintf(cdi + n, sizeof cdi - n, "%snvidia.com/gpu=%s", i ? "," : "", j->gpus.g[i].uuid);
+        s.cdi_devices = cdi[0] ? cdi : NULL;
+        /* the kvm platform: the sandbox (in the job's cgroup) opens /dev/kvm */
+        if (!strcmp(ic->platform, "kvm")) {
+            kvm_rules = xcalloc(g.nrules + 1, sizeof *kvm_rules);
+            if (g.nrules)
+                memcpy(kvm_rules, g.rules, g.nrules * sizeof *kvm_rules);
+            kvm_rules[g.nrules] = (cg_dev_rule){'c', 10, 232, "rw"};
+            s.devices = kvm_rules;
+            s.ndevices = g.nrules + 1;
+        }
+        if (fd == 0 && !ic->gvisor) {
+            fd = jerr_set(e, ENOENT, "the job asks for gVisor, which this machine no longer has: %s", ic->why);
+        }
+    }
     if (fd == 0)
         fd = spec_to_fd(&s, e);
     if (fd >= 0)
@@ -180,6 +208,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         free(mounts[i].dst);
     }
     free(mounts);
+    free(kvm_rules);
     gpu_spec_free(&g);
     for (char **p = s.argv; *p; p++)
         free(*p);

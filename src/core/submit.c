@@ -18,6 +18,7 @@
 #include "../common/parse.h"
 #include "../common/util.h"
 #include "gpu_validate.h"
+#include "isolation.h"
 #include "job_events.h"
 #include "jobs.h"
 #include "runtimes.h"
@@ -315,6 +316,41 @@ static int take_token(uid_t uid, double *wait_s, bool take)
     return 0;
 }
 
+/* GPUs asked for by CDI name (devices: nvidia.com/gpu=1) become the same request as
+ * gpu_ids (or gpu_all), so that they go through the same validation and gang allocation. */
+static int devices_to_gpus(job_req *req, jerr *e)
+{
+    if (!req->ndevices)
+        return 0;
+    bool all = false;
+    char **ids = xcalloc(req->ndevices + 1, sizeof *ids);
+    size_t n = 0;
+    for (size_t i = 0; i < req->ndevices; i++) {
+        const char *dev;
+        if (jobreq_cdi_parse(req->devices[i], &dev) < 0)
+            continue; /* checked by the schema */
+        if (!strcmp(dev, "all"))
+            all = true;
+        else
+            ids[n++] = (char *)dev;
+    }
+    int rc = 0;
+    if ((jobreq_has(req, JR_GPU_COUNT) && req->gpu_count > 0) || req->gpu_mig || (req->gpu_all && !all) ||
+        (req->ngpu_ids && all))
+        rc = jerr_field(e, "devices", "devices: asks for GPUs by CDI name; do not also give gpu_count, gpu_all, "
+                                      "gpu_mig or gpu_ids");
+    else if (all && n)
+        rc = jerr_field(e, "devices", "devices: nvidia.com/gpu=all names every GPU; do not list others with it");
+    else if (all) {
+        req->gpu_all = true;
+        req->has |= 1ull << JR_GPU_ALL;
+    } else if (!req->ngpu_ids) {
+        jobreq_set_list(req, JR_GPU_IDS, ids, n);
+    }
+    free(ids);
+    return rc;
+}
+
 int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *si, jerr *e)
 {
     if (caller_uid && uid_in_range(caller_uid))
@@ -323,7 +359,8 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
                          (unsigned)caller_uid);
     *si = (submit_info){0};
     si->sched_ms = req->schedule_ms;
-    if (check_machine(req, &si->total, e) < 0)
+    if (devices_to_gpus(req, e) < 0 || check_machine(req, &si->total, e) < 0 ||
+        isolation_decide(req, caller_uid, caller_gid, e) < 0)
         return -1;
     return check_names(req, caller_uid, caller_gid, e);
 }

@@ -22,7 +22,10 @@
 #include "../common/util.h"
 #include "../exec/bpfdev.h"
 #include "../core/gpu_hold.h"
+#include "../core/cdi.h"
+#include "../core/gpu_spec.h"
 #include "../core/gpus.h"
+#include "../core/isolation.h"
 #include "../core/health.h"
 #include "../core/incoming.h"
 #include "../core/jobs.h"
@@ -83,6 +86,7 @@ static void usage(FILE *f)
             "\n"
             "Usage: joblet [--config PATH] [--state-dir DIR] [--socket PATH] [--log-level LEVEL]\n"
             "       joblet [--config PATH] --probe-gpus[=nvml|proc|smi|fixture]\n"
+            "       joblet [--config PATH] cdi generate [--output FILE]\n"
             "       joblet --version|--help\n"
             "\n"
             "Serves the joblet API on a unix socket; rnx is its client. Runs as root. Each job runs\n"
@@ -98,6 +102,9 @@ static void usage(FILE *f)
             "  --probe-gpus[=BACKEND]\n"
             "                      print GPU discovery as JSON and exit (0 when a GPU was found, 1\n"
             "                      when none): every backend in turn, or only BACKEND\n"
+            "  cdi generate        write a CDI specification of this machine's GPUs (kind nvidia.com/gpu,\n"
+            "                      docs/sandbox.md) to stdout, or to --output FILE (e.g.\n"
+            "                      /etc/cdi/nvidia.json, read by podman --device nvidia.com/gpu=0)\n"
             "  --version           print the version and exit\n"
             "  --help              show this help\n"
             "\n"
@@ -277,6 +284,37 @@ static int probe_gpus(const char *backend)
     return found ? 0 : 1;
 }
 
+/* `joblet cdi generate [--output FILE]`: discovery as the daemon would run it, written as a
+ * CDI specification (core/cdi.h). */
+static int cdi_generate(const char *output)
+{
+    jerr e = {0};
+    gpu_discover(&core.cfg.gpu, &core.gpu);
+    if (core.gpu.found && !core.gpu.inv.simulated && core.gpu.inv.n)
+        gpu_spec_find_driver_libs();
+    json_t *spec = cdi_spec_json(&e);
+    gpu_discovery_free(&core.gpu);
+    free(core.driver_libs);
+    core.driver_libs = NULL;
+    core.ndriver_libs = 0;
+    if (!spec) {
+        fprintf(stderr, "joblet: cdi generate: %s\n", e.msg);
+        return 1;
+    }
+    char *txt = json_dumps(spec, JSON_INDENT(2));
+    json_decref(spec);
+    int rc = 0;
+    if (!output) {
+        fputs(txt, stdout);
+        putchar('\n');
+    } else if (write_file_opt(output, txt, strlen(txt), 0644, WF_ATOMIC, &e) < 0) {
+        fprintf(stderr, "joblet: cdi generate: %s\n", e.msg);
+        rc = 1;
+    }
+    free(txt);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -284,8 +322,11 @@ int main(int argc, char **argv)
         {"socket", required_argument, NULL, 'S'},   {"log-level", required_argument, NULL, 'l'},
         {"version", no_argument, NULL, 'V'},        {"help", no_argument, NULL, 'h'},
         {"probe-gpus", optional_argument, NULL, 'P'},
+        {"output", required_argument, NULL, 'o'},
         {NULL, 0, NULL, 0},
     };
+    const char *output = NULL;
+    bool cdi = false;
     const char *cfg_path = NULL, *state_dir = NULL, *sock = NULL, *level = NULL, *probe = NULL;
     int c;
     opterr = 0;
@@ -298,13 +339,19 @@ int main(int argc, char **argv)
         case 'V': printf("joblet %s\n", JOBLET_VERSION); return 0;
         case 'h': usage(stdout); return 0;
         case 'P': probe = optarg ? optarg : ""; break;
+        case 'o': output = optarg; break;
         default:
             fprintf(stderr, "joblet: unknown or incomplete option '%s'; see 'joblet --help'\n", argv[optind - 1]);
             return 2;
         }
     }
-    if (optind < argc) {
+    if (optind + 2 == argc && !strcmp(argv[optind], "cdi") && !strcmp(argv[optind + 1], "generate")) {
+        cdi = true;
+    } else if (optind < argc) {
         fprintf(stderr, "joblet: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    } else if (output) {
+        fprintf(stderr, "joblet: --output is for 'joblet cdi generate'\n");
         return 2;
     }
     config_defaults(&core.cfg);
@@ -326,6 +373,8 @@ int main(int argc, char **argv)
     log_set_level(core.cfg.log_level);
     if (probe)
         return probe_gpus(probe);
+    if (cdi)
+        return cdi_generate(output);
     if (geteuid() != 0) {
         fprintf(stderr, "joblet: must run as root: it creates namespaces, cgroups and mounts for jobs\n");
         return 1;
@@ -357,7 +406,7 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
-    if (gpus_init(&e) < 0) {
+    if (gpus_init(&e) < 0 || isolation_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../common/util.h"
+#include "gvisor.h"
 #include "isolate.h"
 #include "logwriter.h"
 #include "shim.h"
@@ -92,7 +93,10 @@ static void begin_stop(shim *sh)
 {
     if (sh->init <= 0 || sh->tfd_grace >= 0)
         return;
-    kill(sh->init, SIGTERM);
+    if (!sh->spec.runsc)
+        kill(sh->init, SIGTERM);
+    else if (gvisor_kill(&sh->spec, SIGTERM, true) < 0)
+        shim_log(sh, "runsc kill TERM failed; the job is killed when the grace period ends");
     sh->tfd_grace = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
     if (sh->tfd_grace < 0 || arm(sh->tfd_grace, sh->spec.stop_grace_s ? sh->spec.stop_grace_s : 1) < 0)
         kill(sh->init, SIGKILL);
@@ -101,6 +105,8 @@ static void begin_stop(shim *sh)
 static void hard_kill(shim *sh)
 {
     sh->killed = 1;
+    if (sh->spec.runsc)
+        gvisor_kill(&sh->spec, SIGKILL, true); /* then runsc, its sandbox and gofer themselves */
     cg_kill_all(&sh->cg);
     if (sh->init > 0)
         kill(sh->init, SIGKILL);
@@ -174,8 +180,20 @@ static int start_job(shim *sh, int notify_fd)
     }
     uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | (s->net_host ? 0 : CLONE_NEWNET);
     struct clone_args ca = {.flags = flags, .exit_signal = SIGCHLD};
-    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
-    if (pid < 0) {
+    pid_t pid;
+    if (s->runsc) {
+        /* gVisor: runsc makes the namespaces and the sandbox; the same pipes, the same cgroup */
+        struct jobinit_fds fds = {out[1], err[1], sync[1], status[1]};
+        if (gvisor_bundle_write(s, &sh->cg, &e) < 0 || (pid = gvisor_spawn(s, &sh->cg, &fds, &e)) < 0) {
+            for (int i = 0; i < 2; i++) {
+                close(out[i]);
+                close(err[i]);
+                close(sync[i]);
+                close(status[i]);
+            }
+            goto fail;
+        }
+    } else if ((pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca)) < 0) {
         jerr_sys(&e, "clone the job's namespaces");
         goto fail;
     }
@@ -389,7 +407,23 @@ static void supervise(shim *sh)
                     init_done = 1;
                     sh->ended_ms = now_ms();
                     int32_t cmd;
-                    if (read(sh->status_r, &cmd, sizeof cmd) == sizeof cmd) {
+                    if (sh->spec.runsc) {
+                        /* runsc run's exit is the command's (gvisor.h) */
+                        cg_stats now = {0};
+                        cg_read_stats(&sh->cg, &now);
+                        bool sent = sh->stop_requested || sh->timed_out, oom = now.oom_kills > 0;
+                        have_status = 1;
+                        wstatus = gvisor_command_status(st, sent || oom);
+                        char why[900];
+                        if (!sent && !oom && gvisor_failure(&sh->spec, st, why, sizeof why))
+                            snprintf(sh->error, sizeof sh->error, "runsc: %s", why);
+                        /* the memory limit killed the sandbox: runsc reports an error of its own */
+                        if (oom && !sent && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
+                            wstatus = SIGKILL;
+                        /* what is left of the sandbox (its record under runsc's root goes
+                         * once the end is reported) */
+                        cg_kill_all(&sh->cg);
+                    } else if (read(sh->status_r, &cmd, sizeof cmd) == sizeof cmd) {
                         have_status = 1;
                         wstatus = cmd;
                     } else if (WIFSIGNALED(st)) {
@@ -411,6 +445,8 @@ static void supervise(shim *sh)
         ssize_t w = write(sh->notify_fd, "E\n", 2);
         (void)w;
     }
+    if (sh->spec.runsc)
+        gvisor_delete(&sh->spec);
     jerr e = {0};
     if (cg_destroy(&sh->cg, &e) < 0)
         shim_log(sh, "cgroup cleanup: %s", e.msg);

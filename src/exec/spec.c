@@ -59,6 +59,11 @@ int spec_to_fd(const job_spec *s, jerr *e)
         json_object_set_new(o, "log_max_bytes", json_integer((json_int_t)s->log_max_bytes));
     if (o && s->system_root && *s->system_root)
         json_object_set_new(o, "system_root", json_string(s->system_root));
+    if (o && s->runsc && *s->runsc)
+        json_object_set_new(o, "gvisor", json_pack("{s:s,s:s,s:s,s:b,s:s?}", "runsc", s->runsc, "root",
+                                                   s->runsc_root ? s->runsc_root : "", "platform",
+                                                   s->runsc_platform ? s->runsc_platform : "ptrace", "nvproxy",
+                                                   s->runsc_nvproxy, "cdi_devices", s->cdi_devices));
     if (!o)
         return jerr_set(e, EINVAL, "cannot encode the job spec");
     char *txt = json_dumps(o, JSON_COMPACT);
@@ -187,6 +192,10 @@ static int check(json_t *o, jerr *e)
         if (op_kind(x) == ARRAY_LEN(op_names) || !is_abs_path(json_object_get(x, "dst")))
             return jerr_set(e, EINVAL, "job spec: ops[%zu] is not a known step with an absolute dst", i);
     }
+    json_t *gv = json_object_get(o, "gvisor");
+    if (gv && (!is_abs_path(json_object_get(gv, "runsc")) || !is_abs_path(json_object_get(gv, "root")) ||
+               !json_is_string(json_object_get(gv, "platform"))))
+        return jerr_set(e, EINVAL, "the job spec's gvisor has no absolute runsc and root, or no platform");
     return 0;
 }
 
@@ -314,6 +323,15 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
         s->ops[i].minor = (uint32_t)json_integer_value(json_object_get(x, "minor"));
     }
     s->nops = json_array_size(ops);
+    json_t *gv = json_object_get(o, "gvisor");
+    if (gv) {
+        s->runsc = xstrdup(json_string_value(json_object_get(gv, "runsc")));
+        s->runsc_root = xstrdup(json_string_value(json_object_get(gv, "root")));
+        s->runsc_platform = xstrdup(json_string_value(json_object_get(gv, "platform")));
+        s->runsc_nvproxy = json_is_true(json_object_get(gv, "nvproxy"));
+        const char *cdi = json_string_value(json_object_get(gv, "cdi_devices"));
+        s->cdi_devices = cdi ? xstrdup(cdi) : NULL;
+    }
     json_decref(o);
     return 0;
 }
@@ -348,5 +366,9 @@ void spec_free(job_spec *s)
         free(s->ops[i].data);
     }
     free(s->ops);
+    free(s->runsc);
+    free(s->runsc_root);
+    free(s->runsc_platform);
+    free(s->cdi_devices);
     memset(s, 0, sizeof *s);
 }

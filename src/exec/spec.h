@@ -56,6 +56,14 @@ typedef struct job_spec {
     size_t nmounts;
     spec_op *ops;
     size_t nops;
+    /* gVisor (docs/sandbox.md): with runsc set, the shim renders this spec as an OCI bundle
+     * (oci.h) and runs it under runsc (gvisor.h) instead of its own namespaces */
+    char *runsc;           /* the runsc program; NULL = native isolation */
+    char *runsc_root;      /* runsc --root: its state, under joblet's state directory */
+    char *runsc_platform;  /* runsc --platform: ptrace, systrap or kvm */
+    bool runsc_nvproxy;    /* --nvproxy=true: the job has GPUs and runsc proxies their driver */
+    char *cdi_devices;     /* the job's GPUs as CDI names, comma-separated, for the bundle's
+                            * annotation; NULL when none */
 } job_spec;
 
 /* The most a shim reads. A spec is mostly argv and env, which execve takes at most 6 MiB

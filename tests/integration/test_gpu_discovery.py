@@ -350,7 +350,8 @@ def test_gpu_json_schema(fresh_daemon):
     d = gpu_daemon(fresh_daemon, "a100-mig")
     inv = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)
     assert set(inv) == {"enabled", "backend", "simulated", "driver_version", "cuda_driver_version", "discovery_ms",
-                        "gpus", "attempts", "cuda_installations"}
+                        "gpus", "attempts", "cuda_installations", "gvisor"}
+    assert set(inv["gvisor"]) <= {"available", "nvproxy", "runsc_version"}
     g = inv["gpus"][0]
     # "health" appears once the monitor has sampled the GPU (docs/api.md)
     assert set(g) - {"health"} == set(GPU_FIELDS) | {"mig", "simulated", "problem", "state", "job", "takes_jobs"}

@@ -168,6 +168,15 @@ static const field_case cases[] = {
      "[\"a\", \"b:ro\", \"c:rw\"]",
      "a/b", "volumes: 'a/b' must be a list of volume names, each NAME or NAME:ro (rnx volume list), at most 32",
      "[\"a\", \"a:ro\"]", "volumes: volume 'a' is listed twice"},
+    {JR_ISOLATION, "", 0, "gvisor", "\"gvisor\"", "\"native\"", "\"native\"",
+     "kvm", "isolation: 'kvm' is not accepted; use native or gvisor",
+     "1", "isolation: '1' is not accepted; use native or gvisor"},
+    /* text: one item per --device, appended */
+    {JR_DEVICES, "", 0, "nvidia.com/gpu=1", "[\"nvidia.com/gpu=1\"]", "[\"nvidia.com/gpu=0\", \"nvidia.com/gpu=all\"]",
+     "[\"nvidia.com/gpu=0\", \"nvidia.com/gpu=all\"]",
+     "nvidia.com/gpu=x", "devices: 'nvidia.com/gpu=x' must be a list of CDI device names: nvidia.com/gpu=INDEX, =UUID "
+     "or =all, at most 64",
+     "[\"nvidia.com/gpu=0\", \"nvidia.com/gpu=0\"]", "devices: device 'nvidia.com/gpu=0' is listed twice"},
     /* the daemon's own fields are read from what it stored, where a value this version refuses
      * is left out (and logged), the job kept: json_msg NULL */
     {JR_PIDS_MAX, "", JOBREQ_FROM_DB, "512", "512", "0", "0",
@@ -582,7 +591,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -937,7 +946,7 @@ static const char full[] =
     " \"gpu_count\": 1, \"gpu_memory_mb\": 4096, \"gpu_ids\": [\"GPU-1\"], \"gpu_caps\": \"compute,video\","
     " \"gpu_optional\": true, \"priority\": -7, \"gpu_type\": \"A100\", \"gpu_cc\": \"8.0\", \"gpu_share\": true,"
     " \"cross_numa\": false, \"preemptible\": true, \"runtime\": \"python-3.11-ml\","
-    " \"volumes\": [\"data\", \"images:ro\"]}";
+    " \"volumes\": [\"data\", \"images:ro\"], \"isolation\": \"gvisor\", \"devices\": [\"nvidia.com/gpu=1\"]}";
 
 static void test_round_trip(void **state)
 {
@@ -1113,7 +1122,7 @@ static void test_to_flags(void **state)
                    " \"--schedule=2027-01-01T00:00:00.500Z\", \"--upload=d/\", \"--upload=l\", \"--gpu=1\","
                    " \"--gpu-memory=4GB\", \"--gpu-ids=GPU-1\", \"--gpu-caps=compute,video\", \"--gpu-optional\","
                    " \"--priority=-7\", \"--gpu-type=A100\", \"--gpu-cc=8.0\", \"--gpu-share\", \"--cross-numa=no\","
-                   " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\"]",
+                   " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\", \"--isolation=gvisor\", \"--device=nvidia.com/gpu=1\"]",
                    "flags");
     /* read back as rnx reads them: the same request, but for what flags cannot carry */
     size_t i;

@@ -444,13 +444,13 @@ static void test_unknown_keys(void **state)
 {
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    retries: 3\n",
                  "wf.yaml:4:5: job 'a': unknown key 'retries'; a job takes command, args, runtime, network, uploads, "
-                 "volumes, environment, secret_environment, workdir, resources, requires");
+                 "volumes, environment, secret_environment, workdir, resources, requires, isolation, devices");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    env: {A: 1}\n",
                  "wf.yaml:4:5: job 'a': unknown key 'env' (did you mean environment?); a job takes command, args, "
-                 "runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires");
+                 "runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires, isolation, devices");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    gpus: 2\n",
                  "wf.yaml:4:5: job 'a': unknown key 'gpus' (did you mean resources: gpu_count?); a job takes command, "
-                 "args, runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires");
+                 "args, runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires, isolation, devices");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    max_memory: 4GB\n",
                  "wf.yaml:4:5: job 'a': 'max_memory' belongs under resources:");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    resources:\n      memory: 4GB\n",

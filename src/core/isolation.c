@@ -1,0 +1,269 @@
+#include "isolation.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "state.h"
+
+static isolation_caps caps;
+static char runsc_root[600];
+
+static void runsc_root_mount(void);
+
+const char *isolation_runsc_root(void)
+{
+    /* at the first gVisor job: a daemon that runs none mounts nothing */
+    if (!runsc_root[0])
+        runsc_root_mount();
+    return runsc_root;
+}
+
+/* <state_dir>/runsc on a memory file system of its own (0700 root): runsc's state and the jobs'
+ * bundles hold their secret environment, which must not reach the disk. Mounted once; a
+ * restarted joblet finds it mounted (its running sandboxes' state is there) and keeps it. */
+static void runsc_root_mount(void)
+{
+    snprintf(runsc_root, sizeof runsc_root, "%s/runsc", core.cfg.state_dir);
+    jerr e = {0};
+    if (mkdir_p(runsc_root, 0700, &e) < 0) {
+        log_warn("gVisor: %s", e.msg);
+        return;
+    }
+    struct stat here, parent;
+    if (stat(runsc_root, &here) == 0 && stat(core.cfg.state_dir, &parent) == 0 && here.st_dev != parent.st_dev)
+        return; /* mounted already */
+    if (mount("joblet-runsc", runsc_root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=64m") < 0)
+        log_warn("gVisor: cannot mount a tmpfs on %s (%s): the jobs' bundles and runsc's state, with their "
+                 "secret environment, go to its disk", runsc_root, strerror(errno));
+}
+
+const isolation_caps *isolation_caps_get(void) { return &caps; }
+
+/* The output (stdout and stderr together) of argv, at most len - 1 bytes, within 5 seconds;
+ * -1 when it could not run or did not exit 0. */
+static int capture(const char *const *argv, char *out, size_t len)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(p[1]);
+    size_t n = 0;
+    int64_t deadline = mono_ns() + 5000000000LL;
+    for (;;) {
+        int left = (int)((deadline - mono_ns()) / 1000000);
+        struct pollfd pf = {p[0], POLLIN, 0};
+        if (left <= 0 || poll(&pf, 1, left) <= 0)
+            break;
+        char buf[4096];
+        ssize_t r = read(p[0], buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        size_t take = (size_t)r < len - 1 - n ? (size_t)r : len - 1 - n;
+        memcpy(out + n, buf, take);
+        n += take;
+    }
+    out[n] = 0;
+    close(p[0]);
+    int st;
+    pid_t w;
+    /* EOF comes as it exits, a moment before it can be reaped */
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0 && mono_ns() < deadline)
+        usleep(1000);
+    if (w != pid) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return -1;
+    }
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static void probe(void)
+{
+    static char text[1 << 16];
+    const char *cfg = core.cfg.isolation_runsc;
+    static const char *const where[] = {"/usr/bin/runsc", "/usr/local/bin/runsc", "/usr/sbin/runsc", NULL};
+    if (*cfg)
+        snprintf(caps.runsc, sizeof caps.runsc, "%s", cfg);
+    else
+        for (const char *const *w = where; *w && !caps.runsc[0]; w++)
+            if (access(*w, X_OK) == 0)
+                snprintf(caps.runsc, sizeof caps.runsc, "%s", *w);
+    if (!caps.runsc[0]) {
+        snprintf(caps.why, sizeof caps.why, "runsc is not installed (apt-get install runsc, or isolation.runsc)");
+        return;
+    }
+    if (access(caps.runsc, X_OK) < 0) {
+        snprintf(caps.why, sizeof caps.why, "%s (isolation.runsc): %s", caps.runsc, strerror(errno));
+        return;
+    }
+    const char *version[] = {caps.runsc, "--version", NULL};
+    if (capture(version, text, sizeof text) < 0) {
+        snprintf(caps.why, sizeof caps.why, "%s --version failed: %.200s", caps.runsc, text);
+        return;
+    }
+    /* "runsc version 0.0~20221219.0\nspec: 1.0.2-dev" */
+    const char *v = strstr(text, "version ");
+    v = v ? v + 8 : text;
+    snprintf(caps.version, sizeof caps.version, "%.*s", (int)strcspn(v, "\n"), v);
+    /* the flags: `runsc flags` (runsc --help lists only the subcommands) */
+    const char *flags[] = {caps.runsc, "flags", NULL};
+    if (capture(flags, text, sizeof text) < 0) {
+        const char *help[] = {caps.runsc, "--help", NULL};
+        capture(help, text, sizeof text);
+    }
+    caps.nvproxy = strstr(text, "-nvproxy") != NULL;
+    caps.systrap = strstr(text, "systrap") != NULL;
+    const char *plat = core.cfg.isolation_platform;
+    if (!*plat)
+        plat = caps.systrap ? "systrap" : "ptrace";
+    snprintf(caps.platform, sizeof caps.platform, "%s", plat);
+    if (!strcmp(plat, "systrap") && !caps.systrap) {
+        snprintf(caps.why, sizeof caps.why, "isolation.platform is systrap, which runsc %s does not have", caps.version);
+        return;
+    }
+    if (!strcmp(plat, "kvm") && access("/dev/kvm", R_OK | W_OK) < 0) {
+        snprintf(caps.why, sizeof caps.why, "isolation.platform is kvm, but /dev/kvm: %s", strerror(errno));
+        return;
+    }
+    caps.gvisor = true;
+}
+
+int isolation_init(jerr *e)
+{
+    memset(&caps, 0, sizeof caps);
+    const char *d = core.cfg.isolation_default, *p = core.cfg.isolation_platform;
+    if (strcmp(d, "native") && strcmp(d, "gvisor"))
+        return jerr_set(e, EINVAL, "isolation.default: '%s' is not native or gvisor", d);
+    if (*p && strcmp(p, "systrap") && strcmp(p, "ptrace") && strcmp(p, "kvm"))
+        return jerr_set(e, EINVAL, "isolation.platform: '%s' is not systrap, ptrace or kvm", p);
+    probe();
+    if (caps.gvisor)
+        log_info("gVisor: runsc %s at %s, platform %s, nvproxy %s", caps.version, caps.runsc, caps.platform,
+                 caps.nvproxy ? "yes" : "no");
+    else if (!strcmp(d, "gvisor") || core.cfg.isolation_require_gvisor[0])
+        return jerr_set(e, EINVAL, "isolation.%s asks for gVisor, but %s",
+                        strcmp(d, "gvisor") ? "require_gvisor" : "default", caps.why);
+    return 0;
+}
+
+/* The item of isolation.require_gvisor that names uid (its user name) or one of its groups
+ * (@group), copied to rule; false when none does. */
+static bool required(uid_t uid, gid_t gid, char *rule, size_t len)
+{
+    char list[sizeof core.cfg.isolation_require_gvisor];
+    snprintf(list, sizeof list, "%s", core.cfg.isolation_require_gvisor);
+    struct passwd *pw = getpwuid(uid);
+    char uname[64] = "";
+    if (pw)
+        snprintf(uname, sizeof uname, "%s", pw->pw_name);
+    gid_t groups[256];
+    int ng = ARRAY_LEN(groups);
+    if (!pw || getgrouplist(pw->pw_name, gid, groups, &ng) < 0) {
+        groups[0] = gid;
+        ng = 1;
+    }
+    for (char *save = NULL, *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+        bool hit = false;
+        if (t[0] == '@') {
+            struct group *g = getgrnam(t + 1);
+            for (int i = 0; g && i < ng && !hit; i++)
+                hit = groups[i] == g->gr_gid;
+        } else {
+            char *end;
+            unsigned long n = strtoul(t, &end, 10);
+            hit = (*uname && !strcmp(t, uname)) || (!*end && n == uid);
+        }
+        if (hit) {
+            snprintf(rule, len, "%s", t);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool isolation_wants_gpus(const job_req *req)
+{
+    return (jobreq_has(req, JR_GPU_COUNT) && req->gpu_count > 0) || req->gpu_all || req->ngpu_ids > 0 ||
+           req->gpu_mig || req->ndevices > 0;
+}
+
+int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
+{
+    char rule[80];
+    bool must = core.cfg.isolation_require_gvisor[0] && required(uid, gid, rule, sizeof rule);
+    /* gvisor, when decided here, is written into the request (the job shows it as its own);
+     * native stays unwritten: a request without isolation is native */
+    const char *dflt = must ? "gvisor" : *core.cfg.isolation_default ? core.cfg.isolation_default : "native";
+    if (!req->isolation && strcmp(dflt, "native"))
+        jobreq_set_str(req, JR_ISOLATION, dflt);
+    if (!req->isolation)
+        return 0;
+    if (must && strcmp(req->isolation, "gvisor"))
+        return jerr_http(e, 403, "isolation: native is refused: isolation.require_gvisor lists '%s', so uid %u's "
+                                 "jobs run under gVisor (leave --isolation out, or give --isolation=gvisor)",
+                         rule, (unsigned)uid);
+    if (strcmp(req->isolation, "gvisor"))
+        return 0;
+    if (!caps.gvisor)
+        return jerr_field(e, "isolation", "isolation: gvisor is not available on this machine: %s", caps.why);
+    if (isolation_wants_gpus(req) && !caps.nvproxy)
+        return jerr_field(e, "isolation", "isolation: a GPU job under gVisor needs runsc with nvproxy (--nvproxy, "
+                                          "in gVisor releases from 2023 on); this machine has runsc %s (%s), "
+                                          "which has none: run the job with --isolation=native, or install a newer "
+                                          "runsc",
+                          caps.version, caps.runsc);
+    return 0;
+}
+
+json_t *isolation_json(void)
+{
+    json_t *modes = json_array();
+    json_array_append_new(modes, json_pack("{s:s,s:b}", "name", "native", "available", 1));
+    json_t *g = json_pack("{s:s,s:b}", "name", "gvisor", "available", caps.gvisor);
+    if (caps.runsc[0])
+        json_object_set_new(g, "runsc", json_string(caps.runsc));
+    if (caps.version[0])
+        json_object_set_new(g, "version", json_string(caps.version));
+    if (caps.gvisor) {
+        json_object_set_new(g, "platform", json_string(caps.platform));
+        json_object_set_new(g, "nvproxy", json_boolean(caps.nvproxy));
+    } else {
+        json_object_set_new(g, "why", json_string(caps.why));
+    }
+    json_array_append_new(modes, g);
+    return json_pack("{s:s,s:o}", "default", core.cfg.isolation_default, "modes", modes);
+}

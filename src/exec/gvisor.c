@@ -1,0 +1,316 @@
+#include "gvisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/util.h"
+#include "oci.h"
+
+/* <runsc root>/bundles/<id>: beside runsc's own state, on the memory file system joblet mounts
+ * there (the config holds the job's secret environment, which never goes to disk) */
+static void bundle_path(const job_spec *s, char *out, size_t len, const char *tail)
+{
+    snprintf(out, len, "%s/bundles/%s%s", s->runsc_root, s->id, tail);
+}
+
+/* config.json without the environment's values, in the job's directory: what the job was
+ * started with, for rnx job status and for tests, with no secret in it */
+static int write_shown_config(const job_spec *s, json_t *o, jerr *e)
+{
+    json_t *shown = json_deep_copy(o), *env = json_array(), *v;
+    size_t i;
+    json_array_foreach(json_object_get(json_object_get(o, "process"), "env"), i, v) {
+        const char *kv = json_string_value(v);
+        json_array_append_new(env, json_stringn(kv, strcspn(kv, "=")));
+    }
+    json_object_set_new(json_object_get(shown, "process"), "env", env);
+    char *txt = json_dumps(shown, JSON_INDENT(1));
+    json_decref(shown);
+    if (!txt)
+        return jerr_set(e, ENOMEM, "cannot encode the OCI bundle");
+    char path[4300];
+    snprintf(path, sizeof path, "%s/bundle-config.json", s->job_dir);
+    int rc = write_file_opt(path, txt, strlen(txt), 0600, 0, e);
+    free(txt);
+    return rc;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* A mount point for dst under rootfs: a directory, or an empty file when src is not one. */
+static int mount_point(const char *rootfs, const char *dst, const char *src, jerr *e)
+{
+    char p[4400];
+    if (strstr(dst, "/.."))
+        return jerr_set(e, EINVAL, "mount point %s leaves the root", dst);
+    snprintf(p, sizeof p, "%s%s", rootfs, dst);
+    struct stat st;
+    bool dir = !src || (stat(src, &st) == 0 && S_ISDIR(st.st_mode));
+    if (dir)
+        return mkdir_p(p, 0755, e);
+    char parent[4400];
+    snprintf(parent, sizeof parent, "%s", p);
+    char *slash = strrchr(parent, '/');
+    if (slash)
+        *slash = 0;
+    if (mkdir_p(parent, 0755, e) < 0)
+        return -1;
+    int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return jerr_sys(e, "create %s", p);
+    close(fd);
+    return 0;
+}
+
+int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e)
+{
+    char bundle[4200], rootfs[4300];
+    bundle_path(s, bundle, sizeof bundle, "");
+    bundle_path(s, rootfs, sizeof rootfs, "/rootfs");
+    if (mkdir_p(rootfs, 0755, e) < 0)
+        return -1;
+    /* the system directories: a link (merged /usr: /bin -> usr/bin) is copied as a link, a
+     * directory becomes a mount point bound read-only, a missing one is left out */
+    const char *sys = s->system_root && *s->system_root ? s->system_root : "";
+    const char *dirs[32];
+    size_t nd = 0;
+    for (const char *const *d = mounts_system_dirs; *d && nd + 1 < ARRAY_LEN(dirs); d++) {
+        char src[4200], dst[4400], target[4096];
+        snprintf(src, sizeof src, "%s%s", sys, *d);
+        snprintf(dst, sizeof dst, "%s%s", rootfs, *d);
+        struct stat st;
+        if (lstat(src, &st) < 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            ssize_t n = readlink(src, target, sizeof target - 1);
+            if (n < 0)
+                return jerr_sys(e, "readlink %s", src);
+            target[n] = 0;
+            /* made relative (every system directory is at the top: /usr/lib is usr/lib), and
+             * never upwards: the mount points made below follow these links on the host, and
+             * must stay inside rootfs */
+            const char *rel = target + strspn(target, "/");
+            if (strstr(rel, ".."))
+                return jerr_set(e, EINVAL, "%s is a link to '%s', which leaves the root", src, target);
+            if (symlink(rel, dst) < 0 && errno != EEXIST)
+                return jerr_sys(e, "symlink %s", dst);
+        } else if (S_ISDIR(st.st_mode)) {
+            if (mkdir_p(dst, 0755, e) < 0)
+                return -1;
+            dirs[nd++] = *d;
+        }
+    }
+    dirs[nd] = NULL;
+    const char *const points[] = {"/proc", "/tmp", "/work", "/dev", "/sys"};
+    for (size_t i = 0; i < ARRAY_LEN(points); i++)
+        if (mount_point(rootfs, points[i], NULL, e) < 0)
+            return -1;
+    for (size_t i = 0; i < s->nmounts; i++)
+        if (mount_point(rootfs, s->mounts[i].dst, s->mounts[i].src, e) < 0)
+            return -1;
+    for (size_t i = 0; i < s->nops; i++)
+        if (s->ops[i].kind == SPEC_TMPFS && mount_point(rootfs, s->ops[i].dst, NULL, e) < 0)
+            return -1;
+    /* the job's cgroup, as runsc would name it on a cgroup2 host; informational under
+     * --ignore-cgroups (the shim put runsc in it) */
+    char cgpath[200];
+    snprintf(cgpath, sizeof cgpath, "/%s/%s", cg->host->root, cg->name);
+    oci_inputs in = {rootfs, dirs, cgpath};
+    json_t *o = oci_config(s, &in);
+    if (write_shown_config(s, o, e) < 0) {
+        json_decref(o);
+        return -1;
+    }
+    char path[4300];
+    bundle_path(s, path, sizeof path, "/config.json");
+    char *txt = json_dumps(o, JSON_INDENT(1));
+    json_decref(o);
+    if (!txt)
+        return jerr_set(e, ENOMEM, "cannot encode the OCI bundle");
+    int rc = write_file_opt(path, txt, strlen(txt), 0600, 0, e);
+    free(txt);
+    return rc;
+}
+
+/* runsc's global flags, in front of the subcommand; argv is filled from 0, returns the count. */
+static int global_args(const job_spec *s, const char **argv, char *buf, size_t len)
+{
+    int n = 0;
+    argv[n++] = s->runsc;
+    snprintf(buf, len, "--root=%s", s->runsc_root);
+    argv[n++] = buf;
+    return n;
+}
+
+static void child_defaults(void)
+{
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    sigset_t empty;
+    sigemptyset(&empty);
+    sigprocmask(SIG_SETMASK, &empty, NULL);
+}
+
+static void write_err(int fd, const char *stage, const jerr *e)
+{
+    char msg[1024];
+    int n = snprintf(msg, sizeof msg, "%s: %s", stage, e->msg);
+    ssize_t w = write(fd, msg, (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1));
+    (void)w;
+}
+
+pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, jerr *e)
+{
+    char root[4200], platform[80], network[32], bundle[4200];
+    const char *argv[20];
+    int n = global_args(s, argv, root, sizeof root);
+    snprintf(platform, sizeof platform, "--platform=%s", s->runsc_platform);
+    snprintf(network, sizeof network, "--network=%s", s->net_host ? "host" : "none");
+    bundle_path(s, bundle, sizeof bundle, "");
+    /* runsc's own errors (it could not start the sandbox or the command) as JSON lines, for
+     * gvisor_failure; without --debug nothing else is written there */
+    char log[4200];
+    snprintf(log, sizeof log, "--log=%s/runsc.log", s->job_dir);
+    argv[n++] = log;
+    argv[n++] = platform;
+    argv[n++] = network;
+    argv[n++] = "--ignore-cgroups";
+    if (s->runsc_nvproxy)
+        argv[n++] = "--nvproxy=true";
+    argv[n++] = "run";
+    argv[n++] = "--bundle";
+    argv[n++] = bundle;
+    argv[n++] = s->id;
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid < 0)
+        return jerr_sys(e, "fork runsc");
+    if (pid > 0)
+        return pid;
+    jerr ce = {0};
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    child_defaults();
+    /* runsc, its sandbox and its gofer: all the job's, limited by its cgroup */
+    if (cg_enter(cg, &ce) < 0) {
+        write_err(fds->sync_w, "cgroup", &ce);
+        _exit(126);
+    }
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds->out_w, 1) < 0 || dup2(fds->err_w, 2) < 0) {
+        jerr_sys(&ce, "connect stdin/stdout/stderr");
+        write_err(fds->sync_w, "start", &ce);
+        _exit(127);
+    }
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    execv(s->runsc, (char *const *)argv);
+    jerr_sys(&ce, "%s", s->runsc);
+    write_err(fds->sync_w, "exec", &ce);
+    _exit(127);
+}
+
+static int run_quiet(const char **argv)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        child_defaults();
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+            dup2(devnull, 2);
+        }
+        syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+int gvisor_kill(const job_spec *s, int sig, bool all)
+{
+    char root[4200], signo[16];
+    const char *argv[8];
+    int n = global_args(s, argv, root, sizeof root);
+    snprintf(signo, sizeof signo, "%d", sig);
+    argv[n++] = "kill";
+    if (all)
+        argv[n++] = "--all";
+    argv[n++] = s->id;
+    argv[n++] = signo;
+    argv[n] = NULL;
+    return run_quiet(argv);
+}
+
+void gvisor_delete(const job_spec *s)
+{
+    char root[4200];
+    const char *argv[8];
+    int n = global_args(s, argv, root, sizeof root);
+    argv[n++] = "delete";
+    argv[n++] = "--force";
+    argv[n++] = s->id;
+    argv[n] = NULL;
+    run_quiet(argv);
+    char bundle[4200];
+    bundle_path(s, bundle, sizeof bundle, "");
+    nftw(bundle, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int gvisor_command_status(int runsc_status, bool signal_expected)
+{
+    if (!WIFEXITED(runsc_status))
+        return runsc_status; /* runsc itself was killed (the job's cgroup, killed whole) */
+    int code = WEXITSTATUS(runsc_status);
+    if (signal_expected && code > 128 && code < 128 + 65)
+        return code - 128; /* a wait status "killed by signal N" */
+    return code << 8;
+}
+
+bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len)
+{
+    /* runsc exits 128 when it fails itself; 128 + N is a signal N */
+    if (!WIFEXITED(runsc_status) || WEXITSTATUS(runsc_status) != 128)
+        return false;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/runsc.log", s->job_dir);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    bool found = false;
+    char line[4096];
+    /* the last error; a line longer than the buffer is read in pieces that do not parse */
+    while (fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        const char *level = json_string_value(json_object_get(o, "level"));
+        const char *text = json_string_value(json_object_get(o, "msg"));
+        if (text && level && (!strcmp(level, "error") || !strcmp(level, "fatal"))) {
+            snprintf(msg, len, "%s", text);
+            found = true;
+        }
+        json_decref(o);
+    }
+    fclose(f);
+    return found;
+}

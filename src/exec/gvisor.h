@@ -1,0 +1,41 @@
+/* A job under gVisor (docs/sandbox.md): the shim renders the job spec as an OCI bundle in the
+ * job's directory (oci.h) and runs `runsc run` on it, inside the job's cgroup, so that the
+ * sandbox and its gofer are limited and accounted as the job's processes (on a cgroup v1 or
+ * hybrid host runsc's own cgroup code is not used: --ignore-cgroups). Stop and kill go through
+ * `runsc kill`. The shim stays the owner: logs, status.json and re-adoption are as for a
+ * native job. */
+#ifndef JOBLET_GVISOR_H
+#define JOBLET_GVISOR_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+#include "cgroup.h"
+#include "isolate.h"
+#include "spec.h"
+
+/* <runsc root>/bundles/<id>: config.json and rootfs/ (mount points and the system directories'
+ * links), on the memory file system joblet mounts on runsc's root (isolation.c: the config holds
+ * the job's secrets); <job_dir>/bundle-config.json: the same config with the environment's names
+ * only. */
+int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e);
+/* Forks `runsc ... run --bundle <job_dir>/bundle <id>` with stdout/stderr on fds' pipes, in
+ * the job's cgroup. Errors before the exec are written to fds->sync_w (closed by the exec, as
+ * for a native job's init). Returns the child's pid, or -1. */
+pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, jerr *e);
+/* `runsc kill [--all] <id> <sig>`, waited for. */
+int gvisor_kill(const job_spec *s, int sig, bool all);
+/* `runsc delete --force <id>`: the container's state under runsc's root, after it ended; and
+ * the bundle. */
+void gvisor_delete(const job_spec *s);
+/* runsc's wait status as the command's: runsc exits with 128 + N for a container killed by
+ * signal N; that is read back as the signal when joblet sent one (stop, kill, time limit) or
+ * the memory limit killed something (oom), else kept as the exit code the command gave. */
+int gvisor_command_status(int runsc_status, bool signal_expected);
+/* True when runsc itself failed (exit 128 and an error in <job_dir>/runsc.log, its --log: it could
+ * not start the sandbox or the command, or the sandbox broke down): its last error in msg. A
+ * command that exits 128 leaves no error there. */
+bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len);
+
+#endif

@@ -1,0 +1,364 @@
+"""gVisor isolation (docs/sandbox.md, issue 17): a job with isolation gvisor runs under the real
+runsc from Debian (its kernel is gVisor's), with its uploads, exit code, logs, memory limit,
+stop, kill and restart survival as for a native job; isolation.require_gvisor; the GPU refusal
+with Debian's runsc; the nvproxy path with a fake runsc that records its arguments and bundle."""
+import base64
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import ROOT
+
+RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
+FAKE = os.path.join(ROOT, "tests", "fakes", "runsc_nvproxy.sh")
+needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
+
+
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+def wait_until(pred, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(what)
+
+
+@needs_runsc
+def test_gvisor_job_runs_under_runsc_with_uploads_exit_and_logs(fresh_daemon):
+    d = fresh_daemon()
+    job, out, err = d.run("sh", "-c", "cat /proc/version; cat /work/in.txt; id -u; echo to-stderr >&2; exit 7",
+                          isolation="gvisor",
+                          uploads=[{"path": "in.txt", "type": "file", "mode": 0o644, "content_b64": b64("uploaded\n")}])
+    assert job["exit_code"] == 7, (job, out, err)
+    assert job["end_reason"] == "exit", job
+    lines = out.splitlines()
+    # gVisor's Sentry reports its own kernel, never the host's
+    host = open("/proc/version").read().strip()
+    assert lines[0] != host and "Linux version 4.4.0" in lines[0], out
+    assert lines[1] == "uploaded", out
+    assert lines[2] != "0", out  # not root inside
+    assert err == "to-stderr\n", err
+    assert job["isolation"] == "gvisor"
+    p = d.rnx("job", "status", job["id"], check=True)
+    assert "Isolation: gvisor (gVisor's runsc" in p.stdout.replace("  ", " ") or "gvisor (gVisor's runsc" in p.stdout
+    # the same command natively sees the host's kernel
+    job, out, _ = d.run("cat", "/proc/version")
+    assert out.strip() == host
+    assert job["isolation"] == "native"
+    # the bundle the shim wrote (as shown in the job's directory: the environment's names only):
+    # the job's cgroup and /work bound read-write
+    cfg = json.load(open(os.path.join(d.state, "jobs", job_id_of(d, "sh"), "bundle-config.json")))
+    assert "PATH" in cfg["process"]["env"], cfg["process"]["env"]
+    assert cfg["root"]["readonly"] is True
+    assert any(m["destination"] == "/work" and "rw" in m["options"] for m in cfg["mounts"])
+    assert cfg["linux"]["cgroupsPath"].endswith(job_id_of(d, "sh"))
+
+
+@needs_runsc
+def test_gvisor_secrets_stay_off_the_disk(fresh_daemon):
+    """The bundle's config.json holds the job's environment, secrets too: it lives beside runsc's
+    state on a tmpfs under the state directory, and goes when the job ends; the job's directory
+    keeps the config with the variables' names only."""
+    d = fresh_daemon()
+    secret = "s3cr3t-" + os.urandom(6).hex()
+    jid = d.submit("sh", "-c", "echo ready; sleep 30", isolation="gvisor", secret_env={"TOKEN": secret})
+    wait_until(lambda: "ready" in d.output(jid), 30, "the gVisor job never started")
+    runsc_dir = os.path.join(d.state, "runsc")
+    assert os.stat(runsc_dir).st_dev != os.stat(d.state).st_dev
+    fstype = [l.split(" - ")[1].split()[0] for l in open("/proc/self/mountinfo") if l.split()[4] == runsc_dir]
+    assert fstype == ["tmpfs"], fstype
+    bundle = os.path.join(runsc_dir, "bundles", jid, "config.json")
+    assert secret in open(bundle).read()  # where runsc reads it: in memory
+    for top, dirs, files in os.walk(d.state):
+        if top == d.state:
+            dirs[:] = [x for x in dirs if x not in ("runsc", "work")]
+        for f in files:
+            p = os.path.join(top, f)
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as fh:
+                    assert secret.encode() not in fh.read(), p
+    shown = json.load(open(os.path.join(d.state, "jobs", jid, "bundle-config.json")))
+    assert "TOKEN" in shown["process"]["env"]
+    assert d.rnx("job", "kill", jid).returncode == 0
+    d.wait(jid, 30)
+    wait_until(lambda: not os.path.exists(os.path.dirname(bundle)), 10, "the bundle outlived its job")
+
+
+@needs_runsc
+def test_gvisor_start_failure_is_start_failed_with_runscs_words(fresh_daemon):
+    """runsc that cannot start the command (exit 128, its error in its log) is a start failure, as a
+    native job's exec failure is; a command that exits 128 itself is just that."""
+    d = fresh_daemon()
+    job, _, err = d.run("/no/such/program", isolation="gvisor")
+    assert job["end_reason"] == "start_failed", job
+    assert job["exit_code"] == 127, job
+    assert job["error"].startswith("runsc: ") and "/no/such/program" in job["error"], job["error"]
+    assert "/no/such/program" in err  # runsc's own line, on the job's stderr
+    job, _, _ = d.run("sh", "-c", "exit 128", isolation="gvisor")
+    assert job["end_reason"] == "exit" and job["exit_code"] == 128, job
+
+
+def job_id_of(d, command):
+    return next(j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j["command"] == command)
+
+
+@needs_runsc
+def test_gvisor_job_is_oom_killed_at_max_memory(fresh_daemon):
+    d = fresh_daemon()
+    probe = ("chunks = []\n"
+             "for i in range(512):\n"
+             "    chunks.append(b'\\x01' * (1 << 20))\n"
+             "print('allocated 512 MiB without being killed', flush=True)\n")
+    job, out, err = d.run("python3", "-c", probe, isolation="gvisor", max_memory_mb=128, timeout=120)
+    assert "without being killed" not in out, (job, out, err)
+    assert job["status"] == "FAILED", job
+    assert job["end_reason"] == "oom_killed", (job, err)
+
+
+@needs_runsc
+def test_gvisor_job_stop_and_kill(fresh_daemon):
+    d = fresh_daemon()
+    # stop: SIGTERM reaches the job inside the sandbox (runsc kill), which handles it
+    jid = d.submit("sh", "-c", "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done",
+                   isolation="gvisor")
+    wait_until(lambda: "ready" in d.output(jid), 30, "the gVisor job never started")
+    listed = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "--quiet"], capture_output=True, text=True)
+    assert listed.stdout.split() == [jid], (listed.stdout, listed.stderr)  # runsc's own view: one container
+    assert d.rnx("job", "stop", jid).returncode == 0
+    job = d.wait(jid, 30)
+    assert job["end_reason"] == "stopped", job
+    assert "got-term" in d.output(jid)
+    # kill: everything at once
+    jid = d.submit("sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done", isolation="gvisor")
+    wait_until(lambda: "ready" in d.output(jid), 30, "the gVisor job never started")
+    assert d.rnx("job", "kill", jid).returncode == 0
+    job = d.wait(jid, 30)
+    assert job["end_reason"] == "killed", job
+    assert job["exit_code"] == 137, job
+    # the time limit
+    job, _, _ = d.run("sleep", "30", isolation="gvisor", max_runtime_s=1, timeout=30)
+    assert job["end_reason"] == "time_limit", job
+    # nothing of runsc is left: its state directory holds no container (deleted once the end
+    # is reported)
+    def none_left():
+        left = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "--quiet"], capture_output=True, text=True)
+        assert left.returncode == 0, left.stderr
+        return left.stdout.strip() == ""
+    wait_until(none_left, 10, "runsc still lists containers of ended jobs")
+
+
+@needs_runsc
+def test_gvisor_job_survives_daemon_kill9(fresh_daemon):
+    d = fresh_daemon()
+    jid = d.submit("sh", "-c", "echo before; sleep 3; echo after; exit 4", isolation="gvisor")
+    long = d.submit("sh", "-c", "trap 'echo got-term; exit 5' TERM; echo up; while :; do sleep 0.1; done",
+                    isolation="gvisor")
+    wait_until(lambda: "before" in d.output(jid) and "up" in d.output(long), 30, "the gVisor jobs never started")
+    d.kill9()
+    time.sleep(0.5)
+    d.start()
+    job = d.wait(jid, 60)
+    assert job["exit_code"] == 4, job
+    assert d.output(jid) == "before\nafter\n"
+    # the re-adopted sandbox is stopped as any job: through its shim, runsc kill
+    assert d.job(long)["status"] == "RUNNING"
+    assert d.rnx("job", "stop", long).returncode == 0
+    job = d.wait(long, 30)
+    assert job["end_reason"] == "stopped" and "got-term" in d.output(long), (job, d.output(long))
+
+
+@needs_runsc
+def test_require_gvisor_user_gets_gvisor_and_is_refused_native(fresh_daemon):
+    d = fresh_daemon("isolation:\n  require_gvisor: nobody\n")
+    # as nobody (uid 65534): rnx through the socket, which the daemon identifies by SO_PEERCRED
+    os.chmod(d.dir, 0o755)
+    def rnx_as_nobody(*args):
+        return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               os.path.join(os.environ.get("JOBLET_BUILD", os.path.join(ROOT, "build")), "rnx"),
+                               *args], capture_output=True, text=True, timeout=60,
+                              env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+    p = rnx_as_nobody("job", "run", "--isolation=native", "true")
+    assert p.returncode != 0
+    assert "isolation.require_gvisor lists 'nobody'" in p.stderr, p.stderr
+    p = rnx_as_nobody("--json", "job", "run", "cat", "/proc/version")
+    assert p.returncode == 0, p.stderr
+    jid = json.loads(p.stdout)["id"]
+    job = d.wait(jid)
+    p = d.rnx("--json", "job", "status", "--detail", jid, check=True)
+    assert '"isolation": "gvisor"' in p.stdout or '"isolation":"gvisor"' in p.stdout, p.stdout
+    assert "Linux version 4.4.0" in d.output(jid), d.output(jid)
+    # root is not listed: native by default
+    job, out, _ = d.run("cat", "/proc/version")
+    assert out.strip() == open("/proc/version").read().strip()
+
+
+@needs_runsc
+def test_require_gvisor_by_group(fresh_daemon):
+    d = fresh_daemon("isolation:\n  require_gvisor: \"someone-else, @nogroup\"\n")
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        os.path.join(os.environ.get("JOBLET_BUILD", os.path.join(ROOT, "build")), "rnx"),
+                        "job", "run", "--isolation=native", "true"], capture_output=True, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+    assert p.returncode == 1 and "isolation.require_gvisor lists '@nogroup'" in p.stderr, p.stderr
+
+
+@needs_runsc
+def test_gvisor_job_writes_work_as_its_user_uses_host_network_and_runtimes(fresh_daemon, tmp_path):
+    import busybox_runtime
+    d = fresh_daemon(start=False)
+    busybox_runtime.make(os.path.join(d.state, "runtimes"))
+    d.start()
+    # files the job writes in /work are its user's on the host, and stay there
+    job, out, err = d.run("sh", "-c", "echo result > /work/out.txt; id -u", isolation="gvisor")
+    assert job["exit_code"] == 0, (job, err)
+    jid = job["id"]
+    path = os.path.join(d.work(jid), "out.txt")
+    assert open(path).read() == "result\n"
+    assert os.stat(path).st_uid == int(out.strip()), (os.stat(path).st_uid, out)
+    # network none: loopback only; host: the host's interfaces
+    _, out, _ = d.run("cat", "/proc/net/dev", isolation="gvisor")
+    ifaces = {l.split(":")[0].strip() for l in out.splitlines()[2:]}
+    assert ifaces <= {"lo"}, out
+    job, out, err = d.run("cat", "/proc/net/dev", isolation="gvisor", network="host")
+    assert job["exit_code"] == 0, err
+    assert len({l.split(":")[0].strip() for l in out.splitlines()[2:]} - {"lo"}) >= 1, out
+    # a runtime's tree as the root, as natively
+    job, out, err = d.run("sh", "-c", "cat /etc/marker; cat /proc/version", isolation="gvisor", runtime="busybox")
+    assert job["exit_code"] == 0, (job, err)
+    assert out.splitlines()[0] == "busybox runtime" and "4.4.0" in out, out
+    # a workflow job: isolation: and the same result
+    wf = tmp_path / "wf.yaml"
+    wf.write_text("jobs:\n  a:\n    command: cat\n    args: [/proc/version]\n    isolation: gvisor\n")
+    p = d.rnx("workflow", "run", "--follow", str(wf))
+    assert p.returncode == 0, p.stdout + p.stderr
+    wj = [j for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j.get("workflow_id") or j["command"] == "cat"][-1]
+    assert "4.4.0" in d.output(wj["id"]), d.output(wj["id"])
+
+
+def test_gvisor_refused_where_runsc_is_missing(fresh_daemon, tmp_path):
+    d = fresh_daemon(f"isolation:\n  runsc: {tmp_path}/no-runsc\n")
+    status, body = d.api("POST", "/v1/jobs", {"command": "true", "isolation": "gvisor"})
+    assert status == 400 and "gvisor is not available on this machine" in body["error"]["message"], body
+    p = d.rnx("--version", check=True)
+    assert "isolation gvisor: not available:" in p.stdout and "no-runsc" in p.stdout, p.stdout
+    status, body = d.api("POST", "/v1/jobs", {"command": "true", "isolation": "kvm"})
+    assert status == 400 and body["error"]["field"] == "isolation", body
+    # a configuration that requires gVisor without it stops the daemon at start
+    bad = fresh_daemon(f"isolation:\n  runsc: {tmp_path}/no-runsc\n  default: gvisor\n", start=False)
+    with pytest.raises(RuntimeError, match="isolation.default asks for gVisor"):
+        bad.start()
+
+
+# ---- GPUs -----------------------------------------------------------------------------------
+
+from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes  # noqa: E402
+
+
+def gpu_daemon(fresh_daemon, tmp_path, name, runsc=None, env=None):
+    dev = tmp_path / "dev"
+    make_nodes(dev, name)
+    f = os.path.join(FIX, name)
+    backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
+    (tmp_path / "nocuda").mkdir()
+    iso = f"isolation:\n  runsc: {runsc}\n" if runsc else ""
+    return fresh_daemon(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+                        f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp_path}/nocuda\n{iso}",
+                        env={"FAKE_NVML_FIXTURE": f"{f}/machine.json", **(env or {})})
+
+
+@needs_runsc
+def test_gpu_job_under_debians_runsc_is_refused_with_the_version(fresh_daemon, tmp_path):
+    d = gpu_daemon(fresh_daemon, tmp_path, "dgx-h100")
+    version = subprocess.run([RUNSC, "--version"], capture_output=True, text=True).stdout.split()[2]
+    status, body = d.api("POST", "/v1/jobs", {"command": "true", "gpu_count": 1, "isolation": "gvisor"})
+    assert status == 400, body
+    msg = body["error"]["message"]
+    assert body["error"]["field"] == "isolation"
+    assert f"runsc {version}" in msg and "nvproxy" in msg, msg
+    p = d.rnx("job", "run", "--isolation=gvisor", "--gpu=1", "true")
+    assert p.returncode != 0 and f"runsc {version}" in p.stderr, p.stderr
+    # the same job natively is fine, and a gVisor job without GPUs too
+    assert d.api("POST", "/v1/jobs", {"command": "true", "gpu_count": 1})[0] == 201
+    p = d.rnx("--version", check=True)
+    assert f"isolation gvisor: available: runsc {version}" in p.stdout, p.stdout
+    assert "refused (this runsc has no nvproxy)" in p.stdout, p.stdout
+    p = d.rnx("gpu", "list", check=True)
+    assert f"Under gVisor: refused (runsc {version} has no nvproxy)" in p.stdout, p.stdout
+
+
+def test_gpu_job_with_nvproxy_runsc_gets_nvproxy_and_exactly_its_gpus(fresh_daemon, tmp_path):
+    d = gpu_daemon(fresh_daemon, tmp_path, "dgx-h100", runsc=FAKE)
+    record = pathlib.Path(d.state) / "runsc" / "bundles"
+    p = d.rnx("--version", check=True)
+    assert "isolation gvisor: available: runsc release-20240101.0-fake, platform systrap, GPUs through nvproxy" \
+        in p.stdout, p.stdout
+    p = d.rnx("gpu", "list", check=True)
+    assert "Under gVisor: through nvproxy (runsc release-20240101.0-fake)" in p.stdout, p.stdout
+    jid = d.submit("nvidia-smi", gpu_count=2, isolation="gvisor")
+    job = d.wait(jid)
+    assert job["exit_code"] == 0, job
+    assert d.output(jid) == "fake runsc ran the bundle\n"
+    argv = (record / f"{jid}.argv").read_text().splitlines()
+    assert "--nvproxy=true" in argv, argv
+    assert "--platform=systrap" in argv and "--network=none" in argv, argv
+    assert argv[-4:] == ["run", "--bundle", os.path.join(d.state, "runsc", "bundles", jid), jid], argv
+    assert f"--root={d.state}/runsc" in argv, argv
+    cfg = json.loads((record / f"{jid}.config.json").read_text())
+    granted = sorted(g["minor"] for g in job["gpus"])
+    assert len(granted) == 2
+    gpu_nodes = sorted(x["minor"] for x in cfg["linux"]["devices"]
+                       if x["path"].startswith("/dev/nvidia") and x["path"][11:].isdigit())
+    assert gpu_nodes == granted, cfg["linux"]["devices"]
+    assert all(x["major"] == 195 for x in cfg["linux"]["devices"] if x["path"][11:].isdigit())
+    assert {"/dev/nvidiactl", "/dev/nvidia-uvm"} <= {x["path"] for x in cfg["linux"]["devices"]}
+    # the job's GPUs by CDI name, in the annotation
+    want = ",".join(f"nvidia.com/gpu={g['uuid']}" for g in job["gpus"])
+    assert cfg["annotations"]["cdi.k8s.io/joblet"] == want
+    assert any(e.startswith("NVIDIA_VISIBLE_DEVICES=") or e.startswith("CUDA_VISIBLE_DEVICES=")
+               for e in cfg["process"]["env"]), cfg["process"]["env"]
+    # a job without GPUs: no nvproxy
+    jid = d.submit("true", isolation="gvisor")
+    d.wait(jid)
+    argv = (record / f"{jid}.argv").read_text().splitlines()
+    assert "--nvproxy=true" not in argv, argv
+
+
+def test_device_flag_grants_that_gpu(fresh_daemon, tmp_path):
+    d = gpu_daemon(fresh_daemon, tmp_path, "dgx-h100")
+    gpus = {g["index"]: g for g in machine("dgx-h100")["gpus"]}
+    p = d.rnx("--json", "job", "run", "--device=nvidia.com/gpu=1", "ls", "/dev", check=True)
+    jid = json.loads(p.stdout)["id"]
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED", job
+    assert [g["uuid"] for g in job["gpus"]] == [gpus[1]["uuid"]], job["gpus"]
+    nodes = sorted(n for n in d.output(jid).split() if n.startswith("nvidia") and n[6:].isdigit())
+    assert nodes == [f"nvidia{gpus[1]['minor']}"], d.output(jid)
+    # two by index, or by UUID
+    jid = d.submit("true", devices=["nvidia.com/gpu=0", f"nvidia.com/gpu={gpus[3]['uuid']}"])
+    job = d.wait(jid)
+    assert sorted(g["index"] for g in job["gpus"]) == [0, 3], job["gpus"]
+    # with gpu_count besides: refused
+    status, body = d.api("POST", "/v1/jobs", {"command": "true", "devices": ["nvidia.com/gpu=0"], "gpu_count": 1})
+    assert status == 400 and body["error"]["field"] == "devices", body
+    p = d.rnx("job", "run", "--device=amd.com/gpu=0", "true")
+    assert p.returncode == 2 and "--device: 'amd.com/gpu=0'" in p.stderr, p.stderr
+    # devices: in a workflow job
+    wf = tmp_path / "wf.yaml"
+    wf.write_text("jobs:\n  a:\n    command: 'true'\n    devices: [nvidia.com/gpu=2]\n")
+    p = d.rnx("workflow", "run", "--follow", str(wf))
+    assert p.returncode == 0, p.stdout + p.stderr
+    wj = [j for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j.get("workflow")]
+    assert len(wj) == 1 and [g["uuid"] for g in wj[0]["gpus"]] == [gpus[2]["uuid"]], wj
+    wf.write_text("jobs:\n  a:\n    command: 'true'\n    devices: [nvidia.com/gpu=x]\n")
+    p = d.rnx("workflow", "run", str(wf))
+    assert p.returncode != 0 and "wf.yaml:4:15: job 'a': devices: 'nvidia.com/gpu=x'" in p.stderr, p.stderr
