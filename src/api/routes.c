@@ -13,6 +13,7 @@
 #include "../common/util.h"
 #include "../core/counters.h"
 #include "../core/gpu_admin.h"
+#include "../core/events.h"
 #include "../core/gpu_json.h"
 #include "../core/incoming.h"
 #include "../core/job_ctl.h"
@@ -441,6 +442,26 @@ static enum MHD_Result audit(request *r)
     return http_reply_json(r->conn, 200, json_pack("{s:o}", "records", arr));
 }
 
+/* GET /v1/events: server-sent events for the console (core/events.h) */
+static enum MHD_Result events(request *r)
+{
+    jerr e = {0};
+    uint64_t last = 0;
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
+    if (!v)
+        v = query(r, "last_id");
+    if (v && parse_u64(v, &last) < 0)
+        last = 0;
+    struct MHD_Response *resp = events_response(r->conn, r->uid, last, &e);
+    if (!resp)
+        return http_reply_error(r->conn, &e);
+    state_commit();
+    enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
+    MHD_destroy_response(resp);
+    counters_request(r->method, 200);
+    return rc;
+}
+
 enum MHD_Result routes_dispatch(request *r)
 {
     jerr e = {0};
@@ -455,6 +476,8 @@ enum MHD_Result routes_dispatch(request *r)
         return http_reply_json(r->conn, 200, metrics_monitor_json());
     if (!strcmp(p, "/v1/version") && !strcmp(r->method, "GET"))
         return version(r);
+    if (!strcmp(p, "/v1/events") && !strcmp(r->method, "GET"))
+        return events(r);
     if (!strcmp(p, "/v1/jobs")) {
         if (!strcmp(r->method, "POST"))
             return submit(r);

@@ -43,6 +43,9 @@ void config_defaults(config *c)
     c->health_interval_ms = 1000;
     c->max_temperature_c = 85;
     c->volumes_max_per_user = 16;
+    c->events_max_streams_per_user = 16;
+    c->events_max_streams = 256;
+    c->history_keep_days = 30;
     c->runtimes_cache_keep = 4;
     c->runtimes_build_timeout_s = 3600;
     c->runtimes_max_import_bytes = 16ull << 30;
@@ -119,6 +122,9 @@ static const key keys[] = {
     STR("volumes.dir", volumes_dir),
     U64("volumes.max_per_user", volumes_max_per_user, 0, 256),
     STR("volumes.mke2fs", volumes_mke2fs),
+    U64("events.max_streams_per_user", events_max_streams_per_user, 1, 4000),
+    U64("events.max_streams", events_max_streams, 1, 4000),
+    U64("history.keep_days", history_keep_days, 1, 3650),
 };
 
 static void store_u(void *p, size_t len, uint64_t v)

@@ -27,6 +27,7 @@
 #include "../core/incoming.h"
 #include "../core/jobs.h"
 #include "../core/launch.h"
+#include "../core/events.h"
 #include "../core/logstream.h"
 #include "../core/runtime_build.h"
 #include "../core/runtimes.h"
@@ -359,6 +360,7 @@ int main(int argc, char **argv)
         if (core.jobs[i]->followers)
             logstream_detach(core.jobs[i]);
     runtime_build_shutdown();
+    events_close_all();
     http_run();
     http_stop();
     volumes_shutdown();
