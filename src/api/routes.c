@@ -30,6 +30,7 @@
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
 #include "body.h"
+#include "console.h"
 #include "http.h"
 #include "metrics_http.h"
 #include "park.h"
@@ -442,6 +443,16 @@ static enum MHD_Result audit(request *r)
     return http_reply_json(r->conn, 200, json_pack("{s:o}", "records", arr));
 }
 
+/* GET /v1/whoami: the caller as joblet sees it (the console shows admin actions to admins) */
+static enum MHD_Result whoami(request *r)
+{
+    struct passwd *pw = getpwuid(r->uid);
+    return http_reply_json(r->conn, 200,
+                           json_pack("{s:I,s:I,s:s?,s:b,s:b}", "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid,
+                                     "user", pw ? pw->pw_name : NULL, "admin", users_is_admin(r->uid, r->gid),
+                                     "sees_all_jobs", r->uid == 0));
+}
+
 /* GET /v1/events: server-sent events for the console (core/events.h) */
 static enum MHD_Result events(request *r)
 {
@@ -478,6 +489,11 @@ enum MHD_Result routes_dispatch(request *r)
         return version(r);
     if (!strcmp(p, "/v1/events") && !strcmp(r->method, "GET"))
         return events(r);
+    if (!strcmp(p, "/v1/whoami") && !strcmp(r->method, "GET"))
+        return whoami(r);
+    enum MHD_Result crc;
+    if (console_route(r, &crc))
+        return crc;
     if (!strcmp(p, "/v1/jobs")) {
         if (!strcmp(r->method, "POST"))
             return submit(r);
