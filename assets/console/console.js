@@ -17,6 +17,7 @@ function h(tag, attrs, ...kids) {
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === null || v === undefined || v === false) continue;
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (k === "width%") e.style.width = v + "%";   /* CSSOM: the CSP refuses style attributes */
     else e.setAttribute(k, v === true ? "" : String(v));
   }
   for (const k of kids.flat()) if (k !== null && k !== undefined && k !== false)
@@ -179,7 +180,7 @@ function gpuCard(g) {
     h("div", {class: "note"}, g.name || "", g.simulated ? " (simulated)" : ""),
     h("dl", {},
       h("dt", {}, "Memory"),
-      h("dd", {}, h("span", {class: "bar", role: "img", "aria-label": `memory ${pct}% used`}, h("span", {style: `width:${pct}%`})),
+      h("dd", {}, h("span", {class: "bar", role: "img", "aria-label": `memory ${pct}% used`}, h("span", {"width%": pct})),
         h("span", {class: "mono"}, `${mib(used)} / ${mib(total)}`)),
       h("dt", {}, "Temp"), h("dd", {}, h("span", {class: "mono"}, dash(g.temperature_c, " °C")),
         spark(samples.map((x) => x.temperature_c), 100, "temperature, last minutes")),

@@ -28,7 +28,6 @@
 
 #define SECRET_HEX 64                 /* 32 random bytes */
 #define HEAD_MAX 16384                /* a request's head, as the browser sends it */
-#define COOKIE "joblet_console"
 
 static const char console_help[] =
     "Usage: rnx console [--port N]\n"
@@ -48,6 +47,10 @@ static const char console_help[] =
 static char token[SECRET_HEX + 1], session[SECRET_HEX + 1];
 static volatile int *token_used;      /* shared with the connections' children */
 static const char *sock_path;
+/* "joblet_console_PORT": browsers share cookies between the ports of a host, so two consoles
+ * (two users, two daemons) in one browser each keep their own */
+static char cookie[40];
+static size_t cookie_len;
 
 static int random_hex(char *out)
 {
@@ -125,8 +128,8 @@ static bool has_session(const char *head)
     while (v && len) {
         const char *semi = memchr(v, ';', len);
         size_t part = semi ? (size_t)(semi - v) : len;
-        if (part > sizeof COOKIE && !strncmp(v, COOKIE "=", sizeof COOKIE))
-            ok |= secret_equal(v + sizeof COOKIE, part - sizeof COOKIE, session);
+        if (part > cookie_len + 1 && !strncmp(v, cookie, cookie_len) && v[cookie_len] == '=')
+            ok |= secret_equal(v + cookie_len + 1, part - cookie_len - 1, session);
         if (!semi)
             break;
         len -= part + 1;
@@ -228,7 +231,7 @@ static void serve(int c)
         if (secret_equal(tok, toklen, token) && __sync_bool_compare_and_swap(token_used, 0, 1)) {
             char extra[300];
             snprintf(extra, sizeof extra,
-                     "Location: /\r\nSet-Cookie: " COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict\r\n", session);
+                     "Location: /\r\nSet-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n", cookie, session);
             reply(c, "303 See Other", extra, "signed in; the console is at /\n");
         } else {
             reply(c, "401 Unauthorized", "", "this console link was used already or is wrong: run 'rnx console' "
@@ -285,6 +288,7 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
         bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 128) < 0 ||
         getsockname(l, (struct sockaddr *)&sa, &sl) < 0)
         return rnx_fail("cannot listen on 127.0.0.1:%llu: %s", (unsigned long long)port, strerror(errno));
+    cookie_len = (size_t)snprintf(cookie, sizeof cookie, "joblet_console_%u", (unsigned)ntohs(sa.sin_port));
     signal(SIGCHLD, SIG_IGN);   /* children are reaped by the kernel */
     signal(SIGPIPE, SIG_IGN);
     printf("joblet console (as uid %u): http://127.0.0.1:%u/?token=%s\n", (unsigned)getuid(),

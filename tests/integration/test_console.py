@@ -47,7 +47,7 @@ def test_the_proxy_needs_the_token_then_the_cookie(daemon):
         # the link works once
         r, _ = con.request("GET", f"/?token={con.token}")
         assert r.status == 401
-        r, _ = con.request("GET", "/", headers={"Cookie": "joblet_console=" + "a" * 64})
+        r, _ = con.request("GET", "/", headers={"Cookie": f"joblet_console_{con.port}=" + "a" * 64})
         assert r.status == 401
         r, body = con.request("GET", "/", headers={"Cookie": "theme=dark; " + jar})
         assert r.status == 200 and b"<html" in body

@@ -1,0 +1,152 @@
+"""The web console in Debian's chromium, headless, driven through chromium-driver by
+python3-selenium (no browser download): opened through `rnx console` on a simulated DGX H100,
+it follows jobs, a log and a GPU drain live, without reloading; a non-admin sees no admin
+actions and none of another user's jobs. Screenshots of every page go to $CONSOLE_SCREENSHOTS,
+else to the test's temporary directory."""
+import os
+import shutil
+import time
+
+import pytest
+
+from conftest import ROOT
+from console_util import Console
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:   # pragma: no cover
+    webdriver = None
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+UID = 4325
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+pytestmark = pytest.mark.skipif(webdriver is None or not CHROMIUM or not DRIVER,
+                                reason="needs chromium, chromium-driver and python3-selenium (scripts/install-deps.sh)")
+
+
+def browser(width=1280, height=800):
+    o = webdriver.ChromeOptions()
+    o.binary_location = CHROMIUM
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              f"--window-size={width},{height}", "--disable-extensions", "--no-first-run"]:
+        o.add_argument(a)
+    return webdriver.Chrome(service=Service(DRIVER), options=o)
+
+
+@pytest.fixture
+def shots(tmp_path):
+    d = os.environ.get("CONSOLE_SCREENSHOTS") or str(tmp_path / "screenshots")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def wait(drv, cond, secs=15):
+    return WebDriverWait(drv, secs, poll_frequency=0.1).until(cond)
+
+
+def css(drv, sel):
+    return drv.find_elements(By.CSS_SELECTOR, sel)
+
+
+def go(drv, page):
+    drv.execute_script("location.hash = arguments[0]", page)
+
+
+def test_console_in_chromium(fresh_daemon, shots):
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    con = Console(d)
+    drv = browser()
+    try:
+        drv.get(con.url)
+        # the token became a cookie and the page loaded everything
+        wait(drv, lambda x: len(css(x, "#gpu-cards article.gpu")) == 8)
+        assert drv.current_url.endswith(":%d/" % con.port)
+        wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")
+        assert not drv.find_element(By.ID, "nav-admin").get_attribute("hidden")   # root is an admin
+
+        # a job appears on its GPU's card and in the table, and changes state, without reloading
+        marker = drv.execute_script("return window.__marker = Math.random()")
+        jid = d.rnx("job", "run", "--gpu=1", "--name=train", "sh", "-c",
+                    "echo hello-from-the-job; sleep 1; echo second-line; exec sleep 600", check=True).stdout.split()[-1]
+        card = wait(drv, lambda x: [c for c in css(x, "article.gpu") if jid[:8] in c.text])[0]
+        assert card.get_attribute("data-state") == "allocated"
+        drv.save_screenshot(os.path.join(shots, "gpus.png"))
+        go(drv, "#/jobs")
+        wait(drv, lambda x: css(x, f'#jobs-table tr[data-id="{jid}"][data-status="RUNNING"]'))
+        waiting = d.rnx("job", "run", "--gpu=8", "sleep", "600", check=True).stdout.split()[-1]
+        wait(drv, lambda x: css(x, f'#jobs-table tr[data-id="{waiting}"][data-status="QUEUED"]'))
+        drv.save_screenshot(os.path.join(shots, "jobs.png"))
+
+        go(drv, "#/queue")
+        row = wait(drv, lambda x: css(x, f'#queue-table tr[data-id="{waiting}"]'))[0]
+        wait(drv, lambda x: "GPU" in row.text or "wait" in row.text.lower())
+        drv.save_screenshot(os.path.join(shots, "queue.png"))
+
+        # the job's page follows its log
+        go(drv, f"#/jobs/{jid}")
+        wait(drv, lambda x: "second-line" in x.find_element(By.ID, "job-log").text)
+        assert "hello-from-the-job" in drv.find_element(By.ID, "job-log").text
+        drv.save_screenshot(os.path.join(shots, "job.png"))
+        drv.find_element(By.ID, "job-stop").click()
+        wait(drv, EC.alert_is_present()).accept()
+        wait(drv, lambda x: x.find_element(By.ID, "job-status").text == "STOPPED", 20)
+        # the queued job took the GPUs
+        go(drv, "#/jobs")
+        wait(drv, lambda x: css(x, f'#jobs-table tr[data-id="{waiting}"][data-status="RUNNING"]'))
+        d.rnx("job", "stop", waiting, check=True)
+
+        # a workflow's graph, live
+        d.rnx("workflow", "run", os.path.join(ROOT, "examples", "diamond.yaml"), check=True)
+        go(drv, "#/workflows")
+        wait(drv, lambda x: len(css(x, "svg.dag g[data-job]")) == 4)
+        wait(drv, lambda x: css(x, 'svg.dag g[data-job="fetch"][data-status="COMPLETED"]'), 30)
+        drv.save_screenshot(os.path.join(shots, "workflows.png"))
+
+        # admin: drain a GPU with the confirmation; its card changes
+        go(drv, "#/admin")
+        btn = wait(drv, lambda x: css(x, '#admin-gpus tr[data-index="3"] button[data-action="drain"]'))[0]
+        btn.click()
+        wait(drv, EC.alert_is_present()).accept()
+        wait(drv, lambda x: css(x, '#admin-gpus tr[data-index="3"] .badge[data-state="draining"]'))
+        wait(drv, lambda x: css(x, '#audit tbody tr'))
+        drv.save_screenshot(os.path.join(shots, "admin.png"))
+        go(drv, "#/gpus")
+        wait(drv, lambda x: css(x, 'article.gpu[data-index="3"][data-state="draining"]'))
+
+        go(drv, "#/history")
+        wait(drv, lambda x: css(x, "#hist-users"))
+        drv.save_screenshot(os.path.join(shots, "history.png"))
+        # never reloaded
+        assert drv.execute_script("return window.__marker") == marker
+        drv.set_window_size(390, 844)
+        go(drv, "#/gpus")
+        time.sleep(0.3)
+        drv.save_screenshot(os.path.join(shots, "gpus-phone.png"))
+    finally:
+        drv.quit()
+        con.stop()
+
+    # a user who is not an admin: no admin page or actions, none of root's jobs
+    root_job = d.rnx("job", "run", "--name=roots-secret", "sleep", "600", check=True).stdout.split()[-1]
+    user = Console(d, uid=UID)
+    drv = browser()
+    try:
+        drv.get(user.url)
+        wait(drv, lambda x: len(css(x, "#gpu-cards article.gpu")) == 8)
+        assert drv.find_element(By.ID, "nav-admin").get_attribute("hidden") is not None
+        go(drv, "#/jobs")
+        wait(drv, lambda x: css(x, "#jobs-table"))
+        assert root_job[:8] not in drv.find_element(By.TAG_NAME, "main").text
+        go(drv, "#/admin")
+        wait(drv, lambda x: "for admins" in x.find_element(By.TAG_NAME, "main").text)
+        assert not css(drv, "button[data-action]")
+        drv.save_screenshot(os.path.join(shots, "non-admin.png"))
+    finally:
+        drv.quit()
+        user.stop()
+        d.rnx("job", "stop", root_job)
