@@ -445,7 +445,7 @@ async function pageAdmin(main) {
     try {
       const r = await api("GET", "/v1/audit?" + q);
       audit.replaceChildren(...(r.records || []).map((a) => h("tr", {},
-        h("td", {}, when(a.time || a.at)), h("td", {}, a.event || a.kind || ""), h("td", {}, a.gpu ?? "–"),
+        h("td", {}, when(a.time)), h("td", {}, a.action || ""), h("td", {}, a.gpu ?? "–"),
         h("td", {class: "mono"}, short(a.job || a.job_id || "")), h("td", {}, a.uid !== undefined && a.uid !== null ? userName(a.uid) : "–"),
         h("td", {}, a.detail || ""))));
     } catch (e) { audit.replaceChildren(h("tr", {}, h("td", {colspan: 6, class: "error"}, e.message))); }

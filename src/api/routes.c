@@ -15,6 +15,7 @@
 #include "../core/gpu_admin.h"
 #include "../core/events.h"
 #include "../core/gpu_json.h"
+#include "../core/history.h"
 #include "../core/incoming.h"
 #include "../core/job_ctl.h"
 #include "../core/job_detail_json.h"
@@ -453,6 +454,22 @@ static enum MHD_Result whoami(request *r)
                                      "sees_all_jobs", r->uid == 0));
 }
 
+/* GET /v1/history?hours=N (1 to 24 x 366, default 168): the console's History page */
+static enum MHD_Result history(request *r)
+{
+    jerr e = {0};
+    uint64_t hours = 168;
+    const char *v = query(r, "hours");
+    if (v && (parse_u64(v, &hours) < 0 || hours < 1 || hours > 24 * 366)) {
+        jerr_field(&e, "hours", "hours: must be a whole number of hours from 1 to 8784");
+        return http_reply_error(r->conn, &e);
+    }
+    bool admin = users_is_admin(r->uid, r->gid);
+    if (query_true(r, "sample") && admin)
+        history_tick(now_ms());   /* a reading now, for tests and for an admin who wants one */
+    return http_reply_json(r->conn, 200, history_json(r->uid, admin, (int)hours));
+}
+
 /* GET /v1/events: server-sent events for the console (core/events.h) */
 static enum MHD_Result events(request *r)
 {
@@ -491,6 +508,8 @@ enum MHD_Result routes_dispatch(request *r)
         return events(r);
     if (!strcmp(p, "/v1/whoami") && !strcmp(r->method, "GET"))
         return whoami(r);
+    if (!strcmp(p, "/v1/history") && !strcmp(r->method, "GET"))
+        return history(r);
     enum MHD_Result crc;
     if (console_route(r, &crc))
         return crc;
