@@ -389,14 +389,21 @@ function pageWorkflows() {
       h("div", {class: "scroll"}, dag(wf)))) : h("p", {class: "note"}, "No workflows.")];
 }
 
-function chart(points, label, unit) {
-  const W = 600, H = 160;
-  const svg = s("svg", {class: "chart", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img", "aria-label": label});
-  if (points.length < 2) { svg.append(s("text", {x: 10, y: 20}, "not enough samples yet")); return svg; }
-  const t0 = points[0][0], t1 = points[points.length - 1][0] || t0 + 1;
+function chart(points, label, unit, bars) {
+  const W = 600, H = 160, L = 5, B = 15;
+  const svg = s("svg", {class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label});
+  if (!points.length) { svg.append(s("text", {x: 10, y: 20}, "nothing recorded yet")); return svg; }
+  const t0 = points[0][0], t1 = points[points.length - 1][0];
   const top = Math.max(1, ...points.map((p) => p[1]));
-  svg.append(s("polyline", {points: points.map(([t, v]) => `${((t - t0) / (t1 - t0 || 1) * (W - 10) + 5).toFixed(1)},${(H - 15 - v / top * (H - 30)).toFixed(1)}`).join(" ")}),
-    s("text", {x: 5, y: 12}, `max ${top}${unit}`), s("text", {x: 5, y: H - 3}, new Date(t0).toLocaleString()));
+  const x = (t) => L + (t1 > t0 ? (t - t0) / (t1 - t0) : 0.5) * (W - 2 * L - 12);
+  const y = (v) => H - B - v / top * (H - B - 18);
+  if (bars || points.length < 2)
+    for (const [t, v] of points) svg.append(s("rect", {class: "barc", x: x(t), y: y(v), width: 10, height: H - B - y(v)}));
+  else
+    svg.append(s("polyline", {points: points.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(" ")}));
+  svg.append(s("text", {x: L, y: 12}, `max ${Math.round(top * 10) / 10}${unit}`),
+    s("text", {x: L, y: H - 3}, new Date(t0).toLocaleString()),
+    s("text", {x: W - L, y: H - 3, "text-anchor": "end"}, new Date(t1).toLocaleString()));
   return svg;
 }
 
@@ -408,7 +415,7 @@ async function pageHistory(main) {
     return;
   }
   const row = (cells) => h("tr", {}, cells.map((c) => h("td", {}, c)));
-  const hrs = (s_) => (s_ / 3600).toFixed(2);
+  const hrs = (s_) => (s_ / 3600).toFixed(3);
   main.replaceChildren(h("h2", {}, "History"),
     h("p", {class: "note"}, `Since ${when(hist.since)}: samples kept ${hist.keep_days} days, older ones averaged by the hour.`),
     h("section", {}, h("h3", {}, "GPU-hours per user"), h("table", {id: "hist-users"},
@@ -417,9 +424,12 @@ async function pageHistory(main) {
     h("section", {}, h("h3", {}, "GPU-hours per GPU"), h("table", {id: "hist-gpus"},
       h("thead", {}, h("tr", {}, h("th", {}, "GPU"), h("th", {}, "GPU-hours"))),
       h("tbody", {}, (hist.per_gpu || []).map((g) => row(["GPU " + g.index, hrs(g.gpu_seconds)]))))),
-    h("section", {}, h("h3", {}, "Jobs per hour"), chart((hist.jobs_per_hour || []).map((p) => [p.t, p.jobs]), "jobs started per hour", "")),
-    h("section", {}, h("h3", {}, "Queue wait (mean, per hour)"), chart((hist.queue_wait || []).map((p) => [p.t, Math.round(p.mean_s)]), "mean queue wait per hour", " s")),
-    h("section", {}, h("h3", {}, "Utilization over time"), chart((hist.utilization || []).map((p) => [p.t, p.pct]), "mean GPU utilization", " %")));
+    h("section", {}, h("h3", {}, "Jobs per hour"), chart((hist.jobs_per_hour || []).map((p) => [p.t, p.jobs]), "jobs started per hour", "", true)),
+    h("section", {}, h("h3", {}, "Queue wait (mean, per hour)"), chart((hist.queue_wait || []).map((p) => [p.t, p.mean_s]), "mean queue wait per hour", " s", true)),
+    h("section", {}, h("h3", {}, "Utilization over time"),
+      h("p", {class: "note"}, (hist.utilization || []).some((p) => p.of === "allocation")
+        ? "Where the GPUs give no utilization samples (simulated ones), the share of GPUs held by jobs." : "Mean utilization of all GPUs."),
+      chart((hist.utilization || []).map((p) => [p.t, p.pct]), "mean GPU utilization", " %")));
 }
 
 async function gpuAction(i, what) {

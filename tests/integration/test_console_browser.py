@@ -15,6 +15,7 @@ from console_util import Console
 try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -46,7 +47,9 @@ def shots(tmp_path):
 
 
 def wait(drv, cond, secs=15):
-    return WebDriverWait(drv, secs, poll_frequency=0.1).until(cond)
+    # pages are redrawn as events come: an element found may be replaced before it is read
+    return WebDriverWait(drv, secs, poll_frequency=0.1,
+                         ignored_exceptions=[StaleElementReferenceException]).until(cond)
 
 
 def css(drv, sel):
@@ -73,8 +76,10 @@ def test_console_in_chromium(fresh_daemon, shots):
         marker = drv.execute_script("return window.__marker = Math.random()")
         jid = d.rnx("job", "run", "--gpu=1", "--name=train", "sh", "-c",
                     "echo hello-from-the-job; sleep 1; echo second-line; exec sleep 600", check=True).stdout.split()[-1]
-        card = wait(drv, lambda x: [c for c in css(x, "article.gpu") if jid[:8] in c.text])[0]
-        assert card.get_attribute("data-state") == "allocated"
+        state = wait(drv, lambda x: x.execute_script(
+            "return [...document.querySelectorAll('article.gpu')].filter(c => c.textContent.includes(arguments[0]))"
+            ".map(c => c.dataset.state)[0]", jid[:8]))
+        assert state == "allocated"
         drv.save_screenshot(os.path.join(shots, "gpus.png"))
         go(drv, "#/jobs")
         wait(drv, lambda x: css(x, f'#jobs-table tr[data-id="{jid}"][data-status="RUNNING"]'))
@@ -83,8 +88,7 @@ def test_console_in_chromium(fresh_daemon, shots):
         drv.save_screenshot(os.path.join(shots, "jobs.png"))
 
         go(drv, "#/queue")
-        row = wait(drv, lambda x: css(x, f'#queue-table tr[data-id="{waiting}"]'))[0]
-        wait(drv, lambda x: "GPU" in row.text or "wait" in row.text.lower())
+        wait(drv, lambda x: "GPU" in x.find_element(By.CSS_SELECTOR, f'#queue-table tr[data-id="{waiting}"]').text)
         drv.save_screenshot(os.path.join(shots, "queue.png"))
 
         # the job's page follows its log
