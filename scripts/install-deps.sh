@@ -16,6 +16,7 @@ PKGS=(
   clang-14 libclang-rt-14-dev   # libFuzzer, ASan, UBSan for the fuzz harnesses (scripts/fuzz.sh)
   zsh bash-completion   # tests/integration/test_completion.py runs rnx's completion in both shells
   man-db groff-base   # the man pages rnx(1), joblet(8) are checked with man and groff -ww
+  chromium chromium-driver python3-selenium   # the web console's browser test, headless (docs/console.md)
 )
 missing=()
 for p in "${PKGS[@]}"; do
