@@ -135,6 +135,7 @@ function connect() {
   es.addEventListener("hello", reload);
   es.addEventListener("resync", reload);
   es.addEventListener("job", (m) => onJob(JSON.parse(m.data)));
+  es.addEventListener("job_deleted", (m) => { S.jobs.delete(JSON.parse(m.data).id); render(false); });
   es.addEventListener("workflow", () => { pending.workflows = true; later(); });
   es.addEventListener("gpu", (m) => onGpu(JSON.parse(m.data)));
   es.addEventListener("gpu_sample", (m) => onSample(JSON.parse(m.data)));

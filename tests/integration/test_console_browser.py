@@ -129,8 +129,17 @@ def test_console_in_chromium(fresh_daemon, shots):
         assert drv.execute_script("return window.__marker") == marker
         drv.set_window_size(390, 844)
         go(drv, "#/gpus")
-        time.sleep(0.3)
+        wait(drv, lambda x: len(css(x, "#gpu-cards article.gpu")) == 8)
+        time.sleep(0.2)
         drv.save_screenshot(os.path.join(shots, "gpus-phone.png"))
+        drv.set_window_size(1280, 800)
+        drv.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                            {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        go(drv, "#/workflows")
+        wait(drv, lambda x: len(css(x, "svg.dag g[data-job]")) == 4)
+        bg = drv.execute_script("return getComputedStyle(document.body).backgroundColor")
+        assert bg == "rgb(20, 23, 28)", bg     # the dark scheme's background
+        drv.save_screenshot(os.path.join(shots, "workflows-dark.png"))
     finally:
         drv.quit()
         con.stop()

@@ -119,3 +119,25 @@ def test_a_stream_far_behind_resyncs(fresh_daemon):
     far = Stream(d.sock, last_id=last)
     kind, data, _ = far.next(timeout=10)
     assert kind == "resync" and data["last_id"] >= newest
+
+
+def test_deleted_jobs_and_a_daemon_stopping(fresh_daemon):
+    """A deleted job is published; a daemon stopping ends its open streams and exits at once."""
+    d = dgx(fresh_daemon)
+    s = Stream(d.sock)
+    s.next()
+    jid = d.rnx("job", "run", "true", check=True).stdout.split()[-1]
+    s.until(job_is(jid, "COMPLETED"))
+    d.rnx("job", "delete", jid, check=True)
+    assert s.until(lambda k, v: k == "job_deleted")[-1][1] == {"id": jid}
+    other = Stream(d.sock, uid=UID)
+    other.next()
+    t = time.time()
+    d.stop()
+    assert d.proc.returncode == 0 and time.time() - t < 10
+    for st in (s, other):
+        try:
+            while True:
+                st.next(timeout=5)
+        except EOFError:
+            pass
