@@ -42,7 +42,7 @@ class Client(threading.Thread):
         super().__init__(daemon=True)
         self.s = connect()
         extra = f"Cookie: {cookie}\r\n" if cookie else ""
-        self.s.sendall(f"GET /v1/events HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
+        self.s.sendall(f"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n".encode())
         self.events = 0
         self.hello = threading.Event()
         self.stop = False

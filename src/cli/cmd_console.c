@@ -194,6 +194,40 @@ static void relay(int a, int b)
     }
 }
 
+/* The head (request line and headers; end: where "\r\n\r\n" starts) without its Connection and
+ * Keep-Alive lines, ending with "Connection: close". */
+static size_t rewrite_head(const char *head, const char *end, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *line = head; line <= end;) {
+        const char *eol = strstr(line, "\r\n");
+        size_t ll = (size_t)(eol - line) + 2;
+        bool drop = line != head && (!strncasecmp(line, "Connection:", 11) || !strncasecmp(line, "Keep-Alive:", 11));
+        if (!drop && n + ll < cap) {
+            memcpy(out + n, line, ll);
+            n += ll;
+        }
+        line = eol + 2;
+    }
+    int w = snprintf(out + n, cap - n, "Connection: close\r\n\r\n");
+    return n + (w > 0 ? (size_t)w : 0);
+}
+
+/* Whether the Host header names this machine's loopback (a name that a rebinding DNS points at
+ * 127.0.0.1 is refused; the cookie would not have been sent to it anyway). */
+static bool local_host(const char *head)
+{
+    size_t len;
+    const char *v = header(head, "Host", &len);
+    static const char *const ok[] = {"127.0.0.1", "localhost", "[::1]"};
+    for (size_t i = 0; v && i < sizeof ok / sizeof ok[0]; i++) {
+        size_t l = strlen(ok[i]);
+        if (len >= l && !strncasecmp(v, ok[i], l) && (len == l || v[l] == ':'))
+            return true;
+    }
+    return false;
+}
+
 static void serve(int c)
 {
     char head[HEAD_MAX + 1];
@@ -243,12 +277,22 @@ static void serve(int c)
         reply(c, "401 Unauthorized", "", "no console session: open the URL 'rnx console' printed\n");
         return;
     }
+    if (!local_host(head)) {
+        reply(c, "403 Forbidden", "", "the console answers only to 127.0.0.1, localhost or [::1]\n");
+        return;
+    }
     int d = daemon_connect();
     if (d < 0) {
         reply(c, "502 Bad Gateway", "", "joblet does not answer on its socket\n");
         return;
     }
-    send_all(d, head, len);
+    /* One request per connection (Connection: close, whatever the browser asked): every
+     * request is checked, none rides on an earlier one's connection. */
+    char out[HEAD_MAX + 64];
+    size_t n = rewrite_head(head, end, out, sizeof out);
+    send_all(d, out, n);
+    size_t body = (size_t)(end + 4 - head);
+    send_all(d, head + body, len - body);
     relay(c, d);
     close(d);
 }

@@ -53,6 +53,21 @@ def test_the_proxy_needs_the_token_then_the_cookie(daemon):
         assert r.status == 200 and b"<html" in body
         r, body = con.request("GET", "/v1/whoami", headers={"Cookie": jar})
         assert r.status == 200 and json.loads(body)["uid"] == 0
+        # a name that resolves here by DNS rebinding is not this console's host
+        r, _ = con.request("GET", "/v1/whoami", headers={"Cookie": jar, "Host": "evil.example:%d" % con.port})
+        assert r.status == 403
+        # each connection carries one request: a second one on it is not passed unchecked
+        s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
+        s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {jar}\r\nConnection: keep-alive\r\n\r\n"
+                  "GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        got = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+        assert got.count(b"HTTP/1.1 200") == 1 and b'"uid":0' in got and b'"jobs"' not in got
+        s.close()
     finally:
         con.stop()
 
@@ -106,14 +121,18 @@ def test_events_through_the_proxy(daemon):
     try:
         jar = con.sign_in()
         s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
-        s.sendall(f"GET /v1/events HTTP/1.1\r\nHost: x\r\nCookie: {jar}\r\n\r\n".encode())
+        s.sendall(f"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {jar}\r\n\r\n".encode())
         buf = b""
         while b"event: hello" not in buf:
-            buf += s.recv(4096)
+            got = s.recv(4096)
+            assert got, buf
+            buf += got
         assert b"text/event-stream" in buf
         jid = daemon.submit("true")
         while jid.encode() not in buf:
-            buf += s.recv(4096)
+            got = s.recv(4096)
+            assert got, buf
+            buf += got
         s.close()
     finally:
         con.stop()
