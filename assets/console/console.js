@@ -7,7 +7,8 @@ const S = {
   me: null, gpus: [], jobs: new Map(), workflows: [], samples: new Map(),
   loaded: false, es: null, log: null,
 };
-const SAMPLES_KEEP = 600;          /* per GPU: 10 minutes at one a second */
+const SAMPLES_KEEP = 600;
+const JOBS_SHOWN = 500;            /* rows of the Jobs table drawn at once */          /* per GPU: 10 minutes at one a second */
 const WAITING = new Set(["PENDING", "SCHEDULED", "QUEUED", "PREEMPTED"]);
 const ENDED = new Set(["STOPPED", "COMPLETED", "FAILED", "CANCELED"]);
 
@@ -82,8 +83,12 @@ function later() {
     const wf = pending.workflows, g = pending.gpus;
     pending.workflows = pending.gpus = false;
     try {
-      for (const id of ids) {
-        try { S.jobs.set(id, await api("GET", "/v1/jobs/" + id)); } catch (e) { /* deleted meanwhile */ }
+      if (ids.length > 16) {            /* a burst: the list at once */
+        S.jobs = new Map(((await api("GET", "/v1/jobs")).jobs || []).map((j) => [j.id, j]));
+      } else {
+        for (const id of ids) {
+          try { S.jobs.set(id, await api("GET", "/v1/jobs/" + id)); } catch (e) { /* deleted meanwhile */ }
+        }
       }
       if (wf) S.workflows = (await api("GET", "/v1/workflows")).workflows || [];
       if (g) S.gpus = (await api("GET", "/v1/gpus")).gpus || [];
@@ -250,7 +255,8 @@ function pageJobs() {
     h("div", {class: "scroll"}, h("table", {id: "jobs-table"},
       h("thead", {}, h("tr", {}, ["ID", "Name", "User", "State", "GPUs"].map((t) => h("th", {scope: "col"}, t)),
         h("th", {scope: "col", class: "hide-narrow"}, "Command"), h("th", {scope: "col", class: "hide-narrow"}, "Created"))),
-      h("tbody", {}, jobs.map(jobRow)))),
+      h("tbody", {}, jobs.slice(0, JOBS_SHOWN).map(jobRow)))),
+    jobs.length > JOBS_SHOWN ? h("p", {class: "note"}, `The newest ${JOBS_SHOWN} of ${jobs.length}; filter to see others.`) : null,
     jobs.length ? null : h("p", {class: "note"}, "No jobs match.")];
 }
 
