@@ -78,9 +78,12 @@ void events_publish(const char *kind, int64_t owner, const char *data)
     ev->text = xmalloc(cap);
     ev->len = (size_t)snprintf(ev->text, cap, "id: %llu\nevent: %s\ndata: %s\n\n", (unsigned long long)ev->id, kind,
                                data);
-    for (stream *s = streams; s; s = s->next)
+    for (stream *s = streams; s; s = s->next) {
         if (owner < 0 || s->uid == 0 || (int64_t)s->uid == owner)
             resume(s);
+        else if (s->suspended && s->next_id == ev->id)
+            s->next_id++;   /* caught up, and not its event: it does not fall behind for it */
+    }
 }
 
 static size_t put(char *buf, size_t used, size_t max, const char *text, size_t len)

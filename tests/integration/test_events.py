@@ -141,3 +141,24 @@ def test_deleted_jobs_and_a_daemon_stopping(fresh_daemon):
                 st.next(timeout=5)
         except EOFError:
             pass
+
+
+def test_other_users_events_do_not_push_a_stream_behind(fresh_daemon):
+    """A user's idle stream is not resynced by the 520+ events (more than the bound) it may not see."""
+    d = dgx(fresh_daemon)
+    mine = Stream(d.sock, uid=UID)
+    assert mine.next()[0] == "hello"
+    s = Stream(d.sock)
+    s.next()
+    for _ in range(200):
+        d.api("POST", "/v1/jobs", {"command": "true"})
+    newest = 0
+    deadline = time.time() + 60
+    while newest < 520 and time.time() < deadline:
+        newest = int(s.next(timeout=30)[2] or newest)
+    assert newest >= 520
+    p = as_user(d, UID, "job", "run", "true")
+    assert p.returncode == 0, p.stderr
+    user_job = p.stdout.split()[-1]
+    seen = mine.until(job_is(user_job, "COMPLETED"))
+    assert all(k == "job" and v["id"] == user_job for k, v, _ in seen), [k for k, _, _ in seen]
