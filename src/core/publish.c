@@ -31,7 +31,10 @@ static uint64_t gpu_signature(int i)
     uint64_t h = 1469598103934665603ull;   /* FNV-1a of the holder's id */
     for (const char *p = holder ? holder : ""; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return ((uint64_t)r.state | (uint64_t)r.takes_jobs << 8 | (uint64_t)(tenants & 0xff) << 16) ^ (h << 24);
+    const gpu_health *hh = health_of(i);   /* a new XID is news even when the state stays */
+    uint64_t x = hh ? (uint64_t)hh->last_xid_ms : 0;
+    return ((uint64_t)r.state | (uint64_t)r.takes_jobs << 8 | (uint64_t)(tenants & 0xff) << 16) ^ (h << 24) ^
+           (x * 0x9e3779b97f4a7c15ull);
 }
 
 static void emit(const char *kind, int64_t owner, json_t *o)
@@ -65,8 +68,12 @@ static void publish_gpu(int i)
 {
     gpu_report r = gpus_report(i);
     const char *holder = gpus_holder(i);
-    emit("gpu", -1, json_pack("{s:i,s:s,s:b,s:s?}", "index", i, "state", gpu_state_name(r.state), "takes_jobs",
-                              r.takes_jobs, "job", holder));
+    json_t *o = json_pack("{s:i,s:s,s:b,s:s?}", "index", i, "state", gpu_state_name(r.state), "takes_jobs",
+                          r.takes_jobs, "job", holder);
+    const gpu_health *hh = health_of(i);
+    if (hh && hh->last_xid)
+        json_object_set_new(o, "last_xid", json_integer(hh->last_xid));
+    emit("gpu", -1, o);
 }
 
 static void publish_sample(int i, const gpu_health *h)

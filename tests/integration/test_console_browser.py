@@ -163,3 +163,33 @@ def test_console_in_chromium(fresh_daemon, shots):
         drv.quit()
         user.stop()
         d.rnx("job", "stop", root_job)
+
+
+def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path):
+    """On the fake NVML (samples every 200 ms): sparklines fill in, a GPU's utilization and
+    temperature follow what the driver says, an XID shows on its card — all without reloading."""
+    from conftest import BUILD
+    lib = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
+    if not os.path.exists(lib):
+        pytest.skip("the fake NVML was not built")
+    fix = os.path.join(FIX, "dgx-h100")
+    events = tmp_path / "events"
+    events.write_text("")
+    d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {lib}\n  proc_root: {fix}/proc\n  sys_root: {fix}/sys\n"
+                     f"  health_interval_ms: 200\n  scrub: 0\n",
+                     env={"FAKE_NVML_FIXTURE": f"{fix}/machine.json", "FAKE_NVML_EVENTS": str(events)})
+    con = Console(d)
+    drv = browser()
+    try:
+        drv.get(con.url)
+        wait(drv, lambda x: len(css(x, "#gpu-cards article.gpu")) == 8)
+        wait(drv, lambda x: len(css(x, 'article.gpu[data-index="0"] svg.spark polyline')) == 3)
+        with open(events, "a") as f:
+            f.write("util 0 83\ntemp 0 71\npower 0 455\nxid 0 13\n")
+        card = 'article.gpu[data-index="0"]'
+        wait(drv, lambda x: all(t in x.find_element(By.CSS_SELECTOR, card).text for t in ("83 %", "71 °C", "455 W")))
+        wait(drv, lambda x: "XID 13" in x.find_element(By.CSS_SELECTOR, card).text)
+        drv.save_screenshot(os.path.join(shots, "gpus-live.png"))
+    finally:
+        drv.quit()
+        con.stop()
