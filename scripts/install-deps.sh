@@ -17,6 +17,7 @@ PKGS=(
   zsh bash-completion   # tests/integration/test_completion.py runs rnx's completion in both shells
   man-db groff-base   # the man pages rnx(1), joblet(8) are checked with man and groff -ww
   chromium chromium-driver python3-selenium   # the web console's browser test, headless (docs/console.md)
+  debhelper dpkg-dev lintian   # scripts/package.sh builds the .deb (debian/), tests/integration/test_deb.py checks it
 )
 missing=()
 for p in "${PKGS[@]}"; do

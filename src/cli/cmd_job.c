@@ -32,7 +32,7 @@ static const char job_help[] =
     "  list [--status S] [--gpu G] [--user U] [--since T]\n"
     "                                  list jobs, newest last\n"
     "  status ID                       show one job in detail\n"
-    "  log [--stream S] [--no-follow] ID\n"
+    "  log [--tail N] [--since WHEN] [-t] [--stdout|--stderr] [--no-follow] ID\n"
     "                                  print a job's output, following it until the job ends\n"
     "  stop [--force] ID               stop a running job: SIGTERM, SIGKILL after the grace period\n"
     "                                  (cancels one that has not started)\n"
@@ -129,17 +129,25 @@ static const char status_help[] =
     "  -h, --help   show this help\n";
 
 static const char log_help[] =
-    "Usage: rnx job log [--stream stdout|stderr] [-f|--no-follow] [--json] ID\n"
+    "Usage: rnx job log [--tail N] [--since WHEN] [-t] [--stdout|--stderr] [-f|--no-follow] [--json] ID\n"
     "\n"
     "Prints the job's output from the start and, while the job runs, follows it until it ends.\n"
-    "The job's stdout goes to stdout and its stderr to stderr.\n"
+    "The job's stdout goes to stdout and its stderr to stderr, byte for byte, in the order the\n"
+    "job wrote them.\n"
     "\n"
     "Flags:\n"
-    "  --stream S    only stdout or only stderr\n"
-    "  -f, --follow  follow the output until the job ends (the default)\n"
-    "  --no-follow   print what there is now and return\n"
-    "  --json        print the API's records (one JSON object per line)\n"
-    "  -h, --help    show this help\n";
+    "  --tail N          only the last N lines (all: every line), then follow as usual\n"
+    "  --since WHEN      only what was written since: a duration ago (30s, 10min, 2h, 1d) or a\n"
+    "                    time (2026-11-22T15:00:00Z)\n"
+    "  -t, --timestamps  start each line with the time the job wrote it (UTC, microseconds)\n"
+    "  --stdout          only the job's stdout\n"
+    "  --stderr          only the job's stderr\n"
+    "  --stream stdout|stderr\n"
+    "                    only that stream (as --stdout or --stderr)\n"
+    "  -f, --follow      follow the output until the job ends (the default)\n"
+    "  --no-follow       print what there is now and return\n"
+    "  --json            print the API's records (one JSON object per line)\n"
+    "  -h, --help        show this help\n";
 
 static const char stop_help[] =
     "Usage: rnx job stop [--force] ID\n"

@@ -42,6 +42,38 @@
 
 static watch w_signal;
 
+#ifndef JOBLET_LIBEXECDIR
+#define JOBLET_LIBEXECDIR "/usr/local/libexec/joblet"
+#endif
+
+/* Where joblet-shim is when jobs.shim_path does not say (joblet-gpu-scrub and
+ * joblet-runtime-build are looked for next to it): next to joblet itself (the build
+ * directory), then ../libexec/joblet from joblet's directory (an installation moved as a whole,
+ * e.g. /usr/sbin -> /usr/libexec/joblet), then the libexec directory the build was configured
+ * with (meson's libexecdir; /usr/libexec/joblet in the Debian package). */
+static int find_shim(char *out, size_t n, jerr *e)
+{
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len < 0)
+        return jerr_sys(e, "readlink /proc/self/exe");
+    self[len] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = 0;
+    static const char *const under[] = {"", "/../libexec/joblet"};
+    for (size_t i = 0; i <= ARRAY_LEN(under); i++) {
+        if (i < ARRAY_LEN(under))
+            snprintf(out, n, "%s%s/joblet-shim", self, under[i]);
+        else
+            snprintf(out, n, "%s/joblet-shim", JOBLET_LIBEXECDIR);
+        if (access(out, X_OK) == 0)
+            return 0;
+    }
+    return jerr_set(e, ENOENT, "the job shim joblet-shim is neither in %s, nor in %s/../libexec/joblet, nor in %s; "
+                    "set jobs.shim_path", self, self, JOBLET_LIBEXECDIR);
+}
+
 /* The help; the man page joblet(8) is made from it at build time (scripts/mkman.py). */
 static void usage(FILE *f)
 {
@@ -72,7 +104,8 @@ static void usage(FILE *f)
             "  --help              show this help\n"
             "\n"
             "Exit status: 0 after a shutdown by SIGTERM or SIGINT, 1 when joblet could not start or\n"
-            "failed, 2 for a bad command line or configuration file.\n",
+            "failed, 2 for a bad command line or configuration file, 3 when the state directory's\n"
+            "database was written by a newer joblet (a downgrade: refused, the database untouched).\n",
             def.state_dir, def.socket, levels[def.log_level]);
 }
 
@@ -173,14 +206,8 @@ static int setup(jerr *e)
                                                core.cfg.state_dir)
                                     : jerr_sys(e, "lock %s", lock);
     if (!core.cfg.shim_path[0]) {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n < 0)
-            return jerr_sys(e, "readlink /proc/self/exe");
-        self[n] = 0;
-        char *slash = strrchr(self, '/');
-        *slash = 0;
-        snprintf(core.shim_path, sizeof core.shim_path, "%s/joblet-shim", self);
+        if (find_shim(core.shim_path, sizeof core.shim_path, e) < 0)
+            return -1;
     } else {
         snprintf(core.shim_path, sizeof core.shim_path, "%s", core.cfg.shim_path);
     }
@@ -319,7 +346,7 @@ int main(int argc, char **argv)
     }
     if (loop_init() < 0 || setup(&e) < 0) {
         log_err("%s", e.msg[0] ? e.msg : strerror(errno));
-        return 1;
+        return e.code == DB_NEWER_SCHEMA ? 3 : 1;
     }
     w_signal = (watch){signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), on_signal, NULL};
     loop_add(&w_signal);

@@ -93,13 +93,27 @@ int db_schema_version(db *d)
     return v;
 }
 
+/* A database written by a newer joblet (a downgrade): refused before anything is written to it,
+ * journal mode included, so that the newer joblet finds it as it left it. */
+static int refuse_newer(db *d, const char *path, jerr *e)
+{
+    int have = db_schema_version(d);
+    int want = (int)ARRAY_LEN(migrations);
+    if (have < 0)
+        return jerr_set(e, EIO, "cannot read the schema version of %s: %s", path, sqlite3_errmsg(d->h));
+    if (have > want)
+        return jerr_set(e, DB_NEWER_SCHEMA,
+                        "%s has schema version %d, newer than joblet " JOBLET_VERSION " knows (%d): it was written "
+                        "by a newer joblet. Refusing to start rather than use or change it; install that joblet "
+                        "again (downgrades are not supported) or start on another --state-dir",
+                        path, have, want);
+    return 0;
+}
+
 static int migrate(db *d, jerr *e)
 {
     int have = db_schema_version(d);
     int want = (int)ARRAY_LEN(migrations);
-    if (have > want)
-        return jerr_set(e, EINVAL, "database schema version %d is newer than this joblet (%d); upgrade joblet",
-                        have, want);
     for (int v = have; v < want; v++) {
         char pragma[64];
         snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d;", v + 1);
@@ -133,6 +147,8 @@ db *db_open(const char *path, jerr *e)
         goto fail;
     }
     sqlite3_busy_timeout(d->h, 5000);
+    if (refuse_newer(d, path, e) < 0)
+        goto fail;
     /* WAL + NORMAL: a commit survives a crash of joblet (the WAL is in the page cache);
      * only a power loss may lose the last commits, never corrupt the file. */
     /* A 1 MiB page cache: every job is also held in memory, so the database is mostly written;

@@ -3,11 +3,17 @@
 #ifndef JOBLET_DB_H
 #define JOBLET_DB_H
 
+#include <errno.h>
+
 #include "../common/err.h"
 #include "../core/job.h"
 #include "../core/workflow.h"
 
 typedef struct db db;
+
+/* The jerr code of db_open for a database written by a newer joblet (its schema version is
+ * above the migrations this one knows): refused untouched; joblet exits with status 3. */
+#define DB_NEWER_SCHEMA EPROTO
 
 db *db_open(const char *path, jerr *e);
 void db_close(db *d);

@@ -119,7 +119,8 @@ def test_flags_long_and_short(bash_script):
     assert complete_bash(bash_script, "rnx job log --no") == ["--no-follow"]
     # "[-f|--no-follow]" in a usage line is two flags; -f is --follow's
     assert sorted(complete_bash(bash_script, "rnx job log -")) == sorted(
-        ["--stream", "--follow", "-f", "--no-follow", "--json", "--help", "-h"])
+        ["--stream", "--follow", "-f", "--no-follow", "--json", "--help", "-h", "--tail", "--since", "-t",
+         "--timestamps", "--stdout", "--stderr"])
     run_flags = complete_bash(bash_script, "rnx job run -")
     assert {"-e", "-s", "-f", "-h", "--env", "--secret-env", "--follow", "--upload", "--gpu"} <= set(run_flags)
     assert all(f.startswith("-") for f in run_flags)

@@ -2,7 +2,9 @@
 errors, and what the daemon and rnx show. No GPU is needed: the NVML backend runs its real
 code against tests/fakes' libnvidia-ml.so.1, the /proc backend against fixture trees, the
 smi backend against the fake nvidia-smi (tests/fixtures/README.md)."""
+import atexit
 import json
+import shutil
 import os
 import re
 import subprocess
@@ -40,9 +42,21 @@ def fake_lib(variant=""):
     return os.path.join(FAKE_LIB_DIR, f"libnvidia-ml{variant}.so.1")
 
 
+_EMPTY = []
+
+
+def empty_dir():
+    """One empty directory for the whole module (removed at exit): no host CUDA toolkit leaks
+    into results."""
+    if not _EMPTY:
+        _EMPTY.append(tempfile.mkdtemp(prefix="joblet-cuda-"))
+        atexit.register(shutil.rmtree, _EMPTY[0], True)
+    return _EMPTY[0]
+
+
 def gpu_config(machine, backend=None, lib=None, fixture=False, extra=""):
     m = os.path.join(FIX, machine)
-    empty = tempfile.mkdtemp(prefix="joblet-cuda-")  # no host CUDA toolkit leaks into results
+    empty = empty_dir()
     text = (f"gpu:\n  nvml_library: {lib or fake_lib()}\n  nvidia_smi: {FAKE_SMI}\n"
             f"  proc_root: {m}/proc\n  sys_root: {m}/sys\n  cuda_search_root: {empty}\n")
     if fixture:

@@ -272,3 +272,10 @@ def test_tail_is_the_last_records_of_the_full_log(daemon, tmp_path):
         want = done[-n:]
         assert p.stdout == "".join(l for _, s, l in want if s == "stdout"), n
         assert p.stderr == "".join(l for _, s, l in want if s == "stderr"), n
+
+
+def test_follow_of_a_job_that_starts_later(daemon):
+    """`rnx job run --follow` of a job that waits (here --schedule) streams it once it runs."""
+    p = daemon.rnx("job", "run", "--schedule", "2s", "--follow", "sh", "-c", "echo hi; echo err >&2", timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (p.stdout, p.stderr) == ("hi\n", "err\n")
