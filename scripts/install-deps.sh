@@ -18,6 +18,7 @@ PKGS=(
   runsc   # gVisor: --isolation=gvisor (docs/sandbox.md, tests/integration/test_gvisor.py)
   podman   # reads joblet cdi generate's spec in tests/integration/test_cdi.py
   man-db groff-base   # the man pages rnx(1), joblet(8) are checked with man and groff -ww
+  chromium chromium-driver python3-selenium   # the web console's browser test, headless (docs/console.md)
   debhelper dpkg-dev lintian   # scripts/package.sh builds the .deb (debian/), tests/integration/test_deb.py checks it
 )
 missing=()

@@ -14,7 +14,9 @@
 #include "../core/isolation.h"
 #include "../core/counters.h"
 #include "../core/gpu_admin.h"
+#include "../core/events.h"
 #include "../core/gpu_json.h"
+#include "../core/history.h"
 #include "../core/incoming.h"
 #include "../core/job_ctl.h"
 #include "../core/job_detail_json.h"
@@ -30,6 +32,7 @@
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
 #include "body.h"
+#include "console.h"
 #include "http.h"
 #include "metrics_http.h"
 #include "park.h"
@@ -442,6 +445,52 @@ static enum MHD_Result audit(request *r)
     return http_reply_json(r->conn, 200, json_pack("{s:o}", "records", arr));
 }
 
+/* GET /v1/whoami: the caller as joblet sees it (the console shows admin actions to admins) */
+static enum MHD_Result whoami(request *r)
+{
+    struct passwd *pw = getpwuid(r->uid);
+    return http_reply_json(r->conn, 200,
+                           json_pack("{s:I,s:I,s:s?,s:b,s:b}", "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid,
+                                     "user", pw ? pw->pw_name : NULL, "admin", users_is_admin(r->uid, r->gid),
+                                     "sees_all_jobs", r->uid == 0));
+}
+
+/* GET /v1/history?hours=N (1 to 24 x 366, default 168): the console's History page */
+static enum MHD_Result history(request *r)
+{
+    jerr e = {0};
+    uint64_t hours = 168;
+    const char *v = query(r, "hours");
+    if (v && (parse_u64(v, &hours) < 0 || hours < 1 || hours > 24 * 366)) {
+        jerr_field(&e, "hours", "hours: must be a whole number of hours from 1 to 8784");
+        return http_reply_error(r->conn, &e);
+    }
+    bool admin = users_is_admin(r->uid, r->gid);
+    if (query_true(r, "sample") && admin)
+        history_tick(now_ms());   /* a reading now, for tests and for an admin who wants one */
+    return http_reply_json(r->conn, 200, history_json(r->uid, admin, (int)hours));
+}
+
+/* GET /v1/events: server-sent events for the console (core/events.h) */
+static enum MHD_Result events(request *r)
+{
+    jerr e = {0};
+    uint64_t last = 0;
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
+    if (!v)
+        v = query(r, "last_id");
+    if (v && parse_u64(v, &last) < 0)
+        last = 0;
+    struct MHD_Response *resp = events_response(r->conn, r->uid, last, &e);
+    if (!resp)
+        return http_reply_error(r->conn, &e);
+    state_commit();
+    enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
+    MHD_destroy_response(resp);
+    counters_request(r->method, 200);
+    return rc;
+}
+
 enum MHD_Result routes_dispatch(request *r)
 {
     jerr e = {0};
@@ -456,6 +505,15 @@ enum MHD_Result routes_dispatch(request *r)
         return http_reply_json(r->conn, 200, metrics_monitor_json());
     if (!strcmp(p, "/v1/version") && !strcmp(r->method, "GET"))
         return version(r);
+    if (!strcmp(p, "/v1/events") && !strcmp(r->method, "GET"))
+        return events(r);
+    if (!strcmp(p, "/v1/whoami") && !strcmp(r->method, "GET"))
+        return whoami(r);
+    if (!strcmp(p, "/v1/history") && !strcmp(r->method, "GET"))
+        return history(r);
+    enum MHD_Result crc;
+    if (console_route(r, &crc))
+        return crc;
     if (!strcmp(p, "/v1/jobs")) {
         if (!strcmp(r->method, "POST"))
             return submit(r);

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "client.h"
 #include "cmd_completion.h"
+#include "cmd_console.h"
 #include "cmd_gpu.h"
 #include "cmd_job.h"
 #include "cmd_monitor.h"
@@ -32,6 +33,7 @@ static const char global_help[] =
     "  rnx [--socket PATH] [--json] monitor status|watch\n"
     "  rnx [--socket PATH] [--json] volume create|list|remove [flags] [NAME]\n"
     "  rnx [--socket PATH] [--json] runtime build|list|info|remove|test|import|export|builds|log\n"
+    "  rnx [--socket PATH] console [--port N]\n"
     "  rnx --version\n"
     "  rnx --help\n"
     "\n"
@@ -68,6 +70,7 @@ static const char global_help[] =
     "  volume remove NAME   remove a volume and its data\n"
     "  runtime list    prepared root filesystems jobs run in with --runtime (build, info, test, ...:\n"
     "                  rnx runtime --help)\n"
+    "  console         the web console in your browser, through a proxy on 127.0.0.1 (prints its URL)\n"
     "  completion bash|zsh   print the shell completion script: source <(rnx completion bash)\n"
     "\n"
     "Run 'rnx job <command> --help' (or 'rnx workflow <command> --help') for a command's flags.\n"
@@ -203,10 +206,12 @@ static int run(int argc, char **argv)
         return cmd_volume(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "runtime") == 0)
         return cmd_runtime(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "console") == 0)
+        return cmd_console(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "completion") == 0)
         return cmd_completion(&ctx, argc - optind, argv + optind);
     static const char *const commands[] = {"job", "workflow", "gpu", "audit", "monitor", "volume", "runtime",
-                                           "completion", "help", "version"};
+                                           "console", "completion", "help", "version"};
     return rnx_unknown_command(argv[optind], "rnx", commands, sizeof commands / sizeof commands[0]);
 }
 

@@ -44,6 +44,9 @@ void config_defaults(config *c)
     c->max_temperature_c = 85;
     c->volumes_max_per_user = 16;
     snprintf(c->isolation_default, sizeof c->isolation_default, "native");
+    c->events_max_streams_per_user = 16;
+    c->events_max_streams = 256;
+    c->history_keep_days = 30;
     c->runtimes_cache_keep = 4;
     c->runtimes_build_timeout_s = 3600;
     c->runtimes_max_import_bytes = 16ull << 30;
@@ -124,6 +127,9 @@ static const key keys[] = {
     STR("isolation.require_gvisor", isolation_require_gvisor),
     STR("isolation.runsc", isolation_runsc),
     STR("isolation.platform", isolation_platform),
+    U64("events.max_streams_per_user", events_max_streams_per_user, 1, 4000),
+    U64("events.max_streams", events_max_streams, 1, 4000),
+    U64("history.keep_days", history_keep_days, 1, 3650),
 };
 
 static void store_u(void *p, size_t len, uint64_t v)

@@ -95,6 +95,7 @@ typedef struct job {
     struct follower *followers;
     int inotify_wd;
     uint8_t settle;           /* enum job_settle: what the settle step still owes this job */
+    uint32_t ev_sig;          /* its state and queue place + 1 as last published (publish.c); 0 none */
 } job;
 
 /* What a change of a job leaves to the settle step (settle.c), besides the scheduler. */

@@ -3,6 +3,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "events.h"
 #include "jobs.h"
 #include "launch.h"
 #include "logstream.h"
@@ -60,6 +61,9 @@ static int delete_one(job *j, jerr *e)
     launch_forget(j);
     workflow_forget_job(j);
     workfs_remove(j->owner_uid, dir);
+    char ev[80];
+    snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", j->id);
+    events_publish("job_deleted", j->owner_uid, ev);
     jobs_remove(j);
     job_free(j);
     core.trim_at_ms = now_ms() + 1000;

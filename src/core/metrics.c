@@ -15,6 +15,7 @@
 #include "../common/promtext.h"
 #include "../common/util.h"
 #include "counters.h"
+#include "events.h"
 #include "gpu_json.h"
 #include "gpus.h"
 #include "health.h"
@@ -362,6 +363,10 @@ char *metrics_text(void)
     prom_sample_u(&b, "joblet_running_jobs", NULL, core.running);
     prom_family(&b, "joblet_max_running_jobs", "gauge", "jobs.max_running; 0 means no limit");
     prom_sample_u(&b, "joblet_max_running_jobs", NULL, core.cfg.max_running);
+    prom_family(&b, "joblet_console_streams", "gauge", "Open GET /v1/events streams (web consoles)");
+    prom_sample_u(&b, "joblet_console_streams", NULL, events_streams());
+    prom_family(&b, "joblet_console_events_total", "counter", "Events published to the console's streams");
+    prom_sample_u(&b, "joblet_console_events_total", NULL, events_published());
 
     counters_write(&b);
 

@@ -8,6 +8,7 @@
 #include "health.h"
 #include "jobs.h"
 #include "logstream.h"
+#include "publish.h"
 #include "queue.h"
 #include "state.h"
 #include "volumes.h"
@@ -56,6 +57,7 @@ void settle(void)
     if (core.want)
         log_warn("settle: work still asked for after %d rounds (0x%x); the next turn goes on", SETTLE_ROUNDS,
                  core.want);
+    publish_changes(); /* what changed, settled, to the event streams (events.h) */
 }
 
 bool settle_pending(void) { return core.want != 0; }

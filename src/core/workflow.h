@@ -33,6 +33,7 @@ typedef struct workflow {
     uid_t owner_uid;
     gid_t owner_gid;
     enum wf_state state;
+    uint8_t ev_state;          /* state + 1 as last published (publish.c); 0 none */
     int64_t created_ms, started_ms, ended_ms;
     int64_t canceled_by;       /* uid; -1 = not canceled */
     char *reason;              /* why it FAILED or was CANCELED */

@@ -30,6 +30,8 @@
 #include "../core/incoming.h"
 #include "../core/jobs.h"
 #include "../core/launch.h"
+#include "../core/events.h"
+#include "../core/history.h"
 #include "../core/logstream.h"
 #include "../core/runtime_build.h"
 #include "../core/runtimes.h"
@@ -427,14 +429,17 @@ int main(int argc, char **argv)
     log_info("joblet %s listening on %s (state %s, cgroup layout %s, %zu jobs known)", JOBLET_VERSION, core.cfg.socket,
              core.cfg.state_dir, cg_layout_name(core.cg.layout), core.njobs);
     health_start();
+    history_start();
     state_want(WANT_SCHEDULE);
     loop_run(before_wait, after_wake);
     metrics_listen_stop();
     health_stop();
+    history_stop();
     for (size_t i = 0; i < core.njobs; i++)
         if (core.jobs[i]->followers)
             logstream_detach(core.jobs[i]);
     runtime_build_shutdown();
+    events_close_all();
     http_run();
     http_stop();
     volumes_shutdown();

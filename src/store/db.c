@@ -62,6 +62,13 @@ static const char *const migrations[] = {
     "  event TEXT NOT NULL, uid INTEGER, detail TEXT, PRIMARY KEY (job_id, n)) WITHOUT ROWID;"
     "ALTER TABLE jobs ADD COLUMN placement TEXT;"
     "ALTER TABLE jobs ADD COLUMN spec TEXT;",
+    /* 9: GPU samples for the console's History page (core/history.c): one row per GPU and
+     * minute (span_s 60), averaged into one per hour (span_s 3600) after a day, deleted after
+     * history.keep_days; values are means over the span, NULL where nothing was known */
+    "CREATE TABLE gpu_samples (gpu INTEGER NOT NULL, span_s INTEGER NOT NULL, t_ms INTEGER NOT NULL,"
+    "  util REAL, temp REAL, mem_mb REAL, power REAL, allocated REAL NOT NULL,"
+    "  PRIMARY KEY (gpu, span_s, t_ms)) WITHOUT ROWID;"
+    "CREATE INDEX gpu_samples_t ON gpu_samples(t_ms);",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -784,4 +791,90 @@ int db_volume_load(db *d, void (*fn)(const db_volume *v, void *arg), void *arg, 
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: volumes: %s", sqlite3_errmsg(d->h));
+}
+
+int db_sample_add(db *d, const db_sample *smp, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "INSERT OR REPLACE INTO gpu_samples (gpu, span_s, t_ms, util, temp, mem_mb, power,"
+                                 " allocated) VALUES (?,60,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    sqlite3_bind_int(st, 1, smp->gpu);
+    sqlite3_bind_int64(st, 2, smp->t_ms);
+    const double v[] = {smp->util, smp->temp, smp->mem_mb, smp->power};
+    for (int i = 0; i < 4; i++) {
+        if (v[i] >= 0)
+            sqlite3_bind_double(st, 3 + i, v[i]);
+        else
+            sqlite3_bind_null(st, 3 + i);
+    }
+    sqlite3_bind_double(st, 7, smp->allocated);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: gpu_samples: %s", sqlite3_errmsg(d->h));
+}
+
+int db_sample_compact(db *d, int64_t hour_before_ms, int64_t drop_before_ms, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    char sql[1024];
+    /* minutes older than a day become their hour's mean (an hour already there is kept: the
+     * minutes of a compacted hour do not come again) */
+    snprintf(sql, sizeof sql,
+             "INSERT OR IGNORE INTO gpu_samples (gpu, span_s, t_ms, util, temp, mem_mb, power, allocated)"
+             " SELECT gpu, 3600, (t_ms / 3600000) * 3600000, avg(util), avg(temp), avg(mem_mb), avg(power), avg(allocated)"
+             " FROM gpu_samples WHERE span_s = 60 AND t_ms < %lld GROUP BY gpu, t_ms / 3600000;"
+             "DELETE FROM gpu_samples WHERE span_s = 60 AND t_ms < %lld;"
+             "DELETE FROM gpu_samples WHERE t_ms < %lld;",
+             (long long)hour_before_ms, (long long)hour_before_ms, (long long)drop_before_ms);
+    char *err = NULL;
+    if (sqlite3_exec(d->h, sql, NULL, NULL, &err) != SQLITE_OK) {
+        jerr_set(e, EIO, "database: gpu_samples: %s", err ? err : sqlite3_errmsg(d->h));
+        sqlite3_free(err);
+        return -1;
+    }
+    return 0;
+}
+
+json_t *db_sample_series(db *d, int64_t since_ms, int64_t bucket_ms, jerr *e)
+{
+    sqlite3_stmt *st;
+    if (bucket_ms <= 0)
+        bucket_ms = 3600000;
+    if (sqlite3_prepare_v2(d->h, "SELECT (t_ms / ?2) * ?2 AS b, avg(util), avg(allocated), avg(temp), avg(power),"
+                                 " count(*) FROM gpu_samples WHERE t_ms >= ?1 GROUP BY b ORDER BY b", -1, &st,
+                           NULL) != SQLITE_OK) {
+        jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        return NULL;
+    }
+    sqlite3_bind_int64(st, 1, since_ms);
+    sqlite3_bind_int64(st, 2, bucket_ms);
+    json_t *arr = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        json_t *o = json_pack("{s:I,s:f,s:I}", "t", (json_int_t)sqlite3_column_int64(st, 0), "allocated_pct",
+                              100.0 * sqlite3_column_double(st, 2), "rows", (json_int_t)sqlite3_column_int64(st, 5));
+        const char *keys[] = {"util_pct", NULL, "temperature_c", "power_w"};
+        for (int c = 1; c <= 4; c++)
+            if (keys[c - 1])
+                json_object_set_new(o, keys[c - 1], sqlite3_column_type(st, c) == SQLITE_NULL
+                                                        ? json_null()
+                                                        : json_real(sqlite3_column_double(st, c)));
+        json_array_append_new(arr, o);
+    }
+    sqlite3_finalize(st);
+    return arr;
+}
+
+int64_t db_sample_rows(db *d)
+{
+    sqlite3_stmt *st;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(d->h, "SELECT count(*) FROM gpu_samples", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
 }

@@ -80,6 +80,20 @@ int db_job_extra_set(db *d, const char *job_id, enum db_job_extra which, const c
 /* The text (caller frees), or NULL when none was written. */
 char *db_job_extra_get(db *d, const char *job_id, enum db_job_extra which);
 /* Commits what this turn of the event loop wrote (see db.c). */
+/* GPU samples for the console's History (schema 9): one GPU's means over a minute; a value
+ * below 0 is not known. */
+typedef struct db_sample {
+    int gpu;
+    int64_t t_ms;             /* the minute's start */
+    double util, temp, mem_mb, power;
+    double allocated;         /* the fraction of the minute it was held by jobs */
+} db_sample;
+int db_sample_add(db *d, const db_sample *smp, jerr *e);
+/* Minutes before hour_before_ms become hourly means; everything before drop_before_ms goes. */
+int db_sample_compact(db *d, int64_t hour_before_ms, int64_t drop_before_ms, jerr *e);
+/* All GPUs' means per bucket since since_ms: [{t, util_pct, allocated_pct, temperature_c, power_w, rows}]. */
+json_t *db_sample_series(db *d, int64_t since_ms, int64_t bucket_ms, jerr *e);
+int64_t db_sample_rows(db *d);
 int db_flush(db *d, jerr *e);
 int db_schema_version(db *d);
 

@@ -1,0 +1,243 @@
+/* The event stream of GET /v1/events (events.h). */
+#include "events.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "loop.h"
+#include "state.h"
+
+#define EVENTS_BLOCK 16384      /* libmicrohttpd's buffer per stream; an event always fits */
+
+typedef struct event {
+    uint64_t id;
+    int64_t owner;              /* uid, -1: everyone */
+    char *text;                 /* "id: N\nevent: KIND\ndata: JSON\n\n" */
+    size_t len;
+} event;
+
+typedef struct stream {
+    struct stream *next;
+    struct MHD_Connection *conn;
+    uid_t uid;
+    uint64_t next_id;           /* the next event it has not been sent */
+    bool hello, ping, suspended, gone;
+    watch w_conn;               /* its socket while suspended: a hang-up ends it */
+} stream;
+
+static event ring[EVENTS_RING];
+static uint64_t next_id = 1;    /* the id the next event gets */
+static stream *streams;
+static unsigned nstreams;
+static int timer_fd = -1;
+static watch w_timer;
+
+static const event *event_at(uint64_t id)
+{
+    const event *ev = &ring[id % EVENTS_RING];
+    return ev->id == id && ev->text ? ev : NULL;
+}
+
+static void resume(stream *s)
+{
+    if (!s->suspended)
+        return;
+    s->suspended = false;
+    loop_del(&s->w_conn);
+    MHD_resume_connection(s->conn);
+}
+
+static void suspend(stream *s)
+{
+    s->suspended = true;
+    MHD_suspend_connection(s->conn);
+    if (s->w_conn.fd >= 0 && loop_add_events(&s->w_conn, EPOLLRDHUP) < 0)
+        log_warn("watching an event stream's connection: %s", strerror(errno));
+}
+
+void events_publish(const char *kind, int64_t owner, const char *data)
+{
+    size_t dl = strlen(data);
+    if (dl > EVENTS_TEXT_MAX || memchr(data, '\n', dl)) {
+        log_warn("events: a %s event of %zu bytes was not published (too long, or not one line)", kind, dl);
+        return;
+    }
+    event *ev = &ring[next_id % EVENTS_RING];
+    free(ev->text);
+    ev->id = next_id++;
+    ev->owner = owner;
+    size_t cap = dl + strlen(kind) + 64;
+    ev->text = xmalloc(cap);
+    ev->len = (size_t)snprintf(ev->text, cap, "id: %llu\nevent: %s\ndata: %s\n\n", (unsigned long long)ev->id, kind,
+                               data);
+    for (stream *s = streams; s; s = s->next) {
+        if (owner < 0 || s->uid == 0 || (int64_t)s->uid == owner)
+            resume(s);
+        else if (s->suspended && s->next_id == ev->id)
+            s->next_id++;   /* caught up, and not its event: it does not fall behind for it */
+    }
+}
+
+static size_t put(char *buf, size_t used, size_t max, const char *text, size_t len)
+{
+    if (len > max - used)
+        return used;
+    memcpy(buf + used, text, len);
+    return used + len;
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    stream *s = cls;
+    if (s->gone)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    size_t used = 0;
+    char line[128];
+    if (!s->hello) {
+        /* the client loads the state with the JSON API, then applies what follows */
+        int n = snprintf(line, sizeof line, "retry: 2000\nevent: hello\ndata: {\"last_id\":%llu}\n\n",
+                         (unsigned long long)(next_id - 1));
+        used = put(buf, used, max, line, (size_t)n);
+        s->hello = true;
+    }
+    if (next_id - s->next_id > EVENTS_BEHIND_MAX || (s->next_id < next_id && !event_at(s->next_id))) {
+        /* too far behind (or from before what the ring holds): the rest is dropped */
+        int n = snprintf(line, sizeof line, "event: resync\ndata: {\"last_id\":%llu}\n\n",
+                         (unsigned long long)(next_id - 1));
+        size_t u = put(buf, used, max, line, (size_t)n);
+        if (u == used)
+            return (ssize_t)used;
+        used = u;
+        s->next_id = next_id;
+    }
+    while (s->next_id < next_id) {
+        const event *ev = event_at(s->next_id);
+        if (ev && (ev->owner < 0 || s->uid == 0 || (int64_t)s->uid == ev->owner)) {
+            size_t u = put(buf, used, max, ev->text, ev->len);
+            if (u == used)
+                break;   /* the rest next time */
+            used = u;
+        }
+        s->next_id++;
+    }
+    if (s->ping && used == 0) {
+        used = put(buf, used, max, ": ping\n\n", 8);
+        s->ping = false;
+    }
+    if (used)
+        return (ssize_t)used;
+    suspend(s);
+    return 0;
+}
+
+static void on_conn_event(watch *w, uint32_t events)
+{
+    stream *s = w->data;
+    s->gone = true;
+    resume(s);
+}
+
+static void on_timer(watch *w, uint32_t events)
+{
+    uint64_t n;
+    if (read(timer_fd, &n, sizeof n) < 0)
+        return;
+    for (stream *s = streams; s; s = s->next) {
+        s->ping = true;
+        resume(s);
+    }
+}
+
+static void arm_timer(bool on)
+{
+    if (timer_fd < 0) {
+        timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (timer_fd < 0)
+            return;
+        w_timer = (watch){timer_fd, on_timer, NULL};
+        loop_add(&w_timer);
+    }
+    struct itimerspec t = {0};
+    if (on)
+        t.it_interval.tv_sec = t.it_value.tv_sec = EVENTS_PING_S;
+    timerfd_settime(timer_fd, 0, &t, NULL);
+}
+
+static void free_stream(void *cls)
+{
+    stream *s = cls;
+    if (s->suspended)
+        loop_del(&s->w_conn);
+    for (stream **p = &streams; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            nstreams--;
+            break;
+        }
+    if (!nstreams)
+        arm_timer(false);
+    free(s);
+}
+
+struct MHD_Response *events_response(struct MHD_Connection *conn, uid_t uid, uint64_t last_id, jerr *e)
+{
+    unsigned mine = 0;
+    for (stream *s = streams; s; s = s->next)
+        mine += s->uid == uid;
+    if (uid != 0 && mine >= core.cfg.events_max_streams_per_user) {
+        jerr_http(e, 429, "you have %u event streams open already (events.max_streams_per_user); close a console "
+                          "first", mine);
+        return NULL;
+    }
+    if (nstreams >= core.cfg.events_max_streams) {
+        jerr_http(e, 503, "joblet has %u event streams open (events.max_streams); try again later", nstreams);
+        return NULL;
+    }
+    stream *s = xcalloc(1, sizeof *s);
+    s->conn = conn;
+    s->uid = uid;
+    /* a client reconnecting goes on after the last event it had, when the ring still holds
+     * the next one (else: resync) */
+    s->next_id = last_id && last_id < next_id ? last_id + 1 : next_id;
+    if (last_id && last_id < next_id) {
+        s->hello = true;
+        if (!event_at(s->next_id) && s->next_id < next_id)
+            s->next_id = 0;   /* resync at once */
+    }
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    s->w_conn = (watch){ci ? ci->connect_fd : -1, on_conn_event, s};
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, EVENTS_BLOCK, reader, s, free_stream);
+    if (!r) {
+        free(s);
+        jerr_http(e, 500, "cannot create the event stream");
+        return NULL;
+    }
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    s->next = streams;
+    streams = s;
+    if (!nstreams++)
+        arm_timer(true);
+    return r;
+}
+
+bool events_listening(void) { return streams != NULL; }
+unsigned events_streams(void) { return nstreams; }
+uint64_t events_published(void) { return next_id - 1; }
+
+void events_close_all(void)
+{
+    for (stream *s = streams; s; s = s->next) {
+        s->gone = true;
+        resume(s);
+    }
+}

@@ -1,0 +1,45 @@
+/* GET /v1/events: the console's live feed, as server-sent events (text/event-stream).
+ *
+ * Events are kept, already written in the wire format, in one ring of EVENTS_RING entries shared
+ * by every stream; a stream holds only its place in the ring. A stream that falls further behind
+ * than EVENTS_BEHIND_MAX (a client that stopped reading) loses its place and gets one `resync`
+ * event instead: it reloads the state with the JSON API. So memory does not grow with the number
+ * of streams or the speed of their readers. Streams are bounded per uid
+ * (events.max_streams_per_user, root exempt) and in total (events.max_streams).
+ *
+ * A stream with nothing to send suspends its connection (the pattern of logstream.c); a
+ * publication, a ping every EVENTS_PING_S seconds, or the client hanging up resumes it. Who
+ * sees what: an event has an owner uid (a job's, a workflow's) or none (GPUs); a stream of a
+ * non-root uid gets only its own and the owner-less ones, as GET /v1/jobs shows. */
+#ifndef JOBLET_EVENTS_H
+#define JOBLET_EVENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+
+struct MHD_Connection;
+struct MHD_Response;
+
+#define EVENTS_RING 1024        /* events kept, for every stream together */
+#define EVENTS_BEHIND_MAX 512   /* a stream this far behind is resynced */
+#define EVENTS_TEXT_MAX 4096    /* the most bytes of one event's data */
+#define EVENTS_PING_S 15        /* a comment line this often keeps idle streams (and proxies) open */
+
+/* Publishes one event to every stream that may see it: kind is the SSE event name ("job",
+ * "workflow", "gpu", "gpu_sample"), data one line of JSON, owner the uid it belongs to or -1. */
+void events_publish(const char *kind, int64_t owner, const char *data);
+/* A stream for a caller: 429 past the caller's bound, 503 past the total one. last_id: the
+ * Last-Event-ID the client sent (an EventSource reconnecting), 0 for none. */
+struct MHD_Response *events_response(struct MHD_Connection *conn, uid_t uid, uint64_t last_id, jerr *e);
+/* Whether any stream is open (publish.c skips its scans when none is). */
+bool events_listening(void);
+/* Streams open now (all, and of one uid) and events published so far. */
+unsigned events_streams(void);
+uint64_t events_published(void);
+/* The daemon stops: every stream ends (libmicrohttpd stops only without suspended connections). */
+void events_close_all(void);
+
+#endif

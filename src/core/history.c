@@ -1,0 +1,198 @@
+/* GPU samples and the History page's figures (history.h). */
+#include "history.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "../common/jsonx.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "gpus.h"
+#include "health.h"
+#include "state.h"
+
+#define HISTORY_TICK_S 15             /* readings per minute: 4 */
+#define MINUTE_MS 60000
+#define DAY_MS 86400000LL
+
+typedef struct acc {
+    double sum[4];                    /* util, temp, mem, power */
+    int n[4];
+    int readings, held;
+} acc;
+
+static acc accs[GPU_MAX];
+static int64_t minute_ms;             /* the minute being accumulated */
+static int64_t compacted_ms;          /* when the samples were last compacted */
+static int timer_fd = -1;
+static watch w_timer;
+
+static void flush_minute(void)
+{
+    jerr e = {0};
+    for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++) {
+        acc *a = &accs[i];
+        if (!a->readings)
+            continue;
+        db_sample smp = {.gpu = i, .t_ms = minute_ms, .allocated = (double)a->held / a->readings};
+        double *out[] = {&smp.util, &smp.temp, &smp.mem_mb, &smp.power};
+        for (int k = 0; k < 4; k++)
+            *out[k] = a->n[k] ? a->sum[k] / a->n[k] : -1;
+        if (db_sample_add(core.db, &smp, &e) < 0) {
+            log_warn("history: %s", e.msg);
+            break;
+        }
+    }
+    memset(accs, 0, sizeof accs);
+}
+
+void history_tick(int64_t now)
+{
+    if (!core.gpu_on || !core.gpu.inv.n || !core.db)
+        return;
+    int64_t minute = now / MINUTE_MS * MINUTE_MS;
+    if (minute_ms && minute != minute_ms)
+        flush_minute();
+    minute_ms = minute;
+    for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++) {
+        acc *a = &accs[i];
+        const gpu_health *h = health_of(i);
+        uint64_t reserved;
+        a->readings++;
+        a->held += gpus_holder(i) != NULL || gpus_tenants(i, &reserved) > 0;
+        if (!h || !h->sampled_ms || now - h->sampled_ms > 2 * HISTORY_TICK_S * 1000)
+            continue;
+        const int v[4] = {h->utilization_pct, h->temperature_c, h->memory_used_mb, h->power_w};
+        for (int k = 0; k < 4; k++)
+            if (v[k] >= 0) {
+                a->sum[k] += v[k];
+                a->n[k]++;
+            }
+    }
+    if (now - compacted_ms > 3600000) {
+        jerr e = {0};
+        if (db_sample_compact(core.db, now - DAY_MS, now - (int64_t)core.cfg.history_keep_days * DAY_MS, &e) < 0)
+            log_warn("history: %s", e.msg);
+        compacted_ms = now;
+    }
+}
+
+static void on_timer(watch *w, uint32_t events)
+{
+    uint64_t n;
+    if (read(timer_fd, &n, sizeof n) > 0)
+        history_tick(now_ms());
+}
+
+void history_start(void)
+{
+    if (!core.gpu_on || !core.gpu.inv.n)
+        return;
+    timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (timer_fd < 0)
+        return;
+    struct itimerspec t = {.it_interval = {HISTORY_TICK_S, 0}, .it_value = {1, 0}};
+    timerfd_settime(timer_fd, 0, &t, NULL);
+    w_timer = (watch){timer_fd, on_timer, NULL};
+    loop_add(&w_timer);
+}
+
+void history_stop(void)
+{
+    if (minute_ms) {
+        flush_minute();
+        state_commit();
+    }
+    if (timer_fd >= 0) {
+        loop_del(&w_timer);
+        close(timer_fd);
+        timer_fd = -1;
+    }
+}
+
+/* A job's GPU time: GPUs held x the time it ran (until now for a running one). */
+static double gpu_seconds(const job *j, int64_t now)
+{
+    if (!j->started_ms || !j->gpus.n)
+        return 0;
+    int64_t end = j->ended_ms ? j->ended_ms : job_state_terminal(j->state) ? j->started_ms : now;
+    return end > j->started_ms ? (double)(end - j->started_ms) / 1000.0 * (double)j->gpus.n : 0;
+}
+
+json_t *history_json(uid_t uid, bool admin, int hours)
+{
+    int64_t now = now_ms(), since = now - (int64_t)hours * 3600000;
+    bool all = uid == 0 || admin;
+    json_t *users = json_object(), *per_gpu = json_array(), *perhour = json_object(), *waits = json_object();
+    double gs[GPU_MAX] = {0};
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        double s = gpu_seconds(j, now);
+        for (size_t k = 0; k < j->gpus.n; k++)
+            if (j->gpus.g[k].index >= 0 && j->gpus.g[k].index < GPU_MAX)
+                gs[j->gpus.g[k].index] += s / (double)j->gpus.n;
+        if (!all && j->owner_uid != uid)
+            continue;
+        char key[24];
+        snprintf(key, sizeof key, "%u", (unsigned)j->owner_uid);
+        json_t *u = json_object_get(users, key);
+        if (!u) {
+            u = json_pack("{s:I,s:f,s:i}", "uid", (json_int_t)j->owner_uid, "gpu_seconds", 0.0, "jobs", 0);
+            json_object_set_new(users, key, u);
+        }
+        json_object_set_new(u, "gpu_seconds", json_real(json_real_value(json_object_get(u, "gpu_seconds")) + s));
+        json_object_set_new(u, "jobs", json_integer(json_integer_value(json_object_get(u, "jobs")) + 1));
+        if (j->started_ms >= since) {
+            snprintf(key, sizeof key, "%lld", (long long)(j->started_ms / 3600000 * 3600000));
+            json_object_set_new(perhour, key, json_integer(json_integer_value(json_object_get(perhour, key)) + 1));
+            int64_t from = j->scheduled_ms > j->created_ms ? j->scheduled_ms : j->created_ms;
+            json_t *w = json_object_get(waits, key);
+            if (!w)
+                json_object_set_new(waits, key, w = json_pack("{s:f,s:i}", "sum", 0.0, "n", 0));
+            json_object_set_new(w, "sum", json_real(json_real_value(json_object_get(w, "sum")) +
+                                                    (double)(j->started_ms > from ? j->started_ms - from : 0) / 1000.0));
+            json_object_set_new(w, "n", json_integer(json_integer_value(json_object_get(w, "n")) + 1));
+        }
+    }
+    for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++)
+        json_array_append_new(per_gpu, json_pack("{s:i,s:f}", "index", i, "gpu_seconds", gs[i]));
+    json_t *per_user = json_array(), *jph = json_array(), *qw = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(users, k, v) json_array_append(per_user, v);
+    /* hours in order (the object's keys are decimal times of equal width) */
+    for (int64_t t = since / 3600000 * 3600000; t <= now; t += 3600000) {
+        char key[24];
+        snprintf(key, sizeof key, "%lld", (long long)t);
+        json_t *n = json_object_get(perhour, key), *w = json_object_get(waits, key);
+        if (n)
+            json_array_append_new(jph, json_pack("{s:I,s:O}", "t", (json_int_t)t, "jobs", n));
+        if (w)
+            json_array_append_new(qw, json_pack("{s:I,s:f,s:O}", "t", (json_int_t)t, "mean_s",
+                                                json_real_value(json_object_get(w, "sum")) /
+                                                    (double)json_integer_value(json_object_get(w, "n")),
+                                                "jobs", json_object_get(w, "n")));
+    }
+    json_decref(users);
+    json_decref(perhour);
+    json_decref(waits);
+    jerr e = {0};
+    json_t *series = core.db ? db_sample_series(core.db, since, hours > 48 ? 3600000 : 600000, &e) : NULL;
+    json_t *util = json_array();
+    for (size_t i = 0; i < json_array_size(series); i++) {
+        json_t *p = json_array_get(series, i), *u = json_object_get(p, "util_pct");
+        double pct = json_is_real(u) ? json_real_value(u) : json_real_value(json_object_get(p, "allocated_pct"));
+        json_array_append_new(util, json_pack("{s:O,s:f,s:O,s:s}", "t", json_object_get(p, "t"), "pct", pct,
+                                              "allocated_pct", json_object_get(p, "allocated_pct"), "of",
+                                              json_is_real(u) ? "utilization" : "allocation"));
+    }
+    json_decref(series);
+    json_t *o = json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:I}", "hours", hours, "keep_days",
+                          (int)core.cfg.history_keep_days, "per_user", per_user, "per_gpu", per_gpu, "jobs_per_hour",
+                          jph, "queue_wait", qw, "utilization", util, "sample_rows",
+                          (json_int_t)(core.db ? db_sample_rows(core.db) : 0));
+    jx_set_time_or_null(o, "since", since);
+    return o;
+}

@@ -1,0 +1,129 @@
+/* Publishing settled changes as events (publish.h). The events' JSON is written here, as the
+ * API's JSON is in job_json.c: small objects that say what changed; the console reads the rest
+ * with the JSON API. */
+#include "publish.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "gpus.h"
+#include "health.h"
+#include "state.h"
+#include "workflow.h"
+
+static bool synced;                   /* the marks below describe the state as it is */
+static uint64_t gpu_sig[GPU_MAX];
+static int64_t gpu_sampled[GPU_MAX];
+
+static uint32_t job_sig(const job *j)
+{
+    return (uint32_t)j->state | (uint32_t)j->wait_why << 8 | (j->queue_position & 0xffffu) << 16;
+}
+
+static uint64_t gpu_signature(int i)
+{
+    gpu_report r = gpus_report(i);
+    uint64_t reserved;
+    int tenants = gpus_tenants(i, &reserved);
+    const char *holder = gpus_holder(i);
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a of the holder's id */
+    for (const char *p = holder ? holder : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    const gpu_health *hh = health_of(i);   /* a new XID is news even when the state stays */
+    uint64_t x = hh ? (uint64_t)hh->last_xid_ms : 0;
+    return ((uint64_t)r.state | (uint64_t)r.takes_jobs << 8 | (uint64_t)(tenants & 0xff) << 16) ^ (h << 24) ^
+           (x * 0x9e3779b97f4a7c15ull);
+}
+
+static void emit(const char *kind, int64_t owner, json_t *o)
+{
+    char *t = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (t)
+        events_publish(kind, owner, t);
+    free(t);
+}
+
+static void publish_job(job *j)
+{
+    json_t *gpus = json_array();
+    for (size_t k = 0; k < j->gpus.n; k++)
+        json_array_append_new(gpus, json_integer(j->gpus.g[k].index));
+    json_t *o = json_pack("{s:s,s:s?,s:s,s:I,s:o}", "id", j->id, "name", j->name, "status", job_state_name(j->state),
+                          "user", (json_int_t)j->owner_uid, "gpus", gpus);
+    if (j->queue_position && job_in_queue(j))
+        json_object_set_new(o, "queue_position", json_integer(j->queue_position));
+    if (j->has_exit)
+        json_object_set_new(o, "exit_code", json_integer(j->exit_code));
+    if (j->end_reason)
+        json_object_set_new(o, "end_reason", json_string(j->end_reason));
+    if (*j->wf_id)
+        json_object_set_new(o, "workflow", json_string(j->wf_id));
+    emit("job", j->owner_uid, o);
+}
+
+static void publish_gpu(int i)
+{
+    gpu_report r = gpus_report(i);
+    const char *holder = gpus_holder(i);
+    json_t *o = json_pack("{s:i,s:s,s:b,s:s?}", "index", i, "state", gpu_state_name(r.state), "takes_jobs",
+                          r.takes_jobs, "job", holder);
+    const gpu_health *hh = health_of(i);
+    if (hh && hh->last_xid)
+        json_object_set_new(o, "last_xid", json_integer(hh->last_xid));
+    emit("gpu", -1, o);
+}
+
+static void publish_sample(int i, const gpu_health *h)
+{
+    json_t *o = json_pack("{s:i,s:I}", "index", i, "t", (json_int_t)h->sampled_ms);
+    const char *keys[] = {"temperature_c", "utilization_pct", "memory_used_mb", "power_w"};
+    int v[] = {h->temperature_c, h->utilization_pct, h->memory_used_mb, h->power_w};
+    for (int k = 0; k < 4; k++)
+        json_object_set_new(o, keys[k], v[k] >= 0 ? json_integer(v[k]) : json_null());
+    emit("gpu_sample", -1, o);
+}
+
+void publish_changes(void)
+{
+    if (!events_listening()) {
+        synced = false;
+        return;
+    }
+    bool quiet = !synced;   /* the first stream's client loads what is now */
+    synced = true;
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
+        uint32_t sig = job_sig(j) + 1;
+        if (j->ev_sig != sig) {
+            j->ev_sig = sig;
+            if (!quiet)
+                publish_job(j);
+        }
+    }
+    for (size_t i = 0; i < core.nworkflows; i++) {
+        workflow *wf = core.workflows[i];
+        if (wf->ev_state != (uint8_t)(wf->state + 1)) {
+            wf->ev_state = (uint8_t)(wf->state + 1);
+            if (!quiet)
+                emit("workflow", wf->owner_uid,
+                     json_pack("{s:s,s:s}", "id", wf->id, "status", wf_state_name(wf->state)));
+        }
+    }
+    for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++) {
+        uint64_t sig = gpu_signature(i);
+        if (gpu_sig[i] != sig) {
+            gpu_sig[i] = sig;
+            if (!quiet)
+                publish_gpu(i);
+        }
+        const gpu_health *h = health_of(i);
+        if (h && h->sampled_ms > gpu_sampled[i]) {
+            gpu_sampled[i] = h->sampled_ms;
+            if (!quiet)
+                publish_sample(i, h);
+        }
+    }
+}

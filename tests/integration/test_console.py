@@ -1,0 +1,138 @@
+"""The web console (docs/console.md): its files served by joblet, and `rnx console`'s loopback
+proxy with its one-time token, session cookie and 401s."""
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+
+from conftest import UnixHTTPConnection, BUILD
+from console_util import Console
+
+UID = 4323
+
+
+def test_the_daemon_serves_the_console_files(daemon):
+    for path, ctype in [("/", "text/html"), ("/console/console.js", "text/javascript"),
+                        ("/console/console.css", "text/css"), ("/console/favicon.svg", "image/svg+xml")]:
+        c = UnixHTTPConnection(daemon.sock)
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read()
+        assert r.status == 200 and r.getheader("Content-Type").startswith(ctype), path
+        assert body and "default-src 'none'" in r.getheader("Content-Security-Policy")
+    c = UnixHTTPConnection(daemon.sock)
+    c.request("GET", "/console/../../etc/passwd")
+    r = c.getresponse()
+    assert r.status == 404 and b"root:" not in r.read()
+    st, me = daemon.api("GET", "/v1/whoami")
+    assert st == 200 and me["uid"] == 0 and me["admin"] is True
+
+
+def test_the_proxy_needs_the_token_then_the_cookie(daemon):
+    con = Console(daemon)
+    try:
+        r, body = con.request("GET", "/")
+        assert r.status == 401 and b"rnx console" in body
+        r, _ = con.request("GET", "/v1/jobs")
+        assert r.status == 401
+        r, _ = con.request("GET", "/?token=" + "0" * 64)
+        assert r.status == 401
+        r, _ = con.request("GET", f"/?token={con.token}")
+        assert r.status == 303 and r.getheader("Location") == "/"
+        cookie = r.getheader("Set-Cookie")
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+        jar = cookie.split(";")[0]
+        # the link works once
+        r, _ = con.request("GET", f"/?token={con.token}")
+        assert r.status == 401
+        r, _ = con.request("GET", "/", headers={"Cookie": f"joblet_console_{con.port}=" + "a" * 64})
+        assert r.status == 401
+        r, body = con.request("GET", "/", headers={"Cookie": "theme=dark; " + jar})
+        assert r.status == 200 and b"<html" in body
+        r, body = con.request("GET", "/v1/whoami", headers={"Cookie": jar})
+        assert r.status == 200 and json.loads(body)["uid"] == 0
+        # a name that resolves here by DNS rebinding is not this console's host
+        r, _ = con.request("GET", "/v1/whoami", headers={"Cookie": jar, "Host": "evil.example:%d" % con.port})
+        assert r.status == 403
+        # each connection carries one request: a second one on it is not passed unchecked
+        s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
+        s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {jar}\r\nConnection: keep-alive\r\n\r\n"
+                  "GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        got = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+        assert got.count(b"HTTP/1.1 200") == 1 and b'"uid":0' in got and b'"jobs"' not in got
+        s.close()
+    finally:
+        con.stop()
+
+
+def test_the_proxy_listens_on_loopback_only(daemon):
+    con = Console(daemon)
+    try:
+        out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True).stdout
+        mine = [l for l in out.splitlines() if f":{con.port} " in l]
+        assert mine and all("127.0.0.1:" in l for l in mine), mine
+    finally:
+        con.stop()
+
+
+def test_the_proxy_carries_the_calling_users_identity(daemon):
+    con = Console(daemon, uid=UID)
+    try:
+        jar = con.sign_in()
+        r, body = con.request("GET", "/v1/whoami", headers={"Cookie": jar})
+        me = json.loads(body)
+        assert me["uid"] == UID and me["admin"] is False
+        root_job = daemon.submit("sleep", "60")
+        r, body = con.request("GET", "/v1/jobs", headers={"Cookie": jar})
+        assert r.status == 200 and root_job not in {j["id"] for j in json.loads(body)["jobs"]}
+        r, body = con.request("POST", "/v1/gpus/0/drain", headers={"Cookie": jar})
+        assert r.status in (403, 404)
+        daemon.rnx("job", "stop", root_job)
+    finally:
+        con.stop()
+
+
+def test_another_local_user_cannot_use_the_url(daemon):
+    """uid 4324 on the same machine: without the cookie, 401; with the link after its owner
+    used it, 401."""
+    con = Console(daemon)
+    try:
+        con.sign_in()
+        probe = ("import http.client,sys\n"
+                 "c=http.client.HTTPConnection('127.0.0.1',%d,timeout=10)\n"
+                 "c.request('GET',sys.argv[1]); print(c.getresponse().status)\n") % con.port
+        for path in ["/", "/v1/jobs", "/v1/events", f"/?token={con.token}"]:
+            p = subprocess.run(["setpriv", f"--reuid={UID + 1}", f"--regid={UID + 1}", "--clear-groups",
+                                "/usr/bin/python3", "-c", probe, path], capture_output=True, text=True, timeout=20)
+            assert p.stdout.strip() == "401", (path, p.stdout, p.stderr)
+    finally:
+        con.stop()
+
+
+def test_events_through_the_proxy(daemon):
+    con = Console(daemon)
+    try:
+        jar = con.sign_in()
+        s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
+        s.sendall(f"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {jar}\r\n\r\n".encode())
+        buf = b""
+        while b"event: hello" not in buf:
+            got = s.recv(4096)
+            assert got, buf
+            buf += got
+        assert b"text/event-stream" in buf
+        jid = daemon.submit("true")
+        while jid.encode() not in buf:
+            got = s.recv(4096)
+            assert got, buf
+            buf += got
+        s.close()
+    finally:
+        con.stop()

@@ -1,0 +1,168 @@
+"""GET /v1/events (docs/api.md, "Events"): the console's live feed of job, workflow and GPU
+changes as server-sent events, per caller, bounded."""
+import os
+import subprocess
+import time
+
+from conftest import BUILD, ROOT, UnixHTTPConnection
+from sse import Stream
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+UID = 4322
+
+
+def dgx(fresh_daemon, extra=""):
+    return fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n{extra}")
+
+
+def as_user(d, uid, *args):
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def job_is(jid, status):
+    return lambda k, v: k == "job" and v["id"] == jid and v["status"] == status
+
+
+def test_a_job_and_its_gpu_change_on_the_stream(fresh_daemon):
+    """hello first; then the job's QUEUED, RUNNING, the GPU allocated to it, its STOPPED and the
+    GPU available again, in the order they happened, with increasing ids."""
+    d = dgx(fresh_daemon)
+    s = Stream(d.sock)
+    assert s.status == 200 and s.headers["content-type"] == "text/event-stream"
+    assert s.next()[0] == "hello"
+    jid = d.rnx("job", "run", "--gpu=1", "sleep", "600", check=True).stdout.split()[-1]
+    seen = s.until(job_is(jid, "RUNNING"))
+    seen += s.until(lambda k, v: k == "gpu" and v["job"] == jid) if not any(k == "gpu" for k, _, _ in seen) else []
+    gpu = next(v for k, v, _ in seen if k == "gpu")
+    assert gpu["state"] == "allocated" and gpu["job"] == jid
+    running = next(v for k, v, _ in seen if k == "job" and v["status"] == "RUNNING")
+    assert running["gpus"] == [gpu["index"]] and running["user"] == 0
+    d.rnx("job", "stop", jid, check=True)
+    more = s.until(lambda k, v: k == "gpu" and v["index"] == gpu["index"] and v["state"] == "available")
+    stopped = [v for k, v, _ in more if k == "job" and v["status"] == "STOPPED"]
+    assert stopped and stopped[0]["end_reason"] == "stopped"
+    ids = [int(i) for _, _, i in seen + more]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    s.close()
+
+
+def test_a_gpu_drained_by_an_admin_is_published(fresh_daemon):
+    d = dgx(fresh_daemon)
+    s = Stream(d.sock)
+    s.next()
+    d.rnx("gpu", "drain", "3", check=True)
+    ev = s.until(lambda k, v: k == "gpu" and v["index"] == 3)[-1][1]
+    assert ev["state"] == "draining" and not ev["takes_jobs"]
+    d.rnx("gpu", "online", "3", check=True)
+    assert s.until(lambda k, v: k == "gpu" and v["index"] == 3)[-1][1]["state"] == "available"
+
+
+def test_a_user_sees_only_own_jobs_and_the_gpus(fresh_daemon):
+    d = dgx(fresh_daemon)
+    mine = Stream(d.sock, uid=UID)
+    assert mine.next()[0] == "hello"
+    root_job = d.rnx("job", "run", "--gpu=1", "sleep", "600", check=True).stdout.split()[-1]
+    p = as_user(d, UID, "job", "run", "sleep", "600")
+    assert p.returncode == 0, p.stderr
+    user_job = p.stdout.split()[-1]
+    seen = mine.until(job_is(user_job, "RUNNING"))
+    seen += mine.drain(1)
+    jobs = {v["id"] for k, v, _ in seen if k == "job"}
+    assert jobs == {user_job}
+    assert any(k == "gpu" and v["job"] == root_job for k, v, _ in seen)   # the shared GPU view
+    d.rnx("job", "stop", root_job, user_job)
+
+
+def test_streams_are_bounded_per_user_and_in_total(fresh_daemon):
+    d = dgx(fresh_daemon, "events:\n  max_streams_per_user: 2\n  max_streams: 3\n")
+    a, b = Stream(d.sock, uid=UID), Stream(d.sock, uid=UID)
+    c = Stream(d.sock, uid=UID)
+    assert (a.status, b.status, c.status) == (200, 200, 429)
+    assert "max_streams_per_user" in c.error["error"]["message"]
+    other = Stream(d.sock, uid=UID + 1)
+    assert other.status == 200
+    full = Stream(d.sock, uid=UID + 2)
+    assert full.status == 503 and "events.max_streams" in full.error["error"]["message"]
+    c = UnixHTTPConnection(d.sock)
+    c.request("GET", "/metrics")
+    assert "\njoblet_console_streams 3\n" in c.getresponse().read().decode()
+    # a stream whose client hangs up is gone at once, its place free again
+    a.close()
+    for _ in range(50):
+        e = Stream(d.sock, uid=UID)
+        if e.status == 200:
+            break
+        time.sleep(0.05)
+    assert e.status == 200
+    assert e.next()[0] == "hello"
+
+
+def test_a_stream_far_behind_resyncs(fresh_daemon):
+    """A client that comes back after more than the bound of events gets one resync event, not
+    what it missed; one that missed a few gets them."""
+    d = dgx(fresh_daemon)
+    s = Stream(d.sock)
+    s.next()
+    first = d.rnx("job", "run", "true", check=True).stdout.split()[-1]
+    ev = s.until(job_is(first, "COMPLETED"))
+    last = int(ev[-1][2])
+    near = Stream(d.sock, last_id=last - 1)
+    k, v, i = near.next()
+    assert k == "job" and int(i) == last and v["status"] == "COMPLETED"
+    # more than 512 events (a job that runs `true` makes three)
+    for _ in range(200):
+        d.api("POST", "/v1/jobs", {"command": "true"})
+    newest = last
+    deadline = time.time() + 60
+    while newest <= last + 520 and time.time() < deadline:
+        newest = int(s.next(timeout=30)[2] or newest)
+    assert newest > last + 520
+    far = Stream(d.sock, last_id=last)
+    kind, data, _ = far.next(timeout=10)
+    assert kind == "resync" and data["last_id"] >= newest
+
+
+def test_deleted_jobs_and_a_daemon_stopping(fresh_daemon):
+    """A deleted job is published; a daemon stopping ends its open streams and exits at once."""
+    d = dgx(fresh_daemon)
+    s = Stream(d.sock)
+    s.next()
+    jid = d.rnx("job", "run", "true", check=True).stdout.split()[-1]
+    s.until(job_is(jid, "COMPLETED"))
+    d.rnx("job", "delete", jid, check=True)
+    assert s.until(lambda k, v: k == "job_deleted")[-1][1] == {"id": jid}
+    other = Stream(d.sock, uid=UID)
+    other.next()
+    t = time.time()
+    d.stop()
+    assert d.proc.returncode == 0 and time.time() - t < 10
+    for st in (s, other):
+        try:
+            while True:
+                st.next(timeout=5)
+        except EOFError:
+            pass
+
+
+def test_other_users_events_do_not_push_a_stream_behind(fresh_daemon):
+    """A user's idle stream is not resynced by the 520+ events (more than the bound) it may not see."""
+    d = dgx(fresh_daemon)
+    mine = Stream(d.sock, uid=UID)
+    assert mine.next()[0] == "hello"
+    s = Stream(d.sock)
+    s.next()
+    newest = 0
+    deadline = time.time() + 90
+    while newest < 520 and time.time() < deadline:   # root's jobs until 520 events went by
+        for _ in range(50):
+            d.api("POST", "/v1/jobs", {"command": "true"})
+        for _, _, i in s.drain(1):
+            newest = max(newest, int(i or 0))
+    assert newest >= 520
+    p = as_user(d, UID, "job", "run", "true")
+    assert p.returncode == 0, p.stderr
+    user_job = p.stdout.split()[-1]
+    seen = mine.until(job_is(user_job, "COMPLETED"))
+    assert all(k == "job" and v["id"] == user_job for k, v, _ in seen), [k for k, _, _ in seen]

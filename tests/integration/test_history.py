@@ -1,0 +1,46 @@
+"""GET /v1/history (the console's History page): GPU-hours per user and per GPU, jobs per hour
+and queue waits from the jobs; GPU samples kept in the database (schema 9) and there after a
+restart; a user's figures are the user's own."""
+import os
+import subprocess
+import time
+
+from conftest import BUILD, ROOT
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+UID = 4326
+
+
+def test_history_figures_and_samples(fresh_daemon):
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    jid = d.rnx("job", "run", "--gpu=2", "sleep", "600", check=True).stdout.split()[-1]
+    gpus = sorted(g["index"] for g in d.wait_status(jid, "RUNNING")["gpus"])
+    time.sleep(1.1)
+    st, h = d.api("GET", "/v1/history?sample=1")
+    assert st == 200 and h["keep_days"] == 30 and h["hours"] == 168
+    held = {g["index"]: g["gpu_seconds"] for g in h["per_gpu"]}
+    assert all(held[i] >= 1.0 for i in gpus) and all(held[i] == 0 for i in held if i not in gpus)
+    me = next(u for u in h["per_user"] if u["uid"] == 0)
+    assert me["gpu_seconds"] >= 2.0 and me["jobs"] == 1
+    assert sum(p["jobs"] for p in h["jobs_per_hour"]) == 1 and len(h["queue_wait"]) == 1
+    d.rnx("job", "stop", jid, check=True)
+    # a restart writes the minute being gathered: one row per GPU
+    d.stop()
+    d.start()
+    st, h = d.api("GET", "/v1/history")
+    assert h["sample_rows"] >= 8
+    allocated = [p["allocated_pct"] for p in h["utilization"]]
+    assert allocated and max(allocated) > 0     # 2 of 8 simulated GPUs were held: from allocation
+    assert h["utilization"][-1]["of"] == "allocation"
+    st, e = d.api("GET", "/v1/history?hours=0")
+    assert st == 400 and e["error"]["field"] == "hours"
+    # another user sees only their own line
+    p = subprocess.run(["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", "/usr/bin/python3", "-c",
+                        "import sys,json,http.client,socket\n"
+                        "class C(http.client.HTTPConnection):\n"
+                        "  def connect(self):\n"
+                        "    self.sock=socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])\n"
+                        "c=C('x'); c.request('GET','/v1/history?sample=1'); print(c.getresponse().read().decode())",
+                        d.sock], capture_output=True, text=True, timeout=20)
+    h = __import__("json").loads(p.stdout)
+    assert h["per_user"] == [] and len(h["per_gpu"]) == 8
