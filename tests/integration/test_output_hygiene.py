@@ -87,9 +87,8 @@ def _grep_state(d, secret):
         for f in files:
             p = os.path.join(root, f)
             try:
-                with open(p, "rb") as fh:
-                    if secret.encode() in fh.read():
-                        hits.append(p)
+                if os.path.isfile(p) and not os.path.islink(p) and file_holds(p, secret.encode()):
+                    hits.append(p)
             except OSError:
                 pass
     return hits
@@ -133,7 +132,7 @@ import shutil
 import stat
 
 import busybox_runtime
-from conftest import ROOT
+from conftest import ROOT, file_holds
 
 # ESC (a title and a screen clear), BEL, CR and a newline that would start a forged line
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\rFORGED\nline"
