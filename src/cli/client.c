@@ -532,24 +532,12 @@ static int split_lines(const char *p, size_t n, void *ud)
     return 0;
 }
 
-typedef struct bytes_sink {
-    client_bytes_cb cb;
-    void *ud;
-} bytes_sink;
-
-static int pass_bytes(const char *p, size_t n, void *ud)
-{
-    bytes_sink *b = ud;
-    return b->cb(p, n, b->ud);
-}
-
 int client_stream_bytes(rnx_client *c, const char *path, const char *accept, client_bytes_cb cb, void *ud, jerr *e)
 {
     int fd = dial(c, e);
     if (fd < 0)
         return -1;
     buf in = {0}, errbody = {0};
-    bytes_sink b = {cb, ud};
     answer a;
     int ret = -1;
     if (send_request(fd, "GET", path, accept, NULL, 0) < 0 || read_head(fd, &in, &a) < 0) {
@@ -563,7 +551,7 @@ int client_stream_bytes(rnx_client *c, const char *path, const char *accept, cli
             error_from_answer(a.status, &errbody, e);
         goto out;
     }
-    int rb = read_body(fd, &in, &a, pass_bytes, &b);
+    int rb = read_body(fd, &in, &a, cb, ud);
     if (rb == -2) {
         e->code = ECANCELED;
         e->http = a.status;
@@ -584,46 +572,14 @@ out:
 
 int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, jerr *e)
 {
-    int fd = dial(c, e);
-    if (fd < 0)
-        return -1;
-    buf in = {0}, errbody = {0};
     lines l = {.cb = cb, .ud = ud};
-    answer a;
-    int ret = -1;
-    if (send_request(fd, "GET", path, "application/x-ndjson", NULL, 0) < 0 || read_head(fd, &in, &a) < 0) {
-        lost(c, e, "no answer");
-        goto out;
-    }
-    if (a.status < 200 || a.status > 299) {
-        if (read_body(fd, &in, &a, collect, &errbody) < 0)
-            lost(c, e, "answer cut short");
-        else
-            error_from_answer(a.status, &errbody, e);
-        goto out;
-    }
-    int rb = read_body(fd, &in, &a, split_lines, &l);
-    if (rb == -2) {
-        e->code = ECANCELED;
-        e->http = a.status;
-        snprintf(e->msg, sizeof e->msg, "stopped reading");
-        goto out;
-    }
-    if (rb < 0) {
-        lost(c, e, "the stream ended early");
-        goto out;
-    }
+    int ret = client_stream_bytes(c, path, "application/x-ndjson", split_lines, &l, e);
     /* the last line may come without a newline */
-    if (l.pending.len && cb(l.pending.data, l.pending.len, ud) < 0) {
+    if (ret == 0 && l.pending.len && cb(l.pending.data, l.pending.len, ud) < 0) {
         e->code = ECANCELED;
         snprintf(e->msg, sizeof e->msg, "stopped reading");
-        goto out;
+        ret = -1;
     }
-    ret = 0;
-out:
-    close(fd);
-    free(in.data);
-    free(errbody.data);
     free(l.pending.data);
     return ret;
 }
