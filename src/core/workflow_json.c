@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../common/jsonx.h"
+#include "../common/redact.h"
 #include "../common/util.h"
 #include "state.h"
 #include "volumes.h"
@@ -173,38 +174,52 @@ static int check_body(json_t *body, json_t *names, wf_job *jobs, jerr *e)
 /* Shortest secret value looked for in the stored YAML: shorter ones would blot out ordinary
  * words (rnx sends the file with every secret_environment value already "***"). */
 #define SECRET_MIN_SCRUB 4
+/* The distinct secret values of one workflow, in bytes, when it carries its YAML: the scrub's
+ * automaton costs ~50 bytes of memory per byte of them. */
+#define SECRETS_MAX_BYTES (1u << 20)
 
 /* The workflow's YAML as kept and shown: rnx replaces secret_environment values by "***"; in
  * case a client did not, every occurrence of any job's secret value in it is replaced here,
- * so no route ever returns one. */
-static void redact_yaml(json_t *doc, json_t *jobs)
+ * so no route ever returns one. One pass over the YAML for all the values together
+ * (common/redact.c): a search per value and a rescan per match was quadratic (issue 25). */
+static int redact_yaml(json_t *doc, json_t *jobs, jerr *e)
 {
     const char *yaml = json_string_value(json_object_get(doc, "yaml"));
     if (!yaml)
-        return;
-    char *text = xstrdup(yaml);
-    bool changed = false;
-    size_t i;
+        return 0;
+    json_t *seen = json_object(); /* each distinct value once */
+    size_t i, n = 0, bytes = 0;
     json_t *jj;
     json_array_foreach(jobs, i, jj) {
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(json_object_get(jj, "request"), "secret_env"), k, v) {
             const char *val = json_string_value(v);
-            size_t n = val ? strlen(val) : 0;
-            if (n < SECRET_MIN_SCRUB)
-                continue;
-            for (char *at = strstr(text, val); at; at = strstr(at + 3, val)) {
-                /* "***" is never longer than what it replaces */
-                memcpy(at, "***", 3);
-                memmove(at + 3, at + n, strlen(at + n) + 1);
-                changed = true;
+            if (val && strlen(val) >= SECRET_MIN_SCRUB && !json_object_get(seen, val)) {
+                json_object_set_new(seen, val, json_null());
+                n++, bytes += strlen(val);
             }
         }
     }
-    if (changed)
+    if (bytes > SECRETS_MAX_BYTES) {
+        json_decref(seen);
+        return jerr_field(e, "jobs", "jobs: the workflow's distinct secret_environment values total %zu bytes, more "
+                                     "than the %u that a workflow sent with its YAML may carry; share one secret "
+                                     "between jobs, or send the workflow without its yaml", bytes, SECRETS_MAX_BYTES);
+    }
+    const char **vals = xcalloc(n ? n : 1, sizeof *vals);
+    const char *k;
+    json_t *v;
+    n = 0;
+    json_object_foreach(seen, k, v)
+        vals[n++] = k;
+    char *text = xstrdup(yaml);
+    if (redact_all(text, vals, n))
         json_object_set_new(doc, "yaml", json_string(text));
     free(text);
+    free(vals);
+    json_decref(seen);
+    return 0;
 }
 
 /* volumes: [{name, size_mb, type}]: what the workflow creates when missing. */
@@ -291,7 +306,7 @@ int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
             b->requests[i] = json_object_get(src, "request");
         }
         b->name = json_string_value(json_object_get(b->doc, "name"));
-        redact_yaml(b->doc, arr);
+        rc = redact_yaml(b->doc, arr, e);
     }
     json_decref(names);
     if (rc < 0)

@@ -714,6 +714,85 @@ static void test_from_db(void **state)
     json_decref(b);
 }
 
+/* A listing of links (path[i] -> target[i]), checked as the daemon checks it. */
+static int links_check(size_t n, char **paths, char **targets, size_t *bad, jerr *e)
+{
+    jobreq_upload *ups = calloc(n, sizeof *ups);
+    for (size_t i = 0; i < n; i++)
+        ups[i] = (jobreq_upload){.path = paths[i], .type = targets[i] ? "symlink" : "dir", .target = targets[i]};
+    int rc = jobreq_upload_links_check(ups, n, bad, e);
+    free(ups);
+    return rc;
+}
+
+static void free_strs(size_t n, char **a, char **b)
+{
+    for (size_t i = 0; i < n; i++)
+        free(a[i]), free(b[i]);
+    free(a), free(b);
+}
+
+/* Links that name each other: the links followed are counted in all, as the kernel's ELOOP
+ * counts them, and each link is resolved once, so the check is linear in the listing. Each link
+ * of the first listing names the next one twice: followed afresh, 60 of them are 2^60 walks (the
+ * issue 25 request that froze the daemon for 12 s with 26); here it ends at once with ELOOP. */
+static void test_upload_links_bounded(void **state)
+{
+    (void)state;
+    enum { N = 60, WIDE = 20000 };
+    char **p = calloc(WIDE + 2, sizeof *p), **t = calloc(WIDE + 2, sizeof *t);
+    char buf[128];
+    for (int k = 0; k < N; k++) {
+        snprintf(buf, sizeof buf, "l%d", k);
+        p[k] = strdup(buf);
+        snprintf(buf, sizeof buf, k + 1 < N ? "l%d/../l%d" : "d", k + 1, k + 1);
+        t[k] = strdup(buf);
+    }
+    p[N] = strdup("d");
+    size_t bad = 99;
+    jerr e = {0};
+    assert_int_equal(links_check(N + 1, p, t, &bad, &e), -1);
+    assert_string_equal(e.field, "uploads");
+    assert_non_null(strstr(e.msg, "goes through too many links (more than 40)"));
+    assert_int_equal(bad, 0);
+    free_strs(N + 1, p, t);
+
+    /* a chain: 40 links in all are followed, 41 are one too many (l0 -> l1 -> ... -> d) */
+    for (int len = 40; len <= 41; len++) {
+        p = calloc((size_t)len + 1, sizeof *p), t = calloc((size_t)len + 1, sizeof *t);
+        for (int k = 0; k < len; k++) {
+            snprintf(buf, sizeof buf, "l%d", k);
+            p[k] = strdup(buf);
+            snprintf(buf, sizeof buf, k + 1 < len ? "l%d" : "d", k + 1);
+            t[k] = strdup(buf);
+        }
+        p[len] = strdup("d");
+        jerr e2 = {0};
+        assert_int_equal(links_check((size_t)len + 1, p, t, NULL, &e2), len == 40 ? 0 : -1);
+        free_strs((size_t)len + 1, p, t);
+    }
+
+    /* many links through one shared link, each using it three times: all are kept, and the
+     * shared one is walked once (20,000 links, not 20,000 walks of its target) */
+    p = calloc(WIDE + 2, sizeof *p), t = calloc(WIDE + 2, sizeof *t);
+    p[0] = strdup("d"), t[0] = NULL;
+    p[1] = strdup("s"), t[1] = strdup("d/./e/../e");
+    for (int k = 2; k < WIDE + 2; k++) {
+        snprintf(buf, sizeof buf, "x%d", k);
+        p[k] = strdup(buf);
+        t[k] = strdup("s/../s/../s/f");
+    }
+    jerr e3 = {0};
+    assert_int_equal(links_check(WIDE + 2, p, t, NULL, &e3), 0);
+    /* and one of them that climbs out through the shared link is still caught */
+    free(t[WIDE + 1]);
+    t[WIDE + 1] = strdup("s/../../../x");
+    assert_int_equal(links_check(WIDE + 2, p, t, &bad, &e3), -1);
+    assert_int_equal(bad, WIDE + 1);
+    assert_non_null(strstr(e3.msg, "outside the uploads"));
+    free_strs(WIDE + 2, p, t);
+}
+
 /* The rules between fields: the request as a whole, and the field each refusal names. */
 /* The listing's rules: directories first, one form of content, links that stay inside /work
  * (resolved through the other links listed, as the kernel would). */
@@ -1189,6 +1268,7 @@ int main(void)
         cmocka_unit_test(test_unknown_and_daemon_fields),
         cmocka_unit_test(test_from_db),
         cmocka_unit_test(test_upload_rules),
+        cmocka_unit_test(test_upload_links_bounded),
         cmocka_unit_test(test_check_rules),
         cmocka_unit_test(test_check_machine),
         cmocka_unit_test(test_round_trip),

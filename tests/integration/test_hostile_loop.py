@@ -1,0 +1,120 @@
+"""A hostile local user against the daemon's event loop (issue 25): requests whose work once grew
+faster than their size — link resolution that doubled per link, a secret scrub that rescanned
+per match — now cost the loop what their bytes cost. Each test sends the request as an
+unprivileged uid and checks the answer and what the daemon kept; the latency another user sees
+during these attacks is measured by bench/hostile_latency.py (no time limit in a pass/fail test)."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+USER = 4325      # the attacker: a uid with no account, as SO_PEERCRED reports it
+OTHER = 4326     # another user of the same machine
+
+CLIENT = r"""
+import http.client, json, socket, sys
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(sys.argv[1])
+c = C("localhost", timeout=float(sys.argv[4]))
+body = sys.stdin.buffer.read()
+c.request(sys.argv[2], sys.argv[3], body=body or None, headers={"Content-Type": "application/json"} if body else {})
+r = c.getresponse()
+raw = r.read()
+print(json.dumps({"status": r.status, "body": json.loads(raw or b"null")}))
+"""
+
+
+def api_as(d, uid, method, path, body=None, timeout=120):
+    """An API call from a client of that uid (SO_PEERCRED is the identity); body is JSON or bytes."""
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    data = body if isinstance(body, bytes) else (json.dumps(body).encode() if body is not None else b"")
+    p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", PY, "-c", CLIENT, d.sock,
+                        method, path, str(timeout)], input=data, capture_output=True, timeout=timeout + 30)
+    assert p.returncode == 0, p.stderr.decode()
+    r = json.loads(p.stdout)
+    return r["status"], r["body"]
+
+
+def doubling_links(n, last_target="d"):
+    """n links, each naming the next one twice on its way (l0 -> l1/./../l1/., ...): followed
+    afresh for each use, resolving l0 walks 2^n links."""
+    ups = [{"path": "d", "type": "dir"}]
+    for k in range(n):
+        target = f"l{k + 1}/./../l{k + 1}/." if k + 1 < n else last_target
+        ups.append({"path": f"l{k}", "type": "symlink", "target": target})
+    return ups
+
+
+# ---- 1: link resolution is linear in the listing ------------------------------------------------
+
+def test_links_that_name_each_other_twice_are_refused_at_once(daemon):
+    """64 such links (2^64 walks afresh: the daemon's loop would never come back) are refused as
+    the kernel refuses them, ELOOP after 40 links in all; the same listing in a workflow job and
+    in a dry run alike. Meanwhile another user is served."""
+    code, ans = api_as(daemon, USER, "POST", "/v1/jobs", {"command": "true", "uploads": doubling_links(64)})
+    assert code == 400, ans
+    assert ans["error"]["field"] == "uploads"
+    assert ans["error"]["message"].startswith("uploads: 'l0' is a symlink to 'l1/./../l1/.', which goes through too "
+                                              "many links (more than 40)"), ans
+    wf = {"name": "links", "jobs": [{"name": f"j{i}", "request": {"command": "true", "uploads": doubling_links(48)}}
+                                    for i in range(3)]}
+    code, ans = api_as(daemon, USER, "POST", "/v1/workflows?dry_run=1", wf)
+    assert code == 400 and "too many links" in ans["error"]["message"], ans
+    code, v = api_as(daemon, OTHER, "GET", "/v1/version")
+    assert code == 200 and v["version"], v
+
+
+def test_many_links_through_one_link_are_kept(daemon):
+    """The legitimate shape: 5,000 links that all go through one shared link (each using it
+    three times) stay inside /work and are accepted, and the job sees them; one among them that
+    climbs out through the shared link is still caught, and named."""
+    ups = [{"path": "data", "type": "dir"}, {"path": "data/raw", "type": "dir"},
+           {"path": "cur", "type": "symlink", "target": "data/./raw/../raw"}]
+    ups += [{"path": f"x{k}", "type": "symlink", "target": f"cur/../cur/../cur/img{k}.jpg"} for k in range(5000)]
+    code, ans = api_as(daemon, USER, "POST", "/v1/jobs", {"command": "readlink", "args": ["x4999"], "uploads": ups})
+    assert code == 201, ans
+    job = daemon.wait(ans["id"])
+    assert job["status"] == "COMPLETED" and daemon.output(ans["id"]) == "cur/../cur/../cur/img4999.jpg\n", job
+    ups[-1]["target"] = "cur/../../../etc/shadow"
+    code, ans = api_as(daemon, USER, "POST", "/v1/jobs", {"command": "true", "uploads": ups})
+    assert code == 400 and ans["error"]["message"].startswith("uploads: 'x4999' is a symlink to "), ans
+    assert "outside the uploads" in ans["error"]["message"]
+
+
+# ---- 6: the secret scrub is one pass ------------------------------------------------------------
+
+def test_secret_scrub_of_a_hostile_yaml_is_one_pass(daemon):
+    """A workflow's YAML of 1 MiB of one byte, with secret values made of that byte (each
+    occurrence overlapping the next): scanned once, the stored YAML keeps none of it. Rescanned per
+    match it held the loop for seconds (quadratic); with several values, per value too."""
+    yaml = "#" + "*" * ((1 << 20) - 64) + "\njobs: {}\n"
+    jobs = [{"name": f"j{i}", "request": {"command": "true", "secret_env": {"S": "*" * (4 + i), "T": f"tok-{i}-abcd"}}}
+            for i in range(50)]
+    code, ans = api_as(daemon, USER, "POST", "/v1/workflows?dry_run=1", {"name": "scrub", "yaml": yaml, "jobs": jobs})
+    assert code == 200, ans
+    body = {"name": "scrub", "yaml": yaml + "# tok-7-abcd and tok-49-abcd\n", "jobs": jobs[:1] + jobs[7:8] + jobs[49:]}
+    code, ans = api_as(daemon, USER, "POST", "/v1/workflows", body)
+    assert code == 201, ans
+    code, w = api_as(daemon, USER, "GET", f"/v1/workflows/{ans['id']}")
+    assert code == 200
+    assert w["yaml"] == "#***\njobs: {}\n# *** and ***\n", w["yaml"][:200]
+
+
+def test_too_many_distinct_secret_bytes_with_a_yaml_are_refused(daemon):
+    """The scrub's cost is bounded: a workflow sent with its YAML whose distinct secret values
+    total more than 1 MiB is refused, naming the field; the same jobs without the YAML are not
+    scrubbed and are accepted (dry run)."""
+    jobs = [{"name": f"j{i}", "request": {"command": "true", "secret_env": {"S": f"{i:06d}" + "x" * 100000}}}
+            for i in range(11)]
+    code, ans = api_as(daemon, USER, "POST", "/v1/workflows?dry_run=1", {"name": "big", "yaml": "jobs: {}\n",
+                                                                         "jobs": jobs})
+    assert code == 400 and ans["error"]["field"] == "jobs", ans
+    assert "distinct secret_environment values total 1100066 bytes" in ans["error"]["message"], ans
+    code, ans = api_as(daemon, USER, "POST", "/v1/workflows?dry_run=1", {"name": "big", "jobs": jobs})
+    assert code == 200, ans
