@@ -89,9 +89,14 @@ static enum MHD_Result build(request *r)
     if (source) {
         const char *base = strrchr(source, '/') ? strrchr(source, '/') + 1 : source;
         snprintf(src, sizeof src, "%s", base);
-        for (char *p = src; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+        uint32_t cp;
+        for (char *p = src; *p; p++) {
+            size_t cl = utf8_control_len((unsigned char *)p, &cp);
+            if (cl) /* a C1 control or a bidi override: as many '?' as it has bytes */
+                memset(p, '?', cl), p += cl - 1;
+            else if ((unsigned char)*p < 0x20 || *p == 0x7f)
                 *p = '?';
+        }
     }
     const runtime *have = NULL;
     rt_build *b = NULL;

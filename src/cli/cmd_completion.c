@@ -652,14 +652,19 @@ static void cpl_emit(cpl_out *o, const char *prefix, const char *value, const ch
     size_t pl = strlen(prefix), cl = strlen(o->cur);
     if (strncmp(prefix, o->cur, pl < cl ? pl : cl) || (cl > pl && strncmp(value, o->cur + pl, cl - pl)))
         return;
+    uint32_t cp;
     for (const unsigned char *p = (const unsigned char *)value; *p; p++)
-        if (*p <= ' ' || *p == 0x7f)
+        if (*p <= ' ' || *p == 0x7f || utf8_control_len(p, &cp))
             return;
     fprintf(o->f, "%s%s", prefix, value);
     if (desc && *desc) {
         fputc('\t', o->f);
-        for (const unsigned char *p = (const unsigned char *)desc; *p && p - (const unsigned char *)desc < 120; p++)
-            fputc(*p < ' ' || *p == 0x7f ? ' ' : *p, o->f);
+        for (const unsigned char *p = (const unsigned char *)desc; *p && p - (const unsigned char *)desc < 120; p++) {
+            size_t ctl = utf8_control_len(p, &cp);
+            if (ctl)
+                p += ctl - 1;
+            fputc(ctl || *p < ' ' || *p == 0x7f ? ' ' : *p, o->f);
+        }
     }
     fputc('\n', o->f);
 }

@@ -370,12 +370,20 @@ static void key(FILE *f, const char *k)
 
 /* Text a user controls (a job's name, command, env, paths, messages that quote them), as
  * visible characters: control characters and bytes that are not UTF-8 become \n, \t, \xNN,
+ * and Unicode's controls (C1, U+2028/2029, bidi overrides and isolates) \uNNNN,
  * so nothing of another user's reaches an admin's terminal as an escape sequence or a forged
  * line. */
 void print_text(FILE *f, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
+        uint32_t cp;
+        size_t cl = utf8_control_len(p, &cp);
+        if (cl) { /* a C1 control, a line separator, a bidi override: as \u009b */
+            fprintf(f, "\\u%04x", (unsigned)cp);
+            p += cl;
+            continue;
+        }
         size_t l = utf8_seq_len(*p), ok = l;
         for (size_t i = 1; i < l; i++)
             if ((p[i] & 0xc0) != 0x80)

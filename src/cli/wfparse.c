@@ -145,14 +145,22 @@ __attribute__((format(printf, 4, 5))) static int err_pos(ctx *c, int line, int c
 static bool failed(const ctx *c) { return c->errs->n > 0 || c->errs->dropped > 0; }
 
 /* User text as it may appear in a message: at most 60 bytes (cut on a character boundary,
- * "..." marks the cut), control characters as '?'. */
+ * "..." marks the cut), control characters (Unicode's too: utf8_control_len) as '?'. */
 static const char *shown(const ynode *n, char *buf, size_t len)
 {
     size_t max = len - 4 < 60 ? len - 4 : 60, i = 0, o = 0;
     const char *s = n && n->kind == Y_SCALAR ? n->text : "";
     size_t sl = n && n->kind == Y_SCALAR ? n->len : 0;
-    for (; i < sl && o < max; i++)
+    for (; i < sl && o < max; i++) {
+        uint32_t cp;
+        size_t cl = utf8_control_len((const unsigned char *)s + i, &cp);
+        if (cl) { /* a C1 control, a line separator, a bidi override */
+            buf[o++] = '?';
+            i += cl - 1;
+            continue;
+        }
         buf[o++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    }
     if (i < sl) {
         while (o > 0 && ((unsigned char)buf[o] & 0xc0) == 0x80)   /* back to a character's start */
             o--;

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util.h"
+
 static enum log_level level = LOG_INFO;
 static const char *names[] = {"error", "warn", "info", "debug"};
 
@@ -39,7 +41,14 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
     /* One record per line, always: a user's text (a command, a job's name) with a newline or
      * an escape sequence in it must not forge a line of the log or reach an admin's terminal. */
     size_t o = (size_t)n;
-    for (const unsigned char *c = (const unsigned char *)msg; *c && o + 5 < sizeof line; c++) {
+    for (const unsigned char *c = (const unsigned char *)msg; *c && o + 7 < sizeof line; c++) {
+        uint32_t cp;
+        size_t cl = utf8_control_len(c, &cp);
+        if (cl) { /* U+0085 (NEL), U+2028 and U+202E end or reorder lines as much as '\n' */
+            o += (size_t)snprintf(line + o, sizeof line - o, "\\u%04x", (unsigned)cp);
+            c += cl - 1;
+            continue;
+        }
         if (*c >= 0x20 && *c != 0x7f) {
             line[o++] = (char)*c;
             continue;

@@ -240,6 +240,26 @@ void uuid_v4(char out[37])
              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
+size_t utf8_control_len(const unsigned char *p, uint32_t *cp)
+{
+    if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+        *cp = p[1];
+        return 2;
+    }
+    if (p[0] == 0xd8 && p[1] == 0x9c) { /* U+061C ARABIC LETTER MARK */
+        *cp = 0x61c;
+        return 2;
+    }
+    if (p[0] != 0xe2 || (p[1] != 0x80 && p[1] != 0x81) || (p[2] & 0xc0) != 0x80)
+        return 0;
+    uint32_t c = 0x2000 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+    if (c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069)) {
+        *cp = c;
+        return 3;
+    }
+    return 0;
+}
+
 void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

@@ -36,6 +36,13 @@ int write_string(const char *path, const char *s);   /* for sysfs/cgroupfs files
 /* Removes a directory tree without following symlinks or crossing mount points. */
 int rm_rf(const char *path);
 void uuid_v4(char out[37]);
+/* The length (2 or 3) of the UTF-8 character at p when a terminal or a reader takes it as a
+ * control rather than as text, else 0, with its code point in *cp: the C1 controls U+0080 to
+ * U+009F (U+009B is CSI in xterm, U+0085 is NEL), the line and paragraph separators U+2028 and
+ * U+2029, and the bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E,
+ * U+200F, U+202A to U+202E, U+2066 to U+2069) that reorder what is shown. Every printer that
+ * escapes ASCII's controls escapes these too (issue 25). p is NUL-terminated. */
+size_t utf8_control_len(const unsigned char *p, uint32_t *cp);
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t m);
 /* realloc that aborts when memory is gone, as xmalloc does (n bytes; 0 frees nothing). */

@@ -35,6 +35,33 @@ def test_job_status_escapes_what_the_user_controls(daemon):
     assert j["env"]["NOTE"] == "x\x1b[31mred\r\n"
 
 
+# Unicode's controls, as UTF-8: U+009B (CSI in xterm: "\u009b2J" clears the screen), U+0085
+# (NEL), U+2028/2029 (line and paragraph separators), a bidi override and an isolate (U+202E,
+# U+2066: "Trojan Source" reordering) and a mark (U+200F).
+UNICODE_CONTROLS = {"\u009b": "\\u009b", "\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029",
+                    "\u202e": "\\u202e", "\u2066": "\\u2066", "\u200f": "\\u200f"}
+
+
+def test_unicode_controls_are_escaped_like_ascii_ones(daemon):
+    """Issue 25: what reached terminals and the daemon's log raw is escaped wherever \\x1b is."""
+    hostile = "".join(f"{c}x" for c in UNICODE_CONTROLS)
+    code, job = daemon.api("POST", "/v1/jobs", {"command": "/bin/true" + hostile, "name": "n" + hostile,
+                                                "args": ["a" + hostile], "env": {"NOTE": hostile}})
+    assert code == 201, job
+    daemon.wait(job["id"])
+    out = daemon.rnx("job", "status", job["id"], check=True).stdout
+    out += daemon.rnx("job", "list", check=True).stdout
+    log = daemon.log()
+    for raw, shown in UNICODE_CONTROLS.items():
+        assert raw not in out, (raw, out)
+        assert raw not in log, (raw, log[-2000:])
+        assert shown + "x" in out, (shown, out)
+    assert "/bin/true" + "".join(f"{v}x" for v in UNICODE_CONTROLS.values()) in log
+    # --json is data: exact
+    j = json.loads(daemon.rnx("job", "status", "--json", job["id"], check=True).stdout)
+    assert j["env"]["NOTE"] == hostile and j["name"] == "n" + hostile
+
+
 def test_small_request_defects(daemon):
     """Duplicate JSON keys are refused by /v1/jobs as by /v1/workflows (the second value would
     silently win); a start time more than ten years away is refused by the API as by rnx."""

@@ -39,6 +39,17 @@ static void test_strings_escaped_format_not(void **state)
     expect_textf(TEXTF("\r\033[K%s\n\n", "a\nb"), "\r\033[Ka\\nb\n\n");
     expect_textf(TEXTF("%c|%c|%c", 'a', '\n', 0x1b), "a|\\n|\\x1b");
     expect_textf(TEXTF("100%% %s", "x"), "100% x");
+    /* Unicode's controls: C1 (U+009B is CSI in xterm, U+0085 NEL), U+2028/2029, bidi overrides,
+     * embeddings, isolates and marks; the characters around them, and é, kept (issue 25) */
+    expect_textf(TEXTF("%s", "a\xc2\x9b" "2Jb\xc2\x85" "c\xe2\x80\xa8" "d\xe2\x80\xa9" "e\xe2\x80\xae" "f"),
+                 "a\\u009b2Jb\\u0085c\\u2028d\\u2029e\\u202ef");
+    expect_textf(TEXTF("%s", "\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad\xe2\x81\xa6\xe2\x81\xa7\xe2\x81\xa8"
+                             "\xe2\x81\xa9\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c"),
+                 "\\u202a\\u202b\\u202c\\u202d\\u2066\\u2067\\u2068\\u2069\\u200e\\u200f\\u061c");
+    /* neighbours that are text: U+00A0, U+2027, U+202F, U+2065 (unassigned but not a control),
+     * U+2070, and a cut sequence (\xe2\x80 then the end) */
+    expect_textf(TEXTF("%s", "\xc2\xa0\xe2\x80\xa7\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xb0\xe2\x80"),
+                 "\xc2\xa0\xe2\x80\xa7\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xb0\\xe2\\x80");
 }
 
 static void test_as_printf(void **state)
