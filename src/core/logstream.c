@@ -73,6 +73,8 @@ typedef struct follower {
     watch w_conn;              /* its socket, watched while suspended: libmicrohttpd does not */
     uint64_t cap;              /* the job's jobs.max_log_bytes, for the note */
     src s[2];
+    struct tailseek *seek;     /* --tail: the search for where the replay starts, not over yet */
+    loop_task later;           /* the search's next slice, at the next loop turn */
     char *out;                 /* ndjson: encoded records not yet handed over */
     size_t outlen, outoff, outcap;
     char *scratch;             /* ndjson: a piece's bytes read from .data */
@@ -264,131 +266,233 @@ typedef struct spot {
     uint64_t k, off;
 } spot;
 
-/* The last newline of stream s before `before` (exclusive), not before entry lo: its spot,
- * or false when there is none. buf: BLOCK_BULK bytes of scratch. */
-static bool newline_before(const src *s, spot before, uint64_t lo, char *buf, spot *found)
+/* The search for --tail reads the streams backwards from their ends, which may be a job's whole
+ * output (GBs, millions of index entries) when its lines are long or few: it goes a slice at a
+ * time, TAIL_SLICE_BYTES of .data read (each index entry read counting TAIL_ENTRY_COST), then
+ * gives the loop a turn (loop_later) and goes on where it stopped. Done in one go it held the loop
+ * 0.48 s for a job of long lines, ~35 s at jobs.max_log_bytes (issue 25). */
+#define TAIL_SLICE_BYTES (4u << 20)
+#define TAIL_ENTRY_COST 512
+
+/* A walk back through one stream for its last newline, from (k, end) to entry lo. */
+typedef struct backscan {
+    uint64_t k, end, lo, start;
+    bool entered; /* start is entry k's */
+} backscan;
+
+typedef struct tailseek {
+    uint64_t n, seen;        /* lines asked for, line ends found so far */
+    uint64_t lo[2], k[2];    /* per stream: its first entry (since), the entry after the next to read */
+    bool valid[2], last[2];  /* entries left; still at the stream's end */
+    int in_i;                /* the stream of the entry being read, -1 between entries */
+    uint64_t in_start, in_end, in_seq, in_k;
+    bool in_first;
+    int cut_i;               /* the cut: the n-th line end from the end, once found */
+    spot cut;
+    uint64_t cut_seq;
+    bool cut_over;           /* the cut search is over (found or not) */
+    int place;               /* then each stream, 0 and 1, is placed after its last newline before the cut */
+    bool place_begun;
+    backscan bs;
+    char *buf;               /* BLOCK_BULK bytes */
+} tailseek;
+
+static void spend(uint64_t *budget, uint64_t n) { *budget = n < *budget ? *budget - n : 0; }
+
+/* One slice of the search for the cut; true when it is over. */
+static bool cut_step(follower *f, tailseek *t, uint64_t *budget)
 {
-    uint64_t k = before.k, end = before.off;
-    for (;;) {
-        uint64_t start = entry_start(s, k);
-        if (start < s->pos)
-            start = s->pos;
-        while (end > start) {
-            size_t w = end - start > BLOCK_BULK ? BLOCK_BULK : (size_t)(end - start);
-            if (pread(s->data_fd, buf, w, (off_t)(end - w)) != (ssize_t)w)
+    while (t->cut_i < 0) {
+        if (t->in_i < 0) {
+            log_index_entry e[2];
+            for (int i = 0; i < 2; i++)
+                if (t->valid[i] && !entry_at(&f->s[i], t->k[i] - 1, &e[i]))
+                    t->valid[i] = false;
+            if (!t->valid[0] && !t->valid[1])
+                return true;
+            spend(budget, 2 * TAIL_ENTRY_COST);
+            int i = !t->valid[0] ? 1 : !t->valid[1] ? 0 : e[0].seq > e[1].seq ? 0 : 1;
+            src *s = &f->s[i];
+            t->in_i = i;
+            t->in_k = t->k[i] - 1;
+            t->in_start = entry_start(s, t->in_k);
+            if (t->in_start < s->pos)
+                t->in_start = s->pos;
+            t->in_end = e[i].end;
+            t->in_seq = e[i].seq;
+            t->in_first = t->last[i];
+            t->last[i] = false;
+        }
+        int i = t->in_i;
+        src *s = &f->s[i];
+        while (t->in_end > t->in_start) {
+            if (!*budget)
                 return false;
+            size_t w = t->in_end - t->in_start > BLOCK_BULK ? BLOCK_BULK : (size_t)(t->in_end - t->in_start);
+            if (pread(s->data_fd, t->buf, w, (off_t)(t->in_end - w)) != (ssize_t)w)
+                break;
+            spend(budget, w);
+            for (size_t b = w; b-- > 0;) {
+                bool ends_line = t->buf[b] == '\n';
+                uint64_t at = t->in_end - w + b;
+                /* a last line without a newline ends where the stream ends */
+                if (t->in_first && b == w - 1 && !ends_line && ++t->seen == t->n) {
+                    t->cut_i = i, t->cut = (spot){t->in_k, at + 1}, t->cut_seq = t->in_seq;
+                    return true;
+                }
+                t->in_first = false;
+                if (ends_line && ++t->seen == t->n) {
+                    t->cut_i = i, t->cut = (spot){t->in_k, at}, t->cut_seq = t->in_seq;
+                    return true;
+                }
+            }
+            t->in_end -= w;
+        }
+        if (--t->k[i] <= t->lo[i])
+            t->valid[i] = false;
+        t->in_i = -1;
+        if (!*budget)
+            return false;
+    }
+    return true;
+}
+
+/* One slice of a walk back for the last newline: 1 found (*found), 0 none, -1 not over. */
+static int backscan_step(const src *s, backscan *b, char *buf, uint64_t *budget, spot *found)
+{
+    for (;;) {
+        if (!b->entered) {
+            b->start = entry_start(s, b->k);
+            if (b->start < s->pos)
+                b->start = s->pos;
+            b->entered = true;
+            spend(budget, TAIL_ENTRY_COST);
+        }
+        while (b->end > b->start) {
+            if (!*budget)
+                return -1;
+            size_t w = b->end - b->start > BLOCK_BULK ? BLOCK_BULK : (size_t)(b->end - b->start);
+            if (pread(s->data_fd, buf, w, (off_t)(b->end - w)) != (ssize_t)w)
+                return 0;
+            spend(budget, w);
             const char *nl = memrchr(buf, '\n', w);
             if (nl) {
-                *found = (spot){k, end - w + (uint64_t)(nl - buf)};
-                return true;
+                *found = (spot){b->k, b->end - w + (uint64_t)(nl - buf)};
+                return 1;
             }
-            end -= w;
+            b->end -= w;
         }
-        if (k <= lo)
-            return false;
-        k--;
+        if (b->k <= b->lo)
+            return 0;
+        b->k--;
         log_index_entry e;
-        if (!entry_at(s, k, &e))
-            return false;
-        end = e.end;
+        if (!entry_at(s, b->k, &e))
+            return 0;
+        spend(budget, TAIL_ENTRY_COST);
+        b->end = e.end;
+        b->entered = false;
+        if (!*budget)
+            return -1;
     }
 }
 
-/* Moves the sources' starts so that the replay holds the last n lines of the streams asked
- * for. A line belongs where it ends (its newline, or the end of its stream for a last line
- * without one); walking back through both streams in the shim's order, the n-th such end
- * found is the cut, and each stream then starts just after its last newline before the cut.
- * Each source's start is already where --since puts it. */
-static void start_at_tail(follower *f, uint64_t n)
+/* One slice of placing each stream just after its last newline before the cut; true when over. */
+static bool place_step(follower *f, tailseek *t, uint64_t *budget)
 {
-    uint64_t lo[2], k[2];
-    bool valid[2], last[2];
-    for (int i = 0; i < 2; i++) {
+    for (; t->place < 2; t->place++, t->place_begun = false) {
+        int i = t->place;
         src *s = &f->s[i];
-        lo[i] = s->next;
-        k[i] = s->on && s->idx_fd >= 0 ? idx_entries(s) : 0;
-        valid[i] = k[i] > lo[i];
-        last[i] = true;   /* the walk is still at the stream's end */
-    }
-    if (n == 0) {   /* nothing of the past: from the ends on */
-        for (int i = 0; i < 2; i++)
-            if (valid[i]) {
-                f->s[i].next = k[i];
-                f->s[i].pos = entry_start(&f->s[i], k[i]);
-            }
-        return;
-    }
-    char *buf = xmalloc(BLOCK_BULK);
-    uint64_t seen = 0;
-    int cut_i = -1;
-    spot cut = {0};
-    uint64_t cut_seq = 0;
-    while (cut_i < 0 && (valid[0] || valid[1])) {
-        log_index_entry e[2];
-        for (int i = 0; i < 2; i++)
-            if (valid[i] && !entry_at(&f->s[i], k[i] - 1, &e[i]))
-                valid[i] = false;
-        if (!valid[0] && !valid[1])
-            break;
-        int i = !valid[0] ? 1 : !valid[1] ? 0 : e[0].seq > e[1].seq ? 0 : 1;
-        src *s = &f->s[i];
-        uint64_t start = entry_start(s, k[i] - 1), end = e[i].end;
-        if (start < s->pos)
-            start = s->pos;
-        bool first = last[i];
-        last[i] = false;
-        while (cut_i < 0 && end > start) {
-            size_t w = end - start > BLOCK_BULK ? BLOCK_BULK : (size_t)(end - start);
-            if (pread(s->data_fd, buf, w, (off_t)(end - w)) != (ssize_t)w)
-                break;
-            for (size_t b = w; b-- > 0;) {
-                bool ends_line = buf[b] == '\n';
-                /* a last line without a newline ends where the stream ends */
-                uint64_t at = end - w + b;
-                if (first && b == w - 1 && !ends_line) {
-                    if (++seen == n) {
-                        cut_i = i, cut = (spot){k[i] - 1, at + 1}, cut_seq = e[i].seq;
-                        break;
-                    }
-                }
-                first = false;
-                if (ends_line && ++seen == n) {
-                    cut_i = i, cut = (spot){k[i] - 1, at}, cut_seq = e[i].seq;
-                    break;
-                }
-            }
-            end -= w;
-        }
-        if (--k[i] <= lo[i])
-            valid[i] = false;
-    }
-    if (cut_i >= 0) {
-        /* each stream from just after its last newline before the cut */
-        for (int i = 0; i < 2; i++) {
-            src *s = &f->s[i];
-            if (!s->on || s->idx_fd < 0 || idx_entries(s) <= lo[i])
+        if (!t->place_begun) {
+            if (!s->on || s->idx_fd < 0 || idx_entries(s) <= t->lo[i])
                 continue;
-            spot before = cut, nl;
-            if (i != cut_i) {
-                uint64_t after = first_after_seq(s, cut_seq, lo[i]);   /* its pieces before the cut's */
-                if (after == lo[i]) {
-                    before = (spot){lo[i], s->pos};   /* none: from its start */
+            spot before = t->cut;
+            if (i != t->cut_i) {
+                uint64_t after = first_after_seq(s, t->cut_seq, t->lo[i]); /* its pieces before the cut's */
+                if (after == t->lo[i]) {
+                    before = (spot){t->lo[i], s->pos}; /* none: from its start */
                 } else {
                     log_index_entry e;
                     before = (spot){after - 1, entry_at(s, after - 1, &e) ? e.end : 0};
                 }
+                spend(budget, 64 * TAIL_ENTRY_COST); /* a binary search of the index */
             }
-            if (newline_before(s, before, lo[i], buf, &nl)) {
-                log_index_entry e;
-                s->next = nl.k;
-                s->pos = nl.off + 1;
-                if (entry_at(s, nl.k, &e) && s->pos >= e.end)   /* the newline ended its piece */
-                    s->next = nl.k + 1;
-            }
-            s->have = false;
+            t->bs = (backscan){.k = before.k, .end = before.off, .lo = t->lo[i]};
+            t->place_begun = true;
         }
+        spot nl;
+        int rc = backscan_step(s, &t->bs, t->buf, budget, &nl);
+        if (rc < 0)
+            return false;
+        if (rc > 0) {
+            log_index_entry e;
+            s->next = nl.k;
+            s->pos = nl.off + 1;
+            if (entry_at(s, nl.k, &e) && s->pos >= e.end) /* the newline ended its piece */
+                s->next = nl.k + 1;
+        }
+        s->have = false;
     }
-    free(buf);   /* fewer lines than asked for: all of them, from the starts as they are */
+    return true;
+}
+
+/* Sets up the search that moves the sources' starts so that the replay holds the last n lines of
+ * the streams asked for. A line belongs where it ends (its newline, or the end of its stream for
+ * a last line without one); walking back through both streams in the shim's order, the n-th such
+ * end found is the cut, and each stream then starts just after its last newline before the cut.
+ * Each source's start is already where --since puts it. Fewer lines than asked for: all of them,
+ * from the starts as they are. */
+static void start_at_tail(follower *f, uint64_t n)
+{
+    if (n == 0) { /* nothing of the past: from the ends on */
+        for (int i = 0; i < 2; i++) {
+            src *s = &f->s[i];
+            uint64_t k = s->on && s->idx_fd >= 0 ? idx_entries(s) : 0;
+            if (k > s->next) {
+                s->next = k;
+                s->pos = entry_start(s, k);
+            }
+        }
+        return;
+    }
+    tailseek *t = xcalloc(1, sizeof *t);
+    t->n = n;
+    t->in_i = t->cut_i = -1;
+    for (int i = 0; i < 2; i++) {
+        src *s = &f->s[i];
+        t->lo[i] = s->next;
+        t->k[i] = s->on && s->idx_fd >= 0 ? idx_entries(s) : 0;
+        t->valid[i] = t->k[i] > t->lo[i];
+        t->last[i] = true; /* the walk is still at the stream's end */
+    }
+    t->buf = xmalloc(BLOCK_BULK);
+    f->seek = t;
+}
+
+static void seek_free(follower *f)
+{
+    loop_later_cancel(&f->later);
+    if (f->seek)
+        free(f->seek->buf);
+    free(f->seek);
+    f->seek = NULL;
+}
+
+/* One slice of the --tail search; true when the replay's starts are set. */
+static bool seek_step(follower *f)
+{
+    tailseek *t = f->seek;
+    uint64_t budget = TAIL_SLICE_BYTES;
+    if (!t->cut_over) {
+        if (!cut_step(f, t, &budget))
+            return false;
+        t->cut_over = true;
+        if (t->cut_i < 0)
+            t->place = 2; /* fewer lines than asked for */
+    }
+    if (!place_step(f, t, &budget))
+        return false;
+    seek_free(f);
+    return true;
 }
 
 /* ---- the three forms ------------------------------------------------------------------------ */
@@ -568,6 +672,12 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
             return MHD_CONTENT_READER_END_OF_STREAM;
         if (f->gone)
             return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (f->seek && !seek_step(f)) {
+            /* the rest at the next turn: other requests are served in between */
+            suspend(f);
+            loop_later(&f->later);
+            return 0;
+        }
         /* Terminal means the shim has drained the job's pipes: the files hold everything. */
         bool ended = job_state_terminal(f->j->state);
         if (ndjson) {
@@ -656,6 +766,9 @@ static void resume(follower *f)
     MHD_resume_connection(f->conn);
 }
 
+/* The --tail search's next slice: the reader is asked again. */
+static void on_later(loop_task *t) { resume(t->data); }
+
 static void on_conn_event(watch *w, uint32_t events)
 {
     follower *f = w->data;
@@ -688,6 +801,7 @@ static void free_follower(void *cls)
             }
         unwatch(f->j);
     }
+    seek_free(f);
     for (int i = 0; i < 2; i++)
         close_src(&f->s[i]);
     free(f->out);
@@ -743,6 +857,7 @@ struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, con
     f->cap = (uint64_t)j->req.max_log_bytes;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     f->w_conn = (watch){ci ? ci->connect_fd : -1, on_conn_event, f};
+    f->later = (loop_task){.fn = on_later, .data = f};
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

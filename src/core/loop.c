@@ -33,12 +33,57 @@ void loop_del(watch *w)
 
 void loop_stop(void) { running = false; }
 
+static loop_task *later, **later_tail = &later;
+static size_t nlater;
+
+void loop_later(loop_task *t)
+{
+    if (t->queued)
+        return;
+    t->queued = true;
+    t->next = NULL;
+    *later_tail = t;
+    later_tail = &t->next;
+    nlater++;
+}
+
+void loop_later_cancel(loop_task *t)
+{
+    if (!t->queued)
+        return;
+    for (loop_task **p = &later; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            if (later_tail == &t->next)
+                later_tail = p;
+            nlater--;
+            break;
+        }
+    t->queued = false;
+}
+
+/* The tasks queued before this turn, each taken off the list before it runs (a task may cancel
+ * another, or queue itself again for the next turn). */
+static void run_later(void)
+{
+    for (size_t n = nlater; n-- > 0 && later;) {
+        loop_task *t = later;
+        later = t->next;
+        if (!later)
+            later_tail = &later;
+        nlater--;
+        t->queued = false;
+        t->fn(t);
+    }
+}
+
 void loop_run(int (*before_wait)(void), void (*after_wake)(void))
 {
     running = true;
     while (running) {
         struct epoll_event evs[64];
-        int n = epoll_wait(epfd, evs, 64, before_wait());
+        int timeout = before_wait();
+        int n = epoll_wait(epfd, evs, 64, later ? 0 : timeout);
         if (n < 0 && errno != EINTR) {
             log_err("epoll_wait: %s", strerror(errno));
             break;
@@ -47,6 +92,7 @@ void loop_run(int (*before_wait)(void), void (*after_wake)(void))
             watch *w = evs[i].data.ptr;
             w->fn(w, evs[i].events);
         }
+        run_later();
         after_wake();
     }
 }

@@ -3,6 +3,7 @@
 #ifndef JOBLET_LOOP_H
 #define JOBLET_LOOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct watch watch;
@@ -13,6 +14,18 @@ struct watch {
     void *data;
 };
 
+/* Work that goes on at the next turn: a task too long for one turn (a log's --tail search)
+ * does a bounded slice, queues itself with loop_later and gives the loop back; while any is
+ * queued the loop does not sleep. A task is queued at most once; its fn runs once per queuing,
+ * at the start of the next turn, before the turn's requests. */
+typedef struct loop_task loop_task;
+struct loop_task {
+    loop_task *next;
+    void (*fn)(loop_task *t);
+    void *data;
+    bool queued;
+};
+
 int loop_init(void);
 int loop_add(watch *w);
 int loop_add_events(watch *w, uint32_t events);
@@ -20,5 +33,7 @@ void loop_del(watch *w);
 /* Runs until loop_stop(); before_wait returns the epoll timeout in ms (-1 = none). */
 void loop_run(int (*before_wait)(void), void (*after_wake)(void));
 void loop_stop(void);
+void loop_later(loop_task *t);
+void loop_later_cancel(loop_task *t);
 
 #endif

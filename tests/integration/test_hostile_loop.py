@@ -29,6 +29,20 @@ print(json.dumps({"status": r.status, "body": json.loads(raw or b"null")}))
 """
 
 
+WAITING_CLIENT = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print("connected", flush=True)
+sys.stdin.readline()
+s.sendall(b"GET /v1/version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+head = b""
+while b"\r\n" not in head:
+    head += s.recv(4096)
+print(head.split()[1].decode(), time.monotonic(), flush=True)
+"""
+
+
 def api_as(d, uid, method, path, body=None, timeout=120):
     """An API call from a client of that uid (SO_PEERCRED is the identity); body is JSON or bytes."""
     if not shutil.which("setpriv"):
@@ -118,3 +132,52 @@ def test_too_many_distinct_secret_bytes_with_a_yaml_are_refused(daemon):
     assert "distinct secret_environment values total 1100066 bytes" in ans["error"]["message"], ans
     code, ans = api_as(daemon, USER, "POST", "/v1/workflows?dry_run=1", {"name": "big", "jobs": jobs})
     assert code == 200, ans
+
+
+# ---- 14: --tail is searched a slice per loop turn ------------------------------------------------
+
+def test_tail_search_gives_the_loop_back_between_slices(daemon):
+    """A job's 256 MiB of output with one newline, near its start: `tail=1` reads it all backwards.
+    The search goes a slice (4 MiB) per loop turn, so another user's request sent once the tail's
+    answer has begun is answered before the search is over (before the first byte of its body).
+    Done in one go, the loop answered nothing until the search ended: the headers came after it,
+    and the body at once. The tail is still exact."""
+    import socket
+    import time
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    jid = daemon.submit("sh", "-c", "echo first; head -c 268435456 /dev/zero | tr '\\0' x")
+    job = daemon.wait(jid, timeout=300)
+    assert job["status"] == "COMPLETED", job
+    # the other user's client: connected already, it sends GET /v1/version when told, and says
+    # when its answer came (CLOCK_MONOTONIC: one clock for every process)
+    other = subprocess.Popen(["setpriv", f"--reuid={OTHER}", f"--regid={OTHER}", "--clear-groups", PY, "-c",
+                              WAITING_CLIENT, daemon.sock], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert other.stdout.readline() == b"connected\n"
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(daemon.sock)
+    s.sendall(f"GET /v1/jobs/{jid}/logs?tail=1&format=raw&stream=stdout HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(65536)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 200"), head[:300]
+    got = len(head.split(b"\r\n\r\n", 1)[1])
+    other.stdin.write(b"go\n")
+    other.stdin.flush()
+    body_at = time.monotonic() if got else None
+    while True:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        if body_at is None:
+            body_at = time.monotonic()
+        got += len(chunk)
+    s.close()
+    status, answered_at = other.stdout.readline().split()
+    other.wait()
+    assert status == b"200"
+    assert float(answered_at) < body_at, "the other user's request waited for the whole --tail search"
+    # chunked: the raw bytes plus chunk framing; the last line is the 256 MiB of x (no newline)
+    assert got >= 268435456
