@@ -182,6 +182,57 @@ def test_a_waiting_job_never_mounts_a_volume_that_took_its_volumes_name(fresh_da
     assert "volume 'shared'" in (ended["error"] or ""), ended
 
 
+@pytest.fixture
+def admin_group():
+    """A group of the host (groupadd) named as server.admin_group, for a member who stops being an
+    admin when it is deleted; removed after the test."""
+    if not shutil.which("groupadd"):
+        pytest.skip("groupadd is needed")
+    name = "jhv" + os.urandom(4).hex()
+    subprocess.run(["groupadd", name], check=True, capture_output=True)
+    try:
+        gid = int(subprocess.run(["getent", "group", name], check=True, capture_output=True,
+                                 text=True).stdout.split(":")[2])
+        yield name, gid
+    finally:
+        subprocess.run(["groupdel", name], check=False, capture_output=True)
+
+
+def test_a_check_at_submission_holds_at_creation_and_start(fresh_daemon, admin_group):
+    """Mallory is an admin (server.admin_group) when she submits two jobs naming alice's volume:
+    one waits for its upload's bytes, one waits in the queue. She is then no longer an admin
+    (the group is deleted). Her upload's PUT is refused, creating nothing, and her queued job
+    fails at its start naming the volume: neither ever reads alice's volume."""
+    group, gid = admin_group
+    d = fresh_daemon(f"server:\n  admin_group: {group}\njobs:\n  max_running: 1\n")
+    mallory = (4343, gid)
+    code, v = api_as(d, ALICE, "POST", "/v1/volumes", {"name": "labdata", "size_mb": 16})
+    assert code in (200, 201), v
+    mnt = os.path.join(d.state, "volumes", "labdata", "mnt")
+    with open(os.path.join(mnt, "secret"), "w") as f:
+        f.write("alices-secret\n")
+    blocker = d.submit("sleep", "600")
+    d.wait_status(blocker, "RUNNING")
+    take = {"command": "sh", "args": ["-c", "cat /volumes/labdata/secret; touch /volumes/labdata/taken"],
+            "volumes": ["labdata"]}
+    code, queued = api_as(d, mallory, "POST", "/v1/jobs", take)
+    assert code == 201 and queued["status"] == "QUEUED", queued
+    code, ans = api_as(d, mallory, "POST", "/v1/jobs", {**take, "uploads": [{"path": "x", "type": "file", "size": 1}]})
+    assert code == 202, ans
+    subprocess.run(["groupdel", group], check=True, capture_output=True)
+    before = d.job_count()
+    code, err = api_as(d, mallory, "PUT", ans["upload"]["path"], raw=b"x", body=None)
+    assert code == 409 and err["error"]["field"] == "volumes", (code, err)
+    assert "volume 'labdata'" in err["error"]["message"] and "may no longer use it" in err["error"]["message"], err
+    assert d.job_count() == before
+    d.api("POST", f"/v1/jobs/{blocker}/stop")
+    ended = wait_job(d, mallory, queued["id"])
+    assert "alices-secret" not in job_output(d, mallory, queued["id"])
+    assert not os.path.exists(os.path.join(mnt, "taken")), "mallory's job used alice's volume"
+    assert ended["status"] == "FAILED" and ended["end_reason"] == "start_failed", ended
+    assert "volume 'labdata'" in (ended["error"] or "") and "may no longer use it" in ended["error"], ended
+
+
 # ---- Finding 9: memory volumes are charged to their owner --------------------------------
 
 def mem_total_mb():
