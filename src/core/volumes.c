@@ -797,6 +797,9 @@ int volumes_check(job_req *req, uid_t owner, gid_t gid, jerr *e)
         /* at most 32 of (64 + 1 + 10 + 1 + 20 + 1) bytes: 3,104 */
         o += (size_t)snprintf(pins + o, sizeof pins - o, "%s%s:%u:%lld", i ? "," : "", v->name,
                               (unsigned)v->owner_uid, (long long)v->created_ms);
+        if (o >= sizeof pins)
+            return jerr_http(e, 500, "volumes: the pins of %zu volumes do not fit in %zu bytes", req->nvolumes,
+                             sizeof pins);
     }
     jobreq_set_str(req, JR_VOLUME_PINS, req->nvolumes ? pins : NULL);
     return 0;
