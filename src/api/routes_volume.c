@@ -20,7 +20,7 @@ static json_t *volume_json(const volume *v)
     volume_usage u;
     volumes_usage(v, &u);
     const job *js[64];
-    size_t n = volumes_jobs(v->name, js, ARRAY_LEN(js));
+    size_t n = volumes_jobs(v, js, ARRAY_LEN(js));
     json_t *jobs = json_array();
     for (size_t i = 0; i < n && i < ARRAY_LEN(js); i++)
         json_array_append_new(jobs, json_string(js[i]->id));
@@ -32,6 +32,7 @@ static json_t *volume_json(const volume *v)
                           volumes_state_name(v->state), "lifetime", volumes_type_note(v->type), "mounted_at", path,
                           "jobs", jobs, "jobs_count", (json_int_t)n);
     jx_set_time_or_null(o, "created_at", v->created_ms);
+    json_object_set_new(o, "uploads", json_integer((json_int_t)v->uploads));
     if (v->state == VOLUME_UNAVAILABLE)
         json_object_set_new(o, "error", json_string(v->why));
     if (v->state == VOLUME_READY) {

@@ -115,6 +115,10 @@ const jobreq_field jobreq_fields[JR_N] = {
      * submitted, rnx job status --detail, leaves it out) */
     [JR_MEMORY_DEFAULT] = {"memory_default", NULL, NULL, false, true, JK_BOOL, JU_NONE, 0, 1, OFF(memory_default),
                            "must be true or false"},
+    /* which volume each name in volumes is, pinned when the request was checked (core/volumes.h):
+     * a volume removed and created again under its name is another, which the job never mounts */
+    [JR_VOLUME_PINS] = {"volume_pins", NULL, NULL, false, true, JK_TEXT, JU_NONE, 0, 4096, OFF(volume_pins),
+                        "must be a string"},
 };
 
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "size", "target", NULL};

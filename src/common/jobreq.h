@@ -34,7 +34,7 @@ enum jobreq_id {
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
     JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES,
     /* set by the daemon, never by a client */
-    JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT,
+    JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT, JR_VOLUME_PINS,
     JR_N
 };
 
@@ -113,6 +113,7 @@ typedef struct job_req {
     char **devices;           /* CDI names, nvidia.com/gpu=0; the daemon maps them onto gpu_ids */
     size_t ndevices;
     char *gpu_caps, *gpu_mig, *gpu_type, *gpu_cc, *gpu_degraded;
+    char *volume_pins;        /* which volume each of volumes is: "NAME:OWNER_UID:ID,..." (core/volumes.h) */
     int64_t schedule_ms;      /* schedule_at as milliseconds, 0 none */
 } job_req;
 

@@ -43,6 +43,10 @@ void config_defaults(config *c)
     c->health_interval_ms = 1000;
     c->max_temperature_c = 85;
     c->volumes_max_per_user = 16;
+    /* a quarter of the host's memory (memory volumes together: half), a quarter of the disk
+     * under volumes.dir: no user's volumes take what every other user's need */
+    c->volumes_memory_pct_per_user = 25;
+    c->volumes_disk_pct_per_user = 25;
     snprintf(c->isolation_default, sizeof c->isolation_default, "native");
     c->events_max_streams_per_user = 16;
     c->events_max_streams = 256;
@@ -122,6 +126,8 @@ static const key keys[] = {
     {"runtimes.max_import_bytes", K_BYTES, offsetof(config, runtimes_max_import_bytes), 8, 1, 0},
     STR("volumes.dir", volumes_dir),
     U64("volumes.max_per_user", volumes_max_per_user, 0, 256),
+    U64("volumes.memory_percent_per_user", volumes_memory_pct_per_user, 0, 100),
+    U64("volumes.disk_percent_per_user", volumes_disk_pct_per_user, 0, 100),
     STR("volumes.mke2fs", volumes_mke2fs),
     STR("isolation.default", isolation_default),
     STR("isolation.require_gvisor", isolation_require_gvisor),

@@ -58,6 +58,10 @@ typedef struct config {
     uint64_t runtimes_max_import_bytes; /* runtimes.max_import_bytes: largest archive rnx runtime import sends */
     char volumes_dir[512];        /* volumes.dir: "" = <state_dir>/volumes (docs/volumes.md) */
     uint32_t volumes_max_per_user; /* volumes.max_per_user: volumes a user other than root may own; 0 = no bound */
+    uint32_t volumes_memory_pct_per_user; /* volumes.memory_percent_per_user: a user's memory volumes together,
+                                   * in percent of the host's memory (root exempt); 0 = no bound */
+    uint32_t volumes_disk_pct_per_user; /* volumes.disk_percent_per_user: a user's filesystem volumes together,
+                                   * in percent of the disk under volumes.dir (root exempt); 0 = no bound */
     uint32_t events_max_streams_per_user; /* events.max_streams_per_user: GET /v1/events open per non-root uid */
     uint32_t events_max_streams;  /* events.max_streams: GET /v1/events open at once, all users */
     uint32_t history_keep_days;   /* history.keep_days: GPU samples kept for the console's History page */

@@ -14,6 +14,7 @@
 #include "../common/util.h"
 #include "state.h"
 #include "submit.h"
+#include "volumes.h"
 #include "workfs.h"
 
 #define STAGED_PREFIX ".incoming-"
@@ -114,6 +115,8 @@ static void enlist(incoming *in)
     open_list = xrealloc(open_list, (nopen + 1) * sizeof *open_list);
     open_list[nopen++] = in;
     submit_promise(in->uid, (int)in->n);
+    for (size_t r = 0; r < in->n; r++)
+        volumes_hold(&in->reqs[r], true); /* the volumes it pinned stay until it ends */
     log_info("upload %s: uid %u, %llu bytes in %zu files to come for %s", in->id, (unsigned)in->uid,
              (unsigned long long)in->total, in->files, in->workflow ? "a workflow" : "a job");
 }
@@ -124,6 +127,8 @@ static void unlist(incoming *in)
         if (open_list[i] == in) {
             open_list[i] = open_list[--nopen];
             submit_promise(in->uid, -(int)in->n);
+            for (size_t r = 0; r < in->n; r++)
+                volumes_hold(&in->reqs[r], false);
             return;
         }
 }

@@ -407,6 +407,10 @@ job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
 
 job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)
 {
+    /* checked at submission, maybe long ago (a streamed upload's bytes came slowly): the
+     * volumes it pinned must still be there, the same */
+    if (volumes_verify(req, caller_uid, caller_gid, e) < 0)
+        return NULL;
     int64_t sched_ms = si->sched_ms;
     uint64_t total = si->total;
     job *j = xcalloc(1, sizeof *j);

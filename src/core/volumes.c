@@ -46,6 +46,7 @@
 #include "diskimg.h"
 #include "state.h"
 #include "users.h"
+#include "workfs.h"
 
 /* The two types. min_mb, max_mb: the sizes a request may ask for; the machine bounds them
  * further (check_room: the disk under volumes.dir, the memory). */
@@ -424,15 +425,42 @@ static int start_mkfs(volume *v, jerr *e)
     return 0;
 }
 
-/* The machine's bound on one more volume of this size. Filesystem: what the disk under
- * volumes.dir has free, less what the sparse images already there may still take as they
- * fill (each is promised its whole size). Memory: half the machine's memory for all memory
- * volumes together. */
-static int check_room(const volume_req *rq, jerr *e)
+/* A user's share of what the machine gives volumes of one type (root has no bound): the sizes
+ * of the user's volumes of that type together, this one included, at most pct % of whole_mb. */
+static int check_share(const volume_req *rq, uid_t uid, uint64_t whole_mb, uint32_t pct, const char *key,
+                       const char *of, jerr *e)
+{
+    if (uid == 0 || !pct)
+        return 0;
+    uint64_t mine = 0, bound = whole_mb * pct / 100;
+    for (size_t i = 0; i < nvols; i++)
+        if (vols[i]->type == rq->type && vols[i]->owner_uid == uid)
+            mine += vols[i]->size_mb;
+    if (mine + rq->size_mb <= bound)
+        return 0;
+    char a[32], b[32], c[32], d[32];
+    return refuse(e, 429, "size_mb", "size_mb: %s is more than uid %u may have of %s volumes: %s is %u %% of %s, "
+                                     "%s, for all of them, of which %s are taken; ask for %s or less, or remove one "
+                                     "(rnx volume remove NAME)",
+                  mb_text(rq->size_mb, a, sizeof a), (unsigned)uid, kinds[rq->type].name, key, (unsigned)pct, of,
+                  mb_text(bound, b, sizeof b), mb_text(mine, c, sizeof c),
+                  mb_text(bound > mine ? bound - mine : 0, d, sizeof d));
+}
+
+/* The bounds on one more volume of this size, for uid. Memory: the user's share
+ * (volumes.memory_percent_per_user of the machine's memory), and half the machine's memory for
+ * all memory volumes together. Filesystem: the user's share (volumes.disk_percent_per_user of
+ * the disk under volumes.dir), and what that disk has free less what the sparse images on it
+ * may still take as they fill (each is promised its whole size): the volumes', and the users'
+ * /work images' when they are on the same disk (workfs.h). */
+static int check_room(const volume_req *rq, uid_t uid, jerr *e)
 {
     uint64_t want = rq->size_mb;
     char a[32], b[32], c[32], d[32];
     if (rq->type == VOLUME_MEMORY) {
+        if (check_share(rq, uid, core.mem_total_mb, core.cfg.volumes_memory_pct_per_user,
+                        "volumes.memory_percent_per_user", "this machine's memory", e) < 0)
+            return -1;
         uint64_t taken = 0, bound = core.mem_total_mb / 2;
         for (size_t i = 0; i < nvols; i++)
             if (vols[i]->type == VOLUME_MEMORY)
@@ -445,8 +473,12 @@ static int check_room(const volume_req *rq, jerr *e)
         return 0;
     }
     struct statvfs sv;
-    if (statvfs(vdir, &sv) < 0)
+    struct stat ds;
+    if (statvfs(vdir, &sv) < 0 || stat(vdir, &ds) < 0)
         return jerr_sys(e, "statvfs %s", vdir);
+    if (check_share(rq, uid, (uint64_t)sv.f_blocks * sv.f_frsize >> 20, core.cfg.volumes_disk_pct_per_user,
+                    "volumes.disk_percent_per_user", "the disk under volumes.dir", e) < 0)
+        return -1;
     uint64_t free_mb = (uint64_t)sv.f_bavail * sv.f_frsize >> 20, promised = 0;
     for (size_t i = 0; i < nvols; i++) {
         if (vols[i]->type != VOLUME_FILESYSTEM)
@@ -457,13 +489,17 @@ static int check_room(const volume_req *rq, jerr *e)
         uint64_t have = stat(image, &st) == 0 ? (uint64_t)st.st_blocks * 512 >> 20 : 0;
         promised += vols[i]->size_mb > have ? vols[i]->size_mb - have : 0;
     }
+    uint64_t work = workfs_promised_mb(ds.st_dev);
+    promised += work;
     uint64_t room = free_mb > promised ? free_mb - promised : 0;
+    char f[32];
     if (want > room)
         return jerr_field(e, "size_mb", "size_mb: %s is more than the disk under volumes.dir (%s) can promise: %s free, "
-                                        "of which %s are promised to the filesystem volumes there (sparse images that "
-                                        "grow as they fill); ask for %s or less",
+                                        "of which %s are promised to the sparse images there that grow as they fill "
+                                        "(filesystem volumes, and %s to the users' /work); ask for %s or less",
                           mb_text(want, a, sizeof a), vdir, mb_text(free_mb, b, sizeof b),
-                          mb_text(promised, c, sizeof c), mb_text(room, d, sizeof d));
+                          mb_text(promised, c, sizeof c), mb_text(work, d, sizeof d),
+                          mb_text(room, f, sizeof f));
     return 0;
 }
 
@@ -497,7 +533,7 @@ static int check_request(const volume_req *rq, uid_t uid, jerr *e)
                                       "names another), which this machine lacks; use --type=memory or ask an admin");
     if (rq->type == VOLUME_FILESYSTEM && ncreating >= CREATING_MAX)
         return jerr_http(e, 503, "%d volumes are being created already; try again in a moment", CREATING_MAX);
-    return check_room(rq, e);
+    return check_room(rq, uid, e);
 }
 
 /* The same volume asked for again: the request is satisfied by what exists, or refused
@@ -536,6 +572,8 @@ int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e)
     return existing(v, rq, uid, gid, NULL, NULL, e) < 0 ? -1 : 0;
 }
 
+static int64_t fresh_id(const char *name);
+
 int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e)
 {
     volume *v = find(rq->name);
@@ -546,7 +584,7 @@ int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn d
     if (rq->type == VOLUME_FILESYSTEM && !done)
         return jerr_http(e, 500, "volume '%s': a filesystem volume is created in the background, and nothing waits",
                          rq->name);
-    v = add(rq->name, rq->type, rq->size_mb, uid, gid, now_ms());
+    v = add(rq->name, rq->type, rq->size_mb, uid, gid, fresh_id(rq->name));
     v->state = VOLUME_CREATING;
     int rc = run_steps(v, 0, e);
     if (rc == VOLUMES_PENDING) {
@@ -558,25 +596,98 @@ int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn d
     return rc < 0 ? -1 : VOLUMES_CREATED;
 }
 
-/* ---- using and removing -------------------------------------------------------------- */
+/* ---- pins: which volume a name meant ---------------------------------------------------- */
 
-static bool names(const job *j, const char *name)
+static bool names(const job_req *req, const char *name)
 {
-    for (size_t i = 0; i < j->req.nvolumes; i++) {
+    for (size_t i = 0; i < req->nvolumes; i++) {
         char n[80];
         bool ro;
-        if (jobreq_volume_parse(j->req.volumes[i], n, sizeof n, &ro) == 0 && !strcmp(n, name))
+        if (jobreq_volume_parse(req->volumes[i], n, sizeof n, &ro) == 0 && !strcmp(n, name))
             return true;
     }
     return false;
 }
 
-size_t volumes_jobs(const char *name, const job **out, size_t max)
+/* The volume a request pinned under name: its owner and id. false when it pinned none (a job
+ * stored by a joblet before pins: its owner's right to use the volume is all that is checked). */
+static bool pin_of(const job_req *req, const char *name, uid_t *uid, int64_t *id)
+{
+    size_t len = strlen(name);
+    for (const char *p = req->volume_pins; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        unsigned long long u;
+        long long i;
+        if (n > len && !strncmp(p, name, len) && p[len] == ':' && sscanf(p + len, ":%llu:%lld", &u, &i) == 2) {
+            *uid = (uid_t)u;
+            *id = (int64_t)i;
+            return true;
+        }
+        p += n + (end != NULL);
+    }
+    return false;
+}
+
+/* Whether the request names this volume: by its name, and it pinned this one (or none). */
+static bool uses(const job_req *req, const volume *v)
+{
+    uid_t uid;
+    int64_t id;
+    return names(req, v->name) && (!pin_of(req, v->name, &uid, &id) || (uid == v->owner_uid && id == v->created_ms));
+}
+
+/* The id of a volume created now under name: the time, made later than any id a job not yet
+ * ended pinned under that name (the clock may have gone back, or the name been reused within
+ * a millisecond), so that no job ever takes it for the volume it pinned. */
+static int64_t fresh_id(const char *name)
+{
+    int64_t id = now_ms();
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        uid_t uid;
+        int64_t pinned;
+        if (!job_state_terminal(j->state) && pin_of(&j->req, name, &uid, &pinned) && pinned >= id)
+            id = pinned + 1;
+    }
+    return id;
+}
+
+/* Why the volume name that a checked request names cannot be used by owner now, in words that
+ * follow "volume 'NAME' is "; NULL when it can (then *out is the volume). */
+static const char *unusable(const job_req *req, const char *name, uid_t owner, gid_t gid, volume **out, char *buf,
+                            size_t len)
+{
+    volume *v = find(name);
+    uid_t pu;
+    int64_t pid;
+    *out = v;
+    if (!v)
+        return "gone: it was removed (or, a memory volume, went with its last job or a reboot) after the job was "
+               "submitted";
+    if (pin_of(req, name, &pu, &pid) && (v->owner_uid != pu || v->created_ms != pid)) {
+        snprintf(buf, len, "not the one the job was submitted with: that one (uid %u's) is gone, and the volume of "
+                           "that name now is another (uid %u's, created since); the job does not use it",
+                 (unsigned)pu, (unsigned)v->owner_uid);
+        return buf;
+    }
+    if (!volumes_allowed(v, owner, gid)) {
+        snprintf(buf, len, "uid %u's, and uid %u may no longer use it", (unsigned)v->owner_uid, (unsigned)owner);
+        return buf;
+    }
+    if (v->state != VOLUME_READY || !mounted(v))
+        return v->state == VOLUME_UNAVAILABLE ? v->why : v->state == VOLUME_CREATING ? "being created" : "not mounted";
+    return NULL;
+}
+
+/* ---- using and removing -------------------------------------------------------------- */
+
+size_t volumes_jobs(const volume *v, const job **out, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; i < core.njobs; i++) {
         const job *j = core.jobs[i];
-        if (job_state_terminal(j->state) || !names(j, name))
+        if (job_state_terminal(j->state) || !uses(&j->req, v))
             continue;
         if (n < max)
             out[n] = j;
@@ -637,7 +748,7 @@ int volumes_remove(const char *name, uid_t uid, gid_t gid, jerr *e)
     if (v->state == VOLUME_CREATING)
         return jerr_http(e, 409, "volume '%s' is being created; remove it once rnx volume create has returned", name);
     const job *js[4];
-    size_t n = volumes_jobs(name, js, ARRAY_LEN(js));
+    size_t n = volumes_jobs(v, js, ARRAY_LEN(js));
     if (n) {
         char list[400];
         list_jobs(js, n, n < ARRAY_LEN(js) ? n : ARRAY_LEN(js), list, sizeof list);
@@ -645,6 +756,11 @@ int volumes_remove(const char *name, uid_t uid, gid_t gid, jerr *e)
                                  "or wait for them to end, then remove it",
                          name, n, n == 1 ? "" : "s", list);
     }
+    if (v->uploads)
+        return jerr_http(e, 409, "volume '%s' is in use by %u upload%s still arriving (a job whose files are being "
+                                 "sent, PUT /v1/uploads/ID); wait for its job to be submitted, or for the upload to "
+                                 "fail, then remove it",
+                         name, (unsigned)v->uploads, v->uploads == 1 ? "" : "s");
     char what[300];
     snprintf(what, sizeof what, "volume %s (%s, %llu MB, owner uid %u) removed by uid %u", v->name,
              kinds[v->type].name, (unsigned long long)v->size_mb, (unsigned)v->owner_uid, (unsigned)uid);
@@ -654,8 +770,10 @@ int volumes_remove(const char *name, uid_t uid, gid_t gid, jerr *e)
     return 0;
 }
 
-int volumes_check(const job_req *req, uid_t owner, gid_t gid, jerr *e)
+int volumes_check(job_req *req, uid_t owner, gid_t gid, jerr *e)
 {
+    char pins[4096];
+    size_t o = 0;
     for (size_t i = 0; i < req->nvolumes; i++) {
         char name[80];
         bool ro;
@@ -676,27 +794,80 @@ int volumes_check(const job_req *req, uid_t owner, gid_t gid, jerr *e)
                                      "returned", name);
         if (v->state == VOLUME_UNAVAILABLE)
             return refuse(e, 409, "volumes", "volumes: volume '%s' is unavailable: %s", name, v->why);
+        /* at most 32 of (64 + 1 + 10 + 1 + 20 + 1) bytes: 3,104 */
+        o += (size_t)snprintf(pins + o, sizeof pins - o, "%s%s:%u:%lld", i ? "," : "", v->name,
+                              (unsigned)v->owner_uid, (long long)v->created_ms);
+        if (o >= sizeof pins)
+            return jerr_http(e, 500, "volumes: the pins of %zu volumes do not fit in %zu bytes", req->nvolumes,
+                             sizeof pins);
+    }
+    jobreq_set_str(req, JR_VOLUME_PINS, req->nvolumes ? pins : NULL);
+    return 0;
+}
+
+int volumes_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e)
+{
+    for (size_t i = 0; i < req->nvolumes; i++) {
+        char name[80], buf[300];
+        bool ro;
+        volume *v;
+        const char *why;
+        if (jobreq_volume_parse(req->volumes[i], name, sizeof name, &ro) < 0)
+            return jerr_field(e, "volumes", "volumes: '%.80s' is not a volume name", req->volumes[i]);
+        if ((why = unusable(req, name, owner, gid, &v, buf, sizeof buf)))
+            return refuse(e, 409, "volumes", "volumes: volume '%s' is %s; submit again", name, why);
     }
     return 0;
+}
+
+void volumes_hold(const job_req *req, bool hold)
+{
+    for (size_t i = 0; i < req->nvolumes; i++) {
+        char name[80];
+        bool ro;
+        volume *v;
+        if (jobreq_volume_parse(req->volumes[i], name, sizeof name, &ro) < 0 || !(v = find(name)) || !uses(req, v))
+            continue;
+        if (hold)
+            v->uploads++;
+        else if (v->uploads)
+            v->uploads--;
+    }
 }
 
 int volumes_spec_mounts(const job *j, spec_mount **mounts, size_t *n, jerr *e)
 {
     for (size_t i = 0; i < j->req.nvolumes; i++) {
-        char name[80], dst[100];
+        char name[80], dst[100], buf[300];
         bool ro;
+        volume *v;
+        const char *why;
         if (jobreq_volume_parse(j->req.volumes[i], name, sizeof name, &ro) < 0)
             return jerr_field(e, "volumes", "volumes: '%.80s' is not a volume name", j->req.volumes[i]);
-        volume *v = find(name);
-        /* checked at submission; since then it may have failed to mount at a start */
-        if (!v || v->state != VOLUME_READY || !mounted(v))
-            return jerr_set(e, ENOENT, "volume '%s' is %s", name,
-                            !v ? "gone" : v->state == VOLUME_UNAVAILABLE ? v->why : "not mounted");
+        /* checked at submission; since then it may have gone, been replaced, failed to mount at
+         * a start, or its owner's right to it may have ended (an admin no longer one) */
+        if ((why = unusable(&j->req, name, j->owner_uid, j->owner_gid, &v, buf, sizeof buf)))
+            return jerr_set(e, ENOENT, "volume '%s' is %s", name, why);
         snprintf(dst, sizeof dst, "/volumes/%s", name);
         *mounts = xrealloc(*mounts, (*n + 1) * sizeof **mounts);
         (*mounts)[(*n)++] = (spec_mount){xstrdup(v->mnt), xstrdup(dst), !ro};
     }
     return 0;
+}
+
+/* What keeps a memory volume (volumes_release): a streamed upload still arriving that names
+ * it, or a job not yet ended that uses it and may run now. A job scheduled for later does not:
+ * it would keep the memory for as long as its start is away (ten years). */
+static bool kept(const volume *v)
+{
+    if (v->uploads)
+        return true;
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        if (!job_state_terminal(j->state) && j->state != JS_SCHEDULED && uses(&j->req, v))
+            return true;
+    }
+    return false;
 }
 
 void volumes_release(const job *j)
@@ -706,11 +877,17 @@ void volumes_release(const job *j)
         bool ro;
         volume *v;
         if (jobreq_volume_parse(j->req.volumes[i], name, sizeof name, &ro) < 0 || !(v = find(name)) ||
-            v->type != VOLUME_MEMORY || v->state != VOLUME_READY || volumes_jobs(name, NULL, 0))
+            v->type != VOLUME_MEMORY || v->state != VOLUME_READY || !uses(&j->req, v) || kept(v))
             continue;
+        const job *waiting[1];
+        size_t later = volumes_jobs(v, waiting, 1);
         jerr e = {0};
         if (destroy(v, &e) < 0)
             log_err("memory volume %s: its last job ended, but: %s", name, e.msg);
+        else if (later)
+            log_info("memory volume %s removed: the last job using it (%s) ended; %zu job%s scheduled for later "
+                     "named it (%s first), and will fail to start", name, j->id, later, later == 1 ? "" : "s",
+                     waiting[0]->id);
         else
             log_info("memory volume %s removed: the last job using it (%s) ended", name, j->id);
     }

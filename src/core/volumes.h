@@ -3,7 +3,16 @@
  * (its size is a hard limit); a memory volume is a tmpfs. Each is mounted once, on the host,
  * under <volumes.dir>/<name>/mnt, and bound into the jobs that name it (the job's spec). What a
  * volume is (name, type, size, owner, created) is in the database; it is mounted again when
- * joblet starts. */
+ * joblet starts.
+ *
+ * A name is not an identity: a volume removed (or forgotten: a memory volume after a reboot)
+ * and created again under its name, by anyone, is another volume. So a job request is checked
+ * against the volumes it names when it is submitted, and *pins* them there (its volume_pins:
+ * each one's owner and id); the job is created (after a streamed upload's last byte) and
+ * started only with the volumes it pinned, which must still be usable by its owner; a volume
+ * that is gone or another ends the job at its start (start_failed, naming the volume). What
+ * keeps the name from passing meanwhile: a volume is refused removal while a job not yet
+ * ended or a streamed upload still arriving names it. */
 #ifndef JOBLET_VOLUMES_H
 #define JOBLET_VOLUMES_H
 
@@ -30,8 +39,10 @@ typedef struct volume {
     uint64_t size_mb;
     uid_t owner_uid;
     gid_t owner_gid;
-    int64_t created_ms;
+    int64_t created_ms;       /* also its id, which jobs pin: later than any id pinned under its
+                               * name by a job not yet ended, so never taken for one before */
     enum volume_state state;
+    uint32_t uploads;         /* streamed uploads still arriving that name it (volumes_hold) */
     char why[512];            /* VOLUME_UNAVAILABLE: what failed */
     char dir[700];            /* <volumes.dir>/<name> */
     char mnt[720];            /* dir/mnt: where it is mounted on the host */
@@ -78,8 +89,9 @@ enum { VOLUMES_EXISTED = 0, VOLUMES_CREATED = 1, VOLUMES_PENDING = 2 };
 int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e);
 /* Whether volumes_create would create the volume or find it as asked, creating nothing. */
 int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e);
-/* Removes a volume and its data. Refused while a job not yet ended names it (naming the
- * jobs), while it is being created, and for a caller who is neither its owner nor an admin. */
+/* Removes a volume and its data. Refused while a job not yet ended or a streamed upload still
+ * arriving names it (naming the jobs), while it is being created, and for a caller who is
+ * neither its owner nor an admin. */
 int volumes_remove(const char *name, uid_t uid, gid_t gid, jerr *e);
 
 /* Every volume, by name; the one named (NULL when none). */
@@ -89,18 +101,29 @@ const volume *volumes_find(const char *name);
 /* Whether the caller may see and use it: its owner, root and admins. */
 bool volumes_allowed(const volume *v, uid_t uid, gid_t gid);
 void volumes_usage(const volume *v, volume_usage *u);
-/* The jobs not yet ended that name the volume, in submission order: how many, the first max
- * of them in out. */
-size_t volumes_jobs(const char *name, const job **out, size_t max);
+/* The jobs not yet ended that use the volume (name it, and pinned this one), in submission
+ * order: how many, the first max of them in out. */
+size_t volumes_jobs(const volume *v, const job **out, size_t max);
 
-/* At submission: every volume the request names exists, is ready, and the caller may use it.
- * -1, refused on field "volumes", naming the volume and what would be accepted. */
-int volumes_check(const job_req *req, uid_t owner, gid_t gid, jerr *e);
+/* At submission: every volume the request names exists, is ready, and the caller may use it;
+ * each is then pinned in the request (volume_pins). -1, refused on field "volumes", naming the
+ * volume and what would be accepted. */
+int volumes_check(job_req *req, uid_t owner, gid_t gid, jerr *e);
+/* When the job is created from a request checked before (a streamed upload's last byte, a
+ * workflow's jobs): every volume it pinned is still there, the same, ready and the owner's to
+ * use. -1 (409, field "volumes") naming the one that is not. */
+int volumes_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e);
+/* A streamed upload whose request names volumes opens (hold true) or ends (false): while it is
+ * open, the volumes it pinned count it as a user (not removed, a memory volume not released). */
+void volumes_hold(const job_req *req, bool hold);
 /* At start: the job's volumes as binds for its spec (src the host mount, dst /volumes/NAME),
- * appended to *mounts (grown with realloc; the caller frees src and dst of the new ones). */
+ * appended to *mounts (grown with realloc; the caller frees src and dst of the new ones). Each
+ * must be the one the job pinned and still usable by its owner; -1 naming the volume if not. */
 int volumes_spec_mounts(const job *j, spec_mount **mounts, size_t *n, jerr *e);
-/* A job's run is over (settle step): the memory volumes it named that no job not yet ended
- * names any more go away. */
+/* A job's run is over (settle step): the memory volumes it used that nothing keeps any more
+ * go away. What keeps one: a streamed upload still arriving, or a job not yet ended that may
+ * run now (running, queued, a workflow's pending job); not a job scheduled for later, which
+ * would hold the memory for as long as it likes (it fails at its start, naming the volume). */
 void volumes_release(const job *j);
 
 #endif

@@ -199,6 +199,14 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
     size_t n = b->n;
     job_req *reqs = c->reqs;
     submit_info *si = c->si;
+    /* checked at submission, maybe long ago (a streamed upload): every job's volumes are still
+     * the ones it pinned, or nothing is created */
+    for (size_t i = 0; i < n; i++)
+        if (volumes_verify(&reqs[i], uid, gid, e) < 0) {
+            workflow_err_in_job(e, i, b->jobs[i].name);
+            workflow_checked_free(c);
+            return NULL;
+        }
     workflow *wf = xcalloc(1, sizeof *wf);
     uuid_v4(wf->id);
     wf->seq = core.next_wf_seq;

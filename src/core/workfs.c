@@ -233,3 +233,24 @@ void workfs_clean_stale(const char *prefix)
     }
     closedir(d);
 }
+
+uint64_t workfs_promised_mb(dev_t dev)
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    uint64_t promised = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        unsigned uid;
+        char tail[8];
+        struct stat st;
+        if (sscanf(de->d_name, "%u.im%7s", &uid, tail) != 2 || strcmp(tail, "g") ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) || st.st_dev != dev)
+            continue;
+        uint64_t size = (uint64_t)st.st_size, have = (uint64_t)st.st_blocks * 512;
+        promised += size > have ? (size - have) >> 20 : 0;
+    }
+    closedir(d);
+    return promised;
+}

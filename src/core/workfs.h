@@ -48,4 +48,9 @@ void workfs_usage(uid_t owner, const char *job_dir, uint64_t *size, uint64_t *us
  * name starts with prefix on every owner's filesystem. */
 void workfs_clean_stale(const char *prefix);
 
+/* What the owners' sparse images on the filesystem dev may still take as they fill, in MB
+ * (each is promised its whole size): volumes (volumes.h) count it when their images share that
+ * disk, so that the two together never promise more than it has. */
+uint64_t workfs_promised_mb(dev_t dev);
+
 #endif

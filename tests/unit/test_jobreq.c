@@ -194,6 +194,10 @@ static const field_case cases[] = {
     {JR_MEMORY_DEFAULT, "", JOBREQ_FROM_DB, "yes", "true", "false", "false",
      "maybe", "memory_default: 'maybe' must be true or false",
      "1", NULL},
+    {JR_VOLUME_PINS, "", JOBREQ_FROM_DB, "data:1000:1732000000000", "\"data:1000:1732000000000\"",
+     "\"a:0:1,b:4341:2\"", "\"a:0:1,b:4341:2\"",
+     NULL, NULL,
+     "1", NULL},
 };
 
 /* {"command": "x", <ctx> "<key>": <value>} */
