@@ -18,6 +18,7 @@
 #include "../common/util.h"
 #include "../core/incoming.h"
 #include "../core/loop.h"
+#include "jobs_list.h"
 #include "park.h"
 #include "reply.h"
 #include "uploads.h"
@@ -355,6 +356,7 @@ void http_stop(void)
     jerr e = {0};
     jerr_http(&e, 503, "joblet is stopping; try again when it is back");
     park_wake_all(&e);
+    jobs_list_stop();
     MHD_run(mhd);
     MHD_stop_daemon(mhd);
     mhd = NULL;

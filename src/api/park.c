@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../common/util.h"
+#include "../core/loop.h"
 
 /* A bound, so that waiting clients cannot pile up. */
 #define PARK_MAX 64
@@ -62,6 +63,31 @@ void park_wake(uint64_t ticket, const jerr *e)
 }
 
 void park_wake_fn(void *arg, const jerr *e) { park_wake((uint64_t)(uintptr_t)arg, e); }
+
+typedef struct next_turn {
+    loop_task task;
+    uint64_t ticket;
+} next_turn;
+
+static void on_next_turn(loop_task *t)
+{
+    next_turn *nt = t->data;
+    park_wake(nt->ticket, NULL); /* ignored when the client went away */
+    free(nt);
+}
+
+bool park_until_next_turn(request *r)
+{
+    uint64_t ticket = park_ticket(r);
+    if (!ticket)
+        return false;
+    next_turn *nt = xcalloc(1, sizeof *nt);
+    nt->task = (loop_task){.fn = on_next_turn, .data = nt};
+    nt->ticket = ticket;
+    loop_later(&nt->task);
+    park_wait(r);
+    return true;
+}
 
 bool park_resumed(park_slot *s, const jerr **error)
 {

@@ -17,6 +17,7 @@ typedef struct park_slot {
     struct MHD_Connection *conn;
     bool suspended, resumed;
     jerr *error;               /* the wait failed: this is the answer */
+    uint64_t tally;            /* the route's own count across its parked runs (DELETE /v1/jobs) */
     struct park_slot *next;
 } park_slot;
 
@@ -31,6 +32,9 @@ void park_wait(request *r);
 void park_wake(uint64_t ticket, const jerr *e);
 /* park_wake as a callback of the work (core/volumes.h's volumes_done_fn): arg is the ticket. */
 void park_wake_fn(void *arg, const jerr *e);
+/* Parks the request until the next turn of the loop: for a route that does its work a slice per
+ * turn. false when no ticket is left (the route then does the rest now). */
+bool park_until_next_turn(request *r);
 
 /* For http.c: whether the connection comes back from a wait (and the error that is then its
  * answer), once; after the route ran, a ticket it did not wait on lapses; the connection is

@@ -18,6 +18,8 @@ void http_reply_method(const char *method)
     cur_method = method;
 }
 
+void http_reply_count(unsigned status) { counters_request(cur_method, status); }
+
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
     /* libmicrohttpd may send this answer within the current MHD_run, before the loop's turn

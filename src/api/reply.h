@@ -11,6 +11,8 @@
 /* The method of the request being answered, counted with each answer's status by
  * http_reply_json (counters_request). Set by routes_dispatch. */
 void http_reply_method(const char *method);
+/* Counts an answer a route queued itself (a streamed one), as http_reply_json counts its own. */
+void http_reply_count(unsigned status);
 /* Commits the database, then queues `body` (consumed) with `status`. */
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body);
 /* {"error": {"code", "message"[, "field"]}} with the error's HTTP status (500 when it has none). */

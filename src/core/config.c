@@ -29,6 +29,10 @@ void config_defaults(config *c)
     c->idle_timeout_s = 30;       /* a connection that sends nothing (a half request) does not stay */
     c->max_uploads = 32;
     c->limits.uploads_per_user = 4;
+    /* one request of one user made 10,000 jobs, and every request that walks the jobs grew with
+     * them (issue 25): a user's waiting jobs and kept jobs are bounded by default */
+    c->limits.max_queued_per_user = 1000;
+    c->limits.max_jobs_per_user = 10000;
     c->stop_grace_s = 10;
     c->pids_max = 1024;
     c->max_log_bytes = 1ull << 30; /* 1 GiB per stream: a runaway job cannot fill the disk */
@@ -111,6 +115,7 @@ static const key keys[] = {
     STR("gpu.mps_control", mps_control),
     U64("limits.max_gpus_per_user", limits.max_gpus_per_user, 0, 1000000),
     U64("limits.max_queued_per_user", limits.max_queued_per_user, 0, 100000000),
+    U64("limits.max_jobs_per_user", limits.max_jobs_per_user, 0, 100000000),
     U64("limits.gpu_requests_per_minute", limits.gpu_requests_per_minute, 0, 1000000),
     STR("metrics.listen", metrics_listen),
     STR("server.admin_group", admin_group),

@@ -11,6 +11,7 @@
 typedef struct limits_config {
     uint32_t max_gpus_per_user;       /* limits.max_gpus_per_user: held at once; 0 = none */
     uint32_t max_queued_per_user;     /* limits.max_queued_per_user: waiting at once; 0 = none */
+    uint32_t max_jobs_per_user;       /* limits.max_jobs_per_user: kept (any state, until deleted); 0 = none */
     uint32_t gpu_requests_per_minute; /* limits.gpu_requests_per_minute: GPU submissions; 0 = none */
     uint32_t uploads_per_user;        /* limits.uploads_per_user: streamed uploads open at once */
 } limits_config;

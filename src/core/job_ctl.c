@@ -10,7 +10,7 @@
 #include "settle.h"
 #include "state.h"
 #include "workflow.h"
-#include "workfs.h"
+#include "trash.h"
 
 int job_ctl_stop(job *j, uid_t by, jerr *e)
 {
@@ -60,7 +60,7 @@ static int delete_one(job *j, jerr *e)
     logstream_detach(j);
     launch_forget(j);
     workflow_forget_job(j);
-    workfs_remove(j->owner_uid, dir);
+    trash_add(j->owner_uid, dir); /* the files go a slice per turn */
     char ev[80];
     snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", j->id);
     events_publish("job_deleted", j->owner_uid, ev);
@@ -77,14 +77,23 @@ int job_ctl_delete(job *j, jerr *e)
     return delete_one(j, e);
 }
 
-size_t job_ctl_delete_ended(uid_t caller)
+size_t job_ctl_delete_ended(uid_t caller, size_t max, bool *more)
 {
     size_t n = 0;
+    *more = false;
     for (size_t i = core.njobs; i-- > 0;) {
         job *j = core.jobs[i];
         jerr e = {0};
-        if ((caller == 0 || j->owner_uid == caller) && job_state_terminal(j->state) && delete_one(j, &e) == 0)
+        if ((caller != 0 && j->owner_uid != caller) || !job_state_terminal(j->state))
+            continue;
+        if (n == max) {
+            *more = true;
+            break;
+        }
+        if (delete_one(j, &e) == 0)
             n++;
+        if (i > core.njobs) /* deleting settled others (a workflow's): look again from the end */
+            i = core.njobs;
     }
     return n;
 }

@@ -4,6 +4,7 @@
 #define JOBLET_JOB_CTL_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "../common/err.h"
@@ -20,7 +21,8 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e);
 /* An ended job, its directory, logs and database rows are gone; 409 for one not ended. The
  * job is freed: the caller must not use it afterwards. */
 int job_ctl_delete(job *j, jerr *e);
-/* Every ended job the caller may see (root: all); how many were deleted. */
-size_t job_ctl_delete_ended(uid_t caller);
+/* The ended jobs the caller may see (root: all), newest first, at most max of them; how many
+ * were deleted, and *more when some are left. */
+size_t job_ctl_delete_ended(uid_t caller, size_t max, bool *more);
 
 #endif

@@ -76,13 +76,36 @@ job *jobs_find(const char *ref, uid_t caller, jerr *e)
     return NULL;
 }
 
+/* The place of seq in the table: where it is, or where it would go. */
+static size_t by_seq(uint64_t seq)
+{
+    size_t lo = 0, hi = core.njobs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (core.jobs[mid]->seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+job *jobs_by_seq(uint64_t seq)
+{
+    size_t i = by_seq(seq);
+    return i < core.njobs && core.jobs[i]->seq == seq ? core.jobs[i] : NULL;
+}
+
 void jobs_add(job *j)
 {
     if (core.njobs == core.cap) {
         core.cap = core.cap ? core.cap * 2 : 256;
         core.jobs = xrealloc(core.jobs, core.cap * sizeof *core.jobs);
     }
-    core.jobs[core.njobs++] = j;
+    size_t at = core.njobs && core.jobs[core.njobs - 1]->seq > j->seq ? by_seq(j->seq) : core.njobs; /* in order */
+    memmove(&core.jobs[at + 1], &core.jobs[at], (core.njobs - at) * sizeof *core.jobs);
+    core.jobs[at] = j;
+    core.njobs++;
     if (j->seq >= core.next_seq)
         core.next_seq = j->seq + 1;
 }
@@ -95,12 +118,11 @@ void jobs_remove(job *j)
             core.nchanged--;
             break;
         }
-    for (size_t i = 0; i < core.njobs; i++)
-        if (core.jobs[i] == j) {
-            memmove(&core.jobs[i], &core.jobs[i + 1], (core.njobs - i - 1) * sizeof *core.jobs);
-            core.njobs--;
-            return;
-        }
+    size_t i = by_seq(j->seq);
+    if (i < core.njobs && core.jobs[i] == j) {
+        memmove(&core.jobs[i], &core.jobs[i + 1], (core.njobs - i - 1) * sizeof *core.jobs);
+        core.njobs--;
+    }
 }
 
 void jobs_mark(job *j, unsigned settle)

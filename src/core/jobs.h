@@ -5,6 +5,7 @@
 #ifndef JOBLET_JOBS_H
 #define JOBLET_JOBS_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "../common/err.h"
@@ -15,6 +16,9 @@
  * candidates (short id and state) when several do. */
 job *jobs_find(const char *ref, uid_t caller, jerr *e);
 void jobs_add(job *j);
+/* The job of this seq, or NULL: the table is in seq order (jobs are added in it, loaded in it),
+ * so a binary search. */
+job *jobs_by_seq(uint64_t seq);
 /* Out of the table and of the settle step's list; the caller frees it. */
 void jobs_remove(job *j);
 void jobs_dir_of(const job *j, char *out, size_t len);

@@ -381,14 +381,23 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
                               (unsigned long long)gpus, L->max_gpus_per_user);
         }
     }
-    if (L->max_queued_per_user) {
-        uint32_t waiting = promised(uid);
-        for (size_t i = 0; i < core.njobs; i++)
-            waiting += core.jobs[i]->owner_uid == uid && (job_in_queue(core.jobs[i]) || core.jobs[i]->state == JS_PENDING);
-        if (waiting + n > L->max_queued_per_user)
+    if (L->max_queued_per_user || L->max_jobs_per_user) {
+        uint32_t waiting = promised(uid), kept = waiting;
+        for (size_t i = 0; i < core.njobs; i++) {
+            const job *j = core.jobs[i];
+            if (j->owner_uid != uid)
+                continue;
+            kept++;
+            waiting += job_in_queue(j) || j->state == JS_PENDING;
+        }
+        if (L->max_queued_per_user && waiting + n > L->max_queued_per_user)
             return jerr_http(e, 429, "uid %u has %u jobs waiting%s; limits.max_queued_per_user is %u: wait for some "
                                      "to start, or cancel some", (unsigned)uid, waiting,
                              n > 1 ? " and this asks for more" : "", L->max_queued_per_user);
+        if (L->max_jobs_per_user && kept + n > L->max_jobs_per_user)
+            return jerr_http(e, 429, "uid %u keeps %u jobs%s; limits.max_jobs_per_user is %u: delete ended ones "
+                                     "(rnx job delete ID, or rnx job delete-all)", (unsigned)uid, kept,
+                             n > 1 ? " and this asks for more" : "", L->max_jobs_per_user);
     }
     double wait_s;
     if (L->gpu_requests_per_minute && gpu && take_token(uid, &wait_s, !(flags & SUBMIT_DRY_RUN)) < 0)

@@ -181,3 +181,95 @@ def test_tail_search_gives_the_loop_back_between_slices(daemon):
     assert float(answered_at) < body_at, "the other user's request waited for the whole --tail search"
     # chunked: the raw bytes plus chunk framing; the last line is the 256 MiB of x (no newline)
     assert got >= 268435456
+
+
+# ---- 11: a user's jobs are bounded by default; listing and deleting many go a slice per turn -----
+
+def test_a_users_waiting_and_kept_jobs_are_bounded_by_default(fresh_daemon):
+    """One request made 10,000 jobs; now the defaults refuse it: limits.max_queued_per_user
+    (1000 waiting) and limits.max_jobs_per_user (jobs kept, any state; here set to 6)."""
+    d = fresh_daemon()
+    later = "2036-01-01T00:00:00Z"
+    wf = {"name": "sweep", "jobs": [{"name": f"j{i}", "request": {"command": "true", "schedule_at": later}}
+                                    for i in range(1001)]}
+    code, ans = api_as(d, USER, "POST", "/v1/workflows", wf)
+    assert code == 429, ans
+    assert f"uid {USER} has 0 jobs waiting and this asks for more; limits.max_queued_per_user is 1000" \
+        in ans["error"]["message"], ans
+    assert d.job_count() == 0
+    d2 = fresh_daemon("limits:\n  max_jobs_per_user: 6\n")
+    ids = [api_as(d2, USER, "POST", "/v1/jobs", {"command": "true"})[1]["id"] for _ in range(6)]
+    code, ans = api_as(d2, USER, "POST", "/v1/jobs", {"command": "true"})
+    assert code == 429 and ans["error"]["message"] == (
+        f"uid {USER} keeps 6 jobs; limits.max_jobs_per_user is 6: delete ended ones (rnx job delete ID, or rnx job "
+        "delete-all)"), ans
+    code, ans = api_as(d2, OTHER, "POST", "/v1/jobs", {"command": "true"})   # another user's share is their own
+    assert code == 201, ans
+    d2.wait(ids[-1])
+    code, ans = api_as(d2, USER, "DELETE", f"/v1/jobs/{ids[0]}")
+    assert code == 200, ans
+    code, ans = api_as(d2, USER, "POST", "/v1/jobs", {"command": "true"})
+    assert code == 201, ans
+
+
+def hwm_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(l for l in f if l.startswith("VmHWM:")).split()[1])
+
+
+def test_listing_many_jobs_goes_a_slice_at_a_time(fresh_daemon):
+    """GET /v1/jobs over 6,000 jobs to a client that reads only the headers: the daemon makes
+    one slice and waits for the socket (before, it built all of it at once: the whole JSON tree
+    and its text, ~30 MB here, and held the loop while it did). Meanwhile a job is deleted: read
+    on, the listing leaves it out, keeps the order, and is valid JSON. Then DELETE /v1/jobs of
+    all 6,000 goes 1,000 per turn and counts them all."""
+    import socket
+    d = fresh_daemon("limits:\n  max_queued_per_user: 0\n")
+    n = 6000
+    wf = {"name": "many", "jobs": [{"name": f"j{i}", "request": {"command": "true", "env": {"PAD": "p" * 400},
+                                                                 "schedule_at": "2036-01-01T00:00:00Z"}}
+                                   for i in range(n)]}
+    code, ans = d.api("POST", "/v1/workflows", wf, timeout=600)
+    assert code == 201, ans
+    code, ans = d.api("GET", "/v1/jobs")                       # the whole of it once, for the baseline
+    assert code == 200 and len(ans["jobs"]) == n
+    ids = [j["id"] for j in ans["jobs"]]
+    before = hwm_kb(d.proc.pid)
+    s = socket.socket(socket.AF_UNIX)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(d.sock)
+    s.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(4096)
+    assert head.startswith(b"HTTP/1.1 200") and b"chunked" in head.lower(), head
+    # the listing waits on this socket; the daemon serves the rest, and a job goes
+    code, v = api_as(d, OTHER, "GET", "/v1/version")
+    assert code == 200
+    code, gone = d.api("POST", f"/v1/jobs/{ids[-1]}/cancel")
+    assert code == 200, gone
+    code, gone = d.api("DELETE", f"/v1/jobs/{ids[-1]}")
+    assert code == 200, gone
+    grown = hwm_kb(d.proc.pid) - before
+    assert grown < 8 * 1024, f"the daemon grew {grown} KiB for a listing nobody reads"
+    body = head.split(b"\r\n\r\n", 1)[1]
+    while not body.endswith(b"0\r\n\r\n"):
+        chunk = s.recv(1 << 20)
+        assert chunk
+        body += chunk
+    s.close()
+    raw, rest = b"", body
+    while True:                                              # de-chunk
+        size, rest = rest.split(b"\r\n", 1)
+        if int(size, 16) == 0:
+            break
+        raw, rest = raw + rest[:int(size, 16)], rest[int(size, 16) + 2:]
+    listed = [j["id"] for j in json.loads(raw)["jobs"]]
+    assert listed == ids[:-1]
+    # cancel the rest through their workflow, then delete them all in one request
+    code, wfs = d.api("GET", "/v1/workflows")
+    code, ans = d.api("POST", f"/v1/workflows/{wfs['workflows'][0]['id']}/cancel")
+    assert code == 200, ans
+    code, ans = d.api("DELETE", "/v1/jobs", timeout=300)
+    assert code == 200 and ans == {"deleted": n - 1}, ans
+    assert d.job_count() == 0

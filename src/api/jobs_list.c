@@ -1,0 +1,193 @@
+/* GET /v1/jobs, streamed. The jobs that match are picked when the request comes (a seq each:
+ * 8 bytes a job), then written JOBS_LIST_SLICE at a time by libmicrohttpd's reader, one slice
+ * per turn of the loop: a listing of 30,000 jobs held the loop 10.9 s in one piece (issue 25),
+ * while now every other connection is served between slices. Each job is written as it is when
+ * its slice is, and only if it still matches: a job deleted meanwhile (or whose state left the
+ * one asked for) is left out. Each is found again by its seq (jobs_by_seq). */
+#include "jobs_list.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+#include "../core/job_json.h"
+#include "../core/jobs.h"
+#include "../core/launch.h"
+#include "../core/loop.h"
+#include "../core/state.h"
+#include "reply.h"
+
+/* ~65 us a job to build and encode here: a slice costs the loop ~15 ms */
+#define JOBS_LIST_SLICE 256
+
+typedef struct lister {
+    jobs_list_filter f;
+    char *gpu;
+    uint64_t *seqs;
+    size_t n, next;
+    char *out; /* encoded, not yet handed over */
+    size_t outlen, outoff, outcap;
+    bool opened, closed, wrote;
+    bool sliced;    /* a slice was made this turn */
+    struct MHD_Connection *conn;
+    bool suspended;
+    loop_task later;
+    struct lister *prev_l, *next_l; /* the live ones, for jobs_list_stop */
+} lister;
+
+static lister *live;
+static bool stopping;
+
+/* Whether the job holds or held the GPU or MIG device of this UUID (a GPU's MIG devices too). */
+static bool job_has_gpu(const job *j, const char *uuid)
+{
+    for (size_t i = 0; i < j->gpus.n; i++)
+        if (!strcmp(j->gpus.g[i].uuid, uuid) || !strcmp(j->gpus.g[i].parent_uuid, uuid))
+            return true;
+    return false;
+}
+
+/* Whether j is one the listing keeps; its state is looked at only when it is written (a queued
+ * job may have started meanwhile: launch_refresh). */
+static bool matches(const lister *l, const job *j, bool state)
+{
+    if (l->f.caller != 0 && j->owner_uid != l->f.caller)
+        return false;
+    if ((l->f.by_user && j->owner_uid != l->f.user) || (l->f.since_ms && j->created_ms < l->f.since_ms) ||
+        (l->gpu && !job_has_gpu(j, l->gpu)))
+        return false;
+    return !state || !l->f.by_state || j->state == l->f.state;
+}
+
+static void put(lister *l, const char *s, size_t n)
+{
+    if (l->outlen + n > l->outcap) {
+        l->outcap = (l->outlen + n) * 2;
+        l->out = xrealloc(l->out, l->outcap);
+    }
+    memcpy(l->out + l->outlen, s, n);
+    l->outlen += n;
+}
+
+/* The next slice of jobs into l->out. */
+static void produce(lister *l)
+{
+    if (!l->opened) {
+        put(l, "{\"jobs\":[", 9);
+        l->opened = true;
+    }
+    size_t end = l->next + JOBS_LIST_SLICE < l->n ? l->next + JOBS_LIST_SLICE : l->n;
+    for (; l->next < end; l->next++) {
+        job *j = jobs_by_seq(l->seqs[l->next]);
+        if (!j)
+            continue;
+        launch_refresh(j);
+        if (!matches(l, j, true))
+            continue;
+        json_t *o = job_json(j);
+        char *t = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (!t)
+            continue;
+        if (l->wrote)
+            put(l, ",", 1);
+        put(l, t, strlen(t));
+        l->wrote = true;
+        free(t);
+    }
+    if (l->next == l->n) {
+        put(l, "]}\n", 3);
+        l->closed = true;
+    }
+}
+
+static void on_later(loop_task *t)
+{
+    lister *l = t->data;
+    if (l->suspended) {
+        l->suspended = false;
+        MHD_resume_connection(l->conn);
+    }
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    lister *l = cls;
+    (void)pos;
+    if (stopping)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (l->outoff == l->outlen) {
+        if (l->closed)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        l->outlen = l->outoff = 0;
+        if (l->sliced) {
+            /* one slice a turn: the rest at the next one, other connections served between */
+            l->sliced = false;
+            l->suspended = true;
+            MHD_suspend_connection(l->conn);
+            loop_later(&l->later);
+            return 0;
+        }
+        produce(l);
+        l->sliced = l->next < l->n;
+    }
+    size_t n = l->outlen - l->outoff < max ? l->outlen - l->outoff : max;
+    memcpy(buf, l->out + l->outoff, n);
+    l->outoff += n;
+    return (ssize_t)n;
+}
+
+static void free_lister(void *cls)
+{
+    lister *l = cls;
+    loop_later_cancel(&l->later);
+    if (l->prev_l)
+        l->prev_l->next_l = l->next_l;
+    else
+        live = l->next_l;
+    if (l->next_l)
+        l->next_l->prev_l = l->prev_l;
+    free(l->gpu);
+    free(l->seqs);
+    free(l->out);
+    free(l);
+}
+
+enum MHD_Result jobs_list_reply(struct MHD_Connection *conn, const jobs_list_filter *f)
+{
+    lister *l = xcalloc(1, sizeof *l);
+    l->f = *f;
+    l->gpu = f->by_gpu && f->gpu_uuid ? xstrdup(f->gpu_uuid) : NULL;
+    l->conn = conn;
+    l->later = (loop_task){.fn = on_later, .data = l};
+    l->seqs = xmalloc((core.njobs ? core.njobs : 1) * sizeof *l->seqs);
+    for (size_t i = 0; i < core.njobs; i++)
+        if (matches(l, core.jobs[i], false))
+            l->seqs[l->n++] = core.jobs[i]->seq;
+    l->next_l = live;
+    if (live)
+        live->prev_l = l;
+    live = l;
+    /* what it describes is committed first, as every answer's (reply.c) */
+    state_commit();
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, reader, l, free_lister);
+    if (!r) {
+        free_lister(l);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result rc = MHD_queue_response(conn, 200, r);
+    MHD_destroy_response(r);
+    http_reply_count(200);
+    return rc;
+}
+
+void jobs_list_stop(void)
+{
+    stopping = true;
+    for (lister *l = live; l; l = l->next_l)
+        if (l->suspended) {
+            l->suspended = false;
+            MHD_resume_connection(l->conn);
+        }
+}

@@ -1,0 +1,30 @@
+/* GET /v1/jobs answered a slice at a time (jobs_list.c). */
+#ifndef JOBLET_JOBS_LIST_H
+#define JOBLET_JOBS_LIST_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "../core/job.h"
+
+/* What the listing keeps (the route has checked it). */
+typedef struct jobs_list_filter {
+    uid_t caller;         /* root sees every job, others their own */
+    bool by_user, by_state, by_gpu;
+    uid_t user;
+    enum job_state state;
+    const char *gpu_uuid; /* a GPU's or a MIG device's UUID (copied) */
+    int64_t since_ms;     /* created at or after; 0: any */
+} jobs_list_filter;
+
+/* Answers 200 with {"jobs": [...]}: the jobs that match are picked now (their seqs), then
+ * written JOBS_LIST_SLICE per turn of the loop. */
+enum MHD_Result jobs_list_reply(struct MHD_Connection *conn, const jobs_list_filter *f);
+/* The server stops: listings not over end at once (their connections are resumed, then closed
+ * short of their end). */
+void jobs_list_stop(void);
+
+#endif
