@@ -11,6 +11,7 @@
 """
 import http.client
 import json
+import re
 import os
 import shutil
 import socket
@@ -371,3 +372,66 @@ def test_open_relays_are_bounded(daemon):
         for s in streams:
             s.close()
         con.stop()
+
+
+# ---- the sibling in joblet's own listener: connections never take the daemon's descriptors ---
+
+HOLD = r"""
+import socket, sys
+held = []
+for i in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    held.append(s)
+print(len(held), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_other_users_connections_leave_the_daemon_its_descriptors(fresh_daemon):
+    """joblet under a descriptor limit below its connection cap (ulimit -n 256, as when started by
+    hand): five users each hold their 64 connections (server.max_connections_per_user) while root's
+    scheduled job launches. Before, the connections took every descriptor and the launch failed
+    ("memfd for the job spec: Too many open files"); now connections are held to half the limit
+    and the job runs."""
+    from conftest import BUILD
+    d = fresh_daemon(start=False)
+    log = open(d.log_path, "a")
+    d.proc = subprocess.Popen(["prlimit", "--nofile=256", os.path.join(BUILD, "joblet"), "--config", d.config,
+                               "--state-dir", d.state, "--socket", d.sock, "--log-level", "debug"],
+                              stdout=log, stderr=log,
+                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                   **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+    log.close()
+    for _ in range(400):
+        try:
+            d.api("GET", "/v1/version")
+            break
+        except OSError:
+            time.sleep(0.05)
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 4))
+    st, job = d.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", "echo ran"], "schedule_at": at})
+    assert st == 201, job
+    holders = []
+    try:
+        for u in range(5):
+            holders.append(subprocess.Popen(["setpriv", f"--reuid={MALLORY + 10 + u}", f"--regid={MALLORY + 10 + u}",
+                                             "--clear-groups", "/usr/bin/python3", "-c", HOLD, d.sock, "64"],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        assert sum(int(h.stdout.readline()) for h in holders) == 320
+        # the launch happens while every connection is held: the daemon's log says how it went
+        deadline = time.time() + 60
+        while time.time() < deadline and not re.search(job["id"] + r" (COMPLETED|FAILED)", d.log()):
+            time.sleep(0.2)
+        ended = re.search(job["id"] + r" (COMPLETED|FAILED).*", d.log())
+        sockets = sum(1 for f in os.listdir(f"/proc/{d.proc.pid}/fd")
+                      if os.readlink(f"/proc/{d.proc.pid}/fd/{f}").startswith("socket:"))
+    finally:
+        for h in holders:
+            h.kill()
+            h.wait()
+    assert ended and ended.group(1) == "COMPLETED", (ended and ended.group(0), d.log()[-2000:])
+    assert sockets <= 128 + 8, sockets      # half of 256, and the daemon's own few
+    assert "at most 128 connections at once" in d.log()
+    st, j = d.api("GET", f"/v1/jobs/{job['id']}")
+    assert j["status"] == "COMPLETED" and j["exit_code"] == 0
