@@ -7,7 +7,7 @@ import subprocess
 import time
 import urllib.parse
 
-from conftest import BUILD
+from conftest import BUILD, SANITIZER_MARKS
 
 
 class Console:
@@ -57,6 +57,7 @@ class Console:
         return h
 
     def stop(self):
+        """Ends the console; a sanitizer report on its stderr (or its children's) fails the test."""
         if self.p.poll() is None:
             self.p.terminate()
             try:
@@ -64,3 +65,6 @@ class Console:
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
+        err = self.p.stderr.read()
+        for mark in SANITIZER_MARKS:
+            assert mark not in err, err
