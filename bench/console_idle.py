@@ -38,11 +38,15 @@ def cpu_seconds(pid):
 class Client(threading.Thread):
     """One console's event stream: counts the events it reads."""
 
-    def __init__(self, connect, cookie):
+    def __init__(self, connect, session):
         super().__init__(daemon=True)
         self.s = connect()
-        extra = f"Cookie: {cookie}\r\n" if cookie else ""
-        self.s.sendall(f"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n".encode())
+        # through the proxy: its cookie, and the page's key in the URL (as the console's page sends them)
+        path, host, extra = "/v1/events", "127.0.0.1", ""
+        if session:
+            port, cookie, key = session
+            path, host, extra = f"/v1/events?console_key={key}", f"127.0.0.1:{port}", f"Cookie: {cookie}\r\n"
+        self.s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n".encode())
         self.events = 0
         self.hello = threading.Event()
         self.stop = False
@@ -97,7 +101,7 @@ def main():
             time.sleep(0.05)
         time.sleep(2)  # start-up (discovery, first samples) is not steady state
         idle = measure(p.pid, a.seconds)
-        cookie = None
+        session = None
         if a.via == "proxy":
             proxy = subprocess.Popen([os.path.join(build, "rnx"), "--socket", sock, "console"],
                                      stdout=subprocess.PIPE, text=True)
@@ -105,7 +109,8 @@ def main():
             port = int(m.group(1))
             c = http.client.HTTPConnection("127.0.0.1", port)
             c.request("GET", f"/?token={m.group(2)}")
-            cookie = c.getresponse().getheader("Set-Cookie").split(";")[0]
+            r = c.getresponse()
+            session = (port, r.getheader("Set-Cookie").split(";")[0], r.getheader("Location").split("#key=")[1])
             connect = lambda: socket.create_connection(("127.0.0.1", port))
         else:
             def connect():
@@ -113,7 +118,7 @@ def main():
                 s.connect(sock)
                 return s
         for _ in range(a.consoles):
-            cl = Client(connect, cookie)
+            cl = Client(connect, session)
             cl.start()
             clients.append(cl)
         for cl in clients:

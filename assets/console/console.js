@@ -7,6 +7,22 @@ const S = {
   me: null, gpus: [], jobs: new Map(), workflows: [], samples: new Map(),
   loaded: false, es: null, log: null,
 };
+/* The page's own key (docs/console.md, "Who may use the port"): rnx console hands it over once,
+ * in the fragment of its sign-in redirect ("/#key=..."), which a browser never sends to a server;
+ * the tab keeps it in sessionStorage (per origin: another port of 127.0.0.1 cannot read it) and
+ * sends it with every API request (X-Console-Key; the event stream, which cannot send headers,
+ * in its URL, which rnx console takes off before joblet sees it). The session cookie alone is
+ * no session: browsers send it to every port of the host. */
+const KEY = (() => {
+  const m = /^#key=([0-9a-f]{64})$/.exec(location.hash);
+  let key = m ? m[1] : "";
+  try {
+    if (m) sessionStorage.setItem("joblet_console_key", key);
+    else key = sessionStorage.getItem("joblet_console_key") || "";
+  } catch (e) { /* no storage: the key lives as long as the page */ }
+  if (m) history.replaceState(null, "", location.pathname + location.search);
+  return key;
+})();
 const SAMPLES_KEEP = 600;
 const JOBS_SHOWN = 500;            /* rows of the Jobs table drawn at once */          /* per GPU: 10 minutes at one a second */
 const WAITING = new Set(["PENDING", "SCHEDULED", "QUEUED", "PREEMPTED"]);
@@ -45,7 +61,8 @@ function userName(uid) {
 async function api(method, path, body) {
   const r = await fetch(path, {
     method, credentials: "same-origin",
-    headers: body ? {"Content-Type": "application/json"} : {},
+    /* a change is application/json, body or not: rnx console refuses any other type */
+    headers: method === "GET" ? {"X-Console-Key": KEY} : {"X-Console-Key": KEY, "Content-Type": "application/json"},
     body: body ? JSON.stringify(body) : undefined,
   });
   const text = await r.text();
@@ -131,7 +148,7 @@ function onSample(ev) {
 
 function connect() {
   const live = document.getElementById("live");
-  const es = new EventSource("/v1/events");
+  const es = new EventSource("/v1/events?console_key=" + encodeURIComponent(KEY));
   S.es = es;
   const set = (st, text) => { live.dataset.live = st; live.textContent = text; };
   const reload = async () => {
@@ -268,7 +285,8 @@ async function followLog(id, pre) {
   const ctl = new AbortController();
   S.log = {id, ctl, pre};
   try {
-    const r = await fetch(`/v1/jobs/${encodeURIComponent(id)}/logs?follow=1&format=ndjson`, {signal: ctl.signal, credentials: "same-origin"});
+    const r = await fetch(`/v1/jobs/${encodeURIComponent(id)}/logs?follow=1&format=ndjson`, {
+      signal: ctl.signal, credentials: "same-origin", headers: {"X-Console-Key": KEY}});
     const rd = r.body.getReader();
     const dec = new TextDecoder();
     let buf = "";
@@ -506,4 +524,16 @@ function refreshAdmin() {
 }
 
 window.addEventListener("hashchange", () => render(true));
-document.addEventListener("DOMContentLoaded", () => { render(true); connect(); });
+document.addEventListener("DOMContentLoaded", () => {
+  if (!KEY) {
+    const live = document.getElementById("live");
+    live.dataset.live = "lost";
+    live.textContent = "signed out";
+    document.getElementById("main").replaceChildren(h("p", {class: "note"},
+      "This tab holds no console key. Open the link that 'rnx console' printed (run it again for a new one); " +
+      "the console lives in the tab that opened it."));
+    return;
+  }
+  render(true);
+  connect();
+});

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -270,6 +271,23 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     }
 }
 
+/* Connections open at once: server.max_connections, and at most half the descriptors joblet
+ * may open. Each connection is one; past a limit above the descriptors, idle connections of a
+ * few users (each within its share) took them all, and a job's launch failed with EMFILE
+ * (issue 25, the daemon's sibling of finding 7). The other half is joblet's own: the database,
+ * logs, launches, cgroups. */
+static unsigned connection_limit(unsigned configured)
+{
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) < 0 || nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur / 2 >= configured)
+        return configured;
+    unsigned n = nofile.rlim_cur / 2 > 16 ? (unsigned)(nofile.rlim_cur / 2) : 16;
+    log_warn("server.max_connections is %u, but joblet may open %llu files (ulimit -n): at most %u connections at "
+             "once, so that they never take the descriptors jobs need (the systemd unit sets LimitNOFILE=1048576)",
+             configured, (unsigned long long)nofile.rlim_cur, n);
+    return n;
+}
+
 int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
 {
     uint64_t max_body = lim->max_body;
@@ -314,7 +332,7 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
                            NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
                            lim->idle_timeout_s ? lim->idle_timeout_s : 300u, MHD_OPTION_CONNECTION_LIMIT,
-                           (unsigned)4096, MHD_OPTION_END);
+                           connection_limit(lim->max_conns ? lim->max_conns : 4096u), MHD_OPTION_END);
     if (!mhd) {
         close(fd);
         return jerr_set(e, EIO, "libmicrohttpd could not start on %s", path);

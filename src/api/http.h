@@ -28,6 +28,7 @@ typedef struct request {
 /* How the server shares itself among local users. */
 typedef struct http_limits {
     uint64_t max_body;           /* server.max_body_bytes */
+    unsigned max_conns;          /* server.max_connections: open at once in all (also bounded by RLIMIT_NOFILE) */
     unsigned per_user;           /* server.max_connections_per_user: open at once per uid (root: none); 0 = none */
     unsigned idle_timeout_s;     /* server.idle_timeout_s: a connection that sends nothing for this long is closed */
 } http_limits;

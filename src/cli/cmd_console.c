@@ -1,60 +1,94 @@
 /* "rnx console": a browser cannot speak to a unix socket, so rnx listens on 127.0.0.1:PORT as
- * the calling user and carries each browser connection to joblet's socket. The daemon sees
- * this user (SO_PEERCRED), exactly as for any other rnx command.
+ * the calling user and carries the browser's requests to joblet's socket. The daemon sees this
+ * user (SO_PEERCRED), exactly as for any other rnx command.
  *
- * Other local users can reach the port too, so nothing passes without a secret: the URL rnx
- * prints carries a one-time token; the first request with it gets a session cookie (HttpOnly,
- * SameSite=Strict) and a redirect to the page; a request with neither gets 401. Both secrets
- * are 256 random bits, compared in constant time. Each connection is served by a child process
- * of its own (an event stream stays open for hours; a slow browser blocks nobody). */
+ * Other local users can reach the port too, and their servers on other ports of 127.0.0.1 get
+ * the browser's cookies for the host: nothing passes without the checks of console_gate.c (the
+ * printed link's one-time token, then the session cookie, the page's own key, the exact
+ * origin, JSON for changes). They are made here, in this one process, on the request's head,
+ * before anything is forked: connections that have not passed cost one slot of a bounded
+ * table (--max-pending, the oldest dropped first) and 10 s at most, never a process of the
+ * user. Only a request that passes gets a child process that carries it to joblet (an event
+ * stream stays open for hours; a slow browser blocks nobody), at most --max-connections at
+ * once. Every request is checked: each connection carries one (Connection: close). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/parse.h"
 #include "cli.h"
 #include "cmd_console.h"
+#include "console_gate.h"
 
-#define SECRET_HEX 64                 /* 32 random bytes */
 #define HEAD_MAX 16384                /* a request's head, as the browser sends it */
+#define HEAD_TIMEOUT_MS 10000         /* to send it: a browser sends it at once */
+#define DRAIN_TIMEOUT_MS 2000         /* a refused request's unread body is read for this long (so the */
+#define DRAIN_MAX (1u << 20)          /* browser gets the answer, not a reset), this much at most */
+#define PENDING_DEFAULT 64
+#define CONNECTIONS_DEFAULT 64
+#define FLAG_MAX 4096
 
 static const char console_help[] =
-    "Usage: rnx console [--port N]\n"
+    "Usage: rnx console [--port N] [--max-pending N] [--max-connections N]\n"
     "\n"
     "Serves joblet's web console to a browser on this machine: listens on 127.0.0.1:N (any free\n"
     "port by default) as you, and carries the browser's requests to joblet's socket, where they\n"
     "are yours (what you may see and do is what rnx lets you). Prints the URL to open; it holds a\n"
-    "one-time token that the browser trades for a session cookie, so other users of this machine\n"
-    "cannot use the port. Runs until interrupted (Ctrl-C).\n"
+    "one-time token that the browser trades for a session cookie and a key that only the\n"
+    "console's page holds, so other users of this machine (and pages on other ports) cannot use\n"
+    "the port. Runs until interrupted (Ctrl-C).\n"
     "\n"
     "Flags:\n"
-    "  --port N   the port to listen on (default 0: any free one)\n"
+    "  --port N              the port to listen on (default 0: any free one)\n"
+    "  --max-pending N       connections waiting to be checked at once (default 64; past it the\n"
+    "                        oldest is closed); they cost no process\n"
+    "  --max-connections N   requests carried to joblet at once, each by a process of yours\n"
+    "                        (default 64; past it 503)\n"
     "\n"
     "Reaching it from another machine: ssh -L 8080:127.0.0.1:N host, then open the URL with\n"
     "port 8080.\n";
 
-static char token[SECRET_HEX + 1], session[SECRET_HEX + 1];
-static volatile int *token_used;      /* shared with the connections' children */
+static console_secrets secrets;
 static const char *sock_path;
-/* "joblet_console_PORT": browsers share cookies between the ports of a host, so two consoles
- * (two users, two daemons) in one browser each keep their own */
-static char cookie[40];
-static size_t cookie_len;
+
+/* A connection whose head is not in yet, or a refused one whose body is read away. */
+typedef struct pending {
+    int fd;
+    bool draining;
+    int64_t since;        /* ms, monotonic: accepted, or answered when draining */
+    uint64_t seq;         /* the order of acceptance: the lowest is the oldest */
+    size_t len;           /* of buf; draining: bytes read away */
+    char *buf;            /* HEAD_MAX + 1 */
+} pending;
+
+static pending *pend;
+static size_t npend, max_pending = PENDING_DEFAULT, max_conns = CONNECTIONS_DEFAULT, nchildren;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int random_hex(char *out)
 {
-    unsigned char b[SECRET_HEX / 2];
+    unsigned char b[CONSOLE_SECRET_HEX / 2];
     size_t got = 0;
     while (got < sizeof b) {
         ssize_t n = getrandom(b + got, sizeof b - got, 0);
@@ -67,15 +101,6 @@ static int random_hex(char *out)
     for (size_t i = 0; i < sizeof b; i++)
         sprintf(out + 2 * i, "%02x", b[i]);
     return 0;
-}
-
-/* Whether s (len bytes) is the secret, in time that does not depend on where they differ. */
-static bool secret_equal(const char *s, size_t len, const char *secret)
-{
-    unsigned char diff = len != SECRET_HEX;
-    for (size_t i = 0; i < SECRET_HEX; i++)
-        diff |= (unsigned char)((i < len ? s[i] : 0) ^ secret[i]);
-    return diff == 0;
 }
 
 static void send_all(int fd, const char *p, size_t n)
@@ -91,71 +116,20 @@ static void send_all(int fd, const char *p, size_t n)
     }
 }
 
-static void reply(int fd, const char *status, const char *extra, const char *body)
+/* An answer of the console's own (small: it fits the socket's empty buffer). */
+static void reply(int fd, int flags, const char *status, const char *extra, const char *body)
 {
-    char buf[1024];
+    char buf[2048];
     int n = snprintf(buf, sizeof buf,
                      "HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
-                     "Cache-Control: no-store\r\nConnection: close\r\n%s\r\n%s",
-                     status, strlen(body), extra, body);
-    send_all(fd, buf, (size_t)n);
-}
-
-/* The value of header `name` in the head (first line excluded), or NULL; *len its length. */
-static const char *header(const char *head, const char *name, size_t *len)
-{
-    size_t nl = strlen(name);
-    for (const char *p = strstr(head, "\r\n"); p && p[2]; p = strstr(p + 2, "\r\n")) {
-        const char *line = p + 2;
-        if (!strncasecmp(line, name, nl) && line[nl] == ':') {
-            const char *v = line + nl + 1;
-            while (*v == ' ' || *v == '\t')
-                v++;
-            const char *end = strstr(v, "\r\n");
-            *len = end ? (size_t)(end - v) : strlen(v);
-            return v;
-        }
-    }
-    return NULL;
-}
-
-/* Whether the Cookie header holds our session. */
-static bool has_session(const char *head)
-{
-    size_t len;
-    const char *v = header(head, "Cookie", &len);
-    bool ok = false;
-    while (v && len) {
-        const char *semi = memchr(v, ';', len);
-        size_t part = semi ? (size_t)(semi - v) : len;
-        if (part > cookie_len + 1 && !strncmp(v, cookie, cookie_len) && v[cookie_len] == '=')
-            ok |= secret_equal(v + cookie_len + 1, part - cookie_len - 1, session);
-        if (!semi)
-            break;
-        len -= part + 1;
-        v = semi + 1;
-        while (len && *v == ' ')
-            v++, len--;
-    }
-    return ok;
-}
-
-/* The token=... of the request line's query, or NULL. */
-static const char *query_token(const char *target, size_t tlen, size_t *len)
-{
-    const char *q = memchr(target, '?', tlen);
-    while (q && q < target + tlen) {
-        q++;
-        const char *end = memchr(q, '&', (size_t)(target + tlen - q));
-        if (!end)
-            end = target + tlen;
-        if (end - q > 6 && !strncmp(q, "token=", 6)) {
-            *len = (size_t)(end - q - 6);
-            return q + 6;
-        }
-        q = end;
-    }
-    return NULL;
+                     "Cache-Control: no-store\r\nConnection: close\r\n%s\r\n%s\n",
+                     status, strlen(body) + 1, extra, body);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return;
+    if (flags)
+        send(fd, buf, (size_t)n, flags);
+    else
+        send_all(fd, buf, (size_t)n);
 }
 
 static int daemon_connect(void)
@@ -194,102 +168,22 @@ static void relay(int a, int b)
     }
 }
 
-/* The head (request line and headers; end: where "\r\n\r\n" starts) without its Connection and
- * Keep-Alive lines, ending with "Connection: close". */
-static size_t rewrite_head(const char *head, const char *end, char *out, size_t cap)
+/* In the child: carries the checked request (its head ends at end; len bytes read in all, the
+ * rest the body's start) to joblet, then the bytes both ways. */
+static void forward(int c, const char *head, const char *end, size_t len)
 {
-    size_t n = 0;
-    for (const char *line = head; line <= end;) {
-        const char *eol = strstr(line, "\r\n");
-        size_t ll = (size_t)(eol - line) + 2;
-        bool drop = line != head && (!strncasecmp(line, "Connection:", 11) || !strncasecmp(line, "Keep-Alive:", 11));
-        if (!drop && n + ll < cap) {
-            memcpy(out + n, line, ll);
-            n += ll;
-        }
-        line = eol + 2;
-    }
-    int w = snprintf(out + n, cap - n, "Connection: close\r\n\r\n");
-    return n + (w > 0 ? (size_t)w : 0);
-}
-
-/* Whether the Host header names this machine's loopback (a name that a rebinding DNS points at
- * 127.0.0.1 is refused; the cookie would not have been sent to it anyway). */
-static bool local_host(const char *head)
-{
-    size_t len;
-    const char *v = header(head, "Host", &len);
-    static const char *const ok[] = {"127.0.0.1", "localhost", "[::1]"};
-    for (size_t i = 0; v && i < sizeof ok / sizeof ok[0]; i++) {
-        size_t l = strlen(ok[i]);
-        if (len >= l && !strncasecmp(v, ok[i], l) && (len == l || v[l] == ':'))
-            return true;
-    }
-    return false;
-}
-
-static void serve(int c)
-{
-    char head[HEAD_MAX + 1];
-    size_t len = 0;
-    struct timeval tv = {30, 0};
-    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char *end = NULL;
-    while (!end && len < HEAD_MAX) {
-        ssize_t n = recv(c, head + len, HEAD_MAX - len, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return;
-        len += (size_t)n;
-        head[len] = 0;
-        end = strstr(head, "\r\n\r\n");
-    }
-    if (!end) {
-        reply(c, "431 Request Header Fields Too Large", "", "request head too large\n");
-        return;
-    }
-    tv.tv_sec = 0;
-    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    /* "GET /path?query HTTP/1.1" */
-    const char *sp = memchr(head, ' ', len), *target = sp ? sp + 1 : NULL;
-    const char *sp2 = target ? memchr(target, ' ', (size_t)(end - target)) : NULL;
-    if (!sp2) {
-        reply(c, "400 Bad Request", "", "not an HTTP request\n");
-        return;
-    }
-    size_t tlen = (size_t)(sp2 - target), toklen;
-    const char *tok = query_token(target, tlen, &toklen);
-    if (tok) {
-        /* the one-time token: traded for the session cookie, once */
-        if (secret_equal(tok, toklen, token) && __sync_bool_compare_and_swap(token_used, 0, 1)) {
-            char extra[300];
-            snprintf(extra, sizeof extra,
-                     "Location: /\r\nSet-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n", cookie, session);
-            reply(c, "303 See Other", extra, "signed in; the console is at /\n");
-        } else {
-            reply(c, "401 Unauthorized", "", "this console link was used already or is wrong: run 'rnx console' "
-                                              "again for a new one\n");
-        }
-        return;
-    }
-    if (!has_session(head)) {
-        reply(c, "401 Unauthorized", "", "no console session: open the URL 'rnx console' printed\n");
-        return;
-    }
-    if (!local_host(head)) {
-        reply(c, "403 Forbidden", "", "the console answers only to 127.0.0.1, localhost or [::1]\n");
-        return;
-    }
     int d = daemon_connect();
     if (d < 0) {
-        reply(c, "502 Bad Gateway", "", "joblet does not answer on its socket\n");
+        reply(c, 0, "502 Bad Gateway", "", "joblet does not answer on its socket");
         return;
     }
-    /* One request per connection (Connection: close, whatever the browser asked): every
-     * request is checked, none rides on an earlier one's connection. */
     char out[HEAD_MAX + 64];
-    size_t n = rewrite_head(head, end, out, sizeof out);
+    size_t n = console_gate_rewrite(head, end, out, sizeof out);
+    if (!n) {
+        reply(c, 0, "431 Request Header Fields Too Large", "", "request head too large");
+        close(d);
+        return;
+    }
     send_all(d, out, n);
     size_t body = (size_t)(end + 4 - head);
     send_all(d, head + body, len - body);
@@ -297,11 +191,231 @@ static void serve(int c)
     close(d);
 }
 
+static void drop(pending *p)
+{
+    close(p->fd);
+    free(p->buf);
+    p->fd = -1;
+    p->buf = NULL;
+}
+
+/* Answers a request the console refuses (or signs in) and reads away what the browser still
+ * sends, shut for writing, so that it reads the answer rather than a reset. */
+static void answer(pending *p, const char *status, const char *extra, const char *body)
+{
+    reply(p->fd, MSG_DONTWAIT | MSG_NOSIGNAL, status, extra, body);
+    shutdown(p->fd, SHUT_WR);
+    free(p->buf);
+    p->buf = NULL;
+    p->draining = true;
+    p->len = 0;
+    p->since = mono_ms();
+}
+
+static void reap(void)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        if (nchildren)
+            nchildren--;
+}
+
+/* The head of p is in (end: where its "\r\n\r\n" starts): check it, then answer, or fork
+ * the child that carries it. */
+static void decide(pending *p, char *end, int listener, int sigfd, const sigset_t *mask)
+{
+    console_verdict v;
+    console_gate_check(&secrets, p->buf, end, &v);
+    char extra[400], msg[200];
+    if (v.action == GATE_REFUSE) {
+        answer(p, v.status, "", v.msg);
+        return;
+    }
+    if (v.action == GATE_SIGN_IN) {
+        console_gate_sign_in(&secrets, extra, sizeof extra);
+        answer(p, "303 See Other", extra, "signed in; the console is at /");
+        return;
+    }
+    reap();
+    if (nchildren >= max_conns) {
+        snprintf(msg, sizeof msg, "the console carries %zu requests at once already (rnx console --max-connections); "
+                                  "try again when one ends", max_conns);
+        answer(p, "503 Service Unavailable", "Retry-After: 1\r\n", msg);
+        return;
+    }
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) {
+        snprintf(msg, sizeof msg, "the console cannot start a process to carry the request: %s", strerror(errno));
+        answer(p, "503 Service Unavailable", "", msg);
+        return;
+    }
+    if (pid == 0) {
+        /* the child holds this connection only, and ends with the console */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(0);
+        close(listener);
+        close(sigfd);
+        for (size_t i = 0; i < npend; i++)
+            if (&pend[i] != p && pend[i].fd >= 0)
+                close(pend[i].fd);
+        sigprocmask(SIG_SETMASK, mask, NULL);
+        fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) & ~O_NONBLOCK);
+        forward(p->fd, p->buf, end, p->len);
+        _exit(0);
+    }
+    nchildren++;
+    drop(p);
+}
+
+/* What came in on p. */
+static void readable(pending *p, int listener, int sigfd, const sigset_t *mask)
+{
+    if (p->draining) {
+        char sink[16384];
+        ssize_t n = recv(p->fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        p->len += n > 0 ? (size_t)n : 0;
+        if (n <= 0 || p->len > DRAIN_MAX)
+            drop(p);
+        return;
+    }
+    ssize_t n = recv(p->fd, p->buf + p->len, HEAD_MAX - p->len, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        drop(p);
+        return;
+    }
+    size_t from = p->len > 3 ? p->len - 3 : 0;
+    p->len += (size_t)n;
+    p->buf[p->len] = 0;
+    char *end = strstr(p->buf + from, "\r\n\r\n");
+    if (end) {
+        decide(p, end, listener, sigfd, mask);
+        return;
+    }
+    if (p->len == HEAD_MAX || memchr(p->buf + from, 0, p->len - from))
+        answer(p, p->len == HEAD_MAX ? "431 Request Header Fields Too Large" : "400 Bad Request", "",
+               p->len == HEAD_MAX ? "request head too large" : "a NUL byte in the request head");
+}
+
+static int64_t deadline(const pending *p)
+{
+    return p->since + (p->draining ? DRAIN_TIMEOUT_MS : HEAD_TIMEOUT_MS);
+}
+
+/* Room for one more connection: a free place, else the oldest waiting one's. */
+static pending *slot(void)
+{
+    pending *old = NULL;
+    for (size_t i = 0; i < npend; i++) {
+        if (pend[i].fd < 0)
+            return &pend[i];
+        if (!old || pend[i].seq < old->seq)
+            old = &pend[i];
+    }
+    if (npend < max_pending)
+        return &pend[npend++];
+    drop(old);
+    return old;
+}
+
+/* The console's one loop: accepts, reads heads, answers, forks for what passes. */
+static int serve(int l)
+{
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old);
+    int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    pend = calloc(max_pending, sizeof *pend);
+    struct pollfd *pfd = calloc(max_pending + 2, sizeof *pfd);
+    if (sigfd < 0 || !pend || !pfd)
+        return rnx_fail("cannot set up the console: %s", strerror(errno));
+    int64_t accept_again = 0;     /* out of descriptors: accept again then */
+    uint64_t accepted = 0;
+    for (;;) {
+        int64_t now = mono_ms(), next = -1;
+        size_t live = 0;
+        for (size_t i = 0; i < npend; i++) {
+            pending *p = &pend[i];
+            if (p->fd >= 0 && now >= deadline(p)) {
+                if (p->draining)
+                    drop(p);
+                else
+                    answer(p, "408 Request Timeout", "", "the request head did not come in time");
+            }
+            if (p->fd < 0)
+                continue;
+            pend[live++] = *p;
+            if (next < 0 || deadline(p) < next)
+                next = deadline(p);
+        }
+        npend = live;
+        nfds_t n = 0;
+        pfd[n++] = (struct pollfd){sigfd, POLLIN, 0};
+        bool listening = now >= accept_again;
+        if (listening)
+            pfd[n++] = (struct pollfd){l, POLLIN, 0};
+        else if (next < 0 || accept_again < next)
+            next = accept_again;
+        for (size_t i = 0; i < npend; i++)
+            pfd[n++] = (struct pollfd){pend[i].fd, POLLIN, 0};
+        int r = poll(pfd, n, next < 0 ? -1 : (int)(next > now ? next - now : 0));
+        if (r < 0 && errno != EINTR)
+            return rnx_fail("poll: %s", strerror(errno));
+        if (r <= 0)
+            continue;
+        if (pfd[0].revents) {
+            struct signalfd_siginfo si;
+            while (read(sigfd, &si, sizeof si) > 0) {
+            }
+            reap();
+        }
+        /* the waiting connections first, then new ones (which may push the oldest out) */
+        size_t first = listening ? 2 : 1;
+        for (size_t i = 0; i < npend; i++)
+            if (pfd[first + i].revents && pend[i].fd >= 0)
+                readable(&pend[i], l, sigfd, &old);
+        if (!listening || !pfd[1].revents)
+            continue;
+        for (size_t k = 0; k < max_pending; k++) {
+            int c = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (c < 0) {
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                    accept_again = mono_ms() + 100;
+                else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                    return rnx_fail("accept: %s", strerror(errno));
+                break;
+            }
+            pending *p = slot();
+            *p = (pending){.fd = c, .since = mono_ms(), .seq = ++accepted, .buf = malloc(HEAD_MAX + 1)};
+            if (!p->buf)
+                drop(p);
+        }
+    }
+}
+
+/* --max-pending, --max-connections: 1 to FLAG_MAX. */
+static int count_flag(const char *flag, const char *arg, size_t *out)
+{
+    uint64_t v;
+    if (parse_u64(arg, &v) < 0 || v < 1 || v > FLAG_MAX)
+        return rnx_usage("%s: '%s' is not a count from 1 to %d", flag, arg, FLAG_MAX);
+    *out = (size_t)v;
+    return RNX_OK;
+}
+
 int cmd_console(rnx_ctx *ctx, int argc, char **argv)
 {
-    static const struct option opts[] = {{"port", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option opts[] = {{"port", required_argument, NULL, 'p'},
+                                         {"max-pending", required_argument, NULL, 'P'},
+                                         {"max-connections", required_argument, NULL, 'C'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
     uint64_t port = 0;
-    int o;
+    int o, rc;
     optind = 0;
     while ((o = rnx_getopt(argc, argv, "h", opts, "rnx console")) != -1) {
         switch (o) {
@@ -309,21 +423,36 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
             if (parse_u64(optarg, &port) < 0 || port > 65535)
                 return rnx_usage("--port: '%s' is not a port (0 to 65535)", optarg);
             break;
+        case 'P':
+            if ((rc = count_flag("--max-pending", optarg, &max_pending)) != RNX_OK)
+                return rc;
+            break;
+        case 'C':
+            if ((rc = count_flag("--max-connections", optarg, &max_conns)) != RNX_OK)
+                return rc;
+            break;
         case 'h': fputs(console_help, stdout); return RNX_OK;
         default: return RNX_USAGE;
         }
     }
     if (optind < argc)
         return rnx_usage("console takes no arguments ('%s'); see 'rnx console --help'", argv[optind]);
+    /* the waiting connections are this process's descriptors: they must fit beside its own */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+        max_pending + 16 > nofile.rlim_cur)
+        return rnx_usage("--max-pending: %zu connections do not fit in this process's %llu open files "
+                         "(ulimit -n) with the console's own; give at most %llu",
+                         max_pending, (unsigned long long)nofile.rlim_cur,
+                         nofile.rlim_cur > 16 ? (unsigned long long)nofile.rlim_cur - 16 : 0ull);
     sock_path = ctx->socket;
     int probe = daemon_connect();
     if (probe < 0)
         return rnx_fail("cannot reach joblet at %s: %s", sock_path, strerror(errno));
     close(probe);
-    token_used = mmap(NULL, sizeof *token_used, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (token_used == MAP_FAILED || random_hex(token) < 0 || random_hex(session) < 0)
+    if (random_hex(secrets.token) < 0 || random_hex(secrets.session) < 0 || random_hex(secrets.key) < 0)
         return rnx_fail("cannot make the console's secrets: %s", strerror(errno));
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -332,26 +461,13 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
         bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 128) < 0 ||
         getsockname(l, (struct sockaddr *)&sa, &sl) < 0)
         return rnx_fail("cannot listen on 127.0.0.1:%llu: %s", (unsigned long long)port, strerror(errno));
-    cookie_len = (size_t)snprintf(cookie, sizeof cookie, "joblet_console_%u", (unsigned)ntohs(sa.sin_port));
-    signal(SIGCHLD, SIG_IGN);   /* children are reaped by the kernel */
+    /* "joblet_console_PORT": browsers share cookies between the ports of a host, so two consoles
+     * (two users, two daemons) in one browser each keep their own */
+    snprintf(secrets.cookie, sizeof secrets.cookie, "joblet_console_%u", (unsigned)ntohs(sa.sin_port));
     signal(SIGPIPE, SIG_IGN);
     printf("joblet console (as uid %u): http://127.0.0.1:%u/?token=%s\n", (unsigned)getuid(),
-           (unsigned)ntohs(sa.sin_port), token);
-    printf("The link works once; the browser then holds a session cookie. Ctrl-C stops the console.\n");
+           (unsigned)ntohs(sa.sin_port), secrets.token);
+    printf("The link works once, in one browser tab, which then holds the session. Ctrl-C stops the console.\n");
     fflush(stdout);
-    for (;;) {
-        int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-        if (c < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
-                continue;
-            return rnx_fail("accept: %s", strerror(errno));
-        }
-        pid_t pid = fork();
-        if (pid == 0) {
-            close(l);
-            serve(c);
-            _exit(0);
-        }
-        close(c);
-    }
+    return serve(l);
 }

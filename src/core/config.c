@@ -25,7 +25,8 @@ void config_defaults(config *c)
     c->max_upload_bytes = 256ull << 20;
     c->upload_timeout_s = 30;
     c->max_body_bytes = 16ull << 20;
-    c->max_conns_per_user = 64;   /* of MHD's 4096: no user locks the others out */
+    c->max_conns = 4096;          /* and never more than half the descriptors (api/http.c) */
+    c->max_conns_per_user = 64;   /* of the 4096: no user locks the others out */
     c->idle_timeout_s = 30;       /* a connection that sends nothing (a half request) does not stay */
     c->max_uploads = 32;
     c->limits.uploads_per_user = 4;
@@ -83,6 +84,7 @@ static const key keys[] = {
     {"jobs.max_upload_bytes", K_BYTES, offsetof(config, max_upload_bytes), 8, 1, 0},
     U64("jobs.upload_timeout_s", upload_timeout_s, 1, 3600),
     {"server.max_body_bytes", K_BYTES, offsetof(config, max_body_bytes), 8, 4096, 0},
+    U64("server.max_connections", max_conns, 16, 1000000),
     U64("server.max_connections_per_user", max_conns_per_user, 0, 4000),
     U64("server.idle_timeout_s", idle_timeout_s, 1, 3600),
     U64("server.max_uploads", max_uploads, 1, 10000),

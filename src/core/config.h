@@ -28,6 +28,7 @@ typedef struct config {
     uint64_t max_upload_bytes;    /* jobs.max_upload_bytes */
     uint64_t upload_timeout_s;    /* jobs.upload_timeout_s: a streamed upload idle this long is dropped */
     uint64_t max_body_bytes;      /* server.max_body_bytes: a request body other than an upload's bytes */
+    uint32_t max_conns;           /* server.max_connections: open at once in all (at most half the open-file limit) */
     uint32_t max_conns_per_user;  /* server.max_connections_per_user: open at once per non-root uid; 0 = none */
     uint32_t idle_timeout_s;      /* server.idle_timeout_s: a connection silent this long is closed */
     uint64_t max_uploads;         /* server.max_uploads: streamed uploads open at once, all users */

@@ -418,7 +418,7 @@ int main(int argc, char **argv)
     launch_adopt_all();
     launch_init();
     incoming_clean_stale();
-    http_limits hl = {core.cfg.max_body_bytes, core.cfg.max_conns_per_user, core.cfg.idle_timeout_s};
+    http_limits hl = {core.cfg.max_body_bytes, core.cfg.max_conns, core.cfg.max_conns_per_user, core.cfg.idle_timeout_s};
     if (http_start(core.cfg.socket, core.cfg.socket_mode, &hl, &e) < 0) {
         log_err("%s", e.msg);
         return 1;

@@ -5,24 +5,30 @@ import re
 import shutil
 import subprocess
 import time
+import urllib.parse
 
-from conftest import BUILD
+from conftest import BUILD, SANITIZER_MARKS
 
 
 class Console:
-    """rnx console as root (uid None) or as uid, on a free port; .url is the one-time link."""
+    """rnx console as root (uid None) or as uid, on a free port; .url is the one-time link.
+    args: more flags for rnx console; prefix: a command that runs it (e.g. prlimit)."""
 
-    def __init__(self, d, uid=None):
-        cmd = [os.path.join(BUILD, "rnx"), "--socket", d.sock, "console"]
+    def __init__(self, d, uid=None, args=(), prefix=()):
+        cmd = [os.path.join(BUILD, "rnx"), "--socket", d.sock, "console", *args]
         if uid is not None:
             cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] + cmd
+        cmd = [*prefix, *cmd]
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env={"PATH": "/usr/bin:/bin"})
+                                  env={"PATH": "/usr/bin:/bin",
+                                       **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
         line = self.p.stdout.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", line)
         assert m, f"rnx console printed {line!r}; stderr: {self.p.stderr.read() if self.p.poll() is not None else ''}"
         self.port, self.token = int(m.group(1)), m.group(2)
         self.url = m.group(0)
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self.jar = self.key = None
 
     def request(self, method, path, headers=None, body=None, timeout=10):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -33,13 +39,32 @@ class Console:
         return r, data
 
     def sign_in(self):
-        """Trades the token for the cookie; the Cookie header to send."""
+        """Trades the token for the cookie; the Cookie header to send. The page's own key (the
+        fragment of the redirect, "/#key=...") is kept in .key (None where there is none)."""
         r, _ = self.request("GET", f"/?token={self.token}")
         assert r.status == 303, r.status
         cookie = r.getheader("Set-Cookie")
-        return cookie.split(";")[0]
+        self.jar = cookie.split(";")[0]
+        frag = urllib.parse.urlsplit(r.getheader("Location") or "").fragment
+        self.key = urllib.parse.parse_qs(frag).get("key", [None])[0]
+        return self.jar
+
+    def auth(self, **more):
+        """The headers the console's page sends: its cookie and its key."""
+        h = {"Cookie": self.jar, **more}
+        if self.key:
+            h["X-Console-Key"] = self.key
+        return h
 
     def stop(self):
+        """Ends the console; a sanitizer report on its stderr (or its children's) fails the test."""
         if self.p.poll() is None:
             self.p.terminate()
-            self.p.wait(timeout=10)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        err = self.p.stderr.read()
+        for mark in SANITIZER_MARKS:
+            assert mark not in err, err

@@ -1,5 +1,6 @@
 """The web console (docs/console.md): its files served by joblet, and `rnx console`'s loopback
-proxy with its one-time token, session cookie and 401s."""
+proxy with its one-time token, session cookie, the page's key and 401s (the attacks of another
+local user: test_hostile_console.py)."""
 import json
 import os
 import socket
@@ -40,7 +41,9 @@ def test_the_proxy_needs_the_token_then_the_cookie(daemon):
         r, _ = con.request("GET", "/?token=" + "0" * 64)
         assert r.status == 401
         r, _ = con.request("GET", f"/?token={con.token}")
-        assert r.status == 303 and r.getheader("Location") == "/"
+        assert r.status == 303 and r.getheader("Location").startswith("/#key=")
+        key = r.getheader("Location")[len("/#key="):]
+        assert len(key) == 64
         cookie = r.getheader("Set-Cookie")
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
         jar = cookie.split(";")[0]
@@ -51,15 +54,20 @@ def test_the_proxy_needs_the_token_then_the_cookie(daemon):
         assert r.status == 401
         r, body = con.request("GET", "/", headers={"Cookie": "theme=dark; " + jar})
         assert r.status == 200 and b"<html" in body
-        r, body = con.request("GET", "/v1/whoami", headers={"Cookie": jar})
+        # the page's files with the cookie; the API needs the page's key too
+        r, _ = con.request("GET", "/v1/whoami", headers={"Cookie": jar})
+        assert r.status == 401
+        r, body = con.request("GET", "/v1/whoami", headers={"Cookie": jar, "X-Console-Key": key})
         assert r.status == 200 and json.loads(body)["uid"] == 0
         # a name that resolves here by DNS rebinding is not this console's host
-        r, _ = con.request("GET", "/v1/whoami", headers={"Cookie": jar, "Host": "evil.example:%d" % con.port})
+        r, _ = con.request("GET", "/v1/whoami", headers={"Cookie": jar, "X-Console-Key": key,
+                                                         "Host": "evil.example:%d" % con.port})
         assert r.status == 403
         # each connection carries one request: a second one on it is not passed unchecked
         s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
-        s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {jar}\r\nConnection: keep-alive\r\n\r\n"
-                  "GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\nCookie: {jar}\r\nX-Console-Key: {key}\r\n"
+                  "Connection: keep-alive\r\n\r\n"
+                  f"GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\n\r\n".encode())
         got = b""
         while True:
             d = s.recv(65536)
@@ -85,14 +93,14 @@ def test_the_proxy_listens_on_loopback_only(daemon):
 def test_the_proxy_carries_the_calling_users_identity(daemon):
     con = Console(daemon, uid=UID)
     try:
-        jar = con.sign_in()
-        r, body = con.request("GET", "/v1/whoami", headers={"Cookie": jar})
+        con.sign_in()
+        r, body = con.request("GET", "/v1/whoami", headers=con.auth())
         me = json.loads(body)
         assert me["uid"] == UID and me["admin"] is False
         root_job = daemon.submit("sleep", "60")
-        r, body = con.request("GET", "/v1/jobs", headers={"Cookie": jar})
+        r, body = con.request("GET", "/v1/jobs", headers=con.auth())
         assert r.status == 200 and root_job not in {j["id"] for j in json.loads(body)["jobs"]}
-        r, body = con.request("POST", "/v1/gpus/0/drain", headers={"Cookie": jar})
+        r, body = con.request("POST", "/v1/gpus/0/drain", headers=con.auth(**{"Content-Type": "application/json"}))
         assert r.status in (403, 404)
         daemon.rnx("job", "stop", root_job)
     finally:
@@ -121,7 +129,9 @@ def test_events_through_the_proxy(daemon):
     try:
         jar = con.sign_in()
         s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
-        s.sendall(f"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {jar}\r\n\r\n".encode())
+        # an EventSource cannot send headers: the page's key rides in the URL
+        s.sendall(f"GET /v1/events?console_key={con.key} HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\n"
+                  f"Cookie: {jar}\r\n\r\n".encode())
         buf = b""
         while b"event: hello" not in buf:
             got = s.recv(4096)

@@ -1,0 +1,307 @@
+/* The checks of "rnx console" on a request head (console_gate.h).
+ *
+ * Why more than a cookie: browsers scope cookies by host, not port, so every listener on
+ * 127.0.0.1 (another user's server) receives the console's cookie, and a page it serves is the
+ * "same site" as the console (SameSite=Strict does not stop its forms). So the API also needs
+ * the page's key, which no other origin can read (sessionStorage is per origin, port included)
+ * and no browser sends by itself; the exact origin is checked where the browser says it
+ * (Origin, Sec-Fetch-Site); and a change must be application/json, which a form cannot send
+ * and a script of another origin cannot send without a preflight the console never answers. */
+#include "console_gate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* The value of header `name` in the head (first line excluded, up to end), or NULL; *len its
+ * length, without trailing blanks; *count how many lines name it. */
+static const char *header(const char *head, const char *end, const char *name, size_t *len, int *count)
+{
+    size_t nl = strlen(name);
+    const char *found = NULL;
+    *count = 0;
+    for (const char *p = strstr(head, "\r\n"); p && p < end; p = strstr(p + 2, "\r\n")) {
+        const char *line = p + 2;
+        if (!strncasecmp(line, name, nl) && line[nl] == ':') {
+            const char *v = line + nl + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            const char *e = strstr(v, "\r\n");
+            size_t l = e ? (size_t)(e - v) : strlen(v);
+            while (l && (v[l - 1] == ' ' || v[l - 1] == '\t'))
+                l--;
+            if (!found) {
+                found = v;
+                *len = l;
+            }
+            ++*count;
+        }
+    }
+    return found;
+}
+
+/* The value of the query parameter `name` in target (tlen bytes), or NULL. */
+static const char *query_param(const char *target, size_t tlen, const char *name, size_t *len)
+{
+    size_t nl = strlen(name);
+    const char *q = memchr(target, '?', tlen), *stop = target + tlen;
+    while (q && q < stop) {
+        q++;
+        const char *amp = memchr(q, '&', (size_t)(stop - q));
+        const char *e = amp ? amp : stop;
+        if ((size_t)(e - q) > nl && !strncmp(q, name, nl) && q[nl] == '=') {
+            *len = (size_t)(e - q - nl - 1);
+            return q + nl + 1;
+        }
+        q = e;
+    }
+    return NULL;
+}
+
+bool console_secret_equal(const char *s, size_t len, const char *secret)
+{
+    unsigned char diff = len != CONSOLE_SECRET_HEX;
+    for (size_t i = 0; i < CONSOLE_SECRET_HEX; i++)
+        diff |= (unsigned char)((i < len ? s[i] : 0) ^ secret[i]);
+    return diff == 0;
+}
+
+/* Whether the Cookie header value (len bytes) holds name=secret. */
+static bool cookie_holds(const char *v, size_t len, const char *name, const char *secret)
+{
+    size_t nl = strlen(name);
+    bool ok = false;
+    while (v && len) {
+        const char *semi = memchr(v, ';', len);
+        size_t part = semi ? (size_t)(semi - v) : len;
+        if (part > nl + 1 && !strncmp(v, name, nl) && v[nl] == '=')
+            ok |= console_secret_equal(v + nl + 1, part - nl - 1, secret);
+        if (!semi)
+            break;
+        len -= part + 1;
+        v = semi + 1;
+        while (len && *v == ' ')
+            v++, len--;
+    }
+    return ok;
+}
+
+/* Whether host (len bytes) is 127.0.0.1, localhost or [::1], with an optional :PORT (a name
+ * that a rebinding DNS points at 127.0.0.1 is refused). */
+static bool loopback_host(const char *v, size_t len)
+{
+    static const char *const ok[] = {"127.0.0.1", "localhost", "[::1]"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        size_t l = strlen(ok[i]);
+        if (len < l || strncasecmp(v, ok[i], l))
+            continue;
+        if (len == l)
+            return true;
+        if (v[l] != ':' || len == l + 1 || len > l + 6)
+            continue;
+        size_t d = l + 1;
+        while (d < len && v[d] >= '0' && v[d] <= '9')
+            d++;
+        if (d == len)
+            return true;
+    }
+    return false;
+}
+
+/* The page's files: GET or HEAD of /, /index.html or /console/NAME (NAME: letters, digits, '.',
+ * '_', '-', not starting with '.'). They are the same for everyone and hold nothing of the
+ * user's; the browser fetches them without the key (a navigation, <script src>). */
+static bool page_file(const char *method, const char *path, size_t plen)
+{
+    if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+        return false;
+    if ((plen == 1 && path[0] == '/') || (plen == 11 && !strncmp(path, "/index.html", 11)))
+        return true;
+    if (plen <= 9 || strncmp(path, "/console/", 9) || path[9] == '.')
+        return false;
+    for (size_t i = 9; i < plen; i++) {
+        char c = path[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* Whether the media type of a Content-Type value (len bytes) is application/json. */
+static bool json_type(const char *v, size_t len)
+{
+    const char *semi = memchr(v, ';', len);
+    size_t l = semi ? (size_t)(semi - v) : len;
+    while (l && (v[l - 1] == ' ' || v[l - 1] == '\t'))
+        l--;
+    return l == 16 && !strncasecmp(v, "application/json", 16);
+}
+
+__attribute__((format(printf, 3, 4))) static int refuse(console_verdict *v, const char *status, const char *fmt, ...)
+{
+    v->action = GATE_REFUSE;
+    v->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->msg, sizeof v->msg, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* A header's value for a message: at most 200 bytes of it. */
+#define SHOWN(len) (int)((len) > 200 ? 200 : (len))
+
+static int check(console_secrets *s, const char *head, const char *end, console_verdict *v)
+{
+    /* "METHOD /target HTTP/1.1": an origin-form target only */
+    const char *sp = memchr(head, ' ', (size_t)(end - head));
+    const char *target = sp ? sp + 1 : NULL;
+    const char *sp2 = target ? memchr(target, ' ', (size_t)(end - target)) : NULL;
+    const char *eol = strstr(head, "\r\n");
+    char method[16];
+    if (!sp2 || (size_t)(sp - head) >= sizeof method || *target != '/' || sp2 > eol)
+        return refuse(v, "400 Bad Request", "not an HTTP request the console takes (METHOD /path HTTP/1.1)");
+    memcpy(method, head, (size_t)(sp - head));
+    method[sp - head] = 0;
+    size_t tlen = (size_t)(sp2 - target);
+    const char *qm = memchr(target, '?', tlen);
+    size_t plen = qm ? (size_t)(qm - target) : tlen;
+    /* a folded header line (obsolete; no browser sends one) could hide a line from the checks */
+    for (const char *p = eol; p && p < end; p = strstr(p + 2, "\r\n"))
+        if (p[2] == ' ' || p[2] == '\t')
+            return refuse(v, "400 Bad Request", "folded header lines are not accepted");
+
+    size_t hlen = 0, olen = 0, flen = 0, clen = 0, klen = 0, ctlen = 0;
+    int hn, on, fn, cn, kn, ctn;
+    const char *host = header(head, end, "Host", &hlen, &hn);
+    const char *origin = header(head, end, "Origin", &olen, &on);
+    const char *site = header(head, end, "Sec-Fetch-Site", &flen, &fn);
+    const char *cookie = header(head, end, "Cookie", &clen, &cn);
+    const char *key = header(head, end, CONSOLE_KEY_HEADER, &klen, &kn);
+    const char *ctype = header(head, end, "Content-Type", &ctlen, &ctn);
+    if (hn > 1 || on > 1 || fn > 1 || kn > 1 || ctn > 1)
+        return refuse(v, "400 Bad Request",
+                      "the request names Host, Origin, Sec-Fetch-Site, " CONSOLE_KEY_HEADER " or Content-Type twice");
+
+    /* the exact origin: the sign-in's once there is one; before it, the Host's own */
+    if (!host)
+        return refuse(v, "400 Bad Request", "the request names no Host");
+    if (!loopback_host(host, hlen))
+        return refuse(v, "403 Forbidden",
+                      "Host '%.*s' is not this machine's loopback: the console answers only to 127.0.0.1, localhost "
+                      "or [::1]", SHOWN(hlen), host);
+    char own[sizeof s->origin];
+    if (s->origin[0])
+        snprintf(own, sizeof own, "%s", s->origin);
+    else
+        snprintf(own, sizeof own, "http://%.*s", (int)(hlen > 280 ? 280 : hlen), host);
+    if (strlen(own) != 7 + hlen || strncasecmp(own + 7, host, hlen))
+        return refuse(v, "403 Forbidden", "Host '%.*s' is not this console's origin %s (where it was signed in)",
+                      SHOWN(hlen), host, own);
+    if (origin && (olen != strlen(own) || strncasecmp(origin, own, olen)))
+        return refuse(v, "403 Forbidden",
+                      "a cross-origin request: Origin '%.*s' is not this console's origin %s; the console answers "
+                      "its own page only",
+                      SHOWN(olen), origin, own);
+    if (site && !(flen == 11 && !strncasecmp(site, "same-origin", 11)) && !(flen == 4 && !strncasecmp(site, "none", 4)))
+        return refuse(v, "403 Forbidden",
+                      "Sec-Fetch-Site '%.*s': the request comes from another page than the console's own (another "
+                      "port of this host is another origin); only same-origin or none is accepted (origin %s)",
+                      SHOWN(flen), site, own);
+
+    size_t toklen;
+    const char *tok = query_param(target, tlen, "token", &toklen);
+    if (tok) {
+        /* the one-time token: traded for the session, once */
+        if (strcmp(method, "GET") || !console_secret_equal(tok, toklen, s->token) || s->token_used)
+            return refuse(v, "401 Unauthorized",
+                          "this console link was used already or is wrong: run 'rnx console' again for a new "
+                          "one");
+        s->token_used = true;
+        snprintf(s->origin, sizeof s->origin, "%s", own);
+        v->action = GATE_SIGN_IN;
+        return 0;
+    }
+    if (!cookie || !cookie_holds(cookie, clen, s->cookie, s->session))
+        return refuse(v, "401 Unauthorized", "no console session: open the URL 'rnx console' printed");
+    if (!page_file(method, target, plen)) {
+        size_t qlen = 0;
+        const char *qkey = !strcmp(method, "GET") ? query_param(target, tlen, CONSOLE_KEY_QUERY, &qlen) : NULL;
+        bool ok = (key && console_secret_equal(key, klen, s->key)) || (qkey && console_secret_equal(qkey, qlen, s->key));
+        if (!ok)
+            return refuse(v, "401 Unauthorized",
+                          "no console key: the cookie alone is not a session; the console's page sends its key as "
+                          CONSOLE_KEY_HEADER " (open the URL 'rnx console' printed, in this tab)");
+        if (strcmp(method, "GET") && strcmp(method, "HEAD") && (!ctype || !json_type(ctype, ctlen)))
+            return refuse(v, "415 Unsupported Media Type",
+                          "Content-Type '%.*s' is not accepted for a change through the console: send "
+                          "application/json", ctype ? SHOWN(ctlen) : 6, ctype ? ctype : "(none)");
+    }
+    v->action = GATE_FORWARD;
+    return 0;
+}
+
+void console_gate_check(console_secrets *s, const char *head, const char *end, console_verdict *v)
+{
+    check(s, head, end, v);
+}
+
+void console_gate_sign_in(const console_secrets *s, char *out, size_t cap)
+{
+    snprintf(out, cap, "Location: /#key=%s\r\nSet-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n", s->key,
+             s->cookie, s->session);
+}
+
+/* Appends n bytes to out (used bytes *o, cap); false when they do not fit. */
+static bool put(char *out, size_t *o, size_t cap, const char *p, size_t n)
+{
+    if (*o + n >= cap)
+        return false;
+    memcpy(out + *o, p, n);
+    *o += n;
+    return true;
+}
+
+size_t console_gate_rewrite(const char *head, const char *end, char *out, size_t cap)
+{
+    size_t o = 0;
+    const char *eol = strstr(head, "\r\n");
+    const char *target = memchr(head, ' ', (size_t)(eol - head)) + 1;
+    const char *sp2 = memchr(target, ' ', (size_t)(eol - target));
+    const char *qm = memchr(target, '?', (size_t)(sp2 - target));
+    /* the request line, its query without console_key */
+    if (!put(out, &o, cap, head, (size_t)((qm ? qm : sp2) - head)))
+        return 0;
+    bool first = true;
+    size_t kl = strlen(CONSOLE_KEY_QUERY);
+    for (const char *q = qm; q && q < sp2;) {
+        q++;
+        const char *amp = memchr(q, '&', (size_t)(sp2 - q));
+        const char *e = amp ? amp : sp2;
+        bool drop = (size_t)(e - q) >= kl && !strncmp(q, CONSOLE_KEY_QUERY, kl) && (q + kl == e || q[kl] == '=');
+        if (!drop && e > q) {
+            if (!put(out, &o, cap, first ? "?" : "&", 1) || !put(out, &o, cap, q, (size_t)(e - q)))
+                return 0;
+            first = false;
+        }
+        q = e;
+    }
+    if (!put(out, &o, cap, sp2, (size_t)(eol + 2 - sp2)))
+        return 0;
+    static const char *const dropped[] = {"Cookie:", CONSOLE_KEY_HEADER ":", "Connection:", "Keep-Alive:"};
+    for (const char *line = eol + 2; line < end + 2;) {
+        const char *le = strstr(line, "\r\n");
+        bool drop = false;
+        for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++)
+            drop |= !strncasecmp(line, dropped[i], strlen(dropped[i]));
+        if (!drop && !put(out, &o, cap, line, (size_t)(le + 2 - line)))
+            return 0;
+        line = le + 2;
+    }
+    static const char close_[] = "Connection: close\r\n\r\n";
+    if (!put(out, &o, cap, close_, sizeof close_ - 1))
+        return 0;
+    return o;
+}

@@ -1,0 +1,57 @@
+/* What "rnx console" decides about one request head before it forks or forwards anything
+ * (console_gate.c; docs/console.md, "Who may use the port"): pure functions over the bytes
+ * the browser sent, tested in tests/unit/test_console_gate.c. */
+#ifndef JOBLET_CONSOLE_GATE_H
+#define JOBLET_CONSOLE_GATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONSOLE_SECRET_HEX 64         /* 32 random bytes, as hex */
+#define CONSOLE_KEY_HEADER "X-Console-Key"
+#define CONSOLE_KEY_QUERY "console_key"   /* the same key in an EventSource's URL (GET only) */
+
+/* A console's secrets and the origin its session was made at. */
+typedef struct console_secrets {
+    char token[CONSOLE_SECRET_HEX + 1];   /* the printed link's, good once */
+    char session[CONSOLE_SECRET_HEX + 1]; /* the cookie's */
+    char key[CONSOLE_SECRET_HEX + 1];     /* the page's own: only the redirect's fragment carries it */
+    char cookie[40];                      /* the cookie's name, "joblet_console_PORT" */
+    bool token_used;
+    char origin[300];                     /* "http://HOST[:PORT]" of the sign-in, "" before it */
+} console_secrets;
+
+typedef enum {
+    GATE_REFUSE,    /* answer status with msg, forward nothing */
+    GATE_SIGN_IN,   /* the token was right and is now used: answer the redirect (console_gate_sign_in) */
+    GATE_FORWARD,   /* carry it to joblet (console_gate_rewrite) */
+} gate_action;
+
+typedef struct console_verdict {
+    gate_action action;
+    const char *status;    /* GATE_REFUSE: "401 Unauthorized", ... */
+    char msg[512];         /* GATE_REFUSE: the body, one line that says what would be accepted */
+} console_verdict;
+
+/* Decides on a request head: head is NUL-terminated and holds at least up to end, where its
+ * "\r\n\r\n" starts. Every request must name a loopback Host (after sign-in: the sign-in's
+ * exactly), come from that origin by its Origin and Sec-Fetch-Site headers where the browser
+ * sends them, and carry the cookie; the page's files pass with that, every other request
+ * (the API, the event stream) needs the page's key too, and a change (not GET or HEAD) must
+ * be application/json. A right, unused token signs in (GATE_SIGN_IN), marking s. */
+void console_gate_check(console_secrets *s, const char *head, const char *end, console_verdict *v);
+
+/* The extra header lines of the sign-in's 303: the cookie, and "Location: /#key=KEY" (a
+ * fragment: the browser keeps it, never sends it to a server). */
+void console_gate_sign_in(const console_secrets *s, char *out, size_t cap);
+
+/* The head joblet gets (end: where "\r\n\r\n" starts): the request line without the
+ * console_key query parameter; without the Cookie, X-Console-Key, Connection and Keep-Alive
+ * lines; ending with "Connection: close" and the blank line. Its length; 0 when it does not
+ * fit in cap. */
+size_t console_gate_rewrite(const char *head, const char *end, char *out, size_t cap);
+
+/* Whether s (len bytes) is the secret, in time that does not depend on where they differ. */
+bool console_secret_equal(const char *s, size_t len, const char *secret);
+
+#endif

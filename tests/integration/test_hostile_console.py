@@ -1,0 +1,437 @@
+"""Issue 25, findings 5 and 7: what another local user gets from `rnx console`'s loopback port.
+
+5. Browsers scope cookies by host, not port: any listener on 127.0.0.1 (another user's server)
+   receives the console's cookie, and a page there is "same site" with the console. So the
+   cookie alone no longer opens the API: every API request must also carry the page's own key
+   (handed to the page in the redirect's fragment, never sent to a server by the browser, kept
+   in the tab's sessionStorage) and come from the console's exact origin, and every change
+   must be application/json.
+7. An idle connection costs the console's owner no process: the head is read and checked in
+   the console's one process; only a request that passes forks, and those are bounded too.
+"""
+import http.client
+import json
+import re
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from console_util import Console
+
+UID = 4341           # the console's owner
+MALLORY = 4342       # another local user
+
+
+def jobs_named(d, name):
+    st, body = d.api("GET", "/v1/jobs")
+    assert st == 200
+    return [j for j in body["jobs"] if j.get("name") == name]
+
+
+def as_other_user(port, requests):
+    """Sends each (method, path, headers, body) to the console as uid MALLORY (a process of
+    hers, as she would replay a cookie her own server received); their statuses."""
+    probe = ("import http.client,json,sys\n"
+             "out=[]\n"
+             "for m,p,h,b in json.loads(sys.argv[1]):\n"
+             "    c=http.client.HTTPConnection('127.0.0.1',%d,timeout=10)\n"
+             "    c.request(m,p,body=b,headers=h); out.append(c.getresponse().status); c.close()\n"
+             "print(json.dumps(out))\n") % port
+    p = subprocess.run(["setpriv", f"--reuid={MALLORY}", f"--regid={MALLORY}", "--clear-groups",
+                        "/usr/bin/python3", "-c", probe, json.dumps(requests)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_a_replayed_cookie_without_the_pages_key_is_refused(daemon):
+    """Mallory holds the victim's cookie (her server on another port received it): replayed from
+    her process it reads nothing, submits nothing and opens no event stream."""
+    con = Console(daemon, uid=UID)
+    try:
+        jar = con.sign_in()
+        mark = "jhc-replay-" + uuid.uuid4().hex[:8]
+        submit = json.dumps({"command": "true", "name": mark})
+        same = {"Origin": con.origin, "Sec-Fetch-Site": "same-origin"}
+        statuses = as_other_user(con.port, [
+            ["GET", "/v1/whoami", {"Cookie": jar}, None],
+            ["GET", "/v1/jobs", {"Cookie": jar, **same}, None],
+            ["POST", "/v1/jobs", {"Cookie": jar, "Content-Type": "application/json", **same}, submit],
+            ["GET", "/v1/events", {"Cookie": jar}, None],
+            # a key that is not the page's, in the header and in the event stream's query
+            ["GET", "/v1/whoami", {"Cookie": jar, "X-Console-Key": "0" * 64}, None],
+            ["GET", "/v1/events?console_key=" + "0" * 64, {"Cookie": jar}, None],
+        ])
+        assert statuses == [401] * 6, statuses
+        assert jobs_named(daemon, mark) == []
+        # the page's key without the cookie is no session either
+        if con.key:
+            r, _ = con.request("GET", "/v1/whoami", headers={"X-Console-Key": con.key})
+            assert r.status == 401
+        # the page itself, with both, is the console's owner
+        r, body = con.request("GET", "/v1/whoami", headers=con.auth(**same))
+        assert r.status == 200 and json.loads(body)["uid"] == UID
+        # the key is never passed on to joblet: the daemon's log does not hold it
+        assert con.key and con.key not in daemon.log()
+    finally:
+        con.stop()
+
+
+def test_a_cross_origin_request_with_a_valid_session_is_refused(daemon):
+    """Cookie and key both right, but the browser says the request comes from another origin
+    (another port of 127.0.0.1, another scheme or host name, an opaque origin) or another site:
+    403, and nothing is submitted."""
+    con = Console(daemon, uid=UID)
+    try:
+        con.sign_in()
+        mark = "jhc-xorigin-" + uuid.uuid4().hex[:8]
+        submit = json.dumps({"command": "true", "name": mark})
+        other = con.port + 1 if con.port < 65535 else con.port - 1
+        for hdrs in [{"Origin": f"http://127.0.0.1:{other}"},
+                     {"Origin": f"http://127.0.0.1:{other}", "Sec-Fetch-Site": "same-site"},
+                     {"Origin": f"https://127.0.0.1:{con.port}"},
+                     {"Origin": f"http://localhost:{con.port}"},
+                     {"Origin": "null"},
+                     {"Sec-Fetch-Site": "same-site"},
+                     {"Sec-Fetch-Site": "cross-site"},
+                     {"Origin": con.origin, "Sec-Fetch-Site": "same-site"}]:
+            r, body = con.request("POST", "/v1/jobs", headers=con.auth(**{"Content-Type": "application/json", **hdrs}),
+                                  body=submit)
+            assert r.status == 403, (hdrs, r.status, body)
+            assert b"origin" in body.lower() or b"sec-fetch-site" in body.lower(), body
+            r, _ = con.request("GET", "/v1/whoami", headers=con.auth(**hdrs))
+            assert r.status == 403, hdrs
+        # a navigation from a page on another port does not even get the page
+        r, _ = con.request("GET", "/", headers={"Cookie": con.jar, "Sec-Fetch-Site": "same-site"})
+        assert r.status == 403
+        assert jobs_named(daemon, mark) == []
+        # the console's own origin passes
+        r, body = con.request("GET", "/v1/whoami",
+                              headers=con.auth(Origin=con.origin, **{"Sec-Fetch-Site": "same-origin"}))
+        assert r.status == 200 and json.loads(body)["uid"] == UID
+    finally:
+        con.stop()
+
+
+def test_a_change_must_be_application_json(daemon):
+    """A form can send text/plain (or urlencoded, multipart) cross-origin without a preflight:
+    a change in any other type than application/json is refused unread, naming the type."""
+    con = Console(daemon, uid=UID)
+    try:
+        con.sign_in()
+        mark = "jhc-plain-" + uuid.uuid4().hex[:8]
+        submit = json.dumps({"command": "true", "name": mark})
+        same = {"Origin": con.origin, "Sec-Fetch-Site": "same-origin"}
+        for ctype in ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
+                      "multipart/form-data; boundary=x", "application/jsonx", None]:
+            h = con.auth(**same)
+            if ctype:
+                h["Content-Type"] = ctype
+            r, body = con.request("POST", "/v1/jobs", headers=h, body=submit)
+            assert r.status == 415, (ctype, r.status, body)
+            assert b"application/json" in body and b"Content-Type" in body, body
+        assert jobs_named(daemon, mark) == []
+        r, body = con.request("POST", "/v1/jobs", body=submit,
+                              headers=con.auth(**same, **{"Content-Type": "application/json; charset=utf-8"}))
+        assert r.status == 201, body
+        daemon.wait(json.loads(body)["id"])
+        assert len(jobs_named(daemon, mark)) == 1
+    finally:
+        con.stop()
+
+
+# ---- the browser: a page on another port of 127.0.0.1 tries it --------------------------------
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:   # pragma: no cover
+    webdriver = None
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+ATTACK = """<!doctype html><title>cat pictures</title>
+<form id="f" method="POST" enctype="text/plain" action="{console}/v1/jobs" target="sink">
+<input name='{{"command":"true","name":"{mark}-form","x":"' value='"}}'></form>
+<iframe name="sink" id="sink"></iframe>
+<script>
+const done = [];
+const note = (what) => {{ done.push(what); if (done.length === 3) document.title = "done"; }};
+fetch("{console}/v1/jobs", {{method: "POST", mode: "no-cors", credentials: "include",
+  headers: {{"Content-Type": "text/plain"}}, body: JSON.stringify({{command: "true", name: "{mark}-fetch"}})}})
+  .then(() => note("fetch"), () => note("fetch"));
+const es = new EventSource("{console}/v1/events", {{withCredentials: true}});
+es.onopen = () => {{ document.body.dataset.events = "open"; }};
+setTimeout(() => {{ es.close(); note("events"); }}, 1500);
+document.getElementById("sink").addEventListener("load", () => note("form"), {{once: true}});
+document.getElementById("f").submit();
+</script>"""
+
+
+class Attacker(BaseHTTPRequestHandler):
+    page = ""
+    cookies = []
+
+    def do_GET(self):
+        Attacker.cookies.append(self.headers.get("Cookie") or "")
+        body = Attacker.page.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.mark.skipif(webdriver is None or not CHROMIUM or not DRIVER,
+                    reason="needs chromium, chromium-driver and python3-selenium (scripts/install-deps.sh)")
+def test_a_page_on_another_loopback_port_cannot_act_as_the_console_user(daemon):
+    """The victim signed in to her console in chromium, then opens a page that another local
+    user serves on 127.0.0.1:OTHER. Her browser hands that server the console's cookie (cookies
+    ignore ports) and the page auto-submits a text/plain form, a no-cors fetch and an event
+    stream to the console: no job is made, no stream opens, and the cookie the server got is
+    worth nothing replayed. Her console tab then still works."""
+    con = Console(daemon, uid=UID)
+    mark = "jhc-page-" + uuid.uuid4().hex[:8]
+    Attacker.page = ATTACK.format(console=con.origin, mark=mark)
+    Attacker.cookies = []
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    o = webdriver.ChromeOptions()
+    o.binary_location = CHROMIUM
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]:
+        o.add_argument(a)
+    drv = webdriver.Chrome(service=Service(DRIVER), options=o)
+    try:
+        drv.get(con.url)
+        WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "who").text.startswith("uid %d" % UID))
+        drv.get(f"http://127.0.0.1:{srv.server_address[1]}/")
+        WebDriverWait(drv, 20).until(lambda x: x.title == "done")
+        opened = drv.execute_script("return document.body.dataset.events || ''")
+        # the leak itself is the browser's (cookies are per host): the server did get the cookie
+        stolen = [c for c in Attacker.cookies if f"joblet_console_{con.port}=" in c]
+        assert stolen, Attacker.cookies
+        assert opened == "", "the other port's page opened the console's event stream"
+        assert jobs_named(daemon, mark + "-form") == [] and jobs_named(daemon, mark + "-fetch") == []
+        jar = next(p.strip() for p in stolen[0].split(";") if p.strip().startswith(f"joblet_console_{con.port}="))
+        assert as_other_user(con.port, [["GET", "/v1/whoami", {"Cookie": jar}, None]]) == [401]
+        # the victim's own tab (its sessionStorage) still has its console
+        drv.get(con.origin + "/")
+        WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "live").text == "live")
+        assert drv.find_element(By.ID, "who").text.startswith("uid %d" % UID)
+    finally:
+        drv.quit()
+        srv.shutdown()
+        srv.server_close()
+        con.stop()
+
+
+# ---- finding 7: connections that are not the owner's cost the owner nothing -----------------
+
+FLOOD = r"""
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+held = []
+for i in range(n):
+    s = socket.socket()
+    s.settimeout(10)
+    try:
+        s.connect(("127.0.0.1", port))
+        held.append(s)
+    except OSError:
+        s.close()
+print(len(held), flush=True)
+sys.stdin.readline()
+"""
+
+
+def children(pid):
+    """The processes whose parent is pid."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        if int(st[st.rindex(")") + 2:].split()[1]) == pid:
+            out.append(int(p))
+    return out
+
+
+def flood(port, n):
+    """uid MALLORY opens n connections to port and holds them, sending nothing."""
+    f = subprocess.Popen(["setpriv", f"--reuid={MALLORY}", f"--regid={MALLORY}", "--clear-groups",
+                          "/usr/bin/python3", "-c", FLOOD, str(port), str(n)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    held = int(f.stdout.readline())
+    return f, held
+
+
+def test_idle_connections_of_another_user_fork_nothing(daemon):
+    """Another user's 300 idle connections against a console whose owner may have 40 processes
+    (RLIMIT_NPROC): the console forks for none of them, holds a bounded number open, and the
+    owner's own requests are still served."""
+    con = Console(daemon, uid=UID, prefix=["prlimit", "--nproc=40"])
+    f = None
+    try:
+        con.sign_in()
+        f, held = flood(con.port, 300)
+        assert held >= 100, held
+        # served after every connection of the flood was accepted (the listener's queue is FIFO)
+        r, body = con.request("GET", "/v1/whoami", headers=con.auth())
+        assert r.status == 200 and json.loads(body)["uid"] == UID, (r.status, body)
+        kids = children(con.p.pid)
+        assert len(kids) <= 1, f"{len(kids)} processes of the console's owner for {held} idle connections"
+        fds = len(os.listdir(f"/proc/{con.p.pid}/fd"))
+        assert fds <= 64 + 16, fds       # --max-pending's default, and the console's own few
+    finally:
+        if f:
+            f.kill()
+            f.wait()
+        con.stop()
+
+
+def test_pending_connections_are_bounded_oldest_first(daemon):
+    """--max-pending 4: 10 idle connections, then a request: the request and the 3 newest idle
+    ones fit, the 7 oldest are closed; one that waited is served when it speaks."""
+    con = Console(daemon, uid=UID, args=["--max-pending", "4"])
+    socks = []
+    try:
+        con.sign_in()
+        for _ in range(10):
+            socks.append(socket.create_connection(("127.0.0.1", con.port), timeout=10))
+        r, _ = con.request("GET", "/v1/whoami", headers=con.auth())
+        assert r.status == 200
+        closed = []
+        for s in socks:
+            s.setblocking(False)
+            try:
+                closed.append(s.recv(1) == b"")
+            except BlockingIOError:
+                closed.append(False)
+        assert closed == [True] * 7 + [False] * 3, closed
+        # one still waiting is served when it speaks
+        s = socks[-1]
+        s.setblocking(True)
+        s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\nCookie: {con.jar}\r\n"
+                  f"X-Console-Key: {con.key}\r\n\r\n".encode())
+        got = b""
+        while (d := s.recv(65536)):
+            got += d
+        assert got.startswith(b"HTTP/1.1 200") and b'"uid":%d' % UID in got, got[:200]
+    finally:
+        for s in socks:
+            s.close()
+        con.stop()
+
+
+def test_open_relays_are_bounded(daemon):
+    """--max-connections 2: two event streams open, a third request gets 503 naming the flag;
+    when one stream closes, requests pass again."""
+    con = Console(daemon, uid=UID, args=["--max-connections", "2"])
+    streams = []
+    try:
+        con.sign_in()
+        for _ in range(2):
+            s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
+            s.sendall(f"GET /v1/events?console_key={con.key} HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\n"
+                      f"Cookie: {con.jar}\r\n\r\n".encode())
+            buf = b""
+            while b"event: hello" not in buf:
+                d = s.recv(4096)
+                assert d, buf
+                buf += d
+            streams.append(s)
+        assert len(children(con.p.pid)) == 2
+        r, body = con.request("GET", "/v1/whoami", headers=con.auth())
+        assert r.status == 503 and b"--max-connections" in body, (r.status, body)
+        streams.pop().close()
+        for _ in range(200):
+            r, body = con.request("GET", "/v1/whoami", headers=con.auth())
+            if r.status == 200:
+                break
+            assert r.status == 503
+            time.sleep(0.05)
+        assert r.status == 200, body
+    finally:
+        for s in streams:
+            s.close()
+        con.stop()
+
+
+# ---- the sibling in joblet's own listener: connections never take the daemon's descriptors ---
+
+HOLD = r"""
+import socket, sys
+held = []
+for i in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    held.append(s)
+print(len(held), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_other_users_connections_leave_the_daemon_its_descriptors(fresh_daemon):
+    """joblet under a descriptor limit below its connection cap (ulimit -n 256, as when started by
+    hand): five users each hold their 64 connections (server.max_connections_per_user) while root's
+    scheduled job launches. Before, the connections took every descriptor and the launch failed
+    ("memfd for the job spec: Too many open files"); now connections are held to half the limit
+    and the job runs."""
+    from conftest import BUILD
+    d = fresh_daemon(start=False)
+    log = open(d.log_path, "a")
+    d.proc = subprocess.Popen(["prlimit", "--nofile=256", os.path.join(BUILD, "joblet"), "--config", d.config,
+                               "--state-dir", d.state, "--socket", d.sock, "--log-level", "debug"],
+                              stdout=log, stderr=log,
+                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                   **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+    log.close()
+    for _ in range(400):
+        try:
+            d.api("GET", "/v1/version")
+            break
+        except OSError:
+            time.sleep(0.05)
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 4))
+    st, job = d.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", "echo ran"], "schedule_at": at})
+    assert st == 201, job
+    holders = []
+    try:
+        for u in range(5):
+            holders.append(subprocess.Popen(["setpriv", f"--reuid={MALLORY + 10 + u}", f"--regid={MALLORY + 10 + u}",
+                                             "--clear-groups", "/usr/bin/python3", "-c", HOLD, d.sock, "64"],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        assert sum(int(h.stdout.readline()) for h in holders) == 320
+        # the launch happens while every connection is held: the daemon's log says how it went
+        deadline = time.time() + 60
+        while time.time() < deadline and not re.search(job["id"] + r" (COMPLETED|FAILED)", d.log()):
+            time.sleep(0.2)
+        ended = re.search(job["id"] + r" (COMPLETED|FAILED).*", d.log())
+        sockets = sum(1 for f in os.listdir(f"/proc/{d.proc.pid}/fd")
+                      if os.readlink(f"/proc/{d.proc.pid}/fd/{f}").startswith("socket:"))
+    finally:
+        for h in holders:
+            h.kill()
+            h.wait()
+    assert ended and ended.group(1) == "COMPLETED", (ended and ended.group(0), d.log()[-2000:])
+    assert sockets <= 128 + 8, sockets      # half of 256, and the daemon's own few
+    assert "at most 128 connections at once" in d.log()
+    st, j = d.api("GET", f"/v1/jobs/{job['id']}")
+    assert j["status"] == "COMPLETED" and j["exit_code"] == 0

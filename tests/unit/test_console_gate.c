@@ -1,0 +1,273 @@
+/* Unit tests for src/cli/console_gate.c: what rnx console lets through to joblet (issue 25,
+ * finding 5). The integration tests drive the same checks through a real console and browser
+ * (tests/integration/test_hostile_console.py); here every branch, with heads built by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cli/console_gate.h"
+
+#define TOKEN "1111111111111111111111111111111111111111111111111111111111111111"
+#define SESSION "2222222222222222222222222222222222222222222222222222222222222222"
+#define KEY "3333333333333333333333333333333333333333333333333333333333333333"
+#define JAR "Cookie: joblet_console_8080=" SESSION "\r\n"
+#define HOST "Host: 127.0.0.1:8080\r\n"
+
+static console_secrets fresh(bool signed_in)
+{
+    console_secrets s = {.token = TOKEN, .session = SESSION, .key = KEY, .cookie = "joblet_console_8080"};
+    if (signed_in) {
+        s.token_used = true;
+        snprintf(s.origin, sizeof s.origin, "http://127.0.0.1:8080");
+    }
+    return s;
+}
+
+/* The verdict on head (which ends with "\r\n\r\n"). */
+static console_verdict check(console_secrets *s, const char *head)
+{
+    console_verdict v = {0};
+    const char *end = strstr(head, "\r\n\r\n");
+    assert_non_null(end);
+    console_gate_check(s, head, end, &v);
+    return v;
+}
+
+#define ASSERT_REFUSED(v, code, word)                                                            \
+    do {                                                                                         \
+        assert_int_equal((v).action, GATE_REFUSE);                                               \
+        if (strncmp((v).status, code, 3) || !strstr((v).msg, word))                              \
+            fail_msg("got %s: %s; wanted %s naming '%s'", (v).status, (v).msg, code, word);     \
+    } while (0)
+
+static void test_sign_in_once_and_bind_the_origin(void **state)
+{
+    (void)state;
+    console_secrets s = fresh(false);
+    console_verdict v = check(&s, "GET /?token=" TOKEN " HTTP/1.1\r\nHost: localhost:9000\r\n\r\n");
+    assert_int_equal(v.action, GATE_SIGN_IN);
+    assert_true(s.token_used);
+    assert_string_equal(s.origin, "http://localhost:9000");
+    char extra[400];
+    console_gate_sign_in(&s, extra, sizeof extra);
+    assert_non_null(strstr(extra, "Location: /#key=" KEY "\r\n"));
+    assert_non_null(strstr(extra, "Set-Cookie: joblet_console_8080=" SESSION "; Path=/; HttpOnly; SameSite=Strict"));
+    /* twice: refused */
+    v = check(&s, "GET /?token=" TOKEN " HTTP/1.1\r\nHost: localhost:9000\r\n\r\n");
+    ASSERT_REFUSED(v, "401", "used already");
+    /* the session now answers at the sign-in's origin only */
+    v = check(&s, "GET / HTTP/1.1\r\nHost: 127.0.0.1:9000\r\nCookie: joblet_console_8080=" SESSION "\r\n\r\n");
+    ASSERT_REFUSED(v, "403", "http://localhost:9000");
+    v = check(&s, "GET / HTTP/1.1\r\nHost: LOCALHOST:9000\r\nCookie: joblet_console_8080=" SESSION "\r\n\r\n");
+    assert_int_equal(v.action, GATE_FORWARD);
+}
+
+static void test_wrong_tokens(void **state)
+{
+    (void)state;
+    console_secrets s = fresh(false);
+    console_verdict v = check(&s, "GET /?token=" SESSION " HTTP/1.1\r\n" HOST "\r\n");
+    ASSERT_REFUSED(v, "401", "rnx console");
+    v = check(&s, "GET /?token=111 HTTP/1.1\r\n" HOST "\r\n");
+    ASSERT_REFUSED(v, "401", "rnx console");
+    v = check(&s, "POST /?token=" TOKEN " HTTP/1.1\r\n" HOST "\r\n");      /* GET only */
+    ASSERT_REFUSED(v, "401", "rnx console");
+    assert_false(s.token_used);
+    /* before a sign-in nothing else passes */
+    v = check(&s, "GET / HTTP/1.1\r\n" HOST JAR "\r\n");
+    assert_int_equal(v.action, GATE_FORWARD);      /* (a session cookie, were there one) */
+    v = check(&s, "GET / HTTP/1.1\r\n" HOST "\r\n");
+    ASSERT_REFUSED(v, "401", "no console session");
+}
+
+static void test_the_cookie_opens_the_files_only(void **state)
+{
+    (void)state;
+    console_secrets s = fresh(true);
+    const char *files[] = {"/", "/index.html", "/console/console.js", "/console/favicon.svg", "/console/console.css?v=1"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char head[512];
+        snprintf(head, sizeof head, "GET %s HTTP/1.1\r\n" HOST JAR "\r\n", files[i]);
+        console_verdict v = check(&s, head);
+        if (v.action != GATE_FORWARD)
+            fail_msg("%s: %s", files[i], v.msg);
+    }
+    const char *api[] = {"/v1/jobs", "/v1/events", "/console/../v1/jobs", "/console/.hidden", "/console/",
+                         "/console/a%2f..%2fv1", "/index.htmlx", "//v1/jobs"};
+    for (size_t i = 0; i < sizeof api / sizeof api[0]; i++) {
+        char head[512];
+        snprintf(head, sizeof head, "GET %s HTTP/1.1\r\n" HOST JAR "\r\n", api[i]);
+        console_verdict v = check(&s, head);
+        ASSERT_REFUSED(v, "401", "X-Console-Key");
+    }
+    console_verdict v = check(&s, "POST / HTTP/1.1\r\n" HOST JAR "\r\n");  /* not a file's GET */
+    ASSERT_REFUSED(v, "401", "no console key");
+}
+
+static void test_the_key_and_the_cookie_together(void **state)
+{
+    (void)state;
+    console_secrets s = fresh(true);
+    console_verdict v = check(&s, "GET /v1/jobs HTTP/1.1\r\n" HOST JAR "X-Console-Key: " KEY "\r\n\r\n");
+    assert_int_equal(v.action, GATE_FORWARD);
+    v = check(&s, "GET /v1/jobs HTTP/1.1\r\n" HOST "X-Console-Key: " KEY "\r\n\r\n");
+    ASSERT_REFUSED(v, "401", "no console session");
+    v = check(&s, "GET /v1/jobs HTTP/1.1\r\n" HOST JAR "X-Console-Key: " SESSION "\r\n\r\n");
+    ASSERT_REFUSED(v, "401", "no console key");
+    v = check(&s, "GET /v1/jobs HTTP/1.1\r\n" HOST JAR "X-Console-Key: " KEY "3\r\n\r\n");
+    ASSERT_REFUSED(v, "401", "no console key");
+    /* the cookie of another port's console is not this one's */
+    v = check(&s, "GET /v1/jobs HTTP/1.1\r\n" HOST "Cookie: joblet_console_8081=" SESSION "\r\nX-Console-Key: " KEY
+                  "\r\n\r\n");
+    ASSERT_REFUSED(v, "401", "no console session");
+    v = check(&s, "GET /v1/jobs HTTP/1.1\r\n" HOST "Cookie: a=b; joblet_console_8080=" SESSION "; c=d\r\nX-Console-Key: " KEY
+                  "\r\n\r\n");
+    assert_int_equal(v.action, GATE_FORWARD);
+    /* the event stream's URL carries it, for GET only */
+    v = check(&s, "GET /v1/events?console_key=" KEY " HTTP/1.1\r\n" HOST JAR "\r\n");
+    assert_int_equal(v.action, GATE_FORWARD);
+    v = check(&s, "POST /v1/jobs?console_key=" KEY " HTTP/1.1\r\n" HOST JAR "Content-Type: application/json\r\n\r\n");
+    ASSERT_REFUSED(v, "401", "no console key");
+}
+
+static void test_the_exact_origin(void **state)
+{
+    (void)state;
+    console_secrets s = fresh(true);
+#define OK_HEAD "GET /v1/jobs HTTP/1.1\r\n" HOST JAR "X-Console-Key: " KEY "\r\n"
+    console_verdict v = check(&s, OK_HEAD "Origin: http://127.0.0.1:8080\r\nSec-Fetch-Site: same-origin\r\n\r\n");
+    assert_int_equal(v.action, GATE_FORWARD);
+    v = check(&s, OK_HEAD "Sec-Fetch-Site: none\r\n\r\n");
+    assert_int_equal(v.action, GATE_FORWARD);
+    const char *bad_origins[] = {"http://127.0.0.1:8081", "https://127.0.0.1:8080", "http://localhost:8080",
+                                 "http://127.0.0.1:80800", "http://127.0.0.1", "null", "", "http://127.0.0.1:8080/"};
+    for (size_t i = 0; i < sizeof bad_origins / sizeof bad_origins[0]; i++) {
+        char head[1024];
+        snprintf(head, sizeof head, OK_HEAD "Origin: %s\r\n\r\n", bad_origins[i]);
+        v = check(&s, head);
+        ASSERT_REFUSED(v, "403", "Origin");
+    }
+    const char *bad_sites[] = {"same-site", "cross-site", "", "same-origins"};
+    for (size_t i = 0; i < sizeof bad_sites / sizeof bad_sites[0]; i++) {
+        char head[1024];
+        snprintf(head, sizeof head, OK_HEAD "Sec-Fetch-Site: %s\r\n\r\n", bad_sites[i]);
+        v = check(&s, head);
+        ASSERT_REFUSED(v, "403", "Sec-Fetch-Site");
+    }
+    /* the origin is checked before the secrets: a cross-origin sign-in does not use the token */
+    console_secrets n = fresh(false);
+    v = check(&n, "GET /?token=" TOKEN " HTTP/1.1\r\n" HOST "Sec-Fetch-Site: same-site\r\n\r\n");
+    ASSERT_REFUSED(v, "403", "Sec-Fetch-Site");
+    assert_false(n.token_used);
+    /* hosts */
+    const char *bad_hosts[] = {"evil.example:8080", "127.0.0.1.evil:8080", "127.0.0.1:80a", "127.0.0.1:", "127.0.0.2:8080",
+                               "127.0.0.1:8081", "127.0.0.1"};
+    for (size_t i = 0; i < sizeof bad_hosts / sizeof bad_hosts[0]; i++) {
+        char head[1024];
+        snprintf(head, sizeof head, "GET / HTTP/1.1\r\nHost: %s\r\n" JAR "\r\n", bad_hosts[i]);
+        v = check(&s, head);
+        ASSERT_REFUSED(v, "403", "Host");
+    }
+    v = check(&s, "GET / HTTP/1.1\r\n" JAR "\r\n");
+    ASSERT_REFUSED(v, "400", "no Host");
+    v = check(&s, "GET / HTTP/1.1\r\n" HOST HOST JAR "\r\n");
+    ASSERT_REFUSED(v, "400", "twice");
+    v = check(&s, OK_HEAD "X-Console-Key: " KEY "\r\n\r\n");
+    ASSERT_REFUSED(v, "400", "twice");
+#undef OK_HEAD
+}
+
+static void test_changes_are_json(void **state)
+{
+    (void)state;
+    console_secrets s = fresh(true);
+#define POST_HEAD "POST /v1/jobs HTTP/1.1\r\n" HOST JAR "X-Console-Key: " KEY "\r\n"
+    console_verdict v = check(&s, POST_HEAD "Content-Type: application/json\r\n\r\n");
+    assert_int_equal(v.action, GATE_FORWARD);
+    v = check(&s, POST_HEAD "Content-Type: Application/JSON ; charset=utf-8\r\n\r\n");
+    assert_int_equal(v.action, GATE_FORWARD);
+    const char *bad[] = {"text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded",
+                         "multipart/form-data; boundary=x", "application/json-seq", "application/jso"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char head[1024];
+        snprintf(head, sizeof head, POST_HEAD "Content-Type: %s\r\n\r\n", bad[i]);
+        v = check(&s, head);
+        ASSERT_REFUSED(v, "415", "application/json");
+        assert_non_null(strstr(v.msg, bad[i]));
+    }
+    v = check(&s, POST_HEAD "\r\n");
+    ASSERT_REFUSED(v, "415", "(none)");
+    v = check(&s, "DELETE /v1/jobs/x HTTP/1.1\r\n" HOST JAR "X-Console-Key: " KEY "\r\n\r\n");
+    ASSERT_REFUSED(v, "415", "application/json");
+#undef POST_HEAD
+}
+
+static void test_malformed_heads(void **state)
+{
+    (void)state;
+    console_secrets s = fresh(true);
+    const char *bad[] = {"GET\r\n" HOST "\r\n", "GET http://127.0.0.1:8080/v1/jobs HTTP/1.1\r\n" HOST "\r\n",
+                         "GET * HTTP/1.1\r\n" HOST "\r\n", "AVERYLONGMETHODNAME / HTTP/1.1\r\n" HOST "\r\n",
+                         "GET /\r\n" HOST "X: y z\r\n\r\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        console_verdict v = check(&s, bad[i]);
+        ASSERT_REFUSED(v, "400", "");
+    }
+    /* a folded line could carry a header past the checks */
+    console_verdict v = check(&s, "GET / HTTP/1.1\r\n" HOST JAR "X-A: b\r\n Origin: http://evil\r\n\r\n");
+    ASSERT_REFUSED(v, "400", "folded");
+}
+
+static void test_rewrite(void **state)
+{
+    (void)state;
+    char out[1024];
+    const char *head = "GET /v1/events?a=1&console_key=" KEY "&b=2 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n" JAR
+                       "X-Console-Key: " KEY "\r\nconnection: keep-alive\r\nKeep-Alive: 5\r\nAccept: */*\r\n\r\nBODY";
+    size_t n = console_gate_rewrite(head, strstr(head, "\r\n\r\n"), out, sizeof out);
+    assert_true(n > 0);
+    out[n] = 0;
+    assert_string_equal(out, "GET /v1/events?a=1&b=2 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n"
+                             "Connection: close\r\n\r\n");
+    head = "GET /v1/events?console_key=" KEY " HTTP/1.1\r\nHost: x\r\n\r\n";
+    n = console_gate_rewrite(head, strstr(head, "\r\n\r\n"), out, sizeof out);
+    out[n] = 0;
+    assert_string_equal(out, "GET /v1/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    head = "GET /v1/jobs?console_keys=1&console_key HTTP/1.1\r\n\r\n";
+    n = console_gate_rewrite(head, strstr(head, "\r\n\r\n"), out, sizeof out);
+    out[n] = 0;
+    assert_string_equal(out, "GET /v1/jobs?console_keys=1 HTTP/1.1\r\nConnection: close\r\n\r\n");
+    /* too small: 0, nothing written past cap */
+    assert_int_equal(console_gate_rewrite(head, strstr(head, "\r\n\r\n"), out, 20), 0);
+}
+
+static void test_secret_equal(void **state)
+{
+    (void)state;
+    assert_true(console_secret_equal(KEY, 64, KEY));
+    assert_false(console_secret_equal(KEY, 63, KEY));
+    assert_false(console_secret_equal(KEY "3", 65, KEY));
+    assert_false(console_secret_equal(SESSION, 64, KEY));
+    assert_false(console_secret_equal("", 0, KEY));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sign_in_once_and_bind_the_origin),
+        cmocka_unit_test(test_wrong_tokens),
+        cmocka_unit_test(test_the_cookie_opens_the_files_only),
+        cmocka_unit_test(test_the_key_and_the_cookie_together),
+        cmocka_unit_test(test_the_exact_origin),
+        cmocka_unit_test(test_changes_are_json),
+        cmocka_unit_test(test_malformed_heads),
+        cmocka_unit_test(test_rewrite),
+        cmocka_unit_test(test_secret_equal),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
