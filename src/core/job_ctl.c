@@ -10,7 +10,7 @@
 #include "settle.h"
 #include "state.h"
 #include "workflow.h"
-#include "trash.h"
+#include "workfs.h"
 
 int job_ctl_stop(job *j, uid_t by, jerr *e)
 {
@@ -60,7 +60,7 @@ static int delete_one(job *j, jerr *e)
     logstream_detach(j);
     launch_forget(j);
     workflow_forget_job(j);
-    trash_add(j->owner_uid, dir); /* the files go a slice per turn */
+    workfs_remove(j->owner_uid, dir);
     char ev[80];
     snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", j->id);
     events_publish("job_deleted", j->owner_uid, ev);
@@ -77,16 +77,17 @@ int job_ctl_delete(job *j, jerr *e)
     return delete_one(j, e);
 }
 
-size_t job_ctl_delete_ended(uid_t caller, size_t max, bool *more)
+size_t job_ctl_delete_ended(uid_t caller, int64_t max_ms, bool *more)
 {
     size_t n = 0;
+    int64_t until = mono_ns() + max_ms * 1000000;
     *more = false;
     for (size_t i = core.njobs; i-- > 0;) {
         job *j = core.jobs[i];
         jerr e = {0};
         if ((caller != 0 && j->owner_uid != caller) || !job_state_terminal(j->state))
             continue;
-        if (n == max) {
+        if (n && mono_ns() >= until) {
             *more = true;
             break;
         }

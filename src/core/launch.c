@@ -24,6 +24,7 @@
 #include "isolation.h"
 #include "job_detail.h"
 #include "job_events.h"
+#include "jobdirs.h"
 #include "jobs.h"
 #include "launch.h"
 #include "runtimes.h"
@@ -279,6 +280,8 @@ int launch_job(job *j, jerr *e)
         free(j->end_reason);  /* "preempted" described the last run; preemptions keeps the count */
         j->end_reason = NULL;
     }
+    if (jobdirs_ensure(j, e) < 0) /* made now if the turns since its submission have not */
+        return -1;
     int spec_fd = make_spec(j, dir, e);
     if (spec_fd < 0)
         return -1;

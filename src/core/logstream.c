@@ -17,6 +17,7 @@
 #include "../common/util.h"
 #include "../exec/logwriter.h"
 #include "../exec/shim.h"
+#include "jobdirs.h"
 #include "jobs.h"
 #include "logstream.h"
 #include "state.h"
@@ -860,6 +861,9 @@ struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, con
     f->later = (loop_task){.fn = on_later, .data = f};
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
+    jerr de = {0};
+    if (jobdirs_ensure(j, &de) < 0) /* a job just submitted: its files to follow */
+        log_warn("job %s: %s", j->id, de.msg);
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     bool legacy = false;
     for (int i = 0; i < 2; i++) {

@@ -24,6 +24,7 @@
 #include "runtimes.h"
 #include "state.h"
 #include "submit.h"
+#include "jobdirs.h"
 #include "workfs.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
@@ -461,6 +462,18 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     }
     char dir[700], work[800];
     jobs_dir_of(j, dir, sizeof dir);
+    /* nothing uploaded: its directory and /work are made at the next turns (jobdirs.h), the
+     * owner's /work filesystem checked now */
+    bool later = !si->staged && !j->req.nuploads;
+    if (later) {
+        if (workfs_ready(j->owner_uid, e) < 0 || db_insert_job(core.db, j, e) < 0) {
+            job_free(j);
+            return NULL;
+        }
+        jobs_add(j);
+        jobdirs_defer(j);
+        goto added;
+    }
     /* a streamed upload was written into a directory of its own: it becomes the job's */
     if (si->staged ? rename(si->staged, dir) < 0 : mkdir(dir, 0700) < 0) {
         jerr_sys(e, "create %s", dir);
@@ -476,6 +489,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         return NULL;
     }
     jobs_add(j);
+added:
     state_want(WANT_SCHEDULE);
     char when[120] = "", degraded[1100] = "";
     if (j->state == JS_SCHEDULED)

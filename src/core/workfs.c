@@ -162,6 +162,16 @@ int workfs_make(uid_t owner, const char *job_dir, char *out, size_t len, jerr *e
     return mkdir(out, 0755) < 0 ? jerr_sys(e, "create %s", out) : 0;
 }
 
+int workfs_ready(uid_t owner, jerr *e)
+{
+    char mnt[700];
+    if (!enforced || owner_fs(owner, mnt, sizeof mnt, e) == 0)
+        return 0;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    return jerr_http(e, 507, "the /work filesystem of uid %u (jobs.work_quota): %s", (unsigned)owner, msg);
+}
+
 void workfs_path(uid_t owner, const char *job_dir, char *out, size_t len)
 {
     struct stat st;

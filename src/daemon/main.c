@@ -40,7 +40,6 @@
 #include "../core/volumes.h"
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
-#include "../core/trash.h"
 #include "../core/workfs.h"
 #include "../api/metrics_http.h"
 
@@ -443,7 +442,6 @@ int main(int argc, char **argv)
     events_close_all();
     http_run();
     http_stop();
-    trash_drain();
     volumes_shutdown();
     launch_shutdown();
     db_close(core.db);
