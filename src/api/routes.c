@@ -82,6 +82,7 @@ static enum MHD_Result submit(request *r)
     if (!j)
         return http_reply_error(r->conn, &e);
     settle(); /* the answer shows where it stands: started, its GPUs, or why it waits */
+    state_commit(); /* the job is saved (submit_commit); what its start wrote is retried if this fails */
     return http_reply_json(r->conn, 201, job_json(j));
 }
 
@@ -136,7 +137,10 @@ static enum MHD_Result list(request *r)
 
 static enum MHD_Result delete_all(request *r)
 {
-    size_t n = job_ctl_delete_ended(r->uid);
+    jerr e = {0};
+    size_t n;
+    if (job_ctl_delete_ended(r->uid, &n, &e) < 0)
+        return http_reply_error(r->conn, &e);
     return http_reply_json(r->conn, 200, json_pack("{s:i}", "deleted", (int)n));
 }
 
@@ -307,6 +311,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
         if (!wf)
             return http_reply_error(r->conn, &e);
         settle();
+        state_commit(); /* as submit's */
         return http_reply_json(r->conn, 201, workflow_json(wf, false));
     }
     char id[160];   /* an id, a prefix or a name */

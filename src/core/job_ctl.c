@@ -46,17 +46,24 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e)
     return 0;
 }
 
-static int delete_one(job *j, jerr *e)
+/* Its row deleted, in the open transaction. */
+static int delete_row(job *j, jerr *e)
 {
     /* what its end still owes (its GPUs back, its workflow told) is done before it goes */
     if (j->settle)
         settle();
-    char dir[700];
-    jobs_dir_of(j, dir, sizeof dir);
     if (db_delete_job(core.db, j->id, e) < 0) {
         log_err("%s", e->msg);
         return -1;
     }
+    return 0;
+}
+
+/* Its row's delete committed: the job goes from memory and disk. */
+static void delete_rest(job *j)
+{
+    char dir[700];
+    jobs_dir_of(j, dir, sizeof dir);
     logstream_detach(j);
     launch_forget(j);
     workflow_forget_job(j);
@@ -67,24 +74,50 @@ static int delete_one(job *j, jerr *e)
     jobs_remove(j);
     job_free(j);
     core.trim_at_ms = now_ms() + 1000;
-    return 0;
+}
+
+/* The delete is committed before anything else goes: a delete the database did not take
+ * leaves the job whole, in memory and on disk, and says why (507 when the disk is full). */
+static int commit_delete(jerr *e)
+{
+    if (state_commit_now(e) == 0)
+        return 0;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    return jerr_http(e, e->http, "nothing was deleted: %s", msg);
 }
 
 int job_ctl_delete(job *j, jerr *e)
 {
     if (!job_state_terminal(j->state))
         return jerr_http(e, 409, "job %s is %s; stop or cancel it before deleting it", j->id, job_state_name(j->state));
-    return delete_one(j, e);
+    if (delete_row(j, e) < 0 || commit_delete(e) < 0)
+        return -1;
+    delete_rest(j);
+    return 0;
 }
 
-size_t job_ctl_delete_ended(uid_t caller)
+int job_ctl_delete_ended(uid_t caller, size_t *deleted, jerr *e)
 {
+    /* the rows in one transaction, then the jobs once it is committed */
     size_t n = 0;
+    job **gone = NULL;
     for (size_t i = core.njobs; i-- > 0;) {
         job *j = core.jobs[i];
-        jerr e = {0};
-        if ((caller == 0 || j->owner_uid == caller) && job_state_terminal(j->state) && delete_one(j, &e) == 0)
-            n++;
+        jerr de = {0};
+        if ((caller == 0 || j->owner_uid == caller) && job_state_terminal(j->state) && delete_row(j, &de) == 0) {
+            gone = xrealloc(gone, (n + 1) * sizeof *gone);
+            gone[n++] = j;
+        }
     }
-    return n;
+    *deleted = 0;
+    if (n && commit_delete(e) < 0) {
+        free(gone);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        delete_rest(gone[i]);
+    free(gone);
+    *deleted = n;
+    return 0;
 }

@@ -20,7 +20,8 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e);
 /* An ended job, its directory, logs and database rows are gone; 409 for one not ended. The
  * job is freed: the caller must not use it afterwards. */
 int job_ctl_delete(job *j, jerr *e);
-/* Every ended job the caller may see (root: all); how many were deleted. */
-size_t job_ctl_delete_ended(uid_t caller);
+/* Every ended job the caller may see (root: all), in one commit: *deleted says how many; -1
+ * (none deleted) when the commit failed. */
+int job_ctl_delete_ended(uid_t caller, size_t *deleted, jerr *e);
 
 #endif

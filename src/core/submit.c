@@ -402,7 +402,29 @@ job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
     submit_info si;
     if (submit_check(req, caller_uid, caller_gid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, 0, e) < 0)
         return NULL;
-    return submit_create(req, caller_uid, caller_gid, &si, e);
+    job *j = submit_create(req, caller_uid, caller_gid, &si, e);
+    return j ? submit_commit(j, e) : NULL;
+}
+
+void submit_undo(job *j)
+{
+    char dir[700];
+    jobs_dir_of(j, dir, sizeof dir);
+    log_info("job %s: taken back (%s)", j->id, "its submission could not be saved");
+    jobs_remove(j);
+    workfs_remove(j->owner_uid, dir);
+    job_free(j);
+}
+
+job *submit_commit(job *j, jerr *e)
+{
+    if (state_commit_now(e) == 0)
+        return j;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    jerr_http(e, e->http, "the job was not created: %s", msg);
+    submit_undo(j);
+    return NULL;
 }
 
 job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)
@@ -462,6 +484,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         job_free(j);
         return NULL;
     }
+    state_wrote_job(j);
     jobs_add(j);
     state_want(WANT_SCHEDULE);
     char when[120] = "", degraded[1100] = "";

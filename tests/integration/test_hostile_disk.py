@@ -1,0 +1,143 @@
+"""Issue 25, findings 3 and 12: a full state disk, and what a kill -9 leaves behind.
+
+The state directory of each daemon here is a small ext4 filesystem of its own on a loop device
+(made and removed by the fixture), so that a test can fill it to the block: the machine's own
+disk is never filled. Users are plain uids (setpriv), as in test_hostile_user.py."""
+import errno
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD
+
+ALICE = (4331, 4331)
+BOB = (4332, 4332)
+BLOCK = 4096
+
+# an HTTP request to the daemon's socket, made by whoever runs it (setpriv): argv[1] the
+# socket, argv[2] the method, argv[3] the path, stdin the body; prints [status, answer]
+API = r"""
+import http.client, json, socket, sys
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(sys.argv[1])
+c = C("localhost", timeout=60)
+body = sys.stdin.read() or None
+c.request(sys.argv[2], sys.argv[3], body=body, headers={"Content-Type": "application/json"} if body else {})
+r = c.getresponse()
+raw = r.read()
+print(json.dumps([r.status, json.loads(raw) if raw else None]))
+"""
+
+
+def api_as(d, user, method, path, body=None):
+    """The API as uid user[0] (its SO_PEERCRED identity), through setpriv."""
+    p = subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups",
+                        "/usr/bin/python3", "-c", API, d.sock, method, path],
+                       input=json.dumps(body) if body is not None else "", capture_output=True, text=True,
+                       timeout=90, env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.fixture
+def small_state(fresh_daemon):
+    """make(config, size_mb): a daemon (not started) whose state directory is an ext4 filesystem
+    of size_mb on a loop device, no blocks reserved for root. Daemon.cleanup unmounts it and
+    detaches the device (release_mounts: everything under the daemon's directory); unmounted
+    here too, in case the daemon's cleanup did not run."""
+    made = []
+
+    def make(config_text=None, size_mb=96):
+        d = fresh_daemon(config_text, start=False)
+        img = os.path.join(d.dir, "statefs.img")
+        with open(img, "wb") as f:
+            f.truncate(size_mb << 20)
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", img], check=True, capture_output=True)
+        os.makedirs(d.state)
+        subprocess.run(["mount", "-o", "loop", img, d.state], check=True)
+        made.append(d)
+        return d
+
+    yield make
+    for d in made:
+        d.stop()
+        subprocess.run(["pkill", "-KILL", "-f", f"joblet-shim {d.state}/"], check=False)
+        subprocess.run(["umount", "-R", "-l", d.state], check=False, capture_output=True)
+
+
+def free_bytes(path):
+    st = os.statvfs(path)
+    return st.f_bfree * st.f_frsize
+
+
+def fill(state, leave):
+    """Fills the filesystem of state with a file of its own until the kernel refuses a byte,
+    then gives back `leave` bytes: what is left free is exactly that (to the block)."""
+    path = os.path.join(state, "filler")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for chunk in (1 << 20, BLOCK):
+            block = b"\0" * chunk
+            while True:
+                try:
+                    os.write(fd, block)
+                except OSError as e:
+                    assert e.errno == errno.ENOSPC, e
+                    break
+        os.fsync(fd)
+        size = os.fstat(fd).st_size
+        os.ftruncate(fd, max(0, size - leave - size % BLOCK))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.sync()  # freed blocks are reusable once the journal has committed the truncate
+    return path
+
+
+def unfill(state):
+    try:
+        os.unlink(os.path.join(state, "filler"))
+    except FileNotFoundError:
+        pass
+    os.sync()
+
+
+# ---- finding 3 (a): never 2xx for what is not committed ---------------------------------------
+
+def test_a_full_state_disk_never_acknowledges_what_a_restart_loses(small_state):
+    """With no reserve (jobs.state_reserve: 0), the state filesystem is filled to within k
+    blocks for k = 0 .. 47 and alice submits a job each time. Whatever each answer is, after
+    kill -9 and a restart the jobs that exist are exactly those answered 201; a refusal is a 5xx
+    that says the state filesystem is full; and before the restart memory agreed with the
+    database (the jobs listed were the same)."""
+    d = small_state("jobs:\n  state_reserve: 0\n  work_quota: 0\n")
+    d.start()
+    acked, refused = [], []
+    for k in range(48):
+        fill(d.state, k * BLOCK)
+        status, body = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
+        if status == 201:
+            acked.append(body["id"])
+        else:
+            refused.append((k, status, body))
+            assert status in (500, 503, 507), (k, status, body)
+            msg = body["error"]["message"]
+            if status == 507:
+                assert "state filesystem" in msg and "full" in msg, body
+        unfill(d.state)
+    status, listing = api_as(d, ALICE, "GET", "/v1/jobs")
+    listed_before = sorted(j["id"] for j in listing["jobs"])
+    assert refused, "the disk never refused a submission: the test did not fill it"
+    assert listed_before == sorted(acked), (listed_before, acked, refused)
+    d.kill9()
+    d.start()
+    status, listing = api_as(d, ALICE, "GET", "/v1/jobs")
+    assert status == 200
+    after = sorted(j["id"] for j in listing["jobs"])
+    assert after == sorted(acked), {"acked_but_lost": sorted(set(acked) - set(after)),
+                                    "refused": refused}
