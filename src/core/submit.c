@@ -23,6 +23,7 @@
 #include "jobs.h"
 #include "runtimes.h"
 #include "state.h"
+#include "statedisk.h"
 #include "submit.h"
 #include "workfs.h"
 
@@ -390,6 +391,12 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
                                      "to start, or cancel some", (unsigned)uid, waiting,
                              n > 1 ? " and this asks for more" : "", L->max_queued_per_user);
     }
+    /* room for them and their files on the state filesystem, past the database's reserve */
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += jobreq_uploads_declared(reqs[i]);
+    if (statedisk_room(bytes, n > 1 ? "new jobs (this workflow)" : "a new job", e) < 0)
+        return -1;
     double wait_s;
     if (L->gpu_requests_per_minute && gpu && take_token(uid, &wait_s, !(flags & SUBMIT_DRY_RUN)) < 0)
         return jerr_http(e, 429, "too many GPU requests: limits.gpu_requests_per_minute is %u for each user; try "

@@ -141,3 +141,41 @@ def test_a_full_state_disk_never_acknowledges_what_a_restart_loses(small_state):
     after = sorted(j["id"] for j in listing["jobs"])
     assert after == sorted(acked), {"acked_but_lost": sorted(set(acked) - set(after)),
                                     "refused": refused}
+
+
+# ---- finding 3 (c): a reserve for the database ------------------------------------------------
+
+def test_the_reserve_refuses_growth_before_the_disk_is_full_and_says_why(small_state):
+    """Below jobs.state_reserve free, every kind of growth a user asks for is refused with a 507
+    that names the key, the room left and what to do; what only shrinks (a delete) still works,
+    and with room again submissions are taken."""
+    d = small_state("jobs:\n  state_reserve: 24MB\n  work_quota: 0\n", size_mb=96)
+    d.start()
+    status, first = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
+    assert status == 201, first
+    d.wait(first["id"])
+    fill(d.state, 16 << 20)
+    before = d.job_count()
+    asks = {
+        "job": ("POST", "/v1/jobs", {"command": "true"}),
+        "streamed upload": ("POST", "/v1/jobs", {"command": "true", "uploads": [{"path": "f", "size": 4096}]}),
+        "workflow": ("POST", "/v1/workflows", {"name": "w", "jobs": [{"name": "a", "request": {"command": "true"}}]}),
+        "volume": ("POST", "/v1/volumes", {"name": "v1", "size_mb": 16, "type": "memory"}),
+    }
+    for what, (method, path, body) in asks.items():
+        status, ans = api_as(d, BOB, method, path, body)
+        assert status == 507, (what, status, ans)
+        msg = ans["error"]["message"]
+        assert "jobs.state_reserve (24 MB)" in msg and "MB free" in msg and "rnx job delete" in msg, (what, msg)
+    p = subprocess.run(["setpriv", f"--reuid={BOB[0]}", f"--regid={BOB[1]}", "--clear-groups",
+                        os.path.join(BUILD, "rnx"), "job", "run", "true"], capture_output=True, text=True,
+                       timeout=60, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+    assert p.returncode != 0 and "jobs.state_reserve" in p.stderr, (p.returncode, p.stderr)
+    assert d.job_count() == before
+    assert not [n for n in os.listdir(os.path.join(d.state, "jobs")) if n.startswith(".incoming")]
+    # a delete frees room, and is taken below the reserve
+    status, ans = api_as(d, ALICE, "DELETE", f"/v1/jobs/{first['id']}")
+    assert status == 200, ans
+    unfill(d.state)
+    status, ans = api_as(d, BOB, "POST", "/v1/jobs", {"command": "true"})
+    assert status == 201, ans
