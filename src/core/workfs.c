@@ -27,6 +27,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "diskimg.h"
+#include "orphans.h"
 #include "state.h"
 
 #define MKFS_TIMEOUT_MS 60000 /* mke2fs of a sparse image takes tens of milliseconds */
@@ -232,4 +233,37 @@ void workfs_clean_stale(const char *prefix)
             closedir(m);
     }
     closedir(d);
+}
+
+size_t workfs_sweep(bool (*known)(const char *id))
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        unsigned uid;
+        char tail[2], mnt[700];
+        if (sscanf(de->d_name, "%u%1s", &uid, tail) != 1)
+            continue;
+        snprintf(mnt, sizeof mnt, "%s/%s", root, de->d_name);
+        DIR *m = diskimg_mounted(mnt) ? opendir(mnt) : NULL;
+        struct dirent *e;
+        while (m && (e = readdir(m))) {
+            char id[37], path[1000];
+            if (!orphans_named_by_id(e->d_name, id) || e->d_name[36] || known(id))
+                continue;
+            snprintf(path, sizeof path, "%s/%s", mnt, e->d_name);
+            if (rm_rf(path) < 0)
+                log_warn("the work %s of job %s, which the database does not hold: not removed: %s", path, id,
+                         strerror(errno));
+            else
+                n++;
+        }
+        if (m)
+            closedir(m);
+    }
+    closedir(d);
+    return n;
 }

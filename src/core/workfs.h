@@ -16,6 +16,7 @@
 #define JOBLET_CORE_WORKFS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -47,5 +48,9 @@ void workfs_usage(uid_t owner, const char *job_dir, uint64_t *size, uint64_t *us
 /* Removes the work of streamed uploads an earlier daemon did not finish: the entries whose
  * name starts with prefix on every owner's filesystem. */
 void workfs_clean_stale(const char *prefix);
+
+/* Removes the work, on every owner's filesystem, of jobs that known() does not know (named by
+ * a job ID: core/orphans.h); how many. */
+size_t workfs_sweep(bool (*known)(const char *id));
 
 #endif

@@ -33,6 +33,7 @@
 #include "../core/events.h"
 #include "../core/history.h"
 #include "../core/logstream.h"
+#include "../core/orphans.h"
 #include "../core/runtime_build.h"
 #include "../core/runtimes.h"
 #include "../core/settle.h"
@@ -417,6 +418,7 @@ int main(int argc, char **argv)
     launch_adopt_all();
     launch_init();
     incoming_clean_stale();
+    orphans_sweep(); /* after re-adoption: every job that runs is known by now */
     http_limits hl = {core.cfg.max_body_bytes, core.cfg.max_conns_per_user, core.cfg.idle_timeout_s};
     if (http_start(core.cfg.socket, core.cfg.socket_mode, &hl, &e) < 0) {
         log_err("%s", e.msg);

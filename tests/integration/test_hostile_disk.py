@@ -179,3 +179,89 @@ def test_the_reserve_refuses_growth_before_the_disk_is_full_and_says_why(small_s
     unfill(d.state)
     status, ans = api_as(d, BOB, "POST", "/v1/jobs", {"command": "true"})
     assert status == 201, ans
+
+
+# ---- finding 12: what a kill -9 leaves is swept at start ---------------------------------------
+
+def cgroup_tree(d):
+    """Where the daemon's job cgroups are listed: cgroup2, else the pids controller's tree."""
+    for base in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup/pids", "/sys/fs/cgroup"):
+        if os.path.isdir(os.path.join(base, d.cgroup_root)):
+            return os.path.join(base, d.cgroup_root)
+    return None
+
+
+def test_what_no_database_row_names_is_swept_at_start_and_live_jobs_are_kept(fresh_daemon):
+    """Part 1, planted: with the daemon down, a job directory, a /work directory, a gVisor
+    bundle and a cgroup (holding a process) named by IDs no job has; a job that still runs
+    (re-adopted at start) and an ended one. At start the four go, the process is killed, and
+    the two jobs keep everything of theirs. Part 2, for real: kill -9 while a 1,500-job workflow
+    is being created (once its first hundred job directories exist): after the restart, the job
+    directories and /work directories are exactly those of the jobs the daemon knows."""
+    d = fresh_daemon()
+    ended = d.submit("sh", "-c", "echo kept > /work/f")
+    d.wait(ended)
+    live = d.submit("sh", "-c", "echo live > /work/f; sleep 60")
+    d.wait_status(live, "RUNNING")
+    tree = cgroup_tree(d)
+    assert tree, "no cgroup tree of the daemon's"
+    d.kill9()
+    ghosts = [str(__import__("uuid").uuid4()) for _ in range(4)]
+    os.makedirs(os.path.join(d.state, "jobs", ghosts[0]))
+    with open(os.path.join(d.state, "jobs", ghosts[0], "stdout.data"), "w") as f:
+        f.write("left behind")
+    workroot = os.path.dirname(d.work(live))
+    os.makedirs(os.path.join(workroot, ghosts[1], "deep"))
+    os.makedirs(os.path.join(d.state, "runsc", "bundles", ghosts[2]), exist_ok=True)
+    cg = os.path.join(tree, ghosts[3])
+    os.makedirs(cg)
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(sleeper.pid))
+        d.start()
+        assert not os.path.exists(os.path.join(d.state, "jobs", ghosts[0]))
+        assert not os.path.exists(os.path.join(workroot, ghosts[1]))
+        assert not os.path.exists(os.path.join(d.state, "runsc", "bundles", ghosts[2]))
+        assert sleeper.wait(timeout=15) == -9
+        assert not os.path.exists(cg)
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+    assert d.job(live)["status"] == "RUNNING"
+    for jid, text in ((ended, "kept"), (live, "live")):
+        assert os.path.isdir(os.path.join(d.state, "jobs", jid)), jid
+        with open(os.path.join(d.work(jid), "f")) as f:
+            assert f.read().strip() == text
+    assert "the database does not hold" in d.log()
+    d.api("POST", f"/v1/jobs/{live}/stop")
+    d.wait(live)
+
+    # part 2: a kill -9 in the middle of a workflow's creation
+    import threading
+    far = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
+    body = {"name": "big", "jobs": [{"name": f"j{i}", "request": {"command": "true", "schedule_at": far}}
+                                    for i in range(1500)]}
+    before = set(d.job_dirs())
+    t = threading.Thread(target=lambda: _post_quietly(d, "/v1/workflows", body), daemon=True)
+    t.start()
+    deadline = time.time() + 120
+    while len(d.job_dirs()) < len(before) + 100 and time.time() < deadline:
+        time.sleep(0.005)
+    d.kill9()
+    t.join(30)
+    left = set(d.job_dirs()) - before
+    assert left, "the workflow made no job directory before the kill"
+    d.start()
+    known = {j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"]}
+    assert set(d.job_dirs()) == known, sorted(set(d.job_dirs()) - known)[:5]
+    works = {n for n in os.listdir(workroot) if len(n) == 36}
+    assert works <= known, sorted(works - known)[:5]
+
+
+def _post_quietly(d, path, body):
+    try:
+        d.api("POST", path, body, timeout=120)
+    except Exception:
+        pass  # the daemon is killed under it
