@@ -9,6 +9,7 @@
 #include "logstream.h"
 #include "settle.h"
 #include "state.h"
+#include "statedisk.h"
 #include "workflow.h"
 #include "workfs.h"
 
@@ -67,6 +68,7 @@ static void delete_rest(job *j)
     logstream_detach(j);
     launch_forget(j);
     workflow_forget_job(j);
+    statedisk_budget_release(j);
     workfs_remove(j->owner_uid, dir);
     char ev[80];
     snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", j->id);

@@ -265,3 +265,58 @@ def _post_quietly(d, path, body):
         d.api("POST", path, body, timeout=120)
     except Exception:
         pass  # the daemon is killed under it
+
+
+# ---- finding 3 (b): a user's jobs' output together is bounded --------------------------------
+
+WRITE = "head -c {n} /dev/zero | tr '\\0' x | fold -w 99"   # n bytes as lines of 99 x and a newline
+
+
+def output_on_disk(d, owner_jobs):
+    total = 0
+    for jid in owner_jobs:
+        for f in ("stdout.data", "stdout.idx", "stderr.data", "stderr.idx"):
+            p = os.path.join(d.state, "jobs", jid, f)
+            total += os.path.getsize(p) if os.path.exists(p) else 0
+    return total
+
+
+def test_one_users_output_is_bounded_across_all_of_their_jobs(fresh_daemon):
+    """jobs.max_log_bytes_per_user 3 MB: alice's jobs writing 2 MB each get 3 MB on disk
+    together, whatever each one's own cap (1 GB) allows; the stream that reaches it ends with a
+    line saying so; bob's budget is his own. The count survives a kill -9 (made from the files
+    at start), and deleting her jobs gives it back."""
+    d = fresh_daemon("jobs:\n  max_log_bytes_per_user: 3MB\n")
+    budget = 3 << 20
+    two_mb = WRITE.format(n=2000000)
+    alice_jobs = []
+    for _ in range(3):
+        status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", two_mb]})
+        assert status == 201, job
+        alice_jobs.append(job["id"])
+        assert d.wait(job["id"])["status"] == "COMPLETED"
+    on_disk = output_on_disk(d, alice_jobs)
+    assert budget - 4096 < on_disk <= budget, on_disk
+    assert len(d.output(alice_jobs[0])) == 2020202  # fold adds a newline per 99 bytes
+    stopped = d.rnx("job", "log", alice_jobs[1], check=True).stdout
+    assert stopped.endswith("joblet: stdout stopped here: the output of its owner's jobs together reached "
+                            "jobs.max_log_bytes_per_user (3145728 bytes); the rest of the stream was discarded "
+                            "(rnx job delete of ended jobs makes room for new ones)\n"), stopped[-300:]
+    assert len(stopped.splitlines()[0]) == 99  # whole lines
+    status, job = api_as(d, BOB, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", two_mb]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED"
+    assert len(d.output(job["id"])) == 2020202  # fold adds a newline per 99 bytes
+    # the count outlives the daemon: made again from the files at start
+    d.kill9()
+    d.start()
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", WRITE.format(n=100000)]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED"
+    alice_jobs.append(job["id"])
+    out = d.output(job["id"])
+    assert "xxxx" not in out and "jobs.max_log_bytes_per_user" in out, "alice's budget was forgotten at the restart"
+    assert output_on_disk(d, alice_jobs) <= budget
+    for jid in alice_jobs:
+        assert api_as(d, ALICE, "DELETE", f"/v1/jobs/{jid}")[0] == 200
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", two_mb]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED"
+    assert len(d.output(job["id"])) == 2020202  # fold adds a newline per 99 bytes
