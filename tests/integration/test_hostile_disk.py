@@ -320,3 +320,32 @@ def test_one_users_output_is_bounded_across_all_of_their_jobs(fresh_daemon):
     status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", two_mb]})
     assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED"
     assert len(d.output(job["id"])) == 2020202  # fold adds a newline per 99 bytes
+
+
+# ---- finding 3 (d): a /work the kernel made read-only is repaired ------------------------------
+
+def test_a_work_filesystem_the_kernel_made_read_only_is_checked_and_mounted_again(fresh_daemon):
+    """A write error (the disk under the sparse image full) makes the kernel remount a user's
+    /work read-only (errors=remount-ro); done here by hand. While one of her jobs runs on it, a
+    new job is refused saying why; once none does, the next submission unmounts it, runs e2fsck
+    and mounts it again read-write, and the job writes its /work."""
+    d = fresh_daemon("jobs:\n  work_quota: 64MB\n")
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", "echo one > /work/f"]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED", job
+    mnt = os.path.join(d.state, "work", str(ALICE[0]))
+    status, running = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sleep", "args": ["60"]})
+    assert status == 201
+    d.wait_status(running["id"], "RUNNING")
+    subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+    status, ans = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
+    assert status == 507, (status, ans)
+    assert "made read-only by the kernel" in ans["error"]["message"] and running["id"] in ans["error"]["message"]
+    assert api_as(d, ALICE, "POST", f"/v1/jobs/{running['id']}/stop")[0] == 200
+    d.wait(running["id"])
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs",
+                         {"command": "sh", "args": ["-c", "echo two > /work/g && cat /work/g"]})
+    assert status == 201, job
+    assert d.wait(job["id"])["status"] == "COMPLETED", d.job(job["id"])
+    assert d.output(job["id"]) == "two\n"
+    assert not os.statvfs(mnt).f_flag & os.ST_RDONLY
+    assert "checked (e2fsck)" in d.log()
