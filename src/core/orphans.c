@@ -38,6 +38,13 @@ static bool known(const char *id)
     return bsearch(&id, ids, nids, sizeof *ids, cmp_id) != NULL;
 }
 
+/* A name that is exactly an unknown job's ID (a /work directory). */
+static bool orphan_work(const char *name)
+{
+    char id[37];
+    return orphans_named_by_id(name, id) && !name[36] && !known(id);
+}
+
 /* Removes each entry of dir named by an unknown job's ID; how many. */
 static size_t sweep_dir(const char *dir, const char *what)
 {
@@ -111,7 +118,7 @@ void orphans_sweep(void)
     char bundles[700];
     snprintf(bundles, sizeof bundles, "%s/runsc/bundles", core.cfg.state_dir);
     size_t dirs = sweep_dir(core.jobs_dir, "job directory");
-    size_t works = workfs_sweep(known);
+    size_t works = workfs_sweep(orphan_work);
     size_t bun = sweep_dir(bundles, "gVisor bundle");
     size_t cgs = sweep_cgroups();
     free(ids);

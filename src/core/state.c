@@ -2,10 +2,10 @@
 #include "state.h"
 
 #include <errno.h>
+#include <sys/statvfs.h>
 
 #include "../common/log.h"
 #include "../common/util.h"
-#include "statedisk.h"
 #include "workflow.h"
 
 core_state core;
@@ -109,7 +109,8 @@ int state_commit_now(jerr *e)
     resync_delay_ms = !resync_delay_ms ? RESYNC_FIRST_MS
                       : resync_delay_ms * 2 > RESYNC_MAX_MS ? RESYNC_MAX_MS : resync_delay_ms * 2;
     resync_at_ms = now_ms() + resync_delay_ms;
-    uint64_t avail = statedisk_free();
+    struct statvfs sv;
+    uint64_t avail = statvfs(core.cfg.state_dir, &sv) == 0 ? (uint64_t)sv.f_bfree * sv.f_frsize : UINT64_MAX;
     bool full = de.code == ENOSPC || avail < (1u << 20);
     log_err("%s: the commit was rolled back (%zu job rows kept in memory, written again in %lld ms)", de.msg, nstale,
             (long long)resync_delay_ms);

@@ -27,7 +27,6 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "diskimg.h"
-#include "orphans.h"
 #include "state.h"
 
 #define MKFS_TIMEOUT_MS 60000 /* mke2fs of a sparse image takes tens of milliseconds */
@@ -281,7 +280,7 @@ void workfs_clean_stale(const char *prefix)
     closedir(d);
 }
 
-size_t workfs_sweep(bool (*known)(const char *id))
+size_t workfs_sweep(bool (*orphan)(const char *name))
 {
     DIR *d = opendir(root);
     if (!d)
@@ -297,13 +296,12 @@ size_t workfs_sweep(bool (*known)(const char *id))
         DIR *m = diskimg_mounted(mnt) ? opendir(mnt) : NULL;
         struct dirent *e;
         while (m && (e = readdir(m))) {
-            char id[37], path[1000];
-            if (!orphans_named_by_id(e->d_name, id) || e->d_name[36] || known(id))
+            char path[1000];
+            if (!orphan(e->d_name))
                 continue;
             snprintf(path, sizeof path, "%s/%s", mnt, e->d_name);
             if (rm_rf(path) < 0)
-                log_warn("the work %s of job %s, which the database does not hold: not removed: %s", path, id,
-                         strerror(errno));
+                log_warn("the work %s of a job the database does not hold: not removed: %s", path, strerror(errno));
             else
                 n++;
         }

@@ -49,8 +49,8 @@ void workfs_usage(uid_t owner, const char *job_dir, uint64_t *size, uint64_t *us
  * name starts with prefix on every owner's filesystem. */
 void workfs_clean_stale(const char *prefix);
 
-/* Removes the work, on every owner's filesystem, of jobs that known() does not know (named by
- * a job ID: core/orphans.h); how many. */
-size_t workfs_sweep(bool (*known)(const char *id));
+/* Removes each entry, on every owner's filesystem, for whose name orphan() says so (a job the
+ * database does not hold: core/orphans.c); how many. */
+size_t workfs_sweep(bool (*orphan)(const char *name));
 
 #endif

@@ -129,18 +129,19 @@ int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns, uint64_t seq)
     }
     if (w->budget && n) {
         /* charged before it is written, so that jobs writing at once never pass the budget
-         * together: this piece and its entry, and the closing entry should it be the last */
+         * together: this piece and its entry, with room kept for the entry that would close the
+         * stream after it. Only that closing entry may pass the budget, by 32 bytes per stream,
+         * when other streams used it up meanwhile. */
         log_budget *b = w->budget;
         uint64_t entry = sizeof(log_index_entry), want = n + 2 * entry;
         uint64_t before = __atomic_fetch_add(&b->used, want, __ATOMIC_SEQ_CST), cap = b->cap;
         if (before + want > cap) {
-            uint64_t room = before + 2 * entry < cap ? cap - before - 2 * entry : 0;
+            uint64_t room = before + entry < cap ? cap - before - entry : 0;
             n = whole_lines(data, n, room);
             flags = LOG_IDX_CAPPED | LOG_IDX_USER_CAPPED;
             w->capped = true;
         }
-        uint64_t charged = n + (flags ? 2 : 1) * entry;
-        __atomic_fetch_sub(&b->used, want - charged, __ATOMIC_SEQ_CST);
+        __atomic_fetch_sub(&b->used, want - (n + entry), __ATOMIC_SEQ_CST);
     }
     w->unchecked += n;
     size_t done = 0;
