@@ -68,17 +68,10 @@ static size_t sweep_dir(const char *dir, const char *what)
     return n;
 }
 
-/* The cgroups of unknown jobs: their processes (a shim started before its job was committed)
- * killed, the cgroup removed. */
-static size_t sweep_cgroups(void)
+/* The cgroups of unknown jobs in one tree: their processes (a shim started before its job was
+ * committed) killed, the cgroup removed from every tree (cg_job_paths names them all). */
+static size_t sweep_cgroup_tree(const char *tree)
 {
-    /* listed in one tree: cgroup2's, else the first v1 controller's (cg_job_paths names the
-     * job's directory in every tree) */
-    const char *tree = core.cg.unified;
-    for (int c = 0; !tree[0] && c < CGC_N; c++)
-        tree = core.cg.v1[c];
-    if (!tree[0])
-        return 0;
     char dir[400];
     snprintf(dir, sizeof dir, "%s/%s", tree, core.cg.root);
     DIR *d = opendir(dir);
@@ -104,6 +97,16 @@ static size_t sweep_cgroups(void)
             n++;
     }
     closedir(d);
+    return n;
+}
+
+/* Every tree: cgroup2's, and each v1 controller's (a cgroup may be left in some only). */
+static size_t sweep_cgroups(void)
+{
+    size_t n = core.cg.unified[0] ? sweep_cgroup_tree(core.cg.unified) : 0;
+    for (int c = 0; c < CGC_N; c++)
+        if (core.cg.v1[c][0])
+            n += sweep_cgroup_tree(core.cg.v1[c]);
     return n;
 }
 
