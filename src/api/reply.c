@@ -2,6 +2,7 @@
  * (a caller whose credentials cannot be read). */
 #include "reply.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,11 +21,27 @@ void http_reply_method(const char *method)
 
 void http_reply_count(unsigned status) { counters_request(cur_method, status); }
 
+/* A request that reads only: its answer stands whether or not a commit of others' changes fails. */
+static bool reads_only(void)
+{
+    return cur_method && (!strcmp(cur_method, "GET") || !strcmp(cur_method, "HEAD"));
+}
+
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
     /* libmicrohttpd may send this answer within the current MHD_run, before the loop's turn
-     * ends: what it describes is committed first */
-    state_commit();
+     * ends: what it describes is committed first. A change that could not be committed is
+     * never answered 2xx: the routes that create take their change back first (submit_commit,
+     * workflow_create); any other answers that it is not saved. */
+    jerr ce = {0};
+    if (state_commit_now(&ce) < 0 && status >= 200 && status < 300 && !reads_only()) {
+        json_decref(body);
+        char msg[sizeof ce.msg];
+        snprintf(msg, sizeof msg, "%s", ce.msg);
+        jerr_http(&ce, ce.http, "not saved: %s (what was asked is done in this joblet, but would not outlive a restart "
+                                "until the database can be written again)", msg);
+        return http_reply_error(c, &ce);
+    }
     char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!t) {

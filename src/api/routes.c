@@ -83,6 +83,7 @@ static enum MHD_Result submit(request *r)
     if (!j)
         return http_reply_error(r->conn, &e);
     settle(); /* the answer shows where it stands: started, its GPUs, or why it waits */
+    state_commit(); /* the job is saved (submit_commit); what its start wrote is retried if this fails */
     return http_reply_json(r->conn, 201, job_json(j));
 }
 
@@ -116,17 +117,27 @@ static enum MHD_Result list(request *r)
     return jobs_list_reply(r->conn, &lf);
 }
 
-/* DELETE /v1/jobs deletes for this long per turn of the loop (a job's row, then its directory and
- * /work: ~0.7 ms each, far more with GBs of logs); between slices the request is parked, so
- * deleting 10,000 jobs never holds the loop long. Each slice is committed at the end of its turn;
- * the answer comes when all are gone, and counts them. */
-#define DELETE_SLICE_MS 30
+/* DELETE /v1/jobs deletes this many jobs per turn of the loop (their rows in one commit, then
+ * their directories and /work: ~0.7 ms each); between slices the request is parked, so deleting
+ * 10,000 jobs never holds the loop long. The answer comes when all are gone, and counts them. */
+#define DELETE_SLICE 48
 
 static enum MHD_Result delete_all(request *r)
 {
     bool more = true;
     while (more) {
-        r->park->tally += job_ctl_delete_ended(r->uid, DELETE_SLICE_MS, &more);
+        jerr e = {0};
+        size_t n;
+        if (job_ctl_delete_ended(r->uid, DELETE_SLICE, &n, &more, &e) < 0) {
+            if (r->park->tally) { /* the slices before were deleted, and committed */
+                char msg[sizeof e.msg];
+                snprintf(msg, sizeof msg, "%s", e.msg);
+                jerr_http(&e, e.http, "%llu jobs were deleted, then: %s", (unsigned long long)r->park->tally, msg);
+            }
+            r->park->tally = 0;
+            return http_reply_error(r->conn, &e);
+        }
+        r->park->tally += n;
         if (more && park_until_next_turn(r))
             return MHD_YES;
     }
@@ -302,6 +313,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
         if (!wf)
             return http_reply_error(r->conn, &e);
         settle();
+        state_commit(); /* as submit's */
         return http_reply_json(r->conn, 201, workflow_json(wf, false));
     }
     char id[160];   /* an id, a prefix or a name */

@@ -131,6 +131,7 @@ static enum MHD_Result test(request *r, const runtime *rt)
     if (!j)
         return refuse(r, &e);
     settle();
+    state_commit(); /* the job is saved (submit_job); as submit's in routes.c */
     return http_reply_json(r->conn, 201, job_json(j));
 }
 

@@ -87,6 +87,7 @@ enum MHD_Result uploads_end(struct MHD_Connection *c, put_state *p)
     if (rc < 0)
         return http_reply_error(c, &e);
     settle(); /* the answer shows where it stands, as a submission's does */
+    state_commit(); /* the job or workflow is saved (incoming_finish); as submit's */
     return http_reply_json(c, 201, wf ? workflow_json(wf, false) : job_json(j));
 }
 

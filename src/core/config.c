@@ -40,6 +40,8 @@ void config_defaults(config *c)
     c->max_pids_per_user = 4096;   /* a user's jobs cannot take the host's pid space (pid_max 32768) */
     c->default_memory_pct = 75;    /* no job takes the whole host's memory unless it asks */
     c->work_quota = 20ull << 30;   /* each user's jobs' /work together: a job cannot fill the host's disk */
+    c->state_reserve = 256ull << 20; /* kept free for the database: a full disk cannot lose an acknowledged change */
+    c->max_log_bytes_per_user = 16ull << 30; /* one user's jobs' output together: one user cannot fill the disk */
     c->tmp_size_mb = 1024;
     snprintf(c->cgroup_root, sizeof c->cgroup_root, "joblet");
     c->favor_dynmods = 1;
@@ -96,6 +98,8 @@ static const key keys[] = {
     U64("jobs.max_pids_per_user", max_pids_per_user, 0, 4194304),
     U64("jobs.default_memory_percent", default_memory_pct, 0, 100),
     {"jobs.work_quota", K_BYTES, offsetof(config, work_quota), 8, 0, 0},
+    {"jobs.state_reserve", K_BYTES, offsetof(config, state_reserve), 8, 0, 0},
+    {"jobs.max_log_bytes_per_user", K_BYTES, offsetof(config, max_log_bytes_per_user), 8, 0, 0},
     STR("jobs.shim_path", shim_path),
     STR("cgroup.root", cgroup_root),
     U64("cgroup.favor_dynmods", favor_dynmods, 0, 1),

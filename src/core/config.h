@@ -40,6 +40,8 @@ typedef struct config {
     uint64_t default_memory_pct;  /* jobs.default_memory_percent: a job's memory limit when it gives none,
                                    * in percent of the host's memory; 0 = none */
     uint64_t work_quota;          /* jobs.work_quota: the /work of one user's jobs together; 0 = no bound */
+    uint64_t state_reserve;       /* jobs.state_reserve: free bytes of the state filesystem kept for the database */
+    uint64_t max_log_bytes_per_user; /* jobs.max_log_bytes_per_user: the output of one user's jobs together; 0 = none */
     char shim_path[512];          /* jobs.shim_path, "" = next to joblet */
     char cgroup_root[64];         /* cgroup.root */
     uint64_t favor_dynmods;       /* cgroup.favor_dynmods: remount with favordynmods (1/0) */

@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <linux/sched.h>
@@ -82,6 +84,9 @@ __attribute__((noreturn)) static void mkfs_helper(const char *path, const char *
 /* The helper forks mke2fs, waits for it and writes its wait status to a pipe: the daemon reaps
  * every child in its SIGCHLD handler, so a child's own exit status cannot be relied on.
  * mke2fs's output goes to a file, which cannot fill up and block it as a pipe could. */
+static pid_t start_helper(const char *path, const char *const *argv, int log_fd, int *pidfd, int *status_fd, jerr *e);
+static bool held_by(const char *image, char *dev, size_t devlen);
+
 pid_t diskimg_format_start(const char *mke2fs, const char *image, uid_t root_uid, gid_t root_gid, int log_fd,
                            int *pidfd, int *status_fd, jerr *e)
 {
@@ -92,6 +97,15 @@ pid_t diskimg_format_start(const char *mke2fs, const char *image, uid_t root_uid
     snprintf(opts, sizeof opts, "lazy_itable_init=1,lazy_journal_init=1,root_owner=%u:%u", (unsigned)root_uid,
              (unsigned)root_gid);
     const char *argv[] = {mke2fs, "-t", "ext4", "-q", "-F", "-m", "0", "-E", opts, image, NULL};
+    pid_t pid = start_helper(mke2fs, argv, log_fd, pidfd, status_fd, e);
+    if (pid > 0)
+        log_debug("%s %s %s (helper pid %d)", mke2fs, opts, image, (int)pid);
+    return pid;
+}
+
+/* The helper (mkfs_helper) running path with argv: its pid, *pidfd and *status_fd. */
+static pid_t start_helper(const char *path, const char *const *argv, int log_fd, int *pidfd, int *status_fd, jerr *e)
+{
     static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     int sp[2];
     if (pipe2(sp, O_CLOEXEC) < 0)
@@ -100,15 +114,95 @@ pid_t diskimg_format_start(const char *mke2fs, const char *image, uid_t root_uid
     struct clone_args ca = {.flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)pidfd, .exit_signal = SIGCHLD};
     pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
     if (pid == 0)
-        mkfs_helper(mke2fs, argv, envp, log_fd, sp[1]);
+        mkfs_helper(path, argv, envp, log_fd, sp[1]);
     close(sp[1]);
     if (pid < 0) {
         close(sp[0]);
-        return jerr_sys(e, "start %s", mke2fs);
+        return jerr_sys(e, "start %s", path);
     }
     *status_fd = sp[0];
-    log_debug("%s %s %s (helper pid %d)", mke2fs, opts, image, (int)pid);
     return pid;
+}
+
+static const char *const e2fsck_paths[] = {"/usr/sbin/e2fsck", "/sbin/e2fsck"};
+
+int diskimg_fsck(const char *image, const char *log_path, int timeout_ms, jerr *e)
+{
+    const char *fsck = NULL;
+    for (size_t i = 0; i < ARRAY_LEN(e2fsck_paths) && !fsck; i++)
+        if (access(e2fsck_paths[i], X_OK) == 0)
+            fsck = e2fsck_paths[i];
+    if (!fsck)
+        return jerr_set(e, ENOENT, "no e2fsck (e2fsprogs) here to repair %s", image);
+    int out = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (out < 0)
+        return jerr_sys(e, "create %s", log_path);
+    const char *argv[] = {fsck, "-f", "-y", image, NULL};
+    int pidfd = -1, status_fd = -1;
+    pid_t pid = start_helper(fsck, argv, out, &pidfd, &status_fd, e);
+    close(out);
+    if (pid < 0)
+        return -1;
+    struct pollfd p = {.fd = status_fd, .events = POLLIN};
+    int n;
+    while ((n = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+        ;
+    if (n == 0)
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* its report then says so */
+    close(pidfd);
+    int st = 0;
+    ssize_t r;
+    while ((r = read(status_fd, &st, sizeof st)) < 0 && errno == EINTR)
+        ;
+    close(status_fd);
+    /* 0: clean, 1: errors corrected, 2: corrected (a reboot is asked for a mounted root only) */
+    if (r == (ssize_t)sizeof st && WIFEXITED(st) && WEXITSTATUS(st) <= 2) {
+        log_info("%s: e2fsck -f -y exited with status %d", image, WEXITSTATUS(st));
+        return 0;
+    }
+    char *txt = read_file(log_path, NULL);
+    for (char *q = txt; q && *q; q++)
+        if (*q == '\n' || *q == '\r' || *q == '\t')
+            *q = ' ';
+    jerr_set(e, EIO, "e2fsck -f -y %s %s%s%.300s", image,
+             r != (ssize_t)sizeof st ? "ended without a report" : WIFEXITED(st) ? "failed" : "was killed",
+             txt && *txt ? ": " : "", txt ? txt : "");
+    free(txt);
+    return -1;
+}
+
+bool diskimg_has_errors(const char *image)
+{
+    /* ext4's superblock at 1024: s_state (le16) at 58, EXT2_ERROR_FS = 2; s_magic at 56 */
+    unsigned char sb[60];
+    int fd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    bool bad = pread(fd, sb, sizeof sb, 1024) == (ssize_t)sizeof sb && sb[56] == 0x53 && sb[57] == 0xef &&
+               (sb[58] & 2);
+    close(fd);
+    return bad;
+}
+
+bool diskimg_read_only(const char *mnt)
+{
+    struct statvfs sv;
+    return statvfs(mnt, &sv) == 0 && (sv.f_flag & ST_RDONLY);
+}
+
+int diskimg_unmount_if_free(const char *image, const char *mnt, jerr *e)
+{
+    if (umount2(mnt, 0) < 0)
+        return jerr_sys(e, "unmount %s", mnt);
+    /* the kernel releases an autoclear loop device after the last unmount, not always at
+     * once: looked at for up to a second */
+    char dev[300];
+    for (int i = 0; i < 100; i++) {
+        if (!held_by(image, dev, sizeof dev))
+            return 0;
+        usleep(10000);
+    }
+    return jerr_set(e, EBUSY, "%s is still held by %s (mounted elsewhere: a job's namespace)", image, dev);
 }
 
 int diskimg_format_result(int status_fd, const char *what, const char *log_path, jerr *e)

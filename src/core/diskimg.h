@@ -39,4 +39,17 @@ int diskimg_mount(const char *image, const char *mnt, jerr *e);
 /* Something is mounted on mnt (its device differs from its parent directory's). */
 bool diskimg_mounted(const char *mnt);
 
+/* ---- repair: an image whose filesystem the kernel made read-only (errors=remount-ro) after a
+ * write error, e.g. when the disk under a sparse image filled ---- */
+/* mnt's filesystem is mounted read-only. */
+bool diskimg_read_only(const char *mnt);
+/* The image's superblock says the filesystem has errors (EXT2_ERROR_FS). */
+bool diskimg_has_errors(const char *image);
+/* Unmounts mnt; -1 (EBUSY) as well when the image is still held by a loop device afterwards
+ * (mounted in another namespace): it must not be checked then. */
+int diskimg_unmount_if_free(const char *image, const char *mnt, jerr *e);
+/* e2fsck -f -y on an unmounted image, waited for (at most timeout_ms), its output in
+ * log_path: 0 when the filesystem is clean or was repaired. */
+int diskimg_fsck(const char *image, const char *log_path, int timeout_ms, jerr *e);
+
 #endif

@@ -342,6 +342,8 @@ int incoming_finish(incoming *in, job **j, workflow **wf, jerr *e)
         rc = *wf ? 0 : -1;
     } else if (rc == 0) {
         *j = submit_create(&in->req, in->uid, in->gid, &in->one, e);
+        if (*j)
+            *j = submit_commit(*j, e);
         rc = *j ? 0 : -1;
     }
     if (rc == 0)

@@ -97,6 +97,7 @@ typedef struct job {
     int inotify_wd;
     uint8_t settle;           /* enum job_settle: what the settle step still owes this job */
     uint32_t ev_sig;          /* its state and queue place + 1 as last published (publish.c); 0 none */
+    uint8_t db_mark;          /* enum state_db_mark: its row in the open transaction, or lost with one (state.h) */
 } job;
 
 /* What a change of a job leaves to the settle step (settle.c), besides the scheduler. */

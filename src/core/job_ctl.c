@@ -9,6 +9,7 @@
 #include "logstream.h"
 #include "settle.h"
 #include "state.h"
+#include "statedisk.h"
 #include "workflow.h"
 #include "workfs.h"
 
@@ -46,20 +47,28 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e)
     return 0;
 }
 
-static int delete_one(job *j, jerr *e)
+/* Its row deleted, in the open transaction. */
+static int delete_row(job *j, jerr *e)
 {
     /* what its end still owes (its GPUs back, its workflow told) is done before it goes */
     if (j->settle)
         settle();
-    char dir[700];
-    jobs_dir_of(j, dir, sizeof dir);
     if (db_delete_job(core.db, j->id, e) < 0) {
         log_err("%s", e->msg);
         return -1;
     }
+    return 0;
+}
+
+/* Its row's delete committed: the job goes from memory and disk. */
+static void delete_rest(job *j)
+{
+    char dir[700];
+    jobs_dir_of(j, dir, sizeof dir);
     logstream_detach(j);
     launch_forget(j);
     workflow_forget_job(j);
+    statedisk_budget_release(j);
     workfs_remove(j->owner_uid, dir);
     char ev[80];
     snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", j->id);
@@ -67,34 +76,59 @@ static int delete_one(job *j, jerr *e)
     jobs_remove(j);
     job_free(j);
     core.trim_at_ms = now_ms() + 1000;
-    return 0;
+}
+
+/* The delete is committed before anything else goes: a delete the database did not take
+ * leaves the job whole, in memory and on disk, and says why (507 when the disk is full). */
+static int commit_delete(jerr *e)
+{
+    if (state_commit_now(e) == 0)
+        return 0;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    return jerr_http(e, e->http, "nothing was deleted: %s", msg);
 }
 
 int job_ctl_delete(job *j, jerr *e)
 {
     if (!job_state_terminal(j->state))
         return jerr_http(e, 409, "job %s is %s; stop or cancel it before deleting it", j->id, job_state_name(j->state));
-    return delete_one(j, e);
+    if (delete_row(j, e) < 0 || commit_delete(e) < 0)
+        return -1;
+    delete_rest(j);
+    return 0;
 }
 
-size_t job_ctl_delete_ended(uid_t caller, int64_t max_ms, bool *more)
+int job_ctl_delete_ended(uid_t caller, size_t max, size_t *deleted, bool *more, jerr *e)
 {
+    /* the rows in one transaction, then the jobs once it is committed */
     size_t n = 0;
-    int64_t until = mono_ns() + max_ms * 1000000;
+    job **gone = xcalloc(max ? max : 1, sizeof *gone);
+    *deleted = 0;
     *more = false;
     for (size_t i = core.njobs; i-- > 0;) {
         job *j = core.jobs[i];
-        jerr e = {0};
         if ((caller != 0 && j->owner_uid != caller) || !job_state_terminal(j->state))
             continue;
-        if (n && mono_ns() >= until) {
+        if (n == max) {
             *more = true;
             break;
         }
-        if (delete_one(j, &e) == 0)
-            n++;
-        if (i > core.njobs) /* deleting settled others (a workflow's): look again from the end */
+        if (delete_row(j, e) < 0) {
+            free(gone);
+            return -1;
+        }
+        gone[n++] = j;
+        if (i > core.njobs) /* settling what it owed ended no job, but look again from the end */
             i = core.njobs;
     }
-    return n;
+    if (n && commit_delete(e) < 0) {
+        free(gone);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        delete_rest(gone[i]);
+    free(gone);
+    *deleted = n;
+    return 0;
 }

@@ -21,8 +21,9 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e);
 /* An ended job, its directory, logs and database rows are gone; 409 for one not ended. The
  * job is freed: the caller must not use it afterwards. */
 int job_ctl_delete(job *j, jerr *e);
-/* The ended jobs the caller may see (root: all), newest first, for at most max_ms (at least one);
- * how many were deleted, and *more when some are left. */
-size_t job_ctl_delete_ended(uid_t caller, int64_t max_ms, bool *more);
+/* Ended jobs the caller may see (root: all), newest first, at most max of them, their rows in
+ * one commit: *deleted says how many, *more whether some are left; -1 (none of these deleted)
+ * when a row or the commit failed. */
+int job_ctl_delete_ended(uid_t caller, size_t max, size_t *deleted, bool *more, jerr *e);
 
 #endif

@@ -112,6 +112,7 @@ void jobs_add(job *j)
 
 void jobs_remove(job *j)
 {
+    state_forget_job(j);
     for (size_t i = 0; i < core.nchanged; i++)
         if (core.changed[i] == j) {
             memmove(&core.changed[i], &core.changed[i + 1], (core.nchanged - i - 1) * sizeof *core.changed);
@@ -169,6 +170,7 @@ void jobs_dir_of(const job *j, char *out, size_t len) { snprintf(out, len, "%s/%
 int job_save(job *j)
 {
     jerr e = {0};
+    state_wrote_job(j);
     if (db_update_job(core.db, j, &e) < 0) {
         log_err("job %s: not saved: %s", j->id, e.msg);
         return -1;

@@ -29,6 +29,7 @@
 #include "launch.h"
 #include "runtimes.h"
 #include "state.h"
+#include "statedisk.h"
 #include "volumes.h"
 #include "workfs.h"
 
@@ -142,6 +143,9 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.stop_grace_s = core.cfg.stop_grace_s;
     s.tmp_size_mb = core.cfg.tmp_size_mb;
     s.log_max_bytes = (uint64_t)j->req.max_log_bytes;
+    if (statedisk_budget_path(j->owner_uid, s.log_budget, sizeof s.log_budget) < 0)
+        s.log_budget[0] = 0;
+    s.log_floor = core.cfg.state_reserve / 2;
     s.user_procs_max = (uint64_t)j->req.user_pids_max;
     s.cgroup_root = core.cfg.cgroup_root;
     s.limits.cpu_pct = (uint32_t)j->req.max_cpu;

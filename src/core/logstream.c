@@ -50,7 +50,7 @@ typedef struct src {
     log_index_entry cur;
     bool have;                 /* cur is entry `next` */
     bool noted;                /* the cap note was sent */
-    char note[200];
+    char note[400];
     /* the old format: one record per line */
     int legacy_fd;
     char *buf;
@@ -164,7 +164,8 @@ static bool src_peek(follower *f, src *s, piece *p)
             return true;
         }
         if (s->cur.flags & LOG_IDX_CAPPED && !s->noted) {
-            int n = log_cap_note(s->note, sizeof s->note, s->name, f->cap);
+            int n = log_stop_note(s->note, sizeof s->note, s->name, s->cur.flags, f->cap,
+                                  core.cfg.max_log_bytes_per_user);
             *p = (piece){.ts = s->cur.ts_ns, .seq = s->cur.seq, .mem = s->note,
                          .len = n > 0 && (size_t)n < sizeof s->note ? (size_t)n : 0, .note = true};
             return true;

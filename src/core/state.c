@@ -1,13 +1,131 @@
 /* The daemon's one state (state.h). */
 #include "state.h"
 
+#include <errno.h>
+#include <sys/statvfs.h>
+
 #include "../common/log.h"
+#include "../common/util.h"
+#include "workflow.h"
 
 core_state core;
 
+#define RESYNC_FIRST_MS 1000
+#define RESYNC_MAX_MS 60000
+
+/* Jobs whose rows the open transaction writes, and those a failed commit lost. */
+static job **txn, **stale;
+static size_t ntxn, txn_cap, nstale, stale_cap;
+static bool wf_txn, wf_stale;       /* the same for workflows: all are written again */
+static int64_t resync_at_ms, resync_delay_ms;
+
+static void push(job ***list, size_t *n, size_t *cap, job *j)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *list = xrealloc(*list, *cap * sizeof **list);
+    }
+    (*list)[(*n)++] = j;
+}
+
+static void drop_from(job **list, size_t *n, job *j)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (list[i] == j) {
+            list[i] = list[--*n];
+            return;
+        }
+}
+
+void state_wrote_job(job *j)
+{
+    if (j->db_mark & STATE_DB_TXN)
+        return;
+    j->db_mark |= STATE_DB_TXN;
+    push(&txn, &ntxn, &txn_cap, j);
+}
+
+void state_wrote_workflows(void) { wf_txn = true; }
+
+void state_forget_job(job *j)
+{
+    if (j->db_mark & STATE_DB_TXN)
+        drop_from(txn, &ntxn, j);
+    if (j->db_mark & STATE_DB_STALE)
+        drop_from(stale, &nstale, j);
+    j->db_mark = 0;
+}
+
+/* The rows a failed commit lost, written again into the open transaction. */
+static void resync(void)
+{
+    size_t n = nstale;
+    for (size_t i = 0; i < n; i++) {
+        job *j = stale[i];
+        jerr e = {0};
+        j->db_mark &= (uint8_t)~STATE_DB_STALE;
+        if (db_save_job(core.db, j, &e) < 0)
+            log_err("job %s: not saved again: %s", j->id, e.msg);
+        state_wrote_job(j);
+    }
+    nstale = 0;
+    if (wf_stale) {
+        wf_stale = false;
+        for (size_t i = 0; i < core.nworkflows; i++) {
+            jerr e = {0};
+            if (db_save_workflow(core.db, core.workflows[i], &e) < 0)
+                log_err("workflow %s: not saved again: %s", core.workflows[i]->id, e.msg);
+        }
+        wf_txn = true;
+    }
+    if (n)
+        log_info("database: %zu job rows that a failed commit lost written again", n);
+}
+
+int state_commit_now(jerr *e)
+{
+    jerr de = {0};
+    if (db_flush(core.db, &de) == 0) {
+        for (size_t i = 0; i < ntxn; i++)
+            txn[i]->db_mark &= (uint8_t)~STATE_DB_TXN;
+        ntxn = 0;
+        wf_txn = false;
+        if (!nstale && !wf_stale)
+            resync_delay_ms = 0;
+        return 0;
+    }
+    /* rolled back: the rows it wrote are in memory only until a later commit */
+    for (size_t i = 0; i < ntxn; i++) {
+        job *j = txn[i];
+        j->db_mark &= (uint8_t)~STATE_DB_TXN;
+        if (!(j->db_mark & STATE_DB_STALE)) {
+            j->db_mark |= STATE_DB_STALE;
+            push(&stale, &nstale, &stale_cap, j);
+        }
+    }
+    ntxn = 0;
+    wf_stale |= wf_txn;
+    wf_txn = false;
+    resync_delay_ms = !resync_delay_ms ? RESYNC_FIRST_MS
+                      : resync_delay_ms * 2 > RESYNC_MAX_MS ? RESYNC_MAX_MS : resync_delay_ms * 2;
+    resync_at_ms = now_ms() + resync_delay_ms;
+    struct statvfs sv;
+    uint64_t avail = statvfs(core.cfg.state_dir, &sv) == 0 ? (uint64_t)sv.f_bfree * sv.f_frsize : UINT64_MAX;
+    bool full = de.code == ENOSPC || avail < (1u << 20);
+    log_err("%s: the commit was rolled back (%zu job rows kept in memory, written again in %lld ms)", de.msg, nstale,
+            (long long)resync_delay_ms);
+    if (full)
+        return jerr_http(e, 507, "joblet's database could not be saved: the state filesystem (%s) is full (%llu KB "
+                                 "free); free space there (rnx job delete removes ended jobs and their output) and "
+                                 "try again",
+                         core.cfg.state_dir, (unsigned long long)(avail >> 10));
+    return jerr_http(e, 503, "joblet's database could not be saved (%s); try again in a moment", de.msg);
+}
+
 void state_commit(void)
 {
+    if ((nstale || wf_stale) && now_ms() >= resync_at_ms)
+        resync();
     jerr e = {0};
-    if (db_flush(core.db, &e) < 0)
-        log_err("%s", e.msg);
+    state_commit_now(&e);
 }

@@ -66,7 +66,24 @@ extern core_state core;
 static inline void state_want(unsigned what) { core.want |= what; }
 /* Commits what changed since the last commit (one transaction per turn, store/db.h): run at
  * the end of every loop turn and before any API answer, so no client sees a change the
- * database does not hold (a kill -9 right after a 201 must not lose the job). */
+ * database does not hold (a kill -9 right after a 201 must not lose the job).
+ *
+ * A commit can fail (the state filesystem full, an I/O error): the transaction is rolled back
+ * whole (db_flush), and what it held is then in memory only. A request's own change is taken
+ * back by its route (nothing created: submit_undo, workflow_undo) or answered as not saved
+ * (api/reply.c), never 2xx. The rows of jobs and workflows that background events wrote in
+ * it (a start, an end) are written again, whole, by a later commit: the first retry a second
+ * later, then at doubling intervals up to a minute while commits keep failing. Job history
+ * events, audit records and GPU samples of a failed commit are not written again. */
 void state_commit(void);
+/* The same, for a route whose answer depends on it: 0, or -1 with e saying why (HTTP 507
+ * when the state filesystem is full, else 503). */
+int state_commit_now(jerr *e);
+/* Marks a job or a workflow whose row this transaction writes (jobs.c, submit.c, workflow.c),
+ * so that a failed commit has it written again. state_forget_job: the job is being freed. */
+enum state_db_mark { STATE_DB_TXN = 1, STATE_DB_STALE = 2 };
+void state_wrote_job(job *j);
+void state_wrote_workflows(void);
+void state_forget_job(job *j);
 
 #endif

@@ -23,6 +23,7 @@
 #include "jobs.h"
 #include "runtimes.h"
 #include "state.h"
+#include "statedisk.h"
 #include "submit.h"
 #include "jobdirs.h"
 #include "workfs.h"
@@ -400,6 +401,12 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
                                      "(rnx job delete ID, or rnx job delete-all)", (unsigned)uid, kept,
                              n > 1 ? " and this asks for more" : "", L->max_jobs_per_user);
     }
+    /* room for them and their files on the state filesystem, past the database's reserve */
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += jobreq_uploads_declared(reqs[i]);
+    if (statedisk_room(bytes, n > 1 ? "new jobs (this workflow)" : "a new job", e) < 0)
+        return -1;
     double wait_s;
     if (L->gpu_requests_per_minute && gpu && take_token(uid, &wait_s, !(flags & SUBMIT_DRY_RUN)) < 0)
         return jerr_http(e, 429, "too many GPU requests: limits.gpu_requests_per_minute is %u for each user; try "
@@ -412,7 +419,29 @@ job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
     submit_info si;
     if (submit_check(req, caller_uid, caller_gid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, 0, e) < 0)
         return NULL;
-    return submit_create(req, caller_uid, caller_gid, &si, e);
+    job *j = submit_create(req, caller_uid, caller_gid, &si, e);
+    return j ? submit_commit(j, e) : NULL;
+}
+
+void submit_undo(job *j)
+{
+    char dir[700];
+    jobs_dir_of(j, dir, sizeof dir);
+    log_info("job %s: taken back (%s)", j->id, "its submission could not be saved");
+    jobs_remove(j);
+    workfs_remove(j->owner_uid, dir);
+    job_free(j);
+}
+
+job *submit_commit(job *j, jerr *e)
+{
+    if (state_commit_now(e) == 0)
+        return j;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    jerr_http(e, e->http, "the job was not created: %s", msg);
+    submit_undo(j);
+    return NULL;
 }
 
 job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)
@@ -470,6 +499,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
             job_free(j);
             return NULL;
         }
+        state_wrote_job(j);
         jobs_add(j);
         jobdirs_defer(j);
         goto added;
@@ -488,6 +518,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         job_free(j);
         return NULL;
     }
+    state_wrote_job(j);
     jobs_add(j);
 added:
     state_want(WANT_SCHEDULE);

@@ -29,6 +29,12 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
 enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e);
 job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
+/* Commits the job submit_create made (state_commit_now): the job, or NULL after taking it back
+ * (submit_undo) with e saying why (507 when the state filesystem is full). */
+job *submit_commit(job *j, jerr *e);
+/* Takes back a job submit_create made that was not launched: out of the table, its directory
+ * and /work removed, freed. */
+void submit_undo(job *j);
 
 /* Jobs promised by streamed uploads not yet complete (core/incoming.c): counted with the
  * user's waiting jobs by submit_check_limits. jobs < 0 takes them back. */

@@ -45,6 +45,7 @@
 #include "../common/util.h"
 #include "diskimg.h"
 #include "state.h"
+#include "statedisk.h"
 #include "users.h"
 #include "workfs.h"
 
@@ -309,6 +310,17 @@ static int step_row(volume *v, jerr *e)
     return db_volume_insert(core.db, &row, e);
 }
 
+/* Committed before the volume is answered for: a failed commit undoes the volume (run_steps),
+ * so that no answer says created what a restart would not find. */
+static int step_commit(volume *v, jerr *e)
+{
+    if (state_commit_now(e) == 0)
+        return 0;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    return jerr_http(e, e->http, "volume '%s' was not created: %s", v->name, msg);
+}
+
 #define FS (1u << VOLUME_FILESYSTEM)
 #define MEM (1u << VOLUME_MEMORY)
 /* Creating a volume: the plan, run in order for the steps of its type. A step marked async
@@ -328,6 +340,7 @@ static const struct create_step {
     {"the loop device and the mount", step_mount, FS | MEM, false},
     {"its root directory's owner, mode and ACL", set_root_access, FS | MEM, false},
     {"its row in the database", step_row, FS | MEM, false},
+    {"its row committed", step_commit, FS | MEM, false},
 };
 
 /* Runs the steps from `from` on: 0 when the volume is ready, VOLUMES_PENDING when an async
@@ -533,7 +546,7 @@ static int check_request(const volume_req *rq, uid_t uid, jerr *e)
                                       "names another), which this machine lacks; use --type=memory or ask an admin");
     if (rq->type == VOLUME_FILESYSTEM && ncreating >= CREATING_MAX)
         return jerr_http(e, 503, "%d volumes are being created already; try again in a moment", CREATING_MAX);
-    return check_room(rq, uid, e);
+    return statedisk_room(0, "new volumes", e) < 0 ? -1 : check_room(rq, uid, e);
 }
 
 /* The same volume asked for again: the request is satisfied by what exists, or refused
@@ -722,6 +735,16 @@ static int destroy(volume *v, jerr *e)
 {
     if (unmount(v, e) < 0 || db_volume_delete(core.db, v->name, e) < 0)
         return -1;
+    /* the row's delete is committed before the data goes; else the volume is mounted again
+     * and stays as the database has it */
+    if (state_commit_now(e) < 0) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        jerr me = {0};
+        if (step_mount(v, &me) < 0)
+            log_err("volume %s: not mounted again after its removal failed: %s", v->name, me.msg);
+        return jerr_http(e, e->http, "volume '%s' was not removed: %s", v->name, msg);
+    }
     rm_rf(v->dir);
     drop(v);
     return 0;

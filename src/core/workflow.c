@@ -23,6 +23,7 @@
 static void wf_save(workflow *wf)
 {
     jerr e = {0};
+    state_wrote_workflows();
     if (db_update_workflow(core.db, wf, &e) < 0)
         log_err("%s", e.msg);
 }
@@ -219,6 +220,7 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
     wf->n = n;
     wf->doc = b->doc;
     const char *name = b->name;
+    state_wrote_workflows();
     if (db_insert_workflow(core.db, wf, e) < 0) {
         wf->jobs = NULL;
         wf->n = 0;
@@ -255,9 +257,25 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
         job_save(j);
         wf->jobs[i].j = j;
     }
-    log_info("workflow %s '%s' submitted by uid %u: %zu jobs", wf->id, name, (unsigned)uid, n);
     workflow_checked_free(c);
-    return wf->canceled_by == 0 ? (wf_save(wf), wf) : wf;
+    if (wf->canceled_by == 0)
+        wf_save(wf);
+    /* committed before it is answered or launched: else taken back whole */
+    if (state_commit_now(e) < 0) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        jerr_http(e, e->http, "the workflow was not created: %s", msg);
+        log_info("workflow %s '%s' of uid %u: taken back (its submission could not be saved)", wf->id, name,
+                 (unsigned)uid);
+        for (size_t i = 0; i < n; i++)
+            if (wf->jobs[i].j)
+                submit_undo(wf->jobs[i].j);
+        core.nworkflows--; /* added last, above */
+        wf_free(wf);
+        return NULL;
+    }
+    log_info("workflow %s '%s' submitted by uid %u: %zu jobs", wf->id, name, (unsigned)uid, n);
+    return wf;
 }
 
 

@@ -40,6 +40,8 @@ static void fs_paths(uid_t owner, char *mnt, size_t mlen, char *image, size_t il
     snprintf(image, ilen, "%s/%u.img", root, (unsigned)owner);
 }
 
+static int check_image(const char *image, const char *mnt, jerr *e);
+
 int workfs_init(jerr *e)
 {
     snprintf(root, sizeof root, "%s/work", core.cfg.state_dir);
@@ -70,7 +72,10 @@ int workfs_init(jerr *e)
             continue;
         char mnt[700], image[700];
         fs_paths((uid_t)uid, mnt, sizeof mnt, image, sizeof image);
-        jerr me = {0};
+        jerr me = {0}, ce = {0};
+        /* one the kernel found errors in (a write error made it read-only) is checked first */
+        if (!diskimg_mounted(mnt) && diskimg_has_errors(image) && check_image(image, mnt, &ce) < 0)
+            log_err("the /work filesystem of uid %u: %s; mounted as it is", uid, ce.msg);
         if ((mkdir(mnt, 0700) < 0 && errno != EEXIST) || (!diskimg_mounted(mnt) && diskimg_mount(image, mnt, &me) < 0))
             log_err("the /work filesystem of uid %u: %s; its jobs' work is out of reach until it mounts", uid,
                     me.msg[0] ? me.msg : strerror(errno));
@@ -106,13 +111,54 @@ static int format(const char *image, const char *mnt, jerr *e)
     return rc;
 }
 
+/* e2fsck -f -y, for an image that had errors: waited for, as mke2fs is (rare: after a write
+ * error, usually a full disk under the sparse image). */
+static int check_image(const char *image, const char *mnt, jerr *e)
+{
+    char log_path[720];
+    snprintf(log_path, sizeof log_path, "%s.fsck.log", mnt);
+    int64_t t0 = mono_ns();
+    int rc = diskimg_fsck(image, log_path, MKFS_TIMEOUT_MS, e);
+    unlink(log_path);
+    if (rc == 0)
+        log_info("%s checked (e2fsck) in %.1f ms", image, (double)(mono_ns() - t0) / 1e6);
+    return rc;
+}
+
+/* The kernel made the owner's filesystem read-only after a write error (errors=remount-ro; a
+ * full disk under its sparse image): unmounted, checked and mounted again, once no job of the
+ * owner's runs on it. Until then new jobs of the owner's are refused, saying why. */
+static int repair(uid_t owner, const char *image, const char *mnt, jerr *e)
+{
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        if (j->owner_uid == owner && j->shim_pid > 0)
+            return jerr_http(e, 507, "it was made read-only by the kernel after a write error (the state filesystem "
+                                     "full?); it is checked and mounted again at the next submission once no job of "
+                                     "uid %u runs (job %s still does)", (unsigned)owner, j->id);
+    }
+    log_warn("the /work filesystem of uid %u was made read-only by the kernel after a write error: checking it",
+             (unsigned)owner);
+    if (diskimg_unmount_if_free(image, mnt, e) < 0) {
+        jerr me = {0};
+        if (!diskimg_mounted(mnt) && diskimg_mount(image, mnt, &me) < 0)
+            log_err("the /work filesystem of uid %u: %s", (unsigned)owner, me.msg);
+        return -1;
+    }
+    if (check_image(image, mnt, e) < 0 || diskimg_mount(image, mnt, e) < 0)
+        return -1;
+    if (diskimg_read_only(mnt))
+        return jerr_set(e, EROFS, "it is still read-only after e2fsck and a new mount");
+    return chmod(mnt, 0711) < 0 ? jerr_sys(e, "chmod %s", mnt) : 0;
+}
+
 /* The owner's filesystem, mounted on mnt: made now if it is the first of the owner's jobs. */
 static int owner_fs(uid_t owner, char *mnt, size_t mlen, jerr *e)
 {
     char image[700];
     fs_paths(owner, mnt, mlen, image, sizeof image);
     if (diskimg_mounted(mnt))
-        return 0;
+        return diskimg_read_only(mnt) ? repair(owner, image, mnt, e) : 0;
     if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
         return jerr_sys(e, "create %s", mnt);
     if (access(image, F_OK) < 0) {
@@ -263,4 +309,36 @@ uint64_t workfs_promised_mb(dev_t dev)
     }
     closedir(d);
     return promised;
+}
+
+size_t workfs_sweep(bool (*orphan)(const char *name))
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        unsigned uid;
+        char tail[2], mnt[700];
+        if (sscanf(de->d_name, "%u%1s", &uid, tail) != 1)
+            continue;
+        snprintf(mnt, sizeof mnt, "%s/%s", root, de->d_name);
+        DIR *m = diskimg_mounted(mnt) ? opendir(mnt) : NULL;
+        struct dirent *e;
+        while (m && (e = readdir(m))) {
+            char path[1000];
+            if (!orphan(e->d_name))
+                continue;
+            snprintf(path, sizeof path, "%s/%s", mnt, e->d_name);
+            if (rm_rf(path) < 0)
+                log_warn("the work %s of a job the database does not hold: not removed: %s", path, strerror(errno));
+            else
+                n++;
+        }
+        if (m)
+            closedir(m);
+    }
+    closedir(d);
+    return n;
 }

@@ -16,6 +16,7 @@
 #define JOBLET_CORE_WORKFS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -57,5 +58,9 @@ void workfs_clean_stale(const char *prefix);
  * (each is promised its whole size): volumes (volumes.h) count it when their images share that
  * disk, so that the two together never promise more than it has. */
 uint64_t workfs_promised_mb(dev_t dev);
+
+/* Removes each entry, on every owner's filesystem, for whose name orphan() says so (a job the
+ * database does not hold: core/orphans.c); how many. */
+size_t workfs_sweep(bool (*orphan)(const char *name));
 
 #endif

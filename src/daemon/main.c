@@ -33,10 +33,12 @@
 #include "../core/events.h"
 #include "../core/history.h"
 #include "../core/logstream.h"
+#include "../core/orphans.h"
 #include "../core/runtime_build.h"
 #include "../core/runtimes.h"
 #include "../core/settle.h"
 #include "../core/state.h"
+#include "../core/statedisk.h"
 #include "../core/volumes.h"
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
@@ -417,6 +419,8 @@ int main(int argc, char **argv)
     launch_adopt_all();
     launch_init();
     incoming_clean_stale();
+    orphans_sweep(); /* after re-adoption: every job that runs is known by now */
+    statedisk_budgets_init();
     http_limits hl = {core.cfg.max_body_bytes, core.cfg.max_conns, core.cfg.max_conns_per_user, core.cfg.idle_timeout_s};
     if (http_start(core.cfg.socket, core.cfg.socket_mode, &hl, &e) < 0) {
         log_err("%s", e.msg);

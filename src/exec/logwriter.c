@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap)
@@ -18,6 +19,31 @@ void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap)
     /* room for at least a little output and the two entries that close it */
     w->cap = cap && cap < 4 * sizeof(log_index_entry) ? 4 * sizeof(log_index_entry) : cap;
     w->capped = false;
+    w->budget = NULL;
+    w->floor = w->unchecked = 0;
+    w->checked = false;
+}
+
+void logw_limits(logw *w, log_budget *budget, uint64_t floor)
+{
+    w->budget = budget;
+    w->floor = floor;
+}
+
+int log_stop_note(char *out, size_t outlen, const char *stream, uint32_t flags, uint64_t cap, uint64_t user_cap)
+{
+    if (flags & LOG_IDX_USER_CAPPED)
+        return snprintf(out, outlen,
+                        "joblet: %s stopped here: the output of its owner's jobs together reached "
+                        "jobs.max_log_bytes_per_user (%llu bytes); the rest of the stream was discarded (rnx job "
+                        "delete of ended jobs makes room for new ones)\n",
+                        stream, (unsigned long long)user_cap);
+    if (flags & LOG_IDX_DISK_LOW)
+        return snprintf(out, outlen,
+                        "joblet: %s stopped here: the state filesystem was nearly full (less than half of "
+                        "jobs.state_reserve free); the rest of the stream was discarded\n",
+                        stream);
+    return log_cap_note(out, outlen, stream, cap);
 }
 
 int log_cap_note(char *out, size_t outlen, const char *stream, uint64_t cap)
@@ -65,6 +91,15 @@ static int add_entry(logw *w, int64_t ts_ns, uint64_t seq, uint32_t flags)
     return rc;
 }
 
+/* The whole lines of data[0..n) that fit in room bytes. */
+static size_t whole_lines(const char *data, size_t n, uint64_t room)
+{
+    if (n <= room)
+        return n;
+    const char *nl = room ? memrchr(data, '\n', (size_t)room) : NULL;
+    return nl ? (size_t)(nl - data) + 1 : 0;
+}
+
 int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns, uint64_t seq)
 {
     if (w->capped || !n)
@@ -77,12 +112,38 @@ int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns, uint64_t seq)
         uint64_t room = used + reserve < w->cap ? w->cap - used - reserve : 0;
         if (n > room) {
             /* the whole lines that fit, then the entry that says the rest is gone */
-            const char *nl = room ? memrchr(data, '\n', (size_t)room) : NULL;
-            n = nl ? (size_t)(nl - data) + 1 : 0;
+            n = whole_lines(data, n, room);
             flags = LOG_IDX_CAPPED;
             w->capped = true;
         }
     }
+    if (w->floor && (!w->checked || w->unchecked >= LOG_FLOOR_CHECK_BYTES)) {
+        struct statvfs sv;
+        w->checked = true;
+        w->unchecked = 0;
+        if (fstatvfs(w->dirfd, &sv) == 0 && (uint64_t)sv.f_bfree * sv.f_frsize < w->floor) {
+            n = 0;
+            flags = LOG_IDX_CAPPED | LOG_IDX_DISK_LOW;
+            w->capped = true;
+        }
+    }
+    if (w->budget && n) {
+        /* charged before it is written, so that jobs writing at once never pass the budget
+         * together: this piece and its entry, with room kept for the entry that would close the
+         * stream after it. Only that closing entry may pass the budget, by 32 bytes per stream,
+         * when other streams used it up meanwhile. */
+        log_budget *b = w->budget;
+        uint64_t entry = sizeof(log_index_entry), want = n + 2 * entry;
+        uint64_t before = __atomic_fetch_add(&b->used, want, __ATOMIC_SEQ_CST), cap = b->cap;
+        if (before + want > cap) {
+            uint64_t room = before + entry < cap ? cap - before - entry : 0;
+            n = whole_lines(data, n, room);
+            flags = LOG_IDX_CAPPED | LOG_IDX_USER_CAPPED;
+            w->capped = true;
+        }
+        __atomic_fetch_sub(&b->used, want - (n + entry), __ATOMIC_SEQ_CST);
+    }
+    w->unchecked += n;
     size_t done = 0;
     int rc = n ? write_all(w->data_fd, data, n, &done) : 0;
     w->end += done;

@@ -31,8 +31,26 @@ typedef struct log_index_entry {
 } log_index_entry;
 _Static_assert(sizeof(log_index_entry) == 32, "the index entry is 32 bytes on disk");
 
-/* The stream reached its cap (jobs.max_log_bytes) here: the rest of it was discarded. */
+/* The stream reached its cap (jobs.max_log_bytes) here: the rest of it was discarded. With
+ * one of the next two as well, what was reached was not the stream's own cap but: */
 #define LOG_IDX_CAPPED 1u
+#define LOG_IDX_USER_CAPPED 2u   /* the owner's budget: their jobs' output together (jobs.max_log_bytes_per_user) */
+#define LOG_IDX_DISK_LOW 4u      /* the floor: the state filesystem had less free than half jobs.state_reserve */
+
+/* One user's budget for the output of all of their jobs (jobs.max_log_bytes_per_user): the
+ * start of the file <state>/logbudget/<uid>, mapped shared by joblet and by the shim of each
+ * of that user's jobs. A shim adds what it writes (data and index) to `used` atomically before
+ * writing, and stops the stream where `cap` would be passed; joblet sets both at start (from
+ * the files on disk) and takes off what a deleted job held. */
+typedef struct log_budget {
+    uint64_t magic;          /* LOG_BUDGET_MAGIC */
+    uint64_t cap;
+    uint64_t used;
+} log_budget;
+#define LOG_BUDGET_MAGIC 0x314742746c626f6aull   /* "jobltBG1" */
+#define LOG_BUDGET_FILE_SIZE 4096
+/* How many bytes a stream writes between two looks at the free room of its filesystem. */
+#define LOG_FLOOR_CHECK_BYTES (4u << 20)
 
 typedef struct logw {
     int data_fd, idx_fd;    /* -1 until the first byte: a job that writes nothing creates nothing */
@@ -42,6 +60,10 @@ typedef struct logw {
     uint64_t idx_bytes;     /* bytes in .idx */
     uint64_t cap;           /* .data and .idx together at most this; 0 = no cap */
     bool capped;            /* the cap was reached: the rest of the stream is discarded */
+    log_budget *budget;     /* the owner's, shared; NULL none */
+    uint64_t floor;         /* free bytes under which the stream stops; 0 = none */
+    uint64_t unchecked;     /* bytes written since the free room was last looked at */
+    bool checked;           /* it was looked at once */
 } logw;
 
 /* stream: "stdout" or "stderr" (the files' names). cap: the most bytes the two files may hold
@@ -51,9 +73,16 @@ typedef struct logw {
 void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap);
 /* Appends one piece read from the job: its bytes to .data, then its entry to .idx. */
 int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns, uint64_t seq);
+/* The limits beyond the stream's own cap (LOG_IDX_USER_CAPPED, LOG_IDX_DISK_LOW): the owner's
+ * budget (NULL: none) and the free-room floor of the directory's filesystem (0: none), looked
+ * at before the first piece and then every LOG_FLOOR_CHECK_BYTES. */
+void logw_limits(logw *w, log_budget *budget, uint64_t floor);
 
 /* The note a reader shows where a stream was capped (cap: the stream's jobs.max_log_bytes). */
 int log_cap_note(char *out, size_t outlen, const char *stream, uint64_t cap);
+/* The note for an entry's flags (LOG_IDX_*): the stream's cap (cap), its owner's budget
+ * (user_cap), or the state filesystem's floor. */
+int log_stop_note(char *out, size_t outlen, const char *stream, uint32_t flags, uint64_t cap, uint64_t user_cap);
 
 /* ---- the old format (read only) ---- */
 

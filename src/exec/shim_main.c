@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -128,6 +129,28 @@ static int pump(shim *sh, int *fd, logw *w)
     if (logw_feed(w, buf, (size_t)n, now_ns(), ++sh->log_seq) < 0)
         shim_log(sh, "writing job output failed: %s", strerror(errno));
     return 0;
+}
+
+/* The owner's log budget (logwriter.h), mapped shared for the life of the shim; NULL when the
+ * spec names none or it cannot be used (said in the shim's log: the stream's own cap and the
+ * floor still hold). */
+static log_budget *map_budget(shim *sh)
+{
+    if (!sh->spec.log_budget[0])
+        return NULL;
+    int fd = open(sh->spec.log_budget, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    void *p = fd < 0 ? MAP_FAILED : mmap(NULL, LOG_BUDGET_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (p == MAP_FAILED || ((log_budget *)p)->magic != LOG_BUDGET_MAGIC) {
+        shim_log(sh, "the log budget %s cannot be used (%s): the output of this job counts only against its own cap",
+                 sh->spec.log_budget, p == MAP_FAILED ? strerror(err) : "not a budget file");
+        if (p != MAP_FAILED)
+            munmap(p, LOG_BUDGET_FILE_SIZE);
+        return NULL;
+    }
+    return p;
 }
 
 /* What every job of this process needs and a zygote prepares once, before it forks. */
@@ -487,6 +510,9 @@ static int shim_run(const char *dir)
     }
     logw_init(&sh.out, sh.dirfd, "stdout", sh.spec.log_max_bytes);
     logw_init(&sh.err, sh.dirfd, "stderr", sh.spec.log_max_bytes);
+    log_budget *budget = map_budget(&sh);
+    logw_limits(&sh.out, budget, sh.spec.log_floor);
+    logw_limits(&sh.err, budget, sh.spec.log_floor);
     if (start_job(&sh, notify_fd) < 0 || sh.error[0]) {
         if (sh.init > 0) {
             int st;

@@ -47,6 +47,8 @@ typedef struct job_spec {
     uint64_t stop_grace_s;
     uint64_t tmp_size_mb;
     uint64_t log_max_bytes;  /* per stream (stdout.log, stderr.log); 0 = no cap */
+    char log_budget[512];    /* the owner's log budget file (logwriter.h: log_budget), "" none */
+    uint64_t log_floor;      /* output stops when the job directory's filesystem has less free; 0 = never */
     uint64_t user_procs_max; /* RLIMIT_NPROC: the processes of the job's uid together; 0 = none */
     char *cgroup_root;
     cg_limits limits;

@@ -382,12 +382,20 @@ static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
     free(gpus);
     free(req);
     if (rc != SQLITE_DONE)
-        return jerr_set(e, EIO, "database: saving job %s: %s", j->id, sqlite3_errmsg(d->h));
+        return jerr_set(e, sqlite3_errcode(d->h) == SQLITE_FULL ? ENOSPC : EIO, "database: saving job %s: %s", j->id,
+                        sqlite3_errmsg(d->h));
     return 0;
 }
 
 int db_insert_job(db *d, const job *j, jerr *e) { return write_job(d, d->ins, j, e); }
 int db_update_job(db *d, const job *j, jerr *e) { return write_job(d, d->upd, j, e); }
+
+int db_save_job(db *d, const job *j, jerr *e)
+{
+    if (write_job(d, d->upd, j, e) < 0)
+        return -1;
+    return sqlite3_changes(d->h) ? 0 : write_job(d, d->ins, j, e);
+}
 
 int db_delete_job(db *d, const char *id, jerr *e)
 {
@@ -492,12 +500,25 @@ int db_flush(db *d, jerr *e)
     if (!d->in_txn)
         return 0;
     d->in_txn = false;
-    if (exec_sql(d, "COMMIT;", e) < 0)
+    if (exec_sql(d, "COMMIT;", e) < 0) {
+        /* SQLITE_FULL and I/O errors may leave the transaction open: it is rolled back here,
+         * so that the database holds exactly what the last good commit left (db.h) */
+        bool full = sqlite3_extended_errcode(d->h) == SQLITE_FULL;
+        if (!sqlite3_get_autocommit(d->h))
+            exec_sql(d, "ROLLBACK;", NULL);
+        d->deleted = false;
+        if (full && e)
+            e->code = ENOSPC;
         return -1;
-    /* A deleted job's old pages may still sit in the WAL: write them back and empty it. */
+    }
+    /* A deleted job's old pages may still sit in the WAL: write them back and empty it. The
+     * commit stands whether or not this can be done now (a full disk): it is tried again after
+     * the next delete. */
     if (d->deleted) {
         d->deleted = false;
-        return exec_sql(d, "PRAGMA wal_checkpoint(TRUNCATE);", e);
+        jerr ce = {0};
+        if (exec_sql(d, "PRAGMA wal_checkpoint(TRUNCATE);", &ce) < 0)
+            log_warn("%s (the WAL checkpoint after a delete; tried again after the next one)", ce.msg);
     }
     return 0;
 }
@@ -606,6 +627,13 @@ static int write_workflow(db *d, sqlite3_stmt *st, const workflow *wf, jerr *e)
 
 int db_insert_workflow(db *d, const workflow *wf, jerr *e) { return write_workflow(d, d->wf_ins, wf, e); }
 int db_update_workflow(db *d, const workflow *wf, jerr *e) { return write_workflow(d, d->wf_upd, wf, e); }
+
+int db_save_workflow(db *d, const workflow *wf, jerr *e)
+{
+    if (write_workflow(d, d->wf_upd, wf, e) < 0)
+        return -1;
+    return sqlite3_changes(d->h) ? 0 : write_workflow(d, d->wf_ins, wf, e);
+}
 
 int db_load_workflows(db *d, void (*fn)(workflow *wf, void *arg), void *arg, jerr *e)
 {

@@ -20,10 +20,14 @@ void db_close(db *d);
 int db_insert_job(db *d, const job *j, jerr *e);
 int db_update_job(db *d, const job *j, jerr *e);
 int db_delete_job(db *d, const char *id, jerr *e);
+/* The job's row as it is now: updated, or inserted when the database has none (a commit that
+ * failed took its insert back: core/state.c writes such jobs again). */
+int db_save_job(db *d, const job *j, jerr *e);
 /* Calls fn for every job, in submission order; fn takes ownership of the job. */
 int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e);
 int db_insert_workflow(db *d, const workflow *wf, jerr *e);
 int db_update_workflow(db *d, const workflow *wf, jerr *e);
+int db_save_workflow(db *d, const workflow *wf, jerr *e);
 /* Calls fn for every workflow, in submission order; fn takes ownership. */
 int db_load_workflows(db *d, void (*fn)(workflow *wf, void *arg), void *arg, jerr *e);
 /* One audit record; -1 / NULL for what does not apply. */
@@ -79,7 +83,6 @@ enum db_job_extra { DB_JOB_PLACEMENT, DB_JOB_SPEC };
 int db_job_extra_set(db *d, const char *job_id, enum db_job_extra which, const char *json_text, jerr *e);
 /* The text (caller frees), or NULL when none was written. */
 char *db_job_extra_get(db *d, const char *job_id, enum db_job_extra which);
-/* Commits what this turn of the event loop wrote (see db.c). */
 /* GPU samples for the console's History (schema 9): one GPU's means over a minute; a value
  * below 0 is not known. */
 typedef struct db_sample {
@@ -94,6 +97,9 @@ int db_sample_compact(db *d, int64_t hour_before_ms, int64_t drop_before_ms, jer
 /* All GPUs' means per bucket since since_ms: [{t, util_pct, allocated_pct, temperature_c, power_w, rows}]. */
 json_t *db_sample_series(db *d, int64_t since_ms, int64_t bucket_ms, jerr *e);
 int64_t db_sample_rows(db *d);
+/* Commits what this turn of the event loop wrote (see db.c). On failure (-1; e's code ENOSPC
+ * when the disk is full) the transaction is rolled back: the database holds what the last
+ * commit that succeeded left, nothing of this one. */
 int db_flush(db *d, jerr *e);
 int db_schema_version(db *d);
 

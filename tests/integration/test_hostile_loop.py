@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -273,3 +274,27 @@ def test_listing_many_jobs_goes_a_slice_at_a_time(fresh_daemon):
     code, ans = d.api("DELETE", "/v1/jobs", timeout=300)
     assert code == 200 and ans == {"deleted": n - 1}, ans
     assert d.job_count() == 0
+
+
+def test_a_job_whose_directory_was_never_made_still_runs(fresh_daemon):
+    """A job with nothing uploaded gets its directory and /work at the loop's next turns
+    (core/jobdirs.c); a joblet killed before that leaves a job without them. Made here by taking
+    them away from a scheduled job, across a restart: its log can be read, and it runs."""
+    import shutil as sh
+    d = fresh_daemon()
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 6))
+    jid = d.submit("sh", "-c", "echo ran > /work/out; cat /work/out", schedule_at=at)
+    deadline = time.time() + 10
+    while not (os.path.isdir(os.path.join(d.state, "jobs", jid)) and os.path.isdir(d.work(jid))) and \
+            time.time() < deadline:
+        time.sleep(0.05)
+    work = d.work(jid)
+    d.kill9()
+    sh.rmtree(os.path.join(d.state, "jobs", jid))
+    sh.rmtree(work)
+    d.start()
+    code, _ = d.api("GET", f"/v1/jobs/{jid}/logs")
+    assert code == 200
+    job = d.wait(jid, timeout=60)
+    assert job["status"] == "COMPLETED", job
+    assert d.output(jid) == "ran\n"

@@ -184,6 +184,58 @@ static void test_cap(void **state)
     close_w(&w);
 }
 
+/* Two streams (two jobs of one owner) share a budget: together their files never hold more
+ * than it, each charge matches what its files hold, whole lines are kept, the stream that
+ * reaches it ends flagged LOG_IDX_USER_CAPPED, and a floor above the free room stops a stream
+ * before its first byte (LOG_IDX_DISK_LOW). */
+static void test_user_budget_and_floor(void **state)
+{
+    fixture *f = *state;
+    log_budget b = {.magic = LOG_BUDGET_MAGIC, .cap = 1500, .used = 0};
+    logw a, c;
+    logw_init(&a, f->dirfd, "stdout", 0);
+    logw_init(&c, f->dirfd, "stderr", 0);
+    logw_limits(&a, &b, 0);
+    logw_limits(&c, &b, 0);
+    char line[100];
+    memset(line, 'x', 99);
+    line[99] = '\n';
+    for (uint64_t i = 0; i < 20; i++) {
+        feed(&a, line, 100, TS + (int64_t)i, 2 * i + 1);
+        feed(&c, line, 100, TS + (int64_t)i, 2 * i + 2);
+    }
+    uint64_t on_disk = a.end + a.idx_bytes + c.end + c.idx_bytes;
+    assert_true(on_disk <= b.cap + 2 * sizeof(log_index_entry)); /* at most a closing entry per stream past it */
+    assert_true(on_disk > b.cap - 200);
+    assert_int_equal(b.used, on_disk);
+    assert_int_equal(a.end % 100, 0);
+    assert_int_equal(c.end % 100, 0);
+    assert_true(a.capped && c.capped);
+    size_t n;
+    log_index_entry *e = entries(f, "stderr.idx", &n);
+    assert_int_equal(e[n - 1].flags, LOG_IDX_CAPPED | LOG_IDX_USER_CAPPED);
+    free(e);
+    char note[400];
+    log_stop_note(note, sizeof note, "stderr", LOG_IDX_CAPPED | LOG_IDX_USER_CAPPED, 0, 1500);
+    assert_non_null(strstr(note, "jobs.max_log_bytes_per_user (1500 bytes)"));
+    close_w(&a);
+    close_w(&c);
+    unlinkat(f->dirfd, "stdout.data", 0);
+    unlinkat(f->dirfd, "stdout.idx", 0);
+    /* a floor no filesystem has: stopped at once, an entry says why */
+    logw d;
+    logw_init(&d, f->dirfd, "stdout", 0);
+    logw_limits(&d, NULL, UINT64_MAX);
+    feed(&d, line, 100, TS, 1);
+    assert_true(d.capped);
+    assert_int_equal(d.end, 0);
+    e = entries(f, "stdout.idx", &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(e[0].flags, LOG_IDX_CAPPED | LOG_IDX_DISK_LOW);
+    free(e);
+    close_w(&d);
+}
+
 /* Random pieces, bytes of every value (NUL and newlines included), one stream: .data is their
  * concatenation and the index's ends cut it back into them. */
 static void test_random_round_trip(void **state)
@@ -423,6 +475,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_both_streams, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_output_no_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_user_budget_and_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random_round_trip, setup, teardown),
         cmocka_unit_test(test_open_failure),
         cmocka_unit_test_setup_teardown(test_short_write, setup, teardown),

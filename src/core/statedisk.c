@@ -1,0 +1,198 @@
+/* Room on the state filesystem (statedisk.h). */
+#include "statedisk.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../exec/logwriter.h"
+#include "jobs.h"
+#include "state.h"
+
+uint64_t statedisk_free(void)
+{
+    struct statvfs sv;
+    if (statvfs(core.cfg.state_dir, &sv) < 0)
+        return UINT64_MAX;
+    return (uint64_t)sv.f_bfree * sv.f_frsize; /* joblet runs as root: the root-reserved blocks are its too */
+}
+
+int statedisk_room(uint64_t need, const char *what, jerr *e)
+{
+    uint64_t reserve = core.cfg.state_reserve, avail = statedisk_free();
+    if (!reserve || avail == UINT64_MAX || (avail > reserve && avail - reserve >= need))
+        return 0;
+    char needs[64] = "";
+    if (need)
+        snprintf(needs, sizeof needs, " and this needs %llu MB", (unsigned long long)((need + (1u << 20) - 1) >> 20));
+    return jerr_http(e, 507,
+                     "%s refused: the state filesystem (%s) has %llu MB free%s, and joblet keeps jobs.state_reserve "
+                     "(%llu MB) of it for its database; free space there (rnx job delete removes ended jobs and "
+                     "their output) or ask the administrator",
+                     what, core.cfg.state_dir, (unsigned long long)(avail >> 20), needs,
+                     (unsigned long long)(reserve >> 20));
+}
+
+/* ---- log budgets ---- */
+
+static void budget_file(uid_t owner, char *out, size_t len)
+{
+    snprintf(out, len, "%s/logbudget/%u", core.cfg.state_dir, (unsigned)owner);
+}
+
+/* The owner's budget mapped (made when missing and `make`), or NULL. */
+static log_budget *budget_map(uid_t owner, bool make)
+{
+    char path[700];
+    budget_file(owner, path, sizeof path);
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (make ? O_CREAT : 0), 0600);
+    if (fd < 0) {
+        if (make)
+            log_err("the log budget of uid %u: open %s: %s", (unsigned)owner, path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    void *p = MAP_FAILED;
+    /* its blocks allocated, not a sparse file: a store into a mapped hole that the full disk
+     * cannot back is SIGBUS (the daemon died so with its state filesystem full) */
+    int err = 0;
+    if (fstat(fd, &st) == 0 && (st.st_blocks * 512 >= LOG_BUDGET_FILE_SIZE ||
+                                (err = posix_fallocate(fd, 0, LOG_BUDGET_FILE_SIZE)) == 0))
+        p = mmap(NULL, LOG_BUDGET_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (!err)
+        err = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        log_err("the log budget of uid %u: %s: %s", (unsigned)owner, path, strerror(err));
+        return NULL;
+    }
+    log_budget *b = p;
+    if (b->magic != LOG_BUDGET_MAGIC) { /* new: nothing used yet */
+        __atomic_store_n(&b->used, 0, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&b->cap, core.cfg.max_log_bytes_per_user, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&b->magic, LOG_BUDGET_MAGIC, __ATOMIC_SEQ_CST);
+    }
+    return b;
+}
+
+static void budget_unmap(log_budget *b)
+{
+    if (b)
+        munmap(b, LOG_BUDGET_FILE_SIZE);
+}
+
+/* What the job's output files hold on disk (both formats). */
+static uint64_t output_bytes(const job *j)
+{
+    static const char *const files[] = {"stdout.data", "stdout.idx", "stderr.data", "stderr.idx", "stdout.log",
+                                        "stderr.log"};
+    char dir[700], path[800];
+    jobs_dir_of(j, dir, sizeof dir);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < ARRAY_LEN(files); i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (stat(path, &st) == 0)
+            sum += (uint64_t)st.st_size;
+    }
+    return sum;
+}
+
+typedef struct owner_sum {
+    uid_t uid;
+    uint64_t bytes;
+} owner_sum;
+
+static int cmp_owner(const void *a, const void *b)
+{
+    uid_t x = ((const owner_sum *)a)->uid, y = ((const owner_sum *)b)->uid;
+    return x < y ? -1 : x > y;
+}
+
+void statedisk_budgets_init(void)
+{
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/logbudget", core.cfg.state_dir);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        log_err("the log budgets: create %s: %s; jobs.max_log_bytes_per_user is not enforced", dir, strerror(errno));
+        return;
+    }
+    /* every job's output, summed per owner (sorted, then merged) */
+    owner_sum *sums = xcalloc(core.njobs ? core.njobs : 1, sizeof *sums);
+    for (size_t i = 0; i < core.njobs; i++)
+        sums[i] = (owner_sum){core.jobs[i]->owner_uid, output_bytes(core.jobs[i])};
+    qsort(sums, core.njobs, sizeof *sums, cmp_owner);
+    size_t n = 0;
+    for (size_t i = 0; i < core.njobs; i++) {
+        if (n && sums[n - 1].uid == sums[i].uid)
+            sums[n - 1].bytes += sums[i].bytes;
+        else
+            sums[n++] = sums[i];
+    }
+    /* owners with a budget file and no job any more: nothing used */
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        unsigned uid;
+        char tail[2];
+        owner_sum key = {0};
+        if (sscanf(de->d_name, "%u%1s", &uid, tail) != 1)
+            continue;
+        key.uid = (uid_t)uid;
+        if (bsearch(&key, sums, n, sizeof *sums, cmp_owner))
+            continue;
+        log_budget *b = budget_map((uid_t)uid, false);
+        if (b) {
+            __atomic_store_n(&b->cap, core.cfg.max_log_bytes_per_user, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&b->used, 0, __ATOMIC_SEQ_CST);
+        }
+        budget_unmap(b);
+    }
+    if (d)
+        closedir(d);
+    /* a running job's shim may add to `used` between the sum and the store: what it wrote in
+     * that moment is not counted (bounded by what one start's scan takes) */
+    for (size_t i = 0; i < n; i++) {
+        log_budget *b = budget_map(sums[i].uid, true);
+        if (!b)
+            continue;
+        __atomic_store_n(&b->cap, core.cfg.max_log_bytes_per_user, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&b->used, sums[i].bytes, __ATOMIC_SEQ_CST);
+        budget_unmap(b);
+    }
+    free(sums);
+}
+
+int statedisk_budget_path(uid_t owner, char *out, size_t len)
+{
+    if (!core.cfg.max_log_bytes_per_user)
+        return -1;
+    log_budget *b = budget_map(owner, true);
+    if (!b)
+        return -1;
+    budget_unmap(b);
+    budget_file(owner, out, len);
+    return 0;
+}
+
+void statedisk_budget_release(const job *j)
+{
+    log_budget *b = budget_map(j->owner_uid, false);
+    if (!b)
+        return;
+    uint64_t bytes = output_bytes(j), used = __atomic_load_n(&b->used, __ATOMIC_SEQ_CST);
+    /* never below 0: a count made at start may have missed what a shim wrote meanwhile */
+    while (!__atomic_compare_exchange_n(&b->used, &used, used > bytes ? used - bytes : 0, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+        ;
+    budget_unmap(b);
+}

@@ -1,0 +1,353 @@
+"""Issue 25, findings 3 and 12: a full state disk, and what a kill -9 leaves behind.
+
+The state directory of each daemon here is a small ext4 filesystem of its own on a loop device
+(made and removed by the fixture), so that a test can fill it to the block: the machine's own
+disk is never filled. Users are plain uids (setpriv), as in test_hostile_user.py."""
+import errno
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD
+
+ALICE = (4331, 4331)
+BOB = (4332, 4332)
+BLOCK = 4096
+
+# an HTTP request to the daemon's socket, made by whoever runs it (setpriv): argv[1] the
+# socket, argv[2] the method, argv[3] the path, stdin the body; prints [status, answer]
+API = r"""
+import http.client, json, socket, sys
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(sys.argv[1])
+c = C("localhost", timeout=60)
+body = sys.stdin.read() or None
+c.request(sys.argv[2], sys.argv[3], body=body, headers={"Content-Type": "application/json"} if body else {})
+r = c.getresponse()
+raw = r.read()
+print(json.dumps([r.status, json.loads(raw) if raw else None]))
+"""
+
+
+def api_as(d, user, method, path, body=None):
+    """The API as uid user[0] (its SO_PEERCRED identity), through setpriv."""
+    p = subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups",
+                        "/usr/bin/python3", "-c", API, d.sock, method, path],
+                       input=json.dumps(body) if body is not None else "", capture_output=True, text=True,
+                       timeout=90, env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.fixture
+def small_state(fresh_daemon):
+    """make(config, size_mb): a daemon (not started) whose state directory is an ext4 filesystem
+    of size_mb on a loop device, no blocks reserved for root. Daemon.cleanup unmounts it and
+    detaches the device (release_mounts: everything under the daemon's directory); unmounted
+    here too, in case the daemon's cleanup did not run."""
+    made = []
+
+    def make(config_text=None, size_mb=96):
+        d = fresh_daemon(config_text, start=False)
+        img = os.path.join(d.dir, "statefs.img")
+        with open(img, "wb") as f:
+            f.truncate(size_mb << 20)
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", img], check=True, capture_output=True)
+        os.makedirs(d.state)
+        subprocess.run(["mount", "-o", "loop", img, d.state], check=True)
+        made.append(d)
+        return d
+
+    yield make
+    for d in made:
+        d.stop()
+        subprocess.run(["pkill", "-KILL", "-f", f"joblet-shim {d.state}/"], check=False)
+        subprocess.run(["umount", "-R", "-l", d.state], check=False, capture_output=True)
+
+
+def free_bytes(path):
+    st = os.statvfs(path)
+    return st.f_bfree * st.f_frsize
+
+
+def fill(state, leave):
+    """Fills the filesystem of state with a file of its own until the kernel refuses a byte,
+    then gives back `leave` bytes: what is left free is exactly that (to the block)."""
+    path = os.path.join(state, "filler")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for chunk in (1 << 20, BLOCK):
+            block = b"\0" * chunk
+            while True:
+                try:
+                    os.write(fd, block)
+                except OSError as e:
+                    assert e.errno == errno.ENOSPC, e
+                    break
+        os.fsync(fd)
+        size = os.fstat(fd).st_size
+        os.ftruncate(fd, max(0, size - leave - size % BLOCK))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.sync()  # freed blocks are reusable once the journal has committed the truncate
+    return path
+
+
+def unfill(state):
+    try:
+        os.unlink(os.path.join(state, "filler"))
+    except FileNotFoundError:
+        pass
+    os.sync()
+
+
+# ---- finding 3 (a): never 2xx for what is not committed ---------------------------------------
+
+def test_a_full_state_disk_never_acknowledges_what_a_restart_loses(small_state):
+    """With no reserve (jobs.state_reserve: 0), the state filesystem is filled to within k
+    blocks for k = 0 .. 47 and alice submits a job each time. Whatever each answer is, after
+    kill -9 and a restart the jobs that exist are exactly those answered 201; a refusal is a 5xx
+    that says the state filesystem is full; and before the restart memory agreed with the
+    database (the jobs listed were the same)."""
+    d = small_state("jobs:\n  state_reserve: 0\n  work_quota: 0\n")
+    d.start()
+    acked, refused = [], []
+    for k in range(48):
+        fill(d.state, k * BLOCK)
+        status, body = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
+        if status == 201:
+            acked.append(body["id"])
+        else:
+            refused.append((k, status, body))
+            assert status in (500, 503, 507), (k, status, body)
+            msg = body["error"]["message"]
+            if status == 507:
+                assert "state filesystem" in msg and "full" in msg, body
+        unfill(d.state)
+    status, listing = api_as(d, ALICE, "GET", "/v1/jobs")
+    listed_before = sorted(j["id"] for j in listing["jobs"])
+    assert refused, "the disk never refused a submission: the test did not fill it"
+    assert listed_before == sorted(acked), (listed_before, acked, refused)
+    d.kill9()
+    d.start()
+    status, listing = api_as(d, ALICE, "GET", "/v1/jobs")
+    assert status == 200
+    after = sorted(j["id"] for j in listing["jobs"])
+    assert after == sorted(acked), {"acked_but_lost": sorted(set(acked) - set(after)),
+                                    "refused": refused}
+
+
+# ---- finding 3 (c): a reserve for the database ------------------------------------------------
+
+def test_the_reserve_refuses_growth_before_the_disk_is_full_and_says_why(small_state):
+    """Below jobs.state_reserve free, every kind of growth a user asks for is refused with a 507
+    that names the key, the room left and what to do; what only shrinks (a delete) still works,
+    and with room again submissions are taken."""
+    d = small_state("jobs:\n  state_reserve: 24MB\n  work_quota: 0\n", size_mb=96)
+    d.start()
+    status, first = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
+    assert status == 201, first
+    d.wait(first["id"])
+    fill(d.state, 16 << 20)
+    before = d.job_count()
+    asks = {
+        "job": ("POST", "/v1/jobs", {"command": "true"}),
+        "streamed upload": ("POST", "/v1/jobs", {"command": "true", "uploads": [{"path": "f", "size": 4096}]}),
+        "workflow": ("POST", "/v1/workflows", {"name": "w", "jobs": [{"name": "a", "request": {"command": "true"}}]}),
+        "volume": ("POST", "/v1/volumes", {"name": "v1", "size_mb": 16, "type": "memory"}),
+    }
+    for what, (method, path, body) in asks.items():
+        status, ans = api_as(d, BOB, method, path, body)
+        assert status == 507, (what, status, ans)
+        msg = ans["error"]["message"]
+        assert "jobs.state_reserve (24 MB)" in msg and "MB free" in msg and "rnx job delete" in msg, (what, msg)
+    p = subprocess.run(["setpriv", f"--reuid={BOB[0]}", f"--regid={BOB[1]}", "--clear-groups",
+                        os.path.join(BUILD, "rnx"), "job", "run", "true"], capture_output=True, text=True,
+                       timeout=60, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+    assert p.returncode != 0 and "jobs.state_reserve" in p.stderr, (p.returncode, p.stderr)
+    assert d.job_count() == before
+    assert not [n for n in os.listdir(os.path.join(d.state, "jobs")) if n.startswith(".incoming")]
+    # a delete frees room, and is taken below the reserve
+    status, ans = api_as(d, ALICE, "DELETE", f"/v1/jobs/{first['id']}")
+    assert status == 200, ans
+    unfill(d.state)
+    status, ans = api_as(d, BOB, "POST", "/v1/jobs", {"command": "true"})
+    assert status == 201, ans
+
+
+# ---- finding 12: what a kill -9 leaves is swept at start ---------------------------------------
+
+def cgroup_tree(d):
+    """Where the daemon's job cgroups are listed: cgroup2, else the pids controller's tree."""
+    for base in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup/pids", "/sys/fs/cgroup"):
+        if os.path.isdir(os.path.join(base, d.cgroup_root)):
+            return os.path.join(base, d.cgroup_root)
+    return None
+
+
+def test_what_no_database_row_names_is_swept_at_start_and_live_jobs_are_kept(fresh_daemon):
+    """Part 1, planted: with the daemon down, a job directory, a /work directory, a gVisor
+    bundle and a cgroup (holding a process) named by IDs no job has; a job that still runs
+    (re-adopted at start) and an ended one. At start the four go, the process is killed, and
+    the two jobs keep everything of theirs. Part 2, for real: kill -9 while a 1,500-job workflow's
+    jobs are given their directories (once the first hundred exist): after the restart, every job
+    directory and /work directory left is one of a job the daemon knows."""
+    d = fresh_daemon("limits:\n  max_queued_per_user: 0\n")   # a workflow of 1,500 jobs below
+    ended = d.submit("sh", "-c", "echo kept > /work/f")
+    d.wait(ended)
+    live = d.submit("sh", "-c", "echo live > /work/f; sleep 60")
+    d.wait_status(live, "RUNNING")
+    tree = cgroup_tree(d)
+    assert tree, "no cgroup tree of the daemon's"
+    d.kill9()
+    ghosts = [str(__import__("uuid").uuid4()) for _ in range(4)]
+    os.makedirs(os.path.join(d.state, "jobs", ghosts[0]))
+    with open(os.path.join(d.state, "jobs", ghosts[0], "stdout.data"), "w") as f:
+        f.write("left behind")
+    workroot = os.path.dirname(d.work(live))
+    os.makedirs(os.path.join(workroot, ghosts[1], "deep"))
+    os.makedirs(os.path.join(d.state, "runsc", "bundles", ghosts[2]), exist_ok=True)
+    cg = os.path.join(tree, ghosts[3])
+    os.makedirs(cg)
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(sleeper.pid))
+        d.start()
+        assert not os.path.exists(os.path.join(d.state, "jobs", ghosts[0]))
+        assert not os.path.exists(os.path.join(workroot, ghosts[1]))
+        assert not os.path.exists(os.path.join(d.state, "runsc", "bundles", ghosts[2]))
+        assert sleeper.wait(timeout=15) == -9
+        assert not os.path.exists(cg)
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+    assert d.job(live)["status"] == "RUNNING"
+    for jid, text in ((ended, "kept"), (live, "live")):
+        assert os.path.isdir(os.path.join(d.state, "jobs", jid)), jid
+        with open(os.path.join(d.work(jid), "f")) as f:
+            assert f.read().strip() == text
+    assert "the database does not hold" in d.log()
+    d.api("POST", f"/v1/jobs/{live}/stop")
+    d.wait(live)
+
+    # part 2: a kill -9 in the middle of a workflow's jobs being given their directories
+    import threading
+    far = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
+    body = {"name": "big", "jobs": [{"name": f"j{i}", "request": {"command": "true", "schedule_at": far}}
+                                    for i in range(1500)]}
+    before = set(d.job_dirs())
+    t = threading.Thread(target=lambda: _post_quietly(d, "/v1/workflows", body), daemon=True)
+    t.start()
+    deadline = time.time() + 120
+    while len(d.job_dirs()) < len(before) + 100 and time.time() < deadline:
+        time.sleep(0.005)
+    d.kill9()
+    t.join(30)
+    left = set(d.job_dirs()) - before
+    assert left, "the workflow made no job directory before the kill"
+    d.start()
+    known = {j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"]}
+    # every directory left is a known job's; a known job whose directory was still to be made
+    # (core/jobdirs.c: they come a slice per turn) gets it when it starts or its log is read
+    assert set(d.job_dirs()) <= known, sorted(set(d.job_dirs()) - known)[:5]
+    works = {n for n in os.listdir(workroot) if len(n) == 36}
+    assert works <= known, sorted(works - known)[:5]
+
+
+def _post_quietly(d, path, body):
+    try:
+        d.api("POST", path, body, timeout=120)
+    except Exception:
+        pass  # the daemon is killed under it
+
+
+# ---- finding 3 (b): a user's jobs' output together is bounded --------------------------------
+
+WRITE = "head -c {n} /dev/zero | tr '\\0' x | fold -w 99"   # n bytes as lines of 99 x and a newline
+
+
+def output_on_disk(d, owner_jobs):
+    total = 0
+    for jid in owner_jobs:
+        for f in ("stdout.data", "stdout.idx", "stderr.data", "stderr.idx"):
+            p = os.path.join(d.state, "jobs", jid, f)
+            total += os.path.getsize(p) if os.path.exists(p) else 0
+    return total
+
+
+def test_one_users_output_is_bounded_across_all_of_their_jobs(fresh_daemon):
+    """jobs.max_log_bytes_per_user 3 MB: alice's jobs writing 2 MB each get 3 MB on disk
+    together, whatever each one's own cap (1 GB) allows; the stream that reaches it ends with a
+    line saying so; bob's budget is his own. The count survives a kill -9 (made from the files
+    at start), and deleting her jobs gives it back."""
+    d = fresh_daemon("jobs:\n  max_log_bytes_per_user: 3MB\n")
+    budget = 3 << 20
+    two_mb = WRITE.format(n=2000000)
+    alice_jobs = []
+    for _ in range(3):
+        status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", two_mb]})
+        assert status == 201, job
+        alice_jobs.append(job["id"])
+        assert d.wait(job["id"])["status"] == "COMPLETED"
+    on_disk = output_on_disk(d, alice_jobs)
+    assert budget - 4096 < on_disk <= budget + 32, on_disk  # a closing index entry may pass it
+    assert len(d.output(alice_jobs[0])) == 2020202  # fold adds a newline per 99 bytes
+    stopped = d.rnx("job", "log", alice_jobs[1], check=True).stdout
+    assert stopped.endswith("joblet: stdout stopped here: the output of its owner's jobs together reached "
+                            "jobs.max_log_bytes_per_user (3145728 bytes); the rest of the stream was discarded "
+                            "(rnx job delete of ended jobs makes room for new ones)\n"), stopped[-300:]
+    assert len(stopped.splitlines()[0]) == 99  # whole lines
+    status, job = api_as(d, BOB, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", two_mb]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED"
+    assert len(d.output(job["id"])) == 2020202  # fold adds a newline per 99 bytes
+    # the count outlives the daemon: made again from the files at start
+    d.kill9()
+    d.start()
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", WRITE.format(n=100000)]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED"
+    alice_jobs.append(job["id"])
+    out = d.output(job["id"])
+    assert "xxxx" not in out and "jobs.max_log_bytes_per_user" in out, "alice's budget was forgotten at the restart"
+    assert output_on_disk(d, alice_jobs) <= budget + 2 * 32
+    for jid in alice_jobs:
+        assert api_as(d, ALICE, "DELETE", f"/v1/jobs/{jid}")[0] == 200
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", two_mb]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED"
+    assert len(d.output(job["id"])) == 2020202  # fold adds a newline per 99 bytes
+
+
+# ---- finding 3 (d): a /work the kernel made read-only is repaired ------------------------------
+
+def test_a_work_filesystem_the_kernel_made_read_only_is_checked_and_mounted_again(fresh_daemon):
+    """A write error (the disk under the sparse image full) makes the kernel remount a user's
+    /work read-only (errors=remount-ro); done here by hand. While one of her jobs runs on it, a
+    new job is refused saying why; once none does, the next submission unmounts it, runs e2fsck
+    and mounts it again read-write, and the job writes its /work."""
+    d = fresh_daemon("jobs:\n  work_quota: 64MB\n")
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", "echo one > /work/f"]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED", job
+    mnt = os.path.join(d.state, "work", str(ALICE[0]))
+    status, running = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sleep", "args": ["60"]})
+    assert status == 201
+    d.wait_status(running["id"], "RUNNING")
+    subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+    status, ans = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
+    assert status == 507, (status, ans)
+    assert "made read-only by the kernel" in ans["error"]["message"] and running["id"] in ans["error"]["message"]
+    assert api_as(d, ALICE, "POST", f"/v1/jobs/{running['id']}/stop")[0] == 200
+    d.wait(running["id"])
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs",
+                         {"command": "sh", "args": ["-c", "echo two > /work/g && cat /work/g"]})
+    assert status == 201, job
+    assert d.wait(job["id"])["status"] == "COMPLETED", d.job(job["id"])
+    assert d.output(job["id"]) == "two\n"
+    assert not os.statvfs(mnt).f_flag & os.ST_RDONLY
+    assert "checked (e2fsck)" in d.log()
