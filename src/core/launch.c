@@ -28,6 +28,7 @@
 #include "launch.h"
 #include "runtimes.h"
 #include "state.h"
+#include "submit.h"
 #include "volumes.h"
 #include "workfs.h"
 
@@ -181,6 +182,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         s.runsc_root = (char *)isolation_runsc_root();
         s.runsc_platform = (char *)ic->platform;
         s.runsc_nvproxy = j->gpus.n > 0 && ic->nvproxy;
+        s.runsc_sandbox_uid = j->sandbox_uid;
         /* the granted GPUs by their CDI names (joblet cdi generate names each by UUID) */
         size_t n = 0;
         for (size_t i = 0; i < j->gpus.n && n < sizeof cdi; i++)
@@ -279,6 +281,11 @@ int launch_job(job *j, jerr *e)
         free(j->end_reason);  /* "preempted" described the last run; preemptions keeps the count */
         j->end_reason = NULL;
     }
+    /* gVisor: a host uid of its own for the sandbox (exec/oci.h), looked for from the other half
+     * of the range than root's jobs' uids are */
+    j->sandbox_uid = 0;
+    if (j->req.isolation && !strcmp(j->req.isolation, "gvisor"))
+        j->sandbox_uid = submit_free_uid(j->seq + core.cfg.uid_range_size / 2);
     int spec_fd = make_spec(j, dir, e);
     if (spec_fd < 0)
         return -1;
@@ -470,6 +477,7 @@ void launch_adopt_all(void)
         if (pidfd >= 0 && j->shim_start && proc_start_time(j->shim_pid) == j->shim_start) {
             job_event(j, JE_RESTARTED, -1, "joblet restarted; re-attached to the job's shim (pid %d)", (int)j->shim_pid);
             read_started(j, dir);
+            j->sandbox_uid = job_detail_sandbox_uid(j); /* held until it ends */
             watch_shim(j, pidfd, -1);
             log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
             continue;

@@ -60,10 +60,11 @@ int spec_to_fd(const job_spec *s, jerr *e)
     if (o && s->system_root && *s->system_root)
         json_object_set_new(o, "system_root", json_string(s->system_root));
     if (o && s->runsc && *s->runsc)
-        json_object_set_new(o, "gvisor", json_pack("{s:s,s:s,s:s,s:b,s:s?}", "runsc", s->runsc, "root",
+        json_object_set_new(o, "gvisor", json_pack("{s:s,s:s,s:s,s:b,s:s?,s:I}", "runsc", s->runsc, "root",
                                                    s->runsc_root ? s->runsc_root : "", "platform",
                                                    s->runsc_platform ? s->runsc_platform : "ptrace", "nvproxy",
-                                                   s->runsc_nvproxy, "cdi_devices", s->cdi_devices));
+                                                   s->runsc_nvproxy, "cdi_devices", s->cdi_devices, "sandbox_uid",
+                                                   (json_int_t)s->runsc_sandbox_uid));
     if (!o)
         return jerr_set(e, EINVAL, "cannot encode the job spec");
     char *txt = json_dumps(o, JSON_COMPACT);
@@ -331,6 +332,7 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
         s->runsc_nvproxy = json_is_true(json_object_get(gv, "nvproxy"));
         const char *cdi = json_string_value(json_object_get(gv, "cdi_devices"));
         s->cdi_devices = cdi ? xstrdup(cdi) : NULL;
+        s->runsc_sandbox_uid = (uid_t)json_integer_value(json_object_get(gv, "sandbox_uid"));
     }
     json_decref(o);
     return 0;

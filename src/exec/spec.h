@@ -62,6 +62,10 @@ typedef struct job_spec {
     char *runsc_root;      /* runsc --root: its state, under joblet's state directory */
     char *runsc_platform;  /* runsc --platform: ptrace, systrap or kvm */
     bool runsc_nvproxy;    /* --nvproxy=true: the job has GPUs and runsc proxies their driver */
+    uid_t runsc_sandbox_uid; /* the host uid (and gid) of the job's sandbox: runsc runs the Sentry
+                              * and its helpers as "nobody" of the user namespace the shim makes
+                              * for it, which maps that name to this id (oci.h); one of
+                              * jobs.uid_range_start's, held by no other unfinished job */
     char *cdi_devices;     /* the job's GPUs as CDI names, comma-separated, for the bundle's
                             * annotation; NULL when none */
 } job_spec;

@@ -1,0 +1,171 @@
+"""What a user's jobs cost the host, and who may touch a gVisor sandbox (issue 25, findings 4
+and 8; docs/hardening.md, "Second round").
+
+Finding 8: every runsc ran its sandbox as host uid nobody, so any nobody process could kill
+every user's gVisor job. Each sandbox now has a host uid of its own: the probes below try to
+signal a gVisor job's host processes as nobody and as another job's sandbox uid (signal 0, the
+kernel's permission check, then a real SIGKILL: the only thing it could hurt is this test's own
+job, which must still be running afterwards).
+
+Finding 4: a user's jobs together hold at most jobs.max_pids_per_user host tasks, gVisor's
+runsc, gofer and sandbox and the per-job shim included (the per-user cgroup level), and at most
+limits.max_running_per_user jobs run at once (the others wait QUEUED). The tests count host
+tasks in the cgroups, not processes of the user's uid."""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+
+RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
+needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
+NOBODY = 65534
+CG_BASES = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+
+
+def wait_until(pred, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(what)
+
+
+def job_cgroup(d, job_id):
+    """The job's directory in the hierarchy that counts tasks (pids on v1/hybrid, else cgroup2),
+    wherever it sits under the daemon's cgroup root."""
+    for base in CG_BASES:
+        if not os.path.exists(os.path.join(base, "cgroup.procs")):
+            continue
+        found = glob.glob(os.path.join(base, d.cgroup_root, "**", job_id), recursive=True)
+        if found:
+            return found[0]
+    return None
+
+
+def tasks_of(cg):
+    """Every host task (thread) in a cgroup and its descendants."""
+    out = set()
+    for dirpath, _, _ in os.walk(cg):
+        try:
+            with open(os.path.join(dirpath, "cgroup.threads" if os.path.exists(
+                    os.path.join(dirpath, "cgroup.threads")) else "tasks")) as f:
+                out |= {int(x) for x in f.read().split()}
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def procs_of(cg):
+    out = set()
+    for dirpath, _, _ in os.walk(cg):
+        try:
+            with open(os.path.join(dirpath, "cgroup.procs")) as f:
+                out |= {int(x) for x in f.read().split()}
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def uid_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None
+
+
+def signal_as(uid, pids, sig):
+    """Sends sig to each pid as uid (setpriv, no groups); returns {pid: errno name or 'ok'}."""
+    code = ("import os, sys, errno\n"
+            "for p in map(int, sys.argv[2:]):\n"
+            "    try:\n"
+            "        os.kill(p, int(sys.argv[1])); print(p, 'ok')\n"
+            "    except OSError as e:\n"
+            "        print(p, errno.errorcode[e.errno])\n")
+    p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-c",
+                        code, str(sig), *map(str, sorted(pids))], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return {int(a): b for a, b in (l.split() for l in p.stdout.splitlines())}
+
+
+def running_gvisor_job(d, seconds=60):
+    jid = d.submit("sh", "-c", f"echo up; sleep {seconds}; echo survived", isolation="gvisor")
+    d.wait_status(jid, "RUNNING", timeout=60)
+    wait_until(lambda: d.output(jid) == "up\n", 60, f"gVisor job {jid} never printed")
+    cg = wait_until(lambda: job_cgroup(d, jid), 10, f"no cgroup for job {jid}")
+    return jid, cg
+
+
+@needs_runsc
+def test_gvisor_sandbox_cannot_be_signalled_by_nobody_or_another_sandbox(fresh_daemon):
+    d = fresh_daemon()
+    a, cg_a = running_gvisor_job(d)
+    b, cg_b = running_gvisor_job(d)
+    pa, pb = procs_of(cg_a), procs_of(cg_b)
+    uids_a = {uid_of(p) for p in pa} - {None}
+    uids_b = {uid_of(p) for p in pb} - {None}
+    # runsc and its gofer as root; the sandbox (the Sentry and its stubs) as one other uid
+    sandbox_a, sandbox_b = uids_a - {0}, uids_b - {0}
+    assert len(sandbox_a) == 1 and len(sandbox_b) == 1, (uids_a, uids_b)
+    (vb,) = sandbox_b
+    for who in (NOBODY, vb):
+        # the kernel's permission check first (signal 0 sends nothing) ...
+        got = signal_as(who, pa, 0)
+        allowed = {p for p, r in got.items() if r == "ok"}
+        assert not allowed, f"uid {who} may signal job {a}'s host processes {sorted(allowed)} (uids {uids_a})"
+        assert all(r in ("EPERM", "ESRCH") for r in got.values()), got
+        # ... then the real thing: nothing of job a may die of it
+        signal_as(who, pa, 9)
+    # a uid of each sandbox's own: not nobody, not the other's, not a job's
+    assert NOBODY not in uids_a | uids_b, f"a sandbox runs as nobody: {uids_a} {uids_b}"
+    assert sandbox_a != sandbox_b, (sandbox_a, sandbox_b)
+    assert not (sandbox_a | sandbox_b) & {d.job(a)["uid"], d.job(b)["uid"]}, (sandbox_a, sandbox_b)
+    assert d.job(a)["status"] == "RUNNING", d.job(a)
+    assert all(uid_of(p) is not None for p in pa), "a process of job a died"
+    # the job's own files are still its user's: the gofer writes as the job's uid
+    jid = d.submit("sh", "-c", "echo x > /work/f; id -u", isolation="gvisor")
+    job = d.wait(jid)
+    assert job["exit_code"] == 0, (job, d.output(jid, "stderr"))
+    assert os.stat(os.path.join(d.work(jid), "f")).st_uid == int(d.output(jid).strip())
+    for j in (a, b):
+        d.api("POST", f"/v1/jobs/{j}/kill")
+    for j in (a, b):
+        assert d.wait(j)["end_reason"] == "killed"
+
+
+def rnx_as(d, uid, gid, *args, timeout=120):
+    build = os.environ.get("JOBLET_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                           os.path.join(build, "rnx"), *args], capture_output=True, text=True, timeout=timeout,
+                          env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+
+
+@needs_runsc
+def test_gvisor_job_of_nobody_keeps_nobodys_files_and_a_sandbox_uid_of_its_own(fresh_daemon):
+    """nobody's own gVisor job: its sandbox is not nobody either, and what it writes to /work is
+    still nobody's on the host (the namespace swaps the two ids, exec/oci.h)."""
+    d = fresh_daemon()
+    p = rnx_as(d, NOBODY, NOBODY, "--json", "job", "run", "--isolation=gvisor", "sh", "-c",
+               "echo up; echo x > /work/f; sleep 60")
+    assert p.returncode == 0, p.stderr
+    jid = json.loads(p.stdout)["id"]
+    d.wait_status(jid, "RUNNING", timeout=60)
+    wait_until(lambda: d.output(jid) == "up\n", 60, f"gVisor job {jid} never printed")
+    cg = wait_until(lambda: job_cgroup(d, jid), 10, "no cgroup")
+    uids = {uid_of(p) for p in procs_of(cg)} - {None}
+    assert NOBODY not in uids and len(uids - {0}) == 1, uids
+    got = signal_as(NOBODY, procs_of(cg), 0)
+    assert not [p for p, r in got.items() if r == "ok"], got
+    assert os.stat(os.path.join(d.work(jid), "f")).st_uid == NOBODY
+    d.api("POST", f"/v1/jobs/{jid}/kill")
+    assert d.wait(jid)["end_reason"] == "killed"
