@@ -218,8 +218,11 @@ void job_detail_spec(const job *j, const job_spec *s)
     json_object_set_new(o, "limits", lim);
     json_object_set_new(o, "rlimits", json_pack("{s:o}", "nproc", s->user_procs_max ? json_integer((json_int_t)s->user_procs_max)
                                                                                       : json_null()));
+    cg_host uh;
     cg_job cg;
-    cg_job_paths(&core.cg, j->id, &cg);
+    cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, &uh, &cg);
+    json_object_set_new(o, "user_tasks_max", s->user_tasks_max ? json_integer((json_int_t)s->user_tasks_max)
+                                                                : json_null());
     jx_set_str_or_null(o, "cgroup", *cg.unified_path ? cg.unified_path : NULL);
     save_extra(j, DB_JOB_SPEC, o);
     json_decref(o);

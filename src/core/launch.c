@@ -28,7 +28,6 @@
 #include "launch.h"
 #include "runtimes.h"
 #include "state.h"
-#include "submit.h"
 #include "volumes.h"
 #include "workfs.h"
 
@@ -143,6 +142,9 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     s.tmp_size_mb = core.cfg.tmp_size_mb;
     s.log_max_bytes = (uint64_t)j->req.max_log_bytes;
     s.user_procs_max = (uint64_t)j->req.user_pids_max;
+    /* the user's jobs' host tasks together, root's unbounded (exec/cgroup.h) */
+    s.owner_uid = j->owner_uid;
+    s.user_tasks_max = j->owner_uid ? (uint64_t)j->req.user_pids_max : 0;
     s.cgroup_root = core.cfg.cgroup_root;
     s.limits.cpu_pct = (uint32_t)j->req.max_cpu;
     s.limits.mem_bytes = (uint64_t)j->req.max_memory_mb << 20;
@@ -285,7 +287,7 @@ int launch_job(job *j, jerr *e)
      * of the range than root's jobs' uids are */
     j->sandbox_uid = 0;
     if (j->req.isolation && !strcmp(j->req.isolation, "gvisor"))
-        j->sandbox_uid = submit_free_uid(j->seq + core.cfg.uid_range_size / 2);
+        j->sandbox_uid = jobs_free_uid(j->seq + core.cfg.uid_range_size / 2);
     int spec_fd = make_spec(j, dir, e);
     if (spec_fd < 0)
         return -1;
@@ -577,8 +579,9 @@ void launch_preempt(job *j, const job *for_job)
 
 void launch_live_usage(const job *j, job_usage *u)
 {
+    cg_host uh;
     cg_job cg;
-    cg_job_paths(&core.cg, j->id, &cg);
+    cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, &uh, &cg);
     cg_stats st = {0};
     if (cg_read_stats(&cg, &st) < 0)
         return;

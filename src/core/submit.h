@@ -30,12 +30,6 @@ enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e);
 job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
 
-/* A uid of the range jobs.uid_range_start gives out (root's jobs, gVisor sandboxes) that no
- * unfinished job holds, as its uid or its sandbox's: the first free one from the range's
- * place `from` on (modulo its size). Shared, past the range's size of them, with the job at
- * `from`. */
-uid_t submit_free_uid(uint64_t from);
-
 /* Jobs promised by streamed uploads not yet complete (core/incoming.c): counted with the
  * user's waiting jobs by submit_check_limits. jobs < 0 takes them back. */
 void submit_promise(uid_t uid, int jobs);

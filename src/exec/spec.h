@@ -48,6 +48,9 @@ typedef struct job_spec {
     uint64_t tmp_size_mb;
     uint64_t log_max_bytes;  /* per stream (stdout.log, stderr.log); 0 = no cap */
     uint64_t user_procs_max; /* RLIMIT_NPROC: the processes of the job's uid together; 0 = none */
+    uid_t owner_uid;         /* who submitted it: its cgroup is made in that user's level (cgroup.h) */
+    uint64_t user_tasks_max; /* that level's pids.max: the host tasks of all the user's jobs and
+                              * their shims together, gVisor's included; 0 = none (root's) */
     char *cgroup_root;
     cg_limits limits;
     cg_dev_rule *devices;  /* allowed on top of cg_default_devices */

@@ -169,3 +169,118 @@ def test_gvisor_job_of_nobody_keeps_nobodys_files_and_a_sandbox_uid_of_its_own(f
     assert os.stat(os.path.join(d.work(jid), "f")).st_uid == NOBODY
     d.api("POST", f"/v1/jobs/{jid}/kill")
     assert d.wait(jid)["end_reason"] == "killed"
+
+
+@pytest.fixture
+def user():
+    """A local user (useradd, jhg…), removed after the test."""
+    if not shutil.which("useradd") or not shutil.which("setpriv"):
+        pytest.skip("useradd and setpriv are needed")
+    name = "jhg" + uuid.uuid4().hex[:8]
+    subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
+                   check=True, capture_output=True)
+    try:
+        uid = int(subprocess.run(["id", "-u", name], check=True, capture_output=True, text=True).stdout)
+        gid = int(subprocess.run(["id", "-g", name], check=True, capture_output=True, text=True).stdout)
+        yield uid, gid
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+def submit_as(d, uid, gid, *args):
+    p = rnx_as(d, uid, gid, "--json", "job", "run", *args)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["id"]
+
+
+def host_tasks_of_user(d, uid):
+    """Host tasks (threads) of a user's unfinished jobs, counted where they are: every task in
+    each job's cgroup, and each job's shim with its threads. Nothing here asks for the uid the
+    tasks run as: gVisor's run as root and as its sandbox's uid."""
+    n = 0
+    for j in d.api("GET", "/v1/jobs")[1]["jobs"]:
+        if j["owner_uid"] != uid or j["status"] not in ("RUNNING", "QUEUED", "STOPPING"):
+            continue
+        job = d.job(j["id"])
+        cg = job_cgroup(d, j["id"])
+        if cg:
+            n += len(tasks_of(cg))
+        if job.get("shim_pid"):
+            try:
+                n += len(os.listdir(f"/proc/{job['shim_pid']}/task"))
+            except FileNotFoundError:
+                pass
+    return n
+
+
+FORKER = """
+import os, time
+n = 0
+for i in range(300):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(120)
+        os._exit(0)
+    n += 1
+print("got", n, flush=True)
+time.sleep(120)
+"""
+
+
+@needs_runsc
+def test_a_users_gvisor_and_native_jobs_never_hold_more_host_tasks_than_the_users_bound(fresh_daemon, user):
+    """One gVisor job is ~50 host tasks (runsc, gofer, Sentry, stubs; none of them the user's
+    uid, so RLIMIT_NPROC never saw them). With a bound of 120, two fit and the third cannot
+    start; a native job that then forks as much as it can gets only what is left."""
+    bound = 120
+    d = fresh_daemon(f"jobs:\n  max_pids_per_user: {bound}\n")
+    uid, gid = user
+    gv = []
+    for k in range(3):
+        gv.append(submit_as(d, uid, gid, "--isolation=gvisor", "sh", "-c", "echo up; sleep 120"))
+        jid = gv[-1]
+        # the first two fit and start; the third may start, fail, or hang short of its tasks
+        wait_until(lambda: d.job(jid)["status"] != "QUEUED", 60, f"job {jid} never started")
+        if k < 2:
+            wait_until(lambda: d.output(jid) == "up\n", 60, f"gVisor job {jid} never printed")
+    # a native job forks sleepers until it cannot, then says how many it got
+    native = submit_as(d, uid, gid, "python3", "-c", FORKER)
+    wait_until(lambda: d.output(native).startswith("got") or d.job(native)["status"] != "RUNNING", 60,
+               "the native job never said how many it forked")
+    most = max(host_tasks_of_user(d, uid) for _ in range(20))
+    assert most <= bound, f"uid {uid}'s jobs hold {most} host tasks, more than the bound of {bound}"
+    # the bound was reached, not sidestepped: the native job got fewer than it wanted
+    assert d.output(native).startswith("got ") and int(d.output(native).split()[1]) < 300, d.output(native)
+    for jid in gv + [native]:
+        d.api("POST", f"/v1/jobs/{jid}/kill")
+
+
+def test_a_users_jobs_beyond_max_running_per_user_wait_queued(fresh_daemon, user):
+    """limits.max_running_per_user: a user's jobs past it wait QUEUED (not refused) and say
+    why; the next starts when one ends; root's are not counted."""
+    d = fresh_daemon("limits:\n  max_running_per_user: 2\n")
+    uid, gid = user
+    jobs = [submit_as(d, uid, gid, "sleep", "60") for _ in range(4)]
+    wait_until(lambda: sum(d.job(j)["status"] == "RUNNING" for j in jobs) == 2, 30, "two never ran")
+    states = [d.job(j) for j in jobs]
+    assert sorted(s["status"] for s in states) == ["QUEUED", "QUEUED", "RUNNING", "RUNNING"], states
+    waiting = [s for s in states if s["status"] == "QUEUED"]
+    for s in waiting:
+        assert f"uid {uid}" in s["wait_reason"] and "limits.max_running_per_user is 2" in s["wait_reason"], s
+    p = d.rnx("job", "status", waiting[0]["id"], check=True)
+    assert "limits.max_running_per_user" in p.stdout, p.stdout
+    # root's jobs beside them are not held back by the user's bound
+    mine = [d.submit("sleep", "60") for _ in range(3)]
+    for j in mine:
+        d.wait_status(j, "RUNNING")
+    # one of the user's ends: exactly one waiting job takes its place
+    first = next(s["id"] for s in states if s["status"] == "RUNNING")
+    d.api("POST", f"/v1/jobs/{first}/kill")
+    d.wait(first)
+    wait_until(lambda: sum(d.job(j)["status"] == "RUNNING" for j in jobs) == 2, 30, "none took its place")
+    assert sum(d.job(j)["status"] == "QUEUED" for j in jobs) == 1
+    for j in jobs + mine:
+        d.api("POST", f"/v1/jobs/{j}/kill")
