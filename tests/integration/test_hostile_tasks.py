@@ -284,3 +284,35 @@ def test_a_users_jobs_beyond_max_running_per_user_wait_queued(fresh_daemon, user
     assert sum(d.job(j)["status"] == "QUEUED" for j in jobs) == 1
     for j in jobs + mine:
         d.api("POST", f"/v1/jobs/{j}/kill")
+
+
+def sandbox_uid(d, jid):
+    status, o = d.api("GET", f"/v1/jobs/{jid}?detail=1")
+    assert status == 200, o
+    return o["detail"]["spec"]["sandbox_uid"]
+
+
+@needs_runsc
+def test_a_restarted_joblet_keeps_a_running_sandboxs_uid_held(fresh_daemon, user):
+    """With a range of two uids, a sandbox uid is reused as soon as it is free: after a kill -9
+    and restart, a running gVisor job's sandbox uid must still count as taken."""
+    d = fresh_daemon("jobs:\n  uid_range_size: 2\n")
+    uid, gid = user
+    a = submit_as(d, uid, gid, "--isolation=gvisor", "sleep", "120")
+    d.wait_status(a, "RUNNING", timeout=60)
+    b = submit_as(d, uid, gid, "--isolation=gvisor", "sleep", "120")
+    d.wait_status(b, "RUNNING", timeout=60)
+    ua, ub = sandbox_uid(d, a), sandbox_uid(d, b)
+    assert ua != ub and 2000000000 <= min(ua, ub) and max(ua, ub) <= 2000000001, (ua, ub)
+    d.kill9()
+    d.start()
+    assert d.job(a)["status"] == "RUNNING"
+    d.api("POST", f"/v1/jobs/{b}/kill")
+    d.wait(b)
+    c = submit_as(d, uid, gid, "--isolation=gvisor", "sleep", "120")
+    d.wait_status(c, "RUNNING", timeout=60)
+    assert sandbox_uid(d, c) == ub, (ua, ub, sandbox_uid(d, c))
+    cg = job_cgroup(d, c)
+    assert ua not in {uid_of(p) for p in procs_of(cg)}, "job c's sandbox runs as job a's uid"
+    for j in (a, c):
+        d.api("POST", f"/v1/jobs/{j}/kill")
