@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/util.h"
@@ -293,6 +294,11 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
     _exit(127);
 }
 
+/* How long the shim waits for `runsc kill` or `runsc delete`. Both talk to the sandbox, and a
+ * sandbox that is stuck (short of tasks at its user's pids.max, say) never answers: without a
+ * bound the shim would wait with it, and neither a stop's grace period nor a kill would come. */
+#define RUNSC_HELPER_TIMEOUT_MS 5000
+
 static int run_quiet(const char **argv)
 {
     pid_t pid = fork();
@@ -311,9 +317,22 @@ static int run_quiet(const char **argv)
         _exit(127);
     }
     int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
+    int64_t deadline = mono_ns() + (int64_t)RUNSC_HELPER_TIMEOUT_MS * 1000000;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
             return -1;
+        if (w == 0 && mono_ns() >= deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+            return -1;
+        }
+        if (w == 0)
+            nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+    }
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 

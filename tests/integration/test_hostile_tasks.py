@@ -316,3 +316,37 @@ def test_a_restarted_joblet_keeps_a_running_sandboxs_uid_held(fresh_daemon, user
     assert ua not in {uid_of(p) for p in procs_of(cg)}, "job c's sandbox runs as job a's uid"
     for j in (a, c):
         d.api("POST", f"/v1/jobs/{j}/kill")
+
+
+STUCK_RUNSC = """#!/bin/sh
+# a runsc whose sandbox never answers: run starts and waits, kill hangs (for 100 s, so that
+# nothing outlives the test for long even where the shim waits for it)
+case "$1" in
+--version) printf 'runsc version release-20221219.0-stuck\\nspec: 1.0.2\\n'; exit 0 ;;
+flags | --help) printf '  -platform string\\n    \\tptrace, kvm.\\n'; exit 0 ;;
+esac
+for a in "$@"; do
+    case "$a" in
+    run) echo started; exec sleep 100 ;;
+    kill) exec sleep 100 ;;
+    esac
+done
+exit 0
+"""
+
+
+def test_a_stuck_sandbox_is_still_stopped(fresh_daemon, tmp_path):
+    """A sandbox short of tasks at its user's bound can hang; `runsc kill` to it then never
+    returns. The shim waits for it a bounded time (gvisor.c), then the stop goes on: SIGKILL to
+    the job's cgroup after the grace period, as for any job."""
+    fake = tmp_path / "runsc"
+    fake.write_text(STUCK_RUNSC)
+    fake.chmod(0o755)
+    os.chmod(tmp_path, 0o755)
+    d = fresh_daemon(f"isolation:\n  runsc: {fake}\n  platform: ptrace\n")
+    jid = d.submit("sleep", "100", isolation="gvisor")
+    d.wait_status(jid, "RUNNING", timeout=60)
+    wait_until(lambda: d.output(jid) == "started\n", 30, "the fake runsc never started")
+    assert d.api("POST", f"/v1/jobs/{jid}/stop")[0] == 200
+    job = d.wait(jid, timeout=60)
+    assert job["end_reason"] == "stopped", job
