@@ -34,6 +34,7 @@ void config_defaults(config *c)
      * them (issue 25): a user's waiting jobs and kept jobs are bounded by default */
     c->limits.max_queued_per_user = 1000;
     c->limits.max_jobs_per_user = 10000;
+    c->limits.max_running_per_user = 64; /* more wait QUEUED: one user's jobs do not fill the host */
     c->stop_grace_s = 10;
     c->pids_max = 1024;
     c->max_log_bytes = 1ull << 30; /* 1 GiB per stream: a runaway job cannot fill the disk */
@@ -123,6 +124,7 @@ static const key keys[] = {
     U64("limits.max_queued_per_user", limits.max_queued_per_user, 0, 100000000),
     U64("limits.max_jobs_per_user", limits.max_jobs_per_user, 0, 100000000),
     U64("limits.gpu_requests_per_minute", limits.gpu_requests_per_minute, 0, 1000000),
+    U64("limits.max_running_per_user", limits.max_running_per_user, 0, 1000000),
     STR("metrics.listen", metrics_listen),
     STR("server.admin_group", admin_group),
     U64("gpu.health_interval_ms", health_interval_ms, 0, 3600000),

@@ -14,6 +14,8 @@ typedef struct limits_config {
     uint32_t max_jobs_per_user;       /* limits.max_jobs_per_user: kept (any state, until deleted); 0 = none */
     uint32_t gpu_requests_per_minute; /* limits.gpu_requests_per_minute: GPU submissions; 0 = none */
     uint32_t uploads_per_user;        /* limits.uploads_per_user: streamed uploads open at once */
+    uint32_t max_running_per_user;    /* limits.max_running_per_user: jobs of one user other than
+                                       * root running at once (more wait QUEUED); 0 = none */
 } limits_config;
 
 /* Every key is optional; these are the embedded defaults (docs/config.md). */

@@ -43,10 +43,20 @@ static void runsc_root_mount(void)
         log_warn("gVisor: %s", e.msg);
         return;
     }
+    /* Without nosuid, nodev or noexec, which would be locked on the bundles' roots in the user
+     * namespace runsc runs in (exec/oci.h): its gofer's read-only remount of the root must keep
+     * them, and names none. Nothing to misuse: only root writes here, and what is written is
+     * the bundles' config and empty mount points, never served as files to a job. */
+    const char *opts = "mode=0700,size=64m";
     struct stat here, parent;
-    if (stat(runsc_root, &here) == 0 && stat(core.cfg.state_dir, &parent) == 0 && here.st_dev != parent.st_dev)
-        return; /* mounted already */
-    if (mount("joblet-runsc", runsc_root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=64m") < 0)
+    if (stat(runsc_root, &here) == 0 && stat(core.cfg.state_dir, &parent) == 0 && here.st_dev != parent.st_dev) {
+        /* mounted already (its running sandboxes' state is there), perhaps with those flags */
+        if (mount(NULL, runsc_root, NULL, MS_REMOUNT, opts) < 0)
+            log_warn("gVisor: cannot remount %s without nosuid, nodev, noexec (%s): gVisor jobs may not start",
+                     runsc_root, strerror(errno));
+        return;
+    }
+    if (mount("joblet-runsc", runsc_root, "tmpfs", 0, opts) < 0)
         log_warn("gVisor: cannot mount a tmpfs on %s (%s): the jobs' bundles and runsc's state, with their "
                  "secret environment, go to its disk", runsc_root, strerror(errno));
 }

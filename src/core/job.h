@@ -56,6 +56,8 @@ typedef struct job {
     gid_t owner_gid;
     uid_t uid;
     gid_t gid;
+    uid_t sandbox_uid;        /* gVisor: the host uid its sandbox runs as while it runs (one of
+                               * jobs.uid_range_start's, submit_free_uid); 0 = none */
     /* The validated submission (command, args, env, secret_env, limits, upload list without
      * content), typed once at the API's edge. Persisted as JSON; secret values leave the
      * daemon only in the shim's spec. */

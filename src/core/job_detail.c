@@ -137,11 +137,23 @@ static json_t *mount_json(const char *dst, const char *src, const char *mode)
     return json_pack("{s:s,s:s,s:s}", "path", dst, "source", src, "mode", mode);
 }
 
+uid_t job_detail_sandbox_uid(const job *j)
+{
+    char *text = db_job_extra_get(core.db, j->id, DB_JOB_SPEC);
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    json_int_t v = json_integer_value(json_object_get(o, "sandbox_uid"));
+    json_decref(o);
+    free(text);
+    return v > 0 && v < UINT32_MAX ? (uid_t)v : 0;
+}
+
 void job_detail_spec(const job *j, const job_spec *s)
 {
     json_t *o = json_object();
     json_object_set_new(o, "uid", json_integer(s->uid));
     json_object_set_new(o, "gid", json_integer(s->gid));
+    /* gVisor: the host uid its sandbox runs as (exec/oci.h); read back after a restart */
+    json_object_set_new(o, "sandbox_uid", s->runsc ? json_integer(s->runsc_sandbox_uid) : json_null());
     jx_set_str_or_null(o, "hostname", s->hostname);
     jx_set_str_or_null(o, "workdir", s->workdir);
     json_object_set_new(o, "network", json_string(s->net_host ? "host" : "none (loopback only)"));
@@ -206,8 +218,11 @@ void job_detail_spec(const job *j, const job_spec *s)
     json_object_set_new(o, "limits", lim);
     json_object_set_new(o, "rlimits", json_pack("{s:o}", "nproc", s->user_procs_max ? json_integer((json_int_t)s->user_procs_max)
                                                                                       : json_null()));
+    cg_host uh;
     cg_job cg;
-    cg_job_paths(&core.cg, j->id, &cg);
+    cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, &uh, &cg);
+    json_object_set_new(o, "user_tasks_max", s->user_tasks_max ? json_integer((json_int_t)s->user_tasks_max)
+                                                                : json_null());
     jx_set_str_or_null(o, "cgroup", *cg.unified_path ? cg.unified_path : NULL);
     save_extra(j, DB_JOB_SPEC, o);
     json_decref(o);

@@ -29,5 +29,8 @@ void job_detail_placed(job *j, const job_placement_score *sc);
  * mounts, the names of its environment variables, never their values), as whom it runs, and
  * its limits. */
 void job_detail_spec(const job *j, const job_spec *s);
+/* The sandbox uid that summary recorded (gVisor), 0 when none: a restarted joblet keeps it
+ * held while the job runs. */
+uid_t job_detail_sandbox_uid(const job *j);
 
 #endif

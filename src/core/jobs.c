@@ -165,6 +165,21 @@ void job_free(job *j)
     free(j);
 }
 
+uid_t jobs_free_uid(uint64_t from)
+{
+    for (uint64_t k = 0; k < core.cfg.uid_range_size; k++) {
+        uid_t uid = (uid_t)(core.cfg.uid_range_start + (from + k) % core.cfg.uid_range_size);
+        bool taken = false;
+        for (size_t i = 0; i < core.njobs && !taken; i++) {
+            const job *o = core.jobs[i];
+            taken = (o->uid == uid || o->sandbox_uid == uid) && !job_state_terminal(o->state);
+        }
+        if (!taken)
+            return uid;
+    }
+    return (uid_t)(core.cfg.uid_range_start + from % core.cfg.uid_range_size); /* every uid busy: share */
+}
+
 void jobs_dir_of(const job *j, char *out, size_t len) { snprintf(out, len, "%s/%s", core.jobs_dir, j->id); }
 
 int job_save(job *j)

@@ -21,6 +21,11 @@ void jobs_add(job *j);
 job *jobs_by_seq(uint64_t seq);
 /* Out of the table and of the settle step's list; the caller frees it. */
 void jobs_remove(job *j);
+/* A uid of the range jobs.uid_range_start gives out (root's jobs, gVisor sandboxes) that no
+ * unfinished job holds, as its uid or its sandbox's: the first free one from the range's
+ * place `from` on (modulo its size). Shared, past the range's size of them, with the job at
+ * `from`. */
+uid_t jobs_free_uid(uint64_t from);
 void jobs_dir_of(const job *j, char *out, size_t len);
 /* Marks work for the settle step (enum job_settle bits) and asks for it. */
 void jobs_mark(job *j, unsigned settle);

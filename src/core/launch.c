@@ -147,6 +147,9 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         s.log_budget[0] = 0;
     s.log_floor = core.cfg.state_reserve / 2;
     s.user_procs_max = (uint64_t)j->req.user_pids_max;
+    /* the user's jobs' host tasks together, root's unbounded (exec/cgroup.h) */
+    s.owner_uid = j->owner_uid;
+    s.user_tasks_max = j->owner_uid ? (uint64_t)j->req.user_pids_max : 0;
     s.cgroup_root = core.cfg.cgroup_root;
     s.limits.cpu_pct = (uint32_t)j->req.max_cpu;
     s.limits.mem_bytes = (uint64_t)j->req.max_memory_mb << 20;
@@ -186,6 +189,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         s.runsc_root = (char *)isolation_runsc_root();
         s.runsc_platform = (char *)ic->platform;
         s.runsc_nvproxy = j->gpus.n > 0 && ic->nvproxy;
+        s.runsc_sandbox_uid = j->sandbox_uid;
         /* the granted GPUs by their CDI names (joblet cdi generate names each by UUID) */
         size_t n = 0;
         for (size_t i = 0; i < j->gpus.n && n < sizeof cdi; i++)
@@ -286,6 +290,11 @@ int launch_job(job *j, jerr *e)
     }
     if (jobdirs_ensure(j, e) < 0) /* made now if the turns since its submission have not */
         return -1;
+    /* gVisor: a host uid of its own for the sandbox (exec/oci.h), looked for from the other half
+     * of the range than root's jobs' uids are */
+    j->sandbox_uid = 0;
+    if (j->req.isolation && !strcmp(j->req.isolation, "gvisor"))
+        j->sandbox_uid = jobs_free_uid(j->seq + core.cfg.uid_range_size / 2);
     int spec_fd = make_spec(j, dir, e);
     if (spec_fd < 0)
         return -1;
@@ -477,6 +486,7 @@ void launch_adopt_all(void)
         if (pidfd >= 0 && j->shim_start && proc_start_time(j->shim_pid) == j->shim_start) {
             job_event(j, JE_RESTARTED, -1, "joblet restarted; re-attached to the job's shim (pid %d)", (int)j->shim_pid);
             read_started(j, dir);
+            j->sandbox_uid = job_detail_sandbox_uid(j); /* held until it ends */
             watch_shim(j, pidfd, -1);
             log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
             continue;
@@ -576,8 +586,9 @@ void launch_preempt(job *j, const job *for_job)
 
 void launch_live_usage(const job *j, job_usage *u)
 {
+    cg_host uh;
     cg_job cg;
-    cg_job_paths(&core.cg, j->id, &cg);
+    cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, &uh, &cg);
     cg_stats st = {0};
     if (cg_read_stats(&cg, &st) < 0)
         return;

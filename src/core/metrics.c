@@ -73,8 +73,9 @@ static bool job_stats(const job *j, cg_stats *st)
     *st = (cg_stats){0};
     if (!job_live(j))
         return false;
+    cg_host uh;
     cg_job cg;
-    cg_job_paths(&core.cg, j->id, &cg);
+    cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, &uh, &cg);
     return cg_read_stats(&cg, st) == 0;
 }
 

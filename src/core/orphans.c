@@ -68,12 +68,12 @@ static size_t sweep_dir(const char *dir, const char *what)
     return n;
 }
 
-/* The cgroups of unknown jobs in one tree: their processes (a shim started before its job was
- * committed) killed, the cgroup removed from every tree (cg_job_paths names them all). */
-static size_t sweep_cgroup_tree(const char *tree)
+/* The cgroups of unknown jobs in one directory of a tree: "<root>" for jobs made by a joblet
+ * before users had levels, "<root>/user-<uid>" (the level h is) for the others. Their
+ * processes (a shim started before its job was committed) killed, the cgroup removed from every
+ * tree (cg_job_paths names them all). */
+static size_t sweep_cgroup_dir(const char *dir, const cg_host *h)
 {
-    char dir[400];
-    snprintf(dir, sizeof dir, "%s/%s", tree, core.cg.root);
     DIR *d = opendir(dir);
     if (!d)
         return 0;
@@ -84,7 +84,7 @@ static size_t sweep_cgroup_tree(const char *tree)
         if (de->d_type != DT_DIR || !orphans_named_by_id(de->d_name, id) || de->d_name[36] || known(id))
             continue;
         cg_job cg;
-        cg_job_paths(&core.cg, id, &cg);
+        cg_job_paths(h, id, &cg);
         int procs = cg_nprocs(&cg);
         if (procs > 0) {
             log_warn("cgroup of job %s, which the database does not hold: %d processes killed", id, procs);
@@ -95,6 +95,30 @@ static size_t sweep_cgroup_tree(const char *tree)
             log_warn("cgroup of job %s, which the database does not hold: %s", id, e.msg);
         else
             n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* One tree: the jobs' root, and each user's level under it. */
+static size_t sweep_cgroup_tree(const char *tree)
+{
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/%s", tree, core.cg.root);
+    size_t n = sweep_cgroup_dir(dir, &core.cg);
+    DIR *d = opendir(dir);
+    if (!d)
+        return n;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        unsigned uid;
+        char tail[2], level[700];
+        if (de->d_type != DT_DIR || sscanf(de->d_name, "user-%u%1s", &uid, tail) != 1)
+            continue;
+        cg_host uh;
+        cg_user_host(&core.cg, uid, &uh);
+        snprintf(level, sizeof level, "%s/%s", dir, de->d_name);
+        n += sweep_cgroup_dir(level, &uh);
     }
     closedir(d);
     return n;

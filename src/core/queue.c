@@ -257,6 +257,14 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
                  (unsigned long long)held, held == 1 ? "" : "s", core.cfg.limits.max_gpus_per_user);
         break;
     }
+    case SW_USER_RUNNING: {
+        unsigned runs = 0;
+        for (size_t k = 0; k < in.nrunning; k++)
+            runs += in.running[k].r.user == r.user;
+        snprintf(out, len, "waits for room: its owner (uid %u) runs %u jobs and limits.max_running_per_user is %u",
+                 (unsigned)r.user, runs, core.cfg.limits.max_running_per_user);
+        break;
+    }
     case SW_HEAD: {
         bool one = __builtin_popcountll(last_pass.reserved) == 1;
         snprintf(out, len, "needs %s; %u free; first in line%s%s%s", need, nfree, !*gl ? "" : one ? ": GPU " : ": GPUs ",

@@ -50,6 +50,7 @@ void sched_input_base(sched_input *in, sched_gpu *gpus, sched_mig *migs, sched_r
                         .now_ms = now,
                         .max_running = core.cfg.max_running,
                         .max_gpus_per_user = core.cfg.limits.max_gpus_per_user,
+                        .max_running_per_user = core.cfg.limits.max_running_per_user,
                         .gpus = gpus,
                         .ngpus = (size_t)core.gpu.inv.n,
                         .held = gpus_held(),

@@ -268,20 +268,6 @@ static bool uid_in_range(uint64_t uid)
     return uid >= core.cfg.uid_range_start && uid < core.cfg.uid_range_start + core.cfg.uid_range_size;
 }
 
-/* The next uid of the range after the job's sequence number that no unfinished job holds. */
-static uid_t job_uid_for(uint64_t seq)
-{
-    for (uint64_t k = 0; k < core.cfg.uid_range_size; k++) {
-        uid_t uid = (uid_t)(core.cfg.uid_range_start + (seq + k) % core.cfg.uid_range_size);
-        bool taken = false;
-        for (size_t i = 0; i < core.njobs && !taken; i++)
-            taken = core.jobs[i]->uid == uid && !job_state_terminal(core.jobs[i]->state);
-        if (!taken)
-            return uid;
-    }
-    return (uid_t)(core.cfg.uid_range_start + seq % core.cfg.uid_range_size); /* every uid busy: share */
-}
-
 /* Per-user GPU allocation requests: a token bucket of limits.gpu_requests_per_minute, for the
  * last users seen (an evicted one starts with a full bucket, which only errs towards allowing). */
 static struct bucket {
@@ -463,7 +449,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     j->owner_gid = caller_gid;
     /* Jobs run as their submitter; each of root's jobs runs as a uid of its own, so no other
      * process (another job, a service running as nobody) can signal, trace or read it. */
-    j->uid = caller_uid ? caller_uid : job_uid_for(j->seq);
+    j->uid = caller_uid ? caller_uid : jobs_free_uid(j->seq);
     j->gid = caller_uid ? caller_gid : j->uid;
     j->created_ms = now_ms();
     j->scheduled_ms = sched_ms;

@@ -310,6 +310,12 @@ void cg_job_paths(const cg_host *h, const char *name, cg_job *j)
             job_path(j->v1_path[c], sizeof j->v1_path[c], h->v1[c], h->root, name);
 }
 
+void cg_user_job_paths(const cg_host *h, uint32_t uid, const char *name, cg_host *uh, cg_job *j)
+{
+    cg_user_host(h, uid, uh);
+    cg_job_paths(uh, name, j);
+}
+
 static int check_fits(const cg_host *h, const char *name, jerr *e)
 {
     char tmp[JOB_PATH_SIZE];
@@ -485,6 +491,98 @@ int cg_destroy(const cg_job *j, jerr *e)
         }
     }
     return rc;
+}
+
+/* ---- the user's level ---- */
+
+void cg_user_host(const cg_host *h, uint32_t uid, cg_host *out)
+{
+    *out = *h;
+    /* fits: check_root keeps h's root under 64 bytes */
+    snprintf(out->root, sizeof out->root, "%.63s/user-%u", h->root, uid);
+}
+
+/* The mount of the hierarchy that counts tasks, NULL when none does. */
+static const char *tasks_mount(const cg_host *h)
+{
+    if (h->layout == CG_V2)
+        return h->unified;
+    return h->v1[CGC_PIDS][0] ? h->v1[CGC_PIDS] : NULL;
+}
+
+/* Whether a cgroup2 directory offers its children any controller yet. */
+static bool offers_controllers(const char *dir)
+{
+    char *s = cg_read(dir, "cgroup.subtree_control");
+    bool any = s && s[strspn(s, " \n")];
+    free(s);
+    return any;
+}
+
+int cg_user_prepare(const cg_host *uh, uint64_t tasks_max, jerr *e)
+{
+    bool made_v2 = false, made_cpuset = false;
+    const char *mnts[CGC_N + 1];
+    size_t n = 0;
+    if (uh->unified[0])
+        mnts[n++] = uh->unified;
+    for (int c = 0; c < CGC_N; c++)
+        if (uh->v1[c][0] && !seen(mnts, n, uh->v1[c]))
+            mnts[n++] = uh->v1[c];
+    for (size_t i = 0; i < n; i++) {
+        char dir[PATH_MAX];
+        if (cg_file_path(dir, sizeof dir, mnts[i], uh->root) < 0)
+            return jerr_sys(e, "cgroup path %s/%s", mnts[i], uh->root);
+        int rc = mkdir(dir, 0755);
+        if (rc < 0 && errno != EEXIST)
+            return jerr_sys(e, "mkdir %s", dir);
+        made_v2 |= uh->layout == CG_V2 && mnts[i] == uh->unified && (rc == 0 || !offers_controllers(dir));
+        made_cpuset |= rc == 0 && mnts[i] == uh->v1[CGC_CPUSET];
+    }
+    char dir[PATH_MAX];
+    /* a level another shim made a moment ago is prepared again, which changes nothing */
+    if (made_v2 && cg_file_path(dir, sizeof dir, uh->unified, uh->root) == 0)
+        cgv2_enable_controllers(dir);
+    if (made_cpuset && cgv1_prepare_parent(uh, e) < 0)
+        return -1;
+    const char *mnt = tasks_mount(uh);
+    if (!mnt)
+        return 0;
+    if (cg_file_path(dir, sizeof dir, mnt, uh->root) < 0)
+        return jerr_sys(e, "cgroup path %s/%s", mnt, uh->root);
+    char v[24] = "max";
+    if (tasks_max)
+        snprintf(v, sizeof v, "%llu", (unsigned long long)tasks_max);
+    return cg_write(dir, "pids.max", v, e);
+}
+
+int cg_user_enter(const cg_host *uh, jerr *e)
+{
+    const char *mnt = tasks_mount(uh);
+    if (!mnt)
+        return 0;
+    char dir[PATH_MAX], leaf[PATH_MAX];
+    if (cg_file_path(dir, sizeof dir, mnt, uh->root) < 0 || cg_file_path(leaf, sizeof leaf, dir, "shims") < 0)
+        return jerr_sys(e, "cgroup path %s/%s/shims", mnt, uh->root);
+    if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+        return jerr_sys(e, "mkdir %s", leaf);
+    if (cg_write(leaf, "cgroup.procs", "0", e) < 0)
+        return -1;
+    uint64_t now, max;
+    if (cg_read_u64(dir, "pids.current", &now) == 0 && cg_read_u64(dir, "pids.max", &max) == 0 && now > max) {
+        cg_user_leave(uh);
+        return jerr_set(e, EAGAIN, "the user's jobs hold %llu host tasks (their shims and gVisor's sandboxes "
+                        "included), more than the %llu of jobs.max_pids_per_user (%s/pids.max)",
+                        (unsigned long long)now - 1, (unsigned long long)max, dir);
+    }
+    return 0;
+}
+
+void cg_user_leave(const cg_host *uh)
+{
+    const char *mnt = tasks_mount(uh);
+    if (mnt)
+        cg_write(mnt, "cgroup.procs", "0", NULL);
 }
 
 /* ---- limits, stats, devices: dispatch ---- */

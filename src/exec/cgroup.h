@@ -6,7 +6,9 @@
  *   v1      v1 controllers only; devices.deny/allow is the device filter
  *
  * The layout is read from /proc/self/mountinfo and confirmed with statfs magic numbers.
- * A job's cgroup is "<root>/<name>" in every hierarchy used (root defaults to "joblet"). */
+ * A job's cgroup is "<root>/user-<uid>/<name>" in every hierarchy used (root defaults to
+ * "joblet"): the level of the user who submitted it holds all that user's jobs, so that its
+ * pids.max bounds the host tasks of all of them together (cg_user_*). */
 #ifndef JOBLET_CGROUP_H
 #define JOBLET_CGROUP_H
 
@@ -24,7 +26,8 @@ typedef struct cg_host {
     enum cg_layout layout;
     char unified[256];        /* cgroup2 mount point, "" when none */
     char v1[CGC_N][256];      /* v1 mount point per controller, "" when absent (always "" on v2) */
-    char root[64];            /* name of the parent cgroup of all jobs, e.g. "joblet" */
+    char root[96];            /* name of the parent cgroup of all jobs, e.g. "joblet"; a user's
+                              * level is a host of its own, "joblet/user-1001" (cg_user_host) */
 } cg_host;
 
 typedef struct cg_limits {
@@ -70,8 +73,26 @@ const char *cg_layout_name(enum cg_layout l);
 /* Makes task migration between cgroups cheap host-wide (mount option favordynmods). */
 int cg_favor_dynmods(const cg_host *h, jerr *e);
 
+/* The user's level: a copy of h whose root is "<h's root>/user-<uid>", under which that
+ * user's jobs are made (cg_create_for, cg_job_paths). Touches nothing. */
+void cg_user_host(const cg_host *h, uint32_t uid, cg_host *out);
+/* Makes the user's level where missing (the daemon made h's root) and sets its pids.max:
+ * tasks_max host tasks for all the user's jobs and their shims together, 0 = "max". */
+int cg_user_prepare(const cg_host *uh, uint64_t tasks_max, jerr *e);
+/* Moves the calling process (a job's shim) into "<uh's root>/shims" of the hierarchy that
+ * counts tasks (pids on v1 and hybrid hosts, cgroup2 on v2), so that it and everything it
+ * forks count for the user. A migration is not held to pids.max, so the level is checked
+ * after: when it holds more than its bound the caller goes back out and -1 says so (EAGAIN).
+ * 0 without doing anything on a host with no pids controller. */
+int cg_user_enter(const cg_host *uh, jerr *e);
+/* Back out of the user's level (to the hierarchy's root), once the job has ended: the shim's
+ * tidying up (runsc delete) is not the user's to pay for, nor refused at the user's bound. */
+void cg_user_leave(const cg_host *uh);
+
 /* Fills paths only, touches nothing: used to look at an existing job's cgroup. */
 void cg_job_paths(const cg_host *h, const char *name, cg_job *j);
+/* The same for a job of user uid: uh gets the user's level (cg_user_host), j points at it. */
+void cg_user_job_paths(const cg_host *h, uint32_t uid, const char *name, cg_host *uh, cg_job *j);
 /* mkdir the job's cgroup in every hierarchy used, leaving out v1 controllers that none of
  * l's limits needs (l may be NULL: all). An existing directory is an error. */
 int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job *j, jerr *e);

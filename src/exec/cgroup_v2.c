@@ -13,7 +13,7 @@ static const char *const wanted_ctrls[] = { "cpu", "memory", "pids", "io", "cpus
 
 /* One controller per write: a batch is refused whole when any single name is unavailable.
  * Failures are left for the limits to report, since only a job that asks for one needs it. */
-static void enable_controllers(const char *dir)
+void cgv2_enable_controllers(const char *dir)
 {
     for (size_t i = 0; i < sizeof wanted_ctrls / sizeof wanted_ctrls[0]; i++) {
         char v[16];
@@ -27,14 +27,14 @@ int cgv2_prepare_parent(const char *unified, const char *root, jerr *e)
     char dir[PATH_MAX], comps[64];
     snprintf(comps, sizeof comps, "%s", root);
     size_t len = (size_t)snprintf(dir, sizeof dir, "%s", unified);
-    enable_controllers(dir);
+    cgv2_enable_controllers(dir);
     char *save = NULL;
     for (char *c = strtok_r(comps, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
         int n = snprintf(dir + len, sizeof dir - len, "/%s", c);
         if (n < 0 || (size_t)n >= sizeof dir - len)
             return jerr_set(e, ENAMETOOLONG, "cgroup path %s/%s is too long", unified, root);
         len += (size_t)n;
-        enable_controllers(dir);
+        cgv2_enable_controllers(dir);
     }
     return 0;
 }

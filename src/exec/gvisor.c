@@ -4,14 +4,17 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <linux/close_range.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/util.h"
@@ -175,10 +178,30 @@ static void write_err(int fd, const char *stage, const jerr *e)
     (void)w;
 }
 
+/* /proc/<pid>/<file> := text, for the user namespace's maps */
+static int write_proc(pid_t pid, const char *file, const char *text, jerr *e)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return jerr_sys(e, "open %s", path);
+    ssize_t w = write(fd, text, strlen(text));
+    int err = errno;
+    close(fd);
+    if (w != (ssize_t)strlen(text))
+        return jerr_set(e, w < 0 ? err : EIO, "write %s: %s", path, strerror(w < 0 ? err : EIO));
+    return 0;
+}
+
 pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, jerr *e)
 {
-    char root[4200], platform[80], network[32], bundle[4200];
+    char root[4200], platform[80], network[32], bundle[4200], idmap[256];
     const char *argv[20];
+    /* the sandbox's own host id (oci.h): never nobody's, the one every runsc would share */
+    if (oci_id_map((uint32_t)s->runsc_sandbox_uid, idmap, sizeof idmap) < 0)
+        return jerr_set(e, EINVAL, "the job has no sandbox uid of its own (got %u); it is not started as nobody",
+                        (unsigned)s->runsc_sandbox_uid);
     int n = global_args(s, argv, root, sizeof root);
     snprintf(platform, sizeof platform, "--platform=%s", s->runsc_platform);
     snprintf(network, sizeof network, "--network=%s", s->net_host ? "host" : "none");
@@ -198,11 +221,43 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
     argv[n++] = bundle;
     argv[n++] = s->id;
     argv[n] = NULL;
+    /* the child says when it is in its user namespace; the maps are written from here (a
+     * map of more than its own id needs CAP_SETUID outside), then it goes on */
+    int ready[2], go[2];
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        return jerr_sys(e, "pipe");
+    if (pipe2(go, O_CLOEXEC) < 0) {
+        close(ready[0]);
+        close(ready[1]);
+        return jerr_sys(e, "pipe");
+    }
     pid_t pid = fork();
-    if (pid < 0)
-        return jerr_sys(e, "fork runsc");
-    if (pid > 0)
+    if (pid < 0) {
+        jerr_sys(e, "fork runsc");
+        close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
+        return -1;
+    }
+    if (pid > 0) {
+        close(ready[1]);
+        close(go[0]);
+        char c;
+        ssize_t r;
+        while ((r = read(ready[0], &c, 1)) < 0 && errno == EINTR)
+            ;
+        close(ready[0]);
+        jerr me = {0};
+        /* nothing read: the child failed before, and said why on the sync pipe */
+        if (r == 1 && (write_proc(pid, "uid_map", idmap, &me) < 0 || write_proc(pid, "gid_map", idmap, &me) < 0))
+            write_err(fds->sync_w, "the sandbox's user namespace", &me);
+        else if (r == 1 && write(go[1], "g", 1) != 1) {
+            jerr_sys(&me, "release runsc");
+            write_err(fds->sync_w, "start", &me);
+        }
+        close(go[1]); /* without "g" the child ends */
         return pid;
+    }
+    close(ready[0]);
+    close(go[1]);
     jerr ce = {0};
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     child_defaults();
@@ -211,6 +266,21 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
         write_err(fds->sync_w, "cgroup", &ce);
         _exit(126);
     }
+    /* runsc raises it for the kvm platform; in the namespace it no longer can */
+    setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
+    if (unshare(CLONE_NEWUSER) < 0) {
+        jerr_sys(&ce, "unshare(CLONE_NEWUSER)");
+        write_err(fds->sync_w, "the sandbox's user namespace", &ce);
+        _exit(126);
+    }
+    char c = 0;
+    ssize_t r = write(ready[1], "r", 1);
+    close(ready[1]);
+    while (r == 1 && (r = read(go[0], &c, 1)) < 0 && errno == EINTR)
+        ;
+    if (r != 1 || c != 'g')
+        _exit(126);
+    close(go[0]);
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds->out_w, 1) < 0 || dup2(fds->err_w, 2) < 0) {
         jerr_sys(&ce, "connect stdin/stdout/stderr");
@@ -223,6 +293,11 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
     write_err(fds->sync_w, "exec", &ce);
     _exit(127);
 }
+
+/* How long the shim waits for `runsc kill` or `runsc delete`. Both talk to the sandbox, and a
+ * sandbox that is stuck (short of tasks at its user's pids.max, say) never answers: without a
+ * bound the shim would wait with it, and neither a stop's grace period nor a kill would come. */
+#define RUNSC_HELPER_TIMEOUT_MS 5000
 
 static int run_quiet(const char **argv)
 {
@@ -242,9 +317,22 @@ static int run_quiet(const char **argv)
         _exit(127);
     }
     int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
+    int64_t deadline = mono_ns() + (int64_t)RUNSC_HELPER_TIMEOUT_MS * 1000000;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
             return -1;
+        if (w == 0 && mono_ns() >= deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+            return -1;
+        }
+        if (w == 0)
+            nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+    }
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 

@@ -29,9 +29,42 @@ static void add_bind(json_t *mounts, const char *src, const char *dst, bool rw)
     add_mount(mounts, dst, "bind", src, opts);
 }
 
+uint32_t oci_inside_id(uint32_t id, uint32_t sandbox_id)
+{
+    if (!sandbox_id)
+        return id;
+    return id == OCI_NOBODY ? sandbox_id : id == sandbox_id ? OCI_NOBODY : id;
+}
+
+int oci_id_map(uint32_t sandbox_id, char *out, size_t len)
+{
+    if (!sandbox_id || sandbox_id == OCI_NOBODY || sandbox_id == UINT32_MAX)
+        return -1;
+    uint32_t lo = sandbox_id < OCI_NOBODY ? sandbox_id : OCI_NOBODY;
+    uint32_t hi = sandbox_id < OCI_NOBODY ? OCI_NOBODY : sandbox_id;
+    /* "inside outside count": [0, lo) as itself, lo <-> hi, (lo, hi) as itself, the rest up
+     * to 4294967294 (4294967295 is no id) as itself */
+    struct { uint32_t in, out, n; } r[] = {
+        {0, 0, lo}, {lo, hi, 1}, {lo + 1, lo + 1, hi - lo - 1}, {hi, lo, 1}, {hi + 1, hi + 1, UINT32_MAX - hi - 1},
+    };
+    size_t used = 0;
+    for (size_t i = 0; i < ARRAY_LEN(r); i++) {
+        if (!r[i].n)
+            continue;
+        int n = snprintf(out + used, len - used, "%u %u %u\n", r[i].in, r[i].out, r[i].n);
+        if (n < 0 || (size_t)n >= len - used)
+            return -1;
+        used += (size_t)n;
+    }
+    return (int)used;
+}
+
 json_t *oci_config(const job_spec *s, const oci_inputs *in)
 {
-    json_t *user = json_pack("{s:I,s:I}", "uid", (json_int_t)s->uid, "gid", (json_int_t)s->gid);
+    /* the job's ids as the sandbox's user namespace names them (oci.h) */
+    uint32_t sb = (uint32_t)s->runsc_sandbox_uid;
+    json_t *user = json_pack("{s:I,s:I}", "uid", (json_int_t)oci_inside_id((uint32_t)s->uid, sb), "gid",
+                             (json_int_t)oci_inside_id((uint32_t)s->gid, sb));
     json_t *rlimits = json_array();
     if (s->user_procs_max)
         json_array_append_new(rlimits, json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_NPROC", "hard",

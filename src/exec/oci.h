@@ -5,6 +5,8 @@
 #define JOBLET_OCI_H
 
 #include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "spec.h"
 
@@ -24,5 +26,21 @@ typedef struct oci_inputs {
  * spec's device nodes as linux.devices with their major/minor, the job's namespaces (no
  * network namespace with network host), and the CDI annotation when the job has GPUs. */
 json_t *oci_config(const job_spec *s, const oci_inputs *in);
+
+/* The sandbox's user namespace. runsc runs the Sentry and its helpers as uid and gid 65534
+ * ("nobody") of the user namespace it is started in, and every runsc on the host would share
+ * that host uid: anything running as nobody could signal or trace every user's sandbox, and a
+ * sandbox escape would land beside all the others. So the shim starts runsc in a user namespace
+ * of its own that maps every id to itself except two that swap places: 65534 and the job's
+ * sandbox id (spec.h, runsc_sandbox_uid). The sandbox then runs as that id on the host, and the
+ * gofer, root in the namespace, still reads and writes the job's files as their owners (a job
+ * of nobody's own runs as the sandbox id inside, which is nobody outside).
+ * OCI_NOBODY: gVisor's sandbox user. */
+#define OCI_NOBODY 65534u
+/* An id (uid or gid) as the sandbox's user namespace names it. */
+uint32_t oci_inside_id(uint32_t id, uint32_t sandbox_id);
+/* The namespace's uid_map (and gid_map) text: at most 5 lines, every id but 4294967295 mapped
+ * once. -1 when sandbox_id is 0, OCI_NOBODY or 4294967295, or out is too small. */
+int oci_id_map(uint32_t sandbox_id, char *out, size_t len);
 
 #endif

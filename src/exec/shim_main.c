@@ -176,7 +176,11 @@ static int start_job(shim *sh, int notify_fd)
             goto fail_nocg;
         host_ready = true;
     }
-    sh->host = host;
+    /* the job and this shim in its user's level, whose pids.max bounds all the user's jobs
+     * together (cgroup.h); what the shim forks from here on (the job's init, runsc) counts */
+    cg_user_host(&host, (uint32_t)s->owner_uid, &sh->host);
+    if (cg_user_prepare(&sh->host, s->user_tasks_max, &e) < 0 || cg_user_enter(&sh->host, &e) < 0)
+        goto fail_nocg;
     if (cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, &e) < 0)
         goto fail_nocg;
     if (cg_apply_limits(&sh->cg, &s->limits, &e) < 0)
@@ -468,6 +472,7 @@ static void supervise(shim *sh)
         ssize_t w = write(sh->notify_fd, "E\n", 2);
         (void)w;
     }
+    cg_user_leave(&sh->host);
     if (sh->spec.runsc)
         gvisor_delete(&sh->spec);
     jerr e = {0};

@@ -55,6 +55,10 @@ int spec_to_fd(const job_spec *s, jerr *e)
                           devs, "mounts", mnts, "ops", ops);
     if (o && s->user_procs_max)
         json_object_set_new(o, "user_procs_max", json_integer((json_int_t)s->user_procs_max));
+    if (o)
+        json_object_set_new(o, "owner_uid", json_integer((json_int_t)s->owner_uid));
+    if (o && s->user_tasks_max)
+        json_object_set_new(o, "user_tasks_max", json_integer((json_int_t)s->user_tasks_max));
     if (o && s->log_max_bytes)
         json_object_set_new(o, "log_max_bytes", json_integer((json_int_t)s->log_max_bytes));
     if (o && s->log_budget[0])
@@ -64,10 +68,11 @@ int spec_to_fd(const job_spec *s, jerr *e)
     if (o && s->system_root && *s->system_root)
         json_object_set_new(o, "system_root", json_string(s->system_root));
     if (o && s->runsc && *s->runsc)
-        json_object_set_new(o, "gvisor", json_pack("{s:s,s:s,s:s,s:b,s:s?}", "runsc", s->runsc, "root",
+        json_object_set_new(o, "gvisor", json_pack("{s:s,s:s,s:s,s:b,s:s?,s:I}", "runsc", s->runsc, "root",
                                                    s->runsc_root ? s->runsc_root : "", "platform",
                                                    s->runsc_platform ? s->runsc_platform : "ptrace", "nvproxy",
-                                                   s->runsc_nvproxy, "cdi_devices", s->cdi_devices));
+                                                   s->runsc_nvproxy, "cdi_devices", s->cdi_devices, "sandbox_uid",
+                                                   (json_int_t)s->runsc_sandbox_uid));
     if (!o)
         return jerr_set(e, EINVAL, "cannot encode the job spec");
     char *txt = json_dumps(o, JSON_COMPACT);
@@ -288,6 +293,8 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     copy(s->log_budget, sizeof s->log_budget, o, "log_budget");
     s->log_floor = (uint64_t)json_integer_value(json_object_get(o, "log_floor"));
     s->user_procs_max = (uint64_t)json_integer_value(json_object_get(o, "user_procs_max"));
+    s->owner_uid = (uid_t)json_integer_value(json_object_get(o, "owner_uid"));
+    s->user_tasks_max = (uint64_t)json_integer_value(json_object_get(o, "user_tasks_max"));
     s->limits.cpu_pct = (uint32_t)json_integer_value(json_object_get(lim, "cpu_pct"));
     s->limits.mem_bytes = (uint64_t)json_integer_value(json_object_get(lim, "mem_bytes"));
     s->limits.swap_bytes = (uint64_t)json_integer_value(json_object_get(lim, "swap_bytes"));
@@ -337,6 +344,7 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
         s->runsc_nvproxy = json_is_true(json_object_get(gv, "nvproxy"));
         const char *cdi = json_string_value(json_object_get(gv, "cdi_devices"));
         s->cdi_devices = cdi ? xstrdup(cdi) : NULL;
+        s->runsc_sandbox_uid = (uid_t)json_integer_value(json_object_get(gv, "sandbox_uid"));
     }
     json_decref(o);
     return 0;

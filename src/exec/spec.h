@@ -50,6 +50,9 @@ typedef struct job_spec {
     char log_budget[512];    /* the owner's log budget file (logwriter.h: log_budget), "" none */
     uint64_t log_floor;      /* output stops when the job directory's filesystem has less free; 0 = never */
     uint64_t user_procs_max; /* RLIMIT_NPROC: the processes of the job's uid together; 0 = none */
+    uid_t owner_uid;         /* who submitted it: its cgroup is made in that user's level (cgroup.h) */
+    uint64_t user_tasks_max; /* that level's pids.max: the host tasks of all the user's jobs and
+                              * their shims together, gVisor's included; 0 = none (root's) */
     char *cgroup_root;
     cg_limits limits;
     cg_dev_rule *devices;  /* allowed on top of cg_default_devices */
@@ -64,6 +67,10 @@ typedef struct job_spec {
     char *runsc_root;      /* runsc --root: its state, under joblet's state directory */
     char *runsc_platform;  /* runsc --platform: ptrace, systrap or kvm */
     bool runsc_nvproxy;    /* --nvproxy=true: the job has GPUs and runsc proxies their driver */
+    uid_t runsc_sandbox_uid; /* the host uid (and gid) of the job's sandbox: runsc runs the Sentry
+                              * and its helpers as "nobody" of the user namespace the shim makes
+                              * for it, which maps that name to this id (oci.h); one of
+                              * jobs.uid_range_start's, held by no other unfinished job */
     char *cdi_devices;     /* the job's GPUs as CDI names, comma-separated, for the bundle's
                             * annotation; NULL when none */
 } job_spec;

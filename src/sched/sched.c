@@ -433,6 +433,17 @@ static uint64_t user_holds(const sched_input *in, const uint32_t *su, const uint
 
 static uint32_t units(const sched_req *r) { return r->mig_profile >= 0 ? 1 : r->gpu_count; }
 
+/* Jobs of user running, and starting in this pass. */
+static uint64_t user_runs(const sched_input *in, const uint32_t *su, size_t ns, uint32_t user)
+{
+    uint64_t n = 0;
+    for (size_t k = 0; k < in->nrunning; k++)
+        n += in->running[k].r.user == user;
+    for (size_t k = 0; k < ns; k++)
+        n += su[k] == user;
+    return n;
+}
+
 void sched_decide(const sched_input *in, sched_output *out)
 {
     out->nstart = 0;
@@ -489,6 +500,9 @@ void sched_decide(const sched_input *in, sched_output *out)
         int mig = -1;
         if (ns >= room_left)
             why = SW_MAX_RUNNING;
+        else if (in->max_running_per_user && j->r.user &&
+                 user_runs(in, su, ns, j->r.user) >= in->max_running_per_user)
+            why = SW_USER_RUNNING;
         else if (in->max_gpus_per_user && units(&j->r) &&
                  user_holds(in, su, sn, ns, j->r.user) + units(&j->r) > in->max_gpus_per_user)
             why = SW_USER_LIMIT;

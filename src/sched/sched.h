@@ -67,6 +67,8 @@ typedef struct sched_input {
     int64_t now_ms;
     uint32_t max_running;    /* 0 = no limit */
     uint32_t max_gpus_per_user; /* GPUs (or MIG devices) one user may hold at once; 0 = no limit */
+    uint32_t max_running_per_user; /* jobs of one user (user 0, root, excepted) running at once;
+                                    * 0 = no limit */
     const sched_gpu *gpus;   /* by index */
     size_t ngpus;
     uint64_t held;           /* GPUs out of use for now without a job (scrubbing, resetting) */
@@ -88,6 +90,7 @@ enum sched_wait {
     SW_NO_ROOM,              /* too few free GPUs, behind the head */
     SW_UNPLACEABLE,          /* too few usable GPUs of its kind even if all were free (one is
                               * degraded or offline): waits for one to come back, blocking none */
+    SW_USER_RUNNING,         /* its owner runs max_running_per_user jobs */
 };
 
 typedef struct sched_output {

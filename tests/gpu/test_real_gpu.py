@@ -149,7 +149,7 @@ def test_job_without_gpu_cannot_open_any_nvidia_device(gpu_daemon):
     try:
         gpu_daemon.wait_status(jid, "RUNNING")
         base = "/sys/fs/cgroup" if os.path.isfile("/sys/fs/cgroup/cgroup.procs") else "/sys/fs/cgroup/unified"
-        procs = os.path.join(base, gpu_daemon.cgroup_root, jid, "cgroup.procs")
+        procs = os.path.join(base, gpu_daemon.cgroup_root, gpu_daemon.job_cgroup(jid), "cgroup.procs")
         helper = ("import errno, json, os, sys\n"
                   "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
                   "res = {}\n"

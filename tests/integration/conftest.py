@@ -183,6 +183,12 @@ class Daemon:
         found = glob.glob(os.path.join(self.state, "work", "[0-9]*", job_id))  # works with the daemon down
         return inside if os.path.lexists(inside) or not found else found[0]
 
+    def job_cgroup(self, job_id, owner_uid=None):
+        """The job's cgroup below the daemon's cgroup root: in its owner's level (exec/cgroup.h)."""
+        if owner_uid is None:
+            owner_uid = self.job(job_id)["owner_uid"]
+        return os.path.join(f"user-{owner_uid}", job_id)
+
     def job_count(self):
         return len(self.api("GET", "/v1/jobs")[1]["jobs"])
 
@@ -209,15 +215,10 @@ class Daemon:
         for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified") + tuple(
                 f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")):
             path = os.path.join(base, self.cgroup_root)
-            if os.path.isdir(path):
-                for sub in os.listdir(path):
-                    if os.path.isdir(os.path.join(path, sub)):
-                        try:
-                            os.rmdir(os.path.join(path, sub))
-                        except OSError:
-                            pass
+            # depth first: the users' levels hold the jobs' cgroups (exec/cgroup.h)
+            for sub, _, _ in sorted(os.walk(path), key=lambda w: -w[0].count("/")):
                 try:
-                    os.rmdir(path)
+                    os.rmdir(sub)
                 except OSError:
                     pass
         release_mounts(self.dir)

@@ -382,7 +382,7 @@ def cgroup_dirs(d, jid):
     out = []
     for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified") + tuple(
             f"/sys/fs/cgroup/{c}" for c in ("pids", "memory", "cpu", "devices")):
-        p = os.path.join(base, d.cgroup_root, jid)
+        p = os.path.join(base, d.cgroup_root, d.job_cgroup(jid))
         if os.path.isfile(os.path.join(p, "cgroup.procs")):
             out.append(p)
     assert out, f"job {jid} has no cgroup on the host"
@@ -602,8 +602,8 @@ def cgroup_writes_as(uid, d, jid):
             targets[f"{base} (root)"] = os.path.join(base, "cgroup.procs")
             if os.path.isfile(os.path.join(base, d.cgroup_root, "cgroup.procs")):
                 targets[f"{base} (joblet's parent)"] = os.path.join(base, d.cgroup_root, "cgroup.procs")
-            if os.path.isfile(os.path.join(base, d.cgroup_root, jid, "cgroup.procs")):
-                targets[f"{base} (the job's own)"] = os.path.join(base, d.cgroup_root, jid, "cgroup.procs")
+            if os.path.isfile(os.path.join(base, d.cgroup_root, d.job_cgroup(jid), "cgroup.procs")):
+                targets[f"{base} (the job's own)"] = os.path.join(base, d.cgroup_root, d.job_cgroup(jid), "cgroup.procs")
     code = ("import errno, json, sys\nres = {}\nfor k, p in json.loads(sys.argv[1]).items():\n"
             "    try:\n        open(p, 'w').write('0')\n        res[k] = 'ok'\n"
             "    except OSError as e:\n        res[k] = errno.errorcode[e.errno]\nprint(json.dumps(res))")

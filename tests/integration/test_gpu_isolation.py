@@ -62,7 +62,7 @@ def in_cgroup(procs, nodes):
 
 def unified_procs(d, jid):
     base = "/sys/fs/cgroup" if os.path.isfile("/sys/fs/cgroup/cgroup.procs") else "/sys/fs/cgroup/unified"
-    path = os.path.join(base, d.cgroup_root, jid, "cgroup.procs")
+    path = os.path.join(base, d.cgroup_root, d.job_cgroup(jid), "cgroup.procs")
     assert os.path.exists(path), f"job {jid} has no cgroup2 cgroup for its device filter"
     return path
 

@@ -206,15 +206,19 @@ def test_what_no_database_row_names_is_swept_at_start_and_live_jobs_are_kept(fre
     tree = cgroup_tree(d)
     assert tree, "no cgroup tree of the daemon's"
     d.kill9()
-    ghosts = [str(__import__("uuid").uuid4()) for _ in range(4)]
+    ghosts = [str(__import__("uuid").uuid4()) for _ in range(5)]
     os.makedirs(os.path.join(d.state, "jobs", ghosts[0]))
     with open(os.path.join(d.state, "jobs", ghosts[0], "stdout.data"), "w") as f:
         f.write("left behind")
     workroot = os.path.dirname(d.work(live))
     os.makedirs(os.path.join(workroot, ghosts[1], "deep"))
     os.makedirs(os.path.join(d.state, "runsc", "bundles", ghosts[2]), exist_ok=True)
-    cg = os.path.join(tree, ghosts[3])
+    level = os.path.join(tree, "user-0")       # root's jobs' level (exec/cgroup.h, cg_user_host)
+    assert os.path.isdir(level), os.listdir(tree)
+    cg = os.path.join(level, ghosts[3])
     os.makedirs(cg)
+    old_layout = os.path.join(tree, ghosts[4])  # a job's cgroup as a joblet before user levels made it
+    os.makedirs(old_layout)
     sleeper = subprocess.Popen(["sleep", "300"])
     try:
         with open(os.path.join(cg, "cgroup.procs"), "w") as f:
@@ -224,7 +228,7 @@ def test_what_no_database_row_names_is_swept_at_start_and_live_jobs_are_kept(fre
         assert not os.path.exists(os.path.join(workroot, ghosts[1]))
         assert not os.path.exists(os.path.join(d.state, "runsc", "bundles", ghosts[2]))
         assert sleeper.wait(timeout=15) == -9
-        assert not os.path.exists(cg)
+        assert not os.path.exists(cg) and not os.path.exists(old_layout)
     finally:
         if sleeper.poll() is None:
             sleeper.kill()

@@ -456,7 +456,7 @@ def job_cgroup_procs(daemon, jid):
     unified = "/sys/fs/cgroup" if os.path.isfile("/sys/fs/cgroup/cgroup.procs") else "/sys/fs/cgroup/unified"
     files = {}
     for kind, base in (("devices", "/sys/fs/cgroup/devices"), ("unified", unified)):
-        path = os.path.join(base, daemon.cgroup_root, jid, "cgroup.procs")
+        path = os.path.join(base, daemon.cgroup_root, daemon.job_cgroup(jid), "cgroup.procs")
         if os.path.exists(path):
             files[kind] = path
     return files

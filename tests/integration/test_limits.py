@@ -46,7 +46,7 @@ def job_cgroup_dirs(d, job_id):
     out = []
     for b in bases:
         if os.path.exists(os.path.join(b, "cgroup.procs")):
-            out.append(os.path.join(b, d.cgroup_root, job_id))
+            out.append(os.path.join(b, d.cgroup_root, d.job_cgroup(job_id)))
     return out
 
 
@@ -232,7 +232,7 @@ def test_max_iobps_throttles_direct_writes(daemon):
     assert body["limits"]["max_iobps"] == rate, body["limits"]
 
     running = daemon.wait_status(jid, "RUNNING")
-    throttle = os.path.join("/sys/fs/cgroup/blkio", daemon.cgroup_root, jid, "blkio.throttle.write_bps_device")
+    throttle = os.path.join("/sys/fs/cgroup/blkio", daemon.cgroup_root, daemon.job_cgroup(jid), "blkio.throttle.write_bps_device")
     if os.path.isdir("/sys/fs/cgroup/blkio") and running["status"] == "RUNNING":
         try:
             with open(throttle) as f:

@@ -44,6 +44,7 @@ static job_spec spec(bool net_host)
     s.runsc_platform = "systrap";
     s.runsc_nvproxy = true;
     s.cdi_devices = "nvidia.com/gpu=GPU-a";
+    s.runsc_sandbox_uid = 2000032768;
     return s;
 }
 
@@ -137,6 +138,7 @@ static void test_spec_round_trip(void **state)
     assert_string_equal(back.runsc_platform, "systrap");
     assert_true(back.runsc_nvproxy);
     assert_string_equal(back.cdi_devices, "nvidia.com/gpu=GPU-a");
+    assert_int_equal(back.runsc_sandbox_uid, 2000032768);
     spec_free(&back);
     close(fd);
     /* native: no gvisor */
@@ -248,6 +250,40 @@ static void test_failure(void **state)
     rmdir(tmp);
 }
 
+/* The sandbox's user namespace: every id is itself but nobody and the sandbox id, which swap */
+static void test_id_map(void **state)
+{
+    (void)state;
+    char m[256];
+    assert_true(oci_id_map(2000032768, m, sizeof m) > 0);
+    assert_string_equal(m, "0 0 65534\n65534 2000032768 1\n65535 65535 1999967233\n2000032768 65534 1\n"
+                           "2000032769 2000032769 2294934526\n");
+    /* a sandbox id below nobody's: the same swap, the ranges the other way round */
+    assert_true(oci_id_map(1000, m, sizeof m) > 0);
+    assert_string_equal(m, "0 0 1000\n1000 65534 1\n1001 1001 64533\n65534 1000 1\n65535 65535 4294901760\n");
+    /* every id but 4294967295 once: the counts add up */
+    unsigned long long total = 0, a, b, n;
+    for (char *p = m; sscanf(p, "%llu %llu %llu", &a, &b, &n) == 3; p = strchr(p, '\n') + 1)
+        total += n;
+    assert_int_equal(total, 4294967295ull);
+    /* nobody, no id, and one that is not an id: refused (never a sandbox as nobody) */
+    assert_int_equal(oci_id_map(65534, m, sizeof m), -1);
+    assert_int_equal(oci_id_map(0, m, sizeof m), -1);
+    assert_int_equal(oci_id_map(4294967295u, m, sizeof m), -1);
+    assert_int_equal(oci_id_map(2000032768, m, 20), -1);
+    assert_int_equal(oci_inside_id(1001, 2000032768), 1001);
+    assert_int_equal(oci_inside_id(65534, 2000032768), 2000032768);
+    assert_int_equal(oci_inside_id(2000032768, 2000032768), 65534);
+    /* the config's user: a job of nobody's own is the sandbox id inside, nobody outside */
+    job_spec s = spec(false);
+    s.uid = s.gid = 65534;
+    oci_inputs in = {"/b/rootfs", NULL, NULL};
+    json_t *o = oci_config(&s, &in);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(o, "process"), "user"), "uid")),
+                     2000032768);
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_command_status),
         cmocka_unit_test(test_bundle_on_disk),
         cmocka_unit_test(test_failure),
+        cmocka_unit_test(test_id_map),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

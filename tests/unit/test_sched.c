@@ -898,6 +898,36 @@ static void test_gpu_mask(void **state)
 
 /* ---- per-user limit ---- */
 
+/* limits.max_running_per_user: jobs of a user past it wait, within a pass too; user 0 (root)
+ * is not counted, nor held back */
+static void test_user_running(void **state)
+{
+    (void)state;
+    sched_gpu gpus[2];
+    gpus_init(gpus, 2, 40960);
+    sched_running run[] = {on(1, user(req(0), 7), 0, 0)};
+    sched_job jobs[] = {job(2, user(req(0), 7)), job(3, user(req(0), 7)), job(4, user(req(0), 8)),
+                        job(5, user(req(0), 0)), job(6, user(req(0), 0)), job(7, user(req(0), 0))};
+    sched_input in = input(jobs, 6, run, 1, gpus, 2);
+    res r;
+    decide(&in, &r);
+    assert_int_equal(r.out.nstart, 6);
+    in.max_running_per_user = 2;
+    decide(&in, &r);
+    assert_int_equal(r.out.nstart, 5);
+    assert_int_equal(r.why[0], SW_STARTS);
+    assert_int_equal(r.why[1], SW_USER_RUNNING);
+    assert_int_equal(r.pos[1], 1);
+    assert_int_equal(r.why[2], SW_STARTS);
+    for (int k = 3; k < 6; k++)
+        assert_int_equal(r.why[k], SW_STARTS);
+    in.max_running_per_user = 1;
+    decide(&in, &r);
+    assert_int_equal(r.why[0], SW_USER_RUNNING);
+    assert_int_equal(r.why[1], SW_USER_RUNNING);
+    assert_int_equal(r.out.nstart, 4);
+}
+
 static void test_user_limit(void **state)
 {
     sched_gpu gpus[4];
@@ -1193,6 +1223,7 @@ int main(void)
         cmocka_unit_test(test_single_numa),
         cmocka_unit_test(test_gpu_mask),
         cmocka_unit_test(test_user_limit),
+        cmocka_unit_test(test_user_running),
         cmocka_unit_test(test_closed_gpus),
         cmocka_unit_test(test_unplaceable_blocks_no_one),
         cmocka_unit_test(test_feasible_and_fits_now),
