@@ -5,11 +5,12 @@ import time
 from datetime import datetime, timedelta, timezone
 
 
-def test_canceling_a_large_workflow_does_not_hold_the_daemon(daemon):
+def test_canceling_a_large_workflow_does_not_hold_the_daemon(fresh_daemon):
     """A workflow was saved whole (its document: every job's name and conditions) once for each of
     its jobs that changed after it had ended: canceling a workflow of 3,000 waiting jobs wrote the
     document 3,000 times in the event loop, which answered no one meanwhile (found with
     fuzz_routes, by timing its requests). Now it is saved when it changes."""
+    daemon = fresh_daemon("limits:\n  max_queued_per_user: 0\n")   # 3,001 waiting jobs: past the default
     at = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     jobs = [{"name": "gate", "request": {"command": "true", "schedule_at": at}}]
     jobs += [{"name": f"j{i}", "requires": [{"job": "gate", "status": "COMPLETED"}],
