@@ -17,8 +17,11 @@
 #include "../core/state.h"
 #include "reply.h"
 
-/* ~65 us a job to build and encode here: a slice costs the loop ~15 ms */
+/* ~65 us a job to build and encode here: a slice costs the loop ~15 ms; all the listings
+ * together write at most JOBS_LIST_TURN jobs a turn (~35 ms), however many are open */
 #define JOBS_LIST_SLICE 256
+#define JOBS_LIST_TURN 512
+static loop_budget turn_budget = {.per_turn = JOBS_LIST_TURN};
 
 typedef struct lister {
     jobs_list_filter f;
@@ -69,14 +72,14 @@ static void put(lister *l, const char *s, size_t n)
     l->outlen += n;
 }
 
-/* The next slice of jobs into l->out. */
-static void produce(lister *l)
+/* The next slice of jobs, at most max of them, into l->out. */
+static void produce(lister *l, size_t max)
 {
     if (!l->opened) {
         put(l, "{\"jobs\":[", 9);
         l->opened = true;
     }
-    size_t end = l->next + JOBS_LIST_SLICE < l->n ? l->next + JOBS_LIST_SLICE : l->n;
+    size_t end = l->next + max < l->n ? l->next + max : l->n;
     for (; l->next < end; l->next++) {
         job *j = jobs_by_seq(l->seqs[l->next]);
         if (!j)
@@ -120,15 +123,19 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
         if (l->closed)
             return MHD_CONTENT_READER_END_OF_STREAM;
         l->outlen = l->outoff = 0;
-        if (l->sliced) {
-            /* one slice a turn: the rest at the next one, other connections served between */
+        size_t quota = l->sliced ? 0 : (size_t)loop_budget_take(&turn_budget, JOBS_LIST_SLICE);
+        if (!quota && l->next < l->n) {
+            /* one slice a turn, and the turn's share of all listings used up: the rest at the
+             * next one, other connections served between */
             l->sliced = false;
             l->suspended = true;
             MHD_suspend_connection(l->conn);
             loop_later(&l->later);
             return 0;
         }
-        produce(l);
+        size_t before = l->next;
+        produce(l, quota);
+        loop_budget_return(&turn_budget, quota - (l->next - before));
         l->sliced = l->next < l->n;
     }
     size_t n = l->outlen - l->outoff < max ? l->outlen - l->outoff : max;

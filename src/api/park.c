@@ -7,8 +7,10 @@
 #include "../common/util.h"
 #include "../core/loop.h"
 
-/* A bound, so that waiting clients cannot pile up. */
+/* A bound, so that waiting clients cannot pile up; a user other than root holds at most
+ * PARK_PER_USER of them, so that one user's waits (64 connections' worth) leave the others some */
 #define PARK_MAX 64
+#define PARK_PER_USER 16
 
 static park_slot *parked; /* holding a ticket */
 static size_t nparked;
@@ -31,6 +33,14 @@ uint64_t park_ticket(request *r)
     park_slot *s = r->park;
     if (!s || s->ticket || nparked >= PARK_MAX)
         return 0;
+    if (r->uid != 0) {
+        size_t mine = 0;
+        for (park_slot *p = parked; p; p = p->next)
+            mine += p->uid == r->uid;
+        if (mine >= PARK_PER_USER)
+            return 0;
+    }
+    s->uid = r->uid;
     s->ticket = next_ticket++;
     s->conn = r->conn;
     s->next = parked;

@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../common/err.h"
 #include "http.h"
@@ -18,6 +19,7 @@ typedef struct park_slot {
     bool suspended, resumed;
     jerr *error;               /* the wait failed: this is the answer */
     uint64_t tally;            /* the route's own count across its parked runs (DELETE /v1/jobs) */
+    uid_t uid;                 /* whose request holds the ticket */
     struct park_slot *next;
 } park_slot;
 

@@ -13,11 +13,15 @@
 #include "../core/state.h"
 
 static const char *cur_method; /* the request being answered, for counters_request */
+static bool own_commit;         /* its route committed its change itself */
 
 void http_reply_method(const char *method)
 {
     cur_method = method;
+    own_commit = false;
 }
+
+void http_reply_committed(void) { own_commit = true; }
 
 void http_reply_count(unsigned status) { counters_request(cur_method, status); }
 
@@ -34,7 +38,7 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
      * never answered 2xx: the routes that create take their change back first (submit_commit,
      * workflow_create); any other answers that it is not saved. */
     jerr ce = {0};
-    if (state_commit_now(&ce) < 0 && status >= 200 && status < 300 && !reads_only()) {
+    if (state_commit_now(&ce) < 0 && status >= 200 && status < 300 && !reads_only() && !own_commit) {
         json_decref(body);
         char msg[sizeof ce.msg];
         snprintf(msg, sizeof msg, "%s", ce.msg);

@@ -13,6 +13,9 @@
 void http_reply_method(const char *method);
 /* Counts an answer a route queued itself (a streamed one), as http_reply_json counts its own. */
 void http_reply_count(unsigned status);
+/* The route committed its change itself (state_commit_now) before answering: a later commit
+ * of others' changes failing does not make its answer "not saved". Until the next request. */
+void http_reply_committed(void);
 /* Commits the database, then queues `body` (consumed) with `status`. */
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body);
 /* {"error": {"code", "message"[, "field"]}} with the error's HTTP status (500 when it has none). */

@@ -24,6 +24,7 @@
 #include "../core/jobs.h"
 #include "../core/launch.h"
 #include "../core/logstream.h"
+#include "../core/loop.h"
 #include "../core/metrics.h"
 #include "../core/settle.h"
 #include "../core/state.h"
@@ -117,32 +118,49 @@ static enum MHD_Result list(request *r)
     return jobs_list_reply(r->conn, &lf);
 }
 
-/* DELETE /v1/jobs deletes this many jobs per turn of the loop (their rows in one commit, then
- * their directories and /work: ~0.7 ms each); between slices the request is parked, so deleting
- * 10,000 jobs never holds the loop long. The answer comes when all are gone, and counts them. */
+/* DELETE /v1/jobs deletes at most DELETE_SLICE jobs per turn of the loop (their rows in one
+ * commit, then their directories and /work: ~0.7 ms each), and all the requests together at
+ * most DELETE_TURN; between slices the request is parked, so deleting 10,000 jobs never holds the
+ * loop long, however many ask at once. The answer comes when all are gone, and counts them. */
 #define DELETE_SLICE 48
+#define DELETE_TURN 64
+static loop_budget delete_budget = {.per_turn = DELETE_TURN};
+
+/* The answer to a delete-all that stops short: what the slices before deleted (committed) and
+ * why the rest was not. */
+static enum MHD_Result delete_all_stopped(request *r, jerr *e)
+{
+    if (r->park->tally) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        jerr_http(e, e->http, "%llu jobs were deleted, then: %s", (unsigned long long)r->park->tally, msg);
+    }
+    r->park->tally = 0;
+    return http_reply_error(r->conn, e);
+}
 
 static enum MHD_Result delete_all(request *r)
 {
     bool more = true;
     while (more) {
         jerr e = {0};
-        size_t n;
-        if (job_ctl_delete_ended(r->uid, DELETE_SLICE, &n, &more, &e) < 0) {
-            if (r->park->tally) { /* the slices before were deleted, and committed */
-                char msg[sizeof e.msg];
-                snprintf(msg, sizeof msg, "%s", e.msg);
-                jerr_http(&e, e.http, "%llu jobs were deleted, then: %s", (unsigned long long)r->park->tally, msg);
-            }
-            r->park->tally = 0;
-            return http_reply_error(r->conn, &e);
-        }
+        size_t n = 0, quota = (size_t)loop_budget_take(&delete_budget, DELETE_SLICE);
+        if (quota && job_ctl_delete_ended(r->uid, quota, &n, &more, &e) < 0)
+            return delete_all_stopped(r, &e);
+        loop_budget_return(&delete_budget, quota - n);
         r->park->tally += n;
-        if (more && park_until_next_turn(r))
+        if (!more)
+            break;
+        if (park_until_next_turn(r))
             return MHD_YES;
+        /* never the rest at once: that is what the slices are for */
+        jerr_http(&e, 503, "too many requests are waiting for joblet already to go on with the rest now; "
+                           "try again in a moment (rnx job delete-all)");
+        return delete_all_stopped(r, &e);
     }
     size_t n = r->park->tally;
     r->park->tally = 0;
+    http_reply_committed(); /* each slice was committed before its jobs went */
     return http_reply_json(r->conn, 200, json_pack("{s:I}", "deleted", (json_int_t)n));
 }
 
@@ -230,6 +248,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
         snprintf(full, sizeof full, "%s", j->id);   /* the job is freed by the delete */
         if (job_ctl_delete(j, &e) < 0)
             return http_reply_error(r->conn, &e);
+        http_reply_committed(); /* its delete was committed before anything went */
         return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", full));
     }
     if (!strcmp(action, "logs") && get) {

@@ -101,11 +101,15 @@ int job_ctl_delete(job *j, jerr *e)
 
 int job_ctl_delete_ended(uid_t caller, size_t max, size_t *deleted, bool *more, jerr *e)
 {
-    /* the rows in one transaction, then the jobs once it is committed */
+    /* the rows in one transaction, then the jobs once it is committed; a row that cannot be
+     * deleted takes the slice's others back with it */
     size_t n = 0;
-    job **gone = xcalloc(max ? max : 1, sizeof *gone);
     *deleted = 0;
     *more = false;
+    settle(); /* what the ended jobs still owe, first: not in the middle of the slice */
+    if (db_mark(core.db, e) < 0)
+        return -1;
+    job **gone = xcalloc(max ? max : 1, sizeof *gone);
     for (size_t i = core.njobs; i-- > 0;) {
         job *j = core.jobs[i];
         if ((caller != 0 && j->owner_uid != caller) || !job_state_terminal(j->state))
@@ -115,6 +119,7 @@ int job_ctl_delete_ended(uid_t caller, size_t max, size_t *deleted, bool *more, 
             break;
         }
         if (delete_row(j, e) < 0) {
+            db_undo(core.db);
             free(gone);
             return -1;
         }
@@ -122,6 +127,7 @@ int job_ctl_delete_ended(uid_t caller, size_t max, size_t *deleted, bool *more, 
         if (i > core.njobs) /* settling what it owed ended no job, but look again from the end */
             i = core.njobs;
     }
+    db_keep(core.db);
     if (n && commit_delete(e) < 0) {
         free(gone);
         return -1;

@@ -486,7 +486,8 @@ void launch_adopt_all(void)
         if (pidfd >= 0 && j->shim_start && proc_start_time(j->shim_pid) == j->shim_start) {
             job_event(j, JE_RESTARTED, -1, "joblet restarted; re-attached to the job's shim (pid %d)", (int)j->shim_pid);
             read_started(j, dir);
-            j->sandbox_uid = job_detail_sandbox_uid(j); /* held until it ends */
+            if (!j->sandbox_uid) /* a row written before it had its column: the spec summary's */
+                j->sandbox_uid = job_detail_sandbox_uid(j); /* held until it ends */
             watch_shim(j, pidfd, -1);
             log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
             continue;

@@ -275,6 +275,8 @@ typedef struct spot {
  * 0.48 s for a job of long lines, ~35 s at jobs.max_log_bytes (issue 25). */
 #define TAIL_SLICE_BYTES (4u << 20)
 #define TAIL_ENTRY_COST 512
+/* all the searches together, in one turn: 64 of them open at once still cost a turn 8 MiB */
+static loop_budget tail_budget = {.per_turn = 2 * TAIL_SLICE_BYTES};
 
 /* A walk back through one stream for its last newline, from (k, end) to entry lo. */
 typedef struct backscan {
@@ -479,19 +481,31 @@ static void seek_free(follower *f)
     f->seek = NULL;
 }
 
+static bool seek_slice(follower *f, tailseek *t, uint64_t *budget);
+
 /* One slice of the --tail search; true when the replay's starts are set. */
 static bool seek_step(follower *f)
 {
     tailseek *t = f->seek;
-    uint64_t budget = TAIL_SLICE_BYTES;
+    uint64_t budget = loop_budget_take(&tail_budget, TAIL_SLICE_BYTES);
+    if (!budget)
+        return false; /* the turn's share is used up: at the next one */
+    bool over = seek_slice(f, t, &budget);
+    loop_budget_return(&tail_budget, budget);
+    return over;
+}
+
+/* One slice of the search within budget; true when the replay's starts are set. */
+static bool seek_slice(follower *f, tailseek *t, uint64_t *budget)
+{
     if (!t->cut_over) {
-        if (!cut_step(f, t, &budget))
+        if (!cut_step(f, t, budget))
             return false;
         t->cut_over = true;
         if (t->cut_i < 0)
             t->place = 2; /* fewer lines than asked for */
     }
-    if (!place_step(f, t, &budget))
+    if (!place_step(f, t, budget))
         return false;
     seek_free(f);
     return true;

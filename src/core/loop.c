@@ -33,6 +33,25 @@ void loop_del(watch *w)
 
 void loop_stop(void) { running = false; }
 
+static uint64_t turn = 1; /* counts the loop's turns */
+
+uint64_t loop_budget_take(loop_budget *b, uint64_t want)
+{
+    if (b->turn != turn) {
+        b->turn = turn;
+        b->left = b->per_turn;
+    }
+    uint64_t n = want < b->left ? want : b->left;
+    b->left -= n;
+    return n;
+}
+
+void loop_budget_return(loop_budget *b, uint64_t unused)
+{
+    if (b->turn == turn)
+        b->left += unused;
+}
+
 static loop_task *later, **later_tail = &later;
 static size_t nlater;
 
@@ -92,6 +111,7 @@ void loop_run(int (*before_wait)(void), void (*after_wake)(void))
             watch *w = evs[i].data.ptr;
             w->fn(w, evs[i].events);
         }
+        turn++;
         run_later();
         after_wake();
     }

@@ -26,6 +26,19 @@ struct loop_task {
     bool queued;
 };
 
+/* One kind of sliced work's share of a loop turn, for all its requests together: each slice
+ * takes what is left (loop_budget_take), and when nothing is left the request waits for the next
+ * turn (loop_later). Without it, 64 requests each doing a bounded slice would make a turn 64
+ * slices long. Refilled at every turn. */
+typedef struct loop_budget {
+    uint64_t per_turn;
+    uint64_t left, turn;
+} loop_budget;
+/* Up to want of what is left of b this turn, taken; 0 when none is left. */
+uint64_t loop_budget_take(loop_budget *b, uint64_t want);
+/* Gives back what a slice took and did not use. */
+void loop_budget_return(loop_budget *b, uint64_t unused);
+
 int loop_init(void);
 int loop_add(watch *w);
 int loop_add_events(watch *w, uint32_t events);

@@ -733,18 +733,19 @@ void volumes_usage(const volume *v, volume_usage *u)
 /* Forgets a volume whose data is gone or going: its row, its directory. */
 static int destroy(volume *v, jerr *e)
 {
-    if (unmount(v, e) < 0 || db_volume_delete(core.db, v->name, e) < 0)
+    /* the row's delete is committed before anything of the volume goes: a delete the database
+     * did not take leaves the volume as it is, mounted, its data there (a memory volume's data
+     * is its mount: unmounted first, a failed commit had lost it) */
+    if (db_volume_delete(core.db, v->name, e) < 0)
         return -1;
-    /* the row's delete is committed before the data goes; else the volume is mounted again
-     * and stays as the database has it */
     if (state_commit_now(e) < 0) {
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);
-        jerr me = {0};
-        if (step_mount(v, &me) < 0)
-            log_err("volume %s: not mounted again after its removal failed: %s", v->name, me.msg);
         return jerr_http(e, e->http, "volume '%s' was not removed: %s", v->name, msg);
     }
+    jerr ue = {0};
+    if (unmount(v, &ue) < 0) /* the row is gone: what is left is the host's (detached, or swept) */
+        log_err("volume %s: removed, but %s", v->name, ue.msg);
     rm_rf(v->dir);
     drop(v);
     return 0;
@@ -843,6 +844,29 @@ int volumes_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e)
     return 0;
 }
 
+static bool kept(const volume *v);
+
+/* A memory volume whose last job ended while an upload kept it goes once no upload does, and
+ * the job that upload made (if it made one: at the next turn, when it exists) does not keep it. */
+static void on_owed(loop_task *t)
+{
+    (void)t;
+    for (size_t i = nvols; i-- > 0;) {
+        volume *v = vols[i];
+        if (!v->release_owed || v->uploads)
+            continue;
+        v->release_owed = false;
+        if (v->type != VOLUME_MEMORY || v->state != VOLUME_READY || kept(v))
+            continue;
+        jerr e = {0};
+        if (destroy(v, &e) < 0)
+            log_err("memory volume %s: the upload that kept it went, but: %s", v->name, e.msg);
+        else
+            log_info("memory volume %s removed: the upload that kept it after its last job ended went", v->name);
+    }
+}
+static loop_task owed_task = {.fn = on_owed};
+
 void volumes_hold(const job_req *req, bool hold)
 {
     for (size_t i = 0; i < req->nvolumes; i++) {
@@ -855,6 +879,8 @@ void volumes_hold(const job_req *req, bool hold)
             v->uploads++;
         else if (v->uploads)
             v->uploads--;
+        if (!hold && v->release_owed && !v->uploads)
+            loop_later(&owed_task);
     }
 }
 
@@ -900,8 +926,12 @@ void volumes_release(const job *j)
         bool ro;
         volume *v;
         if (jobreq_volume_parse(j->req.volumes[i], name, sizeof name, &ro) < 0 || !(v = find(name)) ||
-            v->type != VOLUME_MEMORY || v->state != VOLUME_READY || !uses(&j->req, v) || kept(v))
+            v->type != VOLUME_MEMORY || v->state != VOLUME_READY || !uses(&j->req, v))
             continue;
+        if (kept(v)) {
+            v->release_owed = v->uploads > 0; /* only an upload keeps it: it goes when that does */
+            continue;
+        }
         const job *waiting[1];
         size_t later = volumes_jobs(v, waiting, 1);
         jerr e = {0};

@@ -43,6 +43,7 @@ typedef struct volume {
                                * name by a job not yet ended, so never taken for one before */
     enum volume_state state;
     uint32_t uploads;         /* streamed uploads still arriving that name it (volumes_hold) */
+    bool release_owed;        /* a memory volume whose last job ended while an upload kept it */
     char why[512];            /* VOLUME_UNAVAILABLE: what failed */
     char dir[700];            /* <volumes.dir>/<name> */
     char mnt[720];            /* dir/mnt: where it is mounted on the host */

@@ -69,6 +69,9 @@ static const char *const migrations[] = {
     "  util REAL, temp REAL, mem_mb REAL, power REAL, allocated REAL NOT NULL,"
     "  PRIMARY KEY (gpu, span_s, t_ms)) WITHOUT ROWID;"
     "CREATE INDEX gpu_samples_t ON gpu_samples(t_ms);",
+    /* 10: a running gVisor job's sandbox uid (exec/oci.h), in its row: a restarted joblet keeps
+     * it held, also when the commit that wrote its spec summary failed (rows are written again) */
+    "ALTER TABLE jobs ADD COLUMN sandbox_uid INTEGER;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -133,7 +136,7 @@ static int migrate(db *d, jerr *e)
 static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid, request, created_ms, scheduled_ms,"
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
-                          " gpu_fault";
+                          " gpu_fault, sandbox_uid";
 
 static int reseal(db *d, jerr *e);
 static char *col_str(sqlite3_stmt *st, int i);
@@ -163,12 +166,12 @@ db *db_open(const char *path, jerr *e)
     if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
-                      " workflow_id=?27, workflow_index=?28, gpu_fault=?29 WHERE id=?1 AND seq=?2";
+                      " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -362,6 +365,7 @@ static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
     bind_opt_i64(st, 21, j->shim_pid, j->shim_pid > 0);
     bind_opt_i64(st, 22, (int64_t)j->shim_start, j->shim_pid > 0);
     bind_opt_i64(st, 23, j->init_pid, j->init_pid > 0);
+    bind_opt_i64(st, 30, j->sandbox_uid, j->sandbox_uid > 0);
     char *gpus = NULL;
     if (j->gpus.n) {
         json_t *gj = grant_list_to_json(&j->gpus);
@@ -401,17 +405,43 @@ int db_delete_job(db *d, const char *id, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    if (exec_sql(d, "SAVEPOINT joblet_delete;", e) < 0)
+        return -1;
     sqlite3_reset(d->del);
     sqlite3_bind_text(d->del, 1, id, -1, SQLITE_TRANSIENT);
+    int rc = 0;
     if (sqlite3_step(d->del) != SQLITE_DONE)
-        return jerr_set(e, EIO, "database: deleting job %s: %s", id, sqlite3_errmsg(d->h));
+        rc = jerr_set(e, EIO, "database: deleting job %s: %s", id, sqlite3_errmsg(d->h));
+    if (rc == 0) {
+        sqlite3_reset(d->ev_del);
+        sqlite3_bind_text(d->ev_del, 1, id, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(d->ev_del) != SQLITE_DONE)
+            rc = jerr_set(e, EIO, "database: deleting the events of job %s: %s", id, sqlite3_errmsg(d->h));
+    }
+    sqlite3_reset(d->del);
     sqlite3_reset(d->ev_del);
-    sqlite3_bind_text(d->ev_del, 1, id, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(d->ev_del) != SQLITE_DONE)
-        return jerr_set(e, EIO, "database: deleting the events of job %s: %s", id, sqlite3_errmsg(d->h));
-    d->deleted = true;
-    return 0;
+    if (rc < 0) /* neither: the job's row without its events (or these without it) is never committed */
+        exec_sql(d, "ROLLBACK TO joblet_delete;", NULL);
+    exec_sql(d, "RELEASE joblet_delete;", NULL);
+    if (rc == 0)
+        d->deleted = true;
+    return rc;
 }
+
+int db_mark(db *d, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    return exec_sql(d, "SAVEPOINT joblet_mark;", e);
+}
+
+void db_undo(db *d)
+{
+    exec_sql(d, "ROLLBACK TO joblet_mark;", NULL);
+    exec_sql(d, "RELEASE joblet_mark;", NULL);
+}
+
+void db_keep(db *d) { exec_sql(d, "RELEASE joblet_mark;", NULL); }
 
 /* ---- a job's history and detail (db.h) ---- */
 
@@ -590,6 +620,7 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
             gpu_fault_from_json(fj, &j->gpu_fault);
             json_decref(fj);
         }
+        j->sandbox_uid = (uid_t)sqlite3_column_int64(st, 29);
         j->w_pid.fd = -1;
         j->w_notify.fd = -1;
         j->inotify_wd = -1;

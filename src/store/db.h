@@ -19,7 +19,13 @@ db *db_open(const char *path, jerr *e);
 void db_close(db *d);
 int db_insert_job(db *d, const job *j, jerr *e);
 int db_update_job(db *d, const job *j, jerr *e);
+/* The job's row and its events, both or neither. */
 int db_delete_job(db *d, const char *id, jerr *e);
+/* A mark in the open transaction (begun when none is): db_undo takes back every change since,
+ * db_keep keeps them (the commit is still the turn's, or state_commit_now's). One at a time. */
+int db_mark(db *d, jerr *e);
+void db_undo(db *d);
+void db_keep(db *d);
 /* The job's row as it is now: updated, or inserted when the database has none (a commit that
  * failed took its insert back: core/state.c writes such jobs again). */
 int db_save_job(db *d, const job *j, jerr *e);

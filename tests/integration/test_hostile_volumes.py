@@ -338,3 +338,22 @@ def test_one_sparse_volume_cannot_promise_every_users_disk(small_disk, fresh_dae
     assert code in (200, 201), v
     used = {n: v["image_bytes"] for n, v in volumes_of(d).items()}
     print(f"disk {size_mb} MB, free {free_mb} MB, share {share} MB; images take {used}")
+
+
+def test_a_memory_volume_kept_by_an_upload_goes_when_the_upload_is_dropped(fresh_daemon):
+    """Its last job ended while an upload naming it was pending, so it stayed; the upload never
+    comes (jobs.upload_timeout_s): then nothing keeps it, and it goes rather than pin its memory
+    until some later job of it ends."""
+    d = fresh_daemon("jobs:\n  upload_timeout_s: 2\n")
+    code, v = api_as(d, BOB, "POST", "/v1/volumes", {"name": "dropped", "size_mb": 4, "type": "memory"})
+    assert code in (200, 201), v
+    code, ans = api_as(d, BOB, "POST", "/v1/jobs", {"command": "true", "volumes": ["dropped"],
+                                                   "uploads": [{"path": "one", "type": "file", "size": 1}]})
+    assert code == 202, ans
+    code, w = api_as(d, BOB, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", "echo x > /volumes/dropped/f"],
+                                                 "volumes": ["dropped"]})
+    assert code == 201, w
+    assert wait_job(d, BOB, w["id"])["status"] == "COMPLETED"
+    d.api("GET", "/v1/version")
+    assert "dropped" in volumes_of(d, BOB), "the upload still pending did not keep it"
+    wait_until(lambda: "dropped" not in volumes_of(d), 20, "the memory volume outlived the upload that kept it")
