@@ -126,7 +126,7 @@ static pid_t start_helper(const char *path, const char *const *argv, int log_fd,
 
 static const char *const e2fsck_paths[] = {"/usr/sbin/e2fsck", "/sbin/e2fsck"};
 
-int diskimg_fsck(const char *image, const char *log_path, int timeout_ms, jerr *e)
+pid_t diskimg_fsck_start(const char *image, const char *log_path, int *pidfd, int *status_fd, jerr *e)
 {
     const char *fsck = NULL;
     for (size_t i = 0; i < ARRAY_LEN(e2fsck_paths) && !fsck; i++)
@@ -138,18 +138,13 @@ int diskimg_fsck(const char *image, const char *log_path, int timeout_ms, jerr *
     if (out < 0)
         return jerr_sys(e, "create %s", log_path);
     const char *argv[] = {fsck, "-f", "-y", image, NULL};
-    int pidfd = -1, status_fd = -1;
-    pid_t pid = start_helper(fsck, argv, out, &pidfd, &status_fd, e);
+    pid_t pid = start_helper(fsck, argv, out, pidfd, status_fd, e);
     close(out);
-    if (pid < 0)
-        return -1;
-    struct pollfd p = {.fd = status_fd, .events = POLLIN};
-    int n;
-    while ((n = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
-        ;
-    if (n == 0)
-        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* its report then says so */
-    close(pidfd);
+    return pid;
+}
+
+int diskimg_fsck_result(int status_fd, const char *image, const char *log_path, jerr *e)
+{
     int st = 0;
     ssize_t r;
     while ((r = read(status_fd, &st, sizeof st)) < 0 && errno == EINTR)
@@ -169,6 +164,21 @@ int diskimg_fsck(const char *image, const char *log_path, int timeout_ms, jerr *
              txt && *txt ? ": " : "", txt ? txt : "");
     free(txt);
     return -1;
+}
+
+int diskimg_fsck(const char *image, const char *log_path, int timeout_ms, jerr *e)
+{
+    int pidfd = -1, status_fd = -1;
+    if (diskimg_fsck_start(image, log_path, &pidfd, &status_fd, e) < 0)
+        return -1;
+    struct pollfd p = {.fd = status_fd, .events = POLLIN};
+    int n;
+    while ((n = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+        ;
+    if (n == 0)
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* its report then says so */
+    close(pidfd);
+    return diskimg_fsck_result(status_fd, image, log_path, e);
 }
 
 bool diskimg_has_errors(const char *image)
@@ -192,17 +202,13 @@ bool diskimg_read_only(const char *mnt)
 
 int diskimg_unmount_if_free(const char *image, const char *mnt, jerr *e)
 {
-    if (umount2(mnt, 0) < 0)
+    if (diskimg_mounted(mnt) && umount2(mnt, 0) < 0)
         return jerr_sys(e, "unmount %s", mnt);
-    /* the kernel releases an autoclear loop device after the last unmount, not always at
-     * once: looked at for up to a second */
     char dev[300];
-    for (int i = 0; i < 100; i++) {
-        if (!held_by(image, dev, sizeof dev))
-            return 0;
-        usleep(10000);
-    }
-    return jerr_set(e, EBUSY, "%s is still held by %s (mounted elsewhere: a job's namespace)", image, dev);
+    if (held_by(image, dev, sizeof dev))
+        return jerr_set(e, EBUSY, "%s is still held by %s (mounted elsewhere, or not let go by the kernel yet)",
+                        image, dev);
+    return 0;
 }
 
 int diskimg_format_result(int status_fd, const char *what, const char *log_path, jerr *e)

@@ -45,11 +45,17 @@ bool diskimg_mounted(const char *mnt);
 bool diskimg_read_only(const char *mnt);
 /* The image's superblock says the filesystem has errors (EXT2_ERROR_FS). */
 bool diskimg_has_errors(const char *image);
-/* Unmounts mnt; -1 (EBUSY) as well when the image is still held by a loop device afterwards
- * (mounted in another namespace): it must not be checked then. */
+/* Unmounts mnt (when mounted there); -1 (EBUSY) as well when the image is still held by a loop
+ * device (mounted in another namespace, or the kernel has not let the device go yet: a moment
+ * later it may have): it must not be checked then. Never waits. */
 int diskimg_unmount_if_free(const char *image, const char *mnt, jerr *e);
-/* e2fsck -f -y on an unmounted image, waited for (at most timeout_ms), its output in
- * log_path: 0 when the filesystem is clean or was repaired. */
+/* e2fsck -f -y on an unmounted image in a helper process, its output in log_path: its pidfd and
+ * the pipe that reports how it ended (diskimg_fsck_result), as diskimg_format_start's. */
+pid_t diskimg_fsck_start(const char *image, const char *log_path, int *pidfd, int *status_fd, jerr *e);
+/* 0 when the filesystem is clean or was repaired, else the error naming what e2fsck said;
+ * closes status_fd. */
+int diskimg_fsck_result(int status_fd, const char *image, const char *log_path, jerr *e);
+/* Both, waited for here (at most timeout_ms): for the daemon's start, before it serves. */
 int diskimg_fsck(const char *image, const char *log_path, int timeout_ms, jerr *e);
 
 #endif

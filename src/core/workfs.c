@@ -125,9 +125,105 @@ static int check_image(const char *image, const char *mnt, jerr *e)
     return rc;
 }
 
-/* The kernel made the owner's filesystem read-only after a write error (errors=remount-ro; a
- * full disk under its sparse image): unmounted, checked and mounted again, once no job of the
- * owner's runs on it. Until then new jobs of the owner's are refused, saying why. */
+/* ---- repairs, in the background ---------------------------------------------------------
+ *
+ * The kernel made an owner's filesystem read-only after a write error (errors=remount-ro; a full
+ * disk under its sparse image). Once no job of the owner's runs on it, it is unmounted, checked
+ * (e2fsck -f -y, in a helper process the loop watches: it may take seconds on a large image, and
+ * the loop serves everyone meanwhile) and mounted again. Meanwhile the owner's new jobs are
+ * refused, saying why (503: try again in a moment). */
+
+typedef struct repair_run {
+    uid_t owner;
+    bool owed;          /* unmounted for a check that has not yet succeeded */
+    bool running;       /* e2fsck runs: w watches its report */
+    watch w;
+    int pidfd;
+    int64_t started_ms;
+    char why[300];      /* how the last check failed, "" when none did */
+} repair_run;
+
+static repair_run **repairs;
+static size_t nrepairs;
+
+static repair_run *repair_of(uid_t owner, bool make)
+{
+    for (size_t i = 0; i < nrepairs; i++)
+        if (repairs[i]->owner == owner)
+            return repairs[i];
+    if (!make)
+        return NULL;
+    repairs = xrealloc(repairs, (nrepairs + 1) * sizeof *repairs);
+    repair_run *r = xcalloc(1, sizeof *r);
+    r->owner = owner;
+    r->w.fd = -1;
+    r->pidfd = -1;
+    return repairs[nrepairs++] = r;
+}
+
+static void on_checked(watch *w, uint32_t events)
+{
+    (void)events;
+    repair_run *r = w->data;
+    char mnt[700], image[700], log_path[720];
+    fs_paths(r->owner, mnt, sizeof mnt, image, sizeof image);
+    snprintf(log_path, sizeof log_path, "%s.fsck.log", mnt);
+    loop_del(&r->w);
+    close(r->pidfd);
+    r->pidfd = -1;
+    r->running = false;
+    jerr e = {0};
+    int rc = diskimg_fsck_result(r->w.fd, image, log_path, &e);
+    r->w.fd = -1;
+    unlink(log_path);
+    if (rc == 0 && diskimg_mount(image, mnt, &e) == 0 && chmod(mnt, 0711) == 0) {
+        log_info("the /work filesystem of uid %u: checked (e2fsck) in %lld ms and mounted again", (unsigned)r->owner,
+                 (long long)(now_ms() - r->started_ms));
+        r->owed = false;
+        r->why[0] = 0;
+        return;
+    }
+    snprintf(r->why, sizeof r->why, "%s", e.msg[0] ? e.msg : strerror(errno));
+    log_err("the /work filesystem of uid %u: %s", (unsigned)r->owner, r->why);
+}
+
+/* The owner's image, not mounted, is owed a check (unmounted for one, or its superblock records
+ * errors): started now, or under way; always -1 with a 503 (or why it cannot be). */
+static int start_check(uid_t owner, const char *image, const char *mnt, jerr *e)
+{
+    repair_run *r = repair_of(owner, true);
+    r->owed = true;
+    if (r->running) {
+        if (now_ms() - r->started_ms > MKFS_TIMEOUT_MS) /* its report comes, and says so */
+            syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+        return jerr_http(e, 503, "it is being checked (e2fsck) after the kernel made it read-only; try again in a "
+                                 "moment");
+    }
+    jerr he = {0};
+    if (diskimg_unmount_if_free(image, mnt, &he) < 0)
+        return jerr_http(e, 503, "it waits to be checked (e2fsck) after the kernel made it read-only: %s; try again "
+                                 "in a moment", he.msg);
+    char log_path[720];
+    snprintf(log_path, sizeof log_path, "%s.fsck.log", mnt);
+    int status_fd = -1;
+    if (diskimg_fsck_start(image, log_path, &r->pidfd, &status_fd, &he) < 0)
+        return jerr_http(e, 507, "it cannot be checked: %s", he.msg);
+    r->running = true;
+    r->started_ms = now_ms();
+    r->w = (watch){status_fd, on_checked, r};
+    if (loop_add(&r->w) < 0) { /* never: the loop takes any fd */
+        close(status_fd);
+        r->w.fd = -1;
+        r->running = false;
+        return jerr_sys(e, "watch e2fsck");
+    }
+    log_warn("the /work filesystem of uid %u was made read-only by the kernel after a write error: checking it "
+             "(e2fsck -f -y)%s%s", (unsigned)owner, r->why[0] ? "; the last check failed: " : "", r->why);
+    return jerr_http(e, 503, "it is being checked (e2fsck) after the kernel made it read-only; try again in a "
+                             "moment");
+}
+
+/* Read-only and mounted: unmounted once no job of the owner's runs, then checked. */
 static int repair(uid_t owner, const char *image, const char *mnt, jerr *e)
 {
     for (size_t i = 0; i < core.njobs; i++) {
@@ -137,19 +233,7 @@ static int repair(uid_t owner, const char *image, const char *mnt, jerr *e)
                                      "full?); it is checked and mounted again at the next submission once no job of "
                                      "uid %u runs (job %s still does)", (unsigned)owner, j->id);
     }
-    log_warn("the /work filesystem of uid %u was made read-only by the kernel after a write error: checking it",
-             (unsigned)owner);
-    if (diskimg_unmount_if_free(image, mnt, e) < 0) {
-        jerr me = {0};
-        if (!diskimg_mounted(mnt) && diskimg_mount(image, mnt, &me) < 0)
-            log_err("the /work filesystem of uid %u: %s", (unsigned)owner, me.msg);
-        return -1;
-    }
-    if (check_image(image, mnt, e) < 0 || diskimg_mount(image, mnt, e) < 0)
-        return -1;
-    if (diskimg_read_only(mnt))
-        return jerr_set(e, EROFS, "it is still read-only after e2fsck and a new mount");
-    return chmod(mnt, 0711) < 0 ? jerr_sys(e, "chmod %s", mnt) : 0;
+    return start_check(owner, image, mnt, e);
 }
 
 /* The owner's filesystem, mounted on mnt: made now if it is the first of the owner's jobs. */
@@ -161,6 +245,11 @@ static int owner_fs(uid_t owner, char *mnt, size_t mlen, jerr *e)
         return diskimg_read_only(mnt) ? repair(owner, image, mnt, e) : 0;
     if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
         return jerr_sys(e, "create %s", mnt);
+    repair_run *r = repair_of(owner, false);
+    if (r && (r->owed || r->running))
+        return start_check(owner, image, mnt, e);
+    if (access(image, F_OK) == 0 && diskimg_has_errors(image))
+        return start_check(owner, image, mnt, e);
     if (access(image, F_OK) < 0) {
         /* no larger than the disk under it: a sparse image that could never fill */
         uint64_t mb = core.cfg.work_quota >> 20;
@@ -202,7 +291,8 @@ int workfs_make(uid_t owner, const char *job_dir, char *out, size_t len, jerr *e
     if (owner_fs(owner, mnt, sizeof mnt, e) < 0) {
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);
-        return jerr_http(e, 507, "the /work filesystem of uid %u (jobs.work_quota): %s", (unsigned)owner, msg);
+        return jerr_http(e, e->http == 503 ? 503 : 507, "the /work filesystem of uid %u (jobs.work_quota): %s",
+                         (unsigned)owner, msg);
     }
     snprintf(out, len, "%s/%s", mnt, base_of(job_dir));
     return mkdir(out, 0755) < 0 ? jerr_sys(e, "create %s", out) : 0;
@@ -215,7 +305,8 @@ int workfs_ready(uid_t owner, jerr *e)
         return 0;
     char msg[sizeof e->msg];
     snprintf(msg, sizeof msg, "%s", e->msg);
-    return jerr_http(e, 507, "the /work filesystem of uid %u (jobs.work_quota): %s", (unsigned)owner, msg);
+    return jerr_http(e, e->http == 503 ? 503 : 507, "the /work filesystem of uid %u (jobs.work_quota): %s",
+                     (unsigned)owner, msg);
 }
 
 void workfs_path(uid_t owner, const char *job_dir, char *out, size_t len)
