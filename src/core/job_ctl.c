@@ -109,7 +109,7 @@ int job_ctl_delete_ended(uid_t caller, size_t max, size_t *deleted, bool *more, 
     settle(); /* what the ended jobs still owe, first: not in the middle of the slice */
     if (db_mark(core.db, e) < 0)
         return -1;
-    job **gone = xcalloc(max ? max : 1, sizeof *gone);
+    job **gone = xcalloc((max < core.njobs ? max : core.njobs) + 1, sizeof *gone);
     for (size_t i = core.njobs; i-- > 0;) {
         job *j = core.jobs[i];
         if ((caller != 0 && j->owner_uid != caller) || !job_state_terminal(j->state))
