@@ -83,9 +83,9 @@ def test_every_flag_of_the_request_table_is_in_help_man_page_and_completion():
 
 def test_isolation_and_device_are_described_with_their_values():
     text = rnx("job", "run", "--help").stdout
-    iso = re.search(r"^  --isolation (\S+) +(.*(?:\n {10,}.*)*)", text, re.M)
+    iso = re.search(r"^  --isolation (\S+)(.*(?:\n {10,}.*)*)", text, re.M)
     assert iso and "native" in iso.group(0) and "gvisor" in iso.group(0), text
-    dev = re.search(r"^  --device (\S+) +(.*(?:\n {10,}.*)*)", text, re.M)
+    dev = re.search(r"^  --device (\S+)(.*(?:\n {10,}.*)*)", text, re.M)
     assert dev and "nvidia.com/gpu=" in dev.group(0), text
     # completion offers the isolation's values, read from the help
     c = rnx("completion", "complete", "--", "rnx", "job", "run", "--isolation=")
