@@ -1590,8 +1590,11 @@ void jobreq_reword(const jerr *e, const char *label, char *out, size_t len)
         snprintf(out, len, "%s: %s", label, e->msg);
 }
 
-/* A character that continues a key or a configuration key's name: "jobs.max_cpu" is not max_cpu. */
+/* A character of a key or of a configuration key's name: "jobs.max_cpu" is not max_cpu. */
 static bool key_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '.'; }
+/* Where a key ends a word: not before more of a name ("gpu_counts", "max_cpu.x"), but before a
+ * sentence's full stop. */
+static bool key_end(const char *p) { return !key_char(*p) || (*p == '.' && !key_char(p[1])); }
 
 void jobreq_flag_words(char *s, size_t len)
 {
@@ -1604,7 +1607,7 @@ void jobreq_flag_words(char *s, size_t len)
             for (int i = 0; i < JR_N && !f; i++) {
                 const jobreq_field *c = &jobreq_fields[i];
                 kl = strlen(c->key);
-                if (c->flag && strchr(c->key, '_') && !strncmp(p, c->key, kl) && !key_char(p[kl]))
+                if (c->flag && strchr(c->key, '_') && !strncmp(p, c->key, kl) && key_end(p + kl))
                     f = c;
             }
         if (f) {
