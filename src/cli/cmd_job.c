@@ -47,56 +47,72 @@ static const char job_help[] =
     "prefix of its id. Flags may come before or after ID.\n"
     "Run 'rnx job <command> --help' for a command's flags.\n";
 
-static const char run_help[] =
+/* rnx job run --help: the flags are the request table's (common/jobreq.c: each field's flag,
+ * placeholder and description, in the table's order), then rnx's own. rnx(1) and completion
+ * read this help, so a field with a flag is in all three. */
+static const char run_help_head[] =
     "Usage: rnx job run [flags] COMMAND [ARGS...]\n"
     "\n"
     "Runs COMMAND as a job and prints the job's id. Flags go before COMMAND; everything from\n"
-    "COMMAND on belongs to the job ('--' may separate them). Flags take '--flag value' or\n"
-    "'--flag=value'.\n"
+    "COMMAND on belongs to the job ('--' may separate them: then rnx does not warn about its own\n"
+    "flags among the job's arguments). Flags take '--flag value' or '--flag=value'.\n"
     "\n"
-    "Flags:\n"
-    "  --name NAME            a name to recognise the job by\n"
-    "  --max-cpu PERCENT      CPU limit in percent of one core: 50, 100 (one core), 250\n"
-    "  --max-memory SIZE      memory limit: megabytes (512) or 512MB, 8GB, 1TB\n"
-    "  --max-iobps RATE       disk I/O limit in bytes per second: 1048576, 512K, 10MB, 1G\n"
-    "  --cpu-cores LIST       CPUs the job may run on: 0-3, 1,3,5, 0-1,4\n"
-    "  -e, --env K=V          set an environment variable (repeatable)\n"
-    "  -s, --secret-env K=V   set a secret variable: never shown or logged (repeatable)\n"
-    "  --upload PATH          send a file or directory (recursively) along with the job\n"
-    "                         (repeatable): /a/b/x.py arrives as x.py, /a/data/ as data/...;\n"
-    "                         streamed (progress on a terminal); modes are kept, except setuid,\n"
-    "                         setgid and sticky bits; symlinks must stay inside the job's /work\n"
-    "  --runtime NAME         run in this runtime's root filesystem (python-3.11-ml; rnx runtime list)\n"
-    "                         instead of the host's system directories\n"
-    "  --volume NAME[:ro]     mount volume NAME at /volumes/NAME, read-write or :ro (repeatable;\n"
-    "                         rnx volume create)\n"
-    "  --workdir DIR          directory the command starts in\n"
-    "  --network none|host    none: no network access; host: the host's network\n"
-    "  --max-runtime DURATION stop the job after this long: 90, 30s, 30min, 2h30m, 1d\n"
-    "  --schedule WHEN        start later: a delay (30min, 2h) or a time (2026-11-22T15:00:00Z)\n"
-    "  --gpu N|all            N whole GPUs (or every GPU), granted all at once; the job waits until\n"
-    "                         they are free. Inside, CUDA numbers them 0..N-1\n"
-    "  --gpu-memory SIZE      each GPU must have at least this much memory: 4096, 4096MB, 16GB\n"
-    "  --gpu-ids LIST         exactly these GPUs: indexes or UUIDs, e.g. 0,1 (as docker --gpus device=)\n"
-    "  --gpu-caps LIST        driver capabilities: compute, utility, video, graphics, display, all\n"
-    "                         (default compute,utility)\n"
-    "  --gpu-optional         run without GPUs when this machine can never give them (status says so)\n"
-    "  --priority N           -1000..1000, default 0: waiting jobs start highest first\n"
-    "  --gpu-mig PROFILE      one MIG device of this profile, e.g. 1g.10gb (a GPU in MIG mode is\n"
-    "                         handed out only as its MIG devices)\n"
-    "  --gpu-type MODEL       only GPUs whose name contains MODEL, e.g. H100, A100-SXM4-80GB\n"
-    "  --gpu-cc X.Y           only GPUs of compute capability X.Y or more, e.g. 8.0\n"
-    "  --gpu-share            share one GPU with other jobs through NVIDIA MPS, reserving\n"
-    "                         --gpu-memory of it (needs --gpu=1 and --gpu-memory)\n"
-    "  --cross-numa yes|no    no: all its GPUs on one NUMA node (default yes)\n"
-    "  --preemptible          a job of higher priority may stop it; it then waits in the\n"
-    "                         queue again (state PREEMPTED) and reruns from the start\n"
-    "  -f, --follow           stream the job's output and exit with the job's exit code;\n"
-    "                         Ctrl-C stops following, not the job\n"
-    "  -h, --help             show this help\n"
+    "Flags:\n";
+
+static const char run_help_tail[] =
     "\n"
     "Example:\n"
     "  rnx job run --max-cpu=50 --max-memory 512MB --upload train.py python3 train.py --epochs 3\n";
+
+/* rnx's flags of job run that set no field of the request */
+static const struct {
+    const char *term, *help;
+} run_own_flags[] = {
+    {"-f, --follow", "stream the job's output and exit with the job's exit code;\n"
+                     "Ctrl-C stops following, not the job"},
+    {"-h, --help", "show this help"},
+};
+
+#define RUN_HELP_TERM 22   /* descriptions start at column 2 + 22 + 1 */
+
+/* One entry: "  TERM  description", continuation lines under the description; a term too
+ * long for its column has the description on the lines below. */
+static void run_help_entry(FILE *f, const char *term, const char *help)
+{
+    bool below = strlen(term) > RUN_HELP_TERM;
+    if (below)
+        fprintf(f, "  %s\n", term);
+    else
+        fprintf(f, "  %-*s ", RUN_HELP_TERM, term);
+    for (const char *p = help; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (below || p != help)
+            fprintf(f, "%*s", RUN_HELP_TERM + 3, "");
+        fprintf(f, "%.*s\n", (int)n, p);
+        p += n + (p[n] == '\n');
+    }
+}
+
+static void run_help(FILE *f, const struct option *opts)
+{
+    fputs(run_help_head, f);
+    for (int i = 0; i < JR_N; i++) {
+        const jobreq_field *fl = &jobreq_fields[i];
+        if (!fl->flag || fl->daemon_only || strchr(fl->flag, '='))
+            continue;   /* "--gpu=all" is --gpu's value */
+        /* a short form: the option that takes the flag's name with a letter for its value */
+        char shortf[8] = "", term[96];
+        for (const struct option *o = opts; o->name; o++)
+            if (!strcmp(o->name, fl->flag + 2) && o->val > 0 && o->val < 128)
+                snprintf(shortf, sizeof shortf, "-%c, ", o->val);
+        snprintf(term, sizeof term, "%s%s%s%s", shortf, fl->flag, fl->metavar ? " " : "",
+                 fl->metavar ? fl->metavar : "");
+        run_help_entry(f, term, fl->help ? fl->help : fl->key);
+    }
+    for (size_t i = 0; i < ARRAY_LEN(run_own_flags); i++)
+        run_help_entry(f, run_own_flags[i].term, run_own_flags[i].help);
+    fputs(run_help_tail, f);
+}
 
 static const char list_help[] =
     "Usage: rnx job list [--status STATUS] [--gpu GPU] [--user USER] [--since WHEN] [--json]\n"
@@ -213,6 +229,7 @@ static void word_for_flags(const jerr *e, char *out, size_t outlen)
         jobreq_reword(e, flag, out, outlen);
     else
         snprintf(out, outlen, "%s", e->msg);
+    jobreq_flag_words(out, outlen);   /* "add gpu_count" -> "add --gpu" */
 }
 
 /* An error from the server (or from reaching it): always exit 1. */
@@ -703,6 +720,48 @@ out:
     return rc;
 }
 
+/* One of job run's own flags as typed: "--gpu=1", "--name", "-f" (exact names only; --help and
+ * -h are left to the job: "python3 x.py --help" means the program's). */
+static bool run_own_flag(const struct option *opts, const char *arg)
+{
+    if (arg[0] != '-')
+        return false;
+    if (arg[1] != '-')
+        return arg[1] && !arg[2] && arg[1] != 'h' && strchr("efs", arg[1]);
+    size_t n = strcspn(arg + 2, "=");
+    for (const struct option *o = opts; o->name; o++)
+        if (strlen(o->name) == n && !strncmp(o->name, arg + 2, n))
+            return strcmp(o->name, "help") != 0;
+    return false;
+}
+
+/* Flags of rnx's typed after COMMAND are the job's (they always were, as documented), but a
+ * user who wrote "python3 train.py --gpu=1 -f" meant them for rnx: say so on stderr, and how
+ * to put them first. The job runs as typed. Nothing is said after "--", which says the rest
+ * is the job's. */
+static void run_warn_late_flags(const struct option *opts, int argc, char **argv, int cmd)
+{
+    if (cmd > 1 && !strcmp(argv[cmd - 1], "--"))
+        return;
+    char list[400] = "";
+    size_t l = 0, n = 0;
+    for (int i = cmd + 1; i < argc; i++) {
+        if (!run_own_flag(opts, argv[i]))
+            continue;
+        if (n++ < 8 && l < sizeof list)
+            l += (size_t)snprintf(list + l, sizeof list - l, "%s%.64s", l ? ", " : "", argv[i]);
+    }
+    if (!n)
+        return;
+    print_textf(stderr,
+                "rnx: warning: %s%s after the command '%.64s' %s passed to the job as %s argument%s, not to rnx (the "
+                "job runs as typed); to give %s to rnx, put %s before '%.64s'; to pass %s to the job without this "
+                "warning, write '--' before the command: rnx job run [flags] -- %.64s ...\n",
+                list, n > 8 ? ", ..." : "", argv[cmd], n == 1 ? "is" : "are", n == 1 ? "an" : "its",
+                n == 1 ? "" : "s", n == 1 ? "it" : "them", n == 1 ? "it" : "them", argv[cmd], n == 1 ? "it" : "them",
+                argv[cmd]);
+}
+
 static int job_run(rnx_ctx *ctx, int argc, char **argv)
 {
     struct option opts[JR_N + 8];
@@ -713,7 +772,7 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
     optind = 0;
     while (rc == 0 && (c = rnx_getopt(argc, argv, "+e:s:fh", opts, "rnx job run")) != -1) {
         if (c == 'h') {
-            fputs(run_help, stdout);
+            run_help(stdout, opts);
             rc = -1;
         } else {
             rc = run_flag(&r, c, optarg);
@@ -721,6 +780,8 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
     }
     if (rc == 0)
         rc = run_command_line(&r, argc, argv);
+    if (rc == 0)
+        run_warn_late_flags(opts, argc, argv, optind);
     if (rc == 0) {
         json_t *body = run_body(&r);
         rc = body ? run_submit(ctx, &r, body) : RNX_USAGE;

@@ -29,77 +29,119 @@ const jobreq_field jobreq_fields[JR_N] = {
     [JR_ARGS] = {"args", NULL, "args", false, false, JK_LIST, JU_NONE, 0, 128 * 1024, OFF(args),
                  "must be a list of strings of at most %2$lld bytes each"},
     [JR_NAME] = {"name", "--name", NULL, false, false, JK_TEXT, JU_NAME, 1, 128, OFF(name),
-                 "must be a non-empty name of at most %2$lld bytes"},
+                 "must be a non-empty name of at most %2$lld bytes",
+        "NAME", "a name to recognise the job by"},
     [JR_ENV] = {"env", "--env", "environment", false, false, JK_ENV, JU_NONE, 0, 128 * 1024, OFF(env),
-                "must be an object of NAME: value strings"},
+                "must be an object of NAME: value strings",
+        "K=V", "set an environment variable (repeatable)"},
     [JR_SECRET_ENV] = {"secret_env", "--secret-env", "secret_environment", false, false, JK_ENV, JU_NONE, 0,
-                       128 * 1024, OFF(secret_env), "must be an object of NAME: value strings"},
+                       128 * 1024, OFF(secret_env), "must be an object of NAME: value strings",
+        "K=V", "set a secret variable: never shown or logged (repeatable)"},
     /* where the command starts; /work when not given */
     [JR_WORKDIR] = {"workdir", "--workdir", "workdir", false, false, JK_TEXT, JU_PATH, 1, 1024, OFF(workdir),
-                    "must be an absolute path without '..' (e.g. /work/src)"},
+                    "must be an absolute path without '..' (e.g. /work/src)",
+        "DIR", "directory the command starts in"},
     [JR_NETWORK] = {"network", "--network", "network", false, false, JK_TEXT, JU_NETWORK, 1, 16, OFF(network),
-                    "is not accepted; use none (loopback only) or host"},
+                    "is not accepted; use none (loopback only) or host",
+        "none|host", "none: no network access; host: the host's network"},
     /* percent of one core; the machine's CPUs bound it (jobreq_check_machine, in these words) */
     [JR_MAX_CPU] = {"max_cpu", "--max-cpu", "max_cpu", true, false, JK_INT, JU_PERCENT, 1, INT64_MAX >> 1,
-                    OFF(max_cpu), "must be " CPU_PERCENT " from %lld up: " CPU_PERCENT_IS " (e.g. 50, 250)"},
+                    OFF(max_cpu), "must be " CPU_PERCENT " from %lld up: " CPU_PERCENT_IS " (e.g. 50, 250)",
+        "PERCENT", "CPU limit in percent of one core: 50, 100 (one core), 250"},
     /* the machine's memory bounds it */
     [JR_MAX_MEMORY_MB] = {"max_memory_mb", "--max-memory", "max_memory", true, false, JK_INT, JU_MB, 4,
                           INT64_MAX >> 20, OFF(max_memory_mb),
-                          "is not a size of at least %lld MB; use megabytes (4096) or a unit: 4096MB, 8GB"},
+                          "is not a size of at least %lld MB; use megabytes (4096) or a unit: 4096MB, 8GB",
+        "SIZE", "memory limit: megabytes (512) or 512MB, 8GB, 1TB"},
     [JR_MAX_IOBPS] = {"max_iobps", "--max-iobps", "max_io_bps", true, false, JK_INT, JU_BYTES, 1, INT64_MAX >> 1,
-                      OFF(max_iobps), "is not a rate of at least %lld byte per second; use 1048576, 512K, 10MB, 1G"},
+                      OFF(max_iobps), "is not a rate of at least %lld byte per second; use 1048576, 512K, 10MB, 1G",
+        "RATE", "disk I/O limit in bytes per second: 1048576, 512K, 10MB, 1G"},
     [JR_CPU_CORES] = {"cpu_cores", "--cpu-cores", "cpu_cores", true, false, JK_TEXT, JU_CPUS, 1, 4096,
-                      OFF(cpu_cores), "is not a CPU list; use ranges and commas, e.g. 0-3 or 1,3,5"},
+                      OFF(cpu_cores), "is not a CPU list; use ranges and commas, e.g. 0-3 or 1,3,5",
+        "LIST", "CPUs the job may run on: 0-3, 1,3,5, 0-1,4"},
     [JR_MAX_RUNTIME_S] = {"max_runtime_s", "--max-runtime", "max_runtime", true, false, JK_INT, JU_SECONDS, 1,
                           TEN_YEARS_S, OFF(max_runtime_s),
-                          "must be a duration from %lld second to %lld seconds (ten years): 90, 30s, 30min, 2h30m, 1d"},
+                          "must be a duration from %lld second to %lld seconds (ten years): 90, 30s, 30min, 2h30m, 1d",
+        "DURATION", "stop the job after this long: 90, 30s, 30min, 2h30m, 1d"},
     [JR_SCHEDULE_AT] = {"schedule_at", "--schedule", NULL, false, false, JK_TEXT, JU_TIME, 1, 64, OFF(schedule_at),
-                        "is not an RFC 3339 time (2026-11-22T15:04:05Z)"},
+                        "is not an RFC 3339 time (2026-11-22T15:04:05Z)",
+        "WHEN", "start later: a delay (30min, 2h) or a time (2026-11-22T15:00:00Z)"},
     [JR_UPLOADS] = {"uploads", "--upload", "uploads", false, false, JK_UPLOADS, JU_NONE, 0, 100000, OFF(uploads),
-                    "must be an array of {path, type, mode, content_b64}"},
+                    "must be an array of {path, type, mode, content_b64}",
+        "PATH", "send a file or directory (recursively) along with the job\n"
+                    "(repeatable): /a/b/x.py arrives as x.py, /a/data/ as data/...;\n"
+                    "streamed (progress on a terminal); modes are kept, except setuid,\n"
+                    "setgid and sticky bits; symlinks must stay inside the job's /work"},
     /* 0: no GPU, as leaving it out (templates and scripts write 0) */
     [JR_GPU_COUNT] = {"gpu_count", "--gpu", "gpu_count", true, false, JK_INT, JU_GPUS, 0, 64, OFF(gpu_count),
-                      "must be a number of GPUs from %lld to %lld, or all"},
+                      "must be a number of GPUs from %lld to %lld, or all",
+        "N|all", "N whole GPUs (or every GPU), granted all at once; the job waits until\n"
+                    "they are free. Inside, CUDA numbers them 0..N-1"},
     [JR_GPU_MEMORY_MB] = {"gpu_memory_mb", "--gpu-memory", "gpu_memory_mb", true, false, JK_INT, JU_MB, 1, 1ll << 30,
                           OFF(gpu_memory_mb),
-                          "is not a size of at least %lld MB; use megabytes (4096) or a unit: 4096MB, 8GB"},
+                          "is not a size of at least %lld MB; use megabytes (4096) or a unit: 4096MB, 8GB",
+        "SIZE", "each GPU must have at least this much memory: 4096, 4096MB, 16GB"},
     [JR_GPU_ALL] = {"gpu_all", "--gpu=all", "gpu_count: all", true, false, JK_BOOL, JU_NONE, 0, 1, OFF(gpu_all),
                     "must be true or false"},
     /* indexes or UUIDs, as docker --gpus device=; the daemon stores UUIDs */
     [JR_GPU_IDS] = {"gpu_ids", "--gpu-ids", NULL, true, false, JK_LIST, JU_NONE, 1, 64, OFF(gpu_ids),
-                    "must be a list of GPU indexes or UUIDs (rnx gpu list)"},
+                    "must be a list of GPU indexes or UUIDs (rnx gpu list)",
+        "LIST", "exactly these GPUs: indexes or UUIDs, e.g. 0,1 (as docker --gpus device=)"},
     [JR_GPU_CAPS] = {"gpu_caps", "--gpu-caps", NULL, true, false, JK_TEXT, JU_CAPS, 1, 255, OFF(gpu_caps),
                      "is not a list of driver capabilities; use compute, utility, video, graphics, display, compat32 "
-                     "or all"},
+                     "or all",
+        "LIST", "driver capabilities: compute, utility, video, graphics, display, all\n"
+                    "(default compute,utility)"},
     [JR_GPU_OPTIONAL] = {"gpu_optional", "--gpu-optional", NULL, true, false, JK_BOOL, JU_NONE, 0, 1,
-                         OFF(gpu_optional), "must be true or false"},
+                         OFF(gpu_optional), "must be true or false",
+        NULL, "run without GPUs when this machine can never give them (status says so)"},
     [JR_GPU_MIG] = {"gpu_mig", "--gpu-mig", "gpu_mig", true, false, JK_TEXT, JU_NAME, 1, 64, OFF(gpu_mig),
-                    "must be a MIG profile, e.g. 1g.10gb (rnx gpu show lists them)"},
+                    "must be a MIG profile, e.g. 1g.10gb (rnx gpu show lists them)",
+        "PROFILE", "one MIG device of this profile, e.g. 1g.10gb (a GPU in MIG mode is\n"
+                    "handed out only as its MIG devices)"},
     [JR_PRIORITY] = {"priority", "--priority", "priority", true, false, JK_INT, JU_NONE, -1000, 1000, OFF(priority),
-                     "must be a whole number from %lld to %lld (higher runs first; default 0)"},
+                     "must be a whole number from %lld to %lld (higher runs first; default 0)",
+        "N", "-1000..1000, default 0: waiting jobs start highest first"},
     [JR_GPU_TYPE] = {"gpu_type", "--gpu-type", "gpu_type", true, false, JK_TEXT, JU_NAME, 1, 128, OFF(gpu_type),
-                     "must be a GPU model, e.g. H100 (rnx gpu list shows the names)"},
+                     "must be a GPU model, e.g. H100 (rnx gpu list shows the names)",
+        "MODEL", "only GPUs whose name contains MODEL, e.g. H100, A100-SXM4-80GB"},
     [JR_GPU_CC] = {"gpu_cc", "--gpu-cc", "gpu_cc", true, false, JK_TEXT, JU_CC, 1, 8, OFF(gpu_cc),
-                   "is not a compute capability; give MAJOR.MINOR, e.g. 8.0 or 9.0"},
+                   "is not a compute capability; give MAJOR.MINOR, e.g. 8.0 or 9.0",
+        "X.Y", "only GPUs of compute capability X.Y or more, e.g. 8.0"},
     [JR_GPU_SHARE] = {"gpu_share", "--gpu-share", "gpu_share", true, false, JK_BOOL, JU_NONE, 0, 1, OFF(gpu_share),
-                      "must be true or false"},
+                      "must be true or false",
+        NULL, "share one GPU with other jobs through NVIDIA MPS, reserving\n"
+                    "--gpu-memory of it (needs --gpu=1 and --gpu-memory)"},
     [JR_CROSS_NUMA] = {"cross_numa", "--cross-numa", "cross_numa", true, false, JK_BOOL, JU_NONE, 0, 1,
-                       OFF(cross_numa), "must be yes or no (true or false)"},
+                       OFF(cross_numa), "must be yes or no (true or false)",
+        "yes|no", "no: all its GPUs on one NUMA node (default yes)"},
     [JR_PREEMPTIBLE] = {"preemptible", "--preemptible", "preemptible", true, false, JK_BOOL, JU_NONE, 0, 1,
-                        OFF(preemptible), "must be true or false"},
+                        OFF(preemptible), "must be true or false",
+        NULL, "a job of higher priority may stop it; it then waits in the\n"
+                    "queue again (state PREEMPTED) and reruns from the start"},
     /* a prepared root filesystem (docs/runtimes.md); the daemon refuses one it does not have */
     [JR_RUNTIME] = {"runtime", "--runtime", "runtime", false, false, JK_TEXT, JU_NAME, 1, 64, OFF(runtime),
-                    "must be a runtime's name, e.g. python-3.11-ml (rnx runtime list)"},
+                    "must be a runtime's name, e.g. python-3.11-ml (rnx runtime list)",
+        "NAME", "run in this runtime's root filesystem (python-3.11-ml; rnx runtime list)\n"
+                    "instead of the host's system directories"},
     /* volumes mounted at /volumes/NAME (docs/volumes.md); --volume may be given again */
     [JR_VOLUMES] = {"volumes", "--volume", "volumes", false, false, JK_LIST, JU_VOLUME, 1, 32, OFF(volumes),
-                    "must be a list of volume names, each NAME or NAME:ro (rnx volume list), at most %2$lld"},
+                    "must be a list of volume names, each NAME or NAME:ro (rnx volume list), at most %2$lld",
+        "NAME[:ro]", "mount volume NAME at /volumes/NAME, read-write or :ro (repeatable;\n"
+                    "rnx volume create)"},
     /* the isolation the job runs under (docs/sandbox.md): joblet's namespaces, or gVisor's runsc;
      * the machine's isolation.default when not given */
     [JR_ISOLATION] = {"isolation", "--isolation", "isolation", false, false, JK_TEXT, JU_ISOLATION, 1, 16,
-                      OFF(isolation), "is not accepted; use native or gvisor"},
+                      OFF(isolation), "is not accepted; use native or gvisor",
+        "native|gvisor", "native: joblet's own namespaces; gvisor: gVisor's runsc, a kernel\n"
+                    "of its own between the job and the host (docs/sandbox.md);\n"
+                    "default: the machine's isolation.default"},
     /* GPUs by CDI name (joblet cdi generate); --device may be given again */
     [JR_DEVICES] = {"devices", "--device", "devices", false, false, JK_LIST, JU_CDI, 1, 64, OFF(devices),
-                    "must be a list of CDI device names: nvidia.com/gpu=INDEX, =UUID or =all, at most %2$lld"},
+                    "must be a list of CDI device names: nvidia.com/gpu=INDEX, =UUID or =all, at most %2$lld",
+        "CDI_NAME", "GPUs by CDI name, as docker --device and podman: nvidia.com/gpu=0,\n"
+                    "=UUID or =all (joblet cdi generate; repeatable); not with --gpu,\n"
+                    "--gpu-ids or --gpu-mig"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number"},
     /* why a --gpu-optional job runs without the GPUs it asked for */
@@ -1546,4 +1588,38 @@ void jobreq_reword(const jerr *e, const char *label, char *out, size_t len)
         snprintf(out, len, "%s%s", label, e->msg + kl);
     else if (e->field[kl] != 0)
         snprintf(out, len, "%s: %s", label, e->msg);
+}
+
+/* A character of a key or of a configuration key's name: "jobs.max_cpu" is not max_cpu. */
+static bool key_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '.'; }
+/* Where a key ends a word: not before more of a name ("gpu_counts", "max_cpu.x"), but before a
+ * sentence's full stop. */
+static bool key_end(const char *p) { return !key_char(*p) || (*p == '.' && !key_char(p[1])); }
+
+void jobreq_flag_words(char *s, size_t len)
+{
+    char *out = xmalloc(len);
+    size_t o = 0;
+    for (const char *p = s; *p && o + 1 < len;) {
+        const jobreq_field *f = NULL;
+        size_t kl = 0;
+        if (p == s || !key_char(p[-1]))
+            for (int i = 0; i < JR_N && !f; i++) {
+                const jobreq_field *c = &jobreq_fields[i];
+                kl = strlen(c->key);
+                if (c->flag && strchr(c->key, '_') && !strncmp(p, c->key, kl) && key_end(p + kl))
+                    f = c;
+            }
+        if (f) {
+            o += (size_t)snprintf(out + o, len - o, "%s", f->flag);
+            if (o >= len)
+                o = len - 1;
+            p += kl;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = 0;
+    memcpy(s, out, o + 1);
+    free(out);
 }

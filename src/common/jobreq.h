@@ -66,6 +66,10 @@ typedef struct jobreq_field {
     int64_t min, max;       /* JK_INT: the accepted range; JK_TEXT: max = length in bytes */
     size_t off;             /* where the value lives in job_req */
     const char *accepts;    /* "must be ..." with the bounds as %lld, %lld (min, max) or %2$lld (max) */
+    /* rnx job run --help's entry for the flag (and so rnx(1)'s and completion's, which read
+     * the help): the value's placeholder (NULL for a switch; "none|host" lists the values
+     * completion offers) and the description, lines separated by '\n' */
+    const char *metavar, *help;
 } jobreq_field;
 
 extern const jobreq_field jobreq_fields[JR_N];
@@ -188,5 +192,10 @@ int jobreq_cdi_parse(const char *item, const char **dev);
 /* A message of the schema ("gpu_count: ...") worded for another surface: the field's name
  * replaced by `label` (a flag, a YAML key). Sub-fields ("uploads[2]") keep their text. */
 void jobreq_reword(const jerr *e, const char *label, char *out, size_t len);
+/* The API's field names in a message (s, a string of len bytes at most) as rnx job run's
+ * flags, for a refusal of a request built from flags: "do not also give gpu_count or gpu_ids"
+ * becomes "do not also give --gpu or --gpu-ids". Only names with '_' (never English words),
+ * whole, and not inside a configuration key ("jobs.max_cpu"). */
+void jobreq_flag_words(char *s, size_t len);
 
 #endif

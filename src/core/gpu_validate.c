@@ -49,8 +49,8 @@ static int resolve_ids(job_req *req, uint64_t *count, jerr *e)
         }
     }
     if (rc == 0 && *count && *count != req->ngpu_ids)
-        rc = jerr_field(e, "gpu_ids", "gpu_ids: names %zu GPUs but gpu_count asks for %llu; give one or the other",
-                        req->ngpu_ids, (unsigned long long)*count);
+        rc = jerr_field(e, "gpu_ids", "gpu_ids: names %zu GPU%s but gpu_count asks for %llu; give one or the other",
+                        req->ngpu_ids, req->ngpu_ids == 1 ? "" : "s", (unsigned long long)*count);
     if (rc == 0) {
         *count = req->ngpu_ids;
         jobreq_set_list(req, JR_GPU_IDS, uuids, req->ngpu_ids); /* stored as UUIDs, which do not move */
@@ -71,6 +71,28 @@ static void describe_kind(const job_req *req, const sched_req *r, char *out, siz
     if (r->gpu_memory_mb && l < len)
         snprintf(out + l, len - l, r->shared ? " with %llu MB to share on each" : " with at least %llu MB each",
                  (unsigned long long)r->gpu_memory_mb);
+}
+
+/* Which field makes a request of the GPUs' kind impossible, for the refusal to name what the
+ * user typed (--gpu-memory=100GB is a --gpu-memory problem, not a --gpu one): gpu_memory_mb when
+ * the GPUs of the kind without it would be enough, else gpu_cc or gpu_type when only one of them
+ * is given, else gpu_count. */
+static const char *kind_blame(const job_req *req, const sched_req *r, const sched_gpu *gv, uint32_t count)
+{
+    if (r->gpu_memory_mb && !r->shared) {
+        sched_req any = *r;
+        any.gpu_memory_mb = 0;
+        uint32_t q = 0;
+        for (int i = 0; i < core.gpu.inv.n; i++)
+            q += sched_qualifies(&gv[i], &any) && (!any.gpu_mask || any.gpu_mask >> i & 1);
+        if (q >= count)
+            return "gpu_memory_mb";
+    }
+    if (req->gpu_cc && !req->gpu_type)
+        return "gpu_cc";
+    if (req->gpu_type && !req->gpu_cc)
+        return "gpu_type";
+    return req->ngpu_ids ? "gpu_ids" : "gpu_count";
 }
 
 /* What the machine decides of gpu_type and gpu_share (the schema checked their form). */
@@ -127,6 +149,7 @@ int gpu_validate(job_req *req, jerr *e)
     if (check_sched_fields(req, e) < 0)
         return -1;
     char why[400] = "";
+    const char *blame = NULL;   /* the field a refusal names: the one that made the request impossible */
     if (!core.gpu_on || core.gpu.inv.n == 0) {
         gpu_discovery_errors(&core.gpu, false, why, sizeof why);
         char msg[700];
@@ -166,23 +189,28 @@ int gpu_validate(job_req *req, jerr *e)
                 snprintf(why, sizeof why, "asks for %llu GPU%s%s on one NUMA node; no NUMA node of this machine has "
                                           "that many (allow cross_numa, or ask for fewer)",
                          (unsigned long long)count, count == 1 ? "" : "s", kind);
-            else if (*kind)
+            else if (*kind) {
+                blame = kind_blame(req, &r, gv, (uint32_t)count);
                 snprintf(why, sizeof why, "asks for %llu GPU%s%s; this machine has %u such GPU%s of %d%s",
                          (unsigned long long)count, count == 1 ? "" : "s", kind, q, q == 1 ? "" : "s", core.gpu.inv.n,
                          mem && !r.shared ? " (Insufficient GPU memory: see rnx gpu list)" : " (rnx gpu list)");
-            else
+            } else
                 snprintf(why, sizeof why, "asks for %llu GPU%s; this machine has %u usable GPU%s (rnx gpu list)",
                          (unsigned long long)count, count == 1 ? "" : "s", q, q == 1 ? "" : "s");
         }
         free(run);
         for (size_t i = 0; !*why && has_ids && mem && i < req->ngpu_ids; i++) {
             int k = gpu_find(&core.gpu.inv, req->gpu_ids[i]);
-            if (core.gpu.inv.gpu[k].memory_total_mb < 0 || (uint64_t)core.gpu.inv.gpu[k].memory_total_mb < mem)
+            if (core.gpu.inv.gpu[k].memory_total_mb < 0 || (uint64_t)core.gpu.inv.gpu[k].memory_total_mb < mem) {
                 snprintf(why, sizeof why, "GPU %d has %lld MB, less than gpu_memory_mb %llu", k,
                          (long long)core.gpu.inv.gpu[k].memory_total_mb, (unsigned long long)mem);
+                blame = "gpu_memory_mb";
+            }
         }
+        if (!blame)
+            blame = has_ids ? "gpu_ids" : "gpu_count";
         if (*why && !opt)
-            return jerr_field(e, has_ids ? "gpu_ids" : "gpu_count", "%s: %s", has_ids ? "gpu_ids" : "gpu_count", why);
+            return jerr_field(e, blame, "%s: %s", blame, why);
     }
     if (*why) {
         /* --gpu-optional: run without, and say so in the job's status */

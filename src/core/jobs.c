@@ -36,10 +36,13 @@ job *jobs_find(const char *ref, uid_t caller, jerr *e)
     job *by_name = NULL, *by_prefix = NULL;
     char names[320] = "", prefixes[320] = "";
     size_t nname = 0, nprefix = 0, un = 0, up = 0;
+    bool others = false;   /* the full id is another user's job */
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
-        if (!visible(j, caller))
+        if (!visible(j, caller)) {
+            others |= len == 36 && !strcmp(j->id, ref);
             continue;
+        }
         if (len == 36 && !strcmp(j->id, ref))
             return j;
         if (j->name && !strcmp(j->name, ref)) {
@@ -69,7 +72,13 @@ job *jobs_find(const char *ref, uid_t caller, jerr *e)
                   nprefix > 5 ? ", …" : "");
         return NULL;
     }
-    if (hexish)
+    /* A full id is seen only where it is shown (rnx gpu list shows who holds a GPU): its job
+     * is said to be another user's, and nothing else of it. A prefix or a name of another
+     * user's job is answered as one that matches nothing, so that guessing tells nothing. */
+    if (others)
+        jerr_http(e, 403, "job %s is another user's job: you can see and manage only your own jobs (root sees "
+                          "every job)", ref);
+    else if (hexish)
         jerr_http(e, 404, "no job matches '%s' (by id, id prefix or name)", ref);
     else
         jerr_http(e, 404, "no job named '%s' (a job is given by its id, a unique prefix of it, or its --name)", ref);

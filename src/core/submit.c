@@ -347,8 +347,22 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
                          (unsigned)caller_uid);
     *si = (submit_info){0};
     si->sched_ms = req->schedule_ms;
-    if (devices_to_gpus(req, e) < 0 || check_machine(req, &si->total, e) < 0 ||
-        isolation_decide(req, caller_uid, caller_gid, e) < 0)
+    bool by_cdi = req->ndevices && !req->ngpu_ids;   /* gpu_ids will be the devices' */
+    if (devices_to_gpus(req, e) < 0)
+        return -1;
+    if (check_machine(req, &si->total, e) < 0) {
+        /* a refusal of the GPUs the devices named names devices, which the user gave */
+        if (by_cdi && !strcmp(e->field, "gpu_ids") && !strncmp(e->msg, "gpu_ids: ", 9)) {
+            char msg[sizeof e->msg];
+            int http = e->http, code = e->code;
+            snprintf(msg, sizeof msg, "devices: %s", e->msg + 9);
+            jerr_field(e, "devices", "%s", msg);
+            e->http = http;
+            e->code = code;
+        }
+        return -1;
+    }
+    if (isolation_decide(req, caller_uid, caller_gid, e) < 0)
         return -1;
     return check_names(req, caller_uid, caller_gid, e);
 }

@@ -461,10 +461,13 @@ workflow *workflow_find(const char *ref, uid_t caller, jerr *e)
     workflow *by_name = NULL, *by_prefix = NULL;
     char names[320] = "";
     size_t nname = 0, nprefix = 0, un = 0;
+    bool others = false;   /* the full id is another user's workflow (as jobs_find) */
     for (size_t i = 0; i < core.nworkflows; i++) {
         workflow *wf = core.workflows[i];
-        if (!workflow_visible(wf, caller))
+        if (!workflow_visible(wf, caller)) {
+            others |= len == 36 && !strcmp(wf->id, ref);
             continue;
+        }
         if (len == 36 && !strcmp(wf->id, ref))
             return wf;
         const char *name = json_string_value(json_object_get(wf->doc, "name"));
@@ -492,6 +495,9 @@ workflow *workflow_find(const char *ref, uid_t caller, jerr *e)
         return by_prefix;
     if (nprefix > 1)
         jerr_http(e, 409, "'%s' matches %zu workflows; type more of the id", ref, nprefix);
+    else if (others)
+        jerr_http(e, 403, "workflow %s is another user's workflow: you can see and manage only your own workflows "
+                          "(root sees every workflow)", ref);
     else if (hexish)
         jerr_http(e, 404, "no workflow matches '%s' (by id, id prefix or name)", ref);
     else

@@ -65,7 +65,8 @@ def test_gpu_memory_minimum(fresh_daemon):
     # 2 A100 40GB + 2 T4 16GB: three GPUs of 20 GB can never exist here
     p = d.rnx("job", "run", "--gpu=3", "--gpu-memory=20GB", "true")
     assert p.returncode == 1
-    assert "--gpu: asks for 3 GPUs with at least 20480 MB each; this machine has 2 such GPUs of 4" in p.stderr
+    # the memory is what no three GPUs here have: the refusal names --gpu-memory (issue 26)
+    assert "--gpu-memory: asks for 3 GPUs with at least 20480 MB each; this machine has 2 such GPUs of 4" in p.stderr
     j, _, _ = d.run("true", gpu_count=2, gpu_memory_mb=20480)
     assert {g["name"] for g in j["gpus"]} == {"NVIDIA A100-SXM4-40GB"}
     for bad, msg in [("--gpu=65", "--gpu: '65' must be a number of GPUs from 0 to 64"),
@@ -136,11 +137,11 @@ def test_bad_gpu_requests_are_refused_with_the_reason(fresh_daemon):
         (["--gpu=abc"], 2, "--gpu: 'abc' must be a number of GPUs"),
         (["--gpu=1", "--gpu-memory=8XB"], 2, "--gpu-memory"),
         (["--gpu=5"], 1, "--gpu: asks for 5 GPUs; this machine has 4 usable GPUs"),
-        (["--gpu=1", "--gpu-memory=80GB"], 1, "with at least 81920 MB each; this machine has 0 such GPUs of 4"),
+        (["--gpu=1", "--gpu-memory=80GB"], 1, "--gpu-memory: asks for 1 GPU with at least 81920 MB each; this machine has 0 such GPUs of 4"),
         (["--gpu-ids=7"], 1, "--gpu-ids: no GPU '7' on this machine; give an index from 0 to 3 or a UUID"),
         (["--gpu-ids=GPU-nope"], 1, "--gpu-ids: no GPU 'GPU-nope'"),
         (["--gpu-ids=1,1"], 1, "--gpu-ids: GPU 1 is listed twice"),
-        (["--gpu=2", "--gpu-ids=1"], 1, "names 1 GPUs but gpu_count asks for 2"),
+        (["--gpu=2", "--gpu-ids=1"], 1, "--gpu-ids: names 1 GPU but --gpu asks for 2"),
         (["--gpu=1", "--gpu-caps=compute,warp"], 2, "--gpu-caps: 'warp' is not a driver capability"),
         (["--gpu-memory=4GB"], 2, "--gpu-memory: qualifies a GPU request, but the job asks for no GPU"),
         (["--gpu=1", "-e", "NVIDIA_VISIBLE_DEVICES=none"], 2, "asks for no GPU, but the job also asks for GPUs"),

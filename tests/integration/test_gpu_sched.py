@@ -165,7 +165,7 @@ def test_request_fields_are_checked_against_the_machine(fresh_daemon):
     d = sim(fresh_daemon, "dgx1-v100")
     cases = [
         (["--gpu=1", "--gpu-type=H100"], "--gpu-type: no GPU of type 'H100' on this machine; it has Tesla V100-SXM2-16GB"),
-        (["--gpu=1", "--gpu-cc=9.0"], "--gpu: asks for 1 GPU with compute capability 9.0 or more; this machine has 0 "
+        (["--gpu=1", "--gpu-cc=9.0"], "--gpu-cc: asks for 1 GPU with compute capability 9.0 or more; this machine has 0 "
                                       "such GPUs of 8"),
         (["--gpu=1", "--gpu-cc=nine"], "--gpu-cc: 'nine' is not a compute capability; give MAJOR.MINOR"),
         (["--gpu=6", "--cross-numa=no"], "--gpu: asks for 6 GPUs on one NUMA node; no NUMA node of this machine has "

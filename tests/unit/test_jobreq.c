@@ -1257,6 +1257,43 @@ static void test_to_flags(void **state)
     json_decref(b);
 }
 
+/* issue 26: a refusal of a request built from flags names the flags, not the API's fields */
+static void test_flag_words(void **state)
+{
+    (void)state;
+    char s[200];
+    snprintf(s, sizeof s, "devices: do not also give gpu_count, gpu_all, gpu_mig or gpu_ids");
+    jobreq_flag_words(s, sizeof s);
+    assert_string_equal(s, "devices: do not also give --gpu, --gpu=all, --gpu-mig or --gpu-ids");
+    /* whole names only, never inside a configuration key or a longer word; a full stop ends one */
+    snprintf(s, sizeof s, "gpu_counts jobs.max_cpu max_cpu.x xgpu_ids less than gpu_memory_mb. name env");
+    jobreq_flag_words(s, sizeof s);
+    assert_string_equal(s, "gpu_counts jobs.max_cpu max_cpu.x xgpu_ids less than --gpu-memory. name env");
+    /* longer than the buffer: cut, still a string */
+    char small[12];
+    snprintf(small, sizeof small, "a gpu_mig b");
+    jobreq_flag_words(small, sizeof small);
+    assert_string_equal(small, "a --gpu-mig");
+}
+
+/* issue 26: every field with a flag of its own documents it (rnx job run --help, rnx(1) and
+ * completion are made from these) */
+static void test_every_flag_has_help(void **state)
+{
+    (void)state;
+    for (int i = 0; i < JR_N; i++) {
+        const jobreq_field *f = &jobreq_fields[i];
+        if (!f->flag || strchr(f->flag, '='))
+            continue;
+        assert_false(f->daemon_only);
+        assert_non_null(f->help);
+        assert_true(strlen(f->help) > 8);
+        /* a switch has no value; every other flag names its value */
+        bool sw = f->kind == JK_BOOL && i != JR_CROSS_NUMA;
+        assert_true(sw == (f->metavar == NULL));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1280,6 +1317,8 @@ int main(void)
         cmocka_unit_test(test_lookups),
         cmocka_unit_test(test_reword),
         cmocka_unit_test(test_to_flags),
+        cmocka_unit_test(test_flag_words),
+        cmocka_unit_test(test_every_flag_has_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
