@@ -448,6 +448,9 @@ int main(int argc, char **argv)
     http_stop();
     volumes_shutdown();
     launch_shutdown();
+    /* what no running job needs: the owners' /work filesystems, the runsc tmpfs */
+    workfs_shutdown();
+    isolation_shutdown();
     db_close(core.db);
     for (size_t i = 0; i < core.njobs; i++)
         job_free(core.jobs[i]);
