@@ -4,13 +4,14 @@ live job, and its loop device goes with it (autoclear); with no gVisor job left,
 (<state>/runsc) as well. An owner whose job still runs keeps its /work: the next daemon re-adopts
 the job and uses the same filesystem through the same loop device."""
 import glob
+import json
 import os
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, ROOT, need_root
 
 OTHER = 4326  # a second owner, no passwd entry needed (as in test_work_quota.py)
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
@@ -115,3 +116,60 @@ def test_a_live_job_keeps_its_work_across_a_clean_stop(fresh_daemon):
     d.stop()
     assert mounts_under(d.dir) == [], mounts_under(d.dir)
     assert loops_under(d.dir) == []
+
+
+# ---- issue 26, item 9 (part): what rnx and joblet say about simulated and allocated GPUs ----
+
+def sim_config():
+    return f"gpu:\n  fixture: {ROOT}/tests/fixtures/dgx-h100/machine.json\n  scrub: 0\n"
+
+
+def show(d, gpu):
+    p = d.rnx("gpu", "show", str(gpu), check=True)
+    return {line.split(":", 1)[0] + ":": line.split(":", 1)[1].strip() for line in p.stdout.splitlines()
+            if ":" in line and not line.startswith(" ")}
+
+
+def test_gpu_show_says_an_allocated_gpu_takes_no_new_job(fresh_daemon):
+    d = fresh_daemon(sim_config())
+    p = d.rnx("job", "run", "--gpu=2", "sleep", "600", check=True)
+    jid = p.stdout.strip()
+    held = [g["index"] for g in d.wait_status(jid, "RUNNING")["gpus"]]
+    free = next(g["index"] for g in d.api("GET", "/v1/gpus")[1]["gpus"] if g["index"] not in held)
+    for g in held:
+        s = show(d, g)
+        assert s["State:"].startswith("allocated"), s
+        # docs/health.md: allocated -> takes new jobs: no
+        assert s["Takes new jobs:"].startswith("no") and jid in s["Takes new jobs:"], s
+    s = show(d, free)
+    assert s["State:"] == "available" and s["Takes new jobs:"] == "yes", s
+    d.rnx("job", "stop", jid, check=True)
+    d.wait(jid)
+    s = show(d, held[0])
+    assert s["Takes new jobs:"] == "yes", s
+
+
+def test_cdi_generate_marks_a_simulated_machine(tmp_path):
+    cfg = tmp_path / "joblet.yml"
+    cfg.write_text(sim_config())
+    out = tmp_path / "nvidia.json"
+    p = subprocess.run([os.path.join(BUILD, "joblet"), "--config", str(cfg), "cdi", "generate", "--output", str(out)],
+                       capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    spec = json.loads(out.read_text())
+    # every GPU is named, none has a node: the spec says why
+    assert all(d["containerEdits"]["deviceNodes"] == [] for d in spec["devices"]), spec["devices"][:2]
+    assert spec["annotations"]["joblet.dev/simulated"] == "true", spec.get("annotations")
+    assert "simulated" in spec["annotations"]["joblet.dev/note"]
+    assert spec["cdiVersion"] == "0.6.0"  # the first CDI version with annotations
+    assert "simulated" in p.stderr and "no device nodes" in p.stderr, p.stderr
+
+
+def test_cdi_generate_leaves_real_gpus_unmarked(tmp_path):
+    need_root()
+    from test_cdi import generate  # the fake NVML machine of test_cdi.py: device nodes made with mknod
+    p, _ = generate(tmp_path, "dgx-h100")
+    spec = json.loads(p.stdout)
+    assert "annotations" not in spec and spec["cdiVersion"] == "0.5.0", spec.get("annotations")
+    assert "simulated" not in p.stderr, p.stderr
+
