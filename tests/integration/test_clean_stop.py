@@ -118,6 +118,23 @@ def test_a_live_job_keeps_its_work_across_a_clean_stop(fresh_daemon):
     assert loops_under(d.dir) == []
 
 
+@pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
+def test_a_live_gvisor_job_keeps_the_runsc_tmpfs_across_a_clean_stop(fresh_daemon):
+    d = fresh_daemon()
+    runsc = os.path.join(d.state, "runsc")
+    jid = d.submit("sh", "-c", "echo up; sleep 600", isolation="gvisor")
+    d.wait_status(jid, "RUNNING", timeout=60)
+    d.stop()
+    assert d.proc.returncode == 0, d.log()[-3000:]
+    assert runsc in mounts_under(d.dir), mounts_under(d.dir)  # its sandbox's state is there
+    d.start()
+    assert d.job(jid)["status"] == "RUNNING", d.job(jid)  # re-adopted, its sandbox's state found
+    d.rnx("job", "stop", jid, check=True)
+    assert d.wait(jid)["status"] in ("STOPPED", "KILLED", "FAILED"), d.job(jid)
+    d.stop()
+    assert mounts_under(d.dir) == [], mounts_under(d.dir)
+
+
 # ---- issue 26, item 9 (part): what rnx and joblet say about simulated and allocated GPUs ----
 
 def sim_config():
