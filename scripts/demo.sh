@@ -14,7 +14,23 @@ sock=$demo/joblet.sock
 export JOBLET_SOCKET=$sock
 ./build/joblet --state-dir "$demo/state" --socket "$sock" >"$demo/joblet.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; echo; echo "--- daemon log ($demo/joblet.log) ---"; cat "$demo/joblet.log"' EXIT
+# At the end: the daemon stopped (cleanly: it unmounts the users' /work filesystems and the runsc
+# tmpfs when no job runs), its log shown, then the scratch directory removed (about 2 GB of
+# sparse images) unless something is still mounted under it, or JOBLET_DEMO_KEEP=1 asks to keep it.
+finish() {
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+    echo; echo "--- daemon log ($demo/joblet.log) ---"; cat "$demo/joblet.log"
+    local left
+    left=$(awk -v d="$demo" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo)
+    if [[ -n $left ]]; then
+        printf 'demo: still mounted under %s, so it is kept:\n%s\n' "$demo" "$left" >&2
+    elif [[ ${JOBLET_DEMO_KEEP:-0} == 1 ]]; then
+        echo "demo: kept $demo (JOBLET_DEMO_KEEP=1)"
+    else
+        rm -rf --one-file-system "$demo"
+    fi
+}
+trap finish EXIT
 for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.05; done
 rnx() { "$root/build/rnx" "$@"; }
 step() { printf '\n\033[1m$ rnx %s\033[0m\n' "$*"; }

@@ -188,9 +188,23 @@ static void print_state(json_t *g)
         snprintf(buf + l, sizeof buf - l, ", HOT (%lld C, above gpu.max_temperature_c %lld: no new jobs until it "
                                           "cools to %lld C)", (long long)t, (long long)max, (long long)max - 5);
     print_kv("State:", buf);
+    /* takes_jobs is "in service" (the scheduler may give it to a job once it is free); what the
+     * user asks here is whether a new job gets it now, as docs/health.md's table says: an
+     * allocated GPU no, a shared one only shared jobs (docs/gpu.md) */
     json_t *tj = json_object_get(g, "takes_jobs");
-    if (json_is_boolean(tj))
+    const char *job = jstr(g, "job");
+    if (!json_is_boolean(tj))
+        return;
+    if (json_is_true(tj) && !strcmp(st, "allocated")) {
+        snprintf(buf, sizeof buf, "no (job %s has it; in service: a new job gets it once that ends)",
+                 job ? job : "-");
+        print_kv("Takes new jobs:", buf);
+    } else if (json_is_true(tj) && !strcmp(st, "shared")) {
+        print_kv("Takes new jobs:", "shared jobs only (--gpu-share), while it has room; a whole-GPU job once its "
+                                    "jobs end");
+    } else {
         print_kv("Takes new jobs:", json_is_true(tj) ? "yes" : "no");
+    }
 }
 
 /* What the health monitor last saw: the live sample, throttling, XIDs, ECC, remapped rows. A

@@ -61,6 +61,25 @@ static void runsc_root_mount(void)
                  "secret environment, go to its disk", runsc_root, strerror(errno));
 }
 
+void isolation_shutdown(void)
+{
+    /* mounted by this daemon or by an earlier one (which this one found and kept) */
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/runsc", core.cfg.state_dir);
+    struct stat here, parent;
+    if (stat(dir, &here) < 0 || stat(core.cfg.state_dir, &parent) < 0 || here.st_dev == parent.st_dev)
+        return;
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        if (j->shim_pid > 0 && j->req.isolation && !strcmp(j->req.isolation, "gvisor"))
+            return;
+    }
+    if (umount2(dir, UMOUNT_NOFOLLOW) < 0 && (errno != EBUSY || umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0))
+        log_warn("gVisor: the tmpfs on %s stays mounted: %s", dir, strerror(errno));
+    else
+        log_info("gVisor: no gVisor job runs: unmounted %s", dir);
+}
+
 const isolation_caps *isolation_caps_get(void) { return &caps; }
 
 /* The output (stdout and stderr together) of argv, at most len - 1 bytes, within 5 seconds;

@@ -29,6 +29,9 @@ const isolation_caps *isolation_caps_get(void);
 /* runsc's --root, <state_dir>/runsc (a tmpfs, mounted at the first call): its state and the
  * jobs' bundles. */
 const char *isolation_runsc_root(void);
+/* At a clean stop: unmounts the runsc tmpfs when no gVisor job runs (has a shim); one that
+ * runs keeps its sandbox's state there, for the next daemon. */
+void isolation_shutdown(void);
 /* The request's isolation, decided at submission: the user's own, else gvisor when
  * isolation.require_gvisor names the user (or one of their groups), else isolation.default;
  * gvisor is written into the request, native is left unwritten (NULL means native). Refused: native for such a user, gvisor where runsc is missing, a GPU

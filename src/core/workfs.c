@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -431,5 +432,44 @@ size_t workfs_sweep(bool (*orphan)(const char *name))
             closedir(m);
     }
     closedir(d);
+    return n;
+}
+
+/* Whether a job of owner's runs: its /work (a bind of a directory on the owner's filesystem,
+ * in the job's mount namespace) holds the filesystem and its loop device anyway. */
+static bool owner_runs(uid_t owner)
+{
+    for (size_t i = 0; i < core.njobs; i++)
+        if (core.jobs[i]->owner_uid == owner && core.jobs[i]->shim_pid > 0)
+            return true;
+    return false;
+}
+
+size_t workfs_shutdown(void)
+{
+    DIR *d = root[0] ? opendir(root) : NULL;
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        unsigned uid;
+        char tail[2], mnt[700];
+        if (sscanf(de->d_name, "%u%1s", &uid, tail) != 1)
+            continue;
+        snprintf(mnt, sizeof mnt, "%s/%s", root, de->d_name);
+        if (!diskimg_mounted(mnt) || owner_runs((uid_t)uid))
+            continue;
+        /* busy (an open file of the daemon's, a helper's directory): detached, and the loop
+         * device goes with its last user; the next daemon mounts the image through it meanwhile */
+        if (umount2(mnt, UMOUNT_NOFOLLOW) < 0 && (errno != EBUSY || umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)) {
+            log_warn("the /work filesystem of uid %u stays mounted on %s: %s", uid, mnt, strerror(errno));
+            continue;
+        }
+        n++;
+    }
+    closedir(d);
+    if (n)
+        log_info("unmounted the /work filesystems of %zu users with no running job", n);
     return n;
 }

@@ -9,9 +9,11 @@
  * Which of the two a job has is on disk: <jobs>/<id>/work exists, or <state>/work/<uid>/<id> is
  * its work (workfs_path). The shim binds the path its spec names (exec/spec.h: work_dir).
  *
- * The filesystems stay mounted when the daemon stops: running jobs keep using them, and a
- * daemon started again mounts each through the loop device that already holds it (diskimg.h),
- * never a second one over the same image. */
+ * When the daemon stops, the filesystem of an owner with a job still running stays mounted: the
+ * job keeps using it, and a daemon started again mounts each through the loop device that
+ * already holds it (diskimg.h), never a second one over the same image. The others are
+ * unmounted (workfs_shutdown), their loop devices going with them; the next daemon mounts them
+ * again (workfs_init). */
 #ifndef JOBLET_CORE_WORKFS_H
 #define JOBLET_CORE_WORKFS_H
 
@@ -62,5 +64,9 @@ uint64_t workfs_promised_mb(dev_t dev);
 /* Removes each entry, on every owner's filesystem, for whose name orphan() says so (a job the
  * database does not hold: core/orphans.c); how many. */
 size_t workfs_sweep(bool (*orphan)(const char *name));
+
+/* At a clean stop: unmounts the filesystem of each owner none of whose jobs runs (has a shim);
+ * how many. */
+size_t workfs_shutdown(void);
 
 #endif

@@ -297,6 +297,11 @@ static int cdi_generate(const char *output)
     if (core.gpu.found && !core.gpu.inv.simulated && core.gpu.inv.n)
         gpu_spec_find_driver_libs();
     json_t *spec = cdi_spec_json(&e);
+    if (spec && core.gpu.inv.simulated)
+        fprintf(stderr, "joblet: cdi generate: these %d GPUs are simulated (gpu.fixture %s): the spec has no device "
+                        "nodes and no driver libraries, and is marked so (annotation %s: \"true\", cdiVersion "
+                        "0.6.0); a container given one of its devices gets no GPU\n",
+                core.gpu.inv.n, core.cfg.gpu.fixture, CDI_SIMULATED_MARK);
     gpu_discovery_free(&core.gpu);
     free(core.driver_libs);
     core.driver_libs = NULL;
@@ -448,6 +453,9 @@ int main(int argc, char **argv)
     http_stop();
     volumes_shutdown();
     launch_shutdown();
+    /* what no running job needs: the owners' /work filesystems, the runsc tmpfs */
+    workfs_shutdown();
+    isolation_shutdown();
     db_close(core.db);
     for (size_t i = 0; i < core.njobs; i++)
         job_free(core.jobs[i]);
