@@ -41,7 +41,8 @@ def test_callers_see_only_their_own_jobs(daemon):
         for cmd in (("job", "status"), ("job", "log", "--no-follow"), ("job", "stop"), ("job", "delete")):
             p = as_user(daemon, *cmd, root_job)
             assert p.returncode == 1, (cmd, p.stdout, p.stderr)
-            assert "no job" in p.stderr, (cmd, p.stderr)
+            # its full id: said to be another user's, and nothing else of it (issue 26)
+            assert f"job {root_job} is another user's job" in p.stderr and "sleep" not in p.stderr, (cmd, p.stderr)
         assert daemon.job(root_job)["status"] == "RUNNING"
         p = as_user(daemon, "job", "run", "true")
         assert p.returncode == 0, p.stderr

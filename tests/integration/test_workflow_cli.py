@@ -224,7 +224,8 @@ def test_gpu_requests_this_machine_can_never_satisfy(fresh_daemon, tmp_path):
                                        "      gpu_memory_mb: 200GB\n")
     p = rnx(d, "workflow", "run", path)
     assert p.returncode == 1
-    assert p.stderr.startswith(f"{path}:5:18: job 'a': gpu_count: asks for 1 GPU with at least 204800 MB each; "
+    # the refusal is the memory's, at its line (issue 26: not blamed on gpu_count)
+    assert p.stderr.startswith(f"{path}:6:22: job 'a': gpu_memory_mb: asks for 1 GPU with at least 204800 MB each; "
                                "this machine has 0 such GPUs of 4"), p.stderr
     # a qualifier without a GPU request, where the file does not say gpu_count: at its resources
     path = write(tmp_path, "q.yaml", "jobs:\n  a:\n    command: 'true'\n    resources:\n      max_memory: 64\n"
