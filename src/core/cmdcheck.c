@@ -197,7 +197,9 @@ static int refuse_missing(const job_req *req, const root *r, const char *list, c
         snprintf(also, sizeof also, "; %s exists there", have);
     if (rts[0]) {
         size_t l = strlen(also);
-        snprintf(also + l, sizeof also - l, "; the runtimes %s have '%.64s' (--runtime; rnx runtime list)", rts, name);
+        bool many = strchr(rts, ',');
+        snprintf(also + l, sizeof also - l, "; the runtime%s %s ha%s '%.64s' (--runtime; rnx runtime list)",
+                 many ? "s" : "", rts, many ? "ve" : "s", name);
     }
     return jerr_field(e, "command", "command: '%.200s' is not found in the job's root (%s) along PATH=%.400s%s", name,
                       in, list, also);
