@@ -33,7 +33,8 @@
 #include "volumes.h"
 #include "workfs.h"
 
-static const char *const base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/* The PATH a job gets when it gives none (launch.h). */
+const char *const launch_default_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 static void add_env(char ***env, size_t *n, const char *k, const char *v)
 {
@@ -73,7 +74,7 @@ static char **job_env(const job *j, const gpu_spec *gs, const runtime *rt)
         if (!jobreq_env_get(r, false, defaults[i][0]) && !jobreq_env_get(r, true, defaults[i][0]))
             add_env(&env, &n, defaults[i][0], defaults[i][1]);
     if (!jobreq_env_get(r, true, "PATH"))
-        add_path_env(r, "PATH", base_path, gs->path_add, &env, &n);
+        add_path_env(r, "PATH", launch_default_path, gs->path_add, &env, &n);
     if (!jobreq_env_get(r, true, "LD_LIBRARY_PATH"))
         add_path_env(r, "LD_LIBRARY_PATH", "", gs->ld_add, &env, &n);
     add_env(&env, &n, "JOB_ID", j->id);

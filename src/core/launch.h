@@ -9,6 +9,10 @@
 #include "../common/err.h"
 #include "job.h"
 
+/* The PATH a job gets when its environment gives none (GPU jobs get the CUDA toolkit's bin
+ * appended); submission resolves the command along it too (cmdcheck.h). */
+extern const char *const launch_default_path;
+
 /* The shim zygote (exec/zygote.h), started once; stopped at shutdown. */
 void launch_init(void);
 void launch_shutdown(void);

@@ -17,6 +17,7 @@
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
+#include "cmdcheck.h"
 #include "gpu_validate.h"
 #include "isolation.h"
 #include "job_events.h"
@@ -364,7 +365,10 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
     }
     if (isolation_decide(req, caller_uid, caller_gid, e) < 0)
         return -1;
-    return check_names(req, caller_uid, caller_gid, e);
+    if (check_names(req, caller_uid, caller_gid, e) < 0)
+        return -1;
+    /* the command, in the root the job will have: refused now, before anything is granted */
+    return cmdcheck_resolve(req, e);
 }
 
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
