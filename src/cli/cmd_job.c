@@ -837,20 +837,6 @@ static void gpus_cell(json_t *job, char *out, size_t outlen)
         snprintf(out, outlen, "%lld wanted", (long long)count);
 }
 
-/* The owner's user name, else its uid ("-" when the job has none). */
-static void owner_cell(json_t *job, char *out, size_t outlen)
-{
-    int64_t uid;
-    snprintf(out, outlen, "-");
-    if (!jint(job, "owner_uid", &uid) || uid < 0 || uid > UINT32_MAX)
-        return;
-    const struct passwd *pw = getpwuid((uid_t)uid);
-    if (pw && pw->pw_name && *pw->pw_name && strlen(pw->pw_name) < outlen)
-        snprintf(out, outlen, "%s", pw->pw_name);
-    else
-        snprintf(out, outlen, "%lld", (long long)uid);
-}
-
 /* One row; with_user adds the owner before the command. */
 static void list_row(table *t, json_t *job, bool with_user)
 {
@@ -870,7 +856,7 @@ static void list_row(table *t, json_t *job, bool with_user)
     char *cmd_cell = cell_text(cmd, 40);
     const char *status = jstr(job, "status");
     gpus_cell(job, gpus, sizeof gpus);
-    owner_cell(job, user, sizeof user);
+    fmt_owner(job, user, sizeof user);
     char *user_cell = cell_text(user, 16);
     /* without the user column the table takes the first eight cells: the command is the eighth */
     const char *cells[] = {short_id, name_cell, status ? status : "-", exit_s, gpus, created, dur,
@@ -880,18 +866,6 @@ static void list_row(table *t, json_t *job, bool with_user)
     free(user_cell);
     free(cmd);
     free(cmd_cell);
-}
-
-/* Whether the caller sees other users' jobs in the list (GET /v1/whoami's sees_all_jobs: root):
- * the table then says whose each job is. An older daemon without whoami: no column. */
-static bool sees_all_jobs(rnx_client *cl)
-{
-    json_t *me = NULL;
-    jerr e = {0};
-    bool all = client_request(cl, "GET", "/v1/whoami", NULL, &me, &e) >= 0 &&
-               json_is_true(json_object_get(me, "sees_all_jobs"));
-    json_decref(me);
-    return all;
 }
 
 /* --user NAME|UID as the uid the API filters by. */
@@ -1002,7 +976,7 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
         } else if (ctx->json) {
             print_json(jobs);
         } else {
-            bool with_user = sees_all_jobs(cl);
+            bool with_user = client_sees_all_jobs(cl);   /* root: whose each job is */
             static const char *const headers[] = {"ID",      "NAME",     "STATUS", "EXIT",   "GPUS",
                                                   "CREATED", "DURATION", "USER",   "COMMAND"};
             static const char *const plain[] = {"ID",   "NAME",    "STATUS",   "EXIT",

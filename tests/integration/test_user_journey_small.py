@@ -1,7 +1,8 @@
 """The small items of issue 26's point 9 that a new user hit with rnx:
 
 a. `rnx job list` says whose each job is (a USER column) to a caller who sees other users'
-   jobs (root), and not to anyone else; --json is the API's list, unchanged.
+   jobs (root), and not to anyone else; --json is the API's list, unchanged. So does
+   `rnx workflow list` (the sibling).
 b. `rnx monitor status` and `rnx monitor watch` show the temperature (and utilization, power,
    memory) `rnx gpu list` shows, also for a simulated GPU that has no health sample.
 c. A conflict between a GPU flag and NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES given
@@ -16,7 +17,9 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 
 from conftest import BUILD, ROOT
 
@@ -90,6 +93,34 @@ def test_job_list_names_each_jobs_user_for_root_only(fresh_daemon):
     assert [sorted(j) for j in listed] == [sorted(j) for j in api["jobs"]]
     assert all("user" not in j for j in listed)
     assert {j["owner_uid"] for j in listed} == {0, NOBODY[0], NAMELESS[0]}
+
+
+def test_workflow_list_names_each_workflows_user_for_root_only(fresh_daemon):
+    """The sibling: root's `rnx workflow list` shows every user's workflows too."""
+    d = fresh_daemon()
+    where = tempfile.mkdtemp(prefix="joblet-it-wf-")   # pytest's tmp_path is root's alone
+    try:
+        os.chmod(where, 0o755)
+        path = os.path.join(where, "w.yaml")
+        with open(path, "w") as f:
+            f.write("jobs:\n  one:\n    command: 'true'\n")
+        os.chmod(path, 0o644)
+        for who in (None, NOBODY, NAMELESS):
+            p = rnx(d.sock, "workflow", "run", path, user=who)
+            assert p.returncode == 0, p.stderr
+    finally:
+        shutil.rmtree(where)
+    p = rnx(d.sock, "workflow", "list")
+    assert p.returncode == 0, p.stderr
+    head, rows = table(p.stdout)
+    assert head == ["ID", "NAME", "STATE", "JOBS", "USER", "CREATED", "DURATION"], p.stdout
+    assert sorted(r[4] for r in rows) == sorted(["root", "nobody", str(NAMELESS[0])]), rows
+    p = rnx(d.sock, "workflow", "list", user=NOBODY)
+    assert p.returncode == 0, p.stderr
+    head, rows = table(p.stdout)
+    assert head == ["ID", "NAME", "STATE", "JOBS", "CREATED", "DURATION"] and len(rows) == 1, p.stdout
+    p = rnx(d.sock, "--json", "workflow", "list")
+    assert sorted(w["owner_uid"] for w in json.loads(p.stdout)) == sorted([0, NOBODY[0], NAMELESS[0]])
 
 
 # ---- b. monitor and gpu list agree ----------------------------------------------------------
