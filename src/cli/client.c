@@ -583,3 +583,13 @@ int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, 
     free(l.pending.data);
     return ret;
 }
+
+bool client_sees_all_jobs(rnx_client *c)
+{
+    json_t *me = NULL;
+    jerr e = {0};
+    bool all = client_request(c, "GET", "/v1/whoami", NULL, &me, &e) >= 0 &&
+               json_is_true(json_object_get(me, "sees_all_jobs"));
+    json_decref(me);
+    return all;
+}

@@ -3,6 +3,7 @@
 #define JOBLET_CLIENT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,9 @@ void client_free(rnx_client *c);
  *   e->msg   the API error's message, or what went wrong on the way */
 int client_request(rnx_client *c, const char *method, const char *path, json_t *body,
                    json_t **out, jerr *e);
+/* Whether the caller sees other users' jobs and workflows in the lists (GET /v1/whoami's
+ * sees_all_jobs: root); false when joblet does not say (an older daemon). */
+bool client_sees_all_jobs(rnx_client *c);
 
 /* Fills buf with up to cap bytes of a body: how many, 0 at its end, -1 with e set to stop. */
 typedef long (*client_source_fn)(void *ud, char *buf, size_t cap, jerr *e);

@@ -611,7 +611,7 @@ static json_t *run_body(run_req *r)
         rnx_usage("%s", e.msg);
         return NULL;
     }
-    if (jobreq_check(&r->req, &e) < 0) {
+    if (jobreq_check_submitted(&r->req, &e) < 0) {
         bad_flag(&e);
         return NULL;
     }
@@ -837,9 +837,10 @@ static void gpus_cell(json_t *job, char *out, size_t outlen)
         snprintf(out, outlen, "%lld wanted", (long long)count);
 }
 
-static void list_row(table *t, json_t *job)
+/* One row; with_user adds the owner before the command. */
+static void list_row(table *t, json_t *job, bool with_user)
 {
-    char created[64], dur[32] = "-", exit_s[16] = "-", gpus[96];
+    char created[64], dur[32] = "-", exit_s[16] = "-", gpus[96], user[64];
     int64_t v;
     const char *id = jstr(job, "id");
     char short_id[9];
@@ -855,9 +856,14 @@ static void list_row(table *t, json_t *job)
     char *cmd_cell = cell_text(cmd, 40);
     const char *status = jstr(job, "status");
     gpus_cell(job, gpus, sizeof gpus);
-    const char *cells[] = {short_id, name_cell, status ? status : "-", exit_s, gpus, created, dur, cmd_cell};
+    fmt_owner(job, user, sizeof user);
+    char *user_cell = cell_text(user, 16);
+    /* without the user column the table takes the first eight cells: the command is the eighth */
+    const char *cells[] = {short_id, name_cell, status ? status : "-", exit_s, gpus, created, dur,
+                           with_user ? user_cell : cmd_cell, cmd_cell};
     table_add(t, cells);
     free(name_cell);
+    free(user_cell);
     free(cmd);
     free(cmd_cell);
 }
@@ -970,13 +976,16 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
         } else if (ctx->json) {
             print_json(jobs);
         } else {
-            static const char *const headers[] = {"ID",   "NAME",    "STATUS",   "EXIT",
-                                                  "GPUS", "CREATED", "DURATION", "COMMAND"};
-            table *t = table_new(ARRAY_LEN(headers), headers);
+            bool with_user = client_sees_all_jobs(cl);   /* root: whose each job is */
+            static const char *const headers[] = {"ID",      "NAME",     "STATUS", "EXIT",   "GPUS",
+                                                  "CREATED", "DURATION", "USER",   "COMMAND"};
+            static const char *const plain[] = {"ID",   "NAME",    "STATUS",   "EXIT",
+                                                "GPUS", "CREATED", "DURATION", "COMMAND"};
+            table *t = with_user ? table_new(ARRAY_LEN(headers), headers) : table_new(ARRAY_LEN(plain), plain);
             size_t i;
             json_t *job;
             json_array_foreach(jobs, i, job)
-                list_row(t, job);
+                list_row(t, job, with_user);
             table_print(t, stdout);
             table_free(t);
         }

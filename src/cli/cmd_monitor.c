@@ -91,18 +91,20 @@ static void host_line(json_t *m, char *out, size_t len)
              (long long)cpus, ld, mem, up);
 }
 
-/* The GPU's cells from its last health sample; "-" for what is not known. */
+/* The GPU's cells, "-" for what is not known. From the GPU's top-level telemetry, as `rnx gpu
+ * list` and the console read it: the last health sample's where the monitor has sampled, what
+ * discovery read otherwise (a simulated GPU's fixture values, say); "health" alone would leave
+ * them "-" until the first sample, and always with health sampling off. */
 static void gpu_cells(json_t *g, char util[16], char mem[48], char temp[16], char power[16])
 {
-    json_t *h = json_object_get(g, "health");
     bool k1, k2;
-    double v = num(h, "utilization_pct", &k1);
+    double v = num(g, "utilization_pct", &k1);
     snprintf(util, 16, k1 ? "%.0f%%" : "-", v);
-    v = num(h, "temperature_c", &k1);
+    v = num(g, "temperature_c", &k1);
     snprintf(temp, 16, k1 ? "%.0fC" : "-", v);
-    v = num(h, "power_w", &k1);
+    v = num(g, "power_w", &k1);
     snprintf(power, 16, k1 ? "%.0fW" : "-", v);
-    double used = num(h, "memory_used_mb", &k1), total = num(g, "memory_total_mb", &k2);
+    double used = num(g, "memory_used_mb", &k1), total = num(g, "memory_total_mb", &k2);
     if (k2)
         snprintf(mem, 48, k1 ? "%.0f / %.0f MiB" : "- / %.0f MiB", k1 ? used : total, total);
     else

@@ -1,5 +1,4 @@
 /* The "rnx volume" commands: create, list, remove (docs/volumes.md). */
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,17 +57,6 @@ static int call(const rnx_ctx *ctx, const char *method, const char *path, json_t
     return rc < 0 ? server_error(&e) : RNX_OK;
 }
 
-static void owner_name(json_t *v, char *out, size_t len)
-{
-    int64_t uid = -1;
-    jint(v, "owner_uid", &uid);
-    struct passwd *pw = uid >= 0 ? getpwuid((uid_t)uid) : NULL;
-    if (pw)
-        snprintf(out, len, "%s", pw->pw_name);
-    else
-        snprintf(out, len, "%lld", (long long)uid);
-}
-
 /* "12.0 MB (22%)" of what the volume's files can use. */
 static void used_cell(json_t *v, char *out, size_t len)
 {
@@ -124,7 +112,7 @@ static int volume_list(const rnx_ctx *ctx)
         if (jint(v, "size_mb", &mb))
             fmt_mb((uint64_t)mb, size, sizeof size);
         used_cell(v, used, sizeof used);
-        owner_name(v, owner, sizeof owner);
+        fmt_owner(v, owner, sizeof owner);
         note_cell(v, note, sizeof note);
         json_t *js = json_object_get(v, "jobs");
         int64_t n = (int64_t)json_array_size(js);

@@ -641,20 +641,28 @@ static int workflow_list(rnx_ctx *ctx, int argc, char **argv)
         return rc < 0 ? RNX_OK : rc;
     if (optind < argc)
         return rnx_usage("workflow list: unexpected argument '%s'; usage: rnx workflow list [--json]", argv[optind]);
-    if ((rc = request(ctx, "GET", NULL, "", &resp)) != 0)
-        return rc;
+    rnx_client *c = client_new(ctx->socket);
+    jerr e = {0};
+    if (client_request(c, "GET", "/v1/workflows", NULL, &resp, &e) < 0) {
+        client_free(c);
+        return rnx_fail("%s", e.msg);
+    }
+    /* root sees every user's workflows: whose each one is (as rnx job list) */
+    bool with_user = !ctx->json && client_sees_all_jobs(c);
+    client_free(c);
     json_t *wfs = json_object_get(resp, "workflows"), *wf;
     if (!json_is_array(wfs)) {
         rc = rnx_fail("joblet's workflow list has no \"workflows\" array");
     } else if (ctx->json) {
         print_json(wfs);
     } else {
-        static const char *const headers[] = {"ID", "NAME", "STATE", "JOBS", "CREATED", "DURATION"};
-        table *t = table_new(ARRAY_LEN(headers), headers);
+        static const char *const headers[] = {"ID", "NAME", "STATE", "JOBS", "USER", "CREATED", "DURATION"};
+        static const char *const plain[] = {"ID", "NAME", "STATE", "JOBS", "CREATED", "DURATION"};
+        table *t = with_user ? table_new(ARRAY_LEN(headers), headers) : table_new(ARRAY_LEN(plain), plain);
         size_t i, k;
         json_t *j;
         json_array_foreach(wfs, i, wf) {
-            char id[9], jobs[48], created[64], el[32];
+            char id[9], jobs[48], created[64], el[32], owner[64];
             size_t done = 0, n = json_array_size(json_object_get(wf, "jobs"));
             json_array_foreach(json_object_get(wf, "jobs"), k, j)
                 done += job_ended(j);
@@ -663,9 +671,13 @@ static int workflow_list(rnx_ctx *ctx, int argc, char **argv)
             fmt_local_time(jstr(wf, "created_at"), created, sizeof created);
             fmt_wf_elapsed(wf, el, sizeof el);
             char *name = cell_text(jstr(wf, "name"), 40);
-            const char *cells[] = {id, name, jstr(wf, "state"), jobs, created, el[0] ? el : "-"};
-            table_add(t, cells);
+            fmt_owner(wf, owner, sizeof owner);
+            char *user = cell_text(owner, 16);
+            const char *cells[] = {id, name, jstr(wf, "state"), jobs, user, created, el[0] ? el : "-"};
+            const char *cells_plain[] = {id, name, jstr(wf, "state"), jobs, created, el[0] ? el : "-"};
+            table_add(t, with_user ? cells : cells_plain);
             free(name);
+            free(user);
         }
         table_print(t, stdout);
         table_free(t);

@@ -4,6 +4,7 @@
 
 #include "../common/jobreq.h"
 
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -991,4 +992,17 @@ void print_json(json_t *v)
     else
         fputs("{}", stdout);
     putchar('\n');
+}
+
+void fmt_owner(json_t *o, char *out, size_t outlen)
+{
+    int64_t uid;
+    snprintf(out, outlen, "-");
+    if (!jint(o, "owner_uid", &uid) || uid < 0 || uid > UINT32_MAX)
+        return;
+    const struct passwd *pw = getpwuid((uid_t)uid);
+    if (pw && pw->pw_name && *pw->pw_name)
+        snprintf(out, outlen, "%s", pw->pw_name);
+    else
+        snprintf(out, outlen, "%lld", (long long)uid);
 }

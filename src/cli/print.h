@@ -44,6 +44,9 @@ bool jint(json_t *obj, const char *key, int64_t *out);   /* false when absent/nu
  * "killed: out of memory (memory limit 64 MB)", "stopped: time limit 30s reached", ...
  * Empty when the job has no end_reason. */
 void fmt_end_reason(json_t *job, char *out, size_t outlen);
+/* The owner (owner_uid) of a job, workflow or volume: its user name on this machine, else the
+ * uid; "-" when there is none. */
+void fmt_owner(json_t *o, char *out, size_t outlen);
 
 /* Wall time the job ran: ended-started, or now-started while it runs; false when it has not started. */
 bool job_elapsed_ms(json_t *job, int64_t *ms);

@@ -1177,7 +1177,7 @@ static void walk_job(ctx *c, wjob *j)
             field_value(c, j, &jobreq_fields[i], given[i]);
     requires_list(c, j);
     /* the rules between fields, once every field of the job reads well */
-    if (c->errs->n + c->errs->dropped == before && jobreq_check(&j->req, &e) < 0)
+    if (c->errs->n + c->errs->dropped == before && jobreq_check_submitted(&j->req, &e) < 0)
         schema_error(c, node_of(j, e.field), &e);
     j->request = jobreq_to_json(&j->req, JOBREQ_JSON_SECRETS);
     c->job = NULL;

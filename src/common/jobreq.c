@@ -944,8 +944,6 @@ static int field_from_json(job_req *r, const jobreq_field *f, json_t *v, json_t 
     return 0;
 }
 
-static int nvidia_env(job_req *r, jerr *e);
-
 int jobreq_from_json(json_t *body, job_req *r, int flags, time_t now, jerr *e)
 {
     *r = (job_req){0};
@@ -981,7 +979,7 @@ int jobreq_from_json(json_t *body, job_req *r, int flags, time_t now, jerr *e)
         }
     }
     /* a stored request was checked when it was submitted (and its NVIDIA variables read) */
-    if (!(flags & JOBREQ_FROM_DB) && (nvidia_env(r, e) < 0 || jobreq_check(r, e) < 0))
+    if (!(flags & JOBREQ_FROM_DB) && jobreq_check_submitted(r, e) < 0)
         goto fail;
     return 0;
 fail:
@@ -1350,6 +1348,11 @@ int jobreq_check(const job_req *r, jerr *e)
         return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%s asks for no GPU, but the job also asks for GPUs; "
                                     "drop one of the two", jobreq_env_get(r, false, "NVIDIA_VISIBLE_DEVICES"));
     return 0;
+}
+
+int jobreq_check_submitted(job_req *r, jerr *e)
+{
+    return nvidia_env(r, e) < 0 ? -1 : jobreq_check(r, e);
 }
 
 int jobreq_check_machine(const job_req *r, const jobreq_machine *m, jerr *e)

@@ -146,6 +146,11 @@ void jobreq_add_upload(job_req *r, const jobreq_upload *u);
  * is listed before it, content_b64 and streamed files are not mixed, and every symlink stays
  * inside /work (jobreq_upload_links_check). */
 int jobreq_check(const job_req *r, jerr *e);
+/* What jobreq_from_json does once every field is read: NVIDIA_VISIBLE_DEVICES and
+ * NVIDIA_DRIVER_CAPABILITIES in env read as the GPU fields they ask for (added to *r when the
+ * job gives none), then jobreq_check. rnx and a workflow file's check call it, so a request
+ * built from flags is refused before anything is sent exactly where the daemon would refuse it. */
+int jobreq_check_submitted(job_req *r, jerr *e);
 
 /* True when some file of the request has a declared size and no content_b64: its bytes follow
  * the request (PUT /v1/uploads/{id}). */

@@ -201,7 +201,7 @@ static void test_example_pipeline(void **state)
     assert_string_equal(json_string_value(json_object_get(body, "name")), "ml-training-pipeline");
     json_t *jobs = json_object_get(body, "jobs");
     assert_int_equal(json_array_size(jobs), 3);
-    /* the seed's structure and resources, with shell commands and no runtime */
+    /* the seed's structure and resources (its max_cpu sized for 2 CPUs), with shell commands and no runtime */
     for (size_t i = 0; i < 3; i++) {
         json_t *j = json_array_get(jobs, i), *req = json_object_get(j, "request");
         assert_null(json_object_get(j, "runtime"));
@@ -210,9 +210,9 @@ static void test_example_pipeline(void **state)
     }
     assert_json(jobs,
                 "[{\"name\": \"data-preprocessing\", \"requires\": [],"
-                "  \"request\": {\"name\": \"data-preprocessing\", \"command\": \"sh\", \"max_cpu\": 200, \"max_memory_mb\": 4096}},"
+                "  \"request\": {\"name\": \"data-preprocessing\", \"command\": \"sh\", \"max_cpu\": 100, \"max_memory_mb\": 4096}},"
                 " {\"name\": \"model-training\", \"requires\": [{\"job\": \"data-preprocessing\", \"status\": \"COMPLETED\"}],"
-                "  \"request\": {\"name\": \"model-training\", \"command\": \"sh\", \"max_cpu\": 800, \"max_memory_mb\": 16384,"
+                "  \"request\": {\"name\": \"model-training\", \"command\": \"sh\", \"max_cpu\": 200, \"max_memory_mb\": 16384,"
                 "               \"gpu_count\": 2, \"gpu_memory_mb\": 8192}},"
                 " {\"name\": \"model-evaluation\", \"requires\": [{\"job\": \"model-training\", \"status\": \"COMPLETED\"}],"
                 "  \"request\": {\"name\": \"model-evaluation\", \"command\": \"sh\", \"max_memory_mb\": 8192, \"gpu_count\": 1,"
