@@ -19,6 +19,11 @@
 
 enum found { FOUND, MISSING, NOEXEC, UNKNOWN };
 
+/* PATH entries looked at, at most, per name: each is a few system calls on the loop, and a
+ * request (a workflow of 1,000 jobs) may carry a PATH of thousands; past them the command is
+ * left to the job, as one in a volume is. */
+#define CMDCHECK_PATH_MAX 32
+
 /* The root a command is looked for in: a runtime's tree (an O_PATH fd on it), or the host's
  * system directories as the job is given them (fd -1). */
 typedef struct root {
@@ -105,7 +110,10 @@ static enum found along(const job_req *req, const root *r, const char *list, con
 {
     enum found best = MISSING;
     char dir[4200], joined[8400], path[4200];
+    int entries = 0;
     for (const char *p = list; p;) {
+        if (++entries > CMDCHECK_PATH_MAX)
+            return best == NOEXEC ? NOEXEC : UNKNOWN; /* not looked at further: left to the job */
         p = cmdpath_next(p, dir, sizeof dir);
         snprintf(joined, sizeof joined, "%s/%s", dir, name);
         if (cmdpath_normalize(workdir, joined, path, sizeof path) < 0)
