@@ -403,49 +403,9 @@ uint64_t workfs_promised_mb(dev_t dev)
     return promised;
 }
 
-size_t workfs_sweep(bool (*orphan)(const char *name))
-{
-    DIR *d = opendir(root);
-    if (!d)
-        return 0;
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        unsigned uid;
-        char tail[2], mnt[700];
-        if (sscanf(de->d_name, "%u%1s", &uid, tail) != 1)
-            continue;
-        snprintf(mnt, sizeof mnt, "%s/%s", root, de->d_name);
-        DIR *m = diskimg_mounted(mnt) ? opendir(mnt) : NULL;
-        struct dirent *e;
-        while (m && (e = readdir(m))) {
-            char path[1000];
-            if (!orphan(e->d_name))
-                continue;
-            snprintf(path, sizeof path, "%s/%s", mnt, e->d_name);
-            if (rm_rf(path) < 0)
-                log_warn("the work %s of a job the database does not hold: not removed: %s", path, strerror(errno));
-            else
-                n++;
-        }
-        if (m)
-            closedir(m);
-    }
-    closedir(d);
-    return n;
-}
-
-/* Whether a job of owner's runs: its /work (a bind of a directory on the owner's filesystem,
- * in the job's mount namespace) holds the filesystem and its loop device anyway. */
-static bool owner_runs(uid_t owner)
-{
-    for (size_t i = 0; i < core.njobs; i++)
-        if (core.jobs[i]->owner_uid == owner && core.jobs[i]->shim_pid > 0)
-            return true;
-    return false;
-}
-
-size_t workfs_shutdown(void)
+/* Calls fn for each owner's mount point under <state>/work ("<state>/work/<uid>"); the sum of
+ * what it returns. */
+static size_t each_owner_mnt(size_t (*fn)(uid_t owner, const char *mnt, void *arg), void *arg)
 {
     DIR *d = root[0] ? opendir(root) : NULL;
     if (!d)
@@ -458,17 +418,64 @@ size_t workfs_shutdown(void)
         if (sscanf(de->d_name, "%u%1s", &uid, tail) != 1)
             continue;
         snprintf(mnt, sizeof mnt, "%s/%s", root, de->d_name);
-        if (!diskimg_mounted(mnt) || owner_runs((uid_t)uid))
-            continue;
-        /* busy (an open file of the daemon's, a helper's directory): detached, and the loop
-         * device goes with its last user; the next daemon mounts the image through it meanwhile */
-        if (umount2(mnt, UMOUNT_NOFOLLOW) < 0 && (errno != EBUSY || umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)) {
-            log_warn("the /work filesystem of uid %u stays mounted on %s: %s", uid, mnt, strerror(errno));
-            continue;
-        }
-        n++;
+        n += fn((uid_t)uid, mnt, arg);
     }
     closedir(d);
+    return n;
+}
+
+static size_t sweep_one(uid_t owner, const char *mnt, void *arg)
+{
+    bool (*const *orphan)(const char *name) = arg;
+    (void)owner;
+    DIR *m = diskimg_mounted(mnt) ? opendir(mnt) : NULL;
+    if (!m)
+        return 0;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(m))) {
+        char path[1000];
+        if (!(*orphan)(e->d_name))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", mnt, e->d_name);
+        if (rm_rf(path) < 0)
+            log_warn("the work %s of a job the database does not hold: not removed: %s", path, strerror(errno));
+        else
+            n++;
+    }
+    closedir(m);
+    return n;
+}
+
+size_t workfs_sweep(bool (*orphan)(const char *name)) { return each_owner_mnt(sweep_one, &orphan); }
+
+/* Whether a job of owner's runs: its /work (a bind of a directory on the owner's filesystem,
+ * in the job's mount namespace) holds the filesystem and its loop device anyway. */
+static bool owner_runs(uid_t owner)
+{
+    for (size_t i = 0; i < core.njobs; i++)
+        if (core.jobs[i]->owner_uid == owner && core.jobs[i]->shim_pid > 0)
+            return true;
+    return false;
+}
+
+static size_t unmount_idle(uid_t owner, const char *mnt, void *arg)
+{
+    (void)arg;
+    if (!diskimg_mounted(mnt) || owner_runs(owner))
+        return 0;
+    /* busy (an open file of the daemon's, a helper's directory): detached, and the loop
+     * device goes with its last user; the next daemon mounts the image through it meanwhile */
+    if (umount2(mnt, UMOUNT_NOFOLLOW) < 0 && (errno != EBUSY || umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)) {
+        log_warn("the /work filesystem of uid %u stays mounted on %s: %s", (unsigned)owner, mnt, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+size_t workfs_shutdown(void)
+{
+    size_t n = each_owner_mnt(unmount_idle, NULL);
     if (n)
         log_info("unmounted the /work filesystems of %zu users with no running job", n);
     return n;
