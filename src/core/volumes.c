@@ -859,10 +859,12 @@ static void on_owed(loop_task *t)
         if (v->type != VOLUME_MEMORY || v->state != VOLUME_READY || kept(v))
             continue;
         jerr e = {0};
+        char name[sizeof v->name];
+        snprintf(name, sizeof name, "%s", v->name); /* destroy frees v */
         if (destroy(v, &e) < 0)
-            log_err("memory volume %s: the upload that kept it went, but: %s", v->name, e.msg);
+            log_err("memory volume %s: the upload that kept it went, but: %s", name, e.msg);
         else
-            log_info("memory volume %s removed: the upload that kept it after its last job ended went", v->name);
+            log_info("memory volume %s removed: the upload that kept it after its last job ended went", name);
     }
 }
 static loop_task owed_task = {.fn = on_owed};

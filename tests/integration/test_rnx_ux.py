@@ -377,6 +377,10 @@ def test_every_command_takes_its_flags_before_or_after_its_operands(fresh_daemon
     d.wait(done)
     p = d.rnx("workflow", "run", os.path.join(os.path.dirname(FIX), "..", "examples", "diamond.yaml"), check=True)
     wid = p.stdout.split()[0] if p.stdout.split() else ""
+    # read once it has ended: two reads of a running workflow differ (its durations, its states)
+    deadline = time.time() + 60
+    while time.time() < deadline and d.api("GET", f"/v1/workflows/{wid}")[1].get("state") in ("PENDING", "RUNNING"):
+        time.sleep(0.1)
     wf = tmp_path / "ok.yaml"
     wf.write_text("name: ok\njobs:\n  a:\n    command: 'true'\n")
 
