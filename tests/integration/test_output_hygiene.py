@@ -8,13 +8,15 @@ import time
 
 def test_daemon_log_keeps_one_record_per_line(daemon):
     forged = "2026-01-01T00:00:00.000Z info  job 0 submitted by uid 0: FORGED"
-    code, job = daemon.api("POST", "/v1/jobs", {"command": "/bin/true\n" + forged + "\x1b[2J"})
+    # under /volumes: a command there is not looked for at submission (issue 26), so this one is
+    # taken (and fails to exec), and its submission is logged
+    code, job = daemon.api("POST", "/v1/jobs", {"command": "/volumes/true\n" + forged + "\x1b[2J"})
     assert code == 201, job
     daemon.wait(job["id"])
     log = daemon.log()
     assert not any(line.startswith(forged) for line in log.splitlines()), log[-2000:]
     assert "\x1b" not in log
-    assert f"/bin/true\\n{forged}\\x1b[2J" in log
+    assert f"/volumes/true\\n{forged}\\x1b[2J" in log
 
 
 def test_job_status_escapes_what_the_user_controls(daemon):
@@ -45,7 +47,7 @@ UNICODE_CONTROLS = {"\u009b": "\\u009b", "\u0085": "\\u0085", "\u2028": "\\u2028
 def test_unicode_controls_are_escaped_like_ascii_ones(daemon):
     """Issue 25: what reached terminals and the daemon's log raw is escaped wherever \\x1b is."""
     hostile = "".join(f"{c}x" for c in UNICODE_CONTROLS)
-    code, job = daemon.api("POST", "/v1/jobs", {"command": "/bin/true" + hostile, "name": "n" + hostile,
+    code, job = daemon.api("POST", "/v1/jobs", {"command": "/volumes/true" + hostile, "name": "n" + hostile,
                                                 "args": ["a" + hostile], "env": {"NOTE": hostile}})
     assert code == 201, job
     daemon.wait(job["id"])
@@ -56,7 +58,7 @@ def test_unicode_controls_are_escaped_like_ascii_ones(daemon):
         assert raw not in out, (raw, out)
         assert raw not in log, (raw, log[-2000:])
         assert shown + "x" in out, (shown, out)
-    assert "/bin/true" + "".join(f"{v}x" for v in UNICODE_CONTROLS.values()) in log
+    assert "/volumes/true" + "".join(f"{v}x" for v in UNICODE_CONTROLS.values()) in log
     # --json is data: exact
     j = json.loads(daemon.rnx("job", "status", "--json", job["id"], check=True).stdout)
     assert j["env"]["NOTE"] == hostile and j["name"] == "n" + hostile
