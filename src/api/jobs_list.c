@@ -124,19 +124,22 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
             return MHD_CONTENT_READER_END_OF_STREAM;
         l->outlen = l->outoff = 0;
         size_t quota = l->sliced ? 0 : (size_t)loop_budget_take(&turn_budget, JOBS_LIST_SLICE);
-        if (!quota && l->next < l->n) {
-            /* one slice a turn, and the turn's share of all listings used up: the rest at the
-             * next one, other connections served between */
+        if (quota || l->next == l->n) {
+            size_t before = l->next;
+            produce(l, quota);
+            loop_budget_return(&turn_budget, quota - (l->next - before));
+            l->sliced = l->next < l->n;
+        }
+        if (!l->outlen) {
+            /* one slice a turn, and the turn's share of all listings used up (or every job of
+             * this slice went, or left the filter): the rest at the next one, other
+             * connections served between; a reader never answers 0 without being woken */
             l->sliced = false;
             l->suspended = true;
             MHD_suspend_connection(l->conn);
             loop_later(&l->later);
             return 0;
         }
-        size_t before = l->next;
-        produce(l, quota);
-        loop_budget_return(&turn_budget, quota - (l->next - before));
-        l->sliced = l->next < l->n;
     }
     size_t n = l->outlen - l->outoff < max ? l->outlen - l->outoff : max;
     memcpy(buf, l->out + l->outoff, n);
