@@ -354,34 +354,6 @@ void workfs_usage(uid_t owner, const char *job_dir, uint64_t *size, uint64_t *us
     *used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
 }
 
-void workfs_clean_stale(const char *prefix)
-{
-    DIR *d = opendir(root);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        unsigned uid;
-        char tail[2], mnt[700];
-        if (sscanf(de->d_name, "%u%1s", &uid, tail) != 1)
-            continue;
-        snprintf(mnt, sizeof mnt, "%s/%s", root, de->d_name);
-        DIR *m = diskimg_mounted(mnt) ? opendir(mnt) : NULL;
-        struct dirent *e;
-        while (m && (e = readdir(m))) {
-            if (strncmp(e->d_name, prefix, strlen(prefix)))
-                continue;
-            char path[1000];
-            snprintf(path, sizeof path, "%s/%s", mnt, e->d_name);
-            log_info("removing %s, the work of an upload an earlier joblet did not finish", path);
-            rm_rf(path);
-        }
-        if (m)
-            closedir(m);
-    }
-    closedir(d);
-}
-
 uint64_t workfs_promised_mb(dev_t dev)
 {
     DIR *d = opendir(root);
@@ -424,9 +396,16 @@ static size_t each_owner_mnt(size_t (*fn)(uid_t owner, const char *mnt, void *ar
     return n;
 }
 
-static size_t sweep_one(uid_t owner, const char *mnt, void *arg)
+/* What is removed from each owner's filesystem: the work of jobs the database does not hold
+ * (orphan), or of uploads an earlier joblet did not finish (names starting with prefix). */
+typedef struct removal {
+    bool (*orphan)(const char *name);
+    const char *prefix;
+} removal;
+
+static size_t remove_matching(uid_t owner, const char *mnt, void *arg)
 {
-    bool (*const *orphan)(const char *name) = arg;
+    const removal *r = arg;
     (void)owner;
     DIR *m = diskimg_mounted(mnt) ? opendir(mnt) : NULL;
     if (!m)
@@ -434,11 +413,13 @@ static size_t sweep_one(uid_t owner, const char *mnt, void *arg)
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(m))) {
-        char path[1000];
-        if (!(*orphan)(e->d_name))
+        if (r->orphan ? !r->orphan(e->d_name) : strncmp(e->d_name, r->prefix, strlen(r->prefix)))
             continue;
+        char path[1000];
         snprintf(path, sizeof path, "%s/%s", mnt, e->d_name);
-        if (rm_rf(path) < 0)
+        if (!r->orphan)
+            log_info("removing %s, the work of an upload an earlier joblet did not finish", path);
+        if (rm_rf(path) < 0 && r->orphan)
             log_warn("the work %s of a job the database does not hold: not removed: %s", path, strerror(errno));
         else
             n++;
@@ -447,7 +428,17 @@ static size_t sweep_one(uid_t owner, const char *mnt, void *arg)
     return n;
 }
 
-size_t workfs_sweep(bool (*orphan)(const char *name)) { return each_owner_mnt(sweep_one, &orphan); }
+size_t workfs_sweep(bool (*orphan)(const char *name))
+{
+    removal r = {.orphan = orphan};
+    return each_owner_mnt(remove_matching, &r);
+}
+
+void workfs_clean_stale(const char *prefix)
+{
+    removal r = {.prefix = prefix};
+    each_owner_mnt(remove_matching, &r);
+}
 
 /* Whether a job of owner's runs: its /work (a bind of a directory on the owner's filesystem,
  * in the job's mount namespace) holds the filesystem and its loop device anyway. */
