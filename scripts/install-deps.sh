@@ -6,6 +6,7 @@ PKGS=(
   build-essential meson ninja-build pkg-config
   libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libseccomp-dev libsodium-dev
   nettle-dev   # SHA-256 of runtime recipes and trees (src/common/digest.c)
+  libarchive-dev   # the tar streams of rnx job cp (src/exec/copy_main.c, src/cli/cmd_cp.c)
   libcmocka-dev python3 python3-pytest
   iproute2 util-linux procps
   e2fsprogs    # mke2fs: filesystem volumes (docs/volumes.md)

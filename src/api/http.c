@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include "../common/util.h"
 #include "../core/incoming.h"
 #include "../core/loop.h"
+#include "jobs_cp.h"
 #include "jobs_list.h"
 #include "park.h"
 #include "reply.h"
@@ -39,7 +41,62 @@ typedef struct conn_state {
     int sink_fd;            /* the body goes to this file (routes_body_sink), -1: to memory */
     uint64_t sink_max;
     int sink_error;         /* errno of a failed write */
+    bool sink_pipe;         /* the sink is a pipe to a process (routes_body_sink 2) */
+    bool sink_waits;        /* suspended until the pipe has room */
+    watch w_sink;
+    struct MHD_Connection *conn;
+    http_ctx ctx;           /* the route's own (http.h) */
+    struct conn_state *next_waiting; /* among those waiting for their pipe */
 } conn_state;
+
+/* Connections suspended until their body's pipe has room; resumed when the server stops. */
+static conn_state *waiting_sinks;
+
+static void sink_unwait(conn_state *st)
+{
+    if (!st->sink_waits)
+        return;
+    st->sink_waits = false;
+    loop_del(&st->w_sink);
+    for (conn_state **p = &waiting_sinks; *p; p = &(*p)->next_waiting)
+        if (*p == st) {
+            *p = st->next_waiting;
+            break;
+        }
+    MHD_resume_connection(st->conn);
+}
+
+static void on_sink_room(watch *w, uint32_t events) { sink_unwait(w->data); }
+
+/* Writes what the pipe takes now; the rest waits, the connection suspended until there is
+ * room (the data stays with libmicrohttpd, which calls again with it). */
+static void sink_pipe_write(conn_state *st, const char *p, size_t *left)
+{
+    while (*left && !st->sink_error) {
+        ssize_t w = write(st->sink_fd, p, *left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN) {
+            st->w_sink = (watch){st->sink_fd, on_sink_room, st};
+            if (loop_add_events(&st->w_sink, EPOLLOUT) < 0) {
+                st->sink_error = errno;
+                return;
+            }
+            st->sink_waits = true;
+            st->next_waiting = waiting_sinks;
+            waiting_sinks = st;
+            MHD_suspend_connection(st->conn);
+            return;
+        }
+        if (w <= 0) {
+            st->sink_error = w < 0 ? errno : EIO;
+            break;
+        }
+        p += w;
+        *left -= (size_t)w;
+        st->len += (size_t)w;
+    }
+}
 
 /* Bytes held for request bodies across all connections. One caller opening many uploads at
  * once must not push a root daemon into the OOM killer: past the budget, answer 503. */
@@ -65,6 +122,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* the headers are in: the only moment before the body when an answer can be queued */
         *con_cls = st = xcalloc(1, sizeof *st);
         st->sink_fd = -1;
+        st->conn = c;
         uid_t uid;
         gid_t gid;
         jerr e = {0};
@@ -77,13 +135,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         /* a route that takes its body as a file (an archive, past server.max_body_bytes), or
          * refuses it unread, says so now */
-        request r = {.conn = c, .method = method, .path = url, .body_fd = -1};
+        request r = {.conn = c, .method = method, .path = url, .body_fd = -1, .ctx = &st->ctx};
         if (peer_creds(c, &r.uid, &r.gid) == 0) {
             int how = routes_body_sink(&r, &st->sink_fd, &st->sink_max, &e);
             if (how < 0) {
                 http_reply_method(method);
                 return http_reply_error(c, &e);
             }
+            st->sink_pipe = how == 2;
             if (how > 0)
                 return MHD_YES;
         }
@@ -105,6 +164,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         put_state *p = st->put;
         st->put = NULL;
         return uploads_end(c, p);
+    }
+    if (*upload_size && st->sink_fd >= 0 && st->sink_pipe) {
+        /* into the process as fast as it takes it; past the bound, or once it stopped reading,
+         * the rest is read and dropped (so the client gets the answer), but not forever */
+        if (st->len + *upload_size > st->sink_max && !st->sink_error)
+            st->too_large = true;
+        if (!st->too_large && !st->sink_error) {
+            size_t left = *upload_size;
+            sink_pipe_write(st, upload, &left); /* what it did not take comes again */
+            *upload_size = left;
+            return MHD_YES;
+        }
+        st->len += *upload_size;
+        *upload_size = 0;
+        return st->len > st->sink_max + (64u << 20) ? MHD_NO : MHD_YES;
     }
     if (*upload_size && st->sink_fd >= 0) {
         /* into the file, never into memory; past the bound the rest is read and dropped (so the
@@ -170,8 +244,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     bool resumed = park_resumed(&st->park, &waited);
     if (waited)
         return http_reply_error(c, waited);
+    if (st->sink_pipe && st->sink_fd >= 0) {
+        close(st->sink_fd); /* the body has ended: the process reads its end */
+        st->sink_fd = -1;
+    }
     request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large, .body_busy = st->busy,
-                 .resumed = resumed, .park = &st->park, .body_fd = st->sink_fd, .body_fd_error = st->sink_error};
+                 .resumed = resumed, .park = &st->park, .body_fd = st->sink_fd, .body_fd_error = st->sink_error,
+                 .ctx = &st->ctx};
     if (st->sink_fd >= 0)
         r.body_len = st->len;
     if (st->body && !st->too_large && !st->busy) {
@@ -196,8 +275,19 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
         if (st->put)
             uploads_abort(st->put, tc);
         park_forget(&st->park);
+        if (st->sink_waits) {
+            st->sink_waits = false;
+            loop_del(&st->w_sink);
+            for (conn_state **p = &waiting_sinks; *p; p = &(*p)->next_waiting)
+                if (*p == st) {
+                    *p = st->next_waiting;
+                    break;
+                }
+        }
         if (st->sink_fd >= 0)
             close(st->sink_fd);
+        if (st->ctx.free)
+            st->ctx.free(st->ctx.p);
         buffered -= st->cap;
         free(st->body);
         free(st);
@@ -375,6 +465,9 @@ void http_stop(void)
     jerr_http(&e, 503, "joblet is stopping; try again when it is back");
     park_wake_all(&e);
     jobs_list_stop();
+    jobs_cp_stop();
+    while (waiting_sinks)
+        sink_unwait(waiting_sinks);
     MHD_run(mhd);
     MHD_stop_daemon(mhd);
     mhd = NULL;

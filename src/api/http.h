@@ -8,6 +8,13 @@
 
 #include "../common/err.h"
 
+/* A route's own state for one connection, kept from its first run to the connection's end
+ * (a copy's helper, api/jobs_cp.c): free is called with p when the connection is done. */
+typedef struct http_ctx {
+    void *p;
+    void (*free)(void *p);
+} http_ctx;
+
 typedef struct request {
     struct MHD_Connection *conn;
     const char *method;
@@ -22,6 +29,7 @@ typedef struct request {
     struct park_slot *park; /* the connection's place among parked requests (park.c) */
     int body_fd;          /* the body went to this file (routes_body_sink), -1 when it did not */
     int body_fd_error;    /* errno of a failed write to it, 0 when none */
+    http_ctx *ctx;        /* the route's state for this connection (set it once; zeroed at first) */
 } request;
 
 /* Listens on the unix socket and serves through the daemon's event loop. */
@@ -44,7 +52,11 @@ enum MHD_Result routes_dispatch(request *r);
 /* Asked before a request's body is read (r has no body yet). 0: the body is read into memory
  * as usual; 1: the route takes it as a file, too large for memory (an archive): it is written
  * to *fd (the route's, closed after the answer) up to *max bytes, and the route gets
- * r->body_fd and r->body_len; -1: the route refuses without reading it, e says why. */
+ * r->body_fd and r->body_len; 2: the body streams into *fd, a non-blocking pipe to a process
+ * (the route's), up to *max bytes: while the pipe is full the connection waits, and *fd is
+ * closed when the body has ended, before the route runs (r->body_fd is then -1, r->body_len
+ * what went through; r->body_fd_error EPIPE when the process stopped reading); -1: the route
+ * refuses without reading it, e says why. */
 int routes_body_sink(request *r, int *fd, uint64_t *max, jerr *e);
 
 #endif

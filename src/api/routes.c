@@ -35,6 +35,7 @@
 #include "body.h"
 #include "console.h"
 #include "http.h"
+#include "jobs_cp.h"
 #include "jobs_list.h"
 #include "metrics_http.h"
 #include "park.h"
@@ -265,6 +266,8 @@ static enum MHD_Result one_job(request *r, const char *rest)
     }
     if (!strcmp(action, "metrics") && get)
         return http_reply_json(r->conn, 200, metrics_job_json(j));
+    if (!strcmp(action, "archive"))
+        return jobs_cp_route(r, j);
     if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
         int (*act)(job *, uid_t, jerr *) = !strcmp(action, "stop")   ? job_ctl_stop
                                            : !strcmp(action, "kill") ? job_ctl_kill
@@ -577,4 +580,8 @@ enum MHD_Result routes_dispatch(request *r)
     return http_reply_error(r->conn, &e);
 }
 
-int routes_body_sink(request *r, int *fd, uint64_t *max, jerr *e) { return routes_runtime_body(r, fd, max, e); }
+int routes_body_sink(request *r, int *fd, uint64_t *max, jerr *e)
+{
+    int how = jobs_cp_body(r, fd, max, e);
+    return how ? how : routes_runtime_body(r, fd, max, e);
+}

@@ -584,6 +584,210 @@ int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, 
     return ret;
 }
 
+/* ---- bodies a piece at a time ---------------------------------------------------------- */
+
+struct client_body {
+    rnx_client *c;
+    int fd;
+    buf in;
+    answer a;
+    char *head;               /* the answer's header lines (GET) */
+    long long left;           /* of the current chunk, or of the length (-1: until the close) */
+    bool crlf_due;            /* a chunk's data ended: its CRLF comes next */
+    bool done, broken;
+};
+
+static void body_free(client_body *b)
+{
+    if (b->fd >= 0)
+        close(b->fd);
+    free(b->in.data);
+    free(b->head);
+    free(b);
+}
+
+client_body *client_get_body(rnx_client *c, const char *path, const char *accept, jerr *e)
+{
+    int fd = dial(c, e);
+    if (fd < 0)
+        return NULL;
+    client_body *b = xcalloc(1, sizeof *b);
+    b->c = c;
+    b->fd = fd;
+    if (send_request(fd, "GET", path, accept, NULL, 0) < 0) {
+        lost(c, e, "no answer");
+        body_free(b);
+        return NULL;
+    }
+    /* the head, kept for its headers: read_head cuts it off the buffer */
+    char *end;
+    while (!(end = b->in.data ? strstr(b->in.data, "\r\n\r\n") : NULL))
+        if (b->in.len > MAX_HEAD || fill(fd, &b->in) <= 0) {
+            lost(c, e, "no answer");
+            body_free(b);
+            return NULL;
+        }
+    b->head = strndup(b->in.data, (size_t)(end - b->in.data) + 2);
+    if (!b->head)
+        abort();
+    if (read_head(fd, &b->in, &b->a) < 0) {
+        lost(c, e, "no answer");
+        body_free(b);
+        return NULL;
+    }
+    if (b->a.status < 200 || b->a.status > 299) {
+        buf errbody = {0};
+        if (read_body(fd, &b->in, &b->a, collect, &errbody) < 0)
+            lost(c, e, "answer cut short");
+        else
+            error_from_answer(b->a.status, &errbody, e);
+        free(errbody.data);
+        body_free(b);
+        return NULL;
+    }
+    b->left = b->a.chunked ? 0 : b->a.length;
+    return b;
+}
+
+bool client_body_header(const client_body *b, const char *name, char *out, size_t len)
+{
+    size_t n = strlen(name);
+    for (const char *line = b->head ? strstr(b->head, "\r\n") : NULL; line; line = strstr(line, "\r\n")) {
+        line += 2;
+        if (strncasecmp(line, name, n) || line[n] != ':')
+            continue;
+        const char *v = line + n + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        size_t vl = strcspn(v, "\r");
+        snprintf(out, len, "%.*s", (int)vl, v);
+        return true;
+    }
+    return false;
+}
+
+static long body_cut(client_body *b, jerr *e)
+{
+    b->broken = true;
+    e->code = ECONNRESET;
+    snprintf(e->msg, sizeof e->msg, "the answer was cut short: joblet ended it before its end");
+    return -1;
+}
+
+long client_body_read(client_body *b, char *out, size_t cap, jerr *e)
+{
+    if (b->done)
+        return 0;
+    if (b->broken)
+        return body_cut(b, e);
+    if (b->a.chunked && b->left == 0) {
+        if (b->crlf_due) {
+            while (b->in.len < 2)
+                if (fill(b->fd, &b->in) <= 0)
+                    return body_cut(b, e);
+            buf_consume(&b->in, 2);
+            b->crlf_due = false;
+        }
+        char *crlf;
+        while (!(crlf = b->in.data ? memmem(b->in.data, b->in.len, "\r\n", 2) : NULL))
+            if (b->in.len > 64 || fill(b->fd, &b->in) <= 0)
+                return body_cut(b, e);
+        char *end;
+        unsigned long long size = strtoull(b->in.data, &end, 16);
+        if (end == b->in.data)
+            return body_cut(b, e);
+        buf_consume(&b->in, (size_t)(crlf - b->in.data) + 2);
+        if (size == 0) {
+            b->done = true;
+            return 0;
+        }
+        b->left = (long long)size;
+    }
+    if (!b->a.chunked && b->left == 0) {
+        b->done = true;
+        return 0;
+    }
+    if (b->in.len == 0) {
+        ssize_t r = fill(b->fd, &b->in);
+        if (r == 0 && !b->a.chunked && b->left < 0) {
+            b->done = true;
+            return 0;
+        }
+        if (r <= 0)
+            return body_cut(b, e);
+    }
+    size_t n = b->in.len < cap ? b->in.len : cap;
+    if (b->left >= 0 && (long long)n > b->left)
+        n = (size_t)b->left;
+    memcpy(out, b->in.data, n);
+    buf_consume(&b->in, n);
+    if (b->left > 0) {
+        b->left -= (long long)n;
+        if (b->left == 0 && b->a.chunked)
+            b->crlf_due = true;
+    }
+    return (long)n;
+}
+
+client_body *client_put_body(rnx_client *c, const char *path, const char *ctype, jerr *e)
+{
+    if (strlen(path) > 2048) {
+        snprintf(e->msg, sizeof e->msg, "the request's path is longer than 2048 bytes");
+        return NULL;
+    }
+    int fd = dial(c, e);
+    if (fd < 0)
+        return NULL;
+    client_body *b = xcalloc(1, sizeof *b);
+    b->c = c;
+    b->fd = fd;
+    char head[4096];
+    int n = snprintf(head, sizeof head,
+                     "PUT %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: rnx/" JOBLET_VERSION
+                     "\r\nAccept: application/json\r\nConnection: close\r\nContent-Type: %s\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n",
+                     path, ctype);
+    if (send_all(fd, head, (size_t)n) != 0) {
+        lost(c, e, strerror(errno));
+        body_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+int client_body_write(client_body *b, const void *p, size_t n, jerr *e)
+{
+    if (b->broken) {
+        snprintf(e->msg, sizeof e->msg, "joblet stopped reading");
+        return -1;
+    }
+    if (!n)
+        return 0;
+    char size[24];
+    int k = snprintf(size, sizeof size, "%zx\r\n", n);
+    if (send_all(b->fd, size, (size_t)k) != 0 || send_all(b->fd, p, n) != 0 || send_all(b->fd, "\r\n", 2) != 0) {
+        b->broken = true; /* joblet answered and closed (a refusal), or went away */
+        snprintf(e->msg, sizeof e->msg, "joblet stopped reading");
+        return -1;
+    }
+    return 0;
+}
+
+int client_body_finish(client_body *b, json_t **out, jerr *e)
+{
+    *out = NULL;
+    if (!b->broken && send_all(b->fd, "0\r\n\r\n", 5) < 0) {
+        lost(b->c, e, strerror(errno));
+        body_free(b);
+        return -1;
+    }
+    int rc = read_answer(b->c, b->fd, out, e); /* also when joblet answered before the end */
+    body_free(b);
+    return rc;
+}
+
+void client_body_close(client_body *b) { body_free(b); }
+
 bool client_sees_all_jobs(rnx_client *c)
 {
     json_t *me = NULL;

@@ -65,6 +65,25 @@ typedef int (*client_bytes_cb)(const char *p, size_t n, void *ud);
  * binary stream: the framed logs). Errors as client_stream. */
 int client_stream_bytes(rnx_client *c, const char *path, const char *accept, client_bytes_cb cb, void *ud, jerr *e);
 
+/* A body read or written a piece at a time (rnx job cp's tar streams, never whole in memory). */
+typedef struct client_body client_body;
+/* GET path asking for accept: on a 2xx answer, its body to read with client_body_read (NULL
+ * and e set as client_request does otherwise). */
+client_body *client_get_body(rnx_client *c, const char *path, const char *accept, jerr *e);
+/* The answer's header name (case-insensitive) copied into out; false when it has none. */
+bool client_body_header(const client_body *b, const char *name, char *out, size_t len);
+/* Up to cap bytes of the body: how many, 0 at its end, -1 with e set when the connection
+ * broke before the end (the body is cut short). */
+long client_body_read(client_body *b, char *buf, size_t cap, jerr *e);
+/* PUT path with a body of type ctype sent in pieces (chunked), of a length not known ahead. */
+client_body *client_put_body(rnx_client *c, const char *path, const char *ctype, jerr *e);
+/* One piece; -1 with e set when joblet stopped reading (it answered already: finish reads it). */
+int client_body_write(client_body *b, const void *p, size_t n, jerr *e);
+/* The body is complete: the answer as client_request gives it. Frees b. */
+int client_body_finish(client_body *b, json_t **out, jerr *e);
+/* Drops the connection (a read body not read to its end, a written one given up). Frees b. */
+void client_body_close(client_body *b);
+
 /* path segment escaped for use in a URL (job ids are passed as typed). Caller frees. */
 char *client_escape(rnx_client *c, const char *s);
 

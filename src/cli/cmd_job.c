@@ -19,6 +19,7 @@
 #include "print_detail.h"
 #include "cli.h"
 #include "cmd_job.h"
+#include "cmd_cp.h"
 #include "cmd_metrics.h"
 #include "upload.h"
 
@@ -42,6 +43,8 @@ static const char job_help[] =
     "  delete-all                      remove every finished job\n"
     "  metrics [--interval S] [--count N] ID\n"
     "                                  a job's CPU, memory, I/O and GPU use, sampled until it ends\n"
+    "  cp [-L] [-q] ID:PATH DEST | SRC ID:PATH\n"
+    "                                  copy files and directories out of a job or into it\n"
     "\n"
     "ID is a job's full id, its name (--name) when no other job of yours has it, or a unique\n"
     "prefix of its id. Flags may come before or after ID.\n"
@@ -1216,6 +1219,7 @@ static const struct {
     {"run", job_run},       {"list", job_list},     {"status", job_status}, {"log", job_log},
     {"stop", job_stop},     {"kill", job_kill},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
     {"metrics", cmd_job_metrics}, /* cmd_metrics.c */
+    {"cp", cmd_job_cp},           /* cmd_cp.c */
 };
 
 int cmd_job(rnx_ctx *ctx, int argc, char **argv)
@@ -1230,7 +1234,7 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         return RNX_OK;
     }
     if (optind >= argc)
-        return rnx_usage("job: missing command (run, list, status, log, stop, kill, cancel, delete, delete-all, metrics); "
+        return rnx_usage("job: missing command (run, list, status, log, stop, kill, cancel, delete, delete-all, metrics, cp); "
                          "see 'rnx job --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)

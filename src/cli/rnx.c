@@ -54,6 +54,7 @@ static const char global_help[] =
     "  job delete      remove a finished job and its output\n"
     "  job delete-all  remove every finished job\n"
     "  job metrics     a job's CPU, memory, I/O and GPU use, sampled until it ends\n"
+    "  job cp          copy files out of a job (ID:PATH DEST) or into it (SRC ID:PATH)\n"
     "  workflow run    check a workflow file (YAML: jobs and their dependencies) and submit it\n"
     "  workflow validate  check a workflow file without submitting it\n"
     "  workflow list   list workflows\n"

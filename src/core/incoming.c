@@ -14,6 +14,7 @@
 #include "../common/util.h"
 #include "state.h"
 #include "submit.h"
+#include "transfers.h"
 #include "volumes.h"
 #include "workfs.h"
 
@@ -46,28 +47,8 @@ struct incoming {
 static incoming **open_list;
 static size_t nopen;
 
-static size_t open_of(uid_t uid)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < nopen; i++)
-        n += open_list[i]->uid == uid;
-    return n;
-}
-
-/* Room for one more upload: server.max_uploads in all, limits.uploads_per_user each. */
-static int admit(uid_t uid, jerr *e)
-{
-    if (nopen >= core.cfg.max_uploads)
-        return jerr_http(e, 503, "joblet is already receiving %zu uploads (server.max_uploads); try again in a moment",
-                         nopen);
-    size_t mine = open_of(uid);
-    if (mine >= core.cfg.limits.uploads_per_user)
-        return jerr_http(e, 429, "uid %u already has %zu uploads open; limits.uploads_per_user is %u: let one finish "
-                                 "(or time out after jobs.upload_timeout_s, %llu s) first",
-                         (unsigned)uid, mine, core.cfg.limits.uploads_per_user,
-                         (unsigned long long)core.cfg.upload_timeout_s);
-    return 0;
-}
+/* Room for one more upload: shared with copies (transfers.h). */
+static int admit(uid_t uid, jerr *e) { return transfers_check(uid, e); }
 
 /* A new upload with n empty directories, <jobs>/.incoming-<id>-<k>/work; NULL when the disk
  * refuses (nothing left behind). */
@@ -114,6 +95,7 @@ static void enlist(incoming *in)
 {
     open_list = xrealloc(open_list, (nopen + 1) * sizeof *open_list);
     open_list[nopen++] = in;
+    transfers_add(in->uid);
     submit_promise(in->uid, (int)in->n);
     for (size_t r = 0; r < in->n; r++)
         volumes_hold(&in->reqs[r], true); /* the volumes it pinned stay until it ends */
@@ -126,6 +108,7 @@ static void unlist(incoming *in)
     for (size_t i = 0; i < nopen; i++)
         if (open_list[i] == in) {
             open_list[i] = open_list[--nopen];
+            transfers_remove(in->uid);
             submit_promise(in->uid, -(int)in->n);
             for (size_t r = 0; r < in->n; r++)
                 volumes_hold(&in->reqs[r], false);

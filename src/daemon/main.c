@@ -225,6 +225,7 @@ static int setup(jerr *e)
     char *slash = strrchr(core.scrub_path, '/');
     size_t at = slash ? (size_t)(slash + 1 - core.scrub_path) : 0;
     snprintf(core.scrub_path + at, sizeof core.scrub_path - at, "joblet-gpu-scrub");
+    snprintf(core.copy_path, sizeof core.copy_path, "%.*sjoblet-copy", (int)at, core.shim_path);
     if (access(core.shim_path, X_OK) < 0)
         return jerr_sys(e, "the job shim %s (jobs.shim_path)", core.shim_path);
     if (cg_host_init(&core.cg, core.cfg.cgroup_root, e) < 0)

@@ -452,7 +452,7 @@ def test_concurrent_uploads_are_bounded(fresh_daemon):
     assert [c for c, _ in opened] == [202, 202]
     code, err = post_listing(d, [{"path": "a", "size": 1}])
     assert code == 429, err
-    assert err["error"]["message"].startswith("uid 0 already has 2 uploads open; limits.uploads_per_user is 2")
+    assert err["error"]["message"].startswith("uid 0 already has 2 uploads and copies open; limits.uploads_per_user is 2")
     # the two promised jobs count: one more waiting job fits under max_queued_per_user 3, not two
     code, job = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["30"], "schedule_at": "2031-01-01T00:00:00Z"})
     assert code == 201, job

@@ -1,0 +1,206 @@
+/* GET and PUT /v1/jobs/{id}/archive (jobs_cp.h, docs/api.md "Copying files"). The copy
+ * (core/jobcp.h) lives as long as its connection: it is the connection's route state
+ * (http_ctx), freed when the connection is done, which kills a helper still at work. */
+#include "jobs_cp.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../core/jobcp.h"
+#include "../core/jobs.h"
+#include "../core/state.h"
+#include "fdstream.h"
+#include "park.h"
+#include "reply.h"
+
+#define PREFIX "/v1/jobs/"
+#define SUFFIX "/archive"
+
+typedef struct cp_conn {
+    jobcp *c;
+    fdstream *fs;             /* GET: the answer's stream, while it lives */
+    uint64_t ticket;          /* the parked request waiting for the helper's word, 0 none */
+} cp_conn;
+
+static void cp_changed(void *arg)
+{
+    cp_conn *cc = arg;
+    if (cc->ticket) {
+        uint64_t t = cc->ticket;
+        cc->ticket = 0;
+        park_wake(t, NULL);
+    }
+    if (cc->fs)
+        fdstream_wake(cc->fs);
+}
+
+static void cp_free(void *p)
+{
+    cp_conn *cc = p;
+    if (cc->fs)
+        fdstream_detach(cc->fs);
+    jobcp_free(cc->c);
+    free(cc);
+}
+
+static int cp_end(void *arg)
+{
+    cp_conn *cc = arg;
+    jobcp_info info;
+    jerr e = {0};
+    int rc = jobcp_result(cc->c, &info, &e);
+    if (rc < 0)
+        log_warn("copy out of %s cut short: %s", info.path, e.msg);
+    return rc;
+}
+
+static void cp_gone(void *arg) { ((cp_conn *)arg)->fs = NULL; }
+
+static const char *query(request *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static bool query_true(request *r, const char *key)
+{
+    const char *v = query(r, key);
+    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !*v);
+}
+
+static cp_conn *attach(request *r, jobcp *c)
+{
+    cp_conn *cc = xcalloc(1, sizeof *cc);
+    cc->c = c;
+    r->ctx->p = cc;
+    r->ctx->free = cp_free;
+    jobcp_on_change(c, cp_changed, cc);
+    return cc;
+}
+
+/* Waits for the helper: the route runs again when it said something or ended. */
+static enum MHD_Result wait_for_helper(request *r, cp_conn *cc)
+{
+    cc->ticket = park_ticket(r);
+    if (!cc->ticket) {
+        jerr e = {0};
+        jerr_http(&e, 503, "too many requests wait for joblet's work already; try again in a moment");
+        return http_reply_error(r->conn, &e);
+    }
+    park_wait(r);
+    return MHD_YES;
+}
+
+static json_t *info_json(const jobcp_info *i)
+{
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", i->mode);
+    return json_pack("{s:s,s:s,s:s,s:I,s:I,s:s}", "path", i->path, "name", i->name, "type", i->type, "bytes",
+                     (json_int_t)i->bytes, "entries", (json_int_t)i->entries, "mode", mode);
+}
+
+static enum MHD_Result get(request *r, job *j)
+{
+    jerr e = {0};
+    cp_conn *cc = r->ctx->p;
+    if (!cc) {
+        enum jobcp_kind kind = query_true(r, "stat") ? JOBCP_STAT : query_true(r, "follow") ? JOBCP_OUT_FOLLOW
+                                                                                             : JOBCP_OUT;
+        jobcp *c = jobcp_start(j, kind, query(r, "path"), r->uid, &e);
+        if (!c)
+            return http_reply_error(r->conn, &e);
+        cc = attach(r, c);
+    }
+    jobcp_info info;
+    int rep = jobcp_report(cc->c, &info, &e);
+    if (rep < 0)
+        return http_reply_error(r->conn, &e);
+    if (rep == 0)
+        return wait_for_helper(r, cc);
+    if (jobcp_fd(cc->c) < 0) /* stat */
+        return http_reply_json(r->conn, 200, info_json(&info));
+    struct MHD_Response *resp = fdstream_response(r->conn, jobcp_fd(cc->c), cp_end, cp_gone, cc, &cc->fs);
+    if (!resp) {
+        jerr_http(&e, 500, "no memory for the answer");
+        return http_reply_error(r->conn, &e);
+    }
+    char num[24], mode[8];
+    MHD_add_response_header(resp, "Content-Type", "application/x-tar");
+    MHD_add_response_header(resp, "X-Joblet-Path", info.path);
+    MHD_add_response_header(resp, "X-Joblet-Path-Name", info.name);
+    MHD_add_response_header(resp, "X-Joblet-Path-Type", info.type);
+    snprintf(num, sizeof num, "%llu", (unsigned long long)info.bytes);
+    MHD_add_response_header(resp, "X-Joblet-Path-Bytes", num);
+    snprintf(num, sizeof num, "%llu", (unsigned long long)info.entries);
+    MHD_add_response_header(resp, "X-Joblet-Path-Entries", num);
+    snprintf(mode, sizeof mode, "%04o", info.mode);
+    MHD_add_response_header(resp, "X-Joblet-Path-Mode", mode);
+    http_reply_count(200);
+    enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+static enum MHD_Result put(request *r)
+{
+    jerr e = {0};
+    cp_conn *cc = r->ctx->p;
+    if (!cc) { /* jobs_cp_body refused it, or it is not a copy's connection */
+        jerr_http(&e, 500, "the copy was not started");
+        return http_reply_error(r->conn, &e);
+    }
+    if (r->body_too_large) {
+        jerr_http(&e, 413, "the archive is larger than jobs.max_upload_bytes (%llu bytes) allows",
+                  (unsigned long long)core.cfg.max_upload_bytes);
+        return http_reply_error(r->conn, &e);
+    }
+    jobcp_end_input(cc->c);
+    jobcp_info info;
+    int rc = jobcp_result(cc->c, &info, &e);
+    if (rc < 0)
+        return http_reply_error(r->conn, &e);
+    if (rc == 0)
+        return wait_for_helper(r, cc);
+    return http_reply_json(r->conn, 200, info_json(&info));
+}
+
+enum MHD_Result jobs_cp_route(request *r, job *j)
+{
+    if (!strcmp(r->method, "GET"))
+        return get(r, j);
+    if (!strcmp(r->method, "PUT"))
+        return put(r);
+    jerr e = {0};
+    jerr_http(&e, 405, "%s %s: use GET (copy out of the job) or PUT (copy into it)", r->method, r->path);
+    return http_reply_error(r->conn, &e);
+}
+
+int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e)
+{
+    size_t pl = strlen(PREFIX), sl = strlen(SUFFIX), n = strlen(r->path);
+    if (strcmp(r->method, "PUT") || strncmp(r->path, PREFIX, pl) || n <= pl + sl || strcmp(r->path + n - sl, SUFFIX))
+        return 0;
+    char id[160];
+    if (n - pl - sl >= sizeof id || memchr(r->path + pl, '/', n - pl - sl))
+        return 0; /* not /v1/jobs/{id}/archive: the routes answer it */
+    snprintf(id, sizeof id, "%.*s", (int)(n - pl - sl), r->path + pl);
+    job *j = jobs_find(id, r->uid, e);
+    if (!j)
+        return -1;
+    jobcp *c = jobcp_start(j, JOBCP_IN, query(r, "path"), r->uid, e);
+    if (!c)
+        return -1;
+    attach(r, c);
+    *fd = fcntl(jobcp_fd(c), F_DUPFD_CLOEXEC, 0); /* http.c's to close when the body ends; jobcp_end_input closes c's */
+    if (*fd < 0)
+        return jerr_sys(e, "dup");
+    /* the files are held to jobs.max_upload_bytes by the helper; the tar's own headers on top */
+    *max = core.cfg.max_upload_bytes + core.cfg.max_upload_bytes / 8 + (16u << 20);
+    return 2;
+}
+
+void jobs_cp_stop(void) { fdstream_stop_all(); }
