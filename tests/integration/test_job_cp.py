@@ -1,0 +1,336 @@
+"""rnx job cp (issue 26, item 7; docs/cli.md "Copying files", docs/api.md "Copying files"):
+files and directories out of a job and into it, through the real daemon and its joblet-copy
+helper, as the job's user in the job's own root.
+
+- out of a running job: /work and /tmp (only the job sees its /tmp), byte for byte, symlinks as
+  symlinks, into a directory, as a new name, a file onto a file, never a directory onto a file;
+- into a running job: a directory lands with the job's user as owner and the job reads it;
+- the job's symlinks lead where the job itself could go and no further; a tar from stdin with
+  "..", absolute names, device nodes or set-id bits is refused or stripped;
+- another user's job is refused; after the job, its /work only; bounded like uploads;
+- a 1 GB directory out of a running job is byte-identical and the daemon's RSS stays bounded.
+
+Every probe is harmless if isolation failed: the files it tries to reach are the test's own
+scratch files, and the test checks they were not touched."""
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+
+import pytest
+
+from conftest import BUILD, Daemon, need_root
+
+MB = 1 << 20
+ALICE, BOB = (4351, 4351), (4352, 4352)
+
+
+@pytest.fixture(scope="module")
+def d():
+    need_root()
+    if not shutil.which("setpriv"):
+        pytest.skip("needs setpriv (util-linux)")
+    dm = Daemon("jobs:\n  max_upload_bytes: 8MB\n").start()
+    yield dm
+    dm.cleanup()
+
+
+@pytest.fixture
+def tmp():
+    t = tempfile.mkdtemp(prefix="joblet-cp-")
+    os.chmod(t, 0o755)
+    yield t
+    shutil.rmtree(t, ignore_errors=True)
+
+
+def rnx_as(d, user, *args, input=None):
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    return subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups",
+                           os.path.join(BUILD, "rnx"), *args], capture_output=True, timeout=120, env=env,
+                          input=input)
+
+
+def start(d, script, user=None):
+    """A job running script (sh -c), RUNNING once its marker file exists."""
+    args = ["--json", "job", "run", "sh", "-c", script + " && touch /tmp/.ready && exec sleep 300"]
+    p = d.rnx(*args, check=True) if user is None else rnx_as(d, user, *args)
+    assert p.returncode == 0, p.stderr
+    jid = json.loads(p.stdout)["id"]
+    d.wait_status(jid, "RUNNING")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        code, _ = d.api("GET", f"/v1/jobs/{jid}/archive?path=/tmp/.ready&stat=1")
+        if code == 200:
+            return jid
+        time.sleep(0.2)
+    raise AssertionError(f"job {jid} did not get ready: {d.job(jid)}")
+
+
+def cp(d, *args):
+    return d.rnx("job", "cp", *args)
+
+
+def sha(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def rnx_bin(d, *args, input=b""):
+    """rnx with bytes on stdin (a tar)."""
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    p = subprocess.run([os.path.join(BUILD, "rnx"), *args], input=input, capture_output=True, timeout=60, env=env)
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def tree(d):
+    """A running job with a tree in /work and a file in /tmp."""
+    jid = start(d, "mkdir -p /work/out/sub /tmp/t && printf hi > /work/out/a.txt && "
+                   "head -c 3000001 /dev/urandom > /work/out/sub/big && ln -s /etc/shadow /work/out/link && "
+                   "chmod 0751 /work/out/sub && printf only-here > /tmp/t/x && "
+                   "sha256sum /work/out/sub/big | cut -c1-64 > /work/out/big.sum")
+    yield jid
+    d.rnx("job", "kill", jid)
+
+
+def test_copies_a_directory_out_of_a_running_job(d, tree, tmp):
+    p = cp(d, f"{tree}:/work/out", tmp)
+    assert p.returncode == 0, p.stderr
+    assert f"copied {tree}:/work/out to {tmp}/out (3 files" in p.stderr
+    out = os.path.join(tmp, "out")
+    assert open(os.path.join(out, "a.txt")).read() == "hi"
+    assert sha(os.path.join(out, "sub", "big")) == open(os.path.join(out, "big.sum")).read().strip()
+    assert os.path.getsize(os.path.join(out, "sub", "big")) == 3000001
+    # a symlink is copied as the symlink it is, never as what it points at on either side
+    assert os.path.islink(os.path.join(out, "link")) and os.readlink(os.path.join(out, "link")) == "/etc/shadow"
+    assert oct(os.stat(os.path.join(out, "sub")).st_mode & 0o777) == "0o751"
+    # a new name, and a file onto a file
+    p = cp(d, f"{tree}:/work/out", os.path.join(tmp, "renamed"))
+    assert p.returncode == 0, p.stderr
+    assert open(os.path.join(tmp, "renamed", "a.txt")).read() == "hi"
+    open(os.path.join(tmp, "f"), "w").write("old")
+    assert cp(d, f"{tree}:/work/out/a.txt", os.path.join(tmp, "f")).returncode == 0
+    assert open(os.path.join(tmp, "f")).read() == "hi"
+    # a directory never replaces a file
+    p = cp(d, f"{tree}:/work/out", os.path.join(tmp, "f"))
+    assert p.returncode == 1 and "is not a directory: a directory cannot replace it" in p.stderr, p.stderr
+    assert open(os.path.join(tmp, "f")).read() == "hi"
+    # a destination whose parent does not exist
+    p = cp(d, f"{tree}:/work/out/a.txt", os.path.join(tmp, "no", "such"))
+    assert p.returncode == 1 and "no such directory" in p.stderr, p.stderr
+
+
+def test_copies_what_only_the_job_sees(d, tree, tmp):
+    """/tmp is the job's own tmpfs: the copy reads the job's view, not the host's /tmp."""
+    assert not os.path.exists("/tmp/t/x") or open("/tmp/t/x").read() != "only-here"
+    p = cp(d, f"{tree}:/tmp/t/x", os.path.join(tmp, "x"))
+    assert p.returncode == 0, p.stderr
+    assert open(os.path.join(tmp, "x")).read() == "only-here"
+    # to stdout as a tar
+    p = subprocess.run([os.path.join(BUILD, "rnx"), "--socket", d.sock, "job", "cp", f"{tree}:/tmp/t", "-"],
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    with tarfile.open(fileobj=io.BytesIO(p.stdout)) as t:
+        assert sorted(t.getnames()) == ["t", "t/x"]
+        assert t.extractfile("t/x").read() == b"only-here"
+
+
+def test_refusals_name_the_path(d, tree, tmp):
+    p = cp(d, f"{tree}:/work/nope", tmp)
+    assert p.returncode == 1 and "/work/nope: No such file or directory" in p.stderr, p.stderr
+    p = cp(d, f"{tree}:work/out", tmp)
+    assert p.returncode == 2 and "not an absolute path in the job" in p.stderr, p.stderr
+    p = cp(d, "a", "b")
+    assert p.returncode == 2 and "exactly one of" in p.stderr
+    code, ans = d.api("GET", f"/v1/jobs/{tree}/archive?path=rel")
+    assert code == 400 and ans["error"]["field"] == "path", ans
+    code, ans = d.api("GET", f"/v1/jobs/{tree}/archive")
+    assert code == 400 and ans["error"]["field"] == "path", ans
+    code, ans = d.api("GET", f"/v1/jobs/{tree}/archive?path=/work/out/a.txt&stat=1")
+    assert code == 200 and ans["type"] == "file" and ans["bytes"] == 2 and ans["name"] == "a.txt", ans
+
+
+def test_the_jobs_rights_hold(d, tree, tmp):
+    """The helper reads as the job's user: the host's /etc/shadow (the job's root is the host's,
+    read-only) is refused even through a symlink the job made, and nothing of it arrives."""
+    p = cp(d, f"{tree}:/etc/shadow", os.path.join(tmp, "s"))
+    assert p.returncode == 1 and "ermission denied" in p.stderr, p.stderr
+    assert not os.path.exists(os.path.join(tmp, "s"))
+    p = cp(d, "-L", f"{tree}:/work/out/link", os.path.join(tmp, "s"))
+    assert p.returncode == 1 and "ermission denied" in p.stderr, p.stderr
+    assert not os.path.exists(os.path.join(tmp, "s"))
+
+
+def test_copies_a_directory_into_a_running_job(d, tree, tmp):
+    src = os.path.join(tmp, "in")
+    os.makedirs(os.path.join(src, "deep"))
+    open(os.path.join(src, "deep", "f.bin"), "wb").write(os.urandom(200000))
+    os.symlink("deep/f.bin", os.path.join(src, "alias"))
+    os.chmod(os.path.join(src, "deep", "f.bin"), 0o640)
+    want = sha(os.path.join(src, "deep", "f.bin"))
+    p = cp(d, src, f"{tree}:/tmp")
+    assert p.returncode == 0, p.stderr
+    assert f"to {tree}:/tmp/in (4 entries" in p.stderr, p.stderr
+    p = cp(d, src, f"{tree}:/work/newname")
+    assert p.returncode == 0, p.stderr
+    # read back through the job itself: its user owns them, the bytes and modes arrived
+    job = json.loads(d.rnx("--json", "job", "status", tree, check=True).stdout)
+    back = os.path.join(tmp, "back")
+    assert cp(d, f"{tree}:/tmp/in", back).returncode == 0
+    assert sha(os.path.join(back, "deep", "f.bin")) == want
+    assert os.readlink(os.path.join(back, "alias")) == "deep/f.bin"
+    assert oct(os.stat(os.path.join(back, "deep", "f.bin")).st_mode & 0o777) == "0o640"
+    code, ans = d.api("GET", f"/v1/jobs/{tree}/archive?path=/work/newname/deep&stat=1")
+    assert code == 200 and ans["type"] == "dir", ans
+    # into a directory that does not exist
+    p = cp(d, src, f"{tree}:/tmp/no/such/place")
+    assert p.returncode == 1 and "No such file or directory" in p.stderr, p.stderr
+    assert job["uid"] != 0
+
+
+def test_hostile_archives_stay_inside(d, tree, tmp):
+    """A tar from stdin is extracted by the job's user under the directory named, never above it:
+    "..", absolute names and device nodes are refused, set-id bits are dropped."""
+    canary = os.path.join(tmp, "canary")
+
+    def tar_of(*members):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+            for name, kind, data, mode in members:
+                ti = tarfile.TarInfo(name)
+                ti.type, ti.mode = kind, mode
+                if kind == tarfile.REGTYPE:
+                    ti.size = len(data)
+                    t.addfile(ti, io.BytesIO(data))
+                else:
+                    if kind == tarfile.CHRTYPE:
+                        ti.devmajor, ti.devminor = 1, 3
+                    t.addfile(ti)
+        return buf.getvalue()
+
+    for members, want in [
+        ([("../../../../../.." + canary, tarfile.REGTYPE, b"x", 0o644)], ".."),
+        ([(canary, tarfile.REGTYPE, b"x", 0o644)], "bsolute"),
+        ([("null", tarfile.CHRTYPE, b"", 0o666)], "only files, directories and symlinks"),
+    ]:
+        rc, _, err = rnx_bin(d, "job", "cp", "-", f"{tree}:/tmp", input=tar_of(*members))
+        assert rc == 1 and want in err, (members, err)
+        assert not os.path.exists(canary)
+    rc, _, err = rnx_bin(d, "job", "cp", "-", f"{tree}:/tmp", input=tar_of(("suid", tarfile.REGTYPE, b"#!/bin/sh\n",
+                                                                             0o6755)))
+    assert rc == 0, err
+    code, ans = d.api("GET", f"/v1/jobs/{tree}/archive?path=/tmp/suid&stat=1")
+    assert code == 200 and ans["mode"] == "0755", ans
+    # a symlink the job made that leads out of its writable places: the write fails, as the
+    # job's own would (its /etc is the host's, read-only), and the host's /etc is untouched
+    jid = start(d, "ln -s /etc /tmp/etc-link")
+    open(os.path.join(tmp, "joblet-cp-probe"), "w").write("x")
+    p = cp(d, os.path.join(tmp, "joblet-cp-probe"), f"{jid}:/tmp/etc-link/")
+    assert p.returncode == 1, p.stderr
+    assert not os.path.exists("/etc/joblet-cp-probe")
+    d.rnx("job", "kill", jid)
+
+
+def test_another_users_job_is_refused(d, tmp):
+    jid = start(d, "printf secret > /work/s", user=ALICE)
+    p = rnx_as(d, BOB, "job", "cp", f"{jid}:/work/s", "/dev/null")
+    assert p.returncode == 1 and b"another user's job" in p.stderr, p.stderr
+    p = rnx_as(d, BOB, "job", "cp", "/etc/hostname", f"{jid}:/work")
+    assert p.returncode == 1 and b"another user's job" in p.stderr, p.stderr
+    p = rnx_as(d, ALICE, "job", "cp", f"{jid}:/work/s", "-")
+    assert p.returncode == 0 and b"secret" in p.stdout, p.stderr
+    d.rnx("job", "kill", jid)
+
+
+def test_after_the_job_only_its_work(d, tmp):
+    p = d.rnx("--json", "job", "run", "sh", "-c", "mkdir -p /work/res /tmp/gone && printf done > /work/res/r",
+              check=True)
+    jid = json.loads(p.stdout)["id"]
+    assert d.wait(jid)["status"] == "COMPLETED"
+    p = cp(d, f"{jid}:/work/res", tmp)
+    assert p.returncode == 0, p.stderr
+    assert open(os.path.join(tmp, "res", "r")).read() == "done"
+    p = cp(d, f"{jid}:/tmp/gone", tmp)
+    assert p.returncode == 1 and "has ended and its root went with it: only its /work can be copied" in p.stderr
+    # the work stays writable for its owner (results added later, as docker cp into a stopped container)
+    p = cp(d, os.path.join(tmp, "res", "r"), f"{jid}:/work/res/r2")
+    assert p.returncode == 0, p.stderr
+    assert cp(d, f"{jid}:/work/res/r2", os.path.join(tmp, "r2")).returncode == 0
+    # a queued job has nothing yet
+    later = json.loads(d.rnx("--json", "job", "run", "--schedule=1h", "true", check=True).stdout)["id"]
+    code, ans = d.api("GET", f"/v1/jobs/{later}/archive?path=/work")
+    assert code == 409 and "has not started" in ans["error"]["message"], ans
+
+
+def test_copies_in_are_bounded_like_uploads(d, tree, tmp):
+    big = os.path.join(tmp, "big")
+    with open(big, "wb") as f:
+        f.write(os.urandom(9 * MB))
+    p = cp(d, big, f"{tree}:/tmp")
+    assert p.returncode == 1 and "jobs.max_upload_bytes" in p.stderr, p.stderr
+
+
+def test_progress_on_a_terminal(d, tree, tmp):
+    if not shutil.which("script"):
+        pytest.skip("needs script (bsdutils) for a terminal")
+    out = os.path.join(tmp, "typescript")
+    cmd = f"{os.path.join(BUILD, 'rnx')} --socket {d.sock} job cp {tree}:/work/out {tmp}/p"
+    p = subprocess.run(["script", "-qec", cmd, out], capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    seen = open(out, "rb").read().decode(errors="replace")
+    assert "/work/out: " in seen and "(100%)" in seen and "MB/s" in seen or "kB/s" in seen, seen
+
+
+def vm(pid, key):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def test_a_gigabyte_out_of_a_running_job(fresh_daemon, tmp):
+    """1 GB in 16 files through the pipe, the socket and rnx's extraction: byte-identical, and the
+    daemon holds a pipe's and a response buffer's worth of it (its peak RSS grows by far less than
+    what went through)."""
+    env = {"ASAN_OPTIONS": os.environ["ASAN_OPTIONS"] + ":quarantine_size_mb=0"} if "ASAN_OPTIONS" in os.environ \
+        else None
+    dm = fresh_daemon("jobs:\n  work_quota: 4GB\n", env=env)
+    jid = start(dm, "mkdir -p /work/g && for i in $(seq 1 16); do head -c 67108864 /dev/urandom > /work/g/f$i; done "
+                    "&& cd /work/g && sha256sum f* > /work/sums")
+    pid = int(dm.api("GET", "/v1/version")[1]["pid"])
+    before = vm(pid, "VmRSS")
+    peak = [before]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], vm(pid, "VmRSS"))
+            time.sleep(0.05)
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        p = dm.rnx("job", "cp", f"{jid}:/work/g", tmp, timeout=600)
+    finally:
+        stop.set()
+        t.join()
+    assert p.returncode == 0, p.stderr
+    assert "(16 files, 1.00 GB)" in p.stderr, p.stderr
+    assert dm.rnx("job", "cp", f"{jid}:/work/sums", os.path.join(tmp, "sums")).returncode == 0
+    for line in open(os.path.join(tmp, "sums")):
+        want, name = line.split()
+        assert sha(os.path.join(tmp, "g", name)) == want, name
+    grew = peak[0] - before
+    print(f"daemon RSS {before / MB:.1f} MB before, {peak[0] / MB:.1f} MB at most during the copy of 1 GB")
+    assert grew < 48 * MB, f"the daemon's RSS grew by {grew / MB:.1f} MB during the copy"
+    dm.rnx("job", "kill", jid)
