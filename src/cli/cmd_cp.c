@@ -415,6 +415,18 @@ static int copy_in(rnx_client *c, const char *src, const char *id, const char *p
     else if (!from_stdin && S_ISREG(st.st_mode))
         walk_total = (uint64_t)st.st_size;
     pg.total = walk_total;
+    /* refused here rather than after the bound's worth was sent (joblet stops reading then) */
+    json_t *ver = NULL;
+    jerr ve = {0};
+    if (client_request(c, "GET", "/v1/version", NULL, &ver, &ve) == 0) {
+        json_int_t max = json_integer_value(json_object_get(ver, "max_upload_bytes"));
+        json_decref(ver);
+        if (max > 0 && walk_total > (uint64_t)max) {
+            free(s1);
+            return rnx_fail("%s holds %llu bytes; joblet takes at most %lld into a job (jobs.max_upload_bytes)", src,
+                            (unsigned long long)walk_total, (long long)max);
+        }
+    }
     char *url = archive_path(c, id, dir, "");
     client_body *b = client_put_body(c, url, "application/x-tar", &e);
     free(url);
@@ -523,7 +535,9 @@ static int copy_in(rnx_client *c, const char *src, const char *id, const char *p
     if (rc != RNX_OK) {
         client_body_close(b); /* the copy stops half way: joblet drops the rest */
     } else if (client_body_finish(b, &ans, &e) < 0) {
-        rc = rnx_fail("copying %s to %s:%s: %s", src, id, path, e.msg);
+        rc = rnx_fail("copying %s to %s:%s: %s%s", src, id, path, e.msg,
+                      w.failed && !e.http ? "; joblet stopped taking the copy part way (the job's /work full, or its "
+                                            "user may not write there)" : "");
     } else if (!quiet) {
         char h[32];
         human((uint64_t)json_integer_value(json_object_get(ans, "bytes")), h, sizeof h);
