@@ -17,6 +17,7 @@
 #include "job_detail.h"
 #include "job_events.h"
 #include "jobs.h"
+#include "cmdcheck.h"
 #include "launch.h"
 #include "sched_input.h"
 #include "state.h"
@@ -135,6 +136,17 @@ static void schedule(void)
     for (k = 0; k < out.nstart; k++) {
         job *j = map[start[k]];
         jerr e = {0};
+        /* The command was found at submission; what the job waited for since may have taken it
+         * away (its runtime rebuilt without it, a package removed): looked up again before
+         * anything is granted, so a job that cannot start never holds a GPU. A few stat()s. */
+        if (cmdcheck_resolve(&j->req, &e) < 0) {
+            log_err("job %s: %s", j->id, e.msg);
+            free(j->error);
+            j->error = xstrdup(e.msg);
+            j->has_exit = false;
+            job_finish(j, JS_FAILED, "start_failed");
+            continue;
+        }
         bool granted = !sets[k] || gpus_grant(j, sets[k], &e) == 0;
         if (granted && picks[k] >= 0)
             gpus_grant_mig(j, picks[k]);

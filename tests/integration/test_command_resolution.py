@@ -2,6 +2,7 @@
 its PATH in the host's system directories or in its runtime's tree, or among its uploads in
 /work. One that cannot be found is refused before anything is created or granted, naming what
 exists instead; a command under /volumes/ (made by an earlier job) is not checked."""
+import json
 import os
 import shutil
 
@@ -133,3 +134,24 @@ def test_workflow_job_with_missing_command_refused_as_a_whole(sim_daemon, tmp_pa
     p = d.rnx("workflow", "run", str(wf))
     assert p.returncode != 0 and "jcm-nonexistent" in p.stderr and "train" in p.stderr, p.stderr
     assert d.job_count() == 0
+
+
+def test_looked_up_again_before_a_waiting_job_gets_gpus(sim_daemon):
+    """A job that waited for GPUs while its command went away (its runtime rebuilt without it)
+    fails when its turn comes, before a GPU is granted, saying what is missing."""
+    d = sim_daemon
+    holder = d.submit("sleep", "300", gpu_count=8)
+    d.wait_status(holder, "RUNNING")
+    p = d.rnx("--json", "job", "run", "--runtime=pybox", "--gpu=1", "python", "x.py")
+    assert p.returncode == 0, p.stderr
+    waiting = json.loads(p.stdout)["id"]
+    d.wait_status(waiting, "QUEUED")
+    os.unlink(os.path.join(d.state, "runtimes", "pybox", "rootfs", "usr", "bin", "python"))
+    d.rnx("job", "kill", holder, check=True)
+    job = d.wait(waiting)
+    assert job["status"] == "FAILED", job
+    assert "'python'" in (job.get("error") or ""), job
+    code, a = d.api("GET", "/v1/audit")
+    assert code == 200
+    assert not [r for r in a["records"] if r.get("job_id") == waiting], a
+    assert not d.job(waiting).get("gpus"), d.job(waiting)
