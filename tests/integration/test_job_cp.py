@@ -343,3 +343,26 @@ def test_a_gigabyte_out_of_a_running_job(fresh_daemon, tmp):
     print(f"daemon RSS {before / MB:.1f} MB before, {peak[0] / MB:.1f} MB at most during the copy of 1 GB")
     assert grew < 48 * MB, f"the daemon's RSS grew by {grew / MB:.1f} MB during the copy"
     dm.rnx("job", "kill", jid)
+
+
+@pytest.mark.skipif(shutil.which("runsc") is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
+def test_gvisor_job_its_work_while_it_runs(d, tmp):
+    """A gVisor job's root lives inside its sandbox: its /work (a host directory the sandbox
+    shares) is copied while it runs, and anything else is refused with the reason."""
+    p = d.rnx("--json", "job", "run", "--isolation=gvisor", "sh", "-c",
+              "mkdir -p /work/gv && printf sandboxed > /work/gv/f && touch /work/.ready && exec sleep 300",
+              check=True)
+    jid = json.loads(p.stdout)["id"]
+    assert d.wait_status(jid, "RUNNING", timeout=60)["isolation"] == "gvisor"
+    deadline = time.time() + 60
+    while d.api("GET", f"/v1/jobs/{jid}/archive?path=/work/.ready&stat=1")[0] != 200:
+        assert time.time() < deadline, d.job(jid)
+        time.sleep(0.2)
+    p = cp(d, f"{jid}:/work/gv", tmp)
+    assert p.returncode == 0, p.stderr
+    assert open(os.path.join(tmp, "gv", "f")).read() == "sandboxed"
+    p = cp(d, os.path.join(tmp, "gv", "f"), f"{jid}:/work/gv/g")
+    assert p.returncode == 0, p.stderr
+    p = cp(d, f"{jid}:/tmp", tmp)
+    assert p.returncode == 1 and "runs in gVisor, whose root lives inside its sandbox" in p.stderr, p.stderr
+    d.rnx("job", "kill", jid)
