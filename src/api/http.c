@@ -136,7 +136,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* a route that takes its body as a file (an archive, past server.max_body_bytes), or
          * refuses it unread, says so now */
         request r = {.conn = c, .method = method, .path = url, .body_fd = -1, .ctx = &st->ctx};
-        if (peer_creds(c, &r.uid, &r.gid) == 0) {
+        uid_t ruid;
+        gid_t rgid;
+        if (peer_creds(c, &ruid, &rgid) == 0) {
+            r.who = authz_local(ruid, rgid);
             int how = routes_body_sink(&r, &st->sink_fd, &st->sink_max, &e);
             if (how < 0) {
                 http_reply_method(method);
@@ -258,11 +261,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r.body = st->body;
         r.body_len = st->len;
     }
-    if (peer_creds(c, &r.uid, &r.gid) < 0) {
+    uid_t ruid;
+    gid_t rgid;
+    if (peer_creds(c, &ruid, &rgid) < 0) {
         jerr e = {0};
         jerr_http(&e, 403, "cannot read the caller's credentials (SO_PEERCRED)");
         return http_reply_error(c, &e);
     }
+    r.who = authz_local(ruid, rgid);
     enum MHD_Result rc = routes_dispatch(&r);
     park_lapse(&st->park); /* a ticket the route did not wait on */
     return rc;
@@ -342,8 +348,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         struct ucred cred;
         socklen_t len = sizeof cred;
-        if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid == 0 ||
-            !per_user_cap)
+        if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !per_user_cap)
+            return;
+        caller who = authz_local(cred.uid, cred.gid);
+        if (authz_may(&who, AUTHZ_UNLIMITED))
             return;
         struct conn_count *slot = conn_slot(cred.uid, true);
         if (!slot || slot->n >= per_user_cap) {

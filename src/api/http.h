@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "../core/authz.h"
 
 /* A route's own state for one connection, kept from its first run to the connection's end
  * (a copy's helper, api/jobs_cp.c): free is called with p when the connection is done. */
@@ -23,8 +24,7 @@ typedef struct request {
     size_t body_len;
     bool body_too_large;
     bool body_busy;       /* other requests hold the memory budget for bodies: retry */
-    uid_t uid;
-    gid_t gid;
+    caller who;           /* who asks (core/authz.h): the peer's uid and gid, its role */
     bool resumed;         /* the route runs again after its request was parked (park.h) */
     struct park_slot *park; /* the connection's place among parked requests (park.c) */
     int body_fd;          /* the body went to this file (routes_body_sink), -1 when it did not */

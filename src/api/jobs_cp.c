@@ -110,7 +110,7 @@ static enum MHD_Result get(request *r, job *j)
     if (!cc) {
         enum jobcp_kind kind = query_true(r, "stat") ? JOBCP_STAT : query_true(r, "follow") ? JOBCP_OUT_FOLLOW
                                                                                              : JOBCP_OUT;
-        jobcp *c = jobcp_start(j, kind, query(r, "path"), r->uid, &e);
+        jobcp *c = jobcp_start(j, kind, query(r, "path"), &r->who, &e);
         if (!c)
             return http_reply_error(r->conn, &e);
         cc = attach(r, c);
@@ -188,10 +188,10 @@ int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e)
     if (n - pl - sl >= sizeof id || memchr(r->path + pl, '/', n - pl - sl))
         return 0; /* not /v1/jobs/{id}/archive: the routes answer it */
     snprintf(id, sizeof id, "%.*s", (int)(n - pl - sl), r->path + pl);
-    job *j = jobs_find(id, r->uid, e);
+    job *j = jobs_find(id, &r->who, e);
     if (!j)
         return -1;
-    jobcp *c = jobcp_start(j, JOBCP_IN, query(r, "path"), r->uid, e);
+    jobcp *c = jobcp_start(j, JOBCP_IN, query(r, "path"), &r->who, e);
     if (!c)
         return -1;
     attach(r, c);

@@ -54,7 +54,7 @@ static bool job_has_gpu(const job *j, const char *uuid)
  * job may have started meanwhile: launch_refresh). */
 static bool matches(const lister *l, const job *j, bool state)
 {
-    if (l->f.caller != 0 && j->owner_uid != l->f.caller)
+    if (!authz_may_on(&l->f.who, AUTHZ_OTHERS_JOBS, j->owner_uid))
         return false;
     if ((l->f.by_user && j->owner_uid != l->f.user) || (l->f.since_ms && j->created_ms < l->f.since_ms) ||
         (l->gpu && !job_has_gpu(j, l->gpu)))

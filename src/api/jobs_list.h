@@ -9,10 +9,11 @@
 #include <time.h>
 
 #include "../core/job.h"
+#include "../core/authz.h"
 
 /* What the listing keeps (the route has checked it). */
 typedef struct jobs_list_filter {
-    uid_t caller;         /* root sees every job, others their own */
+    caller who;           /* whose jobs it may list (core/authz.h: AUTHZ_OTHERS_JOBS) */
     bool by_user, by_state, by_gpu;
     uid_t user;
     enum job_state state;

@@ -23,7 +23,6 @@
 #include "../common/util.h"
 #include "../core/loop.h"
 #include "../core/metrics.h"
-#include "../core/users.h"
 #include "reply.h"
 
 #define SCRAPE_WAIT_MS 5000
@@ -45,11 +44,11 @@ enum MHD_Result metrics_reply(request *r)
         return http_reply_error(r->conn, &e);
     }
     /* The text names every user's running jobs; /v1/jobs shows a user only their own. */
-    if (!users_is_admin(r->uid, r->gid)) {
+    if (!authz_may(&r->who, AUTHZ_METRICS)) {
         jerr e = {0};
         jerr_http(&e, 403, "/metrics names every user's jobs: it is for admins (root, or members of the group "
                            "named by server.admin_group); you are uid %u. Prometheus scrapes the metrics.listen "
-                           "address instead", (unsigned)r->uid);
+                           "address instead", (unsigned)r->who.uid);
         return http_reply_error(r->conn, &e);
     }
     return reply_text(r->conn, 200, PROM_CONTENT_TYPE, metrics_text());

@@ -33,14 +33,14 @@ uint64_t park_ticket(request *r)
     park_slot *s = r->park;
     if (!s || s->ticket || nparked >= PARK_MAX)
         return 0;
-    if (r->uid != 0) {
+    if (!authz_may(&r->who, AUTHZ_UNLIMITED)) {
         size_t mine = 0;
         for (park_slot *p = parked; p; p = p->next)
-            mine += p->uid == r->uid;
+            mine += p->uid == r->who.uid;
         if (mine >= PARK_PER_USER)
             return 0;
     }
-    s->uid = r->uid;
+    s->uid = r->who.uid;
     s->ticket = next_ticket++;
     s->conn = r->conn;
     s->next = parked;

@@ -29,7 +29,6 @@
 #include "../core/settle.h"
 #include "../core/state.h"
 #include "../core/submit.h"
-#include "../core/users.h"
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
 #include "body.h"
@@ -76,11 +75,11 @@ static enum MHD_Result submit(request *r)
         return http_reply_error(r->conn, &e);
     if (jobreq_uploads_streamed(&jr)) {
         /* checked now; the job is created once PUT /v1/uploads/{id} has sent the files */
-        incoming *in = incoming_open_job(&jr, r->uid, r->gid, &e);
+        incoming *in = incoming_open_job(&jr, r->who.uid, r->who.gid, &e);
         jobreq_free(&jr);
         return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
     }
-    job *j = submit_job(&jr, r->uid, r->gid, &e);
+    job *j = submit_job(&jr, r->who.uid, r->who.gid, &e);
     jobreq_free(&jr);
     if (!j)
         return http_reply_error(r->conn, &e);
@@ -105,16 +104,16 @@ static enum MHD_Result list(request *r)
                                  "STOPPING, PREEMPTED, STOPPED, COMPLETED, FAILED or CANCELED", sf);
     else if (uf && (parse_u64(uf, &uid) < 0 || uid > UINT32_MAX - 1))
         jerr_field(&e, "user", "user: '%s' is not a uid; give a number, e.g. 1000", uf);
-    else if (uf && r->uid != 0 && uid != r->uid)
+    else if (uf && !authz_may_on(&r->who, AUTHZ_OTHERS_JOBS, (uid_t)uid))
         jerr_http(&e, 403, "user: you see only your own jobs (uid %u); uid %s's jobs are shown to root",
-                  (unsigned)r->uid, uf);
+                  (unsigned)r->who.uid, uf);
     else if (gf && gk < 0 && (strncmp(gf, "MIG-", 4) || strlen(gf) > 96))
         jerr_field(&e, "gpu", "gpu: '%.40s' is not a GPU of this machine; give an index or a UUID (rnx gpu list)", gf);
     else if (tf && parse_rfc3339(tf, &since) < 0)
         jerr_field(&e, "since", "since: '%s' is not a time; give RFC 3339, e.g. 2026-11-22T15:00:00Z", tf);
     if (e.msg[0])
         return http_reply_error(r->conn, &e);
-    jobs_list_filter lf = {.caller = r->uid, .by_user = uf != NULL, .user = (uid_t)uid, .by_state = sf != NULL,
+    jobs_list_filter lf = {.who = r->who, .by_user = uf != NULL, .user = (uid_t)uid, .by_state = sf != NULL,
                            .state = want, .by_gpu = gf != NULL, .gpu_uuid = guuid, .since_ms = (int64_t)since * 1000};
     return jobs_list_reply(r->conn, &lf);
 }
@@ -146,7 +145,7 @@ static enum MHD_Result delete_all(request *r)
     while (more) {
         jerr e = {0};
         size_t n = 0, quota = (size_t)loop_budget_take(&delete_budget, DELETE_SLICE);
-        if (quota && job_ctl_delete_ended(r->uid, quota, &n, &more, &e) < 0)
+        if (quota && job_ctl_delete_ended(&r->who, quota, &n, &more, &e) < 0)
             return delete_all_stopped(r, &e);
         loop_budget_return(&delete_budget, quota - n);
         r->park->tally += n;
@@ -233,7 +232,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     }
     snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
-    job *j = jobs_find(id, r->uid, &e);
+    job *j = jobs_find(id, &r->who, &e);
     if (!j)
         return http_reply_error(r->conn, &e);
     launch_refresh(j);
@@ -272,7 +271,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
         int (*act)(job *, uid_t, jerr *) = !strcmp(action, "stop")   ? job_ctl_stop
                                            : !strcmp(action, "kill") ? job_ctl_kill
                                                                      : job_ctl_cancel;
-        if (act(j, r->uid, &e) < 0)
+        if (act(j, r->who.uid, &e) < 0)
             return http_reply_error(r->conn, &e);
         settle();
         return http_reply_json(r->conn, 200, job_json(j));
@@ -287,7 +286,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST");
     if (!rest) {
         if (get)
-            return http_reply_json(r->conn, 200, workflow_json_list(r->uid));
+            return http_reply_json(r->conn, 200, workflow_json_list(&r->who));
         if (!post)
             goto none;
         json_t *body = body_json(r, BODY_REQUEST, &e);
@@ -296,7 +295,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
         wf_body wb;
         if (query_true(r, "dry_run")) {
             /* rnx workflow validate: every check of a submission, nothing created */
-            int rc = workflow_json_parse(body, &wb, &e) == 0 ? workflow_check(&wb, r->uid, r->gid, &e) : -1;
+            int rc = workflow_json_parse(body, &wb, &e) == 0 ? workflow_check(&wb, r->who.uid, r->who.gid, &e) : -1;
             size_t n = wb.n;
             workflow_body_free(&wb);
             json_decref(body);
@@ -308,9 +307,9 @@ static enum MHD_Result workflows(request *r, const char *rest)
          * request is parked and this route runs again once one is ready); then submitted, or
          * its uploads awaited */
         int parsed = workflow_json_parse(body, &wb, &e);
-        if (parsed == 0 && wb.nvolumes && (parsed = workflow_check(&wb, r->uid, r->gid, &e)) == 0) {
+        if (parsed == 0 && wb.nvolumes && (parsed = workflow_check(&wb, r->who.uid, r->who.gid, &e)) == 0) {
             uint64_t ticket = park_ticket(r);
-            parsed = workflow_volumes(&wb, r->uid, r->gid, ticket ? park_wake_fn : NULL, (void *)(uintptr_t)ticket, &e);
+            parsed = workflow_volumes(&wb, r->who.uid, r->who.gid, ticket ? park_wake_fn : NULL, (void *)(uintptr_t)ticket, &e);
             if (parsed == VOLUMES_PENDING) {
                 workflow_body_free(&wb);
                 json_decref(body);
@@ -324,12 +323,12 @@ static enum MHD_Result workflows(request *r, const char *rest)
         }
         if (parsed == 0 && workflow_json_streamed(&wb)) {
             /* as a job's: checked now, created once the files have come */
-            incoming *in = incoming_open_workflow(&wb, r->uid, r->gid, &e);
+            incoming *in = incoming_open_workflow(&wb, r->who.uid, r->who.gid, &e);
             workflow_body_free(&wb);
             json_decref(body);
             return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
         }
-        workflow *wf = parsed == 0 ? workflow_submit(&wb, r->uid, r->gid, &e) : NULL;
+        workflow *wf = parsed == 0 ? workflow_submit(&wb, r->who.uid, r->who.gid, &e) : NULL;
         workflow_body_free(&wb);
         json_decref(body);
         if (!wf)
@@ -346,13 +345,13 @@ static enum MHD_Result workflows(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     }
     snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
-    workflow *wf = workflow_find(id, r->uid, &e);
+    workflow *wf = workflow_find(id, &r->who, &e);
     if (!wf)
         return http_reply_error(r->conn, &e);
     if (!slash && get)
         return http_reply_json(r->conn, 200, workflow_json(wf, true));
     if (slash && !strcmp(slash + 1, "cancel") && post) {
-        if (workflow_cancel(wf, r->uid, &e) < 0)
+        if (workflow_cancel(wf, r->who.uid, &e) < 0)
             return http_reply_error(r->conn, &e);
         settle();
         return http_reply_json(r->conn, 200, workflow_json(wf, false));
@@ -360,15 +359,6 @@ static enum MHD_Result workflows(request *r, const char *rest)
 none:
     jerr_http(&e, 404, "no route %s %s; see docs/api.md", r->method, r->path);
     return http_reply_error(r->conn, &e);
-}
-
-static bool admin_or_refuse(request *r, const char *what, jerr *e)
-{
-    if (users_is_admin(r->uid, r->gid))
-        return true;
-    jerr_http(e, 403, "%s is for admins: root, or members of the group named by server.admin_group (%s); you are "
-                      "uid %u", what, *core.cfg.admin_group ? core.cfg.admin_group : "not set", (unsigned)r->uid);
-    return false;
 }
 
 /* POST /v1/gpus/{index|uuid}/{drain|offline|online}, body {"force": bool} (optional) */
@@ -385,7 +375,7 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
     }
     char what[64];
     snprintf(what, sizeof what, "gpu %s", action);
-    if (!admin_or_refuse(r, what, &e))
+    if (authz_check(&r->who, AUTHZ_GPU_SERVICE, what, &e) < 0)
         return http_reply_error(r->conn, &e);
     int i = gpu_find(&core.gpu.inv, id);
     if (i < 0) {
@@ -406,7 +396,7 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
         force = json_is_true(f);
         json_decref(b);
     }
-    json_t *done = gpu_admin_action(i, action, force, r->uid, &e);
+    json_t *done = gpu_admin_action(i, action, force, r->who.uid, &e);
     if (!done)
         return http_reply_error(r->conn, &e);
     settle(); /* the GPU as it is now: a job that waited for it may hold it */
@@ -421,7 +411,7 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
 static enum MHD_Result audit(request *r)
 {
     jerr e = {0};
-    if (!admin_or_refuse(r, "the audit trail", &e))
+    if (authz_check(&r->who, AUTHZ_AUDIT, "the audit trail", &e) < 0)
         return http_reply_error(r->conn, &e);
     int64_t uid = -1, since = 0, until = INT64_MAX;
     int gpu = -1, limit = 10000;
@@ -477,11 +467,12 @@ static enum MHD_Result audit(request *r)
 /* GET /v1/whoami: the caller as joblet sees it (the console shows admin actions to admins) */
 static enum MHD_Result whoami(request *r)
 {
-    struct passwd *pw = getpwuid(r->uid);
+    struct passwd *pw = getpwuid(r->who.uid);
     return http_reply_json(r->conn, 200,
-                           json_pack("{s:I,s:I,s:s?,s:b,s:b}", "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid,
-                                     "user", pw ? pw->pw_name : NULL, "admin", users_is_admin(r->uid, r->gid),
-                                     "sees_all_jobs", r->uid == 0));
+                           json_pack("{s:I,s:I,s:s?,s:b,s:b,s:s}", "uid", (json_int_t)r->who.uid, "gid",
+                                     (json_int_t)r->who.gid, "user", pw ? pw->pw_name : NULL, "admin",
+                                     authz_may(&r->who, AUTHZ_GPU_SERVICE), "sees_all_jobs",
+                                     authz_may(&r->who, AUTHZ_OTHERS_JOBS), "role", authz_role_name(r->who.role)));
 }
 
 /* GET /v1/history?hours=N (1 to 24 x 366, default 168): the console's History page */
@@ -494,10 +485,10 @@ static enum MHD_Result history(request *r)
         jerr_field(&e, "hours", "hours: must be a whole number of hours from 1 to 8784");
         return http_reply_error(r->conn, &e);
     }
-    bool admin = users_is_admin(r->uid, r->gid);
-    if (query_true(r, "sample") && admin)
+    bool all = authz_may(&r->who, AUTHZ_HISTORY_ALL);
+    if (query_true(r, "sample") && all)
         history_tick(now_ms());   /* a reading now, for tests and for an admin who wants one */
-    return http_reply_json(r->conn, 200, history_json(r->uid, admin, (int)hours));
+    return http_reply_json(r->conn, 200, history_json(r->who.uid, all, (int)hours));
 }
 
 /* GET /v1/events: server-sent events for the console (core/events.h) */
@@ -510,7 +501,7 @@ static enum MHD_Result events(request *r)
         v = query(r, "last_id");
     if (v && parse_u64(v, &last) < 0)
         last = 0;
-    struct MHD_Response *resp = events_response(r->conn, r->uid, last, &e);
+    struct MHD_Response *resp = events_response(r->conn, &r->who, last, &e);
     if (!resp)
         return http_reply_error(r->conn, &e);
     state_commit();

@@ -33,7 +33,6 @@
 #include "../core/settle.h"
 #include "../core/state.h"
 #include "../core/submit.h"
-#include "../core/users.h"
 #include "reply.h"
 
 static const char *query(request *r, const char *key)
@@ -51,11 +50,7 @@ static enum MHD_Result refuse(request *r, const jerr *e) { return http_reply_err
 
 static bool admin(request *r, const char *what, jerr *e)
 {
-    if (users_is_admin(r->uid, r->gid))
-        return true;
-    jerr_http(e, 403, "%s is for admins: root, or members of the group named by server.admin_group (%s); you are "
-                      "uid %u", what, *core.cfg.admin_group ? core.cfg.admin_group : "not set", (unsigned)r->uid);
-    return false;
+    return authz_check(&r->who, AUTHZ_RUNTIMES, what, e) == 0;
 }
 
 static enum MHD_Result no_route(request *r)
@@ -101,7 +96,7 @@ static enum MHD_Result build(request *r)
     const runtime *have = NULL;
     rt_build *b = NULL;
     unsigned how = (query_true(r, "replace") ? RTB_REPLACE : 0) | (query_true(r, "fresh") ? RTB_FRESH : 0);
-    int rc = runtime_build_start(r->body, r->body_len, src, how, r->uid, &have, &b, &e);
+    int rc = runtime_build_start(r->body, r->body_len, src, how, r->who.uid, &have, &b, &e);
     if (rc < 0)
         return refuse(r, &e);
     if (rc == 1)
@@ -126,7 +121,7 @@ static enum MHD_Result test(request *r, const runtime *rt)
     json_decref(body);
     if (rc < 0)
         return refuse(r, &e);
-    job *j = submit_job(&jr, r->uid, r->gid, &e);
+    job *j = submit_job(&jr, r->who.uid, r->who.gid, &e);
     jobreq_free(&jr);
     if (!j)
         return refuse(r, &e);
@@ -211,7 +206,7 @@ static enum MHD_Result import(request *r)
         jerr_field(&e, NULL, "archive: the body is empty; send a tar.zst as rnx runtime export writes it");
         return refuse(r, &e);
     }
-    rt_build *b = runtime_build_import(r->body_fd, query_true(r, "replace"), r->uid, &e);
+    rt_build *b = runtime_build_import(r->body_fd, query_true(r, "replace"), r->who.uid, &e);
     if (!b)
         return refuse(r, &e);
     return http_reply_json(r->conn, 202, json_pack("{s:o}", "build", runtime_json_build(b)));

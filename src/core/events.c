@@ -27,7 +27,7 @@ typedef struct event {
 typedef struct stream {
     struct stream *next;
     struct MHD_Connection *conn;
-    uid_t uid;
+    caller who;                 /* whose stream: what it may see (authz.h) */
     uint64_t next_id;           /* the next event it has not been sent */
     bool hello, ping, suspended, gone;
     watch w_conn;               /* its socket while suspended: a hang-up ends it */
@@ -63,6 +63,12 @@ static void suspend(stream *s)
         log_warn("watching an event stream's connection: %s", strerror(errno));
 }
 
+/* Whether the stream's caller sees an event of owner's (-1: everyone's). */
+static bool sees(const stream *s, int64_t owner)
+{
+    return owner < 0 || authz_may_on(&s->who, AUTHZ_OTHERS_JOBS, (uid_t)owner);
+}
+
 void events_publish(const char *kind, int64_t owner, const char *data)
 {
     size_t dl = strlen(data);
@@ -79,7 +85,7 @@ void events_publish(const char *kind, int64_t owner, const char *data)
     ev->len = (size_t)snprintf(ev->text, cap, "id: %llu\nevent: %s\ndata: %s\n\n", (unsigned long long)ev->id, kind,
                                data);
     for (stream *s = streams; s; s = s->next) {
-        if (owner < 0 || s->uid == 0 || (int64_t)s->uid == owner)
+        if (sees(s, owner))
             resume(s);
         else if (s->suspended && s->next_id == ev->id)
             s->next_id++;   /* caught up, and not its event: it does not fall behind for it */
@@ -120,7 +126,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
     }
     while (s->next_id < next_id) {
         const event *ev = event_at(s->next_id);
-        if (ev && (ev->owner < 0 || s->uid == 0 || (int64_t)s->uid == ev->owner)) {
+        if (ev && sees(s, ev->owner)) {
             size_t u = put(buf, used, max, ev->text, ev->len);
             if (u == used)
                 break;   /* the rest next time */
@@ -187,12 +193,12 @@ static void free_stream(void *cls)
     free(s);
 }
 
-struct MHD_Response *events_response(struct MHD_Connection *conn, uid_t uid, uint64_t last_id, jerr *e)
+struct MHD_Response *events_response(struct MHD_Connection *conn, const caller *who, uint64_t last_id, jerr *e)
 {
     unsigned mine = 0;
     for (stream *s = streams; s; s = s->next)
-        mine += s->uid == uid;
-    if (uid != 0 && mine >= core.cfg.events_max_streams_per_user) {
+        mine += s->who.uid == who->uid;
+    if (!authz_may(who, AUTHZ_UNLIMITED) && mine >= core.cfg.events_max_streams_per_user) {
         jerr_http(e, 429, "you have %u event streams open already (events.max_streams_per_user); close a console "
                           "first", mine);
         return NULL;
@@ -203,7 +209,7 @@ struct MHD_Response *events_response(struct MHD_Connection *conn, uid_t uid, uin
     }
     stream *s = xcalloc(1, sizeof *s);
     s->conn = conn;
-    s->uid = uid;
+    s->who = *who;
     /* a client reconnecting goes on after the last event it had, when the ring still holds
      * the next one (else: resync) */
     s->next_id = last_id && last_id < next_id ? last_id + 1 : next_id;

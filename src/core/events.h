@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "authz.h"
 
 struct MHD_Connection;
 struct MHD_Response;
@@ -33,7 +34,7 @@ struct MHD_Response;
 void events_publish(const char *kind, int64_t owner, const char *data);
 /* A stream for a caller: 429 past the caller's bound, 503 past the total one. last_id: the
  * Last-Event-ID the client sent (an EventSource reconnecting), 0 for none. */
-struct MHD_Response *events_response(struct MHD_Connection *conn, uid_t uid, uint64_t last_id, jerr *e);
+struct MHD_Response *events_response(struct MHD_Connection *conn, const caller *who, uint64_t last_id, jerr *e);
 /* Whether any stream is open (publish.c skips its scans when none is). */
 bool events_listening(void);
 /* Streams open now (all, and of one uid) and events published so far. */

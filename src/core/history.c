@@ -121,10 +121,9 @@ static double gpu_seconds(const job *j, int64_t now)
     return end > j->started_ms ? (double)(end - j->started_ms) / 1000.0 * (double)j->gpus.n : 0;
 }
 
-json_t *history_json(uid_t uid, bool admin, int hours)
+json_t *history_json(uid_t uid, bool all, int hours)
 {
     int64_t now = now_ms(), since = now - (int64_t)hours * 3600000;
-    bool all = uid == 0 || admin;
     json_t *users = json_object(), *per_gpu = json_array(), *perhour = json_object(), *waits = json_object();
     double gs[GPU_MAX] = {0};
     for (size_t i = 0; i < core.njobs; i++) {

@@ -14,7 +14,8 @@ void history_start(void);
 void history_stop(void);
 /* One reading of every GPU now (the timer's work; tests call it through the API's ?sample=1). */
 void history_tick(int64_t now);
-/* The answer for a caller: per-user figures are the caller's alone unless it is root or an admin. */
-json_t *history_json(uid_t uid, bool admin, int hours);
+/* The answer for uid: per-user figures are its own alone unless all (core/authz.h:
+ * AUTHZ_HISTORY_ALL). */
+json_t *history_json(uid_t uid, bool all, int hours);
 
 #endif

@@ -99,7 +99,7 @@ int job_ctl_delete(job *j, jerr *e)
     return 0;
 }
 
-int job_ctl_delete_ended(uid_t caller, size_t max, size_t *deleted, bool *more, jerr *e)
+int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *more, jerr *e)
 {
     /* the rows in one transaction, then the jobs once it is committed; a row that cannot be
      * deleted takes the slice's others back with it */
@@ -112,7 +112,7 @@ int job_ctl_delete_ended(uid_t caller, size_t max, size_t *deleted, bool *more, 
     job **gone = xcalloc((max < core.njobs ? max : core.njobs) + 1, sizeof *gone);
     for (size_t i = core.njobs; i-- > 0;) {
         job *j = core.jobs[i];
-        if ((caller != 0 && j->owner_uid != caller) || !job_state_terminal(j->state))
+        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid) || !job_state_terminal(j->state))
             continue;
         if (n == max) {
             *more = true;

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "authz.h"
 #include "job.h"
 
 /* A running job gets SIGTERM (its shim kills it after the grace period); a waiting one is
@@ -24,6 +25,6 @@ int job_ctl_delete(job *j, jerr *e);
 /* Ended jobs the caller may see (root: all), newest first, at most max of them, their rows in
  * one commit: *deleted says how many, *more whether some are left; -1 (none of these deleted)
  * when a row or the commit failed. */
-int job_ctl_delete_ended(uid_t caller, size_t max, size_t *deleted, bool *more, jerr *e);
+int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *more, jerr *e);
 
 #endif

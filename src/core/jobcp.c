@@ -27,7 +27,7 @@ extern char **environ;
 struct jobcp {
     jobcp *next;
     enum jobcp_kind kind;
-    uid_t caller;
+    uid_t for_uid;            /* whose transfer it is */
     char job_id[37];
     pid_t pid;
     watch w_pid;              /* pidfd of the helper: readable when it ends */
@@ -233,7 +233,7 @@ static bool in_job_cgroup(pid_t pid, const job *j)
 
 static bool job_gvisor(const job *j) { return j->req.isolation && !strcmp(j->req.isolation, "gvisor"); }
 
-jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, uid_t caller, jerr *e)
+jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller *who, jerr *e)
 {
     char clean[4096];
     if (!path || !*path)
@@ -265,7 +265,7 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, uid_t caller,
         if (access(root, F_OK) < 0)
             return jerr_http(e, 409, "job %.8s has no /work any more", j->id), NULL;
     }
-    if (transfers_check(caller, e) < 0)
+    if (transfers_check(who->uid, e) < 0)
         return NULL;
     int pidfd = -1;
     if (live) {
@@ -286,7 +286,7 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, uid_t caller,
     }
     jobcp *c = xcalloc(1, sizeof *c);
     c->kind = kind;
-    c->caller = caller;
+    c->for_uid = who->uid;
     c->data_fd = -1;
     c->w_status.fd = c->w_pid.fd = -1;
     snprintf(c->job_id, sizeof c->job_id, "%s", j->id);
@@ -345,11 +345,11 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, uid_t caller,
     }
     if (pidfd >= 0)
         close(pidfd);
-    transfers_add(caller);
+    transfers_add(who->uid);
     c->next = all;
     all = c;
     log_info("copy %s %s job %.8s %s as uid %u (for uid %u)", modes[kind], kind == JOBCP_IN ? "into" : "of", j->id,
-             clean, (unsigned)j->uid, (unsigned)caller);
+             clean, (unsigned)j->uid, (unsigned)who->uid);
     return c;
 fail:
     for (int i = 0; i < 2; i++) {
@@ -430,6 +430,6 @@ void jobcp_free(jobcp *c)
     close_status(c);
     if (c->data_fd >= 0)
         close(c->data_fd);
-    transfers_remove(c->caller);
+    transfers_remove(c->for_uid);
     free(c);
 }

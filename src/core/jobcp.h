@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "authz.h"
 #include "job.h"
 
 enum jobcp_kind {
@@ -42,11 +43,11 @@ typedef struct jobcp_info {
 /* Called when the helper said something or ended (on the loop). */
 typedef void (*jobcp_fn)(void *arg);
 
-/* Starts a copy in job j (which the caller may see: jobs_find) for caller. The path must be
+/* Starts a copy in job j (which who may see: jobs_find) for who. The path must be
  * absolute; it is cleaned ("." and ".." taken out as the job's root would). Refusals: 400 a
  * path that is not absolute or too long, 409 a job not started or a path outside /work once
  * there is only its /work, 429/503 no transfer's place left, 500 the helper could not start. */
-jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, uid_t caller, jerr *e);
+jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller *who, jerr *e);
 /* Who to call when the helper says something or ends; replaces the one before (NULL: none). */
 void jobcp_on_change(jobcp *c, jobcp_fn fn, void *arg);
 /* The helper's first word: 0 not yet, 1 it may go on (info filled), -1 refused (e says why,

@@ -9,10 +9,11 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "authz.h"
 #include "job_events.h"
 #include "state.h"
 
-static bool visible(const job *j, uid_t caller) { return caller == 0 || j->owner_uid == caller; }
+static bool visible(const job *j, const caller *c) { return authz_may_on(c, AUTHZ_OTHERS_JOBS, j->owner_uid); }
 
 /* "1a2b3c4d (RUNNING)" for a list of candidates. */
 static size_t candidate(char *out, size_t n, size_t used, const job *j)
@@ -23,7 +24,7 @@ static size_t candidate(char *out, size_t n, size_t used, const job *j)
     return w < 0 ? used : used + (size_t)w;
 }
 
-job *jobs_find(const char *ref, uid_t caller, jerr *e)
+job *jobs_find(const char *ref, const caller *who, jerr *e)
 {
     size_t len = ref ? strlen(ref) : 0;
     if (len == 0) {
@@ -39,7 +40,7 @@ job *jobs_find(const char *ref, uid_t caller, jerr *e)
     bool others = false;   /* the full id is another user's job */
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
-        if (!visible(j, caller)) {
+        if (!visible(j, who)) {
             others |= len == 36 && !strcmp(j->id, ref);
             continue;
         }

@@ -9,12 +9,13 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "authz.h"
 #include "job.h"
 
 /* Among the jobs the caller may see (root sees all): by full id, else by name (exactly one
  * job of that name), else by unique id prefix. 404 when nothing matches; 409 naming the
  * candidates (short id and state) when several do. */
-job *jobs_find(const char *ref, uid_t caller, jerr *e);
+job *jobs_find(const char *ref, const caller *who, jerr *e);
 void jobs_add(job *j);
 /* The job of this seq, or NULL: the table is in seq order (jobs are added in it, loaded in it),
  * so a binary search. */

@@ -43,10 +43,10 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "authz.h"
 #include "diskimg.h"
 #include "state.h"
 #include "statedisk.h"
-#include "users.h"
 #include "workfs.h"
 
 /* The two types. min_mb, max_mb: the sizes a request may ask for; the machine bounds them
@@ -142,7 +142,8 @@ const volume *volumes_find(const char *name) { return find(name); }
 
 bool volumes_allowed(const volume *v, uid_t uid, gid_t gid)
 {
-    return v->owner_uid == uid || users_is_admin(uid, gid);
+    caller who = authz_local(uid, gid);
+    return authz_may_on(&who, AUTHZ_OTHERS_VOLUMES, v->owner_uid);
 }
 
 static volume *add(const char *name, enum volume_type type, uint64_t size_mb, uid_t uid, gid_t gid, int64_t created)
@@ -443,7 +444,8 @@ static int start_mkfs(volume *v, jerr *e)
 static int check_share(const volume_req *rq, uid_t uid, uint64_t whole_mb, uint32_t pct, const char *key,
                        const char *of, jerr *e)
 {
-    if (uid == 0 || !pct)
+    caller who = authz_local(uid, 0); /* the bound's exemption is the uid's (authz.h) */
+    if (authz_may(&who, AUTHZ_UNLIMITED) || !pct)
         return 0;
     uint64_t mine = 0, bound = whole_mb * pct / 100;
     for (size_t i = 0; i < nvols; i++)
@@ -533,7 +535,8 @@ static int check_request(const volume_req *rq, uid_t uid, jerr *e)
         return jerr_http(e, 429, "this machine has %d volumes, the most joblet keeps; remove some (rnx volume remove "
                                  "NAME)", VOLUMES_MAX);
     uint32_t per_user = core.cfg.volumes_max_per_user;
-    if (uid != 0 && per_user) {
+    caller who = authz_local(uid, 0); /* the bound's exemption is the uid's (authz.h) */
+    if (!authz_may(&who, AUTHZ_UNLIMITED) && per_user) {
         uint32_t mine = 0;
         for (size_t i = 0; i < nvols; i++)
             mine += vols[i]->owner_uid == uid;

@@ -447,9 +447,9 @@ void workflow_forget_job(job *j)
 
 /* ---- reading ---- */
 
-bool workflow_visible(const workflow *wf, uid_t caller) { return caller == 0 || wf->owner_uid == caller; }
+bool workflow_visible(const workflow *wf, const caller *who) { return authz_may_on(who, AUTHZ_OTHERS_JOBS, wf->owner_uid); }
 
-workflow *workflow_find(const char *ref, uid_t caller, jerr *e)
+workflow *workflow_find(const char *ref, const caller *who, jerr *e)
 {
     size_t len = ref ? strlen(ref) : 0;
     if (len == 0) {
@@ -464,7 +464,7 @@ workflow *workflow_find(const char *ref, uid_t caller, jerr *e)
     bool others = false;   /* the full id is another user's workflow (as jobs_find) */
     for (size_t i = 0; i < core.nworkflows; i++) {
         workflow *wf = core.workflows[i];
-        if (!workflow_visible(wf, caller)) {
+        if (!workflow_visible(wf, who)) {
             others |= len == 36 && !strcmp(wf->id, ref);
             continue;
         }

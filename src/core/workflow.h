@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "authz.h"
 #include "job.h"
 #include "volumes.h"
 
@@ -103,8 +104,8 @@ void workflow_checked_free(wf_checked *c);
 void workflow_add(workflow *wf);
 /* As jobs_find: by full id, else by name (exactly one), else by unique id prefix, among the
  * workflows the caller may see; 404 / 409 naming the candidates otherwise. */
-workflow *workflow_find(const char *ref, uid_t caller, jerr *e);
-bool workflow_visible(const workflow *wf, uid_t caller);
+workflow *workflow_find(const char *ref, const caller *who, jerr *e);
+bool workflow_visible(const workflow *wf, const caller *who);
 int workflow_cancel(workflow *wf, uid_t by, jerr *e);
 /* Prefixes a job request's refusal with its place: "jobs[2].request.gpu_count", "job 'x': ". */
 int workflow_err_in_job(jerr *e, size_t i, const char *name);

@@ -377,11 +377,11 @@ json_t *workflow_json(const workflow *wf, bool detail)
     return o;
 }
 
-json_t *workflow_json_list(uid_t caller)
+json_t *workflow_json_list(const caller *who)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < core.nworkflows; i++)
-        if (workflow_visible(core.workflows[i], caller))
+        if (workflow_visible(core.workflows[i], who))
             json_array_append_new(arr, workflow_json(core.workflows[i], false));
     return json_pack("{s:o}", "workflows", arr);
 }

@@ -19,7 +19,7 @@ int workflow_json_parse(json_t *body, wf_body *b, jerr *e);
 int workflow_json_load(workflow *wf, jerr *e);
 /* GET /v1/workflows/{id} (detail: with the YAML as submitted) and GET /v1/workflows. */
 json_t *workflow_json(const workflow *wf, bool detail);
-json_t *workflow_json_list(uid_t caller);
+json_t *workflow_json_list(const caller *who);
 /* The body's files follow it (a streamed upload, docs/api.md): some job lists an upload with a
  * size and no content_b64. */
 bool workflow_json_streamed(const wf_body *b);

@@ -1,0 +1,56 @@
+/* Who is asking, and what they may do: the caller the API's edge makes for each request, and
+ * the one table that decides every permission (authz.c). No other file compares a uid with 0
+ * to decide what someone may do, or asks whether someone is an admin.
+ *
+ * Roles (docs/api.md "Who may do what"): reader ⊂ developer ⊂ maintainer ⊂ admin, and
+ * operator, a developer who also runs the machine (GPU service states, the audit, runtimes,
+ * metrics, everyone's volumes) without acting on others' jobs. Today every caller is a local
+ * account on the unix socket: root is admin, the members of server.admin_group are operators,
+ * everyone else a developer; nothing else maps to a role yet (a certificate will: issue 28). */
+#ifndef JOBLET_CORE_AUTHZ_H
+#define JOBLET_CORE_AUTHZ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+
+enum authz_role { ROLE_READER, ROLE_DEVELOPER, ROLE_OPERATOR, ROLE_MAINTAINER, ROLE_ADMIN, ROLE_N };
+
+/* Where a caller came from. */
+enum caller_via { CALLER_UNIX };
+
+typedef struct caller {
+    uid_t uid;                /* the local account it acts as: its jobs run as this uid */
+    gid_t gid;
+    enum authz_role role;
+    enum caller_via via;
+} caller;
+
+/* What may be asked. Each is one row of authz.c's table: the roles that may do it. */
+enum authz_op {
+    AUTHZ_OTHERS_JOBS,        /* see and act on jobs and workflows of other users */
+    AUTHZ_OTHERS_VOLUMES,     /* use, inspect and delete volumes of other users */
+    AUTHZ_GPU_SERVICE,        /* drain, offline, online a GPU */
+    AUTHZ_AUDIT,              /* read the audit trail */
+    AUTHZ_METRICS,            /* GET /metrics: every user's jobs by name */
+    AUTHZ_RUNTIMES,           /* build, import, remove runtimes */
+    AUTHZ_HISTORY_ALL,        /* the History page's figures of every user, and a sample on demand */
+    AUTHZ_UNLIMITED,          /* per-user bounds (streams, parked requests, volumes' shares) do not apply */
+    AUTHZ_N
+};
+
+/* The caller of a request on the unix socket: its peer's uid and gid, its role from them. */
+caller authz_local(uid_t uid, gid_t gid);
+/* Whether c may do op. */
+bool authz_may(const caller *c, enum authz_op op);
+/* The same for an object owned by owner: its owner always may. */
+bool authz_may_on(const caller *c, enum authz_op op, uid_t owner);
+/* 0, or -1 with a 403 in e saying what op is for and who c is ("gpu drain is for ..."). what
+ * names the action as the user asked for it ("gpu drain", "the audit trail"). */
+int authz_check(const caller *c, enum authz_op op, const char *what, jerr *e);
+/* The role's name: reader, developer, operator, maintainer, admin. */
+const char *authz_role_name(enum authz_role r);
+
+#endif
