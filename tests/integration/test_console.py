@@ -207,3 +207,62 @@ def test_the_files_are_served_gzipped_where_the_browser_takes_it(daemon):
         assert st == 200 and "content-encoding" not in h and body == open(os.path.join(ASSETS, "console.js"), "rb").read()
     finally:
         con.stop()
+
+
+FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+
+
+def test_the_audit_trail_pages_by_record_id(fresh_daemon):
+    """GET /v1/audit?before=ID / after=ID: bounded pages that, walked either way, give every
+    record once, newest first, with older/newer saying where more lie; filters hold on every page."""
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    for k in range(30):
+        for act in ("drain", "online"):
+            st, g = d.api("POST", f"/v1/gpus/{k % 3}/{act}", {})
+            assert st == 200, g
+    st, full = d.api("GET", "/v1/audit")
+    assert st == 200 and full["older"] is False and full["newer"] is False
+    ids = [r["id"] for r in full["records"]]
+    assert len(ids) >= 120 and ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids)
+
+    def walk(q, ids):
+        pages, cur = [], None
+        while True:
+            st, p = d.api("GET", f"/v1/audit?limit=7{q}" + (f"&before={cur}" if cur else ""))
+            assert st == 200, p
+            assert len(p["records"]) <= 7 and p["newer"] is bool(pages)
+            pages.append([r["id"] for r in p["records"]])
+            if not p["older"]:
+                break
+            cur = pages[-1][-1]
+        assert [i for pg in pages for i in pg] == ids and all(len(pg) == 7 for pg in pages[:-1])
+        # and back towards the newest with after=
+        back, cur = [], pages[-1][0]
+        while True:
+            st, p = d.api("GET", f"/v1/audit?limit=7{q}&after={cur}")
+            assert st == 200, p
+            got = [r["id"] for r in p["records"]]
+            assert got == sorted(got, reverse=True) and len(got) <= 7 and p["older"] is True
+            back = got + back
+            if not p["newer"]:
+                break
+            cur = got[0]
+        assert back == ids[:len(back)] and len(back) == len(ids) - len(pages[-1])
+        return pages
+
+    walk("", ids)
+    st, g1 = d.api("GET", "/v1/audit?gpu=1")
+    pages = walk("&gpu=1", [r["id"] for r in g1["records"]])
+    assert all(r["gpu"] == 1 for r in g1["records"]) and len(pages) > 3
+    # the edges: beyond the oldest, beyond the newest
+    st, p = d.api("GET", f"/v1/audit?before={ids[-1]}")
+    assert st == 200 and p == {"records": [], "older": False, "newer": True}
+    st, p = d.api("GET", f"/v1/audit?after={ids[0]}")
+    assert st == 200 and p == {"records": [], "older": True, "newer": False}
+    st, p = d.api("GET", f"/v1/audit?limit=3&before={ids[0]}")
+    assert [r["id"] for r in p["records"]] == ids[1:4] and p["newer"] is True and p["older"] is True
+    # bad input names its field
+    for q, field in [("before=abc", "before"), ("before=0", "before"), ("after=-3", "after"),
+                     (f"before={ids[0]}&after={ids[-1]}", "after"), ("limit=0&before=5", "limit")]:
+        st, p = d.api("GET", "/v1/audit?" + q)
+        assert st == 400 and p["error"]["field"] == field, (q, p)
