@@ -44,7 +44,7 @@ try {
       failing.push({category: c, id: a.id, title: a.title, score: a.score, items});
     }
     // what the page showed: a signed-out page would pass while proving nothing
-    const main = await page.evaluate(() => document.querySelector("main")?.innerText.slice(0, 200) || "");
+    const main = await page.evaluate(() => document.querySelector("main")?.innerText.slice(0, 4000) || "");
     console.log(JSON.stringify({page: hash, url: lhr.finalDisplayedUrl, scores, failing,
       warnings: lhr.runWarnings, error: lhr.runtimeError ? lhr.runtimeError.message : null, main}));
   }
