@@ -483,7 +483,10 @@ function valueTicks(max, whole) {
   for (let i = 0; i <= n; i++) out.push(+(i * step).toPrecision(12));
   return out;
 }
-const fmtValue = (v) => Math.abs(v) >= 1000 ? v.toLocaleString() : String(+v.toFixed(2));
+const fmtValue = (v) => Math.abs(v) >= 1000 ? Math.round(v).toLocaleString() : String(+v.toPrecision(3));
+/* A tick's label: as many decimals as the step has (0.005 steps: 0.005, 0.010, ...), so no two are alike. */
+const tickLabel = (v, step) => v >= 1000 && Number.isInteger(step) ? v.toLocaleString()
+  : v.toFixed(Math.min(6, (String(step).split(".")[1] || "").length));
 
 /* points [[t ms, value]], one per bucket of bucket ms. o: {label, yTitle, whole, max (fixed top),
  * bars, t0, t1 (the window)}. */
@@ -500,7 +503,7 @@ function chart(points, o) {
   const ax = s("g", {class: "axis y"});
   for (const v of yt) {
     ax.append(s("line", {class: v === 0 ? "base" : "grid", x1: L, x2: W - R, y1: y(v), y2: y(v)}),
-      s("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end"}, fmtValue(v)));
+      s("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end"}, tickLabel(v, yt[1])));
   }
   ax.append(s("text", {class: "title", transform: `translate(14 ${T + ph / 2}) rotate(-90)`, "text-anchor": "middle"}, o.yTitle));
   const tx = s("g", {class: "axis x"});

@@ -113,8 +113,7 @@ def test_console_in_chromium(fresh_daemon, shots):
 
         # admin: drain a GPU with the confirmation; its card changes
         go(drv, "#/admin")
-        btn = wait(drv, lambda x: css(x, '#admin-gpus tr[data-index="3"] button[data-action="drain"]'))[0]
-        btn.click()
+        click(drv, '#admin-gpus tr[data-index="3"] button[data-action="drain"]')
         wait(drv, EC.alert_is_present()).accept()
         wait(drv, lambda x: css(x, '#admin-gpus tr[data-index="3"] .badge[data-state="draining"]'))
         wait(drv, lambda x: css(x, '#audit tbody tr'))
@@ -195,6 +194,11 @@ def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path):
         con.stop()
 
 
+def click(drv, sel):
+    """Clicks what sel finds, again if the page redrew it meanwhile (rows follow the events)."""
+    wait(drv, lambda x: x.find_element(By.CSS_SELECTOR, sel).click() or True)
+
+
 def actions(drv, i):
     return [b.get_attribute("data-action") for b in css(drv, f'#admin-gpus tr[data-index="{i}"] button[data-action]')]
 
@@ -217,7 +221,7 @@ def test_admin_offline_is_refused_while_a_job_runs_then_forced(fresh_daemon, sho
         wait(drv, lambda x: css(x, f'{row}[data-state="allocated"]'))
         assert actions(drv, g) == ["drain", "offline"]      # no "online" for a GPU in service
         assert jid[:8] in drv.find_element(By.CSS_SELECTOR, row).text
-        drv.find_element(By.CSS_SELECTOR, f'{row} button[data-action="offline"]').click()
+        click(drv, f'{row} button[data-action="offline"]')
         ask = wait(drv, EC.alert_is_present())
         text = ask.text
         assert "offline" in text and "keep running" not in text and jid[:8] in text, text
@@ -249,12 +253,12 @@ def test_admin_offline_is_refused_while_a_job_runs_then_forced(fresh_daemon, sho
         assert any(r["action"] == "offline" and "offline --force" in r["detail"] for r in recs["records"]), recs
         drv.save_screenshot(os.path.join(shots, "admin-forced.png"))
         # online again, then a drained GPU offers no drain
-        drv.find_element(By.CSS_SELECTOR, f'{row} button[data-action="online"]').click()
+        click(drv, f'{row} button[data-action="online"]')
         assert "back into service" in wait(drv, EC.alert_is_present()).text
         drv.switch_to.alert.accept()
         wait(drv, lambda x: css(x, f'{row}[data-state="available"]'))
         wait(drv, lambda x: actions(x, g) == ["drain", "offline"])
-        drv.find_element(By.CSS_SELECTOR, f'{row} button[data-action="drain"]').click()
+        click(drv, f'{row} button[data-action="drain"]')
         wait(drv, EC.alert_is_present()).accept()
         wait(drv, lambda x: css(x, f'{row}[data-state="draining"]'))
         wait(drv, lambda x: actions(x, g) == ["offline", "online"])
@@ -302,7 +306,7 @@ def test_jobs_columns_history_axes_and_audit_pages(fresh_daemon, shots):
             ys = [t.text for t in ch.find_elements(By.CSS_SELECTOR, "g.axis.y > text:not(.title)")]
             title = ch.find_element(By.CSS_SELECTOR, "g.axis.y > text.title").text
             assert len(xs) >= 4 and len(set(xs)) == len(xs) and all(xs), (name, xs)
-            assert len(ys) >= 2 and len(set(ys)) == len(ys) and ys[0] == "0", (name, ys)
+            assert len(ys) >= 2 and len(set(ys)) == len(ys) and float(ys[0]) == 0, (name, ys)
             assert [float(v.replace(",", "")) for v in ys] == sorted(float(v.replace(",", "")) for v in ys)
             assert {"jobs": "jobs / hour", "wait": "(s)", "util": "(%)"}[name] in title, (name, title)
         jobs_chart = drv.find_element(By.CSS_SELECTOR, 'svg.chart[data-chart="jobs"]')
