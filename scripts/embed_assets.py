@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Turns the console's static files into C (meson custom_target): one array per file and a
-table of {name, content type, bytes, length}, so joblet serves them from its own binary.
+"""Turns the console's static files into C (meson custom_target): per file its bytes, the same
+gzip-compressed (level 9, no name or time in the header, so a build is reproducible) and an
+entity tag from their SHA-256, in a table of {name, content type, bytes, length, gzip bytes,
+gzip length, tag}, so joblet serves them from its own binary, compressed where the browser
+takes it (src/api/console.c).
 
 Usage: embed_assets.py OUT.c FILE...
 """
+import gzip
+import hashlib
 import os
 import sys
 
@@ -28,12 +33,15 @@ def main():
         if ext not in TYPES:
             sys.exit(f"embed_assets: {name}: no content type for {ext}")
         data = open(path, "rb").read()
-        body = ",".join(str(b) for b in data)
-        lines.append(f"static const unsigned char a{i}[{len(data) + 1}] = {{{body}{',' if data else ''}0}};")
-        rows.append(f'    {{"{name}", "{TYPES[ext]}", a{i}, {len(data)}}},')
+        gz = gzip.compress(data, compresslevel=9, mtime=0)
+        tag = hashlib.sha256(data).hexdigest()[:32]
+        for arr, b in ((f"a{i}", data), (f"z{i}", gz)):
+            body = ",".join(str(x) for x in b)
+            lines.append(f"static const unsigned char {arr}[{len(b) + 1}] = {{{body}{',' if b else ''}0}};")
+        rows.append(f'    {{"{name}", "{TYPES[ext]}", a{i}, {len(data)}, z{i}, {len(gz)}, "{tag}"}},')
     lines.append("const console_asset console_assets[] = {")
     lines += rows
-    lines.append("    {0, 0, 0, 0},")
+    lines.append("    {0, 0, 0, 0, 0, 0, 0},")
     lines.append("};")
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")

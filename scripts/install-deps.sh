@@ -33,3 +33,22 @@ if ((${#missing[@]})); then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# Lighthouse, for tests/integration/test_console_lighthouse.py (docs/console.md): npm's package,
+# pinned, in a fixed prefix of its own (nothing global); it drives Debian's chromium, it downloads
+# no browser. Node and npm come from Debian (nodejs 18, which lighthouse 12 supports) unless a
+# node and npm are installed already.
+LIGHTHOUSE_VERSION=12.8.2
+LIGHTHOUSE_PREFIX=/opt/joblet-test/lighthouse
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  if [[ $(id -u) -ne 0 ]]; then echo "install-deps: run as root (apt-get)" >&2; exit 1; fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends nodejs npm
+fi
+have=$(node -p "require('$LIGHTHOUSE_PREFIX/node_modules/lighthouse/package.json').version" 2>/dev/null || true)
+if [[ $have != "$LIGHTHOUSE_VERSION" ]]; then
+  echo "installing lighthouse $LIGHTHOUSE_VERSION into $LIGHTHOUSE_PREFIX"
+  mkdir -p "$LIGHTHOUSE_PREFIX"
+  npm install --prefix "$LIGHTHOUSE_PREFIX" --no-audit --no-fund --omit=dev "lighthouse@$LIGHTHOUSE_VERSION"
+fi

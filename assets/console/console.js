@@ -53,6 +53,30 @@ const short = (id) => (id || "").slice(0, 8);
 const mib = (v) => v === null || v === undefined ? "–" : v >= 1024 ? (v / 1024).toFixed(1) + " GiB" : v + " MiB";
 const when = (t) => t ? new Date(t).toLocaleString() : "–";
 const dash = (v, unit) => v === null || v === undefined ? "–" : v + (unit || "");
+/* A word as a shell needs it typed: as it is where the shell takes it so, else in single quotes
+ * (rnx's shell_join, src/cli/print.c: the same characters count as plain). */
+const SHELL_PLAIN = /^[A-Za-z0-9_\-+=./:,@%^\u0080-\uffff]+$/;
+const shellWord = (w) => SHELL_PLAIN.test(w) ? w : "'" + w.replace(/'/g, "'\\''") + "'";
+const shellJoin = (command, args) => [command || "", ...(args || [])].map((w) => shellWord(String(w))).join(" ");
+/* "4.2s", "3m07s", "2h05m", "1d03h" as rnx prints a duration (fmt_elapsed_ms) */
+function elapsed(ms) {
+  const t = Math.max(0, Math.floor(ms / 1000)), p2 = (n) => String(n).padStart(2, "0");
+  if (t < 60) return `${t}.${Math.floor(Math.max(0, ms) % 1000 / 100)}s`;
+  if (t < 3600) return `${Math.floor(t / 60)}m${p2(t % 60)}s`;
+  if (t < 86400) return `${Math.floor(t / 3600)}h${p2(Math.floor(t % 3600 / 60))}m`;
+  return `${Math.floor(t / 86400)}d${p2(Math.floor(t % 86400 / 3600))}h`;
+}
+const jobElapsed = (j) => j.started_at ? elapsed((j.ended_at ? Date.parse(j.ended_at) : Date.now()) - Date.parse(j.started_at)) : "–";
+/* "0,1" for the GPUs a job holds or held, "4 wanted" while it waits for them (rnx job list) */
+function gpusCell(j) {
+  const got = (j.gpus || []).map((x) => x.index ?? x);
+  if (got.length) return got.join(",");
+  const r = j.gpu_request;
+  if (!r || j.ended_at || r.degraded) return "–";
+  if (r.mig) return "MIG wanted";
+  if (r.all) return "all wanted";
+  return r.count > 0 ? r.count + " wanted" : "–";
+}
 function userName(uid) {
   if (S.me && uid === S.me.uid && S.me.user) return S.me.user;
   return uid === 0 ? "root" : "uid " + uid;
@@ -69,8 +93,9 @@ async function api(method, path, body) {
   let j = null;
   try { j = text ? JSON.parse(text) : null; } catch (e) { j = null; }
   if (!r.ok) {
-    const msg = j && j.error ? j.error.message : r.status + " " + r.statusText;
-    throw new Error(msg);
+    const err = new Error(j && j.error ? j.error.message : r.status + " " + r.statusText);
+    err.status = r.status;
+    throw err;
   }
   return j;
 }
@@ -244,13 +269,19 @@ function pageGpus() {
 }
 
 const filters = {status: "", user: "", gpu: ""};
+const CMD_SHOWN = 60;               /* characters of a command in the Jobs table; all of it on the job's page */
 function jobRow(j) {
+  const cmd = shellJoin(j.command, j.args);
+  const code = j.exit_code === null || j.exit_code === undefined ? "–" : String(j.exit_code);
   return h("tr", {"data-id": j.id, "data-status": j.status},
     h("td", {}, h("a", {href: "#/jobs/" + j.id, class: "mono"}, short(j.id))),
     h("td", {}, j.name || ""), h("td", {}, userName(j.owner_uid)),
     h("td", {}, h("span", {class: "badge", "data-status": j.status}, j.status)),
-    h("td", {}, (j.gpus || []).map((x) => x.index ?? x).join(",") || "–"),
-    h("td", {class: "mono hide-narrow"}, [j.command, ...(j.args || [])].filter(Boolean).join(" ").slice(0, 60)),
+    h("td", {class: "num", "data-col": "exit"}, code),
+    h("td", {"data-col": "gpus"}, gpusCell(j)),
+    h("td", {class: "num", "data-col": "duration", "data-start": j.started_at && !j.ended_at ? j.started_at : null}, jobElapsed(j)),
+    h("td", {class: "mono hide-narrow", "data-col": "command", title: cmd.length > CMD_SHOWN ? cmd : null},
+      cmd.length > CMD_SHOWN ? cmd.slice(0, CMD_SHOWN - 1) + "…" : cmd),
     h("td", {class: "hide-narrow"}, when(j.created_at)));
 }
 
@@ -270,7 +301,7 @@ function pageJobs() {
         onchange: (e) => { filters.user = e.target.value.trim(); render(false); }})),
       h("label", {}, "GPU", sel("gpu", [["", "any"], ...S.gpus.map((g) => [String(g.index), "GPU " + g.index])]))),
     h("div", {class: "scroll"}, h("table", {id: "jobs-table"},
-      h("thead", {}, h("tr", {}, ["ID", "Name", "User", "State", "GPUs"].map((t) => h("th", {scope: "col"}, t)),
+      h("thead", {}, h("tr", {}, ["ID", "Name", "User", "State", "Exit", "GPUs", "Duration"].map((t) => h("th", {scope: "col"}, t)),
         h("th", {scope: "col", class: "hide-narrow"}, "Command"), h("th", {scope: "col", class: "hide-narrow"}, "Created"))),
       h("tbody", {}, jobs.slice(0, JOBS_SHOWN).map(jobRow)))),
     jobs.length > JOBS_SHOWN ? h("p", {class: "note"}, `The newest ${JOBS_SHOWN} of ${jobs.length}; filter to see others.`) : null,
@@ -333,7 +364,7 @@ function pageJob(id) {
       h("button", {id: "job-kill", class: "danger", onclick: () => jobAction(j.id, "kill")}, "Kill")) : null,
     h("h3", {}, "Request"),
     h("dl", {class: "kv"},
-      h("dt", {}, "Command"), h("dd", {class: "mono"}, [j.command, ...(j.args || [])].join(" ")),
+      h("dt", {}, "Command"), h("dd", {class: "mono", id: "job-command"}, shellJoin(j.command, j.args)),
       h("dt", {}, "User"), h("dd", {}, userName(j.owner_uid) + ` (runs as uid ${j.uid})`),
       h("dt", {}, "GPUs asked"), h("dd", {}, j.gpu_request ? String(j.gpu_request.count ?? 0) + (j.gpu_request.memory_mb ? `, ≥ ${mib(j.gpu_request.memory_mb)} each` : "") : "0"),
       h("dt", {}, "Runtime"), h("dd", {}, j.runtime || "host"),
@@ -345,6 +376,7 @@ function pageJob(id) {
       j.wait_reason ? [h("dt", {}, "Waiting"), h("dd", {}, j.wait_reason)] : null,
       h("dt", {}, "Created"), h("dd", {}, when(j.created_at)),
       h("dt", {}, "Started"), h("dd", {}, when(j.started_at)),
+      h("dt", {}, "Duration"), h("dd", {}, jobElapsed(j)),
       h("dt", {}, "Ended"), h("dd", {}, when(j.ended_at) + (j.end_reason ? ` (${j.end_reason}${j.exit_code !== null && j.exit_code !== undefined ? ", exit code " + j.exit_code : ""})` : ""))),
     h("h3", {}, "Limits and usage"),
     h("dl", {class: "kv"},
@@ -414,82 +446,284 @@ function pageWorkflows() {
       h("div", {class: "scroll"}, dag(wf)))) : h("p", {class: "note"}, "No workflows.")];
 }
 
-function chart(points, label, unit, bars) {
-  const W = 600, H = 160, L = 5, B = 15;
-  const svg = s("svg", {class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label});
-  if (!points.length) { svg.append(s("text", {x: 10, y: 20}, "nothing recorded yet")); return svg; }
-  const t0 = points[0][0], t1 = points[points.length - 1][0];
-  const top = Math.max(1, ...points.map((p) => p[1]));
-  const x = (t) => L + (t1 > t0 ? (t - t0) / (t1 - t0) : 0.5) * (W - 2 * L - 12);
-  const y = (v) => H - B - v / top * (H - B - 18);
-  if (bars || points.length < 2)
-    for (const [t, v] of points) svg.append(s("rect", {class: "barc", x: x(t), y: y(v), width: 10, height: H - B - y(v)}));
-  else
-    svg.append(s("polyline", {points: points.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(" ")}));
-  svg.append(s("text", {x: L, y: 12}, `max ${Math.round(top * 10) / 10}${unit}`),
-    s("text", {x: L, y: H - 3}, new Date(t0).toLocaleString()),
-    s("text", {x: W - L, y: H - 3, "text-anchor": "end"}, new Date(t1).toLocaleString()));
+/* ---- History's charts: SVG drawn here, a time axis and a value axis with its unit ---------- */
+const MIN = 60e3, HOUR = 3600e3, DAY = 86400e3;
+const TIME_STEPS = [10 * MIN, 15 * MIN, 30 * MIN, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY];
+/* Local-time ticks from t0 to t1, at most about 8: on whole steps counted from local midnight. */
+function timeTicks(t0, t1) {
+  const step = TIME_STEPS.find((st) => (t1 - t0) / st <= 8) || 30 * DAY;
+  const d = new Date(t0);
+  d.setHours(0, 0, 0, 0);
+  let t = d.getTime();
+  if (step >= DAY) { while (t < t0) t += DAY; }          /* days: every step-th midnight */
+  else while (t < t0) t += step;
+  const out = [];
+  for (; t <= t1; ) {
+    out.push(t);
+    if (step >= DAY) { const n = new Date(t); n.setDate(n.getDate() + step / DAY); t = n.getTime(); }
+    else { const n = new Date(t + step); t = n.getTime(); }
+  }
+  return {step, ticks: out};
+}
+const hhmm = (t) => new Date(t).toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", hour12: false});
+const mday = (t) => new Date(t).toLocaleDateString([], {month: "short", day: "numeric"});
+/* A tick's label, one or two lines: the time, and the date where the day changes (or steps of days). */
+function timeLabel(t, prev, step) {
+  if (step >= DAY) return [mday(t)];
+  const newDay = prev === null || new Date(prev).toDateString() !== new Date(t).toDateString();
+  return newDay || step >= 6 * HOUR ? [hhmm(t), mday(t)] : [hhmm(t)];
+}
+/* 0 to a round top with 4 or 5 steps of 1, 2 or 5 × 10^k (whole steps for counts). */
+function valueTicks(max, whole) {
+  if (!(max > 0)) max = whole ? 4 : 1;
+  let step = Math.pow(10, Math.floor(Math.log10(max / 4)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (max / (step * m) <= 5) { step *= m; break; }
+  if (whole) step = Math.max(1, Math.ceil(step));
+  const n = Math.ceil(max / step - 1e-9), out = [];
+  for (let i = 0; i <= n; i++) out.push(+(i * step).toPrecision(12));
+  return out;
+}
+const fmtValue = (v) => Math.abs(v) >= 1000 ? Math.round(v).toLocaleString() : String(+v.toPrecision(3));
+/* A tick's label: as many decimals as the step has (0.005 steps: 0.005, 0.010, ...), so no two are alike. */
+const tickLabel = (v, step) => v >= 1000 && Number.isInteger(step) ? v.toLocaleString()
+  : v.toFixed(Math.min(6, (String(step).split(".")[1] || "").length));
+
+/* points [[t ms, value]], one per bucket of bucket ms. o: {label, yTitle, whole, max (fixed top),
+ * bars, t0, t1 (the window)}. */
+function chart(points, o) {
+  const W = 720, H = 240, L = 64, R = 16, T = 14, B = 54;
+  const svg = s("svg", {class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": o.label, "data-chart": o.id});
+  svg.append(s("title", {}, o.label));
+  const t0 = o.t0, t1 = o.t1, pw = W - L - R, ph = H - T - B;
+  const x = (t) => L + (t - t0) / (t1 - t0) * pw;
+  const vmax = o.max || Math.max(0, ...points.map((p) => p[1]));
+  const yt = o.max ? valueTicks(o.max, false).filter((v) => v <= o.max) : valueTicks(vmax, o.whole);
+  const top = yt[yt.length - 1];
+  const y = (v) => T + ph - v / top * ph;
+  const ax = s("g", {class: "axis y"});
+  for (const v of yt) {
+    ax.append(s("line", {class: v === 0 ? "base" : "grid", x1: L, x2: W - R, y1: y(v), y2: y(v)}),
+      s("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end"}, tickLabel(v, yt[1])));
+  }
+  ax.append(s("text", {class: "title", transform: `translate(14 ${T + ph / 2}) rotate(-90)`, "text-anchor": "middle"}, o.yTitle));
+  const tx = s("g", {class: "axis x"});
+  const {step, ticks} = timeTicks(t0, t1);
+  let prev = null;
+  for (const t of ticks) {
+    const lines = timeLabel(t, prev, step);
+    prev = t;
+    tx.append(s("line", {class: "tick", x1: x(t), x2: x(t), y1: T + ph, y2: T + ph + 5}));
+    const text = s("text", {x: x(t), y: T + ph + 18, "text-anchor": "middle"});
+    lines.forEach((l, i) => text.append(s("tspan", {x: x(t), dy: i ? 13 : 0}, l)));
+    tx.append(text);
+  }
+  tx.append(s("line", {class: "base", x1: L, x2: L, y1: T, y2: T + ph}));
+  svg.append(ax, tx);
+  const inside = points.filter((p) => p[0] >= t0 && p[0] < t1);
+  if (!inside.length) {
+    svg.append(s("text", {class: "empty", x: L + pw / 2, y: T + ph / 2, "text-anchor": "middle"}, "nothing recorded in this window"));
+    return svg;
+  }
+  const data = s("g", {class: "data"});
+  if (o.bars || inside.length < 2) {
+    for (const [t, v] of inside) {
+      const x0 = x(t), x1 = Math.min(x(t + o.bucket), W - R);
+      data.append(s("rect", {class: "barc", x: x0 + 0.5, y: y(v), width: Math.max(1.5, x1 - x0 - 1), height: Math.max(0, T + ph - y(v))},
+        s("title", {}, `${new Date(t).toLocaleString()}: ${fmtValue(v)} ${o.unit}`)));
+    }
+  } else {
+    /* a line through each bucket's middle, broken where buckets are missing */
+    let run = [];
+    const flush = () => { if (run.length > 1) data.append(s("polyline", {points: run.join(" ")})); else if (run.length) {
+      const [px, py] = run[0].split(",");
+      data.append(s("circle", {cx: px, cy: py, r: 2}));
+    } run = []; };
+    inside.forEach(([t, v], i) => {
+      if (i && t - inside[i - 1][0] > 1.5 * o.bucket) flush();
+      run.push(`${x(t + o.bucket / 2).toFixed(1)},${y(v).toFixed(1)}`);
+    });
+    flush();
+  }
+  svg.append(data);
   return svg;
 }
 
+const HISTORY_HOURS = [[24, "24 hours"], [168, "7 days"], [720, "30 days"]];
+let historyHours = 24;
 async function pageHistory(main) {
   main.replaceChildren(h("h2", {}, "History"), h("p", {class: "note"}, "loading…"));
   let hist;
-  try { hist = await api("GET", "/v1/history"); } catch (e) {
+  try { hist = await api("GET", "/v1/history?hours=" + historyHours); } catch (e) {
     main.replaceChildren(h("h2", {}, "History"), h("p", {class: "error"}, e.message));
     return;
   }
-  const row = (cells) => h("tr", {}, cells.map((c) => h("td", {}, c)));
+  const row = (cells) => h("tr", {}, cells.map((c, i) => h("td", {class: i ? "num" : null}, c)));
   const hrs = (s_) => (s_ / 3600).toFixed(3);
+  /* the window asked for, ending now: buckets of 10 minutes up to 48 hours, else of an hour (api.md) */
+  const t1 = Date.now(), t0 = t1 - historyHours * HOUR;
+  const fine = historyHours <= 48 ? 10 * MIN : HOUR;
+  const win = {t0, t1};
+  const allocation = (hist.utilization || []).some((p) => p.of === "allocation");
+  const range = h("label", {}, "Window ", h("select", {id: "history-hours", onchange: async (e) => {
+    historyHours = +e.target.value;
+    await pageHistory(main);
+    const sel = document.getElementById("history-hours");
+    if (sel) sel.focus();
+  }},
+    HISTORY_HOURS.map(([v, t]) => h("option", {value: v, selected: v === historyHours}, t))));
   main.replaceChildren(h("h2", {}, "History"),
+    h("div", {class: "filters"}, range),
     h("p", {class: "note"}, `Since ${when(hist.since)}: samples kept ${hist.keep_days} days, older ones averaged by the hour.`),
-    h("section", {}, h("h3", {}, "GPU-hours per user"), h("table", {id: "hist-users"},
-      h("thead", {}, h("tr", {}, h("th", {}, "User"), h("th", {}, "GPU-hours"), h("th", {}, "Jobs"))),
+    h("section", {"aria-labelledby": "hu-h"}, h("h3", {id: "hu-h"}, "GPU-hours per user"), h("table", {id: "hist-users"},
+      h("thead", {}, h("tr", {}, h("th", {scope: "col"}, "User"), h("th", {scope: "col"}, "GPU-hours"), h("th", {scope: "col"}, "Jobs"))),
       h("tbody", {}, (hist.per_user || []).map((u) => row([userName(u.uid), hrs(u.gpu_seconds), String(u.jobs)]))))),
-    h("section", {}, h("h3", {}, "GPU-hours per GPU"), h("table", {id: "hist-gpus"},
-      h("thead", {}, h("tr", {}, h("th", {}, "GPU"), h("th", {}, "GPU-hours"))),
+    h("section", {"aria-labelledby": "hg-h"}, h("h3", {id: "hg-h"}, "GPU-hours per GPU"), h("table", {id: "hist-gpus"},
+      h("thead", {}, h("tr", {}, h("th", {scope: "col"}, "GPU"), h("th", {scope: "col"}, "GPU-hours"))),
       h("tbody", {}, (hist.per_gpu || []).map((g) => row(["GPU " + g.index, hrs(g.gpu_seconds)]))))),
-    h("section", {}, h("h3", {}, "Jobs per hour"), chart((hist.jobs_per_hour || []).map((p) => [p.t, p.jobs]), "jobs started per hour", "", true)),
-    h("section", {}, h("h3", {}, "Queue wait (mean, per hour)"), chart((hist.queue_wait || []).map((p) => [p.t, p.mean_s]), "mean queue wait per hour", " s", true)),
-    h("section", {}, h("h3", {}, "Utilization over time"),
-      h("p", {class: "note"}, (hist.utilization || []).some((p) => p.of === "allocation")
+    h("section", {"aria-labelledby": "hj-h"}, h("h3", {id: "hj-h"}, "Jobs started per hour"),
+      chart((hist.jobs_per_hour || []).map((p) => [p.t, p.jobs]),
+        {...win, id: "jobs", label: "jobs started per hour", yTitle: "jobs / hour", unit: "jobs", whole: true, bars: true, bucket: HOUR})),
+    h("section", {"aria-labelledby": "hw-h"}, h("h3", {id: "hw-h"}, "Queue wait (mean, per hour)"),
+      chart((hist.queue_wait || []).map((p) => [p.t, p.mean_s]),
+        {...win, id: "wait", label: "mean queue wait of the jobs started each hour, in seconds", yTitle: "mean wait (s)", unit: "s", bars: true, bucket: HOUR})),
+    h("section", {"aria-labelledby": "ht-h"}, h("h3", {id: "ht-h"}, "Utilization over time"),
+      h("p", {class: "note"}, allocation
         ? "Where the GPUs give no utilization samples (simulated ones), the share of GPUs held by jobs." : "Mean utilization of all GPUs."),
-      chart((hist.utilization || []).map((p) => [p.t, p.pct]), "mean GPU utilization", " %")));
+      chart((hist.utilization || []).map((p) => [p.t, p.pct]),
+        {...win, id: "util", label: allocation ? "share of GPUs held by jobs, percent" : "mean GPU utilization, percent",
+          yTitle: allocation ? "GPUs held (%)" : "utilization (%)", unit: "%", max: 100, bucket: fine})));
 }
 
-async function gpuAction(i, what) {
-  if (!confirm(`${what} GPU ${i}?` + (what === "online" ? "" : " Jobs on it keep running; no new ones start there."))) return;
-  try { await api("POST", `/v1/gpus/${i}/${what}`, {}); } catch (e) { alert(e.message); }
+/* ---- Admin: GPU actions offered by the GPU's state, and the audit trail a page at a time ---- */
+/* What each action does, as docs/health.md says; a confirmation quotes it before anything is sent. */
+function jobsOn(g) {
+  const ids = holders(g).map((j) => short(j.id));
+  return ids.length ? ids : g.shared && g.shared.jobs ? [`${g.shared.jobs} shared`] : [];
+}
+const ACTIONS = {
+  drain: {label: "Drain", ask: (g, jobs) => `Drain GPU ${g.index}? No new job starts on it; ` +
+    (jobs.length ? `the jobs running on it (${jobs.join(", ")}) go on until they end. ` : "") +
+    "It stays out of service until an admin brings it online."},
+  stopjobs: {label: "Stop its jobs", action: "drain", force: true, danger: true,
+    ask: (g, jobs) => `Stop the jobs on GPU ${g.index} now (${jobs.join(", ") || "none left"})? ` +
+      "Preemptible ones go back to the queue; the others end FAILED (end reason gpu_error). " +
+      "The GPU stays drained, out of service."},
+  offline: {label: "Offline", danger: true, ask: (g, jobs) => `Take GPU ${g.index} offline? It goes out of service ` +
+    "until an admin brings it online, and a job that names it is refused. " +
+    (jobs.length ? `Jobs run on it (${jobs.join(", ")}): joblet refuses while they do, and nothing changes; ` +
+      "you can then force it, which stops them." : "No job runs on it.")},
+  online: {label: "Online", ask: (g) => `Bring GPU ${g.index} back into service? New jobs may start on it at once.`},
+};
+/* The second step where joblet refused (409) and forcing is what the CLI's --force does. */
+const FORCED = {
+  offline: {label: "Force offline: stop its jobs", ask: (g, jobs) => `Force GPU ${g.index} offline? ` +
+    `Its running jobs${jobs.length ? " (" + jobs.join(", ") + ")" : ""} are stopped now: preemptible ones go back to the ` +
+    "queue, the others end FAILED (end reason gpu_error). The GPU then stays out of service until an admin brings it online."},
+  online: {label: "Force online: skip the reset", ask: (g) => `Bring GPU ${g.index} online without its reset? ` +
+    "The reset and the check after it are skipped, and jobs may start on a GPU that failed."},
+};
+/* Which actions apply to a GPU in its state (docs/health.md, "GPU states"). */
+function actionsFor(g) {
+  const busy = jobsOn(g).length > 0;
+  switch (g.state) {
+    case "available": case "allocated": case "shared": case "scrubbing": return ["drain", "offline"];
+    case "draining": return busy ? ["stopjobs", "offline", "online"] : ["offline", "online"];
+    case "degraded": case "resetting": return ["offline", "online"];
+    case "offline": return ["online"];
+    default: return [];        /* unusable: discovery found a problem; a restart that finds it well */
+  }
 }
 
+const admin = {msg: null, audit: null};
+function adminSay(kind, text, ...more) {
+  if (admin.msg) admin.msg.replaceChildren(h("p", {class: kind}, text), ...more);
+}
+
+async function gpuAction(g, name) {
+  const a = ACTIONS[name], what = a.action || name, jobs = jobsOn(g);
+  if (!confirm(a.ask(g, jobs))) return;
+  await sendGpuAction(g, what, !!a.force);
+}
+
+async function sendGpuAction(g, what, force) {
+  try {
+    const r = await api("POST", `/v1/gpus/${g.index}/${what}`, force ? {force: true} : {});
+    adminSay("note", `GPU ${g.index}: ${r.state}; ${r.note || ""}` +
+      (r.jobs_affected && r.jobs_affected.length ? ` (${r.jobs_affected.map(short).join(", ")})` : ""));
+    const i = S.gpus.findIndex((x) => x.index === g.index);
+    if (i >= 0) S.gpus[i] = r;
+    refreshAdmin();
+    if (admin.audit) admin.audit();
+  } catch (e) {
+    const f = !force && e.status === 409 ? FORCED[what] : null;
+    if (!f) { adminSay("error", `joblet refused: ${e.message}`); return; }
+    adminSay("error", `joblet refused to ${what === "offline" ? "take" : "bring"} GPU ${g.index} ${what}: ${e.message}`,
+      h("button", {id: "admin-force", class: "danger", "data-action": what, onclick: async () => {
+        const now = S.gpus.find((x) => x.index === g.index) || g;
+        if (confirm(f.ask(now, jobsOn(now)))) await sendGpuAction(now, what, true);
+      }}, f.label));
+    document.getElementById("admin-force").focus();
+  }
+}
+
+function adminRow(g) {
+  const jobs = jobsOn(g);
+  return h("tr", {"data-index": g.index, "data-state": g.state},
+    h("th", {scope: "row"}, "GPU " + g.index),
+    h("td", {}, h("span", {class: "badge", "data-state": g.state}, g.state), g.state_reason ? h("div", {class: "note"}, g.state_reason) : null),
+    h("td", {class: "mono"}, jobs.join(", ") || "none"),
+    h("td", {}, h("div", {class: "actions"}, actionsFor(g).map((a) =>
+      h("button", {"data-action": a, id: `gpu-${g.index}-${a}`, class: ACTIONS[a].danger ? "danger" : null,
+        onclick: () => gpuAction(S.gpus.find((x) => x.index === g.index) || g, a)}, ACTIONS[a].label)))));
+}
+
+const AUDIT_PAGE = 50;
 async function pageAdmin(main) {
   if (!S.me || !S.me.admin) {
     main.replaceChildren(h("h2", {}, "Admin"), h("p", {}, "This page is for admins (root, or members of server.admin_group)."));
     return;
   }
-  const gpus = h("table", {id: "admin-gpus"}, h("thead", {}, h("tr", {}, ["GPU", "State", "Actions"].map((t) => h("th", {}, t)))),
-    h("tbody", {}, S.gpus.map((g) => h("tr", {"data-index": g.index},
-      h("td", {}, "GPU " + g.index), h("td", {}, h("span", {class: "badge", "data-state": g.state}, g.state)),
-      h("td", {}, h("div", {class: "actions"}, ["drain", "offline", "online"].map((a) =>
-        h("button", {"data-action": a, class: a === "offline" ? "danger" : null, onclick: () => gpuAction(g.index, a)}, a))))))));
+  const gpus = h("table", {id: "admin-gpus"}, h("thead", {}, h("tr", {}, ["GPU", "State", "Jobs on it", "Actions"].map((t) => h("th", {scope: "col"}, t)))),
+    h("tbody", {}, S.gpus.map(adminRow)));
+  admin.msg = h("div", {id: "admin-msg", role: "status"});
   const audit = h("tbody", {});
   const f = {user: "", gpu: "", job: "", since: ""};
+  const cur = {before: null, after: null};
+  const older = h("button", {id: "audit-older", disabled: true, onclick: () => { cur.before = older.dataset.cursor; cur.after = null; load(); }}, "Older");
+  const newer = h("button", {id: "audit-newer", disabled: true, onclick: () => { cur.after = newer.dataset.cursor; cur.before = null; load(); }}, "Newer");
+  const newest = h("button", {id: "audit-newest", disabled: true, onclick: () => { cur.before = cur.after = null; load(); }}, "Newest");
+  const where = h("span", {id: "audit-where", class: "note", "aria-live": "polite"}, "");
   const load = async () => {
-    const q = new URLSearchParams({limit: "200"});
+    const q = new URLSearchParams({limit: String(AUDIT_PAGE)});
     for (const [k, v] of Object.entries(f)) if (v) q.set(k, v);
+    if (cur.before) q.set("before", cur.before);
+    if (cur.after) q.set("after", cur.after);
     try {
       const r = await api("GET", "/v1/audit?" + q);
-      audit.replaceChildren(...(r.records || []).map((a) => h("tr", {},
+      const recs = r.records || [];
+      audit.replaceChildren(...recs.map((a) => h("tr", {"data-id": a.id},
         h("td", {}, when(a.time)), h("td", {}, a.action || ""), h("td", {}, a.gpu ?? "–"),
         h("td", {class: "mono"}, short(a.job || a.job_id || "")), h("td", {}, a.uid !== undefined && a.uid !== null ? userName(a.uid) : "–"),
         h("td", {}, a.detail || ""))));
+      if (!recs.length) audit.replaceChildren(h("tr", {}, h("td", {colspan: 6, class: "note"}, "No records match.")));
+      older.disabled = !r.older; newer.disabled = !r.newer; newest.disabled = !r.newer;
+      if (recs.length) { older.dataset.cursor = recs[recs.length - 1].id; newer.dataset.cursor = recs[0].id; }
+      where.textContent = recs.length ? `${recs.length} records, ${when(recs[recs.length - 1].time)} to ${when(recs[0].time)}` +
+        (r.newer ? "; newer ones on the pages before" : ", the newest") + (r.older ? "; older ones on the pages after" : "") : "";
     } catch (e) { audit.replaceChildren(h("tr", {}, h("td", {colspan: 6, class: "error"}, e.message))); }
   };
-  const input = (k, ph) => h("label", {}, k, h("input", {value: f[k], placeholder: ph, size: 12, onchange: (e) => { f[k] = e.target.value.trim(); load(); }}));
-  main.replaceChildren(h("h2", {}, "Admin"), h("section", {}, h("h3", {}, "GPUs"), h("div", {class: "scroll"}, gpus)),
-    h("section", {}, h("h3", {}, "Audit trail"),
+  /* after an action: the newest page again, where its records are */
+  admin.audit = () => { if (!cur.before && !cur.after) load(); };
+  const input = (k, ph) => h("label", {}, k, h("input", {id: "audit-" + k, value: f[k], placeholder: ph, size: 12,
+    onchange: (e) => { f[k] = e.target.value.trim(); cur.before = cur.after = null; load(); }}));
+  main.replaceChildren(h("h2", {}, "Admin"),
+    h("section", {"aria-labelledby": "admin-gpus-h"}, h("h3", {id: "admin-gpus-h"}, "GPUs"),
+      h("p", {class: "note"}, "Each GPU offers the actions that apply to its state; each asks before it acts."),
+      admin.msg, h("div", {class: "scroll"}, gpus)),
+    h("section", {"aria-labelledby": "audit-h"}, h("h3", {id: "audit-h"}, "Audit trail"),
       h("div", {class: "filters"}, input("user", "uid or name"), input("gpu", "index"), input("job", "id prefix"), input("since", "2026-01-01T00:00:00Z")),
-      h("div", {class: "scroll"}, h("table", {id: "audit"}, h("thead", {}, h("tr", {}, ["Time", "Event", "GPU", "Job", "By", "Detail"].map((t) => h("th", {}, t)))), audit))));
+      h("div", {class: "scroll"}, h("table", {id: "audit"}, h("thead", {}, h("tr", {}, ["Time", "Event", "GPU", "Job", "By", "Detail"].map((t) => h("th", {scope: "col"}, t)))), audit)),
+      h("div", {class: "actions pager"}, newest, newer, older, where)));
   load();
 }
 
@@ -516,12 +750,20 @@ function render(navigated) {
   document.title = `joblet · ${p.name}`;
 }
 
+/* The GPU rows again (their actions follow the state); the audit and the message stay. */
 function refreshAdmin() {
-  for (const g of S.gpus) {
-    const b = document.querySelector(`#admin-gpus tr[data-index="${g.index}"] .badge`);
-    if (b) { b.dataset.state = g.state; b.textContent = g.state; }
-  }
+  const body = document.querySelector("#admin-gpus tbody");
+  if (!body) return;
+  const focus = document.activeElement && document.activeElement.id;
+  body.replaceChildren(...S.gpus.map(adminRow));
+  if (focus && focus.startsWith("gpu-") && document.getElementById(focus)) document.getElementById(focus).focus();
 }
+
+/* A running job's duration, each second, on the Jobs page */
+setInterval(() => {
+  for (const td of document.querySelectorAll("#jobs-table td[data-start]"))
+    td.textContent = elapsed(Date.now() - Date.parse(td.dataset.start));
+}, 1000);
 
 window.addEventListener("hashchange", () => render(true));
 document.addEventListener("DOMContentLoaded", () => {

@@ -10,6 +10,9 @@ typedef struct console_asset {
     const char *ctype;
     const unsigned char *data;
     size_t len;
+    const unsigned char *gz;   /* the same, gzip-compressed at build time */
+    size_t gz_len;
+    const char *tag;           /* 32 hex digits of the bytes' SHA-256: the entity tag's core */
 } console_asset;
 
 /* Ends with a row whose name is NULL. */

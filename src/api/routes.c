@@ -406,8 +406,10 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
     return http_reply_json(r->conn, 200, o);
 }
 
-/* GET /v1/audit?user=UID&gpu=N&job=PREFIX&since=RFC3339&until=RFC3339&limit=N: newest first, so
- * that limit keeps the newest records (the database orders them, db_audit_query). */
+/* GET /v1/audit?user=UID&gpu=N&job=PREFIX&since=RFC3339&until=RFC3339&limit=N&before=ID|after=ID:
+ * newest first, so that limit keeps the newest records (the database orders them,
+ * db_audit_query); before and after page by record id, and older/newer say whether there are
+ * more either way. */
 static enum MHD_Result audit(request *r)
 {
     jerr e = {0};
@@ -458,10 +460,27 @@ static enum MHD_Result audit(request *r)
         }
         limit = (int)n;
     }
-    json_t *arr = db_audit_query(core.db, uid, gpu, since, until, query(r, "job"), limit, &e);
+    int64_t cursor[2] = {0, 0};
+    const char *ckeys[] = {"before", "after"};
+    for (int k = 0; k < 2; k++)
+        if ((v = query(r, ckeys[k]))) {
+            if (parse_u64(v, &n) < 0 || n < 1 || n > INT64_MAX / 2) {
+                jerr_field(&e, ckeys[k], "%s: '%.40s' is not a record id (the id of a record of this trail)", ckeys[k], v);
+                return http_reply_error(r->conn, &e);
+            }
+            cursor[k] = (int64_t)n;
+        }
+    if (cursor[0] && cursor[1]) {
+        jerr_field(&e, "after", "after: give before (older records) or after (newer ones), not both");
+        return http_reply_error(r->conn, &e);
+    }
+    audit_query aq = {.uid = uid, .gpu = gpu, .since_ms = since, .until_ms = until, .job_id = query(r, "job"),
+                      .limit = limit, .before = cursor[0], .after = cursor[1]};
+    bool older = false, newer = false;
+    json_t *arr = db_audit_query(core.db, &aq, &older, &newer, &e);
     if (!arr)
         return http_reply_error(r->conn, &e);
-    return http_reply_json(r->conn, 200, json_pack("{s:o}", "records", arr));
+    return http_reply_json(r->conn, 200, json_pack("{s:o,s:b,s:b}", "records", arr, "older", older, "newer", newer));
 }
 
 /* GET /v1/whoami: the caller as joblet sees it (the console shows admin actions to admins) */

@@ -723,26 +723,61 @@ int db_audit(db *d, const audit_rec *a, jerr *e)
     return 0;
 }
 
-json_t *db_audit_query(db *d, int64_t uid, int gpu, int64_t since_ms, int64_t until_ms, const char *job_id, int limit,
-                       jerr *e)
+/* The audit query's filters, ?1 to ?5 (audit_bind). */
+#define AUDIT_WHERE                                                                                     \
+    " WHERE (?1 < 0 OR uid = ?1) AND (?2 < 0 OR gpu = ?2) AND ts_ms >= ?3 AND ts_ms <= ?4"             \
+    " AND (?5 IS NULL OR job LIKE ?5 || '%')"
+
+static void audit_bind(sqlite3_stmt *st, const audit_query *q)
+{
+    sqlite3_bind_int64(st, 1, q->uid);
+    sqlite3_bind_int64(st, 2, q->gpu);
+    sqlite3_bind_int64(st, 3, q->since_ms);
+    sqlite3_bind_int64(st, 4, q->until_ms);
+    bind_text(st, 5, q->job_id);
+}
+
+/* Whether a record matching q's filters has an id below (older) or above id: 1, 0, or -1. */
+static int audit_beyond(db *d, const audit_query *q, bool older, int64_t id, jerr *e)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT ts_ms, uid, action, gpu, gpu_uuid, job, duration_ms, memory_mb, detail FROM audit"
-                      " WHERE (?1 < 0 OR uid = ?1) AND (?2 < 0 OR gpu = ?2) AND ts_ms >= ?3 AND ts_ms <= ?4"
-                      " AND (?5 IS NULL OR job LIKE ?5 || '%') ORDER BY id DESC LIMIT ?6";
+    const char *sql = older ? "SELECT EXISTS (SELECT 1 FROM audit" AUDIT_WHERE " AND id < ?6)"
+                            : "SELECT EXISTS (SELECT 1 FROM audit" AUDIT_WHERE " AND id > ?6)";
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    audit_bind(st, q);
+    sqlite3_bind_int64(st, 6, id);
+    int rc = sqlite3_step(st), v = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    return v < 0 ? jerr_set(e, EIO, "database: audit: %s", sqlite3_errmsg(d->h)) : v;
+}
+
+json_t *db_audit_query(db *d, const audit_query *q, bool *older, bool *newer, jerr *e)
+{
+    sqlite3_stmt *st;
+    /* one more than the page: whether there are more that way. With after: the oldest above it,
+     * turned newest first below. */
+    const char *sql = "SELECT ts_ms, uid, action, gpu, gpu_uuid, job, duration_ms, memory_mb, detail, id FROM audit"
+                      AUDIT_WHERE " AND (?6 <= 0 OR id < ?6) AND (?7 <= 0 OR id > ?7)"
+                      " ORDER BY CASE WHEN ?7 > 0 THEN id END ASC, id DESC LIMIT ?8";
     if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) {
         jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
         return NULL;
     }
-    sqlite3_bind_int64(st, 1, uid);
-    sqlite3_bind_int64(st, 2, gpu);
-    sqlite3_bind_int64(st, 3, since_ms);
-    sqlite3_bind_int64(st, 4, until_ms);
-    bind_text(st, 5, job_id);
-    sqlite3_bind_int(st, 6, limit);
+    audit_bind(st, q);
+    sqlite3_bind_int64(st, 6, q->before);
+    sqlite3_bind_int64(st, 7, q->after);
+    sqlite3_bind_int64(st, 8, (int64_t)q->limit + 1);
     json_t *arr = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    bool more = false;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (json_array_size(arr) == (size_t)q->limit) {
+            more = true;
+            break;
+        }
         json_t *o = json_object();
+        json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, 9)));
         jx_set_time_or_null(o, "time", sqlite3_column_int64(st, 0));
         json_object_set_new(o, "uid", sqlite3_column_type(st, 1) == SQLITE_NULL ? json_null()
                                                                                   : json_integer(sqlite3_column_int64(st, 1)));
@@ -763,6 +798,35 @@ json_t *db_audit_query(db *d, int64_t uid, int gpu, int64_t since_ms, int64_t un
         json_array_append_new(arr, o);
     }
     sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        json_decref(arr);
+        jerr_set(e, EIO, "database: audit: %s", sqlite3_errmsg(d->h));
+        return NULL;
+    }
+    size_t n = json_array_size(arr);
+    if (q->after > 0) /* oldest first so far: newest first, as every page */
+        for (size_t i = 0; i < n / 2; i++) {
+            json_t *a = json_incref(json_array_get(arr, i)), *b = json_incref(json_array_get(arr, n - 1 - i));
+            json_array_set_new(arr, i, b);
+            json_array_set_new(arr, n - 1 - i, a);
+        }
+    /* the other way: beyond the page's newest (or the cursor), or its oldest */
+    int64_t first = n ? json_integer_value(json_object_get(json_array_get(arr, 0), "id")) : 0;
+    int64_t last = n ? json_integer_value(json_object_get(json_array_get(arr, n - 1), "id")) : 0;
+    int v;
+    if (q->after > 0) {
+        *newer = more;
+        v = audit_beyond(d, q, true, n ? last : q->after + 1, e);
+        *older = v > 0;
+    } else {
+        *older = more;
+        v = q->before > 0 || n ? audit_beyond(d, q, false, n ? first : q->before - 1, e) : 0;
+        *newer = v > 0;
+    }
+    if (v < 0) {
+        json_decref(arr);
+        return NULL;
+    }
     return arr;
 }
 

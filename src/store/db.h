@@ -49,10 +49,18 @@ typedef struct audit_rec {
     const char *detail;
 } audit_rec;
 int db_audit(db *d, const audit_rec *a, jerr *e);
-/* Records matching every filter given (uid/gpu -1, job NULL: any), newest first: limit keeps
- * the newest. */
-json_t *db_audit_query(db *d, int64_t uid, int gpu, int64_t since_ms, int64_t until_ms, const char *job_id, int limit,
-                       jerr *e);
+/* Which audit records: every filter given (uid/gpu -1, job NULL: any); a page of them by record
+ * id: before (> 0: ids below it) or after (> 0: ids above it), at most one of the two. */
+typedef struct audit_query {
+    int64_t uid, since_ms, until_ms, before, after;
+    int gpu, limit;
+    const char *job_id;
+} audit_query;
+/* The page, newest first: limit keeps the newest of the matching records (below before, or none
+ * given), or, with after, the limit oldest above it (the next page towards the newest). *older
+ * and *newer say whether matching records lie beyond the page's ends (beyond the cursor when the
+ * page is empty). */
+json_t *db_audit_query(db *d, const audit_query *q, bool *older, bool *newer, jerr *e);
 /* A GPU's state out of service by UUID (state NULL: none), since when; loaded at start. */
 int db_gpu_admin_set(db *d, const char *uuid, const char *state, const char *reason, int64_t since_ms, jerr *e);
 int db_gpu_admin_load(db *d,

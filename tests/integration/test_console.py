@@ -3,6 +3,7 @@ proxy with its one-time token, session cookie, the page's key and 401s (the atta
 local user: test_hostile_console.py)."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 
@@ -146,3 +147,122 @@ def test_events_through_the_proxy(daemon):
         s.close()
     finally:
         con.stop()
+
+
+ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "assets", "console")
+
+
+def curl(*args):
+    """curl's head and body bytes (no decoding by curl: --compressed is never given)."""
+    p = subprocess.run(["curl", "-sS", *([] if "-I" in args else ["-D", "-"]), *args], capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    head, _, body = p.stdout.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers.setdefault(k.strip().lower(), []).append(v.strip())
+    return status, {k: ", ".join(v) for k, v in headers.items()}, body
+
+
+@pytest.mark.skipif(not shutil.which("curl"), reason="needs curl")
+def test_the_files_are_served_gzipped_where_the_browser_takes_it(daemon):
+    import gzip
+    for name, path in [("index.html", "/"), ("console.js", "/console/console.js"),
+                       ("console.css", "/console/console.css"), ("favicon.svg", "/console/favicon.svg")]:
+        src = open(os.path.join(ASSETS, name), "rb").read()
+        url = ["--unix-socket", daemon.sock, "http://joblet" + path]
+        # gzip taken: compressed, and the bytes are the file's once decompressed
+        st, h, body = curl(*url, "-H", "Accept-Encoding: gzip, deflate, br")
+        assert st == 200 and h.get("content-encoding") == "gzip", (path, h)
+        assert "Accept-Encoding" in h["vary"] and h["cache-control"] == "no-cache"
+        assert int(h["content-length"]) == len(body) and gzip.decompress(body) == src, path
+        if len(src) > 1000:
+            assert len(body) < len(src) / 2, (path, len(body), len(src))
+        gz_tag = h["etag"]
+        # no Accept-Encoding, or gzip refused (q=0, also under "*"), or only others: the file as it is
+        for ae in [None, "identity", "gzip;q=0", "br, *;q=0", "*;q=1, gzip; q=0.000", "deflate"]:
+            st, h, body = curl(*url, *(["-H", f"Accept-Encoding: {ae}"] if ae else []))
+            assert st == 200 and "content-encoding" not in h and body == src, (path, ae, h)
+            assert "Accept-Encoding" in h["vary"] and h["etag"] != gz_tag
+        for ae in ["br;q=1, *;q=0.5", "GZIP;q=0.001", "x-gzip"]:
+            st, h, body = curl(*url, "-H", f"Accept-Encoding: {ae}")
+            assert st == 200 and h.get("content-encoding") == "gzip" and gzip.decompress(body) == src, (path, ae)
+        # revalidation: the tag of the representation asked for gives 304, the other's does not
+        st, h, body = curl(*url, "-H", "Accept-Encoding: gzip", "-H", f"If-None-Match: {gz_tag}")
+        assert st == 304 and body == b"" and h["etag"] == gz_tag and "Accept-Encoding" in h["vary"]
+        st, h, body = curl(*url, "-H", f"If-None-Match: {gz_tag}")
+        assert st == 200 and body == src
+        st, h, body = curl(*url, "-I", "-H", "Accept-Encoding: gzip")
+        assert st == 200 and h.get("content-encoding") == "gzip" and body == b"" and h["etag"] == gz_tag
+    # through rnx console, as a browser gets them
+    con = Console(daemon)
+    try:
+        con.sign_in()
+        st, h, body = curl(f"{con.origin}/console/console.js", "-H", f"Cookie: {con.jar}", "-H", "Accept-Encoding: gzip")
+        assert st == 200 and h.get("content-encoding") == "gzip"
+        assert gzip.decompress(body) == open(os.path.join(ASSETS, "console.js"), "rb").read()
+        st, h, body = curl(f"{con.origin}/console/console.js", "-H", f"Cookie: {con.jar}")
+        assert st == 200 and "content-encoding" not in h and body == open(os.path.join(ASSETS, "console.js"), "rb").read()
+    finally:
+        con.stop()
+
+
+FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+
+
+def test_the_audit_trail_pages_by_record_id(fresh_daemon):
+    """GET /v1/audit?before=ID / after=ID: bounded pages that, walked either way, give every
+    record once, newest first, with older/newer saying where more lie; filters hold on every page."""
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    for k in range(30):
+        for act in ("drain", "online"):
+            st, g = d.api("POST", f"/v1/gpus/{k % 3}/{act}", {})
+            assert st == 200, g
+    st, full = d.api("GET", "/v1/audit")
+    assert st == 200 and full["older"] is False and full["newer"] is False
+    ids = [r["id"] for r in full["records"]]
+    assert len(ids) >= 120 and ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids)
+
+    def walk(q, ids):
+        pages, cur = [], None
+        while True:
+            st, p = d.api("GET", f"/v1/audit?limit=7{q}" + (f"&before={cur}" if cur else ""))
+            assert st == 200, p
+            assert len(p["records"]) <= 7 and p["newer"] is bool(pages)
+            pages.append([r["id"] for r in p["records"]])
+            if not p["older"]:
+                break
+            cur = pages[-1][-1]
+        assert [i for pg in pages for i in pg] == ids and all(len(pg) == 7 for pg in pages[:-1])
+        # and back towards the newest with after=
+        back, cur = [], pages[-1][0]
+        while True:
+            st, p = d.api("GET", f"/v1/audit?limit=7{q}&after={cur}")
+            assert st == 200, p
+            got = [r["id"] for r in p["records"]]
+            assert got == sorted(got, reverse=True) and len(got) <= 7 and p["older"] is True
+            back = got + back
+            if not p["newer"]:
+                break
+            cur = got[0]
+        assert back == ids[:len(back)] and len(back) == len(ids) - len(pages[-1])
+        return pages
+
+    walk("", ids)
+    st, g1 = d.api("GET", "/v1/audit?gpu=1")
+    pages = walk("&gpu=1", [r["id"] for r in g1["records"]])
+    assert all(r["gpu"] == 1 for r in g1["records"]) and len(pages) > 3
+    # the edges: beyond the oldest, beyond the newest
+    st, p = d.api("GET", f"/v1/audit?before={ids[-1]}")
+    assert st == 200 and p == {"records": [], "older": False, "newer": True}
+    st, p = d.api("GET", f"/v1/audit?after={ids[0]}")
+    assert st == 200 and p == {"records": [], "older": True, "newer": False}
+    st, p = d.api("GET", f"/v1/audit?limit=3&before={ids[0]}")
+    assert [r["id"] for r in p["records"]] == ids[1:4] and p["newer"] is True and p["older"] is True
+    # bad input names its field
+    for q, field in [("before=abc", "before"), ("before=0", "before"), ("after=-3", "after"),
+                     (f"before={ids[0]}&after={ids[-1]}", "after"), ("limit=0&before=5", "limit")]:
+        st, p = d.api("GET", "/v1/audit?" + q)
+        assert st == 400 and p["error"]["field"] == field, (q, p)

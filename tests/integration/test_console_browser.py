@@ -113,8 +113,7 @@ def test_console_in_chromium(fresh_daemon, shots):
 
         # admin: drain a GPU with the confirmation; its card changes
         go(drv, "#/admin")
-        btn = wait(drv, lambda x: css(x, '#admin-gpus tr[data-index="3"] button[data-action="drain"]'))[0]
-        btn.click()
+        click(drv, '#admin-gpus tr[data-index="3"] button[data-action="drain"]')
         wait(drv, EC.alert_is_present()).accept()
         wait(drv, lambda x: css(x, '#admin-gpus tr[data-index="3"] .badge[data-state="draining"]'))
         wait(drv, lambda x: css(x, '#audit tbody tr'))
@@ -193,3 +192,154 @@ def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path):
     finally:
         drv.quit()
         con.stop()
+
+
+def click(drv, sel):
+    """Clicks what sel finds, again if the page redrew it meanwhile (rows follow the events)."""
+    wait(drv, lambda x: x.find_element(By.CSS_SELECTOR, sel).click() or True)
+
+
+def actions(drv, i):
+    return [b.get_attribute("data-action") for b in css(drv, f'#admin-gpus tr[data-index="{i}"] button[data-action]')]
+
+
+def test_admin_offline_is_refused_while_a_job_runs_then_forced(fresh_daemon, shots):
+    """The Admin page on a simulated GPU that runs a job: offline's confirmation says what offline
+    does; joblet refuses (the job runs on); the console offers the force step with its own
+    confirmation, which sends {"force": true} as rnx gpu offline --force does: the job is stopped
+    and the GPU goes offline. The buttons follow the GPU's state throughout."""
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    jid = d.rnx("job", "run", "--gpu=1", "--name=victim", "sleep", "600", check=True).stdout.split()[-1]
+    g = d.wait_status(jid, "RUNNING")["gpus"][0]["index"]
+    con = Console(d)
+    drv = browser()
+    try:
+        drv.get(con.url)
+        wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")
+        go(drv, "#/admin")
+        row = f'#admin-gpus tr[data-index="{g}"]'
+        wait(drv, lambda x: css(x, f'{row}[data-state="allocated"]'))
+        assert actions(drv, g) == ["drain", "offline"]      # no "online" for a GPU in service
+        assert jid[:8] in drv.find_element(By.CSS_SELECTOR, row).text
+        click(drv, f'{row} button[data-action="offline"]')
+        ask = wait(drv, EC.alert_is_present())
+        text = ask.text
+        assert "offline" in text and "keep running" not in text and jid[:8] in text, text
+        assert "refuses" in text and "force" in text, text
+        ask.accept()
+        msg = wait(drv, lambda x: "refused" in x.find_element(By.ID, "admin-msg").text and x.find_element(By.ID, "admin-msg"))
+        assert "runs 1 job" in msg.text and jid[:8] in msg.text, msg.text
+        # refused: nothing changed
+        st, gpu = d.api("GET", f"/v1/gpus/{g}")
+        assert gpu["state"] == "allocated" and d.job(jid)["status"] == "RUNNING"
+        drv.save_screenshot(os.path.join(shots, "admin-refused.png"))
+        force = drv.find_element(By.ID, "admin-force")
+        assert "Force offline" in force.text
+        # the force step's own confirmation; dismissed, nothing happens
+        force.click()
+        ask = wait(drv, EC.alert_is_present())
+        text = ask.text
+        assert "stopped now" in text and "FAILED" in text and "queue" in text and jid[:8] in text, text
+        ask.dismiss()
+        assert d.job(jid)["status"] == "RUNNING"
+        force.click()
+        wait(drv, EC.alert_is_present()).accept()
+        wait(drv, lambda x: css(x, f'{row}[data-state="offline"]'))
+        job = d.wait(jid)
+        assert job["status"] == "FAILED" and job["end_reason"] == "gpu_error", job
+        assert "its jobs were stopped" in drv.find_element(By.ID, "admin-msg").text
+        wait(drv, lambda x: actions(x, g) == ["online"])    # offline: only online applies
+        st, recs = d.api("GET", f"/v1/audit?gpu={g}&limit=5")
+        assert any(r["action"] == "offline" and "offline --force" in r["detail"] for r in recs["records"]), recs
+        drv.save_screenshot(os.path.join(shots, "admin-forced.png"))
+        # online again, then a drained GPU offers no drain
+        click(drv, f'{row} button[data-action="online"]')
+        assert "back into service" in wait(drv, EC.alert_is_present()).text
+        drv.switch_to.alert.accept()
+        wait(drv, lambda x: css(x, f'{row}[data-state="available"]'))
+        wait(drv, lambda x: actions(x, g) == ["drain", "offline"])
+        click(drv, f'{row} button[data-action="drain"]')
+        wait(drv, EC.alert_is_present()).accept()
+        wait(drv, lambda x: css(x, f'{row}[data-state="draining"]'))
+        wait(drv, lambda x: actions(x, g) == ["offline", "online"])
+    finally:
+        drv.quit()
+        con.stop()
+
+
+def test_jobs_columns_history_axes_and_audit_pages(fresh_daemon, shots):
+    """Jobs: exit code, duration (ticking while it runs), GPUs wanted by a queued job, commands
+    quoted as rnx quotes them; History: each chart has distinct time labels and a value axis with
+    its unit; Admin: the audit trail 50 records a page, Older and Newer."""
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    run = d.rnx("job", "run", "--gpu=1", "sh", "-c", "echo 'a b'; exec sleep 600", check=True).stdout.split()[-1]
+    queued = d.rnx("job", "run", "--gpu=8", "sleep", "600", check=True).stdout.split()[-1]
+    ended = d.rnx("job", "run", "sh", "-c", "exit 3", check=True).stdout.split()[-1]
+    d.wait(ended)
+    for k in range(35):                       # audit records: 2 per drain or online, 140 in all
+        for act in ("drain", "online"):
+            assert d.api("POST", f"/v1/gpus/{5 + k % 3}/{act}", {})[0] == 200
+    listing = d.rnx("job", "list", check=True).stdout
+    con = Console(d)
+    drv = browser()
+    try:
+        drv.get(con.url)
+        wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")
+        go(drv, "#/jobs")
+        cell = lambda jid, col: drv.find_element(By.CSS_SELECTOR, f'#jobs-table tr[data-id="{jid}"] td[data-col="{col}"]').text
+        wait(drv, lambda x: css(x, f'#jobs-table tr[data-id="{queued}"]'))
+        assert cell(run, "command") == "sh -c 'echo '\\''a b'\\''; exec sleep 600'"
+        assert cell(run, "command") in listing          # as rnx job list shows it
+        assert cell(queued, "gpus") == "8 wanted" and "8 wanted" in listing
+        assert cell(ended, "exit") == "3" and cell(run, "exit") == "–" and cell(queued, "exit") == "–"
+        assert cell(queued, "duration") == "–"
+        first = cell(run, "duration")
+        assert first.endswith("s") and first[0].isdigit(), first
+        wait(drv, lambda x: cell(run, "duration") != first)          # it ticks without an event
+        drv.save_screenshot(os.path.join(shots, "jobs.png"))
+
+        go(drv, "#/history")
+        wait(drv, lambda x: len(css(x, "svg.chart")) == 3)
+        for ch in css(drv, "svg.chart"):
+            name = ch.get_attribute("data-chart")
+            xs = [t.text for t in ch.find_elements(By.CSS_SELECTOR, "g.axis.x > text")]
+            ys = [t.text for t in ch.find_elements(By.CSS_SELECTOR, "g.axis.y > text:not(.title)")]
+            title = ch.find_element(By.CSS_SELECTOR, "g.axis.y > text.title").text
+            assert len(xs) >= 4 and len(set(xs)) == len(xs) and all(xs), (name, xs)
+            assert len(ys) >= 2 and len(set(ys)) == len(ys) and float(ys[0]) == 0, (name, ys)
+            assert [float(v.replace(",", "")) for v in ys] == sorted(float(v.replace(",", "")) for v in ys)
+            assert {"jobs": "jobs / hour", "wait": "(s)", "util": "(%)"}[name] in title, (name, title)
+        jobs_chart = drv.find_element(By.CSS_SELECTOR, 'svg.chart[data-chart="jobs"]')
+        assert jobs_chart.find_elements(By.CSS_SELECTOR, "rect.barc")      # jobs started this hour
+        util = drv.find_element(By.CSS_SELECTOR, 'svg.chart[data-chart="util"]')
+        assert [t.text for t in util.find_elements(By.CSS_SELECTOR, "g.axis.y > text:not(.title)")][-1] == "100"
+        drv.save_screenshot(os.path.join(shots, "history.png"))
+        Select = __import__("selenium.webdriver.support.select", fromlist=["Select"]).Select
+        Select(drv.find_element(By.ID, "history-hours")).select_by_value("168")
+        wait(drv, lambda x: len(set(t.text for t in x.find_elements(By.CSS_SELECTOR, 'svg.chart[data-chart="jobs"] g.axis.x > text'))) >= 7)
+
+        go(drv, "#/admin")
+        rows = lambda x: [r.get_attribute("data-id") for r in css(x, "#audit tbody tr[data-id]")]
+        wait(drv, lambda x: len(rows(x)) == 50)
+        page1 = rows(drv)
+        st, full = d.api("GET", "/v1/audit")
+        ids = [str(r["id"]) for r in full["records"]]
+        assert page1 == ids[:50] and 100 < len(ids) < 150, len(ids)
+        assert drv.find_element(By.ID, "audit-newer").get_attribute("disabled") is not None
+        drv.find_element(By.ID, "audit-older").click()
+        wait(drv, lambda x: rows(x) == ids[50:100])
+        drv.find_element(By.ID, "audit-older").click()
+        wait(drv, lambda x: rows(x) == ids[100:])
+        assert drv.find_element(By.ID, "audit-older").get_attribute("disabled") is not None   # the oldest page
+        drv.find_element(By.ID, "audit-newer").click()
+        wait(drv, lambda x: rows(x) == ids[50:100])
+        drv.find_element(By.ID, "audit-newest").click()
+        wait(drv, lambda x: rows(x) == ids[:50])
+        height = drv.execute_script("return document.getElementById('audit').getBoundingClientRect().height")
+        assert height < 50 * 60, height
+        drv.save_screenshot(os.path.join(shots, "admin.png"))
+    finally:
+        drv.quit()
+        con.stop()
+        for j in (run, queued):
+            d.rnx("job", "stop", j)

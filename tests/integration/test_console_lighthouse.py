@@ -1,0 +1,61 @@
+"""Lighthouse (npm `lighthouse`, pinned in scripts/install-deps.sh, installed under
+/opt/joblet-test/lighthouse) on every console page, in Debian's chromium (CHROME_PATH, headless,
+--no-sandbox), signed in through `rnx console`'s link: accessibility and best practices must
+both score 1.00. The pages hold what they show in use: a running job, a queued one, an ended one,
+a workflow, a drained and an offline GPU (every badge colour the pages draw). Skipped, with the
+reason, only where lighthouse, node or chromium is not installed."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from console_util import Console
+
+PREFIX = os.environ.get("JOBLET_LIGHTHOUSE_PREFIX", "/opt/joblet-test/lighthouse")
+LH = os.path.join(PREFIX, "node_modules", "lighthouse", "package.json")
+NODE, CHROMIUM = shutil.which("node"), shutil.which("chromium")
+FIX = os.path.join(ROOT, "tests", "fixtures")
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lighthouse_console.mjs")
+
+pytestmark = pytest.mark.skipif(not (os.path.exists(LH) and NODE and CHROMIUM),
+                                reason=f"needs lighthouse under {PREFIX} (npm), node and chromium: scripts/install-deps.sh")
+
+
+def test_every_console_page_scores_1_in_accessibility_and_best_practices(fresh_daemon):
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    run = d.rnx("job", "run", "--gpu=1", "--name=train", "sh", "-c", "echo started; exec sleep 600",
+                check=True).stdout.split()[-1]
+    queued = d.rnx("job", "run", "--gpu=8", "sleep", "600", check=True).stdout.split()[-1]
+    ended = d.rnx("job", "run", "--name=fails", "sh", "-c", "echo 'it is over'; exit 3", check=True).stdout.split()[-1]
+    d.wait(ended)
+    d.rnx("workflow", "run", os.path.join(ROOT, "examples", "diamond.yaml"), check=True)
+    d.rnx("gpu", "drain", "3", check=True)
+    d.rnx("gpu", "offline", "4", check=True)
+    pages = ["#/gpus", "#/jobs", f"#/jobs/{run}", f"#/jobs/{ended}", "#/queue", "#/workflows", "#/history", "#/admin"]
+    con = Console(d)
+    try:
+        p = subprocess.run([NODE, RUNNER, PREFIX, con.url, *pages], capture_output=True, text=True,
+                           env={**os.environ, "CHROME_PATH": CHROMIUM})
+    finally:
+        con.stop()
+        for j in (run, queued):
+            d.rnx("job", "stop", j)
+    assert p.returncode == 0, p.stderr[-4000:]
+    results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    assert [r["page"] for r in results] == pages, p.stdout[-2000:] + p.stderr[-2000:]
+    bad = []
+    for r in results:
+        print(r["page"], r["scores"], r["warnings"] or "")
+        assert r["error"] is None, r
+        # the page drew what it is for, signed in (a signed-out page would score 1 and prove nothing)
+        assert "holds no console key" not in r["main"] and r["main"].strip(), r
+        if r["scores"] != {"accessibility": 1, "best-practices": 1}:
+            bad.append(r)
+    assert not bad, "\n".join(
+        f"{r['page']}: {r['scores']}\n" + "\n".join(f"  {f['category']}/{f['id']}: {f['title']}\n    " + "\n    ".join(f["items"])
+                                                  for f in r["failing"]) for r in bad)
+    byp = {r["page"]: r["main"] for r in results}
+    assert "GPU 7" in byp["#/gpus"] and "train" in byp[f"#/jobs/{run}"] and "Audit trail" in byp["#/admin"]
