@@ -20,10 +20,10 @@
 #include "../common/util.h"
 #include "../core/incoming.h"
 #include "../core/loop.h"
-#include "jobs_cp.h"
 #include "jobs_list.h"
 #include "park.h"
 #include "reply.h"
+#include "stream.h"
 #include "uploads.h"
 
 static struct MHD_Daemon *mhd;
@@ -42,31 +42,10 @@ typedef struct conn_state {
     uint64_t sink_max;
     int sink_error;         /* errno of a failed write */
     bool sink_pipe;         /* the sink is a pipe to a process (routes_body_sink 2) */
-    bool sink_waits;        /* suspended until the pipe has room */
-    watch w_sink;
+    stream_held sink_hold;  /* held until the pipe has room */
     struct MHD_Connection *conn;
     http_ctx ctx;           /* the route's own (http.h) */
-    struct conn_state *next_waiting; /* among those waiting for their pipe */
 } conn_state;
-
-/* Connections suspended until their body's pipe has room; resumed when the server stops. */
-static conn_state *waiting_sinks;
-
-static void sink_unwait(conn_state *st)
-{
-    if (!st->sink_waits)
-        return;
-    st->sink_waits = false;
-    loop_del(&st->w_sink);
-    for (conn_state **p = &waiting_sinks; *p; p = &(*p)->next_waiting)
-        if (*p == st) {
-            *p = st->next_waiting;
-            break;
-        }
-    MHD_resume_connection(st->conn);
-}
-
-static void on_sink_room(watch *w, uint32_t events) { sink_unwait(w->data); }
 
 /* Writes what the pipe takes now; the rest waits, the connection suspended until there is
  * room (the data stays with libmicrohttpd, which calls again with it). */
@@ -77,15 +56,7 @@ static void sink_pipe_write(conn_state *st, const char *p, size_t *left)
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && errno == EAGAIN) {
-            st->w_sink = (watch){st->sink_fd, on_sink_room, st};
-            if (loop_add_events(&st->w_sink, EPOLLOUT) < 0) {
-                st->sink_error = errno;
-                return;
-            }
-            st->sink_waits = true;
-            st->next_waiting = waiting_sinks;
-            waiting_sinks = st;
-            MHD_suspend_connection(st->conn);
+            stream_hold_fd(&st->sink_hold, st->conn, st->sink_fd, EPOLLOUT, NULL, NULL);
             return;
         }
         if (w <= 0) {
@@ -281,15 +252,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
         if (st->put)
             uploads_abort(st->put, tc);
         park_forget(&st->park);
-        if (st->sink_waits) {
-            st->sink_waits = false;
-            loop_del(&st->w_sink);
-            for (conn_state **p = &waiting_sinks; *p; p = &(*p)->next_waiting)
-                if (*p == st) {
-                    *p = st->next_waiting;
-                    break;
-                }
-        }
+        stream_forget(&st->sink_hold);
         if (st->sink_fd >= 0)
             close(st->sink_fd);
         if (st->ctx.free)
@@ -473,9 +436,7 @@ void http_stop(void)
     jerr_http(&e, 503, "joblet is stopping; try again when it is back");
     park_wake_all(&e);
     jobs_list_stop();
-    jobs_cp_stop();
-    while (waiting_sinks)
-        sink_unwait(waiting_sinks);
+    stream_stop_all();
     MHD_run(mhd);
     MHD_stop_daemon(mhd);
     mhd = NULL;

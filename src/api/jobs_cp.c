@@ -3,6 +3,7 @@
  * (http_ctx), freed when the connection is done, which kills a helper still at work. */
 #include "jobs_cp.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 #include "../core/jobcp.h"
 #include "../core/jobs.h"
 #include "../core/state.h"
-#include "fdstream.h"
+#include "stream.h"
 #include "park.h"
 #include "reply.h"
 
@@ -23,7 +24,8 @@
 
 typedef struct cp_conn {
     jobcp *c;
-    fdstream *fs;             /* GET: the answer's stream, while it lives */
+    stream *st;               /* GET: the answer's stream, while it lives */
+    bool eof;                 /* the pipe reached its end: the helper's last word decides */
     uint64_t ticket;          /* the parked request waiting for the helper's word, 0 none */
 } cp_conn;
 
@@ -35,31 +37,63 @@ static void cp_changed(void *arg)
         cc->ticket = 0;
         park_wake(t, NULL);
     }
-    if (cc->fs)
-        fdstream_wake(cc->fs);
+    if (cc->st)
+        stream_wake(cc->st);
 }
 
+/* The connection is done. Its stream (freed by libmicrohttpd with the answer, which comes
+ * after this) reads nothing more: the copy is gone. */
 static void cp_free(void *p)
 {
     cp_conn *cc = p;
-    if (cc->fs)
-        fdstream_detach(cc->fs);
     jobcp_free(cc->c);
-    free(cc);
+    cc->c = NULL;
+    if (!cc->st)
+        free(cc);
 }
 
-static int cp_end(void *arg)
+/* The answer's body: the tar from the helper's pipe, then the helper's last word. */
+static size_t cp_read(void *src, char *buf, size_t max, enum pull_state *st)
 {
-    cp_conn *cc = arg;
+    cp_conn *cc = src;
+    if (!cc->c) {
+        *st = PULL_FAIL;
+        return 0;
+    }
+    while (!cc->eof) {
+        ssize_t n = read(jobcp_fd(cc->c), buf, max);
+        if (n > 0)
+            return (size_t)n;
+        if (n == 0) {
+            cc->eof = true;
+            stream_wait_fd(cc->st, -1); /* the end is said on the status pipe: jobcp's change */
+            break;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN) {
+            *st = PULL_FAIL;
+            return 0;
+        }
+        *st = PULL_WAIT;
+        return 0;
+    }
     jobcp_info info;
     jerr e = {0};
     int rc = jobcp_result(cc->c, &info, &e);
     if (rc < 0)
         log_warn("copy out of %s cut short: %s", info.path, e.msg);
-    return rc;
+    *st = rc > 0 ? PULL_END : rc < 0 ? PULL_FAIL : PULL_WAIT;
+    return 0;
 }
 
-static void cp_gone(void *arg) { ((cp_conn *)arg)->fs = NULL; }
+static void cp_close(void *src)
+{
+    cp_conn *cc = src;
+    cc->st = NULL;
+    if (!cc->c) /* the connection went first */
+        free(cc);
+}
 
 static const char *query(request *r, const char *key)
 {
@@ -123,11 +157,12 @@ static enum MHD_Result get(request *r, job *j)
         return wait_for_helper(r, cc);
     if (jobcp_fd(cc->c) < 0) /* stat */
         return http_reply_json(r->conn, 200, info_json(&info));
-    struct MHD_Response *resp = fdstream_response(r->conn, jobcp_fd(cc->c), cp_end, cp_gone, cc, &cc->fs);
+    struct MHD_Response *resp = stream_response(r->conn, 256 << 10, cp_read, cp_close, cc, &cc->st);
     if (!resp) {
         jerr_http(&e, 500, "no memory for the answer");
         return http_reply_error(r->conn, &e);
     }
+    stream_wait_fd(cc->st, jobcp_fd(cc->c));
     char num[24], mode[8];
     MHD_add_response_header(resp, "Content-Type", "application/x-tar");
     MHD_add_response_header(resp, "X-Joblet-Path", info.path);
@@ -203,4 +238,3 @@ int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e)
     return 2;
 }
 
-void jobs_cp_stop(void) { fdstream_stop_all(); }

@@ -17,7 +17,5 @@ enum MHD_Result jobs_cp_route(request *r, job *j);
 /* For routes_body_sink: a PUT of an archive streams into its helper (2), others are not
  * this file's (0); -1 refuses it before its body is read. */
 int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e);
-/* The server stops: streams waiting for their helper end, cut short. */
-void jobs_cp_stop(void);
 
 #endif
