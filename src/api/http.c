@@ -47,6 +47,9 @@ typedef struct conn_state {
     http_ctx ctx;           /* the route's own (http.h) */
 } conn_state;
 
+/* The client went away while its body waited for the pipe: what is left of it is dropped. */
+static void sink_hung_up(void *arg) { ((conn_state *)arg)->sink_error = ECONNRESET; }
+
 /* Writes what the pipe takes now; the rest waits, the connection suspended until there is
  * room (the data stays with libmicrohttpd, which calls again with it). */
 static void sink_pipe_write(conn_state *st, const char *p, size_t *left)
@@ -56,7 +59,7 @@ static void sink_pipe_write(conn_state *st, const char *p, size_t *left)
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && errno == EAGAIN) {
-            stream_hold_fd(&st->sink_hold, st->conn, st->sink_fd, EPOLLOUT, NULL, NULL);
+            stream_hold_fd(&st->sink_hold, st->conn, st->sink_fd, EPOLLOUT, sink_hung_up, st);
             return;
         }
         if (w <= 0) {

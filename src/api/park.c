@@ -52,7 +52,7 @@ uint64_t park_ticket(request *r)
 void park_wait(request *r)
 {
     r->park->suspended = true;
-    MHD_suspend_connection(r->conn);
+    stream_hold(&r->park->hold, r->conn, NULL, NULL);
 }
 
 void park_wake(uint64_t ticket, const jerr *e)
@@ -69,7 +69,7 @@ void park_wake(uint64_t ticket, const jerr *e)
         s->error = xmalloc(sizeof *s->error);
         *s->error = *e;
     }
-    MHD_resume_connection(s->conn);
+    stream_release(&s->hold);
 }
 
 void park_wake_fn(void *arg, const jerr *e) { park_wake((uint64_t)(uintptr_t)arg, e); }
@@ -115,6 +115,7 @@ void park_lapse(park_slot *s)
 
 void park_forget(park_slot *s)
 {
+    stream_forget(&s->hold);
     if (s->ticket)
         unlink_slot(s);
     free(s->error);

@@ -11,11 +11,13 @@
 
 #include "../common/err.h"
 #include "http.h"
+#include "stream.h"
 
 /* Each connection's place, inside http.c's state of it (zeroed with it). */
 typedef struct park_slot {
     uint64_t ticket;           /* 0: not parked */
     struct MHD_Connection *conn;
+    stream_held hold;          /* while suspended (stream.h) */
     bool suspended, resumed;
     jerr *error;               /* the wait failed: this is the answer */
     uint64_t tally;            /* the route's own count across its parked runs (DELETE /v1/jobs) */

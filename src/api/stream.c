@@ -65,7 +65,7 @@ void stream_hold_fd(stream_held *h, struct MHD_Connection *conn, int fd, unsigne
     holds = h;
     MHD_suspend_connection(conn);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    h->w_conn = (watch){ci ? ci->connect_fd : -1, on_conn, h};
+    h->w_conn = (watch){ci && on_hangup ? ci->connect_fd : -1, on_conn, h};
     if (h->w_conn.fd >= 0 && loop_add_events(&h->w_conn, EPOLLRDHUP) < 0)
         h->w_conn.fd = -1;
     if (fd >= 0) {

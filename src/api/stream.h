@@ -32,8 +32,9 @@ typedef struct stream_held {
     struct stream_held *next;
 } stream_held;
 
-/* Suspends conn until stream_release; a client that hangs up meanwhile releases it too (and
- * on_hangup is called). */
+/* Suspends conn until stream_release. With on_hangup, a client that hangs up meanwhile
+ * releases it too, and on_hangup is called; without, a hang-up is noticed when it is released
+ * (a parked route must not run again before its work is done). */
 void stream_hold(stream_held *h, struct MHD_Connection *conn, void (*on_hangup)(void *arg), void *arg);
 /* The same, released also when fd is ready for events (EPOLLIN, EPOLLOUT). */
 void stream_hold_fd(stream_held *h, struct MHD_Connection *conn, int fd, unsigned events,
