@@ -6,8 +6,8 @@
  *                               [--source NAME] [--fresh]
  *       DIR holds recipe.yml; makes DIR/rootfs and DIR/manifest.yml, from the cache when it
  *       has this recipe's archive (<D>/<recipe sha256>.tar.zst), else with the tool (mmdebstrap
- *       or debootstrap) from the mirror (always with --fresh), and then stores the archive in
- *       the cache.
+ *       or debootstrap) from the mirror (always with --fresh), then runs the recipe's customize:
+ *       scripts in the tree, and then stores the archive in the cache.
  *   joblet-runtime-build import --dir DIR [--cache-dir D --cache-keep N]
  *       the archive (tar.zst of manifest.yml, recipe.yml, rootfs/) on stdin, extracted into DIR
  *       and checked against its manifest: recipe.yml against recipe_sha256, rootfs/ against
@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -225,6 +226,39 @@ static int run_tool(const opts *o, const recipe *r, char *why, size_t len)
     arg(&a, "%s", o->mirror);
     int rc = run(a.v, -1, -1, base, why, len);
     free(comps), free(pkgs), argv_free(&a);
+    return rc;
+}
+
+/* The recipe's customize: scripts, in order, each as `sh -e` chrooted into the new tree (like
+ * a Dockerfile's RUN), with the box's own /proc mounted there meanwhile (its PID namespace:
+ * the build's processes only). Their output goes to the log; the first that fails fails the
+ * build, named. Inside the box only: nothing here runs on the host's root. */
+static int customize(const opts *o, const recipe *r, char *why, size_t len)
+{
+    if (!r->ncustomize)
+        return 0;
+    char rootfs[1200], proc[1300];
+    snprintf(rootfs, sizeof rootfs, "%s/rootfs", o->dir);
+    snprintf(proc, sizeof proc, "%s/proc", rootfs);
+    if ((mkdir(proc, 0555) < 0 && errno != EEXIST) ||
+        mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+        snprintf(why, len, "customize: cannot mount /proc in the tree: %s", strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < r->ncustomize && rc == 0; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "customize[%zu]", i);
+        printf("joblet: customizing the tree: %s of %zu\n", name, r->ncustomize);
+        fflush(stdout);
+        /* sh -e: a failing command ends the script; $0 is the field, so sh's own messages name it */
+        char *const argv[] = {"chroot", rootfs, "/bin/sh", "-ec", r->customize[i], name, NULL};
+        rc = run(argv, -1, -1, name, why, len);
+    }
+    if (umount2(proc, MNT_DETACH) < 0 && rc == 0) {
+        snprintf(why, len, "customize: cannot unmount /proc from the tree: %s", strerror(errno));
+        rc = -1;
+    }
     return rc;
 }
 
@@ -442,7 +476,7 @@ static int mode_build(const opts *o)
             unlink(path);
         }
     }
-    if (run_tool(o, &r, why, sizeof why) < 0) {
+    if (run_tool(o, &r, why, sizeof why) < 0 || customize(o, &r, why, sizeof why) < 0) {
         recipe_free(&r);
         return report(false, "%s", why);
     }
