@@ -229,6 +229,32 @@ static int run_tool(const opts *o, const recipe *r, char *why, size_t len)
     return rc;
 }
 
+/* A tree the tool made without /etc/hosts (mmdebstrap makes none) gets Debian's default one:
+ * what a chroot of it expects, and the file each job's own /etc/hosts is bound over (under
+ * gVisor, which cannot lay a file into a read-only directory, the only way a job in the
+ * runtime gets one; exec/mounts.c). Before customize:, which may change it. */
+static int default_hosts(const opts *o, char *why, size_t len)
+{
+    static const char text[] = "127.0.0.1\tlocalhost\n"
+                               "::1\t\tlocalhost ip6-localhost ip6-loopback\n"
+                               "ff02::1\t\tip6-allnodes\n"
+                               "ff02::2\t\tip6-allrouters\n";
+    char path[1200];
+    snprintf(path, sizeof path, "%s/rootfs/etc/hosts", o->dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST)
+        return 0;
+    ssize_t w = fd < 0 ? -1 : write(fd, text, sizeof text - 1);
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (w != (ssize_t)sizeof text - 1) {
+        snprintf(why, len, "cannot write the tree's /etc/hosts: %s", strerror(w < 0 ? err : EIO));
+        return -1;
+    }
+    return 0;
+}
+
 /* The recipe's customize: scripts, in order, each as `sh -e` chrooted into the new tree (like
  * a Dockerfile's RUN), with the box's own /proc mounted there meanwhile (its PID namespace:
  * the build's processes only). Their output goes to the log; the first that fails fails the
@@ -476,7 +502,8 @@ static int mode_build(const opts *o)
             unlink(path);
         }
     }
-    if (run_tool(o, &r, why, sizeof why) < 0 || customize(o, &r, why, sizeof why) < 0) {
+    if (run_tool(o, &r, why, sizeof why) < 0 || default_hosts(o, why, sizeof why) < 0 ||
+        customize(o, &r, why, sizeof why) < 0) {
         recipe_free(&r);
         return report(false, "%s", why);
     }
