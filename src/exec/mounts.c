@@ -317,8 +317,11 @@ static int etc_names(const char *root, const job_spec *s, jerr *e)
         if (rc == 0 && (lower_escaped(a, sizeof a, upper) < 0 || lower_escaped(b, sizeof b, etc) < 0))
             rc = jerr_set(e, ENAMETOOLONG, "the job's root path is too long for an overlay");
         snprintf(opts, sizeof opts, "lowerdir=%s:%s", a, b);
-        /* two lower layers and no upper: a read-only overlay */
-        if (rc == 0 && mount("overlay", etc, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) < 0)
+        /* two lower layers and no upper: a read-only overlay. A kernel without overlayfs, or
+         * one that cannot lay it over this tree's file system: the job runs without the file,
+         * as jobs did before it had one, rather than not at all */
+        if (rc == 0 && mount("overlay", etc, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) < 0 &&
+            errno != ENODEV && errno != EINVAL && errno != EOPNOTSUPP)
             rc = jerr_sys(e, "mount the job's /etc (an overlay with its own hosts file)");
         if (umount2(upper, MNT_DETACH) < 0 && rc == 0)
             rc = jerr_sys(e, "detach %s", upper);
