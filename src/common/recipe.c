@@ -28,6 +28,7 @@ static const char *const recipe_keys[] = {
     "provides",      /* optional: LABEL: PACKAGE [NOTE], reported with the installed version */
     "env",           /* optional: NAME: value set in every job of the runtime */
     "test",          /* optional: a shell command that exits 0 when the runtime works */
+    "customize",     /* optional: shell scripts run inside the new tree after the packages */
 };
 
 /* What `variant` accepts: mmdebstrap's names (debootstrap maps them to its own). */
@@ -190,6 +191,49 @@ static int read_provides(struct fy_node *n, recipe *r, jerr *e)
     return 0;
 }
 
+/* customize: a list of scripts, each text (newlines and tabs allowed) of a bounded size. */
+static int read_customize(struct fy_node *n, recipe *r, jerr *e)
+{
+    static const char accepted[] = "a list of shell scripts (YAML '- |' blocks), each 1 to 16384 bytes of "
+                                   "UTF-8 text, run in the new tree after its packages are installed";
+    if (!fy_node_is_sequence(n))
+        return jerr_field(e, "customize", "customize: must be %s", accepted);
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(n, &it))) {
+        char field[32];
+        snprintf(field, sizeof field, "customize[%zu]", r->ncustomize);
+        if (r->ncustomize == RECIPE_MAX_CUSTOMIZE)
+            return jerr_field(e, "customize", "customize: at most %d scripts", RECIPE_MAX_CUSTOMIZE);
+        size_t len = 0;
+        const char *s = fy_node_is_scalar(item) ? fy_node_get_scalar(item, &len) : NULL;
+        if (!s)
+            return jerr_field(e, field, "%s: must be a single script (text), not a list or mapping; customize is %s",
+                              field, accepted);
+        bool blank = true;
+        for (size_t i = 0; i < len; i++)
+            if (!isspace((unsigned char)s[i]))
+                blank = false;
+        if (blank || len > RECIPE_MAX_SCRIPT)
+            return jerr_field(e, field, "%s: %zu bytes%s; each script is 1 to %d bytes of text", field, len,
+                              blank ? " of blanks" : "", RECIPE_MAX_SCRIPT);
+        if (memchr(s, 0, len) || !utf8_valid(s, len))
+            return jerr_field(e, field, "%s: is not UTF-8 text (it holds a NUL byte or invalid UTF-8)", field);
+        for (size_t i = 0; i < len; i++)
+            if (((unsigned char)s[i] < 0x20 && s[i] != '\n' && s[i] != '\t') || s[i] == 0x7f)
+                return jerr_field(e, field, "%s: holds control character 0x%02x at byte %zu; only newlines and "
+                                            "tabs are accepted", field, (unsigned char)s[i], i);
+        r->customize = xrealloc(r->customize, (r->ncustomize + 1) * sizeof *r->customize);
+        char *copy = xmalloc(len + 1);
+        memcpy(copy, s, len);
+        copy[len] = 0;
+        r->customize[r->ncustomize++] = copy;
+    }
+    if (!r->ncustomize)
+        return jerr_field(e, "customize", "customize: is an empty list; leave the key out, or give %s", accepted);
+    return 0;
+}
+
 static int read_env(struct fy_node *n, recipe *r, jerr *e)
 {
     if (!fy_node_is_mapping(n))
@@ -324,6 +368,8 @@ static int walk(struct fy_node *root, recipe *r, jerr *e)
                                 RECIPE_MAX_TEST);
             else
                 r->test = xstrdup(s);
+        } else if (!strcmp(k, "customize")) {
+            rc = read_customize(v, r, e);
         }
         if (rc < 0)
             return -1;
@@ -407,5 +453,6 @@ void recipe_free(recipe *r)
         free(r->env[i].name), free(r->env[i].value);
     free(r->env);
     free(r->test);
+    free_list(r->customize, r->ncustomize);
     memset(r, 0, sizeof *r);
 }

@@ -14,6 +14,8 @@
 #define RECIPE_MAX_PACKAGES 500
 #define RECIPE_MAX_ITEMS    64      /* components, exclude_paths, provides, env */
 #define RECIPE_MAX_TEST     4096
+#define RECIPE_MAX_CUSTOMIZE 16     /* customize: scripts */
+#define RECIPE_MAX_SCRIPT   16384   /* bytes of one customize: script */
 
 typedef struct recipe_provide {
     char *label;              /* "torch" */
@@ -45,6 +47,9 @@ typedef struct recipe {
     recipe_env *env;
     size_t nenv;
     char *test;               /* a shell command that exits 0 when the runtime works; NULL none */
+    char **customize;         /* shell scripts run in the new tree (chroot) after its packages are
+                               * installed, in order, each with sh -e; a failing one fails the build */
+    size_t ncustomize;
 } recipe;
 
 /* Reads text (len bytes, no NUL needed) into r. On failure r is left empty and e names the

@@ -23,6 +23,7 @@ static const phase_row phases[] = {
     {"joblet: extracting the cached build", "extracting the cached build", 5, 0},
     {"joblet: verifying", "verifying the tree", 60, 0},
     {"joblet: building", "starting", 1, 0},
+    {"joblet: customizing the tree", "customizing the tree", 91, 0},
     {"joblet: listing the installed packages", "listing packages", 92, 0},
     {"joblet: hashing the tree", "hashing the tree", 93, 0},
     {"joblet: writing the cache", "writing the cache", 95, 0},

@@ -134,7 +134,24 @@ int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e)
      * --ignore-cgroups (the shim put runsc in it) */
     char cgpath[200];
     snprintf(cgpath, sizeof cgpath, "/%s/%s", cg->host->root, cg->name);
-    oci_inputs in = {rootfs, dirs, cgpath};
+    /* the job's /etc/hosts and /etc/hostname beside the bundle, each bound over the tree's file.
+     * Only over a file that is there: runsc would make a missing mount point in the tree itself
+     * (the host's or a runtime's /etc), and has no overlay to lay a file into a read-only
+     * directory; a runtime built by this joblet has an /etc/hosts (rtbuild_main.c) */
+    char hosts[512], name[80], hosts_path[4300], name_path[4300], tree_file[4300];
+    if (mounts_names_text(s->hostname, hosts, sizeof hosts, name, sizeof name, e) < 0)
+        return -1;
+    bundle_path(s, hosts_path, sizeof hosts_path, "/hosts");
+    bundle_path(s, name_path, sizeof name_path, "/hostname");
+    struct stat fst;
+    snprintf(tree_file, sizeof tree_file, "%s/etc/hosts", sys);
+    bool have_hosts = lstat(tree_file, &fst) == 0 && S_ISREG(fst.st_mode);
+    snprintf(tree_file, sizeof tree_file, "%s/etc/hostname", sys);
+    bool have_name = lstat(tree_file, &fst) == 0 && S_ISREG(fst.st_mode);
+    if ((have_hosts && write_file_opt(hosts_path, hosts, strlen(hosts), 0444, 0, e) < 0) ||
+        (have_name && write_file_opt(name_path, name, strlen(name), 0444, 0, e) < 0))
+        return -1;
+    oci_inputs in = {rootfs, dirs, cgpath, have_hosts ? hosts_path : NULL, have_name ? name_path : NULL};
     json_t *o = oci_config(s, &in);
     if (write_shown_config(s, o, e) < 0) {
         json_decref(o);

@@ -21,6 +21,11 @@ int mounts_prepare(const job_spec *s, jerr *e);
 extern const char *const mounts_system_dirs[];
 extern const char *const mounts_dev_nodes[];
 int mounts_pivot(const job_spec *s, jerr *e);
+/* The job's /etc/hosts text (localhost on 127.0.0.1 and ::1, the hostname on 127.0.0.1) and
+ * /etc/hostname text, made for each job: mounts_prepare binds them over the tree's (or, where
+ * its /etc has no hosts file, lays them over its /etc), gvisor.c hands them to runsc. -1 when
+ * the hostname is not one. */
+int mounts_names_text(const char *hostname, char *hosts, size_t hlen, char *name, size_t nlen, jerr *e);
 /* Drops the bounding and ambient sets, switches to uid/gid, clears every capability,
  * sets no_new_privs. Allocates nothing once caps_last_cap() has been called (vfork child). */
 int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e);

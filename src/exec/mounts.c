@@ -33,6 +33,7 @@ enum op_kind {
     OP_RO_SELF,       /* make an existing path inside the new root read-only */
     OP_DEVNODE_CHECKED, /* a node with given numbers, after checking the host node has them */
     OP_WRITE_FILE,    /* data into a new read-only file */
+    OP_ETC_NAMES,     /* the job's own /etc/hosts and /etc/hostname (etc_names) */
 };
 
 typedef struct mount_op {
@@ -87,6 +88,7 @@ static void build_plan(const job_spec *s, plan *p)
         }
         add(p, OP_DIR_BIND_RO, src, mounts_system_dirs[i], NULL, 0, 1);
     }
+    add(p, OP_ETC_NAMES, NULL, "/etc", NULL, 0, 0);
     add(p, OP_BIND_RW, NULL /* work_dir */, "/work", NULL, nsd, 0);
     snprintf(p->tmp_opts, sizeof p->tmp_opts, "mode=1777,size=%llum", (unsigned long long)s->tmp_size_mb);
     add(p, OP_TMPFS, "tmpfs", "/tmp", p->tmp_opts, nsd, 0);
@@ -194,6 +196,139 @@ static int make_parent(const char *path, jerr *e)
         return 0;
     *slash = 0;
     return mkdir_p(parent, 0755, e);
+}
+
+int mounts_names_text(const char *hostname, char *hosts, size_t hlen, char *name, size_t nlen, jerr *e)
+{
+    size_t n = strlen(hostname);
+    /* a hostname (RFC 1123 labels): nothing that could end the line or add a name */
+    if (!n || n > 64 || strspn(hostname, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != n ||
+        hostname[0] == '-' || hostname[0] == '.')
+        return jerr_set(e, EINVAL, "the job's hostname '%.80s' is not a hostname", hostname);
+    /* the hostname on 127.0.0.1 only, as Debian puts it on 127.0.1.1 only: a name that also
+     * resolved to ::1 would be tried there first, and a host without IPv6 gives the job's
+     * network namespace no ::1 */
+    int a = snprintf(hosts, hlen,
+                     "# this job's own (joblet): its hostname and localhost on the loopback\n"
+                     "127.0.0.1\tlocalhost\n"
+                     "127.0.0.1\t%s\n"
+                     "::1\tlocalhost ip6-localhost ip6-loopback\n",
+                     hostname);
+    int b = snprintf(name, nlen, "%s\n", hostname);
+    if (a < 0 || (size_t)a >= hlen || b < 0 || (size_t)b >= nlen)
+        return jerr_set(e, ENAMETOOLONG, "the job's /etc/hosts does not fit");
+    return 0;
+}
+
+/* data into a new file at path (0444), which must not exist. */
+static int new_file(const char *path, const char *data, jerr *e)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+    if (fd < 0)
+        return jerr_sys(e, "create %s", path);
+    size_t len = strlen(data);
+    ssize_t w = write(fd, data, len);
+    int err = errno;
+    close(fd);
+    if (w < 0 || (size_t)w != len)
+        return jerr_set(e, w < 0 ? err : EIO, "write %s: %s", path, strerror(w < 0 ? err : EIO));
+    return 0;
+}
+
+/* Overlay's lowerdir escapes ':', ',' and '\\' in a path with a backslash. */
+static int lower_escaped(char *out, size_t len, const char *path)
+{
+    size_t o = 0;
+    for (const char *p = path; *p; p++) {
+        if (o + 3 >= len)
+            return -1;
+        if (*p == ':' || *p == ',' || *p == '\\')
+            out[o++] = '\\';
+        out[o++] = *p;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+/* The job's /etc/hosts (its hostname and localhost on the loopback) and, where the tree has
+ * one, /etc/hostname (its hostname), read-only, made per job in its root tmpfs: the host's
+ * and a runtime's files stay as they are. Where the tree's /etc/hosts is a file, the job's is
+ * bound over it (each bind's source is unlinked at once: the mount keeps it). Where it is
+ * missing (a runtime's tree usually has none) or a link, there is nothing to bind over in a
+ * read-only /etc: /etc becomes a read-only overlay of the two files on the tree's /etc (whose
+ * own submounts it then does not show), its top layer a small tmpfs detached at once (the
+ * overlay keeps its own reference). */
+static int etc_names(const char *root, const job_spec *s, jerr *e)
+{
+    char hosts[512], name[80], etc[4200], path[4300], tmp[4300];
+    if (mounts_names_text(s->hostname, hosts, sizeof hosts, name, sizeof name, e) < 0)
+        return -1;
+    snprintf(etc, sizeof etc, "%s/etc", root);
+    struct stat st, hst, nst;
+    if (lstat(etc, &st) < 0) {
+        /* a tree without /etc: the files go straight into the root tmpfs */
+        if (mkdir(etc, 0755) < 0)
+            return jerr_sys(e, "mkdir /etc");
+        snprintf(path, sizeof path, "%s/hosts", etc);
+        if (new_file(path, hosts, e) < 0)
+            return -1;
+        snprintf(path, sizeof path, "%s/hostname", etc);
+        return new_file(path, name, e);
+    }
+    if (!S_ISDIR(st.st_mode))
+        return 0; /* a tree whose /etc is a link (copied as one): the job's /etc is where it points */
+    snprintf(path, sizeof path, "%s/hosts", etc);
+    bool hosts_file = lstat(path, &hst) == 0 && S_ISREG(hst.st_mode);
+    snprintf(path, sizeof path, "%s/hostname", etc);
+    bool have_name = lstat(path, &nst) == 0;
+    if (hosts_file) {
+        const char *files[2][2] = {{"hosts", hosts}, {"hostname", name}};
+        for (size_t i = 0; i < 2; i++) {
+            if (i == 1 && !(have_name && S_ISREG(nst.st_mode)))
+                break; /* no /etc/hostname (or not a file): the job's name is uname's */
+            snprintf(tmp, sizeof tmp, "%s/.joblet-%s", root, files[i][0]);
+            snprintf(path, sizeof path, "%s/%s", etc, files[i][0]);
+            int rc = new_file(tmp, files[i][1], e);
+            if (rc == 0 && mount(tmp, path, NULL, MS_BIND, NULL) < 0)
+                rc = jerr_sys(e, "bind the job's /etc/%s", files[i][0]);
+            if (rc == 0 && mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                 NULL) < 0)
+                rc = jerr_sys(e, "make the job's /etc/%s read-only", files[i][0]);
+            if (unlink(tmp) < 0 && rc == 0)
+                rc = jerr_sys(e, "unlink %s", tmp);
+            if (rc < 0)
+                return -1;
+        }
+        return 0;
+    }
+    char upper[4300], opts[8800], a[4400], b[4400];
+    snprintf(upper, sizeof upper, "%s/.joblet-etc", root);
+    if (mkdir(upper, 0755) < 0)
+        return jerr_sys(e, "mkdir %s", upper);
+    int rc = 0;
+    if (mount("tmpfs", upper, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=16k") < 0)
+        rc = jerr_sys(e, "mount a tmpfs for the job's /etc/hosts");
+    if (rc == 0) {
+        snprintf(path, sizeof path, "%s/hosts", upper);
+        rc = new_file(path, hosts, e);
+        snprintf(path, sizeof path, "%s/hostname", upper);
+        if (rc == 0 && have_name)
+            rc = new_file(path, name, e);
+        if (rc == 0 && (lower_escaped(a, sizeof a, upper) < 0 || lower_escaped(b, sizeof b, etc) < 0))
+            rc = jerr_set(e, ENAMETOOLONG, "the job's root path is too long for an overlay");
+        snprintf(opts, sizeof opts, "lowerdir=%s:%s", a, b);
+        /* two lower layers and no upper: a read-only overlay. A kernel without overlayfs, or
+         * one that cannot lay it over this tree's file system: the job runs without the file,
+         * as jobs did before it had one, rather than not at all */
+        if (rc == 0 && mount("overlay", etc, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) < 0 &&
+            errno != ENODEV && errno != EINVAL && errno != EOPNOTSUPP)
+            rc = jerr_sys(e, "mount the job's /etc (an overlay with its own hosts file)");
+        if (umount2(upper, MNT_DETACH) < 0 && rc == 0)
+            rc = jerr_sys(e, "detach %s", upper);
+    }
+    if (rmdir(upper) < 0 && rc == 0)
+        rc = jerr_sys(e, "rmdir %s", upper);
+    return rc;
 }
 
 static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr *e)
@@ -305,6 +440,8 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
         }
         return 0;
     }
+    case OP_ETC_NAMES:
+        return etc_names(root, s, e);
     case OP_RO_SELF:
         if (lstat(dst, &st) < 0)
             return 0;

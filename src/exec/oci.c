@@ -84,6 +84,10 @@ json_t *oci_config(const job_spec *s, const oci_inputs *in)
         snprintf(src, sizeof src, "%s%s", sys, *d);
         add_bind(mounts, src, *d, false);
     }
+    if (in->hosts)
+        add_bind(mounts, in->hosts, "/etc/hosts", false);
+    if (in->hostname)
+        add_bind(mounts, in->hostname, "/etc/hostname", false);
     const char *const proc_opts[] = {"nosuid", "noexec", "nodev", NULL};
     add_mount(mounts, "/proc", "proc", "proc", proc_opts);
     char tmpsz[64];

@@ -18,13 +18,17 @@ typedef struct oci_inputs {
                                      * exist, bound read-only from system_root (or the host);
                                      * NULL-terminated */
     const char *cgroups_path;       /* the job's cgroup, linux.cgroupsPath; NULL: none */
+    const char *hosts;              /* the job's own /etc/hosts, a file beside the bundle
+                                     * (isolate.h: mounts_names_text), bound read-only; NULL: none */
+    const char *hostname;           /* the same for /etc/hostname */
 } oci_inputs;
 
 /* The config.json object (OCI runtime spec 1.0): process (argv, env, cwd, uid/gid, no
  * capabilities, no_new_privileges, RLIMIT_NPROC), a read-only root, mounts (system
- * directories, /work read-write, /tmp tmpfs of tmp_size_mb, /proc, the spec's binds), the
- * spec's device nodes as linux.devices with their major/minor, the job's namespaces (no
- * network namespace with network host), and the CDI annotation when the job has GPUs. */
+ * directories, the job's /etc/hosts and /etc/hostname, /work read-write, /tmp tmpfs of
+ * tmp_size_mb, /proc, the spec's binds), the spec's device nodes as linux.devices with their
+ * major/minor, the job's namespaces (no network namespace with network host), and the CDI
+ * annotation when the job has GPUs. */
 json_t *oci_config(const job_spec *s, const oci_inputs *in);
 
 /* The sandbox's user namespace. runsc runs the Sentry and its helpers as uid and gid 65534

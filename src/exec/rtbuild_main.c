@@ -6,8 +6,8 @@
  *                               [--source NAME] [--fresh]
  *       DIR holds recipe.yml; makes DIR/rootfs and DIR/manifest.yml, from the cache when it
  *       has this recipe's archive (<D>/<recipe sha256>.tar.zst), else with the tool (mmdebstrap
- *       or debootstrap) from the mirror (always with --fresh), and then stores the archive in
- *       the cache.
+ *       or debootstrap) from the mirror (always with --fresh), then runs the recipe's customize:
+ *       scripts in the tree, and then stores the archive in the cache.
  *   joblet-runtime-build import --dir DIR [--cache-dir D --cache-keep N]
  *       the archive (tar.zst of manifest.yml, recipe.yml, rootfs/) on stdin, extracted into DIR
  *       and checked against its manifest: recipe.yml against recipe_sha256, rootfs/ against
@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -225,6 +226,65 @@ static int run_tool(const opts *o, const recipe *r, char *why, size_t len)
     arg(&a, "%s", o->mirror);
     int rc = run(a.v, -1, -1, base, why, len);
     free(comps), free(pkgs), argv_free(&a);
+    return rc;
+}
+
+/* A tree the tool made without /etc/hosts (mmdebstrap makes none) gets Debian's default one:
+ * what a chroot of it expects, and the file each job's own /etc/hosts is bound over (under
+ * gVisor, which cannot lay a file into a read-only directory, the only way a job in the
+ * runtime gets one; exec/mounts.c). Before customize:, which may change it. */
+static int default_hosts(const opts *o, char *why, size_t len)
+{
+    static const char text[] = "127.0.0.1\tlocalhost\n"
+                               "::1\t\tlocalhost ip6-localhost ip6-loopback\n"
+                               "ff02::1\t\tip6-allnodes\n"
+                               "ff02::2\t\tip6-allrouters\n";
+    char path[1200];
+    snprintf(path, sizeof path, "%s/rootfs/etc/hosts", o->dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST)
+        return 0;
+    ssize_t w = fd < 0 ? -1 : write(fd, text, sizeof text - 1);
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (w != (ssize_t)sizeof text - 1) {
+        snprintf(why, len, "cannot write the tree's /etc/hosts: %s", strerror(w < 0 ? err : EIO));
+        return -1;
+    }
+    return 0;
+}
+
+/* The recipe's customize: scripts, in order, each as `sh -e` chrooted into the new tree (like
+ * a Dockerfile's RUN), with the box's own /proc mounted there meanwhile (its PID namespace:
+ * the build's processes only). Their output goes to the log; the first that fails fails the
+ * build, named. Inside the box only: nothing here runs on the host's root. */
+static int customize(const opts *o, const recipe *r, char *why, size_t len)
+{
+    if (!r->ncustomize)
+        return 0;
+    char rootfs[1200], proc[1300];
+    snprintf(rootfs, sizeof rootfs, "%s/rootfs", o->dir);
+    snprintf(proc, sizeof proc, "%s/proc", rootfs);
+    if ((mkdir(proc, 0555) < 0 && errno != EEXIST) ||
+        mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+        snprintf(why, len, "customize: cannot mount /proc in the tree: %s", strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < r->ncustomize && rc == 0; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "customize[%zu]", i);
+        printf("joblet: customizing the tree: %s of %zu\n", name, r->ncustomize);
+        fflush(stdout);
+        /* sh -e: a failing command ends the script; $0 is the field, so sh's own messages name it */
+        char *const argv[] = {"chroot", rootfs, "/bin/sh", "-ec", r->customize[i], name, NULL};
+        rc = run(argv, -1, -1, name, why, len);
+    }
+    if (umount2(proc, MNT_DETACH) < 0 && rc == 0) {
+        snprintf(why, len, "customize: cannot unmount /proc from the tree: %s", strerror(errno));
+        rc = -1;
+    }
     return rc;
 }
 
@@ -442,7 +502,8 @@ static int mode_build(const opts *o)
             unlink(path);
         }
     }
-    if (run_tool(o, &r, why, sizeof why) < 0) {
+    if (run_tool(o, &r, why, sizeof why) < 0 || default_hosts(o, why, sizeof why) < 0 ||
+        customize(o, &r, why, sizeof why) < 0) {
         recipe_free(&r);
         return report(false, "%s", why);
     }

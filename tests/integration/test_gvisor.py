@@ -362,3 +362,41 @@ def test_device_flag_grants_that_gpu(fresh_daemon, tmp_path):
     wf.write_text("jobs:\n  a:\n    command: 'true'\n    devices: [nvidia.com/gpu=x]\n")
     p = d.rnx("workflow", "run", str(wf))
     assert p.returncode != 0 and "wf.yaml:4:15: job 'a': devices: 'nvidia.com/gpu=x'" in p.stderr, p.stderr
+
+
+@needs_runsc
+def test_gvisor_job_hostname_resolves_to_loopback(fresh_daemon):
+    """Under gVisor as natively: the job's own /etc/hosts and /etc/hostname, bound read-only over
+    the tree's (the host's, then a runtime's), so its hostname resolves to the loopback; the
+    trees' files stay as they are. A tree without /etc/hosts (one not built by this joblet) gets
+    none: runsc would make the mount point in the tree itself."""
+    import busybox_runtime
+    d = fresh_daemon(start=False)
+    root = busybox_runtime.make(os.path.join(d.state, "runtimes"))
+    d.start()
+    host_files = {p: open(p).read() for p in ("/etc/hosts", "/etc/hostname")}
+    code = ("import socket; n = socket.gethostname(); print(n, socket.gethostbyname(n), "
+            "socket.gethostbyname('localhost')); print(open('/etc/hostname').read(), end='')")
+    for network in ("none", "host"):
+        job, out, err = d.run("python3", "-c", code, isolation="gvisor", network=network)
+        assert job["exit_code"] == 0, (job, out, err)
+        name = job["hostname"]
+        assert out == f"{name} 127.0.0.1 127.0.0.1\n{name}\n", (network, out)
+    assert {p: open(p).read() for p in host_files} == host_files
+    probe = "cat /etc/hosts /etc/marker; cat /etc/hostname 2>&1; touch /etc/hosts 2>&1; true"
+    job, out, err = d.run("sh", "-c", probe, isolation="gvisor", runtime="busybox")
+    assert job["exit_code"] == 0, (job, out, err)
+    assert out.startswith("busybox runtime\n") and "No such file or directory" in out, out
+    assert not os.path.exists(os.path.join(root, "etc", "hosts"))
+    assert not os.path.exists(os.path.join(root, "etc", "hostname"))
+    # a tree with both files, as a runtime built by this joblet has
+    for f, text in (("hosts", "127.0.0.1 localhost\n"), ("hostname", "builder\n")):
+        with open(os.path.join(root, "etc", f), "w") as fh:
+            fh.write(text)
+    job, out, err = d.run("sh", "-c", probe, isolation="gvisor", runtime="busybox")
+    assert job["exit_code"] == 0, (job, out, err)
+    name = job["hostname"]
+    assert f"\n127.0.0.1\t{name}\n" in out and f"busybox runtime\n{name}\n" in out, out
+    assert "touch: /etc/hosts: Read-only file system" in out or "touch: /etc/hosts: Permission denied" in out, out
+    assert open(os.path.join(root, "etc", "hosts")).read() == "127.0.0.1 localhost\n"
+    assert open(os.path.join(root, "etc", "hostname")).read() == "builder\n"

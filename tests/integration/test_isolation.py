@@ -159,6 +159,45 @@ def test_job_has_its_own_hostname(daemon):
     assert r != socket.gethostname()
 
 
+NAMES_PROBE = r"""
+import json, os, socket, subprocess
+name = socket.gethostname()
+mounts = {l.split()[4]: l.split()[5].split(",") for l in open("/proc/self/mountinfo")}
+def write(path):
+    try:
+        open(path, "a").close()
+        return "written"
+    except OSError as e:
+        return e.strerror
+print(json.dumps({
+    "name": name, "addr": socket.gethostbyname(name), "localhost": socket.gethostbyname("localhost"),
+    "getent": subprocess.run(["getent", "hosts", name], capture_output=True, text=True).stdout.split(),
+    "hosts": open("/etc/hosts").read(), "hostname": open("/etc/hostname").read(),
+    "hosts_opts": mounts.get("/etc/hosts"), "hostname_opts": mounts.get("/etc/hostname"),
+    "write": write("/etc/hosts"), "passwd": os.path.exists("/etc/passwd")}))
+"""
+
+
+def test_job_hostname_resolves_to_loopback(daemon):
+    """The job's hostname and localhost resolve inside the job, to the loopback (/etc/hosts of
+    the job's own, bound read-only over the host's), and /etc/hostname says the job's name; the
+    host's files stay as they were. With the host's network too."""
+    host_files = {p: open(p).read() for p in ("/etc/hosts", "/etc/hostname")}
+    for network in (None, "host"):
+        job, r = py(daemon, NAMES_PROBE, **({"network": network} if network else {}))
+        name = job["hostname"]
+        assert r["name"] == name, r
+        assert r["addr"] == "127.0.0.1" and r["localhost"] == "127.0.0.1", r
+        assert r["getent"] == ["127.0.0.1", name], r
+        assert f"\n127.0.0.1\t{name}\n" in r["hosts"] and "\n::1\tlocalhost" in r["hosts"], r["hosts"]
+        assert r["hostname"] == name + "\n", r
+        assert "ro" in r["hosts_opts"] and "ro" in r["hostname_opts"], r
+        assert r["write"] in ("Read-only file system", "Permission denied"), r
+        assert r["passwd"], r  # the rest of the host's /etc is still there
+    assert {p: open(p).read() for p in host_files} == host_files
+    assert name not in host_files["/etc/hosts"]
+
+
 NET_PROBE = r"""
 import json, os, socket
 ifaces = sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:])

@@ -93,3 +93,39 @@ def test_workflow_job_in_a_runtime(rt_daemon, tmp_path):
     jobs = d.api("GET", "/v1/jobs")[1]["jobs"]
     assert len(jobs) == 1 and jobs[0]["runtime"] == "busybox" and jobs[0]["status"] == "COMPLETED"
     assert d.output(jobs[0]["id"]) == "busybox runtime\n"
+
+
+def test_job_gets_its_own_hosts_file_in_a_runtime(rt_daemon):
+    """A runtime's tree without /etc/hosts (busybox's here, as mmdebstrap's trees): the job's /etc
+    is the tree's with the job's own /etc/hosts laid over it, read-only, and no /etc/hostname
+    (the tree has none). A tree with both files: the job's are bound over them. The tree's own
+    files stay as they are either way."""
+    d = rt_daemon()
+    etc = os.path.join(d.state, "runtimes", "busybox", "rootfs", "etc")
+    probe = ("hostname; cat /etc/hosts; cat /etc/marker; cat /etc/hostname 2>&1; touch /etc/hosts 2>&1; "
+             "touch /etc/new 2>&1; true")
+    jid = d.submit("sh", "-c", probe, runtime="busybox")
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED", (job, d.output(jid, "stderr"))
+    name = job["hostname"]
+    lines = d.output(jid).splitlines()
+    assert lines[0] == name, lines
+    assert f"127.0.0.1\t{name}" in lines and "127.0.0.1\tlocalhost" in lines, lines
+    assert "busybox runtime" in lines                                   # the tree's /etc is all there
+    assert any("/etc/hostname" in l and "No such file or directory" in l for l in lines), lines
+    assert any("/etc/hosts: Read-only file system" in l for l in lines), lines
+    assert any("/etc/new: Read-only file system" in l for l in lines), lines
+    assert not os.path.exists(os.path.join(etc, "hosts")) and not os.path.exists(os.path.join(etc, "hostname"))
+    # a tree that has both: the job's are bound over them, the tree's stay
+    with open(os.path.join(etc, "hosts"), "w") as f:
+        f.write("127.0.0.1 localhost runtime-built-here\n")
+    with open(os.path.join(etc, "hostname"), "w") as f:
+        f.write("runtime-built-here\n")
+    jid = d.submit("sh", "-c", "cat /etc/hosts /etc/hostname /etc/marker; touch /etc/hosts 2>&1; true", runtime="busybox")
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED", (job, d.output(jid, "stderr"))
+    out = d.output(jid)
+    assert f"127.0.0.1\t{job['hostname']}\n" in out and f"\n{job['hostname']}\nbusybox runtime\n" in out, out
+    assert "runtime-built-here" not in out and "Read-only file system" in out, out
+    assert open(os.path.join(etc, "hosts")).read() == "127.0.0.1 localhost runtime-built-here\n"
+    assert open(os.path.join(etc, "hostname")).read() == "runtime-built-here\n"

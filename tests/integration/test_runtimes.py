@@ -20,8 +20,8 @@ import time
 import pytest
 
 from conftest import BUILD, TERMINAL
-from runtime_util import (CACHE, build, helpers_of, mounts_under, need_mirror_or_cache, recipe_path, recipe_sha,
-                          runtime_daemon, wait_gone)
+from runtime_util import (CACHE, build, helpers_of, mirror_reachable, mounts_under, need_mirror_or_cache,
+                          recipe_path, recipe_sha, runtime_daemon, wait_gone)
 
 UID = 4321
 PY = "python-3.11"
@@ -283,6 +283,8 @@ BAD = [
     ("name: x\nversion: 1\nsuite: bookworm\npackages: [python3]\nprovides:\n  torch: Torch\n", "provides.torch",
      "does not start with a Debian package name"),
     ("name: x\nversion: 1\nsuite: bookworm\npackages: [python3]\nenv: {1A: b}\n", "env", "not a variable name"),
+    ("name: x\nversion: 1\nsuite: bookworm\npackages: [python3]\ncustomize: sed -i s/a/b/ /etc/x\n", "customize",
+     "customize: must be a list of shell scripts"),
     ("name: [unclosed\n", None, "recipe: not valid YAML at line"),
 ]
 
@@ -307,6 +309,48 @@ def test_bad_recipes_refused_naming_the_field(rt, tmp_path, text, field, says):
     assert ans["error"]["code"] == "invalid_argument" and says in ans["error"]["message"]
     assert ans["error"].get("field") == field, ans
     assert not [n for n in os.listdir(os.path.join(rt.state, "runtimes")) if n.startswith(".build-")]
+
+
+CUSTOM = """name: custom-test
+version: "1"
+suite: bookworm
+variant: essential
+packages: [dash]
+customize:
+  - |
+    # inside the tree (chroot), with the sandbox's own /proc
+    test -f /etc/debian_version && test -r /proc/self/status
+    echo "$0 ran in $(cat /etc/debian_version | cut -c1-2)" > /etc/joblet-customized
+"""
+
+
+def test_customize_scripts_run_in_the_tree_and_a_failing_one_fails_the_build(rt, tmp_path):
+    """customize: scripts run inside the new tree after its packages (chrooted, /proc mounted),
+    their result is in the runtime; the first that fails fails the build, named, and leaves no
+    tree. The tree also got Debian's default /etc/hosts, and a job there sees its own."""
+    ok, why = mirror_reachable()
+    if not ok:
+        pytest.skip(f"Debian's mirror cannot be reached ({why}): the failing build cannot come from the cache")
+    f = tmp_path / "custom.yml"
+    f.write_text(CUSTOM + "  - |\n    echo about-to-fail\n    false\n    echo not-reached-after-false\n")
+    p = rt.rnx("runtime", "build", str(f), timeout=900)
+    assert p.returncode != 0, p.stdout[-2000:]
+    text = p.stdout + p.stderr
+    assert "customize[1] failed (exit status 1); its messages are above" in text, text[-3000:]
+    assert "\nabout-to-fail\n" in text and "not-reached-after-false\n" not in text, text[-3000:]
+    assert not os.path.exists(os.path.join(rt.state, "runtimes", "custom-test"))
+    assert not [n for n in os.listdir(os.path.join(rt.state, "runtimes")) if n.startswith(".build-")]
+    f.write_text(CUSTOM)
+    p = rt.rnx("runtime", "build", str(f), timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr
+    root = os.path.join(rt.state, "runtimes", "custom-test", "rootfs")
+    assert open(os.path.join(root, "etc", "joblet-customized")).read() == "customize[0] ran in 12\n"
+    assert open(os.path.join(root, "etc", "hosts")).read().startswith("127.0.0.1\tlocalhost\n::1\t")
+    assert os.listdir(os.path.join(root, "proc")) == []   # unmounted again
+    rc, out, err = run_out(rt, "--runtime=custom-test", "sh", "-c", "cat /etc/joblet-customized /etc/hosts")
+    assert rc == 0, err
+    assert out.startswith("customize[0] ran in 12\n") and "\n127.0.0.1\tjob-" in out, out
+    assert rt.rnx("runtime", "remove", "custom-test").returncode == 0
 
 
 def test_oversized_recipe_refused(rt, tmp_path):

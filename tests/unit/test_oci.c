@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "exec/gvisor.h"
+#include "exec/isolate.h"
 #include "exec/oci.h"
 #include "exec/spec.h"
 #include "common/util.h"
@@ -70,7 +71,8 @@ static void test_config(void **state)
 {
     (void)state;
     job_spec s = spec(false);
-    oci_inputs in = {"/var/lib/joblet/jobs/x/bundle/rootfs", sys_dirs, "/joblet/0b5f0c1e"};
+    oci_inputs in = {"/var/lib/joblet/jobs/x/bundle/rootfs", sys_dirs, "/joblet/0b5f0c1e", "/b/hosts",
+                     "/b/hostname"};
     json_t *c = oci_config(&s, &in);
     json_t *p = json_object_get(c, "process");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "user"), "uid")), 100001);
@@ -87,6 +89,21 @@ static void test_config(void **state)
     assert_true(has_opt(mount_at(c, "/usr"), "ro"));
     assert_true(has_opt(mount_at(c, "/etc"), "ro"));
     assert_null(mount_at(c, "/bin"));
+    /* the job's own /etc/hosts and /etc/hostname, read-only, over the tree's /etc (after it) */
+    json_t *eh = mount_at(c, "/etc/hosts");
+    assert_string_equal(json_string_value(json_object_get(eh, "source")), "/b/hosts");
+    assert_true(has_opt(eh, "ro"));
+    assert_string_equal(json_string_value(json_object_get(mount_at(c, "/etc/hostname"), "source")), "/b/hostname");
+    size_t at_etc = 0, at_hosts = 0, k;
+    json_t *mk;
+    json_array_foreach(json_object_get(c, "mounts"), k, mk) {
+        const char *dst = json_string_value(json_object_get(mk, "destination"));
+        if (!strcmp(dst, "/etc"))
+            at_etc = k;
+        else if (!strcmp(dst, "/etc/hosts"))
+            at_hosts = k;
+    }
+    assert_true(at_hosts > at_etc);
     json_t *w = mount_at(c, "/work");
     assert_string_equal(json_string_value(json_object_get(w, "source")), "/var/lib/joblet/jobs/x/work");
     assert_true(has_opt(w, "rw"));
@@ -183,6 +200,8 @@ static void test_bundle_on_disk(void **state)
     assert_int_equal(mkdir_p(jobdir, 0700, &e), 0);
     snprintf(path, sizeof path, "%s/lib", sys);
     assert_int_equal(symlink("/usr/lib", path), 0);
+    snprintf(path, sizeof path, "%s/etc", sys);
+    assert_int_equal(mkdir_p(path, 0755, &e), 0);
     job_spec s = spec(false);
     s.system_root = sys;
     s.job_dir = jobdir;
@@ -192,7 +211,19 @@ static void test_bundle_on_disk(void **state)
     s.nmounts = 2;
     cg_host h = {.root = "joblet"};
     cg_job cg = {.host = &h, .name = "0b5f0c1e"};
+    /* a tree without /etc/hosts: none bound (runsc would make the mount point in the tree) */
     int brc = gvisor_bundle_write(&s, &cg, &e);
+    if (brc < 0)
+        fail_msg("%s", e.msg);
+    snprintf(path, sizeof path, "%s/bundles/%s/config.json", root, s.id);
+    json_t *c0 = json_load_file(path, 0, NULL);
+    assert_null(mount_at(c0, "/etc/hosts"));
+    json_decref(c0);
+    snprintf(path, sizeof path, "%s/etc/hosts", sys);
+    assert_int_equal(access(path, F_OK), -1);
+    /* with one: the job's own bound over it */
+    assert_int_equal(write_file_opt(path, "127.0.0.1 localhost\n", 20, 0644, 0, &e), 0);
+    brc = gvisor_bundle_write(&s, &cg, &e);
     if (brc < 0)
         fail_msg("%s", e.msg);
     snprintf(path, sizeof path, "%s/bundles/%s/rootfs/lib", root, s.id);
@@ -208,6 +239,22 @@ static void test_bundle_on_disk(void **state)
     assert_non_null(c);
     assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(c, "process"), "env"), 1)),
                         "NVIDIA_VISIBLE_DEVICES=GPU-a");
+    /* the job's /etc/hosts beside the bundle: its hostname on the loopback; the tree has no
+     * /etc/hostname, so none is bound; the tree's file is as it was */
+    snprintf(path, sizeof path, "%s/bundles/%s/hosts", root, s.id);
+    assert_string_equal(json_string_value(json_object_get(mount_at(c, "/etc/hosts"), "source")), path);
+    assert_null(mount_at(c, "/etc/hostname"));
+    size_t hlen = 0;
+    char *hosts = read_file(path, &hlen);
+    assert_non_null(hosts);
+    assert_non_null(strstr(hosts, "\n127.0.0.1\tjob-0b5f0c1e\n"));
+    assert_non_null(strstr(hosts, "\n127.0.0.1\tlocalhost\n"));
+    assert_non_null(strstr(hosts, "\n::1\tlocalhost ip6-localhost ip6-loopback\n"));
+    free(hosts);
+    snprintf(path, sizeof path, "%s/etc/hosts", sys);
+    hosts = read_file(path, &hlen);
+    assert_string_equal(hosts, "127.0.0.1 localhost\n");
+    free(hosts);
     json_decref(c);
     snprintf(path, sizeof path, "%s/bundle-config.json", jobdir);
     c = json_load_file(path, 0, NULL);
@@ -277,11 +324,31 @@ static void test_id_map(void **state)
     /* the config's user: a job of nobody's own is the sandbox id inside, nobody outside */
     job_spec s = spec(false);
     s.uid = s.gid = 65534;
-    oci_inputs in = {"/b/rootfs", NULL, NULL};
+    oci_inputs in = {"/b/rootfs", NULL, NULL, NULL, NULL};
     json_t *o = oci_config(&s, &in);
+    assert_null(mount_at(o, "/etc/hosts")); /* none given, none bound */
     assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(o, "process"), "user"), "uid")),
                      2000032768);
     json_decref(o);
+}
+
+/* the job's /etc/hosts and /etc/hostname texts, and hostnames that could add a line refused */
+static void test_names_text(void **state)
+{
+    (void)state;
+    char hosts[512], name[80];
+    jerr e = {0};
+    assert_int_equal(mounts_names_text("job-0b5f0c1e", hosts, sizeof hosts, name, sizeof name, &e), 0);
+    assert_string_equal(name, "job-0b5f0c1e\n");
+    assert_string_equal(hosts, "# this job's own (joblet): its hostname and localhost on the loopback\n"
+                               "127.0.0.1\tlocalhost\n127.0.0.1\tjob-0b5f0c1e\n"
+                               "::1\tlocalhost ip6-localhost ip6-loopback\n");
+    const char *bad[] = {"", "a\n1.2.3.4 evil", "a b", "-x", ".x", "a\tb"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(mounts_names_text(bad[i], hosts, sizeof hosts, name, sizeof name, &e), -1);
+        assert_non_null(strstr(e.msg, "is not a hostname"));
+    }
+    assert_int_equal(mounts_names_text("job-0b5f0c1e", hosts, 40, name, sizeof name, &e), -1);
 }
 
 int main(void)
@@ -293,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_bundle_on_disk),
         cmocka_unit_test(test_failure),
         cmocka_unit_test(test_id_map),
+        cmocka_unit_test(test_names_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

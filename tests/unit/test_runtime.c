@@ -30,7 +30,12 @@ static const char good[] = "name: python-3.11\n"
                            "  torch: python3-torch (CPU)\n"
                            "env:\n"
                            "  PYTHONUNBUFFERED: \"1\"\n"
-                           "test: python --version\n";
+                           "test: python --version\n"
+                           "customize:\n"
+                           "  - |\n"
+                           "    set -u\n"
+                           "    echo one\n"
+                           "  - \"echo\\ttwo\"\n";
 
 static void test_recipe_good(void **state)
 {
@@ -56,6 +61,9 @@ static void test_recipe_good(void **state)
     assert_int_equal(r.nenv, 1);
     assert_string_equal(r.env[0].value, "1");
     assert_string_equal(r.test, "python --version");
+    assert_int_equal(r.ncustomize, 2);
+    assert_string_equal(r.customize[0], "set -u\necho one\n"); /* a block, newlines kept */
+    assert_string_equal(r.customize[1], "echo\ttwo");
     recipe_free(&r);
 
     const char none[] = "name: x1\nversion: 2\nsuite: bookworm\npackages: [python3=3.11.2-1+b1]\nexclude_paths: []\n";
@@ -63,6 +71,7 @@ static void test_recipe_good(void **state)
     assert_int_equal(r.nexclude, 0);
     assert_string_equal(r.packages[0], "python3=3.11.2-1+b1");
     assert_null(r.test);
+    assert_int_equal(r.ncustomize, 0);
     recipe_free(&r);
 }
 
@@ -91,6 +100,18 @@ static const struct {
     {"name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\nexclude_paths: [usr/share]\n", "exclude_paths[0]",
      "absolute dpkg path patterns"},
     {"name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ntest: [a]\n", "test", "shell command"},
+    {"name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ncustomize: echo hi\n", "customize",
+     "must be a list of shell scripts"},
+    {"name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ncustomize: []\n", "customize", "empty list"},
+    {"name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ncustomize: [echo, [a]]\n", "customize[1]",
+     "must be a single script"},
+    {"name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ncustomize: [echo, \"  \"]\n", "customize[1]",
+     "1 to 16384 bytes"},
+    {"name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ncustomize: [\"echo \\0\"]\n", "customize[0]",
+     "NUL byte"},
+    {"name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ncustomize: [\"echo \\e\"]\n", "customize[0]",
+     "control character 0x1b"},
+    {"name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ncustomize:\n", "customize", "has no value"},
     {"name: [x\n", "", "not valid YAML at line"},
     {"- a\n- b\n", "", "must be a YAML mapping"},
 };
@@ -117,6 +138,31 @@ static void test_recipe_bad(void **state)
     assert_int_equal(recipe_parse(big, RECIPE_MAX_BYTES + 1, &r, &e), -1);
     assert_non_null(strstr(e.msg, "at most 65536 bytes"));
     free(big);
+
+    /* customize: 16 scripts at most, each of at most 16384 bytes */
+    size_t cap = 24 * RECIPE_MAX_SCRIPT;
+    char *t = xmalloc(cap);
+    int n = snprintf(t, cap, "name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ncustomize:\n  - \"");
+    memset(t + n, 'x', RECIPE_MAX_SCRIPT);
+    snprintf(t + n + RECIPE_MAX_SCRIPT, cap - n - RECIPE_MAX_SCRIPT, "\"\n");
+    assert_int_equal(recipe_parse(t, strlen(t), &r, &e), 0);
+    assert_int_equal(strlen(r.customize[0]), RECIPE_MAX_SCRIPT);
+    recipe_free(&r);
+    snprintf(t + n + RECIPE_MAX_SCRIPT, cap - n - RECIPE_MAX_SCRIPT, "x\"\n");
+    assert_int_equal(recipe_parse(t, strlen(t), &r, &e), -1);
+    assert_string_equal(e.field, "customize[0]");
+    assert_non_null(strstr(e.msg, "16385 bytes; each script is 1 to 16384 bytes"));
+    n = snprintf(t, cap, "name: x\nversion: 1\nsuite: bookworm\npackages: [a1]\ncustomize:\n");
+    for (int i = 0; i < RECIPE_MAX_CUSTOMIZE; i++)
+        n += snprintf(t + n, cap - n, "  - echo %d\n", i);
+    assert_int_equal(recipe_parse(t, strlen(t), &r, &e), 0);
+    assert_int_equal(r.ncustomize, RECIPE_MAX_CUSTOMIZE);
+    recipe_free(&r);
+    snprintf(t + n, cap - n, "  - echo more\n");
+    assert_int_equal(recipe_parse(t, strlen(t), &r, &e), -1);
+    assert_string_equal(e.field, "customize");
+    assert_non_null(strstr(e.msg, "at most 16 scripts"));
+    free(t);
 }
 
 static void test_versions(void **state)
