@@ -41,6 +41,7 @@
 #include "reply.h"
 #include "routes_volume.h"
 #include "routes_runtime.h"
+#include "stream.h"
 
 static const char *query(request *r, const char *key)
 {
@@ -510,6 +511,16 @@ static enum MHD_Result history(request *r)
     return http_reply_json(r->conn, 200, history_json(r->who.uid, all, (int)hours));
 }
 
+/* The event feed as a streamed answer (stream.h); libmicrohttpd's buffer per stream, which an
+ * event always fits. */
+#define EVENTS_BLOCK 16384
+static size_t events_stream_read(void *src, char *buf, size_t max, enum pull_state *st)
+{
+    return events_read(src, buf, max, st);
+}
+
+static void events_stream_close(void *src) { events_unsubscribe(src); }
+
 /* GET /v1/events: server-sent events for the console (core/events.h) */
 static enum MHD_Result events(request *r)
 {
@@ -520,9 +531,20 @@ static enum MHD_Result events(request *r)
         v = query(r, "last_id");
     if (v && parse_u64(v, &last) < 0)
         last = 0;
-    struct MHD_Response *resp = events_response(r->conn, &r->who, last, &e);
-    if (!resp)
+    events_sub *sub = events_subscribe(&r->who, last, &e);
+    if (!sub)
         return http_reply_error(r->conn, &e);
+    stream *st;
+    struct MHD_Response *resp = stream_response(r->conn, EVENTS_BLOCK, events_stream_read, events_stream_close, sub, &st);
+    if (!resp) {
+        events_unsubscribe(sub);
+        jerr_http(&e, 500, "cannot create the event stream");
+        return http_reply_error(r->conn, &e);
+    }
+    events_set_notify(sub, stream_wake, st);
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    MHD_add_response_header(resp, "X-Accel-Buffering", "no");
     state_commit();
     enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
     MHD_destroy_response(resp);

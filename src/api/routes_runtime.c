@@ -34,6 +34,7 @@
 #include "../core/state.h"
 #include "../core/submit.h"
 #include "reply.h"
+#include "stream.h"
 
 static const char *query(request *r, const char *key)
 {
@@ -212,6 +213,14 @@ static enum MHD_Result import(request *r)
     return http_reply_json(r->conn, 202, json_pack("{s:o}", "build", runtime_json_build(b)));
 }
 
+/* A build's log as a streamed answer (stream.h) */
+static size_t build_log_read(void *src, char *buf, size_t max, enum pull_state *st)
+{
+    return runtime_log_read(src, buf, max, st);
+}
+
+static void build_log_close(void *src) { runtime_log_close(src); }
+
 static enum MHD_Result builds(request *r, const char *rest)
 {
     jerr e = {0};
@@ -239,7 +248,17 @@ static enum MHD_Result builds(request *r, const char *rest)
         return http_reply_json(r->conn, 200, runtime_json_build(b));
     if (strcmp(slash + 1, "log"))
         return no_route(r);
-    struct MHD_Response *resp = runtime_log_response(b, r->conn, query_true(r, "follow"));
+    rt_follower *f = runtime_log_open(b, query_true(r, "follow"), NULL, NULL);
+    stream *st;
+    struct MHD_Response *resp = stream_response(r->conn, 65536, build_log_read, build_log_close, f, &st);
+    if (!resp) {
+        runtime_log_close(f);
+        jerr_http(&e, 500, "cannot stream the build's log");
+        return refuse(r, &e);
+    }
+    runtime_log_set_notify(f, stream_wake, st);
+    MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+    http_reply_count(200);
     enum MHD_Result ok = MHD_queue_response(r->conn, 200, resp);
     MHD_destroy_response(resp);
     return ok;

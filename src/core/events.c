@@ -2,11 +2,9 @@
 #include "events.h"
 
 #include <errno.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -15,8 +13,6 @@
 #include "loop.h"
 #include "state.h"
 
-#define EVENTS_BLOCK 16384      /* libmicrohttpd's buffer per stream; an event always fits */
-
 typedef struct event {
     uint64_t id;
     int64_t owner;              /* uid, -1: everyone */
@@ -24,14 +20,15 @@ typedef struct event {
     size_t len;
 } event;
 
-typedef struct stream {
-    struct stream *next;
-    struct MHD_Connection *conn;
+struct events_sub {
+    struct events_sub *next;
     caller who;                 /* whose stream: what it may see (authz.h) */
     uint64_t next_id;           /* the next event it has not been sent */
-    bool hello, ping, suspended, gone;
-    watch w_conn;               /* its socket while suspended: a hang-up ends it */
-} stream;
+    bool hello, ping, closing;
+    pull_notify_fn notify;      /* its reader's, called when there may be more */
+    void *notify_arg;
+};
+typedef struct events_sub stream;
 
 static event ring[EVENTS_RING];
 static uint64_t next_id = 1;    /* the id the next event gets */
@@ -48,19 +45,8 @@ static const event *event_at(uint64_t id)
 
 static void resume(stream *s)
 {
-    if (!s->suspended)
-        return;
-    s->suspended = false;
-    loop_del(&s->w_conn);
-    MHD_resume_connection(s->conn);
-}
-
-static void suspend(stream *s)
-{
-    s->suspended = true;
-    MHD_suspend_connection(s->conn);
-    if (s->w_conn.fd >= 0 && loop_add_events(&s->w_conn, EPOLLRDHUP) < 0)
-        log_warn("watching an event stream's connection: %s", strerror(errno));
+    if (s->notify)
+        s->notify(s->notify_arg);
 }
 
 /* Whether the stream's caller sees an event of owner's (-1: everyone's). */
@@ -87,7 +73,7 @@ void events_publish(const char *kind, int64_t owner, const char *data)
     for (stream *s = streams; s; s = s->next) {
         if (sees(s, owner))
             resume(s);
-        else if (s->suspended && s->next_id == ev->id)
+        else if (s->next_id == ev->id)
             s->next_id++;   /* caught up, and not its event: it does not fall behind for it */
     }
 }
@@ -100,11 +86,12 @@ static size_t put(char *buf, size_t used, size_t max, const char *text, size_t l
     return used + len;
 }
 
-static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+size_t events_read(events_sub *s, char *buf, size_t max, enum pull_state *st)
 {
-    stream *s = cls;
-    if (s->gone)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (s->closing) {
+        *st = PULL_END;
+        return 0;
+    }
     size_t used = 0;
     char line[128];
     if (!s->hello) {
@@ -120,7 +107,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
                          (unsigned long long)(next_id - 1));
         size_t u = put(buf, used, max, line, (size_t)n);
         if (u == used)
-            return (ssize_t)used;
+            return used;
         used = u;
         s->next_id = next_id;
     }
@@ -138,17 +125,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
         used = put(buf, used, max, ": ping\n\n", 8);
         s->ping = false;
     }
-    if (used)
-        return (ssize_t)used;
-    suspend(s);
-    return 0;
-}
-
-static void on_conn_event(watch *w, uint32_t events)
-{
-    stream *s = w->data;
-    s->gone = true;
-    resume(s);
+    *st = PULL_WAIT;
+    return used;
 }
 
 static void on_timer(watch *w, uint32_t events)
@@ -177,11 +155,8 @@ static void arm_timer(bool on)
     timerfd_settime(timer_fd, 0, &t, NULL);
 }
 
-static void free_stream(void *cls)
+void events_unsubscribe(events_sub *s)
 {
-    stream *s = cls;
-    if (s->suspended)
-        loop_del(&s->w_conn);
     for (stream **p = &streams; *p; p = &(*p)->next)
         if (*p == s) {
             *p = s->next;
@@ -193,7 +168,7 @@ static void free_stream(void *cls)
     free(s);
 }
 
-struct MHD_Response *events_response(struct MHD_Connection *conn, const caller *who, uint64_t last_id, jerr *e)
+events_sub *events_subscribe(const caller *who, uint64_t last_id, jerr *e)
 {
     unsigned mine = 0;
     for (stream *s = streams; s; s = s->next)
@@ -208,7 +183,6 @@ struct MHD_Response *events_response(struct MHD_Connection *conn, const caller *
         return NULL;
     }
     stream *s = xcalloc(1, sizeof *s);
-    s->conn = conn;
     s->who = *who;
     /* a client reconnecting goes on after the last event it had, when the ring still holds
      * the next one (else: resync) */
@@ -218,22 +192,17 @@ struct MHD_Response *events_response(struct MHD_Connection *conn, const caller *
         if (!event_at(s->next_id) && s->next_id < next_id)
             s->next_id = 0;   /* resync at once */
     }
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    s->w_conn = (watch){ci ? ci->connect_fd : -1, on_conn_event, s};
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, EVENTS_BLOCK, reader, s, free_stream);
-    if (!r) {
-        free(s);
-        jerr_http(e, 500, "cannot create the event stream");
-        return NULL;
-    }
-    MHD_add_response_header(r, "Content-Type", "text/event-stream");
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    MHD_add_response_header(r, "X-Accel-Buffering", "no");
     s->next = streams;
     streams = s;
     if (!nstreams++)
         arm_timer(true);
-    return r;
+    return s;
+}
+
+void events_set_notify(events_sub *s, pull_notify_fn notify, void *arg)
+{
+    s->notify = notify;
+    s->notify_arg = arg;
 }
 
 bool events_listening(void) { return streams != NULL; }
@@ -243,7 +212,7 @@ uint64_t events_published(void) { return next_id - 1; }
 void events_close_all(void)
 {
     for (stream *s = streams; s; s = s->next) {
-        s->gone = true;
+        s->closing = true;
         resume(s);
     }
 }

@@ -5,30 +5,28 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
 
-typedef struct rt_follower {
+struct rt_follower {
     struct rt_follower *next;
     rt_build *b;              /* NULL once the build's record is gone */
-    struct MHD_Connection *conn;
     int fd;                   /* the log file */
-    bool follow, suspended, end_sent, gone;
-    watch w_conn;             /* its socket while suspended: a client that hangs up ends it */
+    bool follow, end_sent;
+    pull_notify_fn notify;    /* the reader's, called when there may be more */
+    void *notify_arg;
     rtprogress progress;
     char line[4096];          /* the line read so far */
     size_t nline;
     char *out;                /* NDJSON not yet sent */
     size_t outlen, outoff, outcap;
-} rt_follower;
+};
 
 static const char *const state_names[] = {"running", "succeeded", "failed"};
 
@@ -84,21 +82,20 @@ static void end_record(rt_follower *f)
                           "from_cache", b->from_cache));
 }
 
-static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+size_t runtime_log_read(rt_follower *f, char *buf, size_t max, enum pull_state *st)
 {
-    rt_follower *f = cls;
     for (;;) {
         if (f->outoff < f->outlen) {
             size_t n = f->outlen - f->outoff < max ? f->outlen - f->outoff : max;
             memcpy(buf, f->out + f->outoff, n);
             f->outoff += n;
-            return (ssize_t)n;
+            return n;
         }
         f->outlen = f->outoff = 0;
-        if (!f->b || f->end_sent)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        if (f->gone)
-            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (!f->b || f->end_sent) {
+            *st = PULL_END;
+            return 0;
+        }
         /* over means the daemon has written all there is to the file */
         bool over = f->b->state != RTB_RUNNING;
         if (produce(f) > 0)
@@ -111,35 +108,13 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
             f->end_sent = true;
             continue;
         }
-        f->suspended = true;
-        MHD_suspend_connection(f->conn);
-        if (f->w_conn.fd >= 0 && loop_add_events(&f->w_conn, EPOLLRDHUP) < 0)
-            log_warn("watching a build log follower's connection: %s", strerror(errno));
+        *st = PULL_WAIT;
         return 0;
     }
 }
 
-static void resume(rt_follower *f)
+void runtime_log_close(rt_follower *f)
 {
-    if (!f->suspended)
-        return;
-    f->suspended = false;
-    loop_del(&f->w_conn);
-    MHD_resume_connection(f->conn);
-}
-
-static void on_conn_event(watch *w, uint32_t events)
-{
-    rt_follower *f = w->data;
-    f->gone = true;
-    resume(f);
-}
-
-static void free_follower(void *cls)
-{
-    rt_follower *f = cls;
-    if (f->suspended)
-        loop_del(&f->w_conn);
     if (f->b)
         for (rt_follower **p = &f->b->followers; *p; p = &(*p)->next)
             if (*p == f) {
@@ -152,29 +127,33 @@ static void free_follower(void *cls)
     free(f);
 }
 
-struct MHD_Response *runtime_log_response(rt_build *b, struct MHD_Connection *conn, bool follow)
+rt_follower *runtime_log_open(rt_build *b, bool follow, pull_notify_fn notify, void *arg)
 {
     rt_follower *f = xcalloc(1, sizeof *f);
     f->b = b;
-    f->conn = conn;
     f->follow = follow;
+    f->notify = notify;
+    f->notify_arg = arg;
     rtprogress_init(&f->progress);
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    f->w_conn = (watch){ci ? ci->connect_fd : -1, on_conn_event, f};
     f->fd = open(b->log_path, O_RDONLY | O_CLOEXEC);
     if (f->fd < 0)
         log_warn("runtimes: build %u's log %s: %s", b->id, b->log_path, strerror(errno));
     f->next = b->followers;
     b->followers = f;
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, reader, f, free_follower);
-    MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
-    return r;
+    return f;
+}
+
+void runtime_log_set_notify(rt_follower *f, pull_notify_fn notify, void *arg)
+{
+    f->notify = notify;
+    f->notify_arg = arg;
 }
 
 void runtime_log_wake(rt_build *b)
 {
     for (rt_follower *f = b->followers; f; f = f->next)
-        resume(f);
+        if (f->notify)
+            f->notify(f->notify_arg);
 }
 
 void runtime_log_detach(rt_build *b)
