@@ -221,6 +221,48 @@ static int log_options(request *r, logstream_opts *o, jerr *e)
     return 0;
 }
 
+/* A job's output as an answer (core/logstream.h): an ended job's one stream whole by sendfile,
+ * else streamed (stream.h). NULL with e set when it cannot be read as asked. */
+static size_t logs_read(void *src, char *buf, size_t max, enum pull_state *st)
+{
+    return logstream_read(src, buf, max, st);
+}
+
+static void logs_close(void *src) { logstream_close(src); }
+
+static struct MHD_Response *logs_response(job *j, struct MHD_Connection *conn, const logstream_opts *o, jerr *e)
+{
+    logstream_file file;
+    follower *f = logstream_open(j, o, &file, e);
+    struct MHD_Response *r;
+    if (!f && file.fd < 0)
+        return NULL;
+    if (!f) {
+        r = MHD_create_response_from_fd_at_offset64(file.len, file.fd, 0); /* it closes fd */
+        if (!r) {
+            close(file.fd);
+            jerr_http(e, 500, "cannot send job %s's output", j->id);
+            return NULL;
+        }
+        if (file.capped)
+            MHD_add_response_header(r, "X-Joblet-Log-Capped", file.name);
+        MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+        return r;
+    }
+    stream *st;
+    r = stream_response(conn, logstream_block(o), logs_read, logs_close, f, &st);
+    if (!r) {
+        logstream_close(f);
+        jerr_http(e, 500, "cannot stream job %s's output", j->id);
+        return NULL;
+    }
+    logstream_set_notify(f, stream_wake, st);
+    MHD_add_response_header(r, "Content-Type", o->format == LOGSTREAM_NDJSON ? "application/x-ndjson"
+                                               : o->format == LOGSTREAM_FRAMES ? LOGFRAME_CTYPE
+                                                                              : "application/octet-stream");
+    return r;
+}
+
 static enum MHD_Result one_job(request *r, const char *rest)
 {
     char id[160];   /* an id, a prefix, or a name (at most 128 bytes) */
@@ -256,7 +298,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
         logstream_opts lo;
         if (log_options(r, &lo, &e) < 0)
             return http_reply_error(r->conn, &e);
-        struct MHD_Response *resp = logstream_response(j, r->conn, &lo, &e);
+        struct MHD_Response *resp = logs_response(j, r->conn, &lo, &e);
         if (!resp)
             return http_reply_error(r->conn, &e);
         counters_request(r->method, 200);

@@ -1,11 +1,9 @@
 /* Streams a job's output (logstream.h): history first, then (follow) what the shim appends. */
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -64,14 +62,13 @@ typedef struct src {
     int64_t line_ts;
 } src;
 
-typedef struct follower {
+struct follower {
     struct follower *next;
     job *j;
-    struct MHD_Connection *conn;
     logstream_opts o;
-    bool suspended, end_sent;
-    bool gone;                 /* the client hung up while we waited for output */
-    watch w_conn;              /* its socket, watched while suspended: libmicrohttpd does not */
+    bool end_sent;
+    pull_notify_fn notify;     /* its reader's, called when there may be more */
+    void *notify_arg;
     uint64_t cap;              /* the job's jobs.max_log_bytes, for the note */
     src s[2];
     struct tailseek *seek;     /* --tail: the search for where the replay starts, not over yet */
@@ -79,7 +76,7 @@ typedef struct follower {
     char *out;                 /* ndjson: encoded records not yet handed over */
     size_t outlen, outoff, outcap;
     char *scratch;             /* ndjson: a piece's bytes read from .data */
-} follower;
+};
 
 /* ---- the sources: the pieces of one stream, in order ---------------------------------------- */
 
@@ -662,36 +659,27 @@ static size_t bulk_produce(follower *f, char *buf, size_t max)
     return used;
 }
 
-/* ---- the response --------------------------------------------------------------------------- */
+/* ---- the reader's side --------------------------------------------------------------------- */
 
-static void suspend(follower *f)
+size_t logstream_read(follower *f, char *buf, size_t max, enum pull_state *st)
 {
-    f->suspended = true;
-    MHD_suspend_connection(f->conn);
-    if (f->w_conn.fd >= 0 && loop_add_events(&f->w_conn, EPOLLRDHUP) < 0)
-        log_warn("watching a log follower's connection: %s", strerror(errno));
-}
-
-static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    follower *f = cls;
     bool ndjson = f->o.format == LOGSTREAM_NDJSON;
     for (;;) {
         if (f->outoff < f->outlen) {
             size_t n = f->outlen - f->outoff < max ? f->outlen - f->outoff : max;
             memcpy(buf, f->out + f->outoff, n);
             f->outoff += n;
-            return (ssize_t)n;
+            return n;
         }
         f->outlen = f->outoff = 0;
-        if (!f->j)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        if (f->gone)
-            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (!f->j) {
+            *st = PULL_END;
+            return 0;
+        }
         if (f->seek && !seek_step(f)) {
             /* the rest at the next turn: other requests are served in between */
-            suspend(f);
             loop_later(&f->later);
+            *st = PULL_WAIT;
             return 0;
         }
         /* Terminal means the shim has drained the job's pipes: the files hold everything. */
@@ -702,11 +690,13 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
         } else {
             size_t n = bulk_produce(f, buf, max);
             if (n)
-                return (ssize_t)n;
+                return n;
         }
         if (ended) {
-            if (f->end_sent)
-                return MHD_CONTENT_READER_END_OF_STREAM;
+            if (f->end_sent) {
+                *st = PULL_END;
+                return 0;
+            }
             f->end_sent = true;
             json_t *end = end_json(f->j);
             if (ndjson) {
@@ -729,9 +719,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
             }
             continue;
         }
-        if (!f->o.follow)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        suspend(f);
+        *st = f->o.follow ? PULL_WAIT : PULL_END;
         return 0;
     }
 }
@@ -775,22 +763,12 @@ static void unwatch(job *j)
 
 static void resume(follower *f)
 {
-    if (!f->suspended)
-        return;
-    f->suspended = false;
-    loop_del(&f->w_conn);
-    MHD_resume_connection(f->conn);
+    if (f->notify)
+        f->notify(f->notify_arg);
 }
 
 /* The --tail search's next slice: the reader is asked again. */
 static void on_later(loop_task *t) { resume(t->data); }
-
-static void on_conn_event(watch *w, uint32_t events)
-{
-    follower *f = w->data;
-    f->gone = true;
-    resume(f);
-}
 
 static void close_src(src *s)
 {
@@ -804,11 +782,9 @@ static void close_src(src *s)
     free(s->line);
 }
 
-static void free_follower(void *cls)
+void logstream_close(follower *f)
 {
-    follower *f = cls;
-    if (f->suspended)
-        loop_del(&f->w_conn);
+    loop_later_cancel(&f->later);
     if (f->j) {
         for (follower **p = &f->j->followers; *p; p = &(*p)->next)
             if (*p == f) {
@@ -844,35 +820,31 @@ static void open_src(src *s, int dirfd, int i)
     s->idx_fd = openat(dirfd, idx, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
 }
 
-/* An ended job's one stream, whole: the file itself, sent by sendfile. NULL when another
- * response is needed. */
-static struct MHD_Response *raw_file_response(follower *f)
+/* An ended job's one stream, whole: the file itself (sent by sendfile), taken from f. false
+ * when it must be read piece by piece. */
+static bool raw_file(follower *f, logstream_file *out)
 {
     src *s = f->o.streams == 1 ? &f->s[0] : &f->s[1];
     uint64_t n = idx_entries(s);
     log_index_entry last = {0};
     if (f->o.follow && !job_state_terminal(f->j->state))
-        return NULL;
-    if (f->o.tail >= 0 || f->o.since_ns > 0 || s->legacy_fd >= 0 || (n && !entry_at(s, n - 1, &last)))
-        return NULL;
-    struct MHD_Response *r = MHD_create_response_from_fd_at_offset64(last.end, s->data_fd, 0);
-    if (!r)
-        return NULL;
-    s->data_fd = -1;   /* libmicrohttpd closes it */
-    if (last.flags & LOG_IDX_CAPPED)
-        MHD_add_response_header(r, "X-Joblet-Log-Capped", s->name);
-    return r;
+        return false;
+    if (f->o.tail >= 0 || f->o.since_ns > 0 || s->legacy_fd >= 0 || s->data_fd < 0 ||
+        (n && !entry_at(s, n - 1, &last)))
+        return false;
+    *out = (logstream_file){.fd = s->data_fd, .len = last.end, .capped = (last.flags & LOG_IDX_CAPPED) != 0,
+                            .name = s->name};
+    s->data_fd = -1;   /* the caller's now */
+    return true;
 }
 
-struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, const logstream_opts *o, jerr *e)
+follower *logstream_open(job *j, const logstream_opts *o, logstream_file *file, jerr *e)
 {
+    file->fd = -1;
     follower *f = xcalloc(1, sizeof *f);
     f->j = j;
-    f->conn = conn;
     f->o = *o;
     f->cap = (uint64_t)j->req.max_log_bytes;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    f->w_conn = (watch){ci ? ci->connect_fd : -1, on_conn_event, f};
     f->later = (loop_task){.fn = on_later, .data = f};
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
@@ -899,18 +871,14 @@ struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, con
     if (legacy && o->tail >= 0) {
         jerr_field(e, "tail", "tail: job %s's output is in the format of an older joblet, which cannot be read from "
                               "its end; leave out tail (rnx job log --tail)", j->id);
-        free_follower(f);
+        logstream_close(f);
         return NULL;
     }
     if (o->tail >= 0)
         start_at_tail(f, (uint64_t)o->tail);
-    if (o->format == LOGSTREAM_RAW) {
-        struct MHD_Response *r = raw_file_response(f);
-        if (r) {
-            free_follower(f);
-            MHD_add_response_header(r, "Content-Type", "application/octet-stream");
-            return r;
-        }
+    if (o->format == LOGSTREAM_RAW && raw_file(f, file)) {
+        logstream_close(f);
+        return NULL;
     }
     if (o->format == LOGSTREAM_NDJSON)
         f->scratch = xmalloc(BLOCK_NDJSON);
@@ -918,13 +886,16 @@ struct MHD_Response *logstream_response(job *j, struct MHD_Connection *conn, con
         watch_job(j, dir);
     f->next = j->followers;
     j->followers = f;
-    struct MHD_Response *r = MHD_create_response_from_callback(
-        MHD_SIZE_UNKNOWN, o->format == LOGSTREAM_NDJSON ? BLOCK_NDJSON : BLOCK_BULK, reader, f, free_follower);
-    MHD_add_response_header(r, "Content-Type", o->format == LOGSTREAM_NDJSON ? "application/x-ndjson"
-                                               : o->format == LOGSTREAM_FRAMES ? LOGFRAME_CTYPE
-                                                                              : "application/octet-stream");
-    return r;
+    return f;
 }
+
+void logstream_set_notify(follower *f, pull_notify_fn notify, void *arg)
+{
+    f->notify = notify;
+    f->notify_arg = arg;
+}
+
+size_t logstream_block(const logstream_opts *o) { return o->format == LOGSTREAM_NDJSON ? BLOCK_NDJSON : BLOCK_BULK; }
 
 void logstream_wake(job *j)
 {
