@@ -27,6 +27,7 @@
 #include "../common/jobreq.h"
 #include "../common/jsonx.h"
 #include "../common/parse.h"
+#include "../common/suggest.h"
 #include "../common/util.h"
 #include "upload.h"
 
@@ -547,31 +548,6 @@ static int ytree_build(ytree *t, ctx *c, const char *text, size_t len)
 
 /* ---- suggestions --------------------------------------------------------------------- */
 
-/* Edits (insert, delete, replace, swap two neighbours) from a to b: "nmae" is one from "name". */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return 99;
-    size_t d[65][65];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    return d[la][lb];
-}
-
 /* Names people reach for, and the key this file format calls them. */
 static const struct { const char *said, *meant; } synonyms[] = {
     {"env", "environment"},         {"secret_env", "secret_environment"}, {"secrets", "secret_environment"},
@@ -587,7 +563,8 @@ static const struct { const char *said, *meant; } synonyms[] = {
     {"title", "name"},              {"steps", "jobs"},                  {"tasks", "jobs"},
 };
 
-/* The candidate closest to key, or NULL when none is close. */
+/* The candidate key meant: a synonym people reach for, else the closest by edit distance, or
+ * NULL when none is close. */
 static const char *suggest(const char *key, const char *const *cands, size_t n)
 {
     for (size_t i = 0; i < ARRAY_LEN(synonyms); i++)
@@ -595,18 +572,7 @@ static const char *suggest(const char *key, const char *const *cands, size_t n)
             for (size_t k = 0; k < n; k++)
                 if (!strcmp(cands[k], synonyms[i].meant))
                     return cands[k];
-    const char *best = NULL;
-    size_t bd = 99, kl = strlen(key);
-    for (size_t k = 0; k < n; k++) {
-        size_t d = edit_distance(key, cands[k]);
-        if (d < bd) {
-            bd = d;
-            best = cands[k];
-        }
-    }
-    /* close: one typo in a short word, two in a longer one, and never the whole word */
-    size_t longer = best && strlen(best) > kl ? strlen(best) : kl;
-    return best && bd <= (longer <= 4 ? 1u : 2u) && bd < longer ? best : NULL;
+    return suggest_closest(key, cands, n); /* as flags and commands are (common/suggest.h) */
 }
 
 static void join_list(const char *const *items, size_t n, char *out, size_t len)
