@@ -161,19 +161,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* into the file, never into memory; past the bound the rest is read and dropped (so the
          * client gets the answer), but not forever */
         if (!st->too_large && !st->sink_error && st->len + *upload_size <= st->sink_max) {
-            const char *p = upload;
-            size_t left = *upload_size;
-            while (left) {
-                ssize_t w = write(st->sink_fd, p, left);
-                if (w < 0 && errno == EINTR)
-                    continue;
-                if (w <= 0) {
-                    st->sink_error = w < 0 ? errno : EIO;
-                    break;
-                }
-                p += w;
-                left -= (size_t)w;
-            }
+            if (write_all(st->sink_fd, upload, *upload_size) != *upload_size)
+                st->sink_error = errno;
         } else if (st->len + *upload_size > st->sink_max && !st->too_large) {
             st->too_large = true;
             if (ftruncate(st->sink_fd, 0) < 0)

@@ -450,17 +450,11 @@ typedef struct to_file {
 static int write_out(const char *p, size_t n, void *ud)
 {
     to_file *t = ud;
-    while (n) {
-        ssize_t w = write(t->fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            t->werr = errno;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-        t->got += (uint64_t)w;
+    size_t w = write_all(t->fd, p, n);
+    t->got += w;
+    if (w != n) {
+        t->werr = errno;
+        return -1;
     }
     if (t->cb)
         t->cb(t->got, t->total, t->ud);

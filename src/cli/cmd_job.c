@@ -337,16 +337,9 @@ static int out_bytes(log_state *s, int fd, const char *p, size_t n)
 {
     if (fd == STDOUT_FILENO && n)
         s->last_out = p[n - 1];
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            s->werr = errno;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
+    if (write_all(fd, p, n) != n) {
+        s->werr = errno;
+        return -1;
     }
     return 0;
 }

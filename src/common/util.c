@@ -142,19 +142,11 @@ int write_file_opt(const char *path, const void *data, size_t len, mode_t mode, 
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
         return jerr_sys(e, "create %s", tmp);
-    const char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            jerr_sys(e, "write %s", tmp);
-            close(fd);
-            unlink(tmp);
-            return -1;
-        }
-        p += w;
-        len -= (size_t)w;
+    if (write_all(fd, data, len) != len) {
+        jerr_sys(e, "write %s", tmp);
+        close(fd);
+        unlink(tmp);
+        return -1;
     }
     if ((durable && fsync(fd) < 0) || close(fd) < 0) {
         jerr_sys(e, "fsync %s", tmp);
@@ -322,4 +314,22 @@ uint64_t proc_start_time(pid_t pid)
     }
     free(s);
     return start;
+}
+
+size_t write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, c + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            break;
+        }
+        done += (size_t)w;
+    }
+    return done;
 }

@@ -33,6 +33,9 @@ char *read_file(const char *path, size_t *len);
 int write_file_opt(const char *path, const void *data, size_t len, mode_t mode, unsigned flags, jerr *e);
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, jerr *e);
 int write_string(const char *path, const char *s);   /* for sysfs/cgroupfs files; -1 + errno */
+/* Writes the n bytes at p to fd, again after EINTR and short writes: how many were written, n
+ * or fewer with errno set when a write failed (a write of nothing: EIO). Allocates nothing. */
+size_t write_all(int fd, const void *p, size_t n);
 /* Removes a directory tree without following symlinks or crossing mount points. */
 int rm_rf(const char *path);
 void uuid_v4(char out[37]);

@@ -219,18 +219,9 @@ static void log_append(rt_build *b, const char *p, size_t n)
         b->log_dropped += n;
         return;
     }
-    while (n) {
-        ssize_t w = write(b->log_fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            b->log_dropped += n;
-            return;
-        }
-        b->log_bytes += (size_t)w;
-        p += w;
-        n -= (size_t)w;
-    }
+    size_t w = write_all(b->log_fd, p, n);
+    b->log_bytes += w;
+    b->log_dropped += n - w;
 }
 
 static bool starts_with(const char *p, size_t n, const char *prefix)

@@ -123,23 +123,9 @@ int submit_upload_done(int fd, jobreq_upload *u, uint64_t size, jerr *e)
     return rc;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int submit_upload_write(int fd, const jobreq_upload *u, const void *data, size_t len, jerr *e)
 {
-    if (write_all(fd, data, len) < 0)
+    if (write_all(fd, data, len) != len)
         return jerr_sys(e, "uploads: '%s': write", u->path);
     return 0;
 }

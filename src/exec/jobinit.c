@@ -21,19 +21,6 @@
 
 char *jobinit_hide_arg;
 
-static void write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 _Noreturn static void fail(int fd, const char *stage, const jerr *e, int code)
 {
     char msg[1024];
@@ -141,7 +128,7 @@ _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct soc
             if (p != child)
                 continue;
             int32_t st = status;
-            write_all(fds->status_w, (const char *)&st, sizeof st);
+            write_all(fds->status_w, &st, sizeof st);
             /* Exiting takes every remaining process of the job with it. */
             _exit(0);
         }

@@ -9,6 +9,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "../common/util.h"
+
 void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap)
 {
     w->data_fd = w->idx_fd = -1;
@@ -54,23 +56,6 @@ int log_cap_note(char *out, size_t outlen, const char *stream, uint64_t cap)
                     stream, (unsigned long long)cap);
 }
 
-/* *done: the bytes written, all of them or, on failure (disk full), the start of p. */
-static int write_all(int fd, const char *p, size_t n, size_t *done)
-{
-    *done = 0;
-    while (n) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-        *done += (size_t)r;
-    }
-    return 0;
-}
-
 static int open_files(logw *w)
 {
     if (w->data_fd < 0)
@@ -83,12 +68,11 @@ static int open_files(logw *w)
 static int add_entry(logw *w, int64_t ts_ns, uint64_t seq, uint32_t flags)
 {
     log_index_entry e = {.ts_ns = ts_ns, .end = w->end, .seq = seq, .flags = flags};
-    size_t done;
     /* O_APPEND and 32 bytes: a reader sees an entry whole or not at all, except after a
      * write cut short by a full disk, which it ignores (a partial entry at the end) */
-    int rc = write_all(w->idx_fd, (const char *)&e, sizeof e, &done);
+    size_t done = write_all(w->idx_fd, &e, sizeof e);
     w->idx_bytes += done;
-    return rc;
+    return done == sizeof e ? 0 : -1;
 }
 
 /* The whole lines of data[0..n) that fit in room bytes. */
@@ -144,8 +128,8 @@ int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns, uint64_t seq)
         __atomic_fetch_sub(&b->used, want - (n + entry), __ATOMIC_SEQ_CST);
     }
     w->unchecked += n;
-    size_t done = 0;
-    int rc = n ? write_all(w->data_fd, data, n, &done) : 0;
+    size_t done = n ? write_all(w->data_fd, data, n) : 0;
+    int rc = done == n ? 0 : -1;
     w->end += done;
     /* an entry even after a short write: it covers what did reach the disk */
     if ((done || flags) && add_entry(w, ts_ns, seq, flags) < 0)
