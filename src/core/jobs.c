@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/idref.h"
 #include "../common/log.h"
 #include "../common/util.h"
 #include "authz.h"
@@ -15,75 +16,19 @@
 
 static bool visible(const job *j, const caller *c) { return authz_may_on(c, AUTHZ_OTHERS_JOBS, j->owner_uid); }
 
-/* "1a2b3c4d (RUNNING)" for a list of candidates. */
-static size_t candidate(char *out, size_t n, size_t used, const job *j)
-{
-    if (used >= n)
-        return used;
-    int w = snprintf(out + used, n - used, "%s%.8s (%s)", used ? ", " : "", j->id, job_state_name(j->state));
-    return w < 0 ? used : used + (size_t)w;
-}
-
+/* By id, name or unique id prefix (common/idref.h); a job the caller may not see matches
+ * nothing, except that its full id is said to be another user's (rnx gpu list shows it). */
 job *jobs_find(const char *ref, const caller *who, jerr *e)
 {
-    size_t len = ref ? strlen(ref) : 0;
-    if (len == 0) {
-        jerr_http(e, 404, "no job '': give a job's id, a unique prefix of it, or its name");
+    idref r;
+    if (idref_start(&r, "job", "--name", ref, e) < 0)
         return NULL;
-    }
-    bool hexish = len <= 36 && strspn(ref, "0123456789abcdef-") == len;
-    /* 1. the full id; 2. the name, as docker resolves containers (a name shadows an id
-     * prefix); 3. a unique prefix of the id */
-    job *by_name = NULL, *by_prefix = NULL;
-    char names[320] = "", prefixes[320] = "";
-    size_t nname = 0, nprefix = 0, un = 0, up = 0;
-    bool others = false;   /* the full id is another user's job */
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
-        if (!visible(j, who)) {
-            others |= len == 36 && !strcmp(j->id, ref);
-            continue;
-        }
-        if (len == 36 && !strcmp(j->id, ref))
-            return j;
-        if (j->name && !strcmp(j->name, ref)) {
-            by_name = j;
-            if (nname++ < 5)
-                un = candidate(names, sizeof names, un, j);
-        }
-        if (hexish && !strncmp(j->id, ref, len)) {
-            by_prefix = j;
-            if (nprefix++ < 5)
-                up = candidate(prefixes, sizeof prefixes, up, j);
-        }
+        if (idref_offer(&r, j->id, j->name, job_state_name(j->state), visible(j, who), j))
+            break;
     }
-    if (nname == 1)
-        return by_name;
-    if (nname > 1) {
-        e->code = EEXIST;
-        jerr_http(e, 409, "'%s' names %zu jobs: %s%s; give one's id (or a unique prefix of it)", ref, nname, names,
-                  nname > 5 ? ", …" : "");
-        return NULL;
-    }
-    if (nprefix == 1)
-        return by_prefix;
-    if (nprefix > 1) {
-        e->code = EEXIST;
-        jerr_http(e, 409, "'%s' matches %zu jobs: %s%s; type more of the id", ref, nprefix, prefixes,
-                  nprefix > 5 ? ", …" : "");
-        return NULL;
-    }
-    /* A full id is seen only where it is shown (rnx gpu list shows who holds a GPU): its job
-     * is said to be another user's, and nothing else of it. A prefix or a name of another
-     * user's job is answered as one that matches nothing, so that guessing tells nothing. */
-    if (others)
-        jerr_http(e, 403, "job %s is another user's job: you can see and manage only your own jobs (root sees "
-                          "every job)", ref);
-    else if (hexish)
-        jerr_http(e, 404, "no job matches '%s' (by id, id prefix or name)", ref);
-    else
-        jerr_http(e, 404, "no job named '%s' (a job is given by its id, a unique prefix of it, or its --name)", ref);
-    return NULL;
+    return idref_result(&r, e);
 }
 
 /* The place of seq in the table: where it is, or where it would go. */

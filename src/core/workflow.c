@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "../common/idref.h"
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
@@ -451,58 +452,15 @@ bool workflow_visible(const workflow *wf, const caller *who) { return authz_may_
 
 workflow *workflow_find(const char *ref, const caller *who, jerr *e)
 {
-    size_t len = ref ? strlen(ref) : 0;
-    if (len == 0) {
-        jerr_http(e, 404, "no workflow '': give a workflow's id, a unique prefix of it, or its name");
+    idref r;
+    if (idref_start(&r, "workflow", "name", ref, e) < 0)
         return NULL;
-    }
-    bool hexish = len <= 36 && strspn(ref, "0123456789abcdef-") == len;
-    /* as jobs_find: the full id, then the name (exactly one), then a unique id prefix */
-    workflow *by_name = NULL, *by_prefix = NULL;
-    char names[320] = "";
-    size_t nname = 0, nprefix = 0, un = 0;
-    bool others = false;   /* the full id is another user's workflow (as jobs_find) */
     for (size_t i = 0; i < core.nworkflows; i++) {
         workflow *wf = core.workflows[i];
-        if (!workflow_visible(wf, who)) {
-            others |= len == 36 && !strcmp(wf->id, ref);
-            continue;
-        }
-        if (len == 36 && !strcmp(wf->id, ref))
-            return wf;
         const char *name = json_string_value(json_object_get(wf->doc, "name"));
-        if (name && !strcmp(name, ref)) {
-            by_name = wf;
-            if (nname++ < 5 && un < sizeof names) {
-                int w = snprintf(names + un, sizeof names - un, "%s%.8s (%s)", un ? ", " : "", wf->id,
-                                 wf_state_name(wf->state));
-                un = w < 0 ? un : un + (size_t)w;
-            }
-        }
-        if (hexish && !strncmp(wf->id, ref, len)) {
-            by_prefix = wf;
-            nprefix++;
-        }
+        if (idref_offer(&r, wf->id, name, wf_state_name(wf->state), workflow_visible(wf, who), wf))
+            break;
     }
-    if (nname == 1)
-        return by_name;
-    if (nname > 1) {
-        jerr_http(e, 409, "'%s' names %zu workflows: %s%s; give one's id (or a unique prefix of it)", ref, nname, names,
-                  nname > 5 ? ", …" : "");
-        return NULL;
-    }
-    if (nprefix == 1)
-        return by_prefix;
-    if (nprefix > 1)
-        jerr_http(e, 409, "'%s' matches %zu workflows; type more of the id", ref, nprefix);
-    else if (others)
-        jerr_http(e, 403, "workflow %s is another user's workflow: you can see and manage only your own workflows "
-                          "(root sees every workflow)", ref);
-    else if (hexish)
-        jerr_http(e, 404, "no workflow matches '%s' (by id, id prefix or name)", ref);
-    else
-        jerr_http(e, 404, "no workflow named '%s' (a workflow is given by its id, a unique prefix of it, or its "
-                          "name)", ref);
-    return NULL;
+    return idref_result(&r, e);
 }
 

@@ -1,0 +1,80 @@
+/* The id/name/prefix resolver (idref.h). */
+#include "idref.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int idref_start(idref *r, const char *kind, const char *name_flag, const char *ref, jerr *e)
+{
+    *r = (idref){.kind = kind, .name_flag = name_flag, .ref = ref ? ref : ""};
+    r->len = strlen(r->ref);
+    if (!r->len)
+        return jerr_http(e, 404, "no %s '': give a %s's id, a unique prefix of it, or its name", kind, kind);
+    r->hexish = r->len <= 36 && strspn(r->ref, "0123456789abcdef-") == r->len;
+    return 0;
+}
+
+/* "1a2b3c4d (RUNNING)" onto a list of candidates. */
+static size_t candidate(char *out, size_t n, size_t used, const char *id, const char *state)
+{
+    if (used >= n)
+        return used;
+    int w = snprintf(out + used, n - used, "%s%.8s (%s)", used ? ", " : "", id, state);
+    return w < 0 ? used : used + (size_t)w;
+}
+
+bool idref_offer(idref *r, const char *id, const char *name, const char *state, bool visible, void *obj)
+{
+    bool full = r->len == 36 && !strcmp(id, r->ref);
+    if (!visible) {
+        r->others |= full;
+        return false;
+    }
+    if (full) {
+        r->by_name = obj; /* the answer, whatever else matched */
+        r->nname = 1;
+        return true;
+    }
+    if (name && !strcmp(name, r->ref)) {
+        r->by_name = obj;
+        if (r->nname++ < 5)
+            r->un = candidate(r->names, sizeof r->names, r->un, id, state);
+    }
+    if (r->hexish && !strncmp(id, r->ref, r->len)) {
+        r->by_prefix = obj;
+        if (r->nprefix++ < 5)
+            r->up = candidate(r->prefixes, sizeof r->prefixes, r->up, id, state);
+    }
+    return false;
+}
+
+void *idref_result(idref *r, jerr *e)
+{
+    const char *k = r->kind, *ref = r->ref;
+    if (r->nname == 1)
+        return r->by_name;
+    if (r->nname > 1) {
+        jerr_http(e, 409, "'%s' names %zu %ss: %s%s; give one's id (or a unique prefix of it)", ref, r->nname, k,
+                  r->names, r->nname > 5 ? ", …" : "");
+        e->code = EEXIST;
+        return NULL;
+    }
+    if (r->nprefix == 1)
+        return r->by_prefix;
+    if (r->nprefix > 1) {
+        jerr_http(e, 409, "'%s' matches %zu %ss: %s%s; type more of the id", ref, r->nprefix, k, r->prefixes,
+                  r->nprefix > 5 ? ", …" : "");
+        e->code = EEXIST;
+        return NULL;
+    }
+    if (r->others)
+        jerr_http(e, 403, "%s %s is another user's %s: you can see and manage only your own %ss (root sees every %s)",
+                  k, ref, k, k, k);
+    else if (r->hexish)
+        jerr_http(e, 404, "no %s matches '%s' (by id, id prefix or name)", k, ref);
+    else
+        jerr_http(e, 404, "no %s named '%s' (a %s is given by its id, a unique prefix of it, or its %s)", k, ref, k,
+                  r->name_flag);
+    return NULL;
+}

@@ -1,0 +1,37 @@
+/* Which of many objects a reference names, as docker resolves containers: 1. the full id
+ * (36 characters), 2. the name, when exactly one object has it (a name shadows an id prefix),
+ * 3. a unique prefix of the id. One resolver for jobs and workflows (core/jobs.c,
+ * core/workflow.c): the caller offers each object, with whether the asker may see it, and
+ * asks for the answer. Pure. */
+#ifndef JOBLET_IDREF_H
+#define JOBLET_IDREF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "err.h"
+
+typedef struct idref {
+    const char *kind;         /* "job", "workflow" */
+    const char *name_flag;    /* how a name is given: "--name", "name" */
+    const char *ref;
+    size_t len;
+    bool hexish;              /* could be an id prefix */
+    void *by_name, *by_prefix;
+    size_t nname, nprefix;
+    char names[320], prefixes[320];
+    size_t un, up;
+    bool others;              /* the full id is another user's */
+} idref;
+
+/* -1 (404 in e) for an empty reference. */
+int idref_start(idref *r, const char *kind, const char *name_flag, const char *ref, jerr *e);
+/* One object: true when it is the one (its full id, and visible); then it is the answer. state
+ * is shown among candidates of an ambiguous reference. */
+bool idref_offer(idref *r, const char *id, const char *name, const char *state, bool visible, void *obj);
+/* After every object was offered: the one named, or NULL with e set: 409 ambiguous (code
+ * EEXIST), 403 another user's (only for a full id: a name or prefix of another user's object
+ * matches nothing, so guessing tells nothing), 404 none. */
+void *idref_result(idref *r, jerr *e);
+
+#endif
