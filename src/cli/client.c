@@ -461,42 +461,52 @@ static int write_out(const char *p, size_t n, void *ud)
     return 0;
 }
 
-int client_download(rnx_client *c, const char *path, int out_fd, client_progress_cb cb, void *ud, jerr *e)
+/* GET path and feed a 2xx answer's body to sink as it arrives; head (may be NULL) sees the
+ * answer's head first. 1: the whole body; -1 the connection broke (e not set), -2 sink
+ * stopped; 0: no 2xx answer (e set). */
+static int get_streamed(rnx_client *c, const char *path, const char *accept, void (*head)(const answer *, void *),
+                        sink_fn sink, void *ud, jerr *e)
 {
     int fd = dial(c, e);
     if (fd < 0)
-        return -1;
+        return 0;
     buf in = {0}, errbody = {0};
     answer a;
-    int ret = -1;
-    if (send_request(fd, "GET", path, "*/*", NULL, 0) < 0 || read_head(fd, &in, &a) < 0) {
+    int ret = 0;
+    if (send_request(fd, "GET", path, accept, NULL, 0) < 0 || read_head(fd, &in, &a) < 0) {
         lost(c, e, "no answer");
-        goto out;
-    }
-    if (a.status < 200 || a.status > 299) {
+    } else if (a.status < 200 || a.status > 299) {
         if (read_body(fd, &in, &a, collect, &errbody) < 0)
             lost(c, e, "answer cut short");
         else
             error_from_answer(a.status, &errbody, e);
-        goto out;
+    } else {
+        if (head)
+            head(&a, ud);
+        ret = read_body(fd, &in, &a, sink, ud);
+        if (ret == -2)
+            e->http = a.status;
     }
-    to_file t = {out_fd, 0, a.length > 0 ? (uint64_t)a.length : 0, cb, ud, 0};
-    int rb = read_body(fd, &in, &a, write_out, &t);
-    if (rb == -2) {
-        e->code = t.werr;
-        snprintf(e->msg, sizeof e->msg, "writing what joblet sent: %s", strerror(t.werr));
-        goto out;
-    }
-    if (rb < 0) {
-        lost(c, e, "the answer was cut short");
-        goto out;
-    }
-    ret = 0;
-out:
     close(fd);
     free(in.data);
     free(errbody.data);
     return ret;
+}
+
+/* The total a download expects, from the answer's length. */
+static void download_total(const answer *a, void *ud) { ((to_file *)ud)->total = a->length > 0 ? (uint64_t)a->length : 0; }
+
+int client_download(rnx_client *c, const char *path, int out_fd, client_progress_cb cb, void *ud, jerr *e)
+{
+    to_file t = {out_fd, 0, 0, cb, ud, 0};
+    int rb = get_streamed(c, path, "*/*", download_total, write_out, &t, e);
+    if (rb == -2) {
+        e->code = t.werr;
+        snprintf(e->msg, sizeof e->msg, "writing what joblet sent: %s", strerror(t.werr));
+    } else if (rb == -1) {
+        lost(c, e, "the answer was cut short");
+    }
+    return rb == 1 ? 0 : -1;
 }
 
 typedef struct lines {
@@ -528,40 +538,14 @@ static int split_lines(const char *p, size_t n, void *ud)
 
 int client_stream_bytes(rnx_client *c, const char *path, const char *accept, client_bytes_cb cb, void *ud, jerr *e)
 {
-    int fd = dial(c, e);
-    if (fd < 0)
-        return -1;
-    buf in = {0}, errbody = {0};
-    answer a;
-    int ret = -1;
-    if (send_request(fd, "GET", path, accept, NULL, 0) < 0 || read_head(fd, &in, &a) < 0) {
-        lost(c, e, "no answer");
-        goto out;
-    }
-    if (a.status < 200 || a.status > 299) {
-        if (read_body(fd, &in, &a, collect, &errbody) < 0)
-            lost(c, e, "answer cut short");
-        else
-            error_from_answer(a.status, &errbody, e);
-        goto out;
-    }
-    int rb = read_body(fd, &in, &a, cb, ud);
+    int rb = get_streamed(c, path, accept, NULL, cb, ud, e);
     if (rb == -2) {
         e->code = ECANCELED;
-        e->http = a.status;
         snprintf(e->msg, sizeof e->msg, "stopped reading");
-        goto out;
-    }
-    if (rb < 0) {
+    } else if (rb == -1) {
         lost(c, e, "the stream ended early");
-        goto out;
     }
-    ret = 0;
-out:
-    close(fd);
-    free(in.data);
-    free(errbody.data);
-    return ret;
+    return rb == 1 ? 0 : -1;
 }
 
 int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, jerr *e)
