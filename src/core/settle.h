@@ -2,11 +2,14 @@
  * work (state_want, jobs_mark); this one function carries that work out, once per turn of
  * the event loop, in a fixed order:
  *   1. jobs whose run is over give their GPUs back (then scrubbed);
- *   2. the log followers of jobs that ended get the end;
+ *   2. the log followers of jobs that ended are told (their readers get the end);
  *   3. workflows decide the dependents of jobs that started or ended;
- *   4. GPUs waiting for a reset get it once idle;
- *   5. the scheduler runs (queue.c), the only place it is run from.
- * What a step asks for again (a start that failed ends a job) is settled in the same call. */
+ *   4. the memory volumes no job left unended uses go (volumes_release);
+ *   5. GPUs waiting for a reset get it once idle;
+ *   6. the scheduler runs (queue.c), the only place it is run from;
+ * steps 1 to 6 again while they asked for more (a start that failed ends a job), at most
+ * SETTLE_ROUNDS times, then, once:
+ *   7. what changed is published to the console's event streams (publish.c). */
 #ifndef JOBLET_SETTLE_H
 #define JOBLET_SETTLE_H
 

@@ -22,7 +22,8 @@ struct gpu_driver_lib;
 /* What the settle step (settle.c) must do at the end of this loop turn. Events set these
  * bits and change state; only the settle step acts on them. */
 enum state_want {
-    WANT_JOBS = 1 << 0,       /* jobs changed (jobs_changed lists them): GPUs back, followers, workflows */
+    WANT_JOBS = 1 << 0,       /* jobs changed (jobs_take_changed lists them): GPUs back, followers,
+                               * workflows, memory volumes */
     WANT_GPUS = 1 << 1,       /* a GPU's holders or state changed: a reset that waited may start */
     WANT_SCHEDULE = 1 << 2,   /* the scheduler runs */
 };
