@@ -410,7 +410,8 @@ static void reset(void)
     size_t deleted;
     bool more;
     jerr de = {0};
-    FUZZ_ASSERT(job_ctl_delete_ended(0, SIZE_MAX, &deleted, &more, &de) == 0 && !more, "deleting ended jobs: %s",
+    caller root = authz_local(0, 0);
+    FUZZ_ASSERT(job_ctl_delete_ended(&root, SIZE_MAX, &deleted, &more, &de) == 0 && !more, "deleting ended jobs: %s",
                 de.msg);
     FUZZ_ASSERT(core.njobs == 0, "%zu jobs left after deleting every ended one", core.njobs);
     workflow_free_all();
@@ -525,13 +526,16 @@ static void one_request(const uint8_t *data, size_t size)
         }
         conn.path = url;
         park_slot park = {0};
+        http_ctx ctx = {0};
         request r = {.conn = &conn, .method = conn.method, .path = url, .body = body, .body_len = body_len,
                      .body_busy = ctl & 0x80, /* then never too large, as http.c has it */
                      .body_too_large = (body_len > core.cfg.max_body_bytes || ctl & 0x40) && !(ctl & 0x80),
-                     .uid = uid, .gid = uid, .park = &park, .body_fd = -1};
+                     .who = authz_local(uid, uid), .park = &park, .body_fd = -1, .ctx = &ctx};
         if (r.body_too_large || r.body_busy) /* http.c keeps no body then */
             r.body = NULL, r.body_len = 0;
         routes_dispatch(&r);
+        if (ctx.free) /* the connection is done, as http.c's on_done has it */
+            ctx.free(ctx.p);
         /* a parked request waits for a volume being formatted: none is, here (no mke2fs) */
         FUZZ_ASSERT(!park.suspended, "%s %s: parked", conn.method, url);
         park_lapse(&park);
