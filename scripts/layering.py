@@ -1,24 +1,37 @@
 #!/usr/bin/env python3
-"""layering.py [--graph] [BUILD_DIR] — checks the layering of src/ from the compiled objects.
+"""layering.py [--graph] [--source DIR] [BUILD_DIR] — checks the layering of src/ from the
+compiled objects and the #include lines.
 
 Reads the symbol tables of the objects compiled from src/ in BUILD_DIR (default: build) with
 `nm`, and builds the file-level dependency graph: src/a.c -> src/b.c when a.c uses (U) a
-symbol that b.c defines (T, D, B, R, ...). It fails (exit 1) when
+symbol that b.c defines (T, D, B, R, ...). It also reads every `#include` line of src/'s .c
+and .h files (quoted ones resolved to files of src/), and the symbols the objects of the
+tests (BUILD_DIR/tests, BUILD_DIR/bench) use. It fails (exit 1) when
   (a) files form a cycle (a strongly connected component of two or more files), or
   (b) a file uses a symbol of a file in a higher layer ("upward call"), or one its layer may
-      not use (sim), or a file lies in a directory that is not in LAYERS below.
+      not use (sim), or a file lies in a directory that is not in LAYERS below, or
+  (c) files include each other in a circle ("include cycle", headers included: what nm cannot
+      see, types, macros and inline functions, travels this way), or
+  (d) a file includes a header of a higher layer ("upward include": store/ including core/),
+      or one its layer may not use, or
+  (e) a file outside src/api/ includes microhttpd.h (only the API speaks HTTP), or
+  (f) a function of src/ is called only by tests: the tests must test the code that runs.
 On failure it prints every problem and the whole graph; on success one line. --graph prints
-the graph always. There is no list of known exceptions: the check is strict.
+the graph always. The source tree is the one BUILD_DIR was configured from, or --source.
+
+Two short lists below allow what is being fixed right now (MHD_BEING_MOVED, TEST_ONLY_KNOWN):
+each entry names the issue that removes it, and an entry that no longer applies fails the
+check, so that the lists only shrink. There is no other exception: the check is strict.
 
 The layer of a file is its directory under src/ (src/common/log.c -> common). Arrows inside
-one layer are allowed as long as they make no cycle. Types and macros are invisible to nm:
-only functions and variables make arrows. docs/architecture.md ("Layering") describes the
-same order.
+one layer are allowed as long as they make no cycle. docs/architecture.md ("Layering")
+describes the same order.
 """
 import argparse
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -39,6 +52,25 @@ LAYERS = [
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 USES = {name: uses for name, uses in LAYERS}
+
+# Files outside src/api/ that still include microhttpd.h. TEMPORARY: being moved (issue 27
+# item 2: one streamed-connection module in api/); empty this list when they are.
+MHD_BEING_MOVED = (
+    "src/core/events.c",      # being moved (issue 27 item 2)
+    "src/core/logstream.c",   # being moved (issue 27 item 2)
+    "src/core/runtime_log.c",  # being moved (issue 27 item 2)
+)
+
+# Functions of src/ whose only callers are tests, today. TEMPORARY: issue 27 item 7 removes
+# them (the tests then test the code that runs); {name: its file}.
+TEST_ONLY_KNOWN = {
+    "gpu_sched_migs": "src/gpu/sched_view.c",       # the daemon runs its own copy (core/gpus.c)
+    "parse_percent": "src/common/parse.c",
+    "format_rfc3339": "src/common/parse.c",
+    "parse_schedule": "src/common/parse.c",         # a twin of common/jobreq.c's schedule_text
+    "mountinfo_optional": "src/exec/mountinfo.c",
+    "jobreq_field_by_flag": "src/common/jobreq.c",
+}
 
 # nm symbol types that define a global symbol (other lower case ones are local: statics), and
 # those that use one (w, v: a weak reference, which needs no definition).
@@ -118,27 +150,114 @@ def find_objects(build_dir, root):
     return objects
 
 
-def read_symbols(objects):
-    """{source path: (defined symbols, used symbols)} from `nm -A -P` of the objects."""
-    obj_to_src = {obj: src for src, obj in objects.items()}
-    table = {src: (set(), set()) for src in objects}
-    if not objects:
+def find_test_objects(build_dir, root):
+    """[object path]: the objects of BUILD_DIR/tests and BUILD_DIR/bench compiled from the
+    tests' own sources (not the copies of src/ files some tests compile in), that the build
+    still makes when it has a compile_commands.json."""
+    srcs = {path.replace("/", "_") + ".o" for path in src_files(root)}
+    current = None
+    try:
+        with open(os.path.join(build_dir, "compile_commands.json")) as f:
+            current = {os.path.realpath(os.path.join(build_dir, c["output"])) for c in json.load(f)}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    out = []
+    for top in SKIP_DIRS:
+        for dirpath, dirnames, names in os.walk(os.path.join(build_dir, top)):
+            dirnames.sort()
+            for n in sorted(names):
+                base = n
+                while base.startswith(".._"):
+                    base = base[3:]
+                path = os.path.join(dirpath, n)
+                if not n.endswith(".o") or base in srcs:
+                    continue
+                if current is not None and os.path.realpath(path) not in current:
+                    continue
+                out.append(path)
+    return out
+
+
+def nm_symbols(paths, strict=True):
+    """{path: [(name, type)]} from `nm -A -P`. Not strict: a file nm cannot read is left out."""
+    table = {p: [] for p in paths}
+    if not paths:
         return table
-    res = subprocess.run(["nm", "-A", "-P"] + sorted(obj_to_src), capture_output=True, text=True)
-    if res.returncode != 0:
+    res = subprocess.run(["nm", "-A", "-P"] + sorted(paths), capture_output=True, text=True)
+    if res.returncode != 0 and strict:
         raise SystemExit(f"layering: nm failed: {res.stderr.strip()}")
     for line in res.stdout.splitlines():
         # "<object>: <name> <type> [<value> <size>]"
         obj, sep, rest = line.partition(": ")
         fields = rest.split()
-        if not sep or len(fields) < 2 or obj not in obj_to_src:
-            continue
-        name, kind = fields[0], fields[1]
-        defined, used = table[obj_to_src[obj]]
-        if kind in USED_TYPES:
-            used.add(name)
-        elif kind in DEFINED_TYPES:
-            defined.add(name)
+        if sep and len(fields) >= 2 and obj in table:
+            table[obj].append((fields[0], fields[1]))
+    return table
+
+
+def read_functions(objects):
+    """{source path: the functions it defines (nm type T)}."""
+    syms = nm_symbols(list(objects.values()))
+    return {src: {n for n, k in syms[obj] if k == "T"} for src, obj in objects.items()}
+
+
+def read_test_uses(build_dir, paths):
+    """{test object, relative to BUILD_DIR: the symbols it uses}."""
+    syms = nm_symbols(paths, strict=False)
+    return {os.path.relpath(p, build_dir): {n for n, k in syms[p] if k in USED_TYPES} for p in paths}
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
+
+
+def read_includes(root):
+    """{file: [(line number, name as written, the src/ file it is or None)]} for every .c and
+    .h file under src/. A quoted name is looked for beside the file, then under src/ (the
+    tests' include directory); an angle one (<microhttpd.h>) is never a file of src/."""
+    files = []
+    for dirpath, _, names in os.walk(os.path.join(root, "src")):
+        for n in names:
+            if n.endswith((".c", ".h")):
+                files.append(os.path.relpath(os.path.join(dirpath, n), root).replace(os.sep, "/"))
+    known = set(files)
+    out = {}
+    for path in sorted(files):
+        incs = []
+        with open(os.path.join(root, path), errors="replace") as f:
+            for no, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                name, target = m.group(2).strip(), None
+                if m.group(1) == '"':
+                    for base in (os.path.dirname(path), "src"):
+                        t = os.path.normpath(os.path.join(base, name)).replace(os.sep, "/")
+                        if t in known:
+                            target = t
+                            break
+                incs.append((no, name, target))
+        out[path] = incs
+    return out
+
+
+def read_sources(root, files):
+    """{file: its text} for the given src/ paths (for the test-only rule's own-file uses)."""
+    out = {}
+    for path in files:
+        try:
+            with open(os.path.join(root, path), errors="replace") as f:
+                out[path] = f.read()
+        except OSError:
+            out[path] = ""
+    return out
+
+
+def read_symbols(objects):
+    """{source path: (defined symbols, used symbols)} from `nm -A -P` of the objects."""
+    syms = nm_symbols(list(objects.values()))
+    table = {}
+    for src, obj in objects.items():
+        table[src] = ({n for n, k in syms[obj] if k in DEFINED_TYPES}, {n for n, k in syms[obj] if k in USED_TYPES})
     return table
 
 
@@ -152,17 +271,53 @@ class Result:
         self.violations = []     # [(user, symbol, definer, why)]
         self.unknown = []        # files outside the layers of LAYERS
         self.duplicates = {}     # {symbol: [definers]} for symbols defined in several files
+        # from the #include lines (when read)
+        self.includes = 0             # how many were read
+        self.inc_arrows = {}          # {(from, to): [line numbers]}, files of src/ only
+        self.inc_cycles = []          # [(component, cycles)] as cycles
+        self.inc_violations = []      # [(file, line, included file, why)]
+        self.mhd = []                 # [(file, line)]: microhttpd.h outside src/api/
+        self.mhd_allowed = []         # the same, allowed for now (MHD_BEING_MOVED)
+        # from the tests' objects (when read)
+        self.test_only = []           # [(file, function, [test objects])]
+        self.test_only_allowed = []   # the same, allowed for now (TEST_ONLY_KNOWN)
+        self.stale = []               # allowances that no longer apply: [sentence]
 
     @property
     def ok(self):
-        return not (self.cycles or self.violations or self.unknown)
+        return not (self.cycles or self.violations or self.unknown or self.inc_cycles or self.inc_violations
+                    or self.mhd or self.test_only or self.stale)
 
     def out(self, a):
         return sorted((b, syms) for (x, b), syms in self.arrows.items() if x == a)
 
 
-def analyze(table):
-    """table: {file: (defined symbols, used symbols)} -> Result.
+def layer_rule(la, lb, verb):
+    """Why layer la may not use (verb: 'call'/'include') layer lb, or None when it may."""
+    if la not in RANK or lb not in RANK or la == lb:
+        return None
+    if RANK[lb] > RANK[la]:
+        return f"upward {verb}: {la} is below {lb}"
+    if USES[la] is not None and lb not in USES[la]:
+        return f"{la} may use only {', '.join(USES[la])}"
+    return None
+
+
+def code_only(text):
+    """C text without its comments and string and character literals."""
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', " ", text, flags=re.S)
+
+
+def own_uses(text, name):
+    """How many times the code of a file names `name` (its definition is one)."""
+    return len(re.findall(r"\b" + re.escape(name) + r"\b", code_only(text)))
+
+
+def analyze(table, includes=None, functions=None, test_uses=None, sources=None):
+    """table: {file: (defined symbols, used symbols)} -> Result. Optional: includes
+    {file: [(line, name, src file or None)]} (read_includes); functions {file: functions it
+    defines}, test_uses {test object: symbols it uses} and sources {file: text} for the
+    test-only rule (a function no file of src/ uses, not even its own, that a test uses).
 
     A symbol defined in several files (main, or the same name in two programs) is resolved
     to the definer in the user's own directory when there is one (that is the one its
@@ -191,22 +346,66 @@ def analyze(table):
         if layer_of(f) not in RANK:
             r.unknown.append(f)
     for (a, b), syms in r.arrows.items():
-        la, lb = layer_of(a), layer_of(b)
-        if la not in RANK or lb not in RANK or la == lb:
-            continue
-        if RANK[lb] > RANK[la]:
-            why = f"upward call: {la} is below {lb}"
-        elif USES[la] is not None and lb not in USES[la]:
-            why = f"{la} may use only {', '.join(USES[la])}"
-        else:
-            continue
-        for s in syms:
-            r.violations.append((a, s, b, why))
+        why = layer_rule(layer_of(a), layer_of(b), "call")
+        if why:
+            for s in syms:
+                r.violations.append((a, s, b, why))
 
     for comp in strongly_connected(r.files, r.arrows):
         if len(comp) > 1:
             r.cycles.append((comp, cycles_in(comp, r.arrows)))
+
+    if includes is not None:
+        check_includes(r, includes)
+    if functions is not None and test_uses is not None:
+        check_test_only(r, table, functions, test_uses, sources or {})
     return r
+
+
+def check_includes(r, includes):
+    """The rules of the #include lines: cycles, upward includes, microhttpd.h outside api/."""
+    arrows = collections.defaultdict(list)
+    for f in sorted(includes):
+        for line, name, target in includes[f]:
+            r.includes += 1
+            if target is not None and target != f:
+                arrows[(f, target)].append(line)
+                why = layer_rule(layer_of(f), layer_of(target), "include")
+                if why:
+                    r.inc_violations.append((f, line, target, why))
+            if os.path.basename(name) == "microhttpd.h" and layer_of(f) != "api":
+                (r.mhd_allowed if f in MHD_BEING_MOVED else r.mhd).append((f, line))
+    r.inc_arrows = dict(sorted(arrows.items()))
+    for comp in strongly_connected(sorted(includes), r.inc_arrows):
+        if len(comp) > 1:
+            r.inc_cycles.append((comp, cycles_in(comp, r.inc_arrows)))
+    for f in MHD_BEING_MOVED:
+        if f in includes and not any(a == f for a, _ in r.mhd_allowed):
+            r.stale.append(f"{f} no longer includes microhttpd.h: take it out of MHD_BEING_MOVED")
+
+
+def check_test_only(r, table, functions, test_uses, sources):
+    """A function of src/ that no object of src/ uses and its own file does not name again
+    (a call, or its address taken), while a test uses it."""
+    used = set()
+    for f in table:
+        used |= table[f][1]
+    found = set()
+    for f in sorted(functions):
+        for name in sorted(functions[f]):
+            if name in used:
+                continue
+            callers = sorted(t for t, u in test_uses.items() if name in u)
+            if not callers or own_uses(sources.get(f, ""), name) > 1:
+                continue
+            found.add(name)
+            if TEST_ONLY_KNOWN.get(name) == f:
+                r.test_only_allowed.append((f, name, callers))
+            else:
+                r.test_only.append((f, name, callers))
+    for name, f in sorted(TEST_ONLY_KNOWN.items()):
+        if f in functions and name not in found:
+            r.stale.append(f"{name} ({f}) is no longer a function only tests call: take it out of TEST_ONLY_KNOWN")
 
 
 def strongly_connected(nodes, arrows):
@@ -312,14 +511,47 @@ def format_problems(r):
                 lines.append(f"      {a} -> {b}: {', '.join(r.arrows[(a, b)])}")
     for a, s, b, why in r.violations:
         lines.append(f"layer violation: {a} uses {s} defined in {b} ({why})")
+    for comp, cycles in r.inc_cycles:
+        lines.append(f"include cycle: {len(comp)} files include each other: {', '.join(comp)}")
+        for c in cycles:
+            lines.append("  " + " -> ".join(c + [c[0]]))
+            for a, b in zip(c, c[1:] + c[:1]):
+                lines.append(f"      {a}:{','.join(map(str, r.inc_arrows[(a, b)]))} includes {b}")
+    for f, line, target, why in r.inc_violations:
+        lines.append(f"include violation: {f}:{line} includes {target} ({why})")
+    for f, line in r.mhd:
+        lines.append(f"http outside the API: {f}:{line} includes microhttpd.h (only src/api/ may)")
+    for f, name, callers in r.test_only:
+        lines.append(f"test-only function: {name} ({f}) is called by no file of src/, only by {', '.join(callers)}")
+    for sentence in r.stale:
+        lines.append(f"stale allowance: {sentence}")
     return lines
 
 
 def summary(r):
-    return (f"layering: {len(r.files)} files, {len(r.arrows)} arrows, "
+    """One line: the symbols' graph; then, when #include lines were read, theirs; what the
+    allowances let pass; and the count of each other problem."""
+    line = (f"layering: {len(r.files)} files, {len(r.arrows)} arrows, "
             f"{'no cycles' if not r.cycles else f'{len(r.cycles)} cycles'}, "
             f"{'no upward calls' if not r.violations else f'{len(r.violations)} layer violations'}"
             + (f", {len(r.unknown)} files in unknown layers" if r.unknown else ""))
+    if r.includes:
+        line += (f"; includes: {r.includes} read, "
+                 f"{'no cycles' if not r.inc_cycles else f'{len(r.inc_cycles)} include cycles'}, "
+                 f"{'none upward' if not r.inc_violations else f'{len(r.inc_violations)} include violations'}"
+                 + (f", {len(r.mhd)} microhttpd.h outside api/" if r.mhd else ""))
+    if r.test_only:
+        line += f", {len(r.test_only)} test-only functions"
+    if r.stale:
+        line += f", {len(r.stale)} stale allowances"
+    allowed = []
+    if r.mhd_allowed:
+        allowed.append(f"{len(r.mhd_allowed)} microhttpd.h includes in core/ being moved")
+    if r.test_only_allowed:
+        allowed.append(f"{len(r.test_only_allowed)} test-only functions")
+    if allowed:
+        line += f" (allowed for now: {', '.join(allowed)})"
+    return line
 
 
 def report(r, graph=False):
@@ -338,15 +570,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build_dir", nargs="?", default="build")
     ap.add_argument("--graph", action="store_true", help="print the graph even when the check passes")
+    ap.add_argument("--source", help="the source tree whose #include lines and files are read "
+                    "(default: the one BUILD_DIR was configured from)")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.build_dir):
         print(f"layering: no build directory {args.build_dir}", file=sys.stderr)
         return 2
-    objects = find_objects(args.build_dir, source_root(args.build_dir))
+    root = args.source or source_root(args.build_dir)
+    objects = find_objects(args.build_dir, root)
     if not objects:
         print(f"layering: no objects of src/ in {args.build_dir} (not built?)", file=sys.stderr)
         return 2
-    r = analyze(read_symbols(objects))
+    table = read_symbols(objects)
+    tests = find_test_objects(args.build_dir, root)
+    r = analyze(table, includes=read_includes(root), functions=read_functions(objects),
+                test_uses=read_test_uses(args.build_dir, tests), sources=read_sources(root, sorted(objects)))
     rc, lines = report(r, args.graph)
     print("\n".join(lines))
     return rc

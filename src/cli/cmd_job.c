@@ -10,6 +10,7 @@
 
 #include "../common/b64.h"
 #include "../common/jobreq.h"
+#include "../common/jobstate.h"
 #include "../common/jsonx.h"
 #include "../common/logframe.h"
 #include "../common/parse.h"
@@ -792,19 +793,14 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
 
 /* ---- job list ------------------------------------------------------------------------ */
 
-static const char *const job_states[] = {"PENDING", "SCHEDULED", "QUEUED", "RUNNING", "STOPPING", "PREEMPTED",
-                                     "STOPPED", "COMPLETED", "FAILED", "CANCELED"};
-
-/* --status accepts any case; the API's states are upper case. */
+/* --status accepts any case; the API's states are upper case (common/jobstate.h). */
 static int parse_status(const char *arg, char *out, size_t outlen)
 {
-    size_t i;
-    snprintf(out, outlen, "%s", arg);
-    for (char *p = out; *p; p++)
-        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
-    for (i = 0; i < ARRAY_LEN(job_states); i++)
-        if (strcmp(out, job_states[i]) == 0)
-            return 0;
+    enum job_state st;
+    if (job_state_parse(arg, &st) == 0) {
+        snprintf(out, outlen, "%s", job_state_name(st));
+        return 0;
+    }
     return rnx_usage("--status: '%s' is not a job state; use one of PENDING, SCHEDULED, QUEUED, RUNNING, STOPPING, "
                      "PREEMPTED, STOPPED, COMPLETED, FAILED, CANCELED",
                      arg);

@@ -5,40 +5,12 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <strings.h>
 #include <sys/types.h>
 
 #include "../common/jobreq.h"
+#include "../common/jobstate.h"
 #include "../gpu/grant.h"
 #include "loop.h"
-
-enum job_state {
-    JS_PENDING,               /* a workflow job waiting for the jobs it depends on */
-    JS_SCHEDULED, JS_QUEUED, JS_RUNNING, JS_STOPPING,
-    JS_PREEMPTED,             /* stopped for a job of higher priority; back in the queue as it was */
-    JS_STOPPED, JS_COMPLETED, JS_FAILED, JS_CANCELED,
-};
-
-/* The states' names, as the API, the database and the logs spell them. */
-static inline const char *job_state_name(enum job_state s)
-{
-    static const char *const names[] = {"PENDING", "SCHEDULED", "QUEUED",  "RUNNING", "STOPPING",
-                                        "PREEMPTED", "STOPPED", "COMPLETED", "FAILED", "CANCELED"};
-    return names[s];
-}
-
-static inline int job_state_parse(const char *s, enum job_state *out)
-{
-    for (int i = JS_PENDING; s && i <= JS_CANCELED; i++)
-        if (strcasecmp(s, job_state_name((enum job_state)i)) == 0) {
-            *out = (enum job_state)i;
-            return 0;
-        }
-    return -1;
-}
-static inline bool job_state_terminal(enum job_state s) { return s >= JS_STOPPED; }
-/* Not started (again) yet: what the scheduler looks at. */
-static inline bool job_state_waiting(enum job_state s) { return s == JS_SCHEDULED || s == JS_QUEUED || s == JS_PREEMPTED; }
 
 struct follower;
 

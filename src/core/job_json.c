@@ -9,6 +9,7 @@
 #include "launch.h"
 #include "queue.h"
 #include "state.h"
+#include "workflow.h"
 #include "workfs.h"
 
 static json_t *int_or_null(const job_req *r, enum jobreq_id f, int64_t v)

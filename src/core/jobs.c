@@ -12,6 +12,7 @@
 #include "../common/util.h"
 #include "authz.h"
 #include "job_events.h"
+#include "job_row.h"
 #include "state.h"
 
 static bool visible(const job *j, const caller *c) { return authz_may_on(c, AUTHZ_OTHERS_JOBS, j->owner_uid); }
@@ -106,6 +107,52 @@ job **jobs_take_changed(size_t *n)
     return list;
 }
 
+job *job_new(db_job *r)
+{
+    job *j = xcalloc(1, sizeof *j);
+    memcpy(j->id, r->id, sizeof j->id);
+    j->seq = r->seq;
+    j->name = r->name;
+    j->state = r->state;
+    j->owner_uid = (uid_t)r->owner_uid;
+    j->owner_gid = (gid_t)r->owner_gid;
+    j->uid = (uid_t)r->uid;
+    j->gid = (gid_t)r->gid;
+    j->sandbox_uid = (uid_t)r->sandbox_uid;
+    j->req = r->req;
+    j->created_ms = r->created_ms;
+    j->scheduled_ms = r->scheduled_ms;
+    j->started_ms = r->started_ms;
+    j->ended_ms = r->ended_ms;
+    j->has_exit = r->has_exit;
+    j->exit_code = r->exit_code;
+    j->signal = r->signal;
+    j->signal_name = r->signal_name;
+    j->end_reason = r->end_reason;
+    j->error = r->error;
+    j->stopped_by = r->stopped_by;
+    j->usage = (job_usage){.cpu_ns = r->cpu_ns, .memory_peak_bytes = r->memory_peak_bytes,
+                           .io_read_bytes = r->io_read_bytes, .io_write_bytes = r->io_write_bytes};
+    j->gpus = r->gpus;
+    j->preemptions = r->preemptions;
+    j->preempting = r->preempting;
+    memcpy(j->wf_id, r->wf_id, sizeof j->wf_id);
+    j->wf_index = r->wf_index;
+    j->gpu_fault = r->gpu_fault;
+    j->shim_pid = (pid_t)r->shim_pid;
+    j->shim_start = r->shim_start;
+    j->init_pid = (pid_t)r->init_pid;
+    /* the event loop's: nothing watched yet */
+    j->w_pid.fd = -1;
+    j->w_notify.fd = -1;
+    j->inotify_wd = -1;
+    /* the job has the row's strings, request and GPUs now */
+    r->name = r->signal_name = r->end_reason = r->error = NULL;
+    r->req = (job_req){0};
+    r->gpus = (gpu_grants){0};
+    return j;
+}
+
 void job_free(job *j)
 {
     if (!j)
@@ -141,7 +188,8 @@ int job_save(job *j)
 {
     jerr e = {0};
     state_wrote_job(j);
-    if (db_update_job(core.db, j, &e) < 0) {
+    db_job row;
+    if (db_update_job(core.db, job_row(j, &row), &e) < 0) {
         log_err("job %s: not saved: %s", j->id, e.msg);
         return -1;
     }

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "../store/db.h"
 #include "authz.h"
 #include "job.h"
 
@@ -34,6 +35,10 @@ void jobs_mark(job *j, unsigned settle);
  * The array is valid until the next jobs_mark. */
 job **jobs_take_changed(size_t *n);
 
+/* The daemon's job made of a row (read from the database at start, or a new submission's):
+ * it takes the row's strings, request and GPUs, leaving the row empty; the event loop's fields
+ * (watches, inotify) start as none. job_free frees it. */
+job *job_new(db_job *r);
 void job_free(job *j);
 /* Writes the job to the database (committed at the end of the loop turn, or before an API
  * answer). 0, or -1 with the database's error (also logged). */

@@ -6,6 +6,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "job_row.h"
 #include "workflow.h"
 
 core_state core;
@@ -64,7 +65,8 @@ static void resync(void)
         job *j = stale[i];
         jerr e = {0};
         j->db_mark &= (uint8_t)~STATE_DB_STALE;
-        if (db_save_job(core.db, j, &e) < 0)
+        db_job row;
+        if (db_save_job(core.db, job_row(j, &row), &e) < 0)
             log_err("job %s: not saved again: %s", j->id, e.msg);
         state_wrote_job(j);
     }
@@ -73,7 +75,8 @@ static void resync(void)
         wf_stale = false;
         for (size_t i = 0; i < core.nworkflows; i++) {
             jerr e = {0};
-            if (db_save_workflow(core.db, core.workflows[i], &e) < 0)
+            db_workflow row;
+            if (db_save_workflow(core.db, workflow_row(core.workflows[i], &row), &e) < 0)
                 log_err("workflow %s: not saved again: %s", core.workflows[i]->id, e.msg);
         }
         wf_txn = true;

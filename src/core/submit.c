@@ -26,6 +26,7 @@
 #include "state.h"
 #include "statedisk.h"
 #include "submit.h"
+#include "job_row.h"
 #include "jobdirs.h"
 #include "workfs.h"
 
@@ -442,26 +443,20 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         return NULL;
     int64_t sched_ms = si->sched_ms;
     uint64_t total = si->total;
-    job *j = xcalloc(1, sizeof *j);
-    uuid_v4(j->id);
-    j->seq = core.next_seq;
+    db_job row = {.seq = core.next_seq, .owner_uid = caller_uid, .owner_gid = caller_gid, .stopped_by = -1};
+    uuid_v4(row.id);
     /* the job takes the request over */
-    j->req = *req;
+    row.req = *req;
     *req = (job_req){0};
-    j->name = j->req.name ? xstrdup(j->req.name) : NULL;
-    j->owner_uid = caller_uid;
-    j->owner_gid = caller_gid;
+    row.name = row.req.name ? xstrdup(row.req.name) : NULL;
     /* Jobs run as their submitter; each of root's jobs runs as a uid of its own, so no other
      * process (another job, a service running as nobody) can signal, trace or read it. */
-    j->uid = caller_uid ? caller_uid : jobs_free_uid(j->seq);
-    j->gid = caller_uid ? caller_gid : j->uid;
-    j->created_ms = now_ms();
-    j->scheduled_ms = sched_ms;
-    j->state = sched_ms > j->created_ms ? JS_SCHEDULED : JS_QUEUED;
-    j->stopped_by = -1;
-    j->w_pid.fd = -1;
-    j->w_notify.fd = -1;
-    j->inotify_wd = -1;
+    row.uid = caller_uid ? caller_uid : jobs_free_uid(row.seq);
+    row.gid = caller_uid ? caller_gid : row.uid;
+    row.created_ms = now_ms();
+    row.scheduled_ms = sched_ms;
+    row.state = sched_ms > row.created_ms ? JS_SCHEDULED : JS_QUEUED;
+    job *j = job_new(&row);
     j->req.pids_max = (int64_t)core.cfg.pids_max;
     j->req.has |= 1ull << JR_PIDS_MAX;
     /* the machine's default limit for a job that gives none; the job shows it as its own */
@@ -485,7 +480,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
      * owner's /work filesystem checked now */
     bool later = !si->staged && !j->req.nuploads;
     if (later) {
-        if (workfs_ready(j->owner_uid, e) < 0 || db_insert_job(core.db, j, e) < 0) {
+        if (workfs_ready(j->owner_uid, e) < 0 || db_insert_job(core.db, job_row(j, &row), e) < 0) {
             job_free(j);
             return NULL;
         }
@@ -503,7 +498,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     int rc = si->staged ? workfs_rename(j->owner_uid, si->staged, dir, e) : 0;
     workfs_path(j->owner_uid, dir, work, sizeof work);
     if (rc < 0 || (si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
-        db_insert_job(core.db, j, e) < 0) {
+        db_insert_job(core.db, job_row(j, &row), e) < 0) {
         workfs_remove(j->owner_uid, dir);
         job_free(j);
         return NULL;

@@ -15,6 +15,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "job_events.h"
+#include "job_row.h"
 #include "jobs.h"
 #include "launch.h"
 #include "state.h"
@@ -24,8 +25,9 @@
 static void wf_save(workflow *wf)
 {
     jerr e = {0};
+    db_workflow row;
     state_wrote_workflows();
-    if (db_update_workflow(core.db, wf, &e) < 0)
+    if (db_update_workflow(core.db, workflow_row(wf, &row), &e) < 0)
         log_err("%s", e.msg);
 }
 
@@ -35,6 +37,26 @@ void workflow_add(workflow *wf)
     core.workflows[core.nworkflows++] = wf;
     if (wf->seq >= core.next_wf_seq)
         core.next_wf_seq = wf->seq + 1;
+}
+
+workflow *workflow_new(db_workflow *r)
+{
+    workflow *wf = xcalloc(1, sizeof *wf);
+    memcpy(wf->id, r->id, sizeof wf->id);
+    wf->seq = r->seq;
+    wf->owner_uid = (uid_t)r->owner_uid;
+    wf->owner_gid = (gid_t)r->owner_gid;
+    wf->state = r->state;
+    wf->created_ms = r->created_ms;
+    wf->started_ms = r->started_ms;
+    wf->ended_ms = r->ended_ms;
+    wf->canceled_by = r->canceled_by;
+    /* the workflow has the row's reason and doc now */
+    wf->reason = r->reason;
+    wf->doc = r->doc;
+    r->reason = NULL;
+    r->doc = NULL;
+    return wf;
 }
 
 static void wf_free(workflow *wf)
@@ -209,20 +231,15 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
             workflow_checked_free(c);
             return NULL;
         }
-    workflow *wf = xcalloc(1, sizeof *wf);
-    uuid_v4(wf->id);
-    wf->seq = core.next_wf_seq;
-    wf->owner_uid = uid;
-    wf->owner_gid = gid;
-    wf->created_ms = now_ms();
-    wf->canceled_by = -1;
-    wf->state = WF_PENDING;
+    db_workflow row = {.seq = core.next_wf_seq, .owner_uid = uid, .owner_gid = gid, .created_ms = now_ms(),
+                       .canceled_by = -1, .state = WF_PENDING, .doc = b->doc};
+    uuid_v4(row.id);
+    workflow *wf = workflow_new(&row);
     wf->jobs = b->jobs;
     wf->n = n;
-    wf->doc = b->doc;
     const char *name = b->name;
     state_wrote_workflows();
-    if (db_insert_workflow(core.db, wf, e) < 0) {
+    if (db_insert_workflow(core.db, workflow_row(wf, &row), e) < 0) {
         wf->jobs = NULL;
         wf->n = 0;
         wf->doc = NULL;

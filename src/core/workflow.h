@@ -10,11 +10,10 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "../store/db.h"
 #include "authz.h"
 #include "job.h"
 #include "volumes.h"
-
-enum wf_state { WF_PENDING, WF_RUNNING, WF_COMPLETED, WF_FAILED, WF_CANCELED };
 
 typedef struct wf_cond {
     size_t dep;                /* index of the job it waits for */
@@ -45,22 +44,6 @@ typedef struct workflow {
     wf_job *jobs;
     size_t n;
 } workflow;
-
-static inline const char *wf_state_name(enum wf_state s)
-{
-    static const char *const names[] = {"PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELED"};
-    return names[s];
-}
-
-static inline int wf_state_parse(const char *s, enum wf_state *out)
-{
-    for (int i = WF_PENDING; s && i <= WF_CANCELED; i++)
-        if (!strcmp(s, wf_state_name((enum wf_state)i))) {
-            *out = (enum wf_state)i;
-            return 0;
-        }
-    return -1;
-}
 
 /* A submitted workflow, its shape checked at the API's edge (workflow_json_parse). */
 typedef struct wf_body {
@@ -100,6 +83,9 @@ typedef struct wf_checked {
 int workflow_prepare(wf_body *b, uid_t uid, gid_t gid, wf_checked *c, jerr *e);
 workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr *e);
 void workflow_checked_free(wf_checked *c);
+/* The daemon's workflow made of a row (read from the database at start, or a new one's): it
+ * takes the row's reason and doc, leaving the row without them; no jobs yet. */
+workflow *workflow_new(db_workflow *r);
 /* Into the daemon's list (a submitted one, or one read from the database at start). */
 void workflow_add(workflow *wf);
 /* As jobs_find: by full id, else by name (exactly one), else by unique id prefix, among the

@@ -186,13 +186,15 @@ static void read_machine(void)
     core.mem_total_mb = (uint64_t)si.totalram * si.mem_unit >> 20;
 }
 
-static void load_one(job *j, void *arg)
+static void load_one(db_job *r, void *arg)
 {
+    job *j = job_new(r);
     health_fault_restore(j); /* stopped for its GPU when joblet stopped: it still ends gpu_error */
     jobs_add(j);
 }
-static void load_wf(workflow *wf, void *arg)
+static void load_wf(db_workflow *r, void *arg)
 {
+    workflow *wf = workflow_new(r);
     jerr e = {0};
     if (workflow_json_load(wf, &e) < 0)
         log_err("workflow %s: stored conditions: %s", wf->id, e.msg);

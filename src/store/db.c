@@ -329,7 +329,7 @@ static int reseal(db *d, jerr *e)
     return rc;
 }
 
-static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
+static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
@@ -339,8 +339,8 @@ static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
     json_decref(rj);
     char usage[256];
     snprintf(usage, sizeof usage, "{\"cpu_ns\":%llu,\"memory_peak_bytes\":%llu,\"io_read_bytes\":%llu,\"io_write_bytes\":%llu}",
-             (unsigned long long)j->usage.cpu_ns, (unsigned long long)j->usage.memory_peak_bytes,
-             (unsigned long long)j->usage.io_read_bytes, (unsigned long long)j->usage.io_write_bytes);
+             (unsigned long long)j->cpu_ns, (unsigned long long)j->memory_peak_bytes,
+             (unsigned long long)j->io_read_bytes, (unsigned long long)j->io_write_bytes);
     sqlite3_reset(st);
     bind_text(st, 1, j->id);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)j->seq);
@@ -391,10 +391,10 @@ static int write_job(db *d, sqlite3_stmt *st, const job *j, jerr *e)
     return 0;
 }
 
-int db_insert_job(db *d, const job *j, jerr *e) { return write_job(d, d->ins, j, e); }
-int db_update_job(db *d, const job *j, jerr *e) { return write_job(d, d->upd, j, e); }
+int db_insert_job(db *d, const db_job *j, jerr *e) { return write_job(d, d->ins, j, e); }
+int db_update_job(db *d, const db_job *j, jerr *e) { return write_job(d, d->upd, j, e); }
 
-int db_save_job(db *d, const job *j, jerr *e)
+int db_save_job(db *d, const db_job *j, jerr *e)
 {
     if (write_job(d, d->upd, j, e) < 0)
         return -1;
@@ -559,7 +559,18 @@ static char *col_str(sqlite3_stmt *st, int i)
     return s ? xstrdup((const char *)s) : NULL;
 }
 
-int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
+void db_job_free(db_job *r)
+{
+    free(r->name);
+    free(r->signal_name);
+    free(r->end_reason);
+    free(r->error);
+    jobreq_free(&r->req);
+    grant_list_free(&r->gpus);
+    *r = (db_job){0};
+}
+
+int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
 {
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT %s FROM jobs ORDER BY seq", COLS);
@@ -568,15 +579,15 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        job *j = xcalloc(1, sizeof *j);
+        db_job row = {0}, *j = &row;
         snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(st, 0));
         j->seq = (uint64_t)sqlite3_column_int64(st, 1);
         j->name = col_str(st, 2);
         job_state_parse((const char *)sqlite3_column_text(st, 3), &j->state);
-        j->owner_uid = (uid_t)sqlite3_column_int64(st, 4);
-        j->owner_gid = (gid_t)sqlite3_column_int64(st, 5);
-        j->uid = (uid_t)sqlite3_column_int64(st, 6);
-        j->gid = (gid_t)sqlite3_column_int64(st, 7);
+        j->owner_uid = sqlite3_column_int64(st, 4);
+        j->owner_gid = sqlite3_column_int64(st, 5);
+        j->uid = sqlite3_column_int64(st, 6);
+        j->gid = sqlite3_column_int64(st, 7);
         json_t *rj = json_loads((const char *)sqlite3_column_text(st, 8), 0, NULL);
         jerr re = {0};
         if (unseal_request(d, rj, &re) < 0)
@@ -596,14 +607,14 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
         j->stopped_by = sqlite3_column_type(st, 17) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 17);
         j->error = col_str(st, 18);
         json_t *u = json_loads(sqlite3_column_text(st, 19) ? (const char *)sqlite3_column_text(st, 19) : "{}", 0, NULL);
-        j->usage.cpu_ns = (uint64_t)json_integer_value(json_object_get(u, "cpu_ns"));
-        j->usage.memory_peak_bytes = (uint64_t)json_integer_value(json_object_get(u, "memory_peak_bytes"));
-        j->usage.io_read_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_read_bytes"));
-        j->usage.io_write_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_write_bytes"));
+        j->cpu_ns = (uint64_t)json_integer_value(json_object_get(u, "cpu_ns"));
+        j->memory_peak_bytes = (uint64_t)json_integer_value(json_object_get(u, "memory_peak_bytes"));
+        j->io_read_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_read_bytes"));
+        j->io_write_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_write_bytes"));
         json_decref(u);
-        j->shim_pid = (pid_t)sqlite3_column_int64(st, 20);
+        j->shim_pid = sqlite3_column_int64(st, 20);
         j->shim_start = (uint64_t)sqlite3_column_int64(st, 21);
-        j->init_pid = (pid_t)sqlite3_column_int64(st, 22);
+        j->init_pid = sqlite3_column_int64(st, 22);
         if (sqlite3_column_type(st, 23) != SQLITE_NULL) {
             json_t *gj = json_loads((const char *)sqlite3_column_text(st, 23), 0, NULL);
             grant_list_from_json(gj, &j->gpus);
@@ -620,11 +631,9 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
             gpu_fault_from_json(fj, &j->gpu_fault);
             json_decref(fj);
         }
-        j->sandbox_uid = (uid_t)sqlite3_column_int64(st, 29);
-        j->w_pid.fd = -1;
-        j->w_notify.fd = -1;
-        j->inotify_wd = -1;
+        j->sandbox_uid = sqlite3_column_int64(st, 29);
         fn(j, arg);
+        db_job_free(j);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
@@ -632,7 +641,7 @@ int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e)
     return 0;
 }
 
-static int write_workflow(db *d, sqlite3_stmt *st, const workflow *wf, jerr *e)
+static int write_workflow(db *d, sqlite3_stmt *st, const db_workflow *wf, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
@@ -656,17 +665,24 @@ static int write_workflow(db *d, sqlite3_stmt *st, const workflow *wf, jerr *e)
     return 0;
 }
 
-int db_insert_workflow(db *d, const workflow *wf, jerr *e) { return write_workflow(d, d->wf_ins, wf, e); }
-int db_update_workflow(db *d, const workflow *wf, jerr *e) { return write_workflow(d, d->wf_upd, wf, e); }
+int db_insert_workflow(db *d, const db_workflow *wf, jerr *e) { return write_workflow(d, d->wf_ins, wf, e); }
+int db_update_workflow(db *d, const db_workflow *wf, jerr *e) { return write_workflow(d, d->wf_upd, wf, e); }
 
-int db_save_workflow(db *d, const workflow *wf, jerr *e)
+int db_save_workflow(db *d, const db_workflow *wf, jerr *e)
 {
     if (write_workflow(d, d->wf_upd, wf, e) < 0)
         return -1;
     return sqlite3_changes(d->h) ? 0 : write_workflow(d, d->wf_ins, wf, e);
 }
 
-int db_load_workflows(db *d, void (*fn)(workflow *wf, void *arg), void *arg, jerr *e)
+void db_workflow_free(db_workflow *r)
+{
+    free(r->reason);
+    json_decref(r->doc);
+    *r = (db_workflow){0};
+}
+
+int db_load_workflows(db *d, void (*fn)(db_workflow *r, void *arg), void *arg, jerr *e)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h,
@@ -676,11 +692,11 @@ int db_load_workflows(db *d, void (*fn)(workflow *wf, void *arg), void *arg, jer
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        workflow *wf = xcalloc(1, sizeof *wf);
+        db_workflow row = {0}, *wf = &row;
         snprintf(wf->id, sizeof wf->id, "%s", (const char *)sqlite3_column_text(st, 0));
         wf->seq = (uint64_t)sqlite3_column_int64(st, 1);
-        wf->owner_uid = (uid_t)sqlite3_column_int64(st, 2);
-        wf->owner_gid = (gid_t)sqlite3_column_int64(st, 3);
+        wf->owner_uid = sqlite3_column_int64(st, 2);
+        wf->owner_gid = sqlite3_column_int64(st, 3);
         wf_state_parse((const char *)sqlite3_column_text(st, 4), &wf->state);
         wf->created_ms = sqlite3_column_int64(st, 5);
         wf->started_ms = sqlite3_column_int64(st, 6);
@@ -691,6 +707,7 @@ int db_load_workflows(db *d, void (*fn)(workflow *wf, void *arg), void *arg, jer
         if (!wf->doc)
             wf->doc = json_pack("{s:s,s:[]}", "name", "?", "jobs");
         fn(wf, arg);
+        db_workflow_free(wf);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)

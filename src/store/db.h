@@ -5,9 +5,14 @@
 
 #include <errno.h>
 
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "../common/err.h"
-#include "../core/job.h"
-#include "../core/workflow.h"
+#include "../common/jobreq.h"
+#include "../common/jobstate.h"
+#include "../gpu/grant.h"
 
 typedef struct db db;
 
@@ -17,8 +22,39 @@ typedef struct db db;
 
 db *db_open(const char *path, jerr *e);
 void db_close(db *d);
-int db_insert_job(db *d, const job *j, jerr *e);
-int db_update_job(db *d, const job *j, jerr *e);
+/* A job's row: what of a job outlives a restart (core/jobs.c: job_row makes one of the
+ * daemon's job, job_new the daemon's job of one). Written, it borrows its strings, request and
+ * GPUs; loaded (db_load_jobs), it owns them. 0 / -1 / "" where the field says "none". */
+typedef struct db_job {
+    char id[37];
+    uint64_t seq;
+    char *name;              /* NULL none */
+    enum job_state state;
+    int64_t owner_uid, owner_gid, uid, gid;
+    int64_t sandbox_uid;     /* gVisor: its sandbox's host uid while it runs; 0 none */
+    job_req req;             /* secret values are sealed in the database (seal.h) */
+    int64_t created_ms, scheduled_ms, started_ms, ended_ms;   /* 0 none (created_ms always) */
+    bool has_exit;
+    int exit_code;
+    int signal;              /* 0 none */
+    char *signal_name, *end_reason, *error;
+    int64_t stopped_by;      /* uid; -1 none */
+    uint64_t cpu_ns, memory_peak_bytes, io_read_bytes, io_write_bytes;
+    gpu_grants gpus;         /* n 0: none */
+    uint32_t preemptions;
+    bool preempting;
+    char wf_id[37];          /* "" none */
+    int wf_index;
+    gpu_fault gpu_fault;
+    int64_t shim_pid;        /* 0 none; shim_start and init_pid go with it */
+    uint64_t shim_start;
+    int64_t init_pid;
+} db_job;
+/* Frees what a loaded row still owns (what fn of db_load_jobs did not take), and empties it. */
+void db_job_free(db_job *r);
+
+int db_insert_job(db *d, const db_job *r, jerr *e);
+int db_update_job(db *d, const db_job *r, jerr *e);
 /* The job's row and its events, both or neither. */
 int db_delete_job(db *d, const char *id, jerr *e);
 /* A mark in the open transaction (begun when none is): db_undo takes back every change since,
@@ -28,14 +64,30 @@ void db_undo(db *d);
 void db_keep(db *d);
 /* The job's row as it is now: updated, or inserted when the database has none (a commit that
  * failed took its insert back: core/state.c writes such jobs again). */
-int db_save_job(db *d, const job *j, jerr *e);
-/* Calls fn for every job, in submission order; fn takes ownership of the job. */
-int db_load_jobs(db *d, void (*fn)(job *j, void *arg), void *arg, jerr *e);
-int db_insert_workflow(db *d, const workflow *wf, jerr *e);
-int db_update_workflow(db *d, const workflow *wf, jerr *e);
-int db_save_workflow(db *d, const workflow *wf, jerr *e);
-/* Calls fn for every workflow, in submission order; fn takes ownership. */
-int db_load_workflows(db *d, void (*fn)(workflow *wf, void *arg), void *arg, jerr *e);
+int db_save_job(db *d, const db_job *r, jerr *e);
+/* Calls fn for every job's row, in submission order: fn may take what the row owns (setting
+ * it NULL or empty there: job_new does); what it leaves is freed after the call. */
+int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e);
+
+/* A workflow's row (core/workflow.c: workflow_row, workflow_new). Written, it borrows reason
+ * and doc; loaded, it owns them, as a loaded db_job. */
+typedef struct db_workflow {
+    char id[37];
+    uint64_t seq;
+    int64_t owner_uid, owner_gid;
+    enum wf_state state;
+    int64_t created_ms, started_ms, ended_ms;   /* 0 none (created_ms always) */
+    int64_t canceled_by;     /* uid; -1 = not canceled */
+    char *reason;            /* NULL none */
+    json_t *doc;             /* as submitted (core/workflow.h); never NULL when loaded */
+} db_workflow;
+void db_workflow_free(db_workflow *r);
+int db_insert_workflow(db *d, const db_workflow *r, jerr *e);
+int db_update_workflow(db *d, const db_workflow *r, jerr *e);
+int db_save_workflow(db *d, const db_workflow *r, jerr *e);
+/* Calls fn for every workflow's row, in submission order; fn may take what it owns, as with
+ * db_load_jobs. */
+int db_load_workflows(db *d, void (*fn)(db_workflow *r, void *arg), void *arg, jerr *e);
 /* One audit record; -1 / NULL for what does not apply. */
 typedef struct audit_rec {
     int64_t ts_ms;

@@ -30,9 +30,9 @@ static void count(const db_event *ev, void *arg)
     snprintf(s->last, sizeof s->last, "%s %s", ev->event, ev->detail ? ev->detail : "-");
 }
 
-static job *a_job(const char *id, uint64_t seq)
+static db_job *a_job(const char *id, uint64_t seq)
 {
-    job *j = calloc(1, sizeof *j);
+    db_job *j = calloc(1, sizeof *j);
     snprintf(j->id, sizeof j->id, "%s", id);
     j->seq = seq;
     j->stopped_by = -1;
@@ -51,7 +51,7 @@ static void test_bound_drop_delete_reopen(void **state)
     if (!d)
         fail_msg("%s", e.msg);
     assert_int_equal(db_schema_version(d), 10);
-    job *a = a_job("aaaaaaaa-0000-4000-8000-000000000001", 1), *b = a_job("bbbbbbbb-0000-4000-8000-000000000002", 2);
+    db_job *a = a_job("aaaaaaaa-0000-4000-8000-000000000001", 1), *b = a_job("bbbbbbbb-0000-4000-8000-000000000002", 2);
     assert_int_equal(db_insert_job(d, a, &e), 0);
     assert_int_equal(db_insert_job(d, b, &e), 0);
     for (int i = 1; i <= 70; i++) {

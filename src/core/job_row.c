@@ -1,0 +1,63 @@
+/* A job and a workflow as rows of the database (job_row.h). */
+#include "job_row.h"
+
+#include <string.h>
+
+const db_job *job_row(const job *j, db_job *out)
+{
+    *out = (db_job){
+        .seq = j->seq,
+        .name = j->name,
+        .state = j->state,
+        .owner_uid = j->owner_uid,
+        .owner_gid = j->owner_gid,
+        .uid = j->uid,
+        .gid = j->gid,
+        .sandbox_uid = j->sandbox_uid,
+        .req = j->req,
+        .created_ms = j->created_ms,
+        .scheduled_ms = j->scheduled_ms,
+        .started_ms = j->started_ms,
+        .ended_ms = j->ended_ms,
+        .has_exit = j->has_exit,
+        .exit_code = j->exit_code,
+        .signal = j->signal,
+        .signal_name = j->signal_name,
+        .end_reason = j->end_reason,
+        .error = j->error,
+        .stopped_by = j->stopped_by,
+        .cpu_ns = j->usage.cpu_ns,
+        .memory_peak_bytes = j->usage.memory_peak_bytes,
+        .io_read_bytes = j->usage.io_read_bytes,
+        .io_write_bytes = j->usage.io_write_bytes,
+        .gpus = j->gpus,
+        .preemptions = j->preemptions,
+        .preempting = j->preempting,
+        .wf_index = j->wf_index,
+        .gpu_fault = j->gpu_fault,
+        .shim_pid = j->shim_pid,
+        .shim_start = j->shim_start,
+        .init_pid = j->init_pid,
+    };
+    memcpy(out->id, j->id, sizeof out->id);
+    memcpy(out->wf_id, j->wf_id, sizeof out->wf_id);
+    return out;
+}
+
+const db_workflow *workflow_row(const workflow *wf, db_workflow *out)
+{
+    *out = (db_workflow){
+        .seq = wf->seq,
+        .owner_uid = wf->owner_uid,
+        .owner_gid = wf->owner_gid,
+        .state = wf->state,
+        .created_ms = wf->created_ms,
+        .started_ms = wf->started_ms,
+        .ended_ms = wf->ended_ms,
+        .canceled_by = wf->canceled_by,
+        .reason = wf->reason,
+        .doc = wf->doc,
+    };
+    memcpy(out->id, wf->id, sizeof out->id);
+    return out;
+}

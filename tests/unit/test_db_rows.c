@@ -1,0 +1,199 @@
+/* Unit tests for a job's and a workflow's rows in the database (src/store/db.c), without the
+ * daemon: every field of a row written comes back as it was after the database is reopened
+ * (the secret environment sealed and opened again), a row's update replaces it, and a
+ * loader may take what it keeps of a loaded row (the rest is freed by the store). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "store/db.h"
+
+typedef struct loaded {
+    int n;
+    db_job first;          /* the first row, with what it owned taken over */
+    char second_state[16];
+} loaded;
+
+static void take_job(db_job *r, void *arg)
+{
+    loaded *l = arg;
+    if (l->n++ == 0) {
+        l->first = *r;     /* takes everything: the store frees nothing of it */
+        r->name = r->signal_name = r->end_reason = r->error = NULL;
+        r->req = (job_req){0};
+        r->gpus = (gpu_grants){0};
+    } else {
+        snprintf(l->second_state, sizeof l->second_state, "%s", job_state_name(r->state));
+        /* takes nothing: the store frees it after the call */
+    }
+}
+
+typedef struct loaded_wf {
+    int n;
+    char id[37], state[16], reason[64], doc_name[32];
+    int64_t canceled_by, owner_uid;
+} loaded_wf;
+
+static void see_wf(db_workflow *r, void *arg)
+{
+    loaded_wf *l = arg;
+    l->n++;
+    snprintf(l->id, sizeof l->id, "%s", r->id);
+    snprintf(l->state, sizeof l->state, "%s", wf_state_name(r->state));
+    snprintf(l->reason, sizeof l->reason, "%s", r->reason ? r->reason : "-");
+    snprintf(l->doc_name, sizeof l->doc_name, "%s", json_string_value(json_object_get(r->doc, "name")));
+    l->canceled_by = r->canceled_by;
+    l->owner_uid = r->owner_uid;
+}
+
+static void test_job_and_workflow_rows(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_db_rows.XXXXXX", path[128], cmd[160];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/joblet.db", dir);
+    jerr e = {0};
+    db *d = db_open(path, &e);
+    if (!d)
+        fail_msg("%s", e.msg);
+
+    db_job a = {.id = "aaaaaaaa-0000-4000-8000-000000000001", .seq = 1, .name = "train", .state = JS_RUNNING,
+                .owner_uid = 1000, .owner_gid = 1000, .uid = 1000, .gid = 1000, .sandbox_uid = 70001,
+                .created_ms = 1000, .scheduled_ms = 1500, .started_ms = 2000, .stopped_by = -1,
+                .cpu_ns = 7, .memory_peak_bytes = 8, .io_read_bytes = 9, .io_write_bytes = 10,
+                .preemptions = 2, .preempting = true, .wf_id = "ffffffff-0000-4000-8000-000000000009", .wf_index = 3,
+                .shim_pid = 4242, .shim_start = 99, .init_pid = 4243};
+    assert_int_equal(jobreq_set_command(&a.req, "python3", &e), 0);
+    assert_int_equal(jobreq_add_env(&a.req, false, "A", "1", &e), 0);
+    assert_int_equal(jobreq_add_env(&a.req, true, "TOKEN", "s3cret", &e), 0);
+    gpu_grant *g = grant_list_add(&a.gpus);
+    g->index = 1;
+    snprintf(g->uuid, sizeof g->uuid, "GPU-1");
+    g->shared_mb = -1;
+    db_job b = {.id = "bbbbbbbb-0000-4000-8000-000000000002", .seq = 2, .state = JS_QUEUED, .owner_uid = 0, .uid = 70000,
+                .gid = 70000, .created_ms = 3000, .stopped_by = -1};
+    assert_int_equal(jobreq_set_command(&b.req, "true", &e), 0);
+    assert_int_equal(db_insert_job(d, &a, &e), 0);
+    assert_int_equal(db_insert_job(d, &b, &e), 0);
+    /* it ended: the update replaces the row */
+    a.state = JS_FAILED;
+    a.ended_ms = 5000;
+    a.has_exit = true;
+    a.exit_code = 3;
+    a.end_reason = "gpu_error";
+    a.error = "lost its GPU";
+    a.stopped_by = 0;
+    a.preempting = false;
+    a.shim_pid = 0;
+    a.gpu_fault = (gpu_fault){.set = true, .gpu = 1, .uuid = "GPU-1", .xid = 79, .action = "offline", .by_uid = -1,
+                              .ms = 4900};
+    assert_int_equal(db_update_job(d, &a, &e), 0);
+
+    db_workflow w = {.id = "ffffffff-0000-4000-8000-000000000009", .seq = 1, .owner_uid = 1000, .owner_gid = 1000,
+                     .state = WF_RUNNING, .created_ms = 900, .started_ms = 1000, .canceled_by = -1,
+                     .doc = json_pack("{s:s,s:[]}", "name", "pipeline", "jobs")};
+    assert_int_equal(db_insert_workflow(d, &w, &e), 0);
+    w.state = WF_CANCELED;
+    w.canceled_by = 1000;
+    w.reason = "canceled by its owner";
+    assert_int_equal(db_save_workflow(d, &w, &e), 0);
+    assert_int_equal(db_flush(d, &e), 0);
+    db_close(d);
+
+    d = db_open(path, &e);
+    assert_non_null(d);
+    loaded l = {0};
+    assert_int_equal(db_load_jobs(d, take_job, &l, &e), 0);
+    assert_int_equal(l.n, 2);
+    db_job *r = &l.first;
+    assert_string_equal(r->id, a.id);
+    assert_int_equal(r->seq, 1);
+    assert_string_equal(r->name, "train");
+    assert_int_equal(r->state, JS_FAILED);
+    assert_int_equal(r->owner_uid, 1000);
+    assert_int_equal(r->sandbox_uid, 70001);
+    assert_int_equal(r->created_ms, 1000);
+    assert_int_equal(r->scheduled_ms, 1500);
+    assert_int_equal(r->started_ms, 2000);
+    assert_int_equal(r->ended_ms, 5000);
+    assert_true(r->has_exit);
+    assert_int_equal(r->exit_code, 3);
+    assert_int_equal(r->signal, 0);
+    assert_null(r->signal_name);
+    assert_string_equal(r->end_reason, "gpu_error");
+    assert_string_equal(r->error, "lost its GPU");
+    assert_int_equal(r->stopped_by, 0);
+    assert_int_equal(r->cpu_ns, 7);
+    assert_int_equal(r->io_write_bytes, 10);
+    assert_int_equal(r->preemptions, 2);
+    assert_false(r->preempting);
+    assert_string_equal(r->wf_id, w.id);
+    assert_int_equal(r->wf_index, 3);
+    assert_int_equal(r->shim_pid, 0);
+    assert_string_equal(r->req.command, "python3");
+    assert_int_equal(r->req.nenv, 1);
+    assert_int_equal(r->req.nsecret_env, 1);
+    assert_string_equal(r->req.secret_env[0].value, "s3cret");
+    assert_int_equal(r->gpus.n, 1);
+    assert_string_equal(r->gpus.g[0].uuid, "GPU-1");
+    assert_true(r->gpu_fault.set);
+    assert_int_equal(r->gpu_fault.xid, 79);
+    assert_string_equal(r->gpu_fault.action, "offline");
+    assert_string_equal(l.second_state, "QUEUED");
+    db_job_free(r);
+    assert_null(r->name);
+
+    loaded_wf lw = {0};
+    assert_int_equal(db_load_workflows(d, see_wf, &lw, &e), 0);
+    assert_int_equal(lw.n, 1);
+    assert_string_equal(lw.id, w.id);
+    assert_string_equal(lw.state, "CANCELED");
+    assert_string_equal(lw.reason, "canceled by its owner");
+    assert_string_equal(lw.doc_name, "pipeline");
+    assert_int_equal(lw.canceled_by, 1000);
+    assert_int_equal(lw.owner_uid, 1000);
+    db_close(d);
+
+    jobreq_free(&a.req);
+    grant_list_free(&a.gpus);
+    jobreq_free(&b.req);
+    json_decref(w.doc);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_state_names(void **state)
+{
+    (void)state;
+    enum job_state s;
+    assert_int_equal(job_state_parse("preempted", &s), 0);
+    assert_int_equal(s, JS_PREEMPTED);
+    assert_string_equal(job_state_name(JS_CANCELED), "CANCELED");
+    assert_int_equal(job_state_parse("DELETED", &s), -1);
+    assert_int_equal(job_state_parse(NULL, &s), -1);
+    for (int i = 0; i < JS_COUNT; i++) {
+        assert_int_equal(job_state_parse(job_state_name((enum job_state)i), &s), 0);
+        assert_int_equal(s, i);
+    }
+    enum wf_state w;
+    assert_int_equal(wf_state_parse("COMPLETED", &w), 0);
+    assert_int_equal(w, WF_COMPLETED);
+    assert_int_equal(wf_state_parse("completed", &w), -1); /* the database's spelling only */
+    assert_string_equal(wf_state_name(WF_PENDING), "PENDING");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_job_and_workflow_rows),
+        cmocka_unit_test(test_state_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
