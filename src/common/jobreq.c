@@ -1017,7 +1017,7 @@ static void gpu_fields_text(const job_req *r, char *out, size_t len)
  *   NVIDIA_DRIVER_CAPABILITIES  the driver's capabilities (gpu_caps), for a job that has GPUs
  * Given with the job's own GPU fields, they must say the same; else the request is refused with
  * both named, never one silently preferred. The job's environment then shows what it got
- * (gpu_spec.c sets both from the grant, in place of what was given). */
+ * (exec/spec_gpu.c sets both from the grant, in place of what was given). */
 static int nvidia_env(job_req *r, jerr *e)
 {
     const char *v = jobreq_env_get(r, false, "NVIDIA_VISIBLE_DEVICES");

@@ -37,7 +37,7 @@ static void gpu_nodes(json_t *nodes, const gpu_dev *g)
 {
     char name[64];
     snprintf(name, sizeof name, "nvidia%d", g->minor);
-    add_node(nodes, name, GPU_NVIDIA_MAJOR, g->minor);
+    add_node(nodes, name, SPEC_GPU_NVIDIA_MAJOR, g->minor);
 }
 
 static void add_device(json_t *devices, const char *name, json_t *nodes)
@@ -51,7 +51,7 @@ json_t *cdi_spec_json(jerr *e)
     if (!core.gpu.found || inv->n == 0)
         return jerr_set(e, ENODEV, "no GPU found (joblet --probe-gpus shows what discovery saw)"), NULL;
     json_t *devices = json_array(), *all = json_array();
-    int caps_major = gpu_spec_char_major(core.cfg.gpu.proc_root, "nvidia-caps");
+    int caps_major = spec_gpu_char_major(core.cfg.gpu.proc_root, "nvidia-caps");
     for (int i = 0; i < inv->n; i++) {
         const gpu_dev *g = &inv->gpu[i];
         char idx[16];
@@ -88,8 +88,8 @@ json_t *cdi_spec_json(jerr *e)
 
     /* what every device needs: the control node, unified memory, the driver's libraries */
     json_t *common = json_array();
-    add_node(common, "nvidiactl", GPU_NVIDIA_MAJOR, GPU_NVIDIACTL_MINOR);
-    int uvm = gpu_spec_char_major(core.cfg.gpu.proc_root, "nvidia-uvm");
+    add_node(common, "nvidiactl", SPEC_GPU_NVIDIA_MAJOR, SPEC_GPU_NVIDIACTL_MINOR);
+    int uvm = spec_gpu_char_major(core.cfg.gpu.proc_root, "nvidia-uvm");
     if (uvm >= 0) {
         add_node(common, "nvidia-uvm", uvm, 0);
         add_node(common, "nvidia-uvm-tools", uvm, 1);

@@ -131,7 +131,7 @@ static enum found along(const job_req *req, const root *r, const char *list, con
     return best;
 }
 
-/* A GPU job's PATH ends with its CUDA toolkit's bin (core/gpu_spec.c): any of the host's. */
+/* A GPU job's PATH ends with its CUDA toolkit's bin (exec/spec_gpu.c): any of the host's. */
 static bool in_toolkits(const job_req *req, const char *name)
 {
     bool gpu = req->gpu_count > 0 || req->ngpu_ids || req->gpu_all || req->gpu_mig;

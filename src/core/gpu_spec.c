@@ -1,59 +1,18 @@
-/* What a GPU grant becomes in the job's spec: device nodes and the device filter rules that
- * let the job open exactly them, the job's own /proc/driver/nvidia, and the environment.
- * Nothing here touches the job: the executor applies the spec (DESIGN §3.4). A simulated
- * grant (gpu.fixture) gets the environment only: no device exists behind it. */
-#include <errno.h>
+/* The daemon's side of a GPU job's spec (gpu_spec.h): the running driver's libraries found
+ * once at start, and the spec builder's view of the machine filled from core. What a grant
+ * becomes in the spec is exec/spec_gpu.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../common/log.h"
 #include "../common/util.h"
-#include "../common/parse.h"
 #include "../gpu/ldcache.h"
 #include "gpu_mps.h"
 #include "gpu_spec.h"
 #include "state.h"
 
-#define NVIDIA_MAJOR 195
-#define NVIDIACTL_MINOR 255
-#define NVIDIA_MODESET_MINOR 254
-
-static spec_op *push_op(gpu_spec *g);
-static int node_exists(const char *path);
-static void add_mount(gpu_spec *g, const char *src, const char *dst);
-static void append(char *list, size_t len, const char *item);
-
-/* The driver's user-space libraries by capability (NVIDIA_DRIVER_CAPABILITIES), after
- * libnvidia-container's lists. Each is found through the loader cache and must be of the
- * running driver's version: a leftover library of an older driver would fail in strange ways. */
-static const struct { const char *cap, *prefix; } driver_libs[] = {
-    {"utility", "libnvidia-ml.so"},         {"utility", "libnvidia-cfg.so"},
-    {"compute", "libcuda.so"},              {"compute", "libcudadebugger.so"},
-    {"compute", "libnvidia-opencl.so"},     {"compute", "libnvidia-gpucomp.so"},
-    {"compute", "libnvidia-ptxjitcompiler.so"}, {"compute", "libnvidia-fatbinaryloader.so"},
-    {"compute", "libnvidia-allocator.so"},  {"compute", "libnvidia-compiler.so"},
-    {"compute", "libnvidia-nvvm.so"},       {"compute", "libnvidia-pkcs11.so"},
-    {"video", "libvdpau_nvidia.so"},        {"video", "libnvidia-encode.so"},
-    {"video", "libnvidia-opticalflow.so"},  {"video", "libnvcuvid.so"},
-    {"graphics", "libnvidia-eglcore.so"},   {"graphics", "libnvidia-glcore.so"},
-    {"graphics", "libnvidia-tls.so"},       {"graphics", "libnvidia-glsi.so"},
-    {"graphics", "libnvidia-fbc.so"},       {"graphics", "libnvidia-rtcore.so"},
-    {"graphics", "libnvoptix.so"},          {"graphics", "libGLX_nvidia.so"},
-    {"graphics", "libEGL_nvidia.so"},       {"graphics", "libGLESv2_nvidia.so"},
-    {"graphics", "libGLESv1_CM_nvidia.so"}, {"graphics", "libnvidia-glvkspirv.so"},
-};
-#define NDRIVER_LIBS (sizeof driver_libs / sizeof driver_libs[0])
-#define JOB_DRIVER_DIR "/opt/nvidia/lib"
-/* where a job in a runtime finds the host's CUDA toolkit (CUDA_HOME) */
-#define JOB_TOOLKIT_DIR "/opt/nvidia/cuda"
-
-typedef struct gpu_driver_lib {
-    const char *cap;
-    ldcache_lib lib;
-} gpu_driver_lib;
+#define NLIB_NAMES 64
 
 size_t gpu_spec_driver_lib_paths(const char **out, size_t max)
 {
@@ -65,442 +24,70 @@ size_t gpu_spec_driver_lib_paths(const char **out, size_t max)
 
 void gpu_spec_find_driver_libs(void)
 {
-    const char *prefixes[NDRIVER_LIBS];
-    for (size_t i = 0; i < NDRIVER_LIBS; i++)
-        prefixes[i] = driver_libs[i].prefix;
-    ldcache_lib found[NDRIVER_LIBS];
+    const spec_gpu_lib_name *names = spec_gpu_lib_names;
+    size_t nnames = spec_gpu_nlib_names < NLIB_NAMES ? spec_gpu_nlib_names : NLIB_NAMES;
+    const char *prefixes[NLIB_NAMES];
+    for (size_t i = 0; i < nnames; i++)
+        prefixes[i] = names[i].prefix;
+    ldcache_lib found[NLIB_NAMES];
     int skipped = 0;
     jerr e = {0};
-    int n = ldcache_driver_libs(core.cfg.gpu.ldcache, core.gpu.inv.driver_version, prefixes, NDRIVER_LIBS, found,
-                                NDRIVER_LIBS, &skipped, &e);
+    int n = ldcache_driver_libs(core.cfg.gpu.ldcache, core.gpu.inv.driver_version, prefixes, nnames, found, nnames,
+                                &skipped, &e);
     if (n < 0) {
         log_warn("gpu: driver libraries: %s; GPU jobs get none", e.msg);
         return;
     }
     core.driver_libs = xcalloc((size_t)n + 1, sizeof *core.driver_libs);
     for (int k = 0; k < n; k++)
-        for (size_t i = 0; i < NDRIVER_LIBS; i++)
-            if (strcmp(found[k].prefix, driver_libs[i].prefix) == 0)
-                core.driver_libs[core.ndriver_libs++] = (gpu_driver_lib){driver_libs[i].cap, found[k]};
+        for (size_t i = 0; i < nnames; i++)
+            if (strcmp(found[k].prefix, names[i].prefix) == 0)
+                core.driver_libs[core.ndriver_libs++] = (spec_gpu_lib){names[i].cap, found[k]};
     log_info("gpu: %zu driver %s libraries found in %s%s", core.ndriver_libs, core.gpu.inv.driver_version, core.cfg.gpu.ldcache,
              skipped ? " (libraries of other driver versions ignored)" : "");
     /* What the default capabilities (compute, utility) would miss is worth a warning; video
      * and graphics libraries are absent from most compute servers. */
     char missing[1024] = "";
-    for (size_t i = 0; i < NDRIVER_LIBS; i++) {
+    for (size_t i = 0; i < nnames; i++) {
         int have = 0;
         for (size_t k = 0; k < core.ndriver_libs; k++)
-            have |= strcmp(core.driver_libs[k].lib.prefix, driver_libs[i].prefix) == 0;
+            have |= strcmp(core.driver_libs[k].lib.prefix, names[i].prefix) == 0;
         size_t l = strlen(missing);
-        if (!have && (!strcmp(driver_libs[i].cap, "compute") || !strcmp(driver_libs[i].cap, "utility")))
-            snprintf(missing + l, sizeof missing - l, "%s%s", l ? ", " : "", driver_libs[i].prefix);
+        if (!have && (!strcmp(names[i].cap, "compute") || !strcmp(names[i].cap, "utility")))
+            snprintf(missing + l, sizeof missing - l, "%s%s", l ? ", " : "", names[i].prefix);
     }
     if (*missing)
         log_warn("gpu: not found for driver %s in %s (jobs get the others): %s", core.gpu.inv.driver_version,
                  core.cfg.gpu.ldcache, missing);
 }
 
-static int cap_wanted(const char *caps, const char *cap)
+/* The machine as discovery found it at start. */
+static void machine(spec_gpu_host *h)
 {
-    if (strstr(caps, "all"))
-        return 1;
-    size_t l = strlen(cap);
-    for (const char *p = caps; (p = strstr(p, cap)); p += l)
-        if ((p == caps || p[-1] == ',') && (p[l] == ',' || !p[l]))
-            return 1;
-    return 0;
+    *h = (spec_gpu_host){
+        .dev_root = core.cfg.gpu.dev_root,
+        .proc_root = core.cfg.gpu.proc_root,
+        .inv = &core.gpu.inv,
+        .cuda = core.gpu.cuda,
+        .ncuda = core.gpu.ncuda,
+        .libs = core.driver_libs,
+        .nlibs = core.ndriver_libs,
+        .online_cpus = core.online_cpus,
+    };
 }
 
-static void set_env(gpu_spec *g, const char *name, const char *value)
+void gpu_spec_host(const job *j, spec_gpu_host *h, char *mps_dir, size_t mps_len)
 {
-    g->env = xrealloc(g->env, (g->nenv + 1) * sizeof *g->env);
-    g->env[g->nenv++] = (jobreq_pair){xstrdup(name), xstrdup(value)};
-}
-
-/* The job's driver directory: each library read-only under its real name, with the link
- * programs load (libcuda.so.1) and the development link (libcuda.so). */
-static void add_driver_libs(const job *j, gpu_spec *g)
-{
-    const char *caps = j->req.gpu_caps ? j->req.gpu_caps : "compute,utility";
-    int any = 0;
-    for (size_t i = 0; i < core.ndriver_libs; i++) {
-        const gpu_driver_lib *d = &core.driver_libs[i];
-        if (!cap_wanted(caps, d->cap))
-            continue;
-        const char *base = strrchr(d->lib.real, '/') ? strrchr(d->lib.real, '/') + 1 : d->lib.real;
-        char dst[700], link[300];
-        snprintf(dst, sizeof dst, JOB_DRIVER_DIR "/%s", base);
-        add_mount(g, d->lib.real, dst);
-        if (strcmp(d->lib.soname, base) != 0) {
-            snprintf(link, sizeof link, JOB_DRIVER_DIR "/%s", d->lib.soname);
-            spec_op *o = push_op(g);
-            o->kind = SPEC_SYMLINK;
-            o->src = xstrdup(base);
-            o->dst = xstrdup(link);
-        }
-        if (strcmp(d->lib.prefix, d->lib.soname) != 0 && strcmp(d->lib.prefix, base) != 0) {
-            snprintf(link, sizeof link, JOB_DRIVER_DIR "/%s", d->lib.prefix);
-            spec_op *o = push_op(g);
-            o->kind = SPEC_SYMLINK;
-            o->src = xstrdup(d->lib.soname);
-            o->dst = xstrdup(link);
-        }
-        any = 1;
+    machine(h);
+    if (j->gpus.n && j->req.gpu_share) {
+        gpu_mps_pipe_dir(j->gpus.g[0].index, mps_dir, mps_len);
+        h->mps_pipe_dir = mps_dir;
     }
-    if (any)
-        append(g->ld_add, sizeof g->ld_add, JOB_DRIVER_DIR);
 }
 
-int gpu_spec_char_major(const char *proc_root, const char *name)
-{
-    char path[512], line[128];
-    snprintf(path, sizeof path, "%s/devices", proc_root);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    int major = -1, in_char = 0;
-    while (fgets(line, sizeof line, f)) {
-        char dev[64];
-        int m;
-        if (strncmp(line, "Character devices:", 18) == 0)
-            in_char = 1;
-        else if (strncmp(line, "Block devices:", 14) == 0)
-            in_char = 0;
-        else if (in_char && sscanf(line, "%d %63s", &m, dev) == 2 && strcmp(dev, name) == 0)
-            major = m;
-    }
-    fclose(f);
-    return major;
-}
-
-static spec_op *push_op(gpu_spec *g)
-{
-    g->ops = xrealloc(g->ops, (g->nops + 1) * sizeof *g->ops);
-    memset(&g->ops[g->nops], 0, sizeof *g->ops);
-    return &g->ops[g->nops++];
-}
-
-static void add_node(gpu_spec *g, const char *host, const char *dst, int major, int minor)
-{
-    spec_op *o = push_op(g);
-    o->kind = SPEC_DEVNODE;
-    o->src = xstrdup(host);
-    o->dst = xstrdup(dst);
-    o->major = (uint32_t)major;
-    o->minor = (uint32_t)minor;
-    g->rules = xrealloc(g->rules, (g->nrules + 1) * sizeof *g->rules);
-    g->rules[g->nrules++] = (cg_dev_rule){'c', major, minor, "rw"};
-}
-
-static void add_file(gpu_spec *g, const char *dst, char *content /* taken */)
-{
-    spec_op *o = push_op(g);
-    o->kind = SPEC_FILE;
-    o->dst = xstrdup(dst);
-    o->data = content;
-}
-
-static void add_simple(gpu_spec *g, enum spec_op_kind kind, const char *dst)
-{
-    spec_op *o = push_op(g);
-    o->kind = kind;
-    o->dst = xstrdup(dst);
-}
-
-/* The driver's params with ModifyDeviceFiles: 0, so that nothing in the job (a CUDA library
- * calling nvidia-modprobe) tries to create device nodes: the job has exactly the ones given. */
-static char *params_without_modify(const char *proc_root)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/driver/nvidia/params", proc_root);
-    char *in = read_file(path, NULL);
-    size_t cap = (in ? strlen(in) : 0) + 64, n = 0;
-    char *out = xmalloc(cap);
-    int seen = 0;
-    out[0] = 0;
-    for (char *save = NULL, *line = in ? strtok_r(in, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
-        if (strncmp(line, "ModifyDeviceFiles:", 18) == 0) {
-            line = "ModifyDeviceFiles: 0";
-            seen = 1;
-        }
-        n += (size_t)snprintf(out + n, cap - n, "%s\n", line);
-    }
-    if (!seen)
-        snprintf(out + n, cap - n, "ModifyDeviceFiles: 0\n");
-    free(in);
-    return out;
-}
-
-static int node_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISCHR(st.st_mode);
-}
-
-static void add_mount(gpu_spec *g, const char *src, const char *dst)
-{
-    g->mounts = xrealloc(g->mounts, (g->nmounts + 1) * sizeof *g->mounts);
-    g->mounts[g->nmounts++] = (spec_mount){xstrdup(src), xstrdup(dst), false};
-}
-
-static void append(char *list, size_t len, const char *item)
-{
-    size_t l = strlen(list);
-    snprintf(list + l, len - l, "%s%s", l ? ":" : "", item);
-}
-
-/* Directories every job already sees read-only (mounts.c, system_dirs). */
-static int host_visible(const char *path)
-{
-    static const char *const dirs[] = {"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/etc/"};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
-        if (strncmp(path, dirs[i], strlen(dirs[i])) == 0)
-            return 1;
-    return 0;
-}
-
-/* The CUDA toolkit a GPU job gets: /usr/local/cuda when the driver can run it (it is what the
- * admin pointed the standard link at), else the newest one it can run. Mounted read-only where
- * the host has it, PATH and LD_LIBRARY_PATH extended, CUDA_HOME set. */
-static void add_toolkit(const job *j, gpu_spec *g)
-{
-    const gpu_cuda *best = NULL;
-    for (int i = 0; i < core.gpu.ncuda; i++) {
-        const gpu_cuda *t = &core.gpu.cuda[i];
-        if (strcmp(t->compat, "ok") && strcmp(t->compat, "minor-version"))
-            continue;
-        size_t l = strlen(t->path), k = strlen("/usr/local/cuda");
-        if (l >= k && strcmp(t->path + l - k, "/usr/local/cuda") == 0) { /* under gpu.cuda_search_root too */
-            best = t;
-            break;
-        }
-        if (!best || t->major * 1000 + t->minor > best->major * 1000 + best->minor)
-            best = t;
-    }
-    if (!best) {
-        if (core.gpu.ncuda)
-            log_warn("job %s: no CUDA toolkit on this host can run on driver %s; the job gets none", j->id,
-                     core.gpu.inv.driver_version);
-        return;
-    }
-    /* In a runtime the host's /usr is not the job's (and the runtime's is read-only): the
-     * toolkit goes to a directory of its own on the job's root. */
-    const char *where = j->req.runtime ? JOB_TOOLKIT_DIR : best->path;
-    if (j->req.runtime || !host_visible(best->real))
-        add_mount(g, best->real, where);
-    set_env(g, "CUDA_HOME", where);
-    char dir[300];
-    snprintf(dir, sizeof dir, "%s/bin", where);
-    append(g->path_add, sizeof g->path_add, dir);
-    snprintf(dir, sizeof dir, "%s/lib64", where);
-    append(g->ld_add, sizeof g->ld_add, dir);
-}
-
-/* A GPU job runs on the CPUs and memory of its GPUs' NUMA nodes (DMA to a remote node is
- * slow), unless it chose --cpu-cores. Only CPUs and nodes this host has count: a simulated
- * machine's CPU lists describe another machine. */
 void gpu_spec_locality(const job *j, char *cpus, size_t cpus_len, char *mems, size_t mems_len)
 {
-    uint8_t want[CPU_MAX / 8] = {0}, mask[CPU_MAX / 8];
-    uint64_t nodes = 0;
-    int any = 0;
-    cpus[0] = mems[0] = 0;
-    for (size_t i = 0; i < j->gpus.n; i++) {
-        const gpu_grant *gr = &j->gpus.g[i];
-        int k = gpu_find(&core.gpu.inv, *gr->parent_uuid ? gr->parent_uuid : gr->uuid);
-        jerr e = {0};
-        if (k < 0 || !*core.gpu.inv.gpu[k].local_cpus || parse_cpu_list("local_cpus", core.gpu.inv.gpu[k].local_cpus, mask, &e) < 0)
-            return; /* one GPU of unknown locality: no preference at all */
-        for (size_t b = 0; b < sizeof want; b++)
-            want[b] |= mask[b] & core.online_cpus[b];
-        int node = core.gpu.inv.gpu[k].numa_node;
-        char path[64];
-        snprintf(path, sizeof path, "/sys/devices/system/node/node%d", node);
-        if (node >= 0 && node < 64 && access(path, F_OK) == 0)
-            nodes |= 1ull << node;
-    }
-    for (size_t b = 0; b < sizeof want; b++)
-        any |= want[b];
-    if (!any)
-        return;
-    format_cpu_list(want, cpus, cpus_len);
-    for (int n = 0; n < 64; n++)
-        if (nodes >> n & 1) {
-            size_t l = strlen(mems);
-            snprintf(mems + l, mems_len - l, "%s%d", l ? "," : "", n);
-        }
-}
-
-/* What CUDA and the NVIDIA container conventions read. Inside the job only its own GPUs
- * exist, so CUDA numbers them 0..n-1 (in bus order, which CUDA_DEVICE_ORDER makes CUDA keep),
- * and a MIG device by its UUID; NVIDIA_VISIBLE_DEVICES names them by UUID, which means the
- * same thing everywhere. */
-static void add_env(const job *j, gpu_spec *g)
-{
-    char cuda[GPU_MAX * 100] = "", uuids[GPU_MAX * 100] = "";
-    for (size_t i = 0; i < j->gpus.n; i++) {
-        const char *uuid = j->gpus.g[i].uuid;
-        size_t l = strlen(cuda), u = strlen(uuids);
-        if (j->gpus.g[i].mig)
-            snprintf(cuda + l, sizeof cuda - l, "%s%s", i ? "," : "", uuid);
-        else
-            snprintf(cuda + l, sizeof cuda - l, "%s%zu", i ? "," : "", i);
-        snprintf(uuids + u, sizeof uuids - u, "%s%s", i ? "," : "", uuid);
-    }
-    const char *caps = j->req.gpu_caps;
-    set_env(g, "CUDA_VISIBLE_DEVICES", cuda);
-    set_env(g, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-    set_env(g, "NVIDIA_VISIBLE_DEVICES", uuids);
-    set_env(g, "NVIDIA_DRIVER_CAPABILITIES", caps ? caps : "compute,utility");
-    if (j->gpus.n && j->gpus.g[0].simulated)
-        set_env(g, "JOBLET_GPUS_SIMULATED", "1");
-}
-
-/* A shared job reaches its GPU through that GPU's MPS server: the server's pipe directory at
- * MPS's default place, its memory reservation as a hard limit, and SMs in proportion. */
-#define MPS_PIPE_IN_JOB "/tmp/nvidia-mps"
-static void add_mps(const job *j, gpu_spec *g)
-{
-    int idx = j->gpus.g[0].index;
-    uint64_t mb = (uint64_t)j->req.gpu_memory_mb;
-    int64_t total = core.gpu.inv.gpu[idx].memory_total_mb;
-    char dir[600], lim[64], pct[16];
-    gpu_mps_pipe_dir(idx, dir, sizeof dir);
-    g->mounts = xrealloc(g->mounts, (g->nmounts + 1) * sizeof *g->mounts);
-    g->mounts[g->nmounts++] = (spec_mount){xstrdup(dir), xstrdup(MPS_PIPE_IN_JOB), true};
-    snprintf(lim, sizeof lim, "0=%lluM", (unsigned long long)mb);
-    snprintf(pct, sizeof pct, "%d", total > 0 ? (int)((mb * 100 + (uint64_t)total - 1) / (uint64_t)total) : 100);
-    set_env(g, "CUDA_MPS_PIPE_DIRECTORY", MPS_PIPE_IN_JOB);
-    set_env(g, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim);
-    set_env(g, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct);
-}
-
-int gpu_spec_build(const job *j, gpu_spec *g, jerr *e)
-{
-    memset(g, 0, sizeof *g);
-    size_t n = j->gpus.n;
-    if (n)
-        add_env(j, g);
-    if (n && j->req.gpu_share)
-        add_mps(j, g);
-    if (!n || j->gpus.g[0].simulated)
-        return 0;
-    const gpu_config *c = &core.cfg.gpu;
-    char host[512], dst[128];
-    for (size_t i = 0; i < n; i++) {
-        int minor = j->gpus.g[i].minor;
-        snprintf(host, sizeof host, "%s/nvidia%d", c->dev_root, minor);
-        snprintf(dst, sizeof dst, "/dev/nvidia%d", minor);
-        add_node(g, host, dst, NVIDIA_MAJOR, minor);
-    }
-    snprintf(host, sizeof host, "%s/nvidiactl", c->dev_root);
-    add_node(g, host, "/dev/nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR);
-    /* Graphics and display need the modeset node too, when the host has one. */
-    const char *caps = j->req.gpu_caps;
-    if (caps && (cap_wanted(caps, "graphics") || cap_wanted(caps, "display"))) {
-        snprintf(host, sizeof host, "%s/nvidia-modeset", c->dev_root);
-        if (node_exists(host))
-            add_node(g, host, "/dev/nvidia-modeset", NVIDIA_MAJOR, NVIDIA_MODESET_MINOR);
-        else
-            log_warn("job %s: graphics asked for, but %s does not exist", j->id, host);
-    }
-    /* A MIG device is reached through its parent's node plus the capability nodes of its GPU
-     * and compute instances; only those caps are allowed, so no other instance can be opened. */
-    int caps_major = -1;
-    for (size_t i = 0; i < n; i++) {
-        const gpu_grant *gr = &j->gpus.g[i];
-        if (!gr->mig)
-            continue;
-        if (caps_major < 0 && (caps_major = gpu_spec_char_major(c->proc_root, "nvidia-caps")) < 0) {
-            gpu_spec_free(g);
-            return jerr_set(e, ENOENT, "MIG device %s: nvidia-caps is not in %s/devices", gr->uuid,
-                            c->proc_root);
-        }
-        for (int k = 0; k < 2; k++) {
-            int cap = k ? gr->ci_cap_minor : gr->gi_cap_minor;
-            snprintf(host, sizeof host, "%s/nvidia-caps/nvidia-cap%d", c->dev_root, cap);
-            snprintf(dst, sizeof dst, "/dev/nvidia-caps/nvidia-cap%d", cap);
-            add_node(g, host, dst, caps_major, cap);
-        }
-    }
-    /* Unified memory: CUDA needs it, but the module may not be loaded (or its nodes not made
-     * yet) on a host that only runs nvidia-smi; a job then gets what exists, with a warning. */
-    int uvm = gpu_spec_char_major(c->proc_root, "nvidia-uvm");
-    static const char *const uvm_nodes[] = {"nvidia-uvm", "nvidia-uvm-tools"};
-    for (int k = 0; k < 2; k++) {
-        snprintf(host, sizeof host, "%s/%s", c->dev_root, uvm_nodes[k]);
-        snprintf(dst, sizeof dst, "/dev/%s", uvm_nodes[k]);
-        if (uvm >= 0 && node_exists(host))
-            add_node(g, host, dst, uvm, k);
-        else
-            log_warn("job %s: %s is not available on this host (%s); CUDA programs that need unified memory "
-                     "will fail", j->id, dst, uvm < 0 ? "nvidia-uvm is not in /proc/devices" : "no host node");
-    }
-
-    /* The job's /proc/driver/nvidia: only its GPUs. Mounted over the real directory when the
-     * kernel has one, else over /proc/driver (a host without the module: tests, simulations). */
-    char base[64];
-    int over_nvidia = access("/proc/driver/nvidia", F_OK) == 0;
-    snprintf(base, sizeof base, "%s", over_nvidia ? "/proc/driver/nvidia" : "/proc/driver");
-    add_simple(g, SPEC_TMPFS, base);
-    snprintf(host, sizeof host, "%s/driver/nvidia/version", c->proc_root);
-    char *ver = read_file(host, NULL);
-    if (ver)
-        add_file(g, "/proc/driver/nvidia/version", ver);
-    add_file(g, "/proc/driver/nvidia/params", params_without_modify(c->proc_root));
-    for (size_t i = 0; i < n; i++) {
-        const gpu_grant *gr = &j->gpus.g[i];
-        const char *bus = gr->bus_id;
-        snprintf(host, sizeof host, "%s/driver/nvidia/gpus/%s/information", c->proc_root, bus);
-        char *info = read_file(host, NULL);
-        if (!info) {
-            gpu_spec_free(g);
-            return jerr_set(e, ENOENT, "GPU %s: %s is missing: the driver no longer lists this GPU", bus, host);
-        }
-        snprintf(dst, sizeof dst, "/proc/driver/nvidia/gpus/%s/information", bus);
-        add_file(g, dst, info);
-        if (!gr->mig)
-            continue;
-        /* libcuda finds the capability minors of its instance here */
-        int minor = gr->minor, gi = gr->gi, ci = gr->ci;
-        for (int k = 0; k < 2; k++) {
-            char rel[128];
-            if (k)
-                snprintf(rel, sizeof rel, "capabilities/gpu%d/mig/gi%d/ci%d/access", minor, gi, ci);
-            else
-                snprintf(rel, sizeof rel, "capabilities/gpu%d/mig/gi%d/access", minor, gi);
-            snprintf(host, sizeof host, "%s/driver/nvidia/%s", c->proc_root, rel);
-            char *txt = read_file(host, NULL);
-            if (txt) {
-                snprintf(dst, sizeof dst, "/proc/driver/nvidia/%s", rel);
-                add_file(g, dst, txt);
-            }
-        }
-    }
-    add_simple(g, SPEC_READONLY, base);
-    add_driver_libs(j, g);
-    add_toolkit(j, g);
-    if (!j->req.cpu_cores)
-        gpu_spec_locality(j, g->cpus, sizeof g->cpus, g->mems, sizeof g->mems);
-    return 0;
-}
-
-void gpu_spec_free(gpu_spec *g)
-{
-    for (size_t i = 0; i < g->nops; i++) {
-        free(g->ops[i].src);
-        free(g->ops[i].dst);
-        free(g->ops[i].data);
-    }
-    free(g->ops);
-    free(g->rules);
-    for (size_t i = 0; i < g->nmounts; i++) {
-        free(g->mounts[i].src);
-        free(g->mounts[i].dst);
-    }
-    free(g->mounts);
-    for (size_t i = 0; i < g->nenv; i++)
-        free(g->env[i].name), free(g->env[i].value);
-    free(g->env);
-    memset(g, 0, sizeof *g);
+    spec_gpu_host h;
+    machine(&h);
+    spec_gpu_locality(&j->gpus, &h, cpus, cpus_len, mems, mems_len);
 }

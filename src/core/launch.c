@@ -18,6 +18,7 @@
 #include "../exec/shim.h"
 #include "../exec/shim_status.h"
 #include "../exec/spec.h"
+#include "../exec/spec_build.h"
 #include "../exec/zygote.h"
 #include "counters.h"
 #include "gpu_spec.h"
@@ -34,198 +35,73 @@
 #include "workfs.h"
 
 /* The PATH a job gets when it gives none (launch.h). */
-const char *const launch_default_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const char *const launch_default_path = SPEC_BUILD_DEFAULT_PATH;
 
-static void add_env(char ***env, size_t *n, const char *k, const char *v)
-{
-    *env = xrealloc(*env, (*n + 2) * sizeof **env);
-    size_t l = strlen(k) + strlen(v) + 2;
-    (*env)[*n] = xmalloc(l);
-    snprintf((*env)[*n], l, "%s=%s", k, v);
-    (*env)[++*n] = NULL;
-}
-
-/* PATH and LD_LIBRARY_PATH: the job's own (or the default) with the GPU directories appended. */
-static void add_path_env(const job_req *r, const char *key, const char *dflt, const char *extra, char ***env, size_t *n)
-{
-    const char *mine = jobreq_env_get(r, false, key);
-    const char *base = mine ? mine : dflt;
-    if (!*extra && !mine && !*dflt)
-        return;
-    char *v = xmalloc(strlen(base) + strlen(extra) + 2);
-    sprintf(v, "%s%s%s", base, *base && *extra ? ":" : "", extra);
-    add_env(env, n, key, v);
-    free(v);
-}
-
-/* The job's environment is built from nothing: the daemon's own variables never leak in. */
-static char **job_env(const job *j, const gpu_spec *gs, const runtime *rt)
-{
-    char **env = NULL;
-    size_t n = 0;
-    const job_req *r = &j->req;
-    /* the runtime's variables first; the job's own of the same name win */
-    for (size_t i = 0; rt && i < rt->nenv; i++)
-        if (!jobreq_env_get(r, false, rt->env[i].name) && !jobreq_env_get(r, true, rt->env[i].name) &&
-            strcmp(rt->env[i].name, "PATH") && strcmp(rt->env[i].name, "LD_LIBRARY_PATH"))
-            add_env(&env, &n, rt->env[i].name, rt->env[i].value);
-    static const char *const defaults[][2] = {{"HOME", "/work"}, {"LANG", "C.UTF-8"}};
-    for (size_t i = 0; i < ARRAY_LEN(defaults); i++)
-        if (!jobreq_env_get(r, false, defaults[i][0]) && !jobreq_env_get(r, true, defaults[i][0]))
-            add_env(&env, &n, defaults[i][0], defaults[i][1]);
-    if (!jobreq_env_get(r, true, "PATH"))
-        add_path_env(r, "PATH", launch_default_path, gs->path_add, &env, &n);
-    if (!jobreq_env_get(r, true, "LD_LIBRARY_PATH"))
-        add_path_env(r, "LD_LIBRARY_PATH", "", gs->ld_add, &env, &n);
-    add_env(&env, &n, "JOB_ID", j->id);
-    for (size_t i = 0; i < gs->nenv; i++)
-        add_env(&env, &n, gs->env[i].name, gs->env[i].value);
-    for (size_t i = 0; i < r->nenv; i++) {
-        const char *name = r->env[i].name;
-        if (!strcmp(name, "PATH") || !strcmp(name, "LD_LIBRARY_PATH"))
-            continue;
-        /* NVIDIA's two variables were read as the request (common/jobreq.c): the job sees what
-         * it got, the GPU spec's values, or "void" when it got none (a --gpu-optional job run
-         * without) unless what was given says so already */
-        bool nvidia = !strcmp(name, "NVIDIA_VISIBLE_DEVICES") || !strcmp(name, "NVIDIA_DRIVER_CAPABILITIES");
-        if (nvidia && j->gpus.n)
-            continue;
-        const char *v = r->env[i].value;
-        bool none = !*v || !strcmp(v, "void") || !strcmp(v, "none");
-        add_env(&env, &n, name, nvidia && !strcmp(name, "NVIDIA_VISIBLE_DEVICES") && !none ? "void" : v);
-    }
-    for (size_t i = 0; i < r->nsecret_env; i++)
-        add_env(&env, &n, r->secret_env[i].name, r->secret_env[i].value);
-    return env;
-}
-
-static char **job_argv(const job *j)
-{
-    char **argv = xcalloc(j->req.nargs + 2, sizeof *argv);
-    argv[0] = xstrdup(j->req.command);
-    for (size_t i = 0; i < j->req.nargs; i++)
-        argv[i + 1] = xstrdup(j->req.args[i]);
-    return argv;
-}
-
-/* The job's spec in a memfd for its shim (spec.h), or -1. */
+/* The job's spec in a memfd for its shim (spec.h), or -1: the spec builder's context
+ * (exec/spec_build.h) filled from the daemon's state and the job. */
 static int make_spec(const job *j, const char *dir, jerr *e)
 {
-    job_spec s = {0};
-    char host[64];
-    gpu_spec g;
-    if (gpu_spec_build(j, &g, e) < 0)
-        return -1;
-    snprintf(s.id, sizeof s.id, "%s", j->id);
-    char work[800];
-    workfs_path(j->owner_uid, dir, work, sizeof work);
-    s.job_dir = (char *)dir;
-    s.work_dir = work;
-    s.root_mount = core.root_mount;
-    snprintf(host, sizeof host, "job-%.8s", j->id);
-    s.hostname = host;
-    const runtime *rt = NULL;
+    spec_ctx c = {
+        .id = j->id,
+        .req = &j->req,
+        .gpus = &j->gpus,
+        .uid = j->uid,
+        .gid = j->gid,
+        .owner_uid = j->owner_uid,
+        .sandbox_uid = j->sandbox_uid,
+        .job_dir = dir,
+        .root_mount = core.root_mount,
+        .cgroup_root = core.cfg.cgroup_root,
+        .stop_grace_s = core.cfg.stop_grace_s,
+        .tmp_size_mb = core.cfg.tmp_size_mb,
+        .log_floor = core.cfg.state_reserve / 2,
+    };
     if (j->req.runtime) {
         /* checked at submission; removed since: the job cannot start (runtime_build.c refuses to
          * remove a runtime jobs wait for) */
-        if (runtimes_find(j->req.runtime, &rt, e) < 0) {
-            gpu_spec_free(&g);
+        const runtime *rt;
+        if (runtimes_find(j->req.runtime, &rt, e) < 0)
             return -1;
-        }
-        s.system_root = (char *)rt->root;
+        c.system_root = rt->root;
+        c.runtime_env = rt->env;
+        c.nruntime_env = rt->nenv;
     }
-    s.argv = job_argv(j);
-    s.env = job_env(j, &g, rt);
-    s.workdir = j->req.workdir ? j->req.workdir : (char *)"/work";
-    s.uid = j->uid;
-    s.gid = j->gid;
-    s.net_host = j->req.network && !strcmp(j->req.network, "host");
-    s.max_runtime_s = (uint64_t)j->req.max_runtime_s;
-    s.stop_grace_s = core.cfg.stop_grace_s;
-    s.tmp_size_mb = core.cfg.tmp_size_mb;
-    s.log_max_bytes = (uint64_t)j->req.max_log_bytes;
-    if (statedisk_budget_path(j->owner_uid, s.log_budget, sizeof s.log_budget) < 0)
-        s.log_budget[0] = 0;
-    s.log_floor = core.cfg.state_reserve / 2;
-    s.user_procs_max = (uint64_t)j->req.user_pids_max;
-    /* the user's jobs' host tasks together, root's unbounded (exec/cgroup.h) */
-    s.owner_uid = j->owner_uid;
-    s.user_tasks_max = j->owner_uid ? (uint64_t)j->req.user_pids_max : 0;
-    s.cgroup_root = core.cfg.cgroup_root;
-    s.limits.cpu_pct = (uint32_t)j->req.max_cpu;
-    s.limits.mem_bytes = (uint64_t)j->req.max_memory_mb << 20;
-    s.limits.pids_max = (uint64_t)j->req.pids_max;
-    s.limits.io_bps = (uint64_t)j->req.max_iobps;
-    if (s.limits.io_bps) {
+    char work[800], budget[512], io_dev[32] = "", mps[600];
+    workfs_path(j->owner_uid, dir, work, sizeof work);
+    c.work_dir = work;
+    if (statedisk_budget_path(j->owner_uid, budget, sizeof budget) < 0)
+        budget[0] = 0;
+    c.log_budget = budget;
+    if (j->req.max_iobps) {
         /* the disk /work is on: the owner's loop device under jobs.work_quota (workfs.h),
          * else the state directory's */
         jerr ie = {0};
-        if (cg_block_device_of(work, s.limits.io_dev, sizeof s.limits.io_dev, &ie) < 0)
-            snprintf(s.limits.io_dev, sizeof s.limits.io_dev, "%s", core.io_dev);
+        if (cg_block_device_of(work, io_dev, sizeof io_dev, &ie) < 0)
+            snprintf(io_dev, sizeof io_dev, "%s", core.io_dev);
     }
-    const char *cores = j->req.cpu_cores;
-    snprintf(s.limits.cpus, sizeof s.limits.cpus, "%s", cores ? cores : g.cpus);
-    snprintf(s.limits.mems, sizeof s.limits.mems, "%s", cores ? "" : g.mems);
-    s.ops = g.ops;
-    s.nops = g.nops;
-    s.devices = g.rules;
-    s.ndevices = g.nrules;
-    /* the GPU's binds, then the job's volumes at /volumes/NAME */
-    spec_mount *mounts = NULL;
-    size_t nmounts = g.nmounts, nown = 0;
-    if (g.nmounts) {
-        mounts = xmalloc(g.nmounts * sizeof *mounts);
-        memcpy(mounts, g.mounts, g.nmounts * sizeof *mounts);
-    }
-    int fd = volumes_spec_mounts(j, &mounts, &nmounts, e);
-    nown = nmounts - g.nmounts;
-    s.mounts = mounts;
-    s.nmounts = nmounts;
-    /* gVisor: the shim renders this spec as an OCI bundle for runsc (exec/gvisor.h) */
-    char cdi[2048] = "";
-    cg_dev_rule *kvm_rules = NULL;
+    c.io_dev = io_dev;
+    /* the job's volumes at /volumes/NAME */
+    spec_mount *vols = NULL;
+    size_t nvols = 0;
+    int fd = volumes_spec_mounts(j, &vols, &nvols, e);
+    c.volumes = vols;
+    c.nvolumes = nvols;
+    gpu_spec_host(j, &c.gpu, mps, sizeof mps);
     const isolation_caps *ic = isolation_caps_get();
-    if (j->req.isolation && !strcmp(j->req.isolation, "gvisor")) {
-        s.runsc = (char *)ic->runsc;
-        s.runsc_root = (char *)isolation_runsc_root();
-        s.runsc_platform = (char *)ic->platform;
-        s.runsc_nvproxy = j->gpus.n > 0 && ic->nvproxy;
-        s.runsc_sandbox_uid = j->sandbox_uid;
-        /* the granted GPUs by their CDI names (joblet cdi generate names each by UUID) */
-        size_t n = 0;
-        for (size_t i = 0; i < j->gpus.n && n < sizeof cdi; i++)
-            n += (size_t)snprintf(cdi + n, sizeof cdi - n, "%snvidia.com/gpu=%s", i ? "," : "", j->gpus.g[i].uuid);
-        s.cdi_devices = cdi[0] ? cdi : NULL;
-        /* the kvm platform: the sandbox (in the job's cgroup) opens /dev/kvm */
-        if (!strcmp(ic->platform, "kvm")) {
-            kvm_rules = xcalloc(g.nrules + 1, sizeof *kvm_rules);
-            if (g.nrules)
-                memcpy(kvm_rules, g.rules, g.nrules * sizeof *kvm_rules);
-            kvm_rules[g.nrules] = (cg_dev_rule){'c', 10, 232, "rw"};
-            s.devices = kvm_rules;
-            s.ndevices = g.nrules + 1;
-        }
-        if (fd == 0 && !ic->gvisor) {
-            fd = jerr_set(e, ENOENT, "the job asks for gVisor, which this machine no longer has: %s", ic->why);
-        }
-    }
-    if (fd == 0)
+    if (j->req.isolation && !strcmp(j->req.isolation, "gvisor"))
+        c.gvisor = (spec_gvisor){ic->gvisor, ic->why, ic->runsc, isolation_runsc_root(), ic->platform, ic->nvproxy};
+    job_spec s;
+    if (fd == 0 && (fd = spec_build(&c, &s, e)) == 0) {
         fd = spec_to_fd(&s, e);
-    if (fd >= 0)
-        job_detail_spec(j, &s);
-    for (size_t i = g.nmounts; i < g.nmounts + nown; i++) {
-        free(mounts[i].src);
-        free(mounts[i].dst);
+        if (fd >= 0)
+            job_detail_spec(j, &s);
+        spec_free(&s);
     }
-    free(mounts);
-    free(kvm_rules);
-    gpu_spec_free(&g);
-    for (char **p = s.argv; *p; p++)
-        free(*p);
-    free(s.argv);
-    for (char **p = s.env; *p; p++)
-        free(*p);
-    free(s.env);
+    for (size_t i = 0; i < nvols; i++) {
+        free(vols[i].src);
+        free(vols[i].dst);
+    }
+    free(vols);
     return fd;
 }
 

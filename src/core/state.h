@@ -17,7 +17,7 @@
 #include "loop.h"
 
 struct workflow;
-struct gpu_driver_lib;
+struct spec_gpu_lib;
 
 /* What the settle step (settle.c) must do at the end of this loop turn. Events set these
  * bits and change state; only the settle step acts on them. */
@@ -51,7 +51,7 @@ typedef struct core_state {
     int64_t trim_at_ms;       /* when to return freed heap to the system, 0 = no need */
     gpu_discovery gpu;        /* what discovery found at start */
     bool gpu_on;              /* GPU support active: GPUs found, or gpu.enabled: true */
-    struct gpu_driver_lib *driver_libs; /* the running driver's libraries (gpu_spec.c) */
+    struct spec_gpu_lib *driver_libs; /* the running driver's libraries (gpu_spec.c) */
     char scrub_path[600];     /* joblet-gpu-scrub, next to the shim */
     char copy_path[600];      /* joblet-copy (jobcp.h), next to the shim */
     size_t ndriver_libs;

@@ -1,0 +1,180 @@
+/* The spec builder (spec_build.h): a job's spec from an explicit context. The environment is
+ * built from nothing (the caller's own variables never leak in); limits, binds, device rules
+ * and the gVisor fields come from the request, the grants and the context alone. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+#include "spec_build.h"
+
+static void add_env(char ***env, size_t *n, const char *k, const char *v)
+{
+    *env = xrealloc(*env, (*n + 2) * sizeof **env);
+    size_t l = strlen(k) + strlen(v) + 2;
+    (*env)[*n] = xmalloc(l);
+    snprintf((*env)[*n], l, "%s=%s", k, v);
+    (*env)[++*n] = NULL;
+}
+
+/* PATH and LD_LIBRARY_PATH: the job's own (or the default) with the GPU directories appended. */
+static void add_path_env(const job_req *r, const char *key, const char *dflt, const char *extra, char ***env, size_t *n)
+{
+    const char *mine = jobreq_env_get(r, false, key);
+    const char *base = mine ? mine : dflt;
+    if (!*extra && !mine && !*dflt)
+        return;
+    char *v = xmalloc(strlen(base) + strlen(extra) + 2);
+    sprintf(v, "%s%s%s", base, *base && *extra ? ":" : "", extra);
+    add_env(env, n, key, v);
+    free(v);
+}
+
+/* The job's environment, from nothing: the runtime's variables, the defaults, PATH and
+ * LD_LIBRARY_PATH, JOB_ID, the GPU's variables, then the job's own and its secrets. */
+static char **job_env(const spec_ctx *c, const spec_gpu *gs)
+{
+    char **env = xcalloc(1, sizeof *env);
+    size_t n = 0;
+    const job_req *r = c->req;
+    /* the runtime's variables first; the job's own of the same name win */
+    for (size_t i = 0; i < c->nruntime_env; i++) {
+        const jobreq_pair *p = &c->runtime_env[i];
+        if (!jobreq_env_get(r, false, p->name) && !jobreq_env_get(r, true, p->name) && strcmp(p->name, "PATH") &&
+            strcmp(p->name, "LD_LIBRARY_PATH"))
+            add_env(&env, &n, p->name, p->value);
+    }
+    static const char *const defaults[][2] = {{"HOME", "/work"}, {"LANG", "C.UTF-8"}};
+    for (size_t i = 0; i < ARRAY_LEN(defaults); i++)
+        if (!jobreq_env_get(r, false, defaults[i][0]) && !jobreq_env_get(r, true, defaults[i][0]))
+            add_env(&env, &n, defaults[i][0], defaults[i][1]);
+    if (!jobreq_env_get(r, true, "PATH"))
+        add_path_env(r, "PATH", SPEC_BUILD_DEFAULT_PATH, gs->path_add, &env, &n);
+    if (!jobreq_env_get(r, true, "LD_LIBRARY_PATH"))
+        add_path_env(r, "LD_LIBRARY_PATH", "", gs->ld_add, &env, &n);
+    add_env(&env, &n, "JOB_ID", c->id);
+    for (size_t i = 0; i < gs->nenv; i++)
+        add_env(&env, &n, gs->env[i].name, gs->env[i].value);
+    for (size_t i = 0; i < r->nenv; i++) {
+        const char *name = r->env[i].name;
+        if (!strcmp(name, "PATH") || !strcmp(name, "LD_LIBRARY_PATH"))
+            continue;
+        /* NVIDIA's two variables were read as the request (common/jobreq.c): the job sees what
+         * it got, the GPU spec's values, or "void" when it got none (a --gpu-optional job run
+         * without) unless what was given says so already */
+        bool nvidia = !strcmp(name, "NVIDIA_VISIBLE_DEVICES") || !strcmp(name, "NVIDIA_DRIVER_CAPABILITIES");
+        if (nvidia && c->gpus->n)
+            continue;
+        const char *v = r->env[i].value;
+        bool none = !*v || !strcmp(v, "void") || !strcmp(v, "none");
+        add_env(&env, &n, name, nvidia && !strcmp(name, "NVIDIA_VISIBLE_DEVICES") && !none ? "void" : v);
+    }
+    for (size_t i = 0; i < r->nsecret_env; i++)
+        add_env(&env, &n, r->secret_env[i].name, r->secret_env[i].value);
+    return env;
+}
+
+static char **job_argv(const job_req *r)
+{
+    char **argv = xcalloc(r->nargs + 2, sizeof *argv);
+    argv[0] = xstrdup(r->command);
+    for (size_t i = 0; i < r->nargs; i++)
+        argv[i + 1] = xstrdup(r->args[i]);
+    return argv;
+}
+
+static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
+
+/* gVisor: the shim renders the spec as an OCI bundle for runsc (exec/gvisor.h). */
+static int add_gvisor(const spec_ctx *c, job_spec *s, jerr *e)
+{
+    const spec_gvisor *gv = &c->gvisor;
+    s->runsc = dup_or_null(gv->runsc);
+    s->runsc_root = dup_or_null(gv->root);
+    s->runsc_platform = dup_or_null(gv->platform);
+    s->runsc_nvproxy = c->gpus->n > 0 && gv->nvproxy;
+    s->runsc_sandbox_uid = c->sandbox_uid;
+    /* the granted GPUs by their CDI names (joblet cdi generate names each by UUID) */
+    char cdi[2048] = "";
+    size_t n = 0;
+    for (size_t i = 0; i < c->gpus->n && n < sizeof cdi; i++)
+        n += (size_t)snprintf(cdi + n, sizeof cdi - n, "%snvidia.com/gpu=%s", i ? "," : "", c->gpus->g[i].uuid);
+    s->cdi_devices = cdi[0] ? xstrdup(cdi) : NULL;
+    /* the kvm platform: the sandbox (in the job's cgroup) opens /dev/kvm */
+    if (gv->platform && !strcmp(gv->platform, "kvm")) {
+        s->devices = xrealloc(s->devices, (s->ndevices + 1) * sizeof *s->devices);
+        s->devices[s->ndevices++] = (cg_dev_rule){'c', 10, 232, "rw"};
+    }
+    if (!gv->available)
+        return jerr_set(e, ENOENT, "the job asks for gVisor, which this machine no longer has: %s",
+                        gv->why ? gv->why : "");
+    return 0;
+}
+
+int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
+{
+    const job_req *r = c->req;
+    job_spec *s = out;
+    spec_gpu g;
+    memset(s, 0, sizeof *s);
+    if (spec_gpu_build(c->id, r, c->gpus, &c->gpu, &g, e) < 0)
+        return -1;
+    snprintf(s->id, sizeof s->id, "%s", c->id);
+    char host[64];
+    snprintf(host, sizeof host, "job-%.8s", c->id);
+    s->job_dir = xstrdup(c->job_dir);
+    s->work_dir = xstrdup(c->work_dir);
+    s->root_mount = xstrdup(c->root_mount);
+    s->hostname = xstrdup(host);
+    s->system_root = dup_or_null(c->system_root);
+    s->argv = job_argv(r);
+    s->env = job_env(c, &g);
+    s->workdir = xstrdup(r->workdir ? r->workdir : "/work");
+    s->uid = c->uid;
+    s->gid = c->gid;
+    s->net_host = r->network && !strcmp(r->network, "host");
+    s->max_runtime_s = (uint64_t)r->max_runtime_s;
+    s->stop_grace_s = c->stop_grace_s;
+    s->tmp_size_mb = c->tmp_size_mb;
+    s->log_max_bytes = (uint64_t)r->max_log_bytes;
+    snprintf(s->log_budget, sizeof s->log_budget, "%s", c->log_budget ? c->log_budget : "");
+    s->log_floor = c->log_floor;
+    s->user_procs_max = (uint64_t)r->user_pids_max;
+    /* the user's jobs' host tasks together, root's unbounded (exec/cgroup.h) */
+    s->owner_uid = c->owner_uid;
+    s->user_tasks_max = c->owner_uid ? (uint64_t)r->user_pids_max : 0;
+    s->cgroup_root = dup_or_null(c->cgroup_root);
+    s->limits.cpu_pct = (uint32_t)r->max_cpu;
+    s->limits.mem_bytes = (uint64_t)r->max_memory_mb << 20;
+    s->limits.pids_max = (uint64_t)r->pids_max;
+    s->limits.io_bps = (uint64_t)r->max_iobps;
+    if (s->limits.io_bps)
+        snprintf(s->limits.io_dev, sizeof s->limits.io_dev, "%s", c->io_dev ? c->io_dev : "");
+    const char *cores = r->cpu_cores;
+    snprintf(s->limits.cpus, sizeof s->limits.cpus, "%s", cores ? cores : g.cpus);
+    snprintf(s->limits.mems, sizeof s->limits.mems, "%s", cores ? "" : g.mems);
+    /* the GPU part's steps and device rules, taken over */
+    s->ops = g.ops;
+    s->nops = g.nops;
+    s->devices = g.rules;
+    s->ndevices = g.nrules;
+    /* the GPU's binds, then the job's volumes at /volumes/NAME */
+    s->mounts = g.mounts;
+    s->nmounts = g.nmounts;
+    if (c->nvolumes) {
+        s->mounts = xrealloc(s->mounts, (s->nmounts + c->nvolumes) * sizeof *s->mounts);
+        for (size_t i = 0; i < c->nvolumes; i++)
+            s->mounts[s->nmounts++] =
+                (spec_mount){xstrdup(c->volumes[i].src), xstrdup(c->volumes[i].dst), c->volumes[i].rw};
+    }
+    g.ops = NULL, g.nops = 0;
+    g.rules = NULL, g.nrules = 0;
+    g.mounts = NULL, g.nmounts = 0;
+    spec_gpu_free(&g);
+    if (r->isolation && !strcmp(r->isolation, "gvisor") && add_gvisor(c, s, e) < 0) {
+        spec_free(s);
+        return -1;
+    }
+    return 0;
+}
