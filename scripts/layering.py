@@ -61,7 +61,6 @@ MHD_BEING_MOVED = ()
 # Functions of src/ whose only callers are tests, today. TEMPORARY: issue 27 item 7 removes
 # them (the tests then test the code that runs); {name: its file}.
 TEST_ONLY_KNOWN = {
-    "gpu_sched_migs": "src/gpu/sched_view.c",       # the daemon runs its own copy (core/gpus.c)
     "parse_percent": "src/common/parse.c",
     "format_rfc3339": "src/common/parse.c",
     "parse_schedule": "src/common/parse.c",         # a twin of common/jobreq.c's schedule_text

@@ -200,14 +200,7 @@ void gpus_mig_profiles(char *out, size_t len)
 
 size_t gpus_sched_migs(sched_mig *out, size_t max)
 {
-    size_t n = 0;
-    for (; n < (size_t)nmigs && n < max; n++) {
-        const struct mig_slot *x = &migs[n];
-        /* a simulated machine has no capability nodes to give; a real one must */
-        out[n] = (sched_mig){x->profile, !*core.gpu.inv.gpu[x->gpu].problem &&
-                                             (core.gpu.inv.simulated || (x->m->gi_cap_minor >= 0 && x->m->ci_cap_minor >= 0))};
-    }
-    return n;
+    return gpu_sched_migs(&core.gpu.inv, out, NULL, max); /* the one rule (gpu/sched_view.h) */
 }
 
 void gpus_grant_mig(job *j, int flat)

@@ -34,7 +34,9 @@ size_t gpu_sched_migs(const gpu_inventory *inv, sched_mig *out, int *gpu_of, siz
                 if (strcmp(first[p]->profile, g->mig[k].profile) == 0)
                     id = out[p].profile;
             first[n] = &g->mig[k];
-            out[n] = (sched_mig){id, !*g->problem && g->mig[k].gi_cap_minor >= 0 && g->mig[k].ci_cap_minor >= 0};
+            /* a simulated machine has no capability nodes to give; a real one must */
+            out[n] = (sched_mig){id, !*g->problem && (inv->simulated ||
+                                                      (g->mig[k].gi_cap_minor >= 0 && g->mig[k].ci_cap_minor >= 0))};
             if (gpu_of)
                 gpu_of[n] = i;
         }

@@ -13,7 +13,9 @@ void gpu_pair_scores(const gpu_inventory *inv, int *pair);
 void gpu_sched_gpus(const gpu_inventory *inv, int mps, sched_gpu *out);
 
 /* MIG devices of GPUs in MIG mode, in GPU then instance order; each profile's id is the flat
- * index of the first device that has it. gpu_of (may be NULL) gets each device's GPU. */
+ * index of the first device that has it. A device is usable on a healthy GPU when it has its
+ * capability nodes (a simulated machine has none to give: usable all the same). gpu_of (may be
+ * NULL) gets each device's GPU. The daemon's scheduler input is this (core/gpus.c). */
 size_t gpu_sched_migs(const gpu_inventory *inv, sched_mig *out, int *gpu_of, size_t max);
 
 /* The GPUs whose name contains type (case-insensitive; "" any) and whose compute capability
