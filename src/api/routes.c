@@ -16,7 +16,7 @@
 #include "../core/gpu_admin.h"
 #include "../core/events.h"
 #include "../core/gpu_json.h"
-#include "../core/history.h"
+#include "../core/gpu_history.h"
 #include "../core/incoming.h"
 #include "../core/job_ctl.h"
 #include "../core/job_detail_json.h"
@@ -549,8 +549,8 @@ static enum MHD_Result history(request *r)
     }
     bool all = authz_may(&r->who, AUTHZ_HISTORY_ALL);
     if (query_true(r, "sample") && all)
-        history_tick(now_ms());   /* a reading now, for tests and for an admin who wants one */
-    return http_reply_json(r->conn, 200, history_json(r->who.uid, all, (int)hours));
+        gpu_history_tick(now_ms());   /* a reading now, for tests and for an admin who wants one */
+    return http_reply_json(r->conn, 200, gpu_history_json(r->who.uid, all, (int)hours));
 }
 
 /* The event feed as a streamed answer (stream.h); libmicrohttpd's buffer per stream, which an

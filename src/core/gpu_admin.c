@@ -1,6 +1,6 @@
 /* What admins do to GPUs (docs/health.md): drain (no new jobs, the running ones finish),
  * offline (out of service), online (back to AVAILABLE), through the state machine
- * (gpu_hold.c). */
+ * (gpu_service.c). */
 #include "gpu_admin.h"
 
 #include <stdio.h>
@@ -9,7 +9,7 @@
 
 #include "../common/util.h"
 #include "audit.h"
-#include "gpu_hold.h"
+#include "gpu_service.h"
 #include "gpus.h"
 #include "health.h"
 #include "state.h"
@@ -23,7 +23,7 @@ json_t *gpu_admin_action(int i, const char *action, bool force, uid_t by, jerr *
     }
     job *js[64];
     size_t n = health_jobs_on(i, js, 64);
-    const gpu_hold *h = gpu_hold_get(i);
+    const gpu_service *h = gpu_service_get(i);
     enum gpu_state next;
     if (gpu_state_next(h->state, ev, &next) < 0) {
         /* drain: not while offline or resetting */
@@ -44,7 +44,7 @@ json_t *gpu_admin_action(int i, const char *action, bool force, uid_t by, jerr *
         jerr_http(e, 409, "GPU %d is waiting for or in a reset (%s); --force to bring it online anyway", i, h->reason);
         return NULL;
     }
-    gpu_hold_set(i, ev, reason, by);
+    gpu_service_set(i, ev, reason, by);
     /* what the jobs it stops will say of their end */
     gpu_fault f = {.set = true, .gpu = i, .by_uid = by, .ms = now_ms()};
     snprintf(f.uuid, sizeof f.uuid, "%s", core.gpu.inv.gpu[i].uuid);

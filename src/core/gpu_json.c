@@ -1,13 +1,13 @@
 /* GPUs as the API shows them (GET /v1/gpus, GET /v1/gpus/{gpu}): discovery's description of
  * each (gpu/discover.c) with its state, holders and last health sample. JSON is made here,
- * at the API's edge; the core keeps them typed (gpus.h, gpu_hold.h, health.h). */
+ * at the API's edge; the core keeps them typed (gpus.h, gpu_service.h, health.h). */
 #include "gpu_json.h"
 
 #include <stdio.h>
 
 #include "../common/jsonx.h"
 #include "../gpu/throttle.h"
-#include "gpu_hold.h"
+#include "gpu_service.h"
 #include "gpus.h"
 #include "health.h"
 #include "isolation.h"
@@ -88,7 +88,7 @@ static void add_state(json_t *o, int i)
     if (i < 0 || i >= core.gpu.inv.n || i >= GPU_MAX)
         return;
     const char *holder = gpus_holder(i);
-    const gpu_hold *h = gpu_hold_get(i);
+    const gpu_service *h = gpu_service_get(i);
     const gpu_report r = gpus_report(i);
     json_object_set_new(o, "state", json_string(gpu_state_name(r.state)));
     if (*h->reason && r.out_of_service) {

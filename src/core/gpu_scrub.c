@@ -17,7 +17,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "audit.h"
-#include "gpu_hold.h"
+#include "gpu_service.h"
 #include "gpu_scrub.h"
 #include "state.h"
 
@@ -33,13 +33,13 @@ typedef struct scrub_run {
 
 static scrub_run *runs; /* the helpers running now */
 
-/* The GPUs the helpers are zeroing, as gpu_hold.c keeps them. */
+/* The GPUs the helpers are zeroing, as gpu_service.c keeps them. */
 static void publish(void)
 {
     uint64_t m = 0;
     for (const scrub_run *r = runs; r; r = r->next)
         m |= r->gpus;
-    gpu_hold_set_scrubbing(m);
+    gpu_service_set_scrubbing(m);
 }
 
 static void on_scrub_exit(watch *w, uint32_t events)
@@ -71,11 +71,11 @@ static void on_scrub_exit(watch *w, uint32_t events)
                 line = p;
         bool ok = line && strncmp(line + strlen(uuid), ": scrubbed ", 11) == 0;
         if (ok) {
-            int next = gpu_hold_event(i, GE_SCRUB_OK, NULL);
+            int next = gpu_service_event(i, GE_SCRUB_OK, NULL);
             if (next == GS_AVAILABLE)
                 log_info("gpu %d: memory scrubbed, available again", i);
             else
-                log_info("gpu %d: memory scrubbed; it stays %s", i, gpu_state_name(gpu_hold_get(i)->state));
+                log_info("gpu %d: memory scrubbed; it stays %s", i, gpu_state_name(gpu_service_get(i)->state));
             audit_record("scrub", -1, i, NULL, -1, core.gpu.inv.gpu[i].memory_total_mb, "memory zeroed");
             continue;
         }
@@ -86,10 +86,10 @@ static void on_scrub_exit(watch *w, uint32_t events)
             snprintf(why, sizeof why, "memory scrub failed: joblet-gpu-scrub %s %d",
                      WIFEXITED(st) ? "exited" : "was killed by signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         /* DEGRADED; a GPU resetting or offline stays so (gpu_state.c) */
-        if (gpu_hold_event(i, GE_SCRUB_FAIL, why) == GS_DEGRADED)
+        if (gpu_service_event(i, GE_SCRUB_FAIL, why) == GS_DEGRADED)
             log_err("gpu %d: %s; it stays DEGRADED until an admin brings it back", i, why);
         else
-            log_err("gpu %d: %s; it stays %s", i, why, gpu_state_name(gpu_hold_get(i)->state));
+            log_err("gpu %d: %s; it stays %s", i, why, gpu_state_name(gpu_service_get(i)->state));
         audit_record("scrub", -1, i, NULL, -1, -1, why);
     }
     loop_del(w);
@@ -143,14 +143,14 @@ void gpu_scrub_start(uint64_t gpus)
     loop_add(&r->w);
     for (int i = 0; i < inv->n; i++)
         if (gpus >> i & 1)
-            gpu_hold_event(i, GE_SCRUB_START, NULL);
+            gpu_service_event(i, GE_SCRUB_START, NULL);
     return;
 failed:;
     char why[256];
     snprintf(why, sizeof why, "memory scrub could not start: %s: %s", core.scrub_path, strerror(errno));
     for (int i = 0; i < inv->n; i++)
         if (gpus >> i & 1) {
-            gpu_hold_event(i, GE_SCRUB_FAIL, why);
+            gpu_service_event(i, GE_SCRUB_FAIL, why);
             log_err("gpu %d: %s", i, why);
         }
 }

@@ -10,7 +10,7 @@
 #include "../common/util.h"
 #include "../gpu/sched_view.h"
 #include "../sched/sched.h"
-#include "gpu_hold.h"
+#include "gpu_service.h"
 #include "gpu_mps.h"
 #include "gpus.h"
 #include "sched_input.h"

@@ -12,7 +12,7 @@
 #include "../sched/placement.h"
 #include "../sched/sched.h"
 #include "audit.h"
-#include "gpu_hold.h"
+#include "gpu_service.h"
 #include "gpu_mps.h"
 #include "gpu_scrub.h"
 #include "gpu_spec.h"
@@ -98,14 +98,14 @@ int gpus_init(jerr *e)
 gpu_report gpus_report(int i)
 {
     const gpu_health *hh = health_of(i);
-    return gpu_state_report(gpu_hold_get(i)->state, owner[i] != NULL, shared_n[i], *core.gpu.inv.gpu[i].problem,
+    return gpu_state_report(gpu_service_get(i)->state, owner[i] != NULL, shared_n[i], *core.gpu.inv.gpu[i].problem,
                             hh && hh->hot);
 }
 
 enum gpus_service gpus_out_of_service(int i, char *out, size_t len)
 {
     out[0] = 0;
-    const gpu_hold *h = gpu_hold_get(i);
+    const gpu_service *h = gpu_service_get(i);
     const gpu_health *hh = health_of(i);
     char since[48] = "";
     if (h->since_ms > 0) {
@@ -132,7 +132,7 @@ enum gpus_service gpus_out_of_service(int i, char *out, size_t len)
                  (int)core.cfg.max_temperature_c - 5);
         return GPUS_WAITS;
     }
-    if (h->state == GS_SCRUBBING || gpu_hold_scrubbing() >> i & 1) {
+    if (h->state == GS_SCRUBBING || gpu_service_scrubbing() >> i & 1) {
         snprintf(out, len, "GPU %d is being scrubbed (its memory zeroed after its last job)", i);
         return GPUS_WAITS;
     }
@@ -146,7 +146,7 @@ enum gpus_service gpus_out_of_service(int i, char *out, size_t len)
 bool gpus_usable(int i)
 {
     const gpu_dev *g = &core.gpu.inv.gpu[i];
-    return !*g->problem && g->minor >= 0 && g->mig_enabled != 1 && gpu_hold_get(i)->state != GS_DEGRADED;
+    return !*g->problem && g->minor >= 0 && g->mig_enabled != 1 && gpu_service_get(i)->state != GS_DEGRADED;
 }
 
 /* MIG devices of GPUs in MIG mode, flattened in GPU then instance order, with the scheduler's
@@ -261,14 +261,14 @@ void gpus_sched_view(sched_gpu *out)
         return; /* no GPUs: not even a look for MPS, on every scheduling pass */
     gpu_sched_gpus(&core.gpu.inv, gpu_mps_available(), out);
     for (int i = 0; i < core.gpu.inv.n; i++) {
-        const gpu_hold *h = gpu_hold_get(i);
+        const gpu_service *h = gpu_service_get(i);
         out[i].usable = gpus_usable(i) && h->state != GS_OFFLINE;
         out[i].closed = h->state == GS_DRAINING || h->state == GS_RESETTING || health_of(i)->hot;
     }
 }
 
 /* Not free besides their holders: the GPUs whose memory a helper is zeroing. */
-uint64_t gpus_held(void) { return gpu_hold_scrubbing(); }
+uint64_t gpus_held(void) { return gpu_service_scrubbing(); }
 
 uint64_t gpus_kind_mask(const job_req *req)
 {

@@ -25,7 +25,7 @@
 #include "../gpu/nvml.h"
 #include "../gpu/xid_policy.h"
 #include "audit.h"
-#include "gpu_hold.h"
+#include "gpu_service.h"
 #include "launch.h"
 #include "state.h"
 
@@ -354,8 +354,8 @@ void health_reset_when_idle(void)
     uint64_t want = 0;
     for (int i = 0; i < core.gpu.inv.n; i++) {
         job *js[1];
-        if (gpu_hold_get(i)->state == GS_RESETTING && !(reset_asked >> i & 1) && health_jobs_on(i, js, 1) == 0 &&
-            !(gpu_hold_scrubbing() >> i & 1))
+        if (gpu_service_get(i)->state == GS_RESETTING && !(reset_asked >> i & 1) && health_jobs_on(i, js, 1) == 0 &&
+            !(gpu_service_scrubbing() >> i & 1))
             want |= 1ull << i;
     }
     if (!want)
@@ -408,18 +408,18 @@ static void on_xid(int i, int code, const char *via)
     case XA_APP: return;
     case XA_RESTART_JOB: health_lose_jobs(i, &f); break;
     case XA_OFFLINE:
-        gpu_hold_set(i, GE_XID_OFFLINE, why, -1);
+        gpu_service_set(i, GE_XID_OFFLINE, why, -1);
         health_lose_jobs(i, &f);
         break;
     case XA_RESET:
-        gpu_hold_set(i, GE_XID_RESET, why, -1);
+        gpu_service_set(i, GE_XID_RESET, why, -1);
         health_lose_jobs(i, &f);
         break;
     case XA_DRAIN_RESET:
         /* no new jobs; reset once the running ones end (a GPU already waiting for its reset keeps
          * its first reason) */
-        if (gpu_hold_get(i)->state != GS_RESETTING)
-            gpu_hold_set(i, GE_XID_DRAIN_RESET, why, -1);
+        if (gpu_service_get(i)->state != GS_RESETTING)
+            gpu_service_set(i, GE_XID_DRAIN_RESET, why, -1);
         break;
     }
 }
@@ -480,17 +480,17 @@ static void on_message(watch *w, uint32_t events)
             if (m.v[0]) {
                 /* back in service, unless an admin or an XID took it out meanwhile (gpu_state.c) */
                 enum gpu_state next;
-                if (gpu_state_next(gpu_hold_get(m.gpu)->state, GE_RESET_DONE, &next) == 0 && next != GS_AVAILABLE)
+                if (gpu_state_next(gpu_service_get(m.gpu)->state, GE_RESET_DONE, &next) == 0 && next != GS_AVAILABLE)
                     log_info("gpu %d: reset and checked; it stays %s", m.gpu, gpu_state_name(next));
                 else
                     log_info("gpu %d: reset and checked: AVAILABLE", m.gpu);
                 audit_record("reset", -1, m.gpu, NULL, -1, -1, "passed the check after the reset");
-                gpu_hold_set(m.gpu, GE_RESET_DONE, "reset and checked", -1);
+                gpu_service_set(m.gpu, GE_RESET_DONE, "reset and checked", -1);
             } else {
                 char why[240];
                 snprintf(why, sizeof why, "reset failed: %s", m.text);
                 audit_record("reset", -1, m.gpu, NULL, -1, -1, why);
-                gpu_hold_set(m.gpu, GE_RESET_FAILED, why, -1);
+                gpu_service_set(m.gpu, GE_RESET_FAILED, why, -1);
             }
             break;
         }

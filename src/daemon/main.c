@@ -21,7 +21,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/bpfdev.h"
-#include "../core/gpu_hold.h"
+#include "../core/gpu_service.h"
 #include "../core/cdi.h"
 #include "../core/gpu_spec.h"
 #include "../core/gpus.h"
@@ -31,7 +31,7 @@
 #include "../core/jobs.h"
 #include "../core/launch.h"
 #include "../core/events.h"
-#include "../core/history.h"
+#include "../core/gpu_history.h"
 #include "../core/logstream.h"
 #include "../core/orphans.h"
 #include "../core/runtime_build.h"
@@ -422,7 +422,7 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
-    gpu_hold_load();
+    gpu_service_load();
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
     launch_adopt_all();
     launch_init();
@@ -441,12 +441,12 @@ int main(int argc, char **argv)
     log_info("joblet %s listening on %s (state %s, cgroup layout %s, %zu jobs known)", JOBLET_VERSION, core.cfg.socket,
              core.cfg.state_dir, cg_layout_name(core.cg.layout), core.njobs);
     health_start();
-    history_start();
+    gpu_history_start();
     state_want(WANT_SCHEDULE);
     loop_run(before_wait, after_wake);
     metrics_listen_stop();
     health_stop();
-    history_stop();
+    gpu_history_stop();
     for (size_t i = 0; i < core.njobs; i++)
         if (core.jobs[i]->followers)
             logstream_detach(core.jobs[i]);

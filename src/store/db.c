@@ -62,7 +62,7 @@ static const char *const migrations[] = {
     "  event TEXT NOT NULL, uid INTEGER, detail TEXT, PRIMARY KEY (job_id, n)) WITHOUT ROWID;"
     "ALTER TABLE jobs ADD COLUMN placement TEXT;"
     "ALTER TABLE jobs ADD COLUMN spec TEXT;",
-    /* 9: GPU samples for the console's History page (core/history.c): one row per GPU and
+    /* 9: GPU samples for the console's History page (core/gpu_history.c): one row per GPU and
      * minute (span_s 60), averaged into one per hour (span_s 3600) after a day, deleted after
      * history.keep_days; values are means over the span, NULL where nothing was known */
     "CREATE TABLE gpu_samples (gpu INTEGER NOT NULL, span_s INTEGER NOT NULL, t_ms INTEGER NOT NULL,"

@@ -42,7 +42,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "core/gpu_admin.h"
-#include "core/gpu_hold.h"
+#include "core/gpu_service.h"
 #include "core/gpus.h"
 #include "core/incoming.h"
 #include "core/job_ctl.h"
@@ -386,7 +386,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     FUZZ_ASSERT(runtimes_init(&e) == 0 && runtime_build_init(&e) == 0, "%s", e.msg);
     FUZZ_ASSERT(volumes_init(&e) == 0, "%s", e.msg);
     FUZZ_ASSERT(gpus_init(&e) == 0, "%s", e.msg);
-    gpu_hold_load();
+    gpu_service_load();
     state_want(WANT_SCHEDULE);
     settle();
     return 0;
@@ -424,7 +424,7 @@ static void reset(void)
         FUZZ_ASSERT(volumes_remove(name, 0, 0, &e) == 0, "volume %s: %s", name, e.msg);
     }
     for (int i = 0; i < core.gpu.inv.n; i++)
-        if (gpu_hold_get(i)->state != GS_AVAILABLE) {
+        if (gpu_service_get(i)->state != GS_AVAILABLE) {
             jerr e = {0};
             json_decref(gpu_admin_action(i, "online", true, 0, &e));
         }

@@ -1,5 +1,5 @@
-/* GPU samples and the History page's figures (history.h). */
-#include "history.h"
+/* GPU samples and the History page's figures (gpu_history.h). */
+#include "gpu_history.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +48,7 @@ static void flush_minute(void)
     memset(accs, 0, sizeof accs);
 }
 
-void history_tick(int64_t now)
+void gpu_history_tick(int64_t now)
 {
     if (!core.gpu_on || !core.gpu.inv.n || !core.db)
         return;
@@ -83,10 +83,10 @@ static void on_timer(watch *w, uint32_t events)
 {
     uint64_t n;
     if (read(timer_fd, &n, sizeof n) > 0)
-        history_tick(now_ms());
+        gpu_history_tick(now_ms());
 }
 
-void history_start(void)
+void gpu_history_start(void)
 {
     if (!core.gpu_on || !core.gpu.inv.n)
         return;
@@ -99,7 +99,7 @@ void history_start(void)
     loop_add(&w_timer);
 }
 
-void history_stop(void)
+void gpu_history_stop(void)
 {
     if (minute_ms) {
         flush_minute();
@@ -121,7 +121,7 @@ static double gpu_seconds(const job *j, int64_t now)
     return end > j->started_ms ? (double)(end - j->started_ms) / 1000.0 * (double)j->gpus.n : 0;
 }
 
-json_t *history_json(uid_t uid, bool all, int hours)
+json_t *gpu_history_json(uid_t uid, bool all, int hours)
 {
     int64_t now = now_ms(), since = now - (int64_t)hours * 3600000;
     json_t *users = json_object(), *per_gpu = json_array(), *perhour = json_object(), *waits = json_object();

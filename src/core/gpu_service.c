@@ -1,6 +1,6 @@
-/* GPU service states (gpu_hold.h). draining, resetting, offline and degraded outlive a
+/* GPU service states (gpu_service.h). draining, resetting, offline and degraded outlive a
  * restart (table gpu_admin): a GPU whose scrub failed stays out of service after one. */
-#include "gpu_hold.h"
+#include "gpu_service.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,9 +10,9 @@
 #include "audit.h"
 #include "state.h"
 
-static gpu_hold holds[GPU_MAX]; /* zero: every GPU starts in service (GS_AVAILABLE) */
+static gpu_service holds[GPU_MAX]; /* zero: every GPU starts in service (GS_AVAILABLE) */
 static uint64_t scrubbing;      /* bit i: a scrub helper is zeroing GPU i */
-static gpu_hold stored[GPU_MAX]; /* what table gpu_admin holds for it; state GS_AVAILABLE: no row */
+static gpu_service stored[GPU_MAX]; /* what table gpu_admin holds for it; state GS_AVAILABLE: no row */
 
 static bool kept(enum gpu_state s)
 {
@@ -23,9 +23,9 @@ static bool kept(enum gpu_state s)
  * otherwise; written only when that changes (not on every scrub of a GPU in service). */
 static void store(int i)
 {
-    gpu_hold want = holds[i];
+    gpu_service want = holds[i];
     if (!kept(want.state))
-        want = (gpu_hold){GS_AVAILABLE, "", 0};
+        want = (gpu_service){GS_AVAILABLE, "", 0};
     if (want.state == stored[i].state && !strcmp(want.reason, stored[i].reason))
         return;
     jerr e = {0};
@@ -36,19 +36,19 @@ static void store(int i)
         stored[i] = want;
 }
 
-const gpu_hold *gpu_hold_get(int i) { return &holds[i]; }
+const gpu_service *gpu_service_get(int i) { return &holds[i]; }
 
-uint64_t gpu_hold_scrubbing(void) { return scrubbing; }
+uint64_t gpu_service_scrubbing(void) { return scrubbing; }
 
-void gpu_hold_set_scrubbing(uint64_t gpus)
+void gpu_service_set_scrubbing(uint64_t gpus)
 {
     scrubbing = gpus;
     state_want(WANT_GPUS); /* a GPU waiting for its reset waited for the helper too */
 }
 
-int gpu_hold_event(int i, enum gpu_event ev, const char *reason)
+int gpu_service_event(int i, enum gpu_event ev, const char *reason)
 {
-    gpu_hold *h = &holds[i];
+    gpu_service *h = &holds[i];
     enum gpu_state next;
     if (gpu_state_next(h->state, ev, &next) < 0) {
         log_err("gpu %d: %s is not a transition the GPU state machine allows from %s; it stays %s", i,
@@ -62,18 +62,18 @@ int gpu_hold_event(int i, enum gpu_event ev, const char *reason)
         snprintf(h->reason, sizeof h->reason, "%s", reason);
     /* back in service while the helper still zeroes its memory: nobody gets it until it is done */
     if (next == GS_AVAILABLE && scrubbing >> i & 1)
-        gpu_hold_event(i, GE_SCRUB_START, NULL);
+        gpu_service_event(i, GE_SCRUB_START, NULL);
     store(i);
     state_want(WANT_GPUS | WANT_SCHEDULE);
     return (int)h->state;
 }
 
-int gpu_hold_set(int i, enum gpu_event ev, const char *reason, int64_t by)
+int gpu_service_set(int i, enum gpu_event ev, const char *reason, int64_t by)
 {
     /* what it was, as the audit trail has always said it: "in service" unless out of it */
     gpu_report r = gpu_state_report(holds[i].state, false, 0, *core.gpu.inv.gpu[i].problem, false);
     const char *old = r.state == GS_UNUSABLE || r.out_of_service ? gpu_state_name(r.state) : "in service";
-    int next = gpu_hold_event(i, ev, reason ? reason : "");
+    int next = gpu_service_event(i, ev, reason ? reason : "");
     if (next < 0)
         return -1;
     const char *state = gpu_state_name((enum gpu_state)next);
@@ -102,13 +102,13 @@ static void restore(const char *uuid, const char *state, const char *reason, int
         return;
     }
     /* what the table holds is what it will hold: no write back */
-    stored[i] = (gpu_hold){.state = s, .since_ms = since_ms};
+    stored[i] = (gpu_service){.state = s, .since_ms = since_ms};
     snprintf(stored[i].reason, sizeof stored[i].reason, "%s", reason ? reason : "");
-    if (gpu_hold_event(i, ev, reason ? reason : "") >= 0) {
+    if (gpu_service_event(i, ev, reason ? reason : "") >= 0) {
         if (holds[i].state == s && since_ms > 0)
             holds[i].since_ms = since_ms; /* it has been so since before the restart */
         log_info("gpu %d: %s (%s), as before the restart", i, state, holds[i].reason);
     }
 }
 
-void gpu_hold_load(void) { db_gpu_admin_load(core.db, restore, NULL); }
+void gpu_service_load(void) { db_gpu_admin_load(core.db, restore, NULL); }

@@ -1,33 +1,33 @@
 /* One GPU's service state, as the GPU state machine (gpu/gpu_state.c) moves it, and why it is
  * out of service; the GPUs a scrub helper is zeroing. The state changes here only: an admin,
  * the XID policy, a reset or a scrub sends an event, the machine's table decides. */
-#ifndef JOBLET_GPU_HOLD_H
-#define JOBLET_GPU_HOLD_H
+#ifndef JOBLET_GPU_SERVICE_H
+#define JOBLET_GPU_SERVICE_H
 
 #include <stdint.h>
 
 #include "../gpu/gpu_state.h"
 
-typedef struct gpu_hold {
+typedef struct gpu_service {
     enum gpu_state state;     /* GS_AVAILABLE (in service), SCRUBBING, DRAINING, RESETTING, DEGRADED or OFFLINE */
     char reason[256];         /* why it is degraded, draining, resetting or offline */
     int64_t since_ms;         /* when it entered this state (kept across a restart with it); 0 unknown */
-} gpu_hold;
+} gpu_service;
 
-const gpu_hold *gpu_hold_get(int i);
+const gpu_service *gpu_service_get(int i);
 /* The one way a GPU's state changes: the transition table (gpu_state_next) decides; a
  * transition it does not allow is logged as an error and changes nothing. reason: the new
- * reason, NULL to keep the old one. Records nothing: gpu_hold_set does. Returns the table's
+ * reason, NULL to keep the old one. Records nothing: gpu_service_set does. Returns the table's
  * next state, or -1. */
-int gpu_hold_event(int i, enum gpu_event ev, const char *reason);
-/* gpu_hold_event, recorded: the log, the audit trail ("state") and, for draining, resetting
+int gpu_service_event(int i, enum gpu_event ev, const char *reason);
+/* gpu_service_event, recorded: the log, the audit trail ("state") and, for draining, resetting
  * and offline, table gpu_admin (kept across a restart). by: the admin's uid, -1 for joblet. */
-int gpu_hold_set(int i, enum gpu_event ev, const char *reason, int64_t by);
+int gpu_service_set(int i, enum gpu_event ev, const char *reason, int64_t by);
 /* At start: the states kept across a restart (table gpu_admin). */
-void gpu_hold_load(void);
+void gpu_service_load(void);
 /* The GPUs a running joblet-gpu-scrub is zeroing (bit i = GPU i), whatever their state; set
  * by gpu_scrub.c. A GPU brought back into service while its scrub runs stays SCRUBBING. */
-uint64_t gpu_hold_scrubbing(void);
-void gpu_hold_set_scrubbing(uint64_t gpus);
+uint64_t gpu_service_scrubbing(void);
+void gpu_service_set_scrubbing(uint64_t gpus);
 
 #endif
