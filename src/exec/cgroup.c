@@ -338,35 +338,30 @@ bool cg_given_any(const cg_given *g)
     return false;
 }
 
-/* path is a cgroup directory strictly below mnt, spelled plainly: no empty, "." or ".."
- * component (so it cannot climb out of the hierarchy), on a filesystem of that magic. */
-static int check_given(const char *what, const char *mnt, const char *path, unsigned long magic, jerr *e)
+/* path, resolved ("..", symbolic links such as /sys/fs/cgroup/cpu -> cpu,cpuacct) into out, is
+ * a cgroup directory strictly below mnt (so never the hierarchy's root, nor outside it), on a
+ * filesystem of that magic. */
+static int check_given(const char *what, const char *mnt, const char *path, unsigned long magic, char *out,
+                       size_t outlen, jerr *e)
 {
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        return jerr_sys(e, "the delegated cgroup %s (%s)", path, what);
     size_t ml = strlen(mnt);
-    if (strncmp(path, mnt, ml) || path[ml] != '/' || !path[ml + 1])
-        return jerr_set(e, EINVAL, "the delegated %s cgroup \"%s\" is not below this host's %s mount %s", what,
-                        path, what, mnt);
-    for (const char *p = path + ml + 1;;) {
-        const char *slash = strchr(p, '/');
-        size_t len = slash ? (size_t)(slash - p) : strlen(p);
-        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-            return jerr_set(e, EINVAL, "the delegated %s cgroup \"%s\" has an empty, \".\" or \"..\" component",
-                            what, path);
-        if (!slash)
-            break;
-        p = slash + 1;
-    }
+    if (strncmp(real, mnt, ml) || real[ml] != '/' || !real[ml + 1])
+        return jerr_set(e, EINVAL, "the delegated cgroup \"%s\" (%s) is not below this host's mount of that "
+                        "hierarchy, %s", path, what, mnt);
     struct stat st;
-    if (stat(path, &st) < 0)
-        return jerr_sys(e, "the delegated %s cgroup %s", what, path);
-    if (!S_ISDIR(st.st_mode) || !fs_magic_is(path, magic))
-        return jerr_set(e, EINVAL, "the delegated %s cgroup %s is not a cgroup directory", what, path);
+    if (stat(real, &st) < 0)
+        return jerr_sys(e, "the delegated cgroup %s (%s)", path, what);
+    if (!S_ISDIR(st.st_mode) || !fs_magic_is(real, magic))
+        return jerr_set(e, EINVAL, "the delegated cgroup %s (%s) is not a cgroup directory", path, what);
+    if (strlen(real) >= outlen)
+        return jerr_set(e, ENAMETOOLONG, "the delegated cgroup %s (%s) is longer than %zu characters", real, what,
+                        outlen - 1);
+    memcpy(out, real, strlen(real) + 1);
     return 0;
 }
-
-_Static_assert(sizeof ((cg_given *)NULL)->unified == JOB_PATH_SIZE &&
-               sizeof ((cg_given *)NULL)->v1[0] == sizeof ((cg_job *)NULL)->v1_path[0],
-               "a given path fits where a job keeps its paths");
 
 int cg_job_given(const cg_host *h, const char *name, const cg_given *g, cg_job *j, jerr *e)
 {
@@ -386,20 +381,20 @@ int cg_job_given(const cg_host *h, const char *name, const cg_given *g, cg_job *
         if (!h->unified[0])
             return jerr_set(e, ENOTSUP, "the delegated cgroup2 directory %s cannot be used: this host (%s) has no "
                             "cgroup2 mount", g->unified, cg_layout_name(h->layout));
-        if (check_given("cgroup2", h->unified, g->unified, CGROUP2_SUPER_MAGIC, e) < 0)
+        if (check_given("cgroup2", h->unified, g->unified, CGROUP2_SUPER_MAGIC, j->unified_path,
+                        sizeof j->unified_path, e) < 0)
             return -1;
-        memcpy(j->unified_path, g->unified, sizeof j->unified_path);
     }
     for (int c = 0; c < CGC_N; c++) {
         if (!g->v1[c][0])
             continue;
         if (!h->v1[c][0])
-            return jerr_set(e, ENOTSUP, "the delegated %s cgroup %s cannot be used: joblet uses no v1 %s controller "
-                            "on this host (layout %s)", ctrl_names[c], g->v1[c], ctrl_names[c],
+            return jerr_set(e, ENOTSUP, "the delegated cgroup %s (%s) cannot be used: joblet uses no v1 %s "
+                            "controller on this host (layout %s)", g->v1[c], ctrl_names[c], ctrl_names[c],
                             cg_layout_name(h->layout));
-        if (check_given(ctrl_names[c], h->v1[c], g->v1[c], CGROUP_SUPER_MAGIC, e) < 0)
+        if (check_given(ctrl_names[c], h->v1[c], g->v1[c], CGROUP_SUPER_MAGIC, j->v1_path[c],
+                        sizeof j->v1_path[c], e) < 0)
             return -1;
-        memcpy(j->v1_path[c], g->v1[c], sizeof j->v1_path[c]);
     }
     return 0;
 }

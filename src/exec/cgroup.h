@@ -125,8 +125,8 @@ enum cg_ctrl cg_ctrl_by_name(const char *name);
 bool cg_given_any(const cg_given *g);
 
 /* Delegated mode: points j at the cgroups g names for job name, made by someone else. Each
- * path must be an existing cgroup directory below h's mount of its hierarchy (not the mount
- * itself), of a hierarchy h's layout uses; nothing is made or changed. */
+ * path, resolved (realpath), must be an existing cgroup directory below h's mount of its
+ * hierarchy (not the mount itself), of a hierarchy h's layout uses; nothing is made or changed. */
 int cg_job_given(const cg_host *h, const char *name, const cg_given *g, cg_job *j, jerr *e);
 /* Fills paths only, touches nothing: used to look at an existing job's cgroup. */
 void cg_job_paths(const cg_host *h, const char *name, cg_job *j);

@@ -288,7 +288,8 @@ def test_device_filter_on_the_given_cgroup(jobs, given):
 
 def test_delegated_refusals(jobs, given):
     """What a delegated spec may not do, each refused before anything runs: ask for limits
-    (they are the maker's), name a directory outside the hierarchy, or climb out of it."""
+    (they are the maker's), name a directory outside the hierarchy, climb to its root or out of
+    it, or name a cgroup that does not exist."""
     g = given()
     lim = jobs(["true"], cgroup_given=g.spec, limits={"mem_bytes": 1 << 30}).run()
     assert lim["end_reason"] == "start_failed" and "delegated cgroup" in lim["error"], lim
@@ -308,7 +309,23 @@ def test_delegated_refusals(jobs, given):
     else:
         climb["v1"]["memory"] = g.spec["v1"]["memory"] + "/.."
     up = jobs(["true"], cgroup_given=climb).run()
-    assert up["end_reason"] == "start_failed" and '".."' in up["error"], up
+    assert up["end_reason"] == "start_failed" and "is not below" in up["error"], up
+
+    climb_out = dict(climb)
+    if key:
+        climb_out["unified"] = g.spec["unified"] + "/../../../../../../../../tmp"
+    else:
+        climb_out["v1"] = dict(climb["v1"], memory=g.spec["v1"]["memory"] + "/../../../../../../../../tmp")
+    out2 = jobs(["true"], cgroup_given=climb_out).run()
+    assert out2["end_reason"] == "start_failed" and "is not below" in out2["error"], out2
+
+    gone = dict(g.spec, v1=dict(g.spec["v1"]))
+    if key:
+        gone["unified"] = g.spec["unified"] + "-missing"
+    else:
+        gone["v1"]["memory"] = g.spec["v1"]["memory"] + "-missing"
+    miss = jobs(["true"], cgroup_given=gone).run()
+    assert miss["end_reason"] == "start_failed" and "No such file" in miss["error"], miss
 
 
 HOOK = """#!/bin/sh
