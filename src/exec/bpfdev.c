@@ -219,6 +219,21 @@ int bpfdev_load(const cg_dev_rule *rules, size_t n, const char *what, jerr *e)
 
 int bpfdev_attach_prog(const char *dir, int prog, jerr *e) { return prog_attach(dir, prog, e); }
 
+int bpfdev_detach_prog(const char *dir, int prog, jerr *e)
+{
+    int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cg < 0)
+        return errno == ENOENT ? 0 : jerr_sys(e, "open cgroup directory %s", dir); /* gone: so is the filter */
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.target_fd = (uint32_t)cg;
+    a.attach_bpf_fd = (uint32_t)prog;
+    a.attach_type = BPF_CGROUP_DEVICE;
+    int rc = sys_bpf(BPF_PROG_DETACH, &a) < 0 ? jerr_sys(e, "detach BPF device filter from %s", dir) : 0;
+    close(cg);
+    return rc;
+}
+
 int bpfdev_attach(const char *dir, const cg_dev_rule *rules, size_t n, jerr *e)
 {
     int prog = bpfdev_load(rules, n, dir, e);

@@ -25,5 +25,8 @@ int bpfdev_attach(const char *dir, const cg_dev_rule *rules, size_t n, jerr *e);
  * errors). */
 int bpfdev_load(const cg_dev_rule *rules, size_t n, const char *what, jerr *e);
 int bpfdev_attach_prog(const char *dir, int prog, jerr *e);
+/* Detaches that program from dir again (a cgroup joblet did not make: cgroup.h, delegated);
+ * 0 when dir is gone. */
+int bpfdev_detach_prog(const char *dir, int prog, jerr *e);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <signal.h>
@@ -50,6 +51,19 @@ const cg_dev_rule cg_default_devices[] = {
     { 'c', 136, -1, "rw" } /* pts/N */
 };
 const size_t cg_default_devices_n = ARRAY_LEN(cg_default_devices);
+
+const char *cg_ctrl_name(enum cg_ctrl c)
+{
+    return c >= 0 && c < CGC_N ? ctrl_names[c] : "?";
+}
+
+enum cg_ctrl cg_ctrl_by_name(const char *name)
+{
+    int c = 0;
+    while (c < CGC_N && strcmp(ctrl_names[c], name))
+        c++;
+    return (enum cg_ctrl)c;
+}
 
 const char *cg_layout_name(enum cg_layout l)
 {
@@ -189,12 +203,14 @@ static bool any_v1(const cg_host *h)
 static int decide_layout(cg_host *h, jerr *e)
 {
     if (any_v1(h))
-        h->layout = h->unified[0] ? CG_HYBRID : CG_V1;
+        h->ops = h->unified[0] ? &cg_ops_hybrid : &cg_ops_v1;
     else if (h->unified[0])
-        h->layout = CG_V2;
+        h->ops = &cg_ops_v2;
     else
         return jerr_set(e, ENOENT, "no cgroup filesystem is mounted (looked for cgroup and cgroup2 in "
                                    "/proc/self/mountinfo); joblet needs one to limit jobs");
+    h->layout = h->ops->layout;
+    h->ops->use_mounts(h);
     return 0;
 }
 
@@ -266,11 +282,7 @@ int cg_host_detect(cg_host *h, const char *root, jerr *e)
     memset(h, 0, sizeof *h);
     if (check_root(root && *root ? root : DEFAULT_ROOT, h->root, sizeof h->root, e) < 0)
         return -1;
-    if (scan_mounts(h, e) < 0 || decide_layout(h, e) < 0)
-        return -1;
-    if (h->layout == CG_HYBRID)
-        h->v1[CGC_DEVICES][0] = 0;
-    return 0;
+    return scan_mounts(h, e) < 0 || decide_layout(h, e) < 0 ? -1 : 0;
 }
 
 int cg_host_init(cg_host *h, const char *root, jerr *e)
@@ -279,10 +291,7 @@ int cg_host_init(cg_host *h, const char *root, jerr *e)
         return -1;
     if (make_parents(h, e) < 0)
         return -1;
-    /* on hybrid the cgroup2 tree has no controllers to enable; it only carries the BPF filter */
-    if (h->layout == CG_V2)
-        return cgv2_prepare_parent(h->unified, h->root, e);
-    return cgv1_prepare_parent(h, e);
+    return h->ops->prepare_root(h, e);
 }
 
 /* ---- job paths ---- */
@@ -302,6 +311,7 @@ void cg_job_paths(const cg_host *h, const char *name, cg_job *j)
 {
     memset(j, 0, sizeof *j);
     j->host = h;
+    j->dev_prog = -1;
     snprintf(j->name, sizeof j->name, "%s", name);
     if (h->unified[0])
         job_path(j->unified_path, sizeof j->unified_path, h->unified, h->root, name);
@@ -314,6 +324,79 @@ void cg_user_job_paths(const cg_host *h, uint32_t uid, const char *name, cg_host
 {
     cg_user_host(h, uid, uh);
     cg_job_paths(uh, name, j);
+}
+
+/* ---- delegated cgroups ---- */
+
+bool cg_given_any(const cg_given *g)
+{
+    if (g->unified[0])
+        return true;
+    for (int c = 0; c < CGC_N; c++)
+        if (g->v1[c][0])
+            return true;
+    return false;
+}
+
+/* path, resolved ("..", symbolic links such as /sys/fs/cgroup/cpu -> cpu,cpuacct) into out, is
+ * a cgroup directory strictly below mnt (so never the hierarchy's root, nor outside it), on a
+ * filesystem of that magic. */
+static int check_given(const char *what, const char *mnt, const char *path, unsigned long magic, char *out,
+                       size_t outlen, jerr *e)
+{
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        return jerr_sys(e, "the delegated cgroup %s (%s)", path, what);
+    size_t ml = strlen(mnt);
+    if (strncmp(real, mnt, ml) || real[ml] != '/' || !real[ml + 1])
+        return jerr_set(e, EINVAL, "the delegated cgroup \"%s\" (%s) is not below this host's mount of that "
+                        "hierarchy, %s", path, what, mnt);
+    struct stat st;
+    if (stat(real, &st) < 0)
+        return jerr_sys(e, "the delegated cgroup %s (%s)", path, what);
+    if (!S_ISDIR(st.st_mode) || !fs_magic_is(real, magic))
+        return jerr_set(e, EINVAL, "the delegated cgroup %s (%s) is not a cgroup directory", path, what);
+    if (strlen(real) >= outlen)
+        return jerr_set(e, ENAMETOOLONG, "the delegated cgroup %s (%s) is longer than %zu characters", real, what,
+                        outlen - 1);
+    memcpy(out, real, strlen(real) + 1);
+    return 0;
+}
+
+int cg_job_given(const cg_host *h, const char *name, const cg_given *g, cg_job *j, jerr *e)
+{
+    memset(j, 0, sizeof *j);
+    j->host = h;
+    j->delegated = true;
+    j->dev_prog = -1;
+    snprintf(j->name, sizeof j->name, "%s", name);
+    if (!cg_given_any(g))
+        return jerr_set(e, EINVAL, "job %s is to run in a delegated cgroup, but none is named", name);
+    if (memchr(g->unified, 0, sizeof g->unified) == NULL)
+        return jerr_set(e, ENAMETOOLONG, "a delegated cgroup path of job %s is too long", name);
+    for (int c = 0; c < CGC_N; c++)
+        if (memchr(g->v1[c], 0, sizeof g->v1[c]) == NULL)
+            return jerr_set(e, ENAMETOOLONG, "a delegated cgroup path of job %s is too long", name);
+    if (g->unified[0]) {
+        if (!h->unified[0])
+            return jerr_set(e, ENOTSUP, "the delegated cgroup2 directory %s cannot be used: this host (%s) has no "
+                            "cgroup2 mount", g->unified, cg_layout_name(h->layout));
+        if (check_given("cgroup2", h->unified, g->unified, CGROUP2_SUPER_MAGIC, j->unified_path,
+                        sizeof j->unified_path, e) < 0)
+            return -1;
+    }
+    for (int c = 0; c < CGC_N; c++) {
+        if (!g->v1[c][0])
+            continue;
+        if (!h->v1[c][0])
+            return jerr_set(e, ENOTSUP, "the delegated cgroup %s (%s) cannot be used: joblet uses no v1 %s "
+                            "controller on this host (layout %s)", g->v1[c], ctrl_names[c], ctrl_names[c],
+                            cg_layout_name(h->layout));
+        if (check_given(ctrl_names[c], h->v1[c], g->v1[c], CGROUP_SUPER_MAGIC, j->v1_path[c],
+                        sizeof j->v1_path[c], e) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static int check_fits(const cg_host *h, const char *name, jerr *e)
@@ -364,17 +447,8 @@ int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job
     /* v1 controllers whose limit was not asked for would cost a cgroup each and do nothing:
      * usage is read from cpuacct, memory and pids. A controller co-mounted with one of those
      * still gets its directory through its partner. */
-    if (l && h->layout != CG_V2) {
-        /* cgroup2's cpu.stat counts CPU time on hybrid hosts too: no cpuacct cgroup needed */
-        if (h->layout == CG_HYBRID && h->unified[0])
-            j->v1_path[CGC_CPUACCT][0] = 0;
-        if (!l->cpu_pct)
-            j->v1_path[CGC_CPU][0] = 0;
-        if (!l->cpus[0] && !l->mems[0])
-            j->v1_path[CGC_CPUSET][0] = 0;
-        if (!l->io_bps)
-            j->v1_path[CGC_BLKIO][0] = 0;
-    }
+    if (l)
+        h->ops->trim(j, l);
     const char *dirs[CGC_N + 1];
     size_t n = job_dirs(j, dirs);
     for (size_t i = 0; i < n; i++) {
@@ -477,8 +551,18 @@ static int rmdir_patiently(const cg_job *j, const char *dir, jerr *e)
     }
 }
 
-int cg_destroy(const cg_job *j, jerr *e)
+int cg_destroy(cg_job *j, jerr *e)
 {
+    if (j->delegated) {
+        int rc = 0;
+        if (j->dev_attached && bpfdev_detach_prog(j->unified_path, j->dev_prog, e) < 0)
+            rc = -1;
+        j->dev_attached = false;
+        if (j->dev_prog >= 0)
+            close(j->dev_prog);
+        j->dev_prog = -1;
+        return rc;
+    }
     const char *dirs[CGC_N + 1];
     size_t n = job_dirs(j, dirs);
     int rc = 0;
@@ -505,23 +589,12 @@ void cg_user_host(const cg_host *h, uint32_t uid, cg_host *out)
 /* The mount of the hierarchy that counts tasks, NULL when none does. */
 static const char *tasks_mount(const cg_host *h)
 {
-    if (h->layout == CG_V2)
-        return h->unified;
-    return h->v1[CGC_PIDS][0] ? h->v1[CGC_PIDS] : NULL;
-}
-
-/* Whether a cgroup2 directory offers its children any controller yet. */
-static bool offers_controllers(const char *dir)
-{
-    char *s = cg_read(dir, "cgroup.subtree_control");
-    bool any = s && s[strspn(s, " \n")];
-    free(s);
-    return any;
+    return h->ops->tasks_mount(h);
 }
 
 int cg_user_prepare(const cg_host *uh, uint64_t tasks_max, jerr *e)
 {
-    bool made_v2 = false, made_cpuset = false;
+    cg_level_made made = { 0 };
     const char *mnts[CGC_N + 1];
     size_t n = 0;
     if (uh->unified[0])
@@ -536,15 +609,15 @@ int cg_user_prepare(const cg_host *uh, uint64_t tasks_max, jerr *e)
         int rc = mkdir(dir, 0755);
         if (rc < 0 && errno != EEXIST)
             return jerr_sys(e, "mkdir %s", dir);
-        made_v2 |= uh->layout == CG_V2 && mnts[i] == uh->unified && (rc == 0 || !offers_controllers(dir));
-        made_cpuset |= rc == 0 && mnts[i] == uh->v1[CGC_CPUSET];
+        if (rc < 0)
+            continue;
+        made.unified |= mnts[i] == uh->unified;
+        for (int c = 0; c < CGC_N; c++) /* co-mounted controllers share the directory */
+            made.v1[c] |= uh->v1[c][0] && !strcmp(mnts[i], uh->v1[c]);
     }
-    char dir[PATH_MAX];
-    /* a level another shim made a moment ago is prepared again, which changes nothing */
-    if (made_v2 && cg_file_path(dir, sizeof dir, uh->unified, uh->root) == 0)
-        cgv2_enable_controllers(dir);
-    if (made_cpuset && cgv1_prepare_parent(uh, e) < 0)
+    if (uh->ops->prepare_level(uh, &made, e) < 0)
         return -1;
+    char dir[PATH_MAX];
     const char *mnt = tasks_mount(uh);
     if (!mnt)
         return 0;
@@ -602,14 +675,21 @@ static bool devnum_ok(const char *s)
     return p && *p == ':' && (p = skip_digits(p + 1)) && *p == 0;
 }
 
+bool cg_limits_any(const cg_limits *l)
+{
+    return l->cpu_pct || l->mem_bytes || l->swap_bytes || l->pids_max || l->io_bps || l->cpus[0] || l->mems[0];
+}
+
 int cg_apply_limits(const cg_job *j, const cg_limits *l, jerr *e)
 {
+    if (j->delegated)
+        return cg_limits_any(l) ? jerr_set(e, EINVAL, "job %s runs in a delegated cgroup, whose limits are its "
+                                           "maker's: joblet sets none, and its spec asks for some", j->name)
+                                : 0;
     if (l->io_bps && !devnum_ok(l->io_dev))
         return jerr_set(e, EINVAL, "the I/O limit (%llu bytes/s) needs io_dev as \"major:minor\" of a whole "
                         "block device, got \"%s\"", (unsigned long long)l->io_bps, l->io_dev);
-    if (j->host->layout == CG_V2)
-        return cgv2_apply_limits(j->unified_path, l, e);
-    return cgv1_apply_limits(j, l, e);
+    return j->host->ops->apply_limits(j, l, e);
 }
 
 int cg_read_stats(const cg_job *j, cg_stats *s)
@@ -618,33 +698,35 @@ int cg_read_stats(const cg_job *j, cg_stats *s)
     const char *dir = primary_dir(j);
     if (!dir || access(dir, F_OK) < 0)
         return -1;
-    if (j->host->layout == CG_V2)
-        return cgv2_read_stats(j->unified_path, s);
-    int rc = cgv1_read_stats(j, s);
-    /* without a v1 cpuacct cgroup (none made, or none mounted) cgroup2's core counts CPU time */
-    if (s->cpu_usage_ns == 0 && j->unified_path[0]) {
-        uint64_t usec;
-        if (cg_read_keyed(j->unified_path, "cpu.stat", "usage_usec", &usec) == 0)
-            s->cpu_usage_ns = usec * 1000;
-    }
-    return rc;
+    return j->host->ops->read_stats(j, s);
 }
 
-int cg_set_devices_prog(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
+/* A delegated job's filter is detached again when it ends (cg_destroy), for which the program
+ * is kept: loaded here when the caller has none, a copy of the caller's otherwise. */
+static int set_devices_delegated(cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
+{
+    if (!j->unified_path[0]) /* v1: the list in the given devices cgroup, or the refusal */
+        return j->host->ops->set_devices(j, -1, rules, n, e);
+    int own = prog >= 0 ? fcntl(prog, F_DUPFD_CLOEXEC, 3) : bpfdev_load(rules, n, j->unified_path, e);
+    if (own < 0)
+        return prog >= 0 ? jerr_sys(e, "keep the device filter of job %s", j->name) : -1;
+    if (j->host->ops->set_devices(j, own, rules, n, e) < 0) {
+        close(own);
+        return -1;
+    }
+    j->dev_prog = own;
+    j->dev_attached = true;
+    return 0;
+}
+
+int cg_set_devices_prog(cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
 {
     for (size_t i = 0; i < n; i++)
         if (bpfdev_check_rule(&rules[i], e) < 0)
             return -1;
-    const char *v1 = j->v1_path[CGC_DEVICES];
-    if (!j->unified_path[0] && !v1[0])
-        return jerr_set(e, ENOTSUP, "no device filter is possible for job %s: no cgroup2 hierarchy and no "
-                        "v1 devices controller is mounted", j->name);
-    if (j->unified_path[0] && (prog >= 0 ? bpfdev_attach_prog(j->unified_path, prog, e)
-                                          : bpfdev_attach(j->unified_path, rules, n, e)) < 0)
-        return -1;
-    if (v1[0] && cgv1_set_devices(v1, rules, n, e) < 0)
-        return -1;
-    return 0;
+    if (j->delegated)
+        return set_devices_delegated(j, prog, rules, n, e);
+    return j->host->ops->set_devices(j, prog, rules, n, e);
 }
 
 /* ---- block devices ---- */

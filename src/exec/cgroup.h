@@ -5,10 +5,25 @@
  *           mount (usually /sys/fs/cgroup/unified) carries the eBPF device filter
  *   v1      v1 controllers only; devices.deny/allow is the device filter
  *
- * The layout is read from /proc/self/mountinfo and confirmed with statfs magic numbers.
- * A job's cgroup is "<root>/user-<uid>/<name>" in every hierarchy used (root defaults to
- * "joblet"): the level of the user who submitted it holds all that user's jobs, so that its
- * pids.max bounds the host tasks of all of them together (cg_user_*). */
+ * The layout is read from /proc/self/mountinfo and confirmed with statfs magic numbers, once:
+ * cg_host_detect picks the manager of that layout (cg_host.ops, cgroup_layout.h; v2's in
+ * cgroup_v2.c, v1's and hybrid's in cgroup_v1.c) and nothing after it asks which layout it is.
+ *
+ * A job's cgroups come one of two ways:
+ *   made       joblet makes "<root>/user-<uid>/<name>" in every hierarchy used (root defaults
+ *              to "joblet"), sets the spec's limits there and removes it after the job; the
+ *              level of the user who submitted it holds all that user's jobs, so that its
+ *              pids.max bounds the host tasks of all of them together (cg_user_*).
+ *   delegated  someone else made them for this one job and gives their paths (cg_given:
+ *              Slurm's step cgroup; a test's). Their limits are their maker's: joblet makes no
+ *              cgroup, sets no limit and removes nothing. It still moves the job in, reads its
+ *              statistics, kills all in it, and applies its device filter: on v2 and hybrid
+ *              hosts the eBPF program is attached to the given cgroup2 directory (with
+ *              BPF_F_ALLOW_MULTI, so it can only narrow what the maker allows) and detached
+ *              again by cg_destroy; on v1 hosts devices.deny/allow are written to the given v1
+ *              devices cgroup (a v1 list can only narrow too) and stay after the job, as the
+ *              cgroup is the job's alone. A filter is required as for a made cgroup: without a
+ *              cgroup2 directory (v2, hybrid) or a devices cgroup (v1) the job does not start. */
 #ifndef JOBLET_CGROUP_H
 #define JOBLET_CGROUP_H
 
@@ -19,11 +34,13 @@
 #include "../common/err.h"
 
 enum cg_layout { CG_V2, CG_HYBRID, CG_V1 };
+typedef struct cg_layout_ops cg_layout_ops; /* one per layout: cgroup_layout.h */
 
 enum cg_ctrl { CGC_CPU, CGC_CPUACCT, CGC_MEMORY, CGC_PIDS, CGC_BLKIO, CGC_CPUSET, CGC_DEVICES, CGC_N };
 
 typedef struct cg_host {
     enum cg_layout layout;
+    const cg_layout_ops *ops; /* the layout's manager, chosen by cg_host_detect */
     char unified[256];        /* cgroup2 mount point, "" when none */
     char v1[CGC_N][256];      /* v1 mount point per controller, "" when absent (always "" on v2) */
     char root[96];            /* name of the parent cgroup of all jobs, e.g. "joblet"; a user's
@@ -48,8 +65,19 @@ typedef struct cg_dev_rule {
     char access[4];
 } cg_dev_rule;
 
+/* Cgroups someone else made for one job (delegated mode): absolute paths, each below the
+ * host's mount of its hierarchy, "" for a hierarchy not given. The job joins exactly these;
+ * for a hierarchy not given it stays where its shim is. */
+typedef struct cg_given {
+    char unified[320];        /* a cgroup2 directory */
+    char v1[CGC_N][320];      /* a directory per v1 controller (co-mounted ones may repeat it) */
+} cg_given;
+
 typedef struct cg_job {
     const cg_host *host;
+    bool delegated;           /* made by cg_job_given: not joblet's to limit or remove */
+    bool dev_attached;        /* delegated: dev_prog is attached to unified_path (cg_destroy detaches) */
+    int dev_prog;
     char name[80];
     char unified_path[320];   /* "" when no cgroup2 hierarchy is used */
     char v1_path[CGC_N][320]; /* "" for controllers not used */
@@ -89,6 +117,17 @@ int cg_user_enter(const cg_host *uh, jerr *e);
  * tidying up (runsc delete) is not the user's to pay for, nor refused at the user's bound. */
 void cg_user_leave(const cg_host *uh);
 
+/* The names of the v1 controllers ("memory", "cpu", ...), as their mounts' options spell them;
+ * cg_ctrl_by_name gives CGC_N for a name that is none. */
+const char *cg_ctrl_name(enum cg_ctrl c);
+enum cg_ctrl cg_ctrl_by_name(const char *name);
+/* Whether g names any directory. */
+bool cg_given_any(const cg_given *g);
+
+/* Delegated mode: points j at the cgroups g names for job name, made by someone else. Each
+ * path, resolved (realpath), must be an existing cgroup directory below h's mount of its
+ * hierarchy (not the mount itself), of a hierarchy h's layout uses; nothing is made or changed. */
+int cg_job_given(const cg_host *h, const char *name, const cg_given *g, cg_job *j, jerr *e);
 /* Fills paths only, touches nothing: used to look at an existing job's cgroup. */
 void cg_job_paths(const cg_host *h, const char *name, cg_job *j);
 /* The same for a job of user uid: uh gets the user's level (cg_user_host), j points at it. */
@@ -96,12 +135,16 @@ void cg_user_job_paths(const cg_host *h, uint32_t uid, const char *name, cg_host
 /* mkdir the job's cgroup in every hierarchy used, leaving out v1 controllers that none of
  * l's limits needs (l may be NULL: all). An existing directory is an error. */
 int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job *j, jerr *e);
+/* A delegated job's limits are its cgroup's maker's: none is set, and a spec that asks for
+ * one is refused rather than silently not held. */
 int cg_apply_limits(const cg_job *j, const cg_limits *l, jerr *e);
+/* Whether l asks for any limit. */
+bool cg_limits_any(const cg_limits *l);
 /* Deny-by-default device filter allowing exactly rules[]: a BPF_PROG_TYPE_CGROUP_DEVICE
  * program attached to the cgroup2 directory where one is used, and devices.deny "a" +
  * devices.allow on the v1 devices controller on v1-only hosts. prog >= 0 is that program
  * already loaded for rules (the daemon loads it once); prog < 0 loads one here. */
-int cg_set_devices_prog(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e);
+int cg_set_devices_prog(cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e);
 /* Moves the calling process into the job's cgroup in every hierarchy. */
 int cg_enter(const cg_job *j, jerr *e);
 int cg_read_stats(const cg_job *j, cg_stats *s);
@@ -109,8 +152,9 @@ int cg_read_stats(const cg_job *j, cg_stats *s);
 int cg_nprocs(const cg_job *j);
 /* SIGKILL everything in the cgroup (cgroup.kill where present, else by listing pids). */
 int cg_kill_all(const cg_job *j);
-/* rmdir every directory; retries briefly while the kernel lets go of dead tasks. */
-int cg_destroy(const cg_job *j, jerr *e);
+/* rmdir every directory; retries briefly while the kernel lets go of dead tasks. A delegated
+ * job's directories stay (they are their maker's): only joblet's device filter is detached. */
+int cg_destroy(cg_job *j, jerr *e);
 /* "major:minor" of the whole block device that holds path (a partition maps to its disk). */
 int cg_block_device_of(const char *path, char *out, size_t outlen, jerr *e);
 /* Standard devices every job may use: null zero full random urandom tty ptmx pts/N. */
@@ -118,7 +162,7 @@ extern const cg_dev_rule cg_default_devices[];
 extern const size_t cg_default_devices_n;
 
 /* Shared by cgroup.c, cgroup_v1.c and cgroup_v2.c only; not for other callers. Their file
- * helpers are in cgroup_fs.h, the v1 and v2 parts in cgroup_v1.h and cgroup_v2.h. */
+ * helpers are in cgroup_fs.h, the managers' table in cgroup_layout.h. */
 #define CG_CPU_PERIOD_US 100000
 
 #endif

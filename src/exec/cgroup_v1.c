@@ -1,4 +1,6 @@
-/* Limits, statistics and the device list on cgroup v1 controllers (v1 and hybrid hosts). */
+/* The cgroup manager on v1 and hybrid hosts: limits, statistics and the device list on the v1
+ * controllers; on hybrid hosts the cgroup2 tree carries the eBPF device filter and counts CPU
+ * time (it has no controller of its own to limit with). */
 #include "cgroup_v1.h"
 
 #include <errno.h>
@@ -7,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpfdev.h"
 #include "cgroup_fs.h"
 
 static int write_u64(const char *dir, const char *file, uint64_t v, jerr *e)
@@ -67,7 +70,7 @@ static int prepare_cpuset(const char *mnt, const char *root, jerr *e)
     return cg_write(dir, "cgroup.clone_children", "1", e);
 }
 
-int cgv1_prepare_parent(const cg_host *h, jerr *e)
+static int prepare_parent(const cg_host *h, jerr *e)
 {
     if (!h->v1[CGC_CPUSET][0])
         return 0;
@@ -172,7 +175,7 @@ static int set_cpuset(const cg_job *j, const char *cpus, const char *mems, jerr 
     return write_or_inherit(dir, "cpuset.cpus", cpus, e);
 }
 
-int cgv1_apply_limits(const cg_job *j, const cg_limits *l, jerr *e)
+static int apply_limits(const cg_job *j, const cg_limits *l, jerr *e)
 {
     if (l->cpu_pct && set_cpu(j, l->cpu_pct, e) < 0)
         return -1;
@@ -232,7 +235,7 @@ static void read_blkio(const char *dir, cg_stats *s)
     free(text);
 }
 
-int cgv1_read_stats(const cg_job *j, cg_stats *s)
+static int read_stats_v1(const cg_job *j, cg_stats *s)
 {
     const char *acct = j->v1_path[CGC_CPUACCT], *mem = j->v1_path[CGC_MEMORY];
     const char *pids = j->v1_path[CGC_PIDS], *blkio = j->v1_path[CGC_BLKIO];
@@ -249,3 +252,97 @@ int cgv1_read_stats(const cg_job *j, cg_stats *s)
         read_blkio(blkio, s);
     return 0;
 }
+
+/* ---- the v1 and hybrid managers ---- */
+
+static void use_mounts_v1(cg_host *h)
+{
+    (void)h; /* every controller found is used */
+}
+
+/* The v1 devices controller's list would only repeat the eBPF filter on the cgroup2 tree. */
+static void use_mounts_hybrid(cg_host *h)
+{
+    h->v1[CGC_DEVICES][0] = 0;
+}
+
+/* On hybrid hosts the cgroup2 tree has no controllers to offer; it only carries the filter. */
+static int prepare_level(const cg_host *uh, const cg_level_made *made, jerr *e)
+{
+    return made->v1[CGC_CPUSET] ? prepare_parent(uh, e) : 0;
+}
+
+static const char *tasks_mount(const cg_host *h)
+{
+    return h->v1[CGC_PIDS][0] ? h->v1[CGC_PIDS] : NULL;
+}
+
+static void trim_v1(cg_job *j, const cg_limits *l)
+{
+    if (!l->cpu_pct)
+        j->v1_path[CGC_CPU][0] = 0;
+    if (!l->cpus[0] && !l->mems[0])
+        j->v1_path[CGC_CPUSET][0] = 0;
+    if (!l->io_bps)
+        j->v1_path[CGC_BLKIO][0] = 0;
+}
+
+/* cgroup2's cpu.stat counts CPU time on hybrid hosts too: no cpuacct cgroup needed */
+static void trim_hybrid(cg_job *j, const cg_limits *l)
+{
+    trim_v1(j, l);
+    if (j->unified_path[0])
+        j->v1_path[CGC_CPUACCT][0] = 0;
+}
+
+static int read_stats_hybrid(const cg_job *j, cg_stats *s)
+{
+    int rc = read_stats_v1(j, s);
+    /* without a v1 cpuacct cgroup (none made, or none mounted) cgroup2's core counts CPU time */
+    if (s->cpu_usage_ns == 0 && j->unified_path[0]) {
+        uint64_t usec;
+        if (cg_read_keyed(j->unified_path, "cpu.stat", "usage_usec", &usec) == 0)
+            s->cpu_usage_ns = usec * 1000;
+    }
+    return rc;
+}
+
+static int set_devices_v1(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
+{
+    (void)prog; /* an eBPF program needs a cgroup2 directory */
+    if (!j->v1_path[CGC_DEVICES][0])
+        return jerr_set(e, ENOTSUP, "no device filter is possible for job %s: it has no cgroup of the v1 devices "
+                        "controller (is it mounted?)", j->name);
+    return cgv1_set_devices(j->v1_path[CGC_DEVICES], rules, n, e);
+}
+
+static int set_devices_hybrid(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
+{
+    if (!j->unified_path[0])
+        return jerr_set(e, ENOTSUP, "no device filter is possible for job %s: it has no cgroup2 directory", j->name);
+    return prog >= 0 ? bpfdev_attach_prog(j->unified_path, prog, e) : bpfdev_attach(j->unified_path, rules, n, e);
+}
+
+const cg_layout_ops cg_ops_v1 = {
+    .layout = CG_V1,
+    .use_mounts = use_mounts_v1,
+    .prepare_root = prepare_parent,
+    .prepare_level = prepare_level,
+    .tasks_mount = tasks_mount,
+    .trim = trim_v1,
+    .apply_limits = apply_limits,
+    .read_stats = read_stats_v1,
+    .set_devices = set_devices_v1,
+};
+
+const cg_layout_ops cg_ops_hybrid = {
+    .layout = CG_HYBRID,
+    .use_mounts = use_mounts_hybrid,
+    .prepare_root = prepare_parent,
+    .prepare_level = prepare_level,
+    .tasks_mount = tasks_mount,
+    .trim = trim_hybrid,
+    .apply_limits = apply_limits,
+    .read_stats = read_stats_hybrid,
+    .set_devices = set_devices_hybrid,
+};

@@ -1,4 +1,5 @@
-/* Limits and statistics on a cgroup2 directory. */
+/* The cgroup manager on cgroup2-only hosts: limits and statistics on a cgroup2 directory, the
+ * eBPF device filter attached to it. */
 #include "cgroup_v2.h"
 
 #include <errno.h>
@@ -7,13 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpfdev.h"
 #include "cgroup_fs.h"
 
 static const char *const wanted_ctrls[] = { "cpu", "memory", "pids", "io", "cpuset" };
 
 /* One controller per write: a batch is refused whole when any single name is unavailable.
  * Failures are left for the limits to report, since only a job that asks for one needs it. */
-void cgv2_enable_controllers(const char *dir)
+static void enable_controllers(const char *dir)
 {
     for (size_t i = 0; i < sizeof wanted_ctrls / sizeof wanted_ctrls[0]; i++) {
         char v[16];
@@ -22,19 +24,19 @@ void cgv2_enable_controllers(const char *dir)
     }
 }
 
-int cgv2_prepare_parent(const char *unified, const char *root, jerr *e)
+static int prepare_parent(const char *unified, const char *root, jerr *e)
 {
     char dir[PATH_MAX], comps[64];
     snprintf(comps, sizeof comps, "%s", root);
     size_t len = (size_t)snprintf(dir, sizeof dir, "%s", unified);
-    cgv2_enable_controllers(dir);
+    enable_controllers(dir);
     char *save = NULL;
     for (char *c = strtok_r(comps, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
         int n = snprintf(dir + len, sizeof dir - len, "/%s", c);
         if (n < 0 || (size_t)n >= sizeof dir - len)
             return jerr_set(e, ENAMETOOLONG, "cgroup path %s/%s is too long", unified, root);
         len += (size_t)n;
-        cgv2_enable_controllers(dir);
+        enable_controllers(dir);
     }
     return 0;
 }
@@ -126,7 +128,7 @@ static int set_cpuset(const char *dir, const char *cpus, const char *mems, jerr 
     return 0;
 }
 
-int cgv2_apply_limits(const char *dir, const cg_limits *l, jerr *e)
+static int apply_limits_dir(const char *dir, const cg_limits *l, jerr *e)
 {
     if (l->cpu_pct && set_cpu(dir, l->cpu_pct, e) < 0)
         return -1;
@@ -158,7 +160,7 @@ static void read_io_stat(const char *dir, cg_stats *s)
 }
 
 /* Counters of controllers that are off stay 0; memory.peak needs Linux 5.19. */
-int cgv2_read_stats(const char *dir, cg_stats *s)
+static int read_stats_dir(const char *dir, cg_stats *s)
 {
     uint64_t usec;
     if (cg_read_keyed(dir, "cpu.stat", "usage_usec", &usec) < 0)
@@ -171,3 +173,74 @@ int cgv2_read_stats(const char *dir, cg_stats *s)
     read_io_stat(dir, s);
     return 0;
 }
+
+/* ---- the v2 manager ---- */
+
+static void use_mounts(cg_host *h)
+{
+    (void)h; /* v2 hosts have no v1 mounts to leave out */
+}
+
+static int prepare_root(const cg_host *h, jerr *e)
+{
+    return prepare_parent(h->unified, h->root, e);
+}
+
+/* Whether a cgroup2 directory offers its children any controller yet. */
+static bool offers_controllers(const char *dir)
+{
+    char *s = cg_read(dir, "cgroup.subtree_control");
+    bool any = s && s[strspn(s, " \n")];
+    free(s);
+    return any;
+}
+
+/* A level another shim made a moment ago is prepared again, which changes nothing. */
+static int prepare_level(const cg_host *uh, const cg_level_made *made, jerr *e)
+{
+    char dir[PATH_MAX];
+    if (cg_file_path(dir, sizeof dir, uh->unified, uh->root) < 0)
+        return jerr_sys(e, "cgroup path %s/%s", uh->unified, uh->root);
+    if (made->unified || !offers_controllers(dir))
+        enable_controllers(dir);
+    return 0;
+}
+
+static const char *tasks_mount(const cg_host *h)
+{
+    return h->unified;
+}
+
+static void trim(cg_job *j, const cg_limits *l)
+{
+    (void)j, (void)l; /* one directory holds every controller */
+}
+
+static int apply_limits(const cg_job *j, const cg_limits *l, jerr *e)
+{
+    return apply_limits_dir(j->unified_path, l, e);
+}
+
+static int read_stats(const cg_job *j, cg_stats *s)
+{
+    return read_stats_dir(j->unified_path, s);
+}
+
+static int set_devices(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
+{
+    if (!j->unified_path[0])
+        return jerr_set(e, ENOTSUP, "no device filter is possible for job %s: it has no cgroup2 directory", j->name);
+    return prog >= 0 ? bpfdev_attach_prog(j->unified_path, prog, e) : bpfdev_attach(j->unified_path, rules, n, e);
+}
+
+const cg_layout_ops cg_ops_v2 = {
+    .layout = CG_V2,
+    .use_mounts = use_mounts,
+    .prepare_root = prepare_root,
+    .prepare_level = prepare_level,
+    .tasks_mount = tasks_mount,
+    .trim = trim,
+    .apply_limits = apply_limits,
+    .read_stats = read_stats,
+    .set_devices = set_devices,
+};

@@ -1,6 +1,7 @@
 /* The isolation steps the job's init runs inside its new namespaces, in this order:
  * ns_setup → mounts_prepare (plan, then execute) → cg_enter + cgroup namespace →
- * mounts_pivot → fork the command → caps_drop_and_setuid → seccomp_apply → exec.
+ * mounts_pivot → (hold for the host's step hook, when the spec has one) → fork the command →
+ * caps_drop_and_setuid → seccomp_apply → exec.
  * Each step reports the failing path. */
 #ifndef JOBLET_ISOLATE_H
 #define JOBLET_ISOLATE_H
@@ -44,10 +45,17 @@ int seccomp_apply(const struct sock_fprog *prog, jerr *e);
 
 /* The job's init (PID 1 of the job): sets up isolation, starts the command, reaps and
  * forwards signals, and reports the command's wait status on status_fd. Never returns. */
+/* The shim and the init talk both ways:
+ *   init → shim  sync_w: the setup error as text, or EOF when the command was exec'd; with a
+ *                step hook, first one NUL byte: "held", everything is ready but the command.
+ *   shim → init  hold_r (only with a step hook): one 'g' once the hook succeeded; EOF (the
+ *                hook failed, the shim gave up) and the init exits without starting anything.
+ * Without a step hook there is no hold pipe and no wait: the start path is unchanged. */
 struct jobinit_fds {
     int out_w, err_w;   /* job's stdout / stderr */
     int sync_w;         /* setup errors; closed on successful exec */
     int status_w;       /* raw wait status of the command, 4 bytes */
+    int hold_r;         /* -1: none; else the init holds before the command until 'g' */
 };
 /* The shim's command-line argument (the job directory, a host path): the init blanks it so
  * /proc/1/cmdline inside the job does not show where the job lives on the host. */

@@ -59,6 +59,20 @@ _Noreturn static void run_command(const job_spec *s, const struct sock_fprog *fi
     fail(fds->sync_w, "exec", &e, errno == ENOENT ? 127 : 126);
 }
 
+/* The host's step hook runs meanwhile (shim_main.c); EOF instead of 'g' means it failed, and
+ * the shim has recorded why. */
+static void hold(const struct jobinit_fds *fds)
+{
+    char c = 0;
+    write_all(fds->sync_w, "", 1);
+    ssize_t r;
+    while ((r = read(fds->hold_r, &c, 1)) < 0 && errno == EINTR)
+        ;
+    if (r != 1 || c != 'g')
+        _exit(126);
+    close(fds->hold_r);
+}
+
 _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct sock_fprog *filter,
                            const struct jobinit_fds *fds)
 {
@@ -83,6 +97,8 @@ _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct soc
     }
     if (mounts_pivot(s, &e) < 0)
         fail(fds->sync_w, "filesystem", &e, 126);
+    if (fds->hold_r >= 0)
+        hold(fds);
 
     sigset_t all;
     sigfillset(&all);

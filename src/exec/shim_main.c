@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <linux/close_range.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -167,6 +169,118 @@ static void prepare(const char *cgroup_root)
     caps_last_cap();
 }
 
+/* The longest a step hook may hold the job's init before the job fails to start. */
+#define STEP_HOOK_TIMEOUT_MS 30000
+
+/* The spec's step hook, run while the init holds (isolate.h: jobinit_fds): as root, in the
+ * shim's cgroups, its output appended to shim.log, with the job's id and directory and the
+ * init's host pid in its environment (what moving a network link into the job's namespace,
+ * or handing it a terminal, needs). 0 once it exited 0 within STEP_HOOK_TIMEOUT_MS. */
+static int run_step_hook(shim *sh, jerr *e)
+{
+    const char *hook = sh->spec.step_hook;
+    char id[64], pid[48], dir[4200];
+    snprintf(id, sizeof id, "JOBLET_JOB_ID=%s", sh->spec.id);
+    snprintf(pid, sizeof pid, "JOBLET_INIT_PID=%d", (int)sh->init);
+    snprintf(dir, sizeof dir, "JOBLET_JOB_DIR=%s", sh->spec.job_dir);
+    char *env[] = {id, pid, dir, "JOBLET_HOOK=before-exec", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    char *argv[] = {(char *)hook, "before-exec", NULL};
+    int log = openat(sh->dirfd, SHIM_LOG, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    pid_t child = fork();
+    if (child < 0) {
+        if (log >= 0)
+            close(log);
+        return jerr_sys(e, "fork the step hook %s", hook);
+    }
+    if (child == 0) {
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int outfd = log >= 0 ? log : devnull;
+        if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(outfd, 1) < 0 || dup2(outfd, 2) < 0)
+            _exit(126);
+        syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+        signal(SIGPIPE, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(hook, argv, env);
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    if (log >= 0)
+        close(log);
+    int pfd = (int)syscall(SYS_pidfd_open, child, 0);
+    struct pollfd p = {.fd = pfd, .events = POLLIN};
+    int ready = pfd < 0 ? 1 : poll(&p, 1, STEP_HOOK_TIMEOUT_MS);
+    while (ready < 0 && errno == EINTR)
+        ready = poll(&p, 1, STEP_HOOK_TIMEOUT_MS);
+    if (pfd >= 0)
+        close(pfd);
+    if (ready == 0)
+        kill(child, SIGKILL);
+    int st = 0;
+    while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (ready == 0)
+        return jerr_set(e, ETIMEDOUT, "the step hook %s did not finish within %d s: killed", hook,
+                        STEP_HOOK_TIMEOUT_MS / 1000);
+    if (WIFSIGNALED(st))
+        return jerr_set(e, ECANCELED, "the step hook %s was killed by signal %d", hook, WTERMSIG(st));
+    if (WEXITSTATUS(st) != 0)
+        return jerr_set(e, ECANCELED, "the step hook %s exited with %d%s", hook, WEXITSTATUS(st),
+                        WEXITSTATUS(st) == 127 ? " (not found?)" : WEXITSTATUS(st) == 126 ? " (not executable?)" : "");
+    return 0;
+}
+
+/* Until the init has exec'd the command: EOF on the sync pipe says it did, bytes are the setup
+ * error (left in sh->error). With a step hook (hold_w >= 0) the init first says it holds (one
+ * NUL byte); the hook runs, and 'g' lets the init go on, or the pipe's EOF makes it exit. */
+static void await_exec(shim *sh, int sync_r, int hold_w)
+{
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = read(sync_r, sh->error + got, sizeof sh->error - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (hold_w >= 0 && got == 1 && sh->error[0] == 0) {
+            got = 0;
+            jerr e = {0};
+            if (run_step_hook(sh, &e) < 0) {
+                snprintf(sh->error, sizeof sh->error, "step hook: %s", e.msg);
+                close(hold_w);
+                return;
+            }
+            ssize_t w = write(hold_w, "g", 1);
+            (void)w; /* the init gone: its sync pipe says why */
+            close(hold_w);
+            hold_w = -1;
+            continue;
+        }
+        if (got >= sizeof sh->error - 1)
+            break;
+    }
+    sh->error[got] = 0;
+    if (hold_w >= 0)
+        close(hold_w);
+}
+
+/* The job's cgroups: made in its owner's level with the spec's limits, or given (delegated:
+ * cgroup.h), in which case the shim makes none and stays where it was started. */
+static int job_cgroups(shim *sh, jerr *e)
+{
+    job_spec *s = &sh->spec;
+    sh->host = host;
+    if (s->cgroup_given)
+        return cg_job_given(&sh->host, s->id, s->cgroup_given, &sh->cg, e);
+    /* the job and this shim in its user's level, whose pids.max bounds all the user's jobs
+     * together (cgroup.h); what the shim forks from here on (the job's init, runsc) counts */
+    cg_user_host(&host, (uint32_t)s->owner_uid, &sh->host);
+    if (cg_user_prepare(&sh->host, s->user_tasks_max, e) < 0 || cg_user_enter(&sh->host, e) < 0)
+        return -1;
+    return cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, e);
+}
+
 static int start_job(shim *sh, int notify_fd)
 {
     jerr e = {0};
@@ -176,12 +290,7 @@ static int start_job(shim *sh, int notify_fd)
             goto fail_nocg;
         host_ready = true;
     }
-    /* the job and this shim in its user's level, whose pids.max bounds all the user's jobs
-     * together (cgroup.h); what the shim forks from here on (the job's init, runsc) counts */
-    cg_user_host(&host, (uint32_t)s->owner_uid, &sh->host);
-    if (cg_user_prepare(&sh->host, s->user_tasks_max, &e) < 0 || cg_user_enter(&sh->host, &e) < 0)
-        goto fail_nocg;
-    if (cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, &e) < 0)
+    if (job_cgroups(sh, &e) < 0)
         goto fail_nocg;
     if (cg_apply_limits(&sh->cg, &s->limits, &e) < 0)
         goto fail;
@@ -199,9 +308,9 @@ static int start_job(shim *sh, int notify_fd)
     if (!seccomp_prog.filter && seccomp_default_program(&seccomp_prog, &e) < 0)
         goto fail;
 
-    int out[2], err[2], sync[2], status[2];
+    int out[2], err[2], sync[2], status[2], hold[2] = {-1, -1};
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(sync, O_CLOEXEC) < 0 ||
-        pipe2(status, O_CLOEXEC) < 0) {
+        pipe2(status, O_CLOEXEC) < 0 || (s->step_hook && pipe2(hold, O_CLOEXEC) < 0)) {
         jerr_sys(&e, "pipe");
         goto fail;
     }
@@ -210,7 +319,8 @@ static int start_job(shim *sh, int notify_fd)
     pid_t pid;
     if (s->runsc) {
         /* gVisor: runsc makes the namespaces and the sandbox; the same pipes, the same cgroup */
-        struct jobinit_fds fds = {out[1], err[1], sync[1], status[1]};
+        struct jobinit_fds fds = {.out_w = out[1], .err_w = err[1], .sync_w = sync[1], .status_w = status[1],
+                                  .hold_r = -1};
         if (gvisor_bundle_write(s, &sh->cg, &e) < 0 || (pid = gvisor_spawn(s, &sh->cg, &fds, &e)) < 0) {
             for (int i = 0; i < 2; i++) {
                 close(out[i]);
@@ -229,7 +339,10 @@ static int start_job(shim *sh, int notify_fd)
         close(err[0]);
         close(sync[0]);
         close(status[0]);
-        struct jobinit_fds fds = {out[1], err[1], sync[1], status[1]};
+        if (hold[1] >= 0)
+            close(hold[1]);
+        struct jobinit_fds fds = {.out_w = out[1], .err_w = err[1], .sync_w = sync[1], .status_w = status[1],
+                                  .hold_r = hold[0]};
         jobinit_run(s, &sh->cg, &seccomp_prog, &fds);
     }
     sh->init = pid;
@@ -237,22 +350,15 @@ static int start_job(shim *sh, int notify_fd)
     close(err[1]);
     close(sync[1]);
     close(status[1]);
+    if (hold[0] >= 0)
+        close(hold[0]);
     sh->out_r = out[0];
     sh->err_r = err[0];
     sh->status_r = status[0];
-    /* EOF on the sync pipe means exec succeeded; any bytes are the setup error. */
-    size_t got = 0;
-    for (;;) {
-        ssize_t n = read(sync[0], sh->error + got, sizeof sh->error - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0 || (got += (size_t)n) >= sizeof sh->error - 1)
-            break;
-    }
-    sh->error[got] = 0;
+    await_exec(sh, sync[0], hold[1]);
     close(sync[0]);
     sh->started_ms = now_ms();
-    if (got == 0) {
+    if (!sh->error[0]) {
         char line[64];
         snprintf(line, sizeof line, "%d %lld\n", (int)pid, (long long)sh->started_ms);
         /* The file first, for a joblet that is not there to hear the pipe (or dies before
@@ -472,7 +578,8 @@ static void supervise(shim *sh)
         ssize_t w = write(sh->notify_fd, "E\n", 2);
         (void)w;
     }
-    cg_user_leave(&sh->host);
+    if (!sh->cg.delegated)
+        cg_user_leave(&sh->host);
     if (sh->spec.runsc)
         gvisor_delete(&sh->spec);
     jerr e = {0};

@@ -22,6 +22,18 @@ static json_t *strv_json(char **v)
     return a;
 }
 
+static json_t *given_json(const cg_given *g)
+{
+    json_t *v1 = json_object();
+    for (int c = 0; c < CGC_N; c++)
+        if (g->v1[c][0])
+            json_object_set_new(v1, cg_ctrl_name((enum cg_ctrl)c), json_string(g->v1[c]));
+    json_t *o = json_pack("{s:o}", "v1", v1);
+    if (g->unified[0])
+        json_object_set_new(o, "unified", json_string(g->unified));
+    return o;
+}
+
 int spec_to_fd(const job_spec *s, jerr *e)
 {
     json_t *lim = json_pack("{s:i,s:I,s:I,s:I,s:I,s:s,s:s,s:s}", "cpu_pct", (int)s->limits.cpu_pct, "mem_bytes",
@@ -65,6 +77,10 @@ int spec_to_fd(const job_spec *s, jerr *e)
         json_object_set_new(o, "log_budget", json_string(s->log_budget));
     if (o && s->log_floor)
         json_object_set_new(o, "log_floor", json_integer((json_int_t)s->log_floor));
+    if (o && s->cgroup_given)
+        json_object_set_new(o, "cgroup_given", given_json(s->cgroup_given));
+    if (o && s->step_hook)
+        json_object_set_new(o, "step_hook", json_string(s->step_hook));
     if (o && s->system_root && *s->system_root)
         json_object_set_new(o, "system_root", json_string(s->system_root));
     if (o && s->runsc && *s->runsc)
@@ -150,6 +166,28 @@ static size_t op_kind(json_t *x)
     return k;
 }
 
+/* A cgroup2 path and v1 paths by controller name, each absolute and fitting; at least one. */
+static int check_given(json_t *g, jerr *e)
+{
+    const cg_given *G = NULL;
+    json_t *uni = json_object_get(g, "unified"), *v1 = json_object_get(g, "v1"), *x;
+    if (!json_is_object(g) || (uni && !is_abs_path(uni)) || !fits(g, "unified", sizeof G->unified) ||
+        (v1 && !json_is_object(v1)))
+        return jerr_set(e, EINVAL, "the job spec's cgroup_given is not an object with an absolute unified path "
+                                   "and an object v1");
+    const char *name;
+    json_object_foreach(v1, name, x) {
+        if (cg_ctrl_by_name(name) == CGC_N)
+            return jerr_set(e, EINVAL, "the job spec's cgroup_given.v1 names \"%s\", which is no controller joblet "
+                                       "uses", name);
+        if (!is_abs_path(x) || json_string_length(x) >= sizeof G->v1[0])
+            return jerr_set(e, EINVAL, "the job spec's cgroup_given.v1.%s is not an absolute path that fits", name);
+    }
+    if (!uni && json_object_size(v1) == 0)
+        return jerr_set(e, EINVAL, "the job spec's cgroup_given names no cgroup");
+    return 0;
+}
+
 /* Everything spec_load_fd takes from o, checked before it takes any. joblet wrote the spec,
  * so a defect is a bug or a joblet and a shim of different versions; either way the job must
  * not start with a default in place of what is missing: uid 0, an empty id (which names the
@@ -201,7 +239,16 @@ static int check(json_t *o, jerr *e)
         if (op_kind(x) == ARRAY_LEN(op_names) || !is_abs_path(json_object_get(x, "dst")))
             return jerr_set(e, EINVAL, "job spec: ops[%zu] is not a known step with an absolute dst", i);
     }
+    json_t *cgg = json_object_get(o, "cgroup_given");
+    if (cgg && check_given(cgg, e) < 0)
+        return -1;
+    json_t *hook = json_object_get(o, "step_hook");
+    if (hook && !is_abs_path(hook))
+        return jerr_set(e, EINVAL, "the job spec's step_hook is not an absolute path");
     json_t *gv = json_object_get(o, "gvisor");
+    if (gv && hook)
+        return jerr_set(e, EINVAL, "the job spec has a step_hook and gvisor: a step hook holds joblet's own init, "
+                                   "which a gVisor job does not have");
     if (gv && (!is_abs_path(json_object_get(gv, "runsc")) || !is_abs_path(json_object_get(gv, "root")) ||
                !json_is_string(json_object_get(gv, "platform"))))
         return jerr_set(e, EINVAL, "the job spec's gvisor has no absolute runsc and root, or no platform");
@@ -336,6 +383,19 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
         s->ops[i].minor = (uint32_t)json_integer_value(json_object_get(x, "minor"));
     }
     s->nops = json_array_size(ops);
+    json_t *cgg = json_object_get(o, "cgroup_given");
+    if (cgg) {
+        s->cgroup_given = xcalloc(1, sizeof *s->cgroup_given);
+        copy(s->cgroup_given->unified, sizeof s->cgroup_given->unified, cgg, "unified");
+        json_t *v1 = json_object_get(cgg, "v1"), *path;
+        const char *name;
+        json_object_foreach(v1, name, path) {
+            enum cg_ctrl c = cg_ctrl_by_name(name);
+            snprintf(s->cgroup_given->v1[c], sizeof s->cgroup_given->v1[c], "%s", json_string_value(path));
+        }
+    }
+    json_t *hook = json_object_get(o, "step_hook");
+    s->step_hook = hook ? xstrdup(json_string_value(hook)) : NULL;
     json_t *gv = json_object_get(o, "gvisor");
     if (gv) {
         s->runsc = xstrdup(json_string_value(json_object_get(gv, "runsc")));
@@ -366,6 +426,8 @@ void spec_free(job_spec *s)
     free(s->workdir);
     free(s->system_root);
     free(s->cgroup_root);
+    free(s->cgroup_given);
+    free(s->step_hook);
     strv_free(s->argv);
     strv_free(s->env);
     free(s->devices);

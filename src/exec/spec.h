@@ -54,6 +54,18 @@ typedef struct job_spec {
     uint64_t user_tasks_max; /* that level's pids.max: the host tasks of all the user's jobs and
                               * their shims together, gVisor's included; 0 = none (root's) */
     char *cgroup_root;
+    cg_given *cgroup_given; /* NULL: the shim makes the job's cgroups under cgroup_root (in
+                             * owner_uid's level) and sets limits there. Else the job runs in
+                             * these cgroups, made by someone else (cgroup.h, "delegated"):
+                             * limits must then be all 0 (they are the maker's), no user level
+                             * is made or entered, and the shim stays in the cgroups it was
+                             * started in. The hook for Slurm's step cgroup (a SPANK plugin);
+                             * today no request of joblet's API sets it. */
+    char *step_hook;        /* NULL: none. Else a host program the shim runs (as root, its
+                             * output in shim.log) while the job's init waits, its namespaces
+                             * and root made, just before it starts the command; the command
+                             * starts only when the hook exits 0 (shim_main.c, "hold").
+                             * Native isolation only. Used today by nothing but a test. */
     cg_limits limits;
     cg_dev_rule *devices;  /* allowed on top of cg_default_devices */
     size_t ndevices;

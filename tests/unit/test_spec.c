@@ -252,6 +252,38 @@ static void test_round_trip_extremes(void **state)
     close(fd);
 }
 
+/* A job in delegated cgroups (cgroup.h) with a step hook: both read back as written; absent,
+ * both are NULL (the shim makes the cgroups; no hold). */
+static void test_round_trip_delegated_and_hook(void **state)
+{
+    (void)state;
+    job_spec in = full_spec(), out;
+    in.limits = (cg_limits){0};
+    cg_given g = {.unified = "/sys/fs/cgroup/unified/slurm/job_7/step_0/task_0"};
+    snprintf(g.v1[CGC_MEMORY], sizeof g.v1[CGC_MEMORY], "/sys/fs/cgroup/memory/slurm/uid_1000/job_7/step_0");
+    snprintf(g.v1[CGC_PIDS], sizeof g.v1[CGC_PIDS], "/sys/fs/cgroup/pids/slurm/job_7");
+    in.cgroup_given = &g;
+    in.step_hook = "/usr/libexec/joblet/net-hook";
+    jerr e = {0};
+    int fd = spec_to_fd(&in, &e);
+    assert_true(fd >= 0);
+    assert_int_equal(spec_load_fd(&out, fd, &e), 0);
+    close(fd);
+    assert_spec_equal(&in, &out);
+    assert_non_null(out.cgroup_given);
+    assert_memory_equal(out.cgroup_given, &g, sizeof g);
+    assert_string_equal(out.step_hook, in.step_hook);
+    spec_free(&out);
+
+    in = full_spec();
+    fd = spec_to_fd(&in, &e);
+    assert_int_equal(spec_load_fd(&out, fd, &e), 0);
+    close(fd);
+    assert_null(out.cgroup_given);
+    assert_null(out.step_hook);
+    spec_free(&out);
+}
+
 /* What reaches the shim is a memfd (no file: the secret environment never touches a disk),
  * close-on-exec, its offset left at the end by the write; the reader does not depend on the
  * offset and can read it again. */
@@ -536,6 +568,20 @@ static void test_malformed_fields(void **state)
     edited_bad("ops.5.op", json_string("mount"), "unknown");
     edited_bad("ops.2.dst", json_string(""), "empty");
 
+    edited_bad("cgroup_given", json_string("/sys/fs/cgroup/x"), "a string");
+    edited_bad("cgroup_given", json_object(), "empty");
+    edited_bad("cgroup_given", json_pack("{s:s}", "unified", "relative/x"), "relative");
+    edited_bad("cgroup_given", json_pack("{s:{s:s}}", "v1", "freezer", "/sys/fs/cgroup/freezer/x"), "a controller joblet does not use");
+    edited_bad("cgroup_given", json_pack("{s:{s:i}}", "v1", "memory", 3), "a number for a path");
+    char longpath[400];
+    memset(longpath, 'a', sizeof longpath - 1);
+    longpath[0] = '/';
+    longpath[sizeof longpath - 1] = 0;
+    edited_bad("cgroup_given", json_pack("{s:s}", "unified", longpath), "too long");
+    edited_bad("cgroup_given", json_pack("{s:{s:s}}", "v1", "memory", longpath), "too long");
+    edited_bad("step_hook", json_string("hook.sh"), "relative");
+    edited_bad("step_hook", json_true(), "true");
+
     /* What may be absent: the lists (none of them), and limits' strings ("" = no limit). */
     static const char *const optional[] = {"devices", "mounts", "ops", "limits.cpus", "limits.io_dev", "limits.mems",
                                            "net_host", "max_runtime_s"};
@@ -560,6 +606,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_full),
         cmocka_unit_test(test_round_trip_minimal),
         cmocka_unit_test(test_round_trip_extremes),
+        cmocka_unit_test(test_round_trip_delegated_and_hook),
         cmocka_unit_test(test_memfd),
         cmocka_unit_test(test_writer_refuses_null_strings),
         cmocka_unit_test(test_withdrawn_spec),
