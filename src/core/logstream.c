@@ -1,4 +1,5 @@
-/* Streams a job's output (logstream.h): history first, then (follow) what the shim appends. */
+/* Streams a job's output (logstream.h): history first, then (follow) what the shim appends. The
+ * files are read through exec/logreader.h; here: the followers, their encodings, the wake-ups. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
