@@ -242,7 +242,7 @@ size_t logstream_read(follower *f, char *buf, size_t max, enum pull_state *st)
             *st = PULL_END;
             return 0;
         }
-        if (f->r.tail && !seek_step(f)) {
+        if (logreader_seeking(&f->r) && !seek_step(f)) {
             /* the rest at the next turn: other requests are served in between */
             loop_later(&f->later);
             *st = PULL_WAIT;

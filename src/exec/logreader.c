@@ -437,6 +437,8 @@ void logreader_tail(logreader *r, uint64_t n)
     r->tail = t;
 }
 
+bool logreader_seeking(const logreader *r) { return r->tail != NULL; }
+
 bool logreader_tail_step(logreader *r, uint64_t *budget)
 {
     struct logreader_tail *t = r->tail;

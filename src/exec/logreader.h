@@ -84,6 +84,8 @@ void logreader_since(logreader *r, int64_t since_ns);
  * just after its last newline before the cut. Fewer lines than n: all of them. n == 0: from
  * the streams' ends. Not for the old format. The search runs in logreader_tail_step. */
 void logreader_tail(logreader *r, uint64_t n);
+/* Whether a tail search is set and not over. */
+bool logreader_seeking(const logreader *r);
 /* One slice of the tail search, reading about *budget bytes (> 0; what is left stays in it):
  * true when it is over (or there is none), and the pieces start where it put them. The
  * answer does not depend on the budget. */

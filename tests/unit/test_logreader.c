@@ -249,6 +249,7 @@ static char *tail(fixture *f, int64_t since_ns, uint64_t n, uint64_t budget, int
     reader(f, &r, 3);
     logreader_since(&r, since_ns);
     logreader_tail(&r, n);
+    assert_int_equal(logreader_seeking(&r), n > 0);
     int k = 0;
     for (;;) {
         uint64_t b = budget ? budget : UINT64_MAX;
@@ -258,6 +259,7 @@ static char *tail(fixture *f, int64_t since_ns, uint64_t n, uint64_t budget, int
         assert_int_equal(b, 0); /* a slice stops only when its budget is spent */
         assert_true(k < 10000000);
     }
+    assert_false(logreader_seeking(&r));
     if (slices)
         *slices = k;
     char *s = drain(&r, 1 << 16);
