@@ -62,9 +62,9 @@ static void legacy_fill(logreader_stream *s)
 }
 
 /* The stream's next piece, if it has one now. */
-static bool stream_peek(const logreader *r, int i, logreader_piece *p)
+static bool stream_peek(logreader *r, int i, logreader_piece *p)
 {
-    logreader_stream *s = (logreader_stream *)&r->s[i];
+    logreader_stream *s = &r->s[i];
     if (!s->on)
         return false;
     if (s->legacy_fd >= 0) {
