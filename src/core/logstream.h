@@ -7,7 +7,8 @@
  *           scripts, and the form of old clients.
  * A follower is a pull source (common/pull.h): with nothing to send it waits, and inotify on
  * the job's directory, or the job's end, calls its notify (api/stream.c holds the connection
- * meanwhile). Nothing here blocks the event loop. */
+ * meanwhile). Nothing here blocks the event loop. The files are read by exec/logreader.h (order,
+ * since, the tail search in slices); here are the followers, the three forms and the wake-ups. */
 #ifndef JOBLET_LOGSTREAM_H
 #define JOBLET_LOGSTREAM_H
 
