@@ -129,6 +129,7 @@ def destdir():
 INSTALLED = [
     "sbin/joblet", "bin/rnx",
     "libexec/joblet/joblet-shim", "libexec/joblet/joblet-gpu-scrub", "libexec/joblet/joblet-runtime-build",
+    "libexec/joblet/joblet-copy",
     "lib/systemd/system/joblet.service",
     "share/doc/joblet/examples/joblet.yml",
     "share/man/man1/rnx.1", "share/man/man8/joblet.8",
