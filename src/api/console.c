@@ -120,6 +120,5 @@ bool console_route(request *r, enum MHD_Result *rc)
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
     *rc = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
-    counters_request(r->method, status);
     return true;
 }

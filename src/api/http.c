@@ -18,6 +18,7 @@
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
+#include "../core/counters.h"
 #include "../core/incoming.h"
 #include "../core/loop.h"
 #include "jobs_list.h"
@@ -97,6 +98,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *con_cls = st = xcalloc(1, sizeof *st);
         st->sink_fd = -1;
         st->conn = c;
+        const union MHD_ConnectionInfo *sc = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        reply_conn *rc = sc ? sc->socket_context : NULL;
+        if (rc) {
+            snprintf(rc->method, sizeof rc->method, "%s", method);
+            rc->own_commit = false;
+        }
         uid_t uid;
         gid_t gid;
         jerr e = {0};
@@ -116,7 +123,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             r.who = authz_local(ruid, rgid);
             int how = routes_body_sink(&r, &st->sink_fd, &st->sink_max, &e);
             if (how < 0) {
-                http_reply_method(method);
                 return http_reply_error(c, &e);
             }
             st->sink_pipe = how == 2;
@@ -127,7 +133,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         uint64_t len;
         if (cl && parse_u64(cl, &len) == 0 && len > body_limit) {
             /* refused before a byte of it is read */
-            http_reply_method(method);
             jerr_http(&e, 413, "the request body is %llu bytes; joblet takes at most %llu (server.max_body_bytes); "
                                "send files as a streamed upload (docs/api.md, \"Streamed uploads\")",
                       (unsigned long long)len, (unsigned long long)body_limit);
@@ -240,6 +245,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode tc)
 {
     conn_state *st = *con_cls;
+    /* every answer is counted here, whoever queued it (a route, a stream, the server) */
+    const union MHD_ConnectionInfo *hs = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+    const union MHD_ConnectionInfo *sc = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const reply_conn *rc = sc ? sc->socket_context : NULL;
+    if (hs && hs->http_status && rc)
+        counters_request(rc->method, hs->http_status);
     if (st) {
         if (st->put)
             uploads_abort(st->put, tc);
@@ -301,6 +312,9 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        /* the connection's own: what its answers need to know (reply.h), its uid's count */
+        reply_conn *rc = xcalloc(1, sizeof *rc);
+        *socket_context = rc;
         struct ucred cred;
         socklen_t len = sizeof cred;
         if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !per_user_cap)
@@ -315,11 +329,13 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             return;
         }
         slot->n++;
-        *socket_context = slot;
+        rc->owner = slot;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
-        struct conn_count *slot = *socket_context;
-        if (slot->n)
+        reply_conn *rc = *socket_context;
+        struct conn_count *slot = rc->owner;
+        if (slot && slot->n)
             slot->n--;
+        free(rc);
         *socket_context = NULL;
     }
 }

@@ -174,7 +174,6 @@ static enum MHD_Result get(request *r, job *j)
     MHD_add_response_header(resp, "X-Joblet-Path-Entries", num);
     snprintf(mode, sizeof mode, "%04o", info.mode);
     MHD_add_response_header(resp, "X-Joblet-Path-Mode", mode);
-    http_reply_count(200);
     enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
     MHD_destroy_response(resp);
     return rc;

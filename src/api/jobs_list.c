@@ -188,7 +188,6 @@ enum MHD_Result jobs_list_reply(struct MHD_Connection *conn, const jobs_list_fil
     MHD_add_response_header(r, "Content-Type", "application/json");
     enum MHD_Result rc = MHD_queue_response(conn, 200, r);
     MHD_destroy_response(r);
-    http_reply_count(200);
     return rc;
 }
 

@@ -9,26 +9,25 @@
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
-#include "../core/counters.h"
 #include "../core/state.h"
 
-static const char *cur_method; /* the request being answered, for counters_request */
-static bool own_commit;         /* its route committed its change itself */
-
-void http_reply_method(const char *method)
+static reply_conn *of(struct MHD_Connection *c)
 {
-    cur_method = method;
-    own_commit = false;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
 }
 
-void http_reply_committed(void) { own_commit = true; }
-
-void http_reply_count(unsigned status) { counters_request(cur_method, status); }
+void http_reply_committed(struct MHD_Connection *c)
+{
+    reply_conn *rc = of(c);
+    if (rc)
+        rc->own_commit = true;
+}
 
 /* A request that reads only: its answer stands whether or not a commit of others' changes fails. */
-static bool reads_only(void)
+static bool reads_only(const reply_conn *rc)
 {
-    return cur_method && (!strcmp(cur_method, "GET") || !strcmp(cur_method, "HEAD"));
+    return rc && (!strcmp(rc->method, "GET") || !strcmp(rc->method, "HEAD"));
 }
 
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
@@ -38,7 +37,8 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
      * never answered 2xx: the routes that create take their change back first (submit_commit,
      * workflow_create); any other answers that it is not saved. */
     jerr ce = {0};
-    if (state_commit_now(&ce) < 0 && status >= 200 && status < 300 && !reads_only() && !own_commit) {
+    const reply_conn *rc = of(c);
+    if (state_commit_now(&ce) < 0 && status >= 200 && status < 300 && !reads_only(rc) && !(rc && rc->own_commit)) {
         json_decref(body);
         char msg[sizeof ce.msg];
         snprintf(msg, sizeof msg, "%s", ce.msg);
@@ -57,10 +57,9 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
     t[n] = '\n';
     struct MHD_Response *r = MHD_create_response_from_buffer(n + 1, t, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
-    counters_request(cur_method, status);
-    return rc;
+    return ok; /* counted when the request is done (http.c) */
 }
 
 enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)

@@ -5,17 +5,23 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <stdbool.h>
 
 #include "../common/err.h"
 
-/* The method of the request being answered, counted with each answer's status by
- * http_reply_json (counters_request). Set by routes_dispatch. */
-void http_reply_method(const char *method);
-/* Counts an answer a route queued itself (a streamed one), as http_reply_json counts its own. */
-void http_reply_count(unsigned status);
+/* What an answer needs to know of the request it answers, kept with its connection (the
+ * connection's socket context, which http.c makes when the connection opens and sets at each
+ * request): its method (an answer to a GET stands whether or not a commit of others' changes
+ * fails) and whether its route committed its change itself. */
+typedef struct reply_conn {
+    char method[8];           /* "" until the first request */
+    bool own_commit;
+    void *owner;              /* http.c's own for the connection */
+} reply_conn;
+
 /* The route committed its change itself (state_commit_now) before answering: a later commit
- * of others' changes failing does not make its answer "not saved". Until the next request. */
-void http_reply_committed(void);
+ * of others' changes failing does not make its answer "not saved". */
+void http_reply_committed(struct MHD_Connection *c);
 /* Commits the database, then queues `body` (consumed) with `status`. */
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body);
 /* {"error": {"code", "message"[, "field"]}} with the error's HTTP status (500 when it has none). */

@@ -161,7 +161,7 @@ static enum MHD_Result delete_all(request *r)
     }
     size_t n = r->park->tally;
     r->park->tally = 0;
-    http_reply_committed(); /* each slice was committed before its jobs went */
+    http_reply_committed(r->conn); /* each slice was committed before its jobs went */
     return http_reply_json(r->conn, 200, json_pack("{s:I}", "deleted", (json_int_t)n));
 }
 
@@ -291,7 +291,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
         snprintf(full, sizeof full, "%s", j->id);   /* the job is freed by the delete */
         if (job_ctl_delete(j, &e) < 0)
             return http_reply_error(r->conn, &e);
-        http_reply_committed(); /* its delete was committed before anything went */
+        http_reply_committed(r->conn); /* its delete was committed before anything went */
         return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", full));
     }
     if (!strcmp(action, "logs") && get) {
@@ -301,7 +301,6 @@ static enum MHD_Result one_job(request *r, const char *rest)
         struct MHD_Response *resp = logs_response(j, r->conn, &lo, &e);
         if (!resp)
             return http_reply_error(r->conn, &e);
-        counters_request(r->method, 200);
         enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
         MHD_destroy_response(resp);
         return rc;
@@ -590,7 +589,6 @@ static enum MHD_Result events(request *r)
     state_commit();
     enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
     MHD_destroy_response(resp);
-    counters_request(r->method, 200);
     return rc;
 }
 
@@ -598,12 +596,8 @@ enum MHD_Result routes_dispatch(request *r)
 {
     jerr e = {0};
     const char *p = r->path;
-    http_reply_method(r->method);
-    if (!strcmp(p, "/metrics")) {
-        if (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))
-            counters_request(r->method, 200);
+    if (!strcmp(p, "/metrics"))
         return metrics_reply(r);
-    }
     if (!strcmp(p, "/v1/monitor") && !strcmp(r->method, "GET"))
         return http_reply_json(r->conn, 200, metrics_monitor_json());
     if (!strcmp(p, "/v1/version") && !strcmp(r->method, "GET"))

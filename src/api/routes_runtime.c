@@ -258,7 +258,6 @@ static enum MHD_Result builds(request *r, const char *rest)
     }
     runtime_log_set_notify(f, stream_wake, st);
     MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
-    http_reply_count(200);
     enum MHD_Result ok = MHD_queue_response(r->conn, 200, resp);
     MHD_destroy_response(resp);
     return ok;

@@ -37,7 +37,6 @@ enum MHD_Result uploads_begin(struct MHD_Connection *c, const char *url, uid_t u
 {
     jerr e = {0};
     *out = NULL;
-    http_reply_method("PUT");
     incoming *in = incoming_find(url + strlen(PREFIX), uid, &e);
     if (!in)
         return http_reply_error(c, &e);
@@ -78,7 +77,6 @@ enum MHD_Result uploads_data(put_state *p, const char *data, size_t *len)
 
 enum MHD_Result uploads_end(struct MHD_Connection *c, put_state *p)
 {
-    http_reply_method("PUT");
     jerr e = p->err;
     job *j = NULL;
     workflow *wf = NULL;
