@@ -61,9 +61,6 @@ MHD_BEING_MOVED = ()
 # Functions of src/ whose only callers are tests, today. TEMPORARY: issue 27 item 7 removes
 # them (the tests then test the code that runs); {name: its file}.
 TEST_ONLY_KNOWN = {
-    "parse_percent": "src/common/parse.c",
-    "format_rfc3339": "src/common/parse.c",
-    "parse_schedule": "src/common/parse.c",         # a twin of common/jobreq.c's schedule_text
     "mountinfo_optional": "src/exec/mountinfo.c",
     "jobreq_field_by_flag": "src/common/jobreq.c",
 }

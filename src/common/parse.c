@@ -98,27 +98,6 @@ bad:
                       field, s ? s : "");
 }
 
-int parse_percent(const char *field, const char *s, uint32_t *pct, jerr *e)
-{
-    uint64_t v;
-    const char *num = s;
-    char buf[32];
-    if (s) {
-        size_t l = strlen(s);
-        if (l > 1 && l < sizeof buf && s[l - 1] == '%') {
-            memcpy(buf, s, l - 1);
-            buf[l - 1] = 0;
-            num = buf;
-        }
-    }
-    if (!s || parse_u64(num, &v) < 0 || v == 0 || v > 100 * CPU_MAX)
-        return jerr_field(e, field,
-                          "%s: '%s' is not a CPU percentage; use a whole number from 1 up, where 100 = one core (e.g. 50, 250)",
-                          field, s ? s : "");
-    *pct = (uint32_t)v;
-    return 0;
-}
-
 int parse_cpu_list(const char *field, const char *s, uint8_t mask[CPU_MAX / 8], jerr *e)
 {
     memset(mask, 0, CPU_MAX / 8);
@@ -283,36 +262,6 @@ int parse_rfc3339(const char *s, time_t *out)
     if (D > mdays[M - 1] || (M == 2 && D == 29 && !((Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0)))
         return -1;
     *out = (time_t)(days_from_civil(Y, (unsigned)M, (unsigned)D) * 86400 + h * 3600 + m * 60 + sec - off);
-    return 0;
-}
-
-void format_rfc3339(time_t t, char *out, size_t outlen)
-{
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-int parse_schedule(const char *field, const char *s, time_t now, time_t *at, jerr *e)
-{
-    if (s && isdigit((unsigned char)s[0]) && strlen(s) >= 19 && s[4] == '-') {
-        if (parse_rfc3339(s, at) < 0)
-            return jerr_field(e, field,
-                              "%s: '%s' is not an RFC 3339 time; use e.g. 2026-11-22T15:04:05Z or 2026-11-22T15:04:05+01:00",
-                              field, s);
-        if (*at < now)
-            return jerr_field(e, field, "%s: '%s' is in the past", field, s);
-        return 0;
-    }
-    uint64_t secs;
-    jerr tmp = {0};
-    if (parse_duration(field, s, &secs, &tmp) < 0)
-        return jerr_field(e, field,
-                          "%s: '%s' is neither a delay (30s, 30min, 2h30m) nor an RFC 3339 time (2026-11-22T15:04:05Z)",
-                          field, s ? s : "");
-    if (secs > 10ull * 365 * 86400)
-        return jerr_field(e, field, "%s: '%s' is more than ten years away", field, s);
-    *at = now + (time_t)secs;
     return 0;
 }
 

@@ -13,18 +13,13 @@
 int parse_size_mb(const char *field, const char *s, uint64_t *mb, jerr *e);
 /* Bytes per second: "1048576", "512K", "10MB", "1G" (binary units). */
 int parse_bytes(const char *field, const char *s, uint64_t *bytes, jerr *e);
-/* Percent of one CPU: positive integer, 100 = one core. */
-int parse_percent(const char *field, const char *s, uint32_t *pct, jerr *e);
 /* CPU list "0-3", "1,3,5", "0-1,4": fills mask (bits 0..max_cpus-1) and normalises into out. */
 #define CPU_MAX 1024
 int parse_cpu_list(const char *field, const char *s, uint8_t mask[CPU_MAX / 8], jerr *e);
 int format_cpu_list(const uint8_t mask[CPU_MAX / 8], char *out, size_t outlen);
 /* Durations: "30s", "30min", "2h30m", "1d", "90" (seconds). */
 int parse_duration(const char *field, const char *s, uint64_t *seconds, jerr *e);
-/* A relative duration ("30min") or an absolute RFC 3339 time; result is a UNIX time. */
-int parse_schedule(const char *field, const char *s, time_t now, time_t *at, jerr *e);
 int parse_rfc3339(const char *s, time_t *out);
-void format_rfc3339(time_t t, char *out, size_t outlen);
 /* "KEY=VALUE" with KEY a portable environment name. key gets a copy of the name. */
 int parse_env_pair(const char *field, const char *s, char *key, size_t keylen, const char **value, jerr *e);
 bool env_key_valid(const char *key);

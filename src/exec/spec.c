@@ -103,18 +103,12 @@ int spec_to_fd(const job_spec *s, jerr *e)
         free(txt);
         return jerr_sys(e, "memfd for the job spec");
     }
-    size_t len = strlen(txt), off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, txt + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            jerr_sys(e, "write the job spec");
-            free(txt);
-            close(fd);
-            return -1;
-        }
-        off += (size_t)w;
+    size_t len = strlen(txt);
+    if (write_all(fd, txt, len) != len) {
+        jerr_sys(e, "write the job spec");
+        free(txt);
+        close(fd);
+        return -1;
     }
     free(txt);
     return fd;
