@@ -110,9 +110,10 @@ static void progress_add(progress *p, uint64_t n, bool last)
 
 /* ---- entries ------------------------------------------------------------------------- */
 
-/* Renames an entry from the top name `from` to `to`; false when it is not under `from` or is
- * not a file, a directory or a symlink (why in e). */
-static bool entry_take(struct archive_entry *ent, const char *from, const char *to, jerr *e)
+/* Renames an entry from the top name `from` to `to`: 1; 0 for an entry that is left out (a
+ * FIFO, a socket, a device node: said on stderr unless quiet); -1 when it is not under `from`
+ * or is a hard link (why in e). */
+static int entry_take(struct archive_entry *ent, const char *from, const char *to, bool quiet, jerr *e)
 {
     const char *p = archive_entry_pathname(ent);
     size_t fl = strlen(from);
@@ -121,18 +122,23 @@ static bool entry_take(struct archive_entry *ent, const char *from, const char *
         p += 2;
     if (!p || strncmp(p, from, fl) || (p[fl] && p[fl] != '/')) {
         snprintf(e->msg, sizeof e->msg, "the archive holds '%.200s', outside '%.200s'", p ? p : "", from);
-        return false;
+        return -1;
     }
     mode_t t = archive_entry_filetype(ent);
-    if ((t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) || archive_entry_hardlink(ent)) {
-        snprintf(e->msg, sizeof e->msg, "%.300s: only files, directories and symlinks are copied", p);
-        return false;
+    if (archive_entry_hardlink(ent)) {
+        snprintf(e->msg, sizeof e->msg, "%.300s: a hard link; only files, directories and symlinks are copied", p);
+        return -1;
+    }
+    if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
+        if (!quiet)
+            fprintf(stderr, "rnx: %s: not a file, directory or symlink; left out\n", p);
+        return 0;
     }
     char name[PATH_MAX + 256];
     snprintf(name, sizeof name, "%s%s", to, p + fl);
     archive_entry_copy_pathname(ent, name);
     archive_entry_set_perm(ent, archive_entry_perm(ent) & 0777);
-    return true;
+    return 1;
 }
 
 /* ---- out of the job ------------------------------------------------------------------ */
@@ -276,9 +282,14 @@ static int copy_out(rnx_client *c, const char *id, const char *path, const char 
             rc = rnx_fail("copying %s:%s: %s", id, path, r->failed ? r->e.msg : archive_error_string(a));
             goto done;
         }
-        if (!entry_take(ent, src_name, name, &e)) {
+        int take = entry_take(ent, src_name, name, quiet, &e);
+        if (take < 0) {
             rc = rnx_fail("copying %s:%s: %s", id, path, e.msg);
             goto done;
+        }
+        if (take == 0) {
+            archive_read_data_skip(a);
+            continue;
         }
         if (archive_write_header(disk, ent) < ARCHIVE_WARN) {
             rc = rnx_fail("%s/%s: %s", dir, archive_entry_pathname(ent), archive_error_string(disk));

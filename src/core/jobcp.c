@@ -90,7 +90,7 @@ static int http_of(int err)
     case ENOSPC: case EDQUOT: return 507;
     case EINVAL: case ENAMETOOLONG: return 400;
     case EAGAIN: return 429;
-    case EROFS: case EEXIST: case EISDIR: return 409;
+    case EROFS: case EEXIST: case EISDIR: case ESRCH: return 409; /* ESRCH: the job ended meanwhile */
     default: return 500;
     }
 }

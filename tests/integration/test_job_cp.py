@@ -366,3 +366,15 @@ def test_gvisor_job_its_work_while_it_runs(d, tmp):
     p = cp(d, f"{jid}:/tmp", tmp)
     assert p.returncode == 1 and "runs in gVisor, whose root lives inside its sandbox" in p.stderr, p.stderr
     d.rnx("job", "kill", jid)
+
+
+def test_special_files_are_left_out_not_fatal(d, tmp):
+    """A FIFO in the job is never opened (the copy would hang) and is not written here: it is
+    left out with a word on stderr, and the rest arrives."""
+    jid = start(d, "mkdir -p /work/sp && mkfifo /work/sp/fifo && printf ok > /work/sp/f")
+    p = cp(d, f"{jid}:/work/sp", tmp)
+    assert p.returncode == 0, p.stderr
+    assert "sp/fifo: not a file, directory or symlink; left out" in p.stderr, p.stderr
+    assert open(os.path.join(tmp, "sp", "f")).read() == "ok"
+    assert not os.path.exists(os.path.join(tmp, "sp", "fifo"))
+    d.rnx("job", "kill", jid)
