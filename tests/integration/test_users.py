@@ -73,3 +73,53 @@ def test_caller_with_a_job_uid_is_refused(daemon):
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert "jobs.uid_range_start" in p.stderr, p.stderr
     assert daemon.job_count() == before
+
+
+def test_roles_from_the_one_table(fresh_daemon):
+    """The caller's role (docs/architecture.md, "Who may do what"): root is admin, a member of
+    server.admin_group an operator (runs the machine, sees only its own jobs), anyone else a
+    developer; whoami says it and the table's rows hold."""
+    import grp
+    try:
+        gid = grp.getgrnam("nogroup").gr_gid
+    except KeyError:
+        pytest.skip("no group 'nogroup' to name as server.admin_group")
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    d = fresh_daemon("server:\n  admin_group: nogroup\n")
+
+    def rnx_as(uid, g, *args):
+        env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+        env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+        return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={g}", "--clear-groups",
+                               os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60,
+                              env=env)
+
+    code, me = d.api("GET", "/v1/whoami")
+    assert code == 200 and me["role"] == "admin" and me["admin"] and me["sees_all_jobs"], me
+    p = rnx_as(UID, UID, "--json", "job", "run", "sleep", "30")
+    assert p.returncode == 0, p.stderr
+    dev_job = json.loads(p.stdout)["id"]
+    # the operator runs the machine: the audit trail is theirs, another user's job is not
+    p = rnx_as(UID + 7, gid, "gpu", "list")
+    assert p.returncode in (0, 1), p.stderr
+    p = rnx_as(UID + 7, gid, "job", "status", dev_job)
+    assert p.returncode == 1 and "another user's job" in p.stderr, p.stderr
+    p = rnx_as(UID, UID, "job", "status", dev_job)
+    assert p.returncode == 0, p.stderr
+    d.rnx("job", "kill", dev_job, check=True)
+    # whoami as each, through a small client (rnx has no whoami command)
+    client = ("import http.client,json,socket,sys\n"
+              "class C(http.client.HTTPConnection):\n"
+              "    def connect(self):\n"
+              "        self.sock=socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])\n"
+              "c=C('localhost'); c.request('GET', sys.argv[2]); r=c.getresponse()\n"
+              "print(json.dumps({'status': r.status, 'body': json.loads(r.read())}))\n")
+    for uid, g, role, admin in ((UID, UID, "developer", False), (UID + 7, gid, "operator", True)):
+        p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={g}", "--clear-groups", "/usr/bin/python3", "-c",
+                            client, d.sock, "/v1/whoami"], capture_output=True, text=True, timeout=60)
+        ans = json.loads(p.stdout)["body"]
+        assert ans["role"] == role and ans["admin"] is admin and ans["sees_all_jobs"] is False, ans
+        p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={g}", "--clear-groups", "/usr/bin/python3", "-c",
+                            client, d.sock, "/v1/audit"], capture_output=True, text=True, timeout=60)
+        assert json.loads(p.stdout)["status"] == (200 if admin else 403), p.stdout
