@@ -58,7 +58,7 @@ const char *suggest_closest(const char *word, const char *const *cands, size_t n
             best_d = d;
             best = cands[i];
             tie = false;
-        } else if (d == best_d && strcmp(best, cands[i]) != 0) {
+        } else if (d == best_d && best && strcmp(best, cands[i]) != 0) {
             tie = true;
         }
     }

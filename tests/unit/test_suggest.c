@@ -69,6 +69,12 @@ static void test_ties_and_nulls(void **state)
     static const char *const two[] = {"cat", "bat"};
     assert_null(suggest_closest("hat", two, N(two)));   /* a tie */
     assert_null(suggest_closest("hat", NULL, 0));
+    /* a word so far from every candidate that each is at the cap (255): nothing, and no best
+     * to compare a tie with (found by fuzz_wfparse) */
+    char far[300];
+    memset(far, 'S', sizeof far - 1);
+    far[sizeof far - 1] = 0;
+    assert_null(suggest_closest(far, cmds, N(cmds)));
 }
 
 int main(void)
