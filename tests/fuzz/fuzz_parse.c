@@ -40,7 +40,9 @@ static void rfc3339(const char *s)
     if (parse_rfc3339(s, &t) < 0)
         return;
     char out[64];
-    format_rfc3339(t, out, sizeof out);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        return;
     /* years 1000 to 9999 format as four digits and must read back as the same second */
     if (strlen(out) == 20)
         FUZZ_ASSERT(parse_rfc3339(out, &back) == 0 && back == t, "'%s' formatted as '%s' does not read back", s,
@@ -55,8 +57,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *s = fuzz_strndup(data + 1, size - 1);
     jerr e = {0};
     uint64_t u;
-    uint32_t pct;
-    time_t at;
     switch (which % 10) {
     case 0:
         if (parse_size_mb("max_memory_mb", s, &u, &e) == 0)
@@ -66,22 +66,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (parse_bytes("max_iobps", s, &u, &e) == 0)
             FUZZ_ASSERT(u > 0, "'%s' gave 0 bytes", s);
         break;
-    case 2:
-        if (parse_percent("max_cpu", s, &pct, &e) == 0)
-            FUZZ_ASSERT(pct > 0 && pct <= 100 * CPU_MAX, "'%s' gave %u %%", s, pct);
+    case 2: /* was parse_percent, which nothing used; the time parser gets the case */
+        rfc3339(s);
         break;
     case 3: cpu_list(s); break;
     case 4:
         if (parse_duration("max_runtime_s", s, &u, &e) == 0)
             FUZZ_ASSERT(u > 0, "'%s' gave 0 seconds", s);
         break;
-    case 5: {
-        /* a fixed "now", so that a crash reproduces */
-        const time_t now = 1767225600; /* 2026-01-01T00:00:00Z */
-        if (parse_schedule("schedule_at", s, now, &at, &e) == 0)
-            FUZZ_ASSERT(at >= now, "'%s' is in the past", s);
+    case 5: /* was parse_schedule, which nothing used: the duration parser gets the case */
+        if (parse_duration("max_runtime_s", s, &u, &e) == 0)
+            FUZZ_ASSERT(u > 0, "'%s' gave 0 seconds", s);
         break;
-    }
     case 6: rfc3339(s); break;
     case 7: {
         char key[64];
