@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpfdev.h"
 #include "cgroup_fs.h"
+#include "cgroup_v2.h"
 
 static int write_u64(const char *dir, const char *file, uint64_t v, jerr *e)
 {
@@ -316,13 +316,6 @@ static int set_devices_v1(const cg_job *j, int prog, const cg_dev_rule *rules, s
     return cgv1_set_devices(j->v1_path[CGC_DEVICES], rules, n, e);
 }
 
-static int set_devices_hybrid(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
-{
-    if (!j->unified_path[0])
-        return jerr_set(e, ENOTSUP, "no device filter is possible for job %s: it has no cgroup2 directory", j->name);
-    return prog >= 0 ? bpfdev_attach_prog(j->unified_path, prog, e) : bpfdev_attach(j->unified_path, rules, n, e);
-}
-
 const cg_layout_ops cg_ops_v1 = {
     .layout = CG_V1,
     .use_mounts = use_mounts_v1,
@@ -344,5 +337,5 @@ const cg_layout_ops cg_ops_hybrid = {
     .trim = trim_hybrid,
     .apply_limits = apply_limits,
     .read_stats = read_stats_hybrid,
-    .set_devices = set_devices_hybrid,
+    .set_devices = cgv2_set_devices, /* the filter lives on the cgroup2 mount */
 };

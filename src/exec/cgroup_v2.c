@@ -226,7 +226,7 @@ static int read_stats(const cg_job *j, cg_stats *s)
     return read_stats_dir(j->unified_path, s);
 }
 
-static int set_devices(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
+int cgv2_set_devices(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)
 {
     if (!j->unified_path[0])
         return jerr_set(e, ENOTSUP, "no device filter is possible for job %s: it has no cgroup2 directory", j->name);
@@ -242,5 +242,5 @@ const cg_layout_ops cg_ops_v2 = {
     .trim = trim,
     .apply_limits = apply_limits,
     .read_stats = read_stats,
-    .set_devices = set_devices,
+    .set_devices = cgv2_set_devices,
 };

@@ -6,5 +6,7 @@
 #include "cgroup_layout.h"
 
 extern const cg_layout_ops cg_ops_v2;
+/* The eBPF device filter on the job's cgroup2 directory: v2's, and hybrid's (cgroup_v1.c). */
+int cgv2_set_devices(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e);
 
 #endif
