@@ -615,9 +615,11 @@ static int shim_run(const char *dir)
     if (rc < 0) {
         shim_log(&sh, "%s", e.msg);
         snprintf(sh.error, sizeof sh.error, "%s", e.msg);
+        spec_free(&sh.spec); /* what it loaded before it refused */
         sh.spec.job_dir = xstrdup(dir);
         cg_stats none = {0};
         write_status(&sh, 0, 0, &none);
+        spec_free(&sh.spec);
         return 1;
     }
     logw_init(&sh.out, sh.dirfd, "stdout", sh.spec.log_max_bytes);
@@ -637,6 +639,7 @@ static int shim_run(const char *dir)
         shim_log(&sh, "job did not start: %s", sh.error);
         cg_stats none = {0};
         write_status(&sh, 0, 0, &none);
+        spec_free(&sh.spec);
         return 0;
     }
     sh.notify_fd = notify_fd;
