@@ -16,6 +16,7 @@
 #include "../core/loop.h"
 #include "../core/state.h"
 #include "reply.h"
+#include "stream.h"
 
 /* ~65 us a job to build and encode here: a slice costs the loop ~15 ms; all the listings
  * together write at most JOBS_LIST_TURN jobs a turn (~35 ms), however many are open */
@@ -32,13 +33,10 @@ typedef struct lister {
     size_t outlen, outoff, outcap;
     bool opened, closed, wrote;
     bool sliced;    /* a slice was made this turn */
-    struct MHD_Connection *conn;
-    bool suspended;
     loop_task later;
-    struct lister *prev_l, *next_l; /* the live ones, for jobs_list_stop */
+    stream *st;     /* its answer (stream.h), for the next slice's wake-up */
 } lister;
 
-static lister *live;
 static bool stopping;
 
 /* Whether the job holds or held the GPU or MIG device of this UUID (a GPU's MIG devices too). */
@@ -104,24 +102,27 @@ static void produce(lister *l, size_t max)
     }
 }
 
+/* The next slice's turn: its stream reads again. */
 static void on_later(loop_task *t)
 {
     lister *l = t->data;
-    if (l->suspended) {
-        l->suspended = false;
-        MHD_resume_connection(l->conn);
-    }
+    if (l->st)
+        stream_wake(l->st);
 }
 
-static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+/* The listing as a pull source (common/pull.h), streamed by stream.c. */
+static size_t reader(void *cls, char *buf, size_t max, enum pull_state *st)
 {
     lister *l = cls;
-    (void)pos;
-    if (stopping)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (stopping) {
+        *st = PULL_FAIL;
+        return 0;
+    }
     if (l->outoff == l->outlen) {
-        if (l->closed)
-            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (l->closed) {
+            *st = PULL_END;
+            return 0;
+        }
         l->outlen = l->outoff = 0;
         size_t quota = l->sliced ? 0 : (size_t)loop_budget_take(&turn_budget, JOBS_LIST_SLICE);
         if (quota || l->next == l->n) {
@@ -135,28 +136,21 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
              * this slice went, or left the filter): the rest at the next one, other
              * connections served between; a reader never answers 0 without being woken */
             l->sliced = false;
-            l->suspended = true;
-            MHD_suspend_connection(l->conn);
             loop_later(&l->later);
+            *st = PULL_WAIT;
             return 0;
         }
     }
     size_t n = l->outlen - l->outoff < max ? l->outlen - l->outoff : max;
     memcpy(buf, l->out + l->outoff, n);
     l->outoff += n;
-    return (ssize_t)n;
+    return n;
 }
 
 static void free_lister(void *cls)
 {
     lister *l = cls;
     loop_later_cancel(&l->later);
-    if (l->prev_l)
-        l->prev_l->next_l = l->next_l;
-    else
-        live = l->next_l;
-    if (l->next_l)
-        l->next_l->prev_l = l->prev_l;
     free(l->gpu);
     free(l->seqs);
     free(l->out);
@@ -168,19 +162,14 @@ enum MHD_Result jobs_list_reply(struct MHD_Connection *conn, const jobs_list_fil
     lister *l = xcalloc(1, sizeof *l);
     l->f = *f;
     l->gpu = f->by_gpu && f->gpu_uuid ? xstrdup(f->gpu_uuid) : NULL;
-    l->conn = conn;
     l->later = (loop_task){.fn = on_later, .data = l};
     l->seqs = xmalloc((core.njobs ? core.njobs : 1) * sizeof *l->seqs);
     for (size_t i = 0; i < core.njobs; i++)
         if (matches(l, core.jobs[i], false))
             l->seqs[l->n++] = core.jobs[i]->seq;
-    l->next_l = live;
-    if (live)
-        live->prev_l = l;
-    live = l;
     /* what it describes is committed first, as every answer's (reply.c) */
     state_commit();
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, reader, l, free_lister);
+    struct MHD_Response *r = stream_response(conn, 65536, reader, free_lister, l, &l->st);
     if (!r) {
         free_lister(l);
         return MHD_NO;
@@ -193,10 +182,5 @@ enum MHD_Result jobs_list_reply(struct MHD_Connection *conn, const jobs_list_fil
 
 void jobs_list_stop(void)
 {
-    stopping = true;
-    for (lister *l = live; l; l = l->next_l)
-        if (l->suspended) {
-            l->suspended = false;
-            MHD_resume_connection(l->conn);
-        }
+    stopping = true; /* its readers end at once; stream.c lets the waiting ones go */
 }
