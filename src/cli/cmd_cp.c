@@ -11,6 +11,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -46,6 +47,75 @@ static const char cp_help[] =
     "  -h, --help          this help\n"
     "\n"
     "A local path with ':' in it is written with a '/' before the ':' (./a:b).\n";
+
+/* ---- libarchive, loaded for a copy only ------------------------------------------------- */
+
+/* rnx links nothing it does not need on every run: libarchive and what it brings (libxml2,
+ * libcrypto, the compressors: 14 more shared objects) cost ~2 ms of loading per rnx start,
+ * which every `rnx job run` would pay (docs/performance.md). `job cp` opens it when it runs;
+ * the prototypes are archive.h's, so a call through the table is checked as a direct one. */
+#define LIBARCHIVE_FUNCS \
+    X(archive_entry_copy_pathname) \
+    X(archive_entry_filetype) \
+    X(archive_entry_free) \
+    X(archive_entry_hardlink) \
+    X(archive_entry_new) \
+    X(archive_entry_pathname) \
+    X(archive_entry_perm) \
+    X(archive_entry_set_gname) \
+    X(archive_entry_set_perm) \
+    X(archive_entry_set_uname) \
+    X(archive_entry_size) \
+    X(archive_entry_sourcepath) \
+    X(archive_error_string) \
+    X(archive_read_data) \
+    X(archive_read_data_block) \
+    X(archive_read_data_skip) \
+    X(archive_read_disk_descend) \
+    X(archive_read_disk_new) \
+    X(archive_read_disk_open) \
+    X(archive_read_disk_set_behavior) \
+    X(archive_read_disk_set_symlink_physical) \
+    X(archive_read_free) \
+    X(archive_read_new) \
+    X(archive_read_next_header) \
+    X(archive_read_next_header2) \
+    X(archive_read_open) \
+    X(archive_read_set_format_option) \
+    X(archive_read_support_format_tar) \
+    X(archive_set_error) \
+    X(archive_write_close) \
+    X(archive_write_data) \
+    X(archive_write_data_block) \
+    X(archive_write_disk_new) \
+    X(archive_write_disk_set_options) \
+    X(archive_write_finish_entry) \
+    X(archive_write_free) \
+    X(archive_write_header) \
+    X(archive_write_new) \
+    X(archive_write_open) \
+    X(archive_write_set_bytes_in_last_block) \
+    X(archive_write_set_format_option) \
+    X(archive_write_set_format_pax_restricted)
+
+static struct {
+#define X(f) __typeof__(&f) f;
+    LIBARCHIVE_FUNCS
+#undef X
+} la;
+
+static int libarchive_load(void)
+{
+    void *h = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return rnx_fail("job cp needs libarchive (Debian: libarchive13): %s", dlerror());
+#define X(f)                                                                                       \
+    if (!(la.f = (__typeof__(&f))dlsym(h, #f)))                                                    \
+        return rnx_fail("job cp: libarchive has no %s (a libarchive older than 3.6?)", #f);
+    LIBARCHIVE_FUNCS
+#undef X
+    return RNX_OK;
+}
 
 /* "ID:PATH": a job's path when there is a ':' with no '/' before it. */
 static bool job_ref(const char *s, char *id, size_t idlen, const char **path)
@@ -115,7 +185,7 @@ static void progress_add(progress *p, uint64_t n, bool last)
  * or is a hard link (why in e). */
 static int entry_take(struct archive_entry *ent, const char *from, const char *to, bool quiet, jerr *e)
 {
-    const char *p = archive_entry_pathname(ent);
+    const char *p = la.archive_entry_pathname(ent);
     size_t fl = strlen(from);
     /* "name", "name/...", with a "./" a tar may put first */
     if (p && !strncmp(p, "./", 2))
@@ -124,8 +194,8 @@ static int entry_take(struct archive_entry *ent, const char *from, const char *t
         snprintf(e->msg, sizeof e->msg, "the archive holds '%.200s', outside '%.200s'", p ? p : "", from);
         return -1;
     }
-    mode_t t = archive_entry_filetype(ent);
-    if (archive_entry_hardlink(ent)) {
+    mode_t t = la.archive_entry_filetype(ent);
+    if (la.archive_entry_hardlink(ent)) {
         snprintf(e->msg, sizeof e->msg, "%.300s: a hard link; only files, directories and symlinks are copied", p);
         return -1;
     }
@@ -136,8 +206,8 @@ static int entry_take(struct archive_entry *ent, const char *from, const char *t
     }
     char name[PATH_MAX + 256];
     snprintf(name, sizeof name, "%s%s", to, p + fl);
-    archive_entry_copy_pathname(ent, name);
-    archive_entry_set_perm(ent, archive_entry_perm(ent) & 0777);
+    la.archive_entry_copy_pathname(ent, name);
+    la.archive_entry_set_perm(ent, la.archive_entry_perm(ent) & 0777);
     return 1;
 }
 
@@ -156,7 +226,7 @@ static la_ssize_t read_cb(struct archive *a, void *ud, const void **out)
     long n = client_body_read(r->b, r->buf, sizeof r->buf, &r->e);
     if (n < 0) {
         r->failed = true;
-        archive_set_error(a, EIO, "%s", r->e.msg);
+        la.archive_set_error(a, EIO, "%s", r->e.msg);
         return -1;
     }
     *out = r->buf;
@@ -262,24 +332,24 @@ static int copy_out(rnx_client *c, const char *id, const char *path, const char 
             close(back);
         return rnx_fail("%s: %s", dir, strerror(errno));
     }
-    struct archive *a = archive_read_new(), *disk = archive_write_disk_new();
-    archive_read_support_format_tar(a);
-    archive_read_set_format_option(a, "tar", "hdrcharset", "BINARY");
-    archive_write_disk_set_options(disk, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+    struct archive *a = la.archive_read_new(), *disk = la.archive_write_disk_new();
+    la.archive_read_support_format_tar(a);
+    la.archive_read_set_format_option(a, "tar", "hdrcharset", "BINARY");
+    la.archive_write_disk_set_options(disk, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
                                              ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                              ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
     uint64_t files = 0;
-    if (archive_read_open(a, r, NULL, read_cb, NULL) != ARCHIVE_OK) {
-        rc = rnx_fail("copying %s:%s: %s", id, path, r->failed ? r->e.msg : archive_error_string(a));
+    if (la.archive_read_open(a, r, NULL, read_cb, NULL) != ARCHIVE_OK) {
+        rc = rnx_fail("copying %s:%s: %s", id, path, r->failed ? r->e.msg : la.archive_error_string(a));
         goto done;
     }
     for (;;) {
         struct archive_entry *ent;
-        int h = archive_read_next_header(a, &ent);
+        int h = la.archive_read_next_header(a, &ent);
         if (h == ARCHIVE_EOF)
             break;
         if (h < ARCHIVE_WARN) {
-            rc = rnx_fail("copying %s:%s: %s", id, path, r->failed ? r->e.msg : archive_error_string(a));
+            rc = rnx_fail("copying %s:%s: %s", id, path, r->failed ? r->e.msg : la.archive_error_string(a));
             goto done;
         }
         int take = entry_take(ent, src_name, name, quiet, &e);
@@ -288,40 +358,40 @@ static int copy_out(rnx_client *c, const char *id, const char *path, const char 
             goto done;
         }
         if (take == 0) {
-            archive_read_data_skip(a);
+            la.archive_read_data_skip(a);
             continue;
         }
-        if (archive_write_header(disk, ent) < ARCHIVE_WARN) {
-            rc = rnx_fail("%s/%s: %s", dir, archive_entry_pathname(ent), archive_error_string(disk));
+        if (la.archive_write_header(disk, ent) < ARCHIVE_WARN) {
+            rc = rnx_fail("%s/%s: %s", dir, la.archive_entry_pathname(ent), la.archive_error_string(disk));
             goto done;
         }
         const void *buf;
         size_t n;
         la_int64_t off;
-        while ((h = archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK) {
-            if (archive_write_data_block(disk, buf, n, off) < ARCHIVE_WARN) {
-                rc = rnx_fail("%s/%s: %s", dir, archive_entry_pathname(ent), archive_error_string(disk));
+        while ((h = la.archive_read_data_block(a, &buf, &n, &off)) == ARCHIVE_OK) {
+            if (la.archive_write_data_block(disk, buf, n, off) < ARCHIVE_WARN) {
+                rc = rnx_fail("%s/%s: %s", dir, la.archive_entry_pathname(ent), la.archive_error_string(disk));
                 goto done;
             }
             progress_add(&pg, n, false);
         }
         if (h != ARCHIVE_EOF) {
-            rc = rnx_fail("copying %s:%s: %s", id, path, r->failed ? r->e.msg : archive_error_string(a));
+            rc = rnx_fail("copying %s:%s: %s", id, path, r->failed ? r->e.msg : la.archive_error_string(a));
             goto done;
         }
-        if (archive_write_finish_entry(disk) < ARCHIVE_WARN) {
-            rc = rnx_fail("%s/%s: %s", dir, archive_entry_pathname(ent), archive_error_string(disk));
+        if (la.archive_write_finish_entry(disk) < ARCHIVE_WARN) {
+            rc = rnx_fail("%s/%s: %s", dir, la.archive_entry_pathname(ent), la.archive_error_string(disk));
             goto done;
         }
-        files += archive_entry_filetype(ent) == AE_IFREG;
+        files += la.archive_entry_filetype(ent) == AE_IFREG;
     }
-    if (archive_write_close(disk) != ARCHIVE_OK)
-        rc = rnx_fail("%s: %s", dir, archive_error_string(disk));
+    if (la.archive_write_close(disk) != ARCHIVE_OK)
+        rc = rnx_fail("%s: %s", dir, la.archive_error_string(disk));
 done:
     if (pg.on)
         progress_add(&pg, 0, true);
-    archive_read_free(a);
-    archive_write_free(disk);
+    la.archive_read_free(a);
+    la.archive_write_free(disk);
     client_body_close(b);
     free(r);
     if (back >= 0) {
@@ -352,7 +422,7 @@ static la_ssize_t write_cb(struct archive *a, void *ud, const void *p, size_t n)
     writer *w = ud;
     if (client_body_write(w->b, p, n, &w->e) < 0) {
         w->failed = true;
-        archive_set_error(a, EPIPE, "%s", w->e.msg);
+        la.archive_set_error(a, EPIPE, "%s", w->e.msg);
         return -1;
     }
     return (la_ssize_t)n;
@@ -460,12 +530,12 @@ static int copy_in(rnx_client *c, const char *src, const char *id, const char *p
         }
         free(buf);
     } else {
-        struct archive *disk = archive_read_disk_new(), *tar = archive_write_new();
-        archive_write_set_format_pax_restricted(tar);
-        archive_write_set_format_option(tar, "pax", "hdrcharset", "BINARY");
-        archive_write_set_bytes_in_last_block(tar, 1);
-        archive_read_disk_set_symlink_physical(disk);
-        archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_XATTR | ARCHIVE_READDISK_NO_ACL |
+        struct archive *disk = la.archive_read_disk_new(), *tar = la.archive_write_new();
+        la.archive_write_set_format_pax_restricted(tar);
+        la.archive_write_set_format_option(tar, "pax", "hdrcharset", "BINARY");
+        la.archive_write_set_bytes_in_last_block(tar, 1);
+        la.archive_read_disk_set_symlink_physical(disk);
+        la.archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_XATTR | ARCHIVE_READDISK_NO_ACL |
                                                  ARCHIVE_READDISK_NO_FFLAGS);
         char top[PATH_MAX];
         if (follow && realpath(src, top)) {
@@ -477,68 +547,68 @@ static int copy_in(rnx_client *c, const char *src, const char *id, const char *p
         while (tl > 1 && top[tl - 1] == '/')
             top[--tl] = 0;
         char *buf = xmalloc(1 << 20);
-        if (archive_write_open(tar, &w, NULL, write_cb, NULL) != ARCHIVE_OK ||
-            archive_read_disk_open(disk, top) != ARCHIVE_OK) {
-            rc = rnx_fail("%s: %s", src, w.failed ? w.e.msg : archive_error_string(disk));
+        if (la.archive_write_open(tar, &w, NULL, write_cb, NULL) != ARCHIVE_OK ||
+            la.archive_read_disk_open(disk, top) != ARCHIVE_OK) {
+            rc = rnx_fail("%s: %s", src, w.failed ? w.e.msg : la.archive_error_string(disk));
         } else {
             for (;;) {
-                struct archive_entry *ent = archive_entry_new();
-                int h = archive_read_next_header2(disk, ent);
+                struct archive_entry *ent = la.archive_entry_new();
+                int h = la.archive_read_next_header2(disk, ent);
                 if (h == ARCHIVE_EOF) {
-                    archive_entry_free(ent);
+                    la.archive_entry_free(ent);
                     break;
                 }
                 if (h < ARCHIVE_WARN) {
-                    rc = rnx_fail("%s: %s", src, archive_error_string(disk));
-                    archive_entry_free(ent);
+                    rc = rnx_fail("%s: %s", src, la.archive_error_string(disk));
+                    la.archive_entry_free(ent);
                     break;
                 }
-                if (archive_entry_filetype(ent) == AE_IFDIR)
-                    archive_read_disk_descend(disk);
-                mode_t t = archive_entry_filetype(ent);
+                if (la.archive_entry_filetype(ent) == AE_IFDIR)
+                    la.archive_read_disk_descend(disk);
+                mode_t t = la.archive_entry_filetype(ent);
                 if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
                     if (!quiet)
                         fprintf(stderr, "rnx: %s: not a file, directory or symlink; left out\n",
-                                archive_entry_pathname(ent));
-                    archive_entry_free(ent);
+                                la.archive_entry_pathname(ent));
+                    la.archive_entry_free(ent);
                     continue;
                 }
                 char ename[PATH_MAX + 256];
-                snprintf(ename, sizeof ename, "%s%s", name, archive_entry_pathname(ent) + tl);
-                archive_entry_copy_pathname(ent, ename);
-                archive_entry_set_uname(ent, NULL);
-                archive_entry_set_gname(ent, NULL);
-                archive_entry_set_perm(ent, archive_entry_perm(ent) & 0777);
-                if (archive_write_header(tar, ent) < ARCHIVE_WARN) {
+                snprintf(ename, sizeof ename, "%s%s", name, la.archive_entry_pathname(ent) + tl);
+                la.archive_entry_copy_pathname(ent, ename);
+                la.archive_entry_set_uname(ent, NULL);
+                la.archive_entry_set_gname(ent, NULL);
+                la.archive_entry_set_perm(ent, la.archive_entry_perm(ent) & 0777);
+                if (la.archive_write_header(tar, ent) < ARCHIVE_WARN) {
                     if (!w.failed)
-                        rc = rnx_fail("%s: %s", ename, archive_error_string(tar));
-                    archive_entry_free(ent);
+                        rc = rnx_fail("%s: %s", ename, la.archive_error_string(tar));
+                    la.archive_entry_free(ent);
                     break;
                 }
-                if (t == AE_IFREG && archive_entry_size(ent) > 0) {
+                if (t == AE_IFREG && la.archive_entry_size(ent) > 0) {
                     la_ssize_t n;
-                    while ((n = archive_read_data(disk, buf, 1 << 20)) > 0) {
-                        if (archive_write_data(tar, buf, (size_t)n) < 0)
+                    while ((n = la.archive_read_data(disk, buf, 1 << 20)) > 0) {
+                        if (la.archive_write_data(tar, buf, (size_t)n) < 0)
                             break;
                         progress_add(&pg, (uint64_t)n, false);
                     }
                     if (n < 0) {
-                        rc = rnx_fail("%s: %s", archive_entry_sourcepath(ent), archive_error_string(disk));
-                        archive_entry_free(ent);
+                        rc = rnx_fail("%s: %s", la.archive_entry_sourcepath(ent), la.archive_error_string(disk));
+                        la.archive_entry_free(ent);
                         break;
                     }
                 }
                 files += t == AE_IFREG;
-                archive_entry_free(ent);
+                la.archive_entry_free(ent);
                 if (w.failed)
                     break;
             }
-            if (rc == RNX_OK && !w.failed && archive_write_close(tar) != ARCHIVE_OK && !w.failed)
-                rc = rnx_fail("%s: %s", src, archive_error_string(tar));
+            if (rc == RNX_OK && !w.failed && la.archive_write_close(tar) != ARCHIVE_OK && !w.failed)
+                rc = rnx_fail("%s: %s", src, la.archive_error_string(tar));
         }
         free(buf);
-        archive_read_free(disk);
-        archive_write_free(tar);
+        la.archive_read_free(disk);
+        la.archive_write_free(tar);
     }
     if (pg.on)
         progress_add(&pg, 0, true);
@@ -592,6 +662,8 @@ int cmd_job_cp(rnx_ctx *ctx, int argc, char **argv)
     if (jpath[0] != '/')
         return rnx_usage("job cp: '%s' is not an absolute path in the job; e.g. %s:/work/%s", jpath, sj ? sid : did,
                          jpath);
+    if (libarchive_load() != RNX_OK)
+        return RNX_FAIL;
     rnx_client *cl = client_new(ctx->socket);
     int rc = sj ? copy_out(cl, sid, spath, dest, follow, quiet) : copy_in(cl, src, did, dpath, follow, quiet);
     client_free(cl);
