@@ -170,13 +170,20 @@ static int walk_one(const char *fpath, const struct stat *st, int flag, struct F
     return 0;
 }
 
-static void entry_rename(struct archive_entry *ent, const char *from, size_t fromlen, const char *to)
+/* An entry of the walk of `from` named under `to` instead: "from" is "to", "from/x" is "to/x".
+ * from may be "/" (the whole of a chrooted /work): its entries are "/x". */
+static void entry_rename(struct archive_entry *ent, const char *from, const char *to)
 {
     const char *p = archive_entry_pathname(ent);
+    size_t fl = strlen(from);
+    while (fl && from[fl - 1] == '/')
+        fl--;
+    const char *rest = strlen(p) > fl ? p + fl : "";
+    while (rest[0] == '/' && rest[1] == '/')
+        rest++;
     char name[PATH_MAX + 256];
-    snprintf(name, sizeof name, "%s%s", to, p + fromlen);
+    snprintf(name, sizeof name, "%s%s", to, strcmp(rest, "/") ? rest : "");
     archive_entry_copy_pathname(ent, name);
-    (void)from;
 }
 
 static void send_out(const copy_plan *p, const char *path)
@@ -195,7 +202,6 @@ static void send_out(const copy_plan *p, const char *path)
                                              ARCHIVE_READDISK_NO_FFLAGS);
     if (archive_read_disk_open(disk, path) != ARCHIVE_OK)
         fail(errno ? errno : EIO, "%s: %s", p->path, archive_error_string(disk));
-    size_t plen = strlen(path);
     char *buf = malloc(1 << 20);
     if (!buf)
         fail(ENOMEM, "no memory for the copy");
@@ -212,7 +218,7 @@ static void send_out(const copy_plan *p, const char *path)
          * read with the job's rights */
         if (archive_entry_filetype(ent) == AE_IFDIR)
             archive_read_disk_descend(disk);
-        entry_rename(ent, path, plen, p->name);
+        entry_rename(ent, path, p->name);
         archive_entry_set_uname(ent, NULL);
         archive_entry_set_gname(ent, NULL);
         bool data = archive_entry_filetype(ent) == AE_IFREG && archive_entry_size(ent) > 0;

@@ -378,3 +378,19 @@ def test_special_files_are_left_out_not_fatal(d, tmp):
     assert open(os.path.join(tmp, "sp", "f")).read() == "ok"
     assert not os.path.exists(os.path.join(tmp, "sp", "fifo"))
     d.rnx("job", "kill", jid)
+
+
+def test_the_whole_work_after_the_job(d, tmp):
+    """ID:/work itself once the job ended: the helper is chrooted there, so /work is its "/";
+    the copy is named work/ with everything below it, as a running job's would be."""
+    p = d.rnx("--json", "job", "run", "sh", "-c", "mkdir -p /work/a/b && printf 1 > /work/a/b/c && printf 2 > /work/top",
+              check=True)
+    jid = json.loads(p.stdout)["id"]
+    assert d.wait(jid)["status"] == "COMPLETED"
+    p = cp(d, f"{jid}:/work", tmp)
+    assert p.returncode == 0, p.stderr
+    assert open(os.path.join(tmp, "work", "a", "b", "c")).read() == "1"
+    assert open(os.path.join(tmp, "work", "top")).read() == "2"
+    p = cp(d, f"{jid}:/work/", os.path.join(tmp, "again"))
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(os.path.join(tmp, "again"))) == ["a", "top"]
