@@ -17,6 +17,7 @@
 #include "../core/state.h"
 #include "stream.h"
 #include "park.h"
+#include "query.h"
 #include "reply.h"
 
 #define PREFIX "/v1/jobs/"
@@ -95,17 +96,6 @@ static void cp_close(void *src)
         free(cc);
 }
 
-static const char *query(request *r, const char *key)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-static bool query_true(request *r, const char *key)
-{
-    const char *v = query(r, key);
-    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !*v);
-}
-
 static cp_conn *attach(request *r, jobcp *c)
 {
     cp_conn *cc = xcalloc(1, sizeof *cc);
@@ -144,7 +134,7 @@ static enum MHD_Result get(request *r, job *j)
     if (!cc) {
         enum jobcp_kind kind = query_true(r, "stat") ? JOBCP_STAT : query_true(r, "follow") ? JOBCP_OUT_FOLLOW
                                                                                              : JOBCP_OUT;
-        jobcp *c = jobcp_start(j, kind, query(r, "path"), &r->who, &e);
+        jobcp *c = jobcp_start(j, kind, query_get(r, "path"), &r->who, &e);
         if (!c)
             return http_reply_error(r->conn, &e);
         cc = attach(r, c);
@@ -225,7 +215,7 @@ int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e)
     job *j = jobs_find(id, &r->who, e);
     if (!j)
         return -1;
-    jobcp *c = jobcp_start(j, JOBCP_IN, query(r, "path"), &r->who, e);
+    jobcp *c = jobcp_start(j, JOBCP_IN, query_get(r, "path"), &r->who, e);
     if (!c)
         return -1;
     attach(r, c);

@@ -38,21 +38,11 @@
 #include "jobs_list.h"
 #include "metrics_http.h"
 #include "park.h"
+#include "query.h"
 #include "reply.h"
 #include "routes_volume.h"
 #include "routes_runtime.h"
 #include "stream.h"
-
-static const char *query(request *r, const char *key)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-static bool query_true(request *r, const char *key)
-{
-    const char *v = query(r, key);
-    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !*v);
-}
 
 static enum MHD_Result version(request *r)
 {
@@ -93,7 +83,8 @@ static enum MHD_Result submit(request *r)
  * all), oldest first, those matching every filter given. */
 static enum MHD_Result list(request *r)
 {
-    const char *sf = query(r, "status"), *uf = query(r, "user"), *gf = query(r, "gpu"), *tf = query(r, "since");
+    const char *sf = query_get(r, "status"), *uf = query_get(r, "user"), *gf = query_get(r, "gpu"),
+               *tf = query_get(r, "since");
     enum job_state want = JS_QUEUED;
     uint64_t uid = 0;
     time_t since = 0;
@@ -188,8 +179,8 @@ static int time_ns(const char *s, int64_t *ns)
  * (?format=, else the Accept header, else NDJSON). */
 static int log_options(request *r, logstream_opts *o, jerr *e)
 {
-    const char *s = query(r, "stream"), *fmt = query(r, "format"), *tail = query(r, "tail"),
-               *since = query(r, "since");
+    const char *s = query_get(r, "stream"), *fmt = query_get(r, "format"), *tail = query_get(r, "tail"),
+               *since = query_get(r, "since");
     const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     *o = (logstream_opts){.format = LOGSTREAM_NDJSON, .streams = 3, .follow = query_true(r, "follow"), .tail = -1};
     if (s && !strcmp(s, "stdout"))
@@ -461,7 +452,7 @@ static enum MHD_Result audit(request *r)
     int gpu = -1, limit = 10000;
     const char *v;
     uint64_t n;
-    if ((v = query(r, "user"))) {
+    if ((v = query_get(r, "user"))) {
         struct passwd *pw = getpwnam(v);
         if (pw)
             uid = pw->pw_uid;
@@ -472,7 +463,7 @@ static enum MHD_Result audit(request *r)
             return http_reply_error(r->conn, &e);
         }
     }
-    if ((v = query(r, "gpu"))) {
+    if ((v = query_get(r, "gpu"))) {
         gpu = gpu_find(&core.gpu.inv, v);
         if (gpu < 0) {
             jerr_field(&e, "gpu", "gpu: no GPU '%s' (an index from 0 to %d, or a UUID)", v, core.gpu.inv.n - 1);
@@ -482,7 +473,7 @@ static enum MHD_Result audit(request *r)
     const char *keys[] = {"since", "until"};
     int64_t *outs[] = {&since, &until};
     for (int k = 0; k < 2; k++)
-        if ((v = query(r, keys[k])) && parse_ms(v, outs[k]) < 0) {
+        if ((v = query_get(r, keys[k])) && parse_ms(v, outs[k]) < 0) {
             time_t t;
             if (parse_rfc3339(v, &t) < 0) {
                 jerr_field(&e, keys[k], "%s: '%s' is not a time; give RFC 3339, e.g. 2026-11-22T15:00:00Z", keys[k], v);
@@ -491,11 +482,11 @@ static enum MHD_Result audit(request *r)
             *outs[k] = (int64_t)t * 1000;
         }
     if (since > until) {
-        jerr_field(&e, "until", "until: '%s' is before since '%s'; nothing can match", query(r, "until"),
-                   query(r, "since"));
+        jerr_field(&e, "until", "until: '%s' is before since '%s'; nothing can match", query_get(r, "until"),
+                   query_get(r, "since"));
         return http_reply_error(r->conn, &e);
     }
-    if ((v = query(r, "limit"))) {
+    if ((v = query_get(r, "limit"))) {
         if (parse_u64(v, &n) < 0 || n < 1 || n > 100000) {
             jerr_field(&e, "limit", "limit: must be a whole number from 1 to 100000");
             return http_reply_error(r->conn, &e);
@@ -505,7 +496,7 @@ static enum MHD_Result audit(request *r)
     int64_t cursor[2] = {0, 0};
     const char *ckeys[] = {"before", "after"};
     for (int k = 0; k < 2; k++)
-        if ((v = query(r, ckeys[k]))) {
+        if ((v = query_get(r, ckeys[k]))) {
             if (parse_u64(v, &n) < 0 || n < 1 || n > INT64_MAX / 2) {
                 jerr_field(&e, ckeys[k], "%s: '%.40s' is not a record id (the id of a record of this trail)", ckeys[k], v);
                 return http_reply_error(r->conn, &e);
@@ -516,7 +507,7 @@ static enum MHD_Result audit(request *r)
         jerr_field(&e, "after", "after: give before (older records) or after (newer ones), not both");
         return http_reply_error(r->conn, &e);
     }
-    audit_query aq = {.uid = uid, .gpu = gpu, .since_ms = since, .until_ms = until, .job_id = query(r, "job"),
+    audit_query aq = {.uid = uid, .gpu = gpu, .since_ms = since, .until_ms = until, .job_id = query_get(r, "job"),
                       .limit = limit, .before = cursor[0], .after = cursor[1]};
     bool older = false, newer = false;
     json_t *arr = db_audit_query(core.db, &aq, &older, &newer, &e);
@@ -541,7 +532,7 @@ static enum MHD_Result history(request *r)
 {
     jerr e = {0};
     uint64_t hours = 168;
-    const char *v = query(r, "hours");
+    const char *v = query_get(r, "hours");
     if (v && (parse_u64(v, &hours) < 0 || hours < 1 || hours > 24 * 366)) {
         jerr_field(&e, "hours", "hours: must be a whole number of hours from 1 to 8784");
         return http_reply_error(r->conn, &e);
@@ -569,7 +560,7 @@ static enum MHD_Result events(request *r)
     uint64_t last = 0;
     const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
     if (!v)
-        v = query(r, "last_id");
+        v = query_get(r, "last_id");
     if (v && parse_u64(v, &last) < 0)
         last = 0;
     events_sub *sub = events_subscribe(&r->who, last, &e);

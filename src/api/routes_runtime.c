@@ -33,19 +33,9 @@
 #include "../core/settle.h"
 #include "../core/state.h"
 #include "../core/submit.h"
+#include "query.h"
 #include "reply.h"
 #include "stream.h"
-
-static const char *query(request *r, const char *key)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-static bool query_true(request *r, const char *key)
-{
-    const char *v = query(r, key);
-    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !*v);
-}
 
 static enum MHD_Result refuse(request *r, const jerr *e) { return http_reply_error(r->conn, e); }
 
@@ -80,7 +70,7 @@ static enum MHD_Result build(request *r)
         jerr_field(&e, NULL, "recipe: the body is empty; send the recipe's YAML text (rnx runtime build RECIPE.yml)");
         return refuse(r, &e);
     }
-    const char *source = query(r, "source");
+    const char *source = query_get(r, "source");
     char src[128] = "";
     if (source) {
         const char *base = strrchr(source, '/') ? strrchr(source, '/') + 1 : source;

@@ -27,6 +27,7 @@
 
 #include "../common/util.h"
 #include "client.h"
+#include "print.h"
 
 static const char cp_help[] =
     "Usage: rnx job cp [-L] [-q] ID:PATH DEST\n"
@@ -170,10 +171,10 @@ static void progress_add(progress *p, uint64_t n, bool last)
     human(p->total, tot, sizeof tot);
     human(t > p->t0 ? (uint64_t)((double)p->done / (t - p->t0)) : 0, rate, sizeof rate);
     if (p->total)
-        fprintf(stderr, "\r%s: %s of %s (%u%%), %s/s   ", p->what, d, tot,
+        print_textf(stderr, "\r%s: %s of %s (%u%%), %s/s   ", p->what, d, tot,
                 (unsigned)(p->done >= p->total ? 100 : p->done * 100 / p->total), rate);
     else
-        fprintf(stderr, "\r%s: %s, %s/s   ", p->what, d, rate);
+        print_textf(stderr, "\r%s: %s, %s/s   ", p->what, d, rate);
     if (last)
         fputc('\n', stderr);
 }
@@ -201,7 +202,7 @@ static int entry_take(struct archive_entry *ent, const char *from, const char *t
     }
     if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
         if (!quiet)
-            fprintf(stderr, "rnx: %s: not a file, directory or symlink; left out\n", p);
+            print_textf(stderr, "rnx: %s: not a file, directory or symlink; left out\n", p);
         return 0;
     }
     char name[PATH_MAX + 256];
@@ -402,7 +403,7 @@ done:
     if (rc == RNX_OK && !quiet) {
         char h[32];
         human(pg.done, h, sizeof h);
-        fprintf(stderr, "copied %s:%s to %s/%s (%llu file%s, %s)\n", id, path, dir, name, (unsigned long long)files,
+        print_textf(stderr, "copied %s:%s to %s/%s (%llu file%s, %s)\n", id, path, dir, name, (unsigned long long)files,
                 files == 1 ? "" : "s", h);
     }
     return rc;
@@ -568,7 +569,7 @@ static int copy_in(rnx_client *c, const char *src, const char *id, const char *p
                 mode_t t = la.archive_entry_filetype(ent);
                 if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
                     if (!quiet)
-                        fprintf(stderr, "rnx: %s: not a file, directory or symlink; left out\n",
+                        print_textf(stderr, "rnx: %s: not a file, directory or symlink; left out\n",
                                 la.archive_entry_pathname(ent));
                     la.archive_entry_free(ent);
                     continue;
@@ -623,7 +624,7 @@ static int copy_in(rnx_client *c, const char *src, const char *id, const char *p
         char h[32];
         human((uint64_t)json_integer_value(json_object_get(ans, "bytes")), h, sizeof h);
         json_int_t n = json_integer_value(json_object_get(ans, "entries"));
-        fprintf(stderr, "copied %s to %s:%s/%s (%lld entr%s, %s)\n", src, id, strcmp(dir, "/") ? dir : "",
+        print_textf(stderr, "copied %s to %s:%s/%s (%lld entr%s, %s)\n", src, id, strcmp(dir, "/") ? dir : "",
                 from_stdin ? "" : name, (long long)n, n == 1 ? "y" : "ies", h);
     }
     (void)files;

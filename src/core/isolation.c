@@ -71,7 +71,7 @@ void isolation_shutdown(void)
         return;
     for (size_t i = 0; i < core.njobs; i++) {
         const job *j = core.jobs[i];
-        if (j->shim_pid > 0 && j->req.isolation && !strcmp(j->req.isolation, "gvisor"))
+        if (j->shim_pid > 0 && isolation_gvisor(&j->req))
             return;
     }
     if (umount2(dir, UMOUNT_NOFOLLOW) < 0 && (errno != EBUSY || umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0))
@@ -243,6 +243,8 @@ static bool required(uid_t uid, gid_t gid, char *rule, size_t len)
     }
     return false;
 }
+
+bool isolation_gvisor(const job_req *req) { return req->isolation && !strcmp(req->isolation, "gvisor"); }
 
 bool isolation_wants_gpus(const job_req *req)
 {

@@ -37,6 +37,8 @@ void isolation_shutdown(void);
  * gvisor is written into the request, native is left unwritten (NULL means native). Refused: native for such a user, gvisor where runsc is missing, a GPU
  * job under gVisor where runsc has no nvproxy (with the version found and the one needed). */
 int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e);
+/* True when the request runs under gVisor (as isolation_decide wrote it: NULL is native). */
+bool isolation_gvisor(const job_req *req);
 /* True when the request asks for any GPU (after the CDI names became gpu_ids). */
 bool isolation_wants_gpus(const job_req *req);
 /* {"default", "modes": [{"name", "available", "why"?, "runsc"?, "version"?, "platform"?,

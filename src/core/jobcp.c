@@ -16,6 +16,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/cgroup.h"
+#include "isolation.h"
 #include "jobs.h"
 #include "loop.h"
 #include "state.h"
@@ -231,8 +232,6 @@ static bool in_job_cgroup(pid_t pid, const job *j)
     return ok;
 }
 
-static bool job_gvisor(const job *j) { return j->req.isolation && !strcmp(j->req.isolation, "gvisor"); }
-
 jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller *who, jerr *e)
 {
     char clean[4096];
@@ -245,7 +244,7 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller 
         return jerr_field(e, "path", "path: the job's whole root is not copied; name a directory in it, e.g. "
                                      "/work"), NULL;
     /* where: the job's own view while it runs natively; else its /work */
-    bool live = j->state == JS_RUNNING && j->init_pid > 0 && j->shim_pid > 0 && !job_gvisor(j);
+    bool live = j->state == JS_RUNNING && j->init_pid > 0 && j->shim_pid > 0 && !isolation_gvisor(&j->req);
     char root[4200] = "ns", inner[4096];
     snprintf(inner, sizeof inner, "%s", clean);
     if (!live) {
@@ -254,7 +253,7 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller 
         bool under_work = !strcmp(clean, "/work") || !strncmp(clean, "/work/", 6);
         if (!under_work)
             return jerr_http(e, 409, "job %.8s %s: only its /work can be copied (%s is not under /work)", j->id,
-                             job_gvisor(j) && !job_state_terminal(j->state)
+                             isolation_gvisor(&j->req) && !job_state_terminal(j->state)
                                  ? "runs in gVisor, whose root lives inside its sandbox"
                                  : "has ended and its root went with it",
                              clean), NULL;

@@ -88,7 +88,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
     c.nvolumes = nvols;
     gpu_spec_host(j, &c.gpu, mps, sizeof mps);
     const isolation_caps *ic = isolation_caps_get();
-    if (j->req.isolation && !strcmp(j->req.isolation, "gvisor"))
+    if (isolation_gvisor(&j->req))
         c.gvisor = (spec_gvisor){ic->gvisor, ic->why, ic->runsc, isolation_runsc_root(), ic->platform, ic->nvproxy};
     job_spec s;
     if (fd == 0 && (fd = spec_build(&c, &s, e)) == 0) {
@@ -170,7 +170,7 @@ int launch_job(job *j, jerr *e)
     /* gVisor: a host uid of its own for the sandbox (exec/oci.h), looked for from the other half
      * of the range than root's jobs' uids are */
     j->sandbox_uid = 0;
-    if (j->req.isolation && !strcmp(j->req.isolation, "gvisor"))
+    if (isolation_gvisor(&j->req))
         j->sandbox_uid = jobs_free_uid(j->seq + core.cfg.uid_range_size / 2);
     int spec_fd = make_spec(j, dir, e);
     if (spec_fd < 0)

@@ -1,0 +1,14 @@
+/* A request's query string (query.c): one reading of ?key=value for every route. */
+#ifndef JOBLET_API_QUERY_H
+#define JOBLET_API_QUERY_H
+
+#include <stdbool.h>
+
+#include "http.h"
+
+/* The value of key, NULL when the query has none. */
+const char *query_get(request *r, const char *key);
+/* key is given as a switch: "1", "true" or no value ("?follow"). */
+bool query_true(request *r, const char *key);
+
+#endif
