@@ -19,9 +19,7 @@ tests (BUILD_DIR/tests, BUILD_DIR/bench) use. It fails (exit 1) when
 On failure it prints every problem and the whole graph; on success one line. --graph prints
 the graph always. The source tree is the one BUILD_DIR was configured from, or --source.
 
-Two short lists below allow what is being fixed right now (MHD_BEING_MOVED, TEST_ONLY_KNOWN):
-each entry names the issue that removes it, and an entry that no longer applies fails the
-check, so that the lists only shrink. There is no other exception: the check is strict.
+There is no exception list: the check is strict.
 
 The layer of a file is its directory under src/ (src/common/log.c -> common). Arrows inside
 one layer are allowed as long as they make no cycle. docs/architecture.md ("Layering")
@@ -52,18 +50,6 @@ LAYERS = [
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 USES = {name: uses for name, uses in LAYERS}
-
-# Files outside src/api/ that still include microhttpd.h, allowed for now: none since issue 27
-# item 2 moved the streamed connections into api/stream.c. Kept so that a move under way can
-# be listed (an entry that no longer applies fails the check).
-MHD_BEING_MOVED = ()
-
-# Functions of src/ whose only callers are tests, today. TEMPORARY: issue 27 item 7 removes
-# them (the tests then test the code that runs); {name: its file}.
-TEST_ONLY_KNOWN = {
-    "mountinfo_optional": "src/exec/mountinfo.c",
-    "jobreq_field_by_flag": "src/common/jobreq.c",
-}
 
 # nm symbol types that define a global symbol (other lower case ones are local: statics), and
 # those that use one (w, v: a weak reference, which needs no definition).
@@ -270,16 +256,13 @@ class Result:
         self.inc_cycles = []          # [(component, cycles)] as cycles
         self.inc_violations = []      # [(file, line, included file, why)]
         self.mhd = []                 # [(file, line)]: microhttpd.h outside src/api/
-        self.mhd_allowed = []         # the same, allowed for now (MHD_BEING_MOVED)
         # from the tests' objects (when read)
         self.test_only = []           # [(file, function, [test objects])]
-        self.test_only_allowed = []   # the same, allowed for now (TEST_ONLY_KNOWN)
-        self.stale = []               # allowances that no longer apply: [sentence]
 
     @property
     def ok(self):
         return not (self.cycles or self.violations or self.unknown or self.inc_cycles or self.inc_violations
-                    or self.mhd or self.test_only or self.stale)
+                    or self.mhd or self.test_only)
 
     def out(self, a):
         return sorted((b, syms) for (x, b), syms in self.arrows.items() if x == a)
@@ -367,14 +350,11 @@ def check_includes(r, includes):
                 if why:
                     r.inc_violations.append((f, line, target, why))
             if os.path.basename(name) == "microhttpd.h" and layer_of(f) != "api":
-                (r.mhd_allowed if f in MHD_BEING_MOVED else r.mhd).append((f, line))
+                r.mhd.append((f, line))
     r.inc_arrows = dict(sorted(arrows.items()))
     for comp in strongly_connected(sorted(includes), r.inc_arrows):
         if len(comp) > 1:
             r.inc_cycles.append((comp, cycles_in(comp, r.inc_arrows)))
-    for f in MHD_BEING_MOVED:
-        if f in includes and not any(a == f for a, _ in r.mhd_allowed):
-            r.stale.append(f"{f} no longer includes microhttpd.h: take it out of MHD_BEING_MOVED")
 
 
 def check_test_only(r, table, functions, test_uses, sources):
@@ -383,7 +363,6 @@ def check_test_only(r, table, functions, test_uses, sources):
     used = set()
     for f in table:
         used |= table[f][1]
-    found = set()
     for f in sorted(functions):
         for name in sorted(functions[f]):
             if name in used:
@@ -391,14 +370,7 @@ def check_test_only(r, table, functions, test_uses, sources):
             callers = sorted(t for t, u in test_uses.items() if name in u)
             if not callers or own_uses(sources.get(f, ""), name) > 1:
                 continue
-            found.add(name)
-            if TEST_ONLY_KNOWN.get(name) == f:
-                r.test_only_allowed.append((f, name, callers))
-            else:
-                r.test_only.append((f, name, callers))
-    for name, f in sorted(TEST_ONLY_KNOWN.items()):
-        if f in functions and name not in found:
-            r.stale.append(f"{name} ({f}) is no longer a function only tests call: take it out of TEST_ONLY_KNOWN")
+            r.test_only.append((f, name, callers))
 
 
 def strongly_connected(nodes, arrows):
@@ -516,14 +488,12 @@ def format_problems(r):
         lines.append(f"http outside the API: {f}:{line} includes microhttpd.h (only src/api/ may)")
     for f, name, callers in r.test_only:
         lines.append(f"test-only function: {name} ({f}) is called by no file of src/, only by {', '.join(callers)}")
-    for sentence in r.stale:
-        lines.append(f"stale allowance: {sentence}")
     return lines
 
 
 def summary(r):
-    """One line: the symbols' graph; then, when #include lines were read, theirs; what the
-    allowances let pass; and the count of each other problem."""
+    """One line: the symbols' graph; then, when #include lines were read, theirs; and the
+    count of each other problem."""
     line = (f"layering: {len(r.files)} files, {len(r.arrows)} arrows, "
             f"{'no cycles' if not r.cycles else f'{len(r.cycles)} cycles'}, "
             f"{'no upward calls' if not r.violations else f'{len(r.violations)} layer violations'}"
@@ -535,15 +505,6 @@ def summary(r):
                  + (f", {len(r.mhd)} microhttpd.h outside api/" if r.mhd else ""))
     if r.test_only:
         line += f", {len(r.test_only)} test-only functions"
-    if r.stale:
-        line += f", {len(r.stale)} stale allowances"
-    allowed = []
-    if r.mhd_allowed:
-        allowed.append(f"{len(r.mhd_allowed)} microhttpd.h includes in core/ being moved")
-    if r.test_only_allowed:
-        allowed.append(f"{len(r.test_only_allowed)} test-only functions")
-    if allowed:
-        line += f" (allowed for now: {', '.join(allowed)})"
     return line
 
 

@@ -571,45 +571,29 @@ static void add_item(char *line, size_t len, const char *item)
     snprintf(line + n, len - n, "%s%s", n ? ", " : "", item);
 }
 
+/* The job's limits, as the request table names them (jobreq_field.limit), each in its unit. */
 static void print_limits(FILE *f, json_t *limits)
 {
-    char line[512] = "", item[96], b[64];
-    int64_t v;
-    const char *cores = jstr(limits, "cpu_cores");
-    if (jint(limits, "max_cpu", &v) && v > 0) {
-        snprintf(item, sizeof item, "max_cpu %lld%%", (long long)v);
-        add_item(line, sizeof line, item);
-    }
-    if (jint(limits, "max_memory_mb", &v) && v > 0) {
-        fmt_mb((uint64_t)v, b, sizeof b);
-        snprintf(item, sizeof item, "memory %s", b);
-        add_item(line, sizeof line, item);
-    }
-    if (jint(limits, "max_iobps", &v) && v > 0) {
-        fmt_bytes((uint64_t)v, b, sizeof b);
-        snprintf(item, sizeof item, "iobps %s/s", b);
-        add_item(line, sizeof line, item);
-    }
-    if (cores && *cores) {
-        snprintf(item, sizeof item, "cpu_cores %.60s", cores);
-        add_item(line, sizeof line, item);
-    }
-    if (jint(limits, "max_runtime_s", &v) && v > 0) {
-        fmt_seconds((uint64_t)v, b, sizeof b);
-        snprintf(item, sizeof item, "max runtime %s", b);
-        add_item(line, sizeof line, item);
-    }
-    if (jint(limits, "user_pids_max", &v) && v > 0) {
-        snprintf(item, sizeof item, "user's pids %lld", (long long)v);
-        add_item(line, sizeof line, item);
-    }
-    if (jint(limits, "max_log_bytes", &v) && v > 0) {
-        fmt_bytes((uint64_t)v, b, sizeof b);
-        snprintf(item, sizeof item, "logs %s per stream", b);
-        add_item(line, sizeof line, item);
-    }
-    if (jint(limits, "pids_max", &v) && v > 0) {
-        snprintf(item, sizeof item, "pids %lld", (long long)v);
+    char line[512] = "", item[128], b[64];
+    for (int i = 0; i < JR_N; i++) {
+        const jobreq_field *fl = &jobreq_fields[i];
+        json_t *v = fl->limit ? json_object_get(limits, fl->key) : NULL;
+        int64_t n = json_is_integer(v) ? json_integer_value(v) : 0;
+        if (json_is_string(v) && *json_string_value(v))
+            snprintf(b, sizeof b, "%.60s", json_string_value(v));
+        else if (n <= 0)
+            continue;
+        else if (fl->unit == JU_MB)
+            fmt_mb((uint64_t)n, b, sizeof b);
+        else if (fl->unit == JU_BYTES)
+            fmt_bytes((uint64_t)n, b, sizeof b);
+        else if (fl->unit == JU_SECONDS)
+            fmt_seconds((uint64_t)n, b, sizeof b);
+        else
+            snprintf(b, sizeof b, "%lld%s", (long long)n, fl->unit == JU_PERCENT ? "%" : "");
+        const char *at = strstr(fl->limit, "%s"); /* the value's place in the label */
+        int pre = at ? (int)(at - fl->limit) : (int)strlen(fl->limit);
+        snprintf(item, sizeof item, "%.*s%s%s", pre, fl->limit, at ? b : "", at ? at + 2 : "");
         add_item(line, sizeof line, item);
     }
     key(f, "Limits:");

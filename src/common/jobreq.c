@@ -47,22 +47,22 @@ const jobreq_field jobreq_fields[JR_N] = {
     /* percent of one core; the machine's CPUs bound it (jobreq_check_machine, in these words) */
     [JR_MAX_CPU] = {"max_cpu", "--max-cpu", "max_cpu", true, false, JK_INT, JU_PERCENT, 1, INT64_MAX >> 1,
                     OFF(max_cpu), "must be " CPU_PERCENT " from %lld up: " CPU_PERCENT_IS " (e.g. 50, 250)",
-        "PERCENT", "CPU limit in percent of one core: 50, 100 (one core), 250"},
+        "PERCENT", "CPU limit in percent of one core: 50, 100 (one core), 250", .limit = "max_cpu %s"},
     /* the machine's memory bounds it */
     [JR_MAX_MEMORY_MB] = {"max_memory_mb", "--max-memory", "max_memory", true, false, JK_INT, JU_MB, 4,
                           INT64_MAX >> 20, OFF(max_memory_mb),
                           "is not a size of at least %lld MB; use megabytes (4096) or a unit: 4096MB, 8GB",
-        "SIZE", "memory limit: megabytes (512) or 512MB, 8GB, 1TB"},
+        "SIZE", "memory limit: megabytes (512) or 512MB, 8GB, 1TB", .limit = "memory %s"},
     [JR_MAX_IOBPS] = {"max_iobps", "--max-iobps", "max_io_bps", true, false, JK_INT, JU_BYTES, 1, INT64_MAX >> 1,
                       OFF(max_iobps), "is not a rate of at least %lld byte per second; use 1048576, 512K, 10MB, 1G",
-        "RATE", "disk I/O limit in bytes per second: 1048576, 512K, 10MB, 1G"},
+        "RATE", "disk I/O limit in bytes per second: 1048576, 512K, 10MB, 1G", .limit = "iobps %s/s"},
     [JR_CPU_CORES] = {"cpu_cores", "--cpu-cores", "cpu_cores", true, false, JK_TEXT, JU_CPUS, 1, 4096,
                       OFF(cpu_cores), "is not a CPU list; use ranges and commas, e.g. 0-3 or 1,3,5",
-        "LIST", "CPUs the job may run on: 0-3, 1,3,5, 0-1,4"},
+        "LIST", "CPUs the job may run on: 0-3, 1,3,5, 0-1,4", .limit = "cpu_cores %s"},
     [JR_MAX_RUNTIME_S] = {"max_runtime_s", "--max-runtime", "max_runtime", true, false, JK_INT, JU_SECONDS, 1,
                           TEN_YEARS_S, OFF(max_runtime_s),
                           "must be a duration from %lld second to %lld seconds (ten years): 90, 30s, 30min, 2h30m, 1d",
-        "DURATION", "stop the job after this long: 90, 30s, 30min, 2h30m, 1d"},
+        "DURATION", "stop the job after this long: 90, 30s, 30min, 2h30m, 1d", .limit = "max runtime %s"},
     [JR_SCHEDULE_AT] = {"schedule_at", "--schedule", NULL, false, false, JK_TEXT, JU_TIME, 1, 64, OFF(schedule_at),
                         "is not an RFC 3339 time (2026-11-22T15:04:05Z)",
         "WHEN", "start later: a delay (30min, 2h) or a time (2026-11-22T15:00:00Z)"},
@@ -143,16 +143,16 @@ const jobreq_field jobreq_fields[JR_N] = {
                     "=UUID or =all (joblet cdi generate; repeatable); not with --gpu,\n"
                     "--gpu-ids or --gpu-mig"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
-                     "must be a whole number"},
+                     "must be a whole number", .limit = "pids %s"},
     /* why a --gpu-optional job runs without the GPUs it asked for */
     [JR_GPU_DEGRADED] = {"gpu_degraded", NULL, NULL, false, true, JK_TEXT, JU_NONE, 0, 1024, OFF(gpu_degraded),
                          "must be a string"},
     /* each of its output streams' most bytes on disk (jobs.max_log_bytes when it was submitted) */
-    [JR_MAX_LOG_BYTES] = {"max_log_bytes", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(max_log_bytes),
-                          "must be a whole number"},
+    [JR_MAX_LOG_BYTES] = {"max_log_bytes", NULL, NULL, false, true, JK_INT, JU_BYTES, 0, INT64_MAX, OFF(max_log_bytes),
+                          "must be a whole number", .limit = "logs %s per stream"},
     /* the processes of its user's jobs together (jobs.max_pids_per_user when it was submitted) */
     [JR_USER_PIDS_MAX] = {"user_pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(user_pids_max),
-                          "must be a whole number"},
+                          "must be a whole number", .limit = "user's pids %s"},
     /* max_memory_mb came from jobs.default_memory_pct, not from the request (the request as
      * submitted, rnx job status --detail, leaves it out) */
     [JR_MEMORY_DEFAULT] = {"memory_default", NULL, NULL, false, true, JK_BOOL, JU_NONE, 0, 1, OFF(memory_default),
@@ -172,14 +172,6 @@ const jobreq_field *jobreq_field_by_key(const char *key)
 {
     for (int i = 0; key && i < JR_N; i++)
         if (!strcmp(jobreq_fields[i].key, key))
-            return &jobreq_fields[i];
-    return NULL;
-}
-
-const jobreq_field *jobreq_field_by_flag(const char *flag)
-{
-    for (int i = 0; flag && i < JR_N; i++)
-        if (jobreq_fields[i].flag && !strcmp(jobreq_fields[i].flag, flag))
             return &jobreq_fields[i];
     return NULL;
 }

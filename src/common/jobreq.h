@@ -70,13 +70,15 @@ typedef struct jobreq_field {
      * the help): the value's placeholder (NULL for a switch; "none|host" lists the values
      * completion offers) and the description, lines separated by '\n' */
     const char *metavar, *help;
+    /* set for the job's limits (the API's "limits" object, rnx job status's Limits: line):
+     * how that line names it, %s the value in its unit ("max runtime %s" -> max runtime 1h30m) */
+    const char *limit;
 } jobreq_field;
 
 extern const jobreq_field jobreq_fields[JR_N];
 /* The field's accepts sentence with its bounds filled in. */
 void jobreq_accepts(const jobreq_field *f, char *out, size_t len);
 const jobreq_field *jobreq_field_by_key(const char *key);
-const jobreq_field *jobreq_field_by_flag(const char *flag);
 const jobreq_field *jobreq_field_by_yaml(const char *key, bool resource);
 
 typedef struct jobreq_pair {

@@ -17,17 +17,19 @@ static json_t *int_or_null(const job_req *r, enum jobreq_id f, int64_t v)
     return jobreq_has(r, f) ? json_integer(v) : json_null();
 }
 
+/* The request's limits (the table's fields with a limit label), null where not set. */
 static json_t *limits_json(const job_req *r)
 {
     json_t *l = json_object();
-    json_object_set_new(l, "max_cpu", int_or_null(r, JR_MAX_CPU, r->max_cpu));
-    json_object_set_new(l, "max_memory_mb", int_or_null(r, JR_MAX_MEMORY_MB, r->max_memory_mb));
-    json_object_set_new(l, "max_iobps", int_or_null(r, JR_MAX_IOBPS, r->max_iobps));
-    jx_set_str_or_null(l, "cpu_cores", r->cpu_cores);
-    json_object_set_new(l, "max_runtime_s", int_or_null(r, JR_MAX_RUNTIME_S, r->max_runtime_s));
-    json_object_set_new(l, "pids_max", int_or_null(r, JR_PIDS_MAX, r->pids_max));
-    json_object_set_new(l, "max_log_bytes", int_or_null(r, JR_MAX_LOG_BYTES, r->max_log_bytes));
-    json_object_set_new(l, "user_pids_max", int_or_null(r, JR_USER_PIDS_MAX, r->user_pids_max));
+    for (int i = 0; i < JR_N; i++) {
+        const jobreq_field *f = &jobreq_fields[i];
+        if (!f->limit)
+            continue;
+        const char *text = f->kind == JK_TEXT ? *(char *const *)((const char *)r + f->off) : NULL;
+        json_object_set_new(l, f->key, f->kind == JK_INT ? int_or_null(r, (enum jobreq_id)i,
+                                                                        *(const int64_t *)((const char *)r + f->off))
+                                       : text ? json_string(text) : json_null());
+    }
     return l;
 }
 

@@ -147,27 +147,6 @@ int mountinfo_parse_line(char *line, mountinfo_entry *m)
     return 0;
 }
 
-bool mountinfo_optional(const mountinfo_entry *m, const char *tag, unsigned long *value)
-{
-    size_t taglen = strlen(tag);
-    if (!taglen || !m->optional)
-        return false;
-    for (const char *f = m->optional; *f;) {
-        const char *end = strchr(f, ' ');
-        if (!end)
-            end = f + strlen(f);
-        unsigned long v = 0;
-        if ((size_t)(end - f) >= taglen && !strncmp(f, tag, taglen) &&
-            (f + taglen == end || (f[taglen] == ':' && parse_ulong(f + taglen + 1, end, &v) == 0))) {
-            if (value)
-                *value = v;
-            return true;
-        }
-        f = *end ? end + 1 : end;
-    }
-    return false;
-}
-
 int mountinfo_foreach(const char *path, mountinfo_fn fn, void *arg, jerr *e)
 {
     char *s = read_file(path, NULL);

@@ -51,10 +51,6 @@ void mountinfo_unescape(char *s);
  * unspecified then. */
 int mountinfo_parse_line(char *line, mountinfo_entry *m);
 
-/* True when m carries the optional field `tag` ("shared", "master", "propagate_from",
- * "unbindable"): either "tag" alone or "tag:N". *value (may be NULL) gets N, 0 when the
- * field has no number. A "tag:" followed by anything but a decimal number does not count. */
-bool mountinfo_optional(const mountinfo_entry *m, const char *tag, unsigned long *value);
 
 /* Called for each mount by mountinfo_foreach. Returns 0 to go on, > 0 to stop early
  * (mountinfo_foreach then returns that value), < 0 for an error it has put in e. */

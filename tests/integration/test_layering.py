@@ -272,35 +272,21 @@ def test_store_including_core_is_an_upward_include():
     assert "2 include violations" in out.splitlines()[-1]
 
 
-def test_microhttpd_outside_the_api(monkeypatch):
+def test_microhttpd_outside_the_api():
     includes = {
         "src/api/http.h": [(8, "microhttpd.h", None)],
         "src/api/routes.c": [(3, "microhttpd.h", None)],
         "src/core/jobs.c": [(12, "microhttpd.h", None)],
         "src/store/db.h": [(2, "../api/microhttpd.h", None)],
     }
-    monkeypatch.setattr(layering, "MHD_BEING_MOVED", ())
     r, rc, out = check_all(includes=includes)
     assert rc == 1
     assert r.mhd == [("src/core/jobs.c", 12), ("src/store/db.h", 2)]
     assert "http outside the API: src/core/jobs.c:12 includes microhttpd.h (only src/api/ may)" in out
     assert "2 microhttpd.h outside api/" in out.splitlines()[-1]
-    # the temporary list lets one pass, and says so; an entry that no longer applies fails
-    monkeypatch.setattr(layering, "MHD_BEING_MOVED", ("src/core/jobs.c", "src/core/events.c"))
-    del includes["src/store/db.h"]
-    includes["src/core/events.c"] = [(5, "jansson.h", None)]
-    r, rc, out = check_all(includes=includes)
-    assert rc == 1 and not r.mhd and r.mhd_allowed == [("src/core/jobs.c", 12)]
-    assert r.stale == ["src/core/events.c no longer includes microhttpd.h: take it out of MHD_BEING_MOVED"]
-    assert "stale allowance: src/core/events.c no longer includes microhttpd.h" in out
-    del includes["src/core/events.c"]   # a file that is gone is no stale entry: nothing to take out yet
-    r, rc, out = check_all(includes=includes)
-    assert rc == 0, out
-    assert out.endswith("(allowed for now: 1 microhttpd.h includes in core/ being moved)")
 
 
-def test_function_only_tests_call(monkeypatch):
-    monkeypatch.setattr(layering, "TEST_ONLY_KNOWN", {})
+def test_function_only_tests_call():
     table = {
         "src/common/parse.c": ({"parse_u64", "parse_percent", "parse_self", "parse_ptr"}, set()),
         "src/core/config.c": ({"config_load"}, {"parse_u64"}),
@@ -330,17 +316,6 @@ def test_function_only_tests_call(monkeypatch):
     del test_uses["tests/unit/test_config.p/test_config.c.o"]
     test_uses["tests/unit/test_parse.p/test_parse.c.o"].discard("parse_percent")
     assert check_all(table, functions=functions, test_uses=test_uses, sources=sources)[1] == 0
-    # the temporary list: allowed and said; an entry that no longer applies fails
-    test_uses["tests/unit/test_parse.p/test_parse.c.o"].add("parse_percent")
-    monkeypatch.setattr(layering, "TEST_ONLY_KNOWN", {"parse_percent": "src/common/parse.c",
-                                                      "parse_u64": "src/common/parse.c"})
-    r, rc, out = check_all(table, functions=functions, test_uses=test_uses, sources=sources)
-    assert rc == 1 and not r.test_only and [n for _, n, _ in r.test_only_allowed] == ["parse_percent"]
-    assert r.stale == ["parse_u64 (src/common/parse.c) is no longer a function only tests call: "
-                       "take it out of TEST_ONLY_KNOWN"]
-    monkeypatch.setattr(layering, "TEST_ONLY_KNOWN", {"parse_percent": "src/common/parse.c"})
-    r, rc, out = check_all(table, functions=functions, test_uses=test_uses, sources=sources)
-    assert rc == 0 and out.endswith("(allowed for now: 1 test-only functions)")
 
 
 def test_reads_include_lines(tmp_path):
@@ -365,11 +340,10 @@ def test_reads_include_lines(tmp_path):
 
 
 @pytest.mark.skipif(not (CC and shutil.which("nm")), reason="needs a C compiler and nm")
-def test_test_only_function_from_compiled_objects(tmp_path, monkeypatch):
+def test_test_only_function_from_compiled_objects(tmp_path):
     """Objects compiled here, as meson names them: a test's object (not src/) calls a function
     that no object of src/ uses: the script fails naming it; once a file of src/ calls it,
     it passes. A copy of a src/ file compiled into a test is not a test's caller."""
-    monkeypatch.setattr(layering, "TEST_ONLY_KNOWN", {})
     build = tmp_path / "build"
     def compile_to(src_path, text, obj):
         (tmp_path / src_path).parent.mkdir(parents=True, exist_ok=True)
@@ -468,18 +442,14 @@ def test_planted_microhttpd_in_core_fails(tree):
     rc, out = run_on(tree)
     assert rc == 1, out
     assert f"http outside the API: src/core/jobs.c:{line} includes microhttpd.h (only src/api/ may)" in out
-    assert out.count("http outside the API:") == 1   # core's files being moved are allowed (for now)
+    assert out.count("http outside the API:") == 1
 
 
 @pytest.mark.skipif(not REAL_BUILT, reason=f"{BUILD} is not built")
-def test_real_test_only_functions_are_exactly_the_allowed(monkeypatch, capsys):
-    """With the temporary list emptied, the real build fails on exactly its entries: the list
-    hides nothing else (and, emptied by issue 27 item 7, the check passes)."""
-    known = dict(layering.TEST_ONLY_KNOWN)
-    monkeypatch.setattr(layering, "TEST_ONLY_KNOWN", {})
+def test_real_build_has_no_test_only_function(capsys):
+    """The real build: no function of src/ is called only by tests (issue 27 item 7 removed
+    the last ones)."""
     rc = layering.main([BUILD])
     out = capsys.readouterr().out
-    found = {line.split(" (")[0].split(": ")[1]: line.split("(")[1].split(")")[0]
-             for line in out.splitlines() if line.startswith("test-only function: ")}
-    assert found == known, out
-    assert rc == (1 if known else 0)
+    assert not [line for line in out.splitlines() if line.startswith("test-only function: ")], out
+    assert rc == 0, out

@@ -174,19 +174,17 @@ static void test_malformed_escapes(void **state)
 static void test_optional_fields(void **state)
 {
     static const struct {
-        const char *optional;      /* as written between the options and " - " */
-        long shared, master, from; /* -1 absent */
-        bool unbindable;
+        const char *optional;      /* as written between the options and " - ": kept as is */
     } cases[] = {
-        { "", -1, -1, -1, false },
-        { "shared:1", 1, -1, -1, false },
-        { "master:2", -1, 2, -1, false },
-        { "master:2 propagate_from:3", -1, 2, 3, false },
-        { "unbindable", -1, -1, -1, true },
-        { "shared:7 master:8", 7, 8, -1, false },
-        { "shared:5 master:2 propagate_from:7 unbindable", 5, 2, 7, true },
+        { "" },
+        { "shared:1" },
+        { "master:2" },
+        { "master:2 propagate_from:3" },
+        { "unbindable" },
+        { "shared:7 master:8" },
+        { "shared:5 master:2 propagate_from:7 unbindable" },
         /* a field a later kernel might add is carried along, not refused */
-        { "shared:9 future:x", 9, -1, -1, false },
+        { "shared:9 future:x" },
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         char line[256];
@@ -200,38 +198,8 @@ static void test_optional_fields(void **state)
         assert_string_equal(m.fstype, "tmpfs");
         assert_string_equal(m.source, "tmpfs");
         assert_string_equal(m.super, "rw,size=4k");
-        const char *tags[] = { "shared", "master", "propagate_from" };
-        long want[] = { cases[i].shared, cases[i].master, cases[i].from };
-        for (size_t t = 0; t < ARRAY_LEN(tags); t++) {
-            unsigned long v = 12345;
-            bool has = mountinfo_optional(&m, tags[t], &v);
-            assert_int_equal(has, want[t] >= 0);
-            if (has)
-                assert_int_equal(v, (unsigned long)want[t]);
-        }
-        unsigned long v = 12345;
-        assert_int_equal(mountinfo_optional(&m, "unbindable", &v), cases[i].unbindable);
-        if (cases[i].unbindable)
-            assert_int_equal(v, 0);
-        assert_false(mountinfo_optional(&m, "", NULL));
         free(buf);
     }
-}
-
-static void test_optional_lookup_exact(void **state)
-{
-    mountinfo_entry m;
-    char *buf;
-    assert_int_equal(parse("61 27 0:70 / /mnt/p rw shared:12 master:x unbindable2 - tmpfs tmpfs rw", &m, &buf), 0);
-    unsigned long v;
-    assert_true(mountinfo_optional(&m, "shared", &v));
-    assert_int_equal(v, 12);
-    assert_true(mountinfo_optional(&m, "shared", NULL));
-    assert_false(mountinfo_optional(&m, "share", NULL));       /* a prefix is not the tag */
-    assert_false(mountinfo_optional(&m, "shared:1", NULL));    /* nor is a longer string */
-    assert_false(mountinfo_optional(&m, "master", NULL));      /* "master:x": not a number */
-    assert_false(mountinfo_optional(&m, "unbindable", NULL));  /* "unbindable2" */
-    free(buf);
 }
 
 /* ---- the separator ---- */
@@ -392,9 +360,6 @@ static void test_long_lines(void **state)
     assert_string_equal(m.source, "tmpfs");
     assert_true(strncmp(m.super, "rw,opt0=0,opt1=1,", 17) == 0);
     assert_true(strlen(m.super) > 20000);
-    unsigned long v;
-    assert_true(mountinfo_optional(&m, "shared", &v));
-    assert_int_equal(v, 1);
     assert_int_equal(strncmp(m.optional, "shared:1 shared:2 ", 18), 0);
     free(buf);
     free(line);
@@ -632,7 +597,6 @@ int main(void)
         cmocka_unit_test(test_unescape),
         cmocka_unit_test(test_malformed_escapes),
         cmocka_unit_test(test_optional_fields),
-        cmocka_unit_test(test_optional_lookup_exact),
         cmocka_unit_test(test_separator),
         cmocka_unit_test(test_empty_source),
         cmocka_unit_test(test_truncated_lines),

@@ -39,13 +39,12 @@ typedef struct world {
     spec_ctx ctx;
 } world;
 
-static void req_flag(job_req *r, const char *flag, const char *text)
+static void req_set(job_req *r, enum jobreq_id id, const char *text)
 {
     jerr e = {0};
-    const jobreq_field *f = jobreq_field_by_flag(flag);
-    assert_non_null(f);
+    const jobreq_field *f = &jobreq_fields[id];
     if (jobreq_set_text(r, f, text, time(NULL), &e) < 0)
-        fail_msg("%s=%s: %s", flag, text, e.msg);
+        fail_msg("%s=%s: %s", f->flag, text, e.msg);
 }
 
 /* `rnx job run --gpu=2 -e FOO=bar -e NVIDIA_VISIBLE_DEVICES=all python3 train.py` */
@@ -55,7 +54,7 @@ static void gpu2_request(job_req *r)
     memset(r, 0, sizeof *r);
     assert_int_equal(jobreq_set_command(r, "python3", &e), 0);
     jobreq_add_arg(r, "train.py");
-    req_flag(r, "--gpu", "2");
+    req_set(r, JR_GPU_COUNT, "2");
     assert_int_equal(jobreq_add_env(r, false, "FOO", "bar", &e), 0);
     assert_int_equal(jobreq_add_env(r, false, "NVIDIA_VISIBLE_DEVICES", "all", &e), 0);
     assert_int_equal(jobreq_add_env(r, true, "TOKEN", "s3cr3t", &e), 0);
