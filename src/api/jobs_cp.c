@@ -1,5 +1,5 @@
 /* GET and PUT /v1/jobs/{id}/archive (jobs_cp.h, docs/api.md "Copying files"). The copy
- * (core/jobcp.h) lives as long as its connection: it is the connection's route state
+ * (core/job_cp.h) lives as long as its connection: it is the connection's route state
  * (http_ctx), freed when the connection is done, which kills a helper still at work. */
 #include "jobs_cp.h"
 
@@ -12,7 +12,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
-#include "../core/jobcp.h"
+#include "../core/job_cp.h"
 #include "../core/jobs.h"
 #include "../core/state.h"
 #include "stream.h"
@@ -47,7 +47,7 @@ static void cp_changed(void *arg)
 static void cp_free(void *p)
 {
     cp_conn *cc = p;
-    jobcp_free(cc->c);
+    job_cp_free(cc->c);
     cc->c = NULL;
     if (!cc->st)
         free(cc);
@@ -62,7 +62,7 @@ static size_t cp_read(void *src, char *buf, size_t max, enum pull_state *st)
         return 0;
     }
     while (!cc->eof) {
-        ssize_t n = read(jobcp_fd(cc->c), buf, max);
+        ssize_t n = read(job_cp_fd(cc->c), buf, max);
         if (n > 0)
             return (size_t)n;
         if (n == 0) {
@@ -79,9 +79,9 @@ static size_t cp_read(void *src, char *buf, size_t max, enum pull_state *st)
         *st = PULL_WAIT;
         return 0;
     }
-    jobcp_info info;
+    job_cp_info info;
     jerr e = {0};
-    int rc = jobcp_result(cc->c, &info, &e);
+    int rc = job_cp_result(cc->c, &info, &e);
     if (rc < 0)
         log_warn("copy out of %s cut short: %s", info.path, e.msg);
     *st = rc > 0 ? PULL_END : rc < 0 ? PULL_FAIL : PULL_WAIT;
@@ -102,7 +102,7 @@ static cp_conn *attach(request *r, jobcp *c)
     cc->c = c;
     r->ctx->p = cc;
     r->ctx->free = cp_free;
-    jobcp_on_change(c, cp_changed, cc);
+    job_cp_on_change(c, cp_changed, cc);
     return cc;
 }
 
@@ -119,7 +119,7 @@ static enum MHD_Result wait_for_helper(request *r, cp_conn *cc)
     return MHD_YES;
 }
 
-static json_t *info_json(const jobcp_info *i)
+static json_t *info_json(const job_cp_info *i)
 {
     char mode[8];
     snprintf(mode, sizeof mode, "%04o", i->mode);
@@ -132,27 +132,27 @@ static enum MHD_Result get(request *r, job *j)
     jerr e = {0};
     cp_conn *cc = r->ctx->p;
     if (!cc) {
-        enum jobcp_kind kind = query_true(r, "stat") ? JOBCP_STAT : query_true(r, "follow") ? JOBCP_OUT_FOLLOW
-                                                                                             : JOBCP_OUT;
-        jobcp *c = jobcp_start(j, kind, query_get(r, "path"), &r->who, &e);
+        enum job_cp_kind kind = query_true(r, "stat") ? JOB_CP_STAT : query_true(r, "follow") ? JOB_CP_OUT_FOLLOW
+                                                                                             : JOB_CP_OUT;
+        jobcp *c = job_cp_start(j, kind, query_get(r, "path"), &r->who, &e);
         if (!c)
             return http_reply_error(r->conn, &e);
         cc = attach(r, c);
     }
-    jobcp_info info;
-    int rep = jobcp_report(cc->c, &info, &e);
+    job_cp_info info;
+    int rep = job_cp_report(cc->c, &info, &e);
     if (rep < 0)
         return http_reply_error(r->conn, &e);
     if (rep == 0)
         return wait_for_helper(r, cc);
-    if (jobcp_fd(cc->c) < 0) /* stat */
+    if (job_cp_fd(cc->c) < 0) /* stat */
         return http_reply_json(r->conn, 200, info_json(&info));
     struct MHD_Response *resp = stream_response(r->conn, 256 << 10, cp_read, cp_close, cc, &cc->st);
     if (!resp) {
         jerr_http(&e, 500, "no memory for the answer");
         return http_reply_error(r->conn, &e);
     }
-    stream_wait_fd(cc->st, jobcp_fd(cc->c));
+    stream_wait_fd(cc->st, job_cp_fd(cc->c));
     char num[24], mode[8];
     MHD_add_response_header(resp, "Content-Type", "application/x-tar");
     MHD_add_response_header(resp, "X-Joblet-Path", info.path);
@@ -182,9 +182,9 @@ static enum MHD_Result put(request *r)
                   (unsigned long long)core.cfg.max_upload_bytes);
         return http_reply_error(r->conn, &e);
     }
-    jobcp_end_input(cc->c);
-    jobcp_info info;
-    int rc = jobcp_result(cc->c, &info, &e);
+    job_cp_end_input(cc->c);
+    job_cp_info info;
+    int rc = job_cp_result(cc->c, &info, &e);
     if (rc < 0)
         return http_reply_error(r->conn, &e);
     if (rc == 0)
@@ -215,11 +215,11 @@ int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e)
     job *j = jobs_find(id, &r->who, e);
     if (!j)
         return -1;
-    jobcp *c = jobcp_start(j, JOBCP_IN, query_get(r, "path"), &r->who, e);
+    jobcp *c = job_cp_start(j, JOB_CP_IN, query_get(r, "path"), &r->who, e);
     if (!c)
         return -1;
     attach(r, c);
-    *fd = fcntl(jobcp_fd(c), F_DUPFD_CLOEXEC, 0); /* http.c's to close when the body ends; jobcp_end_input closes c's */
+    *fd = fcntl(job_cp_fd(c), F_DUPFD_CLOEXEC, 0); /* http.c's to close when the body ends; job_cp_end_input closes c's */
     if (*fd < 0)
         return jerr_sys(e, "dup");
     /* the files are held to jobs.max_upload_bytes by the helper; the tar's own headers on top */

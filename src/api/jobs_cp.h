@@ -2,7 +2,7 @@
  *   GET /v1/jobs/{id}/archive?path=P[&follow=1]  P as a tar (application/x-tar), streamed
  *   GET /v1/jobs/{id}/archive?path=P&stat=1      what is at P, as JSON
  *   PUT /v1/jobs/{id}/archive?path=DIR           a tar extracted into the directory DIR
- * The work is core/jobcp.h's; this file is its HTTP. */
+ * The work is core/job_cp.h's; this file is its HTTP. */
 #ifndef JOBLET_API_JOBS_CP_H
 #define JOBLET_API_JOBS_CP_H
 

@@ -12,7 +12,7 @@
 #include "../common/util.h"
 #include "../core/job_json.h"
 #include "../core/jobs.h"
-#include "../core/launch.h"
+#include "../core/job_launch.h"
 #include "../core/loop.h"
 #include "../core/state.h"
 #include "reply.h"
@@ -49,7 +49,7 @@ static bool job_has_gpu(const job *j, const char *uuid)
 }
 
 /* Whether j is one the listing keeps; its state is looked at only when it is written (a queued
- * job may have started meanwhile: launch_refresh). */
+ * job may have started meanwhile: job_launch_refresh). */
 static bool matches(const lister *l, const job *j, bool state)
 {
     if (!authz_may_on(&l->f.who, AUTHZ_OTHERS_JOBS, j->owner_uid))
@@ -82,7 +82,7 @@ static void produce(lister *l, size_t max)
         job *j = jobs_by_seq(l->seqs[l->next]);
         if (!j)
             continue;
-        launch_refresh(j);
+        job_launch_refresh(j);
         if (!matches(l, j, true))
             continue;
         json_t *o = job_json(j);

@@ -22,8 +22,8 @@
 #include "../core/job_detail_json.h"
 #include "../core/job_json.h"
 #include "../core/jobs.h"
-#include "../core/launch.h"
-#include "../core/logstream.h"
+#include "../core/job_launch.h"
+#include "../core/job_logs.h"
 #include "../core/loop.h"
 #include "../core/metrics.h"
 #include "../core/settle.h"
@@ -177,12 +177,12 @@ static int time_ns(const char *s, int64_t *ns)
 
 /* GET /v1/jobs/{id}/logs's options (docs/api.md): stream, follow, tail, since, and the form
  * (?format=, else the Accept header, else NDJSON). */
-static int log_options(request *r, logstream_opts *o, jerr *e)
+static int log_options(request *r, job_logs_opts *o, jerr *e)
 {
     const char *s = query_get(r, "stream"), *fmt = query_get(r, "format"), *tail = query_get(r, "tail"),
                *since = query_get(r, "since");
     const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-    *o = (logstream_opts){.format = LOGSTREAM_NDJSON, .streams = 3, .follow = query_true(r, "follow"), .tail = -1};
+    *o = (job_logs_opts){.format = JOB_LOGS_NDJSON, .streams = 3, .follow = query_true(r, "follow"), .tail = -1};
     if (s && !strcmp(s, "stdout"))
         o->streams = 1;
     else if (s && !strcmp(s, "stderr"))
@@ -190,16 +190,16 @@ static int log_options(request *r, logstream_opts *o, jerr *e)
     else if (s && strcmp(s, "all") && strcmp(s, "both"))
         return jerr_field(e, "stream", "stream: '%s' is not accepted; use stdout, stderr or all", s);
     if (fmt && !strcmp(fmt, "frames"))
-        o->format = LOGSTREAM_FRAMES;
+        o->format = JOB_LOGS_FRAMES;
     else if (fmt && !strcmp(fmt, "raw"))
-        o->format = LOGSTREAM_RAW;
+        o->format = JOB_LOGS_RAW;
     else if (fmt && strcmp(fmt, "ndjson"))
         return jerr_field(e, "format", "format: '%s' is not accepted; use ndjson, frames or raw", fmt);
     else if (!fmt && accept && strstr(accept, LOGFRAME_CTYPE))
-        o->format = LOGSTREAM_FRAMES;
+        o->format = JOB_LOGS_FRAMES;
     else if (!fmt && accept && strstr(accept, "application/octet-stream"))
-        o->format = LOGSTREAM_RAW;
-    if (o->format == LOGSTREAM_RAW && o->streams == 3)
+        o->format = JOB_LOGS_RAW;
+    if (o->format == JOB_LOGS_RAW && o->streams == 3)
         return jerr_field(e, "stream", "stream: raw output is one stream's bytes; add stream=stdout or stream=stderr");
     uint64_t n;
     if (tail && strcmp(tail, "all")) {
@@ -212,19 +212,19 @@ static int log_options(request *r, logstream_opts *o, jerr *e)
     return 0;
 }
 
-/* A job's output as an answer (core/logstream.h): an ended job's one stream whole by sendfile,
+/* A job's output as an answer (core/job_logs.h): an ended job's one stream whole by sendfile,
  * else streamed (stream.h). NULL with e set when it cannot be read as asked. */
 static size_t logs_read(void *src, char *buf, size_t max, enum pull_state *st)
 {
-    return logstream_read(src, buf, max, st);
+    return job_logs_read(src, buf, max, st);
 }
 
-static void logs_close(void *src) { logstream_close(src); }
+static void logs_close(void *src) { job_logs_close(src); }
 
-static struct MHD_Response *logs_response(job *j, struct MHD_Connection *conn, const logstream_opts *o, jerr *e)
+static struct MHD_Response *logs_response(job *j, struct MHD_Connection *conn, const job_logs_opts *o, jerr *e)
 {
-    logstream_file file;
-    follower *f = logstream_open(j, o, &file, e);
+    job_logs_file file;
+    follower *f = job_logs_open(j, o, &file, e);
     struct MHD_Response *r;
     if (!f && file.fd < 0)
         return NULL;
@@ -241,15 +241,15 @@ static struct MHD_Response *logs_response(job *j, struct MHD_Connection *conn, c
         return r;
     }
     stream *st;
-    r = stream_response(conn, logstream_block(o), logs_read, logs_close, f, &st);
+    r = stream_response(conn, job_logs_block(o), logs_read, logs_close, f, &st);
     if (!r) {
-        logstream_close(f);
+        job_logs_close(f);
         jerr_http(e, 500, "cannot stream job %s's output", j->id);
         return NULL;
     }
-    logstream_set_notify(f, stream_wake, st);
-    MHD_add_response_header(r, "Content-Type", o->format == LOGSTREAM_NDJSON ? "application/x-ndjson"
-                                               : o->format == LOGSTREAM_FRAMES ? LOGFRAME_CTYPE
+    job_logs_set_notify(f, stream_wake, st);
+    MHD_add_response_header(r, "Content-Type", o->format == JOB_LOGS_NDJSON ? "application/x-ndjson"
+                                               : o->format == JOB_LOGS_FRAMES ? LOGFRAME_CTYPE
                                                                               : "application/octet-stream");
     return r;
 }
@@ -269,7 +269,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
     job *j = jobs_find(id, &r->who, &e);
     if (!j)
         return http_reply_error(r->conn, &e);
-    launch_refresh(j);
+    job_launch_refresh(j);
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
     if (!*action && get) {
         json_t *o = job_json(j);
@@ -286,7 +286,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_json(r->conn, 200, json_pack("{s:s}", "deleted", full));
     }
     if (!strcmp(action, "logs") && get) {
-        logstream_opts lo;
+        job_logs_opts lo;
         if (log_options(r, &lo, &e) < 0)
             return http_reply_error(r->conn, &e);
         struct MHD_Response *resp = logs_response(j, r->conn, &lo, &e);

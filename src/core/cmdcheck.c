@@ -13,7 +13,7 @@
 
 #include "../common/cmdpath.h"
 #include "../exec/isolate.h"
-#include "launch.h"
+#include "job_launch.h"
 #include "runtimes.h"
 #include "state.h"
 
@@ -174,7 +174,7 @@ static void alternatives(const job_req *req, const root *r, const char *list, co
         jerr ignored = {0};
         if ((!r->name || strcmp(r->name, names[i])) && runtimes_find(names[i], &rt, &ignored) == 0) {
             root other = {open(rt->root, O_PATH | O_DIRECTORY | O_CLOEXEC), rt->name};
-            if (other.fd >= 0 && along(req, &other, launch_default_path, "/", name, where, sizeof where) == FOUND)
+            if (other.fd >= 0 && along(req, &other, job_launch_default_path, "/", name, where, sizeof where) == FOUND)
                 append(rts, nr, ", ", rt->name);
             if (other.fd >= 0)
                 close(other.fd);
@@ -229,7 +229,7 @@ int cmdcheck_resolve(job_req *req, jerr *e)
     if (!list)
         list = jobreq_env_get(req, false, "PATH");
     if (!list)
-        list = launch_default_path;
+        list = job_launch_default_path;
     root r = {-1, NULL};
     if (req->runtime) {
         const runtime *rt;

@@ -7,7 +7,7 @@
 #include "../common/jobreq.h"
 
 /* Looks the command up as the job's exec will: a path with a slash against the job's working
- * directory, a name along the job's PATH (its env's, else launch_default_path; a GPU job's also
+ * directory, a name along the job's PATH (its env's, else job_launch_default_path; a GPU job's also
  * in the CUDA toolkits), in the job's root (its runtime's tree, else the host's system
  * directories the job is given) or among its uploads in /work. A name found only among the
  * uploads becomes their path (train.sh -> ./train.sh). Places the job sees but this cannot know

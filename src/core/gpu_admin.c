@@ -11,7 +11,7 @@
 #include "audit.h"
 #include "gpu_service.h"
 #include "gpus.h"
-#include "health.h"
+#include "gpu_health.h"
 #include "state.h"
 
 json_t *gpu_admin_action(int i, const char *action, bool force, uid_t by, jerr *e)
@@ -22,7 +22,7 @@ json_t *gpu_admin_action(int i, const char *action, bool force, uid_t by, jerr *
         return NULL;
     }
     job *js[64];
-    size_t n = health_jobs_on(i, js, 64);
+    size_t n = gpu_health_jobs_on(i, js, 64);
     const gpu_service *h = gpu_service_get(i);
     enum gpu_state next;
     if (gpu_state_next(h->state, ev, &next) < 0) {
@@ -52,13 +52,13 @@ json_t *gpu_admin_action(int i, const char *action, bool force, uid_t by, jerr *
     const char *note;
     if (ev == GE_ADMIN_DRAIN) {
         if (force)
-            health_lose_jobs(i, &f);
+            gpu_health_lose_jobs(i, &f);
         note = n == 0 ? "no job runs on it; it takes no new ones"
                : force ? "its jobs were stopped (preemptible ones re-queued)"
                        : "its running jobs finish; it takes no new ones";
     } else if (ev == GE_ADMIN_OFFLINE) {
         if (n)
-            health_lose_jobs(i, &f);
+            gpu_health_lose_jobs(i, &f);
         note = n ? "its jobs were stopped (preemptible ones re-queued)" : "out of service";
     } else {
         note = "back in service";

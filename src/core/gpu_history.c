@@ -10,7 +10,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "gpus.h"
-#include "health.h"
+#include "gpu_health.h"
 #include "state.h"
 
 #define HISTORY_TICK_S 15             /* readings per minute: 4 */
@@ -58,7 +58,7 @@ void gpu_history_tick(int64_t now)
     minute_ms = minute;
     for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++) {
         acc *a = &accs[i];
-        const gpu_health *h = health_of(i);
+        const gpu_health *h = gpu_health_of(i);
         uint64_t reserved;
         a->readings++;
         a->held += gpus_holder(i) != NULL || gpus_tenants(i, &reserved) > 0;

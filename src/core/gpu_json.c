@@ -1,6 +1,6 @@
 /* GPUs as the API shows them (GET /v1/gpus, GET /v1/gpus/{gpu}): discovery's description of
  * each (gpu/discover.c) with its state, holders and last health sample. JSON is made here,
- * at the API's edge; the core keeps them typed (gpus.h, gpu_service.h, health.h). */
+ * at the API's edge; the core keeps them typed (gpus.h, gpu_service.h, gpu_health.h). */
 #include "gpu_json.h"
 
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include "../gpu/throttle.h"
 #include "gpu_service.h"
 #include "gpus.h"
-#include "health.h"
+#include "gpu_health.h"
 #include "isolation.h"
 #include "state.h"
 
@@ -34,7 +34,7 @@ static json_t *throttle_json(int64_t mask)
 static json_t *health_json(const gpu_health *hh)
 {
     json_t *x = json_object();
-    for (int k = 0; k < HEALTH_XID_CODES && hh->xid[k].code; k++) {
+    for (int k = 0; k < GPU_HEALTH_XID_CODES && hh->xid[k].code; k++) {
         char c[16];
         snprintf(c, sizeof c, "%d", hh->xid[k].code);
         json_object_set_new(x, c, json_integer((json_int_t)hh->xid[k].count));
@@ -96,7 +96,7 @@ static void add_state(json_t *o, int i)
         if (h->since_ms > 0)
             jx_set_time_or_null(o, "state_since", h->since_ms);
     }
-    const gpu_health *hh = health_of(i);
+    const gpu_health *hh = gpu_health_of(i);
     if (hh && hh->sampled_ms) {
         live(o, "temperature_c", hh->temperature_c);
         live(o, "utilization_pct", hh->utilization_pct);

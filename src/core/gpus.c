@@ -16,7 +16,7 @@
 #include "gpu_mps.h"
 #include "gpu_scrub.h"
 #include "gpu_spec.h"
-#include "health.h"
+#include "gpu_health.h"
 #include "state.h"
 
 /* Who holds each GPU: one exclusive owner, or MPS tenants sharing it within its memory. */
@@ -97,7 +97,7 @@ int gpus_init(jerr *e)
 
 gpu_report gpus_report(int i)
 {
-    const gpu_health *hh = health_of(i);
+    const gpu_health *hh = gpu_health_of(i);
     return gpu_state_report(gpu_service_get(i)->state, owner[i] != NULL, shared_n[i], *core.gpu.inv.gpu[i].problem,
                             hh && hh->hot);
 }
@@ -106,7 +106,7 @@ enum gpus_service gpus_out_of_service(int i, char *out, size_t len)
 {
     out[0] = 0;
     const gpu_service *h = gpu_service_get(i);
-    const gpu_health *hh = health_of(i);
+    const gpu_health *hh = gpu_health_of(i);
     char since[48] = "";
     if (h->since_ms > 0) {
         char t[40];
@@ -263,7 +263,7 @@ void gpus_sched_view(sched_gpu *out)
     for (int i = 0; i < core.gpu.inv.n; i++) {
         const gpu_service *h = gpu_service_get(i);
         out[i].usable = gpus_usable(i) && h->state != GS_OFFLINE;
-        out[i].closed = h->state == GS_DRAINING || h->state == GS_RESETTING || health_of(i)->hot;
+        out[i].closed = h->state == GS_DRAINING || h->state == GS_RESETTING || gpu_health_of(i)->hot;
     }
 }
 

@@ -61,7 +61,7 @@ typedef struct job {
     uint64_t shim_start;
     pid_t init_pid;
     bool holds_room;          /* counted in core.running */
-    bool dir_pending;         /* its directory and /work are still to be made (jobdirs.h) */
+    bool dir_pending;         /* its directory and /work are still to be made (job_dirs.h) */
     uint32_t queue_position;  /* 1-based among jobs waiting for room, set by the scheduler (queue.c) */
     uint8_t wait_why;         /* enum sched_wait, set by the scheduler (queue.c) */
     uint8_t ev_wait;          /* wait_why + 1 last recorded in its history (job_events.h); 0 none */

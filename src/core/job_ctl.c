@@ -5,8 +5,8 @@
 #include "../common/util.h"
 #include "events.h"
 #include "jobs.h"
-#include "launch.h"
-#include "logstream.h"
+#include "job_launch.h"
+#include "job_logs.h"
 #include "settle.h"
 #include "state.h"
 #include "statedisk.h"
@@ -22,7 +22,7 @@ int job_ctl_stop(job *j, uid_t by, jerr *e)
         job_finish(j, JS_CANCELED, "canceled");
         return 0;
     }
-    return launch_stop(j, by, e);
+    return job_launch_stop(j, by, e);
 }
 
 int job_ctl_kill(job *j, uid_t by, jerr *e)
@@ -34,7 +34,7 @@ int job_ctl_kill(job *j, uid_t by, jerr *e)
         job_finish(j, JS_CANCELED, "canceled");
         return 0;
     }
-    return launch_kill(j, by, e);
+    return job_launch_kill(j, by, e);
 }
 
 int job_ctl_cancel(job *j, uid_t by, jerr *e)
@@ -65,8 +65,8 @@ static void delete_rest(job *j)
 {
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
-    logstream_detach(j);
-    launch_forget(j);
+    job_logs_detach(j);
+    job_launch_forget(j);
     workflow_forget_job(j);
     statedisk_budget_release(j);
     workfs_remove(j->owner_uid, dir);

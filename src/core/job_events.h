@@ -2,7 +2,7 @@
  * with each new reason it waits for, its GPUs granted, started, stopped, preempted, ended —
  * kept in the database (at most JOB_EVENTS_MAX per job, the oldest dropped and counted) so
  * that it outlives a kill -9 of joblet. `rnx job status --detail` shows it (docs/api.md). The
- * state changes record them: jobs.c, launch.c, queue.c, submit.c, workflow.c, job_detail.c. */
+ * state changes record them: jobs.c, job_launch.c, queue.c, submit.c, workflow.c, job_detail.c. */
 #ifndef JOBLET_JOB_EVENTS_H
 #define JOBLET_JOB_EVENTS_H
 

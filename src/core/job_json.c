@@ -6,7 +6,7 @@
 #include "job_json.h"
 #include "gpu_spec.h"
 #include "jobs.h"
-#include "launch.h"
+#include "job_launch.h"
 #include "queue.h"
 #include "state.h"
 #include "workflow.h"
@@ -150,7 +150,7 @@ json_t *job_json(const job *j)
     json_object_set_new(o, "wait_reason", *why ? json_string(why) : json_null());
     job_usage u = j->usage;
     if (j->state == JS_RUNNING || j->state == JS_STOPPING)
-        launch_live_usage(j, &u);
+        job_launch_live_usage(j, &u);
     json_object_set_new(o, "usage", json_pack("{s:I,s:I,s:I,s:I,s:I}", "cpu_ns", (json_int_t)u.cpu_ns,
                                               "memory_peak_bytes", (json_int_t)u.memory_peak_bytes,
                                               "io_read_bytes", (json_int_t)u.io_read_bytes, "io_write_bytes",

@@ -18,8 +18,8 @@
 #include "events.h"
 #include "gpu_json.h"
 #include "gpus.h"
-#include "health.h"
-#include "launch.h"
+#include "gpu_health.h"
+#include "job_launch.h"
 #include "state.h"
 
 #define MIB 1048576.0
@@ -83,7 +83,7 @@ static int ngpus(void) { return core.gpu.inv.n < GPU_MAX ? core.gpu.inv.n : GPU_
 
 static const gpu_health *sample_of(int i)
 {
-    const gpu_health *h = health_of(i);
+    const gpu_health *h = gpu_health_of(i);
     return h && h->sampled_ms ? h : NULL;
 }
 
@@ -158,7 +158,7 @@ static void gpu_metrics(prom_buf *b)
         if (inv->simulated)
             prom_label(&g->l, "simulated", "true");
         g->jobs = xcalloc(core.njobs + 1, sizeof *g->jobs);
-        g->njobs = health_jobs_on(i, g->jobs, core.njobs);
+        g->njobs = gpu_health_jobs_on(i, g->jobs, core.njobs);
     }
 
     fam f = F("joblet_gpu_info", "gauge", "A GPU joblet manages, always 1; its bus id and compute capability as labels");
@@ -237,7 +237,7 @@ static void gpu_metrics(prom_buf *b)
               "codes seen)");
     for (int i = 0; i < n; i++) {
         const gpu_health *h = gv[i].h;
-        for (int k = 0; h && k < HEALTH_XID_CODES && h->xid[k].code; k++) {
+        for (int k = 0; h && k < GPU_HEALTH_XID_CODES && h->xid[k].code; k++) {
             char code[16];
             snprintf(code, sizeof code, "%d", h->xid[k].code);
             fam_put_with(b, &f, gv[i].l.p, "xid", code, (double)h->xid[k].count);
@@ -436,7 +436,7 @@ json_t *metrics_monitor_json(void)
     job **on = xcalloc(core.njobs + 1, sizeof *on);
     for (int i = 0; i < ngpus(); i++) {
         json_t *g = gpu_json_one(i);
-        size_t k = health_jobs_on(i, on, core.njobs);
+        size_t k = gpu_health_jobs_on(i, on, core.njobs);
         json_t *ids = json_array();
         for (size_t x = 0; x < k; x++)
             json_array_append_new(ids, json_string(on[x]->id));

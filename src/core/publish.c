@@ -9,7 +9,7 @@
 
 #include "events.h"
 #include "gpus.h"
-#include "health.h"
+#include "gpu_health.h"
 #include "state.h"
 #include "workflow.h"
 
@@ -31,7 +31,7 @@ static uint64_t gpu_signature(int i)
     uint64_t h = 1469598103934665603ull;   /* FNV-1a of the holder's id */
     for (const char *p = holder ? holder : ""; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    const gpu_health *hh = health_of(i);   /* a new XID is news even when the state stays */
+    const gpu_health *hh = gpu_health_of(i);   /* a new XID is news even when the state stays */
     uint64_t x = hh ? (uint64_t)hh->last_xid_ms : 0;
     return ((uint64_t)r.state | (uint64_t)r.takes_jobs << 8 | (uint64_t)(tenants & 0xff) << 16) ^ (h << 24) ^
            (x * 0x9e3779b97f4a7c15ull);
@@ -70,7 +70,7 @@ static void publish_gpu(int i)
     const char *holder = gpus_holder(i);
     json_t *o = json_pack("{s:i,s:s,s:b,s:s?}", "index", i, "state", gpu_state_name(r.state), "takes_jobs",
                           r.takes_jobs, "job", holder);
-    const gpu_health *hh = health_of(i);
+    const gpu_health *hh = gpu_health_of(i);
     if (hh && hh->last_xid)
         json_object_set_new(o, "last_xid", json_integer(hh->last_xid));
     emit("gpu", -1, o);
@@ -119,7 +119,7 @@ void publish_changes(void)
             if (!quiet)
                 publish_gpu(i);
         }
-        const gpu_health *h = health_of(i);
+        const gpu_health *h = gpu_health_of(i);
         if (h && h->sampled_ms > gpu_sampled[i]) {
             gpu_sampled[i] = h->sampled_ms;
             if (!quiet)

@@ -18,7 +18,7 @@
 #include "job_events.h"
 #include "jobs.h"
 #include "cmdcheck.h"
-#include "launch.h"
+#include "job_launch.h"
 #include "sched_input.h"
 #include "state.h"
 
@@ -132,7 +132,7 @@ static void schedule(void)
     last_pass.shadow_ms = out.shadow_ms;
     last_pass.npreempt = out.npreempt;
     for (size_t v = 0; v < out.npreempt; v++)
-        launch_preempt(runmap[preempt[v]], out.head >= 0 ? map[out.head] : NULL);
+        job_launch_preempt(runmap[preempt[v]], out.head >= 0 ? map[out.head] : NULL);
     for (k = 0; k < out.nstart; k++) {
         job *j = map[start[k]];
         jerr e = {0};
@@ -152,7 +152,7 @@ static void schedule(void)
             gpus_grant_mig(j, picks[k]);
         if (granted && (sets[k] || picks[k] >= 0))
             placed(j, sets[k]); /* where it went and why, for its history (job_detail.h) */
-        if (!granted || launch_job(j, &e) < 0) {
+        if (!granted || job_launch_job(j, &e) < 0) {
             log_err("job %s: %s", j->id, e.msg);
             free(j->error);
             j->error = xstrdup(e.msg);

@@ -5,9 +5,9 @@
 
 #include "../common/log.h"
 #include "gpus.h"
-#include "health.h"
+#include "gpu_health.h"
 #include "jobs.h"
-#include "logstream.h"
+#include "job_logs.h"
 #include "publish.h"
 #include "queue.h"
 #include "state.h"
@@ -30,7 +30,7 @@ static void settle_jobs(void)
         if (what & JOB_SETTLE_RELEASE)
             gpus_release(j);
         if (what & JOB_SETTLE_WAKE)
-            logstream_wake(j);
+            job_logs_wake(j);
         if (what & JOB_SETTLE_WORKFLOW)
             workflow_job_changed(j);
         if (what & JOB_SETTLE_RELEASE)
@@ -48,7 +48,7 @@ void settle(void)
         if (want & WANT_JOBS)
             settle_jobs();
         if (want & (WANT_JOBS | WANT_GPUS))
-            health_reset_when_idle();
+            gpu_health_reset_when_idle();
         if (want & WANT_SCHEDULE || core.want & WANT_SCHEDULE) {
             core.want &= ~(unsigned)WANT_SCHEDULE;
             queue_run();

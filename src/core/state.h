@@ -53,7 +53,7 @@ typedef struct core_state {
     bool gpu_on;              /* GPU support active: GPUs found, or gpu.enabled: true */
     struct spec_gpu_lib *driver_libs; /* the running driver's libraries (gpu_spec.c) */
     char scrub_path[600];     /* joblet-gpu-scrub, next to the shim */
-    char copy_path[600];      /* joblet-copy (jobcp.h), next to the shim */
+    char copy_path[600];      /* joblet-copy (job_cp.h), next to the shim */
     size_t ndriver_libs;
     struct workflow **workflows; /* every workflow known, in submission order */
     size_t nworkflows;

@@ -27,7 +27,7 @@
 #include "statedisk.h"
 #include "submit.h"
 #include "job_row.h"
-#include "jobdirs.h"
+#include "job_dirs.h"
 #include "workfs.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
@@ -476,7 +476,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     }
     char dir[700], work[800];
     jobs_dir_of(j, dir, sizeof dir);
-    /* nothing uploaded: its directory and /work are made at the next turns (jobdirs.h), the
+    /* nothing uploaded: its directory and /work are made at the next turns (job_dirs.h), the
      * owner's /work filesystem checked now */
     bool later = !si->staged && !j->req.nuploads;
     if (later) {
@@ -486,7 +486,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         }
         state_wrote_job(j);
         jobs_add(j);
-        jobdirs_defer(j);
+        job_dirs_defer(j);
         goto added;
     }
     /* a streamed upload was written into a directory of its own: it becomes the job's */

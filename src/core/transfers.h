@@ -1,5 +1,5 @@
 /* Streamed transfers open at once: uploads (incoming.h) and copies in and out of jobs
- * (jobcp.h) take the same room, server.max_uploads on the machine and
+ * (job_cp.h) take the same room, server.max_uploads on the machine and
  * limits.uploads_per_user for each user, so that a user who stalls them holds only their own
  * share and the daemon's processes, pipes and files stay bounded. */
 #ifndef JOBLET_CORE_TRANSFERS_H

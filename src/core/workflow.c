@@ -17,7 +17,7 @@
 #include "job_events.h"
 #include "job_row.h"
 #include "jobs.h"
-#include "launch.h"
+#include "job_launch.h"
 #include "state.h"
 #include "submit.h"
 
@@ -427,7 +427,7 @@ int workflow_cancel(workflow *wf, uid_t by, jerr *e)
         j->stopped_by = by;
         if (j->state == JS_PENDING || job_in_queue(j))
             job_finish(j, JS_CANCELED, "canceled");
-        else if (j->state != JS_STOPPING && launch_stop(j, by, e) < 0)
+        else if (j->state != JS_STOPPING && job_launch_stop(j, by, e) < 0)
             log_warn("workflow %s: %s", wf->id, e->msg);
     }
     e->msg[0] = 0;

@@ -36,7 +36,7 @@ int workfs_make(uid_t owner, const char *job_dir, char *out, size_t len, jerr *e
 
 /* Whether owner's jobs can have a /work now: the owner's filesystem exists and is mounted (made
  * now if this is the owner's first job), as workfs_make needs; 507 otherwise. For a job whose
- * directory is made later (jobdirs.h), checked at its submission all the same. */
+ * directory is made later (job_dirs.h), checked at its submission all the same. */
 int workfs_ready(uid_t owner, jerr *e);
 
 /* A streamed upload's directory staged became the job's, job_dir: its work follows. */

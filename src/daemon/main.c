@@ -22,17 +22,17 @@
 #include "../common/util.h"
 #include "../exec/bpfdev.h"
 #include "../core/gpu_service.h"
-#include "../core/cdi.h"
+#include "../core/gpu_cdi.h"
 #include "../core/gpu_spec.h"
 #include "../core/gpus.h"
 #include "../core/isolation.h"
-#include "../core/health.h"
+#include "../core/gpu_health.h"
 #include "../core/incoming.h"
 #include "../core/jobs.h"
-#include "../core/launch.h"
+#include "../core/job_launch.h"
 #include "../core/events.h"
 #include "../core/gpu_history.h"
-#include "../core/logstream.h"
+#include "../core/job_logs.h"
 #include "../core/orphans.h"
 #include "../core/runtime_build.h"
 #include "../core/runtimes.h"
@@ -189,7 +189,7 @@ static void read_machine(void)
 static void load_one(db_job *r, void *arg)
 {
     job *j = job_new(r);
-    health_fault_restore(j); /* stopped for its GPU when joblet stopped: it still ends gpu_error */
+    gpu_health_fault_restore(j); /* stopped for its GPU when joblet stopped: it still ends gpu_error */
     jobs_add(j);
 }
 static void load_wf(db_workflow *r, void *arg)
@@ -292,19 +292,19 @@ static int probe_gpus(const char *backend)
 }
 
 /* `joblet cdi generate [--output FILE]`: discovery as the daemon would run it, written as a
- * CDI specification (core/cdi.h). */
+ * CDI specification (core/gpu_cdi.h). */
 static int cdi_generate(const char *output)
 {
     jerr e = {0};
     gpu_discover(&core.cfg.gpu, &core.gpu);
     if (core.gpu.found && !core.gpu.inv.simulated && core.gpu.inv.n)
         gpu_spec_find_driver_libs();
-    json_t *spec = cdi_spec_json(&e);
+    json_t *spec = gpu_cdi_spec_json(&e);
     if (spec && core.gpu.inv.simulated)
         fprintf(stderr, "joblet: cdi generate: these %d GPUs are simulated (gpu.fixture %s): the spec has no device "
                         "nodes and no driver libraries, and is marked so (annotation %s: \"true\", cdiVersion "
                         "0.6.0); a container given one of its devices gets no GPU\n",
-                core.gpu.inv.n, core.cfg.gpu.fixture, CDI_SIMULATED_MARK);
+                core.gpu.inv.n, core.cfg.gpu.fixture, GPU_CDI_SIMULATED_MARK);
     gpu_discovery_free(&core.gpu);
     free(core.driver_libs);
     core.driver_libs = NULL;
@@ -409,7 +409,7 @@ int main(int argc, char **argv)
     }
     w_signal = (watch){signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), on_signal, NULL};
     loop_add(&w_signal);
-    logstream_init();
+    job_logs_init();
     if (runtimes_init(&e) < 0 || runtime_build_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;
@@ -424,8 +424,8 @@ int main(int argc, char **argv)
     }
     gpu_service_load();
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
-    launch_adopt_all();
-    launch_init();
+    job_launch_adopt_all();
+    job_launch_init();
     incoming_clean_stale();
     orphans_sweep(); /* after re-adoption: every job that runs is known by now */
     statedisk_budgets_init();
@@ -440,22 +440,22 @@ int main(int argc, char **argv)
     }
     log_info("joblet %s listening on %s (state %s, cgroup layout %s, %zu jobs known)", JOBLET_VERSION, core.cfg.socket,
              core.cfg.state_dir, cg_layout_name(core.cg.layout), core.njobs);
-    health_start();
+    gpu_health_start();
     gpu_history_start();
     state_want(WANT_SCHEDULE);
     loop_run(before_wait, after_wake);
     metrics_listen_stop();
-    health_stop();
+    gpu_health_stop();
     gpu_history_stop();
     for (size_t i = 0; i < core.njobs; i++)
         if (core.jobs[i]->followers)
-            logstream_detach(core.jobs[i]);
+            job_logs_detach(core.jobs[i]);
     runtime_build_shutdown();
     events_close_all();
     http_run();
     http_stop();
     volumes_shutdown();
-    launch_shutdown();
+    job_launch_shutdown();
     /* what no running job needs: the owners' /work filesystems, the runsc tmpfs */
     workfs_shutdown();
     isolation_shutdown();

@@ -1,6 +1,6 @@
 /* joblet-copy — copies files out of a job and into it for `rnx job cp` (docs/cli.md, docs/api.md
  * "Copying files"). joblet starts one per copy and watches it from its event loop
- * (core/jobcp.c); the bytes go through a pipe, as a tar stream, never through the daemon's
+ * (core/job_cp.c); the bytes go through a pipe, as a tar stream, never through the daemon's
  * memory whole.
  *
  *   joblet-copy MODE UID GID ROOT PATH NAME MAX CGROOT

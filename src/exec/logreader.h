@@ -6,7 +6,7 @@
  * event loop can give other work a turn in between.
  *
  * Pure: it reads only through the descriptors it is given (opening, creating and watching the
- * files is the caller's: core/logstream.c), keeps no global, knows no job, loop nor encoding.
+ * files is the caller's: core/job_logs.c), keeps no global, knows no job, loop nor encoding.
  * A piece is a stretch of one entry's bytes (at an offset of .data), a record of the old
  * format or the cap note (in memory); the caller copies what it can of it (logreader_read)
  * and says how much it sent (logreader_take). Following a running job is asking again once

@@ -296,7 +296,7 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     if (!txt)
         return jerr_sys(e, "read the job spec");
     if (len == 0) {
-        /* launch.c empties the memfd when the zygote does not answer in time, so that a
+        /* job_launch.c empties the memfd when the zygote does not answer in time, so that a
          * shim it forks late does not run a job joblet has reported as not started. */
         free(txt);
         return jerr_set(e, EINVAL, "the job spec is empty: joblet withdrew it when the shim zygote did not answer "

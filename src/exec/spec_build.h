@@ -1,7 +1,7 @@
 /* The spec builder: a job's spec (spec.h, what the shim runs) from an explicit context —
  * the typed request, the grants, what the machine has (driver libraries, toolkits, GPU
  * inventory, device and /proc roots), the settings and the job's directories — reading no
- * global. The daemon (core/launch.c) is one caller: it fills the context from its state and
+ * global. The daemon (core/job_launch.c) is one caller: it fills the context from its state and
  * the job; a test, or a Slurm plugin, fills it from what it has. Everything the context names
  * must have been resolved already (the runtime's root, the volumes' mount points, the disk
  * of /work): the builder decides, it does not look things up, except the GPU part's reads of

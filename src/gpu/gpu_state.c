@@ -72,13 +72,13 @@ static const struct transition {
     {GS_DEGRADED, GE_ADMIN_ONLINE, GS_AVAILABLE},   /* the admin vouches for it */
     {GS_OFFLINE, GE_ADMIN_ONLINE, GS_AVAILABLE},
 
-    /* ---- the XID policy (health.c, xid_policy.c) ---- */
+    /* ---- the XID policy (gpu_health.c, xid_policy.c) ---- */
     {GS_AVAILABLE, GE_XID_DRAIN_RESET, GS_RESETTING}, /* no new jobs; reset once the running ones end */
     {GS_SCRUBBING, GE_XID_DRAIN_RESET, GS_RESETTING}, /* reset once the helper is done */
     {GS_DRAINING, GE_XID_DRAIN_RESET, GS_RESETTING},  /* the reset brings it back in service */
     {GS_DEGRADED, GE_XID_DRAIN_RESET, GS_RESETTING},  /* the reset and its check decide */
     {GS_OFFLINE, GE_XID_DRAIN_RESET, GS_OFFLINE},     /* offline waits for an admin, not for a reset */
-    /* not from RESETTING: already waiting for its reset (health.c does not send it then) */
+    /* not from RESETTING: already waiting for its reset (gpu_health.c does not send it then) */
     {GS_AVAILABLE, GE_XID_RESET, GS_RESETTING},     /* its jobs are stopped; reset once idle */
     {GS_SCRUBBING, GE_XID_RESET, GS_RESETTING},
     {GS_DRAINING, GE_XID_RESET, GS_RESETTING},
@@ -92,7 +92,7 @@ static const struct transition {
     {GS_DEGRADED, GE_XID_OFFLINE, GS_OFFLINE},
     {GS_OFFLINE, GE_XID_OFFLINE, GS_OFFLINE},
 
-    /* ---- the reset's outcome (health.c) ---- */
+    /* ---- the reset's outcome (gpu_health.c) ---- */
     {GS_RESETTING, GE_RESET_DONE, GS_AVAILABLE},    /* reset and checked: back in service */
     {GS_AVAILABLE, GE_RESET_DONE, GS_AVAILABLE},    /* forced online meanwhile: nothing to change */
     {GS_SCRUBBING, GE_RESET_DONE, GS_SCRUBBING},    /* forced online, used and released meanwhile */

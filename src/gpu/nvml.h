@@ -1,5 +1,5 @@
 /* joblet's one binding to NVML (libnvidia-ml.so.1), for discovery (backend_nvml.c) and the
- * health monitor (core/health.c) alike: the library is opened with dlopen, never linked, so
+ * health monitor (core/gpu_health.c) alike: the library is opened with dlopen, never linked, so
  * joblet runs on hosts without a driver; it is opened once per process and stays loaded. The
  * declarations it resolves are nvml_api.h's, which the fake NVML implements too. */
 #ifndef JOBLET_NVML_H

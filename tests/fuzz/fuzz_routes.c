@@ -47,7 +47,7 @@
 #include "core/incoming.h"
 #include "core/job_ctl.h"
 #include "core/jobs.h"
-#include "core/logstream.h"
+#include "core/job_logs.h"
 #include "core/runtime_build.h"
 #include "core/runtimes.h"
 #include "core/settle.h"
@@ -275,7 +275,7 @@ pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int spec_fd, int fi
 }
 void zygote_stop(zygote *z) {}
 
-/* A pid no process has (above the kernel's highest pid_max): pidfd_open fails, so launch.c
+/* A pid no process has (above the kernel's highest pid_max): pidfd_open fails, so job_launch.c
  * reads status.json at once, as for a shim that already ended. */
 #define NO_PID ((pid_t)0x7ffffff0)
 
@@ -382,7 +382,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     open_db();
     core.next_seq = 1;
     FUZZ_ASSERT(loop_init() == 0, "loop_init");
-    logstream_init();
+    job_logs_init();
     FUZZ_ASSERT(runtimes_init(&e) == 0 && runtime_build_init(&e) == 0, "%s", e.msg);
     FUZZ_ASSERT(volumes_init(&e) == 0, "%s", e.msg);
     FUZZ_ASSERT(gpus_init(&e) == 0, "%s", e.msg);

@@ -260,7 +260,7 @@ def test_what_no_database_row_names_is_swept_at_start_and_live_jobs_are_kept(fre
     d.start()
     known = {j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"]}
     # every directory left is a known job's; a known job whose directory was still to be made
-    # (core/jobdirs.c: they come a slice per turn) gets it when it starts or its log is read
+    # (core/job_dirs.c: they come a slice per turn) gets it when it starts or its log is read
     assert set(d.job_dirs()) <= known, sorted(set(d.job_dirs()) - known)[:5]
     works = {n for n in os.listdir(workroot) if len(n) == 36}
     assert works <= known, sorted(works - known)[:5]

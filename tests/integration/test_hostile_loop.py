@@ -281,7 +281,7 @@ def test_listing_many_jobs_goes_a_slice_at_a_time(fresh_daemon):
 
 def test_a_job_whose_directory_was_never_made_still_runs(fresh_daemon):
     """A job with nothing uploaded gets its directory and /work at the loop's next turns
-    (core/jobdirs.c); a joblet killed before that leaves a job without them. Made here by taking
+    (core/job_dirs.c); a joblet killed before that leaves a job without them. Made here by taking
     them away from a scheduled job, across a restart: its log can be read, and it runs."""
     import shutil as sh
     d = fresh_daemon()

@@ -392,7 +392,7 @@ static void test_garbage(void **state)
         assert_true(r.ts_ns == -7); /* untouched */
     }
 
-    /* Garbage then records: the caller skips to the next line (as logstream.c does) and
+    /* Garbage then records: the caller skips to the next line (as job_logs.c does) and
      * finds them. */
     const char *mixed = "garbage\n1 F a\n\x01\x02\xff\n2 P b\n";
     size_t len = strlen(mixed), off = 0, n = 0;
@@ -461,7 +461,7 @@ static void test_timestamps(void **state)
         assert_int_equal(log_parse_record(over[i], strlen(over[i]), &r), -1);
     }
 
-    /* What joblet shows of a stamp (logstream.c): microseconds, UTC. */
+    /* What joblet shows of a stamp (job_logs.c): microseconds, UTC. */
     char t[40];
     format_ns_us(TS, t, sizeof t);
     assert_string_equal(t, "2023-11-14T22:13:20.123456Z");

@@ -25,17 +25,17 @@
 #include "isolation.h"
 #include "job_detail.h"
 #include "job_events.h"
-#include "jobdirs.h"
+#include "job_dirs.h"
 #include "jobs.h"
-#include "launch.h"
+#include "job_launch.h"
 #include "runtimes.h"
 #include "state.h"
 #include "statedisk.h"
 #include "volumes.h"
 #include "workfs.h"
 
-/* The PATH a job gets when it gives none (launch.h). */
-const char *const launch_default_path = SPEC_BUILD_DEFAULT_PATH;
+/* The PATH a job gets when it gives none (job_launch.h). */
+const char *const job_launch_default_path = SPEC_BUILD_DEFAULT_PATH;
 
 /* The job's spec in a memfd for its shim (spec.h), or -1: the spec builder's context
  * (exec/spec_build.h) filled from the daemon's state and the job. */
@@ -121,14 +121,14 @@ static void watch_shim(job *j, int pidfd, int notify_fd)
 
 static zygote zyg = {-1, -1};
 
-void launch_init(void)
+void job_launch_init(void)
 {
     jerr e = {0};
     if (zygote_start(&zyg, core.shim_path, core.cfg.cgroup_root, &e) < 0)
         log_warn("%s; every job will exec its own shim", e.msg);
 }
 
-void launch_shutdown(void) { zygote_stop(&zyg); }
+void job_launch_shutdown(void) { zygote_stop(&zyg); }
 
 /* A shim from the zygote, restarting it once if it went away; else a freshly exec'd one. */
 static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, jerr *e)
@@ -156,7 +156,7 @@ static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, jerr *e)
     return pid;
 }
 
-int launch_job(job *j, jerr *e)
+int job_launch_job(job *j, jerr *e)
 {
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
@@ -165,7 +165,7 @@ int launch_job(job *j, jerr *e)
         free(j->end_reason);  /* "preempted" described the last run; preemptions keeps the count */
         j->end_reason = NULL;
     }
-    if (jobdirs_ensure(j, e) < 0) /* made now if the turns since its submission have not */
+    if (job_dirs_ensure(j, e) < 0) /* made now if the turns since its submission have not */
         return -1;
     /* gVisor: a host uid of its own for the sandbox (exec/oci.h), looked for from the other half
      * of the range than root's jobs' uids are */
@@ -345,7 +345,7 @@ static void on_shim_exit(watch *w, uint32_t events)
 }
 
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
-void launch_adopt_all(void)
+void job_launch_adopt_all(void)
 {
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
@@ -378,7 +378,7 @@ void launch_adopt_all(void)
 }
 
 /* An adopted job whose start the previous joblet did not hear: the shim's file tells. */
-void launch_refresh(job *j)
+void job_launch_refresh(job *j)
 {
     if (j->state != JS_QUEUED || j->shim_pid <= 0 || j->w_notify.fd >= 0)
         return;
@@ -388,7 +388,7 @@ void launch_refresh(job *j)
 }
 
 /* The job is being deleted while its shim finishes tidying up: stop watching it. */
-void launch_forget(job *j)
+void job_launch_forget(job *j)
 {
     watch *ws[] = {&j->w_notify, &j->w_pid};
     for (size_t i = 0; i < 2; i++)
@@ -410,7 +410,7 @@ static int signal_shim(job *j, uid_t by, int sig, jerr *e)
     j->stopped_by = by;
     if (j->state == JS_RUNNING)
         j->state = JS_STOPPING;
-    /* (a preemption tells its own story: launch_preempt) */
+    /* (a preemption tells its own story: job_launch_preempt) */
     if (!j->preempting || sig == SIGUSR1) {
         char who[48], how[64];
         snprintf(who, sizeof who, by == (uid_t)-1 ? "by joblet" : "by uid %u", (unsigned)by);
@@ -425,9 +425,9 @@ static int signal_shim(job *j, uid_t by, int sig, jerr *e)
     return 0;
 }
 
-int launch_stop(job *j, uid_t by, jerr *e) { return signal_shim(j, by, SIGTERM, e); }
+int job_launch_stop(job *j, uid_t by, jerr *e) { return signal_shim(j, by, SIGTERM, e); }
 
-int launch_kill(job *j, uid_t by, jerr *e)
+int job_launch_kill(job *j, uid_t by, jerr *e)
 {
     /* a kill ends a preemption's stop too: the job is no longer to go back in the queue */
     if (signal_shim(j, by, SIGUSR1, e) < 0)
@@ -439,11 +439,11 @@ int launch_kill(job *j, uid_t by, jerr *e)
     return 0;
 }
 
-void launch_preempt(job *j, const job *for_job)
+void job_launch_preempt(job *j, const job *for_job)
 {
     jerr e = {0};
     j->preempting = true;
-    if (launch_stop(j, (uid_t)-1, &e) < 0) {
+    if (job_launch_stop(j, (uid_t)-1, &e) < 0) {
         j->preempting = false;
         log_err("job %s: cannot preempt: %s", j->id, e.msg);
         return;
@@ -462,7 +462,7 @@ void launch_preempt(job *j, const job *for_job)
              (long long)j->req.priority);
 }
 
-void launch_live_usage(const job *j, job_usage *u)
+void job_launch_live_usage(const job *j, job_usage *u)
 {
     cg_host uh;
     cg_job cg;

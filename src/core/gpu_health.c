@@ -5,7 +5,7 @@
  * side keeps the samples and counters, applies the XID policy and moves GPUs through the
  * state machine (gpu/gpu_state.c): RESETTING or OFFLINE by the policy, AVAILABLE again after a
  * passing reset and check, OFFLINE after a failing one. */
-#include "health.h"
+#include "gpu_health.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 #include "../gpu/xid_policy.h"
 #include "audit.h"
 #include "gpu_service.h"
-#include "launch.h"
+#include "job_launch.h"
 #include "state.h"
 
 enum hm_type { HM_SAMPLE, HM_XID, HM_ECC, HM_RESET };
@@ -67,7 +67,7 @@ static gpu_health samples[GPU_MAX];
 static uint64_t reset_asked;     /* loop side: resets handed to the monitor, not answered yet */
 static xid_policy policy;
 
-const gpu_health *health_of(int i) { return i >= 0 && i < GPU_MAX ? &samples[i] : NULL; }
+const gpu_health *gpu_health_of(int i) { return i >= 0 && i < GPU_MAX ? &samples[i] : NULL; }
 
 /* ---------------- the monitor thread ---------------- */
 
@@ -277,7 +277,7 @@ static void *monitor(void *arg)
 /* ---------------- the loop side ---------------- */
 
 /* Jobs holding GPU i (exclusive, shared or through one of its MIG devices). */
-size_t health_jobs_on(int i, job **out, size_t max)
+size_t gpu_health_jobs_on(int i, job **out, size_t max)
 {
     size_t k = 0;
     for (size_t n = 0; n < core.njobs && k < max; n++) {
@@ -293,7 +293,7 @@ size_t health_jobs_on(int i, job **out, size_t max)
     return k;
 }
 
-void health_fault_why(const gpu_fault *f, char *out, size_t len)
+void gpu_health_fault_why(const gpu_fault *f, char *out, size_t len)
 {
     if (f->xid)
         snprintf(out, len, "XID %d: %s", f->xid, f->meaning);
@@ -308,14 +308,14 @@ void health_fault_why(const gpu_fault *f, char *out, size_t len)
 static void fail_with(job *j, const gpu_fault *f)
 {
     char why[200], msg[300];
-    health_fault_why(f, why, sizeof why);
+    gpu_health_fault_why(f, why, sizeof why);
     snprintf(msg, sizeof msg, "GPU %d failed: %s", f->gpu, why);
     free(j->fail_reason);
     j->fail_reason = xstrdup(msg);
     j->gpu_fault = *f;
 }
 
-void health_fault_restore(job *j)
+void gpu_health_fault_restore(job *j)
 {
     if (j->gpu_fault.set && !job_state_terminal(j->state) && !j->fail_reason)
         fail_with(j, &j->gpu_fault);
@@ -323,38 +323,38 @@ void health_fault_restore(job *j)
 
 /* The jobs on a failed GPU: preemptible ones go back to the queue (and run elsewhere), the
  * others fail with the fault. */
-void health_lose_jobs(int i, const gpu_fault *f)
+void gpu_health_lose_jobs(int i, const gpu_fault *f)
 {
     char why[200];
-    health_fault_why(f, why, sizeof why);
+    gpu_health_fault_why(f, why, sizeof why);
     job *js[64];
-    size_t n = health_jobs_on(i, js, 64);
+    size_t n = gpu_health_jobs_on(i, js, 64);
     for (size_t k = 0; k < n; k++) {
         job *j = js[k];
         if (j->state == JS_STOPPING || j->preempting)
             continue;
         if (j->req.preemptible) {
-            launch_preempt(j, NULL);
+            job_launch_preempt(j, NULL);
             log_info("job %s: GPU %d failed (%s): re-queued", j->id, i, why);
             continue;
         }
-        fail_with(j, f); /* launch_stop saves it: the fault outlives a restart before the job's end */
+        fail_with(j, f); /* job_launch_stop saves it: the fault outlives a restart before the job's end */
         jerr e = {0};
-        if (launch_stop(j, (uid_t)-1, &e) < 0)
+        if (job_launch_stop(j, (uid_t)-1, &e) < 0)
             log_err("job %s: %s", j->id, e.msg);
         j->stopped_by = -1;
     }
 }
 
 /* A GPU waiting for its reset gets it once nothing holds it any more. */
-void health_reset_when_idle(void)
+void gpu_health_reset_when_idle(void)
 {
     if (!mon.running)
         return;
     uint64_t want = 0;
     for (int i = 0; i < core.gpu.inv.n; i++) {
         job *js[1];
-        if (gpu_service_get(i)->state == GS_RESETTING && !(reset_asked >> i & 1) && health_jobs_on(i, js, 1) == 0 &&
+        if (gpu_service_get(i)->state == GS_RESETTING && !(reset_asked >> i & 1) && gpu_health_jobs_on(i, js, 1) == 0 &&
             !(gpu_service_scrubbing() >> i & 1))
             want |= 1ull << i;
     }
@@ -373,14 +373,14 @@ static void count_xid(gpu_health *g, int code, const char *meaning, enum xid_act
 {
     g->last_xid = code;
     g->last_xid_ms = now_ms();
-    if (g->nrecent < HEALTH_RECENT_XIDS)
+    if (g->nrecent < GPU_HEALTH_RECENT_XIDS)
         g->nrecent++;
     memmove(&g->recent[1], &g->recent[0], (size_t)(g->nrecent - 1) * sizeof g->recent[0]);
     g->recent[0].ms = g->last_xid_ms;
     g->recent[0].code = code;
     g->recent[0].meaning = meaning;
     g->recent[0].action = a;
-    for (int k = 0; k < HEALTH_XID_CODES; k++)
+    for (int k = 0; k < GPU_HEALTH_XID_CODES; k++)
         if (g->xid[k].code == code || g->xid[k].code == 0) {
             g->xid[k].code = code;
             g->xid[k].count++;
@@ -406,14 +406,14 @@ static void on_xid(int i, int code, const char *via)
     snprintf(f.action, sizeof f.action, "%s", xid_action_name(a));
     switch (a) {
     case XA_APP: return;
-    case XA_RESTART_JOB: health_lose_jobs(i, &f); break;
+    case XA_RESTART_JOB: gpu_health_lose_jobs(i, &f); break;
     case XA_OFFLINE:
         gpu_service_set(i, GE_XID_OFFLINE, why, -1);
-        health_lose_jobs(i, &f);
+        gpu_health_lose_jobs(i, &f);
         break;
     case XA_RESET:
         gpu_service_set(i, GE_XID_RESET, why, -1);
-        health_lose_jobs(i, &f);
+        gpu_health_lose_jobs(i, &f);
         break;
     case XA_DRAIN_RESET:
         /* no new jobs; reset once the running ones end (a GPU already waiting for its reset keeps
@@ -497,7 +497,7 @@ static void on_message(watch *w, uint32_t events)
     }
 }
 
-void health_start(void)
+void gpu_health_start(void)
 {
     for (int i = 0; i < GPU_MAX; i++)
         samples[i] = (gpu_health){.temperature_c = -1, .utilization_pct = -1, .memory_used_mb = -1, .power_w = -1,
@@ -549,7 +549,7 @@ void health_start(void)
     state_want(WANT_GPUS); /* a GPU that was waiting for its reset when joblet stopped */
 }
 
-void health_stop(void)
+void gpu_health_stop(void)
 {
     if (!mon.running)
         return;

@@ -1,8 +1,8 @@
-/* Job directories made ahead of need (jobdirs.h). The queue is worked on at the start of a loop
- * turn for at most JOBDIRS_SLICE_MS (at least one directory), then the task queues itself again:
+/* Job directories made ahead of need (job_dirs.h). The queue is worked on at the start of a loop
+ * turn for at most JOB_DIRS_SLICE_MS (at least one directory), then the task queues itself again:
  * a request that makes thousands of jobs costs the loop their bookkeeping only, and the
  * filesystem's work is spread over the turns that follow. */
-#include "jobdirs.h"
+#include "job_dirs.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 #include "state.h"
 #include "workfs.h"
 
-#define JOBDIRS_SLICE_MS 20
+#define JOB_DIRS_SLICE_MS 20
 
 /* A queue in a ring: items [head, head + n). */
 typedef struct ring {
@@ -55,7 +55,7 @@ static ring to_make = {.size = sizeof(uint64_t)}; /* job seqs */
 static void on_turn(loop_task *t);
 static loop_task task = {.fn = on_turn};
 
-int jobdirs_ensure(job *j, jerr *e)
+int job_dirs_ensure(job *j, jerr *e)
 {
     char dir[700], work[800];
     jobs_dir_of(j, dir, sizeof dir);
@@ -76,7 +76,7 @@ int jobdirs_ensure(job *j, jerr *e)
     return 0;
 }
 
-void jobdirs_defer(job *j)
+void job_dirs_defer(job *j)
 {
     j->dir_pending = true;
     ring_push(&to_make, &j->seq);
@@ -92,7 +92,7 @@ static bool make_one(void)
     if (!j || !j->dir_pending) /* deleted, or launched (made then) */
         return true;
     jerr e = {0};
-    if (jobdirs_ensure(j, &e) < 0) /* its launch will try again, and fail with this if it must */
+    if (job_dirs_ensure(j, &e) < 0) /* its launch will try again, and fail with this if it must */
         log_warn("job %s: its directory: %s", j->id, e.msg);
     return true;
 }
@@ -100,7 +100,7 @@ static bool make_one(void)
 static void on_turn(loop_task *t)
 {
     (void)t;
-    int64_t until = mono_ns() + (int64_t)JOBDIRS_SLICE_MS * 1000000;
+    int64_t until = mono_ns() + (int64_t)JOB_DIRS_SLICE_MS * 1000000;
     while (make_one() && mono_ns() < until)
         ;
     if (to_make.n)

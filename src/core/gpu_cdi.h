@@ -7,18 +7,18 @@
  *
  * GPUs simulated by gpu.fixture have no device node and no driver: their spec names them all
  * the same (to see what a real machine's would hold) with cdiVersion 0.6.0 and the annotation
- * CDI_SIMULATED_MARK "true" (and a note), and `joblet cdi generate` says so on stderr. */
-#ifndef JOBLET_CDI_H
-#define JOBLET_CDI_H
+ * GPU_CDI_SIMULATED_MARK "true" (and a note), and `joblet cdi generate` says so on stderr. */
+#ifndef JOBLET_GPU_CDI_H
+#define JOBLET_GPU_CDI_H
 
 #include <jansson.h>
 
 #include "../common/err.h"
 
-#define CDI_SIMULATED_MARK "joblet.dev/simulated"
+#define GPU_CDI_SIMULATED_MARK "joblet.dev/simulated"
 
 /* From core.gpu (discovery), core.cfg.gpu (dev_root, proc_root) and the driver libraries;
  * NULL with e set when there is no GPU to describe. */
-json_t *cdi_spec_json(jerr *e);
+json_t *gpu_cdi_spec_json(jerr *e);
 
 #endif

@@ -1,8 +1,8 @@
-/* Starting jobs, noticing their end, and taking them back after a restart (launch.c). The
+/* Starting jobs, noticing their end, and taking them back after a restart (job_launch.c). The
  * daemon never waits on a job: it spawns the shim, watches its pidfd, and reads what the shim
  * wrote when told something changed. */
-#ifndef JOBLET_LAUNCH_H
-#define JOBLET_LAUNCH_H
+#ifndef JOBLET_JOB_LAUNCH_H
+#define JOBLET_JOB_LAUNCH_H
 
 #include <sys/types.h>
 
@@ -11,29 +11,29 @@
 
 /* The PATH a job gets when its environment gives none (GPU jobs get the CUDA toolkit's bin
  * appended); submission resolves the command along it too (cmdcheck.h). */
-extern const char *const launch_default_path;
+extern const char *const job_launch_default_path;
 
 /* The shim zygote (exec/zygote.h), started once; stopped at shutdown. */
-void launch_init(void);
-void launch_shutdown(void);
+void job_launch_init(void);
+void job_launch_shutdown(void);
 /* Spawns the job's shim with its spec (GPUs already granted); the job holds room from now. */
-int launch_job(job *j, jerr *e);
+int job_launch_job(job *j, jerr *e);
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
-void launch_adopt_all(void);
+void job_launch_adopt_all(void);
 /* SIGTERM to the job's shim (the grace period, then SIGKILL, is the shim's); 409 when no shim
  * runs. by: the uid asking, -1 for joblet. */
-int launch_stop(job *j, uid_t by, jerr *e);
+int job_launch_stop(job *j, uid_t by, jerr *e);
 /* SIGUSR1 to the job's shim: SIGKILL to every process of the job at once (also while a
  * stop's grace period runs); the job ends STOPPED with end reason "killed". 409 when no
  * shim runs. */
-int launch_kill(job *j, uid_t by, jerr *e);
+int job_launch_kill(job *j, uid_t by, jerr *e);
 /* Stops a job to make room for `for_job`; it goes back to the queue as it was. */
-void launch_preempt(job *j, const job *for_job);
+void job_launch_preempt(job *j, const job *for_job);
 /* The job is being deleted while its shim finishes tidying up: stop watching it. */
-void launch_forget(job *j);
+void job_launch_forget(job *j);
 /* An adopted job whose start the previous joblet did not hear: the shim's file tells. */
-void launch_refresh(job *j);
+void job_launch_refresh(job *j);
 /* A running job's usage, read from its cgroup now (unchanged when it has none). */
-void launch_live_usage(const job *j, job_usage *u);
+void job_launch_live_usage(const job *j, job_usage *u);
 
 #endif

@@ -1,4 +1,4 @@
-/* Streams a job's output (logstream.h): history first, then (follow) what the shim appends. The
+/* Streams a job's output (job_logs.h): history first, then (follow) what the shim appends. The
  * files are read through exec/logreader.h; here: the followers, their encodings, the wake-ups. */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +15,9 @@
 #include "../common/util.h"
 #include "../exec/logreader.h"
 #include "../exec/shim.h"
-#include "jobdirs.h"
+#include "job_dirs.h"
 #include "jobs.h"
-#include "logstream.h"
+#include "job_logs.h"
 #include "state.h"
 
 #define LINE_MAX_NDJSON 16384     /* an NDJSON record holds at most this much of a line */
@@ -40,7 +40,7 @@ static const char *const stream_names[2] = {"stdout", "stderr"};
 struct follower {
     struct follower *next;
     job *j;
-    logstream_opts o;
+    job_logs_opts o;
     bool end_sent;
     pull_notify_fn notify;     /* its reader's, called when there may be more */
     void *notify_arg;
@@ -207,7 +207,7 @@ static int ndjson_produce(follower *f)
 /* Frames (or, raw, the bytes alone) straight into libmicrohttpd's buffer. */
 static size_t bulk_produce(follower *f, char *buf, size_t max)
 {
-    bool raw = f->o.format == LOGSTREAM_RAW;
+    bool raw = f->o.format == JOB_LOGS_RAW;
     size_t used = 0, hdr = raw ? 0 : LOGFRAME_HDR;
     while (max - used > hdr) {
         logreader_piece p;
@@ -227,9 +227,9 @@ static size_t bulk_produce(follower *f, char *buf, size_t max)
 
 /* ---- the reader's side --------------------------------------------------------------------- */
 
-size_t logstream_read(follower *f, char *buf, size_t max, enum pull_state *st)
+size_t job_logs_read(follower *f, char *buf, size_t max, enum pull_state *st)
 {
-    bool ndjson = f->o.format == LOGSTREAM_NDJSON;
+    bool ndjson = f->o.format == JOB_LOGS_NDJSON;
     for (;;) {
         if (f->outoff < f->outlen) {
             size_t n = f->outlen - f->outoff < max ? f->outlen - f->outoff : max;
@@ -272,7 +272,7 @@ size_t logstream_read(follower *f, char *buf, size_t max, enum pull_state *st)
                         f->nd[i].linelen = 0;
                     }
                 out_json(f, end);
-            } else if (f->o.format == LOGSTREAM_FRAMES) {
+            } else if (f->o.format == JOB_LOGS_FRAMES) {
                 char *t = json_dumps(end, JSON_COMPACT);
                 unsigned char h[LOGFRAME_HDR];
                 logframe_put(h, LOGFRAME_END, (uint32_t)strlen(t), now_ms() * 1000000);
@@ -336,7 +336,7 @@ static void resume(follower *f)
 /* The --tail search's next slice: the reader is asked again. */
 static void on_later(loop_task *t) { resume(t->data); }
 
-void logstream_close(follower *f)
+void job_logs_close(follower *f)
 {
     loop_later_cancel(&f->later);
     if (f->j) {
@@ -376,7 +376,7 @@ static void open_stream(logreader *r, int dirfd, int i)
 
 /* An ended job's one stream, whole: the file itself (sent by sendfile), taken from f. false
  * when it must be read piece by piece. */
-static bool raw_file(follower *f, logstream_file *out)
+static bool raw_file(follower *f, job_logs_file *out)
 {
     int i = f->o.streams == 1 ? LOGREADER_STDOUT : LOGREADER_STDERR;
     uint64_t len;
@@ -388,11 +388,11 @@ static bool raw_file(follower *f, logstream_file *out)
     int fd = logreader_whole(&f->r, i, &len, &capped);
     if (fd < 0)
         return false;
-    *out = (logstream_file){.fd = fd, .len = len, .capped = capped, .name = stream_names[i]};
+    *out = (job_logs_file){.fd = fd, .len = len, .capped = capped, .name = stream_names[i]};
     return true;
 }
 
-follower *logstream_open(job *j, const logstream_opts *o, logstream_file *file, jerr *e)
+follower *job_logs_open(job *j, const job_logs_opts *o, job_logs_file *file, jerr *e)
 {
     file->fd = -1;
     follower *f = xcalloc(1, sizeof *f);
@@ -403,7 +403,7 @@ follower *logstream_open(job *j, const logstream_opts *o, logstream_file *file, 
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
     jerr de = {0};
-    if (jobdirs_ensure(j, &de) < 0) /* a job just submitted: its files to follow */
+    if (job_dirs_ensure(j, &de) < 0) /* a job just submitted: its files to follow */
         log_warn("job %s: %s", j->id, de.msg);
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (int i = 0; i < 2; i++)
@@ -415,16 +415,16 @@ follower *logstream_open(job *j, const logstream_opts *o, logstream_file *file, 
     if (logreader_legacy(&f->r) && o->tail >= 0) {
         jerr_field(e, "tail", "tail: job %s's output is in the format of an older joblet, which cannot be read from "
                               "its end; leave out tail (rnx job log --tail)", j->id);
-        logstream_close(f);
+        job_logs_close(f);
         return NULL;
     }
     if (o->tail >= 0)
         logreader_tail(&f->r, (uint64_t)o->tail);
-    if (o->format == LOGSTREAM_RAW && raw_file(f, file)) {
-        logstream_close(f);
+    if (o->format == JOB_LOGS_RAW && raw_file(f, file)) {
+        job_logs_close(f);
         return NULL;
     }
-    if (o->format == LOGSTREAM_NDJSON)
+    if (o->format == JOB_LOGS_NDJSON)
         f->scratch = xmalloc(BLOCK_NDJSON);
     if (o->follow && !job_state_terminal(j->state) && j->inotify_wd < 0)
         watch_job(j, dir);
@@ -433,24 +433,24 @@ follower *logstream_open(job *j, const logstream_opts *o, logstream_file *file, 
     return f;
 }
 
-void logstream_set_notify(follower *f, pull_notify_fn notify, void *arg)
+void job_logs_set_notify(follower *f, pull_notify_fn notify, void *arg)
 {
     f->notify = notify;
     f->notify_arg = arg;
 }
 
-size_t logstream_block(const logstream_opts *o) { return o->format == LOGSTREAM_NDJSON ? BLOCK_NDJSON : BLOCK_BULK; }
+size_t job_logs_block(const job_logs_opts *o) { return o->format == JOB_LOGS_NDJSON ? BLOCK_NDJSON : BLOCK_BULK; }
 
-void logstream_wake(job *j)
+void job_logs_wake(job *j)
 {
     for (follower *f = j->followers; f; f = f->next)
         resume(f);
 }
 
 /* A job is being deleted: its followers end at once. */
-void logstream_detach(job *j)
+void job_logs_detach(job *j)
 {
-    logstream_wake(j);
+    job_logs_wake(j);
     for (follower *f = j->followers; f; f = f->next)
         f->j = NULL;
     j->followers = NULL;
@@ -466,13 +466,13 @@ static void on_inotify(watch *w, uint32_t events)
             struct inotify_event *ev = (struct inotify_event *)p;
             for (size_t i = 0; i < nwatched; i++)
                 if (watched[i]->inotify_wd == ev->wd)
-                    logstream_wake(watched[i]);
+                    job_logs_wake(watched[i]);
             p += sizeof *ev + ev->len;
         }
     }
 }
 
-void logstream_init(void)
+void job_logs_init(void)
 {
     core.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     core.w_inotify = (watch){core.inotify_fd, on_inotify, NULL};

@@ -1,4 +1,4 @@
-#include "cdi.h"
+#include "gpu_cdi.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,9 +12,9 @@
 
 /* CDI 0.5.0: the first version with a device node's hostPath (the node lives elsewhere on
  * the host than in the container: gpu.dev_root). */
-#define CDI_VERSION "0.5.0"
+#define GPU_CDI_VERSION "0.5.0"
 /* A simulated machine's spec (gpu.fixture): marked with an annotation, which needs 0.6.0 */
-#define CDI_SIMULATED_VERSION "0.6.0"
+#define GPU_CDI_SIMULATED_VERSION "0.6.0"
 
 /* A device node whose host node exists (under gpu.dev_root), with the numbers given. */
 static void add_node(json_t *nodes, const char *name, int major, int minor)
@@ -45,7 +45,7 @@ static void add_device(json_t *devices, const char *name, json_t *nodes)
     json_array_append_new(devices, json_pack("{s:s,s:{s:o}}", "name", name, "containerEdits", "deviceNodes", nodes));
 }
 
-json_t *cdi_spec_json(jerr *e)
+json_t *gpu_cdi_spec_json(jerr *e)
 {
     const gpu_inventory *inv = &core.gpu.inv;
     if (!core.gpu.found || inv->n == 0)
@@ -103,14 +103,14 @@ json_t *cdi_spec_json(jerr *e)
     char drv[96];
     snprintf(drv, sizeof drv, "NVIDIA_DRIVER_VERSION=%s", inv->driver_version);
     json_t *env = json_pack("[s,s]", "NVIDIA_VISIBLE_DEVICES=void", drv);
-    json_t *spec = json_pack("{s:s,s:s,s:o,s:{s:o,s:o,s:o}}", "cdiVersion", CDI_VERSION, "kind", "nvidia.com/gpu",
+    json_t *spec = json_pack("{s:s,s:s,s:o,s:{s:o,s:o,s:o}}", "cdiVersion", GPU_CDI_VERSION, "kind", "nvidia.com/gpu",
                              "devices", devices, "containerEdits", "env", env, "deviceNodes", common, "mounts", mounts);
     if (inv->simulated) {
         /* annotations came with CDI 0.6.0: a consumer that reads only 0.5.0 refuses the spec,
          * which is right for GPUs that are not there */
-        json_object_set_new(spec, "cdiVersion", json_string(CDI_SIMULATED_VERSION));
+        json_object_set_new(spec, "cdiVersion", json_string(GPU_CDI_SIMULATED_VERSION));
         json_object_set_new(spec, "annotations",
-                            json_pack("{s:s,s:s}", CDI_SIMULATED_MARK, "true", "joblet.dev/note",
+                            json_pack("{s:s,s:s}", GPU_CDI_SIMULATED_MARK, "true", "joblet.dev/note",
                                       "these GPUs are simulated (gpu.fixture): no device node and no driver library "
                                       "is given to a container, which gets no GPU"));
     }

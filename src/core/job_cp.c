@@ -1,6 +1,6 @@
-/* Copies out of a job and into it (jobcp.h): the helper's start, its two words on the status
+/* Copies out of a job and into it (job_cp.h): the helper's start, its two words on the status
  * pipe, its end. */
-#include "jobcp.h"
+#include "job_cp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@ extern char **environ;
 
 struct jobcp {
     jobcp *next;
-    enum jobcp_kind kind;
+    enum job_cp_kind kind;
     uid_t for_uid;            /* whose transfer it is */
     char job_id[37];
     pid_t pid;
@@ -39,8 +39,8 @@ struct jobcp {
     int said;                 /* lines the helper said: its report, then (OUT, IN) its end */
     bool refused, ended, whole;
     jerr err;                 /* its refusal or failure */
-    jobcp_info info;
-    jobcp_fn fn;
+    job_cp_info info;
+    job_cp_fn fn;
     void *arg;
 };
 
@@ -127,12 +127,12 @@ static void heard(jobcp *c, char *line)
         c->info.bytes = b;
         c->info.entries = n;
         c->info.mode = mode;
-        if (c->kind == JOBCP_STAT)
+        if (c->kind == JOB_CP_STAT)
             c->ended = c->whole = true;
         return;
     }
     if (c->said == 2 && sscanf(line, "done %llu %llu", &b, &n) == 2) {
-        if (c->kind == JOBCP_IN) {
+        if (c->kind == JOB_CP_IN) {
             c->info.bytes = b;
             c->info.entries = n;
         }
@@ -232,7 +232,7 @@ static bool in_job_cgroup(pid_t pid, const job *j)
     return ok;
 }
 
-jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller *who, jerr *e)
+jobcp *job_cp_start(job *j, enum job_cp_kind kind, const char *path, const caller *who, jerr *e)
 {
     char clean[4096];
     if (!path || !*path)
@@ -240,7 +240,7 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller 
     if (clean_path(path, clean, sizeof clean) < 0)
         return jerr_field(e, "path", "path: '%.200s' is not an absolute path of at most 4095 bytes, e.g. "
                                      "/work/results", path), NULL;
-    if (!strcmp(clean, "/") && kind != JOBCP_STAT)
+    if (!strcmp(clean, "/") && kind != JOB_CP_STAT)
         return jerr_field(e, "path", "path: the job's whole root is not copied; name a directory in it, e.g. "
                                      "/work"), NULL;
     /* where: the job's own view while it runs natively; else its /work */
@@ -293,8 +293,8 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller 
     const char *slash = strrchr(clean, '/');
     snprintf(c->info.name, sizeof c->info.name, "%s", slash[1] ? slash + 1 : "root");
     int data[2] = {-1, -1}, st[2] = {-1, -1};
-    bool reads = kind != JOBCP_IN;
-    if (pipe_nb(st, true, e) < 0 || (kind != JOBCP_STAT && pipe_nb(data, reads, e) < 0))
+    bool reads = kind != JOB_CP_IN;
+    if (pipe_nb(st, true, e) < 0 || (kind != JOB_CP_STAT && pipe_nb(data, reads, e) < 0))
         goto fail;
     static const char *const modes[] = {"stat", "out", "outL", "in"};
     char uid[16], gid[16], max[24];
@@ -304,11 +304,11 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller 
     char *argv[] = {"joblet-copy", (char *)modes[kind], uid, gid, root, inner, c->info.name, max, uh.root, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    if (kind == JOBCP_IN)
+    if (kind == JOB_CP_IN)
         posix_spawn_file_actions_adddup2(&fa, data[0], 0);
     else
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (kind == JOBCP_OUT || kind == JOBCP_OUT_FOLLOW)
+    if (kind == JOB_CP_OUT || kind == JOB_CP_OUT_FOLLOW)
         posix_spawn_file_actions_adddup2(&fa, data[1], 1);
     else
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -338,7 +338,7 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller 
     fcntl(st[0], F_SETFL, fcntl(st[0], F_GETFL) | O_NONBLOCK);
     if (loop_add(&c->w_status) < 0)
         log_warn("copy: watch the helper's status pipe: %s", strerror(errno));
-    if (kind != JOBCP_STAT) {
+    if (kind != JOB_CP_STAT) {
         c->data_fd = reads ? data[0] : data[1];
         close(reads ? data[1] : data[0]);
     }
@@ -347,7 +347,7 @@ jobcp *jobcp_start(job *j, enum jobcp_kind kind, const char *path, const caller 
     transfers_add(who->uid);
     c->next = all;
     all = c;
-    log_info("copy %s %s job %.8s %s as uid %u (for uid %u)", modes[kind], kind == JOBCP_IN ? "into" : "of", j->id,
+    log_info("copy %s %s job %.8s %s as uid %u (for uid %u)", modes[kind], kind == JOB_CP_IN ? "into" : "of", j->id,
              clean, (unsigned)j->uid, (unsigned)who->uid);
     return c;
 fail:
@@ -363,13 +363,13 @@ fail:
     return NULL;
 }
 
-void jobcp_on_change(jobcp *c, jobcp_fn fn, void *arg)
+void job_cp_on_change(jobcp *c, job_cp_fn fn, void *arg)
 {
     c->fn = fn;
     c->arg = arg;
 }
 
-int jobcp_report(jobcp *c, jobcp_info *info, jerr *e)
+int job_cp_report(jobcp *c, job_cp_info *info, jerr *e)
 {
     if (c->said == 0 && c->w_status.fd >= 0 && read_status(c)) {
         close_status(c);
@@ -385,17 +385,17 @@ int jobcp_report(jobcp *c, jobcp_info *info, jerr *e)
     return 1;
 }
 
-int jobcp_fd(const jobcp *c) { return c->data_fd; }
+int job_cp_fd(const jobcp *c) { return c->data_fd; }
 
-void jobcp_end_input(jobcp *c)
+void job_cp_end_input(jobcp *c)
 {
-    if (c->kind == JOBCP_IN && c->data_fd >= 0) {
+    if (c->kind == JOB_CP_IN && c->data_fd >= 0) {
         close(c->data_fd);
         c->data_fd = -1;
     }
 }
 
-int jobcp_result(jobcp *c, jobcp_info *info, jerr *e)
+int job_cp_result(jobcp *c, job_cp_info *info, jerr *e)
 {
     if (!c->ended && c->w_status.fd >= 0 && read_status(c)) {
         close_status(c);
@@ -411,7 +411,7 @@ int jobcp_result(jobcp *c, jobcp_info *info, jerr *e)
     return 1;
 }
 
-void jobcp_free(jobcp *c)
+void job_cp_free(jobcp *c)
 {
     if (!c)
         return;
