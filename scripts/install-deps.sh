@@ -6,6 +6,8 @@ PKGS=(
   build-essential meson ninja-build pkg-config
   libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libseccomp-dev libsodium-dev
   nettle-dev   # SHA-256 of runtime recipes and trees (src/common/digest.c)
+  gnutls-bin curl  # real TLS clients of the remote listener's tests (gnutls-cli, certtool, curl)
+  libgnutls28-dev  # the TLS listener (joblet, with libmicrohttpd) and rnx's remote nodes (opened when used)
   libarchive-dev   # the tar streams of rnx job cp (src/exec/copy_main.c, src/cli/cmd_cp.c)
   libcmocka-dev python3 python3-pytest
   iproute2 util-linux procps

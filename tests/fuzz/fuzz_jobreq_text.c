@@ -73,7 +73,10 @@ static void read_flags(json_t *flags, job_req *back)
     json_array_foreach(flags, i, v) {
         const char *s = json_string_value(v), *eq = strchr(s, '=');
         char *flag = strndup(s, eq ? (size_t)(eq - s) : strlen(s));
-        const jobreq_field *f = jobreq_field_by_flag(flag);
+        const jobreq_field *f = NULL; /* rnx's getopt table is made of the same rows */
+        for (int k = 0; k < JR_N && !f; k++)
+            if (jobreq_fields[k].flag && !strcmp(jobreq_fields[k].flag, flag))
+                f = &jobreq_fields[k];
         if (!strcmp(flag, "--env"))
             f = &jobreq_fields[JR_ENV];
         else if (!strcmp(flag, "--secret-env"))
