@@ -1,10 +1,20 @@
-/* HTTP/1.1 on the unix socket with libmicrohttpd, driven from the daemon's own event loop
- * (MHD_USE_EPOLL without an internal thread), so request handlers run on the thread that
- * owns the state. */
+/* HTTP/1.1 with libmicrohttpd on the unix socket and, when remote.listen names addresses, on
+ * TLS listeners (docs/remote.md), all driven from the daemon's own event loop (MHD_USE_EPOLL
+ * without an internal thread), so request handlers run on the thread that owns the state.
+ *
+ * Who asks is settled once per connection, here, and carried in every request (request.who):
+ * on the unix socket the peer's uid from SO_PEERCRED; on TLS the person and role of the client
+ * certificate (tls.h), checked at the connection's first request, mapped to a local account
+ * (authz_remote). A TLS connection that has not passed that check yet is "pending": at most
+ * remote.max_pending of them at once (a new one pushes the oldest out) and for at most
+ * remote.handshake_timeout_s, so that clients that never finish a handshake, or never ask,
+ * cannot hold the listener. Past the check, connections count per account, as local ones do. */
 #include "http.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +28,7 @@
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
+#include "../core/audit.h"
 #include "../core/counters.h"
 #include "../core/incoming.h"
 #include "../core/loop.h"
@@ -25,12 +36,78 @@
 #include "park.h"
 #include "reply.h"
 #include "stream.h"
+#include "tls.h"
 #include "uploads.h"
 
-static struct MHD_Daemon *mhd;
-static watch w_mhd;
+/* The unix socket's server, then one per remote.listen address. */
+typedef struct server {
+    struct MHD_Daemon *mhd;
+    watch w;
+    bool tls;
+    char addr[64];
+} server;
+static server servers[1 + REMOTE_LISTEN_MAX];
+static unsigned nservers;
 static uint64_t body_limit;
 static char sock_path[256];
+
+/* What http.c knows of a connection (reply_conn.owner): who it is, settled once. */
+typedef struct conn_id {
+    struct conn_count *slot;  /* its account's count of connections; NULL when not counted */
+    bool tls;
+    bool known;               /* who or refused is settled */
+    caller who;
+    jerr refused;             /* known and refused: every request of it gets this */
+    int fd;
+    int64_t since_ms;
+    bool pending;             /* TLS, its first request not answered yet: among pending */
+    struct conn_id *prev, *next;
+    char request[192];        /* "POST /v1/jobs": the request under way (the audit) */
+} conn_id;
+
+/* TLS connections not yet past their first request, oldest first. */
+static struct {
+    conn_id *head, *tail;
+    unsigned n, max;
+    int64_t timeout_ms;
+} pending;
+
+static void pending_remove(conn_id *id)
+{
+    if (!id->pending)
+        return;
+    *(id->prev ? &id->prev->next : &pending.head) = id->next;
+    *(id->next ? &id->next->prev : &pending.tail) = id->prev;
+    id->prev = id->next = NULL;
+    id->pending = false;
+    pending.n--;
+}
+
+/* Closes a pending connection: libmicrohttpd sees the end of its socket at the next turn. */
+static void pending_drop(conn_id *id)
+{
+    pending_remove(id);
+    shutdown(id->fd, SHUT_RDWR);
+}
+
+static void pending_add(conn_id *id)
+{
+    if (pending.n >= pending.max && pending.head)
+        pending_drop(pending.head); /* the oldest makes room: new clients always get their chance */
+    id->since_ms = now_ms();
+    id->prev = pending.tail;
+    *(pending.tail ? &pending.tail->next : &pending.head) = id;
+    pending.tail = id;
+    id->pending = true;
+    pending.n++;
+}
+
+/* Those past remote.handshake_timeout_s are closed. */
+static void pending_expire(int64_t now)
+{
+    while (pending.head && now - pending.head->since_ms >= pending.timeout_ms)
+        pending_drop(pending.head);
+}
 
 typedef struct conn_state {
     char *body;
@@ -46,6 +123,7 @@ typedef struct conn_state {
     stream_held sink_hold;  /* held until the pipe has room */
     struct MHD_Connection *conn;
     http_ctx ctx;           /* the route's own (http.h) */
+    caller who;             /* who asks (request_caller, at the request's first call) */
 } conn_state;
 
 /* The client went away while its body waited for the pipe: what is left of it is dropped. */
@@ -77,16 +155,47 @@ static void sink_pipe_write(conn_state *st, const char *p, size_t *left)
  * once must not push a root daemon into the OOM killer: past the budget, answer 503. */
 static uint64_t buffered, buffer_budget;
 
-static int peer_creds(struct MHD_Connection *c, uid_t *uid, gid_t *gid)
+static conn_id *conn_of(struct MHD_Connection *c)
 {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-        return -1;
-    *uid = cred.uid;
-    *gid = cred.gid;
-    return 0;
+    const union MHD_ConnectionInfo *sc = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    reply_conn *rc = sc ? sc->socket_context : NULL;
+    return rc ? rc->owner : NULL;
+}
+
+static bool conn_identify(struct MHD_Connection *c, conn_id *id);
+
+static bool read_only(const char *method) { return !strcmp(method, "GET") || !strcmp(method, "HEAD"); }
+
+/* Who asks, settled for the connection (conn_identify), and whether they may change anything
+ * at all (a reader may not: AUTHZ_CHANGE). NULL, with e set, when the request is refused. */
+static const caller *request_caller(struct MHD_Connection *c, const char *method, const char *url, jerr *e)
+{
+    conn_id *id = conn_of(c);
+    if (!id) {
+        jerr_http(e, 403, "cannot tell who is asking");
+        return NULL;
+    }
+    snprintf(id->request, sizeof id->request, "%s %s", method, url);
+    if (!conn_identify(c, id)) {
+        *e = id->refused;
+        return NULL;
+    }
+    if (id->tls && tls_revoked(id->who.serial)) {
+        /* revoked by a reload while the connection was open */
+        jerr_http(e, 403, "the client certificate of %s (serial %s) is revoked", id->who.person, id->who.serial);
+        audit_caller("refused", &id->who, NULL, e->msg);
+        id->refused = *e;
+        id->known = true;
+        return NULL;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "%s %.120s (a change)", method, url);
+    if (!read_only(method) && authz_check(&id->who, AUTHZ_CHANGE, what, e) < 0) {
+        if (id->tls)
+            audit_caller("refused", &id->who, NULL, e->msg);
+        return NULL;
+    }
+    return &id->who;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -104,31 +213,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             snprintf(rc->method, sizeof rc->method, "%s", method);
             rc->own_commit = false;
         }
-        uid_t uid;
-        gid_t gid;
         jerr e = {0};
-        if (uploads_is_put(method, url)) {
-            if (peer_creds(c, &uid, &gid) < 0) {
-                jerr_http(&e, 403, "cannot read the caller's credentials (SO_PEERCRED)");
-                return http_reply_error(c, &e);
-            }
-            return uploads_begin(c, url, uid, &st->put);
-        }
+        const caller *who = request_caller(c, method, url, &e);
+        if (!who)
+            return http_reply_error(c, &e);
+        st->who = *who;
+        if (uploads_is_put(method, url))
+            return uploads_begin(c, url, who->uid, &st->put);
         /* a route that takes its body as a file (an archive, past server.max_body_bytes), or
          * refuses it unread, says so now */
-        request r = {.conn = c, .method = method, .path = url, .body_fd = -1, .ctx = &st->ctx};
-        uid_t ruid;
-        gid_t rgid;
-        if (peer_creds(c, &ruid, &rgid) == 0) {
-            r.who = authz_local(ruid, rgid);
-            int how = routes_body_sink(&r, &st->sink_fd, &st->sink_max, &e);
-            if (how < 0) {
-                return http_reply_error(c, &e);
-            }
-            st->sink_pipe = how == 2;
-            if (how > 0)
-                return MHD_YES;
-        }
+        request r = {.conn = c, .method = method, .path = url, .body_fd = -1, .ctx = &st->ctx, .who = *who};
+        int how = routes_body_sink(&r, &st->sink_fd, &st->sink_max, &e);
+        if (how < 0)
+            return http_reply_error(c, &e);
+        st->sink_pipe = how == 2;
+        if (how > 0)
+            return MHD_YES;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         uint64_t len;
         if (cl && parse_u64(cl, &len) == 0 && len > body_limit) {
@@ -229,14 +329,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r.body = st->body;
         r.body_len = st->len;
     }
-    uid_t ruid;
-    gid_t rgid;
-    if (peer_creds(c, &ruid, &rgid) < 0) {
-        jerr e = {0};
-        jerr_http(&e, 403, "cannot read the caller's credentials (SO_PEERCRED)");
-        return http_reply_error(c, &e);
-    }
-    r.who = authz_local(ruid, rgid);
+    r.who = st->who;
     enum MHD_Result rc = routes_dispatch(&r);
     park_lapse(&st->park); /* a ticket the route did not wait on */
     return rc;
@@ -251,6 +344,14 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
     const reply_conn *rc = sc ? sc->socket_context : NULL;
     if (hs && hs->http_status && rc)
         counters_request(rc->method, hs->http_status);
+    /* what a person did through the TLS listener (reads are not recorded; refusals were) */
+    conn_id *id = rc ? rc->owner : NULL;
+    if (id && id->tls && id->known && !id->refused.msg[0] && !read_only(rc->method) && hs && hs->http_status &&
+        hs->http_status != 403) {
+        char detail[240];
+        snprintf(detail, sizeof detail, "%s: %u", id->request, hs->http_status);
+        audit_caller("api", &id->who, NULL, detail);
+    }
     if (st) {
         if (st->put)
             uploads_abort(st->put, tc);
@@ -268,6 +369,18 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 }
 
 static void on_mhd(watch *w, uint32_t events) { /* progress is made in http_run after every wake */ }
+
+/* "10.0.0.7:51234", "[::1]:51234": where a TLS client connects from (the audit). */
+static void peer_text(struct MHD_Connection *c, char *out, size_t len)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char host[INET6_ADDRSTRLEN + 1] = "?", port[8] = "?";
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa)
+        getnameinfo(sa, sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in), host,
+                    sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(out, len, sa && sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
 
 bool http_socket_in_use(const char *path)
 {
@@ -307,34 +420,85 @@ static struct conn_count *conn_slot(uid_t uid, bool add)
     return add ? free_slot : NULL;
 }
 
+/* Counts a connection against its account's share; false when the share is full. */
+static bool conn_count(conn_id *id)
+{
+    if (!per_user_cap || authz_may(&id->who, AUTHZ_UNLIMITED))
+        return true;
+    struct conn_count *slot = conn_slot(id->who.uid, true);
+    if (!slot || slot->n >= per_user_cap)
+        return false; /* over its share (or more distinct users than the table holds) */
+    slot->n++;
+    id->slot = slot;
+    return true;
+}
+
+/* Settles who a connection is, once: true when it may ask (id->who), false when refused
+ * (id->refused says why; a TLS refusal is in the audit trail). */
+static bool conn_identify(struct MHD_Connection *c, conn_id *id)
+{
+    if (id->known)
+        return !id->refused.msg[0];
+    id->known = true;
+    if (!id->tls) {
+        /* on_connection settles the unix socket's: here only when SO_PEERCRED failed */
+        jerr_http(&id->refused, 403, "cannot read the caller's credentials (SO_PEERCRED)");
+        return false;
+    }
+    const union MHD_ConnectionInfo *ti = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    caller seen = {.uid = (uid_t)-1, .via = CALLER_TLS};
+    peer_text(c, seen.peer, sizeof seen.peer);
+    jerr *e = &id->refused;
+    if (!ti || tls_verify((gnutls_session_t)ti->tls_session, &seen, e) < 0 ||
+        authz_remote(seen.person, seen.role, &id->who, e) < 0) {
+        /* kept among the pending: a refused connection is closed like one that never asked */
+        audit_caller("refused", &seen, NULL, e->msg);
+        return false;
+    }
+    snprintf(id->who.serial, sizeof id->who.serial, "%s", seen.serial);
+    snprintf(id->who.peer, sizeof id->who.peer, "%s", seen.peer);
+    if (!conn_count(id)) {
+        jerr_http(e, 429, "%s has %u connections open already (server.max_connections_per_user): close some", 
+                  id->who.person, per_user_cap);
+        audit_caller("refused", &id->who, NULL, e->msg);
+        return false;
+    }
+    pending_remove(id);
+    return true;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
+    const server *sv = cls;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        /* the connection's own: what its answers need to know (reply.h), its uid's count */
+        /* the connection's own: what its answers need to know (reply.h), who it is */
         reply_conn *rc = xcalloc(1, sizeof *rc);
+        conn_id *id = xcalloc(1, sizeof *id);
+        rc->owner = id;
         *socket_context = rc;
-        struct ucred cred;
-        socklen_t len = sizeof cred;
-        if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !per_user_cap)
-            return;
-        caller who = authz_local(cred.uid, cred.gid);
-        if (authz_may(&who, AUTHZ_UNLIMITED))
-            return;
-        struct conn_count *slot = conn_slot(cred.uid, true);
-        if (!slot || slot->n >= per_user_cap) {
-            /* over its share (or more distinct users than the table holds): closed unanswered */
-            shutdown(ci->connect_fd, SHUT_RDWR);
+        id->fd = ci ? ci->connect_fd : -1;
+        id->tls = sv->tls;
+        if (id->tls) {
+            pending_add(id);
             return;
         }
-        slot->n++;
-        rc->owner = slot;
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+            return; /* refused at its first request (conn_identify) */
+        id->who = authz_local(cred.uid, cred.gid);
+        id->known = true;
+        if (!conn_count(id))
+            shutdown(ci->connect_fd, SHUT_RDWR); /* closed unanswered */
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         reply_conn *rc = *socket_context;
-        struct conn_count *slot = rc->owner;
-        if (slot && slot->n)
-            slot->n--;
+        conn_id *id = rc->owner;
+        pending_remove(id);
+        if (id->slot && id->slot->n)
+            id->slot->n--;
+        free(id);
         free(rc);
         *socket_context = NULL;
     }
@@ -355,6 +519,15 @@ static unsigned connection_limit(unsigned configured)
              "once, so that they never take the descriptors jobs need (the systemd unit sets LimitNOFILE=1048576)",
              configured, (unsigned long long)nofile.rlim_cur, n);
     return n;
+}
+
+static int server_watch(server *sv, jerr *e)
+{
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(sv->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    sv->w = (watch){di->epoll_fd, on_mhd, NULL};
+    if (loop_add(&sv->w) < 0)
+        return jerr_sys(e, "watch the HTTP server on %s", sv->addr);
+    return 0;
 }
 
 int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
@@ -397,47 +570,126 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
         close(fd);
         return -1;
     }
-    mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
-                           NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
-                           MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-                           lim->idle_timeout_s ? lim->idle_timeout_s : 300u, MHD_OPTION_CONNECTION_LIMIT,
-                           connection_limit(lim->max_conns ? lim->max_conns : 4096u), MHD_OPTION_END);
-    if (!mhd) {
+    server *sv = &servers[0];
+    snprintf(sv->addr, sizeof sv->addr, "%.63s", path);
+    unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u);
+    sv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+                               NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+                               MHD_OPTION_NOTIFY_CONNECTION, on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT,
+                               lim->idle_timeout_s ? lim->idle_timeout_s : 300u, MHD_OPTION_CONNECTION_LIMIT, limit,
+                               MHD_OPTION_END);
+    if (!sv->mhd) {
         close(fd);
         return jerr_set(e, EIO, "libmicrohttpd could not start on %s", path);
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_EPOLL_FD);
-    w_mhd = (watch){di->epoll_fd, on_mhd, NULL};
-    if (loop_add(&w_mhd) < 0)
-        return jerr_sys(e, "watch the HTTP server");
+    nservers = 1;
+    return server_watch(sv, e);
+}
+
+/* "0.0.0.0:7443", "[::]:7443": a listening TCP socket. */
+static int tcp_listen(const char *addr, jerr *e)
+{
+    char host[64];
+    const char *colon = strrchr(addr, ':');
+    snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - addr) : 0, addr);
+    bool v6 = host[0] == '[';
+    if (v6) {
+        host[strlen(host) - 1] = 0;
+        memmove(host, host + 1, strlen(host));
+    }
+    struct addrinfo hints = {.ai_family = v6 ? AF_INET6 : AF_INET, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE}, *ai = NULL;
+    int rc = colon ? getaddrinfo(host, colon + 1, &hints, &ai) : EAI_NONAME;
+    if (rc)
+        return jerr_set(e, EINVAL, "remote.listen: %s: %s", addr, gai_strerror(rc));
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+        jerr_sys(e, "remote.listen: listen on %s", addr);
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
+{
+    if (!rc->nlisten)
+        return 0;
+    if (tls_load(rc->pki_dir, e) < 0) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        return jerr_set(e, e->code ? e->code : EINVAL, "remote: %s (remote.pki_dir; docs/remote.md)", msg);
+    }
+    pending.max = rc->max_pending;
+    pending.timeout_ms = (int64_t)rc->handshake_timeout_s * 1000;
+    static char trust[16384]; /* libmicrohttpd keeps the pointer: a copy of its own */
+    snprintf(trust, sizeof trust, "%s", tls_ca_pem());
+    /* the connections' half of the descriptors is shared by the servers (connection_limit) */
+    unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u) / (1 + rc->nlisten);
+    for (unsigned i = 0; i < rc->nlisten; i++) {
+        int fd = tcp_listen(rc->listen[i], e);
+        if (fd < 0)
+            return -1;
+        server *sv = &servers[nservers];
+        sv->tls = true;
+        snprintf(sv->addr, sizeof sv->addr, "%s", rc->listen[i]);
+        sv->mhd = MHD_start_daemon(
+            MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, NULL,
+            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+            on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s ? lim->idle_timeout_s : 300u,
+            MHD_OPTION_CONNECTION_LIMIT, limit > 16 ? limit : 16u, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
+            MHD_OPTION_HTTPS_MEM_TRUST, trust, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_END);
+        if (!sv->mhd) {
+            close(fd);
+            return jerr_set(e, EIO, "libmicrohttpd could not start TLS on %s", rc->listen[i]);
+        }
+        nservers++;
+        if (server_watch(sv, e) < 0)
+            return -1;
+        log_info("remote: listening on %s (TLS 1.3, client certificates of %s/ca.pem)", rc->listen[i], rc->pki_dir);
+    }
     return 0;
 }
 
+int http_reload_remote(jerr *e) { return tls_reload(e); }
+
 void http_run(void)
 {
-    incoming_expire(now_ms());
-    if (mhd)
-        MHD_run(mhd);
+    int64_t now = now_ms();
+    incoming_expire(now);
+    pending_expire(now);
+    for (unsigned i = 0; i < nservers; i++)
+        MHD_run(servers[i].mhd);
+}
+
+/* The earlier of ms (-1: none) and a deadline at (0: none). */
+static int until_deadline(int ms, int64_t at)
+{
+    if (!at)
+        return ms;
+    int64_t d = at - now_ms();
+    int up = d < 0 ? 0 : d > 60000 ? 60000 : (int)d + 1;
+    return ms < 0 || up < ms ? up : ms;
 }
 
 int http_timeout_ms(void)
 {
-    MHD_UNSIGNED_LONG_LONG t;
     int ms = -1;
-    if (mhd && MHD_get_timeout(mhd, &t) == MHD_YES)
-        ms = t > 60000 ? 60000 : (int)t;
-    int64_t at = incoming_next_deadline();
-    if (at) {
-        int64_t d = at - now_ms();
-        int up = d < 0 ? 0 : d > 60000 ? 60000 : (int)d + 1;
-        ms = ms < 0 || up < ms ? up : ms;
+    for (unsigned i = 0; i < nservers; i++) {
+        MHD_UNSIGNED_LONG_LONG t;
+        if (MHD_get_timeout(servers[i].mhd, &t) == MHD_YES && (ms < 0 || t < (MHD_UNSIGNED_LONG_LONG)ms))
+            ms = t > 60000 ? 60000 : (int)t;
     }
-    return ms;
+    ms = until_deadline(ms, incoming_next_deadline());
+    return until_deadline(ms, pending.head ? pending.head->since_ms + pending.timeout_ms : 0);
 }
 
 void http_stop(void)
 {
-    if (!mhd)
+    if (!nservers)
         return;
     /* libmicrohttpd refuses to stop with connections suspended: the parked ones get an answer */
     jerr e = {0};
@@ -445,9 +697,13 @@ void http_stop(void)
     park_wake_all(&e);
     jobs_list_stop();
     stream_stop_all();
-    MHD_run(mhd);
-    MHD_stop_daemon(mhd);
-    mhd = NULL;
+    for (unsigned i = 0; i < nservers; i++) {
+        MHD_run(servers[i].mhd);
+        MHD_stop_daemon(servers[i].mhd);
+        servers[i].mhd = NULL;
+    }
+    nservers = 0;
+    tls_free();
     incoming_drop_all();
     unlink(sock_path);
 }

@@ -8,6 +8,7 @@
 
 #include "../common/err.h"
 #include "../core/authz.h"
+#include "../core/config.h"
 
 /* A route's own state for one connection, kept from its first run to the connection's end
  * (a copy's helper, api/jobs_cp.c): free is called with p when the connection is done. */
@@ -41,6 +42,11 @@ typedef struct http_limits {
     unsigned idle_timeout_s;     /* server.idle_timeout_s: a connection that sends nothing for this long is closed */
 } http_limits;
 int http_start(const char *socket_path, mode_t mode, const http_limits *lim, jerr *e);
+/* The TLS listeners of remote.listen (none: nothing), after http_start; the certificates of
+ * remote.pki_dir must be right (docs/remote.md). */
+int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e);
+/* SIGHUP: the server's certificate, the CA and the revocation list read again (api/tls.h). */
+int http_reload_remote(jerr *e);
 /* True when something answers on the socket: another joblet owns this state. */
 bool http_socket_in_use(const char *socket_path);
 void http_run(void);          /* after any event: let MHD make progress */

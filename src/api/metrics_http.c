@@ -44,11 +44,10 @@ enum MHD_Result metrics_reply(request *r)
         return http_reply_error(r->conn, &e);
     }
     /* The text names every user's running jobs; /v1/jobs shows a user only their own. */
-    if (!authz_may(&r->who, AUTHZ_METRICS)) {
-        jerr e = {0};
-        jerr_http(&e, 403, "/metrics names every user's jobs: it is for admins (root, or members of the group "
-                           "named by server.admin_group); you are uid %u. Prometheus scrapes the metrics.listen "
-                           "address instead", (unsigned)r->who.uid);
+    jerr e = {0};
+    if (authz_check(&r->who, AUTHZ_METRICS, "/metrics (it names every user's jobs)", &e) < 0) {
+        size_t n = strlen(e.msg);
+        snprintf(e.msg + n, sizeof e.msg - n, ". Prometheus scrapes the metrics.listen address instead");
         return http_reply_error(r->conn, &e);
     }
     return reply_text(r->conn, 200, PROM_CONTENT_TYPE, metrics_text());

@@ -69,7 +69,7 @@ void *idref_result(idref *r, jerr *e)
         return NULL;
     }
     if (r->others)
-        jerr_http(e, 403, "%s %s is another user's %s: you can see and manage only your own %ss (root sees every %s)",
+        jerr_http(e, 403, "%s %s is another user's %s: you can see and manage only your own %ss (root, maintainers and admins see every %s)",
                   k, ref, k, k, k);
     else if (r->hexish)
         jerr_http(e, 404, "no %s matches '%s' (by id, id prefix or name)", k, ref);

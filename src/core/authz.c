@@ -28,6 +28,8 @@ static const struct {
     [AUTHZ_HISTORY_ALL] = {RUNS_THE_MACHINE | R(ROLE_MAINTAINER),
                            "admins: root, or members of the group named by server.admin_group"},
     [AUTHZ_UNLIMITED] = {R(ROLE_ADMIN), "root"},
+    [AUTHZ_CHANGE] = {R(ROLE_DEVELOPER) | RUNS_THE_MACHINE | AT_LEAST_MAINTAINER,
+                      "developers, maintainers and admins (a reader's certificate only reads)"},
 };
 
 static const char *const role_names[ROLE_N] = {"reader", "developer", "operator", "maintainer", "admin"};
@@ -51,10 +53,52 @@ static bool in_admin_group(uid_t uid, gid_t gid)
     return false;
 }
 
+int authz_role_parse(const char *name)
+{
+    for (int r = 0; r < ROLE_N; r++)
+        if (r != ROLE_OPERATOR && !strcmp(name, role_names[r])) /* operator: the local admin group's */
+            return r;
+    return -1;
+}
+
+int authz_remote(const char *person, enum authz_role role, caller *out, jerr *e)
+{
+    const char *account = person;
+    bool mapped = false;
+    for (unsigned i = 0; i < core.cfg.remote.nusers; i++)
+        if (!strcmp(core.cfg.remote.users[i].person, person)) {
+            account = core.cfg.remote.users[i].account;
+            mapped = true;
+        }
+    struct passwd *pw = getpwnam(account);
+    if (!pw)
+        return jerr_http(e, 403, "%s has a certificate of this node's CA, but no local account: there is no user '%s'"
+                                 " and remote.users maps nobody to it (docs/remote.md)", person, account);
+    if (pw->pw_uid == 0 && !mapped)
+        return jerr_http(e, 403, "%s would act as root: a certificate acts as root only when remote.users maps it to "
+                                 "root explicitly (docs/remote.md)", person);
+    *out = (caller){.uid = pw->pw_uid, .gid = pw->pw_gid, .role = role, .via = CALLER_TLS};
+    snprintf(out->person, sizeof out->person, "%s", person);
+    return 0;
+}
+
 caller authz_local(uid_t uid, gid_t gid)
 {
     enum authz_role role = uid == 0 ? ROLE_ADMIN : in_admin_group(uid, gid) ? ROLE_OPERATOR : ROLE_DEVELOPER;
     return (caller){.uid = uid, .gid = gid, .role = role, .via = CALLER_UNIX};
+}
+
+/* "maintainer, admin": the certificate roles that may do op. */
+static const char *roles_of(enum authz_op op)
+{
+    static char out[AUTHZ_N][64];
+    if (!out[op][0]) {
+        size_t n = 0;
+        for (int r = 0; r < ROLE_N; r++)
+            if (r != ROLE_OPERATOR && (table[op].roles & R(r)))
+                n += (size_t)snprintf(out[op] + n, sizeof out[op] - n, "%s%s", n ? ", " : "", role_names[r]);
+    }
+    return out[op];
 }
 
 bool authz_may(const caller *c, enum authz_op op) { return op < AUTHZ_N && (table[op].roles & R(c->role)); }
@@ -65,6 +109,9 @@ int authz_check(const caller *c, enum authz_op op, const char *what, jerr *e)
 {
     if (authz_may(c, op))
         return 0;
+    if (c->via == CALLER_TLS) /* the local words (root, the admin group) mean nothing to a certificate */
+        return jerr_http(e, 403, "%s is for the roles %s; your certificate (%s) is a %s's", what, roles_of(op),
+                         c->person, authz_role_name(c->role));
     bool group = strstr(table[op].who, "server.admin_group") != NULL;
     return jerr_http(e, 403, "%s is for %s%s%s%s; you are uid %u (%s)", what, table[op].who, group ? " (" : "",
                      group ? (*core.cfg.admin_group ? core.cfg.admin_group : "not set") : "", group ? ")" : "",

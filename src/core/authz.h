@@ -4,9 +4,11 @@
  *
  * Roles (docs/api.md "Who may do what"): reader ⊂ developer ⊂ maintainer ⊂ admin, and
  * operator, a developer who also runs the machine (GPU service states, the audit, runtimes,
- * metrics, everyone's volumes) without acting on others' jobs. Today every caller is a local
- * account on the unix socket: root is admin, the members of server.admin_group are operators,
- * everyone else a developer; nothing else maps to a role yet (a certificate will: issue 28). */
+ * metrics, everyone's volumes) without acting on others' jobs. A local account on the unix
+ * socket: root is admin, the members of server.admin_group are operators, everyone else a
+ * developer. A person on the TLS listener (docs/remote.md): the role their certificate names,
+ * acting as the local account remote.users maps them to (by default the account of their name,
+ * never root unless mapped so). */
 #ifndef JOBLET_CORE_AUTHZ_H
 #define JOBLET_CORE_AUTHZ_H
 
@@ -19,13 +21,17 @@
 enum authz_role { ROLE_READER, ROLE_DEVELOPER, ROLE_OPERATOR, ROLE_MAINTAINER, ROLE_ADMIN, ROLE_N };
 
 /* Where a caller came from. */
-enum caller_via { CALLER_UNIX };
+enum caller_via { CALLER_UNIX, CALLER_TLS };
 
 typedef struct caller {
     uid_t uid;                /* the local account it acts as: its jobs run as this uid */
     gid_t gid;
     enum authz_role role;
     enum caller_via via;
+    /* CALLER_TLS: who the certificate names, its serial (lowercase hex), where they connect from */
+    char person[65];
+    char serial[41];
+    char peer[64];
 } caller;
 
 /* What may be asked. Each is one row of authz.c's table: the roles that may do it. */
@@ -38,11 +44,18 @@ enum authz_op {
     AUTHZ_RUNTIMES,           /* build, import, remove runtimes */
     AUTHZ_HISTORY_ALL,        /* the History page's figures of every user, and a sample on demand */
     AUTHZ_UNLIMITED,          /* per-user bounds (streams, parked requests, volumes' shares) do not apply */
+    AUTHZ_CHANGE,             /* anything but reading: run, stop, delete, create (a reader may only read) */
     AUTHZ_N
 };
 
 /* The caller of a request on the unix socket: its peer's uid and gid, its role from them. */
 caller authz_local(uid_t uid, gid_t gid);
+/* A person on the TLS listener: the local account remote.users maps `person` to, else the
+ * account of that name (never root unless mapped explicitly), with the role their certificate
+ * names. 0, or -1 with a 403 in e saying why nobody is mapped. */
+int authz_remote(const char *person, enum authz_role role, caller *out, jerr *e);
+/* The role a certificate names ("developer"), -1 when it names none of them. */
+int authz_role_parse(const char *name);
 /* Whether c may do op. */
 bool authz_may(const caller *c, enum authz_op op);
 /* The same for an object owned by owner: its owner always may. */

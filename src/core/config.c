@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <libfyaml.h>
 #include <stddef.h>
@@ -59,12 +61,15 @@ void config_defaults(config *c)
     c->events_max_streams_per_user = 16;
     c->events_max_streams = 256;
     c->history_keep_days = 30;
+    snprintf(c->remote.pki_dir, sizeof c->remote.pki_dir, "/etc/joblet/pki");
+    c->remote.handshake_timeout_s = 10;
+    c->remote.max_pending = 256;
     c->runtimes_cache_keep = 4;
     c->runtimes_build_timeout_s = 3600;
     c->runtimes_max_import_bytes = 16ull << 30;
 }
 
-enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY };
+enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY, K_LISTEN, K_USERS };
 
 typedef struct key {
     const char *path;   /* "section.name" */
@@ -149,7 +154,42 @@ static const key keys[] = {
     U64("events.max_streams_per_user", events_max_streams_per_user, 1, 4000),
     U64("events.max_streams", events_max_streams, 1, 4000),
     U64("history.keep_days", history_keep_days, 1, 3650),
+    {"remote.listen", K_LISTEN, 0, 0, 0, 0},
+    STR("remote.pki_dir", remote.pki_dir),
+    {"remote.users", K_USERS, 0, 0, 0, 0},
+    U64("remote.handshake_timeout_s", remote.handshake_timeout_s, 1, 300),
+    U64("remote.max_pending", remote.max_pending, 16, 100000),
 };
+
+/* "ADDR:PORT" with ADDR an IPv4 address or a bracketed IPv6 one, PORT 1 to 65535. */
+static bool listen_ok(const char *v)
+{
+    const char *colon = strrchr(v, ':');
+    uint64_t port;
+    if (!colon || colon == v || parse_u64(colon + 1, &port) < 0 || port < 1 || port > 65535)
+        return false;
+    char host[64];
+    snprintf(host, sizeof host, "%.*s", (int)(colon - v), v);
+    unsigned char buf[16];
+    size_t n = strlen(host);
+    if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
+        host[n - 1] = 0;
+        return inet_pton(AF_INET6, host + 1, buf) == 1;
+    }
+    return inet_pton(AF_INET, host, buf) == 1;
+}
+
+/* A person (a certificate's CN) or a local account name: letters, digits, '.', '_', '-'. */
+static bool user_name_ok(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (!n || n >= max || s[0] == '-' || s[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+            return false;
+    return true;
+}
 
 static void store_u(void *p, size_t len, uint64_t v)
 {
@@ -223,6 +263,41 @@ static int set_key(config *c, const key *k, const char *val, const char *file, j
             return jerr_set(e, EINVAL, "%s: %s: at most %d paths", file, k->path, GPU_CUDA_PATHS_MAX);
         snprintf(c->gpu.cuda_paths[c->gpu.ncuda_paths++], sizeof c->gpu.cuda_paths[0], "%s", val);
         return 0;
+    case K_LISTEN:
+        if (strlen(val) >= sizeof c->remote.listen[0] || !listen_ok(val))
+            return jerr_set(e, EINVAL, "%s: %s: '%s' must be ADDRESS:PORT with an IP address: 0.0.0.0:7443, "
+                            "10.0.0.5:7443, [::]:7443", file, k->path, val);
+        if (c->remote.nlisten == REMOTE_LISTEN_MAX)
+            return jerr_set(e, EINVAL, "%s: %s: at most %d addresses", file, k->path, REMOTE_LISTEN_MAX);
+        snprintf(c->remote.listen[c->remote.nlisten++], sizeof c->remote.listen[0], "%s", val);
+        return 0;
+    case K_USERS: {
+        /* "person=account", one pair of the mapping (walk) */
+        const char *eq = strchr(val, '=');
+        char person[65] = "", account[33] = "";
+        if (eq && (size_t)(eq - val) < sizeof person)
+            snprintf(person, sizeof person, "%.*s", (int)(eq - val), val);
+        if (eq && strlen(eq + 1) < sizeof account)
+            snprintf(account, sizeof account, "%s", eq + 1);
+        if (!user_name_ok(person, sizeof person) || !user_name_ok(account, sizeof account))
+            return jerr_set(e, EINVAL, "%s: %s: '%s' must map a certificate's name to a local account, both of "
+                            "letters, digits, '.', '_', '-' (alice: alice-ml)", file, k->path, val);
+        for (unsigned i = 0; i < c->remote.nusers; i++) {
+            if (!strcmp(c->remote.users[i].person, person))
+                return jerr_set(e, EINVAL, "%s: %s: %s is mapped twice", file, k->path, person);
+            /* two people on one account would see and stop each other's jobs */
+            if (!strcmp(c->remote.users[i].account, account))
+                return jerr_set(e, EINVAL, "%s: %s: %s and %s both map to the account %s: each person needs an "
+                                "account of their own (jobs, logs and volumes are owned by accounts)", file, k->path,
+                                c->remote.users[i].person, person, account);
+        }
+        if (c->remote.nusers == REMOTE_USERS_MAX)
+            return jerr_set(e, EINVAL, "%s: %s: at most %d people", file, k->path, REMOTE_USERS_MAX);
+        struct remote_user *u = &c->remote.users[c->remote.nusers++];
+        snprintf(u->person, sizeof u->person, "%s", person);
+        snprintf(u->account, sizeof u->account, "%s", account);
+        return 0;
+    }
     case K_BYTES: {
         jerr tmp = {0};
         /* 0 is "none" for the keys that document it (jobs.max_log_bytes, jobs.work_quota) */
@@ -253,6 +328,25 @@ static int walk(config *c, struct fy_node *map, const char *prefix, const char *
             return jerr_set(e, EINVAL, "%s: keys must be plain names", file);
         char path[128];
         snprintf(path, sizeof path, "%s%s%.*s", prefix, *prefix ? "." : "", (int)klen, ks);
+        if (vn && fy_node_is_mapping(vn) && !strcmp(path, "remote.users")) {
+            /* a mapping of names, not of settings */
+            void *it = NULL;
+            struct fy_node_pair *up;
+            while ((up = fy_node_mapping_iterate(vn, &it))) {
+                size_t pl, al;
+                struct fy_node *pv = fy_node_pair_value(up);
+                const char *ps = fy_node_get_scalar(fy_node_pair_key(up), &pl);
+                const char *as = pv && fy_node_is_scalar(pv) ? fy_node_get_scalar(pv, &al) : NULL;
+                if (!ps || !as)
+                    return jerr_set(e, EINVAL, "%s: %s: each entry must be NAME: ACCOUNT", file, path);
+                char pair_text[256];
+                snprintf(pair_text, sizeof pair_text, "%.*s=%.*s", (int)pl, ps, (int)al, as);
+                for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+                    if (!strcmp(keys[i].path, path) && set_key(c, &keys[i], pair_text, file, e) < 0)
+                        return -1;
+            }
+            continue;
+        }
         if (vn && fy_node_is_mapping(vn)) {
             if (walk(c, vn, path, file, e) < 0)
                 return -1;
@@ -270,7 +364,7 @@ static int walk(config *c, struct fy_node *map, const char *prefix, const char *
             return jerr_set(e, EINVAL, "%s: unknown setting '%s'; known settings: %s", file, path, known);
         }
         size_t vlen;
-        if (vn && fy_node_is_sequence(vn) && (k->kind == K_BACKENDS || k->kind == K_PATHS)) {
+        if (vn && fy_node_is_sequence(vn) && (k->kind == K_BACKENDS || k->kind == K_PATHS || k->kind == K_LISTEN)) {
             void *it = NULL;
             struct fy_node *item;
             while ((item = fy_node_sequence_iterate(vn, &it))) {

@@ -18,6 +18,24 @@ typedef struct limits_config {
                                        * root running at once (more wait QUEUED); 0 = none */
 } limits_config;
 
+/* remote.*: the TLS listener (docs/remote.md). */
+#define REMOTE_LISTEN_MAX 4
+#define REMOTE_USERS_MAX 256
+typedef struct remote_config {
+    char listen[REMOTE_LISTEN_MAX][64]; /* remote.listen: "ADDR:PORT" ("[::]:7443"); none: no listener */
+    unsigned nlisten;
+    char pki_dir[512];                  /* remote.pki_dir: ca.pem, server.pem, server-key.pem, revoked.txt */
+    struct remote_user {
+        char person[65];                /* a certificate's CN */
+        char account[33];               /* the local account it acts as */
+    } users[REMOTE_USERS_MAX];          /* remote.users; a person not listed acts as the account of their name */
+    unsigned nusers;
+    uint32_t handshake_timeout_s;       /* remote.handshake_timeout_s: a connection without its first
+                                         * request by then is closed */
+    uint32_t max_pending;               /* remote.max_pending: connections not yet past their first
+                                         * request, at once; past it the oldest is closed */
+} remote_config;
+
 /* Every key is optional; these are the embedded defaults (docs/config.md). */
 typedef struct config {
     char state_dir[512];          /* state_dir */
@@ -52,6 +70,7 @@ typedef struct config {
     limits_config limits;         /* limits.* */
     char metrics_listen[64];      /* metrics.listen: "127.0.0.1:9464" serves /metrics over TCP; "" off */
     char admin_group[64];         /* server.admin_group: its members may drain/offline GPUs, read the audit */
+    remote_config remote;         /* remote.* */
     uint32_t health_interval_ms;  /* gpu.health_interval_ms: how often GPUs are sampled; 0 = no monitor */
     uint32_t max_temperature_c;   /* gpu.max_temperature_c: hotter GPUs take no new jobs */
     char xid_policy[512];         /* gpu.xid_policy: overrides, "79=offline,13=app" (xid_policy.h) */

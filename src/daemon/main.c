@@ -126,6 +126,12 @@ static void on_signal(watch *w, uint32_t events)
         if (si.ssi_signo == SIGCHLD)
             while (waitpid(-1, NULL, WNOHANG) > 0)
                 ;
+        if (si.ssi_signo == SIGHUP) {
+            /* the TLS listener's certificates and revocation list; nothing else is disturbed */
+            jerr e = {0};
+            if (http_reload_remote(&e) < 0)
+                log_err("SIGHUP: %s; the certificates in use stay", e.msg);
+        }
         if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
             log_info("signal %d: shutting down; running jobs continue under their shims", (int)si.ssi_signo);
             loop_stop();
@@ -397,6 +403,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGHUP);
     sigprocmask(SIG_BLOCK, &set, NULL);
     /* Before touching the state: a second joblet must not adopt the first one's jobs. */
     if (http_socket_in_use(core.cfg.socket)) {
@@ -430,7 +437,8 @@ int main(int argc, char **argv)
     orphans_sweep(); /* after re-adoption: every job that runs is known by now */
     statedisk_budgets_init();
     http_limits hl = {core.cfg.max_body_bytes, core.cfg.max_conns, core.cfg.max_conns_per_user, core.cfg.idle_timeout_s};
-    if (http_start(core.cfg.socket, core.cfg.socket_mode, &hl, &e) < 0) {
+    if (http_start(core.cfg.socket, core.cfg.socket_mode, &hl, &e) < 0 ||
+        http_start_remote(&core.cfg.remote, &hl, &e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }

@@ -72,6 +72,12 @@ static const char *const migrations[] = {
     /* 10: a running gVisor job's sandbox uid (exec/oci.h), in its row: a restarted joblet keeps
      * it held, also when the commit that wrote its spec summary failed (rows are written again) */
     "ALTER TABLE jobs ADD COLUMN sandbox_uid INTEGER;",
+    /* 11: who acted through the TLS listener (docs/remote.md): the person their certificate
+     * names, its serial, their role and the address they came from */
+    "ALTER TABLE audit ADD COLUMN person TEXT;"
+    "ALTER TABLE audit ADD COLUMN serial TEXT;"
+    "ALTER TABLE audit ADD COLUMN role TEXT;"
+    "ALTER TABLE audit ADD COLUMN peer TEXT;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -721,7 +727,8 @@ int db_audit(db *d, const audit_rec *a, jerr *e)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     if (!d->audit_ins && sqlite3_prepare_v3(d->h,
                                             "INSERT INTO audit (ts_ms, uid, action, gpu, gpu_uuid, job, duration_ms,"
-                                            " memory_mb, detail) VALUES (?,?,?,?,?,?,?,?,?)",
+                                            " memory_mb, detail, person, serial, role, peer)"
+                                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                             -1, SQLITE_PREPARE_PERSISTENT, &d->audit_ins, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     sqlite3_stmt *st = d->audit_ins;
@@ -735,6 +742,10 @@ int db_audit(db *d, const audit_rec *a, jerr *e)
     bind_opt_i64(st, 7, a->duration_ms, a->duration_ms >= 0);
     bind_opt_i64(st, 8, a->memory_mb, a->memory_mb >= 0);
     bind_text(st, 9, a->detail);
+    bind_text(st, 10, a->person);
+    bind_text(st, 11, a->serial);
+    bind_text(st, 12, a->role);
+    bind_text(st, 13, a->peer);
     if (sqlite3_step(st) != SQLITE_DONE)
         return jerr_set(e, EIO, "database: audit: %s", sqlite3_errmsg(d->h));
     return 0;
@@ -774,7 +785,8 @@ json_t *db_audit_query(db *d, const audit_query *q, bool *older, bool *newer, je
     sqlite3_stmt *st;
     /* one more than the page: whether there are more that way. With after: the oldest above it,
      * turned newest first below. */
-    const char *sql = "SELECT ts_ms, uid, action, gpu, gpu_uuid, job, duration_ms, memory_mb, detail, id FROM audit"
+    const char *sql = "SELECT ts_ms, uid, action, gpu, gpu_uuid, job, duration_ms, memory_mb, detail, id,"
+                      " person, serial, role, peer FROM audit"
                       AUDIT_WHERE " AND (?6 <= 0 OR id < ?6) AND (?7 <= 0 OR id > ?7)"
                       " ORDER BY CASE WHEN ?7 > 0 THEN id END ASC, id DESC LIMIT ?8";
     if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -812,6 +824,11 @@ json_t *db_audit_query(db *d, const audit_query *q, bool *older, bool *newer, je
                                                                                           : json_integer(sqlite3_column_int64(st, 6)));
         json_object_set_new(o, "memory_mb", sqlite3_column_type(st, 7) == SQLITE_NULL ? json_null()
                                                                                         : json_integer(sqlite3_column_int64(st, 7)));
+        /* who acted through the TLS listener; absent for local callers and joblet itself */
+        static const char *const remote[] = {"person", "serial", "role", "peer"};
+        for (int c = 10; c <= 13; c++)
+            if (sqlite3_column_type(st, c) != SQLITE_NULL)
+                json_object_set_new(o, remote[c - 10], json_string((const char *)sqlite3_column_text(st, c)));
         json_array_append_new(arr, o);
     }
     sqlite3_finalize(st);

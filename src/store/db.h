@@ -99,6 +99,7 @@ typedef struct audit_rec {
     int64_t duration_ms;
     int64_t memory_mb;
     const char *detail;
+    const char *person, *serial, *role, *peer; /* a caller on the TLS listener; NULL otherwise */
 } audit_rec;
 int db_audit(db *d, const audit_rec *a, jerr *e);
 /* Which audit records: every filter given (uid/gpu -1, job NULL: any); a page of them by record

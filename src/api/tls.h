@@ -1,0 +1,48 @@
+/* The TLS listener's certificates (docs/remote.md), read from remote.pki_dir:
+ *
+ *   ca.pem                the CA that signs clients (and the server)
+ *   server.pem            the server's certificate (its chain after it, if any)
+ *   server-key.pem        its key
+ *   revoked.txt           serials no longer accepted: "<hex serial> [name] [time]" per line
+ *
+ * The server's certificate is handed to GnuTLS at each handshake (tls_cert_callback), so that
+ * tls_reload (SIGHUP) replaces it, the CA and the revocation list without a restart: open
+ * connections keep going; one whose certificate is now revoked is refused its next request.
+ *
+ * A client's certificate is checked once per connection, at its first request (tls_verify):
+ * libmicrohttpd only *requests* one (a client without one completes the handshake), and
+ * GnuTLS's peer verification returns 0 for a bad certificate (the status word says why), so
+ * the check is made here, in full: present, signed by ca.pem, in its validity period, made for
+ * a TLS client (a server's certificate is refused), not revoked, naming a person (CN) and a
+ * role (OU). */
+#ifndef JOBLET_API_TLS_H
+#define JOBLET_API_TLS_H
+
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <stdbool.h>
+
+#include "../common/err.h"
+#include "../core/authz.h"
+
+/* Reads the four files of dir. 0, or -1 with e naming the file and what is wrong with it. */
+int tls_load(const char *dir, jerr *e);
+/* Reads them again; on failure the ones in use stay, and e says why. */
+int tls_reload(jerr *e);
+void tls_free(void);
+/* ca.pem's text, for libmicrohttpd (MHD_OPTION_HTTPS_MEM_TRUST: it makes it ask for a client
+ * certificate and name the CA in its request). */
+const char *tls_ca_pem(void);
+/* The server's certificate and key at a handshake (gnutls_certificate_retrieve_function2). */
+int tls_cert_callback(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, int nreqs,
+                      const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length, gnutls_pcert_st **pcert,
+                      unsigned int *pcert_length, gnutls_privkey_t *pkey);
+/* The person a connection's client certificate names: person, role and serial set in *who
+ * (the local account is authz_remote's), or -1 with a 403 in e saying what is wrong with it. */
+int tls_verify(gnutls_session_t s, caller *who, jerr *e);
+/* Whether a serial (lowercase hex, as caller.serial) is on the revocation list in use. */
+bool tls_revoked(const char *serial);
+/* The priorities of the listener: TLS 1.3 only. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3"
+
+#endif

@@ -1,0 +1,380 @@
+"""The TLS listener (docs/remote.md): TLS 1.3 only with a required client certificate, the
+person and role a certificate names, the refusals (each with an audit line), the roles over
+every route, revocation by SIGHUP, and the bounds that keep one identity from holding it.
+
+Real outside clients: curl, gnutls-cli, and Python's ssl. Certificates from certtool (certs.py),
+so that this file does not test joblet cert with itself (test_cert.py does that)."""
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import certs
+from conftest import Daemon, need_root
+
+pytestmark = pytest.mark.skipif(not (certs.CERTTOOL and shutil.which("curl") and shutil.which("gnutls-cli")),
+                                reason="needs certtool, gnutls-cli (gnutls-bin) and curl")
+
+FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+ROLES = ("reader", "developer", "maintainer", "admin")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Users:
+    """Local accounts made for the test (useradd), removed after it."""
+
+    def __init__(self):
+        self.names = []
+
+    def add(self, name):
+        subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True)
+        self.names.append(name)
+        return int(subprocess.run(["id", "-u", name], check=True, capture_output=True, text=True).stdout)
+
+    def remove(self):
+        for n in self.names:
+            subprocess.run(["userdel", n], check=False, capture_output=True)
+
+
+class Remote:
+    """A daemon with a TLS listener on 127.0.0.1, its PKI, and one certificate per role."""
+
+    def __init__(self, extra=""):
+        need_root()
+        self.users = Users()
+        tag = uuid.uuid4().hex[:5]
+        self.pki = None
+        self.port = free_port()
+        # the people: one per role, each on an account of their name; "boss" is mapped onto
+        # an account of another name by remote.users
+        self.account = {r: f"jr{tag}{r[:2]}" for r in ROLES}
+        self.account["other"] = f"jr{tag}ot"
+        self.account["boss"] = f"jr{tag}bs"
+        self.uid = {who: self.users.add(a) for who, a in self.account.items()}
+        self.person = {r: self.account[r] for r in ROLES}
+        self.person["other"] = self.account["other"]
+        self.person["boss"] = "Boss.Person"
+        self.d = Daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n"
+                        f"remote:\n  listen: [\"127.0.0.1:{self.port}\"]\n  pki_dir: PKI\n"
+                        f"  users:\n    Boss.Person: {self.account['boss']}\n{extra}")
+        self.pki = os.path.join(self.d.dir, "pki")
+        with open(self.d.config) as f:
+            text = f.read().replace("pki_dir: PKI", f"pki_dir: {self.pki}")
+        with open(self.d.config, "w") as f:
+            f.write(text)
+        certs.ca(self.pki)
+        certs.server(self.pki)
+        for r in ROLES:
+            certs.client(self.pki, self.person[r], r, name=r)
+        certs.client(self.pki, self.person["other"], "developer", name="other")
+        certs.client(self.pki, self.person["boss"], "admin", name="boss")
+        self.d.start()
+
+    def ctx(self, who):
+        c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        c.load_verify_locations(f"{self.pki}/ca.pem")
+        if who:
+            c.load_cert_chain(f"{self.pki}/{who}.pem", f"{self.pki}/{who}-key.pem")
+        return c
+
+    def api(self, who, method, path, body=None, raw=None, ctype=None):
+        """(status, parsed body) of one request over TLS as `who` (a cert name in the PKI)."""
+        import http.client
+        c = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx(who), timeout=60)
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        headers = {"Content-Type": ctype or "application/json"} if data is not None else {}
+        c.request(method, path, body=data, headers=headers)
+        r = c.getresponse()
+        out = r.read()
+        c.close()
+        try:
+            return r.status, json.loads(out) if out else None
+        except ValueError:
+            return r.status, out
+
+    def curl(self, who, *args):
+        base = ["curl", "-sS", "--cacert", f"{self.pki}/ca.pem"]
+        if who:
+            base += ["--cert", f"{self.pki}/{who}.pem", "--key", f"{self.pki}/{who}-key.pem"]
+        return subprocess.run(base + list(args), capture_output=True, text=True, timeout=60)
+
+    def url(self, path):
+        return f"https://127.0.0.1:{self.port}{path}"
+
+    def audit(self):
+        st, body = self.d.api("GET", "/v1/audit?limit=200")
+        assert st == 200, body
+        return body["records"]
+
+    def close(self):
+        self.d.cleanup()
+        self.users.remove()
+
+
+@pytest.fixture(scope="module")
+def remote():
+    r = Remote()
+    yield r
+    r.close()
+
+
+# ---- the acceptance's outside clients ----------------------------------------------------------
+
+def test_curl_runs_a_job_and_reads_its_log(remote):
+    p = remote.curl("developer", "-H", "Content-Type: application/json",
+                    "-d", json.dumps({"command": "/bin/echo", "args": ["over", "tls"]}), remote.url("/v1/jobs"))
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)
+    assert job["owner_uid"] == remote.uid["developer"], job    # the person's own account
+    remote.d.wait(job["id"])
+    p = remote.curl("developer", remote.url(f"/v1/jobs/{job['id']}/logs"))
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(l) for l in p.stdout.splitlines()]
+    assert lines[0]["data"] == "over tls\n" and lines[-1]["status"] == "COMPLETED", lines
+    # the action is in the audit trail with the person, the serial, the role and the address
+    rec = next(r for r in remote.audit() if r["action"] == "api" and r["detail"] == "POST /v1/jobs: 201"
+               and r.get("person") == remote.person["developer"])
+    assert rec["serial"] == certs.serial_of(f"{remote.pki}/developer.pem")
+    assert rec["role"] == "developer" and rec["peer"].startswith("127.0.0.1:")
+    assert rec["uid"] == remote.uid["developer"]
+
+
+def test_whoami_names_the_person_the_role_and_the_account(remote):
+    st, me = remote.api("boss", "GET", "/v1/whoami")
+    assert st == 200 and me["role"] == "admin" and me["uid"] == remote.uid["boss"], me
+    assert me["user"] == remote.account["boss"]
+
+
+def test_tls_13_only(remote):
+    base = ["gnutls-cli", "--x509cafile", f"{remote.pki}/ca.pem", "--x509certfile", f"{remote.pki}/developer.pem",
+            "--x509keyfile", f"{remote.pki}/developer-key.pem", "-p", str(remote.port), "127.0.0.1"]
+    ok = subprocess.run(base, input="", capture_output=True, text=True, timeout=60)
+    assert "Description: (TLS1.3-X.509)" in ok.stdout, ok.stdout + ok.stderr
+    old = subprocess.run(base + ["--priority", "NORMAL:-VERS-ALL:+VERS-TLS1.2"], input="", capture_output=True,
+                         text=True, timeout=60)
+    # joblet offers nothing below 1.3: the handshake never completes (it closes the connection)
+    assert old.returncode != 0 and "Handshake was completed" not in old.stdout, old.stdout + old.stderr
+    p = remote.curl("developer", "--tls-max", "1.2", remote.url("/v1/version"))
+    assert p.returncode != 0
+
+
+@pytest.mark.parametrize("case", ["none", "expired", "other_ca", "server_cert", "no_role"])
+def test_bad_client_certificates_are_refused_and_audited(remote, case):
+    other = os.path.join(remote.d.dir, "other-ca")
+    if case == "expired":
+        certs.client(remote.pki, remote.person["developer"], "developer", name="expired", expired=True)
+        who = "expired"
+    elif case == "other_ca":
+        certs.ca(other, name="somebody else's CA")
+        certs.client(other, remote.person["developer"], "developer", name="dev")
+        for f in ("dev.pem", "dev-key.pem"):
+            shutil.copy(os.path.join(other, f), os.path.join(remote.pki, "foreign-" + f))
+        who = "foreign-dev"
+    elif case == "server_cert":
+        who = "server"
+    elif case == "no_role":
+        certs.client(remote.pki, remote.person["developer"], None, name="norole")
+        who = "norole"
+    else:
+        who = None
+    p = remote.curl(who, remote.url("/v1/jobs"))
+    assert p.returncode == 0, p.stderr       # TLS completes: joblet refuses at the first request
+    err = json.loads(p.stdout)["error"]
+    assert err["code"] == "forbidden", err
+    want = {"none": "no client certificate", "expired": "it expired on 2021-01-01",
+            "other_ca": "this node's CA did not sign it", "server_cert": "not made for a client",
+            "no_role": "names no role"}[case]
+    assert want in err["message"], err
+    assert any(r["action"] == "refused" and want in (r["detail"] or "") for r in remote.audit())
+
+
+def test_revoked_after_sighup_while_its_job_runs(remote):
+    certs.client(remote.pki, remote.person["developer"], "developer", name="soon-revoked")
+    st, job = remote.api("soon-revoked", "POST", "/v1/jobs", {"command": "/bin/sleep", "args": ["300"]})
+    assert st == 201, job
+    remote.d.wait_status(job["id"], "RUNNING")
+    serial = certs.serial_of(f"{remote.pki}/soon-revoked.pem")
+    with open(f"{remote.pki}/revoked.txt", "a") as f:
+        f.write(f"# revoked by the test\n{serial} soon-revoked 2026-11-28T00:00:00Z\n")
+    # before the reload it still works: the list is read at start and at SIGHUP only
+    assert remote.api("soon-revoked", "GET", f"/v1/jobs/{job['id']}")[0] == 200
+    remote.d.proc.send_signal(signal.SIGHUP)
+    deadline = time.time() + 30
+    while time.time() < deadline and remote.api("soon-revoked", "GET", "/v1/version")[0] != 403:
+        time.sleep(0.1)
+    st, body = remote.api("soon-revoked", "GET", f"/v1/jobs/{job['id']}")
+    assert st == 403 and "revoked" in body["error"]["message"], body
+    # the job goes on; the person's other certificates, and everyone else, are served
+    assert remote.d.job(job["id"])["status"] == "RUNNING"
+    assert remote.api("developer", "GET", f"/v1/jobs/{job['id']}")[0] == 200
+    assert any(r["action"] == "refused" and r.get("serial") == serial for r in remote.audit())
+    remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
+    with open(f"{remote.pki}/revoked.txt", "w") as f:
+        f.write("")
+
+
+def test_a_bad_revocation_list_keeps_the_one_in_use(remote):
+    with open(f"{remote.pki}/revoked.txt", "w") as f:
+        f.write("not-a-serial\n")
+    remote.d.proc.send_signal(signal.SIGHUP)
+    deadline = time.time() + 30
+    while time.time() < deadline and "is not a serial" not in remote.d.log():
+        time.sleep(0.1)
+    assert "the certificates in use stay" in remote.d.log()
+    assert remote.api("developer", "GET", "/v1/version")[0] == 200
+    with open(f"{remote.pki}/revoked.txt", "w") as f:
+        f.write("")
+    remote.d.proc.send_signal(signal.SIGHUP)
+
+
+def test_unmapped_person_and_root_are_refused(remote):
+    # a person without an account of their name and without a mapping
+    certs.client(remote.pki, "nobody-here-" + uuid.uuid4().hex[:6], "developer", name="ghost")
+    st, body = remote.api("ghost", "GET", "/v1/jobs")
+    assert st == 403 and "no local account" in body["error"]["message"], body
+    # a certificate for "root" acts as root only when remote.users maps it so
+    certs.client(remote.pki, "root", "admin", name="root")
+    st, body = remote.api("root", "GET", "/v1/jobs")
+    assert st == 403 and "would act as root" in body["error"]["message"], body
+
+
+# ---- roles over every route ----------------------------------------------------------------------
+
+# Every route of docs/api.md, with what each role gets. "own": on the person's own job;
+# "theirs": on another developer's. The numbers are the statuses; 403 is "may not".
+# A route's body or object that does not exist gives 4xx other than 403 for those who may.
+R, D, M, A = ROLES
+ROUTES = [
+    # method, path, body, {role: status}
+    ("GET", "/v1/version", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("GET", "/v1/whoami", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("GET", "/v1/jobs", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("GET", "/v1/jobs/{theirs}", None, {R: 403, D: 403, M: 200, A: 200}),
+    ("GET", "/v1/jobs/{theirs}?detail=1", None, {R: 403, D: 403, M: 200, A: 200}),
+    ("GET", "/v1/jobs/{theirs}/logs", None, {R: 403, D: 403, M: 200, A: 200}),
+    ("GET", "/v1/jobs/{theirs}/archive?path=/work", None, {R: 403, D: 403, M: 200, A: 200}),
+    ("POST", "/v1/jobs", {"command": "/bin/true"}, {R: 403, D: 201, M: 201, A: 201}),
+    ("POST", "/v1/jobs/{theirs}/stop", None, {R: 403, D: 403, M: 200, A: 200}),
+    ("POST", "/v1/jobs/{theirs}/kill", None, {R: 403, D: 403, M: 200, A: 200}),
+    ("POST", "/v1/jobs/{theirs}/cancel", None, {R: 403, D: 403, M: 409, A: 409}),
+    ("DELETE", "/v1/jobs/{theirs_ended}", None, {R: 403, D: 403, M: 200, A: 200}),
+    ("DELETE", "/v1/jobs", None, {R: 403, D: 200, M: 200, A: 200}),
+    ("PUT", "/v1/uploads/nope", "x", {R: 403, D: 404, M: 404, A: 404}),
+    ("GET", "/v1/workflows", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("POST", "/v1/workflows", {"jobs": {}}, {R: 403, D: 400, M: 400, A: 400}),
+    ("GET", "/v1/gpus", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("GET", "/v1/gpus/0", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("POST", "/v1/gpus/7/drain", None, {R: 403, D: 403, M: 403, A: 200}),
+    ("POST", "/v1/gpus/7/online", None, {R: 403, D: 403, M: 403, A: 200}),
+    ("GET", "/v1/audit", None, {R: 403, D: 403, M: 403, A: 200}),
+    ("GET", "/metrics", None, {R: 403, D: 403, M: 200, A: 200}),
+    ("GET", "/v1/monitor", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("GET", "/v1/history?hours=1", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("GET", "/v1/volumes", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("POST", "/v1/volumes", {"name": "v-{role}", "size_mb": 1, "type": "memory"}, {R: 403, D: 201, M: 201, A: 201}),
+    ("DELETE", "/v1/volumes/v-{role}", None, {R: 403, D: 200, M: 200, A: 200}),
+    ("GET", "/v1/runtimes", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("POST", "/v1/runtimes", "name: x\n", {R: 403, D: 403, M: 403, A: 400}),
+    ("DELETE", "/v1/runtimes/none-such", None, {R: 403, D: 403, M: 403, A: 404}),
+    ("POST", "/v1/runtime-imports", "x", {R: 403, D: 403, M: 403, A: 202}),   # fails later: not an archive
+    ("GET", "/v1/runtime-builds", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("GET", "/", None, {R: 200, D: 200, M: 200, A: 200}),
+]
+
+
+def test_roles_over_every_route(remote):
+    """One table: every route for every role. Jobs of 'other' (a developer) are the objects of
+    the others; the maintainer acts on them, a developer cannot even see them."""
+    seen = []
+    for method, path, body, want in ROUTES:
+        for role in ROLES:
+            st, job = remote.api("other", "POST", "/v1/jobs", {"command": "/bin/sleep", "args": ["300"]})
+            assert st == 201, job
+            st, ej = remote.api("other", "POST", "/v1/jobs", {"command": "/bin/true"})
+            remote.d.wait(ej["id"])
+            p = path.replace("{theirs}", job["id"]).replace("{theirs_ended}", ej["id"]).replace("{role}", role)
+            b = body
+            raw = ctype = None
+            if isinstance(b, dict):
+                b = json.loads(json.dumps(b).replace("{role}", role))
+            elif isinstance(b, str):
+                raw, b = b, None
+                ctype = "application/yaml" if "runtimes" in path else "application/octet-stream"
+            st, out = remote.api(role, method, p, b, raw=raw, ctype=ctype)
+            seen.append((method, path, role, st, want[role]))
+            if st != want[role]:
+                pytest.fail(f"{role} {method} {path}: {st}, want {want[role]}: {out}")
+            if st == 403:   # each refusal says what it is for
+                msg = out["error"]["message"]
+                assert "role" in msg or "your own" in msg, out
+            remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
+    assert len(seen) == len(ROUTES) * len(ROLES)
+
+
+# ---- bounds ------------------------------------------------------------------------------------------
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
+
+
+def test_idle_connections_and_slow_handshakes_do_not_lock_others_out(remote):
+    """2,000 TLS connections of one identity that never ask, and clients that never finish
+    their handshake: another person's job runs and is followed to its end all the same, and
+    the daemon's memory stays bounded (only remote.max_pending of them are kept)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+    before = rss_kb(remote.d.proc.pid)
+    ctx = remote.ctx("developer")
+    held, slow = [], []
+    try:
+        for _ in range(20):                       # slow handshakes: TCP only, nothing sent
+            s = socket.create_connection(("127.0.0.1", remote.port))
+            slow.append(s)
+        for i in range(2000):
+            s = socket.create_connection(("127.0.0.1", remote.port), timeout=30)
+            try:
+                held.append(ctx.wrap_socket(s, server_hostname="127.0.0.1"))
+            except (ssl.SSLError, OSError):
+                s.close()                         # the listener pushed an old one out: fine
+        peak = rss_kb(remote.d.proc.pid)
+        # another identity: a job run and followed to its end
+        p = remote.curl("maintainer", "-H", "Content-Type: application/json",
+                        "-d", json.dumps({"command": "/bin/echo", "args": ["still", "served"]}),
+                        remote.url("/v1/jobs"))
+        assert p.returncode == 0, p.stderr
+        jid = json.loads(p.stdout)["id"]
+        p = remote.curl("maintainer", remote.url(f"/v1/jobs/{jid}/logs?follow=1"))
+        assert p.returncode == 0 and "still served" in p.stdout, p.stdout + p.stderr
+        open_now = len(os.listdir(f"/proc/{remote.d.proc.pid}/fd"))
+    finally:
+        for s in held + slow:
+            s.close()
+    print(f"\nRSS before {before} kB, with 2,000 idle TLS connections {peak} kB; daemon fds {open_now}")
+    assert open_now < 256 + 200, open_now        # remote.max_pending (256) bounds what is held
+    assert peak - before < 256 * 1024, (before, peak)   # far below 2,000 sessions' worth
+
+
+def test_a_silent_connection_is_closed_after_the_handshake_timeout():
+    d = Remote(extra="  handshake_timeout_s: 1\n")
+    try:
+        s = socket.create_connection(("127.0.0.1", d.port))
+        s.settimeout(60)
+        assert s.recv(1) == b""                   # closed by joblet, not by the client
+        s.close()
+    finally:
+        d.close()
