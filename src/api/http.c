@@ -614,15 +614,21 @@ static int tcp_listen(const char *addr, jerr *e)
     return fd;
 }
 
+int http_remote_load(const remote_config *rc, jerr *e)
+{
+    if (!rc->nlisten || tls_load(rc->pki_dir, e) == 0)
+        return 0;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    return jerr_set(e, e->code ? e->code : EINVAL, "remote: %s (remote.pki_dir; docs/remote.md)", msg);
+}
+
 int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
 {
     if (!rc->nlisten)
         return 0;
-    if (tls_load(rc->pki_dir, e) < 0) {
-        char msg[sizeof e->msg];
-        snprintf(msg, sizeof msg, "%s", e->msg);
-        return jerr_set(e, e->code ? e->code : EINVAL, "remote: %s (remote.pki_dir; docs/remote.md)", msg);
-    }
+    if (!tls_ca_pem() && http_remote_load(rc, e) < 0)
+        return -1;
     pending.max = rc->max_pending;
     pending.timeout_ms = (int64_t)rc->handshake_timeout_s * 1000;
     static char trust[16384]; /* libmicrohttpd keeps the pointer: a copy of its own */

@@ -42,6 +42,9 @@ typedef struct http_limits {
     unsigned idle_timeout_s;     /* server.idle_timeout_s: a connection that sends nothing for this long is closed */
 } http_limits;
 int http_start(const char *socket_path, mode_t mode, const http_limits *lim, jerr *e);
+/* The certificates of remote.pki_dir, read before anything is started (none needed without
+ * remote.listen): 0, or -1 with e naming the file and what is wrong. */
+int http_remote_load(const remote_config *rc, jerr *e);
 /* The TLS listeners of remote.listen (none: nothing), after http_start; the certificates of
  * remote.pki_dir must be right (docs/remote.md). */
 int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e);

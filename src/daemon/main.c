@@ -384,6 +384,10 @@ int main(int argc, char **argv)
         snprintf(core.cfg.state_dir, sizeof core.cfg.state_dir, "%s", state_dir);
     if (sock)
         snprintf(core.cfg.socket, sizeof core.cfg.socket, "%s", sock);
+    if (!cdi && http_remote_load(&core.cfg.remote, &e) < 0) {
+        fprintf(stderr, "joblet: %s\n", e.msg);
+        return 2;
+    }
     if (level && log_parse_level(level, &core.cfg.log_level) < 0) {
         fprintf(stderr, "joblet: --log-level: '%s' must be one of error, warn, info, debug\n", level);
         return 2;

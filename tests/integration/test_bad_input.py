@@ -287,3 +287,27 @@ def test_joblet_refuses_malformed_yaml(tmp_path):
     assert p.returncode != 0, p
     assert cfg in p.stderr
     assert "YAML" in p.stderr
+
+
+@pytest.mark.parametrize("text, says", [
+    ("remote:\n  listen: [\"example.com:7443\"]\n", "remote.listen: 'example.com:7443' must be ADDRESS:PORT with an IP address"),
+    ("remote:\n  listen: \"0.0.0.0:0\"\n", "must be ADDRESS:PORT"),
+    ("remote:\n  users:\n    alice: ml\n    bob: ml\n", "alice and bob both map to the account ml"),
+    ("remote:\n  users:\n    ../x: ml\n", "must map a certificate's name to a local account"),
+    ("remote:\n  users: [a, b]\n", "remote.users"),
+])
+def test_joblet_refuses_bad_remote_settings(tmp_path, text, says):
+    """The TLS listener's settings: each mistake named with what would be accepted (exit 2)."""
+    p, _ = run_joblet(tmp_path, text)
+    assert p.returncode == 2, p
+    assert says in p.stderr, p.stderr
+
+
+def test_joblet_refuses_to_start_without_the_listeners_certificates(tmp_path):
+    """remote.listen without the files of remote.pki_dir: joblet does not start, and says which
+    file and what makes it."""
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    p, _ = run_joblet(tmp_path, f"remote:\n  listen: [\"127.0.0.1:1\"]\n  pki_dir: {pki}\n")
+    assert p.returncode != 0, p
+    assert f"{pki}/ca.pem" in p.stderr and "joblet cert init" in p.stderr, p.stderr
