@@ -45,7 +45,7 @@ enum MHD_Result metrics_reply(request *r)
     }
     /* The text names every user's running jobs; /v1/jobs shows a user only their own. */
     jerr e = {0};
-    if (authz_check(&r->who, AUTHZ_METRICS, "/metrics (it names every user's jobs)", &e) < 0) {
+    if (authz_check(&r->who, AUTHZ_METRICS, "/metrics names every user's jobs: it", &e) < 0) {
         size_t n = strlen(e.msg);
         snprintf(e.msg + n, sizeof e.msg - n, ". Prometheus scrapes the metrics.listen address instead");
         return http_reply_error(r->conn, &e);

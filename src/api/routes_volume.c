@@ -112,20 +112,20 @@ enum MHD_Result routes_volume(request *r, const char *name)
     if (!name && get) {
         json_t *arr = json_array();
         for (size_t i = 0; i < volumes_count(); i++)
-            if (volumes_allowed(volumes_at(i), r->who.uid, r->who.gid))
+            if (volumes_allowed(volumes_at(i), &r->who))
                 json_array_append_new(arr, volume_json(volumes_at(i)));
         return http_reply_json(r->conn, 200, json_pack("{s:o}", "volumes", arr));
     }
     if (name && (get || del)) {
         const volume *v = volumes_find(name);
-        if (v && !volumes_allowed(v, r->who.uid, r->who.gid) && get)
+        if (v && !volumes_allowed(v, &r->who) && get)
             jerr_http(&e, 403, "volume '%.80s' belongs to uid %u; only its owner, root and admins may see it", name,
                       (unsigned)v->owner_uid);
         else if (!v && get)
             jerr_http(&e, 404, "no volume '%.80s' (rnx volume list shows yours)", name);
         else if (get)
             return http_reply_json(r->conn, 200, volume_json(v));
-        else if (volumes_remove(name, r->who.uid, r->who.gid, &e) == 0)
+        else if (volumes_remove(name, &r->who, &e) == 0)
             return http_reply_json(r->conn, 200, json_pack("{s:s}", "removed", name));
         return http_reply_error(r->conn, &e);
     }

@@ -140,10 +140,13 @@ static volume *find(const char *name)
 
 const volume *volumes_find(const char *name) { return find(name); }
 
-bool volumes_allowed(const volume *v, uid_t uid, gid_t gid)
+bool volumes_allowed(const volume *v, const caller *who) { return authz_may_on(who, AUTHZ_OTHERS_VOLUMES, v->owner_uid); }
+
+/* A job's use of a volume: its owner's account's rights (the job runs as that account). */
+static bool owner_may_use(const volume *v, uid_t owner, gid_t gid)
 {
-    caller who = authz_local(uid, gid);
-    return authz_may_on(&who, AUTHZ_OTHERS_VOLUMES, v->owner_uid);
+    caller who = authz_local(owner, gid);
+    return volumes_allowed(v, &who);
 }
 
 static volume *add(const char *name, enum volume_type type, uint64_t size_mb, uid_t uid, gid_t gid, int64_t created)
@@ -687,7 +690,7 @@ static const char *unusable(const job_req *req, const char *name, uid_t owner, g
                  (unsigned)pu, (unsigned)v->owner_uid);
         return buf;
     }
-    if (!volumes_allowed(v, owner, gid)) {
+    if (!owner_may_use(v, owner, gid)) {
         snprintf(buf, len, "uid %u's, and uid %u may no longer use it", (unsigned)v->owner_uid, (unsigned)owner);
         return buf;
     }
@@ -764,12 +767,12 @@ static void list_jobs(const job *const *js, size_t n, size_t shown, char *out, s
         snprintf(out + o, len - o, " and %zu more", n - shown);
 }
 
-int volumes_remove(const char *name, uid_t uid, gid_t gid, jerr *e)
+int volumes_remove(const char *name, const caller *who, jerr *e)
 {
     volume *v = find(name);
     if (!v)
         return jerr_http(e, 404, "no volume '%.80s' (rnx volume list shows yours)", name);
-    if (!volumes_allowed(v, uid, gid))
+    if (!volumes_allowed(v, who))
         return jerr_http(e, 403, "volume '%s' belongs to uid %u; only its owner, root and admins (server.admin_group) "
                                  "may remove it", name, (unsigned)v->owner_uid);
     if (v->state == VOLUME_CREATING)
@@ -789,8 +792,9 @@ int volumes_remove(const char *name, uid_t uid, gid_t gid, jerr *e)
                                  "fail, then remove it",
                          name, (unsigned)v->uploads, v->uploads == 1 ? "" : "s");
     char what[300];
-    snprintf(what, sizeof what, "volume %s (%s, %llu MB, owner uid %u) removed by uid %u", v->name,
-             kinds[v->type].name, (unsigned long long)v->size_mb, (unsigned)v->owner_uid, (unsigned)uid);
+    snprintf(what, sizeof what, "volume %s (%s, %llu MB, owner uid %u) removed by uid %u%s%s", v->name,
+             kinds[v->type].name, (unsigned long long)v->size_mb, (unsigned)v->owner_uid, (unsigned)who->uid,
+             who->person[0] ? ", " : "", who->person);
     if (destroy(v, e) < 0)
         return -1;
     log_info("%s", what);
@@ -812,7 +816,7 @@ int volumes_check(job_req *req, uid_t owner, gid_t gid, jerr *e)
             return jerr_field(e, "volumes", "volumes: no volume '%s' on this machine; create it (rnx volume create %s "
                                             "--size=1GB) or use one of yours (rnx volume list)",
                               name, name);
-        if (!volumes_allowed(v, owner, gid))
+        if (!owner_may_use(v, owner, gid))
             return refuse(e, 403, "volumes", "volumes: volume '%s' belongs to uid %u; only its owner, root and admins "
                                      "(server.admin_group) may use it (rnx volume list shows yours)",
                              name, (unsigned)v->owner_uid);

@@ -24,6 +24,7 @@
 #include "../common/err.h"
 #include "../common/jobreq.h"
 #include "../exec/spec.h"
+#include "authz.h"
 #include "job.h"
 
 enum volume_type { VOLUME_FILESYSTEM, VOLUME_MEMORY, VOLUME_TYPE_N };
@@ -93,14 +94,14 @@ int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e);
 /* Removes a volume and its data. Refused while a job not yet ended or a streamed upload still
  * arriving names it (naming the jobs), while it is being created, and for a caller who is
  * neither its owner nor an admin. */
-int volumes_remove(const char *name, uid_t uid, gid_t gid, jerr *e);
+int volumes_remove(const char *name, const caller *who, jerr *e);
 
 /* Every volume, by name; the one named (NULL when none). */
 size_t volumes_count(void);
 const volume *volumes_at(size_t i);
 const volume *volumes_find(const char *name);
 /* Whether the caller may see and use it: its owner, root and admins. */
-bool volumes_allowed(const volume *v, uid_t uid, gid_t gid);
+bool volumes_allowed(const volume *v, const caller *who);
 void volumes_usage(const volume *v, volume_usage *u);
 /* The jobs not yet ended that use the volume (name it, and pinned this one), in submission
  * order: how many, the first max of them in out. */
