@@ -378,3 +378,43 @@ def test_a_silent_connection_is_closed_after_the_handshake_timeout():
         s.close()
     finally:
         d.close()
+
+
+def server_serial(port):
+    p = subprocess.run(["gnutls-cli", "--insecure", "--print-cert", "-p", str(port), "127.0.0.1"], input="",
+                       capture_output=True, text=True, timeout=60)
+    pem = p.stdout[p.stdout.index("-----BEGIN CERTIFICATE-----"):]
+    pem = pem[:pem.index("-----END CERTIFICATE-----") + 25]
+    out = subprocess.run(["openssl", "x509", "-noout", "-serial"], input=pem, capture_output=True, text=True,
+                         check=True).stdout
+    return out.strip().split("=", 1)[1].lower().lstrip("0")
+
+
+def test_server_certificate_replaced_by_sighup_without_disturbing_streams(remote):
+    """A new server certificate (rotation) is read at SIGHUP: new connections get it; a log
+    being followed over a connection made before goes on to the job's end."""
+    st, job = remote.api("developer", "POST", "/v1/jobs",
+                         {"command": "/bin/sh", "args": ["-c", "for i in $(seq 1 40); do echo tick $i; sleep 0.1; done"]})
+    assert st == 201, job
+    follow = subprocess.Popen(["curl", "-sSN", "--cacert", f"{remote.pki}/ca.pem", "--cert",
+                               f"{remote.pki}/developer.pem", "--key", f"{remote.pki}/developer-key.pem",
+                               remote.url(f"/v1/jobs/{job['id']}/logs?follow=1")], stdout=subprocess.PIPE, text=True)
+    try:
+        first = follow.stdout.readline()
+        assert "tick" in first, first
+        old = server_serial(remote.port)
+        certs.server(remote.pki, name="server")   # a new key and certificate, same names
+        remote.d.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 30
+        while time.time() < deadline and server_serial(remote.port) == old:
+            time.sleep(0.1)
+        assert server_serial(remote.port) == certs.serial_of(f"{remote.pki}/server.pem").lstrip("0")
+        rest = follow.stdout.read()
+    finally:
+        follow.kill()
+        follow.wait()
+    lines = [json.loads(l) for l in (first + rest).splitlines()]
+    assert lines[-1].get("end") and lines[-1]["status"] == "COMPLETED", lines[-3:]
+    assert sum(1 for l in lines if "data" in l and "tick" in l["data"]) == 40
+    # and the new certificate serves requests
+    assert remote.api("developer", "GET", "/v1/version")[0] == 200
