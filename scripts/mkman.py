@@ -7,7 +7,7 @@ rnx(1): NAME and SYNOPSIS from `rnx --help`, the overview of its commands, its g
 (OPTIONS), then every command's help (COMMANDS): the command tree is the one `rnx completion
 complete` reads from the same help. joblet(8): `joblet --help`. EXIT STATUS is the help's
 "Exit status:" paragraph, ENVIRONMENT the $VARIABLES its options name, FILES the absolute
-paths its options name.
+paths its options name; CERTIFICATES, `joblet cert --help` and each of its commands' help.
 
 The help texts are plain text in rnx's style: a "NAME - summary" first line (the page's NAME),
 "Usage:" lines, paragraphs at column 0, and indented entries "TERM  description" whose longer
@@ -310,6 +310,14 @@ def joblet_page(binary, version):
     page.append(".SH DESCRIPTION\n" + render(secs.get("", [])))
     options = secs.get("Options", [])
     page.append(".SH OPTIONS\n" + render(options))
+    # `joblet cert` and each of its commands (their names: the entries of its "Commands:")
+    cert = run(binary, "cert", "--help")
+    page.append(".SH CERTIFICATES")
+    page.append(command_section(["joblet", "cert"], cert))
+    for line in split_sections(parse_help(cert)[2]).get("Commands", []):
+        if indent(line) == 2:
+            sub = line.split()[0]
+            page.append(command_section(["joblet", "cert", sub], run(binary, "cert", sub, "--help")))
     if "Exit status" in secs:
         page.append(".SH EXIT STATUS\n" + render(secs["Exit status"]))
     files, env = files_and_env(options)

@@ -23,6 +23,7 @@
 #include "../exec/bpfdev.h"
 #include "../core/gpu_service.h"
 #include "../core/gpu_cdi.h"
+#include "cert.h"
 #include "../core/gpu_spec.h"
 #include "../core/gpus.h"
 #include "../core/isolation.h"
@@ -91,6 +92,7 @@ static void usage(FILE *f)
             "Usage: joblet [--config PATH] [--state-dir DIR] [--socket PATH] [--log-level LEVEL]\n"
             "       joblet [--config PATH] --probe-gpus[=nvml|proc|smi|fixture]\n"
             "       joblet [--config PATH] cdi generate [--output FILE]\n"
+            "       joblet cert init|server|client|revoke|list --dir DIR [OPTIONS]\n"
             "       joblet --version|--help\n"
             "\n"
             "Serves the joblet API on a unix socket; rnx is its client. Runs as root. Each job runs\n"
@@ -109,6 +111,9 @@ static void usage(FILE *f)
             "  cdi generate        write a CDI specification of this machine's GPUs (kind nvidia.com/gpu,\n"
             "                      docs/sandbox.md) to stdout, or to --output FILE (e.g.\n"
             "                      /etc/cdi/nvidia.json, read by podman --device nvidia.com/gpu=0)\n"
+            "  cert COMMAND        the certificates of the TLS listener, in one directory: its CA (init),\n"
+            "                      the node's (server), users' with their roles (client), revoke, list;\n"
+            "                      reads no configuration (joblet cert --help, docs/remote.md)\n"
             "  --version           print the version and exit\n"
             "  --help              show this help\n"
             "\n"
@@ -347,6 +352,8 @@ int main(int argc, char **argv)
     bool cdi = false;
     const char *cfg_path = NULL, *state_dir = NULL, *sock = NULL, *level = NULL, *probe = NULL;
     int c;
+    if (argc > 1 && !strcmp(argv[1], "cert"))   /* joblet cert ...: no configuration (cert.h) */
+        return cert_main(argc - 1, argv + 1);
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
