@@ -165,7 +165,7 @@ static const struct cert_cmd {
      "Usage: joblet cert revoke --dir DIR NAME|SERIAL\n"
      "\n"
      "Adds the certificate to DIR/revoked.txt, a line \"SERIAL NAME TIME\" each; joblet reads the\n"
-     "file again on SIGHUP (systemctl kill --kill-whom=main --signal=HUP joblet). NAME is a user\n"
+     "file again on SIGHUP (systemctl reload joblet). NAME is a user\n"
      "whose certificate is DIR/NAME.pem; SERIAL is that of any certificate made from DIR, as\n"
      "joblet cert list prints it (a replaced one, the server's). Revoking one twice changes\n"
      "nothing.\n"
@@ -1403,8 +1403,8 @@ static int cert_revoke(const cert_args *a, jerr *e)
     if (cert_write_at(dfd, a->dir, "revoked.txt", text, strlen(text), 0644, e) < 0)
         goto out;
     fsync(dfd);
-    printf("revoked %s %s (serial %s): %s/revoked.txt; send joblet SIGHUP to apply it now (systemctl kill "
-           "--kill-whom=main --signal=HUP joblet)\n", cert_kind_names[i.kind], i.cn, i.serial, a->dir);
+    printf("revoked %s %s (serial %s): %s/revoked.txt; send joblet SIGHUP to apply it now (systemctl "
+           "reload joblet)\n", cert_kind_names[i.kind], i.cn, i.serial, a->dir);
     rc = 0;
 out:
     free(text);

@@ -418,3 +418,43 @@ def test_server_certificate_replaced_by_sighup_without_disturbing_streams(remote
     assert sum(1 for l in lines if "data" in l and "tick" in l["data"]) == 40
     # and the new certificate serves requests
     assert remote.api("developer", "GET", "/v1/version")[0] == 200
+
+
+def test_joblet_cert_makes_what_the_listener_takes(tmp_path):
+    """The whole way with joblet's own tool: init, server, client, the listener takes the
+    client; revoke and SIGHUP, and it is refused with the revocation named."""
+    need_root()
+    users = Users()
+    name = "jc" + uuid.uuid4().hex[:6]
+    uid = users.add(name)
+    port = free_port()
+    pki = tmp_path / "pki"
+    joblet = os.path.join(os.environ.get("JOBLET_BUILD", "build"), "joblet")
+
+    def cert(*args):
+        p = subprocess.run([joblet, "cert", *args], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p
+
+    cert("init", "--dir", str(pki))
+    cert("server", "--dir", str(pki), "--name", "node-a", "--san", "localhost,127.0.0.1")
+    cert("client", "--dir", str(pki), "--user", name, "--role", "developer", "--address", f"127.0.0.1:{port}")
+    d = Daemon(f"remote:\n  listen: [\"127.0.0.1:{port}\"]\n  pki_dir: {pki}\n")
+    try:
+        d.start()
+        base = ["curl", "-sS", "--cacert", f"{pki}/ca.pem", "--cert", f"{pki}/{name}.pem", "--key",
+                f"{pki}/{name}-key.pem", f"https://127.0.0.1:{port}/v1/whoami"]
+        me = json.loads(subprocess.run(base, capture_output=True, text=True, check=True, timeout=60).stdout)
+        assert me["uid"] == uid and me["role"] == "developer", me
+        cert("revoke", "--dir", str(pki), name)
+        d.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            out = json.loads(subprocess.run(base, capture_output=True, text=True, check=True, timeout=60).stdout)
+            if "error" in out:
+                break
+            time.sleep(0.1)
+        assert "is revoked" in out["error"]["message"], out
+    finally:
+        d.cleanup()
+        users.remove()
