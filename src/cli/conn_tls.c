@@ -438,8 +438,8 @@ static void alert_why(tls_conn *t, const char *when)
     case GNUTLS_A_UNKNOWN_CA:
     case GNUTLS_A_ACCESS_DENIED:
     case GNUTLS_A_CERTIFICATE_REQUIRED:
-        hint = ": it does not take rnx's client certificate (the node's cert: is it signed by the node's CA, "
-               "not expired, not revoked? rnx node show)";
+        hint = ": it does not take rnx's client certificate (is it signed by the node's CA, not expired, not "
+               "revoked? see rnx node show)";
         break;
     case GNUTLS_A_PROTOCOL_VERSION:
     case GNUTLS_A_HANDSHAKE_FAILURE:

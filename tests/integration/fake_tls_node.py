@@ -7,13 +7,15 @@ checked against --ca, and a few routes of joblet's API answered the way rnx expe
                      --ports PORTS.json --log LOG.ndjson [--tls12]
 
 Writes {"ADDRESS": PORT, ...} to --ports once it listens; appends one JSON line to --log per
-request ({"method", "path", "host", "cn", "bytes", "sha256"}: the client certificate's CN and
-the request body as received, de-chunked) and per failed handshake ({"handshake": "why"}).
+request ({"method", "path", "host", "cn", "port", "bytes", "sha256", "version"}: the client
+certificate's CN, the port it came in on, the request body as received, de-chunked, and the TLS
+version) and per failed handshake ({"handshake": "why", "port"}).
 Every answer ends the connection (rnx sends Connection: close).
 """
 import argparse
 import hashlib
 import json
+import os
 import random
 import socket
 import ssl
@@ -172,7 +174,7 @@ def serve_one(raw, ctx, log):
     try:
         conn = ctx.wrap_socket(raw, server_side=True)
     except (ssl.SSLError, OSError) as e:
-        log.write({"handshake": str(e)})
+        log.write({"handshake": str(e), "port": raw.getsockname()[1]})
         raw.close()
         return
     try:
@@ -192,6 +194,7 @@ def serve_one(raw, ctx, log):
 
         read_body(conn, headers, rest, sink)
         rec = {"method": method, "path": target, "host": headers.get("host"), "cn": cn,
+               "port": conn.getsockname()[1],
                "bytes": count[0], "sha256": h.hexdigest(), "version": conn.version()}
         log.write(rec)
         answer(conn, method, target, headers, rec)
@@ -236,7 +239,6 @@ def main():
         listeners.append(s)
     with open(a.ports + ".tmp", "w") as f:
         json.dump(ports, f)
-    import os
     os.rename(a.ports + ".tmp", a.ports)
 
     def accept_loop(s):
