@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client.h"
+
 /* Exit codes: 1 for anything the server or the system refused, 2 for a bad command line. */
 #define RNX_OK    0
 #define RNX_FAIL  1
@@ -16,8 +18,11 @@
 #define RNX_DEFAULT_SOCKET "/run/joblet/joblet.sock"
 
 typedef struct rnx_ctx {
-    const char *socket;   /* unix socket of the daemon */
-    bool json;            /* print the API's objects instead of text */
+    client_target target;     /* where requests go: the daemon's unix socket or a node (set by
+                                 cmd_node_target from the flags below, the environment and nodes.yml) */
+    const char *socket_flag;  /* --socket PATH, NULL when not given */
+    const char *node_flag;    /* --node NAME, NULL when not given */
+    bool json;                /* print the API's objects instead of text */
 } rnx_ctx;
 
 /* getopt_long over one command's flags, which may come before, between and after its

@@ -1,7 +1,9 @@
-/* HTTP/1.1 over the daemon's unix socket. Deliberately small: rnx talks to one server whose
- * answers are always Content-Length or chunked, and start-up time matters — libcurl and the
- * TLS stack it drags in cost ~4 ms of loading per rnx run, half the start-latency budget of
- * `rnx job run --follow` (docs/performance.md). One connection per request. */
+/* HTTP/1.1 over the daemon's unix socket, or over TLS to a remote node (conn.h: the
+ * connection's kind is chosen once, in dial, and nothing else here knows it). Deliberately
+ * small: rnx talks to one server whose answers are always Content-Length or chunked, and
+ * start-up time matters — libcurl and the TLS stack it drags in cost ~4 ms of loading per rnx
+ * run, half the start-latency budget of `rnx job run --follow` (docs/performance.md); GnuTLS
+ * is opened only when a node is dialed (conn_tls.c). One connection per request. */
 #include "client.h"
 
 #include <ctype.h>
@@ -11,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "../common/util.h"
@@ -26,7 +26,11 @@
 #define MAX_HEAD (64u << 10)
 
 struct rnx_client {
-    char *socket;
+    char *socket;             /* the local socket, or NULL: */
+    conn_tls_peer node;       /* a node over TLS (its strings are this client's) */
+    conn_tls_creds *creds;    /* read at the first dial */
+    char where[300];          /* "joblet at PATH", "node NAME (ADDRESS)": messages */
+    char host[280];           /* the Host header */
 };
 
 typedef struct buf {
@@ -59,10 +63,22 @@ static void buf_consume(buf *b, size_t n)
         b->data[b->len] = 0;
 }
 
-rnx_client *client_new(const char *socket_path)
+static const char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
+
+rnx_client *client_new(const client_target *t)
 {
     rnx_client *c = xcalloc(1, sizeof *c);
-    c->socket = xstrdup(socket_path);
+    if (t->socket) {
+        c->socket = xstrdup(t->socket);
+        snprintf(c->where, sizeof c->where, "joblet at %s", t->socket);
+        snprintf(c->host, sizeof c->host, "localhost");
+        return c;
+    }
+    c->node = (conn_tls_peer){dup_or_null(t->node.node), dup_or_null(t->node.address), dup_or_null(t->node.host),
+                              dup_or_null(t->node.port), dup_or_null(t->node.ca), dup_or_null(t->node.cert),
+                              dup_or_null(t->node.key)};
+    snprintf(c->where, sizeof c->where, "node %s (%s)", t->node.node, t->node.address);
+    snprintf(c->host, sizeof c->host, "%s", t->node.address);
     return c;
 }
 
@@ -71,6 +87,11 @@ void client_free(rnx_client *c)
     if (!c)
         return;
     free(c->socket);
+    const char *const strs[] = {c->node.node, c->node.address, c->node.host, c->node.port,
+                                c->node.ca,   c->node.cert,    c->node.key};
+    for (size_t i = 0; i < ARRAY_LEN(strs); i++)
+        free((char *)strs[i]);
+    conn_tls_creds_free(c->creds);
     free(c);
 }
 
@@ -87,39 +108,28 @@ char *client_escape(rnx_client *c, const char *s)
     return out;
 }
 
-static int dial(rnx_client *c, jerr *e)
+conn *client_connect(rnx_client *c, jerr *e)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    e->http = 0;
-    e->field[0] = 0;
-    if (strlen(c->socket) >= sizeof sa.sun_path) {
-        e->code = ENAMETOOLONG;
-        snprintf(e->msg, sizeof e->msg, "cannot reach joblet at %s: the path is too long for a unix socket", c->socket);
-        return -1;
+    if (c->socket)
+        return conn_unix_dial(c->socket, e);
+    if (!c->creds && !(c->creds = conn_tls_creds_new(&c->node, e))) {
+        char why[sizeof e->msg];
+        snprintf(why, sizeof why, "%s", e->msg);
+        snprintf(e->msg, sizeof e->msg, "node %s: %s (rnx node show %s)", c->node.node, why, c->node.node);
+        e->http = 0;
+        return NULL;
     }
-    strcpy(sa.sun_path, c->socket);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
-        return fd;
-    e->code = errno;
-    if (fd >= 0)
-        close(fd);
-    if (e->code == EACCES || e->code == EPERM)
-        snprintf(e->msg, sizeof e->msg,
-                 "cannot reach joblet at %s: permission denied; is your user allowed to use the socket? (%s)",
-                 c->socket, strerror(e->code));
-    else
-        snprintf(e->msg, sizeof e->msg, "cannot reach joblet at %s: is it running? (%s)", c->socket,
-                 strerror(e->code));
-    return -1;
+    return conn_tls_dial(c->creds, e);
 }
+
+const char *client_where(const rnx_client *c) { return c->where; }
 
 /* Sends n bytes: 0, 1 when the server closed its side (it answered early: read the answer
  * next), -1 on another error. */
-static int send_all(int fd, const char *p, size_t left)
+static int send_all(conn *k, const char *p, size_t left)
 {
     while (left) {
-        ssize_t w = send(fd, p, left, MSG_NOSIGNAL);
+        ssize_t w = conn_write(k, p, left);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)
@@ -131,8 +141,8 @@ static int send_all(int fd, const char *p, size_t left)
 }
 
 /* The request line and headers; a body of blen bytes of ctype follows when ctype is set. */
-static int send_head(int fd, const char *method, const char *path, const char *accept, const char *ctype,
-                     unsigned long long blen)
+static int send_head(const rnx_client *c, conn *k, const char *method, const char *path, const char *accept,
+                     const char *ctype, unsigned long long blen)
 {
     char head[4096];
     if (strlen(path) > 2048) {
@@ -140,24 +150,36 @@ static int send_head(int fd, const char *method, const char *path, const char *a
         return -1;
     }
     int n = snprintf(head, sizeof head,
-                     "%s %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: rnx/" JOBLET_VERSION
+                     "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: rnx/" JOBLET_VERSION
                      "\r\nAccept: %s\r\nConnection: close\r\n",
-                     method, path, accept);
+                     method, path, c->host, accept);
     if (ctype)
         n += snprintf(head + n, sizeof head - (size_t)n, "Content-Type: %s\r\nContent-Length: %llu\r\n", ctype,
                       blen);
     n += snprintf(head + n, sizeof head - (size_t)n, "\r\n");
-    return send_all(fd, head, (size_t)n);
+    return send_all(k, head, (size_t)n);
+}
+
+/* Ends a corked send (conn_cork): what send_all returns. */
+static int uncork(conn *k)
+{
+    if (conn_uncork(k) == 0)
+        return 0;
+    return errno == EPIPE || errno == ECONNRESET ? 1 : -1;
 }
 
 /* Sends the whole request. A server that refuses a large body may answer and close before
  * reading it all: EPIPE is then not an error, the answer is read next. */
-static int send_request(int fd, const char *method, const char *path, const char *accept, const char *body,
-                        size_t blen)
+static int send_request(const rnx_client *c, conn *k, const char *method, const char *path, const char *accept,
+                        const char *body, size_t blen)
 {
-    int rc = send_head(fd, method, path, accept, body ? "application/json" : NULL, blen);
+    conn_cork(k);   /* over TLS: head and body in one record */
+    int rc = send_head(c, k, method, path, accept, body ? "application/json" : NULL, blen);
     if (rc == 0 && body)
-        rc = send_all(fd, body, blen);
+        rc = send_all(k, body, blen);
+    int u = uncork(k);
+    if (rc == 0)
+        rc = u;
     return rc < 0 ? -1 : 0;
 }
 
@@ -171,7 +193,7 @@ typedef struct answer {
 } answer;
 
 /* Reads what the socket has (up to 256 KiB) onto the end of in. */
-static ssize_t fill(int fd, buf *in)
+static ssize_t fill(conn *k, buf *in)
 {
     const size_t want = 256 << 10;
     if (in->len + want + 1 > MAX_BODY)
@@ -185,7 +207,7 @@ static ssize_t fill(int fd, buf *in)
     }
     ssize_t r;
     do
-        r = read(fd, in->data + in->len, want);
+        r = conn_read(k, in->data + in->len, want);
     while (r < 0 && errno == EINTR);
     if (r > 0)
         in->len += (size_t)r;
@@ -193,11 +215,11 @@ static ssize_t fill(int fd, buf *in)
     return r;
 }
 
-static int read_head(int fd, buf *in, answer *a)
+static int read_head(conn *k, buf *in, answer *a)
 {
     char *end;
     while (!(end = in->data ? strstr(in->data, "\r\n\r\n") : NULL)) {
-        if (in->len > MAX_HEAD || fill(fd, in) <= 0)
+        if (in->len > MAX_HEAD || fill(k, in) <= 0)
             return -1;
     }
     *end = 0;
@@ -217,7 +239,7 @@ static int read_head(int fd, buf *in, answer *a)
 }
 
 /* Feeds the body to sink; 1 = complete, -1 = the connection broke, -2 = sink stopped. */
-static int read_body(int fd, buf *in, const answer *a, sink_fn sink, void *ud)
+static int read_body(conn *k, buf *in, const answer *a, sink_fn sink, void *ud)
 {
     if (!a->chunked) {
         long long left = a->length;
@@ -228,7 +250,7 @@ static int read_body(int fd, buf *in, const answer *a, sink_fn sink, void *ud)
             buf_consume(in, take);
             if (left >= 0 && (left -= (long long)take) == 0)
                 return 1;
-            ssize_t r = fill(fd, in);
+            ssize_t r = fill(k, in);
             if (r == 0)
                 return left < 0 ? 1 : -1;
             if (r < 0)
@@ -238,7 +260,7 @@ static int read_body(int fd, buf *in, const answer *a, sink_fn sink, void *ud)
     for (;;) {
         char *crlf;
         while (!(crlf = in->data ? memmem(in->data, in->len, "\r\n", 2) : NULL))
-            if (fill(fd, in) <= 0)
+            if (fill(k, in) <= 0)
                 return -1;
         char *end;
         unsigned long long size = strtoull(in->data, &end, 16);
@@ -248,7 +270,7 @@ static int read_body(int fd, buf *in, const answer *a, sink_fn sink, void *ud)
         if (size == 0)
             return 1; /* trailers, if any, are not needed */
         while (in->len < size + 2)
-            if (fill(fd, in) <= 0)
+            if (fill(k, in) <= 0)
                 return -1;
         if (sink(in->data, (size_t)size, ud) < 0)
             return -2;
@@ -281,19 +303,20 @@ static void error_from_answer(long status, const buf *b, jerr *e)
 
 static int collect(const char *p, size_t n, void *ud) { return buf_append(ud, p, n); }
 
-static void lost(rnx_client *c, jerr *e, const char *what)
+/* k (may be NULL) tells what broke it, when it knows better than what. */
+static void lost(rnx_client *c, conn *k, jerr *e, const char *what)
 {
     e->code = ECONNRESET;
-    snprintf(e->msg, sizeof e->msg, "lost the connection to joblet at %s (%s)", c->socket, what);
+    snprintf(e->msg, sizeof e->msg, "lost the connection to %s (%s)", c->where, k && k->why[0] ? k->why : what);
 }
 
-static int read_answer(rnx_client *c, int fd, json_t **out, jerr *e);
+static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e);
 
 int client_request(rnx_client *c, const char *method, const char *path, json_t *body, json_t **out, jerr *e)
 {
     *out = NULL;
-    int fd = dial(c, e);
-    if (fd < 0)
+    conn *k = client_connect(c, e);
+    if (!k)
         return -1;
     char *payload = NULL;
     if (!strcmp(method, "POST")) {
@@ -302,31 +325,31 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
             abort(); /* json_dumps fails only on allocation failure */
     }
     int ret = -1;
-    if (send_request(fd, method, path, "application/json", payload, payload ? strlen(payload) : 0) < 0)
-        lost(c, e, strerror(errno));
+    if (send_request(c, k, method, path, "application/json", payload, payload ? strlen(payload) : 0) < 0)
+        lost(c, k, e, strerror(errno));
     else
-        ret = read_answer(c, fd, out, e);
-    close(fd);
+        ret = read_answer(c, k, out, e);
+    conn_close(k);
     free(payload);
     return ret;
 }
 
 /* The answer to a request just sent, as client_request returns it. */
-static int read_answer(rnx_client *c, int fd, json_t **out, jerr *e)
+static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e)
 {
     buf in = {0}, resp = {0};
     answer a;
     int ret = -1;
-    if (read_head(fd, &in, &a) < 0) {
-        lost(c, e, "no answer");
+    if (read_head(k, &in, &a) < 0) {
+        lost(c, k, e, "no answer");
         goto out;
     }
-    int rb = read_body(fd, &in, &a, collect, &resp);
+    int rb = read_body(k, &in, &a, collect, &resp);
     if (rb < 0) {
         if (rb == -2)
             snprintf(e->msg, sizeof e->msg, "joblet's answer is larger than %u MB", MAX_BODY >> 20);
         else
-            lost(c, e, "answer cut short");
+            lost(c, k, e, "answer cut short");
         goto out;
     }
     if (a.status < 200 || a.status > 299) {
@@ -354,12 +377,12 @@ int client_upload(rnx_client *c, const char *path, uint64_t len, client_source_f
                   jerr *e)
 {
     *out = NULL;
-    int fd = dial(c, e);
-    if (fd < 0)
+    conn *k = client_connect(c, e);
+    if (!k)
         return -1;
     enum { PIECE = 256 << 10 };
     char *piece = xmalloc(PIECE);
-    int ret = -1, sent = send_head(fd, "PUT", path, "application/json", "application/octet-stream", len);
+    int ret = -1, sent = send_head(c, k, "PUT", path, "application/json", "application/octet-stream", len);
     uint64_t left = len;
     while (sent == 0 && left) {
         long n = src(ud, piece, left < PIECE ? (size_t)left : PIECE, e);
@@ -371,16 +394,16 @@ int client_upload(rnx_client *c, const char *path, uint64_t len, client_source_f
                          (unsigned long long)left);
             goto out;
         }
-        sent = send_all(fd, piece, (size_t)n);
+        sent = send_all(k, piece, (size_t)n);
         left -= (uint64_t)n;
     }
     if (sent < 0)
-        lost(c, e, strerror(errno));
+        lost(c, k, e, strerror(errno));
     else
-        ret = read_answer(c, fd, out, e); /* also when joblet answered before taking it all */
+        ret = read_answer(c, k, out, e); /* also when joblet answered before taking it all */
 out:
     free(piece);
-    close(fd);
+    conn_close(k);
     return ret;
 }
 
@@ -388,17 +411,17 @@ int client_request_raw(rnx_client *c, const char *method, const char *path, cons
                        size_t len, json_t **out, jerr *e)
 {
     *out = NULL;
-    int fd = dial(c, e);
-    if (fd < 0)
+    conn *k = client_connect(c, e);
+    if (!k)
         return -1;
-    int ret = -1, sent = send_head(fd, method, path, "application/json", ctype, len);
+    int ret = -1, sent = send_head(c, k, method, path, "application/json", ctype, len);
     if (sent == 0)
-        sent = send_all(fd, body, len);
+        sent = send_all(k, body, len);
     if (sent < 0)
-        lost(c, e, strerror(errno));
+        lost(c, k, e, strerror(errno));
     else
-        ret = read_answer(c, fd, out, e); /* also when joblet answered before taking it all */
-    close(fd);
+        ret = read_answer(c, k, out, e); /* also when joblet answered before taking it all */
+    conn_close(k);
     return ret;
 }
 
@@ -406,12 +429,12 @@ int client_post_file(rnx_client *c, const char *path, const char *ctype, int fil
                      client_progress_cb cb, void *ud, json_t **out, jerr *e)
 {
     *out = NULL;
-    int fd = dial(c, e);
-    if (fd < 0)
+    conn *k = client_connect(c, e);
+    if (!k)
         return -1;
     enum { PIECE = 256 << 10 };
     char *piece = xmalloc(PIECE);
-    int ret = -1, sent = send_head(fd, "POST", path, "application/json", ctype, size);
+    int ret = -1, sent = send_head(c, k, "POST", path, "application/json", ctype, size);
     uint64_t done = 0;
     while (sent == 0 && done < size) {
         ssize_t n = read(file, piece, size - done < PIECE ? (size_t)(size - done) : PIECE);
@@ -424,18 +447,18 @@ int client_post_file(rnx_client *c, const char *path, const char *ctype, int fil
                      n < 0 ? strerror(errno) : "the file is shorter than it was");
             goto out;
         }
-        sent = send_all(fd, piece, (size_t)n);
+        sent = send_all(k, piece, (size_t)n);
         done += (uint64_t)n;
         if (cb)
             cb(done, size, ud);
     }
     if (sent < 0)
-        lost(c, e, strerror(errno));
+        lost(c, k, e, strerror(errno));
     else
-        ret = read_answer(c, fd, out, e); /* also when joblet answered before taking it all */
+        ret = read_answer(c, k, out, e); /* also when joblet answered before taking it all */
 out:
     free(piece);
-    close(fd);
+    conn_close(k);
     return ret;
 }
 
@@ -462,32 +485,34 @@ static int write_out(const char *p, size_t n, void *ud)
 }
 
 /* GET path and feed a 2xx answer's body to sink as it arrives; head (may be NULL) sees the
- * answer's head first. 1: the whole body; -1 the connection broke (e not set), -2 sink
- * stopped; 0: no 2xx answer (e set). */
+ * answer's head first. 1: the whole body; -1 the connection broke (e set: lost, saying cut),
+ * -2 sink stopped; 0: no 2xx answer (e set). */
 static int get_streamed(rnx_client *c, const char *path, const char *accept, void (*head)(const answer *, void *),
-                        sink_fn sink, void *ud, jerr *e)
+                        sink_fn sink, void *ud, const char *cut, jerr *e)
 {
-    int fd = dial(c, e);
-    if (fd < 0)
+    conn *k = client_connect(c, e);
+    if (!k)
         return 0;
     buf in = {0}, errbody = {0};
     answer a;
     int ret = 0;
-    if (send_request(fd, "GET", path, accept, NULL, 0) < 0 || read_head(fd, &in, &a) < 0) {
-        lost(c, e, "no answer");
+    if (send_request(c, k, "GET", path, accept, NULL, 0) < 0 || read_head(k, &in, &a) < 0) {
+        lost(c, k, e, "no answer");
     } else if (a.status < 200 || a.status > 299) {
-        if (read_body(fd, &in, &a, collect, &errbody) < 0)
-            lost(c, e, "answer cut short");
+        if (read_body(k, &in, &a, collect, &errbody) < 0)
+            lost(c, k, e, "answer cut short");
         else
             error_from_answer(a.status, &errbody, e);
     } else {
         if (head)
             head(&a, ud);
-        ret = read_body(fd, &in, &a, sink, ud);
+        ret = read_body(k, &in, &a, sink, ud);
         if (ret == -2)
             e->http = a.status;
+        else if (ret == -1)
+            lost(c, k, e, cut);
     }
-    close(fd);
+    conn_close(k);
     free(in.data);
     free(errbody.data);
     return ret;
@@ -499,12 +524,10 @@ static void download_total(const answer *a, void *ud) { ((to_file *)ud)->total =
 int client_download(rnx_client *c, const char *path, int out_fd, client_progress_cb cb, void *ud, jerr *e)
 {
     to_file t = {out_fd, 0, 0, cb, ud, 0};
-    int rb = get_streamed(c, path, "*/*", download_total, write_out, &t, e);
+    int rb = get_streamed(c, path, "*/*", download_total, write_out, &t, "the answer was cut short", e);
     if (rb == -2) {
         e->code = t.werr;
         snprintf(e->msg, sizeof e->msg, "writing what joblet sent: %s", strerror(t.werr));
-    } else if (rb == -1) {
-        lost(c, e, "the answer was cut short");
     }
     return rb == 1 ? 0 : -1;
 }
@@ -538,12 +561,10 @@ static int split_lines(const char *p, size_t n, void *ud)
 
 int client_stream_bytes(rnx_client *c, const char *path, const char *accept, client_bytes_cb cb, void *ud, jerr *e)
 {
-    int rb = get_streamed(c, path, accept, NULL, cb, ud, e);
+    int rb = get_streamed(c, path, accept, NULL, cb, ud, "the stream ended early", e);
     if (rb == -2) {
         e->code = ECANCELED;
         snprintf(e->msg, sizeof e->msg, "stopped reading");
-    } else if (rb == -1) {
-        lost(c, e, "the stream ended early");
     }
     return rb == 1 ? 0 : -1;
 }
@@ -566,7 +587,7 @@ int client_stream(rnx_client *c, const char *path, client_line_cb cb, void *ud, 
 
 struct client_body {
     rnx_client *c;
-    int fd;
+    conn *k;
     buf in;
     answer a;
     char *head;               /* the answer's header lines (GET) */
@@ -577,8 +598,7 @@ struct client_body {
 
 static void body_free(client_body *b)
 {
-    if (b->fd >= 0)
-        close(b->fd);
+    conn_close(b->k);
     free(b->in.data);
     free(b->head);
     free(b);
@@ -586,37 +606,37 @@ static void body_free(client_body *b)
 
 client_body *client_get_body(rnx_client *c, const char *path, const char *accept, jerr *e)
 {
-    int fd = dial(c, e);
-    if (fd < 0)
+    conn *k = client_connect(c, e);
+    if (!k)
         return NULL;
     client_body *b = xcalloc(1, sizeof *b);
     b->c = c;
-    b->fd = fd;
-    if (send_request(fd, "GET", path, accept, NULL, 0) < 0) {
-        lost(c, e, "no answer");
+    b->k = k;
+    if (send_request(c, k, "GET", path, accept, NULL, 0) < 0) {
+        lost(c, k, e, "no answer");
         body_free(b);
         return NULL;
     }
     /* the head, kept for its headers: read_head cuts it off the buffer */
     char *end;
     while (!(end = b->in.data ? strstr(b->in.data, "\r\n\r\n") : NULL))
-        if (b->in.len > MAX_HEAD || fill(fd, &b->in) <= 0) {
-            lost(c, e, "no answer");
+        if (b->in.len > MAX_HEAD || fill(k, &b->in) <= 0) {
+            lost(c, k, e, "no answer");
             body_free(b);
             return NULL;
         }
     b->head = strndup(b->in.data, (size_t)(end - b->in.data) + 2);
     if (!b->head)
         abort();
-    if (read_head(fd, &b->in, &b->a) < 0) {
-        lost(c, e, "no answer");
+    if (read_head(k, &b->in, &b->a) < 0) {
+        lost(c, k, e, "no answer");
         body_free(b);
         return NULL;
     }
     if (b->a.status < 200 || b->a.status > 299) {
         buf errbody = {0};
-        if (read_body(fd, &b->in, &b->a, collect, &errbody) < 0)
-            lost(c, e, "answer cut short");
+        if (read_body(k, &b->in, &b->a, collect, &errbody) < 0)
+            lost(c, k, e, "answer cut short");
         else
             error_from_answer(b->a.status, &errbody, e);
         free(errbody.data);
@@ -648,7 +668,10 @@ static long body_cut(client_body *b, jerr *e)
 {
     b->broken = true;
     e->code = ECONNRESET;
-    snprintf(e->msg, sizeof e->msg, "the answer was cut short: joblet ended it before its end");
+    if (b->k->why[0])
+        snprintf(e->msg, sizeof e->msg, "the answer was cut short: %s", b->k->why);
+    else
+        snprintf(e->msg, sizeof e->msg, "the answer was cut short: joblet ended it before its end");
     return -1;
 }
 
@@ -661,14 +684,14 @@ long client_body_read(client_body *b, char *out, size_t cap, jerr *e)
     if (b->a.chunked && b->left == 0) {
         if (b->crlf_due) {
             while (b->in.len < 2)
-                if (fill(b->fd, &b->in) <= 0)
+                if (fill(b->k, &b->in) <= 0)
                     return body_cut(b, e);
             buf_consume(&b->in, 2);
             b->crlf_due = false;
         }
         char *crlf;
         while (!(crlf = b->in.data ? memmem(b->in.data, b->in.len, "\r\n", 2) : NULL))
-            if (b->in.len > 64 || fill(b->fd, &b->in) <= 0)
+            if (b->in.len > 64 || fill(b->k, &b->in) <= 0)
                 return body_cut(b, e);
         char *end;
         unsigned long long size = strtoull(b->in.data, &end, 16);
@@ -686,7 +709,7 @@ long client_body_read(client_body *b, char *out, size_t cap, jerr *e)
         return 0;
     }
     if (b->in.len == 0) {
-        ssize_t r = fill(b->fd, &b->in);
+        ssize_t r = fill(b->k, &b->in);
         if (r == 0 && !b->a.chunked && b->left < 0) {
             b->done = true;
             return 0;
@@ -713,20 +736,20 @@ client_body *client_put_body(rnx_client *c, const char *path, const char *ctype,
         snprintf(e->msg, sizeof e->msg, "the request's path is longer than 2048 bytes");
         return NULL;
     }
-    int fd = dial(c, e);
-    if (fd < 0)
+    conn *k = client_connect(c, e);
+    if (!k)
         return NULL;
     client_body *b = xcalloc(1, sizeof *b);
     b->c = c;
-    b->fd = fd;
+    b->k = k;
     char head[4096];
     int n = snprintf(head, sizeof head,
-                     "PUT %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: rnx/" JOBLET_VERSION
+                     "PUT %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: rnx/" JOBLET_VERSION
                      "\r\nAccept: application/json\r\nConnection: close\r\nContent-Type: %s\r\n"
                      "Transfer-Encoding: chunked\r\n\r\n",
-                     path, ctype);
-    if (send_all(fd, head, (size_t)n) != 0) {
-        lost(c, e, strerror(errno));
+                     path, c->host, ctype);
+    if (send_all(k, head, (size_t)n) != 0) {
+        lost(c, k, e, strerror(errno));
         body_free(b);
         return NULL;
     }
@@ -743,7 +766,14 @@ int client_body_write(client_body *b, const void *p, size_t n, jerr *e)
         return 0;
     char size[24];
     int k = snprintf(size, sizeof size, "%zx\r\n", n);
-    if (send_all(b->fd, size, (size_t)k) != 0 || send_all(b->fd, p, n) != 0 || send_all(b->fd, "\r\n", 2) != 0) {
+    conn_cork(b->k);   /* over TLS: the chunk's size, data and CRLF in as few records as they fit */
+    int sent = send_all(b->k, size, (size_t)k);
+    if (sent == 0)
+        sent = send_all(b->k, p, n);
+    if (sent == 0)
+        sent = send_all(b->k, "\r\n", 2);
+    int u = uncork(b->k);
+    if (sent != 0 || u != 0) {
         b->broken = true; /* joblet answered and closed (a refusal), or went away */
         snprintf(e->msg, sizeof e->msg, "joblet stopped reading");
         return -1;
@@ -754,12 +784,12 @@ int client_body_write(client_body *b, const void *p, size_t n, jerr *e)
 int client_body_finish(client_body *b, json_t **out, jerr *e)
 {
     *out = NULL;
-    if (!b->broken && send_all(b->fd, "0\r\n\r\n", 5) < 0) {
-        lost(b->c, e, strerror(errno));
+    if (!b->broken && send_all(b->k, "0\r\n\r\n", 5) < 0) {
+        lost(b->c, b->k, e, strerror(errno));
         body_free(b);
         return -1;
     }
-    int rc = read_answer(b->c, b->fd, out, e); /* also when joblet answered before the end */
+    int rc = read_answer(b->c, b->k, out, e); /* also when joblet answered before the end */
     body_free(b);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* HTTP/JSON client for the joblet API over its unix socket. */
+/* HTTP/JSON client for the joblet API, over its unix socket or over TLS to a remote node. */
 #ifndef JOBLET_CLIENT_H
 #define JOBLET_CLIENT_H
 
@@ -8,12 +8,27 @@
 #include <stdint.h>
 
 #include "../common/err.h"
+#include "conn.h"
+#include "conn_tls.h"
 
 typedef struct rnx_client rnx_client;
 
-/* Opens no connection yet: each request dials the socket. */
-rnx_client *client_new(const char *socket_path);
+/* Where rnx sends its requests: the local daemon's socket, or a node (rnx node, cmd_node.h). */
+typedef struct client_target {
+    const char *socket;        /* the daemon's unix socket; NULL: node, over TLS */
+    conn_tls_peer node;
+} client_target;
+
+/* Opens no connection yet: each request dials the socket, or the node (a full TLS handshake
+ * each time; the node's credentials are read at the first). t's strings are copied. */
+rnx_client *client_new(const client_target *t);
 void client_free(rnx_client *c);
+
+/* A connection to where c sends its requests (rnx console carries a browser's bytes through
+ * it). NULL with e set, its message naming the socket or the node and why. */
+conn *client_connect(rnx_client *c, jerr *e);
+/* "joblet at /run/joblet/joblet.sock", "node gpu-1 (gpu-1.example.com:7443)". */
+const char *client_where(const rnx_client *c);
 
 /* One request. body (may be NULL) is sent as JSON. On a 2xx answer returns 0 and sets *out
  * to the parsed body (NULL for an empty one; caller decrefs). Otherwise returns -1 with e set:

@@ -34,6 +34,7 @@
 
 #include "../common/util.h"
 #include "client.h"
+#include "cmd_node.h"
 
 extern char **environ;
 
@@ -46,9 +47,9 @@ static const char completion_help[] =
     "share/bash-completion/completions/rnx and share/zsh/vendor-completions/_rnx.\n"
     "\n"
     "It completes commands, flags and their values, files for --upload and workflow files,\n"
-    "the job's own command line after 'rnx job run [flags]', and job ids and names, GPUs,\n"
-    "volumes and runtimes when joblet answers. Commands and flags are read from rnx's own help\n"
-    "at each completion, so they are always this rnx's. The scripts ask\n"
+    "the job's own command line after 'rnx job run [flags]', node names (rnx node), and job ids\n"
+    "and names, GPUs, volumes and runtimes when joblet answers. Commands and flags are read from\n"
+    "rnx's own help at each completion, so they are always this rnx's. The scripts ask\n"
     "'rnx completion complete -- WORDS...' for the candidates of the last of WORDS.\n"
     "\n"
     "Flags:\n"
@@ -701,9 +702,11 @@ static void cpl_json_text(json_t *v, char *buf, size_t cap)
         buf[0] = 0;
 }
 
-static void cpl_objects(cpl_out *o, const struct cpl_noun *nn, const char *socket, const char *prefix)
+static void cpl_objects(cpl_out *o, const struct cpl_noun *nn, rnx_ctx *ctx, const char *prefix)
 {
-    rnx_client *c = client_new(socket);
+    if (cmd_node_target(ctx, true) != RNX_OK)
+        return;   /* no daemon to ask, no candidates */
+    rnx_client *c = client_new(&ctx->target);
     json_t *ans = NULL;
     jerr e = {0};
     if (client_request(c, "GET", nn->path, NULL, &ans, &e) < 0) {
@@ -784,11 +787,24 @@ static size_t cpl_desc_choices(const char *desc, char *buf, size_t cap, const ch
     return 0;
 }
 
+typedef struct cpl_node_out {
+    cpl_out *o;
+    const char *prefix;
+    bool has_local;   /* "local" is among the placeholder's literals already ("NAME|local") */
+} cpl_node_out;
+
+static void cpl_node(const char *name, const char *desc, void *ud)
+{
+    cpl_node_out *no = ud;
+    if (!no->has_local || strcmp(name, "local"))
+        cpl_emit(no->o, no->prefix, name, desc);
+}
+
 /* Completes the value of a placeholder: an argument of command path (pos) or the value of
  * flag fl. prefix is what the word has before the value ("--network=" or ""). Returns the
  * directive. */
 static const char *cpl_values(cpl_out *o, const char *arg, const cpl_flag *fl, const char *const *path,
-                              size_t depth, const char *socket, const char *prefix)
+                              size_t depth, rnx_ctx *ctx, const char *prefix)
 {
     char alts[64];
     snprintf(alts, sizeof alts, "%s", arg);
@@ -833,6 +849,13 @@ static const char *cpl_values(cpl_out *o, const char *arg, const cpl_flag *fl, c
         return ":files";
     if (!strcmp(base, "USER"))
         return ":users";
+    /* the nodes of nodes.yml: --node NAME, rnx node use|show|remove NAME (not add's new one) */
+    if (!strcmp(base, "NAME") && ((fl && !strcmp(fl->name, "node")) ||
+                                  (!fl && depth == 2 && !strcmp(path[0], "node") && strcmp(path[1], "add")))) {
+        cpl_node_out no = {o, prefix, literals};
+        cmd_node_each(cpl_node, &no);
+        return ":words";
+    }
     /* what the daemon keeps: ID (a job's, a workflow's: the flag's noun, or the group's), GPU,
      * BUILD, and NAME of a volume or runtime (but not of one being created) */
     const char *noun = NULL;
@@ -848,7 +871,7 @@ static const char *cpl_values(cpl_out *o, const char *arg, const cpl_flag *fl, c
         noun = fl ? flagnoun : depth == 2 && strcmp(path[1], "create") ? group : NULL;
     const struct cpl_noun *nn = cpl_noun(noun);
     if (nn)
-        cpl_objects(o, nn, socket, prefix);
+        cpl_objects(o, nn, ctx, prefix);
     return ":words";
 }
 
@@ -909,7 +932,8 @@ static int cpl_complete(const rnx_ctx *ctx, int nwords, char **words)
     const char *path[3] = {0};
     size_t depth = 0;
     cpl_doc *d = xcalloc(1, sizeof *d);
-    const char *socket = ctx->socket, *directive = ":words";
+    rnx_ctx where = *ctx;   /* the daemon or node the command line names, for its objects */
+    const char *directive = ":words";
     bool ok = cpl_load(path, 0, d), dashdash = false;
     const cpl_flag *pending = NULL;   /* the previous word is a flag whose value this is */
     size_t npos = 0;
@@ -918,7 +942,9 @@ static int cpl_complete(const rnx_ctx *ctx, int nwords, char **words)
         const char *w = words[i];
         if (pending) {
             if (depth == 0 && !strcmp(pending->name, "socket"))
-                socket = w;
+                where.socket_flag = w;
+            if (depth == 0 && !strcmp(pending->name, "node"))
+                where.node_flag = w;
             pending = NULL;
         } else if (!dashdash && !strcmp(w, "--")) {
             dashdash = true;
@@ -928,7 +954,9 @@ static int cpl_complete(const rnx_ctx *ctx, int nwords, char **words)
             if (f && f->arg[0] && !attached)
                 pending = f;
             if (f && attached && depth == 0 && !strcmp(f->name, "socket"))
-                socket = strchr(w, '=') + 1;
+                where.socket_flag = strchr(w, '=') + 1;
+            if (f && attached && depth == 0 && !strcmp(f->name, "node"))
+                where.node_flag = strchr(w, '=') + 1;
         } else if (d->group && depth < 2) {
             path[depth++] = w;
             ok = cpl_load(path, depth, d);
@@ -948,13 +976,13 @@ static int cpl_complete(const rnx_ctx *ctx, int nwords, char **words)
         fprintf(o.f, ":command %d\n", i);
         directive = NULL;
     } else if (pending) {
-        directive = cpl_values(&o, pending->arg, pending, path, depth, socket, "");
+        directive = cpl_values(&o, pending->arg, pending, path, depth, &where, "");
     } else if (!dashdash && !strncmp(cur, "--", 2) && strchr(cur, '=')) {
         const cpl_flag *f = cpl_find_long(d, cur + 2, strcspn(cur + 2, "="));
         char prefix[64];
         snprintf(prefix, sizeof prefix, "%.*s", (int)(strchr(cur, '=') + 1 - cur), cur);
         if (f && f->arg[0])
-            directive = cpl_values(&o, f->arg, f, path, depth, socket, prefix);
+            directive = cpl_values(&o, f->arg, f, path, depth, &where, prefix);
     } else if (!dashdash && cur[0] == '-') {
         cpl_flags(&o, d);
     } else if (d->group && depth < 2) {
@@ -968,7 +996,7 @@ static int cpl_complete(const rnx_ctx *ctx, int nwords, char **words)
                 fprintf(o.f, ":command %d\n", nwords - 1);
                 directive = NULL;
             } else {
-                directive = cpl_values(&o, d->pos[k], NULL, path, depth, socket, "");
+                directive = cpl_values(&o, d->pos[k], NULL, path, depth, &where, "");
             }
         }
     }

@@ -1,6 +1,8 @@
 /* "rnx console": a browser cannot speak to a unix socket, so rnx listens on 127.0.0.1:PORT as
  * the calling user and carries the browser's requests to joblet's socket. The daemon sees this
- * user (SO_PEERCRED), exactly as for any other rnx command.
+ * user (SO_PEERCRED), exactly as for any other rnx command. With a node (--node, rnx node use)
+ * the requests go through a TLS session to the node instead, where rnx's client certificate
+ * says who they are from: the same connection every rnx command makes (client_connect).
  *
  * Other local users can reach the port too, and their servers on other ports of 127.0.0.1 get
  * the browser's cookies for the host: nothing passes without the checks of console_gate.c (the
@@ -25,15 +27,18 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../common/parse.h"
 #include "cli.h"
+#include "client.h"
 #include "cmd_console.h"
+#include "cmd_node.h"
+#include "conn.h"
 #include "console_gate.h"
+#include "print.h"
 
 #define HEAD_MAX 16384                /* a request's head, as the browser sends it */
 #define HEAD_TIMEOUT_MS 10000         /* to send it: a browser sends it at once */
@@ -44,16 +49,19 @@
 #define FLAG_MAX 4096
 
 static const char console_help[] =
-    "Usage: rnx console [--port N] [--max-pending N] [--max-connections N]\n"
+    "Usage: rnx console [--node NAME] [--port N] [--max-pending N] [--max-connections N]\n"
     "\n"
     "Serves joblet's web console to a browser on this machine: listens on 127.0.0.1:N (any free\n"
     "port by default) as you, and carries the browser's requests to joblet's socket, where they\n"
-    "are yours (what you may see and do is what rnx lets you). Prints the URL to open; it holds a\n"
+    "are yours (what you may see and do is what rnx lets you), or with a node (--node, or the\n"
+    "default of 'rnx node use') over TLS to that node, as your client certificate says. Prints\n"
+    "the URL to open; it holds a\n"
     "one-time token that the browser trades for a session cookie and a key that only the\n"
     "console's page holds, so other users of this machine (and pages on other ports) cannot use\n"
     "the port. Runs until interrupted (Ctrl-C).\n"
     "\n"
     "Flags:\n"
+    "  --node NAME           the node to serve the console of (as 'rnx --node NAME console')\n"
     "  --port N              the port to listen on (default 0: any free one)\n"
     "  --max-pending N       connections waiting to be checked at once (default 64; past it the\n"
     "                        oldest is closed); they cost no process\n"
@@ -64,7 +72,7 @@ static const char console_help[] =
     "port 8080.\n";
 
 static console_secrets secrets;
-static const char *sock_path;
+static rnx_client *daemon_client;   /* where the requests go: the socket or a node */
 
 /* A connection whose head is not in yet, or a refused one whose body is read away. */
 typedef struct pending {
@@ -103,17 +111,19 @@ static int random_hex(char *out)
     return 0;
 }
 
-static void send_all(int fd, const char *p, size_t n)
+/* false when the browser is gone */
+static bool send_all(int fd, const char *p, size_t n)
 {
     while (n) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return;
+            return false;
         p += w;
         n -= (size_t)w;
     }
+    return true;
 }
 
 /* An answer of the console's own (small: it fits the socket's empty buffer). */
@@ -132,39 +142,59 @@ static void reply(int fd, int flags, const char *status, const char *extra, cons
         send_all(fd, buf, (size_t)n);
 }
 
-static int daemon_connect(void)
+/* Sends all n bytes to the daemon (or node); false when it is gone. */
+static bool conn_send_all(conn *d, const char *p, size_t n)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        close(fd);
-        return -1;
+    while (n) {
+        ssize_t w = conn_write(d, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
     }
-    return fd;
+    return true;
 }
 
-/* Bytes both ways until either side is done. */
-static void relay(int a, int b)
+/* Bytes both ways until the daemon's side ends (it closes after its answer: each request is
+ * sent with Connection: close) or either side breaks. A browser that is done sending (a
+ * half-close) is passed on as one (over TLS a close_notify, then the TCP half-close), and the
+ * answer is still carried back. */
+static void relay(int b, conn *d)
 {
     char buf[65536];
-    struct pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    bool browser_open = true;
     for (;;) {
-        if (poll(p, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            return;
-        }
-        for (int i = 0; i < 2; i++) {
-            if (!p[i].revents)
-                continue;
-            ssize_t n = recv(p[i].fd, buf, sizeof buf, 0);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
+        /* what the TLS session has decrypted already: a poll on its socket would not show it */
+        if (!conn_pending(d)) {
+            struct pollfd p[2] = {{d->fd, POLLIN, 0}, {b, POLLIN, 0}};
+            if (poll(p, browser_open ? 2 : 1, -1) < 0) {
+                if (errno == EINTR)
+                    continue;
                 return;
-            send_all(p[1 - i].fd, buf, (size_t)n);
+            }
+            if (browser_open && p[1].revents) {
+                ssize_t n = recv(b, buf, sizeof buf, 0);
+                if (n < 0 && errno == EINTR)
+                    continue;
+                if (n < 0)
+                    return;
+                if (n == 0) {
+                    browser_open = false;
+                    conn_shutdown_write(d);
+                } else if (!conn_send_all(d, buf, (size_t)n)) {
+                    return;
+                }
+            }
+            if (!p[0].revents)
+                continue;
         }
+        ssize_t n = conn_read(d, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || !send_all(b, buf, (size_t)n))
+            return;
     }
 }
 
@@ -172,23 +202,27 @@ static void relay(int a, int b)
  * rest the body's start) to joblet, then the bytes both ways. */
 static void forward(int c, const char *head, const char *end, size_t len)
 {
-    int d = daemon_connect();
-    if (d < 0) {
-        reply(c, 0, "502 Bad Gateway", "", "joblet does not answer on its socket");
+    jerr e = {0};
+    conn *d = client_connect(daemon_client, &e);
+    if (!d) {
+        char msg[sizeof e.msg + 64];
+        snprintf(msg, sizeof msg, "joblet does not answer: %s", e.msg);
+        reply(c, 0, "502 Bad Gateway", "", msg);
         return;
     }
     char out[HEAD_MAX + 64];
     size_t n = console_gate_rewrite(head, end, out, sizeof out);
     if (!n) {
         reply(c, 0, "431 Request Header Fields Too Large", "", "request head too large");
-        close(d);
+        conn_close(d);
         return;
     }
-    send_all(d, out, n);
     size_t body = (size_t)(end + 4 - head);
-    send_all(d, head + body, len - body);
-    relay(c, d);
-    close(d);
+    conn_cork(d);
+    bool sent = conn_send_all(d, out, n) && conn_send_all(d, head + body, len - body);
+    if (conn_uncork(d) == 0 && sent)
+        relay(c, d);
+    conn_close(d);
 }
 
 static void drop(pending *p)
@@ -409,7 +443,8 @@ static int count_flag(const char *flag, const char *arg, size_t *out)
 
 int cmd_console(rnx_ctx *ctx, int argc, char **argv)
 {
-    static const struct option opts[] = {{"port", required_argument, NULL, 'p'},
+    static const struct option opts[] = {{"node", required_argument, NULL, 'N'},
+                                         {"port", required_argument, NULL, 'p'},
                                          {"max-pending", required_argument, NULL, 'P'},
                                          {"max-connections", required_argument, NULL, 'C'},
                                          {"help", no_argument, NULL, 'h'},
@@ -431,6 +466,14 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
             if ((rc = count_flag("--max-connections", optarg, &max_conns)) != RNX_OK)
                 return rc;
             break;
+        case 'N':
+            if (ctx->node_flag && strcmp(ctx->node_flag, optarg))
+                return rnx_usage("console: --node %s and the global --node %s name two nodes; give one", optarg,
+                                 ctx->node_flag);
+            ctx->node_flag = optarg;
+            if ((rc = cmd_node_target(ctx, false)) != RNX_OK)
+                return rc;
+            break;
         case 'h': fputs(console_help, stdout); return RNX_OK;
         default: return RNX_USAGE;
         }
@@ -445,11 +488,12 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
                          "(ulimit -n) with the console's own; give at most %llu",
                          max_pending, (unsigned long long)nofile.rlim_cur,
                          nofile.rlim_cur > 16 ? (unsigned long long)nofile.rlim_cur - 16 : 0ull);
-    sock_path = ctx->socket;
-    int probe = daemon_connect();
-    if (probe < 0)
-        return rnx_fail("cannot reach joblet at %s: %s", sock_path, strerror(errno));
-    close(probe);
+    daemon_client = client_new(&ctx->target);
+    jerr e = {0};
+    conn *probe = client_connect(daemon_client, &e);   /* over TLS: the node's certificate is checked now */
+    if (!probe)
+        return rnx_fail("%s", e.msg);
+    conn_close(probe);
     if (random_hex(secrets.token) < 0 || random_hex(secrets.session) < 0 || random_hex(secrets.key) < 0)
         return rnx_fail("cannot make the console's secrets: %s", strerror(errno));
     int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -465,8 +509,12 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
      * (two users, two daemons) in one browser each keep their own */
     snprintf(secrets.cookie, sizeof secrets.cookie, "joblet_console_%u", (unsigned)ntohs(sa.sin_port));
     signal(SIGPIPE, SIG_IGN);
-    printf("joblet console (as uid %u): http://127.0.0.1:%u/?token=%s\n", (unsigned)getuid(),
-           (unsigned)ntohs(sa.sin_port), secrets.token);
+    if (ctx->target.socket)
+        printf("joblet console (as uid %u): http://127.0.0.1:%u/?token=%s\n", (unsigned)getuid(),
+               (unsigned)ntohs(sa.sin_port), secrets.token);
+    else
+        print_textf(stdout, "joblet console (%s, as its certificate's user): http://127.0.0.1:%u/?token=%s\n",
+                    client_where(daemon_client), (unsigned)ntohs(sa.sin_port), secrets.token);
     printf("The link works once, in one browser tab, which then holds the session. Ctrl-C stops the console.\n");
     fflush(stdout);
     return serve(l);

@@ -665,7 +665,7 @@ int cmd_job_cp(rnx_ctx *ctx, int argc, char **argv)
                          jpath);
     if (libarchive_load() != RNX_OK)
         return RNX_FAIL;
-    rnx_client *cl = client_new(ctx->socket);
+    rnx_client *cl = client_new(&ctx->target);
     int rc = sj ? copy_out(cl, sid, spath, dest, follow, quiet) : copy_in(cl, src, did, dpath, follow, quiet);
     client_free(cl);
     return rc;

@@ -36,7 +36,7 @@ static const char topo_legend[] =
 
 static int fetch(const rnx_ctx *ctx, const char *path, json_t **out)
 {
-    rnx_client *c = client_new(ctx->socket);
+    rnx_client *c = client_new(&ctx->target);
     jerr e = {0};
     int rc = client_request(c, "GET", path, NULL, out, &e);
     client_free(c);
@@ -434,7 +434,7 @@ static int gpu_admin(const rnx_ctx *ctx, const char *action, const char *id, boo
     if (strlen(id) > 128 || strchr(id, '/') || strchr(id, '?'))
         return rnx_usage("gpu %s: '%.40s' is not a GPU index or UUID", action, id);
     snprintf(path, sizeof path, "/v1/gpus/%s/%s", id, action);
-    rnx_client *c = client_new(ctx->socket);
+    rnx_client *c = client_new(&ctx->target);
     jerr e = {0};
     json_t *g = NULL, *body = json_pack("{s:b}", "force", force);
     int rc = client_request(c, "POST", path, body, &g, &e);

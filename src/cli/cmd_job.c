@@ -212,7 +212,7 @@ static const char delete_all_help[] =
 
 static rnx_client *open_client(const rnx_ctx *ctx)
 {
-    return client_new(ctx->socket);
+    return client_new(&ctx->target);
 }
 
 /* The flag that sets a request field ("uploads[2]" is --upload's), NULL when none does. */

@@ -112,7 +112,7 @@ int cmd_job_metrics(rnx_ctx *ctx, int argc, char **argv)
                          usage);
     if (!*argv[optind])
         return rnx_usage("job metrics: the ID is empty; usage: %s", usage);
-    rnx_client *cl = client_new(ctx->socket);
+    rnx_client *cl = client_new(&ctx->target);
     char *esc = client_escape(cl, argv[optind]), *path;
     if (asprintf(&path, "/v1/jobs/%s/metrics", esc) < 0)
         abort();

@@ -258,7 +258,7 @@ int cmd_monitor(rnx_ctx *ctx, int argc, char **argv)
     if (optind < argc)
         return rnx_usage("monitor %s: takes no arguments (got '%s'); see 'rnx monitor --help'", sub, argv[optind]);
     bool tty = watch && !ctx->json && isatty(STDOUT_FILENO);
-    rnx_client *cl = client_new(ctx->socket);
+    rnx_client *cl = client_new(&ctx->target);
     int rc = RNX_OK;
     for (uint64_t n = 0; !count || n < count; n++) {
         if (n)

@@ -45,7 +45,7 @@ static const char runtime_help[] =
     "--json prints the API's objects (docs/api.md, \"Runtimes\"). Ctrl-C while a build is shown\n"
     "stops showing it, not the build.\n";
 
-static rnx_client *client(const rnx_ctx *ctx) { return client_new(ctx->socket); }
+static rnx_client *client(const rnx_ctx *ctx) { return client_new(&ctx->target); }
 
 static int fail(const jerr *e) { return rnx_fail("%s", e->msg); }
 

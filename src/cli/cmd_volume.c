@@ -50,7 +50,7 @@ static int server_error(const jerr *e)
 
 static int call(const rnx_ctx *ctx, const char *method, const char *path, json_t *body, json_t **out)
 {
-    rnx_client *c = client_new(ctx->socket);
+    rnx_client *c = client_new(&ctx->target);
     jerr e = {0};
     int rc = client_request(c, method, path, body, out, &e);
     client_free(c);
@@ -171,7 +171,7 @@ static int volume_create(const rnx_ctx *ctx, const char *name, const char *size,
 
 static int volume_remove(const rnx_ctx *ctx, const char *name)
 {
-    rnx_client *c = client_new(ctx->socket);
+    rnx_client *c = client_new(&ctx->target);
     char *esc = client_escape(c, name);
     client_free(c);
     char path[512];

@@ -529,7 +529,7 @@ static int workflow_run(rnx_ctx *ctx, int argc, char **argv)
     if (!d)
         return report_problems(file, &errs);
 
-    rnx_client *cl = client_new(ctx->socket);
+    rnx_client *cl = client_new(&ctx->target);
     json_t *wf = NULL;
     jerr e = {0};
     size_t nsets = wfp_njobs(d);
@@ -589,7 +589,7 @@ static int workflow_validate(rnx_ctx *ctx, int argc, char **argv)
         return report_problems(file, &errs);
     json_t *body = wfp_body(d);
     /* the daemon's own checks, as for run, with nothing created */
-    rnx_client *cl = client_new(ctx->socket);
+    rnx_client *cl = client_new(&ctx->target);
     json_t *answer = NULL;
     jerr e = {0};
     rc = RNX_OK;
@@ -624,7 +624,7 @@ static int workflow_validate(rnx_ctx *ctx, int argc, char **argv)
 
 static int request(const rnx_ctx *ctx, const char *method, const char *id, const char *suffix, json_t **out)
 {
-    rnx_client *c = client_new(ctx->socket);
+    rnx_client *c = client_new(&ctx->target);
     char *path = id ? wf_path(c, id, suffix) : xstrdup("/v1/workflows");
     jerr e = {0};
     int rc = client_request(c, method, path, NULL, out, &e) < 0 ? rnx_fail("%s", e.msg) : RNX_OK;
@@ -641,7 +641,7 @@ static int workflow_list(rnx_ctx *ctx, int argc, char **argv)
         return rc < 0 ? RNX_OK : rc;
     if (optind < argc)
         return rnx_usage("workflow list: unexpected argument '%s'; usage: rnx workflow list [--json]", argv[optind]);
-    rnx_client *c = client_new(ctx->socket);
+    rnx_client *c = client_new(&ctx->target);
     jerr e = {0};
     if (client_request(c, "GET", "/v1/workflows", NULL, &resp, &e) < 0) {
         client_free(c);

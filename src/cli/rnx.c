@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/un.h>
 
 #include "cli.h"
 #include "client.h"
@@ -15,6 +14,7 @@
 #include "cmd_gpu.h"
 #include "cmd_job.h"
 #include "cmd_monitor.h"
+#include "cmd_node.h"
 #include "cmd_volume.h"
 #include "cmd_runtime.h"
 #include "cmd_workflow.h"
@@ -27,18 +27,23 @@ static const char global_help[] =
     "rnx - run and manage jobs on a joblet daemon\n"
     "\n"
     "Usage:\n"
-    "  rnx [--socket PATH] [--json] job <command> [flags] [args...]\n"
-    "  rnx [--socket PATH] [--json] workflow <command> [flags] [args...]\n"
-    "  rnx [--socket PATH] [--json] gpu list|show GPU|topo\n"
-    "  rnx [--socket PATH] [--json] monitor status|watch\n"
-    "  rnx [--socket PATH] [--json] volume create|list|remove [flags] [NAME]\n"
-    "  rnx [--socket PATH] [--json] runtime build|list|info|remove|test|import|export|builds|log\n"
-    "  rnx [--socket PATH] console [--port N]\n"
+    "  rnx [--node NAME|--socket PATH] [--json] job <command> [flags] [args...]\n"
+    "  rnx [--node NAME|--socket PATH] [--json] workflow <command> [flags] [args...]\n"
+    "  rnx [--node NAME|--socket PATH] [--json] gpu list|show GPU|topo\n"
+    "  rnx [--node NAME|--socket PATH] [--json] monitor status|watch\n"
+    "  rnx [--node NAME|--socket PATH] [--json] volume create|list|remove [flags] [NAME]\n"
+    "  rnx [--node NAME|--socket PATH] [--json] runtime build|list|info|remove|test|import|export|builds|log\n"
+    "  rnx [--node NAME|--socket PATH] console [--port N]\n"
+    "  rnx [--json] node add|list|use|show|remove [flags] [NAME]\n"
     "  rnx --version\n"
     "  rnx --help\n"
     "\n"
     "Global flags:\n"
-    "  --socket PATH   the daemon's unix socket (default: $JOBLET_SOCKET, else " RNX_DEFAULT_SOCKET ")\n"
+    "  --node NAME     send the command to the node NAME of nodes.yml, over TLS with your client\n"
+    "                  certificate (default: $RNX_NODE, else the default node of 'rnx node use',\n"
+    "                  else the local socket); 'local' is the local socket\n"
+    "  --socket PATH   the daemon's unix socket on this machine (default: $JOBLET_SOCKET, else\n"
+    "                  " RNX_DEFAULT_SOCKET "); not with --node\n"
     "  --json          print the API's JSON objects instead of text\n"
     "  --version       print this client's version and the daemon's\n"
     "  -h, --help      show this help\n"
@@ -72,6 +77,7 @@ static const char global_help[] =
     "  runtime list    prepared root filesystems jobs run in with --runtime (build, info, test, ...:\n"
     "                  rnx runtime --help)\n"
     "  console         the web console in your browser, through a proxy on 127.0.0.1 (prints its URL)\n"
+    "  node add|list|use|show|remove   named remote nodes (TLS, client certificates): rnx node --help\n"
     "  completion bash|zsh   print the shell completion script: source <(rnx completion bash)\n"
     "\n"
     "Run 'rnx job <command> --help' (or 'rnx workflow <command> --help') for a command's flags.\n"
@@ -79,18 +85,6 @@ static const char global_help[] =
     "Exit status: 0 on success, 1 when joblet refused or something failed, 2 for a bad command\n"
     "line; 'rnx job run --follow' exits with the job's exit code, 'rnx workflow run --follow' with 0\n"
     "when the workflow COMPLETED and 1 otherwise.\n";
-
-/* source names where the path came from: "--socket" or "JOBLET_SOCKET". */
-static int socket_path_ok(const char *path, const char *source)
-{
-    struct sockaddr_un sa;
-    if (!*path)
-        return rnx_usage("%s: needs a path", source);
-    if (strlen(path) >= sizeof sa.sun_path)
-        return rnx_usage("%s: '%s' is too long for a unix socket path (at most %zu bytes)", source, path,
-                         sizeof sa.sun_path - 1);
-    return 0;
-}
 
 /* "isolation: native (default); gvisor: runsc VERSION, platform P, nvproxy no" or why not. */
 static void print_isolation(json_t *iso)
@@ -124,7 +118,7 @@ static void print_isolation(json_t *iso)
 /* Prints the client's version, then asks the daemon for its own. */
 static int do_version(const rnx_ctx *ctx)
 {
-    rnx_client *c = client_new(ctx->socket);
+    rnx_client *c = client_new(&ctx->target);
     json_t *v = NULL;
     jerr e = {0};
     int rc = RNX_OK;
@@ -158,6 +152,7 @@ static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 'S'},
+        {"node", required_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
@@ -170,7 +165,8 @@ static int run(int argc, char **argv)
     optind = 0;
     while ((c = rnx_getopt(argc, argv, "+h", opts, "rnx")) != -1) {
         switch (c) {
-        case 'S': ctx.socket = optarg; break;
+        case 'S': ctx.socket_flag = optarg; break;
+        case 'N': ctx.node_flag = optarg; break;
         case 'j': ctx.json = true; break;
         case 'V': version = true; break;
         case 'h': help = true; break;
@@ -181,18 +177,21 @@ static int run(int argc, char **argv)
         fputs(global_help, stdout);
         return RNX_OK;
     }
-    const char *source = "--socket";
-    if (!ctx.socket) {
-        const char *env = getenv("JOBLET_SOCKET");
-        ctx.socket = env && *env ? env : RNX_DEFAULT_SOCKET;
-        source = "JOBLET_SOCKET";
+    if (ctx.node_flag && ctx.socket_flag)
+        return rnx_usage("--node and --socket both say where to send the command; give one of them");
+    /* rnx node and rnx completion choose (or not) for themselves: a nodes.yml in need of
+     * repair must not stop the commands that repair it */
+    const char *cmd = optind < argc ? argv[optind] : "";
+    if (strcmp(cmd, "node") && strcmp(cmd, "completion")) {
+        int rc = cmd_node_target(&ctx, false);
+        if (rc != RNX_OK)
+            return rc;
     }
-    if (socket_path_ok(ctx.socket, source) != 0)
-        return RNX_USAGE;
     if (version || (optind < argc && strcmp(argv[optind], "version") == 0 && optind + 1 == argc))
         return do_version(&ctx);
     if (optind >= argc)
-        return rnx_usage("missing command; usage: rnx [--socket PATH] [--json] job <command> ...; see 'rnx --help'");
+        return rnx_usage("missing command; usage: rnx [--node NAME|--socket PATH] [--json] job <command> ...; see "
+                         "'rnx --help'");
     if (strcmp(argv[optind], "job") == 0)
         return cmd_job(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "workflow") == 0)
@@ -209,10 +208,12 @@ static int run(int argc, char **argv)
         return cmd_runtime(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "console") == 0)
         return cmd_console(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "node") == 0)
+        return cmd_node(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "completion") == 0)
         return cmd_completion(&ctx, argc - optind, argv + optind);
     static const char *const commands[] = {"job", "workflow", "gpu", "audit", "monitor", "volume", "runtime",
-                                           "console", "completion", "help", "version"};
+                                           "console", "node", "completion", "help", "version"};
     return rnx_unknown_command(argv[optind], "rnx", commands, sizeof commands / sizeof commands[0]);
 }
 

@@ -1,0 +1,54 @@
+/* One connection of rnx to joblet, whatever carries it: the daemon's unix socket (conn.c) or a
+ * TLS session over TCP to a remote node (conn_tls.c). client.c speaks HTTP over it and rnx
+ * console carries a browser's bytes through it; neither knows which kind it holds. The unix
+ * kind is a socket and nothing else: no TLS code is loaded or run for it. */
+#ifndef JOBLET_CONN_H
+#define JOBLET_CONN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+
+typedef struct conn conn;
+
+/* What a kind of connection does. read and write block; they work like recv and send: read
+ * gives how many bytes (0 at the end of the peer's data), write how many it took (at least
+ * one), both -1 with errno set on failure (write: EPIPE or ECONNRESET when the peer is gone,
+ * EINTR to be retried). pending: bytes already read off the socket and decrypted, which a
+ * poll on the socket does not show. shutdown_write: no more bytes from us (the peer reads its
+ * end); close frees the connection. */
+typedef struct conn_ops {
+    ssize_t (*read)(conn *c, void *buf, size_t cap);
+    ssize_t (*write)(conn *c, const void *p, size_t n);
+    size_t (*pending)(conn *c);
+    int (*shutdown_write)(conn *c);
+    void (*cork)(conn *c);     /* gather writes until uncork (one TLS record, not three) */
+    int (*uncork)(conn *c);    /* 0, or -1 with errno as write's */
+    void (*close)(conn *c);
+} conn_ops;
+
+struct conn {
+    const conn_ops *ops;
+    int fd;                    /* the socket, for poll */
+    char why[256];             /* what broke it, when a read or write fails for a reason worth
+                                  telling ("the node sent the TLS alert ..."); "" otherwise */
+};
+
+static inline ssize_t conn_read(conn *c, void *buf, size_t cap) { return c->ops->read(c, buf, cap); }
+static inline ssize_t conn_write(conn *c, const void *p, size_t n) { return c->ops->write(c, p, n); }
+static inline size_t conn_pending(conn *c) { return c->ops->pending(c); }
+static inline int conn_shutdown_write(conn *c) { return c->ops->shutdown_write(c); }
+static inline void conn_cork(conn *c) { c->ops->cork(c); }
+static inline int conn_uncork(conn *c) { return c->ops->uncork(c); }
+static inline void conn_close(conn *c)
+{
+    if (c)
+        c->ops->close(c);
+}
+
+/* Connects to the unix socket at path. NULL with e set (e->code the errno; e->msg says why,
+ * naming the path) when it cannot. */
+conn *conn_unix_dial(const char *path, jerr *e);
+
+#endif
