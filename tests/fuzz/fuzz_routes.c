@@ -421,7 +421,8 @@ static void reset(void)
         jerr e = {0};
         char name[80];
         snprintf(name, sizeof name, "%s", volumes_at(0)->name);
-        FUZZ_ASSERT(volumes_remove(name, 0, 0, &e) == 0, "volume %s: %s", name, e.msg);
+        caller admin = authz_local(0, 0);
+        FUZZ_ASSERT(volumes_remove(name, &admin, &e) == 0, "volume %s: %s", name, e.msg);
     }
     for (int i = 0; i < core.gpu.inv.n; i++)
         if (gpu_service_get(i)->state != GS_AVAILABLE) {
