@@ -24,7 +24,7 @@ import http.client
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, SANITIZER_MARKS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RNX = os.path.join(BUILD, "rnx")
@@ -168,8 +168,11 @@ def env(tmp_path):
 def rnx(env, *args, stdin=None, more=None):
     e = dict(env)
     e.update(more or {})
-    return subprocess.run([RNX, *args], capture_output=True, env=e, timeout=120,
-                          input=stdin if stdin is not None else b"")
+    p = subprocess.run([RNX, *args], capture_output=True, env=e, timeout=120,
+                       input=stdin if stdin is not None else b"")
+    for mark in SANITIZER_MARKS:
+        assert mark not in p.stderr.decode(errors="replace"), p.stderr.decode(errors="replace")
+    return p
 
 
 def out(p):
@@ -501,6 +504,9 @@ def test_console_through_a_node(env, tmp_path, pki, fake):
     finally:
         os.kill(c.pid, signal.SIGTERM)
         c.wait()
+        console_err = c.stderr.read()
+    for mark in SANITIZER_MARKS:
+        assert mark not in console_err, console_err
 
 
 def test_the_local_socket_loads_no_tls(env, tmp_path, pki, fake):
