@@ -115,7 +115,10 @@ conn *client_connect(rnx_client *c, jerr *e)
     if (!c->creds && !(c->creds = conn_tls_creds_new(&c->node, e))) {
         char why[sizeof e->msg];
         snprintf(why, sizeof why, "%s", e->msg);
-        snprintf(e->msg, sizeof e->msg, "node %s: %s (rnx node show %s)", c->node.node, why, c->node.node);
+        if (e->field[0])   /* one of the node's fields: ca, cert, key */
+            snprintf(e->msg, sizeof e->msg, "node %s: %s (rnx node show %s)", c->node.node, why, c->node.node);
+        else
+            snprintf(e->msg, sizeof e->msg, "node %s: %s", c->node.node, why);
         e->http = 0;
         return NULL;
     }
