@@ -622,7 +622,8 @@ conn *conn_tls_dial(const conn_tls_creds *cr, jerr *e)
     t->base.fd = fd;
     t->cr = cr;
     const char *errpos = NULL;
-    int r = tls.gnutls_init(&t->s, GNUTLS_CLIENT);
+    /* no session tickets: nothing to resume from, nothing secret kept (see the top) */
+    int r = tls.gnutls_init(&t->s, GNUTLS_CLIENT | GNUTLS_NO_TICKETS);
     if (r < 0) {
         t->s = NULL;
         jerr_set(e, EIO, "node %s (%s): GnuTLS: %s", cr->node, cr->address, tls.gnutls_strerror(r));
