@@ -1,5 +1,5 @@
 /* HTTP/1.1 over the daemon's unix socket, or over TLS to a remote node (conn.h: the
- * connection's kind is chosen once, in dial, and nothing else here knows it). Deliberately
+ * connection's kind is chosen once, in client_connect, and nothing else here knows it). Deliberately
  * small: rnx talks to one server whose answers are always Content-Length or chunked, and
  * start-up time matters — libcurl and the TLS stack it drags in cost ~4 ms of loading per rnx
  * run, half the start-latency budget of `rnx job run --follow` (docs/performance.md); GnuTLS
@@ -87,6 +87,8 @@ void client_free(rnx_client *c)
     if (!c)
         return;
     free(c->socket);
+    if (c->node.key)
+        explicit_bzero((char *)c->node.key, strlen(c->node.key));
     const char *const strs[] = {c->node.node, c->node.address, c->node.host, c->node.port,
                                 c->node.ca,   c->node.cert,    c->node.key};
     for (size_t i = 0; i < ARRAY_LEN(strs); i++)
@@ -115,7 +117,10 @@ conn *client_connect(rnx_client *c, jerr *e)
     if (!c->creds && !(c->creds = conn_tls_creds_new(&c->node, e))) {
         char why[sizeof e->msg];
         snprintf(why, sizeof why, "%s", e->msg);
-        snprintf(e->msg, sizeof e->msg, "node %s: %s (rnx node show %s)", c->node.node, why, c->node.node);
+        if (e->field[0])   /* one of the node's fields: ca, cert, key */
+            snprintf(e->msg, sizeof e->msg, "node %s: %s (rnx node show %s)", c->node.node, why, c->node.node);
+        else
+            snprintf(e->msg, sizeof e->msg, "node %s: %s", c->node.node, why);
         e->http = 0;
         return NULL;
     }

@@ -127,6 +127,7 @@ typedef struct tls_conn {
     gnutls_session_t s;
     const conn_tls_creds *cr;
     int last_errno;           /* of the socket's last failed send or recv */
+    bool server_ok;           /* the server's certificate passed: rnx's own goes next */
     char refusal[600];        /* why the server's certificate was refused */
 } tls_conn;
 
@@ -302,6 +303,7 @@ static int verify_server(gnutls_session_t s)
     bool name_ok = !(status & GNUTLS_CERT_UNEXPECTED_OWNER) && (cr->ip_len || has_dns);
     if (status == 0 && name_ok) {
         tls.gnutls_x509_crt_deinit(crt);
+        t->server_ok = true;
         return 0;
     }
     size_t used = 0;
@@ -620,7 +622,8 @@ conn *conn_tls_dial(const conn_tls_creds *cr, jerr *e)
     t->base.fd = fd;
     t->cr = cr;
     const char *errpos = NULL;
-    int r = tls.gnutls_init(&t->s, GNUTLS_CLIENT);
+    /* no session tickets: nothing to resume from, nothing secret kept (see the top) */
+    int r = tls.gnutls_init(&t->s, GNUTLS_CLIENT | GNUTLS_NO_TICKETS);
     if (r < 0) {
         t->s = NULL;
         jerr_set(e, EIO, "node %s (%s): GnuTLS: %s", cr->node, cr->address, tls.gnutls_strerror(r));
@@ -658,6 +661,13 @@ conn *conn_tls_dial(const conn_tls_creds *cr, jerr *e)
              r == GNUTLS_E_INSUFFICIENT_CREDENTIALS || r == GNUTLS_E_NO_CIPHER_SUITES)
         jerr_set(e, EPROTO, "node %s (%s): the TLS handshake failed: %s (rnx speaks TLS 1.3 only; is the address "
                  "a joblet TLS listener?)", cr->node, cr->address, tls.gnutls_strerror(r));
+    else if ((r == GNUTLS_E_PULL_ERROR || r == GNUTLS_E_PUSH_ERROR) && t->last_errno && t->server_ok)
+        /* the node closed it once it had rnx's certificate (its alert, if any, is lost with the
+         * connection: TLS 1.3 encrypts it) */
+        jerr_set(e, t->last_errno, "node %s (%s): the node closed the connection during the TLS handshake, once it "
+                 "had rnx's client certificate (%s): it probably does not take rnx's client certificate (is it "
+                 "signed by the node's CA, not expired, not revoked? see rnx node show)", cr->node, cr->address,
+                 strerror(t->last_errno));
     else if ((r == GNUTLS_E_PULL_ERROR || r == GNUTLS_E_PUSH_ERROR) && t->last_errno)
         jerr_set(e, t->last_errno, "node %s (%s): the connection broke during the TLS handshake: %s", cr->node,
                  cr->address, strerror(t->last_errno));

@@ -171,6 +171,7 @@ def answer(conn, method, target, headers, log_rec):
 
 def serve_one(raw, ctx, log):
     raw.settimeout(30)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # as joblet's listener: no Nagle wait
     try:
         conn = ctx.wrap_socket(raw, server_side=True)
     except (ssl.SSLError, OSError) as e:

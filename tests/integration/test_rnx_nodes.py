@@ -24,7 +24,7 @@ import http.client
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, SANITIZER_MARKS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RNX = os.path.join(BUILD, "rnx")
@@ -77,6 +77,7 @@ def pki(tmp_path_factory):
     # named by its CN only as a DNS name: rnx must not take the CN
     p["srv_cn"] = make_cert(d, "srv_cn", 'cn = "localhost"\nip_address = "127.0.0.1"\ntls_www_server\nsigning_key\n',
                             p["srv.key"], ca)
+    p["srv6"] = make_cert(d, "srv6", 'cn = "node-1"\nip_address = "::1"\ntls_www_server\nsigning_key\n', p["srv.key"], ca)
     p["srv_other"] = make_cert(d, "srv_other", 'cn = "node-1"\n' + server, p["srv.key"], ca2)
     p["srv_client_eku"] = make_cert(d, "srv_client_eku", 'cn = "node-1"\ndns_name = "localhost"\n'
                                     'ip_address = "127.0.0.1"\ntls_www_client\nsigning_key\n', p["srv.key"], ca)
@@ -168,8 +169,11 @@ def env(tmp_path):
 def rnx(env, *args, stdin=None, more=None):
     e = dict(env)
     e.update(more or {})
-    return subprocess.run([RNX, *args], capture_output=True, env=e, timeout=120,
-                          input=stdin if stdin is not None else b"")
+    p = subprocess.run([RNX, *args], capture_output=True, env=e, timeout=120,
+                       input=stdin if stdin is not None else b"")
+    for mark in SANITIZER_MARKS:
+        assert mark not in p.stderr.decode(errors="replace"), p.stderr.decode(errors="replace")
+    return p
 
 
 def out(p):
@@ -361,6 +365,19 @@ def test_a_dns_name_is_checked_against_the_dns_sans(env, tmp_path, pki, fake):
     assert len(m.requests()) == 2
 
 
+def test_an_ipv6_address_in_brackets(env, tmp_path, pki, fake):
+    n = fake(cert="srv6", binds=("::1",))
+    add(env, tmp_path, pki, "v6", f"[::1]:{n.port}")
+    p = rnx(env, "--node", "v6", "job", "list")
+    assert p.returncode == 0, err(p)
+    assert n.requests()[0]["host"] == f"[::1]:{n.port}"
+    # the same certificate does not name 127.0.0.1
+    m = fake(cert="srv6")
+    add(env, tmp_path, pki, "v4", f"127.0.0.1:{m.port}")
+    p = rnx(env, "--node", "v4", "job", "list")
+    assert p.returncode == 1 and "does not name 127.0.0.1 (it names ::1)" in err(p), err(p)
+
+
 def test_an_address_the_certificate_does_not_name_is_refused(env, tmp_path, pki, fake):
     n = fake(binds=("127.0.0.1", "127.0.0.2"))
     other = n.ports["127.0.0.2"]
@@ -501,6 +518,9 @@ def test_console_through_a_node(env, tmp_path, pki, fake):
     finally:
         os.kill(c.pid, signal.SIGTERM)
         c.wait()
+        console_err = c.stderr.read()
+    for mark in SANITIZER_MARKS:
+        assert mark not in console_err, console_err
 
 
 def test_the_local_socket_loads_no_tls(env, tmp_path, pki, fake):
@@ -514,3 +534,38 @@ def test_the_local_socket_loads_no_tls(env, tmp_path, pki, fake):
     add(env, tmp_path, pki, "n1", f"127.0.0.1:{n.port}")
     p = rnx(env, "--node", "n1", "job", "list", more={"LD_DEBUG": "files"})
     assert p.returncode == 0 and "file=libgnutls.so.30" in err(p)
+
+
+NO_GNUTLS = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+/* dlopen as on a machine without libgnutls30 */
+void *dlopen(const char *name, int flags)
+{
+    static void *(*real)(const char *, int);
+    if (!real)
+        real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+    if (name && strstr(name, "libgnutls"))
+        return NULL;
+    return real(name, flags);
+}
+char *dlerror(void) { return (char *)"libgnutls.so.30: cannot open shared object file: No such file or directory"; }
+"""
+
+
+def test_without_gnutls_a_node_says_which_package(env, tmp_path, pki):
+    src = tmp_path / "nognutls.c"
+    src.write_text(NO_GNUTLS)
+    lib = tmp_path / "nognutls.so"
+    c = subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src), "-ldl"], capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+    f = node_file(str(tmp_path / "n1.rnx.yml"), "127.0.0.1:7443", pki["ca"], pki["cli"], pki["cli.key"])
+    assert rnx(env, "node", "add", "n1", f).returncode == 0
+    more = {"LD_PRELOAD": str(lib), "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    p = rnx(env, "--node", "n1", "job", "list", more=more)
+    assert p.returncode == 1
+    assert "node n1: talking to a node over TLS needs GnuTLS (Debian: libgnutls30)" in err(p), err(p)
+    # the local socket does not need it
+    p = rnx(env, "--socket", NO_DAEMON, "job", "list", more=more)
+    assert p.returncode == 1 and f"cannot reach joblet at {NO_DAEMON}" in err(p), err(p)
