@@ -1,0 +1,143 @@
+"""rnx against real joblet nodes over TLS (docs/remote.md, docs/cli.md "Remote nodes"): two
+daemons on this machine (their own ports, state and PKI made by joblet cert), one rnx config with
+both, `--node` choosing; the guide's GPU line on the simulated GPU node; uploads and log
+following over TLS; a node whose certificate does not name the address dialed is refused."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+from conftest import BUILD, Daemon, need_root
+from test_remote import Users, free_port
+
+pytestmark = pytest.mark.skipif(not shutil.which("useradd"), reason="needs useradd")
+FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+JOBLET = os.path.join(BUILD, "joblet")
+
+
+def cert(*args):
+    p = subprocess.run([JOBLET, "cert", *args], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+class Node:
+    def __init__(self, name, user, sans, extra=""):
+        self.name = name
+        self.port = free_port()
+        self.d = Daemon(f"remote:\n  listen: [\"127.0.0.1:{self.port}\"]\n  pki_dir: PKI\n{extra}")
+        self.pki = os.path.join(self.d.dir, "pki")
+        with open(self.d.config) as f:
+            text = f.read().replace("pki_dir: PKI", f"pki_dir: {self.pki}")
+        with open(self.d.config, "w") as f:
+            f.write(text)
+        cert("init", "--dir", self.pki)
+        cert("server", "--dir", self.pki, "--name", name, "--san", sans)
+
+    def client(self, user, role, address):
+        cert("client", "--dir", self.pki, "--user", user, "--role", role, "--address", address, "--force")
+        return os.path.join(self.pki, f"{user}.rnx.yml")
+
+
+@pytest.fixture(scope="module")
+def two():
+    need_root()
+    users = Users()
+    user = "jn" + uuid.uuid4().hex[:6]
+    uid = users.add(user)
+    a = Node("node-a", user, "localhost,127.0.0.1", f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    b = Node("node-b", user, "localhost")      # names no IP: dialing 127.0.0.1 must be refused
+    cfgdir = os.path.join(a.d.dir, "rnx")
+    os.makedirs(cfgdir, mode=0o700)
+    # no JOBLET_SOCKET: it would take precedence over the default node (docs/cli.md)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RNX_CONFIG": os.path.join(cfgdir, "nodes.yml")}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+
+    def rnx(*args, check=False, input=None):
+        p = subprocess.run([os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, env=env,
+                           timeout=180, input=input)
+        if check and p.returncode != 0:
+            raise AssertionError(f"rnx {' '.join(args)}: {p.returncode}\n{p.stdout}\n{p.stderr}")
+        return p
+
+    try:
+        a.d.start()
+        b.d.start()
+        rnx("node", "add", "a", a.client(user, "developer", f"127.0.0.1:{a.port}"), check=True)
+        rnx("node", "add", "b", b.client(user, "developer", f"localhost:{b.port}"), check=True)
+        yield {"a": a, "b": b, "rnx": rnx, "uid": uid, "user": user, "dir": cfgdir}
+    finally:
+        a.d.cleanup()
+        b.d.cleanup()
+        users.remove()
+
+
+def test_the_guides_gpu_line_runs_on_a_remote_simulated_node(two):
+    rnx = two["rnx"]
+    cpu = min(800, 100 * os.cpu_count())   # the guide's 800 on a machine of 8 CPUs or more
+    p = rnx("--node", "a", "job", "run", "--gpu=2", "--gpu-memory=8GB", "--max-memory=16384", f"--max-cpu={cpu}",
+            "--follow", "sh", "-c", "echo CVD=$CUDA_VISIBLE_DEVICES SIM=$JOBLET_GPUS_SIMULATED; id -u")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["CVD=0,1", "SIM=1", str(two["uid"])], p.stdout
+    # it is node a's job, owned by the person's account; node b never saw it
+    jobs_a = json.loads(rnx("--node", "a", "--json", "job", "list", check=True).stdout)
+    assert [j["owner_uid"] for j in jobs_a] == [two["uid"]] and jobs_a[0]["gpus"], jobs_a
+    assert json.loads(rnx("--node", "b", "--json", "job", "list", check=True).stdout) == []
+
+
+def test_each_node_by_name_and_by_default(two):
+    rnx = two["rnx"]
+    out = rnx("--node", "b", "job", "run", "--follow", "hostname", check=True).stdout
+    assert out.startswith("job-"), out
+    rnx("node", "use", "b", check=True)
+    try:
+        listing = rnx("node", "list", check=True).stdout
+        assert "* b" in listing or "b *" in listing or "*b" in listing.replace(" ", ""), listing
+        assert len(json.loads(rnx("--json", "job", "list", check=True).stdout)) >= 1
+    finally:
+        rnx("node", "use", "local", check=True)
+
+
+def test_uploads_and_following_over_tls(two, tmp_path):
+    rnx = two["rnx"]
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(24 << 20))
+    want = hashlib.sha256(data.read_bytes()).hexdigest()
+    p = rnx("--node", "a", "job", "run", f"--upload={data}", "--follow", "sha256sum", "data.bin")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[0] == want, p.stdout
+    # a job's output followed to its end, over TLS
+    p = rnx("--node", "a", "job", "run", "--follow", "sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.2; done")
+    assert p.stdout.splitlines() == ["line 1", "line 2", "line 3"], p.stdout + p.stderr
+
+
+def test_a_node_whose_certificate_does_not_name_the_address_is_refused(two):
+    rnx = two["rnx"]
+    b = two["b"]
+    # node b's certificate names localhost, not 127.0.0.1: the same node dialed by IP is refused
+    path = b.client(two["user"], "developer", f"127.0.0.1:{b.port}")
+    rnx("node", "add", "b-by-ip", path, check=True)
+    p = rnx("--node", "b-by-ip", "job", "list")
+    assert p.returncode != 0
+    assert f"does not name 127.0.0.1" in p.stderr and "refusing" in p.stderr, p.stderr
+    # and node a's certificate (another CA) cannot stand in for node b: an entry with a's CA
+    # dialing b's port fails on the CA
+    with open(path) as f:
+        text = f.read()
+    with open(os.path.join(two["a"].pki, "ca.pem")) as f:
+        a_ca = f.read()
+    head, _, rest = text.partition("ca: |\n")
+    body = rest.split("\ncert: |", 1)[1]
+    forged = head + "ca: |\n" + "".join("  " + l + "\n" for l in a_ca.strip().splitlines()) + "cert: |" + body
+    forged = forged.replace(f"127.0.0.1:{b.port}", f"localhost:{b.port}")
+    fp = os.path.join(two["dir"], "forged.rnx.yml")
+    with open(fp, "w") as f:
+        f.write(forged)
+    os.chmod(fp, 0o600)
+    rnx("node", "add", "b-wrong-ca", fp, check=True)
+    p = rnx("--node", "b-wrong-ca", "job", "list")
+    assert p.returncode != 0 and "refusing" in p.stderr, p.stderr
