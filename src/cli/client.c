@@ -31,6 +31,8 @@ struct rnx_client {
     conn_tls_creds *creds;    /* read at the first dial */
     char where[300];          /* "joblet at PATH", "node NAME (ADDRESS)": messages */
     char host[280];           /* the Host header */
+    conn *idle;               /* TLS: the connection of the last request, kept open for the next
+                               * (client_request): a command pays one handshake, not one per request */
 };
 
 typedef struct buf {
@@ -86,6 +88,8 @@ void client_free(rnx_client *c)
 {
     if (!c)
         return;
+    if (c->idle)
+        conn_close(c->idle);
     free(c->socket);
     if (c->node.key)
         explicit_bzero((char *)c->node.key, strlen(c->node.key));
@@ -112,6 +116,11 @@ char *client_escape(rnx_client *c, const char *s)
 
 conn *client_connect(rnx_client *c, jerr *e)
 {
+    if (c->idle) {
+        conn *k = c->idle;
+        c->idle = NULL;
+        return k;
+    }
     if (c->socket)
         return conn_unix_dial(c->socket, e);
     if (!c->creds && !(c->creds = conn_tls_creds_new(&c->node, e))) {
@@ -147,7 +156,7 @@ static int send_all(conn *k, const char *p, size_t left)
 
 /* The request line and headers; a body of blen bytes of ctype follows when ctype is set. */
 static int send_head(const rnx_client *c, conn *k, const char *method, const char *path, const char *accept,
-                     const char *ctype, unsigned long long blen)
+                     const char *ctype, unsigned long long blen, bool keep)
 {
     char head[4096];
     if (strlen(path) > 2048) {
@@ -156,8 +165,8 @@ static int send_head(const rnx_client *c, conn *k, const char *method, const cha
     }
     int n = snprintf(head, sizeof head,
                      "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: rnx/" JOBLET_VERSION
-                     "\r\nAccept: %s\r\nConnection: close\r\n",
-                     method, path, c->host, accept);
+                     "\r\nAccept: %s\r\nConnection: %s\r\n",
+                     method, path, c->host, accept, keep ? "keep-alive" : "close");
     if (ctype)
         n += snprintf(head + n, sizeof head - (size_t)n, "Content-Type: %s\r\nContent-Length: %llu\r\n", ctype,
                       blen);
@@ -176,10 +185,10 @@ static int uncork(conn *k)
 /* Sends the whole request. A server that refuses a large body may answer and close before
  * reading it all: EPIPE is then not an error, the answer is read next. */
 static int send_request(const rnx_client *c, conn *k, const char *method, const char *path, const char *accept,
-                        const char *body, size_t blen)
+                        const char *body, size_t blen, bool keep)
 {
     conn_cork(k);   /* over TLS: head and body in one record */
-    int rc = send_head(c, k, method, path, accept, body ? "application/json" : NULL, blen);
+    int rc = send_head(c, k, method, path, accept, body ? "application/json" : NULL, blen, keep);
     if (rc == 0 && body)
         rc = send_all(k, body, blen);
     int u = uncork(k);
@@ -195,6 +204,7 @@ typedef struct answer {
     int status;
     bool chunked;
     long long length;   /* -1: until the connection closes */
+    bool close;         /* Connection: close */
 } answer;
 
 /* Reads what the socket has (up to 256 KiB) onto the end of in. */
@@ -232,12 +242,15 @@ static int read_head(conn *k, buf *in, answer *a)
         return -1;
     a->chunked = false;
     a->length = -1;
+    a->close = false;
     for (char *line = strstr(in->data, "\r\n"); line; line = strstr(line, "\r\n")) {
         line += 2;
         if (!strncasecmp(line, "Content-Length:", 15))
             a->length = atoll(line + 15);
         else if (!strncasecmp(line, "Transfer-Encoding:", 18) && strcasestr(line, "chunked"))
             a->chunked = true;
+        else if (!strncasecmp(line, "Connection:", 11) && strcasestr(line, "close"))
+            a->close = true;
     }
     buf_consume(in, (size_t)(end - in->data) + 4);
     return 0;
@@ -315,41 +328,65 @@ static void lost(rnx_client *c, conn *k, jerr *e, const char *what)
     snprintf(e->msg, sizeof e->msg, "lost the connection to %s (%s)", c->where, k && k->why[0] ? k->why : what);
 }
 
-static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e);
+/* What an answer left of its connection (read_answer). */
+enum { ANSWER_NONE, ANSWER_READ, ANSWER_REUSABLE };
+
+static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e, int *left);
 
 int client_request(rnx_client *c, const char *method, const char *path, json_t *body, json_t **out, jerr *e)
 {
     *out = NULL;
-    conn *k = client_connect(c, e);
-    if (!k)
-        return -1;
     char *payload = NULL;
     if (!strcmp(method, "POST")) {
         payload = body ? json_dumps(body, JSON_COMPACT) : xstrdup("");
         if (!payload)
             abort(); /* json_dumps fails only on allocation failure */
     }
+    /* over TLS the connection is kept for the command's next request; one kept from before that
+     * joblet closed meanwhile (server.idle_timeout_s) took nothing: the request goes again on a
+     * new one. The local socket is dialed per request (as fast as keeping it). */
+    bool keep = !c->socket;
     int ret = -1;
-    if (send_request(c, k, method, path, "application/json", payload, payload ? strlen(payload) : 0) < 0)
-        lost(c, k, e, strerror(errno));
-    else
-        ret = read_answer(c, k, out, e);
-    conn_close(k);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        bool reused = c->idle != NULL;
+        conn *k = client_connect(c, e);
+        if (!k)
+            break;
+        int left = ANSWER_NONE;
+        if (send_request(c, k, method, path, "application/json", payload, payload ? strlen(payload) : 0, keep) < 0)
+            lost(c, k, e, strerror(errno));
+        else
+            ret = read_answer(c, k, out, e, &left);
+        if (keep && left == ANSWER_REUSABLE) {
+            c->idle = k;
+            break;
+        }
+        conn_close(k);
+        if (ret == 0 || !reused || left != ANSWER_NONE)
+            break;
+    }
     free(payload);
     return ret;
 }
 
-/* The answer to a request just sent, as client_request returns it. */
-static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e)
+/* The answer to a request just sent, as client_request returns it; *left (may be NULL) says
+ * whether anything came, and whether the connection can carry another request. */
+static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e, int *left)
 {
     buf in = {0}, resp = {0};
     answer a;
     int ret = -1;
     if (read_head(k, &in, &a) < 0) {
-        lost(c, k, e, "no answer");
+        lost(c, k, e, in.len ? "answer cut short" : "no answer");
+        if (left)
+            *left = in.len ? ANSWER_READ : ANSWER_NONE;
         goto out;
     }
+    if (left)
+        *left = ANSWER_READ;
     int rb = read_body(k, &in, &a, collect, &resp);
+    if (left && rb == 1 && !a.close && (a.chunked || a.length >= 0) && !in.len)
+        *left = ANSWER_REUSABLE;
     if (rb < 0) {
         if (rb == -2)
             snprintf(e->msg, sizeof e->msg, "joblet's answer is larger than %u MB", MAX_BODY >> 20);
@@ -387,7 +424,7 @@ int client_upload(rnx_client *c, const char *path, uint64_t len, client_source_f
         return -1;
     enum { PIECE = 256 << 10 };
     char *piece = xmalloc(PIECE);
-    int ret = -1, sent = send_head(c, k, "PUT", path, "application/json", "application/octet-stream", len);
+    int ret = -1, sent = send_head(c, k, "PUT", path, "application/json", "application/octet-stream", len, false);
     uint64_t left = len;
     while (sent == 0 && left) {
         long n = src(ud, piece, left < PIECE ? (size_t)left : PIECE, e);
@@ -405,7 +442,7 @@ int client_upload(rnx_client *c, const char *path, uint64_t len, client_source_f
     if (sent < 0)
         lost(c, k, e, strerror(errno));
     else
-        ret = read_answer(c, k, out, e); /* also when joblet answered before taking it all */
+        ret = read_answer(c, k, out, e, NULL); /* also when joblet answered before taking it all */
 out:
     free(piece);
     conn_close(k);
@@ -419,13 +456,13 @@ int client_request_raw(rnx_client *c, const char *method, const char *path, cons
     conn *k = client_connect(c, e);
     if (!k)
         return -1;
-    int ret = -1, sent = send_head(c, k, method, path, "application/json", ctype, len);
+    int ret = -1, sent = send_head(c, k, method, path, "application/json", ctype, len, false);
     if (sent == 0)
         sent = send_all(k, body, len);
     if (sent < 0)
         lost(c, k, e, strerror(errno));
     else
-        ret = read_answer(c, k, out, e); /* also when joblet answered before taking it all */
+        ret = read_answer(c, k, out, e, NULL); /* also when joblet answered before taking it all */
     conn_close(k);
     return ret;
 }
@@ -439,7 +476,7 @@ int client_post_file(rnx_client *c, const char *path, const char *ctype, int fil
         return -1;
     enum { PIECE = 256 << 10 };
     char *piece = xmalloc(PIECE);
-    int ret = -1, sent = send_head(c, k, "POST", path, "application/json", ctype, size);
+    int ret = -1, sent = send_head(c, k, "POST", path, "application/json", ctype, size, false);
     uint64_t done = 0;
     while (sent == 0 && done < size) {
         ssize_t n = read(file, piece, size - done < PIECE ? (size_t)(size - done) : PIECE);
@@ -460,7 +497,7 @@ int client_post_file(rnx_client *c, const char *path, const char *ctype, int fil
     if (sent < 0)
         lost(c, k, e, strerror(errno));
     else
-        ret = read_answer(c, k, out, e); /* also when joblet answered before taking it all */
+        ret = read_answer(c, k, out, e, NULL); /* also when joblet answered before taking it all */
 out:
     free(piece);
     conn_close(k);
@@ -501,7 +538,7 @@ static int get_streamed(rnx_client *c, const char *path, const char *accept, voi
     buf in = {0}, errbody = {0};
     answer a;
     int ret = 0;
-    if (send_request(c, k, "GET", path, accept, NULL, 0) < 0 || read_head(k, &in, &a) < 0) {
+    if (send_request(c, k, "GET", path, accept, NULL, 0, false) < 0 || read_head(k, &in, &a) < 0) {
         lost(c, k, e, "no answer");
     } else if (a.status < 200 || a.status > 299) {
         if (read_body(k, &in, &a, collect, &errbody) < 0)
@@ -617,7 +654,7 @@ client_body *client_get_body(rnx_client *c, const char *path, const char *accept
     client_body *b = xcalloc(1, sizeof *b);
     b->c = c;
     b->k = k;
-    if (send_request(c, k, "GET", path, accept, NULL, 0) < 0) {
+    if (send_request(c, k, "GET", path, accept, NULL, 0, false) < 0) {
         lost(c, k, e, "no answer");
         body_free(b);
         return NULL;
@@ -794,7 +831,7 @@ int client_body_finish(client_body *b, json_t **out, jerr *e)
         body_free(b);
         return -1;
     }
-    int rc = read_answer(b->c, b->k, out, e); /* also when joblet answered before the end */
+    int rc = read_answer(b->c, b->k, out, e, NULL); /* also when joblet answered before the end */
     body_free(b);
     return rc;
 }
