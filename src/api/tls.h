@@ -43,6 +43,6 @@ int tls_verify(gnutls_session_t s, caller *who, jerr *e);
 /* Whether a serial (lowercase hex, as caller.serial) is on the revocation list in use. */
 bool tls_revoked(const char *serial);
 /* The priorities of the listener: TLS 1.3 only. */
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3"
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1"
 
 #endif

@@ -33,7 +33,7 @@
 #include "../common/util.h"
 
 /* TLS 1.3 and nothing else; NORMAL's ciphers, groups and signatures within it. */
-#define TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3"
+#define TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1"
 
 #define GNUTLS_FUNCS \
     X(gnutls_alert_get) \
