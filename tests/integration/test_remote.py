@@ -312,6 +312,12 @@ ROUTES = [
     ("POST", "/v1/runtime-imports", "x", {R: 403, D: 403, M: 403, A: 202}),   # fails later: not an archive
     ("GET", "/v1/runtime-builds", None, {R: 200, D: 200, M: 200, A: 200}),
     ("GET", "/", None, {R: 200, D: 200, M: 200, A: 200}),
+    ("GET", "/v1/workflows/none-such", None, {R: 404, D: 404, M: 404, A: 404}),
+    ("POST", "/v1/workflows/none-such/cancel", None, {R: 403, D: 404, M: 404, A: 404}),
+    ("POST", "/v1/gpus/6/offline", None, {R: 403, D: 403, M: 403, A: 200}),
+    ("GET", "/v1/runtimes/none-such", None, {R: 404, D: 404, M: 404, A: 404}),
+    ("POST", "/v1/runtimes/none-such/test", None, {R: 403, D: 404, M: 404, A: 404}),
+    ("GET", "/v1/runtime-builds/999", None, {R: 404, D: 404, M: 404, A: 404}),
 ]
 
 
