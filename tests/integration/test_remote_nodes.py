@@ -141,3 +141,44 @@ def test_a_node_whose_certificate_does_not_name_the_address_is_refused(two):
     rnx("node", "add", "b-wrong-ca", fp, check=True)
     p = rnx("--node", "b-wrong-ca", "job", "list")
     assert p.returncode != 0 and "refusing" in p.stderr, p.stderr
+
+
+def test_console_through_a_real_node(two):
+    """rnx console --node a: the console's page and its API calls come from node a over TLS, as
+    the node's person (whoami names their account)."""
+    import http.client
+    import re
+    import signal
+    import urllib.parse
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RNX_CONFIG": os.path.join(two["dir"], "nodes.yml")}
+    c = subprocess.Popen([os.path.join(BUILD, "rnx"), "console", "--node", "a"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = c.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", line)
+        assert m, (line, c.stderr.read() if c.poll() is not None else "")
+        port, token = int(m.group(1)), m.group(2)
+
+        def request(path, headers=None):
+            h = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            h.request("GET", path, headers=headers or {})
+            r = h.getresponse()
+            body = r.read()
+            h.close()
+            return r, body
+
+        r, _ = request(f"/?token={token}")
+        assert r.status == 303
+        jar = r.getheader("Set-Cookie").split(";")[0]
+        key = urllib.parse.parse_qs(urllib.parse.urlsplit(r.getheader("Location")).fragment)["key"][0]
+        r, body = request("/v1/whoami", {"Cookie": jar, "X-Console-Key": key})
+        assert r.status == 200, body
+        me = json.loads(body)
+        assert me["uid"] == two["uid"] and me["role"] == "developer", me
+        r, body = request("/v1/gpus", {"Cookie": jar, "X-Console-Key": key})
+        assert r.status == 200 and len(json.loads(body)["gpus"]) == 8, body[:200]
+        r, body = request("/", {"Cookie": jar})
+        assert r.status == 200 and b"<html" in body.lower()
+    finally:
+        os.kill(c.pid, signal.SIGTERM)
+        c.wait()
