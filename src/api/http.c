@@ -124,6 +124,7 @@ typedef struct conn_state {
     struct MHD_Connection *conn;
     http_ctx ctx;           /* the route's own (http.h) */
     caller who;             /* who asks (request_caller, at the request's first call) */
+    char made[HTTP_MADE_LEN]; /* request.made */
 } conn_state;
 
 /* The client went away while its body waited for the pipe: what is left of it is dropped. */
@@ -321,7 +322,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large, .body_busy = st->busy,
                  .resumed = resumed, .park = &st->park, .body_fd = st->sink_fd, .body_fd_error = st->sink_error,
-                 .ctx = &st->ctx};
+                 .ctx = &st->ctx, .made = st->made};
     if (st->sink_fd >= 0)
         r.body_len = st->len;
     if (st->body && !st->too_large && !st->busy) {
@@ -350,7 +351,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
         hs->http_status != 403) {
         char detail[240];
         snprintf(detail, sizeof detail, "%s: %u", id->request, hs->http_status);
-        audit_caller("api", &id->who, NULL, detail);
+        audit_caller("api", &id->who, st && st->made[0] ? st->made : NULL, detail);
     }
     if (st) {
         if (st->put)

@@ -31,7 +31,9 @@ typedef struct request {
     int body_fd;          /* the body went to this file (routes_body_sink), -1 when it did not */
     int body_fd_error;    /* errno of a failed write to it, 0 when none */
     http_ctx *ctx;        /* the route's state for this connection (set it once; zeroed at first) */
+    char *made;           /* the id of the job a change made, for the audit trail (HTTP_MADE_LEN) */
 } request;
+#define HTTP_MADE_LEN 40
 
 /* Listens on the unix socket and serves through the daemon's event loop. */
 /* How the server shares itself among local users. */

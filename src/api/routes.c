@@ -74,6 +74,8 @@ static enum MHD_Result submit(request *r)
     jobreq_free(&jr);
     if (!j)
         return http_reply_error(r->conn, &e);
+    if (r->made)
+        snprintf(r->made, HTTP_MADE_LEN, "%s", j->id);
     settle(); /* the answer shows where it stands: started, its GPUs, or why it waits */
     state_commit(); /* the job is saved (submit_commit); what its start wrote is retried if this fails */
     return http_reply_json(r->conn, 201, job_json(j));

@@ -116,6 +116,8 @@ static enum MHD_Result test(request *r, const runtime *rt)
     jobreq_free(&jr);
     if (!j)
         return refuse(r, &e);
+    if (r->made)
+        snprintf(r->made, HTTP_MADE_LEN, "%s", j->id);
     settle();
     state_commit(); /* the job is saved (submit_job); as submit's in routes.c */
     return http_reply_json(r->conn, 201, job_json(j));

@@ -170,6 +170,7 @@ def test_curl_runs_a_job_and_reads_its_log(remote):
     assert rec["serial"] == certs.serial_of(f"{remote.pki}/developer.pem")
     assert rec["role"] == "developer" and rec["peer"].startswith("127.0.0.1:")
     assert rec["uid"] == remote.uid["developer"]
+    assert rec["job"] == job["id"]                         # the job the change made
 
 
 def test_whoami_names_the_person_the_role_and_the_account(remote):
