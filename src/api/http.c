@@ -632,8 +632,9 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
         return -1;
     pending.max = rc->max_pending;
     pending.timeout_ms = (int64_t)rc->handshake_timeout_s * 1000;
-    static char trust[16384]; /* libmicrohttpd keeps the pointer: a copy of its own */
-    snprintf(trust, sizeof trust, "%s", tls_ca_pem());
+    static char *trust; /* libmicrohttpd keeps the pointer: a copy of its own, for its lifetime */
+    if (!trust)
+        trust = xstrdup(tls_ca_pem());
     /* the connections' half of the descriptors is shared by the servers (connection_limit) */
     unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u) / (1 + rc->nlisten);
     for (unsigned i = 0; i < rc->nlisten; i++) {
