@@ -101,7 +101,15 @@ class Setup:
         self.proc.wait(timeout=30)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
-        subprocess.run(["rmdir", "/sys/fs/cgroup/unified/joblet-bench-remote"], capture_output=True)
+        # the daemon's cgroup levels, depth first, in every hierarchy (the jobs have ended)
+        for base in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] + [f"/sys/fs/cgroup/{c}" for c in (
+                "cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")]:
+            top = os.path.join(base, "joblet-bench-remote")
+            for sub, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
+                try:
+                    os.rmdir(sub)
+                except OSError:
+                    pass
 
 
 def pairs(s, args, runs, warm=10):
