@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "../common/log.h"
+#include "../common/parse.h"
 #include "../common/util.h"
 
 #define CHAIN_MAX 8
@@ -47,52 +48,6 @@ static void set_free(tls_set *t)
     free(t);
 }
 
-/* A serial's bytes as the text every place compares: lowercase hex, leading zero bytes dropped
- * (DER's sign byte, or a random first byte that happened to be 0). */
-static void serial_hex(const unsigned char *b, size_t n, char *out, size_t len)
-{
-    while (n > 1 && b[0] == 0) {
-        b++;
-        n--;
-    }
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 3 <= len; i++)
-        o += (size_t)snprintf(out + o, len - o, "%02x", b[i]);
-    out[o] = 0;
-}
-
-/* A serial as written in revoked.txt, normalised as serial_hex does; false when not hex. */
-static bool serial_norm(const char *s, size_t n, char *out, size_t len)
-{
-    if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-        s += 2;
-        n -= 2;
-    }
-    if (!n || n > 2 * 20 + 2)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isxdigit((unsigned char)s[i]) && s[i] != ':')
-            return false;
-    unsigned char b[24];
-    size_t nb = 0;
-    char hex[64];
-    size_t nh = 0;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ':')
-            hex[nh++] = (char)tolower((unsigned char)s[i]);
-    if (nh % 2) { /* an odd count: a leading 0 */
-        memmove(hex + 1, hex, nh++);
-        hex[0] = '0';
-    }
-    for (size_t i = 0; i + 1 < nh && nb < sizeof b; i += 2) {
-        unsigned v;
-        sscanf(hex + i, "%2x", &v);
-        b[nb++] = (unsigned char)v;
-    }
-    serial_hex(b, nb, out, len);
-    return true;
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* revoked.txt: "<serial> [anything]" per line, '#' comments, blank lines; missing: none. */
@@ -109,8 +64,9 @@ static int read_revoked(tls_set *t, const char *path, jerr *e)
         if (!*l || *l == '#' || *l == '\r')
             continue;
         size_t n = strcspn(l, " \t\r");
-        char s[64];
-        if (!serial_norm(l, n, s, sizeof s)) {
+        char s[64], typed[64];
+        snprintf(typed, sizeof typed, "%.*s", (int)(n < 63 ? n : 63), l);
+        if (n > 62 || parse_serial(typed, s, sizeof s) < 0) {
             rc = jerr_set(e, EINVAL, "%s:%d: '%.*s' is not a serial: write one hexadecimal serial per line "
                           "(joblet cert revoke writes them)", path, line, (int)(n > 60 ? 60 : n), l);
             break;
@@ -341,15 +297,12 @@ int tls_verify(gnutls_session_t s, caller *who, jerr *e)
     size_t sn = sizeof sb;
     if (gnutls_x509_crt_get_serial(chain[0], sb, &sn) < 0)
         sn = 0;
-    serial_hex(sb, sn, who->serial, sizeof who->serial);
+    parse_serial_bytes(sb, sn, who->serial, sizeof who->serial);
     if (tls_revoked(who->serial)) {
         jerr_http(e, 403, "the client certificate of %s (serial %s) is revoked", cn, who->serial);
         goto out;
     }
-    bool cn_ok = cn[0] && cn[0] != '-' && cn[0] != '.';
-    for (const char *p = cn; *p && cn_ok; p++)
-        cn_ok = isalnum((unsigned char)*p) || strchr("._-", *p);
-    if (!cn_ok) {
+    if (!parse_user_name_ok(cn, sizeof who->person)) {
         jerr_http(e, 403, "the client certificate names no person joblet accepts (CN '%s': letters, digits, '.', "
                           "'_', '-')", cn);
         goto out;

@@ -20,7 +20,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,19 +132,6 @@ typedef struct tls_conn {
 
 /* ---- credentials ------------------------------------------------------------------------- */
 
-/* A problem of one of the node's fields (ca, cert, key): e->field names it; no HTTP status. */
-__attribute__((format(printf, 3, 4))) static int field_err(jerr *e, const char *field, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    snprintf(e->field, sizeof e->field, "%s", field);
-    e->code = EINVAL;
-    e->http = 0;
-    return -1;
-}
-
 static int verify_server(gnutls_session_t s);
 
 conn_tls_creds *conn_tls_creds_new(const conn_tls_peer *p, jerr *e)
@@ -175,21 +161,21 @@ conn_tls_creds *conn_tls_creds_new(const conn_tls_peer *p, jerr *e)
     r = tls.gnutls_certificate_set_x509_trust_mem(cr->x, &ca, GNUTLS_X509_FMT_PEM);
     if (r <= 0) {
         if (r == 0)
-            field_err(e, "ca", "ca: holds no certificate GnuTLS can read (want PEM: -----BEGIN CERTIFICATE-----)");
+            jerr_input(e, "ca", "ca: holds no certificate GnuTLS can read (want PEM: -----BEGIN CERTIFICATE-----)");
         else
-            field_err(e, "ca", "ca: GnuTLS cannot read it: %s", tls.gnutls_strerror(r));
+            jerr_input(e, "ca", "ca: GnuTLS cannot read it: %s", tls.gnutls_strerror(r));
         conn_tls_creds_free(cr);
         return NULL;
     }
     r = tls.gnutls_certificate_set_x509_key_mem(cr->x, &cert, &key, GNUTLS_X509_FMT_PEM);
     if (r < 0) {
         if (r == GNUTLS_E_CERTIFICATE_KEY_MISMATCH)
-            field_err(e, "key", "key: it is not the private key of the certificate in cert");
+            jerr_input(e, "key", "key: it is not the private key of the certificate in cert");
         else if (r == GNUTLS_E_BASE64_DECODING_ERROR || r == GNUTLS_E_ASN1_DER_ERROR ||
                  r == GNUTLS_E_ASN1_TAG_ERROR || r == GNUTLS_E_PK_INVALID_PRIVKEY)
-            field_err(e, "key", "cert or key: GnuTLS cannot read them: %s", tls.gnutls_strerror(r));
+            jerr_input(e, "key", "cert or key: GnuTLS cannot read them: %s", tls.gnutls_strerror(r));
         else
-            field_err(e, "cert", "cert and key: GnuTLS cannot use them: %s", tls.gnutls_strerror(r));
+            jerr_input(e, "cert", "cert and key: GnuTLS cannot use them: %s", tls.gnutls_strerror(r));
         conn_tls_creds_free(cr);
         return NULL;
     }

@@ -7,7 +7,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <libfyaml.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +15,6 @@
 #include "../common/util.h"
 
 static const char *const roles[] = {"reader", "developer", "operator", "maintainer", "admin"};
-
-__attribute__((format(printf, 3, 4))) static int bad(jerr *e, const char *field, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    snprintf(e->field, sizeof e->field, "%s", field);
-    e->code = EINVAL;
-    e->http = 0;
-    return -1;
-}
 
 /* A value as it may be quoted in a message: at most 60 bytes, controls as '?'. */
 static void shown(const char *s, char *out, size_t cap)
@@ -46,13 +33,13 @@ int nodes_name_check(const char *name, jerr *e)
     size_t l = strlen(name);
     shown(name, v, sizeof v);
     if (l == 0 || l > NODES_NAME_MAX)
-        return bad(e, "name", "name: '%s' must be 1 to %d characters of A-Z a-z 0-9 . _ -", v, NODES_NAME_MAX);
+        return jerr_input(e, "name", "name: '%s' must be 1 to %d characters of A-Z a-z 0-9 . _ -", v, NODES_NAME_MAX);
     for (size_t i = 0; i < l; i++)
         if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
-            return bad(e, "name", "name: '%s' has '%c'; a node's name is 1 to %d characters of A-Z a-z 0-9 . _ -", v,
+            return jerr_input(e, "name", "name: '%s' has '%c'; a node's name is 1 to %d characters of A-Z a-z 0-9 . _ -", v,
                        isprint((unsigned char)name[i]) ? name[i] : '?', NODES_NAME_MAX);
     if (!strcmp(name, NODES_LOCAL))
-        return bad(e, "name", "name: '%s' means the local socket (rnx node use %s); give the node another name",
+        return jerr_input(e, "name", "name: '%s' means the local socket (rnx node use %s); give the node another name",
                    NODES_LOCAL, NODES_LOCAL);
     return 0;
 }
@@ -93,42 +80,42 @@ int nodes_address_parse(const char *address, char **host, char **port, jerr *e)
     if (address[0] == '[') {
         const char *close = strchr(address, ']');
         if (!close || close[1] != ':')
-            return bad(e, "address", "address: '%s' is not %s", v, accepted);
+            return jerr_input(e, "address", "address: '%s' is not %s", v, accepted);
         size_t hl = (size_t)(close - address - 1);
         if (hl == 0 || hl >= sizeof h)
-            return bad(e, "address", "address: '%s' is not %s", v, accepted);
+            return jerr_input(e, "address", "address: '%s' is not %s", v, accepted);
         memcpy(h, address + 1, hl);
         h[hl] = 0;
         struct in6_addr a6;
         if (strchr(h, '%'))
-            return bad(e, "address", "address: '%s' has a zone (%%...); rnx takes an IPv6 address without one", v);
+            return jerr_input(e, "address", "address: '%s' has a zone (%%...); rnx takes an IPv6 address without one", v);
         if (inet_pton(AF_INET6, h, &a6) != 1)
-            return bad(e, "address", "address: '%s': '%s' is not an IPv6 address", v, h);
+            return jerr_input(e, "address", "address: '%s': '%s' is not an IPv6 address", v, h);
         p = close + 2;
     } else {
         const char *colon = strrchr(address, ':');
         if (!colon)
-            return bad(e, "address", "address: '%s' has no port; write %s", v, accepted);
+            return jerr_input(e, "address", "address: '%s' has no port; write %s", v, accepted);
         if (memchr(address, ':', (size_t)(colon - address)))
-            return bad(e, "address", "address: '%s': write an IPv6 address in brackets, as [::1]:7443", v);
+            return jerr_input(e, "address", "address: '%s': write an IPv6 address in brackets, as [::1]:7443", v);
         size_t hl = (size_t)(colon - address);
         if (hl == 0 || hl >= sizeof h)
-            return bad(e, "address", "address: '%s' is not %s", v, accepted);
+            return jerr_input(e, "address", "address: '%s' is not %s", v, accepted);
         memcpy(h, address, hl);
         h[hl] = 0;
         bool numeric = strspn(h, "0123456789.") == hl;
         struct in_addr a4;
         if (numeric && inet_pton(AF_INET, h, &a4) != 1)
-            return bad(e, "address", "address: '%s': '%s' is not an IPv4 address (four numbers 0 to 255)", v, h);
+            return jerr_input(e, "address", "address: '%s': '%s' is not an IPv4 address (four numbers 0 to 255)", v, h);
         if (!numeric && !dns_name_ok(h))
-            return bad(e, "address", "address: '%s': '%s' is not a DNS name (labels of letters, digits and '-', "
+            return jerr_input(e, "address", "address: '%s': '%s' is not a DNS name (labels of letters, digits and '-', "
                                      "separated by dots); write %s", v, h, accepted);
         p = colon + 1;
     }
     size_t pl = strlen(p);
     unsigned long n = 0;
     if (pl == 0 || pl > 5 || strspn(p, "0123456789") != pl || (n = strtoul(p, NULL, 10)) < 1 || n > 65535)
-        return bad(e, "address", "address: '%s': the port must be a number from 1 to 65535", v);
+        return jerr_input(e, "address", "address: '%s': the port must be a number from 1 to 65535", v);
     *host = xstrdup(h);
     *port = xstrdup(p);
     return 0;
@@ -142,11 +129,11 @@ static int pem_check(const char *field, const char *s, bool key, jerr *e)
 {
     size_t len = strlen(s), blocks = 0;
     if (len > NODES_PEM_MAX)
-        return bad(e, field, "%s: longer than %u KiB; a PEM %s is a few KiB", field, NODES_PEM_MAX >> 10,
+        return jerr_input(e, field, "%s: longer than %u KiB; a PEM %s is a few KiB", field, NODES_PEM_MAX >> 10,
                    key ? "key" : "certificate");
     for (size_t i = 0; i < len; i++)
         if (((unsigned char)s[i] < 0x20 && s[i] != '\n' && s[i] != '\r') || (unsigned char)s[i] >= 0x7f)
-            return bad(e, field, "%s: has a byte 0x%02x; PEM is ASCII text", field, (unsigned char)s[i]);
+            return jerr_input(e, field, "%s: has a byte 0x%02x; PEM is ASCII text", field, (unsigned char)s[i]);
     const char *want = key ? "a PEM private key (-----BEGIN PRIVATE KEY-----)"
                            : "PEM certificates (-----BEGIN CERTIFICATE-----)";
     const char *p = s;
@@ -155,38 +142,38 @@ static int pem_check(const char *field, const char *s, bool key, jerr *e)
         if (!*p)
             break;
         if (strncmp(p, "-----BEGIN ", 11))
-            return bad(e, field, "%s: has text outside its PEM blocks; it takes %s and nothing else", field, want);
+            return jerr_input(e, field, "%s: has text outside its PEM blocks; it takes %s and nothing else", field, want);
         const char *label = p + 11, *dash = strstr(label, "-----");
         if (!dash || dash - label > 40 || memchr(label, '\n', (size_t)(dash - label)))
-            return bad(e, field, "%s: a -----BEGIN line is cut short; it takes %s", field, want);
+            return jerr_input(e, field, "%s: a -----BEGIN line is cut short; it takes %s", field, want);
         char lab[48], end[80];
         snprintf(lab, sizeof lab, "%.*s", (int)(dash - label), label);
         bool is_cert = !strcmp(lab, "CERTIFICATE");
         bool is_key = !strcmp(lab, "PRIVATE KEY") || !strcmp(lab, "EC PRIVATE KEY") || !strcmp(lab, "RSA PRIVATE KEY");
         if (key && !strcmp(lab, "ENCRYPTED PRIVATE KEY"))
-            return bad(e, field, "%s: the key is encrypted; rnx takes an unencrypted key (%s)", field, want);
+            return jerr_input(e, field, "%s: the key is encrypted; rnx takes an unencrypted key (%s)", field, want);
         if (!key && strstr(lab, "PRIVATE KEY"))
-            return bad(e, field, "%s: holds a private key; it takes %s only (the key goes in key)", field, want);
+            return jerr_input(e, field, "%s: holds a private key; it takes %s only (the key goes in key)", field, want);
         if (key ? !is_key : !is_cert)
-            return bad(e, field, "%s: holds a PEM '%s' block; it takes %s", field, lab, want);
+            return jerr_input(e, field, "%s: holds a PEM '%s' block; it takes %s", field, lab, want);
         snprintf(end, sizeof end, "-----END %s-----", lab);
         const char *body = dash + 5, *stop = strstr(body, end);
         if (!stop)
-            return bad(e, field, "%s: its '%s' block has no %s line", field, lab, end);
+            return jerr_input(e, field, "%s: its '%s' block has no %s line", field, lab, end);
         if (memchr(body, ':', (size_t)(stop - body)))
-            return bad(e, field, "%s: its '%s' block has PEM headers (an encrypted key?); it takes %s", field, lab,
+            return jerr_input(e, field, "%s: its '%s' block has PEM headers (an encrypted key?); it takes %s", field, lab,
                        want);
         for (const char *q = body; q < stop; q++) {
             if (!isalnum((unsigned char)*q) && !strchr("+/= \t\r\n", *q))
-                return bad(e, field, "%s: its '%s' block is not base64 ('%c'); it takes %s", field, lab, *q, want);
+                return jerr_input(e, field, "%s: its '%s' block is not base64 ('%c'); it takes %s", field, lab, *q, want);
         }
         blocks++;
         p = stop + strlen(end);
     }
     if (!blocks)
-        return bad(e, field, "%s: is empty; it takes %s", field, want);
+        return jerr_input(e, field, "%s: is empty; it takes %s", field, want);
     if (key && blocks > 1)
-        return bad(e, field, "%s: holds %zu keys; it takes one", field, blocks);
+        return jerr_input(e, field, "%s: holds %zu keys; it takes one", field, blocks);
     return 0;
 }
 
@@ -212,14 +199,14 @@ static int socket_check(const char *field, const char *path, jerr *e)
     char v[80];
     shown(path, v, sizeof v);
     if (path[0] != '/')
-        return bad(e, field, "%s: '%s' is not an absolute path (the daemon's unix socket, e.g. /run/joblet/joblet.sock)",
+        return jerr_input(e, field, "%s: '%s' is not an absolute path (the daemon's unix socket, e.g. /run/joblet/joblet.sock)",
                    field, v);
     if (strlen(path) >= sizeof sa.sun_path)
-        return bad(e, field, "%s: '%s' is too long for a unix socket path (at most %zu bytes)", field, v,
+        return jerr_input(e, field, "%s: '%s' is too long for a unix socket path (at most %zu bytes)", field, v,
                    sizeof sa.sun_path - 1);
     for (const char *p = path; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return bad(e, field, "%s: '%s' has a control character", field, v);
+            return jerr_input(e, field, "%s: '%s' has a control character", field, v);
     return 0;
 }
 
@@ -250,7 +237,7 @@ static int yaml_doc(const char *text, size_t len, struct fy_document **doc, jerr
     struct fy_diag_error *de;
     while ((de = fy_diag_errors_iterate(diag, &it)))
         if (de->type >= FYET_ERROR) {
-            bad(e, "", "line %d, column %d: %s", de->line + 1, de->column + 1, de->msg ? de->msg : "not valid YAML");
+            jerr_input(e, "", "line %d, column %d: %s", de->line + 1, de->column + 1, de->msg ? de->msg : "not valid YAML");
             rc = -1;
             break;
         }
@@ -268,14 +255,14 @@ static char *scalar(struct fy_node *n, const char *field, jerr *e)
     if (!n)
         return xstrdup("");
     if (!fy_node_is_scalar(n) || fy_node_is_alias(n)) {
-        bad(e, field, "%s: must be a string, not a %s", field,
+        jerr_input(e, field, "%s: must be a string, not a %s", field,
             fy_node_is_mapping(n) ? "mapping" : fy_node_is_sequence(n) ? "list" : "reference (*alias)");
         return NULL;
     }
     size_t l = 0;
     const char *s = fy_node_get_scalar(n, &l);
     if (s && memchr(s, 0, l)) {
-        bad(e, field, "%s: has a NUL byte", field);
+        jerr_input(e, field, "%s: has a NUL byte", field);
         return NULL;
     }
     return strndup(s ? s : "", l);
@@ -289,7 +276,7 @@ static int entry_of(struct fy_node *map, const char *prefix, bool socket_ok, nod
     char field[NODES_NAME_MAX + 32];
     memset(out, 0, sizeof *out);
     if (!map || !fy_node_is_mapping(map))
-        return bad(e, prefix, "%s%smust be a mapping of address, user, role, ca, cert, key%s", prefix,
+        return jerr_input(e, prefix, "%s%smust be a mapping of address, user, role, ca, cert, key%s", prefix,
                    *prefix ? ": " : "", socket_ok ? " (or of socket alone)" : "");
     char **slots[] = {&out->address, &out->user, &out->role, &out->ca, &out->cert, &out->key};
     void *it = NULL;
@@ -308,7 +295,7 @@ static int entry_of(struct fy_node *map, const char *prefix, bool socket_ok, nod
         if (!slot) {
             char v[80];
             shown(k, v, sizeof v);
-            bad(e, field, "%s%s: unknown key; a node has address, user, role, ca, cert and key%s", prefix, v,
+            jerr_input(e, field, "%s%s: unknown key; a node has address, user, role, ca, cert and key%s", prefix, v,
                 socket_ok ? " (or socket alone)" : "");
             free(k);
             goto fail;
@@ -320,7 +307,7 @@ static int entry_of(struct fy_node *map, const char *prefix, bool socket_ok, nod
     if (out->socket) {
         snprintf(field, sizeof field, "%ssocket", prefix);
         if (out->address || out->user || out->role || out->ca || out->cert || out->key) {
-            bad(e, field, "%s: a node that is a local socket has socket alone (no address, user, role, ca, cert, key)",
+            jerr_input(e, field, "%s: a node that is a local socket has socket alone (no address, user, role, ca, cert, key)",
                 field);
             goto fail;
         }
@@ -332,7 +319,7 @@ static int entry_of(struct fy_node *map, const char *prefix, bool socket_ok, nod
         if (*slots[i])
             continue;
         snprintf(field, sizeof field, "%s%s", prefix, entry_keys[i]);
-        bad(e, field, "%s: missing; a node has address, user, role, ca, cert and key%s", field,
+        jerr_input(e, field, "%s: missing; a node has address, user, role, ca, cert and key%s", field,
             socket_ok ? " (or socket alone)" : "");
         goto fail;
     }
@@ -341,14 +328,14 @@ static int entry_of(struct fy_node *map, const char *prefix, bool socket_ok, nod
     if (nodes_address_parse(out->address, &out->host, &out->port, e) < 0) {
         char why[sizeof e->msg];
         snprintf(why, sizeof why, "%s", e->msg + strlen("address"));
-        bad(e, field, "%s%s", field, why);
+        jerr_input(e, field, "%s%s", field, why);
         goto fail;
     }
     snprintf(field, sizeof field, "%suser", prefix);
     shown(out->user, v, sizeof v);
     size_t ul = strlen(out->user);
     if (ul == 0 || ul > 64 || strspn(out->user, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@-") != ul) {
-        bad(e, field, "%s: '%s' must be a user name: 1 to 64 of A-Z a-z 0-9 . _ @ -", field, v);
+        jerr_input(e, field, "%s: '%s' must be a user name: 1 to 64 of A-Z a-z 0-9 . _ @ -", field, v);
         goto fail;
     }
     snprintf(field, sizeof field, "%srole", prefix);
@@ -357,7 +344,7 @@ static int entry_of(struct fy_node *map, const char *prefix, bool socket_ok, nod
         role_ok |= !strcmp(out->role, roles[i]);
     if (!role_ok) {
         shown(out->role, v, sizeof v);
-        bad(e, field, "%s: '%s' is not a role; one of reader, developer, operator, maintainer, admin", field, v);
+        jerr_input(e, field, "%s: '%s' is not a role; one of reader, developer, operator, maintainer, admin", field, v);
         goto fail;
     }
     const struct { char **v; const char *name; bool key; } pems[] = {
@@ -408,12 +395,12 @@ int nodes_entry_parse(const char *text, size_t len, nodes_entry *out, jerr *e)
 {
     memset(out, 0, sizeof *out);
     if (len > NODES_FILE_MAX)
-        return bad(e, "", "larger than %u MiB: not a node file", NODES_FILE_MAX >> 20);
+        return jerr_input(e, "", "larger than %u MiB: not a node file", NODES_FILE_MAX >> 20);
     char *fixed = quote_bracketed_address(text, &len);
     struct fy_document *d;
     int rc = yaml_doc(fixed ? fixed : text, len, &d, e);
     if (rc == 0 && (!d || !fy_document_root(d)))
-        rc = bad(e, "", "empty: a node file has address, user, role, ca, cert and key");
+        rc = jerr_input(e, "", "empty: a node file has address, user, role, ca, cert and key");
     else if (rc == 0)
         rc = entry_of(fy_document_root(d), "", false, out, e);
     fy_document_destroy(d);
@@ -428,7 +415,7 @@ int nodes_conf_parse(const char *text, size_t len, nodes_conf *out, jerr *e)
 {
     memset(out, 0, sizeof *out);
     if (len > NODES_FILE_MAX)
-        return bad(e, "", "larger than %u MiB", NODES_FILE_MAX >> 20);
+        return jerr_input(e, "", "larger than %u MiB", NODES_FILE_MAX >> 20);
     struct fy_document *d;
     if (yaml_doc(text, len, &d, e) < 0)
         return -1;
@@ -441,7 +428,7 @@ int nodes_conf_parse(const char *text, size_t len, nodes_conf *out, jerr *e)
         goto out;
     }
     if (!fy_node_is_mapping(root)) {
-        bad(e, "", "must be a mapping with current and nodes");
+        jerr_input(e, "", "must be a mapping with current and nodes");
         goto out;
     }
     void *it = NULL;
@@ -465,7 +452,7 @@ int nodes_conf_parse(const char *text, size_t len, nodes_conf *out, jerr *e)
             } else if (nodes_name_check(out->current, e) < 0) {
                 char why[sizeof e->msg];
                 snprintf(why, sizeof why, "%s", e->msg + strlen("name"));
-                bad(e, "current", "current%s", why);
+                jerr_input(e, "current", "current%s", why);
                 goto out;
             }
         } else if (!strcmp(k, "nodes")) {
@@ -473,7 +460,7 @@ int nodes_conf_parse(const char *text, size_t len, nodes_conf *out, jerr *e)
             if (!v)
                 continue;
             if (!fy_node_is_mapping(v)) {
-                bad(e, "nodes", "nodes: must be a mapping of names to nodes");
+                jerr_input(e, "nodes", "nodes: must be a mapping of names to nodes");
                 goto out;
             }
             void *it2 = NULL;
@@ -485,7 +472,7 @@ int nodes_conf_parse(const char *text, size_t len, nodes_conf *out, jerr *e)
                 if (nodes_name_check(name, e) < 0) {
                     char why[sizeof e->msg];
                     snprintf(why, sizeof why, "%s", e->msg + strlen("name"));
-                    bad(e, "nodes", "nodes: a node's name%s", why);
+                    jerr_input(e, "nodes", "nodes: a node's name%s", why);
                     free(name);
                     goto out;
                 }
@@ -502,7 +489,7 @@ int nodes_conf_parse(const char *text, size_t len, nodes_conf *out, jerr *e)
         } else {
             char v2[80];
             shown(k, v2, sizeof v2);
-            bad(e, k, "%s: unknown key; nodes.yml has current and nodes", v2);
+            jerr_input(e, k, "%s: unknown key; nodes.yml has current and nodes", v2);
             free(k);
             goto out;
         }

@@ -51,6 +51,20 @@ int jerr_field(jerr *e, const char *field, const char *fmt, ...)
     return -1;
 }
 
+int jerr_input(jerr *e, const char *field, const char *fmt, ...)
+{
+    if (!e)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vset(e, fmt, ap);
+    va_end(ap);
+    snprintf(e->field, sizeof e->field, "%s", field ? field : "");
+    e->code = EINVAL;
+    e->http = 0;
+    return -1;
+}
+
 int jerr_http(jerr *e, int http, const char *fmt, ...)
 {
     if (!e)

@@ -26,6 +26,9 @@ int jerr_sys(jerr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 /* Validation error on a named field: answered with HTTP 400. */
 int jerr_field(jerr *e, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int jerr_http(jerr *e, int http, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same as jerr_field for a field read here, not of a request (a node file, a setting of
+ * rnx): no HTTP status. */
+int jerr_input(jerr *e, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *jerr_code_name(const jerr *e);
 
 #endif

@@ -292,3 +292,52 @@ int parse_env_pair(const char *field, const char *s, char *key, size_t keylen, c
     *value = eq + 1;
     return 0;
 }
+
+bool parse_user_name_ok(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (!n || n >= max || s[0] == '-' || s[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+            return false;
+    return true;
+}
+
+void parse_serial_bytes(const unsigned char *b, size_t n, char *out, size_t len)
+{
+    while (n > 1 && b[0] == 0) {
+        b++;
+        n--;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 3 <= len; i++)
+        o += (size_t)snprintf(out + o, len - o, "%02x", b[i]);
+    if (len)
+        out[o] = 0;
+}
+
+int parse_serial(const char *s, char *out, size_t len)
+{
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        s += 2;
+    char hex[42];
+    size_t nh = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == ':' && p != s && p[1] && p[1] != ':')
+            continue;
+        if (!isxdigit((unsigned char)*p) || nh == 40)
+            return -1;
+        hex[nh++] = (char)tolower((unsigned char)*p);
+    }
+    if (!nh)
+        return -1;
+    unsigned char b[20];
+    size_t nb = 0, i = 0;
+    if (nh % 2) /* an odd count: the first digit is a byte of its own */
+        b[nb++] = (unsigned char)strtoul((char[]){hex[i++], 0}, NULL, 16);
+    for (; i + 1 < nh; i += 2)
+        b[nb++] = (unsigned char)strtoul((char[]){hex[i], hex[i + 1], 0}, NULL, 16);
+    parse_serial_bytes(b, nb, out, len);
+    return 0;
+}

@@ -23,6 +23,15 @@ int parse_rfc3339(const char *s, time_t *out);
 /* "KEY=VALUE" with KEY a portable environment name. key gets a copy of the name. */
 int parse_env_pair(const char *field, const char *s, char *key, size_t keylen, const char **value, jerr *e);
 bool env_key_valid(const char *key);
+/* A person's name in a certificate (its CN) or a local account's name as joblet takes them:
+ * 1 to max - 1 letters, digits, '.', '_', '-', not starting with '-' or '.'. */
+bool parse_user_name_ok(const char *s, size_t max);
+/* A certificate's serial in the one text every file and message of joblet uses: lowercase hex,
+ * no separators, no leading zero bytes (DER's sign byte). From the certificate's bytes: */
+void parse_serial_bytes(const unsigned char *b, size_t n, char *out, size_t len);
+/* and as written by a person or in revoked.txt: hex of either case, "0x" before it or ':'
+ * between bytes allowed, at most 20 bytes. 0, or -1 when s is not one. len: 41 at least. */
+int parse_serial(const char *s, char *out, size_t len);
 /* Non-negative integer without sign, spaces or trailing junk. */
 int parse_u64(const char *s, uint64_t *out);
 

@@ -1,7 +1,6 @@
 #include "config.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <libfyaml.h>
 #include <stddef.h>
@@ -179,18 +178,6 @@ static bool listen_ok(const char *v)
     return inet_pton(AF_INET, host, buf) == 1;
 }
 
-/* A person (a certificate's CN) or a local account name: letters, digits, '.', '_', '-'. */
-static bool user_name_ok(const char *s, size_t max)
-{
-    size_t n = strlen(s);
-    if (!n || n >= max || s[0] == '-' || s[0] == '.')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
-            return false;
-    return true;
-}
-
 static void store_u(void *p, size_t len, uint64_t v)
 {
     if (len == 8)
@@ -279,7 +266,7 @@ static int set_key(config *c, const key *k, const char *val, const char *file, j
             snprintf(person, sizeof person, "%.*s", (int)(eq - val), val);
         if (eq && strlen(eq + 1) < sizeof account)
             snprintf(account, sizeof account, "%s", eq + 1);
-        if (!user_name_ok(person, sizeof person) || !user_name_ok(account, sizeof account))
+        if (!parse_user_name_ok(person, sizeof person) || !parse_user_name_ok(account, sizeof account))
             return jerr_set(e, EINVAL, "%s: %s: '%s' must map a certificate's name to a local account, both of "
                             "letters, digits, '.', '_', '-' (alice: alice-ml)", file, k->path, val);
         for (unsigned i = 0; i < c->remote.nusers; i++) {

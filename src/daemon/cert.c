@@ -423,20 +423,12 @@ int cert_address_check(const char *address, cert_san *host, unsigned *port, jerr
 int cert_serial_parse(const char *s, char *hex, size_t hexlen, jerr *e)
 {
     char sh[128];
-    size_t o = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p == ':' && p != s && p[1] && p[1] != ':')
-            continue;
-        char c = *p >= 'A' && *p <= 'F' ? (char)(*p - 'A' + 'a') : *p;
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) || o + 1 >= hexlen || o >= 40)
-            return jerr_field(e, "SERIAL", "'%s' is not a serial: a serial is up to 20 bytes in hex (as joblet "
-                              "cert list prints it, e.g. 3f9a...; ':' between bytes allowed)",
-                              cert_shown(s, sh, sizeof sh));
-        hex[o++] = c;
-    }
-    if (o == 0)
+    if (!*s)
         return jerr_field(e, "SERIAL", "an empty serial; give one as joblet cert list prints it");
-    hex[o] = 0;
+    if (hexlen < 41 || parse_serial(s, hex, hexlen) < 0)
+        return jerr_field(e, "SERIAL", "'%s' is not a serial: a serial is up to 20 bytes in hex (as joblet "
+                          "cert list prints it, e.g. 3f9a...; ':' between bytes allowed)",
+                          cert_shown(s, sh, sizeof sh));
     return 0;
 }
 
@@ -607,7 +599,7 @@ static void cert_info_of(gnutls_x509_crt_t crt, cert_info *i)
     unsigned char serial[64];
     size_t n = sizeof serial;
     if (gnutls_x509_crt_get_serial(crt, serial, &n) == 0)
-        cert_hex(serial, n, i->serial, sizeof i->serial);
+        parse_serial_bytes(serial, n, i->serial, sizeof i->serial);
     n = sizeof i->cn;
     if (gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, i->cn, &n) < 0)
         snprintf(i->cn, sizeof i->cn, "?");
