@@ -256,6 +256,15 @@ static bool dn_get(gnutls_x509_crt_t crt, const char *oid, char *out, size_t len
     return true;
 }
 
+/* Anyone may put anything in a certificate: what is not printable ASCII never reaches a
+ * message, the audit trail or an admin's terminal as it is. */
+static void printable(char *s)
+{
+    for (; *s; s++)
+        if (*s < 0x20 || *s > 0x7e)
+            *s = '?';
+}
+
 int tls_verify(gnutls_session_t s, caller *who, jerr *e)
 {
     unsigned n = 0;
@@ -288,6 +297,7 @@ int tls_verify(gnutls_session_t s, caller *who, jerr *e)
     rc = gnutls_x509_trust_list_verify_crt2(cur->trust, chain, have, &purpose, 1, 0, &status, NULL);
     char cn[65] = "", ou[32] = "", why[400];
     dn_get(chain[0], GNUTLS_OID_X520_COMMON_NAME, cn, sizeof cn);
+    printable(cn);
     if (rc < 0 || status) {
         why_refused(rc < 0 ? GNUTLS_CERT_INVALID : status, chain[0], why, sizeof why);
         jerr_http(e, 403, "the client certificate%s%s is refused: %s", cn[0] ? " of " : "", cn, why);
@@ -308,6 +318,7 @@ int tls_verify(gnutls_session_t s, caller *who, jerr *e)
         goto out;
     }
     int role = dn_get(chain[0], GNUTLS_OID_X520_ORGANIZATIONAL_UNIT_NAME, ou, sizeof ou) ? authz_role_parse(ou) : -1;
+    printable(ou);
     if (role < 0) {
         jerr_http(e, 403, "the client certificate of %s names no role (OU '%s'): reader, developer, maintainer "
                           "or admin", cn, ou);
