@@ -6,10 +6,12 @@ Starts one joblet with both its unix socket and a TLS listener on 127.0.0.1 (cer
 run the same jobs as the same account), then measures, each pair of runs back to back in
 alternating order so that drifts in load hit both alike:
 
-  1. start latency: `rnx job run --follow /bin/true` on the socket and with `--node` (a new
-     TLS connection per command: rnx keeps no sessions), median and p95, and the difference;
+  1. start latency: `rnx job run --follow /bin/true` on the socket, with `--node` as rnx runs
+     by default (through the node's keeper, rnx's process that holds a TLS connection ready:
+     src/cli/conn_agent.h), and with `--node` and RNX_PERSIST=0 (each command makes its own
+     TLS connection: a full handshake, and GnuTLS loaded), median and p95, and the differences;
   2. the cost of one command's connection: `rnx job status ID` (one read that does little)
-     on both paths, and a bare TLS 1.3 handshake with a client certificate (Python's ssl);
+     on the three paths, and a bare TLS 1.3 handshake with a client certificate (Python's ssl);
   3. throughput: 1,000 submissions of /bin/true from C keep-alive clients (Python's
      http.client), over the socket and over TLS, jobs/s from the first submission to the last
      job's end.
@@ -79,8 +81,14 @@ class Setup:
         while not os.path.exists(self.sock) and time.time() < deadline:
             time.sleep(0.05)
         time.sleep(0.3)
-        self.env = dict(os.environ, RNX_CONFIG=os.path.join(self.dir, "nodes.yml"), JOBLET_SOCKET=self.sock)
+        # the keeper's socket under the bench's directory: removing it ends the keeper
+        run = os.path.join(self.dir, "run")
+        os.mkdir(run, 0o700)
+        self.env = dict(os.environ, RNX_CONFIG=os.path.join(self.dir, "nodes.yml"), JOBLET_SOCKET=self.sock,
+                        XDG_RUNTIME_DIR=run)
         self.env.pop("RNX_NODE", None)
+        self.env.pop("RNX_PERSIST", None)
+        self.env_nokeep = dict(self.env, RNX_PERSIST="0")
         subprocess.run([self.rnx, "node", "add", "bench", os.path.join(self.pki, "bench.rnx.yml")], env=self.env,
                        check=True, capture_output=True)
 
@@ -88,15 +96,16 @@ class Setup:
     def rnx(self):
         return os.path.join(self.build, "rnx")
 
-    def timed(self, args):
+    def timed(self, args, env=None):
         t = time.perf_counter()
-        p = subprocess.run([self.rnx, *args], env=self.env, capture_output=True)
+        p = subprocess.run([self.rnx, *args], env=env or self.env, capture_output=True)
         dt = (time.perf_counter() - t) * 1000
         if p.returncode != 0:
             sys.exit(f"rnx {' '.join(args)}: {p.stderr.decode()}")
         return dt
 
     def close(self):
+        subprocess.run([self.rnx, "node", "disconnect", "--all"], env=self.env, capture_output=True)
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=30)
         self.log.close()
@@ -112,17 +121,18 @@ class Setup:
                     pass
 
 
-def pairs(s, args, runs, warm=10):
-    local, remote = [], []
+def rounds(s, args, runs, warm=10):
+    """The three paths, one run each per round, in an order that rotates round by round."""
+    out = {"socket": [], "keeper": [], "direct": []}
+    paths = [("socket", args, None), ("keeper", ["--node", "bench", *args], None),
+             ("direct", ["--node", "bench", *args], s.env_nokeep)]
     for i in range(warm + runs):
-        order = [(local, args), (remote, ["--node", "bench", *args])]
-        if i % 2:
-            order.reverse()
-        for out, a in order:
-            dt = s.timed(a)
+        k = i % 3
+        for name, a, env in paths[k:] + paths[:k]:
+            dt = s.timed(a, env)
             if i >= warm:
-                out.append(dt)
-    return local, remote
+                out[name].append(dt)
+    return out
 
 
 def handshakes(s, n=200):
@@ -195,19 +205,20 @@ def main():
         sys.exit("remote.py: run as root (it starts joblet)")
     s = Setup(a.build)
     try:
-        print(f"joblet {a.build}, {os.cpu_count()} CPUs; TLS 1.3 on 127.0.0.1:{s.port}; rnx makes a new TLS "
-              f"connection per command (no session resumption)\n")
-        print(f"{'measure':<44} {'socket':>10} {'TLS':>10} {'TLS - socket':>13}")
+        print(f"joblet {a.build}, {os.cpu_count()} CPUs; TLS 1.3 on 127.0.0.1:{s.port}. TLS: through the node's "
+              f"keeper (rnx's default);\nno keeper: RNX_PERSIST=0, a new TLS connection per command (no session "
+              f"resumption)\n")
+        print(f"{'measure':<44} {'socket':>8} {'TLS':>8} {'-socket':>8} {'no keeper':>10} {'-socket':>8}")
         one = subprocess.run([s.rnx, "--json", "job", "run", "/bin/true"], env=s.env, capture_output=True, check=True)
         one = json.loads(one.stdout)["id"]
         for name, args in (("rnx job run --follow /bin/true, median ms", ["job", "run", "--follow", "/bin/true"]),
                            ("rnx job status ID (one request), median ms", ["job", "status", one])):
-            loc, rem = pairs(s, args, a.runs)
-            ml, mr = statistics.median(loc), statistics.median(rem)
-            print(f"{name:<44} {ml:>10.2f} {mr:>10.2f} {mr - ml:>+13.2f}")
-            print(f"{'  p95':<44} {pct(loc, 95):>10.2f} {pct(rem, 95):>10.2f} {pct(rem, 95) - pct(loc, 95):>+13.2f}")
+            r = rounds(s, args, a.runs)
+            for label, f in ((name, statistics.median), ("  p95", lambda xs: pct(xs, 95))):
+                ml, mk, md = f(r["socket"]), f(r["keeper"]), f(r["direct"])
+                print(f"{label:<44} {ml:>8.2f} {mk:>8.2f} {mk - ml:>+8.2f} {md:>10.2f} {md - ml:>+8.2f}")
         hs = handshakes(s)
-        print(f"{'TLS 1.3 handshake with a client cert, ms':<44} {'':>10} {statistics.median(hs):>10.2f}"
+        print(f"{'TLS 1.3 handshake with a client cert, ms':<44} {'':>8} {statistics.median(hs):>8.2f}"
               f"   (p95 {pct(hs, 95):.2f})")
 
         def unix():
@@ -228,8 +239,8 @@ def main():
             for name, fn in order:
                 rates[name].append(throughput(s, fn, a.jobs, a.clients))
         ls, lt = statistics.median(rates["socket"]), statistics.median(rates["TLS"])
-        print(f"{f'{a.jobs} submissions, {a.clients} keep-alive clients, jobs/s':<44} {ls:>10.0f} {lt:>10.0f}"
-              f" {lt / ls:>12.2f}x")
+        print(f"{f'{a.jobs} submissions, {a.clients} keep-alive clients, jobs/s':<44} {ls:>8.0f} {lt:>8.0f}"
+              f" {lt / ls:>7.2f}x")
     finally:
         s.close()
 

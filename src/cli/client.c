@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../common/util.h"
+#include "conn_agent.h"
 
 #ifndef JOBLET_VERSION
 #define JOBLET_VERSION "dev"
@@ -31,6 +32,7 @@ struct rnx_client {
     conn_tls_creds *creds;    /* read at the first dial */
     char where[300];          /* "joblet at PATH", "node NAME (ADDRESS)": messages */
     char host[280];           /* the Host header */
+    unsigned persist_s;       /* a node: how long its keeper stays (conn_agent.h); 0: none */
     conn *idle;               /* TLS: the connection of the last request, kept open for the next
                                * (client_request): a command pays one handshake, not one per request */
 };
@@ -79,6 +81,7 @@ rnx_client *client_new(const client_target *t)
     c->node = (conn_tls_peer){dup_or_null(t->node.node), dup_or_null(t->node.address), dup_or_null(t->node.host),
                               dup_or_null(t->node.port), dup_or_null(t->node.ca), dup_or_null(t->node.cert),
                               dup_or_null(t->node.key)};
+    c->persist_s = t->persist_s;
     snprintf(c->where, sizeof c->where, "node %s (%s)", t->node.node, t->node.address);
     snprintf(c->host, sizeof c->host, "%s", t->node.address);
     return c;
@@ -88,8 +91,7 @@ void client_free(rnx_client *c)
 {
     if (!c)
         return;
-    if (c->idle)
-        conn_close(c->idle);
+    conn_release(c->idle);   /* its last answer was read whole (client_request) */
     free(c->socket);
     if (c->node.key)
         explicit_bzero((char *)c->node.key, strlen(c->node.key));
@@ -123,16 +125,15 @@ conn *client_connect(rnx_client *c, jerr *e)
     }
     if (c->socket)
         return conn_unix_dial(c->socket, e);
-    if (!c->creds && !(c->creds = conn_tls_creds_new(&c->node, e))) {
-        char why[sizeof e->msg];
-        snprintf(why, sizeof why, "%s", e->msg);
-        if (e->field[0])   /* one of the node's fields: ca, cert, key */
-            snprintf(e->msg, sizeof e->msg, "node %s: %s (rnx node show %s)", c->node.node, why, c->node.node);
-        else
-            snprintf(e->msg, sizeof e->msg, "node %s: %s", c->node.node, why);
-        e->http = 0;
-        return NULL;
+    if (c->persist_s && !c->creds) {
+        bool direct = false;
+        conn *k = conn_agent_dial(&c->node, c->persist_s, &direct, e);
+        if (k || !direct)
+            return k;
+        c->persist_s = 0;   /* no keeper here: this command dials the node itself */
     }
+    if (!c->creds && !(c->creds = conn_tls_creds_open(&c->node, e)))
+        return NULL;
     return conn_tls_dial(c->creds, e);
 }
 
@@ -285,8 +286,19 @@ static int read_body(conn *k, buf *in, const answer *a, sink_fn sink, void *ud)
         if (end == in->data || size > MAX_BODY)
             return -1; /* not a chunk size we could hold: a broken or hostile answer */
         buf_consume(in, (size_t)(crlf - in->data) + 2);
-        if (size == 0)
-            return 1; /* trailers, if any, are not needed */
+        if (size == 0) {
+            /* trailers (not needed), then the empty line that ends the answer: read to it, so
+             * that the connection is left at the next answer's start */
+            for (;;) {
+                while (!(crlf = in->data ? memmem(in->data, in->len, "\r\n", 2) : NULL))
+                    if (in->len > MAX_HEAD || fill(k, in) <= 0)
+                        return -1;
+                bool last = crlf == in->data;
+                buf_consume(in, (size_t)(crlf - in->data) + 2);
+                if (last)
+                    return 1;
+            }
+        }
         while (in->len < size + 2)
             if (fill(k, in) <= 0)
                 return -1;
@@ -352,6 +364,7 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
         conn *k = client_connect(c, e);
         if (!k)
             break;
+        reused |= k->kept;
         int left = ANSWER_NONE;
         if (send_request(c, k, method, path, "application/json", payload, payload ? strlen(payload) : 0, keep) < 0)
             lost(c, k, e, strerror(errno));
@@ -537,24 +550,28 @@ static int get_streamed(rnx_client *c, const char *path, const char *accept, voi
         return 0;
     buf in = {0}, errbody = {0};
     answer a;
-    int ret = 0;
-    if (send_request(c, k, "GET", path, accept, NULL, 0, false) < 0 || read_head(k, &in, &a) < 0) {
+    int ret = 0, whole = 0;
+    bool keep = !c->socket;   /* as client_request: over TLS, the next request goes on it */
+    if (send_request(c, k, "GET", path, accept, NULL, 0, keep) < 0 || read_head(k, &in, &a) < 0) {
         lost(c, k, e, "no answer");
     } else if (a.status < 200 || a.status > 299) {
-        if (read_body(k, &in, &a, collect, &errbody) < 0)
+        if ((whole = read_body(k, &in, &a, collect, &errbody)) < 0)
             lost(c, k, e, "answer cut short");
         else
             error_from_answer(a.status, &errbody, e);
     } else {
         if (head)
             head(&a, ud);
-        ret = read_body(k, &in, &a, sink, ud);
+        whole = ret = read_body(k, &in, &a, sink, ud);
         if (ret == -2)
             e->http = a.status;
         else if (ret == -1)
             lost(c, k, e, cut);
     }
-    conn_close(k);
+    if (keep && whole == 1 && !a.close && (a.chunked || a.length >= 0) && !in.len && !c->idle)
+        c->idle = k;   /* read to its end: it can carry the command's next request */
+    else
+        conn_close(k);
     free(in.data);
     free(errbody.data);
     return ret;

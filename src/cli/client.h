@@ -17,10 +17,14 @@ typedef struct rnx_client rnx_client;
 typedef struct client_target {
     const char *socket;        /* the daemon's unix socket; NULL: node, over TLS */
     conn_tls_peer node;
+    unsigned persist_s;        /* a node: how long its keeper stays after a command (conn_agent.h);
+                                  0: no keeper, each command dials the node */
 } client_target;
 
-/* Opens no connection yet: each request dials the socket, or the node (a full TLS handshake
- * each time; the node's credentials are read at the first). t's strings are copied. */
+/* Opens no connection yet: each request dials the socket; a node is reached through its keeper
+ * (conn_agent.h), or dialed with a full TLS handshake when it has none (the node's credentials
+ * are read at the first); a command's later requests go on the same connection. t's strings
+ * are copied. */
 rnx_client *client_new(const client_target *t);
 void client_free(rnx_client *c);
 

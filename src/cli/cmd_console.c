@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "../common/parse.h"
+#include "../common/util.h"
 #include "cli.h"
 #include "client.h"
 #include "cmd_console.h"
@@ -87,12 +88,6 @@ typedef struct pending {
 static pending *pend;
 static size_t npend, max_pending = PENDING_DEFAULT, max_conns = CONNECTIONS_DEFAULT, nchildren;
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int random_hex(char *out)
 {
@@ -140,21 +135,6 @@ static void reply(int fd, int flags, const char *status, const char *extra, cons
         send(fd, buf, (size_t)n, flags);
     else
         send_all(fd, buf, (size_t)n);
-}
-
-/* Sends all n bytes to the daemon (or node); false when it is gone. */
-static bool conn_send_all(conn *d, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = conn_write(d, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
 }
 
 /* Bytes both ways until the daemon's side ends (it closes after its answer: each request is

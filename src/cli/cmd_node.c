@@ -21,6 +21,7 @@
 
 #include "../common/suggest.h"
 #include "../common/util.h"
+#include "conn_agent.h"
 #include "conn_tls.h"
 #include "nodes.h"
 #include "print.h"
@@ -43,6 +44,12 @@ static const char node_help[] =
     "                  expiry and its CA's subject (never the key); without NAME, the node rnx\n"
     "                  uses now\n"
     "  remove NAME     forget a node (and the default, when it was the default)\n"
+    "  disconnect [NAME|--all]  end rnx's keeper of connections to a node\n"
+    "\n"
+    "The first command to a node starts a keeper: a small rnx process of yours that holds the\n"
+    "node's TLS connection ready for the next command (as ssh's ControlPersist does), so that a\n"
+    "command pays no TLS handshake. It leaves 10 minutes after the last command; 'persist: 0'\n"
+    "in a node's entry (or RNX_PERSIST=0) turns it off, 'persist: 1h' keeps it longer.\n"
     "\n"
     "The nodes are kept in ~/.config/rnx/nodes.yml, or the file RNX_CONFIG names: mode 0600 in a\n"
     "0700 directory, as it holds private keys; rnx refuses to read it when others may. The\n"
@@ -92,6 +99,16 @@ static const char show_help[] =
     "\n"
     "Flags:\n"
     "  --json       print it as a JSON object\n"
+    "  -h, --help   show this help\n";
+
+static const char disconnect_help[] =
+    "Usage: rnx node disconnect [NAME | --all]\n"
+    "\n"
+    "Ends rnx's keeper of connections to a node (without NAME, the node rnx uses now); commands\n"
+    "it carries are cut. The next command to the node starts a new one (unless its persist is 0).\n"
+    "\n"
+    "Flags:\n"
+    "  --all        the keepers of every node in nodes.yml\n"
     "  -h, --help   show this help\n";
 
 static const char remove_help[] =
@@ -367,7 +384,14 @@ static int to_node(rnx_ctx *ctx, const char *name, const char *source, bool quie
     }
     if (n->socket)
         return to_socket(ctx, n->socket, name, quiet);
-    ctx->target = (client_target){.node = {n->name, n->address, n->host, n->port, n->ca, n->cert, n->key}};
+    ctx->target = (client_target){.node = {n->name, n->address, n->host, n->port, n->ca, n->cert, n->key},
+                                  .persist_s = n->has_persist ? n->persist_s : CONN_AGENT_PERSIST_DEFAULT};
+    const char *env = getenv("RNX_PERSIST");
+    if (env && *env) {
+        jerr pe = {0};
+        if (nodes_persist_parse("RNX_PERSIST", env, &ctx->target.persist_s, &pe) < 0)
+            return quiet ? RNX_USAGE : rnx_usage("%s", pe.msg);
+    }
     return RNX_OK;
 }
 
@@ -439,6 +463,21 @@ void cmd_node_each(void (*fn)(const char *name, const char *desc, void *ud), voi
 
 /* ---- the commands ---------------------------------------------------------------------------- */
 
+static conn_tls_peer peer_of(const nodes_entry *n)
+{
+    return (conn_tls_peer){n->name, n->address, n->host, n->port, n->ca, n->cert, n->key};
+}
+
+/* Ends the keeper of a node whose entry goes away or changes: its credentials are no longer
+ * the node's. */
+static void keeper_end(const nodes_entry *n)
+{
+    if (n && !n->socket) {
+        conn_tls_peer p = peer_of(n);
+        conn_agent_stop(&p);
+    }
+}
+
 enum { O_FORCE = 300, O_SOCKET };
 
 /* Flags of one subcommand: -h and what its options allow; operands after. HELP_SHOWN after --help. */
@@ -473,6 +512,7 @@ static int add_change(nodes_conf *conf, const char *path, void *ud)
     if (old && !r->force)
         return rnx_fail("node add: there is a node '%s' already (%s%s); --force replaces it", r->ent.name,
                         old->socket ? "unix:" : "", old->socket ? old->socket : old->address);
+    keeper_end(old);
     nodes_conf_put(conf, &r->ent);
     return RNX_OK;
 }
@@ -690,6 +730,7 @@ static int remove_change(nodes_conf *conf, const char *path, void *ud)
 {
     remove_req *r = ud;
     r->was_default = conf->current && !strcmp(conf->current, r->name);
+    keeper_end(nodes_conf_find(conf, r->name));
     if (!nodes_conf_remove(conf, r->name))
         return rnx_fail("node remove: no node '%s' in %s", r->name, path);
     return RNX_OK;
@@ -750,6 +791,77 @@ static json_t *cert_json(const char *pem, const char *what, bool text)
                      info.serial, "not_before", nb, "not_after", na, "certificates", (json_int_t)info.count);
 }
 
+/* Whether rnx keeps a connection to node n, and for how long after a command. */
+static void keeper_show(const nodes_entry *n, json_t *o, bool text)
+{
+    conn_tls_peer p = peer_of(n);
+    unsigned persist = n->has_persist ? n->persist_s : CONN_AGENT_PERSIST_DEFAULT;
+    const char *env = getenv("RNX_PERSIST");
+    if (env && *env) {
+        jerr e = {0};
+        nodes_persist_parse("RNX_PERSIST", env, &persist, &e);
+    }
+    pid_t pid = conn_agent_pid(&p);
+    char dur[32];
+    if (persist % 3600 == 0)
+        snprintf(dur, sizeof dur, "%uh", persist / 3600);
+    else if (persist % 60 == 0)
+        snprintf(dur, sizeof dur, "%um", persist / 60);
+    else
+        snprintf(dur, sizeof dur, "%us", persist);
+    if (text && pid > 0)
+        print_textf(stdout, "%-9s by rnx (pid %d), until %s after the last command%s\n", "kept:", (int)pid, dur,
+                    persist ? "" : " (persist is 0 now: it is the keeper of before)");
+    else if (text && persist)
+        print_textf(stdout, "%-9s no keeper now; the next command starts one, for %s after the last command\n",
+                    "kept:", dur);
+    else if (text)
+        print_textf(stdout, "%-9s never (persist: 0): each command makes its own TLS connection\n", "kept:");
+    json_object_set_new(o, "keeper", json_pack("{s:o, s:I}", "pid", pid > 0 ? json_integer(pid) : json_null(),
+                                               "persist_s", (json_int_t)persist));
+}
+
+static int node_disconnect(rnx_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {{"all", no_argument, NULL, 'a'}, {"help", no_argument, NULL, 'h'}, {0}};
+    bool all = false;
+    int c;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx node disconnect")) != -1) {
+        if (c == 'h') {
+            fputs(disconnect_help, stdout);
+            return RNX_OK;
+        }
+        if (c != 'a')
+            return RNX_USAGE;
+        all = true;
+    }
+    if (argc - optind > 1 || (all && argc - optind > 0))
+        return rnx_usage("node disconnect: want one NAME, or --all; usage: rnx node disconnect [NAME | --all]");
+    jerr e = {0};
+    if (load(&e) < 0)
+        return rnx_fail("%s", e.msg);
+    const char *why = "NAME";
+    const char *name = all ? NULL : optind < argc ? argv[optind] : chosen(ctx, &why);
+    if (name && !strcmp(name, NODES_LOCAL))
+        return rnx_usage("node disconnect: %s: 'local' is the local socket: rnx keeps no connection to it", why);
+    const nodes_entry *one = name ? nodes_conf_find(&loaded, name) : NULL;
+    if (name && !one)
+        return rnx_usage("node disconnect: %s: no node '%s' in %s; see 'rnx node list'", why, name, loaded_path);
+    for (size_t i = 0; i < loaded.n; i++) {
+        const nodes_entry *n = &loaded.v[i];
+        if ((one && n != one) || n->socket)
+            continue;
+        conn_tls_peer p = peer_of(n);
+        pid_t pid = conn_agent_stop(&p);
+        if (pid > 0)
+            print_textf(stdout, "node %s: its keeper (pid %d) has ended\n", n->name, (int)pid);
+        else if (one)
+            print_textf(stdout, "node %s: rnx keeps no connection to it now\n", n->name);
+    }
+    return RNX_OK;
+}
+
 static int node_show(rnx_ctx *ctx, int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
@@ -799,6 +911,7 @@ static int node_show(rnx_ctx *ctx, int argc, char **argv)
     if (!n->socket) {
         json_object_set_new(o, "cert", cert_json(n->cert, "cert:", !ctx->json));
         json_object_set_new(o, "ca", cert_json(n->ca, "ca:", !ctx->json));
+        keeper_show(n, o, !ctx->json);
     }
     if (ctx->json)
         print_json(o);
@@ -813,7 +926,8 @@ int cmd_node(rnx_ctx *ctx, int argc, char **argv)
     static const struct {
         const char *name;
         int (*fn)(rnx_ctx *, int, char **);
-    } cmds[] = {{"add", node_add}, {"list", node_list}, {"use", node_use}, {"show", node_show}, {"remove", node_remove}};
+    } cmds[] = {{"add", node_add}, {"list", node_list}, {"use", node_use}, {"show", node_show}, {"remove", node_remove},
+                 {"disconnect", node_disconnect}};
     static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {0}};
     int c;
     optind = 0;
@@ -824,7 +938,7 @@ int cmd_node(rnx_ctx *ctx, int argc, char **argv)
         return RNX_OK;
     }
     if (optind >= argc)
-        return rnx_usage("node: missing command (add, list, use, show, remove); see 'rnx node --help'");
+        return rnx_usage("node: missing command (add, list, use, show, remove, disconnect); see 'rnx node --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(cmds); i++)
         if (!strcmp(name, cmds[i].name))
@@ -833,6 +947,8 @@ int cmd_node(rnx_ctx *ctx, int argc, char **argv)
         fputs(node_help, stdout);
         return RNX_OK;
     }
-    static const char *const names[] = {"add", "list", "use", "show", "remove", "help"};
+    if (!strcmp(name, "keep"))   /* the keeper's own process (conn_agent.h): not a command for people */
+        return conn_agent_main(argc - optind, argv + optind);
+    static const char *const names[] = {"add", "list", "use", "show", "remove", "disconnect", "help"};
     return rnx_unknown_command(name, "rnx node", names, ARRAY_LEN(names));
 }

@@ -30,7 +30,22 @@ static void unix_close(conn *c)
 }
 
 static const conn_ops unix_ops = {unix_read, unix_write, unix_pending, unix_shutdown_write,
-                                  unix_cork, unix_uncork, unix_close};
+                                  unix_cork, unix_uncork, unix_close, NULL};
+
+bool conn_send_all(conn *c, const void *p, size_t n)
+{
+    const char *b = p;
+    while (n) {
+        ssize_t w = conn_write(c, b, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        b += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
 
 conn *conn_unix_dial(const char *path, jerr *e)
 {

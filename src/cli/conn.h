@@ -5,6 +5,7 @@
 #ifndef JOBLET_CONN_H
 #define JOBLET_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -26,11 +27,16 @@ typedef struct conn_ops {
     void (*cork)(conn *c);     /* gather writes until uncork (one TLS record, not three) */
     int (*uncork)(conn *c);    /* 0, or -1 with errno as write's */
     void (*close)(conn *c);
+    /* Closes a connection whose last answer was read whole (nothing more will come on it): a
+     * keeper's may then serve another command (conn_agent.h). NULL: as close. */
+    void (*release)(conn *c);
 } conn_ops;
 
 struct conn {
     const conn_ops *ops;
     int fd;                    /* the socket, for poll */
+    bool kept;                 /* made before the command asked for it (a keeper's spare,
+                                  conn_agent.h): the node may have closed it just now */
     char why[256];             /* what broke it, when a read or write fails for a reason worth
                                   telling ("the node sent the TLS alert ..."); "" otherwise */
 };
@@ -46,6 +52,15 @@ static inline void conn_close(conn *c)
     if (c)
         c->ops->close(c);
 }
+static inline void conn_release(conn *c)
+{
+    if (c)
+        (c->ops->release ? c->ops->release : c->ops->close)(c);
+}
+
+/* Sends all n bytes, again after EINTR and short writes; false when the peer is gone (errno
+ * as conn_write's). */
+bool conn_send_all(conn *c, const void *p, size_t n);
 
 /* Connects to the unix socket at path. NULL with e set (e->code the errno; e->msg says why,
  * naming the path) when it cannot. */

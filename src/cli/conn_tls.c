@@ -183,6 +183,21 @@ conn_tls_creds *conn_tls_creds_new(const conn_tls_peer *p, jerr *e)
     return cr;
 }
 
+conn_tls_creds *conn_tls_creds_open(const conn_tls_peer *p, jerr *e)
+{
+    conn_tls_creds *cr = conn_tls_creds_new(p, e);
+    if (cr)
+        return cr;
+    char why[sizeof e->msg];
+    snprintf(why, sizeof why, "%s", e->msg);
+    if (e->field[0])   /* one of the node's fields: ca, cert, key */
+        snprintf(e->msg, sizeof e->msg, "node %s: %s (rnx node show %s)", p->node, why, p->node);
+    else
+        snprintf(e->msg, sizeof e->msg, "node %s: %s", p->node, why);
+    e->http = 0;
+    return NULL;
+}
+
 void conn_tls_creds_free(conn_tls_creds *cr)
 {
     if (!cr)
@@ -527,11 +542,9 @@ static void tls_close(conn *c)
     free(t);
 }
 
-static const conn_ops tls_ops = {tls_read, tls_write, tls_pending, tls_shutdown_write, tls_cork, tls_uncork, tls_close};
+static const conn_ops tls_ops = {tls_read, tls_write, tls_pending, tls_shutdown_write, tls_cork, tls_uncork, tls_close, NULL};
 
 /* ---- dialing ------------------------------------------------------------------------------- */
-
-static int64_t mono_ms_now(void) { return mono_ns() / 1000000; }
 
 /* A TCP connection to one of the host's addresses before deadline (monotonic ms); -1 with e. */
 static int tcp_connect(const conn_tls_creds *cr, int64_t deadline, jerr *e)
@@ -564,10 +577,10 @@ static int tcp_connect(const conn_tls_creds *cr, int64_t deadline, jerr *e)
             continue;
         }
         struct pollfd pfd = {s, POLLOUT, 0};
-        int64_t left = deadline - mono_ms_now();
+        int64_t left = deadline - mono_ms();
         int pr;
         while ((pr = poll(&pfd, 1, left > 0 ? (int)left : 0)) < 0 && errno == EINTR)
-            left = deadline - mono_ms_now();
+            left = deadline - mono_ms();
         int soerr = 0;
         socklen_t sl = sizeof soerr;
         if (pr <= 0) {
@@ -599,7 +612,7 @@ conn *conn_tls_dial(const conn_tls_creds *cr, jerr *e)
 {
     e->http = 0;
     e->field[0] = 0;
-    int64_t deadline = mono_ms_now() + CONN_TLS_TIMEOUT_MS;
+    int64_t deadline = mono_ms() + CONN_TLS_TIMEOUT_MS;
     int fd = tcp_connect(cr, deadline, e);
     if (fd < 0)
         return NULL;
@@ -629,7 +642,7 @@ conn *conn_tls_dial(const conn_tls_creds *cr, jerr *e)
     tls.gnutls_transport_set_push_function(t->s, push);
     tls.gnutls_transport_set_pull_function(t->s, pull);
     tls.gnutls_transport_set_pull_timeout_function(t->s, pull_timeout);
-    int64_t left = deadline - mono_ms_now();
+    int64_t left = deadline - mono_ms();
     tls.gnutls_handshake_set_timeout(t->s, left > 1 ? (unsigned)left : 1);
     do
         r = tls.gnutls_handshake(t->s);

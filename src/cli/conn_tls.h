@@ -33,6 +33,9 @@ typedef struct conn_tls_creds conn_tls_creds;
  * when GnuTLS is missing or one of them does not load: the message names the field (ca, cert,
  * key) and why ("the key is not the certificate's"). */
 conn_tls_creds *conn_tls_creds_new(const conn_tls_peer *p, jerr *e);
+/* The same for a command about to use the node: e's message names the node and, for a field
+ * at fault, points at rnx node show ("node gpu-1: key: ... (rnx node show gpu-1)"). */
+conn_tls_creds *conn_tls_creds_open(const conn_tls_peer *p, jerr *e);
 void conn_tls_creds_free(conn_tls_creds *cr);
 
 /* Resolves the node's host, connects and does the handshake, all within CONN_TLS_TIMEOUT_MS.

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "../common/parse.h"
 #include "../common/util.h"
 
 static const char *const roles[] = {"reader", "developer", "operator", "maintainer", "admin"};
@@ -270,6 +271,22 @@ static char *scalar(struct fy_node *n, const char *field, jerr *e)
 
 static const char *const entry_keys[] = {"address", "user", "role", "ca", "cert", "key"};
 
+int nodes_persist_parse(const char *field, const char *text, unsigned *seconds, jerr *e)
+{
+    uint64_t s = 0;
+    if (strcmp(text, "0") && strcmp(text, "off")) {
+        jerr pe = {0};
+        if (parse_duration(field, text, &s, &pe) < 0 || s > NODES_PERSIST_MAX) {
+            char v[80];
+            shown(text, v, sizeof v);
+            return jerr_input(e, field, "%s: '%s' is not a time to keep the node's connections; want seconds or a "
+                              "duration (90, 10m, 2h; at most 7d), or 0 or off for none", field, v);
+        }
+    }
+    *seconds = (unsigned)s;
+    return 0;
+}
+
 /* An entry from a mapping node; prefix ("" or "nodes.NAME.") goes before each field's name. */
 static int entry_of(struct fy_node *map, const char *prefix, bool socket_ok, nodes_entry *out, jerr *e)
 {
@@ -292,11 +309,21 @@ static int entry_of(struct fy_node *map, const char *prefix, bool socket_ok, nod
         if (socket_ok && !strcmp(k, "socket"))
             slot = &out->socket;
         snprintf(field, sizeof field, "%s%s", prefix, k);
+        if (!strcmp(k, "persist")) {
+            free(k);
+            char *v = scalar(fy_node_pair_value(pair), field, e);
+            int pr = v ? nodes_persist_parse(field, v, &out->persist_s, e) : -1;
+            out->has_persist = true;
+            free(v);
+            if (pr < 0)
+                goto fail;
+            continue;
+        }
         if (!slot) {
             char v[80];
             shown(k, v, sizeof v);
-            jerr_input(e, field, "%s%s: unknown key; a node has address, user, role, ca, cert and key%s", prefix, v,
-                socket_ok ? " (or socket alone)" : "");
+            jerr_input(e, field, "%s%s: unknown key; a node has address, user, role, ca, cert, key (and persist)%s",
+                prefix, v, socket_ok ? " (or socket alone)" : "");
             free(k);
             goto fail;
         }
@@ -306,8 +333,8 @@ static int entry_of(struct fy_node *map, const char *prefix, bool socket_ok, nod
     }
     if (out->socket) {
         snprintf(field, sizeof field, "%ssocket", prefix);
-        if (out->address || out->user || out->role || out->ca || out->cert || out->key) {
-            jerr_input(e, field, "%s: a node that is a local socket has socket alone (no address, user, role, ca, cert, key)",
+        if (out->address || out->user || out->role || out->ca || out->cert || out->key || out->has_persist) {
+            jerr_input(e, field, "%s: a node that is a local socket has socket alone (no address, user, role, ca, cert, key, persist)",
                 field);
             goto fail;
         }
@@ -560,6 +587,8 @@ char *nodes_conf_render(const nodes_conf *conf)
             put_quoted(f, plain[k][1]);
             fputc('\n', f);
         }
+        if (n->has_persist)
+            fprintf(f, "    persist: %u\n", n->persist_s);
         put_block(f, "ca", n->ca);
         put_block(f, "cert", n->cert);
         put_block(f, "key", n->key);

@@ -9,6 +9,8 @@
  *   ca: |                   PEM: the node's CA, the only one rnx trusts for it
  *   cert: |                 PEM: rnx's client certificate
  *   key: |                  PEM: its private key (not encrypted)
+ *   persist: 10m            optional: how long rnx's keeper of connections to the node stays
+ *                           after the last command (conn_agent.h); 0 or off: none; default 10m
  *
  * nodes.yml:
  *   current: gpu-1          the default node (absent: the local socket)
@@ -36,7 +38,16 @@ typedef struct nodes_entry {
     char *host, *port;     /* of address: the host without brackets, the port's digits */
     char *user, *role;
     char *ca, *cert, *key; /* PEM, each ending with one newline */
+    bool has_persist;      /* the entry says persist: */
+    unsigned persist_s;    /* seconds (0: no keeper) */
 } nodes_entry;
+
+/* The longest persist (a week). */
+#define NODES_PERSIST_MAX (7u * 86400)
+
+/* persist's text (field names it in errors): seconds or a duration ("10m"), 0 or off for none.
+ * -1 with e saying what is accepted. */
+int nodes_persist_parse(const char *field, const char *text, unsigned *seconds, jerr *e);
 
 typedef struct nodes_conf {
     char *current;         /* the default node's name, NULL for none (it may name no entry:

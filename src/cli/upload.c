@@ -261,12 +261,6 @@ int upload_finish(upload_set *u, job_req *req, jerr *e)
 
 /* ---- sending the bytes ---------------------------------------------------------------------- */
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* "512 B", "3.4 MB", "2.0 GB" (binary units, as the limits are given) */
 static void human(uint64_t n, char *out, size_t len)

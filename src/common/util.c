@@ -18,6 +18,8 @@ int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+int64_t mono_ms(void) { return mono_ns() / 1000000; }
+
 int64_t now_ms(void) { return now_ns() / 1000000; }
 
 int64_t mono_ns(void)

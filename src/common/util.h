@@ -13,10 +13,12 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Wall clock in nanoseconds / milliseconds since the epoch; monotonic in nanoseconds. */
+/* Wall clock in nanoseconds / milliseconds since the epoch; monotonic in nanoseconds and in
+ * milliseconds. */
 int64_t now_ns(void);
 int64_t now_ms(void);
 int64_t mono_ns(void);
+int64_t mono_ms(void);
 /* "2026-11-22T10:00:00.123Z" from milliseconds; ns variant keeps microseconds. */
 void format_ms(int64_t ms, char *out, size_t outlen);
 void format_ns_us(int64_t ns, char *out, size_t outlen);

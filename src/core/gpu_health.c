@@ -78,12 +78,6 @@ static void post(const hmsg *m)
         return;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 /* nvidia-smi --gpu-reset -i N, with a time limit: 0, or -1 and why in text. */
 static int run_reset(int gpu, char *text, size_t len)
