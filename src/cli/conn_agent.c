@@ -32,15 +32,15 @@
 
 /* ---- where a node's keeper listens ----------------------------------------------------------- */
 
-/* The user's private directory for keepers (made when missing): 0, or -1 when there is none
- * that is safe (not a directory of ours with mode 0700). */
-static int agent_dir(char *out, size_t cap)
+/* The user's private directory for keepers (made when missing and create): 0, or -1 when
+ * there is none that is safe (not a directory of ours with mode 0700). */
+static int agent_dir(char *out, size_t cap, bool create)
 {
     const char *rt = getenv("XDG_RUNTIME_DIR");
     int n = rt && rt[0] == '/' ? snprintf(out, cap, "%s/rnx", rt) : snprintf(out, cap, "/tmp/rnx-%u", (unsigned)getuid());
     if (n < 0 || (size_t)n >= cap)
         return -1;
-    if (mkdir(out, 0700) < 0 && errno != EEXIST)
+    if (create && mkdir(out, 0700) < 0 && errno != EEXIST)
         return -1;
     struct stat st;
     if (lstat(out, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077))
@@ -107,6 +107,7 @@ static struct {
     int64_t idle_since[CONN_AGENT_POOL];   /* monotonic ms */
     int npool;
     int filling;                 /* threads making one each */
+    int threads;                 /* sessions: commands, and rnx node show looking */
     int active;                  /* commands being carried */
     int64_t last_ms;             /* when the last command ended (or the keeper started) */
 } ag = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -374,11 +375,12 @@ static void *session_main(void *arg)
     if (!wants_conn(fd)) {
         close(fd);
         pthread_mutex_lock(&ag.mu);
-        ag.active--;
+        ag.threads--;
         pthread_mutex_unlock(&ag.mu);
         return NULL;
     }
     pthread_mutex_lock(&ag.mu);
+    ag.active++;
     conn *k = pool_take_locked();
     conn_tls_creds *cr = ag.cr;
     pthread_mutex_unlock(&ag.mu);
@@ -405,6 +407,7 @@ static void *session_main(void *arg)
     close(fd);
     pthread_mutex_lock(&ag.mu);
     ag.active--;
+    ag.threads--;
     ag.last_ms = mono_ms();
     pthread_mutex_unlock(&ag.mu);
     return NULL;
@@ -416,6 +419,9 @@ static void on_term(int sig) { (void)sig; agent_stop = 1; }
 /* The keeper's life: never returns. lfd listens at path. */
 __attribute__((noreturn)) static void agent_run(int lfd, const conn_tls_peer *p, unsigned persist_s, const char *path)
 {
+    /* listen again: the socket's credentials, which a connecting command reads with
+     * SO_PEERCRED, are those of the last listen() (the command that made it, until now) */
+    listen(lfd, 64);
     struct stat st;
     ino_t ino = stat(path, &st) == 0 ? st.st_ino : 0;
     struct sigaction sa = {.sa_handler = on_term};
@@ -442,13 +448,13 @@ __attribute__((noreturn)) static void agent_run(int lfd, const conn_tls_peer *p,
             }
             if (fd >= 0) {
                 pthread_mutex_lock(&ag.mu);
-                bool room = ag.active < CONN_AGENT_MAX_SESSIONS;
+                bool room = ag.threads < CONN_AGENT_MAX_SESSIONS;
                 pthread_t t;
                 pthread_attr_t a;
                 pthread_attr_init(&a);
                 pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
                 if (room && pthread_create(&t, &a, session_main, (void *)(intptr_t)fd) == 0)
-                    ag.active++;
+                    ag.threads++;
                 else
                     close(fd);   /* the command sees no line and dials the node itself */
                 pthread_attr_destroy(&a);
@@ -627,7 +633,7 @@ conn *conn_agent_dial(const conn_tls_peer *p, unsigned persist_s, bool *direct, 
     *direct = true;
     char dir[sizeof ((struct sockaddr_un *)0)->sun_path];
     struct sockaddr_un sa;
-    if (agent_dir(dir, sizeof dir) < 0 || agent_path(p, dir, &sa) < 0)
+    if (agent_dir(dir, sizeof dir, true) < 0 || agent_path(p, dir, &sa) < 0)
         return NULL;
     int fd = agent_connect(&sa, NULL);
     if (fd < 0 && (errno == ENOENT || errno == ECONNREFUSED)) {
@@ -665,7 +671,7 @@ pid_t conn_agent_pid(const conn_tls_peer *p)
     char dir[sizeof ((struct sockaddr_un *)0)->sun_path];
     struct sockaddr_un sa;
     pid_t pid = 0;
-    if (agent_dir(dir, sizeof dir) < 0 || agent_path(p, dir, &sa) < 0)
+    if (agent_dir(dir, sizeof dir, false) < 0 || agent_path(p, dir, &sa) < 0)
         return 0;
     int fd = agent_connect(&sa, &pid);
     if (fd < 0)
@@ -674,19 +680,33 @@ pid_t conn_agent_pid(const conn_tls_peer *p)
     return pid;
 }
 
+/* Whether pid is a keeper ("rnx node keep ..."): never signal any other process. */
+static bool is_keeper(pid_t pid)
+{
+    char path[64], cmd[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, cmd, sizeof cmd);
+    close(fd);
+    static const char want[] = "rnx\0node\0keep\0";
+    return n >= (ssize_t)sizeof want - 1 && !memcmp(cmd, want, sizeof want - 1);
+}
+
 pid_t conn_agent_stop(const conn_tls_peer *p)
 {
     char dir[sizeof ((struct sockaddr_un *)0)->sun_path];
     struct sockaddr_un sa;
     pid_t pid = 0;
-    if (agent_dir(dir, sizeof dir) < 0 || agent_path(p, dir, &sa) < 0)
+    if (agent_dir(dir, sizeof dir, false) < 0 || agent_path(p, dir, &sa) < 0)
         return 0;
     int fd = agent_connect(&sa, &pid);
     if (fd < 0)
         return 0;
     close(fd);
-    unlink(sa.sun_path);
-    if (pid > 0)
+    unlink(sa.sun_path);   /* the keeper also leaves when it sees its socket file gone */
+    if (pid > 0 && is_keeper(pid))
         kill(pid, SIGTERM);
     return pid;
 }

@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -228,6 +229,56 @@ class Daemon:
             assert mark not in log, f"sanitizer report in joblet's log:\n{log}"
 
 
+class Keepers:
+    """rnx's keepers (src/cli/conn_agent.h: the process the first command to a node starts, which
+    holds TLS connections to it) of one test's rnx: their sockets go under a private
+    XDG_RUNTIME_DIR of the test's, their sanitizer reports (the keeper's stderr is /dev/null) to
+    files there, and end() stops each by its PID and fails on any report."""
+
+    def __init__(self, base):
+        self.run = os.path.join(base, "xdg-run")
+        os.makedirs(self.run, mode=0o700, exist_ok=True)
+        os.chmod(self.run, 0o700)
+
+    def env(self, env):
+        env = dict(env, XDG_RUNTIME_DIR=self.run)
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+            if env.get(k):
+                env[k] += f":log_path={self.run}/sanitizer"
+        return env
+
+    def pids(self):
+        out = {}
+        for sock in glob.glob(os.path.join(self.run, "rnx", "*.sock")):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(sock)
+                pid, _, _ = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+                out[sock] = pid
+            except OSError:
+                pass
+            finally:
+                s.close()
+        return out
+
+    def end(self):
+        for sock, pid in self.pids().items():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            for _ in range(100):
+                if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+                    break
+                time.sleep(0.05)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        reports = glob.glob(os.path.join(self.run, "sanitizer*"))
+        text = "".join(open(r, errors="replace").read() for r in reports)
+        shutil.rmtree(self.run, ignore_errors=True)
+        assert not reports, f"sanitizer report from an rnx keeper:\n{text}"
+
+
 def _unescape(path):
     """A mountinfo path: spaces and the like come as octal escapes (\\040)."""
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
@@ -306,3 +357,27 @@ def file_holds(path, needle):
                 pos += len(block)
             pos = max(pos, end)
     return False
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No rnx keeper (src/cli/conn_agent.h) of this build may outlive the tests: each test that
+    reaches a node over TLS ends its keepers (Keepers.end). Any left is ended here by its PID and
+    fails the run."""
+    exe = os.path.realpath(os.path.join(BUILD, "rnx"))
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            if cmd.startswith(b"rnx\0node\0keep\0") and os.path.realpath(f"/proc/{pid}/exe") == exe:
+                left.append(int(pid))
+        except OSError:
+            continue
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    if left:
+        print(f"\nrnx keepers left running by the tests (ended now): {left}")
+        session.exitstatus = 1

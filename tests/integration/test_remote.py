@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 import certs
-from conftest import Daemon, need_root
+from conftest import Daemon, Keepers, need_root
 
 pytestmark = pytest.mark.skipif(not (certs.CERTTOOL and shutil.which("curl") and shutil.which("gnutls-cli")),
                                 reason="needs certtool, gnutls-cli (gnutls-bin) and curl")
@@ -71,6 +71,7 @@ class Remote:
                         f"remote:\n  listen: [\"127.0.0.1:{self.port}\"]\n  pki_dir: PKI\n"
                         f"  users:\n    Boss.Person: {self.account['boss']}\n{extra}")
         self.pki = os.path.join(self.d.dir, "pki")
+        self.keepers = Keepers(self.d.dir)
         with open(self.d.config) as f:
             text = f.read().replace("pki_dir: PKI", f"pki_dir: {self.pki}")
         with open(self.d.config, "w") as f:
@@ -116,6 +117,7 @@ class Remote:
         cfg = os.path.join(self.d.dir, f"rnx-{who}")
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RNX_CONFIG": os.path.join(cfg, "nodes.yml")}
         env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+        env = self.keepers.env(env)
         rnx = os.path.join(os.environ.get("JOBLET_BUILD", "build"), "rnx")
         if not os.path.exists(cfg):
             os.makedirs(cfg, mode=0o700)
@@ -140,8 +142,11 @@ class Remote:
         return body["records"]
 
     def close(self):
-        self.d.cleanup()
-        self.users.remove()
+        try:
+            self.keepers.end()
+        finally:
+            self.d.cleanup()
+            self.users.remove()
 
 
 @pytest.fixture(scope="module")

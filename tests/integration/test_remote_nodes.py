@@ -7,11 +7,12 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import uuid
 
 import pytest
 
-from conftest import BUILD, Daemon, need_root
+from conftest import BUILD, Daemon, Keepers, need_root
 from test_remote import Users, free_port
 
 pytestmark = pytest.mark.skipif(not shutil.which("useradd"), reason="needs useradd")
@@ -56,6 +57,8 @@ def two():
     # no JOBLET_SOCKET: it would take precedence over the default node (docs/cli.md)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RNX_CONFIG": os.path.join(cfgdir, "nodes.yml")}
     env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    keepers = Keepers(a.d.dir)
+    env = keepers.env(env)
 
     def rnx(*args, check=False, input=None):
         p = subprocess.run([os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, env=env,
@@ -69,9 +72,12 @@ def two():
         b.d.start()
         rnx("node", "add", "a", a.client(user, "developer", f"127.0.0.1:{a.port}"), check=True)
         rnx("node", "add", "b", b.client(user, "developer", f"localhost:{b.port}"), check=True)
-        yield {"a": a, "b": b, "rnx": rnx, "uid": uid, "user": user, "dir": cfgdir}
+        yield {"a": a, "b": b, "rnx": rnx, "uid": uid, "user": user, "dir": cfgdir, "env": env, "keepers": keepers}
     finally:
-        a.d.cleanup()
+        try:
+            keepers.end()
+        finally:
+            a.d.cleanup()
         b.d.cleanup()
         users.remove()
 
@@ -150,7 +156,7 @@ def test_console_through_a_real_node(two):
     import re
     import signal
     import urllib.parse
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RNX_CONFIG": os.path.join(two["dir"], "nodes.yml")}
+    env = two["env"]
     c = subprocess.Popen([os.path.join(BUILD, "rnx"), "console", "--node", "a"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -182,3 +188,110 @@ def test_console_through_a_real_node(two):
     finally:
         os.kill(c.pid, signal.SIGTERM)
         c.wait()
+
+
+# ---- rnx's keeper of a node's connections (src/cli/conn_agent.h) ------------------------------
+
+def keeper_conns(pid, port):
+    """The local ports of pid's established TCP connections to 127.0.0.1:port."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    out = set()
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            cols = line.split()
+            local, remote, state, inode = cols[1], cols[2], cols[3], cols[9]
+            if inode in inodes and state == "01" and int(remote.split(":")[1], 16) == port:
+                out.add(int(local.split(":")[1], 16))
+    return out
+
+
+def wait_for(what, fn, timeout=20):
+    for _ in range(int(timeout / 0.05)):
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_the_keeper_carries_commands_on_the_same_tls_connections(two):
+    rnx, a, keepers = two["rnx"], two["a"], two["keepers"]
+    rnx("node", "disconnect", "--all", check=True)
+    assert rnx("--node", "a", "job", "list").returncode == 0
+    pids = list(keepers.pids().values())
+    assert len(pids) == 1, pids
+    pid = pids[0]
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        assert f.read().split(b"\0")[:4] == [b"rnx", b"node", b"keep", b"a"]   # what ps shows
+    assert f"by rnx (pid {pid})" in rnx("node", "show", "a", check=True).stdout
+    show = json.loads(rnx("--json", "node", "show", "a", check=True).stdout)
+    assert show["keeper"] == {"pid": pid, "persist_s": 600}, show
+    # it keeps two or more ready; then commands, one at a time, take one and give it back: the
+    # node sees no new connection (no handshake) for any of them
+    wait_for("two idle connections", lambda: len(keeper_conns(pid, a.port)) >= 2)
+    time.sleep(1)
+    before = keeper_conns(pid, a.port)
+    assert 2 <= len(before) <= 4, before
+    for _ in range(8):
+        assert rnx("--node", "a", "job", "list").returncode == 0
+    for i in range(3):
+        p = rnx("--node", "a", "job", "run", "--follow", "sh", "-c", f"echo kept-{i}; exit {i}")
+        assert p.returncode == i and p.stdout.strip().endswith(f"kept-{i}"), (p.returncode, p.stdout, p.stderr)
+    assert keeper_conns(pid, a.port) == before
+    assert list(keepers.pids().values()) == [pid]
+    # rnx node disconnect ends it
+    out = rnx("node", "disconnect", "a", check=True).stdout
+    assert f"its keeper (pid {pid}) has ended" in out, out
+    wait_for("the keeper to end", lambda: not os.path.exists(f"/proc/{pid}") or
+             open(f"/proc/{pid}/stat").read().split()[2] == "Z")
+    assert "no keeper now" in rnx("node", "show", "a", check=True).stdout
+
+
+def test_the_keeper_leaves_after_its_time_and_can_be_turned_off(two):
+    rnx, keepers = two["rnx"], two["keepers"]
+    rnx("node", "disconnect", "--all", check=True)
+    p = subprocess.run([os.path.join(BUILD, "rnx"), "--node", "a", "job", "list"], capture_output=True, text=True,
+                       env=dict(two["env"], RNX_PERSIST="2"), timeout=120)
+    assert p.returncode == 0, p.stderr
+    pids = keepers.pids()
+    assert len(pids) == 1, pids
+    pid = list(pids.values())[0]
+    wait_for("the keeper to leave after 2 s idle", lambda: not keepers.pids(), timeout=30)
+    wait_for("its process to end", lambda: not os.path.exists(f"/proc/{pid}") or
+             open(f"/proc/{pid}/stat").read().split()[2] == "Z")
+    # off: no keeper, the command dials the node itself
+    p = subprocess.run([os.path.join(BUILD, "rnx"), "--node", "a", "job", "list"], capture_output=True, text=True,
+                       env=dict(two["env"], RNX_PERSIST="0"), timeout=120)
+    assert p.returncode == 0 and not keepers.pids(), p.stderr
+    p = subprocess.run([os.path.join(BUILD, "rnx"), "--node", "a", "job", "list"], capture_output=True, text=True,
+                       env=dict(two["env"], RNX_PERSIST="soon"), timeout=120)
+    assert p.returncode == 2 and "RNX_PERSIST: 'soon'" in p.stderr and "0 or off" in p.stderr, p.stderr
+
+
+def test_the_keepers_directory_is_the_users_alone(two, tmp_path):
+    rnx, keepers = two["rnx"], two["keepers"]
+    assert rnx("--node", "a", "job", "list").returncode == 0
+    sock = list(keepers.pids())[0]
+    d = os.path.dirname(sock)
+    assert os.stat(d).st_mode & 0o777 == 0o700
+    # another account cannot reach it
+    probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+             f"try:\n  s.connect({sock!r}); print('reached')\nexcept OSError as e:\n  print(e.errno)\n")
+    p = subprocess.run(["python3", "-c", probe], capture_output=True, text=True, timeout=60,
+                       preexec_fn=lambda: (os.setgid(two["uid"]), os.setuid(two["uid"])))
+    assert p.stdout.strip() == "13", (p.stdout, p.stderr)   # EACCES
+    # a runtime directory others may enter is not used: the command dials the node itself
+    shared = tmp_path / "shared"
+    (shared / "rnx").mkdir(parents=True)
+    os.chmod(shared / "rnx", 0o777)
+    p = subprocess.run([os.path.join(BUILD, "rnx"), "--node", "a", "job", "list"], capture_output=True, text=True,
+                       env=dict(two["env"], XDG_RUNTIME_DIR=str(shared)), timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert os.listdir(shared / "rnx") == []

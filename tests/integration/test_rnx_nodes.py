@@ -161,8 +161,10 @@ def env(tmp_path):
     """rnx's environment: its own HOME and nodes.yml, no daemon socket."""
     home = tmp_path / "home"
     home.mkdir()
+    # no keeper (src/cli/conn_agent.h): each command dials the stand-in itself, whose log then
+    # holds exactly the command's requests; test_remote_nodes.py tests the keeper on joblet
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-            "RNX_CONFIG": str(tmp_path / "cfg" / "nodes.yml"),
+            "RNX_CONFIG": str(tmp_path / "cfg" / "nodes.yml"), "RNX_PERSIST": "0",
             **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
 
 
