@@ -197,7 +197,7 @@ static void test_node_file(void **state)
     char text[8192];
     snprintf(text, sizeof text, "%sname: gpu-1\n", node_file("gpu-1:7443", NULL, NULL));
     assert_int_equal(parse(text, &n, &e), -1);
-    assert_non_null(strstr(e.msg, "name: unknown key; a node has address, user, role, ca, cert and key"));
+    assert_non_null(strstr(e.msg, "name: unknown key; a node has address, user, role, ca, cert, key (and persist)"));
     snprintf(text, sizeof text, "%ssocket: /run/x.sock\n", node_file("gpu-1:7443", NULL, NULL));
     assert_int_equal(parse(text, &n, &e), -1);
     assert_non_null(strstr(e.msg, "socket: unknown key"));
@@ -290,6 +290,57 @@ static void test_conf_round_trip(void **state)
     free(text);
 }
 
+/* persist: how long rnx's keeper of the node's connections stays (conn_agent.h) */
+static void test_persist(void **state)
+{
+    (void)state;
+    nodes_entry n;
+    jerr e = {0};
+    char text[8192];
+    static const struct {
+        const char *value;
+        unsigned seconds;
+    } good[] = {{"0", 0}, {"off", 0}, {"90", 90}, {"10m", 600}, {"2h", 7200}, {"7d", 604800}, {"1h30m", 5400}};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        snprintf(text, sizeof text, "%spersist: %s\n", node_file("gpu-1:7443", NULL, NULL), good[i].value);
+        if (parse(text, &n, &e) < 0)
+            fail_msg("persist: %s: %s", good[i].value, e.msg);
+        assert_true(n.has_persist);
+        assert_int_equal(n.persist_s, good[i].seconds);
+        nodes_entry_free(&n);
+    }
+    /* absent: the entry does not say (rnx's default then) */
+    assert_int_equal(parse(node_file("gpu-1:7443", NULL, NULL), &n, &e), 0);
+    assert_false(n.has_persist);
+    nodes_entry_free(&n);
+    static const char *const bad[] = {"8d", "-1", "soon", "", "10 m", "[1]"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(text, sizeof text, "%spersist: %s\n", node_file("gpu-1:7443", NULL, NULL), bad[i]);
+        if (parse(text, &n, &e) == 0)
+            fail_msg("persist: '%s' was taken", bad[i]);
+        assert_string_equal(e.field, "persist");
+        if (!strstr(e.msg, "0 or off for none") && !strstr(e.msg, "must be a string"))
+            fail_msg("persist: '%s': %s", bad[i], e.msg);
+    }
+    /* nodes.yml keeps it, and a socket node has none */
+    nodes_conf c = {0};
+    snprintf(text, sizeof text, "%spersist: 1h\n", node_file("gpu-1:7443", NULL, NULL));
+    assert_int_equal(parse(text, &n, &e), 0);
+    n.name = strdup("gpu-1");
+    nodes_conf_put(&c, &n);
+    char *r = nodes_conf_render(&c);
+    nodes_conf back = {0};
+    assert_int_equal(nodes_conf_parse(r, strlen(r), &back, &e), 0);
+    assert_true(back.v[0].has_persist);
+    assert_int_equal(back.v[0].persist_s, 3600);
+    free(r);
+    nodes_conf_free(&back);
+    nodes_conf_free(&c);
+    const char *sock = "nodes:\n  dev:\n    socket: /run/j.sock\n    persist: 10m\n";
+    assert_int_equal(nodes_conf_parse(sock, strlen(sock), &back, &e), -1);
+    assert_non_null(strstr(e.msg, "socket alone"));
+}
+
 static void test_conf_refusals(void **state)
 {
     (void)state;
@@ -344,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_node_file),
         cmocka_unit_test(test_conf_round_trip),
+        cmocka_unit_test(test_persist),
         cmocka_unit_test(test_conf_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
