@@ -106,21 +106,6 @@ static int random_hex(char *out)
     return 0;
 }
 
-/* false when the browser is gone */
-static bool send_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 /* An answer of the console's own (small: it fits the socket's empty buffer). */
 static void reply(int fd, int flags, const char *status, const char *extra, const char *body)
 {
@@ -134,7 +119,7 @@ static void reply(int fd, int flags, const char *status, const char *extra, cons
     if (flags)
         send(fd, buf, (size_t)n, flags);
     else
-        send_all(fd, buf, (size_t)n);
+        conn_fd_send_all(fd, buf, (size_t)n);
 }
 
 /* Bytes both ways until the daemon's side ends (it closes after its answer: each request is
@@ -173,7 +158,7 @@ static void relay(int b, conn *d)
         ssize_t n = conn_read(d, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0 || !send_all(b, buf, (size_t)n))
+        if (n <= 0 || !conn_fd_send_all(b, buf, (size_t)n))
             return;
     }
 }

@@ -47,6 +47,21 @@ bool conn_send_all(conn *c, const void *p, size_t n)
     return true;
 }
 
+bool conn_fd_send_all(int fd, const void *p, size_t n)
+{
+    const char *b = p;
+    while (n) {
+        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        b += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
 conn *conn_unix_dial(const char *path, jerr *e)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};

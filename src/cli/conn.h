@@ -61,6 +61,8 @@ static inline void conn_release(conn *c)
 /* Sends all n bytes, again after EINTR and short writes; false when the peer is gone (errno
  * as conn_write's). */
 bool conn_send_all(conn *c, const void *p, size_t n);
+/* The same on a plain socket fd (send with MSG_NOSIGNAL: a peer gone raises no SIGPIPE). */
+bool conn_fd_send_all(int fd, const void *p, size_t n);
 
 /* Connects to the unix socket at path. NULL with e set (e->code the errno; e->msg says why,
  * naming the path) when it cannot. */

@@ -131,22 +131,6 @@ static void pool_put_locked(conn *k)
     ag.idle_since[ag.npool++] = mono_ms();
 }
 
-/* Sends all of p to fd: 0, or -1 when it is gone (SIGPIPE is ignored in the keeper and never
- * raised in a command: MSG_NOSIGNAL). */
-static int fd_send_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* The node checks rnx's certificate at a connection's first request: a spare makes one (GET
  * /v1/version, read to its end) so that a command's first request does not wait for it. 0
  * when it was answered in full and the connection is kept open. */
@@ -338,7 +322,7 @@ static int relay(int fd, conn *k)
                 shutdown(fd, SHUT_WR);
                 if (from_cmd)   /* the node has ended: whatever the command still sends goes nowhere */
                     return RELAY_END;
-            } else if (fd_send_all(fd, (const char *)buf, (size_t)r) < 0) {
+            } else if (!conn_fd_send_all(fd, buf, (size_t)r)) {
                 return RELAY_END;
             }
         }
@@ -355,7 +339,7 @@ static void tell(int fd, const jerr *e)
     for (char *p = line + 4; e && p < line + n - 1; p++)
         if (*p == '\n')
             *p = ' ';
-    fd_send_all(fd, line, n > 0 && (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    conn_fd_send_all(fd, line, n > 0 && (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 /* A command's first byte: 'c', it wants a connection; nothing (rnx node show looking for the
@@ -650,7 +634,7 @@ conn *conn_agent_dial(const conn_tls_peer *p, unsigned persist_s, bool *direct, 
     }
     if (fd < 0)
         return NULL;
-    int h = fd_send_all(fd, "c", 1) < 0 ? -1 : agent_hello(fd, e);
+    int h = !conn_fd_send_all(fd, "c", 1) ? -1 : agent_hello(fd, e);
     if (h != 0) {
         close(fd);
         *direct = h < 0;
@@ -666,18 +650,25 @@ conn *conn_agent_dial(const conn_tls_peer *p, unsigned persist_s, bool *direct, 
 
 /* ---- rnx node show, rnx node disconnect ------------------------------------------------------ */
 
-pid_t conn_agent_pid(const conn_tls_peer *p)
+/* Whether node p has a keeper: its process id (from its socket's SO_PEERCRED), 0 when not;
+ * *sa its socket. Sends nothing: the keeper's connections stay where they are. */
+static pid_t keeper_of(const conn_tls_peer *p, struct sockaddr_un *sa)
 {
-    char dir[sizeof ((struct sockaddr_un *)0)->sun_path];
-    struct sockaddr_un sa;
+    char dir[sizeof sa->sun_path];
     pid_t pid = 0;
-    if (agent_dir(dir, sizeof dir, false) < 0 || agent_path(p, dir, &sa) < 0)
+    if (agent_dir(dir, sizeof dir, false) < 0 || agent_path(p, dir, sa) < 0)
         return 0;
-    int fd = agent_connect(&sa, &pid);
+    int fd = agent_connect(sa, &pid);
     if (fd < 0)
         return 0;
-    close(fd);   /* sent nothing: the keeper's spare stays where it is */
+    close(fd);
     return pid;
+}
+
+pid_t conn_agent_pid(const conn_tls_peer *p)
+{
+    struct sockaddr_un sa;
+    return keeper_of(p, &sa);
 }
 
 /* Whether pid is a keeper ("rnx node keep ..."): never signal any other process. */
@@ -696,15 +687,10 @@ static bool is_keeper(pid_t pid)
 
 pid_t conn_agent_stop(const conn_tls_peer *p)
 {
-    char dir[sizeof ((struct sockaddr_un *)0)->sun_path];
     struct sockaddr_un sa;
-    pid_t pid = 0;
-    if (agent_dir(dir, sizeof dir, false) < 0 || agent_path(p, dir, &sa) < 0)
+    pid_t pid = keeper_of(p, &sa);
+    if (!pid)
         return 0;
-    int fd = agent_connect(&sa, &pid);
-    if (fd < 0)
-        return 0;
-    close(fd);
     unlink(sa.sun_path);   /* the keeper also leaves when it sees its socket file gone */
     if (pid > 0 && is_keeper(pid))
         kill(pid, SIGTERM);
