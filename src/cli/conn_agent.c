@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -634,7 +635,12 @@ conn *conn_agent_dial(const conn_tls_peer *p, unsigned persist_s, bool *direct, 
     }
     if (fd < 0)
         return NULL;
+    /* the keeper answers at once, or after its own dial of the node (CONN_TLS_TIMEOUT_MS): a
+     * keeper that says nothing for longer is stuck, and the command dials the node itself */
+    struct timeval tv = {CONN_TLS_TIMEOUT_MS / 1000 + 5, 0}, none = {0, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     int h = !conn_fd_send_all(fd, "c", 1) ? -1 : agent_hello(fd, e);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
     if (h != 0) {
         close(fd);
         *direct = h < 0;
