@@ -54,6 +54,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         .cgroup_root = core.cfg.cgroup_root,
         .stop_grace_s = core.cfg.stop_grace_s,
         .tmp_size_mb = core.cfg.tmp_size_mb,
+        .attach_wait_s = core.cfg.attach_wait_s,
         .log_floor = core.cfg.state_reserve / 2,
     };
     if (j->req.runtime) {
