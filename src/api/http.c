@@ -32,6 +32,7 @@
 #include "../core/counters.h"
 #include "../core/incoming.h"
 #include "../core/loop.h"
+#include "attach.h"
 #include "jobs_list.h"
 #include "park.h"
 #include "reply.h"
@@ -574,7 +575,8 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
     server *sv = &servers[0];
     snprintf(sv->addr, sizeof sv->addr, "%.63s", path);
     unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u);
-    sv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+    sv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL,
+                               NULL, on_request,
                                NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
                                MHD_OPTION_NOTIFY_CONNECTION, on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT,
                                lim->idle_timeout_s ? lim->idle_timeout_s : 300u, MHD_OPTION_CONNECTION_LIMIT, limit,
@@ -645,7 +647,8 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
         sv->tls = true;
         snprintf(sv->addr, sizeof sv->addr, "%s", rc->listen[i]);
         sv->mhd = MHD_start_daemon(
-            MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, NULL,
+            MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL,
+            NULL, on_request, NULL,
             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
             on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s ? lim->idle_timeout_s : 300u,
             MHD_OPTION_CONNECTION_LIMIT, limit > 16 ? limit : 16u, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
@@ -705,6 +708,7 @@ void http_stop(void)
     park_wake_all(&e);
     jobs_list_stop();
     stream_stop_all();
+    attach_stop_all();
     for (unsigned i = 0; i < nservers; i++) {
         MHD_run(servers[i].mhd);
         MHD_stop_daemon(servers[i].mhd);
