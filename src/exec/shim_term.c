@@ -364,8 +364,8 @@ void shim_term_await(shim_term *t, uint64_t wait_s, int stop_fd)
     int64_t deadline = now_ms() + (int64_t)wait_s * 1000;
     for (;;) {
         int64_t now = now_ms(), until = deadline;
-        if (t->n && t->c[0]->got_frame)
-            return;
+        if (t->n && (t->c[0]->got_frame || !t->tty))
+            return; /* a terminal's size came (or, without one, there is nothing to wait for) */
         if (t->n && t->c[0]->since_ms + FIRST_FRAME_MS < until)
             until = t->c[0]->since_ms + FIRST_FRAME_MS;
         if (now >= until)

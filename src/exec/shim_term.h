@@ -27,8 +27,8 @@ typedef struct shim_term shim_term;
 shim_term *shim_term_new(int dirfd, bool tty, jerr *e);
 /* Where the job's input goes: the pty master (a dup of it) or the pipe's write end; taken. */
 void shim_term_set_input(shim_term *t, int fd);
-/* Before the command starts: waits until a client attached and its first frame came (a
- * terminal client sends its size first), or 2 s after it attached, or wait_s seconds in all,
+/* Before the command starts: waits until a client attached (a tty job: and its first frame came,
+ * a terminal client sends its size first; or 2 s after it attached), or wait_s seconds in all,
  * or until stop_fd (a signalfd of the stop and kill signals, not read here) is ready. */
 void shim_term_await(shim_term *t, uint64_t wait_s, int stop_fd);
 /* The fd to watch for EPOLLIN (an epoll of its own); shim_term_run when it is ready. */
