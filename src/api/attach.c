@@ -353,6 +353,8 @@ enum MHD_Result attach_route(request *r, job *j)
     return rc;
 }
 
+bool attach_open(void) { return sessions != NULL; }
+
 void attach_stop_all(void)
 {
     while (sessions) {

@@ -8,12 +8,15 @@
 #define JOBLET_API_ATTACH_H
 
 #include <microhttpd.h>
+#include <stdbool.h>
 
 #include "../core/job.h"
 #include "http.h"
 
 /* The route, once j is found: checks (core/job_term.h), then answers 101 or an error. */
 enum MHD_Result attach_route(request *r, job *j);
+/* Whether any connection is attached now. */
+bool attach_open(void);
 /* The server stops: every attached connection is closed (libmicrohttpd stops only without
  * upgraded connections left open). */
 void attach_stop_all(void);

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -175,6 +178,9 @@ int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
     conn *k = client_upgrade(c, path, "tcp", &extra, &nextra, &e);
     if (!k)
         return rnx_fail("cannot attach to job %.8s: %s", id, e.msg);
+    /* over TCP (a node), each key goes out at once: no wait for the previous one's ACK (Nagle) */
+    int one = 1;
+    setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     session s = {.k = k};
     int rc = RNX_FAIL;
     bool detached = false, broken = false, in_open = o->stdin_open;
