@@ -26,14 +26,15 @@
 #define IN_CAP (64u << 10)     /* the job's input not yet taken; past it the typing client waits */
 #define READ_MAX (16u << 10)   /* one read of a client */
 #define FIRST_FRAME_MS 2000    /* the most the command waits for a first client's first frame */
-#define FINISH_MS 2000         /* the most the exit frame waits for slow clients */
+#define DRAIN_MS 1000          /* after the job's end: the most a client may take to catch up */
+#define FINISH_MS 4000         /* then the most its exit frame waits for it */
 
 typedef struct client {
     int fd;
     uint32_t events;           /* registered with the epoll */
     termframe_reader rd;
-    char *out;                 /* frames to send: out[off, len) */
-    size_t off, len;
+    char *out;                 /* frames to send: out[off, len); the frame being sent starts at head */
+    size_t head, off, len;
     uint64_t dropped;          /* output bytes dropped for it since it last kept up */
     bool got_frame;
     int64_t since_ms;
@@ -95,6 +96,22 @@ static void drop_client(shim_term *t, size_t i)
     t->n--;
 }
 
+/* The length of the frame at p, its header included. */
+static size_t frame_len(const char *p)
+{
+    const unsigned char *h = (const unsigned char *)p;
+    return TERMFRAME_HDR + ((size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4]);
+}
+
+/* The queue moved to the start of its buffer (from the frame being sent). */
+static void compact(client *cl)
+{
+    memmove(cl->out, cl->out + cl->head, cl->len - cl->head);
+    cl->off -= cl->head;
+    cl->len -= cl->head;
+    cl->head = 0;
+}
+
 /* Sends what the client takes now; false when it is gone. */
 static bool flush_client(client *cl)
 {
@@ -108,13 +125,12 @@ static bool flush_client(client *cl)
             return false;
         cl->off += (size_t)w;
     }
+    while (cl->head < cl->off && cl->head + frame_len(cl->out + cl->head) <= cl->off)
+        cl->head += frame_len(cl->out + cl->head);
     if (cl->off == cl->len)
-        cl->off = cl->len = 0;
-    else if (cl->off > OUT_CAP / 2) {
-        memmove(cl->out, cl->out + cl->off, cl->len - cl->off);
-        cl->len -= cl->off;
-        cl->off = 0;
-    }
+        cl->head = cl->off = cl->len = 0;
+    else if (cl->head > OUT_CAP / 2)
+        compact(cl);
     return true;
 }
 
@@ -123,13 +139,10 @@ static bool flush_client(client *cl)
 static bool queue(client *cl, int ch, const char *p, size_t n, bool force)
 {
     size_t frames = n ? (n + TERMFRAME_MAX - 1) / TERMFRAME_MAX : 1, need = n + frames * TERMFRAME_HDR;
-    if (!force && cl->len - cl->off + need > OUT_CAP)
+    if (!force && cl->len - cl->head + need > OUT_CAP)
         return false;
-    if (cl->len + need > OUT_CAP + 64) {
-        memmove(cl->out, cl->out + cl->off, cl->len - cl->off);
-        cl->len -= cl->off;
-        cl->off = 0;
-    }
+    if (cl->len + need > OUT_CAP + 64)
+        compact(cl);
     if (cl->len + need > OUT_CAP + 64) /* force only: room made */
         cl->out = xrealloc(cl->out, cl->len + need);
     do {
@@ -147,7 +160,7 @@ static bool queue(client *cl, int ch, const char *p, size_t n, bool force)
  * terminal says how much (the job's log has all of it). */
 static void send_output(shim_term *t, client *cl, int ch, const char *p, size_t n)
 {
-    if (cl->dropped && cl->len - cl->off > OUT_CAP / 4) {
+    if (cl->dropped && cl->len - cl->head > OUT_CAP / 4) {
         cl->dropped += n; /* until it caught up for good: one line per gap, not one per piece */
         return;
     }
@@ -157,7 +170,7 @@ static void send_output(shim_term *t, client *cl, int ch, const char *p, size_t 
                          "%s[joblet: %llu bytes of the job's output were dropped here: this terminal did not keep up; "
                          "rnx job log has all of it]%s",
                          t->tty ? "\r\n" : "\n", (unsigned long long)cl->dropped, t->tty ? "\r\n" : "\n");
-        if (!queue(cl, t->tty ? TERMFRAME_STDOUT : TERMFRAME_STDERR, note, (size_t)k, false)) {
+        if (!queue(cl, TERMFRAME_STDERR, note, (size_t)k, false)) {
             cl->dropped += n;
             return;
         }
@@ -385,23 +398,9 @@ void shim_term_await(shim_term *t, uint64_t wait_s, int stop_fd)
     }
 }
 
-void shim_term_finish(shim_term *t, int code, const char *msg)
+/* Sends what the clients take until none has anything left or until deadline. */
+static void drain(shim_term *t, int64_t deadline)
 {
-    if (!t)
-        return;
-    unsigned char ex[TERMFRAME_HDR + 4];
-    termframe_exit(ex, code);
-    for (size_t i = 0; i < t->n; i++) {
-        client *cl = t->c[i];
-        if (msg && *msg) {
-            char line[1200];
-            int k = snprintf(line, sizeof line, "joblet: %s%s", msg, t->tty ? "\r\n" : "\n");
-            queue(cl, TERMFRAME_STDERR, line, (size_t)(k < (int)sizeof line ? k : (int)sizeof line - 1), true);
-        }
-        queue(cl, TERMFRAME_EXIT, (const char *)ex + TERMFRAME_HDR, 4, true);
-    }
-    /* the exit frame is the last: a client that does not take it within FINISH_MS misses it */
-    int64_t deadline = now_ms() + FINISH_MS;
     for (;;) {
         bool pending = false;
         for (size_t i = 0; i < t->n;) {
@@ -414,13 +413,53 @@ void shim_term_finish(shim_term *t, int code, const char *msg)
         }
         int64_t left = deadline - now_ms();
         if (!pending || left <= 0)
-            break;
+            return;
         struct pollfd p[SHIM_TERM_MAX];
         for (size_t i = 0; i < t->n; i++)
             p[i] = (struct pollfd){t->c[i]->fd, POLLOUT, 0};
         if (poll(p, t->n, (int)left) < 0 && errno != EINTR)
-            break;
+            return;
     }
+}
+
+/* A client still behind: what it has not begun to take is dropped (the frame being sent is
+ * finished), so that its exit frame comes next. */
+static void cut_behind(client *cl)
+{
+    size_t cut = cl->off > cl->head ? cl->head + frame_len(cl->out + cl->head) : cl->head;
+    for (size_t at = cut; at < cl->len; at += frame_len(cl->out + at))
+        cl->dropped += frame_len(cl->out + at) - TERMFRAME_HDR;
+    if (cut < cl->len)
+        cl->len = cut;
+}
+
+void shim_term_finish(shim_term *t, int code, const char *msg)
+{
+    if (!t)
+        return;
+    /* what the clients are behind on, for DRAIN_MS; then, for those still behind, the rest is
+     * dropped (they are told) and the exit frame comes next, with FINISH_MS to take it: a client
+     * that takes nothing at all misses it */
+    drain(t, now_ms() + DRAIN_MS);
+    unsigned char ex[TERMFRAME_HDR + 4];
+    termframe_exit(ex, code);
+    for (size_t i = 0; i < t->n; i++) {
+        client *cl = t->c[i];
+        cut_behind(cl);
+        char line[1300];
+        int k = 0;
+        if (cl->dropped)
+            k += snprintf(line, sizeof line,
+                          "%s[joblet: %llu bytes of the job's output were dropped here: this terminal did not keep up; "
+                          "rnx job log has all of it]%s", t->tty ? "\r\n" : "\n", (unsigned long long)cl->dropped,
+                          t->tty ? "\r\n" : "\n");
+        if (msg && *msg)
+            k += snprintf(line + k, sizeof line - (size_t)k, "joblet: %s%s", msg, t->tty ? "\r\n" : "\n");
+        if (k)
+            queue(cl, TERMFRAME_STDERR, line, (size_t)(k < (int)sizeof line ? k : (int)sizeof line - 1), true);
+        queue(cl, TERMFRAME_EXIT, (const char *)ex + TERMFRAME_HDR, 4, true);
+    }
+    drain(t, now_ms() + FINISH_MS);
     while (t->n) {
         /* what they sent meanwhile is read first: a socket closed with unread bytes is reset */
         char buf[4096];

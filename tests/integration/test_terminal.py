@@ -189,6 +189,21 @@ def frame(ch, payload=b""):
     return struct.pack(">BI", ch, len(payload)) + payload
 
 
+def read_until(s, needle):
+    """Reads frames until the stdout seen holds needle; the stdout."""
+    buf, out = b"", b""
+    while needle not in out:
+        c = s.recv(65536)
+        assert c, f"the stream ended before {needle!r} came: {out!r}"
+        buf += c
+        while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">I", buf[1:5])[0]:
+            ch, n = struct.unpack(">BI", buf[:5])
+            if ch == 1:
+                out += buf[5:5 + n]
+            buf = buf[5 + n:]
+    return out
+
+
 # ---- a real terminal ---------------------------------------------------------------------------
 
 def test_run_it_sh_in_a_real_terminal(daemon, pane_for, tmp_path):
@@ -317,6 +332,50 @@ def test_the_job_waits_for_its_first_attach_and_nothing_is_lost(daemon):
     assert daemon.wait(job["id"])["exit_code"] == 7
 
 
+def test_a_client_that_does_not_read_never_slows_the_job(daemon):
+    """The job's output goes to its log at the job's pace; a client that reads nothing meanwhile
+    misses what its queue could not hold, is told so, and still gets the exit frame."""
+    need_root()
+    size = 50 << 20
+    st, job = daemon.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", f"head -c {size} /dev/zero; echo done"],
+                                              "stdin": True})
+    assert st == 201, job
+    s, status, _ = attach_unix(daemon.sock, job["id"])
+    assert status == 101
+    s.sendall(frame(5))
+    assert daemon.wait(job["id"])["status"] == "COMPLETED"   # with nothing read by the client
+    got = frames(s)
+    out = sum(len(p) for ch, p in got if ch == 1)
+    err = b"".join(p for ch, p in got if ch == 2)
+    assert out < size and re.search(rb"\[joblet: \d+ bytes of the job's output were dropped here", err), (out, err)
+    assert got[-1] == (4, 0)
+    assert os.path.getsize(os.path.join(daemon.state, "jobs", job["id"], "stdout.data")) == size + len("done\n")
+
+
+def test_detach_then_attach_again_after_joblet_restarted(fresh_daemon):
+    """The job's terminal lives in its shim, which outlives joblet: a client detaches (closes),
+    joblet is killed and started again, and a new attach reaches the same shell."""
+    need_root()
+    d = fresh_daemon()
+    st, job = d.api("POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
+    assert st == 201, job
+    s, status, _ = attach_unix(d.sock, job["id"])
+    assert status == 101
+    s.sendall(frame(3, struct.pack(">HH", 24, 80)) + frame(0, b"x=kept; echo one-$((1+1))\n"))
+    read_until(s, b"one-2")
+    s.close()
+    d.kill9()
+    d.start()
+    wait_until("joblet took the job back", lambda: d.job(job["id"])["status"] == "RUNNING")
+    s, status, _ = attach_unix(d.sock, job["id"])
+    assert status == 101
+    s.sendall(frame(0, b"echo two-$x; exit 5\n"))
+    got = frames(s)
+    assert b"two-kept" in b"".join(p for ch, p in got if ch == 1), got
+    assert got[-1] == (4, 5)
+    assert d.wait(job["id"])["exit_code"] == 5
+
+
 def test_a_terminal_job_nobody_attaches_to_starts_anyway(fresh_daemon):
     need_root()
     d = fresh_daemon("jobs:\n  attach_wait_s: 1\n")
@@ -340,6 +399,9 @@ def test_attach_refusals(daemon):
     c.close()
     st, body = daemon.api("POST", "/v1/jobs", {"command": "true", "tty": "yes"})
     assert st == 400 and body["error"]["field"] == "tty", body
+    if any(m["name"] == "gvisor" and m["available"] for m in daemon.api("GET", "/v1/version")[1]["isolation"]["modes"]):
+        st, body = daemon.api("POST", "/v1/jobs", {"command": "true", "stdin": True, "isolation": "gvisor"})
+        assert st == 400 and body["error"]["field"] == "stdin" and "gVisor" in body["error"]["message"], body
     daemon.api("POST", f"/v1/jobs/{tty_job}/stop")
     daemon.wait(tty_job)
 
