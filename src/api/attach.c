@@ -41,6 +41,7 @@ typedef struct attach {
     bool c_in, c_out, s_in, s_out; /* readiness, as edge-triggered epoll told it */
     bool c_end, s_end;        /* the client went away (or broke); the shim's side ended */
     bool lingering, done;
+    bool tls;                 /* through libmicrohttpd's TLS relay (its socket pair) */
     char up[BUF], down[BUF];  /* client → shim, shim → client */
     size_t up_len, down_len;
     job_term_waiter waiter;
@@ -101,7 +102,9 @@ static void say_end(attach *a, const char *why, int code)
 
 /* The shim's side is over and the client has what there was: no more from us (shutdown), and
  * the client, which closes on the exit frame, has LINGER_S to do so (what it sends meanwhile is
- * read and dropped: a socket closed with unread bytes resets, and its last bytes could be lost). */
+ * read and dropped: a socket closed with unread bytes resets, and its last bytes could be lost).
+ * Not through TLS: libmicrohttpd's relay carries no half-close, and closes the TLS session itself
+ * once it has sent what it holds (a shutdown before its close would hide the close from it). */
 static void linger(attach *a)
 {
     a->lingering = true;
@@ -186,7 +189,10 @@ static void pump(attach *a)
             close(a->sfd);
             a->sfd = a->ws.fd = -1;
         }
-        linger(a);
+        if (a->tls)
+            end(a);
+        else
+            linger(a);
         return;
     }
     if (steps == SLICE)
@@ -286,7 +292,8 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
     /* over TCP (TLS), keys go out one by one: libmicrohttpd turned Nagle back on at the upgrade */
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     int one = 1;
-    if (ci && ci->connect_fd != sock)
+    a->tls = ci && ci->connect_fd != sock;
+    if (a->tls)
         setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (extra_n > BUF) { /* a client that sent this much before the 101 is not one */
         end(a);

@@ -647,8 +647,8 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
         sv->tls = true;
         snprintf(sv->addr, sizeof sv->addr, "%s", rc->listen[i]);
         sv->mhd = MHD_start_daemon(
-            MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL,
-            NULL, on_request, NULL,
+            MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG,
+            0, NULL, NULL, on_request, NULL,
             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
             on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s ? lim->idle_timeout_s : 300u,
             MHD_OPTION_CONNECTION_LIMIT, limit > 16 ? limit : 16u, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
