@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import ssl
 import struct
@@ -280,6 +281,32 @@ def test_detach_keys_leave_the_job_running(daemon, pane_for):
     pane.keys("C-p", "C-q")   # not the keys now: the job's shell gets them
     pane.keys("C-x", "x")
     pane.wait_for(r"rnx: detached from job", since=at)
+    assert daemon.job(job["id"])["status"] == "RUNNING"
+    daemon.api("POST", f"/v1/jobs/{job['id']}/stop")
+    daemon.wait(job["id"])
+
+
+def test_a_signal_to_rnx_restores_the_terminal(daemon, pane_for, tmp_path):
+    """rnx killed by SIGTERM (or SIGHUP: the terminal closed) while raw: the terminal's settings are
+    put back before it dies of the signal; the job goes on."""
+    need_root()
+    pane = pane_for({"JOBLET_SOCKET": daemon.sock})
+    before, after = tmp_path / "before", tmp_path / "after"
+    pane.line(f"stty -a > {before}")
+    at = pane.mark()
+    pane.line(f"{RNX} job run -it -e 'PS1={PROMPT}' sh; echo rc=$?")
+    pane.wait_for(r"^job\$\s*$", since=at)
+    job = newest_job(daemon)
+    shell = int(pane.tmux("display", "-p", "-t", "t", "#{pane_pid}").strip())
+    with open(f"/proc/{shell}/task/{shell}/children") as f:
+        rnx = [int(p) for p in f.read().split()]
+    assert len(rnx) == 1
+    os.kill(rnx[0], signal.SIGTERM)
+    pane.wait_for(r"^rc=143$", since=at)
+    at = pane.mark()
+    pane.line(f"stty -a > {after}; echo saved")
+    pane.wait_for(r"^saved$", since=at)
+    assert before.read_text() == after.read_text()
     assert daemon.job(job["id"])["status"] == "RUNNING"
     daemon.api("POST", f"/v1/jobs/{job['id']}/stop")
     daemon.wait(job["id"])
