@@ -15,7 +15,7 @@
 int job_term_check(const job *j, const caller *who, jerr *e)
 {
     char what[96];
-    snprintf(what, sizeof what, "attaching to job %.8s, another user's", j->id);
+    snprintf(what, sizeof what, "attaching to another user's job (%.8s)", j->id);
     if (!authz_may_on(who, AUTHZ_OTHERS_TERMINALS, j->owner_uid))
         return authz_check(who, AUTHZ_OTHERS_TERMINALS, what, e);
     if (!j->req.tty && !j->req.stdin_open)

@@ -505,9 +505,11 @@ def test_over_tls(remote, pane_for):
     st, job = remote.api("developer", "POST", "/v1/jobs", {"command": "sleep", "args": ["60"], "tty": True})
     assert st == 201, job
     try:
-        for who in ("maintainer", "other", "reader"):
+        for who, why in (("maintainer", b"attaching to another user's job"), ("other", b"another user's job"),
+                         ("reader", b"(a change) is for the roles")):
             s, status = tls_attach(remote, who, job["id"])
-            assert status == 403, who
+            body = s.recv(4096)
+            assert status == 403 and why in body, (who, body)
             s.close()
         s, status = tls_attach(remote, "developer", job["id"])
         assert status == 101
