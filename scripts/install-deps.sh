@@ -18,6 +18,7 @@ PKGS=(
   prometheus   # promtool and a real Prometheus server for tests/integration/test_metrics.py
   clang-14 libclang-rt-14-dev   # libFuzzer, ASan, UBSan for the fuzz harnesses (scripts/fuzz.sh)
   zsh bash-completion   # tests/integration/test_completion.py runs rnx's completion in both shells
+  tmux   # a real terminal for tests/integration/test_terminal.py (rnx job run -it)
   runsc   # gVisor: --isolation=gvisor (docs/sandbox.md, tests/integration/test_gvisor.py)
   podman   # reads joblet cdi generate's spec in tests/integration/test_cdi.py
   man-db groff-base   # the man pages rnx(1), joblet(8) are checked with man and groff -ww

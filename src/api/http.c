@@ -32,6 +32,7 @@
 #include "../core/counters.h"
 #include "../core/incoming.h"
 #include "../core/loop.h"
+#include "attach.h"
 #include "jobs_list.h"
 #include "park.h"
 #include "reply.h"
@@ -574,7 +575,8 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
     server *sv = &servers[0];
     snprintf(sv->addr, sizeof sv->addr, "%.63s", path);
     unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u);
-    sv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+    sv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL,
+                               NULL, on_request,
                                NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
                                MHD_OPTION_NOTIFY_CONNECTION, on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT,
                                lim->idle_timeout_s ? lim->idle_timeout_s : 300u, MHD_OPTION_CONNECTION_LIMIT, limit,
@@ -645,7 +647,8 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
         sv->tls = true;
         snprintf(sv->addr, sizeof sv->addr, "%s", rc->listen[i]);
         sv->mhd = MHD_start_daemon(
-            MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, NULL,
+            MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG,
+            0, NULL, NULL, on_request, NULL,
             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
             on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s ? lim->idle_timeout_s : 300u,
             MHD_OPTION_CONNECTION_LIMIT, limit > 16 ? limit : 16u, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
@@ -664,13 +667,34 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
 
 int http_reload_remote(jerr *e) { return tls_reload(e); }
 
+/* libmicrohttpd before 1.0 relays an upgraded TLS connection (a terminal: attach.h) through
+ * the few bytes its connection's memory has left after the answer's head: 4 each way, one TLS
+ * record per 4 bytes, one pass per MHD_run (fixed upstream in 1.0: "Upgraded TLS: fixed
+ * inefficient communication"). While a TLS server has more ready, it runs again, up to this
+ * many passes a turn: ~2 KB each way, instead of 4 bytes. */
+#if MHD_VERSION < 0x01000000
+#define TLS_UPGRADE_PASSES 512
+#else
+#define TLS_UPGRADE_PASSES 0
+#endif
+
+/* Whether libmicrohttpd has work ready now (its timeout is 0). */
+static bool ready_now(struct MHD_Daemon *d)
+{
+    MHD_UNSIGNED_LONG_LONG t;
+    return MHD_get_timeout(d, &t) == MHD_YES && t == 0;
+}
+
 void http_run(void)
 {
     int64_t now = now_ms();
     incoming_expire(now);
     pending_expire(now);
-    for (unsigned i = 0; i < nservers; i++)
+    for (unsigned i = 0; i < nservers; i++) {
         MHD_run(servers[i].mhd);
+        for (unsigned k = 0; servers[i].tls && attach_open() && k < TLS_UPGRADE_PASSES && ready_now(servers[i].mhd); k++)
+            MHD_run(servers[i].mhd);
+    }
 }
 
 /* The earlier of ms (-1: none) and a deadline at (0: none). */
@@ -705,6 +729,7 @@ void http_stop(void)
     park_wake_all(&e);
     jobs_list_stop();
     stream_stop_all();
+    attach_stop_all();
     for (unsigned i = 0; i < nservers; i++) {
         MHD_run(servers[i].mhd);
         MHD_stop_daemon(servers[i].mhd);

@@ -31,6 +31,7 @@
 #include "../core/submit.h"
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
+#include "attach.h"
 #include "body.h"
 #include "console.h"
 #include "http.h"
@@ -302,6 +303,8 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_json(r->conn, 200, metrics_job_json(j));
     if (!strcmp(action, "archive"))
         return jobs_cp_route(r, j);
+    if (!strcmp(action, "attach"))
+        return attach_route(r, j);
     if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
         int (*act)(job *, uid_t, jerr *) = !strcmp(action, "stop")   ? job_ctl_stop
                                            : !strcmp(action, "kill") ? job_ctl_kill

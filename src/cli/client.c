@@ -864,3 +864,42 @@ bool client_sees_all_jobs(rnx_client *c)
     json_decref(me);
     return all;
 }
+
+conn *client_upgrade(rnx_client *c, const char *path, const char *proto, char **extra, size_t *nextra, jerr *e)
+{
+    *extra = NULL;
+    *nextra = 0;
+    if (strlen(path) > 2048 || strlen(proto) > 64) {
+        snprintf(e->msg, sizeof e->msg, "the request is too long");
+        return NULL;
+    }
+    conn *k = client_connect(c, e);
+    if (!k)
+        return NULL;
+    char head[4096];
+    int n = snprintf(head, sizeof head,
+                     "POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: rnx/" JOBLET_VERSION
+                     "\r\nAccept: application/json\r\nConnection: Upgrade\r\nUpgrade: %s\r\nContent-Length: 0\r\n\r\n",
+                     path, c->host, proto);
+    buf in = {0}, body = {0};
+    answer a;
+    if (send_all(k, head, (size_t)n) != 0 || read_head(k, &in, &a) < 0) {
+        lost(c, k, e, in.len ? "answer cut short" : "no answer");
+    } else if (a.status == 101) {
+        *extra = in.data; /* what came after the head: the stream's first bytes */
+        *nextra = in.len;
+        return k;
+    } else if (read_body(k, &in, &a, collect, &body) < 0) {
+        lost(c, k, e, "answer cut short");
+    } else if (a.status >= 200 && a.status <= 299) {
+        e->http = a.status;
+        snprintf(e->msg, sizeof e->msg, "joblet answered HTTP %d where it should have switched to %s", a.status,
+                 proto);
+    } else {
+        error_from_answer(a.status, &body, e);
+    }
+    free(in.data);
+    free(body.data);
+    conn_close(k);
+    return NULL;
+}

@@ -103,6 +103,12 @@ int client_body_finish(client_body *b, json_t **out, jerr *e);
 /* Drops the connection (a read body not read to its end, a written one given up). Frees b. */
 void client_body_close(client_body *b);
 
+/* POST path asking to switch the connection to protocol (Connection: Upgrade, Upgrade: proto;
+ * docs/api.md, "Interactive streams"). On 101 the connection is the caller's (conn_close it),
+ * *extra (the caller frees it) holding the *nextra bytes that came after the answer's head;
+ * otherwise NULL with e set as client_request sets it. */
+conn *client_upgrade(rnx_client *c, const char *path, const char *proto, char **extra, size_t *nextra, jerr *e);
+
 /* path segment escaped for use in a URL (job ids are passed as typed). Caller frees. */
 char *client_escape(rnx_client *c, const char *s);
 

@@ -22,6 +22,7 @@
 #include "cmd_job.h"
 #include "cmd_cp.h"
 #include "cmd_metrics.h"
+#include "cmd_term.h"
 #include "upload.h"
 
 /* ---- help ---------------------------------------------------------------------------- */
@@ -74,6 +75,9 @@ static const struct {
 } run_own_flags[] = {
     {"-f, --follow", "stream the job's output and exit with the job's exit code;\n"
                      "Ctrl-C stops following, not the job"},
+    {"--detach-keys KEYS", "with -it: the keys that leave the job's terminal, the job\n"
+                           "still running (default ctrl-p,ctrl-q; \"\" none): characters\n"
+                           "or ctrl-X, separated by commas"},
     {"-h, --help", "show this help"},
 };
 
@@ -481,6 +485,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 
 enum {
     O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_GPU, O_USER, O_SINCE, O_TAIL, O_STDOUT, O_STDERR,
+    O_DETACH_KEYS,
     O_FIELD = 512 /* + enum jobreq_id */
 };
 
@@ -488,6 +493,8 @@ typedef struct run_req {
     job_req req;         /* the request, read and checked by the schema (common/jobreq.h) */
     upload_set uploads;  /* --upload: walked here; the listing goes in the body, the bytes after it */
     bool follow;
+    const char *detach_keys; /* --detach-keys, NULL when not given */
+    term_keys keys;          /* what it says, or the default */
 } run_req;
 
 /* A schema refusal ("max_memory_mb: ...") as a usage error about the flag that was typed. */
@@ -534,13 +541,16 @@ static void run_options(struct option *opts, size_t n)
             f->kind == JK_UPLOADS)
             continue;
         bool sw = f->kind == JK_BOOL && i != JR_CROSS_NUMA;
-        opts[k++] = (struct option){f->flag + 2, sw ? no_argument : required_argument, NULL, O_FIELD + i};
+        /* a field with a one-letter form (-t, -i) is that letter either way */
+        opts[k++] = (struct option){f->flag + 2, sw ? no_argument : required_argument, NULL,
+                                    f->letter ? f->letter : O_FIELD + i};
     }
     static const struct option rest[] = {
         {"env", required_argument, NULL, 'e'},
         {"secret-env", required_argument, NULL, 's'},
         {"upload", required_argument, NULL, O_UPLOAD},
         {"follow", no_argument, NULL, 'f'},
+        {"detach-keys", required_argument, NULL, O_DETACH_KEYS},
         OPT_HELP,
     };
     for (size_t i = 0; i < ARRAY_LEN(rest) && k + 1 < n; i++)
@@ -552,6 +562,9 @@ static void run_options(struct option *opts, size_t n)
 static int run_flag(run_req *r, int c, const char *arg)
 {
     jerr e = {0};
+    for (int i = 0; i < JR_N; i++)
+        if (c > 0 && c < 128 && jobreq_fields[i].letter == c)
+            c = O_FIELD + i; /* -t, -i: their fields' flags */
     if (c >= O_FIELD && c < O_FIELD + JR_N) {
         const jobreq_field *f = &jobreq_fields[c - O_FIELD];
         if (f->kind == JK_BOOL && !arg)
@@ -570,6 +583,7 @@ static int run_flag(run_req *r, int c, const char *arg)
     case 'e': return add_env(r, arg, false);
     case 's': return add_env(r, arg, true);
     case 'f': r->follow = true; return 0;
+    case O_DETACH_KEYS: r->detach_keys = arg; return 0;
     default: return RNX_USAGE;
     }
 }
@@ -702,6 +716,13 @@ static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
         rc = rnx_fail("joblet accepted the job but its answer has no id");
         goto out;
     }
+    if (r->req.tty || r->req.stdin_open) {
+        /* -t, -i: its terminal here at once (the job waits for it: jobs.attach_wait_s), as
+         * docker run -it; the job's exit code is rnx's */
+        term_opts to = {.tty = r->req.tty, .stdin_open = r->req.stdin_open, .keys = r->keys};
+        rc = cmd_term_attach(c, id, &to);
+        goto out;
+    }
     if (r->follow) {
         rc = run_follow(ctx, c, id);
         goto out;
@@ -759,6 +780,19 @@ static void run_warn_late_flags(const struct option *opts, int argc, char **argv
                 argv[cmd]);
 }
 
+/* -t and -i as docker run takes them: with both, the input must be a terminal (to pipe it, -i
+ * alone); the detach keys must read. 0, or RNX_USAGE after saying why. */
+static int run_terminal_flags(run_req *r)
+{
+    char why[300];
+    if (term_keys_parse(r->detach_keys ? r->detach_keys : TERM_KEYS_DEFAULT, &r->keys, why, sizeof why) < 0)
+        return rnx_usage("--detach-keys: %s", why);
+    if (r->req.tty && r->req.stdin_open && !isatty(STDIN_FILENO))
+        return rnx_usage("-t: your input is not a terminal; with a pipe or a file give -i alone (its stdout and "
+                         "stderr then stay apart), or run rnx from a terminal");
+    return 0;
+}
+
 static int job_run(rnx_ctx *ctx, int argc, char **argv)
 {
     struct option opts[JR_N + 8];
@@ -766,8 +800,13 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
     int c, rc = 0;
     run_options(opts, ARRAY_LEN(opts));
     upload_init(&r.uploads);
+    /* the flags' letters: rnx's own, then the fields' (-t, -i) */
+    char shortopts[32] = "+e:s:fh";
+    for (int i = 0; i < JR_N; i++)
+        if (jobreq_fields[i].letter && strlen(shortopts) + 1 < sizeof shortopts)
+            shortopts[strlen(shortopts)] = jobreq_fields[i].letter;
     optind = 0;
-    while (rc == 0 && (c = rnx_getopt(argc, argv, "+e:s:fh", opts, "rnx job run")) != -1) {
+    while (rc == 0 && (c = rnx_getopt(argc, argv, shortopts, opts, "rnx job run")) != -1) {
         if (c == 'h') {
             run_help(stdout, opts);
             rc = -1;
@@ -779,6 +818,8 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
         rc = run_command_line(&r, argc, argv);
     if (rc == 0)
         run_warn_late_flags(opts, argc, argv, optind);
+    if (rc == 0)
+        rc = run_terminal_flags(&r);
     if (rc == 0) {
         json_t *body = run_body(&r);
         rc = body ? run_submit(ctx, &r, body) : RNX_USAGE;

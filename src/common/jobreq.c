@@ -142,6 +142,16 @@ const jobreq_field jobreq_fields[JR_N] = {
         "CDI_NAME", "GPUs by CDI name, as docker --device and podman: nvidia.com/gpu=0,\n"
                     "=UUID or =all (joblet cdi generate; repeatable); not with --gpu,\n"
                     "--gpu-ids or --gpu-mig"},
+    /* a terminal (docs/api.md, "Interactive streams"): made inside the job, in its own devpts;
+     * the job waits for the first attach (jobs.attach_wait_s at most) before its command starts */
+    [JR_TTY] = {"tty", "--tty", NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(tty), "must be true or false",
+        NULL, "give the job a terminal (a pty made inside it): its stdin, stdout and\n"
+                    "stderr are the terminal; rnx shows it here (with -i, your keys go\n"
+                    "to it; ctrl-p ctrl-q detaches)", .letter = 't'},
+    [JR_STDIN] = {"stdin", "--interactive", NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(stdin_open),
+                  "must be true or false",
+        NULL, "keep the job's stdin open: rnx sends its own stdin to the job (its\n"
+                    "end closes the job's); without -t, stdout and stderr stay apart", .letter = 'i'},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number", .limit = "pids %s"},
     /* why a --gpu-optional job runs without the GPUs it asked for */

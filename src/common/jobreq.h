@@ -32,7 +32,7 @@ enum jobreq_id {
     JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_MAX_IOBPS, JR_CPU_CORES, JR_MAX_RUNTIME_S, JR_SCHEDULE_AT,
     JR_UPLOADS, JR_GPU_COUNT, JR_GPU_MEMORY_MB, JR_GPU_ALL, JR_GPU_IDS, JR_GPU_CAPS, JR_GPU_OPTIONAL,
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
-    JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES,
+    JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES, JR_TTY, JR_STDIN,
     /* set by the daemon, never by a client */
     JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT, JR_VOLUME_PINS,
     JR_N
@@ -73,6 +73,8 @@ typedef struct jobreq_field {
     /* set for the job's limits (the API's "limits" object, rnx job status's Limits: line):
      * how that line names it, %s the value in its unit ("max runtime %s" -> max runtime 1h30m) */
     const char *limit;
+    /* rnx job run's one-letter form of the flag (-t for --tty), 0 when it has none */
+    char letter;
 } jobreq_field;
 
 extern const jobreq_field jobreq_fields[JR_N];
@@ -109,6 +111,9 @@ typedef struct job_req {
     int64_t max_cpu, max_memory_mb, max_iobps, max_runtime_s;
     int64_t gpu_count, gpu_memory_mb, priority, pids_max, max_log_bytes, user_pids_max;
     bool gpu_all, gpu_optional, gpu_share, cross_numa, preemptible;
+    bool tty;                 /* the job's stdin, stdout and stderr are a terminal made inside it */
+    bool stdin_open;          /* its stdin comes from whoever attaches (docs/api.md, "Interactive
+                               * streams"), not /dev/null */
     bool memory_default;      /* max_memory_mb is joblet's default, not the submitter's */
     char **gpu_ids;           /* as given; the daemon stores UUIDs */
     size_t ngpu_ids;

@@ -30,6 +30,8 @@ static const struct {
     [AUTHZ_UNLIMITED] = {R(ROLE_ADMIN), "root"},
     [AUTHZ_CHANGE] = {R(ROLE_DEVELOPER) | RUNS_THE_MACHINE | AT_LEAST_MAINTAINER,
                       "developers, maintainers and admins (a reader's certificate only reads)"},
+    /* keys typed into a job's terminal act as the job's user: only root, who may be anyone */
+    [AUTHZ_OTHERS_TERMINALS] = {R(ROLE_ADMIN), "root"},
 };
 
 static const char *const role_names[ROLE_N] = {"reader", "developer", "operator", "maintainer", "admin"};

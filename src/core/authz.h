@@ -45,6 +45,7 @@ enum authz_op {
     AUTHZ_HISTORY_ALL,        /* the History page's figures of every user, and a sample on demand */
     AUTHZ_UNLIMITED,          /* per-user bounds (streams, parked requests, volumes' shares) do not apply */
     AUTHZ_CHANGE,             /* anything but reading: run, stop, delete, create (a reader may only read) */
+    AUTHZ_OTHERS_TERMINALS,   /* attach to the terminal of another user's job: type as them */
     AUTHZ_N
 };
 

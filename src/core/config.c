@@ -37,6 +37,7 @@ void config_defaults(config *c)
     c->limits.max_jobs_per_user = 10000;
     c->limits.max_running_per_user = 64; /* more wait QUEUED: one user's jobs do not fill the host */
     c->stop_grace_s = 10;
+    c->attach_wait_s = 60;         /* a terminal job nobody attached to starts anyway */
     c->pids_max = 1024;
     c->max_log_bytes = 1ull << 30; /* 1 GiB per stream: a runaway job cannot fill the disk */
     c->max_pids_per_user = 4096;   /* a user's jobs cannot take the host's pid space (pid_max 32768) */
@@ -97,6 +98,7 @@ static const key keys[] = {
     U64("server.max_uploads", max_uploads, 1, 10000),
     U64("limits.uploads_per_user", limits.uploads_per_user, 1, 10000),
     U64("jobs.stop_grace_s", stop_grace_s, 1, 3600),
+    U64("jobs.attach_wait_s", attach_wait_s, 0, 3600),
     U64("jobs.pids_max", pids_max, 16, 4194304),
     U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
     {"jobs.max_log_bytes", K_BYTES, offsetof(config, max_log_bytes), 8, 0, 0},

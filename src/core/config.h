@@ -53,6 +53,8 @@ typedef struct config {
     uint32_t idle_timeout_s;      /* server.idle_timeout_s: a connection silent this long is closed */
     uint64_t max_uploads;         /* server.max_uploads: streamed uploads open at once, all users */
     uint64_t stop_grace_s;        /* jobs.stop_grace_s */
+    uint64_t attach_wait_s;       /* jobs.attach_wait_s: a terminal job (-t, -i) waits this long at most for
+                                   * its first attach before its command starts */
     uint64_t pids_max;            /* jobs.pids_max: default pids limit of a job */
     uint64_t tmp_size_mb;         /* jobs.tmp_size_mb: size of each job's /tmp */
     uint64_t max_log_bytes;       /* jobs.max_log_bytes: each output stream's most bytes on disk; 0 = no cap */

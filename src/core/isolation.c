@@ -271,6 +271,11 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
         return 0;
     if (!caps.gvisor)
         return jerr_field(e, "isolation", "isolation: gvisor is not available on this machine: %s", caps.why);
+    if (req->tty || req->stdin_open) {
+        const char *f = req->tty ? "tty" : "stdin";
+        return jerr_field(e, f, "%s: a job under gVisor cannot have a terminal yet (its pty would have to be made by "
+                                "runsc); run it with --isolation=native, or without -t and -i", f);
+    }
     if (isolation_wants_gpus(req) && !caps.nvproxy)
         return jerr_field(e, "isolation", "isolation: a GPU job under gVisor needs runsc with nvproxy (--nvproxy, "
                                           "in gVisor releases from 2023 on); this machine has runsc %s (%s), "

@@ -13,6 +13,7 @@
 #include "loop.h"
 
 struct follower;
+struct job_term_waiter;
 
 typedef struct job_usage {
     uint64_t cpu_ns, memory_peak_bytes, io_read_bytes, io_write_bytes;
@@ -68,6 +69,7 @@ typedef struct job {
     watch w_pid;              /* pidfd of the shim: readable when it exits */
     watch w_notify;           /* the shim's start notification */
     struct follower *followers;
+    struct job_term_waiter *term_waiters; /* attachers waiting for its terminal (job_term.h) */
     int inotify_wd;
     uint8_t settle;           /* enum job_settle: what the settle step still owes this job */
     uint32_t ev_sig;          /* its state and queue place + 1 as last published (publish.c); 0 none */

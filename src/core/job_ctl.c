@@ -7,6 +7,7 @@
 #include "jobs.h"
 #include "job_launch.h"
 #include "job_logs.h"
+#include "job_term.h"
 #include "settle.h"
 #include "state.h"
 #include "statedisk.h"
@@ -66,6 +67,7 @@ static void delete_rest(job *j)
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
     job_logs_detach(j);
+    job_term_wake(j); /* (an ended job's waiters heard at its end already) */
     job_launch_forget(j);
     workflow_forget_job(j);
     statedisk_budget_release(j);

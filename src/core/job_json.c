@@ -141,6 +141,10 @@ json_t *job_json(const job *j)
     char why[600] = "";
     if (job_in_queue(j) && j->state != JS_SCHEDULED)
         queue_wait_reason(j, why, sizeof why);
+    else if (j->state == JS_QUEUED && j->shim_pid > 0 && (r->tty || r->stdin_open))
+        snprintf(why, sizeof why, "its command starts once a client attaches to its terminal (POST "
+                 "/v1/jobs/{id}/attach; rnx job run -it attaches at once), or after %llu s (jobs.attach_wait_s)",
+                 (unsigned long long)core.cfg.attach_wait_s);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
     json_object_set_new(o, "workflow", j->wf ? json_pack("{s:s,s:O?,s:o?}", "id", j->wf->id, "name",
                                                          json_object_get(j->wf->doc, "name"), "job",

@@ -28,6 +28,7 @@
 #include "job_dirs.h"
 #include "jobs.h"
 #include "job_launch.h"
+#include "job_term.h"
 #include "runtimes.h"
 #include "state.h"
 #include "statedisk.h"
@@ -54,6 +55,7 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         .cgroup_root = core.cfg.cgroup_root,
         .stop_grace_s = core.cfg.stop_grace_s,
         .tmp_size_mb = core.cfg.tmp_size_mb,
+        .attach_wait_s = core.cfg.attach_wait_s,
         .log_floor = core.cfg.state_reserve / 2,
     };
     if (j->req.runtime) {
@@ -238,6 +240,8 @@ static void on_notify(watch *w, uint32_t events)
             long long ms;
             if (sscanf(line, "S %d %lld", &pid, &ms) == 2)
                 mark_running(j, pid, ms);
+            else if (!strcmp(line, "T"))
+                job_term_wake(j); /* its terminal takes clients: the attached wait no more */
             else if (!strcmp(line, "E") && !job_state_terminal(j->state) && !j->preempting) {
                 /* (a preempted job waits for its shim to be gone, cgroups and all, before it
                  * goes back to the queue: its next run reuses the same names) */

@@ -8,6 +8,7 @@
 #include "gpu_health.h"
 #include "jobs.h"
 #include "job_logs.h"
+#include "job_term.h"
 #include "publish.h"
 #include "queue.h"
 #include "state.h"
@@ -29,8 +30,10 @@ static void settle_jobs(void)
         j->settle = 0;
         if (what & JOB_SETTLE_RELEASE)
             gpus_release(j);
-        if (what & JOB_SETTLE_WAKE)
+        if (what & JOB_SETTLE_WAKE) {
             job_logs_wake(j);
+            job_term_wake(j);
+        }
         if (what & JOB_SETTLE_WORKFLOW)
             workflow_job_changed(j);
         if (what & JOB_SETTLE_RELEASE)

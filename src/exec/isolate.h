@@ -45,14 +45,18 @@ int seccomp_apply(const struct sock_fprog *prog, jerr *e);
 
 /* The job's init (PID 1 of the job): sets up isolation, starts the command, reaps and
  * forwards signals, and reports the command's wait status on status_fd. Never returns. */
-/* The shim and the init talk both ways:
+/* The shim and the init talk both ways (a job with a terminal always holds: its shim waits for the
+ * first attach, shim_term.h):
  *   init → shim  sync_w: the setup error as text, or EOF when the command was exec'd; with a
  *                step hook, first one NUL byte: "held", everything is ready but the command.
  *   shim → init  hold_r (only with a step hook): one 'g' once the hook succeeded; EOF (the
  *                hook failed, the shim gave up) and the init exits without starting anything.
  * Without a step hook there is no hold pipe and no wait: the start path is unchanged. */
 struct jobinit_fds {
-    int out_w, err_w;   /* job's stdout / stderr */
+    int out_w, err_w;   /* job's stdout / stderr (-1 with a terminal) */
+    int in_r;           /* job's stdin: -1 /dev/null (or the terminal), else a pipe from the shim */
+    int console_w;      /* -1: none; else the job has a terminal: the init makes it after the pivot
+                         * (console.h) and sends its master here, before it holds */
     int sync_w;         /* setup errors; closed on successful exec */
     int status_w;       /* raw wait status of the command, 4 bytes */
     int hold_r;         /* -1: none; else the init holds before the command until 'g' */

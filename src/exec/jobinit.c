@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../common/util.h"
+#include "console.h"
 #include "isolate.h"
 
 char *jobinit_hide_arg;
@@ -29,13 +30,20 @@ _Noreturn static void fail(int fd, const char *stage, const jerr *e, int code)
     _exit(code);
 }
 
-_Noreturn static void run_command(const job_spec *s, const struct sock_fprog *filter, const struct jobinit_fds *fds)
+_Noreturn static void run_command(const job_spec *s, const struct sock_fprog *filter, const struct jobinit_fds *fds,
+                                  int slave)
 {
     jerr e = {0};
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds->out_w, 1) < 0 || dup2(fds->err_w, 2) < 0) {
-        jerr_sys(&e, "connect stdin/stdout/stderr");
-        fail(fds->sync_w, "start", &e, 127);
+    if (slave >= 0) {
+        /* the terminal: stdin, stdout, stderr and the controlling terminal of a new session */
+        if (console_take(slave, &e) < 0)
+            fail(fds->sync_w, "terminal", &e, 127);
+    } else {
+        int in = fds->in_r >= 0 ? fds->in_r : open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(fds->out_w, 1) < 0 || dup2(fds->err_w, 2) < 0) {
+            jerr_sys(&e, "connect stdin/stdout/stderr");
+            fail(fds->sync_w, "start", &e, 127);
+        }
     }
     /* Nothing of the shim's may reach the command; sync_w stays open until exec succeeds. */
     syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -97,6 +105,14 @@ _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct soc
     }
     if (mounts_pivot(s, &e) < 0)
         fail(fds->sync_w, "filesystem", &e, 126);
+    /* the terminal, in the job's own devpts: its master to the shim, its slave for the command */
+    int master = -1, slave = -1;
+    if (fds->console_w >= 0) {
+        if (console_open(s->uid, s->gid, &master, &slave, &e) < 0 || console_send(fds->console_w, master, &e) < 0)
+            fail(fds->sync_w, "terminal", &e, 126);
+        close(master);
+        close(fds->console_w);
+    }
     if (fds->hold_r >= 0)
         hold(fds);
 
@@ -121,10 +137,17 @@ _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct soc
         sigset_t empty;
         sigemptyset(&empty);
         sigprocmask(SIG_SETMASK, &empty, NULL);
-        run_command(s, filter, fds);
+        run_command(s, filter, fds, slave);
     }
-    close(fds->out_w);
-    close(fds->err_w);
+    /* the command holds them now: the job's end closes the terminal and the pipes */
+    if (slave >= 0)
+        close(slave);
+    if (fds->in_r >= 0)
+        close(fds->in_r);
+    if (fds->out_w >= 0)
+        close(fds->out_w);
+    if (fds->err_w >= 0)
+        close(fds->err_w);
     close(fds->sync_w);
 
     for (;;) {

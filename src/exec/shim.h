@@ -9,7 +9,9 @@
 #define SHIM_STDOUT_LEGACY "stdout.log"
 #define SHIM_STDERR_LEGACY "stderr.log"
 #define SHIM_LOG      "shim.log"     /* the shim's own diagnostics */
-#define SHIM_NOTIFY_FD 3             /* optional pipe to the daemon: "S <pid> <ms>\n", "E\n" */
+#define SHIM_ATTACH   "attach.sock"  /* a job with a terminal: where joblet attaches (shim_term.h) */
+#define SHIM_NOTIFY_FD 3             /* optional pipe to the daemon: "S <pid> <ms>\n", "E\n", and
+                                      * "T\n" when a terminal job's SHIM_ATTACH takes clients */
 #define SHIM_DEVFILTER_FD 4          /* optional: loaded eBPF filter for the default devices */
 #define SHIM_SPEC_FD  5              /* the job spec (spec.h), a memfd written by the daemon */
 

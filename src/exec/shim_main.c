@@ -18,17 +18,21 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/termframe.h"
 #include "../common/util.h"
+#include "console.h"
 #include "gvisor.h"
 #include "isolate.h"
 #include "logwriter.h"
 #include "shim.h"
+#include "shim_term.h"
 #include "zygote.h"
 
 typedef struct shim {
@@ -46,6 +50,8 @@ typedef struct shim {
     int notify_fd;
     int started_fd; /* the start record, open until it becomes status.json */
     size_t started_len;
+    shim_term *term; /* a job with a terminal: its clients (shim_term.h); NULL none */
+    int console_r;   /* a tty job: where its init sends the pty master (console.h); -1 none */
     char error[1024];
 } shim;
 
@@ -115,9 +121,10 @@ static void hard_kill(shim *sh)
         kill(sh->init, SIGKILL);
 }
 
-/* One read of the job's pipe, as one piece of its log (logwriter.h); its sequence number
- * orders it against the other stream's pieces. */
-static int pump(shim *sh, int *fd, logw *w)
+/* One read of the job's pipe (or its terminal), as one piece of its log (logwriter.h); its
+ * sequence number orders it against the other stream's pieces. Attached clients get it too, on
+ * channel ch (shim_term.h). */
+static int pump(shim *sh, int *fd, logw *w, int ch)
 {
     static char buf[1 << 18];
     ssize_t n = read(*fd, buf, sizeof buf);
@@ -130,6 +137,7 @@ static int pump(shim *sh, int *fd, logw *w)
     }
     if (logw_feed(w, buf, (size_t)n, now_ns(), ++sh->log_seq) < 0)
         shim_log(sh, "writing job output failed: %s", strerror(errno));
+    shim_term_output(sh->term, ch, buf, (size_t)n);
     return 0;
 }
 
@@ -230,9 +238,47 @@ static int run_step_hook(shim *sh, jerr *e)
     return 0;
 }
 
+/* While the init holds, a job with a terminal: its pty master (a tty job) becomes the job's
+ * output and input; joblet is told its clients may attach ("T"); the command waits for the first
+ * (shim_term_await). -1 with e set when the init sent no pty. */
+static int await_attach(shim *sh, jerr *e)
+{
+    if (sh->console_r >= 0) {
+        int master;
+        int rc = console_recv(sh->console_r, &master, e);
+        close(sh->console_r);
+        sh->console_r = -1;
+        if (rc < 0)
+            return -1;
+        int in = fcntl(master, F_DUPFD_CLOEXEC, 3);
+        if (in < 0) {
+            close(master);
+            return jerr_sys(e, "dup the job's pty");
+        }
+        sh->out_r = master;
+        shim_term_set_input(sh->term, in);
+    }
+    if (sh->notify_fd >= 0) {
+        ssize_t w = write(sh->notify_fd, "T\n", 2);
+        (void)w;
+    }
+    /* a stop or a kill meanwhile ends the wait (the command starts and is stopped as any job):
+     * a signalfd that is polled, never read, so the signal stays for supervise */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    shim_term_await(sh->term, sh->spec.attach_wait_s, sfd);
+    if (sfd >= 0)
+        close(sfd);
+    return 0;
+}
+
 /* Until the init has exec'd the command: EOF on the sync pipe says it did, bytes are the setup
- * error (left in sh->error). With a step hook (hold_w >= 0) the init first says it holds (one
- * NUL byte); the hook runs, and 'g' lets the init go on, or the pipe's EOF makes it exit. */
+ * error (left in sh->error). With a step hook or a terminal (hold_w >= 0) the init first says it
+ * holds (one NUL byte); the hook runs and the first client attaches (await_attach), and 'g' lets
+ * the init go on, or the pipe's EOF makes it exit. */
 static void await_exec(shim *sh, int sync_r, int hold_w)
 {
     size_t got = 0;
@@ -246,8 +292,13 @@ static void await_exec(shim *sh, int sync_r, int hold_w)
         if (hold_w >= 0 && got == 1 && sh->error[0] == 0) {
             got = 0;
             jerr e = {0};
-            if (run_step_hook(sh, &e) < 0) {
+            if (sh->spec.step_hook && run_step_hook(sh, &e) < 0) {
                 snprintf(sh->error, sizeof sh->error, "step hook: %s", e.msg);
+                close(hold_w);
+                return;
+            }
+            if (sh->term && await_attach(sh, &e) < 0) {
+                snprintf(sh->error, sizeof sh->error, "terminal: %s", e.msg);
                 close(hold_w);
                 return;
             }
@@ -285,6 +336,7 @@ static int start_job(shim *sh, int notify_fd)
 {
     jerr e = {0};
     job_spec *s = &sh->spec;
+    sh->notify_fd = notify_fd; /* (a terminal job's "T" comes before the start) */
     if (!host_ready || strcmp(host.root, s->cgroup_root)) {
         if (cg_host_detect(&host, s->cgroup_root, &e) < 0)
             goto fail_nocg;
@@ -308,9 +360,17 @@ static int start_job(shim *sh, int notify_fd)
     if (!seccomp_prog.filter && seccomp_default_program(&seccomp_prog, &e) < 0)
         goto fail;
 
-    int out[2], err[2], sync[2], status[2], hold[2] = {-1, -1};
-    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(sync, O_CLOEXEC) < 0 ||
-        pipe2(status, O_CLOEXEC) < 0 || (s->step_hook && pipe2(hold, O_CLOEXEC) < 0)) {
+    /* a terminal: the job's input and output go through the shim (shim_term.h); a tty job's
+     * are its pty, which its init makes and sends over a socket pair */
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, con[2] = {-1, -1}, sync[2], status[2],
+        hold[2] = {-1, -1};
+    bool terminal = s->tty || s->stdin_open;
+    if (terminal && !(sh->term = shim_term_new(sh->dirfd, s->tty, &e)))
+        goto fail;
+    if ((!s->tty && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)) ||
+        (s->stdin_open && !s->tty && pipe2(in, O_CLOEXEC) < 0) ||
+        (s->tty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0) || pipe2(sync, O_CLOEXEC) < 0 ||
+        pipe2(status, O_CLOEXEC) < 0 || ((s->step_hook || terminal) && pipe2(hold, O_CLOEXEC) < 0)) {
         jerr_sys(&e, "pipe");
         goto fail;
     }
@@ -319,8 +379,8 @@ static int start_job(shim *sh, int notify_fd)
     pid_t pid;
     if (s->runsc) {
         /* gVisor: runsc makes the namespaces and the sandbox; the same pipes, the same cgroup */
-        struct jobinit_fds fds = {.out_w = out[1], .err_w = err[1], .sync_w = sync[1], .status_w = status[1],
-                                  .hold_r = -1};
+        struct jobinit_fds fds = {.out_w = out[1], .err_w = err[1], .in_r = -1, .console_w = -1, .sync_w = sync[1],
+                                  .status_w = status[1], .hold_r = -1};
         if (gvisor_bundle_write(s, &sh->cg, &e) < 0 || (pid = gvisor_spawn(s, &sh->cg, &fds, &e)) < 0) {
             for (int i = 0; i < 2; i++) {
                 close(out[i]);
@@ -335,23 +395,22 @@ static int start_job(shim *sh, int notify_fd)
         goto fail;
     }
     if (pid == 0) {
-        close(out[0]);
-        close(err[0]);
-        close(sync[0]);
-        close(status[0]);
-        if (hold[1] >= 0)
-            close(hold[1]);
-        struct jobinit_fds fds = {.out_w = out[1], .err_w = err[1], .sync_w = sync[1], .status_w = status[1],
-                                  .hold_r = hold[0]};
+        int mine[] = {out[0], err[0], in[1], con[0], sync[0], status[0], hold[1]};
+        for (size_t i = 0; i < ARRAY_LEN(mine); i++)
+            if (mine[i] >= 0)
+                close(mine[i]);
+        struct jobinit_fds fds = {.out_w = out[1], .err_w = err[1], .in_r = in[0], .console_w = con[1],
+                                  .sync_w = sync[1], .status_w = status[1], .hold_r = hold[0]};
         jobinit_run(s, &sh->cg, &seccomp_prog, &fds);
     }
     sh->init = pid;
-    close(out[1]);
-    close(err[1]);
-    close(sync[1]);
-    close(status[1]);
-    if (hold[0] >= 0)
-        close(hold[0]);
+    int theirs[] = {out[1], err[1], in[0], con[1], sync[1], status[1], hold[0]};
+    for (size_t i = 0; i < ARRAY_LEN(theirs); i++)
+        if (theirs[i] >= 0)
+            close(theirs[i]);
+    sh->console_r = con[0];
+    if (in[1] >= 0)
+        shim_term_set_input(sh->term, in[1]);
     sh->out_r = out[0];
     sh->err_r = err[0];
     sh->status_r = status[0];
@@ -479,7 +538,8 @@ static void supervise(shim *sh)
         sh->tfd_runtime = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
         arm(sh->tfd_runtime, sh->spec.max_runtime_s);
     }
-    int fds[] = {sh->out_r, sh->err_r, sfd, sh->tfd_runtime};
+    int tfd = sh->term ? shim_term_fd(sh->term) : -1;
+    int fds[] = {sh->out_r, sh->err_r, sfd, sh->tfd_runtime, tfd};
     for (size_t i = 0; i < ARRAY_LEN(fds); i++) {
         if (fds[i] < 0)
             continue;
@@ -502,9 +562,11 @@ static void supervise(shim *sh)
         for (int i = 0; i < n; i++) {
             int fd = evs[i].data.fd;
             if (fd == sh->out_r) {
-                pump(sh, &sh->out_r, &sh->out);
+                pump(sh, &sh->out_r, &sh->out, TERMFRAME_STDOUT);
             } else if (fd == sh->err_r) {
-                pump(sh, &sh->err_r, &sh->err);
+                pump(sh, &sh->err_r, &sh->err, TERMFRAME_STDERR);
+            } else if (fd == tfd) {
+                shim_term_run(sh->term);
             } else if (fd == sh->tfd_runtime) {
                 uint64_t x;
                 if (read(fd, &x, sizeof x) > 0 && !init_done) {
@@ -573,11 +635,16 @@ static void supervise(shim *sh)
     cg_stats st = {0};
     cg_read_stats(&sh->cg, &st);
     write_status(sh, have_status, wstatus, &st);
-    /* The job is over and recorded: tell joblet now, and tidy up the cgroups afterwards. */
+    /* The job is over and recorded: tell joblet now, then the attached clients (as rnx job run
+     * --follow says it: a signal's 128 + its number; 1 when nobody knows), and tidy up the
+     * cgroups afterwards. */
     if (sh->notify_fd >= 0) {
         ssize_t w = write(sh->notify_fd, "E\n", 2);
         (void)w;
     }
+    int code = !have_status ? 1 : WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    shim_term_finish(sh->term, sh->error[0] ? 127 : code, sh->error[0] ? sh->error : NULL);
+    sh->term = NULL;
     if (!sh->cg.delegated)
         cg_user_leave(&sh->host);
     if (sh->spec.runsc)
@@ -590,7 +657,7 @@ static void supervise(shim *sh)
 static int shim_run(const char *dir)
 {
     shim sh = {.dirfd = -1, .out_r = -1, .err_r = -1, .status_r = -1, .tfd_runtime = -1, .tfd_grace = -1,
-               .started_fd = -1};
+               .started_fd = -1, .notify_fd = -1, .console_r = -1};
     /* Its own session: terminal signals aimed at joblet's process group must not reach jobs. */
     setsid();
     signal(SIGPIPE, SIG_IGN);
@@ -639,6 +706,9 @@ static int shim_run(const char *dir)
         shim_log(&sh, "job did not start: %s", sh.error);
         cg_stats none = {0};
         write_status(&sh, 0, 0, &none);
+        if (sh.console_r >= 0)
+            close(sh.console_r);
+        shim_term_finish(sh.term, 127, sh.error); /* (what write_status records: start_failed, 127) */
         spec_free(&sh.spec);
         return 0;
     }

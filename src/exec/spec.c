@@ -81,6 +81,9 @@ int spec_to_fd(const job_spec *s, jerr *e)
         json_object_set_new(o, "cgroup_given", given_json(s->cgroup_given));
     if (o && s->step_hook)
         json_object_set_new(o, "step_hook", json_string(s->step_hook));
+    if (o && (s->tty || s->stdin_open))
+        json_object_set_new(o, "terminal", json_pack("{s:b,s:b,s:I}", "tty", s->tty, "stdin", s->stdin_open,
+                                                     "attach_wait_s", (json_int_t)s->attach_wait_s));
     if (o && s->system_root && *s->system_root)
         json_object_set_new(o, "system_root", json_string(s->system_root));
     if (o && s->runsc && *s->runsc)
@@ -239,7 +242,12 @@ static int check(json_t *o, jerr *e)
     json_t *hook = json_object_get(o, "step_hook");
     if (hook && !is_abs_path(hook))
         return jerr_set(e, EINVAL, "the job spec's step_hook is not an absolute path");
-    json_t *gv = json_object_get(o, "gvisor");
+    json_t *gv = json_object_get(o, "gvisor"), *term = json_object_get(o, "terminal");
+    if (term && !json_is_object(term))
+        return jerr_set(e, EINVAL, "the job spec's terminal is not an object");
+    if (gv && term)
+        return jerr_set(e, EINVAL, "the job spec has a terminal and gvisor: a terminal is made by joblet's own init, "
+                                   "which a gVisor job does not have");
     if (gv && hook)
         return jerr_set(e, EINVAL, "the job spec has a step_hook and gvisor: a step hook holds joblet's own init, "
                                    "which a gVisor job does not have");
@@ -390,6 +398,10 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     }
     json_t *hook = json_object_get(o, "step_hook");
     s->step_hook = hook ? xstrdup(json_string_value(hook)) : NULL;
+    json_t *term = json_object_get(o, "terminal");
+    s->tty = json_is_true(json_object_get(term, "tty"));
+    s->stdin_open = json_is_true(json_object_get(term, "stdin"));
+    s->attach_wait_s = (uint64_t)json_integer_value(json_object_get(term, "attach_wait_s"));
     json_t *gv = json_object_get(o, "gvisor");
     if (gv) {
         s->runsc = xstrdup(json_string_value(json_object_get(gv, "runsc")));

@@ -66,6 +66,13 @@ typedef struct job_spec {
                              * and root made, just before it starts the command; the command
                              * starts only when the hook exits 0 (shim_main.c, "hold").
                              * Native isolation only. Used today by nothing but a test. */
+    /* A terminal (docs/api.md, "Interactive streams"): with tty the command's stdin, stdout and
+     * stderr are a pty made inside the job (exec/console.h), with stdin_open its stdin is a pipe
+     * from the shim (else /dev/null); with either the shim listens on SHIM_ATTACH and the
+     * command starts once someone attached, or attach_wait_s went by (shim_term.h). Native
+     * isolation only. */
+    bool tty, stdin_open;
+    uint64_t attach_wait_s;
     cg_limits limits;
     cg_dev_rule *devices;  /* allowed on top of cg_default_devices */
     size_t ndevices;

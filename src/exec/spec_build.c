@@ -53,6 +53,9 @@ static char **job_env(const spec_ctx *c, const spec_gpu *gs)
         add_path_env(r, "PATH", SPEC_BUILD_DEFAULT_PATH, gs->path_add, &env, &n);
     if (!jobreq_env_get(r, true, "LD_LIBRARY_PATH"))
         add_path_env(r, "LD_LIBRARY_PATH", "", gs->ld_add, &env, &n);
+    /* a terminal's type, as docker run -t gives it, unless the job names its own */
+    if (r->tty && !jobreq_env_get(r, false, "TERM") && !jobreq_env_get(r, true, "TERM"))
+        add_env(&env, &n, "TERM", "xterm");
     add_env(&env, &n, "JOB_ID", c->id);
     for (size_t i = 0; i < gs->nenv; i++)
         add_env(&env, &n, gs->env[i].name, gs->env[i].value);
@@ -90,6 +93,9 @@ static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 static int add_gvisor(const spec_ctx *c, job_spec *s, jerr *e)
 {
     const spec_gvisor *gv = &c->gvisor;
+    if (s->tty || s->stdin_open) /* (refused at submission: core/isolation.c) */
+        return jerr_field(e, s->tty ? "tty" : "stdin", "%s: a terminal is made by joblet's own init, which a gVisor "
+                          "job does not have", s->tty ? "tty" : "stdin");
     s->runsc = dup_or_null(gv->runsc);
     s->runsc_root = dup_or_null(gv->root);
     s->runsc_platform = dup_or_null(gv->platform);
@@ -137,6 +143,9 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
     s->max_runtime_s = (uint64_t)r->max_runtime_s;
     s->stop_grace_s = c->stop_grace_s;
     s->tmp_size_mb = c->tmp_size_mb;
+    s->tty = r->tty;
+    s->stdin_open = r->stdin_open;
+    s->attach_wait_s = c->attach_wait_s;
     s->log_max_bytes = (uint64_t)r->max_log_bytes;
     snprintf(s->log_budget, sizeof s->log_budget, "%s", c->log_budget ? c->log_budget : "");
     s->log_floor = c->log_floor;

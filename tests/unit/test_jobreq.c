@@ -186,6 +186,12 @@ static const field_case cases[] = {
      "nvidia.com/gpu=x", "devices: 'nvidia.com/gpu=x' must be a list of CDI device names: nvidia.com/gpu=INDEX, =UUID "
      "or =all, at most 64",
      "[\"nvidia.com/gpu=0\", \"nvidia.com/gpu=0\"]", "devices: device 'nvidia.com/gpu=0' is listed twice"},
+    {JR_TTY, "", 0, "yes", "true", "false", "false",
+     "maybe", "tty: 'maybe' must be true or false",
+     "1", "tty: '1' must be true or false"},
+    {JR_STDIN, "", 0, "true", "true", "false", "false",
+     "2", "stdin: '2' must be true or false",
+     "\"yes\"", "stdin: 'yes' must be true or false"},
     /* the daemon's own fields are read from what it stored, where a value this version refuses
      * is left out (and logged), the job kept: json_msg NULL */
     {JR_PIDS_MAX, "", JOBREQ_FROM_DB, "512", "512", "0", "0",
@@ -604,7 +610,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -1038,7 +1044,8 @@ static const char full[] =
     " \"gpu_count\": 1, \"gpu_memory_mb\": 4096, \"gpu_ids\": [\"GPU-1\"], \"gpu_caps\": \"compute,video\","
     " \"gpu_optional\": true, \"priority\": -7, \"gpu_type\": \"A100\", \"gpu_cc\": \"8.0\", \"gpu_share\": true,"
     " \"cross_numa\": false, \"preemptible\": true, \"runtime\": \"python-3.11-ml\","
-    " \"volumes\": [\"data\", \"images:ro\"], \"isolation\": \"gvisor\", \"devices\": [\"nvidia.com/gpu=1\"]}";
+    " \"volumes\": [\"data\", \"images:ro\"], \"isolation\": \"gvisor\", \"devices\": [\"nvidia.com/gpu=1\"],"
+    " \"tty\": true, \"stdin\": true}";
 
 static void test_round_trip(void **state)
 {
@@ -1213,7 +1220,8 @@ static void test_to_flags(void **state)
                    " \"--schedule=2027-01-01T00:00:00.500Z\", \"--upload=d/\", \"--upload=l\", \"--gpu=1\","
                    " \"--gpu-memory=4GB\", \"--gpu-ids=GPU-1\", \"--gpu-caps=compute,video\", \"--gpu-optional\","
                    " \"--priority=-7\", \"--gpu-type=A100\", \"--gpu-cc=8.0\", \"--gpu-share\", \"--cross-numa=no\","
-                   " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\", \"--isolation=gvisor\", \"--device=nvidia.com/gpu=1\"]",
+                   " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\", \"--isolation=gvisor\", \"--device=nvidia.com/gpu=1\","
+                   " \"--tty\", \"--interactive\"]",
                    "flags");
     /* read back as rnx reads them: the same request, but for what flags cannot carry */
     size_t i;

@@ -1,0 +1,373 @@
+/* Attached connections (attach.h). Each is a session on the loop: the client's socket (given
+ * by libmicrohttpd after the 101; for TLS one end of its socket pair) and the shim's (core/
+ * job_term.h), both edge-triggered and non-blocking, and a bounded buffer each way. The relay
+ * moves bytes as they are: the frames are the client's and the shim's business, but for the
+ * two that joblet writes itself when the job ended before its terminal could be reached (a
+ * line on stderr and the exit frame). */
+#include "attach.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/termframe.h"
+#include "../common/util.h"
+#include "../core/job_term.h"
+#include "../core/jobs.h"
+#include "../core/loop.h"
+#include "reply.h"
+
+#define BUF (64u << 10)       /* each way: what one session holds at most */
+#define SLICE 32              /* moves per call before the rest waits for the next turn */
+#define LINGER_S 5            /* after the shim's end: how long the client may take to close */
+
+typedef struct attach {
+    char id[37];
+    caller who;
+    http_ctx *ctx;            /* the connection's route state, until it is upgraded */
+    struct MHD_UpgradeResponseHandle *urh;
+    int cfd, sfd, tfd;        /* client, shim, linger timer; -1 none */
+    watch wc, ws, wt;
+    bool c_in, c_out, s_in, s_out; /* readiness, as edge-triggered epoll told it */
+    bool c_end, s_end;        /* the client went away (or broke); the shim's side ended */
+    bool lingering, done;
+    bool tls;                 /* through libmicrohttpd's TLS relay (its socket pair) */
+    char up[BUF], down[BUF];  /* client → shim, shim → client */
+    size_t up_len, down_len;
+    job_term_waiter waiter;
+    loop_task task;           /* the rest of a slice, a wake-up, or the free */
+    struct attach *next;
+} attach;
+
+static attach *sessions;
+
+static void unlist(attach *a)
+{
+    for (attach **p = &sessions; *p; p = &(*p)->next)
+        if (*p == a) {
+            *p = a->next;
+            return;
+        }
+}
+
+/* Everything let go; the memory at the next turn (events of this turn may still name it). */
+static void end(attach *a)
+{
+    if (a->done)
+        return;
+    a->done = true;
+    job_term_unwait(&a->waiter);
+    watch *ws[] = {&a->wc, &a->ws, &a->wt};
+    for (size_t i = 0; i < ARRAY_LEN(ws); i++)
+        if (ws[i]->fd >= 0)
+            loop_del(ws[i]);
+    if (a->sfd >= 0)
+        close(a->sfd);
+    if (a->tfd >= 0)
+        close(a->tfd);
+    a->sfd = a->tfd = -1;
+    if (a->urh)
+        MHD_upgrade_action(a->urh, MHD_UPGRADE_ACTION_CLOSE); /* libmicrohttpd closes the client's socket */
+    a->urh = NULL;
+    unlist(a);
+    loop_later(&a->task);
+}
+
+/* The job's end, said by joblet: a line on stderr, then the exit frame, as a shim would. */
+static void say_end(attach *a, const char *why, int code)
+{
+    char line[1200];
+    int n = snprintf(line, sizeof line, "joblet: %s\r\n", why);
+    if (n >= (int)sizeof line)
+        n = sizeof line - 1;
+    if (a->down_len + TERMFRAME_HDR + (size_t)n + TERMFRAME_HDR + 4 <= BUF) {
+        termframe_put((unsigned char *)a->down + a->down_len, TERMFRAME_STDERR, (uint32_t)n);
+        memcpy(a->down + a->down_len + TERMFRAME_HDR, line, (size_t)n);
+        a->down_len += TERMFRAME_HDR + (size_t)n;
+        termframe_exit((unsigned char *)a->down + a->down_len, code);
+        a->down_len += TERMFRAME_HDR + 4;
+    }
+    a->s_end = true;
+}
+
+/* The shim's side is over and the client has what there was: no more from us (shutdown), and
+ * the client, which closes on the exit frame, has LINGER_S to do so (what it sends meanwhile is
+ * read and dropped: a socket closed with unread bytes resets, and its last bytes could be lost).
+ * Not through TLS: libmicrohttpd's relay carries no half-close, and closes the TLS session itself
+ * once it has sent what it holds (a shutdown before its close would hide the close from it). */
+static void linger(attach *a)
+{
+    a->lingering = true;
+    shutdown(a->cfd, SHUT_WR);
+    a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    a->wt.fd = a->tfd;
+    struct itimerspec it = {.it_value = {.tv_sec = LINGER_S}};
+    if (a->tfd < 0 || timerfd_settime(a->tfd, 0, &it, NULL) < 0 || loop_add(&a->wt) < 0) {
+        a->wt.fd = -1;
+        end(a);
+    }
+}
+
+/* Moves what can move, up to SLICE steps; the rest at the next turn. */
+static void pump(attach *a)
+{
+    if (a->done)
+        return;
+    int steps = 0;
+    for (bool moved = true; moved && steps < SLICE; steps++) {
+        moved = false;
+        if (a->c_in && !a->c_end && (a->up_len < BUF || a->lingering)) {
+            char sink[4096];
+            char *to = a->lingering ? sink : a->up + a->up_len;
+            size_t room = a->lingering ? sizeof sink : BUF - a->up_len;
+            ssize_t n = recv(a->cfd, to, room, 0);
+            if (n > 0 && !a->lingering)
+                a->up_len += (size_t)n;
+            if (n > 0)
+                moved = true;
+            else if (n < 0 && errno == EAGAIN)
+                a->c_in = false;
+            else if (n < 0 && errno == EINTR)
+                moved = true;
+            else
+                a->c_end = true; /* closed (detached, or done after the exit frame) or broken */
+        }
+        if (a->sfd >= 0 && a->s_out && a->up_len) {
+            ssize_t n = send(a->sfd, a->up, a->up_len, MSG_NOSIGNAL);
+            if (n > 0) {
+                memmove(a->up, a->up + n, a->up_len - (size_t)n);
+                a->up_len -= (size_t)n;
+                moved = true;
+            } else if (n < 0 && errno == EAGAIN) {
+                a->s_out = false;
+            } else if (!(n < 0 && errno == EINTR)) {
+                a->s_end = true;
+                a->up_len = 0;
+            }
+        }
+        if (a->sfd >= 0 && a->s_in && !a->s_end && a->down_len < BUF) {
+            ssize_t n = recv(a->sfd, a->down + a->down_len, BUF - a->down_len, 0);
+            if (n > 0) {
+                a->down_len += (size_t)n;
+                moved = true;
+            } else if (n < 0 && errno == EAGAIN) {
+                a->s_in = false;
+            } else if (!(n < 0 && errno == EINTR)) {
+                a->s_end = true; /* after the exit frame, or the shim is gone */
+            }
+        }
+        if (a->c_out && a->down_len) {
+            ssize_t n = send(a->cfd, a->down, a->down_len, MSG_NOSIGNAL);
+            if (n > 0) {
+                memmove(a->down, a->down + n, a->down_len - (size_t)n);
+                a->down_len -= (size_t)n;
+                moved = true;
+            } else if (n < 0 && errno == EAGAIN) {
+                a->c_out = false;
+            } else if (!(n < 0 && errno == EINTR)) {
+                a->c_end = true;
+            }
+        }
+    }
+    if (a->c_end) {
+        end(a); /* the client went: the shim sees its socket close (a detach) */
+        return;
+    }
+    if (a->s_end && !a->down_len && !a->lingering) {
+        if (a->sfd >= 0) {
+            loop_del(&a->ws);
+            close(a->sfd);
+            a->sfd = a->ws.fd = -1;
+        }
+        if (a->tls)
+            end(a);
+        else
+            linger(a);
+        return;
+    }
+    if (steps == SLICE)
+        loop_later(&a->task);
+}
+
+static void on_client(watch *w, uint32_t events)
+{
+    attach *a = w->data;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        a->c_in = true;
+    if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+        a->c_out = true;
+    pump(a);
+}
+
+static void on_shim(watch *w, uint32_t events)
+{
+    attach *a = w->data;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        a->s_in = true;
+    if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+        a->s_out = true;
+    pump(a);
+}
+
+static void on_linger(watch *w, uint32_t events) { end(w->data); }
+
+static void on_ready(void *arg);
+
+/* To the job's shim, now or once it takes clients; the job's end if it ended first. */
+static void connect_shim(attach *a)
+{
+    jerr e = {0};
+    job *j = jobs_find(a->id, &a->who, &e);
+    if (!j) {
+        say_end(a, "the job is gone", 1);
+        return;
+    }
+    int fd;
+    int rc = job_term_connect(j, &fd, &e);
+    if (rc == 0) {
+        job_term_wait(j, &a->waiter, on_ready, a);
+        return;
+    }
+    if (rc < 0) {
+        char why[1024];
+        if (job_state_terminal(j->state))
+            job_term_why(j, why, sizeof why);
+        else
+            snprintf(why, sizeof why, "%s", e.msg);
+        say_end(a, why, job_state_terminal(j->state) ? job_term_exit_code(j) : 1);
+        return;
+    }
+    a->sfd = fd;
+    a->ws = (watch){fd, on_shim, a};
+    if (loop_add_events(&a->ws, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
+        close(fd);
+        a->sfd = a->ws.fd = -1;
+        say_end(a, "cannot watch the job's terminal", 1);
+        return;
+    }
+    a->s_in = a->s_out = true;
+}
+
+static void on_task(loop_task *t)
+{
+    attach *a = t->data;
+    if (a->done) {
+        free(a);
+        return;
+    }
+    if (a->sfd < 0 && !a->s_end && !a->waiter.j)
+        connect_shim(a); /* woken: the terminal takes clients, or the job ended */
+    pump(a);
+}
+
+/* The job's terminal takes clients, or the job ended: at the next turn (this one may be inside
+ * another request's handler). */
+static void on_ready(void *arg) { loop_later(&((attach *)arg)->task); }
+
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra, size_t extra_n,
+                       MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+    attach *a = cls;
+    /* the session is its own from now on: the connection's end (after our close) must not free it */
+    a->ctx->p = NULL;
+    a->ctx->free = NULL;
+    a->ctx = NULL;
+    a->urh = urh;
+    a->cfd = sock;
+    a->next = sessions;
+    sessions = a;
+    int fl = fcntl(sock, F_GETFL);
+    if (fl >= 0)
+        fcntl(sock, F_SETFL, fl | O_NONBLOCK);
+    /* over TCP (TLS), keys go out one by one: libmicrohttpd turned Nagle back on at the upgrade */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int one = 1;
+    a->tls = ci && ci->connect_fd != sock;
+    if (a->tls)
+        setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (extra_n > BUF) { /* a client that sent this much before the 101 is not one */
+        end(a);
+        return;
+    }
+    memcpy(a->up, extra, extra_n);
+    a->up_len = extra_n;
+    a->wc = (watch){sock, on_client, a};
+    if (loop_add_events(&a->wc, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
+        a->wc.fd = -1;
+        end(a);
+        return;
+    }
+    a->c_in = a->c_out = true;
+    connect_shim(a);
+    pump(a);
+}
+
+/* The connection ended before it was upgraded (or the answer could not be sent). */
+static void free_unused(void *p) { free(p); }
+
+/* "Upgrade: tcp" and "Connection: ... upgrade ..." */
+static bool asks_upgrade(struct MHD_Connection *c)
+{
+    const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
+    const char *co = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
+    return up && !strcasecmp(up, "tcp") && co && strcasestr(co, "upgrade");
+}
+
+enum MHD_Result attach_route(request *r, job *j)
+{
+    jerr e = {0};
+    if (strcmp(r->method, "POST")) {
+        jerr_http(&e, 405, "attach is POST /v1/jobs/{id}/attach with Connection: Upgrade and Upgrade: tcp");
+        return http_reply_error(r->conn, &e);
+    }
+    if (job_term_check(j, &r->who, &e) < 0)
+        return http_reply_error(r->conn, &e);
+    if (!asks_upgrade(r->conn)) {
+        jerr_http(&e, 400, "attach switches the connection to a stream of frames: send Connection: Upgrade and "
+                           "Upgrade: tcp (docs/api.md, \"Interactive streams\")");
+        return http_reply_error(r->conn, &e);
+    }
+    attach *a = xcalloc(1, sizeof *a);
+    snprintf(a->id, sizeof a->id, "%s", j->id);
+    a->who = r->who;
+    a->cfd = a->sfd = a->tfd = -1;
+    a->wc.fd = a->ws.fd = a->wt.fd = -1;
+    a->wt = (watch){-1, on_linger, a};
+    a->task = (loop_task){.fn = on_task, .data = a};
+    a->ctx = r->ctx;
+    r->ctx->p = a;
+    r->ctx->free = free_unused;
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, a);
+    if (!resp) {
+        jerr_http(&e, 500, "cannot answer the attach");
+        return http_reply_error(r->conn, &e);
+    }
+    /* (libmicrohttpd's upgrade answer has its Connection: Upgrade) */
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "tcp");
+    enum MHD_Result rc = MHD_queue_response(r->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+    MHD_destroy_response(resp);
+    log_debug("job %s: attached by uid %u", j->id, (unsigned)r->who.uid);
+    return rc;
+}
+
+bool attach_open(void) { return sessions != NULL; }
+
+void attach_stop_all(void)
+{
+    while (sessions) {
+        attach *a = sessions;
+        end(a);
+        loop_later_cancel(&a->task);
+        free(a);
+    }
+}

@@ -1,0 +1,24 @@
+/* POST /v1/jobs/{id}/attach (docs/api.md, "Interactive streams"): the connection is upgraded
+ * (101, Upgrade: tcp) and becomes a two-way stream of frames (common/termframe.h) between the
+ * client and the job's shim (exec/shim_term.h), relayed on the loop: both sockets non-blocking,
+ * a bounded buffer each way, a client that reads slowly only fills its own buffer (and then
+ * its shim drops output for it alone, saying so). On the unix socket and the TLS listeners
+ * alike (libmicrohttpd relays an upgraded TLS connection through a socket pair). */
+#ifndef JOBLET_API_ATTACH_H
+#define JOBLET_API_ATTACH_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#include "../core/job.h"
+#include "http.h"
+
+/* The route, once j is found: checks (core/job_term.h), then answers 101 or an error. */
+enum MHD_Result attach_route(request *r, job *j);
+/* Whether any connection is attached now. */
+bool attach_open(void);
+/* The server stops: every attached connection is closed (libmicrohttpd stops only without
+ * upgraded connections left open). */
+void attach_stop_all(void);
+
+#endif

@@ -1,0 +1,521 @@
+"""Interactive jobs (issue 29): `rnx job run -it` in a real terminal, driven through tmux (a pty of
+its own, keys typed, the screen read back), `-i` without `-t` through pipes, the framing of
+POST /v1/jobs/{id}/attach (docs/api.md, "Interactive streams") read by a client of the test's own,
+and who may attach. Over the unix socket and the TLS listener."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from conftest import BUILD, need_root
+
+TMUX = shutil.which("tmux")
+RNX = os.path.join(BUILD, "rnx")
+OTHER_UID = 4321
+PROMPT = "job$ "
+
+
+def need_tmux():
+    if not TMUX:
+        pytest.skip("tmux is not installed (scripts/install-deps.sh installs it)")
+
+
+class Pane:
+    """A tmux server of the test's own (its own -L socket, no configuration), one window running
+    bash with a known prompt, of a fixed size."""
+
+    def __init__(self, env, cols=100, rows=30):
+        need_tmux()
+        self.sock = "joblet-term-" + uuid.uuid4().hex[:8]
+        self.env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp", "TERM": "xterm",
+                    **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}, **env}
+        self.tmux("new-session", "-d", "-s", "t", "-x", str(cols), "-y", str(rows),
+                  "PS1='host$ ' bash --norc --noprofile")
+        self.tmux("set-option", "-g", "history-limit", "5000")
+        self.wait_for(r"host\$\s*$")
+
+    def tmux(self, *args):
+        p = subprocess.run([TMUX, "-L", self.sock, "-f", "/dev/null", *args], env=self.env, capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 0, f"tmux {args}: {p.stderr}"
+        return p.stdout
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def line(self, text):
+        self.tmux("send-keys", "-t", "t", "-l", text)
+        self.keys("Enter")
+
+    def screen(self):
+        """The pane's text, its history included, wrapped lines joined, blank lines at the end dropped."""
+        return self.tmux("capture-pane", "-p", "-J", "-t", "t", "-S", "-5000").rstrip("\n") + "\n"
+
+    def wait_for(self, pattern, timeout=60, since=0):
+        """The first match of pattern (multi-line) in the screen's text after offset since."""
+        deadline = time.time() + timeout
+        while True:
+            text = self.screen()
+            m = re.compile(pattern, re.M).search(text, since)
+            if m:
+                return m
+            if time.time() > deadline:
+                raise AssertionError(f"/{pattern}/ did not appear on the terminal within {timeout}s:\n{text}")
+            time.sleep(0.05)
+
+    def until(self, command, pattern, timeout=60):
+        """Types command again and again until its output matches pattern: a resize reaches the
+        pane's pty when tmux applies it (it spaces resizes out), then the job's through rnx."""
+        deadline = time.time() + timeout
+        while True:
+            at = self.mark()
+            self.line(command)
+            try:
+                return self.wait_for(pattern, timeout=1, since=at)
+            except AssertionError:
+                if time.time() > deadline:
+                    raise
+
+    def mark(self):
+        """Where the screen's text ends now: later waits look after it."""
+        return len(self.screen()) - 1
+
+    def resize(self, cols, rows):
+        self.tmux("resize-window", "-t", "t", "-x", str(cols), "-y", str(rows))
+
+    def close(self):
+        subprocess.run([TMUX, "-L", self.sock, "kill-server"], env=self.env, capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def pane_for():
+    made = []
+
+    def make(env, **kw):
+        p = Pane(env, **kw)
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def newest_job(d):
+    st, body = d.api("GET", "/v1/jobs")
+    assert st == 200, body
+    return body["jobs"][-1]
+
+
+def job_runs(job_id, comm):
+    """Whether a process named comm runs in the job (its cgroup path names the job)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != comm:
+                    continue
+            with open(f"/proc/{pid}/cgroup") as f:
+                if job_id in f.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def wait_until(what, cond, timeout=60):
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            raise AssertionError(f"{what}: not within {timeout}s")
+        time.sleep(0.05)
+
+
+# ---- a client of the framing's own (docs/api.md, "Interactive streams") ------------------------
+
+def attach_request(job_id):
+    return (f"POST /v1/jobs/{job_id}/attach HTTP/1.1\r\nHost: joblet\r\nConnection: Upgrade\r\n"
+            f"Upgrade: tcp\r\nContent-Length: 0\r\n\r\n").encode()
+
+
+def read_head(s):
+    head = b""
+    while b"\r\n\r\n" not in head:
+        c = s.recv(1)
+        if not c:
+            break
+        head += c
+    status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.1 ") else 0
+    return status, head
+
+
+def attach_unix(sock_path, job_id):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(60)
+    s.connect(sock_path)
+    s.sendall(attach_request(job_id))
+    status, head = read_head(s)
+    return s, status, head
+
+
+def frames(s):
+    """Every frame until the stream ends: [(channel, payload or exit code)]."""
+    buf = b""
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        buf += c
+    out, i = [], 0
+    while i + 5 <= len(buf):
+        ch, n = struct.unpack(">BI", buf[i:i + 5])
+        body = buf[i + 5:i + 5 + n]
+        out.append((ch, struct.unpack(">i", body)[0] if ch == 4 else body))
+        i += 5 + n
+    assert i == len(buf), f"a frame cut short: {buf[i:]!r}"
+    return out
+
+
+def frame(ch, payload=b""):
+    return struct.pack(">BI", ch, len(payload)) + payload
+
+
+def read_until(s, needle):
+    """Reads frames until the stdout seen holds needle; the stdout."""
+    buf, out = b"", b""
+    while needle not in out:
+        c = s.recv(65536)
+        assert c, f"the stream ended before {needle!r} came: {out!r}"
+        buf += c
+        while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">I", buf[1:5])[0]:
+            ch, n = struct.unpack(">BI", buf[:5])
+            if ch == 1:
+                out += buf[5:5 + n]
+            buf = buf[5 + n:]
+    return out
+
+
+# ---- a real terminal ---------------------------------------------------------------------------
+
+def test_run_it_sh_in_a_real_terminal(daemon, pane_for, tmp_path):
+    """The acceptance of issue 29 through tmux: the prompt appears, tty names a pty, a resize of the
+    pane reaches stty size inside, ctrl-c interrupts a sleep without ending rnx, exit 3 is rnx's
+    exit code, and the local terminal's settings are the same before and after."""
+    need_root()
+    pane = pane_for({"JOBLET_SOCKET": daemon.sock}, cols=100, rows=30)
+    before, after = tmp_path / "before", tmp_path / "after"
+    pane.line(f"stty -a > {before}")
+    pane.line(f"{RNX} job run -it -e 'PS1={PROMPT}' sh; echo rc=$?")
+    pane.wait_for(r"^job\$\s*$")
+    job = newest_job(daemon)
+    assert job["status"] == "RUNNING" and job["command"] == "sh", job
+
+    at = pane.mark()
+    pane.line("tty")
+    # the first pty of a devpts of the job's own (the host's are not even visible)
+    pane.wait_for(r"^/dev/pts/0$", since=at)
+    at = pane.mark()
+    pane.line("stty size")
+    pane.wait_for(r"^30 100$", since=at)
+    pane.resize(80, 20)
+    pane.until("stty size", r"^20 80$")
+
+    at = pane.mark()
+    pane.line("sleep 100")
+    wait_until("sleep runs in the job", lambda: job_runs(job["id"], "sleep"))
+    pane.keys("C-c")
+    pane.wait_for(r"^job\$\s*$", since=at)
+    wait_until("sleep is gone", lambda: not job_runs(job["id"], "sleep"))
+    at = pane.mark()
+    pane.line("echo alive-$((6*7))")   # rnx and the job's shell are still there
+    pane.wait_for(r"^alive-42$", since=at)
+    assert daemon.job(job["id"])["status"] == "RUNNING"
+
+    at = pane.mark()
+    pane.line("exit 3")
+    pane.wait_for(r"^rc=3$", since=at)
+    ended = daemon.wait(job["id"])
+    assert ended["exit_code"] == 3 and ended["end_reason"] == "exit", ended
+    # the terminal as it was: raw mode and the job's size undone
+    pane.resize(100, 30)
+    pane.until("stty size", r"^30 100$")
+    at = pane.mark()
+    pane.line(f"stty -a > {after}; echo saved")
+    pane.wait_for(r"^saved$", since=at)
+    assert before.read_text() == after.read_text()
+    # what the terminal showed is the job's log, as any job's output
+    out = daemon.output(job["id"])
+    assert re.search(r"/dev/pts/\d+\r\n", out) and "alive-42" in out, out
+
+
+def test_detach_keys_leave_the_job_running(daemon, pane_for):
+    need_root()
+    pane = pane_for({"JOBLET_SOCKET": daemon.sock})
+    pane.line(f"{RNX} job run -it -e 'PS1={PROMPT}' sh; echo rc=$?")
+    pane.wait_for(r"^job\$\s*$")
+    job = newest_job(daemon)
+    at = pane.mark()
+    pane.line("echo before-detach")
+    pane.wait_for(r"^before-detach$", since=at)
+    pane.keys("C-p", "C-q")
+    pane.wait_for(r"rnx: detached from job \w+; it goes on", since=at)
+    pane.wait_for(r"^rc=0$", since=at)
+    assert daemon.job(job["id"])["status"] == "RUNNING"
+    daemon.api("POST", f"/v1/jobs/{job['id']}/stop")
+    daemon.wait(job["id"])
+    # other keys: the job's own ctrl-p goes through; --detach-keys names others
+    at = pane.mark()
+    pane.line(f"{RNX} job run -it --detach-keys=ctrl-x,x -e 'PS1={PROMPT}' sh; echo rc=$?")
+    pane.wait_for(r"^job\$\s*$", since=at)
+    job = newest_job(daemon)
+    pane.keys("C-p", "C-q")   # not the keys now: the job's shell gets them
+    pane.keys("C-x", "x")
+    pane.wait_for(r"rnx: detached from job", since=at)
+    assert daemon.job(job["id"])["status"] == "RUNNING"
+    daemon.api("POST", f"/v1/jobs/{job['id']}/stop")
+    daemon.wait(job["id"])
+
+
+def test_a_signal_to_rnx_restores_the_terminal(daemon, pane_for, tmp_path):
+    """rnx killed by SIGTERM (or SIGHUP: the terminal closed) while raw: the terminal's settings are
+    put back before it dies of the signal; the job goes on."""
+    need_root()
+    pane = pane_for({"JOBLET_SOCKET": daemon.sock})
+    before, after = tmp_path / "before", tmp_path / "after"
+    pane.line(f"stty -a > {before}")
+    at = pane.mark()
+    pane.line(f"{RNX} job run -it -e 'PS1={PROMPT}' sh; echo rc=$?")
+    pane.wait_for(r"^job\$\s*$", since=at)
+    job = newest_job(daemon)
+    shell = int(pane.tmux("display", "-p", "-t", "t", "#{pane_pid}").strip())
+    with open(f"/proc/{shell}/task/{shell}/children") as f:
+        rnx = [int(p) for p in f.read().split()]
+    assert len(rnx) == 1
+    os.kill(rnx[0], signal.SIGTERM)
+    pane.wait_for(r"^rc=143$", since=at)
+    at = pane.mark()
+    pane.line(f"stty -a > {after}; echo saved")
+    pane.wait_for(r"^saved$", since=at)
+    assert before.read_text() == after.read_text()
+    assert daemon.job(job["id"])["status"] == "RUNNING"
+    daemon.api("POST", f"/v1/jobs/{job['id']}/stop")
+    daemon.wait(job["id"])
+
+
+# ---- -i without -t -----------------------------------------------------------------------------
+
+def test_i_pipes_stdin_and_keeps_stderr_apart(daemon):
+    need_root()
+    p = daemon.rnx("job", "run", "-i", "sh", "-c", "cat; echo to-stderr >&2; exit 4", input="hi\n")
+    assert p.returncode == 4, p.stderr
+    assert p.stdout == "hi\n"
+    assert "to-stderr" in p.stderr and "to-stderr" not in p.stdout
+    # the end of rnx's stdin is the end of the job's (a close frame): wc counts and ends
+    p = daemon.rnx("job", "run", "-i", "wc", "-c", input="x" * (1 << 20))
+    assert p.returncode == 0 and p.stdout.strip() == str(1 << 20), (p.stdout, p.stderr)
+    # nothing to read: the job's stdin ends at once
+    p = daemon.rnx("job", "run", "-i", "cat", input="")
+    assert p.returncode == 0 and p.stdout == "", p.stderr
+
+
+def test_t_needs_a_terminal_for_its_input(daemon):
+    need_root()
+    p = daemon.rnx("job", "run", "-it", "sh", input="echo hi\n")
+    assert p.returncode == 2 and "-t: your input is not a terminal" in p.stderr, p.stderr
+    p = daemon.rnx("job", "run", "-it", "--detach-keys=ctrl-1", "sh")
+    assert p.returncode == 2 and "--detach-keys: 'ctrl-1' is not a key" in p.stderr, p.stderr
+
+
+# ---- the framing, the wait for the first attach -------------------------------------------------
+
+def test_the_job_waits_for_its_first_attach_and_nothing_is_lost(daemon):
+    """A terminal job's command starts once someone attached (docker run -it's semantics): what it
+    writes first reaches the client, after the size it was given."""
+    need_root()
+    st, job = daemon.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", "echo early; stty size; read x; "
+                                                                        "echo got $x; exit 7"],
+                                              "tty": True, "stdin": True})
+    assert st == 201, job
+    time.sleep(1)
+    assert daemon.job(job["id"])["status"] == "QUEUED"   # held for its terminal (jobs.attach_wait_s)
+    s, status, _ = attach_unix(daemon.sock, job["id"])
+    assert status == 101
+    s.sendall(frame(3, struct.pack(">HH", 42, 132)) + frame(0, b"abc\n"))
+    got = frames(s)
+    out = b"".join(p for ch, p in got if ch == 1)
+    assert out.startswith(b"abc\r\n") or b"early\r\n" in out, got   # (the pty echoes what was typed ahead)
+    assert b"early\r\n42 132\r\n" in out and b"got abc\r\n" in out, got
+    assert got[-1] == (4, 7)
+    assert daemon.wait(job["id"])["exit_code"] == 7
+
+
+def test_a_client_that_does_not_read_never_slows_the_job(daemon):
+    """The job's output goes to its log at the job's pace; a client that reads nothing meanwhile
+    misses what its queue could not hold, is told so, and still gets the exit frame."""
+    need_root()
+    size = 50 << 20
+    st, job = daemon.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", f"head -c {size} /dev/zero; echo done"],
+                                              "stdin": True})
+    assert st == 201, job
+    s, status, _ = attach_unix(daemon.sock, job["id"])
+    assert status == 101
+    s.sendall(frame(5))
+    assert daemon.wait(job["id"])["status"] == "COMPLETED"   # with nothing read by the client
+    got = frames(s)
+    out = sum(len(p) for ch, p in got if ch == 1)
+    err = b"".join(p for ch, p in got if ch == 2)
+    assert out < size and re.search(rb"\[joblet: \d+ bytes of the job's output were dropped here", err), (out, err)
+    assert got[-1] == (4, 0)
+    assert os.path.getsize(os.path.join(daemon.state, "jobs", job["id"], "stdout.data")) == size + len("done\n")
+
+
+def test_detach_then_attach_again_after_joblet_restarted(fresh_daemon):
+    """The job's terminal lives in its shim, which outlives joblet: a client detaches (closes),
+    joblet is killed and started again, and a new attach reaches the same shell."""
+    need_root()
+    d = fresh_daemon()
+    st, job = d.api("POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
+    assert st == 201, job
+    s, status, _ = attach_unix(d.sock, job["id"])
+    assert status == 101
+    s.sendall(frame(3, struct.pack(">HH", 24, 80)) + frame(0, b"x=kept; echo one-$((1+1))\n"))
+    read_until(s, b"one-2")
+    s.close()
+    d.kill9()
+    d.start()
+    wait_until("joblet took the job back", lambda: d.job(job["id"])["status"] == "RUNNING")
+    s, status, _ = attach_unix(d.sock, job["id"])
+    assert status == 101
+    s.sendall(frame(0, b"echo two-$x; exit 5\n"))
+    got = frames(s)
+    assert b"two-kept" in b"".join(p for ch, p in got if ch == 1), got
+    assert got[-1] == (4, 5)
+    assert d.wait(job["id"])["exit_code"] == 5
+
+
+def test_a_terminal_job_nobody_attaches_to_starts_anyway(fresh_daemon):
+    need_root()
+    d = fresh_daemon("jobs:\n  attach_wait_s: 1\n")
+    jid = d.submit("echo", "unattended", tty=True)
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED" and "unattended" in d.output(jid), job
+
+
+def test_attach_refusals(daemon):
+    need_root()
+    jid = daemon.submit("true")
+    daemon.wait(jid)
+    s, status, head = attach_unix(daemon.sock, jid)
+    assert status == 409 and b"has no terminal" in s.recv(4096), head
+    tty_job = daemon.submit("sleep", "60", tty=True)
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(daemon.sock)
+    c.sendall(f"POST /v1/jobs/{tty_job}/attach HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n".encode())
+    status, _ = read_head(c)
+    assert status == 400   # no Upgrade asked
+    c.close()
+    st, body = daemon.api("POST", "/v1/jobs", {"command": "true", "tty": "yes"})
+    assert st == 400 and body["error"]["field"] == "tty", body
+    if any(m["name"] == "gvisor" and m["available"] for m in daemon.api("GET", "/v1/version")[1]["isolation"]["modes"]):
+        st, body = daemon.api("POST", "/v1/jobs", {"command": "true", "stdin": True, "isolation": "gvisor"})
+        assert st == 400 and body["error"]["field"] == "stdin" and "gVisor" in body["error"]["message"], body
+    daemon.api("POST", f"/v1/jobs/{tty_job}/stop")
+    daemon.wait(tty_job)
+
+
+CLIENT = (
+    "import socket,sys\n"
+    "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+    "s.sendall(('POST /v1/jobs/%s/attach HTTP/1.1\\r\\nHost: x\\r\\nConnection: Upgrade\\r\\nUpgrade: tcp\\r\\n"
+    "Content-Length: 0\\r\\n\\r\\n' % sys.argv[2]).encode())\n"
+    "print(s.recv(4096).decode(errors='replace'))\n")
+
+
+def test_another_user_gets_403_on_attach(daemon):
+    need_root()
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    jid = daemon.submit("sleep", "60", tty=True, stdin=True)
+    try:
+        p = subprocess.run(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups",
+                            "/usr/bin/python3", "-c", CLIENT, daemon.sock, jid], capture_output=True, text=True,
+                           timeout=60)
+        assert p.stdout.startswith("HTTP/1.1 403"), p.stdout + p.stderr
+        assert "another user's" in p.stdout
+        # a user's own job: attached, as any owner
+        env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": daemon.sock,
+               **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+        p = subprocess.run(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", RNX, "job",
+                            "run", "-i", "sh", "-c", "cat; id -u"], input="mine\n", capture_output=True, text=True,
+                           timeout=60, env=env)
+        assert p.returncode == 0 and p.stdout == f"mine\n{OTHER_UID}\n", (p.stdout, p.stderr)
+    finally:
+        daemon.api("POST", f"/v1/jobs/{jid}/stop")
+        daemon.wait(jid)
+
+
+# ---- over the TLS listener ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def remote():
+    need_root()
+    from test_remote import Remote
+    r = Remote()
+    yield r
+    r.close()
+
+
+def tls_attach(remote, who, job_id):
+    s = remote.ctx(who).wrap_socket(socket.create_connection(("127.0.0.1", remote.port), timeout=60),
+                                    server_hostname="localhost")
+    s.sendall(attach_request(job_id))
+    status, head = read_head(s)
+    return s, status
+
+
+def test_over_tls(remote, pane_for):
+    remote.rnx("developer", "job", "list")   # the node's file for rnx --node developer
+    env = {"PATH": "/usr/bin:/bin", "RNX_CONFIG": os.path.join(remote.d.dir, "rnx-developer", "nodes.yml"),
+           **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+    # -i: stdin in, stdout and stderr apart, the exit code
+    p = subprocess.run([RNX, "--node", "developer", "job", "run", "-i", "sh", "-c", "cat; echo e >&2; exit 4"],
+                       input=b"over tls\n", env=env, capture_output=True, timeout=120)
+    assert p.returncode == 4 and p.stdout == b"over tls\n" and b"e\n" in p.stderr, p
+    # -it in a real terminal
+    pane = pane_for({"RNX_CONFIG": env["RNX_CONFIG"]})
+    pane.line(f"{RNX} --node developer job run -it -e 'PS1={PROMPT}' sh; echo rc=$?")
+    pane.wait_for(r"^job\$\s*$")
+    at = pane.mark()
+    pane.line("tty; stty size")
+    pane.wait_for(r"^/dev/pts/\d+\n30 100$", since=at)
+    pane.line("exit 3")
+    pane.wait_for(r"^rc=3$", since=at)
+    # who may attach: the owner; not a maintainer (who sees every job), not another developer,
+    # not a reader (who changes nothing)
+    st, job = remote.api("developer", "POST", "/v1/jobs", {"command": "sleep", "args": ["60"], "tty": True})
+    assert st == 201, job
+    try:
+        for who, why in (("maintainer", b"attaching to another user's job"), ("other", b"another user's job"),
+                         ("reader", b"(a change) is for the roles")):
+            s, status = tls_attach(remote, who, job["id"])
+            body = s.recv(4096)
+            assert status == 403 and why in body, (who, body)
+            s.close()
+        s, status = tls_attach(remote, "developer", job["id"])
+        assert status == 101
+        s.sendall(frame(3, struct.pack(">HH", 24, 80)))
+        remote.api("developer", "POST", f"/v1/jobs/{job['id']}/stop")
+        got = frames(s)
+        assert got[-1] == (4, 143), got   # SIGTERM: 128 + 15
+    finally:
+        remote.api("developer", "POST", f"/v1/jobs/{job['id']}/stop")
