@@ -485,14 +485,17 @@ def tls_attach(remote, who, job_id):
 
 def test_over_tls(remote, pane_for):
     remote.rnx("developer", "job", "list")   # the node's file for rnx --node developer
-    env = {"PATH": "/usr/bin:/bin", "RNX_CONFIG": os.path.join(remote.d.dir, "rnx-developer", "nodes.yml"),
-           **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+    # through the node's keeper (src/cli/conn_agent.h), in the Remote's runtime directory, which
+    # ends it
+    env = remote.keepers.env({"PATH": "/usr/bin:/bin",
+                              "RNX_CONFIG": os.path.join(remote.d.dir, "rnx-developer", "nodes.yml"),
+                              **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
     # -i: stdin in, stdout and stderr apart, the exit code
     p = subprocess.run([RNX, "--node", "developer", "job", "run", "-i", "sh", "-c", "cat; echo e >&2; exit 4"],
                        input=b"over tls\n", env=env, capture_output=True, timeout=120)
     assert p.returncode == 4 and p.stdout == b"over tls\n" and b"e\n" in p.stderr, p
     # -it in a real terminal
-    pane = pane_for({"RNX_CONFIG": env["RNX_CONFIG"]})
+    pane = pane_for({k: v for k, v in env.items() if k in ("RNX_CONFIG", "XDG_RUNTIME_DIR") or k.endswith("SAN_OPTIONS")})
     pane.line(f"{RNX} --node developer job run -it -e 'PS1={PROMPT}' sh; echo rc=$?")
     pane.wait_for(r"^job\$\s*$")
     at = pane.mark()
