@@ -117,17 +117,24 @@ static void follow_frames(attach *a, const unsigned char *p, size_t n)
     }
 }
 
+/* A line of joblet's own on the client's stderr channel, when it fits with room more to spare. */
+static bool put_line(attach *a, const char *line, size_t spare)
+{
+    size_t n = strlen(line);
+    if (a->down_len + TERMFRAME_HDR + n + spare > BUF)
+        return false;
+    termframe_put((unsigned char *)a->down + a->down_len, TERMFRAME_STDERR, (uint32_t)n);
+    memcpy(a->down + a->down_len + TERMFRAME_HDR, line, n);
+    a->down_len += TERMFRAME_HDR + n;
+    return true;
+}
+
 /* The job's end, said by joblet: a line on stderr, then the exit frame, as a shim would. */
 static void say_end(attach *a, const char *why, int code)
 {
     char line[1200];
-    int n = snprintf(line, sizeof line, "joblet: %s\r\n", why);
-    if (n >= (int)sizeof line)
-        n = sizeof line - 1;
-    if (a->down_len + TERMFRAME_HDR + (size_t)n + TERMFRAME_HDR + 4 <= BUF) {
-        termframe_put((unsigned char *)a->down + a->down_len, TERMFRAME_STDERR, (uint32_t)n);
-        memcpy(a->down + a->down_len + TERMFRAME_HDR, line, (size_t)n);
-        a->down_len += TERMFRAME_HDR + (size_t)n;
+    snprintf(line, sizeof line, "joblet: %s\r\n", why);
+    if (put_line(a, line, TERMFRAME_HDR + 4)) {
         termframe_exit((unsigned char *)a->down + a->down_len, code);
         a->down_len += TERMFRAME_HDR + 4;
     }
@@ -278,14 +285,11 @@ static void on_idle(watch *w, uint32_t events)
     if (a->s_end || a->lingering)
         return; /* ending anyway */
     char line[300];
-    int n = snprintf(line, sizeof line, "\r\n[joblet: nothing typed or written for %llu s: detached "
-                     "(jobs.terminal_idle_timeout_s); the job goes on: rnx job attach %.8s]\r\n",
-                     (unsigned long long)core.cfg.terminal_idle_s, a->id);
-    if (!a->f_hdr_n && !a->f_left && a->down_len + TERMFRAME_HDR + (size_t)n <= BUF) {
-        termframe_put((unsigned char *)a->down + a->down_len, TERMFRAME_STDERR, (uint32_t)n);
-        memcpy(a->down + a->down_len + TERMFRAME_HDR, line, (size_t)n);
-        a->down_len += TERMFRAME_HDR + (size_t)n;
-    }
+    snprintf(line, sizeof line, "\r\n[joblet: nothing typed or written for %llu s: detached "
+             "(jobs.terminal_idle_timeout_s); the job goes on: rnx job attach %.8s]\r\n",
+             (unsigned long long)core.cfg.terminal_idle_s, a->id);
+    if (!a->f_hdr_n && !a->f_left)
+        put_line(a, line, 0); /* (at a frame boundary of the shim's stream only) */
     a->why = "idle (jobs.terminal_idle_timeout_s)";
     job_term_unwait(&a->waiter);
     a->s_end = true; /* the shim's side closed once the note is out: it sees a detach */
