@@ -25,6 +25,8 @@
 #include "../core/job_term.h"
 #include "../core/jobs.h"
 #include "../core/loop.h"
+#include "../core/state.h"
+#include "query.h"
 #include "reply.h"
 
 #define BUF (64u << 10)       /* each way: what one session holds at most */
@@ -36,12 +38,18 @@ typedef struct attach {
     caller who;
     http_ctx *ctx;            /* the connection's route state, until it is upgraded */
     struct MHD_UpgradeResponseHandle *urh;
-    int cfd, sfd, tfd;        /* client, shim, linger timer; -1 none */
-    watch wc, ws, wt;
+    int cfd, sfd, tfd, ifd;   /* client, shim, linger timer, idle timer; -1 none */
+    watch wc, ws, wt, wi;
     bool c_in, c_out, s_in, s_out; /* readiness, as edge-triggered epoll told it */
     bool c_end, s_end;        /* the client went away (or broke); the shim's side ended */
     bool lingering, done;
     bool tls;                 /* through libmicrohttpd's TLS relay (its socket pair) */
+    bool types;               /* it asked to type (not ?stdin=0) */
+    bool attached;            /* upgraded: its attach and detach are recorded */
+    const char *why;          /* why it ends, for the job's events: NULL a detach */
+    int64_t last_ms;          /* when a byte last moved either way (jobs.terminal_idle_timeout_s) */
+    unsigned char f_hdr[TERMFRAME_HDR]; /* the shim's stream, followed to its frame boundaries: */
+    size_t f_hdr_n, f_left;   /* header bytes seen, payload bytes to come (both 0: at one) */
     char up[BUF], down[BUF];  /* client → shim, shim → client */
     size_t up_len, down_len;
     job_term_waiter waiter;
@@ -49,7 +57,8 @@ typedef struct attach {
     struct attach *next;
 } attach;
 
-static attach *sessions;
+static attach *sessions;     /* from the 101 queued on (counted against the bounds) */
+static bool stopping;        /* joblet stops: the ends are not recorded */
 
 static void unlist(attach *a)
 {
@@ -66,8 +75,10 @@ static void end(attach *a)
     if (a->done)
         return;
     a->done = true;
+    if (a->attached && !stopping)
+        job_term_detached(a->id, &a->who, a->why ? a->why : "detached");
     job_term_unwait(&a->waiter);
-    watch *ws[] = {&a->wc, &a->ws, &a->wt};
+    watch *ws[] = {&a->wc, &a->ws, &a->wt, &a->wi};
     for (size_t i = 0; i < ARRAY_LEN(ws); i++)
         if (ws[i]->fd >= 0)
             loop_del(ws[i]);
@@ -75,7 +86,9 @@ static void end(attach *a)
         close(a->sfd);
     if (a->tfd >= 0)
         close(a->tfd);
-    a->sfd = a->tfd = -1;
+    if (a->ifd >= 0)
+        close(a->ifd);
+    a->sfd = a->tfd = a->ifd = -1;
     if (a->urh)
         MHD_upgrade_action(a->urh, MHD_UPGRADE_ACTION_CLOSE); /* libmicrohttpd closes the client's socket */
     a->urh = NULL;
@@ -83,17 +96,45 @@ static void end(attach *a)
     loop_later(&a->task);
 }
 
+/* Follows the shim's stream to its frame boundaries: joblet may put a frame of its own between
+ * the shim's only there. */
+static void follow_frames(attach *a, const unsigned char *p, size_t n)
+{
+    while (n) {
+        if (a->f_left) {
+            size_t k = n < a->f_left ? n : a->f_left;
+            a->f_left -= k;
+            p += k;
+            n -= k;
+            continue;
+        }
+        a->f_hdr[a->f_hdr_n++] = *p++;
+        n--;
+        if (a->f_hdr_n == TERMFRAME_HDR) {
+            a->f_left = (size_t)a->f_hdr[1] << 24 | (size_t)a->f_hdr[2] << 16 | (size_t)a->f_hdr[3] << 8 | a->f_hdr[4];
+            a->f_hdr_n = 0;
+        }
+    }
+}
+
+/* A line of joblet's own on the client's stderr channel, when it fits with room more to spare. */
+static bool put_line(attach *a, const char *line, size_t spare)
+{
+    size_t n = strlen(line);
+    if (a->down_len + TERMFRAME_HDR + n + spare > BUF)
+        return false;
+    termframe_put((unsigned char *)a->down + a->down_len, TERMFRAME_STDERR, (uint32_t)n);
+    memcpy(a->down + a->down_len + TERMFRAME_HDR, line, n);
+    a->down_len += TERMFRAME_HDR + n;
+    return true;
+}
+
 /* The job's end, said by joblet: a line on stderr, then the exit frame, as a shim would. */
 static void say_end(attach *a, const char *why, int code)
 {
     char line[1200];
-    int n = snprintf(line, sizeof line, "joblet: %s\r\n", why);
-    if (n >= (int)sizeof line)
-        n = sizeof line - 1;
-    if (a->down_len + TERMFRAME_HDR + (size_t)n + TERMFRAME_HDR + 4 <= BUF) {
-        termframe_put((unsigned char *)a->down + a->down_len, TERMFRAME_STDERR, (uint32_t)n);
-        memcpy(a->down + a->down_len + TERMFRAME_HDR, line, (size_t)n);
-        a->down_len += TERMFRAME_HDR + (size_t)n;
+    snprintf(line, sizeof line, "joblet: %s\r\n", why);
+    if (put_line(a, line, TERMFRAME_HDR + 4)) {
         termframe_exit((unsigned char *)a->down + a->down_len, code);
         a->down_len += TERMFRAME_HDR + 4;
     }
@@ -131,8 +172,10 @@ static void pump(attach *a)
             char *to = a->lingering ? sink : a->up + a->up_len;
             size_t room = a->lingering ? sizeof sink : BUF - a->up_len;
             ssize_t n = recv(a->cfd, to, room, 0);
-            if (n > 0 && !a->lingering)
+            if (n > 0 && !a->lingering) {
                 a->up_len += (size_t)n;
+                a->last_ms = now_ms();
+            }
             if (n > 0)
                 moved = true;
             else if (n < 0 && errno == EAGAIN)
@@ -158,7 +201,9 @@ static void pump(attach *a)
         if (a->sfd >= 0 && a->s_in && !a->s_end && a->down_len < BUF) {
             ssize_t n = recv(a->sfd, a->down + a->down_len, BUF - a->down_len, 0);
             if (n > 0) {
+                follow_frames(a, (unsigned char *)a->down + a->down_len, (size_t)n);
                 a->down_len += (size_t)n;
+                a->last_ms = now_ms();
                 moved = true;
             } else if (n < 0 && errno == EAGAIN) {
                 a->s_in = false;
@@ -183,6 +228,8 @@ static void pump(attach *a)
         end(a); /* the client went: the shim sees its socket close (a detach) */
         return;
     }
+    if (a->s_end && !a->why)
+        a->why = "the job ended";
     if (a->s_end && !a->down_len && !a->lingering) {
         if (a->sfd >= 0) {
             loop_del(&a->ws);
@@ -220,6 +267,50 @@ static void on_shim(watch *w, uint32_t events)
 }
 
 static void on_linger(watch *w, uint32_t events) { end(w->data); }
+
+/* jobs.terminal_idle_timeout_s: nothing moved either way for that long: the client is told (at a
+ * frame boundary of the shim's stream) and the attach ends as a detach would; the job goes on. */
+static void on_idle(watch *w, uint32_t events)
+{
+    attach *a = w->data;
+    uint64_t fired;
+    if (read(a->ifd, &fired, sizeof fired) < 0 && errno == EAGAIN)
+        return;
+    int64_t idle_ms = (int64_t)core.cfg.terminal_idle_s * 1000, left = a->last_ms + idle_ms - now_ms();
+    if (left > 0 && !a->s_end) {
+        struct itimerspec it = {.it_value = {.tv_sec = left / 1000, .tv_nsec = left % 1000 * 1000000}};
+        timerfd_settime(a->ifd, 0, &it, NULL);
+        return;
+    }
+    if (a->s_end || a->lingering)
+        return; /* ending anyway */
+    char line[300];
+    snprintf(line, sizeof line, "\r\n[joblet: nothing typed or written for %llu s: detached "
+             "(jobs.terminal_idle_timeout_s); the job goes on: rnx job attach %.8s]\r\n",
+             (unsigned long long)core.cfg.terminal_idle_s, a->id);
+    if (!a->f_hdr_n && !a->f_left)
+        put_line(a, line, 0); /* (at a frame boundary of the shim's stream only) */
+    a->why = "idle (jobs.terminal_idle_timeout_s)";
+    job_term_unwait(&a->waiter);
+    a->s_end = true; /* the shim's side closed once the note is out: it sees a detach */
+    pump(a);
+}
+
+static void start_idle_timer(attach *a)
+{
+    uint64_t s = core.cfg.terminal_idle_s;
+    if (!s)
+        return;
+    a->last_ms = now_ms();
+    a->ifd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    a->wi = (watch){a->ifd, on_idle, a};
+    struct itimerspec it = {.it_value = {.tv_sec = (time_t)s}};
+    if (a->ifd < 0 || timerfd_settime(a->ifd, 0, &it, NULL) < 0 || loop_add(&a->wi) < 0) {
+        if (a->ifd >= 0)
+            close(a->ifd);
+        a->ifd = a->wi.fd = -1; /* (logged by nobody: the attach goes on without a timeout) */
+    }
+}
 
 static void on_ready(void *arg);
 
@@ -284,8 +375,8 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
     a->ctx = NULL;
     a->urh = urh;
     a->cfd = sock;
-    a->next = sessions;
-    sessions = a;
+    a->attached = true;
+    job_term_attached(a->id, &a->who, a->types);
     int fl = fcntl(sock, F_GETFL);
     if (fl >= 0)
         fcntl(sock, F_SETFL, fl | O_NONBLOCK);
@@ -299,8 +390,8 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
         end(a);
         return;
     }
-    memcpy(a->up, extra, extra_n);
-    a->up_len = extra_n;
+    memcpy(a->up + a->up_len, extra, extra_n); /* after joblet's hello */
+    a->up_len += extra_n;
     a->wc = (watch){sock, on_client, a};
     if (loop_add_events(&a->wc, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
         a->wc.fd = -1;
@@ -308,12 +399,41 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
         return;
     }
     a->c_in = a->c_out = true;
+    start_idle_timer(a);
     connect_shim(a);
     pump(a);
 }
 
 /* The connection ended before it was upgraded (or the answer could not be sent). */
-static void free_unused(void *p) { free(p); }
+static void free_unused(void *p)
+{
+    unlist(p);
+    free(p);
+}
+
+/* joblet's hello to the shim, the stream's first frame (common/termframe.h): whether the client
+ * types, and who it is, for the others' terminals. */
+static void put_hello(attach *a)
+{
+    char who[128]; /* (the shim keeps its first SHIM_TERM_WHO bytes) */
+    job_term_who(&a->who, who, sizeof who);
+    size_t n = strlen(who);
+    termframe_put((unsigned char *)a->up, TERMFRAME_HELLO, (uint32_t)(1 + n));
+    a->up[TERMFRAME_HDR] = a->types ? TERMFRAME_HELLO_TYPES : 0;
+    memcpy(a->up + TERMFRAME_HDR + 1, who, n);
+    a->up_len = TERMFRAME_HDR + 1 + n;
+}
+
+/* 0 when one more attach to j by who stays within the bounds, else -1 with e (429). */
+static int admit(const job *j, const caller *who, jerr *e)
+{
+    size_t on_job = 0, of_user = 0;
+    for (const attach *s = sessions; s; s = s->next) {
+        on_job += !strcmp(s->id, j->id);
+        of_user += s->who.uid == who->uid;
+    }
+    return job_term_admit(j, who, on_job, of_user, e);
+}
 
 /* "Upgrade: tcp" and "Connection: ... upgrade ..." */
 static bool asks_upgrade(struct MHD_Connection *c)
@@ -330,7 +450,7 @@ enum MHD_Result attach_route(request *r, job *j)
         jerr_http(&e, 405, "attach is POST /v1/jobs/{id}/attach with Connection: Upgrade and Upgrade: tcp");
         return http_reply_error(r->conn, &e);
     }
-    if (job_term_check(j, &r->who, &e) < 0)
+    if (job_term_check(j, &r->who, &e) < 0 || admit(j, &r->who, &e) < 0)
         return http_reply_error(r->conn, &e);
     if (!asks_upgrade(r->conn)) {
         jerr_http(&e, 400, "attach switches the connection to a stream of frames: send Connection: Upgrade and "
@@ -340,9 +460,14 @@ enum MHD_Result attach_route(request *r, job *j)
     attach *a = xcalloc(1, sizeof *a);
     snprintf(a->id, sizeof a->id, "%s", j->id);
     a->who = r->who;
-    a->cfd = a->sfd = a->tfd = -1;
-    a->wc.fd = a->ws.fd = a->wt.fd = -1;
+    a->cfd = a->sfd = a->tfd = a->ifd = -1;
+    a->wc.fd = a->ws.fd = a->wt.fd = a->wi.fd = -1;
     a->wt = (watch){-1, on_linger, a};
+    const char *in = query_get(r, "stdin");
+    a->types = !in || (strcmp(in, "0") && strcmp(in, "false"));
+    put_hello(a);
+    a->next = sessions;
+    sessions = a;
     a->task = (loop_task){.fn = on_task, .data = a};
     a->ctx = r->ctx;
     r->ctx->p = a;
@@ -357,15 +482,20 @@ enum MHD_Result attach_route(request *r, job *j)
     enum MHD_Result rc = MHD_queue_response(r->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
     MHD_destroy_response(resp);
     log_debug("job %s: attached by uid %u", j->id, (unsigned)r->who.uid);
-    return rc;
+    return rc; /* (a refused answer: free_unused unlists it) */
 }
 
 bool attach_open(void) { return sessions != NULL; }
 
 void attach_stop_all(void)
 {
+    stopping = true;
     while (sessions) {
         attach *a = sessions;
+        if (a->ctx) { /* not upgraded: its connection's end frees it */
+            unlist(a);
+            continue;
+        }
         end(a);
         loop_later_cancel(&a->task);
         free(a);

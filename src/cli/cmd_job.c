@@ -35,6 +35,7 @@ static const char job_help[] =
     "  list [--status S] [--gpu G] [--user U] [--since T]\n"
     "                                  list jobs, newest last\n"
     "  status ID                       show one job in detail\n"
+    "  attach [--no-stdin] ID          re-attach to a running job's terminal (run -it, -i)\n"
     "  log [--tail N] [--since WHEN] [-t] [--stdout|--stderr] [--no-follow] ID\n"
     "                                  print a job's output, following it until the job ends\n"
     "  stop [--force] ID               stop a running job: SIGTERM, SIGKILL after the grace period\n"
@@ -184,6 +185,22 @@ static const char stop_help[] =
     "               grace period runs)\n"
     "  --json       print the job object afterwards\n"
     "  -h, --help   show this help\n";
+
+static const char attach_help[] =
+    "Usage: rnx job attach [--detach-keys KEYS] [--no-stdin] ID\n"
+    "\n"
+    "Attaches to the terminal of a running job that was run with -t or -i (rnx job run -it),\n"
+    "as rnx job run -it did: its last output is shown first (a job with -t: the last 64 KiB\n"
+    "of its terminal, from a line's start), then what it writes; your keys go to it once you\n"
+    "are its typist. The first attached client that takes input types; the others watch and\n"
+    "are told who types; when the typist leaves, the next one types. rnx exits with the job's\n"
+    "exit code when it ends, 0 after the detach keys (the job goes on).\n"
+    "\n"
+    "Flags:\n"
+    "  --detach-keys KEYS  the keys that leave the job's terminal, the job still running\n"
+    "                      (default ctrl-p,ctrl-q; \"\" none)\n"
+    "  --no-stdin          watch only: send no keys (ctrl-c leaves)\n"
+    "  -h, --help          show this help\n";
 
 static const char kill_help[] =
     "Usage: rnx job kill ID\n"
@@ -1080,6 +1097,51 @@ static int job_status(rnx_ctx *ctx, int argc, char **argv)
     return RNX_OK;
 }
 
+/* rnx job attach: the job's terminal here again, as run -it had it (cmd_term.c). */
+static int job_attach(rnx_ctx *ctx, int argc, char **argv)
+{
+    enum { O_KEYS = 1000, O_NO_STDIN };
+    static const struct option opts[] = {{"detach-keys", required_argument, NULL, O_KEYS},
+                                         {"no-stdin", no_argument, NULL, O_NO_STDIN}, OPT_HELP, {0}};
+    const char *id = NULL, *keys_spec = TERM_KEYS_DEFAULT;
+    bool no_stdin = false;
+    int c, rc;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job attach")) != -1) {
+        switch (c) {
+        case 'h': fputs(attach_help, stdout); return RNX_OK;
+        case O_KEYS: keys_spec = optarg; break;
+        case O_NO_STDIN: no_stdin = true; break;
+        default: return RNX_USAGE;
+        }
+    }
+    if ((rc = one_id(argc, argv, "job attach", "rnx job attach [--detach-keys KEYS] [--no-stdin] ID", &id)) != 0)
+        return rc;
+    char why[300];
+    term_opts to = {0};
+    if (term_keys_parse(keys_spec, &to.keys, why, sizeof why) < 0)
+        return rnx_usage("--detach-keys: %s", why);
+    rnx_client *cl = open_client(ctx);
+    if (!cl)
+        return RNX_FAIL;
+    json_t *job = NULL;
+    jerr e = {0};
+    char *path = job_path(cl, id, "");
+    if (client_request(cl, "GET", path, NULL, &job, &e) < 0) {
+        rc = server_error(&e, false);
+    } else {
+        /* the job's own kind of terminal: -t (raw mode here) or -i alone (stdout, stderr apart) */
+        to.tty = json_is_true(json_object_get(job, "tty"));
+        to.stdin_open = !no_stdin && json_is_true(json_object_get(job, "stdin"));
+        to.watch = no_stdin;
+        rc = cmd_term_attach(cl, jstr(job, "id") ? jstr(job, "id") : id, &to);
+    }
+    free(path);
+    json_decref(job);
+    client_free(cl);
+    return rc;
+}
+
 /* The id to confirm with: the server's full one when it answered with the job. */
 static const char *answer_id(json_t *answer, const char *typed)
 {
@@ -1247,6 +1309,7 @@ static const struct {
     int (*fn)(rnx_ctx *, int, char **);
 } job_cmds[] = {
     {"run", job_run},       {"list", job_list},     {"status", job_status}, {"log", job_log},
+    {"attach", job_attach},
     {"stop", job_stop},     {"kill", job_kill},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
     {"metrics", cmd_job_metrics}, /* cmd_metrics.c */
     {"cp", cmd_job_cp},           /* cmd_cp.c */
@@ -1264,7 +1327,7 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         return RNX_OK;
     }
     if (optind >= argc)
-        return rnx_usage("job: missing command (run, list, status, log, stop, kill, cancel, delete, delete-all, metrics, cp); "
+        return rnx_usage("job: missing command (run, list, status, log, attach, stop, kill, cancel, delete, delete-all, metrics, cp); "
                          "see 'rnx job --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)

@@ -170,7 +170,7 @@ static void note_end(rnx_client *c, const char *id)
 int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
 {
     char *esc = client_escape(c, id), path[200];
-    snprintf(path, sizeof path, "/v1/jobs/%s/attach", esc);
+    snprintf(path, sizeof path, "/v1/jobs/%s/attach%s", esc, o->watch ? "?stdin=0" : "");
     free(esc);
     char *extra = NULL;
     size_t nextra = 0;

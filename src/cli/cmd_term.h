@@ -16,6 +16,7 @@ typedef struct term_opts {
     bool tty;                 /* the job has a terminal */
     bool stdin_open;          /* rnx's stdin goes to the job */
     term_keys keys;           /* detach keys (term_keys.h) */
+    bool watch;               /* watch only: joblet is told so (?stdin=0), nothing is sent */
 } term_opts;
 
 /* Attaches to job id's terminal: the job's exit code when it ends, 0 after a detach, RNX_FAIL

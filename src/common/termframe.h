@@ -8,7 +8,10 @@
  *
  * Channels: 0 stdin (client → job), 1 stdout and 2 stderr (job → client), 3 resize (client →
  * job: rows, cols, two u16 big-endian), 4 exit (job → client, the last frame: the job's exit
- * code, an i32 big-endian), 5 close (client → job: no more stdin, an empty payload). A payload
+ * code, an i32 big-endian), 5 close (client → job: no more stdin, an empty payload), 6 hello
+ * (joblet → shim only: the first frame of each connection joblet makes to a job's shim, one byte
+ * of flags, TERMFRAME_HELLO_TYPES when the client asked to type, then who the client is in words;
+ * a client's own frames of this channel are not a hello: a shim takes only the first). A payload
  * is at most TERMFRAME_MAX bytes; a peer that sends a longer one, or a resize or exit frame of
  * another length, breaks the stream and is disconnected. Frames of a channel a reader does not
  * know are skipped (later versions may add some). */
@@ -29,7 +32,10 @@ enum termframe_channel {
     TERMFRAME_RESIZE = 3,
     TERMFRAME_EXIT = 4,
     TERMFRAME_CLOSE = 5,
+    TERMFRAME_HELLO = 6,
 };
+
+#define TERMFRAME_HELLO_TYPES 1 /* the hello's flag: the client asked to type */
 
 /* The header of a frame of len bytes on channel ch, into h (TERMFRAME_HDR bytes). */
 void termframe_put(unsigned char *h, int ch, uint32_t len);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../common/parse.h"
+#include "../exec/shim_term.h"
 #include "../sched/placement.h"
 
 void config_defaults(config *c)
@@ -38,6 +39,8 @@ void config_defaults(config *c)
     c->limits.max_running_per_user = 64; /* more wait QUEUED: one user's jobs do not fill the host */
     c->stop_grace_s = 10;
     c->attach_wait_s = 60;         /* a terminal job nobody attached to starts anyway */
+    c->max_attachers = 8;          /* one types, the others watch */
+    c->limits.attach_per_user = 16;
     c->pids_max = 1024;
     c->max_log_bytes = 1ull << 30; /* 1 GiB per stream: a runaway job cannot fill the disk */
     c->max_pids_per_user = 4096;   /* a user's jobs cannot take the host's pid space (pid_max 32768) */
@@ -99,6 +102,8 @@ static const key keys[] = {
     U64("limits.uploads_per_user", limits.uploads_per_user, 1, 10000),
     U64("jobs.stop_grace_s", stop_grace_s, 1, 3600),
     U64("jobs.attach_wait_s", attach_wait_s, 0, 3600),
+    U64("jobs.max_attachers", max_attachers, 1, SHIM_TERM_MAX),
+    U64("jobs.terminal_idle_timeout_s", terminal_idle_s, 0, 7 * 86400),
     U64("jobs.pids_max", pids_max, 16, 4194304),
     U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
     {"jobs.max_log_bytes", K_BYTES, offsetof(config, max_log_bytes), 8, 0, 0},
@@ -131,6 +136,7 @@ static const key keys[] = {
     U64("limits.max_jobs_per_user", limits.max_jobs_per_user, 0, 100000000),
     U64("limits.gpu_requests_per_minute", limits.gpu_requests_per_minute, 0, 1000000),
     U64("limits.max_running_per_user", limits.max_running_per_user, 0, 1000000),
+    U64("limits.attach_sessions_per_user", limits.attach_per_user, 0, 100000),
     STR("metrics.listen", metrics_listen),
     STR("server.admin_group", admin_group),
     U64("gpu.health_interval_ms", health_interval_ms, 0, 3600000),

@@ -14,6 +14,8 @@ typedef struct limits_config {
     uint32_t max_jobs_per_user;       /* limits.max_jobs_per_user: kept (any state, until deleted); 0 = none */
     uint32_t gpu_requests_per_minute; /* limits.gpu_requests_per_minute: GPU submissions; 0 = none */
     uint32_t uploads_per_user;        /* limits.uploads_per_user: streamed uploads open at once */
+    uint32_t attach_per_user;         /* limits.attach_sessions_per_user: terminals one user has
+                                       * attached at once, all jobs together; 0 = none */
     uint32_t max_running_per_user;    /* limits.max_running_per_user: jobs of one user other than
                                        * root running at once (more wait QUEUED); 0 = none */
 } limits_config;
@@ -55,6 +57,9 @@ typedef struct config {
     uint64_t stop_grace_s;        /* jobs.stop_grace_s */
     uint64_t attach_wait_s;       /* jobs.attach_wait_s: a terminal job (-t, -i) waits this long at most for
                                    * its first attach before its command starts */
+    uint64_t max_attachers;       /* jobs.max_attachers: clients attached to one job's terminal at once */
+    uint64_t terminal_idle_s;     /* jobs.terminal_idle_timeout_s: an attach with no byte either way this
+                                   * long is closed; 0 = never */
     uint64_t pids_max;            /* jobs.pids_max: default pids limit of a job */
     uint64_t tmp_size_mb;         /* jobs.tmp_size_mb: size of each job's /tmp */
     uint64_t max_log_bytes;       /* jobs.max_log_bytes: each output stream's most bytes on disk; 0 = no cap */

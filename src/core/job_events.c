@@ -15,7 +15,8 @@ const char *job_event_name(enum job_event ev)
         [JE_SUBMITTED] = "submitted", [JE_PENDING] = "pending",   [JE_RELEASED] = "released",
         [JE_QUEUED] = "queued",       [JE_GRANTED] = "granted",   [JE_STARTED] = "started",
         [JE_STOPPING] = "stopping",   [JE_PREEMPTED] = "preempted", [JE_REQUEUED] = "requeued",
-        [JE_RESTARTED] = "restarted", [JE_ENDED] = "ended",
+        [JE_RESTARTED] = "restarted", [JE_ENDED] = "ended",       [JE_ATTACHED] = "attached",
+        [JE_DETACHED] = "detached",
     };
     return (size_t)ev < ARRAY_LEN(names) ? names[ev] : "?";
 }

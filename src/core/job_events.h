@@ -2,7 +2,8 @@
  * with each new reason it waits for, its GPUs granted, started, stopped, preempted, ended —
  * kept in the database (at most JOB_EVENTS_MAX per job, the oldest dropped and counted) so
  * that it outlives a kill -9 of joblet. `rnx job status --detail` shows it (docs/api.md). The
- * state changes record them: jobs.c, job_launch.c, queue.c, submit.c, workflow.c, job_detail.c. */
+ * state changes record them: jobs.c, job_launch.c, queue.c, submit.c, workflow.c, job_detail.c;
+ * attaches to its terminal: job_term.c. */
 #ifndef JOBLET_JOB_EVENTS_H
 #define JOBLET_JOB_EVENTS_H
 
@@ -24,6 +25,8 @@ enum job_event {
     JE_REQUEUED,    /* its preempted run ended: back in the queue */
     JE_RESTARTED,   /* joblet restarted while the job had not ended */
     JE_ENDED,       /* its end: state, reason, exit code or signal, by whom */
+    JE_ATTACHED,    /* a client attached to its terminal: who, typing or watching (job_term.c) */
+    JE_DETACHED,    /* ... and left: who, why (detached, idle, the job's end) */
 };
 
 /* The event's name as the API spells it ("submitted", ...). */

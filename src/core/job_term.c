@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include "../exec/shim.h"
+#include "audit.h"
+#include "job_events.h"
 #include "jobs.h"
+#include "state.h"
 
 int job_term_check(const job *j, const caller *who, jerr *e)
 {
@@ -25,6 +28,53 @@ int job_term_check(const job *j, const caller *who, jerr *e)
         return jerr_http(e, 409, "job %.8s has ended (%s); rnx job log %.8s shows its output", j->id,
                          job_state_name(j->state), j->id);
     return 0;
+}
+
+int job_term_admit(const job *j, const caller *who, size_t on_job, size_t of_user, jerr *e)
+{
+    if (on_job >= core.cfg.max_attachers)
+        return jerr_http(e, 429, "job %.8s has %zu terminals attached; jobs.max_attachers is %llu: detach one first",
+                         j->id, on_job, (unsigned long long)core.cfg.max_attachers);
+    uint32_t cap = core.cfg.limits.attach_per_user;
+    if (cap && of_user >= cap && !authz_may(who, AUTHZ_UNLIMITED))
+        return jerr_http(e, 429, "uid %u has %zu terminals attached; limits.attach_sessions_per_user is %u: detach "
+                                 "one first", (unsigned)who->uid, of_user, cap);
+    return 0;
+}
+
+void job_term_who(const caller *who, char *out, size_t len)
+{
+    if (who->via == CALLER_TLS && who->person[0])
+        snprintf(out, len, "%s (uid %u)", who->person, (unsigned)who->uid);
+    else
+        snprintf(out, len, "uid %u", (unsigned)who->uid);
+}
+
+/* The event, when the job is still there. */
+static void term_event(const char *id, const caller *who, enum job_event ev, const char *what)
+{
+    jerr e = {0};
+    job *j = jobs_find(id, who, &e);
+    if (j)
+        job_event(j, ev, who->uid == (uid_t)-1 ? -1 : (int64_t)who->uid, "%s", what);
+}
+
+void job_term_attached(const char *id, const caller *who, bool types)
+{
+    char name[128], what[200];
+    job_term_who(who, name, sizeof name);
+    snprintf(what, sizeof what, "by %s, %s", name, types ? "asking to type" : "watching only");
+    term_event(id, who, JE_ATTACHED, what);
+    audit_caller("attach", who, id, what);
+}
+
+void job_term_detached(const char *id, const caller *who, const char *why)
+{
+    char name[128], what[300];
+    job_term_who(who, name, sizeof name);
+    snprintf(what, sizeof what, "by %s: %s", name, why);
+    term_event(id, who, JE_DETACHED, what);
+    audit_caller("detach", who, id, what);
 }
 
 int job_term_connect(job *j, int *fd, jerr *e)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "../common/termframe.h"
+#include "../common/termring.h"
 #include "../common/util.h"
 #include "shim.h"
 
@@ -36,7 +38,12 @@ typedef struct client {
     char *out;                 /* frames to send: out[off, len); the frame being sent starts at head */
     size_t head, off, len;
     uint64_t dropped;          /* output bytes dropped for it since it last kept up */
-    bool got_frame;
+    bool got_frame;            /* a frame of its own came (not joblet's hello) */
+    bool hello_done;           /* joblet's hello frame was read (its first, always) */
+    bool wants_stdin;          /* it asked to type (the hello's flag; true until the hello says) */
+    char who[SHIM_TERM_WHO + 1]; /* who it is, in joblet's words ("uid 1000", "alice (TLS)") */
+    size_t who_len;
+    uint16_t rows, cols;       /* its window's size, applied once it types; 0 none yet */
     int64_t since_ms;
 } client;
 
@@ -48,9 +55,14 @@ struct shim_term {
     char *in;                  /* the job's input waiting: in[0, in_len) */
     size_t in_len;
     bool in_close;             /* close in_fd once in is written (a close frame, no tty) */
-    client *c[SHIM_TERM_MAX];  /* in the order they attached: c[0] types */
+    bool finishing;            /* the job ended: nobody is told they type now */
+    client *c[SHIM_TERM_MAX];  /* in the order they attached */
     size_t n;
+    client *typist;            /* the first of them that asked to type; NULL none */
+    termring ring;             /* a tty's last output, replayed to each new client */
 };
+
+static bool is_typist(const shim_term *t, const client *cl) { return t->typist == cl; }
 
 static void watch(shim_term *t, int fd, uint32_t *have, uint32_t want)
 {
@@ -80,10 +92,12 @@ static void client_events(shim_term *t, client *cl, bool typist)
 static void refresh(shim_term *t)
 {
     for (size_t i = 0; i < t->n; i++)
-        client_events(t, t->c[i], i == 0);
+        client_events(t, t->c[i], is_typist(t, t->c[i]));
     if (t->in_fd >= 0)
         watch(t, t->in_fd, &t->in_events, t->in_len ? EPOLLOUT : 0);
 }
+
+static void choose_typist(shim_term *t);
 
 static void drop_client(shim_term *t, size_t i)
 {
@@ -94,6 +108,8 @@ static void drop_client(shim_term *t, size_t i)
     free(cl);
     memmove(&t->c[i], &t->c[i + 1], (t->n - i - 1) * sizeof *t->c);
     t->n--;
+    if (t->typist == cl)
+        choose_typist(t);
 }
 
 /* The length of the frame at p, its header included. */
@@ -180,10 +196,73 @@ static void send_output(shim_term *t, client *cl, int ch, const char *p, size_t 
         cl->dropped += n;
 }
 
+/* A line of joblet's own on a client's terminal (stderr), between the job's output. */
+static void note(shim_term *t, client *cl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(shim_term *t, client *cl, const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(line, sizeof line - 2, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return;
+    if (k > (int)sizeof line - 3)
+        k = (int)sizeof line - 3;
+    k += snprintf(line + k, 3, "%s", t->tty ? "\r\n" : "\n");
+    queue(cl, TERMFRAME_STDERR, line, (size_t)k, false);
+}
+
+/* The typist: the first client, in the order they attached, that asked to type. One that
+ * becomes it (the typist before it left) is told so, and its window's size applies. */
+static void choose_typist(shim_term *t)
+{
+    client *was = t->typist;
+    t->typist = NULL;
+    for (size_t i = 0; i < t->n && !t->typist; i++)
+        if (t->c[i]->wants_stdin)
+            t->typist = t->c[i];
+    client *now = t->typist;
+    if (!now || now == was || t->finishing)
+        return;
+    if (t->tty && t->in_fd >= 0 && now->rows) {
+        struct winsize ws = {.ws_row = now->rows, .ws_col = now->cols};
+        ioctl(t->in_fd, TIOCSWINSZ, &ws);
+    }
+    if (now->hello_done)
+        note(t, now, "[joblet: you type now]");
+}
+
+/* joblet's hello, the first frame of each client's connection (common/termframe.h): one byte of
+ * flags, then who it is; the client is told whether it types or watches, and who types. */
+static void on_hello(shim_term *t, client *cl, const termframe_out *f)
+{
+    for (size_t i = 0; i < f->n; i++, cl->who_len++) {
+        if (!cl->who_len)
+            cl->wants_stdin = f->p[i] & TERMFRAME_HELLO_TYPES;
+        else if (cl->who_len <= SHIM_TERM_WHO)
+            cl->who[cl->who_len - 1] = f->p[i];
+    }
+    if (cl->rd.left)
+        return; /* more of it to come */
+    cl->hello_done = true;
+    choose_typist(t);
+    if (is_typist(t, cl))
+        return;
+    if (!cl->wants_stdin)
+        note(t, cl, "[joblet: watching%s%s%s]", t->typist ? "; " : "", t->typist ? t->typist->who : "",
+             t->typist ? " types" : "");
+    else
+        note(t, cl, "[joblet: watching; %s types; you type once they leave]",
+             t->typist->who[0] ? t->typist->who : "another client");
+}
+
 void shim_term_output(shim_term *t, int ch, const char *p, size_t n)
 {
     if (!t || !n)
         return;
+    if (t->tty)
+        termring_add(&t->ring, p, n);
     for (size_t i = 0; i < t->n;) {
         client *cl = t->c[i];
         send_output(t, cl, ch, p, n);
@@ -224,9 +303,18 @@ static void flush_in(shim_term *t)
 }
 
 /* One frame (or a piece of one) from a client. */
-static void on_frame(shim_term *t, bool typist, enum termframe_event ev, const termframe_out *f)
+static void on_frame(shim_term *t, client *cl, enum termframe_event ev, const termframe_out *f)
 {
-    if (!typist || t->in_fd < 0)
+    if (!cl->hello_done && !cl->got_frame && ev == TERMFRAME_DATA && f->ch == TERMFRAME_HELLO) {
+        on_hello(t, cl, f);
+        return;
+    }
+    cl->got_frame = true;
+    if (ev == TERMFRAME_SIZE) {
+        cl->rows = f->rows; /* kept for when it types */
+        cl->cols = f->cols;
+    }
+    if (!is_typist(t, cl) || t->in_fd < 0)
         return; /* a watcher's keys and sizes go nowhere; so do all once the input is closed */
     if (ev == TERMFRAME_SIZE && t->tty) {
         struct winsize ws = {.ws_row = f->rows, .ws_col = f->cols};
@@ -244,7 +332,7 @@ static void on_frame(shim_term *t, bool typist, enum termframe_event ev, const t
 static bool read_client(shim_term *t, size_t i, uint32_t events)
 {
     client *cl = t->c[i];
-    bool typist = i == 0;
+    bool typist = is_typist(t, cl);
     char buf[READ_MAX];
     size_t cap = sizeof buf;
     if (typist && t->in_fd >= 0 && !t->in_close) {
@@ -264,8 +352,7 @@ static bool read_client(shim_term *t, size_t i, uint32_t events)
     while ((ev = termframe_next(&cl->rd, &p, &left, &f)) != TERMFRAME_NEED) {
         if (ev == TERMFRAME_BAD)
             return false;
-        cl->got_frame = true;
-        on_frame(t, typist, ev, &f);
+        on_frame(t, cl, ev, &f);
     }
     return true;
 }
@@ -297,7 +384,19 @@ static void accept_clients(shim_term *t)
         cl->fd = fd;
         cl->out = xmalloc(OUT_CAP + 64);
         cl->since_ms = now_ms();
+        cl->wants_stdin = true; /* until its hello says */
         t->c[t->n++] = cl;
+        if (t->tty) {
+            /* the terminal's last output first (docs/interactive.md, "Re-attaching") */
+            const char *p1, *p2;
+            size_t n1, n2;
+            termring_view(&t->ring, &p1, &n1, &p2, &n2);
+            if (n1)
+                queue(cl, TERMFRAME_STDOUT, p1, n1, false);
+            if (n2)
+                queue(cl, TERMFRAME_STDOUT, p2, n2, false);
+        }
+        choose_typist(t);
     }
 }
 
@@ -440,6 +539,7 @@ void shim_term_finish(shim_term *t, int code, const char *msg)
     /* what the clients are behind on, for DRAIN_MS; then, for those still behind, the rest is
      * dropped (they are told) and the exit frame comes next, with FINISH_MS to take it: a client
      * that takes nothing at all misses it */
+    t->finishing = true;
     drain(t, now_ms() + DRAIN_MS);
     unsigned char ex[TERMFRAME_HDR + 4];
     termframe_exit(ex, code);

@@ -6,9 +6,13 @@
  * as the job writes is dropped for that client alone (it is told, once it takes again: a line
  * on its terminal), so a slow client never slows the job nor the others.
  *
- * At most SHIM_TERM_MAX clients are attached at once. The first one types (its stdin, resize
- * and close frames reach the job); the others watch, and the oldest of them types once it
- * leaves. The exit frame ends every client's stream. */
+ * At most SHIM_TERM_MAX clients are attached at once (joblet bounds them lower: jobs.max_attachers).
+ * Each connection begins with joblet's hello (common/termframe.h): who the client is and whether
+ * it asked to type. The first, in the order they attached, that asked to type is the typist (its
+ * stdin, resize and close frames reach the job); the others watch and are told who types, and
+ * the oldest that asked to type types once the typist leaves (it is told so). A tty job's last
+ * output (common/termring.h) is replayed to each client first. The exit frame ends every
+ * client's stream. */
 #ifndef JOBLET_SHIM_TERM_H
 #define JOBLET_SHIM_TERM_H
 
@@ -18,7 +22,8 @@
 
 #include "../common/err.h"
 
-#define SHIM_TERM_MAX 8
+#define SHIM_TERM_MAX 16 /* clients at once; joblet's bound (jobs.max_attachers) is at most this */
+#define SHIM_TERM_WHO 64 /* the bytes of a client's name kept (the hello's) */
 
 typedef struct shim_term shim_term;
 

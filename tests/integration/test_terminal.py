@@ -464,6 +464,220 @@ def test_another_user_gets_403_on_attach(daemon):
         daemon.wait(jid)
 
 
+# ---- re-attaching: rnx job attach, the replay, one typist, the bounds, the records ------------
+
+def read_streams(s, until):
+    """Reads frames until until(stdout, stderr) holds (or the stream ends): (stdout, stderr, exit or None)."""
+    buf, out, err, code = b"", b"", b"", None
+    while not until(out, err):
+        c = s.recv(65536)
+        if not c:
+            break
+        buf += c
+        while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">I", buf[1:5])[0]:
+            ch, n = struct.unpack(">BI", buf[:5])
+            if ch == 1:
+                out += buf[5:5 + n]
+            elif ch == 2:
+                err += buf[5:5 + n]
+            elif ch == 4:
+                code = struct.unpack(">i", buf[5:9])[0]
+            buf = buf[5 + n:]
+    return out, err, code
+
+
+def test_detach_and_attach_again_show_the_same_screen(daemon, pane_for):
+    """The acceptance: a shell in a real terminal, some lines, ctrl-p ctrl-q; the screen cleared,
+    rnx job attach shows the same lines again (the replay), the keys reach the shell, and rnx
+    exits with the job's exit code."""
+    need_root()
+    pane = pane_for({"JOBLET_SOCKET": daemon.sock})
+    pane.line(f"{RNX} job run -it -e 'PS1={PROMPT}' sh; echo rc=$?")
+    pane.wait_for(r"^job\$\s*$")
+    job = newest_job(daemon)
+    start = pane.mark()
+    for i in range(1, 4):
+        pane.line(f"echo line-$((100+{i}))")
+        pane.wait_for(rf"^line-{100 + i}$", since=start)
+    pane.wait_for(r"^line-103\njob\$\s*$", since=start)
+    before = pane.screen()
+    first = before.index("echo line-$((100+1))")
+    seen = before[before.rindex("\n", 0, first) + 1:].rstrip()   # from the line typed first to the prompt
+    pane.keys("C-p", "C-q")
+    pane.wait_for(r"^rc=0$", since=start)
+    pane.line("clear")
+    pane.wait_for(r"^host\$\s*$")
+    at = pane.mark()
+    pane.line(f"{RNX} job attach {job['id'][:8]}; echo rc=$?")
+    pane.wait_for(r"^job\$\s*$", since=at)
+    after = pane.screen()[at:]
+    assert seen in after, (seen, after)
+    at = pane.mark()
+    pane.line("echo typed-$((6*7)); exit 4")
+    pane.wait_for(r"^typed-42$", since=at)
+    pane.wait_for(r"^rc=4$", since=at)
+    assert daemon.wait(job["id"])["exit_code"] == 4
+
+
+def test_two_attachers_both_watch_the_first_types(daemon):
+    """Two clients on one shell: both see its output, the second is told it watches and who types,
+    its keys go nowhere; once the first leaves, the second types (and is told so). Each attach and
+    detach is in the job's events and the audit trail, with who."""
+    need_root()
+    st, job = daemon.api("POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
+    assert st == 201, job
+    a, status, _ = attach_unix(daemon.sock, job["id"])
+    assert status == 101
+    a.sendall(frame(3, struct.pack(">HH", 24, 80)) + frame(0, b"echo first-$((40+2))\n"))
+    read_until(a, b"first-42")
+    b, status, _ = attach_unix(daemon.sock, job["id"])
+    assert status == 101
+    out, err, _ = read_streams(b, lambda o, e: b"types" in e)
+    assert b"first-42" in out, out     # the replay: what the shell wrote before b came
+    assert re.search(rb"\[joblet: watching; uid 0 types; you type once they leave\]", err), err
+    b.sendall(frame(0, b"echo second-typed\n"))     # a watcher's keys: dropped
+    a.sendall(frame(0, b"echo first-again-$((1+1))\n"))
+    read_until(a, b"first-again-2")
+    out, _, _ = read_streams(b, lambda o, e: b"first-again-2" in o)
+    assert b"first-again-2" in out and b"second-typed" not in out, out
+    a.close()                                       # the typist leaves: b types
+    out, err, _ = read_streams(b, lambda o, e: b"you type now" in e)
+    assert b"[joblet: you type now]" in err, err
+    b.sendall(frame(0, b"echo second-$((3+4)); exit 6\n"))
+    out, err, code = read_streams(b, lambda o, e: False)
+    assert b"second-7" in out and code == 6, (out, err, code)
+    b.close()                                       # (it closes on the exit frame, as rnx does)
+    ended = daemon.wait(job["id"])
+    assert ended["exit_code"] == 6
+
+    def events():
+        st, detail = daemon.api("GET", f"/v1/jobs/{job['id']}?detail=1")
+        assert st == 200, detail
+        return [(e["event"], e["detail"]) for e in detail["detail"]["events"]]
+    wait_until("both detaches recorded", lambda: [e for e, _ in events()].count("detached") == 2)
+    events = events()
+    assert ("attached", "by uid 0, asking to type") in events, events
+    assert events.count(("attached", "by uid 0, asking to type")) == 2, events
+    assert ("detached", "by uid 0: detached") in events, events
+    assert ("detached", "by uid 0: the job ended") in events, events
+    st, audit = daemon.api("GET", f"/v1/audit?job={job['id']}")
+    assert st == 200, audit
+    actions = [r["action"] for r in audit["records"]]
+    assert actions.count("attach") == 2 and actions.count("detach") == 2, audit
+    p = subprocess.run([RNX, "job", "status", "--detail", job["id"]], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "JOBLET_SOCKET": daemon.sock})
+    assert "attached" in p.stdout and "detached" in p.stdout, p.stdout
+
+
+def test_attach_watch_only(daemon):
+    """?stdin=0 (rnx job attach --no-stdin): a watcher even when nobody types."""
+    need_root()
+    st, job = daemon.api("POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
+    assert st == 201, job
+    try:
+        a, status, _ = attach_unix(daemon.sock, job["id"])
+        a.sendall(frame(3, struct.pack(">HH", 24, 80)) + frame(0, b"echo hi-$((2+2))\n"))
+        read_until(a, b"hi-4")
+        a.close()
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(60)
+        s.connect(daemon.sock)
+        s.sendall(attach_request(job["id"]).replace(b"/attach ", b"/attach?stdin=0 "))
+        status, _ = read_head(s)
+        assert status == 101
+        out, err, _ = read_streams(s, lambda o, e: b"watching" in e)
+        assert b"hi-4" in out and b"[joblet: watching]" in err, (out, err)
+        s.close()
+    finally:
+        daemon.api("POST", f"/v1/jobs/{job['id']}/stop")
+        daemon.wait(job["id"])
+
+
+BOUND_CLIENT = (
+    "import json,socket,sys,time\n"
+    "def req(body):\n"
+    "    s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); b=json.dumps(body).encode()\n"
+    "    s.sendall(b'POST /v1/jobs HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\n'\n"
+    "              b'Content-Length: %d\\r\\nConnection: close\\r\\n\\r\\n' % len(b) + b)\n"
+    "    r=b''\n"
+    "    while True:\n"
+    "        c=s.recv(65536)\n"
+    "        if not c: break\n"
+    "        r+=c\n"
+    "    return json.loads(r.split(b'\\r\\n\\r\\n',1)[1])['id']\n"
+    "def attach(j):\n"
+    "    s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+    "    s.sendall(('POST /v1/jobs/%s/attach HTTP/1.1\\r\\nHost: x\\r\\nConnection: Upgrade\\r\\nUpgrade: tcp\\r\\n'\n"
+    "               'Content-Length: 0\\r\\n\\r\\n' % j).encode())\n"
+    "    h=b''\n"
+    "    while b'\\r\\n\\r\\n' not in h: h+=s.recv(1)\n"
+    "    st=int(h.split(b' ')[1])\n"
+    "    return s, st, (s.recv(4096).decode(errors='replace') if st!=101 else '')\n"
+    "jobs=[req({'command':'sleep','args':['600'],'tty':True}) for _ in range(2)]\n"
+    "held=[]\n"
+    "for j in jobs:\n"
+    "    for _ in range(2):\n"
+    "        s,st,body=attach(j); held.append(s); print(st, body.replace('\\n',' '), flush=True)\n"
+    "print(' '.join(jobs), flush=True)\n")
+
+
+def test_attach_bounds_per_job_and_per_user(fresh_daemon):
+    """jobs.max_attachers on one job (everyone), limits.attach_sessions_per_user across a user's
+    jobs (root is not bounded: AUTHZ_UNLIMITED): 429 naming the bound."""
+    need_root()
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    d = fresh_daemon("jobs:\n  max_attachers: 2\n  attach_wait_s: 0\nlimits:\n  attach_sessions_per_user: 3\n")
+    jid = d.submit("sleep", "600", tty=True)
+    held = []
+    try:
+        for _ in range(2):
+            s, status, _ = attach_unix(d.sock, jid)
+            assert status == 101
+            held.append(s)
+        s, status, head = attach_unix(d.sock, jid)
+        body = s.recv(4096)
+        assert status == 429 and b"jobs.max_attachers is 2" in body, (head, body)
+        s.close()
+        # another user: two attaches to each of two jobs; the fourth is over their 3
+        p = subprocess.run(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups",
+                            "/usr/bin/python3", "-c", BOUND_CLIENT, d.sock], capture_output=True, text=True,
+                           timeout=120)
+        lines = p.stdout.splitlines()
+        assert len(lines) == 5, p.stdout + p.stderr
+        assert [ln.split(" ")[0] for ln in lines[:4]] == ["101", "101", "101", "429"], p.stdout
+        assert "uid 4321 has 3 terminals attached; limits.attach_sessions_per_user is 3" in lines[3], lines[3]
+        for j in lines[4].split():
+            d.api("POST", f"/v1/jobs/{j}/stop")
+            d.wait(j)
+    finally:
+        for s in held:
+            s.close()
+        d.api("POST", f"/v1/jobs/{jid}/stop")
+        d.wait(jid)
+
+
+def test_an_idle_terminal_is_detached(fresh_daemon):
+    """jobs.terminal_idle_timeout_s: an attach where nothing moved for that long is closed with a
+    note; the job goes on, and the detach is recorded with why."""
+    need_root()
+    d = fresh_daemon("jobs:\n  terminal_idle_timeout_s: 2\n")
+    st, job = d.api("POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
+    assert st == 201, job
+    s, status, _ = attach_unix(d.sock, job["id"])
+    assert status == 101
+    s.sendall(frame(3, struct.pack(">HH", 24, 80)) + frame(0, b"echo awake\n"))
+    out, err, code = read_streams(s, lambda o, e: False)     # until joblet closes it
+    assert b"awake" in out and code is None, (out, err, code)
+    assert re.search(rb"\[joblet: nothing typed or written for 2 s: detached \(jobs.terminal_idle_timeout_s\)", err), err
+    assert d.job(job["id"])["status"] == "RUNNING"
+    s.close()
+    wait_until("the idle detach recorded", lambda: ("detached", "by uid 0: idle (jobs.terminal_idle_timeout_s)") in
+               [(e["event"], e["detail"]) for e in d.api("GET", f"/v1/jobs/{job['id']}?detail=1")[1]["detail"]["events"]])
+    d.api("POST", f"/v1/jobs/{job['id']}/stop")
+    d.wait(job["id"])
+
+
 # ---- over the TLS listener ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

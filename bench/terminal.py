@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Keystroke round trip through a job's terminal (issue 29): one byte in, its echo out, p50/p99.
+
+Starts a joblet of its own (root; --build DIR holds joblet and rnx) and measures, interleaved
+round by round so that drifts in load hit every path alike:
+
+  api-tty     POST /v1/jobs/{id}/attach framing over the unix socket, a tty job running
+              `stty raw -echo; cat` (the byte goes client -> joblet -> shim -> pty -> cat and back)
+  api-pipe    the same framing, a -i job (no tty) running `cat` (stdin and stdout are pipes)
+  rnx-it      `rnx job run -it` in a pty of the bench's own, the job as api-tty: the whole way a
+              typed key takes (rnx's raw mode, its poll loop, joblet, the shim, the job's pty)
+  floor-pty   the same `stty raw -echo; cat` on a local pty, no joblet: what a terminal costs
+  floor-pipe  `cat` on two local pipes, no joblet
+
+Target (issue 29): echo p50 <= 1 ms locally. Standard library only.
+
+  sudo python3 bench/terminal.py --build build --runs 2000
+"""
+
+import argparse
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import tty
+
+RAW_CAT = ["sh", "-c", "stty raw -echo; echo ready; exec cat"]
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+class Daemon:
+    def __init__(self, build):
+        self.build = os.path.abspath(build)
+        self.dir = tempfile.mkdtemp(prefix="joblet-bench-term-")
+        self.sock = os.path.join(self.dir, "joblet.sock")
+        cfg = os.path.join(self.dir, "joblet.yml")
+        with open(cfg, "w") as f:
+            f.write("cgroup:\n  root: joblet-bench-term\njobs:\n  stop_grace_s: 2\n")
+        self.log = open(os.path.join(self.dir, "joblet.log"), "w")
+        self.proc = subprocess.Popen([os.path.join(self.build, "joblet"), "--config", cfg, "--state-dir",
+                                      os.path.join(self.dir, "state"), "--socket", self.sock],
+                                     stdout=self.log, stderr=self.log)
+        deadline = time.time() + 20
+        while not os.path.exists(self.sock) and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+
+    def api(self, method, path, body=None):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(self.sock)
+        data = json.dumps(body).encode() if body is not None else b""
+        s.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode() + data)
+        r = b""
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            r += c
+        s.close()
+        return json.loads(r.split(b"\r\n\r\n", 1)[1] or b"null")
+
+    def attach(self, job_id):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(self.sock)
+        s.sendall(f"POST /v1/jobs/{job_id}/attach HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+                  f"Content-Length: 0\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        assert b" 101 " in head, head
+        return s
+
+    def close(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for sub, _, _ in sorted(os.walk("/sys/fs/cgroup/joblet-bench-term"), key=lambda w: -w[0].count("/")):
+            try:
+                os.rmdir(sub)
+            except OSError:
+                pass
+
+
+class ApiPath:
+    """A job's terminal through the framing: send a stdin frame of one byte, read stdout frames
+    until that byte came back."""
+
+    def __init__(self, d, tty_job):
+        body = {"command": RAW_CAT[0], "args": RAW_CAT[1:], "stdin": True} if tty_job else \
+            {"command": "sh", "args": ["-c", "echo ready; exec cat"], "stdin": True}
+        if tty_job:
+            body["tty"] = True
+        self.d, self.job = d, d.api("POST", "/v1/jobs", body)["id"]
+        self.s = d.attach(self.job)
+        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+        if tty_job:
+            self.s.sendall(struct.pack(">BIHH", 3, 4, 24, 80))
+        self.buf = b""
+        self.wait_for(b"ready")
+
+    def wait_for(self, needle):
+        out = b""
+        while needle not in out:
+            while len(self.buf) < 5 or len(self.buf) < 5 + struct.unpack(">I", self.buf[1:5])[0]:
+                c = self.s.recv(65536)
+                assert c, "the job's stream ended"
+                self.buf += c
+            ch, n = struct.unpack(">BI", self.buf[:5])
+            if ch == 1:
+                out += self.buf[5:5 + n]
+            self.buf = self.buf[5 + n:]
+
+    def once(self, b):
+        t = time.perf_counter()
+        self.s.sendall(struct.pack(">BI", 0, 1) + b)
+        self.wait_for(b)
+        return time.perf_counter() - t
+
+    def close(self):
+        self.s.close()
+        self.d.api("POST", f"/v1/jobs/{self.job}/stop")
+
+
+class FdPath:
+    """A byte written to wfd, read back from rfd (a pty master, or two pipes)."""
+
+    def __init__(self, wfd, rfd, proc):
+        self.w, self.r, self.proc = wfd, rfd, proc
+        got = b""
+        while b"ready" not in got:
+            select.select([self.r], [], [], 30)
+            got += os.read(self.r, 4096)
+
+    def once(self, b):
+        t = time.perf_counter()
+        os.write(self.w, b)
+        got = b""
+        while b not in got:
+            got += os.read(self.r, 4096)
+        return time.perf_counter() - t
+
+    def close(self):
+        self.proc.kill() if hasattr(self.proc, "kill") else os.kill(self.proc, signal.SIGKILL)
+
+
+def floor_pty():
+    m, sl = pty.openpty()
+    p = subprocess.Popen(RAW_CAT, stdin=sl, stdout=sl, stderr=sl, start_new_session=True)
+    os.close(sl)
+    return FdPath(m, m, p)
+
+
+def floor_pipe():
+    p = subprocess.Popen(["sh", "-c", "echo ready; exec cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    return FdPath(p.stdin.fileno(), p.stdout.fileno(), p)
+
+
+def rnx_it(d):
+    """rnx job run -it in a pty of our own (its raw mode on our side; the job's stty on its side)."""
+    pid, m = pty.fork()
+    if pid == 0:
+        os.environ["JOBLET_SOCKET"] = d.sock
+        os.execv(os.path.join(d.build, "rnx"), ["rnx", "job", "run", "-it", *RAW_CAT])
+    tty.setraw(m)  # (the master's side: nothing of ours in the way)
+    return FdPath(m, m, pid)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--warm", type=int, default=100)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("terminal.py: needs root (it starts a joblet of its own)")
+    d = Daemon(a.build)
+    paths = {}
+    try:
+        paths = {"api-tty": ApiPath(d, True), "api-pipe": ApiPath(d, False), "rnx-it": rnx_it(d),
+                 "floor-pty": floor_pty(), "floor-pipe": floor_pipe()}
+        times = {k: [] for k in paths}
+        keys = b"abcdefghijklmnopqrstuvwxyz"
+        names = list(paths)
+        for i in range(a.warm + a.runs):
+            for k in names[i % len(names):] + names[:i % len(names)]:
+                t = paths[k].once(keys[i % len(keys):i % len(keys) + 1])
+                if i >= a.warm:
+                    times[k].append(t * 1e6)
+        print(f"keystroke round trip, {a.runs} runs each after {a.warm} warm-ups (us)")
+        print(f"{'path':<12}{'p50':>9}{'p99':>9}{'max':>9}  p50 over its floor")
+        for k in names:
+            xs = times[k]
+            floor = times["floor-pipe" if k == "api-pipe" else "floor-pty"]
+            over = f"+{pct(xs, 50) - pct(floor, 50):.0f}" if not k.startswith("floor") else ""
+            print(f"{k:<12}{pct(xs, 50):>9.0f}{pct(xs, 99):>9.0f}{max(xs):>9.0f}  {over}")
+    finally:
+        for p in paths.values():
+            try:
+                p.close()
+            except Exception:
+                pass
+        time.sleep(0.5)
+        d.close()
+
+
+if __name__ == "__main__":
+    main()
