@@ -1,0 +1,231 @@
+/* api/wsframe.c: a client's frames (masking, the three length forms, control frames, bounds,
+ * fragments), the server's headers and the handshake's accept value. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api/wsframe.h"
+
+/* A client's frame: header with the mask, payload masked. Its length. */
+static size_t client_frame(unsigned char *out, int b0, const unsigned char *p, uint64_t n, int form)
+{
+    static const unsigned char mask[4] = {0x12, 0x34, 0x56, 0x78};
+    size_t at = 0;
+    out[at++] = (unsigned char)b0;
+    if (form == 0) {
+        out[at++] = (unsigned char)(0x80 | n);
+    } else if (form == 1) {
+        out[at++] = 0x80 | 126;
+        out[at++] = (unsigned char)(n >> 8);
+        out[at++] = (unsigned char)n;
+    } else {
+        out[at++] = 0x80 | 127;
+        for (int i = 0; i < 8; i++)
+            out[at++] = (unsigned char)(n >> (56 - 8 * i));
+    }
+    memcpy(out + at, mask, 4);
+    at += 4;
+    for (uint64_t i = 0; p && i < n; i++)
+        out[at + i] = p[i] ^ mask[i & 3];
+    return at + (p ? n : 0);
+}
+
+/* Everything from buf fed in pieces of step bytes: the data gathered into got, the last event. */
+static enum wsframe_event feed(wsframe_reader *r, unsigned char *buf, size_t len, size_t step, unsigned char *got,
+                               size_t *got_n, wsframe_out *last)
+{
+    enum wsframe_event ev = WSFRAME_NEED;
+    *got_n = 0;
+    for (size_t at = 0; at < len;) {
+        size_t k = len - at < step ? len - at : step;
+        unsigned char *in = buf + at;
+        size_t left = k;
+        for (;;) {
+            wsframe_out o;
+            ev = wsframe_next(r, &in, &left, &o);
+            if (ev == WSFRAME_NEED)
+                break;
+            if (ev == WSFRAME_DATA) {
+                memcpy(got + *got_n, o.p, o.n);
+                *got_n += o.n;
+                continue;
+            }
+            *last = o;
+            if (ev == WSFRAME_BAD || ev == WSFRAME_CLOSE || ev == WSFRAME_PING)
+                return ev;
+        }
+        at += k;
+    }
+    return ev;
+}
+
+static void lengths(void **st)
+{
+    (void)st;
+    static const size_t sizes[] = {0, 1, 125, 126, 127, 65535, 65536, 70000};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        size_t n = sizes[s];
+        unsigned char *p = malloc(n + 1), *buf = malloc(n + 14), *got = malloc(n + 1);
+        for (size_t i = 0; i < n; i++)
+            p[i] = (unsigned char)(i * 7 + 3);
+        int form = n < 126 ? 0 : n < 65536 ? 1 : 2;
+        size_t len = client_frame(buf, 0x82, p, n, form);
+        for (size_t step = 1; step <= len; step = step * 3 + 1) {
+            unsigned char *copy = malloc(len);
+            memcpy(copy, buf, len);
+            wsframe_reader r = {.max = 1 << 20};
+            size_t got_n;
+            wsframe_out last;
+            assert_int_equal(feed(&r, copy, len, step, got, &got_n, &last), WSFRAME_NEED);
+            assert_int_equal(got_n, n);
+            assert_memory_equal(got, p, n);
+            free(copy);
+        }
+        free(p);
+        free(buf);
+        free(got);
+    }
+}
+
+static void not_shortest_or_unmasked(void **st)
+{
+    (void)st;
+    unsigned char buf[300], got[300];
+    size_t got_n;
+    wsframe_out o;
+    wsframe_reader r = {0};
+    size_t len = client_frame(buf, 0x82, (const unsigned char *)"abc", 3, 1); /* 3 in the 16-bit form */
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(o.code, WSFRAME_PROTOCOL);
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x82, (const unsigned char *)"abc", 3, 2);
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    r = (wsframe_reader){0};
+    unsigned char plain[] = {0x82, 0x03, 'a', 'b', 'c'};
+    assert_int_equal(feed(&r, plain, sizeof plain, 5, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(o.code, WSFRAME_PROTOCOL);
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0xC2, (const unsigned char *)"abc", 3, 0); /* RSV1 */
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x81, (const unsigned char *)"abc", 3, 0); /* text */
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(o.code, WSFRAME_UNSUPPORTED);
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x83, (const unsigned char *)"abc", 3, 0); /* reserved opcode */
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+}
+
+static void bounds(void **st)
+{
+    (void)st;
+    unsigned char buf[64], got[64];
+    size_t got_n;
+    wsframe_out o;
+    wsframe_reader r = {.max = 1000};
+    size_t len = client_frame(buf, 0x82, NULL, 1001, 1); /* the header alone is enough to refuse */
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(o.code, WSFRAME_TOO_BIG);
+    r = (wsframe_reader){.max = 1000};
+    len = client_frame(buf, 0x82, NULL, UINT64_MAX >> 1, 2);
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x82, NULL, UINT64_MAX, 2); /* top bit */
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(o.code, WSFRAME_PROTOCOL);
+}
+
+static void control_frames(void **st)
+{
+    (void)st;
+    unsigned char buf[600], got[600], p[200];
+    size_t got_n;
+    wsframe_out o;
+    memset(p, 'x', sizeof p);
+    /* a ping between a message's fragments: its payload, and the message whole */
+    size_t len = client_frame(buf, 0x02, (const unsigned char *)"ab", 2, 0);
+    len += client_frame(buf + len, 0x89, (const unsigned char *)"hey", 3, 0);
+    size_t after = len;
+    len += client_frame(buf + len, 0x80, (const unsigned char *)"cd", 2, 0);
+    wsframe_reader r = {0};
+    assert_int_equal(feed(&r, buf, after, 1, got, &got_n, &o), WSFRAME_PING);
+    assert_int_equal(o.n, 3);
+    assert_memory_equal(o.p, "hey", 3);
+    size_t n1 = got_n;
+    unsigned char got2[16];
+    assert_int_equal(feed(&r, buf + after, len - after, 1, got2, &got_n, &o), WSFRAME_NEED);
+    assert_int_equal(n1 + got_n, 4);
+    assert_false(r.in_message);
+    /* a control frame over 125 bytes, or fragmented */
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x89, p, 126, 1);
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x09, p, 3, 0);
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    /* close with a code; without one; of one byte */
+    r = (wsframe_reader){0};
+    unsigned char code[] = {0x03, 0xe8, 'b', 'y', 'e'};
+    len = client_frame(buf, 0x88, code, sizeof code, 0);
+    assert_int_equal(feed(&r, buf, len, 2, got, &got_n, &o), WSFRAME_CLOSE);
+    assert_int_equal(o.code, 1000);
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x88, NULL, 0, 0);
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_CLOSE);
+    assert_int_equal(o.code, 1005);
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x88, code, 1, 0);
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    /* a continuation without a message; a new message inside one */
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x80, p, 2, 0);
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    r = (wsframe_reader){0};
+    len = client_frame(buf, 0x02, p, 2, 0);
+    len += client_frame(buf + len, 0x82, p, 2, 0);
+    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+}
+
+static void headers_and_accept(void **st)
+{
+    (void)st;
+    unsigned char h[WSFRAME_HDR_MAX];
+    assert_int_equal(wsframe_header(h, WSFRAME_BINARY, true, 125), 2);
+    assert_int_equal(h[0], 0x82);
+    assert_int_equal(h[1], 125);
+    assert_int_equal(wsframe_header(h, WSFRAME_BINARY, true, 126), 4);
+    assert_int_equal(h[1], 126);
+    assert_int_equal(h[2] << 8 | h[3], 126);
+    assert_int_equal(wsframe_header(h, WSFRAME_CONT, false, 65536), 10);
+    assert_int_equal(h[0], 0x00);
+    assert_int_equal(h[1], 127);
+    assert_int_equal(h[7], 1);
+    assert_int_equal(h[8], 0);
+    assert_int_equal(wsframe_close(h, 1009), 4);
+    assert_int_equal(h[0], 0x88);
+    assert_int_equal(h[2] << 8 | h[3], 1009);
+    char acc[29];
+    /* RFC 6455 §1.3's example */
+    assert_int_equal(wsframe_accept("dGhlIHNhbXBsZSBub25jZQ==", acc), 0);
+    assert_string_equal(acc, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    assert_int_equal(wsframe_accept("short", acc), -1);
+    assert_int_equal(wsframe_accept("dGhlIHNhbXBsZSBub25jZQ!=", acc), -1);
+    assert_int_equal(wsframe_accept(NULL, acc), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lengths),
+        cmocka_unit_test(not_shortest_or_unmasked),
+        cmocka_unit_test(bounds),
+        cmocka_unit_test(control_frames),
+        cmocka_unit_test(headers_and_accept),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
