@@ -1,0 +1,218 @@
+"""The console's terminal (issue 29; docs/console.md, "Terminal"): GET /v1/jobs/{id}/attach with
+Upgrade: websocket through rnx console, each binary message one channel frame (docs/api.md,
+"Interactive streams"). A client of the test's own here; test_console_browser.py drives xterm.js
+in chromium. Who may open one: the console's page with a ticket, at its own origin, for its
+user's own job."""
+import base64
+import os
+import shutil
+import socket
+import struct
+
+import pytest
+
+from conftest import need_root
+from console_util import Console
+
+OTHER_UID = 4321
+
+
+def ticket(con):
+    r, body = con.request("POST", "/v1/console/ticket", headers=con.auth(**{"Content-Type": "application/json"}))
+    assert r.status == 200, (r.status, body)
+    return body.decode().strip()
+
+
+def ws_open(con, job_id, tk=None, origin=None, key=b"0123456789abcdef", query=""):
+    """A WebSocket's handshake through the console: (socket, status, head)."""
+    s = socket.create_connection(("127.0.0.1", con.port), timeout=60)
+    q = f"?ticket={tk}" if tk else query
+    head = (f"GET /v1/jobs/{job_id}/attach{q} HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\n"
+            f"Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+            f"Sec-WebSocket-Key: {base64.b64encode(key).decode()}\r\nCookie: {con.jar}\r\n"
+            + (f"Origin: {origin}\r\n" if origin else "") + "\r\n")
+    s.sendall(head.encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        c = s.recv(1)
+        if not c:
+            break
+        got += c
+    status = int(got.split(b" ", 2)[1]) if got.startswith(b"HTTP/1.1 ") else 0
+    return s, status, got
+
+
+def ws_send(s, payload, op=2, fin=True):
+    mask = os.urandom(4)
+    n = len(payload)
+    h = bytes([(0x80 if fin else 0) | op])
+    h += bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n) if n < 65536 else \
+        bytes([0x80 | 127]) + struct.pack(">Q", n)
+    s.sendall(h + mask + bytes(b ^ mask[i & 3] for i, b in enumerate(payload)))
+
+
+class Reader:
+    """The server's messages: (opcode, payload), fragments joined."""
+
+    def __init__(self, s):
+        self.s, self.buf = s, b""
+
+    def _need(self, n):
+        while len(self.buf) < n:
+            c = self.s.recv(65536)
+            if not c:
+                raise EOFError(self.buf)
+            self.buf += c
+
+    def frame(self):
+        self._need(2)
+        b0, b1 = self.buf[0], self.buf[1]
+        assert not b1 & 0x80, "a server's frame is not masked"
+        n, at = b1 & 0x7f, 2
+        if n == 126:
+            self._need(4)
+            n, at = struct.unpack(">H", self.buf[2:4])[0], 4
+        elif n == 127:
+            self._need(10)
+            n, at = struct.unpack(">Q", self.buf[2:10])[0], 10
+        self._need(at + n)
+        body, self.buf = self.buf[at:at + n], self.buf[at + n:]
+        return b0 & 0x80, b0 & 0x0f, body
+
+    def message(self):
+        fin, op, body = self.frame()
+        while not fin:
+            fin, op2, more = self.frame()
+            assert op2 == 0, "a continuation expected"
+            body += more
+        return op, body
+
+
+def channel_frame(ch, payload=b""):
+    return struct.pack(">BI", ch, len(payload)) + payload
+
+
+def until(rd, needle):
+    """Messages until stdout holds needle; every message is one whole channel frame."""
+    out = b""
+    while needle not in out:
+        op, body = rd.message()
+        assert op == 2, (op, body)
+        ch, n = struct.unpack(">BI", body[:5])
+        assert len(body) == 5 + n, "one channel frame per message"
+        if ch in (1, 2):
+            out += body[5:]
+    return out
+
+
+@pytest.fixture
+def con(daemon):
+    c = Console(daemon)
+    c.sign_in()
+    yield c
+    c.stop()
+
+
+def test_a_terminal_through_the_console(daemon, con):
+    need_root()
+    jid = daemon.submit("sh", tty=True, stdin=True)
+    s, status, head = ws_open(con, jid, ticket(con), con.origin)
+    assert status == 101, head
+    assert b"Sec-WebSocket-Accept: " + base64.b64encode(
+        __import__("hashlib").sha1(base64.b64encode(b"0123456789abcdef") + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11")
+        .digest()) in head, head
+    rd = Reader(s)
+    ws_send(s, channel_frame(3, struct.pack(">HH", 24, 80)))
+    # a ping between the two fragments of a message: answered, the message whole
+    msg = channel_frame(0, b"echo hi-$((6*7)); stty size\n")
+    ws_send(s, msg[:7], fin=False)
+    ws_send(s, b"ping!", op=9)
+    ws_send(s, msg[7:], op=0)
+    out = b""
+    while b"hi-42" not in out or b"24 80" not in out:
+        op, body = rd.message()
+        if op == 10:
+            assert body == b"ping!"
+            continue
+        assert op == 2, (op, body)
+        if body[0] in (1, 2):
+            out += body[5:]
+    # the job's end: the exit frame, then the WebSocket's close
+    ws_send(s, channel_frame(0, b"exit 3\n"))
+    while True:
+        op, body = rd.message()
+        if op == 2 and body[0] == 4:
+            assert struct.unpack(">i", body[5:9])[0] == 3
+            break
+    op, body = rd.message()
+    assert op == 8 and struct.unpack(">H", body[:2])[0] == 1000
+    s.close()
+
+
+def test_closing_the_websocket_leaves_the_job_running(daemon, con):
+    need_root()
+    jid = daemon.submit("sh", tty=True, stdin=True)
+    s, status, head = ws_open(con, jid, ticket(con), con.origin)
+    assert status == 101, head
+    rd = Reader(s)
+    ws_send(s, channel_frame(0, b"echo first-$((1+1))\n"))
+    until(rd, b"first-2")
+    ws_send(s, struct.pack(">H", 1000), op=8)
+    op, _ = rd.message()
+    assert op == 8
+    s.close()
+    assert daemon.job(jid)["status"] == "RUNNING"
+    # again: the screen replayed
+    s, status, head = ws_open(con, jid, ticket(con), con.origin)
+    assert status == 101, head
+    until(Reader(s), b"first-2")
+    s.close()
+
+
+def test_refused_without_a_ticket_with_a_used_one_or_another_origin(daemon, con):
+    need_root()
+    jid = daemon.submit("sh", tty=True, stdin=True)
+    for tk, origin, want in ((None, con.origin, 401), ("0" * 64, con.origin, 401),
+                             (ticket(con), "http://127.0.0.1:1", 403), (ticket(con), None, 403)):
+        s, status, head = ws_open(con, jid, tk, origin)
+        assert status == want, (tk, origin, head)
+        s.close()
+    # the key itself does not open one, nor the key in the URL
+    s, status, head = ws_open(con, jid, None, con.origin, query=f"?console_key={con.key}")
+    assert status == 401, head
+    s.close()
+    # good once
+    tk = ticket(con)
+    s, status, head = ws_open(con, jid, tk, con.origin)
+    assert status == 101, head
+    s.close()
+    s, status, head = ws_open(con, jid, tk, con.origin)
+    assert status == 401, head
+    s.close()
+    # a text message or an unmasked frame: closed with 1003 or 1002
+    for bad, code in ((lambda s: ws_send(s, b"hello", op=1), 1003), (lambda s: s.sendall(b"\x82\x01x"), 1002)):
+        s, status, head = ws_open(con, jid, ticket(con), con.origin)
+        assert status == 101, head
+        bad(s)
+        rd = Reader(s)
+        while True:
+            op, body = rd.message()
+            if op == 8:
+                assert struct.unpack(">H", body[:2])[0] == code
+                break
+        s.close()
+
+
+def test_another_users_job_is_refused(daemon):
+    need_root()
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    jid = daemon.submit("sh", tty=True, stdin=True)
+    other = Console(daemon, uid=OTHER_UID)
+    try:
+        other.sign_in()
+        s, status, head = ws_open(other, jid, ticket(other), other.origin)
+        assert status == 403 and b"another user's" in head + s.recv(4096), head
+        s.close()
+    finally:
+        other.stop()
