@@ -216,3 +216,48 @@ def test_another_users_job_is_refused(daemon):
         s.close()
     finally:
         other.stop()
+
+
+# ---- xterm.js in chromium ----------------------------------------------------------------------
+
+def test_the_terminal_page_in_chromium(daemon, tmp_path):
+    """The console's Terminal for a job run with a terminal: the typed command's output in
+    xterm.js's rows, the size the page fitted inside the job, a detach that leaves the job
+    running and a replay when it comes back, the exit code shown at the end."""
+    need_root()
+    import test_console_browser as tb
+    if tb.webdriver is None or not tb.CHROMIUM or not tb.DRIVER:
+        pytest.skip("needs chromium, chromium-driver and python3-selenium (scripts/install-deps.sh)")
+    from selenium.webdriver.common.by import By
+    jid = daemon.submit("sh", tty=True, stdin=True, env={"PS1": "job$ "})
+    con = Console(daemon)
+    drv = tb.browser()
+    rows = "return (document.querySelector('.xterm-rows') || {}).textContent || ''"
+    try:
+        drv.get(con.url)
+        tb.wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")
+        tb.go(drv, "#/jobs/" + jid)
+        tb.wait(drv, lambda x: tb.css(x, "#job-terminal"))[0].click()
+        tb.wait(drv, lambda x: x.find_element(By.ID, "term-status").text.startswith("attached"))
+        box = tb.wait(drv, lambda x: tb.css(x, ".xterm-helper-textarea"))[0]
+        box.send_keys("echo hi-$((6*7)); stty size\n")
+        tb.wait(drv, lambda x: "hi-42" in x.execute_script(rows))
+        size = drv.execute_script("return [TERM.term.rows, TERM.term.cols]")
+        tb.wait(drv, lambda x: f"{size[0]} {size[1]}" in x.execute_script(rows))
+        drv.save_screenshot(str(tmp_path / "terminal.png"))
+        # away (the WebSocket closes: a detach), the job goes on; back: the screen replayed
+        tb.go(drv, "#/jobs")
+        assert daemon.job(jid)["status"] == "RUNNING"
+        tb.go(drv, "#/terminal/" + jid)
+        tb.wait(drv, lambda x: "hi-42" in x.execute_script(rows))
+        box = tb.wait(drv, lambda x: tb.css(x, ".xterm-helper-textarea"))[0]
+        box.send_keys("exit 7\n")
+        tb.wait(drv, lambda x: x.find_element(By.ID, "term-status").get_attribute("data-exit") == "7")
+        assert "exit code 7" in drv.find_element(By.ID, "term-status").text
+        # the page's own CSP held: nothing loaded from elsewhere, no script refused
+        errs = [e for e in drv.get_log("browser") if e["level"] == "SEVERE" and "Content Security Policy" in
+                e["message"] and "script" in e["message"]]
+        assert not errs, errs
+    finally:
+        drv.quit()
+        con.stop()
