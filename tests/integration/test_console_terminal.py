@@ -4,6 +4,7 @@ Upgrade: websocket through rnx console, each binary message one channel frame (d
 in chromium. Who may open one: the console's page with a ticket, at its own origin, for its
 user's own job."""
 import base64
+import hashlib
 import os
 import shutil
 import socket
@@ -13,6 +14,7 @@ import pytest
 
 from conftest import need_root
 from console_util import Console
+from test_terminal import read_head
 
 OTHER_UID = 4321
 
@@ -32,13 +34,7 @@ def ws_open(con, job_id, tk=None, origin=None, key=b"0123456789abcdef", query=""
             f"Sec-WebSocket-Key: {base64.b64encode(key).decode()}\r\nCookie: {con.jar}\r\n"
             + (f"Origin: {origin}\r\n" if origin else "") + "\r\n")
     s.sendall(head.encode())
-    got = b""
-    while b"\r\n\r\n" not in got:
-        c = s.recv(1)
-        if not c:
-            break
-        got += c
-    status = int(got.split(b" ", 2)[1]) if got.startswith(b"HTTP/1.1 ") else 0
+    status, got = read_head(s)
     return s, status, got
 
 
@@ -105,6 +101,14 @@ def until(rd, needle):
     return out
 
 
+def attached(daemon, con):
+    """A job run with a terminal, attached through the console: (job id, socket, Reader)."""
+    jid = daemon.submit("sh", tty=True, stdin=True)
+    s, status, head = ws_open(con, jid, ticket(con), con.origin)
+    assert status == 101, head
+    return jid, s, Reader(s)
+
+
 @pytest.fixture
 def con(daemon):
     c = Console(daemon)
@@ -115,13 +119,7 @@ def con(daemon):
 
 def test_a_terminal_through_the_console(daemon, con):
     need_root()
-    jid = daemon.submit("sh", tty=True, stdin=True)
-    s, status, head = ws_open(con, jid, ticket(con), con.origin)
-    assert status == 101, head
-    assert b"Sec-WebSocket-Accept: " + base64.b64encode(
-        __import__("hashlib").sha1(base64.b64encode(b"0123456789abcdef") + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11")
-        .digest()) in head, head
-    rd = Reader(s)
+    jid, s, rd = attached(daemon, con)
     ws_send(s, channel_frame(3, struct.pack(">HH", 24, 80)))
     # a ping between the two fragments of a message: answered, the message whole
     msg = channel_frame(0, b"echo hi-$((6*7)); stty size\n")
@@ -151,10 +149,7 @@ def test_a_terminal_through_the_console(daemon, con):
 
 def test_closing_the_websocket_leaves_the_job_running(daemon, con):
     need_root()
-    jid = daemon.submit("sh", tty=True, stdin=True)
-    s, status, head = ws_open(con, jid, ticket(con), con.origin)
-    assert status == 101, head
-    rd = Reader(s)
+    jid, s, rd = attached(daemon, con)
     ws_send(s, channel_frame(0, b"echo first-$((1+1))\n"))
     until(rd, b"first-2")
     ws_send(s, struct.pack(">H", 1000), op=8)
@@ -185,6 +180,9 @@ def test_refused_without_a_ticket_with_a_used_one_or_another_origin(daemon, con)
     tk = ticket(con)
     s, status, head = ws_open(con, jid, tk, con.origin)
     assert status == 101, head
+    accept = base64.b64encode(hashlib.sha1(base64.b64encode(b"0123456789abcdef") +
+                                           b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    assert b"\r\nSec-WebSocket-Accept: " + accept + b"\r\n" in head, head
     s.close()
     s, status, head = ws_open(con, jid, tk, con.origin)
     assert status == 401, head

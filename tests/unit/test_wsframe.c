@@ -92,51 +92,44 @@ static void lengths(void **st)
     }
 }
 
+/* One client frame fed whole to a fresh reader (data frames of at most max bytes): the event
+ * that ends it, its out in *o. */
+static enum wsframe_event one(int b0, const unsigned char *p, uint64_t n, int form, uint64_t max, wsframe_out *o)
+{
+    static unsigned char buf[512], got[512];
+    size_t got_n;
+    wsframe_reader r = {.max = max};
+    size_t len = client_frame(buf, b0, n <= 256 ? p : NULL, n, form);
+    return feed(&r, buf, len, len, got, &got_n, o);
+}
+
 static void not_shortest_or_unmasked(void **st)
 {
     (void)st;
-    unsigned char buf[300], got[300];
-    size_t got_n;
+    const unsigned char *abc = (const unsigned char *)"abc";
     wsframe_out o;
-    wsframe_reader r = {0};
-    size_t len = client_frame(buf, 0x82, (const unsigned char *)"abc", 3, 1); /* 3 in the 16-bit form */
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(one(0x82, abc, 3, 1, 0, &o), WSFRAME_BAD); /* 3 in the 16-bit form */
     assert_int_equal(o.code, WSFRAME_PROTOCOL);
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0x82, (const unsigned char *)"abc", 3, 2);
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
-    r = (wsframe_reader){0};
-    unsigned char plain[] = {0x82, 0x03, 'a', 'b', 'c'};
+    assert_int_equal(one(0x82, abc, 3, 2, 0, &o), WSFRAME_BAD); /* and in the 64-bit one */
+    assert_int_equal(one(0xC2, abc, 3, 0, 0, &o), WSFRAME_BAD); /* RSV1 */
+    assert_int_equal(one(0x83, abc, 3, 0, 0, &o), WSFRAME_BAD); /* a reserved opcode */
+    assert_int_equal(one(0x81, abc, 3, 0, 0, &o), WSFRAME_BAD); /* text */
+    assert_int_equal(o.code, WSFRAME_UNSUPPORTED);
+    wsframe_reader r = {0};
+    unsigned char plain[] = {0x82, 0x03, 'a', 'b', 'c'}, got[8];
+    size_t got_n;
     assert_int_equal(feed(&r, plain, sizeof plain, 5, got, &got_n, &o), WSFRAME_BAD);
     assert_int_equal(o.code, WSFRAME_PROTOCOL);
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0xC2, (const unsigned char *)"abc", 3, 0); /* RSV1 */
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0x81, (const unsigned char *)"abc", 3, 0); /* text */
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
-    assert_int_equal(o.code, WSFRAME_UNSUPPORTED);
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0x83, (const unsigned char *)"abc", 3, 0); /* reserved opcode */
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
 }
 
 static void bounds(void **st)
 {
     (void)st;
-    unsigned char buf[64], got[64];
-    size_t got_n;
     wsframe_out o;
-    wsframe_reader r = {.max = 1000};
-    size_t len = client_frame(buf, 0x82, NULL, 1001, 1); /* the header alone is enough to refuse */
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(one(0x82, NULL, 1001, 1, 1000, &o), WSFRAME_BAD); /* the header alone is enough */
     assert_int_equal(o.code, WSFRAME_TOO_BIG);
-    r = (wsframe_reader){.max = 1000};
-    len = client_frame(buf, 0x82, NULL, UINT64_MAX >> 1, 2);
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0x82, NULL, UINT64_MAX, 2); /* top bit */
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(one(0x82, NULL, UINT64_MAX >> 1, 2, 1000, &o), WSFRAME_BAD);
+    assert_int_equal(one(0x82, NULL, UINT64_MAX, 2, 0, &o), WSFRAME_BAD); /* the top bit */
     assert_int_equal(o.code, WSFRAME_PROTOCOL);
 }
 
@@ -162,29 +155,19 @@ static void control_frames(void **st)
     assert_int_equal(n1 + got_n, 4);
     assert_false(r.in_message);
     /* a control frame over 125 bytes, or fragmented */
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0x89, p, 126, 1);
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0x09, p, 3, 0);
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
-    /* close with a code; without one; of one byte */
-    r = (wsframe_reader){0};
+    assert_int_equal(one(0x89, p, 126, 1, 0, &o), WSFRAME_BAD);
+    assert_int_equal(one(0x09, p, 3, 0, 0, &o), WSFRAME_BAD);
+    /* close with a code (in pieces); without one; of one byte */
     unsigned char code[] = {0x03, 0xe8, 'b', 'y', 'e'};
+    r = (wsframe_reader){0};
     len = client_frame(buf, 0x88, code, sizeof code, 0);
     assert_int_equal(feed(&r, buf, len, 2, got, &got_n, &o), WSFRAME_CLOSE);
     assert_int_equal(o.code, 1000);
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0x88, NULL, 0, 0);
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_CLOSE);
+    assert_int_equal(one(0x88, NULL, 0, 0, 0, &o), WSFRAME_CLOSE);
     assert_int_equal(o.code, 1005);
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0x88, code, 1, 0);
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(one(0x88, code, 1, 0, 0, &o), WSFRAME_BAD);
     /* a continuation without a message; a new message inside one */
-    r = (wsframe_reader){0};
-    len = client_frame(buf, 0x80, p, 2, 0);
-    assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
+    assert_int_equal(one(0x80, p, 2, 0, 0, &o), WSFRAME_BAD);
     r = (wsframe_reader){0};
     len = client_frame(buf, 0x02, p, 2, 0);
     len += client_frame(buf + len, 0x82, p, 2, 0);
