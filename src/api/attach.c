@@ -476,7 +476,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
     a->tls = ci && ci->connect_fd != sock;
     if (a->tls)
         setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (extra_n > BUF) { /* a client that sent this much before the 101 is not one */
+    if (extra_n > BUF - a->up_len) { /* a client that sent this much before the 101 is not one */
         end(a);
         return;
     }
