@@ -150,33 +150,15 @@ static void ws_down(attach *a, const unsigned char *p, size_t n)
     }
 }
 
-/* Over a WebSocket: what the browser sent (n bytes at raw, unmasked in place). The payloads of
- * its binary messages go to the shim as they are (channel frames); a ping is answered (where
- * the answer fits: a later one is answered anyway); a close, or a frame refused, is answered
- * with a close, and the session ends once that is out. The caller read at most what up takes. */
+/* Over a WebSocket: what the browser sent (n bytes at raw): its messages' payloads to the shim,
+ * pongs and the close (which ends the session once out) to the client. */
 static void ws_up(attach *a, unsigned char *raw, size_t n)
 {
-    while (!a->ws_closing) {
-        wsframe_out o;
-        enum wsframe_event ev = wsframe_next(&a->wr, &raw, &n, &o);
-        unsigned char *d = (unsigned char *)a->down + a->down_len;
-        if (ev == WSFRAME_NEED)
-            return;
-        if (ev == WSFRAME_DATA) {
-            memcpy(a->up + a->up_len, o.p, o.n);
-            a->up_len += o.n;
-        } else if (ev == WSFRAME_PING && a->down_len + WSFRAME_HDR_MAX + o.n + 4 <= BUF) {
-            size_t hn = wsframe_header(d, WSFRAME_OP_PONG, true, o.n);
-            memcpy(d + hn, o.p, o.n);
-            a->down_len += hn + o.n;
-        } else if (ev == WSFRAME_CLOSE || ev == WSFRAME_BAD) {
-            if (ev == WSFRAME_BAD)
-                log_debug("job %s: a console terminal's WebSocket closed: %s", a->id, o.why);
-            if (a->down_len + 4 <= BUF)
-                a->down_len += wsframe_close(d, ev == WSFRAME_BAD ? o.code : WSFRAME_NORMAL);
-            a->ws_closing = true;
-        }
-    }
+    const char *why;
+    if (wsframe_take(&a->wr, raw, n, a->up, &a->up_len, a->down, &a->down_len, BUF, &why))
+        a->ws_closing = true;
+    if (why)
+        log_debug("job %s: a console terminal's WebSocket closed: %s", a->id, why);
 }
 
 /* A frame of joblet's own (header and payload, n bytes; over a WebSocket one message), when it

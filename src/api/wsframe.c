@@ -155,6 +155,33 @@ enum wsframe_event wsframe_next(wsframe_reader *r, unsigned char **in, size_t *l
     }
 }
 
+bool wsframe_take(wsframe_reader *r, unsigned char *raw, size_t n, char *data, size_t *data_n, char *reply,
+                  size_t *reply_n, size_t cap, const char **why)
+{
+    *why = NULL;
+    for (;;) {
+        wsframe_out o;
+        enum wsframe_event ev = wsframe_next(r, &raw, &n, &o);
+        unsigned char *d = (unsigned char *)reply + *reply_n;
+        if (ev == WSFRAME_NEED)
+            return false;
+        if (ev == WSFRAME_DATA) {
+            memcpy(data + *data_n, o.p, o.n);
+            *data_n += o.n;
+        } else if (ev == WSFRAME_PING && *reply_n + WSFRAME_HDR_MAX + o.n + 4 <= cap) {
+            size_t hn = wsframe_header(d, WSFRAME_OP_PONG, true, o.n);
+            memcpy(d + hn, o.p, o.n);
+            *reply_n += hn + o.n;
+        } else if (ev == WSFRAME_CLOSE || ev == WSFRAME_BAD) {
+            if (ev == WSFRAME_BAD)
+                *why = o.why;
+            if (*reply_n + 4 <= cap)
+                *reply_n += wsframe_close(d, ev == WSFRAME_BAD ? o.code : WSFRAME_NORMAL);
+            return true;
+        }
+    }
+}
+
 size_t wsframe_header(unsigned char *h, int op, bool fin, uint64_t len)
 {
     h[0] = (unsigned char)((fin ? 0x80 : 0) | (op & 0x0f));

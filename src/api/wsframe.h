@@ -66,6 +66,15 @@ typedef struct wsframe_out {
  * something to say. After WSFRAME_BAD or WSFRAME_CLOSE stop reading. */
 enum wsframe_event wsframe_next(wsframe_reader *r, unsigned char **in, size_t *len, wsframe_out *out);
 
+/* What a browser sent (n bytes at raw, unmasked in place), as a relay takes it: the payloads of
+ * its binary messages appended to data (*data_n bytes; the caller leaves room for n more), a
+ * pong for each ping and a close for a close (1000) or a refusal (its code) appended to reply
+ * (*reply_n bytes of cap; a pong only where it fits with 4 bytes to spare: a later ping is
+ * answered anyway, RFC 6455 §5.5.3). True once the WebSocket is closed: read no more from it,
+ * and end once reply is sent. *why: a refusal's reason, else NULL. */
+bool wsframe_take(wsframe_reader *r, unsigned char *raw, size_t n, char *data, size_t *data_n, char *reply,
+                  size_t *reply_n, size_t cap, const char **why);
+
 /* A server's frame header (fin set) for op and a payload of len bytes into h (WSFRAME_HDR_MAX
  * bytes); its length. */
 size_t wsframe_header(unsigned char *h, int op, bool fin, uint64_t len);

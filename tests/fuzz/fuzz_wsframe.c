@@ -2,7 +2,8 @@
  * terminal. The first byte picks the bound on a data frame and the size of the pieces the rest
  * is given in (a socket gives any). Besides not crashing: data never comes out larger than what
  * went in, a control frame's payload is at most 125 bytes, a refusal carries a close code and
- * its reason, and nothing is read after a close or a refusal. */
+ * its reason, and nothing is read after a close or a refusal; wsframe_take (the relay's way)
+ * stays within its buffers. */
 #include "api/wsframe.h"
 #include "fuzz.h"
 
@@ -50,6 +51,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 done:
     FUZZ_ASSERT(out <= total, "more data out than in");
     (void)given;
+    /* as the relay takes it, all at once: data at most what came, replies within their room */
+    wsframe_reader r2 = {.max = r.max};
+    memcpy(buf, data + 1, size - 1);
+    char *got = malloc(total + 1), reply[300];
+    size_t got_n = 0, reply_n = 0;
+    const char *why;
+    if (!got)
+        abort();
+    bool closed = wsframe_take(&r2, buf, total, got, &got_n, reply, &reply_n, sizeof reply, &why);
+    FUZZ_ASSERT(got_n <= total && reply_n <= sizeof reply, "wsframe_take went past its room");
+    FUZZ_ASSERT(!why || closed, "a refusal that does not close");
+    free(got);
     free(buf);
     return 0;
 }

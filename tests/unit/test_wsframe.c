@@ -174,6 +174,40 @@ static void control_frames(void **st)
     assert_int_equal(feed(&r, buf, len, len, got, &got_n, &o), WSFRAME_BAD);
 }
 
+/* As the relay takes a browser's bytes: data gathered, a ping answered with its payload, a
+ * close answered with 1000, a refusal with its code; a pong left out where it does not fit. */
+static void take(void **st)
+{
+    (void)st;
+    unsigned char buf[256];
+    char data[256], reply[64];
+    size_t data_n = 0, reply_n = 0;
+    const char *why;
+    wsframe_reader r = {0};
+    size_t len = client_frame(buf, 0x82, (const unsigned char *)"\x00\x00\x00\x00\x01x", 6, 0);
+    len += client_frame(buf + len, 0x89, (const unsigned char *)"p", 1, 0);
+    assert_false(wsframe_take(&r, buf, len, data, &data_n, reply, &reply_n, sizeof reply, &why));
+    assert_null(why);
+    assert_int_equal(data_n, 6);
+    assert_memory_equal(data, "\x00\x00\x00\x00\x01x", 6);
+    assert_int_equal(reply_n, 3);
+    assert_memory_equal(reply, "\x8a\x01p", 3);
+    len = client_frame(buf, 0x89, (const unsigned char *)"p", 1, 0); /* no room: no pong */
+    assert_false(wsframe_take(&r, buf, len, data, &data_n, reply, &reply_n, 8, &why));
+    assert_int_equal(reply_n, 3);
+    len = client_frame(buf, 0x88, (const unsigned char *)"\x03\xe9", 2, 0);
+    assert_true(wsframe_take(&r, buf, len, data, &data_n, reply, &reply_n, sizeof reply, &why));
+    assert_null(why);
+    assert_int_equal(reply_n, 7);
+    assert_memory_equal(reply + 3, "\x88\x02\x03\xe8", 4);
+    r = (wsframe_reader){0};
+    reply_n = 0;
+    len = client_frame(buf, 0x81, (const unsigned char *)"t", 1, 0);
+    assert_true(wsframe_take(&r, buf, len, data, &data_n, reply, &reply_n, sizeof reply, &why));
+    assert_non_null(why);
+    assert_memory_equal(reply, "\x88\x02\x03\xeb", 4);
+}
+
 static void headers_and_accept(void **st)
 {
     (void)st;
@@ -209,6 +243,7 @@ int main(void)
         cmocka_unit_test(bounds),
         cmocka_unit_test(control_frames),
         cmocka_unit_test(headers_and_accept),
+        cmocka_unit_test(take),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
