@@ -393,7 +393,20 @@ function pageJob(id) {
  * 4 exit (the code), 5 close. A browser cannot send the console's key on a WebSocket: the page
  * asks rnx console for a ticket (good once, for 30 s) and puts it in the URL. Leaving the page
  * or closing the tab closes the WebSocket: a detach, the job goes on. */
-const TERM = {ws: null, term: null, onresize: null};
+const TERM = {ws: null, term: null, onresize: null, unstyle: null};
+/* xterm.js 5's DOM renderer writes its rules (row height, the palette's colours) into <style>
+ * elements of its own, which the CSP refuses (style-src 'self': no inline style). The same
+ * rules go into a constructed style sheet, which the CSP does not govern, whenever they change.
+ * Its undoing. */
+function adoptXtermStyles(box) {
+  const sheet = new CSSStyleSheet();
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  const sync = () => sheet.replaceSync([...box.querySelectorAll("style")].map((e) => e.textContent).join("\n"));
+  const mo = new MutationObserver(sync);
+  mo.observe(box, {subtree: true, childList: true, characterData: true});
+  sync();
+  return () => { mo.disconnect(); document.adoptedStyleSheets = document.adoptedStyleSheets.filter((x) => x !== sheet); };
+}
 function loadScript(src) {
   return new Promise((ok, fail) => {
     if (document.querySelector(`script[src="${src}"]`)) return ok();
@@ -414,7 +427,8 @@ function stopTerminal() {
   if (TERM.ws) { TERM.ws.onclose = null; TERM.ws.close(1000); }
   if (TERM.term) TERM.term.dispose();
   if (TERM.onresize) window.removeEventListener("resize", TERM.onresize);
-  TERM.ws = TERM.term = TERM.onresize = null;
+  if (TERM.unstyle) TERM.unstyle();
+  TERM.ws = TERM.term = TERM.onresize = TERM.unstyle = null;
 }
 async function pageTerminal(main, id) {
   stopTerminal();
@@ -435,6 +449,7 @@ async function pageTerminal(main, id) {
     const term = new Terminal({convertEol: false, cursorBlink: true, scrollback: 5000});
     const fit = new FitAddon.FitAddon();
     term.loadAddon(fit);
+    TERM.unstyle = adoptXtermStyles(box);
     term.open(box);
     fit.fit();
     const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/jobs/${encodeURIComponent(id)}/attach?ticket=${ticket}`);

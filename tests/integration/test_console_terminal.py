@@ -242,6 +242,16 @@ def test_the_terminal_page_in_chromium(daemon, tmp_path):
         tb.wait(drv, lambda x: "hi-42" in x.execute_script(rows))
         size = drv.execute_script("return [TERM.term.rows, TERM.term.cols]")
         tb.wait(drv, lambda x: f"{size[0]} {size[1]}" in x.execute_script(rows))
+        # the palette's colours, though the CSP refuses xterm.js's own <style> elements
+        box.send_keys("printf '\\033[31mred-%s\\033[0m\\n' $((40+2))\n")
+        red = tb.wait(drv, lambda x: x.execute_script(
+            "const s = [...document.querySelectorAll('.xterm-rows span')].find(e => e.textContent === 'red-42');"
+            "return s && getComputedStyle(s).color"))
+        fg = drv.execute_script("return getComputedStyle(document.querySelector('.xterm-rows')).color")
+        assert red == "rgb(204, 0, 0)" and fg != red, (red, fg)   # xterm.js 5.5's palette: red is #cc0000
+        # the rows' height is xterm.js's own rule (else "normal")
+        assert drv.execute_script("return getComputedStyle(document.querySelector('.xterm-rows > div')).lineHeight")\
+            .endswith("px")
         drv.save_screenshot(str(tmp_path / "terminal.png"))
         # away (the WebSocket closes: a detach), the job goes on; back: the screen replayed
         tb.go(drv, "#/jobs")
