@@ -536,6 +536,13 @@ enum MHD_Result attach_route(request *r, job *j)
     if (job_term_check(j, &r->who, &e) < 0 || admit(j, &r->who, &e) < 0)
         return http_reply_error(r->conn, &e);
     const char *ver = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
+    if (ws && MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin")) {
+        /* a page's WebSocket (a browser may hold a client certificate for the TLS listener):
+         * only through rnx console, which checks its Origin and takes it off */
+        jerr_http(&e, 403, "a browser's WebSocket reaches joblet through rnx console only (docs/console.md, "
+                           "\"Terminal\")");
+        return http_reply_error(r->conn, &e);
+    }
     if (ws && (!ver || strcmp(ver, "13") ||
                wsframe_accept(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Key"), accept) < 0)) {
         jerr_http(&e, 400, "a WebSocket needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key of 16 bytes in base64");

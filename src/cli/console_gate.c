@@ -328,20 +328,22 @@ size_t console_gate_rewrite(const char *head, const char *end, char *out, size_t
     }
     if (!put(out, &o, cap, sp2, (size_t)(eol + 2 - sp2)))
         return 0;
-    static const char *const dropped[] = {"Cookie:", CONSOLE_KEY_HEADER ":", "Connection:", "Keep-Alive:"};
+    size_t ulen = 0;
+    int un;
+    const char *up = header(head, end, "Upgrade", &ulen, &un);
+    bool ws = up && ulen == 9 && !strncasecmp(up, "websocket", 9);
+    /* a WebSocket's Origin (checked here) is taken off: joblet refuses one that carries it */
+    static const char *const dropped[] = {"Cookie:", CONSOLE_KEY_HEADER ":", "Connection:", "Keep-Alive:", "Origin:"};
+    size_t ndropped = sizeof dropped / sizeof dropped[0] - !ws;
     for (const char *line = eol + 2; line < end + 2;) {
         const char *le = strstr(line, "\r\n");
         bool drop = false;
-        for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++)
+        for (size_t i = 0; i < ndropped; i++)
             drop |= !strncasecmp(line, dropped[i], strlen(dropped[i]));
         if (!drop && !put(out, &o, cap, line, (size_t)(le + 2 - line)))
             return 0;
         line = le + 2;
     }
-    size_t ulen = 0;
-    int un;
-    const char *up = header(head, end, "Upgrade", &ulen, &un);
-    bool ws = up && ulen == 9 && !strncasecmp(up, "websocket", 9);
     static const char close_[] = "Connection: close\r\n\r\n", upgrade[] = "Connection: Upgrade\r\n\r\n";
     if (!put(out, &o, cap, ws ? upgrade : close_, ws ? sizeof upgrade - 1 : sizeof close_ - 1))
         return 0;

@@ -62,8 +62,8 @@ void console_gate_sign_in(const console_secrets *s, char *out, size_t cap);
 
 /* The head joblet gets (end: where "\r\n\r\n" starts): the request line without the
  * console_key query parameter; without the Cookie, X-Console-Key, Connection and Keep-Alive
- * lines; ending with "Connection: close" and the blank line (a WebSocket's: the ticket taken
- * off too, and "Connection: Upgrade"). Its length; 0 when it does not
+ * lines; ending with "Connection: close" and the blank line (a WebSocket's: the ticket and
+ * the Origin taken off too, and "Connection: Upgrade"). Its length; 0 when it does not
  * fit in cap. */
 size_t console_gate_rewrite(const char *head, const char *end, char *out, size_t cap);
 

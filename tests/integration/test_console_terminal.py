@@ -269,3 +269,22 @@ def test_the_terminal_page_in_chromium(daemon, tmp_path):
     finally:
         drv.quit()
         con.stop()
+
+
+def test_joblet_refuses_a_websocket_that_carries_an_origin(daemon):
+    """A page's WebSocket reaches joblet through rnx console only (which checks the Origin and
+    takes it off): one straight to joblet with an Origin (a browser holding a client certificate
+    for the TLS listener, say) is refused; without, it is an attach like any."""
+    need_root()
+    jid = daemon.submit("sh", tty=True, stdin=True)
+    for origin, want in (("http://evil.example", 403), (None, 101)):
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(60)
+        s.connect(daemon.sock)
+        s.sendall((f"GET /v1/jobs/{jid}/attach HTTP/1.1\r\nHost: joblet\r\nConnection: Upgrade\r\n"
+                   f"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                   f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}\r\n"
+                   + (f"Origin: {origin}\r\n" if origin else "") + "\r\n").encode())
+        status, head = read_head(s)
+        assert status == want, head
+        s.close()
