@@ -270,6 +270,30 @@ static bool read_client(shim_term *t, size_t i, uint32_t events)
     return true;
 }
 
+/* A connected client, taken (non-blocking from here). */
+static void add_client(shim_term *t, int fd)
+{
+    client *cl = xcalloc(1, sizeof *cl);
+    cl->fd = fd;
+    cl->out = xmalloc(OUT_CAP + 64);
+    cl->since_ms = now_ms();
+    t->c[t->n++] = cl;
+}
+
+void shim_term_add(shim_term *t, int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    if (t->n < SHIM_TERM_MAX)
+        add_client(t, fd);
+    else
+        close(fd);
+    refresh(t);
+}
+
+size_t shim_term_clients(const shim_term *t) { return t->n; }
+
 static void accept_clients(shim_term *t)
 {
     for (;;) {
@@ -293,11 +317,7 @@ static void accept_clients(shim_term *t)
             close(fd);
             continue;
         }
-        client *cl = xcalloc(1, sizeof *cl);
-        cl->fd = fd;
-        cl->out = xmalloc(OUT_CAP + 64);
-        cl->since_ms = now_ms();
-        t->c[t->n++] = cl;
+        add_client(t, fd);
     }
 }
 
@@ -340,6 +360,19 @@ int shim_term_fd(const shim_term *t) { return t->ep; }
 
 shim_term *shim_term_new(int dirfd, bool tty, jerr *e)
 {
+    if (dirfd < 0) { /* no listener: the one client comes by shim_term_add (joblet-exec) */
+        shim_term *t = xcalloc(1, sizeof *t);
+        t->ep = epoll_create1(EPOLL_CLOEXEC);
+        if (t->ep < 0) {
+            free(t);
+            jerr_sys(e, "epoll");
+            return NULL;
+        }
+        t->lfd = t->dirfd = t->in_fd = -1;
+        t->tty = tty;
+        t->in = xmalloc(IN_CAP);
+        return t;
+    }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     /* through the directory's fd: a job directory's path may be longer than sun_path holds */
     snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dirfd, SHIM_ATTACH);
@@ -467,8 +500,10 @@ void shim_term_finish(shim_term *t, int code, const char *msg)
             ;
         drop_client(t, 0);
     }
-    unlinkat(t->dirfd, SHIM_ATTACH, 0);
-    close(t->lfd);
+    if (t->lfd >= 0) {
+        unlinkat(t->dirfd, SHIM_ATTACH, 0);
+        close(t->lfd);
+    }
     if (t->in_fd >= 0)
         close(t->in_fd);
     close(t->ep);
