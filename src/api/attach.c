@@ -222,6 +222,7 @@ static void on_shim(watch *w, uint32_t events)
 static void on_linger(watch *w, uint32_t events) { end(w->data); }
 
 static void on_ready(void *arg);
+static void take_shim(attach *a, int fd);
 
 /* To the job's shim, now or once it takes clients; the job's end if it ended first. */
 static void connect_shim(attach *a)
@@ -247,6 +248,12 @@ static void connect_shim(attach *a)
         say_end(a, why, job_state_terminal(j->state) ? job_term_exit_code(j) : 1);
         return;
     }
+    take_shim(a, fd);
+}
+
+/* The shim's side (or an exec helper's: jobs_exec.c) is connected: relay it. */
+static void take_shim(attach *a, int fd)
+{
     a->sfd = fd;
     a->ws = (watch){fd, on_shim, a};
     if (loop_add_events(&a->ws, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
@@ -308,15 +315,23 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
         return;
     }
     a->c_in = a->c_out = true;
-    connect_shim(a);
+    if (a->sfd >= 0)
+        take_shim(a, a->sfd); /* an exec: its helper is there already */
+    else
+        connect_shim(a);
     pump(a);
 }
 
 /* The connection ended before it was upgraded (or the answer could not be sent). */
-static void free_unused(void *p) { free(p); }
+static void free_unused(void *p)
+{
+    attach *a = p;
+    if (a->sfd >= 0)
+        close(a->sfd);
+    free(a);
+}
 
-/* "Upgrade: tcp" and "Connection: ... upgrade ..." */
-static bool asks_upgrade(struct MHD_Connection *c)
+bool attach_asks_upgrade(struct MHD_Connection *c)
 {
     const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
     const char *co = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
@@ -332,15 +347,23 @@ enum MHD_Result attach_route(request *r, job *j)
     }
     if (job_term_check(j, &r->who, &e) < 0)
         return http_reply_error(r->conn, &e);
-    if (!asks_upgrade(r->conn)) {
+    if (!attach_asks_upgrade(r->conn)) {
         jerr_http(&e, 400, "attach switches the connection to a stream of frames: send Connection: Upgrade and "
                            "Upgrade: tcp (docs/api.md, \"Interactive streams\")");
         return http_reply_error(r->conn, &e);
     }
+    log_debug("job %s: attached by uid %u", j->id, (unsigned)r->who.uid);
+    return attach_upgrade_fd(r, j, -1);
+}
+
+enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd)
+{
+    jerr e = {0};
     attach *a = xcalloc(1, sizeof *a);
     snprintf(a->id, sizeof a->id, "%s", j->id);
     a->who = r->who;
-    a->cfd = a->sfd = a->tfd = -1;
+    a->cfd = a->tfd = -1;
+    a->sfd = sfd;
     a->wc.fd = a->ws.fd = a->wt.fd = -1;
     a->wt = (watch){-1, on_linger, a};
     a->task = (loop_task){.fn = on_task, .data = a};
@@ -356,7 +379,6 @@ enum MHD_Result attach_route(request *r, job *j)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "tcp");
     enum MHD_Result rc = MHD_queue_response(r->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
     MHD_destroy_response(resp);
-    log_debug("job %s: attached by uid %u", j->id, (unsigned)r->who.uid);
     return rc;
 }
 

@@ -24,6 +24,7 @@ enum job_event {
     JE_REQUEUED,    /* its preempted run ended: back in the queue */
     JE_RESTARTED,   /* joblet restarted while the job had not ended */
     JE_ENDED,       /* its end: state, reason, exit code or signal, by whom */
+    JE_EXEC,        /* a process run inside it (rnx job exec): by whom, the command */
 };
 
 /* The event's name as the API spells it ("submitted", ...). */
