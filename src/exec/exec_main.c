@@ -288,6 +288,13 @@ int main(int argc, char **argv)
         cg_user_job_paths(&host, (uint32_t)s.owner_uid, s.id, &uh, &cg);
         if (cg_user_enter(&uh, &e) < 0)
             refuse(126, "joblet: exec: %s", e.msg);
+        /* the v1 controllers none of the job's limits needs were not made for it (cgroup.h):
+         * the process stays where the job's init is for those, the hierarchy's root */
+        for (int c = 0; c < CGC_N; c++)
+            if (cg.v1_path[c][0] && access(cg.v1_path[c], F_OK) < 0)
+                cg.v1_path[c][0] = 0;
+        if (cg.unified_path[0] && access(cg.unified_path, F_OK) < 0)
+            refuse(126, "joblet: exec: job %.8s's cgroup %s is gone: is it ending?", id, cg.unified_path);
     }
     struct sock_fprog prog;
     if (seccomp_default_program(&prog, &e) < 0)
