@@ -186,29 +186,29 @@ def test_escape_probe_through_exec_gets_what_the_job_gets(daemon):
     through exec: every outcome the same (seccomp, mounts, ptrace and signals of host processes,
     devices, the host's files and sockets ...). The targets are the test's own (escape_probe.py:
     each attempt is harmless if isolation failed)."""
+    import contextlib
     import socket
     import test_escape as te
-    cleanups = []
-    try:
+    with contextlib.ExitStack() as cleanups:
         root_target = te.start_host_target(0)
-        cleanups.append(lambda: te.stop(root_target))
+        cleanups.callback(lambda: te.stop(root_target))
         tcp4 = socket.socket()
         tcp4.bind(("127.0.0.1", 0))
         tcp4.listen(8)
-        cleanups.append(tcp4.close)
+        cleanups.callback(tcp4.close)
         abstract = socket.socket(socket.AF_UNIX)
         abstract.bind("\0joblet-exec-escape")
         abstract.listen(8)
-        cleanups.append(abstract.close)
+        cleanups.callback(abstract.close)
         shm_key, rm_shm = te.make_shm_segment()
-        cleanups.append(rm_shm)
+        cleanups.callback(rm_shm)
         host_tmp = "/tmp/joblet-exec-escape-secret"
         open(host_tmp, "w").write("host secret\n")
-        cleanups.append(lambda: os.unlink(host_tmp))
+        cleanups.callback(lambda: os.unlink(host_tmp))
         jid = running_job(daemon, "echo seen > /work/mark; while [ ! -e /work/go ]; do sleep 0.05; done; "
                                   "python3 /work/probe.py > /work/job.out 2> /work/job.err; touch /work/job.done; "
                                   "exec sleep 300")
-        cleanups.append(lambda: stop(daemon, jid))
+        cleanups.callback(lambda: stop(daemon, jid))
         work = daemon.work(jid)
         shutil.copy(os.path.join(HERE, "escape_probe.py"), os.path.join(work, "probe.py"))
         os.chmod(os.path.join(work, "probe.py"), 0o644)
@@ -236,9 +236,3 @@ def test_escape_probe_through_exec_gets_what_the_job_gets(daemon):
         assert differ == {}, differ
         # the host process it aimed at is untouched
         assert root_target.poll() is None
-    finally:
-        for c in reversed(cleanups):
-            try:
-                c()
-            except Exception:
-                pass
