@@ -307,8 +307,11 @@ int main(int argc, char **argv)
         (!r.tty && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)) ||
         (!r.tty && r.stdin_open && pipe2(in, O_CLOEXEC) < 0))
         refuse(126, "joblet: exec: pipe: %s", strerror(errno));
-    /* its children are born in the job's PID namespace: they see the job's processes */
-    if (setns(INIT_FD, CLONE_NEWPID) < 0)
+    /* its children are born in the job's PID namespace: they see the job's processes (only
+     * the one: the helper goes back to its own for any other, such as LeakSanitizer's tracer
+     * at exit, which would otherwise hold the job's init in its end) */
+    int own_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+    if (own_pidns < 0 || setns(INIT_FD, CLONE_NEWPID) < 0)
         refuse(126, "joblet: exec: enter job %.8s's PID namespace: %s (has it ended?)", id, strerror(errno));
 
     /* 3: born in the job's cgroup */
@@ -325,6 +328,9 @@ int main(int argc, char **argv)
                errno == EAGAIN ? " (the job's pids limit)" : "");
     if (pid == 0)
         child(&s, &cg, cgfd >= 0, &r, &prog, sync[1], con[1], in[0], out[1], err[1]);
+    if (setns(own_pidns, CLONE_NEWPID) < 0)
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* (cannot happen: it is our own) */
+    close(own_pidns);
     int theirs[] = {sync[1], con[1], in[0], out[1], err[1]};
     for (size_t i = 0; i < ARRAY_LEN(theirs); i++)
         if (theirs[i] >= 0)
