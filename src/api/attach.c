@@ -47,6 +47,8 @@ typedef struct attach {
     bool tls;                 /* through libmicrohttpd's TLS relay (its socket pair) */
     bool types;               /* it asked to type (not ?stdin=0) */
     bool attached;            /* upgraded: its attach and detach are recorded */
+    bool exec;                /* an exec's stream (its helper's socket): not an attacher, and
+                                 recorded as an exec (core/job_exec.c), not as an attach */
     bool websocket, ws_closing, ws_bye; /* a WebSocket (the console's terminal, GET with Upgrade:
                               * websocket); the browser closed or broke it (our close queued,
                               * the end once it is out); the job's end said with a close */
@@ -385,6 +387,7 @@ static void start_idle_timer(attach *a)
 }
 
 static void on_ready(void *arg);
+static void take_shim(attach *a, int fd);
 
 /* To the job's shim, now or once it takes clients; the job's end if it ended first. */
 static void connect_shim(attach *a)
@@ -410,6 +413,12 @@ static void connect_shim(attach *a)
         say_end(a, why, job_state_terminal(j->state) ? job_term_exit_code(j) : 1);
         return;
     }
+    take_shim(a, fd);
+}
+
+/* The shim's side (or an exec helper's: jobs_exec.c) is connected: relay it. */
+static void take_shim(attach *a, int fd)
+{
     a->sfd = fd;
     a->ws = (watch){fd, on_shim, a};
     if (loop_add_events(&a->ws, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
@@ -447,8 +456,9 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
     a->ctx = NULL;
     a->urh = urh;
     a->cfd = sock;
-    a->attached = true;
-    job_term_attached(a->id, &a->who, a->types);
+    a->attached = !a->exec;
+    if (a->attached)
+        job_term_attached(a->id, &a->who, a->types);
     int fl = fcntl(sock, F_GETFL);
     if (fl >= 0)
         fcntl(sock, F_SETFL, fl | O_NONBLOCK);
@@ -479,15 +489,21 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
     }
     a->c_in = a->c_out = true;
     start_idle_timer(a);
-    connect_shim(a);
+    if (a->sfd >= 0)
+        take_shim(a, a->sfd); /* an exec: its helper is there already */
+    else
+        connect_shim(a);
     pump(a);
 }
 
 /* The connection ended before it was upgraded (or the answer could not be sent). */
 static void free_unused(void *p)
 {
-    unlist(p);
-    free(p);
+    attach *a = p;
+    unlist(a);
+    if (a->sfd >= 0)
+        close(a->sfd);
+    free(a);
 }
 
 /* joblet's hello to the shim, the stream's first frame (common/termframe.h): whether the client
@@ -508,6 +524,8 @@ static int admit(const job *j, const caller *who, jerr *e)
 {
     size_t on_job = 0, of_user = 0;
     for (const attach *s = sessions; s; s = s->next) {
+        if (s->exec)
+            continue;   /* counted by their own bound (core/job_exec.c) */
         on_job += !strcmp(s->id, j->id);
         of_user += s->who.uid == who->uid;
     }
@@ -521,6 +539,10 @@ static bool asks_upgrade(struct MHD_Connection *c, const char *proto)
     const char *co = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
     return up && !strcasecmp(up, proto) && co && strcasestr(co, "upgrade");
 }
+
+bool attach_asks_upgrade(struct MHD_Connection *c) { return asks_upgrade(c, "tcp"); }
+
+static enum MHD_Result upgrade(request *r, job *j, int sfd, const char *ws_accept);
 
 enum MHD_Result attach_route(request *r, job *j)
 {
@@ -548,15 +570,27 @@ enum MHD_Result attach_route(request *r, job *j)
         jerr_http(&e, 400, "a WebSocket needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key of 16 bytes in base64");
         return http_reply_error(r->conn, &e);
     }
-    if (!ws && !asks_upgrade(r->conn, "tcp")) {
+    if (!ws && !attach_asks_upgrade(r->conn)) {
         jerr_http(&e, 400, "attach switches the connection to a stream of frames: send Connection: Upgrade and "
                            "Upgrade: tcp (docs/api.md, \"Interactive streams\")");
         return http_reply_error(r->conn, &e);
     }
+    return upgrade(r, j, -1, ws ? accept : NULL);
+}
+
+enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd) { return upgrade(r, j, sfd, NULL); }
+
+/* The 101 and the session; ws_accept: a WebSocket's Sec-WebSocket-Accept (NULL: Upgrade: tcp). */
+static enum MHD_Result upgrade(request *r, job *j, int sfd, const char *ws_accept)
+{
+    jerr e = {0};
+    bool ws = ws_accept != NULL;
     attach *a = xcalloc(1, sizeof *a);
     snprintf(a->id, sizeof a->id, "%s", j->id);
     a->who = r->who;
-    a->cfd = a->sfd = a->tfd = a->ifd = -1;
+    a->cfd = a->tfd = a->ifd = -1;
+    a->sfd = sfd;
+    a->exec = sfd >= 0;
     a->wc.fd = a->ws.fd = a->wt.fd = a->wi.fd = -1;
     a->wt = (watch){-1, on_linger, a};
     const char *in = query_get(r, "stdin");
@@ -578,7 +612,7 @@ enum MHD_Result attach_route(request *r, job *j)
     /* (libmicrohttpd's upgrade answer has its Connection: Upgrade) */
     MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, ws ? "websocket" : "tcp");
     if (ws)
-        MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
+        MHD_add_response_header(resp, "Sec-WebSocket-Accept", ws_accept);
     enum MHD_Result rc = MHD_queue_response(r->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
     MHD_destroy_response(resp);
     log_debug("job %s: attached by uid %u", j->id, (unsigned)r->who.uid);

@@ -15,6 +15,11 @@
 
 /* The route, once j is found: checks (core/job_term.h), then answers 101 or an error. */
 enum MHD_Result attach_route(request *r, job *j);
+/* Whether the request asks to switch protocols: "Upgrade: tcp" and "Connection: ... upgrade". */
+bool attach_asks_upgrade(struct MHD_Connection *c);
+/* Answers 101 and relays the connection to sfd, a socket that speaks the framing already (an
+ * exec's helper: jobs_exec.c), which it takes; sfd -1: to j's shim once it takes clients. */
+enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd);
 /* Whether any connection is attached now. */
 bool attach_open(void);
 /* The server stops: every attached connection is closed (libmicrohttpd stops only without

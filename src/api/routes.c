@@ -36,6 +36,7 @@
 #include "console.h"
 #include "http.h"
 #include "jobs_cp.h"
+#include "jobs_exec.h"
 #include "jobs_list.h"
 #include "metrics_http.h"
 #include "park.h"
@@ -305,6 +306,8 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return jobs_cp_route(r, j);
     if (!strcmp(action, "attach"))
         return attach_route(r, j);
+    if (!strcmp(action, "exec"))
+        return jobs_exec_route(r, j);
     if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
         int (*act)(job *, uid_t, jerr *) = !strcmp(action, "stop")   ? job_ctl_stop
                                            : !strcmp(action, "kill") ? job_ctl_kill

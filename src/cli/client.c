@@ -867,8 +867,15 @@ bool client_sees_all_jobs(rnx_client *c)
 
 conn *client_upgrade(rnx_client *c, const char *path, const char *proto, char **extra, size_t *nextra, jerr *e)
 {
+    return client_upgrade_with(c, path, proto, NULL, extra, nextra, e);
+}
+
+conn *client_upgrade_with(rnx_client *c, const char *path, const char *proto, const char *json, char **extra,
+                          size_t *nextra, jerr *e)
+{
     *extra = NULL;
     *nextra = 0;
+    size_t nbody = json ? strlen(json) : 0;
     if (strlen(path) > 2048 || strlen(proto) > 64) {
         snprintf(e->msg, sizeof e->msg, "the request is too long");
         return NULL;
@@ -879,11 +886,12 @@ conn *client_upgrade(rnx_client *c, const char *path, const char *proto, char **
     char head[4096];
     int n = snprintf(head, sizeof head,
                      "POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: rnx/" JOBLET_VERSION
-                     "\r\nAccept: application/json\r\nConnection: Upgrade\r\nUpgrade: %s\r\nContent-Length: 0\r\n\r\n",
-                     path, c->host, proto);
+                     "\r\nAccept: application/json\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%sContent-Length: "
+                     "%zu\r\n\r\n",
+                     path, c->host, proto, json ? "Content-Type: application/json\r\n" : "", nbody);
     buf in = {0}, body = {0};
     answer a;
-    if (send_all(k, head, (size_t)n) != 0 || read_head(k, &in, &a) < 0) {
+    if (send_all(k, head, (size_t)n) != 0 || (nbody && send_all(k, json, nbody) != 0) || read_head(k, &in, &a) < 0) {
         lost(c, k, e, in.len ? "answer cut short" : "no answer");
     } else if (a.status == 101) {
         *extra = in.data; /* what came after the head: the stream's first bytes */

@@ -108,6 +108,9 @@ void client_body_close(client_body *b);
  * *extra (the caller frees it) holding the *nextra bytes that came after the answer's head;
  * otherwise NULL with e set as client_request sets it. */
 conn *client_upgrade(rnx_client *c, const char *path, const char *proto, char **extra, size_t *nextra, jerr *e);
+/* The same with a JSON body (NULL: none), for an upgrade that says what to run (exec). */
+conn *client_upgrade_with(rnx_client *c, const char *path, const char *proto, const char *json, char **extra,
+                          size_t *nextra, jerr *e);
 
 /* path segment escaped for use in a URL (job ids are passed as typed). Caller frees. */
 char *client_escape(rnx_client *c, const char *s);

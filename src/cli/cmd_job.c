@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "cmd_job.h"
 #include "cmd_cp.h"
+#include "cmd_exec.h"
 #include "cmd_metrics.h"
 #include "cmd_term.h"
 #include "upload.h"
@@ -48,6 +49,8 @@ static const char job_help[] =
     "                                  a job's CPU, memory, I/O and GPU use, sampled until it ends\n"
     "  cp [-L] [-q] ID:PATH DEST | SRC ID:PATH\n"
     "                                  copy files and directories out of a job or into it\n"
+    "  exec [-i] [-t] [-e K=V] [-w DIR] ID COMMAND [ARGS...]\n"
+    "                                  run a command inside a running job; rnx exits with its code\n"
     "\n"
     "ID is a job's full id, its name (--name) when no other job of yours has it, or a unique\n"
     "prefix of its id. Flags may come before or after ID.\n"
@@ -1313,6 +1316,7 @@ static const struct {
     {"stop", job_stop},     {"kill", job_kill},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
     {"metrics", cmd_job_metrics}, /* cmd_metrics.c */
     {"cp", cmd_job_cp},           /* cmd_cp.c */
+    {"exec", cmd_job_exec},       /* cmd_exec.c */
 };
 
 int cmd_job(rnx_ctx *ctx, int argc, char **argv)
@@ -1327,7 +1331,7 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         return RNX_OK;
     }
     if (optind >= argc)
-        return rnx_usage("job: missing command (run, list, status, log, attach, stop, kill, cancel, delete, delete-all, metrics, cp); "
+        return rnx_usage("job: missing command (run, list, status, log, attach, exec, stop, kill, cancel, delete, delete-all, metrics, cp); "
                          "see 'rnx job --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)

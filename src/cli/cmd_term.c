@@ -170,14 +170,15 @@ static void note_end(rnx_client *c, const char *id)
 int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
 {
     char *esc = client_escape(c, id), path[200];
-    snprintf(path, sizeof path, "/v1/jobs/%s/attach%s", esc, o->watch ? "?stdin=0" : "");
+    snprintf(path, sizeof path, "/v1/jobs/%s/%s%s", esc, o->exec_body ? "exec" : "attach",
+             !o->exec_body && o->watch ? "?stdin=0" : "");
     free(esc);
     char *extra = NULL;
     size_t nextra = 0;
     jerr e = {0};
-    conn *k = client_upgrade(c, path, "tcp", &extra, &nextra, &e);
+    conn *k = client_upgrade_with(c, path, "tcp", o->exec_body, &extra, &nextra, &e);
     if (!k)
-        return rnx_fail("cannot attach to job %.8s: %s", id, e.msg);
+        return rnx_fail("cannot %s job %.8s: %s", o->exec_body ? "exec in" : "attach to", id, e.msg);
     /* over TCP (a node), each key goes out at once: no wait for the previous one's ACK (Nagle) */
     int one = 1;
     setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -195,7 +196,7 @@ int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
         rc = rnx_fail("cannot put the terminal in raw mode: %s", strerror(errno));
         goto out;
     }
-    if (!raw || !keys.n)
+    if (!raw || !keys.n || o->exec_body)
         keys.n = 0; /* detach keys are typed on a terminal; piped bytes all go to the job */
     if (o->tty) {
         struct sigaction sa = {.sa_handler = on_winch, .sa_flags = SA_RESTART};
@@ -257,10 +258,13 @@ int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
         rc = RNX_OK;
     } else if (s.ended) {
         rc = s.code >= 0 && s.code <= 255 ? s.code : RNX_FAIL;
-        if (rc)
+        if (rc && !o->exec_body)
             note_end(c, id);
     } else if (s.werr) {
         rc = s.werr == EPIPE ? RNX_FAIL : rnx_fail("writing the job's output failed: %s", strerror(s.werr));
+    } else if (o->exec_body) {
+        rc = rnx_fail("the connection to joblet ended before the process in job %.8s did%s%s", id,
+                      k->why[0] ? ": " : "", k->why);
     } else {
         rc = rnx_fail("the connection to joblet ended before job %.8s did%s%s; the job goes on: rnx job log %.8s", id,
                       k->why[0] ? ": " : "", k->why, id);

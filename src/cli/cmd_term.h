@@ -17,10 +17,14 @@ typedef struct term_opts {
     bool stdin_open;          /* rnx's stdin goes to the job */
     term_keys keys;           /* detach keys (term_keys.h) */
     bool watch;               /* watch only: joblet is told so (?stdin=0), nothing is sent */
+    const char *exec_body;    /* NULL: attach to the job's terminal; else the JSON of an exec
+                               * (POST /v1/jobs/{id}/exec): a new process, whose end is rnx's */
 } term_opts;
 
 /* Attaches to job id's terminal: the job's exit code when it ends, 0 after a detach, RNX_FAIL
  * after saying why when the connection could not be made or broke. */
 int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o);
+/* With o->exec_body: the same stream for a new process in the job (rnx job exec); no detach
+ * keys (the process ends when rnx goes), its exit code is rnx's. */
 
 #endif

@@ -32,6 +32,7 @@ static const struct {
                       "developers, maintainers and admins (a reader's certificate only reads)"},
     /* keys typed into a job's terminal act as the job's user: only root, who may be anyone */
     [AUTHZ_OTHERS_TERMINALS] = {R(ROLE_ADMIN), "root"},
+    [AUTHZ_OTHERS_EXEC] = {R(ROLE_ADMIN), "root"},
 };
 
 static const char *const role_names[ROLE_N] = {"reader", "developer", "operator", "maintainer", "admin"};

@@ -46,6 +46,7 @@ enum authz_op {
     AUTHZ_UNLIMITED,          /* per-user bounds (streams, parked requests, volumes' shares) do not apply */
     AUTHZ_CHANGE,             /* anything but reading: run, stop, delete, create (a reader may only read) */
     AUTHZ_OTHERS_TERMINALS,   /* attach to the terminal of another user's job: type as them */
+    AUTHZ_OTHERS_EXEC,        /* run a process inside another user's job (rnx job exec): act as them */
     AUTHZ_N
 };
 

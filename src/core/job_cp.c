@@ -221,17 +221,6 @@ static int pipe_nb(int p[2], bool daemon_reads, jerr *e)
     return 0;
 }
 
-/* Whether pid is still the job's own process: a pid reused since would not be in its cgroup. */
-static bool in_job_cgroup(pid_t pid, const job *j)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
-    char *s = read_file(path, NULL);
-    bool ok = s && strstr(s, j->id);
-    free(s);
-    return ok;
-}
-
 jobcp *job_cp_start(job *j, enum job_cp_kind kind, const char *path, const caller *who, jerr *e)
 {
     char clean[4096];
@@ -269,7 +258,7 @@ jobcp *job_cp_start(job *j, enum job_cp_kind kind, const char *path, const calle
     int pidfd = -1;
     if (live) {
         pidfd = (int)syscall(SYS_pidfd_open, j->init_pid, 0);
-        if (pidfd < 0 || !in_job_cgroup(j->init_pid, j)) {
+        if (pidfd < 0 || !jobs_init_alive(j)) {
             if (pidfd >= 0)
                 close(pidfd);
             return jerr_http(e, 409, "job %.8s is ending: try again once it has ended (its /work stays)", j->id),

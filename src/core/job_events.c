@@ -16,7 +16,7 @@ const char *job_event_name(enum job_event ev)
         [JE_QUEUED] = "queued",       [JE_GRANTED] = "granted",   [JE_STARTED] = "started",
         [JE_STOPPING] = "stopping",   [JE_PREEMPTED] = "preempted", [JE_REQUEUED] = "requeued",
         [JE_RESTARTED] = "restarted", [JE_ENDED] = "ended",       [JE_ATTACHED] = "attached",
-        [JE_DETACHED] = "detached",
+        [JE_DETACHED] = "detached",   [JE_EXEC] = "exec",
     };
     return (size_t)ev < ARRAY_LEN(names) ? names[ev] : "?";
 }

@@ -27,6 +27,7 @@ enum job_event {
     JE_ENDED,       /* its end: state, reason, exit code or signal, by whom */
     JE_ATTACHED,    /* a client attached to its terminal: who, typing or watching (job_term.c) */
     JE_DETACHED,    /* ... and left: who, why (detached, idle, the job's end) */
+    JE_EXEC,        /* a process run inside it (rnx job exec): by whom, the command */
 };
 
 /* The event's name as the API spells it ("submitted", ...). */

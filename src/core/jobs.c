@@ -279,3 +279,13 @@ void job_finish(job *j, enum job_state st, const char *reason)
         snprintf(ec, sizeof ec, ", exit code %d", j->exit_code);
     log_info("job %s %s (%s%s)", j->id, job_state_name(st), reason ? reason : "", ec);
 }
+
+bool jobs_init_alive(const job *j)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)j->init_pid);
+    char *s = j->init_pid > 0 ? read_file(path, NULL) : NULL;
+    bool ok = s && strstr(s, j->id);
+    free(s);
+    return ok;
+}

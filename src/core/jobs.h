@@ -29,6 +29,9 @@ void jobs_remove(job *j);
  * `from`. */
 uid_t jobs_free_uid(uint64_t from);
 void jobs_dir_of(const job *j, char *out, size_t len);
+/* Whether j's init pid is still the job's own process: a pid reused since would not be in its
+ * cgroup. Ask after opening a pidfd of it, so that the answer holds for that pidfd. */
+bool jobs_init_alive(const job *j);
 /* Marks work for the settle step (enum job_settle bits) and asks for it. */
 void jobs_mark(job *j, unsigned settle);
 /* The jobs marked since the last call, in order; their marks are the caller's to clear.

@@ -54,6 +54,7 @@ typedef struct core_state {
     struct spec_gpu_lib *driver_libs; /* the running driver's libraries (gpu_spec.c) */
     char scrub_path[600];     /* joblet-gpu-scrub, next to the shim */
     char copy_path[600];      /* joblet-copy (job_cp.h), next to the shim */
+    char exec_path[600];      /* joblet-exec (job_exec.h), next to the shim */
     size_t ndriver_libs;
     struct workflow **workflows; /* every workflow known, in submission order */
     size_t nworkflows;

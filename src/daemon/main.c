@@ -30,6 +30,7 @@
 #include "../core/gpu_health.h"
 #include "../core/incoming.h"
 #include "../core/jobs.h"
+#include "../core/job_exec.h"
 #include "../core/job_launch.h"
 #include "../core/events.h"
 #include "../core/gpu_history.h"
@@ -239,6 +240,7 @@ static int setup(jerr *e)
     size_t at = slash ? (size_t)(slash + 1 - core.scrub_path) : 0;
     snprintf(core.scrub_path + at, sizeof core.scrub_path - at, "joblet-gpu-scrub");
     snprintf(core.copy_path, sizeof core.copy_path, "%.*sjoblet-copy", (int)at, core.shim_path);
+    snprintf(core.exec_path, sizeof core.exec_path, "%.*sjoblet-exec", (int)at, core.shim_path);
     if (access(core.shim_path, X_OK) < 0)
         return jerr_sys(e, "the job shim %s (jobs.shim_path)", core.shim_path);
     if (cg_host_init(&core.cg, core.cfg.cgroup_root, e) < 0)
@@ -474,6 +476,7 @@ int main(int argc, char **argv)
     http_run();
     http_stop();
     volumes_shutdown();
+    job_exec_stop_all();
     job_launch_shutdown();
     /* what no running job needs: the owners' /work filesystems, the runsc tmpfs */
     workfs_shutdown();

@@ -395,6 +395,7 @@ static int start_job(shim *sh, int notify_fd)
         goto fail;
     }
     if (pid == 0) {
+        close(SHIM_SPEC_FD); /* the job's init holds nothing of the spec (secret variables) */
         int mine[] = {out[0], err[0], in[1], con[0], sync[0], status[0], hold[1]};
         for (size_t i = 0; i < ARRAY_LEN(mine); i++)
             if (mine[i] >= 0)
@@ -678,7 +679,9 @@ static int shim_run(const char *dir)
 
     jerr e = {0};
     int rc = spec_load_fd(&sh.spec, SHIM_SPEC_FD, &e);
-    close(SHIM_SPEC_FD);
+    /* kept open while the job runs: joblet-exec reads the job's spec here (/proc/<shim>/fd/5,
+     * root only), the very spec the job was made from (exec_main.c); never the init's */
+    fcntl(SHIM_SPEC_FD, F_SETFD, FD_CLOEXEC);
     if (rc < 0) {
         shim_log(&sh, "%s", e.msg);
         snprintf(sh.error, sizeof sh.error, "%s", e.msg);

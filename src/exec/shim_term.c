@@ -357,6 +357,42 @@ static bool read_client(shim_term *t, size_t i, uint32_t events)
     return true;
 }
 
+/* A connected client, taken (non-blocking from here). */
+static void add_client(shim_term *t, int fd)
+{
+    client *cl = xcalloc(1, sizeof *cl);
+    cl->fd = fd;
+    cl->out = xmalloc(OUT_CAP + 64);
+    cl->since_ms = now_ms();
+    cl->wants_stdin = true; /* until its hello says */
+    t->c[t->n++] = cl;
+    if (t->tty) {
+        /* the terminal's last output first (docs/interactive.md, "Re-attaching") */
+        const char *p1, *p2;
+        size_t n1, n2;
+        termring_view(&t->ring, &p1, &n1, &p2, &n2);
+        if (n1)
+            queue(cl, TERMFRAME_STDOUT, p1, n1, false);
+        if (n2)
+            queue(cl, TERMFRAME_STDOUT, p2, n2, false);
+    }
+    choose_typist(t);
+}
+
+void shim_term_add(shim_term *t, int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    if (t->n < SHIM_TERM_MAX)
+        add_client(t, fd);
+    else
+        close(fd);
+    refresh(t);
+}
+
+size_t shim_term_clients(const shim_term *t) { return t->n; }
+
 static void accept_clients(shim_term *t)
 {
     for (;;) {
@@ -380,23 +416,7 @@ static void accept_clients(shim_term *t)
             close(fd);
             continue;
         }
-        client *cl = xcalloc(1, sizeof *cl);
-        cl->fd = fd;
-        cl->out = xmalloc(OUT_CAP + 64);
-        cl->since_ms = now_ms();
-        cl->wants_stdin = true; /* until its hello says */
-        t->c[t->n++] = cl;
-        if (t->tty) {
-            /* the terminal's last output first (docs/interactive.md, "Re-attaching") */
-            const char *p1, *p2;
-            size_t n1, n2;
-            termring_view(&t->ring, &p1, &n1, &p2, &n2);
-            if (n1)
-                queue(cl, TERMFRAME_STDOUT, p1, n1, false);
-            if (n2)
-                queue(cl, TERMFRAME_STDOUT, p2, n2, false);
-        }
-        choose_typist(t);
+        add_client(t, fd);
     }
 }
 
@@ -439,6 +459,19 @@ int shim_term_fd(const shim_term *t) { return t->ep; }
 
 shim_term *shim_term_new(int dirfd, bool tty, jerr *e)
 {
+    if (dirfd < 0) { /* no listener: the one client comes by shim_term_add (joblet-exec) */
+        shim_term *t = xcalloc(1, sizeof *t);
+        t->ep = epoll_create1(EPOLL_CLOEXEC);
+        if (t->ep < 0) {
+            free(t);
+            jerr_sys(e, "epoll");
+            return NULL;
+        }
+        t->lfd = t->dirfd = t->in_fd = -1;
+        t->tty = tty;
+        t->in = xmalloc(IN_CAP);
+        return t;
+    }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     /* through the directory's fd: a job directory's path may be longer than sun_path holds */
     snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dirfd, SHIM_ATTACH);
@@ -567,8 +600,10 @@ void shim_term_finish(shim_term *t, int code, const char *msg)
             ;
         drop_client(t, 0);
     }
-    unlinkat(t->dirfd, SHIM_ATTACH, 0);
-    close(t->lfd);
+    if (t->lfd >= 0) {
+        unlinkat(t->dirfd, SHIM_ATTACH, 0);
+        close(t->lfd);
+    }
     if (t->in_fd >= 0)
         close(t->in_fd);
     close(t->ep);

@@ -30,6 +30,11 @@ typedef struct shim_term shim_term;
 /* Listens on SHIM_ATTACH in the job's directory dirfd. tty: the job's input is a terminal
  * (resize applies; close does nothing), else a pipe (close ends it). NULL with e set. */
 shim_term *shim_term_new(int dirfd, bool tty, jerr *e);
+/* dirfd -1: no listener (joblet-exec: its one client is given by shim_term_add). */
+/* Takes a connected client (a socket to joblet); past SHIM_TERM_MAX it is closed. */
+void shim_term_add(shim_term *t, int fd);
+/* How many clients are attached now. */
+size_t shim_term_clients(const shim_term *t);
 /* Where the job's input goes: the pty master (a dup of it) or the pipe's write end; taken. */
 void shim_term_set_input(shim_term *t, int fd);
 /* Before the command starts: waits until a client attached (a tty job: and its first frame came,

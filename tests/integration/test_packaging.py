@@ -130,6 +130,7 @@ INSTALLED = [
     "sbin/joblet", "bin/rnx",
     "libexec/joblet/joblet-shim", "libexec/joblet/joblet-gpu-scrub", "libexec/joblet/joblet-runtime-build",
     "libexec/joblet/joblet-copy",
+    "libexec/joblet/joblet-exec",
     "lib/systemd/system/joblet.service",
     "share/doc/joblet/examples/joblet.yml",
     "share/man/man1/rnx.1", "share/man/man8/joblet.8",

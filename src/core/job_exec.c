@@ -1,0 +1,221 @@
+/* Processes run inside running jobs (job_exec.h): the helper's start, its count, its end. */
+#include "job_exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "audit.h"
+#include "isolation.h"
+#include "job_events.h"
+#include "jobs.h"
+#include "loop.h"
+#include "state.h"
+
+extern char **environ;
+
+typedef struct exec_run {
+    char job_id[37];
+    pid_t pid;
+    watch w;                  /* the helper's pidfd: readable when it ends */
+    struct exec_run *next;
+} exec_run;
+
+static exec_run *runs;
+
+unsigned job_exec_count(const job *j)
+{
+    unsigned n = 0;
+    for (exec_run *x = runs; x; x = x->next)
+        n += !strcmp(x->job_id, j->id);
+    return n;
+}
+
+static void unlist(exec_run *x)
+{
+    for (exec_run **p = &runs; *p; p = &(*p)->next)
+        if (*p == x) {
+            *p = x->next;
+            return;
+        }
+}
+
+static void on_exit_(watch *w, uint32_t events)
+{
+    exec_run *x = w->data;
+    int st = 0;
+    loop_del(&x->w);
+    close(x->w.fd);
+    /* the daemon's SIGCHLD reaping may have taken it already: then its code is unknown here */
+    if (waitpid(x->pid, &st, WNOHANG) == x->pid && WIFEXITED(st))
+        log_info("exec in job %.8s (helper pid %d) ended: exit code %d", x->job_id, (int)x->pid, WEXITSTATUS(st));
+    else
+        log_info("exec in job %.8s (helper pid %d) ended", x->job_id, (int)x->pid);
+    unlist(x);
+    free(x);
+}
+
+/* The command as a person reads it: its words, one space apart, quoted when they have a space
+ * or a quote (for the events and the audit; bounded by len). */
+static void words(const job_req *r, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (size_t i = 0; i <= r->nargs && n + 8 < len; i++) {
+        const char *w = i ? r->args[i - 1] : r->command;
+        bool q = !*w || strpbrk(w, " \t\n'\"\\$");
+        n += (size_t)snprintf(out + n, len - n, "%s%s%s%s", i ? " " : "", q ? "'" : "", w, q ? "'" : "");
+    }
+    if (n >= len && len > 4)
+        memcpy(out + len - 4, "...", 4);
+}
+
+/* The request for the helper (exec_main.c): "TTY STDIN NARGS NENV", workdir, the words, the
+ * variables, each ended by a NUL, in a memfd (not in argv, where every user could read -e). */
+static int request_fd(const job_req *r, jerr *e)
+{
+    int fd = memfd_create("joblet-exec-request", MFD_CLOEXEC);
+    if (fd < 0)
+        return jerr_sys(e, "memfd");
+    FILE *f = fdopen(dup(fd), "w");
+    if (!f) {
+        close(fd);
+        return jerr_sys(e, "memfd");
+    }
+    fprintf(f, "%d %d %zu %zu", r->tty, r->stdin_open, r->nargs + 1, r->nenv);
+    fputc(0, f);
+    fprintf(f, "%s", r->workdir ? r->workdir : "");
+    fputc(0, f);
+    fprintf(f, "%s", r->command);
+    fputc(0, f);
+    for (size_t i = 0; i < r->nargs; i++) {
+        fputs(r->args[i], f);
+        fputc(0, f);
+    }
+    for (size_t i = 0; i < r->nenv; i++) {
+        fprintf(f, "%s=%s", r->env[i].name, r->env[i].value);
+        fputc(0, f);
+    }
+    if (fclose(f) != 0) {
+        close(fd);
+        return jerr_sys(e, "write the exec request");
+    }
+    return fd;
+}
+
+int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e)
+{
+    *fd = -1;
+    char what[96];
+    snprintf(what, sizeof what, "running a process in another user's job (%.8s)", j->id);
+    if (!authz_may_on(who, AUTHZ_OTHERS_EXEC, j->owner_uid))
+        return authz_check(who, AUTHZ_OTHERS_EXEC, what, e);
+    if (job_state_terminal(j->state))
+        return jerr_http(e, 409, "job %.8s has ended (%s): there is nothing to exec into; rnx job log %.8s shows "
+                                 "its output", j->id, job_state_name(j->state), j->id);
+    if (isolation_gvisor(&j->req))
+        return jerr_http(e, 409, "job %.8s runs under gVisor: exec does not enter a gVisor sandbox yet (runsc exec "
+                                 "is to come); run the job with --isolation=native to exec into it", j->id);
+    if (j->state != JS_RUNNING || j->init_pid <= 0 || j->shim_pid <= 0)
+        return jerr_http(e, 409, "job %.8s is %s: exec enters a running job; wait until it runs", j->id,
+                         job_state_name(j->state));
+    if (job_exec_count(j) >= JOB_EXEC_MAX)
+        return jerr_http(e, 429, "job %.8s has %d execs running already (the bound of execs per job): wait for "
+                                 "one to end", j->id, JOB_EXEC_MAX);
+    int init = (int)syscall(SYS_pidfd_open, j->init_pid, 0);
+    int shim = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
+    if (init < 0 || shim < 0 || !jobs_init_alive(j)) {
+        if (init >= 0)
+            close(init);
+        if (shim >= 0)
+            close(shim);
+        return jerr_http(e, 409, "job %.8s is ending: there is nothing to exec into", j->id);
+    }
+    int sp[2] = {-1, -1}, req = request_fd(r, e);
+    if (req < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+        if (req >= 0)
+            jerr_sys(e, "socketpair");
+        goto fail;
+    }
+    char shim_pid[16];
+    snprintf(shim_pid, sizeof shim_pid, "%d", (int)j->shim_pid);
+    char *argv[] = {"joblet-exec", j->id, shim_pid, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, sp[1], 3);
+    posix_spawn_file_actions_adddup2(&fa, init, 4);
+    posix_spawn_file_actions_adddup2(&fa, shim, 5);
+    posix_spawn_file_actions_adddup2(&fa, req, 6);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 7);
+    exec_run *x = xcalloc(1, sizeof *x);
+    int rc = posix_spawn(&x->pid, core.exec_path, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        free(x);
+        errno = rc;
+        jerr_sys(e, "start %s", core.exec_path);
+        goto fail;
+    }
+    x->w = (watch){(int)syscall(SYS_pidfd_open, x->pid, 0), on_exit_, x};
+    if (x->w.fd < 0 || loop_add(&x->w) < 0) {
+        jerr_sys(e, "watch the exec's helper");
+        kill(x->pid, SIGKILL);
+        waitpid(x->pid, NULL, 0);
+        if (x->w.fd >= 0)
+            close(x->w.fd);
+        free(x);
+        goto fail;
+    }
+    snprintf(x->job_id, sizeof x->job_id, "%s", j->id);
+    x->next = runs;
+    runs = x;
+    close(sp[1]);
+    close(init);
+    close(shim);
+    close(req);
+    fcntl(sp[0], F_SETFL, fcntl(sp[0], F_GETFL) | O_NONBLOCK);
+    *fd = sp[0];
+    char cmd[600], detail[800];
+    words(r, cmd, sizeof cmd);
+    snprintf(detail, sizeof detail, "by uid %u%s%s: %s", (unsigned)who->uid, r->tty ? ", with a terminal" : "",
+             r->stdin_open ? ", with stdin" : "", cmd);
+    job_event(j, JE_EXEC, who->uid, "%s", detail);
+    audit_caller("exec", who, j->id, cmd);
+    log_info("job %.8s: exec %s (helper pid %d)", j->id, detail, (int)x->pid);
+    return 0;
+fail:
+    for (int i = 0; i < 2; i++)
+        if (sp[i] >= 0)
+            close(sp[i]);
+    if (req >= 0)
+        close(req);
+    close(init);
+    close(shim);
+    return -1;
+}
+
+void job_exec_stop_all(void)
+{
+    while (runs) {
+        exec_run *x = runs;
+        syscall(SYS_pidfd_send_signal, x->w.fd, SIGKILL, NULL, 0);
+        loop_del(&x->w);
+        close(x->w.fd);
+        runs = x->next;
+        free(x);
+    }
+}
