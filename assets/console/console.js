@@ -360,6 +360,7 @@ function pageJob(id) {
   return [h("h2", {}, "Job ", h("span", {class: "mono"}, short(j.id)), " ", j.name ? "(" + j.name + ") " : "",
       h("span", {class: "badge", id: "job-status", "data-status": j.status}, j.status)),
     mine && !ENDED.has(j.status) ? h("div", {class: "actions"},
+      j.tty && S.me.uid === j.owner_uid ? h("a", {id: "job-terminal", class: "button", href: "#/terminal/" + encodeURIComponent(j.id)}, "Terminal") : null,
       h("button", {id: "job-stop", onclick: () => jobAction(j.id, "stop")}, "Stop"),
       h("button", {id: "job-kill", class: "danger", onclick: () => jobAction(j.id, "kill")}, "Kill")) : null,
     h("h3", {}, "Request"),
@@ -384,6 +385,106 @@ function pageJob(id) {
       h("dt", {}, "CPU"), h("dd", {}, `limit ${lim.max_cpu ? lim.max_cpu + " %" : "none"}, used ${((u.cpu_ns || 0) / 1e9).toFixed(2)} s`),
       h("dt", {}, "Processes"), h("dd", {}, `limit ${dash(lim.pids_max)}, now ${dash(u.pids_current)}`)),
     h("h3", {}, "Log ", h("span", {class: "note"}, "(following)")), pre];
+}
+
+/* ---- a job's terminal (docs/console.md, "Terminal") -------------------------------------------
+ * xterm.js over a WebSocket to GET /v1/jobs/{id}/attach: each binary message one channel frame
+ * (docs/api.md, "Interactive streams"): 0 stdin, 1 stdout, 2 stderr, 3 resize (rows, cols),
+ * 4 exit (the code), 5 close. A browser cannot send the console's key on a WebSocket: the page
+ * asks rnx console for a ticket (good once, for 30 s) and puts it in the URL. Leaving the page
+ * or closing the tab closes the WebSocket: a detach, the job goes on. */
+const TERM = {ws: null, term: null, onresize: null, unstyle: null};
+/* xterm.js 5's DOM renderer writes its rules (row height, the palette's colours) into <style>
+ * elements of its own, which the CSP refuses (style-src 'self': no inline style). The same
+ * rules go into a constructed style sheet, which the CSP does not govern, whenever they change.
+ * Its undoing. */
+function adoptXtermStyles(box) {
+  const sheet = new CSSStyleSheet();
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  const sync = () => sheet.replaceSync([...box.querySelectorAll("style")].map((e) => e.textContent).join("\n"));
+  const mo = new MutationObserver(sync);
+  mo.observe(box, {subtree: true, childList: true, characterData: true});
+  sync();
+  return () => { mo.disconnect(); document.adoptedStyleSheets = document.adoptedStyleSheets.filter((x) => x !== sheet); };
+}
+function loadScript(src) {
+  return new Promise((ok, fail) => {
+    if (document.querySelector(`script[src="${src}"]`)) return ok();
+    const el = h("script", {src});
+    el.addEventListener("load", ok);
+    el.addEventListener("error", () => fail(new Error("cannot load " + src)));
+    document.head.append(el);
+  });
+}
+function chFrame(ch, payload) {
+  const f = new Uint8Array(5 + payload.length);
+  new DataView(f.buffer).setUint8(0, ch);
+  new DataView(f.buffer).setUint32(1, payload.length);
+  f.set(payload, 5);
+  return f;
+}
+function stopTerminal() {
+  if (TERM.ws) { TERM.ws.onclose = null; TERM.ws.close(1000); }
+  if (TERM.term) TERM.term.dispose();
+  if (TERM.onresize) window.removeEventListener("resize", TERM.onresize);
+  if (TERM.unstyle) TERM.unstyle();
+  TERM.ws = TERM.term = TERM.onresize = TERM.unstyle = null;
+}
+async function pageTerminal(main, id) {
+  stopTerminal();
+  const j = S.jobs.get(id) || [...S.jobs.values()].find((x) => x.id.startsWith(id));
+  const say = h("p", {id: "term-status", class: "note", role: "status"}, "connecting…");
+  const box = h("div", {id: "term", class: "term"});
+  main.replaceChildren(h("h2", {}, "Terminal of job ", h("a", {class: "mono", href: "#/jobs/" + encodeURIComponent(id)}, short(id)),
+    j ? " " + shellJoin(j.command, j.args) : ""), say, box);
+  document.title = "joblet · terminal " + short(id);
+  try {
+    await loadScript("/console/xterm.js");
+    await loadScript("/console/xterm-addon-fit.js");
+    const r = await fetch("/v1/console/ticket", {method: "POST", credentials: "same-origin",
+      headers: {"X-Console-Key": KEY, "Content-Type": "application/json"}});
+    const ticket = (await r.text()).trim();
+    if (!r.ok) throw new Error(ticket);
+    if (!box.isConnected) return;    /* left meanwhile */
+    const term = new Terminal({convertEol: false, cursorBlink: true, scrollback: 5000});
+    const fit = new FitAddon.FitAddon();
+    term.loadAddon(fit);
+    TERM.unstyle = adoptXtermStyles(box);
+    term.open(box);
+    fit.fit();
+    const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/jobs/${encodeURIComponent(id)}/attach?ticket=${ticket}`);
+    ws.binaryType = "arraybuffer";
+    Object.assign(TERM, {ws, term});
+    const enc = new TextEncoder();
+    const send = (ch, payload) => { if (ws.readyState === WebSocket.OPEN) ws.send(chFrame(ch, payload)); };
+    const resize = () => {
+      const b = new Uint8Array(4);
+      new DataView(b.buffer).setUint16(0, term.rows);
+      new DataView(b.buffer).setUint16(2, term.cols);
+      send(3, b);
+    };
+    let ended = false;
+    ws.onopen = () => { say.textContent = "attached: closing this page detaches, the job goes on"; resize(); term.focus(); };
+    ws.onmessage = (ev) => {
+      const f = new Uint8Array(ev.data);
+      if (f.length < 5) return;
+      const ch = f[0], body = f.subarray(5);
+      if (ch === 1 || ch === 2) term.write(body);
+      else if (ch === 4 && body.length === 4) {
+        ended = true;
+        say.textContent = `the job ended: exit code ${new DataView(body.buffer, body.byteOffset).getInt32(0)}`;
+        say.dataset.exit = String(new DataView(body.buffer, body.byteOffset).getInt32(0));
+      }
+    };
+    ws.onclose = (ev) => { if (!ended) say.textContent = `disconnected (${ev.code}${ev.reason ? ": " + ev.reason : ""})`; };
+    term.onData((d) => send(0, enc.encode(d)));
+    term.onBinary((d) => send(0, Uint8Array.from(d, (c) => c.charCodeAt(0) & 255)));
+    term.onResize(resize);
+    TERM.onresize = () => fit.fit();
+    window.addEventListener("resize", TERM.onresize);
+  } catch (e) {
+    say.textContent = "no terminal: " + e.message;
+  }
 }
 
 function pageQueue() {
@@ -736,7 +837,13 @@ function render(navigated) {
     a.toggleAttribute("aria-current", a.dataset.page === p.name) && a.setAttribute("aria-current", "page");
   if (!S.loaded) return;
   const key = p.name + "/" + (p.arg || "");
-  if (key !== lastPage) { if (p.name !== "jobs" || !p.arg) stopLog(); lastPage = key; navigated = true; }
+  if (key !== lastPage) {
+    if (p.name !== "jobs" || !p.arg) stopLog();
+    if (p.name !== "terminal") stopTerminal();
+    lastPage = key;
+    navigated = true;
+  }
+  if (p.name === "terminal") { if (navigated) pageTerminal(main, p.arg); return; }
   if (p.name === "history") { if (navigated) pageHistory(main); return; }
   if (p.name === "admin") { if (navigated) pageAdmin(main); else refreshAdmin(); return; }
   const focus = document.activeElement && document.activeElement.id;

@@ -28,6 +28,7 @@
 #include "../core/state.h"
 #include "query.h"
 #include "reply.h"
+#include "wsframe.h"
 
 #define BUF (64u << 10)       /* each way: what one session holds at most */
 #define SLICE 32              /* moves per call before the rest waits for the next turn */
@@ -48,6 +49,10 @@ typedef struct attach {
     bool attached;            /* upgraded: its attach and detach are recorded */
     bool exec;                /* an exec's stream (its helper's socket): not an attacher, and
                                  recorded as an exec (core/job_exec.c), not as an attach */
+    bool websocket, ws_closing, ws_bye; /* a WebSocket (the console's terminal, GET with Upgrade:
+                              * websocket); the browser closed or broke it (our close queued,
+                              * the end once it is out); the job's end said with a close */
+    wsframe_reader wr;        /* the browser's frames */
     const char *why;          /* why it ends, for the job's events: NULL a detach */
     int64_t last_ms;          /* when a byte last moved either way (jobs.terminal_idle_timeout_s) */
     unsigned char f_hdr[TERMFRAME_HDR]; /* the shim's stream, followed to its frame boundaries: */
@@ -119,16 +124,67 @@ static void follow_frames(attach *a, const unsigned char *p, size_t n)
     }
 }
 
+/* Over a WebSocket: the shim's bytes into down, each channel frame one binary message, sent in
+ * pieces as its bytes come (a first frame, continuations, the one with fin at the frame's end).
+ * The caller leaves room for 2n + 8 bytes (a piece has at least one byte, a header at most 4). */
+static void ws_down(attach *a, const unsigned char *p, size_t n)
+{
+    while (n) {
+        bool first = !a->f_hdr_n && !a->f_left, fin = false;
+        size_t k = 0;
+        while (k < n && !fin) {
+            if (a->f_left) {
+                size_t t = n - k < a->f_left ? n - k : a->f_left;
+                a->f_left -= t;
+                k += t;
+                fin = !a->f_left;
+                continue;
+            }
+            follow_frames(a, p + k++, 1);
+            fin = !a->f_hdr_n && !a->f_left;
+        }
+        unsigned char *o = (unsigned char *)a->down + a->down_len;
+        size_t hn = wsframe_header(o, first ? WSFRAME_BINARY : WSFRAME_CONT, fin, k);
+        memcpy(o + hn, p, k);
+        a->down_len += hn + k;
+        p += k;
+        n -= k;
+    }
+}
+
+/* Over a WebSocket: what the browser sent (n bytes at raw): its messages' payloads to the shim,
+ * pongs and the close (which ends the session once out) to the client. */
+static void ws_up(attach *a, unsigned char *raw, size_t n)
+{
+    const char *why;
+    if (wsframe_take(&a->wr, raw, n, a->up, &a->up_len, a->down, &a->down_len, BUF, &why))
+        a->ws_closing = true;
+    if (why)
+        log_debug("job %s: a console terminal's WebSocket closed: %s", a->id, why);
+}
+
+/* A frame of joblet's own (header and payload, n bytes; over a WebSocket one message), when it
+ * fits with room more to spare. */
+static bool put_own(attach *a, const unsigned char *f, size_t n, size_t spare)
+{
+    unsigned char h[WSFRAME_HDR_MAX];
+    size_t hn = a->websocket ? wsframe_header(h, WSFRAME_BINARY, true, n) : 0;
+    if (a->down_len + hn + n + spare > BUF)
+        return false;
+    memcpy(a->down + a->down_len, h, hn);
+    memcpy(a->down + a->down_len + hn, f, n);
+    a->down_len += hn + n;
+    return true;
+}
+
 /* A line of joblet's own on the client's stderr channel, when it fits with room more to spare. */
 static bool put_line(attach *a, const char *line, size_t spare)
 {
-    size_t n = strlen(line);
-    if (a->down_len + TERMFRAME_HDR + n + spare > BUF)
-        return false;
-    termframe_put((unsigned char *)a->down + a->down_len, TERMFRAME_STDERR, (uint32_t)n);
-    memcpy(a->down + a->down_len + TERMFRAME_HDR, line, n);
-    a->down_len += TERMFRAME_HDR + n;
-    return true;
+    unsigned char f[TERMFRAME_HDR + 1200];
+    size_t n = strnlen(line, sizeof f - TERMFRAME_HDR);
+    termframe_put(f, TERMFRAME_STDERR, (uint32_t)n);
+    memcpy(f + TERMFRAME_HDR, line, n);
+    return put_own(a, f, TERMFRAME_HDR + n, spare);
 }
 
 /* The job's end, said by joblet: a line on stderr, then the exit frame, as a shim would. */
@@ -136,10 +192,10 @@ static void say_end(attach *a, const char *why, int code)
 {
     char line[1200];
     snprintf(line, sizeof line, "joblet: %s\r\n", why);
-    if (put_line(a, line, TERMFRAME_HDR + 4)) {
-        termframe_exit((unsigned char *)a->down + a->down_len, code);
-        a->down_len += TERMFRAME_HDR + 4;
-    }
+    unsigned char f[TERMFRAME_HDR + 4];
+    termframe_exit(f, code);
+    if (put_line(a, line, sizeof f + WSFRAME_HDR_MAX))
+        put_own(a, f, sizeof f, 0);
     a->s_end = true;
 }
 
@@ -169,13 +225,17 @@ static void pump(attach *a)
     int steps = 0;
     for (bool moved = true; moved && steps < SLICE; steps++) {
         moved = false;
-        if (a->c_in && !a->c_end && (a->up_len < BUF || a->lingering)) {
+        if (a->c_in && !a->c_end && !a->ws_closing && (a->up_len < BUF || a->lingering)) {
+            static unsigned char ws_in[BUF]; /* (one loop: one session reads at a time) */
             char sink[4096];
-            char *to = a->lingering ? sink : a->up + a->up_len;
+            char *to = a->lingering ? sink : a->websocket ? (char *)ws_in : a->up + a->up_len;
             size_t room = a->lingering ? sizeof sink : BUF - a->up_len;
             ssize_t n = recv(a->cfd, to, room, 0);
             if (n > 0 && !a->lingering) {
-                a->up_len += (size_t)n;
+                if (a->websocket)
+                    ws_up(a, ws_in, (size_t)n);
+                else
+                    a->up_len += (size_t)n;
                 a->last_ms = now_ms();
             }
             if (n > 0)
@@ -200,9 +260,15 @@ static void pump(attach *a)
                 a->up_len = 0;
             }
         }
-        if (a->sfd >= 0 && a->s_in && !a->s_end && a->down_len < BUF) {
-            ssize_t n = recv(a->sfd, a->down + a->down_len, BUF - a->down_len, 0);
-            if (n > 0) {
+        size_t ws_room = a->down_len + 12 < BUF ? (BUF - a->down_len - 12) / 2 : 0; /* (ws_down's; 4 kept for a close) */
+        if (a->sfd >= 0 && a->s_in && !a->s_end && a->down_len < BUF && (!a->websocket || ws_room)) {
+            static unsigned char ws_out[BUF / 2];
+            ssize_t n = a->websocket ? recv(a->sfd, ws_out, ws_room, 0) : recv(a->sfd, a->down + a->down_len, BUF - a->down_len, 0);
+            if (n > 0 && a->websocket) {
+                ws_down(a, ws_out, (size_t)n);
+                a->last_ms = now_ms();
+                moved = true;
+            } else if (n > 0) {
                 follow_frames(a, (unsigned char *)a->down + a->down_len, (size_t)n);
                 a->down_len += (size_t)n;
                 a->last_ms = now_ms();
@@ -226,12 +292,18 @@ static void pump(attach *a)
             }
         }
     }
-    if (a->c_end) {
+    if (a->c_end || (a->ws_closing && !a->down_len)) {
         end(a); /* the client went: the shim sees its socket close (a detach) */
         return;
     }
     if (a->s_end && !a->why)
         a->why = "the job ended";
+    if (a->s_end && a->websocket && !a->ws_bye && !a->down_len && !a->lingering) {
+        a->ws_bye = true; /* the exit frame is out: the WebSocket's close, then as below */
+        a->down_len += wsframe_close((unsigned char *)a->down, WSFRAME_NORMAL);
+        loop_later(&a->task);
+        return;
+    }
     if (a->s_end && !a->down_len && !a->lingering) {
         if (a->sfd >= 0) {
             loop_del(&a->ws);
@@ -396,12 +468,19 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
     a->tls = ci && ci->connect_fd != sock;
     if (a->tls)
         setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (extra_n > BUF) { /* a client that sent this much before the 101 is not one */
+    if (extra_n > BUF - a->up_len) { /* a client that sent this much before the 101 is not one */
         end(a);
         return;
     }
-    memcpy(a->up + a->up_len, extra, extra_n); /* after joblet's hello */
-    a->up_len += extra_n;
+    if (a->websocket && extra_n) { /* (a browser waits for the 101; another client may not) */
+        unsigned char *copy = xmalloc(extra_n);
+        memcpy(copy, extra, extra_n);
+        ws_up(a, copy, extra_n);
+        free(copy);
+    } else {
+        memcpy(a->up + a->up_len, extra, extra_n); /* after joblet's hello */
+        a->up_len += extra_n;
+    }
     a->wc = (watch){sock, on_client, a};
     if (loop_add_events(&a->wc, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
         a->wc.fd = -1;
@@ -453,33 +532,59 @@ static int admit(const job *j, const caller *who, jerr *e)
     return job_term_admit(j, who, on_job, of_user, e);
 }
 
-bool attach_asks_upgrade(struct MHD_Connection *c)
+/* "Upgrade: PROTO" and "Connection: ... upgrade ..." */
+static bool asks_upgrade(struct MHD_Connection *c, const char *proto)
 {
     const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
     const char *co = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
-    return up && !strcasecmp(up, "tcp") && co && strcasestr(co, "upgrade");
+    return up && !strcasecmp(up, proto) && co && strcasestr(co, "upgrade");
 }
+
+bool attach_asks_upgrade(struct MHD_Connection *c) { return asks_upgrade(c, "tcp"); }
+
+static enum MHD_Result upgrade(request *r, job *j, int sfd, const char *ws_accept);
 
 enum MHD_Result attach_route(request *r, job *j)
 {
     jerr e = {0};
-    if (strcmp(r->method, "POST")) {
-        jerr_http(&e, 405, "attach is POST /v1/jobs/{id}/attach with Connection: Upgrade and Upgrade: tcp");
+    /* the console's terminal: GET with Upgrade: websocket (RFC 6455), the same frames in messages */
+    bool ws = !strcmp(r->method, "GET") && asks_upgrade(r->conn, "websocket");
+    char accept[29];
+    if (strcmp(r->method, "POST") && !ws) {
+        jerr_http(&e, 405, "attach is POST /v1/jobs/{id}/attach with Connection: Upgrade and Upgrade: tcp "
+                           "(or GET with Upgrade: websocket)");
         return http_reply_error(r->conn, &e);
     }
     if (job_term_check(j, &r->who, &e) < 0 || admit(j, &r->who, &e) < 0)
         return http_reply_error(r->conn, &e);
-    if (!attach_asks_upgrade(r->conn)) {
+    const char *ver = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
+    if (ws && MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin")) {
+        /* a page's WebSocket (a browser may hold a client certificate for the TLS listener):
+         * only through rnx console, which checks its Origin and takes it off */
+        jerr_http(&e, 403, "a browser's WebSocket reaches joblet through rnx console only (docs/console.md, "
+                           "\"Terminal\")");
+        return http_reply_error(r->conn, &e);
+    }
+    if (ws && (!ver || strcmp(ver, "13") ||
+               wsframe_accept(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Key"), accept) < 0)) {
+        jerr_http(&e, 400, "a WebSocket needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key of 16 bytes in base64");
+        return http_reply_error(r->conn, &e);
+    }
+    if (!ws && !attach_asks_upgrade(r->conn)) {
         jerr_http(&e, 400, "attach switches the connection to a stream of frames: send Connection: Upgrade and "
                            "Upgrade: tcp (docs/api.md, \"Interactive streams\")");
         return http_reply_error(r->conn, &e);
     }
-    return attach_upgrade_fd(r, j, -1);
+    return upgrade(r, j, -1, ws ? accept : NULL);
 }
 
-enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd)
+enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd) { return upgrade(r, j, sfd, NULL); }
+
+/* The 101 and the session; ws_accept: a WebSocket's Sec-WebSocket-Accept (NULL: Upgrade: tcp). */
+static enum MHD_Result upgrade(request *r, job *j, int sfd, const char *ws_accept)
 {
     jerr e = {0};
+    bool ws = ws_accept != NULL;
     attach *a = xcalloc(1, sizeof *a);
     snprintf(a->id, sizeof a->id, "%s", j->id);
     a->who = r->who;
@@ -490,6 +595,8 @@ enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd)
     a->wt = (watch){-1, on_linger, a};
     const char *in = query_get(r, "stdin");
     a->types = !in || (strcmp(in, "0") && strcmp(in, "false"));
+    a->websocket = ws;
+    a->wr.max = TERMFRAME_MAX + TERMFRAME_HDR;
     put_hello(a);
     a->next = sessions;
     sessions = a;
@@ -503,7 +610,9 @@ enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd)
         return http_reply_error(r->conn, &e);
     }
     /* (libmicrohttpd's upgrade answer has its Connection: Upgrade) */
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "tcp");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, ws ? "websocket" : "tcp");
+    if (ws)
+        MHD_add_response_header(resp, "Sec-WebSocket-Accept", ws_accept);
     enum MHD_Result rc = MHD_queue_response(r->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
     MHD_destroy_response(resp);
     log_debug("job %s: attached by uid %u", j->id, (unsigned)r->who.uid);

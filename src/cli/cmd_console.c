@@ -223,8 +223,19 @@ static void reap(void)
 static void decide(pending *p, char *end, int listener, int sigfd, const sigset_t *mask)
 {
     console_verdict v;
+    secrets.now_ms = mono_ms();
     console_gate_check(&secrets, p->buf, end, &v);
     char extra[400], msg[200];
+    if (v.action == GATE_TICKET) {
+        char t[CONSOLE_SECRET_HEX + 1];
+        if (random_hex(t) < 0) {
+            answer(p, "503 Service Unavailable", "", "cannot make a ticket");
+            return;
+        }
+        console_gate_ticket_add(&secrets, t);
+        answer(p, "200 OK", "", t);
+        return;
+    }
     if (v.action == GATE_REFUSE) {
         answer(p, v.status, "", v.msg);
         return;

@@ -226,6 +226,31 @@ static int check(console_secrets *s, const char *head, const char *end, console_
     }
     if (!cookie || !cookie_holds(cookie, clen, s->cookie, s->session))
         return refuse(v, "401 Unauthorized", "no console session: open the URL 'rnx console' printed");
+    /* a terminal's WebSocket: GET .../attach with Upgrade: websocket; a browser always sends its
+     * Origin there (it must be the console's: checked above), and a ticket in place of the key */
+    size_t ulen = 0, tklen = 0;
+    int un;
+    const char *up = header(head, end, "Upgrade", &ulen, &un);
+    if (up && ulen == 9 && !strncasecmp(up, "websocket", 9)) {
+        static const char attach[] = "/attach";
+        const char *ticket = query_param(target, tlen, CONSOLE_TICKET_QUERY, &tklen);
+        if (strcmp(method, "GET") || plen < 9 + sizeof attach || strncmp(target, "/v1/jobs/", 9) ||
+            memcmp(target + plen - (sizeof attach - 1), attach, sizeof attach - 1))
+            return refuse(v, "400 Bad Request", "the console carries a WebSocket to GET /v1/jobs/ID/attach only");
+        if (!origin)
+            return refuse(v, "403 Forbidden", "a WebSocket without Origin: the console's page always sends it");
+        int found = -1;
+        for (int i = 0; ticket && i < CONSOLE_TICKETS; i++)
+            if (s->ticket_until[i] > s->now_ms && console_secret_equal(ticket, tklen, s->ticket[i]))
+                found = i;
+        if (found < 0)
+            return refuse(v, "401 Unauthorized",
+                          "no ticket, or one used or expired: the console's page asks for one (POST "
+                          CONSOLE_TICKET_PATH ") just before it opens a terminal");
+        s->ticket_until[found] = 0; /* once */
+        v->action = GATE_FORWARD;
+        return 0;
+    }
     if (!page_file(method, target, plen)) {
         size_t qlen = 0;
         const char *qkey = !strcmp(method, "GET") ? query_param(target, tlen, CONSOLE_KEY_QUERY, &qlen) : NULL;
@@ -239,8 +264,19 @@ static int check(console_secrets *s, const char *head, const char *end, console_
                           "Content-Type '%.*s' is not accepted for a change through the console: send "
                           "application/json", ctype ? SHOWN(ctlen) : 6, ctype ? ctype : "(none)");
     }
-    v->action = GATE_FORWARD;
+    v->action = !strcmp(method, "POST") && plen == strlen(CONSOLE_TICKET_PATH) &&
+                        !strncmp(target, CONSOLE_TICKET_PATH, plen) ? GATE_TICKET : GATE_FORWARD;
     return 0;
+}
+
+void console_gate_ticket_add(console_secrets *s, const char *t)
+{
+    int at = 0;
+    for (int i = 1; i < CONSOLE_TICKETS; i++)
+        if (s->ticket_until[i] < s->ticket_until[at])
+            at = i;
+    snprintf(s->ticket[at], sizeof s->ticket[at], "%s", t);
+    s->ticket_until[at] = s->now_ms + CONSOLE_TICKET_MS;
 }
 
 void console_gate_check(console_secrets *s, const char *head, const char *end, console_verdict *v)
@@ -281,6 +317,8 @@ size_t console_gate_rewrite(const char *head, const char *end, char *out, size_t
         const char *amp = memchr(q, '&', (size_t)(sp2 - q));
         const char *e = amp ? amp : sp2;
         bool drop = (size_t)(e - q) >= kl && !strncmp(q, CONSOLE_KEY_QUERY, kl) && (q + kl == e || q[kl] == '=');
+        size_t tl = strlen(CONSOLE_TICKET_QUERY);
+        drop |= (size_t)(e - q) >= tl && !strncmp(q, CONSOLE_TICKET_QUERY, tl) && (q + tl == e || q[tl] == '=');
         if (!drop && e > q) {
             if (!put(out, &o, cap, first ? "?" : "&", 1) || !put(out, &o, cap, q, (size_t)(e - q)))
                 return 0;
@@ -290,18 +328,24 @@ size_t console_gate_rewrite(const char *head, const char *end, char *out, size_t
     }
     if (!put(out, &o, cap, sp2, (size_t)(eol + 2 - sp2)))
         return 0;
-    static const char *const dropped[] = {"Cookie:", CONSOLE_KEY_HEADER ":", "Connection:", "Keep-Alive:"};
+    size_t ulen = 0;
+    int un;
+    const char *up = header(head, end, "Upgrade", &ulen, &un);
+    bool ws = up && ulen == 9 && !strncasecmp(up, "websocket", 9);
+    /* a WebSocket's Origin (checked here) is taken off: joblet refuses one that carries it */
+    static const char *const dropped[] = {"Cookie:", CONSOLE_KEY_HEADER ":", "Connection:", "Keep-Alive:", "Origin:"};
+    size_t ndropped = sizeof dropped / sizeof dropped[0] - !ws;
     for (const char *line = eol + 2; line < end + 2;) {
         const char *le = strstr(line, "\r\n");
         bool drop = false;
-        for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++)
+        for (size_t i = 0; i < ndropped; i++)
             drop |= !strncasecmp(line, dropped[i], strlen(dropped[i]));
         if (!drop && !put(out, &o, cap, line, (size_t)(le + 2 - line)))
             return 0;
         line = le + 2;
     }
-    static const char close_[] = "Connection: close\r\n\r\n";
-    if (!put(out, &o, cap, close_, sizeof close_ - 1))
+    static const char close_[] = "Connection: close\r\n\r\n", upgrade[] = "Connection: Upgrade\r\n\r\n";
+    if (!put(out, &o, cap, ws ? upgrade : close_, ws ? sizeof upgrade - 1 : sizeof close_ - 1))
         return 0;
     return o;
 }

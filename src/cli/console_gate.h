@@ -6,10 +6,15 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CONSOLE_SECRET_HEX 64         /* 32 random bytes, as hex */
 #define CONSOLE_KEY_HEADER "X-Console-Key"
 #define CONSOLE_KEY_QUERY "console_key"   /* the same key in an EventSource's URL (GET only) */
+#define CONSOLE_TICKET_PATH "/v1/console/ticket" /* POST: a ticket for one terminal's WebSocket */
+#define CONSOLE_TICKET_QUERY "ticket"
+#define CONSOLE_TICKETS 8                 /* unused tickets kept at once (the oldest replaced) */
+#define CONSOLE_TICKET_MS 30000           /* a ticket's life */
 
 /* A console's secrets and the origin its session was made at. */
 typedef struct console_secrets {
@@ -19,12 +24,18 @@ typedef struct console_secrets {
     char cookie[40];                      /* the cookie's name, "joblet_console_PORT" */
     bool token_used;
     char origin[300];                     /* "http://HOST[:PORT]" of the sign-in, "" before it */
+    /* a terminal's WebSocket (a browser cannot send the key's header on one): tickets made by
+     * POST CONSOLE_TICKET_PATH (with the key), each good once, for CONSOLE_TICKET_MS */
+    char ticket[CONSOLE_TICKETS][CONSOLE_SECRET_HEX + 1];
+    int64_t ticket_until[CONSOLE_TICKETS]; /* ms on the caller's clock; 0 unused */
+    int64_t now_ms;                       /* the caller's clock, set before each check */
 } console_secrets;
 
 typedef enum {
     GATE_REFUSE,    /* answer status with msg, forward nothing */
     GATE_SIGN_IN,   /* the token was right and is now used: answer the redirect (console_gate_sign_in) */
     GATE_FORWARD,   /* carry it to joblet (console_gate_rewrite) */
+    GATE_TICKET,    /* make a ticket (console_gate_ticket_add) and answer it */
 } gate_action;
 
 typedef struct console_verdict {
@@ -41,13 +52,18 @@ typedef struct console_verdict {
  * be application/json. A right, unused token signs in (GATE_SIGN_IN), marking s. */
 void console_gate_check(console_secrets *s, const char *head, const char *end, console_verdict *v);
 
+/* Keeps the ticket t (CONSOLE_SECRET_HEX characters), good once until s->now_ms + CONSOLE_TICKET_MS,
+ * in the place of an expired or the oldest one. */
+void console_gate_ticket_add(console_secrets *s, const char *t);
+
 /* The extra header lines of the sign-in's 303: the cookie, and "Location: /#key=KEY" (a
  * fragment: the browser keeps it, never sends it to a server). */
 void console_gate_sign_in(const console_secrets *s, char *out, size_t cap);
 
 /* The head joblet gets (end: where "\r\n\r\n" starts): the request line without the
  * console_key query parameter; without the Cookie, X-Console-Key, Connection and Keep-Alive
- * lines; ending with "Connection: close" and the blank line. Its length; 0 when it does not
+ * lines; ending with "Connection: close" and the blank line (a WebSocket's: the ticket and
+ * the Origin taken off too, and "Connection: Upgrade"). Its length; 0 when it does not
  * fit in cap. */
 size_t console_gate_rewrite(const char *head, const char *end, char *out, size_t cap);
 

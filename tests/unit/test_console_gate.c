@@ -246,6 +246,60 @@ static void test_rewrite(void **state)
     assert_int_equal(console_gate_rewrite(head, strstr(head, "\r\n\r\n"), out, 20), 0);
 }
 
+/* A terminal's WebSocket: a ticket (made by POST /v1/console/ticket with the key) good once
+ * and for CONSOLE_TICKET_MS, the console's Origin required, GET .../attach only; the rewrite
+ * keeps the upgrade and takes the ticket off. */
+static void test_tickets(void **state)
+{
+    (void)state;
+    console_secrets s = fresh(true);
+    s.now_ms = 1000;
+    console_verdict v = check(&s, "POST /v1/console/ticket HTTP/1.1\r\n" HOST JAR "X-Console-Key: " KEY
+                                  "\r\nContent-Type: application/json\r\n\r\n");
+    assert_int_equal(v.action, GATE_TICKET);
+    v = check(&s, "POST /v1/console/ticket HTTP/1.1\r\n" HOST JAR "Content-Type: application/json\r\n\r\n");
+    ASSERT_REFUSED(v, "401", "key");
+    console_gate_ticket_add(&s, TOKEN);
+#define WS(q, more) "GET /v1/jobs/abc/attach" q " HTTP/1.1\r\n" HOST JAR "Upgrade: websocket\r\n" \
+                    "Connection: Upgrade\r\n" more "\r\n"
+#define ORIGIN "Origin: http://127.0.0.1:8080\r\n"
+    v = check(&s, WS("", ORIGIN));
+    ASSERT_REFUSED(v, "401", "ticket");
+    v = check(&s, WS("?console_key=" KEY, ORIGIN));
+    ASSERT_REFUSED(v, "401", "ticket");
+    v = check(&s, WS("?ticket=" TOKEN, ""));
+    ASSERT_REFUSED(v, "403", "Origin");
+    v = check(&s, WS("?ticket=" TOKEN, "Origin: http://127.0.0.1:9090\r\n"));
+    ASSERT_REFUSED(v, "403", "cross-origin");
+    v = check(&s, "GET /v1/jobs?ticket=" TOKEN " HTTP/1.1\r\n" HOST JAR ORIGIN "Upgrade: websocket\r\n\r\n");
+    ASSERT_REFUSED(v, "400", "attach only");
+    s.now_ms = 1000 + CONSOLE_TICKET_MS; /* expired */
+    v = check(&s, WS("?ticket=" TOKEN, ORIGIN));
+    ASSERT_REFUSED(v, "401", "ticket");
+    s.now_ms = 1000;
+    v = check(&s, WS("?ticket=" TOKEN, ORIGIN));
+    assert_int_equal(v.action, GATE_FORWARD);
+    v = check(&s, WS("?ticket=" TOKEN, ORIGIN)); /* once */
+    ASSERT_REFUSED(v, "401", "ticket");
+    /* the oldest is replaced when all are kept */
+    for (int i = 0; i < CONSOLE_TICKETS + 1; i++) {
+        char t[CONSOLE_SECRET_HEX + 1];
+        snprintf(t, sizeof t, "%064d", i);
+        s.now_ms = 2000 + i;
+        console_gate_ticket_add(&s, t);
+    }
+    v = check(&s, WS("?ticket=0000000000000000000000000000000000000000000000000000000000000000", ORIGIN));
+    ASSERT_REFUSED(v, "401", "ticket");
+    v = check(&s, WS("?ticket=0000000000000000000000000000000000000000000000000000000000000008", ORIGIN));
+    assert_int_equal(v.action, GATE_FORWARD);
+    char out[1024];
+    const char *head = WS("?ticket=" TOKEN, ORIGIN);
+    size_t n = console_gate_rewrite(head, strstr(head, "\r\n\r\n"), out, sizeof out);
+    out[n] = 0;
+    assert_string_equal(out, "GET /v1/jobs/abc/attach HTTP/1.1\r\n" HOST "Upgrade: websocket\r\n"
+                             "Connection: Upgrade\r\n\r\n");
+}
+
 static void test_secret_equal(void **state)
 {
     (void)state;
@@ -268,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_malformed_heads),
         cmocka_unit_test(test_rewrite),
         cmocka_unit_test(test_secret_equal),
+        cmocka_unit_test(test_tickets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
