@@ -123,10 +123,12 @@ static void reply(int fd, int flags, const char *status, const char *extra, cons
 }
 
 /* Bytes both ways until the daemon's side ends (it closes after its answer: each request is
- * sent with Connection: close) or either side breaks. A browser that is done sending (a
- * half-close) is passed on as one (over TLS a close_notify, then the TCP half-close), and the
- * answer is still carried back. */
-static void relay(int b, conn *d)
+ * sent with Connection: close) or either side breaks. The browser's bytes go on up to left of
+ * them (the rest of the request's body; -1: all, as they come); what it sends beyond them (a
+ * second request on the connection) is read and dropped, never passed on. A browser that is
+ * done sending (a half-close, or gone) is passed on as one (over TLS a close_notify, then the
+ * TCP half-close), and the answer is still carried back. */
+static void relay(int b, conn *d, long long left)
 {
     char buf[65536];
     bool browser_open = true;
@@ -148,8 +150,12 @@ static void relay(int b, conn *d)
                 if (n == 0) {
                     browser_open = false;
                     conn_shutdown_write(d);
-                } else if (!conn_send_all(d, buf, (size_t)n)) {
-                    return;
+                } else {
+                    size_t pass = left >= 0 && left < n ? (size_t)left : (size_t)n;
+                    if (pass && !conn_send_all(d, buf, pass))
+                        return;
+                    if (left > 0)
+                        left -= (long long)pass;
                 }
             }
             if (!p[0].revents)
@@ -182,11 +188,13 @@ static void forward(int c, const char *head, const char *end, size_t len)
         conn_close(d);
         return;
     }
-    size_t body = (size_t)(end + 4 - head);
+    size_t body = (size_t)(end + 4 - head), extra = len - body;
+    long long blen = console_gate_body_length(head, end);
+    size_t now = blen >= 0 && (unsigned long long)blen < extra ? (size_t)blen : extra;
     conn_cork(d);
-    bool sent = conn_send_all(d, out, n) && conn_send_all(d, head + body, len - body);
+    bool sent = conn_send_all(d, out, n) && conn_send_all(d, head + body, now);
     if (conn_uncork(d) == 0 && sent)
-        relay(c, d);
+        relay(c, d, blen < 0 ? -1 : blen - (long long)now);
     conn_close(d);
 }
 

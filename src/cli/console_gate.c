@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <strings.h>
 
 /* The value of header `name` in the head (first line excluded, up to end), or NULL; *len its
@@ -39,6 +40,20 @@ static const char *header(const char *head, const char *end, const char *name, s
         }
     }
     return found;
+}
+
+long long console_gate_body_length(const char *head, const char *end)
+{
+    size_t len = 0;
+    int count = 0;
+    if (header(head, end, "Transfer-Encoding", &len, &count) || header(head, end, "Upgrade", &len, &count))
+        return -1;
+    const char *v = header(head, end, "Content-Length", &len, &count);
+    if (!v)
+        return 0;
+    if (count != 1 || len == 0 || len > 18 || strspn(v, "0123456789") < len)
+        return -1;
+    return strtoll(v, NULL, 10);
 }
 
 /* The value of the query parameter `name` in target (tlen bytes), or NULL. */

@@ -60,6 +60,12 @@ void console_gate_ticket_add(console_secrets *s, const char *t);
  * fragment: the browser keeps it, never sends it to a server). */
 void console_gate_sign_in(const console_secrets *s, char *out, size_t cap);
 
+/* How many body bytes follow the head: its Content-Length, 0 when it has none; -1 when they
+ * cannot be counted here (chunked, a Content-Length that is not one number, an upgrade: the
+ * bytes after the head are then the new protocol's) and go on as they come. What the browser
+ * sends beyond a counted body (a second request on the connection) is never passed on. */
+long long console_gate_body_length(const char *head, const char *end);
+
 /* The head joblet gets (end: where "\r\n\r\n" starts): the request line without the
  * console_key query parameter; without the Cookie, X-Console-Key, Connection and Keep-Alive
  * lines; ending with "Connection: close" and the blank line (a WebSocket's: the ticket and

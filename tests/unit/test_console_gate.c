@@ -310,6 +310,32 @@ static void test_secret_equal(void **state)
     assert_false(console_secret_equal("", 0, KEY));
 }
 
+/* how much of what follows a head is its request's body (the rest is never passed on) */
+static void test_body_length(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *head;
+        long long want;
+    } cases[] = {
+        {"GET /v1/jobs HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+        {"POST /v1/jobs HTTP/1.1\r\nContent-Length: 17\r\n\r\n", 17},
+        {"POST /v1/jobs HTTP/1.1\r\ncontent-length:   0  \r\n\r\n", 0},
+        {"POST /v1/jobs HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", -1},
+        {"POST /v1/jobs HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", -1},
+        {"POST /v1/jobs HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", -1},
+        {"POST /v1/jobs HTTP/1.1\r\nContent-Length: -1\r\n\r\n", -1},
+        {"POST /v1/jobs HTTP/1.1\r\nContent-Length: 9999999999999999999\r\n\r\n", -1},
+        {"GET /v1/jobs/a/attach HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *h = cases[i].head, *end = strstr(h, "\r\n\r\n");
+        long long got = console_gate_body_length(h, end);
+        if (got != cases[i].want)
+            fail_msg("%s: %lld, want %lld", h, got, cases[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_rewrite),
         cmocka_unit_test(test_secret_equal),
         cmocka_unit_test(test_tickets),
+        cmocka_unit_test(test_body_length),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
