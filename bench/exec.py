@@ -30,10 +30,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from start_latency import build_runc_bundle  # noqa: E402
+from start_latency import TRUE, build_runc_bundle  # noqa: E402
 from terminal import Daemon  # noqa: E402
 
-TRUE = shutil.which("true") or "/bin/true"
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 
 
@@ -68,10 +67,13 @@ def runc_container(tmp, cid):
         json.dump(cfg, f)
     state = os.path.join(tmp, "runc-state")
     # (the container keeps the descriptors it is given: none of ours, or run would never end)
-    p = subprocess.run(["runc", "--root", state, "run", "-d", "--bundle", bundle, cid], stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=60)
+    with open(os.path.join(tmp, "runc.err"), "w+") as err:
+        p = subprocess.run(["runc", "--root", state, "run", "-d", "--bundle", bundle, cid], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=err, timeout=60)
+        err.seek(0)
+        why = err.read().strip()[-200:]
     if p.returncode != 0:
-        return None, f"runc run -d: {p.stderr.strip()[-200:]}"
+        return None, f"runc run -d: {why}"
     return state, None
 
 
@@ -87,7 +89,7 @@ def main():
     d = Daemon(a.build)
     tmp = tempfile.mkdtemp(prefix="joblet-bench-exec-")
     cid = f"jbench-exec-{os.getpid()}"
-    state = None
+    state, jid = None, None
     try:
         job = d.api("POST", "/v1/jobs", {"command": SLEEP, "args": ["600"]})
         jid = job["id"]
@@ -124,6 +126,12 @@ def main():
     finally:
         if state:
             subprocess.run(["runc", "--root", state, "delete", "-f", cid], capture_output=True)
+        if jid:   # jobs outlive joblet's stop (they are adopted at its next start): kill it first
+            d.api("POST", f"/v1/jobs/{jid}/kill")
+            for _ in range(200):
+                if d.api("GET", f"/v1/jobs/{jid}").get("status") in ("STOPPED", "FAILED", "COMPLETED", "CANCELED"):
+                    break
+                time.sleep(0.05)
         d.close()
         shutil.rmtree(tmp, ignore_errors=True)
         # the daemon's cgroup levels in the v1 hierarchies and in cgroup2 (terminal.Daemon's close

@@ -47,6 +47,7 @@ typedef struct attach {
     bool tls;                 /* through libmicrohttpd's TLS relay (its socket pair) */
     bool types;               /* it asked to type (not ?stdin=0) */
     bool attached;            /* upgraded: its attach and detach are recorded */
+    bool s_shut;              /* the shim's side takes nothing more (its reading end closed) */
     bool exec;                /* an exec's stream (its helper's socket): not an attacher, and
                                  recorded as an exec (core/job_exec.c), not as an attach */
     bool websocket, ws_closing, ws_bye; /* a WebSocket (the console's terminal, GET with Upgrade:
@@ -247,7 +248,9 @@ static void pump(attach *a)
             else
                 a->c_end = true; /* closed (detached, or done after the exit frame) or broken */
         }
-        if (a->sfd >= 0 && a->s_out && a->up_len) {
+        if (a->s_shut && a->up_len) {
+            a->up_len = 0;   /* the shim (an exec's helper) took its last: the client's keys go nowhere */
+        } else if (a->sfd >= 0 && a->s_out && a->up_len) {
             ssize_t n = send(a->sfd, a->up, a->up_len, MSG_NOSIGNAL);
             if (n > 0) {
                 memmove(a->up, a->up + n, a->up_len - (size_t)n);
@@ -256,7 +259,10 @@ static void pump(attach *a)
             } else if (n < 0 && errno == EAGAIN) {
                 a->s_out = false;
             } else if (!(n < 0 && errno == EINTR)) {
-                a->s_end = true;
+                /* it closed its side (an exec whose process ended before the client's first
+                 * frame reached it): what it wrote before, its exit frame last, is still to be
+                 * read, to its end */
+                a->s_shut = true;
                 a->up_len = 0;
             }
         }
