@@ -43,7 +43,11 @@ for n in $names; do
   [[ -f tests/fuzz/fuzz_$n.c ]] || { echo "fuzz: no harness '$n'; there are: $(echo $all)" >&2; exit 2; }
   targets+=("tests/fuzz/fuzz_$n")
 done
-ninja -C "$dir" "${targets[@]}" >/dev/null
+if ! ninja -C "$dir" "${targets[@]}" >"$dir/build.log" 2>&1; then
+  echo "fuzz: the harnesses do not build (the end of $dir/build.log):" >&2
+  grep -E "error|undefined reference|FAILED" "$dir/build.log" | head -20 >&2
+  exit 1
+fi
 
 # Per harness: the longest input worth trying. The log writer splits lines at 16 KiB.
 max_len() {
