@@ -11,18 +11,21 @@ from conftest import BUILD, SANITIZER_MARKS
 
 
 class Console:
-    """rnx console as root (uid None) or as uid, on a free port; .url is the one-time link.
-    args: more flags for rnx console; prefix: a command that runs it (e.g. prlimit)."""
+    """rnx console as root (uid None) or as uid, on a free port; .url is the one-time link, .line
+    the line it printed. args: more flags for rnx console; prefix: a command that runs it (e.g.
+    prlimit). d: the daemon whose socket it serves; or d None and args naming a node
+    (["--node", NAME]), with env: rnx's environment (its nodes.yml, its keepers' directory)."""
 
-    def __init__(self, d, uid=None, args=(), prefix=()):
-        cmd = [os.path.join(BUILD, "rnx"), "--socket", d.sock, "console", *args]
+    def __init__(self, d, uid=None, args=(), prefix=(), env=None):
+        where = ["--socket", d.sock] if d is not None else []
+        cmd = [os.path.join(BUILD, "rnx"), *where, "console", *args]
         if uid is not None:
             cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] + cmd
         cmd = [*prefix, *cmd]
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env={"PATH": "/usr/bin:/bin",
-                                       **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
-        line = self.p.stdout.readline()
+                                  env=env or {"PATH": "/usr/bin:/bin",
+                                              **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+        line = self.line = self.p.stdout.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", line)
         assert m, f"rnx console printed {line!r}; stderr: {self.p.stderr.read() if self.p.poll() is not None else ''}"
         self.port, self.token = int(m.group(1)), m.group(2)

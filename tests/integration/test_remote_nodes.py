@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from conftest import BUILD, Daemon, Keepers, need_root
+from console_util import Console
 from test_remote import Users, free_port
 
 pytestmark = pytest.mark.skipif(not shutil.which("useradd"), reason="needs useradd")
@@ -152,42 +153,19 @@ def test_a_node_whose_certificate_does_not_name_the_address_is_refused(two):
 def test_console_through_a_real_node(two):
     """rnx console --node a: the console's page and its API calls come from node a over TLS, as
     the node's person (whoami names their account)."""
-    import http.client
-    import re
-    import signal
-    import urllib.parse
-    env = two["env"]
-    c = subprocess.Popen([os.path.join(BUILD, "rnx"), "console", "--node", "a"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
+    con = Console(None, args=["--node", "a"], env=two["env"])
     try:
-        line = c.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", line)
-        assert m, (line, c.stderr.read() if c.poll() is not None else "")
-        port, token = int(m.group(1)), m.group(2)
-
-        def request(path, headers=None):
-            h = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            h.request("GET", path, headers=headers or {})
-            r = h.getresponse()
-            body = r.read()
-            h.close()
-            return r, body
-
-        r, _ = request(f"/?token={token}")
-        assert r.status == 303
-        jar = r.getheader("Set-Cookie").split(";")[0]
-        key = urllib.parse.parse_qs(urllib.parse.urlsplit(r.getheader("Location")).fragment)["key"][0]
-        r, body = request("/v1/whoami", {"Cookie": jar, "X-Console-Key": key})
+        con.sign_in()
+        r, body = con.request("GET", "/v1/whoami", headers=con.auth(), timeout=30)
         assert r.status == 200, body
         me = json.loads(body)
         assert me["uid"] == two["uid"] and me["role"] == "developer", me
-        r, body = request("/v1/gpus", {"Cookie": jar, "X-Console-Key": key})
+        r, body = con.request("GET", "/v1/gpus", headers=con.auth(), timeout=30)
         assert r.status == 200 and len(json.loads(body)["gpus"]) == 8, body[:200]
-        r, body = request("/", {"Cookie": jar})
+        r, body = con.request("GET", "/", headers={"Cookie": con.jar}, timeout=30)
         assert r.status == 200 and b"<html" in body.lower()
     finally:
-        os.kill(c.pid, signal.SIGTERM)
-        c.wait()
+        con.stop()
 
 
 # ---- rnx's keeper of a node's connections (src/cli/conn_agent.h) ------------------------------

@@ -19,12 +19,11 @@ import stat
 import subprocess
 import sys
 import time
-import urllib.parse
-import http.client
 
 import pytest
 
 from conftest import BUILD, SANITIZER_MARKS
+from console_util import Console
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RNX = os.path.join(BUILD, "rnx")
@@ -488,41 +487,20 @@ def test_downloads_pass_intact_over_tls(env, tmp_path, pki, fake):
 def test_console_through_a_node(env, tmp_path, pki, fake):
     n = fake()
     add(env, tmp_path, pki, "n1", f"127.0.0.1:{n.port}")
-    c = subprocess.Popen([RNX, "console", "--node", "n1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
+    con = Console(None, args=["--node", "n1"], env=env)
     try:
-        line = c.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", line)
-        assert m, (line, c.stderr.read() if c.poll() is not None else "")
-        assert f"node n1 (127.0.0.1:{n.port})" in line
-        port, token = int(m.group(1)), m.group(2)
-
-        def request(path, headers=None):
-            h = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            h.request("GET", path, headers=headers or {})
-            r = h.getresponse()
-            body = r.read()
-            h.close()
-            return r, body
-
-        r, _ = request(f"/?token={token}")
-        assert r.status == 303
-        jar = r.getheader("Set-Cookie").split(";")[0]
-        key = urllib.parse.parse_qs(urllib.parse.urlsplit(r.getheader("Location")).fragment)["key"][0]
-        r, body = request("/v1/version", {"Cookie": jar, "X-Console-Key": key})
+        assert f"node n1 (127.0.0.1:{n.port})" in con.line
+        con.sign_in()
+        r, body = con.request("GET", "/v1/version", headers=con.auth(), timeout=30)
         assert r.status == 200 and json.loads(body)["version"] == "fake-node-1", body
-        r, body = request("/", {"Cookie": jar})
+        r, body = con.request("GET", "/", headers={"Cookie": con.jar}, timeout=30)
         assert r.status == 200 and b"fake node console" in body
         reqs = n.requests()
         assert {r["path"] for r in reqs} >= {"/v1/version", "/"} and all(r["cn"] == "alice" for r in reqs), reqs
         # the console's own key never reaches the node
         assert not any("console_key" in r["path"] for r in reqs)
     finally:
-        os.kill(c.pid, signal.SIGTERM)
-        c.wait()
-        console_err = c.stderr.read()
-    for mark in SANITIZER_MARKS:
-        assert mark not in console_err, console_err
+        con.stop()   # (a sanitizer report on its stderr fails the test)
 
 
 def test_the_local_socket_loads_no_tls(env, tmp_path, pki, fake):
