@@ -11,7 +11,8 @@ temporary directory, pointed at a generated slurm.conf through SLURM_CONF. Nothi
 - select/cons_tres with GresTypes=gpu: each node has two test GPUs, character devices made with
   mknod 195:N in the cluster's directory as tests/integration/gpu_nodes.py makes them (node1
   minors 0,1; node2 minors 2,3).
-- an optional plugstack.conf content (a SPANK plugin to load).
+- an optional plugstack.conf content (a SPANK plugin to load), or a function of the cluster that
+  returns it once the cluster's directory exists (build_spank_plugin builds one there).
 
 Every daemon is a child of the test (foreground mode), stopped by its PID (SIGTERM, then
 SIGKILL); the cgroups Slurm made for this cluster, its spool directories and the temporary
@@ -85,6 +86,17 @@ def cannot_run():
                 f" mounted at {CGROUP_V1}/<controller> (this host: " +
                 (", ".join(f"{k}={v}" for k, v in sorted(mounts.items())) or "no cgroup v1 mounts") + ")")
     return None
+
+
+def build_spank_plugin(src, out):
+    """gcc a SPANK plugin against Debian's /usr/include/slurm/spank.h (libslurm-dev); skips
+    where that header or gcc is missing."""
+    if not os.path.exists("/usr/include/slurm/spank.h"):
+        pytest.skip("/usr/include/slurm/spank.h is missing (Debian: libslurm-dev)")
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is missing: cannot build a SPANK plugin")
+    subprocess.run(["gcc", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o", out, src], check=True)
+    return out
 
 
 def free_ports(n):
@@ -197,7 +209,7 @@ class SlurmCluster:
     def write_files(self):
         for d in ("etc", "munge", "log", "spool", "state", "run", "dev"):
             os.makedirs(self.path(d))
-        os.chmod(self.path("munge"), 0o700)
+        os.chmod(self.path("munge"), 0o755)  # clients of other users reach munged's socket
         # the test GPUs: 195:N as the driver makes them (tests/integration/gpu_nodes.py)
         for minors in NODES.values():
             for m in minors:
@@ -268,8 +280,9 @@ ConstrainDevices={"yes" if self.constrain_devices else "no"}
             for n, minors in NODES.items():
                 files = ",".join(self.gpu_files(n))
                 f.write(f"NodeName={n} Name=gpu File={files}\n")
+        plugstack = self.plugstack(self) if callable(self.plugstack) else self.plugstack
         with open(self.path("etc", "plugstack.conf"), "w") as f:
-            f.write(self.plugstack or "")
+            f.write(plugstack or "")
 
     # -- daemons -------------------------------------------------------------
     def spawn(self, name, argv, env=None):
