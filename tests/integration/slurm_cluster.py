@@ -18,12 +18,12 @@ Every daemon is a child of the test (foreground mode), stopped by its PID (SIGTE
 SIGKILL); the cgroups Slurm made for this cluster, its spool directories and the temporary
 directory are removed; a process left behind fails the teardown loudly.
 
-Use: the module-scoped fixture `slurm_cluster` (import it into a test module; its options come
-from the module's SLURM_CLUSTER_OPTIONS dict), or `with SlurmCluster(**options) as c:`.
+Use: the module-scoped fixture `slurm_cluster` (import slurm_cluster_fixture into a test module;
+its options come from the module's SLURM_CLUSTER_OPTIONS dict), or `with SlurmCluster(**options)
+as c:`. Start: ~1.1 s on the 2-core test VM.
 """
 import contextlib
 import os
-import re
 import shutil
 import signal
 import socket
@@ -372,7 +372,7 @@ ConstrainDevices={"yes" if self.constrain_devices else "no"}
                 subprocess.run([which("scancel"), "--full", "--quiet", "-u", "root"], env=self.env,
                                capture_output=True, timeout=20)
                 deadline = time.monotonic() + 20
-                while time.monotonic() < deadline and self.step_pids():
+                while time.monotonic() < deadline and self.step_pids(jobs_only=True):
                     time.sleep(0.1)
         # slurmd first (its steps end with it), then slurmctld, munged last
         order = [n for n in self.procs if n.startswith("slurmd")] + ["slurmctld", "munged"]
@@ -412,9 +412,13 @@ ConstrainDevices={"yes" if self.constrain_devices else "no"}
         if problems:
             raise AssertionError("test Slurm cluster teardown: " + "\n".join(problems) + "\n" + logs)
 
-    def step_pids(self):
-        """Processes of this cluster's jobs: in its Slurm cgroups, or carrying its SLURM_CONF."""
+    def step_pids(self, jobs_only=False):
+        """Processes of this cluster's jobs: in its Slurm cgroups, or carrying its SLURM_CONF
+        (jobs_only: only the slurmstepd among the latter, which end once their jobs are
+        cancelled)."""
         pids = environ_pids(self.conf)
+        if jobs_only:
+            pids = {p for p in pids if describe(p).split()[1:2] == ["slurmstepd:"]}
         for top in slurm_cgroup_dirs() - self.cgroups_before:
             pids |= cgroup_pids(top)
         daemons = {p.pid for p in self.procs.values() if p.poll() is None}
@@ -428,8 +432,8 @@ ConstrainDevices={"yes" if self.constrain_devices else "no"}
         self.stop()
 
 
-@pytest.fixture(scope="module")
-def slurm_cluster(request):
+@pytest.fixture(scope="module", name="slurm_cluster")
+def slurm_cluster_fixture(request):
     """One test cluster per test module; SLURM_CLUSTER_OPTIONS in the module sets its options
     (constrain_devices, plugstack, extra_slurm_conf, task_plugin)."""
     c = SlurmCluster(**getattr(request.module, "SLURM_CLUSTER_OPTIONS", {}))

@@ -1,4 +1,9 @@
-/* A test SPANK plugin: logs, in each hook, what a plugin there can see. */
+/* A test SPANK plugin for the Slurm test cluster (tests/integration/slurm_cluster.py, issue 30):
+ * in each hook it appends one line to the file named by its log= argument: the hook, the spank
+ * context, getuid/geteuid, its pid, the job/step/task items, and spank_getenv() next to getenv()
+ * of SLURM_STEP_GPUS, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL; where the task's
+ * process is at hand, its /proc/PID/cgroup. test_slurm_cluster.py builds it with gcc against
+ * Debian's /usr/include/slurm/spank.h at test time and reads the facts the joblet plugin needs. */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
