@@ -20,7 +20,7 @@
 /* Starts r's command (command, args, env on top of the job's, workdir, tty, stdin_open; the
  * rest of r is not looked at) in job j for who. 0 with *fd, the daemon's end of the helper's
  * socket (non-blocking, close-on-exec: closing it ends the exec), or -1 with e: 403 not who's
- * job, 409 the job is not running (or runs under gVisor), 429 JOB_EXEC_MAX execs run in it,
+ * job, 409 the job is not running, 429 JOB_EXEC_MAX execs run in it,
  * 500 the helper could not start. */
 int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e);
 /* How many execs run in job j now. */

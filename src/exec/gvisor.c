@@ -393,16 +393,9 @@ int gvisor_command_status(int runsc_status, bool signal_expected)
     return code << 8;
 }
 
-bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len)
+/* runsc's last error in its log f (JSON lines), closed */
+static bool last_error(FILE *f, char *msg, size_t len)
 {
-    /* runsc exits 128 when it fails itself; 128 + N is a signal N */
-    if (!WIFEXITED(runsc_status) || WEXITSTATUS(runsc_status) != 128)
-        return false;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/runsc.log", s->job_dir);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
     bool found = false;
     char line[4096];
     /* the last error; a line longer than the buffer is read in pieces that do not parse */
@@ -418,4 +411,91 @@ bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len)
     }
     fclose(f);
     return found;
+}
+
+bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len)
+{
+    /* runsc exits 128 when it fails itself; 128 + N is a signal N */
+    if (!WIFEXITED(runsc_status) || WEXITSTATUS(runsc_status) != 128)
+        return false;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/runsc.log", s->job_dir);
+    FILE *f = fopen(path, "re");
+    return f && last_error(f, msg, len);
+}
+
+/* fd stays open across the exec, and is named /proc/self/fd/N there */
+static void keep_fd(int fd, char *out, size_t len)
+{
+    fcntl(fd, F_SETFD, 0);
+    snprintf(out, len, "/proc/self/fd/%d", fd);
+}
+
+int gvisor_exec(const job_spec *s, const gvisor_exec_fds *f, jerr *e)
+{
+    if (dup2(f->in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0)
+        return jerr_sys(e, "connect stdin/stdout/stderr");
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    char root[4200], log[80], process[64], pid_file[64];
+    const char *argv[16];
+    int n = global_args(s, argv, root, sizeof root);
+    keep_fd(f->log, process, sizeof process);
+    snprintf(log, sizeof log, "--log=%s", process);
+    argv[n++] = log;
+    argv[n++] = "--log-format=json";
+    argv[n++] = "exec";
+    argv[n++] = "--process";
+    keep_fd(f->process, process, sizeof process);
+    argv[n++] = process;
+    argv[n++] = "--internal-pid-file";
+    keep_fd(f->pid_file, pid_file, sizeof pid_file);
+    argv[n++] = pid_file;
+    argv[n++] = s->id;
+    argv[n] = NULL;
+    execv(s->runsc, (char *const *)argv);
+    return jerr_sys(e, "%s", s->runsc);
+}
+
+pid_t gvisor_exec_pid(int pid_file)
+{
+    char buf[32];
+    ssize_t n = pread(pid_file, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    long pid = strtol(buf, NULL, 10);
+    return pid > 0 && pid <= INT32_MAX ? (pid_t)pid : 0;
+}
+
+bool gvisor_exec_failure(int runsc_status, int pid_file, int log, char *msg, size_t len)
+{
+    if (!WIFEXITED(runsc_status) || WEXITSTATUS(runsc_status) != 128 || gvisor_exec_pid(pid_file) > 0)
+        return false;
+    int fd = dup(log);
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        snprintf(msg, len, "runsc exec failed");
+        return true;
+    }
+    rewind(f);
+    if (!last_error(f, msg, len))
+        snprintf(msg, len, "runsc exec failed");
+    return true;
+}
+
+int gvisor_kill_pid(const job_spec *s, pid_t pid, int sig)
+{
+    char root[4200], signo[16], p[32];
+    const char *argv[8];
+    int n = global_args(s, argv, root, sizeof root);
+    snprintf(signo, sizeof signo, "%d", sig);
+    snprintf(p, sizeof p, "--pid=%d", (int)pid);
+    argv[n++] = "kill";
+    argv[n++] = p;
+    argv[n++] = s->id;
+    argv[n++] = signo;
+    argv[n] = NULL;
+    return run_quiet(argv);
 }
