@@ -361,6 +361,8 @@ int main(int argc, char **argv)
     gvisor_exec_fds gf = {-1, -1, -1, -1, -1, -1};
     int master = -1, slave = -1;
     if (gv) {
+        if (gvisor_wait_running(&s, INIT_FD, &e) < 0)
+            refuse(126, "joblet: exec: %s", e.msg);
         gvisor_fds(&s, &r, &gf);
         /* the terminal: a host one, for runsc to hand to the Sentry (the process never sees
          * the host's devpts: it gets the open slave, as its kernel's terminal) */

@@ -49,6 +49,12 @@ typedef struct gvisor_exec_fds {
     int in, out, err;         /* the process's stdin, stdout, stderr: runsc hands these to the
                                * Sentry; a host terminal's slave makes it the process's terminal */
 } gvisor_exec_fds;
+/* A job is RUNNING to joblet once runsc run started; its sandbox takes a moment more (tens of ms)
+ * to run the command, and runsc exec refuses a container that is not running yet: this waits
+ * for runsc to call it running, at most GVISOR_START_WAIT_S, or until the job's init (its pidfd)
+ * ends. -1 with e when it is not running by then. */
+#define GVISOR_START_WAIT_S 30
+int gvisor_wait_running(const job_spec *s, int init_pidfd, jerr *e);
 /* In the exec's child, already in the job's cgroup: becomes `runsc --root=R --log=... exec
  * --process ... --internal-pid-file ... <id>`, which exits with the process's code (128 + N for signal N;
  * 128 when runsc itself failed). Returns only on failure. */

@@ -290,6 +290,20 @@ def test_gvisor_exec_workdir_stdin_exit_code_and_events(daemon, gvisor_job):
 
 
 @needs_runsc
+def test_gvisor_exec_as_soon_as_the_job_runs(daemon):
+    """RUNNING comes when runsc run started; its sandbox runs the command a moment later: an exec
+    in between waits for it rather than failing on runsc's "loading sandbox"."""
+    p = rnx(daemon, "--json", "job", "run", "--isolation=gvisor", "sleep", "300")
+    jid = json.loads(p.stdout)["id"]
+    try:
+        daemon.wait_status(jid, "RUNNING")
+        p = rnx(daemon, "job", "exec", jid, "echo", "in")
+        assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+    finally:
+        stop(daemon, jid)
+
+
+@needs_runsc
 def test_gvisor_exec_t_gives_a_terminal(daemon, gvisor_job, pane_for):
     pane = pane_for({"JOBLET_SOCKET": daemon.sock}, cols=100, rows=30)
     pane.line(f"{RNX} job exec -it -e 'PS1=gv$ ' {gvisor_job} sh; echo rc=$?")
