@@ -24,6 +24,13 @@
  *   4. the helper relays its terminal (or pipes) to joblet until it ends, then sends its exit
  *      code (the exit frame) and exits with it. The process is killed when the client goes;
  *      it dies with the job anyway (its PID namespace's init ends it).
+ * Under gVisor (the spec has runsc) there are no namespaces of joblet's to enter: once runsc
+ * calls the container running, the child born in the job's cgroup becomes `runsc exec` with the
+ * same plan as a process object (gvisor.h: uid/gid, the job's environment with -e on top, the
+ * working directory, no capability, no_new_privs), and the Sentry starts the process beside the
+ * job's. With -t the terminal is a host pty whose slave runsc hands to the Sentry. The helper
+ * relays as in 4; when the client goes it kills the process through `runsc kill --pid`, and it
+ * ends runsc exec when the job's init (runsc run) ends.
  * A refusal before the exec is a line on stderr ("joblet: exec: ...") and exit code 126 (127: no
  * such command), as a shell says it. */
 #include <errno.h>
