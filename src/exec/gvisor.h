@@ -43,8 +43,9 @@ bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len);
  * network), as the job's user (oci_exec_process: no capability, no_new_privileges). */
 typedef struct gvisor_exec_fds {
     int process;              /* the process object (oci_exec_process), a memfd */
-    int pid_file;             /* an empty memfd: runsc writes the process's pid there once it runs
-                               * (inside the sandbox, as `runsc kill --pid` takes it; --pid-file would be runsc's own) */
+    int pid_file;             /* an empty memfd: runsc writes the process's pid there once it
+                               * runs (--internal-pid-file: the sandbox's pid, as `runsc kill
+                               * --pid` takes it; --pid-file would be runsc's own) */
     int log;                  /* an empty memfd: runsc's own log, JSON lines (its errors) */
     int in, out, err;         /* the process's stdin, stdout, stderr: runsc hands these to the
                                * Sentry; a host terminal's slave makes it the process's terminal */
