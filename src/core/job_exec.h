@@ -2,7 +2,8 @@
  * one joblet-exec helper per exec (exec/exec_main.c), which plans from the job's own spec and
  * starts the process in the job's cgroup, namespaces and root, as its user, under its seccomp
  * filter, with no capabilities (under gVisor, through `runsc exec`: exec/gvisor.h). core/
- * starts the helper and hands api/attach.c the socket that carries its frames (common/termframe.h); it never sees the bytes.
+ * starts the helper and hands api/attach.c the socket that carries its frames
+ * (common/termframe.h); it never sees the bytes.
  *
  * Who may: the job's owner, or a role the authorization table allows (AUTHZ_OTHERS_EXEC); a
  * reader changes nothing (http.c). At most JOB_EXEC_MAX execs run in one job at once. Each is
