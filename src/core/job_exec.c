@@ -124,9 +124,6 @@ int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e
     if (job_state_terminal(j->state))
         return jerr_http(e, 409, "job %.8s has ended (%s): there is nothing to exec into; rnx job log %.8s shows "
                                  "its output", j->id, job_state_name(j->state), j->id);
-    if (isolation_gvisor(&j->req))
-        return jerr_http(e, 409, "job %.8s runs under gVisor: exec does not enter a gVisor sandbox yet (runsc exec "
-                                 "is to come); run the job with --isolation=native to exec into it", j->id);
     if (j->state != JS_RUNNING || j->init_pid <= 0 || j->shim_pid <= 0)
         return jerr_http(e, 409, "job %.8s is %s: exec enters a running job; wait until it runs", j->id,
                          job_state_name(j->state));
@@ -191,8 +188,9 @@ int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e
     *fd = sp[0];
     char cmd[600], detail[800];
     words(r, cmd, sizeof cmd);
-    snprintf(detail, sizeof detail, "by uid %u%s%s: %s", (unsigned)who->uid, r->tty ? ", with a terminal" : "",
-             r->stdin_open ? ", with stdin" : "", cmd);
+    /* (under gVisor the helper goes through runsc exec: the job's spec says so, not the client) */
+    snprintf(detail, sizeof detail, "by uid %u%s%s%s: %s", (unsigned)who->uid, r->tty ? ", with a terminal" : "",
+             r->stdin_open ? ", with stdin" : "", isolation_gvisor(&j->req) ? ", through runsc exec" : "", cmd);
     job_event(j, JE_EXEC, who->uid, "%s", detail);
     audit_caller("exec", who, j->id, cmd);
     log_info("job %.8s: exec %s (helper pid %d)", j->id, detail, (int)x->pid);
