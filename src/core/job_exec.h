@@ -6,7 +6,8 @@
  * (common/termframe.h); it never sees the bytes.
  *
  * Who may: the job's owner, or a role the authorization table allows (AUTHZ_OTHERS_EXEC); a
- * reader changes nothing (http.c). At most JOB_EXEC_MAX execs run in one job at once. Each is
+ * reader changes nothing (http.c). At most JOB_EXEC_MAX execs run in one job at once, and at most
+ * limits.exec_sessions_per_user run for one user in all jobs together (not for AUTHZ_UNLIMITED). Each is
  * recorded in the job's events ("exec": who, the command) and in the audit trail. */
 #ifndef JOBLET_JOB_EXEC_H
 #define JOBLET_JOB_EXEC_H
@@ -21,7 +22,8 @@
 /* Starts r's command (command, args, env on top of the job's, workdir, tty, stdin_open; the
  * rest of r is not looked at) in job j for who. 0 with *fd, the daemon's end of the helper's
  * socket (non-blocking, close-on-exec: closing it ends the exec), or -1 with e: 403 not who's
- * job, 409 the job is not running, 429 JOB_EXEC_MAX execs run in it,
+ * job, 409 the job is not running, 429 JOB_EXEC_MAX execs run in it or who's
+ * limits.exec_sessions_per_user execs run,
  * 500 the helper could not start. */
 int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e);
 /* How many execs run in job j now. */

@@ -356,3 +356,37 @@ def test_gvisor_exec_ends_with_the_job_and_with_its_client(daemon):
     assert p.returncode != 0, (p.returncode, err)
     daemon.wait(jid)
     assert count_comm(jid, "runsc") == 0 and count_comm(jid, "joblet-exec") == 0
+
+
+def test_execs_per_user_are_bounded_across_jobs(fresh_daemon):
+    """limits.exec_sessions_per_user counts one user's running execs in all their jobs: the third
+    of a bound of 2 is refused with 429 naming the key, root is not bounded, and one ending frees
+    a place."""
+    need_root()
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    d = fresh_daemon("limits:\n  exec_sessions_per_user: 2\n")
+    jobs = [running_job(d, uid=OTHER_UID) for _ in range(2)]
+    held = []
+    try:
+        for jid in jobs:
+            held.append(subprocess.Popen(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}",
+                                          "--clear-groups", RNX, "job", "exec", jid, "sleep", "1000"],
+                                         env=env_for(d), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            wait_until("the exec'd sleep runs", lambda jid=jid: count_comm(jid, "sleep") == 2)
+        p = rnx(d, "job", "exec", jobs[0], "true", uid=OTHER_UID)
+        assert p.returncode == 1 and f"uid {OTHER_UID} has 2 execs running; limits.exec_sessions_per_user is 2" \
+            in p.stderr, p.stderr
+        p = rnx(d, "job", "exec", jobs[1], "true")
+        assert p.returncode == 0, p.stderr
+        held[0].kill()
+        held[0].communicate(timeout=120)
+        wait_until("the first exec ends", lambda: count_comm(jobs[0], "sleep") == 1)
+        p = rnx(d, "job", "exec", jobs[0], "sh", "-c", "exit 4", uid=OTHER_UID)
+        assert p.returncode == 4, p.stderr
+    finally:
+        for h in held:
+            h.kill()
+            h.communicate(timeout=120)
+        for jid in jobs:
+            stop(d, jid)
