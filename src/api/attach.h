@@ -20,8 +20,6 @@ bool attach_asks_upgrade(struct MHD_Connection *c);
 /* Answers 101 and relays the connection to sfd, a socket that speaks the framing already (an
  * exec's helper: jobs_exec.c), which it takes; sfd -1: to j's shim once it takes clients. */
 enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd);
-/* Whether any connection is attached now. */
-bool attach_open(void);
 /* The server stops: every attached connection is closed (libmicrohttpd stops only without
  * upgraded connections left open). */
 void attach_stop_all(void);
