@@ -38,6 +38,7 @@
 
 #include "api/http.h"
 #include "api/park.h"
+#include "api/tls.h"
 #include "api/uploads.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -138,6 +139,19 @@ struct MHD_Response *MHD_create_response_for_upgrade(MHD_UpgradeHandler upgrade_
 enum MHD_Result MHD_upgrade_action(struct MHD_UpgradeResponseHandle *urh, enum MHD_UpgradeAction action, ...)
 {
     return MHD_YES;
+}
+
+/* an upgraded TLS connection's session (api/tls.h; tls.c is not linked): never upgraded here */
+void tls_upgraded_take(gnutls_session_t s) {}
+ssize_t tls_upgraded_recv(gnutls_session_t s, void *buf, size_t n)
+{
+    errno = EPIPE;
+    return -1;
+}
+ssize_t tls_upgraded_send(gnutls_session_t s, const void *buf, size_t n)
+{
+    errno = EPIPE;
+    return -1;
 }
 
 /* a runtime's archive: read whole (they are small here: none is built) */
