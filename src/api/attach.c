@@ -204,15 +204,17 @@ static void say_end(attach *a, const char *why, int code)
     a->s_end = true;
 }
 
-/* The shim's side is over and the client has what there was: no more from us (shutdown), and
- * the client, which closes on the exit frame, has LINGER_S to do so (what it sends meanwhile is
- * read and dropped: a socket closed with unread bytes resets, and its last bytes could be lost).
- * Not over TLS: a TLS session has no half-close, and libmicrohttpd ends it (close_notify) and
- * closes the socket once asked (a shutdown before would keep the close_notify from the client). */
+/* The shim's side is over and the client has what there was: no more from us (shutdown; over
+ * TLS the session's close_notify, the socket left open for libmicrohttpd to close), and the
+ * client, which closes on the exit frame, has LINGER_S to do so (what it sends meanwhile is read
+ * and dropped: a socket closed with unread bytes resets, and its last bytes could be lost). */
 static void linger(attach *a)
 {
     a->lingering = true;
-    shutdown(a->cfd, SHUT_WR);
+    if (a->tls)
+        tls_upgraded_bye(a->tls_s); /* (one that does not go out now: libmicrohttpd's, at the end) */
+    else
+        shutdown(a->cfd, SHUT_WR);
     a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     a->wt.fd = a->tfd;
     struct itimerspec it = {.it_value = {.tv_sec = LINGER_S}};
@@ -231,10 +233,10 @@ static void pump(attach *a)
     for (bool moved = true; moved && steps < SLICE; steps++) {
         moved = false;
         /* (over TLS only with room for a whole record: tls.h) */
-        size_t c_room = a->lingering ? 4096 : BUF - a->up_len;
+        size_t c_room = a->lingering ? TLS_RECORD_MAX : BUF - a->up_len;
         if (a->c_in && !a->c_end && !a->ws_closing && c_room >= (a->tls ? TLS_RECORD_MAX : 1)) {
             static unsigned char ws_in[BUF]; /* (one loop: one session reads at a time) */
-            char sink[4096];
+            static char sink[TLS_RECORD_MAX];
             char *to = a->lingering ? sink : a->websocket ? (char *)ws_in : a->up + a->up_len;
             ssize_t n = a->tls ? tls_upgraded_recv(a->tls_s, to, c_room) : recv(a->cfd, to, c_room, 0);
             if (n > 0 && !a->lingering) {
@@ -322,10 +324,7 @@ static void pump(attach *a)
             close(a->sfd);
             a->sfd = a->ws.fd = -1;
         }
-        if (a->tls)
-            end(a);
-        else
-            linger(a);
+        linger(a);
         return;
     }
     if (steps == SLICE)

@@ -3,7 +3,7 @@
  * client and the job's shim (exec/shim_term.h), relayed on the loop: both sockets non-blocking,
  * a bounded buffer each way, a client that reads slowly only fills its own buffer (and then
  * its shim drops output for it alone, saying so). On the unix socket and the TLS listeners
- * alike (libmicrohttpd relays an upgraded TLS connection through a socket pair). */
+ * alike (over TLS joblet reads and writes the upgraded connection's TLS session itself: tls.h). */
 #ifndef JOBLET_API_ATTACH_H
 #define JOBLET_API_ATTACH_H
 

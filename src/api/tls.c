@@ -389,3 +389,5 @@ ssize_t tls_upgraded_send(gnutls_session_t s, const void *buf, size_t n)
      * bytes of the call that made it: the caller's buffer starts with them) */
     return upgraded_result(gnutls_record_send(s, buf, n));
 }
+
+int tls_upgraded_bye(gnutls_session_t s) { return (int)upgraded_result(gnutls_bye(s, GNUTLS_SHUT_WR)); }

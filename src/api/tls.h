@@ -60,6 +60,9 @@ void tls_upgraded_take(gnutls_session_t s);
  * first (more may follow them). */
 ssize_t tls_upgraded_recv(gnutls_session_t s, void *buf, size_t n);
 ssize_t tls_upgraded_send(gnutls_session_t s, const void *buf, size_t n);
+/* The end of what joblet sends (close_notify), as shutdown(SHUT_WR) on a socket: 0, or -1 with
+ * errno as for tls_upgraded_send. */
+int tls_upgraded_bye(gnutls_session_t s);
 
 /* The priorities of the listener: TLS 1.3 only. */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1"

@@ -153,6 +153,7 @@ ssize_t tls_upgraded_send(gnutls_session_t s, const void *buf, size_t n)
     errno = EPIPE;
     return -1;
 }
+int tls_upgraded_bye(gnutls_session_t s) { return 0; }
 
 /* a runtime's archive: read whole (they are small here: none is built) */
 struct MHD_Response *MHD_create_response_from_fd(uint64_t size, int fd)
