@@ -30,9 +30,11 @@ Target (issue 29): echo p50 <= 1 ms locally. Standard library only.
 """
 
 import argparse
+import glob
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -51,6 +53,25 @@ RAW_CAT = ["sh", "-c", "stty raw -echo; echo ready; exec cat"]
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def release_mounts(root):
+    """The jobs' work areas stay mounted when joblet stops (a job's /work outlives a restart):
+    what lies under root is unmounted, deepest first, and loop devices whose image lies under it
+    detached, before root is removed (as tests/integration/conftest.py's release_mounts)."""
+    root = os.path.realpath(root)
+    with open("/proc/self/mountinfo") as f:
+        points = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4]) for line in f]
+    for mp in sorted((p for p in points if p == root or p.startswith(root + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mp], check=False, capture_output=True)
+    for bf in glob.glob("/sys/block/loop*/loop/backing_file"):
+        try:
+            with open(bf) as f:
+                backing = f.read().strip()
+        except OSError:
+            continue
+        if backing.startswith(root + "/"):
+            subprocess.run(["losetup", "-d", "/dev/" + bf.split("/")[3]], check=False, capture_output=True)
 
 
 class Daemon:
@@ -130,6 +151,7 @@ class Daemon:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=30)
         self.log.close()
+        release_mounts(self.dir)
         shutil.rmtree(self.dir, ignore_errors=True)
         for sub, _, _ in sorted(os.walk("/sys/fs/cgroup/joblet-bench-term"), key=lambda w: -w[0].count("/")):
             try:
