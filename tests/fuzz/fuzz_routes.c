@@ -38,6 +38,7 @@
 
 #include "api/http.h"
 #include "api/park.h"
+#include "api/tls.h"
 #include "api/uploads.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -139,6 +140,20 @@ enum MHD_Result MHD_upgrade_action(struct MHD_UpgradeResponseHandle *urh, enum M
 {
     return MHD_YES;
 }
+
+/* an upgraded TLS connection's session (api/tls.h; tls.c is not linked): never upgraded here */
+void tls_upgraded_take(gnutls_session_t s) {}
+ssize_t tls_upgraded_recv(gnutls_session_t s, void *buf, size_t n)
+{
+    errno = EPIPE;
+    return -1;
+}
+ssize_t tls_upgraded_send(gnutls_session_t s, const void *buf, size_t n)
+{
+    errno = EPIPE;
+    return -1;
+}
+int tls_upgraded_bye(gnutls_session_t s) { return 0; }
 
 /* a runtime's archive: read whole (they are small here: none is built) */
 struct MHD_Response *MHD_create_response_from_fd(uint64_t size, int fd)
