@@ -791,3 +791,60 @@ def test_big_output_over_tls_comes_through_intact(remote):
     p = subprocess.run([RNX, "--node", "developer", "job", "run", "-i", "sha256sum"], input=data, env=env,
                        capture_output=True)
     assert p.returncode == 0 and p.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest(), p
+
+
+def test_exec_and_reattach_over_tls(remote, pane_for):
+    """rnx job exec over the TLS listener, through the node's keeper: the owner's exec sees the
+    job's files and gives its exit code, with -i and -it; a reader (who changes nothing), another
+    developer and a maintainer (who sees every job) are refused. Detach and re-attach over TLS
+    replay the same screen."""
+    st, job = remote.api("developer", "POST", "/v1/jobs",
+                         {"command": "sh", "args": ["-c", "echo tls-seen > /work/mark; exec sleep 300"]})
+    assert st == 201, job
+    jid = job["id"]
+    try:
+        remote.d.wait_status(jid, "RUNNING")
+        wait_until("the job's command runs", lambda: os.path.exists(os.path.join(remote.d.work(jid), "mark")))
+        p = remote.rnx("developer", "job", "exec", jid, "sh", "-c", "cat /work/mark; exit 5")
+        assert p.returncode == 5 and p.stdout == "tls-seen\n", (p.returncode, p.stdout, p.stderr)
+        for who, why in (("reader", "(a change) is for the roles"), ("other", "another user's job"),
+                         ("maintainer", "another user's job")):
+            p = remote.rnx(who, "job", "exec", jid, "true")
+            assert p.returncode != 0 and why in p.stderr, (who, p.stderr)
+        env = remote.keepers.env({"PATH": "/usr/bin:/bin",
+                                  "RNX_CONFIG": os.path.join(remote.d.dir, "rnx-developer", "nodes.yml"),
+                                  **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+        p = subprocess.run([RNX, "--node", "developer", "job", "exec", "-i", jid, "sh", "-c", "wc -c; exit 6"],
+                           input=b"x" * 100000, env=env, capture_output=True, timeout=120)
+        assert p.returncode == 6 and p.stdout.split() == [b"100000"], p
+        pane = pane_for({k: v for k, v in env.items() if k in ("RNX_CONFIG", "XDG_RUNTIME_DIR")
+                         or k.endswith("SAN_OPTIONS")})
+        at = pane.mark()
+        pane.line(f"{RNX} --node developer job exec -it -e 'PS1={PROMPT}' {jid} sh; echo rc=$?")
+        pane.wait_for(r"^job\$\s*$", since=at)
+        pane.line("tty; cat /work/mark; stty size")
+        pane.wait_for(r"^/dev/pts/\d+\ntls-seen\n30 100$", since=at)
+        pane.line("exit 2")
+        pane.wait_for(r"^rc=2$", since=at)
+    finally:
+        remote.api("developer", "POST", f"/v1/jobs/{jid}/stop")
+    # detach and re-attach over TLS: the screen comes back
+    st, job = remote.api("developer", "POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True,
+                                                           "env": {"PS1": "job$ "}})
+    assert st == 201, job
+    jid = job["id"]
+    try:
+        at = pane.mark()
+        pane.line(f"{RNX} --node developer job attach {jid}; echo rc=$?")
+        pane.wait_for(r"^job\$\s*$", since=at)
+        pane.line("echo before-$((40+2))")
+        pane.wait_for(r"^before-42$", since=at)
+        pane.keys("C-p", "C-q")
+        pane.wait_for(r"^rc=0$", since=at)
+        at = pane.mark()
+        pane.line(f"{RNX} --node developer job attach {jid}; echo rc=$?")
+        pane.wait_for(r"attach .*\n(.*\n)*job\$ echo before-\$\(\(40\+2\)\)\nbefore-42\n", since=at)
+        pane.line("exit 9")
+        pane.wait_for(r"^rc=9$", since=at)
+    finally:
+        remote.api("developer", "POST", f"/v1/jobs/{jid}/stop")
