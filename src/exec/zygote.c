@@ -105,8 +105,35 @@ int zygote_serve(int sock, int (*run)(const char *dir))
     return 0;
 }
 
+static int spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
+                 int spec_fd, int filter_fd, const int *stdio, pid_t *pid, jerr *e);
+
 int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
                int spec_fd, int filter_fd, pid_t *pid, jerr *e)
+{
+    return spawn(shim_path, arg, arg2, stdin_fd, notify_fd, spec_fd, filter_fd, NULL, pid, e);
+}
+
+int shim_spawn_stdio(const char *shim_path, const char *arg, int notify_fd, int spec_fd, int filter_fd,
+                     const int stdio[3], pid_t *pid, jerr *e)
+{
+    /* dup2 onto 6-8 in order would clobber a source that sits at 6-8 already: copy them high */
+    int hi[3] = {-1, -1, -1}, rc = -1;
+    for (int i = 0; i < 3; i++)
+        if ((hi[i] = fcntl(stdio[i], F_DUPFD_CLOEXEC, 16)) < 0) {
+            jerr_sys(e, "the job's stdio (fd %d)", stdio[i]);
+            goto out;
+        }
+    rc = spawn(shim_path, arg, NULL, -1, notify_fd, spec_fd, filter_fd, hi, pid, e);
+out:
+    for (int i = 0; i < 3; i++)
+        if (hi[i] >= 0)
+            close(hi[i]);
+    return rc;
+}
+
+static int spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
+                 int spec_fd, int filter_fd, const int *stdio, pid_t *pid, jerr *e)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -122,6 +149,8 @@ int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int std
         posix_spawn_file_actions_adddup2(&fa, spec_fd, SHIM_SPEC_FD);
     if (filter_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, filter_fd, SHIM_DEVFILTER_FD);
+    for (int i = 0; stdio && i < 3; i++)
+        posix_spawn_file_actions_adddup2(&fa, stdio[i], SHIM_STDIO_FD + i);
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
     /* Born with SIGTERM and SIGUSR1 (stop, kill) blocked: one that arrives before the shim set
