@@ -117,16 +117,20 @@ int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int std
 int shim_spawn_stdio(const char *shim_path, const char *arg, int notify_fd, int spec_fd, int filter_fd,
                      const int stdio[3], pid_t *pid, jerr *e)
 {
-    /* dup2 onto 6-8 in order would clobber a source that sits at 6-8 already: copy them high */
-    int hi[3] = {-1, -1, -1}, rc = -1;
-    for (int i = 0; i < 3; i++)
-        if ((hi[i] = fcntl(stdio[i], F_DUPFD_CLOEXEC, 16)) < 0) {
-            jerr_sys(e, "the job's stdio (fd %d)", stdio[i]);
+    /* the dup2s onto 3-8 go in order: a source that sits at a later one's target (the daemon's
+     * device filter at fd 3, a task's stdio at 6) would be clobbered first: every source is
+     * copied above them */
+    int src[6] = {notify_fd, spec_fd, filter_fd, stdio[0], stdio[1], stdio[2]}, hi[6], rc = -1;
+    for (int i = 0; i < 6; i++)
+        hi[i] = -1;
+    for (int i = 0; i < 6; i++)
+        if (src[i] >= 0 && (hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0) {
+            jerr_sys(e, "keep fd %d for the shim", src[i]);
             goto out;
         }
-    rc = spawn(shim_path, arg, NULL, -1, notify_fd, spec_fd, filter_fd, hi, pid, e);
+    rc = spawn(shim_path, arg, NULL, -1, hi[0], hi[1], hi[2], hi + 3, pid, e);
 out:
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 6; i++)
         if (hi[i] >= 0)
             close(hi[i]);
     return rc;
