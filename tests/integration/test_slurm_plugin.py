@@ -132,7 +132,10 @@ def test_output_exit_code_and_ids(fresh_daemon, slurm_cgroups):
     assert j["slurm"]["id"] == "41.0.2" and j["slurm"]["job"] == 41 and j["slurm"]["uid"] == NOBODY, j["slurm"]
     assert j["status"] == "FAILED" and j["exit_code"] == 3 and j["uid"] == NOBODY, j
     listed = d.rnx("job", "list", check=True).stdout
-    assert "41.0.2" in listed, listed
+    assert "slurm-41.0.2" in listed, listed
+    for detail in ((), ("--detail",)):
+        shown = d.rnx("job", "status", j["id"], *detail, check=True).stdout
+        assert f"task 41.0.2 (job, step, task on this node) of uid {NOBODY}" in shown, shown
 
 
 def test_signal_is_the_tasks(fresh_daemon, slurm_cgroups):
@@ -158,8 +161,12 @@ def test_job_runs_in_the_tasks_cgroup_and_killing_the_waiter_kills_it(fresh_daem
     made = os.path.join(mounts().get("cgroup2", "/nonexistent"), d.cgroup_root, "slurm-" + j["id"])
     if "cgroup2" in mounts():
         assert os.path.isdir(made), made
-    st, exec_out = d.api("GET", f"/v1/jobs/{j['id']}")
-    assert st == 200 and exec_out["slurm"]["id"] == "43.0.0"
+    st, shown = d.api("GET", f"/v1/jobs/{j['id']}")
+    assert st == 200 and shown["slurm"]["id"] == "43.0.0"
+    # rnx job exec into the task: its namespaces (the sleep is there), as its user
+    ex = d.rnx("job", "exec", j["id"], "sh", "-c", "id -u; ps -o comm= 2>/dev/null || ls /proc")
+    assert ex.returncode == 0, (ex.stdout, ex.stderr)
+    assert ex.stdout.split()[0] == str(NOBODY), ex.stdout
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=30)
     job = wait_for(lambda: [x for x in slurm_jobs(d) if x["id"] == j["id"] and x["status"] not in ("RUNNING", "STOPPING")],
