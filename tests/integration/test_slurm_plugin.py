@@ -333,3 +333,32 @@ def test_gpu_held_by_a_native_job_is_refused(gpu_daemon, slurm_cgroups):
     finally:
         d.api("POST", f"/v1/jobs/{native}/stop")
         d.wait(native)
+
+
+ALLOC = "import sys; b = b'x' * (int(sys.argv[1]) << 20); print('held', len(b) >> 20)"
+
+
+def test_slurms_memory_limit_holds(fresh_daemon, slurm_cgroups):
+    """--mem: the limit of Slurm's task cgroup holds for the job (joblet set none of its own); the
+    task ends by the OOM killer's SIGKILL, which Slurm then records."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(48, mem=64 << 20)
+    p = task(d, cg, ["python3", "-c", ALLOC, "16"], job=48)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and out == "held 16\n", (out, err)
+    p = task(d, cg, ["python3", "-c", ALLOC, "256"], job=48)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL, (p.returncode, out, err)
+    ended = [j for j in slurm_jobs(d) if j["status"] != "COMPLETED"]
+    assert len(ended) == 1 and ended[0]["end_reason"] == "oom_killed", ended
+    assert int(open(os.path.join(cg["memory"], "memory.limit_in_bytes")).read()) == 64 << 20
+
+
+def test_batch_script_stays_slurms(fresh_daemon, slurm_cgroups):
+    """sbatch --joblet: the batch script itself is not wrapped (it starts the steps, which are)."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(49, step="batch")
+    p = task(d, cg, ["sh", "-c", "echo batch $$"], job=49, step="batch")
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0 and out == f"batch {p.pid}\n", out
+    assert slurm_jobs(d) == []
