@@ -491,6 +491,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
             return; /* refused at its first request (conn_identify) */
         id->who = authz_local(cred.uid, cred.gid);
+        id->who.pid = cred.pid;
         id->known = true;
         if (!conn_count(id))
             shutdown(ci->connect_fd, SHUT_RDWR); /* closed unanswered */

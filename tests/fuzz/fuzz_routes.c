@@ -305,6 +305,13 @@ pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int spec_fd, int fi
     return jerr_set(e, ENOENT, "fuzz: no zygote");
 }
 void zygote_stop(zygote *z) {}
+/* a Slurm task's shim (core/slurm_task.c): never reached, a fuzzed request comes from no Slurm
+ * task's cgroup */
+int shim_spawn_stdio(const char *shim_path, const char *arg, int notify_fd, int spec_fd, int filter_fd,
+                     const int stdio[3], pid_t *pid, jerr *e)
+{
+    return jerr_set(e, ENOENT, "fuzz: no shim for Slurm tasks");
+}
 
 /* A pid no process has (above the kernel's highest pid_max): pidfd_open fails, so job_launch.c
  * reads status.json at once, as for a shim that already ended. */
