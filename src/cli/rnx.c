@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "client.h"
@@ -125,12 +126,34 @@ static int do_version(const rnx_ctx *ctx)
     int rc = RNX_OK;
     if (client_request(c, "GET", "/v1/version", NULL, &v, &e) < 0)
         rc = RNX_FAIL;
+    /* what this build made of the SPANK plugin: the Slurm release it loads into (slurm_version.h's
+     * SLURM_VERSION_NUMBER, 0xMMmmuu), and whether it is where it installs */
+    char release[32];
+    const char *slurm_release = NULL, *slurm_plugin = NULL;
+#ifdef JOBLET_SLURM_RELEASE
+    snprintf(release, sizeof release, "%u.%02u.%u", (JOBLET_SLURM_RELEASE >> 16) & 0xffu,
+             (JOBLET_SLURM_RELEASE >> 8) & 0xffu, JOBLET_SLURM_RELEASE & 0xffu);
+    slurm_release = release;
+    slurm_plugin = JOBLET_SLURM_PLUGIN;
+#else
+    (void)release;
+#endif
+    bool slurm_installed = slurm_plugin && access(slurm_plugin, F_OK) == 0;
     if (ctx->json) {
         json_t *o = json_pack("{s:s, s:O?}", "client", JOBLET_VERSION, "server", rc == RNX_OK ? v : NULL);
+        json_object_set_new(o, "slurm_plugin",
+                            slurm_release ? json_pack("{s:s, s:s, s:b}", "slurm_release", slurm_release, "path",
+                                                      slurm_plugin, "installed", slurm_installed)
+                                          : json_null());
         print_json(o);
         json_decref(o);
     } else {
         print_textf(stdout, "rnx %s\n", JOBLET_VERSION);
+        if (slurm_release)
+            print_textf(stdout, "Slurm plugin: built for Slurm %s (%s, %s)\n", slurm_release, slurm_plugin,
+                        slurm_installed ? "installed" : "not installed");
+        else
+            print_textf(stdout, "Slurm plugin: not built (no slurm/spank.h)\n");
         if (rc == RNX_OK) {
             const char *sv = json_string_value(json_object_get(v, "version"));
             const char *api = json_string_value(json_object_get(v, "api"));

@@ -129,10 +129,17 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
     }
     FILE *f = fopen(cfg.gres_conf, "re");
     if (f) {
-        cfg.gres_text = calloc(1, MAX_GRES_CONF + 1);
-        if (cfg.gres_text)
-            fread(cfg.gres_text, 1, MAX_GRES_CONF, f);
+        /* one byte more than is taken: a longer file is refused, not cut (a cut File= list would
+         * give the task other GPUs) */
+        cfg.gres_text = calloc(1, MAX_GRES_CONF + 2);
+        size_t got = cfg.gres_text ? fread(cfg.gres_text, 1, MAX_GRES_CONF + 1, f) : 0;
+        bool bad = !cfg.gres_text || ferror(f) || got > MAX_GRES_CONF;
         fclose(f);
+        if (bad) {
+            slurm_error("joblet: cannot read %s: %s", cfg.gres_conf,
+                        got > MAX_GRES_CONF ? "longer than joblet takes (MAX_GRES_CONF)" : strerror(errno));
+            return -1;
+        }
     }
     return 0;
 }

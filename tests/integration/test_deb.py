@@ -107,6 +107,31 @@ def test_package_declares_its_dependencies(debs):
         assert opt not in depends and opt not in field(deb, "Recommends"), opt
 
 
+def test_slurm_plugin_has_its_own_package_pinned_to_its_slurm_release(debs):
+    """joblet-slurm (built beside joblet): the SPANK plugin and its plugstack.conf snippet, the
+    joblet of the same build, and the Slurm release its spank.h came from (a plugin loads only
+    into that release); joblet itself holds neither."""
+    out = os.path.dirname(debs[0])
+    version = field(debs[0], "Version")
+    slurm = os.path.join(out, f"joblet-slurm_{version}_amd64.deb")
+    assert os.path.exists(slurm), os.listdir(out)
+    files = subprocess.run(["dpkg-deb", "-c", slurm], capture_output=True, text=True, check=True).stdout
+    assert "./usr/lib/x86_64-linux-gnu/slurm-wlm/joblet.so" in files, files
+    assert "./etc/slurm/plugstack.conf.d/joblet.conf" in files, files
+    mine = subprocess.run(["dpkg-deb", "-c", debs[0]], capture_output=True, text=True, check=True).stdout
+    assert "joblet.so" not in mine and "plugstack" not in mine and "./usr/sbin/joblet" in mine, mine
+    depends = field(slurm, "Depends")
+    release = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libslurm-dev"], capture_output=True,
+                             text=True, check=True).stdout
+    major, minor = release.split(".")[:2]
+    assert f"joblet (= {version})" in depends, depends
+    assert f"slurm-wlm-basic-plugins (>= {major}.{minor}~)" in depends, depends
+    assert f"slurm-wlm-basic-plugins (<< {major}.{int(minor) + 1:02d}~)" in depends, depends
+    assert "libjansson4" in depends, depends
+    p = subprocess.run(["lintian", "--fail-on", "error", slurm], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
 def test_maintainer_scripts_restart_only_after_an_upgrade(debs):
     """The unit is not stopped before an upgrade's files are unpacked (prerm stops it only on
     remove) and is restarted once they are (postinst, when there was an older version)."""
