@@ -259,7 +259,18 @@ def test_version_prints_client_and_server(daemon):
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0] == f"rnx {client_version}"
-    assert lines[1].startswith(f"joblet {server_version}")
+    # the SPANK plugin this build made: the Slurm release of the spank.h it found (slurm_version.h)
+    if os.path.exists("/usr/include/slurm/slurm_version.h"):
+        with open("/usr/include/slurm/slurm_version.h") as f:
+            n = int(re.search(r"#define SLURM_VERSION_NUMBER (0x[0-9a-f]+)", f.read()).group(1), 16)
+        release = f"{n >> 16}.{(n >> 8) & 0xff:02d}.{n & 0xff}"
+        assert lines[1].startswith(f"Slurm plugin: built for Slurm {release} ("), lines[1]
+        j = json.loads(daemon.rnx("--json", "--version").stdout)["slurm_plugin"]
+        assert j["slurm_release"] == release and j["path"].endswith("/slurm-wlm/joblet.so"), j
+        assert j["installed"] == os.path.exists(j["path"]), j
+    else:
+        assert lines[1] == "Slurm plugin: not built (no slurm/spank.h)", lines[1]
+    assert lines[2].startswith(f"joblet {server_version}")
 
 
 # ---- environment and secrets -----------------------------------------------------------------
