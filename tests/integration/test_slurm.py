@@ -190,14 +190,17 @@ def test_gres_conf_bad_input_and_unknown_cores(sim):
 
 @pytest.fixture
 def slurm_node(sim, tmp_path):
-    def make(timeout_s=10, retry_s=30):
+    def make(timeout_s=10, retry_s=30, xids=False):
         sc = tmp_path / "scontrol"
         sc.mkdir()
         (sc / "scontrol").write_text(FAKE_SCONTROL)
         os.chmod(sc / "scontrol", 0o755)
         node = Node(sc)
+        (tmp_path / "events").write_text("")
         d = sim("a100-pcie-4", (2, 32, 2),
-                f"slurm:\n  node_name: n1\n  scontrol: {sc}/scontrol\n  timeout_s: {timeout_s}\n  retry_s: {retry_s}\n")
+                ("  health_interval_ms: 100\n" if xids else "") +
+                f"slurm:\n  node_name: n1\n  scontrol: {sc}/scontrol\n  timeout_s: {timeout_s}\n  retry_s: {retry_s}\n",
+                env={"FAKE_NVML_EVENTS": str(tmp_path / "events")})
         # at start it looks once (the node is not drained: nothing to do)
         node.wait(lambda: node.calls() == [["show", "node", "n1"]], "the first look")
         return d, node
@@ -231,6 +234,18 @@ def test_drain_and_resume_with_joblets_reason(slurm_node):
     assert "slurm node n1: resumed: every GPU is back in service" in details, details
     code, g = d.api("GET", "/v1/gpus")
     assert g["slurm"] == {"node_name": "n1", "drains_node": True}
+
+
+def test_an_xid_drains_the_node(slurm_node, tmp_path):
+    """XID 79 takes GPU 2 offline (the XID policy, docs/health.md): the node is drained with
+    the XID's meaning; the admin's 'rnx gpu online' resumes it."""
+    d, node = slurm_node(xids=True)
+    with open(tmp_path / "events", "a") as f:
+        f.write("xid 2 79\n")
+    node.wait(lambda: node.state()["state"] == "IDLE+DRAIN", "drained")
+    assert node.state()["reason"] == "joblet: GPU 2 offline: XID 79: GPU has fallen off the bus"
+    d.rnx("gpu", "online", "2", check=True)
+    node.wait(lambda: node.state()["state"] == "IDLE", "resumed")
 
 
 def test_an_admins_drain_is_left_alone(slurm_node):
