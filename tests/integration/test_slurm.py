@@ -301,3 +301,13 @@ def test_timeout_retry_and_one_at_a_time(slurm_node):
     # the GPUs' own state never waited for Slurm
     code, g = d.api("GET", "/v1/gpus")
     assert [x["state"] for x in g["gpus"]] == ["available"] * 4
+
+
+def test_bad_slurm_configuration_names_the_key(fresh_daemon):
+    for text, msg in [("slurm:\n  node_name: \"a b\"\n", "slurm.node_name: 'a b' must be a Slurm node name"),
+                      ("slurm:\n  drain: maybe\n", "slurm.drain: 'maybe' must be auto, true or false"),
+                      ("slurm:\n  timeout_s: 0\n", "slurm.timeout_s: '0' must be a whole number from 1 to 600")]:
+        d = fresh_daemon(text, start=False)
+        with pytest.raises(RuntimeError) as e:
+            d.start()
+        assert msg in str(e.value), str(e.value)
