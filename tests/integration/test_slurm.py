@@ -12,6 +12,7 @@ import pytest
 
 from conftest import BUILD, ROOT
 from gpu_nodes import FAKE_NVML, FIX, make_nodes
+from sse import Stream
 
 FAKE_SMI = os.path.join(ROOT, "tests", "fakes", "nvidia-smi")
 
@@ -209,8 +210,14 @@ def slurm_node(sim, tmp_path):
 
 def test_drain_and_resume_with_joblets_reason(slurm_node):
     d, node = slurm_node()
+    events = Stream(d.sock)
+    assert events.next()[0] == "hello"
     d.rnx("gpu", "drain", "2", check=True)
     node.wait(lambda: node.state()["state"] == "IDLE+DRAIN", "drained")
+    ev = events.until(lambda k, v: k == "slurm")[-1][1]
+    assert ev == {"node": "n1", "action": "drain", "ok": True,
+                  "detail": "drained: joblet: GPU 2 draining: drained by uid 0"}, ev
+    events.s.close()
     assert node.updates() == [["update", "NodeName=n1", "State=DRAIN", "Reason=joblet: GPU 2 draining: drained by uid 0"]]
     # a second GPU: the reason names both
     d.rnx("gpu", "offline", "1", check=True)
