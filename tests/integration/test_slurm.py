@@ -5,7 +5,9 @@ the Slurm node through slurm.scontrol, here a fake scontrol that keeps one node'
 file, logs its calls, and can be made slow, hung or broken."""
 import json
 import os
-import stat
+import re
+import shutil
+import subprocess
 import time
 
 import pytest
@@ -185,6 +187,60 @@ def test_gres_conf_bad_input_and_unknown_cores(sim):
     assert p.returncode == 2 and "--node-name: 'a b' is not a Slurm node name" in p.stderr
     p = d.rnx("gpu", "gres-conf", "extra")
     assert p.returncode == 2 and "takes no arguments" in p.stderr
+
+
+SLURMD = shutil.which("slurmd") or "/usr/sbin/slurmd"
+
+
+def slurmd_gres(tmp, node, gres_conf, slurm_gres, topo, minors):
+    """What `slurmd -G` (Slurm's own parser: it prints the node's GRES and exits) makes of
+    gres_conf on a node of topo (sockets, cores, threads): hwloc is given that topology
+    (HWLOC_SYNTHETIC, its CPUs numbered as Linux numbers x86 ones), and the device nodes exist
+    in a private /dev (a tmpfs in a mount namespace of its own, gone when it exits)."""
+    sockets, cores, threads = topo
+    d = tmp / "slurm"
+    (d / "spool").mkdir(parents=True)
+    (d / "gres.conf").write_text(gres_conf)
+    (d / "slurm.conf").write_text(
+        f"ClusterName=joblet-test\nSlurmctldHost=localhost\nGresTypes=gpu\nSlurmdSpoolDir={d}/spool\n"
+        f"SlurmdPidFile={d}/slurmd.pid\nStateSaveLocation={d}/state\n"
+        f"NodeName={node} CPUs={sockets * cores * threads} Sockets={sockets} CoresPerSocket={cores} "
+        f"ThreadsPerCore={threads} {slurm_gres}\nPartitionName=p Nodes={node} Default=YES\n")
+    n = sockets * cores
+    idx = ",".join(str(t * n + p * cores + c) for p in range(sockets) for c in range(cores) for t in range(threads))
+    mk = " && ".join(f"mknod /dev/nvidia{m} c 195 {m}" for m in minors)
+    script = (f"mount -t tmpfs joblet-test /dev && mknod -m 666 /dev/null c 1 3 && {mk} && "
+              f"exec {SLURMD} -f {d}/slurm.conf -N {node} -G -D")
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
+                       text=True, timeout=120,
+                       env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                            "HWLOC_SYNTHETIC": f"pack:{sockets} core:{cores} pu:{threads}(indexes={idx})"})
+    return p.returncode, p.stdout + p.stderr
+
+
+@pytest.mark.skipif(not os.path.exists(SLURMD), reason="slurmd (Slurm) is not installed")
+@pytest.mark.parametrize("name,topo,node", [("dgx-h100", (2, 56, 2), "dgx01"), ("dgx1-v100", (2, 20, 2), "dgx1"),
+                                            ("a100-pcie-4", (2, 32, 2), "a100n")])
+def test_slurmd_accepts_the_gres_conf(sim, tmp_path, name, topo, node):
+    """Slurm 22.05's slurmd reads the lines for each machine as they are: every GPU, its File=,
+    Cores= and Links= as printed, and no error (a Cores= of CPU ids instead of core ids, or a
+    File= that does not exist, is one: checked below, so that this test can fail)."""
+    d = sim(name, topo)
+    conf = d.rnx("gpu", "gres-conf", f"--node-name={node}", check=True).stdout
+    gres = d.rnx("gpu", "gres-conf", f"--node-name={node}", "--format=slurm.conf", check=True).stdout.split()[1]
+    code, g = d.api("GET", "/v1/gpus")
+    minors = [x["minor"] for x in g["gpus"]]
+    rc, out = slurmd_gres(tmp_path, node, conf, gres, topo, minors)
+    assert rc == 0 and "error" not in out and "fatal" not in out, out
+    got = re.findall(r"Gres Name=gpu Type=(\S+) Count=1 Index=\d+ ID=\d+ File=(\S+) Cores=(\S+) CoreCnt=\d+ "
+                     r"Links=(\S+)", out)
+    want = re.findall(r"^NodeName=\S+ Name=gpu Type=(\S+) File=(\S+) Cores=(\S+) Links=(\S+)$", conf, re.M)
+    assert len(want) == len(minors) and got == want, out
+    # the check has teeth: CPU ids where core ids belong are refused
+    cpus = re.sub(r"Cores=\S+", "Cores=" + g["gpus"][-1]["local_cpus"], conf)
+    shutil.rmtree(tmp_path / "slurm")
+    rc, out = slurmd_gres(tmp_path, node, cpus, gres, topo, minors)
+    assert "Invalid GRES data for gpu, Cores=" in out, out
 
 
 # ---- GPU health drains the Slurm node -----------------------------------------------------
