@@ -29,7 +29,7 @@ void gpu_cputopo_from_ids(gpu_cputopo *t, int ncpus, const int *pkg, const int *
     t->ncores = 0;
     int nkeys = 0;
     for (int c = 0; c < ncpus; c++) {
-        t->core[c] = -1;
+        t->core[c] = pkg[c] == -2 ? -2 : -1;
         if (pkg[c] < 0)
             continue;
         int pkg_first = c;
@@ -103,8 +103,18 @@ int gpu_cputopo_read(const char *sys_root, gpu_cputopo *t)
         char topo[800];
         snprintf(topo, sizeof topo, "%s/%s/topology", dir, de->d_name);
         int p, k, di = 0;
-        if (read_int(topo, "physical_package_id", &p) < 0 || read_int(topo, "core_id", &k) < 0)
-            continue; /* offline: no topology */
+        if (read_int(topo, "physical_package_id", &p) < 0 || read_int(topo, "core_id", &k) < 0) {
+            /* offline (its "online" says 0): no topology, and slurmd does not count it */
+            char cdir[800];
+            int on = 1;
+            snprintf(cdir, sizeof cdir, "%s/%s", dir, de->d_name);
+            if (read_int(cdir, "online", &on) == 0 && on == 0) {
+                pkg[c] = -2;
+                if (c + 1 > ncpus)
+                    ncpus = (int)c + 1;
+            }
+            continue;
+        }
         (void)read_int(topo, "die_id", &di); /* kernels before 5.2 have none */
         pkg[c] = p < 0 ? 0 : p;
         die[c] = di;
@@ -123,6 +133,7 @@ int gpu_cputopo_cores(const gpu_cputopo *t, const char *cpulist, char *out, size
 {
     static unsigned char bits[CPUTOPO_MAX];
     char canon[1024];
+    int any = 0;
     out[0] = 0;
     if (!t->ncores || gpu_cpulist_normalize(cpulist, canon, sizeof canon) < 0)
         return -1;
@@ -132,11 +143,16 @@ int gpu_cputopo_cores(const gpu_cputopo *t, const char *cpulist, char *out, size
         if (sscanf(r, "%d-%d", &a, &b) != 2)
             b = a = atoi(r);
         for (int c = a; c <= b; c++) {
-            if (c >= t->ncpus || t->core[c] < 0)
+            if (c >= t->ncpus || t->core[c] == -1)
                 return -1;
-            bits[t->core[c]] = 1;
+            if (t->core[c] >= 0) {
+                bits[t->core[c]] = 1;
+                any = 1;
+            }
         }
     }
+    if (!any)
+        return -1;
     size_t n = 0;
     for (int c = 0; c < t->ncores; c++) {
         if (!bits[c])

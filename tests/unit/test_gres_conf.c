@@ -104,6 +104,17 @@ static void test_cores(void **s)
     assert_string_equal(out, "0,57");
     assert_int_equal(gpu_cputopo_cores(&t, "0-224", out, sizeof out), -1);
     assert_string_equal(out, "");
+    /* SMT switched off (nosmt): the second threads are offline, and left out */
+    {
+        static int pk[8], di[8], co[8];
+        for (int c = 0; c < 8; c++)
+            pk[c] = c < 4 ? c / 2 : -2, di[c] = 0, co[c] = c % 2;
+        gpu_cputopo_from_ids(&t, 8, pk, di, co);
+        assert_int_equal(t.ncores, 4);
+        assert_int_equal(gpu_cputopo_cores(&t, "2-3,6-7", out, sizeof out), 0);
+        assert_string_equal(out, "2-3");
+        assert_int_equal(gpu_cputopo_cores(&t, "6-7", out, sizeof out), -1); /* none of it online */
+    }
     /* a machine numbering siblings next to each other (0,1 = core 0): the same cores */
     static int pkg[8], die[8], core[8];
     for (int c = 0; c < 8; c++)
