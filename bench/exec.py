@@ -15,7 +15,14 @@ every path alike:
 
 Target (issue 29): rnx-exec median <= 2x nsenter's. Standard library only.
 
+With --gvisor the job runs under gVisor (isolation gvisor) and the paths are:
+
+  rnx-exec     `rnx job exec ID /bin/true`: as above, joblet-exec going through runsc exec
+  runsc-exec   `runsc --root=<joblet's> exec --user UID:GID ID /bin/true` into the same sandbox
+               directly (the floor: what runsc itself costs)
+
   sudo python3 bench/exec.py --build build --runs 200
+  sudo python3 bench/exec.py --build build --runs 50 --gvisor
 """
 
 import argparse
@@ -82,6 +89,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--warm", type=int, default=10)
+    ap.add_argument("--gvisor", action="store_true", help="a gVisor job; rnx job exec beside runsc exec")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("exec.py: run as root (it starts joblet and runc)")
@@ -91,7 +99,10 @@ def main():
     cid = f"jbench-exec-{os.getpid()}"
     state, jid = None, None
     try:
-        job = d.api("POST", "/v1/jobs", {"command": SLEEP, "args": ["600"]})
+        body = {"command": SLEEP, "args": ["600"]}
+        if a.gvisor:
+            body["isolation"] = "gvisor"
+        job = d.api("POST", "/v1/jobs", body)
         jid = job["id"]
         pid = None
         for _ in range(200):
@@ -102,10 +113,16 @@ def main():
             time.sleep(0.05)
         if not pid:
             sys.exit(f"the job did not start: {j}")
-        state, why = runc_container(tmp, cid)
         env = dict(os.environ, JOBLET_SOCKET=d.sock)
-        paths = [("rnx-exec", [rnx, "job", "exec", jid, TRUE], env),
-                 ("nsenter", ["nsenter", "-t", str(pid), "-m", "-u", "-i", "-n", "-p", "-C", TRUE], None)]
+        if a.gvisor:
+            runsc = j.get("runsc") or shutil.which("runsc") or "/usr/bin/runsc"
+            paths = [("rnx-exec", [rnx, "job", "exec", jid, TRUE], env),
+                     ("runsc-exec", [runsc, f"--root={os.path.join(d.dir, 'state', 'runsc')}", "exec", "--user",
+                                     f"{j['uid']}:{j['gid']}", jid, TRUE], None)]
+        else:
+            state, why = runc_container(tmp, cid)
+            paths = [("rnx-exec", [rnx, "job", "exec", jid, TRUE], env),
+                     ("nsenter", ["nsenter", "-t", str(pid), "-m", "-u", "-i", "-n", "-p", "-C", TRUE], None)]
         if state:
             paths.append(("runc-exec", ["runc", "--root", state, "exec", cid, TRUE], None))
         out = {name: [] for name, _, _ in paths}
@@ -115,14 +132,17 @@ def main():
                 dt = timed(argv, e)
                 if i >= a.warm:
                     out[name].append(dt)
-        print(f"joblet {a.build}, {os.cpu_count()} CPUs; {a.runs} rounds; a job running sleep (init pid {pid})"
-              + ("" if state else f"; runc-exec skipped: {why}") + "\n")
-        floor = statistics.median(out["nsenter"])
-        print(f"{'path':<12} {'median ms':>10} {'p95 ms':>10} {'/nsenter':>10}")
+        print(f"joblet {a.build}, {os.cpu_count()} CPUs; {a.runs} rounds; a "
+              + ("gVisor " if a.gvisor else "") + f"job running sleep (init pid {pid})"
+              + ("" if state or a.gvisor else f"; runc-exec skipped: {why}") + "\n")
+        ref = "runsc-exec" if a.gvisor else "nsenter"
+        floor = statistics.median(out[ref])
+        print(f"{'path':<12} {'median ms':>10} {'p95 ms':>10} {'/' + ref:>12}")
         for name, xs in out.items():
             m = statistics.median(xs)
-            print(f"{name:<12} {m:>10.2f} {pct(xs, 95):>10.2f} {m / floor:>9.2f}x")
-        print("\ntarget: rnx-exec median <= 2x nsenter's")
+            print(f"{name:<12} {m:>10.2f} {pct(xs, 95):>10.2f} {m / floor:>11.2f}x")
+        if not a.gvisor:
+            print("\ntarget: rnx-exec median <= 2x nsenter's")
     finally:
         if state:
             subprocess.run(["runc", "--root", state, "delete", "-f", cid], capture_output=True)

@@ -24,7 +24,11 @@ PKGS=(
   man-db groff-base   # the man pages rnx(1), joblet(8) are checked with man and groff -ww
   chromium chromium-driver python3-selenium   # the web console's browser test, headless (docs/console.md)
   debhelper dpkg-dev lintian   # scripts/package.sh builds the .deb (debian/), tests/integration/test_deb.py checks it
+  slurmctld slurmd slurm-client libslurm-dev munge   # the test Slurm cluster (tests/integration/slurm_cluster.py), spank.h
 )
+# Packages whose postinst would start a daemon with Debian's default configuration; the tests
+# start their own (private config, key, socket, ports), so these must not run or be enabled.
+DAEMON_PKGS=(slurmctld slurmd munge)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,7 +38,24 @@ if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then echo "install-deps: run as root (apt-get)" >&2; exit 1; fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
+  daemons=()
+  for p in "${missing[@]}"; do
+    for d in "${DAEMON_PKGS[@]}"; do [[ $p == "$d" ]] && daemons+=("$p"); done
+  done
+  policy=""
+  if ((${#daemons[@]})) && [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    # invoke-rc.d and deb-systemd-invoke start nothing while policy-rc.d answers 101
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if [[ -n $policy ]]; then rm -f "$policy"; trap - EXIT; fi
+  if ((${#daemons[@]})) && [[ -d /run/systemd/system ]]; then
+    # not at the next boot either (and stopped, should something have started them)
+    for d in "${daemons[@]}"; do systemctl disable --now "$d.service" >/dev/null 2>&1 || true; done
+  fi
 fi
 
 # Lighthouse, for tests/integration/test_console_lighthouse.py (docs/console.md): npm's package,

@@ -46,7 +46,8 @@ LAYERS = [
     ("api", None),      # HTTP server and routes over core
     ("daemon", None),   # joblet's main(): wires everything together
     ("cli", None),      # rnx, the client (a separate program: talks HTTP, links common only)
-    ("sim", ("common", "sched", "gpu")),  # joblet-sim, the scheduler simulator (top)
+    ("sim", ("common", "sched", "gpu")),  # joblet-sim, the scheduler simulator
+    ("slurm", ("common",)),  # joblet.so, Slurm's SPANK plugin: talks HTTP to the daemon (top)
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 USES = {name: uses for name, uses in LAYERS}

@@ -1,5 +1,6 @@
 /* Attached connections (attach.h). Each is a session on the loop: the client's socket (given
- * by libmicrohttpd after the 101; for TLS one end of its socket pair) and the shim's (core/
+ * by libmicrohttpd after the 101; for TLS the TCP socket, whose TLS session joblet reads and
+ * writes itself from the 101 on: tls.h, tls_upgraded_take) and the shim's (core/
  * job_term.h), both edge-triggered and non-blocking, and a bounded buffer each way. The relay
  * moves bytes as they are: the frames are the client's and the shim's business, but for the
  * two that joblet writes itself when the job ended before its terminal could be reached (a
@@ -28,6 +29,7 @@
 #include "../core/state.h"
 #include "query.h"
 #include "reply.h"
+#include "tls.h"
 #include "wsframe.h"
 
 #define BUF (64u << 10)       /* each way: what one session holds at most */
@@ -44,7 +46,9 @@ typedef struct attach {
     bool c_in, c_out, s_in, s_out; /* readiness, as edge-triggered epoll told it */
     bool c_end, s_end;        /* the client went away (or broke); the shim's side ended */
     bool lingering, done;
-    bool tls;                 /* through libmicrohttpd's TLS relay (its socket pair) */
+    bool tls;                 /* over the TLS listener: cfd is the TCP socket, read and written
+                                 through tls_s (tls_upgraded_recv, _send) */
+    gnutls_session_t tls_s;
     bool types;               /* it asked to type (not ?stdin=0) */
     bool attached;            /* upgraded: its attach and detach are recorded */
     bool s_shut;              /* the shim's side takes nothing more (its reading end closed) */
@@ -200,15 +204,17 @@ static void say_end(attach *a, const char *why, int code)
     a->s_end = true;
 }
 
-/* The shim's side is over and the client has what there was: no more from us (shutdown), and
- * the client, which closes on the exit frame, has LINGER_S to do so (what it sends meanwhile is
- * read and dropped: a socket closed with unread bytes resets, and its last bytes could be lost).
- * Not through TLS: libmicrohttpd's relay carries no half-close, and closes the TLS session itself
- * once it has sent what it holds (a shutdown before its close would hide the close from it). */
+/* The shim's side is over and the client has what there was: no more from us (shutdown; over
+ * TLS the session's close_notify, the socket left open for libmicrohttpd to close), and the
+ * client, which closes on the exit frame, has LINGER_S to do so (what it sends meanwhile is read
+ * and dropped: a socket closed with unread bytes resets, and its last bytes could be lost). */
 static void linger(attach *a)
 {
     a->lingering = true;
-    shutdown(a->cfd, SHUT_WR);
+    if (a->tls)
+        tls_upgraded_bye(a->tls_s); /* (one that does not go out now: libmicrohttpd's, at the end) */
+    else
+        shutdown(a->cfd, SHUT_WR);
     a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     a->wt.fd = a->tfd;
     struct itimerspec it = {.it_value = {.tv_sec = LINGER_S}};
@@ -226,12 +232,13 @@ static void pump(attach *a)
     int steps = 0;
     for (bool moved = true; moved && steps < SLICE; steps++) {
         moved = false;
-        if (a->c_in && !a->c_end && !a->ws_closing && (a->up_len < BUF || a->lingering)) {
+        /* (over TLS only with room for a whole record: tls.h) */
+        size_t c_room = a->lingering ? TLS_RECORD_MAX : BUF - a->up_len;
+        if (a->c_in && !a->c_end && !a->ws_closing && c_room >= (a->tls ? TLS_RECORD_MAX : 1)) {
             static unsigned char ws_in[BUF]; /* (one loop: one session reads at a time) */
-            char sink[4096];
+            static char sink[TLS_RECORD_MAX];
             char *to = a->lingering ? sink : a->websocket ? (char *)ws_in : a->up + a->up_len;
-            size_t room = a->lingering ? sizeof sink : BUF - a->up_len;
-            ssize_t n = recv(a->cfd, to, room, 0);
+            ssize_t n = a->tls ? tls_upgraded_recv(a->tls_s, to, c_room) : recv(a->cfd, to, c_room, 0);
             if (n > 0 && !a->lingering) {
                 if (a->websocket)
                     ws_up(a, ws_in, (size_t)n);
@@ -286,7 +293,8 @@ static void pump(attach *a)
             }
         }
         if (a->c_out && a->down_len) {
-            ssize_t n = send(a->cfd, a->down, a->down_len, MSG_NOSIGNAL);
+            ssize_t n = a->tls ? tls_upgraded_send(a->tls_s, a->down, a->down_len)
+                               : send(a->cfd, a->down, a->down_len, MSG_NOSIGNAL);
             if (n > 0) {
                 memmove(a->down, a->down + n, a->down_len - (size_t)n);
                 a->down_len -= (size_t)n;
@@ -316,10 +324,7 @@ static void pump(attach *a)
             close(a->sfd);
             a->sfd = a->ws.fd = -1;
         }
-        if (a->tls)
-            end(a);
-        else
-            linger(a);
+        linger(a);
         return;
     }
     if (steps == SLICE)
@@ -465,15 +470,29 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
     a->attached = !a->exec;
     if (a->attached)
         job_term_attached(a->id, &a->who, a->types);
-    int fl = fcntl(sock, F_GETFL);
-    if (fl >= 0)
-        fcntl(sock, F_SETFL, fl | O_NONBLOCK);
-    /* over TCP (TLS), keys go out one by one: libmicrohttpd turned Nagle back on at the upgrade */
+    /* Over TLS, sock is libmicrohttpd's socket pair, whose relay moves 4 bytes a pass (tls.h):
+     * the TLS session is read and written here, on the TCP socket, and the pair stays unused
+     * (libmicrohttpd closes it with the connection). */
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    int one = 1;
+    const union MHD_ConnectionInfo *ti = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     a->tls = ci && ci->connect_fd != sock;
+    if (a->tls && !(ti && ti->tls_session)) {
+        log_warn("job %s: an upgraded TLS connection without its TLS session: closed", a->id);
+        end(a);
+        return;
+    }
+    if (a->tls) {
+        a->tls_s = (gnutls_session_t)ti->tls_session;
+        a->cfd = ci->connect_fd;
+        tls_upgraded_take(a->tls_s);
+    }
+    int fl = fcntl(a->cfd, F_GETFL);
+    if (fl >= 0)
+        fcntl(a->cfd, F_SETFL, fl | O_NONBLOCK);
+    /* over TCP (TLS), keys go out one by one: libmicrohttpd turned Nagle back on at the upgrade */
+    int one = 1;
     if (a->tls)
-        setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setsockopt(a->cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (extra_n > BUF - a->up_len) { /* a client that sent this much before the 101 is not one */
         end(a);
         return;
@@ -487,7 +506,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
         memcpy(a->up + a->up_len, extra, extra_n); /* after joblet's hello */
         a->up_len += extra_n;
     }
-    a->wc = (watch){sock, on_client, a};
+    a->wc = (watch){a->cfd, on_client, a};
     if (loop_add_events(&a->wc, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) < 0) {
         a->wc.fd = -1;
         end(a);
@@ -624,8 +643,6 @@ static enum MHD_Result upgrade(request *r, job *j, int sfd, const char *ws_accep
     log_debug("job %s: attached by uid %u", j->id, (unsigned)r->who.uid);
     return rc; /* (a refused answer: free_unused unlists it) */
 }
-
-bool attach_open(void) { return sessions != NULL; }
 
 void attach_stop_all(void)
 {

@@ -3,7 +3,7 @@
  * client and the job's shim (exec/shim_term.h), relayed on the loop: both sockets non-blocking,
  * a bounded buffer each way, a client that reads slowly only fills its own buffer (and then
  * its shim drops output for it alone, saying so). On the unix socket and the TLS listeners
- * alike (libmicrohttpd relays an upgraded TLS connection through a socket pair). */
+ * alike (over TLS joblet reads and writes the upgraded connection's TLS session itself: tls.h). */
 #ifndef JOBLET_API_ATTACH_H
 #define JOBLET_API_ATTACH_H
 
@@ -20,8 +20,6 @@ bool attach_asks_upgrade(struct MHD_Connection *c);
 /* Answers 101 and relays the connection to sfd, a socket that speaks the framing already (an
  * exec's helper: jobs_exec.c), which it takes; sfd -1: to j's shim once it takes clients. */
 enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd);
-/* Whether any connection is attached now. */
-bool attach_open(void);
 /* The server stops: every attached connection is closed (libmicrohttpd stops only without
  * upgraded connections left open). */
 void attach_stop_all(void);

@@ -491,6 +491,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
             return; /* refused at its first request (conn_identify) */
         id->who = authz_local(cred.uid, cred.gid);
+        id->who.pid = cred.pid;
         id->known = true;
         if (!conn_count(id))
             shutdown(ci->connect_fd, SHUT_RDWR); /* closed unanswered */
@@ -667,34 +668,14 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
 
 int http_reload_remote(jerr *e) { return tls_reload(e); }
 
-/* libmicrohttpd before 1.0 relays an upgraded TLS connection (a terminal: attach.h) through
- * the few bytes its connection's memory has left after the answer's head: 4 each way, one TLS
- * record per 4 bytes, one pass per MHD_run (fixed upstream in 1.0: "Upgraded TLS: fixed
- * inefficient communication"). While a TLS server has more ready, it runs again, up to this
- * many passes a turn: ~2 KB each way, instead of 4 bytes. */
-#if MHD_VERSION < 0x01000000
-#define TLS_UPGRADE_PASSES 512
-#else
-#define TLS_UPGRADE_PASSES 0
-#endif
-
-/* Whether libmicrohttpd has work ready now (its timeout is 0). */
-static bool ready_now(struct MHD_Daemon *d)
-{
-    MHD_UNSIGNED_LONG_LONG t;
-    return MHD_get_timeout(d, &t) == MHD_YES && t == 0;
-}
-
 void http_run(void)
 {
     int64_t now = now_ms();
     incoming_expire(now);
     pending_expire(now);
-    for (unsigned i = 0; i < nservers; i++) {
+    /* (an upgraded TLS connection's bytes do not go through libmicrohttpd: attach.c, tls.h) */
+    for (unsigned i = 0; i < nservers; i++)
         MHD_run(servers[i].mhd);
-        for (unsigned k = 0; servers[i].tls && attach_open() && k < TLS_UPGRADE_PASSES && ready_now(servers[i].mhd); k++)
-            MHD_run(servers[i].mhd);
-    }
 }
 
 /* The earlier of ms (-1: none) and a deadline at (0: none). */

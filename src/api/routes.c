@@ -44,6 +44,7 @@
 #include "reply.h"
 #include "routes_volume.h"
 #include "routes_runtime.h"
+#include "routes_slurm.h"
 #include "stream.h"
 
 static enum MHD_Result version(request *r)
@@ -620,6 +621,8 @@ enum MHD_Result routes_dispatch(request *r)
     }
     if (!strncmp(p, "/v1/jobs/", 9) && p[9])
         return one_job(r, p + 9);
+    if (!strcmp(p, "/v1/slurm/tasks") && !strcmp(r->method, "POST"))
+        return routes_slurm_task(r);
     if (!strcmp(p, "/v1/workflows"))
         return workflows(r, NULL);
     if (!strncmp(p, "/v1/workflows/", 14) && p[14])

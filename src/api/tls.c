@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <gnutls/abstract.h>
 #include <gnutls/x509.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "../common/log.h"
@@ -332,3 +334,60 @@ out:
         gnutls_x509_crt_deinit(chain[i]);
     return ret;
 }
+
+/* Set while joblet itself reads a taken session (tls_upgraded_recv): the loop is one thread, so
+ * a read that finds it clear is libmicrohttpd's relay's, and gets nothing (EAGAIN). */
+static bool upgraded_reading;
+
+static ssize_t upgraded_pull(gnutls_transport_ptr_t p, void *buf, size_t n)
+{
+    if (!upgraded_reading) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return recv((int)(intptr_t)p, buf, n, 0);
+}
+
+static int upgraded_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
+{
+    return upgraded_reading ? 1 : 0; /* (record reads wait for nothing: never called for them) */
+}
+
+void tls_upgraded_take(gnutls_session_t s)
+{
+    /* (libmicrohttpd gave the session the socket with gnutls_transport_set_int: the pointer is
+     * the descriptor, and the writes stay GnuTLS's own) */
+    gnutls_transport_set_pull_function(s, upgraded_pull);
+    gnutls_transport_set_pull_timeout_function(s, upgraded_pull_timeout);
+}
+
+/* GnuTLS's answer as recv's or send's. */
+static ssize_t upgraded_result(ssize_t rc)
+{
+    if (rc >= 0)
+        return rc;
+    if (rc == GNUTLS_E_AGAIN)
+        errno = EAGAIN;
+    else if (rc == GNUTLS_E_INTERRUPTED || !gnutls_error_is_fatal((int)rc))
+        errno = EINTR; /* a warning alert, a post-handshake message: nothing for us, read on */
+    else
+        errno = EPIPE;
+    return -1;
+}
+
+ssize_t tls_upgraded_recv(gnutls_session_t s, void *buf, size_t n)
+{
+    upgraded_reading = true;
+    ssize_t rc = gnutls_record_recv(s, buf, n);
+    upgraded_reading = false;
+    return upgraded_result(rc);
+}
+
+ssize_t tls_upgraded_send(gnutls_session_t s, const void *buf, size_t n)
+{
+    /* (after GNUTLS_E_AGAIN GnuTLS sends what it holds of the record it made, and counts the
+     * bytes of the call that made it: the caller's buffer starts with them) */
+    return upgraded_result(gnutls_record_send(s, buf, n));
+}
+
+int tls_upgraded_bye(gnutls_session_t s) { return (int)upgraded_result(gnutls_bye(s, GNUTLS_SHUT_WR)); }

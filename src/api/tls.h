@@ -42,6 +42,28 @@ int tls_cert_callback(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, int n
 int tls_verify(gnutls_session_t s, caller *who, jerr *e);
 /* Whether a serial (lowercase hex, as caller.serial) is on the revocation list in use. */
 bool tls_revoked(const char *serial);
+/* An upgraded connection (a terminal: attach.c) whose TLS joblet reads and writes itself, on the
+ * session libmicrohttpd's handshake made, instead of through libmicrohttpd's relay. That relay
+ * (before 1.0) moves 4 bytes a pass: its buffers are what the connection's memory has left after
+ * the 101, and the answer's head took all of it (docs/interactive.md, "Over TLS").
+ * tls_upgraded_take gates the session's reads: from then on only tls_upgraded_recv reads the
+ * socket, and libmicrohttpd's relay, which still runs, finds nothing to read (it is never given
+ * anything to send: nothing is written to its socket pair). Its close of the upgraded connection
+ * (MHD_upgrade_action) still ends the session (close_notify) and closes the socket. */
+void tls_upgraded_take(gnutls_session_t s);
+/* A record's plaintext at most: tls_upgraded_recv is called with at least this much room, so that
+ * no plaintext stays in GnuTLS, where libmicrohttpd's relay would find it. */
+#define TLS_RECORD_MAX 16384
+/* Like recv and send on the socket, for a taken session: bytes moved (send: at most one record's),
+ * 0 (recv) the client ended the session, -1 with errno: EAGAIN nothing now, EINTR again, EPIPE
+ * the session is broken or closed. A send that said EAGAIN is called again with the same bytes
+ * first (more may follow them). */
+ssize_t tls_upgraded_recv(gnutls_session_t s, void *buf, size_t n);
+ssize_t tls_upgraded_send(gnutls_session_t s, const void *buf, size_t n);
+/* The end of what joblet sends (close_notify), as shutdown(SHUT_WR) on a socket: 0, or -1 with
+ * errno as for tls_upgraded_send. */
+int tls_upgraded_bye(gnutls_session_t s);
+
 /* The priorities of the listener: TLS 1.3 only. */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1"
 

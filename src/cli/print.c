@@ -875,6 +875,13 @@ void print_job(json_t *job, FILE *f)
         print_textf(f, " (%s), job ", jstr(wf, "id") ? jstr(wf, "id") : "-");
         put_line(f, jstr(wf, "job") ? jstr(wf, "job") : "-");
     }
+    json_t *sl = json_object_get(job, "slurm");
+    if (json_is_object(sl)) {
+        /* a Slurm task run by joblet's SPANK plugin (docs/slurm.md) */
+        key(f, "Slurm:");
+        print_textf(f, "task %s (job, step, task on this node) of uid %lld\n", jstr(sl, "id") ? jstr(sl, "id") : "-",
+                    (long long)json_integer_value(json_object_get(sl, "uid")));
+    }
     char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
     key(f, "Command:");
     put_line(f, cmd);

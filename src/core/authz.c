@@ -33,6 +33,8 @@ static const struct {
     /* keys typed into a job's terminal act as the job's user: only root, who may be anyone */
     [AUTHZ_OTHERS_TERMINALS] = {R(ROLE_ADMIN), "root"},
     [AUTHZ_OTHERS_EXEC] = {R(ROLE_ADMIN), "root"},
+    /* which GPUs a task may use is Slurm's word: only what slurmstepd's root said counts */
+    [AUTHZ_SLURM_GPUS] = {R(ROLE_ADMIN), "root (the SPANK plugin's connection, opened in slurm_spank_task_init_privileged)"},
 };
 
 static const char *const role_names[ROLE_N] = {"reader", "developer", "operator", "maintainer", "admin"};

@@ -28,6 +28,7 @@ typedef struct caller {
     gid_t gid;
     enum authz_role role;
     enum caller_via via;
+    pid_t pid;                /* CALLER_UNIX: the process that connected (SO_PEERCRED); 0 unknown */
     /* CALLER_TLS: who the certificate names, its serial (lowercase hex), where they connect from */
     char person[65];
     char serial[41];
@@ -47,6 +48,8 @@ enum authz_op {
     AUTHZ_CHANGE,             /* anything but reading: run, stop, delete, create (a reader may only read) */
     AUTHZ_OTHERS_TERMINALS,   /* attach to the terminal of another user's job: type as them */
     AUTHZ_OTHERS_EXEC,        /* run a process inside another user's job (rnx job exec): act as them */
+    AUTHZ_SLURM_GPUS,         /* say which GPUs Slurm gave a Slurm task (the SPANK plugin's connection,
+                               * opened as root before slurmstepd drops to the user) */
     AUTHZ_N
 };
 

@@ -42,6 +42,7 @@ void config_defaults(config *c)
     c->attach_wait_s = 60;         /* a terminal job nobody attached to starts anyway */
     c->max_attachers = 8;          /* one types, the others watch */
     c->limits.attach_per_user = 16;
+    c->limits.exec_per_user = 16;
     c->pids_max = 1024;
     c->max_log_bytes = 1ull << 30; /* 1 GiB per stream: a runaway job cannot fill the disk */
     c->max_pids_per_user = 4096;   /* a user's jobs cannot take the host's pid space (pid_max 32768) */
@@ -142,6 +143,7 @@ static const key keys[] = {
     U64("limits.gpu_requests_per_minute", limits.gpu_requests_per_minute, 0, 1000000),
     U64("limits.max_running_per_user", limits.max_running_per_user, 0, 1000000),
     U64("limits.attach_sessions_per_user", limits.attach_per_user, 0, 100000),
+    U64("limits.exec_sessions_per_user", limits.exec_per_user, 0, 100000),
     STR("metrics.listen", metrics_listen),
     STR("server.admin_group", admin_group),
     U64("gpu.health_interval_ms", health_interval_ms, 0, 3600000),

@@ -16,6 +16,8 @@ typedef struct limits_config {
     uint32_t uploads_per_user;        /* limits.uploads_per_user: streamed uploads open at once */
     uint32_t attach_per_user;         /* limits.attach_sessions_per_user: terminals one user has
                                        * attached at once, all jobs together; 0 = none */
+    uint32_t exec_per_user;           /* limits.exec_sessions_per_user: execs one user runs at once,
+                                       * all jobs together; 0 = none */
     uint32_t max_running_per_user;    /* limits.max_running_per_user: jobs of one user other than
                                        * root running at once (more wait QUEUED); 0 = none */
 } limits_config;

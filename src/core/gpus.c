@@ -332,6 +332,40 @@ int gpus_grant(job *j, uint64_t set, jerr *e)
     return 0;
 }
 
+int gpus_grant_given(job *j, uint64_t set, jerr *e)
+{
+    for (int i = 0; i < core.gpu.inv.n; i++) {
+        if (!(set >> i & 1))
+            continue;
+        const char *by = owner[i] ? owner[i]->id : NULL;
+        for (int f = 0; !by && f < GPU_MAX * GPU_MIG_MAX; f++)
+            if (mig_owner[f] && migs[f].gpu == i)
+                by = mig_owner[f]->id;
+        if (by || shared_n[i])
+            return jerr_http(e, 409, "GPU %d (/dev/nvidia%d) is held by joblet's job %s: Slurm gave it to this task "
+                                     "as well; keep the GPUs of gres.conf out of joblet's own jobs (docs/slurm.md)",
+                             i, core.gpu.inv.gpu[i].minor, by ? by : "(shared, MPS)");
+    }
+    grant_list_free(&j->gpus);
+    for (int i = 0; i < core.gpu.inv.n; i++)
+        if (set >> i & 1)
+            grant_whole(grant_list_add(&j->gpus), i);
+    j->gpu_set = set;
+    j->gpu_granted_ms = now_ms();
+    for (int i = 0; i < core.gpu.inv.n; i++)
+        if (set >> i & 1)
+            audit_record("allocate", j->owner_uid, i, j->id, -1, 0, "Slurm's");
+    return 0;
+}
+
+int gpus_by_minor(int minor)
+{
+    for (int i = 0; i < core.gpu.inv.n; i++)
+        if (core.gpu.inv.gpu[i].minor == minor)
+            return i;
+    return -1;
+}
+
 /* The explicit devices of a job (gpu_ids, stored as UUIDs) as scheduler bits. A UUID that
  * discovery no longer finds maps to a bit past every GPU, so the job waits rather than run
  * on something else. */

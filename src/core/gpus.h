@@ -57,6 +57,13 @@ uint64_t gpus_held(void);
 /* Grants these GPUs (bit i = GPU i), exclusively or shared as the job asked; starts MPS for a
  * GPU that gets its first shared tenant. */
 int gpus_grant(job *j, uint64_t set, jerr *e);
+/* GPUs someone else allocated (Slurm, for a Slurm task: slurm_task.h): the job gets them as
+ * grants and holds them in joblet's view (the scheduler sees them taken, so no job of joblet's
+ * gets them), but not exclusively among such jobs (the tasks of one Slurm step share theirs)
+ * and they are not scrubbed after it. 409 naming the job when one of joblet's own holds one. */
+int gpus_grant_given(job *j, uint64_t set, jerr *e);
+/* The GPU whose device node has this minor (/dev/nvidiaN), -1 when none. */
+int gpus_by_minor(int minor);
 /* Grants MIG device `flat` (the index gpus_sched_migs gave). */
 void gpus_grant_mig(job *j, int flat);
 /* The job's GPUs go back (audited) and are scrubbed before anyone else gets them. */

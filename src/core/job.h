@@ -9,6 +9,7 @@
 
 #include "../common/jobreq.h"
 #include "../common/jobstate.h"
+#include "../common/slurmcg.h"
 #include "../gpu/grant.h"
 #include "loop.h"
 
@@ -68,6 +69,13 @@ typedef struct job {
     uint8_t ev_wait;          /* wait_why + 1 last recorded in its history (job_events.h); 0 none */
     watch w_pid;              /* pidfd of the shim: readable when it exits */
     watch w_notify;           /* the shim's start notification */
+    /* A Slurm task (core/slurm_task.h); slurm.set false for every other job. */
+    slurm_ids slurm;
+    char *cg2_made;           /* a cgroup2 directory joblet made for its device filter alone (the
+                               * rest of its cgroups are Slurm's): removed when its shim exits */
+    watch w_waiter;           /* pidfd of the process waiting for it (the Slurm task): its end
+                               * kills the job; fd -1 none */
+    pid_t waiter_pid;
     struct follower *followers;
     struct job_term_waiter *term_waiters; /* attachers waiting for its terminal (job_term.h) */
     int inotify_wd;

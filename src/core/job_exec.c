@@ -27,6 +27,7 @@ extern char **environ;
 
 typedef struct exec_run {
     char job_id[37];
+    uid_t uid;                /* who asked (limits.exec_sessions_per_user counts by it) */
     pid_t pid;
     watch w;                  /* the helper's pidfd: readable when it ends */
     struct exec_run *next;
@@ -39,6 +40,15 @@ unsigned job_exec_count(const job *j)
     unsigned n = 0;
     for (exec_run *x = runs; x; x = x->next)
         n += !strcmp(x->job_id, j->id);
+    return n;
+}
+
+/* How many execs uid runs now, in all jobs. */
+static unsigned count_of_user(uid_t uid)
+{
+    unsigned n = 0;
+    for (exec_run *x = runs; x; x = x->next)
+        n += x->uid == uid;
     return n;
 }
 
@@ -124,15 +134,17 @@ int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e
     if (job_state_terminal(j->state))
         return jerr_http(e, 409, "job %.8s has ended (%s): there is nothing to exec into; rnx job log %.8s shows "
                                  "its output", j->id, job_state_name(j->state), j->id);
-    if (isolation_gvisor(&j->req))
-        return jerr_http(e, 409, "job %.8s runs under gVisor: exec does not enter a gVisor sandbox yet (runsc exec "
-                                 "is to come); run the job with --isolation=native to exec into it", j->id);
     if (j->state != JS_RUNNING || j->init_pid <= 0 || j->shim_pid <= 0)
         return jerr_http(e, 409, "job %.8s is %s: exec enters a running job; wait until it runs", j->id,
                          job_state_name(j->state));
     if (job_exec_count(j) >= JOB_EXEC_MAX)
         return jerr_http(e, 429, "job %.8s has %d execs running already (the bound of execs per job): wait for "
                                  "one to end", j->id, JOB_EXEC_MAX);
+    uint32_t cap = core.cfg.limits.exec_per_user;
+    unsigned mine = count_of_user(who->uid);
+    if (cap && mine >= cap && !authz_may(who, AUTHZ_UNLIMITED))
+        return jerr_http(e, 429, "uid %u has %u execs running; limits.exec_sessions_per_user is %u: wait for one "
+                                 "to end", (unsigned)who->uid, mine, (unsigned)cap);
     int init = (int)syscall(SYS_pidfd_open, j->init_pid, 0);
     int shim = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
     if (init < 0 || shim < 0 || !jobs_init_alive(j)) {
@@ -181,6 +193,7 @@ int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e
         goto fail;
     }
     snprintf(x->job_id, sizeof x->job_id, "%s", j->id);
+    x->uid = who->uid;
     x->next = runs;
     runs = x;
     close(sp[1]);
@@ -191,8 +204,9 @@ int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e
     *fd = sp[0];
     char cmd[600], detail[800];
     words(r, cmd, sizeof cmd);
-    snprintf(detail, sizeof detail, "by uid %u%s%s: %s", (unsigned)who->uid, r->tty ? ", with a terminal" : "",
-             r->stdin_open ? ", with stdin" : "", cmd);
+    /* (under gVisor the helper goes through runsc exec: the job's spec says so, not the client) */
+    snprintf(detail, sizeof detail, "by uid %u%s%s%s: %s", (unsigned)who->uid, r->tty ? ", with a terminal" : "",
+             r->stdin_open ? ", with stdin" : "", isolation_gvisor(&j->req) ? ", through runsc exec" : "", cmd);
     job_event(j, JE_EXEC, who->uid, "%s", detail);
     audit_caller("exec", who, j->id, cmd);
     log_info("job %.8s: exec %s (helper pid %d)", j->id, detail, (int)x->pid);

@@ -1,11 +1,13 @@
 /* A process run inside a running job (rnx job exec; docs/api.md, "Interactive streams: exec"):
  * one joblet-exec helper per exec (exec/exec_main.c), which plans from the job's own spec and
  * starts the process in the job's cgroup, namespaces and root, as its user, under its seccomp
- * filter, with no capabilities. core/ starts the helper and hands api/attach.c the socket that
- * carries its frames (common/termframe.h); it never sees the bytes.
+ * filter, with no capabilities (under gVisor, through `runsc exec`: exec/gvisor.h). core/
+ * starts the helper and hands api/attach.c the socket that carries its frames
+ * (common/termframe.h); it never sees the bytes.
  *
  * Who may: the job's owner, or a role the authorization table allows (AUTHZ_OTHERS_EXEC); a
- * reader changes nothing (http.c). At most JOB_EXEC_MAX execs run in one job at once. Each is
+ * reader changes nothing (http.c). At most JOB_EXEC_MAX execs run in one job at once, and at most
+ * limits.exec_sessions_per_user run for one user in all jobs together (not for AUTHZ_UNLIMITED). Each is
  * recorded in the job's events ("exec": who, the command) and in the audit trail. */
 #ifndef JOBLET_JOB_EXEC_H
 #define JOBLET_JOB_EXEC_H
@@ -20,7 +22,8 @@
 /* Starts r's command (command, args, env on top of the job's, workdir, tty, stdin_open; the
  * rest of r is not looked at) in job j for who. 0 with *fd, the daemon's end of the helper's
  * socket (non-blocking, close-on-exec: closing it ends the exec), or -1 with e: 403 not who's
- * job, 409 the job is not running (or runs under gVisor), 429 JOB_EXEC_MAX execs run in it,
+ * job, 409 the job is not running, 429 JOB_EXEC_MAX execs run in it or who's
+ * limits.exec_sessions_per_user execs run,
  * 500 the helper could not start. */
 int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e);
 /* How many execs run in job j now. */

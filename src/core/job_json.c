@@ -148,6 +148,14 @@ json_t *job_json(const job *j)
                  "/v1/jobs/{id}/attach; rnx job run -it attaches at once), or after %llu s (jobs.attach_wait_s)",
                  (unsigned long long)core.cfg.attach_wait_s);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
+    /* a Slurm task (slurm_task.h): its ids as Slurm has them, and "J.S.T" as rnx shows them */
+    json_t *sl = slurmcg_to_json(&j->slurm);
+    if (sl) {
+        char t[64];
+        slurmcg_text(&j->slurm, t, sizeof t);
+        json_object_set_new(sl, "id", json_string(t));
+    }
+    json_object_set_new(o, "slurm", sl ? sl : json_null());
     json_object_set_new(o, "workflow", j->wf ? json_pack("{s:s,s:O?,s:o?}", "id", j->wf->id, "name",
                                                          json_object_get(j->wf->doc, "name"), "job",
                                                          r->name ? json_string(r->name) : NULL)

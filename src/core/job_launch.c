@@ -40,7 +40,7 @@ const char *const job_launch_default_path = SPEC_BUILD_DEFAULT_PATH;
 
 /* The job's spec in a memfd for its shim (spec.h), or -1: the spec builder's context
  * (exec/spec_build.h) filled from the daemon's state and the job. */
-static int make_spec(const job *j, const char *dir, jerr *e)
+static int make_spec(const job *j, const char *dir, const cg_given *given, bool stdio, jerr *e)
 {
     spec_ctx c = {
         .id = j->id,
@@ -94,6 +94,17 @@ static int make_spec(const job *j, const char *dir, jerr *e)
         c.gvisor = (spec_gvisor){ic->gvisor, ic->why, ic->runsc, isolation_runsc_root(), ic->platform, ic->nvproxy};
     job_spec s;
     if (fd == 0 && (fd = spec_build(&c, &s, e)) == 0) {
+        if (given) {
+            /* delegated (exec/cgroup.h): the limits are the cgroups' maker's, none of joblet's */
+            s.cgroup_given = xmalloc(sizeof *s.cgroup_given);
+            *s.cgroup_given = *given;
+            s.limits = (cg_limits){0};
+            s.user_procs_max = 0;
+            s.user_tasks_max = 0;
+        }
+        s.stdio_given = stdio;
+        if (stdio)
+            s.log_max_bytes = 0;
         fd = spec_to_fd(&s, e);
         if (fd >= 0)
             job_detail_spec(j, &s);
@@ -132,9 +143,16 @@ void job_launch_init(void)
 
 void job_launch_shutdown(void) { zygote_stop(&zyg); }
 
-/* A shim from the zygote, restarting it once if it went away; else a freshly exec'd one. */
-static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, jerr *e)
+/* A shim from the zygote, restarting it once if it went away; else a freshly exec'd one. A job
+ * with given stdio gets an exec'd one, the three fds at theirs (shim.h). */
+static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, const int *stdio, jerr *e)
 {
+    if (stdio) {
+        pid_t pid;
+        return shim_spawn_stdio(core.shim_path, dir, notify_fd, spec_fd, core.devfilter_prog, stdio, &pid, e) < 0
+                   ? -1
+                   : pid;
+    }
     for (int attempt = 0; attempt < 2 && zyg.sock >= 0; attempt++) {
         jerr ze = {0};
         pid_t pid = zygote_fork(&zyg, dir, notify_fd, spec_fd, core.devfilter_prog, &ze);
@@ -158,7 +176,13 @@ static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, jerr *e)
     return pid;
 }
 
-int job_launch_job(job *j, jerr *e)
+static int launch(job *j, const cg_given *given, const int *stdio, jerr *e);
+
+int job_launch_job(job *j, jerr *e) { return launch(j, NULL, NULL, e); }
+
+int job_launch_given(job *j, const cg_given *given, const int stdio[3], jerr *e) { return launch(j, given, stdio, e); }
+
+static int launch(job *j, const cg_given *given, const int *stdio, jerr *e)
 {
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
@@ -174,7 +198,7 @@ int job_launch_job(job *j, jerr *e)
     j->sandbox_uid = 0;
     if (isolation_gvisor(&j->req))
         j->sandbox_uid = jobs_free_uid(j->seq + core.cfg.uid_range_size / 2);
-    int spec_fd = make_spec(j, dir, e);
+    int spec_fd = make_spec(j, dir, given, stdio != NULL, e);
     if (spec_fd < 0)
         return -1;
     int pfd[2];
@@ -182,7 +206,7 @@ int job_launch_job(job *j, jerr *e)
         close(spec_fd);
         return jerr_sys(e, "pipe");
     }
-    pid_t pid = fork_shim(dir, pfd[1], spec_fd, e);
+    pid_t pid = fork_shim(dir, pfd[1], spec_fd, stdio, e);
     close(pfd[1]);
     close(spec_fd);
     if (pid < 0) {
@@ -346,6 +370,44 @@ static void on_shim_exit(watch *w, uint32_t events)
     if (!job_state_terminal(j->state)) {
         finalize(j);
     }
+    job_launch_unwait(j);
+    if (j->cg2_made) {
+        /* the shim has detached its device filter and its job is gone: the directory is empty */
+        if (rmdir(j->cg2_made) < 0 && errno != ENOENT)
+            log_warn("job %s: cannot remove its cgroup %s: %s", j->id, j->cg2_made, strerror(errno));
+        free(j->cg2_made);
+        j->cg2_made = NULL;
+    }
+}
+
+/* The waiter ended (a Slurm task killed by scancel, or by anyone): its job goes too. */
+static void on_waiter_exit(watch *w, uint32_t events)
+{
+    job *j = w->data;
+    job_launch_unwait(j);
+    if (job_state_terminal(j->state) || j->shim_pid <= 0)
+        return;
+    job_event(j, JE_STOPPING, -1, "the process that waits for it (pid %d) ended: SIGKILL to every process at once",
+              (int)j->waiter_pid);
+    jerr e = {0};
+    if (job_launch_kill(j, (uid_t)-1, &e) < 0)
+        log_err("job %s: %s", j->id, e.msg);
+}
+
+void job_launch_wait_by(job *j, int pidfd, pid_t pid)
+{
+    j->waiter_pid = pid;
+    j->w_waiter = (watch){pidfd, on_waiter_exit, j};
+    loop_add(&j->w_waiter);
+}
+
+void job_launch_unwait(job *j)
+{
+    if (j->w_waiter.fd < 0)
+        return;
+    loop_del(&j->w_waiter);
+    close(j->w_waiter.fd);
+    j->w_waiter.fd = -1;
 }
 
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
@@ -394,6 +456,7 @@ void job_launch_refresh(job *j)
 /* The job is being deleted while its shim finishes tidying up: stop watching it. */
 void job_launch_forget(job *j)
 {
+    job_launch_unwait(j);
     watch *ws[] = {&j->w_notify, &j->w_pid};
     for (size_t i = 0; i < 2; i++)
         if (ws[i]->fd >= 0) {

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "../exec/cgroup.h"
 #include "job.h"
 
 /* The PATH a job gets when its environment gives none (GPU jobs get the CUDA toolkit's bin
@@ -18,6 +19,14 @@ void job_launch_init(void);
 void job_launch_shutdown(void);
 /* Spawns the job's shim with its spec (GPUs already granted); the job holds room from now. */
 int job_launch_job(job *j, jerr *e);
+/* The same in cgroups someone else made for it (delegated, exec/cgroup.h: none of joblet's
+ * limits), its stdin, stdout and stderr the three fds given (the spec's stdio_given: nothing
+ * logged); the fds are the caller's still. A Slurm task's start (slurm_task.h). */
+int job_launch_given(job *j, const cg_given *given, const int stdio[3], jerr *e);
+/* pidfd (taken over) is the process waiting for the job (a Slurm task): when it ends, the job
+ * is killed. job_launch_unwait stops watching it (the job's shim ended, or it is deleted). */
+void job_launch_wait_by(job *j, int pidfd, pid_t pid);
+void job_launch_unwait(job *j);
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
 void job_launch_adopt_all(void);
 /* SIGTERM to the job's shim (the grace period, then SIGKILL, is the shim's); 409 when no shim

@@ -14,6 +14,7 @@ const db_job *job_row(const job *j, db_job *out)
         .uid = j->uid,
         .gid = j->gid,
         .sandbox_uid = j->sandbox_uid,
+        .slurm = j->slurm,
         .req = j->req,
         .created_ms = j->created_ms,
         .scheduled_ms = j->scheduled_ms,

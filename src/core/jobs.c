@@ -145,7 +145,9 @@ job *job_new(db_job *r)
     /* the event loop's: nothing watched yet */
     j->w_pid.fd = -1;
     j->w_notify.fd = -1;
+    j->w_waiter.fd = -1;
     j->inotify_wd = -1;
+    j->slurm = r->slurm;
     /* the job has the row's strings, request and GPUs now */
     r->name = r->signal_name = r->end_reason = r->error = NULL;
     r->req = (job_req){0};
@@ -163,6 +165,7 @@ void job_free(job *j)
     free(j->end_reason);
     free(j->error);
     free(j->fail_reason);
+    free(j->cg2_made);
     grant_list_free(&j->gpus);
     free(j);
 }

@@ -24,6 +24,13 @@
  *   4. the helper relays its terminal (or pipes) to joblet until it ends, then sends its exit
  *      code (the exit frame) and exits with it. The process is killed when the client goes;
  *      it dies with the job anyway (its PID namespace's init ends it).
+ * Under gVisor (the spec has runsc) there are no namespaces of joblet's to enter: once runsc
+ * calls the container running, the child born in the job's cgroup becomes `runsc exec` with the
+ * same plan as a process object (gvisor.h: uid/gid, the job's environment with -e on top, the
+ * working directory, no capability, no_new_privs), and the Sentry starts the process beside the
+ * job's. With -t the terminal is a host pty whose slave runsc hands to the Sentry. The helper
+ * relays as in 4; when the client goes it kills the process through `runsc kill --pid`, and it
+ * ends runsc exec when the job's init (runsc run) ends.
  * A refusal before the exec is a line on stderr ("joblet: exec: ...") and exit code 126 (127: no
  * such command), as a shell says it. */
 #include <errno.h>
@@ -42,6 +49,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/close_range.h>
@@ -52,7 +60,9 @@
 #include "../common/util.h"
 #include "cgroup.h"
 #include "console.h"
+#include "gvisor.h"
 #include "isolate.h"
+#include "oci.h"
 #include "shim_term.h"
 #include "spec.h"
 
@@ -160,8 +170,6 @@ static void load_spec(job_spec *s, const char *id, pid_t shim)
     close(fd);
     if (strcmp(s->id, id))
         refuse(126, "joblet: exec: the shim of pid %d does not run job %.8s", (int)shim, id);
-    if (s->runsc)
-        refuse(126, "joblet: exec: job %.8s runs under gVisor, which exec does not enter yet", id);
 }
 
 /* The process, from its birth to its exec; errors go up the sync pipe (close-on-exec: EOF is
@@ -235,6 +243,62 @@ fail:;
     _exit(126);
 }
 
+/* Under gVisor: the child becomes `runsc exec` (gvisor.h), born in the job's cgroup (or put
+ * there first thing), with the process's stdio: the terminal's slave (made on the host by the
+ * helper: runsc hands it to the Sentry, which makes it the process's terminal) or the pipes. */
+_Noreturn static void gvisor_child(const job_spec *s, const cg_job *cg, bool born_in, gvisor_exec_fds *f,
+                                   int sync_w)
+{
+    jerr e = {0};
+    const char *stage = "cgroup";
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (born_in || cg_enter(cg, &e) == 0) {
+        stage = "runsc exec";
+        gvisor_exec(s, f, &e);
+    }
+    char m[1100];
+    int k = snprintf(m, sizeof m, "E%s: %s", stage, e.msg);
+    write_all(sync_w, m, (size_t)(k < (int)sizeof m ? k : (int)sizeof m - 1));
+    _exit(126);
+}
+
+/* The memfds of a gVisor exec: the process object, the pid file, runsc's log. */
+static void gvisor_fds(const job_spec *s, const exec_req *r, gvisor_exec_fds *f)
+{
+    f->process = memfd_create("joblet-exec-process", MFD_CLOEXEC);
+    f->pid_file = memfd_create("joblet-exec-pid", MFD_CLOEXEC);
+    f->log = memfd_create("joblet-exec-runsc-log", MFD_CLOEXEC);
+    if (f->process < 0 || f->pid_file < 0 || f->log < 0)
+        refuse(126, "joblet: exec: memfd: %s", strerror(errno));
+    json_t *o = oci_exec_process(s, r->argv, r->env, r->workdir, r->tty);
+    char *txt = json_dumps(o, 0);
+    json_decref(o);
+    if (!txt || write_all(f->process, txt, strlen(txt)) != strlen(txt))
+        refuse(126, "joblet: exec: write the process for runsc: %s", strerror(errno));
+    free(txt);
+}
+
+/* The client went: the process in the sandbox is killed by its pid, which runsc writes once
+ * it started it (waited for while runsc exec runs, a bounded while) */
+static void gvisor_kill_started(const job_spec *s, int runsc_pidfd, int pid_file)
+{
+    for (int i = 0; i < 200; i++) {
+        pid_t pid = gvisor_exec_pid(pid_file);
+        if (pid > 0) {
+            gvisor_kill_pid(s, pid, SIGKILL);
+            return;
+        }
+        struct pollfd p = {runsc_pidfd, POLLIN, 0};
+        if (poll(&p, 1, 10) > 0)
+            return; /* runsc exec ended first */
+    }
+}
+
 static void nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
@@ -300,18 +364,30 @@ int main(int argc, char **argv)
     if (seccomp_default_program(&prog, &e) < 0)
         refuse(126, "joblet: exec: seccomp: %s", e.msg);
     caps_last_cap(); /* read /proc/sys now: the child's /proc is the job's */
+    bool gv = s.runsc != NULL;
+    gvisor_exec_fds gf = {-1, -1, -1, -1, -1, -1};
+    int master = -1, slave = -1;
+    if (gv) {
+        if (gvisor_wait_running(&s, INIT_FD, &e) < 0)
+            refuse(126, "joblet: exec: %s", e.msg);
+        gvisor_fds(&s, &r, &gf);
+        /* the terminal: a host one, for runsc to hand to the Sentry (the process never sees
+         * the host's devpts: it gets the open slave, as its kernel's terminal) */
+        if (r.tty && console_open(0, 0, &master, &slave, &e) < 0)
+            refuse(126, "joblet: exec: terminal: %s", e.msg);
+    }
 
     int sync[2], con[2] = {-1, -1}, in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
     if (pipe2(sync, O_CLOEXEC) < 0 ||
-        (r.tty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0) ||
+        (r.tty && !gv && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0) ||
         (!r.tty && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)) ||
         (!r.tty && r.stdin_open && pipe2(in, O_CLOEXEC) < 0))
         refuse(126, "joblet: exec: pipe: %s", strerror(errno));
     /* its children are born in the job's PID namespace: they see the job's processes (only
      * the one: the helper goes back to its own for any other, such as LeakSanitizer's tracer
      * at exit, which would otherwise hold the job's init in its end) */
-    int own_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
-    if (own_pidns < 0 || setns(INIT_FD, CLONE_NEWPID) < 0)
+    int own_pidns = gv ? -1 : open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+    if (!gv && (own_pidns < 0 || setns(INIT_FD, CLONE_NEWPID) < 0))
         refuse(126, "joblet: exec: enter job %.8s's PID namespace: %s (has it ended?)", id, strerror(errno));
 
     /* 3: born in the job's cgroup */
@@ -326,12 +402,20 @@ int main(int argc, char **argv)
     if (pid < 0)
         refuse(126, "joblet: exec: start a process in job %.8s: %s%s", id, strerror(errno),
                errno == EAGAIN ? " (the job's pids limit)" : "");
+    if (pid == 0 && gv) {
+        int null = in[0] >= 0 || r.tty ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+        gf.in = r.tty ? slave : in[0] >= 0 ? in[0] : null;
+        gf.out = r.tty ? slave : out[1];
+        gf.err = r.tty ? slave : err[1];
+        gvisor_child(&s, &cg, cgfd >= 0, &gf, sync[1]);
+    }
     if (pid == 0)
         child(&s, &cg, cgfd >= 0, &r, &prog, sync[1], con[1], in[0], out[1], err[1]);
-    if (setns(own_pidns, CLONE_NEWPID) < 0)
+    if (!gv && setns(own_pidns, CLONE_NEWPID) < 0)
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* (cannot happen: it is our own) */
-    close(own_pidns);
-    int theirs[] = {sync[1], con[1], in[0], out[1], err[1]};
+    if (own_pidns >= 0)
+        close(own_pidns);
+    int theirs[] = {sync[1], con[1], in[0], out[1], err[1], slave};
     for (size_t i = 0; i < ARRAY_LEN(theirs); i++)
         if (theirs[i] >= 0)
             close(theirs[i]);
@@ -344,8 +428,7 @@ int main(int argc, char **argv)
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
         refuse(126, "joblet: exec: %s", e.msg);
     }
-    int master = -1;
-    if (r.tty && console_recv(con[0], &master, &e) < 0)
+    if (r.tty && !gv && console_recv(con[0], &master, &e) < 0)
         master = -1; /* the child failed before: the sync pipe says why */
     if (con[0] >= 0)
         close(con[0]);
@@ -380,9 +463,16 @@ int main(int argc, char **argv)
         nonblock(efd);
     bool killed = false;
     for (;;) {
-        struct pollfd p[4] = {{shim_term_fd(t), POLLIN, 0}, {pidfd, POLLIN, 0}, {ofd, POLLIN, 0}, {efd, POLLIN, 0}};
-        if (poll(p, 4, -1) < 0 && errno != EINTR)
+        /* under gVisor the job's init is runsc run: its end is the sandbox's, and runsc exec
+         * would wait on with a process that is no more */
+        struct pollfd p[5] = {{shim_term_fd(t), POLLIN, 0}, {pidfd, POLLIN, 0}, {ofd, POLLIN, 0}, {efd, POLLIN, 0},
+                              {gv && !killed ? INIT_FD : -1, POLLIN, 0}};
+        if (poll(p, 5, -1) < 0 && errno != EINTR)
             break;
+        if (p[4].revents) {
+            syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+            killed = true;
+        }
         if (p[2].revents && !pass_output(t, ofd, TERMFRAME_STDOUT)) {
             close(ofd);
             ofd = -1;
@@ -394,7 +484,11 @@ int main(int argc, char **argv)
         if (p[0].revents)
             shim_term_run(t);
         if (!shim_term_clients(t) && !killed) {
-            /* the client went (or joblet ended the session): the process goes too */
+            /* the client went (or joblet ended the session): the process goes too; under
+             * gVisor it is the Sentry's, killed through runsc (runsc exec itself passes no
+             * SIGKILL on), once runsc says which it is */
+            if (gv)
+                gvisor_kill_started(&s, pidfd, gf.pid_file);
             syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
             killed = true;
         }
@@ -409,6 +503,16 @@ int main(int argc, char **argv)
     if (efd >= 0)
         pass_output(t, efd, TERMFRAME_STDERR);
     int code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+    char why_gv[1100];
+    if (gv && si.si_code == CLD_EXITED &&
+        gvisor_exec_failure(si.si_status << 8, gf.pid_file, gf.log, why_gv, sizeof why_gv)) {
+        /* runsc could not start it: 127 when there is no such command, as a shell says */
+        code = strstr(why_gv, "no such file or directory") ? 127 : 126;
+        char msg[1200];
+        snprintf(msg, sizeof msg, "exec: runsc: %s", why_gv);
+        shim_term_finish(t, code, msg);
+        return code;
+    }
     shim_term_finish(t, code, NULL);
     return code & 0xff;
 }

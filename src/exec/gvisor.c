@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <linux/close_range.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -393,16 +395,9 @@ int gvisor_command_status(int runsc_status, bool signal_expected)
     return code << 8;
 }
 
-bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len)
+/* runsc's last error in its log f (JSON lines), closed */
+static bool last_error(FILE *f, char *msg, size_t len)
 {
-    /* runsc exits 128 when it fails itself; 128 + N is a signal N */
-    if (!WIFEXITED(runsc_status) || WEXITSTATUS(runsc_status) != 128)
-        return false;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/runsc.log", s->job_dir);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
     bool found = false;
     char line[4096];
     /* the last error; a line longer than the buffer is read in pieces that do not parse */
@@ -418,4 +413,182 @@ bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len)
     }
     fclose(f);
     return found;
+}
+
+bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len)
+{
+    /* runsc exits 128 when it fails itself; 128 + N is a signal N */
+    if (!WIFEXITED(runsc_status) || WEXITSTATUS(runsc_status) != 128)
+        return false;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/runsc.log", s->job_dir);
+    FILE *f = fopen(path, "re");
+    return f && last_error(f, msg, len);
+}
+
+/* fd stays open across the exec, and is named /proc/self/fd/N there */
+static void keep_fd(int fd, char *out, size_t len)
+{
+    fcntl(fd, F_SETFD, 0);
+    snprintf(out, len, "/proc/self/fd/%d", fd);
+}
+
+int gvisor_exec(const job_spec *s, const gvisor_exec_fds *f, jerr *e)
+{
+    if (dup2(f->in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0)
+        return jerr_sys(e, "connect stdin/stdout/stderr");
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    char root[4200], log[80], process[64], pid_file[64];
+    const char *argv[16];
+    int n = global_args(s, argv, root, sizeof root);
+    keep_fd(f->log, process, sizeof process);
+    snprintf(log, sizeof log, "--log=%s", process);
+    argv[n++] = log;
+    argv[n++] = "--log-format=json";
+    argv[n++] = "exec";
+    argv[n++] = "--process";
+    keep_fd(f->process, process, sizeof process);
+    argv[n++] = process;
+    argv[n++] = "--internal-pid-file";
+    keep_fd(f->pid_file, pid_file, sizeof pid_file);
+    argv[n++] = pid_file;
+    argv[n++] = s->id;
+    argv[n] = NULL;
+    execv(s->runsc, (char *const *)argv);
+    return jerr_sys(e, "%s", s->runsc);
+}
+
+pid_t gvisor_exec_pid(int pid_file)
+{
+    char buf[32];
+    ssize_t n = pread(pid_file, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    long pid = strtol(buf, NULL, 10);
+    return pid > 0 && pid <= INT32_MAX ? (pid_t)pid : 0;
+}
+
+bool gvisor_exec_failure(int runsc_status, int pid_file, int log, char *msg, size_t len)
+{
+    if (!WIFEXITED(runsc_status) || WEXITSTATUS(runsc_status) != 128 || gvisor_exec_pid(pid_file) > 0)
+        return false;
+    int fd = dup(log);
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        snprintf(msg, len, "runsc exec failed");
+        return true;
+    }
+    rewind(f);
+    if (!last_error(f, msg, len))
+        snprintf(msg, len, "runsc exec failed");
+    return true;
+}
+
+int gvisor_kill_pid(const job_spec *s, pid_t pid, int sig)
+{
+    char root[4200], signo[16], p[32];
+    const char *argv[8];
+    int n = global_args(s, argv, root, sizeof root);
+    snprintf(signo, sizeof signo, "%d", sig);
+    snprintf(p, sizeof p, "--pid=%d", (int)pid);
+    argv[n++] = "kill";
+    argv[n++] = p;
+    argv[n++] = s->id;
+    argv[n++] = signo;
+    argv[n] = NULL;
+    return run_quiet(argv);
+}
+
+/* The container's status as `runsc state` prints it ("created", "running", "stopped"), in out;
+ * -1 when runsc says nothing (no such container yet, or it failed). Bounded as run_quiet. */
+static int runsc_status(const job_spec *s, char *out, size_t len)
+{
+    char root[4200];
+    const char *argv[8];
+    int n = global_args(s, argv, root, sizeof root);
+    argv[n++] = "state";
+    argv[n++] = s->id;
+    argv[n] = NULL;
+    int fd = memfd_create("joblet-runsc-state", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd);
+        return -1;
+    }
+    if (pid == 0) {
+        child_defaults();
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 2);
+        }
+        dup2(fd, 1);
+        syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    int64_t deadline = mono_ns() + (int64_t)RUNSC_HELPER_TIMEOUT_MS * 1000000;
+    pid_t w;
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0 || (w < 0 && errno == EINTR)) {
+        if (mono_ns() >= deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+            break;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+    }
+    char buf[8192];
+    ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (got <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return -1;
+    buf[got] = 0;
+    json_t *o = json_loads(buf, 0, NULL);
+    const char *status = json_string_value(json_object_get(o, "status"));
+    int rc = status ? 0 : -1;
+    if (status)
+        snprintf(out, len, "%s", status);
+    json_decref(o);
+    return rc;
+}
+
+/* runsc's own record of the container, read directly: "running" there spares a `runsc state`
+ * (tens of ms) on every exec. Its name and form are runsc's, not a promise: anything else (no
+ * such file, another form) and `runsc state` answers. */
+static bool state_file_says_running(const job_spec *s)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s_sandbox:%s.state", s->runsc_root, s->id, s->id);
+    json_t *o = json_load_file(path, 0, NULL);
+    const char *status = json_string_value(json_object_get(o, "status"));
+    bool running = status && !strcmp(status, "running");
+    json_decref(o);
+    return running;
+}
+
+int gvisor_wait_running(const job_spec *s, int init_pidfd, jerr *e)
+{
+    if (state_file_says_running(s))
+        return 0;
+    char status[32] = "";
+    int64_t deadline = mono_ns() + (int64_t)GVISOR_START_WAIT_S * 1000000000;
+    for (;;) {
+        if (runsc_status(s, status, sizeof status) == 0 && !strcmp(status, "running"))
+            return 0;
+        if (status[0] && strcmp(status, "created") && strcmp(status, "creating"))
+            return jerr_set(e, ESRCH, "job %.8s's sandbox is %s", s->id, status);
+        struct pollfd p = {init_pidfd, POLLIN, 0};
+        if (poll(&p, 1, 20) > 0)
+            return jerr_set(e, ESRCH, "job %.8s has ended", s->id);
+        if (mono_ns() >= deadline)
+            return jerr_set(e, ETIMEDOUT, "job %.8s's sandbox did not start within %d s (runsc state: %s)", s->id,
+                            GVISOR_START_WAIT_S, status[0] ? status : "no such container");
+    }
 }

@@ -38,4 +38,33 @@ int gvisor_command_status(int runsc_status, bool signal_expected);
  * command that exits 128 leaves no error there. */
 bool gvisor_failure(const job_spec *s, int runsc_status, char *msg, size_t len);
 
+/* `rnx job exec` into a job under gVisor (exec_main.c): `runsc exec` asks the job's sandbox to
+ * start the process, which the Sentry runs beside the job's own (its PID namespace, root, mounts,
+ * network), as the job's user (oci_exec_process: no capability, no_new_privileges). */
+typedef struct gvisor_exec_fds {
+    int process;              /* the process object (oci_exec_process), a memfd */
+    int pid_file;             /* an empty memfd: runsc writes the process's pid there once it
+                               * runs (--internal-pid-file: the sandbox's pid, as `runsc kill
+                               * --pid` takes it; --pid-file would be runsc's own) */
+    int log;                  /* an empty memfd: runsc's own log, JSON lines (its errors) */
+    int in, out, err;         /* the process's stdin, stdout, stderr: runsc hands these to the
+                               * Sentry; a host terminal's slave makes it the process's terminal */
+} gvisor_exec_fds;
+/* A job is RUNNING to joblet once runsc run started; its sandbox takes a moment more (tens of ms)
+ * to run the command, and runsc exec refuses a container that is not running yet: this waits
+ * for runsc to call it running, at most GVISOR_START_WAIT_S, or until the job's init (its pidfd)
+ * ends. -1 with e when it is not running by then. */
+#define GVISOR_START_WAIT_S 30
+int gvisor_wait_running(const job_spec *s, int init_pidfd, jerr *e);
+/* In the exec's child, already in the job's cgroup: becomes `runsc --root=R --log=... exec
+ * --process ... --internal-pid-file ... <id>`, which exits with the process's code (128 + N for signal N;
+ * 128 when runsc itself failed). Returns only on failure. */
+int gvisor_exec(const job_spec *s, const gvisor_exec_fds *f, jerr *e);
+/* The pid runsc wrote to pid_file; 0 while there is none (the process has not started). */
+pid_t gvisor_exec_pid(int pid_file);
+/* True when runsc exec failed to start the process (exit 128, no pid written): its last error,
+ * or a line saying so, in msg. */
+bool gvisor_exec_failure(int runsc_status, int pid_file, int log, char *msg, size_t len);
+/* `runsc kill --pid=<pid> <id> <sig>`, waited for (bounded as gvisor_kill). */
+int gvisor_kill_pid(const job_spec *s, pid_t pid, int sig);
 #endif

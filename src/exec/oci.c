@@ -59,9 +59,10 @@ int oci_id_map(uint32_t sandbox_id, char *out, size_t len)
     return (int)used;
 }
 
-json_t *oci_config(const job_spec *s, const oci_inputs *in)
+/* The process object: the job's ids as the sandbox's user namespace names them (oci.h), no
+ * capability in any set, no_new_privileges, the job's RLIMIT_NPROC. */
+static json_t *process_json(const job_spec *s, char *const *argv, char *const *env, const char *cwd, bool tty)
 {
-    /* the job's ids as the sandbox's user namespace names them (oci.h) */
     uint32_t sb = (uint32_t)s->runsc_sandbox_uid;
     json_t *user = json_pack("{s:I,s:I}", "uid", (json_int_t)oci_inside_id((uint32_t)s->uid, sb), "gid",
                              (json_int_t)oci_inside_id((uint32_t)s->gid, sb));
@@ -73,9 +74,18 @@ json_t *oci_config(const job_spec *s, const oci_inputs *in)
     /* no capability in any set: the job's user is not root, and if it were it gets none */
     json_t *caps = json_pack("{s:[],s:[],s:[],s:[],s:[]}", "bounding", "effective", "inheritable", "permitted",
                              "ambient");
-    json_t *process = json_pack("{s:b,s:o,s:o,s:o,s:s,s:o,s:o,s:b}", "terminal", 0, "user", user, "args",
-                                strv(s->argv), "env", strv(s->env), "cwd", s->workdir, "capabilities", caps,
-                                "rlimits", rlimits, "noNewPrivileges", 1);
+    return json_pack("{s:b,s:o,s:o,s:o,s:s,s:o,s:o,s:b}", "terminal", tty, "user", user, "args", strv(argv), "env",
+                     strv(env), "cwd", cwd, "capabilities", caps, "rlimits", rlimits, "noNewPrivileges", 1);
+}
+
+json_t *oci_exec_process(const job_spec *s, char *const *argv, char *const *env, const char *cwd, bool tty)
+{
+    return process_json(s, argv, env, cwd, tty);
+}
+
+json_t *oci_config(const job_spec *s, const oci_inputs *in)
+{
+    json_t *process = process_json(s, s->argv, s->env, s->workdir, false);
 
     json_t *mounts = json_array();
     const char *sys = s->system_root && *s->system_root ? s->system_root : "";

@@ -31,6 +31,9 @@ typedef struct oci_inputs {
  * annotation when the job has GPUs. */
 json_t *oci_config(const job_spec *s, const oci_inputs *in);
 
+/* The process object of `runsc exec --process` (gvisor.h, gvisor_exec): as config.json's, with
+ * the command, environment and working directory given, and "terminal" when tty. */
+json_t *oci_exec_process(const job_spec *s, char *const *argv, char *const *env, const char *cwd, bool tty);
 /* The sandbox's user namespace. runsc runs the Sentry and its helpers as uid and gid 65534
  * ("nobody") of the user namespace it is started in, and every runsc on the host would share
  * that host uid: anything running as nobody could signal or trace every user's sandbox, and a

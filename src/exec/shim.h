@@ -14,5 +14,7 @@
                                       * "T\n" when a terminal job's SHIM_ATTACH takes clients */
 #define SHIM_DEVFILTER_FD 4          /* optional: loaded eBPF filter for the default devices */
 #define SHIM_SPEC_FD  5              /* the job spec (spec.h), a memfd written by the daemon */
+#define SHIM_STDIO_FD 6              /* with the spec's stdio_given: the job's stdin here, its
+                                      * stdout at 7, its stderr at 8 */
 
 #endif

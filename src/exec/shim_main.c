@@ -367,7 +367,19 @@ static int start_job(shim *sh, int notify_fd)
     bool terminal = s->tty || s->stdin_open;
     if (terminal && !(sh->term = shim_term_new(sh->dirfd, s->tty, &e)))
         goto fail;
-    if ((!s->tty && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)) ||
+    if (s->stdio_given) {
+        /* the job's own stdio, given (a Slurm task's): no pipes, nothing logged; the shim keeps
+         * none of them once the init has them, so their readers see the end with the job's */
+        in[0] = SHIM_STDIO_FD;
+        out[1] = SHIM_STDIO_FD + 1;
+        err[1] = SHIM_STDIO_FD + 2;
+        for (int i = 0; i < 3; i++)
+            if (fcntl(SHIM_STDIO_FD + i, F_GETFD) < 0) {
+                jerr_sys(&e, "the job's given stdio (fd %d)", SHIM_STDIO_FD + i);
+                goto fail;
+            }
+    }
+    if ((!s->tty && !s->stdio_given && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)) ||
         (s->stdin_open && !s->tty && pipe2(in, O_CLOEXEC) < 0) ||
         (s->tty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0) || pipe2(sync, O_CLOEXEC) < 0 ||
         pipe2(status, O_CLOEXEC) < 0 || ((s->step_hook || terminal) && pipe2(hold, O_CLOEXEC) < 0)) {

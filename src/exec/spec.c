@@ -81,6 +81,8 @@ int spec_to_fd(const job_spec *s, jerr *e)
         json_object_set_new(o, "cgroup_given", given_json(s->cgroup_given));
     if (o && s->step_hook)
         json_object_set_new(o, "step_hook", json_string(s->step_hook));
+    if (o && s->stdio_given)
+        json_object_set_new(o, "stdio_given", json_true());
     if (o && (s->tty || s->stdin_open))
         json_object_set_new(o, "terminal", json_pack("{s:b,s:b,s:I}", "tty", s->tty, "stdin", s->stdin_open,
                                                      "attach_wait_s", (json_int_t)s->attach_wait_s));
@@ -248,6 +250,10 @@ static int check(json_t *o, jerr *e)
     if (gv && term)
         return jerr_set(e, EINVAL, "the job spec has a terminal and gvisor: a terminal is made by joblet's own init, "
                                    "which a gVisor job does not have");
+    bool stdio = json_is_true(json_object_get(o, "stdio_given"));
+    if (stdio && (gv || term))
+        return jerr_set(e, EINVAL, "the job spec has stdio_given and %s: given stdio goes straight to joblet's own "
+                                   "init's command", gv ? "gvisor" : "a terminal");
     if (gv && hook)
         return jerr_set(e, EINVAL, "the job spec has a step_hook and gvisor: a step hook holds joblet's own init, "
                                    "which a gVisor job does not have");
@@ -398,6 +404,7 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     }
     json_t *hook = json_object_get(o, "step_hook");
     s->step_hook = hook ? xstrdup(json_string_value(hook)) : NULL;
+    s->stdio_given = json_is_true(json_object_get(o, "stdio_given"));
     json_t *term = json_object_get(o, "terminal");
     s->tty = json_is_true(json_object_get(term, "tty"));
     s->stdin_open = json_is_true(json_object_get(term, "stdin"));

@@ -72,6 +72,10 @@ typedef struct job_spec {
      * command starts once someone attached, or attach_wait_s went by (shim_term.h). Native
      * isolation only. */
     bool tty, stdin_open;
+    /* The job's stdin, stdout and stderr are the shim's fds SHIM_STDIO_FD, +1, +2 (shim.h),
+     * given by whoever started the shim: a Slurm task's own (core/slurm_task.h), so its output
+     * goes where Slurm sends it. Nothing is logged then. Not with a terminal nor gVisor. */
+    bool stdio_given;
     uint64_t attach_wait_s;
     cg_limits limits;
     cg_dev_rule *devices;  /* allowed on top of cg_default_devices */

@@ -105,8 +105,39 @@ int zygote_serve(int sock, int (*run)(const char *dir))
     return 0;
 }
 
+static int spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
+                 int spec_fd, int filter_fd, const int *stdio, pid_t *pid, jerr *e);
+
 int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
                int spec_fd, int filter_fd, pid_t *pid, jerr *e)
+{
+    return spawn(shim_path, arg, arg2, stdin_fd, notify_fd, spec_fd, filter_fd, NULL, pid, e);
+}
+
+int shim_spawn_stdio(const char *shim_path, const char *arg, int notify_fd, int spec_fd, int filter_fd,
+                     const int stdio[3], pid_t *pid, jerr *e)
+{
+    /* the dup2s onto 3-8 go in order: a source that sits at a later one's target (the daemon's
+     * device filter at fd 3, a task's stdio at 6) would be clobbered first: every source is
+     * copied above them */
+    int src[6] = {notify_fd, spec_fd, filter_fd, stdio[0], stdio[1], stdio[2]}, hi[6], rc = -1;
+    for (int i = 0; i < 6; i++)
+        hi[i] = -1;
+    for (int i = 0; i < 6; i++)
+        if (src[i] >= 0 && (hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0) {
+            jerr_sys(e, "keep fd %d for the shim", src[i]);
+            goto out;
+        }
+    rc = spawn(shim_path, arg, NULL, -1, hi[0], hi[1], hi[2], hi + 3, pid, e);
+out:
+    for (int i = 0; i < 6; i++)
+        if (hi[i] >= 0)
+            close(hi[i]);
+    return rc;
+}
+
+static int spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
+                 int spec_fd, int filter_fd, const int *stdio, pid_t *pid, jerr *e)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -122,6 +153,8 @@ int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int std
         posix_spawn_file_actions_adddup2(&fa, spec_fd, SHIM_SPEC_FD);
     if (filter_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, filter_fd, SHIM_DEVFILTER_FD);
+    for (int i = 0; stdio && i < 3; i++)
+        posix_spawn_file_actions_adddup2(&fa, stdio[i], SHIM_STDIO_FD + i);
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
     /* Born with SIGTERM and SIGUSR1 (stop, kill) blocked: one that arrives before the shim set

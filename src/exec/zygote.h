@@ -28,6 +28,10 @@ int zygote_start(zygote *z, const char *shim_path, const char *cgroup_root, jerr
  * at their numbers in shim.h when >= 0; SIGTERM and SIGCHLD blocked. */
 int shim_spawn(const char *shim_path, const char *arg, const char *arg2, int stdin_fd, int notify_fd,
                int spec_fd, int filter_fd, pid_t *pid, jerr *e);
+/* The same with stdio[3] (a job's given stdin, stdout, stderr: the spec's stdio_given) at
+ * SHIM_STDIO_FD and the two after it. */
+int shim_spawn_stdio(const char *shim_path, const char *arg, int notify_fd, int spec_fd, int filter_fd,
+                     const int stdio[3], pid_t *pid, jerr *e);
 /* Forks a shim for dir with notify_fd, spec_fd and filter_fd (or -1) at their numbers. */
 pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int spec_fd, int filter_fd, jerr *e);
 void zygote_stop(zygote *z);

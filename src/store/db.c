@@ -78,6 +78,8 @@ static const char *const migrations[] = {
     "ALTER TABLE audit ADD COLUMN serial TEXT;"
     "ALTER TABLE audit ADD COLUMN role TEXT;"
     "ALTER TABLE audit ADD COLUMN peer TEXT;",
+    /* 12: a Slurm task's ids (core/slurm_task.h; common/slurmcg.h's JSON), NULL for other jobs */
+    "ALTER TABLE jobs ADD COLUMN slurm TEXT;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -142,7 +144,7 @@ static int migrate(db *d, jerr *e)
 static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid, request, created_ms, scheduled_ms,"
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
-                          " gpu_fault, sandbox_uid";
+                          " gpu_fault, sandbox_uid, slurm";
 
 static int reseal(db *d, jerr *e);
 static char *col_str(sqlite3_stmt *st, int i);
@@ -172,12 +174,12 @@ db *db_open(const char *path, jerr *e)
     if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
-                      " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30 WHERE id=?1 AND seq=?2";
+                      " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -387,7 +389,12 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     char *fault = fj ? json_dumps(fj, JSON_COMPACT) : NULL;
     json_decref(fj);
     bind_text(st, 29, fault);
+    json_t *sj = slurmcg_to_json(&j->slurm);
+    char *slurm = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
+    json_decref(sj);
+    bind_text(st, 31, slurm);
     int rc = sqlite3_step(st);
+    free(slurm);
     free(fault);
     free(gpus);
     free(req);
@@ -638,6 +645,12 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
             json_decref(fj);
         }
         j->sandbox_uid = sqlite3_column_int64(st, 29);
+        j->slurm = (slurm_ids){0};
+        if (sqlite3_column_type(st, 30) != SQLITE_NULL) {
+            json_t *sj = json_loads((const char *)sqlite3_column_text(st, 30), 0, NULL);
+            slurmcg_from_json(sj, &j->slurm);
+            json_decref(sj);
+        }
         fn(j, arg);
         db_job_free(j);
     }

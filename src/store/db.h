@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../common/slurmcg.h"
 #include "../common/err.h"
 #include "../common/jobreq.h"
 #include "../common/jobstate.h"
@@ -49,6 +50,7 @@ typedef struct db_job {
     int64_t shim_pid;        /* 0 none; shim_start and init_pid go with it */
     uint64_t shim_start;
     int64_t init_pid;
+    slurm_ids slurm;         /* a Slurm task's ids; set false for other jobs */
 } db_job;
 /* Frees what a loaded row still owns (what fn of db_load_jobs did not take), and empties it. */
 void db_job_free(db_job *r);

@@ -38,6 +38,7 @@
 
 #include "api/http.h"
 #include "api/park.h"
+#include "api/tls.h"
 #include "api/uploads.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -139,6 +140,20 @@ enum MHD_Result MHD_upgrade_action(struct MHD_UpgradeResponseHandle *urh, enum M
 {
     return MHD_YES;
 }
+
+/* an upgraded TLS connection's session (api/tls.h; tls.c is not linked): never upgraded here */
+void tls_upgraded_take(gnutls_session_t s) {}
+ssize_t tls_upgraded_recv(gnutls_session_t s, void *buf, size_t n)
+{
+    errno = EPIPE;
+    return -1;
+}
+ssize_t tls_upgraded_send(gnutls_session_t s, const void *buf, size_t n)
+{
+    errno = EPIPE;
+    return -1;
+}
+int tls_upgraded_bye(gnutls_session_t s) { return 0; }
 
 /* a runtime's archive: read whole (they are small here: none is built) */
 struct MHD_Response *MHD_create_response_from_fd(uint64_t size, int fd)
@@ -290,6 +305,13 @@ pid_t zygote_fork(zygote *z, const char *dir, int notify_fd, int spec_fd, int fi
     return jerr_set(e, ENOENT, "fuzz: no zygote");
 }
 void zygote_stop(zygote *z) {}
+/* a Slurm task's shim (core/slurm_task.c): never reached, a fuzzed request comes from no Slurm
+ * task's cgroup */
+int shim_spawn_stdio(const char *shim_path, const char *arg, int notify_fd, int spec_fd, int filter_fd,
+                     const int stdio[3], pid_t *pid, jerr *e)
+{
+    return jerr_set(e, ENOENT, "fuzz: no shim for Slurm tasks");
+}
 
 /* A pid no process has (above the kernel's highest pid_max): pidfd_open fails, so job_launch.c
  * reads status.json at once, as for a shim that already ended. */

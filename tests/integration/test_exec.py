@@ -236,3 +236,157 @@ def test_escape_probe_through_exec_gets_what_the_job_gets(daemon):
         assert differ == {}, differ
         # the host process it aimed at is untouched
         assert root_target.poll() is None
+
+
+# ---- gVisor: through runsc exec -------------------------------------------------------------------
+
+RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
+needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
+
+
+@pytest.fixture
+def gvisor_job(daemon):
+    jid = running_job(daemon, "echo seen > /work/mark; exec sleep 300", "--isolation=gvisor", "-e", "FROM_SUBMIT=yes")
+    yield jid
+    stop(daemon, jid)
+
+
+@needs_runsc
+def test_gvisor_exec_sees_the_jobs_files_processes_environment(daemon, gvisor_job):
+    p = rnx(daemon, "job", "exec", "-e", "EXTRA=1", gvisor_job, "sh", "-c",
+            "cat /work/mark; pwd; echo $FROM_SUBMIT $EXTRA; cat /proc/version; "
+            "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done; id -u; "
+            "grep CapEff /proc/self/status; hostname")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "seen" and lines[1] == "/work" and lines[2] == "yes 1", lines
+    # the Sentry's kernel, not the host's, and its PID namespace: the job's sleep, the exec's sh
+    assert "Linux version 4.4.0" in lines[3] and lines[3] != open("/proc/version").read().strip(), lines
+    job = daemon.job(gvisor_job)
+    uid_at = lines.index(str(job["uid"]))
+    procs = lines[4:uid_at]
+    assert "sleep 300 " in procs and any(x.startswith("sh -c cat /work/mark") for x in procs), procs
+    assert len(procs) <= 4, procs  # the job's and the exec's, nothing of the host's
+    assert lines[uid_at + 1].split() == ["CapEff:", "0000000000000000"], lines
+    assert lines[uid_at + 2] == "job-" + job["id"][:8], lines
+
+
+@needs_runsc
+def test_gvisor_exec_workdir_stdin_exit_code_and_events(daemon, gvisor_job):
+    p = rnx(daemon, "job", "exec", "-w", "/tmp", gvisor_job, "pwd")
+    assert (p.returncode, p.stdout) == (0, "/tmp\n"), p.stderr
+    p = rnx(daemon, "job", "exec", gvisor_job, "sh", "-c", "echo out; echo err >&2; exit 7")
+    assert (p.returncode, p.stdout, p.stderr) == (7, "out\n", "err\n")
+    p = rnx(daemon, "job", "exec", "-i", gvisor_job, "sh", "-c", "cat; echo done", input="piped\n")
+    assert (p.returncode, p.stdout) == (0, "piped\ndone\n"), p.stderr
+    p = rnx(daemon, "job", "exec", gvisor_job, "no-such-command")
+    assert p.returncode == 127 and "no-such-command" in p.stderr, p.stderr
+    # without -t there is no terminal; with it, the process's stdin is one
+    p = rnx(daemon, "job", "exec", gvisor_job, "sh", "-c", "test -t 0 && echo tty || echo none")
+    assert p.stdout == "none\n", (p.stdout, p.stderr)
+    code, detail = daemon.api("GET", f"/v1/jobs/{gvisor_job}?detail=1")
+    execs = [e["detail"] for e in detail["detail"]["events"] if e["event"] == "exec"]
+    assert "by uid 0, through runsc exec: sh -c 'echo out; echo err >&2; exit 7'" in execs, execs
+
+
+@needs_runsc
+def test_gvisor_exec_as_soon_as_the_job_runs(daemon):
+    """RUNNING comes when runsc run started; its sandbox runs the command a moment later: an exec
+    in between waits for it rather than failing on runsc's "loading sandbox"."""
+    p = rnx(daemon, "--json", "job", "run", "--isolation=gvisor", "sleep", "300")
+    jid = json.loads(p.stdout)["id"]
+    try:
+        daemon.wait_status(jid, "RUNNING")
+        p = rnx(daemon, "job", "exec", jid, "echo", "in")
+        assert (p.returncode, p.stdout) == (0, "in\n"), p.stderr
+    finally:
+        stop(daemon, jid)
+
+
+@needs_runsc
+def test_gvisor_exec_t_gives_a_terminal(daemon, gvisor_job, pane_for):
+    pane = pane_for({"JOBLET_SOCKET": daemon.sock}, cols=100, rows=30)
+    pane.line(f"{RNX} job exec -it -e 'PS1=gv$ ' {gvisor_job} sh; echo rc=$?")
+    pane.wait_for(r"^gv\$\s*$")
+    at = pane.mark()
+    pane.line("test -t 0 && test -t 1 && echo is-a-tty; cat /work/mark")
+    pane.wait_for(r"^is-a-tty\n(.*\n)?seen$", since=at)
+    pane.until("stty size", r"^30 100$")
+    at = pane.mark()
+    pane.line("exit 5")
+    pane.wait_for(r"^rc=5$", since=at)
+    assert daemon.job(gvisor_job)["status"] == "RUNNING"
+
+
+@needs_runsc
+def test_gvisor_exec_another_user_403_and_ended_job_refused(daemon, gvisor_job):
+    need_root()
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    p = rnx(daemon, "job", "exec", gvisor_job, "id", uid=OTHER_UID)
+    assert p.returncode == 1 and "another user's" in p.stderr, p.stderr
+    p = rnx(daemon, "--json", "job", "run", "--isolation=gvisor", "true")
+    done = json.loads(p.stdout)["id"]
+    daemon.wait(done)
+    p = rnx(daemon, "job", "exec", done, "true")
+    assert p.returncode == 1 and "has ended" in p.stderr, p.stderr
+
+
+@needs_runsc
+def test_gvisor_exec_ends_with_the_job_and_with_its_client(daemon):
+    jid = running_job(daemon, "echo seen > /work/mark; exec sleep 300", "--isolation=gvisor")
+    root = os.path.join(daemon.state, "runsc")
+
+    def sandbox_procs():
+        p = subprocess.run([RUNSC, f"--root={root}", "ps", jid], capture_output=True, text=True)
+        return [line.split()[-1] for line in p.stdout.splitlines()[1:]] if p.returncode == 0 else []
+    # the client goes: the process in the sandbox goes too
+    p = subprocess.Popen([RNX, "job", "exec", jid, "sleep", "1001"], env=env_for(daemon), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    wait_until("the exec'd sleep runs", lambda: sandbox_procs().count("sleep") == 2)
+    p.kill()
+    p.communicate()
+    wait_until("the exec'd sleep ends with its client", lambda: sandbox_procs().count("sleep") == 1)
+    # the job ends: the exec ends with it
+    p = subprocess.Popen([RNX, "job", "exec", jid, "sleep", "1002"], env=env_for(daemon), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    wait_until("the exec'd sleep runs", lambda: sandbox_procs().count("sleep") == 2)
+    daemon.api("POST", f"/v1/jobs/{jid}/stop")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode != 0, (p.returncode, err)
+    daemon.wait(jid)
+    assert count_comm(jid, "runsc") == 0 and count_comm(jid, "joblet-exec") == 0
+
+
+def test_execs_per_user_are_bounded_across_jobs(fresh_daemon):
+    """limits.exec_sessions_per_user counts one user's running execs in all their jobs: the third
+    of a bound of 2 is refused with 429 naming the key, root is not bounded, and one ending frees
+    a place."""
+    need_root()
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    d = fresh_daemon("limits:\n  exec_sessions_per_user: 2\n")
+    jobs = [running_job(d, uid=OTHER_UID) for _ in range(2)]
+    held = []
+    try:
+        for jid in jobs:
+            held.append(subprocess.Popen(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}",
+                                          "--clear-groups", RNX, "job", "exec", jid, "sleep", "1000"],
+                                         env=env_for(d), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            wait_until("the exec'd sleep runs", lambda jid=jid: count_comm(jid, "sleep") == 2)
+        p = rnx(d, "job", "exec", jobs[0], "true", uid=OTHER_UID)
+        assert p.returncode == 1 and f"uid {OTHER_UID} has 2 execs running; limits.exec_sessions_per_user is 2" \
+            in p.stderr, p.stderr
+        p = rnx(d, "job", "exec", jobs[1], "true")
+        assert p.returncode == 0, p.stderr
+        held[0].kill()
+        held[0].communicate(timeout=120)
+        wait_until("the first exec ends", lambda: count_comm(jobs[0], "sleep") == 1)
+        p = rnx(d, "job", "exec", jobs[0], "sh", "-c", "exit 4", uid=OTHER_UID)
+        assert p.returncode == 4, p.stderr
+    finally:
+        for h in held:
+            h.kill()
+            h.communicate(timeout=120)
+        for jid in jobs:
+            stop(d, jid)

@@ -28,8 +28,9 @@ def check(table, graph=False):
 
 def test_layers_table():
     names = [name for name, _ in layering.LAYERS]
-    assert names == ["common", "sched", "gpu", "store", "exec", "core", "api", "daemon", "cli", "sim"]
+    assert names == ["common", "sched", "gpu", "store", "exec", "core", "api", "daemon", "cli", "sim", "slurm"]
     assert layering.USES["sim"] == ("common", "sched", "gpu")
+    assert layering.USES["slurm"] == ("common",)
 
 
 def test_clean_graph_passes_with_one_line():

@@ -126,7 +126,8 @@ class Remote:
                     return "".join("  " + l + "\n" for l in f.read().strip().splitlines())
             node = os.path.join(cfg, f"{who}.rnx.yml")
             with open(node, "w") as f:
-                f.write(f"address: 127.0.0.1:{self.port}\nuser: {self.person[who]}\nrole: {who}\n"
+                role = {"other": "developer", "boss": "admin"}.get(who, who)   # (their certificates' roles)
+                f.write(f"address: 127.0.0.1:{self.port}\nuser: {self.person[who]}\nrole: {role}\n"
                         f"ca: |\n{block(f'{self.pki}/ca.pem')}cert: |\n{block(f'{self.pki}/{who}.pem')}"
                         f"key: |\n{block(f'{self.pki}/{who}-key.pem')}")
             os.chmod(node, 0o600)

@@ -1,0 +1,117 @@
+/* POST /v1/slurm/tasks: the plugin's body read into a typed request (core/slurm_task.h). */
+#include "routes_slurm.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/util.h"
+#include "../core/job_json.h"
+#include "../core/settle.h"
+#include "../core/slurm_task.h"
+#include "../core/state.h"
+#include "body.h"
+#include "reply.h"
+
+/* Variables of Slurm's environment the job does not take: joblet numbers its GPUs itself
+ * (CUDA_VISIBLE_DEVICES from 0), and NVIDIA_VISIBLE_DEVICES would read as a GPU request. */
+static const char *const dropped_env[] = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+                                          "NVIDIA_DRIVER_CAPABILITIES", "GPU_DEVICE_ORDINAL",
+                                          "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"};
+
+static bool env_name_ok(const char *s, size_t n)
+{
+    if (!n || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9')))
+            return false;
+    for (size_t i = 0; i < ARRAY_LEN(dropped_env); i++)
+        if (strlen(dropped_env[i]) == n && !strncmp(s, dropped_env[i], n))
+            return false;
+    return true;
+}
+
+/* {"argv": [..], "env": ["K=V", ..], "runtime": NAME, "volumes": [..], "gpus": ["/dev/nvidia0", ..],
+ * "slurm": {"job", "step", "task", "uid"}} into r; the job request goes through the same
+ * reader as POST /v1/jobs. */
+static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
+{
+    *r = (slurm_task_req){0};
+    json_t *argv = json_object_get(b, "argv"), *env = json_object_get(b, "env"), *gpus = json_object_get(b, "gpus"),
+           *slurm = json_object_get(b, "slurm"), *v;
+    size_t i;
+    if (!json_is_array(argv) || !json_array_size(argv) || !json_is_string(json_array_get(argv, 0)))
+        return jerr_field(e, "argv", "argv: must be the task's command line, a non-empty list of strings");
+    if (env && !json_is_array(env))
+        return jerr_field(e, "env", "env: must be a list of \"NAME=value\" strings");
+    if (gpus && !json_is_array(gpus))
+        return jerr_field(e, "gpus", "gpus: must be a list of device nodes (\"/dev/nvidia0\")");
+    if (slurm && !slurmcg_from_json(slurm, &r->claimed))
+        return jerr_field(e, "slurm", "slurm: must be {\"job\": J, \"step\": \"S\", \"task\": T, \"uid\": U}");
+    json_t *q = json_object();
+    json_object_set(q, "command", json_array_get(argv, 0));
+    json_t *args = json_array(), *ev = json_object();
+    json_array_foreach(argv, i, v) if (i) json_array_append(args, v);
+    json_object_set_new(q, "args", args);
+    json_array_foreach(env, i, v)
+    {
+        const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
+        if (eq && env_name_ok(kv, (size_t)(eq - kv))) {
+            char name[256];
+            if ((size_t)(eq - kv) < sizeof name) {
+                memcpy(name, kv, (size_t)(eq - kv));
+                name[eq - kv] = 0;
+                json_object_set_new(ev, name, json_string(eq + 1));
+            }
+        }
+    }
+    json_object_set_new(q, "env", ev);
+    const char *keys[] = {"runtime", "volumes"};
+    for (i = 0; i < ARRAY_LEN(keys); i++)
+        if ((v = json_object_get(b, keys[i])) && !json_is_null(v))
+            json_object_set(q, keys[i], v);
+    if (r->claimed.set) {
+        char t[64], name[80];
+        slurmcg_text(&r->claimed, t, sizeof t);
+        snprintf(name, sizeof name, "slurm-%s", t);
+        json_object_set_new(q, "name", json_string(name));
+    }
+    int rc = jobreq_from_json(q, &r->req, 0, time(NULL), e);
+    json_decref(q);
+    if (rc < 0)
+        return -1;
+    size_t n = json_array_size(gpus);
+    r->gpus = xcalloc(n + 1, sizeof *r->gpus);
+    json_array_foreach(gpus, i, v)
+    {
+        if (!json_is_string(v) || json_string_value(v)[0] != '/') {
+            slurm_task_req_free(r);
+            return jerr_field(e, "gpus", "gpus[%zu]: must be a device node's absolute path (\"/dev/nvidia0\")", i);
+        }
+        r->gpus[r->ngpus++] = xstrdup(json_string_value(v));
+    }
+    return 0;
+}
+
+enum MHD_Result routes_slurm_task(request *r)
+{
+    jerr e = {0};
+    json_t *b = body_json(r, BODY_REQUEST, &e);
+    if (!b)
+        return http_reply_error(r->conn, &e);
+    slurm_task_req t;
+    int rc = task_from_json(b, &t, &e);
+    json_decref(b);
+    if (rc < 0)
+        return http_reply_error(r->conn, &e);
+    job *j = slurm_task_start(&r->who, &t, &e);
+    if (!j)
+        return http_reply_error(r->conn, &e);
+    if (r->made)
+        snprintf(r->made, HTTP_MADE_LEN, "%s", j->id);
+    settle();
+    state_commit();
+    return http_reply_json(r->conn, 201, job_json(j));
+}

@@ -1,0 +1,245 @@
+/* A Slurm task run as a joblet job (slurm_task.h). */
+#include "slurm_task.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../exec/cgroup.h"
+#include "gpus.h"
+#include "job_events.h"
+#include "job_launch.h"
+#include "jobs.h"
+#include "state.h"
+#include "submit.h"
+
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+#define NVIDIA_MAJOR 195
+
+void slurm_task_req_free(slurm_task_req *r)
+{
+    jobreq_free(&r->req);
+    for (size_t i = 0; i < r->ngpus; i++)
+        free(r->gpus[i]);
+    free(r->gpus);
+    *r = (slurm_task_req){0};
+}
+
+/* The task's cgroups: for each v1 controller joblet knows, the one Slurm put pid in, when it
+ * is a Slurm step's or task's; ids from them, all the same step. 0, or -1 (403) naming what
+ * the process is in. */
+static int task_cgroups(pid_t pid, cg_given *g, slurm_ids *ids, jerr *e)
+{
+    char path[64], *text;
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+    if (!(text = read_file(path, NULL)))
+        return jerr_http(e, 403, "cannot read %s: %s", path, strerror(errno));
+    *g = (cg_given){0};
+    *ids = (slurm_ids){0};
+    char seen[200] = "";
+    int rc = 0;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+        /* "4:memory:/slurm/uid_1000/job_7/step_0/task_1"; "0::/..." is the cgroup2 one */
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2 || c2 == c1 + 1)
+            continue;
+        *c2 = 0;
+        const char *cg = c2 + 1;
+        slurm_ids here;
+        if (slurmcg_parse(cg, &here) < 0) {
+            if (!seen[0] && strstr(c1 + 1, "memory"))
+                snprintf(seen, sizeof seen, "%s:%s", c1 + 1, cg);
+            continue;
+        }
+        if (ids->set && !slurmcg_same(ids, &here)) {
+            rc = jerr_http(e, 403, "pid %d is in the cgroups of two Slurm steps (%s): refused", (int)pid, cg);
+            break;
+        }
+        if (!ids->set || (ids->task < 0 && here.task >= 0))
+            *ids = here;
+        for (char *save2 = NULL, *name = strtok_r(c1 + 1, ",", &save2); name; name = strtok_r(NULL, ",", &save2)) {
+            enum cg_ctrl c = cg_ctrl_by_name(name);
+            if (c < CGC_N && core.cg.v1[c][0])
+                snprintf(g->v1[c], sizeof g->v1[c], "%s%s", core.cg.v1[c], cg);
+        }
+    }
+    free(text);
+    if (rc < 0)
+        return -1;
+    if (!ids->set || !cg_given_any(g))
+        return jerr_http(e, 403, "pid %d is not in a Slurm task's cgroup (it is in %s): joblet runs a Slurm task only "
+                                 "from the cgroups slurmstepd made for it (<prepend>/uid_U/job_J/step_S/task_T, cgroup/v1)",
+                         (int)pid, seen[0] ? seen : "no v1 memory cgroup");
+    return 0;
+}
+
+/* The process's real, effective, saved and filesystem uids must all be uid; its gid. */
+static int task_user(pid_t pid, uid_t uid, gid_t *gid, jerr *e)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    char *text = read_file(path, NULL);
+    if (!text)
+        return jerr_http(e, 403, "cannot read %s: %s", path, strerror(errno));
+    unsigned u[4] = {1, 1, 1, 1}, g[4] = {0};
+    const char *uu = strstr(text, "\nUid:"), *gg = strstr(text, "\nGid:");
+    int nu = uu ? sscanf(uu + 5, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) : 0;
+    int ng = gg ? sscanf(gg + 5, "%u %u %u %u", &g[0], &g[1], &g[2], &g[3]) : 0;
+    free(text);
+    if (nu != 4 || ng != 4)
+        return jerr_http(e, 403, "cannot read the uids of pid %d", (int)pid);
+    for (int i = 0; i < 4; i++)
+        if (u[i] != uid)
+            return jerr_http(e, 403, "pid %d runs as uid %u, but its Slurm cgroup is uid %u's: a task asks only once "
+                                     "slurmstepd dropped to the task's user (slurm_spank_task_init)",
+                             (int)pid, u[i], (unsigned)uid);
+    *gid = g[1];
+    return 0;
+}
+
+/* The GPUs named by device nodes: their bits, or -1 (400 naming the node). */
+static int gpu_set_of(char **nodes, size_t n, uint64_t *set, jerr *e)
+{
+    *set = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(nodes[i], &st) < 0)
+            return jerr_field(e, "gpus", "gpus[%zu]: %s: %s", i, nodes[i], strerror(errno));
+        int k = S_ISCHR(st.st_mode) && major(st.st_rdev) == NVIDIA_MAJOR ? gpus_by_minor((int)minor(st.st_rdev)) : -1;
+        if (k < 0)
+            return jerr_field(e, "gpus", "gpus[%zu]: %s is not the device node of one of this machine's GPUs (rnx gpu "
+                                         "list: /dev/nvidiaN, character device %d:N)", i, nodes[i], NVIDIA_MAJOR);
+        *set |= 1ull << k;
+    }
+    return 0;
+}
+
+/* The task's fds 0-2, taken from it. */
+static int task_stdio(int pidfd, int fds[3], jerr *e)
+{
+    for (int i = 0; i < 3; i++)
+        fds[i] = -1;
+    for (int i = 0; i < 3; i++)
+        if ((fds[i] = (int)syscall(SYS_pidfd_getfd, pidfd, i, 0)) < 0) {
+            jerr_http(e, 403, "cannot take the task's fd %d (pidfd_getfd): %s", i, strerror(errno));
+            for (int k = 0; k < i; k++)
+                close(fds[k]);
+            return -1;
+        }
+    return 0;
+}
+
+job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
+{
+    job *j = NULL;
+    int pidfd = -1, stdio[3] = {-1, -1, -1};
+    if (who->via != CALLER_UNIX || who->pid <= 0) {
+        jerr_http(e, 403, "a Slurm task asks on joblet's unix socket, from the task's own process");
+        goto out;
+    }
+    if (core.cg.layout == CG_V2) {
+        jerr_http(e, 501, "Slurm tasks on a cgroup v2 host are not supported yet (docs/slurm.md): this host's Slurm "
+                          "tasks are not in cgroup/v1's <prepend>/uid_U/job_J/step_S/task_T");
+        goto out;
+    }
+    pid_t pid = who->pid;
+    /* held from here: the pid cannot name another process while we look at it */
+    if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
+        jerr_http(e, 403, "the caller (pid %d) is gone: %s", (int)pid, strerror(errno));
+        goto out;
+    }
+    cg_given given;
+    slurm_ids ids;
+    gid_t gid = 0;
+    if (task_cgroups(pid, &given, &ids, e) < 0 || task_user(pid, ids.uid, &gid, e) < 0)
+        goto out;
+    if (who->uid != 0 && who->uid != ids.uid) {
+        jerr_http(e, 403, "uid %u asks for pid %d, a Slurm task of uid %u", (unsigned)who->uid, (int)pid, ids.uid);
+        goto out;
+    }
+    if (r->claimed.set && !slurmcg_same(&r->claimed, &ids)) {
+        char a[64], b[64];
+        slurmcg_text(&r->claimed, a, sizeof a);
+        slurmcg_text(&ids, b, sizeof b);
+        jerr_http(e, 403, "the request says Slurm task %s of uid %u, but the caller is in task %s's cgroups (uid %u)",
+                  a, r->claimed.uid, b, ids.uid);
+        goto out;
+    }
+    if (r->ngpus && authz_check(who, AUTHZ_SLURM_GPUS, "naming a Slurm task's GPUs", e) < 0) {
+        snprintf(e->field, sizeof e->field, "gpus");
+        goto out;
+    }
+    uint64_t set = 0;
+    if (gpu_set_of(r->gpus, r->ngpus, &set, e) < 0)
+        goto out;
+    if (!core.cg.unified[0] && !given.v1[CGC_DEVICES][0]) {
+        jerr_http(e, 403, "pid %d has no devices cgroup of Slurm's, and this host no cgroup2 mount: the task's device "
+                          "filter has nowhere to go (ConstrainDevices=yes in cgroup.conf)", (int)pid);
+        goto out;
+    }
+    if (task_stdio(pidfd, stdio, e) < 0)
+        goto out;
+    submit_info si;
+    if (submit_check(&r->req, ids.uid, gid, &si, e) < 0 || !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
+        goto out;
+    /* Slurm's limits hold (its cgroups): none of joblet's defaults is the job's */
+    j->req.has &= ~(1ull << JR_MAX_MEMORY_MB | 1ull << JR_MEMORY_DEFAULT | 1ull << JR_PIDS_MAX |
+                    1ull << JR_USER_PIDS_MAX | 1ull << JR_MAX_LOG_BYTES);
+    j->req.max_memory_mb = j->req.pids_max = j->req.user_pids_max = j->req.max_log_bytes = 0;
+    j->req.memory_default = false;
+    j->slurm = ids;
+    if (!(j = submit_commit(j, e)))
+        goto out;
+    /* from here the job exists: a failure ends it FAILED (start_failed), as the queue does */
+    if (set && gpus_grant_given(j, set, e) < 0)
+        goto failed;
+    if (core.cg.unified[0]) {
+        /* the device filter's cgroup2 directory, joblet's own: Slurm's cgroup/v1 makes none */
+        char d[320];
+        snprintf(d, sizeof d, "%s/%s/slurm-%s", core.cg.unified, core.cfg.cgroup_root, j->id);
+        if (mkdir(d, 0755) < 0) {
+            jerr_sys(e, "mkdir %s", d);
+            goto failed;
+        }
+        j->cg2_made = xstrdup(d);
+        snprintf(given.unified, sizeof given.unified, "%s", d);
+    }
+    if (job_launch_given(j, &given, stdio, e) < 0)
+        goto failed;
+    job_launch_wait_by(j, pidfd, pid);
+    pidfd = -1;
+    char t[64];
+    slurmcg_text(&ids, t, sizeof t);
+    log_info("job %s: Slurm task %s of uid %u (pid %d), %zu GPUs", j->id, t, ids.uid, (int)pid, r->ngpus);
+    goto out;
+failed:
+    log_err("job %s: %s", j->id, e->msg);
+    free(j->error);
+    j->error = xstrdup(e->msg);
+    j->has_exit = false;
+    job_finish(j, JS_FAILED, "start_failed");
+    if (j->cg2_made && j->shim_pid <= 0) {
+        rmdir(j->cg2_made);
+        free(j->cg2_made);
+        j->cg2_made = NULL;
+    }
+    j = NULL;
+out:
+    for (int i = 0; i < 3; i++)
+        if (stdio[i] >= 0)
+            close(stdio[i]);
+    if (pidfd >= 0)
+        close(pidfd);
+    slurm_task_req_free(r);
+    return j;
+}

@@ -1,0 +1,40 @@
+/* A Slurm task run as a joblet job (slurm_task.c; docs/slurm.md, "The SPANK plugin").
+ *
+ * joblet's SPANK plugin (src/slurm/) opens joblet's socket as root in the task's process, in
+ * slurm_spank_task_init_privileged, and sends one request on it from slurm_spank_task_init,
+ * once slurmstepd has put the task in its cgroups, given it its stdio and dropped to the
+ * user. The daemon trusts only what it can check:
+ *   - the task is the peer of the connection (SO_PEERCRED's pid, fixed at connect);
+ *   - its Slurm ids and its user are those of the cgroups Slurm put it in (/proc/PID/cgroup:
+ *     <prepend>/uid_U/job_J/step_S/task_T, common/slurmcg.h), and its uids now are U: a
+ *     process in no Slurm task's cgroup is refused (403);
+ *   - the GPUs are accepted only on a connection root opened (authz: AUTHZ_SLURM_GPUS), as
+ *     device nodes whose minors name joblet's GPUs.
+ * The job runs as U in those cgroups (delegated: Slurm's limits and accounting) plus a cgroup2
+ * directory of joblet's own for its device filter, with the task's own fds 0-2 taken from it
+ * (pidfd_getfd), and is killed when the task process, which waits for it, ends. */
+#ifndef JOBLET_CORE_SLURM_TASK_H
+#define JOBLET_CORE_SLURM_TASK_H
+
+#include <stddef.h>
+
+#include "../common/err.h"
+#include "../common/jobreq.h"
+#include "../common/slurmcg.h"
+#include "authz.h"
+#include "job.h"
+
+typedef struct slurm_task_req {
+    job_req req;              /* the command, its environment, runtime and volumes (typed) */
+    slurm_ids claimed;        /* the ids the plugin read from Slurm (set false: none): checked */
+    char **gpus;              /* device nodes of the GPUs Slurm gave the task ("/dev/nvidia2") */
+    size_t ngpus;
+} slurm_task_req;
+
+/* Starts the task of the connection's peer: the job (running), or NULL with e (403: not a
+ * Slurm task, or GPUs from a connection that is not root's; 400 naming the field; 409 a GPU
+ * held by a job of joblet's own). The request is taken over in either case. */
+job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e);
+void slurm_task_req_free(slurm_task_req *r);
+
+#endif

@@ -1,0 +1,406 @@
+/* joblet's SPANK plugin (docs/slurm.md, "The SPANK plugin"): each task of a step that asks
+ * (srun --joblet, or plugstack.conf's default=on) runs as a joblet job on its node, isolated
+ * as joblet isolates, in Slurm's own cgroups, with the GPUs Slurm gave it.
+ *
+ * In slurmstepd's task process:
+ *   slurm_spank_task_init_privileged  (root) opens joblet's unix socket: the daemon sees root
+ *                                     and this pid as the peer (SO_PEERCRED at connect), which
+ *                                     is what lets it believe the GPUs sent on it;
+ *   slurm_spank_task_init             (the user, stdio and cgroups in place) sends one request,
+ *                                     POST /v1/slurm/tasks (argv, environment, ids, GPUs, runtime,
+ *                                     volumes), then follows the job's end on the same
+ *                                     connection and ends this process the way the job ended:
+ *                                     _exit with its code or the same signal. It never returns
+ *                                     to Slurm: nothing else is exec'd.
+ * The daemon takes the task's fds 0-2 from this process (pidfd_getfd), so the job's output
+ * goes where Slurm sends it; when this process dies (scancel), the daemon kills the job. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "gresconf.h"
+
+SPANK_PLUGIN(joblet, 1);
+
+#define DEFAULT_SOCKET "/run/joblet/joblet.sock"
+#define DEFAULT_GRES_CONF "/etc/slurm/gres.conf"
+#define MAX_GRES_CONF (1 << 20)
+
+static struct {
+    bool on;                  /* this step runs its tasks through joblet */
+    char socket[108];
+    char gres_conf[4096];
+    char runtime[128];
+    char volumes[1024];       /* comma-separated */
+    int fd;                   /* the connection root opened; -1 none */
+    char *gres_text;          /* gres.conf as root read it */
+} cfg = {.fd = -1};
+
+static int opt_cb(int val, const char *optarg, int remote)
+{
+    switch (val) {
+    case 0:
+        cfg.on = true;
+        break;
+    case 1:
+        cfg.on = true;
+        snprintf(cfg.runtime, sizeof cfg.runtime, "%s", optarg ? optarg : "");
+        break;
+    case 2: {
+        cfg.on = true;
+        size_t l = strlen(cfg.volumes);
+        snprintf(cfg.volumes + l, sizeof cfg.volumes - l, "%s%s", l ? "," : "", optarg ? optarg : "");
+        break;
+    }
+    }
+    return 0;
+}
+
+static struct spank_option options[] = {
+    {"joblet", NULL, "run each task as a joblet job: its own root, /work and /tmp, joblet's seccomp and device filter",
+     0, 0, opt_cb},
+    {"joblet-runtime", "NAME", "run each task in joblet's runtime NAME (rnx runtime list); implies --joblet", 1, 1,
+     opt_cb},
+    {"joblet-volume", "NAME[,NAME]", "mount joblet's volumes at /volumes/NAME (comma-separated); implies --joblet", 1, 2,
+     opt_cb},
+    SPANK_OPTIONS_TABLE_END};
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    snprintf(cfg.socket, sizeof cfg.socket, "%s", DEFAULT_SOCKET);
+    snprintf(cfg.gres_conf, sizeof cfg.gres_conf, "%s", DEFAULT_GRES_CONF);
+    for (int i = 0; i < ac; i++) {
+        if (!strcmp(av[i], "default=on"))
+            cfg.on = true;
+        else if (!strcmp(av[i], "default=off"))
+            cfg.on = false;
+        else if (!strncmp(av[i], "socket=", 7) && av[i][7] == '/' && strlen(av[i] + 7) < sizeof cfg.socket)
+            snprintf(cfg.socket, sizeof cfg.socket, "%s", av[i] + 7);
+        else if (!strncmp(av[i], "gres_conf=", 10) && av[i][10] == '/')
+            snprintf(cfg.gres_conf, sizeof cfg.gres_conf, "%s", av[i] + 10);
+        else {
+            slurm_error("joblet: plugstack.conf argument '%s' is not one of default=on|off, socket=/PATH, "
+                        "gres_conf=/PATH",
+                        av[i]);
+            return -1;
+        }
+    }
+    for (struct spank_option *o = options; o->name; o++)
+        if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+            slurm_error("joblet: cannot register --%s", o->name);
+            return -1;
+        }
+    return 0;
+}
+
+static bool step_wrapped(spank_t sp)
+{
+    uint32_t step = 0;
+    if (!cfg.on || !spank_remote(sp) || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+        return false;
+    /* the batch script, the extern and interactive steps stay Slurm's: the batch script starts
+     * the steps (srun inside it takes --joblet from it), which run through joblet */
+    return step != SLURM_BATCH_SCRIPT && step != SLURM_EXTERN_CONT && step != SLURM_INTERACTIVE_STEP;
+}
+
+/* Root: the connection, and gres.conf (which need not be readable by the user). */
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+    if (!step_wrapped(sp))
+        return 0;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", cfg.socket);
+    cfg.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (cfg.fd < 0 || connect(cfg.fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        slurm_error("joblet: cannot reach joblet at %s: %s (is joblet running on this node?)", cfg.socket,
+                    strerror(errno));
+        return -1;
+    }
+    FILE *f = fopen(cfg.gres_conf, "re");
+    if (f) {
+        cfg.gres_text = calloc(1, MAX_GRES_CONF + 1);
+        if (cfg.gres_text)
+            fread(cfg.gres_text, 1, MAX_GRES_CONF, f);
+        fclose(f);
+    }
+    return 0;
+}
+
+static const char *env_get(char **env, const char *name)
+{
+    size_t n = strlen(name);
+    for (char **e = env; e && *e; e++)
+        if (!strncmp(*e, name, n) && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+/* The task's GPUs as device nodes, from Slurm's SLURM_STEP_GPUS (slurmstepd overwrites or
+ * unsets it from the step's gres; SLURM_JOB_GPUS for a whole job's) and gres.conf. */
+static json_t *task_gpus(char **env, char *why, size_t whylen)
+{
+    const char *pos = env_get(env, "SLURM_STEP_GPUS");
+    if (!pos)
+        pos = env_get(env, "SLURM_JOB_GPUS");
+    json_t *a = json_array();
+    if (!pos || !*pos)
+        return a;
+    if (!cfg.gres_text) {
+        snprintf(why, whylen, "the task has GPUs (%s) but %s could not be read", pos, cfg.gres_conf);
+        json_decref(a);
+        return NULL;
+    }
+    char *files[GRESCONF_MAX];
+    const char *picked[GRESCONF_MAX];
+    const char *node = env_get(env, "SLURMD_NODENAME");
+    char host[256] = "";
+    if (!node && gethostname(host, sizeof host) == 0)
+        node = host;
+    int n = gresconf_gpu_files(cfg.gres_text, node, files, why, whylen);
+    int k = n < 0 ? -1 : gresconf_pick(files, n, pos, picked, why, whylen);
+    for (int i = 0; i < k; i++)
+        json_array_append_new(a, json_string(picked[i]));
+    for (int i = 0; i < n; i++)
+        free(files[i]);
+    if (k < 0) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
+static json_t *csv_array(const char *s)
+{
+    json_t *a = json_array();
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        json_array_append_new(a, json_string(t));
+    return a;
+}
+
+static bool send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* A buffered reader of the connection. */
+static char rbuf[65536];
+static size_t rlen, rpos;
+
+static int getc_conn(int fd)
+{
+    if (rpos == rlen) {
+        ssize_t n;
+        do
+            n = recv(fd, rbuf, sizeof rbuf, 0);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0)
+            return -1;
+        rlen = (size_t)n;
+        rpos = 0;
+    }
+    return (unsigned char)rbuf[rpos++];
+}
+
+static bool read_line(int fd, char *out, size_t len)
+{
+    size_t n = 0;
+    for (int c; (c = getc_conn(fd)) >= 0;) {
+        if (c == '\n') {
+            if (n && out[n - 1] == '\r')
+                n--;
+            out[n] = 0;
+            return true;
+        }
+        if (n + 1 < len)
+            out[n++] = (char)c;
+    }
+    return false;
+}
+
+/* One request and its whole answer (Content-Length or chunked): the status, the body in *body
+ * (malloc'd), -1 when the connection failed. */
+static int http(int fd, const char *method, const char *path, const char *payload, char **body)
+{
+    char head[1024];
+    size_t plen = payload ? strlen(payload) : 0;
+    int hl = snprintf(head, sizeof head,
+                      "%s %s HTTP/1.1\r\nHost: joblet\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                      method, path, plen);
+    if (!send_all(fd, head, (size_t)hl) || (plen && !send_all(fd, payload, plen)))
+        return -1;
+    char line[8192];
+    int status = 0;
+    if (!read_line(fd, line, sizeof line) || sscanf(line, "HTTP/1.%*d %d", &status) != 1)
+        return -1;
+    long long clen = -1;
+    bool chunked = false;
+    while (read_line(fd, line, sizeof line) && line[0]) {
+        if (!strncasecmp(line, "Content-Length:", 15))
+            clen = atoll(line + 15);
+        else if (!strncasecmp(line, "Transfer-Encoding:", 18) && strstr(line, "chunked"))
+            chunked = true;
+    }
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return -1;
+    for (;;) {
+        long long want = clen;
+        if (chunked) {
+            if (!read_line(fd, line, sizeof line))
+                break;
+            want = strtoll(line, NULL, 16);
+            if (want <= 0) {
+                read_line(fd, line, sizeof line); /* the empty line after the last chunk */
+                break;
+            }
+        }
+        if (want < 0)
+            break;
+        for (long long i = 0; i < want; i++) {
+            int c = getc_conn(fd);
+            if (c < 0)
+                goto done;
+            if (n + 1 >= cap) {
+                char *nb = realloc(b, cap *= 2);
+                if (!nb)
+                    goto done;
+                b = nb;
+            }
+            b[n++] = (char)c;
+        }
+        if (!chunked)
+            break;
+        read_line(fd, line, sizeof line); /* the chunk's CRLF */
+    }
+done:
+    b[n] = 0;
+    *body = b;
+    return status;
+}
+
+/* Words to the task's stderr (srun's, or the batch output): the user sees why. */
+static void say(const char *a, const char *b, const char *c)
+{
+    char msg[2048];
+    int n = snprintf(msg, sizeof msg, "joblet: %s%s%s\n", a, b, c);
+    if (n > 0)
+        (void)!write(2, msg, (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1));
+}
+
+/* The user: the request, the wait, the end. */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+    if (cfg.fd < 0)
+        return 0;
+    char **argv = NULL, **env = NULL;
+    int argc = 0;
+    uint32_t job = 0, step = 0, task = 0;
+    uid_t uid = 0;
+    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
+        slurm_error("joblet: cannot read the task from Slurm");
+        return -1;
+    }
+    char why[512] = "";
+    json_t *gpus = task_gpus(env, why, sizeof why);
+    if (!gpus) {
+        say(why, "", "");
+        return -1;
+    }
+    json_t *a = json_array(), *e = json_array();
+    for (int i = 0; i < argc; i++)
+        json_array_append_new(a, json_string(argv[i]));
+    for (char **p = env; p && *p; p++)
+        json_array_append_new(e, json_string(*p));
+    char stepname[16];
+    snprintf(stepname, sizeof stepname, "%u", step);
+    json_t *req = json_pack("{s:o,s:o,s:o,s:{s:I,s:s,s:I,s:I}}", "argv", a, "env", e, "gpus", gpus, "slurm", "job",
+                            (json_int_t)job, "step", stepname, "task", (json_int_t)task, "uid", (json_int_t)uid);
+    if (cfg.runtime[0])
+        json_object_set_new(req, "runtime", json_string(cfg.runtime));
+    if (cfg.volumes[0])
+        json_object_set_new(req, "volumes", csv_array(cfg.volumes));
+    char *payload = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    char *body = NULL;
+    int status = payload ? http(cfg.fd, "POST", "/v1/slurm/tasks", payload, &body) : -1;
+    free(payload);
+    json_t *r = body ? json_loads(body, 0, NULL) : NULL;
+    free(body);
+    if (status != 201) {
+        const char *msg = json_string_value(json_object_get(r, "error"));
+        if (!msg)
+            msg = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+        say("the task was not started: ", msg ? msg : status < 0 ? "the connection to joblet failed" : "?", "");
+        json_decref(r);
+        return -1;
+    }
+    char id[64], path[160];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(r, "id")) ? json_string_value(json_object_get(r, "id")) : "");
+    json_decref(r);
+    /* the end record is the last line of the log stream (there is no output: it went to the
+     * task's own stdio) */
+    snprintf(path, sizeof path, "/v1/jobs/%s/logs?follow=1&format=ndjson", id);
+    status = http(cfg.fd, "GET", path, NULL, &body);
+    json_t *end = NULL;
+    if (status == 200 && body) {
+        char *last = body, *nl;
+        while ((nl = strchr(last, '\n')) && nl[1])
+            last = nl + 1;
+        end = json_loads(last, JSON_DISABLE_EOF_CHECK, NULL);
+    }
+    free(body);
+    json_t *sig = json_object_get(end, "signal"), *code = json_object_get(end, "exit_code");
+    const char *reason = json_string_value(json_object_get(end, "end_reason"));
+    if (!end || !json_is_true(json_object_get(end, "end"))) {
+        say("lost track of job ", id, " (the daemon went away?)");
+        _exit(1);
+    }
+    if (reason && !strcmp(reason, "start_failed")) {
+        snprintf(path, sizeof path, "/v1/jobs/%s", id);
+        if (http(cfg.fd, "GET", path, NULL, &body) == 200 && body) {
+            json_t *j = json_loads(body, 0, NULL);
+            say(id, " did not start: ",
+                json_string_value(json_object_get(j, "error")) ? json_string_value(json_object_get(j, "error")) : "?");
+            json_decref(j);
+        }
+        free(body);
+    }
+    close(cfg.fd);
+    if (json_is_integer(sig)) {
+        int s = (int)json_integer_value(sig);
+        signal(s, SIG_DFL);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, s);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        kill(getpid(), s);
+    }
+    _exit(json_is_integer(code) ? (int)json_integer_value(code) : 1);
+}

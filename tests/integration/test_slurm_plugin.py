@@ -1,0 +1,364 @@
+"""joblet's SPANK plugin without Slurm (docs/slurm.md, "The SPANK plugin"): the test plays
+slurmstepd. It makes v1 cgroups named as Slurm 22.05's cgroup/v1 names a task's
+(<prepend>/uid_U/job_J/step_S/task_T), puts a process in them, and that process runs the real
+plugin (build/joblet.so) through tests/slurm/fake_spank.c, which calls the plugin's hooks as
+slurmstepd does: task_init_privileged as root, the drop to the user, task_init. The daemon
+must take the task's own stdio, run it in those cgroups, give it exactly the GPUs the
+(root-opened) connection names, refuse what it cannot check, and leave nothing behind."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import BUILD
+from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes
+
+PLUGIN = os.path.join(BUILD, "joblet.so")
+FAKE = os.path.join(BUILD, "fake_spank")
+NOBODY = 65534
+
+
+def mounts():
+    found = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            point, root = left.split()[4], left.split()[3]
+            fstype, _src, opts = right.split()[:3]
+            if root == "/" and fstype == "cgroup":
+                for o in opts.split(","):
+                    found.setdefault(o, point)
+            elif root == "/" and fstype == "cgroup2":
+                found.setdefault("cgroup2", point)
+    return found
+
+
+@pytest.fixture
+def slurm_cgroups():
+    """Task cgroups as slurmstepd makes them, in memory (and devices), for uid nobody."""
+    m = mounts()
+    if "memory" not in m:
+        pytest.skip("no cgroup v1 memory controller: the plugin needs Slurm's cgroup/v1 layout")
+    if not os.path.exists(PLUGIN):
+        pytest.skip("joblet.so was not built (no slurm/spank.h)")
+    made = []
+    prepend = "slurm_jt" + uuid.uuid4().hex[:6]
+
+    def make(job, step="0", task=0, uid=NOBODY, mem=None):
+        dirs = {}
+        for ctrl in ("memory", "devices"):
+            if ctrl not in m:
+                continue
+            d = m[ctrl]
+            for part in (prepend, f"uid_{uid}", f"job_{job}", f"step_{step}", f"task_{task}"):
+                d = os.path.join(d, part)
+                if not os.path.isdir(d):
+                    os.mkdir(d)
+                    made.append(d)
+            dirs[ctrl] = d
+        if mem:
+            with open(os.path.join(dirs["memory"], "memory.limit_in_bytes"), "w") as f:
+                f.write(str(mem))
+        return dirs
+
+    yield make
+    for d in reversed(made):
+        for _ in range(200):
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                for pid in open(os.path.join(d, "cgroup.procs")).read().split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.02)
+
+
+def task(d, cg, cmd, job=7, step="0", task_id=0, opts=("joblet",), args=(), env=None, uid=NOBODY, stdin=None):
+    """One task: a process put in cg's cgroups that runs the plugin, then cmd (srun's pipes are
+    the test's: stdout, stderr)."""
+    enter = " && ".join(f"echo $$ > {d}/cgroup.procs" for d in cg.values())
+    argv = ["sh", "-c", enter + ' && exec "$@"', "sh", FAKE, PLUGIN, "--uid", str(uid), "--gid", str(uid),
+            "--job", str(job), "--step", step, "--task", str(task_id), "--arg", f"socket={d.sock}"]
+    for a in args:
+        argv += ["--arg", a]
+    for o in opts:
+        argv += ["--opt", o]
+    e = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_JOB_ID": str(job), "SLURMD_NODENAME": "n1"}
+    e.update(env or {})
+    return subprocess.Popen(argv + ["--"] + list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                            stdin=stdin if stdin is not None else subprocess.DEVNULL, text=True)
+
+
+def slurm_jobs(d):
+    st, jobs = d.api("GET", "/v1/jobs")
+    assert st == 200
+    jobs = jobs["jobs"] if isinstance(jobs, dict) else jobs
+    return [j for j in jobs if j.get("slurm")]
+
+
+def wait_for(cond, what, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def test_output_exit_code_and_ids(fresh_daemon, slurm_cgroups):
+    """The task's output arrives on its own stdout and stderr (no relay), its exit code is the
+    task's, it ran as the task's user in its own PID namespace, and joblet shows it with its
+    Slurm ids."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(41, task=2)
+    p = task(d, cg, ["sh", "-c", "echo out $(id -u) $$; echo err >&2; exit 3"], job=41, task_id=2)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3, (out, err, [j.get("error") for j in slurm_jobs(d)])
+    assert out == f"out {NOBODY} 1\n" or out.startswith(f"out {NOBODY} "), out
+    assert int(out.split()[2]) < 10, out  # a PID namespace of its own: the shell is pid 1's child
+    assert err == "err\n", err
+    [j] = slurm_jobs(d)
+    assert j["slurm"]["id"] == "41.0.2" and j["slurm"]["job"] == 41 and j["slurm"]["uid"] == NOBODY, j["slurm"]
+    assert j["status"] == "FAILED" and j["exit_code"] == 3 and j["uid"] == NOBODY, j
+    listed = d.rnx("job", "list", check=True).stdout
+    assert "slurm-41.0.2" in listed, listed
+    for detail in ((), ("--detail",)):
+        shown = d.rnx("job", "status", j["id"], *detail, check=True).stdout
+        assert f"task 41.0.2 (job, step, task on this node) of uid {NOBODY}" in shown, shown
+
+
+def test_signal_is_the_tasks(fresh_daemon, slurm_cgroups):
+    """A job killed by a signal ends the task by the same signal, as Slurm would record it."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(42)
+    p = task(d, cg, ["sh", "-c", "kill -USR1 $$"], job=42)
+    p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGUSR1, p.returncode
+
+
+def test_job_runs_in_the_tasks_cgroup_and_killing_the_waiter_kills_it(fresh_daemon, slurm_cgroups):
+    """While it runs the job's processes are in the task's cgroups (Slurm's limits and
+    accounting see them); when the task process dies (scancel), the job is killed, and nothing
+    of it is left: no process, no cgroup2 directory of joblet's."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(43)
+    p = task(d, cg, ["sleep", "300"], job=43)
+    j = wait_for(lambda: [x for x in slurm_jobs(d) if x["status"] == "RUNNING"], "the task to run")[0]
+    procs = open(os.path.join(cg["memory"], "cgroup.procs")).read().split()
+    assert len(procs) >= 3, procs  # the waiter, the job's init and sleep
+    assert str(p.pid) in procs
+    made = os.path.join(mounts().get("cgroup2", "/nonexistent"), d.cgroup_root, "slurm-" + j["id"])
+    if "cgroup2" in mounts():
+        assert os.path.isdir(made), made
+    st, shown = d.api("GET", f"/v1/jobs/{j['id']}")
+    assert st == 200 and shown["slurm"]["id"] == "43.0.0"
+    # rnx job exec into the task: its namespaces (the sleep is there), as its user
+    ex = d.rnx("job", "exec", j["id"], "sh", "-c", "id -u; ps -o comm= 2>/dev/null || ls /proc")
+    assert ex.returncode == 0, (ex.stdout, ex.stderr)
+    assert ex.stdout.split()[0] == str(NOBODY), ex.stdout
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    job = wait_for(lambda: [x for x in slurm_jobs(d) if x["id"] == j["id"] and x["status"] not in ("RUNNING", "STOPPING")],
+                   "the job to end")[0]
+    assert job["status"] == "STOPPED", job
+    wait_for(lambda: open(os.path.join(cg["memory"], "cgroup.procs")).read().split() == [], "the cgroup to empty")
+    wait_for(lambda: not os.path.exists(made), "joblet's cgroup2 directory to go")
+
+
+def test_peer_not_in_a_slurm_cgroup_is_refused(fresh_daemon):
+    """A request from a process in no Slurm task's cgroup (this test, as root) is refused: 403
+    naming why."""
+    d = fresh_daemon()
+    st, r = d.api("POST", "/v1/slurm/tasks", {"argv": ["true"], "env": []})
+    assert st == 403, r
+    assert "not in a Slurm task's cgroup" in r["error"]["message"], r
+
+
+FORGE = r"""
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+body = json.dumps({"argv": ["true"], "env": [], "gpus": [sys.argv[2]]}).encode()
+s.sendall(b"POST /v1/slurm/tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+          + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+data = b""
+while True:
+    c = s.recv(65536)
+    if not c: break
+    data += c
+print(data.decode().split("\r\n", 1)[0]); print(data.decode().split("\r\n\r\n", 1)[1])
+"""
+
+
+def test_forged_gpu_claim_is_refused(fresh_daemon, slurm_cgroups, tmp_path):
+    """The user's own process, in its Slurm task's cgroup, names a GPU on a connection it opened
+    itself: refused (403): only the plugin's root-opened connection may name GPUs."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(44)
+    enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
+    p = subprocess.run(["sh", "-c", enter + ' && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"', "sh",
+                        sys.executable, "-c", FORGE, d.sock, "/dev/null"], capture_output=True, text=True, timeout=60)
+    assert " 403 " in p.stdout, (p.stdout, p.stderr)
+    assert "root" in p.stdout and "GPUs" in p.stdout, p.stdout
+    assert slurm_jobs(d) == []
+
+
+def test_claimed_ids_must_be_the_cgroups(fresh_daemon, slurm_cgroups):
+    """The plugin's claimed task must be the one whose cgroup the process is in."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(45, task=0)
+    p = task(d, cg, ["true"], job=46)  # claims job 46, sits in job 45's cgroup
+    out, err = p.communicate(timeout=60)
+    assert p.returncode != 0 and "task 45.0.0's cgroups" in err, (p.returncode, err)
+
+
+def test_not_asked_runs_as_slurm_would(fresh_daemon, slurm_cgroups):
+    """Without --joblet (and no default=on) the plugin does nothing: the command runs as is."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(47)
+    p = task(d, cg, ["sh", "-c", "echo plain $$"], job=47, opts=())
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0 and out == f"plain {p.pid}\n", out
+    assert slurm_jobs(d) == []
+    # default=on in plugstack.conf: every step's tasks
+    p = task(d, cg, ["sh", "-c", "echo wrapped $$"], job=47, opts=(), args=("default=on",))
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0 and out != f"wrapped {p.pid}\n" and out.startswith("wrapped "), out
+    assert len(slurm_jobs(d)) == 1
+
+
+@pytest.fixture
+def gpu_daemon(fresh_daemon, tmp_path):
+    name = "dgx-h100"
+    dev = tmp_path / "dev"
+    make_nodes(dev, name)
+    f = os.path.join(FIX, name)
+    backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
+    (tmp_path / "nocuda").mkdir()
+    d = fresh_daemon(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+                     f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp_path}/nocuda\n",
+                     env={"FAKE_NVML_FIXTURE": f"{f}/machine.json"})
+    minors = sorted(g["minor"] for g in machine(name)["gpus"])
+    gres = tmp_path / "gres.conf"
+    # two nodes' worth: n1 has the first half of the device nodes, n2 the rest
+    half = len(minors) // 2
+    gres.write_text("".join(f"NodeName=n1 Name=gpu File={dev}/nvidia{m}\n" for m in minors[:half]) +
+                    f"NodeName=n2 Name=gpu File={dev}/nvidia[{minors[half]}-{minors[-1]}]\n")
+    return d, str(dev), minors[:half], str(gres)
+
+
+PROBE = ("import json, os, errno\n"
+         "nodes = sorted(n for n in os.listdir('/dev') if n.startswith('nvidia'))\n"
+         "res = {}\n"
+         "for n in nodes:\n"
+         "    try: os.close(os.open('/dev/' + n, os.O_RDWR)); res[n] = 'ok'\n"
+         "    except OSError as e: res[n] = errno.errorcode[e.errno]\n"
+         "print(json.dumps({'open': res, 'cvd': os.environ.get('CUDA_VISIBLE_DEVICES'),\n"
+         "  'slurm_gpus': os.environ.get('SLURM_STEP_GPUS')}))")
+
+IN_CGROUP = r"""
+import errno, json, os, sys
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+res = {}
+for n in sys.argv[2:]:
+    try:
+        os.close(os.open(n, os.O_RDWR)); res[n] = "ok"
+    except OSError as e:
+        res[n] = errno.errorcode[e.errno]
+print(json.dumps(res))
+"""
+
+
+def test_exactly_slurms_gpus(gpu_daemon, slurm_cgroups):
+    """SLURM_STEP_GPUS=1,2 on node n1: the job gets gres.conf's second and third files of n1,
+    numbered 0 and 1 inside; every other GPU is denied to its cgroup; a native job of joblet's
+    cannot get them while the task runs."""
+    d, dev, n1_minors, gres = gpu_daemon
+    cg = slurm_cgroups(50)
+    want = [n1_minors[1], n1_minors[2]]
+    p = task(d, cg, ["python3", "-c", PROBE], job=50, args=(f"gres_conf={gres}",),
+             env={"SLURM_STEP_GPUS": "1,2", "CUDA_VISIBLE_DEVICES": "1,2"})
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, (out, err, d.log()[-3000:])
+    r = json.loads(out)
+    expected = {f"nvidia{m}" for m in want} | {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}
+    assert r["open"] == {n: "ENXIO" for n in expected}, r
+    assert r["cvd"] == "0,1", r
+    [j] = slurm_jobs(d)
+    assert sorted(g["minor"] for g in j["gpus"]) == want, j["gpus"]
+
+    # while a task holds them: the device filter of its cgroup, and joblet's own jobs kept off
+    hold = task(d, cg, ["sleep", "300"], job=50, args=(f"gres_conf={gres}",), env={"SLURM_STEP_GPUS": "1,2"})
+    try:
+        run = wait_for(lambda: [x for x in slurm_jobs(d) if x["status"] == "RUNNING"], "the task to run")[0]
+        made = os.path.join(mounts()["cgroup2"], d.cgroup_root, "slurm-" + run["id"], "cgroup.procs")
+        all_nodes = [os.path.join(dev, f"nvidia{g['minor']}") for g in machine("dgx-h100")["gpus"]]
+        res = subprocess.run([sys.executable, "-c", IN_CGROUP, made, *all_nodes], capture_output=True, text=True,
+                             timeout=30)
+        res = json.loads(res.stdout)
+        for n in all_nodes:
+            m = int(n.rsplit("nvidia", 1)[1])
+            assert res[n] == ("ENXIO" if m in want else "EPERM"), (n, res)
+        st, busy = d.api("GET", "/v1/gpus")
+        native = d.submit("sleep", "1", gpu_count=len(machine("dgx-h100")["gpus"]))
+        time.sleep(1)
+        assert d.job(native)["status"] == "QUEUED", d.job(native)
+        d.api("POST", f"/v1/jobs/{native}/stop")
+    finally:
+        hold.send_signal(signal.SIGKILL)
+        hold.wait()
+
+
+def test_gpu_held_by_a_native_job_is_refused(gpu_daemon, slurm_cgroups):
+    """Slurm gives the task a GPU a job of joblet's own holds: refused (409) naming that job."""
+    d, dev, n1_minors, gres = gpu_daemon
+    native = d.submit("sleep", "300", gpu_count=len(machine("dgx-h100")["gpus"]))
+    try:
+        d.wait_status(native, "RUNNING")
+        cg = slurm_cgroups(51)
+        p = task(d, cg, ["true"], job=51, args=(f"gres_conf={gres}",), env={"SLURM_STEP_GPUS": "0"})
+        out, err = p.communicate(timeout=60)
+        assert p.returncode != 0 and f"held by joblet's job {native}" in err, (p.returncode, err)
+    finally:
+        d.api("POST", f"/v1/jobs/{native}/stop")
+        d.wait(native)
+
+
+ALLOC = "import sys; b = b'x' * (int(sys.argv[1]) << 20); print('held', len(b) >> 20)"
+
+
+def test_slurms_memory_limit_holds(fresh_daemon, slurm_cgroups):
+    """--mem: the limit of Slurm's task cgroup holds for the job (joblet set none of its own); the
+    task ends by the OOM killer's SIGKILL, which Slurm then records."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(48, mem=64 << 20)
+    p = task(d, cg, ["python3", "-c", ALLOC, "16"], job=48)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and out == "held 16\n", (out, err)
+    p = task(d, cg, ["python3", "-c", ALLOC, "256"], job=48)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL, (p.returncode, out, err)
+    ended = [j for j in slurm_jobs(d) if j["status"] != "COMPLETED"]
+    assert len(ended) == 1 and ended[0]["end_reason"] == "oom_killed", ended
+    assert int(open(os.path.join(cg["memory"], "memory.limit_in_bytes")).read()) == 64 << 20
+
+
+def test_batch_script_stays_slurms(fresh_daemon, slurm_cgroups):
+    """sbatch --joblet: the batch script itself is not wrapped (it starts the steps, which are)."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(49, step="batch")
+    p = task(d, cg, ["sh", "-c", "echo batch $$"], job=49, step="batch")
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0 and out == f"batch {p.pid}\n", out
+    assert slurm_jobs(d) == []
