@@ -374,3 +374,48 @@ def test_bad_slurm_configuration_names_the_key(fresh_daemon):
         with pytest.raises(RuntimeError) as e:
             d.start()
         assert msg in str(e.value), str(e.value)
+
+
+def test_real_slurm_node_drained_and_resumed(sim, tmp_path):
+    """The same against Slurm 22.05 itself (tests/integration/slurm_cluster.py: munged,
+    slurmctld, slurmd node1 and node2 on this host): joblet on node1's simulated GPUs drains
+    node1 through the real scontrol with its reason, resumes it, and leaves an admin's drain
+    as it is."""
+    from slurm_cluster import SlurmCluster, which
+    with SlurmCluster() as c:
+        sc = tmp_path / "scontrol-real"
+        sc.write_text(f"#!/bin/sh\nSLURM_CONF={c.conf} exec {which('scontrol')} \"$@\"\n")
+        os.chmod(sc, 0o755)
+        d = sim("a100-pcie-4", (2, 32, 2), f"slurm:\n  node_name: node1\n  scontrol: {sc}\n")
+
+        def node1():
+            out = c.run(["scontrol", "show", "node", "node1"], check=True).stdout
+            state = re.search(r"\bState=(\S+)", out).group(1)
+            reason = re.search(r"^\s*Reason=(.*?)(?: \[[^]]*\])?$", out, re.M)
+            return state, reason.group(1) if reason else ""
+
+        def wait(cond, what):
+            deadline = time.time() + 30
+            while time.time() < deadline and not cond(node1()):
+                time.sleep(0.1)
+            assert cond(node1()), f"{what}: node1 is {node1()}\n{d.log()[-2000:]}"
+
+        try:
+            d.rnx("gpu", "drain", "3", check=True)
+            wait(lambda n: "DRAIN" in n[0] and n[1] == "joblet: GPU 3 draining: drained by uid 0", "drained")
+            assert "DRAIN" not in c.run(["scontrol", "show", "node", "node2"], check=True).stdout
+            d.rnx("gpu", "online", "3", check=True)
+            wait(lambda n: "DRAIN" not in n[0], "resumed")
+            # an admin's drain stays, whatever the GPUs do
+            c.run(["scontrol", "update", "NodeName=node1", "State=DRAIN", "Reason=new PSU"], check=True)
+            for cmd, said in (("offline", 'already drained for another reason ("new PSU")'),
+                              ("online", 'the node stays drained: its reason ("new PSU") is not joblet\'s')):
+                d.rnx("gpu", cmd, "1", check=True)
+                deadline = time.time() + 30
+                while time.time() < deadline and said not in d.log():
+                    time.sleep(0.1)
+                assert said in d.log(), d.log()[-2000:]
+                state, reason = node1()
+                assert "DRAIN" in state and reason == "new PSU", node1()
+        finally:
+            d.stop()  # before the cluster goes
