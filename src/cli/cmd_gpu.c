@@ -9,6 +9,7 @@
 #include "print.h"
 #include "cli.h"
 #include "cmd_gpu.h"
+#include "gres_conf.h"
 
 static const char gpu_help[] =
     "Usage: rnx gpu <command> [--json]\n"
@@ -20,6 +21,7 @@ static const char gpu_help[] =
     "  drain GPU       admins: no new jobs on it; the running ones finish (--force: stop them now)\n"
     "  offline GPU     admins: out of service (refused while jobs run on it, unless --force)\n"
     "  online GPU      admins: back in service (--force: even while a reset is pending)\n"
+    "  gres-conf       Slurm's gres.conf lines for this node's GPUs (rnx gpu gres-conf --help)\n"
     "\n"
     "--json prints the API's objects (docs/api.md, \"GPUs\").\n";
 
@@ -462,6 +464,62 @@ static int gpu_admin(const rnx_ctx *ctx, const char *action, const char *id, boo
     return RNX_OK;
 }
 
+static const char gres_help[] =
+    "Usage: rnx gpu gres-conf [--node-name=NAME] [--format=gres.conf|slurm.conf]\n"
+    "\n"
+    "Prints Slurm's gres.conf lines for the node's GPUs from joblet's discovery: one line per GPU,\n"
+    "in PCI bus order, with Type= from the model (as Slurm's NVML autodetection names it), File=\n"
+    "/dev/nvidia<minor>, Cores= the GPU's NUMA-local cores as Slurm numbers them, and Links= the\n"
+    "NVLink counts to each other GPU (-1: itself). See docs/slurm.md.\n"
+    "\n"
+    "  --node-name=NAME  the Slurm node name (default: the daemon's slurm.node_name, else its\n"
+    "                    short host name)\n"
+    "  --format=FORMAT   gres.conf (default), or slurm.conf: the node's Gres=gpu:TYPE:N\n";
+
+/* rnx gpu gres-conf: the lines on stdout, nothing else there. */
+static int gpu_gres_conf(rnx_ctx *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {{"node-name", required_argument, NULL, 'n'},
+                                         {"format", required_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
+    const char *node = NULL;
+    int fmt = GRES_CONF_GRES, c;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx gpu gres-conf")) != -1) {
+        if (c == 'h') {
+            fputs(gres_help, stdout);
+            return RNX_OK;
+        } else if (c == 'n') {
+            if (!gres_conf_node_name_ok(optarg))
+                return rnx_usage("gpu gres-conf: --node-name: '%.80s' is not a Slurm node name (1 to 64 letters, "
+                                 "digits, '-', '_' or '.')", optarg);
+            node = optarg;
+        } else if (c == 'f') {
+            if ((fmt = gres_conf_format_parse(optarg)) < 0)
+                return rnx_usage("gpu gres-conf: --format: '%.80s' is not a format; accepted: gres.conf, slurm.conf",
+                                 optarg);
+        } else
+            return RNX_USAGE;
+    }
+    if (optind < argc)
+        return rnx_usage("gpu gres-conf: takes no arguments, got '%s'", argv[optind]);
+    json_t *inv = NULL;
+    int rc = fetch(ctx, "/v1/gpus", &inv);
+    if (rc)
+        return rc;
+    if (!node)
+        node = jstr(json_object_get(inv, "slurm"), "node_name");
+    if (!node || !gres_conf_node_name_ok(node)) {
+        json_decref(inv);
+        return rnx_fail("gpu gres-conf: the daemon gave no usable Slurm node name; give one with --node-name");
+    }
+    char err[256];
+    rc = gres_conf_write(inv, node, (enum gres_conf_format)fmt, stdout, err, sizeof err);
+    json_decref(inv);
+    return rc < 0 ? rnx_fail("gpu gres-conf: %s", err) : RNX_OK;
+}
+
 /* The flags of rnx gpu, which may come before or after the command word: -1 after --help
  * (printed), RNX_USAGE on a bad flag, 0 otherwise. */
 static int gpu_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, bool group, bool *force)
@@ -492,10 +550,12 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
     if (rc)
         return rc < 0 ? RNX_OK : rc;
     if (optind >= argc)
-        return rnx_usage("gpu: missing command (list, show, topo, drain, offline, online); see 'rnx gpu --help'");
+        return rnx_usage("gpu: missing command (list, show, topo, drain, offline, online, gres-conf); see 'rnx gpu --help'");
     const char *name = argv[optind];
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;
+    if (strcmp(name, "gres-conf") == 0)
+        return gpu_gres_conf(ctx, sub_argc, sub_argv);
     char cmd[32];
     snprintf(cmd, sizeof cmd, "rnx gpu %.20s", name);
     rc = gpu_flags(ctx, sub_argc, sub_argv, cmd, false, &force);
@@ -528,7 +588,8 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
         return RNX_OK;
     }
     return rnx_unknown_command(name, "rnx gpu",
-                               (const char *const[]){"list", "show", "topo", "drain", "offline", "online", "help"}, 7);
+                               (const char *const[]){"list", "show", "topo", "drain", "offline", "online", "gres-conf", "help"},
+                               8);
 }
 
 static const char audit_help[] =

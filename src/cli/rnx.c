@@ -71,6 +71,7 @@ static const char global_help[] =
     "  gpu show        one GPU in detail\n"
     "  gpu topo        the GPU interconnect matrix (NVLink, PCIe, NUMA)\n"
     "  gpu drain|offline|online GPU   admins: take a GPU out of service and back\n"
+    "  gpu gres-conf   Slurm's gres.conf lines for this node's GPUs, from discovery\n"
     "  audit           admins: the audit trail of GPU allocations, states and admin actions\n"
     "  monitor status  the host, jobs by state and every GPU (watch: redrawn every few seconds)\n"
     "  volume create NAME --size=SIZE [--type=filesystem|memory]   storage that outlives jobs\n"

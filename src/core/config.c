@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <libfyaml.h>
 #include <stddef.h>
@@ -71,9 +72,13 @@ void config_defaults(config *c)
     c->runtimes_cache_keep = 4;
     c->runtimes_build_timeout_s = 3600;
     c->runtimes_max_import_bytes = 16ull << 30;
+    c->slurm_drain = -1;
+    snprintf(c->slurm_scontrol, sizeof c->slurm_scontrol, "/usr/bin/scontrol");
+    c->slurm_timeout_s = 10;
+    c->slurm_retry_s = 30;
 }
 
-enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY, K_LISTEN, K_USERS };
+enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY, K_LISTEN, K_USERS, K_NODENAME };
 
 typedef struct key {
     const char *path;   /* "section.name" */
@@ -168,6 +173,11 @@ static const key keys[] = {
     {"remote.users", K_USERS, 0, 0, 0, 0},
     U64("remote.handshake_timeout_s", remote.handshake_timeout_s, 1, 300),
     U64("remote.max_pending", remote.max_pending, 16, 100000),
+    {"slurm.node_name", K_NODENAME, offsetof(config, slurm_node_name), sizeof(((config *)0)->slurm_node_name), 0, 0},
+    {"slurm.drain", K_TRISTATE, offsetof(config, slurm_drain), 0, 0, 0},
+    STR("slurm.scontrol", slurm_scontrol),
+    U64("slurm.timeout_s", slurm_timeout_s, 1, 600),
+    U64("slurm.retry_s", slurm_retry_s, 1, 3600),
 };
 
 /* "ADDR:PORT" with ADDR an IPv4 address or a bracketed IPv6 one, PORT 1 to 65535. */
@@ -231,6 +241,17 @@ static int set_key(config *c, const key *k, const char *val, const char *file, j
         if (st < 0)
             return jerr_set(e, EINVAL, "%s: %s: '%s' must be topology, pack or spread", file, k->path, val);
         *(int *)p = st;
+        return 0;
+    }
+    case K_NODENAME: {
+        size_t n = strlen(val);
+        bool ok = n >= 1 && n < k->len;
+        for (const char *q = val; ok && *q; q++)
+            ok = isalnum((unsigned char)*q) || strchr("-_.", *q);
+        if (!ok)
+            return jerr_set(e, EINVAL, "%s: %s: '%.80s' must be a Slurm node name: 1 to %zu letters, digits, '-', "
+                            "'_' or '.'", file, k->path, val, k->len - 1);
+        memcpy(p, val, n + 1);
         return 0;
     }
     case K_TRISTATE:

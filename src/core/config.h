@@ -106,6 +106,12 @@ typedef struct config {
     char isolation_runsc[256];    /* isolation.runsc: the runsc program; "" = found on PATH's usual dirs */
     char isolation_platform[16];  /* isolation.platform: systrap, ptrace or kvm; "" = systrap when
                                    * runsc has it, else ptrace */
+    /* slurm.*: GPU health reaches Slurm (docs/slurm.md, "GPU health drains the Slurm node") */
+    char slurm_node_name[65];     /* slurm.node_name: this node's Slurm name; "" = the short host name */
+    int slurm_drain;              /* slurm.drain: -1 auto (on when slurm.node_name is set), 0, 1 */
+    char slurm_scontrol[256];     /* slurm.scontrol: the scontrol program */
+    uint32_t slurm_timeout_s;     /* slurm.timeout_s: an scontrol running longer is killed */
+    uint32_t slurm_retry_s;       /* slurm.retry_s: after a failed scontrol, tried again this much later */
 } config;
 
 void config_defaults(config *c);

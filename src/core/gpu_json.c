@@ -11,6 +11,7 @@
 #include "gpus.h"
 #include "gpu_health.h"
 #include "isolation.h"
+#include "slurm_node.h"
 #include "state.h"
 
 /* -1 is what a backend could not read: null */
@@ -124,6 +125,9 @@ json_t *gpu_json_all(void)
     if (ic->version[0])
         json_object_set_new(gv, "runsc_version", json_string(ic->version));
     json_object_set_new(o, "gvisor", gv);
+    /* rnx gpu gres-conf's NodeName=, and whether joblet drains the node (docs/slurm.md) */
+    json_object_set_new(o, "slurm", json_pack("{s:s,s:b}", "node_name", slurm_node_name(), "drains_node",
+                                              slurm_node_active()));
     json_t *gpus = json_object_get(o, "gpus");
     for (size_t i = 0; i < json_array_size(gpus); i++)
         add_state(json_array_get(gpus, i), (int)i);

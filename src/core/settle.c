@@ -11,6 +11,7 @@
 #include "job_term.h"
 #include "publish.h"
 #include "queue.h"
+#include "slurm_node.h"
 #include "state.h"
 #include "volumes.h"
 #include "workflow.h"
@@ -52,6 +53,8 @@ void settle(void)
             settle_jobs();
         if (want & (WANT_JOBS | WANT_GPUS))
             gpu_health_reset_when_idle();
+        if (want & WANT_GPUS)
+            slurm_node_sync(); /* a GPU out of service drains the Slurm node; all back resumes it */
         if (want & WANT_SCHEDULE || core.want & WANT_SCHEDULE) {
             core.want &= ~(unsigned)WANT_SCHEDULE;
             queue_run();

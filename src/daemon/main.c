@@ -39,6 +39,7 @@
 #include "../core/runtime_build.h"
 #include "../core/runtimes.h"
 #include "../core/settle.h"
+#include "../core/slurm_node.h"
 #include "../core/state.h"
 #include "../core/statedisk.h"
 #include "../core/volumes.h"
@@ -463,11 +464,13 @@ int main(int argc, char **argv)
              core.cfg.state_dir, cg_layout_name(core.cg.layout), core.njobs);
     gpu_health_start();
     gpu_history_start();
+    slurm_node_start();
     state_want(WANT_SCHEDULE);
     loop_run(before_wait, after_wake);
     metrics_listen_stop();
     gpu_health_stop();
     gpu_history_stop();
+    slurm_node_stop();
     for (size_t i = 0; i < core.njobs; i++)
         if (core.jobs[i]->followers)
             job_logs_detach(core.jobs[i]);

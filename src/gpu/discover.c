@@ -7,6 +7,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "gpu.h"
+#include "cputopo.h"
 
 static const struct { const char *name; gpu_backend_fn fn; } backends[] = {
     {"nvml", gpu_backend_nvml},
@@ -88,6 +89,11 @@ void gpu_discover(const gpu_config *c, gpu_discovery *d)
         gpu_inventory_init(&d->inv, "none");
     d->found = ok;
     d->inv.discovery_ms = ms;
+    /* Slurm's core ids of each GPU's CPUs (gres.conf's Cores=): from this machine's topology;
+     * a simulated GPU whose CPUs this machine lacks (gpu.sys_root has none) gets none */
+    static gpu_cputopo topo;
+    if (ok && gpu_cputopo_read(c->sys_root, &topo) == 0)
+        gpu_cputopo_apply(&topo, &d->inv);
     d->ncuda = gpu_cuda_detect(c, d->inv.cuda_driver_version, d->cuda, GPU_CUDA_MAX);
 }
 

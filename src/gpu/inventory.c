@@ -234,6 +234,7 @@ json_t *gpu_dev_json(const gpu_inventory *inv, int i)
     json_object_set_new(o, "compute_capability", str_or_null(cc));
     json_object_set_new(o, "numa_node", json_integer(g->numa_node));
     json_object_set_new(o, "local_cpus", str_or_null(g->local_cpus));
+    json_object_set_new(o, "local_cores", str_or_null(g->local_cores));
     json_object_set_new(o, "ecc_enabled", bool_or_null(g->ecc));
     json_object_set_new(o, "mig_enabled", bool_or_null(g->mig_enabled));
     json_object_set_new(o, "temperature_c", int_or_null(g->temperature_c));

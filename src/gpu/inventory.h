@@ -49,6 +49,7 @@ typedef struct gpu_dev {
     int cc_major, cc_minor;                  /* -1 unknown */
     int numa_node;         /* -1 none or unknown */
     char local_cpus[256];  /* canonical cpu list "0-19,40-59"; "" unknown */
+    char local_cores[256]; /* the same as Slurm's core ids (cputopo.h); "" unknown */
     int ecc;               /* 1/0, -1 unknown or not supported */
     int mig_enabled;       /* 1/0, -1 unknown or not capable */
     int links_known;       /* the backend reported per-link NVLink state */

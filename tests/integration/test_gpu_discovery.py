@@ -33,7 +33,7 @@ REQUIRED = {
                          "power_w", "nvlinks", "nvlink_peers"},
 }
 GPU_FIELDS = ["index", "minor", "uuid", "bus_id", "name", "vbios", "memory_total_mb", "memory_used_mb",
-              "compute_capability", "numa_node", "local_cpus", "ecc_enabled", "mig_enabled", "temperature_c",
+              "compute_capability", "numa_node", "local_cpus", "local_cores", "ecc_enabled", "mig_enabled", "temperature_c",
               "utilization_pct", "power_w", "nvlinks", "nvlink_peers", "pcie_levels"]
 MIG_FIELDS = ["gi", "ci", "profile", "uuid", "memory_mb", "gi_cap_minor", "ci_cap_minor"]
 
@@ -350,8 +350,9 @@ def test_gpu_json_schema(fresh_daemon):
     d = gpu_daemon(fresh_daemon, "a100-mig")
     inv = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)
     assert set(inv) == {"enabled", "backend", "simulated", "driver_version", "cuda_driver_version", "discovery_ms",
-                        "gpus", "attempts", "cuda_installations", "gvisor"}
+                        "gpus", "attempts", "cuda_installations", "gvisor", "slurm"}
     assert set(inv["gvisor"]) <= {"available", "nvproxy", "runsc_version"}
+    assert set(inv["slurm"]) == {"node_name", "drains_node"} and inv["slurm"]["drains_node"] is False
     g = inv["gpus"][0]
     # "health" appears once the monitor has sampled the GPU (docs/api.md)
     assert set(g) - {"health"} == set(GPU_FIELDS) | {"mig", "simulated", "problem", "state", "job", "takes_jobs"}
