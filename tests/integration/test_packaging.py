@@ -136,14 +136,18 @@ INSTALLED = [
     "share/man/man1/rnx.1", "share/man/man8/joblet.8",
     "share/bash-completion/completions/rnx", "share/zsh/vendor-completions/_rnx",
 ]
+# the SPANK plugin and its plugstack.conf line (under the prefix's etc: meson's sysconfdir for a
+# prefix other than /usr), when the build found slurm/spank.h (docs/slurm.md)
+SLURM_PLUGIN = ["lib/x86_64-linux-gnu/slurm-wlm/joblet.so", "etc/slurm/plugstack.conf.d/joblet.conf"]
 
 
 def test_meson_install_puts_every_file_under_destdir(destdir):
     """Every installed file, and nothing outside DESTDIR's prefix: no /etc file (joblet runs on
-    its defaults), programs executable."""
+    its defaults; the plugstack.conf line goes to the prefix's etc), programs executable."""
     got = sorted(os.path.relpath(os.path.join(dp, f), destdir + PREFIX)
                  for dp, _, fs in os.walk(destdir) for f in fs)
-    assert got == sorted(INSTALLED), got
+    built_plugin = os.path.exists(os.path.join(BUILD, "joblet.so"))
+    assert got == sorted(INSTALLED + (SLURM_PLUGIN if built_plugin else [])), got
     for f in ("sbin/joblet", "bin/rnx", "libexec/joblet/joblet-shim"):
         assert os.access(os.path.join(destdir + PREFIX, f), os.X_OK), f
     example = open(os.path.join(destdir + PREFIX, "share/doc/joblet/examples/joblet.yml")).read()
