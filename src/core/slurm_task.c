@@ -14,6 +14,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/cgroup.h"
+#include "cmdcheck.h"
 #include "gpus.h"
 #include "job_events.h"
 #include "job_launch.h"
@@ -61,6 +62,11 @@ static int task_cgroups(pid_t pid, cg_given *g, slurm_ids *ids, jerr *e)
                 snprintf(seen, sizeof seen, "%s:%s", c1 + 1, cg);
             continue;
         }
+        /* memory and devices are task/cgroup's task_<local id>, the one joblet names the task by;
+         * cpuacct (jobacct_gather/cgroup) counts task_<global id>, freezer stops at step_S */
+        bool local = strstr(c1 + 1, "memory") || strstr(c1 + 1, "devices");
+        if (!local)
+            here.task = -1;
         if (ids->set && !slurmcg_same(ids, &here)) {
             rc = jerr_http(e, 403, "pid %d is in the cgroups of two Slurm steps (%s): refused", (int)pid, cg);
             break;
@@ -71,6 +77,8 @@ static int task_cgroups(pid_t pid, cg_given *g, slurm_ids *ids, jerr *e)
             enum cg_ctrl c = cg_ctrl_by_name(name);
             if (c < CGC_N && core.cg.v1[c][0])
                 snprintf(g->v1[c], sizeof g->v1[c], "%s%s", core.cg.v1[c], cg);
+            else if (!strcmp(name, "freezer") && core.cg.freezer[0])
+                snprintf(g->freezer, sizeof g->freezer, "%s%s", core.cg.freezer, cg);
         }
     }
     free(text);
@@ -122,6 +130,23 @@ static int gpu_set_of(char **nodes, size_t n, uint64_t *set, jerr *e)
         *set |= 1ull << k;
     }
     return 0;
+}
+
+/* Slurm's working directory for the task (srun --chdir, the submission's): the directory
+ * slurmstepd put the task process in, as the kernel shows it. The job starts there when its
+ * view has that directory (a system directory of its root, /work, /tmp), else in /work. */
+static void task_workdir(pid_t pid, job_req *req)
+{
+    char link[64], cwd[4096];
+    snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+    ssize_t n = readlink(link, cwd, sizeof cwd - 1);
+    if (req->workdir || n <= 0)
+        return;
+    cwd[n] = 0;
+    if (cmdcheck_dir_visible(req, cwd)) {
+        req->workdir = xstrdup(cwd);
+        req->has |= 1ull << JR_WORKDIR;
+    }
 }
 
 /* The task's fds 0-2, taken from it. */
@@ -189,6 +214,7 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     }
     if (task_stdio(pidfd, stdio, e) < 0)
         goto out;
+    task_workdir(pid, &r->req);
     submit_info si;
     if (submit_check(&r->req, ids.uid, gid, &si, e) < 0 || !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
         goto out;
