@@ -10,6 +10,7 @@ srun and sbatch run as `nobody` (runuser), the way a user submits."""
 import collections
 import json
 import os
+import pathlib
 import pwd
 import re
 import signal
@@ -127,13 +128,13 @@ def cg2_root(d):
     return os.path.join("/sys/fs/cgroup/unified", d.cgroup_root)
 
 
-def wait_for(cond, what, timeout=60):
+def wait_for(cond, what, timeout=60, diag=lambda: ""):
     deadline = time.monotonic() + timeout
     while True:
         v = cond()
         if v:
             return v
-        assert time.monotonic() < deadline, "timed out waiting for " + what
+        assert time.monotonic() < deadline, "timed out waiting for " + what + "\n" + diag()
         time.sleep(0.05)
 
 
@@ -243,3 +244,133 @@ def test_four_tasks_on_two_nodes_isolated(cluster, jd):
         assert r["io_uring"] == "EPERM", r
         assert r["cwd"] == "/tmp", r
     assert len({r["ns"]["pid"] for r in out}) == 4, out
+
+
+def scontrol_state(cluster, job, states):
+    def state():
+        out = cluster.run(["scontrol", "show", "job", job]).stdout
+        m = re.search(r"JobState=(\S+)", out)
+        return out if m and m.group(1) in states else None
+    return wait_for(state, f"job {job} in {states}")
+
+
+def test_mem_holds_out_of_memory(cluster, jd):
+    """--mem=64M holds for the joblet job (Slurm's memory cgroup): a task allocating 256 MB is
+    killed; srun says Out Of Memory and scontrol OUT_OF_MEMORY (no slurmdbd: no sacct)."""
+    p = as_user(cluster, ["srun", "-w", "node1", "--mem=64M", "--joblet", sys.executable, "-c",
+                          "b = bytearray(256 << 20); print('survived')"])
+    assert p.returncode != 0 and "survived" not in p.stdout, (p.returncode, p.stdout, p.stderr)
+    assert re.search(r"srun: error: node1: task 0: Out Of Memory", p.stderr), p.stderr
+    job = re.search(r"StepId=(\d+)\.0", p.stderr).group(1)
+    out = scontrol_state(cluster, job, {"OUT_OF_MEMORY"})
+    assert "Reason=OutOfMemory" in out, out
+    [j] = [x for x in slurm_jobs(jd) if x["slurm"]["job"] == int(job)]
+    assert j["end_reason"] == "oom_killed", j
+
+
+def test_sbatch_steps_and_scancel_leave_nothing(cluster, jd):
+    """sbatch --joblet: the batch script stays Slurm's, its srun steps run through joblet (in
+    /work: the submission directory is not in the job's view); scancel of a running step ends
+    its job and leaves no joblet job running, no process, no cgroup2 directory of joblet's and
+    none of Slurm's cgroups of the job."""
+    tmp_path = pathlib.Path(cluster.path("user"))  # the test user's: pytest's tmp_path is root's alone
+    tmp_path.mkdir()
+    os.chmod(tmp_path, 0o777)
+    out = tmp_path / "out.txt"
+    script = tmp_path / "job.sh"
+    (tmp_path / "probe.py").write_text(PROBE)
+    # the batch script is Slurm's (the host's view): it reads the probe, the step gets its text
+    script.write_text(f"#!/bin/sh\nsrun {sys.executable} -c \"$(cat {tmp_path}/probe.py)\"\nexec srun sleep 600\n")
+    os.chmod(script, 0o755)
+    p = as_user(cluster, ["sbatch", "--parsable", "-w", "node2", "--joblet", f"--chdir={tmp_path}",
+                          f"--output={out}", str(script)])
+    assert p.returncode == 0, p.stderr
+    job = p.stdout.strip().split(";")[0]
+    [sleeper] = wait_for(lambda: [j for j in slurm_jobs(jd) if j["slurm"]["job"] == int(job) and
+                                  j["slurm"]["step"] == "1" and j["status"] == "RUNNING"],
+                         "step 1 to run", diag=lambda: (out.read_text() if out.exists() else "no output") + jd.log()[-3000:])
+    [r] = [json.loads(line) for line in out.read_text().splitlines() if line.startswith("{")]
+    assert r["init"] == "joblet-shim" and r["uid"] == UID and r["cwd"] == "/work", r
+    [first] = [j for j in slurm_jobs(jd) if j["slurm"]["job"] == int(job) and j["slurm"]["step"] == "0"]
+    assert first["status"] == "COMPLETED", first
+    # rnx job exec into the running Slurm task: its PID namespace, its user
+    ex = jd.rnx("job", "exec", sleeper["id"], "sh", "-c", "id -u; cat /proc/1/comm")
+    assert ex.returncode == 0 and ex.stdout.split()[0] == str(UID), (ex.stdout, ex.stderr)
+    cg2 = os.path.join(cg2_root(jd), "slurm-" + sleeper["id"])
+    pids = pids_of(cg2)
+    assert pids
+    frz = f"/sys/fs/cgroup/freezer/slurm_node2/uid_{UID}/job_{job}"
+    assert pids <= pids_of(os.path.join(frz, "step_1")), pids
+    p = as_user(cluster, ["scancel", job])
+    assert p.returncode == 0, p.stderr
+    scontrol_state(cluster, job, {"CANCELLED"})
+    wait_for(lambda: jd.job(sleeper["id"])["status"] not in ("RUNNING", "STOPPING"), "the joblet job to end")
+    wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in pids), "the job's processes to go")
+    wait_for(lambda: not os.path.exists(cg2), "joblet's cgroup2 directory to go")
+    wait_for(lambda: not [d for d in slurm_cgroup_dirs_of(job)], "Slurm's cgroups of the job to go")
+    assert not [j for j in slurm_jobs(jd) if j["status"] == "RUNNING"]
+
+
+def slurm_cgroup_dirs_of(job):
+    out = []
+    for top in slurm_cgroup_dirs():
+        for dirpath, dirnames, _ in os.walk(top):
+            out += [os.path.join(dirpath, x) for x in dirnames if x == f"job_{job}"]
+    return out
+
+
+def test_gpus_per_task_one_each_and_env_cannot_widen(cluster, jd):
+    """--gpus-per-task=1, two tasks on node2: each task's job has exactly one GPU, a different
+    one, numbered 0 inside, and EPERM on the other's (joblet's filter), even with the user
+    exporting SLURM_STEP_GPUS, SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES of both through srun; a step
+    without GPUs and the same exports gets none."""
+    forged = {"SLURM_STEP_GPUS": "0,1", "SLURM_JOB_GPUS": "0,1", "CUDA_VISIBLE_DEVICES": "0,1",
+              "GPU_DEVICE_ORDINAL": "0,1"}
+    filters = {}
+
+    def check(jobs):
+        for j in jobs:
+            [g] = j["gpus"]
+            filters[g["minor"]] = device_filter(jd, j, [os.path.join(jd.dev, f"nvidia{m}") for m in NODES["node2"]])
+
+    out = held(cluster, jd, ["-w", "node2", "-n2", "--gpus-per-task=1", "--joblet"], 2, check, env=forged)
+    assert len(out) == 2, out
+    assert sorted(n for r in out for n in r["dev"]) == ["nvidia2", "nvidia3"], out
+    for r in out:
+        assert len(r["dev"]) == 1 and set(r["dev"].values()) == {"ENXIO"}, r
+        assert r["cvd"] == "0", r
+    assert filters == {2: {"nvidia2": "ENXIO", "nvidia3": "EPERM"}, 3: {"nvidia2": "EPERM", "nvidia3": "ENXIO"}}, \
+        filters
+    p = subprocess.run(["runuser", "-u", USER, "--", "srun", "-w", "node2", "--joblet", sys.executable, "-c", PROBE],
+                       env=dict(cluster.env, **forged), cwd="/tmp", capture_output=True, text=True, timeout=120)
+    [r] = rows(p)
+    assert r["dev"] == {} and r["cvd"] is None, r
+
+
+def test_chdir_into_a_directory_the_job_sees(cluster, jd):
+    """srun --chdir=/usr/bin: the task starts there (the job sees the host's /usr); a host
+    directory outside the job's view gives /work."""
+    p = as_user(cluster, ["srun", "-w", "node1", "--chdir=/usr/bin", "--joblet", "pwd"])
+    assert p.returncode == 0 and p.stdout == "/usr/bin\n", (p.stdout, p.stderr)
+    p = as_user(cluster, ["srun", "-w", "node1", f"--chdir={cluster.dir}", "--joblet", "pwd"])
+    assert p.returncode == 0 and p.stdout == "/work\n", (p.stdout, p.stderr)
+
+
+def test_runtime(cluster, jd):
+    """--joblet-runtime=busybox (a tiny runtime made from the host's busybox): the task runs in
+    the runtime's root."""
+    p = as_user(cluster, ["srun", "-w", "node1", "--joblet-runtime=busybox", "cat", "/etc/marker"])
+    assert p.returncode == 0 and p.stdout == "busybox runtime\n", (p.stdout, p.stderr)
+
+
+def test_runtime_python_ml():
+    pytest.skip("--joblet-runtime=python-3.11-ml (Python 3.11 with torch) needs `rnx runtime build` from the "
+                "network (pip wheels of torch): not buildable offline; the runtime path itself is tested with "
+                "busybox (test_runtime)")
+
+
+def test_nothing_left(cluster, jd):
+    """After the module's tasks: no joblet job running, no cgroup2 directory slurm-* of joblet's."""
+    assert not [j for j in slurm_jobs(jd) if j["status"] in ("RUNNING", "STOPPING")]
+    left = [x for x in os.listdir(cg2_root(jd)) if x.startswith("slurm-")] if os.path.isdir(cg2_root(jd)) else []
+    assert left == [], left
