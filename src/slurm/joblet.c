@@ -178,7 +178,7 @@ static json_t *task_gpus(spank_t sp, char *why, size_t whylen)
     const char *pos = cfg.step_gpus;
     if (spank_getenv(sp, "SLURM_STEP_GPUS", task, sizeof task) == ESPANK_SUCCESS && task[0]) {
         if (!csv_within(task, cfg.step_gpus)) {
-            snprintf(why, whylen, "the task's SLURM_STEP_GPUS (%s) is not within the step's (%s)", task,
+            snprintf(why, whylen, "the task's SLURM_STEP_GPUS (%.200s) is not within the step's (%.200s)", task,
                      cfg.step_gpus);
             json_decref(a);
             return NULL;
@@ -186,7 +186,7 @@ static json_t *task_gpus(spank_t sp, char *why, size_t whylen)
         pos = task;
     }
     if (!cfg.gres_text) {
-        snprintf(why, whylen, "the task has GPUs (%s) but %s could not be read", pos, cfg.gres_conf);
+        snprintf(why, whylen, "the task has GPUs (%.200s) but %.256s could not be read", pos, cfg.gres_conf);
         json_decref(a);
         return NULL;
     }
