@@ -164,31 +164,28 @@ static bool csv_within(const char *sub, const char *set)
     return true;
 }
 
-/* The task's GPUs as device nodes: positions in the node's gres.conf File= list. The step's
- * (SLURM_STEP_GPUS read as root in task_init_privileged: slurmstepd overwrites it from the
- * step's gres, or removes it when the step has none), narrowed to the task's own where
- * slurmstepd bound GPUs per task: its SLURM_STEP_GPUS at task_init, which must lie within the
- * step's (a value the user could have set is never more than what Slurm gave the step). */
-static json_t *task_gpus(spank_t sp, char *why, size_t whylen)
+/* The task's GPUs into req: "gpus", the step's, and "task_gpus", the task's own where it has
+ * fewer (--gpus-per-task, --gpu-bind), each as the device nodes at those positions of the
+ * node's gres.conf File= list.
+ *
+ * The step's are SLURM_STEP_GPUS as root read it in task_init_privileged (slurmstepd
+ * overwrites it from the step's gres, or removes it when the step has none). The task's own,
+ * always within the step's (a narrowing):
+ *   - where Slurm's devices cgroup constrains the task (ConstrainDevices=yes), the step's less
+ *     those that cgroup refuses this process (open() gives EPERM: the kernel's word; Slurm then
+ *     numbers the task's SLURM_STEP_GPUS within the task's own, so that every task says "0");
+ *   - else the task's SLURM_STEP_GPUS at task_init, which slurmstepd rewrote per task.
+ * Constrained is told by EPERM on any of the node's GPUs. */
+static int task_gpus(spank_t sp, json_t *req, char *why, size_t whylen)
 {
-    json_t *a = json_array();
+    json_t *step = json_array();
+    json_object_set_new(req, "gpus", step);
     if (!cfg.step_has_gpus || !cfg.step_gpus[0])
-        return a;
-    char task[1024];
-    const char *pos = cfg.step_gpus;
-    if (spank_getenv(sp, "SLURM_STEP_GPUS", task, sizeof task) == ESPANK_SUCCESS && task[0]) {
-        if (!csv_within(task, cfg.step_gpus)) {
-            snprintf(why, whylen, "the task's SLURM_STEP_GPUS (%.200s) is not within the step's (%.200s)", task,
-                     cfg.step_gpus);
-            json_decref(a);
-            return NULL;
-        }
-        pos = task;
-    }
+        return 0;
     if (!cfg.gres_text) {
-        snprintf(why, whylen, "the task has GPUs (%.200s) but %.256s could not be read", pos, cfg.gres_conf);
-        json_decref(a);
-        return NULL;
+        snprintf(why, whylen, "the task has GPUs (%.200s) but %.256s could not be read", cfg.step_gpus,
+                 cfg.gres_conf);
+        return -1;
     }
     char *files[GRESCONF_MAX];
     const char *picked[GRESCONF_MAX];
@@ -198,16 +195,55 @@ static json_t *task_gpus(spank_t sp, char *why, size_t whylen)
     if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof node) != ESPANK_SUCCESS || !node[0])
         gethostname(node, sizeof node);
     int n = gresconf_gpu_files(cfg.gres_text, node[0] ? node : NULL, files, why, whylen);
-    int k = n < 0 ? -1 : gresconf_pick(files, n, pos, picked, why, whylen);
+    if (n < 0)
+        return -1;
+    int rc = -1, k = gresconf_pick(files, n, cfg.step_gpus, picked, why, whylen);
+    if (k < 0)
+        goto out;
     for (int i = 0; i < k; i++)
-        json_array_append_new(a, json_string(picked[i]));
+        json_array_append_new(step, json_string(picked[i]));
+    bool denied[GRESCONF_MAX] = {0}, constrained = false;
+    for (int i = 0; i < n; i++) {
+        int fd = open(files[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0)
+            close(fd);
+        else if (errno == EPERM)
+            constrained = denied[i] = true;
+    }
+    json_t *task = json_array();
+    if (constrained) {
+        for (int i = 0; i < k; i++)
+            for (int f = 0; f < n; f++)
+                if (!strcmp(picked[i], files[f]) && !denied[f])
+                    json_array_append_new(task, json_string(picked[i]));
+    } else {
+        char mine[1024];
+        if (spank_getenv(sp, "SLURM_STEP_GPUS", mine, sizeof mine) != ESPANK_SUCCESS || !mine[0] ||
+            !strcmp(mine, cfg.step_gpus)) {
+            json_decref(task);
+            rc = 0;
+            goto out;
+        }
+        if (!csv_within(mine, cfg.step_gpus)) {
+            snprintf(why, whylen, "the task's SLURM_STEP_GPUS (%.200s) is not within the step's (%.200s)", mine,
+                     cfg.step_gpus);
+            json_decref(task);
+            goto out;
+        }
+        int m = gresconf_pick(files, n, mine, picked, why, whylen);
+        if (m < 0) {
+            json_decref(task);
+            goto out;
+        }
+        for (int i = 0; i < m; i++)
+            json_array_append_new(task, json_string(picked[i]));
+    }
+    json_object_set_new(req, "task_gpus", task);
+    rc = 0;
+out:
     for (int i = 0; i < n; i++)
         free(files[i]);
-    if (k < 0) {
-        json_decref(a);
-        return NULL;
-    }
-    return a;
+    return rc;
 }
 
 static json_t *csv_array(const char *s)
@@ -358,11 +394,6 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         return -1;
     }
     char why[512] = "";
-    json_t *gpus = task_gpus(sp, why, sizeof why);
-    if (!gpus) {
-        say(why, "", "");
-        return -1;
-    }
     json_t *a = json_array(), *e = json_array();
     for (int i = 0; i < argc; i++)
         json_array_append_new(a, json_string(argv[i]));
@@ -370,8 +401,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         json_array_append_new(e, json_string(*p));
     char stepname[16];
     snprintf(stepname, sizeof stepname, "%u", step);
-    json_t *req = json_pack("{s:o,s:o,s:o,s:{s:I,s:s,s:I,s:I}}", "argv", a, "env", e, "gpus", gpus, "slurm", "job",
-                            (json_int_t)job, "step", stepname, "task", (json_int_t)task, "uid", (json_int_t)uid);
+    json_t *req = json_pack("{s:o,s:o,s:{s:I,s:s,s:I,s:I}}", "argv", a, "env", e, "slurm", "job", (json_int_t)job,
+                            "step", stepname, "task", (json_int_t)task, "uid", (json_int_t)uid);
+    if (task_gpus(sp, req, why, sizeof why) < 0) {
+        json_decref(req);
+        say(why, "", "");
+        return -1;
+    }
     if (cfg.runtime[0])
         json_object_set_new(req, "runtime", json_string(cfg.runtime));
     if (cfg.volumes[0])

@@ -13,9 +13,11 @@ import os
 import pathlib
 import pwd
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -66,7 +68,7 @@ def host_ns(n):
 
 
 @pytest.fixture(scope="module")
-def jd(tmp_path_factory):
+def jd():
     """The node's joblet: a simulated four-GPU machine whose device nodes the cluster's gres.conf
     names, and a busybox runtime."""
     need_root()
@@ -75,7 +77,8 @@ def jd(tmp_path_factory):
         pytest.skip(why)
     if not os.path.exists(PLUGIN):
         pytest.skip("build/joblet.so was not built (no slurm/spank.h: Debian's libslurm-dev)")
-    tmp = tmp_path_factory.mktemp("slurmjoblet")
+    # not pytest's tmp_path (root's alone): the task's user reaches the device nodes, as /dev's
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="joblet-slurmjoblet-"))
     os.chmod(tmp, 0o755)
     dev = tmp / "dev"
     make_nodes(dev, MACHINE)
@@ -92,6 +95,7 @@ def jd(tmp_path_factory):
         yield d
     finally:
         d.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def plugin_for_slurmd(c):
@@ -213,6 +217,22 @@ def held(cluster, d, args, ntasks, check, env=None):
 
 def all_gpu_nodes(jd):
     return [os.path.join(jd.dev, f"nvidia{m}") for n in NODES for m in NODES[n]]
+
+
+def test_constrain_devices_on_gpus_per_task(jd):
+    """With Slurm's ConstrainDevices=yes too (a cluster of its own, started and stopped before the
+    module's: the two would share node names and job ids), --gpus-per-task=1 still gives each of
+    two tasks one GPU, different ones, numbered 0: Slurm's per-task SLURM_STEP_GPUS counts in the
+    File= list even where it renumbers CUDA_VISIBLE_DEVICES."""
+    with SlurmCluster(constrain_devices=True, gpu_dev=jd.dev,
+                      plugstack=lambda c: f"required {plugin_for_slurmd(c)} socket={jd.sock} "
+                                          f"gres_conf={c.path('etc', 'gres.conf')}\n") as c:
+        p = as_user(c, ["srun", "-w", "node1", "-n2", "--gpus-per-task=1", "--joblet", sys.executable, "-c", PROBE])
+        out = rows(p)
+    assert len(out) == 2, out
+    assert sorted(n for r in out for n in r["dev"]) == ["nvidia0", "nvidia1"], out
+    for r in out:
+        assert len(r["dev"]) == 1 and set(r["dev"].values()) == {"ENXIO"} and r["cvd"] == "0", r
 
 
 def test_four_tasks_on_two_nodes_isolated(cluster, jd):
