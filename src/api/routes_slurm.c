@@ -33,8 +33,23 @@ static bool env_name_ok(const char *s, size_t n)
     return true;
 }
 
+/* A list of device nodes' absolute paths. */
+static int nodes_from_json(json_t *a, const char *key, char ***out, size_t *n, jerr *e)
+{
+    size_t i;
+    json_t *v;
+    *out = xcalloc(json_array_size(a) + 1, sizeof **out);
+    json_array_foreach(a, i, v)
+    {
+        if (!json_is_string(v) || json_string_value(v)[0] != '/')
+            return jerr_field(e, key, "%s[%zu]: must be a device node's absolute path (\"/dev/nvidia0\")", key, i);
+        (*out)[(*n)++] = xstrdup(json_string_value(v));
+    }
+    return 0;
+}
+
 /* {"argv": [..], "env": ["K=V", ..], "runtime": NAME, "volumes": [..], "gpus": ["/dev/nvidia0", ..],
- * "slurm": {"job", "step", "task", "uid"}} into r; the job request goes through the same
+ * "task_gpus": [..], "slurm": {"job", "step", "task", "uid"}} into r; the job request goes through the same
  * reader as POST /v1/jobs. */
 static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
 {
@@ -48,6 +63,9 @@ static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
         return jerr_field(e, "env", "env: must be a list of \"NAME=value\" strings");
     if (gpus && !json_is_array(gpus))
         return jerr_field(e, "gpus", "gpus: must be a list of device nodes (\"/dev/nvidia0\")");
+    json_t *task_gpus = json_object_get(b, "task_gpus");
+    if (task_gpus && !json_is_array(task_gpus))
+        return jerr_field(e, "task_gpus", "task_gpus: must be a list of device nodes (\"/dev/nvidia0\")");
     if (slurm && !slurmcg_from_json(slurm, &r->claimed))
         return jerr_field(e, "slurm", "slurm: must be {\"job\": J, \"step\": \"S\", \"task\": T, \"uid\": U}");
     json_t *q = json_object();
@@ -82,15 +100,10 @@ static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
     json_decref(q);
     if (rc < 0)
         return -1;
-    size_t n = json_array_size(gpus);
-    r->gpus = xcalloc(n + 1, sizeof *r->gpus);
-    json_array_foreach(gpus, i, v)
-    {
-        if (!json_is_string(v) || json_string_value(v)[0] != '/') {
-            slurm_task_req_free(r);
-            return jerr_field(e, "gpus", "gpus[%zu]: must be a device node's absolute path (\"/dev/nvidia0\")", i);
-        }
-        r->gpus[r->ngpus++] = xstrdup(json_string_value(v));
+    if (nodes_from_json(gpus, "gpus", &r->gpus, &r->ngpus, e) < 0 ||
+        (task_gpus && nodes_from_json(task_gpus, "task_gpus", &r->task_gpus, &r->ntask_gpus, e) < 0)) {
+        slurm_task_req_free(r);
+        return -1;
     }
     return 0;
 }

@@ -220,6 +220,37 @@ static int refuse_noexec(const char *name, const char *where, jerr *e)
                       name, where, name, name);
 }
 
+bool cmdcheck_dir_visible(const job_req *req, const char *path)
+{
+    char norm[4200];
+    if (path[0] != '/' || cmdpath_normalize("/", path, norm, sizeof norm) < 0)
+        return false;
+    if (!strcmp(norm, "/work") || !strcmp(norm, "/tmp"))
+        return true;
+    if (!cmdpath_in_dirs(norm, mounts_system_dirs))
+        return false;
+    struct stat st;
+    bool seen = false;
+    if (req->runtime) {
+        const runtime *rt;
+        jerr e = {0};
+        int fd = runtimes_find(req->runtime, &rt, &e) < 0 ? -1 : open(rt->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return false;
+        struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+        int d = (int)syscall(SYS_openat2, fd, norm + 1, &how, sizeof how);
+        seen = d >= 0 && fstat(d, &st) == 0 && S_ISDIR(st.st_mode);
+        if (d >= 0)
+            close(d);
+        close(fd);
+        return seen;
+    }
+    char *real = realpath(norm, NULL);
+    seen = real && cmdpath_in_dirs(real, mounts_system_dirs) && stat(real, &st) == 0 && S_ISDIR(st.st_mode);
+    free(real);
+    return seen;
+}
+
 int cmdcheck_resolve(job_req *req, jerr *e)
 {
     if (!req->command || !*req->command)

@@ -17,4 +17,9 @@
  * given, was checked before. */
 int cmdcheck_resolve(job_req *req, jerr *e);
 
+/* Whether the job will find the directory path (absolute) in its view: /work and /tmp (its
+ * own), or a directory beneath the system directories of its root (the runtime's tree, else the
+ * host's). Anything else (a host path the job is not given, a runtime that is not there): false. */
+bool cmdcheck_dir_visible(const job_req *req, const char *path);
+
 #endif

@@ -14,6 +14,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/cgroup.h"
+#include "cmdcheck.h"
 #include "gpus.h"
 #include "job_events.h"
 #include "job_launch.h"
@@ -32,6 +33,9 @@ void slurm_task_req_free(slurm_task_req *r)
     for (size_t i = 0; i < r->ngpus; i++)
         free(r->gpus[i]);
     free(r->gpus);
+    for (size_t i = 0; i < r->ntask_gpus; i++)
+        free(r->task_gpus[i]);
+    free(r->task_gpus);
     *r = (slurm_task_req){0};
 }
 
@@ -61,6 +65,11 @@ static int task_cgroups(pid_t pid, cg_given *g, slurm_ids *ids, jerr *e)
                 snprintf(seen, sizeof seen, "%s:%s", c1 + 1, cg);
             continue;
         }
+        /* memory and devices are task/cgroup's task_<local id>, the one joblet names the task by;
+         * cpuacct (jobacct_gather/cgroup) counts task_<global id>, freezer stops at step_S */
+        bool local = strstr(c1 + 1, "memory") || strstr(c1 + 1, "devices");
+        if (!local)
+            here.task = -1;
         if (ids->set && !slurmcg_same(ids, &here)) {
             rc = jerr_http(e, 403, "pid %d is in the cgroups of two Slurm steps (%s): refused", (int)pid, cg);
             break;
@@ -71,6 +80,8 @@ static int task_cgroups(pid_t pid, cg_given *g, slurm_ids *ids, jerr *e)
             enum cg_ctrl c = cg_ctrl_by_name(name);
             if (c < CGC_N && core.cg.v1[c][0])
                 snprintf(g->v1[c], sizeof g->v1[c], "%s%s", core.cg.v1[c], cg);
+            else if (!strcmp(name, "freezer") && core.cg.freezer[0])
+                snprintf(g->freezer, sizeof g->freezer, "%s%s", core.cg.freezer, cg);
         }
     }
     free(text);
@@ -121,6 +132,78 @@ static int gpu_set_of(char **nodes, size_t n, uint64_t *set, jerr *e)
                                          "list: /dev/nvidiaN, character device %d:N)", i, nodes[i], NVIDIA_MAJOR);
         *set |= 1ull << k;
     }
+    return 0;
+}
+
+/* Slurm's working directory for the task (srun --chdir, the submission's): the directory
+ * slurmstepd put the task process in, as the kernel shows it. The job starts there when its
+ * view has that directory (a system directory of its root, /work, /tmp), else in /work. */
+static void task_workdir(pid_t pid, job_req *req)
+{
+    char link[64], cwd[4096];
+    snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+    ssize_t n = readlink(link, cwd, sizeof cwd - 1);
+    if (req->workdir || n <= 0)
+        return;
+    cwd[n] = 0;
+    if (cmdcheck_dir_visible(req, cwd)) {
+        req->workdir = xstrdup(cwd);
+        req->has |= 1ull << JR_WORKDIR;
+    }
+}
+
+/* Whether a v1 devices.list grants read or write on character device major:minor. */
+static bool devices_list_allows(const char *list, int major, int minor)
+{
+    char line[128];
+    for (const char *p = list; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        p += n + (nl ? 1 : 0);
+        char type, maj[16], min[16], acc[8];
+        if (sscanf(line, "%c %15[^:]:%15s %7s", &type, maj, min, acc) != 4 || (type != 'a' && type != 'c'))
+            continue;
+        if ((strcmp(maj, "*") && atoi(maj) != major) || (strcmp(min, "*") && atoi(min) != minor))
+            continue;
+        if (strchr(acc, 'r') || strchr(acc, 'w'))
+            return true;
+    }
+    return false;
+}
+
+/* The step's GPUs narrowed to the task's: by Slurm's devices cgroup of the task where it
+ * constrains them (ConstrainDevices=yes; Slurm then numbers the task's own list from 0, so that
+ * list cannot say which they are), else by the task's list, which must lie within the step's. */
+static int task_gpu_set(const slurm_task_req *r, const char *slurm_devices, uint64_t *set, jerr *e)
+{
+    if (gpu_set_of(r->gpus, r->ngpus, set, e) < 0)
+        return -1;
+    char path[400], *list = NULL;
+    if (slurm_devices[0]) {
+        snprintf(path, sizeof path, "%s/devices.list", slurm_devices);
+        list = read_file(path, NULL);
+    }
+    if (list && !strstr(list, "a *:* rwm")) {
+        for (size_t i = 0; i < r->ngpus; i++) {
+            struct stat st;
+            if (stat(r->gpus[i], &st) == 0 && !devices_list_allows(list, (int)major(st.st_rdev), (int)minor(st.st_rdev)))
+                *set &= ~(1ull << gpus_by_minor((int)minor(st.st_rdev)));
+        }
+        free(list);
+        return 0;
+    }
+    free(list);
+    if (!r->task_gpus)
+        return 0;
+    uint64_t task = 0;
+    if (gpu_set_of(r->task_gpus, r->ntask_gpus, &task, e) < 0) {
+        snprintf(e->field, sizeof e->field, "task_gpus");
+        return -1;
+    }
+    if (task & ~*set)
+        return jerr_field(e, "task_gpus", "task_gpus: names a GPU that is not among the step's (gpus)");
+    *set = task;
     return 0;
 }
 
@@ -175,12 +258,12 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
                   a, r->claimed.uid, b, ids.uid);
         goto out;
     }
-    if (r->ngpus && authz_check(who, AUTHZ_SLURM_GPUS, "naming a Slurm task's GPUs", e) < 0) {
+    if ((r->ngpus || r->ntask_gpus) && authz_check(who, AUTHZ_SLURM_GPUS, "naming a Slurm task's GPUs", e) < 0) {
         snprintf(e->field, sizeof e->field, "gpus");
         goto out;
     }
     uint64_t set = 0;
-    if (gpu_set_of(r->gpus, r->ngpus, &set, e) < 0)
+    if (task_gpu_set(r, given.v1[CGC_DEVICES], &set, e) < 0)
         goto out;
     if (!core.cg.unified[0] && !given.v1[CGC_DEVICES][0]) {
         jerr_http(e, 403, "pid %d has no devices cgroup of Slurm's, and this host no cgroup2 mount: the task's device "
@@ -189,6 +272,7 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     }
     if (task_stdio(pidfd, stdio, e) < 0)
         goto out;
+    task_workdir(pid, &r->req);
     submit_info si;
     if (submit_check(&r->req, ids.uid, gid, &si, e) < 0 || !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
         goto out;

@@ -9,7 +9,10 @@
  *     <prepend>/uid_U/job_J/step_S/task_T, common/slurmcg.h), and its uids now are U: a
  *     process in no Slurm task's cgroup is refused (403);
  *   - the GPUs are accepted only on a connection root opened (authz: AUTHZ_SLURM_GPUS), as
- *     device nodes whose minors name joblet's GPUs.
+ *     device nodes whose minors name joblet's GPUs: the step's, narrowed to the task's by
+ *     Slurm's devices cgroup of the task where it constrains (ConstrainDevices=yes: the
+ *     kernel's word), else by the task's own list the plugin read at task_init (within the
+ *     step's: a narrowing, never a widening).
  * The job runs as U in those cgroups (delegated: Slurm's limits and accounting) plus a cgroup2
  * directory of joblet's own for its device filter, with the task's own fds 0-2 taken from it
  * (pidfd_getfd), and is killed when the task process, which waits for it, ends. */
@@ -27,8 +30,10 @@
 typedef struct slurm_task_req {
     job_req req;              /* the command, its environment, runtime and volumes (typed) */
     slurm_ids claimed;        /* the ids the plugin read from Slurm (set false: none): checked */
-    char **gpus;              /* device nodes of the GPUs Slurm gave the task ("/dev/nvidia2") */
+    char **gpus;              /* device nodes of the GPUs Slurm gave the step ("/dev/nvidia2") */
     size_t ngpus;
+    char **task_gpus;         /* those Slurm bound to this task (--gpus-per-task), NULL: not said; */
+    size_t ntask_gpus;        /* within gpus, and used only where Slurm's devices cgroup does not say */
 } slurm_task_req;
 
 /* Starts the task of the connection's peer: the job (running), or NULL with e (403: not a

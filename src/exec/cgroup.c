@@ -105,6 +105,7 @@ typedef struct scan_state {
     cg_host *h;
     bool unified_whole;       /* whether h->unified shows its whole tree */
     bool v1_whole[CGC_N];     /* the same per v1 controller */
+    bool freezer_whole;
 } scan_state;
 
 static void take_v1_mount(scan_state *st, mountinfo_entry *m)
@@ -114,10 +115,13 @@ static void take_v1_mount(scan_state *st, mountinfo_entry *m)
     /* superopts list the controllers bound to this hierarchy ("rw,cpu,cpuacct"); a named
      * hierarchy such as "name=systemd" carries no controller and matches nothing here */
     char *save = NULL;
-    for (char *o = strtok_r(m->super, ",", &save); o; o = strtok_r(NULL, ",", &save))
+    for (char *o = strtok_r(m->super, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
         for (int c = 0; c < CGC_N; c++)
             if (!strcmp(o, ctrl_names[c]))
                 take_mount(st->h->v1[c], sizeof st->h->v1[c], &st->v1_whole[c], m);
+        if (!strcmp(o, "freezer"))
+            take_mount(st->h->freezer, sizeof st->h->freezer, &st->freezer_whole, m);
+    }
 }
 
 /* mountinfo_fn: notes the cgroup and cgroup2 mounts, confirmed by their statfs magic. */
@@ -385,6 +389,16 @@ int cg_job_given(const cg_host *h, const char *name, const cg_given *g, cg_job *
                         sizeof j->unified_path, e) < 0)
             return -1;
     }
+    if (g->freezer[0]) {
+        if (memchr(g->freezer, 0, sizeof g->freezer) == NULL)
+            return jerr_set(e, ENAMETOOLONG, "a delegated cgroup path of job %s is too long", name);
+        if (!h->freezer[0])
+            return jerr_set(e, ENOTSUP, "the delegated cgroup %s (freezer) cannot be used: this host has no v1 "
+                            "freezer mount", g->freezer);
+        if (check_given("freezer", h->freezer, g->freezer, CGROUP_SUPER_MAGIC, j->freezer_path,
+                        sizeof j->freezer_path, e) < 0)
+            return -1;
+    }
     for (int c = 0; c < CGC_N; c++) {
         if (!g->v1[c][0])
             continue;
@@ -474,6 +488,8 @@ int cg_enter(const cg_job *j, jerr *e)
     for (size_t i = 0; i < n; i++)
         if (cg_write(dirs[i], "cgroup.procs", "0", e) < 0)
             return -1;
+    if (j->freezer_path[0] && cg_write(j->freezer_path, "cgroup.procs", "0", e) < 0)
+        return -1;
     return 0;
 }
 

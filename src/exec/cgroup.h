@@ -43,6 +43,8 @@ typedef struct cg_host {
     const cg_layout_ops *ops; /* the layout's manager, chosen by cg_host_detect */
     char unified[256];        /* cgroup2 mount point, "" when none */
     char v1[CGC_N][256];      /* v1 mount point per controller, "" when absent (always "" on v2) */
+    char freezer[256];        /* the v1 freezer's mount point, "" when absent: joblet uses no freezer,
+                              * but a delegated job joins its maker's (Slurm's proctrack/cgroup) */
     char root[96];            /* name of the parent cgroup of all jobs, e.g. "joblet"; a user's
                               * level is a host of its own, "joblet/user-1001" (cg_user_host) */
 } cg_host;
@@ -71,6 +73,8 @@ typedef struct cg_dev_rule {
 typedef struct cg_given {
     char unified[320];        /* a cgroup2 directory */
     char v1[CGC_N][320];      /* a directory per v1 controller (co-mounted ones may repeat it) */
+    char freezer[320];        /* a v1 freezer directory the job joins and nothing else: not read, not
+                              * killed through, never removed (Slurm tracks a step's processes there) */
 } cg_given;
 
 typedef struct cg_job {
@@ -81,6 +85,7 @@ typedef struct cg_job {
     char name[80];
     char unified_path[320];   /* "" when no cgroup2 hierarchy is used */
     char v1_path[CGC_N][320]; /* "" for controllers not used */
+    char freezer_path[320];   /* delegated: the given freezer directory cg_enter joins too, or "" */
 } cg_job;
 
 typedef struct cg_stats {

@@ -31,6 +31,8 @@ static json_t *given_json(const cg_given *g)
     json_t *o = json_pack("{s:o}", "v1", v1);
     if (g->unified[0])
         json_object_set_new(o, "unified", json_string(g->unified));
+    if (g->freezer[0])
+        json_object_set_new(o, "freezer", json_string(g->freezer));
     return o;
 }
 
@@ -169,11 +171,12 @@ static size_t op_kind(json_t *x)
 static int check_given(json_t *g, jerr *e)
 {
     const cg_given *G = NULL;
-    json_t *uni = json_object_get(g, "unified"), *v1 = json_object_get(g, "v1"), *x;
+    json_t *uni = json_object_get(g, "unified"), *v1 = json_object_get(g, "v1"), *fr = json_object_get(g, "freezer"),
+           *x;
     if (!json_is_object(g) || (uni && !is_abs_path(uni)) || !fits(g, "unified", sizeof G->unified) ||
-        (v1 && !json_is_object(v1)))
-        return jerr_set(e, EINVAL, "the job spec's cgroup_given is not an object with an absolute unified path "
-                                   "and an object v1");
+        (fr && !is_abs_path(fr)) || !fits(g, "freezer", sizeof G->freezer) || (v1 && !json_is_object(v1)))
+        return jerr_set(e, EINVAL, "the job spec's cgroup_given is not an object with absolute unified and freezer "
+                                   "paths and an object v1");
     const char *name;
     json_object_foreach(v1, name, x) {
         if (cg_ctrl_by_name(name) == CGC_N)
@@ -395,6 +398,7 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     if (cgg) {
         s->cgroup_given = xcalloc(1, sizeof *s->cgroup_given);
         copy(s->cgroup_given->unified, sizeof s->cgroup_given->unified, cgg, "unified");
+        copy(s->cgroup_given->freezer, sizeof s->cgroup_given->freezer, cgg, "freezer");
         json_t *v1 = json_object_get(cgg, "v1"), *path;
         const char *name;
         json_object_foreach(v1, name, path) {

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -45,6 +46,8 @@ static struct {
     char volumes[1024];       /* comma-separated */
     int fd;                   /* the connection root opened; -1 none */
     char *gres_text;          /* gres.conf as root read it */
+    bool step_has_gpus;       /* the step's SLURM_STEP_GPUS, as root read it before the user ran */
+    char step_gpus[1024];
 } cfg = {.fd = -1};
 
 static int opt_cb(int val, const char *optarg, int remote)
@@ -127,6 +130,13 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
                     strerror(errno));
         return -1;
     }
+    /* The step's GPUs, from the environment slurmstepd built (docs/slurm-facts.md): here it is
+     * step-wide; slurmstepd narrows it per task (--gpus-per-task, --gpu-bind) only before
+     * task_init, where it must stay within this. SLURM_JOB_GPUS is not read: in a step it is
+     * whatever the user exported (only the batch step, never wrapped, has Slurm's). */
+    cfg.step_has_gpus = spank_getenv(sp, "SLURM_STEP_GPUS", cfg.step_gpus, sizeof cfg.step_gpus) == ESPANK_SUCCESS;
+    if (!cfg.step_has_gpus)
+        cfg.step_gpus[0] = 0;
     FILE *f = fopen(cfg.gres_conf, "re");
     if (f) {
         /* one byte more than is taken: a longer file is refused, not cut (a cut File= list would
@@ -144,47 +154,103 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
     return 0;
 }
 
-static const char *env_get(char **env, const char *name)
+/* Whether every comma-separated number of sub is one of set's. */
+static bool csv_within(const char *sub, const char *set)
 {
-    size_t n = strlen(name);
-    for (char **e = env; e && *e; e++)
-        if (!strncmp(*e, name, n) && (*e)[n] == '=')
-            return *e + n + 1;
-    return NULL;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", sub);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        bool found = false;
+        size_t n = strlen(t);
+        for (const char *s = set; *s && !found; s = strchr(s, ',') ? strchr(s, ',') + 1 : s + strlen(s))
+            found = !strncmp(s, t, n) && (s[n] == ',' || !s[n]);
+        if (!found)
+            return false;
+    }
+    return true;
 }
 
-/* The task's GPUs as device nodes, from Slurm's SLURM_STEP_GPUS (slurmstepd overwrites or
- * unsets it from the step's gres; SLURM_JOB_GPUS for a whole job's) and gres.conf. */
-static json_t *task_gpus(char **env, char *why, size_t whylen)
+/* The task's GPUs into req: "gpus", the step's, and "task_gpus", the task's own where it has
+ * fewer (--gpus-per-task, --gpu-bind), each as the device nodes at those positions of the
+ * node's gres.conf File= list.
+ *
+ * The step's are SLURM_STEP_GPUS as root read it in task_init_privileged (slurmstepd
+ * overwrites it from the step's gres, or removes it when the step has none). The task's own,
+ * always within the step's (a narrowing):
+ *   - where Slurm's devices cgroup constrains the task (ConstrainDevices=yes), the step's less
+ *     those that cgroup refuses this process (open() gives EPERM: the kernel's word; Slurm then
+ *     numbers the task's SLURM_STEP_GPUS within the task's own, so that every task says "0");
+ *   - else the task's SLURM_STEP_GPUS at task_init, which slurmstepd rewrote per task.
+ * Constrained is told by EPERM on any of the node's GPUs. */
+static int task_gpus(spank_t sp, json_t *req, char *why, size_t whylen)
 {
-    const char *pos = env_get(env, "SLURM_STEP_GPUS");
-    if (!pos)
-        pos = env_get(env, "SLURM_JOB_GPUS");
-    json_t *a = json_array();
-    if (!pos || !*pos)
-        return a;
+    json_t *step = json_array();
+    json_object_set_new(req, "gpus", step);
+    if (!cfg.step_has_gpus || !cfg.step_gpus[0])
+        return 0;
     if (!cfg.gres_text) {
-        snprintf(why, whylen, "the task has GPUs (%s) but %s could not be read", pos, cfg.gres_conf);
-        json_decref(a);
-        return NULL;
+        snprintf(why, whylen, "the task has GPUs (%.200s) but %.256s could not be read", cfg.step_gpus,
+                 cfg.gres_conf);
+        return -1;
     }
     char *files[GRESCONF_MAX];
     const char *picked[GRESCONF_MAX];
-    const char *node = env_get(env, "SLURMD_NODENAME");
-    char host[256] = "";
-    if (!node && gethostname(host, sizeof host) == 0)
-        node = host;
-    int n = gresconf_gpu_files(cfg.gres_text, node, files, why, whylen);
-    int k = n < 0 ? -1 : gresconf_pick(files, n, pos, picked, why, whylen);
+    /* the node's name: slurmstepd sets SLURMD_NODENAME (overwriting the user's) only after
+     * task_init_privileged; the host's name where it has none */
+    char node[256] = "";
+    if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof node) != ESPANK_SUCCESS || !node[0])
+        gethostname(node, sizeof node);
+    int n = gresconf_gpu_files(cfg.gres_text, node[0] ? node : NULL, files, why, whylen);
+    if (n < 0)
+        return -1;
+    int rc = -1, k = gresconf_pick(files, n, cfg.step_gpus, picked, why, whylen);
+    if (k < 0)
+        goto out;
     for (int i = 0; i < k; i++)
-        json_array_append_new(a, json_string(picked[i]));
+        json_array_append_new(step, json_string(picked[i]));
+    bool denied[GRESCONF_MAX] = {0}, constrained = false;
+    for (int i = 0; i < n; i++) {
+        int fd = open(files[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0)
+            close(fd);
+        else if (errno == EPERM)
+            constrained = denied[i] = true;
+    }
+    json_t *task = json_array();
+    if (constrained) {
+        for (int i = 0; i < k; i++)
+            for (int f = 0; f < n; f++)
+                if (!strcmp(picked[i], files[f]) && !denied[f])
+                    json_array_append_new(task, json_string(picked[i]));
+    } else {
+        char mine[1024];
+        if (spank_getenv(sp, "SLURM_STEP_GPUS", mine, sizeof mine) != ESPANK_SUCCESS || !mine[0] ||
+            !strcmp(mine, cfg.step_gpus)) {
+            json_decref(task);
+            rc = 0;
+            goto out;
+        }
+        if (!csv_within(mine, cfg.step_gpus)) {
+            snprintf(why, whylen, "the task's SLURM_STEP_GPUS (%.200s) is not within the step's (%.200s)", mine,
+                     cfg.step_gpus);
+            json_decref(task);
+            goto out;
+        }
+        int m = gresconf_pick(files, n, mine, picked, why, whylen);
+        if (m < 0) {
+            json_decref(task);
+            goto out;
+        }
+        for (int i = 0; i < m; i++)
+            json_array_append_new(task, json_string(picked[i]));
+    }
+    json_object_set_new(req, "task_gpus", task);
+    rc = 0;
+out:
     for (int i = 0; i < n; i++)
         free(files[i]);
-    if (k < 0) {
-        json_decref(a);
-        return NULL;
-    }
-    return a;
+    return rc;
 }
 
 static json_t *csv_array(const char *s)
@@ -335,11 +401,6 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         return -1;
     }
     char why[512] = "";
-    json_t *gpus = task_gpus(env, why, sizeof why);
-    if (!gpus) {
-        say(why, "", "");
-        return -1;
-    }
     json_t *a = json_array(), *e = json_array();
     for (int i = 0; i < argc; i++)
         json_array_append_new(a, json_string(argv[i]));
@@ -347,8 +408,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         json_array_append_new(e, json_string(*p));
     char stepname[16];
     snprintf(stepname, sizeof stepname, "%u", step);
-    json_t *req = json_pack("{s:o,s:o,s:o,s:{s:I,s:s,s:I,s:I}}", "argv", a, "env", e, "gpus", gpus, "slurm", "job",
-                            (json_int_t)job, "step", stepname, "task", (json_int_t)task, "uid", (json_int_t)uid);
+    json_t *req = json_pack("{s:o,s:o,s:{s:I,s:s,s:I,s:I}}", "argv", a, "env", e, "slurm", "job", (json_int_t)job,
+                            "step", stepname, "task", (json_int_t)task, "uid", (json_int_t)uid);
+    if (task_gpus(sp, req, why, sizeof why) < 0) {
+        json_decref(req);
+        say(why, "", "");
+        return -1;
+    }
     if (cfg.runtime[0])
         json_object_set_new(req, "runtime", json_string(cfg.runtime));
     if (cfg.volumes[0])
@@ -368,6 +434,19 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         json_decref(r);
         return -1;
     }
+    /* The job has the task's stdio now. This process never execs, so what slurmstepd left open
+     * here for exec to close (O_CLOEXEC: the write ends of the step's stdin pipes among them)
+     * would stay open as long as the job runs, and a task would never see its stdin end: all
+     * of it goes but the connection and stdout/stderr (for the words below); stdin becomes
+     * /dev/null. */
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0 && null != 0) {
+        dup2(null, 0);
+        close(null);
+    }
+    if (cfg.fd > 3)
+        syscall(SYS_close_range, 3u, (unsigned)cfg.fd - 1, 0u);
+    syscall(SYS_close_range, (unsigned)cfg.fd + 1, ~0u, 0u);
     char id[64], path[160];
     snprintf(id, sizeof id, "%s", json_string_value(json_object_get(r, "id")) ? json_string_value(json_object_get(r, "id")) : "");
     json_decref(r);

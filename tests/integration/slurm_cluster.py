@@ -11,6 +11,8 @@ temporary directory, pointed at a generated slurm.conf through SLURM_CONF. Nothi
 - select/cons_tres with GresTypes=gpu: each node has two test GPUs, character devices made with
   mknod 195:N in the cluster's directory as tests/integration/gpu_nodes.py makes them (node1
   minors 0,1; node2 minors 2,3).
+  A caller may pass gpu_dev, a directory where it made nvidia0..3 itself (a joblet daemon's
+  simulated machine, tests/integration/test_slurm_joblet.py): gres.conf then names those.
 - an optional plugstack.conf content (a SPANK plugin to load), or a function of the cluster that
   returns it once the cluster's directory exists (build_spank_plugin builds one there).
 
@@ -172,8 +174,10 @@ def describe(pid):
 class SlurmCluster:
     """munged + slurmctld + slurmd node1, node2 in a private directory."""
 
-    def __init__(self, constrain_devices=False, plugstack=None, extra_slurm_conf="", task_plugin="task/cgroup"):
+    def __init__(self, constrain_devices=False, plugstack=None, extra_slurm_conf="", task_plugin="task/cgroup",
+                 gpu_dev=None):
         self.constrain_devices = constrain_devices
+        self.gpu_dev = gpu_dev
         self.plugstack = plugstack
         self.extra_slurm_conf = extra_slurm_conf
         self.task_plugin = task_plugin
@@ -195,7 +199,7 @@ class SlurmCluster:
         return self.path("munge", "munge.socket")
 
     def gpu_files(self, node):
-        return [self.path("dev", f"nvidia{m}") for m in NODES[node]]
+        return [os.path.join(self.gpu_dev or self.path("dev"), f"nvidia{m}") for m in NODES[node]]
 
     @property
     def env(self):
@@ -211,7 +215,7 @@ class SlurmCluster:
             os.makedirs(self.path(d))
         os.chmod(self.path("munge"), 0o755)  # clients of other users reach munged's socket
         # the test GPUs: 195:N as the driver makes them (tests/integration/gpu_nodes.py)
-        for minors in NODES.values():
+        for minors in NODES.values() if self.gpu_dev is None else ():
             for m in minors:
                 p = self.path("dev", f"nvidia{m}")
                 os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(195, m))
@@ -435,7 +439,7 @@ ConstrainDevices={"yes" if self.constrain_devices else "no"}
 @pytest.fixture(scope="module", name="slurm_cluster")
 def slurm_cluster_fixture(request):
     """One test cluster per test module; SLURM_CLUSTER_OPTIONS in the module sets its options
-    (constrain_devices, plugstack, extra_slurm_conf, task_plugin)."""
+    (constrain_devices, plugstack, extra_slurm_conf, task_plugin, gpu_dev)."""
     c = SlurmCluster(**getattr(request.module, "SLURM_CLUSTER_OPTIONS", {}))
     c.start()
     yield c

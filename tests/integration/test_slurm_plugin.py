@@ -362,3 +362,31 @@ def test_batch_script_stays_slurms(fresh_daemon, slurm_cgroups):
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 0 and out == f"batch {p.pid}\n", out
     assert slurm_jobs(d) == []
+
+
+TASK_GPUS = r"""
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+body = json.dumps({"argv": ["true"], "env": [], "gpus": [sys.argv[2]], "task_gpus": [sys.argv[3]]}).encode()
+s.sendall(b"POST /v1/slurm/tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+          + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+data = b""
+while True:
+    c = s.recv(65536)
+    if not c: break
+    data += c
+print(data.decode().split("\r\n", 1)[0]); print(data.decode().split("\r\n\r\n", 1)[1])
+"""
+
+
+def test_task_gpus_beyond_the_steps_are_refused(gpu_daemon, slurm_cgroups):
+    """task_gpus (the task's own, from the plugin) only narrows: a GPU in it that is not among
+    the step's gpus is refused (400 on task_gpus), even on root's connection."""
+    d, dev, n1_minors, gres = gpu_daemon
+    cg = slurm_cgroups(52, uid=0)
+    enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
+    p = subprocess.run(["sh", "-c", enter + ' && exec "$@"', "sh", sys.executable, "-c", TASK_GPUS, d.sock,
+                        f"{dev}/nvidia{n1_minors[0]}", f"{dev}/nvidia{n1_minors[1]}"],
+                       capture_output=True, text=True, timeout=60)
+    assert " 400 " in p.stdout and "task_gpus" in p.stdout, (p.stdout, p.stderr)
+    assert slurm_jobs(d) == []

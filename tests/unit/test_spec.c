@@ -262,6 +262,7 @@ static void test_round_trip_delegated_and_hook(void **state)
     cg_given g = {.unified = "/sys/fs/cgroup/unified/slurm/job_7/step_0/task_0"};
     snprintf(g.v1[CGC_MEMORY], sizeof g.v1[CGC_MEMORY], "/sys/fs/cgroup/memory/slurm/uid_1000/job_7/step_0");
     snprintf(g.v1[CGC_PIDS], sizeof g.v1[CGC_PIDS], "/sys/fs/cgroup/pids/slurm/job_7");
+    snprintf(g.freezer, sizeof g.freezer, "/sys/fs/cgroup/freezer/slurm/uid_1000/job_7/step_0");
     in.cgroup_given = &g;
     in.step_hook = "/usr/libexec/joblet/net-hook";
     jerr e = {0};
@@ -579,6 +580,11 @@ static void test_malformed_fields(void **state)
     longpath[sizeof longpath - 1] = 0;
     edited_bad("cgroup_given", json_pack("{s:s}", "unified", longpath), "too long");
     edited_bad("cgroup_given", json_pack("{s:{s:s}}", "v1", "memory", longpath), "too long");
+    edited_bad("cgroup_given", json_pack("{s:s,s:s}", "unified", "/sys/fs/cgroup/unified/x", "freezer", "step_0"),
+               "a relative freezer");
+    edited_bad("cgroup_given", json_pack("{s:s,s:s}", "unified", "/sys/fs/cgroup/unified/x", "freezer", longpath),
+               "a freezer path too long");
+    edited_bad("cgroup_given", json_pack("{s:s}", "freezer", "/sys/fs/cgroup/freezer/x"), "only a freezer");
     edited_bad("step_hook", json_string("hook.sh"), "relative");
     edited_bad("step_hook", json_true(), "true");
 
