@@ -48,12 +48,25 @@ static int nodes_from_json(json_t *a, const char *key, char ***out, size_t *n, j
     return 0;
 }
 
-/* {"argv": [..], "env": ["K=V", ..], "runtime": NAME, "volumes": [..], "gpus": ["/dev/nvidia0", ..],
+/* {"argv": [..], "env": ["K=V", ..], "runtime": NAME, "volumes": [..], "network": "host"|"none" (default
+ * host), "gpus": ["/dev/nvidia0", ..],
  * "task_gpus": [..], "slurm": {"job", "step", "task", "uid"}} into r; the job request goes through the same
  * reader as POST /v1/jobs. */
 static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
 {
     *r = (slurm_task_req){0};
+    static const char *const known[] = {"argv", "env", "runtime", "volumes", "network", "gpus", "task_gpus", "slurm"};
+    const char *key;
+    json_t *val;
+    json_object_foreach(b, key, val)
+    {
+        size_t k = 0;
+        while (k < ARRAY_LEN(known) && strcmp(key, known[k]))
+            k++;
+        if (k == ARRAY_LEN(known))
+            return jerr_field(e, key, "%s: not a field of a Slurm task (argv, env, runtime, volumes, network, gpus, "
+                                      "task_gpus, slurm)", key);
+    }
     json_t *argv = json_object_get(b, "argv"), *env = json_object_get(b, "env"), *gpus = json_object_get(b, "gpus"),
            *slurm = json_object_get(b, "slurm"), *v;
     size_t i;
@@ -86,10 +99,14 @@ static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
         }
     }
     json_object_set_new(q, "env", ev);
-    const char *keys[] = {"runtime", "volumes"};
+    const char *keys[] = {"runtime", "volumes", "network"};
     for (i = 0; i < ARRAY_LEN(keys); i++)
         if ((v = json_object_get(b, keys[i])) && !json_is_null(v))
             json_object_set(q, keys[i], v);
+    /* a step's tasks talk to each other across nodes (MPI, NCCL, torch.distributed): the node's
+     * network unless the step asked for none (--joblet-network=none) */
+    if (!json_object_get(q, "network"))
+        json_object_set_new(q, "network", json_string("host"));
     if (r->claimed.set) {
         char t[64], name[80];
         slurmcg_text(&r->claimed, t, sizeof t);

@@ -44,6 +44,7 @@ static struct {
     char gres_conf[4096];
     char runtime[128];
     char volumes[1024];       /* comma-separated */
+    char network[8];          /* "host" (the default: a step's tasks talk across nodes) or "none" */
     int fd;                   /* the connection root opened; -1 none */
     char *gres_text;          /* gres.conf as root read it */
     bool step_has_gpus;       /* the step's SLURM_STEP_GPUS, as root read it before the user ran */
@@ -59,6 +60,15 @@ static int opt_cb(int val, const char *optarg, int remote)
     case 1:
         cfg.on = true;
         snprintf(cfg.runtime, sizeof cfg.runtime, "%s", optarg ? optarg : "");
+        break;
+    case 3:
+        cfg.on = true;
+        if (!optarg || (strcmp(optarg, "host") && strcmp(optarg, "none"))) {
+            slurm_error("joblet: --joblet-network=%s: must be host (the node's network, as Slurm tasks have it) or "
+                        "none (loopback only)", optarg ? optarg : "");
+            return -1;
+        }
+        snprintf(cfg.network, sizeof cfg.network, "%s", optarg);
         break;
     case 2: {
         cfg.on = true;
@@ -77,6 +87,10 @@ static struct spank_option options[] = {
      opt_cb},
     {"joblet-volume", "NAME[,NAME]", "mount joblet's volumes at /volumes/NAME (comma-separated); implies --joblet", 1, 2,
      opt_cb},
+    {"joblet-network", "host|none",
+     "the tasks' network: host (default: the node's, for MPI, NCCL, torch.distributed across nodes) or none "
+     "(loopback only); implies --joblet",
+     1, 3, opt_cb},
     SPANK_OPTIONS_TABLE_END};
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
@@ -419,6 +433,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         json_object_set_new(req, "runtime", json_string(cfg.runtime));
     if (cfg.volumes[0])
         json_object_set_new(req, "volumes", csv_array(cfg.volumes));
+    json_object_set_new(req, "network", json_string(cfg.network[0] ? cfg.network : "host"));
     char *payload = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     char *body = NULL;

@@ -390,3 +390,26 @@ def test_task_gpus_beyond_the_steps_are_refused(gpu_daemon, slurm_cgroups):
                        capture_output=True, text=True, timeout=60)
     assert " 400 " in p.stdout and "task_gpus" in p.stdout, (p.stdout, p.stderr)
     assert slurm_jobs(d) == []
+
+
+def test_network_is_the_nodes_unless_the_step_asks_for_none(fresh_daemon, slurm_cgroups):
+    """A step's tasks talk across nodes (MPI, NCCL, torch.distributed): by default a task has the
+    node's network namespace; --joblet-network=none gives it loopback only; another value is
+    refused by the plugin, and a field the route does not know is refused naming it."""
+    d = fresh_daemon()
+    host_net = os.readlink("/proc/self/ns/net")
+    cg = slurm_cgroups(47, task=0)
+    p = task(d, cg, ["readlink", "/proc/self/ns/net"], job=47)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and out.strip() == host_net, (out, err)
+    p = task(d, cg, ["sh", "-c", "readlink /proc/self/ns/net; ls /sys/class/net"], job=47,
+             opts=("joblet-network=none",))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert out.split()[0] != host_net and out.split()[1:] == ["lo"], out
+    p = task(d, cg, ["true"], job=47, opts=("joblet-network=bridge",))
+    out, err = p.communicate(timeout=60)
+    # (srun refuses the option when its callback fails; the fake host only reports it)
+    assert "--joblet-network=bridge: must be host" in err, (p.returncode, err)
+    st, r = d.api("POST", "/v1/slurm/tasks", {"argv": ["true"], "cwd": "/"})
+    assert st == 400 and r["error"]["field"] == "cwd", r
