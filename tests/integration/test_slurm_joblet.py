@@ -398,12 +398,6 @@ def test_runtime(cluster, jd):
     assert p.returncode == 0 and p.stdout == "busybox runtime\n", (p.stdout, p.stderr)
 
 
-def test_runtime_python_ml():
-    pytest.skip("--joblet-runtime=python-3.11-ml (Python 3.11 with torch) needs `rnx runtime build` from the "
-                "network (pip wheels of torch): not buildable offline; the runtime path itself is tested with "
-                "busybox (test_runtime)")
-
-
 def test_nothing_left(cluster, jd):
     """After the module's tasks: no joblet job running, no cgroup2 directory slurm-* of joblet's."""
     assert not [j for j in slurm_jobs(jd) if j["status"] in ("RUNNING", "STOPPING")]
