@@ -175,6 +175,36 @@ def test_gres_conf_pcie_minors_out_of_bus_order(sim):
         "NodeName=n1 Name=gpu Type=nvidia_a100-pcie-40gb File=/dev/nvidia2 Cores=32-63 Links=0,0,12,-1"], out
 
 
+def cores_of(cpus, ncores):
+    """Slurm's core ids of a Linux CPU list ("0-55,112-167") on the synthetic topology sim_sys
+    makes: CPU k and k + ncores are the two threads of core k."""
+    out = set()
+    for part in cpus.split(","):
+        a, _, b = part.partition("-")
+        out.update(c % ncores for c in range(int(a), int(b or a) + 1))
+    return out
+
+
+@pytest.mark.parametrize("name,topo", [("dgx-h100", (2, 56, 2)), ("dgx1-v100", (2, 20, 2)),
+                                       ("a100-pcie-4", (2, 32, 2))])
+def test_gres_conf_agrees_with_rnx_gpu_topo(sim, name, topo):
+    """Every GPU of `rnx gpu topo` has its line: File= its minor, Links= its NVLink row of the
+    topo matrix in the lines' order (-1 for itself), Cores= the cores of its CPU affinity."""
+    d = sim(name, topo)
+    lines = re.findall(r"^NodeName=n Name=gpu Type=\S+ File=/dev/nvidia(\d+) Cores=(\S+) Links=(\S+)$",
+                       d.rnx("gpu", "gres-conf", "--node-name=n", check=True).stdout, re.M)
+    t = json.loads(d.rnx("--json", "gpu", "topo", check=True).stdout)
+    minors = [g["minor"] for g in d.api("GET", "/v1/gpus")[1]["gpus"]]
+    assert len(lines) == len(minors) == len(t["nvlink"]), lines
+    order = [minors.index(int(m)) for m, _, _ in lines]     # each line's GPU, as topo numbers it
+    assert sorted(order) == list(range(len(minors))), order
+    ncores = topo[0] * topo[1]
+    for (minor, cores, links), i in zip(lines, order):
+        row = [-1 if j == i else (t["nvlink"][i][j] or 0) for j in order]
+        assert [int(x) for x in links.split(",")] == row, (name, i, links, row)
+        assert cores_of(cores, 10**9) == cores_of(t["affinity"][i]["local_cpus"], ncores), (name, i, cores)
+
+
 def test_gres_conf_bad_input_and_unknown_cores(sim):
     # a topology without the fixture's CPUs: no Cores=, and the file says why
     d = sim("mixed", (1, 4, 1))
