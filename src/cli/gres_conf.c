@@ -101,6 +101,8 @@ int gres_conf_write(json_t *inv, const char *node, enum gres_conf_format fmt, FI
     }
     if (fmt == GRES_CONF_SLURM)
         return write_slurm_conf(gpus, node, out);
+    /* the device nodes' directory as joblet uses it (gpu.dev_root), so File= names what exists */
+    const char *dev_root = str(inv, "dev_root") && str(inv, "dev_root")[0] == '/' ? str(inv, "dev_root") : "/dev";
     int simulated = json_is_true(json_object_get(inv, "simulated"));
     const char *backend = str(inv, "backend");
     fprintf(out, "# gres.conf for %s from joblet's GPU discovery%s%s%s%s; GPUs in PCI bus order\n", node,
@@ -132,7 +134,7 @@ int gres_conf_write(json_t *inv, const char *node, enum gres_conf_format fmt, FI
         const char *cores = str(g, "local_cores");
         if (!cores || !*cores)
             fprintf(out, "# GPU %zu: no Cores=: its CPUs' cores are unknown on this machine\n", i);
-        fprintf(out, "NodeName=%s Name=gpu Type=%s File=/dev/nvidia%lld", node, type,
+        fprintf(out, "NodeName=%s Name=gpu Type=%s File=%s/nvidia%lld", node, type, dev_root,
                 (long long)json_integer_value(minor));
         if (cores && *cores)
             fprintf(out, " Cores=%s", cores);

@@ -128,6 +128,8 @@ json_t *gpu_json_all(void)
     /* rnx gpu gres-conf's NodeName=, and whether joblet drains the node (docs/slurm.md) */
     json_object_set_new(o, "slurm", json_pack("{s:s,s:b}", "node_name", slurm_node_name(), "drains_node",
                                               slurm_node_active()));
+    /* where the GPUs' device nodes are (gpu.dev_root: /dev but on test machines), for File= */
+    json_object_set_new(o, "dev_root", json_string(core.cfg.gpu.dev_root[0] ? core.cfg.gpu.dev_root : "/dev"));
     json_t *gpus = json_object_get(o, "gpus");
     for (size_t i = 0; i < json_array_size(gpus); i++)
         add_state(json_array_get(gpus, i), (int)i);

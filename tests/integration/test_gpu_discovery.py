@@ -350,7 +350,7 @@ def test_gpu_json_schema(fresh_daemon):
     d = gpu_daemon(fresh_daemon, "a100-mig")
     inv = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)
     assert set(inv) == {"enabled", "backend", "simulated", "driver_version", "cuda_driver_version", "discovery_ms",
-                        "gpus", "attempts", "cuda_installations", "gvisor", "slurm"}
+                        "gpus", "attempts", "cuda_installations", "gvisor", "slurm", "dev_root"}
     assert set(inv["gvisor"]) <= {"available", "nvproxy", "runsc_version"}
     assert set(inv["slurm"]) == {"node_name", "drains_node"} and inv["slurm"]["drains_node"] is False
     g = inv["gpus"][0]

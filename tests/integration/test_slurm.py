@@ -135,11 +135,13 @@ def sim(fresh_daemon, tmp_path):
         (tmp_path / "nocuda").mkdir()
         sysroot = sim_sys(tmp_path, name, *topo)
         f = os.path.join(FIX, name)
-        return fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+        d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
                             f"  sys_root: {sysroot}\n  dev_root: {dev}\n  cuda_search_root: {tmp_path}/nocuda\n"
                             f"  nvidia_smi: {FAKE_SMI}\n  scrub: 0\n" + extra,
                             env={"FAKE_NVML_FIXTURE": f"{f}/machine.json", "FAKE_SMI_DIR": f"{f}/smi",
                                  "FAKE_SMI_RESET_LOG": str(tmp_path / "resets"), **(env or {})})
+        d.dev = str(dev)   # gpu.dev_root: gres-conf's File= is there
+        return d
     return make
 
 
@@ -152,7 +154,7 @@ def test_gres_conf_dgx_h100(sim):
     assert lines[0] == "# gres.conf for dgx01 from joblet's GPU discovery (backend nvml); GPUs in PCI bus order"
     # CPUs 0-55 and their siblings 112-167 are NUMA node 0: Slurm's cores 0-55
     assert lines[1:] == [
-        f"NodeName=dgx01 Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia{i} Cores={'0-55' if i < 4 else '56-111'} "
+        f"NodeName=dgx01 Name=gpu Type=nvidia_h100_80gb_hbm3 File={d.dev}/nvidia{i} Cores={'0-55' if i < 4 else '56-111'} "
         f"Links={','.join('-1' if j == i else '18' for j in range(8))}" for i in range(8)], out
     # the node name on the command line wins; slurm.conf's Gres=
     out = d.rnx("gpu", "gres-conf", "--node-name=gpu-a1", "--format=slurm.conf", check=True).stdout
@@ -169,10 +171,10 @@ def test_gres_conf_pcie_minors_out_of_bus_order(sim):
     d = sim("a100-pcie-4", (2, 32, 2))
     out = d.rnx("gpu", "gres-conf", "--node-name", "n1", check=True).stdout.splitlines()
     assert out[1:] == [
-        "NodeName=n1 Name=gpu Type=nvidia_a100-pcie-40gb File=/dev/nvidia0 Cores=0-31 Links=-1,12,0,0",
-        "NodeName=n1 Name=gpu Type=nvidia_a100-pcie-40gb File=/dev/nvidia1 Cores=0-31 Links=12,-1,0,0",
-        "NodeName=n1 Name=gpu Type=nvidia_a100-pcie-40gb File=/dev/nvidia3 Cores=32-63 Links=0,0,-1,12",
-        "NodeName=n1 Name=gpu Type=nvidia_a100-pcie-40gb File=/dev/nvidia2 Cores=32-63 Links=0,0,12,-1"], out
+        f"NodeName=n1 Name=gpu Type=nvidia_a100-pcie-40gb File={d.dev}/nvidia0 Cores=0-31 Links=-1,12,0,0",
+        f"NodeName=n1 Name=gpu Type=nvidia_a100-pcie-40gb File={d.dev}/nvidia1 Cores=0-31 Links=12,-1,0,0",
+        f"NodeName=n1 Name=gpu Type=nvidia_a100-pcie-40gb File={d.dev}/nvidia3 Cores=32-63 Links=0,0,-1,12",
+        f"NodeName=n1 Name=gpu Type=nvidia_a100-pcie-40gb File={d.dev}/nvidia2 Cores=32-63 Links=0,0,12,-1"], out
 
 
 def cores_of(cpus, ncores):
@@ -191,7 +193,7 @@ def test_gres_conf_agrees_with_rnx_gpu_topo(sim, name, topo):
     """Every GPU of `rnx gpu topo` has its line: File= its minor, Links= its NVLink row of the
     topo matrix in the lines' order (-1 for itself), Cores= the cores of its CPU affinity."""
     d = sim(name, topo)
-    lines = re.findall(r"^NodeName=n Name=gpu Type=\S+ File=/dev/nvidia(\d+) Cores=(\S+) Links=(\S+)$",
+    lines = re.findall(r"^NodeName=n Name=gpu Type=\S+ File=\S+/nvidia(\d+) Cores=(\S+) Links=(\S+)$",
                        d.rnx("gpu", "gres-conf", "--node-name=n", check=True).stdout, re.M)
     t = json.loads(d.rnx("--json", "gpu", "topo", check=True).stdout)
     minors = [g["minor"] for g in d.api("GET", "/v1/gpus")[1]["gpus"]]
@@ -210,7 +212,7 @@ def test_gres_conf_bad_input_and_unknown_cores(sim):
     d = sim("mixed", (1, 4, 1))
     out = d.rnx("gpu", "gres-conf", "--node-name=n2", check=True).stdout
     assert "# GPU 2: no Cores=: its CPUs' cores are unknown on this machine\n" \
-           "NodeName=n2 Name=gpu Type=tesla_t4 File=/dev/nvidia2 Links=0,0,-1,0\n" in out, out
+           f"NodeName=n2 Name=gpu Type=tesla_t4 File={d.dev}/nvidia2 Links=0,0,-1,0\n" in out, out
     p = d.rnx("gpu", "gres-conf", "--format=yaml")
     assert p.returncode == 2 and "--format: 'yaml' is not a format; accepted: gres.conf, slurm.conf" in p.stderr
     p = d.rnx("gpu", "gres-conf", "--node-name=a b")
@@ -449,3 +451,41 @@ def test_real_slurm_node_drained_and_resumed(sim, tmp_path):
                 assert "DRAIN" in state and reason == "new PSU", node1()
         finally:
             d.stop()  # before the cluster goes
+
+
+@pytest.mark.parametrize("name,topo", [("dgx-h100", (2, 56, 2)), ("dgx1-v100", (2, 20, 2)),
+                                       ("a100-pcie-4", (2, 32, 2))])
+def test_the_test_cluster_starts_with_the_gres_conf(sim, name, topo):
+    """The test Slurm cluster (slurm_cluster.py) starts with `rnx gpu gres-conf`'s lines as
+    node1's whole gres.conf and `--format=slurm.conf`'s Gres= in its slurm.conf: node1's slurmd
+    (hwloc shown the fixture's topology, HWLOC_SYNTHETIC) registers with every GPU, and a step
+    on node1 gets the GPUs by Type and File= order."""
+    from slurm_cluster import NODE_MEM_MB, SlurmCluster, cannot_run
+    why = cannot_run()
+    if why:
+        pytest.skip(why)
+    d = sim(name, topo)
+    conf = d.rnx("gpu", "gres-conf", "--node-name=node1", check=True).stdout
+    gres = d.rnx("gpu", "gres-conf", "--node-name=node1", "--format=slurm.conf", check=True).stdout.split()[1]
+    sockets, cores, threads = topo
+    n = sockets * cores
+    idx = ",".join(str(t * n + p * cores + c) for p in range(sockets) for c in range(cores) for t in range(threads))
+    ngpus = len(re.findall(r"^NodeName=node1 Name=gpu ", conf, re.M))
+    with SlurmCluster(gres_conf=conf,
+                      node_conf={"node1": f"CPUs={n * threads} Sockets={sockets} CoresPerSocket={cores} "
+                                          f"ThreadsPerCore={threads} RealMemory={NODE_MEM_MB} {gres}",
+                                 "node2": f"CPUs=2 RealMemory={NODE_MEM_MB}"},
+                      slurmd_env={"node1": {"HWLOC_SYNTHETIC": f"pack:{sockets} core:{cores} pu:{threads}"
+                                                               f"(indexes={idx})"}}) as c:
+        shown = c.run(["scontrol", "show", "node", "node1"], check=True).stdout
+        # registered IDLE with every GPU, bound to the sockets of their cores (S:...)
+        assert re.search(rf"\bGres={re.escape(gres.split('=', 1)[1])}\(S:[0-9,-]+\)", shown), (gres, shown)
+        assert re.search(r"\bState=IDLE\b", shown) and f":{ngpus}(" in shown, shown
+        typ = re.search(r"Type=(\S+)", conf).group(1)
+        p = c.run(["srun", "-w", "node1", "-n1", f"--gres=gpu:{typ}:2", "printenv", "SLURM_STEP_GPUS"])
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        a, b = (int(x) for x in p.stdout.split(","))
+        # Slurm read Links=: the two GPUs it gave are as well connected as any pair with the first
+        # (DGX-1: 0 and 3, two NVLinks; a plain 0,1 would have one)
+        links = [[int(x) for x in row.split(",")] for row in re.findall(r"Links=(\S+)", conf)]
+        assert links[a][b] == max(links[a]), (a, b, links[a])
