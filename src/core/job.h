@@ -75,7 +75,8 @@ typedef struct job {
                                * rest of its cgroups are Slurm's): removed when its shim exits */
     watch w_waiter;           /* pidfd of the process waiting for it (the Slurm task): its end
                                * kills the job; fd -1 none */
-    pid_t waiter_pid;
+    pid_t waiter_pid;         /* and its start time: a restarted joblet watches it again */
+    uint64_t waiter_start;
     struct follower *followers;
     struct job_term_waiter *term_waiters; /* attachers waiting for its terminal (job_term.h) */
     int inotify_wd;

@@ -397,6 +397,7 @@ static void on_waiter_exit(watch *w, uint32_t events)
 void job_launch_wait_by(job *j, int pidfd, pid_t pid)
 {
     j->waiter_pid = pid;
+    j->waiter_start = proc_start_time(pid); /* (pidfd held: the pid is still that process) */
     j->w_waiter = (watch){pidfd, on_waiter_exit, j};
     loop_add(&j->w_waiter);
 }
@@ -408,6 +409,37 @@ void job_launch_unwait(job *j)
     loop_del(&j->w_waiter);
     close(j->w_waiter.fd);
     j->w_waiter.fd = -1;
+}
+
+void job_launch_cg2_path(const job *j, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%s/slurm-%s", core.cg.unified, core.cfg.cgroup_root, j->id);
+}
+
+/* A Slurm task's own pieces after a restart: its cgroup2 directory is the job's again (removed
+ * when its shim exits), and the process that waited for it is watched again, by pid and start
+ * time; when it is gone (scancel while joblet was down), the job goes too. */
+static void adopt_slurm_task(job *j)
+{
+    char d[320];
+    job_launch_cg2_path(j, d, sizeof d);
+    if (core.cg.unified[0] && !j->cg2_made && access(d, F_OK) == 0)
+        j->cg2_made = xstrdup(d);
+    if (j->waiter_pid <= 0)
+        return;
+    int pidfd = (int)syscall(SYS_pidfd_open, j->waiter_pid, 0);
+    if (pidfd >= 0 && j->waiter_start && proc_start_time(j->waiter_pid) == j->waiter_start) {
+        job_launch_wait_by(j, pidfd, j->waiter_pid);
+        return;
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    job_event(j, JE_STOPPING, -1, "the process that waited for it (pid %d) ended while joblet was down: SIGKILL to "
+                                  "every process at once",
+              (int)j->waiter_pid);
+    jerr e = {0};
+    if (job_launch_kill(j, (uid_t)-1, &e) < 0)
+        log_err("job %s: %s", j->id, e.msg);
 }
 
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
@@ -433,6 +465,8 @@ void job_launch_adopt_all(void)
                 j->sandbox_uid = job_detail_sandbox_uid(j); /* held until it ends */
             watch_shim(j, pidfd, -1);
             log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
+            if (j->slurm.set)
+                adopt_slurm_task(j);
             continue;
         }
         if (pidfd >= 0)
@@ -440,6 +474,12 @@ void job_launch_adopt_all(void)
         job_event(j, JE_RESTARTED, -1, "joblet restarted; the job's shim (pid %d) ended while it was down",
                   (int)j->shim_pid);
         finalize(j);
+        if (j->slurm.set && core.cg.unified[0]) {
+            char d[320]; /* its device filter's directory, empty with its shim gone */
+            job_launch_cg2_path(j, d, sizeof d);
+            if (rmdir(d) < 0 && errno != ENOENT)
+                log_warn("job %s: cannot remove its cgroup %s: %s", j->id, d, strerror(errno));
+        }
     }
 }
 

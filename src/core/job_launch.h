@@ -26,6 +26,9 @@ int job_launch_given(job *j, const cg_given *given, const int stdio[3], jerr *e)
 /* pidfd (taken over) is the process waiting for the job (a Slurm task): when it ends, the job
  * is killed. job_launch_unwait stops watching it (the job's shim ended, or it is deleted). */
 void job_launch_wait_by(job *j, int pidfd, pid_t pid);
+/* A Slurm task's cgroup2 directory, joblet's own, for its device filter alone:
+ * <unified>/<cgroup.root>/slurm-<id>. */
+void job_launch_cg2_path(const job *j, char *out, size_t len);
 void job_launch_unwait(job *j);
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
 void job_launch_adopt_all(void);

@@ -39,6 +39,8 @@ const db_job *job_row(const job *j, db_job *out)
         .shim_pid = j->shim_pid,
         .shim_start = j->shim_start,
         .init_pid = j->init_pid,
+        .waiter_pid = j->waiter_pid,
+        .waiter_start = j->waiter_start,
     };
     memcpy(out->id, j->id, sizeof out->id);
     memcpy(out->wf_id, j->wf_id, sizeof out->wf_id);

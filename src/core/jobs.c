@@ -141,6 +141,8 @@ job *job_new(db_job *r)
     j->gpu_fault = r->gpu_fault;
     j->shim_pid = (pid_t)r->shim_pid;
     j->shim_start = r->shim_start;
+    j->waiter_pid = (pid_t)r->waiter_pid;
+    j->waiter_start = r->waiter_start;
     j->init_pid = (pid_t)r->init_pid;
     /* the event loop's: nothing watched yet */
     j->w_pid.fd = -1;

@@ -290,7 +290,7 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     if (core.cg.unified[0]) {
         /* the device filter's cgroup2 directory, joblet's own: Slurm's cgroup/v1 makes none */
         char d[320];
-        snprintf(d, sizeof d, "%s/%s/slurm-%s", core.cg.unified, core.cfg.cgroup_root, j->id);
+        job_launch_cg2_path(j, d, sizeof d);
         if (mkdir(d, 0755) < 0) {
             jerr_sys(e, "mkdir %s", d);
             goto failed;

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -37,6 +38,7 @@ SPANK_PLUGIN(joblet, 1);
 #define DEFAULT_SOCKET "/run/joblet/joblet.sock"
 #define DEFAULT_GRES_CONF "/etc/slurm/gres.conf"
 #define MAX_GRES_CONF (1 << 20)
+#define RESTART_WAIT_S 120 /* how long the task waits for joblet to come back, when it goes */
 
 static struct {
     bool on;                  /* this step runs its tasks through joblet */
@@ -131,15 +133,27 @@ static bool step_wrapped(spank_t sp)
     return step != SLURM_BATCH_SCRIPT && step != SLURM_EXTERN_CONT && step != SLURM_INTERACTIVE_STEP;
 }
 
+/* A connection to joblet's socket; -1 with errno. */
+static int dial(void)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", cfg.socket);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
 /* Root: the connection, and gres.conf (which need not be readable by the user). */
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 {
     if (!step_wrapped(sp))
         return 0;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", cfg.socket);
-    cfg.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (cfg.fd < 0 || connect(cfg.fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    if ((cfg.fd = dial()) < 0) {
         slurm_error("joblet: cannot reach joblet at %s: %s (is joblet running on this node?)", cfg.socket,
                     strerror(errno));
         return -1;
@@ -468,15 +482,34 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     /* the end record is the last line of the log stream (there is no output: it went to the
      * task's own stdio) */
     snprintf(path, sizeof path, "/v1/jobs/%s/logs?follow=1&format=ndjson", id);
-    status = http(cfg.fd, "GET", path, NULL, &body);
     json_t *end = NULL;
-    if (status == 200 && body) {
-        char *last = body, *nl;
-        while ((nl = strchr(last, '\n')) && nl[1])
-            last = nl + 1;
-        end = json_loads(last, JSON_DISABLE_EOF_CHECK, NULL);
+    /* A restart of joblet (an upgrade) ends the stream but not the job, which the new joblet
+     * adopts, and this process with it (it watches it again): wait on a new connection, made as
+     * the task's user (the job is theirs), for up to RESTART_WAIT_S without one. */
+    for (time_t lost = 0;;) {
+        status = cfg.fd >= 0 ? http(cfg.fd, "GET", path, NULL, &body) : -1;
+        if (status == 200 && body) {
+            char *last = body, *nl;
+            while ((nl = strchr(last, '\n')) && nl[1])
+                last = nl + 1;
+            end = json_loads(last, JSON_DISABLE_EOF_CHECK, NULL);
+        }
+        free(body);
+        body = NULL;
+        if ((end && json_is_true(json_object_get(end, "end"))) || (status > 0 && status != 200))
+            break;
+        json_decref(end);
+        end = NULL;
+        if (cfg.fd >= 0)
+            close(cfg.fd);
+        rlen = rpos = 0;
+        if (!lost)
+            lost = time(NULL);
+        else if (time(NULL) - lost > RESTART_WAIT_S)
+            break;
+        usleep(200 * 1000);
+        cfg.fd = dial();
     }
-    free(body);
     json_t *sig = json_object_get(end, "signal"), *code = json_object_get(end, "exit_code");
     const char *reason = json_string_value(json_object_get(end, "end_reason"));
     if (!end || !json_is_true(json_object_get(end, "end"))) {

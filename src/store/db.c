@@ -390,6 +390,9 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     json_decref(fj);
     bind_text(st, 29, fault);
     json_t *sj = slurmcg_to_json(&j->slurm);
+    if (sj && j->waiter_pid > 0)
+        json_object_set_new(sj, "waiter", json_pack("{s:I,s:I}", "pid", (json_int_t)j->waiter_pid, "start",
+                                                    (json_int_t)j->waiter_start));
     char *slurm = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
     json_decref(sj);
     bind_text(st, 31, slurm);
@@ -649,6 +652,9 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
         if (sqlite3_column_type(st, 30) != SQLITE_NULL) {
             json_t *sj = json_loads((const char *)sqlite3_column_text(st, 30), 0, NULL);
             slurmcg_from_json(sj, &j->slurm);
+            json_t *w = json_object_get(sj, "waiter");
+            j->waiter_pid = json_integer_value(json_object_get(w, "pid"));
+            j->waiter_start = (uint64_t)json_integer_value(json_object_get(w, "start"));
             json_decref(sj);
         }
         fn(j, arg);

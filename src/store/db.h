@@ -51,6 +51,9 @@ typedef struct db_job {
     uint64_t shim_start;
     int64_t init_pid;
     slurm_ids slurm;         /* a Slurm task's ids; set false for other jobs */
+    int64_t waiter_pid;      /* a Slurm task: the process that waits for it, and its start time
+                              * (stored in the slurm column's object, "waiter"); 0 none */
+    uint64_t waiter_start;
 } db_job;
 /* Frees what a loaded row still owns (what fn of db_load_jobs did not take), and empties it. */
 void db_job_free(db_job *r);

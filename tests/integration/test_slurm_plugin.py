@@ -413,3 +413,40 @@ def test_network_is_the_nodes_unless_the_step_asks_for_none(fresh_daemon, slurm_
     assert "--joblet-network=bridge: must be host" in err, (p.returncode, err)
     st, r = d.api("POST", "/v1/slurm/tasks", {"argv": ["true"], "cwd": "/"})
     assert st == 400 and r["error"]["field"] == "cwd", r
+
+
+def test_a_restart_of_joblet_keeps_the_task(fresh_daemon, slurm_cgroups):
+    """joblet killed (-9) and started again while a task runs: the new joblet adopts the job and
+    watches the task process again, which waits on a new connection: the task ends with its own
+    code. A task process that dies while joblet is down takes its job with it when joblet comes
+    back, and joblet's cgroup2 directory of that job goes."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(48, task=0)
+    p = task(d, cg, ["sh", "-c", "while [ ! -e /work/go ]; do sleep 0.05; done; echo after; exit 7"], job=48)
+    j = wait_for(lambda: [x for x in slurm_jobs(d) if x["status"] == "RUNNING"], "the task to run")[0]
+    d.kill9()
+    d.start()
+    wait_for(lambda: "re-adopted running shim" in d.log(), "the job's adoption")
+    with open(os.path.join(d.work(j["id"]), "go"), "w"):
+        pass
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 7 and out == "after\n", (p.returncode, out, err)
+    [done] = [x for x in slurm_jobs(d) if x["id"] == j["id"]]
+    assert done["status"] == "FAILED" and done["exit_code"] == 7, done
+    # the task process dies while joblet is down
+    cg2 = slurm_cgroups(49, task=0)
+    p = task(d, cg2, ["sleep", "300"], job=49)
+    j = wait_for(lambda: [x for x in slurm_jobs(d) if x["status"] == "RUNNING" and x["slurm"]["job"] == 49],
+                 "the second task to run")[0]
+    made = os.path.join(mounts().get("cgroup2", "/nonexistent"), d.cgroup_root, "slurm-" + j["id"])
+    d.kill9()
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    d.start()
+    job = wait_for(lambda: [x for x in slurm_jobs(d) if x["id"] == j["id"] and x["status"] not in ("RUNNING", "STOPPING")],
+                   "the job to end")[0]
+    assert job["status"] == "STOPPED", job
+    shown = d.rnx("job", "status", "--detail", j["id"], check=True).stdout
+    assert "ended while joblet was down" in shown, shown
+    wait_for(lambda: open(os.path.join(cg2["memory"], "cgroup.procs")).read().split() == [], "the cgroup to empty")
+    wait_for(lambda: not os.path.exists(made), "joblet's cgroup2 directory to go")
