@@ -137,6 +137,16 @@ static json_t *mount_json(const char *dst, const char *src, const char *mode)
     return json_pack("{s:s,s:s,s:s}", "path", dst, "source", src, "mode", mode);
 }
 
+void job_detail_cgroup(const job *j, cg_host *uh, cg_job *cg)
+{
+    cg_given g;
+    jerr e = {0};
+    if (j->slurm.set && j->init_pid > 0 && cg_given_of_pid(&core.cg, (pid_t)j->init_pid, &g) == 0 &&
+        cg_job_given(&core.cg, j->id, &g, cg, &e) == 0)
+        return;
+    cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, uh, cg);
+}
+
 uid_t job_detail_sandbox_uid(const job *j)
 {
     char *text = db_job_extra_get(core.db, j->id, DB_JOB_SPEC);
@@ -220,7 +230,12 @@ void job_detail_spec(const job *j, const job_spec *s)
                                                                                       : json_null()));
     cg_host uh;
     cg_job cg;
-    cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, &uh, &cg);
+    jerr ge = {0};
+    /* a Slurm task's: Slurm's memory cgroup of the task (where its limits are), else joblet's */
+    if (!s->cgroup_given || cg_job_given(&core.cg, j->id, s->cgroup_given, &cg, &ge) < 0)
+        cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, &uh, &cg);
+    else if (cg.v1_path[CGC_MEMORY][0])
+        snprintf(cg.unified_path, sizeof cg.unified_path, "%s", cg.v1_path[CGC_MEMORY]);
     json_object_set_new(o, "user_tasks_max", s->user_tasks_max ? json_integer((json_int_t)s->user_tasks_max)
                                                                 : json_null());
     jx_set_str_or_null(o, "cgroup", *cg.unified_path ? cg.unified_path : NULL);

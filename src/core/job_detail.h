@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "../exec/cgroup.h"
 #include "../exec/spec.h"
 #include "job.h"
 
@@ -32,5 +33,9 @@ void job_detail_spec(const job *j, const job_spec *s);
 /* The sandbox uid that summary recorded (gVisor), 0 when none: a restarted joblet keeps it
  * held while the job runs. */
 uid_t job_detail_sandbox_uid(const job *j);
+/* The job's cgroups, to read its statistics: joblet's own (<root>/user-<uid>/<id>, uh the user's
+ * level), or, for a Slurm task, the ones its init is in (Slurm's task cgroups: they also count
+ * the task process that waits for it; joblet's cgroup2 directory). */
+void job_detail_cgroup(const job *j, cg_host *uh, cg_job *cg);
 
 #endif

@@ -573,7 +573,7 @@ void job_launch_live_usage(const job *j, job_usage *u)
 {
     cg_host uh;
     cg_job cg;
-    cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, &uh, &cg);
+    job_detail_cgroup(j, &uh, &cg);
     cg_stats st = {0};
     if (cg_read_stats(&cg, &st) < 0)
         return;

@@ -29,6 +29,7 @@ void job_launch_wait_by(job *j, int pidfd, pid_t pid);
 /* A Slurm task's cgroup2 directory, joblet's own, for its device filter alone:
  * <unified>/<cgroup.root>/slurm-<id>. */
 void job_launch_cg2_path(const job *j, char *out, size_t len);
+
 void job_launch_unwait(job *j);
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
 void job_launch_adopt_all(void);

@@ -19,6 +19,7 @@
 #include "gpu_json.h"
 #include "gpus.h"
 #include "gpu_health.h"
+#include "job_detail.h"
 #include "job_launch.h"
 #include "state.h"
 
@@ -75,7 +76,7 @@ static bool job_stats(const job *j, cg_stats *st)
         return false;
     cg_host uh;
     cg_job cg;
-    cg_user_job_paths(&core.cg, (uint32_t)j->owner_uid, j->id, &uh, &cg);
+    job_detail_cgroup(j, &uh, &cg);
     return cg_read_stats(&cg, st) == 0;
 }
 

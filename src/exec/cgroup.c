@@ -332,6 +332,37 @@ void cg_user_job_paths(const cg_host *h, uint32_t uid, const char *name, cg_host
 
 /* ---- delegated cgroups ---- */
 
+int cg_given_of_pid(const cg_host *h, pid_t pid, cg_given *g)
+{
+    memset(g, 0, sizeof *g);
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f)) {
+        /* "4:memory:/slurm/uid_1000/job_7/step_0/task_1", "0::/joblet/slurm-<id>" */
+        line[strcspn(line, "\n")] = 0;
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2 || !strcmp(c2 + 1, "/"))
+            continue;
+        *c2 = 0;
+        const char *cg = c2 + 1;
+        if (c2 == c1 + 1) {
+            if (h->unified[0])
+                snprintf(g->unified, sizeof g->unified, "%s%s", h->unified, cg);
+            continue;
+        }
+        for (char *save = NULL, *name = strtok_r(c1 + 1, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+            enum cg_ctrl c = cg_ctrl_by_name(name);
+            if (c < CGC_N && h->v1[c][0])
+                snprintf(g->v1[c], sizeof g->v1[c], "%s%s", h->v1[c], cg);
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
 bool cg_given_any(const cg_given *g)
 {
     if (g->unified[0])

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../common/err.h"
 
@@ -128,6 +129,10 @@ const char *cg_ctrl_name(enum cg_ctrl c);
 enum cg_ctrl cg_ctrl_by_name(const char *name);
 /* Whether g names any directory. */
 bool cg_given_any(const cg_given *g);
+/* The cgroups process pid is in, as given ones (what the host's hierarchies name; a hierarchy's
+ * root is not named): a delegated job's, read from its init (a Slurm task: Slurm's directories
+ * and joblet's cgroup2 one). 0, or -1 with errno when /proc/PID/cgroup cannot be read. */
+int cg_given_of_pid(const cg_host *h, pid_t pid, cg_given *g);
 
 /* Delegated mode: points j at the cgroups g names for job name, made by someone else. Each
  * path, resolved (realpath), must be an existing cgroup directory below h's mount of its

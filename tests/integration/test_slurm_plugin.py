@@ -163,10 +163,25 @@ def test_job_runs_in_the_tasks_cgroup_and_killing_the_waiter_kills_it(fresh_daem
         assert os.path.isdir(made), made
     st, shown = d.api("GET", f"/v1/jobs/{j['id']}")
     assert st == 200 and shown["slurm"]["id"] == "43.0.0"
+    # its figures and its cgroup are Slurm's task cgroups' (the sleep's memory is counted there)
+    assert shown["usage"]["memory_peak_bytes"] > 0 and shown["usage"]["cpu_ns"] > 0, shown["usage"]
+    detail = d.rnx("job", "status", "--detail", j["id"], check=True).stdout
+    assert f"Cgroup: {cg['memory']}\n" in detail, detail
     # rnx job exec into the task: its namespaces (the sleep is there), as its user
     ex = d.rnx("job", "exec", j["id"], "sh", "-c", "id -u; ps -o comm= 2>/dev/null || ls /proc")
     assert ex.returncode == 0, (ex.stdout, ex.stderr)
     assert ex.stdout.split()[0] == str(NOBODY), ex.stdout
+    # an exec'd process is in Slurm's task cgroups too (its limits and accounting cover it)
+    before = set(open(os.path.join(cg["memory"], "cgroup.procs")).read().split())
+    ex = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "exec", j["id"], "sleep", "300"],
+                          env={"JOBLET_SOCKET": d.sock, "PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: set(open(os.path.join(cg["memory"], "cgroup.procs")).read().split()) - before,
+                 "the exec'd process in Slurm's memory cgroup")
+    finally:
+        ex.kill()
+        ex.wait()
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=30)
     job = wait_for(lambda: [x for x in slurm_jobs(d) if x["id"] == j["id"] and x["status"] not in ("RUNNING", "STOPPING")],
