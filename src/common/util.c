@@ -3,11 +3,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "parse.h"
 
@@ -334,4 +339,37 @@ size_t write_all(int fd, const void *p, size_t n)
         done += (size_t)w;
     }
     return done;
+}
+
+extern char **environ;
+
+int spawn_piped(const char *path, char *const argv[], pid_t *pid, int *pidfd, int *out)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    int rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (rc != 0) {
+        close(p[0]);
+        errno = rc;
+        return -1;
+    }
+    if ((*pidfd = (int)syscall(SYS_pidfd_open, *pid, 0)) < 0) {
+        int err = errno;
+        kill(*pid, SIGKILL);
+        waitpid(*pid, NULL, 0);
+        close(p[0]);
+        errno = err;
+        return -1;
+    }
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    *out = p[0];
+    return 0;
 }

@@ -27,6 +27,11 @@ int parse_ms(const char *s, int64_t *ms);
 int mkdir_p(const char *path, mode_t mode, jerr *e);
 /* Reads a whole small file into a NUL-terminated buffer (caller frees). */
 char *read_file(const char *path, size_t *len);
+/* Starts path with argv (environ as the environment), its stdin /dev/null, its stdout and stderr
+ * one pipe: 0 with *pid, *pidfd (readable when it exits) and *out (the pipe's reading end,
+ * close-on-exec, non-blocking: read it when it has exited; a child that fills it waits), or -1
+ * with errno and nothing left behind. The daemon's helpers (a GPU scrub, scontrol). */
+int spawn_piped(const char *path, char *const argv[], pid_t *pid, int *pidfd, int *out);
 /* Writes a whole file. WF_ATOMIC goes through a temp file + rename, so readers see all or
  * nothing; WF_DURABLE adds an fsync, for records that must survive a power loss rather than
  * only a crash of a process. write_file_atomic is both. */

@@ -3,14 +3,11 @@
  * thread as a child process; its pidfd tells the loop when it is done. Until then the GPU is
  * SCRUBBING; a failure leaves it DEGRADED with the helper's reason, never AVAILABLE. */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +18,6 @@
 #include "gpu_scrub.h"
 #include "state.h"
 
-extern char **environ;
 
 typedef struct scrub_run {
     watch w;             /* the helper's pidfd */
@@ -112,32 +108,12 @@ void gpu_scrub_start(uint64_t gpus)
         if (gpus >> i & 1)
             argv[a++] = inv->gpu[i].uuid;
     argv[a] = NULL;
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        goto failed;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, core.scrub_path, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    if (rc != 0) {
-        close(p[0]);
-        errno = rc;
+    int pidfd, out;
+    if (spawn_piped(core.scrub_path, (char *const *)argv, &pid, &pidfd, &out) < 0)
         goto failed;
-    }
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd < 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        close(p[0]);
-        goto failed;
-    }
     scrub_run *r = xcalloc(1, sizeof *r);
-    *r = (scrub_run){{pidfd, on_scrub_exit, r}, pid, p[0], gpus, runs};
+    *r = (scrub_run){{pidfd, on_scrub_exit, r}, pid, out, gpus, runs};
     runs = r;
     publish();
     loop_add(&r->w);

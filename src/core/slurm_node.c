@@ -1,19 +1,16 @@
 /* The Slurm node follows the GPUs' health (slurm_node.h). One scontrol at a time: first
  * `scontrol show node NAME` (is it drained, and by whom), then, when the node is not as
  * wanted, `scontrol update NodeName=NAME State=DRAIN Reason=...` or `State=RESUME`. Each runs
- * as gpu_scrub.c runs its helper: posix_spawn, a pidfd the loop watches, and here a timerfd
+ * as gpu_scrub.c runs its helper: spawn_piped (util.h), a pidfd the loop watches, and here a timerfd
  * that kills it at slurm.timeout_s. */
 #include "slurm_node.h"
 #include "slurm_show.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -29,7 +26,6 @@
 #include "loop.h"
 #include "state.h"
 
-extern char **environ;
 
 #define SLURM_PREFIX "joblet:"
 #define SLURM_REASON_MAX 256
@@ -130,35 +126,14 @@ static bool spawn(enum step step, char *const *args)
     for (int k = 0; args[k] && a < 7; k++)
         argv[a++] = args[k];
     argv[a] = NULL;
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        goto failed;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, core.cfg.slurm_scontrol, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    if (rc != 0) {
-        close(p[0]);
-        errno = rc;
+    int pidfd, out;
+    if (spawn_piped(core.cfg.slurm_scontrol, (char *const *)argv, &pid, &pidfd, &out) < 0)
         goto failed;
-    }
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd < 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        close(p[0]);
-        goto failed;
-    }
     /* the pipe is read when it exits; a full pipe ends in the timeout */
-    fcntl(p[0], F_SETFL, O_NONBLOCK);
     sn.step = step;
     sn.pid = pid;
-    sn.out_fd = p[0];
+    sn.out_fd = out;
     sn.timed_out = false;
     sn.exit_w = (watch){pidfd, on_exit_fd, NULL};
     loop_add(&sn.exit_w);
