@@ -318,7 +318,9 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
  * bound the shim would wait with it, and neither a stop's grace period nor a kill would come. */
 #define RUNSC_HELPER_TIMEOUT_MS 5000
 
-static int run_quiet(const char **argv)
+/* runsc with argv, waited for at most RUNSC_HELPER_TIMEOUT_MS (then killed): its stdout into
+ * out (an fd; -1: /dev/null), its stdin and stderr /dev/null. 0 when it exited 0, else -1. */
+static int run_bounded(const char **argv, int out)
 {
     pid_t pid = fork();
     if (pid < 0)
@@ -331,6 +333,8 @@ static int run_quiet(const char **argv)
             dup2(devnull, 1);
             dup2(devnull, 2);
         }
+        if (out >= 0)
+            dup2(out, 1);
         syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
         execv(argv[0], (char *const *)argv);
         _exit(127);
@@ -354,6 +358,8 @@ static int run_quiet(const char **argv)
     }
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
+
+static int run_quiet(const char **argv) { return run_bounded(argv, -1); }
 
 int gvisor_kill(const job_spec *s, int sig, bool all)
 {
@@ -515,39 +521,11 @@ static int runsc_status(const job_spec *s, char *out, size_t len)
     int fd = memfd_create("joblet-runsc-state", MFD_CLOEXEC);
     if (fd < 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd);
-        return -1;
-    }
-    if (pid == 0) {
-        child_defaults();
-        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-            dup2(devnull, 2);
-        }
-        dup2(fd, 1);
-        syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    int64_t deadline = mono_ns() + (int64_t)RUNSC_HELPER_TIMEOUT_MS * 1000000;
-    pid_t w;
-    while ((w = waitpid(pid, &st, WNOHANG)) == 0 || (w < 0 && errno == EINTR)) {
-        if (mono_ns() >= deadline) {
-            kill(pid, SIGKILL);
-            while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-                ;
-            break;
-        }
-        nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
-    }
+    int ran = run_bounded(argv, fd);
     char buf[8192];
     ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
     close(fd);
-    if (got <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    if (got <= 0 || ran < 0)
         return -1;
     buf[got] = 0;
     json_t *o = json_loads(buf, 0, NULL);
