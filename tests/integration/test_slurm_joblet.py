@@ -14,7 +14,6 @@ import pathlib
 import pwd
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -67,6 +66,24 @@ def host_ns(n):
     return os.readlink(f"/proc/self/ns/{n}")
 
 
+def node_daemon(make, prefix):
+    """(daemon, its directory): made by make(config, env) on the simulated machine whose device
+    nodes the cluster's gres.conf names (d.dev); not pytest's tmp_path (root's alone): the
+    task's user reaches the device nodes, as /dev's."""
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(tmp, 0o755)
+    dev = tmp / "dev"
+    make_nodes(dev, MACHINE)
+    f = os.path.join(FIX, MACHINE)
+    backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
+    (tmp / "nocuda").mkdir()
+    d = make(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+             f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp}/nocuda\n",
+             {"FAKE_NVML_FIXTURE": f"{f}/machine.json"})
+    d.dev = str(dev)
+    return d, tmp
+
+
 @pytest.fixture(scope="module")
 def jd():
     """The node's joblet: a simulated four-GPU machine whose device nodes the cluster's gres.conf
@@ -77,19 +94,8 @@ def jd():
         pytest.skip(why)
     if not os.path.exists(PLUGIN):
         pytest.skip("build/joblet.so was not built (no slurm/spank.h: Debian's libslurm-dev)")
-    # not pytest's tmp_path (root's alone): the task's user reaches the device nodes, as /dev's
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="joblet-slurmjoblet-"))
-    os.chmod(tmp, 0o755)
-    dev = tmp / "dev"
-    make_nodes(dev, MACHINE)
-    f = os.path.join(FIX, MACHINE)
-    backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
-    (tmp / "nocuda").mkdir()
-    d = Daemon(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
-               f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp}/nocuda\n",
-               env={"FAKE_NVML_FIXTURE": f"{f}/machine.json"})
+    d, tmp = node_daemon(Daemon, "joblet-slurmjoblet-")
     busybox_runtime.make(os.path.join(d.state, "runtimes"))
-    d.dev = str(dev)
     try:
         d.start()
         yield d

@@ -9,19 +9,16 @@ first on an empty machine; here it installs from the archive), into a joblet dae
 same simulated machine as test_slurm_joblet.py's. The tasks have the node's network (the
 plugin's default), so the ranks meet on 127.0.0.1."""
 import os
-import pathlib
 import re
 import shutil
 import socket
 import subprocess
-import tempfile
 
 import pytest
 
-from gpu_nodes import FAKE_NVML, FIX, make_nodes
 from runtime_util import build, need_mirror_or_cache, runtime_daemon
 from slurm_cluster import SlurmCluster, cannot_run
-from test_slurm_joblet import MACHINE, PLUGIN, USER, plugin_for_slurmd
+from test_slurm_joblet import PLUGIN, USER, node_daemon, plugin_for_slurmd
 
 ML = "python-3.11-ml"
 
@@ -35,17 +32,7 @@ def mld():
     if not os.path.exists(PLUGIN):
         pytest.skip("build/joblet.so was not built (no slurm/spank.h: Debian's libslurm-dev)")
     need_mirror_or_cache(ML)
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="joblet-slurmml-"))
-    os.chmod(tmp, 0o755)
-    dev = tmp / "dev"
-    make_nodes(dev, MACHINE)
-    f = os.path.join(FIX, MACHINE)
-    backend = "nvml" if os.path.exists(FAKE_NVML) else "proc"
-    (tmp / "nocuda").mkdir()
-    d = runtime_daemon(f"gpu:\n  backends: [{backend}]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
-                       f"  sys_root: {f}/sys\n  dev_root: {dev}\n  cuda_search_root: {tmp}/nocuda\n",
-                       env={"FAKE_NVML_FIXTURE": f"{f}/machine.json"})
-    d.dev = str(dev)
+    d, tmp = node_daemon(lambda cfg, env: runtime_daemon(cfg, env=env), "joblet-slurmml-")
     try:
         d.start()
         p = build(d, ML, timeout=1800)
