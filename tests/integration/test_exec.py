@@ -9,10 +9,8 @@ Every probe is harmless if isolation failed: the escape probe's own guarantees (
 and the rest only reads."""
 import json
 import os
-import re
 import shutil
 import subprocess
-import time
 
 import pytest
 

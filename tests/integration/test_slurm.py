@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import ROOT
 from gpu_nodes import FAKE_NVML, FIX, make_nodes
 from sse import Stream
 

@@ -2,13 +2,11 @@
 its own, keys typed, the screen read back), `-i` without `-t` through pipes, the framing of
 POST /v1/jobs/{id}/attach (docs/api.md, "Interactive streams") read by a client of the test's own,
 and who may attach. Over the unix socket and the TLS listener."""
-import json
 import os
 import re
 import shutil
 import signal
 import socket
-import ssl
 import struct
 import subprocess
 import time
