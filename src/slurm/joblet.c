@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -413,10 +414,36 @@ static void say(const char *a, const char *b, const char *c)
 }
 
 /* The user: the request, the wait, the end. */
+/* The connection root opened may name GPUs; from here this process runs as the task's user, who
+ * must not be able to take it over with ptrace (a debugger of theirs writing other GPUs on it).
+ * Slurm 22.05 leaves the task not dumpable after dropping to the user (docs/slurm-facts.md),
+ * which keeps the user's tracers out; this makes sure of it whatever the release does, and then
+ * that no tracer got in before: false when one is attached. */
+static bool untraced(void)
+{
+    if (prctl(PR_SET_DUMPABLE, 0) < 0)
+        return false;
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return false;
+    char line[256];
+    long tracer = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "TracerPid:", 10))
+            tracer = strtol(line + 10, NULL, 10);
+    fclose(f);
+    return tracer == 0;
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
     if (cfg.fd < 0)
         return 0;
+    if (!untraced()) {
+        slurm_error("joblet: this task's process is being traced (ptrace): it will not send the task's GPUs to "
+                    "joblet on root's connection; the task is not started");
+        return -1;
+    }
     char **argv = NULL, **env = NULL;
     int argc = 0;
     uint32_t job = 0, step = 0, task = 0;

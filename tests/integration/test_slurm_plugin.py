@@ -7,6 +7,7 @@ must take the task's own stdio, run it in those cgroups, give it exactly the GPU
 (root-opened) connection names, refuse what it cannot check, and leave nothing behind."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -465,3 +466,21 @@ def test_a_restart_of_joblet_keeps_the_task(fresh_daemon, slurm_cgroups):
     assert "ended while joblet was down" in shown, shown
     wait_for(lambda: open(os.path.join(cg2["memory"], "cgroup.procs")).read().split() == [], "the cgroup to empty")
     wait_for(lambda: not os.path.exists(made), "joblet's cgroup2 directory to go")
+
+
+def test_a_traced_task_process_sends_nothing(fresh_daemon, slurm_cgroups):
+    """The connection root opened may name GPUs, and the task process runs as the user from
+    task_init on: when a tracer is attached to it there (strace here: a debugger could write on
+    that connection), the plugin sends nothing and the task fails, naming why."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed (Debian package strace)")
+    d = fresh_daemon()
+    cg = slurm_cgroups(50, task=0)
+    enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
+    argv = ["sh", "-c", enter + ' && exec strace -f -o /dev/null "$@"', "sh", FAKE, PLUGIN, "--uid", str(NOBODY),
+            "--gid", str(NOBODY), "--job", "50", "--step", "0", "--task", "0", "--arg", f"socket={d.sock}",
+            "--opt", "joblet", "--", "true"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "50", "SLURMD_NODENAME": "n1"})
+    assert "is being traced (ptrace)" in p.stderr, (p.returncode, p.stderr)
+    assert slurm_jobs(d) == []
