@@ -40,7 +40,7 @@ const char *const job_launch_default_path = SPEC_BUILD_DEFAULT_PATH;
 
 /* The job's spec in a memfd for its shim (spec.h), or -1: the spec builder's context
  * (exec/spec_build.h) filled from the daemon's state and the job. */
-static int make_spec(const job *j, const char *dir, const cg_given *given, bool stdio, jerr *e)
+static int make_spec(const job *j, const char *dir, const job_given *g, jerr *e)
 {
     spec_ctx c = {
         .id = j->id,
@@ -94,17 +94,21 @@ static int make_spec(const job *j, const char *dir, const cg_given *given, bool 
         c.gvisor = (spec_gvisor){ic->gvisor, ic->why, ic->runsc, isolation_runsc_root(), ic->platform, ic->nvproxy};
     job_spec s;
     if (fd == 0 && (fd = spec_build(&c, &s, e)) == 0) {
-        if (given) {
+        if (g) {
             /* delegated (exec/cgroup.h): the limits are the cgroups' maker's, none of joblet's */
             s.cgroup_given = xmalloc(sizeof *s.cgroup_given);
-            *s.cgroup_given = *given;
+            *s.cgroup_given = *g->cgroups;
             s.limits = (cg_limits){0};
             s.user_procs_max = 0;
             s.user_tasks_max = 0;
-        }
-        s.stdio_given = stdio;
-        if (stdio)
+            s.stdio_given = true;
             s.log_max_bytes = 0;
+            if (g->ngroups) {
+                s.ngroups = g->ngroups < SPEC_GROUPS_MAX ? g->ngroups : SPEC_GROUPS_MAX;
+                s.groups = xcalloc(s.ngroups, sizeof *s.groups);
+                memcpy(s.groups, g->groups, s.ngroups * sizeof *s.groups);
+            }
+        }
         fd = spec_to_fd(&s, e);
         if (fd >= 0)
             job_detail_spec(j, &s);
@@ -176,13 +180,13 @@ static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, const int *s
     return pid;
 }
 
-static int launch(job *j, const cg_given *given, const int *stdio, jerr *e);
+static int launch(job *j, const job_given *g, jerr *e);
 
-int job_launch_job(job *j, jerr *e) { return launch(j, NULL, NULL, e); }
+int job_launch_job(job *j, jerr *e) { return launch(j, NULL, e); }
 
-int job_launch_given(job *j, const cg_given *given, const int stdio[3], jerr *e) { return launch(j, given, stdio, e); }
+int job_launch_given(job *j, const job_given *g, jerr *e) { return launch(j, g, e); }
 
-static int launch(job *j, const cg_given *given, const int *stdio, jerr *e)
+static int launch(job *j, const job_given *g, jerr *e)
 {
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
@@ -198,7 +202,7 @@ static int launch(job *j, const cg_given *given, const int *stdio, jerr *e)
     j->sandbox_uid = 0;
     if (isolation_gvisor(&j->req))
         j->sandbox_uid = jobs_free_uid(j->seq + core.cfg.uid_range_size / 2);
-    int spec_fd = make_spec(j, dir, given, stdio != NULL, e);
+    int spec_fd = make_spec(j, dir, g, e);
     if (spec_fd < 0)
         return -1;
     int pfd[2];
@@ -206,7 +210,7 @@ static int launch(job *j, const cg_given *given, const int *stdio, jerr *e)
         close(spec_fd);
         return jerr_sys(e, "pipe");
     }
-    pid_t pid = fork_shim(dir, pfd[1], spec_fd, stdio, e);
+    pid_t pid = fork_shim(dir, pfd[1], spec_fd, g ? g->stdio : NULL, e);
     close(pfd[1]);
     close(spec_fd);
     if (pid < 0) {

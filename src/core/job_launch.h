@@ -19,10 +19,17 @@ void job_launch_init(void);
 void job_launch_shutdown(void);
 /* Spawns the job's shim with its spec (GPUs already granted); the job holds room from now. */
 int job_launch_job(job *j, jerr *e);
-/* The same in cgroups someone else made for it (delegated, exec/cgroup.h: none of joblet's
- * limits), its stdin, stdout and stderr the three fds given (the spec's stdio_given: nothing
- * logged); the fds are the caller's still. A Slurm task's start (slurm_task.h). */
-int job_launch_given(job *j, const cg_given *given, const int stdio[3], jerr *e);
+/* What the one who starts a job for someone else gives it (a Slurm task: slurm_task.h). */
+typedef struct job_given {
+    const cg_given *cgroups;  /* its cgroups, made by someone else (delegated, exec/cgroup.h):
+                               * none of joblet's limits */
+    int stdio[3];             /* its stdin, stdout, stderr (the spec's stdio_given: nothing is
+                               * logged); the caller's still */
+    const gid_t *groups;      /* supplementary groups (the spec's groups), ngroups of them */
+    size_t ngroups;
+} job_given;
+/* The same with what g gives. */
+int job_launch_given(job *j, const job_given *g, jerr *e);
 /* pidfd (taken over) is the process waiting for the job (a Slurm task): when it ends, the job
  * is killed. job_launch_unwait stops watching it (the job's shim ended, or it is deleted). */
 void job_launch_wait_by(job *j, int pidfd, pid_t pid);

@@ -14,6 +14,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/cgroup.h"
+#include "../exec/spec.h"
 #include "cmdcheck.h"
 #include "gpus.h"
 #include "job_events.h"
@@ -94,8 +95,9 @@ static int task_cgroups(pid_t pid, cg_given *g, slurm_ids *ids, jerr *e)
     return 0;
 }
 
-/* The process's real, effective, saved and filesystem uids must all be uid; its gid. */
-static int task_user(pid_t pid, uid_t uid, gid_t *gid, jerr *e)
+/* The process's real, effective, saved and filesystem uids must all be uid; its gid, and its
+ * supplementary groups (those Slurm gave the task: at most SPEC_GROUPS_MAX) in groups. */
+static int task_user(pid_t pid, uid_t uid, gid_t *gid, gid_t *groups, size_t *ngroups, jerr *e)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
@@ -106,6 +108,21 @@ static int task_user(pid_t pid, uid_t uid, gid_t *gid, jerr *e)
     const char *uu = strstr(text, "\nUid:"), *gg = strstr(text, "\nGid:");
     int nu = uu ? sscanf(uu + 5, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) : 0;
     int ng = gg ? sscanf(gg + 5, "%u %u %u %u", &g[0], &g[1], &g[2], &g[3]) : 0;
+    *ngroups = 0;
+    const char *gl = strstr(text, "\nGroups:");
+    if (gl) {
+        /* "Groups:\t27 100 1000 \n" */
+        char *end;
+        for (const char *p = gl + 8; *p && *p != '\n' && *ngroups < SPEC_GROUPS_MAX;) {
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (*p < '0' || *p > '9')
+                break;
+            unsigned long v = strtoul(p, &end, 10);
+            groups[(*ngroups)++] = (gid_t)v;
+            p = end;
+        }
+    }
     free(text);
     if (nu != 4 || ng != 4)
         return jerr_http(e, 403, "cannot read the uids of pid %d", (int)pid);
@@ -243,8 +260,9 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     }
     cg_given given;
     slurm_ids ids;
-    gid_t gid = 0;
-    if (task_cgroups(pid, &given, &ids, e) < 0 || task_user(pid, ids.uid, &gid, e) < 0)
+    gid_t gid = 0, groups[SPEC_GROUPS_MAX];
+    size_t ngroups = 0;
+    if (task_cgroups(pid, &given, &ids, e) < 0 || task_user(pid, ids.uid, &gid, groups, &ngroups, e) < 0)
         goto out;
     if (who->uid != 0 && who->uid != ids.uid) {
         jerr_http(e, 403, "uid %u asks for pid %d, a Slurm task of uid %u", (unsigned)who->uid, (int)pid, ids.uid);
@@ -298,7 +316,8 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
         j->cg2_made = xstrdup(d);
         snprintf(given.unified, sizeof given.unified, "%s", d);
     }
-    if (job_launch_given(j, &given, stdio, e) < 0)
+    job_given jg = {&given, {stdio[0], stdio[1], stdio[2]}, groups, ngroups};
+    if (job_launch_given(j, &jg, e) < 0)
         goto failed;
     job_launch_wait_by(j, pidfd, pid);
     pidfd = -1;

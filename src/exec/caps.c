@@ -23,7 +23,7 @@ int caps_last_cap(void)
     return last;
 }
 
-int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e)
+int caps_drop_and_setuid(uid_t uid, gid_t gid, const gid_t *extra, size_t nextra, jerr *e)
 {
     /* The bounding set must go first: dropping it needs CAP_SETPCAP, which setuid removes. */
     int last_c = caps_last_cap();
@@ -32,9 +32,13 @@ int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e)
             return jerr_sys(e, "drop capability %d from the bounding set", c);
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return jerr_sys(e, "clear ambient capabilities");
-    gid_t groups[1] = {gid};
-    if (setgroups(1, groups) < 0)
-        return jerr_sys(e, "setgroups %u", (unsigned)gid);
+    gid_t groups[1 + SPEC_GROUPS_MAX] = {gid};
+    size_t n = 1;
+    for (size_t i = 0; i < nextra && n < ARRAY_LEN(groups); i++)
+        if (extra[i] != gid)
+            groups[n++] = extra[i];
+    if (setgroups(n, groups) < 0)
+        return jerr_sys(e, "setgroups %u and %zu more", (unsigned)gid, n - 1);
     if (setresgid(gid, gid, gid) < 0)
         return jerr_sys(e, "setresgid %u", (unsigned)gid);
     if (setresuid(uid, uid, uid) < 0)

@@ -138,7 +138,7 @@ static void enter(const copy_plan *p)
     } else if (chroot(p->root) < 0 || chdir("/") < 0) {
         fail(errno, "enter %s: %s", p->root, strerror(errno));
     }
-    if (caps_drop_and_setuid(p->uid, p->gid, &e) < 0)
+    if (caps_drop_and_setuid(p->uid, p->gid, NULL, 0, &e) < 0)
         fail(e.code, "%s", e.msg);
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }

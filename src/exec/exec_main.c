@@ -217,7 +217,7 @@ _Noreturn static void child(const job_spec *s, const cg_job *cg, bool born_in, c
         goto fail;
     }
     stage = "drop privileges";
-    if (caps_drop_and_setuid(s->uid, s->gid, &e) < 0)
+    if (caps_drop_and_setuid(s->uid, s->gid, s->groups, s->ngroups, &e) < 0)
         goto fail;
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* (a change of credentials clears it: set again) */
     stage = "working directory";

@@ -27,9 +27,11 @@ int mounts_pivot(const job_spec *s, jerr *e);
  * its /etc has no hosts file, lays them over its /etc), gvisor.c hands them to runsc. -1 when
  * the hostname is not one. */
 int mounts_names_text(const char *hostname, char *hosts, size_t hlen, char *name, size_t nlen, jerr *e);
-/* Drops the bounding and ambient sets, switches to uid/gid, clears every capability,
- * sets no_new_privs. Allocates nothing once caps_last_cap() has been called (vfork child). */
-int caps_drop_and_setuid(uid_t uid, gid_t gid, jerr *e);
+/* Drops the bounding and ambient sets, switches to uid/gid with gid and extra (nextra, at most
+ * SPEC_GROUPS_MAX: a Slurm task's groups; none for joblet's own jobs) as its groups, clears
+ * every capability, sets no_new_privs. Allocates nothing once caps_last_cap() has been called
+ * (vfork child). */
+int caps_drop_and_setuid(uid_t uid, gid_t gid, const gid_t *extra, size_t nextra, jerr *e);
 /* The kernel's highest capability number, read once per process (and its forks). */
 int caps_last_cap(void);
 /* Default profile: blocks syscalls that reach outside the job (mount, bpf, kexec, module

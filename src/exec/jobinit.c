@@ -58,7 +58,7 @@ _Noreturn static void run_command(const job_spec *s, const struct sock_fprog *fi
         jerr_sys(&e, "RLIMIT_NPROC %llu", (unsigned long long)s->user_procs_max);
         fail(fds->sync_w, "start", &e, 127);
     }
-    if (caps_drop_and_setuid(s->uid, s->gid, &e) < 0)
+    if (caps_drop_and_setuid(s->uid, s->gid, s->groups, s->ngroups, &e) < 0)
         fail(fds->sync_w, "drop privileges", &e, 127);
     if (seccomp_apply(filter, &e) < 0)
         fail(fds->sync_w, "seccomp", &e, 127);

@@ -85,6 +85,12 @@ int spec_to_fd(const job_spec *s, jerr *e)
         json_object_set_new(o, "step_hook", json_string(s->step_hook));
     if (o && s->stdio_given)
         json_object_set_new(o, "stdio_given", json_true());
+    if (o && s->ngroups) {
+        json_t *g = json_array();
+        for (size_t i = 0; i < s->ngroups; i++)
+            json_array_append_new(g, json_integer((json_int_t)s->groups[i]));
+        json_object_set_new(o, "groups", g);
+    }
     if (o && (s->tty || s->stdin_open))
         json_object_set_new(o, "terminal", json_pack("{s:b,s:b,s:I}", "tty", s->tty, "stdin", s->stdin_open,
                                                      "attach_wait_s", (json_int_t)s->attach_wait_s));
@@ -253,6 +259,14 @@ static int check(json_t *o, jerr *e)
     if (gv && term)
         return jerr_set(e, EINVAL, "the job spec has a terminal and gvisor: a terminal is made by joblet's own init, "
                                    "which a gVisor job does not have");
+    json_t *groups = json_object_get(o, "groups");
+    if (groups && (!json_is_array(groups) || json_array_size(groups) > SPEC_GROUPS_MAX))
+        return jerr_set(e, EINVAL, "the job spec's groups is not a list of at most %d group ids", SPEC_GROUPS_MAX);
+    for (size_t k = 0; k < json_array_size(groups); k++) {
+        json_t *g = json_array_get(groups, k);
+        if (!json_is_integer(g) || json_integer_value(g) < 0 || json_integer_value(g) > (json_int_t)UINT32_MAX - 1)
+            return jerr_set(e, EINVAL, "the job spec's groups[%zu] is not a group id", k);
+    }
     bool stdio = json_is_true(json_object_get(o, "stdio_given"));
     if (stdio && (gv || term))
         return jerr_set(e, EINVAL, "the job spec has stdio_given and %s: given stdio goes straight to joblet's own "
@@ -409,6 +423,13 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     json_t *hook = json_object_get(o, "step_hook");
     s->step_hook = hook ? xstrdup(json_string_value(hook)) : NULL;
     s->stdio_given = json_is_true(json_object_get(o, "stdio_given"));
+    json_t *groups = json_object_get(o, "groups");
+    if (json_array_size(groups)) {
+        s->ngroups = json_array_size(groups);
+        s->groups = xcalloc(s->ngroups, sizeof *s->groups);
+        for (size_t k = 0; k < s->ngroups; k++)
+            s->groups[k] = (gid_t)json_integer_value(json_array_get(groups, k));
+    }
     json_t *term = json_object_get(o, "terminal");
     s->tty = json_is_true(json_object_get(term, "tty"));
     s->stdin_open = json_is_true(json_object_get(term, "stdin"));
@@ -445,6 +466,7 @@ void spec_free(job_spec *s)
     free(s->cgroup_root);
     free(s->cgroup_given);
     free(s->step_hook);
+    free(s->groups);
     strv_free(s->argv);
     strv_free(s->env);
     free(s->devices);

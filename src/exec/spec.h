@@ -42,6 +42,10 @@ typedef struct job_spec {
                           * runtime's rootfs (docs/runtimes.md); NULL or "" = the host's own */
     uid_t uid;
     gid_t gid;
+#define SPEC_GROUPS_MAX 256
+    gid_t *groups;       /* supplementary groups besides gid; NULL/0: none (joblet's jobs). A
+                          * Slurm task keeps the ones Slurm gave its process (core/slurm_task.h) */
+    size_t ngroups;
     bool net_host;       /* false: own network namespace with loopback only */
     uint64_t max_runtime_s;
     uint64_t stop_grace_s;

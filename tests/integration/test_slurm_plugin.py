@@ -84,12 +84,15 @@ def slurm_cgroups():
                 time.sleep(0.02)
 
 
-def task(d, cg, cmd, job=7, step="0", task_id=0, opts=("joblet",), args=(), env=None, uid=NOBODY, stdin=None):
+def task(d, cg, cmd, job=7, step="0", task_id=0, opts=("joblet",), args=(), env=None, uid=NOBODY, stdin=None,
+         groups=()):
     """One task: a process put in cg's cgroups that runs the plugin, then cmd (srun's pipes are
     the test's: stdout, stderr)."""
     enter = " && ".join(f"echo $$ > {d}/cgroup.procs" for d in cg.values())
     argv = ["sh", "-c", enter + ' && exec "$@"', "sh", FAKE, PLUGIN, "--uid", str(uid), "--gid", str(uid),
             "--job", str(job), "--step", step, "--task", str(task_id), "--arg", f"socket={d.sock}"]
+    if groups:
+        argv += ["--groups", ",".join(str(g) for g in groups)]
     for a in args:
         argv += ["--arg", a]
     for o in opts:
@@ -484,3 +487,25 @@ def test_a_traced_task_process_sends_nothing(fresh_daemon, slurm_cgroups):
                        env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "50", "SLURMD_NODENAME": "n1"})
     assert "is being traced (ptrace)" in p.stderr, (p.returncode, p.stderr)
     assert slurm_jobs(d) == []
+
+
+def test_the_task_keeps_its_supplementary_groups(fresh_daemon, slurm_cgroups):
+    """A Slurm task has the user's groups (slurmstepd's initgroups: shared project directories
+    rely on them); joblet's own jobs have only their gid. The job and an exec into it get the
+    task process's groups, as the kernel shows them, whatever the request says."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(51, task=0)
+    p = task(d, cg, ["sh", "-c", "id -G; exec sleep 300"], job=51, groups=(4242, 4343))
+    j = wait_for(lambda: [x for x in slurm_jobs(d) if x["status"] == "RUNNING"], "the task to run")[0]
+    line = wait_for(lambda: p.stdout.readline(), "the task's id -G")
+    assert sorted(int(g) for g in line.split()) == [4242, 4343, NOBODY], line
+    ex = d.rnx("job", "exec", j["id"], "id", "-G")
+    assert ex.returncode == 0 and sorted(int(g) for g in ex.stdout.split()) == [4242, 4343, NOBODY], ex.stdout
+    p.kill()
+    p.wait(timeout=30)
+    wait_for(lambda: [x for x in slurm_jobs(d) if x["id"] == j["id"] and x["status"] not in ("RUNNING", "STOPPING")],
+             "the job to end")
+    # joblet's own job: its gid alone
+    jid = d.submit("sh", "-c", "id -G")
+    d.wait(jid)
+    assert len(d.output(jid).split()) == 1, d.output(jid)

@@ -5,7 +5,7 @@
  * slurm_spank_task_init; when that returns, it execs the task's command itself, as slurmstepd
  * would. The test puts this process in Slurm-like cgroups before it starts.
  *
- *   fake_spank PLUGIN.so --uid U --gid G --job J --step S --task T [--arg A]... [--opt NAME[=V]]... -- CMD ARGS...
+ *   fake_spank PLUGIN.so --uid U --gid G [--groups G1,G2] --job J --step S --task T [--arg A]... [--opt NAME[=V]]... -- CMD ARGS...
  *
  * The step "batch" is SLURM_BATCH_SCRIPT. The task's environment is this process's own. */
 #include <dlfcn.h>
@@ -107,7 +107,8 @@ void slurm_debug(const char *fmt, ...) {}
 int main(int argc, char **argv)
 {
     char *args[16], *opts[16];
-    int nargs = 0, nopts = 0, i = 2;
+    gid_t groups[16];
+    int nargs = 0, nopts = 0, ngroups = 0, i = 2;
     if (argc < 3)
         return 2;
     for (; i < argc && strcmp(argv[i], "--"); i += 2) {
@@ -118,6 +119,9 @@ int main(int argc, char **argv)
             uid = (uid_t)atoi(v);
         else if (!strcmp(k, "--gid"))
             gid = (gid_t)atoi(v);
+        else if (!strcmp(k, "--groups"))
+            for (char *save = NULL, *t = strtok_r((char *)v, ",", &save); t && ngroups < 16; t = strtok_r(NULL, ",", &save))
+                groups[ngroups++] = (gid_t)atoi(t);
         else if (!strcmp(k, "--job"))
             job_id = (uint32_t)atoi(v);
         else if (!strcmp(k, "--step"))
@@ -161,7 +165,8 @@ int main(int argc, char **argv)
     /* mgr.c: the privileged hook, then _become_user; task.c: the user's hook, then execve */
     if (priv(NULL, 0, NULL) < 0)
         return 6;
-    if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+    /* the task's groups: the user's, as slurmstepd's initgroups gives them */
+    if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
         perror("fake_spank: drop to the task's user");
         return 7;
     }

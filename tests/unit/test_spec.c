@@ -265,6 +265,9 @@ static void test_round_trip_delegated_and_hook(void **state)
     snprintf(g.freezer, sizeof g.freezer, "/sys/fs/cgroup/freezer/slurm/uid_1000/job_7/step_0");
     in.cgroup_given = &g;
     in.step_hook = "/usr/libexec/joblet/net-hook";
+    gid_t groups[] = {27, 4242, 100};
+    in.groups = groups;
+    in.ngroups = 3;
     jerr e = {0};
     int fd = spec_to_fd(&in, &e);
     assert_true(fd >= 0);
@@ -274,6 +277,8 @@ static void test_round_trip_delegated_and_hook(void **state)
     assert_non_null(out.cgroup_given);
     assert_memory_equal(out.cgroup_given, &g, sizeof g);
     assert_string_equal(out.step_hook, in.step_hook);
+    assert_int_equal(out.ngroups, 3);
+    assert_memory_equal(out.groups, groups, sizeof groups);
     spec_free(&out);
 
     in = full_spec();
@@ -282,6 +287,8 @@ static void test_round_trip_delegated_and_hook(void **state)
     close(fd);
     assert_null(out.cgroup_given);
     assert_null(out.step_hook);
+    assert_null(out.groups);
+    assert_int_equal(out.ngroups, 0);
     spec_free(&out);
 }
 
@@ -572,6 +579,13 @@ static void test_malformed_fields(void **state)
     edited_bad("cgroup_given", json_string("/sys/fs/cgroup/x"), "a string");
     edited_bad("cgroup_given", json_object(), "empty");
     edited_bad("cgroup_given", json_pack("{s:s}", "unified", "relative/x"), "relative");
+    edited_bad("groups", json_string("27"), "not a list");
+    edited_bad("groups", json_pack("[i,s]", 27, "wheel"), "a name, not an id");
+    edited_bad("groups", json_pack("[i]", -1), "negative");
+    json_t *many = json_array();
+    for (int k = 0; k <= SPEC_GROUPS_MAX; k++)
+        json_array_append_new(many, json_integer(k));
+    edited_bad("groups", many, "longer than SPEC_GROUPS_MAX");
     edited_bad("cgroup_given", json_pack("{s:{s:s}}", "v1", "freezer", "/sys/fs/cgroup/freezer/x"), "a controller joblet does not use");
     edited_bad("cgroup_given", json_pack("{s:{s:i}}", "v1", "memory", 3), "a number for a path");
     char longpath[400];
