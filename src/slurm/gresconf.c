@@ -25,14 +25,15 @@ static void free_all(char **out, int n)
     }
 }
 
-/* One comma-free term: "pre[a-b,c]post" or a plain name. */
-static int expand_term(const char *t, size_t len, char **out, int n, int max)
+/* One comma-free term: "pre[a-b,c]post" or a plain name: out[n..] filled, the new count; -1
+ * (what it added freed again) when it is not one or there are more than max. */
+static int expand_term_(const char *t, size_t len, char **out, int *n, int max)
 {
     const char *lb = memchr(t, '[', len);
     if (!lb) {
-        if (n >= max || !len)
+        if (*n >= max || !len)
             return -1;
-        return (out[n] = dup_n(t, len)) ? n + 1 : -1;
+        return (out[*n] = dup_n(t, len)) ? ++*n : -1;
     }
     const char *rb = memchr(lb, ']', len - (size_t)(lb - t));
     if (!rb)
@@ -55,15 +56,25 @@ static int expand_term(const char *t, size_t len, char **out, int n, int max)
         if (hi < lo || hi - lo > 4096)
             return -1;
         for (long v = lo; v <= hi; v++) {
-            if (n >= max)
+            if (*n >= max)
                 return -1;
             char buf[512];
             int w = snprintf(buf, sizeof buf, "%.*s%0*ld%.*s", (int)(lb - t), t, width, v, (int)postlen, post);
-            if (w < 0 || (size_t)w >= sizeof buf || !(out[n] = strdup(buf)))
+            if (w < 0 || (size_t)w >= sizeof buf || !(out[*n] = strdup(buf)))
                 return -1;
-            n++;
+            ++*n;
         }
         p = end + 1;
+    }
+    return *n;
+}
+
+static int expand_term(const char *t, size_t len, char **out, int n, int max)
+{
+    int had = n;
+    if (expand_term_(t, len, out, &n, max) < 0) {
+        free_all(out + had, n - had);
+        return -1;
     }
     return n;
 }
