@@ -30,11 +30,9 @@ Target (issue 29): echo p50 <= 1 ms locally. Standard library only.
 """
 
 import argparse
-import glob
 import json
 import os
 import pty
-import re
 import select
 import shutil
 import signal
@@ -48,30 +46,15 @@ import time
 import tty
 
 RAW_CAT = ["sh", "-c", "stty raw -echo; echo ready; exec cat"]
+# the jobs' work areas stay mounted when joblet stops: the test suite's release_mounts unmounts
+# them and detaches their loop devices before the bench's directory goes
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "integration"))
+from conftest import release_mounts  # noqa: E402
 
 
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
-def release_mounts(root):
-    """The jobs' work areas stay mounted when joblet stops (a job's /work outlives a restart):
-    what lies under root is unmounted, deepest first, and loop devices whose image lies under it
-    detached, before root is removed (as tests/integration/conftest.py's release_mounts)."""
-    root = os.path.realpath(root)
-    with open("/proc/self/mountinfo") as f:
-        points = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4]) for line in f]
-    for mp in sorted((p for p in points if p == root or p.startswith(root + "/")), key=len, reverse=True):
-        subprocess.run(["umount", "-l", mp], check=False, capture_output=True)
-    for bf in glob.glob("/sys/block/loop*/loop/backing_file"):
-        try:
-            with open(bf) as f:
-                backing = f.read().strip()
-        except OSError:
-            continue
-        if backing.startswith(root + "/"):
-            subprocess.run(["losetup", "-d", "/dev/" + bf.split("/")[3]], check=False, capture_output=True)
 
 
 class Daemon:

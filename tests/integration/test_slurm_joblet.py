@@ -118,11 +118,17 @@ def plugin_for_slurmd(c):
     return out
 
 
+def joblet_cluster(d, constrain_devices=False):
+    """The test cluster with the plugin in its plugstack.conf, pointed at daemon d (whose device
+    nodes its gres.conf names)."""
+    return SlurmCluster(constrain_devices=constrain_devices, gpu_dev=d.dev,
+                        plugstack=lambda c: f"required {plugin_for_slurmd(c)} socket={d.sock} "
+                                            f"gres_conf={c.path('etc', 'gres.conf')}\n")
+
+
 @pytest.fixture(scope="module")
 def cluster(jd):
-    c = SlurmCluster(constrain_devices=False, gpu_dev=jd.dev,
-                     plugstack=lambda c: f"required {plugin_for_slurmd(c)} socket={jd.sock} "
-                                         f"gres_conf={c.path('etc', 'gres.conf')}\n")
+    c = joblet_cluster(jd)
     c.start()
     try:
         yield c
@@ -230,9 +236,7 @@ def test_constrain_devices_on_gpus_per_task(jd):
     module's: the two would share node names and job ids), --gpus-per-task=1 still gives each of
     two tasks one GPU, different ones, numbered 0: Slurm's per-task SLURM_STEP_GPUS counts in the
     File= list even where it renumbers CUDA_VISIBLE_DEVICES."""
-    with SlurmCluster(constrain_devices=True, gpu_dev=jd.dev,
-                      plugstack=lambda c: f"required {plugin_for_slurmd(c)} socket={jd.sock} "
-                                          f"gres_conf={c.path('etc', 'gres.conf')}\n") as c:
+    with joblet_cluster(jd, constrain_devices=True) as c:
         p = as_user(c, ["srun", "-w", "node1", "-n2", "--gpus-per-task=1", "--joblet", sys.executable, "-c", PROBE])
         out = rows(p)
     assert len(out) == 2, out

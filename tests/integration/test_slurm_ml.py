@@ -17,8 +17,8 @@ import subprocess
 import pytest
 
 from runtime_util import build, need_mirror_or_cache, runtime_daemon
-from slurm_cluster import SlurmCluster, cannot_run
-from test_slurm_joblet import PLUGIN, USER, node_daemon, plugin_for_slurmd
+from slurm_cluster import cannot_run
+from test_slurm_joblet import PLUGIN, USER, joblet_cluster, node_daemon
 
 ML = "python-3.11-ml"
 
@@ -45,9 +45,7 @@ def mld():
 
 @pytest.fixture(scope="module")
 def cluster(mld):
-    c = SlurmCluster(constrain_devices=False, gpu_dev=mld.dev,
-                     plugstack=lambda c: f"required {plugin_for_slurmd(c)} socket={mld.sock} "
-                                         f"gres_conf={c.path('etc', 'gres.conf')}\n")
+    c = joblet_cluster(mld)
     c.start()
     try:
         yield c
