@@ -405,12 +405,13 @@ ConstrainDevices={"yes" if self.constrain_devices else "no"}
                     p.kill()
                     p.wait()
         left = self.step_pids()
+        # named before the kill: a killed process not yet reaped has an empty cmdline
+        named = [describe(p) for p in left]
         for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         if left:
-            problems.append("left running after the daemons stopped (killed): " +
-                            "; ".join(describe(p) for p in left))
+            problems.append("left running after the daemons stopped (killed): " + "; ".join(named))
         time.sleep(0.05 if not left else 0.5)
         for top in sorted(slurm_cgroup_dirs() - self.cgroups_before):
             rmdir_tree(top)
