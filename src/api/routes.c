@@ -43,6 +43,7 @@
 #include "query.h"
 #include "reply.h"
 #include "routes_volume.h"
+#include "routes_network.h"
 #include "routes_runtime.h"
 #include "routes_slurm.h"
 #include "stream.h"
@@ -633,6 +634,8 @@ enum MHD_Result routes_dispatch(request *r)
         return gpu_admin(r, p + 9);
     if (!strncmp(p, "/v1/volumes", 11) && (!p[11] || (p[11] == '/' && p[12])))
         return routes_volume(r, p[11] ? p + 12 : NULL);
+    if (!strncmp(p, "/v1/networks", 12) && (!p[12] || (p[12] == '/' && p[13])))
+        return routes_network(r, p[12] ? p + 13 : NULL);
     if (!strcmp(p, "/v1/audit") && !strcmp(r->method, "GET"))
         return audit(r);
     if (!strncmp(p, "/v1/runtime", 11) && (p[11] == 's' || p[11] == '-'))

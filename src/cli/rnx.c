@@ -17,6 +17,7 @@
 #include "cmd_monitor.h"
 #include "cmd_node.h"
 #include "cmd_volume.h"
+#include "cmd_network.h"
 #include "cmd_runtime.h"
 #include "cmd_workflow.h"
 
@@ -33,6 +34,7 @@ static const char global_help[] =
     "  rnx [--node NAME|--socket PATH] [--json] gpu list|show GPU|topo\n"
     "  rnx [--node NAME|--socket PATH] [--json] monitor status|watch\n"
     "  rnx [--node NAME|--socket PATH] [--json] volume create|list|remove [flags] [NAME]\n"
+    "  rnx [--node NAME|--socket PATH] [--json] network create|list|remove [flags] [NAME]\n"
     "  rnx [--node NAME|--socket PATH] [--json] runtime build|list|info|remove|test|import|export|builds|log\n"
     "  rnx [--node NAME|--socket PATH] console [--port N]\n"
     "  rnx [--json] node add|list|use|show|remove [flags] [NAME]\n"
@@ -77,6 +79,9 @@ static const char global_help[] =
     "  volume create NAME --size=SIZE [--type=filesystem|memory]   storage that outlives jobs\n"
     "  volume list     your volumes: size, use, type, owner, jobs using them\n"
     "  volume remove NAME   remove a volume and its data\n"
+    "  network create NAME --cidr=A.B.C.D/P   a job network of your own (docs/networks.md)\n"
+    "  network list    networks: cidr, jobs and addresses in use\n"
+    "  network remove NAME  remove a network no job uses\n"
     "  runtime list    prepared root filesystems jobs run in with --runtime (build, info, test, ...:\n"
     "                  rnx runtime --help)\n"
     "  console         the web console in your browser, through a proxy on 127.0.0.1 (prints its URL)\n"
@@ -229,6 +234,8 @@ static int run(int argc, char **argv)
         return cmd_monitor(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "volume") == 0)
         return cmd_volume(&ctx, argc - optind, argv + optind);
+    if (strcmp(argv[optind], "network") == 0)
+        return cmd_network(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "runtime") == 0)
         return cmd_runtime(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "console") == 0)
@@ -237,7 +244,7 @@ static int run(int argc, char **argv)
         return cmd_node(&ctx, argc - optind, argv + optind);
     if (strcmp(argv[optind], "completion") == 0)
         return cmd_completion(&ctx, argc - optind, argv + optind);
-    static const char *const commands[] = {"job", "workflow", "gpu", "audit", "monitor", "volume", "runtime",
+    static const char *const commands[] = {"job", "workflow", "gpu", "audit", "monitor", "volume", "network", "runtime",
                                            "console", "node", "completion", "help", "version"};
     return rnx_unknown_command(argv[optind], "rnx", commands, sizeof commands / sizeof commands[0]);
 }

@@ -1,5 +1,6 @@
 /* The one job request schema (jobreq.h): the table, the typed request, and its JSON. */
 #include "jobreq.h"
+#include "netaddr.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -41,9 +42,11 @@ const jobreq_field jobreq_fields[JR_N] = {
     [JR_WORKDIR] = {"workdir", "--workdir", "workdir", false, false, JK_TEXT, JU_PATH, 1, 1024, OFF(workdir),
                     "must be an absolute path without '..' (e.g. /work/src)",
         "DIR", "directory the command starts in"},
-    [JR_NETWORK] = {"network", "--network", "network", false, false, JK_TEXT, JU_NETWORK, 1, 16, OFF(network),
-                    "is not accepted; use none (loopback only) or host",
-        "none|host", "none: no network access; host: the host's network"},
+    [JR_NETWORK] = {"network", "--network", "network", false, false, JK_TEXT, JU_NETWORK, 1, 32, OFF(network),
+                    "is not accepted; use none (loopback only), host, isolated, bridge or a network's name",
+        "none|host|isolated|bridge|NAME",
+        "none: loopback only; host: the host's network; isolated: its own NAT'd link; bridge or a "
+        "network made with rnx network create: reaches the network's jobs by name"},
     /* percent of one core; the machine's CPUs bound it (jobreq_check_machine, in these words) */
     [JR_MAX_CPU] = {"max_cpu", "--max-cpu", "max_cpu", true, false, JK_INT, JU_PERCENT, 1, INT64_MAX >> 1,
                     OFF(max_cpu), "must be " CPU_PERCENT " from %lld up: " CPU_PERCENT_IS " (e.g. 50, 250)",
@@ -56,6 +59,11 @@ const jobreq_field jobreq_fields[JR_N] = {
     [JR_MAX_IOBPS] = {"max_iobps", "--max-iobps", "max_io_bps", true, false, JK_INT, JU_BYTES, 1, INT64_MAX >> 1,
                       OFF(max_iobps), "is not a rate of at least %lld byte per second; use 1048576, 512K, 10MB, 1G",
         "RATE", "disk I/O limit in bytes per second: 1048576, 512K, 10MB, 1G", .limit = "iobps %s/s"},
+    /* a job on a network of joblet's: tc on both ends of its veth (exec/net_main.c) */
+    [JR_MAX_NETBPS] = {"max_netbps", "--max-netbps", "max_net_bps", true, false, JK_INT, JU_BYTES, 1024, INT64_MAX >> 1,
+                       OFF(max_netbps), "is not a rate of at least %lld bytes per second; use 1048576, 512K, 10MB, 1G",
+        "RATE", "network rate limit each way in bytes per second (isolated, bridge or named networks): 10MB, 1G",
+        .limit = "netbps %s/s"},
     [JR_CPU_CORES] = {"cpu_cores", "--cpu-cores", "cpu_cores", true, false, JK_TEXT, JU_CPUS, 1, 4096,
                       OFF(cpu_cores), "is not a CPU list; use ranges and commas, e.g. 0-3 or 1,3,5",
         "LIST", "CPUs the job may run on: 0-3, 1,3,5, 0-1,4", .limit = "cpu_cores %s"},
@@ -533,7 +541,7 @@ static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t l
             return refuse(e, f, s);
         break;
     case JU_NETWORK:
-        if (strcmp(s, "none") && strcmp(s, "host"))
+        if (strcmp(s, "none") && strcmp(s, "host") && !netaddr_name_ok(s))
             return refuse(e, f, s);
         break;
     case JU_ISOLATION:

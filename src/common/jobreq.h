@@ -32,7 +32,7 @@ enum jobreq_id {
     JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_MAX_IOBPS, JR_CPU_CORES, JR_MAX_RUNTIME_S, JR_SCHEDULE_AT,
     JR_UPLOADS, JR_GPU_COUNT, JR_GPU_MEMORY_MB, JR_GPU_ALL, JR_GPU_IDS, JR_GPU_CAPS, JR_GPU_OPTIONAL,
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
-    JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES, JR_TTY, JR_STDIN,
+    JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES, JR_TTY, JR_STDIN, JR_MAX_NETBPS,
     /* set by the daemon, never by a client */
     JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT, JR_VOLUME_PINS,
     JR_N
@@ -108,7 +108,7 @@ typedef struct job_req {
     size_t nenv, nsecret_env;
     jobreq_upload *uploads;
     size_t nuploads;
-    int64_t max_cpu, max_memory_mb, max_iobps, max_runtime_s;
+    int64_t max_cpu, max_memory_mb, max_iobps, max_runtime_s, max_netbps;
     int64_t gpu_count, gpu_memory_mb, priority, pids_max, max_log_bytes, user_pids_max;
     bool gpu_all, gpu_optional, gpu_share, cross_numa, preemptible;
     bool tty;                 /* the job's stdin, stdout and stderr are a terminal made inside it */

@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -372,4 +374,81 @@ int spawn_piped(const char *path, char *const argv[], pid_t *pid, int *pidfd, in
     fcntl(p[0], F_SETFL, O_NONBLOCK);
     *out = p[0];
     return 0;
+}
+
+int run_input(const char *path, char *const argv[], const char *input, size_t len, int timeout_ms, char *out,
+              size_t outlen)
+{
+    int in = memfd_create("input", MFD_CLOEXEC);
+    if (in < 0)
+        return -1;
+    if (write_all(in, input, len) != len || lseek(in, 0, SEEK_SET) < 0) {
+        int err = errno;
+        close(in);
+        errno = err;
+        return -1;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        int err = errno;
+        close(in);
+        errno = err;
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+    pid_t pid;
+    int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    close(in);
+    if (rc != 0) {
+        close(p[0]);
+        errno = rc;
+        return -1;
+    }
+    size_t got = 0;
+    int64_t deadline = now_ms() + timeout_ms;
+    bool late = false;
+    char sink[4096];
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0) {
+            late = true;
+            break;
+        }
+        struct pollfd pf = {.fd = p[0], .events = POLLIN};
+        int r = poll(&pf, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            late = r == 0;
+            break;
+        }
+        /* beyond outlen the rest is read and dropped, so the child never blocks on a full pipe */
+        bool room = got + 1 < outlen;
+        ssize_t n = room ? read(p[0], out + got, outlen - 1 - got) : read(p[0], sink, sizeof sink);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (room)
+            got += (size_t)n;
+    }
+    close(p[0]);
+    if (outlen)
+        out[got < outlen ? got : outlen - 1] = 0;
+    if (late)
+        kill(pid, SIGKILL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (late) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    return st;
 }

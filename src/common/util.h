@@ -32,6 +32,12 @@ char *read_file(const char *path, size_t *len);
  * close-on-exec, non-blocking: read it when it has exited; a child that fills it waits), or -1
  * with errno and nothing left behind. The daemon's helpers (a GPU scrub, scontrol). */
 int spawn_piped(const char *path, char *const argv[], pid_t *pid, int *pidfd, int *out);
+/* Runs path with argv, input (len bytes) as its stdin, and waits for it, at most timeout_ms
+ * (then it is killed): what it wrote to stdout and stderr together, up to outlen - 1 bytes,
+ * NUL-terminated, in out. Returns its wait status, or -1 (errno; ETIMEDOUT when it was killed
+ * for the time). For short helpers whose answer is needed now. */
+int run_input(const char *path, char *const argv[], const char *input, size_t len, int timeout_ms, char *out,
+              size_t outlen);
 /* Writes a whole file. WF_ATOMIC goes through a temp file + rename, so readers see all or
  * nothing; WF_DURABLE adds an fsync, for records that must survive a power loss rather than
  * only a crash of a process. write_file_atomic is both. */

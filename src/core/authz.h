@@ -39,6 +39,7 @@ typedef struct caller {
 enum authz_op {
     AUTHZ_OTHERS_JOBS,        /* see and act on jobs and workflows of other users */
     AUTHZ_OTHERS_VOLUMES,     /* use, inspect and delete volumes of other users */
+    AUTHZ_OTHERS_NETWORKS,    /* see, join and remove named networks of other users */
     AUTHZ_GPU_SERVICE,        /* drain, offline, online a GPU */
     AUTHZ_AUDIT,              /* read the audit trail */
     AUTHZ_METRICS,            /* GET /metrics: every user's jobs by name */

@@ -72,6 +72,9 @@ void config_defaults(config *c)
     c->runtimes_cache_keep = 4;
     c->runtimes_build_timeout_s = 3600;
     c->runtimes_max_import_bytes = 16ull << 30;
+    snprintf(c->net_bridge_cidr, sizeof c->net_bridge_cidr, "10.217.0.0/16");
+    snprintf(c->net_isolated_cidr, sizeof c->net_isolated_cidr, "10.216.0.0/16");
+    c->net_max_per_user = 8;
     c->slurm_drain = -1;
     snprintf(c->slurm_scontrol, sizeof c->slurm_scontrol, "/usr/bin/scontrol");
     c->slurm_timeout_s = 10;
@@ -173,6 +176,11 @@ static const key keys[] = {
     {"remote.users", K_USERS, 0, 0, 0, 0},
     U64("remote.handshake_timeout_s", remote.handshake_timeout_s, 1, 300),
     U64("remote.max_pending", remote.max_pending, 16, 100000),
+    STR("network.bridge_cidr", net_bridge_cidr),
+    STR("network.isolated_cidr", net_isolated_cidr),
+    STR("network.dns", net_dns),
+    STR("network.helper", net_helper),
+    U64("network.max_per_user", net_max_per_user, 0, 1024),
     {"slurm.node_name", K_NODENAME, offsetof(config, slurm_node_name), sizeof(((config *)0)->slurm_node_name), 0, 0},
     {"slurm.drain", K_TRISTATE, offsetof(config, slurm_drain), 0, 0, 0},
     STR("slurm.scontrol", slurm_scontrol),

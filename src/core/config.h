@@ -106,6 +106,13 @@ typedef struct config {
     char isolation_runsc[256];    /* isolation.runsc: the runsc program; "" = found on PATH's usual dirs */
     char isolation_platform[16];  /* isolation.platform: systrap, ptrace or kvm; "" = systrap when
                                    * runsc has it, else ptrace */
+    /* network.*: job networks (docs/networks.md, core/networks.h) */
+    char net_bridge_cidr[40];     /* network.bridge_cidr: the built-in network "bridge"'s addresses */
+    char net_isolated_cidr[40];   /* network.isolated_cidr: the pool isolated jobs' /31 pairs come from */
+    char net_dns[256];            /* network.dns: resolvers for jobs on networks, comma-separated
+                                   * addresses; "" = the host's (those on its loopback left out) */
+    char net_helper[256];         /* network.helper: the joblet-net program; "" = next to the shim */
+    uint32_t net_max_per_user;    /* network.max_per_user: named networks one user may own */
     /* slurm.*: GPU health reaches Slurm (docs/slurm.md, "GPU health drains the Slurm node") */
     char slurm_node_name[65];     /* slurm.node_name: this node's Slurm name; "" = the short host name */
     int slurm_drain;              /* slurm.drain: -1 auto (on when slurm.node_name is set), 0, 1 */

@@ -9,6 +9,7 @@
 
 #include "../common/jobreq.h"
 #include "../common/jobstate.h"
+#include "../common/netaddr.h"
 #include "../common/slurmcg.h"
 #include "../gpu/grant.h"
 #include "loop.h"
@@ -77,6 +78,8 @@ typedef struct job {
                                * kills the job; fd -1 none */
     pid_t waiter_pid;         /* and its start time: a restarted joblet watches it again */
     uint64_t waiter_start;
+    netaddr_place net;        /* where it sits on a job network while it runs (core/networks.h);
+                               * network "" none. Kept in its row: a restarted joblet keeps it */
     struct follower *followers;
     struct job_term_waiter *term_waiters; /* attachers waiting for its terminal (job_term.h) */
     int inotify_wd;

@@ -19,6 +19,7 @@
 #include "../exec/shim_status.h"
 #include "../exec/spec.h"
 #include "../exec/spec_build.h"
+#include "networks.h"
 #include "../exec/zygote.h"
 #include "counters.h"
 #include "gpu_spec.h"
@@ -40,7 +41,7 @@ const char *const job_launch_default_path = SPEC_BUILD_DEFAULT_PATH;
 
 /* The job's spec in a memfd for its shim (spec.h), or -1: the spec builder's context
  * (exec/spec_build.h) filled from the daemon's state and the job. */
-static int make_spec(const job *j, const char *dir, const job_given *g, jerr *e)
+static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
 {
     spec_ctx c = {
         .id = j->id,
@@ -92,6 +93,9 @@ static int make_spec(const job *j, const char *dir, const job_given *g, jerr *e)
     const isolation_caps *ic = isolation_caps_get();
     if (isolation_gvisor(&j->req))
         c.gvisor = (spec_gvisor){ic->gvisor, ic->why, ic->runsc, isolation_runsc_root(), ic->platform, ic->nvproxy};
+    spec_net *net = NULL;
+    if (fd == 0 && (fd = networks_place(j, &net, e)) == 0)
+        c.net = net;
     job_spec s;
     if (fd == 0 && (fd = spec_build(&c, &s, e)) == 0) {
         if (g) {
@@ -114,6 +118,7 @@ static int make_spec(const job *j, const char *dir, const job_given *g, jerr *e)
             job_detail_spec(j, &s);
         spec_free(&s);
     }
+    networks_spec_free(net);
     for (size_t i = 0; i < nvols; i++) {
         free(vols[i].src);
         free(vols[i].dst);

@@ -41,6 +41,7 @@ const db_job *job_row(const job *j, db_job *out)
         .init_pid = j->init_pid,
         .waiter_pid = j->waiter_pid,
         .waiter_start = j->waiter_start,
+        .net = j->net,
     };
     memcpy(out->id, j->id, sizeof out->id);
     memcpy(out->wf_id, j->wf_id, sizeof out->wf_id);

@@ -142,6 +142,7 @@ job *job_new(db_job *r)
     j->shim_pid = (pid_t)r->shim_pid;
     j->shim_start = r->shim_start;
     j->waiter_pid = (pid_t)r->waiter_pid;
+    j->net = r->net;
     j->waiter_start = r->waiter_start;
     j->init_pid = (pid_t)r->init_pid;
     /* the event loop's: nothing watched yet */

@@ -14,6 +14,7 @@
 #include "slurm_node.h"
 #include "state.h"
 #include "volumes.h"
+#include "networks.h"
 #include "workflow.h"
 
 /* A round's work can ask for more (a start that fails ends a job; a workflow cancels its
@@ -37,8 +38,10 @@ static void settle_jobs(void)
         }
         if (what & JOB_SETTLE_WORKFLOW)
             workflow_job_changed(j);
-        if (what & JOB_SETTLE_RELEASE)
+        if (what & JOB_SETTLE_RELEASE) {
             volumes_release(j); /* memory volumes no job not yet ended uses go */
+            networks_release(j); /* its address, and its name from the network's hosts file */
+        }
     }
     free(list);
 }

@@ -1,6 +1,7 @@
 /* Submission (submit.h). */
 #include "submit.h"
 #include "volumes.h"
+#include "networks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +63,8 @@ static int check_machine(job_req *req, uint64_t *total, jerr *e)
 /* What the request names on this machine besides GPUs: its runtime and volumes. */
 static int check_names(job_req *req, uid_t uid, gid_t gid, jerr *e)
 {
-    return volumes_check(req, uid, gid, e);
+    caller c = authz_local(uid, gid);
+    return volumes_check(req, uid, gid, e) < 0 || networks_check(req, &c, e) < 0 ? -1 : 0;
 }
 
 /* The directory an upload's path names, opened beneath work/ without following any symlink, so a

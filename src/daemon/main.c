@@ -43,6 +43,7 @@
 #include "../core/state.h"
 #include "../core/statedisk.h"
 #include "../core/volumes.h"
+#include "../core/networks.h"
 #include "../core/workflow.h"
 #include "../core/workflow_json.h"
 #include "../core/workfs.h"
@@ -435,7 +436,7 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
-    if (volumes_init(&e) < 0 || workfs_init(&e) < 0) {
+    if (volumes_init(&e) < 0 || workfs_init(&e) < 0 || networks_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }

@@ -288,13 +288,16 @@ static int etc_names(const char *root, const job_spec *s, jerr *e)
                 break; /* no /etc/hostname (or not a file): the job's name is uname's */
             snprintf(tmp, sizeof tmp, "%s/.joblet-%s", root, files[i][0]);
             snprintf(path, sizeof path, "%s/%s", etc, files[i][0]);
-            int rc = new_file(tmp, files[i][1], e);
-            if (rc == 0 && mount(tmp, path, NULL, MS_BIND, NULL) < 0)
+            /* a job on a network: its network's hosts file itself, which joblet keeps current
+             * (rewritten in place) as the network's jobs come and go */
+            bool shared = i == 0 && s->net && s->net->hosts_file;
+            int rc = shared ? 0 : new_file(tmp, files[i][1], e);
+            if (rc == 0 && mount(shared ? s->net->hosts_file : tmp, path, NULL, MS_BIND, NULL) < 0)
                 rc = jerr_sys(e, "bind the job's /etc/%s", files[i][0]);
             if (rc == 0 && mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                                  NULL) < 0)
                 rc = jerr_sys(e, "make the job's /etc/%s read-only", files[i][0]);
-            if (unlink(tmp) < 0 && rc == 0)
+            if (!shared && unlink(tmp) < 0 && rc == 0)
                 rc = jerr_sys(e, "unlink %s", tmp);
             if (rc < 0)
                 return -1;
@@ -329,6 +332,23 @@ static int etc_names(const char *root, const job_spec *s, jerr *e)
     if (rmdir(upper) < 0 && rc == 0)
         rc = jerr_sys(e, "rmdir %s", upper);
     return rc;
+}
+
+/* A job on a network: the resolvers joblet chose (the host's, or network.dns: a host whose
+ * own resolver listens on its loopback cannot be reached from the job's namespace) bound over
+ * the tree's /etc/resolv.conf, read-only, where that is a file; else the tree's stays. */
+static int etc_resolv(const char *root, const job_spec *s, jerr *e)
+{
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/etc/resolv.conf", root);
+    if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return 0;
+    if (mount(s->net->resolv_file, path, NULL, MS_BIND, NULL) < 0)
+        return jerr_sys(e, "bind %s on the job's /etc/resolv.conf", s->net->resolv_file);
+    if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        return jerr_sys(e, "make the job's /etc/resolv.conf read-only");
+    return 0;
 }
 
 static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr *e)
@@ -441,7 +461,9 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
         return 0;
     }
     case OP_ETC_NAMES:
-        return etc_names(root, s, e);
+        if (etc_names(root, s, e) < 0)
+            return -1;
+        return s->net && s->net->resolv_file ? etc_resolv(root, s, e) : 0;
     case OP_RO_SELF:
         if (lstat(dst, &st) < 0)
             return 0;

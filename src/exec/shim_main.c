@@ -96,6 +96,97 @@ static int arm(int tfd, uint64_t seconds)
     return timerfd_settime(tfd, 0, &it, NULL);
 }
 
+/* The longest joblet-net may take to give a job its veth before the job fails to start. */
+#define NET_UP_TIMEOUT_MS 10000
+
+/* The job's network (spec.h: spec_net): joblet-net makes the veth pair, eth0 inside the
+ * network namespace at netns, addresses and the default route; the daemon made the bridge and
+ * the rules. Its one line of complaint becomes the job's error. */
+static int net_up(shim *sh, const char *netns, jerr *e)
+{
+    const spec_net *n = sh->spec.net;
+    char maxbps[32];
+    snprintf(maxbps, sizeof maxbps, "%llu", (unsigned long long)n->max_bps);
+    const char *argv[24];
+    size_t k = 0;
+    argv[k++] = n->helper;
+    argv[k++] = "job-up";
+    argv[k++] = "--netns";
+    argv[k++] = netns;
+    argv[k++] = "--host-if";
+    argv[k++] = n->host_if;
+    argv[k++] = "--addr";
+    argv[k++] = n->addr;
+    argv[k++] = "--gateway";
+    argv[k++] = n->gateway;
+    argv[k++] = n->bridge ? "--bridge" : "--host-addr";
+    argv[k++] = n->bridge ? n->bridge : n->host_addr;
+    if (n->max_bps) {
+        argv[k++] = "--max-bps";
+        argv[k++] = maxbps;
+    }
+    argv[k] = NULL;
+    char *env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    int errp[2];
+    if (pipe2(errp, O_CLOEXEC) < 0)
+        return jerr_sys(e, "pipe");
+    pid_t child = fork();
+    if (child < 0) {
+        close(errp[0]);
+        close(errp[1]);
+        return jerr_sys(e, "fork %s", n->helper);
+    }
+    if (child == 0) {
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(errp[1], 2) < 0)
+            _exit(126);
+        signal(SIGPIPE, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(n->helper, (char *const *)argv, env);
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    close(errp[1]);
+    char msg[512];
+    size_t got = 0;
+    int64_t deadline = now_ms() + NET_UP_TIMEOUT_MS;
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        struct pollfd p = {.fd = errp[0], .events = POLLIN};
+        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        ssize_t m = read(errp[0], msg + got, sizeof msg - 1 - got);
+        if (m < 0 && errno == EINTR)
+            continue;
+        if (m <= 0)
+            break;
+        got += (size_t)m;
+        if (got == sizeof msg - 1)
+            break;
+    }
+    close(errp[0]);
+    bool late = now_ms() >= deadline;
+    if (late)
+        kill(child, SIGKILL);
+    int st = 0;
+    while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+        ;
+    msg[got] = 0;
+    while (got && (msg[got - 1] == '\n' || msg[got - 1] == ' '))
+        msg[--got] = 0;
+    if (late)
+        return jerr_set(e, ETIMEDOUT, "network %s: %s did not finish within %d s", n->network, n->helper,
+                        NET_UP_TIMEOUT_MS / 1000);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return jerr_set(e, ECANCELED, "network %s: %s", n->network,
+                        got ? msg : WIFEXITED(st) && WEXITSTATUS(st) == 127 ? "joblet-net not found" : "joblet-net failed");
+    return 0;
+}
+
 /* Polite stop: SIGTERM to the job's init (which forwards it to every process), SIGKILL to
  * the whole cgroup when the grace period is over. */
 static void begin_stop(shim *sh)
@@ -292,6 +383,15 @@ static void await_exec(shim *sh, int sync_r, int hold_w)
         if (hold_w >= 0 && got == 1 && sh->error[0] == 0) {
             got = 0;
             jerr e = {0};
+            if (sh->spec.net) {
+                char netns[64];
+                snprintf(netns, sizeof netns, "/proc/%d/ns/net", (int)sh->init);
+                if (net_up(sh, netns, &e) < 0) {
+                    snprintf(sh->error, sizeof sh->error, "%s", e.msg);
+                    close(hold_w);
+                    return;
+                }
+            }
             if (sh->spec.step_hook && run_step_hook(sh, &e) < 0) {
                 snprintf(sh->error, sizeof sh->error, "step hook: %s", e.msg);
                 close(hold_w);
@@ -382,7 +482,7 @@ static int start_job(shim *sh, int notify_fd)
     if ((!s->tty && !s->stdio_given && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)) ||
         (s->stdin_open && !s->tty && pipe2(in, O_CLOEXEC) < 0) ||
         (s->tty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0) || pipe2(sync, O_CLOEXEC) < 0 ||
-        pipe2(status, O_CLOEXEC) < 0 || ((s->step_hook || terminal) && pipe2(hold, O_CLOEXEC) < 0)) {
+        pipe2(status, O_CLOEXEC) < 0 || ((s->step_hook || s->net || terminal) && pipe2(hold, O_CLOEXEC) < 0)) {
         jerr_sys(&e, "pipe");
         goto fail;
     }

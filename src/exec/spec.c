@@ -67,6 +67,13 @@ int spec_to_fd(const job_spec *s, jerr *e)
                           "stop_grace_s", (json_int_t)s->stop_grace_s, "tmp_size_mb",
                           (json_int_t)s->tmp_size_mb, "cgroup_root", s->cgroup_root, "limits", lim, "devices",
                           devs, "mounts", mnts, "ops", ops);
+    if (o && s->net)
+        json_object_set_new(o, "net", json_pack("{s:s,s:s,s:s,s:s?,s:s,s:s?,s:s,s:s?,s:s?,s:I}", "network", s->net->network,
+                                                "helper", s->net->helper, "host_if", s->net->host_if, "bridge",
+                                                s->net->bridge, "addr", s->net->addr, "host_addr", s->net->host_addr,
+                                                "gateway", s->net->gateway, "hosts_file", s->net->hosts_file,
+                                                "resolv_file", s->net->resolv_file, "max_bps",
+                                                (json_int_t)s->net->max_bps));
     if (o && s->user_procs_max)
         json_object_set_new(o, "user_procs_max", json_integer((json_int_t)s->user_procs_max));
     if (o)
@@ -358,6 +365,26 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     s->uid = (uid_t)json_integer_value(json_object_get(o, "uid"));
     s->gid = (gid_t)json_integer_value(json_object_get(o, "gid"));
     s->net_host = json_is_true(json_object_get(o, "net_host"));
+    json_t *net = json_object_get(o, "net");
+    if (json_is_object(net)) {
+        s->net = xcalloc(1, sizeof *s->net);
+        char **str[] = {&s->net->network, &s->net->helper, &s->net->host_if, &s->net->bridge, &s->net->addr,
+                        &s->net->host_addr, &s->net->gateway, &s->net->hosts_file, &s->net->resolv_file};
+        const char *keys[] = {"network", "helper", "host_if", "bridge", "addr", "host_addr", "gateway", "hosts_file",
+                              "resolv_file"};
+        for (size_t i = 0; i < ARRAY_LEN(keys); i++) {
+            json_t *v = json_object_get(net, keys[i]);
+            *str[i] = json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
+        }
+        s->net->max_bps = (uint64_t)json_integer_value(json_object_get(net, "max_bps"));
+        if (!s->net->network || !s->net->helper || !s->net->host_if || !s->net->addr || !s->net->gateway ||
+            (!s->net->bridge == !s->net->host_addr)) {
+            json_decref(o);
+            spec_free(s);
+            return jerr_set(e, EINVAL, "the job spec's net lacks a field (network, helper, host_if, addr, gateway, "
+                            "and one of bridge and host_addr)");
+        }
+    }
     s->max_runtime_s = (uint64_t)json_integer_value(json_object_get(o, "max_runtime_s"));
     s->stop_grace_s = (uint64_t)json_integer_value(json_object_get(o, "stop_grace_s"));
     s->tmp_size_mb = (uint64_t)json_integer_value(json_object_get(o, "tmp_size_mb"));
@@ -485,5 +512,12 @@ void spec_free(job_spec *s)
     free(s->runsc_root);
     free(s->runsc_platform);
     free(s->cdi_devices);
+    if (s->net) {
+        char *str[] = {s->net->network, s->net->helper, s->net->host_if, s->net->bridge, s->net->addr,
+                       s->net->host_addr, s->net->gateway, s->net->hosts_file, s->net->resolv_file};
+        for (size_t i = 0; i < ARRAY_LEN(str); i++)
+            free(str[i]);
+        free(s->net);
+    }
     memset(s, 0, sizeof *s);
 }

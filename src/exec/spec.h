@@ -28,6 +28,24 @@ typedef struct spec_op {
     uint32_t major, minor; /* DEVNODE: the numbers the host node must have */
 } spec_op;
 
+/* A job on a network of joblet's (docs/networks.md); the spec's net is NULL with network none
+ * (loopback only) or host. The shim has joblet-net make its veth pair (one end eth0 in the
+ * job's network namespace) while the job's init waits, or, under gVisor, in a namespace it
+ * made before runsc starts; the daemon allocated the addresses and made the bridge and rules. */
+typedef struct spec_net {
+    char *network;     /* its name, for messages */
+    char *helper;      /* the joblet-net program */
+    char *host_if;     /* the host side of its veth pair */
+    char *bridge;      /* a bridge network's Linux bridge, which the host side joins; NULL isolated */
+    char *addr;        /* eth0's "10.217.0.5/16" */
+    char *host_addr;   /* isolated: the host side's "10.216.0.4/31" (point to point); NULL bridge */
+    char *gateway;     /* the default route's */
+    char *hosts_file;  /* a host file bound read-only at /etc/hosts, kept current by joblet (the
+                        * network's jobs by name and id); NULL: the job's own (localhost only) */
+    char *resolv_file; /* a host file bound read-only at /etc/resolv.conf; NULL: the tree's */
+    uint64_t max_bps;  /* bytes/s each way, 0 none (tc, exec/netlink.h) */
+} spec_net;
+
 typedef struct job_spec {
     char id[37];
     char *job_dir;       /* host directory: logs, started/status.json */
@@ -46,7 +64,8 @@ typedef struct job_spec {
     gid_t *groups;       /* supplementary groups besides gid; NULL/0: none (joblet's jobs). A
                           * Slurm task keeps the ones Slurm gave its process (core/slurm_task.h) */
     size_t ngroups;
-    bool net_host;       /* false: own network namespace with loopback only */
+    bool net_host;       /* false: own network namespace: loopback only, or net's veth */
+    spec_net *net;
     uint64_t max_runtime_s;
     uint64_t stop_grace_s;
     uint64_t tmp_size_mb;

@@ -140,6 +140,13 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
     s->uid = c->uid;
     s->gid = c->gid;
     s->net_host = r->network && !strcmp(r->network, "host");
+    if (c->net && !s->net_host) {
+        const spec_net *n = c->net;
+        s->net = xcalloc(1, sizeof *s->net);
+        *s->net = (spec_net){xstrdup(n->network), xstrdup(n->helper), xstrdup(n->host_if), dup_or_null(n->bridge),
+                             xstrdup(n->addr), dup_or_null(n->host_addr), xstrdup(n->gateway),
+                             dup_or_null(n->hosts_file), dup_or_null(n->resolv_file), n->max_bps};
+    }
     s->max_runtime_s = (uint64_t)r->max_runtime_s;
     s->stop_grace_s = c->stop_grace_s;
     s->tmp_size_mb = c->tmp_size_mb;

@@ -67,6 +67,8 @@ typedef struct spec_ctx {
     /* the machine */
     spec_gpu_host gpu;            /* for a job with grants */
     spec_gvisor gvisor;           /* for a job whose request asks for gVisor */
+    const spec_net *net;          /* a job on a network of joblet's (core/networks.c placed it);
+                                   * NULL: network none or host, as the request says */
 } spec_ctx;
 
 /* The job's spec, every string and list owned by *out (spec_free). On failure (the GPU part

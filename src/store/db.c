@@ -80,6 +80,11 @@ static const char *const migrations[] = {
     "ALTER TABLE audit ADD COLUMN peer TEXT;",
     /* 12: a Slurm task's ids (core/slurm_task.h; common/slurmcg.h's JSON), NULL for other jobs */
     "ALTER TABLE jobs ADD COLUMN slurm TEXT;",
+    /* 13: job networks (core/networks.h): the named networks, and where a job sits on one
+     * ({"network", "addr", "host_if"}: common/netaddr.h), NULL for jobs on none or host */
+    "CREATE TABLE networks (name TEXT PRIMARY KEY, cidr TEXT NOT NULL, owner_uid INTEGER NOT NULL,"
+    "  created_ms INTEGER NOT NULL);"
+    "ALTER TABLE jobs ADD COLUMN net TEXT;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -144,7 +149,7 @@ static int migrate(db *d, jerr *e)
 static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid, request, created_ms, scheduled_ms,"
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
-                          " gpu_fault, sandbox_uid, slurm";
+                          " gpu_fault, sandbox_uid, slurm, net";
 
 static int reseal(db *d, jerr *e);
 static char *col_str(sqlite3_stmt *st, int i);
@@ -174,12 +179,12 @@ db *db_open(const char *path, jerr *e)
     if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
-                      " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31 WHERE id=?1 AND seq=?2";
+                      " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31, net=?32 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -396,7 +401,17 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     char *slurm = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
     json_decref(sj);
     bind_text(st, 31, slurm);
+    char *net = NULL;
+    if (j->net.network[0]) {
+        char addr[20];
+        netaddr_format(j->net.addr, addr, sizeof addr);
+        json_t *nj = json_pack("{s:s,s:s,s:s}", "network", j->net.network, "addr", addr, "host_if", j->net.host_if);
+        net = nj ? json_dumps(nj, JSON_COMPACT) : NULL;
+        json_decref(nj);
+    }
+    bind_text(st, 32, net);
     int rc = sqlite3_step(st);
+    free(net);
     free(slurm);
     free(fault);
     free(gpus);
@@ -656,6 +671,18 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
             j->waiter_pid = json_integer_value(json_object_get(w, "pid"));
             j->waiter_start = (uint64_t)json_integer_value(json_object_get(w, "start"));
             json_decref(sj);
+        }
+        j->net = (netaddr_place){0};
+        if (sqlite3_column_type(st, 31) != SQLITE_NULL) {
+            json_t *nj = json_loads((const char *)sqlite3_column_text(st, 31), 0, NULL);
+            const char *nn = json_string_value(json_object_get(nj, "network"));
+            const char *na = json_string_value(json_object_get(nj, "addr"));
+            const char *ni = json_string_value(json_object_get(nj, "host_if"));
+            if (nn && na && ni && netaddr_parse(na, &j->net.addr) == 0) {
+                snprintf(j->net.network, sizeof j->net.network, "%s", nn);
+                snprintf(j->net.host_if, sizeof j->net.host_if, "%s", ni);
+            }
+            json_decref(nj);
         }
         fn(j, arg);
         db_job_free(j);
@@ -967,6 +994,52 @@ int db_volume_load(db *d, void (*fn)(const db_volume *v, void *arg), void *arg, 
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: volumes: %s", sqlite3_errmsg(d->h));
+}
+
+int db_network_insert(db *d, const db_network *n, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "INSERT INTO networks (name, cidr, owner_uid, created_ms) VALUES (?1, ?2, ?3, ?4)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    bind_text(st, 1, n->name);
+    bind_text(st, 2, n->cidr);
+    sqlite3_bind_int64(st, 3, n->owner_uid);
+    sqlite3_bind_int64(st, 4, n->created_ms);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: networks: %s", sqlite3_errmsg(d->h));
+}
+
+int db_network_delete(db *d, const char *name, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "DELETE FROM networks WHERE name = ?1", -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    bind_text(st, 1, name);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: networks: %s", sqlite3_errmsg(d->h));
+}
+
+int db_network_load(db *d, void (*fn)(const db_network *n, void *arg), void *arg, jerr *e)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "SELECT name, cidr, owner_uid, created_ms FROM networks ORDER BY name", -1, &st,
+                           NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0), *cidr = (const char *)sqlite3_column_text(st, 1);
+        db_network n = {name ? name : "", cidr ? cidr : "", sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
+        fn(&n, arg);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: networks: %s", sqlite3_errmsg(d->h));
 }
 
 int db_sample_add(db *d, const db_sample *smp, jerr *e)

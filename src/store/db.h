@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../common/netaddr.h"
 #include "../common/slurmcg.h"
 #include "../common/err.h"
 #include "../common/jobreq.h"
@@ -54,6 +55,7 @@ typedef struct db_job {
     int64_t waiter_pid;      /* a Slurm task: the process that waits for it, and its start time
                               * (stored in the slurm column's object, "waiter"); 0 none */
     uint64_t waiter_start;
+    netaddr_place net;       /* where it sits on a job network (the net column); network "" none */
 } db_job;
 /* Frees what a loaded row still owns (what fn of db_load_jobs did not take), and empties it. */
 void db_job_free(db_job *r);
@@ -136,6 +138,17 @@ int db_volume_insert(db *d, const db_volume *v, jerr *e);
 int db_volume_delete(db *d, const char *name, jerr *e);
 /* Calls fn for every volume, by name; v's strings live only during the call. */
 int db_volume_load(db *d, void (*fn)(const db_volume *v, void *arg), void *arg, jerr *e);
+/* A named network's row (core/networks.h); the built-in ones come from the configuration. */
+typedef struct db_network {
+    const char *name;
+    const char *cidr;        /* "10.10.0.0/24" */
+    int64_t owner_uid;
+    int64_t created_ms;
+} db_network;
+int db_network_insert(db *d, const db_network *n, jerr *e);
+int db_network_delete(db *d, const char *name, jerr *e);
+/* Calls fn for every network, by name; n's strings live only during the call. */
+int db_network_load(db *d, void (*fn)(const db_network *n, void *arg), void *arg, jerr *e);
 /* A job's history (core/job_events.c): events numbered from 1 per job; at most `keep` are
  * kept, the oldest deleted first. Deleted with the job. */
 typedef struct db_event {

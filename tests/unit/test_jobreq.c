@@ -102,8 +102,8 @@ static const field_case cases[] = {
      "rel/dir", "workdir: 'rel/dir' must be an absolute path without '..' (e.g. /work/src)",
      "\"/a/../b\"", "workdir: '/a/../b' must be an absolute path without '..' (e.g. /work/src)"},
     {JR_NETWORK, "", 0, "none", "\"none\"", "\"host\"", "\"host\"",
-     "bridge", "network: 'bridge' is not accepted; use none (loopback only) or host",
-     "1", "network: '1' is not accepted; use none (loopback only) or host"},
+     "no/such", "network: 'no/such' is not accepted; use none (loopback only), host, isolated, bridge or a network's name",
+     "\"A1\"", "network: 'A1' is not accepted; use none (loopback only), host, isolated, bridge or a network's name"},
     {JR_MAX_CPU, "", 0, "50%", "50", "250", "250",
      "0", "max_cpu: '0' " CPU_PCT,
      "\"50%\"", "max_cpu: '50%' " CPU_PCT},
@@ -192,6 +192,9 @@ static const field_case cases[] = {
     {JR_STDIN, "", 0, "true", "true", "false", "false",
      "2", "stdin: '2' must be true or false",
      "\"yes\"", "stdin: 'yes' must be true or false"},
+    {JR_MAX_NETBPS, "", 0, "10MB", "10485760", "1024", "1024",
+     "fast", "max_netbps: 'fast' is not a rate of at least 1024 bytes per second; use 1048576, 512K, 10MB, 1G",
+     "1000", "max_netbps: '1000' is not a rate of at least 1024 bytes per second; use 1048576, 512K, 10MB, 1G"},
     /* the daemon's own fields are read from what it stored, where a value this version refuses
      * is left out (and logged), the job kept: json_msg NULL */
     {JR_PIDS_MAX, "", JOBREQ_FROM_DB, "512", "512", "0", "0",
@@ -354,7 +357,7 @@ static void test_text_and_json_refuse_alike(void **state)
         {JR_MAX_MEMORY_MB, "12XB", "\"12XB\""}, {JR_MAX_RUNTIME_S, "0", "0"}, {JR_MAX_RUNTIME_S, "soon", "\"soon\""},
         {JR_MAX_CPU, "0", "0"},             {JR_MAX_CPU, "lots", "\"lots\""},   {JR_MAX_IOBPS, "fast", "\"fast\""},
         {JR_CPU_CORES, "3-1", "\"3-1\""},   {JR_CPU_CORES, "a", "\"a\""},       {JR_CPU_CORES, "", "\"\""},
-        {JR_CPU_CORES, "5000", "\"5000\""}, {JR_NETWORK, "bridge", "\"bridge\""}, {JR_NETWORK, "", "\"\""},
+        {JR_CPU_CORES, "5000", "\"5000\""}, {JR_NETWORK, "no/such", "\"no/such\""}, {JR_NETWORK, "", "\"\""},
         {JR_WORKDIR, "rel/dir", "\"rel/dir\""}, {JR_WORKDIR, "/a/../b", "\"/a/../b\""}, {JR_WORKDIR, "", "\"\""},
         {JR_GPU_CC, "x.y", "\"x.y\""},      {JR_GPU_CC, "", "\"\""},            {JR_GPU_CAPS, "warp", "\"warp\""},
         {JR_GPU_CAPS, "", "\"\""},          {JR_GPU_MIG, "", "\"\""},           {JR_NAME, "", "\"\""},
@@ -610,7 +613,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -701,7 +704,7 @@ static void test_from_db(void **state)
     }
     json_decref(b);
     /* a stored field this version refuses is left out; the rest of the job is read */
-    b = json_of("{\"command\": \"x\", \"priority\": 5000, \"gpu_count\": 2, \"network\": \"bridge\"}");
+    b = json_of("{\"command\": \"x\", \"priority\": 5000, \"gpu_count\": 2, \"network\": \"no/such\"}");
     memset(&e, 0, sizeof e);
     assert_int_equal(jobreq_from_json(b, &r, JOBREQ_FROM_DB, NOW, &e), 0);
     assert_false(jobreq_has(&r, JR_PRIORITY));
@@ -1045,7 +1048,7 @@ static const char full[] =
     " \"gpu_optional\": true, \"priority\": -7, \"gpu_type\": \"A100\", \"gpu_cc\": \"8.0\", \"gpu_share\": true,"
     " \"cross_numa\": false, \"preemptible\": true, \"runtime\": \"python-3.11-ml\","
     " \"volumes\": [\"data\", \"images:ro\"], \"isolation\": \"gvisor\", \"devices\": [\"nvidia.com/gpu=1\"],"
-    " \"tty\": true, \"stdin\": true}";
+    " \"tty\": true, \"stdin\": true, \"max_netbps\": 1048576}";
 
 static void test_round_trip(void **state)
 {
@@ -1191,7 +1194,7 @@ static void test_reword(void **state)
     memset(lng, 'x', sizeof lng - 1);
     lng[sizeof lng - 1] = 0;
     assert_int_equal(jobreq_set_text(&r, &jobreq_fields[JR_NETWORK], lng, NOW, &e), -1);
-    assert_string_equal(e.msg, "network: longer than 16 bytes");
+    assert_string_equal(e.msg, "network: longer than 32 bytes");
     assert_int_equal(jobreq_set_text(&r, &jobreq_fields[JR_PRIORITY], lng, NOW, &e), -1);
     char want[300];
     snprintf(want, sizeof want, "priority: '%.76s...' must be a whole number from -1000 to 1000 (higher runs first; "
@@ -1221,7 +1224,7 @@ static void test_to_flags(void **state)
                    " \"--gpu-memory=4GB\", \"--gpu-ids=GPU-1\", \"--gpu-caps=compute,video\", \"--gpu-optional\","
                    " \"--priority=-7\", \"--gpu-type=A100\", \"--gpu-cc=8.0\", \"--gpu-share\", \"--cross-numa=no\","
                    " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\", \"--isolation=gvisor\", \"--device=nvidia.com/gpu=1\","
-                   " \"--tty\", \"--interactive\"]",
+                   " \"--tty\", \"--interactive\", \"--max-netbps=1MB\"]",
                    "flags");
     /* read back as rnx reads them: the same request, but for what flags cannot carry */
     size_t i;

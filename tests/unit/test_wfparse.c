@@ -456,7 +456,7 @@ static void test_unknown_keys(void **state)
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    resources:\n      memory: 4GB\n",
                  "wf.yaml:5:7: job 'a': resources: unknown key 'memory' (did you mean 'max_memory'?); resources are "
                  "max_cpu, max_memory, max_io_bps, cpu_cores, max_runtime, gpu_count, gpu_memory_mb, gpu_mig, priority, "
-                 "gpu_type, gpu_cc, gpu_share, cross_numa, preemptible");
+                 "gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, max_net_bps");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    resources:\n      workdir: /x\n",
                  "wf.yaml:5:7: job 'a': resources: 'workdir' is not a resource; it belongs to the job itself, next to "
                  "command:");
@@ -480,8 +480,8 @@ static void test_command_and_args(void **state)
 
 static void test_job_fields(void **state)
 {
-    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: bridge\n",
-                 "wf.yaml:4:14: job 'a': network: 'bridge' is not accepted; use none (loopback only) or host");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: no/such\n",
+                 "wf.yaml:4:14: job 'a': network: 'no/such' is not accepted; use none (loopback only), host, isolated, bridge or a network's name");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    workdir: src\n",
                  "wf.yaml:4:14: job 'a': workdir: 'src' must be an absolute path without '..' (e.g. /work/src)");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    environment:\n      9LIVES: 1\n",
@@ -657,7 +657,7 @@ static void test_many_problems_in_file_order(void **state)
                        "  a:\n"
                        "    command: x\n"
                        "    resources: {priority: 5000, max_memory: lots}\n"
-                       "    network: bridge\n"
+                       "    network: no/such\n"
                        "  b:\n"
                        "    requires: [zz: COMPLETED]\n";
     assert_null(parse(text, &errs));
@@ -666,8 +666,8 @@ static void test_many_problems_in_file_order(void **state)
                                      "(higher runs first; default 0)");
     assert_string_equal(errs.msg[1], "wf.yaml:4:45: job 'a': max_memory: 'lots' is not a size of at least 4 MB; use "
                                      "megabytes (4096) or a unit: 4096MB, 8GB");
-    assert_string_equal(errs.msg[2], "wf.yaml:5:14: job 'a': network: 'bridge' is not accepted; use none (loopback "
-                                     "only) or host");
+    assert_string_equal(errs.msg[2], "wf.yaml:5:14: job 'a': network: 'no/such' is not accepted; use none (loopback "
+                                     "only), host, isolated, bridge or a network's name");
     assert_string_equal(errs.msg[3], "wf.yaml:6:3: job 'b': command: missing; give the program to run, e.g. "
                                      "'command: python3'");
     assert_string_equal(errs.msg[4], "wf.yaml:7:16: job 'b': requires 'zz', which is not a job of this workflow; its "

@@ -1,0 +1,98 @@
+/* IPv4 networks of job networks: netaddr.h. */
+#include "netaddr.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int netaddr_parse(const char *s, uint32_t *out)
+{
+    struct in_addr a;
+    if (inet_pton(AF_INET, s, &a) != 1)
+        return -1;
+    *out = ntohl(a.s_addr);
+    return 0;
+}
+
+void netaddr_format(uint32_t addr, char *out, size_t len)
+{
+    snprintf(out, len, "%u.%u.%u.%u", addr >> 24, (addr >> 16) & 255, (addr >> 8) & 255, addr & 255);
+}
+
+static uint32_t mask_of(int prefix) { return prefix <= 0 ? 0 : prefix >= 32 ? 0xffffffffu : ~((1u << (32 - prefix)) - 1); }
+
+int netaddr_cidr_parse(const char *field, const char *s, netaddr_cidr *out, jerr *e)
+{
+    char buf[40];
+    const char *slash = strchr(s, '/');
+    size_t n = slash ? (size_t)(slash - s) : 0;
+    char *end = NULL;
+    long prefix = slash ? strtol(slash + 1, &end, 10) : -1;
+    uint32_t a;
+    if (!slash || n >= sizeof buf || !slash[1] || *end || slash[1] == '+' || slash[1] == '-')
+        return jerr_field(e, field, "%s: '%.40s' is not an IPv4 network; give ADDRESS/PREFIX (e.g. 10.10.0.0/24)", field, s);
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    if (netaddr_parse(buf, &a) < 0)
+        return jerr_field(e, field, "%s: '%.40s' is not an IPv4 address (a.b.c.d)", field, buf);
+    if (prefix < 8 || prefix > 30)
+        return jerr_field(e, field, "%s: prefix /%ld is outside /8../30 (a network needs room for a gateway and jobs)",
+                          field, prefix);
+    if (a & ~mask_of((int)prefix)) {
+        char base[20];
+        netaddr_format(a & mask_of((int)prefix), base, sizeof base);
+        return jerr_field(e, field, "%s: '%.40s' has host bits set; did you mean %s/%ld?", field, s, base, prefix);
+    }
+    out->base = a;
+    out->prefix = (int)prefix;
+    return 0;
+}
+
+void netaddr_cidr_format(const netaddr_cidr *c, char *out, size_t len)
+{
+    char a[20];
+    netaddr_format(c->base, a, sizeof a);
+    snprintf(out, len, "%s/%d", a, c->prefix);
+}
+
+bool netaddr_cidr_contains(const netaddr_cidr *c, uint32_t addr) { return (addr & mask_of(c->prefix)) == c->base; }
+
+bool netaddr_cidr_overlap(const netaddr_cidr *a, const netaddr_cidr *b)
+{
+    int p = a->prefix < b->prefix ? a->prefix : b->prefix;
+    return (a->base & mask_of(p)) == (b->base & mask_of(p));
+}
+
+uint64_t netaddr_cidr_size(const netaddr_cidr *c) { return 1ull << (32 - c->prefix); }
+
+bool netaddr_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (!n || n > NETADDR_NAME_MAX || !strchr("abcdefghijklmnopqrstuvwxyz0123456789", name[0]))
+        return false;
+    return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+void netaddr_bridge_name(const char *name, char *out, size_t len)
+{
+    if (strlen(name) + 3 <= NETADDR_IFNAME_MAX) {
+        snprintf(out, len, "jb-%s", name);
+        return;
+    }
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    snprintf(out, len, "jb-%.6s%06x", name, h & 0xffffff);
+}
+
+void netaddr_veth_name(const char *job_id, char *out, size_t len)
+{
+    char hex[13];
+    size_t n = 0;
+    for (const char *c = job_id; *c && n < 12; c++)
+        if (*c != '-')
+            hex[n++] = *c;
+    hex[n] = 0;
+    snprintf(out, len, "jv%s", hex);
+}

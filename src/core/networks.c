@@ -1,0 +1,571 @@
+/* Job networks: networks.h. */
+#include "networks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/util.h"
+#include "../store/db.h"
+#include "state.h"
+
+/* The built-in ones, then named ones; at most NETWORKS_MAX in all. */
+#define NETWORKS_MAX 1024
+/* joblet-net apply: bridges and the nftables table (a few ms; the bound is for a hung kernel) */
+#define APPLY_TIMEOUT_MS 20000
+
+static network *nets[NETWORKS_MAX];
+static size_t nnets;
+static bool available;
+static char why_not[512];
+static char helper[600];
+static char resolv_path[700];
+static char dir[600]; /* <state>/networks */
+
+bool networks_available(const char **why)
+{
+    if (why)
+        *why = why_not;
+    return available;
+}
+
+const network *const *networks_all(size_t *n)
+{
+    *n = nnets;
+    return (const network *const *)nets;
+}
+
+static network *find(const char *name)
+{
+    for (size_t i = 0; i < nnets; i++)
+        if (!strcmp(nets[i]->name, name))
+            return nets[i];
+    return NULL;
+}
+
+bool networks_visible(const network *n, const caller *c)
+{
+    return n->builtin || authz_may_on(c, AUTHZ_OTHERS_NETWORKS, n->owner_uid);
+}
+
+static bool is_isolated(const network *n) { return !n->bridge[0]; }
+
+/* s (allocated) with fmt's text appended; s NULL: a new string */
+static char *cat(char *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *cat(char *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    size_t have = s ? strlen(s) : 0;
+    s = xrealloc(s, have + (size_t)(n < 0 ? 0 : n) + 1);
+    s[have] = 0;
+    va_start(ap, fmt);
+    if (n > 0)
+        vsnprintf(s + have, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* --- addresses: one bit per address of the network ------------------------------------ */
+
+static bool bit(const network *n, uint32_t off) { return n->used[off >> 3] & (1u << (off & 7)); }
+static void set_bit(network *n, uint32_t off, bool on)
+{
+    if (on)
+        n->used[off >> 3] |= (uint8_t)(1u << (off & 7));
+    else
+        n->used[off >> 3] &= (uint8_t)~(1u << (off & 7));
+}
+
+static network *net_new(const char *name, const netaddr_cidr *cidr, bool isolated, bool builtin)
+{
+    network *n = xcalloc(1, sizeof *n);
+    snprintf(n->name, sizeof n->name, "%s", name);
+    n->cidr = *cidr;
+    n->builtin = builtin;
+    uint64_t size = netaddr_cidr_size(cidr);
+    n->used = xcalloc((size_t)((size + 7) / 8), 1);
+    if (!isolated) {
+        netaddr_bridge_name(name, n->bridge, sizeof n->bridge);
+        n->gateway = cidr->base + 1;
+        /* the network's own address, its gateway (the bridge) and its broadcast */
+        set_bit(n, 0, true);
+        set_bit(n, 1, true);
+        set_bit(n, (uint32_t)(size - 1), true);
+        snprintf(n->hosts_path, sizeof n->hosts_path, "%s/%s.hosts", dir, name);
+    }
+    n->cursor = 2;
+    return n;
+}
+
+static void net_free(network *n)
+{
+    if (!n)
+        return;
+    free(n->used);
+    free(n);
+}
+
+/* The next free address (isolated: the next free pair, host side first) from the cursor on. */
+static int take(network *n, uint32_t *off)
+{
+    uint32_t size = (uint32_t)netaddr_cidr_size(&n->cidr);
+    uint32_t step = is_isolated(n) ? 2 : 1;
+    for (uint32_t k = 0; k < size; k += step) {
+        uint32_t o = (n->cursor + k) % size;
+        if (is_isolated(n))
+            o &= ~1u;
+        if (bit(n, o) || (is_isolated(n) && bit(n, o + 1)))
+            continue;
+        set_bit(n, o, true);
+        if (is_isolated(n))
+            set_bit(n, o + 1, true);
+        n->cursor = (o + step) % size;
+        *off = is_isolated(n) ? o + 1 : o; /* the job's: the second of the pair */
+        return 0;
+    }
+    return -1;
+}
+
+static void give_back(network *n, uint32_t addr)
+{
+    uint32_t off = addr - n->cidr.base;
+    if (!netaddr_cidr_contains(&n->cidr, addr))
+        return;
+    if (is_isolated(n)) {
+        set_bit(n, off & ~1u, false);
+        set_bit(n, off | 1u, false);
+    } else if (off > 1 && off < netaddr_cidr_size(&n->cidr) - 1) {
+        set_bit(n, off, false);
+    }
+}
+
+/* --- hosts files ------------------------------------------------------------------------ */
+
+/* Whether s may stand in /etc/hosts as a name: letters, digits, '-', '.', '_' only. */
+static bool host_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    return n && n <= 63 && s[0] != '-' && s[0] != '.' &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") == n;
+}
+
+/* The network's jobs, one line each: address, hostname (job-<8 hex>), its name when it is
+ * one, its id. Rewritten in place (the jobs bind this very file: a rename would leave them the
+ * old one), longest content first then truncated, so a reader never sees it empty. */
+static void hosts_write(const network *n)
+{
+    if (is_isolated(n))
+        return;
+    size_t cap = 4096, len = 0;
+    char *buf = xmalloc(cap);
+    len += (size_t)snprintf(buf, cap,
+                            "# joblet network %s: its jobs by name and id, kept current by joblet\n"
+                            "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+                            n->name);
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        if (strcmp(j->net.network, n->name) || job_state_terminal(j->state))
+            continue;
+        char addr[20], line[300];
+        netaddr_format(j->net.addr, addr, sizeof addr);
+        int k = snprintf(line, sizeof line, "%s\tjob-%.8s%s%s %s\n", addr, j->id, j->name && host_name_ok(j->name) ? " " : "",
+                         j->name && host_name_ok(j->name) ? j->name : "", j->id);
+        if (k < 0 || (size_t)k >= sizeof line)
+            continue;
+        if (len + (size_t)k + 1 > cap) {
+            cap = (len + (size_t)k + 1) * 2;
+            buf = xrealloc(buf, cap);
+        }
+        memcpy(buf + len, line, (size_t)k);
+        len += (size_t)k;
+    }
+    int fd = open(n->hosts_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 || pwrite(fd, buf, len, 0) != (ssize_t)len || ftruncate(fd, (off_t)len) < 0)
+        log_warn("network %s: cannot write %s: %s", n->name, n->hosts_path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+}
+
+/* The resolvers jobs on networks get: network.dns, else the host's /etc/resolv.conf without
+ * nameservers on its loopback (unreachable from a job's namespace: systemd-resolved's
+ * 127.0.0.53), else systemd-resolved's upstream list. */
+static void resolv_write(void)
+{
+    char *out = xstrdup("# joblet: the resolvers of jobs on networks (network.dns, else the host's)\n");
+    if (core.cfg.net_dns[0]) {
+        char list[256];
+        snprintf(list, sizeof list, "%s", core.cfg.net_dns);
+        char *save = NULL;
+        for (char *a = strtok_r(list, ", ", &save); a; a = strtok_r(NULL, ", ", &save))
+            out = cat(out, "nameserver %s\n", a);
+    } else {
+        const char *srcs[] = {"/etc/resolv.conf", "/run/systemd/resolve/resolv.conf"};
+        for (size_t s = 0; s < 2; s++) {
+            char *txt = read_file(srcs[s], NULL);
+            bool any = false;
+            char *acc = xstrdup("");
+            char *save = NULL;
+            for (char *l = txt ? strtok_r(txt, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+                char ns[64];
+                if (sscanf(l, " nameserver %63s", ns) == 1) {
+                    if (!strncmp(ns, "127.", 4) || !strcmp(ns, "::1"))
+                        continue;
+                    any = true;
+                }
+                acc = cat(acc, "%s\n", l);
+            }
+            free(txt);
+            if (any) {
+                out = cat(out, "%s", acc);
+                free(acc);
+                break;
+            }
+            free(acc);
+        }
+    }
+    jerr e = {0};
+    if (write_file_atomic(resolv_path, out, strlen(out), 0644, &e) < 0)
+        log_warn("networks: %s", e.msg);
+    free(out);
+}
+
+/* --- the kernel's side: joblet-net apply ------------------------------------------------ */
+
+static int apply(bool prune, jerr *e)
+{
+    json_t *in = json_object(), *list = json_array(), *keep = json_array();
+    for (size_t i = 0; i < nnets; i++) {
+        const network *n = nets[i];
+        char cidr[40], gw[20];
+        netaddr_cidr_format(&n->cidr, cidr, sizeof cidr);
+        if (is_isolated(n)) {
+            json_object_set_new(in, "isolated_cidr", json_string(cidr));
+            continue;
+        }
+        netaddr_format(n->gateway, gw, sizeof gw);
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s}", "name", n->name, "bridge", n->bridge, "cidr", cidr,
+                                              "gateway", gw));
+    }
+    for (size_t i = 0; i < core.njobs; i++)
+        if (core.jobs[i]->net.network[0] && !job_state_terminal(core.jobs[i]->state))
+            json_array_append_new(keep, json_string(core.jobs[i]->net.host_if));
+    json_object_set_new(in, "networks", list);
+    json_object_set_new(in, "keep_veths", keep);
+    json_object_set_new(in, "prune_veths", json_boolean(prune));
+    char *txt = json_dumps(in, JSON_COMPACT);
+    json_decref(in);
+    char out[2048];
+    char *argv[] = {helper, "apply", NULL};
+    int st = run_input(helper, argv, txt, strlen(txt), APPLY_TIMEOUT_MS, out, sizeof out);
+    free(txt);
+    if (st < 0)
+        return jerr_set(e, errno == ETIMEDOUT ? ETIMEDOUT : EIO, "%s apply: %s", helper,
+                        errno == ETIMEDOUT ? "did not finish in time" : strerror(errno));
+    size_t len = strlen(out);
+    while (len && out[len - 1] == '\n')
+        out[--len] = 0;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return jerr_set(e, EIO, "%s apply failed: %s", helper, len ? out : "(no message)");
+    if (len && strcmp(out, "{\"created\":[],\"removed\":[]}"))
+        log_info("networks: %s", out);
+    return 0;
+}
+
+/* The first apply since start, with pruning (what a crash left); then only on changes. A
+ * failure leaves networks unavailable, saying why, until joblet restarts. */
+static bool applied;
+static int ensure_applied(jerr *e)
+{
+    if (applied)
+        return 0;
+    if (!available)
+        return jerr_http(e, 503, "job networks are not available on this machine: %s", why_not);
+    if (apply(true, e) < 0) {
+        available = false;
+        snprintf(why_not, sizeof why_not, "%s", e->msg);
+        log_warn("job networks are not available: %s; jobs asking for one are refused", why_not);
+        return -1;
+    }
+    applied = true;
+    return 0;
+}
+
+/* --- start --------------------------------------------------------------------------------- */
+
+static void load_one(const db_network *r, void *arg)
+{
+    (void)arg;
+    netaddr_cidr c;
+    jerr e = {0};
+    if (nnets >= NETWORKS_MAX || find(r->name) || netaddr_cidr_parse("cidr", r->cidr, &c, &e) < 0) {
+        log_warn("network %s in the database is not taken back: %s", r->name, e.msg[0] ? e.msg : "a duplicate");
+        return;
+    }
+    network *n = net_new(r->name, &c, false, false);
+    n->owner_uid = (uid_t)r->owner_uid;
+    n->created_ms = r->created_ms;
+    nets[nnets++] = n;
+}
+
+int networks_init(jerr *e)
+{
+    snprintf(dir, sizeof dir, "%s/networks", core.cfg.state_dir);
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return jerr_sys(e, "mkdir %s", dir);
+    snprintf(resolv_path, sizeof resolv_path, "%s/resolv.conf", dir);
+    if (core.cfg.net_helper[0]) {
+        snprintf(helper, sizeof helper, "%s", core.cfg.net_helper);
+    } else {
+        const char *slash = strrchr(core.shim_path, '/');
+        int at = slash ? (int)(slash + 1 - core.shim_path) : 0;
+        snprintf(helper, sizeof helper, "%.*sjoblet-net", at, core.shim_path);
+    }
+    netaddr_cidr bc, ic;
+    if (netaddr_cidr_parse("network.bridge_cidr", core.cfg.net_bridge_cidr, &bc, e) < 0 ||
+        netaddr_cidr_parse("network.isolated_cidr", core.cfg.net_isolated_cidr, &ic, e) < 0)
+        return -1;
+    if (netaddr_cidr_overlap(&bc, &ic))
+        return jerr_set(e, EINVAL, "network.bridge_cidr %s and network.isolated_cidr %s overlap", core.cfg.net_bridge_cidr,
+                        core.cfg.net_isolated_cidr);
+    nets[nnets++] = net_new("bridge", &bc, false, true);
+    nets[nnets++] = net_new("isolated", &ic, true, true);
+    if (db_network_load(core.db, load_one, NULL, e) < 0)
+        return -1;
+    /* the addresses of jobs not yet ended, taken again */
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
+        if (!j->net.network[0])
+            continue;
+        network *n = find(j->net.network);
+        if (job_state_terminal(j->state) || !n || !netaddr_cidr_contains(&n->cidr, j->net.addr)) {
+            j->net = (netaddr_place){0};
+            continue;
+        }
+        uint32_t off = j->net.addr - n->cidr.base;
+        set_bit(n, off, true);
+        if (is_isolated(n))
+            set_bit(n, off & ~1u, true);
+        n->njobs++;
+    }
+    resolv_write();
+    for (size_t i = 0; i < nnets; i++)
+        hosts_write(nets[i]);
+    if (access(helper, X_OK) < 0) {
+        snprintf(why_not, sizeof why_not, "%s: %s (network.helper)", helper, strerror(errno));
+        log_warn("job networks are not available: %s; jobs asking for one are refused", why_not);
+        return 0;
+    }
+    available = true;
+    /* The kernel's side is made when first needed (a job on a network, a network made), so a
+     * joblet whose jobs never use one never touches the host's links or nftables; with
+     * networks or jobs on them in the database, now: what a crash left is reconciled */
+    bool need = nnets > 2;
+    for (size_t i = 0; i < core.njobs && !need; i++)
+        need = core.jobs[i]->net.network[0] != 0;
+    jerr ae = {0};
+    if (need && ensure_applied(&ae) < 0)
+        log_warn("job networks: %s", ae.msg);
+    return 0;
+}
+
+/* --- jobs ---------------------------------------------------------------------------------- */
+
+static bool named(const job_req *r)
+{
+    return r->network && strcmp(r->network, "none") && strcmp(r->network, "host");
+}
+
+int networks_check(const job_req *r, const caller *c, jerr *e)
+{
+    if (!named(r))
+        return 0;
+    const network *n = find(r->network);
+    if (!n || !networks_visible(n, c))
+        return jerr_field(e, "network", "network: no network '%s'; use none, host, isolated, bridge or one that "
+                          "rnx network list shows", r->network);
+    if (!available)
+        return jerr_http(e, 503, "network: job networks are not available on this machine: %s", why_not);
+    return 0;
+}
+
+void networks_spec_free(spec_net *s)
+{
+    if (!s)
+        return;
+    free(s->network);
+    free(s->helper);
+    free(s->host_if);
+    free(s->bridge);
+    free(s->addr);
+    free(s->host_addr);
+    free(s->gateway);
+    free(s->hosts_file);
+    free(s->resolv_file);
+    free(s);
+}
+
+int networks_place(job *j, spec_net **out, jerr *e)
+{
+    *out = NULL;
+    if (!named(&j->req))
+        return 0;
+    /* the network checked at submission (networks_check): one made after it under that name
+     * (removed and made again, maybe by someone else) is another */
+    network *n = find(j->req.network);
+    if (!n || (!n->builtin && n->created_ms > j->created_ms && !j->net.network[0]))
+        return jerr_set(e, ENOENT, "network %s is gone (removed since the job was submitted)", j->req.network);
+    if (ensure_applied(e) < 0)
+        return -1;
+    if (j->net.network[0] && strcmp(j->net.network, n->name))
+        networks_release(j);
+    if (!j->net.network[0]) {
+        uint32_t off;
+        if (take(n, &off) < 0) {
+            char cidr[40];
+            netaddr_cidr_format(&n->cidr, cidr, sizeof cidr);
+            return jerr_set(e, ENOSPC, "network %s (%s) has no free address: %u jobs on it", n->name, cidr, n->njobs);
+        }
+        snprintf(j->net.network, sizeof j->net.network, "%s", n->name);
+        j->net.addr = n->cidr.base + off;
+        netaddr_veth_name(j->id, j->net.host_if, sizeof j->net.host_if);
+        n->njobs++;
+        hosts_write(n);
+    }
+    spec_net *s = xcalloc(1, sizeof *s);
+    char a[40], gw[20];
+    s->network = xstrdup(n->name);
+    s->helper = xstrdup(helper);
+    s->host_if = xstrdup(j->net.host_if);
+    netaddr_format(j->net.addr, a, sizeof a);
+    if (is_isolated(n)) {
+        char ha[20];
+        netaddr_format(j->net.addr - 1, ha, sizeof ha);
+        snprintf(gw, sizeof gw, "%s", ha);
+        s->host_addr = cat(NULL, "%s/31", ha);
+        s->addr = cat(NULL, "%s/31", a);
+    } else {
+        netaddr_format(n->gateway, gw, sizeof gw);
+        s->bridge = xstrdup(n->bridge);
+        s->addr = cat(NULL, "%s/%d", a, n->cidr.prefix);
+        s->hosts_file = xstrdup(n->hosts_path);
+    }
+    s->gateway = xstrdup(gw);
+    s->resolv_file = xstrdup(resolv_path);
+    s->max_bps = (uint64_t)j->req.max_netbps;
+    *out = s;
+    return 0;
+}
+
+void networks_release(job *j)
+{
+    if (!j->net.network[0])
+        return;
+    network *n = find(j->net.network);
+    if (n) {
+        give_back(n, j->net.addr);
+        if (n->njobs)
+            n->njobs--;
+    }
+    j->net = (netaddr_place){0};
+    if (n)
+        hosts_write(n);
+}
+
+/* --- named networks -------------------------------------------------------------------- */
+
+int networks_create(const char *name, const char *cidr, const caller *c, jerr *e)
+{
+    if (!netaddr_name_ok(name))
+        return jerr_field(e, "name", "name: '%.40s' is not a network name: 1 to %d of a-z 0-9 _ . - starting with a "
+                          "letter or digit", name, NETADDR_NAME_MAX);
+    if (find(name) || !strcmp(name, "none") || !strcmp(name, "host"))
+        return jerr_http(e, 409, "network %s already exists", name);
+    netaddr_cidr nc;
+    if (netaddr_cidr_parse("cidr", cidr, &nc, e) < 0)
+        return -1;
+    if (nc.prefix < 16)
+        return jerr_field(e, "cidr", "cidr: /%d is larger than a named network may be (/16 to /30)", nc.prefix);
+    for (size_t i = 0; i < nnets; i++)
+        if (netaddr_cidr_overlap(&nc, &nets[i]->cidr)) {
+            char oc[40];
+            netaddr_cidr_format(&nets[i]->cidr, oc, sizeof oc);
+            return jerr_field(e, "cidr", "cidr: %s overlaps network %s (%s)", cidr, nets[i]->name, oc);
+        }
+    if (ensure_applied(e) < 0)
+        return -1;
+    if (!authz_may(c, AUTHZ_UNLIMITED)) {
+        uint32_t mine = 0;
+        for (size_t i = 0; i < nnets; i++)
+            mine += !nets[i]->builtin && nets[i]->owner_uid == c->uid;
+        if (mine >= core.cfg.net_max_per_user)
+            return jerr_http(e, 429, "you own %u networks, the most network.max_per_user allows", mine);
+    }
+    if (nnets >= NETWORKS_MAX)
+        return jerr_http(e, 429, "joblet keeps at most %d networks", NETWORKS_MAX);
+    network *n = net_new(name, &nc, false, false);
+    n->owner_uid = c->uid;
+    n->created_ms = now_ms();
+    nets[nnets++] = n;
+    char norm[40];
+    netaddr_cidr_format(&nc, norm, sizeof norm);
+    db_network row = {n->name, norm, n->owner_uid, n->created_ms};
+    if (db_network_insert(core.db, &row, e) < 0 || state_commit_now(e) < 0 || apply(false, e) < 0) {
+        jerr de = {0};
+        nnets--;
+        if (db_network_delete(core.db, name, &de) < 0 || state_commit_now(&de) < 0)
+            log_warn("network %s: %s", name, de.msg);
+        net_free(n);
+        return -1;
+    }
+    hosts_write(n);
+    return 0;
+}
+
+int networks_remove(const char *name, const caller *c, jerr *e)
+{
+    network *n = find(name);
+    if (!n || !networks_visible(n, c))
+        return jerr_http(e, 404, "no network '%.40s' (rnx network list)", name);
+    if (n->builtin)
+        return jerr_http(e, 409, "network %s is built in (network.%s_cidr): it cannot be removed", n->name,
+                        is_isolated(n) ? "isolated" : "bridge");
+    if (!authz_may_on(c, AUTHZ_OTHERS_NETWORKS, n->owner_uid))
+        return jerr_http(e, 403, "network %s is another user's; only its owner and admins may remove it", n->name);
+    uint32_t using = 0;
+    const char *one = NULL;
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        if (!job_state_terminal(j->state) && j->req.network && !strcmp(j->req.network, n->name)) {
+            using++;
+            one = one ? one : j->id;
+        }
+    }
+    if (using)
+        return jerr_http(e, 409, "network %s is in use by %u job%s not yet ended (%.8s%s)", n->name, using,
+                        using == 1 ? "" : "s", one, using > 1 ? ", ..." : "");
+    if (db_network_delete(core.db, n->name, e) < 0 || state_commit_now(e) < 0)
+        return -1;
+    size_t at = 0;
+    while (nets[at] != n)
+        at++;
+    memmove(&nets[at], &nets[at + 1], (nnets - at - 1) * sizeof *nets);
+    nnets--;
+    unlink(n->hosts_path);
+    jerr ae = {0};
+    if (apply(false, &ae) < 0) /* committed: the bridge is removed at the next apply or start */
+        log_warn("network %s removed, but its bridge stays until the next change: %s", n->name, ae.msg);
+    net_free(n);
+    return 0;
+}

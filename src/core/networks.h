@@ -1,0 +1,76 @@
+/* Job networks (docs/networks.md). A job's network is none (loopback only, the default), host,
+ * or one of joblet's:
+ *   - "isolated": the job's own veth pair, a /31 from network.isolated_cidr (the host side one
+ *     end, the job the other), NAT to the outside, no path to other jobs or the host;
+ *   - "bridge": the built-in bridge network (network.bridge_cidr): its jobs reach each other by
+ *     address and by name, the outside through NAT;
+ *   - a named network (rnx network create NAME --cidr=...): the same on a bridge of its own,
+ *     owned by who made it; only the owner's jobs (and those of roles allowed AUTHZ_OTHERS_
+ *     NETWORKS) join it.
+ *
+ * Who does what: this file keeps the networks (named ones in the database), gives each job an
+ * address when it starts (kept in the job's row: a restarted joblet keeps it taken) and takes it
+ * back when it ends, and keeps each network's hosts file current (its jobs by name and id: the
+ * file every job of the network sees as /etc/hosts). The kernel's side, bridges and the one
+ * nftables table `inet joblet`, is joblet-net's (exec/net_main.c), run here on every change of
+ * networks ("apply") and at start, where it also removes what a crash left (veths of jobs that
+ * are gone); a job's own veth is made by its shim with the same program. */
+#ifndef JOBLET_NETWORKS_H
+#define JOBLET_NETWORKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+#include "../common/jobreq.h"
+#include "../common/netaddr.h"
+#include "../exec/spec.h"
+#include "authz.h"
+#include "job.h"
+
+typedef struct network {
+    char name[NETADDR_NAME_MAX + 1];
+    char bridge[NETADDR_IFNAME_MAX + 1]; /* its Linux bridge; "" for isolated */
+    netaddr_cidr cidr;
+    uint32_t gateway;          /* a bridge network's: the bridge's address (first host) */
+    bool builtin;              /* bridge and isolated: from the configuration, never removed */
+    uid_t owner_uid;           /* a named network's maker */
+    int64_t created_ms;
+    uint32_t njobs;            /* jobs placed on it now */
+    uint8_t *used;             /* one bit per address of cidr: taken (jobs, gateway, ends) */
+    uint32_t cursor;           /* where the next search for a free address starts */
+    char hosts_path[700];      /* <state>/networks/<name>.hosts (bridge networks) */
+} network;
+
+/* At start, after the jobs are loaded and before they are re-adopted: the built-in networks
+ * from the configuration, the named ones from the database, the addresses of jobs not yet ended
+ * taken again, the hosts files written, and joblet-net apply run with pruning (bridges of
+ * networks that are gone, veths of jobs that are gone). When the kernel's side cannot be made
+ * (no nft, no veth support), joblet runs without networks: jobs asking for one are refused with
+ * why. */
+int networks_init(jerr *e);
+/* Whether networks work here; why not otherwise. */
+bool networks_available(const char **why);
+
+/* At submission: the request's network exists and the caller may use it (none and host need
+ * nothing here). 404 an unknown name, 403 another user's network, 503 networks unavailable. */
+int networks_check(const job_req *r, const caller *c, jerr *e);
+/* At launch: an address for the job on its request's network (none for none and host: *out
+ * stays NULL), recorded in j->net; *out a spec_net the caller frees (networks_spec_free). The
+ * network gone since submission, or full: the job cannot start (error names it). */
+int networks_place(job *j, spec_net **out, jerr *e);
+void networks_spec_free(spec_net *n);
+/* The job ended: its address back, its name out of the network's hosts file. */
+void networks_release(job *j);
+
+/* Named networks: make (the bridge and rules through joblet-net; the row committed before the
+ * answer), and remove (refused while a job not yet ended names it). */
+int networks_create(const char *name, const char *cidr, const caller *c, jerr *e);
+int networks_remove(const char *name, const caller *c, jerr *e);
+/* For listing: every network, built-in first; n set to how many. */
+const network *const *networks_all(size_t *n);
+/* Whether c may see and use network n. */
+bool networks_visible(const network *n, const caller *c);
+
+#endif
