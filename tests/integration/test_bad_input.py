@@ -56,7 +56,7 @@ RUN_CASES = {
     "env-no-equals": (["-e", "NOEQUALS"], ["--env", "'NOEQUALS'", "KEY=VALUE"], 2),
     "env-bad-name": (["-e", "1BAD=x"], ["--env", "'1BAD'", "not a valid variable name", "letters, digits"], 2),
     "secret-env-no-equals": (["-s", "NOPE"], ["--secret-env", "'NOPE'", "KEY=VALUE"], 2),
-    "network-bridge": (["--network=bridge"], ["--network", "'bridge'", "none", "host"], 2),
+    "network-bad-name": (["--network=no/such"], ["--network", "'no/such'", "none", "host", "bridge"], 2),
     "unknown-flag": (["--frobnicate"], ["--frobnicate", "unknown flag", "rnx job run --help"], 2),
     "flag-missing-value": (["--name"], ["--name"], 2),
 }

@@ -137,10 +137,10 @@ def test_flags_long_and_short(bash_script):
 
 
 def test_enumerated_values(bash_script):
-    assert complete_bash(bash_script, "rnx job run --network ") == ["none", "host"]
+    assert complete_bash(bash_script, "rnx job run --network ") == ["none", "host", "isolated", "bridge"]
     assert complete_bash(bash_script, "rnx job run --network h") == ["host"]
     # "--network=h": readline replaces only what follows '='
-    assert complete_bash(bash_script, "rnx job run --network=") == ["none", "host"]
+    assert complete_bash(bash_script, "rnx job run --network=") == ["none", "host", "isolated", "bridge"]
     assert complete_bash(bash_script, "rnx job run --network=h") == ["host"]
     assert complete_bash(bash_script, "rnx job run --cross-numa ") == ["yes", "no"]
     assert complete_bash(bash_script, "rnx job log --stream ") == ["stdout", "stderr"]
@@ -506,7 +506,7 @@ def test_zsh_completes_for_real(zsh_script, tmp_path, files):
                                     "rnx job run sleep "], tmp_path, files)
     assert {"run", "list", "status", "log"} <= set(got["rnx job "]), got
     assert got["rnx job run --max-m"] == ["--max-memory"], got
-    assert got["rnx job run --network "] == ["none", "host"], got
+    assert got["rnx job run --network "] == ["none", "host", "isolated", "bridge"], got
     assert got["rnx job run --network=h"] == ["--network=host"], got
     assert got["rnx job list --status R"] == ["RUNNING"], got
     assert {"job", "workflow", "gpu", "completion"} <= set(got["rnx "]), got

@@ -1,0 +1,252 @@
+"""Job networks through the real daemon, rnx and kernel (docs/networks.md; issue 31).
+
+Traffic goes only to this machine: loopback, the jobs' own namespaces, and an "outside" that the
+test makes itself (a network namespace with a small HTTP server, joined to the host by a veth pair
+of the test's own on TEST-NET-1, 192.0.2.0/30). Everything made here is removed at the end: the
+test's namespace and links, and the table and links joblet made (joblet-net down)."""
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import BUILD, Daemon, need_root
+
+# Networks of the tests' own, away from the built-in defaults
+CONFIG = "network:\n  bridge_cidr: 10.227.0.0/24\n  isolated_cidr: 10.226.0.0/24\n"
+
+ECHO_SERVER = r"""
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(16)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept()
+    d = c.recv(4096)
+    c.sendall(b"echo:" + d)
+    c.close()
+"""
+
+# connect to HOST:PORT, send a word, print the answer; exit 3 when the connection fails
+CLIENT = r"""
+import socket, sys, time
+host, port, tries = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for i in range(tries):
+    try:
+        c = socket.create_connection((host, port), timeout=2)
+        c.sendall(b"hello")
+        print(c.recv(4096).decode(), flush=True)
+        sys.exit(0)
+    except OSError as e:
+        err = e
+        time.sleep(0.3)
+print("failed:", err, flush=True)
+sys.exit(3)
+"""
+
+
+def links():
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return {m.group(1).split("@")[0] for m in re.finditer(r"^\d+: ([^:]+):", out, re.M)}
+
+
+def joblet_links():
+    return {name for name in links() if name.startswith("jb-") or name.startswith("jv")}
+
+
+@pytest.fixture(scope="module")
+def net_daemon():
+    need_root()
+    if not os.access(os.path.join(BUILD, "joblet-net"), os.X_OK):
+        pytest.skip("joblet-net is not built")
+    if subprocess.run(["nft", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("nft (Debian's nftables) is not installed: job networks need it")
+    before = joblet_links()
+    assert not before, f"joblet links exist before the test (another joblet's?): {before}"
+    d = Daemon(CONFIG).start()
+    yield d
+    d.cleanup()
+    subprocess.run([os.path.join(BUILD, "joblet-net"), "down"], capture_output=True)
+    left = joblet_links()
+    assert not left, f"links left: {left}"
+
+
+def rnx_ok(d, *args):
+    p = d.rnx(*args)
+    assert p.returncode == 0, f"rnx {args}: {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p.stdout
+
+
+def network(d, name):
+    nets = json.loads(rnx_ok(d, "--json", "network", "list"))["networks"]
+    return next(n for n in nets if n["name"] == name)
+
+
+def wait_output(d, jid, text, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if text in d.output(jid):
+            return
+        job = d.job(jid)
+        assert job["status"] in ("QUEUED", "SCHEDULED", "RUNNING"), (job, d.output(jid, "stderr"))
+        time.sleep(0.05)
+    raise AssertionError(f"{jid} never printed {text!r}: {d.output(jid)} {d.output(jid, 'stderr')}")
+
+
+def test_named_networks_by_name_and_apart(net_daemon):
+    d = net_daemon
+    rnx_ok(d, "network", "create", "nta", "--cidr=10.231.0.0/24")
+    rnx_ok(d, "network", "create", "ntb", "--cidr=10.232.0.0/24")
+    # refusals that name what is wrong
+    p = d.rnx("network", "create", "ntc", "--cidr=10.231.0.128/25")
+    assert p.returncode != 0 and "overlaps network nta" in p.stderr, p.stderr
+    p = d.rnx("network", "create", "ntc", "--cidr=10.240.0.1/24")
+    assert p.returncode != 0 and "did you mean 10.240.0.0/24" in p.stderr, p.stderr
+    srv = d.submit("python3", "-c", ECHO_SERVER, "7000", name="srv", network="nta")
+    wait_output(d, srv, "listening")
+    a = network(d, "nta")
+    assert a["jobs_count"] == 1 and a["jobs"][0]["id"] == srv
+    addr = a["jobs"][0]["address"]
+    assert addr.startswith("10.231.0."), a
+    job, out, err = d.run("python3", "-c", CLIENT, "srv", "7000", "5", network="nta")
+    assert job["status"] == "COMPLETED", (job, out, err)
+    assert out.strip() == "echo:hello"
+    # by id too
+    job, out, err = d.run("python3", "-c", CLIENT, srv, "7000", "5", network="nta")
+    assert job["status"] == "COMPLETED", (job, out, err)
+    # from the other network: its address does not answer, its name is not known there
+    job, out, err = d.run("python3", "-c", CLIENT, addr, "7000", "2", network="ntb")
+    assert job["exit_code"] == 3, (job, out, err)
+    job, out, err = d.run("python3", "-c", CLIENT, "srv", "7000", "1", network="ntb")
+    assert job["exit_code"] == 3, (job, out, err)
+    # the job's view: its own eth0, the hosts file with the server, no host interface
+    job, out, err = d.run("sh", "-c", "cat /etc/hosts; ls /sys/class/net", network="nta")
+    assert job["status"] == "COMPLETED", (job, out, err)
+    assert re.search(rf"^{re.escape(addr)}\s.*\bsrv\b.*{srv}", out, re.M), out
+    assert sorted(out.split("\n# ")[0].split()[-2:]) or True
+    ifaces = set(out.strip().splitlines()[-3:])
+    assert "eth0" in out and "lo" in out
+    host_ifaces = {n for n in os.listdir("/sys/class/net") if n not in ("lo",)}
+    assert not (ifaces & host_ifaces - {"eth0", "lo"}), ifaces
+    # in use: refused; once the server is gone: removed
+    p = d.rnx("network", "remove", "nta")
+    assert p.returncode != 0 and "in use" in p.stderr, p.stderr
+    assert d.rnx("job", "stop", srv).returncode == 0
+    d.wait(srv)
+    rnx_ok(d, "network", "remove", "nta")
+    rnx_ok(d, "network", "remove", "ntb")
+    assert not any(n.startswith("jb-nta") or n.startswith("jb-ntb") for n in links())
+
+
+class Outside:
+    """A namespace of the test's own with an HTTP server: what an isolated job's NAT reaches."""
+
+    def __init__(self):
+        tag = uuid.uuid4().hex[:6]
+        self.ns, self.host_if, self.peer = f"jlt-out-{tag}", f"jlto{tag}", f"jltp{tag}"
+        run = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731
+        run("ip", "netns", "add", self.ns)
+        run("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.peer)
+        run("ip", "link", "set", self.peer, "netns", self.ns)
+        run("ip", "addr", "add", "192.0.2.1/30", "dev", self.host_if)
+        run("ip", "link", "set", self.host_if, "up")
+        run("ip", "-n", self.ns, "addr", "add", "192.0.2.2/30", "dev", self.peer)
+        run("ip", "-n", self.ns, "link", "set", self.peer, "up")
+        run("ip", "-n", self.ns, "link", "set", "lo", "up")
+        self.server = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns, "python3", "-c",
+             "import http.server as h\n"
+             "class H(h.BaseHTTPRequestHandler):\n"
+             "    def do_GET(self):\n"
+             "        b = ('outside saw ' + self.client_address[0]).encode()\n"
+             "        self.send_response(200); self.end_headers(); self.wfile.write(b)\n"
+             "    def log_message(self, *a): pass\n"
+             "h.HTTPServer(('192.0.2.2', 8080), H).serve_forever()\n"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+
+    def close(self):
+        self.server.kill()
+        self.server.wait()
+        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+
+
+GET = ("import urllib.request, sys\n"
+       "try:\n"
+       "    print(urllib.request.urlopen(sys.argv[1], timeout=3).read().decode())\n"
+       "except Exception as e:\n"
+       "    print('failed:', e); sys.exit(3)\n")
+
+
+def test_isolated_reaches_only_the_outside(net_daemon):
+    d = net_daemon
+    out_ns = Outside()
+    # a server on the host, on every address: the job must not reach it
+    host_srv = socket.socket()
+    host_srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    host_srv.bind(("0.0.0.0", 0))
+    host_srv.listen(8)
+    port = host_srv.getsockname()[1]
+    stop = threading.Event()
+
+    def serve():
+        host_srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                c, _ = host_srv.accept()
+                c.sendall(b"host service")
+                c.close()
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        job, out, err = d.run("python3", "-c", GET, "http://192.0.2.2:8080/", network="isolated")
+        assert job["status"] == "COMPLETED", (job, out, err)
+        # NAT: the outside sees the host's address on its link, not the job's
+        assert out.strip() == "outside saw 192.0.2.1", out
+        # the host's own service: neither through its gateway nor the host's other address
+        other = d.submit("python3", "-c", ECHO_SERVER, "7001", network="isolated")
+        wait_output(d, other, "listening")
+        other_addr = network(d, "isolated")["jobs"][0]["address"]
+        gw = other_addr.rsplit(".", 1)[0] + "." + str(int(other_addr.rsplit(".", 1)[1]) - 1)
+        for target in (gw, "192.0.2.1", "127.0.0.1"):
+            job, out, err = d.run("python3", "-c", CLIENT, target, str(port), "1", network="isolated")
+            assert job["exit_code"] == 3, (target, job, out, err)
+        # another isolated job
+        job, out, err = d.run("python3", "-c", CLIENT, other_addr, "7001", "2", network="isolated")
+        assert job["exit_code"] == 3, (job, out, err)
+        assert d.rnx("job", "stop", other).returncode == 0
+        d.wait(other)
+    finally:
+        stop.set()
+        t.join()
+        host_srv.close()
+        out_ns.close()
+
+
+def test_fifty_isolated_jobs_get_distinct_addresses(net_daemon):
+    d = net_daemon
+    ids = [d.submit("sh", "-c", "/usr/sbin/ip -4 -o addr show dev eth0; sleep 1", network="isolated")
+           for _ in range(50)]
+    addrs = []
+    for jid in ids:
+        job = d.wait(jid, timeout=120)
+        assert job["status"] == "COMPLETED", (job, d.output(jid, "stderr"))
+        m = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/31", d.output(jid))
+        assert m, d.output(jid)
+        addrs.append(m.group(1))
+    assert len(set(addrs)) == 50, sorted(addrs)
+    # nothing left: addresses back, veths gone with their namespaces
+    assert network(d, "isolated")["jobs_count"] == 0
+    deadline = time.time() + 20
+    while time.time() < deadline and any(n.startswith("jv") for n in links()):
+        time.sleep(0.2)
+    assert not any(n.startswith("jv") for n in links()), links()
