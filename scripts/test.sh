@@ -14,7 +14,8 @@ run_suite() {  # run_suite BUILD_DIR LABEL
   echo "=== $label: layering ==="
   python3 scripts/layering.py "$dir"   # no cycles, no upward calls in src/ (docs/architecture.md)
   echo "=== $label: integration tests ==="
-  JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs tests/integration tests/gpu
+  # --durations: the slowest tests, to keep the whole run inside CI's time (the guide: < 35 min)
+  JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs --durations=15 tests/integration tests/gpu
 }
 
 bash scripts/build.sh build
@@ -33,6 +34,7 @@ fi
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=87
+export JOBLET_PASS=sanitizers   # tests/integration/conftest.py: SANITIZER_PASS_SKIPS
 bash scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 run_suite build-asan "ASan+UBSan build"
 echo "=== all tests passed ==="

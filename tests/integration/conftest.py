@@ -381,3 +381,25 @@ def pytest_sessionfinish(session, exitstatus):
     if left:
         print(f"\nrnx keepers left running by the tests (ended now): {left}")
         session.exitstatus = 1
+
+
+# The sanitizer pass (scripts/test.sh, JOBLET_PASS=sanitizers) runs the suite again on the ASan +
+# UBSan build for what sanitizers can find in joblet's C. These modules exercise little or none
+# of it beyond what other modules do in that pass, and cost minutes each: they run in the normal
+# pass only, and the sanitizer pass lists them as skipped with the reason.
+SANITIZER_PASS_SKIPS = {
+    "test_slurm_cluster.py": "it tests the test Slurm cluster itself (Python and Slurm's daemons, no joblet code)",
+    "test_slurm_ml.py": "torch training through Slurm: joblet's path is test_slurm_joblet's, which the pass runs",
+    "test_runtime_ml.py": "torch in a runtime: joblet's path is test_runtime_jobs', which the pass runs",
+    "test_console_browser.py": "chromium drives the console; the daemon's routes are test_console's, which the pass runs",
+    "test_console_lighthouse.py": "Lighthouse audits the console's pages in chromium; no joblet code beyond test_console's",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("JOBLET_PASS") != "sanitizers":
+        return
+    for item in items:
+        why = SANITIZER_PASS_SKIPS.get(os.path.basename(str(item.fspath)))
+        if why:
+            item.add_marker(pytest.mark.skip(reason=f"normal pass only: {why}"))
