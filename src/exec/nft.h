@@ -3,7 +3,7 @@
  * it as one transaction. The batch adds the table, deletes it and adds it again with its chains
  * and rules, so the whole table is replaced atomically whether it was there or not.
  *
- * What the table does (docs/networks.md):
+ * What the table does (issue 31):
  *   forward      established/related accepted; between two joblet interfaces (jb-*, jv*)
  *                dropped, except within one bridge (seen here when br_netfilter is loaded);
  *                new connections into joblet interfaces dropped; outwards accepted.
