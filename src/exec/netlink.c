@@ -26,27 +26,68 @@ struct netlink {
     struct mnl_socket *sk;
     unsigned portid;
     unsigned seq;
+    int nsfd;             /* the namespace of a handle from netlink_open_in, else -1 */
+    char nspath[256];
     char buf[NETLINK_BUF];
 };
 
-static netlink *open_here(jerr *e)
+/* A bound rtnetlink socket in the namespace this thread is in. */
+static struct mnl_socket *socket_here(jerr *e)
+{
+    struct mnl_socket *sk = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+    if (!sk || mnl_socket_bind(sk, 0, MNL_SOCKET_AUTOPID) < 0) {
+        jerr_sys(e, "netlink: opening a rtnetlink socket");
+        if (sk)
+            mnl_socket_close(sk);
+        return NULL;
+    }
+    /* Errors come back as the bare error code, without the request echoed. */
+    int one = 1;
+    mnl_socket_setsockopt(sk, NETLINK_CAP_ACK, &one, sizeof one);
+    return sk;
+}
+
+/* The socket in the namespace nsfd (-1: this thread's): setns there and back, since a socket
+ * stays in the namespace it was made in. */
+static struct mnl_socket *socket_in(int nsfd, const char *nspath, jerr *e)
+{
+    if (nsfd < 0)
+        return socket_here(e);
+    int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (self < 0) {
+        jerr_sys(e, "netlink: opening this thread's network namespace");
+        return NULL;
+    }
+    struct mnl_socket *sk = NULL;
+    if (setns(nsfd, CLONE_NEWNET) < 0) {
+        jerr_sys(e, "netlink: entering the network namespace %s", nspath);
+    } else {
+        sk = socket_here(e);
+        if (setns(self, CLONE_NEWNET) < 0) {
+            jerr_sys(e, "netlink: going back to the own network namespace from %s", nspath);
+            if (sk)
+                mnl_socket_close(sk);
+            sk = NULL;
+        }
+    }
+    close(self);
+    return sk;
+}
+
+static netlink *open_handle(int nsfd, const char *nspath, jerr *e)
 {
     netlink *nl = calloc(1, sizeof *nl);
     if (!nl) {
         jerr_sys(e, "netlink: allocating a handle");
         return NULL;
     }
-    nl->sk = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-    if (!nl->sk || mnl_socket_bind(nl->sk, 0, MNL_SOCKET_AUTOPID) < 0) {
-        jerr_sys(e, "netlink: opening a rtnetlink socket");
-        if (nl->sk)
-            mnl_socket_close(nl->sk);
+    nl->nsfd = nsfd;
+    snprintf(nl->nspath, sizeof nl->nspath, "%s", nspath);
+    nl->sk = socket_in(nsfd, nspath, e);
+    if (!nl->sk) {
         free(nl);
         return NULL;
     }
-    /* Errors come back as the bare error code, without the request echoed. */
-    int one = 1;
-    mnl_socket_setsockopt(nl->sk, NETLINK_CAP_ACK, &one, sizeof one);
     nl->portid = mnl_socket_get_portid(nl->sk);
     nl->seq = 1;
     return nl;
@@ -54,36 +95,19 @@ static netlink *open_here(jerr *e)
 
 netlink *netlink_open(jerr *e)
 {
-    return open_here(e);
+    return open_handle(-1, "", e);
 }
 
 netlink *netlink_open_in(const char *nspath, jerr *e)
 {
-    int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (self < 0) {
-        jerr_sys(e, "netlink: opening this thread's network namespace");
-        return NULL;
-    }
     int target = open(nspath, O_RDONLY | O_CLOEXEC);
     if (target < 0) {
         jerr_sys(e, "netlink: opening the network namespace %s", nspath);
-        close(self);
         return NULL;
     }
-    netlink *nl = NULL;
-    if (setns(target, CLONE_NEWNET) < 0) {
-        jerr_sys(e, "netlink: entering the network namespace %s", nspath);
-    } else {
-        nl = open_here(e);
-        /* A socket stays in the namespace it was made in; this thread goes back. */
-        if (setns(self, CLONE_NEWNET) < 0) {
-            jerr_sys(e, "netlink: going back to the own network namespace from %s", nspath);
-            netlink_close(nl);
-            nl = NULL;
-        }
-    }
-    close(target);
-    close(self);
+    netlink *nl = open_handle(target, nspath, e);
+    if (!nl)
+        close(target);
     return nl;
 }
 
@@ -92,7 +116,24 @@ void netlink_close(netlink *nl)
     if (!nl)
         return;
     mnl_socket_close(nl->sk);
+    if (nl->nsfd >= 0)
+        close(nl->nsfd);
     free(nl);
+}
+
+/* A dump cut short (NLM_F_DUMP_INTR: the links or addresses changed meanwhile, as they do
+ * while jobs start) leaves the rest of it queued on the socket: a new socket replaces it and
+ * the dump is asked again. */
+static int reopen(netlink *nl)
+{
+    jerr ignored = {0};
+    struct mnl_socket *sk = socket_in(nl->nsfd, nl->nspath, &ignored);
+    if (!sk)
+        return -1;
+    mnl_socket_close(nl->sk);
+    nl->sk = sk;
+    nl->portid = mnl_socket_get_portid(sk);
+    return 0;
 }
 
 static struct nlmsghdr *msg_start(netlink *nl, uint16_t type, uint16_t flags)
@@ -118,6 +159,24 @@ static int talk(netlink *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
         int r = mnl_cb_run(nl->buf, (size_t)n, seq, nl->portid, cb, data);
         if (r <= MNL_CB_STOP)
             return r < 0 ? -1 : 0;
+    }
+}
+
+/* talk() for a dump request built by make(nl, data): asked again on a fresh socket when the
+ * kernel says it was interrupted; reset(data) forgets what the cut-short attempt gathered. */
+static int dump(netlink *nl, struct nlmsghdr *(*make)(netlink *), mnl_cb_t cb, void *data, void (*reset)(void *))
+{
+    for (int attempt = 0;; attempt++) {
+        if (talk(nl, make(nl), cb, data) == 0)
+            return 0;
+        int saved = errno;
+        if (saved != EINTR || attempt == 10)
+            return -1;
+        reset(data);
+        if (reopen(nl) < 0) {
+            errno = saved;
+            return -1;
+        }
     }
 }
 
@@ -309,14 +368,24 @@ static int link_dump_cb(const struct nlmsghdr *nlh, void *data)
     return MNL_CB_OK;
 }
 
-int netlink_link_list(netlink *nl, netlink_link **out, size_t *n, jerr *e)
+static struct nlmsghdr *link_dump_msg(netlink *nl)
 {
     struct nlmsghdr *nlh = msg_start(nl, RTM_GETLINK, NLM_F_DUMP);
     struct ifinfomsg *ifi = mnl_nlmsg_put_extra_header(nlh, sizeof *ifi);
     ifi->ifi_family = AF_UNSPEC;
     mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+    return nlh;
+}
+
+static void link_vec_reset(void *data)
+{
+    ((link_vec *)data)->n = 0;
+}
+
+int netlink_link_list(netlink *nl, netlink_link **out, size_t *n, jerr *e)
+{
     link_vec lv = {0};
-    if (talk(nl, nlh, link_dump_cb, &lv) < 0) {
+    if (dump(nl, link_dump_msg, link_dump_cb, &lv, link_vec_reset) < 0) {
         free(lv.v);
         return jerr_sys(e, "netlink: listing the links");
     }
@@ -413,13 +482,23 @@ static int addr_dump_cb(const struct nlmsghdr *nlh, void *data)
     return MNL_CB_OK;
 }
 
-int netlink_addr_list(netlink *nl, const char *name, int ifindex, netlink_addr **out, size_t *n, jerr *e)
+static struct nlmsghdr *addr_dump_msg(netlink *nl)
 {
     struct nlmsghdr *nlh = msg_start(nl, RTM_GETADDR, NLM_F_DUMP);
     struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof *ifa);
     ifa->ifa_family = AF_INET;
+    return nlh;
+}
+
+static void addr_vec_reset(void *data)
+{
+    ((addr_vec *)data)->n = 0;
+}
+
+int netlink_addr_list(netlink *nl, const char *name, int ifindex, netlink_addr **out, size_t *n, jerr *e)
+{
     addr_vec av = {.ifindex = ifindex};
-    if (talk(nl, nlh, addr_dump_cb, &av) < 0) {
+    if (dump(nl, addr_dump_msg, addr_dump_cb, &av, addr_vec_reset) < 0) {
         free(av.v);
         return jerr_sys(e, "netlink: listing the addresses of %s", name);
     }

@@ -54,6 +54,7 @@ class Lab:
         self.tag = secrets.token_hex(3)
         self.netns = []      # names made with ip netns add, deleted at the end
         self.procs = []      # processes started, killed (by PID) and reaped at the end
+        self.fds = []        # namespace fds held open, closed at the end
         self.host = self.add_netns("host")
         self.host_path = "/run/netns/" + self.host
         sh("ip", "netns", "exec", self.host, "ip", "link", "set", "lo", "up")
@@ -78,6 +79,12 @@ class Lab:
                 return path
             subprocess.run(["sleep", "0.01"])
         raise AssertionError("unshare --net did not make a namespace")
+
+    def fd_ns(self, role):
+        """A namespace named by an open fd of this process: the /proc/PID/fd/N form."""
+        fd = os.open(self.job_ns(role), os.O_RDONLY)
+        self.fds.append(fd)
+        return "/proc/%d/fd/%d" % (os.getpid(), fd)
 
     def in_ns(self, path, *args, check=True, **kw):
         return sh("nsenter", "--net=" + path, *args, check=check, **kw)
@@ -126,6 +133,8 @@ class Lab:
                 json.loads(self.host_run("ip", "-j", "-d", "link", "show").stdout)}
 
     def close(self):
+        for fd in self.fds:
+            os.close(fd)
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
@@ -219,8 +228,8 @@ def test_bridge_networks(lab):
 
 
 def test_isolated(lab):
-    lab.apply({"networks": [], "isolated_cidr": "10.216.0.0/16", "keep_veths": [], "prune_veths": False})
-    i1, i2 = lab.job_ns("i1"), lab.job_ns("i2")
+    lab.apply({**TWO_NETS, "isolated_cidr": "10.216.0.0/16"})
+    i1, i2 = lab.job_ns("i1"), lab.fd_ns("i2")
     lab.up(i1, "jviti1", "10.216.0.1/31", "10.216.0.0", host_addr="10.216.0.0/31")
     lab.up(i2, "jviti2", "10.216.0.3/31", "10.216.0.2", host_addr="10.216.0.2/31")
     routes = json.loads(lab.in_ns(i1, "ip", "-j", "route", "show", "default").stdout)
@@ -242,6 +251,67 @@ def test_isolated(lab):
     # but it reaches the outside, through NAT
     assert lab.connect(i1, "192.0.2.2", 7103) == "peer 192.0.2.1"
     assert lab.connect(i2, "192.0.2.2", 7103) == "peer 192.0.2.1"
+
+    # isolated and bridge jobs do not reach each other either way
+    a = lab.job_ns("a")
+    lab.up(a, "jvita", "10.217.0.2/16", "10.217.0.1", bridge="jb-ita")
+    lab.server(a, "0.0.0.0", 7104)
+    assert lab.connect(lab.host_path, "10.217.0.2", 7104).startswith("peer ")
+    assert lab.connect(i1, "10.217.0.2", 7104).startswith("fail")
+    assert lab.connect(a, "10.216.0.3", 7101).startswith("fail")
+    assert lab.connect(a, "192.0.2.2", 7103) == "peer 192.0.2.1"
+
+
+def test_concurrent_job_ups_and_applies(lab):
+    """Jobs start while apply runs (the daemon applies when a network is made or removed):
+    apply's link and address dumps are interrupted by the links coming and going, and asked
+    again; every command succeeds and every pair is complete."""
+    lab.apply(TWO_NETS)
+    nss = [lab.job_ns("c%d" % i) for i in range(24)]
+    names = ["jvitc%d" % i for i in range(24)]
+    procs = []
+    for i, (ns, name) in enumerate(zip(nss, names)):
+        args = ["job-up", "--netns", ns, "--host-if", name, "--addr", "10.217.3.%d/16" % (i + 2),
+                "--gateway", "10.217.0.1", "--bridge", "jb-ita"]
+        procs.append(subprocess.Popen(["nsenter", "--net=" + lab.host_path, NET, *args],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        if i % 4 == 0:
+            procs.append(subprocess.Popen(["nsenter", "--net=" + lab.host_path, NET, "apply"],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+            procs[-1].stdin.write(json.dumps(TWO_NETS))
+            procs[-1].stdin.close()
+    results = [(p.args, p.wait(), p.stderr.read()) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert [r for r in results if r[1] != 0] == []
+    links = lab.links()
+    for ns, name in zip(nss, names):
+        assert links[name]["master"] == "jb-ita"
+        eth0 = json.loads(lab.in_ns(ns, "ip", "-j", "addr", "show", "eth0").stdout)[0]
+        assert "UP" in eth0["flags"]
+
+
+def test_apply_while_links_churn(lab):
+    """With 600 links, a link dump takes several reads, and links made and deleted meanwhile
+    (as jobs start and end) make the kernel mark it interrupted: apply asks again on a fresh
+    socket. Every apply succeeds."""
+    batch = "".join("link add itd%d type veth peer name itd%dp\n" % (i, i) for i in range(300))
+    lab.host_run("ip", "-batch", "-", input=batch)
+    churn = subprocess.Popen(["nsenter", "--net=" + lab.host_path, "sh", "-c",
+                              "while true; do ip link add itchurn type veth peer name itchurnp; "
+                              "ip link del itchurn; done"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(20):
+            out = lab.apply({**TWO_NETS, "prune_veths": True})
+            assert out["removed"] == []
+    finally:
+        os.killpg(churn.pid, 9)
+        churn.wait()
+    links = lab.links()
+    assert "jb-ita" in links and "itd299" in links
 
 
 def test_prune(lab):
