@@ -9,6 +9,7 @@ PKGS=(
   gnutls-bin curl  # real TLS clients of the remote listener's tests (gnutls-cli, certtool, curl)
   libgnutls28-dev  # the TLS listener (joblet, with libmicrohttpd) and rnx's remote nodes (opened when used)
   libarchive-dev   # the tar streams of rnx job cp (src/exec/copy_main.c, src/cli/cmd_cp.c)
+  libmnl-dev nftables   # jobs' networks: rtnetlink and the table inet joblet (src/exec/net_main.c)
   libcmocka-dev python3 python3-pytest
   iproute2 util-linux procps
   e2fsprogs    # mke2fs: filesystem volumes (docs/volumes.md)

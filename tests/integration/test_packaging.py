@@ -131,6 +131,7 @@ INSTALLED = [
     "libexec/joblet/joblet-shim", "libexec/joblet/joblet-gpu-scrub", "libexec/joblet/joblet-runtime-build",
     "libexec/joblet/joblet-copy",
     "libexec/joblet/joblet-exec",
+    "libexec/joblet/joblet-net",
     "lib/systemd/system/joblet.service",
     "share/doc/joblet/examples/joblet.yml",
     "share/man/man1/rnx.1", "share/man/man8/joblet.8",
