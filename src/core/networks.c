@@ -1,6 +1,7 @@
 /* Job networks: networks.h. */
 #include "networks.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -302,6 +303,37 @@ static int ensure_applied(jerr *e)
     return 0;
 }
 
+/* Whether c overlaps a route of the host's (its LANs, other bridges: Docker's, podman's) other
+ * than a default route and joblet's own links; *what says which. A job network there would
+ * take those addresses from the host. */
+static bool host_overlap(const netaddr_cidr *c, char *what, size_t len)
+{
+    FILE *f = fopen("/proc/net/route", "re");
+    if (!f)
+        return false;
+    char line[512];
+    bool hit = false;
+    while (!hit && fgets(line, sizeof line, f)) {
+        char ifname[64];
+        unsigned dst, gw, flags, refcnt, use, metric, mask;
+        if (sscanf(line, "%63s %x %x %x %u %u %u %x", ifname, &dst, &gw, &flags, &refcnt, &use, &metric, &mask) != 8 ||
+            !mask || !strncmp(ifname, "jb-", 3) || !strncmp(ifname, "jv", 2))
+            continue;
+        /* /proc/net/route prints each address as the number its network-order bytes make here */
+        uint32_t d = ntohl(dst), m = ntohl(mask);
+        int prefix = __builtin_popcount(m);
+        netaddr_cidr r = {d & m, prefix};
+        if (netaddr_cidr_overlap(c, &r)) {
+            char rc[40];
+            netaddr_cidr_format(&r, rc, sizeof rc);
+            snprintf(what, len, "the host's route %s on %s", rc, ifname);
+            hit = true;
+        }
+    }
+    fclose(f);
+    return hit;
+}
+
 /* --- start --------------------------------------------------------------------------------- */
 
 static void load_one(const db_network *r, void *arg)
@@ -362,6 +394,15 @@ int networks_init(jerr *e)
     resolv_write();
     for (size_t i = 0; i < nnets; i++)
         hosts_write(nets[i]);
+    char what[160] = "";
+    if (host_overlap(&bc, what, 80) || host_overlap(&ic, what + 80, 80)) {
+        bool iso = !what[0];
+        snprintf(why_not, sizeof why_not, "network.%s_cidr %s overlaps %s; choose addresses the host does not use",
+                 iso ? "isolated" : "bridge", iso ? core.cfg.net_isolated_cidr : core.cfg.net_bridge_cidr,
+                 iso ? what + 80 : what);
+        log_warn("job networks are not available: %s; jobs asking for one are refused", why_not);
+        return 0;
+    }
     if (access(helper, X_OK) < 0) {
         snprintf(why_not, sizeof why_not, "%s: %s (network.helper)", helper, strerror(errno));
         log_warn("job networks are not available: %s; jobs asking for one are refused", why_not);
@@ -507,6 +548,9 @@ int networks_create(const char *name, const char *cidr, const caller *c, jerr *e
             netaddr_cidr_format(&nets[i]->cidr, oc, sizeof oc);
             return jerr_field(e, "cidr", "cidr: %s overlaps network %s (%s)", cidr, nets[i]->name, oc);
         }
+    char what[160];
+    if (host_overlap(&nc, what, sizeof what))
+        return jerr_field(e, "cidr", "cidr: %s overlaps %s; choose addresses the host does not use", cidr, what);
     if (ensure_applied(e) < 0)
         return -1;
     if (!authz_may(c, AUTHZ_UNLIMITED)) {

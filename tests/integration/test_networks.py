@@ -2,8 +2,10 @@
 
 Traffic goes only to this machine: loopback, the jobs' own namespaces, and an "outside" that the
 test makes itself (a network namespace with a small HTTP server, joined to the host by a veth pair
-of the test's own on TEST-NET-1, 192.0.2.0/30). Everything made here is removed at the end: the
-test's namespace and links, and the table and links joblet made (joblet-net down)."""
+of the test's own, on a /30 that no route of the host's touches: this very VM's own LAN is
+192.0.2.0/24). Everything made here is removed at the end: the test's namespace and links, and the
+table and links joblet made (joblet-net down)."""
+import ipaddress
 import json
 import os
 import re
@@ -17,7 +19,7 @@ import pytest
 
 from conftest import BUILD, Daemon, need_root
 
-# Networks of the tests' own, away from the built-in defaults
+# Networks of the tests' own, away from the built-in defaults (checked free at the start)
 CONFIG = "network:\n  bridge_cidr: 10.227.0.0/24\n  isolated_cidr: 10.226.0.0/24\n"
 
 ECHO_SERVER = r"""
@@ -50,6 +52,32 @@ sys.exit(3)
 """
 
 
+def host_routes():
+    out = subprocess.run(["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True).stdout
+    nets = []
+    for line in out.splitlines():
+        word = line.split()[0] if line.split() else ""
+        if word in ("local", "broadcast", "unreachable", "blackhole", "prohibit", "throw"):
+            word = line.split()[1]
+        if word == "default":
+            continue
+        try:
+            nets.append(ipaddress.ip_network(word, strict=False))
+        except ValueError:
+            pass
+    return nets
+
+
+def free_net(candidates):
+    """The first candidate network no route of the host's overlaps; skip when none is free."""
+    routes = host_routes()
+    for c in candidates:
+        n = ipaddress.ip_network(c)
+        if not any(n.overlaps(r) for r in routes):
+            return n
+    pytest.skip(f"every candidate network overlaps a route of this host: {candidates}")
+
+
 def links():
     out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     return {m.group(1).split("@")[0] for m in re.finditer(r"^\d+: ([^:]+):", out, re.M)}
@@ -68,6 +96,9 @@ def net_daemon():
         pytest.skip("nft (Debian's nftables) is not installed: job networks need it")
     before = joblet_links()
     assert not before, f"joblet links exist before the test (another joblet's?): {before}"
+    for c in ("10.226.0.0/24", "10.227.0.0/24", "10.231.0.0/24", "10.232.0.0/24"):
+        if free_net([c]) is None:
+            pytest.skip(f"{c} is used by this host")
     d = Daemon(CONFIG).start()
     yield d
     d.cleanup()
@@ -149,13 +180,15 @@ class Outside:
     def __init__(self):
         tag = uuid.uuid4().hex[:6]
         self.ns, self.host_if, self.peer = f"jlt-out-{tag}", f"jlto{tag}", f"jltp{tag}"
+        net = free_net(["198.18.231.0/30", "198.19.231.0/30", "100.127.231.0/30", "172.31.231.0/30"])
+        self.host_addr, self.addr = str(net[1]), str(net[2])
         run = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731
         run("ip", "netns", "add", self.ns)
         run("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.peer)
         run("ip", "link", "set", self.peer, "netns", self.ns)
-        run("ip", "addr", "add", "192.0.2.1/30", "dev", self.host_if)
+        run("ip", "addr", "add", f"{self.host_addr}/30", "dev", self.host_if)
         run("ip", "link", "set", self.host_if, "up")
-        run("ip", "-n", self.ns, "addr", "add", "192.0.2.2/30", "dev", self.peer)
+        run("ip", "-n", self.ns, "addr", "add", f"{self.addr}/30", "dev", self.peer)
         run("ip", "-n", self.ns, "link", "set", self.peer, "up")
         run("ip", "-n", self.ns, "link", "set", "lo", "up")
         self.server = subprocess.Popen(
@@ -166,7 +199,7 @@ class Outside:
              "        b = ('outside saw ' + self.client_address[0]).encode()\n"
              "        self.send_response(200); self.end_headers(); self.wfile.write(b)\n"
              "    def log_message(self, *a): pass\n"
-             "h.HTTPServer(('192.0.2.2', 8080), H).serve_forever()\n"],
+             f"h.HTTPServer(('{self.addr}', 8080), H).serve_forever()\n"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
 
@@ -208,16 +241,16 @@ def test_isolated_reaches_only_the_outside(net_daemon):
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     try:
-        job, out, err = d.run("python3", "-c", GET, "http://192.0.2.2:8080/", network="isolated")
+        job, out, err = d.run("python3", "-c", GET, f"http://{out_ns.addr}:8080/", network="isolated")
         assert job["status"] == "COMPLETED", (job, out, err)
         # NAT: the outside sees the host's address on its link, not the job's
-        assert out.strip() == "outside saw 192.0.2.1", out
+        assert out.strip() == f"outside saw {out_ns.host_addr}", out
         # the host's own service: neither through its gateway nor the host's other address
         other = d.submit("python3", "-c", ECHO_SERVER, "7001", network="isolated")
         wait_output(d, other, "listening")
         other_addr = network(d, "isolated")["jobs"][0]["address"]
         gw = other_addr.rsplit(".", 1)[0] + "." + str(int(other_addr.rsplit(".", 1)[1]) - 1)
-        for target in (gw, "192.0.2.1", "127.0.0.1"):
+        for target in (gw, out_ns.host_addr, "127.0.0.1"):
             job, out, err = d.run("python3", "-c", CLIENT, target, str(port), "1", network="isolated")
             assert job["exit_code"] == 3, (target, job, out, err)
         # another isolated job
