@@ -283,3 +283,97 @@ def test_fifty_isolated_jobs_get_distinct_addresses(net_daemon):
     while time.time() < deadline and any(n.startswith("jv") for n in links()):
         time.sleep(0.2)
     assert not any(n.startswith("jv") for n in links()), links()
+
+
+# a client that talks to HOST:PORT every 0.2 s for SECONDS and fails on the first miss
+STEADY = r"""
+import socket, sys, time
+host, port, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+end, n = time.time() + secs, 0
+while time.time() < end:
+    c = socket.create_connection((host, port), timeout=3)
+    c.sendall(b"x%d" % n)
+    assert c.recv(100) == b"echo:x%d" % n
+    c.close()
+    n += 1
+    time.sleep(0.2)
+print("talked", n, flush=True)
+"""
+
+
+def test_kill9_jobs_keep_talking_and_restart_reconciles(net_daemon):
+    """kill -9 of the daemon with jobs on three networks: they keep talking; the restarted daemon
+    keeps their addresses, removes a veth leaked by hand, and frees all once they end."""
+    d = net_daemon
+    rnx_ok(d, "network", "create", "ntk", "--cidr=10.233.0.0/24")
+    pairs = []
+    for net, port in (("ntk", 7100), ("bridge", 7101)):
+        srv = d.submit("python3", "-c", ECHO_SERVER, str(port), name=f"srv-{net}", network=net)
+        wait_output(d, srv, "listening")
+        cli = d.submit("python3", "-c", STEADY, f"srv-{net}", str(port), "8", network=net)
+        pairs.append((net, srv, cli))
+    iso = d.submit("python3", "-c", ECHO_SERVER, "7102", network="isolated")
+    wait_output(d, iso, "listening")
+    before = {n["name"]: sorted(j["address"] for j in n["jobs"])
+              for n in json.loads(rnx_ok(d, "--json", "network", "list"))["networks"]}
+    veths = {n for n in links() if n.startswith("jv")}
+    assert len(veths) == 5, veths
+    d.kill9()
+    # a veth of no job's, as a crash between its making and its job's start could leave
+    subprocess.run(["ip", "link", "add", "jvdeadbeef0001", "type", "veth", "peer", "name", "jvdeadbeef0002"],
+                   check=True)
+    time.sleep(1)
+    d.start()
+    after = {n["name"]: sorted(j["address"] for j in n["jobs"])
+             for n in json.loads(rnx_ok(d, "--json", "network", "list"))["networks"]}
+    assert after == before
+    left = {n for n in links() if n.startswith("jv")}
+    assert "jvdeadbeef0001" not in left and "jvdeadbeef0002" not in left, left
+    assert veths <= left, (veths, left)
+    for net, srv, cli in pairs:
+        job = d.wait(cli, timeout=60)
+        assert job["status"] == "COMPLETED", (net, job, d.output(cli), d.output(cli, "stderr"))
+        assert d.output(cli).startswith("talked"), d.output(cli)
+        assert d.rnx("job", "stop", srv).returncode == 0
+        d.wait(srv)
+    # a new job does not get an address still held by a job that runs
+    job, out, err = d.run("sh", "-c", "/usr/sbin/ip -4 -o addr show dev eth0", network="isolated")
+    m = re.search(r"inet (\S+)/31", out)
+    assert m and m.group(1) not in before["isolated"], (out, before)
+    assert d.rnx("job", "stop", iso).returncode == 0
+    d.wait(iso)
+    rnx_ok(d, "network", "remove", "ntk")
+    nets = json.loads(rnx_ok(d, "--json", "network", "list"))["networks"]
+    assert all(n["jobs_count"] == 0 for n in nets), nets
+
+
+def test_workflow_jobs_reach_each_other_by_name(net_daemon, tmp_path):
+    d = net_daemon
+    rnx_ok(d, "network", "create", "ntw", "--cidr=10.234.0.0/24")
+    flow = tmp_path / "pair.yaml"
+    flow.write_text(
+        "jobs:\n"
+        "  server:\n"
+        "    command: python3\n"
+        f"    args: ['-c', {json.dumps(ECHO_SERVER)}, '7200']\n"
+        "    network: ntw\n"
+        "  client:\n"
+        "    command: python3\n"
+        f"    args: ['-c', {json.dumps(CLIENT)}, server, '7200', '30']\n"
+        "    network: ntw\n")
+    p = d.rnx("workflow", "run", str(flow))
+    assert p.returncode == 0, p.stderr
+    wf = re.search(r"\b([0-9a-f]{8})", p.stdout).group(1)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        st = json.loads(rnx_ok(d, "--json", "workflow", "status", wf))
+        jobs = {j["name"]: j for j in st["jobs"]}
+        if jobs["client"]["status"] in ("COMPLETED", "FAILED", "STOPPED"):
+            break
+        time.sleep(0.2)
+    client = jobs["client"]
+    assert client["status"] == "COMPLETED", (st, d.output(client["job_id"]), d.output(client["job_id"], "stderr"))
+    assert d.output(client["job_id"]).strip() == "echo:hello"
+    assert d.rnx("job", "stop", jobs["server"]["job_id"]).returncode == 0
+    d.wait(jobs["server"]["job_id"])
+    rnx_ok(d, "network", "remove", "ntw")
