@@ -17,10 +17,9 @@ static json_t *network_json(const network *n, const caller *who)
     char cidr[40], gw[20];
     netaddr_cidr_format(&n->cidr, cidr, sizeof cidr);
     json_t *jobs = json_array();
-    for (size_t i = 0; i < core.njobs; i++) {
-        const job *j = core.jobs[i];
-        if (strcmp(j->net.network, n->name) || job_state_terminal(j->state) ||
-            !authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid))
+    for (uint32_t i = 0; i < n->njobs; i++) {
+        const job *j = n->members[i];
+        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid))
             continue;
         char a[20];
         netaddr_format(j->net.addr, a, sizeof a);

@@ -8,6 +8,7 @@
 #include "job_launch.h"
 #include "job_logs.h"
 #include "job_term.h"
+#include "networks.h"
 #include "settle.h"
 #include "state.h"
 #include "statedisk.h"
@@ -70,6 +71,7 @@ static void delete_rest(job *j)
     job_term_wake(j); /* (an ended job's waiters heard at its end already) */
     job_launch_forget(j);
     workflow_forget_job(j);
+    networks_release(j); /* (given back at its end already, unless it is deleted before the settle step) */
     statedisk_budget_release(j);
     workfs_remove(j->owner_uid, dir);
     char ev[80];

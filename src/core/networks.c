@@ -114,6 +114,7 @@ static void net_free(network *n)
     if (!n)
         return;
     free(n->used);
+    free(n->members);
     free(n);
 }
 
@@ -151,6 +152,24 @@ static void give_back(network *n, uint32_t addr)
     }
 }
 
+static void join(network *n, job *j)
+{
+    if (n->njobs == n->cap) {
+        n->cap = n->cap ? n->cap * 2 : 8;
+        n->members = xrealloc(n->members, n->cap * sizeof *n->members);
+    }
+    n->members[n->njobs++] = j;
+}
+
+static void leave(network *n, const job *j)
+{
+    for (uint32_t i = 0; i < n->njobs; i++)
+        if (n->members[i] == j) {
+            n->members[i] = n->members[--n->njobs];
+            return;
+        }
+}
+
 /* --- hosts files ------------------------------------------------------------------------ */
 
 /* Whether s may stand in /etc/hosts as a name: letters, digits, '-', '.', '_' only. */
@@ -174,10 +193,8 @@ static void hosts_write(const network *n)
                             "# joblet network %s: its jobs by name and id, kept current by joblet\n"
                             "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
                             n->name);
-    for (size_t i = 0; i < core.njobs; i++) {
-        const job *j = core.jobs[i];
-        if (strcmp(j->net.network, n->name) || job_state_terminal(j->state))
-            continue;
+    for (uint32_t i = 0; i < n->njobs; i++) {
+        const job *j = n->members[i];
         char addr[20], line[300];
         netaddr_format(j->net.addr, addr, sizeof addr);
         int k = snprintf(line, sizeof line, "%s\tjob-%.8s%s%s %s\n", addr, j->id, j->name && host_name_ok(j->name) ? " " : "",
@@ -259,9 +276,9 @@ static int apply(bool prune, jerr *e)
         json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s}", "name", n->name, "bridge", n->bridge, "cidr", cidr,
                                               "gateway", gw));
     }
-    for (size_t i = 0; i < core.njobs; i++)
-        if (core.jobs[i]->net.network[0] && !job_state_terminal(core.jobs[i]->state))
-            json_array_append_new(keep, json_string(core.jobs[i]->net.host_if));
+    for (size_t i = 0; i < nnets; i++)
+        for (uint32_t k = 0; k < nets[i]->njobs; k++)
+            json_array_append_new(keep, json_string(nets[i]->members[k]->net.host_if));
     json_object_set_new(in, "networks", list);
     json_object_set_new(in, "keep_veths", keep);
     json_object_set_new(in, "prune_veths", json_boolean(prune));
@@ -389,7 +406,7 @@ int networks_init(jerr *e)
         set_bit(n, off, true);
         if (is_isolated(n))
             set_bit(n, off & ~1u, true);
-        n->njobs++;
+        join(n, j);
     }
     resolv_write();
     for (size_t i = 0; i < nnets; i++)
@@ -413,8 +430,8 @@ int networks_init(jerr *e)
      * joblet whose jobs never use one never touches the host's links or nftables; with
      * networks or jobs on them in the database, now: what a crash left is reconciled */
     bool need = nnets > 2;
-    for (size_t i = 0; i < core.njobs && !need; i++)
-        need = core.jobs[i]->net.network[0] != 0;
+    for (size_t i = 0; i < nnets && !need; i++)
+        need = nets[i]->njobs > 0;
     jerr ae = {0};
     if (need && ensure_applied(&ae) < 0)
         log_warn("job networks: %s", ae.msg);
@@ -485,7 +502,7 @@ int networks_place(job *j, spec_net **out, jerr *e)
         snprintf(j->net.network, sizeof j->net.network, "%s", n->name);
         j->net.addr = n->cidr.base + off;
         netaddr_veth_name(j->id, j->net.host_if, sizeof j->net.host_if);
-        n->njobs++;
+        join(n, j);
         hosts_write(n);
     }
     spec_net *s = xcalloc(1, sizeof *s);
@@ -520,8 +537,7 @@ void networks_release(job *j)
     network *n = find(j->net.network);
     if (n) {
         give_back(n, j->net.addr);
-        if (n->njobs)
-            n->njobs--;
+        leave(n, j);
     }
     j->net = (netaddr_place){0};
     if (n)

@@ -37,7 +37,10 @@ typedef struct network {
     bool builtin;              /* bridge and isolated: from the configuration, never removed */
     uid_t owner_uid;           /* a named network's maker */
     int64_t created_ms;
-    uint32_t njobs;            /* jobs placed on it now */
+    uint32_t njobs;            /* jobs placed on it now: members[0..njobs) */
+    job **members;             /* (so that what a job's start or end rewrites, and a list, grows
+                                * with the network's jobs, not with every job joblet keeps) */
+    uint32_t cap;
     uint8_t *used;             /* one bit per address of cidr: taken (jobs, gateway, ends) */
     uint32_t cursor;           /* where the next search for a free address starts */
     char hosts_path[700];      /* <state>/networks/<name>.hosts (bridge networks) */

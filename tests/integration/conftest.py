@@ -391,6 +391,7 @@ SANITIZER_PASS_SKIPS = {
     "test_slurm_cluster.py": "it tests the test Slurm cluster itself (Python and Slurm's daemons, no joblet code)",
     "test_slurm_ml.py": "torch training through Slurm: joblet's path is test_slurm_joblet's, which the pass runs",
     "test_runtime_ml.py": "torch in a runtime: joblet's path is test_runtime_jobs', which the pass runs",
+    "test_networks_ml.py": "torch between two jobs on a network: joblet's path is test_networks', which the pass runs",
     "test_console_browser.py": "chromium drives the console; the daemon's routes are test_console's, which the pass runs",
     "test_console_lighthouse.py": "Lighthouse audits the console's pages in chromium; no joblet code beyond test_console's",
 }

@@ -67,50 +67,7 @@ def test_ml_runtime_gives_python_311_with_torch(cluster, mld):
     assert re.fullmatch(r"3\.11\.\d+ 1\.13\.\S+ tensor\(\[\[11\.\]\]\)\n", p.stdout), p.stdout
 
 
-# One rank per Slurm task: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID as torch's RANK, WORLD_SIZE,
-# LOCAL_RANK; each rank joins a gloo group, all_reduces rank+1 (1+2+3+4 = 10), then takes one DDP
-# step of a small linear model on its own shard (made from its rank); DDP averages the gradients,
-# so every rank ends with the same weights, equal to one process's step on all four shards.
-MODEL = r"""
-import os
-import torch
-import torch.distributed as dist
-
-torch.set_num_threads(1)
-rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
-node = os.environ["SLURMD_NODENAME"]
-dist.init_process_group("gloo", rank=rank, world_size=world)
-t = torch.tensor([float(rank + 1)])
-dist.all_reduce(t)
-
-def shard(r):
-    x = torch.tensor([[(r * 7 + i * 3 + j) % 11 / 10 for j in range(4)] for i in range(6)])
-    return x, x.sum(dim=1, keepdim=True) * 0.5 - r / 10
-
-def fresh():
-    torch.manual_seed(0)
-    return torch.nn.Linear(4, 1)
-
-model = torch.nn.parallel.DistributedDataParallel(fresh())
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-x, y = shard(rank)
-loss = torch.nn.functional.mse_loss(model(x), y)
-opt.zero_grad()
-loss.backward()
-opt.step()
-params = torch.cat([p.detach().flatten() for p in model.module.parameters()])
-alone = fresh()
-xs, ys = zip(*(shard(r) for r in range(world)))
-opt1 = torch.optim.SGD(alone.parameters(), lr=0.05)
-torch.nn.functional.mse_loss(alone(torch.cat(xs)), torch.cat(ys)).backward()
-opt1.step()
-expect = torch.cat([p.detach().flatten() for p in alone.parameters()])
-same = bool(torch.allclose(params, expect, atol=1e-6))
-print(f"rank {rank} of {world} on {node} pid1 {open('/proc/1/comm').read().strip()}: all_reduce {t.item():g} "
-      f"params {' '.join(f'{v:.6f}' for v in params.tolist())} as one process {same}", flush=True)
-dist.barrier()
-dist.destroy_process_group()
-"""
+from ml_model import MODEL
 
 
 def test_distributed_training_across_the_two_nodes(cluster, mld):
