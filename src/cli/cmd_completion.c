@@ -679,6 +679,7 @@ static const struct cpl_noun {
     {"workflow", "/v1/workflows", "workflows", "id", "name", {"name", "state", NULL}},
     {"gpu", "/v1/gpus", "gpus", "index", NULL, {"name", "state", NULL}},
     {"volume", "/v1/volumes", "volumes", "name", NULL, {"type", "state", NULL}},
+    {"network", "/v1/networks", "networks", "name", NULL, {"mode", "cidr", NULL}},
     {"runtime", "/v1/runtimes", "runtimes", "name", NULL, {"description", NULL, NULL}},
     {"build", "/v1/runtime-builds", "builds", "id", NULL, {"name", "state", NULL}},
 };
@@ -857,7 +858,7 @@ static const char *cpl_values(cpl_out *o, const char *arg, const cpl_flag *fl, c
         return ":words";
     }
     /* what the daemon keeps: ID (a job's, a workflow's: the flag's noun, or the group's), GPU,
-     * BUILD, and NAME of a volume or runtime (but not of one being created) */
+     * BUILD, and NAME of a volume, network or runtime (but not of one being created) */
     const char *noun = NULL;
     const char *flagnoun = fl && cpl_noun(fl->name) ? fl->name : NULL;
     const char *group = depth ? path[0] : NULL;
