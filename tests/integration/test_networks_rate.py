@@ -1,6 +1,7 @@
 """--max-netbps holds (docs/networks.md, "Limits"; issue 31): a tc tbf on both ends of the job's
 veth. Two jobs on one named network, a sender pushing all it can to a receiver for about 3 s; the
-receiver measures what arrives. With --max-netbps=1MB on the sender the rate stays near 1 MiB/s;
+receiver measures what arrives. With --max-netbps=1MB on the sender (and again on the receiver
+instead: the job's inbound side) the rate stays near 1 MiB/s;
 without it, the same pair over veth runs at tens or hundreds of MB/s. And the refusals: a limit
 on a job without a link of its own, and a rate below the smallest accepted.
 
@@ -74,18 +75,18 @@ def qdiscs():
     return "\n".join(out)
 
 
-def transfer(d, net, tag, *limit):
-    """A receiver, then a sender (through rnx, so the flag is rnx's) with the given flags; the
-    receiver's bytes per second and the sender's job."""
+def transfer(d, net, tag, *limit, **rx_fields):
+    """A receiver (rx_fields: more of its request), then a sender (through rnx, so the flag is
+    rnx's) with the given flags; the receiver's bytes per second and the sender's job."""
     rx_name = f"rate-rx-{tag}"
-    rx = d.submit("python3", "-c", RECEIVER, "7100", name=rx_name, network=net)
+    rx = d.submit("python3", "-c", RECEIVER, "7100", name=rx_name, network=net, **rx_fields)
     wait_output(d, rx, "listening")
     out = rnx_ok(d, "job", "run", f"--network={net}", *limit, "--", "python3", "-c", SENDER,
                  rx_name, "7100", str(SECONDS))
     tx = out.strip().split()[-1]
     tx_job = d.job(tx)
     assert tx_job["id"] == tx, out
-    shaping = qdiscs() if limit else ""
+    shaping = qdiscs() if limit or rx_fields else ""
     tx_job = d.wait(tx, timeout=120)
     assert tx_job["status"] == "COMPLETED", (tx_job, d.output(tx), d.output(tx, "stderr"))
     rx_job = d.wait(rx, timeout=120)
@@ -95,7 +96,7 @@ def transfer(d, net, tag, *limit):
     return got["bytes"] / got["seconds"], tx_job, shaping
 
 
-def test_max_netbps_holds_and_without_it_is_far_faster(net_daemon):
+def test_max_netbps_holds_both_ways_and_without_it_is_far_faster(net_daemon):
     d = net_daemon
     cidr = free_net(["10.233.0.0/24", "10.234.0.0/24", "10.235.0.0/24"])
     rnx_ok(d, "network", "create", "nrate", f"--cidr={cidr}")
@@ -104,10 +105,15 @@ def test_max_netbps_holds_and_without_it_is_far_faster(net_daemon):
         assert tx_job["limits"]["max_netbps"] == LIMIT, tx_job
         assert 0.3 * LIMIT < limited < 1.5 * LIMIT, \
             f"{limited / 1e6:.2f} MB/s against a limit of {LIMIT / 1e6:.2f} MB/s\n{shaping}"
+        # the other way: the limit on the receiver, the job's inbound side (the host end's tbf)
+        inbound, _, shaping = transfer(d, "nrate", "in", max_netbps=LIMIT)
+        assert 0.3 * LIMIT < inbound < 1.5 * LIMIT, \
+            f"inbound {inbound / 1e6:.2f} MB/s against a limit of {LIMIT / 1e6:.2f} MB/s\n{shaping}"
         free, tx_job, _ = transfer(d, "nrate", "free")
         assert tx_job["limits"]["max_netbps"] is None, tx_job
         assert free > 5 * LIMIT, f"unlimited: {free / 1e6:.2f} MB/s, limited: {limited / 1e6:.2f} MB/s"
-        print(f"\nrate: limited {limited / 1e6:.3f} MB/s (limit {LIMIT / 1e6:.3f}), unlimited {free / 1e6:.1f} MB/s")
+        print(f"\nrate: sender limited {limited / 1e6:.3f} MB/s, receiver limited {inbound / 1e6:.3f} MB/s "
+              f"(limit {LIMIT / 1e6:.3f}), unlimited {free / 1e6:.1f} MB/s")
     finally:
         rnx_ok(d, "network", "remove", "nrate")
 
