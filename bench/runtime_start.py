@@ -41,7 +41,9 @@ TRUE = "/bin/true"
 class OwnDaemon:
     """A joblet of the benchmark's own, torn down with its jobs."""
 
-    def __init__(self, build, cache):
+    def __init__(self, build, cache=None, config=""):
+        """cache: runtimes.cache_dir (None: joblet's default); config: more of joblet.yml, whole
+        sections (network: ...)."""
         self.dir = tempfile.mkdtemp(prefix="joblet-bench-rt-")
         os.chmod(self.dir, 0o755)
         self.sock = os.path.join(self.dir, "joblet.sock")
@@ -49,8 +51,12 @@ class OwnDaemon:
         self.cgroot = f"joblet-bench-{os.getpid()}"
         cfg = os.path.join(self.dir, "joblet.yml")
         with open(cfg, "w") as f:
-            f.write(f"cgroup:\n  root: {self.cgroot}\nruntimes:\n  cache_dir: {cache}\n  cache_keep: 8\n")
-        os.makedirs(cache, mode=0o700, exist_ok=True)
+            f.write(f"cgroup:\n  root: {self.cgroot}\n")
+            if cache:
+                f.write(f"runtimes:\n  cache_dir: {cache}\n  cache_keep: 8\n")
+            f.write(config)
+        if cache:
+            os.makedirs(cache, mode=0o700, exist_ok=True)
         self.log = open(os.path.join(self.dir, "joblet.log"), "w")
         self.proc = subprocess.Popen([os.path.join(build, "joblet"), "--config", cfg, "--state-dir", self.state,
                                       "--socket", self.sock], stdout=self.log, stderr=self.log,
