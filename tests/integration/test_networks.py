@@ -265,8 +265,16 @@ def test_isolated_reaches_only_the_outside(net_daemon):
         out_ns.close()
 
 
+def ruleset():
+    """joblet's table as nft prints it (rules are per network: a job adds none)."""
+    return subprocess.run(["nft", "list", "table", "inet", "joblet"], capture_output=True, text=True).stdout
+
+
 def test_fifty_isolated_jobs_get_distinct_addresses(net_daemon):
     d = net_daemon
+    d.run("true", network="isolated")  # the table made, if no test before made it
+    rules = ruleset()
+    assert "masquerade" in rules, rules
     ids = [d.submit("sh", "-c", "/usr/sbin/ip -4 -o addr show dev eth0; sleep 1", network="isolated")
            for _ in range(50)]
     addrs = []
@@ -283,6 +291,10 @@ def test_fifty_isolated_jobs_get_distinct_addresses(net_daemon):
     while time.time() < deadline and any(n.startswith("jv") for n in links()):
         time.sleep(0.2)
     assert not any(n.startswith("jv") for n in links()), links()
+    assert ruleset() == rules
+    # nor an address of theirs on the host
+    out = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    assert not any(a in out for a in addrs), out
 
 
 # a client that talks to HOST:PORT every 0.2 s for SECONDS and fails on the first miss
