@@ -450,9 +450,6 @@ int networks_check(const job_req *r, const caller *c, jerr *e)
     if (!named(r))
         return r->max_netbps ? jerr_field(e, "max_netbps", "max_netbps: only a job on isolated, bridge or a named "
                                           "network has a link of its own to limit") : 0;
-    if (r->isolation && !strcmp(r->isolation, "gvisor"))
-        return jerr_field(e, "network", "network: a gVisor job (isolation gvisor) takes none or host for now, not "
-                          "'%s' (docs/networks.md, \"Not yet\")", r->network);
     const network *n = find(r->network);
     if (!n || !networks_visible(n, c))
         return jerr_field(e, "network", "network: no network '%s'; use none, host, isolated, bridge or one that "

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -141,6 +142,7 @@ int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e)
      * (the host's or a runtime's /etc), and has no overlay to lay a file into a read-only
      * directory; a runtime built by this joblet has an /etc/hosts (rtbuild_main.c) */
     char hosts[512], name[80], hosts_path[4300], name_path[4300], tree_file[4300];
+    const spec_net *net = s->net;
     if (mounts_names_text(s->hostname, hosts, sizeof hosts, name, sizeof name, e) < 0)
         return -1;
     bundle_path(s, hosts_path, sizeof hosts_path, "/hosts");
@@ -150,10 +152,25 @@ int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e)
     bool have_hosts = lstat(tree_file, &fst) == 0 && S_ISREG(fst.st_mode);
     snprintf(tree_file, sizeof tree_file, "%s/etc/hostname", sys);
     bool have_name = lstat(tree_file, &fst) == 0 && S_ISREG(fst.st_mode);
-    if ((have_hosts && write_file_opt(hosts_path, hosts, strlen(hosts), 0444, 0, e) < 0) ||
+    if ((have_hosts && !(net && net->hosts_file) && write_file_opt(hosts_path, hosts, strlen(hosts), 0444, 0, e) < 0) ||
         (have_name && write_file_opt(name_path, name, strlen(name), 0444, 0, e) < 0))
         return -1;
-    oci_inputs in = {rootfs, dirs, cgpath, have_hosts ? hosts_path : NULL, have_name ? name_path : NULL};
+    /* a job on a bridge network: its network's hosts file itself, which joblet rewrites in
+     * place as the network's jobs come and go (bind mounts are shared with the host, not cached
+     * by the gofer: the job sees each change); its resolvers over the tree's resolv.conf where
+     * that is a file, as natively (mounts.c) */
+    const char *hosts_src = net && net->hosts_file ? net->hosts_file : hosts_path;
+    snprintf(tree_file, sizeof tree_file, "%s/etc/resolv.conf", sys);
+    bool have_resolv = net && net->resolv_file && lstat(tree_file, &fst) == 0 && S_ISREG(fst.st_mode);
+    /* runsc takes the network namespace it is started in (gvisor_spawn made it, the shim gave
+     * it the job's veth): runsc run opens the path itself, so "self" is that namespace */
+    oci_inputs in = {rootfs,
+                     dirs,
+                     cgpath,
+                     have_hosts ? hosts_src : NULL,
+                     have_name ? name_path : NULL,
+                     have_resolv ? net->resolv_file : NULL,
+                     net ? "/proc/self/ns/net" : NULL};
     json_t *o = oci_config(s, &in);
     if (write_shown_config(s, o, e) < 0) {
         json_decref(o);
@@ -213,7 +230,27 @@ static int write_proc(pid_t pid, const char *file, const char *text, jerr *e)
     return 0;
 }
 
-pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, jerr *e)
+/* runsc (up to at least 2024's) refuses --network=sandbox in what it takes for the host's
+ * network namespace, and tells that by whether /proc/sys/net/core/rmem_default can be seen; since
+ * Linux 6.x every network namespace has it. So runsc gets a mount namespace of its own (owned by
+ * its user namespace: nothing propagates back) with an empty read-only tmpfs over this namespace's
+ * /proc/sys/net/core, seen only from the job's network namespace, which is runsc's (sysctl
+ * directories are per network namespace). runsc reads nothing else there; the sandbox and the
+ * gofer make mount namespaces of their own below this one. */
+static int hide_core_sysctls(jerr *e)
+{
+    if (unshare(CLONE_NEWNS) < 0)
+        return jerr_sys(e, "unshare(CLONE_NEWNS)");
+    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+        return jerr_sys(e, "make the mounts slaves");
+    if (mount("tmpfs", "/proc/sys/net/core", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "size=4k,mode=0555") < 0)
+        return jerr_sys(e, "mount a tmpfs on /proc/sys/net/core");
+    return 0;
+}
+
+pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, gvisor_net_up net_up,
+                   void *net_arg, jerr *e)
 {
     char root[4200], platform[80], network[32], bundle[4200], idmap[256];
     const char *argv[20];
@@ -223,7 +260,9 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
                         (unsigned)s->runsc_sandbox_uid);
     int n = global_args(s, argv, root, sizeof root);
     snprintf(platform, sizeof platform, "--platform=%s", s->runsc_platform);
-    snprintf(network, sizeof network, "--network=%s", s->net_host ? "host" : "none");
+    /* sandbox: runsc's netstack takes over the interfaces of the namespace it starts in (their
+     * addresses and routes), here the job's eth0 */
+    snprintf(network, sizeof network, "--network=%s", s->net_host ? "host" : s->net ? "sandbox" : "none");
     bundle_path(s, bundle, sizeof bundle, "");
     /* runsc's own errors (it could not start the sandbox or the command) as JSON lines, for
      * gvisor_failure; without --debug nothing else is written there */
@@ -266,9 +305,14 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
         close(ready[0]);
         jerr me = {0};
         /* nothing read: the child failed before, and said why on the sync pipe */
+        char netns[64];
+        snprintf(netns, sizeof netns, "/proc/%d/ns/net", (int)pid);
         if (r == 1 && (write_proc(pid, "uid_map", idmap, &me) < 0 || write_proc(pid, "gid_map", idmap, &me) < 0))
             write_err(fds->sync_w, "the sandbox's user namespace", &me);
-        else if (r == 1 && write(go[1], "g", 1) != 1) {
+        else if (r == 1 && s->net && net_up && net_up(net_arg, netns, &me) < 0) {
+            ssize_t w = write(fds->sync_w, me.msg, strlen(me.msg)); /* it names the network */
+            (void)w;
+        } else if (r == 1 && write(go[1], "g", 1) != 1) {
             jerr_sys(&me, "release runsc");
             write_err(fds->sync_w, "start", &me);
         }
@@ -287,8 +331,10 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
     }
     /* runsc raises it for the kvm platform; in the namespace it no longer can */
     setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
-    if (unshare(CLONE_NEWUSER) < 0) {
-        jerr_sys(&ce, "unshare(CLONE_NEWUSER)");
+    /* a job on a network: its network namespace too, owned by this user namespace, where runsc
+     * may take its interfaces over (CAP_NET_ADMIN, CAP_NET_RAW); the parent makes the veth */
+    if (unshare(CLONE_NEWUSER | (s->net ? CLONE_NEWNET : 0)) < 0) {
+        jerr_sys(&ce, s->net ? "unshare(CLONE_NEWUSER|CLONE_NEWNET)" : "unshare(CLONE_NEWUSER)");
         write_err(fds->sync_w, "the sandbox's user namespace", &ce);
         _exit(126);
     }
@@ -300,6 +346,10 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
     if (r != 1 || c != 'g')
         _exit(126);
     close(go[0]);
+    if (s->net && hide_core_sysctls(&ce) < 0) {
+        write_err(fds->sync_w, "the sandbox's network", &ce);
+        _exit(126);
+    }
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds->out_w, 1) < 0 || dup2(fds->err_w, 2) < 0) {
         jerr_sys(&ce, "connect stdin/stdout/stderr");

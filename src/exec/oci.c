@@ -98,6 +98,8 @@ json_t *oci_config(const job_spec *s, const oci_inputs *in)
         add_bind(mounts, in->hosts, "/etc/hosts", false);
     if (in->hostname)
         add_bind(mounts, in->hostname, "/etc/hostname", false);
+    if (in->resolv)
+        add_bind(mounts, in->resolv, "/etc/resolv.conf", false);
     const char *const proc_opts[] = {"nosuid", "noexec", "nodev", NULL};
     add_mount(mounts, "/proc", "proc", "proc", proc_opts);
     char tmpsz[64];
@@ -137,9 +139,15 @@ json_t *oci_config(const job_spec *s, const oci_inputs *in)
 
     json_t *ns = json_array();
     const char *const kinds[] = {"pid", "ipc", "uts", "mount", "network"};
-    for (size_t i = 0; i < ARRAY_LEN(kinds); i++)
-        if (strcmp(kinds[i], "network") || !s->net_host)
-            json_array_append_new(ns, json_pack("{s:s}", "type", kinds[i]));
+    for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
+        bool net = !strcmp(kinds[i], "network");
+        if (net && s->net_host)
+            continue;
+        json_t *k = json_pack("{s:s}", "type", kinds[i]);
+        if (net && in->netns)
+            json_object_set_new(k, "path", json_string(in->netns));
+        json_array_append_new(ns, k);
+    }
 
     json_t *resources = json_pack("{s:o}", "devices", rules);
     if (s->limits.mem_bytes)

@@ -21,13 +21,20 @@ typedef struct oci_inputs {
     const char *hosts;              /* the job's own /etc/hosts, a file beside the bundle
                                      * (isolate.h: mounts_names_text), bound read-only; NULL: none */
     const char *hostname;           /* the same for /etc/hostname */
+    const char *resolv;             /* a job on a network: its resolv file (spec_net), bound
+                                     * read-only at /etc/resolv.conf; NULL: the tree's */
+    const char *netns;              /* a job on a network: the path of the network namespace
+                                     * runsc is started in (its veth made there by the shim),
+                                     * linux.namespaces' network path; NULL: a new one (none),
+                                     * or none at all with network host */
 } oci_inputs;
 
 /* The config.json object (OCI runtime spec 1.0): process (argv, env, cwd, uid/gid, no
  * capabilities, no_new_privileges, RLIMIT_NPROC), a read-only root, mounts (system
  * directories, the job's /etc/hosts and /etc/hostname, /work read-write, /tmp tmpfs of
  * tmp_size_mb, /proc, the spec's binds), the spec's device nodes as linux.devices with their
- * major/minor, the job's namespaces (no network namespace with network host), and the CDI
+ * major/minor, the job's namespaces (no network namespace with network host; the given one
+ * for a job on a network), and the CDI
  * annotation when the job has GPUs. */
 json_t *oci_config(const job_spec *s, const oci_inputs *in);
 

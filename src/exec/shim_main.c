@@ -187,6 +187,12 @@ static int net_up(shim *sh, const char *netns, jerr *e)
     return 0;
 }
 
+/* Under gVisor: the network namespace runsc is started in, before it runs (gvisor.h). */
+static int gvisor_net_up_shim(void *arg, const char *netns, jerr *e)
+{
+    return net_up(arg, netns, e);
+}
+
 /* Polite stop: SIGTERM to the job's init (which forwards it to every process), SIGKILL to
  * the whole cgroup when the grace period is over. */
 static void begin_stop(shim *sh)
@@ -482,7 +488,8 @@ static int start_job(shim *sh, int notify_fd)
     if ((!s->tty && !s->stdio_given && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)) ||
         (s->stdin_open && !s->tty && pipe2(in, O_CLOEXEC) < 0) ||
         (s->tty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0) || pipe2(sync, O_CLOEXEC) < 0 ||
-        pipe2(status, O_CLOEXEC) < 0 || ((s->step_hook || s->net || terminal) && pipe2(hold, O_CLOEXEC) < 0)) {
+        pipe2(status, O_CLOEXEC) < 0 ||
+        ((s->step_hook || (s->net && !s->runsc) || terminal) && pipe2(hold, O_CLOEXEC) < 0)) {
         jerr_sys(&e, "pipe");
         goto fail;
     }
@@ -493,7 +500,8 @@ static int start_job(shim *sh, int notify_fd)
         /* gVisor: runsc makes the namespaces and the sandbox; the same pipes, the same cgroup */
         struct jobinit_fds fds = {.out_w = out[1], .err_w = err[1], .in_r = -1, .console_w = -1, .sync_w = sync[1],
                                   .status_w = status[1], .hold_r = -1};
-        if (gvisor_bundle_write(s, &sh->cg, &e) < 0 || (pid = gvisor_spawn(s, &sh->cg, &fds, &e)) < 0) {
+        if (gvisor_bundle_write(s, &sh->cg, &e) < 0 ||
+            (pid = gvisor_spawn(s, &sh->cg, &fds, gvisor_net_up_shim, sh, &e)) < 0) {
             for (int i = 0; i < 2; i++) {
                 close(out[i]);
                 close(err[i]);

@@ -72,7 +72,7 @@ static void test_config(void **state)
     (void)state;
     job_spec s = spec(false);
     oci_inputs in = {"/var/lib/joblet/jobs/x/bundle/rootfs", sys_dirs, "/joblet/0b5f0c1e", "/b/hosts",
-                     "/b/hostname"};
+                     "/b/hostname", NULL, NULL};
     json_t *c = oci_config(&s, &in);
     json_t *p = json_object_get(c, "process");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "user"), "uid")), 100001);
@@ -139,6 +139,36 @@ static void test_config(void **state)
     json_array_foreach(json_object_get(json_object_get(c, "linux"), "namespaces"), i, ns)
         assert_string_not_equal(json_string_value(json_object_get(ns, "type")), "network");
     assert_null(json_object_get(json_object_get(c, "annotations"), "cdi.k8s.io/joblet"));
+    json_decref(c);
+    /* none: a network namespace without a path (runsc makes an empty one), no resolv bind */
+    s = spec(false);
+    c = oci_config(&s, &in);
+    size_t nnet = 0;
+    json_array_foreach(json_object_get(json_object_get(c, "linux"), "namespaces"), i, ns)
+        if (!strcmp(json_string_value(json_object_get(ns, "type")), "network")) {
+            nnet++;
+            assert_null(json_object_get(ns, "path"));
+        }
+    assert_int_equal(nnet, 1);
+    assert_null(mount_at(c, "/etc/resolv.conf"));
+    json_decref(c);
+    /* a job on a network: the namespace the shim gave its veth, by path, and its resolvers and
+     * its network's hosts file bound read-only */
+    oci_inputs on = {"/b/rootfs", sys_dirs, NULL, "/state/networks/train.hosts", "/b/hostname",
+                     "/state/networks/resolv.conf", "/proc/self/ns/net"};
+    c = oci_config(&s, &on);
+    nnet = 0;
+    json_array_foreach(json_object_get(json_object_get(c, "linux"), "namespaces"), i, ns)
+        if (!strcmp(json_string_value(json_object_get(ns, "type")), "network")) {
+            nnet++;
+            assert_string_equal(json_string_value(json_object_get(ns, "path")), "/proc/self/ns/net");
+        }
+    assert_int_equal(nnet, 1);
+    json_t *rv = mount_at(c, "/etc/resolv.conf");
+    assert_string_equal(json_string_value(json_object_get(rv, "source")), "/state/networks/resolv.conf");
+    assert_true(has_opt(rv, "ro"));
+    assert_string_equal(json_string_value(json_object_get(mount_at(c, "/etc/hosts"), "source")),
+                        "/state/networks/train.hosts");
     json_decref(c);
 }
 
@@ -324,7 +354,7 @@ static void test_id_map(void **state)
     /* the config's user: a job of nobody's own is the sandbox id inside, nobody outside */
     job_spec s = spec(false);
     s.uid = s.gid = 65534;
-    oci_inputs in = {"/b/rootfs", NULL, NULL, NULL, NULL};
+    oci_inputs in = {"/b/rootfs", NULL, NULL, NULL, NULL, NULL, NULL};
     json_t *o = oci_config(&s, &in);
     assert_null(mount_at(o, "/etc/hosts")); /* none given, none bound */
     assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(o, "process"), "user"), "uid")),
