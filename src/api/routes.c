@@ -346,11 +346,13 @@ static enum MHD_Result workflows(request *r, const char *rest)
                 return http_reply_error(r->conn, &e);
             return http_reply_json(r->conn, 200, json_pack("{s:b,s:I}", "valid", 1, "jobs", (json_int_t)n));
         }
-        /* checked whole first; then the volumes it creates, which may take a while (the
-         * request is parked and this route runs again once one is ready); then submitted, or
-         * its uploads awaited */
+        /* checked whole first; then the networks it creates (at once), then the volumes,
+         * which may take a while (the request is parked and this route runs again once one is
+         * ready: the networks are found made then); then submitted, or its uploads awaited */
         int parsed = workflow_json_parse(body, &wb, &e);
-        if (parsed == 0 && wb.nvolumes && (parsed = workflow_check(&wb, r->who.uid, r->who.gid, &e)) == 0) {
+        if (parsed == 0 && (wb.nvolumes || wb.nnetworks) &&
+            (parsed = workflow_check(&wb, r->who.uid, r->who.gid, &e)) == 0 &&
+            (parsed = workflow_networks(&wb, r->who.uid, r->who.gid, &e)) == 0 && wb.nvolumes) {
             uint64_t ticket = park_ticket(r);
             parsed = workflow_volumes(&wb, r->who.uid, r->who.gid, ticket ? park_wake_fn : NULL, (void *)(uintptr_t)ticket, &e);
             if (parsed == VOLUMES_PENDING) {

@@ -26,6 +26,7 @@
 
 #include "../common/jobreq.h"
 #include "../common/jsonx.h"
+#include "../common/netaddr.h"
 #include "../common/parse.h"
 #include "../common/suggest.h"
 #include "../common/util.h"
@@ -658,6 +659,14 @@ typedef struct wvol {
     const ynode *at;              /* the item that asked for it first */
 } wvol;
 
+/* A network the workflow creates when it is missing: a job's network: {name, cidr}. */
+typedef struct wnet {
+    char name[NETADDR_NAME_MAX + 1];
+    netaddr_cidr cidr;
+    const ynode *at;              /* the mapping that asked for it first */
+    const ynode *cidr_at;         /* its cidr: value */
+} wnet;
+
 struct wfp_doc {
     char *path;
     ytree t;
@@ -666,6 +675,8 @@ struct wfp_doc {
     size_t njobs;
     wvol *vols;
     size_t nvols;
+    wnet *nets;
+    size_t nnets;
     json_t *body;
 };
 
@@ -866,6 +877,77 @@ static void volume_item(ctx *c, wjob *j, ynode *v)
         err_at(c, v, "volumes: '%s': %s", s, e.msg);
     else if (jobreq_volume_name_ok(name, strlen(name)))
         volume_to_create(c, v, name, mb, "filesystem");
+}
+
+/* ---- networks ------------------------------------------------------------------------ */
+
+/* The workflow creates network name (cidr) when it is missing; the same name asked for twice
+ * must be asked alike. */
+static void network_to_create(ctx *c, const ynode *at, const ynode *cidr_at, const char *name, const netaddr_cidr *nc)
+{
+    struct wfp_doc *d = c->doc;
+    for (size_t i = 0; i < d->nnets; i++)
+        if (!strcmp(d->nets[i].name, name)) {
+            if (d->nets[i].cidr.base != nc->base || d->nets[i].cidr.prefix != nc->prefix) {
+                char was[40];
+                netaddr_cidr_format(&d->nets[i].cidr, was, sizeof was);
+                err_at(c, cidr_at, "network: network '%s' is asked for with cidr %s at line %d; give its cidr "
+                                   "once, or alike", name, was, d->nets[i].at->line);
+            }
+            return;
+        }
+    d->nets = xrealloc(d->nets, (d->nnets + 1) * sizeof *d->nets);
+    wnet *w = &d->nets[d->nnets++];
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->cidr = *nc;
+    w->at = at;
+    w->cidr_at = cidr_at;
+}
+
+/* network: {name: train, cidr: 10.10.0.0/24}: the job joins train, which the workflow creates
+ * with those addresses when it is missing (a mapping without cidr only names it). */
+static void network_mapping(ctx *c, wjob *j, ynode *m)
+{
+    static const char *const keys[] = {"name", "cidr"};
+    const ynode *at[2] = {0};
+    char w[80];
+    for (size_t i = 0; i + 1 < m->nkids; i += 2) {
+        size_t k = 0;
+        while (k < ARRAY_LEN(keys) && !y_eq(m->kids[i], keys[k]))
+            k++;
+        if (k == ARRAY_LEN(keys)) {
+            err_at(c, m->kids[i], "network: unknown key '%s'; a network written as a mapping takes name and cidr: "
+                                  "{name: train, cidr: 10.10.0.0/24}", shown(m->kids[i], w, sizeof w));
+            return;
+        }
+        at[k] = m->kids[i + 1];
+    }
+    if (!at[0]) {
+        err_at(c, m, "network: a network written as a mapping needs a name: {name: train, cidr: 10.10.0.0/24}");
+        return;
+    }
+    const char *name = scalar(c, "network: name", at[0]);
+    if (!name)
+        return;
+    field_text(c, j, jobreq_field_by_yaml("network", false), m, name);
+    if (!at[1])
+        return;
+    const char *cidr = scalar(c, "network: cidr", at[1]);
+    if (!cidr)
+        return;
+    if (!strcmp(name, "none") || !strcmp(name, "host") || !strcmp(name, "isolated") || !strcmp(name, "bridge")) {
+        err_at(c, at[1], "network: cidr: is for a network the workflow creates; '%s' is joblet's own: leave cidr "
+                         "out", name);
+        return;
+    }
+    if (!netaddr_name_ok(name))
+        return; /* the schema said why (field_text) */
+    netaddr_cidr nc;
+    jerr e = {0};
+    if (netaddr_cidr_parse("cidr", cidr, &nc, &e) < 0)
+        err_at(c, at[1], "network: %s", e.msg);
+    else
+        network_to_create(c, m, at[1], name, &nc);
 }
 
 /* environment / secret_environment: NAME: value. A name given in both is refused by the
@@ -1105,8 +1187,13 @@ static void walk_job(ctx *c, wjob *j)
         environment(c, j, YK_SECRET_ENVIRONMENT);
     if (j->at[YK_WORKDIR])
         field_value(c, j, jobreq_field_by_yaml("workdir", false), j->at[YK_WORKDIR]);
-    if (j->at[YK_NETWORK])
-        field_value(c, j, jobreq_field_by_yaml("network", false), j->at[YK_NETWORK]);
+    if (j->at[YK_NETWORK]) {
+        /* a name, or {name, cidr}: also a network the workflow creates when it is missing */
+        if (j->at[YK_NETWORK]->kind == Y_MAP)
+            network_mapping(c, j, j->at[YK_NETWORK]);
+        else
+            field_value(c, j, jobreq_field_by_yaml("network", false), j->at[YK_NETWORK]);
+    }
     if (j->at[YK_UPLOADS]) {
         j->node[JR_UPLOADS] = j->at[YK_UPLOADS];
         uploads(c, j);
@@ -1427,6 +1514,15 @@ static json_t *make_body(const wfp_doc *d, const char *text, size_t len)
                                                   (json_int_t)d->vols[i].size_mb, "type", d->vols[i].type));
         json_object_set_new(body, "volumes", vols);
     }
+    if (d->nnets) {
+        json_t *nets = json_array();
+        for (size_t i = 0; i < d->nnets; i++) {
+            char cidr[40];
+            netaddr_cidr_format(&d->nets[i].cidr, cidr, sizeof cidr);
+            json_array_append_new(nets, json_pack("{s:s, s:s}", "name", d->nets[i].name, "cidr", cidr));
+        }
+        json_object_set_new(body, "networks", nets);
+    }
     return body;
 }
 
@@ -1602,6 +1698,7 @@ void wfp_free(wfp_doc *d)
     }
     free(d->jobs);
     free(d->vols);
+    free(d->nets);
     ytree_free(&d->t);
     json_decref(d->body);
     free(d->path);
@@ -1663,6 +1760,11 @@ void wfp_explain(const wfp_doc *d, const char *field, const char *msg, char *out
         size_t i = strtoul(f + 8, &end, 10);
         if (*end == ']' && i < d->nvols)
             at = d->vols[i].at;
+    } else if (!strncmp(f, "networks[", 9)) {
+        /* a network the workflow creates: where the file first asked for it (its cidr) */
+        size_t i = strtoul(f + 9, &end, 10);
+        if (*end == ']' && i < d->nnets)
+            at = !strcmp(end + 1, ".cidr") ? d->nets[i].cidr_at : d->nets[i].at;
     } else if (!strcmp(f, "name")) {
         at = d->name_node;
     } else if (!strcmp(f, "description")) {

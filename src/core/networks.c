@@ -445,6 +445,14 @@ static bool named(const job_req *r)
     return r->network && strcmp(r->network, "none") && strcmp(r->network, "host");
 }
 
+int networks_check_declared(const job_req *r, jerr *e)
+{
+    (void)r; /* a named network: any job may ask for one */
+    if (!available)
+        return jerr_http(e, 503, "network: job networks are not available on this machine: %s", why_not);
+    return 0;
+}
+
 int networks_check(const job_req *r, const caller *c, jerr *e)
 {
     if (!named(r))
@@ -543,29 +551,33 @@ void networks_release(job *j)
 
 /* --- named networks -------------------------------------------------------------------- */
 
-int networks_create(const char *name, const char *cidr, const caller *c, jerr *e)
+/* The name and addresses of a network to make, read and checked; 0 with *nc, or -1 on field
+ * "name" or "cidr". Not whether the name is taken. */
+static int check_new(const char *name, const char *cidr, netaddr_cidr *nc, jerr *e)
 {
     if (!netaddr_name_ok(name))
         return jerr_field(e, "name", "name: '%.40s' is not a network name: 1 to %d of a-z 0-9 _ . - starting with a "
                           "letter or digit", name, NETADDR_NAME_MAX);
-    if (find(name) || !strcmp(name, "none") || !strcmp(name, "host"))
-        return jerr_http(e, 409, "network %s already exists", name);
-    netaddr_cidr nc;
-    if (netaddr_cidr_parse("cidr", cidr, &nc, e) < 0)
+    if (netaddr_cidr_parse("cidr", cidr, nc, e) < 0)
         return -1;
-    if (nc.prefix < 16)
-        return jerr_field(e, "cidr", "cidr: /%d is larger than a named network may be (/16 to /30)", nc.prefix);
+    if (nc->prefix < 16)
+        return jerr_field(e, "cidr", "cidr: /%d is larger than a named network may be (/16 to /30)", nc->prefix);
+    return 0;
+}
+
+/* Whether c may make a network of addresses nc now: no network overlaps it, nor a route of the
+ * host's; c's share and joblet's bound not used up. Changes nothing. */
+static int check_room(const char *cidr, const netaddr_cidr *nc, const caller *c, jerr *e)
+{
     for (size_t i = 0; i < nnets; i++)
-        if (netaddr_cidr_overlap(&nc, &nets[i]->cidr)) {
+        if (netaddr_cidr_overlap(nc, &nets[i]->cidr)) {
             char oc[40];
             netaddr_cidr_format(&nets[i]->cidr, oc, sizeof oc);
             return jerr_field(e, "cidr", "cidr: %s overlaps network %s (%s)", cidr, nets[i]->name, oc);
         }
     char what[160];
-    if (host_overlap(&nc, what, sizeof what))
+    if (host_overlap(nc, what, sizeof what))
         return jerr_field(e, "cidr", "cidr: %s overlaps %s; choose addresses the host does not use", cidr, what);
-    if (ensure_applied(e) < 0)
-        return -1;
     if (!authz_may(c, AUTHZ_UNLIMITED)) {
         uint32_t mine = 0;
         for (size_t i = 0; i < nnets; i++)
@@ -575,6 +587,44 @@ int networks_create(const char *name, const char *cidr, const caller *c, jerr *e
     }
     if (nnets >= NETWORKS_MAX)
         return jerr_http(e, 429, "joblet keeps at most %d networks", NETWORKS_MAX);
+    return 0;
+}
+
+int networks_precheck(const char *name, const char *cidr, const caller *c, bool *exists, jerr *e)
+{
+    netaddr_cidr nc;
+    *exists = false;
+    if (check_new(name, cidr, &nc, e) < 0)
+        return -1;
+    const network *n = find(name);
+    if (!strcmp(name, "none") || !strcmp(name, "host") || (n && n->builtin))
+        return jerr_http(e, 409, "network %s is joblet's own; a workflow creates networks of other names", name);
+    if (n && !networks_visible(n, c))
+        return jerr_http(e, 409, "network %s exists and is another user's; choose another name", name);
+    if (n && (n->cidr.base != nc.base || n->cidr.prefix != nc.prefix)) {
+        char has[40];
+        netaddr_cidr_format(&n->cidr, has, sizeof has);
+        return jerr_http(e, 409, "network %s exists with cidr %s, not %s; ask for %s, or choose another name", name,
+                         has, cidr, has);
+    }
+    if (!available)
+        return jerr_http(e, 503, "job networks are not available on this machine: %s", why_not);
+    if (n) {
+        *exists = true;
+        return 0;
+    }
+    return check_room(cidr, &nc, c, e);
+}
+
+int networks_create(const char *name, const char *cidr, const caller *c, jerr *e)
+{
+    netaddr_cidr nc;
+    if (netaddr_name_ok(name) && (find(name) || !strcmp(name, "none") || !strcmp(name, "host")))
+        return jerr_http(e, 409, "network %s already exists", name);
+    if (check_new(name, cidr, &nc, e) < 0)
+        return -1;
+    if (check_room(cidr, &nc, c, e) < 0 || ensure_applied(e) < 0)
+        return -1;
     network *n = net_new(name, &nc, false, false);
     n->owner_uid = c->uid;
     n->created_ms = now_ms();

@@ -59,6 +59,11 @@ bool networks_available(const char **why);
 /* At submission: the request's network exists and the caller may use it (none and host need
  * nothing here). 404 an unknown name, 403 another user's network, 503 networks unavailable. */
 int networks_check(const job_req *r, const caller *c, jerr *e);
+/* The same for a job whose network is one its workflow declares and creates before submitting
+ * it (a dry run: rnx workflow validate, or before the network is made): every check of
+ * networks_check but that the network exists and the caller may use it, which
+ * networks_precheck checks for the workflow (today: that networks work here). */
+int networks_check_declared(const job_req *r, jerr *e);
 /* At launch: an address for the job on its request's network (none for none and host: *out
  * stays NULL), recorded in j->net; *out a spec_net the caller frees (networks_spec_free). The
  * network gone since submission, or full: the job cannot start (error names it). */
@@ -71,6 +76,12 @@ void networks_release(job *j);
  * answer), and remove (refused while a job not yet ended names it). */
 int networks_create(const char *name, const char *cidr, const caller *c, jerr *e);
 int networks_remove(const char *name, const caller *c, jerr *e);
+/* A network a workflow declares (its jobs' network: {name, cidr}), changing nothing: 0 with
+ * *exists false when networks_create(name, cidr, c) would make it now, 0 with *exists true when
+ * it exists already as one c may use with those same addresses; else -1: on field "name" or
+ * "cidr" (networks_create's refusals), 409 when it exists otherwise (another's, other
+ * addresses, built in), 429 c's share used up, 503 networks unavailable. */
+int networks_precheck(const char *name, const char *cidr, const caller *c, bool *exists, jerr *e);
 /* For listing: every network, built-in first; n set to how many. */
 const network *const *networks_all(size_t *n);
 /* Whether c may see and use network n. */

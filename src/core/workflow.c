@@ -18,6 +18,7 @@
 #include "job_row.h"
 #include "jobs.h"
 #include "job_launch.h"
+#include "networks.h"
 #include "state.h"
 #include "submit.h"
 
@@ -99,6 +100,7 @@ void workflow_body_free(wf_body *b)
     free(b->jobs);
     free(b->requests);
     free(b->volumes);
+    free(b->networks);
     json_decref(b->doc);
     *b = (wf_body){0};
 }
@@ -132,6 +134,39 @@ static int err_in_volume(jerr *e, const wf_body *b, size_t i)
     return -1;
 }
 
+/* A refusal about the workflow's networks[i]: "cidr: 10.9.0.0/24 overlaps ..." -> field
+ * "networks[0].cidr", "network 'x': cidr: 10.9.0.0/24 overlaps ..." */
+static int err_in_network(jerr *e, const wf_body *b, size_t i)
+{
+    char field[sizeof e->field], msg[sizeof e->msg], named[100];
+    snprintf(field, sizeof field, "networks[%zu]%s%s", i, e->field[0] ? "." : "", e->field);
+    snprintf(named, sizeof named, "network %s ", b->networks[i].name);
+    if (strstr(e->msg, named) == e->msg)
+        snprintf(msg, sizeof msg, "%s", e->msg);
+    else
+        snprintf(msg, sizeof msg, "network '%s': %s", b->networks[i].name, e->msg);
+    snprintf(e->field, sizeof e->field, "%s", field);
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
+    return -1;
+}
+
+/* A dry run, before the networks the workflow creates exist: a job on one of them is checked
+ * for all but its network's being there (networks_precheck checked that), then checked as a
+ * job on no network. -1 when the job may not be on such a network at all. */
+static int without_created_network(job_req *req, const wf_body *b, jerr *e)
+{
+    bool made = false;
+    for (size_t m = 0; req->network && m < b->nnetworks && !made; m++)
+        made = !strcmp(b->networks[m].name, req->network);
+    if (!made)
+        return 0;
+    if (networks_check_declared(req, e) < 0)
+        return -1;
+    jobreq_set_str(req, JR_NETWORK, NULL);
+    req->max_netbps = 0;
+    return 0;
+}
+
 /* A dry run, before the volumes the workflow creates exist or while they are being created:
  * the job's items naming them are left out of its check (volumes_precheck checked them, and
  * more strictly: only their owner may ask for them). */
@@ -162,8 +197,11 @@ static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req *
         rp[i] = &reqs[i];
         if (jobreq_from_json(b->requests[i], &reqs[i], 0, time(NULL), e) < 0)
             return workflow_err_in_job(e, i, b->jobs[i].name);
-        if (flags & SUBMIT_DRY_RUN)
+        if (flags & SUBMIT_DRY_RUN) {
             without_created_volumes(&reqs[i], b);
+            if (without_created_network(&reqs[i], b, e) < 0)
+                return workflow_err_in_job(e, i, b->jobs[i].name);
+        }
         if (submit_check(&reqs[i], uid, gid, &si[i], e) < 0)
             return workflow_err_in_job(e, i, b->jobs[i].name);
     }
@@ -172,6 +210,12 @@ static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req *
 
 int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e)
 {
+    caller who = authz_local(uid, gid); /* as a job's network is checked (submit.c) */
+    for (size_t i = 0; i < b->nnetworks; i++) {
+        bool exists;
+        if (networks_precheck(b->networks[i].name, b->networks[i].cidr, &who, &exists, e) < 0)
+            return err_in_network(e, b, i);
+    }
     for (size_t i = 0; i < b->nvolumes; i++)
         if (volumes_precheck(&b->volumes[i], uid, gid, e) < 0)
             return err_in_volume(e, b, i);
@@ -183,6 +227,21 @@ int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e)
         jobreq_free(&reqs[i]);
     free(reqs), free(rp), free(si);
     return rc;
+}
+
+int workflow_networks(const wf_body *b, uid_t uid, gid_t gid, jerr *e)
+{
+    caller who = authz_local(uid, gid);
+    for (size_t i = 0; i < b->nnetworks; i++) {
+        bool exists;
+        if (networks_precheck(b->networks[i].name, b->networks[i].cidr, &who, &exists, e) < 0 ||
+            (!exists && networks_create(b->networks[i].name, b->networks[i].cidr, &who, e) < 0))
+            return err_in_network(e, b, i);
+        if (!exists)
+            log_info("workflow %s: network %s (%s) created for uid %u", b->name, b->networks[i].name,
+                     b->networks[i].cidr, (unsigned)uid);
+    }
+    return 0;
 }
 
 int workflow_volumes(const wf_body *b, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e)
@@ -249,6 +308,7 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
     }
     free(b->requests);
     free(b->volumes); /* created already (workflow_volumes) */
+    free(b->networks); /* likewise (workflow_networks) */
     *b = (wf_body){0}; /* the workflow has it now */
     workflow_add(wf);
     for (size_t i = 0; i < n; i++) {

@@ -45,6 +45,12 @@ typedef struct workflow {
     size_t n;
 } workflow;
 
+/* A network the workflow creates when it is missing (a job's network: {name, cidr}). */
+typedef struct wf_network {
+    const char *name;          /* borrowed from the body */
+    const char *cidr;          /* as given ("10.10.0.0/24"), borrowed */
+} wf_network;
+
 /* A submitted workflow, its shape checked at the API's edge (workflow_json_parse). */
 typedef struct wf_body {
     size_t n;
@@ -54,6 +60,8 @@ typedef struct wf_body {
     const char *name;          /* in doc */
     volume_req *volumes;       /* volumes the workflow creates when missing (names borrowed) */
     size_t nvolumes;
+    wf_network *networks;      /* networks the workflow creates when missing */
+    size_t nnetworks;
 } wf_body;
 void workflow_body_free(wf_body *b);
 
@@ -63,14 +71,19 @@ void workflow_body_free(wf_body *b);
  * "volumes[i]...". */
 int workflow_volumes(const wf_body *b, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e);
 
+/* The networks the workflow creates, each made unless it exists as one the submitter may use
+ * with the same addresses (networks_precheck, networks_create). Made at once; they outlive the
+ * workflow. 0, or -1: refused, on field "networks[i]..." (those made before it stay). */
+int workflow_networks(const wf_body *b, uid_t uid, gid_t gid, jerr *e);
+
 /* POST /v1/workflows: every job's request is checked (the schema, the machine, the limits of
  * all together) before anything is created; an invalid workflow creates nothing. On success
  * the workflow takes b over. */
 workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e);
 /* The same checks, nothing created and no rate limit used up (POST /v1/workflows?dry_run=1,
  * rnx workflow validate, and before the volumes a workflow creates are made): 0, or -1 and the
- * refusal workflow_submit would give. The volumes the workflow creates count as there when
- * they would be created (volumes_precheck). */
+ * refusal workflow_submit would give. The volumes and networks the workflow creates count as
+ * there when they would be created (volumes_precheck, networks_precheck). */
 int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e);
 /* workflow_submit's two halves, for a workflow whose uploads follow (core/incoming.c): every
  * job's request read and checked (as workflow_check, and keeping what was checked), then the

@@ -9,15 +9,18 @@
 #include <string.h>
 
 #include "../common/jsonx.h"
+#include "../common/netaddr.h"
 #include "../common/redact.h"
 #include "../common/util.h"
 #include "state.h"
 #include "volumes.h"
 
 
-static const char *const body_keys[] = {"name", "description", "source", "yaml", "jobs", "volumes", NULL};
+static const char *const body_keys[] = {"name", "description", "source", "yaml", "jobs", "volumes", "networks", NULL};
 static const char *const volume_keys[] = {"name", "size_mb", "type", NULL};
 #define WF_VOLUMES_MAX 32
+static const char *const network_keys[] = {"name", "cidr", NULL};
+#define WF_NETWORKS_MAX 16
 static const char *const job_keys[] = {"name", "requires", "request", NULL};
 
 static int known_keys(json_t *o, const char *const *keys, const char *where, jerr *e)
@@ -267,6 +270,55 @@ static int parse_volumes(json_t *arr, wf_body *b, jerr *e)
     return 0;
 }
 
+/* networks: [{name, cidr}]: what the workflow creates when missing (its jobs' network:
+ * {name, cidr}). Whether the name is free or the addresses are is the daemon's to say
+ * (networks_precheck); here, that they read. */
+static int parse_networks(json_t *arr, wf_body *b, jerr *e)
+{
+    if (!arr || json_is_null(arr))
+        return 0;
+    if (!json_is_array(arr) || json_array_size(arr) > WF_NETWORKS_MAX)
+        return jerr_field(e, "networks", "networks: must be a list of at most %d networks to create, each {name, "
+                                         "cidr}", WF_NETWORKS_MAX);
+    b->networks = xcalloc(json_array_size(arr), sizeof *b->networks);
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        char where[64], field[80];
+        wf_network *n = &b->networks[i];
+        snprintf(where, sizeof where, "networks[%zu].", i);
+        snprintf(field, sizeof field, "networks[%zu]", i);
+        if (!json_is_object(v))
+            return jerr_field(e, field, "%s: must be an object {name, cidr}", field);
+        if (known_keys(v, network_keys, where, e) < 0 || jx_str(v, "name", &n->name, e) < 0 ||
+            jx_str(v, "cidr", &n->cidr, e) < 0) {
+            snprintf(field, sizeof field, "%s%s", where, e->field);
+            snprintf(e->field, sizeof e->field, "%s", field);
+            return -1;
+        }
+        snprintf(field, sizeof field, "%sname", where);
+        if (!n->name || !netaddr_name_ok(n->name))
+            return jerr_field(e, field, "%s: must be a network name: 1 to %d of a-z 0-9 _ . - starting with a letter "
+                                        "or digit", field, NETADDR_NAME_MAX);
+        if (!strcmp(n->name, "none") || !strcmp(n->name, "host") || !strcmp(n->name, "isolated") ||
+            !strcmp(n->name, "bridge"))
+            return jerr_field(e, field, "%s: '%s' is joblet's own; a workflow creates networks of other names", field,
+                              n->name);
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(b->networks[k].name, n->name))
+                return jerr_field(e, field, "%s: network '%s' is listed twice", field, n->name);
+        snprintf(field, sizeof field, "%scidr", where);
+        netaddr_cidr nc;
+        if (!n->cidr)
+            return jerr_field(e, field, "%s: a network to create needs its addresses, e.g. 10.10.0.0/24", field);
+        if (netaddr_cidr_parse(field, n->cidr, &nc, e) < 0)
+            return -1;
+        b->nnetworks = i + 1;
+    }
+    return 0;
+}
+
 int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
 {
     *b = (wf_body){0};
@@ -293,6 +345,8 @@ int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
     int rc = check_body(body, names, b->jobs, e);
     if (rc == 0)
         rc = parse_volumes(json_object_get(body, "volumes"), b, e);
+    if (rc == 0)
+        rc = parse_networks(json_object_get(body, "networks"), b, e);
     if (rc == 0) {
         b->doc = json_pack("{s:s,s:s?,s:s?,s:s?,s:[]}", "name", name, "description", desc, "source", source, "yaml",
                            yaml, "jobs");

@@ -865,6 +865,73 @@ static void test_volumes_to_create(void **state)
                  "wf.yaml:4:47: job 'a': volumes: read_only: must be true or false, not 'maybe'");
 }
 
+/* network: {name, cidr} is a network the workflow creates when missing (docs/networks.md) */
+static void test_networks_to_create(void **state)
+{
+    wfp_doc *d;
+    json_t *body = must_parse("n.yaml",
+                              "jobs:\n"
+                              "  server:\n"
+                              "    command: x\n"
+                              "    network: {name: ntwf, cidr: 10.236.0.0/24}\n"
+                              "  client:\n"
+                              "    command: x\n"
+                              "    network: ntwf\n"
+                              "  other:\n"
+                              "    command: x\n"
+                              "    network:\n"
+                              "      name: ntwf\n"
+                              "      cidr: 10.236.0.0/24\n"
+                              "  plain:\n"
+                              "    command: x\n"
+                              "    network: {name: bridge}\n",
+                              &d);
+    assert_json(json_object_get(body, "networks"), "[{\"name\": \"ntwf\", \"cidr\": \"10.236.0.0/24\"}]");
+    json_t *jobs = json_object_get(body, "jobs");
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(jobs, i), "request"),
+                                                              "network")), "ntwf");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(jobs, 3), "request"),
+                                                           "network")), "bridge");
+    /* the daemon's refusals about it, at the file's line: its cidr, or the mapping */
+    char out[1024];
+    wfp_explain(d, "networks[0].cidr", "network 'ntwf': cidr: 10.236.0.0/24 overlaps network x (10.236.0.0/16)", out,
+                sizeof out);
+    assert_string_equal(out, "n.yaml:4:33: network 'ntwf': cidr: 10.236.0.0/24 overlaps network x (10.236.0.0/16)");
+    wfp_explain(d, "networks[0]", "network ntwf exists with cidr 10.9.0.0/24, not 10.236.0.0/24", out, sizeof out);
+    assert_string_equal(out, "n.yaml:4:14: network ntwf exists with cidr 10.9.0.0/24, not 10.236.0.0/24");
+    wfp_free(d);
+    /* no network to create: no networks key in the body */
+    body = must_parse("n.yaml", "jobs:\n  a:\n    command: x\n    network: train\n", &d);
+    assert_null(json_object_get(body, "networks"));
+    wfp_free(d);
+    /* one name, two cidrs: refused at the second, naming the first's line */
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.236.0.0/24}\n"
+                 "  b:\n    command: x\n    network: {name: n1, cidr: 10.236.1.0/24}\n",
+                 "wf.yaml:7:31: job 'b': network: network 'n1' is asked for with cidr 10.236.0.0/24 at line 4; give "
+                 "its cidr once, or alike");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.236.0/24}\n",
+                 "wf.yaml:4:31: job 'a': network: cidr: '10.236.0' is not an IPv4 address (a.b.c.d)");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.236.0.1/24}\n",
+                 "wf.yaml:4:31: job 'a': network: cidr: '10.236.0.1/24' has host bits set; did you mean "
+                 "10.236.0.0/24?");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.0.0.0/31}\n",
+                 "wf.yaml:4:31: job 'a': network: cidr: prefix /31 is outside /8../30 (a network needs room for a "
+                 "gateway and jobs)");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.236.0.0/24, mtu: 9000}\n",
+                 "wf.yaml:4:46: job 'a': network: unknown key 'mtu'; a network written as a mapping takes name and "
+                 "cidr: {name: train, cidr: 10.10.0.0/24}");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {cidr: 10.236.0.0/24}\n",
+                 "wf.yaml:4:14: job 'a': network: a network written as a mapping needs a name: {name: train, cidr: "
+                 "10.10.0.0/24}");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: bridge, cidr: 10.236.0.0/24}\n",
+                 "wf.yaml:4:35: job 'a': network: cidr: is for a network the workflow creates; 'bridge' is joblet's "
+                 "own: leave cidr out");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: Bad_Name, cidr: 10.236.0.0/24}\n",
+                 "wf.yaml:4:14: job 'a': network: 'Bad_Name' is not accepted; use none (loopback only), host, "
+                 "isolated, bridge or a network's name");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -893,6 +960,7 @@ int main(void)
         cmocka_unit_test(test_read_file),
         cmocka_unit_test(test_explain),
         cmocka_unit_test(test_volumes_to_create),
+        cmocka_unit_test(test_networks_to_create),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
