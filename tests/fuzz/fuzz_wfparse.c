@@ -64,7 +64,8 @@ static const char *const fields[] = {
     "", "name", "jobs", "jobs[0]", "jobs[0].name", "jobs[0].requires[0]", "jobs[0].request",
     "jobs[0].request.command", "jobs[0].request.gpu_count", "jobs[0].request.env", "jobs[1].request.max_memory_mb",
     "jobs[1].request.uploads[0].mode", "jobs[2].request.secret_env", "jobs[99999].request.args", "jobs[x]",
-    "jobs[-1].request", "jobs[18446744073709551616].request.name",
+    "jobs[-1].request", "jobs[18446744073709551616].request.name", "volumes[0].size_mb", "networks[0].cidr",
+    "networks[0]", "networks[7].name", "networks[x]",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

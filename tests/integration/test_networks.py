@@ -389,3 +389,86 @@ def test_workflow_jobs_reach_each_other_by_name(net_daemon, tmp_path):
     assert d.rnx("job", "stop", jobs["server"]["job_id"]).returncode == 0
     d.wait(jobs["server"]["job_id"])
     rnx_ok(d, "network", "remove", "ntw")
+
+
+def network_names(d):
+    return {n["name"] for n in json.loads(rnx_ok(d, "--json", "network", "list"))["networks"]}
+
+
+def test_workflow_declares_its_network(net_daemon, tmp_path):
+    """A job's network: {name, cidr} makes the network when missing (validate makes nothing);
+    the workflow's jobs reach each other on it by name; it outlives the workflow; one that exists
+    with other addresses refuses the workflow before any job is made."""
+    d = net_daemon
+    for c in ("10.236.0.0/24", "10.237.0.0/24", "10.238.0.0/24"):
+        free_net([c])
+    flow = tmp_path / "declares.yaml"
+    flow.write_text(
+        "jobs:\n"
+        "  server:\n"
+        "    command: python3\n"
+        f"    args: ['-c', {json.dumps(ECHO_SERVER)}, '7300']\n"
+        "    network: {name: ntwf, cidr: 10.236.0.0/24}\n"
+        "  client:\n"
+        "    command: python3\n"
+        f"    args: ['-c', {json.dumps(CLIENT)}, server, '7300', '30']\n"
+        "    network: ntwf\n")
+    server = None
+    try:
+        # a dry run checks it all and makes nothing
+        jobs_before = d.job_count()
+        p = d.rnx("workflow", "validate", str(flow))
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        assert "ntwf" not in network_names(d)
+        assert not any(n.startswith("jb-ntwf") for n in links())
+        assert d.job_count() == jobs_before
+        p = d.rnx("workflow", "run", str(flow))
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        wf = re.search(r"\b([0-9a-f]{8})", p.stdout).group(1)
+        net = network(d, "ntwf")
+        assert net["cidr"] == "10.236.0.0/24", net
+        st = json.loads(rnx_ok(d, "--json", "workflow", "status", wf))
+        jobs = {j["name"]: j for j in st["jobs"]}
+        server = jobs["server"]["job_id"]
+        client = d.wait(jobs["client"]["job_id"], timeout=120)
+        assert client["status"] == "COMPLETED", (client, d.output(client["id"]), d.output(client["id"], "stderr"))
+        assert d.output(client["id"]).strip() == "echo:hello"
+        assert d.rnx("job", "stop", server).returncode == 0
+        d.wait(server)
+        server = None
+        # the network outlives the workflow; running the file again finds it as asked and uses it
+        assert "ntwf" in network_names(d)
+        p = d.rnx("workflow", "validate", str(flow))
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        # one that exists with other addresses: refused naming it, at the file's line; no job made
+        rnx_ok(d, "network", "create", "ntwx", "--cidr=10.237.0.0/24")
+        other = tmp_path / "other.yaml"
+        other.write_text("jobs:\n"
+                         "  a:\n"
+                         "    command: 'true'\n"
+                         "    network: {name: ntwx, cidr: 10.238.0.0/24}\n")
+        jobs_before = d.job_count()
+        for verb in ("validate", "run"):
+            p = d.rnx("workflow", verb, str(other))
+            assert p.returncode != 0, (verb, p.stdout, p.stderr)
+            assert "other.yaml:4:" in p.stderr and "network ntwx exists with cidr 10.237.0.0/24, not 10.238.0.0/24" \
+                in p.stderr, (verb, p.stderr)
+        assert d.job_count() == jobs_before
+        assert network(d, "ntwx")["cidr"] == "10.237.0.0/24"
+        # a declared network over another's addresses: refused naming the field, nothing made
+        other.write_text("jobs:\n"
+                         "  a:\n"
+                         "    command: 'true'\n"
+                         "    network: {name: ntwy, cidr: 10.237.0.0/25}\n")
+        p = d.rnx("workflow", "run", str(other))
+        assert p.returncode != 0 and "network 'ntwy': cidr: 10.237.0.0/25 overlaps network ntwx" in p.stderr, \
+            p.stderr
+        assert "ntwy" not in network_names(d) and d.job_count() == jobs_before
+    finally:
+        if server:
+            d.rnx("job", "stop", server)
+            d.wait(server)
+        for name in ("ntwf", "ntwx", "ntwy"):   # made here, or not: removing those that are
+            d.rnx("network", "remove", name)
+    assert not {"ntwf", "ntwx", "ntwy"} & network_names(d)
+    assert not any(n.startswith("jb-ntw") for n in links())
