@@ -604,8 +604,10 @@ int networks_precheck(const char *name, const char *cidr, const caller *c, bool 
     if (n && (n->cidr.base != nc.base || n->cidr.prefix != nc.prefix)) {
         char has[40];
         netaddr_cidr_format(&n->cidr, has, sizeof has);
-        return jerr_http(e, 409, "network %s exists with cidr %s, not %s; ask for %s, or choose another name", name,
-                         has, cidr, has);
+        jerr_http(e, 409, "network %s exists with cidr %s, not %s; ask for %s, or choose another name", name, has,
+                  cidr, has);
+        snprintf(e->field, sizeof e->field, "cidr"); /* where the file asks for other addresses */
+        return -1;
     }
     if (!available)
         return jerr_http(e, 503, "job networks are not available on this machine: %s", why_not);

@@ -451,7 +451,7 @@ def test_workflow_declares_its_network(net_daemon, tmp_path):
         for verb in ("validate", "run"):
             p = d.rnx("workflow", verb, str(other))
             assert p.returncode != 0, (verb, p.stdout, p.stderr)
-            assert "other.yaml:4:" in p.stderr and "network ntwx exists with cidr 10.237.0.0/24, not 10.238.0.0/24" \
+            assert "other.yaml:4:33:" in p.stderr and "network ntwx exists with cidr 10.237.0.0/24, not 10.238.0.0/24" \
                 in p.stderr, (verb, p.stderr)
         assert d.job_count() == jobs_before
         assert network(d, "ntwx")["cidr"] == "10.237.0.0/24"
