@@ -22,30 +22,38 @@ void netaddr_format(uint32_t addr, char *out, size_t len)
 
 static uint32_t mask_of(int prefix) { return prefix <= 0 ? 0 : prefix >= 32 ? 0xffffffffu : ~((1u << (32 - prefix)) - 1); }
 
+int netaddr_with_prefix(const char *s, uint32_t *addr, int *prefix)
+{
+    char buf[16];
+    const char *slash = s ? strchr(s, '/') : NULL;
+    if (!slash || (size_t)(slash - s) >= sizeof buf)
+        return -1;
+    memcpy(buf, s, (size_t)(slash - s));
+    buf[slash - s] = 0;
+    const char *p = slash + 1;
+    size_t n = strlen(p);
+    if (netaddr_parse(buf, addr) < 0 || n < 1 || n > 2 || strspn(p, "0123456789") != n || (n == 2 && p[0] == '0'))
+        return -1;
+    *prefix = atoi(p);
+    return *prefix <= 32 ? 0 : -1;
+}
+
 int netaddr_cidr_parse(const char *field, const char *s, netaddr_cidr *out, jerr *e)
 {
-    char buf[40];
-    const char *slash = strchr(s, '/');
-    size_t n = slash ? (size_t)(slash - s) : 0;
-    char *end = NULL;
-    long prefix = slash ? strtol(slash + 1, &end, 10) : -1;
     uint32_t a;
-    if (!slash || n >= sizeof buf || !slash[1] || *end || slash[1] == '+' || slash[1] == '-')
+    int prefix;
+    if (netaddr_with_prefix(s, &a, &prefix) < 0)
         return jerr_field(e, field, "%s: '%.40s' is not an IPv4 network; give ADDRESS/PREFIX (e.g. 10.10.0.0/24)", field, s);
-    memcpy(buf, s, n);
-    buf[n] = 0;
-    if (netaddr_parse(buf, &a) < 0)
-        return jerr_field(e, field, "%s: '%.40s' is not an IPv4 address (a.b.c.d)", field, buf);
     if (prefix < 8 || prefix > 30)
-        return jerr_field(e, field, "%s: prefix /%ld is outside /8../30 (a network needs room for a gateway and jobs)",
+        return jerr_field(e, field, "%s: prefix /%d is outside /8../30 (a network needs room for a gateway and jobs)",
                           field, prefix);
-    if (a & ~mask_of((int)prefix)) {
+    if (a & ~mask_of(prefix)) {
         char base[20];
-        netaddr_format(a & mask_of((int)prefix), base, sizeof base);
-        return jerr_field(e, field, "%s: '%.40s' has host bits set; did you mean %s/%ld?", field, s, base, prefix);
+        netaddr_format(a & mask_of(prefix), base, sizeof base);
+        return jerr_field(e, field, "%s: '%.40s' has host bits set; did you mean %s/%d?", field, s, base, prefix);
     }
     out->base = a;
-    out->prefix = (int)prefix;
+    out->prefix = prefix;
     return 0;
 }
 
@@ -76,14 +84,21 @@ bool netaddr_name_ok(const char *name)
 
 void netaddr_bridge_name(const char *name, char *out, size_t len)
 {
-    if (strlen(name) + 3 <= NETADDR_IFNAME_MAX) {
+    /* a name of only a-z 0-9 _ - that fits is the bridge's own; else (long, or with a '.', which
+     * joblet-net does not take in a link's name) its first characters and a hash of the whole */
+    if (strlen(name) + 3 <= NETADDR_IFNAME_MAX && !strchr(name, '.')) {
         snprintf(out, len, "jb-%s", name);
         return;
     }
     uint32_t h = 2166136261u; /* FNV-1a */
     for (const char *c = name; *c; c++)
         h = (h ^ (unsigned char)*c) * 16777619u;
-    snprintf(out, len, "jb-%.6s%06x", name, h & 0xffffff);
+    char head[7];
+    snprintf(head, sizeof head, "%.6s", name);
+    for (char *c = head; *c; c++)
+        if (*c == '.')
+            *c = '_';
+    snprintf(out, len, "jb-%s%06x", head, h & 0xffffff);
 }
 
 void netaddr_veth_name(const char *job_id, char *out, size_t len)

@@ -21,6 +21,9 @@ typedef struct netaddr_cidr {
     int prefix;
 } netaddr_cidr;
 
+/* "10.1.2.3/24" -> its address and prefix (0..32; host bits allowed: an interface's address).
+ * -1 when it is not that: a dotted quad, '/', one or two digits (no sign, no leading zero). */
+int netaddr_with_prefix(const char *s, uint32_t *addr, int *prefix);
 /* "10.10.0.0/24" -> cidr. Refused (naming field): not a dotted quad, a prefix outside 8..30,
  * host bits set ("10.10.0.1/24": say 10.10.0.0/24). */
 int netaddr_cidr_parse(const char *field, const char *s, netaddr_cidr *out, jerr *e);
@@ -35,8 +38,8 @@ uint64_t netaddr_cidr_size(const netaddr_cidr *c);
 
 /* Whether name is a network name ([a-z0-9][a-z0-9_.-]{0,31}). */
 bool netaddr_name_ok(const char *name);
-/* The Linux bridge of network name: "jb-NAME" when that fits in a link name, else "jb-" and
- * the first 6 characters and 6 hex digits of a hash of the whole name. */
+/* The Linux bridge of network name: "jb-NAME" when that fits in a link name and has no '.',
+ * else "jb-", its first 6 characters ('.' as '_') and 6 hex digits of a hash of the whole. */
 void netaddr_bridge_name(const char *name, char *out, size_t len);
 /* A job's host-side veth: "jv" and the first 12 hex digits of its id (dashes left out). */
 void netaddr_veth_name(const char *job_id, char *out, size_t len);

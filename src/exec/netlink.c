@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/netaddr.h"
+
 /* Big enough for one datagram of a dump (the kernel fills up to 32 KiB when the reader can
  * take it); requests are far smaller. */
 #define NETLINK_BUF 32768
@@ -560,25 +562,11 @@ int netlink_tbf_set(netlink *nl, const char *name, int ifindex, uint64_t rate, u
 
 int netlink_parse_cidr(const char *s, netlink_addr *a)
 {
-    char buf[INET_ADDRSTRLEN + 4];
-    const char *slash = s ? strchr(s, '/') : NULL;
-    if (!slash || (size_t)(slash - s) >= INET_ADDRSTRLEN)
+    uint32_t addr;
+    int prefix;
+    if (netaddr_with_prefix(s, &addr, &prefix) < 0)
         return -1;
-    memcpy(buf, s, (size_t)(slash - s));
-    buf[slash - s] = 0;
-    if (inet_pton(AF_INET, buf, &a->addr) != 1)
-        return -1;
-    const char *p = slash + 1;
-    if (!*p || strlen(p) > 2)
-        return -1;
-    int prefix = 0;
-    for (; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return -1;
-        prefix = prefix * 10 + (*p - '0');
-    }
-    if (prefix > 32)
-        return -1;
+    a->addr.s_addr = htonl(addr);
     a->prefix = prefix;
     return 0;
 }
