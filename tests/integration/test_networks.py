@@ -210,6 +210,36 @@ class Outside:
         subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
 
 
+class HostService:
+    """A TCP server of the test's on the host, on every address (0.0.0.0): a host service jobs
+    on networks must not reach (through their gateway, or any other address of the host's)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("0.0.0.0", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+                c.sendall(b"host service")
+                c.close()
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
 GET = ("import urllib.request, sys\n"
        "try:\n"
        "    print(urllib.request.urlopen(sys.argv[1], timeout=3).read().decode())\n"
@@ -220,26 +250,8 @@ GET = ("import urllib.request, sys\n"
 def test_isolated_reaches_only_the_outside(net_daemon):
     d = net_daemon
     out_ns = Outside()
-    # a server on the host, on every address: the job must not reach it
-    host_srv = socket.socket()
-    host_srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    host_srv.bind(("0.0.0.0", 0))
-    host_srv.listen(8)
-    port = host_srv.getsockname()[1]
-    stop = threading.Event()
-
-    def serve():
-        host_srv.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                c, _ = host_srv.accept()
-                c.sendall(b"host service")
-                c.close()
-            except OSError:
-                pass
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
+    host = HostService()  # on every address of the host's: the job must not reach it
+    port = host.port
     try:
         job, out, err = d.run("python3", "-c", GET, f"http://{out_ns.addr}:8080/", network="isolated")
         assert job["status"] == "COMPLETED", (job, out, err)
@@ -259,9 +271,7 @@ def test_isolated_reaches_only_the_outside(net_daemon):
         assert d.rnx("job", "stop", other).returncode == 0
         d.wait(other)
     finally:
-        stop.set()
-        t.join()
-        host_srv.close()
+        host.close()
         out_ns.close()
 
 

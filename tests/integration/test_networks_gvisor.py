@@ -5,14 +5,13 @@ As in test_networks.py, traffic goes only to this machine: the jobs' own namespa
 the test's own "outside" namespace (test_networks.Outside, on a /30 no host route touches).
 Everything is removed at the end: the fixture runs joblet-net down and checks no link is left."""
 import json
-import socket
-import threading
 import time
 
 import pytest
 
 from test_gvisor import RUNSC
-from test_networks import CLIENT, ECHO_SERVER, GET, Outside, links, net_daemon, network, rnx_ok, wait_output  # noqa: F401
+from test_networks import (CLIENT, ECHO_SERVER, GET, HostService, Outside, links, net_daemon,  # noqa: F401 (a fixture)
+                           network, rnx_ok, wait_output)
 
 pytestmark = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
 
@@ -106,26 +105,8 @@ def test_gvisor_on_bridge_reaches_a_native_job(net_daemon):
 def test_gvisor_isolated_reaches_only_the_outside(net_daemon):
     d = net_daemon
     out_ns = Outside()
-    # a server on the host, on every address: the job must not reach it
-    host_srv = socket.socket()
-    host_srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    host_srv.bind(("0.0.0.0", 0))
-    host_srv.listen(8)
-    port = host_srv.getsockname()[1]
-    stop = threading.Event()
-
-    def serve():
-        host_srv.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                c, _ = host_srv.accept()
-                c.sendall(b"host service")
-                c.close()
-            except OSError:
-                pass
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
+    host = HostService()  # on every address of the host's: the job must not reach it
+    port = host.port
     try:
         job, out, err = d.run("python3", "-c", GET, f"http://{out_ns.addr}:8080/", **gvisor(network="isolated"))
         assert job["status"] == "COMPLETED", (job, out, err)
@@ -141,8 +122,6 @@ def test_gvisor_isolated_reaches_only_the_outside(net_daemon):
             job, out, err = d.run("python3", "-c", CLIENT, target, str(port), "1", **gvisor(network="isolated"))
             assert job["exit_code"] == 3, (target, job, out, err)
     finally:
-        stop.set()
-        t.join()
-        host_srv.close()
+        host.close()
         out_ns.close()
     no_jobs_left(d, "isolated")
