@@ -16,9 +16,12 @@ export JOBLET_SOCKET=$sock
 pid=$!
 # At the end: the daemon stopped (cleanly: it unmounts the users' /work filesystems and the runsc
 # tmpfs when no job runs), its log shown, then the scratch directory removed (about 2 GB of
-# sparse images) unless something is still mounted under it, or JOBLET_DEMO_KEEP=1 asks to keep it.
+# sparse images) unless something is still mounted under it, or JOBLET_DEMO_KEEP=1 asks to keep it;
+# the job networks' bridge and table removed.
 finish() {
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+    # the bridge and nftables table the network jobs made (a joblet keeps them between runs)
+    ./build/joblet-net down >/dev/null 2>&1 || true
     echo; echo "--- daemon log ($demo/joblet.log) ---"; cat "$demo/joblet.log"
     local left
     left=$(awk -v d="$demo" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo)
@@ -52,6 +55,21 @@ sleep 3
 
 step job run -e GREETING=hi -s TOKEN=s3cret --follow sh -c 'echo "$GREETING, token has ${#TOKEN} characters"'
 rnx job run -e GREETING=hi -s TOKEN=s3cret --name secrets --follow sh -c 'echo "$GREETING, token has ${#TOKEN} characters"'
+
+# two jobs on the built-in bridge network: the client finds the server by its name (docs/networks.md)
+step job run --network=bridge --name=ps python3 server.py   '(one echo, then it ends)'
+ps=$(rnx job run --network=bridge --name=ps python3 -c 'import socket
+s = socket.create_server(("0.0.0.0", 29500)); c, _ = s.accept(); c.sendall(b"hello from ps, " + c.recv(64))')
+step job run --network=bridge --follow python3 client.py   '(reaches ps by name)'
+rnx job run --network=bridge --name=worker --follow python3 -c 'import socket, time
+for _ in range(50):
+    try:
+        c = socket.create_connection(("ps", 29500), timeout=2); break
+    except OSError:
+        time.sleep(0.1)
+c.sendall(b"worker here"); print(c.recv(100).decode())' || echo "(job networks: exit code $?; rnx network list says why)"
+rnx job stop "$ps" >/dev/null 2>&1 || true
+step network list; rnx network list
 
 step job status "$busy"; rnx job status "$busy"
 step job list; rnx job list
