@@ -173,7 +173,7 @@ def test_invalid_files_are_refused_without_a_daemon(tmp_path):
 
 
 def test_every_problem_of_a_file_is_listed_in_file_order(tmp_path):
-    path = write(tmp_path, "many.yaml", "jobs:\n  a:\n    command: x\n    network: bridge\n"
+    path = write(tmp_path, "many.yaml", "jobs:\n  a:\n    command: x\n    network: no/such\n"
                                         "    resources: {max_cpu: lots, gpu_cc: 7}\n  b:\n    requires: [zz: FAILED]\n")
     p = subprocess.run([os.path.join(BUILD, "rnx"), "--socket", str(tmp_path / "none.sock"), "workflow", "run", path],
                        capture_output=True, text=True)

@@ -32,8 +32,11 @@ MALFORMED = [
      "3:14: job 'a': command: is empty; give the program to run"),
     ('jobs:\n  a:\n    command: x\n    requires: [a: COMPLETED]\n',
      "4:16: job 'a': requires itself; a job cannot wait for its own end"),
+    ('jobs:\n  a:\n    command: x\n    network: Wi/Fi\n',
+     "4:14: job 'a': network: 'Wi/Fi' is not accepted; use none (loopback only), host, isolated, bridge or a "
+     "network's name"),
     ('jobs:\n  a:\n    command: x\n    network: wifi\n',
-     "4:14: job 'a': network: 'wifi' is not accepted; use none (loopback only) or host"),
+     "4:14: job 'a': network: no network 'wifi'; use none, host, isolated, bridge or one that rnx network list shows"),
     ('jobs:\n  a:\n    command: x\n    resources:\n      max_cpu: lots\n',
      "5:16: job 'a': max_cpu: 'lots' must be a CPU percentage from 1 up: a whole number, 100 = one core (e.g. 50, 250)"),
     ('jobs:\n  a:\n    command: x\n    resources:\n      cpu_cores: 0-\n',
