@@ -911,7 +911,7 @@ static void test_networks_to_create(void **state)
                  "wf.yaml:7:31: job 'b': network: network 'n1' is asked for with cidr 10.236.0.0/24 at line 4; give "
                  "its cidr once, or alike");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.236.0/24}\n",
-                 "wf.yaml:4:31: job 'a': network: cidr: '10.236.0' is not an IPv4 address (a.b.c.d)");
+                 "wf.yaml:4:31: job 'a': network: cidr: '10.236.0/24' is not an IPv4 network; give ADDRESS/PREFIX (e.g. 10.10.0.0/24)");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.236.0.1/24}\n",
                  "wf.yaml:4:31: job 'a': network: cidr: '10.236.0.1/24' has host bits set; did you mean "
                  "10.236.0.0/24?");
