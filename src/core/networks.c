@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -172,12 +173,34 @@ static void leave(network *n, const job *j)
 
 /* --- hosts files ------------------------------------------------------------------------ */
 
-/* Whether s may stand in /etc/hosts as a name: letters, digits, '-', '.', '_' only. */
+/* Whether a job's name may stand in its network's /etc/hosts: letters, digits, '-', '.', '_'
+ * only, and none that would pass for another: localhost and ip6-*, a job's hostname
+ * (job-<8 hex>), an id (36 of hex and dashes). */
 static bool host_name_ok(const char *s)
 {
     size_t n = strlen(s);
-    return n && n <= 63 && s[0] != '-' && s[0] != '.' &&
-           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") == n;
+    if (!n || n > 63 || s[0] == '-' || s[0] == '.' ||
+        strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") != n)
+        return false;
+    if (!strcasecmp(s, "localhost") || !strncasecmp(s, "ip6-", 4) ||
+        (n == 36 && strspn(s, "0123456789abcdefABCDEF-") == n))
+        return false;
+    return !(n == 12 && !strncasecmp(s, "job-", 4) && strspn(s + 4, "0123456789abcdefABCDEF") == 8);
+}
+
+/* The name job j stands under in its network's hosts file, or NULL: an acceptable name no job
+ * of another owner on the network also has (on a network several users share, such as bridge,
+ * nobody can take a name another user's jobs are found by: it is then nobody's). */
+static const char *listed_name(const network *n, const job *j)
+{
+    if (!j->name || !host_name_ok(j->name))
+        return NULL;
+    for (uint32_t i = 0; i < n->njobs; i++) {
+        const job *o = n->members[i];
+        if (o != j && o->owner_uid != j->owner_uid && o->name && !strcasecmp(o->name, j->name))
+            return NULL;
+    }
+    return j->name;
 }
 
 /* The network's jobs, one line each: address, hostname (job-<8 hex>), its name when it is
@@ -197,8 +220,8 @@ static void hosts_write(const network *n)
         const job *j = n->members[i];
         char addr[20], line[300];
         netaddr_format(j->net.addr, addr, sizeof addr);
-        int k = snprintf(line, sizeof line, "%s\tjob-%.8s%s%s %s\n", addr, j->id, j->name && host_name_ok(j->name) ? " " : "",
-                         j->name && host_name_ok(j->name) ? j->name : "", j->id);
+        const char *name = listed_name(n, j);
+        int k = snprintf(line, sizeof line, "%s\tjob-%.8s%s%s %s\n", addr, j->id, name ? " " : "", name ? name : "", j->id);
         if (k < 0 || (size_t)k >= sizeof line)
             continue;
         if (len + (size_t)k + 1 > cap) {

@@ -482,3 +482,40 @@ def test_workflow_declares_its_network(net_daemon, tmp_path):
             d.rnx("network", "remove", name)
     assert not {"ntwf", "ntwx", "ntwy"} & network_names(d)
     assert not any(n.startswith("jb-ntw") for n in links())
+
+
+def test_names_on_a_shared_network_cannot_be_taken(net_daemon):
+    """On bridge, which every user's jobs share, a name two owners' jobs carry stands for neither
+    (another user cannot take the name a job is found by), and names that would pass for
+    something else (localhost, a job's hostname, an id) are not listed; hostnames and ids are."""
+    from test_users import as_user  # uid 4321 through setpriv
+    d = net_daemon
+    mine = d.submit("sleep", "60", name="shared", network="bridge")
+    d.wait_status(mine, "RUNNING")
+    victim = d.submit("sleep", "60", name="solo", network="bridge")
+    d.wait_status(victim, "RUNNING")
+    p = as_user(d, "job", "run", "--network=bridge", "--name=shared", "sleep", "60")
+    assert p.returncode == 0, p.stderr
+    theirs = p.stdout.split()[-1]
+    spoof = [d.submit("sleep", "60", name=n, network="bridge") for n in ("localhost", f"job-{victim[:8]}", victim)]
+    try:
+        d.wait_status(theirs, "RUNNING")
+        for j in spoof:
+            d.wait_status(j, "RUNNING")
+        job, out, err = d.run("cat", "/etc/hosts", network="bridge")
+        assert job["status"] == "COMPLETED", (job, err)
+        lines = [l.split() for l in out.splitlines() if l and not l.startswith("#")]
+        names = [w for l in lines for w in l[1:]]
+        assert "shared" not in names, out            # two owners: nobody's
+        assert names.count("solo") == 1, out         # one owner: listed
+        assert names.count("localhost") == 2, out    # 127.0.0.1 and ::1 only
+        assert names.count(f"job-{victim[:8]}") == 1, out
+        assert names.count(victim) == 1, out
+        for j in (mine, victim, theirs, *spoof):
+            assert f"job-{j[:8]}" in names and j in names, (j, out)
+    finally:
+        for j in (mine, victim, *spoof):
+            d.rnx("job", "stop", j)
+        as_user(d, "job", "stop", theirs)
+        for j in (mine, victim, theirs, *spoof):
+            d.wait(j)
