@@ -188,19 +188,35 @@ static bool host_name_ok(const char *s)
     return !(n == 12 && !strncasecmp(s, "job-", 4) && strspn(s + 4, "0123456789abcdefABCDEF") == 8);
 }
 
-/* The name job j stands under in its network's hosts file, or NULL: an acceptable name no job
- * of another owner on the network also has (on a network several users share, such as bridge,
- * nobody can take a name another user's jobs are found by: it is then nobody's). */
-static const char *listed_name(const network *n, const job *j)
+/* Members' positions by their names (case folded), for listed_names. */
+static int by_name(const void *a, const void *b, void *arg)
 {
-    if (!j->name || !host_name_ok(j->name))
-        return NULL;
-    for (uint32_t i = 0; i < n->njobs; i++) {
-        const job *o = n->members[i];
-        if (o != j && o->owner_uid != j->owner_uid && o->name && !strcasecmp(o->name, j->name))
-            return NULL;
+    job *const *m = arg;
+    return strcasecmp(m[*(const uint32_t *)a]->name, m[*(const uint32_t *)b]->name);
+}
+
+/* Which of the network's members stand under their name in its hosts file: listed[i] for
+ * members[i] (freed by the caller). An acceptable name no job of another owner on the network
+ * also has: on a network several users share, such as bridge, nobody can take a name another
+ * user's jobs are found by (it is then nobody's). Sorted once: n log n for a network of n jobs. */
+static bool *listed_names(const network *n)
+{
+    bool *listed = xcalloc(n->njobs + 1, sizeof *listed);
+    uint32_t *at = xcalloc(n->njobs + 1, sizeof *at), k = 0;
+    for (uint32_t i = 0; i < n->njobs; i++)
+        if (n->members[i]->name && host_name_ok(n->members[i]->name))
+            at[k++] = i;
+    qsort_r(at, k, sizeof *at, by_name, n->members);
+    for (uint32_t a = 0, b; a < k; a = b) {
+        const job *first = n->members[at[a]];
+        bool one_owner = true;
+        for (b = a + 1; b < k && !strcasecmp(n->members[at[b]]->name, first->name); b++)
+            one_owner = one_owner && n->members[at[b]]->owner_uid == first->owner_uid;
+        for (uint32_t m = a; m < b; m++)
+            listed[at[m]] = one_owner;
     }
-    return j->name;
+    free(at);
+    return listed;
 }
 
 /* The network's jobs, one line each: address, hostname (job-<8 hex>), its name when it is
@@ -216,11 +232,12 @@ static void hosts_write(const network *n)
                             "# joblet network %s: its jobs by name and id, kept current by joblet\n"
                             "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
                             n->name);
+    bool *listed = listed_names(n);
     for (uint32_t i = 0; i < n->njobs; i++) {
         const job *j = n->members[i];
         char addr[20], line[300];
         netaddr_format(j->net.addr, addr, sizeof addr);
-        const char *name = listed_name(n, j);
+        const char *name = listed[i] ? j->name : NULL;
         int k = snprintf(line, sizeof line, "%s\tjob-%.8s%s%s %s\n", addr, j->id, name ? " " : "", name ? name : "", j->id);
         if (k < 0 || (size_t)k >= sizeof line)
             continue;
@@ -231,6 +248,7 @@ static void hosts_write(const network *n)
         memcpy(buf + len, line, (size_t)k);
         len += (size_t)k;
     }
+    free(listed);
     int fd = open(n->hosts_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0 || pwrite(fd, buf, len, 0) != (ssize_t)len || ftruncate(fd, (off_t)len) < 0)
         log_warn("network %s: cannot write %s: %s", n->name, n->hosts_path, strerror(errno));
