@@ -85,7 +85,7 @@ int arrayspec_parse(const char *s, const char *field, bool throttle_ok, arrayspe
             p++;
             if (read_id(&p, &r.hi) < 0 || r.hi < r.lo)
                 return jerr_field(e, field, "%s: '%s': a range runs from a lower id to a higher one, both at most "
-                                  "4000000 (at '%.20s')", field, s, p);
+                                  "4000000", field, s);
             if (*p == ':') {
                 p++;
                 if (read_id(&p, &r.step) < 0 || r.step == 0)

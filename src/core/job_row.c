@@ -42,7 +42,9 @@ const db_job *job_row(const job *j, db_job *out)
         .waiter_pid = j->waiter_pid,
         .waiter_start = j->waiter_start,
         .net = j->net,
+        .array_task = j->array_task,
     };
+    memcpy(out->array_id, j->array_id, sizeof out->array_id);
     memcpy(out->id, j->id, sizeof out->id);
     memcpy(out->wf_id, j->wf_id, sizeof out->wf_id);
     return out;

@@ -8,6 +8,7 @@
 #include "../common/util.h"
 #include "job_row.h"
 #include "workflow.h"
+#include "arrays.h"
 
 core_state core;
 
@@ -17,7 +18,7 @@ core_state core;
 /* Jobs whose rows the open transaction writes, and those a failed commit lost. */
 static job **txn, **stale;
 static size_t ntxn, txn_cap, nstale, stale_cap;
-static bool wf_txn, wf_stale;       /* the same for workflows: all are written again */
+static bool wf_txn, wf_stale;       /* the same for workflows and arrays: all are written again */
 static int64_t resync_at_ms, resync_delay_ms;
 
 static void push(job ***list, size_t *n, size_t *cap, job *j)
@@ -47,6 +48,8 @@ void state_wrote_job(job *j)
 }
 
 void state_wrote_workflows(void) { wf_txn = true; }
+
+void state_wrote_arrays(void) { wf_txn = true; }
 
 void state_forget_job(job *j)
 {
@@ -79,6 +82,9 @@ static void resync(void)
             if (db_save_workflow(core.db, workflow_row(core.workflows[i], &row), &e) < 0)
                 log_err("workflow %s: not saved again: %s", core.workflows[i]->id, e.msg);
         }
+        jerr ae = {0};
+        if (arrays_save_all(&ae) < 0)
+            log_err("arrays: not saved again: %s", ae.msg);
         wf_txn = true;
     }
     if (n)

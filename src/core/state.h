@@ -87,6 +87,8 @@ int state_commit_now(jerr *e);
 enum state_db_mark { STATE_DB_TXN = 1, STATE_DB_STALE = 2 };
 void state_wrote_job(job *j);
 void state_wrote_workflows(void);
+/* An array's row (core/arrays.h): a failed commit has every array written again, as workflows. */
+void state_wrote_arrays(void);
 void state_forget_job(job *j);
 
 #endif

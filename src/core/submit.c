@@ -1,5 +1,6 @@
 /* Submission (submit.h). */
 #include "submit.h"
+#include "arrays.h"
 #include "volumes.h"
 #include "networks.h"
 
@@ -360,7 +361,15 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
     return cmdcheck_resolve(req, e);
 }
 
+/* limits.* for these requests, which make ntasks jobs in all (an array's tasks count each). */
+static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e);
+
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
+{
+    return check_limits(reqs, n, n, uid, flags, e);
+}
+
+static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e)
 {
     bool for_workflow = flags & SUBMIT_WORKFLOW;
     const limits_config *L = &core.cfg.limits;
@@ -377,7 +386,9 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
         }
     }
     if (L->max_queued_per_user || L->max_jobs_per_user) {
-        uint32_t waiting = promised(uid), kept = waiting;
+        /* an array's tasks not made yet are jobs waiting and kept, as made ones are */
+        uint64_t unmade = arrays_unmade(uid);
+        uint64_t waiting = promised(uid) + unmade, kept = waiting;
         for (size_t i = 0; i < core.njobs; i++) {
             const job *j = core.jobs[i];
             if (j->owner_uid != uid)
@@ -385,20 +396,23 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
             kept++;
             waiting += job_in_queue(j) || j->state == JS_PENDING;
         }
-        if (L->max_queued_per_user && waiting + n > L->max_queued_per_user)
-            return jerr_http(e, 429, "uid %u has %u jobs waiting%s; limits.max_queued_per_user is %u: wait for some "
-                                     "to start, or cancel some", (unsigned)uid, waiting,
-                             n > 1 ? " and this asks for more" : "", L->max_queued_per_user);
-        if (L->max_jobs_per_user && kept + n > L->max_jobs_per_user)
-            return jerr_http(e, 429, "uid %u keeps %u jobs%s; limits.max_jobs_per_user is %u: delete ended ones "
-                                     "(rnx job delete ID, or rnx job delete-all)", (unsigned)uid, kept,
-                             n > 1 ? " and this asks for more" : "", L->max_jobs_per_user);
+        char more[80] = "";
+        if (ntasks > 1)
+            snprintf(more, sizeof more, " and this asks for %llu more", (unsigned long long)ntasks);
+        if (L->max_queued_per_user && waiting + ntasks > L->max_queued_per_user)
+            return jerr_http(e, 429, "uid %u has %llu jobs waiting%s; limits.max_queued_per_user is %u: wait for some "
+                                     "to start, or cancel some", (unsigned)uid, (unsigned long long)waiting, more,
+                             L->max_queued_per_user);
+        if (L->max_jobs_per_user && kept + ntasks > L->max_jobs_per_user)
+            return jerr_http(e, 429, "uid %u keeps %llu jobs%s; limits.max_jobs_per_user is %u: delete ended ones "
+                                     "(rnx job delete ID, or rnx job delete-all)", (unsigned)uid,
+                             (unsigned long long)kept, more, L->max_jobs_per_user);
     }
     /* room for them and their files on the state filesystem, past the database's reserve */
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += jobreq_uploads_declared(reqs[i]);
-    if (statedisk_room(bytes, n > 1 ? "new jobs (this workflow)" : "a new job", e) < 0)
+    if (statedisk_room(bytes, n > 1 ? "new jobs (this workflow)" : ntasks > 1 ? "a new array" : "a new job", e) < 0)
         return -1;
     double wait_s;
     if (L->gpu_requests_per_minute && gpu && take_token(uid, &wait_s, !(flags & SUBMIT_DRY_RUN)) < 0)
@@ -414,6 +428,56 @@ job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
         return NULL;
     job *j = submit_create(req, caller_uid, caller_gid, &si, e);
     return j ? submit_commit(j, e) : NULL;
+}
+
+jarray *submit_array(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
+{
+    submit_info si;
+    arrayspec *as = xmalloc(sizeof *as);
+    int rc = arrayspec_parse(req->array, "array", true, as, e);
+    uint64_t ntasks = as->count;
+    free(as);
+    if (rc < 0 || submit_check(req, caller_uid, caller_gid, &si, e) < 0 ||
+        check_limits(&req, 1, ntasks, caller_uid, 0, e) < 0 || workfs_ready(caller_uid, e) < 0)
+        return NULL;
+    jarray *a = arrays_create(req, caller_uid, caller_gid, e);
+    if (!a)
+        return NULL;
+    if (state_commit_now(e) < 0) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        jerr_http(e, e->http, "the array was not created: %s", msg);
+        *req = a->req;      /* the caller's again */
+        a->req = (job_req){0};
+        arrays_undo(a);
+        return NULL;
+    }
+    return a;
+}
+
+job *submit_task(jarray *a, jerr *e)
+{
+    uint32_t t;
+    if (arrays_next(a, &t) < 0)
+        return NULL;
+    /* every task's own request, from the array's (the form it is stored in) */
+    json_t *o = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
+    job_req req;
+    int rc = jobreq_from_json(o, &req, JOBREQ_FROM_DB, 0, e);
+    json_decref(o);
+    if (rc < 0)
+        return NULL;
+    free(req.array);
+    req.array = NULL;
+    req.has &= ~(1ull << JR_ARRAY);
+    submit_info si = {.array_id = a->id, .array_task = t};
+    job *j = submit_create(&req, a->owner_uid, a->owner_gid, &si, e);
+    if (!j) {
+        jobreq_free(&req);
+        return NULL;
+    }
+    arrays_made(a, j);
+    return j;
 }
 
 void submit_undo(job *j)
@@ -451,6 +515,10 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     row.req = *req;
     *req = (job_req){0};
     row.name = row.req.name ? xstrdup(row.req.name) : NULL;
+    if (si->array_id) {
+        snprintf(row.array_id, sizeof row.array_id, "%s", si->array_id);
+        row.array_task = si->array_task;
+    }
     /* Jobs run as their submitter; each of root's jobs runs as a uid of its own, so no other
      * process (another job, a service running as nobody) can signal, trace or read it. */
     row.uid = caller_uid ? caller_uid : jobs_free_uid(row.seq);
@@ -509,13 +577,17 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     jobs_add(j);
 added:
     state_want(WANT_SCHEDULE);
-    char when[120] = "", degraded[1100] = "";
+    char when[120] = "", degraded[1100] = "", task[120] = "";
+    if (j->array_id[0])
+        snprintf(task, sizeof task, "; task %lld of array %s, made as it starts", (long long)j->array_task,
+                 j->array_id);
     if (j->state == JS_SCHEDULED)
         snprintf(when, sizeof when, "; scheduled for %s", j->req.schedule_at ? j->req.schedule_at : "later");
     if (j->req.gpu_degraded)
         snprintf(degraded, sizeof degraded, "; runs without the GPUs it asked for (--gpu-optional): %s",
                  j->req.gpu_degraded);
-    job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u%s%s", (unsigned)caller_uid, when, degraded);
+    job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u%s%s%s", (unsigned)caller_uid, when, degraded,
+                 task);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
     return j;
