@@ -8,55 +8,34 @@
 #include "../common/idref.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "job_row.h"
 #include "state.h"
 
-/* Every array, in submission order (seq). */
-static jarray **all;
-static size_t nall, capall;
+/* Every array, in submission order (seq): core.arrays. */
 
 jarray **arrays_all(size_t *n)
 {
-    *n = nall;
-    return all;
+    *n = core.narrays;
+    return core.arrays;
 }
 
 bool arrays_visible(const jarray *a, const caller *who) { return authz_may_on(who, AUTHZ_OTHERS_JOBS, a->owner_uid); }
 
-static void row_of(const jarray *a, db_array *r, char *spec, size_t slen, char *skip, size_t sklen)
-{
-    arrayspec_format(&a->spec, true, spec, slen);
-    arrayspec_format(&a->skip, false, skip, sklen);
-    *r = (db_array){.seq = a->seq, .name = a->name, .owner_uid = a->owner_uid, .owner_gid = a->owner_gid,
-                    .req = a->req, .spec = spec, .created_ms = a->created_ms, .made = a->made,
-                    .skip = a->skip.n ? skip : NULL, .canceled_by = a->canceled_by, .held = a->held};
-    memcpy(r->id, a->id, sizeof r->id);
-}
-
 /* Into the open transaction; a failed commit has every array written again (state.c). */
 static int save(const jarray *a, jerr *e)
 {
-    char spec[2048], skip[4096];
-    db_array r;
-    row_of(a, &r, spec, sizeof spec, skip, sizeof skip);
+    array_row_buf b;
     state_wrote_arrays();
-    return db_array_save(core.db, &r, e);
-}
-
-int arrays_save_all(jerr *e)
-{
-    for (size_t i = 0; i < nall; i++)
-        if (save(all[i], e) < 0)
-            return -1;
-    return 0;
+    return db_array_save(core.db, array_row(a, &b), e);
 }
 
 static void add(jarray *a)
 {
-    if (nall == capall) {
-        capall = capall ? capall * 2 : 16;
-        all = xrealloc(all, capall * sizeof *all);
+    if (core.narrays == core.arrays_cap) {
+        core.arrays_cap = core.arrays_cap ? core.arrays_cap * 2 : 16;
+        core.arrays = xrealloc(core.arrays, core.arrays_cap * sizeof *core.arrays);
     }
-    all[nall++] = a;
+    core.arrays[core.narrays++] = a;
     if (a->seq >= core.next_seq)
         core.next_seq = a->seq + 1;
 }
@@ -73,10 +52,10 @@ static void free_one(jarray *a)
 
 static void drop(jarray *a)
 {
-    for (size_t i = 0; i < nall; i++)
-        if (all[i] == a) {
-            memmove(&all[i], &all[i + 1], (nall - i - 1) * sizeof *all);
-            nall--;
+    for (size_t i = 0; i < core.narrays; i++)
+        if (core.arrays[i] == a) {
+            memmove(&core.arrays[i], &core.arrays[i + 1], (core.narrays - i - 1) * sizeof *core.arrays);
+            core.narrays--;
             break;
         }
     for (size_t i = 0; i < a->ntasks; i++)
@@ -124,9 +103,9 @@ void arrays_undo(jarray *a)
 uint64_t arrays_unmade(uid_t uid)
 {
     uint64_t n = 0;
-    for (size_t i = 0; i < nall; i++)
-        if (all[i]->owner_uid == uid && all[i]->canceled_by < 0)
-            n += all[i]->spec.count - all[i]->made - arrayspec_count_from(&all[i]->spec, all[i]->made, &all[i]->skip);
+    for (size_t i = 0; i < core.narrays; i++)
+        if (core.arrays[i]->owner_uid == uid && core.arrays[i]->canceled_by < 0)
+            n += core.arrays[i]->spec.count - core.arrays[i]->made - arrayspec_count_from(&core.arrays[i]->spec, core.arrays[i]->made, &core.arrays[i]->skip);
     return n;
 }
 
@@ -217,23 +196,23 @@ jarray *arrays_find(const char *ref, const caller *who, jerr *e)
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return NULL;
-    for (size_t i = 0; i < nall; i++)
-        if (idref_offer(&r, all[i]->id, all[i]->name, "ARRAY", arrays_visible(all[i], who), all[i]))
+    for (size_t i = 0; i < core.narrays; i++)
+        if (idref_offer(&r, core.arrays[i]->id, core.arrays[i]->name, "ARRAY", arrays_visible(core.arrays[i], who), core.arrays[i]))
             break;
     return idref_result(&r, e);
 }
 
 jarray *arrays_by_seq(uint64_t seq)
 {
-    size_t lo = 0, hi = nall;
+    size_t lo = 0, hi = core.narrays;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (all[mid]->seq < seq)
+        if (core.arrays[mid]->seq < seq)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < nall && all[lo]->seq == seq ? all[lo] : NULL;
+    return lo < core.narrays && core.arrays[lo]->seq == seq ? core.arrays[lo] : NULL;
 }
 
 job *arrays_task(const jarray *a, uint32_t t, bool *made)
@@ -430,9 +409,9 @@ int arrays_load(jerr *e)
             continue;
         if (!last || strcmp(last->id, j->array_id)) {
             last = NULL;
-            for (size_t k = 0; k < nall && !last; k++)
-                if (!strcmp(all[k]->id, j->array_id))
-                    last = all[k];
+            for (size_t k = 0; k < core.narrays && !last; k++)
+                if (!strcmp(core.arrays[k]->id, j->array_id))
+                    last = core.arrays[k];
         }
         if (!last) {
             log_warn("job %s: task %lld of array %s, which is not known; it stays a job of its own", j->id,
@@ -446,9 +425,9 @@ int arrays_load(jerr *e)
 
 void arrays_free_all(void)
 {
-    for (size_t i = 0; i < nall; i++)
-        free_one(all[i]);
-    free(all);
-    all = NULL;
-    nall = capall = 0;
+    for (size_t i = 0; i < core.narrays; i++)
+        free_one(core.arrays[i]);
+    free(core.arrays);
+    core.arrays = NULL;
+    core.narrays = core.arrays_cap = 0;
 }

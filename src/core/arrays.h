@@ -93,8 +93,7 @@ bool arrays_ended(const jarray *a);
 /* Start: the rows read (after the jobs), tasks linked to their arrays. */
 int arrays_load(jerr *e);
 void arrays_free_all(void);
-/* Every array's row written again (state.c, after a commit that failed). */
-int arrays_save_all(jerr *e);
+
 /* The arrays in submission order. */
 jarray **arrays_all(size_t *n);
 

@@ -67,3 +67,14 @@ const db_workflow *workflow_row(const workflow *wf, db_workflow *out)
     memcpy(out->id, wf->id, sizeof out->id);
     return out;
 }
+
+const db_array *array_row(const jarray *a, array_row_buf *b)
+{
+    arrayspec_format(&a->spec, true, b->spec, sizeof b->spec);
+    arrayspec_format(&a->skip, false, b->skip, sizeof b->skip);
+    b->row = (db_array){.seq = a->seq, .name = a->name, .owner_uid = a->owner_uid, .owner_gid = a->owner_gid,
+                        .req = a->req, .spec = b->spec, .created_ms = a->created_ms, .made = a->made,
+                        .skip = a->skip.n ? b->skip : NULL, .canceled_by = a->canceled_by, .held = a->held};
+    memcpy(b->row.id, a->id, sizeof b->row.id);
+    return &b->row;
+}

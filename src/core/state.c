@@ -8,7 +8,6 @@
 #include "../common/util.h"
 #include "job_row.h"
 #include "workflow.h"
-#include "arrays.h"
 
 core_state core;
 
@@ -82,9 +81,12 @@ static void resync(void)
             if (db_save_workflow(core.db, workflow_row(core.workflows[i], &row), &e) < 0)
                 log_err("workflow %s: not saved again: %s", core.workflows[i]->id, e.msg);
         }
-        jerr ae = {0};
-        if (arrays_save_all(&ae) < 0)
-            log_err("arrays: not saved again: %s", ae.msg);
+        for (size_t i = 0; i < core.narrays; i++) {
+            jerr e = {0};
+            array_row_buf b;
+            if (db_array_save(core.db, array_row(core.arrays[i], &b), &e) < 0)
+                log_err("array %s: not saved again: %s", core.arrays[i]->id, e.msg);
+        }
         wf_txn = true;
     }
     if (n)

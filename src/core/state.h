@@ -58,6 +58,8 @@ typedef struct core_state {
     size_t ndriver_libs;
     struct workflow **workflows; /* every workflow known, in submission order */
     size_t nworkflows;
+    struct jarray **arrays;   /* every job array known, in submission order (arrays.h) */
+    size_t narrays, arrays_cap;
     uint64_t next_wf_seq;
     unsigned want;            /* enum state_want bits for the settle step */
     job **changed;            /* jobs with settle work (job.settle), in the order they changed */
