@@ -1339,9 +1339,6 @@ int jobreq_check(const job_req *r, jerr *e)
         return -1;
     if (r->array && (r->tty || r->stdin_open))
         return jerr_field(e, "array", "array: an array's tasks run unattended; drop %s", r->tty ? "tty" : "stdin");
-    if (r->array && r->nuploads)
-        return jerr_field(e, "array", "array: an array's tasks take no uploads; put the files in a volume (rnx volume "
-                                      "create) and mount it in every task with volumes");
     bool mig = jobreq_has(r, JR_GPU_MIG), all = r->gpu_all, ids = r->ngpu_ids > 0;
     bool count = jobreq_has(r, JR_GPU_COUNT) && r->gpu_count > 0, mem = jobreq_has(r, JR_GPU_MEMORY_MB);
     if (mig) {

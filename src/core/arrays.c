@@ -9,6 +9,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "job_row.h"
+#include "workfs.h"
 #include "state.h"
 
 /* Every array, in submission order (seq): core.arrays. */
@@ -365,6 +366,12 @@ int arrays_remove(jarray *a, jerr *e)
         return jerr_http(e, 409, "array %s has tasks still to run; cancel it first (rnx job cancel %s)", a->id, a->id);
     if (db_array_delete(core.db, a->id, e) < 0)
         return -1;
+    if (a->req.nuploads) {
+        /* the files its tasks' /work were copies of (submit.c) */
+        char dir[700];
+        snprintf(dir, sizeof dir, "%s/%s", core.jobs_dir, a->id);
+        workfs_remove(a->owner_uid, dir);
+    }
     log_info("array %s deleted", a->id);
     drop(a);
     return 0;

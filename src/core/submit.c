@@ -366,7 +366,15 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
 
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
 {
-    return check_limits(reqs, n, n, uid, flags, e);
+    /* an array's tasks count one each */
+    uint64_t ntasks = 0;
+    arrayspec *as = xmalloc(sizeof *as);
+    for (size_t i = 0; i < n; i++) {
+        jerr pe = {0};
+        ntasks += reqs[i]->array && arrayspec_parse(reqs[i]->array, "array", true, as, &pe) == 0 ? as->count : 1;
+    }
+    free(as);
+    return check_limits(reqs, n, ntasks, uid, flags, e);
 }
 
 static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e)
@@ -430,29 +438,119 @@ job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
     return j ? submit_commit(j, e) : NULL;
 }
 
+/* The files every task of the array starts with: its directory <jobs>/<id> and its work/, the
+ * uploads written there once (a streamed upload's directory renamed to it), kept until the array
+ * is deleted; each task's /work is a copy (copy_uploads). Root's, as the listing says. */
+static int array_uploads(jarray *a, const submit_info *si, jerr *e)
+{
+    char dir[700], work[800];
+    snprintf(dir, sizeof dir, "%s/%s", core.jobs_dir, a->id);
+    if (si->staged ? rename(si->staged, dir) < 0 : mkdir(dir, 0700) < 0)
+        return jerr_sys(e, "create %s", dir);
+    int rc = si->staged ? workfs_rename(a->owner_uid, si->staged, dir, e) : workfs_make(a->owner_uid, dir, work,
+                                                                                         sizeof work, e);
+    workfs_path(a->owner_uid, dir, work, sizeof work);
+    int workfd = rc < 0 ? -1 : open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rc == 0 && workfd < 0)
+        rc = jerr_sys(e, "open %s", work);
+    for (size_t i = 0; rc == 0 && !si->staged && i < a->req.nuploads; i++) {
+        jobreq_upload *u = &a->req.uploads[i];
+        rc = write_upload(workfd, u, e);
+        free(u->content_b64);
+        u->content_b64 = NULL;
+    }
+    if (workfd >= 0)
+        close(workfd);
+    if (rc < 0)
+        workfs_remove(a->owner_uid, dir);
+    return rc;
+}
+
 jarray *submit_array(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
 {
     submit_info si;
-    arrayspec *as = xmalloc(sizeof *as);
-    int rc = arrayspec_parse(req->array, "array", true, as, e);
-    uint64_t ntasks = as->count;
-    free(as);
-    if (rc < 0 || submit_check(req, caller_uid, caller_gid, &si, e) < 0 ||
-        check_limits(&req, 1, ntasks, caller_uid, 0, e) < 0 || workfs_ready(caller_uid, e) < 0)
+    if (submit_check(req, caller_uid, caller_gid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, 0, e) < 0)
+        return NULL;
+    return submit_array_create(req, caller_uid, caller_gid, &si, e);
+}
+
+jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)
+{
+    if (workfs_ready(caller_uid, e) < 0)
+        return NULL;
+    if (db_mark(core.db, e) < 0)
         return NULL;
     jarray *a = arrays_create(req, caller_uid, caller_gid, e);
-    if (!a)
+    if (!a) {
+        db_undo(core.db);
         return NULL;
+    }
+    if (a->req.nuploads && array_uploads(a, si, e) < 0) {
+        db_undo(core.db);   /* its row */
+        *req = a->req;      /* the caller's again */
+        a->req = (job_req){0};
+        arrays_undo(a);
+        return NULL;
+    }
+    db_keep(core.db);
     if (state_commit_now(e) < 0) {
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);
         jerr_http(e, e->http, "the array was not created: %s", msg);
         *req = a->req;      /* the caller's again */
         a->req = (job_req){0};
+        if (a->req.nuploads || req->nuploads) {
+            char dir[700];
+            snprintf(dir, sizeof dir, "%s/%s", core.jobs_dir, a->id);
+            workfs_remove(caller_uid, dir);
+        }
         arrays_undo(a);
         return NULL;
     }
     return a;
+}
+
+/* A task's /work: a copy of its array's files (array_uploads), entry by entry as the listing
+ * has them, beneath both work directories without following any link; then the task's uid's. */
+static int copy_uploads(job *j, const char *dir, const char *from, jerr *e)
+{
+    char work[800], src[800];
+    if (workfs_make(j->owner_uid, dir, work, sizeof work, e) < 0)
+        return -1;
+    workfs_path(j->owner_uid, from, src, sizeof src);
+    int workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC), srcfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int rc = workfd < 0 || srcfd < 0 ? jerr_sys(e, "open %s", workfd < 0 ? work : src) : 0;
+    for (size_t i = 0; i < j->req.nuploads && rc == 0; i++) {
+        jobreq_upload *u = &j->req.uploads[i];
+        int fd, in = -1;
+        if ((rc = submit_upload_create(workfd, u, &fd, e)) < 0 || fd < 0)
+            continue;
+        const char *base;
+        int dfd = upload_parent(srcfd, u->path, &base, e);
+        if (dfd >= 0)
+            in = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd >= 0 && dfd != srcfd)
+            close(dfd);
+        uint64_t size = 0;
+        ssize_t k = 0;
+        if (in < 0)
+            rc = dfd < 0 ? -1 : jerr_sys(e, "uploads: '%s': the array's copy", u->path);
+        while (rc == 0 && (k = copy_file_range(in, NULL, fd, NULL, 1 << 30, 0)) > 0)
+            size += (uint64_t)k;
+        if (rc == 0 && k < 0)
+            rc = jerr_sys(e, "uploads: '%s': copy", u->path);
+        if (in >= 0)
+            close(in);
+        if (rc == 0)
+            rc = submit_upload_done(fd, u, size, e);
+        else
+            close(fd);
+    }
+    if (workfd >= 0)
+        close(workfd);
+    if (srcfd >= 0)
+        close(srcfd);
+    return rc < 0 ? rc : own_uploads(j, work, e);
 }
 
 job *submit_task(jarray *a, jerr *e)
@@ -470,7 +568,9 @@ job *submit_task(jarray *a, jerr *e)
     free(req.array);
     req.array = NULL;
     req.has &= ~(1ull << JR_ARRAY);
-    submit_info si = {.array_id = a->id, .array_task = t};
+    char from[700];
+    snprintf(from, sizeof from, "%s/%s", core.jobs_dir, a->id);
+    submit_info si = {.array_id = a->id, .array_task = t, .copy_from = req.nuploads ? from : NULL};
     job *j = submit_create(&req, a->owner_uid, a->owner_gid, &si, e);
     if (!j) {
         jobreq_free(&req);
@@ -567,7 +667,9 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     }
     int rc = si->staged ? workfs_rename(j->owner_uid, si->staged, dir, e) : 0;
     workfs_path(j->owner_uid, dir, work, sizeof work);
-    if (rc < 0 || (si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
+    if (rc < 0 ||
+        (si->staged ? own_uploads(j, work, e) : si->copy_from ? copy_uploads(j, dir, si->copy_from, e)
+                                                               : create_uploads(j, dir, e)) < 0 ||
         db_insert_job(core.db, job_row(j, &row), e) < 0) {
         workfs_remove(j->owner_uid, dir);
         job_free(j);

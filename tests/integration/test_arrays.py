@@ -164,24 +164,45 @@ echo "job $SLURM_ARRAY_JOB_ID task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_TASK_COU
 """
 
 
-def test_slurm_sweep_script_runs_unchanged(d):
-    """The script as written for sbatch --array, unchanged: kept on a volume as it would be on a
-    cluster's shared filesystem, run by an array of joblet's."""
+def test_slurm_sweep_script_runs_unchanged(d, tmp_path):
+    """The script as written for sbatch --array, unchanged, sent with --upload: every task's /work
+    starts as a copy of the files sent once with the array, its own to change."""
+    script = tmp_path / "sweep.sh"
+    script.write_text(SWEEP)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "seen").write_text("start\n")
+    r = d.rnx("job", "run", "--array=0-4%2", "--name=lr-sweep", f"--upload={script}", f"--upload={data}", "sh", "-c",
+              "bash sweep.sh; echo task $SLURM_ARRAY_TASK_ID >> data/seen; cat data/seen", check=True)
+    aid = r.stdout.strip().splitlines()[-1]
+    done = wait_array(d, aid)
+    assert done["status"] == "COMPLETED", done
+    got = {}
+    for j in tasks_of(d, done["id"]):
+        got[j["array"]["task"]] = d.output(j["id"]).strip()
+    lrs = ["0.1", "0.03", "0.01", "0.003", "0.001"]
+    # each task's own copy: it sees only its own line added to the file sent
+    assert got == {t: f"job {done['id']} task {t} of 5 (0..4) lr={lrs[t]}\nstart\ntask {t}" for t in range(5)}, got
+    # the array's files go with it
+    adir = os.path.join(d.state, "jobs", done["id"])
+    assert os.path.isdir(adir)
+    d.rnx("job", "delete", done["id"], check=True)
+    assert not os.path.exists(adir)
+
+
+def test_slurm_sweep_script_on_a_volume(d):
+    """The same script kept on a volume, as on a cluster's shared filesystem."""
     vol = "sweep-" + os.urandom(3).hex()
     d.rnx("volume", "create", vol, "--size=16MB", check=True)
     try:
         w = d.submit("sh", "-c", f'printf "%s" "$SCRIPT" > /volumes/{vol}/sweep.sh', volumes=[vol], env={"SCRIPT": SWEEP})
         assert d.wait(w)["status"] == "COMPLETED"
-        r = d.rnx("job", "run", "--array=0-4", "--name=lr-sweep", f"--volume={vol}:ro", "bash",
-                  f"/volumes/{vol}/sweep.sh", check=True)
-        aid = r.stdout.strip()
-        done = wait_array(d, aid)
+        r = d.rnx("job", "run", "--array=0-4", f"--volume={vol}:ro", "bash", f"/volumes/{vol}/sweep.sh", check=True)
+        done = wait_array(d, r.stdout.strip())
         assert done["status"] == "COMPLETED", done
-        got = {}
-        for j in tasks_of(d, done["id"]):
-            got[j["array"]["task"]] = d.output(j["id"]).strip()
-        lrs = ["0.1", "0.03", "0.01", "0.003", "0.001"]
-        assert got == {t: f"job {done['id']} task {t} of 5 (0..4) lr={lrs[t]}" for t in range(5)}, got
+        outs = sorted(d.output(j["id"]).strip() for j in tasks_of(d, done["id"]))
+        assert outs == sorted(f"job {done['id']} task {t} of 5 (0..4) lr={lr}"
+                              for t, lr in enumerate(["0.1", "0.03", "0.01", "0.003", "0.001"]))
         d.rnx("job", "delete", done["id"], check=True)
         d.rnx("job", "delete", w, check=True)
     finally:
