@@ -23,8 +23,9 @@ at a time as joblet has submitters (--concurrency, default 8), with `xargs -P`:
                                                       (user, pid, net, ipc, uts, cgroup namespaces)
 
 and the table gives each one's jobs/s, its median over the rounds, and joblet's ratio to each floor
-(joblet/unshare, joblet/bwrap). Joblet's workload is one function per kind (WORKLOADS: "single",
-N separate POST /v1/jobs); a new kind (e.g. one request submitting an array) is another entry.
+(joblet/unshare, joblet/bwrap). Joblet's workload is one function per kind (WORKLOADS): "single",
+N separate POST /v1/jobs, and "array", one POST of an N-task array run C at a time (%C), its tasks
+made by the daemon as they start; --workload single,array measures both as rows of the same rounds.
 
   throughput.py --rounds 4 --cleanup                  # joblet at --socket against both floors
 
@@ -447,6 +448,64 @@ def workload_single(args, sock):
 WORKLOADS["single"] = workload_single
 
 
+def workload_array(args, sock):
+    """One POST /v1/jobs {"command": ..., "array": "0-(N-1)%C"}: --jobs tasks, at most --concurrency
+    at once (as the floors run C at a time); its tasks are made by the daemon as they start."""
+    body = {"command": args.command, "array": f"0-{args.jobs - 1}%{args.concurrency}", **json.loads(args.fields)}
+    failures, examples = collections.Counter(), {}
+    t0_wall, t0 = time.time(), time.perf_counter()
+    code, doc = api(sock, "POST", "/v1/jobs", body)
+    t1 = time.perf_counter()
+    if code == 201 and isinstance(doc, dict) and doc.get("kind") == "array":
+        return [doc["id"]], failures, examples, [t1 - t0], t0_wall, t0, t1
+    err = (doc or {}).get("error", {}) if isinstance(doc, dict) else {}
+    key = f"HTTP {code} {err.get('code', '')}".strip()
+    failures[key] += 1
+    examples[key] = err.get("message") or str(doc)[:200]
+    return [], failures, examples, [t1 - t0], t0_wall, t0, t1
+
+
+WORKLOADS["array"] = workload_array
+
+
+def wait_array(sock_path, aid, poll, timeout):
+    """wait_terminal for an array: polls the array until every task ended, then reads its tasks
+    (GET /v1/jobs?expand=1). Returns (tasks by id, perf time seen, polls, error)."""
+    conn = UnixHTTPConnection(sock_path, timeout=120)
+    deadline = time.perf_counter() + timeout
+    polls = 0
+    try:
+        while True:
+            code, doc = request(conn, "GET", "/v1/jobs/" + aid)
+            if code != 200:
+                raise RuntimeError(f"GET /v1/jobs/{aid} answered {code}: {doc}")
+            polls += 1
+            now = time.perf_counter()
+            if doc.get("status") in TERMINAL or now > deadline:
+                code, lst = request(conn, "GET", "/v1/jobs?expand=1")
+                if code != 200:
+                    raise RuntimeError(f"GET /v1/jobs?expand=1 answered {code}: {lst}")
+                tasks = {j["id"]: j for j in lst.get("jobs", [])
+                         if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid}
+                err = None if doc.get("status") in TERMINAL else f"timed out after {timeout:.0f} s: {doc.get('array')}"
+                return tasks, now, polls, err
+            time.sleep(poll)
+    finally:
+        conn.close()
+
+
+def delete_array(sock_path, aid):
+    """DELETE /v1/jobs/ID until the array is gone (its tasks go a slice per request)."""
+    conn = UnixHTTPConnection(sock_path)
+    try:
+        while True:
+            code, doc = request(conn, "DELETE", "/v1/jobs/" + aid)
+            if code != 200 or not doc.get("more"):
+                return collections.Counter() if code == 200 else collections.Counter({str(code): 1})
+    finally:
+        conn.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--socket", default="/run/joblet/joblet.sock", help="joblet's unix socket")
@@ -455,8 +514,10 @@ def main():
                     help="submitter threads, and how many floor commands run at once (default 8)")
     ap.add_argument("--command", default="/bin/true", help="the job's command (default /bin/true)")
     ap.add_argument("--fields", default="{}", help='extra job fields as JSON, e.g. \'{"network": "host"}\'')
-    ap.add_argument("--workload", default="single", choices=sorted(WORKLOADS),
-                    help="how joblet is given the jobs (default single: one POST per job)")
+    ap.add_argument("--workload", default="single",
+                    help="how joblet is given the jobs: single (one POST per job), array (one POST of an array of "
+                         "--jobs tasks, --concurrency at once), or both as single,array: each a row of the same "
+                         "rounds (default single)")
     ap.add_argument("--floors", default="unshare,bwrap",
                     help="comma-separated floors measured in the same rounds (unshare, bwrap), or none "
                          "(default unshare,bwrap)")
@@ -472,6 +533,11 @@ def main():
                     help="rounds, every target and floor once per round, the order rotated each round; "
                          "even balances it (default 1)")
     args = ap.parse_args()
+    args.workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
+    for w in args.workloads:
+        if w not in WORKLOADS:
+            ap.error(f"--workload: {w!r} is not one of {', '.join(sorted(WORKLOADS))}")
+    args.workload = args.workloads[0]
     if args.jobs < 1 or args.concurrency < 1 or args.rounds < 1:
         ap.error("--jobs, --concurrency and --rounds must be at least 1")
     args.floor_names = [] if args.floors.strip() in ("", "none") else [f.strip() for f in args.floors.split(",")]
@@ -480,7 +546,7 @@ def main():
             ap.error(f"--floors: {f!r} is not one of {', '.join(FLOORS)} or none")
     if not args.target:
         args.target = [("joblet", args.socket)]
-        if not args.floor_names and args.rounds == 1:       # the plain single run, as before
+        if not args.floor_names and args.rounds == 1 and len(args.workloads) == 1:  # the plain single run
             doc = measure(args, args.socket)
             if doc is None:
                 return 1
@@ -511,13 +577,18 @@ def compare(args):
             print(f"floor {f} left out: {why}", file=sys.stderr)
         else:
             floors.append(f)
-    rows = [("joblet", n, sock) for n, sock in targets] + [("floor", f, None) for f in floors]
-    runs = {name: [] for _, name, _ in rows}
+    # a row per target and workload ("joblet-array" when several workloads), and per floor
+    several = len(args.workloads) > 1
+    rows = [("joblet", f"{n}-{w}" if several else n, sock, w) for n, sock in targets for w in args.workloads]
+    rows += [("floor", f, None, None) for f in floors]
+    runs = {name: [] for _, name, _, _ in rows}
     failed = False
     for rnd in range(args.rounds):
         k = rnd % len(rows)
-        for kind, name, sock in rows[k:] + rows[:k]:
+        for kind, name, sock, w in rows[k:] + rows[:k]:
             print(f"\n== round {rnd + 1}/{args.rounds}: {name}" + (f" ({sock})" if sock else ""), flush=True)
+            if w:
+                args.workload = w
             doc = measure(args, sock) if kind == "joblet" else measure_floor(args, name)
             if doc is None:
                 return 1
@@ -528,20 +599,21 @@ def compare(args):
     def rate(d):
         return d["jobs_per_s"] if d["jobs_per_s"] is not None else float("nan")
 
-    base = targets[0][0]
+    joblet_rows = [name for kind, name, _, _ in rows if kind == "joblet"]
+    base = joblet_rows[0]
     medians = {n: statistics.median(rate(d) for d in ds) for n, ds in runs.items()}
-    print(f"\njobs/s ({args.jobs} x {args.command}, joblet workload {args.workload}, {args.concurrency} submitters;"
+    print(f"\njobs/s ({args.jobs} x {args.command}, joblet workload {','.join(args.workloads)}, {args.concurrency} submitters;"
           f" joblet: first submit -> last ended_at; floors: {args.concurrency} at a time, wall time)")
     w = max([8] + [len(n) for n in runs])
-    cols = ([f"/{base}"] if len(targets) > 1 else []) + [f"/{f}" for f in floors]
+    cols = ([f"/{base}"] if len(joblet_rows) > 1 else []) + [f"/{f}" for f in floors]
     print(f"{'row':<{w}} " + " ".join(f"{'round ' + str(i + 1):>9}" for i in range(args.rounds))
           + f" {'median':>9} {'min-max':>13}" + "".join(f" {c:>9}" for c in cols) + f" {'daemon us/job':>14}")
     ratios = {}
     for n, ds in runs.items():
         rs = [rate(d) for d in ds]
         line = f"{n:<{w}} " + " ".join(f"{r:>9.1f}" for r in rs) + f" {medians[n]:>9.1f} {min(rs):>6.0f}-{max(rs):<6.0f}"
-        if n in dict(targets):
-            ref = ([base] if len(targets) > 1 else []) + floors
+        if n in joblet_rows:
+            ref = ([base] if len(joblet_rows) > 1 else []) + floors
             ratios[n] = {r: medians[n] / medians[r] for r in ref}
             line += "".join(f" {ratios[n][r]:>8.3f}x" for r in ref)
             cpu = [d["daemon_cpu_us_per_job"] for d in ds if d.get("daemon_cpu_us_per_job") is not None]
@@ -554,7 +626,7 @@ def compare(args):
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "host": {"cpus": os.cpu_count()},
             "jobs": args.jobs, "concurrency": args.concurrency, "command": args.command, "rounds": args.rounds,
-            "workload": args.workload,
+            "workload": args.workloads,
             "targets": {n: s for n, s in targets},
             "floors": {f: FLOORS[f] for f in floors},
             "median_jobs_per_s": medians,
@@ -598,16 +670,21 @@ def measure(args, sock):
     ids, failures, examples, lat, t0_wall, t0, t_submitted = WORKLOADS[args.workload](args, sock)
     submit_s = t_submitted - t0
     jobs, t_seen, polls, wait_err = ({}, t_submitted, 0, None)
+    array = args.workload == "array"
     if ids:
         try:
-            jobs, t_seen, polls, wait_err = wait_terminal(sock, ids, args.poll, args.timeout)
+            if array:
+                jobs, t_seen, polls, wait_err = wait_array(sock, ids[0], args.poll, args.timeout)
+            else:
+                jobs, t_seen, polls, wait_err = wait_terminal(sock, ids, args.poll, args.timeout)
         except (OSError, http.client.HTTPException, RuntimeError) as ex:
             wait_err = f"polling failed: {ex}"
     if sampler:
         sampler.stop.set()
         sampler.join()
     cpu_after = read_cpu_s(pid) if cpu_before is not None else None
-    daemon_cpu_us = ((cpu_after - cpu_before) * 1e6 / len(ids)) if cpu_after is not None and ids else None
+    njobs = len(jobs) if array else len(ids)   # an array: its tasks are the jobs
+    daemon_cpu_us = ((cpu_after - cpu_before) * 1e6 / njobs) if cpu_after is not None and njobs else None
 
     rss_after = hwm_after = None
     if rss_before is not None:
@@ -620,7 +697,7 @@ def measure(args, sock):
     # ---- figures
     statuses = collections.Counter(j.get("status") for j in jobs.values())
     reasons = collections.Counter(j.get("end_reason") for j in jobs.values() if j.get("status") in TERMINAL)
-    missing = len(ids) - len(jobs)
+    missing = (args.jobs if array and ids else len(ids)) - len(jobs)
     ends = [parse_ts(j.get("ended_at")) for j in jobs.values() if j.get("status") in TERMINAL]
     ends = [e for e in ends if e is not None]
     last_end = max(ends) if ends else None
@@ -651,7 +728,7 @@ def measure(args, sock):
     if rss_before is not None:
         peak = sampler.peak if sampler else None
         growth = (rss_after - rss_before) if rss_after is not None else None
-        per_job = f", {growth * 1024 / len(ids):.0f} B per job kept" if growth is not None and ids else ""
+        per_job = f", {growth * 1024 / njobs:.0f} B per job kept" if growth is not None and njobs else ""
         print(f"daemon RSS     idle before {mib(rss_before)}, peak during {mib(peak)}, idle after {mib(rss_after)}"
               + (f" ({'+' if growth >= 0 else ''}{growth / 1024:.1f} MiB{per_job})" if growth is not None else "")
               + f"; VmHWM {mib(hwm_after or hwm_before)}")
@@ -660,8 +737,8 @@ def measure(args, sock):
 
     rss_cleanup = None
     if args.cleanup and ids:
-        refused = delete_jobs(sock, ids, args.concurrency)
-        print(f"cleanup        deleted {len(ids) - sum(refused.values())} jobs"
+        refused = delete_array(sock, ids[0]) if array else delete_jobs(sock, ids, args.concurrency)
+        print(f"cleanup        deleted {njobs - sum(refused.values())} jobs"
               + ("; refused: " + ", ".join(f"{k} x{n}" for k, n in refused.items()) if refused else ""))
         if rss_before is not None:
             time.sleep(args.settle)
