@@ -270,11 +270,18 @@ function pageGpus() {
 
 const filters = {status: "", user: "", gpu: ""};
 const CMD_SHOWN = 60;               /* characters of a command in the Jobs table; all of it on the job's page */
+/* A job array's tasks by state: "950 COMPLETED, 50 RUNNING" (docs/batch.md). */
+function arrayCounts(j) {
+  return Object.entries((j.array && j.array.counts) || {}).map(([s, n]) => `${n} ${s}`).join(", ");
+}
+
 function jobRow(j) {
   const cmd = shellJoin(j.command, j.args);
   const code = j.exit_code === null || j.exit_code === undefined ? "–" : String(j.exit_code);
+  const arr = j.kind === "array";
   return h("tr", {"data-id": j.id, "data-status": j.status},
-    h("td", {}, h("a", {href: "#/jobs/" + j.id, class: "mono"}, short(j.id))),
+    h("td", {}, h("a", {href: "#/jobs/" + j.id, class: "mono", title: arr ? arrayCounts(j) : null},
+      arr ? j.array.ref : short(j.id))),
     h("td", {}, j.name || ""), h("td", {}, userName(j.owner_uid)),
     h("td", {}, h("span", {class: "badge", "data-status": j.status}, j.status)),
     h("td", {class: "num", "data-col": "exit"}, code),
@@ -355,6 +362,7 @@ function pageJob(id) {
   const mine = S.me && (S.me.uid === j.owner_uid || S.me.admin);
   const lim = j.limits || {};
   const u = j.usage || {};
+  if (j.kind === "array") return pageArray(j, mine);
   const pre = S.log && S.log.id === j.id ? S.log.pre : h("pre", {class: "log", id: "job-log", "aria-live": "off", tabindex: 0});
   if (!S.log || S.log.id !== j.id) { stopLog(); followLog(j.id, pre); }
   return [h("h2", {}, "Job ", h("span", {class: "mono"}, short(j.id)), " ", j.name ? "(" + j.name + ") " : "",
@@ -385,6 +393,23 @@ function pageJob(id) {
       h("dt", {}, "CPU"), h("dd", {}, `limit ${lim.max_cpu ? lim.max_cpu + " %" : "none"}, used ${((u.cpu_ns || 0) / 1e9).toFixed(2)} s`),
       h("dt", {}, "Processes"), h("dd", {}, `limit ${dash(lim.pids_max)}, now ${dash(u.pids_current)}`)),
     h("h3", {}, "Log ", h("span", {class: "note"}, "(following)")), pre];
+}
+
+/* A job array: its tasks by state (each started task is a job of its own, in the Jobs table with
+ * rnx job list --expand; here the array as one). */
+function pageArray(j, mine) {
+  stopLog();
+  const a = j.array || {};
+  return [h("h2", {}, "Array ", h("span", {class: "mono"}, a.ref || short(j.id)), " ", j.name ? "(" + j.name + ") " : "",
+      h("span", {class: "badge", id: "job-status", "data-status": j.status}, j.status)),
+    mine && !ENDED.has(j.status) ? h("div", {class: "actions"},
+      h("button", {id: "job-stop", onclick: () => jobAction(j.id, "stop")}, "Stop all")) : null,
+    h("dl", {class: "kv"},
+      h("dt", {}, "Command"), h("dd", {class: "mono", id: "job-command"}, shellJoin(j.command, j.args)),
+      h("dt", {}, "Tasks"), h("dd", {id: "array-counts"}, `${a.tasks} (${a.spec}): ${arrayCounts(j) || "–"}`),
+      a.wait ? [h("dt", {}, "Waiting"), h("dd", {}, a.wait)] : null,
+      h("dt", {}, "User"), h("dd", {}, userName(j.owner_uid)),
+      h("dt", {}, "Created"), h("dd", {}, when(j.created_at)))];
 }
 
 /* ---- a job's terminal (docs/console.md, "Terminal") -------------------------------------------
