@@ -694,3 +694,15 @@ added:
              j->req.command, (unsigned long long)total);
     return j;
 }
+
+int submit_check_change(job_req *req, jerr *e)
+{
+    uint64_t total;
+    if (check_machine(req, &total, e) < 0)
+        return -1;
+    uint64_t gpus = (uint64_t)req->gpu_count + (req->gpu_mig ? 1 : 0);
+    if (core.cfg.limits.max_gpus_per_user && gpus > core.cfg.limits.max_gpus_per_user)
+        return jerr_field(e, "gpu_count", "gpu_count: asks for %llu GPUs; limits.max_gpus_per_user is %u",
+                          (unsigned long long)gpus, core.cfg.limits.max_gpus_per_user);
+    return 0;
+}

@@ -541,3 +541,14 @@ workflow *workflow_find(const char *ref, const caller *who, jerr *e)
     return idref_result(&r, e);
 }
 
+
+bool workflow_job_has_deps(const job *j)
+{
+    return j->wf && j->wf_index >= 0 && (size_t)j->wf_index < j->wf->n && j->wf->jobs[j->wf_index].nconds > 0;
+}
+
+void workflow_job_decide(job *j)
+{
+    if (workflow_job_has_deps(j))
+        decide(j->wf, (size_t)j->wf_index);
+}
