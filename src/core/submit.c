@@ -402,7 +402,7 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
             if (j->owner_uid != uid)
                 continue;
             kept++;
-            waiting += job_in_queue(j) || j->state == JS_PENDING;
+            waiting += job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
         }
         char more[80] = "";
         if (ntasks > 1)

@@ -485,7 +485,7 @@ int workflow_cancel(workflow *wf, uid_t by, jerr *e)
         if (!j || job_state_terminal(j->state))
             continue;
         j->stopped_by = by;
-        if (j->state == JS_PENDING || job_in_queue(j))
+        if (j->state == JS_PENDING || j->state == JS_HELD || job_in_queue(j))
             job_finish(j, JS_CANCELED, "canceled");
         else if (j->state != JS_STOPPING && job_launch_stop(j, by, e) < 0)
             log_warn("workflow %s: %s", wf->id, e->msg);

@@ -165,6 +165,40 @@ def test_a_held_job_can_be_canceled_and_is_refused_to_start_by_nobody_else(d):
     assert d.job(later)["status"] == "CANCELED"
 
 
+def test_a_held_workflow_job_waits_past_its_dependencies_and_is_decided_on_release(d):
+    gate = "while [ ! -e /work/go ]; do sleep 0.02; done; test ! -e /work/fail"
+    jobs = [{"name": "a", "request": {"command": "sh", "args": ["-c", gate]}},
+            {"name": "b", "request": {"command": "true"}, "requires": [{"job": "a", "status": "COMPLETED"}]},
+            {"name": "c", "request": {"command": "true"}, "requires": [{"job": "a", "status": "FAILED"}]}]
+    code, wf = d.api("POST", "/v1/workflows", {"name": "held", "jobs": jobs})
+    assert code == 201, wf
+    ids = {j["name"]: j["job_id"] for j in d.api("GET", f"/v1/workflows/{wf['id']}")[1]["jobs"]}
+    assert d.job(ids["b"])["status"] == "PENDING"
+    d.rnx("job", "hold", ids["b"], ids["c"], check=True)
+    d.wait_status(ids["a"], "RUNNING")
+    open(os.path.join(d.work(ids["a"]), "go"), "w").close()
+    assert d.wait(ids["a"])["status"] == "COMPLETED"
+    # its dependencies decided meanwhile: still HELD, nothing started or canceled
+    assert d.job(ids["b"])["status"] == d.job(ids["c"])["status"] == "HELD"
+    # released: the engine decides at once, b queued (and runs), c canceled (a did not fail)
+    d.rnx("job", "release", ids["b"], ids["c"], check=True)
+    assert d.wait(ids["b"])["status"] == "COMPLETED"
+    c = d.wait(ids["c"])
+    assert (c["status"], c["end_reason"]) == ("CANCELED", "dependency")
+
+
+def test_a_held_workflow_job_is_canceled_with_its_workflow(d):
+    jobs = [{"name": "a", "request": {"command": "sleep", "args": ["600"]}},
+            {"name": "b", "request": {"command": "true"}, "requires": [{"job": "a", "status": "COMPLETED"}]}]
+    code, wf = d.api("POST", "/v1/workflows", {"name": "held2", "jobs": jobs})
+    assert code == 201, wf
+    ids = {j["name"]: j["job_id"] for j in d.api("GET", f"/v1/workflows/{wf['id']}")[1]["jobs"]}
+    d.rnx("job", "hold", ids["b"], check=True)
+    assert d.api("POST", f"/v1/workflows/{wf['id']}/cancel")[0] == 200
+    assert d.wait(ids["b"])["status"] == "CANCELED"
+    d.wait(ids["a"])
+
+
 def test_held_job_stays_held_over_a_kill_9_and_is_released_after(fresh_daemon):
     dd = fresh_daemon()
     jid = dd.submit("true", schedule_at="2031-01-01T00:00:00Z")
