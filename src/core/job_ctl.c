@@ -196,6 +196,9 @@ static int refuse(job *j, const char *what, const char *only, jerr *e)
 
 int job_ctl_hold(job *j, uid_t by, jerr *e)
 {
+    if (job_state_waiting(j->state) && j->shim_pid > 0)
+        return jerr_http(e, 409, "job %s is being started (its shim runs); stop it, or requeue it with --hold once "
+                                 "it runs", j->id);
     if (!job_in_queue(j) && j->state != JS_PENDING)
         return refuse(j, "held", "a pending, scheduled, queued or preempted", e);
     enum job_state was = j->state;

@@ -5,7 +5,6 @@ state or the caller does not allow it, each in the job's history (rnx job status
 a held or suspended job kept so over a kill -9 of joblet.
 
 One daemon for the module (a simulated 4-GPU machine): each test ends the jobs it started."""
-import json
 import os
 import shutil
 import subprocess
