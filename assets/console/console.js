@@ -25,7 +25,7 @@ const KEY = (() => {
 })();
 const SAMPLES_KEEP = 600;
 const JOBS_SHOWN = 500;            /* rows of the Jobs table drawn at once */          /* per GPU: 10 minutes at one a second */
-const WAITING = new Set(["PENDING", "SCHEDULED", "QUEUED", "PREEMPTED"]);
+const WAITING = new Set(["PENDING", "SCHEDULED", "QUEUED", "PREEMPTED", "HELD"]);
 const ENDED = new Set(["STOPPED", "COMPLETED", "FAILED", "CANCELED"]);
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -299,7 +299,7 @@ function pageJobs() {
     (!filters.gpu || (j.gpus || []).some((x) => String(x.index ?? x) === filters.gpu))).reverse();
   const sel = (name, opts) => h("select", {id: "filter-" + name, onchange: (e) => { filters[name] = e.target.value; render(false); }},
     opts.map(([v, t]) => h("option", {value: v, selected: filters[name] === v}, t)));
-  const states = ["PENDING", "SCHEDULED", "QUEUED", "RUNNING", "STOPPING", "PREEMPTED", "STOPPED", "COMPLETED", "FAILED", "CANCELED"];
+  const states = ["PENDING", "SCHEDULED", "QUEUED", "RUNNING", "STOPPING", "PREEMPTED", "HELD", "SUSPENDED", "STOPPED", "COMPLETED", "FAILED", "CANCELED"];
   return [h("h2", {}, "Jobs"),
     S.me && S.me.uid !== 0 ? h("p", {class: "note"}, "Your jobs (root sees everyone's).") : null,
     h("div", {class: "filters", role: "search"},

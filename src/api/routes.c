@@ -113,7 +113,7 @@ static enum MHD_Result list(request *r)
     jerr e = {0};
     if (sf && job_state_parse(sf, &want) < 0)
         jerr_field(&e, "status", "status: '%s' is not a job status; use PENDING, SCHEDULED, QUEUED, RUNNING, "
-                                 "STOPPING, PREEMPTED, STOPPED, COMPLETED, FAILED or CANCELED", sf);
+                                 "STOPPING, PREEMPTED, HELD, SUSPENDED, STOPPED, COMPLETED, FAILED or CANCELED", sf);
     else if (uf && (parse_u64(uf, &uid) < 0 || uid > UINT32_MAX - 1))
         jerr_field(&e, "user", "user: '%s' is not a uid; give a number, e.g. 1000", uf);
     else if (uf && !authz_may_on(&r->who, AUTHZ_OTHERS_JOBS, (uid_t)uid))
@@ -337,6 +337,41 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
     return http_reply_error(r->conn, &e);
 }
 
+/* POST /v1/jobs/{id}/{hold,release,suspend,resume,requeue,update} (docs/api.md "Job control"). */
+static enum MHD_Result job_control(request *r, job *j, const char *action)
+{
+    jerr e = {0};
+    int rc;
+    if (!strcmp(action, "suspend") || !strcmp(action, "resume")) {
+        if (authz_check(&r->who, AUTHZ_SUSPEND, !strcmp(action, "suspend") ? "suspending a job (its GPUs stay held)"
+                                                                           : "resuming a job", &e) < 0)
+            return http_reply_error(r->conn, &e);
+        rc = !strcmp(action, "suspend") ? job_ctl_suspend(j, r->who.uid, &e) : job_ctl_resume(j, r->who.uid, &e);
+    } else if (!strcmp(action, "hold"))
+        rc = job_ctl_hold(j, r->who.uid, &e);
+    else if (!strcmp(action, "release"))
+        rc = job_ctl_release(j, r->who.uid, &e);
+    else if (!strcmp(action, "requeue"))
+        rc = job_ctl_requeue(j, r->who.uid, query_true(r, "hold"), &e);
+    else {
+        json_t *body = body_json(r, BODY_SMALL, &e);
+        if (!body)
+            return http_reply_error(r->conn, &e);
+        job_req nr;
+        uint64_t changed;
+        rc = jobreq_change(&j->req, body, job_ctl_update_fields, job_ctl_update_nfields, &nr, &changed, time(NULL), &e);
+        json_decref(body);
+        if (rc == 0) {
+            rc = job_ctl_update(j, &r->who, &nr, changed, &e);
+            jobreq_free(&nr);
+        }
+    }
+    if (rc < 0)
+        return http_reply_error(r->conn, &e);
+    settle();
+    return http_reply_json(r->conn, 200, job_json(j));
+}
+
 static enum MHD_Result one_job(request *r, const char *rest)
 {
     char id[160];   /* an id, a prefix, or a name (at most 128 bytes) */
@@ -405,6 +440,9 @@ static enum MHD_Result one_job(request *r, const char *rest)
         settle();
         return http_reply_json(r->conn, 200, job_json(j));
     }
+    if (post && (!strcmp(action, "hold") || !strcmp(action, "release") || !strcmp(action, "suspend") ||
+                 !strcmp(action, "resume") || !strcmp(action, "requeue") || !strcmp(action, "update")))
+        return job_control(r, j, action);
     jerr_http(&e, 404, "no route %s %s", r->method, r->path);
     return http_reply_error(r->conn, &e);
 }

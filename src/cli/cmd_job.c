@@ -43,6 +43,13 @@ static const char job_help[] =
     "                                  (cancels one that has not started)\n"
     "  kill ID                         SIGKILL to every process of a job at once\n"
     "  cancel ID                       cancel a job that has not started (again) yet\n"
+    "  hold ID...                      keep waiting jobs from starting until released\n"
+    "  release ID...                   let held jobs start again, in their place in the queue\n"
+    "  update ID [--priority=N] [--max-runtime=DUR] [--gpu=N] ...\n"
+    "                                  change a waiting job's request (a running one: its time limit)\n"
+    "  suspend ID...                   freeze running jobs, keeping their GPUs (admins)\n"
+    "  resume ID...                    thaw suspended jobs (admins)\n"
+    "  requeue [--hold] ID...          stop running jobs and put them back in the queue\n"
     "  delete ID                       remove a finished job and its output\n"
     "  delete-all                      remove every finished job\n"
     "  metrics [--interval S] [--count N] ID\n"
@@ -135,7 +142,7 @@ static const char list_help[] =
     "\n"
     "Flags:\n"
     "  --status STATUS   only jobs in this state: PENDING, SCHEDULED, QUEUED, RUNNING,\n"
-    "                    STOPPING, PREEMPTED, STOPPED, COMPLETED, FAILED, CANCELED\n"
+    "                    STOPPING, PREEMPTED, HELD, SUSPENDED, STOPPED, COMPLETED, FAILED, CANCELED\n"
     "  --expand          each started task of a job array on a line of its own (ID_7)\n"
     "  --gpu GPU         only jobs that hold or held this GPU (an index or a UUID)\n"
     "  --user USER       only this user's jobs (a name or a uid; others' jobs: root only)\n"
@@ -870,7 +877,7 @@ static int parse_status(const char *arg, char *out, size_t outlen)
         return 0;
     }
     return rnx_usage("--status: '%s' is not a job state; use one of PENDING, SCHEDULED, QUEUED, RUNNING, STOPPING, "
-                     "PREEMPTED, STOPPED, COMPLETED, FAILED, CANCELED",
+                     "PREEMPTED, HELD, SUSPENDED, STOPPED, COMPLETED, FAILED, CANCELED",
                      arg);
 }
 
@@ -1344,6 +1351,176 @@ static int job_log(rnx_ctx *ctx, int argc, char **argv)
     return rc;
 }
 
+/* ---- job hold, release, suspend, resume, requeue, update (docs/batch.md) -------------- */
+
+static const char hold_help[] =
+    "Usage: rnx job hold ID...\n"
+    "\n"
+    "Holds jobs that wait (PENDING, SCHEDULED, QUEUED or PREEMPTED): state HELD, out of the\n"
+    "scheduler's sight until 'rnx job release'. A held job keeps its place in the queue.\n"
+    "A job that runs, has ended or is held already is refused.\n";
+static const char release_help[] =
+    "Usage: rnx job release ID...\n"
+    "\n"
+    "Releases held jobs: back to PENDING (a workflow's job whose dependencies have not all\n"
+    "ended), SCHEDULED (its --schedule time is ahead) or QUEUED, in the place it had.\n";
+static const char suspend_help[] =
+    "Usage: rnx job suspend ID...\n"
+    "\n"
+    "Freezes every process of running jobs (the cgroup freezer): state SUSPENDED. Their memory,\n"
+    "room and GPUs stay held. For admins (root), as in Slurm. 'rnx job resume' thaws them;\n"
+    "stop and kill work on a suspended job.\n";
+static const char resume_help[] =
+    "Usage: rnx job resume ID...\n"
+    "\n"
+    "Thaws suspended jobs: RUNNING again, where they were. For admins (root).\n";
+static const char requeue_help[] =
+    "Usage: rnx job requeue [--hold] ID...\n"
+    "\n"
+    "Stops running (or suspended) jobs as a preemption does (SIGTERM, SIGKILL after the grace\n"
+    "period) and puts them back in the queue with their id, place and history; they run again\n"
+    "from the start. --hold: they wait HELD until 'rnx job release'.\n";
+static const char update_help[] =
+    "Usage: rnx job update ID [--priority=N] [--max-runtime=DURATION] [--gpu=N] [--gpu-memory=SIZE]\n"
+    "                         [--max-cpu=PERCENT] [--max-memory=SIZE] [--preemptible=true|false]\n"
+    "\n"
+    "Changes the request of a job that waits (pending, scheduled, queued, held, preempted),\n"
+    "checked as a submission is. Once it runs only --max-runtime may change, and takes effect at\n"
+    "once (counted from its start). Only an admin may raise a priority; its owner may lower it.\n";
+
+/* hold, release, suspend, resume, requeue: one request per id, one line each. */
+static int job_control(rnx_ctx *ctx, int argc, char **argv, const char *which)
+{
+    static const struct option requeue_opts[] = {{"hold", no_argument, NULL, 'H'}, OPT_JSON, OPT_HELP, {0}};
+    static const struct option opts[] = {OPT_JSON, OPT_HELP, {0}};
+    bool requeue = !strcmp(which, "requeue"), hold = false;
+    const char *help = !strcmp(which, "hold")      ? hold_help
+                       : !strcmp(which, "release") ? release_help
+                       : !strcmp(which, "suspend") ? suspend_help
+                       : !strcmp(which, "resume")  ? resume_help
+                                                   : requeue_help;
+    char cmd[32];
+    int c, rc = RNX_OK;
+    snprintf(cmd, sizeof cmd, "rnx job %s", which);
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", requeue ? requeue_opts : opts, cmd)) != -1) {
+        switch (c) {
+        case 'h': fputs(help, stdout); return RNX_OK;
+        case 'j': ctx->json = true; break;
+        case 'H': hold = true; break;
+        default: return RNX_USAGE;
+        }
+    }
+    if (optind >= argc)
+        return rnx_usage("job %s: missing ID; usage: rnx job %s%s ID...", which, which, requeue ? " [--hold]" : "");
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, "/%s%s", which, hold ? "?hold=1" : "");
+    static const char *const done[][2] = {{"hold", "held"}, {"release", "released"}, {"suspend", "suspended"},
+                                          {"resume", "resumed"}, {"requeue", "requeueing"}};
+    const char *verb = which;
+    for (size_t i = 0; i < ARRAY_LEN(done); i++)
+        if (!strcmp(done[i][0], which))
+            verb = done[i][1];
+    for (int i = optind; i < argc; i++) {
+        json_t *answer = NULL;
+        if (!*argv[i]) {
+            rc = rnx_usage("job %s: an ID is empty", which);
+            continue;
+        }
+        if (job_request(ctx, "POST", argv[i], suffix, &answer) != RNX_OK) {
+            rc = RNX_FAIL;
+            continue;
+        }
+        if (ctx->json)
+            print_json(answer);
+        else
+            print_textf(stdout, "%s %s (%s)%s\n", verb, answer_id(answer, argv[i]),
+                        jstr(answer, "status") ? jstr(answer, "status") : "?",
+                        requeue ? (hold ? ": stopping, then HELD" : ": stopping, then back in the queue") : "");
+        json_decref(answer);
+    }
+    return rc;
+}
+
+static int job_hold(rnx_ctx *ctx, int argc, char **argv) { return job_control(ctx, argc, argv, "hold"); }
+static int job_release(rnx_ctx *ctx, int argc, char **argv) { return job_control(ctx, argc, argv, "release"); }
+static int job_suspend(rnx_ctx *ctx, int argc, char **argv) { return job_control(ctx, argc, argv, "suspend"); }
+static int job_resume(rnx_ctx *ctx, int argc, char **argv) { return job_control(ctx, argc, argv, "resume"); }
+static int job_requeue(rnx_ctx *ctx, int argc, char **argv) { return job_control(ctx, argc, argv, "requeue"); }
+
+/* rnx job update ID --flag=value...: each flag is the request table's (common/jobreq.c), read
+ * as rnx job run reads it, sent as the API's field. */
+static int job_update(rnx_ctx *ctx, int argc, char **argv)
+{
+    static const enum jobreq_id fields[] = {JR_PRIORITY, JR_MAX_RUNTIME_S, JR_GPU_COUNT, JR_GPU_MEMORY_MB,
+                                            JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_PREEMPTIBLE};
+    struct option opts[ARRAY_LEN(fields) + 3];
+    for (size_t i = 0; i < ARRAY_LEN(fields); i++)
+        opts[i] = (struct option){jobreq_fields[fields[i]].flag + 2, required_argument, NULL, 1000 + (int)i};
+    opts[ARRAY_LEN(fields)] = (struct option)OPT_JSON;
+    opts[ARRAY_LEN(fields) + 1] = (struct option)OPT_HELP;
+    opts[ARRAY_LEN(fields) + 2] = (struct option){0};
+    job_req r = {0};
+    json_t *body = json_object();
+    const char *id = NULL;
+    int c, rc;
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job update")) != -1) {
+        if (c == 'h') {
+            fputs(update_help, stdout);
+            rc = RNX_OK;
+            goto out;
+        }
+        if (c == 'j') {
+            ctx->json = true;
+            continue;
+        }
+        if (c < 1000 || c >= 1000 + (int)ARRAY_LEN(fields)) {
+            rc = RNX_USAGE;
+            goto out;
+        }
+        const jobreq_field *f = &jobreq_fields[fields[c - 1000]];
+        jerr e = {0};
+        if (jobreq_set_text(&r, f, optarg, time(NULL), &e) < 0) {
+            char msg[sizeof e.msg + 64];
+            jobreq_reword(&e, f->flag, msg, sizeof msg);
+            rc = rnx_usage("%s", msg);
+            goto out;
+        }
+        const char *at = (const char *)&r + f->off;
+        json_object_set_new(body, f->key, f->kind == JK_BOOL ? json_boolean(*(const bool *)at)
+                                                             : json_integer(*(const int64_t *)at));
+    }
+    if ((rc = one_id(argc, argv, "job update", "rnx job update ID --priority=N|--max-runtime=DURATION|...", &id)) != 0)
+        goto out;
+    if (!json_object_size(body)) {
+        rc = rnx_usage("job update: nothing to change; give --priority, --max-runtime, --gpu, --gpu-memory, "
+                       "--max-cpu, --max-memory or --preemptible");
+        goto out;
+    }
+    rnx_client *cl = open_client(ctx);
+    if (!cl) {
+        rc = RNX_FAIL;
+        goto out;
+    }
+    char *path = job_path(cl, id, "/update");
+    json_t *answer = NULL;
+    jerr e = {0};
+    if (client_request(cl, "POST", path, body, &answer, &e) < 0)
+        rc = server_error(&e, true);
+    else if (ctx->json)
+        print_json(answer);
+    else
+        print_textf(stdout, "updated %s (%s)\n", answer_id(answer, id), jstr(answer, "status") ? jstr(answer, "status") : "?");
+    json_decref(answer);
+    free(path);
+    client_free(cl);
+out:
+    jobreq_free(&r);
+    json_decref(body);
+    return rc;
+}
+
 /* ---- dispatch ------------------------------------------------------------------------ */
 
 static const struct {
@@ -1355,6 +1532,8 @@ static const struct {
     {"stop", job_stop},     {"kill", job_kill},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
     {"metrics", cmd_job_metrics}, /* cmd_metrics.c */
     {"cp", cmd_job_cp},           /* cmd_cp.c */
+    {"hold", job_hold},     {"release", job_release}, {"suspend", job_suspend}, {"resume", job_resume},
+    {"requeue", job_requeue}, {"update", job_update},
     {"exec", cmd_job_exec},       /* cmd_exec.c */
 };
 
@@ -1370,7 +1549,8 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         return RNX_OK;
     }
     if (optind >= argc)
-        return rnx_usage("job: missing command (run, list, status, log, attach, exec, stop, kill, cancel, delete, delete-all, metrics, cp); "
+        return rnx_usage("job: missing command (run, list, status, log, attach, exec, stop, kill, cancel, hold, release, "
+                         "update, suspend, resume, requeue, delete, delete-all, metrics, cp); "
                          "see 'rnx job --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)

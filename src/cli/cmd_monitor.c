@@ -51,7 +51,7 @@ static void jobs_line(json_t *m, char *out, size_t len)
 {
     json_t *jobs = json_object_get(m, "jobs");
     static const char *const order[] = {"RUNNING", "STOPPING", "QUEUED", "PREEMPTED", "SCHEDULED", "PENDING",
-                                        "COMPLETED", "FAILED", "STOPPED", "CANCELED"};
+                                        "HELD", "SUSPENDED", "COMPLETED", "FAILED", "STOPPED", "CANCELED"};
     size_t l = 0;
     out[0] = 0;
     for (size_t i = 0; i < ARRAY_LEN(order) && l < len; i++) {

@@ -170,7 +170,7 @@ static int report_problems(const char *path, wfp_errors *errs)
 static void fmt_counts(json_t *wf, char *out, size_t len)
 {
     static const char *const order[] = {"COMPLETED", "RUNNING",  "STOPPING", "QUEUED",  "SCHEDULED", "PENDING",
-                                        "PREEMPTED", "FAILED",   "STOPPED",  "CANCELED", "DELETED"};
+                                        "PREEMPTED", "HELD",     "SUSPENDED", "FAILED",  "STOPPED",  "CANCELED", "DELETED"};
     json_t *counts = json_object_get(wf, "counts"), *v;
     const char *k;
     size_t o = 0;

@@ -1656,3 +1656,49 @@ void jobreq_flag_words(char *s, size_t len)
     memcpy(s, out, o + 1);
     free(out);
 }
+
+int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids, size_t nids, job_req *out,
+                  uint64_t *changed, time_t now, jerr *e)
+{
+    *out = (job_req){0};
+    *changed = 0;
+    char may[256] = "";
+    for (size_t i = 0, n = 0; i < nids; i++)
+        n += (size_t)snprintf(may + n, n < sizeof may ? sizeof may - n : 0, "%s%s", i ? ", " : "",
+                              jobreq_fields[ids[i]].key);
+    if (!json_is_object(changes) || !json_object_size(changes))
+        return jerr_field(e, "body", "body: must be an object of the fields to change: %s", may);
+    json_t *o = jobreq_to_json(cur, JOBREQ_JSON_SECRETS);
+    const char *key;
+    json_t *v;
+    json_object_foreach(changes, key, v) {
+        size_t i = 0;
+        while (i < nids && strcmp(key, jobreq_fields[ids[i]].key))
+            i++;
+        if (i == nids) {
+            json_decref(o);
+            return jerr_field(e, key, "%s: cannot be changed; a job's update may change %s", key, may);
+        }
+        /* the new value, held to the schema as a submission's (a stored request's other fields
+         * are read as stored) */
+        job_req one = {0};
+        int bad = field_from_json(&one, &jobreq_fields[ids[i]], v, NULL, 0, now, e);
+        jobreq_free(&one);
+        if (bad < 0) {
+            json_decref(o);
+            return -1;
+        }
+        if (!json_equal(json_object_get(o, key), v))
+            *changed |= 1ull << ids[i];
+        json_object_set(o, key, v);
+    }
+    int rc = jobreq_from_json(o, out, JOBREQ_FROM_DB, now, e);
+    json_decref(o);
+    if (rc == 0 && jobreq_check(out, e) < 0) { /* the rules between fields: gpu_count with gpu_ids, ... */
+        jobreq_free(out);
+        rc = -1;
+    }
+    if (rc < 0)
+        *changed = 0;
+    return rc;
+}

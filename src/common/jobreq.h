@@ -191,6 +191,12 @@ json_t *jobreq_to_json(const job_req *r, int flags);
  * jobreq_set_text, each gives the same field (test_jobreq.c). */
 json_t *jobreq_to_flags(const job_req *r);
 void jobreq_free(job_req *r);
+/* A change of a stored request (rnx job update): changes is an object of fields among ids[]
+ * (nids of them) with their new values; any other field is refused naming it and those that
+ * may change. The request with the changes, read through the same schema as a submission,
+ * goes to *out; *changed gets the bits (1 << JR_x) of the fields whose value differs. */
+int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids, size_t nids, job_req *out,
+                  uint64_t *changed, time_t now, jerr *e);
 /* Replaces the text of a field (normalised values, UUIDs for indexes, ...). */
 void jobreq_set_str(job_req *r, enum jobreq_id f, const char *s);
 void jobreq_set_list(job_req *r, enum jobreq_id f, char **items, size_t n);

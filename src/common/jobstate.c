@@ -4,7 +4,8 @@
 #include <strings.h>
 
 static const char *const job_names[JS_COUNT] = {"PENDING",   "SCHEDULED", "QUEUED",    "RUNNING", "STOPPING",
-                                                "PREEMPTED", "STOPPED",   "COMPLETED", "FAILED",  "CANCELED"};
+                                                "PREEMPTED", "HELD",      "SUSPENDED", "STOPPED", "COMPLETED",
+                                                "FAILED",    "CANCELED"};
 
 const char *job_state_name(enum job_state s) { return job_names[s]; }
 
@@ -16,6 +17,13 @@ int job_state_parse(const char *s, enum job_state *out)
             return 0;
         }
     return -1;
+}
+
+enum job_state job_state_after_hold(bool deps_pending, int64_t not_before_ms, int64_t now_ms)
+{
+    if (deps_pending)
+        return JS_PENDING;
+    return not_before_ms > now_ms ? JS_SCHEDULED : JS_QUEUED;
 }
 
 static const char *const wf_names[] = {"PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELED"};

@@ -4,11 +4,14 @@
 #define JOBLET_JOBSTATE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum job_state {
     JS_PENDING,               /* a workflow job waiting for the jobs it depends on */
     JS_SCHEDULED, JS_QUEUED, JS_RUNNING, JS_STOPPING,
     JS_PREEMPTED,             /* stopped for a job of higher priority; back in the queue as it was */
+    JS_HELD,                  /* a waiting job held (rnx job hold): out of the scheduler's sight until released */
+    JS_SUSPENDED,             /* a running job frozen (rnx job suspend): keeps its room and GPUs */
     JS_STOPPED, JS_COMPLETED, JS_FAILED, JS_CANCELED,
 };
 #define JS_COUNT (JS_CANCELED + 1)
@@ -20,6 +23,11 @@ int job_state_parse(const char *s, enum job_state *out);
 static inline bool job_state_terminal(enum job_state s) { return s >= JS_STOPPED; }
 /* Not started (again) yet: what the scheduler looks at. */
 static inline bool job_state_waiting(enum job_state s) { return s == JS_SCHEDULED || s == JS_QUEUED || s == JS_PREEMPTED; }
+
+/* Where a released hold sends a job back (job_ctl.c): PENDING while the jobs it depends on
+ * have not all ended as it needs (deps_pending), SCHEDULED while its start time (not_before_ms,
+ * 0 none) lies ahead of now_ms, else QUEUED. Its seq is untouched, so it keeps its place. */
+enum job_state job_state_after_hold(bool deps_pending, int64_t not_before_ms, int64_t now_ms);
 
 enum wf_state { WF_PENDING, WF_RUNNING, WF_COMPLETED, WF_FAILED, WF_CANCELED };
 

@@ -262,7 +262,7 @@ void arrays_count(const jarray *a, arrays_counts *c)
 enum job_state arrays_state(const jarray *a, const arrays_counts *c)
 {
     (void)a;
-    if (c->n[JS_RUNNING] || c->n[JS_STOPPING])
+    if (c->n[JS_RUNNING] || c->n[JS_STOPPING] || c->n[JS_SUSPENDED])
         return JS_RUNNING;
     if (c->n[JS_QUEUED] || c->n[JS_PREEMPTED])
         return JS_QUEUED;

@@ -36,6 +36,9 @@ static const struct {
     [AUTHZ_OTHERS_EXEC] = {R(ROLE_ADMIN), "root"},
     /* which GPUs a task may use is Slurm's word: only what slurmstepd's root said counts */
     [AUTHZ_SLURM_GPUS] = {R(ROLE_ADMIN), "root (the SPANK plugin's connection, opened in slurm_spank_task_init_privileged)"},
+    /* a suspended job keeps the machine's room and GPUs: the machine's people decide (Slurm: admins) */
+    [AUTHZ_SUSPEND] = {R(ROLE_ADMIN), "root"},
+    [AUTHZ_RAISE_PRIORITY] = {R(ROLE_ADMIN), "root"},
 };
 
 static const char *const role_names[ROLE_N] = {"reader", "developer", "operator", "maintainer", "admin"};

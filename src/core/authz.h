@@ -51,6 +51,8 @@ enum authz_op {
     AUTHZ_OTHERS_EXEC,        /* run a process inside another user's job (rnx job exec): act as them */
     AUTHZ_SLURM_GPUS,         /* say which GPUs Slurm gave a Slurm task (the SPANK plugin's connection,
                                * opened as root before slurmstepd drops to the user) */
+    AUTHZ_SUSPEND,            /* suspend and resume a running job (its room and GPUs stay held), as in Slurm */
+    AUTHZ_RAISE_PRIORITY,     /* raise a job's priority above what it had (its owner may lower it) */
     AUTHZ_N
 };
 

@@ -51,6 +51,8 @@ typedef struct job {
     int gpu_mig;              /* flat MIG device index + 1 while held; 0 none */
     uint32_t preemptions;     /* how many times it was preempted */
     bool preempting;          /* being stopped to make room: goes back to the queue, not to an end */
+    bool requeue_asked;       /* ... because rnx job requeue asked it (job_ctl.c); not kept over a restart */
+    bool requeue_hold;        /* ... and it waits HELD (requeue --hold) */
     char *fail_reason;        /* being stopped because its GPU failed: it ends FAILED with this */
     gpu_fault gpu_fault;      /* which GPU failed it, how, by whom: set with fail_reason, kept (and
                                * stored) once it ended FAILED with gpu_error, dropped otherwise */

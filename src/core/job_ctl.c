@@ -2,10 +2,14 @@
 #include "job_ctl.h"
 #include "arrays.h"
 
+#include <time.h>
+
 #include "../common/log.h"
 #include "../common/util.h"
 #include "events.h"
+#include "job_events.h"
 #include "jobs.h"
+#include "submit.h"
 #include "job_launch.h"
 #include "job_logs.h"
 #include "job_term.h"
@@ -16,11 +20,27 @@
 #include "workflow.h"
 #include "workfs.h"
 
+/* A suspended job is thawed before it is stopped: its processes must run to hear SIGTERM. */
+static int thaw_to_stop(job *j, uid_t by, jerr *e)
+{
+    if (j->state != JS_SUSPENDED)
+        return 0;
+    if (job_launch_freeze(j, false, e) < 0)
+        return -1;
+    j->state = JS_RUNNING;
+    j->stopped_by = -1;
+    job_event(j, JE_RESUMED, (int64_t)by, "thawed by uid %u to be stopped", (unsigned)by);
+    job_save(j);
+    return 0;
+}
+
 int job_ctl_stop(job *j, uid_t by, jerr *e)
 {
     if (job_state_terminal(j->state) || j->state == JS_STOPPING)
         return jerr_http(e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
-    if (job_in_queue(j) || j->state == JS_PENDING) {
+    if (thaw_to_stop(j, by, e) < 0)
+        return -1;
+    if (job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD) {
         j->stopped_by = by;
         job_finish(j, JS_CANCELED, "canceled");
         return 0;
@@ -32,7 +52,9 @@ int job_ctl_kill(job *j, uid_t by, jerr *e)
 {
     if (job_state_terminal(j->state))
         return jerr_http(e, 409, "job %s is %s; only a running job can be killed", j->id, job_state_name(j->state));
-    if (job_in_queue(j) || j->state == JS_PENDING) {
+    if (thaw_to_stop(j, by, e) < 0)
+        return -1;
+    if (job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD) {
         j->stopped_by = by;
         job_finish(j, JS_CANCELED, "canceled");
         return 0;
@@ -42,8 +64,8 @@ int job_ctl_kill(job *j, uid_t by, jerr *e)
 
 int job_ctl_cancel(job *j, uid_t by, jerr *e)
 {
-    if (!job_in_queue(j) && j->state != JS_PENDING)
-        return jerr_http(e, 409, "job %s is %s; only a pending, scheduled, queued or preempted job can be canceled%s",
+    if (!job_in_queue(j) && j->state != JS_PENDING && j->state != JS_HELD)
+        return jerr_http(e, 409, "job %s is %s; only a pending, scheduled, queued, preempted or held job can be canceled%s",
                          j->id, job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");
     j->stopped_by = by;
     job_finish(j, JS_CANCELED, "canceled");
@@ -164,4 +186,170 @@ int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *m
     free(gone);
     *deleted = n;
     return 0;
+}
+
+/* "HELD": the job's state as a refusal says it. */
+static int refuse(job *j, const char *what, const char *only, jerr *e)
+{
+    return jerr_http(e, 409, "job %s is %s; only %s job can be %s", j->id, job_state_name(j->state), only, what);
+}
+
+int job_ctl_hold(job *j, uid_t by, jerr *e)
+{
+    if (job_state_waiting(j->state) && j->shim_pid > 0)
+        return jerr_http(e, 409, "job %s is being started (its shim runs); stop it, or requeue it with --hold once "
+                                 "it runs", j->id);
+    if (!job_in_queue(j) && j->state != JS_PENDING)
+        return refuse(j, "held", "a pending, scheduled, queued or preempted", e);
+    enum job_state was = j->state;
+    j->state = JS_HELD;
+    j->stopped_by = by; /* while HELD: who holds it */
+    job_event(j, JE_HELD, (int64_t)by, "held by uid %u (was %s)", (unsigned)by, job_state_name(was));
+    job_save(j);
+    state_want(WANT_SCHEDULE);
+    log_info("job %s HELD by uid %u (was %s)", j->id, (unsigned)by, job_state_name(was));
+    return 0;
+}
+
+int job_ctl_release(job *j, uid_t by, jerr *e)
+{
+    if (j->state != JS_HELD)
+        return refuse(j, "released", "a held", e);
+    bool deps = workflow_job_has_deps(j);
+    j->state = job_state_after_hold(deps, j->scheduled_ms, now_ms());
+    j->stopped_by = -1;
+    j->ev_wait = 0; /* its next wait is told afresh */
+    job_event(j, JE_RELEASED, (int64_t)by, "hold released by uid %u: %s", (unsigned)by, job_state_name(j->state));
+    job_save(j);
+    if (deps)
+        workflow_job_decide(j); /* the jobs it depends on may have ended meanwhile */
+    state_want(WANT_SCHEDULE);
+    log_info("job %s released by uid %u: %s", j->id, (unsigned)by, job_state_name(j->state));
+    return 0;
+}
+
+const enum jobreq_id job_ctl_update_fields[] = {JR_PRIORITY, JR_MAX_RUNTIME_S, JR_GPU_COUNT, JR_GPU_MEMORY_MB,
+                                                JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_PREEMPTIBLE};
+const size_t job_ctl_update_nfields = sizeof job_ctl_update_fields / sizeof *job_ctl_update_fields;
+
+/* "priority 0 -> 5": one field's change. */
+static size_t say_change(const job_req *a, const job_req *b, enum jobreq_id f, char *out, size_t len)
+{
+    const jobreq_field *F = &jobreq_fields[f];
+    if (F->kind == JK_BOOL) {
+        bool x = *(const bool *)((const char *)a + F->off), y = *(const bool *)((const char *)b + F->off);
+        return (size_t)snprintf(out, len, "%s %s -> %s", F->key, x ? "true" : "false", y ? "true" : "false");
+    }
+    int64_t x = *(const int64_t *)((const char *)a + F->off), y = *(const int64_t *)((const char *)b + F->off);
+    if (!jobreq_has(a, f) && x == 0 && F->min > 0) /* a limit not given: none */
+        return (size_t)snprintf(out, len, "%s none -> %lld", F->key, (long long)y);
+    return (size_t)snprintf(out, len, "%s %lld -> %lld", F->key, (long long)x, (long long)y);
+}
+
+int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, jerr *e)
+{
+    bool running = j->state == JS_RUNNING || j->state == JS_SUSPENDED;
+    bool waiting = job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
+    if (!running && !waiting)
+        return jerr_http(e, 409, "job %s is %s; only a waiting, held, running or suspended job can be updated", j->id,
+                         job_state_name(j->state));
+    if (running)
+        for (size_t i = 0; i < job_ctl_update_nfields; i++) {
+            enum jobreq_id f = job_ctl_update_fields[i];
+            if (f != JR_MAX_RUNTIME_S && (changed >> f & 1))
+                return jerr_http(e, 409, "job %s is %s; %s cannot change once it runs (what it was started with "
+                                         "holds until it ends): only max_runtime_s can",
+                                 j->id, job_state_name(j->state), jobreq_fields[f].key);
+        }
+    if ((changed >> JR_PRIORITY & 1) && req->priority > j->req.priority &&
+        authz_check(who, AUTHZ_RAISE_PRIORITY, "raising a job's priority (its owner may lower it)", e) < 0)
+        return -1;
+    if (!changed)
+        return 0;
+    if (waiting && submit_check_change(req, e) < 0)
+        return -1;
+    if (running && job_launch_runtime(j, jobreq_has(req, JR_MAX_RUNTIME_S) ? (uint64_t)req->max_runtime_s : 0, e) < 0)
+        return -1;
+    char what[512] = "";
+    size_t n = 0;
+    for (size_t i = 0; i < job_ctl_update_nfields && n < sizeof what; i++)
+        if (changed >> job_ctl_update_fields[i] & 1) {
+            if (n && n + 2 < sizeof what)
+                n += (size_t)snprintf(what + n, sizeof what - n, ", ");
+            n += say_change(&j->req, req, job_ctl_update_fields[i], what + n, n < sizeof what ? sizeof what - n : 0);
+        }
+    jobreq_free(&j->req);
+    j->req = *req;
+    *req = (job_req){0};
+    job_event(j, JE_UPDATED, (int64_t)who->uid, "by uid %u: %s", (unsigned)who->uid, what);
+    job_save(j);
+    state_want(WANT_SCHEDULE);
+    log_info("job %s updated by uid %u: %s", j->id, (unsigned)who->uid, what);
+    return 0;
+}
+
+int job_ctl_suspend(job *j, uid_t by, jerr *e)
+{
+    if (j->state != JS_RUNNING || j->shim_pid <= 0)
+        return refuse(j, "suspended", "a running", e);
+    if (job_launch_freeze(j, true, e) < 0)
+        return -1;
+    j->state = JS_SUSPENDED;
+    j->stopped_by = by; /* while SUSPENDED: who suspended it */
+    char why[300];
+    job_ctl_reason(j, why, sizeof why);
+    job_event(j, JE_SUSPENDED, (int64_t)by, "%s", why);
+    job_save(j);
+    log_info("job %s SUSPENDED by uid %u", j->id, (unsigned)by);
+    return 0;
+}
+
+int job_ctl_resume(job *j, uid_t by, jerr *e)
+{
+    if (j->state != JS_SUSPENDED)
+        return refuse(j, "resumed", "a suspended", e);
+    if (job_launch_freeze(j, false, e) < 0)
+        return -1;
+    j->state = JS_RUNNING;
+    j->stopped_by = -1;
+    job_event(j, JE_RESUMED, (int64_t)by, "resumed by uid %u", (unsigned)by);
+    job_save(j);
+    log_info("job %s resumed by uid %u", j->id, (unsigned)by);
+    return 0;
+}
+
+int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
+{
+    if (j->state != JS_RUNNING && j->state != JS_SUSPENDED)
+        return refuse(j, "requeued", "a running or suspended", e);
+    if (j->preempting)
+        return jerr_http(e, 409, "job %s is being stopped to go back to the queue already", j->id);
+    if (thaw_to_stop(j, by, e) < 0)
+        return -1;
+    j->requeue_asked = true;
+    j->requeue_hold = hold;
+    if (job_launch_requeue(j, by, e) < 0) {
+        j->requeue_asked = j->requeue_hold = false;
+        return -1;
+    }
+    job_event(j, JE_REQUEUED, (int64_t)by, "requeue asked by uid %u%s: SIGTERM, SIGKILL after %llus, then back in "
+                                           "the queue with its id and place", (unsigned)by, hold ? " (held)" : "",
+              (unsigned long long)core.cfg.stop_grace_s);
+    log_info("job %s: requeue asked by uid %u%s", j->id, (unsigned)by, hold ? " (held)" : "");
+    return 0;
+}
+
+void job_ctl_reason(const job *j, char *out, size_t len)
+{
+    *out = 0;
+    if (j->state == JS_HELD) {
+        snprintf(out, len, "held by uid %lld: it waits until released (rnx job release %.8s)", (long long)j->stopped_by,
+                 j->id);
+    } else if (j->state == JS_SUSPENDED) {
+        size_t n = (size_t)snprintf(out, len, "suspended by uid %lld", (long long)j->stopped_by);
+        for (size_t i = 0; i < j->gpus.n && n < len; i++)
+            n += (size_t)snprintf(out + n, len - n, "%s%d", i ? "," : "; holds GPUs ", j->gpus.g[i].index);
+        if (n < len)
+            snprintf(out + n, len - n, " (rnx job resume %.8s)", j->id);
+    }
 }

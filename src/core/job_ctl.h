@@ -30,4 +30,28 @@ int job_ctl_delete_many(job **v, size_t n, jerr *e);
  * when a row or the commit failed. */
 int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *more, jerr *e);
 
+/* Slurm's scontrol hold|release|update|suspend|resume|requeue (docs/batch.md). Each records an
+ * event in the job's history with the acting uid, and answers 409 naming the state when the
+ * job's state does not allow it. */
+/* A waiting job (pending, scheduled, queued, preempted) is HELD: out of the scheduler's sight. */
+int job_ctl_hold(job *j, uid_t by, jerr *e);
+/* A HELD job goes back where it belongs (job_state_after_hold), its seq and so its place kept. */
+int job_ctl_release(job *j, uid_t by, jerr *e);
+/* The fields of req (the job's request with the changes, read through the schema) that differ
+ * (changed: bits 1 << JR_x) become the job's. A waiting or held job may change every field
+ * job_ctl_update_fields lists, a running or suspended one only max_runtime_s (its shim gets it at
+ * once); raising the priority is AUTHZ_RAISE_PRIORITY's. req is taken over on success. */
+int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, jerr *e);
+/* The fields rnx job update may change, n of them. */
+extern const enum jobreq_id job_ctl_update_fields[];
+extern const size_t job_ctl_update_nfields;
+/* A running job frozen (SUSPENDED: its room and GPUs stay held), and thawed (RUNNING). */
+int job_ctl_suspend(job *j, uid_t by, jerr *e);
+int job_ctl_resume(job *j, uid_t by, jerr *e);
+/* A running or suspended job stopped and back in the queue with its id and place, as a
+ * preemption does (job_requeue); HELD once stopped when hold. */
+int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e);
+/* Why a held or suspended job is so, for its wait_reason; "" for any other. */
+void job_ctl_reason(const job *j, char *out, size_t len);
+
 #endif

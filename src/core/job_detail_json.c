@@ -46,7 +46,7 @@ json_t *job_detail_json(const job *j)
     json_object_set_new(o, "placement", j->gpus.n ? stored(j, DB_JOB_PLACEMENT) : json_null());
     json_object_set_new(o, "spec", stored(j, DB_JOB_SPEC));
     json_t *usage = json_object();
-    if ((j->state == JS_RUNNING || j->state == JS_STOPPING) && j->gpus.n) {
+    if ((j->state == JS_RUNNING || j->state == JS_STOPPING || j->state == JS_SUSPENDED) && j->gpus.n) {
         json_t *mj = metrics_job_json(j);
         json_object_set(usage, "gpus", json_object_get(mj, "gpus"));
         json_decref(mj);

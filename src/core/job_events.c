@@ -17,6 +17,8 @@ const char *job_event_name(enum job_event ev)
         [JE_STOPPING] = "stopping",   [JE_PREEMPTED] = "preempted", [JE_REQUEUED] = "requeued",
         [JE_RESTARTED] = "restarted", [JE_ENDED] = "ended",       [JE_ATTACHED] = "attached",
         [JE_DETACHED] = "detached",   [JE_EXEC] = "exec",
+        [JE_HELD] = "held",           [JE_UPDATED] = "updated",   [JE_SUSPENDED] = "suspended",
+        [JE_RESUMED] = "resumed",
     };
     return (size_t)ev < ARRAY_LEN(names) ? names[ev] : "?";
 }

@@ -28,6 +28,10 @@ enum job_event {
     JE_ATTACHED,    /* a client attached to its terminal: who, typing or watching (job_term.c) */
     JE_DETACHED,    /* ... and left: who, why (detached, idle, the job's end) */
     JE_EXEC,        /* a process run inside it (rnx job exec): by whom, the command */
+    JE_HELD,        /* held (rnx job hold): by whom, the state it had (a released hold: JE_RELEASED) */
+    JE_UPDATED,     /* its request changed (rnx job update): by whom, "priority 0 -> 5" */
+    JE_SUSPENDED,   /* frozen (rnx job suspend): by whom, the GPUs it keeps */
+    JE_RESUMED,     /* thawed (rnx job resume, or to be stopped) */
 };
 
 /* The event's name as the API spells it ("submitted", ...). */

@@ -4,6 +4,7 @@
 #include "../common/jsonx.h"
 #include "../common/util.h"
 #include "job_json.h"
+#include "job_ctl.h"
 #include "gpu_spec.h"
 #include "jobs.h"
 #include "job_launch.h"
@@ -147,6 +148,8 @@ json_t *job_json(const job *j)
         snprintf(why, sizeof why, "its command starts once a client attaches to its terminal (POST "
                  "/v1/jobs/{id}/attach; rnx job run -it attaches at once), or after %llu s (jobs.attach_wait_s)",
                  (unsigned long long)core.cfg.attach_wait_s);
+    else if (j->state == JS_HELD || j->state == JS_SUSPENDED)
+        job_ctl_reason(j, why, sizeof why);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
     /* a Slurm task (slurm_task.h): its ids as Slurm has them, and "J.S.T" as rnx shows them */
     json_t *sl = slurmcg_to_json(&j->slurm);
@@ -171,7 +174,7 @@ json_t *job_json(const job *j)
     json_object_set_new(o, "preemptible", json_boolean(r->preemptible));
     json_object_set_new(o, "wait_reason", *why ? json_string(why) : json_null());
     job_usage u = j->usage;
-    if (j->state == JS_RUNNING || j->state == JS_STOPPING)
+    if (j->state == JS_RUNNING || j->state == JS_STOPPING || j->state == JS_SUSPENDED)
         job_launch_live_usage(j, &u);
     json_object_set_new(o, "usage", json_pack("{s:I,s:I,s:I,s:I,s:I}", "cpu_ns", (json_int_t)u.cpu_ns,
                                               "memory_peak_bytes", (json_int_t)u.memory_peak_bytes,

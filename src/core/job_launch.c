@@ -621,3 +621,42 @@ void job_launch_live_usage(const job *j, job_usage *u)
     u->io_write_bytes = st.io_write_bytes;
     u->pids_current = st.pids_current;
 }
+
+int job_launch_runtime(job *j, uint64_t seconds, jerr *e)
+{
+    if (j->shim_pid <= 0 || j->w_pid.fd < 0)
+        return jerr_http(e, 409, "job %s is %s; its shim does not run", j->id, job_state_name(j->state));
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = SIGUSR2;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_int = (int)(seconds > INT32_MAX ? INT32_MAX : seconds);
+    if (syscall(SYS_pidfd_send_signal, j->w_pid.fd, SIGUSR2, &si, 0) < 0)
+        return jerr_sys(e, "tell the shim of job %s its new run-time limit", j->id);
+    return 0;
+}
+
+int job_launch_freeze(job *j, bool frozen, jerr *e)
+{
+    cg_host uh;
+    cg_job cg;
+    job_detail_cgroup(j, &uh, &cg);
+    jerr ce = {0};
+    if (cg_freeze(&cg, frozen, &ce) < 0)
+        return jerr_http(e, ce.code == ENOTSUP ? 501 : 500, "cannot %s job %s: %s", frozen ? "suspend" : "resume",
+                         j->id, ce.msg);
+    return 0;
+}
+
+int job_launch_requeue(job *j, uid_t by, jerr *e)
+{
+    j->preempting = true;
+    if (job_launch_stop(j, by, e) < 0) {
+        j->preempting = false;
+        return -1;
+    }
+    job_save(j);
+    return 0;
+}

@@ -4,6 +4,8 @@
 #ifndef JOBLET_JOB_LAUNCH_H
 #define JOBLET_JOB_LAUNCH_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "../common/err.h"
@@ -49,6 +51,15 @@ int job_launch_stop(job *j, uid_t by, jerr *e);
 int job_launch_kill(job *j, uid_t by, jerr *e);
 /* Stops a job to make room for `for_job`; it goes back to the queue as it was. */
 void job_launch_preempt(job *j, const job *for_job);
+/* rnx job update --max-runtime on a running job: its shim gets the new limit (seconds from its
+ * start, 0 none; sigqueue'd SIGUSR2) and ends the job by it. 409 when no shim runs. */
+int job_launch_runtime(job *j, uint64_t seconds, jerr *e);
+/* rnx job suspend/resume: every process of the running job frozen or thawed in its cgroup
+ * (exec/cgroup.h cg_freeze). */
+int job_launch_freeze(job *j, bool frozen, jerr *e);
+/* rnx job requeue: stopped as a preemption stops it (SIGTERM, SIGKILL after the grace period)
+ * and back in the queue with its id and place when its run is over (job_requeue). */
+int job_launch_requeue(job *j, uid_t by, jerr *e);
 /* The job is being deleted while its shim finishes tidying up: stop watching it. */
 void job_launch_forget(job *j);
 /* An adopted job whose start the previous joblet did not hear: the shim's file tells. */

@@ -218,7 +218,9 @@ void job_requeue(job *j)
 {
     give_back_room(j);
     grant_list_free(&j->gpus); /* it holds none while it waits; the log keeps what it had */
-    j->state = JS_PREEMPTED;
+    j->state = j->requeue_hold ? JS_HELD : JS_PREEMPTED;
+    if (j->requeue_asked && !j->requeue_hold)
+        j->stopped_by = -1;
     j->preempting = false;
     j->preemptions++;
     j->init_pid = 0;
@@ -227,7 +229,8 @@ void job_requeue(job *j)
     free(j->signal_name);
     j->signal_name = NULL;
     free(j->end_reason);
-    j->end_reason = xstrdup("preempted");
+    j->end_reason = xstrdup(j->requeue_asked ? "requeued" : "preempted");
+    j->requeue_asked = j->requeue_hold = false;
     j->ended_ms = 0;
     j->started_ms = 0;
     /* The next run's shim writes these afresh; /work and the logs carry on (a checkpoint the

@@ -66,7 +66,10 @@ static void count_jobs(uint64_t counts[JS_CANCELED + 1], uint64_t *queue)
     }
 }
 
-static bool job_live(const job *j) { return j->state == JS_RUNNING || j->state == JS_STOPPING; }
+static bool job_live(const job *j)
+{
+    return j->state == JS_RUNNING || j->state == JS_STOPPING || j->state == JS_SUSPENDED;
+}
 
 /* Statistics of a running job's cgroup, read now; false when it has none (any more). */
 static bool job_stats(const job *j, cg_stats *st)

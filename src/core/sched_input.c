@@ -40,6 +40,8 @@ void sched_input_base(sched_input *in, sched_gpu *gpus, sched_mig *migs, sched_r
         if (x->r.runtime_ms)
             x->end_ms = (j->started_ms ? j->started_ms : now) + x->r.runtime_ms;
         x->stopping = j->state == JS_STOPPING || j->preempting;
+        if (j->state == JS_SUSPENDED) /* frozen by an admin (job_ctl.c): not stopped for another */
+            x->r.preemptible = false;
         if (runmap)
             runmap[nr] = j;
         nr++;

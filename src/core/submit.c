@@ -402,7 +402,7 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
             if (j->owner_uid != uid)
                 continue;
             kept++;
-            waiting += job_in_queue(j) || j->state == JS_PENDING;
+            waiting += job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
         }
         char more[80] = "";
         if (ntasks > 1)
@@ -693,4 +693,16 @@ added:
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
     return j;
+}
+
+int submit_check_change(job_req *req, jerr *e)
+{
+    uint64_t total;
+    if (check_machine(req, &total, e) < 0)
+        return -1;
+    uint64_t gpus = (uint64_t)req->gpu_count + (req->gpu_mig ? 1 : 0);
+    if (core.cfg.limits.max_gpus_per_user && gpus > core.cfg.limits.max_gpus_per_user)
+        return jerr_field(e, "gpu_count", "gpu_count: asks for %llu GPUs; limits.max_gpus_per_user is %u",
+                          (unsigned long long)gpus, core.cfg.limits.max_gpus_per_user);
+    return 0;
 }

@@ -485,7 +485,7 @@ int workflow_cancel(workflow *wf, uid_t by, jerr *e)
         if (!j || job_state_terminal(j->state))
             continue;
         j->stopped_by = by;
-        if (j->state == JS_PENDING || job_in_queue(j))
+        if (j->state == JS_PENDING || j->state == JS_HELD || job_in_queue(j))
             job_finish(j, JS_CANCELED, "canceled");
         else if (j->state != JS_STOPPING && job_launch_stop(j, by, e) < 0)
             log_warn("workflow %s: %s", wf->id, e->msg);
@@ -541,3 +541,14 @@ workflow *workflow_find(const char *ref, const caller *who, jerr *e)
     return idref_result(&r, e);
 }
 
+
+bool workflow_job_has_deps(const job *j)
+{
+    return j->wf && j->wf_index >= 0 && (size_t)j->wf_index < j->wf->n && j->wf->jobs[j->wf_index].nconds > 0;
+}
+
+void workflow_job_decide(job *j)
+{
+    if (workflow_job_has_deps(j))
+        decide(j->wf, (size_t)j->wf_index);
+}

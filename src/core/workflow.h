@@ -116,4 +116,10 @@ void workflow_resume_all(void);
 void workflow_forget_job(job *j);
 void workflow_free_all(void);
 
+/* Whether j is a workflow's job with dependencies (a released hold sends it back to PENDING,
+ * job_ctl.c), and the engine's decision on such a job that is PENDING again: queued once every
+ * dependency ended as it needs, canceled once one cannot, else left PENDING. */
+bool workflow_job_has_deps(const job *j);
+void workflow_job_decide(job *j);
+
 #endif

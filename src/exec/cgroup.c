@@ -580,6 +580,37 @@ int cg_kill_all(const cg_job *j)
     return rc;
 }
 
+int cg_frozen(const cg_job *j)
+{
+    uint64_t v;
+    if (j->unified_path[0] && cg_has_file(j->unified_path, "cgroup.freeze"))
+        return cg_read_keyed(j->unified_path, "cgroup.events", "frozen", &v) == 0 ? v != 0 : -1;
+    if (j->freezer_path[0]) {
+        char *s = cg_read(j->freezer_path, "freezer.state");
+        int r = s ? !strncmp(s, "FROZEN", 6) : -1;
+        free(s);
+        return r;
+    }
+    return -1;
+}
+
+int cg_freeze(const cg_job *j, bool frozen, jerr *e)
+{
+    if (j->unified_path[0] && cg_has_file(j->unified_path, "cgroup.freeze")) {
+        if (cg_write(j->unified_path, "cgroup.freeze", frozen ? "1" : "0", e) < 0)
+            return -1;
+    } else if (j->freezer_path[0]) {
+        if (cg_write(j->freezer_path, "freezer.state", frozen ? "FROZEN" : "THAWED", e) < 0)
+            return -1;
+    } else
+        return jerr_set(e, ENOTSUP, "job %s has no freezer: no cgroup2 directory with cgroup.freeze and no v1 "
+                                    "freezer cgroup (a v1-only host)", j->name);
+    /* the kernel freezes asynchronously: wait (briefly) until it says so */
+    for (int i = 0; i < 100 && cg_frozen(j) != (int)frozen; i++)
+        sleep_ms(10);
+    return 0;
+}
+
 /* Killed tasks leave their cgroup only once they have exited; retry rmdir until then. */
 static int rmdir_patiently(const cg_job *j, const char *dir, jerr *e)
 {

@@ -162,6 +162,13 @@ int cg_read_stats(const cg_job *j, cg_stats *s);
 int cg_nprocs(const cg_job *j);
 /* SIGKILL everything in the cgroup (cgroup.kill where present, else by listing pids). */
 int cg_kill_all(const cg_job *j);
+/* Freezes (frozen) or thaws every process of the job (rnx job suspend/resume): cgroup.freeze of
+ * its cgroup2 directory (v2, hybrid), else the v1 freezer.state of a freezer directory it is in
+ * (a delegated job's). Returns once the kernel says the cgroup is (un)frozen, or after a second
+ * with what it said: 0, or -1 with e (ENOTSUP: the job has no freezer, a v1-only host). */
+int cg_freeze(const cg_job *j, bool frozen, jerr *e);
+/* 1 frozen, 0 not, -1 unknown (no freezer, or unreadable). */
+int cg_frozen(const cg_job *j);
 /* rmdir every directory; retries briefly while the kernel lets go of dead tasks. A delegated
  * job's directories stay (they are their maker's): only joblet's device filter is detached. */
 int cg_destroy(cg_job *j, jerr *e);

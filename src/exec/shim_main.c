@@ -1,7 +1,8 @@
 /* joblet-shim JOB_DIR — one per job. It creates the job from the spec on its fd 5, holds its
  * output pipes and appends time-stamped lines to the job's logs, enforces the run-time
  * limit, stops the job on SIGTERM (SIGTERM to all, SIGKILL after the grace period) and kills
- * it on SIGUSR1 (SIGKILL to all at once: rnx job kill), and
+ * it on SIGUSR1 (SIGKILL to all at once: rnx job kill), takes a new run-time limit on SIGUSR2
+ * (sigqueue'd, its value the limit in seconds from the start, 0 none: rnx job update), and
  * records how it ended in status.json. It does not depend on the daemon: if joblet dies,
  * the job and its logs go on, and a restarted joblet reads what the shim wrote. */
 #include <errno.h>
@@ -47,6 +48,7 @@ typedef struct shim {
     int64_t started_ms, ended_ms;
     int stop_requested, kill_requested, timed_out, killed;
     int tfd_runtime, tfd_grace;
+    int64_t runtime_from_ns;  /* when the run-time limit counts from (mono_ns) */
     int notify_fd;
     int started_fd; /* the start record, open until it becomes status.json */
     size_t started_len;
@@ -645,6 +647,29 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
     free(txt);
 }
 
+/* rnx job update --max-runtime on a running job: the limit counts from the start as before;
+ * one already past ends the job now, 0 takes the limit away. */
+static void runtime_limit(shim *sh, int ep, uint64_t seconds)
+{
+    if (sh->tfd_runtime < 0) {
+        sh->tfd_runtime = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        if (sh->tfd_runtime < 0)
+            return;
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = sh->tfd_runtime};
+        epoll_ctl(ep, EPOLL_CTL_ADD, sh->tfd_runtime, &ev);
+    }
+    struct itimerspec it = {0};
+    if (seconds) {
+        int64_t left = (int64_t)seconds * 1000000000LL - (mono_ns() - sh->runtime_from_ns);
+        if (left < 1)
+            left = 1;
+        it.it_value.tv_sec = (time_t)(left / 1000000000LL);
+        it.it_value.tv_nsec = (long)(left % 1000000000LL);
+    }
+    timerfd_settime(sh->tfd_runtime, 0, &it, NULL);
+    shim_log(sh, "run-time limit now %llu s", (unsigned long long)seconds);
+}
+
 static void supervise(shim *sh)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -652,9 +677,11 @@ static void supervise(shim *sh)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     sigaddset(&set, SIGCHLD);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     sh->tfd_runtime = -1;
+    sh->runtime_from_ns = mono_ns();
     if (sh->spec.max_runtime_s) {
         sh->tfd_runtime = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
         arm(sh->tfd_runtime, sh->spec.max_runtime_s);
@@ -705,7 +732,9 @@ static void supervise(shim *sh)
             } else if (fd == sfd) {
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof si) == sizeof si) {
-                    if (si.ssi_signo == SIGUSR1 && !init_done) {
+                    if (si.ssi_signo == SIGUSR2 && !init_done && si.ssi_code == SI_QUEUE)
+                        runtime_limit(sh, ep, (uint64_t)(uint32_t)si.ssi_int);
+                    else if (si.ssi_signo == SIGUSR1 && !init_done) {
                         /* rnx job kill: SIGKILL to every process of the job at once */
                         sh->stop_requested = sh->kill_requested = 1;
                         hard_kill(sh);
@@ -786,6 +815,7 @@ static int shim_run(const char *dir)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
     sh.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

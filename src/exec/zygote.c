@@ -164,6 +164,7 @@ static int spawn(const char *shim_path, const char *arg, const char *arg2, int s
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGUSR1);
+    sigaddset(&mask, SIGUSR2);
     sigaddset(&mask, SIGCHLD);
     sigfillset(&dflt);
     posix_spawnattr_setsigmask(&at, &mask);

@@ -202,7 +202,7 @@ class Daemon:
         try:
             if self.proc and self.proc.poll() is None:
                 for j in self.api("GET", "/v1/jobs")[1]["jobs"]:
-                    if j["status"] in ("RUNNING", "QUEUED", "SCHEDULED"):
+                    if j["status"] in ("RUNNING", "QUEUED", "SCHEDULED", "HELD", "SUSPENDED"):
                         self.api("POST", f"/v1/jobs/{j['id']}/stop")
                 deadline = time.time() + 15
                 while time.time() < deadline and any(

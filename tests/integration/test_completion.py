@@ -147,8 +147,8 @@ def test_enumerated_values(bash_script):
     assert complete_bash(bash_script, "rnx volume create x --type=m") == ["memory"]
     assert complete_bash(bash_script, "rnx completion ") == ["bash", "zsh"]
     assert complete_bash(bash_script, "rnx job run --gpu ") == ["all"]
-    states = ["PENDING", "SCHEDULED", "QUEUED", "RUNNING", "STOPPING", "PREEMPTED", "STOPPED", "COMPLETED",
-              "FAILED", "CANCELED"]
+    states = ["PENDING", "SCHEDULED", "QUEUED", "RUNNING", "STOPPING", "PREEMPTED", "HELD", "SUSPENDED", "STOPPED",
+              "COMPLETED", "FAILED", "CANCELED"]
     assert complete_bash(bash_script, "rnx job list --status ") == states
     assert complete_bash(bash_script, "rnx job list --status=RU") == ["RUNNING"]
     # a LIST: the next item after the comma

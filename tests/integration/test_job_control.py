@@ -1,0 +1,409 @@
+"""Job control as a Slurm user expects it (docs/batch.md): hold, release, update, suspend,
+resume and requeue, each observed where it happens (the queue's order, the cgroup freezer and
+the job's own processes, the shim's time limit), each refused with its 409 (or 403) where the
+state or the caller does not allow it, each in the job's history (rnx job status --detail), and
+a held or suspended job kept so over a kill -9 of joblet.
+
+One daemon for the module (a simulated 4-GPU machine): each test ends the jobs it started."""
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, ROOT
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+CONFIG = f"gpu:\n  fixture: {FIX}/a100-pcie-4/machine.json\n  scrub: 0\n"
+# a counter written every 50 ms to /work/n: it stops advancing while the job is frozen
+COUNTER = ["sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > /work/n.tmp; mv /work/n.tmp /work/n; sleep 0.05; done"]
+USER = 65534  # nobody: a job owner who is not root
+
+
+@pytest.fixture(scope="module")
+def d():
+    from conftest import Daemon, need_root
+    need_root()
+    dm = Daemon(CONFIG).start()
+    yield dm
+    dm.cleanup()
+
+
+def events(d, jid):
+    code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
+    assert code == 200, j
+    return [(e["event"], e.get("uid"), e.get("detail") or "") for e in j["detail"]["events"]]
+
+
+def detail_text(d, jid):
+    return d.rnx("job", "status", "--detail", jid, check=True).stdout
+
+
+def end(d, *jids):
+    for jid in jids:
+        st = d.job(jid)["status"]
+        if st not in ("STOPPED", "COMPLETED", "FAILED", "CANCELED"):
+            d.api("POST", f"/v1/jobs/{jid}/kill")
+    for jid in jids:
+        d.wait(jid)
+
+
+def blocker(d):
+    """A job on all 4 GPUs: --gpu=1 jobs wait QUEUED behind it."""
+    jid = d.submit("sleep", "600", gpu_count=4)
+    d.wait_status(jid, "RUNNING")
+    return jid
+
+
+def counter(d, jid):
+    with open(os.path.join(d.work(jid), "n")) as f:
+        return int(f.read().strip() or 0)
+
+
+def running_counter(d, **fields):
+    jid = d.submit(*COUNTER, **fields)
+    d.wait_status(jid, "RUNNING")
+    deadline = time.time() + 30
+    while not os.path.exists(os.path.join(d.work(jid), "n")) and time.time() < deadline:
+        time.sleep(0.05)
+    return jid
+
+
+def freeze_file(d, jid):
+    """The job's cgroup2 cgroup.freeze (v2, or hybrid's unified tree)."""
+    for base in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+        p = os.path.join(base, d.cgroup_root, d.job_cgroup(jid, 0), "cgroup.freeze")
+        if os.path.exists(p):
+            return p
+    pytest.skip("no cgroup2 cgroup.freeze for the job on this host")
+
+
+def frozen(d, jid):
+    events_file = os.path.join(os.path.dirname(freeze_file(d, jid)), "cgroup.events")
+    with open(events_file) as f:
+        return dict(line.split() for line in f)["frozen"] == "1"
+
+
+def advances(d, jid, wait=0.5):
+    a = counter(d, jid)
+    time.sleep(wait)
+    return counter(d, jid) > a
+
+
+def as_user(d, uid, *args):
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+# ---- hold / release ----------------------------------------------------------------------
+
+def test_hold_takes_a_job_out_of_the_queue_and_release_puts_it_back_in_its_place(d):
+    blk = blocker(d)
+    a = d.submit("true", gpu_count=1)
+    b = d.submit("true", gpu_count=1)
+    assert d.job(a)["queue_position"] == 1 and d.job(b)["queue_position"] == 2
+    p = d.rnx("job", "hold", a)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"held {a} (HELD)\n"
+    j = d.job(a)
+    assert j["status"] == "HELD" and j["queue_position"] is None
+    assert j["wait_reason"] == f"held by uid 0: it waits until released (rnx job release {a[:8]})"
+    assert d.job(b)["queue_position"] == 1  # the held job is not in the scheduler's input
+    assert "HELD" in d.rnx("job", "list", "--status", "HELD", check=True).stdout
+    p = d.rnx("job", "release", a)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"released {a} (QUEUED)\n"
+    # its seq kept: first in line again, ahead of b
+    assert (d.job(a)["status"], d.job(a)["queue_position"]) == ("QUEUED", 1)
+    assert d.job(b)["queue_position"] == 2
+    evs = events(d, a)
+    assert ("held", 0, "held by uid 0 (was QUEUED)") in evs
+    assert ("released", 0, "hold released by uid 0: QUEUED") in evs
+    text = detail_text(d, a)
+    assert "held       held by uid 0 (was QUEUED)" in text
+    assert "released   hold released by uid 0: QUEUED" in text
+    end(d, blk)
+    assert d.wait(a)["status"] == "COMPLETED" and d.wait(b)["status"] == "COMPLETED"
+
+
+def test_hold_and_release_refusals_name_the_state(d):
+    run = d.submit("sleep", "600")
+    d.wait_status(run, "RUNNING")
+    code, e = d.api("POST", f"/v1/jobs/{run}/hold")
+    assert code == 409
+    assert e["error"]["message"] == f"job {run} is RUNNING; only a pending, scheduled, queued or preempted job can be held"
+    code, e = d.api("POST", f"/v1/jobs/{run}/release")
+    assert (code, e["error"]["message"]) == (409, f"job {run} is RUNNING; only a held job can be released")
+    later = d.submit("true", schedule_at="2031-01-01T00:00:00Z")
+    assert d.api("POST", f"/v1/jobs/{later}/hold")[0] == 200
+    code, e = d.api("POST", f"/v1/jobs/{later}/hold")
+    assert (code, e["error"]["message"]) == (409, f"job {later} is HELD; only a pending, scheduled, queued or preempted job "
+                                       "can be held")
+    # released: back to SCHEDULED, its start time still ahead
+    assert d.api("POST", f"/v1/jobs/{later}/release")[1]["status"] == "SCHEDULED"
+    end(d, run, later)
+    code, e = d.api("POST", f"/v1/jobs/{run}/hold")
+    assert (code, e["error"]["message"]) == (409, f"job {run} is STOPPED; only a pending, scheduled, queued or preempted job "
+                                       "can be held")
+    p = d.rnx("job", "release", run)
+    assert p.returncode == 1 and f"job {run} is STOPPED; only a held job can be released" in p.stderr
+
+
+def test_a_held_job_can_be_canceled_and_is_refused_to_start_by_nobody_else(d):
+    later = d.submit("true", schedule_at="2031-01-01T00:00:00Z")
+    d.rnx("job", "hold", later, check=True)
+    # another user sees no such job
+    p = as_user(d, USER, "job", "release", later)
+    assert p.returncode == 1 and "is another user's job" in p.stderr
+    assert d.rnx("job", "cancel", later).returncode == 0
+    assert d.job(later)["status"] == "CANCELED"
+
+
+def test_a_held_workflow_job_waits_past_its_dependencies_and_is_decided_on_release(d):
+    gate = "while [ ! -e /work/go ]; do sleep 0.02; done; test ! -e /work/fail"
+    jobs = [{"name": "a", "request": {"command": "sh", "args": ["-c", gate]}},
+            {"name": "b", "request": {"command": "true"}, "requires": [{"job": "a", "status": "COMPLETED"}]},
+            {"name": "c", "request": {"command": "true"}, "requires": [{"job": "a", "status": "FAILED"}]}]
+    code, wf = d.api("POST", "/v1/workflows", {"name": "held", "jobs": jobs})
+    assert code == 201, wf
+    ids = {j["name"]: j["job_id"] for j in d.api("GET", f"/v1/workflows/{wf['id']}")[1]["jobs"]}
+    assert d.job(ids["b"])["status"] == "PENDING"
+    d.rnx("job", "hold", ids["b"], ids["c"], check=True)
+    d.wait_status(ids["a"], "RUNNING")
+    open(os.path.join(d.work(ids["a"]), "go"), "w").close()
+    assert d.wait(ids["a"])["status"] == "COMPLETED"
+    # its dependencies decided meanwhile: still HELD, nothing started or canceled
+    assert d.job(ids["b"])["status"] == d.job(ids["c"])["status"] == "HELD"
+    # released: the engine decides at once, b queued (and runs), c canceled (a did not fail)
+    d.rnx("job", "release", ids["b"], ids["c"], check=True)
+    assert d.wait(ids["b"])["status"] == "COMPLETED"
+    c = d.wait(ids["c"])
+    assert (c["status"], c["end_reason"]) == ("CANCELED", "dependency")
+
+
+def test_a_held_workflow_job_is_canceled_with_its_workflow(d):
+    jobs = [{"name": "a", "request": {"command": "sleep", "args": ["600"]}},
+            {"name": "b", "request": {"command": "true"}, "requires": [{"job": "a", "status": "COMPLETED"}]}]
+    code, wf = d.api("POST", "/v1/workflows", {"name": "held2", "jobs": jobs})
+    assert code == 201, wf
+    ids = {j["name"]: j["job_id"] for j in d.api("GET", f"/v1/workflows/{wf['id']}")[1]["jobs"]}
+    d.rnx("job", "hold", ids["b"], check=True)
+    assert d.api("POST", f"/v1/workflows/{wf['id']}/cancel")[0] == 200
+    assert d.wait(ids["b"])["status"] == "CANCELED"
+    d.wait(ids["a"])
+
+
+def test_held_job_stays_held_over_a_kill_9_and_is_released_after(fresh_daemon):
+    dd = fresh_daemon()
+    jid = dd.submit("true", schedule_at="2031-01-01T00:00:00Z")
+    dd.rnx("job", "hold", jid, check=True)
+    dd.kill9()
+    dd.start()
+    j = dd.job(jid)
+    assert j["status"] == "HELD" and j["wait_reason"].startswith("held by uid 0")
+    code, j = dd.api("POST", f"/v1/jobs/{jid}/release")
+    assert (code, j["status"]) == (200, "SCHEDULED")
+    assert any(e[0] == "released" for e in events(dd, jid))
+
+
+# ---- update ------------------------------------------------------------------------------
+
+def test_update_changes_a_waiting_job_through_the_submission_schema(d):
+    blk = blocker(d)
+    a = d.submit("true", gpu_count=1)
+    p = d.rnx("job", "update", a, "--priority=5", "--gpu=2", "--max-runtime=2h")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"updated {a} (QUEUED)\n"
+    j = d.job(a)
+    assert j["priority"] == 5
+    assert (j["gpu_request"]["count"], j["limits"]["max_runtime_s"]) == (2, 7200)
+    assert ("updated", 0, "by uid 0: priority 0 -> 5, max_runtime_s none -> 7200, gpu_count 1 -> 2") in events(d, a)
+    assert "updated    by uid 0: priority 0 -> 5" in detail_text(d, a)
+    # the machine's check, as at submission: 8 GPUs on a 4-GPU machine
+    code, e = d.api("POST", f"/v1/jobs/{a}/update", {"gpu_count": 8})
+    assert code == 400 and e["error"]["field"] == "gpu_count", e
+    # the schema's: out of range, worded for the flag by rnx
+    p = d.rnx("job", "update", a, "--priority=5000")
+    assert p.returncode == 2 and "--priority" in p.stderr and "-1000 to 1000" in p.stderr
+    code, e = d.api("POST", f"/v1/jobs/{a}/update", {"priority": 5000})
+    assert code == 400 and e["error"]["field"] == "priority"
+    code, e = d.api("POST", f"/v1/jobs/{a}/update", {"command": "rm"})
+    assert code == 400 and e["error"]["field"] == "command"
+    assert e["error"]["message"].startswith("command: cannot be changed; a job's update may change priority, max_runtime_s")
+    # nothing changed by the refusals
+    assert d.job(a)["priority"] == 5
+    end(d, blk, a)
+
+
+def test_update_survives_a_restart(fresh_daemon):
+    dd = fresh_daemon()
+    jid = dd.submit("true", schedule_at="2031-01-01T00:00:00Z")
+    dd.rnx("job", "update", jid, "--priority=-3", check=True)
+    dd.kill9()
+    dd.start()
+    assert dd.job(jid)["priority"] == -3
+
+
+def test_an_owner_may_lower_but_not_raise_priority(d):
+    p = as_user(d, USER, "job", "run", "--schedule=2031-01-01T00:00:00Z", "--priority=2", "true")
+    assert p.returncode == 0, p.stderr
+    jid = p.stdout.strip().split()[-1]
+    p = as_user(d, USER, "job", "update", jid, "--priority=1")
+    assert p.returncode == 0, p.stderr
+    p = as_user(d, USER, "job", "update", jid, "--priority=3")
+    assert p.returncode == 1
+    assert "raising a job's priority (its owner may lower it) is for root" in p.stderr
+    assert d.job(jid)["priority"] == 1
+    # the owner holds, releases and cancels their own job
+    assert as_user(d, USER, "job", "hold", jid).returncode == 0
+    assert as_user(d, USER, "job", "release", jid).returncode == 0
+    end(d, jid)
+
+
+def test_a_running_job_may_only_change_its_time_limit_and_the_new_one_ends_it(d):
+    jid = d.submit("sleep", "600", max_runtime_s=3600)
+    d.wait_status(jid, "RUNNING")
+    code, e = d.api("POST", f"/v1/jobs/{jid}/update", {"priority": 9})
+    assert code == 409
+    assert e["error"]["message"] == (f"job {jid} is RUNNING; priority cannot change once it runs (what it was started with "
+                          "holds until it ends): only max_runtime_s can")
+    p = d.rnx("job", "update", jid, "--max-runtime=2s")
+    assert p.returncode == 0, p.stderr
+    j = d.wait(jid)
+    assert (j["status"], j["end_reason"]) == ("FAILED", "time_limit")
+    assert ("updated", 0, "by uid 0: max_runtime_s 3600 -> 2") in events(d, jid)
+    code, e = d.api("POST", f"/v1/jobs/{jid}/update", {"max_runtime_s": 5})
+    assert (code, e["error"]["message"]) == (409, f"job {jid} is FAILED; only a waiting, held, running or suspended job can be "
+                                       "updated")
+
+
+# ---- suspend / resume --------------------------------------------------------------------
+
+def test_suspend_freezes_the_job_and_resume_thaws_it(d):
+    jid = running_counter(d, gpu_count=2)
+    gpus = sorted(g["index"] for g in d.job(jid)["gpus"])
+    assert advances(d, jid)
+    p = d.rnx("job", "suspend", jid)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"suspended {jid} (SUSPENDED)\n"
+    assert open(freeze_file(d, jid)).read().strip() == "1" and frozen(d, jid)
+    assert not advances(d, jid)  # its processes run no more
+    j = d.job(jid)
+    assert j["status"] == "SUSPENDED"
+    assert j["wait_reason"] == (f"suspended by uid 0; holds GPUs {','.join(map(str, gpus))} "
+                                f"(rnx job resume {jid[:8]})")
+    assert sorted(g["index"] for g in j["gpus"]) == gpus  # still its own
+    assert "SUSPENDED" in d.rnx("job", "list", "--status", "SUSPENDED", check=True).stdout
+    p = d.rnx("job", "resume", jid)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"resumed {jid} (RUNNING)\n"
+    assert not frozen(d, jid)
+    assert advances(d, jid)
+    text = detail_text(d, jid)
+    assert "suspended  suspended by uid 0; holds GPUs" in text
+    assert "resumed    resumed by uid 0" in text
+    end(d, jid)
+
+
+def test_suspend_and_resume_refusals(d):
+    later = d.submit("true", schedule_at="2031-01-01T00:00:00Z")
+    code, e = d.api("POST", f"/v1/jobs/{later}/suspend")
+    assert (code, e["error"]["message"]) == (409, f"job {later} is SCHEDULED; only a running job can be suspended")
+    code, e = d.api("POST", f"/v1/jobs/{later}/resume")
+    assert (code, e["error"]["message"]) == (409, f"job {later} is SCHEDULED; only a suspended job can be resumed")
+    end(d, later)
+    # an owner may not suspend their own job (its GPUs stay held): admins only, as in Slurm
+    p = as_user(d, USER, "job", "run", "sleep", "600")
+    assert p.returncode == 0, p.stderr
+    jid = p.stdout.strip().split()[-1]
+    d.wait_status(jid, "RUNNING")
+    p = as_user(d, USER, "job", "suspend", jid)
+    assert p.returncode == 1
+    assert "suspending a job (its GPUs stay held) is for root; you are uid 65534" in p.stderr
+    assert d.job(jid)["status"] == "RUNNING"
+    code, e = d.api("POST", f"/v1/jobs/{jid}/resume")
+    assert (code, e["error"]["message"]) == (409, f"job {jid} is RUNNING; only a suspended job can be resumed")
+    end(d, jid)
+
+
+def test_stop_and_kill_of_a_suspended_job(d):
+    a = running_counter(d)
+    b = running_counter(d)
+    d.rnx("job", "suspend", a, b, check=True)
+    assert d.job(a)["status"] == d.job(b)["status"] == "SUSPENDED"
+    assert d.rnx("job", "stop", a).returncode == 0
+    assert d.rnx("job", "kill", b).returncode == 0
+    ja, jb = d.wait(a), d.wait(b)
+    assert ja["status"] == "STOPPED" and ja["end_reason"] == "stopped"
+    assert jb["status"] == "STOPPED" and jb["end_reason"] == "killed"
+    assert any(e[0] == "resumed" and "to be stopped" in e[2] for e in events(d, a))
+
+
+def test_suspended_job_stays_suspended_over_a_kill_9_and_resumes_after(fresh_daemon):
+    dd = fresh_daemon()
+    jid = running_counter(dd)
+    dd.rnx("job", "suspend", jid, check=True)
+    dd.kill9()
+    assert frozen(dd, jid)
+    dd.start()
+    assert dd.job(jid)["status"] == "SUSPENDED"
+    assert not advances(dd, jid)
+    dd.rnx("job", "resume", jid, check=True)
+    assert dd.job(jid)["status"] == "RUNNING"
+    assert advances(dd, jid)
+    end(dd, jid)
+
+
+# ---- requeue -----------------------------------------------------------------------------
+
+def test_requeue_runs_the_job_again_from_the_start_keeping_its_id(d):
+    jid = d.submit("sh", "-c", "echo run; sleep 600")
+    first = d.wait_status(jid, "RUNNING")
+    p = d.rnx("job", "requeue", jid)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.endswith(": stopping, then back in the queue\n")
+    deadline = time.time() + 60
+    while time.time() < deadline and (d.job(jid)["status"] != "RUNNING" or d.job(jid)["preemptions"] != 1):
+        time.sleep(0.05)
+    j = d.job(jid)
+    assert (j["id"], j["status"], j["preemptions"]) == (jid, "RUNNING", 1)
+    assert j["started_at"] != first["started_at"]
+    evs = [e[0] for e in events(d, jid)]
+    assert evs.count("started") == 2 and evs.count("requeued") == 2
+    text = detail_text(d, jid)
+    assert "requeued   requeue asked by uid 0" in text
+    end(d, jid)
+
+
+def test_requeue_hold_and_refusal(d):
+    jid = d.submit("sleep", "600")
+    d.wait_status(jid, "RUNNING")
+    d.rnx("job", "suspend", jid, check=True)  # a suspended job is requeued too
+    p = d.rnx("job", "requeue", "--hold", jid)
+    assert p.returncode == 0, p.stderr
+    j = d.wait_status(jid, "HELD")
+    assert j["end_reason"] == "requeued" and j["wait_reason"].startswith("held by uid 0")
+    code, e = d.api("POST", f"/v1/jobs/{jid}/requeue")
+    assert (code, e["error"]["message"]) == (409, f"job {jid} is HELD; only a running or suspended job can be requeued")
+    p = d.rnx("job", "requeue", jid)
+    assert p.returncode == 1 and "only a running or suspended job can be requeued" in p.stderr
+    d.rnx("job", "release", jid, check=True)
+    d.wait_status(jid, "RUNNING")
+    end(d, jid)
+
+
+def test_several_ids_are_each_reported(d):
+    a = d.submit("true", schedule_at="2031-01-01T00:00:00Z")
+    b = d.submit("true", schedule_at="2031-01-01T00:00:00Z")
+    p = d.rnx("job", "hold", a, b, "nosuchjob")
+    assert p.returncode == 1
+    assert p.stdout == f"held {a} (HELD)\nheld {b} (HELD)\n"
+    assert "nosuchjob" in p.stderr
+    p = d.rnx("job", "release", "--json", a, b, check=True)
+    assert p.stdout.count('"SCHEDULED"') == 2  # each answer, as JSON
+    end(d, a, b)
