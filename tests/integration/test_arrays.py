@@ -79,7 +79,8 @@ def db_bytes(d):
 
 
 def test_thousand_tasks_at_most_fifty_at_once_each_id_once(d):
-    a = submit_array(d, "0-999%50", "sh", "-c", "echo $JOBLET_ARRAY_TASK_ID")
+    # each task lasts a moment, so that 50 of them run at once: %50 is what holds them back
+    a = submit_array(d, "0-999%50", "sh", "-c", "echo $JOBLET_ARRAY_TASK_ID; sleep 0.2")
     aid = a["id"]
     assert a["kind"] == "array" and a["array"]["tasks"] == 1000 and a["array"]["throttle"] == 50
     # sampled while it runs: never more than 50 of its tasks running (or on their way out)
@@ -101,7 +102,7 @@ def test_thousand_tasks_at_most_fifty_at_once_each_id_once(d):
         t.join()
     assert done["status"] == "COMPLETED", done
     assert done["array"]["counts"] == {"COMPLETED": 1000}
-    assert samples[0] > 10 and 1 < peak[0] <= 50, (samples[0], peak[0])
+    assert samples[0] > 10 and 10 < peak[0] <= 50, (samples[0], peak[0])
     # every task once, with its own id, and it saw that id
     tasks = tasks_of(d, aid)
     ids = sorted(j["array"]["task"] for j in tasks)
