@@ -328,6 +328,14 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
                                                        (json_int_t)acted));
     }
+    if ((!strcmp(action, "hold") || !strcmp(action, "release")) && post) {
+        uint64_t acted;
+        if (array_ctl_hold(a, tasks, !strcmp(action, "hold"), r->who.uid, &acted, &e) < 0)
+            return http_reply_error(r->conn, &e);
+        settle();
+        return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
+                                                       (json_int_t)acted));
+    }
     if (tasks && tasks->count == 1)
         jerr_http(&e, 409, "task %u of array %s has not started yet: it has no %s", tasks->r[0].lo, a->id,
                   *action ? action : "such operation");

@@ -1431,9 +1431,16 @@ static int job_control(rnx_ctx *ctx, int argc, char **argv, const char *which)
             rc = RNX_FAIL;
             continue;
         }
+        json_t *arr = json_object_get(answer, "array");
+        int64_t acted;
         if (ctx->json)
             print_json(answer);
-        else
+        else if (json_is_object(arr) && jint(answer, "acted", &acted)) {
+            /* an array, or tasks of one */
+            char counts[600];
+            print_array_counts(json_object_get(arr, "array"), counts, sizeof counts);
+            print_textf(stdout, "%s array %s (%s)\n", verb, jstr(arr, "id") ? jstr(arr, "id") : argv[i], counts);
+        } else
             print_textf(stdout, "%s %s (%s)%s\n", verb, answer_id(answer, argv[i]),
                         jstr(answer, "status") ? jstr(answer, "status") : "?",
                         requeue ? (hold ? ": stopping, then HELD" : ": stopping, then back in the queue") : "");

@@ -115,6 +115,31 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
     return 0;
 }
 
+int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, uid_t by, uint64_t *acted, jerr *e)
+{
+    *acted = 0;
+    if (!tasks && a->held != hold && !arrays_ended(a) && a->canceled_by < 0) {
+        if (arrays_set_held(a, hold, e) < 0)
+            return -1;
+        (*acted)++;
+        log_info("array %s %s by uid %u", a->id, hold ? "held" : "released", (unsigned)by);
+    }
+    for (size_t i = 0; i < a->ntasks; i++) {
+        job *j = a->tasks[i];
+        if (!j || (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
+            continue;
+        bool can = hold ? job_in_queue(j) || j->state == JS_PENDING : j->state == JS_HELD;
+        jerr je = {0};
+        if (can && (hold ? job_ctl_hold(j, by, &je) : job_ctl_release(j, by, &je)) == 0)
+            (*acted)++;
+    }
+    if (!*acted)
+        return jerr_http(e, 409, "array %s: no task %swas %s", a->id, tasks ? "named " : "",
+                         hold ? "waiting to be held (tasks not started yet are held with the whole array)"
+                              : "held to be released");
+    return 0;
+}
+
 int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e)
 {
     *deleted = 0;

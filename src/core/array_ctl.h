@@ -34,6 +34,10 @@ enum array_ctl_act { ARRAY_CTL_CANCEL, ARRAY_CTL_STOP, ARRAY_CTL_KILL };
  * the made ones get the act (job_ctl.h): cancel acts on those waiting, stop and kill on those
  * running too. 409 when no task named was left to act on. *acted: tasks acted on. */
 int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid_t by, uint64_t *acted, jerr *e);
+/* Holds (hold) or releases the tasks named (NULL: every task, and the array: no task is made
+ * while it is held): the made ones through job_ctl_hold and job_ctl_release, those waiting or held.
+ * 409 when none named could be; *acted: made tasks acted on (+1 for the array itself). */
+int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, uid_t by, uint64_t *acted, jerr *e);
 /* Deletes at most max ended tasks' jobs, then the array when none is left: *more when some are
  * left (the caller asks again). 409 when the array has tasks not ended. */
 int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e);

@@ -253,7 +253,7 @@ void arrays_count(const jarray *a, arrays_counts *c)
         c->n[JS_CANCELED] += left;
     else {
         c->n[JS_CANCELED] += skipped_left;
-        c->n[JS_QUEUED] += left - skipped_left;
+        c->n[a->held ? JS_HELD : JS_QUEUED] += left - skipped_left;
     }
     uint64_t made_jobs = a->made - skipped_before;
     c->deleted = made_jobs > linked ? made_jobs - linked : 0;
@@ -355,6 +355,16 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
     if (n)
         log_info("array %s: %lld tasks not started yet canceled by uid %u", a->id, (long long)n, (unsigned)by);
     return n;
+}
+
+int arrays_set_held(jarray *a, bool held, jerr *e)
+{
+    if (a->held == held)
+        return 0;
+    a->held = held;
+    if (!held)
+        state_want(WANT_SCHEDULE);
+    return save(a, e);
 }
 
 int arrays_remove(jarray *a, jerr *e)

@@ -84,6 +84,8 @@ enum job_state arrays_state(const jarray *a, const arrays_counts *c);
 /* Cancels tasks not made yet: all of them (tasks NULL: the array is canceled), or those of
  * tasks. The number canceled, or -1 with e set (409: too many separate ranges to keep). */
 int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e);
+/* No task of it is made while held (its tasks not made count HELD); released, they are again. */
+int arrays_set_held(jarray *a, bool held, jerr *e);
 /* The array's row deleted and the array freed: every task it made must be deleted already and
  * none be left to make (409 otherwise). */
 int arrays_remove(jarray *a, jerr *e);

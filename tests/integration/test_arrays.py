@@ -342,3 +342,25 @@ def test_gpu_request_per_task(fresh_daemon):
     assert peak == 2, peak
     for j in tasks_of(d, a["id"]):
         assert len(j["gpus"]) == 2
+
+
+def test_hold_and_release_an_array(d):
+    """rnx job hold ARRAY: no task is made while it is held (those waiting are HELD too); release
+    and the rest run."""
+    a = submit_array(d, "0-5%2", "sh", "-c", "sleep 0.3")
+    aid = a["id"]
+    r = d.rnx("job", "hold", aid, check=True)
+    assert f"held array {aid}" in r.stdout, r.stdout
+    time.sleep(1.5)
+    held = array(d, aid)
+    # the two started before the hold run to their end; nothing more is made
+    made = held["array"]["made"]
+    assert made <= 2 and held["array"]["held"] is True, held
+    assert held["array"]["counts"].get("HELD", 0) == 6 - made, held
+    assert held["array"]["wait"] == "held"
+    code, e = d.api("POST", f"/v1/jobs/{aid}/hold")
+    assert code == 409 and "no task" in e["error"]["message"], e
+    d.rnx("job", "release", aid, check=True)
+    done = wait_array(d, aid)
+    assert done["array"]["counts"] == {"COMPLETED": 6}, done
+    d.rnx("job", "delete", aid, check=True)
