@@ -59,6 +59,11 @@ typedef struct job {
     char wf_id[37];           /* "" none */
     int wf_index;             /* its place among the workflow's jobs */
     struct workflow *wf;
+    /* Its dependencies, rnx job run --after (core/depend.h): the seq of each job req.after
+     * names (0: gone), while it is PENDING; and the seqs of the PENDING jobs that wait on it. */
+    uint64_t *after_seq;
+    uint64_t *dependents;
+    uint32_t ndependents, dependents_cap;
     /* Execution, while a shim is alive. */
     pid_t shim_pid;
     uint64_t shim_start;

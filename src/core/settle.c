@@ -16,6 +16,7 @@
 #include "volumes.h"
 #include "networks.h"
 #include "workflow.h"
+#include "depend.h"
 
 /* A round's work can ask for more (a start that fails ends a job; a workflow cancels its
  * dependents); each round settles at least one job for good, so this bound is only a guard
@@ -37,7 +38,10 @@ static void settle_jobs(void)
             job_term_wake(j);
         }
         if (what & JOB_SETTLE_WORKFLOW)
+        {
             workflow_job_changed(j);
+            depend_job_changed(j); /* the jobs waiting on it by --after (none: nothing to do) */
+        }
         if (what & JOB_SETTLE_RELEASE) {
             volumes_release(j); /* memory volumes no job not yet ended uses go */
             networks_release(j); /* its address, and its name from the network's hosts file */

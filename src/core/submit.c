@@ -30,6 +30,7 @@
 #include "job_row.h"
 #include "job_dirs.h"
 #include "workfs.h"
+#include "depend.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
  * memory and I/O device, the uploads' total size, and the GPUs. */
@@ -356,6 +357,9 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
         return -1;
     if (check_names(req, caller_uid, caller_gid, e) < 0)
         return -1;
+    /* the jobs it waits for, as the caller sees them, by full id from now on */
+    if (req->nafter && depend_resolve(req, caller_uid, caller_gid, e) < 0)
+        return -1;
     /* the command, in the root the job will have: refused now, before anything is granted */
     return cmdcheck_resolve(req, e);
 }
@@ -518,5 +522,7 @@ added:
     job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u%s%s", (unsigned)caller_uid, when, degraded);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
+    if (j->req.nafter)
+        depend_submitted(j); /* PENDING, or decided at once */
     return j;
 }
