@@ -764,6 +764,22 @@ static int after_add(job_req *r, const char *ref, size_t n, int state, jerr *e)
     return 0;
 }
 
+/* A refusal of --after's text, in its own words (the table's sentence is the API's). */
+static int after_refuse_text(jerr *e, const char *shown)
+{
+    char v[80];
+    snprintf(v, sizeof v, "%s", shown);
+    if (strlen(shown) >= sizeof v)
+        snprintf(v + sizeof v - 4, 4, "...");
+    utf8_sanitize(v);
+    for (char *c = v; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    return jerr_field(e, "after", "after: '%s' is not ID[:STATE] (STATE ok, notok, any or started; ID a job's id, "
+                                  "unique id prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, "
+                                  "after)", v);
+}
+
 /* One item of --after's comma list: ID, ID:STATE, or Slurm's STATE:ID[:ID...] (afterok:12:13). */
 static int after_text_item(job_req *r, const jobreq_field *f, const char *item, jerr *e)
 {
@@ -786,7 +802,7 @@ static int after_text_item(job_req *r, const jobreq_field *f, const char *item, 
             const char *q = strchr(p, ':');
             size_t n = q ? (size_t)(q - p) : strlen(p);
             if (!after_ref_ok(p, n))
-                return refuse(e, f, item);
+                return after_refuse_text(e, item);
             if (after_add(r, p, n, slurm, e) < 0)
                 return -1;
             p = q ? q + 1 : NULL;
@@ -800,23 +816,23 @@ static int after_text_item(job_req *r, const jobreq_field *f, const char *item, 
             if (!strcmp(colon + 1, after_names[i]))
                 state = i;
         if (state < 0)
-            return refuse(e, f, item);
+            return after_refuse_text(e, item);
     }
     if (!after_ref_ok(item, hl))
-        return refuse(e, f, item);
+        return after_refuse_text(e, item);
     return after_add(r, item, hl, state, e);
 }
 
 static int after_text(job_req *r, const jobreq_field *f, const char *text, jerr *e)
 {
     if (!*text)
-        return refuse(e, f, text);
+        return after_refuse_text(e, text);
     for (const char *p = text; p;) {
         const char *q = strchr(p, ',');
         size_t n = q ? (size_t)(q - p) : strlen(p);
         char item[300];
         if (n == 0 || n >= sizeof item)
-            return refuse(e, f, text);
+            return after_refuse_text(e, text);
         memcpy(item, p, n);
         item[n] = 0;
         if (after_text_item(r, f, item, e) < 0)
