@@ -794,7 +794,12 @@ static int after_text_item(job_req *r, const jobreq_field *f, const char *item, 
         head[hl] = 0;
     }
     int slurm = -1;
-    for (int i = 0; colon && i < (int)ARRAY_LEN(after_slurm); i++)
+    /* ID:STATE first: a job named afterok is "afterok:any" (as jobreq_to_flags writes it) */
+    bool id_state = colon && !strchr(colon + 1, ':');
+    bool plain = false;
+    for (int i = 0; id_state && i < (int)ARRAY_LEN(after_names); i++)
+        plain |= !strcmp(colon + 1, after_names[i]);
+    for (int i = 0; colon && !plain && i < (int)ARRAY_LEN(after_slurm); i++)
         if (!strcmp(head, after_slurm[i]))
             slurm = i;
     if (slurm >= 0) {
