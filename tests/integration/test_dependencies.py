@@ -4,7 +4,6 @@ starts after it ended as needed, or is CANCELED (end reason dependency) when it 
 in cascade; references by name and prefix resolved at submission, another user's job refused
 exactly as a missing one; dependencies outlive kill -9 of joblet; rnx job wait's exit status.
 (The rule itself: tests/unit/test_depend_rule.c; the flag's text: tests/unit/test_jobreq.c.)"""
-import json
 import os
 import re
 import shutil
@@ -66,7 +65,7 @@ def test_after_ok_waits_pending_then_starts_after_the_end(daemon):
     assert job["after"] == [{"job": a, "state": "ok", "job_state": "RUNNING"}], job["after"]
     assert job["wait_reason"] == f"waiting for job {a[:8]} to end COMPLETED (it is RUNNING)"
     text = daemon.rnx("job", "status", b, check=True).stdout
-    assert f"After:" in text and f"{a[:8]} ok (RUNNING)" in text, text
+    assert "After:" in text and f"{a[:8]} ok (RUNNING)" in text, text
     release(daemon, a)
     done_a = daemon.wait(a)
     done_b = daemon.wait(b)
