@@ -254,3 +254,22 @@ def test_dependencies_survive_kill9(fresh_daemon, when):
     assert job["status"] == "CANCELED" and job["end_reason"] == "dependency", job
     assert d.wait(chained)["status"] == "COMPLETED"
     assert ms(d.job(ok)["started_at"]) >= ms(d.job(a)["ended_at"])
+
+
+def test_cancel_a_waiting_job_and_stop_a_dependency(daemon):
+    """A PENDING dependent can be canceled like a queued job (nothing waits on it any more); a
+    dependency that is stopped ended STOPPED: notok runs, ok is canceled."""
+    a = gated(daemon)
+    wait_running(daemon, a)
+    waiting = run(daemon, f"--after={a}:ok", "true")
+    p = daemon.rnx("job", "cancel", waiting)
+    assert p.returncode == 0, p.stderr
+    job = daemon.wait(waiting)
+    assert job["status"] == "CANCELED" and job["end_reason"] != "dependency", job
+    ok = run(daemon, f"--after={a}:ok", "true")
+    notok = run(daemon, f"--after={a}:notok", "true")
+    daemon.rnx("job", "stop", a, check=True)
+    assert daemon.wait(a)["status"] == "STOPPED"
+    assert daemon.wait(notok)["status"] == "COMPLETED"
+    job = daemon.wait(ok)
+    assert job["error"] == f"needed job {a[:8]} to end COMPLETED; it ended STOPPED", job
