@@ -32,7 +32,10 @@ static const char wait_help[] =
     "                 COMPLETED and 1 when it ended FAILED, STOPPED or CANCELED without one\n"
     "  several jobs:  the highest of their statuses so counted (0 only when all are 0)\n"
     "  124            --timeout passed before they all ended (they go on)\n"
-    "  125            rnx could not wait (no such job, joblet unreachable); 2: bad usage\n"
+    "  125            rnx could not wait (no such job, joblet unreachable at the start);\n"
+    "                 2: bad usage\n"
+    "A job deleted while waited for counts 1. While rnx waits, joblet may restart: rnx\n"
+    "waits on, trying again every second.\n"
     "\n"
     "Flags:\n"
     "  --timeout DURATION   give up after this long: 90, 30s, 10min, 2h\n"
@@ -221,6 +224,7 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
         signal(SIGALRM, timed_out);
         alarm(timeout_s > 86400u * 365 ? 86400u * 365 : (unsigned)timeout_s);
     }
+    bool said = false;
     while (w.left) {
         rnx_client *cl = client_new(&ctx->target);
         if (!cl) {
@@ -234,14 +238,18 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
             rc = w.rc;
             goto out;
         }
-        if (sr < 0 && se.code != ECANCELED && se.code != ECONNRESET) {
-            rc = rnx_fail("job wait: %s", se.msg) ? WAIT_FAILED : WAIT_FAILED;
+        if (sr < 0 && se.code != ECANCELED && se.http) { /* refused (429: too many streams of yours) */
+            rnx_fail("job wait: %s", se.msg);
+            rc = WAIT_FAILED;
             goto out;
         }
-        /* the stream ended (joblet restarted): a new one, whose hello looks again */
-        if (w.left && sr == 0)
-            sleep(1);
-        else if (w.left && se.code == ECONNRESET)
+        /* the stream ended or joblet is away (restarting): jobs outlive it, so rnx waits on,
+         * once a second, and a new stream's hello looks at the jobs again */
+        if (w.left && sr < 0 && se.code != ECANCELED && !said) {
+            fprintf(stderr, "rnx: job wait: %s; trying again every second\n", se.msg);
+            said = true;
+        }
+        if (w.left)
             sleep(1);
     }
     for (size_t i = 0; i < w.n; i++)

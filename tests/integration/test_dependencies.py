@@ -238,6 +238,12 @@ def test_dependencies_survive_kill9(fresh_daemon, when):
     ok = run(d, f"--after={a}:ok", "echo", "ran")
     notok = run(d, f"--after={a}:notok", "true")
     chained = run(d, f"--after={ok}:ok", "true")
+    # an rnx job wait started before the kill waits through the restart
+    waiter = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "wait", ok, notok], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock,
+                                   **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+    time.sleep(0.3)
     d.kill9()
     if when == "down":
         release(d, a)
@@ -254,6 +260,9 @@ def test_dependencies_survive_kill9(fresh_daemon, when):
     assert job["status"] == "CANCELED" and job["end_reason"] == "dependency", job
     assert d.wait(chained)["status"] == "COMPLETED"
     assert ms(d.job(ok)["started_at"]) >= ms(d.job(a)["ended_at"])
+    out, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 1, (waiter.returncode, out, err)    # notok was canceled: 1
+    assert sorted(out.splitlines()) == sorted([f"{ok[:8]} COMPLETED exit 0", f"{notok[:8]} CANCELED (dependency)"])
 
 
 def test_cancel_a_waiting_job_and_stop_a_dependency(daemon):
