@@ -14,6 +14,20 @@ jobs/s per round and the median of each target, relative to the first target:
   throughput.py --rounds 4 --cleanup \
       --target before=/tmp/bench-before/sock --target after=/tmp/bench-after/sock
 
+Floors (--floors, default "unshare,bwrap"; "none" to leave them out): in the same run, round by
+round interleaved with joblet, the same number of /bin/true commands run by the plain tools, as many
+at a time as joblet has submitters (--concurrency, default 8), with `xargs -P`:
+
+  unshare  unshare -fp --mount-proc /bin/true        (pid and mount namespaces, a fresh /proc)
+  bwrap    bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true
+                                                      (user, pid, net, ipc, uts, cgroup namespaces)
+
+and the table gives each one's jobs/s, its median over the rounds, and joblet's ratio to each floor
+(joblet/unshare, joblet/bwrap). Joblet's workload is one function per kind (WORKLOADS: "single",
+N separate POST /v1/jobs); a new kind (e.g. one request submitting an array) is another entry.
+
+  throughput.py --rounds 4 --cleanup                  # joblet at --socket against both floors
+
 Standard library only.
 """
 
@@ -24,7 +38,9 @@ import http.client
 import json
 import math
 import os
+import shutil
 import socket
+import subprocess
 import statistics
 import sys
 import threading
@@ -101,6 +117,16 @@ def read_rss(pid):
     return rss, hwm
 
 
+def read_cpu_s(pid):
+    """utime + stime of pid (its threads included) in seconds, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def mib(kb):
     return f"{kb / 1024:.1f} MiB" if kb is not None else "n/a"
 
@@ -128,61 +154,169 @@ class RssSampler(threading.Thread):
             self.stop.wait(self.interval)
 
 
+class LeanConnection:
+    """A keep-alive HTTP/1.1 client on the unix socket for the one request the submitters repeat:
+    the request's bytes are built once, and the answer is read with a minimal parser
+    (Content-Length or chunked body), so that the harness takes as little of the CPUs the daemon
+    and its jobs need as the floors' harness (xargs) does. http.client's header parsing, and a
+    thread per connection contending for the GIL, cost ~1 ms of CPU per job on a 2-core VM."""
+
+    def __init__(self, path, timeout=30.0):
+        self.path, self.timeout, self.sock, self.buf = path, timeout, None, b""
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self.path)
+        except OSError:
+            s.close()
+            raise
+        self.sock, self.buf = s, b""
+
+    def close(self):
+        if self.sock:
+            self.sock.close()
+        self.sock, self.buf = None, b""
+
+    def fill(self):
+        d = self.sock.recv(65536)
+        if not d:
+            raise http.client.RemoteDisconnected("the daemon closed the connection")
+        self.buf += d
+
+    def answer(self):
+        """(status, body bytes) when buf holds a whole answer (taken from it), else None."""
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        lines = self.buf[:end].split(b"\r\n")
+        status = int(lines[0].split()[1])
+        hdr = {}
+        for ln in lines[1:]:
+            k, _, v = ln.partition(b":")
+            hdr[k.strip().lower()] = v.strip().lower()
+        pos = end + 4
+        if b"content-length" in hdr:
+            stop = pos + int(hdr[b"content-length"])
+            if len(self.buf) < stop:
+                return None
+            body = self.buf[pos:stop]
+        elif hdr.get(b"transfer-encoding") == b"chunked":
+            parts = []
+            while True:
+                eol = self.buf.find(b"\r\n", pos)
+                if eol < 0:
+                    return None
+                size = int(self.buf[pos:eol].split(b";")[0], 16)
+                pos = eol + 2
+                if size == 0:
+                    stop = self.buf.find(b"\r\n\r\n", pos - 2)      # no trailers: "0\r\n\r\n"
+                    if stop < 0:
+                        return None
+                    stop += 4
+                    break
+                if len(self.buf) < pos + size + 2:
+                    return None
+                parts.append(self.buf[pos:pos + size])
+                pos += size + 2
+            body = b"".join(parts)
+        else:
+            raise http.client.HTTPException("an answer without Content-Length or chunked body")
+        self.buf = self.buf[stop:]
+        if hdr.get(b"connection") == b"close":
+            self.close()
+        return status, body
+
+    def roundtrip(self, raw):
+        """Sends raw (a whole request), waits, and returns (status, body bytes)."""
+        if self.sock is None:
+            self.connect()
+        self.sock.sendall(raw)
+        while True:
+            a = self.answer()
+            if a:
+                return a
+            self.fill()
+
+
+def post_bytes(path, body):
+    data = json.dumps(body).encode()
+    return (f"POST {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n").encode() + data
+
+
 def submit_all(sock_path, n, concurrency, body):
-    """Returns (ids, failures Counter, per-request latencies in s, t0 wall, t0 perf, t_done perf)."""
-    lock = threading.Lock()
-    next_i = [0]
+    """POSTs body n times, on `concurrency` keep-alive connections each with one request
+    outstanding, from one thread (selectors). Returns (ids, failures Counter, examples,
+    per-request latencies in s, t0 wall, t0 perf, t_done perf)."""
+    import selectors
     ids, lat = [], []
     failures = collections.Counter()
     examples = {}
-    barrier = threading.Barrier(concurrency + 1)
-
-    def worker():
-        conn = UnixHTTPConnection(sock_path)
-        my_ids, my_lat = [], []
+    raw = post_bytes("/v1/jobs", body)
+    sel = selectors.DefaultSelector()
+    conns = []
+    for _ in range(concurrency):
+        c = LeanConnection(sock_path)
         try:
-            conn.connect()
+            c.connect()
+            conns.append(c)
         except OSError as ex:
-            with lock:
-                failures[f"connect: {ex.strerror or ex}"] += 1
-        barrier.wait()
-        while True:
-            with lock:
-                if next_i[0] >= n:
-                    break
-                next_i[0] += 1
-            t = time.perf_counter()
+            failures[f"connect: {ex.strerror or ex}"] += 1
+    sent = 0
+    t0_wall, t0 = time.time(), time.perf_counter()
+
+    def send(c):
+        nonlocal sent
+        if sent >= n:
+            return
+        if c.sock is None:                  # the daemon closed it after an answer: a new one
+            c.connect()
+        sent += 1
+        c.started = time.perf_counter()
+        c.sock.sendall(raw)
+        sel.register(c.sock, selectors.EVENT_READ, c)
+
+    def fail(key, text):
+        failures[key] += 1
+        examples.setdefault(key, text)
+
+    for c in conns:
+        send(c)
+    while sel.get_map():
+        for key, _ in sel.select():
+            c = key.data
             try:
-                code, doc = request(conn, "POST", "/v1/jobs", body)
-            except (OSError, http.client.HTTPException) as ex:
+                c.fill()
+                a = c.answer()
+            except (OSError, ValueError, http.client.HTTPException) as ex:
                 # Not retried: the daemon may have created the job before the connection broke.
-                conn.close()
-                with lock:
-                    failures[f"{type(ex).__name__}"] += 1
-                    examples.setdefault(type(ex).__name__, str(ex))
+                sel.unregister(key.fileobj)
+                c.close()
+                fail(type(ex).__name__, str(ex))
+                send(c)
                 continue
-            my_lat.append(time.perf_counter() - t)
+            if a is None:
+                continue
+            lat.append(time.perf_counter() - c.started)
+            sel.unregister(key.fileobj)
+            code, data = a
+            try:
+                doc = json.loads(data) if data else None
+            except ValueError:
+                doc = {"_raw": data[:200].decode(errors="replace")}
             if code == 201 and isinstance(doc, dict) and doc.get("id"):
-                my_ids.append(doc["id"])
+                ids.append(doc["id"])
             else:
                 err = (doc or {}).get("error", {}) if isinstance(doc, dict) else {}
-                key = f"HTTP {code} {err.get('code', '')}".strip()
-                with lock:
-                    failures[key] += 1
-                    examples.setdefault(key, err.get("message") or str(doc)[:200])
-        conn.close()
-        with lock:
-            ids.extend(my_ids)
-            lat.extend(my_lat)
-
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    t0_wall, t0 = time.time(), time.perf_counter()
-    for t in threads:
-        t.join()
-    return ids, failures, examples, lat, t0_wall, t0, time.perf_counter()
+                fail(f"HTTP {code} {err.get('code', '')}".strip(), err.get("message") or str(doc)[:200])
+            send(c)
+    t_done = time.perf_counter()
+    for c in conns:
+        c.close()
+    sel.close()
+    return ids, failures, examples, lat, t0_wall, t0, t_done
 
 
 ACTIVE = ("SCHEDULED", "QUEUED", "RUNNING", "STOPPING")
@@ -258,6 +392,42 @@ def delete_jobs(sock_path, ids, concurrency):
     return refused
 
 
+
+# ---- floors: the same number of /bin/true runs through plain isolation tools, N at a time
+
+FLOORS = {
+    "unshare": ["unshare", "-fp", "--mount-proc", "/bin/true"],
+    "bwrap": ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "/bin/true"],
+}
+
+
+def floor_check(name):
+    """None when the floor's command runs here, else why not."""
+    argv = FLOORS[name]
+    if shutil.which(argv[0]) is None:
+        return f"{argv[0]} not found (Debian: {'bubblewrap' if argv[0] == 'bwrap' else 'util-linux'})"
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        return f"{' '.join(argv)} exited {r.returncode}: {r.stderr.strip()[:200]}"
+    return None
+
+
+def measure_floor(args, name):
+    """Runs FLOORS[name] args.jobs times, args.concurrency at a time (xargs -P), and times it."""
+    argv = FLOORS[name]
+    feed = ("x\n" * args.jobs).encode()
+    t0 = time.perf_counter()
+    r = subprocess.run(["xargs", "-P", str(args.concurrency), "-I", "{}", *argv],
+                       input=feed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    s = time.perf_counter() - t0
+    ok = r.returncode == 0
+    print(f"{name:<8} {args.jobs} x {' '.join(argv)}, {args.concurrency} at a time: {s:.3f} s = "
+          f"{args.jobs / s:.1f} jobs/s" + ("" if ok else f"  FAILED (xargs {r.returncode}: "
+                                           f"{r.stderr.decode(errors='replace').strip()[:200]})"), flush=True)
+    return {"floor": name, "argv": argv, "jobs": args.jobs, "concurrency": args.concurrency,
+            "seconds": s, "jobs_per_s": args.jobs / s if ok else None, "ok": ok}
+
+
 def parse_target(text):
     """--target NAME=SOCKET -> (name, socket path)."""
     name, eq, sock = text.partition("=")
@@ -266,13 +436,30 @@ def parse_target(text):
     return name, sock
 
 
+WORKLOADS = {}      # name -> function(args, sock) returning submit_all's tuple; see workload_single
+
+
+def workload_single(args, sock):
+    """--jobs separate POST /v1/jobs {"command": ...}, --concurrency at a time."""
+    return submit_all(sock, args.jobs, args.concurrency, {"command": args.command, **json.loads(args.fields)})
+
+
+WORKLOADS["single"] = workload_single
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--socket", default="/run/joblet/joblet.sock", help="joblet's unix socket")
     ap.add_argument("--jobs", type=int, default=1000, help="jobs to submit (default 1000)")
-    ap.add_argument("--concurrency", type=int, default=8, help="submitter threads (default 8)")
+    ap.add_argument("--concurrency", type=int, default=8,
+                    help="submitter threads, and how many floor commands run at once (default 8)")
     ap.add_argument("--command", default="/bin/true", help="the job's command (default /bin/true)")
     ap.add_argument("--fields", default="{}", help='extra job fields as JSON, e.g. \'{"network": "host"}\'')
+    ap.add_argument("--workload", default="single", choices=sorted(WORKLOADS),
+                    help="how joblet is given the jobs (default single: one POST per job)")
+    ap.add_argument("--floors", default="unshare,bwrap",
+                    help="comma-separated floors measured in the same rounds (unshare, bwrap), or none "
+                         "(default unshare,bwrap)")
     ap.add_argument("--poll", type=float, default=0.1, help="seconds between GET /v1/jobs polls (default 0.1)")
     ap.add_argument("--timeout", type=float, default=600, help="give up waiting after this many seconds")
     ap.add_argument("--settle", type=float, default=2.0,
@@ -282,22 +469,27 @@ def main():
     ap.add_argument("--target", action="append", type=parse_target, metavar="NAME=SOCKET",
                     help="repeatable: measure these daemons instead of --socket, in turn, once per round")
     ap.add_argument("--rounds", type=int, default=1,
-                    help="with --target: rounds, the order rotated each round; even balances it (default 1)")
+                    help="rounds, every target and floor once per round, the order rotated each round; "
+                         "even balances it (default 1)")
     args = ap.parse_args()
     if args.jobs < 1 or args.concurrency < 1 or args.rounds < 1:
         ap.error("--jobs, --concurrency and --rounds must be at least 1")
+    args.floor_names = [] if args.floors.strip() in ("", "none") else [f.strip() for f in args.floors.split(",")]
+    for f in args.floor_names:
+        if f not in FLOORS:
+            ap.error(f"--floors: {f!r} is not one of {', '.join(FLOORS)} or none")
     if not args.target:
-        if args.rounds != 1:
-            ap.error("--rounds needs --target")
-        doc = measure(args, args.socket)
-        if doc is None:
-            return 1
-        if args.json:
-            write_json(args.json, doc)
-        return 0 if doc["ok"] else 1
+        args.target = [("joblet", args.socket)]
+        if not args.floor_names and args.rounds == 1:       # the plain single run, as before
+            doc = measure(args, args.socket)
+            if doc is None:
+                return 1
+            if args.json:
+                write_json(args.json, doc)
+            return 0 if doc["ok"] else 1
     names = [t[0] for t in args.target]
-    if len(set(names)) != len(names):
-        ap.error("--target: a name is used twice")
+    if len(set(names)) != len(names) or set(names) & set(FLOORS):
+        ap.error("--target: a name is used twice, or is a floor's name")
     return compare(args)
 
 
@@ -309,15 +501,24 @@ def write_json(path, doc):
 
 
 def compare(args):
-    """Every target once per round, the order rotated each round; jobs/s per round and medians."""
+    """Every target and floor once per round, the order rotated each round; jobs/s per round, medians,
+    and the ratios to the first target and to each floor."""
     targets = args.target
-    runs = {name: [] for name, _ in targets}
+    floors = []
+    for f in args.floor_names:
+        why = floor_check(f)
+        if why:
+            print(f"floor {f} left out: {why}", file=sys.stderr)
+        else:
+            floors.append(f)
+    rows = [("joblet", n, sock) for n, sock in targets] + [("floor", f, None) for f in floors]
+    runs = {name: [] for _, name, _ in rows}
     failed = False
     for rnd in range(args.rounds):
-        k = rnd % len(targets)
-        for name, sock in targets[k:] + targets[:k]:
-            print(f"\n== round {rnd + 1}/{args.rounds}: {name} ({sock})", flush=True)
-            doc = measure(args, sock)
+        k = rnd % len(rows)
+        for kind, name, sock in rows[k:] + rows[:k]:
+            print(f"\n== round {rnd + 1}/{args.rounds}: {name}" + (f" ({sock})" if sock else ""), flush=True)
+            doc = measure(args, sock) if kind == "joblet" else measure_floor(args, name)
             if doc is None:
                 return 1
             failed |= not doc["ok"]
@@ -329,22 +530,35 @@ def compare(args):
 
     base = targets[0][0]
     medians = {n: statistics.median(rate(d) for d in ds) for n, ds in runs.items()}
-    print(f"\njobs/s ({args.jobs} x {args.command}, {args.concurrency} submitters; first submit -> last ended_at)")
+    print(f"\njobs/s ({args.jobs} x {args.command}, joblet workload {args.workload}, {args.concurrency} submitters;"
+          f" joblet: first submit -> last ended_at; floors: {args.concurrency} at a time, wall time)")
     w = max([8] + [len(n) for n in runs])
-    print(f"{'target':<{w}} " + " ".join(f"{'round ' + str(i + 1):>9}" for i in range(args.rounds))
-          + f" {'median':>9} {'/' + base:>9}")
+    cols = ([f"/{base}"] if len(targets) > 1 else []) + [f"/{f}" for f in floors]
+    print(f"{'row':<{w}} " + " ".join(f"{'round ' + str(i + 1):>9}" for i in range(args.rounds))
+          + f" {'median':>9} {'min-max':>13}" + "".join(f" {c:>9}" for c in cols) + f" {'daemon us/job':>14}")
+    ratios = {}
     for n, ds in runs.items():
-        print(f"{n:<{w}} " + " ".join(f"{rate(d):>9.1f}" for d in ds)
-              + f" {medians[n]:>9.1f} {medians[n] / medians[base]:>8.3f}x")
+        rs = [rate(d) for d in ds]
+        line = f"{n:<{w}} " + " ".join(f"{r:>9.1f}" for r in rs) + f" {medians[n]:>9.1f} {min(rs):>6.0f}-{max(rs):<6.0f}"
+        if n in dict(targets):
+            ref = ([base] if len(targets) > 1 else []) + floors
+            ratios[n] = {r: medians[n] / medians[r] for r in ref}
+            line += "".join(f" {ratios[n][r]:>8.3f}x" for r in ref)
+            cpu = [d["daemon_cpu_us_per_job"] for d in ds if d.get("daemon_cpu_us_per_job") is not None]
+            if cpu:
+                line += f" {statistics.median(cpu):>14.0f}"
+        print(line)
     if args.json:
         write_json(args.json, {
             "benchmark": "throughput_compare",
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "host": {"cpus": os.cpu_count()},
             "jobs": args.jobs, "concurrency": args.concurrency, "command": args.command, "rounds": args.rounds,
+            "workload": args.workload,
             "targets": {n: s for n, s in targets},
+            "floors": {f: FLOORS[f] for f in floors},
             "median_jobs_per_s": medians,
-            "ratio_to_first_target": {n: medians[n] / medians[base] for n in medians},
+            "ratios": ratios,
             "runs": runs,
         })
     return 1 if failed else 0
@@ -379,9 +593,9 @@ def measure(args, sock):
     print(f"joblet {ver.get('version', '?')} (pid {pid}, cgroups {ver.get('cgroup_layout', '?')}) at {sock}: "
           f"{args.jobs} x {args.command}, {args.concurrency} submitters, {os.cpu_count()} CPUs", flush=True)
 
+    cpu_before = read_cpu_s(pid) if isinstance(pid, int) else None
     # ---- submit, then wait
-    ids, failures, examples, lat, t0_wall, t0, t_submitted = submit_all(
-        sock, args.jobs, args.concurrency, {"command": args.command, **json.loads(args.fields)})
+    ids, failures, examples, lat, t0_wall, t0, t_submitted = WORKLOADS[args.workload](args, sock)
     submit_s = t_submitted - t0
     jobs, t_seen, polls, wait_err = ({}, t_submitted, 0, None)
     if ids:
@@ -392,6 +606,8 @@ def measure(args, sock):
     if sampler:
         sampler.stop.set()
         sampler.join()
+    cpu_after = read_cpu_s(pid) if cpu_before is not None else None
+    daemon_cpu_us = ((cpu_after - cpu_before) * 1e6 / len(ids)) if cpu_after is not None and ids else None
 
     rss_after = hwm_after = None
     if rss_before is not None:
@@ -430,6 +646,8 @@ def measure(args, sock):
           + (f", not listed {missing}" if missing else ""))
     if reasons:
         print("end_reason     " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: str(x[0]))))
+    if daemon_cpu_us is not None:
+        print(f"daemon CPU     {daemon_cpu_us:.0f} us per job (its loop thread, user + system, polls included)")
     if rss_before is not None:
         peak = sampler.peak if sampler else None
         growth = (rss_after - rss_before) if rss_after is not None else None
@@ -466,6 +684,7 @@ def measure(args, sock):
         "terminal": done,
         "to_last_ended_s": ended_s, "jobs_per_s": (done / ended_s) if ended_s and done else None,
         "to_observed_s": seen_s, "jobs_per_s_observed": done / seen_s if done else None,
+        "daemon_cpu_us_per_job": daemon_cpu_us,
         "status": dict(statuses), "end_reason": {str(k): v for k, v in reasons.items()},
         "rss_kb": {"idle_before": rss_before, "peak_during": sampler.peak if sampler else None,
                    "idle_after": rss_after, "vmhwm": hwm_after or hwm_before,

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "../common/util.h"
+#include "../core/array_json.h"
+#include "../core/arrays.h"
 #include "../core/job_json.h"
 #include "../core/jobs.h"
 #include "../core/job_launch.h"
@@ -52,12 +54,26 @@ static bool job_has_gpu(const job *j, const char *uuid)
  * job may have started meanwhile: job_launch_refresh). */
 static bool matches(const lister *l, const job *j, bool state)
 {
-    if (!authz_may_on(&l->f.who, AUTHZ_OTHERS_JOBS, j->owner_uid))
+    if (!authz_may_on(&l->f.who, AUTHZ_OTHERS_JOBS, j->owner_uid) || (j->array_id[0] && !l->f.expand))
         return false;
     if ((l->f.by_user && j->owner_uid != l->f.user) || (l->f.since_ms && j->created_ms < l->f.since_ms) ||
         (l->gpu && !job_has_gpu(j, l->gpu)))
         return false;
     return !state || !l->f.by_state || j->state == l->f.state;
+}
+
+/* The same for a job array: its state is the state of its tasks together (arrays.h); no array
+ * matches a GPU filter (its tasks do, listed with expand). */
+static bool array_matches(const lister *l, const jarray *a, bool state)
+{
+    if (!arrays_visible(a, &l->f.who) || (l->f.by_user && a->owner_uid != l->f.user) ||
+        (l->f.since_ms && a->created_ms < l->f.since_ms) || l->gpu)
+        return false;
+    if (!state || !l->f.by_state)
+        return true;
+    arrays_counts c;
+    arrays_count(a, &c);
+    return arrays_state(a, &c) == l->f.state;
 }
 
 static void put(lister *l, const char *s, size_t n)
@@ -80,6 +96,22 @@ static void produce(lister *l, size_t max)
     size_t end = l->next + max < l->n ? l->next + max : l->n;
     for (; l->next < end; l->next++) {
         job *j = jobs_by_seq(l->seqs[l->next]);
+        jarray *a = j ? NULL : arrays_by_seq(l->seqs[l->next]);
+        if (a) {
+            if (!array_matches(l, a, true))
+                continue;
+            json_t *o = array_json(a);
+            char *t = json_dumps(o, JSON_COMPACT);
+            json_decref(o);
+            if (!t)
+                continue;
+            if (l->wrote)
+                put(l, ",", 1);
+            put(l, t, strlen(t));
+            l->wrote = true;
+            free(t);
+            continue;
+        }
         if (!j)
             continue;
         job_launch_refresh(j);
@@ -163,10 +195,18 @@ enum MHD_Result jobs_list_reply(struct MHD_Connection *conn, const jobs_list_fil
     l->f = *f;
     l->gpu = f->by_gpu && f->gpu_uuid ? xstrdup(f->gpu_uuid) : NULL;
     l->later = (loop_task){.fn = on_later, .data = l};
-    l->seqs = xmalloc((core.njobs ? core.njobs : 1) * sizeof *l->seqs);
-    for (size_t i = 0; i < core.njobs; i++)
-        if (matches(l, core.jobs[i], false))
+    size_t narr;
+    jarray **arrs = arrays_all(&narr);
+    l->seqs = xmalloc((core.njobs + narr + 1) * sizeof *l->seqs);
+    /* jobs and arrays, both in seq order: merged */
+    size_t a = 0;
+    for (size_t i = 0; i <= core.njobs; i++) {
+        for (; a < narr && (i == core.njobs || arrs[a]->seq < core.jobs[i]->seq); a++)
+            if (array_matches(l, arrs[a], false))
+                l->seqs[l->n++] = arrs[a]->seq;
+        if (i < core.njobs && matches(l, core.jobs[i], false))
             l->seqs[l->n++] = core.jobs[i]->seq;
+    }
     /* what it describes is committed first, as every answer's (reply.c) */
     state_commit();
     struct MHD_Response *r = stream_response(conn, 65536, reader, free_lister, l, &l->st);

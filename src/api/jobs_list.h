@@ -19,9 +19,11 @@ typedef struct jobs_list_filter {
     enum job_state state;
     const char *gpu_uuid; /* a GPU's or a MIG device's UUID (copied) */
     int64_t since_ms;     /* created at or after; 0: any */
+    bool expand;          /* an array's made tasks each on a line of their own, besides its own */
 } jobs_list_filter;
 
-/* Answers 200 with {"jobs": [...]}: the jobs that match are picked now (their seqs), then
+/* Answers 200 with {"jobs": [...]} (a job array is one item, "kind": "array", its tasks left
+ * out unless expand): the jobs that match are picked now (their seqs), then
  * written JOBS_LIST_SLICE per turn of the loop. */
 enum MHD_Result jobs_list_reply(struct MHD_Connection *conn, const jobs_list_filter *f);
 /* The server stops: listings not over end at once (their connections are resumed, then closed

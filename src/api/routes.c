@@ -43,6 +43,8 @@
 #include "query.h"
 #include "reply.h"
 #include "routes_volume.h"
+#include "../core/array_ctl.h"
+#include "../core/array_json.h"
 #include "routes_network.h"
 #include "routes_runtime.h"
 #include "routes_slurm.h"
@@ -73,6 +75,18 @@ static enum MHD_Result submit(request *r)
         incoming *in = incoming_open_job(&jr, r->who.uid, r->who.gid, &e);
         jobreq_free(&jr);
         return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
+    }
+    if (jr.array) {
+        /* a job array (docs/batch.md): one row, its tasks made as they start */
+        jarray *a = submit_array(&jr, r->who.uid, r->who.gid, &e);
+        jobreq_free(&jr);
+        if (!a)
+            return http_reply_error(r->conn, &e);
+        if (r->made)
+            snprintf(r->made, HTTP_MADE_LEN, "%s", a->id);
+        settle(); /* its first tasks start, or wait with a reason */
+        state_commit();
+        return http_reply_json(r->conn, 201, array_json(a));
     }
     job *j = submit_job(&jr, r->who.uid, r->who.gid, &e);
     jobreq_free(&jr);
@@ -112,7 +126,8 @@ static enum MHD_Result list(request *r)
     if (e.msg[0])
         return http_reply_error(r->conn, &e);
     jobs_list_filter lf = {.who = r->who, .by_user = uf != NULL, .user = (uid_t)uid, .by_state = sf != NULL,
-                           .state = want, .by_gpu = gf != NULL, .gpu_uuid = guuid, .since_ms = (int64_t)since * 1000};
+                           .state = want, .by_gpu = gf != NULL, .gpu_uuid = guuid, .since_ms = (int64_t)since * 1000,
+                           .expand = query_true(r, "expand")};
     return jobs_list_reply(r->conn, &lf);
 }
 
@@ -158,6 +173,8 @@ static enum MHD_Result delete_all(request *r)
     }
     size_t n = r->park->tally;
     r->park->tally = 0;
+    array_ctl_reap(&r->who); /* arrays every task of which ended and went */
+    state_commit();
     http_reply_committed(r->conn); /* each slice was committed before its jobs went */
     return http_reply_json(r->conn, 200, json_pack("{s:I}", "deleted", (json_int_t)n));
 }
@@ -260,6 +277,66 @@ static struct MHD_Response *logs_response(job *j, struct MHD_Connection *conn, c
     return r;
 }
 
+/* /v1/jobs/{array}[/action] and /v1/jobs/{array}_{tasks}[/action] (docs/api.md "Job arrays"):
+ * the array as one object, its tasks not made yet as the array's, made ones as jobs. */
+#define ARRAY_DELETE_SLICE 256
+#define ARRAY_SHOW_MAX 1000
+static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, const char *action)
+{
+    jerr e = {0};
+    bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
+    if (!*action && get) {
+        if (!tasks)
+            return http_reply_json(r->conn, 200, array_json(a));
+        if (tasks->count == 1)
+            return http_reply_json(r->conn, 200, array_task_json(a, tasks->r[0].lo));
+        json_t *list = json_array();
+        for (uint64_t k = 0; k < tasks->count && k < ARRAY_SHOW_MAX; k++) {
+            uint32_t t = arrayspec_task(tasks, k);
+            bool made;
+            job *j = arrays_task(a, t, &made);
+            if (j)
+                json_array_append_new(list, job_json(j));
+            else if (arrayspec_has(&a->spec, t) && !made)
+                json_array_append_new(list, array_task_json(a, t));
+        }
+        return http_reply_json(r->conn, 200, json_pack("{s:o,s:o,s:b}", "array", array_json(a), "tasks", list,
+                                                       "truncated", tasks->count > ARRAY_SHOW_MAX));
+    }
+    if (!*action && del) {
+        if (tasks)
+            return http_reply_error(r->conn, (jerr_http(&e, 400, "an array is deleted whole (rnx job delete %.8s), "
+                                                                 "once every task ended", a->id), &e));
+        char full[sizeof a->id];
+        snprintf(full, sizeof full, "%s", a->id);
+        size_t n;
+        bool more;
+        if (array_ctl_delete(a, ARRAY_DELETE_SLICE, &n, &more, &e) < 0)
+            return http_reply_error(r->conn, &e);
+        http_reply_committed(r->conn);
+        return http_reply_json(r->conn, 200, json_pack("{s:s,s:I,s:b}", "deleted", full, "tasks", (json_int_t)n,
+                                                       "more", more));
+    }
+    if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
+        enum array_ctl_act act = !strcmp(action, "stop")   ? ARRAY_CTL_STOP
+                                 : !strcmp(action, "kill") ? ARRAY_CTL_KILL
+                                                           : ARRAY_CTL_CANCEL;
+        uint64_t acted;
+        if (array_ctl_act(a, tasks, act, r->who.uid, &acted, &e) < 0)
+            return http_reply_error(r->conn, &e);
+        settle();
+        return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
+                                                       (json_int_t)acted));
+    }
+    if (tasks && tasks->count == 1)
+        jerr_http(&e, 409, "task %u of array %s has not started yet: it has no %s", tasks->r[0].lo, a->id,
+                  *action ? action : "such operation");
+    else
+        jerr_http(&e, 400, "%s is a job array (%llu tasks): name one task, e.g. %.8s_%u, for %s %s", a->id,
+                  (unsigned long long)a->spec.count, a->id, a->spec.min, r->method, *action ? action : "");
+    return http_reply_error(r->conn, &e);
+}
+
 static enum MHD_Result one_job(request *r, const char *rest)
 {
     char id[160];   /* an id, a prefix, or a name (at most 128 bytes) */
@@ -272,9 +349,18 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     }
     snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
-    job *j = jobs_find(id, &r->who, &e);
-    if (!j)
+    array_ref *ar = xmalloc(sizeof *ar);
+    if (array_ctl_find(id, &r->who, ar, &e) < 0) {
+        free(ar);
         return http_reply_error(r->conn, &e);
+    }
+    if (ar->a) {
+        enum MHD_Result rc = one_array(r, ar->a, ar->tasks_named ? &ar->tasks : NULL, action);
+        free(ar);
+        return rc;
+    }
+    job *j = ar->j;
+    free(ar);
     job_launch_refresh(j);
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
     if (!*action && get) {

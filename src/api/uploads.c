@@ -7,6 +7,7 @@
 
 #include "../common/parse.h"
 #include "../common/util.h"
+#include "../core/array_json.h"
 #include "../core/incoming.h"
 #include "../core/job_json.h"
 #include "../core/settle.h"
@@ -80,13 +81,14 @@ enum MHD_Result uploads_end(struct MHD_Connection *c, put_state *p)
     jerr e = p->err;
     job *j = NULL;
     workflow *wf = NULL;
-    int rc = p->failed ? -1 : incoming_finish(p->in, &j, &wf, &e);
+    jarray *a = NULL;
+    int rc = p->failed ? -1 : incoming_finish(p->in, &j, &wf, &a, &e);
     free(p);
     if (rc < 0)
         return http_reply_error(c, &e);
     settle(); /* the answer shows where it stands, as a submission's does */
     state_commit(); /* the job or workflow is saved (incoming_finish); as submit's */
-    return http_reply_json(c, 201, wf ? workflow_json(wf, false) : job_json(j));
+    return http_reply_json(c, 201, wf ? workflow_json(wf, false) : a ? array_json(a) : job_json(j));
 }
 
 void uploads_abort(put_state *p, enum MHD_RequestTerminationCode why)

@@ -131,14 +131,16 @@ static void run_help(FILE *f, const struct option *opts)
 }
 
 static const char list_help[] =
-    "Usage: rnx job list [--status STATUS] [--gpu GPU] [--user USER] [--since WHEN] [--json]\n"
+    "Usage: rnx job list [--status STATUS] [--gpu GPU] [--user USER] [--since WHEN] [--expand] [--json]\n"
     "\n"
     "Lists the jobs you can see (root: everyone's), oldest first, newest last. The GPUS\n"
-    "column shows the GPUs a job holds or held, or how many it waits for.\n"
+    "column shows the GPUs a job holds or held, or how many it waits for. A job array is\n"
+    "one line, ID_[LIST%N] with its tasks by state; --expand lists its started tasks too.\n"
     "\n"
     "Flags:\n"
     "  --status STATUS   only jobs in this state: PENDING, SCHEDULED, QUEUED, RUNNING,\n"
     "                    STOPPING, PREEMPTED, STOPPED, COMPLETED, FAILED, CANCELED\n"
+    "  --expand          each started task of a job array on a line of its own (ID_7)\n"
     "  --gpu GPU         only jobs that hold or held this GPU (an index or a UUID)\n"
     "  --user USER       only this user's jobs (a name or a uid; others' jobs: root only)\n"
     "  --since WHEN      only jobs submitted since: a duration ago (30min, 2h, 1d) or a time\n"
@@ -509,7 +511,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 
 enum {
     O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_GPU, O_USER, O_SINCE, O_TAIL, O_STDOUT, O_STDERR,
-    O_DETACH_KEYS,
+    O_DETACH_KEYS, O_EXPAND,
     O_DEPENDENCY,
     O_FIELD = 512 /* + enum jobreq_id */
 };
@@ -728,6 +730,11 @@ static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
     int rc;
     if (!c)
         return RNX_FAIL;
+    if (r->follow && r->req.array) {
+        client_free(c);
+        return rnx_usage("--follow: an array's tasks each have their own output; follow one with rnx job log "
+                         "ID_TASK -f, or wait for all with rnx job wait ID");
+    }
     if (client_request(c, "POST", "/v1/jobs", body, &job, &e) < 0) {
         rc = server_error(&e, true);
         goto out;
@@ -909,8 +916,16 @@ static void list_row(table *t, json_t *job, bool with_user)
     char created[64], dur[32] = "-", exit_s[16] = "-", gpus[96], user[64];
     int64_t v;
     const char *id = jstr(job, "id");
-    char short_id[9];
-    snprintf(short_id, sizeof short_id, "%s", id ? id : "-");
+    char short_id[2100], counts[600] = "";
+    snprintf(short_id, sizeof short_id, "%.8s", id ? id : "-");
+    json_t *arr = json_object_get(job, "array");
+    bool array = jstr(job, "kind") && !strcmp(jstr(job, "kind"), "array");
+    if (array) {
+        /* one line for the array: 3f2a1b2c_[0-99%8], its tasks by state */
+        snprintf(short_id, sizeof short_id, "%s", jstr(arr, "ref") ? jstr(arr, "ref") : "-");
+        print_array_counts(arr, counts, sizeof counts);
+    } else if (json_is_object(arr) && jstr(arr, "ref"))
+        snprintf(short_id, sizeof short_id, "%s", jstr(arr, "ref"));
     fmt_local_time(jstr(job, "created_at"), created, sizeof created);
     if (job_elapsed_ms(job, &v))
         fmt_elapsed_ms(v, dur, sizeof dur);
@@ -921,6 +936,11 @@ static void list_row(table *t, json_t *job, bool with_user)
     char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
     char *cmd_cell = cell_text(cmd, 40);
     const char *status = jstr(job, "status");
+    char status_cell[700];
+    if (array) {
+        snprintf(status_cell, sizeof status_cell, "%s (%s)", status ? status : "-", counts);
+        status = status_cell;
+    }
     gpus_cell(job, gpus, sizeof gpus);
     fmt_owner(job, user, sizeof user);
     char *user_cell = cell_text(user, 16);
@@ -983,6 +1003,7 @@ static void add_query(rnx_client *c, char **path, const char *key, const char *v
 static int job_list(rnx_ctx *ctx, int argc, char **argv)
 {
     static const struct option opts[] = {{"status", required_argument, NULL, O_STATUS},
+                                         {"expand", no_argument, NULL, O_EXPAND},
                                          {"gpu", required_argument, NULL, O_GPU},
                                          {"user", required_argument, NULL, O_USER},
                                          {"since", required_argument, NULL, O_SINCE},
@@ -990,12 +1011,13 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
                                          OPT_HELP,
                                          {0}};
     char status[32] = "", user[16] = "", since[48] = "";
-    const char *gpu = NULL;
+    const char *gpu = NULL, *expand = NULL;
     int c;
     optind = 0;
     while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job list")) != -1) {
         switch (c) {
         case 'h': fputs(list_help, stdout); return RNX_OK;
+        case O_EXPAND: expand = "1"; break;
         case 'j': ctx->json = true; break;
         case O_STATUS:
             if (parse_status(optarg, status, sizeof status) != 0)
@@ -1030,6 +1052,7 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
     add_query(cl, &path, "gpu", gpu);
     add_query(cl, &path, "user", user);
     add_query(cl, &path, "since", since);
+    add_query(cl, &path, "expand", expand);
     json_t *resp = NULL;
     jerr e = {0};
     int rc = RNX_OK;
@@ -1189,16 +1212,32 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
     }
     if ((rc = one_id(argc, argv, cmd + 4, usage, &id)) != 0)
         return rc;
-    if (del)
+    if (del) {
         rc = job_request(ctx, "DELETE", id, "", &answer);
-    else
+        /* an array: its ended tasks go a slice per request, then the array */
+        for (int64_t total = 0, n; rc == 0 && json_is_true(json_object_get(answer, "more"));) {
+            total += jint(answer, "tasks", &n) ? n : 0;
+            json_decref(answer);
+            answer = NULL;
+            rc = job_request(ctx, "DELETE", id, "", &answer);
+        }
+    } else
         rc = job_request(ctx, "POST", id, kill ? "/kill" : stop ? "/stop" : "/cancel", &answer);
     if (rc != 0)
         return rc;
     const char *status = jstr(answer, "status");
+    json_t *arr = json_object_get(answer, "array");
+    int64_t acted;
     if (ctx->json)
         print_json(answer);
-    else if (del)
+    else if (!del && json_is_object(arr) && jint(answer, "acted", &acted)) {
+        /* an array, or tasks of one */
+        char counts[600];
+        print_array_counts(json_object_get(arr, "array"), counts, sizeof counts);
+        print_textf(stdout, "%s %lld task%s of array %s (now %s)\n",
+                    !strcmp(which, "cancel") ? "canceled" : kill ? "killing" : "stopping or canceled", (long long)acted,
+                    acted == 1 ? "" : "s", jstr(arr, "id") ? jstr(arr, "id") : id, counts);
+    } else if (del)
         print_textf(stdout, "deleted %s\n", jstr(answer, "deleted") ? jstr(answer, "deleted") : id);
     else if (!strcmp(which, "cancel") || (status && strcmp(status, "CANCELED") == 0))
         print_textf(stdout, "canceled %s%s\n", answer_id(answer, id), stop || kill ? " (it had not started)" : "");

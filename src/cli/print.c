@@ -854,8 +854,71 @@ static void print_gpu_request(FILE *f, json_t *req)
     fputc('\n', f);
 }
 
+/* "2 COMPLETED, 8 RUNNING, 90 QUEUED": an array's tasks by state, in the states' order. */
+void print_array_counts(json_t *arr, char *out, size_t len)
+{
+    static const char *const order[] = {"RUNNING", "STOPPING", "QUEUED", "SCHEDULED", "PENDING", "PREEMPTED",
+                                        "HELD", "SUSPENDED", "COMPLETED", "FAILED", "STOPPED", "CANCELED"};
+    json_t *counts = json_object_get(arr, "counts");
+    size_t l = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < sizeof order / sizeof *order && l < len; i++) {
+        int64_t n;
+        if (jint(counts, order[i], &n) && n > 0)
+            l += (size_t)snprintf(out + l, len - l, "%s%lld %s", l ? ", " : "", (long long)n, order[i]);
+    }
+}
+
+/* A job array (rnx job status ARRAY): its task list, its tasks by state, why the next waits. */
+static void print_array(json_t *job, FILE *f)
+{
+    json_t *arr = json_object_get(job, "array");
+    char b[1024];
+    int64_t v;
+    key(f, "UUID:");
+    put_line(f, jstr(job, "id") ? jstr(job, "id") : "-");
+    key(f, "Array:");
+    print_textf(f, "%s", jstr(arr, "ref") ? jstr(arr, "ref") : "-");
+    if (jint(arr, "tasks", &v))
+        print_textf(f, ": %lld task%s", (long long)v, v == 1 ? "" : "s");
+    if (jint(arr, "throttle", &v) && v > 0)
+        print_textf(f, ", at most %lld at once", (long long)v);
+    fputc('\n', f);
+    key(f, "Status:");
+    put_line(f, jstr(job, "status") ? jstr(job, "status") : "-");
+    print_array_counts(arr, b, sizeof b);
+    key(f, "Tasks:");
+    print_textf(f, "%s", *b ? b : "-");
+    if (jint(arr, "deleted", &v) && v > 0)
+        print_textf(f, "; %lld deleted", (long long)v);
+    fputc('\n', f);
+    if (jstr(arr, "wait")) {
+        key(f, "Waiting:");
+        put_line(f, jstr(arr, "wait"));
+    }
+    if (jint(arr, "canceled_by", &v)) {
+        key(f, "Canceled:");
+        print_textf(f, "by uid %lld (tasks not started were canceled)\n", (long long)v);
+    }
+    key(f, "Name:");
+    put_line(f, jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
+    char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
+    key(f, "Command:");
+    put_line(f, cmd);
+    free(cmd);
+    if (jint(job, "owner_uid", &v)) {
+        key(f, "Owner uid:");
+        print_textf(f, "%lld\n", (long long)v);
+    }
+    print_time_line(f, job, "Created:", "created_at");
+}
+
 void print_job(json_t *job, FILE *f)
 {
+    if (jstr(job, "kind") && !strcmp(jstr(job, "kind"), "array")) {
+        print_array(job, f);
+        return;
+    }
     const char *status = jstr(job, "status");
     char b[1024];
     int64_t v;
@@ -874,6 +937,14 @@ void print_job(json_t *job, FILE *f)
         print_text(f, jstr(wf, "name") ? jstr(wf, "name") : "-");
         print_textf(f, " (%s), job ", jstr(wf, "id") ? jstr(wf, "id") : "-");
         put_line(f, jstr(wf, "job") ? jstr(wf, "job") : "-");
+    }
+    json_t *ta = json_object_get(job, "array");
+    if (json_is_object(ta)) {
+        int64_t t = -1;
+        jint(ta, "task", &t);
+        key(f, "Array task:");
+        print_textf(f, "%s (task %lld of array %s)\n", jstr(ta, "ref") ? jstr(ta, "ref") : "-", (long long)t,
+                    jstr(ta, "id") ? jstr(ta, "id") : "-");
     }
     json_t *after = json_object_get(job, "after");
     if (json_array_size(after)) {

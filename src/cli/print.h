@@ -56,7 +56,10 @@ bool job_elapsed_ms(json_t *job, int64_t *ms);
 void print_json(json_t *v);
 
 /* The key: value block of `rnx job status`. */
+/* A job, or a job array ("kind": "array") as one object. */
 void print_job(json_t *job, FILE *f);
+/* An array's tasks by state ("2 COMPLETED, 8 RUNNING, 90 QUEUED") from its "array" object. */
+void print_array_counts(json_t *arr, char *out, size_t len);
 /* Text a user controls, with control characters and bytes that are not UTF-8 escaped (\n,
  * \t, \xNN): what every human-readable output of rnx prints such text with. */
 void print_text(FILE *f, const char *s);

@@ -1,5 +1,6 @@
 /* The one job request schema (jobreq.h): the table, the typed request, and its JSON. */
 #include "jobreq.h"
+#include "arrayspec.h"
 #include "netaddr.h"
 
 #include <ctype.h>
@@ -160,6 +161,12 @@ const jobreq_field jobreq_fields[JR_N] = {
                   "must be true or false",
         NULL, "keep the job's stdin open: rnx sends its own stdin to the job (its\n"
                     "end closes the job's); without -t, stdout and stderr stay apart", .letter = 'i'},
+    /* a job array (docs/batch.md): one request, its tasks made as they are scheduled */
+    [JR_ARRAY] = {"array", "--array", "array", false, false, JK_TEXT, JU_ARRAY, 1, 1024, OFF(array),
+                  "is not a task list; use Slurm's form: 0-99, 1,3,7, 0-15:4, and %%N to run at most N at once",
+        "LIST[%N]", "a job array, as sbatch --array: one task per id of LIST (0-99, 1,3,7,\n"
+                    "0-15:4), at most N at once with %N; each task sees its id in\n"
+                    "JOBLET_ARRAY_TASK_ID and SLURM_ARRAY_TASK_ID"},
     /* the jobs it waits for (core/depend.h): each resolved to a full id at submission */
     [JR_AFTER] = {"after", "--after", NULL, false, false, JK_AFTER, JU_NONE, 1, JOBREQ_AFTER_MAX, OFF(after),
                   "must be a list of at most %2$lld {job, state}: a job's id, unique id prefix or name, and ok, "
@@ -563,6 +570,17 @@ static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t l
         if (strcmp(s, "native") && strcmp(s, "gvisor"))
             return refuse(e, f, s);
         break;
+    case JU_ARRAY: {
+        arrayspec *as = xmalloc(sizeof *as);
+        int rc = arrayspec_parse(s, f->key, true, as, e);
+        if (rc == 0)
+            arrayspec_format(as, true, norm, sizeof norm);
+        free(as);
+        if (rc < 0)
+            return -1;
+        v = norm;
+        break;
+    }
     case JU_CPUS: {
         uint8_t mask[CPU_MAX / 8];
         if (parse_cpu_list(f->key, s, mask, e) < 0)
@@ -1507,6 +1525,8 @@ int jobreq_check(const job_req *r, jerr *e)
         return jerr_field(e, "command", "command: missing; give the program to run");
     if (check_uploads(r, e) < 0)
         return -1;
+    if (r->array && (r->tty || r->stdin_open))
+        return jerr_field(e, "array", "array: an array's tasks run unattended; drop %s", r->tty ? "tty" : "stdin");
     bool mig = jobreq_has(r, JR_GPU_MIG), all = r->gpu_all, ids = r->ngpu_ids > 0;
     bool count = jobreq_has(r, JR_GPU_COUNT) && r->gpu_count > 0, mem = jobreq_has(r, JR_GPU_MEMORY_MB);
     if (mig) {

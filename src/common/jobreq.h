@@ -32,7 +32,7 @@ enum jobreq_id {
     JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_MAX_IOBPS, JR_CPU_CORES, JR_MAX_RUNTIME_S, JR_SCHEDULE_AT,
     JR_UPLOADS, JR_GPU_COUNT, JR_GPU_MEMORY_MB, JR_GPU_ALL, JR_GPU_IDS, JR_GPU_CAPS, JR_GPU_OPTIONAL,
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
-    JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES, JR_TTY, JR_STDIN, JR_MAX_NETBPS,
+    JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES, JR_TTY, JR_STDIN, JR_MAX_NETBPS, JR_ARRAY,
     JR_AFTER,
     /* set by the daemon, never by a client */
     JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT, JR_VOLUME_PINS,
@@ -55,6 +55,7 @@ enum jobreq_unit {
     JU_VOLUME,    /* NAME or NAME:ro, NAME of letters, digits, '.', '_', '-' */
     JU_ISOLATION, /* native or gvisor */
     JU_CDI,       /* a CDI device name: nvidia.com/gpu=INDEX, =UUID or =all */
+    JU_ARRAY,     /* a job array's task list: 0-99%8, 1,3,7, 0-15:4 (common/arrayspec.h) */
 };
 
 typedef struct jobreq_field {
@@ -143,6 +144,7 @@ typedef struct job_req {
     char **devices;           /* CDI names, nvidia.com/gpu=0; the daemon maps them onto gpu_ids */
     size_t ndevices;
     char *gpu_caps, *gpu_mig, *gpu_type, *gpu_cc, *gpu_degraded;
+    char *array;              /* a job array's task list, canonical ("0-99%8"); NULL: one job */
     char *volume_pins;        /* which volume each of volumes is: "NAME:OWNER_UID:ID,..." (core/volumes.h) */
     int64_t schedule_ms;      /* schedule_at as milliseconds, 0 none */
     jobreq_after *after;      /* the jobs it waits for (rnx job run --after) */

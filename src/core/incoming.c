@@ -12,6 +12,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "arrays.h"
 #include "state.h"
 #include "submit.h"
 #include "transfers.h"
@@ -100,7 +101,7 @@ static void enlist(incoming *in)
     for (size_t r = 0; r < in->n; r++)
         volumes_hold(&in->reqs[r], true); /* the volumes it pinned stay until it ends */
     log_info("upload %s: uid %u, %llu bytes in %zu files to come for %s", in->id, (unsigned)in->uid,
-             (unsigned long long)in->total, in->files, in->workflow ? "a workflow" : "a job");
+             (unsigned long long)in->total, in->files, in->workflow ? "a workflow" : in->req.array ? "an array" : "a job");
 }
 
 static void unlist(incoming *in)
@@ -307,10 +308,11 @@ int incoming_write(incoming *in, const char *data, size_t len, jerr *e)
     return 0;
 }
 
-int incoming_finish(incoming *in, job **j, workflow **wf, jerr *e)
+int incoming_finish(incoming *in, job **j, workflow **wf, jarray **a, jerr *e)
 {
     *j = NULL;
     *wf = NULL;
+    *a = NULL;
     int rc = in->fd < 0 ? advance(in, e) : 0;
     if (rc == 0 && in->fd >= 0) {
         const jobreq_upload *up = &in->reqs[in->r].uploads[in->u];
@@ -323,6 +325,10 @@ int incoming_finish(incoming *in, job **j, workflow **wf, jerr *e)
     if (rc == 0 && in->workflow) {
         *wf = workflow_create(&in->wb, &in->wc, in->uid, in->gid, e);
         rc = *wf ? 0 : -1;
+    } else if (rc == 0 && in->req.array) {
+        /* an array: its files are the ones every task's /work starts as */
+        *a = submit_array_create(&in->req, in->uid, in->gid, &in->one, e);
+        rc = *a ? 0 : -1;
     } else if (rc == 0) {
         *j = submit_create(&in->req, in->uid, in->gid, &in->one, e);
         if (*j)

@@ -47,9 +47,9 @@ void incoming_attach(incoming *in);
 /* The next bytes of the body, written where the listing says; -1 when they cannot be (a
  * disk error, more bytes than declared): the caller drops it. */
 int incoming_write(incoming *in, const char *data, size_t len, jerr *e);
-/* The body ended: every declared byte there? Then the job (*j) or the workflow (*wf) is
- * created. in is freed either way; -1 with e set when nothing was created. */
-int incoming_finish(incoming *in, job **j, workflow **wf, jerr *e);
+/* The body ended: every declared byte there? Then the job (*j), the workflow (*wf) or the job
+ * array (*a) is created. in is freed either way; -1 with e set when nothing was created. */
+int incoming_finish(incoming *in, job **j, workflow **wf, struct jarray **a, jerr *e);
 /* Removes what was written and frees it; why goes to the log. */
 void incoming_drop(incoming *in, const char *why);
 

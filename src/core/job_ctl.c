@@ -1,5 +1,6 @@
 /* What a user asks of a job (job_ctl.h). */
 #include "job_ctl.h"
+#include "arrays.h"
 
 #include "../common/log.h"
 #include "../common/util.h"
@@ -71,6 +72,7 @@ static void delete_rest(job *j)
     job_term_wake(j); /* (an ended job's waiters heard at its end already) */
     job_launch_forget(j);
     workflow_forget_job(j);
+    arrays_forget_task(j);
     networks_release(j); /* (given back at its end already, unless it is deleted before the settle step) */
     statedisk_budget_release(j);
     workfs_remove(j->owner_uid, dir);
@@ -100,6 +102,27 @@ int job_ctl_delete(job *j, jerr *e)
     if (delete_row(j, e) < 0 || commit_delete(e) < 0)
         return -1;
     delete_rest(j);
+    return 0;
+}
+
+int job_ctl_delete_many(job **v, size_t n, jerr *e)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!job_state_terminal(v[i]->state))
+            return jerr_http(e, 409, "job %s is %s; stop or cancel it before deleting it", v[i]->id,
+                             job_state_name(v[i]->state));
+    if (db_mark(core.db, e) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (delete_row(v[i], e) < 0) {
+            db_undo(core.db);
+            return -1;
+        }
+    db_keep(core.db);
+    if (commit_delete(e) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        delete_rest(v[i]);
     return 0;
 }
 

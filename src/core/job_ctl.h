@@ -22,6 +22,9 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e);
 /* An ended job, its directory, logs and database rows are gone; 409 for one not ended. The
  * job is freed: the caller must not use it afterwards. */
 int job_ctl_delete(job *j, jerr *e);
+/* These ended jobs (409 if one is not), their rows in one commit, then gone as job_ctl_delete's;
+ * freed. */
+int job_ctl_delete_many(job **v, size_t n, jerr *e);
 /* Ended jobs the caller may see (root: all), newest first, at most max of them, their rows in
  * one commit: *deleted says how many, *more whether some are left; -1 (none of these deleted)
  * when a row or the commit failed. */

@@ -174,6 +174,14 @@ json_t *job_json(const job *j)
                                                          json_object_get(j->wf->doc, "name"), "job",
                                                          r->name ? json_string(r->name) : NULL)
                                              : json_null());
+    /* a job array's task (arrays.h): its array and task id, and the name rnx shows, ID_TASK */
+    if (j->array_id[0]) {
+        char ref[64];
+        snprintf(ref, sizeof ref, "%.8s_%lld", j->array_id, (long long)j->array_task);
+        json_object_set_new(o, "array", json_pack("{s:s,s:I,s:s}", "id", j->array_id, "task",
+                                                  (json_int_t)j->array_task, "ref", ref));
+    } else
+        json_object_set_new(o, "array", json_null());
     json_object_set_new(o, "preemptible", json_boolean(r->preemptible));
     json_object_set_new(o, "wait_reason", *why ? json_string(why) : json_null());
     job_usage u = j->usage;

@@ -27,6 +27,7 @@
 #include "job_detail.h"
 #include "job_events.h"
 #include "job_dirs.h"
+#include "arrays.h"
 #include "jobs.h"
 #include "job_launch.h"
 #include "job_term.h"
@@ -59,6 +60,34 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
         .attach_wait_s = core.cfg.attach_wait_s,
         .log_floor = core.cfg.state_reserve / 2,
     };
+    /* a job array's task: its ids, as joblet's names and as Slurm's (a sweep script written
+     * for sbatch --array runs unchanged) */
+    char av[6][40];
+    jobreq_pair given[12];
+    if (j->array_id[0]) {
+        const arrayspec *as = j->array ? &j->array->spec : NULL;
+        static const char *const names[][2] = {
+            {"JOBLET_ARRAY_JOB_ID", "SLURM_ARRAY_JOB_ID"},       {"JOBLET_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_ID"},
+            {"JOBLET_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_COUNT"}, {"JOBLET_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MIN"},
+            {"JOBLET_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_MAX"},   {"JOBLET_ARRAY_TASK_STEP", "SLURM_ARRAY_TASK_STEP"},
+        };
+        snprintf(av[0], sizeof av[0], "%s", j->array_id);
+        snprintf(av[1], sizeof av[1], "%lld", (long long)j->array_task);
+        size_t nv = 2;
+        if (as) {
+            snprintf(av[2], sizeof av[2], "%llu", (unsigned long long)as->count);
+            snprintf(av[3], sizeof av[3], "%u", as->min);
+            snprintf(av[4], sizeof av[4], "%u", as->max);
+            /* Slurm gives the step of a list that is one range */
+            snprintf(av[5], sizeof av[5], "%u", as->n == 1 ? as->r[0].step : 1);
+            nv = 6;
+        }
+        for (size_t i = 0; i < nv; i++) {
+            given[c.ngiven_env++] = (jobreq_pair){(char *)names[i][0], av[i]};
+            given[c.ngiven_env++] = (jobreq_pair){(char *)names[i][1], av[i]};
+        }
+        c.given_env = given;
+    }
     if (j->req.runtime) {
         /* checked at submission; removed since: the job cannot start (runtime_build.c refuses to
          * remove a runtime jobs wait for) */

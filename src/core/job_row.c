@@ -42,7 +42,9 @@ const db_job *job_row(const job *j, db_job *out)
         .waiter_pid = j->waiter_pid,
         .waiter_start = j->waiter_start,
         .net = j->net,
+        .array_task = j->array_task,
     };
+    memcpy(out->array_id, j->array_id, sizeof out->array_id);
     memcpy(out->id, j->id, sizeof out->id);
     memcpy(out->wf_id, j->wf_id, sizeof out->wf_id);
     return out;
@@ -64,4 +66,15 @@ const db_workflow *workflow_row(const workflow *wf, db_workflow *out)
     };
     memcpy(out->id, wf->id, sizeof out->id);
     return out;
+}
+
+const db_array *array_row(const jarray *a, array_row_buf *b)
+{
+    arrayspec_format(&a->spec, true, b->spec, sizeof b->spec);
+    arrayspec_format(&a->skip, false, b->skip, sizeof b->skip);
+    b->row = (db_array){.seq = a->seq, .name = a->name, .owner_uid = a->owner_uid, .owner_gid = a->owner_gid,
+                        .req = a->req, .spec = b->spec, .created_ms = a->created_ms, .made = a->made,
+                        .skip = a->skip.n ? b->skip : NULL, .canceled_by = a->canceled_by, .held = a->held};
+    memcpy(b->row.id, a->id, sizeof b->row.id);
+    return &b->row;
 }

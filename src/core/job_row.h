@@ -5,6 +5,7 @@
 #define JOBLET_JOB_ROW_H
 
 #include "../store/db.h"
+#include "arrays.h"
 #include "job.h"
 #include "workflow.h"
 
@@ -13,5 +14,11 @@
 const db_job *job_row(const job *j, db_job *out);
 /* The same for a workflow (it borrows reason and doc). */
 const db_workflow *workflow_row(const workflow *wf, db_workflow *out);
+/* The same for a job array, its task lists written out into b. */
+typedef struct array_row_buf {
+    db_array row;
+    char spec[2048], skip[4096];
+} array_row_buf;
+const db_array *array_row(const jarray *a, array_row_buf *b);
 
 #endif

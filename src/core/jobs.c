@@ -143,6 +143,8 @@ job *job_new(db_job *r)
     j->shim_start = r->shim_start;
     j->waiter_pid = (pid_t)r->waiter_pid;
     j->net = r->net;
+    memcpy(j->array_id, r->array_id, sizeof j->array_id);
+    j->array_task = r->array_task;
     j->waiter_start = r->waiter_start;
     j->init_pid = (pid_t)r->init_pid;
     /* the event loop's: nothing watched yet */

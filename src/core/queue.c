@@ -12,6 +12,7 @@
 #include "../gpu/sched_view.h"
 #include "../sched/placement.h"
 #include "../sched/sched.h"
+#include "arrays.h"
 #include "counters.h"
 #include "gpus.h"
 #include "job_detail.h"
@@ -21,6 +22,7 @@
 #include "job_launch.h"
 #include "sched_input.h"
 #include "state.h"
+#include "submit.h"
 
 /* What the last pass decided for the head of the queue, for wait reasons. */
 static struct {
@@ -65,7 +67,7 @@ static void record_waits(job **map, size_t n)
     sched_input in;
     for (size_t i = 0; i < n; i++) {
         job *j = map[i];
-        if (!job_in_queue(j) || j->wait_why == SW_STARTS || j->wait_why == SW_SCHEDULED ||
+        if (!j || !job_in_queue(j) || j->wait_why == SW_STARTS || j->wait_why == SW_SCHEDULED ||
             !job_event_wait_is_new(j, j->wait_why))
             continue;
         if (!run) {
@@ -88,11 +90,17 @@ void queue_run(void)
 
 static void schedule(void)
 {
-    size_t n = 0;
+    size_t n = 0, narr;
     for (size_t i = 0; i < core.njobs; i++)
         n += job_in_queue(core.jobs[i]);
+    /* a job array's tasks not made yet: as many entries as could start in this pass, each
+     * made into a job only if it starts (arrays.h) */
+    jarray **arrs = arrays_all(&narr);
+    for (size_t i = 0; i < narr; i++)
+        n += arrays_offer(arrs[i]);
     sched_job *sj = xcalloc(n + 1, sizeof *sj);
     job **map = xcalloc(n + 1, sizeof *map);
+    jarray **amap = xcalloc(n + 1, sizeof *amap);
     size_t k = 0;
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
@@ -101,6 +109,18 @@ static void schedule(void)
         sj[k] = (sched_job){.seq = j->seq, .not_before_ms = j->scheduled_ms};
         sched_input_req(j, &sj[k].r);
         map[k++] = j;
+    }
+    size_t arr_offered = 0, arr_started = 0;
+    for (size_t i = 0; i < narr; i++) {
+        jarray *a = arrs[i];
+        a->wait_why = SW_STARTS;
+        a->queue_position = 0;
+        for (uint32_t c = arrays_offer(a); c > 0; c--) {
+            sj[k] = (sched_job){.seq = a->seq, .not_before_ms = a->req.schedule_ms};
+            sched_input_req_of(&a->req, a->owner_uid, &sj[k].r);
+            amap[k++] = a;
+            arr_offered++;
+        }
     }
     sched_gpu gpus[GPU_MAX];
     sched_mig migs[GPU_MAX * GPU_MIG_MAX];
@@ -119,6 +139,14 @@ static void schedule(void)
                         .position = pos};
     sched_decide(&in, &out);
     for (size_t i = 0; i < n; i++) {
+        if (!map[i]) {
+            /* an array: why its first task that does not start now waits */
+            if (why[i] != SW_STARTS && amap[i]->wait_why == SW_STARTS) {
+                amap[i]->wait_why = why[i];
+                amap[i]->queue_position = pos[i];
+            }
+            continue;
+        }
         map[i]->queue_position = pos[i];
         map[i]->wait_why = why[i];
         /* Jobs whose time has come but which wait for room are QUEUED, not SCHEDULED. */
@@ -127,7 +155,8 @@ static void schedule(void)
             job_save(map[i]);
         }
     }
-    snprintf(last_pass.head, sizeof last_pass.head, "%s", out.head >= 0 ? map[out.head]->id : "");
+    snprintf(last_pass.head, sizeof last_pass.head, "%s",
+             out.head < 0 ? "" : map[out.head] ? map[out.head]->id : amap[out.head]->id);
     last_pass.reserved = out.reserved;
     last_pass.shadow_ms = out.shadow_ms;
     last_pass.npreempt = out.npreempt;
@@ -136,6 +165,16 @@ static void schedule(void)
     for (k = 0; k < out.nstart; k++) {
         job *j = map[start[k]];
         jerr e = {0};
+        if (!j) {
+            /* an array's task: made now, as it starts */
+            jarray *a = amap[start[k]];
+            arr_started++;
+            if (!(j = submit_task(a, &e))) {
+                if (e.msg[0])
+                    log_err("array %s: its next task could not be made: %s", a->id, e.msg);
+                continue;
+            }
+        }
         /* The command was found at submission; what the job waited for since may have taken it
          * away (its runtime rebuilt without it, a package removed): looked up again before
          * anything is granted, so a job that cannot start never holds a GPU. A few stat()s. */
@@ -161,9 +200,17 @@ static void schedule(void)
         }
     }
     core.sched_wakeup_ms = out.next_wakeup_ms;
+    /* every array task offered started: more may start at the next turn (a pass makes at most
+     * ARRAYS_PER_PASS of an array's tasks, so one turn of the loop stays short) */
+    if (arr_started && arr_started == arr_offered)
+        for (size_t i = 0; i < narr; i++)
+            if (arrays_offer(arrs[i])) {
+                core.sched_wakeup_ms = now_ms();
+                break;
+            }
     record_waits(map, n);
     free(start), free(preempt), free(sets), free(picks), free(why), free(pos);
-    free(sj), free(map), free(run), free(runmap);
+    free(sj), free(map), free(amap), free(run), free(runmap);
 }
 
 /* "2 GPUs with at least 40960 MB each, of type H100, on one NUMA node" */

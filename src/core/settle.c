@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "../common/log.h"
+#include "arrays.h"
 #include "gpus.h"
 #include "gpu_health.h"
 #include "jobs.h"
@@ -37,9 +38,9 @@ static void settle_jobs(void)
             job_logs_wake(j);
             job_term_wake(j);
         }
-        if (what & JOB_SETTLE_WORKFLOW)
-        {
+        if (what & JOB_SETTLE_WORKFLOW) {
             workflow_job_changed(j);
+            arrays_task_changed(j); /* an ended task frees room under its array's %N */
             depend_job_changed(j); /* the jobs waiting on it by --after (none: nothing to do) */
         }
         if (what & JOB_SETTLE_RELEASE) {

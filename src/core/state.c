@@ -17,7 +17,7 @@ core_state core;
 /* Jobs whose rows the open transaction writes, and those a failed commit lost. */
 static job **txn, **stale;
 static size_t ntxn, txn_cap, nstale, stale_cap;
-static bool wf_txn, wf_stale;       /* the same for workflows: all are written again */
+static bool wf_txn, wf_stale;       /* the same for workflows and arrays: all are written again */
 static int64_t resync_at_ms, resync_delay_ms;
 
 static void push(job ***list, size_t *n, size_t *cap, job *j)
@@ -47,6 +47,8 @@ void state_wrote_job(job *j)
 }
 
 void state_wrote_workflows(void) { wf_txn = true; }
+
+void state_wrote_arrays(void) { wf_txn = true; }
 
 void state_forget_job(job *j)
 {
@@ -78,6 +80,12 @@ static void resync(void)
             db_workflow row;
             if (db_save_workflow(core.db, workflow_row(core.workflows[i], &row), &e) < 0)
                 log_err("workflow %s: not saved again: %s", core.workflows[i]->id, e.msg);
+        }
+        for (size_t i = 0; i < core.narrays; i++) {
+            jerr e = {0};
+            array_row_buf b;
+            if (db_array_save(core.db, array_row(core.arrays[i], &b), &e) < 0)
+                log_err("array %s: not saved again: %s", core.arrays[i]->id, e.msg);
         }
         wf_txn = true;
     }

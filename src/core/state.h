@@ -58,6 +58,8 @@ typedef struct core_state {
     size_t ndriver_libs;
     struct workflow **workflows; /* every workflow known, in submission order */
     size_t nworkflows;
+    struct jarray **arrays;   /* every job array known, in submission order (arrays.h) */
+    size_t narrays, arrays_cap;
     uint64_t next_wf_seq;
     unsigned want;            /* enum state_want bits for the settle step */
     job **changed;            /* jobs with settle work (job.settle), in the order they changed */
@@ -87,6 +89,8 @@ int state_commit_now(jerr *e);
 enum state_db_mark { STATE_DB_TXN = 1, STATE_DB_STALE = 2 };
 void state_wrote_job(job *j);
 void state_wrote_workflows(void);
+/* An array's row (core/arrays.h): a failed commit has every array written again, as workflows. */
+void state_wrote_arrays(void);
 void state_forget_job(job *j);
 
 #endif

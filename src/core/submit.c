@@ -1,5 +1,6 @@
 /* Submission (submit.h). */
 #include "submit.h"
+#include "arrays.h"
 #include "volumes.h"
 #include "networks.h"
 
@@ -358,13 +359,32 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
     if (check_names(req, caller_uid, caller_gid, e) < 0)
         return -1;
     /* the jobs it waits for, as the caller sees them, by full id from now on */
+    if (req->nafter && req->array) /* (its tasks are made as they start: an array waiting is to come) */
+        return jerr_field(e, "after", "after: not accepted with array yet (an array that waits for other jobs "
+                                      "is to come); wait for them first with rnx job wait ID");
     if (req->nafter && depend_resolve(req, caller_uid, caller_gid, e) < 0)
         return -1;
     /* the command, in the root the job will have: refused now, before anything is granted */
     return cmdcheck_resolve(req, e);
 }
 
+/* limits.* for these requests, which make ntasks jobs in all (an array's tasks count each). */
+static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e);
+
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
+{
+    /* an array's tasks count one each */
+    uint64_t ntasks = 0;
+    arrayspec *as = xmalloc(sizeof *as);
+    for (size_t i = 0; i < n; i++) {
+        jerr pe = {0};
+        ntasks += reqs[i]->array && arrayspec_parse(reqs[i]->array, "array", true, as, &pe) == 0 ? as->count : 1;
+    }
+    free(as);
+    return check_limits(reqs, n, ntasks, uid, flags, e);
+}
+
+static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e)
 {
     bool for_workflow = flags & SUBMIT_WORKFLOW;
     const limits_config *L = &core.cfg.limits;
@@ -381,7 +401,9 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
         }
     }
     if (L->max_queued_per_user || L->max_jobs_per_user) {
-        uint32_t waiting = promised(uid), kept = waiting;
+        /* an array's tasks not made yet are jobs waiting and kept, as made ones are */
+        uint64_t unmade = arrays_unmade(uid);
+        uint64_t waiting = promised(uid) + unmade, kept = waiting;
         for (size_t i = 0; i < core.njobs; i++) {
             const job *j = core.jobs[i];
             if (j->owner_uid != uid)
@@ -389,20 +411,23 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
             kept++;
             waiting += job_in_queue(j) || j->state == JS_PENDING;
         }
-        if (L->max_queued_per_user && waiting + n > L->max_queued_per_user)
-            return jerr_http(e, 429, "uid %u has %u jobs waiting%s; limits.max_queued_per_user is %u: wait for some "
-                                     "to start, or cancel some", (unsigned)uid, waiting,
-                             n > 1 ? " and this asks for more" : "", L->max_queued_per_user);
-        if (L->max_jobs_per_user && kept + n > L->max_jobs_per_user)
-            return jerr_http(e, 429, "uid %u keeps %u jobs%s; limits.max_jobs_per_user is %u: delete ended ones "
-                                     "(rnx job delete ID, or rnx job delete-all)", (unsigned)uid, kept,
-                             n > 1 ? " and this asks for more" : "", L->max_jobs_per_user);
+        char more[80] = "";
+        if (ntasks > 1)
+            snprintf(more, sizeof more, " and this asks for %llu more", (unsigned long long)ntasks);
+        if (L->max_queued_per_user && waiting + ntasks > L->max_queued_per_user)
+            return jerr_http(e, 429, "uid %u has %llu jobs waiting%s; limits.max_queued_per_user is %u: wait for some "
+                                     "to start, or cancel some", (unsigned)uid, (unsigned long long)waiting, more,
+                             L->max_queued_per_user);
+        if (L->max_jobs_per_user && kept + ntasks > L->max_jobs_per_user)
+            return jerr_http(e, 429, "uid %u keeps %llu jobs%s; limits.max_jobs_per_user is %u: delete ended ones "
+                                     "(rnx job delete ID, or rnx job delete-all)", (unsigned)uid,
+                             (unsigned long long)kept, more, L->max_jobs_per_user);
     }
     /* room for them and their files on the state filesystem, past the database's reserve */
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += jobreq_uploads_declared(reqs[i]);
-    if (statedisk_room(bytes, n > 1 ? "new jobs (this workflow)" : "a new job", e) < 0)
+    if (statedisk_room(bytes, n > 1 ? "new jobs (this workflow)" : ntasks > 1 ? "a new array" : "a new job", e) < 0)
         return -1;
     double wait_s;
     if (L->gpu_requests_per_minute && gpu && take_token(uid, &wait_s, !(flags & SUBMIT_DRY_RUN)) < 0)
@@ -418,6 +443,148 @@ job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
         return NULL;
     job *j = submit_create(req, caller_uid, caller_gid, &si, e);
     return j ? submit_commit(j, e) : NULL;
+}
+
+/* The files every task of the array starts with: its directory <jobs>/<id> and its work/, the
+ * uploads written there once (a streamed upload's directory renamed to it), kept until the array
+ * is deleted; each task's /work is a copy (copy_uploads). Root's, as the listing says. */
+static int array_uploads(jarray *a, const submit_info *si, jerr *e)
+{
+    char dir[700], work[800];
+    snprintf(dir, sizeof dir, "%s/%s", core.jobs_dir, a->id);
+    if (si->staged ? rename(si->staged, dir) < 0 : mkdir(dir, 0700) < 0)
+        return jerr_sys(e, "create %s", dir);
+    int rc = si->staged ? workfs_rename(a->owner_uid, si->staged, dir, e) : workfs_make(a->owner_uid, dir, work,
+                                                                                         sizeof work, e);
+    workfs_path(a->owner_uid, dir, work, sizeof work);
+    int workfd = rc < 0 ? -1 : open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rc == 0 && workfd < 0)
+        rc = jerr_sys(e, "open %s", work);
+    for (size_t i = 0; rc == 0 && !si->staged && i < a->req.nuploads; i++) {
+        jobreq_upload *u = &a->req.uploads[i];
+        rc = write_upload(workfd, u, e);
+        free(u->content_b64);
+        u->content_b64 = NULL;
+    }
+    if (workfd >= 0)
+        close(workfd);
+    if (rc < 0)
+        workfs_remove(a->owner_uid, dir);
+    return rc;
+}
+
+jarray *submit_array(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
+{
+    submit_info si;
+    if (submit_check(req, caller_uid, caller_gid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, 0, e) < 0)
+        return NULL;
+    return submit_array_create(req, caller_uid, caller_gid, &si, e);
+}
+
+jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)
+{
+    if (workfs_ready(caller_uid, e) < 0)
+        return NULL;
+    if (db_mark(core.db, e) < 0)
+        return NULL;
+    jarray *a = arrays_create(req, caller_uid, caller_gid, e);
+    if (!a) {
+        db_undo(core.db);
+        return NULL;
+    }
+    if (a->req.nuploads && array_uploads(a, si, e) < 0) {
+        db_undo(core.db);   /* its row */
+        *req = a->req;      /* the caller's again */
+        a->req = (job_req){0};
+        arrays_undo(a);
+        return NULL;
+    }
+    db_keep(core.db);
+    if (state_commit_now(e) < 0) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        jerr_http(e, e->http, "the array was not created: %s", msg);
+        *req = a->req;      /* the caller's again */
+        a->req = (job_req){0};
+        if (a->req.nuploads || req->nuploads) {
+            char dir[700];
+            snprintf(dir, sizeof dir, "%s/%s", core.jobs_dir, a->id);
+            workfs_remove(caller_uid, dir);
+        }
+        arrays_undo(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* A task's /work: a copy of its array's files (array_uploads), entry by entry as the listing
+ * has them, beneath both work directories without following any link; then the task's uid's. */
+static int copy_uploads(job *j, const char *dir, const char *from, jerr *e)
+{
+    char work[800], src[800];
+    if (workfs_make(j->owner_uid, dir, work, sizeof work, e) < 0)
+        return -1;
+    workfs_path(j->owner_uid, from, src, sizeof src);
+    int workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC), srcfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int rc = workfd < 0 || srcfd < 0 ? jerr_sys(e, "open %s", workfd < 0 ? work : src) : 0;
+    for (size_t i = 0; i < j->req.nuploads && rc == 0; i++) {
+        jobreq_upload *u = &j->req.uploads[i];
+        int fd, in = -1;
+        if ((rc = submit_upload_create(workfd, u, &fd, e)) < 0 || fd < 0)
+            continue;
+        const char *base;
+        int dfd = upload_parent(srcfd, u->path, &base, e);
+        if (dfd >= 0)
+            in = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd >= 0 && dfd != srcfd)
+            close(dfd);
+        uint64_t size = 0;
+        ssize_t k = 0;
+        if (in < 0)
+            rc = dfd < 0 ? -1 : jerr_sys(e, "uploads: '%s': the array's copy", u->path);
+        while (rc == 0 && (k = copy_file_range(in, NULL, fd, NULL, 1 << 30, 0)) > 0)
+            size += (uint64_t)k;
+        if (rc == 0 && k < 0)
+            rc = jerr_sys(e, "uploads: '%s': copy", u->path);
+        if (in >= 0)
+            close(in);
+        if (rc == 0)
+            rc = submit_upload_done(fd, u, size, e);
+        else
+            close(fd);
+    }
+    if (workfd >= 0)
+        close(workfd);
+    if (srcfd >= 0)
+        close(srcfd);
+    return rc < 0 ? rc : own_uploads(j, work, e);
+}
+
+job *submit_task(jarray *a, jerr *e)
+{
+    uint32_t t;
+    if (arrays_next(a, &t) < 0)
+        return NULL;
+    /* every task's own request, from the array's (the form it is stored in) */
+    json_t *o = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
+    job_req req;
+    int rc = jobreq_from_json(o, &req, JOBREQ_FROM_DB, 0, e);
+    json_decref(o);
+    if (rc < 0)
+        return NULL;
+    free(req.array);
+    req.array = NULL;
+    req.has &= ~(1ull << JR_ARRAY);
+    char from[700];
+    snprintf(from, sizeof from, "%s/%s", core.jobs_dir, a->id);
+    submit_info si = {.array_id = a->id, .array_task = t, .copy_from = req.nuploads ? from : NULL};
+    job *j = submit_create(&req, a->owner_uid, a->owner_gid, &si, e);
+    if (!j) {
+        jobreq_free(&req);
+        return NULL;
+    }
+    arrays_made(a, j);
+    return j;
 }
 
 void submit_undo(job *j)
@@ -455,6 +622,10 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     row.req = *req;
     *req = (job_req){0};
     row.name = row.req.name ? xstrdup(row.req.name) : NULL;
+    if (si->array_id) {
+        snprintf(row.array_id, sizeof row.array_id, "%s", si->array_id);
+        row.array_task = si->array_task;
+    }
     /* Jobs run as their submitter; each of root's jobs runs as a uid of its own, so no other
      * process (another job, a service running as nobody) can signal, trace or read it. */
     row.uid = caller_uid ? caller_uid : jobs_free_uid(row.seq);
@@ -503,7 +674,9 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     }
     int rc = si->staged ? workfs_rename(j->owner_uid, si->staged, dir, e) : 0;
     workfs_path(j->owner_uid, dir, work, sizeof work);
-    if (rc < 0 || (si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
+    if (rc < 0 ||
+        (si->staged ? own_uploads(j, work, e) : si->copy_from ? copy_uploads(j, dir, si->copy_from, e)
+                                                               : create_uploads(j, dir, e)) < 0 ||
         db_insert_job(core.db, job_row(j, &row), e) < 0) {
         workfs_remove(j->owner_uid, dir);
         job_free(j);
@@ -513,16 +686,20 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     jobs_add(j);
 added:
     state_want(WANT_SCHEDULE);
-    char when[120] = "", degraded[1100] = "";
+    char when[120] = "", degraded[1100] = "", task[120] = "";
+    if (j->array_id[0])
+        snprintf(task, sizeof task, "; task %lld of array %s, made as it starts", (long long)j->array_task,
+                 j->array_id);
     if (j->state == JS_SCHEDULED)
         snprintf(when, sizeof when, "; scheduled for %s", j->req.schedule_at ? j->req.schedule_at : "later");
     if (j->req.gpu_degraded)
         snprintf(degraded, sizeof degraded, "; runs without the GPUs it asked for (--gpu-optional): %s",
                  j->req.gpu_degraded);
-    job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u%s%s", (unsigned)caller_uid, when, degraded);
+    job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u%s%s%s", (unsigned)caller_uid, when, degraded,
+                 task);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
-    if (j->req.nafter)
+    if (j->req.nafter && !si->array_id)
         depend_submitted(j); /* PENDING, or decided at once */
     return j;
 }

@@ -22,6 +22,9 @@ typedef struct submit_info {
     uint64_t total;           /* bytes uploaded */
     const char *staged;       /* a streamed upload: the directory its files were written into
                                * (<jobs>/.incoming-*), renamed to the job's; NULL otherwise */
+    const char *array_id;     /* a job array's task (submit_task): its array, and its task id */
+    int64_t array_task;
+    const char *copy_from;    /* its array's directory: the task's /work is a copy of its files */
 } submit_info;
 int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate (a dry run
@@ -35,6 +38,18 @@ job *submit_commit(job *j, jerr *e);
 /* Takes back a job submit_create made that was not launched: out of the table, its directory
  * and /work removed, freed. */
 void submit_undo(job *j);
+
+/* A request with an array field (docs/batch.md): checked as a job's is (submit_check), the
+ * limits counting every task, then the array made and committed: one row however many tasks.
+ * The request is taken over on success; on failure it is the caller's. */
+struct jarray *submit_array(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
+/* The second half, for an array whose uploads were streamed (core/incoming.c): si->staged holds
+ * its files, which every task's /work is then a copy of. */
+struct jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
+/* The array's next task made as a job (QUEUED; its row written, not committed: the loop turn
+ * commits), for the scheduler that starts it now: NULL with e empty when none is left, NULL with
+ * e set when it could not be made. */
+job *submit_task(struct jarray *a, jerr *e);
 
 /* Jobs promised by streamed uploads not yet complete (core/incoming.c): counted with the
  * user's waiting jobs by submit_check_limits. jobs < 0 takes them back. */

@@ -45,6 +45,7 @@
 #include "../core/volumes.h"
 #include "../core/networks.h"
 #include "../core/workflow.h"
+#include "../core/arrays.h"
 #include "../core/depend.h"
 #include "../core/workflow_json.h"
 #include "../core/workfs.h"
@@ -275,7 +276,8 @@ static int setup(jerr *e)
     if (!(core.db = db_open(dbpath, e)))
         return -1;
     core.next_seq = 1;
-    if (db_load_jobs(core.db, load_one, NULL, e) < 0 || db_load_workflows(core.db, load_wf, NULL, e) < 0)
+    if (db_load_jobs(core.db, load_one, NULL, e) < 0 || db_load_workflows(core.db, load_wf, NULL, e) < 0 ||
+        arrays_load(e) < 0)
         return -1;
     return 0;
 }
@@ -492,6 +494,7 @@ int main(int argc, char **argv)
         job_free(core.jobs[i]);
     free(core.jobs);
     workflow_free_all();
+    arrays_free_all();
     gpu_discovery_free(&core.gpu);
     free(core.driver_libs);
     log_info("joblet stopped");

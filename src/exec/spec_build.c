@@ -57,6 +57,9 @@ static char **job_env(const spec_ctx *c, const spec_gpu *gs)
     if (r->tty && !jobreq_env_get(r, false, "TERM") && !jobreq_env_get(r, true, "TERM"))
         add_env(&env, &n, "TERM", "xterm");
     add_env(&env, &n, "JOB_ID", c->id);
+    for (size_t i = 0; i < c->ngiven_env; i++)
+        if (!jobreq_env_get(r, false, c->given_env[i].name) && !jobreq_env_get(r, true, c->given_env[i].name))
+            add_env(&env, &n, c->given_env[i].name, c->given_env[i].value);
     for (size_t i = 0; i < gs->nenv; i++)
         add_env(&env, &n, gs->env[i].name, gs->env[i].value);
     for (size_t i = 0; i < r->nenv; i++) {

@@ -69,6 +69,10 @@ typedef struct spec_ctx {
     spec_gvisor gvisor;           /* for a job whose request asks for gVisor */
     const spec_net *net;          /* a job on a network of joblet's (core/networks.c placed it);
                                    * NULL: network none or host, as the request says */
+    /* variables joblet gives this job (a job array's task: its ids), after JOB_ID and before
+     * the job's own, which win */
+    const jobreq_pair *given_env;
+    size_t ngiven_env;
 } spec_ctx;
 
 /* The job's spec, every string and list owned by *out (spec_free). On failure (the GPU part

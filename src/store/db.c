@@ -85,6 +85,14 @@ static const char *const migrations[] = {
     "CREATE TABLE networks (name TEXT PRIMARY KEY, cidr TEXT NOT NULL, owner_uid INTEGER NOT NULL,"
     "  created_ms INTEGER NOT NULL);"
     "ALTER TABLE jobs ADD COLUMN net TEXT;",
+    /* 14: job arrays (core/arrays.h): one row an array however many tasks it has (the request,
+     * the task list, how far its tasks were made, which of those not made were canceled); a
+     * task is a job once made, with its array and task id */
+    "CREATE TABLE arrays (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, name TEXT,"
+    "  owner_uid INTEGER NOT NULL, owner_gid INTEGER NOT NULL, request TEXT NOT NULL, spec TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL, made INTEGER NOT NULL, skip TEXT, canceled_by INTEGER, held INTEGER NOT NULL DEFAULT 0);"
+    "ALTER TABLE jobs ADD COLUMN array_id TEXT;"
+    "ALTER TABLE jobs ADD COLUMN array_task INTEGER;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -149,7 +157,7 @@ static int migrate(db *d, jerr *e)
 static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid, request, created_ms, scheduled_ms,"
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
-                          " gpu_fault, sandbox_uid, slurm, net";
+                          " gpu_fault, sandbox_uid, slurm, net, array_id, array_task";
 
 static int reseal(db *d, jerr *e);
 static char *col_str(sqlite3_stmt *st, int i);
@@ -179,12 +187,13 @@ db *db_open(const char *path, jerr *e)
     if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
-                      " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31, net=?32 WHERE id=?1 AND seq=?2";
+                      " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31, net=?32,"
+                      " array_id=?33, array_task=?34 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -410,6 +419,8 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
         json_decref(nj);
     }
     bind_text(st, 32, net);
+    bind_text(st, 33, j->array_id[0] ? j->array_id : NULL);
+    bind_opt_i64(st, 34, j->array_task, j->array_id[0] != 0);
     int rc = sqlite3_step(st);
     free(net);
     free(slurm);
@@ -683,6 +694,10 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
                 snprintf(j->net.host_if, sizeof j->net.host_if, "%s", ni);
             }
             json_decref(nj);
+        }
+        if (sqlite3_column_type(st, 32) != SQLITE_NULL) {
+            snprintf(j->array_id, sizeof j->array_id, "%s", (const char *)sqlite3_column_text(st, 32));
+            j->array_task = sqlite3_column_int64(st, 33);
         }
         fn(j, arg);
         db_job_free(j);
@@ -1126,4 +1141,88 @@ int64_t db_sample_rows(db *d)
         n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     return n;
+}
+
+int db_array_save(db *d, const db_array *a, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v3(d->h,
+                           "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
+                           " created_ms, made, skip, canceled_by, held) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, 0, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
+    seal_request(d, rj);
+    char *req = json_dumps(rj, JSON_COMPACT);
+    json_decref(rj);
+    bind_text(st, 1, a->id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)a->seq);
+    bind_text(st, 3, a->name);
+    sqlite3_bind_int64(st, 4, a->owner_uid);
+    sqlite3_bind_int64(st, 5, a->owner_gid);
+    bind_text(st, 6, req);
+    bind_text(st, 7, a->spec);
+    sqlite3_bind_int64(st, 8, a->created_ms);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)a->made);
+    bind_text(st, 10, a->skip);
+    bind_opt_i64(st, 11, a->canceled_by, a->canceled_by >= 0);
+    sqlite3_bind_int(st, 12, a->held);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    free(req);
+    if (rc != SQLITE_DONE)
+        return jerr_set(e, sqlite3_errcode(d->h) == SQLITE_FULL ? ENOSPC : EIO, "database: saving array %s: %s", a->id,
+                        sqlite3_errmsg(d->h));
+    return 0;
+}
+
+int db_array_delete(db *d, const char *id, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "DELETE FROM arrays WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    bind_text(st, 1, id);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    d->deleted = true;
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: arrays: %s", sqlite3_errmsg(d->h));
+}
+
+int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "SELECT id, seq, name, owner_uid, owner_gid, request, spec, created_ms, made, skip,"
+                                 " canceled_by, held FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        db_array a = {0};
+        snprintf(a.id, sizeof a.id, "%s", (const char *)sqlite3_column_text(st, 0));
+        a.seq = (uint64_t)sqlite3_column_int64(st, 1);
+        a.name = (const char *)sqlite3_column_text(st, 2);
+        a.owner_uid = sqlite3_column_int64(st, 3);
+        a.owner_gid = sqlite3_column_int64(st, 4);
+        json_t *rj = json_loads((const char *)sqlite3_column_text(st, 5), 0, NULL);
+        jerr re = {0};
+        if (unseal_request(d, rj, &re) < 0)
+            log_err("array %s: its secret environment cannot be read: %s; it is left out", a.id, re.msg);
+        if (jobreq_from_json(rj ? rj : json_object(), &a.req, JOBREQ_FROM_DB, 0, &re) < 0)
+            log_err("array %s: its stored request cannot be read: %s", a.id, re.msg);
+        json_decref(rj);
+        const char *spec = (const char *)sqlite3_column_text(st, 6);
+        a.spec = spec ? spec : "";
+        a.created_ms = sqlite3_column_int64(st, 7);
+        a.made = (uint64_t)sqlite3_column_int64(st, 8);
+        a.skip = (const char *)sqlite3_column_text(st, 9);
+        a.canceled_by = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 10);
+        a.held = sqlite3_column_int(st, 11) != 0;
+        fn(&a, arg);
+        jobreq_free(&a.req);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: arrays: %s", sqlite3_errmsg(d->h));
 }

@@ -56,6 +56,8 @@ typedef struct db_job {
                               * (stored in the slurm column's object, "waiter"); 0 none */
     uint64_t waiter_start;
     netaddr_place net;       /* where it sits on a job network (the net column); network "" none */
+    char array_id[37];       /* a job array's task: its array ("" none) and task id */
+    int64_t array_task;
 } db_job;
 /* Frees what a loaded row still owns (what fn of db_load_jobs did not take), and empties it. */
 void db_job_free(db_job *r);
@@ -168,6 +170,25 @@ enum db_job_extra { DB_JOB_PLACEMENT, DB_JOB_SPEC };
 int db_job_extra_set(db *d, const char *job_id, enum db_job_extra which, const char *json_text, jerr *e);
 /* The text (caller frees), or NULL when none was written. */
 char *db_job_extra_get(db *d, const char *job_id, enum db_job_extra which);
+/* A job array's row (core/arrays.h): what of an array outlives a restart; its tasks, once made,
+ * are jobs' rows. Written, it borrows everything; loaded, its strings live only during fn's
+ * call and fn may take the request (leaving it empty). */
+typedef struct db_array {
+    char id[37];
+    uint64_t seq;
+    const char *name;        /* NULL none */
+    int64_t owner_uid, owner_gid;
+    job_req req;             /* every task's request (secret values sealed, as jobs') */
+    const char *spec;        /* the task list, "0-99%8" */
+    int64_t created_ms;
+    uint64_t made;           /* tasks made so far, in the list's order */
+    const char *skip;        /* tasks canceled before they were made ("3-5,9"); NULL none */
+    int64_t canceled_by;     /* uid; -1 none: the whole array canceled */
+    bool held;
+} db_array;
+int db_array_save(db *d, const db_array *a, jerr *e);
+int db_array_delete(db *d, const char *id, jerr *e);
+int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e);
 /* GPU samples for the console's History (schema 9): one GPU's means over a minute; a value
  * below 0 is not known. */
 typedef struct db_sample {

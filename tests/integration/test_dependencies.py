@@ -166,6 +166,10 @@ def test_bad_references_are_refused_naming_after(daemon):
     assert code == 400 and "at most 64" in err["error"]["message"], err
     p = daemon.rnx("job", "run", "--after=a?b", "true")
     assert p.returncode == 2 and "'?'" in p.stderr, p.stderr
+    # an array that waits is to come: refused, not half done
+    a = run(daemon, "true")
+    code, err = daemon.api("POST", "/v1/jobs", {"command": "true", "array": "0-3", "after": [{"job": a}]})
+    assert code == 400 and err["error"]["field"] == "after" and "array" in err["error"]["message"], err
 
 
 def as_user(d, *args):

@@ -195,6 +195,10 @@ static const field_case cases[] = {
     {JR_MAX_NETBPS, "", 0, "10MB", "10485760", "1024", "1024",
      "fast", "max_netbps: 'fast' is not a rate of at least 1024 bytes per second; use 1048576, 512K, 10MB, 1G",
      "1000", "max_netbps: '1000' is not a rate of at least 1024 bytes per second; use 1048576, 512K, 10MB, 1G"},
+    /* normalised: the step's end is the last id it reaches */
+    {JR_ARRAY, "", 0, "0-99%8", "\"0-99%8\"", "\"0-15:4,20\"", "\"0-12:4,20\"",
+     "5-3", "array: '5-3': a range runs from a lower id to a higher one, both at most 4000000",
+     "\"1,1\"", "array: '1,1' names a task twice (ranges from 1 and from 1 overlap); name each task once"},
     {JR_AFTER, "", 0, "a1b2:ok,train", "[{\"job\": \"a1b2\", \"state\": \"ok\"}, {\"job\": \"train\", \"state\": \"any\"}]",
      "[{\"job\": \"x\"}]", "[{\"job\": \"x\", \"state\": \"any\"}]",
      "a:done", "after: 'a:done' is not ID[:STATE] (STATE ok, notok, any or started; ID a job's id, unique id prefix "
@@ -618,7 +622,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, after";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -1065,7 +1069,7 @@ static void test_round_trip(void **state)
         fail_msg("refused: %s", e.msg);
     /* (gpu_all and gpu_mig exclude gpu_count: test_round_trip_gpu_kinds) */
     for (int i = 0; i < JR_N; i++)
-        assert_int_equal(jobreq_has(&r, i), !jobreq_fields[i].daemon_only && i != JR_GPU_ALL && i != JR_GPU_MIG);
+        assert_int_equal(jobreq_has(&r, i), !jobreq_fields[i].daemon_only && i != JR_GPU_ALL && i != JR_GPU_MIG && i != JR_ARRAY);
     json_t *out = jobreq_to_json(&r, JOBREQ_JSON_SECRETS);
     assert_true(json_equal(out, b));
     assert_int_equal(jobreq_from_json(out, &back, 0, NOW, &e), 0);
@@ -1149,7 +1153,8 @@ static void test_lookups(void **state)
         /* every sentence is a whole one, its bounds filled in */
         char acc[300];
         jobreq_accepts(f, acc, sizeof acc);
-        assert_null(strstr(acc, "%"));
+        assert_null(strstr(acc, "%l"));
+        assert_null(strstr(acc, "%2"));
         assert_true(strlen(acc) > 8);
     }
     assert_ptr_equal(by_flag("--gpu"), &jobreq_fields[JR_GPU_COUNT]);

@@ -1,0 +1,53 @@
+/* Job arrays' task lists in Slurm's syntax (sbatch --array): "0-99", "1,3,7", "0-15:4",
+ * "0-9,20-29:2", each optionally ending in "%N" (at most N tasks at once). The same text names
+ * some tasks of an existing array ("ID_[3-5]", "ID_7"; docs/batch.md). Pure: no daemon state,
+ * no syscall; a task list is a few ranges however many tasks it holds, so a 100,000-task array
+ * costs what its text does. */
+#ifndef JOBLET_ARRAYSPEC_H
+#define JOBLET_ARRAYSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* Task ids run from 0 to ARRAYSPEC_MAX_ID (Slurm's MaxArraySize tops out at 4,000,001). */
+#define ARRAYSPEC_MAX_ID 4000000
+/* Ranges in one list (a comma-separated list of single ids counts one range each). */
+#define ARRAYSPEC_MAX_RANGES 256
+
+typedef struct arrayspec_range {
+    uint32_t lo, hi, step;     /* lo, lo+step, ... up to hi (hi is one of them: normalised) */
+} arrayspec_range;
+
+typedef struct arrayspec {
+    arrayspec_range r[ARRAYSPEC_MAX_RANGES];
+    size_t n;
+    uint64_t count;            /* tasks in all */
+    uint32_t min, max;         /* the lowest and highest task id */
+    uint32_t throttle;         /* %N: at most N at once; 0 = no limit */
+} arrayspec;
+
+/* Reads a task list ("0-99%8"). field names the value in messages ("array"); throttle_ok: "%N"
+ * is accepted (an array's spec) or not (a reference to some of its tasks). Refused: an empty or
+ * malformed list, an id above ARRAYSPEC_MAX_ID, a range whose end is below its start, a step of
+ * 0, a task named twice, more than ARRAYSPEC_MAX_RANGES ranges, %0. The message starts with
+ * "FIELD: " and says what is accepted. */
+int arrayspec_parse(const char *s, const char *field, bool throttle_ok, arrayspec *out, jerr *e);
+/* The k-th task id (0 <= k < count), in the order the list gives them. */
+uint32_t arrayspec_task(const arrayspec *a, uint64_t k);
+/* Whether the list holds task id t. */
+bool arrayspec_has(const arrayspec *a, uint32_t t);
+/* How many of the list's tasks lie in the k-th and later places (k <= count) that the other list
+ * `sub` also holds: what a cancel of `sub` takes from tasks not made yet. O(ranges x ranges)
+ * arithmetic, never one task at a time. */
+uint64_t arrayspec_count_from(const arrayspec *a, uint64_t k, const arrayspec *sub);
+/* The list in its canonical text ("0-99:2,150%8"); the throttle too when with_throttle. */
+void arrayspec_format(const arrayspec *a, bool with_throttle, char *out, size_t len);
+/* A job reference of the form BASE_TASKS ("3f2a_7", "sweep_[3-5]"): BASE copied into base (at
+ * most blen - 1 bytes) and the task list parsed into *tasks; 1 when ref has that form, 0 when
+ * it does not (a plain reference), -1 with e set when it has it but the list is invalid. */
+int arrayspec_split_ref(const char *ref, char *base, size_t blen, arrayspec *tasks, jerr *e);
+
+#endif

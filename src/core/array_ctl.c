@@ -1,0 +1,161 @@
+/* Job arrays' control (array_ctl.h). */
+#include "array_ctl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/idref.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "job_ctl.h"
+#include "jobs.h"
+#include "state.h"
+
+static int find_plain(const char *ref, const caller *who, array_ref *out, jerr *e)
+{
+    idref r;
+    if (idref_start(&r, "job", "--name", ref, e) < 0)
+        return -1;
+    size_t narr;
+    jarray **arrs = arrays_all(&narr);
+    void *hit = NULL;
+    for (size_t i = 0; i < narr && !hit; i++)
+        if (idref_offer(&r, arrs[i]->id, arrs[i]->name, "ARRAY", arrays_visible(arrs[i], who), arrs[i]))
+            hit = arrs[i];
+    for (size_t i = 0; i < core.njobs && !hit; i++) {
+        job *j = core.jobs[i];
+        /* a task answers to its own id, not to its array's name */
+        if (idref_offer(&r, j->id, j->array_id[0] ? NULL : j->name, job_state_name(j->state),
+                        authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid), j))
+            hit = j;
+    }
+    void *res = idref_result(&r, e);
+    if (!res)
+        return -1;
+    for (size_t i = 0; i < narr; i++)
+        if (arrs[i] == res) {
+            out->a = arrs[i];
+            return 0;
+        }
+    out->j = res;
+    return 0;
+}
+
+int array_ctl_find(const char *ref, const caller *who, array_ref *out, jerr *e)
+{
+    memset(out, 0, offsetof(array_ref, tasks));
+    out->tasks.n = 0;
+    char base[160];
+    jerr se = {0};
+    int form = arrayspec_split_ref(ref, base, sizeof base, &out->tasks, &se);
+    if (form != 0) {
+        /* ID_T / ID_[LIST], when ID is an array (else the whole text may be a job's name) */
+        array_ref b;
+        jerr be = {0};
+        if (find_plain(base, who, &b, &be) == 0 && b.a) {
+            if (form < 0) {
+                *e = se;
+                return -1;
+            }
+            out->a = b.a;
+            for (size_t i = 0; i < out->tasks.n; i++)
+                for (uint32_t t = out->tasks.r[i].lo;; t += out->tasks.r[i].step) {
+                    if (!arrayspec_has(&b.a->spec, t))
+                        return jerr_http(e, 404, "array %s has no task %u; its tasks are %s", b.a->id, t,
+                                         b.a->req.array);
+                    if (t >= out->tasks.r[i].hi || out->tasks.count > 4096)
+                        break;
+                }
+            /* one task that was made: the job itself */
+            bool made;
+            job *j = out->tasks.count == 1 ? arrays_task(b.a, out->tasks.r[0].lo, &made) : NULL;
+            if (j) {
+                out->j = j;
+                out->a = NULL;
+                return 0;
+            }
+            out->tasks_named = true;
+            return 0;
+        }
+    }
+    return find_plain(ref, who, out, e);
+}
+
+int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid_t by, uint64_t *acted, jerr *e)
+{
+    *acted = 0;
+    int64_t n = arrays_cancel_unmade(a, tasks, by, e);
+    if (n < 0)
+        return -1;
+    *acted += (uint64_t)n;
+    uint64_t busy = 0;
+    for (size_t i = 0; i < a->ntasks; i++) {
+        job *j = a->tasks[i];
+        if (!j || job_state_terminal(j->state) || (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
+            continue;
+        bool waiting = job_in_queue(j) || j->state == JS_PENDING;
+        if (act == ARRAY_CTL_CANCEL && !waiting) {
+            busy++;
+            continue;
+        }
+        jerr je = {0};
+        int rc = act == ARRAY_CTL_KILL ? job_ctl_kill(j, by, &je)
+                 : act == ARRAY_CTL_STOP && !waiting ? (j->state == JS_STOPPING ? 0 : job_ctl_stop(j, by, &je))
+                                                     : job_ctl_cancel(j, by, &je);
+        if (rc == 0)
+            (*acted)++;
+        else
+            log_warn("array %s: task %lld: %s", a->id, (long long)j->array_task, je.msg);
+    }
+    if (!*acted)
+        return jerr_http(e, 409, "array %s: no task %s was left to %s%s", a->id, tasks ? "named" : "",
+                         act == ARRAY_CTL_CANCEL ? "cancel" : act == ARRAY_CTL_STOP ? "stop" : "kill",
+                         busy ? " (those named run: stop them with rnx job stop)" : "");
+    return 0;
+}
+
+int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e)
+{
+    *deleted = 0;
+    *more = false;
+    if (!arrays_ended(a))
+        return jerr_http(e, 409, "array %s has tasks not ended; stop or cancel it before deleting it (rnx job cancel %.8s)",
+                         a->id, a->id);
+    size_t n = 0;
+    job **v = xcalloc(max + 1, sizeof *v);
+    for (size_t i = 0; i < a->ntasks && n < max; i++)
+        if (a->tasks[i])
+            v[n++] = a->tasks[i];
+    int rc = n ? job_ctl_delete_many(v, n, e) : 0;
+    free(v);
+    if (rc < 0)
+        return -1;
+    *deleted = n;
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]) {
+            *more = true;
+            return 0;
+        }
+    if (arrays_remove(a, e) < 0 || state_commit_now(e) < 0)
+        return -1;
+    return 0;
+}
+
+void array_ctl_reap(const caller *who)
+{
+    size_t narr;
+    jarray **arrs = arrays_all(&narr);
+    for (size_t i = narr; i-- > 0;) {
+        jarray *a = arrs[i];
+        if (!arrays_visible(a, who) || !arrays_ended(a))
+            continue;
+        bool left = false;
+        for (size_t k = 0; k < a->ntasks && !left; k++)
+            left = a->tasks[k] != NULL;
+        jerr e = {0};
+        if (!left && arrays_remove(a, &e) < 0)
+            log_warn("%s", e.msg);
+        arrs = arrays_all(&narr);
+    }
+}

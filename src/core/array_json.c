@@ -1,0 +1,77 @@
+/* Job arrays as JSON (array_json.h). */
+#include "array_json.h"
+
+#include <stdio.h>
+
+#include "../common/jsonx.h"
+#include "../common/util.h"
+#include "../sched/sched.h"
+
+/* Why its next task waits, in a few words (the scheduler's reason for that task). */
+static const char *wait_words(const jarray *a, const arrays_counts *c)
+{
+    if (a->held)
+        return "held";
+    if (a->canceled_by >= 0 || a->made >= a->spec.count)
+        return NULL;
+    if (a->spec.throttle && a->active >= a->spec.throttle)
+        return "its %N: as many tasks as it may run at once have not ended";
+    (void)c;
+    switch (a->wait_why) {
+    case SW_SCHEDULED: return "its --schedule time has not come";
+    case SW_MAX_RUNNING: return "jobs.max_running jobs run";
+    case SW_USER_LIMIT: return "its owner holds limits.max_gpus_per_user GPUs";
+    case SW_USER_RUNNING: return "its owner runs limits.max_running_per_user jobs";
+    case SW_HEAD: case SW_PREEMPTING: return "first in line: too few free GPUs";
+    case SW_RESERVED: case SW_NO_ROOM: return "too few free GPUs";
+    case SW_UNPLACEABLE: return "too few usable GPUs of its kind";
+    default: return NULL;
+    }
+}
+
+static void ref_of(const jarray *a, char *out, size_t len)
+{
+    char spec[2048];
+    arrayspec_format(&a->spec, true, spec, sizeof spec);
+    snprintf(out, len, "%.8s_[%s]", a->id, spec);
+}
+
+json_t *array_json(const jarray *a)
+{
+    arrays_counts c;
+    arrays_count(a, &c);
+    json_t *counts = json_object();
+    for (int s = 0; s < JS_COUNT; s++)
+        if (c.n[s])
+            json_object_set_new(counts, job_state_name((enum job_state)s), json_integer((json_int_t)c.n[s]));
+    char spec[2048], ref[2100];
+    arrayspec_format(&a->spec, true, spec, sizeof spec);
+    ref_of(a, ref, sizeof ref);
+    const char *why = wait_words(a, &c);
+    json_t *args = json_array();
+    for (size_t i = 0; i < a->req.nargs; i++)
+        json_array_append_new(args, json_string(a->req.args[i]));
+    json_t *arr = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:b,s:o,s:o}", "spec", spec, "ref", ref, "tasks",
+                            (json_int_t)a->spec.count, "throttle", (json_int_t)a->spec.throttle, "min",
+                            (json_int_t)a->spec.min, "max", (json_int_t)a->spec.max, "made", (json_int_t)a->made,
+                            "counts", counts, "deleted", (json_int_t)c.deleted, "held", a->held, "canceled_by",
+                            a->canceled_by >= 0 ? json_integer(a->canceled_by) : json_null(), "wait",
+                            why ? json_string(why) : json_null());
+    json_t *o = json_pack("{s:s,s:s,s:o?,s:s,s:I,s:s,s:o,s:o,s:o}", "id", a->id, "kind", "array", "name",
+                          a->name ? json_string(a->name) : NULL, "status", job_state_name(arrays_state(a, &c)),
+                          "owner_uid", (json_int_t)a->owner_uid, "command", a->req.command ? a->req.command : "",
+                          "args", args, "request", jobreq_to_json(&a->req, 0), "array", arr);
+    jx_set_time_or_null(o, "created_at", a->created_ms);
+    return o;
+}
+
+json_t *array_task_json(const jarray *a, uint32_t t)
+{
+    char id[64];
+    snprintf(id, sizeof id, "%.8s_%u", a->id, t);
+    bool canceled = a->canceled_by >= 0 || (a->skip.n && arrayspec_has(&a->skip, t));
+    return json_pack("{s:s,s:s,s:s,s:{s:s,s:I,s:s},s:b,s:s?}", "id", id, "kind", "task", "status",
+                     canceled ? "CANCELED" : "QUEUED", "array", "id", a->id, "task",
+                     (json_int_t)t, "ref", id, "made", 0, "wait_reason",
+                     canceled ? "canceled before it started" : "not started yet: the array's tasks start as room comes");
+}

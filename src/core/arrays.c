@@ -1,0 +1,440 @@
+/* Job arrays (arrays.h). */
+#include "arrays.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/idref.h"
+#include "../common/log.h"
+#include "../common/util.h"
+#include "job_row.h"
+#include "workfs.h"
+#include "state.h"
+
+/* Every array, in submission order (seq): core.arrays. */
+
+jarray **arrays_all(size_t *n)
+{
+    *n = core.narrays;
+    return core.arrays;
+}
+
+bool arrays_visible(const jarray *a, const caller *who) { return authz_may_on(who, AUTHZ_OTHERS_JOBS, a->owner_uid); }
+
+/* Into the open transaction; a failed commit has every array written again (state.c). */
+static int save(const jarray *a, jerr *e)
+{
+    array_row_buf b;
+    state_wrote_arrays();
+    return db_array_save(core.db, array_row(a, &b), e);
+}
+
+static void add(jarray *a)
+{
+    if (core.narrays == core.arrays_cap) {
+        core.arrays_cap = core.arrays_cap ? core.arrays_cap * 2 : 16;
+        core.arrays = xrealloc(core.arrays, core.arrays_cap * sizeof *core.arrays);
+    }
+    core.arrays[core.narrays++] = a;
+    if (a->seq >= core.next_seq)
+        core.next_seq = a->seq + 1;
+}
+
+static void free_one(jarray *a)
+{
+    if (!a)
+        return;
+    free(a->name);
+    jobreq_free(&a->req);
+    free(a->tasks);
+    free(a);
+}
+
+static void drop(jarray *a)
+{
+    for (size_t i = 0; i < core.narrays; i++)
+        if (core.arrays[i] == a) {
+            memmove(&core.arrays[i], &core.arrays[i + 1], (core.narrays - i - 1) * sizeof *core.arrays);
+            core.narrays--;
+            break;
+        }
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i])
+            a->tasks[i]->array = NULL;
+    free_one(a);
+}
+
+jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e)
+{
+    jarray *a = xcalloc(1, sizeof *a);
+    if (arrayspec_parse(req->array, "array", true, &a->spec, e) < 0) {
+        free(a);
+        return NULL;
+    }
+    uuid_v4(a->id);
+    a->seq = core.next_seq;
+    a->owner_uid = uid;
+    a->owner_gid = gid;
+    a->created_ms = now_ms();
+    a->canceled_by = -1;
+    a->name = req->name ? xstrdup(req->name) : NULL;
+    a->req = *req;
+    if (save(a, e) < 0) {
+        a->req = (job_req){0};
+        free_one(a);
+        return NULL;
+    }
+    *req = (job_req){0};
+    add(a);
+    state_want(WANT_SCHEDULE);
+    char spec[2048];
+    arrayspec_format(&a->spec, true, spec, sizeof spec);
+    log_info("array %s submitted by uid %u: %s, %llu tasks (%s)", a->id, (unsigned)uid, a->req.command,
+             (unsigned long long)a->spec.count, spec);
+    return a;
+}
+
+void arrays_undo(jarray *a)
+{
+    log_info("array %s: taken back (its submission could not be saved)", a->id);
+    drop(a);
+}
+
+uint64_t arrays_unmade(uid_t uid)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < core.narrays; i++)
+        if (core.arrays[i]->owner_uid == uid && core.arrays[i]->canceled_by < 0)
+            n += core.arrays[i]->spec.count - core.arrays[i]->made - arrayspec_count_from(&core.arrays[i]->spec, core.arrays[i]->made, &core.arrays[i]->skip);
+    return n;
+}
+
+/* ---- the scheduler's side ---- */
+
+/* The most tasks of one array offered to one pass of the scheduler: what a pass can start is
+ * bounded by what it may make in one turn of the loop; the next pass comes at the next turn. */
+#define ARRAYS_PER_PASS 64
+
+uint32_t arrays_offer(const jarray *a)
+{
+    if (a->held || a->canceled_by >= 0 || a->made >= a->spec.count)
+        return 0;
+    uint64_t left = a->spec.count - a->made;
+    uint64_t n = left < ARRAYS_PER_PASS ? left : ARRAYS_PER_PASS;
+    if (a->spec.throttle)
+        n = a->active >= a->spec.throttle ? 0 : n < a->spec.throttle - a->active ? n : a->spec.throttle - a->active;
+    return (uint32_t)n;
+}
+
+int arrays_next(jarray *a, uint32_t *task)
+{
+    if (a->canceled_by >= 0)
+        return -1;
+    while (a->made < a->spec.count) {
+        uint32_t t = arrayspec_task(&a->spec, a->made);
+        if (!a->skip.n || !arrayspec_has(&a->skip, t)) {
+            *task = t;
+            return 0;
+        }
+        a->made++; /* canceled before it was made: passed over (counted CANCELED) */
+    }
+    return -1;
+}
+
+static void link_task(jarray *a, job *j)
+{
+    if (a->ntasks == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 16;
+        a->tasks = xrealloc(a->tasks, a->cap * sizeof *a->tasks);
+    }
+    j->array = a;
+    j->array_slot = (uint32_t)a->ntasks;
+    a->tasks[a->ntasks++] = j;
+    if (!job_state_terminal(j->state)) {
+        j->array_active = true;
+        a->active++;
+    }
+}
+
+void arrays_made(jarray *a, job *j)
+{
+    link_task(a, j);
+    a->made++;
+    jerr e = {0};
+    if (save(a, &e) < 0)
+        log_err("array %s: %s", a->id, e.msg);
+}
+
+void arrays_task_changed(job *j)
+{
+    jarray *a = j->array;
+    if (!a || !j->array_active || !job_state_terminal(j->state))
+        return;
+    j->array_active = false;
+    a->active--;
+    if (arrays_offer(a))
+        state_want(WANT_SCHEDULE);
+}
+
+void arrays_forget_task(job *j)
+{
+    jarray *a = j->array;
+    if (!a)
+        return;
+    if (j->array_slot < a->ntasks && a->tasks[j->array_slot] == j)
+        a->tasks[j->array_slot] = NULL;
+    if (j->array_active && a->active)
+        a->active--;
+    j->array = NULL;
+    j->array_active = false;
+}
+
+/* ---- reading ---- */
+
+jarray *arrays_find(const char *ref, const caller *who, jerr *e)
+{
+    idref r;
+    if (idref_start(&r, "job", "--name", ref, e) < 0)
+        return NULL;
+    for (size_t i = 0; i < core.narrays; i++)
+        if (idref_offer(&r, core.arrays[i]->id, core.arrays[i]->name, "ARRAY", arrays_visible(core.arrays[i], who), core.arrays[i]))
+            break;
+    return idref_result(&r, e);
+}
+
+jarray *arrays_by_seq(uint64_t seq)
+{
+    size_t lo = 0, hi = core.narrays;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (core.arrays[mid]->seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < core.narrays && core.arrays[lo]->seq == seq ? core.arrays[lo] : NULL;
+}
+
+job *arrays_task(const jarray *a, uint32_t t, bool *made)
+{
+    *made = false;
+    if (!arrayspec_has(&a->spec, t))
+        return NULL;
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i] && (uint32_t)a->tasks[i]->array_task == t) {
+            *made = true;
+            return a->tasks[i];
+        }
+    /* made and deleted since, or not made yet: the tasks before the cursor were made (or passed
+     * over when canceled before) */
+    for (uint64_t k = 0; k < a->made && k < a->spec.count; k++)
+        if (arrayspec_task(&a->spec, k) == t) {
+            *made = !arrayspec_has(&a->skip, t);
+            break;
+        }
+    return NULL;
+}
+
+void arrays_count(const jarray *a, arrays_counts *c)
+{
+    *c = (arrays_counts){0};
+    uint64_t linked = 0;
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i]) {
+            c->n[a->tasks[i]->state]++;
+            linked++;
+        }
+    uint64_t left = a->spec.count - a->made;
+    uint64_t skipped_left = arrayspec_count_from(&a->spec, a->made, &a->skip);
+    uint64_t skipped_before = a->skip.n ? arrayspec_count_from(&a->spec, 0, &a->skip) - skipped_left : 0;
+    c->n[JS_CANCELED] += skipped_before;
+    if (a->canceled_by >= 0)
+        c->n[JS_CANCELED] += left;
+    else {
+        c->n[JS_CANCELED] += skipped_left;
+        c->n[JS_QUEUED] += left - skipped_left;
+    }
+    uint64_t made_jobs = a->made - skipped_before;
+    c->deleted = made_jobs > linked ? made_jobs - linked : 0;
+}
+
+enum job_state arrays_state(const jarray *a, const arrays_counts *c)
+{
+    (void)a;
+    if (c->n[JS_RUNNING] || c->n[JS_STOPPING])
+        return JS_RUNNING;
+    if (c->n[JS_QUEUED] || c->n[JS_PREEMPTED])
+        return JS_QUEUED;
+    for (int s = 0; s < JS_COUNT; s++)
+        if (!job_state_terminal((enum job_state)s) && c->n[s])
+            return (enum job_state)s;
+    return c->n[JS_FAILED] ? JS_FAILED : c->n[JS_STOPPED] ? JS_STOPPED : c->n[JS_CANCELED] ? JS_CANCELED : JS_COMPLETED;
+}
+
+bool arrays_ended(const jarray *a)
+{
+    if (a->active)
+        return false;
+    if (a->canceled_by >= 0 || a->made >= a->spec.count)
+        return true;
+    return arrayspec_count_from(&a->spec, a->made, &a->skip) == a->spec.count - a->made;
+}
+
+/* ---- acting ---- */
+
+/* The union of the skip list and the ids of tasks, as disjoint ranges of step 1 in order. */
+static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
+{
+    size_t cap = a->skip.n + 1;
+    for (size_t i = 0; i < tasks->n; i++)
+        cap += tasks->r[i].step == 1 ? 1 : (tasks->r[i].hi - tasks->r[i].lo) / tasks->r[i].step + 1;
+    if (cap > 4 * ARRAYSPEC_MAX_RANGES)
+        return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
+                                 "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
+    arrayspec_range *v = xcalloc(cap, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < a->skip.n; i++)
+        v[n++] = a->skip.r[i];
+    for (size_t i = 0; i < tasks->n; i++) {
+        const arrayspec_range *r = &tasks->r[i];
+        if (r->step == 1)
+            v[n++] = *r;
+        else
+            for (uint32_t t = r->lo; t <= r->hi; t += r->step)
+                v[n++] = (arrayspec_range){t, t, 1};
+    }
+    /* sort by start, then merge what touches */
+    for (size_t i = 1; i < n; i++)
+        for (size_t k = i; k > 0 && v[k - 1].lo > v[k].lo; k--) {
+            arrayspec_range t = v[k];
+            v[k] = v[k - 1];
+            v[k - 1] = t;
+        }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && v[i].lo <= v[m - 1].hi + 1) {
+            if (v[i].hi > v[m - 1].hi)
+                v[m - 1].hi = v[i].hi;
+        } else
+            v[m++] = v[i];
+    }
+    if (m > ARRAYSPEC_MAX_RANGES) {
+        free(v);
+        return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
+                                 "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
+    }
+    arrayspec s = {.n = m, .throttle = 0};
+    for (size_t i = 0; i < m; i++) {
+        s.r[i] = v[i];
+        s.count += v[i].hi - v[i].lo + 1;
+    }
+    s.min = m ? v[0].lo : 0;
+    s.max = m ? v[m - 1].hi : 0;
+    free(v);
+    a->skip = s;
+    return 0;
+}
+
+int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e)
+{
+    if (a->canceled_by >= 0)
+        return 0;
+    uint64_t left = a->spec.count - a->made, skipped = arrayspec_count_from(&a->spec, a->made, &a->skip);
+    int64_t n;
+    if (!tasks) {
+        a->canceled_by = by;
+        n = (int64_t)(left - skipped);
+    } else {
+        if (merge_skip(a, tasks, e) < 0)
+            return -1;
+        n = (int64_t)(arrayspec_count_from(&a->spec, a->made, &a->skip) - skipped);
+    }
+    if (save(a, e) < 0)
+        return -1;
+    if (n)
+        log_info("array %s: %lld tasks not started yet canceled by uid %u", a->id, (long long)n, (unsigned)by);
+    return n;
+}
+
+int arrays_remove(jarray *a, jerr *e)
+{
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i])
+            return jerr_http(e, 409, "array %s still has task %lld's job", a->id, (long long)a->tasks[i]->array_task);
+    if (!arrays_ended(a))
+        return jerr_http(e, 409, "array %s has tasks still to run; cancel it first (rnx job cancel %s)", a->id, a->id);
+    if (db_array_delete(core.db, a->id, e) < 0)
+        return -1;
+    if (a->req.nuploads) {
+        /* the files its tasks' /work were copies of (submit.c) */
+        char dir[700];
+        snprintf(dir, sizeof dir, "%s/%s", core.jobs_dir, a->id);
+        workfs_remove(a->owner_uid, dir);
+    }
+    log_info("array %s deleted", a->id);
+    drop(a);
+    return 0;
+}
+
+/* ---- start ---- */
+
+static void load_one(db_array *r, void *arg)
+{
+    (void)arg;
+    jarray *a = xcalloc(1, sizeof *a);
+    jerr e = {0};
+    if (arrayspec_parse(r->spec, "array", true, &a->spec, &e) < 0 ||
+        (r->skip && arrayspec_parse(r->skip, "skip", false, &a->skip, &e) < 0)) {
+        log_err("array %s: its stored task list cannot be read: %s; it is left out", r->id, e.msg);
+        free(a);
+        return;
+    }
+    memcpy(a->id, r->id, sizeof a->id);
+    a->seq = r->seq;
+    a->name = r->name ? xstrdup(r->name) : NULL;
+    a->owner_uid = (uid_t)r->owner_uid;
+    a->owner_gid = (gid_t)r->owner_gid;
+    a->req = r->req;
+    r->req = (job_req){0};
+    a->created_ms = r->created_ms;
+    a->made = r->made > a->spec.count ? a->spec.count : r->made;
+    a->canceled_by = r->canceled_by;
+    a->held = r->held;
+    add(a);
+}
+
+int arrays_load(jerr *e)
+{
+    if (db_array_load(core.db, load_one, NULL, e) < 0)
+        return -1;
+    /* tasks to their arrays: a task's array is most often the previous task's */
+    jarray *last = NULL;
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
+        if (!j->array_id[0])
+            continue;
+        if (!last || strcmp(last->id, j->array_id)) {
+            last = NULL;
+            for (size_t k = 0; k < core.narrays && !last; k++)
+                if (!strcmp(core.arrays[k]->id, j->array_id))
+                    last = core.arrays[k];
+        }
+        if (!last) {
+            log_warn("job %s: task %lld of array %s, which is not known; it stays a job of its own", j->id,
+                     (long long)j->array_task, j->array_id);
+            continue;
+        }
+        link_task(last, j);
+    }
+    return 0;
+}
+
+void arrays_free_all(void)
+{
+    for (size_t i = 0; i < core.narrays; i++)
+        free_one(core.arrays[i]);
+    free(core.arrays);
+    core.arrays = NULL;
+    core.narrays = core.arrays_cap = 0;
+}

@@ -1,0 +1,100 @@
+/* Job arrays (docs/batch.md): one request, one row and one object however many tasks it has;
+ * its tasks become jobs only when the scheduler starts them (queue.c asks arrays_offer how many
+ * may start now and submit_task to make each it starts), so a 100,000-task array costs what
+ * one job does until its tasks run. A made task is an ordinary job that knows its array
+ * (job.array, job.array_task) and sees its ids in JOBLET_ARRAY_* and SLURM_ARRAY_*. */
+#ifndef JOBLET_ARRAYS_H
+#define JOBLET_ARRAYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/arrayspec.h"
+#include "../common/err.h"
+#include "../common/jobreq.h"
+#include "../common/jobstate.h"
+#include "../store/db.h"
+#include "authz.h"
+#include "job.h"
+
+typedef struct jarray {
+    char id[37];
+    uint64_t seq;              /* from the jobs' sequence: its place in the queue among jobs */
+    char *name;
+    uid_t owner_uid;
+    gid_t owner_gid;
+    job_req req;               /* every task's request (the array field in it too) */
+    arrayspec spec;            /* its task list, parsed from req.array */
+    int64_t created_ms;
+    uint64_t made;             /* tasks made, in the list's order: the next is spec's made-th */
+    arrayspec skip;            /* tasks canceled before they were made (disjoint ranges of step 1) */
+    int64_t canceled_by;       /* uid: every task not made yet is canceled; -1 none */
+    bool held;                 /* no task of it is made while held */
+    job **tasks;               /* made tasks by slot (job.array_slot); NULL once deleted */
+    size_t ntasks, cap;
+    uint32_t active;           /* made tasks not ended: what %N bounds */
+    uint8_t wait_why;          /* why its next task waits (enum sched_wait), from the last pass */
+    uint32_t queue_position;
+} jarray;
+
+/* What the state of an array's tasks is, made or not. */
+typedef struct arrays_counts {
+    uint64_t n[JS_COUNT];      /* tasks by state; tasks not made count QUEUED (HELD when held), or
+                                * CANCELED when canceled before they were made */
+    uint64_t deleted;          /* made, ended and deleted since */
+} arrays_counts;
+
+/* A request with an array field, checked (submit.c: submit_array): the array made and its row
+ * written (the caller commits), or NULL with e set. The request is taken over on success. */
+jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e);
+/* Takes back an array arrays_create made whose commit failed: out of the list, freed. */
+void arrays_undo(jarray *a);
+/* The tasks not made yet of the user's arrays (waiting, for limits.max_queued_per_user). */
+uint64_t arrays_unmade(uid_t uid);
+
+/* The scheduler's side (queue.c). How many of a's tasks could start in this pass: none while
+ * held or canceled, at most its %N less those not ended, at most what is left. */
+uint32_t arrays_offer(const jarray *a);
+/* The id of the next task to make: 0 and *task (tasks canceled before they were made are
+ * passed over), or -1 when none is left. */
+int arrays_next(jarray *a, uint32_t *task);
+/* That task was made as job j (submit_task): linked, counted under %N, the row saved. */
+void arrays_made(jarray *a, job *j);
+/* A task changed state (the settle step): an ended one frees its room under %N. */
+void arrays_task_changed(job *j);
+/* A task's job is being deleted. */
+void arrays_forget_task(job *j);
+
+/* References: "ID", a name, a prefix (the array itself), found as jobs_find finds jobs. NULL
+ * with e set as jobs_find sets it when none matches. */
+jarray *arrays_find(const char *ref, const caller *who, jerr *e);
+jarray *arrays_by_seq(uint64_t seq);
+bool arrays_visible(const jarray *a, const caller *who);
+/* The task of id t: its job when made (and not deleted); NULL otherwise. *made says whether it
+ * was made (false: it waits, or was canceled before it was made). */
+job *arrays_task(const jarray *a, uint32_t t, bool *made);
+void arrays_count(const jarray *a, arrays_counts *c);
+/* The array's state: RUNNING while a task runs, QUEUED while tasks wait and none runs (HELD when
+ * held), once all ended: FAILED if one failed, else STOPPED if one was stopped, else CANCELED if
+ * one was canceled, else COMPLETED. */
+enum job_state arrays_state(const jarray *a, const arrays_counts *c);
+
+/* Cancels tasks not made yet: all of them (tasks NULL: the array is canceled), or those of
+ * tasks. The number canceled, or -1 with e set (409: too many separate ranges to keep). */
+int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e);
+/* The array's row deleted and the array freed: every task it made must be deleted already and
+ * none be left to make (409 otherwise). */
+int arrays_remove(jarray *a, jerr *e);
+/* Whether every task ended (or was canceled before it was made). */
+bool arrays_ended(const jarray *a);
+
+/* Start: the rows read (after the jobs), tasks linked to their arrays. */
+int arrays_load(jerr *e);
+void arrays_free_all(void);
+
+/* The arrays in submission order. */
+jarray **arrays_all(size_t *n);
+
+#endif

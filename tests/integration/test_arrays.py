@@ -1,0 +1,343 @@
+"""Job arrays against the real daemon and rnx (docs/batch.md): Slurm's --array syntax, tasks made
+only as they start, %N honoured, every task once with its own id, one line in rnx job list,
+ID_T and ID_[LIST] references, cancel and stop of tasks not made and made, restarts, refusals,
+and a 100,000-task array that costs the daemon what one job does until its tasks run."""
+import os
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
+# a user may keep many tasks waiting here: the 100,000-task array counts every task
+LIMITS = "limits:\n  max_queued_per_user: 200000\n  max_jobs_per_user: 200000\n"
+
+
+@pytest.fixture(scope="module")
+def d(fresh_daemon_module):
+    return fresh_daemon_module(LIMITS)
+
+
+@pytest.fixture(scope="module")
+def fresh_daemon_module():
+    from conftest import Daemon, need_root
+    need_root()
+    made = []
+
+    def make(config_text=None):
+        dm = Daemon(config_text).start()
+        made.append(dm)
+        return dm
+
+    yield make
+    for dm in made:
+        dm.cleanup()
+
+
+def submit_array(d, spec, command, *args, status=201, **fields):
+    code, a = d.api("POST", "/v1/jobs", {"command": command, "args": list(args), "array": spec, **fields})
+    assert code == status, a
+    return a
+
+
+def array(d, ref):
+    code, a = d.api("GET", f"/v1/jobs/{ref}")
+    assert code == 200, a
+    return a
+
+
+def wait_array(d, aid, timeout=180):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        a = array(d, aid)
+        if a["status"] in TERMINAL:
+            return a
+        time.sleep(0.1)
+    raise AssertionError(f"array {aid} not ended after {timeout}s: {array(d, aid)}")
+
+
+def tasks_of(d, aid):
+    code, lst = d.api("GET", "/v1/jobs?expand=1")
+    assert code == 200
+    return [j for j in lst["jobs"] if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid]
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def db_bytes(d):
+    return sum(os.path.getsize(os.path.join(d.state, n)) for n in os.listdir(d.state)
+               if n.startswith("joblet.db") and not n.endswith(".key"))
+
+
+def test_thousand_tasks_at_most_fifty_at_once_each_id_once(d):
+    a = submit_array(d, "0-999%50", "sh", "-c", "echo $JOBLET_ARRAY_TASK_ID")
+    aid = a["id"]
+    assert a["kind"] == "array" and a["array"]["tasks"] == 1000 and a["array"]["throttle"] == 50
+    # sampled while it runs: never more than 50 of its tasks running (or on their way out)
+    peak, samples, stop = [0], [0], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            c = array(d, aid)["array"]["counts"]
+            peak[0] = max(peak[0], c.get("RUNNING", 0) + c.get("STOPPING", 0))
+            samples[0] += 1
+            time.sleep(0.01)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        done = wait_array(d, aid, timeout=600)
+    finally:
+        stop.set()
+        t.join()
+    assert done["status"] == "COMPLETED", done
+    assert done["array"]["counts"] == {"COMPLETED": 1000}
+    assert samples[0] > 10 and 1 < peak[0] <= 50, (samples[0], peak[0])
+    # every task once, with its own id, and it saw that id
+    tasks = tasks_of(d, aid)
+    ids = sorted(j["array"]["task"] for j in tasks)
+    assert ids == list(range(1000))
+    assert {j["status"] for j in tasks} == {"COMPLETED"}
+    for j in tasks:
+        assert d.output(j["id"]).strip() == str(j["array"]["task"]), j["id"]
+    # rnx job list: the array is one line
+    out = d.rnx("job", "list", check=True).stdout
+    lines = [ln for ln in out.splitlines() if aid[:8] in ln]
+    assert len(lines) == 1 and f"{aid[:8]}_[0-999%50]" in lines[0] and "1000 COMPLETED" in lines[0], out
+    expanded = d.rnx("job", "list", "--expand", check=True).stdout
+    assert sum(1 for ln in expanded.splitlines() if ln.startswith(f"{aid[:8]}_")) == 1001
+    # deleted whole, in slices (rnx repeats until the array is gone)
+    r = d.rnx("job", "delete", aid, check=True)
+    assert "deleted" in r.stdout
+    assert d.api("GET", f"/v1/jobs/{aid}")[0] == 404
+    assert not tasks_of(d, aid)
+
+
+def test_hundred_thousand_tasks_cost_one_job_until_they_run(d):
+    pid = d.api("GET", "/v1/version")[1]["pid"]
+    jobs_before = len(os.listdir(os.path.join(d.state, "jobs"))) if os.path.isdir(os.path.join(d.state, "jobs")) else 0
+    # warm the paths the request takes (a first request allocates what later ones reuse)
+    warm = submit_array(d, "0-1", "/bin/true", schedule_at="2030-01-01T00:00:00Z")
+    d.api("POST", f"/v1/jobs/{warm['id']}/cancel")
+    rss0, db0 = rss_kb(pid), db_bytes(d)
+    t0 = time.time()
+    a = submit_array(d, "0-99999", "/bin/true", schedule_at="2030-01-01T00:00:00Z")
+    took = time.time() - t0
+    time.sleep(0.5)
+    rss1, db1 = rss_kb(pid), db_bytes(d)
+    print(f"100,000-task array: accepted in {took * 1000:.1f} ms; daemon RSS {rss0} -> {rss1} KB "
+          f"(+{rss1 - rss0} KB); database {db0} -> {db1} bytes (+{db1 - db0})")
+    assert a["array"]["tasks"] == 100000 and a["array"]["made"] == 0
+    assert a["array"]["counts"] == {"QUEUED": 100000}
+    assert rss1 - rss0 < 1024, (rss0, rss1)
+    assert db1 - db0 < 1024 * 1024, (db0, db1)
+    # no job, no directory made for its tasks
+    assert not tasks_of(d, a["id"])
+    jobs_after = len(os.listdir(os.path.join(d.state, "jobs"))) if os.path.isdir(os.path.join(d.state, "jobs")) else 0
+    assert jobs_after == jobs_before
+    # canceled whole: 100,000 tasks canceled, none made
+    code, r = d.api("POST", f"/v1/jobs/{a['id']}/cancel")
+    assert code == 200 and r["acted"] == 100000, r
+    assert array(d, a["id"])["array"]["counts"] == {"CANCELED": 100000}
+    assert array(d, a["id"])["status"] == "CANCELED"
+    for x in (a, warm):
+        assert d.api("DELETE", f"/v1/jobs/{x['id']}")[0] == 200
+
+
+SWEEP = """#!/bin/bash
+#SBATCH --job-name=lr-sweep
+#SBATCH --array=0-4
+#SBATCH --time=00:10:00
+# a Slurm sweep script: one learning rate per task
+LRS=(0.1 0.03 0.01 0.003 0.001)
+LR=${LRS[$SLURM_ARRAY_TASK_ID]}
+echo "job $SLURM_ARRAY_JOB_ID task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_TASK_COUNT ($SLURM_ARRAY_TASK_MIN..$SLURM_ARRAY_TASK_MAX) lr=$LR"
+"""
+
+
+def test_slurm_sweep_script_runs_unchanged(d, tmp_path):
+    """The script as written for sbatch --array, unchanged, sent with --upload: every task's /work
+    starts as a copy of the files sent once with the array, its own to change."""
+    script = tmp_path / "sweep.sh"
+    script.write_text(SWEEP)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "seen").write_text("start\n")
+    r = d.rnx("job", "run", "--array=0-4%2", "--name=lr-sweep", f"--upload={script}", f"--upload={data}", "sh", "-c",
+              "bash sweep.sh; echo task $SLURM_ARRAY_TASK_ID >> data/seen; cat data/seen", check=True)
+    aid = r.stdout.strip().splitlines()[-1]
+    done = wait_array(d, aid)
+    assert done["status"] == "COMPLETED", done
+    got = {}
+    for j in tasks_of(d, done["id"]):
+        got[j["array"]["task"]] = d.output(j["id"]).strip()
+    lrs = ["0.1", "0.03", "0.01", "0.003", "0.001"]
+    # each task's own copy: it sees only its own line added to the file sent
+    assert got == {t: f"job {done['id']} task {t} of 5 (0..4) lr={lrs[t]}\nstart\ntask {t}" for t in range(5)}, got
+    # the array's files go with it
+    adir = os.path.join(d.state, "jobs", done["id"])
+    assert os.path.isdir(adir)
+    d.rnx("job", "delete", done["id"], check=True)
+    assert not os.path.exists(adir)
+
+
+def test_slurm_sweep_script_on_a_volume(d):
+    """The same script kept on a volume, as on a cluster's shared filesystem."""
+    vol = "sweep-" + os.urandom(3).hex()
+    d.rnx("volume", "create", vol, "--size=16MB", check=True)
+    try:
+        w = d.submit("sh", "-c", f'printf "%s" "$SCRIPT" > /volumes/{vol}/sweep.sh', volumes=[vol], env={"SCRIPT": SWEEP})
+        assert d.wait(w)["status"] == "COMPLETED"
+        r = d.rnx("job", "run", "--array=0-4", f"--volume={vol}:ro", "bash", f"/volumes/{vol}/sweep.sh", check=True)
+        done = wait_array(d, r.stdout.strip())
+        assert done["status"] == "COMPLETED", done
+        outs = sorted(d.output(j["id"]).strip() for j in tasks_of(d, done["id"]))
+        assert outs == sorted(f"job {done['id']} task {t} of 5 (0..4) lr={lr}"
+                              for t, lr in enumerate(["0.1", "0.03", "0.01", "0.003", "0.001"]))
+        d.rnx("job", "delete", done["id"], check=True)
+        d.rnx("job", "delete", w, check=True)
+    finally:
+        d.rnx("volume", "remove", vol)
+
+
+def test_task_references_and_cancel_before_they_start(d):
+    """ID_T and ID_[LIST] through rnx: a started task is its job (status, log); tasks not made yet
+    are canceled without a job ever being made for them."""
+    a = submit_array(d, "0-9%1", "sh", "-c", "echo t=$SLURM_ARRAY_TASK_ID; while [ ! -e /work/go ]; do sleep 0.02; done",
+                     name="refs")
+    aid, short = a["id"], a["id"][:8]
+    t0 = d.wait_status(f"{short}_0", "RUNNING")
+    assert t0["array"] == {"id": aid, "task": 0, "ref": f"{short}_0"}
+    st = d.rnx("job", "status", f"{short}_0", check=True).stdout
+    assert f"Array task: {short}_0 (task 0 of array {aid})" in st
+    # a task not started yet answers as the array's
+    code, t5 = d.api("GET", f"/v1/jobs/{short}_5")
+    assert code == 200 and t5["status"] == "QUEUED" and t5["made"] is False
+    # 3..5 canceled before they start
+    r = d.rnx("job", "cancel", f"{short}_[3-5]", check=True)
+    assert "canceled 3 tasks" in r.stdout, r.stdout
+    assert d.api("GET", f"/v1/jobs/{short}_4")[1]["status"] == "CANCELED"
+    # name resolves to the array, not to its tasks
+    assert array(d, "refs")["id"] == aid
+    # release the tasks one by one as they start
+    seen = []
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        a2 = array(d, aid)
+        if a2["status"] in TERMINAL:
+            break
+        for j in tasks_of(d, aid):
+            if j["status"] == "RUNNING" and j["id"] not in seen:
+                seen.append(j["id"])
+                open(os.path.join(d.work(j["id"]), "go"), "w").close()
+        time.sleep(0.05)
+    a2 = array(d, aid)
+    assert a2["array"]["counts"] == {"COMPLETED": 7, "CANCELED": 3}, a2
+    assert sorted(j["array"]["task"] for j in tasks_of(d, aid)) == [0, 1, 2, 6, 7, 8, 9]
+    assert a2["status"] == "CANCELED"   # a task canceled: the array did not all complete
+    assert d.rnx("job", "log", f"{short}_7", check=True).stdout.strip() == "t=7"
+    # a task not in the array, and a bad list
+    r = d.rnx("job", "status", f"{short}_10")
+    assert r.returncode != 0 and "has no task 10" in r.stderr, r.stderr
+    r = d.rnx("job", "status", f"{short}_[5-3]")
+    assert r.returncode != 0 and "tasks: '5-3'" in r.stderr, r.stderr
+    d.rnx("job", "delete", aid, check=True)
+
+
+def test_stop_array_stops_running_and_cancels_the_rest(d):
+    a = submit_array(d, "1-20:2%3", "sleep", "60")
+    aid = a["id"]
+    deadline = time.time() + 30
+    while array(d, aid)["array"]["counts"].get("RUNNING", 0) < 3 and time.time() < deadline:
+        time.sleep(0.05)
+    r = d.rnx("job", "stop", aid, check=True)
+    assert "10 tasks" in r.stdout, r.stdout
+    done = wait_array(d, aid)
+    assert done["array"]["counts"] == {"STOPPED": 3, "CANCELED": 7}, done
+    # cancel again: nothing left
+    code, e = d.api("POST", f"/v1/jobs/{aid}/cancel")
+    assert code == 409 and "no task" in e["error"]["message"], e
+    d.rnx("job", "delete", aid, check=True)
+
+
+def test_refusals_name_the_field(d):
+    for spec, want in [("5-3", "array: '5-3': a range runs from a lower id to a higher one"),
+                       ("0-9,5", "array: '0-9,5' names a task twice"),
+                       ("0-9%0", "%N runs at most N tasks at once"),
+                       ("4000001", "array: '4000001' is not a list of task ids")]:
+        code, e = d.api("POST", "/v1/jobs", {"command": "/bin/true", "array": spec})
+        assert code == 400 and e["error"]["field"] == "array" and want in e["error"]["message"], (spec, e)
+    code, e = d.api("POST", "/v1/jobs", {"command": "/bin/true", "array": "0-3", "tty": True})
+    assert code == 400 and e["error"]["field"] == "array" and "unattended" in e["error"]["message"], e
+    r = d.rnx("job", "run", "--array=0-3", "-f", "/bin/true")
+    assert r.returncode == 2 and "--follow: an array's tasks each have their own output" in r.stderr, r.stderr
+    r = d.rnx("job", "run", "--array=7-1", "/bin/true")
+    assert r.returncode != 0 and "--array: '7-1'" in r.stderr, r.stderr
+    # logs of an array: name a task
+    a = submit_array(d, "0-1", "/bin/true")
+    wait_array(d, a["id"])
+    code, e = d.api("GET", f"/v1/jobs/{a['id']}/logs")
+    assert code == 400 and "name one task" in e["error"]["message"], e
+    d.api("DELETE", f"/v1/jobs/{a['id']}")
+
+
+def test_limits_count_tasks(fresh_daemon):
+    d = fresh_daemon("limits:\n  max_queued_per_user: 100\n")
+    code, e = d.api("POST", "/v1/jobs", {"command": "/bin/true", "array": "0-100"})
+    assert code == 429 and "this asks for 101 more" in e["error"]["message"] and "max_queued_per_user is 100" in e["error"]["message"], e
+    a = submit_array(d, "0-59", "/bin/true", schedule_at="2030-01-01T00:00:00Z")
+    code, e = d.api("POST", "/v1/jobs", {"command": "/bin/true", "array": "0-59"})
+    assert code == 429 and "has 60 jobs waiting" in e["error"]["message"], e
+    d.api("POST", f"/v1/jobs/{a['id']}/cancel")
+    assert submit_array(d, "0-59", "/bin/true")["array"]["tasks"] == 60
+
+
+def test_kill9_mid_array_every_task_once(fresh_daemon):
+    """joblet killed while an array runs: the tasks that ran are kept, those running are re-adopted,
+    the rest are made after the restart; every task id runs once."""
+    d = fresh_daemon(LIMITS)
+    a = submit_array(d, "0-29%4", "sh", "-c", "sleep 0.3; echo $SLURM_ARRAY_TASK_ID")
+    aid = a["id"]
+    deadline = time.time() + 60
+    while array(d, aid)["array"]["counts"].get("COMPLETED", 0) < 6 and time.time() < deadline:
+        time.sleep(0.05)
+    d.kill9()
+    time.sleep(1.0)
+    d.start()
+    done = wait_array(d, aid)
+    assert done["array"]["counts"] == {"COMPLETED": 30}, done
+    tasks = tasks_of(d, aid)
+    assert sorted(j["array"]["task"] for j in tasks) == list(range(30))
+    for j in tasks:
+        assert d.output(j["id"]).strip() == str(j["array"]["task"])
+
+
+def test_gpu_request_per_task(fresh_daemon):
+    """Each task asks for the array's GPUs: on four GPUs, tasks of two GPUs run two at a time, each
+    on GPUs of its own."""
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/a100-pcie-4/machine.json\n  scrub: 0\n")
+    a = submit_array(d, "0-5", "sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES; sleep 0.5", gpu_count=2)
+    peak = 0
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        a2 = array(d, a["id"])
+        peak = max(peak, a2["array"]["counts"].get("RUNNING", 0))
+        running = [j for j in tasks_of(d, a["id"]) if j["status"] == "RUNNING"]
+        held = [g["index"] for j in running for g in j.get("gpus", [])]
+        assert len(held) == len(set(held)), running
+        if a2["status"] in TERMINAL:
+            break
+        time.sleep(0.05)
+    assert a2["array"]["counts"] == {"COMPLETED": 6}, a2
+    assert peak == 2, peak
+    for j in tasks_of(d, a["id"]):
+        assert len(j["gpus"]) == 2

@@ -1,0 +1,139 @@
+/* common/arrayspec.c: job arrays' task lists in Slurm's syntax. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/arrayspec.h"
+
+static arrayspec a, b;
+
+static void test_forms(void **state)
+{
+    (void)state;
+    jerr e = {0};
+    char out[200];
+    assert_int_equal(arrayspec_parse("0-99%8", "array", true, &a, &e), 0);
+    assert_int_equal(a.count, 100);
+    assert_int_equal(a.throttle, 8);
+    assert_int_equal(a.min, 0);
+    assert_int_equal(a.max, 99);
+    arrayspec_format(&a, true, out, sizeof out);
+    assert_string_equal(out, "0-99%8");
+    assert_int_equal(arrayspec_parse("1,3,7", "array", true, &a, &e), 0);
+    assert_int_equal(a.count, 3);
+    assert_int_equal(arrayspec_task(&a, 0), 1);
+    assert_int_equal(arrayspec_task(&a, 2), 7);
+    assert_int_equal(a.min, 1);
+    assert_int_equal(a.max, 7);
+    /* a step: 0,4,8,12; the end normalised to the last id the step reaches */
+    assert_int_equal(arrayspec_parse("0-15:4", "array", true, &a, &e), 0);
+    assert_int_equal(a.count, 4);
+    assert_int_equal(arrayspec_task(&a, 3), 12);
+    assert_int_equal(a.max, 12);
+    arrayspec_format(&a, false, out, sizeof out);
+    assert_string_equal(out, "0-12:4");
+    assert_true(arrayspec_has(&a, 8));
+    assert_false(arrayspec_has(&a, 9));
+    assert_false(arrayspec_has(&a, 16));
+    /* order as given; min and max over all */
+    assert_int_equal(arrayspec_parse("20-29:2,0-9", "array", true, &a, &e), 0);
+    assert_int_equal(a.count, 15);
+    assert_int_equal(arrayspec_task(&a, 0), 20);
+    assert_int_equal(arrayspec_task(&a, 5), 0);
+    assert_int_equal(a.min, 0);
+    assert_int_equal(a.max, 28);
+    assert_int_equal(arrayspec_parse("0-99999", "array", true, &a, &e), 0);
+    assert_int_equal(a.count, 100000);
+    assert_int_equal(arrayspec_parse("4000000", "array", true, &a, &e), 0);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    struct {
+        const char *in, *msg;
+    } bad[] = {
+        {"", "array: an empty list of tasks"},
+        {"x", "array: 'x' is not a list of task ids"},
+        {"5-3", "array: '5-3': a range runs from a lower id to a higher one"},
+        {"0-9:0", "array: '0-9:0': a range's step is a whole number from 1"},
+        {"4000001", "array: '4000001' is not a list of task ids"},
+        {"0-9%0", "array: '0-9%0': %N runs at most N tasks at once"},
+        {"0-9,5", "array: '0-9,5' names a task twice"},
+        {"0-20:2,1-21:4,8", "array: '0-20:2,1-21:4,8' names a task twice"},
+        {"1,2,", "array: '1,2,' is not a list of task ids"},
+        {"0-9%", "array: '0-9%': %N runs at most N tasks at once"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        jerr e = {0};
+        assert_int_equal(arrayspec_parse(bad[i].in, "array", true, &a, &e), -1);
+        assert_string_equal(e.field, "array");
+        if (strncmp(e.msg, bad[i].msg, strlen(bad[i].msg)))
+            fail_msg("'%s': got \"%s\", want it to start \"%s\"", bad[i].in, e.msg, bad[i].msg);
+    }
+    /* interleaved progressions that never meet are fine: evens and odds */
+    jerr e = {0};
+    assert_int_equal(arrayspec_parse("0-20:2,1-21:2", "array", true, &a, &e), 0);
+    assert_int_equal(a.count, 22);
+    /* a reference's list takes no throttle */
+    assert_int_equal(arrayspec_parse("3-5%2", "tasks", false, &a, &e), -1);
+    assert_string_equal(e.field, "tasks");
+}
+
+/* count_from against counting one task at a time */
+static void test_count_from(void **state)
+{
+    (void)state;
+    jerr e = {0};
+    const char *lists[] = {"0-99", "0-99:3,200-300:7", "5,9,11-40:2", "1000-2000:13"};
+    const char *subs[] = {"3-5", "0-300:2", "9", "1000-1999", "50-60,70-80:5"};
+    for (size_t i = 0; i < 4; i++)
+        for (size_t s = 0; s < 5; s++) {
+            assert_int_equal(arrayspec_parse(lists[i], "array", true, &a, &e), 0);
+            assert_int_equal(arrayspec_parse(subs[s], "tasks", false, &b, &e), 0);
+            for (uint64_t k = 0; k <= a.count; k += 7) {
+                uint64_t want = 0;
+                for (uint64_t x = k; x < a.count; x++)
+                    want += arrayspec_has(&b, arrayspec_task(&a, x));
+                assert_int_equal(arrayspec_count_from(&a, k, &b), want);
+            }
+        }
+}
+
+static void test_refs(void **state)
+{
+    (void)state;
+    jerr e = {0};
+    char base[64];
+    assert_int_equal(arrayspec_split_ref("3f2a_7", base, sizeof base, &a, &e), 1);
+    assert_string_equal(base, "3f2a");
+    assert_int_equal(a.count, 1);
+    assert_int_equal(arrayspec_task(&a, 0), 7);
+    assert_int_equal(arrayspec_split_ref("sweep_[3-5,9]", base, sizeof base, &a, &e), 1);
+    assert_string_equal(base, "sweep");
+    assert_int_equal(a.count, 4);
+    /* not of the form: plain references */
+    assert_int_equal(arrayspec_split_ref("my_job", base, sizeof base, &a, &e), 0);
+    assert_int_equal(arrayspec_split_ref("3f2a", base, sizeof base, &a, &e), 0);
+    assert_int_equal(arrayspec_split_ref("_7", base, sizeof base, &a, &e), 0);
+    assert_int_equal(arrayspec_split_ref("x_", base, sizeof base, &a, &e), 0);
+    /* of the form, with a bad list */
+    assert_int_equal(arrayspec_split_ref("x_[5-3]", base, sizeof base, &a, &e), -1);
+    assert_string_equal(e.field, "tasks");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forms),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_count_from),
+        cmocka_unit_test(test_refs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
