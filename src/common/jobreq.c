@@ -171,10 +171,11 @@ const jobreq_field jobreq_fields[JR_N] = {
     [JR_AFTER] = {"after", "--after", NULL, false, false, JK_AFTER, JU_NONE, 1, JOBREQ_AFTER_MAX, OFF(after),
                   "must be a list of at most %2$lld {job, state}: a job's id, unique id prefix or name, and ok, "
                   "notok, any (the default) or started",
-        "ID[:STATE]", "start only once job ID has ended (repeatable, or ID:ok,ID2): STATE ok:\n"
-                    "it ended COMPLETED; notok: FAILED, STOPPED or CANCELED; any: ended\n"
-                    "(default); started: it started. Slurm's afterok:ID:ID2 reads too\n"
-                    "(--dependency=). Else the job is CANCELED (end reason dependency)"},
+        "ID[:STATE]", "wait (PENDING) until job ID has gone so (repeatable, or a comma\n"
+                    "list): STATE ok: it ended COMPLETED; notok: FAILED, STOPPED or\n"
+                    "CANCELED; any: it ended (default); started: it started. When it\n"
+                    "cannot any more, the job is CANCELED (end reason dependency).\n"
+                    "Slurm's afterok:ID:ID2 reads too (and --dependency)"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number", .limit = "pids %s"},
     /* why a --gpu-optional job runs without the GPUs it asked for */
