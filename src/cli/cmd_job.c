@@ -23,6 +23,7 @@
 #include "cmd_cp.h"
 #include "cmd_exec.h"
 #include "cmd_metrics.h"
+#include "cmd_wait.h"
 #include "cmd_term.h"
 #include "upload.h"
 
@@ -58,6 +59,7 @@ static const char job_help[] =
     "                                  copy files and directories out of a job or into it\n"
     "  exec [-i] [-t] [-e K=V] [-w DIR] ID COMMAND [ARGS...]\n"
     "                                  run a command inside a running job; rnx exits with its code\n"
+    "  wait [--timeout D] [-q] ID...   block until the jobs have ended; exits with their status\n"
     "\n"
     "ID is a job's full id, its name (--name) when no other job of yours has it, or a unique\n"
     "prefix of its id. Flags may come before or after ID.\n"
@@ -89,6 +91,8 @@ static const struct {
     {"--detach-keys KEYS", "with -it: the keys that leave the job's terminal, the job\n"
                            "still running (default ctrl-p,ctrl-q; \"\" none): characters\n"
                            "or ctrl-X, separated by commas"},
+    {"--dependency SPEC", "Slurm's --dependency: afterok:ID[:ID...], afternotok:,\n"
+                          "afterany:, after: (comma list); the same as --after"},
     {"-h, --help", "show this help"},
 };
 
@@ -515,6 +519,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 enum {
     O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_GPU, O_USER, O_SINCE, O_TAIL, O_STDOUT, O_STDERR,
     O_DETACH_KEYS, O_EXPAND,
+    O_DEPENDENCY,
     O_FIELD = 512 /* + enum jobreq_id */
 };
 
@@ -580,6 +585,7 @@ static void run_options(struct option *opts, size_t n)
         {"upload", required_argument, NULL, O_UPLOAD},
         {"follow", no_argument, NULL, 'f'},
         {"detach-keys", required_argument, NULL, O_DETACH_KEYS},
+        {"dependency", required_argument, NULL, O_DEPENDENCY}, /* Slurm's spelling of --after */
         OPT_HELP,
     };
     for (size_t i = 0; i < ARRAY_LEN(rest) && k + 1 < n; i++)
@@ -601,6 +607,13 @@ static int run_flag(run_req *r, int c, const char *arg)
         if (utf8_or_usage(f->flag, arg) != 0)
             return RNX_USAGE;
         if (jobreq_set_text(&r->req, f, arg, time(NULL), &e) < 0)
+            return bad_flag(&e);
+        return 0;
+    }
+    if (c == O_DEPENDENCY) {
+        if (utf8_or_usage("--dependency", arg) != 0)
+            return RNX_USAGE;
+        if (jobreq_set_text(&r->req, &jobreq_fields[JR_AFTER], arg, time(NULL), &e) < 0)
             return bad_flag(&e);
         return 0;
     }
@@ -1542,6 +1555,7 @@ static const struct {
     {"hold", job_hold},     {"release", job_release}, {"suspend", job_suspend}, {"resume", job_resume},
     {"requeue", job_requeue}, {"update", job_update},
     {"exec", cmd_job_exec},       /* cmd_exec.c */
+    {"wait", cmd_job_wait},       /* cmd_wait.c */
 };
 
 int cmd_job(rnx_ctx *ctx, int argc, char **argv)
@@ -1557,7 +1571,7 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
     }
     if (optind >= argc)
         return rnx_usage("job: missing command (run, list, status, log, attach, exec, stop, kill, cancel, hold, release, "
-                         "update, suspend, resume, requeue, delete, delete-all, metrics, cp); "
+                         "update, suspend, resume, requeue, wait, delete, delete-all, metrics, cp); "
                          "see 'rnx job --help'");
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_LEN(job_cmds); i++)

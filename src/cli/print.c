@@ -946,6 +946,19 @@ void print_job(json_t *job, FILE *f)
         print_textf(f, "%s (task %lld of array %s)\n", jstr(ta, "ref") ? jstr(ta, "ref") : "-", (long long)t,
                     jstr(ta, "id") ? jstr(ta, "id") : "-");
     }
+    json_t *after = json_object_get(job, "after");
+    if (json_array_size(after)) {
+        /* the jobs it waits for (rnx job run --after): each, how it must go, its state now */
+        key(f, "After:");
+        size_t i;
+        json_t *a;
+        json_array_foreach(after, i, a) {
+            const char *st = jstr(a, "job_state");
+            print_textf(f, "%s%.8s %s%s%s%s", i ? ", " : "", jstr(a, "job") ? jstr(a, "job") : "-",
+                        jstr(a, "state") ? jstr(a, "state") : "any", st ? " (" : "", st ? st : "", st ? ")" : "");
+        }
+        put_line(f, "");
+    }
     json_t *sl = json_object_get(job, "slurm");
     if (json_is_object(sl)) {
         /* a Slurm task run by joblet's SPANK plugin (docs/slurm.md) */

@@ -167,6 +167,15 @@ const jobreq_field jobreq_fields[JR_N] = {
         "LIST[%N]", "a job array, as sbatch --array: one task per id of LIST (0-99, 1,3,7,\n"
                     "0-15:4), at most N at once with %N; each task sees its id in\n"
                     "JOBLET_ARRAY_TASK_ID and SLURM_ARRAY_TASK_ID"},
+    /* the jobs it waits for (core/depend.h): each resolved to a full id at submission */
+    [JR_AFTER] = {"after", "--after", NULL, false, false, JK_AFTER, JU_NONE, 1, JOBREQ_AFTER_MAX, OFF(after),
+                  "must be a list of at most %2$lld {job, state}: a job's id, unique id prefix or name, and ok, "
+                  "notok, any (the default) or started",
+        "ID[:STATE]", "wait (PENDING) until job ID has gone so (repeatable, or a comma\n"
+                    "list): STATE ok: it ended COMPLETED; notok: FAILED, STOPPED or\n"
+                    "CANCELED; any: it ended (default); started: it started. When it\n"
+                    "cannot any more, the job is CANCELED (end reason dependency).\n"
+                    "Slurm's afterok:ID:ID2 reads too (and --dependency)"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number", .limit = "pids %s"},
     /* why a --gpu-optional job runs without the GPUs it asked for */
@@ -452,6 +461,13 @@ static void clear_field(job_req *r, enum jobreq_id id)
         *n = 0;
         break;
     }
+    case JK_AFTER:
+        for (size_t i = 0; i < r->nafter; i++)
+            free(r->after[i].job);
+        free(r->after);
+        r->after = NULL;
+        r->nafter = 0;
+        break;
     case JK_UPLOADS:
         for (size_t i = 0; i < r->nuploads; i++) {
             jobreq_upload *u = &r->uploads[i];
@@ -721,6 +737,177 @@ static int schedule_text(job_req *r, const jobreq_field *f, const char *text, ti
     return set_string(r, f, when, strlen(when), JOBREQ_FROM_DB, now, e);
 }
 
+/* ---- after: the jobs it waits for -------------------------------------------------------- */
+
+static const char *const after_names[] = {"any", "ok", "notok", "started"};
+static const char *const after_slurm[] = {"afterany", "afterok", "afternotok", "after"};
+
+const char *jobreq_after_state_name(int state)
+{
+    return state >= 0 && state < (int)ARRAY_LEN(after_names) ? after_names[state] : "?";
+}
+
+int jobreq_after_state_parse(const char *s)
+{
+    for (int i = 0; i < (int)ARRAY_LEN(after_names); i++)
+        if (!strcmp(s, after_names[i]) || !strcmp(s, after_slurm[i]))
+            return i;
+    return -1;
+}
+
+/* A job's reference as jobs_find reads it (an id, a unique prefix, a name): 1 to 128 bytes, no
+ * ':', ',' or '?' (the list's own characters), no space or control character. */
+static bool after_ref_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 128)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= 0x20 || c == 0x7f || c == ':' || c == ',' || c == '?')
+            return false;
+    }
+    return true;
+}
+
+static int after_add(job_req *r, const char *ref, size_t n, int state, jerr *e)
+{
+    if (r->nafter >= JOBREQ_AFTER_MAX)
+        return jerr_field(e, "after", "after: more than %d jobs to wait for; at most %d", JOBREQ_AFTER_MAX,
+                          JOBREQ_AFTER_MAX);
+    char *job = xmalloc(n + 1);
+    memcpy(job, ref, n);
+    job[n] = 0;
+    r->after = xrealloc(r->after, (r->nafter + 1) * sizeof *r->after);
+    r->after[r->nafter++] = (jobreq_after){.job = job, .state = (uint8_t)state};
+    r->has |= 1ull << JR_AFTER;
+    return 0;
+}
+
+/* A refusal of --after's text, in its own words (the table's sentence is the API's). */
+static int after_refuse_text(jerr *e, const char *shown)
+{
+    char v[80];
+    snprintf(v, sizeof v, "%s", shown);
+    if (strlen(shown) >= sizeof v)
+        snprintf(v + sizeof v - 4, 4, "...");
+    utf8_sanitize(v);
+    for (char *c = v; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    return jerr_field(e, "after", "after: '%s' is not ID[:STATE] (STATE ok, notok, any or started; ID a job's id, "
+                                  "unique id prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, "
+                                  "after)", v);
+}
+
+/* One item of --after's comma list: ID, ID:STATE, or Slurm's STATE:ID[:ID...] (afterok:12:13). */
+static int after_text_item(job_req *r, const jobreq_field *f, const char *item, jerr *e)
+{
+    if (strchr(item, '?'))
+        return jerr_field(e, f->key, "after: '%.64s': Slurm's '?' (any one of) is not supported; every job "
+                                     "listed must end as asked", item);
+    const char *colon = strchr(item, ':');
+    size_t hl = colon ? (size_t)(colon - item) : strlen(item);
+    char head[16] = "";
+    if (colon && hl < sizeof head) {
+        memcpy(head, item, hl);
+        head[hl] = 0;
+    }
+    int slurm = -1;
+    /* ID:STATE first: a job named afterok is "afterok:any" (as jobreq_to_flags writes it) */
+    bool id_state = colon && !strchr(colon + 1, ':');
+    bool plain = false;
+    for (int i = 0; id_state && i < (int)ARRAY_LEN(after_names); i++)
+        plain |= !strcmp(colon + 1, after_names[i]);
+    for (int i = 0; colon && !plain && i < (int)ARRAY_LEN(after_slurm); i++)
+        if (!strcmp(head, after_slurm[i]))
+            slurm = i;
+    if (slurm >= 0) {
+        for (const char *p = colon + 1; p;) {
+            const char *q = strchr(p, ':');
+            size_t n = q ? (size_t)(q - p) : strlen(p);
+            if (!after_ref_ok(p, n))
+                return after_refuse_text(e, item);
+            if (after_add(r, p, n, slurm, e) < 0)
+                return -1;
+            p = q ? q + 1 : NULL;
+        }
+        return 0;
+    }
+    int state = JA_ANY;
+    if (colon) {
+        state = -1;
+        for (int i = 0; i < (int)ARRAY_LEN(after_names); i++)
+            if (!strcmp(colon + 1, after_names[i]))
+                state = i;
+        if (state < 0)
+            return after_refuse_text(e, item);
+    }
+    if (!after_ref_ok(item, hl))
+        return after_refuse_text(e, item);
+    return after_add(r, item, hl, state, e);
+}
+
+static int after_text(job_req *r, const jobreq_field *f, const char *text, jerr *e)
+{
+    if (!*text)
+        return after_refuse_text(e, text);
+    for (const char *p = text; p;) {
+        const char *q = strchr(p, ',');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        char item[300];
+        if (n == 0 || n >= sizeof item)
+            return after_refuse_text(e, text);
+        memcpy(item, p, n);
+        item[n] = 0;
+        if (after_text_item(r, f, item, e) < 0)
+            return -1;
+        p = q ? q + 1 : NULL;
+    }
+    return 0;
+}
+
+static int after_from_json(job_req *r, const jobreq_field *f, json_t *v, jerr *e)
+{
+    if (!json_is_array(v))
+        return list_refused(e, f);
+    if (json_array_size(v) > (size_t)f->max)
+        return jerr_field(e, f->key, "after: %zu jobs to wait for; at most %lld", json_array_size(v),
+                          (long long)f->max);
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) {
+        json_t *jv = json_object_get(x, "job"), *sv = json_object_get(x, "state");
+        if (!json_is_object(x) || !json_is_string(jv))
+            return jerr_field(e, f->key, "after[%zu]: must be an object {\"job\": ID, \"state\": ok|notok|any|started} "
+                                         "(job: a job's id, unique id prefix or name)", i);
+        const char *k;
+        json_t *kv;
+        json_object_foreach(x, k, kv) {
+            if (strcmp(k, "job") && strcmp(k, "state"))
+                return jerr_field(e, f->key, "after[%zu]: unknown field '%.40s'; accepted: job, state", i, k);
+        }
+        const char *ref = json_string_value(jv);
+        size_t n = json_string_length(jv);
+        if (strlen(ref) != n || !after_ref_ok(ref, n)) {
+            char shown[80];
+            snprintf(shown, sizeof shown, "%.60s", ref);
+            utf8_sanitize(shown);
+            for (char *c = shown; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                    *c = '?';
+            return jerr_field(e, f->key, "after[%zu].job: '%s' is not a job's id, id prefix or name (1 to 128 "
+                                         "bytes, no ':', ',', '?', space or control character)", i, shown);
+        }
+        int state = JA_ANY;
+        if (sv && (!json_is_string(sv) || (state = jobreq_after_state_parse(json_string_value(sv))) < 0))
+            return jerr_field(e, f->key, "after[%zu].state: must be ok, notok, any or started", i);
+        if (after_add(r, ref, n, state, e) < 0)
+            return -1;
+    }
+    r->has |= 1ull << JR_AFTER;
+    return 0;
+}
+
 int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t now, jerr *e)
 {
     int64_t v;
@@ -797,6 +984,7 @@ int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t 
         free_list(items, n);
         return 0;
     }
+    case JK_AFTER: return after_text(r, f, text, e);
     default: return jerr_field(e, f->key, "%s: cannot be given as text", f->key);
     }
 }
@@ -968,6 +1156,7 @@ static int field_from_json(job_req *r, const jobreq_field *f, json_t *v, json_t 
     case JK_ENV: return env_from_json(r, f, v, other_env, e);
     case JK_LIST: return list_from_json(r, f, v, e);
     case JK_UPLOADS: return uploads_from_json(r, f, v, flags, e);
+    case JK_AFTER: return after_from_json(r, f, v, e);
     }
     return 0;
 }
@@ -1484,6 +1673,12 @@ json_t *jobreq_to_json(const job_req *r, int flags)
             break;
         }
         case JK_UPLOADS: v = uploads_json(r); break;
+        case JK_AFTER:
+            v = json_array();
+            for (size_t k = 0; k < r->nafter; k++)
+                json_array_append_new(v, json_pack("{s:s,s:s}", "job", r->after[k].job, "state",
+                                                   jobreq_after_state_name(r->after[k].state)));
+            break;
         }
         json_object_set_new(o, f->key, v);
     }
@@ -1585,6 +1780,14 @@ json_t *jobreq_to_flags(const job_req *r)
             free(joined);
             break;
         }
+        case JK_AFTER:
+            for (size_t k = 0; k < r->nafter; k++) {
+                char *p = xmalloc(strlen(r->after[k].job) + 16);
+                sprintf(p, "%s:%s", r->after[k].job, jobreq_after_state_name(r->after[k].state));
+                flag_add(a, f->flag, p);
+                free(p);
+            }
+            break;
         case JK_UPLOADS:
             /* what was sent from the top of /work: files, and directories with their contents */
             for (size_t k = 0; k < r->nuploads; k++) {

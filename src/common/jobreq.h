@@ -33,6 +33,7 @@ enum jobreq_id {
     JR_UPLOADS, JR_GPU_COUNT, JR_GPU_MEMORY_MB, JR_GPU_ALL, JR_GPU_IDS, JR_GPU_CAPS, JR_GPU_OPTIONAL,
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
     JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES, JR_TTY, JR_STDIN, JR_MAX_NETBPS, JR_ARRAY,
+    JR_AFTER,
     /* set by the daemon, never by a client */
     JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT, JR_VOLUME_PINS,
     JR_N
@@ -46,6 +47,7 @@ enum jobreq_kind {
     JK_ENV,       /* NAME: value */
     JK_LIST,      /* a list of strings (text: comma-separated) */
     JK_UPLOADS,   /* files sent along */
+    JK_AFTER,     /* the jobs it waits for: [{job, state}] (text: ID[:STATE],... or Slurm's afterok:ID:ID) */
 };
 enum jobreq_unit {
     JU_NONE, JU_PERCENT, JU_MB, JU_BYTES, JU_SECONDS, JU_GPUS, JU_CPUS, JU_TIME, JU_CAPS, JU_CC,
@@ -100,6 +102,23 @@ typedef struct jobreq_upload {
                                * "Streamed uploads") or written; -1 when not given */
 } jobreq_upload;
 
+/* after: how a job it depends on must have gone (docs/batch-dependencies.md). The names are
+ * rnx's and the API's; Slurm's afterok, afternotok, afterany and after read as them. */
+enum jobreq_after_state {
+    JA_ANY,       /* ended, in any state (afterany; the default) */
+    JA_OK,        /* ended COMPLETED (afterok) */
+    JA_NOTOK,     /* ended, not COMPLETED: FAILED, STOPPED or CANCELED (afternotok) */
+    JA_STARTED,   /* started (or ended without starting) (Slurm's plain after) */
+};
+#define JOBREQ_AFTER_MAX 64
+typedef struct jobreq_after {
+    char *job;                /* as given; the daemon stores the full id it resolved at submission */
+    uint8_t state;            /* enum jobreq_after_state */
+} jobreq_after;
+const char *jobreq_after_state_name(int state);
+/* ok, notok, any, started (and Slurm's afterok, afternotok, afterany, after): the state, or -1. */
+int jobreq_after_state_parse(const char *s);
+
 typedef struct job_req {
     uint64_t has;             /* bit JR_x: the field was given */
     char *command, *name, *workdir, *network, *cpu_cores, *schedule_at;
@@ -128,6 +147,8 @@ typedef struct job_req {
     char *array;              /* a job array's task list, canonical ("0-99%8"); NULL: one job */
     char *volume_pins;        /* which volume each of volumes is: "NAME:OWNER_UID:ID,..." (core/volumes.h) */
     int64_t schedule_ms;      /* schedule_at as milliseconds, 0 none */
+    jobreq_after *after;      /* the jobs it waits for (rnx job run --after) */
+    size_t nafter;
 } job_req;
 
 static inline bool jobreq_has(const job_req *r, enum jobreq_id f) { return r->has >> f & 1; }

@@ -67,6 +67,11 @@ typedef struct job {
     struct jarray *array;
     uint32_t array_slot;      /* its place in the array's list of made tasks */
     bool array_active;        /* counted among the array's tasks not ended (its %N) */
+    /* Its dependencies, rnx job run --after (core/depend.h): the seq of each job req.after
+     * names (0: gone), while it is PENDING; and the seqs of the PENDING jobs that wait on it. */
+    uint64_t *after_seq;
+    uint64_t *dependents;
+    uint32_t ndependents, dependents_cap;
     /* Execution, while a shim is alive. */
     pid_t shim_pid;
     uint64_t shim_start;

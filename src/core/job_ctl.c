@@ -1,6 +1,7 @@
 /* What a user asks of a job (job_ctl.h). */
 #include "job_ctl.h"
 #include "arrays.h"
+#include "depend.h"
 
 #include <time.h>
 
@@ -215,14 +216,17 @@ int job_ctl_release(job *j, uid_t by, jerr *e)
 {
     if (j->state != JS_HELD)
         return refuse(j, "released", "a held", e);
-    bool deps = workflow_job_has_deps(j);
+    /* a workflow's job or one with --after: its dependencies are decided afresh */
+    bool deps = workflow_job_has_deps(j) || (j->req.nafter && !j->wf);
     j->state = job_state_after_hold(deps, j->scheduled_ms, now_ms());
     j->stopped_by = -1;
     j->ev_wait = 0; /* its next wait is told afresh */
     job_event(j, JE_RELEASED, (int64_t)by, "hold released by uid %u: %s", (unsigned)by, job_state_name(j->state));
     job_save(j);
-    if (deps)
+    if (deps && j->wf)
         workflow_job_decide(j); /* the jobs it depends on may have ended meanwhile */
+    else if (deps)
+        depend_decide(j);
     state_want(WANT_SCHEDULE);
     log_info("job %s released by uid %u: %s", j->id, (unsigned)by, job_state_name(j->state));
     return 0;

@@ -15,7 +15,7 @@
 
 enum job_event {
     JE_SUBMITTED,   /* by its owner; when it is scheduled for later, until when */
-    JE_PENDING,     /* a workflow's job waits for the jobs it depends on */
+    JE_PENDING,     /* a workflow's job, or one with --after (core/depend.h), waits for the jobs it depends on */
     JE_RELEASED,    /* ... and they ended as it needs */
     JE_QUEUED,      /* waits for room: each new reason (queue.c) */
     JE_GRANTED,     /* its GPUs (or MIG device), with the placement's score */

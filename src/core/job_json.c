@@ -7,6 +7,7 @@
 #include "job_ctl.h"
 #include "gpu_spec.h"
 #include "jobs.h"
+#include "depend.h"
 #include "job_launch.h"
 #include "queue.h"
 #include "state.h"
@@ -150,6 +151,19 @@ json_t *job_json(const job *j)
                  (unsigned long long)core.cfg.attach_wait_s);
     else if (j->state == JS_HELD || j->state == JS_SUSPENDED)
         job_ctl_reason(j, why, sizeof why);
+    else if (j->state == JS_PENDING && r->nafter)
+        depend_describe(j, why, sizeof why);
+    /* the jobs it waits for (rnx job run --after), each with its state now (null: not known,
+     * as for a job that left PENDING before joblet last started) */
+    json_t *after = json_array();
+    for (size_t k = 0; k < r->nafter; k++) {
+        const job *d = depend_on(j, k);
+        json_array_append_new(after, json_pack("{s:s,s:s,s:o}", "job", r->after[k].job, "state",
+                                               jobreq_after_state_name(r->after[k].state), "job_state",
+                                               d ? json_string(job_state_name(d->state))
+                                                 : j->after_seq ? json_string("DELETED") : json_null()));
+    }
+    json_object_set_new(o, "after", after);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
     /* a Slurm task (slurm_task.h): its ids as Slurm has them, and "J.S.T" as rnx shows them */
     json_t *sl = slurmcg_to_json(&j->slurm);

@@ -171,6 +171,8 @@ void job_free(job *j)
     free(j->error);
     free(j->fail_reason);
     free(j->cg2_made);
+    free(j->after_seq);
+    free(j->dependents);
     grant_list_free(&j->gpus);
     free(j);
 }

@@ -17,6 +17,7 @@
 #include "volumes.h"
 #include "networks.h"
 #include "workflow.h"
+#include "depend.h"
 
 /* A round's work can ask for more (a start that fails ends a job; a workflow cancels its
  * dependents); each round settles at least one job for good, so this bound is only a guard
@@ -40,6 +41,7 @@ static void settle_jobs(void)
         if (what & JOB_SETTLE_WORKFLOW) {
             workflow_job_changed(j);
             arrays_task_changed(j); /* an ended task frees room under its array's %N */
+            depend_job_changed(j); /* the jobs waiting on it by --after (none: nothing to do) */
         }
         if (what & JOB_SETTLE_RELEASE) {
             volumes_release(j); /* memory volumes no job not yet ended uses go */

@@ -31,6 +31,7 @@
 #include "job_row.h"
 #include "job_dirs.h"
 #include "workfs.h"
+#include "depend.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
  * memory and I/O device, the uploads' total size, and the GPUs. */
@@ -356,6 +357,12 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
     if (isolation_decide(req, caller_uid, caller_gid, e) < 0)
         return -1;
     if (check_names(req, caller_uid, caller_gid, e) < 0)
+        return -1;
+    /* the jobs it waits for, as the caller sees them, by full id from now on */
+    if (req->nafter && req->array) /* (its tasks are made as they start: an array waiting is to come) */
+        return jerr_field(e, "after", "after: not accepted with array yet (an array that waits for other jobs "
+                                      "is to come); wait for them first with rnx job wait ID");
+    if (req->nafter && depend_resolve(req, caller_uid, caller_gid, e) < 0)
         return -1;
     /* the command, in the root the job will have: refused now, before anything is granted */
     return cmdcheck_resolve(req, e);
@@ -692,6 +699,8 @@ added:
                  task);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
+    if (j->req.nafter && !si->array_id)
+        depend_submitted(j); /* PENDING, or decided at once */
     return j;
 }
 

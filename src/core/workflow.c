@@ -21,6 +21,8 @@
 #include "networks.h"
 #include "state.h"
 #include "submit.h"
+#include "depend.h"
+#include "depend_rule.h"
 
 
 static void wf_save(workflow *wf)
@@ -197,6 +199,10 @@ static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req *
         rp[i] = &reqs[i];
         if (jobreq_from_json(b->requests[i], &reqs[i], 0, time(NULL), e) < 0)
             return workflow_err_in_job(e, i, b->jobs[i].name);
+        if (reqs[i].nafter) { /* within a workflow, its own requires: says what a job waits for */
+            jerr_field(e, "after", "after: not accepted in a workflow's job; use requires: (docs/workflows.md)");
+            return workflow_err_in_job(e, i, b->jobs[i].name);
+        }
         if (flags & SUBMIT_DRY_RUN) {
             without_created_volumes(&reqs[i], b);
             if (without_created_network(&reqs[i], b, e) < 0)
@@ -423,36 +429,33 @@ static void refresh(workflow *wf)
     }
 }
 
-/* Decides a PENDING job: queued once every condition holds, canceled once one cannot. */
+/* Decides a PENDING job: queued once every condition holds, canceled once one cannot (the
+ * rule and the step are the ones of rnx job run --after: depend_rule.h, depend.h). */
 static void decide(workflow *wf, size_t i)
 {
     job *j = wf->jobs[i].j;
     if (!j || j->state != JS_PENDING)
         return;
-    bool all = true;
-    for (size_t c = 0; c < wf->jobs[i].nconds; c++) {
+    enum depend_verdict v = DEPEND_GO;
+    for (size_t c = 0; c < wf->jobs[i].nconds && v != DEPEND_CANCEL; c++) {
         const wf_cond *cd = &wf->jobs[i].conds[c];
         const job *d = wf->jobs[cd->dep].j;
-        if (d && !job_state_terminal(d->state)) {
-            all = false;
-            continue;
-        }
-        if (!d || d->state != cd->status) {
+        depend_need need = {.kind = DEPEND_EXACTLY, .state = (uint8_t)cd->status};
+        depend_seen seen = {.exists = d != NULL, .started = d && d->started_ms > 0, .state = d ? d->state : JS_CANCELED};
+        enum depend_verdict one = depend_rule(need, seen);
+        if (one == DEPEND_CANCEL) {
             char msg[300];
             snprintf(msg, sizeof msg, "needed '%s' to end %s; it %s%s", wf->jobs[cd->dep].name,
                      job_state_name(cd->status), d ? "ended " : "was deleted", d ? job_state_name(d->state) : "");
-            free(j->error);
-            j->error = xstrdup(msg);
-            job_finish(j, JS_CANCELED, "dependency"); /* decides its own dependents in turn */
+            depend_cancel(j, msg); /* decides its own dependents in turn */
             return;
         }
+        if (one == DEPEND_WAIT)
+            v = DEPEND_WAIT;
     }
-    if (!all)
+    if (v != DEPEND_GO)
         return;
-    j->state = j->scheduled_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
-    job_event(j, JE_RELEASED, -1, "the jobs it depends on ended as it needs");
-    job_save(j);
-    state_want(WANT_SCHEDULE);
+    depend_release(j, "the jobs it depends on ended as it needs");
     log_info("job %s (%s of workflow %s): dependencies met, queued", j->id, wf->jobs[i].name, wf->id);
 }
 

@@ -46,6 +46,7 @@
 #include "../core/networks.h"
 #include "../core/workflow.h"
 #include "../core/arrays.h"
+#include "../core/depend.h"
 #include "../core/workflow_json.h"
 #include "../core/workfs.h"
 #include "../api/metrics_http.h"
@@ -448,6 +449,7 @@ int main(int argc, char **argv)
     }
     gpu_service_load();
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
+    depend_resume_all(); /* likewise the jobs of rnx job run --after */
     job_launch_adopt_all();
     job_launch_init();
     incoming_clean_stale();

@@ -199,6 +199,11 @@ static const field_case cases[] = {
     {JR_ARRAY, "", 0, "0-99%8", "\"0-99%8\"", "\"0-15:4,20\"", "\"0-12:4,20\"",
      "5-3", "array: '5-3': a range runs from a lower id to a higher one, both at most 4000000",
      "\"1,1\"", "array: '1,1' names a task twice (ranges from 1 and from 1 overlap); name each task once"},
+    {JR_AFTER, "", 0, "a1b2:ok,train", "[{\"job\": \"a1b2\", \"state\": \"ok\"}, {\"job\": \"train\", \"state\": \"any\"}]",
+     "[{\"job\": \"x\"}]", "[{\"job\": \"x\", \"state\": \"any\"}]",
+     "a:done", "after: 'a:done' is not ID[:STATE] (STATE ok, notok, any or started; ID a job's id, unique id prefix "
+     "or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, after)",
+     "[{\"job\": \"x\", \"state\": \"done\"}]", "after[0].state: must be ok, notok, any or started"},
     /* the daemon's own fields are read from what it stored, where a value this version refuses
      * is left out (and logged), the job kept: json_msg NULL */
     {JR_PIDS_MAX, "", JOBREQ_FROM_DB, "512", "512", "0", "0",
@@ -617,7 +622,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -1052,7 +1057,8 @@ static const char full[] =
     " \"gpu_optional\": true, \"priority\": -7, \"gpu_type\": \"A100\", \"gpu_cc\": \"8.0\", \"gpu_share\": true,"
     " \"cross_numa\": false, \"preemptible\": true, \"runtime\": \"python-3.11-ml\","
     " \"volumes\": [\"data\", \"images:ro\"], \"isolation\": \"gvisor\", \"devices\": [\"nvidia.com/gpu=1\"],"
-    " \"tty\": true, \"stdin\": true, \"max_netbps\": 1048576}";
+    " \"tty\": true, \"stdin\": true, \"max_netbps\": 1048576,"
+    " \"after\": [{\"job\": \"a1b2c3d4\", \"state\": \"notok\"}, {\"job\": \"prep\", \"state\": \"started\"}]}";
 
 static void test_round_trip(void **state)
 {
@@ -1229,7 +1235,7 @@ static void test_to_flags(void **state)
                    " \"--gpu-memory=4GB\", \"--gpu-ids=GPU-1\", \"--gpu-caps=compute,video\", \"--gpu-optional\","
                    " \"--priority=-7\", \"--gpu-type=A100\", \"--gpu-cc=8.0\", \"--gpu-share\", \"--cross-numa=no\","
                    " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\", \"--isolation=gvisor\", \"--device=nvidia.com/gpu=1\","
-                   " \"--tty\", \"--interactive\", \"--max-netbps=1MB\"]",
+                   " \"--tty\", \"--interactive\", \"--max-netbps=1MB\", \"--after=a1b2c3d4:notok\", \"--after=prep:started\"]",
                    "flags");
     /* read back as rnx reads them: the same request, but for what flags cannot carry */
     size_t i;
@@ -1318,10 +1324,99 @@ static void test_every_flag_has_help(void **state)
     }
 }
 
+/* --after's text, as rnx reads --after and --dependency (Slurm's spelling): ID[:STATE] items,
+ * Slurm's STATE:ID[:ID...], a comma list, repeated flags adding up, and the refusals. */
+static void test_after_text(void **state)
+{
+    static const struct {
+        const char *text, *json;
+    } ok[] = {
+        {"12ab", "[{\"job\": \"12ab\", \"state\": \"any\"}]"},
+        {"12ab:ok", "[{\"job\": \"12ab\", \"state\": \"ok\"}]"},
+        {"a:notok,b:started,c", "[{\"job\": \"a\", \"state\": \"notok\"}, {\"job\": \"b\", \"state\": \"started\"},"
+                                " {\"job\": \"c\", \"state\": \"any\"}]"},
+        {"afterok:1:2", "[{\"job\": \"1\", \"state\": \"ok\"}, {\"job\": \"2\", \"state\": \"ok\"}]"},
+        {"afterany:7,afternotok:8", "[{\"job\": \"7\", \"state\": \"any\"}, {\"job\": \"8\", \"state\": \"notok\"}]"},
+        {"after:9", "[{\"job\": \"9\", \"state\": \"started\"}]"},
+        {"afterok", "[{\"job\": \"afterok\", \"state\": \"any\"}]"},   /* a job named so */
+    };
+    const jobreq_field *f = by_flag("--after");
+    assert_non_null(f);
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        job_req r = {0};
+        jerr e = {0};
+        if (jobreq_set_text(&r, f, ok[i].text, NOW, &e) < 0)
+            fail_msg("'%s' refused: %s", ok[i].text, e.msg);
+        json_t *j = jobreq_to_json(&r, 0);
+        assert_json_eq(json_object_get(j, "after"), ok[i].json, ok[i].text);
+        /* as flags, read back: the same */
+        json_t *flags = jobreq_to_flags(&r);
+        job_req back = {0};
+        for (size_t k = 0; k < json_array_size(flags); k++) {
+            const char *fl = json_string_value(json_array_get(flags, k));
+            assert_int_equal(strncmp(fl, "--after=", 8), 0);
+            assert_int_equal(jobreq_set_text(&back, f, fl + 8, NOW, &e), 0);
+        }
+        json_t *jb = jobreq_to_json(&back, 0);
+        assert_true(json_equal(jb, j));
+        json_decref(jb), json_decref(flags), json_decref(j);
+        jobreq_free(&back);
+        jobreq_free(&r);
+    }
+    /* repeated: they add up; bounded */
+    job_req r = {0};
+    jerr e = {0};
+    char ref[16];
+    for (int i = 0; i < JOBREQ_AFTER_MAX; i++) {
+        snprintf(ref, sizeof ref, "j%d", i);
+        assert_int_equal(jobreq_set_text(&r, f, ref, NOW, &e), 0);
+    }
+    assert_int_equal(r.nafter, JOBREQ_AFTER_MAX);
+    assert_int_equal(jobreq_set_text(&r, f, "one-more", NOW, &e), -1);
+    assert_string_equal(e.field, "after");
+    assert_string_equal(e.msg, "after: more than 64 jobs to wait for; at most 64");
+    jobreq_free(&r);
+    static const char *const bad[] = {"", "a:", ":ok", "a,,b", "a:ok:ok", "afterok:", "afterok:1::2", "a b", "a?b",
+                                      "aftercorr:1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        job_req x = {0};
+        jerr xe = {0};
+        if (jobreq_set_text(&x, f, bad[i], NOW, &xe) == 0)
+            fail_msg("'%s' accepted", bad[i]);
+        assert_string_equal(xe.field, "after");
+        assert_int_equal(strncmp(xe.msg, "after: ", 7), 0);
+        jobreq_free(&x);
+    }
+    /* over the API: the object's form, each member checked */
+    static const struct {
+        const char *json, *msg;
+    } jbad[] = {
+        {"[\"a\"]", "after[0]: must be an object {\"job\": ID, \"state\": ok|notok|any|started} (job: a job's id, unique "
+                    "id prefix or name)"},
+        {"[{\"job\": \"a\", \"when\": 1}]", "after[0]: unknown field 'when'; accepted: job, state"},
+        {"[{\"job\": \"a:b\"}]", "after[0].job: 'a:b' is not a job's id, id prefix or name (1 to 128 bytes, no ':', "
+                                  "',', '?', space or control character)"},
+        {"{}", "after: must be a list of at most 64 {job, state}: a job's id, unique id prefix or name, and ok, notok, "
+               "any (the default) or started"},
+    };
+    for (size_t i = 0; i < sizeof jbad / sizeof jbad[0]; i++) {
+        char body[300];
+        snprintf(body, sizeof body, "{\"command\": \"x\", \"after\": %s}", jbad[i].json);
+        json_t *b = json_of(body);
+        job_req x;
+        jerr xe = {0};
+        assert_int_equal(jobreq_from_json(b, &x, 0, NOW, &xe), -1);
+        assert_string_equal(xe.field, "after");
+        assert_string_equal(xe.msg, jbad[i].msg);
+        json_decref(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_field_has_a_case),
+        cmocka_unit_test(test_after_text),
         cmocka_unit_test(test_fields_from_json),
         cmocka_unit_test(test_fields_from_text),
         cmocka_unit_test(test_text_and_json_refuse_alike),

@@ -1,0 +1,264 @@
+/* rnx job wait ID...: blocks until every job named has ended (docs/batch-dependencies.md).
+ *
+ * It does not poll: it reads the daemon's event stream (GET /v1/events, core/events.h), which
+ * costs joblet nothing per waiting client and loop turn (one shared ring; streams bounded per
+ * user by events.max_streams_per_user), and asks for a job's status only when the stream's
+ * hello (or a resync) says it may have missed its end, and once per job at its end for its
+ * exit code. */
+#include "cmd_wait.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/jobstate.h"
+#include "../common/jsonx.h"
+#include "../common/parse.h"
+#include "../common/util.h"
+#include "client.h"
+
+static const char wait_help[] =
+    "Usage: rnx job wait [--timeout=DURATION] [-q] ID...\n"
+    "\n"
+    "Waits until every job named has ended (COMPLETED, FAILED, STOPPED or CANCELED) and prints\n"
+    "each end as it happens (short id, state, exit code), like Slurm's sbatch --wait.\n"
+    "A job that has ended already counts at once.\n"
+    "\n"
+    "Exit status:\n"
+    "  one job:       its exit code; 128+N when a signal N ended it; else 0 when it ended\n"
+    "                 COMPLETED and 1 when it ended FAILED, STOPPED or CANCELED without one\n"
+    "  several jobs:  the highest of their statuses so counted (0 only when all are 0)\n"
+    "  124            --timeout passed before they all ended (they go on)\n"
+    "  125            rnx could not wait (no such job, joblet unreachable at the start);\n"
+    "                 2: bad usage\n"
+    "A job deleted while waited for counts 1. While rnx waits, joblet may restart: rnx\n"
+    "waits on, trying again every second.\n"
+    "\n"
+    "Flags:\n"
+    "  --timeout DURATION   give up after this long: 90, 30s, 10min, 2h\n"
+    "  -q, --quiet          print nothing but errors\n"
+    "  -h, --help           show this help\n";
+
+typedef struct waited {
+    char *id;                  /* the full id */
+    bool ended;
+    int status;                /* its part of the exit status, once ended */
+} waited;
+
+typedef struct wait_state {
+    const rnx_ctx *ctx;
+    waited *jobs;
+    size_t n, left;
+    bool quiet;
+    char event[32];            /* the SSE event being read */
+    int rc;                    /* WAIT_FAILED once something went wrong */
+} wait_state;
+
+/* A job's part of the exit status, from its JSON. */
+static int status_of(json_t *job)
+{
+    json_t *ec = json_object_get(job, "exit_code"), *sig = json_object_get(job, "signal");
+    if (json_is_integer(ec))
+        return (int)json_integer_value(ec) & 0xff;
+    if (json_is_integer(sig) && json_integer_value(sig) > 0)
+        return 128 + (int)(json_integer_value(sig) & 0x7f);
+    const char *s = json_string_value(json_object_get(job, "status"));
+    return s && !strcmp(s, "COMPLETED") ? 0 : 1;
+}
+
+static bool terminal(const char *status)
+{
+    return status && (!strcmp(status, "COMPLETED") || !strcmp(status, "FAILED") || !strcmp(status, "STOPPED") ||
+                      !strcmp(status, "CANCELED"));
+}
+
+/* GET the job: its JSON, or NULL after printing why. */
+static json_t *get_job(const rnx_ctx *ctx, const char *ref)
+{
+    rnx_client *c = client_new(&ctx->target);
+    if (!c)
+        return NULL;
+    char *esc = client_escape(c, ref), *path = NULL;
+    if (asprintf(&path, "/v1/jobs/%s", esc) < 0)
+        abort();
+    json_t *job = NULL;
+    jerr e = {0};
+    if (client_request(c, "GET", path, NULL, &job, &e) < 0) {
+        rnx_fail("job wait: %s", e.msg);
+        job = NULL;
+    }
+    free(esc);
+    free(path);
+    client_free(c);
+    return job;
+}
+
+static void ended(wait_state *w, waited *j, json_t *job)
+{
+    if (j->ended)
+        return;
+    j->ended = true;
+    j->status = status_of(job);
+    w->left--;
+    if (w->quiet)
+        return;
+    const char *st = json_string_value(json_object_get(job, "status"));
+    json_t *ec = json_object_get(job, "exit_code");
+    const char *why = json_string_value(json_object_get(job, "end_reason"));
+    printf("%.8s %s", j->id, st ? st : "?");
+    if (json_is_integer(ec))
+        printf(" exit %lld", (long long)json_integer_value(ec));
+    if (why && strcmp(why, "exit"))
+        printf(" (%s)", why);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* Looks at every job not yet ended (after the stream's hello: what ended before it is not in it). */
+static int check_all(wait_state *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        if (w->jobs[i].ended)
+            continue;
+        json_t *job = get_job(w->ctx, w->jobs[i].id);
+        if (!job)
+            return -1;
+        if (terminal(json_string_value(json_object_get(job, "status"))))
+            ended(w, &w->jobs[i], job);
+        json_decref(job);
+    }
+    return 0;
+}
+
+static int on_line(const char *line, size_t len, void *ud)
+{
+    wait_state *w = ud;
+    if (len >= 7 && !strncmp(line, "event: ", 7)) {
+        snprintf(w->event, sizeof w->event, "%.*s", (int)(len - 7), line + 7);
+        return 0;
+    }
+    if (len < 6 || strncmp(line, "data: ", 6))
+        return 0;
+    if (!strcmp(w->event, "hello") || !strcmp(w->event, "resync")) {
+        if (check_all(w) < 0) {
+            w->rc = WAIT_FAILED;
+            return -1;
+        }
+    } else if (!strcmp(w->event, "job") || !strcmp(w->event, "job_deleted")) {
+        json_t *o = json_loadb(line + 6, len - 6, 0, NULL);
+        const char *id = json_string_value(json_object_get(o, "id"));
+        bool gone = !strcmp(w->event, "job_deleted");
+        for (size_t i = 0; id && i < w->n; i++)
+            if (!w->jobs[i].ended && !strcmp(w->jobs[i].id, id) &&
+                (gone || terminal(json_string_value(json_object_get(o, "status"))))) {
+                json_t *job = gone ? NULL : get_job(w->ctx, id); /* its exit code and signal */
+                ended(w, &w->jobs[i], job ? job : o);
+                json_decref(job);
+            }
+        json_decref(o);
+    }
+    return w->left ? 0 : -1;
+}
+
+static void timed_out(int sig)
+{
+    (void)sig;
+    static const char msg[] = "rnx: job wait: --timeout passed before the jobs ended\n";
+    ssize_t r = write(2, msg, sizeof msg - 1);
+    (void)r;
+    _exit(WAIT_TIMED_OUT);
+}
+
+int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
+{
+    enum { O_TIMEOUT = 1000 };
+    static const struct option opts[] = {{"timeout", required_argument, NULL, O_TIMEOUT},
+                                         {"quiet", no_argument, NULL, 'q'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
+    uint64_t timeout_s = 0;
+    bool quiet = false;
+    int c;
+    jerr e = {0};
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, "hq", opts, "rnx job wait")) != -1) {
+        switch (c) {
+        case 'h': fputs(wait_help, stdout); return RNX_OK;
+        case 'q': quiet = true; break;
+        case O_TIMEOUT:
+            if (parse_duration("--timeout", optarg, &timeout_s, &e) < 0 || timeout_s == 0)
+                return rnx_usage("job wait: --timeout: '%s' is not a duration of at least 1 second (90, 30s, "
+                                 "10min, 2h)", optarg);
+            break;
+        default: return RNX_USAGE;
+        }
+    }
+    if (optind >= argc)
+        return rnx_usage("job wait: missing ID; usage: rnx job wait [--timeout=DURATION] [-q] ID...");
+    wait_state w = {.ctx = ctx, .quiet = quiet};
+    w.n = (size_t)(argc - optind);
+    w.jobs = xcalloc(w.n, sizeof *w.jobs);
+    int rc = RNX_OK;
+    /* each ID resolved once (a prefix or a name), then followed by its full id */
+    for (size_t i = 0; i < w.n; i++) {
+        json_t *job = get_job(ctx, argv[optind + (int)i]);
+        const char *id = json_string_value(json_object_get(job, "id"));
+        if (!id) {
+            json_decref(job);
+            rc = WAIT_FAILED;
+            goto out;
+        }
+        w.jobs[i].id = xstrdup(id);
+        w.left++;
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(w.jobs[k].id, id)) { /* named twice: waited for once */
+                w.jobs[i].ended = true;
+                w.left--;
+            }
+        json_decref(job);
+    }
+    if (timeout_s) {
+        signal(SIGALRM, timed_out);
+        alarm(timeout_s > 86400u * 365 ? 86400u * 365 : (unsigned)timeout_s);
+    }
+    bool said = false;
+    while (w.left) {
+        rnx_client *cl = client_new(&ctx->target);
+        if (!cl) {
+            rc = WAIT_FAILED;
+            goto out;
+        }
+        jerr se = {0};
+        int sr = client_stream(cl, "/v1/events", on_line, &w, &se);
+        client_free(cl);
+        if (w.rc) {
+            rc = w.rc;
+            goto out;
+        }
+        if (sr < 0 && se.code != ECANCELED && se.http) { /* refused (429: too many streams of yours) */
+            rnx_fail("job wait: %s", se.msg);
+            rc = WAIT_FAILED;
+            goto out;
+        }
+        /* the stream ended or joblet is away (restarting): jobs outlive it, so rnx waits on,
+         * once a second, and a new stream's hello looks at the jobs again */
+        if (w.left && sr < 0 && se.code != ECANCELED && !said) {
+            fprintf(stderr, "rnx: job wait: %s; trying again every second\n", se.msg);
+            said = true;
+        }
+        if (w.left)
+            sleep(1);
+    }
+    for (size_t i = 0; i < w.n; i++)
+        if (w.jobs[i].status > rc)
+            rc = w.jobs[i].status;
+out:
+    alarm(0);
+    for (size_t i = 0; i < w.n; i++)
+        free(w.jobs[i].id);
+    free(w.jobs);
+    return rc;
+}

@@ -1,0 +1,55 @@
+/* Jobs that wait for other jobs: `rnx job run --after=ID[:STATE]` (docs/batch-dependencies.md),
+ * and the step shared with workflows (core/workflow.c) that releases or cancels a waiting job.
+ *
+ * A job with `after` starts PENDING. Each job it depends on keeps the seqs of the jobs that wait
+ * on it (job.dependents), so a job that ends decides exactly those, each once: a job nobody
+ * waits on costs nothing more when it ends, and 10,000 jobs waiting on one are decided in one
+ * pass over that list. The rule is depend_rule.h's, the same as a workflow's.
+ *
+ * Cycles are impossible by construction: a job may only depend on jobs that exist when it is
+ * submitted (refs are resolved to full ids then), and no job's `after` changes later, so every
+ * edge points from a newer job to an older one.
+ *
+ * The dependencies live in the request (its `after`, full ids), so they outlive a kill -9 of
+ * joblet: at start depend_resume_all links them again and decides every PENDING job by what
+ * ended while joblet was down. */
+#ifndef JOBLET_DEPEND_H
+#define JOBLET_DEPEND_H
+
+#include <sys/types.h>
+
+#include "../common/err.h"
+#include "authz.h"
+#include "job.h"
+
+/* The one place a reference of `after` is resolved (a full id, a unique prefix, a name, as
+ * jobs_find reads them), among the jobs the caller may see; each item's job becomes that full
+ * id. A job the caller may not see is refused exactly as one that does not exist (no leak of
+ * its existence): 400 on field "after". (An array of jobs, later: resolved here as well.) */
+int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e);
+/* A new job with `after` (submit_create): PENDING, linked to the jobs it waits on, and
+ * decided at once (those that ended already may release or cancel it). */
+void depend_submitted(job *j);
+/* j started or ended (the settle step): the jobs waiting on it are decided. Nothing to do
+ * when none waits. */
+void depend_job_changed(job *j);
+/* The k-th job j waits on (req.after[k]), NULL when it is gone or j is not linked (not
+ * PENDING since joblet started). */
+const job *depend_on(const job *j, size_t k);
+/* What a PENDING job waits for, in words, for its wait_reason: "waiting for job 1a2b3c4d to
+ * end COMPLETED (it is RUNNING)". */
+void depend_describe(const job *j, char *out, size_t len);
+/* A PENDING job with `after` decided now (a held one released: its dependencies may have
+ * ended while it was held; it is linked to them while held, restarts included). */
+void depend_decide(job *j);
+/* At start, after the jobs are loaded: links every PENDING job with `after` and decides it. */
+void depend_resume_all(void);
+
+/* The shared step (command-line jobs and workflows): a PENDING job's dependencies hold: it
+ * joins the queue (SCHEDULED when it starts later), with `detail` in its history. */
+void depend_release(job *j, const char *detail);
+/* ... or one never can: CANCELED, end reason "dependency", error `why` (which decides its own
+ * dependents in turn, in the settle step). */
+void depend_cancel(job *j, const char *why);
+
+#endif
