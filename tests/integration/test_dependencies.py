@@ -286,3 +286,29 @@ def test_cancel_a_waiting_job_and_stop_a_dependency(daemon):
     assert daemon.wait(notok)["status"] == "COMPLETED"
     job = daemon.wait(ok)
     assert job["error"] == f"needed job {a[:8]} to end COMPLETED; it ended STOPPED", job
+
+
+def test_held_dependent_is_decided_when_released(fresh_daemon):
+    """A job with --after held while it waits: its dependency ends meanwhile (one failing, one
+    completing, one of them across a kill -9 of joblet); released, each is decided then: CANCELED
+    with the reason, or queued and run."""
+    d = fresh_daemon()
+    a, b = gated(d), gated(d)
+    wait_running(d, a)
+    wait_running(d, b)
+    x = run(d, f"--after={a}:ok", "/bin/true")
+    y = run(d, f"--after={b}:ok", "/bin/true")
+    for j in (x, y):
+        d.rnx("job", "hold", j, check=True)
+        assert d.job(j)["status"] == "HELD"
+    release(d, a, fail=True)
+    assert d.wait(a)["status"] == "FAILED"
+    d.kill9()
+    d.start()
+    release(d, b)
+    assert d.wait(b)["status"] == "COMPLETED"
+    assert d.job(x)["status"] == "HELD" and d.job(y)["status"] == "HELD"
+    d.rnx("job", "release", x, y, check=True)
+    jx = d.wait(x)
+    assert jx["status"] == "CANCELED" and jx["end_reason"] == "dependency", jx
+    assert d.wait(y)["status"] == "COMPLETED"
