@@ -8,6 +8,7 @@
 #include "../common/idref.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "depend.h"
 #include "job_ctl.h"
 #include "jobs.h"
 #include "state.h"
@@ -108,6 +109,7 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
         else
             log_warn("array %s: task %lld: %s", a->id, (long long)j->array_task, je.msg);
     }
+    depend_array_changed(a); /* ended by this (its tasks not started canceled): who waits on it */
     if (!*acted)
         return jerr_http(e, 409, "array %s: no task %s was left to %s%s", a->id, tasks ? "named" : "",
                          act == ARRAY_CTL_CANCEL ? "cancel" : act == ARRAY_CTL_STOP ? "stop" : "kill",
@@ -118,7 +120,7 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
 int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, uid_t by, uint64_t *acted, jerr *e)
 {
     *acted = 0;
-    if (!tasks && a->held != hold && !arrays_ended(a) && a->canceled_by < 0) {
+    if (!tasks && a->held != hold && !arrays_ended(a) && !arrays_canceled(a)) {
         if (arrays_set_held(a, hold, e) < 0)
             return -1;
         (*acted)++;

@@ -6,13 +6,14 @@
 #include "../common/jsonx.h"
 #include "../common/util.h"
 #include "../sched/sched.h"
+#include "depend.h"
 
 /* Why its next task waits, in a few words (the scheduler's reason for that task). */
 static const char *wait_words(const jarray *a, const arrays_counts *c)
 {
     if (a->held)
         return "held";
-    if (a->canceled_by >= 0 || a->made >= a->spec.count)
+    if (arrays_canceled(a) || a->made >= a->spec.count)
         return NULL;
     if (a->spec.throttle && a->active >= a->spec.throttle)
         return "its %N: as many tasks as it may run at once have not ended";
@@ -48,6 +49,12 @@ json_t *array_json(const jarray *a)
     arrayspec_format(&a->spec, true, spec, sizeof spec);
     ref_of(a, ref, sizeof ref);
     const char *why = wait_words(a, &c);
+    char deps[600];
+    if (a->waiting) {
+        depend_describe_req(&a->req, a->after_seq, deps, sizeof deps);
+        why = deps;
+    } else if (a->canceled_by == -2)
+        why = a->canceled_why ? a->canceled_why : "canceled: its dependencies could never hold";
     json_t *args = json_array();
     for (size_t i = 0; i < a->req.nargs; i++)
         json_array_append_new(args, json_string(a->req.args[i]));
@@ -69,7 +76,7 @@ json_t *array_task_json(const jarray *a, uint32_t t)
 {
     char id[64];
     snprintf(id, sizeof id, "%.8s_%u", a->id, t);
-    bool canceled = a->canceled_by >= 0 || (a->skip.n && arrayspec_has(&a->skip, t));
+    bool canceled = arrays_canceled(a) || (a->skip.n && arrayspec_has(&a->skip, t));
     return json_pack("{s:s,s:s,s:s,s:{s:s,s:I,s:s},s:b,s:s?}", "id", id, "kind", "task", "status",
                      canceled ? "CANCELED" : "QUEUED", "array", "id", a->id, "task",
                      (json_int_t)t, "ref", id, "made", 0, "wait_reason",

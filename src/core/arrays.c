@@ -48,6 +48,9 @@ static void free_one(jarray *a)
     free(a->name);
     jobreq_free(&a->req);
     free(a->tasks);
+    free(a->canceled_why);
+    free(a->after_seq);
+    free(a->dependents);
     free(a);
 }
 
@@ -105,7 +108,7 @@ uint64_t arrays_unmade(uid_t uid)
 {
     uint64_t n = 0;
     for (size_t i = 0; i < core.narrays; i++)
-        if (core.arrays[i]->owner_uid == uid && core.arrays[i]->canceled_by < 0)
+        if (core.arrays[i]->owner_uid == uid && !arrays_canceled(core.arrays[i]))
             n += core.arrays[i]->spec.count - core.arrays[i]->made - arrayspec_count_from(&core.arrays[i]->spec, core.arrays[i]->made, &core.arrays[i]->skip);
     return n;
 }
@@ -118,7 +121,7 @@ uint64_t arrays_unmade(uid_t uid)
 
 uint32_t arrays_offer(const jarray *a)
 {
-    if (a->held || a->canceled_by >= 0 || a->made >= a->spec.count)
+    if (a->held || a->waiting || arrays_canceled(a) || a->made >= a->spec.count)
         return 0;
     uint64_t left = a->spec.count - a->made;
     uint64_t n = left < ARRAYS_PER_PASS ? left : ARRAYS_PER_PASS;
@@ -129,7 +132,7 @@ uint32_t arrays_offer(const jarray *a)
 
 int arrays_next(jarray *a, uint32_t *task)
 {
-    if (a->canceled_by >= 0)
+    if (arrays_canceled(a))
         return -1;
     while (a->made < a->spec.count) {
         uint32_t t = arrayspec_task(&a->spec, a->made);
@@ -249,11 +252,11 @@ void arrays_count(const jarray *a, arrays_counts *c)
     uint64_t skipped_left = arrayspec_count_from(&a->spec, a->made, &a->skip);
     uint64_t skipped_before = a->skip.n ? arrayspec_count_from(&a->spec, 0, &a->skip) - skipped_left : 0;
     c->n[JS_CANCELED] += skipped_before;
-    if (a->canceled_by >= 0)
+    if (arrays_canceled(a))
         c->n[JS_CANCELED] += left;
     else {
         c->n[JS_CANCELED] += skipped_left;
-        c->n[a->held ? JS_HELD : JS_QUEUED] += left - skipped_left;
+        c->n[a->waiting ? JS_PENDING : a->held ? JS_HELD : JS_QUEUED] += left - skipped_left;
     }
     uint64_t made_jobs = a->made - skipped_before;
     c->deleted = made_jobs > linked ? made_jobs - linked : 0;
@@ -276,7 +279,7 @@ bool arrays_ended(const jarray *a)
 {
     if (a->active)
         return false;
-    if (a->canceled_by >= 0 || a->made >= a->spec.count)
+    if (arrays_canceled(a) || a->made >= a->spec.count)
         return true;
     return arrayspec_count_from(&a->spec, a->made, &a->skip) == a->spec.count - a->made;
 }
@@ -338,7 +341,7 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
 
 int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e)
 {
-    if (a->canceled_by >= 0)
+    if (arrays_canceled(a))
         return 0;
     uint64_t left = a->spec.count - a->made, skipped = arrayspec_count_from(&a->spec, a->made, &a->skip);
     int64_t n;
@@ -355,6 +358,23 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
     if (n)
         log_info("array %s: %lld tasks not started yet canceled by uid %u", a->id, (long long)n, (unsigned)by);
     return n;
+}
+
+void arrays_release_wait(jarray *a)
+{
+    a->waiting = false;
+    state_want(WANT_SCHEDULE);
+}
+
+void arrays_cancel_dependency(jarray *a, const char *why)
+{
+    a->waiting = false;
+    a->canceled_by = -2;
+    free(a->canceled_why);
+    a->canceled_why = xstrdup(why);
+    jerr e = {0};
+    if (save(a, &e) < 0)
+        log_err("array %s: %s", a->id, e.msg);
 }
 
 int arrays_set_held(jarray *a, bool held, jerr *e)

@@ -30,14 +30,23 @@ typedef struct jarray {
     int64_t created_ms;
     uint64_t made;             /* tasks made, in the list's order: the next is spec's made-th */
     arrayspec skip;            /* tasks canceled before they were made (disjoint ranges of step 1) */
-    int64_t canceled_by;       /* uid: every task not made yet is canceled; -1 none */
+    int64_t canceled_by;       /* uid: every task not made yet is canceled; -1 none; -2 by joblet:
+                                * its dependencies can never hold (why: canceled_why) */
+    char *canceled_why;
     bool held;                 /* no task of it is made while held */
     job **tasks;               /* made tasks by slot (job.array_slot); NULL once deleted */
     size_t ntasks, cap;
     uint32_t active;           /* made tasks not ended: what %N bounds */
     uint8_t wait_why;          /* why its next task waits (enum sched_wait), from the last pass */
+    /* rnx job run --array --after (core/depend.h): no task is made while it waits */
+    bool waiting;
+    uint64_t *after_seq;       /* what it waits on, by seq (depend.c) */
+    uint64_t *dependents;      /* the jobs and arrays that wait on it, by seq (depend.c) */
+    uint32_t ndependents, dependents_cap;
     uint32_t queue_position;
 } jarray;
+
+static inline bool arrays_canceled(const jarray *a) { return a->canceled_by != -1; }
 
 /* What the state of an array's tasks is, made or not. */
 typedef struct arrays_counts {
@@ -84,6 +93,10 @@ enum job_state arrays_state(const jarray *a, const arrays_counts *c);
 /* Cancels tasks not made yet: all of them (tasks NULL: the array is canceled), or those of
  * tasks. The number canceled, or -1 with e set (409: too many separate ranges to keep). */
 int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e);
+/* Its dependencies hold (depend.c): its tasks are made from now on. */
+void arrays_release_wait(jarray *a);
+/* ... or they never can: every task is canceled (canceled_by -2, why). */
+void arrays_cancel_dependency(jarray *a, const char *why);
 /* No task of it is made while held (its tasks not made count HELD); released, they are again. */
 int arrays_set_held(jarray *a, bool held, jerr *e);
 /* The array's row deleted and the array freed: every task it made must be deleted already and

@@ -7,6 +7,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "arrays.h"
 #include "depend_rule.h"
 #include "job_events.h"
 #include "jobs.h"
@@ -33,6 +34,16 @@ int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e)
     for (size_t i = 0; i < req->nafter; i++) {
         jerr fe = {0};
         const char *ref = req->after[i].job;
+        /* an array (by id, name or prefix: its tasks share its name) waits for all its tasks */
+        jerr ae = {0};
+        jarray *a = arrays_find(ref, &who, &ae);
+        if (a) {
+            if (strcmp(ref, a->id)) {
+                free(req->after[i].job);
+                req->after[i].job = xstrdup(a->id);
+            }
+            continue;
+        }
         job *d = jobs_find(ref, &who, &fe);
         if (!d && fe.http == 409) /* several match: the message lists them, the caller's own */
             return jerr_field(e, "after", "after: %s", fe.msg);
@@ -47,40 +58,123 @@ int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e)
     return 0;
 }
 
-/* The jobs j waits on, by seq (0: gone); what is seen of each. */
-static job *dependency(const job *j, size_t k)
+/* What a dependency is: a job, or a job array (all its tasks), found by the seq it was linked
+ * with (0: gone) and checked by id (a seq given again after a restart). */
+typedef struct target {
+    job *j;
+    jarray *a;
+} target;
+
+static target dependency_of(const job_req *req, const uint64_t *after_seq, size_t k)
 {
-    job *d = j->after_seq && j->after_seq[k] ? jobs_by_seq(j->after_seq[k]) : NULL;
-    return d && !strcmp(d->id, j->req.after[k].job) ? d : NULL; /* a seq given again after a restart */
+    uint64_t seq = after_seq ? after_seq[k] : 0;
+    job *d = seq ? jobs_by_seq(seq) : NULL;
+    if (d && !strcmp(d->id, req->after[k].job))
+        return (target){d, NULL};
+    jarray *a = seq ? arrays_by_seq(seq) : NULL;
+    if (a && !strcmp(a->id, req->after[k].job))
+        return (target){NULL, a};
+    return (target){NULL, NULL};
+}
+
+static job *dependency(const job *j, size_t k) { return dependency_of(&j->req, j->after_seq, k).j; }
+
+/* An array as a dependency: started once a task was made, ended once every task ended, in the
+ * state of its tasks together (arrays_state: COMPLETED only when every task completed). */
+static depend_seen seen_of(target t)
+{
+    if (t.j)
+        return (depend_seen){.exists = true, .started = t.j->started_ms > 0 || t.j->shim_pid > 0, .state = t.j->state};
+    if (!t.a)
+        return (depend_seen){.exists = false, .state = JS_CANCELED};
+    arrays_counts c;
+    arrays_count(t.a, &c);
+    enum job_state st = arrays_state(t.a, &c);
+    return (depend_seen){.exists = true, .started = t.a->made > 0,
+                         .state = arrays_ended(t.a) || !job_state_terminal(st) ? st : JS_RUNNING};
+}
+
+static const char *state_words(target t, const uint64_t *after_seq)
+{
+    return t.j || t.a ? job_state_name(seen_of(t).state) : after_seq ? "deleted" : "?";
 }
 
 const job *depend_on(const job *j, size_t k) { return k < j->req.nafter ? dependency(j, k) : NULL; }
 
-void depend_describe(const job *j, char *out, size_t len)
+const char *depend_on_state(const job *j, size_t k)
+{
+    if (k >= j->req.nafter)
+        return NULL;
+    target t = dependency_of(&j->req, j->after_seq, k);
+    return t.j || t.a ? job_state_name(seen_of(t).state) : j->after_seq ? "DELETED" : NULL;
+}
+
+void depend_describe_req(const job_req *req, const uint64_t *after_seq, char *out, size_t len)
 {
     size_t l = (size_t)snprintf(out, len, "waiting for ");
-    for (size_t k = 0; k < j->req.nafter && l < len; k++) {
-        const job *d = dependency(j, k);
+    for (size_t k = 0; k < req->nafter && l < len; k++) {
+        target t = dependency_of(req, after_seq, k);
         char words[64];
-        depend_need_words((depend_need){.kind = j->req.after[k].state}, words, sizeof words);
-        l += (size_t)snprintf(out + l, len - l, "%sjob %.8s to %s (it is %s)", k ? ", " : "", j->req.after[k].job,
-                              words, d ? job_state_name(d->state) : j->after_seq ? "deleted" : "?");
+        depend_need_words((depend_need){.kind = req->after[k].state}, words, sizeof words);
+        l += (size_t)snprintf(out + l, len - l, "%s%s %.8s to %s (it is %s)", k ? ", " : "", t.a ? "array" : "job",
+                              req->after[k].job, words, state_words(t, after_seq));
     }
 }
 
-static void link_one(job *j, size_t k, job *d)
+void depend_describe(const job *j, char *out, size_t len) { depend_describe_req(&j->req, j->after_seq, out, len); }
+
+/* The waiter (a job's or an array's seq) is told when the dependency ends (or starts). */
+static void add_dependent(uint64_t **list, uint32_t *n, uint32_t *cap, uint64_t waiter)
 {
-    j->after_seq[k] = d ? d->seq : 0;
-    if (!d || job_state_terminal(d->state))
-        return; /* decided at once: nothing to be told later */
-    for (uint32_t i = d->ndependents; i > 0 && i + 8 > d->ndependents; i--)
-        if (d->dependents[i - 1] == j->seq)
+    for (uint32_t i = *n; i > 0 && i + 8 > *n; i--)
+        if ((*list)[i - 1] == waiter)
             return; /* (the same job twice in a row of after) */
-    if (d->ndependents == d->dependents_cap) {
-        d->dependents_cap = d->dependents_cap ? d->dependents_cap * 2 : 4;
-        d->dependents = xrealloc(d->dependents, d->dependents_cap * sizeof *d->dependents);
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        *list = xrealloc(*list, *cap * sizeof **list);
     }
-    d->dependents[d->ndependents++] = j->seq;
+    (*list)[(*n)++] = waiter;
+}
+
+static void link_target(uint64_t *after_seq, size_t k, uint64_t waiter, target t)
+{
+    after_seq[k] = t.j ? t.j->seq : t.a ? t.a->seq : 0;
+    if (t.j && !job_state_terminal(t.j->state))
+        add_dependent(&t.j->dependents, &t.j->ndependents, &t.j->dependents_cap, waiter);
+    else if (t.a && !arrays_ended(t.a))
+        add_dependent(&t.a->dependents, &t.a->ndependents, &t.a->dependents_cap, waiter);
+    /* else decided at once: nothing to be told later */
+}
+
+static void link_one(job *j, size_t k, job *d) { link_target(j->after_seq, k, j->seq, (target){d, NULL}); }
+
+/* The verdict over a request's `after` as seen now; msg says why (cancel) or what went (go). */
+static enum depend_verdict verdict(const job_req *req, const uint64_t *after_seq, char *msg, size_t len)
+{
+    depend_need needs[JOBREQ_AFTER_MAX];
+    depend_seen seen[JOBREQ_AFTER_MAX];
+    size_t n = req->nafter < JOBREQ_AFTER_MAX ? req->nafter : JOBREQ_AFTER_MAX, which = 0;
+    for (size_t k = 0; k < n; k++) {
+        needs[k] = (depend_need){.kind = req->after[k].state};
+        seen[k] = seen_of(dependency_of(req, after_seq, k));
+    }
+    enum depend_verdict v = depend_rule_all(needs, seen, n, &which);
+    char words[64];
+    if (v == DEPEND_CANCEL) {
+        target t = dependency_of(req, after_seq, which);
+        depend_need_words(needs[which], words, sizeof words);
+        if (t.j || t.a)
+            snprintf(msg, len, "needed %s %.8s to %s; it ended %s", t.a ? "array" : "job", req->after[which].job,
+                     words, job_state_name(seen[which].state));
+        else
+            snprintf(msg, len, "needed job %.8s to %s; it was deleted", req->after[which].job, words);
+    } else if (v == DEPEND_GO) {
+        size_t l = (size_t)snprintf(msg, len, "the jobs it waited for went as it needs:");
+        for (size_t k = 0; k < n && l < len; k++)
+            l += (size_t)snprintf(msg + l, len - l, "%s %.8s %s", k ? "," : "", req->after[k].job,
+                                  state_words(dependency_of(req, after_seq, k), after_seq));
+    }
+    return v;
 }
 
 /* Decides a PENDING job with `after`: queued once every dependency holds, canceled once one
@@ -89,37 +183,94 @@ static void decide(job *j)
 {
     if (j->state != JS_PENDING || !j->req.nafter || j->wf)
         return;
-    depend_need needs[JOBREQ_AFTER_MAX];
-    depend_seen seen[JOBREQ_AFTER_MAX];
-    size_t n = j->req.nafter < JOBREQ_AFTER_MAX ? j->req.nafter : JOBREQ_AFTER_MAX, which = 0;
-    for (size_t k = 0; k < n; k++) {
-        const job *d = dependency(j, k);
-        needs[k] = (depend_need){.kind = j->req.after[k].state};
-        seen[k] = (depend_seen){.exists = d != NULL, .started = d && (d->started_ms > 0 || d->shim_pid > 0),
-                                .state = d ? d->state : JS_CANCELED};
-    }
-    enum depend_verdict v = depend_rule_all(needs, seen, n, &which);
-    char words[64], msg[300];
+    char msg[300];
+    enum depend_verdict v = verdict(&j->req, j->after_seq, msg, sizeof msg);
     if (v == DEPEND_CANCEL) {
-        const job *d = dependency(j, which);
-        depend_need_words(needs[which], words, sizeof words);
-        if (d)
-            snprintf(msg, sizeof msg, "needed job %.8s to %s; it ended %s", j->req.after[which].job, words,
-                     job_state_name(d->state));
-        else
-            snprintf(msg, sizeof msg, "needed job %.8s to %s; it was deleted", j->req.after[which].job, words);
         log_info("job %s: %s: canceled", j->id, msg);
         depend_cancel(j, msg);
     } else if (v == DEPEND_GO) {
-        size_t l = (size_t)snprintf(msg, sizeof msg, "the jobs it waited for went as it needs:");
-        for (size_t k = 0; k < n && l < sizeof msg; k++) {
-            const job *d = dependency(j, k);
-            l += (size_t)snprintf(msg + l, sizeof msg - l, "%s %.8s %s", k ? "," : "", j->req.after[k].job,
-                                  d ? job_state_name(d->state) : "?");
-        }
         log_info("job %s: dependencies met, queued", j->id);
         depend_release(j, msg);
     }
+}
+
+/* The same for an array that waits (its tasks are made once its dependencies hold). */
+static void decide_array(jarray *a)
+{
+    if (!a->waiting)
+        return;
+    char msg[300];
+    enum depend_verdict v = verdict(&a->req, a->after_seq, msg, sizeof msg);
+    if (v == DEPEND_CANCEL) {
+        log_info("array %s: %s: its tasks are canceled", a->id, msg);
+        a->waiting = false;
+        arrays_cancel_dependency(a, msg);
+        depend_array_changed(a); /* ended: who waits on it is decided in turn */
+    } else if (v == DEPEND_GO) {
+        log_info("array %s: dependencies met, its tasks are queued", a->id);
+        arrays_release_wait(a);
+    }
+}
+
+/* A waiter by seq: a job, or an array. */
+static void decide_seq(uint64_t seq)
+{
+    job *w = jobs_by_seq(seq);
+    jarray *a = w ? NULL : arrays_by_seq(seq);
+    if (w)
+        decide(w);
+    else if (a)
+        decide_array(a);
+}
+
+/* A job or an array among the jobs (sorted by id) and arrays, by id. */
+static int by_id(const void *a, const void *b);
+static target find_target(job **sorted, const char *id)
+{
+    job key = {0}, *kp = &key;
+    snprintf(key.id, sizeof key.id, "%s", id);
+    job **hit = sorted ? bsearch(&kp, sorted, core.njobs, sizeof *sorted, by_id) : NULL;
+    if (hit)
+        return (target){*hit, NULL};
+    for (size_t i = 0; i < core.narrays; i++)
+        if (!strcmp(core.arrays[i]->id, id))
+            return (target){NULL, core.arrays[i]};
+    if (!sorted)
+        for (size_t i = 0; i < core.njobs; i++)
+            if (!strcmp(core.jobs[i]->id, id))
+                return (target){core.jobs[i], NULL};
+    return (target){NULL, NULL};
+}
+
+void depend_array_submitted(jarray *a)
+{
+    if (!a->req.nafter)
+        return;
+    free(a->after_seq);
+    a->after_seq = xcalloc(a->req.nafter, sizeof *a->after_seq);
+    for (size_t k = 0; k < a->req.nafter; k++)
+        link_target(a->after_seq, k, a->seq, find_target(NULL, a->req.after[k].job));
+    a->waiting = true;
+    decide_array(a);
+}
+
+void depend_array_changed(jarray *a)
+{
+    if (!a || !a->ndependents)
+        return;
+    bool ended = arrays_ended(a);
+    if (!ended && !a->made)
+        return;
+    uint64_t *list = a->dependents;
+    uint32_t n = a->ndependents;
+    if (ended) {
+        a->dependents = NULL;
+        a->ndependents = a->dependents_cap = 0;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        decide_seq(list[i]);
+    if (ended)
+        free(list);
 }
 
 void depend_submitted(job *j)
@@ -132,12 +283,18 @@ void depend_submitted(job *j)
         for (size_t k = 0; k < n; k++)
             if (!j->after_seq[k] && core.jobs[i] != j && !strcmp(core.jobs[i]->id, j->req.after[k].job))
                 link_one(j, k, core.jobs[i]);
+    for (size_t k = 0; k < n; k++)
+        if (!j->after_seq[k])
+            for (size_t i = 0; i < core.narrays; i++)
+                if (!strcmp(core.arrays[i]->id, j->req.after[k].job))
+                    link_target(j->after_seq, k, j->seq, (target){NULL, core.arrays[i]});
     if (j->state == JS_QUEUED || j->state == JS_SCHEDULED) {
         char what[400], words[64];
         size_t l = 0;
         what[0] = 0;
         for (size_t k = 0; k < n && l < sizeof what; k++)
-            l += (size_t)snprintf(what + l, sizeof what - l, "%sjob %.8s to %s", k ? ", " : "", j->req.after[k].job,
+            l += (size_t)snprintf(what + l, sizeof what - l, "%s%s %.8s to %s", k ? ", " : "",
+                                  dependency_of(&j->req, j->after_seq, k).a ? "array" : "job", j->req.after[k].job,
                                   depend_need_words((depend_need){.kind = j->req.after[k].state}, words,
                                                     sizeof words));
         j->state = JS_PENDING;
@@ -163,11 +320,8 @@ void depend_job_changed(job *j)
         j->dependents = NULL;
         j->ndependents = j->dependents_cap = 0; /* each is decided now, once */
     }
-    for (uint32_t i = 0; i < n; i++) {
-        job *w = jobs_by_seq(list[i]);
-        if (w)
-            decide(w);
-    }
+    for (uint32_t i = 0; i < n; i++)
+        decide_seq(list[i]);
     if (ended)
         free(list);
 }
@@ -181,7 +335,10 @@ void depend_resume_all(void)
     for (size_t i = 0; i < core.njobs; i++)
         nw += (core.jobs[i]->state == JS_PENDING || core.jobs[i]->state == JS_HELD) && core.jobs[i]->req.nafter &&
               !core.jobs[i]->wf_id[0];
-    if (!nw)
+    size_t na = 0;
+    for (size_t i = 0; i < core.narrays; i++)
+        na += core.arrays[i]->req.nafter && !core.arrays[i]->made && core.arrays[i]->canceled_by == -1;
+    if (!nw && !na)
         return;
     job **sorted = xcalloc(core.njobs, sizeof *sorted);
     memcpy(sorted, core.jobs, core.njobs * sizeof *sorted);
@@ -196,14 +353,27 @@ void depend_resume_all(void)
         waiting[nw++] = j;
         free(j->after_seq);
         j->after_seq = xcalloc(j->req.nafter, sizeof *j->after_seq);
-        for (size_t k = 0; k < j->req.nafter; k++) {
-            job key = {0}, *kp = &key;
-            snprintf(key.id, sizeof key.id, "%s", j->req.after[k].job);
-            job **hit = bsearch(&kp, sorted, core.njobs, sizeof *sorted, by_id);
-            link_one(j, k, hit ? *hit : NULL);
-        }
+        for (size_t k = 0; k < j->req.nafter; k++)
+            link_target(j->after_seq, k, j->seq, find_target(sorted, j->req.after[k].job));
+    }
+    /* arrays that wait: none of their tasks was made (a made one: it was let go before) */
+    jarray **arrs = xcalloc(na + 1, sizeof *arrs);
+    na = 0;
+    for (size_t i = 0; i < core.narrays; i++) {
+        jarray *a = core.arrays[i];
+        if (!a->req.nafter || a->made || a->canceled_by != -1)
+            continue;
+        arrs[na++] = a;
+        free(a->after_seq);
+        a->after_seq = xcalloc(a->req.nafter, sizeof *a->after_seq);
+        for (size_t k = 0; k < a->req.nafter; k++)
+            link_target(a->after_seq, k, a->seq, find_target(sorted, a->req.after[k].job));
+        a->waiting = true;
     }
     free(sorted);
+    for (size_t i = 0; i < na; i++)
+        decide_array(arrs[i]);
+    free(arrs);
     /* whatever ended while joblet was down (in seq order: a chain is decided from its start) */
     for (size_t i = 0; i < nw; i++)
         decide(waiting[i]);

@@ -36,9 +36,20 @@ void depend_job_changed(job *j);
 /* The k-th job j waits on (req.after[k]), NULL when it is gone or j is not linked (not
  * PENDING since joblet started). */
 const job *depend_on(const job *j, size_t k);
+/* The state of the k-th thing j waits on (a job, or an array: its tasks' state together), "DELETED"
+ * when it went, NULL when not known (j not linked). */
+const char *depend_on_state(const job *j, size_t k);
 /* What a PENDING job waits for, in words, for its wait_reason: "waiting for job 1a2b3c4d to
  * end COMPLETED (it is RUNNING)". */
 void depend_describe(const job *j, char *out, size_t len);
+/* The same for any request's `after` and its links (an array's). */
+void depend_describe_req(const job_req *req, const uint64_t *after_seq, char *out, size_t len);
+/* An array may wait as a job does (rnx job run --array --after): linked and decided at once; no
+ * task of it is made while it waits (arrays_offer), and all are canceled when it never can go. */
+void depend_array_submitted(struct jarray *a);
+/* An array started or ended (its tasks together: the settle step, a cancel): the jobs and arrays
+ * waiting on it are decided. */
+void depend_array_changed(struct jarray *a);
 /* A PENDING job with `after` decided now (a held one released: its dependencies may have
  * ended while it was held; it is linked to them while held, restarts included). */
 void depend_decide(job *j);

@@ -157,11 +157,10 @@ json_t *job_json(const job *j)
      * as for a job that left PENDING before joblet last started) */
     json_t *after = json_array();
     for (size_t k = 0; k < r->nafter; k++) {
-        const job *d = depend_on(j, k);
+        const char *st = depend_on_state(j, k);
         json_array_append_new(after, json_pack("{s:s,s:s,s:o}", "job", r->after[k].job, "state",
                                                jobreq_after_state_name(r->after[k].state), "job_state",
-                                               d ? json_string(job_state_name(d->state))
-                                                 : j->after_seq ? json_string("DELETED") : json_null()));
+                                               st ? json_string(st) : json_null()));
     }
     json_object_set_new(o, "after", after);
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));

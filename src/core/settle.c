@@ -41,6 +41,8 @@ static void settle_jobs(void)
         if (what & JOB_SETTLE_WORKFLOW) {
             workflow_job_changed(j);
             arrays_task_changed(j); /* an ended task frees room under its array's %N */
+            if (j->array)
+                depend_array_changed(j->array); /* the array started or ended: who waits on it */
             depend_job_changed(j); /* the jobs waiting on it by --after (none: nothing to do) */
         }
         if (what & JOB_SETTLE_RELEASE) {

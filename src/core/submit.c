@@ -359,9 +359,6 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
     if (check_names(req, caller_uid, caller_gid, e) < 0)
         return -1;
     /* the jobs it waits for, as the caller sees them, by full id from now on */
-    if (req->nafter && req->array) /* (its tasks are made as they start: an array waiting is to come) */
-        return jerr_field(e, "after", "after: not accepted with array yet (an array that waits for other jobs "
-                                      "is to come); wait for them first with rnx job wait ID");
     if (req->nafter && depend_resolve(req, caller_uid, caller_gid, e) < 0)
         return -1;
     /* the command, in the root the job will have: refused now, before anything is granted */
@@ -500,6 +497,7 @@ jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, co
         return NULL;
     }
     db_keep(core.db);
+    depend_array_submitted(a); /* an array that waits: no task is made until its dependencies hold */
     if (state_commit_now(e) < 0) {
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);
@@ -575,6 +573,13 @@ job *submit_task(jarray *a, jerr *e)
     free(req.array);
     req.array = NULL;
     req.has &= ~(1ull << JR_ARRAY);
+    /* what the array waited for held before any task was made: a task waits for nothing */
+    for (size_t k = 0; k < req.nafter; k++)
+        free(req.after[k].job);
+    free(req.after);
+    req.after = NULL;
+    req.nafter = 0;
+    req.has &= ~(1ull << JR_AFTER);
     char from[700];
     snprintf(from, sizeof from, "%s/%s", core.jobs_dir, a->id);
     submit_info si = {.array_id = a->id, .array_task = t, .copy_from = req.nuploads ? from : NULL};

@@ -1167,7 +1167,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     sqlite3_bind_int64(st, 8, a->created_ms);
     sqlite3_bind_int64(st, 9, (sqlite3_int64)a->made);
     bind_text(st, 10, a->skip);
-    bind_opt_i64(st, 11, a->canceled_by, a->canceled_by >= 0);
+    bind_opt_i64(st, 11, a->canceled_by, a->canceled_by != -1); /* -2: by its dependencies */
     sqlite3_bind_int(st, 12, a->held);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);

@@ -364,3 +364,56 @@ def test_hold_and_release_an_array(d):
     done = wait_array(d, aid)
     assert done["array"]["counts"] == {"COMPLETED": 6}, done
     d.rnx("job", "delete", aid, check=True)
+
+
+GATE = "while [ ! -e /work/go ]; do sleep 0.02; done; test ! -e /work/fail"
+
+
+def gate_release(d, jid, fail=False):
+    work = d.work(jid)
+    if fail:
+        open(os.path.join(work, "fail"), "w").close()
+    open(os.path.join(work, "go"), "w").close()
+
+
+def test_array_after_a_job_and_a_job_after_an_array(fresh_daemon):
+    """--array with --after: no task is made until the job it waits for ends as needed (across a
+    kill -9 of joblet), all canceled when it never can; --after=ARRAY waits for every task."""
+    d = fresh_daemon(LIMITS)
+    pre = d.submit("sh", "-c", GATE)
+    bad = d.submit("sh", "-c", GATE)
+    d.wait_status(pre, "RUNNING")
+    d.wait_status(bad, "RUNNING")
+    sweep = d.rnx("job", "run", "--array=0-3%2", f"--after={pre}:ok", "--name=sweep", "sh", "-c",
+                  "echo $SLURM_ARRAY_TASK_ID", check=True).stdout.strip()
+    doomed = submit_array(d, "0-9", "/bin/true", after=[{"job": bad, "state": "ok"}])
+    # an array waited for by a job, and by name
+    post_ok = d.rnx("job", "run", "--after=sweep:ok", "/bin/true", check=True).stdout.strip()
+    post_any = d.rnx("job", "run", f"--after={doomed['id']}:ok", "/bin/true", check=True).stdout.strip()
+    a = array(d, sweep)
+    assert a["status"] == "PENDING" and a["array"]["counts"] == {"PENDING": 4} and a["array"]["made"] == 0, a
+    assert f"waiting for job {pre[:8]} to end COMPLETED (it is RUNNING)" in a["array"]["wait"], a
+    assert d.job(post_ok)["status"] == "PENDING"
+    assert f"array {sweep[:8]}" in d.job(post_ok)["wait_reason"], d.job(post_ok)
+    # the one it waits for fails: every task canceled, none made; who waits on the array: canceled
+    gate_release(d, bad, fail=True)
+    assert d.wait(bad)["status"] == "FAILED"
+    doomed_a = wait_array(d, doomed["id"])
+    assert doomed_a["array"]["counts"] == {"CANCELED": 10} and doomed_a["array"]["made"] == 0, doomed_a
+    assert "needed job" in doomed_a["array"]["wait"] and "it ended FAILED" in doomed_a["array"]["wait"], doomed_a
+    j = d.wait(post_any)
+    assert j["status"] == "CANCELED" and j["end_reason"] == "dependency", j
+    assert f"needed array {doomed['id'][:8]} to end COMPLETED; it ended CANCELED" in j["error"], j
+    # kill -9 while the sweep waits; its dependency ends after the restart
+    d.kill9()
+    d.start()
+    assert array(d, sweep)["status"] == "PENDING"
+    gate_release(d, pre)
+    assert d.wait(pre)["status"] == "COMPLETED"
+    done = wait_array(d, sweep)
+    assert done["array"]["counts"] == {"COMPLETED": 4}, done
+    assert sorted(d.output(t["id"]).strip() for t in tasks_of(d, sweep)) == ["0", "1", "2", "3"]
+    assert tasks_of(d, sweep)[0]["after"] == []
+    post = d.wait(post_ok)
+    assert post["status"] == "COMPLETED", post
+    assert post["started_at"] >= max(t["ended_at"] for t in tasks_of(d, sweep))
