@@ -69,6 +69,8 @@ json_t *array_json(const jarray *a)
                           "owner_uid", (json_int_t)a->owner_uid, "command", a->req.command ? a->req.command : "",
                           "args", args, "request", jobreq_to_json(&a->req, 0), "array", arr);
     jx_set_time_or_null(o, "created_at", a->created_ms);
+    int ec = arrays_exit_code(a, &c);
+    json_object_set_new(o, "exit_code", ec >= 0 ? json_integer(ec) : json_null());
     return o;
 }
 

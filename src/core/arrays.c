@@ -164,6 +164,7 @@ void arrays_made(jarray *a, job *j)
 {
     link_task(a, j);
     a->made++;
+    a->ev_dirty = true;
     jerr e = {0};
     if (save(a, &e) < 0)
         log_err("array %s: %s", a->id, e.msg);
@@ -172,6 +173,8 @@ void arrays_made(jarray *a, job *j)
 void arrays_task_changed(job *j)
 {
     jarray *a = j->array;
+    if (a)
+        a->ev_dirty = true;
     if (!a || !j->array_active || !job_state_terminal(j->state))
         return;
     j->array_active = false;
@@ -275,6 +278,17 @@ enum job_state arrays_state(const jarray *a, const arrays_counts *c)
     return c->n[JS_FAILED] ? JS_FAILED : c->n[JS_STOPPED] ? JS_STOPPED : c->n[JS_CANCELED] ? JS_CANCELED : JS_COMPLETED;
 }
 
+int arrays_exit_code(const jarray *a, const arrays_counts *c)
+{
+    if (!arrays_ended(a))
+        return -1;
+    int code = 0;
+    for (size_t i = 0; i < a->ntasks; i++)
+        if (a->tasks[i] && a->tasks[i]->has_exit && a->tasks[i]->exit_code > code)
+            code = a->tasks[i]->exit_code;
+    return code == 0 && arrays_state(a, c) != JS_COMPLETED ? 1 : code;
+}
+
 bool arrays_ended(const jarray *a)
 {
     if (a->active)
@@ -353,6 +367,7 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
             return -1;
         n = (int64_t)(arrayspec_count_from(&a->spec, a->made, &a->skip) - skipped);
     }
+    a->ev_dirty = true;
     if (save(a, e) < 0)
         return -1;
     if (n)
@@ -363,6 +378,7 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
 void arrays_release_wait(jarray *a)
 {
     a->waiting = false;
+    a->ev_dirty = true;
     state_want(WANT_SCHEDULE);
 }
 
@@ -370,6 +386,7 @@ void arrays_cancel_dependency(jarray *a, const char *why)
 {
     a->waiting = false;
     a->canceled_by = -2;
+    a->ev_dirty = true;
     free(a->canceled_why);
     a->canceled_why = xstrdup(why);
     jerr e = {0};
@@ -382,6 +399,7 @@ int arrays_set_held(jarray *a, bool held, jerr *e)
     if (a->held == held)
         return 0;
     a->held = held;
+    a->ev_dirty = true;
     if (!held)
         state_want(WANT_SCHEDULE);
     return save(a, e);

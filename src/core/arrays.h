@@ -44,6 +44,8 @@ typedef struct jarray {
     uint64_t *dependents;      /* the jobs and arrays that wait on it, by seq (depend.c) */
     uint32_t ndependents, dependents_cap;
     uint32_t queue_position;
+    bool ev_dirty;             /* its tasks changed since publish.c last looked */
+    uint8_t ev_state;          /* its status + 1 as last published; 0 none */
 } jarray;
 
 static inline bool arrays_canceled(const jarray *a) { return a->canceled_by != -1; }
@@ -85,6 +87,9 @@ bool arrays_visible(const jarray *a, const caller *who);
  * was made (false: it waits, or was canceled before it was made). */
 job *arrays_task(const jarray *a, uint32_t t, bool *made);
 void arrays_count(const jarray *a, arrays_counts *c);
+/* The highest exit code of its tasks once every task ended (at least 1 when they did not all
+ * complete): what rnx job wait ARRAY exits with, as sbatch --wait; -1 while tasks are left. */
+int arrays_exit_code(const jarray *a, const arrays_counts *c);
 /* The array's state: RUNNING while a task runs, QUEUED while tasks wait and none runs (HELD when
  * held), once all ended: FAILED if one failed, else STOPPED if one was stopped, else CANCELED if
  * one was canceled, else COMPLETED. */

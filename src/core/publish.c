@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arrays.h"
 #include "events.h"
 #include "gpus.h"
 #include "gpu_health.h"
@@ -111,6 +112,27 @@ void publish_changes(void)
                 emit("workflow", wf->owner_uid,
                      json_pack("{s:s,s:s}", "id", wf->id, "status", wf_state_name(wf->state)));
         }
+    }
+    /* job arrays whose tasks changed: their status as one job's (rnx job wait ARRAY, the console) */
+    for (size_t i = 0; i < core.narrays; i++) {
+        jarray *a = core.arrays[i];
+        if (!a->ev_dirty && a->ev_state)
+            continue;
+        a->ev_dirty = false;
+        arrays_counts c;
+        arrays_count(a, &c);
+        enum job_state st = arrays_state(a, &c);
+        if (a->ev_state == (uint8_t)(st + 1))
+            continue;
+        a->ev_state = (uint8_t)(st + 1);
+        if (quiet)
+            continue;
+        json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:I}", "id", a->id, "kind", "array", "name", a->name, "status",
+                              job_state_name(st), "user", (json_int_t)a->owner_uid);
+        int ec = arrays_exit_code(a, &c);
+        if (ec >= 0)
+            json_object_set_new(o, "exit_code", json_integer(ec));
+        emit("job", a->owner_uid, o);
     }
     for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++) {
         uint64_t sig = gpu_signature(i);

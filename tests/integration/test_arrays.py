@@ -417,3 +417,17 @@ def test_array_after_a_job_and_a_job_after_an_array(fresh_daemon):
     post = d.wait(post_ok)
     assert post["status"] == "COMPLETED", post
     assert post["started_at"] >= max(t["ended_at"] for t in tasks_of(d, sweep))
+
+
+def test_rnx_job_wait_for_an_array(d):
+    """rnx job wait ARRAY returns once every task ended, with the highest exit code of its tasks
+    (as sbatch --wait); an array whose tasks all completed: 0."""
+    ok = d.rnx("job", "run", "--array=0-5%2", "sh", "-c", "sleep 0.2", check=True).stdout.strip()
+    bad = d.rnx("job", "run", "--array=0-3", "sh", "-c", "sleep 0.3; exit $SLURM_ARRAY_TASK_ID", check=True).stdout.strip()
+    r = d.rnx("job", "wait", ok, bad, timeout=120)
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
+    assert f"{ok[:8]} COMPLETED" in r.stdout and f"{bad[:8]} FAILED exit 3" in r.stdout, r.stdout
+    assert array(d, ok)["exit_code"] == 0 and array(d, bad)["exit_code"] == 3
+    assert d.rnx("job", "wait", ok).returncode == 0   # ended already: at once
+    for x in (ok, bad):
+        d.rnx("job", "delete", x, check=True)
