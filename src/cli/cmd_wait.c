@@ -1,4 +1,4 @@
-/* rnx job wait ID...: blocks until every job named has ended (docs/batch-dependencies.md).
+/* rnx job wait ID...: blocks until every job named has ended (docs/batch.md).
  *
  * It does not poll: it reads the daemon's event stream (GET /v1/events, core/events.h), which
  * costs joblet nothing per waiting client and loop turn (one shared ring; streams bounded per

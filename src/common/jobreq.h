@@ -102,7 +102,7 @@ typedef struct jobreq_upload {
                                * "Streamed uploads") or written; -1 when not given */
 } jobreq_upload;
 
-/* after: how a job it depends on must have gone (docs/batch-dependencies.md). The names are
+/* after: how a job it depends on must have gone (docs/batch.md). The names are
  * rnx's and the API's; Slurm's afterok, afternotok, afterany and after read as them. */
 enum jobreq_after_state {
     JA_ANY,       /* ended, in any state (afterany; the default) */

@@ -1,4 +1,4 @@
-/* Jobs that wait for other jobs: `rnx job run --after=ID[:STATE]` (docs/batch-dependencies.md),
+/* Jobs that wait for other jobs: `rnx job run --after=ID[:STATE]` (docs/batch.md),
  * and the step shared with workflows (core/workflow.c) that releases or cancels a waiting job.
  *
  * A job with `after` starts PENDING. Each job it depends on keeps the seqs of the jobs that wait

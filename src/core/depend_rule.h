@@ -2,7 +2,7 @@
  * on must go and what is known of it now, whether the waiting job waits, goes (joins the
  * queue) or can never go (is CANCELED). One rule for a workflow's jobs (a condition on another
  * job of the workflow, by index: core/workflow.c) and for `rnx job run --after` (a condition
- * on any job, by id: core/depend.c); docs/batch-dependencies.md, docs/workflows.md. */
+ * on any job, by id: core/depend.c); docs/batch.md, docs/workflows.md. */
 #ifndef JOBLET_DEPEND_RULE_H
 #define JOBLET_DEPEND_RULE_H
 
