@@ -50,7 +50,9 @@ json_t *array_json(const jarray *a)
     ref_of(a, ref, sizeof ref);
     const char *why = wait_words(a, &c);
     char deps[600];
-    if (a->waiting) {
+    if (a->waiting && a->wf_id[0] && !a->req.nafter)
+        why = "waiting for the jobs it requires in its workflow to end as it needs";
+    else if (a->waiting) {
         depend_describe_req(&a->req, a->after_seq, deps, sizeof deps);
         why = deps;
     } else if (a->canceled_by == -2)
