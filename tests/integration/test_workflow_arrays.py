@@ -169,6 +169,7 @@ def test_prep_failing_cancels_the_whole_array_with_no_task_made(d):
     # the array's own status says the same
     code, a = d.api("GET", f"/v1/jobs/{sweep['job_id']}")
     assert code == 200 and a["status"] == "CANCELED" and a["array"]["made"] == 0, a
+    assert a["workflow"] == {"id": wid, "name": "prep-fails", "job": "sweep"}, a
 
 
 def test_workflow_cancel_stops_running_tasks_and_cancels_the_rest(d):
@@ -233,7 +234,8 @@ jobs:
     command: 'true'
   sweep:
     command: sh
-    args: [-c, 'echo $JOBLET_ARRAY_TASK_ID']
+    args: [-c, 'echo $JOBLET_ARRAY_TASK_ID; cat /work/in.txt']
+    uploads: [in.txt]
     array: 0-5%2
     requires:
       - prep: COMPLETED
@@ -247,12 +249,13 @@ jobs:
 def test_rnx_workflow_run_and_status_of_an_array(d, tmp_path):
     path = tmp_path / "sweep.yaml"
     path.write_text(YAML)
+    (tmp_path / "in.txt").write_text("streamed input\n")
     p = rnx(d, "workflow", "validate", str(path))
     assert p.returncode == 0, p.stdout + p.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text(YAML.replace("0-5%2", "0-5%x"))
     p = rnx(d, "workflow", "validate", str(bad))
-    assert p.returncode != 0 and "array" in p.stderr and ":8:" in p.stderr, p.stderr
+    assert p.returncode != 0 and "array" in p.stderr and ":9:" in p.stderr, p.stderr
     p = rnx(d, "workflow", "run", str(path))
     assert p.returncode == 0, p.stderr
     wid = p.stdout.strip()
@@ -260,6 +263,9 @@ def test_rnx_workflow_run_and_status_of_an_array(d, tmp_path):
     assert wf["state"] == "COMPLETED", wf
     sweep = entry(wf, "sweep")
     assert sweep["array"]["counts"] == {"COMPLETED": 6}
+    # the uploads, streamed by rnx, are every task's /work
+    for t in tasks_of(d, sweep["job_id"]):
+        assert d.output(t["id"]) == f"{t['array']['task']}\nstreamed input\n", t
     p = rnx(d, "workflow", "status", wid)
     assert p.returncode == 0, p.stderr
     line = next(l for l in p.stdout.splitlines() if l.lstrip().startswith("sweep"))
