@@ -275,10 +275,16 @@ def test_rnx_workflow_run_and_status_of_an_array(d, tmp_path):
 def test_kill9_mid_array_runs_each_task_once(fresh_daemon):
     dm = fresh_daemon()
     wid = submit(dm, "kill9",
-                 job("prep", "true"),
+                 job("prep", "sleep 1"),
                  job("sweep", "sleep 1; echo $JOBLET_ARRAY_TASK_ID", requires=[("prep", "COMPLETED")],
                      array="0-5%2"),
                  job("report", "true", requires=[("sweep", "COMPLETED")]))["id"]
+    # killed while prep runs: the array, no task made, waits again after the restart
+    wait_for(lambda: entry(wf_get(dm, wid), "prep")["status"] == "RUNNING")
+    dm.kill9()
+    dm.start()
+    e = sweep_array(dm, wid)
+    assert e["array"]["made"] == 0 or entry(wf_get(dm, wid), "prep")["status"] == "COMPLETED", e
     aid = wait_for(lambda: (lambda e: e["job_id"] if e["array"]["made"] else None)(sweep_array(dm, wid)))
     wait_for(lambda: any(t["status"] == "RUNNING" for t in tasks_of(dm, aid)))
     dm.kill9()
@@ -292,6 +298,8 @@ def test_kill9_mid_array_runs_each_task_once(fresh_daemon):
     assert wf["state"] == "COMPLETED", wf
     tasks = tasks_of(dm, aid)
     assert sorted(t["array"]["task"] for t in tasks) == list(range(6)), tasks
+    prep = entry(wf, "prep")
+    assert prep["status"] == "COMPLETED" and all(ms(t["started_at"]) >= ms(prep["ended_at"]) for t in tasks)
     for t in tasks:
         assert t["status"] == "COMPLETED" and dm.output(t["id"]) == f"{t['array']['task']}\n", t
     assert ms(entry(wf, "report")["started_at"]) >= max(ms(t["ended_at"]) for t in tasks)
