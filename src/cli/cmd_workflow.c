@@ -207,7 +207,7 @@ static void fmt_gpus(json_t *j, char *out, size_t len)
 
 /* Why a job of the workflow is where it is, in words: "waiting for a, b" while PENDING,
  * "exit code 4", "needed 'b' to end COMPLETED; it ended FAILED", ... Empty when nothing to say. */
-static void job_reason(json_t *wf, json_t *j, char *out, size_t len)
+static void job_reason_one(json_t *wf, json_t *j, char *out, size_t len)
 {
     const char *status = jstr(j, "status"), *er = jstr(j, "end_reason"), *err = jstr(j, "error");
     int64_t v;
@@ -243,6 +243,37 @@ static void job_reason(json_t *wf, json_t *j, char *out, size_t len)
         if (err && !strstr(out, err) && l < len)
             snprintf(out + l, len - l, ": %s", err);
     }
+}
+
+/* A workflow's array job: "array 3f2a1b2c_[0-9%2] (3 COMPLETED, 2 RUNNING, 5 QUEUED)", then why
+ * it is where it is ("waiting for prep", "needed 'prep' to end COMPLETED; ..."). */
+static void job_reason(json_t *wf, json_t *j, char *out, size_t len)
+{
+    json_t *arr = json_object_get(j, "array");
+    const char *kind = jstr(j, "kind");
+    if (!kind || strcmp(kind, "array") || !json_is_object(arr)) {
+        job_reason_one(wf, j, out, len);
+        return;
+    }
+    static const char *const order[] = {"COMPLETED", "FAILED", "STOPPED", "CANCELED", "RUNNING", "STOPPING",
+                                        "SUSPENDED", "SCHEDULED", "QUEUED", "PREEMPTED", "PENDING", "HELD"};
+    json_t *counts = json_object_get(arr, "counts");
+    size_t o = (size_t)snprintf(out, len, "array %s", jstr(arr, "ref") ? jstr(arr, "ref") : "?");
+    bool first = true;
+    for (size_t i = 0; i < ARRAY_LEN(order) && o < len; i++) {
+        json_t *c = json_object_get(counts, order[i]);
+        if (json_is_integer(c) && json_integer_value(c) > 0) {
+            o += (size_t)snprintf(out + o, len - o, "%s%lld %s", first ? " (" : ", ", (long long)json_integer_value(c),
+                                  order[i]);
+            first = false;
+        }
+    }
+    if (!first && o < len)
+        o += (size_t)snprintf(out + o, len - o, ")");
+    char why[512];
+    job_reason_one(wf, j, why, sizeof why);
+    if (why[0] && o < len)
+        snprintf(out + o, len - o, ": %s", why);
 }
 
 /* The jobs table of `status` and of the live view. */

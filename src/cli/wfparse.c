@@ -590,11 +590,11 @@ static const char *const top_keys[] = {"name", "description", "jobs"};
 
 enum {
     YK_COMMAND, YK_ARGS, YK_RUNTIME, YK_NETWORK, YK_UPLOADS, YK_VOLUMES, YK_ENVIRONMENT,
-    YK_SECRET_ENVIRONMENT, YK_WORKDIR, YK_RESOURCES, YK_REQUIRES, YK_ISOLATION, YK_DEVICES, YK_N
+    YK_SECRET_ENVIRONMENT, YK_WORKDIR, YK_RESOURCES, YK_REQUIRES, YK_ISOLATION, YK_DEVICES, YK_ARRAY, YK_N
 };
 static const char *const job_keys[YK_N] = {
     "command", "args", "runtime", "network", "uploads", "volumes", "environment",
-    "secret_environment", "workdir", "resources", "requires", "isolation", "devices",
+    "secret_environment", "workdir", "resources", "requires", "isolation", "devices", "array",
 };
 
 /* resources: is every field of the request schema (common/jobreq.c) whose YAML key sits under
@@ -1187,6 +1187,8 @@ static void walk_job(ctx *c, wjob *j)
         environment(c, j, YK_SECRET_ENVIRONMENT);
     if (j->at[YK_WORKDIR])
         field_value(c, j, jobreq_field_by_yaml("workdir", false), j->at[YK_WORKDIR]);
+    if (j->at[YK_ARRAY]) /* a job array (docs/workflows.md "Arrays in a workflow"): "0-9%2" */
+        field_value(c, j, jobreq_field_by_yaml("array", false), j->at[YK_ARRAY]);
     if (j->at[YK_NETWORK]) {
         /* a name, or {name, cidr}: also a network the workflow creates when it is missing */
         if (j->at[YK_NETWORK]->kind == Y_MAP)

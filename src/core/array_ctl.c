@@ -12,6 +12,7 @@
 #include "job_ctl.h"
 #include "jobs.h"
 #include "state.h"
+#include "workflow.h"
 
 static int find_plain(const char *ref, const caller *who, array_ref *out, jerr *e)
 {
@@ -110,6 +111,7 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
             log_warn("array %s: task %lld: %s", a->id, (long long)j->array_task, je.msg);
     }
     depend_array_changed(a); /* ended by this (its tasks not started canceled): who waits on it */
+    workflow_array_changed(a); /* a workflow's array: the jobs requiring it, the workflow's state */
     if (!*acted)
         return jerr_http(e, 409, "array %s: no task %s was left to %s%s", a->id, tasks ? "named" : "",
                          act == ARRAY_CTL_CANCEL ? "cancel" : act == ARRAY_CTL_STOP ? "stop" : "kill",

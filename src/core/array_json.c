@@ -7,6 +7,7 @@
 #include "../common/util.h"
 #include "../sched/sched.h"
 #include "depend.h"
+#include "workflow.h"
 
 /* Why its next task waits, in a few words (the scheduler's reason for that task). */
 static const char *wait_words(const jarray *a, const arrays_counts *c)
@@ -50,7 +51,9 @@ json_t *array_json(const jarray *a)
     ref_of(a, ref, sizeof ref);
     const char *why = wait_words(a, &c);
     char deps[600];
-    if (a->waiting) {
+    if (a->waiting && a->wf_id[0] && !a->req.nafter)
+        why = "waiting for the jobs it requires in its workflow to end as it needs";
+    else if (a->waiting) {
         depend_describe_req(&a->req, a->after_seq, deps, sizeof deps);
         why = deps;
     } else if (a->canceled_by == -2)
@@ -68,6 +71,13 @@ json_t *array_json(const jarray *a)
                           a->name ? json_string(a->name) : NULL, "status", job_state_name(arrays_state(a, &c)),
                           "owner_uid", (json_int_t)a->owner_uid, "command", a->req.command ? a->req.command : "",
                           "args", args, "request", jobreq_to_json(&a->req, 0), "array", arr);
+    /* a workflow's job (docs/workflows.md "Arrays in a workflow") */
+    const workflow *wf = a->wf;
+    json_object_set_new(o, "workflow", wf && a->wf_index >= 0 && (size_t)a->wf_index < wf->n
+                                           ? json_pack("{s:s,s:O?,s:s}", "id", wf->id, "name",
+                                                       json_object_get(wf->doc, "name"), "job",
+                                                       wf->jobs[a->wf_index].name)
+                                           : json_null());
     jx_set_time_or_null(o, "created_at", a->created_ms);
     int ec = arrays_exit_code(a, &c);
     json_object_set_new(o, "exit_code", ec >= 0 ? json_integer(ec) : json_null());

@@ -81,6 +81,7 @@ jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e)
     a->owner_gid = gid;
     a->created_ms = now_ms();
     a->canceled_by = -1;
+    a->wf_index = -1;
     a->name = req->name ? xstrdup(req->name) : NULL;
     a->req = *req;
     if (save(a, e) < 0) {
@@ -96,6 +97,17 @@ jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e)
     log_info("array %s submitted by uid %u: %s, %llu tasks (%s)", a->id, (unsigned)uid, a->req.command,
              (unsigned long long)a->spec.count, spec);
     return a;
+}
+
+void arrays_set_workflow(jarray *a, struct workflow *wf, const char *wf_id, int index, bool waiting)
+{
+    snprintf(a->wf_id, sizeof a->wf_id, "%s", wf_id);
+    a->wf_index = index;
+    a->wf = wf;
+    a->waiting = waiting;
+    jerr e = {0};
+    if (save(a, &e) < 0)
+        log_err("array %s: %s", a->id, e.msg);
 }
 
 void arrays_undo(jarray *a)
@@ -449,6 +461,8 @@ static void load_one(db_array *r, void *arg)
     a->made = r->made > a->spec.count ? a->spec.count : r->made;
     a->canceled_by = r->canceled_by;
     a->held = r->held;
+    memcpy(a->wf_id, r->wf_id, sizeof a->wf_id);
+    a->wf_index = r->wf_index; /* linked to its workflow by workflow_resume_all */
     add(a);
 }
 

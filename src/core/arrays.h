@@ -19,6 +19,8 @@
 #include "authz.h"
 #include "job.h"
 
+struct workflow;
+
 typedef struct jarray {
     char id[37];
     uint64_t seq;              /* from the jobs' sequence: its place in the queue among jobs */
@@ -44,6 +46,10 @@ typedef struct jarray {
     uint64_t *dependents;      /* the jobs and arrays that wait on it, by seq (depend.c) */
     uint32_t ndependents, dependents_cap;
     uint32_t queue_position;
+    /* a workflow's job (core/workflow.c): its tasks are not workflow jobs themselves */
+    char wf_id[37];            /* "" none */
+    int wf_index;              /* its place among the workflow's jobs; -1 none */
+    struct workflow *wf;       /* linked at creation, or at start (workflow_resume_all) */
     bool ev_dirty;             /* its tasks changed since publish.c last looked */
     uint8_t ev_state;          /* its status + 1 as last published; 0 none */
 } jarray;
@@ -60,6 +66,9 @@ typedef struct arrays_counts {
 /* A request with an array field, checked (submit.c: submit_array): the array made and its row
  * written (the caller commits), or NULL with e set. The request is taken over on success. */
 jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e);
+/* The array is job index of workflow wf (id wf_id): linked, the row saved; waiting: no task is
+ * made until the workflow's engine releases it (arrays_release_wait). */
+void arrays_set_workflow(jarray *a, struct workflow *wf, const char *wf_id, int index, bool waiting);
 /* Takes back an array arrays_create made whose commit failed: out of the list, freed. */
 void arrays_undo(jarray *a);
 /* The tasks not made yet of the user's arrays (waiting, for limits.max_queued_per_user). */

@@ -41,8 +41,11 @@ static void settle_jobs(void)
         if (what & JOB_SETTLE_WORKFLOW) {
             workflow_job_changed(j);
             arrays_task_changed(j); /* an ended task frees room under its array's %N */
-            if (j->array)
-                depend_array_changed(j->array); /* the array started or ended: who waits on it */
+            if (j->array) {
+                jarray *a = j->array;
+                depend_array_changed(a); /* the array started or ended: who waits on it */
+                workflow_array_changed(a); /* a workflow's array: its dependents, its workflow's state */
+            }
             depend_job_changed(j); /* the jobs waiting on it by --after (none: nothing to do) */
         }
         if (what & JOB_SETTLE_RELEASE) {

@@ -478,7 +478,7 @@ jarray *submit_array(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
     return submit_array_create(req, caller_uid, caller_gid, &si, e);
 }
 
-jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)
+jarray *submit_array_make(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)
 {
     if (workfs_ready(caller_uid, e) < 0)
         return NULL;
@@ -497,6 +497,24 @@ jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, co
         return NULL;
     }
     db_keep(core.db);
+    return a;
+}
+
+void submit_array_undo(jarray *a)
+{
+    if (a->req.nuploads) {
+        char dir[700];
+        snprintf(dir, sizeof dir, "%s/%s", core.jobs_dir, a->id);
+        workfs_remove(a->owner_uid, dir);
+    }
+    arrays_undo(a);
+}
+
+jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)
+{
+    jarray *a = submit_array_make(req, caller_uid, caller_gid, si, e);
+    if (!a)
+        return NULL;
     depend_array_submitted(a); /* an array that waits: no task is made until its dependencies hold */
     if (state_commit_now(e) < 0) {
         char msg[sizeof e->msg];

@@ -49,6 +49,11 @@ struct jarray *submit_array(job_req *req, uid_t caller_uid, gid_t caller_gid, je
 /* The second half, for an array whose uploads were streamed (core/incoming.c): si->staged holds
  * its files, which every task's /work is then a copy of. */
 struct jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
+/* submit_array_create's first half, for a workflow's array (workflow_create commits the
+ * workflow whole): the array and its uploads made, nothing committed; NULL with e set (req the
+ * caller's again). submit_array_undo takes it back when the commit fails (its files too). */
+struct jarray *submit_array_make(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
+void submit_array_undo(struct jarray *a);
 /* The array's next task made as a job (QUEUED; its row written, not committed: the loop turn
  * commits), for the scheduler that starts it now: NULL with e empty when none is left, NULL with
  * e set when it could not be made. */

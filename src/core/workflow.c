@@ -18,6 +18,7 @@
 #include "job_row.h"
 #include "jobs.h"
 #include "job_launch.h"
+#include "arrays.h"
 #include "networks.h"
 #include "state.h"
 #include "submit.h"
@@ -318,16 +319,30 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
     *b = (wf_body){0}; /* the workflow has it now */
     workflow_add(wf);
     for (size_t i = 0; i < n; i++) {
-        job *j = submit_create(&reqs[i], uid, gid, &si[i], e);
+        if (reqs[i].array) {
+            /* an array: no task is made while it waits for the jobs it requires */
+            jarray *a = submit_array_make(&reqs[i], uid, gid, &si[i], e);
+            if (a) {
+                arrays_set_workflow(a, wf, wf->id, (int)i, wf->jobs[i].nconds > 0);
+                wf->jobs[i].array_seq = a->seq;
+                continue;
+            }
+        }
+        job *j = reqs[i].array ? NULL : submit_create(&reqs[i], uid, gid, &si[i], e);
         if (!j) {
             /* a disk or database fault halfway: what exists is canceled, and the workflow says why */
             log_err("workflow %s: job %zu: %s", wf->id, i, e->msg);
             wf->canceled_by = 0;
             free(wf->reason);
             wf->reason = xstrdup(e->msg);
-            for (size_t k = 0; k < i; k++)
+            for (size_t k = 0; k < i; k++) {
+                jarray *a = workflow_array(wf, k);
+                jerr ce = {0};
+                if (a && arrays_cancel_unmade(a, NULL, 0, &ce) < 0)
+                    log_err("workflow %s: %s", wf->id, ce.msg);
                 if (wf->jobs[k].j && !job_state_terminal(wf->jobs[k].j->state))
                     job_finish(wf->jobs[k].j, JS_CANCELED, "workflow_failed");
+            }
             break;
         }
         snprintf(j->wf_id, sizeof j->wf_id, "%s", wf->id);
@@ -351,9 +366,13 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
         jerr_http(e, e->http, "the workflow was not created: %s", msg);
         log_info("workflow %s '%s' of uid %u: taken back (its submission could not be saved)", wf->id, name,
                  (unsigned)uid);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = n; i-- > 0;) { /* arrays last made first: each is dropped from the list */
+            jarray *a = workflow_array(wf, i);
+            if (a)
+                submit_array_undo(a);
             if (wf->jobs[i].j)
                 submit_undo(wf->jobs[i].j);
+        }
         core.nworkflows--; /* added last, above */
         wf_free(wf);
         return NULL;
@@ -365,31 +384,93 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
 
 /* ---- the engine ---- */
 
-static bool handled(const workflow *wf, size_t x)
+jarray *workflow_array(const workflow *wf, size_t i)
 {
-    const job *j = wf->jobs[x].j;
+    return i < wf->n && wf->jobs[i].array_seq ? arrays_by_seq(wf->jobs[i].array_seq) : NULL;
+}
+
+/* What is known of the workflow's job x for the jobs requiring it: a job's own, or an array's,
+ * its tasks together (arrays_state; ended only once every task ended). */
+static depend_seen seen_of(const workflow *wf, size_t x, bool *ended)
+{
+    const job *d = wf->jobs[x].j;
+    if (wf->jobs[x].array_seq) {
+        jarray *a = workflow_array(wf, x);
+        if (!a) {
+            *ended = true;
+            return (depend_seen){.exists = false, .state = JS_CANCELED};
+        }
+        arrays_counts c;
+        arrays_count(a, &c);
+        enum job_state st = arrays_state(a, &c);
+        *ended = arrays_ended(a);
+        if (!*ended && job_state_terminal(st)) /* a task ended that the settle step has not seen yet */
+            st = JS_RUNNING;
+        return (depend_seen){.exists = true, .started = a->made > 0, .state = st};
+    }
+    *ended = !d || job_state_terminal(d->state);
+    return (depend_seen){.exists = d != NULL, .started = d && d->started_ms > 0, .state = d ? d->state : JS_CANCELED};
+}
+
+static bool handled(const workflow *wf, size_t x, enum job_state st)
+{
     for (size_t k = 0; k < wf->n; k++)
         for (size_t c = 0; c < wf->jobs[k].nconds; c++)
-            if (wf->jobs[k].conds[c].dep == x && j && wf->jobs[k].conds[c].status == j->state)
+            if (wf->jobs[k].conds[c].dep == x && wf->jobs[k].conds[c].status == st)
                 return true;
     return false;
 }
 
-/* The workflow's state by the rules of docs/workflows.md. */
+/* "array 3f2a1b2c: 1 FAILED, 5 COMPLETED" */
+static void array_words(const jarray *a, char *out, size_t len)
+{
+    arrays_counts c;
+    arrays_count(a, &c);
+    size_t l = (size_t)snprintf(out, len, "array %.8s:", a->id);
+    bool first = true;
+    for (int s = 0; s < JS_COUNT && l < len; s++)
+        if (c.n[s]) {
+            l += (size_t)snprintf(out + l, len - l, "%s %llu %s", first ? "" : ",", (unsigned long long)c.n[s],
+                                  job_state_name((enum job_state)s));
+            first = false;
+        }
+}
+
+/* The workflow's state by the rules of docs/workflows.md (an array counts as one job, in the
+ * state of its tasks together). */
 static void refresh(workflow *wf)
 {
     enum wf_state old = wf->state;
     bool all_ended = true, started = false;
     size_t failed = wf->n;
+    enum job_state failed_state = JS_FAILED;
     for (size_t i = 0; i < wf->n; i++) {
         const job *j = wf->jobs[i].j;
+        jarray *a = workflow_array(wf, i);
+        if (a) {
+            bool ended = arrays_ended(a);
+            all_ended &= ended;
+            started |= a->made > 0;
+            if (failed == wf->n && ended && a->canceled_by != -2) {
+                arrays_counts c;
+                arrays_count(a, &c);
+                enum job_state st = arrays_state(a, &c);
+                if (st != JS_COMPLETED && !handled(wf, i, st)) {
+                    failed = i;
+                    failed_state = st;
+                }
+            }
+            continue;
+        }
         if (!j)
             continue;
         all_ended &= job_state_terminal(j->state);
         started |= j->started_ms > 0 || j->shim_pid > 0;
-        if (failed == wf->n && job_state_terminal(j->state) && j->state != JS_COMPLETED && !handled(wf, i) &&
-            !(j->state == JS_CANCELED && j->end_reason && !strcmp(j->end_reason, "dependency")))
+        if (failed == wf->n && job_state_terminal(j->state) && j->state != JS_COMPLETED && !handled(wf, i, j->state) &&
+            !(j->state == JS_CANCELED && j->end_reason && !strcmp(j->end_reason, "dependency"))) {
             failed = i;
+            failed_state = j->state;
+        }
     }
     /* saved when something changed, not on every later change of one of its jobs: a whole
      * document per job of a workflow of 10,000 canceled at once held the loop for minutes */
@@ -405,11 +486,15 @@ static void refresh(workflow *wf)
     else if (failed < wf->n) {
         wf->state = WF_FAILED;
         const job *j = wf->jobs[failed].j;
-        char why[300], ec[32] = "";
-        if (j->has_exit)
-            snprintf(ec, sizeof ec, ", exit code %d", j->exit_code);
-        snprintf(why, sizeof why, "job '%s' ended %s (%s%s)", wf->jobs[failed].name, job_state_name(j->state),
-                 j->end_reason ? j->end_reason : "?", ec);
+        const jarray *a = workflow_array(wf, failed);
+        char why[400], detail[300] = "";
+        if (a)
+            array_words(a, detail, sizeof detail);
+        else if (j->has_exit)
+            snprintf(detail, sizeof detail, "%s, exit code %d", j->end_reason ? j->end_reason : "?", j->exit_code);
+        else
+            snprintf(detail, sizeof detail, "%s", j->end_reason ? j->end_reason : "?");
+        snprintf(why, sizeof why, "job '%s' ended %s (%s)", wf->jobs[failed].name, job_state_name(failed_state), detail);
         if (!wf->reason || strcmp(wf->reason, why)) {
             free(wf->reason);
             wf->reason = xstrdup(why);
@@ -429,25 +514,37 @@ static void refresh(workflow *wf)
     }
 }
 
-/* Decides a PENDING job: queued once every condition holds, canceled once one cannot (the
- * rule and the step are the ones of rnx job run --after: depend_rule.h, depend.h). */
+static void array_changed(jarray *a);
+
+/* Decides a PENDING job (or an array that waits): queued once every condition holds, canceled
+ * once one cannot (the rule and the step are the ones of rnx job run --after: depend_rule.h,
+ * depend.h). */
 static void decide(workflow *wf, size_t i)
 {
     job *j = wf->jobs[i].j;
-    if (!j || j->state != JS_PENDING)
+    jarray *a = workflow_array(wf, i);
+    if (a ? !a->waiting || arrays_canceled(a) : !j || j->state != JS_PENDING)
         return;
     enum depend_verdict v = DEPEND_GO;
     for (size_t c = 0; c < wf->jobs[i].nconds && v != DEPEND_CANCEL; c++) {
         const wf_cond *cd = &wf->jobs[i].conds[c];
-        const job *d = wf->jobs[cd->dep].j;
         depend_need need = {.kind = DEPEND_EXACTLY, .state = (uint8_t)cd->status};
-        depend_seen seen = {.exists = d != NULL, .started = d && d->started_ms > 0, .state = d ? d->state : JS_CANCELED};
+        bool ended;
+        depend_seen seen = seen_of(wf, cd->dep, &ended);
         enum depend_verdict one = depend_rule(need, seen);
         if (one == DEPEND_CANCEL) {
             char msg[300];
             snprintf(msg, sizeof msg, "needed '%s' to end %s; it %s%s", wf->jobs[cd->dep].name,
-                     job_state_name(cd->status), d ? "ended " : "was deleted", d ? job_state_name(d->state) : "");
-            depend_cancel(j, msg); /* decides its own dependents in turn */
+                     job_state_name(cd->status), seen.exists ? "ended " : "was deleted",
+                     seen.exists ? job_state_name(seen.state) : "");
+            if (a) {
+                log_info("array %s (%s of workflow %s): %s: its tasks are canceled", a->id, wf->jobs[i].name, wf->id,
+                         msg);
+                arrays_cancel_dependency(a, msg);
+                depend_array_changed(a); /* ended: who waits on it by --after */
+                array_changed(a);        /* and its dependents in the workflow, in turn */
+            } else
+                depend_cancel(j, msg); /* decides its own dependents in turn */
             return;
         }
         if (one == DEPEND_WAIT)
@@ -455,23 +552,56 @@ static void decide(workflow *wf, size_t i)
     }
     if (v != DEPEND_GO)
         return;
+    if (a) {
+        arrays_release_wait(a);
+        log_info("array %s (%s of workflow %s): dependencies met, its tasks are queued", a->id, wf->jobs[i].name,
+                 wf->id);
+        return;
+    }
     depend_release(j, "the jobs it depends on ended as it needs");
     log_info("job %s (%s of workflow %s): dependencies met, queued", j->id, wf->jobs[i].name, wf->id);
 }
+
+/* The workflow's job x changed: once it ended, the jobs requiring it are decided. */
+static void dep_changed(workflow *wf, size_t x, bool ended)
+{
+    if (ended)
+        for (size_t k = 0; k < wf->n; k++)
+            for (size_t c = 0; c < wf->jobs[k].nconds; c++)
+                if (wf->jobs[k].conds[c].dep == x) {
+                    decide(wf, k);
+                    break;
+                }
+    refresh(wf);
+}
+
+static void array_changed(jarray *a)
+{
+    if (!a || !a->wf || a->wf_index < 0 || (size_t)a->wf_index >= a->wf->n)
+        return;
+    dep_changed(a->wf, (size_t)a->wf_index, arrays_ended(a));
+}
+
+void workflow_array_changed(jarray *a) { array_changed(a); }
 
 void workflow_job_changed(job *j)
 {
     if (!j || !j->wf)
         return;
-    workflow *wf = j->wf;
-    if (job_state_terminal(j->state))
-        for (size_t k = 0; k < wf->n; k++)
-            for (size_t c = 0; c < wf->jobs[k].nconds; c++)
-                if (wf->jobs[k].conds[c].dep == (size_t)j->wf_index) {
-                    decide(wf, k);
-                    break;
-                }
-    refresh(wf);
+    dep_changed(j->wf, (size_t)j->wf_index, job_state_terminal(j->state));
+}
+
+/* A job of a canceled workflow (or a made task of its array) that has not ended: canceled while
+ * it waits, stopped while it runs. */
+static void cancel_one(workflow *wf, job *j, uid_t by, jerr *e)
+{
+    if (!j || job_state_terminal(j->state))
+        return;
+    j->stopped_by = by;
+    if (j->state == JS_PENDING || j->state == JS_HELD || job_in_queue(j))
+        job_finish(j, JS_CANCELED, "canceled");
+    else if (j->state != JS_STOPPING && job_launch_stop(j, by, e) < 0)
+        log_warn("workflow %s: %s", wf->id, e->msg);
 }
 
 int workflow_cancel(workflow *wf, uid_t by, jerr *e)
@@ -484,14 +614,18 @@ int workflow_cancel(workflow *wf, uid_t by, jerr *e)
     snprintf(why, sizeof why, "canceled by uid %u", (unsigned)by);
     wf->reason = xstrdup(why);
     for (size_t i = 0; i < wf->n; i++) {
-        job *j = wf->jobs[i].j;
-        if (!j || job_state_terminal(j->state))
+        jarray *a = workflow_array(wf, i);
+        if (a) {
+            /* its tasks not made are canceled (none is made from now on), the made ones as jobs */
+            a->waiting = false;
+            if (arrays_cancel_unmade(a, NULL, by, e) < 0)
+                log_warn("workflow %s: array %s: %s", wf->id, a->id, e->msg);
+            for (size_t k = 0; k < a->ntasks; k++)
+                cancel_one(wf, a->tasks[k], by, e);
+            depend_array_changed(a);
             continue;
-        j->stopped_by = by;
-        if (j->state == JS_PENDING || j->state == JS_HELD || job_in_queue(j))
-            job_finish(j, JS_CANCELED, "canceled");
-        else if (j->state != JS_STOPPING && job_launch_stop(j, by, e) < 0)
-            log_warn("workflow %s: %s", wf->id, e->msg);
+        }
+        cancel_one(wf, wf->jobs[i].j, by, e);
     }
     e->msg[0] = 0;
     refresh(wf);
@@ -509,6 +643,24 @@ void workflow_resume_all(void)
                 j->wf = core.workflows[w];
                 j->wf->jobs[j->wf_index].j = j;
             }
+    }
+    /* arrays, likewise (loaded before: main.c); one not made yet waits again for the engine's
+     * verdict below, as at its submission */
+    for (size_t i = 0; i < core.narrays; i++) {
+        jarray *a = core.arrays[i];
+        if (!a->wf_id[0])
+            continue;
+        for (size_t w = 0; w < core.nworkflows && !a->wf; w++) {
+            workflow *wf = core.workflows[w];
+            if (strcmp(wf->id, a->wf_id) || a->wf_index < 0 || (size_t)a->wf_index >= wf->n)
+                continue;
+            a->wf = wf;
+            wf->jobs[a->wf_index].array_seq = a->seq;
+            if (wf->jobs[a->wf_index].nconds && !a->made && !arrays_canceled(a))
+                a->waiting = true;
+        }
+        if (!a->wf)
+            log_warn("array %s: of workflow %s, which is not known; it stays an array of its own", a->id, a->wf_id);
     }
     /* Whatever ended while the daemon was down (or between its last commit and a crash). */
     for (size_t w = 0; w < core.nworkflows; w++) {

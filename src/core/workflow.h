@@ -20,9 +20,13 @@ typedef struct wf_cond {
     enum job_state status;     /* the terminal state that job must end in */
 } wf_cond;
 
+struct jarray;
+
 typedef struct wf_job {
     char *name;                /* its name in the workflow */
-    job *j;                    /* NULL once the job was deleted */
+    job *j;                    /* NULL once the job was deleted; NULL for an array */
+    uint64_t array_seq;        /* an array (its request's `array`): its seq (arrays_by_seq: NULL once
+                                * deleted); 0 a job */
     wf_cond *conds;
     size_t nconds;
 } wf_job;
@@ -114,6 +118,11 @@ void workflow_job_changed(job *j);
  * workflows and decides whatever became decidable while the daemon was down. */
 void workflow_resume_all(void);
 void workflow_forget_job(job *j);
+/* A task of a workflow's array changed state (the settle step, after arrays_task_changed): once
+ * every task ended, the jobs requiring the array are decided; the workflow's state follows. */
+void workflow_array_changed(struct jarray *a);
+/* The workflow's job i as an array: NULL when it is a job, or its array was deleted. */
+struct jarray *workflow_array(const workflow *wf, size_t i);
 void workflow_free_all(void);
 
 /* Whether j is a workflow's job with dependencies (a released hold sends it back to PENDING,

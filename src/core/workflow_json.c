@@ -12,6 +12,8 @@
 #include "../common/netaddr.h"
 #include "../common/redact.h"
 #include "../common/util.h"
+#include "array_json.h"
+#include "arrays.h"
 #include "state.h"
 #include "volumes.h"
 
@@ -390,6 +392,41 @@ int workflow_json_load(workflow *wf, jerr *e)
     return rc;
 }
 
+/* A workflow's array job (its request's `array`): the array's id as job_id, its tasks' state
+ * together as status, and rnx job status ARRAY's "array" object (spec, ref, counts, ...); started
+ * at its first task's start, ended at its last task's end once all ended. */
+static void array_entry(json_t *jo, const jarray *a, json_t *counts)
+{
+    json_object_set_new(jo, "kind", json_string("array"));
+    if (!a) {
+        json_object_set_new(jo, "job_id", json_null());
+        json_object_set_new(jo, "status", json_string("DELETED"));
+        json_object_set_new(counts, "DELETED", json_integer(json_integer_value(json_object_get(counts, "DELETED")) + 1));
+        return;
+    }
+    json_t *aj = array_json(a);
+    const char *st = json_string_value(json_object_get(aj, "status"));
+    json_object_set_new(jo, "job_id", json_string(a->id));
+    json_object_set_new(jo, "status", json_string(st));
+    json_object_set_new(counts, st, json_integer(json_integer_value(json_object_get(counts, st)) + 1));
+    json_object_set(jo, "exit_code", json_object_get(aj, "exit_code"));
+    json_object_set_new(jo, "end_reason", a->canceled_by == -2 ? json_string("dependency") : json_null());
+    jx_set_str_or_null(jo, "error", a->canceled_by == -2 ? a->canceled_why : NULL);
+    json_object_set(jo, "array", json_object_get(aj, "array"));
+    json_object_set_new(jo, "gpus", json_array());
+    int64_t first = 0, last = 0;
+    for (size_t k = 0; k < a->ntasks; k++) {
+        const job *t = a->tasks[k];
+        if (t && t->started_ms > 0 && (!first || t->started_ms < first))
+            first = t->started_ms;
+        if (t && t->ended_ms > last)
+            last = t->ended_ms;
+    }
+    jx_set_time_or_null(jo, "started_at", first);
+    jx_set_time_or_null(jo, "ended_at", arrays_ended(a) ? last : 0);
+    json_decref(aj);
+}
+
 json_t *workflow_json(const workflow *wf, bool detail)
 {
     json_t *o = json_object(), *jobs = json_array(), *counts = json_object();
@@ -409,6 +446,11 @@ json_t *workflow_json(const workflow *wf, bool detail)
         json_t *jo = json_object();
         json_object_set_new(jo, "name", json_string(wf->jobs[i].name));
         json_object_set(jo, "requires", json_object_get(json_array_get(json_object_get(wf->doc, "jobs"), i), "requires"));
+        if (wf->jobs[i].array_seq) {
+            array_entry(jo, workflow_array(wf, i), counts);
+            json_array_append_new(jobs, jo);
+            continue;
+        }
         json_object_set_new(jo, "job_id", j ? json_string(j->id) : json_null());
         const char *st = j ? job_state_name(j->state) : "DELETED";
         json_object_set_new(jo, "status", json_string(st));

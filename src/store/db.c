@@ -93,6 +93,9 @@ static const char *const migrations[] = {
     "  created_ms INTEGER NOT NULL, made INTEGER NOT NULL, skip TEXT, canceled_by INTEGER, held INTEGER NOT NULL DEFAULT 0);"
     "ALTER TABLE jobs ADD COLUMN array_id TEXT;"
     "ALTER TABLE jobs ADD COLUMN array_task INTEGER;",
+    /* 15: an array may be a workflow's job (core/workflow.c): which workflow, and its place there */
+    "ALTER TABLE arrays ADD COLUMN workflow_id TEXT;"
+    "ALTER TABLE arrays ADD COLUMN workflow_index INTEGER;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -1150,7 +1153,8 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v3(d->h,
                            "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
-                           " created_ms, made, skip, canceled_by, held) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index)"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, 0, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
@@ -1169,6 +1173,8 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     bind_text(st, 10, a->skip);
     bind_opt_i64(st, 11, a->canceled_by, a->canceled_by != -1); /* -2: by its dependencies */
     sqlite3_bind_int(st, 12, a->held);
+    bind_text(st, 13, a->wf_id[0] ? a->wf_id : NULL);
+    bind_opt_i64(st, 14, a->wf_index, a->wf_id[0] != 0);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     free(req);
@@ -1196,7 +1202,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "SELECT id, seq, name, owner_uid, owner_gid, request, spec, created_ms, made, skip,"
-                                 " canceled_by, held FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
+                                 " canceled_by, held, workflow_id, workflow_index FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1220,6 +1226,9 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         a.skip = (const char *)sqlite3_column_text(st, 9);
         a.canceled_by = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 10);
         a.held = sqlite3_column_int(st, 11) != 0;
+        const char *wf = (const char *)sqlite3_column_text(st, 12);
+        snprintf(a.wf_id, sizeof a.wf_id, "%s", wf ? wf : "");
+        a.wf_index = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);
         fn(&a, arg);
         jobreq_free(&a.req);
     }

@@ -185,6 +185,8 @@ typedef struct db_array {
     const char *skip;        /* tasks canceled before they were made ("3-5,9"); NULL none */
     int64_t canceled_by;     /* uid; -1 none: the whole array canceled */
     bool held;
+    char wf_id[37];          /* "" none: the workflow whose job it is (schema 15) */
+    int wf_index;            /* its place among the workflow's jobs; -1 none */
 } db_array;
 int db_array_save(db *d, const db_array *a, jerr *e);
 int db_array_delete(db *d, const char *id, jerr *e);

@@ -7,7 +7,7 @@ MALFORMED = [
     ('jobs:\n  a:\n    command: x\n    command: y\n',
      "4:5: duplicate key 'command' (first given at line 3, column 5)"),
     ('jobs:\n  a:\n    command: x\n    gpus: 2\n',
-     "4:5: job 'a': unknown key 'gpus' (did you mean resources: gpu_count?); a job takes command, args, runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires, isolation, devices"),
+     "4:5: job 'a': unknown key 'gpus' (did you mean resources: gpu_count?); a job takes command, args, runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires, isolation, devices, array"),
     ('jobs:\n  a:\n    command: x\n    args: 3\n',
      '4:11: job \'a\': args: must be a list, e.g. ["train.py", "--epochs", "100"]; got \'3\''),
     ('jobs:\n  a:\n    command: x\n    requires: [c: COMPLETED]\n  b:\n    command: x\n    requires: [a: COMPLETED]\n  c:\n    command: x\n    requires: [b: COMPLETED]\n',

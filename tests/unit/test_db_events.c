@@ -50,7 +50,7 @@ static void test_bound_drop_delete_reopen(void **state)
     db *d = db_open(path, &e);
     if (!d)
         fail_msg("%s", e.msg);
-    assert_int_equal(db_schema_version(d), 14);
+    assert_int_equal(db_schema_version(d), 15);
     db_job *a = a_job("aaaaaaaa-0000-4000-8000-000000000001", 1), *b = a_job("bbbbbbbb-0000-4000-8000-000000000002", 2);
     assert_int_equal(db_insert_job(d, a, &e), 0);
     assert_int_equal(db_insert_job(d, b, &e), 0);

@@ -345,6 +345,23 @@ static void test_every_key(void **state)
     wfp_free(d);
 }
 
+/* array: a job array (docs/workflows.md "Arrays in a workflow"), read by the request schema,
+ * its task list refused at its line. */
+static void test_array_key(void **state)
+{
+    wfp_doc *d;
+    json_t *body = must_parse("a.yaml", "jobs:\n  prep:\n    command: x\n  sweep:\n    command: x\n"
+                                        "    array: 0-9%2\n    requires: [prep: COMPLETED]\n", &d);
+    assert_json(json_object_get(json_array_get(json_object_get(body, "jobs"), 1), "request"),
+                "{\"name\": \"sweep\", \"command\": \"x\", \"array\": \"0-9%2\"}");
+    wfp_free(d);
+    wfp_errors errs;
+    assert_null(parse("jobs:\n  sweep:\n    command: x\n    array: 5-2\n", &errs));
+    assert_true(errs.n >= 1);
+    assert_non_null(strstr(errs.msg[0], "wf.yaml:4:12: job 'sweep': array: "));
+    wfp_errors_free(&errs);
+}
+
 /* Anchors, aliases and merge keys are YAML's own way to share settings. */
 static void test_merge_values(void **state)
 {
@@ -444,13 +461,13 @@ static void test_unknown_keys(void **state)
 {
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    retries: 3\n",
                  "wf.yaml:4:5: job 'a': unknown key 'retries'; a job takes command, args, runtime, network, uploads, "
-                 "volumes, environment, secret_environment, workdir, resources, requires, isolation, devices");
+                 "volumes, environment, secret_environment, workdir, resources, requires, isolation, devices, array");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    env: {A: 1}\n",
                  "wf.yaml:4:5: job 'a': unknown key 'env' (did you mean environment?); a job takes command, args, "
-                 "runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires, isolation, devices");
+                 "runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires, isolation, devices, array");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    gpus: 2\n",
                  "wf.yaml:4:5: job 'a': unknown key 'gpus' (did you mean resources: gpu_count?); a job takes command, "
-                 "args, runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires, isolation, devices");
+                 "args, runtime, network, uploads, volumes, environment, secret_environment, workdir, resources, requires, isolation, devices, array");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    max_memory: 4GB\n",
                  "wf.yaml:4:5: job 'a': 'max_memory' belongs under resources:");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    resources:\n      memory: 4GB\n",
@@ -948,6 +965,7 @@ int main(void)
         cmocka_unit_test(test_top_level_keys),
         cmocka_unit_test(test_jobs_shape),
         cmocka_unit_test(test_unknown_keys),
+        cmocka_unit_test(test_array_key),
         cmocka_unit_test(test_command_and_args),
         cmocka_unit_test(test_job_fields),
         cmocka_unit_test(test_resources_values),
