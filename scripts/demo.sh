@@ -71,6 +71,18 @@ c.sendall(b"worker here"); print(c.recv(100).decode())' || echo "(job networks: 
 rnx job stop "$ps" >/dev/null 2>&1 || true
 step network list; rnx network list
 
+# batch work as a Slurm user writes it (docs/batch.md): an array of 6 tasks, 2 at once, each
+# reading SLURM_ARRAY_TASK_ID; a job after it; rnx job wait for both
+step job run --array=0-5%2 --name=sweep sh -c "'echo task \$SLURM_ARRAY_TASK_ID of \$SLURM_ARRAY_TASK_COUNT; sleep 0.5'"
+sweep=$(rnx job run --array=0-5%2 --name=sweep sh -c 'echo task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_TASK_COUNT; sleep 0.5')
+echo "$sweep"
+step job run --after=sweep:ok sh -c "'echo every task of the sweep completed'"
+report=$(rnx job run --after=sweep:ok sh -c 'echo every task of the sweep completed')
+echo "$report"
+step job list; rnx job list
+step job wait sweep "$report"; rnx job wait "$sweep" "$report" || echo "(exit code $?)"
+step job log sweep_4; rnx job log "${sweep:0:8}_4"
+
 step job status "$busy"; rnx job status "$busy"
 step job list; rnx job list
 
