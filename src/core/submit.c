@@ -690,7 +690,11 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     state_wrote_job(j);
     jobs_add(j);
 added:
-    state_want(WANT_SCHEDULE);
+    /* a job joins the queue: a pass for it. An array's task is made by the pass that starts it
+     * (queue.c): asking again would make the settle step run pass after pass, ARRAYS_PER_PASS
+     * tasks each, in one turn of the loop; the array's next pass comes at the next turn. */
+    if (!si->array_id)
+        state_want(WANT_SCHEDULE);
     char when[120] = "", degraded[1100] = "", task[120] = "";
     if (j->array_id[0])
         snprintf(task, sizeof task, "; task %lld of array %s, made as it starts", (long long)j->array_task,

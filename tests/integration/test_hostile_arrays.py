@@ -1,0 +1,83 @@
+"""A hostile local user against job arrays, --after and job control (docs/batch.md, docs/api.md
+"Job arrays"): the loop thread's time for a reference to an array's tasks must not grow with how
+many tasks the array made before, and a chain of arrays waiting on one another must not make the
+daemon recurse once per link. CPU time is compared between two sizes of the same request, with
+generous factors; no test has a time limit."""
+import os
+import time
+
+import pytest
+
+TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def submit_array(d, spec, command, *args, **fields):
+    code, a = d.api("POST", "/v1/jobs", {"command": command, "args": list(args), "array": spec, **fields})
+    assert code == 201, a
+    return a
+
+
+def wait_for(pred, what, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError(f"{what}: not after {timeout}s")
+
+
+def cpu_of_gets(d, path, times):
+    before = cpu_s(d.proc.pid)
+    for _ in range(times):
+        code, body = d.api("GET", path, timeout=600)
+        assert code == 200, body
+    return cpu_s(d.proc.pid) - before, body
+
+
+def test_a_reference_to_tasks_costs_the_same_early_or_late_in_a_big_array(fresh_daemon):
+    """GET /v1/jobs/ID_[LIST] of tasks that were passed over (canceled before they were made):
+    arrays_task looked for each task's place by walking every task made before it, so 1,000
+    tasks near the end of a 100,000-task array cost 1,000 x 100,000 steps on the loop thread
+    per request, where the same request near its start cost next to nothing."""
+    d = fresh_daemon("limits:\n  max_queued_per_user: 0\n  max_jobs_per_user: 0\n")
+    aid = submit_array(d, "0-99999", "true")["id"]
+    code, r = d.api("POST", f"/v1/jobs/{aid}/hold")   # (a few tasks may have been made already)
+    assert code == 200, r
+    # every task but the last canceled before it was made: the array passes over them all
+    code, r = d.api("POST", f"/v1/jobs/{aid}_[0-99998]/cancel")
+    assert code == 200, r
+    code, r = d.api("POST", f"/v1/jobs/{aid}/release")
+    assert code == 200, r
+    wait_for(lambda: d.api("GET", f"/v1/jobs/{aid}")[1]["status"] in TERMINAL, "the array's last task")
+    early, body = cpu_of_gets(d, f"/v1/jobs/{aid}_[1000-1999]", 5)
+    assert len(body["tasks"]) == 1000 and body["tasks"][0]["status"] == "CANCELED", body["tasks"][:2]
+    late, body = cpu_of_gets(d, f"/v1/jobs/{aid}_[98000-98999]", 5)
+    assert len(body["tasks"]) == 1000 and body["tasks"][-1]["status"] == "CANCELED", body["tasks"][-2:]
+    print(f"5 x GET of 1,000 tasks: early {early:.2f}s, late {late:.2f}s of daemon CPU")
+    assert late <= 4 * max(early, 0.1), (early, late)
+
+
+def test_a_big_array_makes_one_pass_of_tasks_a_turn(fresh_daemon):
+    """Each task the scheduler made asked for another pass of the scheduler (submit_create's
+    state_want), so the settle step ran 64 passes of 64 tasks each in one turn of the loop: a
+    100,000-task array of `true` made 4,096 tasks per turn and the daemon answered nothing
+    else for 10-35 s at a time (every user's requests waited). A pass makes at most 64 tasks
+    of an array and its next pass is at the next turn (docs/batch.md)."""
+    d = fresh_daemon("limits:\n  max_queued_per_user: 0\n  max_jobs_per_user: 0\n")
+    aid = submit_array(d, "0-99999", "true")["id"]
+    for _ in range(3):
+        code, _v = d.api("GET", "/v1/version", timeout=600)
+        assert code == 200
+    code, r = d.api("POST", f"/v1/jobs/{aid}/hold", timeout=600)
+    assert code == 200, r
+    made = d.log().count("submitted by uid")
+    assert "work still asked for after 64 rounds" not in d.log(), made
+    # 4 requests answered, each at the next turn: a few passes of 64 tasks, never thousands
+    assert made < 4096, made
