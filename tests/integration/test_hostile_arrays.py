@@ -81,3 +81,31 @@ def test_a_big_array_makes_one_pass_of_tasks_a_turn(fresh_daemon):
     assert "work still asked for after 64 rounds" not in d.log(), made
     # 4 requests answered, each at the next turn: a few passes of 64 tasks, never thousands
     assert made < 4096, made
+
+
+def test_a_long_chain_of_arrays_ends_without_recursing(fresh_daemon):
+    """Arrays that wait on one another (--array with --after=the previous array): when the
+    first can never go, decide_array canceled the next and called depend_array_changed, which
+    decided the next, and so on, one stack frame set per link: 40,000 links (limits raised)
+    overflowed joblet's 8 MiB stack (SIGSEGV, and again at every start while the chain was
+    undecided). Shown here with a 1 MiB stack and 6,000 links; they are decided in a loop."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    resource.setrlimit(resource.RLIMIT_STACK, (1 << 20, hard))
+    try:
+        d = fresh_daemon("limits:\n  max_queued_per_user: 0\n  max_jobs_per_user: 0\n")
+    finally:
+        resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
+    code, head = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["600"]})
+    assert code == 201, head
+    prev = head["id"]
+    for _ in range(6000):
+        code, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0", "after": [{"job": prev, "state": "ok"}]})
+        assert code == 201, a
+        prev = a["id"]
+    code, r = d.api("POST", f"/v1/jobs/{head['id']}/kill", timeout=600)
+    assert code == 200, r
+    last = wait_for(lambda: (lambda a: a if a["status"] in TERMINAL else None)(d.api("GET", f"/v1/jobs/{prev}")[1]),
+                    "the chain's last array")
+    assert last["status"] == "CANCELED", last
+    assert d.proc.poll() is None, d.log()[-2000:]
