@@ -109,3 +109,51 @@ def test_a_long_chain_of_arrays_ends_without_recursing(fresh_daemon):
                     "the chain's last array")
     assert last["status"] == "CANCELED", last
     assert d.proc.poll() is None, d.log()[-2000:]
+
+
+NOBODY = 65534
+
+
+def rnx_as(d, uid, gid, *args, timeout=120):
+    import subprocess
+    build = os.environ.get("JOBLET_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                           os.path.join(build, "rnx"), *args], capture_output=True, text=True, timeout=timeout,
+                          env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+
+
+def test_another_users_array_is_out_of_reach_by_every_reference(fresh_daemon):
+    """nobody names root's array by id, prefix, name, ID_T, ID_[LIST] through every command:
+    each answers as for a job that does not exist and the array is untouched; nobody's own job
+    named like a task of root's array ("secret_1") is still nobody's to reach."""
+    import shutil
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv is needed")
+    d = fresh_daemon()
+    a = submit_array(d, "0-3", "sleep", "300", name="secret")
+    aid = a["id"]
+    code, r = d.api("POST", f"/v1/jobs/{aid}/hold")
+    assert code == 200, r
+    p = rnx_as(d, NOBODY, NOBODY, "--json", "job", "run", "--name=secret_1", "sleep", "300")
+    assert p.returncode == 0, p.stderr
+    mine = __import__("json").loads(p.stdout)["id"]
+    refs = [aid, aid[:8], "secret", f"{aid}_1", f"{aid[:8]}_[0-2]", "secret_[1-3]", f"{aid}_[0-3]"]
+    for ref in refs:
+        for cmd in (["job", "status", ref], ["job", "cancel", ref], ["job", "stop", ref], ["job", "kill", ref],
+                    ["job", "release", ref], ["job", "hold", ref], ["job", "delete", ref], ["job", "log", ref],
+                    ["job", "update", ref, "--priority=5"]):
+            p = rnx_as(d, NOBODY, NOBODY, *cmd, timeout=30)
+            assert p.returncode != 0, (cmd, p.stdout)
+            if not ref.startswith(aid):   # (given the whole id, the answer may say whose it is)
+                assert aid not in p.stdout + p.stderr, (cmd, p.stdout, p.stderr)
+        p = rnx_as(d, NOBODY, NOBODY, "job", "run", f"--after={ref}", "true", timeout=30)
+        assert p.returncode != 0 and "after" in p.stderr, (ref, p.stdout, p.stderr)
+    p = rnx_as(d, NOBODY, NOBODY, "job", "wait", aid, timeout=30)
+    assert p.returncode != 0, p.stdout
+    # nobody's own job answers to its name, though root's array is named "secret"
+    p = rnx_as(d, NOBODY, NOBODY, "--json", "job", "status", "secret_1", timeout=30)
+    assert p.returncode == 0 and mine in p.stdout, (p.stdout, p.stderr)
+    a2 = d.api("GET", f"/v1/jobs/{aid}")[1]
+    assert a2["array"]["counts"] == {"RUNNING": 4} and a2["array"]["held"], a2
+    d.api("POST", f"/v1/jobs/{mine}/kill")
+    d.api("POST", f"/v1/jobs/{aid}/kill")
