@@ -113,6 +113,21 @@ uint64_t arrays_unmade(uid_t uid)
     return n;
 }
 
+uint64_t arrays_jobless(uid_t uid)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < core.narrays; i++) {
+        const jarray *a = core.arrays[i];
+        if (a->owner_uid != uid)
+            continue;
+        bool jobs = false;
+        for (size_t k = 0; k < a->ntasks && !jobs; k++)
+            jobs = a->tasks[k] != NULL;
+        n += !jobs && arrays_ended(a); /* (one with tasks left counts them: arrays_unmade) */
+    }
+    return n;
+}
+
 /* ---- the scheduler's side ---- */
 
 /* The most tasks of one array offered to one pass of the scheduler: what a pass can start is

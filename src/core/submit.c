@@ -400,7 +400,7 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
     if (L->max_queued_per_user || L->max_jobs_per_user) {
         /* an array's tasks not made yet are jobs waiting and kept, as made ones are */
         uint64_t unmade = arrays_unmade(uid);
-        uint64_t waiting = promised(uid) + unmade, kept = waiting;
+        uint64_t waiting = promised(uid) + unmade, kept = waiting + arrays_jobless(uid);
         for (size_t i = 0; i < core.njobs; i++) {
             const job *j = core.jobs[i];
             if (j->owner_uid != uid)

@@ -157,3 +157,23 @@ def test_another_users_array_is_out_of_reach_by_every_reference(fresh_daemon):
     assert a2["array"]["counts"] == {"RUNNING": 4} and a2["array"]["held"], a2
     d.api("POST", f"/v1/jobs/{mine}/kill")
     d.api("POST", f"/v1/jobs/{aid}/kill")
+
+
+def test_arrays_canceled_before_any_task_still_count_toward_kept_jobs(fresh_daemon):
+    """An array canceled before any task was made kept its row, its ~7 KB in memory and its place
+    in every pass of the scheduler and every listing until deleted, yet counted for neither
+    limits.max_queued_per_user nor limits.max_jobs_per_user: submit, cancel, repeat, and one user
+    held any number of them. Each array the user keeps counts one kept job at least."""
+    d = fresh_daemon("limits:\n  max_jobs_per_user: 5\n")
+    accepted = 0
+    for _ in range(12):
+        code, a = d.api("POST", "/v1/jobs", {"command": "/bin/true", "array": "0-1",
+                                             "schedule_at": "2030-01-01T00:00:00Z"})
+        if code == 429:
+            assert "limits.max_jobs_per_user is 5" in a["error"]["message"], a
+            break
+        assert code == 201, a
+        accepted += 1
+        code, r = d.api("POST", f"/v1/jobs/{a['id']}/cancel")
+        assert code == 200, r
+    assert accepted <= 5, accepted
