@@ -147,6 +147,17 @@ uint32_t arrayspec_task(const arrayspec *a, uint64_t k)
     return UINT32_MAX;
 }
 
+int64_t arrayspec_index(const arrayspec *a, uint32_t t)
+{
+    uint64_t k = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        if (t >= a->r[i].lo && t <= a->r[i].hi && (t - a->r[i].lo) % a->r[i].step == 0)
+            return (int64_t)(k + (t - a->r[i].lo) / a->r[i].step);
+        k += range_count(&a->r[i]);
+    }
+    return -1;
+}
+
 bool arrayspec_has(const arrayspec *a, uint32_t t)
 {
     for (size_t i = 0; i < a->n; i++)

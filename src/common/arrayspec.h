@@ -37,6 +37,9 @@ typedef struct arrayspec {
 int arrayspec_parse(const char *s, const char *field, bool throttle_ok, arrayspec *out, jerr *e);
 /* The k-th task id (0 <= k < count), in the order the list gives them. */
 uint32_t arrayspec_task(const arrayspec *a, uint64_t k);
+/* The place of task id t in the list's order (arrayspec_task's k), or -1 when the list does not
+ * hold it. O(ranges). */
+int64_t arrayspec_index(const arrayspec *a, uint32_t t);
 /* Whether the list holds task id t. */
 bool arrayspec_has(const arrayspec *a, uint32_t t);
 /* How many of the list's tasks lie in the k-th and later places (k <= count) that the other list

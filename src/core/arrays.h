@@ -73,6 +73,9 @@ void arrays_set_workflow(jarray *a, struct workflow *wf, const char *wf_id, int 
 void arrays_undo(jarray *a);
 /* The tasks not made yet of the user's arrays (waiting, for limits.max_queued_per_user). */
 uint64_t arrays_unmade(uid_t uid);
+/* The user's ended arrays that keep no job (every task canceled before it was made, or their
+ * jobs deleted): each counts one kept job for limits.max_jobs_per_user, as its row stays. */
+uint64_t arrays_jobless(uid_t uid);
 
 /* The scheduler's side (queue.c). How many of a's tasks could start in this pass: none while
  * held or canceled, at most its %N less those not ended, at most what is left. */

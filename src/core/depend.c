@@ -254,7 +254,7 @@ void depend_array_submitted(jarray *a)
     decide_array(a);
 }
 
-void depend_array_changed(jarray *a)
+static void array_changed(jarray *a)
 {
     if (!a || !a->ndependents)
         return;
@@ -271,6 +271,38 @@ void depend_array_changed(jarray *a)
         decide_seq(list[i]);
     if (ended)
         free(list);
+}
+
+/* An array that ends can end those waiting on it (decide_array cancels them), which end their
+ * own: a chain of arrays is decided in this loop, one link after another, not by recursion
+ * (40,000 links overflowed the stack). Arrays found by seq: one may be deleted meanwhile. */
+static uint64_t *changed_later;
+static size_t nchanged_later, changed_later_cap;
+static bool changed_busy;
+
+void depend_array_changed(jarray *a)
+{
+    if (!a)
+        return;
+    if (changed_busy) {
+        if (nchanged_later == changed_later_cap) {
+            changed_later_cap = changed_later_cap ? changed_later_cap * 2 : 16;
+            changed_later = xrealloc(changed_later, changed_later_cap * sizeof *changed_later);
+        }
+        changed_later[nchanged_later++] = a->seq;
+        return;
+    }
+    changed_busy = true;
+    array_changed(a);
+    for (size_t i = 0; i < nchanged_later; i++) {
+        jarray *b = arrays_by_seq(changed_later[i]);
+        if (b)
+            array_changed(b);
+    }
+    free(changed_later);
+    changed_later = NULL;
+    nchanged_later = changed_later_cap = 0;
+    changed_busy = false;
 }
 
 void depend_submitted(job *j)

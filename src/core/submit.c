@@ -400,7 +400,7 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
     if (L->max_queued_per_user || L->max_jobs_per_user) {
         /* an array's tasks not made yet are jobs waiting and kept, as made ones are */
         uint64_t unmade = arrays_unmade(uid);
-        uint64_t waiting = promised(uid) + unmade, kept = waiting;
+        uint64_t waiting = promised(uid) + unmade, kept = waiting + arrays_jobless(uid);
         for (size_t i = 0; i < core.njobs; i++) {
             const job *j = core.jobs[i];
             if (j->owner_uid != uid)
@@ -708,7 +708,11 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     state_wrote_job(j);
     jobs_add(j);
 added:
-    state_want(WANT_SCHEDULE);
+    /* a job joins the queue: a pass for it. An array's task is made by the pass that starts it
+     * (queue.c): asking again would make the settle step run pass after pass, ARRAYS_PER_PASS
+     * tasks each, in one turn of the loop; the array's next pass comes at the next turn. */
+    if (!si->array_id)
+        state_want(WANT_SCHEDULE);
     char when[120] = "", degraded[1100] = "", task[120] = "";
     if (j->array_id[0])
         snprintf(task, sizeof task, "; task %lld of array %s, made as it starts", (long long)j->array_task,

@@ -105,6 +105,20 @@ static void test_count_from(void **state)
         }
 }
 
+static void test_index(void **state)
+{
+    (void)state;
+    jerr e = {0};
+    assert_int_equal(arrayspec_parse("5,0-15:4,100-102,7", "array", true, &a, &e), 0);
+    for (uint64_t k = 0; k < a.count; k++)
+        assert_int_equal(arrayspec_index(&a, arrayspec_task(&a, k)), (int64_t)k);
+    assert_int_equal(arrayspec_index(&a, 1), -1);
+    assert_int_equal(arrayspec_index(&a, 103), -1);
+    assert_int_equal(arrayspec_index(&a, 4000000), -1);
+    assert_int_equal(arrayspec_parse("0-4000000", "array", true, &a, &e), 0);
+    assert_int_equal(arrayspec_index(&a, 4000000), 4000000);
+}
+
 static void test_refs(void **state)
 {
     (void)state;
@@ -133,6 +147,7 @@ int main(void)
         cmocka_unit_test(test_forms),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_count_from),
+        cmocka_unit_test(test_index),
         cmocka_unit_test(test_refs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
