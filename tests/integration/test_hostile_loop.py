@@ -195,7 +195,7 @@ def test_a_users_waiting_and_kept_jobs_are_bounded_by_default(fresh_daemon):
                                     for i in range(1001)]}
     code, ans = api_as(d, USER, "POST", "/v1/workflows", wf)
     assert code == 429, ans
-    assert f"uid {USER} has 0 jobs waiting and this asks for more; limits.max_queued_per_user is 1000" \
+    assert f"uid {USER} has 0 jobs waiting and this asks for 1001 more; limits.max_queued_per_user is 1000" \
         in ans["error"]["message"], ans
     assert d.job_count() == 0
     d2 = fresh_daemon("limits:\n  max_jobs_per_user: 6\n")

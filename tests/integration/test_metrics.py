@@ -141,7 +141,7 @@ def test_metrics_on_the_socket_and_the_listener(fresh_daemon):
     assert one(s, "joblet_jobs", state="FAILED") == 1
     assert one(s, "joblet_jobs", state="RUNNING") == 1
     assert one(s, "joblet_jobs", state="QUEUED") == 0
-    assert len(values(s, "joblet_jobs")) == 10
+    assert len(values(s, "joblet_jobs")) == 12   # every state, HELD and SUSPENDED too
     assert one(s, "joblet_queue_length") == 0
     # the odd name survives escaping
     assert one(s, "joblet_job_gpus", job_id=jid, job_name=ODD_NAME) == 2
