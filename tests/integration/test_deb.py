@@ -1,5 +1,5 @@
-"""The Debian package (issue 19, docs/packaging.md): scripts/package.sh builds it twice (the
-version of debian/changelog, then a higher one), lintian accepts it, it installs into this
+"""The Debian package (issue 19, docs/packaging.md): scripts/package.sh builds it (the version of
+debian/changelog; the same package under a higher version is the upgrade), lintian accepts it, it installs into this
 machine with apt-get, the installed daemon runs jobs for the installed rnx, an upgrade while a
 job runs restarts only the daemon and the job finishes with its whole log, and `apt-get purge`
 leaves nothing behind.
@@ -12,7 +12,10 @@ started (policy-rc.d answers 101 while the package is installed, and on a machin
 systemd the maintainer scripts do not call systemctl at all); the restart after the upgrade is
 the one the maintainer scripts would order (`systemctl restart` with KillMode=process: SIGTERM
 to the daemon only, then ExecStart again), done by hand."""
+import email.utils
 import glob
+import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -41,6 +44,42 @@ def sanitized_build():
     return opts.get("b_sanitize", "none") != "none"
 
 
+def newer_version_of(deb, newer, out):
+    """The same package under a higher version, as scripts/package.sh --version NEWER builds it
+    (its files are the same: the version lives in debian/changelog only, which --version extends
+    in a copy of the tree): the control file's Version, a changelog entry on top of the packaged
+    changelog, its md5sum. Repacked rather than built a second time (~40 s of the suite)."""
+    work = tempfile.mkdtemp(prefix="joblet-deb-newer-")
+    try:
+        subprocess.run(["dpkg-deb", "-R", deb, work], check=True)
+        control = os.path.join(work, "DEBIAN", "control")
+        with open(control) as f:
+            lines = f.read().splitlines()
+        maint = next(ln.split(": ", 1)[1] for ln in lines if ln.startswith("Maintainer: "))
+        with open(control, "w") as f:
+            f.write("\n".join(f"Version: {newer}" if ln.startswith("Version: ") else ln for ln in lines) + "\n")
+        rel = "usr/share/doc/joblet/changelog.gz"
+        log = os.path.join(work, rel)
+        with gzip.open(log, "rb") as f:
+            old = f.read()
+        entry = (f"joblet ({newer}) unstable; urgency=medium\n\n  * Built by scripts/package.sh --version {newer}.\n\n"
+                 f" -- {maint}  {email.utils.formatdate(localtime=True)}\n\n").encode()
+        with open(log, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0, filename="") as f:
+            f.write(entry + old)
+        sums = os.path.join(work, "DEBIAN", "md5sums")
+        with open(log, "rb") as f:
+            digest = hashlib.md5(f.read()).hexdigest()
+        with open(sums) as f:
+            text = f.read().splitlines()
+        with open(sums, "w") as f:
+            f.write("\n".join(f"{digest}  {rel}" if ln.endswith("  " + rel) else ln for ln in text) + "\n")
+        path = os.path.join(out, f"joblet_{newer}_amd64.deb")
+        subprocess.run(["dpkg-deb", "--root-owner-group", "-Zxz", "-b", work, path], check=True, capture_output=True)
+        return path
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def debs():
     """(older .deb, newer .deb): two real builds by scripts/package.sh, without the unit tests
@@ -55,16 +94,14 @@ def debs():
     try:
         version = subprocess.run(["dpkg-parsechangelog", "-S", "Version", "-l", os.path.join(ROOT, "debian/changelog")],
                                  capture_output=True, text=True, check=True).stdout.strip()
-        made = []
-        for extra in ([], ["--version", version + NEWER]):
-            t = time.time()
-            p = subprocess.run(["bash", os.path.join(ROOT, "scripts/package.sh"), "--out", out, *extra],
-                               capture_output=True, text=True, timeout=900,
-                               env={**ENV, "DEB_BUILD_OPTIONS": "nocheck"})
-            assert p.returncode == 0, p.stdout + p.stderr
-            made.append(p.stdout.split()[-1])
-            print(f"package.sh {' '.join(extra)}: {time.time() - t:.1f} s")
+        t = time.time()
+        p = subprocess.run(["bash", os.path.join(ROOT, "scripts/package.sh"), "--out", out],
+                           capture_output=True, text=True, timeout=900, env={**ENV, "DEB_BUILD_OPTIONS": "nocheck"})
+        assert p.returncode == 0, p.stdout + p.stderr
+        made = [p.stdout.split()[-1]]
+        print(f"package.sh: {time.time() - t:.1f} s")
         assert os.path.basename(made[0]) == f"joblet_{version}_amd64.deb", made
+        made.append(newer_version_of(made[0], version + NEWER, out))
         yield made
     finally:
         shutil.rmtree(out, ignore_errors=True)
