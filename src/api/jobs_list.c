@@ -97,27 +97,15 @@ static void produce(lister *l, size_t max)
     for (; l->next < end; l->next++) {
         job *j = jobs_by_seq(l->seqs[l->next]);
         jarray *a = j ? NULL : arrays_by_seq(l->seqs[l->next]);
-        if (a) {
-            if (!array_matches(l, a, true))
-                continue;
-            json_t *o = array_json(a);
-            char *t = json_dumps(o, JSON_COMPACT);
-            json_decref(o);
-            if (!t)
-                continue;
-            if (l->wrote)
-                put(l, ",", 1);
-            put(l, t, strlen(t));
-            l->wrote = true;
-            free(t);
-            continue;
+        json_t *o = NULL;
+        if (a && array_matches(l, a, true))
+            o = array_json(a);
+        else if (j) {
+            job_launch_refresh(j);
+            o = matches(l, j, true) ? job_json(j) : NULL;
         }
-        if (!j)
+        if (!o)
             continue;
-        job_launch_refresh(j);
-        if (!matches(l, j, true))
-            continue;
-        json_t *o = job_json(j);
         char *t = json_dumps(o, JSON_COMPACT);
         json_decref(o);
         if (!t)

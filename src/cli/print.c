@@ -854,6 +854,21 @@ static void print_gpu_request(FILE *f, json_t *req)
     fputc('\n', f);
 }
 
+/* Command:, Owner uid: and Created: lines, a job's or an array's. */
+static void print_command_owner_created(json_t *job, FILE *f)
+{
+    int64_t v;
+    char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
+    key(f, "Command:");
+    put_line(f, cmd);
+    free(cmd);
+    if (jint(job, "owner_uid", &v)) {
+        key(f, "Owner uid:");
+        print_textf(f, "%lld\n", (long long)v);
+    }
+    print_time_line(f, job, "Created:", "created_at");
+}
+
 /* "2 COMPLETED, 8 RUNNING, 90 QUEUED": an array's tasks by state, in the states' order. */
 void print_array_counts(json_t *arr, char *out, size_t len)
 {
@@ -902,15 +917,7 @@ static void print_array(json_t *job, FILE *f)
     }
     key(f, "Name:");
     put_line(f, jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
-    char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
-    key(f, "Command:");
-    put_line(f, cmd);
-    free(cmd);
-    if (jint(job, "owner_uid", &v)) {
-        key(f, "Owner uid:");
-        print_textf(f, "%lld\n", (long long)v);
-    }
-    print_time_line(f, job, "Created:", "created_at");
+    print_command_owner_created(job, f);
 }
 
 void print_job(json_t *job, FILE *f)
@@ -966,15 +973,7 @@ void print_job(json_t *job, FILE *f)
         print_textf(f, "task %s (job, step, task on this node) of uid %lld\n", jstr(sl, "id") ? jstr(sl, "id") : "-",
                     (long long)json_integer_value(json_object_get(sl, "uid")));
     }
-    char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
-    key(f, "Command:");
-    put_line(f, cmd);
-    free(cmd);
-    if (jint(job, "owner_uid", &v)) {
-        key(f, "Owner uid:");
-        print_textf(f, "%lld\n", (long long)v);
-    }
-    print_time_line(f, job, "Created:", "created_at");
+    print_command_owner_created(job, f);
     print_time_line(f, job, "Scheduled:", "scheduled_at");
     print_time_line(f, job, "Started:", "started_at");
     print_time_line(f, job, "Ended:", "ended_at");
