@@ -10,15 +10,16 @@
 #include "workflow.h"
 
 /* Why its next task waits, in a few words (the scheduler's reason for that task). */
-static const char *wait_words(const jarray *a, const arrays_counts *c)
+static const char *wait_words(const jarray *a, char *buf, size_t len)
 {
     if (a->held)
         return "held";
     if (arrays_canceled(a) || a->made >= a->spec.count)
         return NULL;
-    if (a->spec.throttle && a->active >= a->spec.throttle)
-        return "its %N: as many tasks as it may run at once have not ended";
-    (void)c;
+    if (a->spec.throttle && a->active >= a->spec.throttle) {
+        snprintf(buf, len, "its %%%u: %u of its tasks run, the most it may at once", a->spec.throttle, a->active);
+        return buf;
+    }
     switch (a->wait_why) {
     case SW_SCHEDULED: return "its --schedule time has not come";
     case SW_MAX_RUNNING: return "jobs.max_running jobs run";
@@ -49,7 +50,8 @@ json_t *array_json(const jarray *a)
     char spec[2048], ref[2100];
     arrayspec_format(&a->spec, true, spec, sizeof spec);
     ref_of(a, ref, sizeof ref);
-    const char *why = wait_words(a, &c);
+    char words[120];
+    const char *why = wait_words(a, words, sizeof words);
     char deps[600];
     if (a->waiting && a->wf_id[0] && !a->req.nafter)
         why = "waiting for the jobs it requires in its workflow to end as it needs";
