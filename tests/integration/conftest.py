@@ -213,20 +213,25 @@ class Daemon:
         self.stop()
         # Shims that outlived a killed daemon: end them so nothing leaks past the test.
         subprocess.run(["pkill", "-KILL", "-f", f"joblet-shim {self.state}/"], check=False)
-        for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified") + tuple(
-                f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")):
-            path = os.path.join(base, self.cgroup_root)
-            # depth first: the users' levels hold the jobs' cgroups (exec/cgroup.h)
-            for sub, _, _ in sorted(os.walk(path), key=lambda w: -w[0].count("/")):
-                try:
-                    os.rmdir(sub)
-                except OSError:
-                    pass
+        remove_cgroup_root(self.cgroup_root)
         release_mounts(self.dir)
         log = self.log()
         shutil.rmtree(self.dir, ignore_errors=True)
         for mark in SANITIZER_MARKS:
             assert mark not in log, f"sanitizer report in joblet's log:\n{log}"
+
+
+def remove_cgroup_root(name):
+    """A daemon's cgroup root (cgroup.root) in every hierarchy, its users' and jobs' levels first."""
+    for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified") + tuple(
+            f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")):
+        path = os.path.join(base, name)
+        # depth first: the users' levels hold the jobs' cgroups (exec/cgroup.h)
+        for sub, _, _ in sorted(os.walk(path), key=lambda w: -w[0].count("/")):
+            try:
+                os.rmdir(sub)
+            except OSError:
+                pass
 
 
 class Keepers:

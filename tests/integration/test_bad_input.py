@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, UnixHTTPConnection, need_root
+from conftest import BUILD, UnixHTTPConnection, need_root, remove_cgroup_root
 
 
 def online_cpus():
@@ -272,10 +272,14 @@ def test_joblet_reports_a_socket_directory_it_cannot_make(tmp_path):
     (tmp_path / "file").write_text("")
     sock = tmp_path / "file" / "sub" / "joblet.sock"
     cfg = tmp_path / "joblet.yml"
-    cfg.write_text(f"cgroup:\n  root: joblet-it-{uuid.uuid4().hex[:8]}\n")
-    p = subprocess.run([os.path.join(BUILD, "joblet"), "--config", str(cfg), "--state-dir", str(tmp_path / "state"),
-                        "--socket", str(sock)], capture_output=True, text=True, timeout=20,
-                       env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    root = f"joblet-it-{uuid.uuid4().hex[:8]}"
+    cfg.write_text(f"cgroup:\n  root: {root}\n")
+    try:
+        p = subprocess.run([os.path.join(BUILD, "joblet"), "--config", str(cfg), "--state-dir",
+                            str(tmp_path / "state"), "--socket", str(sock)], capture_output=True, text=True,
+                           timeout=20, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    finally:
+        remove_cgroup_root(root)   # made before the socket's directory was refused
     assert p.returncode == 1, p
     assert f"mkdir {tmp_path / 'file' / 'sub'}: Not a directory" in p.stderr
     assert not os.path.exists(sock)
