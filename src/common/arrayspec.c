@@ -220,8 +220,8 @@ int arrayspec_split_ref(const char *ref, char *base, size_t blen, arrayspec *tas
             return 0;
         memcpy(list, t, tl + 1);
     }
-    if ((size_t)(us - ref) >= blen)
-        return 0;
+    if ((size_t)(us - ref) >= blen || list[strspn(list, "0123456789,-:")])
+        return 0; /* not a task list (its messages quote it, so nothing else is parsed as one) */
     memcpy(base, ref, (size_t)(us - ref));
     base[us - ref] = 0;
     return arrayspec_parse(list, "tasks", false, tasks, e) < 0 ? -1 : 1;

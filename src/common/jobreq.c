@@ -241,19 +241,24 @@ void jobreq_accepts(const jobreq_field *f, char *out, size_t len)
     out[o] = 0;
 }
 
+/* User input may be any bytes and any length: a sane piece of it to quote in a message. */
+static void quote_shown(const char *shown, char v[80])
+{
+    snprintf(v, 80, "%s", shown);
+    if (strlen(shown) >= 80)
+        snprintf(v + 80 - 4, 4, "...");
+    utf8_sanitize(v);
+    for (char *c = v; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';   /* no control characters in a message for a terminal */
+}
+
 /* "gpu_count: '0' must be a number of GPUs from 1 to 64, or all" */
 static int refuse(jerr *e, const jobreq_field *f, const char *shown)
 {
     char acc[300], v[80];
     jobreq_accepts(f, acc, sizeof acc);
-    /* user input may be any bytes and any length: quote a sane piece of it */
-    snprintf(v, sizeof v, "%s", shown);
-    if (strlen(shown) >= sizeof v)
-        snprintf(v + sizeof v - 4, 4, "...");
-    utf8_sanitize(v);
-    for (char *c = v; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';   /* no control characters in a message for a terminal */
+    quote_shown(shown, v);
     return jerr_field(e, f->key, "%s: '%s' %s", f->key, v, acc);
 }
 
@@ -572,6 +577,9 @@ static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t l
             return refuse(e, f, s);
         break;
     case JU_ARRAY: {
+        /* only what a task list is written with: the list's own messages quote it */
+        if (s[strspn(s, "0123456789,-:%")])
+            return refuse(e, f, s);
         arrayspec *as = xmalloc(sizeof *as);
         int rc = arrayspec_parse(s, f->key, true, as, e);
         if (rc == 0)
@@ -787,13 +795,7 @@ static int after_add(job_req *r, const char *ref, size_t n, int state, jerr *e)
 static int after_refuse_text(jerr *e, const char *shown)
 {
     char v[80];
-    snprintf(v, sizeof v, "%s", shown);
-    if (strlen(shown) >= sizeof v)
-        snprintf(v + sizeof v - 4, 4, "...");
-    utf8_sanitize(v);
-    for (char *c = v; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
+    quote_shown(shown, v);
     return jerr_field(e, "after", "after: '%s' is not ID[:STATE] (STATE ok, notok, any or started; ID a job's id, "
                                   "unique id prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, "
                                   "after)", v);
