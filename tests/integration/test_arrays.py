@@ -9,6 +9,7 @@ import time
 import pytest
 
 from conftest import ROOT
+from test_dependencies import GATE, release
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
@@ -371,16 +372,6 @@ def test_hold_and_release_an_array(d):
     d.rnx("job", "delete", aid, check=True)
 
 
-GATE = "while [ ! -e /work/go ]; do sleep 0.02; done; test ! -e /work/fail"
-
-
-def gate_release(d, jid, fail=False):
-    work = d.work(jid)
-    if fail:
-        open(os.path.join(work, "fail"), "w").close()
-    open(os.path.join(work, "go"), "w").close()
-
-
 def test_array_after_a_job_and_a_job_after_an_array(fresh_daemon):
     """--array with --after: no task is made until the job it waits for ends as needed (across a
     kill -9 of joblet), all canceled when it never can; --after=ARRAY waits for every task."""
@@ -401,7 +392,7 @@ def test_array_after_a_job_and_a_job_after_an_array(fresh_daemon):
     assert d.job(post_ok)["status"] == "PENDING"
     assert f"array {sweep[:8]}" in d.job(post_ok)["wait_reason"], d.job(post_ok)
     # the one it waits for fails: every task canceled, none made; who waits on the array: canceled
-    gate_release(d, bad, fail=True)
+    release(d, bad, fail=True)
     assert d.wait(bad)["status"] == "FAILED"
     doomed_a = wait_array(d, doomed["id"])
     assert doomed_a["array"]["counts"] == {"CANCELED": 10} and doomed_a["array"]["made"] == 0, doomed_a
@@ -413,7 +404,7 @@ def test_array_after_a_job_and_a_job_after_an_array(fresh_daemon):
     d.kill9()
     d.start()
     assert array(d, sweep)["status"] == "PENDING"
-    gate_release(d, pre)
+    release(d, pre)
     assert d.wait(pre)["status"] == "COMPLETED"
     done = wait_array(d, sweep)
     assert done["array"]["counts"] == {"COMPLETED": 4}, done

@@ -14,6 +14,7 @@ from datetime import datetime
 import pytest
 
 from conftest import BUILD, ROOT, Daemon, need_root
+from test_workflows import job, submit, wf_get
 
 TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
 
@@ -28,25 +29,6 @@ def d():
 
 def ms(stamp):
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def job(name, cmd, requires=(), **fields):
-    out = {"name": name, "request": {"command": "sh", "args": ["-c", cmd], **fields}}
-    if requires:
-        out["requires"] = [{"job": k, "status": v} for k, v in requires]
-    return out
-
-
-def submit(d, name, *jobs, status=201):
-    code, wf = d.api("POST", "/v1/workflows", {"name": name, "jobs": list(jobs)})
-    assert code == status, wf
-    return wf
-
-
-def wf_get(d, wid):
-    code, wf = d.api("GET", f"/v1/workflows/{wid}")
-    assert code == 200, wf
-    return wf
 
 
 def entry(wf, name):
