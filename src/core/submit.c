@@ -372,9 +372,11 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
 {
     /* an array's tasks count one each */
     uint64_t ntasks = 0;
-    arrayspec *as = xmalloc(sizeof *as);
+    arrayspec *as = NULL;
     for (size_t i = 0; i < n; i++) {
         jerr pe = {0};
+        if (reqs[i]->array && !as)
+            as = xmalloc(sizeof *as);
         ntasks += reqs[i]->array && arrayspec_parse(reqs[i]->array, "array", true, as, &pe) == 0 ? as->count : 1;
     }
     free(as);
