@@ -884,6 +884,24 @@ void print_array_counts(json_t *arr, char *out, size_t len)
     }
 }
 
+/* The jobs it waits for (rnx job run --after; a job's or an array's): each, how it must go, its
+ * state now. */
+static void print_after(json_t *job, FILE *f)
+{
+    json_t *after = json_object_get(job, "after");
+    if (!json_array_size(after))
+        return;
+    key(f, "After:");
+    size_t i;
+    json_t *a;
+    json_array_foreach(after, i, a) {
+        const char *st = jstr(a, "job_state");
+        print_textf(f, "%s%.8s %s%s%s%s", i ? ", " : "", jstr(a, "job") ? jstr(a, "job") : "-",
+                    jstr(a, "state") ? jstr(a, "state") : "any", st ? " (" : "", st ? st : "", st ? ")" : "");
+    }
+    put_line(f, "");
+}
+
 /* A job array (rnx job status ARRAY): its task list, its tasks by state, why the next waits. */
 static void print_array(json_t *job, FILE *f)
 {
@@ -911,6 +929,7 @@ static void print_array(json_t *job, FILE *f)
         key(f, "Waiting:");
         put_line(f, jstr(arr, "wait"));
     }
+    print_after(job, f);
     if (jint(arr, "canceled_by", &v)) {
         key(f, "Canceled:");
         print_textf(f, "by uid %lld (tasks not started were canceled)\n", (long long)v);
@@ -953,19 +972,7 @@ void print_job(json_t *job, FILE *f)
         print_textf(f, "%s (task %lld of array %s)\n", jstr(ta, "ref") ? jstr(ta, "ref") : "-", (long long)t,
                     jstr(ta, "id") ? jstr(ta, "id") : "-");
     }
-    json_t *after = json_object_get(job, "after");
-    if (json_array_size(after)) {
-        /* the jobs it waits for (rnx job run --after): each, how it must go, its state now */
-        key(f, "After:");
-        size_t i;
-        json_t *a;
-        json_array_foreach(after, i, a) {
-            const char *st = jstr(a, "job_state");
-            print_textf(f, "%s%.8s %s%s%s%s", i ? ", " : "", jstr(a, "job") ? jstr(a, "job") : "-",
-                        jstr(a, "state") ? jstr(a, "state") : "any", st ? " (" : "", st ? st : "", st ? ")" : "");
-        }
-        put_line(f, "");
-    }
+    print_after(job, f);
     json_t *sl = json_object_get(job, "slurm");
     if (json_is_object(sl)) {
         /* a Slurm task run by joblet's SPANK plugin (docs/slurm.md) */

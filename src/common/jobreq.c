@@ -170,12 +170,14 @@ const jobreq_field jobreq_fields[JR_N] = {
     /* the jobs it waits for (core/depend.h): each resolved to a full id at submission */
     [JR_AFTER] = {"after", "--after", NULL, false, false, JK_AFTER, JU_NONE, 1, JOBREQ_AFTER_MAX, OFF(after),
                   "must be a list of at most %2$lld {job, state}: a job's id, unique id prefix or name, and ok, "
-                  "notok, any (the default) or started",
+                  "notok, any (the default), started or corr",
         "ID[:STATE]", "wait (PENDING) until job ID has gone so (repeatable, or a comma\n"
                     "list): STATE ok: it ended COMPLETED; notok: FAILED, STOPPED or\n"
-                    "CANCELED; any: it ended (default); started: it started. When it\n"
-                    "cannot any more, the job is CANCELED (end reason dependency).\n"
-                    "Slurm's afterok:ID:ID2 reads too (and --dependency)"},
+                    "CANCELED; any: it ended (default); started: it started; corr\n"
+                    "(an array after an array): each task once the task of the same id\n"
+                    "ended COMPLETED. When it cannot any more, the job is CANCELED (end\n"
+                    "reason dependency). Slurm's afterok:ID:ID2 reads too (and\n"
+                    "--dependency)"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number", .limit = "pids %s"},
     /* why a --gpu-optional job runs without the GPUs it asked for */
@@ -747,8 +749,8 @@ static int schedule_text(job_req *r, const jobreq_field *f, const char *text, ti
 
 /* ---- after: the jobs it waits for -------------------------------------------------------- */
 
-static const char *const after_names[] = {"any", "ok", "notok", "started"};
-static const char *const after_slurm[] = {"afterany", "afterok", "afternotok", "after"};
+static const char *const after_names[] = {"any", "ok", "notok", "started", "corr"};
+static const char *const after_slurm[] = {"afterany", "afterok", "afternotok", "after", "aftercorr"};
 
 const char *jobreq_after_state_name(int state)
 {
@@ -796,9 +798,9 @@ static int after_refuse_text(jerr *e, const char *shown)
 {
     char v[80];
     quote_shown(shown, v);
-    return jerr_field(e, "after", "after: '%s' is not ID[:STATE] (STATE ok, notok, any or started; ID a job's id, "
-                                  "unique id prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, "
-                                  "after)", v);
+    return jerr_field(e, "after", "after: '%s' is not ID[:STATE] (STATE ok, notok, any, started or corr; ID a job's "
+                                  "id, unique id prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, "
+                                  "afterany, after, aftercorr)", v);
 }
 
 /* One item of --after's comma list: ID, ID:STATE, or Slurm's STATE:ID[:ID...] (afterok:12:13). */
@@ -880,7 +882,7 @@ static int after_from_json(job_req *r, const jobreq_field *f, json_t *v, jerr *e
     json_array_foreach(v, i, x) {
         json_t *jv = json_object_get(x, "job"), *sv = json_object_get(x, "state");
         if (!json_is_object(x) || !json_is_string(jv))
-            return jerr_field(e, f->key, "after[%zu]: must be an object {\"job\": ID, \"state\": ok|notok|any|started} "
+            return jerr_field(e, f->key, "after[%zu]: must be an object {\"job\": ID, \"state\": ok|notok|any|started|corr} "
                                          "(job: a job's id, unique id prefix or name)", i);
         const char *k;
         json_t *kv;
@@ -902,7 +904,7 @@ static int after_from_json(job_req *r, const jobreq_field *f, json_t *v, jerr *e
         }
         int state = JA_ANY;
         if (sv && (!json_is_string(sv) || (state = jobreq_after_state_parse(json_string_value(sv))) < 0))
-            return jerr_field(e, f->key, "after[%zu].state: must be ok, notok, any or started", i);
+            return jerr_field(e, f->key, "after[%zu].state: must be ok, notok, any, started or corr", i);
         if (after_add(r, ref, n, state, e) < 0)
             return -1;
     }

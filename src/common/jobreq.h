@@ -109,6 +109,8 @@ enum jobreq_after_state {
     JA_OK,        /* ended COMPLETED (afterok) */
     JA_NOTOK,     /* ended, not COMPLETED: FAILED, STOPPED or CANCELED (afternotok) */
     JA_STARTED,   /* started (or ended without starting) (Slurm's plain after) */
+    JA_CORR,      /* an array after an array: each task after the other's task of the same id ended
+                   * COMPLETED (aftercorr); otherwise as ok */
 };
 #define JOBREQ_AFTER_MAX 64
 typedef struct jobreq_after {
@@ -116,7 +118,8 @@ typedef struct jobreq_after {
     uint8_t state;            /* enum jobreq_after_state */
 } jobreq_after;
 const char *jobreq_after_state_name(int state);
-/* ok, notok, any, started (and Slurm's afterok, afternotok, afterany, after): the state, or -1. */
+/* ok, notok, any, started, corr (and Slurm's afterok, afternotok, afterany, after, aftercorr): the
+ * state, or -1. */
 int jobreq_after_state_parse(const char *s);
 
 typedef struct job_req {

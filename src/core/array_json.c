@@ -7,6 +7,7 @@
 #include "../common/util.h"
 #include "../sched/sched.h"
 #include "depend.h"
+#include "job_json.h"
 #include "workflow.h"
 
 /* Why its next task waits, in a few words (the scheduler's reason for that task). */
@@ -20,6 +21,9 @@ static const char *wait_words(const jarray *a, char *buf, size_t len)
         snprintf(buf, len, "its %%%u: %u of its tasks run, the most it may at once", a->spec.throttle, a->active);
         return buf;
     }
+    const char *by_task = depend_tasks_describe(a, buf, len);
+    if (by_task)
+        return by_task;
     switch (a->wait_why) {
     case SW_SCHEDULED: return "its --schedule time has not come";
     case SW_MAX_RUNNING: return "jobs.max_running jobs run";
@@ -73,6 +77,7 @@ json_t *array_json(const jarray *a)
                           a->name ? json_string(a->name) : NULL, "status", job_state_name(arrays_state(a, &c)),
                           "owner_uid", (json_int_t)a->owner_uid, "command", a->req.command ? a->req.command : "",
                           "args", args, "request", jobreq_to_json(&a->req, 0), "array", arr);
+    json_object_set_new(o, "after", job_json_after(&a->req, a->after_seq));
     /* a workflow's job (docs/workflows.md "Arrays in a workflow") */
     const workflow *wf = a->wf;
     json_object_set_new(o, "workflow", wf && a->wf_index >= 0 && (size_t)a->wf_index < wf->n

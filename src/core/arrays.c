@@ -172,6 +172,21 @@ int arrays_next(jarray *a, uint32_t *task)
     return -1;
 }
 
+uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
+{
+    uint32_t n = 0;
+    if (arrays_canceled(a))
+        return 0;
+    /* arrays_next passed the canceled ones at the cursor; a long run of them further on is
+     * looked into a bounded way, the rest found at later passes as the cursor moves */
+    for (uint64_t k = a->made, end = a->made + 4096 + max; k < a->spec.count && k < end && n < max; k++) {
+        uint32_t t = arrayspec_task(&a->spec, k);
+        if (!a->skip.n || !arrayspec_has(&a->skip, t))
+            tasks[n++] = t;
+    }
+    return n;
+}
+
 static void link_task(jarray *a, job *j)
 {
     if (a->ntasks == a->cap) {

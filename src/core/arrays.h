@@ -83,6 +83,10 @@ uint32_t arrays_offer(const jarray *a);
 /* The id of the next task to make: 0 and *task (tasks canceled before they were made are
  * passed over), or -1 when none is left. */
 int arrays_next(jarray *a, uint32_t *task);
+/* The ids of the next tasks to make, in order, at most max (tasks canceled before they were made
+ * passed over, looking at most a few thousand places ahead): what --after=ARRAY:corr looks at
+ * (depend.h). The number found. */
+uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max);
 /* That task was made as job j (submit_task): linked, counted under %N, the row saved. */
 void arrays_made(jarray *a, job *j);
 /* A task changed state (the settle step): an ended one frees its room under %N. */

@@ -101,13 +101,15 @@ static const char *state_words(target t, const uint64_t *after_seq)
 
 const job *depend_on(const job *j, size_t k) { return k < j->req.nafter ? dependency(j, k) : NULL; }
 
-const char *depend_on_state(const job *j, size_t k)
+const char *depend_on_state_req(const job_req *req, const uint64_t *after_seq, size_t k)
 {
-    if (k >= j->req.nafter)
+    if (k >= req->nafter)
         return NULL;
-    target t = dependency_of(&j->req, j->after_seq, k);
-    return t.j || t.a ? job_state_name(seen_of(t).state) : j->after_seq ? "DELETED" : NULL;
+    target t = dependency_of(req, after_seq, k);
+    return t.j || t.a ? job_state_name(seen_of(t).state) : after_seq ? "DELETED" : NULL;
 }
+
+const char *depend_on_state(const job *j, size_t k) { return depend_on_state_req(&j->req, j->after_seq, k); }
 
 void depend_describe_req(const job_req *req, const uint64_t *after_seq, char *out, size_t len)
 {
@@ -148,33 +150,140 @@ static void link_target(uint64_t *after_seq, size_t k, uint64_t waiter, target t
 
 static void link_one(job *j, size_t k, job *d) { link_target(j->after_seq, k, j->seq, (target){d, NULL}); }
 
-/* The verdict over a request's `after` as seen now; msg says why (cancel) or what went (go). */
-static enum depend_verdict verdict(const job_req *req, const uint64_t *after_seq, char *msg, size_t len)
+/* Whether the k-th need is task by task: corr, by an array, on an array (what the tasks
+ * themselves wait for; depend_task_verdict). Otherwise corr is ok, on the whole. */
+static bool per_task(const job_req *req, const uint64_t *after_seq, size_t k, bool array_waits)
+{
+    return array_waits && req->after[k].state == JA_CORR && dependency_of(req, after_seq, k).a;
+}
+
+/* The verdict over a request's `after` as seen now; msg says why (cancel) or what went (go). An
+ * array's needs that are task by task are its tasks' (only a deleted array cancels it whole). */
+static enum depend_verdict verdict(const job_req *req, const uint64_t *after_seq, bool array_waits, char *msg,
+                                   size_t len)
 {
     depend_need needs[JOBREQ_AFTER_MAX];
     depend_seen seen[JOBREQ_AFTER_MAX];
-    size_t n = req->nafter < JOBREQ_AFTER_MAX ? req->nafter : JOBREQ_AFTER_MAX, which = 0;
-    for (size_t k = 0; k < n; k++) {
-        needs[k] = (depend_need){.kind = req->after[k].state};
-        seen[k] = seen_of(dependency_of(req, after_seq, k));
+    size_t at[JOBREQ_AFTER_MAX];
+    size_t n = 0, which = 0;
+    for (size_t k = 0; k < req->nafter && k < JOBREQ_AFTER_MAX; k++) {
+        if (per_task(req, after_seq, k, array_waits))
+            continue;
+        at[n] = k;
+        /* corr on a job, or of a job: the whole (Slurm's aftercorr without tasks on both sides) */
+        needs[n] = (depend_need){.kind = req->after[k].state == JA_CORR ? JA_OK : req->after[k].state};
+        seen[n++] = seen_of(dependency_of(req, after_seq, k));
     }
     enum depend_verdict v = depend_rule_all(needs, seen, n, &which);
     char words[64];
     if (v == DEPEND_CANCEL) {
-        target t = dependency_of(req, after_seq, which);
+        size_t k = at[which];
+        target t = dependency_of(req, after_seq, k);
         depend_need_words(needs[which], words, sizeof words);
         if (t.j || t.a)
-            snprintf(msg, len, "needed %s %.8s to %s; it ended %s", t.a ? "array" : "job", req->after[which].job,
+            snprintf(msg, len, "needed %s %.8s to %s; it ended %s", t.a ? "array" : "job", req->after[k].job,
                      words, job_state_name(seen[which].state));
         else
-            snprintf(msg, len, "needed job %.8s to %s; it was deleted", req->after[which].job, words);
+            snprintf(msg, len, "needed job %.8s to %s; it was deleted", req->after[k].job, words);
     } else if (v == DEPEND_GO) {
         size_t l = (size_t)snprintf(msg, len, "the jobs it waited for went as it needs:");
-        for (size_t k = 0; k < n && l < len; k++)
+        for (size_t k = 0; k < req->nafter && k < JOBREQ_AFTER_MAX && l < len; k++)
             l += (size_t)snprintf(msg + l, len - l, "%s %.8s %s", k ? "," : "", req->after[k].job,
-                                  state_words(dependency_of(req, after_seq, k), after_seq));
+                                  per_task(req, after_seq, k, array_waits)
+                                      ? "(task by task)"
+                                      : state_words(dependency_of(req, after_seq, k), after_seq));
     }
     return v;
+}
+
+/* ---- task by task: --after=ARRAY:corr of an array (Slurm's aftercorr) ---- */
+
+/* What is known of array d's task t: its job's state; a task canceled before it was made:
+ * CANCELED, never started; one made whose job was deleted since: gone. *ran: it was a job. */
+static depend_seen task_seen(const jarray *d, uint32_t t, int64_t at, bool *ran)
+{
+    bool made;
+    const job *dj = arrays_task(d, t, &made);
+    *ran = dj != NULL;
+    if (dj)
+        return (depend_seen){.exists = true, .started = dj->started_ms > 0 || dj->shim_pid > 0, .state = dj->state};
+    if (made)
+        return (depend_seen){.exists = false, .state = JS_CANCELED};
+    if ((uint64_t)at < d->made || arrays_canceled(d) || (d->skip.n && arrayspec_has(&d->skip, t)))
+        return (depend_seen){.exists = true, .state = JS_CANCELED};
+    return (depend_seen){.exists = true, .state = d->waiting ? JS_PENDING : d->held ? JS_HELD : JS_QUEUED};
+}
+
+enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, bool *ran, char *why, size_t len)
+{
+    enum depend_verdict all = DEPEND_GO;
+    *ran = false;
+    if (len)
+        why[0] = 0;
+    for (size_t k = 0; k < a->req.nafter; k++) {
+        if (!per_task(&a->req, a->after_seq, k, true))
+            continue;
+        target d = dependency_of(&a->req, a->after_seq, k);
+        int64_t at = arrayspec_index(&d.a->spec, t);
+        bool ran_here = false;
+        /* a task the other array does not have waits for that array as a whole (as ok) */
+        depend_seen s = at < 0 ? seen_of(d) : task_seen(d.a, t, at, &ran_here);
+        enum depend_verdict v = depend_rule((depend_need){.kind = JA_OK}, s);
+        if (v == DEPEND_CANCEL) {
+            *ran = ran_here;
+            if (at < 0)
+                snprintf(why, len, "needed array %.8s (which has no task %u) to end COMPLETED; it ended %s",
+                         d.a->id, t, job_state_name(s.state));
+            else if (!s.exists)
+                snprintf(why, len, "needed task %u of array %.8s to end COMPLETED; its job was deleted", t, d.a->id);
+            else
+                snprintf(why, len, "needed task %u of array %.8s to end COMPLETED; it ended %s%s", t, d.a->id,
+                         job_state_name(s.state), ran_here ? "" : " before it started");
+            return DEPEND_CANCEL;
+        }
+        if (v == DEPEND_WAIT && all == DEPEND_GO) {
+            all = DEPEND_WAIT;
+            if (at < 0)
+                snprintf(why, len, "task %u waits for array %.8s (which has no task %u) to end COMPLETED (it is %s)",
+                         t, d.a->id, t, job_state_name(s.state));
+            else
+                snprintf(why, len, "task %u waits for task %u of array %.8s to end COMPLETED (it is %s)", t, t,
+                         d.a->id, job_state_name(s.state));
+        }
+    }
+    return all;
+}
+
+bool depend_tasks_by_task(const jarray *a)
+{
+    for (size_t k = 0; k < a->req.nafter; k++)
+        if (per_task(&a->req, a->after_seq, k, true))
+            return true;
+    return false;
+}
+
+uint32_t depend_tasks_ready(const jarray *a, uint32_t n)
+{
+    if (!n || !depend_tasks_by_task(a))
+        return n;
+    uint32_t next[64];
+    n = arrays_upcoming(a, next, n < 64 ? n : 64);
+    for (uint32_t i = 0; i < n; i++) {
+        bool ran;
+        char why[8];
+        if (depend_task_verdict(a, next[i], &ran, why, sizeof why) != DEPEND_GO)
+            return i;
+    }
+    return n;
+}
+
+const char *depend_tasks_describe(const jarray *a, char *out, size_t len)
+{
+    uint32_t t;
+    bool ran;
+    if (!depend_tasks_by_task(a) || arrays_upcoming(a, &t, 1) != 1)
+        return NULL;
+    return depend_task_verdict(a, t, &ran, out, len) == DEPEND_WAIT ? out : NULL;
 }
 
 /* Decides a PENDING job with `after`: queued once every dependency holds, canceled once one
@@ -184,7 +293,7 @@ static void decide(job *j)
     if (j->state != JS_PENDING || !j->req.nafter || j->wf)
         return;
     char msg[300];
-    enum depend_verdict v = verdict(&j->req, j->after_seq, msg, sizeof msg);
+    enum depend_verdict v = verdict(&j->req, j->after_seq, false, msg, sizeof msg);
     if (v == DEPEND_CANCEL) {
         log_info("job %s: %s: canceled", j->id, msg);
         depend_cancel(j, msg);
@@ -200,7 +309,7 @@ static void decide_array(jarray *a)
     if (!a->waiting)
         return;
     char msg[300];
-    enum depend_verdict v = verdict(&a->req, a->after_seq, msg, sizeof msg);
+    enum depend_verdict v = verdict(&a->req, a->after_seq, true, msg, sizeof msg);
     if (v == DEPEND_CANCEL) {
         log_info("array %s: %s: its tasks are canceled", a->id, msg);
         a->waiting = false;
@@ -267,6 +376,7 @@ static void array_changed(jarray *a)
         a->dependents = NULL;
         a->ndependents = a->dependents_cap = 0;
     }
+    state_want(WANT_SCHEDULE); /* an array waiting on it task by task: its next task may go now */
     for (uint32_t i = 0; i < n; i++)
         decide_seq(list[i]);
     if (ended)
@@ -361,15 +471,30 @@ void depend_job_changed(job *j)
 /* For the start: jobs by id, sorted, to resolve every `after` in n log n. */
 static int by_id(const void *a, const void *b) { return strcmp((*(job *const *)a)->id, (*(job *const *)b)->id); }
 
+/* At start, an array to link again: one that waits, or whose tasks wait task by task. */
+static bool relink_array(const jarray *a)
+{
+    if (!a->req.nafter || a->canceled_by != -1)
+        return false;
+    if (!a->made)
+        return true;
+    for (size_t k = 0; k < a->req.nafter; k++)
+        if (a->req.after[k].state == JA_CORR)
+            return !arrays_ended(a);
+    return false;
+}
+
 void depend_resume_all(void)
 {
     size_t nw = 0;
     for (size_t i = 0; i < core.njobs; i++)
         nw += (core.jobs[i]->state == JS_PENDING || core.jobs[i]->state == JS_HELD) && core.jobs[i]->req.nafter &&
               !core.jobs[i]->wf_id[0];
+    /* arrays that wait (none of their tasks made: one made was let go before), and those whose
+     * tasks wait task by task (--after=ARRAY:corr: linked again, made tasks or not) */
     size_t na = 0;
     for (size_t i = 0; i < core.narrays; i++)
-        na += core.arrays[i]->req.nafter && !core.arrays[i]->made && core.arrays[i]->canceled_by == -1;
+        na += relink_array(core.arrays[i]);
     if (!nw && !na)
         return;
     job **sorted = xcalloc(core.njobs, sizeof *sorted);
@@ -388,19 +513,18 @@ void depend_resume_all(void)
         for (size_t k = 0; k < j->req.nafter; k++)
             link_target(j->after_seq, k, j->seq, find_target(sorted, j->req.after[k].job));
     }
-    /* arrays that wait: none of their tasks was made (a made one: it was let go before) */
     jarray **arrs = xcalloc(na + 1, sizeof *arrs);
     na = 0;
     for (size_t i = 0; i < core.narrays; i++) {
         jarray *a = core.arrays[i];
-        if (!a->req.nafter || a->made || a->canceled_by != -1)
+        if (!relink_array(a))
             continue;
         arrs[na++] = a;
         free(a->after_seq);
         a->after_seq = xcalloc(a->req.nafter, sizeof *a->after_seq);
         for (size_t k = 0; k < a->req.nafter; k++)
             link_target(a->after_seq, k, a->seq, find_target(sorted, a->req.after[k].job));
-        a->waiting = true;
+        a->waiting = !a->made; /* one with tasks made was let go before: not decided again */
     }
     free(sorted);
     for (size_t i = 0; i < na; i++)

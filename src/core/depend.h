@@ -20,6 +20,7 @@
 
 #include "../common/err.h"
 #include "authz.h"
+#include "depend_rule.h"
 #include "job.h"
 
 /* The one place a reference of `after` is resolved (a full id, a unique prefix, a name, as
@@ -39,6 +40,8 @@ const job *depend_on(const job *j, size_t k);
 /* The state of the k-th thing j waits on (a job, or an array: its tasks' state together), "DELETED"
  * when it went, NULL when not known (j not linked). */
 const char *depend_on_state(const job *j, size_t k);
+/* The same for any request's `after` and its links (an array's). */
+const char *depend_on_state_req(const job_req *req, const uint64_t *after_seq, size_t k);
 /* What a PENDING job waits for, in words, for its wait_reason: "waiting for job 1a2b3c4d to
  * end COMPLETED (it is RUNNING)". */
 void depend_describe(const job *j, char *out, size_t len);
@@ -50,6 +53,22 @@ void depend_array_submitted(struct jarray *a);
 /* An array started or ended (its tasks together: the settle step, a cancel): the jobs and arrays
  * waiting on it are decided. */
 void depend_array_changed(struct jarray *a);
+/* Task by task (rnx job run --array --after=ARRAY:corr, Slurm's aftercorr): each task of the
+ * array waits for the task of the same id of the array it names to end COMPLETED, and is canceled
+ * when that one ended otherwise (a task that array does not have waits for it whole, as ok).
+ * Tasks are made in their list's order, so a task waits too for those before it to start. Its
+ * needs that are not task by task hold for the array as a whole first (depend_array_submitted).
+ * Whether a's tasks wait so: */
+bool depend_tasks_by_task(const struct jarray *a);
+/* Task t's own verdict; CANCEL: why says which task and how it ended, *ran whether that one ran
+ * (a job: t is made and canceled so its reason shows; otherwise t is canceled before it is made);
+ * WAIT: why says what it waits for. */
+enum depend_verdict depend_task_verdict(const struct jarray *a, uint32_t t, bool *ran, char *why, size_t len);
+/* How many of the next n tasks (at most 64) may start now: those at the head that go, up to the
+ * first that does not (n itself when a's tasks do not wait task by task). */
+uint32_t depend_tasks_ready(const struct jarray *a, uint32_t n);
+/* What the next task waits for, in words, or NULL when it waits for no task. */
+const char *depend_tasks_describe(const struct jarray *a, char *out, size_t len);
 /* A PENDING job with `after` decided now (a held one released: its dependencies may have
  * ended while it was held; it is linked to them while held, restarts included). */
 void depend_decide(job *j);

@@ -15,7 +15,9 @@ enum depend_verdict depend_rule(depend_need need, depend_seen seen)
     bool ok = seen.state == JS_COMPLETED;
     switch (need.kind) {
     case JA_ANY: return DEPEND_GO;
-    case JA_OK: return ok ? DEPEND_GO : DEPEND_CANCEL;
+    case JA_OK:
+    case JA_CORR: /* task by task is core/depend.c's; as a whole it is ok */
+        return ok ? DEPEND_GO : DEPEND_CANCEL;
     case JA_NOTOK: return ok ? DEPEND_CANCEL : DEPEND_GO;
     case DEPEND_EXACTLY: return seen.state == need.state ? DEPEND_GO : DEPEND_CANCEL;
     default: return DEPEND_CANCEL; /* a kind this version does not know can never hold */
@@ -44,6 +46,7 @@ const char *depend_need_words(depend_need need, char *buf, size_t len)
     case JA_OK: snprintf(buf, len, "end COMPLETED"); break;
     case JA_NOTOK: snprintf(buf, len, "end FAILED, STOPPED or CANCELED"); break;
     case JA_STARTED: snprintf(buf, len, "start"); break;
+    case JA_CORR: snprintf(buf, len, "end COMPLETED, task by task"); break;
     case DEPEND_EXACTLY: snprintf(buf, len, "end %s", job_state_name((enum job_state)need.state)); break;
     default: snprintf(buf, len, "end (?)"); break;
     }

@@ -33,12 +33,12 @@ typedef struct depend_seen {
 
 /* One dependency: GO when it holds, CANCEL when it never can any more, else WAIT. A deleted
  * job cancels; `started` holds once the job started or ended (Slurm's after: "started or was
- * cancelled"). */
+ * cancelled"); `corr` is `ok` here (what it is for two arrays, task by task, is depend.c's). */
 enum depend_verdict depend_rule(depend_need need, depend_seen seen);
 /* All of them: CANCEL as soon as one cancels (*which: its index), GO when all go, else WAIT. */
 enum depend_verdict depend_rule_all(const depend_need *needs, const depend_seen *seen, size_t n, size_t *which);
 /* What the need waits for, in words: "end COMPLETED", "end FAILED, STOPPED or CANCELED",
- * "end", "start", "end FAILED" (exactly). */
+ * "end", "start", "end COMPLETED, task by task", "end FAILED" (exactly). */
 const char *depend_need_words(depend_need need, char *buf, size_t len);
 
 #endif

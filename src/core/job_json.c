@@ -97,6 +97,18 @@ static json_t *gpu_locality_json(const job *j)
     return o;
 }
 
+json_t *job_json_after(const job_req *r, const uint64_t *after_seq)
+{
+    json_t *after = json_array();
+    for (size_t k = 0; k < r->nafter; k++) {
+        const char *st = depend_on_state_req(r, after_seq, k);
+        json_array_append_new(after, json_pack("{s:s,s:s,s:o}", "job", r->after[k].job, "state",
+                                               jobreq_after_state_name(r->after[k].state), "job_state",
+                                               st ? json_string(st) : json_null()));
+    }
+    return after;
+}
+
 json_t *job_json(const job *j)
 {
     json_t *o = json_object();
@@ -153,16 +165,7 @@ json_t *job_json(const job *j)
         job_ctl_reason(j, why, sizeof why);
     else if (j->state == JS_PENDING && r->nafter)
         depend_describe(j, why, sizeof why);
-    /* the jobs it waits for (rnx job run --after), each with its state now (null: not known,
-     * as for a job that left PENDING before joblet last started) */
-    json_t *after = json_array();
-    for (size_t k = 0; k < r->nafter; k++) {
-        const char *st = depend_on_state(j, k);
-        json_array_append_new(after, json_pack("{s:s,s:s,s:o}", "job", r->after[k].job, "state",
-                                               jobreq_after_state_name(r->after[k].state), "job_state",
-                                               st ? json_string(st) : json_null()));
-    }
-    json_object_set_new(o, "after", after);
+    json_object_set_new(o, "after", job_json_after(r, j->after_seq));
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
     /* a Slurm task (slurm_task.h): its ids as Slurm has them, and "J.S.T" as rnx shows them */
     json_t *sl = slurmcg_to_json(&j->slurm);

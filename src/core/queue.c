@@ -14,6 +14,7 @@
 #include "../sched/sched.h"
 #include "arrays.h"
 #include "counters.h"
+#include "depend.h"
 #include "gpus.h"
 #include "job_detail.h"
 #include "job_events.h"
@@ -88,6 +89,39 @@ void queue_run(void)
     counters_schedule((double)(mono_ns() - t0) / 1e9);
 }
 
+/* How many of an array's tasks this pass is offered: what its %N and what is left allow
+ * (arrays_offer), and of those, when its tasks wait task by task, the ones whose own task
+ * ended as they need (depend_tasks_ready). */
+static uint32_t offer(const jarray *a) { return depend_tasks_ready(a, arrays_offer(a)); }
+
+/* An array whose tasks wait task by task (--after=ARRAY:corr): its next tasks whose own task can
+ * never end as they need are canceled before the pass, so the ones after them may go. One whose
+ * own task ran is made and canceled, its reason in its status as Slurm shows it; one whose own
+ * task never ran is canceled before it is made (no job), as that task was. At most a pass's
+ * worth each turn. */
+static void cancel_by_task(jarray *a)
+{
+    for (int i = 0; i < 64 && !a->held && !a->waiting && depend_tasks_by_task(a); i++) {
+        uint32_t t;
+        bool ran;
+        char why[300];
+        if (arrays_next(a, &t) < 0 || depend_task_verdict(a, t, &ran, why, sizeof why) != DEPEND_CANCEL)
+            return;
+        jerr e = {0};
+        arrayspec one = {.n = 1, .r = {{t, t, 1}}, .count = 1, .min = t, .max = t};
+        if (!ran && arrays_cancel_unmade(a, &one, 0, &e) >= 0) {
+            log_info("array %s: task %u canceled before it was made: %s", a->id, t, why);
+            continue;
+        }
+        job *j = submit_task(a, &e);
+        if (!j) {
+            log_err("array %s: task %u could not be made to be canceled: %s", a->id, t, e.msg);
+            return;
+        }
+        depend_cancel(j, why);
+    }
+}
+
 static void schedule(void)
 {
     size_t n = 0, narr;
@@ -97,7 +131,10 @@ static void schedule(void)
      * made into a job only if it starts (arrays.h) */
     jarray **arrs = arrays_all(&narr);
     for (size_t i = 0; i < narr; i++)
-        n += arrays_offer(arrs[i]);
+        if (arrs[i]->after_seq)
+            cancel_by_task(arrs[i]);
+    for (size_t i = 0; i < narr; i++)
+        n += offer(arrs[i]);
     sched_job *sj = xcalloc(n + 1, sizeof *sj);
     job **map = xcalloc(n + 1, sizeof *map);
     jarray **amap = xcalloc(n + 1, sizeof *amap);
@@ -115,7 +152,7 @@ static void schedule(void)
         jarray *a = arrs[i];
         a->wait_why = SW_STARTS;
         a->queue_position = 0;
-        for (uint32_t c = arrays_offer(a); c > 0; c--) {
+        for (uint32_t c = offer(a); c > 0; c--) {
             sj[k] = (sched_job){.seq = a->seq, .not_before_ms = a->req.schedule_ms};
             sched_input_req_of(&a->req, a->owner_uid, &sj[k].r);
             amap[k++] = a;
@@ -204,7 +241,7 @@ static void schedule(void)
      * ARRAYS_PER_PASS of an array's tasks, so one turn of the loop stays short) */
     if (arr_started && arr_started == arr_offered)
         for (size_t i = 0; i < narr; i++)
-            if (arrays_offer(arrs[i])) {
+            if (offer(arrs[i])) {
                 core.sched_wakeup_ms = now_ms();
                 break;
             }

@@ -415,6 +415,63 @@ def test_array_after_a_job_and_a_job_after_an_array(fresh_daemon):
     assert post["started_at"] >= max(t["ended_at"] for t in tasks_of(d, sweep))
 
 
+def test_aftercorr_task_by_task(fresh_daemon):
+    """--after=ARRAY:corr (Slurm's aftercorr): each task starts once the task of the same id of
+    the other array COMPLETED, in list order; one whose task failed is made and CANCELED with the
+    reason; one whose task was canceled before it ran, or that the other array does not have
+    while that array failed, is canceled before it is made; across a kill -9 of joblet."""
+    d = fresh_daemon(LIMITS)
+    gate = "while [ ! -e /work/go ]; do sleep 0.02; done; test $SLURM_ARRAY_TASK_ID != 3"
+    dep = d.rnx("job", "run", "--array=0-5%5", "--name=sims", "sh", "-c", gate, check=True).stdout.strip()
+    ds = dep[:8]
+    for t in range(5):
+        d.wait_status(f"{ds}_{t}", "RUNNING")
+    # task 5 of the other array is canceled before it ever runs
+    d.rnx("job", "cancel", f"{ds}_5", check=True)
+    w = d.rnx("job", "run", "--array=0-7", "--dependency=aftercorr:sims", "sh", "-c", "echo $SLURM_ARRAY_TASK_ID",
+              check=True).stdout.strip()
+    ws = w[:8]
+    post = d.rnx("job", "run", f"--after={dep}:corr", "/bin/true", check=True).stdout.strip()
+    a = array(d, w)
+    assert a["array"]["made"] == 0 and a["array"]["counts"] == {"QUEUED": 8}, a
+    assert a["array"]["wait"] == f"task 0 waits for task 0 of array {ds} to end COMPLETED (it is RUNNING)", a
+    assert a["after"] == [{"job": dep, "state": "corr", "job_state": "RUNNING"}], a["after"]
+    st = d.rnx("job", "status", w, check=True).stdout
+    assert "After:" in st and f"{ds} corr (RUNNING)" in st and "task 0 waits for task 0" in st, st
+    # task 1's own task completes first: tasks are made in order, so task 1 still waits for task 0
+    release(d, d.job(f"{ds}_1")["id"])
+    assert d.wait(f"{ds}_1")["status"] == "COMPLETED"
+    time.sleep(0.5)
+    assert array(d, w)["array"]["made"] == 0
+    release(d, d.job(f"{ds}_0")["id"])
+    d.wait(f"{ds}_0")
+    for t in (0, 1):
+        assert d.wait(f"{ws}_{t}")["status"] == "COMPLETED"
+    assert array(d, w)["array"]["wait"] == f"task 2 waits for task 2 of array {ds} to end COMPLETED (it is RUNNING)"
+    # kill -9: the link outlives it
+    d.kill9()
+    d.start()
+    for t in (2, 3, 4):
+        release(d, d.job(f"{ds}_{t}")["id"])
+    done = wait_array(d, w)
+    assert done["array"]["counts"] == {"COMPLETED": 4, "CANCELED": 4}, done
+    tasks = {j["array"]["task"]: j for j in tasks_of(d, w)}
+    assert sorted(tasks) == [0, 1, 2, 3, 4], tasks.keys()   # 5, 6, 7 never made
+    for t in (0, 1, 2, 4):
+        mine, theirs = d.job(tasks[t]["id"]), d.job(f"{ds}_{t}")
+        assert mine["status"] == "COMPLETED" and d.output(mine["id"]) == f"{t}\n", mine
+        assert mine["started_at"] >= theirs["ended_at"], (mine, theirs)
+    t3 = d.job(f"{ws}_3")
+    assert t3["status"] == "CANCELED" and t3["end_reason"] == "dependency", t3
+    assert t3["error"] == f"needed task 3 of array {ds} to end COMPLETED; it ended FAILED", t3
+    for t in (5, 6, 7):
+        code, x = d.api("GET", f"/v1/jobs/{ws}_{t}")
+        assert code == 200 and x["status"] == "CANCELED" and x["made"] is False, x
+    # a job (not an array) after an array by corr: the whole array, as ok
+    j = d.wait(post)
+    assert j["status"] == "CANCELED" and f"needed array {ds} to end COMPLETED; it ended FAILED" in j["error"], j
+
+
 def test_rnx_job_wait_for_an_array(d):
     """rnx job wait ARRAY returns once every task ended, with the highest exit code of its tasks
     (as sbatch --wait); an array whose tasks all completed: 0."""

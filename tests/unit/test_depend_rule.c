@@ -28,6 +28,7 @@ static void test_each_kind_against_each_state(void **state)
         {JA_OK,      "WWWWWWCGCC"},
         {JA_NOTOK,   "WWWWWWGCGG"},
         {JA_STARTED, "WWWGGGGGGG"},
+        {JA_CORR,    "WWWWWWCGCC"}, /* as a whole (a job's, or no task of the same id): ok */
     };
     static const enum job_state states[] = {JS_PENDING, JS_SCHEDULED, JS_QUEUED, JS_RUNNING, JS_STOPPING,
                                             JS_PREEMPTED, JS_STOPPED, JS_COMPLETED, JS_FAILED, JS_CANCELED};
@@ -64,7 +65,7 @@ static void test_deleted_cancels(void **state)
 {
     (void)state;
     depend_seen gone = {.exists = false};
-    for (int k = JA_ANY; k <= JA_STARTED; k++)
+    for (int k = JA_ANY; k <= JA_CORR; k++)
         assert_int_equal(depend_rule(need(k), gone), DEPEND_CANCEL);
     assert_int_equal(depend_rule((depend_need){.kind = DEPEND_EXACTLY, .state = JS_COMPLETED}, gone), DEPEND_CANCEL);
 }
@@ -94,6 +95,7 @@ static void test_words(void **state)
     assert_string_equal(depend_need_words(need(JA_NOTOK), b, sizeof b), "end FAILED, STOPPED or CANCELED");
     assert_string_equal(depend_need_words(need(JA_ANY), b, sizeof b), "end");
     assert_string_equal(depend_need_words(need(JA_STARTED), b, sizeof b), "start");
+    assert_string_equal(depend_need_words(need(JA_CORR), b, sizeof b), "end COMPLETED, task by task");
     assert_string_equal(depend_need_words((depend_need){.kind = DEPEND_EXACTLY, .state = JS_FAILED}, b, sizeof b),
                         "end FAILED");
 }

@@ -201,9 +201,9 @@ static const field_case cases[] = {
      "\"1,1\"", "array: '1,1' names a task twice (ranges from 1 and from 1 overlap); name each task once"},
     {JR_AFTER, "", 0, "a1b2:ok,train", "[{\"job\": \"a1b2\", \"state\": \"ok\"}, {\"job\": \"train\", \"state\": \"any\"}]",
      "[{\"job\": \"x\"}]", "[{\"job\": \"x\", \"state\": \"any\"}]",
-     "a:done", "after: 'a:done' is not ID[:STATE] (STATE ok, notok, any or started; ID a job's id, unique id prefix "
-     "or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, after)",
-     "[{\"job\": \"x\", \"state\": \"done\"}]", "after[0].state: must be ok, notok, any or started"},
+     "a:done", "after: 'a:done' is not ID[:STATE] (STATE ok, notok, any, started or corr; ID a job's id, unique id "
+     "prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, after, aftercorr)",
+     "[{\"job\": \"x\", \"state\": \"done\"}]", "after[0].state: must be ok, notok, any, started or corr"},
     /* the daemon's own fields are read from what it stored, where a value this version refuses
      * is left out (and logged), the job kept: json_msg NULL */
     {JR_PIDS_MAX, "", JOBREQ_FROM_DB, "512", "512", "0", "0",
@@ -1339,6 +1339,9 @@ static void test_after_text(void **state)
         {"afterany:7,afternotok:8", "[{\"job\": \"7\", \"state\": \"any\"}, {\"job\": \"8\", \"state\": \"notok\"}]"},
         {"after:9", "[{\"job\": \"9\", \"state\": \"started\"}]"},
         {"afterok", "[{\"job\": \"afterok\", \"state\": \"any\"}]"},   /* a job named so */
+        /* task by task (an array after an array) */
+        {"aftercorr:sweep", "[{\"job\": \"sweep\", \"state\": \"corr\"}]"},
+        {"sweep:corr,prep:ok", "[{\"job\": \"sweep\", \"state\": \"corr\"}, {\"job\": \"prep\", \"state\": \"ok\"}]"},
     };
     const jobreq_field *f = by_flag("--after");
     assert_non_null(f);
@@ -1377,7 +1380,7 @@ static void test_after_text(void **state)
     assert_string_equal(e.msg, "after: more than 64 jobs to wait for; at most 64");
     jobreq_free(&r);
     static const char *const bad[] = {"", "a:", ":ok", "a,,b", "a:ok:ok", "afterok:", "afterok:1::2", "a b", "a?b",
-                                      "aftercorr:1"};
+                                      "aftercorr:", "a:corr:ok"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         job_req x = {0};
         jerr xe = {0};
@@ -1391,13 +1394,13 @@ static void test_after_text(void **state)
     static const struct {
         const char *json, *msg;
     } jbad[] = {
-        {"[\"a\"]", "after[0]: must be an object {\"job\": ID, \"state\": ok|notok|any|started} (job: a job's id, unique "
-                    "id prefix or name)"},
+        {"[\"a\"]", "after[0]: must be an object {\"job\": ID, \"state\": ok|notok|any|started|corr} (job: a job's "
+                    "id, unique id prefix or name)"},
         {"[{\"job\": \"a\", \"when\": 1}]", "after[0]: unknown field 'when'; accepted: job, state"},
         {"[{\"job\": \"a:b\"}]", "after[0].job: 'a:b' is not a job's id, id prefix or name (1 to 128 bytes, no ':', "
                                   "',', '?', space or control character)"},
         {"{}", "after: must be a list of at most 64 {job, state}: a job's id, unique id prefix or name, and ok, notok, "
-               "any (the default) or started"},
+               "any (the default), started or corr"},
     };
     for (size_t i = 0; i < sizeof jbad / sizeof jbad[0]; i++) {
         char body[300];
