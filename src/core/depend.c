@@ -154,7 +154,11 @@ static void link_one(job *j, size_t k, job *d) { link_target(j->after_seq, k, j-
  * themselves wait for; depend_task_verdict). Otherwise corr is ok, on the whole. */
 static bool per_task(const job_req *req, const uint64_t *after_seq, size_t k, bool array_waits)
 {
-    return array_waits && req->after[k].state == JA_CORR && dependency_of(req, after_seq, k).a;
+    if (!array_waits || req->after[k].state != JA_CORR || !after_seq)
+        return false;
+    /* linked (after_seq): to an array, or to nothing any more (deleted: its tasks' ends are gone
+     * with it, so none of ours can go) */
+    return !dependency_of(req, after_seq, k).j;
 }
 
 /* The verdict over a request's `after` as seen now; msg says why (cancel) or what went (go). An
@@ -214,23 +218,29 @@ static depend_seen task_seen(const jarray *d, uint32_t t, int64_t at, bool *ran)
     return (depend_seen){.exists = true, .state = d->waiting ? JS_PENDING : d->held ? JS_HELD : JS_QUEUED};
 }
 
-enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, bool *ran, char *why, size_t len)
+enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, enum depend_task_end *end, char *why,
+                                        size_t len)
 {
     enum depend_verdict all = DEPEND_GO;
-    *ran = false;
+    *end = DEPEND_TASK_UNMADE;
     if (len)
         why[0] = 0;
     for (size_t k = 0; k < a->req.nafter; k++) {
         if (!per_task(&a->req, a->after_seq, k, true))
             continue;
         target d = dependency_of(&a->req, a->after_seq, k);
+        if (!d.a) {
+            *end = DEPEND_TASK_ALL;
+            snprintf(why, len, "needed array %.8s to end COMPLETED, task by task; it was deleted", a->req.after[k].job);
+            return DEPEND_CANCEL;
+        }
         int64_t at = arrayspec_index(&d.a->spec, t);
         bool ran_here = false;
         /* a task the other array does not have waits for that array as a whole (as ok) */
         depend_seen s = at < 0 ? seen_of(d) : task_seen(d.a, t, at, &ran_here);
         enum depend_verdict v = depend_rule((depend_need){.kind = JA_OK}, s);
         if (v == DEPEND_CANCEL) {
-            *ran = ran_here;
+            *end = ran_here ? DEPEND_TASK_MADE : DEPEND_TASK_UNMADE;
             if (at < 0)
                 snprintf(why, len, "needed array %.8s (which has no task %u) to end COMPLETED; it ended %s",
                          d.a->id, t, job_state_name(s.state));
@@ -269,9 +279,9 @@ uint32_t depend_tasks_ready(const jarray *a, uint32_t n)
     uint32_t next[64];
     n = arrays_upcoming(a, next, n < 64 ? n : 64);
     for (uint32_t i = 0; i < n; i++) {
-        bool ran;
+        enum depend_task_end end;
         char why[8];
-        if (depend_task_verdict(a, next[i], &ran, why, sizeof why) != DEPEND_GO)
+        if (depend_task_verdict(a, next[i], &end, why, sizeof why) != DEPEND_GO)
             return i;
     }
     return n;
@@ -280,10 +290,10 @@ uint32_t depend_tasks_ready(const jarray *a, uint32_t n)
 const char *depend_tasks_describe(const jarray *a, char *out, size_t len)
 {
     uint32_t t;
-    bool ran;
+    enum depend_task_end end;
     if (!depend_tasks_by_task(a) || arrays_upcoming(a, &t, 1) != 1)
         return NULL;
-    return depend_task_verdict(a, t, &ran, out, len) == DEPEND_WAIT ? out : NULL;
+    return depend_task_verdict(a, t, &end, out, len) == DEPEND_WAIT ? out : NULL;
 }
 
 /* Decides a PENDING job with `after`: queued once every dependency holds, canceled once one

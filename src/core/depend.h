@@ -60,10 +60,14 @@ void depend_array_changed(struct jarray *a);
  * needs that are not task by task hold for the array as a whole first (depend_array_submitted).
  * Whether a's tasks wait so: */
 bool depend_tasks_by_task(const struct jarray *a);
-/* Task t's own verdict; CANCEL: why says which task and how it ended, *ran whether that one ran
- * (a job: t is made and canceled so its reason shows; otherwise t is canceled before it is made);
+/* How a task that can never go is canceled: before it is made (its own task never ran either),
+ * made and canceled so its reason shows in its status (its own task ran), or with every task
+ * left (the array it waits on was deleted: the ends of its tasks went with it). */
+enum depend_task_end { DEPEND_TASK_UNMADE, DEPEND_TASK_MADE, DEPEND_TASK_ALL };
+/* Task t's own verdict; CANCEL: why says which task and how it ended, *end how t is canceled;
  * WAIT: why says what it waits for. */
-enum depend_verdict depend_task_verdict(const struct jarray *a, uint32_t t, bool *ran, char *why, size_t len);
+enum depend_verdict depend_task_verdict(const struct jarray *a, uint32_t t, enum depend_task_end *end, char *why,
+                                        size_t len);
 /* How many of the next n tasks (at most 64) may start now: those at the head that go, up to the
  * first that does not (n itself when a's tasks do not wait task by task). */
 uint32_t depend_tasks_ready(const struct jarray *a, uint32_t n);

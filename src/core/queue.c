@@ -103,13 +103,19 @@ static void cancel_by_task(jarray *a)
 {
     for (int i = 0; i < 64 && !a->held && !a->waiting && depend_tasks_by_task(a); i++) {
         uint32_t t;
-        bool ran;
+        enum depend_task_end end;
         char why[300];
-        if (arrays_next(a, &t) < 0 || depend_task_verdict(a, t, &ran, why, sizeof why) != DEPEND_CANCEL)
+        if (arrays_next(a, &t) < 0 || depend_task_verdict(a, t, &end, why, sizeof why) != DEPEND_CANCEL)
             return;
+        if (end == DEPEND_TASK_ALL) {
+            log_info("array %s: %s: its tasks left are canceled", a->id, why);
+            arrays_cancel_dependency(a, why);
+            depend_array_changed(a); /* ended: who waits on it is decided in turn */
+            return;
+        }
         jerr e = {0};
         arrayspec one = {.n = 1, .r = {{t, t, 1}}, .count = 1, .min = t, .max = t};
-        if (!ran && arrays_cancel_unmade(a, &one, 0, &e) >= 0) {
+        if (end == DEPEND_TASK_UNMADE && arrays_cancel_unmade(a, &one, 0, &e) >= 0) {
             log_info("array %s: task %u canceled before it was made: %s", a->id, t, why);
             continue;
         }

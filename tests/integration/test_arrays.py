@@ -470,6 +470,17 @@ def test_aftercorr_task_by_task(fresh_daemon):
     # a job (not an array) after an array by corr: the whole array, as ok
     j = d.wait(post)
     assert j["status"] == "CANCELED" and f"needed array {ds} to end COMPLETED; it ended FAILED" in j["error"], j
+    # the array waited on is deleted while tasks are left: the ends of its tasks went with it, so
+    # the tasks left are canceled, none made, rather than run unchecked
+    two = d.rnx("job", "run", "--array=0-3", "/bin/true", check=True).stdout.strip()
+    assert wait_array(d, two)["status"] == "COMPLETED"
+    w2 = d.rnx("job", "run", "--array=0-3%1", f"--after={two}:corr", "sh", "-c", GATE, check=True).stdout.strip()
+    first = d.wait_status(f"{w2[:8]}_0", "RUNNING")
+    d.rnx("job", "delete", two, check=True)
+    release(d, first["id"])
+    done2 = wait_array(d, w2)
+    assert done2["array"]["counts"] == {"COMPLETED": 1, "CANCELED": 3} and done2["array"]["made"] == 1, done2
+    assert done2["array"]["wait"] == f"needed array {two[:8]} to end COMPLETED, task by task; it was deleted", done2
 
 
 def test_rnx_job_wait_for_an_array(d):
