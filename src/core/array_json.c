@@ -86,6 +86,17 @@ json_t *array_json(const jarray *a)
                                                        wf->jobs[a->wf_index].name)
                                            : json_null());
     jx_set_time_or_null(o, "created_at", a->created_ms);
+    /* its run: from its first task's start to its last task's end (once every task ended) */
+    int64_t started = 0, ended = 0;
+    for (size_t i = 0; i < a->ntasks; i++) {
+        const job *t = a->tasks[i];
+        if (t && t->started_ms > 0 && (!started || t->started_ms < started))
+            started = t->started_ms;
+        if (t && t->ended_ms > ended)
+            ended = t->ended_ms;
+    }
+    jx_set_time_or_null(o, "started_at", started);
+    jx_set_time_or_null(o, "ended_at", arrays_ended(a) ? ended : 0);
     int ec = arrays_exit_code(a, &c);
     json_object_set_new(o, "exit_code", ec >= 0 ? json_integer(ec) : json_null());
     return o;

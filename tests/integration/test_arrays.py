@@ -3,6 +3,7 @@ only as they start, %N honoured, every task once with its own id, one line in rn
 ID_T and ID_[LIST] references, cancel and stop of tasks not made and made, restarts, refusals,
 and a 100,000-task array that costs the daemon what one job does until its tasks run."""
 import os
+import re
 import threading
 import time
 
@@ -116,10 +117,14 @@ def test_thousand_tasks_at_most_fifty_at_once_each_id_once(d):
     assert {j["status"] for j in tasks} == {"COMPLETED"}
     for j in tasks:
         assert d.output(j["id"]).strip() == str(j["array"]["task"]), j["id"]
+    # its run: from its first task's start to its last task's end
+    assert done["started_at"] == min(j["started_at"] for j in tasks), done["started_at"]
+    assert done["ended_at"] == max(j["ended_at"] for j in tasks), done["ended_at"]
     # rnx job list: the array is one line
     out = d.rnx("job", "list", check=True).stdout
     lines = [ln for ln in out.splitlines() if aid[:8] in ln]
     assert len(lines) == 1 and f"{aid[:8]}_[0-{N - 1}%50]" in lines[0] and f"{N} COMPLETED" in lines[0], out
+    assert re.search(r"\s(\d+\.\ds|\d+m\d\ds)\s", lines[0].split("COMPLETED)")[1]), lines[0]   # its duration
     expanded = d.rnx("job", "list", "--expand", check=True).stdout
     assert sum(1 for ln in expanded.splitlines() if ln.startswith(f"{aid[:8]}_")) == N + 1
     # deleted whole, in slices (rnx repeats until the array is gone)
