@@ -33,6 +33,14 @@ static struct {
 } last_pass;
 
 static void schedule(void);
+
+/* How many jobs hold room: the size of sched_input_base's running list. */
+static size_t room_now(void)
+{
+    size_t n;
+    jobs_holding_room(&n);
+    return n;
+}
 static void wait_reason_in(const job *j, const sched_input *in, char *out, size_t len);
 
 /* How the set just granted scores against the best there is for the request: with every GPU
@@ -43,7 +51,7 @@ static void placed(job *j, uint64_t set)
     if (set) {
         sched_gpu gpus[GPU_MAX];
         sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-        sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
+        sched_running *run = xcalloc(room_now() + 1, sizeof *run);
         sched_input in;
         sched_req r;
         sched_input_base(&in, gpus, migs, run, NULL);
@@ -71,7 +79,7 @@ static void record_waits(job **map, size_t n)
             !job_event_wait_is_new(j, j->wait_why))
             continue;
         if (!run) {
-            run = xcalloc(core.njobs + 1, sizeof *run);
+            run = xcalloc(room_now() + 1, sizeof *run);
             sched_input_base(&in, gpus, migs, run, NULL);
         }
         char why[400];
@@ -90,9 +98,10 @@ void queue_run(void)
 
 static void schedule(void)
 {
-    size_t n = 0, narr;
-    for (size_t i = 0; i < core.njobs; i++)
-        n += job_in_queue(core.jobs[i]);
+    size_t n = 0, narr, nqueued;
+    /* the jobs in the queue, in seq order: their list (jobs.h), not a scan of every job kept */
+    job **queued = jobs_queued(&nqueued);
+    n = nqueued;
     /* a job array's tasks not made yet: as many entries as could start in this pass, each
      * made into a job only if it starts (arrays.h) */
     jarray **arrs = arrays_all(&narr);
@@ -102,10 +111,8 @@ static void schedule(void)
     job **map = xcalloc(n + 1, sizeof *map);
     jarray **amap = xcalloc(n + 1, sizeof *amap);
     size_t k = 0;
-    for (size_t i = 0; i < core.njobs; i++) {
-        job *j = core.jobs[i];
-        if (!job_in_queue(j))
-            continue;
+    for (size_t i = 0; i < nqueued; i++) {
+        job *j = queued[i];
         sj[k] = (sched_job){.seq = j->seq, .not_before_ms = j->scheduled_ms};
         sched_input_req(j, &sj[k].r);
         map[k++] = j;
@@ -124,8 +131,8 @@ static void schedule(void)
     }
     sched_gpu gpus[GPU_MAX];
     sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-    sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
-    job **runmap = xcalloc(core.njobs + 1, sizeof *runmap);
+    sched_running *run = xcalloc(room_now() + 1, sizeof *run);
+    job **runmap = xcalloc(room_now() + 1, sizeof *runmap);
     sched_input in;
     sched_input_base(&in, gpus, migs, run, runmap);
     in.jobs = sj;
@@ -277,7 +284,7 @@ void queue_wait_reason(const job *j, char *out, size_t len)
 {
     sched_gpu gpus[GPU_MAX];
     sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-    sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
+    sched_running *run = xcalloc(room_now() + 1, sizeof *run);
     sched_input in;
     sched_input_base(&in, gpus, migs, run, NULL);
     wait_reason_in(j, &in, out, len);
