@@ -29,6 +29,13 @@ made by the daemon as they start; --workload single,array measures both as rows 
 
   throughput.py --rounds 4 --cleanup                  # joblet at --socket against both floors
 
+--kept N first gives every daemon N ended /bin/true jobs to keep, so that the run shows what a
+submission costs with many jobs kept (the "daemon CPU" line: its CPU per job); with --poll 0.5
+the polls' own scans of the table weigh little:
+
+  throughput.py --kept 20000 --poll 0.5 --floors none --rounds 2 \
+      --target before=/tmp/bench-before/sock --target after=/tmp/bench-after/sock
+
 Standard library only.
 """
 
@@ -532,7 +539,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="rounds, every target and floor once per round, the order rotated each round; "
                          "even balances it (default 1)")
+    ap.add_argument("--kept", type=int, default=0, metavar="N",
+                    help="first give every daemon N ended jobs to keep (N /bin/true jobs, run and waited "
+                         "for, %d at a time): what a submission costs with many jobs kept (default 0)" % KEPT_BATCH)
     args = ap.parse_args()
+    if args.kept < 0:
+        ap.error("--kept must be 0 or more")
+    for _, sock in args.target or [("joblet", args.socket)]:
+        if args.kept and keep_ended(args, sock) < 0:
+            return 1
     args.workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
     for w in args.workloads:
         if w not in WORKLOADS:
@@ -557,6 +572,29 @@ def main():
     if len(set(names)) != len(names) or set(names) & set(FLOORS):
         ap.error("--target: a name is used twice, or is a floor's name")
     return compare(args)
+
+
+KEPT_BATCH = 2000
+
+
+def keep_ended(args, sock):
+    """--kept: N /bin/true jobs submitted and waited for (KEPT_BATCH at a time), left kept: the
+    table the measured submissions then meet. Not deleted by --cleanup."""
+    t0 = time.perf_counter()
+    left = args.kept
+    while left > 0:
+        n = min(left, KEPT_BATCH)
+        ids, failures, *_ = submit_all(sock, n, args.concurrency, {"command": "/bin/true"})
+        if failures:
+            print(f"throughput: --kept: {sum(failures.values())} submissions failed: {dict(failures)}", file=sys.stderr)
+            return -1
+        _, _, _, err = wait_terminal(sock, ids, 0.5, args.timeout)
+        if err:
+            print(f"throughput: --kept: {err}", file=sys.stderr)
+            return -1
+        left -= n
+    print(f"kept           {args.kept} ended jobs given to {sock} in {time.perf_counter() - t0:.0f} s", flush=True)
+    return 0
 
 
 def write_json(path, doc):

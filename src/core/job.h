@@ -99,6 +99,10 @@ typedef struct job {
     uint8_t settle;           /* enum job_settle: what the settle step still owes this job */
     uint32_t ev_sig;          /* its state and queue place + 1 as last published (publish.c); 0 none */
     uint8_t db_mark;          /* enum state_db_mark: its row in the open transaction, or lost with one (state.h) */
+    /* What the job table's indexes count it as, as of its last jobs_index (jobs.h) */
+    uint8_t idx_flags;        /* enum jobs_idx_flag (jobs.c) */
+    uid_t idx_uid, idx_sandbox; /* the uids of jobs.uid_range_start's range it holds; 0 none */
+    uint32_t idx_queue, idx_room; /* its place in the list of jobs in the queue, of jobs holding room */
 } job;
 
 /* What a change of a job leaves to the settle step (settle.c), besides the scheduler. */

@@ -2,6 +2,7 @@
 #include "jobs.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,17 @@
 #include "state.h"
 
 static bool visible(const job *j, const caller *c) { return authz_may_on(c, AUTHZ_OTHERS_JOBS, j->owner_uid); }
+
+/* the indexes' side, below */
+enum jobs_idx_flag {
+    IDX_KEPT = 1,     /* in the table: counted at all */
+    IDX_WAITING = 2,  /* among its owner's waiting jobs */
+    IDX_QUEUE = 4,    /* in ix.queue */
+    IDX_ROOM = 8,     /* in ix.room */
+};
+
+static void recount(job *j);
+static void count_as(job *j, uint8_t want, uid_t u, uid_t s);
 
 /* By id, name or unique id prefix (common/idref.h); a job the caller may not see matches
  * nothing, except that its full id is said to be another user's (rnx gpu list shows it). */
@@ -64,10 +76,15 @@ void jobs_add(job *j)
     core.njobs++;
     if (j->seq >= core.next_seq)
         core.next_seq = j->seq + 1;
+    j->idx_flags = 0;
+    j->idx_uid = j->idx_sandbox = 0;
+    recount(j);
 }
 
 void jobs_remove(job *j)
 {
+    if (j->idx_flags & IDX_KEPT)
+        count_as(j, 0, 0, 0);
     state_forget_job(j);
     for (size_t i = 0; i < core.nchanged; i++)
         if (core.changed[i] == j) {
@@ -92,6 +109,7 @@ void jobs_mark(job *j, unsigned settle)
         core.changed[core.nchanged++] = j;
     }
     j->settle |= (uint8_t)settle;
+    jobs_index(j);
     state_want(WANT_JOBS);
 }
 
@@ -177,16 +195,273 @@ void job_free(job *j)
     free(j);
 }
 
+/* ---- the table's indexes (jobs.h) ---- */
+
+/* A list of jobs with each one's place in it kept in the job (at slot, an offset in job). */
+typedef struct jlist {
+    job **v;
+    size_t n, cap;
+    size_t slot;
+    bool sorted;      /* in seq order */
+} jlist;
+
+static struct {
+    struct owner {
+        uid_t uid;
+        jobs_user_count c;
+    } *owners;        /* by uid */
+    size_t nowners, owners_cap;
+    jlist queue, room;
+    uint32_t *held;   /* per uid of the range: the unfinished jobs holding it */
+    uint64_t held_start, held_size;
+} ix = {.queue = {.slot = offsetof(job, idx_queue), .sorted = true},
+        .room = {.slot = offsetof(job, idx_room), .sorted = true}};
+
+static uint32_t *slot_of(const jlist *l, job *j) { return (uint32_t *)(void *)((char *)j + l->slot); }
+
+static void jlist_add(jlist *l, job *j)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->v = xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    if (l->n && l->v[l->n - 1]->seq > j->seq)
+        l->sorted = false;
+    *slot_of(l, j) = (uint32_t)l->n;
+    l->v[l->n++] = j;
+}
+
+static void jlist_del(jlist *l, job *j)
+{
+    uint32_t at = *slot_of(l, j);
+    job *last = l->v[--l->n];
+    if (at != l->n) {
+        l->v[at] = last;
+        *slot_of(l, last) = at;
+        l->sorted = false;
+    }
+}
+
+static int by_seq_cmp(const void *a, const void *b)
+{
+    uint64_t x = (*(job *const *)a)->seq, y = (*(job *const *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+static job **jlist_in_order(jlist *l, size_t *n)
+{
+    if (!l->sorted) {
+        qsort(l->v, l->n, sizeof *l->v, by_seq_cmp);
+        for (size_t i = 0; i < l->n; i++)
+            *slot_of(l, l->v[i]) = (uint32_t)i;
+        l->sorted = true;
+    }
+    *n = l->n;
+    return l->v;
+}
+
+static struct owner *owner_of(uid_t uid)
+{
+    size_t lo = 0, hi = ix.nowners;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix.owners[mid].uid < uid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < ix.nowners && ix.owners[lo].uid == uid)
+        return &ix.owners[lo];
+    if (ix.nowners == ix.owners_cap) {
+        ix.owners_cap = ix.owners_cap ? ix.owners_cap * 2 : 16;
+        ix.owners = xrealloc(ix.owners, ix.owners_cap * sizeof *ix.owners);
+    }
+    memmove(&ix.owners[lo + 1], &ix.owners[lo], (ix.nowners - lo) * sizeof *ix.owners);
+    ix.nowners++;
+    ix.owners[lo] = (struct owner){.uid = uid};
+    return &ix.owners[lo];
+}
+
+/* The range's uids as the table holds them (made for the configured range at first use). */
+static void held_ready(void)
+{
+    if (ix.held)
+        return;
+    ix.held_start = core.cfg.uid_range_start;
+    ix.held_size = core.cfg.uid_range_size ? core.cfg.uid_range_size : 1;
+    ix.held = xcalloc(ix.held_size, sizeof *ix.held);
+}
+
+static uint32_t *held_at(uid_t uid)
+{
+    return uid && uid >= ix.held_start && uid - ix.held_start < ix.held_size ? &ix.held[uid - ix.held_start] : NULL;
+}
+
+/* What the job should count as, from its state, shim and room. */
+static uint8_t flags_of(const job *j)
+{
+    bool queue = job_in_queue(j);
+    bool waiting = queue || j->state == JS_PENDING || j->state == JS_HELD;
+    return (uint8_t)(IDX_KEPT | (waiting ? IDX_WAITING : 0) | (queue ? IDX_QUEUE : 0) | (j->holds_room ? IDX_ROOM : 0));
+}
+
+static uid_t held_uid(const job *j, uid_t uid) { return !job_state_terminal(j->state) && held_at(uid) ? uid : 0; }
+
+/* Counts j as `want` (0: not at all) holding uids u and s, where it counted as before. */
+static void count_as(job *j, uint8_t want, uid_t u, uid_t s)
+{
+    uint8_t had = j->idx_flags, diff = had ^ want;
+    if (diff & (IDX_KEPT | IDX_WAITING)) {
+        jobs_user_count *c = &owner_of(j->owner_uid)->c;
+        if (diff & IDX_KEPT)
+            c->kept += want & IDX_KEPT ? 1 : (uint64_t)-1;
+        if (diff & IDX_WAITING)
+            c->waiting += want & IDX_WAITING ? 1 : (uint64_t)-1;
+    }
+    if (diff & IDX_QUEUE)
+        (want & IDX_QUEUE ? jlist_add : jlist_del)(&ix.queue, j);
+    if (diff & IDX_ROOM)
+        (want & IDX_ROOM ? jlist_add : jlist_del)(&ix.room, j);
+    if (j->idx_uid != u || j->idx_sandbox != s) {
+        uint32_t *h;
+        if ((h = held_at(j->idx_uid)))
+            (*h)--;
+        if ((h = held_at(j->idx_sandbox)))
+            (*h)--;
+        if ((h = held_at(u)))
+            (*h)++;
+        if ((h = held_at(s)))
+            (*h)++;
+        j->idx_uid = u;
+        j->idx_sandbox = s;
+    }
+    j->idx_flags = want;
+}
+
+static void recount(job *j)
+{
+    held_ready();
+    count_as(j, flags_of(j), held_uid(j, j->uid), held_uid(j, j->sandbox_uid));
+}
+
+void jobs_index(job *j)
+{
+    if (j->idx_flags & IDX_KEPT)
+        recount(j);
+}
+
+void jobs_index_rebuild(void)
+{
+    held_ready();
+    for (size_t i = 0; i < ix.nowners; i++)
+        ix.owners[i].c = (jobs_user_count){0};
+    ix.queue.n = ix.room.n = 0;
+    ix.queue.sorted = ix.room.sorted = true;
+    memset(ix.held, 0, ix.held_size * sizeof *ix.held);
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
+        j->idx_flags = 0;
+        j->idx_uid = j->idx_sandbox = 0;
+        recount(j);
+    }
+}
+
+void jobs_index_free(void)
+{
+    free(ix.owners);
+    free(ix.queue.v);
+    free(ix.room.v);
+    free(ix.held);
+    ix.owners = NULL;
+    ix.queue.v = ix.room.v = NULL;
+    ix.held = NULL;
+    ix.nowners = ix.owners_cap = ix.queue.n = ix.queue.cap = ix.room.n = ix.room.cap = 0;
+}
+
+/* At log level debug: the indexes against a scan of the table; a difference is a bug (a change
+ * of a job that reached none of jobs_index's callers) and stops the daemon, so the tests that
+ * run it at that level find it. */
+static void verify(const char *where)
+{
+    if (core.cfg.log_level < LOG_DEBUG)
+        return;
+    held_ready();
+    char what[300] = "";
+    size_t nq = 0, nr = 0;
+    uint64_t kept = 0;
+    uint32_t *held = xcalloc(ix.held_size, sizeof *held);
+    for (size_t i = 0; i < core.njobs && !what[0]; i++) {
+        job *j = core.jobs[i];
+        uint8_t want = flags_of(j);
+        nq += (want & IDX_QUEUE) != 0;
+        nr += (want & IDX_ROOM) != 0;
+        uint32_t *h;
+        if ((h = held_at(held_uid(j, j->uid))))
+            held[h - ix.held]++;
+        if ((h = held_at(held_uid(j, j->sandbox_uid))))
+            held[h - ix.held]++;
+        if (j->idx_flags != want)
+            snprintf(what, sizeof what, "job %s (%s, shim %d, room %d) counted as %#x, is %#x", j->id,
+                     job_state_name(j->state), (int)j->shim_pid, j->holds_room, j->idx_flags, want);
+        else if ((want & IDX_QUEUE && (j->idx_queue >= ix.queue.n || ix.queue.v[j->idx_queue] != j)) ||
+                 (want & IDX_ROOM && (j->idx_room >= ix.room.n || ix.room.v[j->idx_room] != j)))
+            snprintf(what, sizeof what, "job %s is not at its place in the queue's or the room's list", j->id);
+    }
+    for (size_t o = 0; o < ix.nowners && !what[0]; o++) {
+        jobs_user_count c = {0};
+        for (size_t i = 0; i < core.njobs; i++)
+            if (core.jobs[i]->owner_uid == ix.owners[o].uid) {
+                c.kept++;
+                c.waiting += (flags_of(core.jobs[i]) & IDX_WAITING) != 0;
+            }
+        kept += c.kept;
+        if (c.kept != ix.owners[o].c.kept || c.waiting != ix.owners[o].c.waiting)
+            snprintf(what, sizeof what, "uid %u: %llu kept, %llu waiting counted; %llu, %llu in the table",
+                     (unsigned)ix.owners[o].uid, (unsigned long long)ix.owners[o].c.kept,
+                     (unsigned long long)ix.owners[o].c.waiting, (unsigned long long)c.kept,
+                     (unsigned long long)c.waiting);
+    }
+    if (!what[0] && kept != core.njobs)
+        snprintf(what, sizeof what, "%llu jobs counted under their owners; %zu in the table", (unsigned long long)kept,
+                 core.njobs);
+    if (!what[0] && (nq != ix.queue.n || nr != ix.room.n))
+        snprintf(what, sizeof what, "%zu in the queue, %zu holding room listed; %zu, %zu in the table", ix.queue.n,
+                 ix.room.n, nq, nr);
+    if (!what[0] && memcmp(held, ix.held, ix.held_size * sizeof *held))
+        snprintf(what, sizeof what, "the range's uids held differ from the table's");
+    free(held);
+    if (what[0]) {
+        log_err("jobs: the table's indexes differ from a scan (%s): %s", where, what);
+        abort();
+    }
+}
+
+jobs_user_count jobs_user(uid_t owner)
+{
+    verify("a user's jobs");
+    return owner_of(owner)->c;
+}
+
+job **jobs_queued(size_t *n)
+{
+    verify("the queue");
+    return jlist_in_order(&ix.queue, n);
+}
+
+job **jobs_holding_room(size_t *n)
+{
+    verify("the jobs holding room");
+    return jlist_in_order(&ix.room, n);
+}
+
 uid_t jobs_free_uid(uint64_t from)
 {
+    verify("a free uid");
+    held_ready();
     for (uint64_t k = 0; k < core.cfg.uid_range_size; k++) {
         uid_t uid = (uid_t)(core.cfg.uid_range_start + (from + k) % core.cfg.uid_range_size);
-        bool taken = false;
-        for (size_t i = 0; i < core.njobs && !taken; i++) {
-            const job *o = core.jobs[i];
-            taken = (o->uid == uid || o->sandbox_uid == uid) && !job_state_terminal(o->state);
-        }
-        if (!taken)
+        uint32_t *h = held_at(uid);
+        if (!h || !*h)
             return uid;
     }
     return (uid_t)(core.cfg.uid_range_start + from % core.cfg.uid_range_size); /* every uid busy: share */
@@ -197,6 +472,7 @@ void jobs_dir_of(const job *j, char *out, size_t len) { snprintf(out, len, "%s/%
 int job_save(job *j)
 {
     jerr e = {0};
+    jobs_index(j);
     state_wrote_job(j);
     db_job row;
     if (db_update_job(core.db, job_row(j, &row), &e) < 0) {

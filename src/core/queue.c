@@ -34,6 +34,14 @@ static struct {
 } last_pass;
 
 static void schedule(void);
+
+/* How many jobs hold room: the size of sched_input_base's running list. */
+static size_t room_now(void)
+{
+    size_t n;
+    jobs_holding_room(&n);
+    return n;
+}
 static void wait_reason_in(const job *j, const sched_input *in, char *out, size_t len);
 
 /* How the set just granted scores against the best there is for the request: with every GPU
@@ -44,7 +52,7 @@ static void placed(job *j, uint64_t set)
     if (set) {
         sched_gpu gpus[GPU_MAX];
         sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-        sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
+        sched_running *run = xcalloc(room_now() + 1, sizeof *run);
         sched_input in;
         sched_req r;
         sched_input_base(&in, gpus, migs, run, NULL);
@@ -72,7 +80,7 @@ static void record_waits(job **map, size_t n)
             !job_event_wait_is_new(j, j->wait_why))
             continue;
         if (!run) {
-            run = xcalloc(core.njobs + 1, sizeof *run);
+            run = xcalloc(room_now() + 1, sizeof *run);
             sched_input_base(&in, gpus, migs, run, NULL);
         }
         char why[400];
@@ -130,9 +138,10 @@ static void cancel_by_task(jarray *a)
 
 static void schedule(void)
 {
-    size_t n = 0, narr;
-    for (size_t i = 0; i < core.njobs; i++)
-        n += job_in_queue(core.jobs[i]);
+    size_t n = 0, narr, nqueued;
+    /* the jobs in the queue, in seq order: their list (jobs.h), not a scan of every job kept */
+    job **queued = jobs_queued(&nqueued);
+    n = nqueued;
     /* a job array's tasks not made yet: as many entries as could start in this pass, each
      * made into a job only if it starts (arrays.h) */
     jarray **arrs = arrays_all(&narr);
@@ -145,10 +154,8 @@ static void schedule(void)
     job **map = xcalloc(n + 1, sizeof *map);
     jarray **amap = xcalloc(n + 1, sizeof *amap);
     size_t k = 0;
-    for (size_t i = 0; i < core.njobs; i++) {
-        job *j = core.jobs[i];
-        if (!job_in_queue(j))
-            continue;
+    for (size_t i = 0; i < nqueued; i++) {
+        job *j = queued[i];
         sj[k] = (sched_job){.seq = j->seq, .not_before_ms = j->scheduled_ms};
         sched_input_req(j, &sj[k].r);
         map[k++] = j;
@@ -167,8 +174,8 @@ static void schedule(void)
     }
     sched_gpu gpus[GPU_MAX];
     sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-    sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
-    job **runmap = xcalloc(core.njobs + 1, sizeof *runmap);
+    sched_running *run = xcalloc(room_now() + 1, sizeof *run);
+    job **runmap = xcalloc(room_now() + 1, sizeof *runmap);
     sched_input in;
     sched_input_base(&in, gpus, migs, run, runmap);
     in.jobs = sj;
@@ -320,7 +327,7 @@ void queue_wait_reason(const job *j, char *out, size_t len)
 {
     sched_gpu gpus[GPU_MAX];
     sched_mig migs[GPU_MAX * GPU_MIG_MAX];
-    sched_running *run = xcalloc(core.njobs + 1, sizeof *run);
+    sched_running *run = xcalloc(room_now() + 1, sizeof *run);
     sched_input in;
     sched_input_base(&in, gpus, migs, run, NULL);
     wait_reason_in(j, &in, out, len);

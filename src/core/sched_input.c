@@ -4,6 +4,7 @@
 #include "../common/util.h"
 #include "../gpu/sched_view.h"
 #include "gpus.h"
+#include "jobs.h"
 #include "state.h"
 
 void sched_input_req_of(const job_req *q, uid_t owner, sched_req *r)
@@ -24,16 +25,16 @@ void sched_input_req_of(const job_req *q, uid_t owner, sched_req *r)
 
 void sched_input_req(const job *j, sched_req *r) { sched_input_req_of(&j->req, j->owner_uid, r); }
 
-/* Everything but the queue: the GPUs, the jobs holding room, the configuration. The arrays
- * are the caller's (GPU_MAX gpus, GPU_MAX * GPU_MIG_MAX migs, core.njobs running). */
+/* Everything but the queue: the GPUs, the jobs holding room (their list, jobs.h: not a scan of
+ * every job kept), the configuration. The arrays are the caller's (GPU_MAX gpus, GPU_MAX *
+ * GPU_MIG_MAX migs, as many running as jobs_holding_room lists). */
 void sched_input_base(sched_input *in, sched_gpu *gpus, sched_mig *migs, sched_running *run, job **runmap)
 {
     int64_t now = now_ms();
-    size_t nr = 0;
-    for (size_t i = 0; i < core.njobs; i++) {
-        job *j = core.jobs[i];
-        if (!j->holds_room)
-            continue;
+    size_t nr = 0, nroom;
+    job **room = jobs_holding_room(&nroom); /* in seq order, as the table's scan gave them */
+    for (size_t i = 0; i < nroom; i++) {
+        job *j = room[i];
         sched_running *x = &run[nr];
         *x = (sched_running){.seq = j->seq, .gpus = j->gpu_set, .mig = j->gpu_mig - 1};
         sched_input_req(j, &x->r);

@@ -13,7 +13,7 @@ void sched_input_req_of(const job_req *req, uid_t owner, sched_req *r);
 void sched_input_req(const job *j, sched_req *r);
 /* Everything but the queue: the GPUs, the jobs holding room, the configuration. The arrays
  * are the caller's: gpus GPU_MAX slots, migs GPU_MAX * GPU_MIG_MAX, run (and runmap, which
- * may be NULL) core.njobs. */
+ * may be NULL) as many as jobs_holding_room lists (jobs.h; core.njobs is always enough). */
 void sched_input_base(sched_input *in, sched_gpu *gpus, sched_mig *migs, sched_running *run, job **runmap);
 
 #endif

@@ -402,14 +402,9 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
     if (L->max_queued_per_user || L->max_jobs_per_user) {
         /* an array's tasks not made yet are jobs waiting and kept, as made ones are */
         uint64_t unmade = arrays_unmade(uid);
-        uint64_t waiting = promised(uid) + unmade, kept = waiting + arrays_jobless(uid);
-        for (size_t i = 0; i < core.njobs; i++) {
-            const job *j = core.jobs[i];
-            if (j->owner_uid != uid)
-                continue;
-            kept++;
-            waiting += job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
-        }
+        jobs_user_count own = jobs_user(uid); /* counted as jobs change (jobs.h), not scanned */
+        uint64_t waiting = promised(uid) + unmade + own.waiting;
+        uint64_t kept = promised(uid) + unmade + arrays_jobless(uid) + own.kept;
         char more[80] = "";
         if (ntasks > 1)
             snprintf(more, sizeof more, " and this asks for %llu more", (unsigned long long)ntasks);

@@ -451,6 +451,7 @@ int main(int argc, char **argv)
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
     depend_resume_all(); /* likewise the jobs of rnx job run --after */
     job_launch_adopt_all();
+    jobs_index_rebuild(); /* counted once from the table as re-adoption left it (jobs.h) */
     job_launch_init();
     incoming_clean_stale();
     orphans_sweep(); /* after re-adoption: every job that runs is known by now */
@@ -493,6 +494,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < core.njobs; i++)
         job_free(core.jobs[i]);
     free(core.jobs);
+    jobs_index_free();
     workflow_free_all();
     arrays_free_all();
     gpu_discovery_free(&core.gpu);
