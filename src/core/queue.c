@@ -139,15 +139,16 @@ static void cancel_by_task(jarray *a)
 static void schedule(void)
 {
     size_t n = 0, narr, nqueued;
+    /* first, as it makes and ends jobs: tasks that wait task by task and never can go */
+    jarray **arrs = arrays_all(&narr);
+    for (size_t i = 0; i < narr; i++)
+        if (arrs[i]->after_seq)
+            cancel_by_task(arrs[i]);
     /* the jobs in the queue, in seq order: their list (jobs.h), not a scan of every job kept */
     job **queued = jobs_queued(&nqueued);
     n = nqueued;
     /* a job array's tasks not made yet: as many entries as could start in this pass, each
      * made into a job only if it starts (arrays.h) */
-    jarray **arrs = arrays_all(&narr);
-    for (size_t i = 0; i < narr; i++)
-        if (arrs[i]->after_seq)
-            cancel_by_task(arrs[i]);
     for (size_t i = 0; i < narr; i++)
         n += offer(arrs[i]);
     sched_job *sj = xcalloc(n + 1, sizeof *sj);
