@@ -445,19 +445,19 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
         /* Directories share one empty read-only tmpfs: a bind of it costs no superblock to
          * create and, when the job ends, to tear down. (Static: the init runs the plan once.) */
         static char empty_dir[4096];
-        /* /dev/null over a file; the kernel says ENOTDIR when dst is a directory (ENOENT: not
-         * present on this kernel, nothing to hide), which spares a stat of every entry */
-        if (mount("/dev/null", dst, NULL, MS_BIND, NULL) == 0 || errno == ENOENT)
-            return 0;
-        if (errno != ENOTDIR)
-            return jerr_sys(e, "mask %s", op->dst);
-        if (empty_dir[0]) {
+        /* a stat first, not a bind of /dev/null that fails on a directory: a failed bind has
+         * cloned a mount already, and dropping it costs an expedited RCU grace period */
+        if (lstat(dst, &st) < 0)
+            return 0; /* not present on this kernel: nothing to hide */
+        if (S_ISDIR(st.st_mode) && empty_dir[0]) {
             if (mount(empty_dir, dst, NULL, MS_BIND, NULL) < 0)
                 return jerr_sys(e, "mask %s", op->dst);
-        } else {
+        } else if (S_ISDIR(st.st_mode)) {
             if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0") < 0)
                 return jerr_sys(e, "mask %s", op->dst);
             snprintf(empty_dir, sizeof empty_dir, "%s", dst);
+        } else if (mount("/dev/null", dst, NULL, MS_BIND, NULL) < 0) {
+            return jerr_sys(e, "mask %s", op->dst);
         }
         return 0;
     }
