@@ -736,6 +736,41 @@ void cg_user_leave(const cg_host *uh)
         cg_write(mnt, "cgroup.procs", "0", NULL);
 }
 
+int cg_user_join(const cg_host *uh, uint64_t tasks_max, jerr *e)
+{
+    const char *mnt = tasks_mount(uh);
+    /* a cgroup2 level is prepared every time (its controllers may not be offered yet) */
+    if (!mnt || uh->layout == CG_V2)
+        return cg_user_prepare(uh, tasks_max, e) < 0 ? -1 : cg_user_enter(uh, e);
+    char dir[PATH_MAX], leaf[PATH_MAX], v[24] = "max";
+    if (cg_file_path(dir, sizeof dir, mnt, uh->root) < 0 || cg_file_path(leaf, sizeof leaf, dir, "shims") < 0)
+        return jerr_sys(e, "cgroup path %s/%s/shims", mnt, uh->root);
+    if (tasks_max)
+        snprintf(v, sizeof v, "%llu", (unsigned long long)tasks_max);
+    if (cg_write(dir, "pids.max", v, NULL) < 0) {
+        if (errno != ENOENT)
+            return jerr_sys(e, "write \"%s\" to %s/pids.max", v, dir);
+        if (cg_user_prepare(uh, tasks_max, e) < 0)
+            return -1;
+    }
+    if (cg_write(leaf, "cgroup.procs", "0", NULL) < 0) {
+        if (errno != ENOENT)
+            return jerr_sys(e, "write \"0\" to %s/cgroup.procs", leaf);
+        if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+            return jerr_sys(e, "mkdir %s", leaf);
+        if (cg_write(leaf, "cgroup.procs", "0", e) < 0)
+            return -1;
+    }
+    uint64_t now;
+    if (tasks_max && cg_read_u64(dir, "pids.current", &now) == 0 && now > tasks_max) {
+        cg_user_leave(uh);
+        return jerr_set(e, EAGAIN, "the user's jobs hold %llu host tasks (their shims and gVisor's sandboxes "
+                        "included), more than the %llu of jobs.max_pids_per_user (%s/pids.max)",
+                        (unsigned long long)now - 1, (unsigned long long)tasks_max, dir);
+    }
+    return 0;
+}
+
 /* ---- limits, stats, devices: dispatch ---- */
 
 static const char *skip_digits(const char *s)
@@ -776,7 +811,13 @@ int cg_read_stats(const cg_job *j, cg_stats *s)
     const char *dir = primary_dir(j);
     if (!dir || access(dir, F_OK) < 0)
         return -1;
-    return j->host->ops->read_stats(j, s);
+    return j->host->ops->read_stats(j, s, true);
+}
+
+int cg_read_final_stats(const cg_job *j, cg_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    return primary_dir(j) ? j->host->ops->read_stats(j, s, false) : -1;
 }
 
 /* A delegated job's filter is detached again when it ends (cg_destroy), for which the program

@@ -122,6 +122,14 @@ int cg_user_enter(const cg_host *uh, jerr *e);
 /* Back out of the user's level (to the hierarchy's root), once the job has ended: the shim's
  * tidying up (runsc delete) is not the user's to pay for, nor refused at the user's bound. */
 void cg_user_leave(const cg_host *uh);
+/* A job's shim into its user's level: what cg_user_prepare and cg_user_enter do, in the fewest
+ * steps where the level is there already (every job of a user but the first): pids.max written
+ * and the shim moved into "shims", the level made only when one of them is missing. With no
+ * bound (tasks_max 0) the level cannot be over it and nothing is read back. A level found in
+ * the tasks hierarchy may still miss another hierarchy's directory (made a moment ago by
+ * another shim, or a hierarchy mounted since): cg_create_for then fails with ENOENT, and the
+ * caller runs cg_user_prepare and tries once more. */
+int cg_user_join(const cg_host *uh, uint64_t tasks_max, jerr *e);
 
 /* The names of the v1 controllers ("memory", "cpu", ...), as their mounts' options spell them;
  * cg_ctrl_by_name gives CGC_N for a name that is none. */
@@ -147,6 +155,8 @@ void cg_user_job_paths(const cg_host *h, uint32_t uid, const char *name, cg_host
 int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job *j, jerr *e);
 /* A delegated job's limits are its cgroup's maker's: none is set, and a spec that asks for
  * one is refused rather than silently not held. */
+/* The limits of a job whose cgroup cg_create_for has just made (every file still at the
+ * kernel's default: nothing is lifted first, nothing written twice). */
 int cg_apply_limits(const cg_job *j, const cg_limits *l, jerr *e);
 /* Whether l asks for any limit. */
 bool cg_limits_any(const cg_limits *l);
@@ -158,6 +168,10 @@ int cg_set_devices_prog(cg_job *j, int prog, const cg_dev_rule *rules, size_t n,
 /* Moves the calling process into the job's cgroup in every hierarchy. */
 int cg_enter(const cg_job *j, jerr *e);
 int cg_read_stats(const cg_job *j, cg_stats *s);
+/* What a job's end record keeps (cpu, memory peak, OOM kills, I/O): cg_read_stats without the
+ * counters of now (mem_current_bytes, pids_current stay 0), by the shim that made the cgroup
+ * and has not removed it yet. */
+int cg_read_final_stats(const cg_job *j, cg_stats *s);
 /* Number of processes still in the job's cgroup, -1 when unknown. */
 int cg_nprocs(const cg_job *j);
 /* SIGKILL everything in the cgroup (cgroup.kill where present, else by listing pids). */

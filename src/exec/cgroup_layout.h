@@ -32,8 +32,9 @@ struct cg_layout_ops {
      * needs (each costs a cgroup); l is never NULL. */
     void (*trim)(cg_job *j, const cg_limits *l);
     int (*apply_limits)(const cg_job *j, const cg_limits *l, jerr *e);
-    /* Counters the layout has; the job's primary directory exists (checked by cgroup.c). */
-    int (*read_stats)(const cg_job *j, cg_stats *s);
+    /* Counters the layout has; the job's primary directory exists (checked by cgroup.c).
+     * current: also the counters of now (memory and tasks in use), else they stay 0. */
+    int (*read_stats)(const cg_job *j, cg_stats *s, bool current);
     /* The deny-by-default device filter allowing exactly rules[]: prog >= 0 is it loaded. */
     int (*set_devices)(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e);
 };

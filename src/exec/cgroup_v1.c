@@ -106,17 +106,15 @@ static int set_memory(const cg_job *j, uint64_t mem, uint64_t swap, jerr *e)
     if (need_v1(j, CGC_MEMORY, "memory", what, e) < 0)
         return -1;
     const char *dir = j->v1_path[CGC_MEMORY];
-    /* without swap accounting memsw is absent and only the RAM limit can be set */
-    bool memsw = cg_has_file(dir, "memory.memsw.limit_in_bytes");
-    /* the kernel refuses limit_in_bytes above memsw: lift memsw first so raising a limit works */
-    if (memsw && cg_write(dir, "memory.memsw.limit_in_bytes", "-1", e) < 0)
-        return -1;
+    /* a cgroup just made: memsw is unlimited, so the RAM limit goes first and memsw (RAM +
+     * swap) after it, never below it; without swap accounting memsw is absent (ENOENT) and
+     * only the RAM limit can be set */
     if (write_u64(dir, "memory.limit_in_bytes", mem, e) < 0)
         return -1;
-    if (!memsw)
-        return 0;
     uint64_t total = swap > UINT64_MAX - mem ? UINT64_MAX : mem + swap;
-    return total == UINT64_MAX ? 0 : write_u64(dir, "memory.memsw.limit_in_bytes", total, e);
+    if (total == UINT64_MAX || write_u64(dir, "memory.memsw.limit_in_bytes", total, NULL) == 0 || errno == ENOENT)
+        return 0;
+    return jerr_sys(e, "write \"%llu\" to %s/memory.memsw.limit_in_bytes", (unsigned long long)total, dir);
 }
 
 static int set_pids(const cg_job *j, uint64_t max, jerr *e)
@@ -235,18 +233,19 @@ static void read_blkio(const char *dir, cg_stats *s)
     free(text);
 }
 
-static int read_stats_v1(const cg_job *j, cg_stats *s)
+static int read_stats_v1(const cg_job *j, cg_stats *s, bool current)
 {
     const char *acct = j->v1_path[CGC_CPUACCT], *mem = j->v1_path[CGC_MEMORY];
     const char *pids = j->v1_path[CGC_PIDS], *blkio = j->v1_path[CGC_BLKIO];
     if (acct[0])
         cg_read_u64(acct, "cpuacct.usage", &s->cpu_usage_ns);
     if (mem[0]) {
-        cg_read_u64(mem, "memory.usage_in_bytes", &s->mem_current_bytes);
+        if (current)
+            cg_read_u64(mem, "memory.usage_in_bytes", &s->mem_current_bytes);
         cg_read_u64(mem, "memory.max_usage_in_bytes", &s->mem_peak_bytes);
         cg_read_keyed(mem, "memory.oom_control", "oom_kill", &s->oom_kills);
     }
-    if (pids[0])
+    if (pids[0] && current)
         cg_read_u64(pids, "pids.current", &s->pids_current);
     if (blkio[0])
         read_blkio(blkio, s);
@@ -295,9 +294,9 @@ static void trim_hybrid(cg_job *j, const cg_limits *l)
         j->v1_path[CGC_CPUACCT][0] = 0;
 }
 
-static int read_stats_hybrid(const cg_job *j, cg_stats *s)
+static int read_stats_hybrid(const cg_job *j, cg_stats *s, bool current)
 {
-    int rc = read_stats_v1(j, s);
+    int rc = read_stats_v1(j, s, current);
     /* without a v1 cpuacct cgroup (none made, or none mounted) cgroup2's core counts CPU time */
     if (s->cpu_usage_ns == 0 && j->unified_path[0]) {
         uint64_t usec;

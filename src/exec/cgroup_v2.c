@@ -89,10 +89,10 @@ static int set_memory(const char *dir, uint64_t mem, uint64_t swap, jerr *e)
     snprintf(what, sizeof what, "the memory limit (%llu bytes)", (unsigned long long)mem);
     if (need_ctrl(dir, "memory", what, e) < 0 || write_u64(dir, "memory.max", mem, e) < 0)
         return -1;
-    /* absent when the kernel does not account swap; then there is no swap limit to set */
-    if (!cg_has_file(dir, "memory.swap.max"))
+    /* absent (ENOENT) when the kernel does not account swap; then there is no swap limit to set */
+    if (write_u64(dir, "memory.swap.max", swap, NULL) == 0 || errno == ENOENT)
         return 0;
-    return write_u64(dir, "memory.swap.max", swap, e);
+    return jerr_sys(e, "write \"%llu\" to %s/memory.swap.max", (unsigned long long)swap, dir);
 }
 
 static int set_pids(const char *dir, uint64_t max, jerr *e)
@@ -160,16 +160,18 @@ static void read_io_stat(const char *dir, cg_stats *s)
 }
 
 /* Counters of controllers that are off stay 0; memory.peak needs Linux 5.19. */
-static int read_stats_dir(const char *dir, cg_stats *s)
+static int read_stats_dir(const char *dir, cg_stats *s, bool current)
 {
     uint64_t usec;
     if (cg_read_keyed(dir, "cpu.stat", "usage_usec", &usec) < 0)
         return -1;
     s->cpu_usage_ns = usec * 1000;
-    cg_read_u64(dir, "memory.current", &s->mem_current_bytes);
+    if (current)
+        cg_read_u64(dir, "memory.current", &s->mem_current_bytes);
     cg_read_u64(dir, "memory.peak", &s->mem_peak_bytes);
     cg_read_keyed(dir, "memory.events", "oom_kill", &s->oom_kills);
-    cg_read_u64(dir, "pids.current", &s->pids_current);
+    if (current)
+        cg_read_u64(dir, "pids.current", &s->pids_current);
     read_io_stat(dir, s);
     return 0;
 }
@@ -221,9 +223,9 @@ static int apply_limits(const cg_job *j, const cg_limits *l, jerr *e)
     return apply_limits_dir(j->unified_path, l, e);
 }
 
-static int read_stats(const cg_job *j, cg_stats *s)
+static int read_stats(const cg_job *j, cg_stats *s, bool current)
 {
-    return read_stats_dir(j->unified_path, s);
+    return read_stats_dir(j->unified_path, s, current);
 }
 
 int cgv2_set_devices(const cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e)

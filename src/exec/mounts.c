@@ -396,7 +396,7 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
             return jerr_sys(e, "device node %s", src);
         if (!S_ISCHR(st.st_mode))
             return jerr_set(e, EINVAL, "%s on the host is not a character device", src);
-        if (mknod(dst, S_IFCHR | 0600, st.st_rdev) < 0 || chmod(dst, st.st_mode & 07777) < 0)
+        if (mknod(dst, S_IFCHR | (st.st_mode & 07777), st.st_rdev) < 0) /* umask 0 (mounts_prepare) */
             return jerr_sys(e, "create %s", op->dst);
         return 0;
     case OP_TMPFS:
@@ -424,9 +424,8 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
         /* 0666 whatever the host's mode (often 0660 root:video): the job runs as a uid of its
          * own and must be able to use what it was granted; this /dev is the job's alone and the
          * device filter, not the mode, decides which devices it may open. */
-        if ((mknod(dst, S_IFCHR | 0600, op->rdev) < 0 && (errno != ENOENT || make_parent(dst, e) < 0 ||
-                                                          mknod(dst, S_IFCHR | 0600, op->rdev) < 0)) ||
-            chmod(dst, 0666) < 0)
+        if (mknod(dst, S_IFCHR | 0666, op->rdev) < 0 &&
+            (errno != ENOENT || make_parent(dst, e) < 0 || mknod(dst, S_IFCHR | 0666, op->rdev) < 0))
             return jerr_sys(e, "create %s", op->dst);
         return 0;
     case OP_WRITE_FILE: {
@@ -446,6 +445,8 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
         /* Directories share one empty read-only tmpfs: a bind of it costs no superblock to
          * create and, when the job ends, to tear down. (Static: the init runs the plan once.) */
         static char empty_dir[4096];
+        /* a stat first, not a bind of /dev/null that fails on a directory: a failed bind has
+         * cloned a mount already, and dropping it costs an expedited RCU grace period */
         if (lstat(dst, &st) < 0)
             return 0; /* not present on this kernel: nothing to hide */
         if (S_ISDIR(st.st_mode) && empty_dir[0]) {
@@ -465,10 +466,9 @@ static int exec_op(const mount_op *op, const char *root, const job_spec *s, jerr
             return -1;
         return s->net && s->net->resolv_file ? etc_resolv(root, s, e) : 0;
     case OP_RO_SELF:
-        if (lstat(dst, &st) < 0)
-            return 0;
+        /* a path that is not there (ENOENT, ENOTDIR) has nothing to protect */
         if (mount(dst, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-            return jerr_sys(e, "bind %s", op->dst);
+            return errno == ENOENT || errno == ENOTDIR ? 0 : jerr_sys(e, "bind %s", op->dst);
         return set_readonly(dst, 1, e);
     }
     return 0;
@@ -484,9 +484,13 @@ int mounts_prepare(const job_spec *s, jerr *e)
         return jerr_sys(e, "mount the job's root tmpfs on %s", root);
     static plan p; /* static: the init is single-threaded and runs this once */
     build_plan(s, &p);
+    /* every mode of the plan exactly as written (a device node's needs no chmod after it);
+     * the command gets the umask the init was given */
+    mode_t mask = umask(0);
     for (size_t i = 0; i < p.n; i++)
         if (exec_op(&p.ops[i], root, s, e) < 0)
             return -1;
+    umask(mask);
     return 0;
 }
 

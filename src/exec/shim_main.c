@@ -274,6 +274,9 @@ static void prepare(const char *cgroup_root)
         seccomp_prog.filter = NULL; /* each shim retries, and reports the error in its job */
     host_ready = cg_host_detect(&host, cgroup_root, &e) == 0;
     caps_last_cap();
+    /* jansson's hash seed, read from /dev/urandom at its first object: once here, not in
+     * every shim (the spec, the only JSON a shim parses, comes from joblet) */
+    json_object_seed(0);
 }
 
 /* The longest a step hook may hold the job's init before the job fails to start. */
@@ -435,7 +438,14 @@ static int job_cgroups(shim *sh, jerr *e)
     /* the job and this shim in its user's level, whose pids.max bounds all the user's jobs
      * together (cgroup.h); what the shim forks from here on (the job's init, runsc) counts */
     cg_user_host(&host, (uint32_t)s->owner_uid, &sh->host);
-    if (cg_user_prepare(&sh->host, s->user_tasks_max, e) < 0 || cg_user_enter(&sh->host, e) < 0)
+    if (cg_user_join(&sh->host, s->user_tasks_max, e) < 0)
+        return -1;
+    if (cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, e) == 0)
+        return 0;
+    if (e->code != ENOENT) /* else a directory of the user's level is missing (cg_user_join) */
+        return -1;
+    *e = (jerr){0};
+    if (cg_user_prepare(&sh->host, s->user_tasks_max, e) < 0)
         return -1;
     return cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, e);
 }
@@ -755,7 +765,7 @@ static void supervise(shim *sh)
                     if (sh->spec.runsc) {
                         /* runsc run's exit is the command's (gvisor.h) */
                         cg_stats now = {0};
-                        cg_read_stats(&sh->cg, &now);
+                        cg_read_final_stats(&sh->cg, &now);
                         bool sent = sh->stop_requested || sh->timed_out, oom = now.oom_kills > 0;
                         have_status = 1;
                         wstatus = gvisor_command_status(st, sent || oom);
@@ -783,7 +793,7 @@ static void supervise(shim *sh)
         }
     }
     cg_stats st = {0};
-    cg_read_stats(&sh->cg, &st);
+    cg_read_final_stats(&sh->cg, &st);
     write_status(sh, have_status, wstatus, &st);
     /* The job is over and recorded: tell joblet now, then the attached clients (as rnx job run
      * --follow says it: a signal's 128 + its number; 1 when nobody knows), and tidy up the
