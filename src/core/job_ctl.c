@@ -57,8 +57,9 @@ static void suspension_ends(job *j)
 int64_t job_ctl_suspended_ms(const job *j)
 {
     int64_t t = j->suspended_ms;
+    /* (a run that ended frozen, its shim killed: until its end; back in the queue: not since) */
     if (j->suspended_since_ms > 0) {
-        int64_t until = j->ended_ms > 0 ? j->ended_ms : now_ms();
+        int64_t until = j->state == JS_SUSPENDED ? now_ms() : j->ended_ms;
         if (until > j->suspended_since_ms)
             t += until - j->suspended_since_ms;
     }
