@@ -443,6 +443,19 @@ def test_time_suspended_does_not_count_over_a_kill_9_during_and_after_the_suspen
     check_ran_its_limit_outside_suspension(dd, jid, at_suspend, at_resume)
 
 
+def test_suspends_and_resumes_back_to_back_leave_the_time_limit_running(d):
+    # five cycles, as fast as the API answers: the last word, the resume, stands, and the job
+    # ends by its limit
+    jid = running_counter(d, max_runtime_s=LIMIT)
+    for _ in range(5):
+        assert d.api("POST", f"/v1/jobs/{jid}/suspend")[0] == 200
+        assert d.api("POST", f"/v1/jobs/{jid}/resume")[0] == 200
+    assert advances(d, jid, 0.3)
+    j = d.wait(jid, timeout=120)
+    assert (j["status"], j["end_reason"]) == ("FAILED", "time_limit"), j
+    assert len(event_times(d, jid, "resumed")) == 5
+
+
 def test_an_update_while_suspended_counts_from_the_time_run(d):
     jid = running_counter(d, max_runtime_s=3600)
     at_suspend = suspend_past_its_limit(d, jid)
