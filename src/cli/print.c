@@ -989,6 +989,12 @@ void print_job(json_t *job, FILE *f)
         key(f, "Duration:");
         print_textf(f, "%s%s\n", b, jstr(job, "ended_at") ? "" : " (so far)");
     }
+    if (jint(job, "suspended_ms", &v) && v > 0) {
+        fmt_elapsed_ms(v, b, sizeof b);
+        key(f, "Suspended:");
+        print_textf(f, "%s in all%s (not counted against its time limit)\n", b,
+                    jstr(job, "status") && !strcmp(jstr(job, "status"), "SUSPENDED") ? ", so far" : "");
+    }
     if (json_is_true(json_object_get(job, "preemptible")) || (jint(job, "preemptions", &v) && v > 0)) {
         key(f, "Preemption:");
         jint(job, "preemptions", &v);

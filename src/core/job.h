@@ -51,8 +51,11 @@ typedef struct job {
     int gpu_mig;              /* flat MIG device index + 1 while held; 0 none */
     uint32_t preemptions;     /* how many times it was preempted */
     bool preempting;          /* being stopped to make room: goes back to the queue, not to an end */
-    bool requeue_asked;       /* ... because rnx job requeue asked it (job_ctl.c); not kept over a restart */
+    bool requeue_asked;       /* ... because rnx job requeue asked it (job_ctl.c); both kept in its row */
     bool requeue_hold;        /* ... and it waits HELD (requeue --hold) */
+    int64_t suspended_ms;     /* this run's time SUSPENDED, suspensions ended (not counted against
+                               * its run-time limit: its shim's clock stands still meanwhile) */
+    int64_t suspended_since_ms; /* while SUSPENDED: since when; 0 none */
     char *fail_reason;        /* being stopped because its GPU failed: it ends FAILED with this */
     gpu_fault gpu_fault;      /* which GPU failed it, how, by whom: set with fail_reason, kept (and
                                * stored) once it ended FAILED with gpu_error, dropped otherwise */

@@ -21,13 +21,59 @@
 #include "workflow.h"
 #include "workfs.h"
 
+/* Its run-time limit as its shim has it: seconds of run time, 0 none. */
+static uint64_t runtime_of(const job_req *r)
+{
+    return jobreq_has(r, JR_MAX_RUNTIME_S) ? (uint64_t)r->max_runtime_s : 0;
+}
+
+/* Frozen (true) or thawed: its shim's clock for the run-time limit stands still before the
+ * freeze and runs again after the thaw, so no moment frozen counts against the limit; the
+ * shim's clock runs again if the freezer refuses. */
+static int freeze(job *j, bool frozen, jerr *e)
+{
+    if (frozen && job_launch_runtime(j, runtime_of(&j->req), true, e) < 0)
+        return -1;
+    if (job_launch_freeze(j, frozen, e) < 0) {
+        jerr ignored = {0};
+        if (frozen)
+            job_launch_runtime(j, runtime_of(&j->req), false, &ignored);
+        return -1;
+    }
+    if (!frozen && job_launch_runtime(j, runtime_of(&j->req), false, e) < 0)
+        log_warn("job %s: resumed, but %s; its time limit waits", j->id, e->msg);
+    return 0;
+}
+
+/* The suspension over: its time added to the run's, which its deadline moved by. */
+static void suspension_ends(job *j)
+{
+    int64_t now = now_ms();
+    if (j->suspended_since_ms > 0 && now > j->suspended_since_ms)
+        j->suspended_ms += now - j->suspended_since_ms;
+    j->suspended_since_ms = 0;
+}
+
+int64_t job_ctl_suspended_ms(const job *j)
+{
+    int64_t t = j->suspended_ms;
+    /* (a run that ended frozen, its shim killed: until its end; back in the queue: not since) */
+    if (j->suspended_since_ms > 0) {
+        int64_t until = j->state == JS_SUSPENDED ? now_ms() : j->ended_ms;
+        if (until > j->suspended_since_ms)
+            t += until - j->suspended_since_ms;
+    }
+    return t;
+}
+
 /* A suspended job is thawed before it is stopped: its processes must run to hear SIGTERM. */
 static int thaw_to_stop(job *j, uid_t by, jerr *e)
 {
     if (j->state != JS_SUSPENDED)
         return 0;
-    if (job_launch_freeze(j, false, e) < 0)
+    if (freeze(j, false, e) < 0)
         return -1;
+    suspension_ends(j);
     j->state = JS_RUNNING;
     j->stopped_by = -1;
     job_event(j, JE_RESUMED, (int64_t)by, "thawed by uid %u to be stopped", (unsigned)by);
@@ -272,7 +318,8 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
         return 0;
     if (waiting && submit_check_change(req, e) < 0)
         return -1;
-    if (running && job_launch_runtime(j, jobreq_has(req, JR_MAX_RUNTIME_S) ? (uint64_t)req->max_runtime_s : 0, e) < 0)
+    /* (a suspended job's shim keeps its clock stopped: the new limit counts once it is resumed) */
+    if (running && job_launch_runtime(j, runtime_of(req), j->state == JS_SUSPENDED, e) < 0)
         return -1;
     char what[512] = "";
     size_t n = 0;
@@ -296,9 +343,10 @@ int job_ctl_suspend(job *j, uid_t by, jerr *e)
 {
     if (j->state != JS_RUNNING || j->shim_pid <= 0)
         return refuse(j, "suspended", "a running", e);
-    if (job_launch_freeze(j, true, e) < 0)
+    if (freeze(j, true, e) < 0)
         return -1;
     j->state = JS_SUSPENDED;
+    j->suspended_since_ms = now_ms();
     j->stopped_by = by; /* while SUSPENDED: who suspended it */
     char why[300];
     job_ctl_reason(j, why, sizeof why);
@@ -312,11 +360,17 @@ int job_ctl_resume(job *j, uid_t by, jerr *e)
 {
     if (j->state != JS_SUSPENDED)
         return refuse(j, "resumed", "a suspended", e);
-    if (job_launch_freeze(j, false, e) < 0)
+    if (freeze(j, false, e) < 0)
         return -1;
+    int64_t since = j->suspended_since_ms;
+    suspension_ends(j);
     j->state = JS_RUNNING;
     j->stopped_by = -1;
-    job_event(j, JE_RESUMED, (int64_t)by, "resumed by uid %u", (unsigned)by);
+    char moved[96] = "";
+    if (runtime_of(&j->req))
+        snprintf(moved, sizeof moved, "; its time limit moved by the %.1f s suspended",
+                 since > 0 ? (double)(now_ms() - since) / 1000.0 : 0.0);
+    job_event(j, JE_RESUMED, (int64_t)by, "resumed by uid %u%s", (unsigned)by, moved);
     job_save(j);
     log_info("job %s resumed by uid %u", j->id, (unsigned)by);
     return 0;

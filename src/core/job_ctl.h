@@ -53,5 +53,8 @@ int job_ctl_resume(job *j, uid_t by, jerr *e);
 int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e);
 /* Why a held or suspended job is so, for its wait_reason; "" for any other. */
 void job_ctl_reason(const job *j, char *out, size_t len);
+/* How long its run was SUSPENDED in all (ms), the suspension now included: time its run-time
+ * limit did not count. */
+int64_t job_ctl_suspended_ms(const job *j);
 
 #endif

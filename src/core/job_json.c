@@ -167,6 +167,9 @@ json_t *job_json(const job *j)
         depend_describe(j, why, sizeof why);
     json_object_set_new(o, "after", job_json_after(r, j->after_seq));
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
+    /* its run's time SUSPENDED in all, the suspension now included: not counted against its
+     * time limit */
+    json_object_set_new(o, "suspended_ms", json_integer(job_ctl_suspended_ms(j)));
     /* a Slurm task (slurm_task.h): its ids as Slurm has them, and "J.S.T" as rnx shows them */
     json_t *sl = slurmcg_to_json(&j->slurm);
     if (sl) {

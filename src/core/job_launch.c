@@ -281,6 +281,7 @@ static void mark_running(job *j, pid_t init_pid, int64_t started_ms)
     j->state = JS_RUNNING;
     j->init_pid = init_pid;
     j->started_ms = started_ms;
+    j->suspended_ms = j->suspended_since_ms = 0; /* this run's */
     job_event_at(j, started_ms, JE_STARTED, -1, "pid %d", (int)init_pid);
     counters_start((double)(started_ms - (j->scheduled_ms > j->created_ms ? j->scheduled_ms : j->created_ms)) / 1000.0);
     job_save(j);
@@ -386,7 +387,7 @@ static void finalize(job *j)
         j->gpu_fault = (gpu_fault){0};
         free(j->fail_reason);
         j->fail_reason = NULL;
-        j->preempting = false;
+        j->preempting = j->requeue_asked = j->requeue_hold = false;
         job_finish(j, s, reason);
     }
 }
@@ -578,7 +579,7 @@ int job_launch_kill(job *j, uid_t by, jerr *e)
     if (signal_shim(j, by, SIGUSR1, e) < 0)
         return -1;
     if (j->preempting) {
-        j->preempting = false;
+        j->preempting = j->requeue_asked = j->requeue_hold = false;
         job_save(j);
     }
     return 0;
@@ -622,7 +623,7 @@ void job_launch_live_usage(const job *j, job_usage *u)
     u->pids_current = st.pids_current;
 }
 
-int job_launch_runtime(job *j, uint64_t seconds, jerr *e)
+int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e)
 {
     if (j->shim_pid <= 0 || j->w_pid.fd < 0)
         return jerr_http(e, 409, "job %s is %s; its shim does not run", j->id, job_state_name(j->state));
@@ -632,9 +633,16 @@ int job_launch_runtime(job *j, uint64_t seconds, jerr *e)
     si.si_code = SI_QUEUE;
     si.si_pid = getpid();
     si.si_uid = getuid();
-    si.si_value.sival_int = (int)(seconds > INT32_MAX ? INT32_MAX : seconds);
+    uint64_t word = (seconds > INT32_MAX ? INT32_MAX : seconds) | (suspended ? SHIM_LIMIT_SUSPENDED : 0);
+    char dir[700], path[760], txt[32];
+    jobs_dir_of(j, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s", dir, SHIM_LIMIT);
+    int n = snprintf(txt, sizeof txt, "%llu\n", (unsigned long long)word);
+    if (write_file_opt(path, txt, (size_t)n, 0600, WF_ATOMIC, e) < 0)
+        return -1;
+    si.si_value.sival_ptr = (void *)(uintptr_t)word;
     if (syscall(SYS_pidfd_send_signal, j->w_pid.fd, SIGUSR2, &si, 0) < 0)
-        return jerr_sys(e, "tell the shim of job %s its new run-time limit", j->id);
+        return jerr_sys(e, "tell the shim of job %s its run-time limit", j->id);
     return 0;
 }
 

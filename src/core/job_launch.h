@@ -51,9 +51,11 @@ int job_launch_stop(job *j, uid_t by, jerr *e);
 int job_launch_kill(job *j, uid_t by, jerr *e);
 /* Stops a job to make room for `for_job`; it goes back to the queue as it was. */
 void job_launch_preempt(job *j, const job *for_job);
-/* rnx job update --max-runtime on a running job: its shim gets the new limit (seconds from its
- * start, 0 none; sigqueue'd SIGUSR2) and ends the job by it. 409 when no shim runs. */
-int job_launch_runtime(job *j, uint64_t seconds, jerr *e);
+/* rnx job update --max-runtime on a running job, or the job suspended or resumed: its shim gets
+ * the limit (seconds of run time, 0 none; time suspended does not count) and whether the job is
+ * suspended (its time stands still), sigqueue'd SIGUSR2 (exec/shim.h SHIM_LIMIT_*), and ends
+ * the job by it. 409 when no shim runs. */
+int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e);
 /* rnx job suspend/resume: every process of the running job frozen or thawed in its cgroup
  * (exec/cgroup.h cg_freeze). */
 int job_launch_freeze(job *j, bool frozen, jerr *e);

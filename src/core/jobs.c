@@ -154,6 +154,10 @@ job *job_new(db_job *r)
     j->gpus = r->gpus;
     j->preemptions = r->preemptions;
     j->preempting = r->preempting;
+    j->requeue_asked = r->requeue_asked;
+    j->requeue_hold = r->requeue_hold;
+    j->suspended_ms = r->suspended_ms;
+    j->suspended_since_ms = r->suspended_since_ms;
     memcpy(j->wf_id, r->wf_id, sizeof j->wf_id);
     j->wf_index = r->wf_index;
     j->gpu_fault = r->gpu_fault;

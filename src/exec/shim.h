@@ -16,5 +16,15 @@
 #define SHIM_SPEC_FD  5              /* the job spec (spec.h), a memfd written by the daemon */
 #define SHIM_STDIO_FD 6              /* with the spec's stdio_given: the job's stdin here, its
                                       * stdout at 7, its stderr at 8 */
+/* The word joblet gives the shim for the run-time limit: the limit in seconds of run time (0
+ * none) in the low 32 bits, and SHIM_LIMIT_SUSPENDED while the job is frozen: its time then
+ * stands still (suspended time does not count against the limit). Each word carries the whole
+ * state. joblet writes it in decimal to SHIM_LIMIT (atomically) and then sigqueues SIGUSR2 with
+ * it as the 64-bit si_value; the shim takes the file's word on each SIGUSR2, since instances of
+ * a signal pending at once are one (a quick suspend and resume must not lose the resume), and
+ * the signal's own when there is no file. */
+#define SHIM_LIMIT           "runtime_limit"
+#define SHIM_LIMIT_SECONDS   0xffffffffULL
+#define SHIM_LIMIT_SUSPENDED (1ULL << 32)
 
 #endif

@@ -2,7 +2,8 @@
  * output pipes and appends time-stamped lines to the job's logs, enforces the run-time
  * limit, stops the job on SIGTERM (SIGTERM to all, SIGKILL after the grace period) and kills
  * it on SIGUSR1 (SIGKILL to all at once: rnx job kill), takes a new run-time limit on SIGUSR2
- * (sigqueue'd, its value the limit in seconds from the start, 0 none: rnx job update), and
+ * (sigqueue'd, its value SHIM_LIMIT_*: the limit in seconds of run time, 0 none, and whether the
+ * job is suspended: rnx job update, suspend, resume; time suspended does not count), and
  * records how it ended in status.json. It does not depend on the daemon: if joblet dies,
  * the job and its logs go on, and a restarted joblet reads what the shim wrote. */
 #include <errno.h>
@@ -49,6 +50,9 @@ typedef struct shim {
     int stop_requested, kill_requested, timed_out, killed;
     int tfd_runtime, tfd_grace;
     int64_t runtime_from_ns;  /* when the run-time limit counts from (mono_ns) */
+    uint64_t runtime_s;       /* the run-time limit, 0 none */
+    int64_t paused_ns;        /* time suspended so far (not counted against the limit) */
+    int64_t paused_since_ns;  /* while suspended: since when (mono_ns); 0 not suspended */
     int notify_fd;
     int started_fd; /* the start record, open until it becomes status.json */
     size_t started_len;
@@ -657,9 +661,10 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
     free(txt);
 }
 
-/* rnx job update --max-runtime on a running job: the limit counts from the start as before;
- * one already past ends the job now, 0 takes the limit away. */
-static void runtime_limit(shim *sh, int ep, uint64_t seconds)
+/* The run-time limit's timer, set to what is left of it: the limit counts from the start,
+ * less the time the job was suspended; none while the job is suspended (its time stands still)
+ * or without a limit. One already past ends the job now. */
+static void runtime_arm(shim *sh, int ep)
 {
     if (sh->tfd_runtime < 0) {
         sh->tfd_runtime = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -669,15 +674,53 @@ static void runtime_limit(shim *sh, int ep, uint64_t seconds)
         epoll_ctl(ep, EPOLL_CTL_ADD, sh->tfd_runtime, &ev);
     }
     struct itimerspec it = {0};
-    if (seconds) {
-        int64_t left = (int64_t)seconds * 1000000000LL - (mono_ns() - sh->runtime_from_ns);
+    if (sh->runtime_s && !sh->paused_since_ns) {
+        int64_t left = (int64_t)sh->runtime_s * 1000000000LL - (mono_ns() - sh->runtime_from_ns - sh->paused_ns);
         if (left < 1)
             left = 1;
         it.it_value.tv_sec = (time_t)(left / 1000000000LL);
         it.it_value.tv_nsec = (long)(left % 1000000000LL);
     }
     timerfd_settime(sh->tfd_runtime, 0, &it, NULL);
-    shim_log(sh, "run-time limit now %llu s", (unsigned long long)seconds);
+}
+
+/* joblet's latest word (shim.h SHIM_LIMIT): its file's, else the signal's. */
+static uint64_t limit_word(shim *sh, uint64_t sent)
+{
+    char buf[32];
+    int fd = openat(sh->dirfd, SHIM_LIMIT, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return sent;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return sent;
+    buf[n] = 0;
+    char *end;
+    errno = 0;
+    unsigned long long w = strtoull(buf, &end, 10);
+    return errno || end == buf || *end != '\n' ? sent : (uint64_t)w;
+}
+
+/* joblet's word (SHIM_LIMIT_*): rnx job update --max-runtime on a running job, or the job
+ * suspended or resumed. Each carries the whole state, so a word repeated changes nothing. */
+static void runtime_limit(shim *sh, int ep, uint64_t word)
+{
+    uint64_t seconds = word & SHIM_LIMIT_SECONDS;
+    bool paused = (word & SHIM_LIMIT_SUSPENDED) != 0;
+    if (seconds != sh->runtime_s)
+        shim_log(sh, "run-time limit now %llu s", (unsigned long long)seconds);
+    sh->runtime_s = seconds;
+    if (paused && !sh->paused_since_ns) {
+        sh->paused_since_ns = mono_ns();
+        shim_log(sh, "suspended: the run-time limit waits");
+    } else if (!paused && sh->paused_since_ns) {
+        sh->paused_ns += mono_ns() - sh->paused_since_ns;
+        sh->paused_since_ns = 0;
+        shim_log(sh, "resumed: %lld ms suspended in all, not counted against the run-time limit",
+                 (long long)(sh->paused_ns / 1000000));
+    }
+    runtime_arm(sh, ep);
 }
 
 static void supervise(shim *sh)
@@ -692,6 +735,7 @@ static void supervise(shim *sh)
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     sh->tfd_runtime = -1;
     sh->runtime_from_ns = mono_ns();
+    sh->runtime_s = sh->spec.max_runtime_s;
     if (sh->spec.max_runtime_s) {
         sh->tfd_runtime = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
         arm(sh->tfd_runtime, sh->spec.max_runtime_s);
@@ -727,7 +771,9 @@ static void supervise(shim *sh)
                 shim_term_run(sh->term);
             } else if (fd == sh->tfd_runtime) {
                 uint64_t x;
-                if (read(fd, &x, sizeof x) > 0 && !init_done) {
+                /* (a word that paused or moved it may have come after it fired) */
+                if (read(fd, &x, sizeof x) > 0 && !init_done && sh->runtime_s && !sh->paused_since_ns &&
+                    mono_ns() - sh->runtime_from_ns - sh->paused_ns >= (int64_t)sh->runtime_s * 1000000000LL) {
                     sh->timed_out = 1;
                     begin_stop(sh);
                     if (sh->tfd_grace >= 0) {
@@ -743,7 +789,7 @@ static void supervise(shim *sh)
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof si) == sizeof si) {
                     if (si.ssi_signo == SIGUSR2 && !init_done && si.ssi_code == SI_QUEUE)
-                        runtime_limit(sh, ep, (uint64_t)(uint32_t)si.ssi_int);
+                        runtime_limit(sh, ep, limit_word(sh, si.ssi_ptr));
                     else if (si.ssi_signo == SIGUSR1 && !init_done) {
                         /* rnx job kill: SIGKILL to every process of the job at once */
                         sh->stop_requested = sh->kill_requested = 1;

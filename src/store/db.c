@@ -96,6 +96,12 @@ static const char *const migrations[] = {
     /* 15: an array may be a workflow's job (core/workflow.c): which workflow, and its place there */
     "ALTER TABLE arrays ADD COLUMN workflow_id TEXT;"
     "ALTER TABLE arrays ADD COLUMN workflow_index INTEGER;",
+    /* 16: job control (core/job_ctl.c): whether the stop under way is rnx job requeue's (1) and
+     * with --hold (2), and the run's time suspended (ms, ended suspensions) and since when it is
+     * suspended now: a restarted joblet keeps both */
+    "ALTER TABLE jobs ADD COLUMN requeue INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN suspended_since_ms INTEGER;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -160,7 +166,8 @@ static int migrate(db *d, jerr *e)
 static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid, request, created_ms, scheduled_ms,"
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
-                          " gpu_fault, sandbox_uid, slurm, net, array_id, array_task";
+                          " gpu_fault, sandbox_uid, slurm, net, array_id, array_task, requeue, suspended_ms,"
+                          " suspended_since_ms";
 
 static int reseal(db *d, jerr *e);
 static char *col_str(sqlite3_stmt *st, int i);
@@ -190,13 +197,14 @@ db *db_open(const char *path, jerr *e)
     if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
                       " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31, net=?32,"
-                      " array_id=?33, array_task=?34 WHERE id=?1 AND seq=?2";
+                      " array_id=?33, array_task=?34, requeue=?35, suspended_ms=?36, suspended_since_ms=?37"
+                      " WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -424,6 +432,9 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     bind_text(st, 32, net);
     bind_text(st, 33, j->array_id[0] ? j->array_id : NULL);
     bind_opt_i64(st, 34, j->array_task, j->array_id[0] != 0);
+    sqlite3_bind_int(st, 35, j->requeue_asked ? (j->requeue_hold ? 2 : 1) : 0);
+    sqlite3_bind_int64(st, 36, j->suspended_ms);
+    bind_opt_i64(st, 37, j->suspended_since_ms, j->suspended_since_ms > 0);
     int rc = sqlite3_step(st);
     free(net);
     free(slurm);
@@ -702,6 +713,11 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
             snprintf(j->array_id, sizeof j->array_id, "%s", (const char *)sqlite3_column_text(st, 32));
             j->array_task = sqlite3_column_int64(st, 33);
         }
+        int rq = sqlite3_column_int(st, 34);
+        j->requeue_asked = rq > 0;
+        j->requeue_hold = rq == 2;
+        j->suspended_ms = sqlite3_column_int64(st, 35);
+        j->suspended_since_ms = sqlite3_column_int64(st, 36);
         fn(j, arg);
         db_job_free(j);
     }

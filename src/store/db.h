@@ -45,6 +45,9 @@ typedef struct db_job {
     gpu_grants gpus;         /* n 0: none */
     uint32_t preemptions;
     bool preempting;
+    bool requeue_asked, requeue_hold; /* the stop under way is rnx job requeue's (--hold) */
+    int64_t suspended_ms;    /* this run's time suspended, ended suspensions; 0 none */
+    int64_t suspended_since_ms; /* while SUSPENDED: since when; 0 none */
     char wf_id[37];          /* "" none */
     int wf_index;
     gpu_fault gpu_fault;

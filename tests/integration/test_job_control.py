@@ -5,6 +5,7 @@ state or the caller does not allow it, each in the job's history (rnx job status
 a held or suspended job kept so over a kill -9 of joblet.
 
 One daemon for the module (a simulated 4-GPU machine): each test ends the jobs it started."""
+import datetime
 import os
 import shutil
 import subprocess
@@ -359,6 +360,115 @@ def test_suspended_job_stays_suspended_over_a_kill_9_and_resumes_after(fresh_dae
     end(dd, jid)
 
 
+def ms(ts):
+    """An API time ("2026-01-02T03:04:05.678Z") as ms since the epoch."""
+    return datetime.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def event_times(d, jid, name):
+    code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
+    assert code == 200, j
+    return [ms(e["time"]) for e in j["detail"]["events"] if e["event"] == name]
+
+
+LIMIT = 3  # the jobs' --max-runtime below: each is suspended for longer than all of it
+
+
+def suspend_past_its_limit(dd, jid):
+    """Suspends a running counter job for longer than its whole time limit: it must still be
+    there, SUSPENDED and standing still, afterwards. Returns the counter at the suspension."""
+    assert advances(dd, jid, 0.3)
+    dd.rnx("job", "suspend", jid, check=True)
+    at = counter(dd, jid)
+    time.sleep(LIMIT + 2)  # (the old shim's time limit fired meanwhile: SIGTERM, SIGKILL after the grace)
+    return at
+
+
+def check_ran_its_limit_outside_suspension(dd, jid, at_suspend, at_resume):
+    """It ended by its time limit, having run its remaining time after the resume: the time it
+    ran outside its suspension (joblet's own timestamps: started, suspended, resumed, ended)
+    is its whole limit, and its counter went on after the resume."""
+    j = dd.wait(jid, timeout=120)
+    assert (j["status"], j["end_reason"]) == ("FAILED", "time_limit"), j
+    final = counter(dd, jid)
+    assert at_suspend <= at_resume < final  # it stood still while suspended and ran after
+    started, ended = ms(j["started_at"]), ms(j["ended_at"])
+    susp, res = event_times(dd, jid, "suspended"), event_times(dd, jid, "resumed")
+    assert len(susp) == len(res) == 1
+    suspended = res[0] - susp[0]
+    assert suspended > LIMIT * 1000
+    ran = (susp[0] - started) + (ended - res[0])
+    # never cut short by the time it spent suspended (ms of slack: joblet's timestamps are taken
+    # around the shim's); nor run on without end (a bound far from any real run)
+    assert LIMIT * 1000 - 250 <= ran < LIMIT * 1000 + 60000, (ran, suspended)
+    # the time suspended, as the API and rnx job status --detail show it
+    assert abs(j["suspended_ms"] - suspended) < 1000, (j["suspended_ms"], suspended)
+    assert "Suspended: " in detail_text(dd, jid)
+    return j
+
+
+def test_time_suspended_does_not_count_against_the_time_limit(d):
+    jid = running_counter(d, max_runtime_s=LIMIT)
+    at_suspend = suspend_past_its_limit(d, jid)
+    j = d.job(jid)
+    assert j["status"] == "SUSPENDED" and j["suspended_ms"] > 0
+    assert "Suspended: " in detail_text(d, jid) and "so far" in detail_text(d, jid)
+    assert not advances(d, jid, 0.2)
+    p = d.rnx("job", "resume", jid)
+    assert p.returncode == 0, p.stderr
+    at_resume = counter(d, jid)
+    assert d.job(jid)["status"] == "RUNNING"
+    assert advances(d, jid, 0.3)  # not ended at once on its resume
+    check_ran_its_limit_outside_suspension(d, jid, at_suspend, at_resume)
+    assert any(e[0] == "resumed" and "its time limit moved by the" in e[2] for e in events(d, jid))
+
+
+def test_time_suspended_does_not_count_over_a_kill_9_during_and_after_the_suspension(fresh_daemon):
+    dd = fresh_daemon()
+    jid = running_counter(dd, max_runtime_s=LIMIT)
+    assert advances(dd, jid, 0.3)
+    dd.rnx("job", "suspend", jid, check=True)
+    at_suspend = counter(dd, jid)
+    dd.kill9()
+    time.sleep(LIMIT + 2)  # suspended past its limit with no joblet at all
+    dd.start()
+    j = dd.job(jid)
+    assert j["status"] == "SUSPENDED" and j["suspended_ms"] > LIMIT * 1000
+    assert not advances(dd, jid, 0.2)
+    dd.rnx("job", "resume", jid, check=True)
+    at_resume = counter(dd, jid)
+    dd.kill9()  # and once resumed: the shim has the deadline moved, the row the time suspended
+    assert advances(dd, jid, 0.3)
+    dd.start()
+    check_ran_its_limit_outside_suspension(dd, jid, at_suspend, at_resume)
+
+
+def test_suspends_and_resumes_back_to_back_leave_the_time_limit_running(d):
+    # five cycles, as fast as the API answers: the last word, the resume, stands, and the job
+    # ends by its limit
+    jid = running_counter(d, max_runtime_s=LIMIT)
+    for _ in range(5):
+        assert d.api("POST", f"/v1/jobs/{jid}/suspend")[0] == 200
+        assert d.api("POST", f"/v1/jobs/{jid}/resume")[0] == 200
+    assert advances(d, jid, 0.3)
+    j = d.wait(jid, timeout=120)
+    assert (j["status"], j["end_reason"]) == ("FAILED", "time_limit"), j
+    assert len(event_times(d, jid, "resumed")) == 5
+
+
+def test_an_update_while_suspended_counts_from_the_time_run(d):
+    jid = running_counter(d, max_runtime_s=3600)
+    at_suspend = suspend_past_its_limit(d, jid)
+    # a limit its time since the start is past, but not its time run: the job runs on after the
+    # resume until it ran that long in all
+    d.rnx("job", "update", jid, f"--max-runtime={LIMIT}s", check=True)
+    time.sleep(1)
+    assert d.job(jid)["status"] == "SUSPENDED"
+    d.rnx("job", "resume", jid, check=True)
+    at_resume = counter(d, jid)
+    check_ran_its_limit_outside_suspension(d, jid, at_suspend, at_resume)
+
+
 # ---- requeue -----------------------------------------------------------------------------
 
 def test_requeue_runs_the_job_again_from_the_start_keeping_its_id(d):
@@ -395,6 +505,26 @@ def test_requeue_hold_and_refusal(d):
     d.rnx("job", "release", jid, check=True)
     d.wait_status(jid, "RUNNING")
     end(d, jid)
+
+
+def test_requeue_hold_is_kept_over_a_kill_9_during_the_stop(fresh_daemon):
+    # a job that ignores SIGTERM: its stop lasts the whole grace period, and joblet dies in it
+    dd = fresh_daemon("jobs:\n  stop_grace_s: 6\n")
+    jid = dd.submit("sh", "-c", "trap '' TERM; while :; do sleep 0.1; done")
+    dd.wait_status(jid, "RUNNING")
+    p = dd.rnx("job", "requeue", "--hold", jid)
+    assert p.returncode == 0, p.stderr
+    assert dd.job(jid)["status"] == "STOPPING"
+    dd.kill9()
+    dd.start()
+    j = dd.wait_status(jid, "HELD", timeout=60)
+    assert (j["end_reason"], j["preemptions"]) == ("requeued", 1)
+    assert j["wait_reason"].startswith("held by uid 0")
+    time.sleep(1)
+    assert dd.job(jid)["status"] == "HELD"  # not started again
+    dd.rnx("job", "release", jid, check=True)
+    dd.wait_status(jid, "RUNNING")
+    end(dd, jid)
 
 
 def test_several_ids_are_each_reported(d):

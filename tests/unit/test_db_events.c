@@ -1,7 +1,9 @@
 /* Unit tests for a job's history in the database (src/store/db.c, job_events): events kept in
  * order up to the bound, the oldest dropped and counted, gone with the job; the placement and
- * spec texts written apart from the row; all of it there after the database is reopened. */
+ * spec texts written apart from the row; all of it there after the database is reopened. And
+ * job control's columns (a requeue under way, the time suspended) kept over a reopen. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,7 +52,7 @@ static void test_bound_drop_delete_reopen(void **state)
     db *d = db_open(path, &e);
     if (!d)
         fail_msg("%s", e.msg);
-    assert_int_equal(db_schema_version(d), 15);
+    assert_int_equal(db_schema_version(d), 16);
     db_job *a = a_job("aaaaaaaa-0000-4000-8000-000000000001", 1), *b = a_job("bbbbbbbb-0000-4000-8000-000000000002", 2);
     assert_int_equal(db_insert_job(d, a, &e), 0);
     assert_int_equal(db_insert_job(d, b, &e), 0);
@@ -108,10 +110,75 @@ static void test_bound_drop_delete_reopen(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+typedef struct loaded {
+    int n;
+    bool asked, hold;
+    int64_t suspended_ms, since_ms;
+} loaded;
+
+static void keep(db_job *r, void *arg)
+{
+    loaded *l = arg;
+    l->n++;
+    l->asked = r->requeue_asked;
+    l->hold = r->requeue_hold;
+    l->suspended_ms = r->suspended_ms;
+    l->since_ms = r->suspended_since_ms;
+}
+
+/* Job control's columns (migration 16): a requeue --hold under way and the time suspended are
+ * there after the database is reopened, as after a kill -9 of joblet. */
+static void test_requeue_and_suspension_reopen(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_db_ctl.XXXXXX", path[128], cmd[160];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/joblet.db", dir);
+    jerr e = {0};
+    db *d = db_open(path, &e);
+    if (!d)
+        fail_msg("%s", e.msg);
+    db_job *a = a_job("aaaaaaaa-0000-4000-8000-000000000003", 3);
+    assert_int_equal(db_insert_job(d, a, &e), 0);
+    a->requeue_asked = a->requeue_hold = true;
+    a->suspended_ms = 20123;
+    a->suspended_since_ms = 1700000000123;
+    assert_int_equal(db_update_job(d, a, &e), 0);
+    db_close(d);
+    d = db_open(path, &e);
+    if (!d)
+        fail_msg("%s", e.msg);
+    loaded l = {0};
+    assert_int_equal(db_load_jobs(d, keep, &l, &e), 0);
+    assert_int_equal(l.n, 1);
+    assert_true(l.asked && l.hold);
+    assert_int_equal(l.suspended_ms, 20123);
+    assert_int_equal(l.since_ms, 1700000000123);
+    /* a requeue without --hold, not suspended now */
+    a->requeue_hold = false;
+    a->suspended_since_ms = 0;
+    assert_int_equal(db_update_job(d, a, &e), 0);
+    db_close(d);
+    d = db_open(path, &e);
+    if (!d)
+        fail_msg("%s", e.msg);
+    l = (loaded){0};
+    assert_int_equal(db_load_jobs(d, keep, &l, &e), 0);
+    assert_true(l.asked && !l.hold);
+    assert_int_equal(l.suspended_ms, 20123);
+    assert_int_equal(l.since_ms, 0);
+    db_close(d);
+    jobreq_free(&a->req);
+    free(a);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bound_drop_delete_reopen),
+        cmocka_unit_test(test_requeue_and_suspension_reopen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
