@@ -376,6 +376,30 @@ int job_ctl_resume(job *j, uid_t by, jerr *e)
     return 0;
 }
 
+void job_ctl_resume_all(void)
+{
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
+        if ((j->state != JS_RUNNING && j->state != JS_SUSPENDED) || j->shim_pid <= 0 || j->w_pid.fd < 0)
+            continue;
+        bool want = j->state == JS_SUSPENDED;
+        int f = job_launch_frozen(j);
+        if (f < 0 || f == (int)want)
+            continue;
+        jerr e = {0};
+        if (freeze(j, want, &e) < 0) {
+            log_err("job %s: %s at start as its row says: %s", j->id, want ? "cannot freeze it" : "cannot thaw it",
+                    e.msg);
+            continue;
+        }
+        job_event(j, want ? JE_SUSPENDED : JE_RESUMED, -1, "%s at joblet's start: it was %s, its row says %s",
+                  want ? "frozen again" : "thawed", want ? "thawed" : "frozen", job_state_name(j->state));
+        job_save(j);
+        log_warn("job %s: %s at start (its %s was not recorded when joblet stopped)", j->id,
+                 want ? "frozen again" : "thawed", want ? "resume" : "suspend");
+    }
+}
+
 int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
 {
     if (j->state != JS_RUNNING && j->state != JS_SUSPENDED)

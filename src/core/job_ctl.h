@@ -48,6 +48,10 @@ extern const size_t job_ctl_update_nfields;
 /* A running job frozen (SUSPENDED: its room and GPUs stay held), and thawed (RUNNING). */
 int job_ctl_suspend(job *j, uid_t by, jerr *e);
 int job_ctl_resume(job *j, uid_t by, jerr *e);
+/* At start, after the running jobs are adopted: a job whose freezer disagrees with its row (joblet
+ * died between the freeze and the commit of a suspend, or of a resume) is put as its row says:
+ * a RUNNING one thawed (the suspend was never answered), a SUSPENDED one frozen again. */
+void job_ctl_resume_all(void);
 /* A running or suspended job stopped and back in the queue with its id and place, as a
  * preemption does (job_requeue); HELD once stopped when hold. */
 int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e);

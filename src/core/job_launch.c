@@ -658,6 +658,14 @@ int job_launch_freeze(job *j, bool frozen, jerr *e)
     return 0;
 }
 
+int job_launch_frozen(const job *j)
+{
+    cg_host uh;
+    cg_job cg;
+    job_detail_cgroup(j, &uh, &cg);
+    return cg_frozen(&cg);
+}
+
 int job_launch_requeue(job *j, uid_t by, jerr *e)
 {
     j->preempting = true;

@@ -59,6 +59,8 @@ int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e);
 /* rnx job suspend/resume: every process of the running job frozen or thawed in its cgroup
  * (exec/cgroup.h cg_freeze). */
 int job_launch_freeze(job *j, bool frozen, jerr *e);
+/* Whether its cgroup is frozen now: 1, 0, or -1 unknown (no freezer). */
+int job_launch_frozen(const job *j);
 /* rnx job requeue: stopped as a preemption stops it (SIGTERM, SIGKILL after the grace period)
  * and back in the queue with its id and place when its run is over (job_requeue). */
 int job_launch_requeue(job *j, uid_t by, jerr *e);

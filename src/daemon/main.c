@@ -31,6 +31,7 @@
 #include "../core/incoming.h"
 #include "../core/jobs.h"
 #include "../core/job_exec.h"
+#include "../core/job_ctl.h"
 #include "../core/job_launch.h"
 #include "../core/events.h"
 #include "../core/gpu_history.h"
@@ -451,6 +452,7 @@ int main(int argc, char **argv)
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
     depend_resume_all(); /* likewise the jobs of rnx job run --after */
     job_launch_adopt_all();
+    job_ctl_resume_all(); /* a freezer that disagrees with the row: put as the row says */
     jobs_index_rebuild(); /* counted once from the table as re-adoption left it (jobs.h) */
     job_launch_init();
     incoming_clean_stale();

@@ -537,3 +537,34 @@ def test_several_ids_are_each_reported(d):
     p = d.rnx("job", "release", "--json", a, b, check=True)
     assert p.stdout.count('"SCHEDULED"') == 2  # each answer, as JSON
     end(d, a, b)
+
+
+def test_a_freezer_that_disagrees_with_the_row_is_put_as_the_row_says_at_start(fresh_daemon):
+    """joblet killed between a freeze and the commit of its suspend (or of a resume): at start a
+    RUNNING job found frozen is thawed (its suspend was never answered), a SUSPENDED one found
+    thawed is frozen again; each says so in its history."""
+    dd = fresh_daemon()
+    run = running_counter(dd)
+    sus = running_counter(dd)
+    dd.rnx("job", "suspend", sus, check=True)
+    dd.kill9()
+    # the states the window leaves: frozen under a RUNNING row, thawed under a SUSPENDED one
+    with open(freeze_file(dd, run), "w") as f:
+        f.write("1")
+    with open(freeze_file(dd, sus), "w") as f:
+        f.write("0")
+    deadline = time.time() + 10
+    while (not frozen(dd, run) or frozen(dd, sus)) and time.time() < deadline:
+        time.sleep(0.05)
+    assert frozen(dd, run) and not frozen(dd, sus)
+    dd.start()
+    assert not frozen(dd, run) and advances(dd, run, 0.3)
+    assert dd.job(run)["status"] == "RUNNING"
+    assert frozen(dd, sus) and not advances(dd, sus, 0.3)
+    assert dd.job(sus)["status"] == "SUSPENDED"
+    assert any(e[0] == "resumed" and "thawed at joblet's start: it was frozen, its row says RUNNING" in e[2]
+               for e in events(dd, run)), events(dd, run)
+    assert any(e[0] == "suspended" and "frozen again at joblet's start" in e[2] for e in events(dd, sus))
+    dd.rnx("job", "resume", sus, check=True)
+    assert advances(dd, sus, 0.3)
+    end(dd, run, sus)
