@@ -92,7 +92,7 @@ static const struct {
                            "still running (default ctrl-p,ctrl-q; \"\" none): characters\n"
                            "or ctrl-X, separated by commas"},
     {"--dependency SPEC", "Slurm's --dependency: afterok:ID[:ID...], afternotok:,\n"
-                          "afterany:, after: (comma list); the same as --after"},
+                          "afterany:, after:, aftercorr: (comma list); the same as --after"},
     {"-h, --help", "show this help"},
 };
 
