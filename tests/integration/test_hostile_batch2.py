@@ -85,3 +85,24 @@ def test_gvisor_job_requeued_runs_again_without_the_index_aborting(fresh_daemon)
     d.rnx("job", "stop", jid, check=True)
     assert d.wait(jid)["status"] == "STOPPED"
     assert d.proc.poll() is None, d.log()[-3000:]
+
+
+def test_time_limit_not_left_paused_by_a_kill9_between_the_word_and_the_freeze(fresh_daemon):
+    """joblet tells the shim 'suspended' (runtime_limit file, then SIGUSR2) before it freezes the
+    cgroup; killed -9 in between, the job runs on thawed with its row RUNNING while its shim's
+    clock stands still: the start must tell the shim the word again, or --max-runtime is escaped.
+    Here the word is given as joblet gives it, with joblet down."""
+    import ctypes
+    import signal
+    d = fresh_daemon()
+    jid = run(d, "--max-runtime=2s", "sh", "-c", "sleep 15; echo done")
+    pid = d.wait_status(jid, "RUNNING")["shim_pid"]
+    assert pid, "no shim found"
+    d.kill9()
+    with open(os.path.join(d.state, "jobs", jid, "runtime_limit"), "w") as f:
+        f.write(f"{2 | (1 << 32)}\n")
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.sigqueue(ctypes.c_int(pid), ctypes.c_int(signal.SIGUSR2), ctypes.c_void_p(2 | (1 << 32))) == 0
+    d.start()
+    j = d.wait(jid, timeout=40)
+    assert j["status"] != "COMPLETED" and j["end_reason"] != "exit", j
