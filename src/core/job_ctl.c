@@ -384,8 +384,14 @@ void job_ctl_resume_all(void)
             continue;
         bool want = j->state == JS_SUSPENDED;
         int f = job_launch_frozen(j);
-        if (f < 0 || f == (int)want)
+        if (f < 0 || f == (int)want) {
+            /* the freezer as the row says, but joblet may have died between the word that stops
+             * the shim's clock and the freeze: the word again, or the limit would wait forever */
+            jerr re = {0};
+            if (runtime_of(&j->req) && f >= 0 && job_launch_runtime(j, runtime_of(&j->req), want, &re) < 0)
+                log_warn("job %s: at start, its run-time limit could not be told again: %s", j->id, re.msg);
             continue;
+        }
         jerr e = {0};
         if (freeze(j, want, &e) < 0) {
             log_err("job %s: %s at start as its row says: %s", j->id, want ? "cannot freeze it" : "cannot thaw it",

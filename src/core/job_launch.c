@@ -233,7 +233,10 @@ static int launch(job *j, const job_given *g, jerr *e)
         return -1;
     /* gVisor: a host uid of its own for the sandbox (exec/oci.h), looked for from the other half
      * of the range than root's jobs' uids are */
-    j->sandbox_uid = 0;
+    if (j->sandbox_uid) { /* a run's before (requeued): no longer held, in the uid table too */
+        j->sandbox_uid = 0;
+        jobs_index(j);
+    }
     if (isolation_gvisor(&j->req))
         j->sandbox_uid = jobs_free_uid(j->seq + core.cfg.uid_range_size / 2);
     int spec_fd = make_spec(j, dir, g, e);

@@ -506,6 +506,7 @@ void job_requeue(job *j)
     j->preempting = false;
     j->preemptions++;
     j->init_pid = 0;
+    j->sandbox_uid = 0; /* its gVisor sandbox's uid is the run's: free while it waits */
     j->has_exit = false;
     j->signal = 0;
     free(j->signal_name);

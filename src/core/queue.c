@@ -107,33 +107,44 @@ static uint32_t offer(const jarray *a) { return depend_tasks_ready(a, arrays_off
  * own task ran is made and canceled, its reason in its status as Slurm shows it; one whose own
  * task never ran is canceled before it is made (no job), as that task was. At most a pass's
  * worth each turn. */
-static void cancel_by_task(jarray *a)
+static bool cancel_by_task(jarray *a)
 {
-    for (int i = 0; i < 64 && !a->held && !a->waiting && depend_tasks_by_task(a); i++) {
+    bool unmade = false, more = false;
+    for (int i = 0; !a->held && !a->waiting && depend_tasks_by_task(a); i++) {
+        if (i == 64) { /* a pass's worth: the rest at the next turn, which comes at once */
+            more = true;
+            break;
+        }
         uint32_t t;
         enum depend_task_end end;
         char why[300];
         if (arrays_next(a, &t) < 0 || depend_task_verdict(a, t, &end, why, sizeof why) != DEPEND_CANCEL)
-            return;
+            break;
         if (end == DEPEND_TASK_ALL) {
             log_info("array %s: %s: its tasks left are canceled", a->id, why);
             arrays_cancel_dependency(a, why);
             depend_array_changed(a); /* ended: who waits on it is decided in turn */
-            return;
+            return false;
         }
         jerr e = {0};
         arrayspec one = {.n = 1, .r = {{t, t, 1}}, .count = 1, .min = t, .max = t};
         if (end == DEPEND_TASK_UNMADE && arrays_cancel_unmade(a, &one, 0, &e) >= 0) {
             log_info("array %s: task %u canceled before it was made: %s", a->id, t, why);
+            unmade = true;
             continue;
         }
         job *j = submit_task(a, &e);
         if (!j) {
             log_err("array %s: task %u could not be made to be canceled: %s", a->id, t, e.msg);
-            return;
+            break;
         }
         depend_cancel(j, why);
     }
+    /* a task canceled before it was made ends no job: when it was the array's last, who waits on
+     * the array is told here (a made one is told by its job's end) */
+    if (unmade && arrays_ended(a))
+        depend_array_changed(a);
+    return more;
 }
 
 static void schedule(void)
@@ -141,9 +152,10 @@ static void schedule(void)
     size_t n = 0, narr, nqueued;
     /* first, as it makes and ends jobs: tasks that wait task by task and never can go */
     jarray **arrs = arrays_all(&narr);
+    bool more_canceled = false;
     for (size_t i = 0; i < narr; i++)
         if (arrs[i]->after_seq)
-            cancel_by_task(arrs[i]);
+            more_canceled |= cancel_by_task(arrs[i]);
     /* the jobs in the queue, in seq order: their list (jobs.h), not a scan of every job kept */
     job **queued = jobs_queued(&nqueued);
     n = nqueued;
@@ -251,6 +263,9 @@ static void schedule(void)
         }
     }
     core.sched_wakeup_ms = out.next_wakeup_ms;
+    /* tasks left to cancel task by task: at the next turn (they end no job to ask for a pass) */
+    if (more_canceled)
+        core.sched_wakeup_ms = now_ms();
     /* every array task offered started: more may start at the next turn (a pass makes at most
      * ARRAYS_PER_PASS of an array's tasks, so one turn of the loop stays short) */
     if (arr_started && arr_started == arr_offered)
