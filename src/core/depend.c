@@ -237,7 +237,12 @@ enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, enum depend
         int64_t at = arrayspec_index(&d.a->spec, t);
         bool ran_here = false;
         /* a task the other array does not have waits for that array as a whole (as ok) */
-        depend_seen s = at < 0 ? seen_of(d) : task_seen(d.a, t, at, &ran_here);
+        /* (an array with tasks left is not ok yet, whatever they are: no count of its tasks then,
+         * which a pass would otherwise make for each of its next tasks) */
+        depend_seen s = at >= 0                 ? task_seen(d.a, t, at, &ran_here)
+                        : !arrays_ended(d.a) ? (depend_seen){.exists = true, .started = d.a->made > 0,
+                                                             .state = d.a->made ? JS_RUNNING : JS_QUEUED}
+                                              : seen_of(d);
         enum depend_verdict v = depend_rule((depend_need){.kind = JA_OK}, s);
         if (v == DEPEND_CANCEL) {
             *end = ran_here ? DEPEND_TASK_MADE : DEPEND_TASK_UNMADE;
