@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from test_arrays import LIMITS, array, wait_array
+from test_arrays import LIMITS, wait_array
 from test_dependencies import GATE, release
 
 TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
