@@ -105,8 +105,8 @@ static void verify(const char *where)
                                         : a->spec.count - a->made - arrayspec_count_from(&a->spec, a->made, &a->skip);
         bool jl = !linked && arrays_ended(a);
         if (linked != a->nlinked || u != a->ix_unmade || jl != a->ix_jobless)
-            snprintf(what, sizeof what, "array %s: %zu jobs, %llu tasks not made, jobless %d counted; %zu, %llu, %d in it",
-                     a->id, a->nlinked, (unsigned long long)a->ix_unmade, a->ix_jobless, linked,
+            snprintf(what, sizeof what,
+                     "array %s: %zu jobs, %llu tasks not made, jobless %d counted; %zu, %llu, %d in it", a->id, a->nlinked, (unsigned long long)a->ix_unmade, a->ix_jobless, linked,
                      (unsigned long long)u, jl);
         unmade += u;
         jobless += jl;
@@ -121,7 +121,8 @@ static void verify(const char *where)
         unmade -= u;
         jobless -= jl;
         if (u != owners[o].unmade || jl != owners[o].jobless)
-            snprintf(what, sizeof what, "uid %u: %llu tasks not made, %llu jobless arrays counted; %llu, %llu in its arrays",
+            snprintf(what, sizeof what,
+                     "uid %u: %llu tasks not made, %llu jobless arrays counted; %llu, %llu in its arrays",
                      (unsigned)owners[o].uid, (unsigned long long)owners[o].unmade,
                      (unsigned long long)owners[o].jobless, (unsigned long long)u, (unsigned long long)jl);
     }
