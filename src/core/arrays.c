@@ -106,8 +106,8 @@ static void verify(const char *where)
         bool jl = !linked && arrays_ended(a);
         if (linked != a->nlinked || u != a->ix_unmade || jl != a->ix_jobless)
             snprintf(what, sizeof what,
-                     "array %s: %zu jobs, %llu tasks not made, jobless %d counted; %zu, %llu, %d in it", a->id, a->nlinked, (unsigned long long)a->ix_unmade, a->ix_jobless, linked,
-                     (unsigned long long)u, jl);
+                     "array %s: %zu jobs, %llu tasks not made, jobless %d counted; %zu, %llu, %d in it", a->id,
+                     a->nlinked, (unsigned long long)a->ix_unmade, a->ix_jobless, linked, (unsigned long long)u, jl);
         unmade += u;
         jobless += jl;
     }
