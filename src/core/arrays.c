@@ -30,6 +30,110 @@ static int save(const jarray *a, jerr *e)
     return db_array_save(core.db, array_row(a, &b), e);
 }
 
+/* ---- the counts per owner (arrays_unmade, arrays_jobless) ---- */
+
+static struct aowner {
+    uid_t uid;
+    uint64_t unmade, jobless;
+} *owners;                      /* by uid */
+static size_t nowners, owners_cap;
+
+static struct aowner *owner_of(uid_t uid)
+{
+    size_t lo = 0, hi = nowners;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (owners[mid].uid < uid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < nowners && owners[lo].uid == uid)
+        return &owners[lo];
+    if (nowners == owners_cap) {
+        owners_cap = owners_cap ? owners_cap * 2 : 16;
+        owners = xrealloc(owners, owners_cap * sizeof *owners);
+    }
+    memmove(&owners[lo + 1], &owners[lo], (nowners - lo) * sizeof *owners);
+    nowners++;
+    owners[lo] = (struct aowner){.uid = uid};
+    return &owners[lo];
+}
+
+/* Its tasks not made yet and not canceled: O(ranges x skipped ranges), both bounded. */
+static uint64_t unmade_of(const jarray *a)
+{
+    if (arrays_canceled(a) || a->made >= a->spec.count)
+        return 0;
+    return a->spec.count - a->made - (a->skip.n ? arrayspec_count_from(&a->spec, a->made, &a->skip) : 0);
+}
+
+/* Counts a under its owner as it is now (in: kept) or not at all, where it counted as before;
+ * what arrays_count_cached kept of it is dropped. Every change of an array calls it. */
+static void count_as(jarray *a, bool in)
+{
+    uint64_t unmade = in ? unmade_of(a) : 0;
+    /* ended (arrays_ended: none active, none left) and keeping no job */
+    bool jobless = in && !a->nlinked && !a->active && !unmade;
+    if (unmade != a->ix_unmade || jobless != a->ix_jobless) {
+        struct aowner *o = owner_of(a->owner_uid);
+        o->unmade = o->unmade - a->ix_unmade + unmade;
+        o->jobless = o->jobless - a->ix_jobless + jobless;
+        a->ix_unmade = unmade;
+        a->ix_jobless = jobless;
+    }
+    a->counts_ok = false;
+}
+
+static void changed(jarray *a) { count_as(a, true); }
+
+/* At log level debug: the counts against a scan of every array and its task slots (what
+ * arrays_unmade and arrays_jobless computed before they were kept); a difference is a bug (a
+ * change of an array that skipped changed()) and stops the daemon, so the tests find it. */
+static void verify(const char *where)
+{
+    if (core.cfg.log_level < LOG_DEBUG)
+        return;
+    char what[300] = "";
+    uint64_t unmade = 0, jobless = 0;
+    for (size_t i = 0; i < core.narrays && !what[0]; i++) {
+        const jarray *a = core.arrays[i];
+        size_t linked = 0;
+        for (size_t k = 0; k < a->ntasks; k++)
+            linked += a->tasks[k] != NULL;
+        uint64_t u = arrays_canceled(a) ? 0
+                                        : a->spec.count - a->made - arrayspec_count_from(&a->spec, a->made, &a->skip);
+        bool jl = !linked && arrays_ended(a);
+        if (linked != a->nlinked || u != a->ix_unmade || jl != a->ix_jobless)
+            snprintf(what, sizeof what,
+                     "array %s: %zu jobs, %llu tasks not made, jobless %d counted; %zu, %llu, %d in it", a->id,
+                     a->nlinked, (unsigned long long)a->ix_unmade, a->ix_jobless, linked, (unsigned long long)u, jl);
+        unmade += u;
+        jobless += jl;
+    }
+    for (size_t o = 0; o < nowners && !what[0]; o++) {
+        uint64_t u = 0, jl = 0;
+        for (size_t i = 0; i < core.narrays; i++)
+            if (core.arrays[i]->owner_uid == owners[o].uid) {
+                u += core.arrays[i]->ix_unmade;
+                jl += core.arrays[i]->ix_jobless;
+            }
+        unmade -= u;
+        jobless -= jl;
+        if (u != owners[o].unmade || jl != owners[o].jobless)
+            snprintf(what, sizeof what,
+                     "uid %u: %llu tasks not made, %llu jobless arrays counted; %llu, %llu in its arrays",
+                     (unsigned)owners[o].uid, (unsigned long long)owners[o].unmade,
+                     (unsigned long long)owners[o].jobless, (unsigned long long)u, (unsigned long long)jl);
+    }
+    if (!what[0] && (unmade || jobless))
+        snprintf(what, sizeof what, "arrays counted under no owner");
+    if (what[0]) {
+        log_err("arrays: the counts per owner differ from a scan (%s): %s", where, what);
+        abort();
+    }
+}
+
 static void add(jarray *a)
 {
     if (core.narrays == core.arrays_cap) {
@@ -39,6 +143,7 @@ static void add(jarray *a)
     core.arrays[core.narrays++] = a;
     if (a->seq >= core.next_seq)
         core.next_seq = a->seq + 1;
+    changed(a);
 }
 
 static void free_one(jarray *a)
@@ -62,6 +167,7 @@ static void drop(jarray *a)
             core.narrays--;
             break;
         }
+    count_as(a, false);
     for (size_t i = 0; i < a->ntasks; i++)
         if (a->tasks[i])
             a->tasks[i]->array = NULL;
@@ -105,6 +211,7 @@ void arrays_set_workflow(jarray *a, struct workflow *wf, const char *wf_id, int 
     a->wf_index = index;
     a->wf = wf;
     a->waiting = waiting;
+    changed(a);
     jerr e = {0};
     if (save(a, &e) < 0)
         log_err("array %s: %s", a->id, e.msg);
@@ -118,26 +225,14 @@ void arrays_undo(jarray *a)
 
 uint64_t arrays_unmade(uid_t uid)
 {
-    uint64_t n = 0;
-    for (size_t i = 0; i < core.narrays; i++)
-        if (core.arrays[i]->owner_uid == uid && !arrays_canceled(core.arrays[i]))
-            n += core.arrays[i]->spec.count - core.arrays[i]->made - arrayspec_count_from(&core.arrays[i]->spec, core.arrays[i]->made, &core.arrays[i]->skip);
-    return n;
+    verify("a user's tasks not made");
+    return owner_of(uid)->unmade;
 }
 
 uint64_t arrays_jobless(uid_t uid)
 {
-    uint64_t n = 0;
-    for (size_t i = 0; i < core.narrays; i++) {
-        const jarray *a = core.arrays[i];
-        if (a->owner_uid != uid)
-            continue;
-        bool jobs = false;
-        for (size_t k = 0; k < a->ntasks && !jobs; k++)
-            jobs = a->tasks[k] != NULL;
-        n += !jobs && arrays_ended(a); /* (one with tasks left counts them: arrays_unmade) */
-    }
-    return n;
+    verify("a user's jobless arrays");
+    return owner_of(uid)->jobless; /* (one with tasks left counts them: arrays_unmade) */
 }
 
 /* ---- the scheduler's side ---- */
@@ -161,15 +256,20 @@ int arrays_next(jarray *a, uint32_t *task)
 {
     if (arrays_canceled(a))
         return -1;
+    uint64_t was = a->made;
+    int rc = -1;
     while (a->made < a->spec.count) {
         uint32_t t = arrayspec_task(&a->spec, a->made);
         if (!a->skip.n || !arrayspec_has(&a->skip, t)) {
             *task = t;
-            return 0;
+            rc = 0;
+            break;
         }
         a->made++; /* canceled before it was made: passed over (counted CANCELED) */
     }
-    return -1;
+    if (a->made != was)
+        changed(a); /* (its tasks not made are the same: those passed over were not counted) */
+    return rc;
 }
 
 uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
@@ -196,6 +296,7 @@ static void link_task(jarray *a, job *j)
     j->array = a;
     j->array_slot = (uint32_t)a->ntasks;
     a->tasks[a->ntasks++] = j;
+    a->nlinked++;
     if (!job_state_terminal(j->state)) {
         j->array_active = true;
         a->active++;
@@ -207,6 +308,7 @@ void arrays_made(jarray *a, job *j)
     link_task(a, j);
     a->made++;
     a->ev_dirty = true;
+    changed(a);
     jerr e = {0};
     if (save(a, &e) < 0)
         log_err("array %s: %s", a->id, e.msg);
@@ -215,13 +317,16 @@ void arrays_made(jarray *a, job *j)
 void arrays_task_changed(job *j)
 {
     jarray *a = j->array;
-    if (a)
-        a->ev_dirty = true;
-    if (!a || !j->array_active || !job_state_terminal(j->state))
+    if (!a)
         return;
-    j->array_active = false;
-    a->active--;
-    if (arrays_offer(a))
+    a->ev_dirty = true;
+    bool ended = j->array_active && job_state_terminal(j->state);
+    if (ended) {
+        j->array_active = false;
+        a->active--;
+    }
+    changed(a); /* (and what arrays_count_cached kept goes: the task's state changed) */
+    if (ended && arrays_offer(a))
         state_want(WANT_SCHEDULE);
 }
 
@@ -230,12 +335,15 @@ void arrays_forget_task(job *j)
     jarray *a = j->array;
     if (!a)
         return;
-    if (j->array_slot < a->ntasks && a->tasks[j->array_slot] == j)
+    if (j->array_slot < a->ntasks && a->tasks[j->array_slot] == j) {
         a->tasks[j->array_slot] = NULL;
+        a->nlinked--;
+    }
     if (j->array_active && a->active)
         a->active--;
     j->array = NULL;
     j->array_active = false;
+    changed(a);
 }
 
 /* ---- reading ---- */
@@ -319,6 +427,31 @@ void arrays_count(const jarray *a, arrays_counts *c)
     }
     uint64_t made_jobs = a->made - skipped_before;
     c->deleted = made_jobs > linked ? made_jobs - linked : 0;
+}
+
+void arrays_count_cached(jarray *a, arrays_counts *c)
+{
+    if (a->counts_ok) {
+        *c = a->counts;
+        if (core.cfg.log_level >= LOG_DEBUG) {
+            arrays_counts now;
+            arrays_count(a, &now);
+            if (memcmp(&now, c, sizeof now)) {
+                log_err("array %s: its counts kept since it ended differ from a count (%llu deleted kept, %llu now)",
+                        a->id, (unsigned long long)c->deleted, (unsigned long long)now.deleted);
+                abort();
+            }
+        }
+        return;
+    }
+    arrays_count(a, c);
+    if (!arrays_ended(a))
+        return;
+    for (int s = 0; s < JS_COUNT; s++)
+        if (!job_state_terminal((enum job_state)s) && c->n[s])
+            return; /* a task not ended yet that the settle step has not seen: not kept */
+    a->counts = *c;
+    a->counts_ok = true;
 }
 
 enum job_state arrays_state(const jarray *a, const arrays_counts *c)
@@ -424,6 +557,7 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
         n = (int64_t)(arrayspec_count_from(&a->spec, a->made, &a->skip) - skipped);
     }
     a->ev_dirty = true;
+    changed(a); /* (before the save: a failed one leaves the change in memory) */
     if (save(a, e) < 0)
         return -1;
     if (n)
@@ -435,6 +569,7 @@ void arrays_release_wait(jarray *a)
 {
     a->waiting = false;
     a->ev_dirty = true;
+    changed(a);
     state_want(WANT_SCHEDULE);
 }
 
@@ -445,6 +580,7 @@ void arrays_cancel_dependency(jarray *a, const char *why)
     a->ev_dirty = true;
     free(a->canceled_why);
     a->canceled_why = xstrdup(why);
+    changed(a);
     jerr e = {0};
     if (save(a, &e) < 0)
         log_err("array %s: %s", a->id, e.msg);
@@ -456,6 +592,7 @@ int arrays_set_held(jarray *a, bool held, jerr *e)
         return 0;
     a->held = held;
     a->ev_dirty = true;
+    changed(a);
     if (!held)
         state_want(WANT_SCHEDULE);
     return save(a, e);
@@ -533,6 +670,8 @@ int arrays_load(jerr *e)
         }
         link_task(last, j);
     }
+    for (size_t i = 0; i < core.narrays; i++)
+        changed(core.arrays[i]); /* (counted by add() before their tasks were linked) */
     return 0;
 }
 
@@ -543,4 +682,7 @@ void arrays_free_all(void)
     free(core.arrays);
     core.arrays = NULL;
     core.narrays = core.arrays_cap = 0;
+    free(owners);
+    owners = NULL;
+    nowners = owners_cap = 0;
 }

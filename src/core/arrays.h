@@ -21,6 +21,13 @@
 
 struct workflow;
 
+/* What the state of an array's tasks is, made or not. */
+typedef struct arrays_counts {
+    uint64_t n[JS_COUNT];      /* tasks by state; tasks not made count QUEUED (HELD when held), or
+                                * CANCELED when canceled before they were made */
+    uint64_t deleted;          /* made, ended and deleted since */
+} arrays_counts;
+
 typedef struct jarray {
     char id[37];
     uint64_t seq;              /* from the jobs' sequence: its place in the queue among jobs */
@@ -38,6 +45,7 @@ typedef struct jarray {
     bool held;                 /* no task of it is made while held */
     job **tasks;               /* made tasks by slot (job.array_slot); NULL once deleted */
     size_t ntasks, cap;
+    size_t nlinked;            /* slots of tasks not NULL: jobs it keeps */
     uint32_t active;           /* made tasks not ended: what %N bounds */
     uint8_t wait_why;          /* why its next task waits (enum sched_wait), from the last pass */
     /* rnx job run --array --after (core/depend.h): no task is made while it waits */
@@ -52,16 +60,15 @@ typedef struct jarray {
     struct workflow *wf;       /* linked at creation, or at start (workflow_resume_all) */
     bool ev_dirty;             /* its tasks changed since publish.c last looked */
     uint8_t ev_state;          /* its status + 1 as last published; 0 none */
+    /* what it counts for under its owner (arrays_unmade, arrays_jobless), as last counted */
+    uint64_t ix_unmade;
+    bool ix_jobless;
+    /* its counts once it ended (arrays_count_cached); counts_ok false: none kept */
+    bool counts_ok;
+    arrays_counts counts;
 } jarray;
 
 static inline bool arrays_canceled(const jarray *a) { return a->canceled_by != -1; }
-
-/* What the state of an array's tasks is, made or not. */
-typedef struct arrays_counts {
-    uint64_t n[JS_COUNT];      /* tasks by state; tasks not made count QUEUED (HELD when held), or
-                                * CANCELED when canceled before they were made */
-    uint64_t deleted;          /* made, ended and deleted since */
-} arrays_counts;
 
 /* A request with an array field, checked (submit.c: submit_array): the array made and its row
  * written (the caller commits), or NULL with e set. The request is taken over on success. */
@@ -74,7 +81,11 @@ void arrays_undo(jarray *a);
 /* The tasks not made yet of the user's arrays (waiting, for limits.max_queued_per_user). */
 uint64_t arrays_unmade(uid_t uid);
 /* The user's ended arrays that keep no job (every task canceled before it was made, or their
- * jobs deleted): each counts one kept job for limits.max_jobs_per_user, as its row stays. */
+ * jobs deleted): each counts one kept job for limits.max_jobs_per_user, as its row stays.
+ * Both are counted per owner as arrays change (every change of an array in this file recounts
+ * it), so a submission's limit check costs O(log owners), not O(arrays + task slots); at log
+ * level debug each call checks the counts against a scan of every array and aborts on a
+ * difference (a change that skipped them). */
 uint64_t arrays_jobless(uid_t uid);
 
 /* The scheduler's side (queue.c). How many of a's tasks could start in this pass: none while
@@ -103,6 +114,12 @@ bool arrays_visible(const jarray *a, const caller *who);
  * was made (false: it waits, or was canceled before it was made). */
 job *arrays_task(const jarray *a, uint32_t t, bool *made);
 void arrays_count(const jarray *a, arrays_counts *c);
+/* The same, kept once the array ended (every task ended, none left to make) until it changes
+ * again (a task's job deleted moves that task from its state to deleted; a change of the
+ * array in this file, or of a task's state seen by arrays_task_changed, drops what was kept):
+ * a workflow's step asks for an ended array's counts at every change of another of its jobs.
+ * At log level debug, what was kept is checked against a count and a difference aborts. */
+void arrays_count_cached(jarray *a, arrays_counts *c);
 /* The highest exit code of its tasks once every task ended (at least 1 when they did not all
  * complete): what rnx job wait ARRAY exits with, as sbatch --wait; -1 while tasks are left. */
 int arrays_exit_code(const jarray *a, const arrays_counts *c);

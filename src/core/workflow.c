@@ -401,7 +401,7 @@ static depend_seen seen_of(const workflow *wf, size_t x, bool *ended)
             return (depend_seen){.exists = false, .state = JS_CANCELED};
         }
         arrays_counts c;
-        arrays_count(a, &c);
+        arrays_count_cached(a, &c); /* (an ended array's: kept, not counted at every change) */
         enum job_state st = arrays_state(a, &c);
         *ended = arrays_ended(a);
         if (!*ended && job_state_terminal(st)) /* a task ended that the settle step has not seen yet */
@@ -422,10 +422,10 @@ static bool handled(const workflow *wf, size_t x, enum job_state st)
 }
 
 /* "array 3f2a1b2c: 1 FAILED, 5 COMPLETED" */
-static void array_words(const jarray *a, char *out, size_t len)
+static void array_words(jarray *a, char *out, size_t len)
 {
     arrays_counts c;
-    arrays_count(a, &c);
+    arrays_count_cached(a, &c);
     size_t l = (size_t)snprintf(out, len, "array %.8s:", a->id);
     bool first = true;
     for (int s = 0; s < JS_COUNT && l < len; s++)
@@ -453,7 +453,7 @@ static void refresh(workflow *wf)
             started |= a->made > 0;
             if (failed == wf->n && ended && a->canceled_by != -2) {
                 arrays_counts c;
-                arrays_count(a, &c);
+                arrays_count_cached(a, &c); /* ended: counted once, kept until it changes */
                 enum job_state st = arrays_state(a, &c);
                 if (st != JS_COMPLETED && !handled(wf, i, st)) {
                     failed = i;
@@ -486,7 +486,7 @@ static void refresh(workflow *wf)
     else if (failed < wf->n) {
         wf->state = WF_FAILED;
         const job *j = wf->jobs[failed].j;
-        const jarray *a = workflow_array(wf, failed);
+        jarray *a = workflow_array(wf, failed);
         char why[400], detail[300] = "";
         if (a)
             array_words(a, detail, sizeof detail);

@@ -313,6 +313,88 @@ def test_limits_count_tasks(fresh_daemon):
     assert submit_array(d, "0-59", "/bin/true")["array"]["tasks"] == 60
 
 
+def counted(d):
+    """What the limits count for root now, (waiting, kept), read from two refusals: an array of
+    more tasks than max_queued_per_user (100000) is refused naming the jobs waiting; one of more
+    than max_jobs_per_user (1000) naming the jobs kept. Each submission also has the daemon,
+    at log level debug, check its counts per owner against a scan (core/arrays.c)."""
+    code, e = d.api("POST", "/v1/jobs", {"command": "/bin/true", "array": "0-100000"})
+    assert code == 429, e
+    m = re.search(r"uid 0 has (\d+) jobs waiting and this asks for 100001 more", e["error"]["message"])
+    assert m, e
+    code, e2 = d.api("POST", "/v1/jobs", {"command": "/bin/true", "array": "0-1000"})
+    assert code == 429, e2
+    m2 = re.search(r"uid 0 keeps (\d+) jobs and this asks for 1001 more", e2["error"]["message"])
+    assert m2, e2
+    return int(m.group(1)), int(m2.group(1))
+
+
+def test_limits_follow_every_change_of_an_array(fresh_daemon):
+    """The tasks not made yet and the ended arrays that keep no job are counted per owner as
+    arrays change, not scanned at each submission: every kind of change (tasks canceled before
+    they are made, passed over, made, their jobs deleted, a whole cancel, a dependency that can
+    never hold, the array deleted, a restart) leaves the counts the limits see as a scan finds
+    them (the daemon, at log level debug, aborts on a difference)."""
+    d = fresh_daemon("limits:\n  max_queued_per_user: 100000\n  max_jobs_per_user: 1000\n")
+    far = "2030-01-01T00:00:00Z"
+    assert counted(d) == (0, 0)
+    # ten tasks waiting for their time, three of them canceled before they are made
+    a = submit_array(d, "0-9", "/bin/true", schedule_at=far)
+    assert counted(d) == (10, 10)
+    r = d.rnx("job", "cancel", f"{a['id'][:8]}_[2-4]", check=True)
+    assert "canceled 3 tasks" in r.stdout, r.stdout
+    assert counted(d) == (7, 7)
+    # three tasks run to the end: three jobs kept, none waiting
+    b = submit_array(d, "0-2", "/bin/true")
+    assert wait_array(d, b["id"])["status"] == "COMPLETED"
+    assert counted(d) == (7, 10)
+    # canceled whole before any task was made: kept as one job
+    c = submit_array(d, "0-4", "/bin/true", schedule_at=far)
+    assert counted(d) == (12, 15)
+    assert d.api("POST", f"/v1/jobs/{c['id']}/cancel")[0] == 200
+    assert counted(d) == (7, 11)
+    # its task jobs deleted one by one: the last one gone, the array counts as one kept job
+    tasks = tasks_of(d, b["id"])
+    assert len(tasks) == 3
+    for i, t in enumerate(tasks):
+        assert d.api("DELETE", f"/v1/jobs/{t['id']}")[0] == 200
+        assert counted(d) == (7, 8 + (2 - i if i < 2 else 1)), i
+    # a dependency that can never hold: every task canceled, none made
+    gate = d.submit("sh", "-c", GATE)
+    d.wait_status(gate, "RUNNING")  # (kept, not waiting)
+    assert counted(d) == (7, 10)
+    dep = submit_array(d, "0-3", "/bin/true", after=[{"job": gate, "state": "ok"}])
+    assert counted(d) == (11, 14)
+    release(d, gate, fail=True)
+    deadline = time.time() + 60
+    while array(d, dep["id"])["status"] != "CANCELED" and time.time() < deadline:
+        time.sleep(0.05)
+    assert array(d, dep["id"])["status"] == "CANCELED"
+    assert counted(d) == (7, 11)  # the array kept as one
+    # tasks canceled before they were made are passed over when the array's tasks are made
+    gate2 = d.submit("sh", "-c", GATE)
+    d.wait_status(gate2, "RUNNING")
+    e = submit_array(d, "0-5", "/bin/true", after=[{"job": gate2, "state": "ok"}])
+    r = d.rnx("job", "cancel", f"{e['id'][:8]}_[0-2]", check=True)
+    assert "canceled 3 tasks" in r.stdout, r.stdout
+    assert counted(d) == (10, 15)
+    release(d, gate2)
+    assert wait_array(d, e["id"])["array"]["counts"] == {"CANCELED": 3, "COMPLETED": 3}
+    assert counted(d) == (7, 15)
+    # the same after a restart (counted at load)
+    d.stop()
+    d.start()
+    assert counted(d) == (7, 15)
+    # arrays deleted: what they counted goes with them
+    for x in (b, c, dep, e):
+        assert d.api("DELETE", f"/v1/jobs/{x['id']}")[0] == 200, x
+    assert counted(d) == (7, 9)  # a's seven tasks, two gate jobs
+    assert d.api("POST", f"/v1/jobs/{a['id']}/cancel")[0] == 200
+    assert d.api("DELETE", f"/v1/jobs/{a['id']}")[0] == 200
+    assert counted(d) == (0, 2)
+    assert "differ from a scan" not in d.log()
+
+
 def test_kill9_mid_array_every_task_once(fresh_daemon):
     """joblet killed while an array runs: the tasks that ran are kept, those running are re-adopted,
     the rest are made after the restart; every task id runs once."""

@@ -290,3 +290,28 @@ def test_kill9_mid_array_runs_each_task_once(fresh_daemon):
     dm.start()
     wf = wf_get(dm, wid)
     assert wf["state"] == "COMPLETED" and entry(wf, "sweep")["array"]["counts"] == {"COMPLETED": 6}, wf
+
+
+def test_an_ended_arrays_counts_follow_its_task_jobs_deleted(d):
+    """An ended array's counts are kept for the workflow's step (not counted again at every change
+    of another of its jobs), yet a task job deleted since moves out of them: the workflow that
+    ends later names the array's tasks as they are then (the daemon, at log level debug, checks
+    what was kept against a count at every use)."""
+    from test_dependencies import release
+    wid = submit(d, "kept-counts",
+                 job("sweep", "test $JOBLET_ARRAY_TASK_ID != 1 || exit 3", array="0-2"),
+                 job("gate"))["id"]
+    sweep = wait_for(lambda: (lambda e: e if e["status"] == "FAILED" else None)(sweep_array(d, wid)))
+    assert sweep["array"]["counts"] == {"COMPLETED": 2, "FAILED": 1}, sweep
+    gate = entry(wf_get(d, wid), "gate")["job_id"]
+    d.wait_status(gate, "RUNNING")
+    assert wf_get(d, wid)["state"] == "RUNNING"
+    done = sorted((t for t in tasks_of(d, sweep["job_id"]) if t["status"] == "COMPLETED"),
+                  key=lambda t: t["array"]["task"])
+    assert len(done) == 2
+    assert d.api("DELETE", f"/v1/jobs/{done[0]['id']}")[0] == 200
+    release(d, gate)
+    wf = wait_wf(d, wid)
+    assert wf["state"] == "FAILED", wf
+    assert "1 COMPLETED, 1 FAILED" in wf["reason"] and "2 COMPLETED" not in wf["reason"], wf
+    assert "differ from a count" not in d.log()
