@@ -88,7 +88,7 @@ static depend_seen seen_of(target t)
     if (!t.a)
         return (depend_seen){.exists = false, .state = JS_CANCELED};
     arrays_counts c;
-    arrays_count(t.a, &c);
+    arrays_count_cached(t.a, &c); /* (an ended array's counts kept: 10,000 jobs waiting on it count it once) */
     enum job_state st = arrays_state(t.a, &c);
     return (depend_seen){.exists = true, .started = t.a->made > 0,
                          .state = arrays_ended(t.a) || !job_state_terminal(st) ? st : JS_RUNNING};
