@@ -45,14 +45,6 @@ static int freeze(job *j, bool frozen, jerr *e)
     return 0;
 }
 
-/* The suspension over: its time added to the run's, which its deadline moved by. */
-static void suspension_ends(job *j)
-{
-    int64_t now = now_ms();
-    if (j->suspended_since_ms > 0 && now > j->suspended_since_ms)
-        j->suspended_ms += now - j->suspended_since_ms;
-    j->suspended_since_ms = 0;
-}
 
 int64_t job_ctl_suspended_ms(const job *j)
 {
@@ -71,11 +63,8 @@ static int thaw_to_stop(job *j, uid_t by, jerr *e)
 {
     if (j->state != JS_SUSPENDED)
         return 0;
-    if (freeze(j, false, e) < 0)
+    if (job_launch_thaw(j, e) < 0)
         return -1;
-    suspension_ends(j);
-    j->state = JS_RUNNING;
-    j->stopped_by = -1;
     job_event(j, JE_RESUMED, (int64_t)by, "thawed by uid %u to be stopped", (unsigned)by);
     job_save(j);
     return 0;
@@ -363,7 +352,7 @@ int job_ctl_resume(job *j, uid_t by, jerr *e)
     if (freeze(j, false, e) < 0)
         return -1;
     int64_t since = j->suspended_since_ms;
-    suspension_ends(j);
+    job_launch_suspension_ends(j);
     j->state = JS_RUNNING;
     j->stopped_by = -1;
     char moved[96] = "";

@@ -574,7 +574,20 @@ static int signal_shim(job *j, uid_t by, int sig, jerr *e)
     return 0;
 }
 
-int job_launch_stop(job *j, uid_t by, jerr *e) { return signal_shim(j, by, SIGTERM, e); }
+int job_launch_stop(job *j, uid_t by, jerr *e)
+{
+    /* a suspended job is thawed first (a preemption, a failed GPU): frozen, it would hear SIGTERM
+     * only after the grace period's SIGKILL had ended it (rnx job stop thaws it before: job_ctl.c) */
+    if (j->state == JS_SUSPENDED) {
+        jerr te = {0};
+        if (job_launch_thaw(j, &te) < 0)
+            log_warn("job %s: cannot thaw it to be stopped (%s): it ends by SIGKILL after the grace period", j->id,
+                     te.msg);
+        else
+            job_event(j, JE_RESUMED, (int64_t)by, "thawed to be stopped");
+    }
+    return signal_shim(j, by, SIGTERM, e);
+}
 
 int job_launch_kill(job *j, uid_t by, jerr *e)
 {
@@ -585,6 +598,30 @@ int job_launch_kill(job *j, uid_t by, jerr *e)
         j->preempting = j->requeue_asked = j->requeue_hold = false;
         job_save(j);
     }
+    return 0;
+}
+
+void job_launch_suspension_ends(job *j)
+{
+    int64_t now = now_ms();
+    if (j->suspended_since_ms > 0 && now > j->suspended_since_ms)
+        j->suspended_ms += now - j->suspended_since_ms;
+    j->suspended_since_ms = 0;
+}
+
+int job_launch_thaw(job *j, jerr *e)
+{
+    if (j->state != JS_SUSPENDED)
+        return 0;
+    if (job_launch_freeze(j, false, e) < 0)
+        return -1;
+    jerr re = {0};
+    uint64_t limit = jobreq_has(&j->req, JR_MAX_RUNTIME_S) ? (uint64_t)j->req.max_runtime_s : 0;
+    if (job_launch_runtime(j, limit, false, &re) < 0)
+        log_warn("job %s: thawed, but %s", j->id, re.msg);
+    job_launch_suspension_ends(j);
+    j->state = JS_RUNNING;
+    j->stopped_by = -1;
     return 0;
 }
 

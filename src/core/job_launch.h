@@ -61,6 +61,12 @@ int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e);
 int job_launch_freeze(job *j, bool frozen, jerr *e);
 /* Whether its cgroup is frozen now: 1, 0, or -1 unknown (no freezer). */
 int job_launch_frozen(const job *j);
+/* A suspended job thawed to be stopped (job_launch_stop; rnx job stop, kill, requeue: job_ctl.c):
+ * its processes must run to hear SIGTERM; its shim's clock runs again, the suspension's time is
+ * added to the run's, it is RUNNING. Nothing to do for a job not suspended. */
+int job_launch_thaw(job *j, jerr *e);
+/* The suspension over: its time added to the run's (suspended_ms), which the deadline moved by. */
+void job_launch_suspension_ends(job *j);
 /* rnx job requeue: stopped as a preemption stops it (SIGTERM, SIGKILL after the grace period)
  * and back in the queue with its id and place when its run is over (job_requeue). */
 int job_launch_requeue(job *j, uid_t by, jerr *e);

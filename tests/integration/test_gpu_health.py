@@ -175,6 +175,29 @@ def test_preemptible_job_on_a_failed_gpu_reruns_elsewhere(health_machine):
     m.d.wait(jid)
 
 
+def test_suspended_job_on_a_failed_gpu_is_thawed_to_hear_sigterm(health_machine):
+    """A suspended job whose GPU fails is stopped as any other (re-queued when preemptible), but
+    thawed first: frozen, it would hear SIGTERM only once the grace period's SIGKILL ended it."""
+    m = health_machine()
+    trap = "trap 'echo term >> /work/t; exit 0' TERM; while :; do sleep 0.05; done"
+    jid = m.d.rnx("job", "run", "--gpu=1", "--preemptible", "sh", "-c", trap, check=True).stdout.strip()
+    (g,) = [x["index"] for x in m.d.wait_status(jid, "RUNNING")["gpus"]]
+    time.sleep(0.3)  # the shell's trap set
+    m.d.rnx("job", "suspend", jid, check=True)
+    m.inject(f"xid {g} 79")
+    deadline = time.time() + 60
+    while time.time() < deadline and not m.d.job(jid)["preemptions"]:
+        time.sleep(0.05)
+    j = m.d.wait_status(jid, "RUNNING", timeout=60)
+    assert j["preemptions"] == 1, j
+    assert open(os.path.join(m.d.work(jid), "t")).read() == "term\n"   # its trap ran: it heard SIGTERM
+    code, full = m.d.api("GET", f"/v1/jobs/{jid}?detail=1")
+    assert any(e["event"] == "resumed" and e.get("detail") == "thawed to be stopped"
+               for e in full["detail"]["events"]), full["detail"]["events"]
+    m.d.rnx("job", "stop", jid, check=True)
+    m.d.wait(jid)
+
+
 def test_hot_gpu_takes_no_new_jobs_until_it_cools(health_machine):
     m = health_machine()
     for i in range(4):
