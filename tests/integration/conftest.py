@@ -228,12 +228,17 @@ def remove_cgroup_root(name):
     for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified") + tuple(
             f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")):
         path = os.path.join(base, name)
-        # depth first: the users' levels hold the jobs' cgroups (exec/cgroup.h)
+        # depth first: the users' levels hold the jobs' cgroups (exec/cgroup.h); a shim killed a
+        # moment ago may still be leaving its cgroup (EBUSY): a few tries
         for sub, _, _ in sorted(os.walk(path), key=lambda w: -w[0].count("/")):
-            try:
-                os.rmdir(sub)
-            except OSError:
-                pass
+            for _ in range(40):
+                try:
+                    os.rmdir(sub)
+                    break
+                except OSError as e:
+                    if e.errno != errno.EBUSY:
+                        break
+                    time.sleep(0.05)
 
 
 class Keepers:
