@@ -414,16 +414,9 @@ static void array_entry(json_t *jo, const jarray *a, json_t *counts)
     jx_set_str_or_null(jo, "error", a->canceled_by == -2 ? a->canceled_why : NULL);
     json_object_set(jo, "array", json_object_get(aj, "array"));
     json_object_set_new(jo, "gpus", json_array());
-    int64_t first = 0, last = 0;
-    for (size_t k = 0; k < a->ntasks; k++) {
-        const job *t = a->tasks[k];
-        if (t && t->started_ms > 0 && (!first || t->started_ms < first))
-            first = t->started_ms;
-        if (t && t->ended_ms > last)
-            last = t->ended_ms;
-    }
-    jx_set_time_or_null(jo, "started_at", first);
-    jx_set_time_or_null(jo, "ended_at", arrays_ended(a) ? last : 0);
+    /* its run as the array's own JSON has it: its first task's start, its last task's end */
+    json_object_set(jo, "started_at", json_object_get(aj, "started_at"));
+    json_object_set(jo, "ended_at", json_object_get(aj, "ended_at"));
     json_decref(aj);
 }
 
