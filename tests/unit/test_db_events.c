@@ -42,16 +42,30 @@ static db_job *a_job(const char *id, uint64_t seq)
     return j;
 }
 
-static void test_bound_drop_delete_reopen(void **state)
+/* The database at path opened (again), or the test fails with joblet's message. */
+static db *reopen(const char *path)
 {
-    (void)state;
-    char dir[] = "/tmp/test_db_events.XXXXXX", path[128], cmd[160];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/joblet.db", dir);
     jerr e = {0};
     db *d = db_open(path, &e);
     if (!d)
         fail_msg("%s", e.msg);
+    return d;
+}
+
+/* A fresh database in a new directory under /tmp (dir: its template, filled in), or the test fails. */
+static db *open_fresh(char *dir, char *path, size_t len)
+{
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, len, "%s/joblet.db", dir);
+    return reopen(path);
+}
+
+static void test_bound_drop_delete_reopen(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_db_events.XXXXXX", path[128], cmd[160];
+    db *d = open_fresh(dir, path, sizeof path);
+    jerr e = {0};
     assert_int_equal(db_schema_version(d), 16);
     db_job *a = a_job("aaaaaaaa-0000-4000-8000-000000000001", 1), *b = a_job("bbbbbbbb-0000-4000-8000-000000000002", 2);
     assert_int_equal(db_insert_job(d, a, &e), 0);
@@ -132,12 +146,8 @@ static void test_requeue_and_suspension_reopen(void **state)
 {
     (void)state;
     char dir[] = "/tmp/test_db_ctl.XXXXXX", path[128], cmd[160];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/joblet.db", dir);
+    db *d = open_fresh(dir, path, sizeof path);
     jerr e = {0};
-    db *d = db_open(path, &e);
-    if (!d)
-        fail_msg("%s", e.msg);
     db_job *a = a_job("aaaaaaaa-0000-4000-8000-000000000003", 3);
     assert_int_equal(db_insert_job(d, a, &e), 0);
     a->requeue_asked = a->requeue_hold = true;
@@ -145,9 +155,7 @@ static void test_requeue_and_suspension_reopen(void **state)
     a->suspended_since_ms = 1700000000123;
     assert_int_equal(db_update_job(d, a, &e), 0);
     db_close(d);
-    d = db_open(path, &e);
-    if (!d)
-        fail_msg("%s", e.msg);
+    d = reopen(path);
     loaded l = {0};
     assert_int_equal(db_load_jobs(d, keep, &l, &e), 0);
     assert_int_equal(l.n, 1);
@@ -159,9 +167,7 @@ static void test_requeue_and_suspension_reopen(void **state)
     a->suspended_since_ms = 0;
     assert_int_equal(db_update_job(d, a, &e), 0);
     db_close(d);
-    d = db_open(path, &e);
-    if (!d)
-        fail_msg("%s", e.msg);
+    d = reopen(path);
     l = (loaded){0};
     assert_int_equal(db_load_jobs(d, keep, &l, &e), 0);
     assert_true(l.asked && !l.hold);
