@@ -51,6 +51,7 @@ typedef struct jarray {
     /* rnx job run --array --after (core/depend.h): no task is made while it waits */
     bool waiting;
     uint64_t *after_seq;       /* what it waits on, by seq (depend.c) */
+    uint64_t after_arrays;     /* bit k: its k-th need was linked to an array (or to nothing) */
     uint64_t *dependents;      /* the jobs and arrays that wait on it, by seq (depend.c) */
     uint32_t ndependents, dependents_cap;
     uint32_t queue_position;

@@ -148,22 +148,34 @@ static void link_target(uint64_t *after_seq, size_t k, uint64_t waiter, target t
     /* else decided at once: nothing to be told later */
 }
 
+/* An array's k-th need linked; an array depended on is marked so (after_arrays), and so is one
+ * not found at all (deleted while joblet was down: whether it was an array is not known, and a
+ * task-by-task need on it must not let tasks run unchecked). */
+static void link_array_target(jarray *a, size_t k, target t)
+{
+    link_target(a->after_seq, k, a->seq, t);
+    if (!t.j && k < 64)
+        a->after_arrays |= 1ull << k;
+}
+
 static void link_one(job *j, size_t k, job *d) { link_target(j->after_seq, k, j->seq, (target){d, NULL}); }
 
-/* Whether the k-th need is task by task: corr, by an array, on an array (what the tasks
- * themselves wait for; depend_task_verdict). Otherwise corr is ok, on the whole. */
-static bool per_task(const job_req *req, const uint64_t *after_seq, size_t k, bool array_waits)
+/* Whether the k-th need is task by task: corr, by an array (a; NULL for a job), on an array (what
+ * the tasks themselves wait for; depend_task_verdict). Otherwise corr is ok, on the whole. */
+static bool per_task(const job_req *req, const uint64_t *after_seq, size_t k, const jarray *a)
 {
-    if (!array_waits || req->after[k].state != JA_CORR || !after_seq)
+    if (!a || req->after[k].state != JA_CORR || !after_seq)
         return false;
-    /* linked (after_seq): to an array, or to nothing any more (deleted: its tasks' ends are gone
-     * with it, so none of ours can go) */
-    return !dependency_of(req, after_seq, k).j;
+    /* linked (after_seq): to an array, or to one that is no more (deleted: its tasks' ends went
+     * with it, so none of ours can go); a job deleted after it was ok is nothing to wait for */
+    target d = dependency_of(req, after_seq, k);
+    return d.a || (!d.j && (a->after_arrays >> k & 1));
 }
 
 /* The verdict over a request's `after` as seen now; msg says why (cancel) or what went (go). An
- * array's needs that are task by task are its tasks' (only a deleted array cancels it whole). */
-static enum depend_verdict verdict(const job_req *req, const uint64_t *after_seq, bool array_waits, char *msg,
+ * array's (waiter; NULL for a job) needs that are task by task are its tasks' (only a deleted array
+ * cancels it whole). */
+static enum depend_verdict verdict(const job_req *req, const uint64_t *after_seq, const jarray *waiter, char *msg,
                                    size_t len)
 {
     depend_need needs[JOBREQ_AFTER_MAX];
@@ -171,7 +183,7 @@ static enum depend_verdict verdict(const job_req *req, const uint64_t *after_seq
     size_t at[JOBREQ_AFTER_MAX];
     size_t n = 0, which = 0;
     for (size_t k = 0; k < req->nafter && k < JOBREQ_AFTER_MAX; k++) {
-        if (per_task(req, after_seq, k, array_waits))
+        if (per_task(req, after_seq, k, waiter))
             continue;
         at[n] = k;
         /* corr on a job, or of a job: the whole (Slurm's aftercorr without tasks on both sides) */
@@ -193,7 +205,7 @@ static enum depend_verdict verdict(const job_req *req, const uint64_t *after_seq
         size_t l = (size_t)snprintf(msg, len, "the jobs it waited for went as it needs:");
         for (size_t k = 0; k < req->nafter && k < JOBREQ_AFTER_MAX && l < len; k++)
             l += (size_t)snprintf(msg + l, len - l, "%s %.8s %s", k ? "," : "", req->after[k].job,
-                                  per_task(req, after_seq, k, array_waits)
+                                  per_task(req, after_seq, k, waiter)
                                       ? "(task by task)"
                                       : state_words(dependency_of(req, after_seq, k), after_seq));
     }
@@ -226,7 +238,7 @@ enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, enum depend
     if (len)
         why[0] = 0;
     for (size_t k = 0; k < a->req.nafter; k++) {
-        if (!per_task(&a->req, a->after_seq, k, true))
+        if (!per_task(&a->req, a->after_seq, k, a))
             continue;
         target d = dependency_of(&a->req, a->after_seq, k);
         if (!d.a) {
@@ -272,7 +284,7 @@ enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, enum depend
 bool depend_tasks_by_task(const jarray *a)
 {
     for (size_t k = 0; k < a->req.nafter; k++)
-        if (per_task(&a->req, a->after_seq, k, true))
+        if (per_task(&a->req, a->after_seq, k, a))
             return true;
     return false;
 }
@@ -308,7 +320,7 @@ static void decide(job *j)
     if (j->state != JS_PENDING || !j->req.nafter || j->wf)
         return;
     char msg[300];
-    enum depend_verdict v = verdict(&j->req, j->after_seq, false, msg, sizeof msg);
+    enum depend_verdict v = verdict(&j->req, j->after_seq, NULL, msg, sizeof msg);
     if (v == DEPEND_CANCEL) {
         log_info("job %s: %s: canceled", j->id, msg);
         depend_cancel(j, msg);
@@ -324,7 +336,7 @@ static void decide_array(jarray *a)
     if (!a->waiting)
         return;
     char msg[300];
-    enum depend_verdict v = verdict(&a->req, a->after_seq, true, msg, sizeof msg);
+    enum depend_verdict v = verdict(&a->req, a->after_seq, a, msg, sizeof msg);
     if (v == DEPEND_CANCEL) {
         log_info("array %s: %s: its tasks are canceled", a->id, msg);
         a->waiting = false;
@@ -372,8 +384,9 @@ void depend_array_submitted(jarray *a)
         return;
     free(a->after_seq);
     a->after_seq = xcalloc(a->req.nafter, sizeof *a->after_seq);
+    a->after_arrays = 0;
     for (size_t k = 0; k < a->req.nafter; k++)
-        link_target(a->after_seq, k, a->seq, find_target(NULL, a->req.after[k].job));
+        link_array_target(a, k, find_target(NULL, a->req.after[k].job));
     a->waiting = true;
     decide_array(a);
 }
@@ -537,8 +550,9 @@ void depend_resume_all(void)
         arrs[na++] = a;
         free(a->after_seq);
         a->after_seq = xcalloc(a->req.nafter, sizeof *a->after_seq);
+        a->after_arrays = 0;
         for (size_t k = 0; k < a->req.nafter; k++)
-            link_target(a->after_seq, k, a->seq, find_target(sorted, a->req.after[k].job));
+            link_array_target(a, k, find_target(sorted, a->req.after[k].job));
         a->waiting = !a->made; /* one with tasks made was let go before: not decided again */
     }
     free(sorted);

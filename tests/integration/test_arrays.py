@@ -568,6 +568,16 @@ def test_aftercorr_task_by_task(fresh_daemon):
     done2 = wait_array(d, w2)
     assert done2["array"]["counts"] == {"COMPLETED": 1, "CANCELED": 3} and done2["array"]["made"] == 1, done2
     assert done2["array"]["wait"] == f"needed array {two[:8]} to end COMPLETED, task by task; it was deleted", done2
+    # corr on a job (not an array) is ok on the whole: once it held, the job's deletion changes
+    # nothing for the tasks left
+    job = d.submit("/bin/true")
+    assert d.wait(job)["status"] == "COMPLETED"
+    first_gated = f'if [ "$SLURM_ARRAY_TASK_ID" = 0 ]; then {GATE}; fi'
+    w3 = d.rnx("job", "run", "--array=0-2%1", f"--after={job}:corr", "sh", "-c", first_gated, check=True).stdout.strip()
+    first = d.wait_status(f"{w3[:8]}_0", "RUNNING")
+    d.rnx("job", "delete", job, check=True)
+    release(d, first["id"])
+    assert wait_array(d, w3)["array"]["counts"] == {"COMPLETED": 3}
 
 
 def test_rnx_job_wait_for_an_array(d):
