@@ -21,26 +21,21 @@
 #include "workflow.h"
 #include "workfs.h"
 
-/* Its run-time limit as its shim has it: seconds of run time, 0 none. */
-static uint64_t runtime_of(const job_req *r)
-{
-    return jobreq_has(r, JR_MAX_RUNTIME_S) ? (uint64_t)r->max_runtime_s : 0;
-}
 
 /* Frozen (true) or thawed: its shim's clock for the run-time limit stands still before the
  * freeze and runs again after the thaw, so no moment frozen counts against the limit; the
  * shim's clock runs again if the freezer refuses. */
 static int freeze(job *j, bool frozen, jerr *e)
 {
-    if (frozen && job_launch_runtime(j, runtime_of(&j->req), true, e) < 0)
+    if (frozen && job_launch_runtime(j, job_launch_runtime_s(&j->req), true, e) < 0)
         return -1;
     if (job_launch_freeze(j, frozen, e) < 0) {
         jerr ignored = {0};
         if (frozen)
-            job_launch_runtime(j, runtime_of(&j->req), false, &ignored);
+            job_launch_runtime(j, job_launch_runtime_s(&j->req), false, &ignored);
         return -1;
     }
-    if (!frozen && job_launch_runtime(j, runtime_of(&j->req), false, e) < 0)
+    if (!frozen && job_launch_runtime(j, job_launch_runtime_s(&j->req), false, e) < 0)
         log_warn("job %s: resumed, but %s; its time limit waits", j->id, e->msg);
     return 0;
 }
@@ -308,7 +303,7 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     if (waiting && submit_check_change(req, e) < 0)
         return -1;
     /* (a suspended job's shim keeps its clock stopped: the new limit counts once it is resumed) */
-    if (running && job_launch_runtime(j, runtime_of(req), j->state == JS_SUSPENDED, e) < 0)
+    if (running && job_launch_runtime(j, job_launch_runtime_s(req), j->state == JS_SUSPENDED, e) < 0)
         return -1;
     char what[512] = "";
     size_t n = 0;
@@ -349,14 +344,11 @@ int job_ctl_resume(job *j, uid_t by, jerr *e)
 {
     if (j->state != JS_SUSPENDED)
         return refuse(j, "resumed", "a suspended", e);
-    if (freeze(j, false, e) < 0)
-        return -1;
     int64_t since = j->suspended_since_ms;
-    job_launch_suspension_ends(j);
-    j->state = JS_RUNNING;
-    j->stopped_by = -1;
+    if (job_launch_thaw(j, e) < 0)
+        return -1;
     char moved[96] = "";
-    if (runtime_of(&j->req))
+    if (job_launch_runtime_s(&j->req))
         snprintf(moved, sizeof moved, "; its time limit moved by the %.1f s suspended",
                  since > 0 ? (double)(now_ms() - since) / 1000.0 : 0.0);
     job_event(j, JE_RESUMED, (int64_t)by, "resumed by uid %u%s", (unsigned)by, moved);
@@ -377,7 +369,7 @@ void job_ctl_resume_all(void)
             /* the freezer as the row says, but joblet may have died between the word that stops
              * the shim's clock and the freeze: the word again, or the limit would wait forever */
             jerr re = {0};
-            if (runtime_of(&j->req) && f >= 0 && job_launch_runtime(j, runtime_of(&j->req), want, &re) < 0)
+            if (job_launch_runtime_s(&j->req) && f >= 0 && job_launch_runtime(j, job_launch_runtime_s(&j->req), want, &re) < 0)
                 log_warn("job %s: at start, its run-time limit could not be told again: %s", j->id, re.msg);
             continue;
         }

@@ -601,7 +601,13 @@ int job_launch_kill(job *j, uid_t by, jerr *e)
     return 0;
 }
 
-void job_launch_suspension_ends(job *j)
+uint64_t job_launch_runtime_s(const job_req *r)
+{
+    return jobreq_has(r, JR_MAX_RUNTIME_S) ? (uint64_t)r->max_runtime_s : 0;
+}
+
+/* The suspension over: its time added to the run's (suspended_ms), which the deadline moved by. */
+static void suspension_ends(job *j)
 {
     int64_t now = now_ms();
     if (j->suspended_since_ms > 0 && now > j->suspended_since_ms)
@@ -616,10 +622,9 @@ int job_launch_thaw(job *j, jerr *e)
     if (job_launch_freeze(j, false, e) < 0)
         return -1;
     jerr re = {0};
-    uint64_t limit = jobreq_has(&j->req, JR_MAX_RUNTIME_S) ? (uint64_t)j->req.max_runtime_s : 0;
-    if (job_launch_runtime(j, limit, false, &re) < 0)
+    if (job_launch_runtime(j, job_launch_runtime_s(&j->req), false, &re) < 0)
         log_warn("job %s: thawed, but %s", j->id, re.msg);
-    job_launch_suspension_ends(j);
+    suspension_ends(j);
     j->state = JS_RUNNING;
     j->stopped_by = -1;
     return 0;

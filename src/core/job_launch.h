@@ -65,8 +65,8 @@ int job_launch_frozen(const job *j);
  * its processes must run to hear SIGTERM; its shim's clock runs again, the suspension's time is
  * added to the run's, it is RUNNING. Nothing to do for a job not suspended. */
 int job_launch_thaw(job *j, jerr *e);
-/* The suspension over: its time added to the run's (suspended_ms), which the deadline moved by. */
-void job_launch_suspension_ends(job *j);
+/* Its run-time limit as its shim has it: seconds of run time, 0 none. */
+uint64_t job_launch_runtime_s(const job_req *r);
 /* rnx job requeue: stopped as a preemption stops it (SIGTERM, SIGKILL after the grace period)
  * and back in the queue with its id and place when its run is over (job_requeue). */
 int job_launch_requeue(job *j, uid_t by, jerr *e);
