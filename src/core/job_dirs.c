@@ -76,6 +76,12 @@ int job_dirs_ensure(job *j, jerr *e)
     return 0;
 }
 
+void job_dirs_recheck(job *j)
+{
+    if (job_state_waiting(j->state) || j->state == JS_PENDING)
+        j->dir_pending = true;
+}
+
 void job_dirs_defer(job *j)
 {
     j->dir_pending = true;

@@ -12,5 +12,8 @@ void job_dirs_defer(job *j);
 /* The job's directory and /work exist when this returns 0 (made now if they were still to come,
  * or if a joblet stopped before making them): before a launch, before a log is read. */
 int job_dirs_ensure(job *j, jerr *e);
+/* A job loaded at start that has not run yet: its directory is checked again before its launch,
+ * as an earlier joblet may have been killed between making it and making its /work. */
+void job_dirs_recheck(job *j);
 
 #endif

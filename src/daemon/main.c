@@ -32,6 +32,7 @@
 #include "../core/jobs.h"
 #include "../core/job_exec.h"
 #include "../core/job_ctl.h"
+#include "../core/job_dirs.h"
 #include "../core/job_launch.h"
 #include "../core/events.h"
 #include "../core/gpu_history.h"
@@ -206,6 +207,7 @@ static void read_machine(void)
 static void load_one(db_job *r, void *arg)
 {
     job *j = job_new(r);
+    job_dirs_recheck(j);
     gpu_health_fault_restore(j); /* stopped for its GPU when joblet stopped: it still ends gpu_error */
     jobs_add(j);
 }

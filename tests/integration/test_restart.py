@@ -2,6 +2,7 @@
 them up with complete output and the right exit codes."""
 import json
 import os
+import shutil
 import time
 
 from conftest import TERMINAL
@@ -181,3 +182,28 @@ def test_answered_submissions_survive_an_immediate_kill(fresh_daemon):
     d.start()
     listed = {j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"]}
     assert set(ids) <= listed
+
+
+def test_a_directory_half_made_when_joblet_was_killed_is_finished_at_launch(fresh_daemon):
+    """A job's directory and its /work are made at the turns after its submission (core/job_dirs.h):
+    a joblet killed between the two left a job whose launch failed on its missing /work."""
+    d = fresh_daemon()
+    gate = d.submit("sleep", "600")
+    after = [{"job": gate, "state": "any"}]  # what keeps them waiting across the restart
+    half = d.submit("sh", "-c", "echo x > /work/f && cat /work/f", after=after)
+    none = d.submit("sh", "-c", "ls /work", after=after)
+    deadline = time.time() + 30
+    while not all(os.path.isdir(d.work(j)) for j in (half, none)):
+        assert time.time() < deadline, "the job directories were never made"
+        time.sleep(0.05)
+    d.kill9()
+    shutil.rmtree(d.work(half))  # the state of a kill between the job's directory and its /work
+    shutil.rmtree(os.path.join(d.state, "jobs", none))
+    if os.path.lexists(d.work(none)):
+        shutil.rmtree(d.work(none))
+    d.start()
+    d.rnx("job", "stop", gate, check=True)
+    job = d.wait(half)
+    assert job["status"] == "COMPLETED", job
+    assert d.output(half, "stdout") == "x\n"
+    assert d.wait(none)["status"] == "COMPLETED"
