@@ -277,6 +277,50 @@ static struct MHD_Response *logs_response(job *j, struct MHD_Connection *conn, c
     return r;
 }
 
+/* POST /v1/jobs/{array}/update: the fields a job's update may change, and array_throttle (its %N;
+ * 0 for none, Slurm's ArrayTaskThrottle). */
+static int array_update(request *r, jarray *a, uint64_t *acted, jerr *e)
+{
+    json_t *body = body_json(r, BODY_SMALL, e);
+    if (!body)
+        return -1;
+    if (!json_is_object(body) || !json_object_size(body)) {
+        json_decref(body);
+        return jerr_field(e, "body", "body: must be an object of the fields to change: priority, max_runtime_s, "
+                                     "gpu_count, gpu_memory_mb, max_cpu, max_memory_mb, preemptible, array_throttle");
+    }
+    json_t *t = json_object_get(body, "array_throttle");
+    bool has_throttle = t != NULL;
+    json_int_t throttle = t && json_is_integer(t) ? json_integer_value(t) : -1;
+    if (has_throttle && (throttle < 0 || throttle > ARRAYSPEC_MAX_ID + 1)) {
+        json_decref(body);
+        return jerr_field(e, "array_throttle", "array_throttle: must be a whole number of tasks to run at once, "
+                                               "from 1 to %d, or 0 for no limit", ARRAYSPEC_MAX_ID + 1);
+    }
+    json_object_del(body, "array_throttle");
+    job_req nr;
+    uint64_t changed = 0;
+    /* the other fields as a job's update reads them; none: the array's request as it is */
+    int rc = json_object_size(body) || !has_throttle
+                 ? jobreq_change(&a->req, body, job_ctl_update_fields, job_ctl_update_nfields, &nr, &changed,
+                                 time(NULL), e)
+                 : jobreq_apply(&a->req, &a->req, 0, &nr, &changed, e);
+    json_decref(body);
+    if (rc < 0)
+        return -1;
+    if (has_throttle && (uint32_t)throttle != a->spec.throttle) {
+        arrayspec now = a->spec;
+        now.throttle = (uint32_t)throttle;
+        char text[2048];
+        arrayspec_format(&now, true, text, sizeof text);
+        jobreq_set_str(&nr, JR_ARRAY, text);
+        changed |= 1ull << JR_ARRAY;
+    }
+    rc = array_ctl_update(a, &r->who, &nr, changed, acted, e);
+    jobreq_free(&nr);
+    return rc;
+}
+
 /* /v1/jobs/{array}[/action] and /v1/jobs/{array}_{tasks}[/action] (docs/api.md "Job arrays"):
  * the array as one object, its tasks not made yet as the array's, made ones as jobs. */
 #define ARRAY_DELETE_SLICE 256
@@ -336,6 +380,17 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
                                                        (json_int_t)acted));
     }
+    if (!strcmp(action, "update") && post) {
+        if (tasks)
+            return http_reply_error(r->conn, (jerr_http(&e, 400, "an array is updated whole (rnx job update %.8s); "
+                                                                 "a task made is updated by its own id", a->id), &e));
+        uint64_t acted;
+        if (array_update(r, a, &acted, &e) < 0)
+            return http_reply_error(r->conn, &e);
+        settle();
+        return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
+                                                       (json_int_t)acted));
+    }
     if (tasks && tasks->count == 1)
         jerr_http(&e, 409, "task %u of array %s has not started yet: it has no %s", tasks->r[0].lo, a->id,
                   *action ? action : "such operation");
@@ -365,6 +420,11 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
         json_t *body = body_json(r, BODY_SMALL, &e);
         if (!body)
             return http_reply_error(r->conn, &e);
+        if (json_object_get(body, "array_throttle")) {
+            json_decref(body);
+            return http_reply_error(r->conn, (jerr_field(&e, "array_throttle", "array_throttle: job %s is not a job "
+                                                         "array; only an array has a %%N to change", j->id), &e));
+        }
         job_req nr;
         uint64_t changed;
         rc = jobreq_change(&j->req, body, job_ctl_update_fields, job_ctl_update_nfields, &nr, &changed, time(NULL), &e);

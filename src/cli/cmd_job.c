@@ -1396,10 +1396,16 @@ static const char requeue_help[] =
 static const char update_help[] =
     "Usage: rnx job update ID [--priority=N] [--max-runtime=DURATION] [--gpu=N] [--gpu-memory=SIZE]\n"
     "                         [--max-cpu=PERCENT] [--max-memory=SIZE] [--preemptible=true|false]\n"
+    "                         [--throttle=N]\n"
     "\n"
     "Changes the request of a job that waits (pending, scheduled, queued, held, preempted),\n"
     "checked as a submission is. Once it runs only --max-runtime may change, and takes effect at\n"
-    "once (counted from its start). Only an admin may raise a priority; its owner may lower it.\n";
+    "once (counted from its start). Only an admin may raise a priority; its owner may lower it.\n"
+    "\n"
+    "An array (ID names the array) is updated whole: the tasks made from now on get the change,\n"
+    "and so do its tasks made and not ended, as each job would (a running task: --max-runtime).\n"
+    "--throttle=N changes its %N, how many of its tasks run at once (0: no limit; Slurm's\n"
+    "ArrayTaskThrottle).\n";
 
 /* hold, release, suspend, resume, requeue: one request per id, one line each. */
 static int job_control(rnx_ctx *ctx, int argc, char **argv, const char *which)
@@ -1474,12 +1480,13 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
 {
     static const enum jobreq_id fields[] = {JR_PRIORITY, JR_MAX_RUNTIME_S, JR_GPU_COUNT, JR_GPU_MEMORY_MB,
                                             JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_PREEMPTIBLE};
-    struct option opts[ARRAY_LEN(fields) + 3];
+    struct option opts[ARRAY_LEN(fields) + 4];
     for (size_t i = 0; i < ARRAY_LEN(fields); i++)
         opts[i] = (struct option){jobreq_fields[fields[i]].flag + 2, required_argument, NULL, 1000 + (int)i};
-    opts[ARRAY_LEN(fields)] = (struct option)OPT_JSON;
-    opts[ARRAY_LEN(fields) + 1] = (struct option)OPT_HELP;
-    opts[ARRAY_LEN(fields) + 2] = (struct option){0};
+    opts[ARRAY_LEN(fields)] = (struct option){"throttle", required_argument, NULL, 'T'};
+    opts[ARRAY_LEN(fields) + 1] = (struct option)OPT_JSON;
+    opts[ARRAY_LEN(fields) + 2] = (struct option)OPT_HELP;
+    opts[ARRAY_LEN(fields) + 3] = (struct option){0};
     job_req r = {0};
     json_t *body = json_object();
     const char *id = NULL;
@@ -1493,6 +1500,18 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
         }
         if (c == 'j') {
             ctx->json = true;
+            continue;
+        }
+        if (c == 'T') {
+            char *end;
+            errno = 0;
+            long long n = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || errno || n < 0 || n > 4000001) {
+                rc = rnx_usage("--throttle: '%s' must be a whole number of tasks to run at once, from 1 to 4000001, "
+                               "or 0 for no limit", optarg);
+                goto out;
+            }
+            json_object_set_new(body, "array_throttle", json_integer(n));
             continue;
         }
         if (c < 1000 || c >= 1000 + (int)ARRAY_LEN(fields)) {
@@ -1515,7 +1534,7 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
         goto out;
     if (!json_object_size(body)) {
         rc = rnx_usage("job update: nothing to change; give --priority, --max-runtime, --gpu, --gpu-memory, "
-                       "--max-cpu, --max-memory or --preemptible");
+                       "--max-cpu, --max-memory, --preemptible or (an array) --throttle");
         goto out;
     }
     rnx_client *cl = open_client(ctx);
@@ -1530,7 +1549,17 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
         rc = server_error(&e, true);
     else if (ctx->json)
         print_json(answer);
-    else
+    else if (json_is_object(json_object_get(answer, "array"))) {
+        json_t *arr = json_object_get(answer, "array");
+        int64_t acted = 0;
+        jint(answer, "acted", &acted);
+        const char *ref = jstr(json_object_get(arr, "array"), "ref");
+        if (acted > 1)
+            print_textf(stdout, "updated array %s (%s), and %lld of its tasks made so far\n",
+                        jstr(arr, "id") ? jstr(arr, "id") : id, ref ? ref : "?", (long long)(acted - 1));
+        else
+            print_textf(stdout, "updated array %s (%s)\n", jstr(arr, "id") ? jstr(arr, "id") : id, ref ? ref : "?");
+    } else
         print_textf(stdout, "updated %s (%s)\n", answer_id(answer, id), jstr(answer, "status") ? jstr(answer, "status") : "?");
     json_decref(answer);
     free(path);

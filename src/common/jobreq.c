@@ -1909,3 +1909,32 @@ int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids
         *changed = 0;
     return rc;
 }
+
+int jobreq_apply(const job_req *cur, const job_req *from, uint64_t fields, job_req *out, uint64_t *changed, jerr *e)
+{
+    *out = (job_req){0};
+    *changed = 0;
+    json_t *o = jobreq_to_json(cur, JOBREQ_JSON_SECRETS), *f = jobreq_to_json(from, JOBREQ_JSON_SECRETS);
+    for (int i = 0; i < JR_N; i++) {
+        if (!(fields >> i & 1))
+            continue;
+        const char *key = jobreq_fields[i].key;
+        json_t *v = json_object_get(f, key);
+        if (!json_equal(json_object_get(o, key), v))
+            *changed |= 1ull << i;
+        if (v)
+            json_object_set(o, key, v);
+        else
+            json_object_del(o, key);
+    }
+    int rc = jobreq_from_json(o, out, JOBREQ_FROM_DB, 0, e);
+    json_decref(o);
+    json_decref(f);
+    if (rc == 0 && jobreq_check(out, e) < 0) {
+        jobreq_free(out);
+        rc = -1;
+    }
+    if (rc < 0)
+        *changed = 0;
+    return rc;
+}

@@ -222,6 +222,10 @@ void jobreq_free(job_req *r);
 int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids, size_t nids, job_req *out,
                   uint64_t *changed, time_t now, jerr *e);
 /* Replaces the text of a field (normalised values, UUIDs for indexes, ...). */
+/* cur with from's values of the fields (bits 1 << JR_x; a field from lacks is left out) into
+ * *out, held to the rules between fields as jobreq_change holds it: an array's update (a change
+ * read once) given to each of its tasks. *changed: the fields whose value differs from cur's. */
+int jobreq_apply(const job_req *cur, const job_req *from, uint64_t fields, job_req *out, uint64_t *changed, jerr *e);
 void jobreq_set_str(job_req *r, enum jobreq_id f, const char *s);
 void jobreq_set_list(job_req *r, enum jobreq_id f, char **items, size_t n);
 const char *jobreq_env_get(const job_req *r, bool secret, const char *name);

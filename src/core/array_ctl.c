@@ -6,12 +6,14 @@
 #include <string.h>
 
 #include "../common/idref.h"
+#include "../common/jobreq.h"
 #include "../common/log.h"
 #include "../common/util.h"
 #include "depend.h"
 #include "job_ctl.h"
 #include "jobs.h"
 #include "state.h"
+#include "submit.h"
 #include "workflow.h"
 
 static int find_plain(const char *ref, const caller *who, array_ref *out, jerr *e)
@@ -20,26 +22,22 @@ static int find_plain(const char *ref, const caller *who, array_ref *out, jerr *
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return -1;
     size_t narr;
-    jarray **arrs = arrays_all(&narr);
-    void *hit = NULL;
+    jarray **arrs = arrays_named(ref, &narr);
+    bool hit = false;
     for (size_t i = 0; i < narr && !hit; i++)
-        if (idref_offer(&r, arrs[i]->id, arrs[i]->name, "ARRAY", arrays_visible(arrs[i], who), arrs[i]))
-            hit = arrs[i];
-    for (size_t i = 0; i < core.njobs && !hit; i++) {
-        job *j = core.jobs[i];
-        /* a task answers to its own id, not to its array's name */
-        if (idref_offer(&r, j->id, j->array_id[0] ? NULL : j->name, job_state_name(j->state),
-                        authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid), j))
-            hit = j;
-    }
+        hit = idref_offer(&r, arrs[i]->id, arrs[i]->name, "ARRAY", arrays_visible(arrs[i], who), arrs[i]);
+    if (!hit)
+        jobs_offer(&r, who, false); /* a task answers to its own id, not to its array's name */
     void *res = idref_result(&r, e);
-    if (!res)
-        return -1;
-    for (size_t i = 0; i < narr; i++)
+    for (size_t i = 0; res && i < narr; i++)
         if (arrs[i] == res) {
             out->a = arrs[i];
+            free(arrs);
             return 0;
         }
+    free(arrs);
+    if (!res)
+        return -1;
     out->j = res;
     return 0;
 }
@@ -141,6 +139,53 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, uid_t by, uint6
         return jerr_http(e, 409, "array %s: no task %swas %s", a->id, tasks ? "named " : "",
                          hold ? "waiting to be held (tasks not started yet are held with the whole array)"
                               : "held to be released");
+    return 0;
+}
+
+int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t changed, uint64_t *acted, jerr *e)
+{
+    *acted = 0;
+    if (arrays_ended(a) || arrays_canceled(a))
+        return jerr_http(e, 409, "array %s %s; nothing of it is left to update", a->id,
+                         arrays_canceled(a) ? "was canceled" : "has ended");
+    if ((changed >> JR_PRIORITY & 1) && req->priority > a->req.priority &&
+        authz_check(who, AUTHZ_RAISE_PRIORITY, "raising an array's priority (its owner may lower it)", e) < 0)
+        return -1;
+    if (!changed)
+        return 0;
+    if (submit_check_change(req, e) < 0)
+        return -1;
+    uint64_t task_fields = changed & ~(1ull << JR_ARRAY);
+    char was[2048];
+    arrayspec_format(&a->spec, true, was, sizeof was);
+    if (arrays_update(a, req, e) < 0) /* the tasks made from now on */
+        return -1;
+    (*acted)++;
+    /* its tasks made and not ended, as `rnx job update` would change each: a waiting one every
+     * field, a running or suspended one its time limit only (the rest holds until it ends) */
+    for (size_t i = 0; i < a->ntasks && task_fields; i++) {
+        job *j = a->tasks[i];
+        if (!j || job_state_terminal(j->state))
+            continue;
+        bool running = j->state == JS_RUNNING || j->state == JS_SUSPENDED;
+        bool waiting = job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
+        uint64_t f = running ? task_fields & 1ull << JR_MAX_RUNTIME_S : waiting ? task_fields : 0;
+        if (!f)
+            continue;
+        job_req nr;
+        uint64_t ch;
+        jerr je = {0};
+        if (jobreq_apply(&j->req, &a->req, f, &nr, &ch, &je) < 0 || job_ctl_update(j, who, &nr, ch, &je) < 0)
+            log_warn("array %s: task %lld keeps its request: %s", a->id, (long long)j->array_task, je.msg);
+        else
+            (*acted)++;
+        jobreq_free(&nr);
+    }
+    char now[2048];
+    arrayspec_format(&a->spec, true, now, sizeof now);
+    log_info("array %s updated by uid %u (%s%s%s); %llu of its tasks made so far changed with it", a->id,
+             (unsigned)who->uid, was, strcmp(was, now) ? " -> " : "", strcmp(was, now) ? now : "",
+             (unsigned long long)(*acted - 1));
     return 0;
 }
 

@@ -38,6 +38,12 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
  * while it is held): the made ones through job_ctl_hold and job_ctl_release, those waiting or held.
  * 409 when none named could be; *acted: made tasks acted on (+1 for the array itself). */
 int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, uid_t by, uint64_t *acted, jerr *e);
+/* Changes the array's request to req (taken; from jobreq_change over the array's request with
+ * job_ctl_update_fields, and its list's %N), changed its bits (1 << JR_x) as job_ctl_update's:
+ * the tasks made from now on have it, and so have its tasks made and not ended, as job_ctl_update
+ * changes a job (a waiting task every field, a running one its time limit). 409 once the array
+ * ended; raising its priority is AUTHZ_RAISE_PRIORITY's. *acted: 1 for the array, +1 a task. */
+int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t changed, uint64_t *acted, jerr *e);
 /* Deletes at most max ended tasks' jobs, then the array when none is left: *more when some are
  * left (the caller asks again). 409 when the array has tasks not ended. */
 int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e);

@@ -15,7 +15,7 @@ static const char *wait_words(const jarray *a, char *buf, size_t len)
 {
     if (a->held)
         return "held";
-    if (arrays_canceled(a) || a->made >= a->spec.count)
+    if (!a->ix_unmade) /* none left to make (what the scheduler's pass last said of it is old) */
         return NULL;
     if (a->spec.throttle && a->active >= a->spec.throttle) {
         snprintf(buf, len, "its %%%u: %u of its tasks run, the most it may at once", a->spec.throttle, a->active);

@@ -5,12 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/idindex.h"
 #include "../common/idref.h"
 #include "../common/log.h"
 #include "../common/util.h"
 #include "job_row.h"
 #include "workfs.h"
 #include "state.h"
+
+/* The arrays by id and name (common/idindex.h). */
+static idindex by_ref;
 
 /* Every array, in submission order (seq): core.arrays. */
 
@@ -68,11 +72,49 @@ static uint64_t unmade_of(const jarray *a)
     return a->spec.count - a->made - (a->skip.n ? arrayspec_count_from(&a->spec, a->made, &a->skip) : 0);
 }
 
+/* The arrays with tasks still to make, in seq order: what the scheduler's pass looks at (an
+ * array whose tasks are all made or canceled has nothing to offer it). Few: the sweeps under way. */
+static jarray **open_v;
+static size_t open_n, open_cap;
+
+static void open_set(jarray *a, bool open)
+{
+    size_t lo = 0, hi = open_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (open_v[mid]->seq < a->seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    bool there = lo < open_n && open_v[lo] == a;
+    if (open && !there) {
+        if (open_n == open_cap) {
+            open_cap = open_cap ? open_cap * 2 : 16;
+            open_v = xrealloc(open_v, open_cap * sizeof *open_v);
+        }
+        memmove(&open_v[lo + 1], &open_v[lo], (open_n - lo) * sizeof *open_v);
+        open_v[lo] = a;
+        open_n++;
+    } else if (!open && there) {
+        memmove(&open_v[lo], &open_v[lo + 1], (open_n - lo - 1) * sizeof *open_v);
+        open_n--;
+    }
+}
+
+jarray **arrays_open(size_t *n)
+{
+    *n = open_n;
+    return open_v;
+}
+
 /* Counts a under its owner as it is now (in: kept) or not at all, where it counted as before;
  * what arrays_count_cached kept of it is dropped. Every change of an array calls it. */
 static void count_as(jarray *a, bool in)
 {
     uint64_t unmade = in ? unmade_of(a) : 0;
+    if ((unmade != 0) != (a->ix_unmade != 0))
+        open_set(a, unmade != 0);
     /* ended (arrays_ended: none active, none left) and keeping no job */
     bool jobless = in && !a->nlinked && !a->active && !unmade;
     if (unmade != a->ix_unmade || jobless != a->ix_jobless) {
@@ -110,7 +152,19 @@ static void verify(const char *where)
                      a->nlinked, (unsigned long long)a->ix_unmade, a->ix_jobless, linked, (unsigned long long)u, jl);
         unmade += u;
         jobless += jl;
+        if (!what[0] && idindex_get(&by_ref, a->id) != a)
+            snprintf(what, sizeof what, "array %s is not found by its id", a->id);
     }
+    size_t nopen = 0;
+    for (size_t i = 0; i < core.narrays; i++)
+        nopen += core.arrays[i]->ix_unmade != 0;
+    for (size_t i = 0; i < open_n && !what[0]; i++)
+        if (!open_v[i]->ix_unmade || (i && open_v[i - 1]->seq >= open_v[i]->seq))
+            snprintf(what, sizeof what, "array %s is listed with tasks to make, out of order or with none", open_v[i]->id);
+    if (!what[0] && nopen != open_n)
+        snprintf(what, sizeof what, "%zu arrays listed with tasks to make; %zu have some", open_n, nopen);
+    if (!what[0] && by_ref.n != core.narrays)
+        snprintf(what, sizeof what, "%zu arrays found by id; %zu kept", by_ref.n, core.narrays);
     for (size_t o = 0; o < nowners && !what[0]; o++) {
         uint64_t u = 0, jl = 0;
         for (size_t i = 0; i < core.narrays; i++)
@@ -136,6 +190,7 @@ static void verify(const char *where)
 
 static void add(jarray *a)
 {
+    idindex_add(&by_ref, a, a->id, a->name, a->seq);
     if (core.narrays == core.arrays_cap) {
         core.arrays_cap = core.arrays_cap ? core.arrays_cap * 2 : 16;
         core.arrays = xrealloc(core.arrays, core.arrays_cap * sizeof *core.arrays);
@@ -163,6 +218,7 @@ static void drop(jarray *a)
 {
     for (size_t i = 0; i < core.narrays; i++)
         if (core.arrays[i] == a) {
+            idindex_del(&by_ref, a, a->id, a->name);
             memmove(&core.arrays[i], &core.arrays[i + 1], (core.narrays - i - 1) * sizeof *core.arrays);
             core.narrays--;
             break;
@@ -348,14 +404,29 @@ void arrays_forget_task(job *j)
 
 /* ---- reading ---- */
 
+jarray **arrays_named(const char *ref, size_t *n)
+{
+    idindex_entry *c = idindex_candidates(&by_ref, ref, n);
+    jarray **out = xcalloc(*n + 1, sizeof *out);
+    for (size_t i = 0; i < *n; i++)
+        out[i] = c[i].obj;
+    free(c);
+    return out;
+}
+
+jarray *arrays_by_id(const char *id) { return idindex_get(&by_ref, id); }
+
 jarray *arrays_find(const char *ref, const caller *who, jerr *e)
 {
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return NULL;
-    for (size_t i = 0; i < core.narrays; i++)
-        if (idref_offer(&r, core.arrays[i]->id, core.arrays[i]->name, "ARRAY", arrays_visible(core.arrays[i], who), core.arrays[i]))
+    size_t n;
+    jarray **c = arrays_named(ref, &n);
+    for (size_t i = 0; i < n; i++)
+        if (idref_offer(&r, c[i]->id, c[i]->name, "ARRAY", arrays_visible(c[i], who), c[i]))
             break;
+    free(c);
     return idref_result(&r, e);
 }
 
@@ -598,6 +669,33 @@ int arrays_set_held(jarray *a, bool held, jerr *e)
     return save(a, e);
 }
 
+int arrays_update(jarray *a, job_req *req, jerr *e)
+{
+    arrayspec now;
+    if (arrayspec_parse(req->array, "array", true, &now, e) < 0)
+        return -1;
+    char tasks[2048], had[2048];
+    arrayspec_format(&now, false, tasks, sizeof tasks);
+    arrayspec_format(&a->spec, false, had, sizeof had);
+    if (strcmp(tasks, had))
+        return jerr_field(e, "array", "array: an array's tasks stay %s; only its %%N can change", had);
+    job_req was = a->req;
+    uint32_t was_throttle = a->spec.throttle;
+    a->req = *req;
+    a->spec.throttle = now.throttle;
+    if (save(a, e) < 0) {
+        a->req = was;
+        a->spec.throttle = was_throttle;
+        return -1;
+    }
+    jobreq_free(&was);
+    *req = (job_req){0};
+    a->ev_dirty = true;
+    changed(a);
+    state_want(WANT_SCHEDULE);
+    return 0;
+}
+
 int arrays_remove(jarray *a, jerr *e)
 {
     for (size_t i = 0; i < a->ntasks; i++)
@@ -657,12 +755,8 @@ int arrays_load(jerr *e)
         job *j = core.jobs[i];
         if (!j->array_id[0])
             continue;
-        if (!last || strcmp(last->id, j->array_id)) {
-            last = NULL;
-            for (size_t k = 0; k < core.narrays && !last; k++)
-                if (!strcmp(core.arrays[k]->id, j->array_id))
-                    last = core.arrays[k];
-        }
+        if (!last || strcmp(last->id, j->array_id))
+            last = arrays_by_id(j->array_id);
         if (!last) {
             log_warn("job %s: task %lld of array %s, which is not known; it stays a job of its own", j->id,
                      (long long)j->array_task, j->array_id);
@@ -677,6 +771,10 @@ int arrays_load(jerr *e)
 
 void arrays_free_all(void)
 {
+    idindex_free(&by_ref);
+    free(open_v);
+    open_v = NULL;
+    open_n = open_cap = 0;
     for (size_t i = 0; i < core.narrays; i++)
         free_one(core.arrays[i]);
     free(core.arrays);

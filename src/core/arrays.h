@@ -109,6 +109,11 @@ void arrays_forget_task(job *j);
 /* References: "ID", a name, a prefix (the array itself), found as jobs_find finds jobs. NULL
  * with e set as jobs_find sets it when none matches. */
 jarray *arrays_find(const char *ref, const caller *who, jerr *e);
+/* The arrays a reference can name (by name or id prefix, whoever may see them), in seq order;
+ * NULL-terminated, freed by the caller. */
+jarray **arrays_named(const char *ref, size_t *n);
+/* The array whose full id is id, or NULL. */
+jarray *arrays_by_id(const char *id);
 jarray *arrays_by_seq(uint64_t seq);
 bool arrays_visible(const jarray *a, const caller *who);
 /* The task of id t: its job when made (and not deleted); NULL otherwise. *made says whether it
@@ -138,6 +143,10 @@ void arrays_release_wait(jarray *a);
 void arrays_cancel_dependency(jarray *a, const char *why);
 /* No task of it is made while held (its tasks not made count HELD); released, they are again. */
 int arrays_set_held(jarray *a, bool held, jerr *e);
+/* The array's request replaced by req (taken when 0 is returned), saved: the tasks made from now
+ * on are made from it. Its list (req->array) must name the array's tasks; its %N becomes the
+ * array's (400 naming "array" otherwise). */
+int arrays_update(jarray *a, job_req *req, jerr *e);
 /* The array's row deleted and the array freed: every task it made must be deleted already and
  * none be left to make (409 otherwise). */
 int arrays_remove(jarray *a, jerr *e);
@@ -150,5 +159,8 @@ void arrays_free_all(void);
 
 /* The arrays in submission order. */
 jarray **arrays_all(size_t *n);
+/* Those with tasks still to make (not made, not canceled), in submission order: the only ones
+ * the scheduler's pass can offer a task of. */
+jarray **arrays_open(size_t *n);
 
 #endif

@@ -158,8 +158,6 @@ static void link_array_target(jarray *a, size_t k, target t)
         a->after_arrays |= 1ull << k;
 }
 
-static void link_one(job *j, size_t k, job *d) { link_target(j->after_seq, k, j->seq, (target){d, NULL}); }
-
 /* Whether the k-th need is task by task: corr, by an array (a; NULL for a job), on an array (what
  * the tasks themselves wait for; depend_task_verdict). Otherwise corr is ok, on the whole. */
 static bool per_task(const job_req *req, const uint64_t *after_seq, size_t k, const jarray *a)
@@ -359,23 +357,13 @@ static void decide_seq(uint64_t seq)
         decide_array(a);
 }
 
-/* A job or an array among the jobs (sorted by id) and arrays, by id. */
-static int by_id(const void *a, const void *b);
-static target find_target(job **sorted, const char *id)
+/* A job or an array, by id. */
+static target find_target(const char *id)
 {
-    job key = {0}, *kp = &key;
-    snprintf(key.id, sizeof key.id, "%s", id);
-    job **hit = sorted ? bsearch(&kp, sorted, core.njobs, sizeof *sorted, by_id) : NULL;
-    if (hit)
-        return (target){*hit, NULL};
-    for (size_t i = 0; i < core.narrays; i++)
-        if (!strcmp(core.arrays[i]->id, id))
-            return (target){NULL, core.arrays[i]};
-    if (!sorted)
-        for (size_t i = 0; i < core.njobs; i++)
-            if (!strcmp(core.jobs[i]->id, id))
-                return (target){core.jobs[i], NULL};
-    return (target){NULL, NULL};
+    job *j = jobs_by_id(id);
+    if (j)
+        return (target){j, NULL};
+    return (target){NULL, arrays_by_id(id)};
 }
 
 void depend_array_submitted(jarray *a)
@@ -386,7 +374,7 @@ void depend_array_submitted(jarray *a)
     a->after_seq = xcalloc(a->req.nafter, sizeof *a->after_seq);
     a->after_arrays = 0;
     for (size_t k = 0; k < a->req.nafter; k++)
-        link_array_target(a, k, find_target(NULL, a->req.after[k].job));
+        link_array_target(a, k, find_target(a->req.after[k].job));
     a->waiting = true;
     decide_array(a);
 }
@@ -448,16 +436,11 @@ void depend_submitted(job *j)
     size_t n = j->req.nafter;
     free(j->after_seq);
     j->after_seq = xcalloc(n, sizeof *j->after_seq);
-    /* one pass over the table for all its dependencies (ids resolved at submission) */
-    for (size_t i = 0; i < core.njobs; i++)
-        for (size_t k = 0; k < n; k++)
-            if (!j->after_seq[k] && core.jobs[i] != j && !strcmp(core.jobs[i]->id, j->req.after[k].job))
-                link_one(j, k, core.jobs[i]);
-    for (size_t k = 0; k < n; k++)
-        if (!j->after_seq[k])
-            for (size_t i = 0; i < core.narrays; i++)
-                if (!strcmp(core.arrays[i]->id, j->req.after[k].job))
-                    link_target(j->after_seq, k, j->seq, (target){NULL, core.arrays[i]});
+    for (size_t k = 0; k < n; k++) { /* (ids resolved at submission) */
+        target t = find_target(j->req.after[k].job);
+        if (t.j != j)
+            link_target(j->after_seq, k, j->seq, t);
+    }
     if (j->state == JS_QUEUED || j->state == JS_SCHEDULED) {
         char what[400], words[64];
         size_t l = 0;
@@ -496,8 +479,6 @@ void depend_job_changed(job *j)
         free(list);
 }
 
-/* For the start: jobs by id, sorted, to resolve every `after` in n log n. */
-static int by_id(const void *a, const void *b) { return strcmp((*(job *const *)a)->id, (*(job *const *)b)->id); }
 
 /* At start, an array to link again: one that waits, or whose tasks wait task by task. */
 static bool relink_array(const jarray *a)
@@ -525,9 +506,6 @@ void depend_resume_all(void)
         na += relink_array(core.arrays[i]);
     if (!nw && !na)
         return;
-    job **sorted = xcalloc(core.njobs, sizeof *sorted);
-    memcpy(sorted, core.jobs, core.njobs * sizeof *sorted);
-    qsort(sorted, core.njobs, sizeof *sorted, by_id);
     job **waiting = xcalloc(nw, sizeof *waiting);
     nw = 0;
     for (size_t i = 0; i < core.njobs; i++) {
@@ -539,7 +517,7 @@ void depend_resume_all(void)
         free(j->after_seq);
         j->after_seq = xcalloc(j->req.nafter, sizeof *j->after_seq);
         for (size_t k = 0; k < j->req.nafter; k++)
-            link_target(j->after_seq, k, j->seq, find_target(sorted, j->req.after[k].job));
+            link_target(j->after_seq, k, j->seq, find_target(j->req.after[k].job));
     }
     jarray **arrs = xcalloc(na + 1, sizeof *arrs);
     na = 0;
@@ -552,10 +530,9 @@ void depend_resume_all(void)
         a->after_seq = xcalloc(a->req.nafter, sizeof *a->after_seq);
         a->after_arrays = 0;
         for (size_t k = 0; k < a->req.nafter; k++)
-            link_array_target(a, k, find_target(sorted, a->req.after[k].job));
+            link_array_target(a, k, find_target(a->req.after[k].job));
         a->waiting = !a->made; /* one with tasks made was let go before: not decided again */
     }
-    free(sorted);
     for (size_t i = 0; i < na; i++)
         decide_array(arrs[i]);
     free(arrs);

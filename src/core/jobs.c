@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/idindex.h"
 #include "../common/idref.h"
 #include "../common/log.h"
 #include "../common/util.h"
@@ -29,6 +30,26 @@ enum jobs_idx_flag {
 static void recount(job *j);
 static void count_as(job *j, uint8_t want, uid_t u, uid_t s);
 
+/* The table by id and name (common/idindex.h): what a reference may name, found without a scan. */
+static idindex by_ref;
+
+job *jobs_by_id(const char *id) { return idindex_get(&by_ref, id); }
+
+bool jobs_offer(idref *r, const caller *who, bool task_names)
+{
+    size_t n;
+    idindex_entry *c = idindex_candidates(&by_ref, r->ref, &n);
+    bool hit = false;
+    for (size_t i = 0; i < n && !hit; i++) {
+        job *j = c[i].obj;
+        /* an array's task answers to its own id, not to its array's name */
+        const char *name = task_names || !j->array_id[0] ? j->name : NULL;
+        hit = idref_offer(r, j->id, name, job_state_name(j->state), visible(j, who), j);
+    }
+    free(c);
+    return hit;
+}
+
 /* By id, name or unique id prefix (common/idref.h); a job the caller may not see matches
  * nothing, except that its full id is said to be another user's (rnx gpu list shows it). */
 job *jobs_find(const char *ref, const caller *who, jerr *e)
@@ -36,11 +57,7 @@ job *jobs_find(const char *ref, const caller *who, jerr *e)
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return NULL;
-    for (size_t i = 0; i < core.njobs; i++) {
-        job *j = core.jobs[i];
-        if (idref_offer(&r, j->id, j->name, job_state_name(j->state), visible(j, who), j))
-            break;
-    }
+    jobs_offer(&r, who, true);
     return idref_result(&r, e);
 }
 
@@ -79,10 +96,12 @@ void jobs_add(job *j)
     j->idx_flags = 0;
     j->idx_uid = j->idx_sandbox = 0;
     recount(j);
+    idindex_add(&by_ref, j, j->id, j->name, j->seq);
 }
 
 void jobs_remove(job *j)
 {
+
     if (j->idx_flags & IDX_KEPT)
         count_as(j, 0, 0, 0);
     state_forget_job(j);
@@ -94,6 +113,7 @@ void jobs_remove(job *j)
         }
     size_t i = by_seq(j->seq);
     if (i < core.njobs && core.jobs[i] == j) {
+        idindex_del(&by_ref, j, j->id, j->name);
         memmove(&core.jobs[i], &core.jobs[i + 1], (core.njobs - i - 1) * sizeof *core.jobs);
         core.njobs--;
     }
@@ -372,6 +392,7 @@ void jobs_index_rebuild(void)
 
 void jobs_index_free(void)
 {
+    idindex_free(&by_ref);
     free(ix.owners);
     free(ix.queue.v);
     free(ix.room.v);
@@ -410,7 +431,11 @@ static void verify(const char *where)
         else if ((want & IDX_QUEUE && (j->idx_queue >= ix.queue.n || ix.queue.v[j->idx_queue] != j)) ||
                  (want & IDX_ROOM && (j->idx_room >= ix.room.n || ix.room.v[j->idx_room] != j)))
             snprintf(what, sizeof what, "job %s is not at its place in the queue's or the room's list", j->id);
+        else if (idindex_get(&by_ref, j->id) != j)
+            snprintf(what, sizeof what, "job %s is not found by its id", j->id);
     }
+    if (!what[0] && by_ref.n != core.njobs)
+        snprintf(what, sizeof what, "%zu jobs found by id; %zu in the table", by_ref.n, core.njobs);
     for (size_t o = 0; o < ix.nowners && !what[0]; o++) {
         jobs_user_count c = {0};
         for (size_t i = 0; i < core.njobs; i++)

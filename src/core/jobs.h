@@ -5,10 +5,12 @@
 #ifndef JOBLET_JOBS_H
 #define JOBLET_JOBS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "../common/idref.h"
 #include "../store/db.h"
 #include "authz.h"
 #include "job.h"
@@ -17,6 +19,12 @@
  * job of that name), else by unique id prefix. 404 when nothing matches; 409 naming the
  * candidates (short id and state) when several do. */
 job *jobs_find(const char *ref, const caller *who, jerr *e);
+/* The job whose full id is id, whoever may see it, or NULL. */
+job *jobs_by_id(const char *id);
+/* Offers r (common/idref.h) the jobs it can name, in the table's order, as the caller may see
+ * them: true when one is the answer. task_names: an array's task answers to its array's name
+ * too (jobs_find), or only to its id (a reference that arrays are offered first: array_ctl.h). */
+bool jobs_offer(idref *r, const caller *who, bool task_names);
 void jobs_add(job *j);
 /* The job of this seq, or NULL: the table is in seq order (jobs are added in it, loaded in it),
  * so a binary search. */

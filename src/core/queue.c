@@ -151,7 +151,10 @@ static void schedule(void)
 {
     size_t n = 0, narr, nqueued;
     /* first, as it makes and ends jobs: tasks that wait task by task and never can go */
-    jarray **arrs = arrays_all(&narr);
+    /* (a copy: making and canceling tasks takes arrays off the list as this pass goes) */
+    jarray **open = arrays_open(&narr), **arrs = xcalloc(narr + 1, sizeof *arrs);
+    if (narr)
+        memcpy(arrs, open, narr * sizeof *arrs);
     bool more_canceled = false;
     for (size_t i = 0; i < narr; i++)
         if (arrs[i]->after_seq)
@@ -276,7 +279,7 @@ static void schedule(void)
             }
     record_waits(map, n);
     free(start), free(preempt), free(sets), free(picks), free(why), free(pos);
-    free(sj), free(map), free(amap), free(run), free(runmap);
+    free(sj), free(map), free(amap), free(run), free(runmap), free(arrs);
 }
 
 /* "2 GPUs with at least 40960 MB each, of type H100, on one NUMA node" */

@@ -592,3 +592,88 @@ def test_rnx_job_wait_for_an_array(d):
     assert d.rnx("job", "wait", ok).returncode == 0   # ended already: at once
     for x in (ok, bad):
         d.rnx("job", "delete", x, check=True)
+
+
+def test_update_an_array_its_throttle_and_its_tasks(fresh_daemon):
+    """rnx job update ARRAY (Slurm's scontrol update JobId=A ArrayTaskThrottle=N / TimeLimit=...):
+    the %N changes at once and across kill -9; a change reaches the tasks made from then on and
+    the tasks made and not ended, as a job's update would (a running task: its time limit)."""
+    d = fresh_daemon(LIMITS)
+    aid = submit_array(d, "0-7%1", "sleep", "60")["id"]
+    most = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            try:
+                code, a = d.api("GET", f"/v1/jobs/{aid}")
+            except OSError:  # joblet restarting
+                code = 0
+            if code == 200:
+                most[0] = max(most[0], a["array"]["counts"].get("RUNNING", 0))
+            time.sleep(0.05)
+
+    deadline = time.time() + 60
+    while array(d, aid)["array"]["counts"].get("RUNNING", 0) < 1:
+        assert time.time() < deadline
+        time.sleep(0.05)
+    r = d.rnx("job", "update", aid, "--throttle=3", check=True)
+    assert r.stdout.strip() == f"updated array {aid} ({aid[:8]}_[0-7%3])", r.stdout
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        while array(d, aid)["array"]["counts"].get("RUNNING", 0) < 3:
+            assert time.time() < deadline, array(d, aid)
+            time.sleep(0.05)
+        # the new %N is the array's row: a restart keeps it
+        d.kill9()
+        d.start()
+        a = array(d, aid)
+        assert (a["array"]["spec"], a["array"]["throttle"], a["request"]["array"]) == ("0-7%3", 3, "0-7%3"), a
+        # a lower priority: the array's own request (its running tasks keep theirs)
+        d.rnx("job", "update", aid, "--priority=-3", check=True)
+        assert array(d, aid)["request"]["priority"] == -3
+        running = [j["id"] for j in tasks_of(d, aid) if j["status"] == "RUNNING"]
+        assert len(running) == 3
+        assert all(d.job(j)["priority"] == 0 for j in running)
+        # a time limit: the running tasks get it now, the ones made later have it
+        r = d.rnx("job", "update", aid, "--max-runtime=1", check=True)
+        assert r.stdout.strip() == f"updated array {aid} ({aid[:8]}_[0-7%3]), and 3 of its tasks made so far", r.stdout
+        a = wait_array(d, aid, timeout=120)
+    finally:
+        done.set()
+        sampler.join()
+    assert most[0] <= 3, most
+    tasks = tasks_of(d, aid)
+    assert sorted(j["array"]["task"] for j in tasks) == list(range(8))
+    assert {(j["status"], j["end_reason"]) for j in tasks} == {("FAILED", "time_limit")}, tasks
+    for j in running:
+        evs = d.api("GET", f"/v1/jobs/{j}?detail=1")[1]["detail"]["events"]
+        assert any(e["event"] == "updated" and "max_runtime_s" in (e.get("detail") or "") for e in evs), evs
+    later = [j for j in tasks if j["id"] not in running]
+    assert later and all(j["limits"]["max_runtime_s"] == 1 and j["priority"] == -3 for j in later), later
+    # refusals name what is wrong
+    code, e = d.api("POST", f"/v1/jobs/{aid}/update", {"array_throttle": 2})
+    assert code == 409 and "has ended" in e["error"]["message"], e
+    live = submit_array(d, "0-3%1", "sleep", "60")["id"]
+    for body, field in [({"array_throttle": -1}, "array_throttle"), ({"array_throttle": "4"}, "array_throttle"),
+                        ({}, "body"), ({"command": "true"}, "command")]:
+        code, e = d.api("POST", f"/v1/jobs/{live}/update", body)
+        assert code == 400 and e["error"]["field"] == field, (body, e)
+    assert "array_throttle" in d.api("POST", f"/v1/jobs/{live}/update", {})[1]["error"]["message"]
+    code, e = d.api("POST", f"/v1/jobs/{live}_[0-1]/update", {"array_throttle": 2})
+    assert code == 400 and "updated whole" in e["error"]["message"], e
+    job = d.submit("sleep", "60")
+    code, e = d.api("POST", f"/v1/jobs/{job}/update", {"array_throttle": 2})
+    assert code == 400 and e["error"]["field"] == "array_throttle" and "not a job array" in e["error"]["message"], e
+    p = d.rnx("job", "update", live, "--throttle=x")
+    assert p.returncode == 2 and "--throttle: 'x'" in p.stderr, p.stderr
+    # 0: no limit
+    d.rnx("job", "update", live, "--throttle=0", check=True)
+    assert array(d, live)["array"]["throttle"] == 0
+    deadline = time.time() + 60
+    while array(d, live)["array"]["counts"].get("RUNNING", 0) < 4:
+        assert time.time() < deadline, array(d, live)
+        time.sleep(0.05)
+    d.rnx("job", "stop", live, check=True)
+    d.rnx("job", "stop", job, check=True)

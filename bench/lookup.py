@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Lookup: what naming one job costs the daemon with many jobs kept.
+
+Every request about a job (GET /v1/jobs/REF, stop, log, `rnx job status REF`) first resolves REF:
+a full id, a name, or a unique id prefix (common/idref.h). This gives each target daemon --kept N
+waiting jobs (each after a `sleep` gate, so that none runs: a submission costs little and the
+table grows fast), then times GET /v1/jobs/REF one request at a time on a keep-alive connection,
+for four kinds of REF:
+
+  full     the newest job's full id (the last a scan in submission order reaches)
+  prefix   the first 8 characters of a job's id
+  name     a name one job has
+  missing  a full id no job has (the answer is 404)
+
+and prints the median and p95 in microseconds per kind, targets side by side (--target NAME=SOCKET,
+repeatable; the first is the reference), rounds interleaved (A B, B A, ...):
+
+  lookup.py --kept 20000 --rounds 3 --target before=/tmp/a/sock --target after=/tmp/b/sock
+
+The jobs made stay, waiting on the gate: run it against daemons of its own (a state directory
+thrown away after). Standard library only.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+
+from throughput import UnixHTTPConnection, request, parse_target
+
+KINDS = ("full", "prefix", "name", "missing")
+
+
+def fill(sock, kept):
+    conn = UnixHTTPConnection(sock)
+    st, doc = request(conn, "POST", "/v1/jobs", {"command": "sleep", "args": ["3600"]})
+    if st != 201:
+        sys.exit(f"lookup: the gate job was refused: {st} {doc}")
+    gate = doc["id"]
+    after = [{"job": gate, "state": "any"}]
+    ids = []
+    for i in range(kept):
+        body = {"command": "/bin/true", "after": after}
+        if i == kept // 2:
+            body["name"] = "lookup-named"
+        st, doc = request(conn, "POST", "/v1/jobs", body)
+        if st != 201:
+            sys.exit(f"lookup: job {i} was refused: {st} {doc}")
+        ids.append(doc["id"])
+    conn.close()
+    return gate, ids
+
+
+def refs(ids):
+    return {"full": ids[-1], "prefix": ids[len(ids) // 3][:8], "name": "lookup-named", "missing": str(uuid.uuid4())}
+
+
+def time_kind(sock, ref, n):
+    conn = UnixHTTPConnection(sock)
+    lat = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        st, _ = request(conn, "GET", f"/v1/jobs/{ref}")
+        lat.append(time.perf_counter() - t0)
+        if st not in (200, 404):
+            sys.exit(f"lookup: GET /v1/jobs/{ref}: {st}")
+    conn.close()
+    lat.sort()
+    return statistics.median(lat) * 1e6, lat[int(len(lat) * 0.95)] * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", action="append", type=parse_target, metavar="NAME=SOCKET", required=True)
+    ap.add_argument("--kept", type=int, default=20000, help="waiting jobs each daemon keeps (default 20000)")
+    ap.add_argument("--requests", type=int, default=500, help="requests per kind per round (default 500)")
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    made = {}
+    for name, sock in a.target:
+        t0 = time.time()
+        made[name] = fill(sock, a.kept)
+        print(f"{name}: {a.kept} waiting jobs in {time.time() - t0:.1f} s", flush=True)
+    res = {(name, k): [] for name, _ in a.target for k in KINDS}
+    order = list(a.target)
+    for r in range(a.rounds):
+        for name, sock in (order if r % 2 == 0 else order[::-1]):
+            rs = refs(made[name][1])
+            for k in KINDS:
+                res[(name, k)].append(time_kind(sock, rs[k], a.requests))
+    print(f"\nGET /v1/jobs/REF with {a.kept} jobs kept: median (p95) us per request, median over {a.rounds} rounds")
+    print(f"{'target':12s}" + "".join(f"{k:>22s}" for k in KINDS))
+    ref_name = a.target[0][0]
+    for name, _ in a.target:
+        cells = []
+        for k in KINDS:
+            med = statistics.median(x[0] for x in res[(name, k)])
+            p95 = statistics.median(x[1] for x in res[(name, k)])
+            base = statistics.median(x[0] for x in res[(ref_name, k)])
+            cells.append(f"{med:7.0f} ({p95:6.0f}) {med / base:4.2f}x")
+        print(f"{name:12s}" + "".join(f"{c:>22s}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()
