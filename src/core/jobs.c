@@ -408,7 +408,8 @@ void jobs_index_free(void)
  * run it at that level find it. */
 static void verify(const char *where)
 {
-    if (core.cfg.log_level < LOG_DEBUG)
+    static int64_t last_ns;
+    if (!state_check_due(&last_ns, core.njobs))
         return;
     held_ready();
     char what[300] = "";

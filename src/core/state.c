@@ -140,3 +140,14 @@ void state_commit(void)
     jerr e = {0};
     state_commit_now(&e);
 }
+
+bool state_check_due(int64_t *last_ns, size_t n)
+{
+    if (core.cfg.log_level < LOG_DEBUG)
+        return false;
+    int64_t now = mono_ns();
+    if (n > STATE_CHECK_EVERY_USE_MAX && *last_ns && now - *last_ns < 1000000000)
+        return false;
+    *last_ns = now;
+    return true;
+}

@@ -93,4 +93,11 @@ void state_wrote_workflows(void);
 void state_wrote_arrays(void);
 void state_forget_job(job *j);
 
+/* Whether an index's check against a full scan (jobs.c, arrays.c) runs now: only at log level
+ * debug (the tests'); at every use while the tables hold at most STATE_CHECK_EVERY_USE_MAX objects,
+ * and at most once a second (*last_ns: the caller's) on a machine keeping more, so that debug
+ * logging never makes each use cost a scan of everything kept. */
+#define STATE_CHECK_EVERY_USE_MAX 5000
+bool state_check_due(int64_t *last_ns, size_t n);
+
 #endif
