@@ -126,19 +126,25 @@ print(json.dumps({"wall": w1 - w0, "cpu": c1 - c0}))
 
 def test_max_cpu_50_holds_busy_loop_near_half_a_core(daemon):
     """max_cpu=50 holds a busy loop pinned to one CPU to about half a core; without it, a whole core."""
+    # the control first and last: the same loop unlimited, pinned likewise, shows whether CPU 0
+    # had a core to give while the limited one ran (on a machine busy with other work it has not,
+    # and then only the cap itself can be judged)
+    _, c0, _ = py(daemon, BUSY_PROBE % {"secs": 1.5}, cpu_cores="0")
     job, r, _ = py(daemon, BUSY_PROBE % {"secs": 3.0}, max_cpu=50, cpu_cores="0")
+    _, c1, _ = py(daemon, BUSY_PROBE % {"secs": 1.5}, cpu_cores="0")
     ratio = r["cpu"] / r["wall"]
-    assert 0.3 <= ratio <= 0.7, f"busy loop under max_cpu=50 used {ratio:.2f} of a core: {r}"
+    control = min(c0["cpu"] / c0["wall"], c1["cpu"] / c1["wall"])
+    assert ratio <= 0.7, f"busy loop under max_cpu=50 used {ratio:.2f} of a core: {r}"
     assert job["limits"]["max_cpu"] == 50
-    # the cgroup's own accounting agrees: about half of the job's lifetime, and at least what
-    # the loop itself measured
+    # the cgroup's own accounting agrees: at most about half of the job's lifetime, and at least
+    # what the loop itself measured
     cpu_s = job["usage"]["cpu_ns"] / 1e9
     assert cpu_s >= 0.9 * r["cpu"], (job["usage"], r)
     assert cpu_s / job_wall_s(job) <= 0.75, (job["usage"], job["started_at"], job["ended_at"])
-
-    _, c, _ = py(daemon, BUSY_PROBE % {"secs": 2.0})
-    control = c["cpu"] / c["wall"]
-    assert control > 0.8, f"the unlimited control job only got {control:.2f} of a core: {c}"
+    if control > 0.8:
+        # the core was free for the unlimited loop before and after: the limited one had its half
+        assert ratio >= 0.3, f"busy loop under max_cpu=50 used only {ratio:.2f} of a core (unlimited: {control:.2f})"
+        assert control > ratio + 0.2, (control, ratio)
 
 
 # --------------------------------------------------------------------------------------------
