@@ -177,7 +177,7 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
         jerr je = {0};
         if (jobreq_apply(&j->req, &a->req, f, &nr, &ch, &je) < 0 || job_ctl_update(j, who, &nr, ch, &je) < 0)
             log_warn("array %s: task %lld keeps its request: %s", a->id, (long long)j->array_task, je.msg);
-        else
+        else if (ch)
             (*acted)++;
         jobreq_free(&nr);
     }

@@ -673,6 +673,9 @@ int arrays_set_held(jarray *a, bool held, jerr *e)
 int arrays_update(jarray *a, job_req *req, jerr *e)
 {
     arrayspec now;
+    if (!req->array || strlen(req->array) > (size_t)jobreq_fields[JR_ARRAY].max)
+        return jerr_field(e, "array_throttle", "array_throttle: the array's list with its %%N would be longer than "
+                                               "%lld bytes", (long long)jobreq_fields[JR_ARRAY].max);
     if (arrayspec_parse(req->array, "array", true, &now, e) < 0)
         return -1;
     char tasks[2048], had[2048];
