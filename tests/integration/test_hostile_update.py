@@ -141,3 +141,147 @@ def test_array_throttle_values_are_refused_naming_array_throttle(d):
     finally:
         d.api("POST", f"/v1/jobs/{aid}/cancel")
     alive(d)
+
+
+# ---- array update: who may ------------------------------------------------------------------
+
+def test_another_users_array_cannot_be_updated_or_found(d):
+    name = "root-array-" + uuid.uuid4().hex[:6]
+    aid = submit_array(d, "0-3%1", "sleep", "60", name=name, priority=0)
+    d.api("POST", f"/v1/jobs/{aid}/hold")
+    try:
+        # a name or a prefix of another user's array matches nothing: the same 404 as a missing one
+        for ref in (name, aid[:8], aid[:13]):
+            code, e = api_as(d, UID, "POST", f"/v1/jobs/{ref}/update", {"array_throttle": 3})
+            assert code == 404, (ref, e)
+            assert "another user" not in e["error"]["message"], e
+        # its full id: "another user's" (idref.h), never the update
+        code, e = api_as(d, UID, "POST", f"/v1/jobs/{aid}/update", {"array_throttle": 3, "priority": -5})
+        assert code in (403, 404), e
+        a = array(d, aid)
+        assert (a["array"]["throttle"], a["request"].get("priority", 0)) == (1, 0), a
+        p = rnx_as(d, UID, "job", "update", aid[:8], "--throttle=3")
+        assert p.returncode != 0 and "another user" not in p.stderr, p.stderr
+    finally:
+        d.api("POST", f"/v1/jobs/{aid}/cancel")
+    # the user's own array: lowering its priority is theirs, raising it is an admin's
+    code, r = api_as(d, UID, "POST", "/v1/jobs", {"command": "sleep", "args": ["60"], "array": "0-3%1",
+                                                  "name": name, "priority": 0})
+    assert code == 201, r
+    mine = r["id"]
+    try:
+        code, e = api_as(d, UID, "POST", f"/v1/jobs/{mine}/update", {"priority": 5})
+        assert code == 403 and "priority" in e["error"]["message"], e
+        code, e = api_as(d, UID, "POST", f"/v1/jobs/{mine}/update", {"priority": 5, "array_throttle": 4})
+        assert code == 403, e
+        assert array(d, mine)["array"]["throttle"] == 1  # nothing of a refused update
+        # by its name: the user's own array, though root's has the same name
+        code, r = api_as(d, UID, "POST", f"/v1/jobs/{name}/update", {"priority": -2, "array_throttle": 2})
+        assert code == 200 and r["array"]["id"] == mine, r
+        assert (r["array"]["array"]["throttle"], r["array"]["request"]["priority"]) == (2, -2), r
+        code, e = api_as(d, UID, "POST", f"/v1/jobs/{mine}/update", {"priority": -1})
+        assert code == 403, e  # -2 -> -1 is a raise too
+        # root sees both arrays of that name: ambiguous, both listed
+        code, e = d.api("POST", f"/v1/jobs/{name}/update", {"array_throttle": 3})
+        assert code == 409 and aid[:8] in e["error"]["message"] and mine[:8] in e["error"]["message"], e
+        code, r = d.api("POST", f"/v1/jobs/{mine}/update", {"priority": 7})
+        assert code == 200 and r["array"]["request"]["priority"] == 7, r
+    finally:
+        d.api("POST", f"/v1/jobs/{mine}/cancel")
+    alive(d)
+
+
+# ---- references: the index answers as the scan did -------------------------------------------
+
+def test_references_by_id_name_and_prefix(d):
+    a = d.submit("sleep", "60")
+    b = d.submit("sleep", "60")
+    try:
+        # a name that is another job's id prefix: the name wins (it shadows the prefix)
+        n1 = d.submit("true", name=a[:8])
+        assert d.job(a[:8])["id"] == n1
+        # a name that is another job's full id: the full id wins
+        n2 = d.submit("true", name=b)
+        assert d.job(b)["id"] == b
+        assert d.job(n2[:13])["id"] == n2
+        # ids are lowercase: an uppercase id names nothing (not even by prefix)
+        code, e = d.api("GET", f"/v1/jobs/{a.upper()}")
+        assert code == 404, e
+        code, e = d.api("GET", f"/v1/jobs/{a[:8].upper()}")
+        assert code == 404, e
+        # a prefix with its dash, and through the dash
+        assert d.job(a[:9])["id"] == a
+        assert d.job(a[:20])["id"] == a
+        # a prefix longer than an id, an id with a character more: nothing
+        code, e = d.api("GET", f"/v1/jobs/{a}0")
+        assert code == 404, e
+        # 1 to 3 hex characters with many jobs: ambiguous ones list candidates that all start so
+        ids = [d.submit("true") for _ in range(40)] + [a, b, n1, n2]
+        for ref in {i[:k] for i in ids for k in (1, 2, 3)}:
+            code, r = d.api("GET", f"/v1/jobs/{ref}")
+            code2, lst = d.api("GET", "/v1/jobs?expand=1")   # (an array and its tasks too)
+            every = {j["id"] for j in lst["jobs"] if j["id"].startswith(ref)}
+            named = [j["id"] for j in lst["jobs"] if j.get("name") == ref]
+            if named:
+                continue
+            if len(every) == 1:
+                assert code == 200 and r["id"] in every, (ref, r)
+            else:
+                assert code == 409 and f"matches {len(every)} jobs" in r["error"]["message"], (ref, every, r)
+        # a 36-character name that is no id, and a name with a dash like an id's
+        long_name = "x" * 36
+        n3 = d.submit("true", name=long_name)
+        assert d.job(long_name)["id"] == n3
+        n4 = d.submit("true", name=a[:8] + "-")
+        assert d.job(a[:8] + "-")["id"] == n4
+        # deleted: nothing, by id, prefix or name
+        d.wait(n3)
+        code, _ = d.api("DELETE", f"/v1/jobs/{n3}")
+        assert code == 200
+        for ref in (n3, n3[:10], long_name):
+            code, e = d.api("GET", f"/v1/jobs/{ref}")
+            assert code == 404, (ref, e)
+        # another user: root's jobs by name or prefix match nothing, by full id "another user's"
+        code, e = api_as(d, UID, "GET", f"/v1/jobs/{a[:8]}-")
+        assert code == 404, e
+        code, e = api_as(d, UID, "GET", f"/v1/jobs/{a}")
+        assert code == 403 and "another user" in e["error"]["message"], e
+        code, r = api_as(d, UID, "POST", "/v1/jobs", {"command": "true", "name": a[:8] + "-"})
+        assert code == 201, r
+        code, got = api_as(d, UID, "GET", f"/v1/jobs/{a[:8]}-")
+        assert code == 200 and got["id"] == r["id"], got   # the user's own, not a 409 with root's
+        code, e = d.api("GET", f"/v1/jobs/{a[:8]}-")
+        assert code == 409, e
+    finally:
+        end_all(d, a, b)
+    alive(d)
+
+
+def test_array_references_tasks_and_after(d):
+    name = "sweep-" + uuid.uuid4().hex[:6]
+    aid = submit_array(d, "0-2", "true", name=name)
+    wait_for(lambda: array(d, aid)["status"] in TERMINAL, "the array ends")
+    t1 = task(d, aid, 1)["id"]
+    # the array's name names the array, not one of its tasks (which share the name)
+    assert array(d, name)["id"] == aid
+    assert array(d, aid[:8])["id"] == aid
+    # a task answers to its own id and prefix
+    assert d.job(t1)["id"] == t1
+    assert d.job(t1[:12])["id"] == t1
+    assert array(d, f"{name}_1")["id"] == t1
+    assert array(d, f"{aid[:8]}_1")["id"] == t1
+    # --after by the array's name and by a prefix: the array (all its tasks)
+    for ref in (name, aid[:8]):
+        p = d.rnx("job", "run", f"--after={ref}:ok", "true", check=True)
+        j = d.wait(p.stdout.strip())
+        assert j["status"] == "COMPLETED", j
+        assert j["after"][0]["job"] == aid, j
+    # --after by a task's prefix: that task
+    p = d.rnx("job", "run", f"--after={t1[:10]}:ok", "true", check=True)
+    j = d.wait(p.stdout.strip())
+    assert j["after"][0]["job"] == t1, j
+    # another user: the array by name, prefix or full id is no dependency of theirs
+    for ref in (name, aid[:8], aid):
+        p = rnx_as(d, UID, "job", "run", f"--after={ref}:ok", "true")
+        assert p.returncode != 0 and "another user" not in p.stderr, (ref, p.stderr)
+    alive(d)
