@@ -481,7 +481,9 @@ def test_update_reaches_a_task_whose_shim_is_starting(d):
     if not shutil.which("runsc"):
         pytest.skip("runsc is not installed: no slow start to update a task in")
     aid = submit_array(d, "0", "sleep", "6", isolation="gvisor")
-    t = wait_for(lambda: task(d, aid, 0), "task 0 made")
+    # made, its shim started, not yet RUNNING: gVisor's sandbox takes a while to come up
+    t = wait_for(lambda: (lambda x: x if x and (x["shim_pid"] or x["status"] in TERMINAL | {"RUNNING"}) else None)(
+        task(d, aid, 0)), "task 0's shim started")
     if t["status"] != "QUEUED":
         pytest.skip(f"task 0 was {t['status']} already: its start was too quick to update it in")
     code, r = d.api("POST", f"/v1/jobs/{aid}/update", {"max_runtime_s": 1})
