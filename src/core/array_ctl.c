@@ -162,12 +162,13 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
         return -1;
     (*acted)++;
     /* its tasks made and not ended, as `rnx job update` would change each: a waiting one every
-     * field, a running or suspended one its time limit only (the rest holds until it ends) */
+     * field, a running, suspended or starting one its time limit only (the rest holds until it
+     * ends) */
     for (size_t i = 0; i < a->ntasks && task_fields; i++) {
         job *j = a->tasks[i];
         if (!j || job_state_terminal(j->state))
             continue;
-        bool running = j->state == JS_RUNNING || j->state == JS_SUSPENDED;
+        bool running = job_ctl_update_runs(j);
         bool waiting = job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
         uint64_t f = running ? task_fields & 1ull << JR_MAX_RUNTIME_S : waiting ? task_fields : 0;
         if (!f)

@@ -48,6 +48,8 @@ typedef struct jarray {
     size_t nlinked;            /* slots of tasks not NULL: jobs it keeps */
     uint32_t active;           /* made tasks not ended: what %N bounds */
     uint8_t wait_why;          /* why its next task waits (enum sched_wait), from the last pass */
+    uint64_t pass;             /* the scheduler's pass that counted pass_runs (queue.c) */
+    uint32_t pass_runs;        /* its tasks holding room, and those this pass lets start */
     /* rnx job run --array --after (core/depend.h): no task is made while it waits */
     bool waiting;
     uint64_t *after_seq;       /* what it waits on, by seq (depend.c) */

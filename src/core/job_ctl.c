@@ -280,9 +280,14 @@ static size_t say_change(const job_req *a, const job_req *b, enum jobreq_id f, c
     return (size_t)snprintf(out, len, "%s %lld -> %lld", F->key, (long long)x, (long long)y);
 }
 
+bool job_ctl_update_runs(const job *j)
+{
+    return j->state == JS_RUNNING || j->state == JS_SUSPENDED || (job_state_waiting(j->state) && j->shim_pid > 0);
+}
+
 int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, jerr *e)
 {
-    bool running = j->state == JS_RUNNING || j->state == JS_SUSPENDED;
+    bool running = job_ctl_update_runs(j);
     bool waiting = job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
     if (!running && !waiting)
         return jerr_http(e, 409, "job %s is %s; only a waiting, held, running or suspended job can be updated", j->id,

@@ -42,6 +42,10 @@ int job_ctl_release(job *j, uid_t by, jerr *e);
  * job_ctl_update_fields lists, a running or suspended one only max_runtime_s (its shim gets it at
  * once); raising the priority is AUTHZ_RAISE_PRIORITY's. req is taken over on success. */
 int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, jerr *e);
+/* Whether an update may change only j's time limit: it runs or is suspended, or its shim is
+ * starting it (still QUEUED; the shim, born with SIGUSR2 blocked, takes a new limit once it reads
+ * its signals). */
+bool job_ctl_update_runs(const job *j);
 /* The fields rnx job update may change, n of them. */
 extern const enum jobreq_id job_ctl_update_fields[];
 extern const size_t job_ctl_update_nfields;

@@ -162,6 +162,20 @@ static void schedule(void)
     /* the jobs in the queue, in seq order: their list (jobs.h), not a scan of every job kept */
     job **queued = jobs_queued(&nqueued);
     n = nqueued;
+    /* An array's task made before and let go again (requeued, held then released, preempted)
+     * starts only while fewer of its array's tasks than its %N hold room: counted from the jobs
+     * holding room (bounded by the machine), the array's new tasks bounded by arrays_offer. */
+    static uint64_t passes;
+    uint64_t pass = ++passes;
+    size_t nroom, nback = 0;
+    job **room = jobs_holding_room(&nroom), **back = xcalloc(nqueued + 1, sizeof *back);
+    for (size_t i = 0; i < nroom; i++) {
+        jarray *a = room[i]->array;
+        if (a && a->spec.throttle) {
+            a->pass_runs = a->pass == pass ? a->pass_runs + 1 : 1;
+            a->pass = pass;
+        }
+    }
     /* a job array's tasks not made yet: as many entries as could start in this pass, each
      * made into a job only if it starts (arrays.h) */
     for (size_t i = 0; i < narr; i++)
@@ -172,6 +186,18 @@ static void schedule(void)
     size_t k = 0;
     for (size_t i = 0; i < nqueued; i++) {
         job *j = queued[i];
+        jarray *a = j->array;
+        if (a && a->spec.throttle) {
+            if (a->pass != pass)
+                a->pass = pass, a->pass_runs = 0;
+            if (a->pass_runs >= a->spec.throttle) {
+                j->wait_why = SW_ARRAY_THROTTLE;
+                j->queue_position = 0;
+                back[nback++] = j;
+                continue;
+            }
+            a->pass_runs++;
+        }
         sj[k] = (sched_job){.seq = j->seq, .not_before_ms = j->scheduled_ms};
         sched_input_req(j, &sj[k].r);
         map[k++] = j;
@@ -188,6 +214,7 @@ static void schedule(void)
             arr_offered++;
         }
     }
+    n = k; /* (less the tasks held back for their array's %N) */
     sched_gpu gpus[GPU_MAX];
     sched_mig migs[GPU_MAX * GPU_MIG_MAX];
     sched_running *run = xcalloc(room_now() + 1, sizeof *run);
@@ -278,8 +305,9 @@ static void schedule(void)
                 break;
             }
     record_waits(map, n);
+    record_waits(back, nback);
     free(start), free(preempt), free(sets), free(picks), free(why), free(pos);
-    free(sj), free(map), free(amap), free(run), free(runmap), free(arrs);
+    free(sj), free(map), free(amap), free(run), free(runmap), free(arrs), free(back);
 }
 
 /* "2 GPUs with at least 40960 MB each, of type H100, on one NUMA node" */
@@ -415,6 +443,11 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
     case SW_UNPLACEABLE:
         snprintf(out, len, "needs %s; too few such GPUs are usable now (rnx gpu list shows which are degraded or "
                            "offline)", need);
+        break;
+    case SW_ARRAY_THROTTLE:
+        if (j->array)
+            snprintf(out, len, "waits for its array's %%%u: %u of its tasks run", j->array->spec.throttle,
+                     j->array->pass_runs);
         break;
     }
     /* a GPU it named that is out of service says why, and whether it comes back by itself */

@@ -91,6 +91,8 @@ enum sched_wait {
     SW_UNPLACEABLE,          /* too few usable GPUs of its kind even if all were free (one is
                               * degraded or offline): waits for one to come back, blocking none */
     SW_USER_RUNNING,         /* its owner runs max_running_per_user jobs */
+    SW_ARRAY_THROTTLE,       /* an array's task made before (requeued, released): its array's %N
+                              * of tasks run (core/queue.c: kept out of the scheduler's input) */
 };
 
 typedef struct sched_output {

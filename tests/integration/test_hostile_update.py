@@ -392,9 +392,6 @@ def test_update_a_workflows_array_while_it_waits(d):
     alive(d)
 
 
-@pytest.mark.xfail(strict=True, reason="a lowered %N gates only the making of tasks (arrays_offer): a task "
-                   "made before, requeued or held and then let go, starts whatever its array's running count "
-                   "(docs/batch.md: 'lowered: ... no more start until fewer run')")
 def test_a_lowered_throttle_holds_back_a_made_task_let_go(d):
     aid = submit_array(d, "0-2%3", "sh", "-c", GATE)
     wait_for(lambda: counts(d, aid).get("RUNNING", 0) == 3, "three tasks run")
@@ -406,6 +403,11 @@ def test_a_lowered_throttle_holds_back_a_made_task_let_go(d):
         d.rnx("job", "release", t1, check=True)
         time.sleep(1)
         assert [d.job(t)["status"] for t in (t0, t1, t2)].count("RUNNING") <= 2, counts(d, aid)
+        j1 = d.job(t1)
+        assert j1["status"] == "QUEUED" and "waits for its array's %1: 2 of its tasks run" in j1["wait_reason"], j1
+        # the two running end: it is the array's one task to run now
+        end_all(d, t0, t2)
+        wait_for(lambda: d.job(t1)["status"] == "RUNNING", "task 1 starts once fewer than %1 run")
     finally:
         end_all(d, t0, t1, t2)
 
@@ -472,11 +474,6 @@ def test_kill9_keeps_the_update_the_open_arrays_and_the_references(fresh_daemon)
     alive(d)
 
 
-@pytest.mark.xfail(strict=True, reason="a task whose shim is starting (QUEUED, shim_pid set: job_in_queue is "
-                   "false) is neither running nor waiting to array_ctl_update: it is passed over without a word "
-                   "(the answer is 200) and runs with the time limit it was made with; job_ctl_update refuses "
-                   "such a job (409) for the same reason, though its shim (born with SIGUSR2 blocked) would take "
-                   "job_launch_runtime's word")
 def test_update_reaches_a_task_whose_shim_is_starting(d):
     if not shutil.which("runsc"):
         pytest.skip("runsc is not installed: no slow start to update a task in")
@@ -500,8 +497,11 @@ def test_update_reaches_a_task_whose_shim_is_starting(d):
                     assert (r["acted"], j["limits"]["max_runtime_s"]) == (2, 1), (r["acted"], j["status"], j["limits"])
             finally:
                 os.kill(t["shim_pid"], signal.SIGCONT)
-        end_all(d, t["id"])
         if tried:
+            # the word reached its shim: the task ends at its new limit, not at its 60 s
+            j = d.wait(t["id"], timeout=60)
+            assert (j["status"], j["end_reason"]) == ("FAILED", "time_limit"), j
             break
+        end_all(d, t["id"])
     if not tried:
         pytest.skip("every task started too quickly to update it while its shim started")
