@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "../common/idindex.h"
 #include "../common/idref.h"
 #include "../common/jsonx.h"
 #include "../common/log.h"
@@ -35,10 +36,16 @@ static void wf_save(workflow *wf)
         log_err("%s", e.msg);
 }
 
+/* The workflows by id and name (common/idindex.h). */
+static idindex by_ref;
+
+static const char *wf_name(const workflow *wf) { return json_string_value(json_object_get(wf->doc, "name")); }
+
 void workflow_add(workflow *wf)
 {
     core.workflows = xrealloc(core.workflows, (core.nworkflows + 1) * sizeof *core.workflows);
     core.workflows[core.nworkflows++] = wf;
+    idindex_add(&by_ref, wf, wf->id, wf_name(wf), wf->seq);
     if (wf->seq >= core.next_wf_seq)
         core.next_wf_seq = wf->seq + 1;
 }
@@ -79,6 +86,7 @@ static void wf_free(workflow *wf)
 
 void workflow_free_all(void)
 {
+    idindex_free(&by_ref);
     for (size_t i = 0; i < core.nworkflows; i++)
         wf_free(core.workflows[i]);
     free(core.workflows);
@@ -374,6 +382,7 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
                 submit_undo(wf->jobs[i].j);
         }
         core.nworkflows--; /* added last, above */
+        idindex_del(&by_ref, wf, wf->id, wf_name(wf));
         wf_free(wf);
         return NULL;
     }
@@ -638,11 +647,11 @@ void workflow_resume_all(void)
         job *j = core.jobs[i];
         if (!j->wf_id[0])
             continue;
-        for (size_t w = 0; w < core.nworkflows && !j->wf; w++)
-            if (!strcmp(core.workflows[w]->id, j->wf_id) && j->wf_index >= 0 && (size_t)j->wf_index < core.workflows[w]->n) {
-                j->wf = core.workflows[w];
-                j->wf->jobs[j->wf_index].j = j;
-            }
+        workflow *wf = idindex_get(&by_ref, j->wf_id);
+        if (wf && j->wf_index >= 0 && (size_t)j->wf_index < wf->n) {
+            j->wf = wf;
+            wf->jobs[j->wf_index].j = j;
+        }
     }
     /* arrays, likewise (loaded before: main.c); one not made yet waits again for the engine's
      * verdict below, as at its submission */
@@ -650,10 +659,8 @@ void workflow_resume_all(void)
         jarray *a = core.arrays[i];
         if (!a->wf_id[0])
             continue;
-        for (size_t w = 0; w < core.nworkflows && !a->wf; w++) {
-            workflow *wf = core.workflows[w];
-            if (strcmp(wf->id, a->wf_id) || a->wf_index < 0 || (size_t)a->wf_index >= wf->n)
-                continue;
+        workflow *wf = idindex_get(&by_ref, a->wf_id);
+        if (wf && a->wf_index >= 0 && (size_t)a->wf_index < wf->n) {
             a->wf = wf;
             wf->jobs[a->wf_index].array_seq = a->seq;
             if (wf->jobs[a->wf_index].nconds && !a->made && !arrays_canceled(a))
@@ -687,12 +694,14 @@ workflow *workflow_find(const char *ref, const caller *who, jerr *e)
     idref r;
     if (idref_start(&r, "workflow", "name", ref, e) < 0)
         return NULL;
-    for (size_t i = 0; i < core.nworkflows; i++) {
-        workflow *wf = core.workflows[i];
-        const char *name = json_string_value(json_object_get(wf->doc, "name"));
-        if (idref_offer(&r, wf->id, name, wf_state_name(wf->state), workflow_visible(wf, who), wf))
+    size_t n;
+    idindex_entry *c = idindex_candidates(&by_ref, ref, &n);
+    for (size_t i = 0; i < n; i++) {
+        workflow *wf = c[i].obj;
+        if (idref_offer(&r, wf->id, wf_name(wf), wf_state_name(wf->state), workflow_visible(wf, who), wf))
             break;
     }
+    free(c);
     return idref_result(&r, e);
 }
 
