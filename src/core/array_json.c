@@ -17,8 +17,8 @@ static const char *wait_words(const jarray *a, char *buf, size_t len)
         return "held";
     if (!a->ix_unmade) /* none left to make (what the scheduler's pass last said of it is old) */
         return NULL;
-    if (a->spec.throttle && a->active >= a->spec.throttle) {
-        snprintf(buf, len, "its %%%u: %u of its tasks run, the most it may at once", a->spec.throttle, a->active);
+    if (a->spec.throttle && a->pass_runs >= a->spec.throttle) { /* (as the scheduler's last pass counted) */
+        snprintf(buf, len, "its %%%u: %u of its tasks run, the most it may at once", a->spec.throttle, a->pass_runs);
         return buf;
     }
     const char *by_task = depend_tasks_describe(a, buf, len);

@@ -298,14 +298,14 @@ uint64_t arrays_jobless(uid_t uid)
  * bounded by what it may make in one turn of the loop; the next pass comes at the next turn. */
 #define ARRAYS_PER_PASS 64
 
-uint32_t arrays_offer(const jarray *a)
+uint32_t arrays_offer(const jarray *a, uint32_t runs)
 {
     if (a->held || a->waiting || arrays_canceled(a) || a->made >= a->spec.count)
         return 0;
     uint64_t left = a->spec.count - a->made;
     uint64_t n = left < ARRAYS_PER_PASS ? left : ARRAYS_PER_PASS;
     if (a->spec.throttle)
-        n = a->active >= a->spec.throttle ? 0 : n < a->spec.throttle - a->active ? n : a->spec.throttle - a->active;
+        n = runs >= a->spec.throttle ? 0 : n < a->spec.throttle - runs ? n : a->spec.throttle - runs;
     return (uint32_t)n;
 }
 
@@ -383,7 +383,7 @@ void arrays_task_changed(job *j)
         a->active--;
     }
     changed(a); /* (and what arrays_count_cached kept goes: the task's state changed) */
-    if (ended && arrays_offer(a))
+    if (ended && arrays_offer(a, 0)) /* (the pass counts what runs) */
         state_want(WANT_SCHEDULE);
 }
 

@@ -92,8 +92,10 @@ uint64_t arrays_unmade(uid_t uid);
 uint64_t arrays_jobless(uid_t uid);
 
 /* The scheduler's side (queue.c). How many of a's tasks could start in this pass: none while
- * held or canceled, at most its %N less those not ended, at most what is left. */
-uint32_t arrays_offer(const jarray *a);
+ * held or canceled, at most its %N less runs (its tasks that hold room, and those the pass lets
+ * start: a task made and held, or waiting again, takes no place, as in Slurm), at most what is
+ * left. */
+uint32_t arrays_offer(const jarray *a, uint32_t runs);
 /* The id of the next task to make: 0 and *task (tasks canceled before they were made are
  * passed over), or -1 when none is left. */
 int arrays_next(jarray *a, uint32_t *task);

@@ -100,7 +100,12 @@ void queue_run(void)
 /* How many of an array's tasks this pass is offered: what its %N and what is left allow
  * (arrays_offer), and of those, when its tasks wait task by task, the ones whose own task
  * ended as they need (depend_tasks_ready). */
-static uint32_t offer(const jarray *a) { return depend_tasks_ready(a, arrays_offer(a)); }
+static uint64_t passes; /* the scheduler's passes: which one counted an array's pass_runs */
+
+static uint32_t offer(const jarray *a)
+{
+    return depend_tasks_ready(a, arrays_offer(a, a->pass == passes ? a->pass_runs : 0));
+}
 
 /* An array whose tasks wait task by task (--after=ARRAY:corr): its next tasks whose own task can
  * never end as they need are canceled before the pass, so the ones after them may go. One whose
@@ -162,10 +167,10 @@ static void schedule(void)
     /* the jobs in the queue, in seq order: their list (jobs.h), not a scan of every job kept */
     job **queued = jobs_queued(&nqueued);
     n = nqueued;
-    /* An array's task made before and let go again (requeued, held then released, preempted)
-     * starts only while fewer of its array's tasks than its %N hold room: counted from the jobs
-     * holding room (bounded by the machine), the array's new tasks bounded by arrays_offer. */
-    static uint64_t passes;
+    /* An array's %N bounds its tasks that hold room (counted here from the jobs holding room,
+     * bounded by the machine): a task made before and let go again (requeued, held then
+     * released, preempted) starts only while fewer run, and takes its place before the
+     * array's new tasks (arrays_offer, after it). */
     uint64_t pass = ++passes;
     size_t nroom, nback = 0;
     job **room = jobs_holding_room(&nroom), **back = xcalloc(nqueued + 1, sizeof *back);
@@ -207,6 +212,8 @@ static void schedule(void)
         jarray *a = arrs[i];
         a->wait_why = SW_STARTS;
         a->queue_position = 0;
+        if (a->pass != pass) /* none of its tasks holds room: what its status says (array_json.c) */
+            a->pass = pass, a->pass_runs = 0;
         for (uint32_t c = offer(a); c > 0; c--) {
             sj[k] = (sched_job){.seq = a->seq, .not_before_ms = a->req.schedule_ms};
             sched_input_req_of(&a->req, a->owner_uid, &sj[k].r);

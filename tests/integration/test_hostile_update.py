@@ -292,36 +292,43 @@ def test_array_references_tasks_and_after(d):
 def test_update_reaches_made_tasks_as_their_own_update_would(d):
     """A task running gets only its time limit; a task made and waiting (requeued and held) gets
     every field; the tasks made later have the array's new request."""
-    aid = submit_array(d, "0-3%3", "sh", "-c", GATE, max_runtime_s=600, priority=0)
+    aid = submit_array(d, "0-4%3", "sh", "-c", GATE, max_runtime_s=600, priority=0)
     wait_for(lambda: counts(d, aid).get("RUNNING", 0) == 3, "three tasks run")
     t0, t1, t2 = (task(d, aid, k)["id"] for k in range(3))
     d.rnx("job", "requeue", "--hold", t1, check=True)
     wait_for(lambda: d.job(t1)["status"] == "HELD", "task 1 held")
-    assert task(d, aid, 3) is None  # (a held task counts against the %N: it was made)
+    # as in Slurm, a held task takes no place under the %N: task 3 is made in its place
+    wait_for(lambda: (task(d, aid, 3) or {}).get("status") == "RUNNING", "task 3 runs")
+    t3 = task(d, aid, 3)["id"]
     code, r = d.api("POST", f"/v1/jobs/{aid}/update", {"priority": -4, "max_runtime_s": 300, "max_cpu": 50,
                                                       "array_throttle": 1})
-    assert code == 200 and r["acted"] == 4, r   # the array, t0, t1 (HELD), t2
-    for t in (t0, t2):
+    assert code == 200 and r["acted"] == 5, r   # the array, t0, t1 (HELD), t2, t3
+    for t in (t0, t2, t3):
         j = d.job(t)
         assert (j["priority"], j["limits"]["max_runtime_s"]) == (0, 300), j
         assert j["limits"].get("max_cpu", 0) != 50, j
     j = d.job(t1)
     assert (j["priority"], j["limits"]["max_runtime_s"], j["limits"]["max_cpu"]) == (-4, 300, 50), j
     assert array(d, aid)["array"]["throttle"] == 1
-    # throttle 1 with two running: task 3 is not made while they run
+    # throttle 1 with three running: task 4 is not made while they run
     from test_dependencies import release
     release(d, t0)
     time.sleep(0.5)
-    assert task(d, aid, 3) is None, counts(d, aid)
+    assert task(d, aid, 4) is None, counts(d, aid)
     release(d, t2)
-    d.rnx("job", "release", t1, check=True)
-    wait_for(lambda: d.job(t1)["status"] == "RUNNING", "task 1 runs again")
-    time.sleep(0.3)
-    assert task(d, aid, 3) is None, counts(d, aid)   # t1 runs: the one its %1 allows
-    release(d, t1)
-    wait_for(lambda: task(d, aid, 3) and task(d, aid, 3)["status"] == "RUNNING", "task 3 runs")
-    j = task(d, aid, 3)
+    release(d, t3)
+    # none runs: task 4 is made (the held one takes no place), with the array's new request
+    wait_for(lambda: task(d, aid, 4) and task(d, aid, 4)["status"] == "RUNNING", "task 4 runs")
+    j = task(d, aid, 4)
     assert (j["priority"], j["limits"]["max_runtime_s"], j["limits"]["max_cpu"]) == (-4, 300, 50), j
+    # task 1 let go waits for its %1, then runs
+    d.rnx("job", "release", t1, check=True)
+    time.sleep(0.5)
+    j1 = d.job(t1)
+    assert j1["status"] == "QUEUED" and "waits for its array's %1: 1 of its tasks run" in j1["wait_reason"], j1
+    release(d, j["id"])
+    wait_for(lambda: d.job(t1)["status"] == "RUNNING", "task 1 runs again")
+    j = d.job(t1)
     release(d, j["id"])
     wait_for(lambda: array(d, aid)["status"] in TERMINAL, "the array ends")
     code, e = d.api("POST", f"/v1/jobs/{aid}/update", {"max_runtime_s": 10})
@@ -410,6 +417,27 @@ def test_a_lowered_throttle_holds_back_a_made_task_let_go(d):
         wait_for(lambda: d.job(t1)["status"] == "RUNNING", "task 1 starts once fewer than %1 run")
     finally:
         end_all(d, t0, t1, t2)
+
+
+def test_a_held_task_takes_no_place_under_the_throttle(d):
+    """As in Slurm, a task made and held (or waiting again) does not count toward its array's %N:
+    the next task is made in its place; let go, it waits until fewer than %N run."""
+    aid = submit_array(d, "0-3%2", "sh", "-c", GATE)
+    wait_for(lambda: counts(d, aid).get("RUNNING", 0) == 2, "two tasks run")
+    t0, t1 = (task(d, aid, k)["id"] for k in range(2))
+    try:
+        d.rnx("job", "requeue", "--hold", t0, check=True)
+        wait_for(lambda: d.job(t0)["status"] == "HELD", "task 0 held")
+        wait_for(lambda: (task(d, aid, 2) or {}).get("status") == "RUNNING", "task 2 made in its place")
+        assert counts(d, aid).get("RUNNING", 0) == 2, counts(d, aid)
+        d.rnx("job", "release", t0, check=True)
+        time.sleep(1)
+        j0 = d.job(t0)
+        assert j0["status"] == "QUEUED" and "waits for its array's %2: 2 of its tasks run" in j0["wait_reason"], j0
+        assert counts(d, aid).get("RUNNING", 0) == 2, counts(d, aid)
+    finally:
+        d.api("POST", f"/v1/jobs/{aid}/cancel")
+        end_all(d, *[j["id"] for j in tasks_of(d, aid)])
 
 
 # ---- restarts, delete-all -------------------------------------------------------------------
