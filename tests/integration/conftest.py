@@ -27,6 +27,17 @@ TERMINAL = {"STOPPED", "COMPLETED", "FAILED", "CANCELED"}
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
+def wait_for(pred, what="the condition", timeout=60):
+    """pred's first true value, polled every 50 ms; AssertionError naming what after timeout s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not after {timeout}s")
+
+
 def need_root():
     if os.geteuid() != 0:
         pytest.skip("needs root: joblet creates namespaces, cgroups and mounts")

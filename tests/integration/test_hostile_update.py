@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, wait_for
 
 TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
 LIMITS = "limits:\n  max_queued_per_user: 200000\n  max_jobs_per_user: 200000\n"
@@ -32,16 +32,6 @@ def d():
     dm = Daemon(LIMITS).start()
     yield dm
     dm.cleanup()
-
-
-def wait_for(pred, what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not after {timeout}s")
 
 
 def alive(d):

@@ -13,7 +13,7 @@ from datetime import datetime
 
 import pytest
 
-from conftest import BUILD, ROOT, Daemon, need_root
+from conftest import BUILD, ROOT, Daemon, need_root, wait_for
 from test_workflows import job, submit, wf_get
 
 TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
@@ -43,16 +43,6 @@ def wait_wf(d, wid, timeout=120):
             return wf
         time.sleep(0.05)
     raise AssertionError(f"workflow {wid} did not end: {wf_get(d, wid)}")
-
-
-def wait_for(what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = what()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("not reached")
 
 
 def tasks_of(d, aid):
