@@ -479,7 +479,6 @@ void depend_job_changed(job *j)
         free(list);
 }
 
-
 /* At start, an array to link again: one that waits, or whose tasks wait task by task. */
 static bool relink_array(const jarray *a)
 {

@@ -21,7 +21,6 @@
 #include "workflow.h"
 #include "workfs.h"
 
-
 /* Frozen (true) or thawed: its shim's clock for the run-time limit stands still before the
  * freeze and runs again after the thaw, so no moment frozen counts against the limit; the
  * shim's clock runs again if the freezer refuses. */
@@ -39,7 +38,6 @@ static int freeze(job *j, bool frozen, jerr *e)
         log_warn("job %s: resumed, but %s; its time limit waits", j->id, e->msg);
     return 0;
 }
-
 
 int64_t job_ctl_suspended_ms(const job *j)
 {

@@ -4,9 +4,10 @@ many tasks the array made before, and a chain of arrays waiting on one another m
 daemon recurse once per link. CPU time is compared between two sizes of the same request, with
 generous factors; no test has a time limit."""
 import os
-import time
 
 import pytest
+
+from conftest import wait_for
 
 TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
 
@@ -21,16 +22,6 @@ def submit_array(d, spec, command, *args, **fields):
     code, a = d.api("POST", "/v1/jobs", {"command": command, "args": list(args), "array": spec, **fields})
     assert code == 201, a
     return a
-
-
-def wait_for(pred, what, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not after {timeout}s")
 
 
 def cpu_of_gets(d, path, times):
@@ -55,7 +46,7 @@ def test_a_reference_to_tasks_costs_the_same_early_or_late_in_a_big_array(fresh_
     assert code == 200, r
     code, r = d.api("POST", f"/v1/jobs/{aid}/release")
     assert code == 200, r
-    wait_for(lambda: d.api("GET", f"/v1/jobs/{aid}")[1]["status"] in TERMINAL, "the array's last task")
+    wait_for(lambda: d.api("GET", f"/v1/jobs/{aid}")[1]["status"] in TERMINAL, "the array's last task", timeout=120)
     early, body = cpu_of_gets(d, f"/v1/jobs/{aid}_[1000-1999]", 5)
     assert len(body["tasks"]) == 1000 and body["tasks"][0]["status"] == "CANCELED", body["tasks"][:2]
     late, body = cpu_of_gets(d, f"/v1/jobs/{aid}_[98000-98999]", 5)
@@ -106,7 +97,7 @@ def test_a_long_chain_of_arrays_ends_without_recursing(fresh_daemon):
     code, r = d.api("POST", f"/v1/jobs/{head['id']}/kill", timeout=600)
     assert code == 200, r
     last = wait_for(lambda: (lambda a: a if a["status"] in TERMINAL else None)(d.api("GET", f"/v1/jobs/{prev}")[1]),
-                    "the chain's last array")
+                    "the chain's last array", timeout=120)
     assert last["status"] == "CANCELED", last
     assert d.proc.poll() is None, d.log()[-2000:]
 

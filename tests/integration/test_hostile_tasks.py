@@ -16,25 +16,16 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import uuid
 
 import pytest
+
+from conftest import wait_for
 
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
 needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
 NOBODY = 65534
 CG_BASES = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
-
-
-def wait_until(pred, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(what)
 
 
 def job_cgroup(d, job_id):
@@ -101,8 +92,8 @@ def signal_as(uid, pids, sig):
 def running_gvisor_job(d, seconds=60):
     jid = d.submit("sh", "-c", f"echo up; sleep {seconds}; echo survived", isolation="gvisor")
     d.wait_status(jid, "RUNNING", timeout=60)
-    wait_until(lambda: d.output(jid) == "up\n", 60, f"gVisor job {jid} never printed")
-    cg = wait_until(lambda: job_cgroup(d, jid), 10, f"no cgroup for job {jid}")
+    wait_for(lambda: d.output(jid) == "up\n", f"gVisor job {jid} never printed", timeout=60)
+    cg = wait_for(lambda: job_cgroup(d, jid), f"no cgroup for job {jid}", timeout=10)
     return jid, cg
 
 
@@ -160,8 +151,8 @@ def test_gvisor_job_of_nobody_keeps_nobodys_files_and_a_sandbox_uid_of_its_own(f
     assert p.returncode == 0, p.stderr
     jid = json.loads(p.stdout)["id"]
     d.wait_status(jid, "RUNNING", timeout=60)
-    wait_until(lambda: d.output(jid) == "up\n", 60, f"gVisor job {jid} never printed")
-    cg = wait_until(lambda: job_cgroup(d, jid), 10, "no cgroup")
+    wait_for(lambda: d.output(jid) == "up\n", f"gVisor job {jid} never printed", timeout=60)
+    cg = wait_for(lambda: job_cgroup(d, jid), "no cgroup", timeout=10)
     uids = {uid_of(p) for p in procs_of(cg)} - {None}
     assert NOBODY not in uids and len(uids - {0}) == 1, uids
     got = signal_as(NOBODY, procs_of(cg), 0)
@@ -243,13 +234,13 @@ def test_a_users_gvisor_and_native_jobs_never_hold_more_host_tasks_than_the_user
         gv.append(submit_as(d, uid, gid, "--isolation=gvisor", "sh", "-c", "echo up; sleep 120"))
         jid = gv[-1]
         # the first two fit and start; the third may start, fail, or hang short of its tasks
-        wait_until(lambda: d.job(jid)["status"] != "QUEUED", 60, f"job {jid} never started")
+        wait_for(lambda: d.job(jid)["status"] != "QUEUED", f"job {jid} never started", timeout=60)
         if k < 2:
-            wait_until(lambda: d.output(jid) == "up\n", 60, f"gVisor job {jid} never printed")
+            wait_for(lambda: d.output(jid) == "up\n", f"gVisor job {jid} never printed", timeout=60)
     # a native job forks sleepers until it cannot, then says how many it got
     native = submit_as(d, uid, gid, "python3", "-c", FORKER)
-    wait_until(lambda: d.output(native).startswith("got") or d.job(native)["status"] in ("FAILED", "COMPLETED"),
-               60, "the native job never said how many it forked")
+    wait_for(lambda: d.output(native).startswith("got") or d.job(native)["status"] in ("FAILED", "COMPLETED"),
+             "the native job never said how many it forked", timeout=60)
     most = max(host_tasks_of_user(d, uid) for _ in range(20))
     assert most <= bound, f"uid {uid}'s jobs hold {most} host tasks, more than the bound of {bound}"
     # the bound was reached, not sidestepped: the native job got fewer than it wanted, or, when
@@ -271,7 +262,7 @@ def test_a_users_jobs_beyond_max_running_per_user_wait_queued(fresh_daemon, user
     d = fresh_daemon("limits:\n  max_running_per_user: 2\n")
     uid, gid = user
     jobs = [submit_as(d, uid, gid, "sleep", "60") for _ in range(4)]
-    wait_until(lambda: sum(d.job(j)["status"] == "RUNNING" for j in jobs) == 2, 30, "two never ran")
+    wait_for(lambda: sum(d.job(j)["status"] == "RUNNING" for j in jobs) == 2, "two never ran", timeout=30)
     states = [d.job(j) for j in jobs]
     assert sorted(s["status"] for s in states) == ["QUEUED", "QUEUED", "RUNNING", "RUNNING"], states
     waiting = [s for s in states if s["status"] == "QUEUED"]
@@ -287,7 +278,7 @@ def test_a_users_jobs_beyond_max_running_per_user_wait_queued(fresh_daemon, user
     first = next(s["id"] for s in states if s["status"] == "RUNNING")
     d.api("POST", f"/v1/jobs/{first}/kill")
     d.wait(first)
-    wait_until(lambda: sum(d.job(j)["status"] == "RUNNING" for j in jobs) == 2, 30, "none took its place")
+    wait_for(lambda: sum(d.job(j)["status"] == "RUNNING" for j in jobs) == 2, "none took its place", timeout=30)
     assert sum(d.job(j)["status"] == "QUEUED" for j in jobs) == 1
     for j in jobs + mine:
         d.api("POST", f"/v1/jobs/{j}/kill")
@@ -353,7 +344,7 @@ def test_a_stuck_sandbox_is_still_stopped(fresh_daemon, tmp_path):
     d = fresh_daemon(f"isolation:\n  runsc: {fake}\n  platform: ptrace\n")
     jid = d.submit("sleep", "100", isolation="gvisor")
     d.wait_status(jid, "RUNNING", timeout=60)
-    wait_until(lambda: d.output(jid) == "started\n", 30, "the fake runsc never started")
+    wait_for(lambda: d.output(jid) == "started\n", "the fake runsc never started", timeout=30)
     assert d.api("POST", f"/v1/jobs/{jid}/stop")[0] == 200
     job = d.wait(jid, timeout=60)
     assert job["end_reason"] == "stopped", job
