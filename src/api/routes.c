@@ -292,11 +292,9 @@ static int array_update(request *r, jarray *a, uint64_t *acted, jerr *e)
     json_t *t = json_object_get(body, "array_throttle");
     bool has_throttle = t != NULL;
     json_int_t throttle = t && json_is_integer(t) ? json_integer_value(t) : -1;
-    /* (the most a list's %N takes: arrayspec_parse reads N as a task id) */
-    if (has_throttle && (throttle < 0 || throttle > ARRAYSPEC_MAX_ID)) {
+    if (has_throttle && arrayspec_throttle_check(throttle, json_is_integer(t), "array_throttle", NULL, e) < 0) {
         json_decref(body);
-        return jerr_field(e, "array_throttle", "array_throttle: must be a whole number of tasks to run at once, "
-                                               "from 1 to %d, or 0 for no limit", ARRAYSPEC_MAX_ID);
+        return -1;
     }
     json_object_del(body, "array_throttle");
     job_req nr;

@@ -1507,9 +1507,9 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
             char *end;
             errno = 0;
             long long n = strtoll(optarg, &end, 10);
-            if (!*optarg || *end || errno || n < 0 || n > ARRAYSPEC_MAX_ID) {
-                rc = rnx_usage("--throttle: '%s' must be a whole number of tasks to run at once, from 1 to %d, "
-                               "or 0 for no limit", optarg, ARRAYSPEC_MAX_ID);
+            jerr te = {0};
+            if (arrayspec_throttle_check(n, *optarg && !*end && !errno, "--throttle", optarg, &te) < 0) {
+                rc = rnx_usage("%s", te.msg);
                 goto out;
             }
             json_object_set_new(body, "array_throttle", json_integer(n));

@@ -201,6 +201,14 @@ void arrayspec_format(const arrayspec *a, bool with_throttle, char *out, size_t 
         snprintf(out + l, len - l, "%%%u", a->throttle);
 }
 
+int arrayspec_throttle_check(int64_t n, bool number, const char *label, const char *text, jerr *e)
+{
+    if (number && n >= 0 && n <= ARRAYSPEC_MAX_ID)
+        return 0;
+    return jerr_field(e, label, "%s: %s%.40s%smust be a whole number of tasks to run at once, from 1 to %d, or 0 for no "
+                                "limit", label, text ? "'" : "", text ? text : "", text ? "' " : "", ARRAYSPEC_MAX_ID);
+}
+
 int arrayspec_split_ref(const char *ref, char *base, size_t blen, arrayspec *tasks, jerr *e)
 {
     const char *us = strrchr(ref, '_');

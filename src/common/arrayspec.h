@@ -48,6 +48,10 @@ bool arrayspec_has(const arrayspec *a, uint32_t t);
 uint64_t arrayspec_count_from(const arrayspec *a, uint64_t k, const arrayspec *sub);
 /* The list in its canonical text ("0-99:2,150%8"); the throttle too when with_throttle. */
 void arrayspec_format(const arrayspec *a, bool with_throttle, char *out, size_t len);
+/* An array's %N given on its own (the API's array_throttle, rnx job update --throttle): a whole
+ * number (number: it was one) from 0 (no limit) to ARRAYSPEC_MAX_ID, what a list's %N takes.
+ * 0, or -1 with e naming label (the field or the flag; text: the value as typed, or NULL). */
+int arrayspec_throttle_check(int64_t n, bool number, const char *label, const char *text, jerr *e);
 /* A job reference of the form BASE_TASKS ("3f2a_7", "sweep_[3-5]"): BASE copied into base (at
  * most blen - 1 bytes) and the task list parsed into *tasks; 1 when ref has that form, 0 when
  * it does not (a plain reference), -1 with e set when it has it but the list is invalid. */

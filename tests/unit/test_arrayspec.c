@@ -141,6 +141,27 @@ static void test_refs(void **state)
     assert_string_equal(e.field, "tasks");
 }
 
+/* A %N on its own: the bounds a list's %N has, and the message naming the field or the flag. */
+static void test_throttle_check(void **state)
+{
+    (void)state;
+    jerr e = {0};
+    assert_int_equal(arrayspec_throttle_check(0, true, "array_throttle", NULL, &e), 0);
+    assert_int_equal(arrayspec_throttle_check(ARRAYSPEC_MAX_ID, true, "array_throttle", NULL, &e), 0);
+    arrayspec most;
+    assert_int_equal(arrayspec_parse("0-9%4000000", "array", true, &most, &e), 0); /* the same bound */
+    assert_int_equal(arrayspec_throttle_check(ARRAYSPEC_MAX_ID + 1, true, "array_throttle", NULL, &e), -1);
+    assert_string_equal(e.field, "array_throttle");
+    assert_string_equal(e.msg, "array_throttle: must be a whole number of tasks to run at once, from 1 to 4000000, "
+                               "or 0 for no limit");
+    e = (jerr){0};
+    assert_int_equal(arrayspec_throttle_check(-1, true, "array_throttle", NULL, &e), -1);
+    e = (jerr){0};
+    assert_int_equal(arrayspec_throttle_check(3, false, "--throttle", "x", &e), -1);
+    assert_string_equal(e.msg, "--throttle: 'x' must be a whole number of tasks to run at once, from 1 to 4000000, "
+                               "or 0 for no limit");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_count_from),
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_refs),
+        cmocka_unit_test(test_throttle_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
