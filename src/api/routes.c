@@ -286,8 +286,10 @@ static int array_update(request *r, jarray *a, uint64_t *acted, jerr *e)
         return -1;
     if (!json_is_object(body) || !json_object_size(body)) {
         json_decref(body);
-        return jerr_field(e, "body", "body: must be an object of the fields to change: priority, max_runtime_s, "
-                                     "gpu_count, gpu_memory_mb, max_cpu, max_memory_mb, preemptible, array_throttle");
+        char may[256] = "";
+        for (size_t i = 0, n = 0; i < job_ctl_update_nfields && n < sizeof may; i++)
+            n += (size_t)snprintf(may + n, sizeof may - n, "%s, ", jobreq_fields[job_ctl_update_fields[i]].key);
+        return jerr_field(e, "body", "body: must be an object of the fields to change: %sarray_throttle", may);
     }
     json_t *t = json_object_get(body, "array_throttle");
     bool has_throttle = t != NULL;
