@@ -362,6 +362,17 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
         return http_reply_json(r->conn, 200, json_pack("{s:s,s:I,s:b}", "deleted", full, "tasks", (json_int_t)n,
                                                        "more", more));
     }
+    int sig;
+    if (!strcmp(action, "kill") && post && query_get(r, "signal")) {
+        uint64_t acted;
+        if (parse_signal("signal", query_get(r, "signal"), &sig, &e) < 0)
+            return http_reply_error(r->conn, &e);
+        if (array_ctl_signal(a, tasks, sig, query_true(r, "all"), r->who.uid, &acted, &e) < 0)
+            return http_reply_error(r->conn, &e);
+        settle();
+        return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
+                                                       (json_int_t)acted));
+    }
     if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
         enum array_ctl_act act = !strcmp(action, "stop")   ? ARRAY_CTL_STOP
                                  : !strcmp(action, "kill") ? ARRAY_CTL_KILL
@@ -500,6 +511,16 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return attach_route(r, j);
     if (!strcmp(action, "exec"))
         return jobs_exec_route(r, j);
+    int sig;
+    if (!strcmp(action, "kill") && post && query_get(r, "signal")) {
+        /* docker kill --signal, Slurm's scancel --signal: a signal that is not SIGKILL is not a stop */
+        if (parse_signal("signal", query_get(r, "signal"), &sig, &e) < 0)
+            return http_reply_error(r->conn, &e);
+        if (job_ctl_signal(j, r->who.uid, sig, query_true(r, "all"), &e) < 0)
+            return http_reply_error(r->conn, &e);
+        settle();
+        return http_reply_json(r->conn, 200, job_json(j));
+    }
     if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
         int (*act)(job *, uid_t, jerr *) = !strcmp(action, "stop")   ? job_ctl_stop
                                            : !strcmp(action, "kill") ? job_ctl_kill

@@ -2,6 +2,7 @@
  * a usage error (exit 2) never leaves a half-done request behind. */
 #include <errno.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ static const char job_help[] =
     "                                  print a job's output, following it until the job ends\n"
     "  stop [--force] ID               stop a running job: SIGTERM, SIGKILL after the grace period\n"
     "                                  (cancels one that has not started)\n"
-    "  kill ID                         SIGKILL to every process of a job at once\n"
+    "  kill [--signal=SIG] ID          SIGKILL to every process of a job at once (or SIG)\n"
     "  cancel ID                       cancel a job that has not started (again) yet\n"
     "  hold ID...                      keep waiting jobs from starting until released\n"
     "  release ID...                   let held jobs start again, in their place in the queue\n"
@@ -220,13 +221,22 @@ static const char attach_help[] =
     "  -h, --help          show this help\n";
 
 static const char kill_help[] =
-    "Usage: rnx job kill ID\n"
+    "Usage: rnx job kill [--signal=SIG] ID\n"
     "\n"
     "Kills a running or stopping job: SIGKILL to every process of the job at once, no grace\n"
     "period (the job cannot catch it). The job ends STOPPED, end reason 'killed'. A job that\n"
     "has not started yet is canceled.\n"
     "\n"
+    "With --signal, sends that signal to the job's command instead, as docker kill --signal\n"
+    "does (USR1 to make a training job write a checkpoint, HUP to reload), or with --all to\n"
+    "every process of the job, as Slurm's scancel --full: the job goes on unless the signal\n"
+    "ends it, and a job that has not started is left as it is. A suspended job gets it when it\n"
+    "is resumed. On an array, every running task named gets it (ID, ID_7, ID_[3-5]).\n"
+    "\n"
     "Flags:\n"
+    "  -s, --signal=SIG  the signal: a name (USR1, SIGTERM, hup) or a number 1-31; not the\n"
+    "                    stop signals (rnx job suspend) nor CHLD. KILL is a kill\n"
+    "  --all             with --signal: to every process of the job, not its command alone\n"
     "  --json       print the job object afterwards\n"
     "  -h, --help   show this help\n";
 
@@ -1200,26 +1210,41 @@ static const char *answer_id(json_t *answer, const char *typed)
 static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
 {
     static const struct option stop_opts[] = {{"force", no_argument, NULL, 'F'}, OPT_JSON, OPT_HELP, {0}};
+    static const struct option kill_opts[] = {{"signal", required_argument, NULL, 's'}, {"all", no_argument, NULL, 'A'},
+                                              OPT_JSON, OPT_HELP, {0}};
     static const struct option opts[] = {OPT_JSON, OPT_HELP, {0}};
     bool stop = !strcmp(which, "stop"), kill = !strcmp(which, "kill"), del = !strcmp(which, "delete");
+    int sig = 0;
+    bool all = false;
+    char signame[16] = "";
     const char *help = stop ? stop_help : kill ? kill_help : !strcmp(which, "cancel") ? cancel_help : delete_help;
     char cmd[32], usage[64];
     const char *id = NULL;
     json_t *answer = NULL;
     int c, rc;
     snprintf(cmd, sizeof cmd, "rnx job %s", which);
-    snprintf(usage, sizeof usage, "rnx job %s%s ID", which, stop ? " [--force]" : "");
+    snprintf(usage, sizeof usage, "rnx job %s%s ID", which, stop ? " [--force]" : kill ? " [--signal=SIG [--all]]" : "");
     optind = 0;
-    while ((c = rnx_getopt(argc, argv, "h", stop ? stop_opts : opts, cmd)) != -1) {
+    while ((c = rnx_getopt(argc, argv, kill ? "hs:" : "h", stop ? stop_opts : kill ? kill_opts : opts, cmd)) != -1) {
         switch (c) {
         case 'h': fputs(help, stdout); return RNX_OK;
         case 'j': ctx->json = true; break;
         case 'F': kill = true; break;
+        case 's': {
+            jerr e = {0};
+            if (parse_signal("--signal", optarg, &sig, &e) < 0)
+                return rnx_usage("%s", e.msg);
+            parse_signal_name(sig, signame, sizeof signame);
+            break;
+        }
+        case 'A': all = true; break;
         default: return RNX_USAGE;
         }
     }
     if ((rc = one_id(argc, argv, cmd + 4, usage, &id)) != 0)
         return rc;
+    if (all && (!sig || sig == SIGKILL))
+        return rnx_usage("rnx job kill: --all goes with --signal (a kill reaches every process already)");
     if (del) {
         rc = job_request(ctx, "DELETE", id, "", &answer);
         /* an array: its ended tasks go a slice per request, then the array */
@@ -1229,6 +1254,10 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
             answer = NULL;
             rc = job_request(ctx, "DELETE", id, "", &answer);
         }
+    } else if (sig && sig != SIGKILL) {
+        char path[48];
+        snprintf(path, sizeof path, "/kill?signal=%s%s", signame, all ? "&all=1" : "");
+        rc = job_request(ctx, "POST", id, path, &answer);
     } else
         rc = job_request(ctx, "POST", id, kill ? "/kill" : stop ? "/stop" : "/cancel", &answer);
     if (rc != 0)
@@ -1238,6 +1267,12 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
     int64_t acted;
     if (ctx->json)
         print_json(answer);
+    else if (sig && sig != SIGKILL && json_is_object(arr) && jint(answer, "acted", &acted))
+        print_textf(stdout, "sent %s to %lld running task%s of array %s\n", signame, (long long)acted,
+                    acted == 1 ? "" : "s", jstr(arr, "id") ? jstr(arr, "id") : id);
+    else if (sig && sig != SIGKILL)
+        print_textf(stdout, "sent %s to %s %s\n", signame, all ? "every process of" : "the command of",
+                    answer_id(answer, id));
     else if (!del && json_is_object(arr) && jint(answer, "acted", &acted)) {
         /* an array, or tasks of one */
         char counts[600];

@@ -168,6 +168,12 @@ const jobreq_field jobreq_fields[JR_N] = {
                     "0-15:4), at most N at once with %N; each task sees its id in\n"
                     "JOBLET_ARRAY_TASK_ID and SLURM_ARRAY_TASK_ID"},
     /* the jobs it waits for (core/depend.h): each resolved to a full id at submission */
+    /* its command's warning before the limit (the shim sends it: exec/shim_main.c) */
+    [JR_SIGNAL] = {"signal", "--signal", "signal", true, false, JK_TEXT, JU_SIGNAL, 1, 40, OFF(signal),
+                   "is not SIG or SIG@SECONDS; give it as Slurm's --signal: USR1, USR1@90, B:USR1@90",
+        "SIG[@SECS]", "send SIG (USR1, TERM...) to the command SECS seconds (default 60)\n"
+                      "before --max-runtime ends it, to write a checkpoint (Slurm's --signal)",
+        .limit = "signal %s"},
     [JR_AFTER] = {"after", "--after", NULL, false, false, JK_AFTER, JU_NONE, 1, JOBREQ_AFTER_MAX, OFF(after),
                   "must be a list of at most %2$lld {job, state}: a job's id, unique id prefix or name, and ok, "
                   "notok, any (the default), started or corr",
@@ -611,6 +617,14 @@ static int set_string(job_req *r, const jobreq_field *f, const char *s, size_t l
             return refuse(e, f, s);
         v = norm;
         break;
+    case JU_SIGNAL: {
+        int sig;
+        uint32_t secs;
+        if (parse_signal_warning(f->key, s, &sig, &secs, norm, sizeof norm, e) < 0)
+            return -1;
+        v = norm;
+        break;
+    }
     case JU_TIME: {
         time_t t;
         int64_t ms;
@@ -1532,6 +1546,9 @@ int jobreq_check(const job_req *r, jerr *e)
         return -1;
     if (r->array && (r->tty || r->stdin_open))
         return jerr_field(e, "array", "array: an array's tasks run unattended; drop %s", r->tty ? "tty" : "stdin");
+    if (r->signal && !(jobreq_has(r, JR_MAX_RUNTIME_S) && r->max_runtime_s > 0))
+        return jerr_field(e, "signal", "signal: %s is sent before the run-time limit, and the job has none; give "
+                                       "max_runtime too (rnx job run --max-runtime=2h --signal=%s)", r->signal, r->signal);
     bool mig = jobreq_has(r, JR_GPU_MIG), all = r->gpu_all, ids = r->ngpu_ids > 0;
     bool count = jobreq_has(r, JR_GPU_COUNT) && r->gpu_count > 0, mem = jobreq_has(r, JR_GPU_MEMORY_MB);
     if (mig) {
@@ -1573,9 +1590,26 @@ int jobreq_check(const job_req *r, jerr *e)
     return 0;
 }
 
+int jobreq_signal(const job_req *r, uint32_t *secs)
+{
+    int sig = 0;
+    *secs = 0;
+    if (r->signal && parse_signal_warning("signal", r->signal, &sig, secs, NULL, 0, NULL) < 0)
+        return 0;
+    return sig;
+}
+
 int jobreq_check_submitted(job_req *r, jerr *e)
 {
-    return nvidia_env(r, e) < 0 ? -1 : jobreq_check(r, e);
+    if (nvidia_env(r, e) < 0 || jobreq_check(r, e) < 0)
+        return -1;
+    /* at submission only: a limit lowered later (rnx job update) has the signal sent at once */
+    uint32_t secs;
+    if (jobreq_signal(r, &secs) && secs >= (uint64_t)r->max_runtime_s)
+        return jerr_field(e, "signal", "signal: %s is due %u s before the run-time limit, but max_runtime is %lld s: "
+                                       "it would come as the job starts; give fewer seconds", r->signal, secs,
+                          (long long)r->max_runtime_s);
+    return 0;
 }
 
 int jobreq_check_machine(const job_req *r, const jobreq_machine *m, jerr *e)

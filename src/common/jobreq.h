@@ -33,7 +33,7 @@ enum jobreq_id {
     JR_UPLOADS, JR_GPU_COUNT, JR_GPU_MEMORY_MB, JR_GPU_ALL, JR_GPU_IDS, JR_GPU_CAPS, JR_GPU_OPTIONAL,
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
     JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES, JR_TTY, JR_STDIN, JR_MAX_NETBPS, JR_ARRAY,
-    JR_AFTER,
+    JR_AFTER, JR_SIGNAL,
     /* set by the daemon, never by a client */
     JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT, JR_VOLUME_PINS,
     JR_N
@@ -56,6 +56,7 @@ enum jobreq_unit {
     JU_ISOLATION, /* native or gvisor */
     JU_CDI,       /* a CDI device name: nvidia.com/gpu=INDEX, =UUID or =all */
     JU_ARRAY,     /* a job array's task list: 0-99%8, 1,3,7, 0-15:4 (common/arrayspec.h) */
+    JU_SIGNAL,    /* Slurm's --signal: [B:]SIG[@SECONDS] (common/parse.h parse_signal_warning) */
 };
 
 typedef struct jobreq_field {
@@ -152,9 +153,14 @@ typedef struct job_req {
     int64_t schedule_ms;      /* schedule_at as milliseconds, 0 none */
     jobreq_after *after;      /* the jobs it waits for (rnx job run --after) */
     size_t nafter;
+    char *signal;             /* its command's warning before the run-time limit, canonical
+                               * ("SIGUSR1@90"; jobreq_signal reads it); NULL none */
 } job_req;
 
 static inline bool jobreq_has(const job_req *r, enum jobreq_id f) { return r->has >> f & 1; }
+/* The request's signal field: the signal and how many seconds before the run-time limit; 0 (no
+ * signal) when it has none. */
+int jobreq_signal(const job_req *r, uint32_t *secs);
 
 /* How a request is read. */
 enum {
@@ -181,8 +187,10 @@ void jobreq_add_upload(job_req *r, const jobreq_upload *u);
 int jobreq_check(const job_req *r, jerr *e);
 /* What jobreq_from_json does once every field is read: NVIDIA_VISIBLE_DEVICES and
  * NVIDIA_DRIVER_CAPABILITIES in env read as the GPU fields they ask for (added to *r when the
- * job gives none), then jobreq_check. rnx and a workflow file's check call it, so a request
- * built from flags is refused before anything is sent exactly where the daemon would refuse it. */
+ * job gives none), then jobreq_check, and the rule that holds at submission only: a signal due
+ * before the job would start (its SECONDS not under max_runtime) is refused. rnx and a workflow
+ * file's check call it, so a request built from flags is refused before anything is sent exactly
+ * where the daemon would refuse it. */
 int jobreq_check_submitted(job_req *r, jerr *e);
 
 /* True when some file of the request has a declared size and no content_b64: its bytes follow

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,80 @@ int format_cpu_list(const uint8_t mask[CPU_MAX / 8], char *out, size_t outlen)
         c = d;
     }
     return n ? 0 : -1;
+}
+
+bool parse_signal_sendable(int sig)
+{
+    return sig >= 1 && sig <= 31 && sig != SIGSTOP && sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU &&
+           sig != SIGCHLD;
+}
+
+int parse_signal(const char *field, const char *s, int *sig, jerr *e)
+{
+    uint64_t n;
+    int found = 0;
+    if (s && parse_u64(s, &n) == 0) {
+        found = n <= 64 ? (int)n : -1;
+    } else if (s && *s) {
+        const char *name = strncasecmp(s, "SIG", 3) ? s : s + 3;
+        for (int i = 1; i <= 31 && !found; i++) {
+            const char *abbrev = sigabbrev_np(i);
+            if (abbrev && !strcasecmp(name, abbrev))
+                found = i;
+        }
+    }
+    if (found > 0 && parse_signal_sendable(found)) {
+        *sig = found;
+        return 0;
+    }
+    if (found == SIGSTOP || found == SIGTSTP || found == SIGTTIN || found == SIGTTOU)
+        return jerr_field(e, field, "%s: %s would stop the job's processes behind joblet's back; rnx job suspend "
+                                   "freezes a job (and resume thaws it)", field, s);
+    if (found == SIGCHLD)
+        return jerr_field(e, field, "%s: SIGCHLD is the kernel's to send; it cannot be sent to a job", field);
+    return jerr_field(e, field, "%s: \"%.32s\" is not a signal joblet sends; give a name such as USR1, SIGTERM or "
+                               "HUP, or a number from 1 to 31 (not the stop signals nor SIGCHLD)", field, s ? s : "");
+}
+
+int parse_signal_warning(const char *field, const char *s, int *sig, uint32_t *secs, char *out, size_t len, jerr *e)
+{
+    static const char accepts[] = "give SIG or SIG@SECONDS as Slurm's --signal: USR1, USR1@90, B:USR1@90 (SECONDS "
+                                  "from 1 to 65535 before the run-time limit, default 60)";
+    char name[40];
+    const char *p = s ? s : "";
+    if (!strncasecmp(p, "B:", 2))
+        p += 2;
+    const char *at = strchr(p, '@');
+    size_t n = at ? (size_t)(at - p) : strlen(p);
+    if (n == 0 || n >= sizeof name)
+        return jerr_field(e, field, "%s: \"%.40s\" names no signal; %s", field, s ? s : "", accepts);
+    memcpy(name, p, n);
+    name[n] = 0;
+    uint64_t t = PARSE_SIGNAL_WARN_DEFAULT_S;
+    if (at && (parse_u64(at + 1, &t) < 0 || t < 1 || t > PARSE_SIGNAL_WARN_MAX_S))
+        return jerr_field(e, field, "%s: \"%.40s\": \"%.16s\" is not a number of seconds; %s", field, s, at + 1,
+                          accepts);
+    if (parse_signal(field, name, sig, e) < 0)
+        return -1;
+    if (*sig == SIGKILL)
+        return jerr_field(e, field, "%s: SIGKILL before the run-time limit is a shorter limit; give that as "
+                                    "max_runtime, or a signal the job can catch (USR1, TERM)", field);
+    *secs = (uint32_t)t;
+    if (out) {
+        char nm[16];
+        snprintf(out, len, "%s@%u", parse_signal_name(*sig, nm, sizeof nm), *secs);
+    }
+    return 0;
+}
+
+const char *parse_signal_name(int sig, char *out, size_t len)
+{
+    const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+    if (abbrev)
+        snprintf(out, len, "SIG%s", abbrev);
+    else
+        snprintf(out, len, "%d", sig);
+    return out;
 }
 
 int parse_duration(const char *field, const char *s, uint64_t *seconds, jerr *e)

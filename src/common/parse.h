@@ -32,6 +32,23 @@ void parse_serial_bytes(const unsigned char *b, size_t n, char *out, size_t len)
 /* and as written by a person or in revoked.txt: hex of either case, "0x" before it or ':'
  * between bytes allowed, at most 20 bytes. 0, or -1 when s is not one. len: 41 at least. */
 int parse_serial(const char *s, char *out, size_t len);
+/* A signal as Slurm's scancel --signal and docker kill --signal take it: a name with or without
+ * "SIG", of either case ("USR1", "SIGTERM", "hup"), or its number 1-31. Only the signals a job's
+ * init can pass on to every process of the job are taken (exec/jobinit.c): not SIGSTOP, SIGTSTP,
+ * SIGTTIN, SIGTTOU (rnx job suspend freezes a job) nor SIGCHLD; SIGKILL is, for its caller to
+ * decide. */
+int parse_signal(const char *field, const char *s, int *sig, jerr *e);
+/* Whether parse_signal takes sig (the shim checks joblet's word with it too). */
+bool parse_signal_sendable(int sig);
+/* Slurm's sbatch --signal=[B:]SIG[@SECONDS]: the signal a job's command gets SECONDS (1-65535,
+ * default 60) before its run-time limit ends it. "B:" (Slurm's "to the batch shell") is taken
+ * and means what joblet does anyway: the command. SIGKILL is refused (a shorter limit is what
+ * that would be). The canonical text, "SIGUSR1@90", into out when out is not NULL. */
+#define PARSE_SIGNAL_WARN_DEFAULT_S 60
+#define PARSE_SIGNAL_WARN_MAX_S 65535
+int parse_signal_warning(const char *field, const char *s, int *sig, uint32_t *secs, char *out, size_t len, jerr *e);
+/* The signal's name as parse_signal takes it and the API writes it ("SIGUSR1"), into out. */
+const char *parse_signal_name(int sig, char *out, size_t len);
 /* Non-negative integer without sign, spaces or trailing junk. */
 int parse_u64(const char *s, uint64_t *out);
 

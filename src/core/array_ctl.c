@@ -1,6 +1,7 @@
 /* Job arrays' control (array_ctl.h). */
 #include "array_ctl.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,27 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
         return jerr_http(e, 409, "array %s: no task %s was left to %s%s", a->id, tasks ? "named" : "",
                          act == ARRAY_CTL_CANCEL ? "cancel" : act == ARRAY_CTL_STOP ? "stop" : "kill",
                          busy ? " (those named run: stop them with rnx job stop)" : "");
+    return 0;
+}
+
+int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t by, uint64_t *acted, jerr *e)
+{
+    if (sig == SIGKILL)
+        return array_ctl_act(a, tasks, ARRAY_CTL_KILL, by, acted, e);
+    *acted = 0;
+    for (size_t i = 0; i < a->ntasks; i++) {
+        job *j = a->tasks[i];
+        if (!j || job_state_terminal(j->state) || j->shim_pid <= 0 ||
+            (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
+            continue;
+        jerr je = {0};
+        if (job_ctl_signal(j, by, sig, all, &je) == 0)
+            (*acted)++;
+        else
+            log_warn("array %s: task %lld: %s", a->id, (long long)j->array_task, je.msg);
+    }
+    if (!*acted)
+        return jerr_http(e, 409, "array %s: no task %sruns to be sent a signal", a->id, tasks ? "named " : "");
     return 0;
 }
 

@@ -34,6 +34,11 @@ enum array_ctl_act { ARRAY_CTL_CANCEL, ARRAY_CTL_STOP, ARRAY_CTL_KILL };
  * the made ones get the act (job_ctl.h): cancel acts on those waiting, stop and kill on those
  * running too. 409 when no task named was left to act on. *acted: tasks acted on. */
 int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid_t by, uint64_t *acted, jerr *e);
+/* rnx job kill --signal=SIG [--all] on an array (Slurm's scancel --signal): sig to each task
+ * named (NULL: every task) that runs, as job_ctl_signal sends it; the others, and the tasks not
+ * made, are left as they are. SIGKILL is array_ctl_act's ARRAY_CTL_KILL. 409 when no task named
+ * runs; *acted: tasks signaled. */
+int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t by, uint64_t *acted, jerr *e);
 /* Holds (hold) or releases the tasks named (NULL: every task, and the array: no task is made
  * while it is held): the made ones through job_ctl_hold and job_ctl_release, those waiting or held.
  * 409 when none named could be; *acted: made tasks acted on (+1 for the array itself). */

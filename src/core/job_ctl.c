@@ -3,6 +3,7 @@
 #include "arrays.h"
 #include "depend.h"
 
+#include <signal.h>
 #include <time.h>
 
 #include "../common/log.h"
@@ -89,6 +90,19 @@ int job_ctl_kill(job *j, uid_t by, jerr *e)
         return 0;
     }
     return job_launch_kill(j, by, e);
+}
+
+int job_ctl_signal(job *j, uid_t by, int sig, bool all, jerr *e)
+{
+    if (sig == SIGKILL)
+        return job_ctl_kill(j, by, e);
+    if (job_state_terminal(j->state))
+        return jerr_http(e, 409, "job %s is %s; only a running job can be sent a signal", j->id,
+                         job_state_name(j->state));
+    if (j->shim_pid <= 0)
+        return jerr_http(e, 409, "job %s is %s and has not started; only a running job can be sent a signal "
+                                 "(rnx job cancel cancels it)", j->id, job_state_name(j->state));
+    return job_launch_signal(j, by, sig, all, e);
 }
 
 int job_ctl_cancel(job *j, uid_t by, jerr *e)

@@ -17,6 +17,10 @@ int job_ctl_stop(job *j, uid_t by, jerr *e);
 /* rnx job kill: a running or stopping job gets SIGKILL, every process at once; a waiting one is
  * CANCELED at once; 409 for one already ended. */
 int job_ctl_kill(job *j, uid_t by, jerr *e);
+/* rnx job kill --signal=SIG [--all]: a running, stopping or suspended job (or one whose shim is
+ * starting it) gets sig in its command, or all: in every process (job_launch_signal); SIGKILL is
+ * job_ctl_kill. 409 for a job that has not started or has ended: a signal is never a cancel. */
+int job_ctl_signal(job *j, uid_t by, int sig, bool all, jerr *e);
 /* A job that has not started (pending, scheduled, queued, preempted) is CANCELED; 409 else. */
 int job_ctl_cancel(job *j, uid_t by, jerr *e);
 /* An ended job, its directory, logs and database rows are gone; 409 for one not ended. The

@@ -18,7 +18,7 @@ const char *job_event_name(enum job_event ev)
         [JE_RESTARTED] = "restarted", [JE_ENDED] = "ended",       [JE_ATTACHED] = "attached",
         [JE_DETACHED] = "detached",   [JE_EXEC] = "exec",
         [JE_HELD] = "held",           [JE_UPDATED] = "updated",   [JE_SUSPENDED] = "suspended",
-        [JE_RESUMED] = "resumed",
+        [JE_RESUMED] = "resumed",     [JE_SIGNALED] = "signaled",
     };
     return (size_t)ev < ARRAY_LEN(names) ? names[ev] : "?";
 }

@@ -32,6 +32,7 @@ enum job_event {
     JE_UPDATED,     /* its request changed (rnx job update): by whom, "priority 0 -> 5" */
     JE_SUSPENDED,   /* frozen (rnx job suspend): by whom, the GPUs it keeps */
     JE_RESUMED,     /* thawed (rnx job resume, or to be stopped) */
+    JE_SIGNALED,    /* a signal sent to its processes (rnx job kill --signal, or --signal's warning) */
 };
 
 /* The event's name as the API spells it ("submitted", ...). */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/parse.h"
 #include "../common/util.h"
 #include "../exec/cgroup.h"
 #include "../exec/shim.h"
@@ -302,10 +303,20 @@ static void on_notify(watch *w, uint32_t events)
         buf[n] = 0;
         char *save = NULL;
         for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-            int pid;
+            int pid, sig;
             long long ms;
+            unsigned long long limit;
             if (sscanf(line, "S %d %lld", &pid, &ms) == 2)
                 mark_running(j, pid, ms);
+            else if (sscanf(line, "W %d %llu", &sig, &limit) == 2) {
+                /* its --signal, sent by the shim before the run-time limit */
+                char name[16];
+                uint32_t secs;
+                jobreq_signal(&j->req, &secs);
+                job_event(j, JE_SIGNALED, -1, "%s to its command by joblet, due %u s before its run-time limit of %llu s "
+                          "(--signal)", parse_signal_name(sig, name, sizeof name), secs, limit);
+                job_save(j);
+            }
             else if (!strcmp(line, "T"))
                 job_term_wake(j); /* its terminal takes clients: the attached wait no more */
             else if (!strcmp(line, "E") && !job_state_terminal(j->state) && !j->preempting) {
@@ -666,6 +677,38 @@ void job_launch_live_usage(const job *j, job_usage *u)
     u->io_read_bytes = st.io_read_bytes;
     u->io_write_bytes = st.io_write_bytes;
     u->pids_current = st.pids_current;
+}
+
+int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e)
+{
+    char name[16];
+    parse_signal_name(sig, name, sizeof name);
+    if (j->shim_pid <= 0 || j->w_pid.fd < 0)
+        return jerr_http(e, 409, "job %s is %s; only a running job can be sent %s", j->id, job_state_name(j->state),
+                         name);
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = SHIM_SIGNAL_FORWARD;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_int = sig | (all ? SHIM_SIGNAL_ALL : 0);
+    if (syscall(SYS_pidfd_send_signal, j->w_pid.fd, SHIM_SIGNAL_FORWARD, &si, 0) < 0) {
+        if (errno == ESRCH)
+            return jerr_http(e, 409, "job %s ended before %s reached it", j->id, name);
+        if (errno == EAGAIN) /* the queue of signals pending is full (RLIMIT_SIGPENDING) */
+            return jerr_http(e, 503, "cannot send %s to job %s now: too many signals are waiting to be delivered; "
+                                     "try again in a moment", name, j->id);
+        return jerr_sys(e, "send %s to the shim of job %s", name, j->id);
+    }
+    const char *when = j->state == JS_SUSPENDED ? " (delivered when it is resumed)"
+                       : job_state_waiting(j->state) ? " (delivered once its command runs)"
+                                                      : "";
+    job_event(j, JE_SIGNALED, (int64_t)by, "%s to %s by uid %u%s", name, all ? "every process" : "its command",
+              (unsigned)by, when);
+    job_save(j);
+    log_info("job %s: %s sent by uid %u", j->id, name, (unsigned)by);
+    return 0;
 }
 
 int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e)

@@ -49,6 +49,11 @@ int job_launch_stop(job *j, uid_t by, jerr *e);
  * stop's grace period runs); the job ends STOPPED with end reason "killed". 409 when no
  * shim runs. */
 int job_launch_kill(job *j, uid_t by, jerr *e);
+/* rnx job kill --signal: sig (parse_signal's, not SIGKILL) to the job's command, or with all to
+ * every process of the job, through its shim (exec/shim.h SHIM_SIGNAL_FORWARD); the job goes on
+ * unless the signal ends it. A starting job gets it once its command runs, a suspended one once
+ * it is resumed. 409 when no shim runs. */
+int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e);
 /* Stops a job to make room for `for_job`; it goes back to the queue as it was. */
 void job_launch_preempt(job *j, const job *for_job);
 /* rnx job update --max-runtime on a running job, or the job suspended or resumed: its shim gets

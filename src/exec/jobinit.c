@@ -19,6 +19,7 @@
 #include "../common/util.h"
 #include "console.h"
 #include "isolate.h"
+#include "shim.h"
 
 char *jobinit_hide_arg;
 
@@ -156,8 +157,13 @@ _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct soc
         if (sig < 0)
             continue;
         if (sig != SIGCHLD) {
-            /* From PID 1, kill(-1) reaches every other process of the job. */
-            if (sig != SIGSTOP && sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+            /* From PID 1, kill(-1) reaches every other process of the job; the shim's word for
+             * the command alone (shim.h SHIM_SIGNAL_COMMAND) reaches the command. */
+            if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+                continue;
+            if (si.si_code == SI_QUEUE && si.si_value.sival_int == SHIM_SIGNAL_COMMAND)
+                kill(child, sig);
+            else
                 kill(-1, sig);
             continue;
         }

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/parse.h"
 #include "../common/termframe.h"
 #include "../common/util.h"
 #include "console.h"
@@ -49,6 +50,8 @@ typedef struct shim {
     int64_t started_ms, ended_ms;
     int stop_requested, kill_requested, timed_out, killed;
     int tfd_runtime, tfd_grace;
+    int tfd_warn;             /* --signal's timer (spec.warn_signal), -1 none */
+    bool warned;              /* --signal's signal was sent for the limit as it is now */
     int64_t runtime_from_ns;  /* when the run-time limit counts from (mono_ns) */
     uint64_t runtime_s;       /* the run-time limit, 0 none */
     int64_t paused_ns;        /* time suspended so far (not counted against the limit) */
@@ -212,6 +215,43 @@ static void begin_stop(shim *sh)
     sh->tfd_grace = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
     if (sh->tfd_grace < 0 || arm(sh->tfd_grace, sh->spec.stop_grace_s ? sh->spec.stop_grace_s : 1) < 0)
         kill(sh->init, SIGKILL);
+}
+
+static const char *signal_name(int sig)
+{
+    static char buf[16];
+    const char *abbrev = sigabbrev_np(sig);
+    if (!abbrev)
+        return NULL;
+    snprintf(buf, sizeof buf, "SIG%s", abbrev);
+    return buf;
+}
+
+/* A signal for the job's command, or with SHIM_SIGNAL_ALL for every process of the job (shim.h
+ * SHIM_SIGNAL_FORWARD): to its init, which passes it on (jobinit.c), or through runsc to the
+ * sandbox's command or every process of it. A frozen job gets it when it is thawed. Only the
+ * signals parse_signal takes (common/parse.h): the word is joblet's, but the shim sends nothing
+ * its init would not pass on. */
+static void forward_signal(shim *sh, int word, const char *why)
+{
+    int sig = word & ~SHIM_SIGNAL_ALL;
+    bool all = word & SHIM_SIGNAL_ALL;
+    if (sh->init <= 0 || !parse_signal_sendable(sig) || sig == SIGKILL)
+        return;
+    int rc;
+    if (sh->spec.runsc)
+        rc = gvisor_kill(&sh->spec, sig, all);
+    else if (all)
+        rc = kill(sh->init, sig);
+    else
+        rc = sigqueue(sh->init, sig, (union sigval){.sival_int = SHIM_SIGNAL_COMMAND});
+    const char *name = signal_name(sig);
+    if (rc < 0)
+        shim_log(sh, "could not send %s to the job's %s (%s): %s", name ? name : "?", all ? "processes" : "command",
+                 why, strerror(errno));
+    else
+        shim_log(sh, "sent %s to %s (%s)", name ? name : "?", all ? "every process of the job" : "the job's command",
+                 why);
 }
 
 static void hard_kill(shim *sh)
@@ -579,16 +619,6 @@ fail_nocg:
     return -1;
 }
 
-static const char *signal_name(int sig)
-{
-    static char buf[16];
-    const char *abbrev = sigabbrev_np(sig);
-    if (!abbrev)
-        return NULL;
-    snprintf(buf, sizeof buf, "SIG%s", abbrev);
-    return buf;
-}
-
 static void write_status(shim *sh, int have_status, int wstatus, const cg_stats *st)
 {
     json_t *o = json_object();
@@ -661,27 +691,74 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
     free(txt);
 }
 
-/* The run-time limit's timer, set to what is left of it: the limit counts from the start,
- * less the time the job was suspended; none while the job is suspended (its time stands still)
- * or without a limit. One already past ends the job now. */
-static void runtime_arm(shim *sh, int ep)
+/* The job's run time so far: since its start, less the time it was suspended. */
+static int64_t ran_ns(const shim *sh)
 {
-    if (sh->tfd_runtime < 0) {
-        sh->tfd_runtime = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-        if (sh->tfd_runtime < 0)
+    return mono_ns() - sh->runtime_from_ns - sh->paused_ns;
+}
+
+/* When --signal's signal is due, in run time (ns): warn_s before the limit, 0 (at once) when the
+ * limit is nearer than that; -1 when the job has no such signal or no limit. */
+static int64_t warn_due_ns(const shim *sh)
+{
+    if (!sh->spec.warn_signal || !sh->runtime_s)
+        return -1;
+    int64_t due = ((int64_t)sh->runtime_s - (int64_t)sh->spec.warn_s) * 1000000000LL;
+    return due > 0 ? due : 0;
+}
+
+/* Sets a timer (made and watched by ep on first use) to fire after left_ns of run time, or
+ * disarms it (left_ns < 0); one already past fires now. */
+static void timer_arm(int *fd, int ep, int64_t left_ns)
+{
+    if (*fd < 0) {
+        *fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        if (*fd < 0)
             return;
-        struct epoll_event ev = {.events = EPOLLIN, .data.fd = sh->tfd_runtime};
-        epoll_ctl(ep, EPOLL_CTL_ADD, sh->tfd_runtime, &ev);
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = *fd};
+        epoll_ctl(ep, EPOLL_CTL_ADD, *fd, &ev);
     }
     struct itimerspec it = {0};
-    if (sh->runtime_s && !sh->paused_since_ns) {
-        int64_t left = (int64_t)sh->runtime_s * 1000000000LL - (mono_ns() - sh->runtime_from_ns - sh->paused_ns);
-        if (left < 1)
-            left = 1;
-        it.it_value.tv_sec = (time_t)(left / 1000000000LL);
-        it.it_value.tv_nsec = (long)(left % 1000000000LL);
+    if (left_ns >= 0) {
+        if (left_ns < 1)
+            left_ns = 1;
+        it.it_value.tv_sec = (time_t)(left_ns / 1000000000LL);
+        it.it_value.tv_nsec = (long)(left_ns % 1000000000LL);
     }
-    timerfd_settime(sh->tfd_runtime, 0, &it, NULL);
+    timerfd_settime(*fd, 0, &it, NULL);
+}
+
+/* The run-time limit's timer, set to what is left of it, and --signal's before it: the limit
+ * counts from the start, less the time the job was suspended; neither runs while the job is
+ * suspended (its time stands still) or without a limit. One already past fires now. */
+static void runtime_arm(shim *sh, int ep)
+{
+    bool on = sh->runtime_s && !sh->paused_since_ns;
+    if (sh->tfd_runtime >= 0 || on)
+        timer_arm(&sh->tfd_runtime, ep, on ? (int64_t)sh->runtime_s * 1000000000LL - ran_ns(sh) : -1);
+    int64_t due = warn_due_ns(sh);
+    if (sh->tfd_warn >= 0 || (on && due >= 0 && !sh->warned))
+        timer_arm(&sh->tfd_warn, ep, on && due >= 0 && !sh->warned ? due - ran_ns(sh) : -1);
+}
+
+/* --signal's timer fired: its signal to the command, once for the limit as it is, and joblet
+ * told (the job's history says so). */
+static void warn_fired(shim *sh)
+{
+    int64_t due = warn_due_ns(sh);
+    if (sh->warned || sh->paused_since_ns || due < 0 || ran_ns(sh) < due)
+        return; /* (a word that paused or moved the limit came after it fired) */
+    sh->warned = true;
+    char why[96];
+    snprintf(why, sizeof why, "its --signal: %u s before its run-time limit of %llu s", sh->spec.warn_s,
+             (unsigned long long)sh->runtime_s);
+    forward_signal(sh, sh->spec.warn_signal, why);
+    if (sh->notify_fd >= 0) {
+        char msg[48];
+        int n = snprintf(msg, sizeof msg, "W %d %llu\n", sh->spec.warn_signal, (unsigned long long)sh->runtime_s);
+        ssize_t w = write(sh->notify_fd, msg, (size_t)n);
+        (void)w;
+    }
 }
 
 /* joblet's latest word (shim.h SHIM_LIMIT): its file's, else the signal's. */
@@ -711,6 +788,10 @@ static void runtime_limit(shim *sh, int ep, uint64_t word)
     if (seconds != sh->runtime_s)
         shim_log(sh, "run-time limit now %llu s", (unsigned long long)seconds);
     sh->runtime_s = seconds;
+    /* a limit moved further than the warning sent for the old one: the new one gets its own */
+    int64_t due = warn_due_ns(sh);
+    if (sh->warned && due > ran_ns(sh))
+        sh->warned = false;
     if (paused && !sh->paused_since_ns) {
         sh->paused_since_ns = mono_ns();
         shim_log(sh, "suspended: the run-time limit waits");
@@ -732,16 +813,14 @@ static void supervise(shim *sh)
     sigaddset(&set, SIGUSR1);
     sigaddset(&set, SIGUSR2);
     sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SHIM_SIGNAL_FORWARD);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    sh->tfd_runtime = -1;
+    sh->tfd_runtime = sh->tfd_warn = -1;
     sh->runtime_from_ns = mono_ns();
     sh->runtime_s = sh->spec.max_runtime_s;
-    if (sh->spec.max_runtime_s) {
-        sh->tfd_runtime = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-        arm(sh->tfd_runtime, sh->spec.max_runtime_s);
-    }
+    runtime_arm(sh, ep);
     int tfd = sh->term ? shim_term_fd(sh->term) : -1;
-    int fds[] = {sh->out_r, sh->err_r, sfd, sh->tfd_runtime, tfd};
+    int fds[] = {sh->out_r, sh->err_r, sfd, tfd};
     for (size_t i = 0; i < ARRAY_LEN(fds); i++) {
         if (fds[i] < 0)
             continue;
@@ -781,6 +860,10 @@ static void supervise(shim *sh)
                         epoll_ctl(ep, EPOLL_CTL_ADD, sh->tfd_grace, &ev);
                     }
                 }
+            } else if (fd == sh->tfd_warn) {
+                uint64_t x;
+                if (read(fd, &x, sizeof x) > 0 && !init_done)
+                    warn_fired(sh);
             } else if (fd == sh->tfd_grace) {
                 uint64_t x;
                 if (read(fd, &x, sizeof x) > 0 && !init_done)
@@ -790,6 +873,8 @@ static void supervise(shim *sh)
                 while (read(sfd, &si, sizeof si) == sizeof si) {
                     if (si.ssi_signo == SIGUSR2 && !init_done && si.ssi_code == SI_QUEUE)
                         runtime_limit(sh, ep, limit_word(sh, si.ssi_ptr));
+                    else if ((int)si.ssi_signo == SHIM_SIGNAL_FORWARD && !init_done && si.ssi_code == SI_QUEUE)
+                        forward_signal(sh, si.ssi_int, "joblet's word (rnx job kill --signal)");
                     else if (si.ssi_signo == SIGUSR1 && !init_done) {
                         /* rnx job kill: SIGKILL to every process of the job at once */
                         sh->stop_requested = sh->kill_requested = 1;
@@ -862,7 +947,7 @@ static void supervise(shim *sh)
 
 static int shim_run(const char *dir)
 {
-    shim sh = {.dirfd = -1, .out_r = -1, .err_r = -1, .status_r = -1, .tfd_runtime = -1, .tfd_grace = -1,
+    shim sh = {.dirfd = -1, .out_r = -1, .err_r = -1, .status_r = -1, .tfd_runtime = -1, .tfd_grace = -1, .tfd_warn = -1,
                .started_fd = -1, .notify_fd = -1, .console_r = -1};
     /* Its own session: terminal signals aimed at joblet's process group must not reach jobs. */
     setsid();
@@ -873,6 +958,7 @@ static int shim_run(const char *dir)
     sigaddset(&set, SIGUSR1);
     sigaddset(&set, SIGUSR2);
     sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SHIM_SIGNAL_FORWARD);
     sigprocmask(SIG_BLOCK, &set, NULL);
     sh.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sh.dirfd < 0) {

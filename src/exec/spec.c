@@ -82,6 +82,10 @@ int spec_to_fd(const job_spec *s, jerr *e)
         json_object_set_new(o, "user_tasks_max", json_integer((json_int_t)s->user_tasks_max));
     if (o && s->log_max_bytes)
         json_object_set_new(o, "log_max_bytes", json_integer((json_int_t)s->log_max_bytes));
+    if (o && s->warn_signal) {
+        json_object_set_new(o, "warn_signal", json_integer(s->warn_signal));
+        json_object_set_new(o, "warn_s", json_integer((json_int_t)s->warn_s));
+    }
     if (o && s->log_budget[0])
         json_object_set_new(o, "log_budget", json_string(s->log_budget));
     if (o && s->log_floor)
@@ -389,6 +393,8 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     s->stop_grace_s = (uint64_t)json_integer_value(json_object_get(o, "stop_grace_s"));
     s->tmp_size_mb = (uint64_t)json_integer_value(json_object_get(o, "tmp_size_mb"));
     s->log_max_bytes = (uint64_t)json_integer_value(json_object_get(o, "log_max_bytes"));
+    s->warn_signal = (int)json_integer_value(json_object_get(o, "warn_signal"));
+    s->warn_s = (uint32_t)json_integer_value(json_object_get(o, "warn_s"));
     copy(s->log_budget, sizeof s->log_budget, o, "log_budget");
     s->log_floor = (uint64_t)json_integer_value(json_object_get(o, "log_floor"));
     s->user_procs_max = (uint64_t)json_integer_value(json_object_get(o, "user_procs_max"));

@@ -67,6 +67,8 @@ typedef struct job_spec {
     bool net_host;       /* false: own network namespace: loopback only, or net's veth */
     spec_net *net;
     uint64_t max_runtime_s;
+    int warn_signal;         /* --signal: sent to the command warn_s seconds of run time before */
+    uint32_t warn_s;         /* the run-time limit (once a run); 0 none */
     uint64_t stop_grace_s;
     uint64_t tmp_size_mb;
     uint64_t log_max_bytes;  /* per stream (stdout.log, stderr.log); 0 = no cap */

@@ -151,6 +151,7 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
                              dup_or_null(n->hosts_file), dup_or_null(n->resolv_file), n->max_bps};
     }
     s->max_runtime_s = (uint64_t)r->max_runtime_s;
+    s->warn_signal = jobreq_signal(r, &s->warn_s);
     s->stop_grace_s = c->stop_grace_s;
     s->tmp_size_mb = c->tmp_size_mb;
     s->tty = r->tty;

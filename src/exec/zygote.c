@@ -166,6 +166,7 @@ static int spawn(const char *shim_path, const char *arg, const char *arg2, int s
     sigaddset(&mask, SIGUSR1);
     sigaddset(&mask, SIGUSR2);
     sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SHIM_SIGNAL_FORWARD);
     sigfillset(&dflt);
     posix_spawnattr_setsigmask(&at, &mask);
     posix_spawnattr_setsigdefault(&at, &dflt);

@@ -43,6 +43,35 @@ def need_root():
         pytest.skip("needs root: joblet creates namespaces, cgroups and mounts")
 
 
+def api_as(d, uid, method, path, body=None):
+    """One request over the socket of daemon d as uid (the daemon reads the peer's credentials):
+    (status, answer)."""
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    prog = ("import http.client, socket, json, sys\n"
+            "class C(http.client.HTTPConnection):\n"
+            "    def connect(self):\n"
+            "        self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])\n"
+            "c = C('localhost', timeout=30)\n"
+            "b = sys.argv[4]\n"
+            "c.request(sys.argv[2], sys.argv[3], body=b or None, headers={'Content-Type': 'application/json'} if b else {})\n"
+            "r = c.getresponse(); raw = r.read()\n"
+            "print(json.dumps([r.status, json.loads(raw) if raw else None]))\n")
+    p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-c",
+                        prog, d.sock, method, path, json.dumps(body) if body is not None else ""],
+                       capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    return tuple(json.loads(p.stdout))
+
+
+def rnx_as(d, uid, *args):
+    """rnx run as uid against daemon d."""
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path, timeout=30):
         super().__init__("localhost", timeout=timeout)

@@ -8,16 +8,14 @@ array's update must be refused with the field named, for the right caller, and k
 kill -9.
 
 One daemon for the module; the tests that kill it have their own."""
-import json
 import os
 import shutil
-import subprocess
 import time
 import uuid
 
 import pytest
 
-from conftest import BUILD, wait_for
+from conftest import api_as, rnx_as, wait_for
 
 TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
 LIMITS = "limits:\n  max_queued_per_user: 200000\n  max_jobs_per_user: 200000\n"
@@ -62,33 +60,6 @@ def tasks_of(d, aid):
 
 def task(d, aid, t):
     return next((j for j in tasks_of(d, aid) if j["array"]["task"] == t), None)
-
-
-def api_as(d, uid, method, path, body=None):
-    """One request over the socket as uid (the daemon reads the peer's credentials)."""
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
-    prog = ("import http.client, socket, json, sys\n"
-            "class C(http.client.HTTPConnection):\n"
-            "    def connect(self):\n"
-            "        self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])\n"
-            "c = C('localhost', timeout=30)\n"
-            "b = sys.argv[4]\n"
-            "c.request(sys.argv[2], sys.argv[3], body=b or None, headers={'Content-Type': 'application/json'} if b else {})\n"
-            "r = c.getresponse(); raw = r.read()\n"
-            "print(json.dumps([r.status, json.loads(raw) if raw else None]))\n")
-    p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-c",
-                        prog, d.sock, method, path, json.dumps(body) if body is not None else ""],
-                       capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr
-    return tuple(json.loads(p.stdout))
-
-
-def rnx_as(d, uid, *args):
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 def end_all(d, *ids):

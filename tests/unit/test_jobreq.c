@@ -204,6 +204,11 @@ static const field_case cases[] = {
      "a:done", "after: 'a:done' is not ID[:STATE] (STATE ok, notok, any, started or corr; ID a job's id, unique id "
      "prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, after, aftercorr)",
      "[{\"job\": \"x\", \"state\": \"done\"}]", "after[0].state: must be ok, notok, any, started or corr"},
+    {JR_SIGNAL, "\"max_runtime_s\": 600, ", 0, "B:usr1@90", "\"SIGUSR1@90\"", "\"TERM\"", "\"SIGTERM@60\"",
+     "STOP@9", "signal: STOP would stop the job's processes behind joblet's back; rnx job suspend freezes a job (and "
+     "resume thaws it)",
+     "\"KILL@5\"", "signal: SIGKILL before the run-time limit is a shorter limit; give that as max_runtime, or a "
+     "signal the job can catch (USR1, TERM)"},
     /* the daemon's own fields are read from what it stored, where a value this version refuses
      * is left out (and logged), the job kept: json_msg NULL */
     {JR_PIDS_MAX, "", JOBREQ_FROM_DB, "512", "512", "0", "0",
@@ -622,7 +627,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after, signal";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -1058,7 +1063,8 @@ static const char full[] =
     " \"cross_numa\": false, \"preemptible\": true, \"runtime\": \"python-3.11-ml\","
     " \"volumes\": [\"data\", \"images:ro\"], \"isolation\": \"gvisor\", \"devices\": [\"nvidia.com/gpu=1\"],"
     " \"tty\": true, \"stdin\": true, \"max_netbps\": 1048576,"
-    " \"after\": [{\"job\": \"a1b2c3d4\", \"state\": \"notok\"}, {\"job\": \"prep\", \"state\": \"started\"}]}";
+    " \"after\": [{\"job\": \"a1b2c3d4\", \"state\": \"notok\"}, {\"job\": \"prep\", \"state\": \"started\"}],"
+    " \"signal\": \"SIGUSR1@90\"}";
 
 static void test_round_trip(void **state)
 {
@@ -1235,7 +1241,7 @@ static void test_to_flags(void **state)
                    " \"--gpu-memory=4GB\", \"--gpu-ids=GPU-1\", \"--gpu-caps=compute,video\", \"--gpu-optional\","
                    " \"--priority=-7\", \"--gpu-type=A100\", \"--gpu-cc=8.0\", \"--gpu-share\", \"--cross-numa=no\","
                    " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\", \"--isolation=gvisor\", \"--device=nvidia.com/gpu=1\","
-                   " \"--tty\", \"--interactive\", \"--max-netbps=1MB\", \"--after=a1b2c3d4:notok\", \"--after=prep:started\"]",
+                   " \"--tty\", \"--interactive\", \"--max-netbps=1MB\", \"--after=a1b2c3d4:notok\", \"--after=prep:started\", \"--signal=SIGUSR1@90\"]",
                    "flags");
     /* read back as rnx reads them: the same request, but for what flags cannot carry */
     size_t i;

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -402,6 +403,77 @@ static void test_duration(void **state)
     ASSERT_FIELD_ERROR(&e, "--max-runtime", NULL);
 }
 
+/* ---- signals (rnx job kill --signal, --signal=SIG@SECONDS) ------------------------------- */
+
+static void test_signal(void **state)
+{
+    (void)state;
+    static const struct { const char *s; int sig; } ok[] = {
+        {"USR1", SIGUSR1}, {"SIGUSR1", SIGUSR1}, {"usr1", SIGUSR1}, {"sigterm", SIGTERM}, {"HUP", SIGHUP},
+        {"10", SIGUSR1}, {"15", SIGTERM}, {"KILL", SIGKILL}, {"9", SIGKILL}, {"INT", SIGINT}, {"31", 31},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        jerr e = {0};
+        int sig = -1;
+        if (parse_signal("signal", ok[i].s, &sig, &e) < 0)
+            fail_msg("'%s' refused: %s", ok[i].s, e.msg);
+        assert_int_equal(sig, ok[i].sig);
+    }
+    /* the stop signals and SIGCHLD are not passed on by a job's init; junk, 0, real-time */
+    static const char *const bad[] = {"STOP", "SIGTSTP", "ttin", "TTOU", "19", "CHLD", "17", "", "SIG", "0",
+                                      "32", "64", "65", "99999999999999999999", "USR3", "USR1 ", "-9", "RTMIN",
+                                      NULL};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        jerr e = {0};
+        int sig = -1;
+        if (parse_signal("signal", bad[i], &sig, &e) == 0)
+            fail_msg("'%s' taken as %d", bad[i] ? bad[i] : "(null)", sig);
+        ASSERT_FIELD_ERROR(&e, "signal", NULL);
+        assert_int_equal(sig, -1);
+    }
+    jerr e = {0};
+    int sig;
+    assert_int_equal(parse_signal("--signal", "STOP", &sig, &e), -1);
+    assert_non_null(strstr(e.msg, "rnx job suspend"));
+    char name[16];
+    assert_string_equal(parse_signal_name(SIGUSR1, name, sizeof name), "SIGUSR1");
+    assert_string_equal(parse_signal_name(0, name, sizeof name), "0");
+}
+
+static void test_signal_warning(void **state)
+{
+    (void)state;
+    static const struct { const char *s; int sig; uint32_t secs; const char *canon; } ok[] = {
+        {"USR1", SIGUSR1, 60, "SIGUSR1@60"},      {"USR1@90", SIGUSR1, 90, "SIGUSR1@90"},
+        {"B:USR1@90", SIGUSR1, 90, "SIGUSR1@90"}, {"b:sigterm@1", SIGTERM, 1, "SIGTERM@1"},
+        {"10@65535", SIGUSR1, 65535, "SIGUSR1@65535"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        jerr e = {0};
+        int sig = 0;
+        uint32_t secs = 0;
+        char canon[40];
+        if (parse_signal_warning("signal", ok[i].s, &sig, &secs, canon, sizeof canon, &e) < 0)
+            fail_msg("'%s' refused: %s", ok[i].s, e.msg);
+        assert_int_equal(sig, ok[i].sig);
+        assert_int_equal(secs, ok[i].secs);
+        assert_string_equal(canon, ok[i].canon);
+        /* the canonical text reads back the same */
+        assert_int_equal(parse_signal_warning("signal", canon, &sig, &secs, NULL, 0, &e), 0);
+        assert_int_equal(secs, ok[i].secs);
+    }
+    static const char *const bad[] = {"", "@90", "B:", "USR1@", "USR1@0", "USR1@65536", "USR1@x", "USR1@-1",
+                                      "KILL@10", "STOP@10", "R:USR1@10", "USR1@90@1", NULL};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        jerr e = {0};
+        int sig = 0;
+        uint32_t secs = 0;
+        if (parse_signal_warning("signal", bad[i], &sig, &secs, NULL, 0, &e) == 0)
+            fail_msg("'%s' taken", bad[i] ? bad[i] : "(null)");
+        ASSERT_FIELD_ERROR(&e, "signal", NULL);
+    }
+}
+
 /* ---- RFC 3339 ----------------------------------------------------------------------- */
 
 #define T2026 ((time_t)1767225600) /* 2026-01-01T00:00:00Z */
@@ -615,6 +687,8 @@ int main(void)
         cmocka_unit_test(test_format_cpu_list),
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_signal),
+        cmocka_unit_test(test_signal_warning),
         cmocka_unit_test(test_rfc3339_round_trip),
         cmocka_unit_test(test_env_pair),
         cmocka_unit_test(test_env_key_valid),
