@@ -473,7 +473,7 @@ static void test_unknown_keys(void **state)
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    resources:\n      memory: 4GB\n",
                  "wf.yaml:5:7: job 'a': resources: unknown key 'memory' (did you mean 'max_memory'?); resources are "
                  "max_cpu, max_memory, max_io_bps, cpu_cores, max_runtime, gpu_count, gpu_memory_mb, gpu_mig, priority, "
-                 "gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, max_net_bps");
+                 "gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, max_net_bps, signal");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    resources:\n      workdir: /x\n",
                  "wf.yaml:5:7: job 'a': resources: 'workdir' is not a resource; it belongs to the job itself, next to "
                  "command:");
