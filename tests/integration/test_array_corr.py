@@ -84,7 +84,6 @@ def test_corr_task_canceled_when_its_own_failed_while_later_ones_go(d):
     release(d, d.job(f"{as_}_0")["id"])
     done = wait_array(d, b)
     assert done["array"]["counts"] == {"COMPLETED": 3, "CANCELED": 2}, done
-    assert done["array"]["made"] == 5, done
     tasks = tasks_of(d, b)
     assert sorted(j["array"]["task"] for j in tasks) == [0, 1, 2, 3], tasks   # B_4 never made
     assert d.output(d.job(f"{bs}_0")["id"]) == "0\n"
