@@ -266,16 +266,16 @@ static void verify(const char *where)
                                               arrayspec_count_from(&a->spec, a->made, &a->ahead);
         bool jl = !linked && arrays_ended(a);
         /* out of the list's order (ahead): never a task canceled before it was made; the made
-         * tasks in the list's order, each one made (before the cursor and not canceled before it
-         * was, or ahead) */
+         * tasks in the list's order, each one made (before the cursor, or ahead) */
         int64_t last = -1;
         for (size_t k = 0; k < a->ntasks && !what[0]; k++) {
             const job *t = a->tasks[k];
             if (!t)
                 continue;
             int64_t p = arrayspec_index(&a->spec, (uint32_t)t->array_task);
-            bool made = p >= 0 && ((uint64_t)p < a->made ? !arrayspec_has(&a->skip, (uint32_t)t->array_task)
-                                                        : arrayspec_has(&a->ahead, (uint32_t)t->array_task));
+            /* (one before the cursor is not looked up in skip: a cancel naming it in a list that
+             * does not ascend keeps it there, merge_skip) */
+            bool made = p >= 0 && ((uint64_t)p < a->made || arrayspec_has(&a->ahead, (uint32_t)t->array_task));
             if (p <= last || !made)
                 snprintf(what, sizeof what, "array %s: task %lld's job is out of the list's order or not counted made",
                          a->id, (long long)t->array_task);
@@ -821,13 +821,28 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
     size_t n = 0;
     for (size_t i = 0; i < a->skip.n; i++)
         v[n++] = a->skip.r[i];
+    /* The named tasks the cursor passed were made (or were canceled before already): they are
+     * not kept as canceled before they were made, which would count each twice (its job, and
+     * CANCELED) and hide its job from ID_T. Where the list's ranges ascend (each after the one
+     * before it, as lists are written), the ids below the cursor's; one by one otherwise (a
+     * range with a step), and a range of step 1 of a list that does not ascend as it was. */
+    bool ascends = true;
+    for (size_t i = 1; i < a->spec.n; i++)
+        ascends &= a->spec.r[i - 1].hi < a->spec.r[i].lo;
+    uint32_t from = a->made < a->spec.count ? arrayspec_task(&a->spec, a->made) : ARRAYSPEC_MAX_ID + 1;
     for (size_t i = 0; i < tasks->n; i++) {
-        const arrayspec_range *r = &tasks->r[i];
-        if (r->step == 1)
-            v[n++] = *r;
-        else
-            for (uint32_t t = r->lo; t <= r->hi; t += r->step)
-                v[n++] = (arrayspec_range){t, t, 1};
+        arrayspec_range r = tasks->r[i];
+        if (r.step == 1) {
+            if (ascends && r.lo < from)
+                r.lo = from;
+            if (r.lo <= r.hi)
+                v[n++] = r;
+        } else
+            for (uint32_t t = r.lo; t <= r.hi; t += r.step) {
+                int64_t k = arrayspec_index(&a->spec, t);
+                if (k < 0 || (uint64_t)k >= a->made)
+                    v[n++] = (arrayspec_range){t, t, 1};
+            }
     }
     /* sort by start, then merge what touches */
     for (size_t i = 1; i < n; i++)

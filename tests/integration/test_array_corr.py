@@ -55,6 +55,13 @@ def test_corr_tasks_go_as_their_own_task_completes(d):
     lst = d.rnx("job", "list", check=True).stdout
     line = next(x for x in lst.splitlines() if x.startswith(bs))
     assert "COMPLETED" in line, lst
+    # a cancel naming tasks made already (in the list's order or ahead of it) cancels nothing
+    # and leaves the counts as they are (not one task counted twice, its job and CANCELED)
+    for ref in (f"{bs}_[0-1]", f"{bs}_[2-3]"):
+        r = d.rnx("job", "cancel", ref)
+        assert r.returncode != 0 and "no task named was left to cancel" in r.stderr, (r.stdout, r.stderr)
+        assert counts(d, b) == {"COMPLETED": 4}
+    assert d.job(f"{bs}_0")["status"] == "COMPLETED"
 
 
 def test_corr_task_canceled_when_its_own_failed_while_later_ones_go(d):
