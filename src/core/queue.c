@@ -156,7 +156,7 @@ static enum task_canceled cancel_task(jarray *a, uint32_t t, enum depend_task_en
  * the tasks further on whose own task ended (depend.c queued each as it ended,
  * arrays_ready_push): one that may go is offered to this pass ahead of the cursor (a->go), one
  * that never can is canceled now, one that still waits (another of its needs) is dropped, to be
- * queued again when that one ends. At most a pass's worth of each each turn, O(64 x ranges):
+ * queued again when that one ends. At most a pass's worth of each a turn, O(64 x ranges):
  * what waits at the cursor costs nothing more, and no pass looks at every task of a big array. */
 static bool by_task(jarray *a)
 {
