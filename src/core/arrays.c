@@ -64,12 +64,129 @@ static struct aowner *owner_of(uid_t uid)
     return &owners[lo];
 }
 
-/* Its tasks not made yet and not canceled: O(ranges x skipped ranges), both bounded. */
+/* Of its tasks at the cursor and after it: those canceled before they were made, and those made
+ * ahead of the cursor. O(ranges x their ranges), both bounded. */
+static uint64_t skip_left(const jarray *a)
+{
+    return a->skip.n ? arrayspec_count_from(&a->spec, a->made, &a->skip) : 0;
+}
+
+static uint64_t ahead_left(const jarray *a)
+{
+    return a->ahead.n ? arrayspec_count_from(&a->spec, a->made, &a->ahead) : 0;
+}
+
+/* Its tasks not made yet and not canceled. */
 static uint64_t unmade_of(const jarray *a)
 {
     if (arrays_canceled(a) || a->made >= a->spec.count)
         return 0;
-    return a->spec.count - a->made - (a->skip.n ? arrayspec_count_from(&a->spec, a->made, &a->skip) : 0);
+    return a->spec.count - a->made - skip_left(a) - ahead_left(a);
+}
+
+/* ---- sets of task ids (skip, ahead): disjoint ranges of step 1, in order ---- */
+
+static void set_bounds(arrayspec *s)
+{
+    s->min = s->n ? s->r[0].lo : 0;
+    s->max = s->n ? s->r[s->n - 1].hi : 0;
+}
+
+/* t added: false, s unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges. */
+static bool set_add(arrayspec *s, uint32_t t)
+{
+    if (s->n && arrayspec_has(s, t))
+        return true;
+    size_t i = 0;
+    while (i < s->n && s->r[i].hi + 1 < t)
+        i++;
+    if (i < s->n && s->r[i].hi + 1 == t) {
+        s->r[i].hi = t;
+        if (i + 1 < s->n && s->r[i + 1].lo == t + 1) {
+            s->r[i].hi = s->r[i + 1].hi;
+            memmove(&s->r[i + 1], &s->r[i + 2], (s->n - i - 2) * sizeof *s->r);
+            s->n--;
+        }
+    } else if (i < s->n && s->r[i].lo == t + 1)
+        s->r[i].lo = t;
+    else {
+        if (s->n == ARRAYSPEC_MAX_RANGES)
+            return false;
+        memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof *s->r);
+        s->r[i] = (arrayspec_range){t, t, 1};
+        s->n++;
+    }
+    s->count++;
+    set_bounds(s);
+    return true;
+}
+
+/* Whether set_add(s, t) would fit. */
+static bool set_add_fits(const arrayspec *s, uint32_t t)
+{
+    if (s->n < ARRAYSPEC_MAX_RANGES || arrayspec_has(s, t))
+        return true;
+    return (t && arrayspec_has(s, t - 1)) || arrayspec_has(s, t + 1);
+}
+
+/* t taken out: false, s unchanged, when the range it splits would need one range too many. */
+static bool set_del(arrayspec *s, uint32_t t)
+{
+    size_t i = 0;
+    while (i < s->n && s->r[i].hi < t)
+        i++;
+    if (i == s->n || s->r[i].lo > t)
+        return true;
+    arrayspec_range *r = &s->r[i];
+    if (r->lo == t && r->hi == t) {
+        memmove(&s->r[i], &s->r[i + 1], (s->n - i - 1) * sizeof *s->r);
+        s->n--;
+    } else if (r->lo == t)
+        r->lo++;
+    else if (r->hi == t)
+        r->hi--;
+    else {
+        if (s->n == ARRAYSPEC_MAX_RANGES)
+            return false;
+        memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof *s->r);
+        s->r[i].hi = t - 1;
+        s->r[i + 1].lo = t + 1;
+        s->n++;
+    }
+    s->count--;
+    set_bounds(s);
+    return true;
+}
+
+/* s less sub's ids: false, s unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges.
+ * O(ranges + sub's ranges). */
+static bool set_minus(arrayspec *s, const arrayspec *sub)
+{
+    arrayspec out = {.throttle = 0};
+    size_t q = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        int64_t lo = s->r[i].lo, hi = s->r[i].hi;
+        while (q < sub->n && sub->r[q].hi < lo)
+            q++;
+        for (size_t p = q; p < sub->n && sub->r[p].lo <= hi && lo <= hi; p++) {
+            if (sub->r[p].lo > lo) {
+                if (out.n == ARRAYSPEC_MAX_RANGES)
+                    return false;
+                out.r[out.n++] = (arrayspec_range){(uint32_t)lo, sub->r[p].lo - 1, 1};
+                out.count += sub->r[p].lo - (uint64_t)lo;
+            }
+            lo = (int64_t)sub->r[p].hi + 1;
+        }
+        if (lo <= hi) {
+            if (out.n == ARRAYSPEC_MAX_RANGES)
+                return false;
+            out.r[out.n++] = (arrayspec_range){(uint32_t)lo, (uint32_t)hi, 1};
+            out.count += (uint64_t)(hi - lo + 1);
+        }
+    }
+    set_bounds(&out);
+    *s = out;
+    return true;
 }
 
 /* The arrays with tasks still to make, in seq order: what the scheduler's pass looks at (an
@@ -145,8 +262,27 @@ static void verify(const char *where)
         for (size_t k = 0; k < a->ntasks; k++)
             linked += a->tasks[k] != NULL;
         uint64_t u = arrays_canceled(a) ? 0
-                                        : a->spec.count - a->made - arrayspec_count_from(&a->spec, a->made, &a->skip);
+                                        : a->spec.count - a->made - arrayspec_count_from(&a->spec, a->made, &a->skip) -
+                                              arrayspec_count_from(&a->spec, a->made, &a->ahead);
         bool jl = !linked && arrays_ended(a);
+        /* out of the list's order (ahead): never a task canceled before it was made; the made
+         * tasks in the list's order, each one made (before the cursor, or ahead) */
+        int64_t last = -1;
+        for (size_t k = 0; k < a->ntasks && !what[0]; k++) {
+            const job *t = a->tasks[k];
+            if (!t)
+                continue;
+            int64_t p = arrayspec_index(&a->spec, (uint32_t)t->array_task);
+            /* (one before the cursor is not looked up in skip: a cancel naming it in a list that
+             * does not ascend keeps it there, merge_skip) */
+            bool made = p >= 0 && ((uint64_t)p < a->made || arrayspec_has(&a->ahead, (uint32_t)t->array_task));
+            if (p <= last || !made)
+                snprintf(what, sizeof what, "array %s: task %lld's job is out of the list's order or not counted made",
+                         a->id, (long long)t->array_task);
+            last = p;
+        }
+        if (!what[0] && a->ahead.n && a->skip.n && arrayspec_count_from(&a->ahead, 0, &a->skip))
+            snprintf(what, sizeof what, "array %s: a task made ahead is counted canceled before it was made", a->id);
         if (linked != a->nlinked || u != a->ix_unmade || jl != a->ix_jobless)
             snprintf(what, sizeof what,
                      "array %s: %zu jobs, %llu tasks not made, jobless %d counted; %zu, %llu, %d in it", a->id,
@@ -212,6 +348,9 @@ static void free_one(jarray *a)
     free(a->canceled_why);
     free(a->after_seq);
     free(a->dependents);
+    free(a->ready);
+    free(a->go);
+    free(a->by_task);
     free(a);
 }
 
@@ -300,9 +439,10 @@ uint64_t arrays_jobless(uid_t uid)
 
 uint32_t arrays_offer(const jarray *a, uint32_t runs)
 {
-    if (a->held || a->waiting || arrays_canceled(a) || a->made >= a->spec.count)
+    /* (its tasks not made and not canceled, as counted at its last change) */
+    if (a->held || a->waiting || arrays_canceled(a) || !a->ix_unmade)
         return 0;
-    uint64_t left = a->spec.count - a->made;
+    uint64_t left = a->ix_unmade;
     uint64_t n = left < ARRAYS_PER_PASS ? left : ARRAYS_PER_PASS;
     if (a->spec.throttle)
         n = runs >= a->spec.throttle ? 0 : n < a->spec.throttle - runs ? n : a->spec.throttle - runs;
@@ -317,6 +457,13 @@ int arrays_next(jarray *a, uint32_t *task)
     int rc = -1;
     while (a->made < a->spec.count) {
         uint32_t t = arrayspec_task(&a->spec, a->made);
+        if (a->ahead.n && arrayspec_has(&a->ahead, t)) {
+            /* made ahead: passed over, out of ahead when that fits (what stays there behind the
+             * cursor counts for nothing) */
+            set_del(&a->ahead, t);
+            a->made++;
+            continue;
+        }
         if (!a->skip.n || !arrayspec_has(&a->skip, t)) {
             *task = t;
             rc = 0;
@@ -324,6 +471,7 @@ int arrays_next(jarray *a, uint32_t *task)
         }
         a->made++; /* canceled before it was made: passed over (counted CANCELED) */
     }
+    /* (saved with the next task made: the row's cursor and ahead as they were say the same) */
     if (a->made != was)
         changed(a); /* (its tasks not made are the same: those passed over were not counted) */
     return rc;
@@ -338,21 +486,130 @@ uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
      * looked into a bounded way, the rest found at later passes as the cursor moves */
     for (uint64_t k = a->made, end = a->made + 4096 + max; k < a->spec.count && k < end && n < max; k++) {
         uint32_t t = arrayspec_task(&a->spec, k);
-        if (!a->skip.n || !arrayspec_has(&a->skip, t))
+        if ((!a->skip.n || !arrayspec_has(&a->skip, t)) && (!a->ahead.n || !arrayspec_has(&a->ahead, t)))
             tasks[n++] = t;
     }
     return n;
 }
 
-static void link_task(jarray *a, job *j)
+/* ---- out of the list's order (--after=ARRAY:corr) ---- */
+
+/* Whether t is still to make ahead of the cursor (at_cursor: or at it): not made, not canceled. */
+static bool still_to_make(const jarray *a, uint32_t t, bool at_cursor)
+{
+    int64_t k = arrayspec_index(&a->spec, t);
+    return k >= 0 && ((uint64_t)k > a->made || (at_cursor && (uint64_t)k == a->made)) && !arrays_canceled(a) &&
+           !(a->skip.n && arrayspec_has(&a->skip, t)) && !(a->ahead.n && arrayspec_has(&a->ahead, t));
+}
+
+bool arrays_ahead_ok(const jarray *a, uint32_t t)
+{
+    int64_t k = arrayspec_index(&a->spec, t);
+    return k >= 0 && ((uint64_t)k == a->made || set_add_fits(&a->ahead, t));
+}
+
+void arrays_ready_push(jarray *a, uint32_t t)
+{
+    if (!still_to_make(a, t, false))
+        return;
+    if (a->ready_at == a->nready)
+        a->ready_at = a->nready = 0;
+    if (a->nready == a->ready_cap) {
+        if (a->ready_at) { /* (what was looked at goes first) */
+            memmove(a->ready, a->ready + a->ready_at, (a->nready - a->ready_at) * sizeof *a->ready);
+            a->nready -= a->ready_at;
+            a->ready_at = 0;
+        } else {
+            a->ready_cap = a->ready_cap ? a->ready_cap * 2 : 16;
+            a->ready = xrealloc(a->ready, a->ready_cap * sizeof *a->ready);
+        }
+    }
+    a->ready[a->nready++] = t;
+    state_want(WANT_SCHEDULE);
+}
+
+int arrays_ready_pop(jarray *a, uint32_t *t)
+{
+    while (a->ready_at < a->nready) {
+        uint32_t x = a->ready[a->ready_at++];
+        if (still_to_make(a, x, false)) {
+            *t = x;
+            return 0;
+        }
+    }
+    a->ready_at = a->nready = 0;
+    return -1;
+}
+
+void arrays_go_add(jarray *a, uint32_t t)
+{
+    for (uint32_t i = 0; i < a->ngo; i++)
+        if (a->go[i] == t)
+            return; /* (queued twice: its own task's end seen again at start) */
+    if (a->ngo == a->go_cap) {
+        a->go_cap = a->go_cap ? a->go_cap * 2 : 16;
+        a->go = xrealloc(a->go, a->go_cap * sizeof *a->go);
+    }
+    a->go[a->ngo++] = t;
+}
+
+int arrays_go_take(jarray *a, uint32_t *t)
+{
+    while (a->ngo) {
+        uint32_t x = a->go[0];
+        memmove(a->go, a->go + 1, --a->ngo * sizeof *a->go); /* (a pass's worth at most) */
+        if (still_to_make(a, x, true) && arrays_ahead_ok(a, x)) {
+            *t = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The slot of the made task at the list's place k (*found), or where it goes: a->tasks hold the
+ * made tasks in the list's order, NULL where one was deleted. A binary search, each NULL slot
+ * passed over to its nearest task on the left: a request naming 1,000 tasks of a big array costs
+ * 1,000 x log(tasks), not 1,000 x tasks. */
+static size_t slot_of(const jarray *a, int64_t k, bool *found)
+{
+    *found = false;
+    size_t lo = 0, hi = a->ntasks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2, m = mid;
+        while (m > lo && !a->tasks[m])
+            m--;
+        if (!a->tasks[m]) {
+            lo = mid + 1;
+            continue;
+        }
+        int64_t km = arrayspec_index(&a->spec, (uint32_t)a->tasks[m]->array_task);
+        if (km == k) {
+            *found = true;
+            return m;
+        }
+        if (km < k)
+            lo = mid + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* j linked in its place (in_place), or last (at start: sorted once all are linked). A task made
+ * in the list's order goes last but for those made ahead of it; one made ahead goes among them:
+ * a move of the slots after it, pointers only (at most a pass's worth of tasks made so a pass). */
+static void link_task(jarray *a, job *j, bool in_place)
 {
     if (a->ntasks == a->cap) {
         a->cap = a->cap ? a->cap * 2 : 16;
         a->tasks = xrealloc(a->tasks, a->cap * sizeof *a->tasks);
     }
     j->array = a;
-    j->array_slot = (uint32_t)a->ntasks;
-    a->tasks[a->ntasks++] = j;
+    bool found;
+    size_t at = in_place ? slot_of(a, arrayspec_index(&a->spec, (uint32_t)j->array_task), &found) : a->ntasks;
+    memmove(&a->tasks[at + 1], &a->tasks[at], (a->ntasks - at) * sizeof *a->tasks);
+    a->tasks[at] = j;
+    a->ntasks++;
     a->nlinked++;
     if (!job_state_terminal(j->state)) {
         j->array_active = true;
@@ -362,8 +619,12 @@ static void link_task(jarray *a, job *j)
 
 void arrays_made(jarray *a, job *j)
 {
-    link_task(a, j);
-    a->made++;
+    link_task(a, j, true);
+    uint32_t t = (uint32_t)j->array_task;
+    if (a->made < a->spec.count && arrayspec_task(&a->spec, a->made) == t)
+        a->made++;
+    else if (!set_add(&a->ahead, t)) /* (arrays_ahead_ok said it fits) */
+        log_err("array %s: task %u was made ahead of its list's order but cannot be kept so", a->id, t);
     a->ev_dirty = true;
     changed(a);
     jerr e = {0};
@@ -392,8 +653,10 @@ void arrays_forget_task(job *j)
     jarray *a = j->array;
     if (!a)
         return;
-    if (j->array_slot < a->ntasks && a->tasks[j->array_slot] == j) {
-        a->tasks[j->array_slot] = NULL;
+    bool found;
+    size_t at = slot_of(a, arrayspec_index(&a->spec, (uint32_t)j->array_task), &found);
+    if (found && a->tasks[at] == j) {
+        a->tasks[at] = NULL;
         a->nlinked--;
     }
     if (j->array_active && a->active)
@@ -448,34 +711,16 @@ job *arrays_task(const jarray *a, uint32_t t, bool *made)
 {
     *made = false;
     int64_t k = arrayspec_index(&a->spec, t);
-    /* not made yet: the tasks before the cursor were made (or passed over when canceled before) */
-    if (k < 0 || (uint64_t)k >= a->made)
+    if (k < 0)
         return NULL;
-    *made = !arrayspec_has(&a->skip, t);
-    /* its job: the slots hold made tasks in the list's order (made in it, linked in it at the
-     * start), a deleted one NULL, and a task's slot is at most its place. A binary search by
-     * place, each NULL slot passed over to its nearest task on the left: a request naming
-     * 1,000 tasks of a big array costs 1,000 x log(tasks), not 1,000 x tasks. */
-    size_t lo = 0, hi = a->ntasks < (uint64_t)k + 1 ? a->ntasks : (size_t)k + 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2, m = mid;
-        while (m > lo && !a->tasks[m])
-            m--;
-        if (!a->tasks[m]) {
-            lo = mid + 1;
-            continue;
-        }
-        int64_t km = arrayspec_index(&a->spec, (uint32_t)a->tasks[m]->array_task);
-        if (km == k) {
-            *made = true;
-            return a->tasks[m];
-        }
-        if (km < k)
-            lo = mid + 1;
-        else
-            hi = m;
-    }
-    return NULL;
+    /* the tasks before the cursor were made (or passed over when canceled before); those after
+     * it only when made ahead */
+    *made = (uint64_t)k < a->made ? !arrayspec_has(&a->skip, t) : a->ahead.n && arrayspec_has(&a->ahead, t);
+    if (!*made)
+        return NULL;
+    bool found;
+    size_t at = slot_of(a, k, &found);
+    return found ? a->tasks[at] : NULL; /* (none: its job was deleted) */
 }
 
 void arrays_count(const jarray *a, arrays_counts *c)
@@ -487,17 +732,19 @@ void arrays_count(const jarray *a, arrays_counts *c)
             c->n[a->tasks[i]->state]++;
             linked++;
         }
-    uint64_t left = a->spec.count - a->made;
-    uint64_t skipped_left = arrayspec_count_from(&a->spec, a->made, &a->skip);
+    /* the tasks at the cursor and after it: made ahead (jobs, counted above), canceled before
+     * they were made, or not made yet */
+    uint64_t left = a->spec.count - a->made, ahead = ahead_left(a);
+    uint64_t skipped_left = skip_left(a);
     uint64_t skipped_before = a->skip.n ? arrayspec_count_from(&a->spec, 0, &a->skip) - skipped_left : 0;
     c->n[JS_CANCELED] += skipped_before;
     if (arrays_canceled(a))
-        c->n[JS_CANCELED] += left;
+        c->n[JS_CANCELED] += left - ahead;
     else {
         c->n[JS_CANCELED] += skipped_left;
-        c->n[a->waiting ? JS_PENDING : a->held ? JS_HELD : JS_QUEUED] += left - skipped_left;
+        c->n[a->waiting ? JS_PENDING : a->held ? JS_HELD : JS_QUEUED] += left - skipped_left - ahead;
     }
-    uint64_t made_jobs = a->made - skipped_before;
+    uint64_t made_jobs = a->made - skipped_before + ahead;
     c->deleted = made_jobs > linked ? made_jobs - linked : 0;
 }
 
@@ -556,7 +803,7 @@ bool arrays_ended(const jarray *a)
         return false;
     if (arrays_canceled(a) || a->made >= a->spec.count)
         return true;
-    return arrayspec_count_from(&a->spec, a->made, &a->skip) == a->spec.count - a->made;
+    return skip_left(a) + ahead_left(a) == a->spec.count - a->made;
 }
 
 /* ---- acting ---- */
@@ -574,13 +821,28 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
     size_t n = 0;
     for (size_t i = 0; i < a->skip.n; i++)
         v[n++] = a->skip.r[i];
+    /* The named tasks the cursor passed were made (or were canceled before already): they are
+     * not kept as canceled before they were made, which would count each twice (its job, and
+     * CANCELED) and hide its job from ID_T. Where the list's ranges ascend (each after the one
+     * before it, as lists are written), the ids below the cursor's; one by one otherwise (a
+     * range with a step), and a range of step 1 of a list that does not ascend as it was. */
+    bool ascends = true;
+    for (size_t i = 1; i < a->spec.n; i++)
+        ascends &= a->spec.r[i - 1].hi < a->spec.r[i].lo;
+    uint32_t from = a->made < a->spec.count ? arrayspec_task(&a->spec, a->made) : ARRAYSPEC_MAX_ID + 1;
     for (size_t i = 0; i < tasks->n; i++) {
-        const arrayspec_range *r = &tasks->r[i];
-        if (r->step == 1)
-            v[n++] = *r;
-        else
-            for (uint32_t t = r->lo; t <= r->hi; t += r->step)
-                v[n++] = (arrayspec_range){t, t, 1};
+        arrayspec_range r = tasks->r[i];
+        if (r.step == 1) {
+            if (ascends && r.lo < from)
+                r.lo = from;
+            if (r.lo <= r.hi)
+                v[n++] = r;
+        } else
+            for (uint32_t t = r.lo; t <= r.hi; t += r.step) {
+                int64_t k = arrayspec_index(&a->spec, t);
+                if (k < 0 || (uint64_t)k >= a->made)
+                    v[n++] = (arrayspec_range){t, t, 1};
+            }
     }
     /* sort by start, then merge what touches */
     for (size_t i = 1; i < n; i++)
@@ -610,6 +872,10 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
     s.min = m ? v[0].lo : 0;
     s.max = m ? v[m - 1].hi : 0;
     free(v);
+    /* a task made ahead of the cursor is a job: canceled as one (array_ctl_act), not here */
+    if (a->ahead.n && !set_minus(&s, &a->ahead))
+        return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
+                                 "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
     a->skip = s;
     return 0;
 }
@@ -618,11 +884,11 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
 {
     if (arrays_canceled(a))
         return 0;
-    uint64_t left = a->spec.count - a->made, skipped = arrayspec_count_from(&a->spec, a->made, &a->skip);
+    uint64_t left = a->spec.count - a->made, skipped = skip_left(a);
     int64_t n;
     if (!tasks) {
         a->canceled_by = by;
-        n = (int64_t)(left - skipped);
+        n = (int64_t)(left - skipped - ahead_left(a));
     } else {
         if (merge_skip(a, tasks, e) < 0)
             return -1;
@@ -728,7 +994,8 @@ static void load_one(db_array *r, void *arg)
     jarray *a = xcalloc(1, sizeof *a);
     jerr e = {0};
     if (arrayspec_parse(r->spec, "array", true, &a->spec, &e) < 0 ||
-        (r->skip && arrayspec_parse(r->skip, "skip", false, &a->skip, &e) < 0)) {
+        (r->skip && arrayspec_parse(r->skip, "skip", false, &a->skip, &e) < 0) ||
+        (r->ahead && arrayspec_parse(r->ahead, "ahead", false, &a->ahead, &e) < 0)) {
         log_err("array %s: its stored task list cannot be read: %s; it is left out", r->id, e.msg);
         free(a);
         return;
@@ -749,6 +1016,36 @@ static void load_one(db_array *r, void *arg)
     add(a);
 }
 
+/* At start the tasks were linked in the order they were made: into the list's order when some
+ * were made ahead of it (once, O(tasks log tasks); already in order, one look at each). */
+typedef struct placed_task {
+    int64_t k;
+    job *j;
+} placed_task;
+
+static int placed_cmp(const void *x, const void *y)
+{
+    const placed_task *a = x, *b = y;
+    return (a->k > b->k) - (a->k < b->k);
+}
+
+static void sort_tasks(jarray *a)
+{
+    bool sorted = true;
+    for (size_t i = 1; i < a->ntasks && sorted; i++)
+        sorted = arrayspec_index(&a->spec, (uint32_t)a->tasks[i - 1]->array_task) <
+                 arrayspec_index(&a->spec, (uint32_t)a->tasks[i]->array_task);
+    if (sorted)
+        return;
+    placed_task *v = xcalloc(a->ntasks, sizeof *v);
+    for (size_t i = 0; i < a->ntasks; i++)
+        v[i] = (placed_task){arrayspec_index(&a->spec, (uint32_t)a->tasks[i]->array_task), a->tasks[i]};
+    qsort(v, a->ntasks, sizeof *v, placed_cmp);
+    for (size_t i = 0; i < a->ntasks; i++)
+        a->tasks[i] = v[i].j;
+    free(v);
+}
+
 int arrays_load(jerr *e)
 {
     if (db_array_load(core.db, load_one, NULL, e) < 0)
@@ -766,10 +1063,12 @@ int arrays_load(jerr *e)
                      (long long)j->array_task, j->array_id);
             continue;
         }
-        link_task(last, j);
+        link_task(last, j, false);
     }
-    for (size_t i = 0; i < core.narrays; i++)
+    for (size_t i = 0; i < core.narrays; i++) {
+        sort_tasks(core.arrays[i]);
         changed(core.arrays[i]); /* (counted by add() before their tasks were linked) */
+    }
     return 0;
 }
 

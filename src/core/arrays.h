@@ -37,13 +37,25 @@ typedef struct jarray {
     job_req req;               /* every task's request (the array field in it too) */
     arrayspec spec;            /* its task list, parsed from req.array */
     int64_t created_ms;
-    uint64_t made;             /* tasks made, in the list's order: the next is spec's made-th */
+    uint64_t made;             /* the cursor: the tasks before the list's made-th place were made (or
+                                * canceled before they were); the next in the list's order is there */
     arrayspec skip;            /* tasks canceled before they were made (disjoint ranges of step 1) */
+    arrayspec ahead;           /* tasks made out of the list's order, ahead of the cursor (--after=ARRAY:corr:
+                                * a task whose own task completed goes before those that wait; ranges of
+                                * step 1, never one of skip's; saved as skip is; one the cursor passes is
+                                * taken out when that keeps the ranges within ARRAYSPEC_MAX_RANGES) */
+    /* Tasks further on whose own task ended (depend.c pushes them as each ends), to be looked at
+     * by the scheduler's pass (queue.c): ready[ready_at..nready), in the order they ended; and
+     * those the pass found may start (go): made before the cursor's when the cursor's waits. Not
+     * saved: depend_resume_all finds them again at start, from the other array's ended tasks. */
+    uint32_t *ready, ready_at, nready, ready_cap;
+    uint32_t *go, ngo, go_cap;
     int64_t canceled_by;       /* uid: every task not made yet is canceled; -1 none; -2 by joblet:
                                 * its dependencies can never hold (why: canceled_why) */
     char *canceled_why;
     bool held;                 /* no task of it is made while held */
-    job **tasks;               /* made tasks by slot (job.array_slot); NULL once deleted */
+    job **tasks;               /* made tasks in the list's order (a task made ahead is put in its place);
+                                * NULL once deleted */
     size_t ntasks, cap;
     size_t nlinked;            /* slots of tasks not NULL: jobs it keeps */
     uint32_t active;           /* made tasks not ended: what %N bounds */
@@ -56,6 +68,9 @@ typedef struct jarray {
     uint64_t after_arrays;     /* bit k: its k-th need was linked to an array (or to nothing) */
     uint64_t *dependents;      /* the jobs and arrays that wait on it, by seq (depend.c) */
     uint32_t ndependents, dependents_cap;
+    uint64_t *by_task;         /* of those, the arrays that wait on it task by task (corr): told of each
+                                * of its tasks as it ends (depend_task_ended) */
+    uint32_t nby_task, by_task_cap;
     uint32_t queue_position;
     /* a workflow's job (core/workflow.c): its tasks are not workflow jobs themselves */
     char wf_id[37];            /* "" none */
@@ -72,6 +87,8 @@ typedef struct jarray {
 } jarray;
 
 static inline bool arrays_canceled(const jarray *a) { return a->canceled_by != -1; }
+/* Whether a task of it was made (in the list's order or ahead of it). */
+static inline bool arrays_made_any(const jarray *a) { return a->made > 0 || a->ahead.n > 0; }
 
 /* A request with an array field, checked (submit.c: submit_array): the array made and its row
  * written (the caller commits), or NULL with e set. The request is taken over on success. */
@@ -96,15 +113,31 @@ uint64_t arrays_jobless(uid_t uid);
  * start: a task made and held, or waiting again, takes no place, as in Slurm), at most what is
  * left. */
 uint32_t arrays_offer(const jarray *a, uint32_t runs);
-/* The id of the next task to make: 0 and *task (tasks canceled before they were made are
- * passed over), or -1 when none is left. */
+/* The id of the next task to make in the list's order (the cursor's): 0 and *task (tasks
+ * canceled before they were made, and those made ahead, are passed over), or -1 when none is
+ * left. */
 int arrays_next(jarray *a, uint32_t *task);
 /* The ids of the next tasks to make, in order, at most max (tasks canceled before they were made
- * passed over, looking at most a few thousand places ahead): what --after=ARRAY:corr looks at
- * (depend.h). The number found. */
+ * or made ahead passed over, looking at most a few thousand places ahead): what --after=ARRAY:corr
+ * looks at (depend.h). The number found. */
 uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max);
-/* That task was made as job j (submit_task): linked, counted under %N, the row saved. */
+/* That task was made as job j (submit_task): linked, counted under %N, the row saved. The
+ * cursor's task moves the cursor; another goes into ahead (arrays_ahead_ok said it fits). */
 void arrays_made(jarray *a, job *j);
+/* Out of the list's order (--after=ARRAY:corr). Task t (of a's list) may go as its own task
+ * ended: queued for the next pass unless it is at or before the cursor (the pass looks at the
+ * cursor's task anyway), made, or canceled. O(ranges). */
+void arrays_ready_push(jarray *a, uint32_t t);
+/* The next task queued so to look at, still not made and not canceled: 0, or -1 none. */
+int arrays_ready_pop(jarray *a, uint32_t *t);
+/* The pass found t may start: offered (a->ngo) and made by arrays_go_take. */
+void arrays_go_add(jarray *a, uint32_t t);
+/* The next of those still to make (one made, canceled or reached by the cursor meanwhile passed
+ * over): 0, or -1 none. */
+int arrays_go_take(jarray *a, uint32_t *t);
+/* Whether t, ahead of the cursor, can be made now out of order: the ranges of ahead with it
+ * stay within ARRAYSPEC_MAX_RANGES (otherwise it waits for the cursor, as without corr). */
+bool arrays_ahead_ok(const jarray *a, uint32_t t);
 /* A task changed state (the settle step): an ended one frees its room under %N. */
 void arrays_task_changed(job *j);
 /* A task's job is being deleted. */

@@ -90,7 +90,7 @@ static depend_seen seen_of(target t)
     arrays_counts c;
     arrays_count_cached(t.a, &c); /* (an ended array's counts kept: 10,000 jobs waiting on it count it once) */
     enum job_state st = arrays_state(t.a, &c);
-    return (depend_seen){.exists = true, .started = t.a->made > 0,
+    return (depend_seen){.exists = true, .started = arrays_made_any(t.a),
                          .state = arrays_ended(t.a) || !job_state_terminal(st) ? st : JS_RUNNING};
 }
 
@@ -156,6 +156,10 @@ static void link_array_target(jarray *a, size_t k, target t)
     link_target(a->after_seq, k, a->seq, t);
     if (!t.j && k < 64)
         a->after_arrays |= 1ull << k;
+    /* task by task: told of each of that array's tasks as it ends (depend_task_ended), apart
+     * from its dependents (told of the whole), which may be many jobs */
+    if (t.a && a->req.after[k].state == JA_CORR && !arrays_ended(t.a))
+        add_dependent(&t.a->by_task, &t.a->nby_task, &t.a->by_task_cap, a->seq);
 }
 
 /* Whether the k-th need is task by task: corr, by an array (a; NULL for a job), on an array (what
@@ -250,8 +254,8 @@ enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, enum depend
         /* (an array with tasks left is not ok yet, whatever they are: no count of its tasks then,
          * which a pass would otherwise make for each of its next tasks) */
         depend_seen s = at >= 0                 ? task_seen(d.a, t, at, &ran_here)
-                        : !arrays_ended(d.a) ? (depend_seen){.exists = true, .started = d.a->made > 0,
-                                                             .state = d.a->made ? JS_RUNNING : JS_QUEUED}
+                        : !arrays_ended(d.a) ? (depend_seen){.exists = true, .started = arrays_made_any(d.a),
+                                                             .state = arrays_made_any(d.a) ? JS_RUNNING : JS_QUEUED}
                                               : seen_of(d);
         enum depend_verdict v = depend_rule((depend_need){.kind = JA_OK}, s);
         if (v == DEPEND_CANCEL) {
@@ -277,6 +281,33 @@ enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, enum depend
         }
     }
     return all;
+}
+
+/* b's tasks whose own task (of an array b waits on task by task) ended already: queued to be
+ * looked at (arrays_ready_push), as depend_task_ended does as each ends. At b's submission and at
+ * start: O(the made tasks of those arrays), once. */
+static void ready_from_ended(jarray *b)
+{
+    for (size_t k = 0; k < b->req.nafter; k++) {
+        if (!per_task(&b->req, b->after_seq, k, b))
+            continue;
+        target d = dependency_of(&b->req, b->after_seq, k);
+        for (size_t i = 0; d.a && i < d.a->ntasks; i++)
+            if (d.a->tasks[i] && job_state_terminal(d.a->tasks[i]->state))
+                arrays_ready_push(b, (uint32_t)d.a->tasks[i]->array_task);
+    }
+}
+
+void depend_task_ended(job *j)
+{
+    jarray *d = j->array;
+    if (!d || !d->nby_task || !job_state_terminal(j->state))
+        return;
+    for (uint32_t i = 0; i < d->nby_task; i++) {
+        jarray *b = arrays_by_seq(d->by_task[i]);
+        if (b && depend_tasks_by_task(b))
+            arrays_ready_push(b, (uint32_t)j->array_task); /* (one it does not have: nothing) */
+    }
 }
 
 bool depend_tasks_by_task(const jarray *a)
@@ -377,6 +408,7 @@ void depend_array_submitted(jarray *a)
         link_array_target(a, k, find_target(a->req.after[k].job));
     a->waiting = true;
     decide_array(a);
+    ready_from_ended(a);
 }
 
 static void array_changed(jarray *a)
@@ -384,7 +416,7 @@ static void array_changed(jarray *a)
     if (!a || !a->ndependents)
         return;
     bool ended = arrays_ended(a);
-    if (!ended && !a->made)
+    if (!ended && !arrays_made_any(a))
         return;
     uint64_t *list = a->dependents;
     uint32_t n = a->ndependents;
@@ -484,7 +516,7 @@ static bool relink_array(const jarray *a)
 {
     if (!a->req.nafter || a->canceled_by != -1)
         return false;
-    if (!a->made)
+    if (!arrays_made_any(a))
         return true;
     for (size_t k = 0; k < a->req.nafter; k++)
         if (a->req.after[k].state == JA_CORR)
@@ -530,10 +562,12 @@ void depend_resume_all(void)
         a->after_arrays = 0;
         for (size_t k = 0; k < a->req.nafter; k++)
             link_array_target(a, k, find_target(a->req.after[k].job));
-        a->waiting = !a->made; /* one with tasks made was let go before: not decided again */
+        a->waiting = !arrays_made_any(a); /* one with tasks made was let go before: not decided again */
     }
-    for (size_t i = 0; i < na; i++)
+    for (size_t i = 0; i < na; i++) {
         decide_array(arrs[i]);
+        ready_from_ended(arrs[i]); /* (what was queued before the restart was not kept) */
+    }
     free(arrs);
     /* whatever ended while joblet was down (in seq order: a chain is decided from its start) */
     for (size_t i = 0; i < nw; i++)

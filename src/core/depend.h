@@ -56,10 +56,17 @@ void depend_array_changed(struct jarray *a);
 /* Task by task (rnx job run --array --after=ARRAY:corr, Slurm's aftercorr): each task of the
  * array waits for the task of the same id of the array it names to end COMPLETED, and is canceled
  * when that one ended otherwise (a task that array does not have waits for it whole, as ok).
- * Tasks are made in their list's order, so a task waits too for those before it to start. Its
- * needs that are not task by task hold for the array as a whole first (depend_array_submitted).
+ * Its needs that are not task by task hold for the array as a whole first
+ * (depend_array_submitted). A task whose own task ended goes at once, ahead of those before it
+ * in the list that still wait (arrays_ready_push, as each ends: depend_task_ended); still bounded
+ * by the array's %N, its owner's limits, hold and cancel. (A task that array does not have, and
+ * one whose own task was canceled before it was made, which ends no job, go in the list's order.)
  * Whether a's tasks wait so: */
 bool depend_tasks_by_task(const struct jarray *a);
+/* A task of an array (j) started or ended (the settle step, before depend_array_changed): the
+ * arrays waiting on that array task by task queue their task of j's id to be looked at. O(those
+ * arrays); nothing when none. */
+void depend_task_ended(job *j);
 /* How a task that can never go is canceled: before it is made (its own task never ran either),
  * made and canceled so its reason shows in its status (its own task ran), or with every task
  * left (the array it waits on was deleted: the ends of its tasks went with it). */
@@ -68,8 +75,9 @@ enum depend_task_end { DEPEND_TASK_UNMADE, DEPEND_TASK_MADE, DEPEND_TASK_ALL };
  * WAIT: why says what it waits for. */
 enum depend_verdict depend_task_verdict(const struct jarray *a, uint32_t t, enum depend_task_end *end, char *why,
                                         size_t len);
-/* How many of the next n tasks (at most 64) may start now: those at the head that go, up to the
- * first that does not (n itself when a's tasks do not wait task by task). */
+/* How many of the next n tasks (at most 64) in the list's order may start now: those at the
+ * cursor that go, up to the first that does not (n itself when a's tasks do not wait task by
+ * task). Those further on that go are the pass's (core/queue.c, a->go). */
 uint32_t depend_tasks_ready(const struct jarray *a, uint32_t n);
 /* What the next task waits for, in words, or NULL when it waits for no task. */
 const char *depend_tasks_describe(const struct jarray *a, char *out, size_t len);

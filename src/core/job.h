@@ -68,7 +68,6 @@ typedef struct job {
     char array_id[37];        /* "" none */
     int64_t array_task;       /* its task id (JOBLET_ARRAY_TASK_ID) */
     struct jarray *array;
-    uint32_t array_slot;      /* its place in the array's list of made tasks */
     bool array_active;        /* counted among the array's tasks not ended (its %N) */
     /* Its dependencies, rnx job run --after (core/depend.h): the seq of each job req.after
      * names (0: gone), while it is PENDING; and the seqs of the PENDING jobs that wait on it. */

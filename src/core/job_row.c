@@ -76,9 +76,10 @@ const db_array *array_row(const jarray *a, array_row_buf *b)
 {
     arrayspec_format(&a->spec, true, b->spec, sizeof b->spec);
     arrayspec_format(&a->skip, false, b->skip, sizeof b->skip);
+    arrayspec_format(&a->ahead, false, b->ahead, sizeof b->ahead);
     b->row = (db_array){.seq = a->seq, .name = a->name, .owner_uid = a->owner_uid, .owner_gid = a->owner_gid,
                         .req = a->req, .spec = b->spec, .created_ms = a->created_ms, .made = a->made,
-                        .skip = a->skip.n ? b->skip : NULL, .canceled_by = a->canceled_by, .held = a->held,
+                        .skip = a->skip.n ? b->skip : NULL, .ahead = a->ahead.n ? b->ahead : NULL, .canceled_by = a->canceled_by, .held = a->held,
                         .wf_index = a->wf_index};
     memcpy(b->row.id, a->id, sizeof b->row.id);
     memcpy(b->row.wf_id, a->wf_id, sizeof b->row.wf_id);

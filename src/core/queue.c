@@ -98,21 +98,67 @@ void queue_run(void)
 }
 
 /* How many of an array's tasks this pass is offered: what its %N and what is left allow
- * (arrays_offer), and of those, when its tasks wait task by task, the ones whose own task
- * ended as they need (depend_tasks_ready). */
+ * (arrays_offer), and of those, when its tasks wait task by task, the ones at the cursor whose
+ * own task ended as they need (depend_tasks_ready), then those further on that the pass found
+ * may go (a->go, by_task). */
 static uint64_t passes; /* the scheduler's passes: which one counted an array's pass_runs */
 
 static uint32_t offer(const jarray *a)
 {
-    return depend_tasks_ready(a, arrays_offer(a, a->pass == passes ? a->pass_runs : 0));
+    uint32_t n = arrays_offer(a, a->pass == passes ? a->pass_runs : 0), head = depend_tasks_ready(a, n);
+    return head + (a->ngo < n - head ? a->ngo : n - head);
 }
 
-/* An array whose tasks wait task by task (--after=ARRAY:corr): its next tasks whose own task can
- * never end as they need are canceled before the pass, so the ones after them may go. One whose
- * own task ran is made and canceled, its reason in its status as Slurm shows it; one whose own
- * task never ran is canceled before it is made (no job), as that task was. At most a pass's
- * worth each turn. */
-static bool cancel_by_task(jarray *a)
+/* The task an offered entry that starts is made as: the cursor's when it may go, else the next
+ * of those further on that may (task by task, their own task completed first). */
+static int pick_task(jarray *a, uint32_t *t)
+{
+    if (depend_tasks_ready(a, 1) == 1 && arrays_next(a, t) == 0)
+        return 0;
+    return arrays_go_take(a, t);
+}
+
+/* What became of a task canceled task by task. */
+enum task_canceled { TASK_LEFT, TASK_CANCELED, TASK_ALL };
+
+/* Task t, whose own task can never end as it needs, canceled. One whose own task ran is made and
+ * canceled, its reason in its status as Slurm shows it; one whose own task never ran is canceled
+ * before it is made (no job, *unmade), as that task was. Left for the cursor's turn when it is
+ * ahead of the cursor and ahead has no room for it. */
+static enum task_canceled cancel_task(jarray *a, uint32_t t, enum depend_task_end end, const char *why, bool *unmade)
+{
+    if (end == DEPEND_TASK_ALL) {
+        log_info("array %s: %s: its tasks left are canceled", a->id, why);
+        arrays_cancel_dependency(a, why);
+        depend_array_changed(a); /* ended: who waits on it is decided in turn */
+        return TASK_ALL;
+    }
+    jerr e = {0};
+    arrayspec one = {.n = 1, .r = {{t, t, 1}}, .count = 1, .min = t, .max = t};
+    if (end == DEPEND_TASK_UNMADE && arrays_cancel_unmade(a, &one, 0, &e) >= 0) {
+        log_info("array %s: task %u canceled before it was made: %s", a->id, t, why);
+        *unmade = true;
+        return TASK_CANCELED;
+    }
+    if (!arrays_ahead_ok(a, t))
+        return TASK_LEFT;
+    job *j = submit_task(a, t, &e);
+    if (!j) {
+        log_err("array %s: task %u could not be made to be canceled: %s", a->id, t, e.msg);
+        return TASK_LEFT;
+    }
+    depend_cancel(j, why);
+    return TASK_CANCELED;
+}
+
+/* An array whose tasks wait task by task (--after=ARRAY:corr), before the pass. Its next tasks
+ * whose own task can never end as they need are canceled, so the ones after them may go. Then
+ * the tasks further on whose own task ended (depend.c queued each as it ended,
+ * arrays_ready_push): one that may go is offered to this pass ahead of the cursor (a->go), one
+ * that never can is canceled now, one that still waits (another of its needs) is dropped, to be
+ * queued again when that one ends. At most a pass's worth of each a turn, O(64 x ranges):
+ * what waits at the cursor costs nothing more, and no pass looks at every task of a big array. */
+static bool by_task(jarray *a)
 {
     bool unmade = false, more = false;
     for (int i = 0; !a->held && !a->waiting && depend_tasks_by_task(a); i++) {
@@ -125,25 +171,27 @@ static bool cancel_by_task(jarray *a)
         char why[300];
         if (arrays_next(a, &t) < 0 || depend_task_verdict(a, t, &end, why, sizeof why) != DEPEND_CANCEL)
             break;
-        if (end == DEPEND_TASK_ALL) {
-            log_info("array %s: %s: its tasks left are canceled", a->id, why);
-            arrays_cancel_dependency(a, why);
-            depend_array_changed(a); /* ended: who waits on it is decided in turn */
+        enum task_canceled c = cancel_task(a, t, end, why, &unmade);
+        if (c == TASK_ALL)
             return false;
-        }
-        jerr e = {0};
-        arrayspec one = {.n = 1, .r = {{t, t, 1}}, .count = 1, .min = t, .max = t};
-        if (end == DEPEND_TASK_UNMADE && arrays_cancel_unmade(a, &one, 0, &e) >= 0) {
-            log_info("array %s: task %u canceled before it was made: %s", a->id, t, why);
-            unmade = true;
-            continue;
-        }
-        job *j = submit_task(a, &e);
-        if (!j) {
-            log_err("array %s: task %u could not be made to be canceled: %s", a->id, t, e.msg);
+        if (c == TASK_LEFT)
+            break;
+    }
+    for (int i = 0; !a->held && !a->waiting && !arrays_canceled(a) && a->ngo < 64 && depend_tasks_by_task(a); i++) {
+        if (i == 64) {
+            more = true;
             break;
         }
-        depend_cancel(j, why);
+        uint32_t t;
+        enum depend_task_end end;
+        char why[300];
+        if (arrays_ready_pop(a, &t) < 0)
+            break;
+        enum depend_verdict v = depend_task_verdict(a, t, &end, why, sizeof why);
+        if (v == DEPEND_GO)
+            arrays_go_add(a, t);
+        else if (v == DEPEND_CANCEL && cancel_task(a, t, end, why, &unmade) == TASK_ALL)
+            return false;
     }
     /* a task canceled before it was made ends no job: when it was the array's last, who waits on
      * the array is told here (a made one is told by its job's end) */
@@ -163,7 +211,7 @@ static void schedule(void)
     bool more_canceled = false;
     for (size_t i = 0; i < narr; i++)
         if (arrs[i]->after_seq)
-            more_canceled |= cancel_by_task(arrs[i]);
+            more_canceled |= by_task(arrs[i]);
     /* the jobs in the queue, in seq order: their list (jobs.h), not a scan of every job kept */
     job **queued = jobs_queued(&nqueued);
     n = nqueued;
@@ -268,8 +316,11 @@ static void schedule(void)
         if (!j) {
             /* an array's task: made now, as it starts */
             jarray *a = amap[start[k]];
+            uint32_t t;
             arr_started++;
-            if (!(j = submit_task(a, &e))) {
+            if (pick_task(a, &t) < 0)
+                continue; /* (one offered ahead was made or canceled meanwhile) */
+            if (!(j = submit_task(a, t, &e))) {
                 if (e.msg[0])
                     log_err("array %s: its next task could not be made: %s", a->id, e.msg);
                 continue;

@@ -43,6 +43,7 @@ static void settle_jobs(void)
             arrays_task_changed(j); /* an ended task frees room under its array's %N */
             if (j->array) {
                 jarray *a = j->array;
+                depend_task_ended(j); /* arrays waiting on it task by task: its task there may go */
                 depend_array_changed(a); /* the array started or ended: who waits on it */
                 workflow_array_changed(a); /* a workflow's array: its dependents, its workflow's state */
             }

@@ -573,11 +573,8 @@ static int copy_uploads(job *j, const char *dir, const char *from, jerr *e)
     return rc < 0 ? rc : own_uploads(j, work, e);
 }
 
-job *submit_task(jarray *a, jerr *e)
+job *submit_task(jarray *a, uint32_t t, jerr *e)
 {
-    uint32_t t;
-    if (arrays_next(a, &t) < 0)
-        return NULL;
     /* every task's own request, from the array's (the form it is stored in) */
     json_t *o = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
     job_req req;

@@ -54,10 +54,10 @@ struct jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_
  * caller's again). submit_array_undo takes it back when the commit fails (its files too). */
 struct jarray *submit_array_make(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
 void submit_array_undo(struct jarray *a);
-/* The array's next task made as a job (QUEUED; its row written, not committed: the loop turn
- * commits), for the scheduler that starts it now: NULL with e empty when none is left, NULL with
- * e set when it could not be made. */
-job *submit_task(struct jarray *a, jerr *e);
+/* The array's task t made as a job (QUEUED; its row written, not committed: the loop turn
+ * commits), for the scheduler that starts it now: the cursor's (arrays_next) or one the pass
+ * found may go ahead of it (arrays_go_take). NULL with e set when it could not be made. */
+job *submit_task(struct jarray *a, uint32_t t, jerr *e);
 
 /* Jobs promised by streamed uploads not yet complete (core/incoming.c): counted with the
  * user's waiting jobs by submit_check_limits. jobs < 0 takes them back. */

@@ -415,7 +415,7 @@ static depend_seen seen_of(const workflow *wf, size_t x, bool *ended)
         *ended = arrays_ended(a);
         if (!*ended && job_state_terminal(st)) /* a task ended that the settle step has not seen yet */
             st = JS_RUNNING;
-        return (depend_seen){.exists = true, .started = a->made > 0, .state = st};
+        return (depend_seen){.exists = true, .started = arrays_made_any(a), .state = st};
     }
     *ended = !d || job_state_terminal(d->state);
     return (depend_seen){.exists = d != NULL, .started = d && d->started_ms > 0, .state = d ? d->state : JS_CANCELED};
@@ -459,7 +459,7 @@ static void refresh(workflow *wf)
         if (a) {
             bool ended = arrays_ended(a);
             all_ended &= ended;
-            started |= a->made > 0;
+            started |= arrays_made_any(a);
             if (failed == wf->n && ended && a->canceled_by != -2) {
                 arrays_counts c;
                 arrays_count_cached(a, &c); /* ended: counted once, kept until it changes */
@@ -663,7 +663,7 @@ void workflow_resume_all(void)
         if (wf && a->wf_index >= 0 && (size_t)a->wf_index < wf->n) {
             a->wf = wf;
             wf->jobs[a->wf_index].array_seq = a->seq;
-            if (wf->jobs[a->wf_index].nconds && !a->made && !arrays_canceled(a))
+            if (wf->jobs[a->wf_index].nconds && !arrays_made_any(a) && !arrays_canceled(a))
                 a->waiting = true;
         }
         if (!a->wf)

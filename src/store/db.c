@@ -102,6 +102,9 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN requeue INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN suspended_since_ms INTEGER;",
+    /* 17: an array's tasks made out of its list's order (--after=ARRAY:corr: a task whose own
+     * task completed goes before those that wait), ahead of `made`, as `skip` is kept */
+    "ALTER TABLE arrays ADD COLUMN ahead TEXT;",
 };
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -1169,8 +1172,8 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v3(d->h,
                            "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
-                           " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index)"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index, ahead)"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, 0, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
@@ -1191,6 +1194,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     sqlite3_bind_int(st, 12, a->held);
     bind_text(st, 13, a->wf_id[0] ? a->wf_id : NULL);
     bind_opt_i64(st, 14, a->wf_index, a->wf_id[0] != 0);
+    bind_text(st, 15, a->ahead);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     free(req);
@@ -1218,7 +1222,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "SELECT id, seq, name, owner_uid, owner_gid, request, spec, created_ms, made, skip,"
-                                 " canceled_by, held, workflow_id, workflow_index FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
+                                  " canceled_by, held, workflow_id, workflow_index, ahead FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1245,6 +1249,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         const char *wf = (const char *)sqlite3_column_text(st, 12);
         snprintf(a.wf_id, sizeof a.wf_id, "%s", wf ? wf : "");
         a.wf_index = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);
+        a.ahead = (const char *)sqlite3_column_text(st, 14);
         fn(&a, arg);
         jobreq_free(&a.req);
     }

@@ -186,6 +186,7 @@ typedef struct db_array {
     int64_t created_ms;
     uint64_t made;           /* tasks made so far, in the list's order */
     const char *skip;        /* tasks canceled before they were made ("3-5,9"); NULL none */
+    const char *ahead;       /* tasks made ahead of `made`, out of the list's order (schema 17); NULL none */
     int64_t canceled_by;     /* uid; -1 none: the whole array canceled */
     bool held;
     char wf_id[37];          /* "" none: the workflow whose job it is (schema 15) */

@@ -504,9 +504,10 @@ def test_array_after_a_job_and_a_job_after_an_array(fresh_daemon):
 
 def test_aftercorr_task_by_task(fresh_daemon):
     """--after=ARRAY:corr (Slurm's aftercorr): each task starts once the task of the same id of
-    the other array COMPLETED, in list order; one whose task failed is made and CANCELED with the
-    reason; one whose task was canceled before it ran, or that the other array does not have
-    while that array failed, is canceled before it is made; across a kill -9 of joblet."""
+    the other array COMPLETED, ahead of those before it that wait; one whose task failed is made
+    and CANCELED with the reason; one whose task was canceled before it ran, or that the other
+    array does not have while that array failed, is canceled before it is made; across a kill -9
+    of joblet."""
     d = fresh_daemon(LIMITS)
     gate = "while [ ! -e /work/go ]; do sleep 0.02; done; test $SLURM_ARRAY_TASK_ID != 3"
     dep = d.rnx("job", "run", "--array=0-5%5", "--name=sims", "sh", "-c", gate, check=True).stdout.strip()
@@ -525,11 +526,12 @@ def test_aftercorr_task_by_task(fresh_daemon):
     assert a["after"] == [{"job": dep, "state": "corr", "job_state": "RUNNING"}], a["after"]
     st = d.rnx("job", "status", w, check=True).stdout
     assert "After:" in st and f"{ds} corr (RUNNING)" in st and "task 0 waits for task 0" in st, st
-    # task 1's own task completes first: tasks are made in order, so task 1 still waits for task 0
+    # task 1's own task completes first: task 1 goes at once, ahead of task 0, which still waits
     release(d, d.job(f"{ds}_1")["id"])
     assert d.wait(f"{ds}_1")["status"] == "COMPLETED"
-    time.sleep(0.5)
-    assert array(d, w)["array"]["made"] == 0
+    assert d.wait(f"{ws}_1")["status"] == "COMPLETED"
+    assert array(d, w)["array"]["counts"] == {"COMPLETED": 1, "QUEUED": 7}
+    assert array(d, w)["array"]["wait"] == f"task 0 waits for task 0 of array {ds} to end COMPLETED (it is RUNNING)"
     release(d, d.job(f"{ds}_0")["id"])
     d.wait(f"{ds}_0")
     for t in (0, 1):

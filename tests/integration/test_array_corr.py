@@ -1,0 +1,134 @@
+"""--after=ARRAY:corr (Slurm's aftercorr) task by task, against the real daemon and rnx
+(docs/batch.md): each task starts as soon as the task of the same id of the other array
+COMPLETED, ahead of the tasks before it in the list that still wait; one whose own task failed is
+canceled with the reason while later tasks go on; tasks made out of the list's order outlive a
+kill -9 of joblet, none made twice, none lost."""
+import pytest
+
+from conftest import wait_for
+from test_arrays import LIMITS, array, tasks_of, wait_array
+from test_dependencies import GATE, release
+
+# task 0 of the array waited on (and whichever others the test names) waits for the test's file
+def gated(*tasks):
+    cond = " -o ".join(f'"$SLURM_ARRAY_TASK_ID" = {t}' for t in tasks)
+    return f"if [ {cond} ]; then {GATE}; fi; test $SLURM_ARRAY_TASK_ID != ${{FAIL_TASK:-x}}"
+
+
+@pytest.fixture
+def d(fresh_daemon):
+    return fresh_daemon(LIMITS)
+
+
+def run(d, *args):
+    return d.rnx("job", "run", *args, check=True).stdout.strip()
+
+
+def counts(d, ref):
+    return array(d, ref)["array"]["counts"]
+
+
+def test_corr_tasks_go_as_their_own_task_completes(d):
+    """A's task 0 waits long, tasks 1-3 end at once: B's tasks 1-3 COMPLETE while A_0 still runs,
+    then B_0 once A_0 completes; each B task ran once and saw its own SLURM_ARRAY_TASK_ID."""
+    a = run(d, "--array=0-3", "sh", "-c", gated(0))
+    as_ = a[:8]
+    b = run(d, "--array=0-3", f"--after={a}:corr", "sh", "-c", "echo $SLURM_ARRAY_TASK_ID")
+    bs = b[:8]
+    for t in (1, 2, 3):
+        assert d.wait(f"{bs}_{t}")["status"] == "COMPLETED"
+    a0 = d.job(f"{as_}_0")
+    assert a0["status"] == "RUNNING", a0
+    assert counts(d, b) == {"COMPLETED": 3, "QUEUED": 1}
+    st = d.rnx("job", "status", f"{bs}_0", check=True)
+    assert "QUEUED" in st.stdout, st.stdout
+    assert array(d, b)["array"]["wait"] == f"task 0 waits for task 0 of array {as_} to end COMPLETED (it is RUNNING)"
+    release(d, a0["id"])
+    done = wait_array(d, b)
+    assert done["status"] == "COMPLETED" and done["array"]["counts"] == {"COMPLETED": 4}, done
+    tasks = tasks_of(d, b)
+    assert sorted(j["array"]["task"] for j in tasks) == [0, 1, 2, 3], tasks
+    for j in tasks:
+        t = j["array"]["task"]
+        assert d.output(j["id"]) == f"{t}\n", j
+        assert d.job(j["id"])["started_at"] >= d.job(f"{as_}_{t}")["ended_at"], j
+    lst = d.rnx("job", "list", check=True).stdout
+    line = next(x for x in lst.splitlines() if x.startswith(bs))
+    assert "COMPLETED" in line, lst
+    # a cancel naming tasks made already (in the list's order or ahead of it) cancels nothing
+    # and leaves the counts as they are (not one task counted twice, its job and CANCELED)
+    for ref in (f"{bs}_[0-1]", f"{bs}_[2-3]"):
+        r = d.rnx("job", "cancel", ref)
+        assert r.returncode != 0 and "no task named was left to cancel" in r.stderr, (r.stdout, r.stderr)
+        assert counts(d, b) == {"COMPLETED": 4}
+    assert d.job(f"{bs}_0")["status"] == "COMPLETED"
+
+
+def test_corr_task_canceled_when_its_own_failed_while_later_ones_go(d):
+    """A_1 fails while A_0 and A_4 wait: B_1 is canceled with the reason, B_2 and B_3 complete,
+    B_0 and B_4 wait; a cancel of B_[3-4] cancels B_4 before it is made (B_3 ended); A_4's end
+    later makes nothing; A_0's end lets B_0 go."""
+    a = run(d, "--array=0-4", "--env=FAIL_TASK=1", "sh", "-c", gated(0, 4))
+    as_ = a[:8]
+    b = run(d, "--array=0-4%2", f"--after={a}:corr", "sh", "-c", "echo $SLURM_ARRAY_TASK_ID")
+    bs = b[:8]
+    b1 = d.wait(f"{bs}_1")
+    assert b1["status"] == "CANCELED" and b1["end_reason"] == "dependency", b1
+    assert b1["error"] == f"needed task 1 of array {as_} to end COMPLETED; it ended FAILED", b1
+    for t in (2, 3):
+        assert d.wait(f"{bs}_{t}")["status"] == "COMPLETED"
+    for t in (0, 4):
+        assert d.job(f"{as_}_{t}")["status"] == "RUNNING"
+        x = d.job(f"{bs}_{t}")
+        assert x["status"] == "QUEUED" and x["made"] is False, x
+    assert counts(d, b) == {"COMPLETED": 2, "CANCELED": 1, "QUEUED": 2}
+    d.rnx("job", "cancel", f"{bs}_[3-4]", check=True)
+    x = d.job(f"{bs}_4")
+    assert x["status"] == "CANCELED" and x["made"] is False, x
+    assert counts(d, b) == {"COMPLETED": 2, "CANCELED": 2, "QUEUED": 1}
+    release(d, d.job(f"{as_}_4")["id"])
+    assert d.wait(f"{as_}_4")["status"] == "COMPLETED"
+    release(d, d.job(f"{as_}_0")["id"])
+    done = wait_array(d, b)
+    assert done["array"]["counts"] == {"COMPLETED": 3, "CANCELED": 2}, done
+    tasks = tasks_of(d, b)
+    assert sorted(j["array"]["task"] for j in tasks) == [0, 1, 2, 3], tasks   # B_4 never made
+    assert d.output(d.job(f"{bs}_0")["id"]) == "0\n"
+
+
+def test_corr_tasks_made_ahead_outlive_kill9(d):
+    """B's tasks 1-5 are made ahead of B_0 (their own tasks completed, A_0 waits) and run; joblet
+    is killed (-9) and started again: none is made again, B_0 still waits for A_0, and every task
+    ends, each made once."""
+    a = run(d, "--array=0-5", "sh", "-c", gated(0))
+    as_ = a[:8]
+    b = run(d, "--array=0-5", f"--after={a}:corr", "sh", "-c", f"{GATE}; echo $SLURM_ARRAY_TASK_ID")
+    bs = b[:8]
+    running = {}
+    for t in (1, 2, 3, 4, 5):
+        running[t] = d.wait_status(f"{bs}_{t}", "RUNNING")["id"]
+    assert counts(d, b) == {"RUNNING": 5, "QUEUED": 1}
+    d.kill9()
+    d.start()
+    assert counts(d, b) == {"RUNNING": 5, "QUEUED": 1}
+    x = d.job(f"{bs}_0")
+    assert x["status"] == "QUEUED" and x["made"] is False, x
+    assert array(d, b)["array"]["made"] == 5
+    for t in (1, 2):
+        release(d, running[t])
+        assert d.wait(f"{bs}_{t}")["status"] == "COMPLETED"
+    # again, with B_0 still waiting and tasks ended out of order
+    d.kill9()
+    d.start()
+    assert counts(d, b) == {"COMPLETED": 2, "RUNNING": 3, "QUEUED": 1}
+    release(d, d.job(f"{as_}_0")["id"])
+    b0 = d.wait_status(f"{bs}_0", "RUNNING")
+    for jid in (b0["id"], running[3], running[4], running[5]):
+        release(d, jid)
+    done = wait_array(d, b)
+    assert done["array"]["counts"] == {"COMPLETED": 6}, done
+    tasks = tasks_of(d, b)
+    assert sorted(j["array"]["task"] for j in tasks) == [0, 1, 2, 3, 4, 5], tasks
+    for j in tasks:
+        assert d.output(j["id"]) == f"{j['array']['task']}\n", j
+    wait_for(lambda: "arrays: the counts per owner differ" not in d.log(), "consistent counts")
