@@ -249,7 +249,15 @@ V1ONLY_WRAP = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c
 
 
 def v1only_daemon(config_text=None, env=None):
-    """A Daemon (not started) that runs in a mount namespace without cgroup2: see V1ONLY_WRAP."""
+    """A Daemon (not started) that runs in a mount namespace without cgroup2: see V1ONLY_WRAP.
+    Its /work is a plain directory (jobs.work_quota 0): a user's image mounted in one daemon's
+    namespace is not seen by the host's tests, nor by the next daemon after a kill -9, which
+    would mount it a second time."""
+    quota = "  work_quota: 0\n"
+    if config_text and re.search(r"^jobs:\s*$", config_text, re.M):
+        config_text = re.sub(r"^jobs:\s*\n", "jobs:\n" + quota, config_text, count=1, flags=re.M)
+    else:
+        config_text = "jobs:\n" + quota + (config_text or "")
     return Daemon(config_text, env, wrap=V1ONLY_WRAP)
 
 

@@ -22,6 +22,7 @@ from conftest import need_root, v1only_daemon, wait_for
 
 HIERARCHIES = ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices", "freezer")
 # a counter written every 50 ms to /work/n: it stands still while the job is frozen
+PIDS_MAX = 64  # jobs.pids_max: every job's pids.max
 COUNTER = ["sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > /work/n.tmp; mv /work/n.tmp /work/n; sleep 0.05; done"]
 
 
@@ -37,7 +38,7 @@ def start_v1only():
             pytest.skip(f"this host has no v1 {c} controller at /sys/fs/cgroup/{c}")
     if not shutil.which("unshare"):
         pytest.skip("unshare (util-linux) is not installed")
-    return v1only_daemon().start()
+    return v1only_daemon(f"jobs:\n  pids_max: {PIDS_MAX}\n").start()
 
 
 @pytest.fixture(scope="module")
@@ -109,14 +110,19 @@ def test_the_daemon_sees_v1_only_and_the_host_keeps_its_cgroup2(d):
 # ---- jobs and their limits ---------------------------------------------------------------------
 
 def test_a_plain_job_runs_and_its_cgroups_go(d):
-    job, out, err = d.run("sh", "-c", "echo hello; cat /proc/self/cgroup")
-    assert job["status"] == "COMPLETED" and job["exit_code"] == 0, (job, out, err)
-    assert out.startswith("hello\n"), out
-    # the job's init ran in its cgroups: the cgroup namespace is rooted there ("/" each)
-    lines = dict(l.split(":", 2)[1:] for l in out.splitlines()[1:])
+    jid = d.submit("sh", "-c", "echo hello; while [ ! -e /work/go ]; do sleep 0.05; done")
+    d.wait_status(jid, "RUNNING")
+    # while it runs: its cgroups in the v1 hierarchies its limits use, its processes in them
+    dirs = job_dirs(d, jid)
+    assert {"memory", "pids", "devices", "freezer"} <= set(dirs), dirs
     for c in ("memory", "pids", "devices", "freezer"):
-        assert lines.get(c) == "/", (c, out)
-    gone(d, job["id"])
+        assert read(os.path.join(dirs[c], "cgroup.procs")).split(), (c, dirs[c])
+    open(os.path.join(d.work(jid), "go"), "w").close()
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED" and job["exit_code"] == 0, job
+    assert d.output(jid) == "hello\n"
+    assert job["usage"]["cpu_ns"] > 0, job["usage"]
+    gone(d, jid)
 
 
 OOM_PROBE = r"""
@@ -154,10 +160,12 @@ print(json.dumps({"made": made, "error": err}), flush=True)
 
 
 def test_pids_limit_holds(d):
-    job, out, err = d.run("python3", "-c", FORKS, pids_max=40)
+    job, out, err = d.run("python3", "-c", FORKS)
     assert job["status"] == "COMPLETED", (job, out, err)
+    assert job["limits"]["pids_max"] == PIDS_MAX, job["limits"]
     r = json.loads(out.splitlines()[-1])
-    assert r["error"] == "EAGAIN" and 20 <= r["made"] <= 40, r
+    # init and the forking python count too
+    assert r["error"] == "EAGAIN" and PIDS_MAX - 8 <= r["made"] < PIDS_MAX, r
     gone(d, job["id"])
 
 
