@@ -283,8 +283,34 @@ def kill_mount_namespace(ns):
         time.sleep(0.05)
 
 
+def thaw_freezer_root(name):
+    """A v1-only daemon's jobs' freezer cgroups (exec/cgroup.h) under its cgroup root: a process
+    left frozen there does not die of SIGKILL until it is thawed. Each still there is sent SIGKILL
+    by its PID (they are the test's by the root's name), then all are thawed, and so die."""
+    base = os.path.join("/sys/fs/cgroup/freezer", name)
+    dirs = [sub for sub, _, _ in os.walk(base)]
+    for sub in dirs:
+        try:
+            with open(os.path.join(sub, "cgroup.procs")) as f:
+                pids = [int(p) for p in f.read().split()]
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for sub in dirs:
+        try:
+            with open(os.path.join(sub, "freezer.state"), "w") as f:
+                f.write("THAWED")
+        except OSError:
+            pass
+
+
 def remove_cgroup_root(name):
     """A daemon's cgroup root (cgroup.root) in every hierarchy, its users' and jobs' levels first."""
+    thaw_freezer_root(name)
     for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified") + tuple(
             f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices",
                                             "freezer")):

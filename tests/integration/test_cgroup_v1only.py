@@ -322,3 +322,18 @@ def test_a_suspended_job_stays_so_over_a_kill_9_and_resumes_after(request):
     wait_for(lambda: counter(dd, jid) > at + 5, f"job {jid}'s counter after the resume")
     end(dd, jid, other)
     gone(dd, jid)
+
+
+def test_kill_ends_a_job_frozen_behind_joblets_back(d):
+    """A v1 freezer holds SIGKILL until the thaw (cgroup2's lets it through): a job frozen by
+    someone else (an admin writing its freezer.state) still ends by rnx job kill, and its cgroups go."""
+    jid = running_counter(d)
+    state = os.path.join(job_dirs(d, jid)["freezer"], "freezer.state")
+    with open(state, "w") as f:
+        f.write("FROZEN")
+    wait_for(lambda: read(state) == "FROZEN", f"job {jid} frozen")
+    assert d.job(jid)["status"] == "RUNNING"  # joblet did not freeze it
+    assert d.rnx("job", "kill", jid).returncode == 0
+    job = d.wait(jid)
+    assert job["status"] == "STOPPED" and job["end_reason"] == "killed", job
+    gone(d, jid)
