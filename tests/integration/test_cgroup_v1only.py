@@ -337,3 +337,19 @@ def test_kill_ends_a_job_frozen_behind_joblets_back(d):
     job = d.wait(jid)
     assert job["status"] == "STOPPED" and job["end_reason"] == "killed", job
     gone(d, jid)
+
+
+def test_the_freezer_cgroup_of_a_job_the_database_does_not_hold_is_swept_at_start(request):
+    """A joblet killed while a shim made a job's cgroups leaves them for the next start to remove
+    (core/orphans.c): the freezer tree's too."""
+    dd = start_v1only()
+    request.addfinalizer(lambda: (dd.cleanup(), assert_no_cgroups_left(dd)))
+    dd.run("true")  # the user's level, in every hierarchy
+    dd.stop()
+    orphan = str(uuid.uuid4())
+    # left in the freezer tree only (the shim's rollback got the others), as in any one tree
+    dirs = [os.path.join("/sys/fs/cgroup/freezer", dd.cgroup_root, "user-0", orphan)]
+    for p in dirs:
+        os.mkdir(p)
+    dd.start()
+    wait_for(lambda: not any(os.path.exists(p) for p in dirs), f"the cgroups of unknown job {orphan} removed")
