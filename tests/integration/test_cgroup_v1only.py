@@ -249,7 +249,8 @@ def test_suspend_freezes_the_job_and_resume_thaws_it(d):
     p = d.rnx("job", "suspend", jid)
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert p.stdout == f"suspended {jid} (SUSPENDED)\n"
-    assert read(os.path.join(freezer, "freezer.state")) == "FROZEN"
+    # (FREEZING settles within the second joblet waits for it, or soon after on a loaded host)
+    wait_for(lambda: read(os.path.join(freezer, "freezer.state")) == "FROZEN", f"job {jid} frozen")
     assert d.job(jid)["status"] == "SUSPENDED"
     assert "SUSPENDED" in d.rnx("job", "status", jid, check=True).stdout
     # it stands still while the other job's counter goes on 20 steps
@@ -311,7 +312,7 @@ def test_a_suspended_job_stays_so_over_a_kill_9_and_resumes_after(request):
     freezer = job_dirs(dd, jid)["freezer"]
     dd.rnx("job", "suspend", jid, check=True)
     dd.kill9()
-    assert read(os.path.join(freezer, "freezer.state")) == "FROZEN"
+    wait_for(lambda: read(os.path.join(freezer, "freezer.state")) == "FROZEN", f"job {jid} frozen")
     dd.start()
     assert dd.job(jid)["status"] == "SUSPENDED"
     at, mark = counter(dd, jid), counter(dd, other)
