@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from conftest import need_root, v1only_daemon, wait_for
+from conftest import BUILD, need_root, v1only_daemon, wait_for
 
 HIERARCHIES = ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices", "freezer")
 # a counter written every 50 ms to /work/n: it stands still while the job is frozen
@@ -354,3 +354,35 @@ def test_the_freezer_cgroup_of_a_job_the_database_does_not_hold_is_swept_at_star
         os.mkdir(p)
     dd.start()
     wait_for(lambda: not any(os.path.exists(p) for p in dirs), f"the cgroups of unknown job {orphan} removed")
+
+
+def test_a_process_exec_starts_in_a_job_is_in_its_freezer_cgroup(d):
+    """rnx job exec's process joins the job's cgroups, its freezer's too: a suspend freezes it
+    with the job's own."""
+    jid = d.submit("sleep", "600")
+    d.wait_status(jid, "RUNNING")
+    procs = os.path.join(job_dirs(d, jid)["freezer"], "cgroup.procs")
+    before = set(read(procs).split())
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": d.sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    client = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "exec", jid, "sleep", "601"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def execd():
+            for pid in set(read(procs).split()) - before:
+                try:
+                    if read(f"/proc/{pid}/cmdline").split("\0")[:2] == ["sleep", "601"]:
+                        return pid
+                except OSError:
+                    pass
+        pid = wait_for(execd, "the exec'd process in the job's freezer cgroup")
+        d.rnx("job", "suspend", jid, check=True)
+        # FROZEN: the kernel froze every task of the cgroup, the exec'd one among them
+        wait_for(lambda: read(os.path.join(os.path.dirname(procs), "freezer.state")) == "FROZEN", "frozen")
+        assert pid in read(procs).split()
+        d.rnx("job", "resume", jid, check=True)
+    finally:
+        client.kill()
+        client.wait()
+    end(d, jid)
+    gone(d, jid)
