@@ -124,13 +124,16 @@ static size_t sweep_cgroup_tree(const char *tree)
     return n;
 }
 
-/* Every tree: cgroup2's, and each v1 controller's (a cgroup may be left in some only). */
+/* Every tree: cgroup2's, each v1 controller's and the v1 freezer's where jobs get a freezer
+ * cgroup (a cgroup may be left in some only). */
 static size_t sweep_cgroups(void)
 {
     size_t n = core.cg.unified[0] ? sweep_cgroup_tree(core.cg.unified) : 0;
     for (int c = 0; c < CGC_N; c++)
         if (core.cg.v1[c][0])
             n += sweep_cgroup_tree(core.cg.v1[c]);
+    if (core.cg.freezer_jobs)
+        n += sweep_cgroup_tree(core.cg.freezer);
     return n;
 }
 

@@ -33,6 +33,8 @@
  * killing show up in the next pass; the bound keeps a task stuck in D state from hanging us. */
 #define KILL_PASSES 10
 #define KILL_PASS_GAP_MS 2
+/* A job's directories at most: one per v1 controller, its freezer's and its cgroup2 one. */
+#define JOB_DIRS_MAX (CGC_N + 2)
 
 static const char *const ctrl_names[CGC_N] = {
     [CGC_CPU] = "cpu",     [CGC_CPUACCT] = "cpuacct", [CGC_MEMORY] = "memory",  [CGC_PIDS] = "pids",
@@ -278,6 +280,8 @@ static int make_parents(const cg_host *h, jerr *e)
     for (int c = 0; c < CGC_N; c++)
         if (h->v1[c][0] && make_parent(h->v1[c], h->root, e) < 0)
             return -1;
+    if (h->freezer_jobs && make_parent(h->freezer, h->root, e) < 0)
+        return -1;
     return 0;
 }
 
@@ -322,6 +326,8 @@ void cg_job_paths(const cg_host *h, const char *name, cg_job *j)
     for (int c = 0; c < CGC_N; c++)
         if (h->v1[c][0])
             job_path(j->v1_path[c], sizeof j->v1_path[c], h->v1[c], h->root, name);
+    if (h->freezer_jobs)
+        job_path(j->freezer_path, sizeof j->freezer_path, h->freezer, h->root, name);
 }
 
 void cg_user_job_paths(const cg_host *h, uint32_t uid, const char *name, cg_host *uh, cg_job *j)
@@ -452,6 +458,8 @@ static int check_fits(const cg_host *h, const char *name, jerr *e)
     for (int c = 0; c < CGC_N; c++)
         if (h->v1[c][0] && !job_path(tmp, sizeof tmp, h->v1[c], h->root, name))
             return jerr_set(e, ENAMETOOLONG, "cgroup path %s/%s/%s is too long", h->v1[c], h->root, name);
+    if (h->freezer_jobs && !job_path(tmp, sizeof tmp, h->freezer, h->root, name))
+        return jerr_set(e, ENAMETOOLONG, "cgroup path %s/%s/%s is too long", h->freezer, h->root, name);
     return 0;
 }
 
@@ -463,13 +471,16 @@ static bool seen(const char *const *dirs, size_t n, const char *d)
     return false;
 }
 
-/* Every directory of the job once: co-mounted v1 controllers ("cpu,cpuacct") share one. */
-static size_t job_dirs(const cg_job *j, const char *dirs[CGC_N + 1])
+/* Every directory of the job once: co-mounted v1 controllers ("cpu,cpuacct") share one. A
+ * delegated job's freezer directory is not among them: it only joins it (cg_enter). */
+static size_t job_dirs(const cg_job *j, const char *dirs[JOB_DIRS_MAX])
 {
     size_t n = 0;
     for (int c = 0; c < CGC_N; c++)
         if (j->v1_path[c][0] && !seen(dirs, n, j->v1_path[c]))
             dirs[n++] = j->v1_path[c];
+    if (j->freezer_path[0] && !j->delegated && !seen(dirs, n, j->freezer_path))
+        dirs[n++] = j->freezer_path;
     if (j->unified_path[0])
         dirs[n++] = j->unified_path;
     return n;
@@ -478,7 +489,7 @@ static size_t job_dirs(const cg_job *j, const char *dirs[CGC_N + 1])
 /* The directory whose cgroup.procs stands for the whole job. */
 static const char *primary_dir(const cg_job *j)
 {
-    const char *dirs[CGC_N + 1];
+    const char *dirs[JOB_DIRS_MAX];
     if (j->unified_path[0])
         return j->unified_path;
     return job_dirs(j, dirs) ? dirs[0] : NULL;
@@ -494,7 +505,7 @@ int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job
      * still gets its directory through its partner. */
     if (l)
         h->ops->trim(j, l);
-    const char *dirs[CGC_N + 1];
+    const char *dirs[JOB_DIRS_MAX];
     size_t n = job_dirs(j, dirs);
     for (size_t i = 0; i < n; i++) {
         if (mkdir(dirs[i], 0755) == 0)
@@ -512,14 +523,14 @@ int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job
 
 int cg_enter(const cg_job *j, jerr *e)
 {
-    const char *dirs[CGC_N + 1];
+    const char *dirs[JOB_DIRS_MAX];
     size_t n = job_dirs(j, dirs);
     if (n == 0)
         return jerr_set(e, ENOENT, "job %s has no cgroup directory to enter", j->name);
     for (size_t i = 0; i < n; i++)
         if (cg_write(dirs[i], "cgroup.procs", "0", e) < 0)
             return -1;
-    if (j->freezer_path[0] && cg_write(j->freezer_path, "cgroup.procs", "0", e) < 0)
+    if (j->delegated && j->freezer_path[0] && cg_write(j->freezer_path, "cgroup.procs", "0", e) < 0)
         return -1;
     return 0;
 }
@@ -565,13 +576,32 @@ static int kill_by_listing(const char *dir)
     return 0;
 }
 
+/* A task frozen by the v1 freezer does not act on SIGKILL until it is thawed (cgroup2's freezer
+ * lets a fatal signal through). The kills are queued first and the thaw comes after, so that each
+ * task dies as it wakes, before it runs another instruction of the job's. */
+static void thaw_to_kill(const cg_job *j)
+{
+    char *state = cg_read(j->freezer_path, "freezer.state");
+    bool thawed = state && !strncmp(state, "THAWED", 6);
+    free(state);
+    if (thawed)
+        return;
+    char *s = cg_read(j->freezer_path, "cgroup.procs");
+    if (s)
+        kill_listed_pids(s);
+    free(s);
+    cg_write(j->freezer_path, "freezer.state", "THAWED", NULL);
+}
+
 int cg_kill_all(const cg_job *j)
 {
     /* cgroup.kill (5.14+) kills atomically, racing no fork */
     if (j->unified_path[0] && cg_has_file(j->unified_path, "cgroup.kill") &&
         cg_write(j->unified_path, "cgroup.kill", "1", NULL) == 0)
         return 0;
-    const char *dirs[CGC_N + 1];
+    if (j->freezer_path[0] && !j->delegated)
+        thaw_to_kill(j);
+    const char *dirs[JOB_DIRS_MAX];
     size_t n = job_dirs(j, dirs);
     int rc = -1;
     for (size_t i = 0; i < n; i++)
@@ -599,12 +629,13 @@ int cg_freeze(const cg_job *j, bool frozen, jerr *e)
     if (j->unified_path[0] && cg_has_file(j->unified_path, "cgroup.freeze")) {
         if (cg_write(j->unified_path, "cgroup.freeze", frozen ? "1" : "0", e) < 0)
             return -1;
-    } else if (j->freezer_path[0]) {
+    } else if (j->freezer_path[0] && cg_has_file(j->freezer_path, "freezer.state")) {
         if (cg_write(j->freezer_path, "freezer.state", frozen ? "FROZEN" : "THAWED", e) < 0)
             return -1;
     } else
         return jerr_set(e, ENOTSUP, "job %s has no freezer: no cgroup2 directory with cgroup.freeze and no v1 "
-                                    "freezer cgroup (a v1-only host)", j->name);
+                                    "freezer cgroup (a v1-only host without a freezer mount, or a job started "
+                                    "before joblet made one for each)", j->name);
     /* the kernel freezes asynchronously: wait (briefly) until it says so */
     for (int i = 0; i < 100 && cg_frozen(j) != (int)frozen; i++)
         sleep_ms(10);
@@ -641,7 +672,7 @@ int cg_destroy(cg_job *j, jerr *e)
         j->dev_prog = -1;
         return rc;
     }
-    const char *dirs[CGC_N + 1];
+    const char *dirs[JOB_DIRS_MAX];
     size_t n = job_dirs(j, dirs);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
@@ -673,13 +704,15 @@ static const char *tasks_mount(const cg_host *h)
 int cg_user_prepare(const cg_host *uh, uint64_t tasks_max, jerr *e)
 {
     cg_level_made made = { 0 };
-    const char *mnts[CGC_N + 1];
+    const char *mnts[JOB_DIRS_MAX];
     size_t n = 0;
     if (uh->unified[0])
         mnts[n++] = uh->unified;
     for (int c = 0; c < CGC_N; c++)
         if (uh->v1[c][0] && !seen(mnts, n, uh->v1[c]))
             mnts[n++] = uh->v1[c];
+    if (uh->freezer_jobs && !seen(mnts, n, uh->freezer))
+        mnts[n++] = uh->freezer;
     for (size_t i = 0; i < n; i++) {
         char dir[PATH_MAX];
         if (cg_file_path(dir, sizeof dir, mnts[i], uh->root) < 0)

@@ -44,8 +44,10 @@ typedef struct cg_host {
     const cg_layout_ops *ops; /* the layout's manager, chosen by cg_host_detect */
     char unified[256];        /* cgroup2 mount point, "" when none */
     char v1[CGC_N][256];      /* v1 mount point per controller, "" when absent (always "" on v2) */
-    char freezer[256];        /* the v1 freezer's mount point, "" when absent: joblet uses no freezer,
-                              * but a delegated job joins its maker's (Slurm's proctrack/cgroup) */
+    char freezer[256];        /* the v1 freezer's mount point, "" when absent: a delegated job joins
+                              * its maker's there (Slurm's proctrack/cgroup) */
+    bool freezer_jobs;        /* joblet makes each job a freezer cgroup of its own under root there
+                              * (rnx job suspend): a v1-only host, which has no cgroup.freeze */
     char root[96];            /* name of the parent cgroup of all jobs, e.g. "joblet"; a user's
                               * level is a host of its own, "joblet/user-1001" (cg_user_host) */
 } cg_host;
@@ -86,7 +88,9 @@ typedef struct cg_job {
     char name[80];
     char unified_path[320];   /* "" when no cgroup2 hierarchy is used */
     char v1_path[CGC_N][320]; /* "" for controllers not used */
-    char freezer_path[320];   /* delegated: the given freezer directory cg_enter joins too, or "" */
+    char freezer_path[320];   /* the job's v1 freezer directory, or "": made with the others where the
+                              * host's freezer_jobs says so, else a delegated job's given one,
+                              * which cg_enter joins too and nothing else touches */
 } cg_job;
 
 typedef struct cg_stats {
@@ -174,12 +178,15 @@ int cg_read_stats(const cg_job *j, cg_stats *s);
 int cg_read_final_stats(const cg_job *j, cg_stats *s);
 /* Number of processes still in the job's cgroup, -1 when unknown. */
 int cg_nprocs(const cg_job *j);
-/* SIGKILL everything in the cgroup (cgroup.kill where present, else by listing pids). */
+/* SIGKILL everything in the cgroup (cgroup.kill where present, else by listing pids); a job frozen
+ * in its own v1 freezer cgroup is thawed once the kills are queued, as it would not die frozen. */
 int cg_kill_all(const cg_job *j);
 /* Freezes (frozen) or thaws every process of the job (rnx job suspend/resume): cgroup.freeze of
- * its cgroup2 directory (v2, hybrid), else the v1 freezer.state of a freezer directory it is in
- * (a delegated job's). Returns once the kernel says the cgroup is (un)frozen, or after a second
- * with what it said: 0, or -1 with e (ENOTSUP: the job has no freezer, a v1-only host). */
+ * its cgroup2 directory (v2, hybrid), else the v1 freezer.state of its freezer directory (its own
+ * on a v1-only host, or a delegated job's). Returns once the kernel says the cgroup is (un)frozen
+ * (FREEZING has settled), or after a second with what it said: 0, or -1 with e (ENOTSUP: the job
+ * has no freezer: a v1-only host without a freezer mount, or a job started before joblet made
+ * one for each job). */
 int cg_freeze(const cg_job *j, bool frozen, jerr *e);
 /* 1 frozen, 0 not, -1 unknown (no freezer, or unreadable). */
 int cg_frozen(const cg_job *j);

@@ -254,9 +254,11 @@ static int read_stats_v1(const cg_job *j, cg_stats *s, bool current)
 
 /* ---- the v1 and hybrid managers ---- */
 
+/* Every controller found is used, and the freezer too: without a cgroup2 tree there is no
+ * cgroup.freeze, so each job gets a freezer cgroup of its own to be suspended by. */
 static void use_mounts_v1(cg_host *h)
 {
-    (void)h; /* every controller found is used */
+    h->freezer_jobs = h->freezer[0] != 0;
 }
 
 /* The v1 devices controller's list would only repeat the eBPF filter on the cgroup2 tree. */

@@ -357,6 +357,9 @@ int main(int argc, char **argv)
         for (int c = 0; c < CGC_N; c++)
             if (cg.v1_path[c][0] && access(cg.v1_path[c], F_OK) < 0)
                 cg.v1_path[c][0] = 0;
+        /* nor a freezer cgroup for a job that an older joblet started on a v1-only host */
+        if (cg.freezer_path[0] && access(cg.freezer_path, F_OK) < 0)
+            cg.freezer_path[0] = 0;
         if (cg.unified_path[0] && access(cg.unified_path, F_OK) < 0)
             refuse(126, "joblet: exec: job %.8s's cgroup %s is gone: is it ending?", id, cg.unified_path);
     }

@@ -84,8 +84,10 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 
 
 class Daemon:
-    def __init__(self, config_text=None, env=None):
+    def __init__(self, config_text=None, env=None, wrap=None):
         self.extra_env = env or {}
+        self.wrap = list(wrap or [])  # argv the daemon's command line is handed to (V1ONLY_WRAP)
+        self.mnt_nss = []             # the wrapped daemon's mount namespaces (one per start), for cleanup
         self.dir = tempfile.mkdtemp(prefix="joblet-it-")
         os.chmod(self.dir, 0o755)
         self.state = os.path.join(self.dir, "state")
@@ -110,7 +112,7 @@ class Daemon:
     def start(self):
         log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
-            [os.path.join(BUILD, "joblet"), "--config", self.config, "--state-dir", self.state,
+            [*self.wrap, os.path.join(BUILD, "joblet"), "--config", self.config, "--state-dir", self.state,
              # debug: the daemon checks its own indexes against scans (core/jobs.c); a benchmark
              # that drives a test daemon sets JOBLET_IT_LOG_LEVEL=info to measure what runs
              "--socket", self.sock, "--log-level", os.environ.get("JOBLET_IT_LOG_LEVEL", "debug")],
@@ -125,6 +127,8 @@ class Daemon:
                 raise RuntimeError("joblet exited at start:\n" + self.log())
             try:
                 self.api("GET", "/v1/version")
+                if self.wrap:
+                    self.mnt_nss.append(os.readlink(f"/proc/{self.proc.pid}/ns/mnt"))
                 return self
             except OSError:
                 time.sleep(0.05)
@@ -255,6 +259,8 @@ class Daemon:
         self.stop()
         # Shims that outlived a killed daemon: end them so nothing leaks past the test.
         subprocess.run(["pkill", "-KILL", "-f", f"joblet-shim {self.state}/"], check=False)
+        for ns in self.mnt_nss:
+            kill_mount_namespace(ns)
         remove_cgroup_root(self.cgroup_root)
         release_mounts(self.dir)
         log = self.log()
@@ -263,10 +269,80 @@ class Daemon:
             assert mark not in log, f"sanitizer report in joblet's log:\n{log}"
 
 
+# A daemon that sees the v1-only cgroup layout (exec/cgroup.h) on this hybrid host's real kernel:
+# the wrapper gives it a mount namespace of its own, private, in which every cgroup2 mount is
+# unmounted (the host's stay: the namespace holds copies), then execs it (the daemon keeps the
+# wrapper's PID). Its jobs and shims are born in that namespace; it ends with the last of them.
+V1ONLY_WRAP = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+               "umount -a -t cgroup2 && ! grep -qw cgroup2 /proc/self/mounts && exec \"$@\"", "joblet-v1only"]
+
+
+def v1only_daemon(config_text=None, env=None):
+    """A Daemon (not started) that runs in a mount namespace without cgroup2: see V1ONLY_WRAP.
+    Its /work is a plain directory (jobs.work_quota 0): a user's image mounted in one daemon's
+    namespace is not seen by the host's tests, nor by the next daemon after a kill -9, which
+    would mount it a second time."""
+    quota = "  work_quota: 0\n"
+    if config_text and re.search(r"^jobs:\s*$", config_text, re.M):
+        config_text = re.sub(r"^jobs:\s*\n", "jobs:\n" + quota, config_text, count=1, flags=re.M)
+    else:
+        config_text = "jobs:\n" + quota + (config_text or "")
+    return Daemon(config_text, env, wrap=V1ONLY_WRAP)
+
+
+def kill_mount_namespace(ns):
+    """SIGKILL, by PID, every process left in mount namespace ns (a v1-only daemon's: the shims
+    that outlived it), and wait until none is."""
+    def members():
+        out = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.readlink(f"/proc/{pid}/ns/mnt") == ns and int(pid) != os.getpid():
+                    out.append(int(pid))
+            except OSError:
+                continue
+        return out
+    deadline = time.time() + 20
+    while (left := members()) and time.time() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+
+
+def thaw_freezer_root(name):
+    """A v1-only daemon's jobs' freezer cgroups (exec/cgroup.h) under its cgroup root: a process
+    left frozen there does not die of SIGKILL until it is thawed. Each still there is sent SIGKILL
+    by its PID (they are the test's by the root's name), then all are thawed, and so die."""
+    base = os.path.join("/sys/fs/cgroup/freezer", name)
+    dirs = [sub for sub, _, _ in os.walk(base)]
+    for sub in dirs:
+        try:
+            with open(os.path.join(sub, "cgroup.procs")) as f:
+                pids = [int(p) for p in f.read().split()]
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for sub in dirs:
+        try:
+            with open(os.path.join(sub, "freezer.state"), "w") as f:
+                f.write("THAWED")
+        except OSError:
+            pass
+
+
 def remove_cgroup_root(name):
     """A daemon's cgroup root (cgroup.root) in every hierarchy, its users' and jobs' levels first."""
+    thaw_freezer_root(name)
     for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified") + tuple(
-            f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices")):
+            f"/sys/fs/cgroup/{c}" for c in ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices",
+                                            "freezer")):
         path = os.path.join(base, name)
         # depth first: the users' levels hold the jobs' cgroups (exec/cgroup.h); a shim killed a
         # moment ago may still be leaving its cgroup (EBUSY): a few tries
