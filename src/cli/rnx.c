@@ -58,7 +58,7 @@ static const char global_help[] =
     "  job status      show one job in detail\n"
     "  job log         print a job's output, following it until the job ends\n"
     "  job stop        stop a running job (cancels one that has not started)\n"
-    "  job kill        SIGKILL to every process of a job at once\n"
+    "  job kill        SIGKILL to every process of a job at once (--signal=SIG: send SIG)\n"
     "  job cancel      cancel a job that is waiting to start\n"
     "  job delete      remove a finished job and its output\n"
     "  job delete-all  remove every finished job\n"
