@@ -200,22 +200,22 @@ def test_signal_before_the_run_time_limit(d):
     again when the limit moves further than the warning it was sent (rnx job update)."""
     script = ("trap 'echo $SECONDS >> /work/warned' USR1; touch /work/up; "
               "while :; do sleep 0.05; done")
-    p = d.rnx("job", "run", "--max-runtime=20", "--signal=B:USR1@18", "bash", "-c", script)
+    p = d.rnx("job", "run", "--max-runtime=8", "--signal=B:USR1@6", "bash", "-c", script)
     assert p.returncode == 0, p.stderr
     jid = p.stdout.strip()
-    assert d.job(jid)["limits"]["signal"] == "SIGUSR1@18"
-    assert "signal SIGUSR1@18" in d.rnx("job", "status", jid).stdout
-    wait_for(lambda: len(lines(d, jid, "warned")) == 1, "the warning 18 s before the limit")
+    assert d.job(jid)["limits"]["signal"] == "SIGUSR1@6"
+    assert "signal SIGUSR1@6" in d.rnx("job", "status", jid).stdout
+    wait_for(lambda: len(lines(d, jid, "warned")) == 1, "the warning 6 s before the limit")
     assert d.job(jid)["status"] == "RUNNING"
-    # a later limit: a warning of its own, 18 s before it
-    p = d.rnx("job", "update", jid, "--max-runtime=40")
+    # a later limit (before the first one ends it, 6 s after the warning): a warning of its own
+    p = d.rnx("job", "update", jid, "--max-runtime=14")
     assert p.returncode == 0, p.stderr
     wait_for(lambda: len(lines(d, jid, "warned")) == 2, "the warning before the new limit", timeout=90)
     first, second = (int(x) for x in lines(d, jid, "warned"))
     assert second > first
     sent = [e["detail"] for e in events(d, jid, "signaled")]
-    assert len(sent) == 2 and all("due 18 s before its run-time limit" in s for s in sent), sent
-    assert "of 20 s" in sent[0] and "of 40 s" in sent[1], sent
+    assert len(sent) == 2 and all("due 6 s before its run-time limit" in s for s in sent), sent
+    assert "of 8 s" in sent[0] and "of 14 s" in sent[1], sent
     end(d, jid)
 
 
@@ -241,10 +241,10 @@ def test_the_warning_comes_though_joblet_was_killed(fresh_daemon):
     """The shim sends it: a kill -9 of joblet between the start and the warning loses nothing."""
     d = fresh_daemon()
     script = "trap 'echo USR1 >> /work/warned' USR1; touch /work/up; while :; do sleep 0.05; done"
-    jid = d.submit("bash", "-c", script, max_runtime_s=12, signal="USR1@8")
+    jid = d.submit("bash", "-c", script, max_runtime_s=60, signal="USR1@57")
     wait_for(lambda: os.path.exists(os.path.join(d.work(jid), "up")), "the job runs")
     d.kill9()
     d.start()
     wait_for(lambda: lines(d, jid, "warned") == ["USR1"], "the warning, from the shim")
-    j = d.wait(jid)
-    assert j["status"] == "FAILED" and j["end_reason"] == "time_limit", j
+    assert d.job(jid)["status"] == "RUNNING"
+    end(d, jid)
