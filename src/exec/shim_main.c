@@ -870,12 +870,19 @@ static void supervise(shim *sh)
                     hard_kill(sh);
             } else if (fd == sfd) {
                 struct signalfd_siginfo si;
+                /* joblet's words to pass a signal on, drained whole first and each signal sent
+                 * once (as the kernel merges a standard signal sent twice before it is taken):
+                 * however fast they come, and however long runsc takes to send one, no more wait
+                 * queued than came in while the last were sent. Bit sig; [1]: to every process. */
+                uint32_t forward[2] = {0, 0};
                 while (read(sfd, &si, sizeof si) == sizeof si) {
                     if (si.ssi_signo == SIGUSR2 && !init_done && si.ssi_code == SI_QUEUE)
                         runtime_limit(sh, ep, limit_word(sh, si.ssi_ptr));
-                    else if ((int)si.ssi_signo == SHIM_SIGNAL_FORWARD && !init_done && si.ssi_code == SI_QUEUE)
-                        forward_signal(sh, si.ssi_int, "joblet's word (rnx job kill --signal)");
-                    else if (si.ssi_signo == SIGUSR1 && !init_done) {
+                    else if ((int)si.ssi_signo == SHIM_SIGNAL_FORWARD && si.ssi_code == SI_QUEUE) {
+                        int sig = si.ssi_int & ~SHIM_SIGNAL_ALL;
+                        if (sig >= 1 && sig <= 31)
+                            forward[(si.ssi_int & SHIM_SIGNAL_ALL) != 0] |= 1u << sig;
+                    } else if (si.ssi_signo == SIGUSR1 && !init_done) {
                         /* rnx job kill: SIGKILL to every process of the job at once */
                         sh->stop_requested = sh->kill_requested = 1;
                         hard_kill(sh);
@@ -888,6 +895,10 @@ static void supervise(shim *sh)
                         }
                     }
                 }
+                for (int all = 0; all < 2 && !init_done; all++)
+                    for (int sig = 1; sig <= 31; sig++)
+                        if (forward[all] >> sig & 1)
+                            forward_signal(sh, sig | (all ? SHIM_SIGNAL_ALL : 0), "joblet's word (rnx job kill --signal)");
                 int st;
                 if (!init_done && waitpid(sh->init, &st, WNOHANG) == sh->init) {
                     init_done = 1;
