@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import TERMINAL, api_as, rnx_as, wait_for
+from conftest import TERMINAL, UnixHTTPConnection, api_as, rnx_as, wait_for
 
 OTHER = 4323  # a user who is not root (no account needed: joblet reads the peer's uid)
 
@@ -192,6 +192,33 @@ def test_a_gvisor_job_gets_the_signal_through_runsc(d):
     assert d.rnx("job", "kill", "--signal=USR1", "--all", jid).returncode == 0
     wait_for(lambda: lines(d, jid, "child") == ["USR1"], "the child's trap, in the sandbox")
     assert d.job(jid)["status"] == "RUNNING"
+    end(d, jid)
+
+
+def sigq(pid):
+    """Signals queued to a process's user, as /proc says (SigQ: queued/limit)."""
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(ln for ln in f if ln.startswith("SigQ:")).split()[1].split("/")[0])
+
+
+@pytest.mark.skipif(shutil.which("runsc") is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
+def test_a_flood_of_signals_piles_nothing_up(d):
+    """runsc takes a while to send each signal: a thousand requests at once must not leave a
+    thousand signals queued to root (RLIMIT_SIGPENDING is root's, shared by every shim)."""
+    jid = start_probe(d, isolation="gvisor")
+    shim = d.job(jid)["shim_pid"]
+    c = UnixHTTPConnection(d.sock)
+    for _ in range(1000):
+        c.request("POST", f"/v1/jobs/{jid}/kill?signal=USR1")
+        r = c.getresponse()
+        r.read()
+        assert r.status == 200
+    c.close()
+    assert sigq(shim) < 100
+    wait_for(lambda: lines(d, jid, "cmd")[:1] == ["USR1"], "the signal")
+    assert d.job(jid)["status"] == "RUNNING"
+    code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
+    assert len(j["detail"]["events"]) <= 64 and j["detail"]["events_dropped"] > 900, j["detail"]["events_dropped"]
     end(d, jid)
 
 
