@@ -135,6 +135,7 @@ def test_signals_a_shim_has_not_taken_are_bounded(d):
     codes = []
     os.kill(shim, signal.SIGSTOP)
     try:
+        wait_for(lambda: "T (stopped)" in open(f"/proc/{shim}/status").read(), "the shim stopped")
         for _ in range(60):
             code, r = d.api("POST", f"/v1/jobs/{jid}/kill?signal=HUP")
             codes.append(code)
