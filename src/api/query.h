@@ -8,6 +8,8 @@
 
 /* The value of key, NULL when the query has none. */
 const char *query_get(request *r, const char *key);
+/* key is in the query, with a value or without ("?signal" as much as "?signal=USR1"). */
+bool query_has(request *r, const char *key);
 /* key is given as a switch: "1", "true" or no value ("?follow"). */
 bool query_true(request *r, const char *key);
 

@@ -363,7 +363,8 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
                                                        "more", more));
     }
     int sig;
-    if (!strcmp(action, "kill") && post && query_get(r, "signal")) {
+    /* a signal asked for without its value is refused (parse_signal), never taken for a kill */
+    if (!strcmp(action, "kill") && post && query_has(r, "signal")) {
         uint64_t acted;
         if (parse_signal("signal", query_get(r, "signal"), &sig, &e) < 0)
             return http_reply_error(r->conn, &e);
@@ -512,7 +513,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
     if (!strcmp(action, "exec"))
         return jobs_exec_route(r, j);
     int sig;
-    if (!strcmp(action, "kill") && post && query_get(r, "signal")) {
+    if (!strcmp(action, "kill") && post && query_has(r, "signal")) {
         /* docker kill --signal, Slurm's scancel --signal: a signal that is not SIGKILL is not a stop */
         if (parse_signal("signal", query_get(r, "signal"), &sig, &e) < 0)
             return http_reply_error(r->conn, &e);

@@ -78,6 +78,8 @@ typedef struct job {
     pid_t shim_pid;
     uint64_t shim_start;
     pid_t init_pid;
+    uint16_t signals_queued;  /* signals queued to its shim that it may not have taken yet
+                               * (job_launch_signal); in memory only */
     bool holds_room;          /* counted in core.running */
     bool dir_pending;         /* its directory and /work are still to be made (job_dirs.h) */
     uint32_t queue_position;  /* 1-based among jobs waiting for room, set by the scheduler (queue.c) */

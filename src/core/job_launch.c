@@ -679,6 +679,21 @@ void job_launch_live_usage(const job *j, job_usage *u)
     u->pids_current = st.pids_current;
 }
 
+/* Whether a SHIM_SIGNAL_FORWARD waits in the shim's queue, not taken yet: the kernel's mask of
+ * the signals pending for the whole process (ShdPnd in /proc/PID/status, bit N-1 for signal N). */
+static bool forward_pending(pid_t shim)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)shim);
+    char *text = read_file(path, NULL);
+    if (!text)
+        return false;
+    const char *p = strstr(text, "\nShdPnd:");
+    unsigned long long mask = p ? strtoull(p + 8, NULL, 16) : 0;
+    free(text);
+    return (mask >> (SHIM_SIGNAL_FORWARD - 1)) & 1;
+}
+
 int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e)
 {
     char name[16];
@@ -686,6 +701,15 @@ int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e)
     if (j->shim_pid <= 0 || j->w_pid.fd < 0)
         return jerr_http(e, 409, "job %s is %s; only a running job can be sent %s", j->id, job_state_name(j->state),
                          name);
+    /* Each queued signal is charged to root, whose pending signals are one budget for the whole
+     * host (RLIMIT_SIGPENDING): a shim that does not take them yet (one still starting the job)
+     * must not let one user's requests use it up, and with it the limit words of every other
+     * job (job_launch_runtime). Once the shim has taken them all, the count starts again. */
+    if (!forward_pending(j->shim_pid))
+        j->signals_queued = 0;
+    else if (j->signals_queued >= JOB_LAUNCH_SIGNALS_QUEUED_MAX)
+        return jerr_http(e, 503, "cannot send %s to job %s now: the %u signals sent before still wait for it to "
+                                 "take them; try again in a moment", name, j->id, (unsigned)j->signals_queued);
     siginfo_t si;
     memset(&si, 0, sizeof si);
     si.si_signo = SHIM_SIGNAL_FORWARD;
@@ -701,6 +725,7 @@ int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e)
                                      "try again in a moment", name, j->id);
         return jerr_sys(e, "send %s to the shim of job %s", name, j->id);
     }
+    j->signals_queued++;
     const char *when = j->state == JS_SUSPENDED ? " (delivered when it is resumed)"
                        : job_state_waiting(j->state) ? " (delivered once its command runs)"
                                                       : "";

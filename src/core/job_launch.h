@@ -52,7 +52,9 @@ int job_launch_kill(job *j, uid_t by, jerr *e);
 /* rnx job kill --signal: sig (parse_signal's, not SIGKILL) to the job's command, or with all to
  * every process of the job, through its shim (exec/shim.h SHIM_SIGNAL_FORWARD); the job goes on
  * unless the signal ends it. A starting job gets it once its command runs, a suspended one once
- * it is resumed. 409 when no shim runs. */
+ * it is resumed. 409 when no shim runs; 503 while JOB_LAUNCH_SIGNALS_QUEUED_MAX sent before
+ * still wait for its shim to take them. */
+#define JOB_LAUNCH_SIGNALS_QUEUED_MAX 32
 int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e);
 /* Stops a job to make room for `for_job`; it goes back to the queue as it was. */
 void job_launch_preempt(job *j, const job *for_job);

@@ -734,11 +734,16 @@ static void timer_arm(int *fd, int ep, int64_t left_ns)
 static void runtime_arm(shim *sh, int ep)
 {
     bool on = sh->runtime_s && !sh->paused_since_ns;
+    /* (what is left is 0, not less, once it is past: a negative left_ns disarms, and a limit
+     * lowered under the run time gone by must end the job now, not never) */
+    int64_t left = on ? (int64_t)sh->runtime_s * 1000000000LL - ran_ns(sh) : -1;
     if (sh->tfd_runtime >= 0 || on)
-        timer_arm(&sh->tfd_runtime, ep, on ? (int64_t)sh->runtime_s * 1000000000LL - ran_ns(sh) : -1);
+        timer_arm(&sh->tfd_runtime, ep, on && left < 0 ? 0 : left);
     int64_t due = warn_due_ns(sh);
-    if (sh->tfd_warn >= 0 || (on && due >= 0 && !sh->warned))
-        timer_arm(&sh->tfd_warn, ep, on && due >= 0 && !sh->warned ? due - ran_ns(sh) : -1);
+    bool warn = on && due >= 0 && !sh->warned;
+    left = warn ? due - ran_ns(sh) : -1;
+    if (sh->tfd_warn >= 0 || warn)
+        timer_arm(&sh->tfd_warn, ep, warn && left < 0 ? 0 : left);
 }
 
 /* --signal's timer fired: its signal to the command, once for the limit as it is, and joblet
@@ -759,6 +764,12 @@ static void warn_fired(shim *sh)
         ssize_t w = write(sh->notify_fd, msg, (size_t)n);
         (void)w;
     }
+}
+
+/* The word for the limit as the shim keeps it now: what a word without a value leaves as it is. */
+static uint64_t limit_now(const shim *sh)
+{
+    return sh->runtime_s | (sh->paused_since_ns ? SHIM_LIMIT_SUSPENDED : 0);
 }
 
 /* joblet's latest word (shim.h SHIM_LIMIT): its file's, else the signal's. */
@@ -876,8 +887,11 @@ static void supervise(shim *sh)
                  * queued than came in while the last were sent. Bit sig; [1]: to every process. */
                 uint32_t forward[2] = {0, 0};
                 while (read(sfd, &si, sizeof si) == sizeof si) {
-                    if (si.ssi_signo == SIGUSR2 && !init_done && si.ssi_code == SI_QUEUE)
-                        runtime_limit(sh, ep, limit_word(sh, si.ssi_ptr));
+                    /* A SIGUSR2 that came without its value is joblet's word all the same: the
+                     * kernel drops a signal's value, never the signal, when root's queue of
+                     * pending signals is full (RLIMIT_SIGPENDING), and the file has the word. */
+                    if (si.ssi_signo == SIGUSR2 && !init_done)
+                        runtime_limit(sh, ep, limit_word(sh, si.ssi_code == SI_QUEUE ? si.ssi_ptr : limit_now(sh)));
                     else if ((int)si.ssi_signo == SHIM_SIGNAL_FORWARD && si.ssi_code == SI_QUEUE) {
                         int sig = si.ssi_int & ~SHIM_SIGNAL_ALL;
                         if (sig >= 1 && sig <= 31)
