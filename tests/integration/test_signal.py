@@ -205,24 +205,28 @@ def sigq(pid):
 def test_a_flood_of_signals_piles_nothing_up(d):
     """runsc takes a while to send each signal: a thousand requests at once must not leave a
     thousand signals queued to root (RLIMIT_SIGPENDING is root's, shared by every shim). 989 of
-    1,000 were, before the shim drained its queue whole and sent each signal once."""
+    1,000 were before the shim drained its queue whole (each signal sent once) and joblet let at
+    most 32 wait for a shim."""
     jid = start_probe(d, isolation="gvisor")
     shim = d.job(jid)["shim_pid"]
     before = sigq(shim)  # (root's: every root process's queued signals count)
     c = UnixHTTPConnection(d.sock)
+    codes = {}
     for _ in range(1000):
         c.request("POST", f"/v1/jobs/{jid}/kill?signal=USR1")
         r = c.getresponse()
         r.read()
-        assert r.status == 200
+        codes[r.status] = codes.get(r.status, 0) + 1
     c.close()
+    # sent, or 503 while 32 wait for the shim (job_launch_signal): never anything else
+    assert set(codes) <= {200, 503} and codes.get(200, 0) >= 32, codes
     # what came in while runsc sent the last ones may wait (a few dozen); without the shim's
     # drain nearly all of them do
     assert sigq(shim) - before < 500
     wait_for(lambda: lines(d, jid, "cmd")[:1] == ["USR1"], "the signal")
     assert d.job(jid)["status"] == "RUNNING"
     code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
-    assert len(j["detail"]["events"]) <= 64 and j["detail"]["events_dropped"] > 900, j["detail"]["events_dropped"]
+    assert len(j["detail"]["events"]) <= 64 and j["detail"]["events_dropped"] >= codes[200] - 64, j["detail"]
     end(d, jid)
 
 
