@@ -43,33 +43,61 @@ def need_root():
         pytest.skip("needs root: joblet creates namespaces, cgroups and mounts")
 
 
-def api_as(d, uid, method, path, body=None):
-    """One request over the socket of daemon d as uid (the daemon reads the peer's credentials):
-    (status, answer)."""
+def need_setpriv():
     if not shutil.which("setpriv"):
         pytest.skip("setpriv (util-linux) is not installed")
-    prog = ("import http.client, socket, json, sys\n"
-            "class C(http.client.HTTPConnection):\n"
-            "    def connect(self):\n"
-            "        self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])\n"
-            "c = C('localhost', timeout=30)\n"
-            "b = sys.argv[4]\n"
-            "c.request(sys.argv[2], sys.argv[3], body=b or None, headers={'Content-Type': 'application/json'} if b else {})\n"
-            "r = c.getresponse(); raw = r.read()\n"
-            "print(json.dumps([r.status, json.loads(raw) if raw else None]))\n")
-    p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-c",
-                        prog, d.sock, method, path, json.dumps(body) if body is not None else ""],
-                       capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr
+
+
+def setpriv(user):
+    """The argv prefix that runs a command as user, a uid (its gid the same) or (uid, gid), with
+    no supplementary groups; none is needed in /etc/passwd. Skips the test without setpriv."""
+    need_setpriv()
+    uid, gid = user if isinstance(user, tuple) else (user, user)
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+
+
+# One request over a unix socket, made by whoever runs it: argv the socket, the method, the path
+# and the Content-Type ("-": none); stdin the body. It prints [status, answer]: the answer's
+# JSON, its text where it is not JSON, None where it is empty.
+_API_CLIENT = r"""
+import http.client, json, socket, sys
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(sys.argv[1])
+c = C("localhost")
+body = sys.stdin.buffer.read()
+c.request(sys.argv[2], sys.argv[3], body=body or None,
+          headers={"Content-Type": sys.argv[4]} if body and sys.argv[4] != "-" else {})
+r = c.getresponse()
+raw = r.read()
+try:
+    ans = json.loads(raw) if raw else None
+except ValueError:
+    ans = raw.decode(errors="replace")
+print(json.dumps([r.status, ans]))
+"""
+
+
+def api_as(d, user, method, path, body=None, timeout=150, ctype="application/json"):
+    """One request over the socket of daemon d as user (see setpriv; the daemon reads the peer's
+    credentials): (status, answer). body is JSON, or bytes sent as they are (ctype None: with no
+    Content-Type); it goes on stdin, so it may be larger than one argument may be. timeout:
+    the seconds the whole request may take, generous since the machine is shared."""
+    data = body if isinstance(body, bytes) else (json.dumps(body).encode() if body is not None else b"")
+    p = subprocess.run([*setpriv(user), "/usr/bin/python3", "-c", _API_CLIENT, d.sock, method, path, ctype or "-"],
+                       input=data, capture_output=True, timeout=timeout, env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
     return tuple(json.loads(p.stdout))
 
 
-def rnx_as(d, uid, *args):
-    """rnx run as uid against daemon d."""
+def rnx_as(d, user, *args, timeout=150, input=None, text=True):
+    """rnx run as user (see setpriv) against daemon d; text=False for bytes in and out. timeout
+    as for api_as."""
     env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
     env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run([*setpriv(user), os.path.join(BUILD, "rnx"), *args], capture_output=True, text=text,
+                          timeout=timeout, env=env, input=input)
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):

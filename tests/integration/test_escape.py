@@ -38,6 +38,7 @@ import uuid
 
 import pytest
 
+from conftest import api_as, need_setpriv, setpriv
 from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -337,42 +338,13 @@ def expected_for(variant, key, expected):
 # --------------------------------------------------------------------------------------------
 # helpers
 
-CLIENT = r"""
-import http.client, json, socket, sys
-class C(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(sys.argv[1])
-c = C("localhost", timeout=60)
-body = sys.stdin.read()
-c.request(sys.argv[2], sys.argv[3], body=body or None, headers={"Content-Type": "application/json"} if body else {})
-r = c.getresponse()
-print(json.dumps({"status": r.status, "body": json.loads(r.read() or b"null")}))
-"""
-
-
-def need_setpriv():
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
-
-
-def as_uid(uid, *argv, **kw):
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv], **kw)
-
-
-def api_as(d, uid, method, path, body=None):
-    """An API call from a client of that uid (SO_PEERCRED is the identity)."""
-    if uid == 0:
-        return d.api(method, path, body)
-    p = as_uid(uid, PY, "-c", CLIENT, d.sock, method, path, input=json.dumps(body) if body is not None else "",
-               capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    r = json.loads(p.stdout)
-    return r["status"], r["body"]
+def call_as(d, uid, method, path, body=None):
+    """An API call from a client of that uid (SO_PEERCRED is the identity); root's goes straight."""
+    return d.api(method, path, body) if uid == 0 else api_as(d, uid, method, path, body)
 
 
 def submit_as(d, uid, body):
-    code, job = api_as(d, uid, "POST", "/v1/jobs", body)
+    code, job = call_as(d, uid, "POST", "/v1/jobs", body)
     assert code == 201, job
     return job["id"]
 
@@ -423,7 +395,7 @@ while True:
 def start_host_target(uid):
     """A host process of the given uid that reports every signal it gets, at nice 3."""
     argv = [PY, "-c", HOST_TARGET]
-    p = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv] if uid else argv,
+    p = subprocess.Popen([*setpriv(uid), *argv] if uid else argv,
                          stdout=subprocess.PIPE)
     assert p.stdout.readline() == b"ready\n"
     os.set_blocking(p.stdout.fileno(), False)
@@ -517,7 +489,7 @@ def probed(request, daemon):
 
         # another job of the same submitter, with a file in its /work
         victim = submit_as(daemon, uid, {"command": "sh", "args": ["-c", "echo secret > secret; exec sleep 120"]})
-        cleanups.append(lambda: api_as(daemon, uid, "POST", f"/v1/jobs/{victim}/stop"))
+        cleanups.append(lambda: call_as(daemon, uid, "POST", f"/v1/jobs/{victim}/stop"))
         daemon.wait_status(victim, "RUNNING")
         victim_pids = job_host_pids(daemon, victim)
         victim_sleep = next(p for p in victim_pids if open(f"/proc/{p}/comm").read().strip() == "sleep")
@@ -530,7 +502,7 @@ def probed(request, daemon):
         if variant == "root-hostnet":
             body["network"] = "host"
         jid = submit_as(daemon, uid, body)
-        cleanups.append(lambda: api_as(daemon, uid, "POST", f"/v1/jobs/{jid}/stop"))
+        cleanups.append(lambda: call_as(daemon, uid, "POST", f"/v1/jobs/{jid}/stop"))
         job = daemon.wait_status(jid, "RUNNING")
         r.jid, r.job_uid = jid, job["uid"]
         r.upload_listing = {u["path"]: u["mode"] for u in job.get("uploads", [])}
@@ -607,7 +579,8 @@ def cgroup_writes_as(uid, d, jid):
     code = ("import errno, json, sys\nres = {}\nfor k, p in json.loads(sys.argv[1]).items():\n"
             "    try:\n        open(p, 'w').write('0')\n        res[k] = 'ok'\n"
             "    except OSError as e:\n        res[k] = errno.errorcode[e.errno]\nprint(json.dumps(res))")
-    p = as_uid(uid, PY, "-c", code, json.dumps(targets), capture_output=True, text=True, timeout=30)
+    p = subprocess.run([*setpriv(uid), PY, "-c", code, json.dumps(targets)], capture_output=True, text=True,
+                       timeout=30)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 

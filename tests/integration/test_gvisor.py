@@ -7,13 +7,12 @@ import json
 import os
 import pathlib
 import shutil
-import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, rnx_as, wait_for
 
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
 FAKE = os.path.join(ROOT, "tests", "fakes", "runsc_nvproxy.sh")
@@ -22,15 +21,6 @@ needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (
 
 def b64(s):
     return base64.b64encode(s.encode()).decode()
-
-
-def wait_until(pred, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError(what)
 
 
 @needs_runsc
@@ -72,7 +62,7 @@ def test_gvisor_secrets_stay_off_the_disk(fresh_daemon):
     d = fresh_daemon()
     secret = "s3cr3t-" + os.urandom(6).hex()
     jid = d.submit("sh", "-c", "echo ready; sleep 30", isolation="gvisor", secret_env={"TOKEN": secret})
-    wait_until(lambda: "ready" in d.output(jid), 30, "the gVisor job never started")
+    wait_for(lambda: "ready" in d.output(jid), "the gVisor job never started", 30)
     runsc_dir = os.path.join(d.state, "runsc")
     assert os.stat(runsc_dir).st_dev != os.stat(d.state).st_dev
     fstype = [l.split(" - ")[1].split()[0] for l in open("/proc/self/mountinfo") if l.split()[4] == runsc_dir]
@@ -91,7 +81,7 @@ def test_gvisor_secrets_stay_off_the_disk(fresh_daemon):
     assert "TOKEN" in shown["process"]["env"]
     assert d.rnx("job", "kill", jid).returncode == 0
     d.wait(jid, 30)
-    wait_until(lambda: not os.path.exists(os.path.dirname(bundle)), 10, "the bundle outlived its job")
+    wait_for(lambda: not os.path.exists(os.path.dirname(bundle)), "the bundle outlived its job", 10)
 
 
 @needs_runsc
@@ -131,7 +121,7 @@ def test_gvisor_job_stop_and_kill(fresh_daemon):
     # stop: SIGTERM reaches the job inside the sandbox (runsc kill), which handles it
     jid = d.submit("sh", "-c", "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done",
                    isolation="gvisor")
-    wait_until(lambda: "ready" in d.output(jid), 30, "the gVisor job never started")
+    wait_for(lambda: "ready" in d.output(jid), "the gVisor job never started", 30)
     listed = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "--quiet"], capture_output=True, text=True)
     assert listed.stdout.split() == [jid], (listed.stdout, listed.stderr)  # runsc's own view: one container
     assert d.rnx("job", "stop", jid).returncode == 0
@@ -140,7 +130,7 @@ def test_gvisor_job_stop_and_kill(fresh_daemon):
     assert "got-term" in d.output(jid)
     # kill: everything at once
     jid = d.submit("sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done", isolation="gvisor")
-    wait_until(lambda: "ready" in d.output(jid), 30, "the gVisor job never started")
+    wait_for(lambda: "ready" in d.output(jid), "the gVisor job never started", 30)
     assert d.rnx("job", "kill", jid).returncode == 0
     job = d.wait(jid, 30)
     assert job["end_reason"] == "killed", job
@@ -154,7 +144,7 @@ def test_gvisor_job_stop_and_kill(fresh_daemon):
         left = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "--quiet"], capture_output=True, text=True)
         assert left.returncode == 0, left.stderr
         return left.stdout.strip() == ""
-    wait_until(none_left, 10, "runsc still lists containers of ended jobs")
+    wait_for(none_left, "runsc still lists containers of ended jobs", 10)
 
 
 @needs_runsc
@@ -163,7 +153,7 @@ def test_gvisor_job_survives_daemon_kill9(fresh_daemon):
     jid = d.submit("sh", "-c", "echo before; sleep 3; echo after; exit 4", isolation="gvisor")
     long = d.submit("sh", "-c", "trap 'echo got-term; exit 5' TERM; echo up; while :; do sleep 0.1; done",
                     isolation="gvisor")
-    wait_until(lambda: "before" in d.output(jid) and "up" in d.output(long), 30, "the gVisor jobs never started")
+    wait_for(lambda: "before" in d.output(jid) and "up" in d.output(long), "the gVisor jobs never started", 30)
     d.kill9()
     time.sleep(0.5)
     d.start()
@@ -182,15 +172,10 @@ def test_require_gvisor_user_gets_gvisor_and_is_refused_native(fresh_daemon):
     d = fresh_daemon("isolation:\n  require_gvisor: nobody\n")
     # as nobody (uid 65534): rnx through the socket, which the daemon identifies by SO_PEERCRED
     os.chmod(d.dir, 0o755)
-    def rnx_as_nobody(*args):
-        return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                               os.path.join(os.environ.get("JOBLET_BUILD", os.path.join(ROOT, "build")), "rnx"),
-                               *args], capture_output=True, text=True, timeout=60,
-                              env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
-    p = rnx_as_nobody("job", "run", "--isolation=native", "true")
+    p = rnx_as(d, 65534, "job", "run", "--isolation=native", "true")
     assert p.returncode != 0
     assert "isolation.require_gvisor lists 'nobody'" in p.stderr, p.stderr
-    p = rnx_as_nobody("--json", "job", "run", "cat", "/proc/version")
+    p = rnx_as(d, 65534, "--json", "job", "run", "cat", "/proc/version")
     assert p.returncode == 0, p.stderr
     jid = json.loads(p.stdout)["id"]
     job = d.wait(jid)
@@ -205,10 +190,7 @@ def test_require_gvisor_user_gets_gvisor_and_is_refused_native(fresh_daemon):
 @needs_runsc
 def test_require_gvisor_by_group(fresh_daemon):
     d = fresh_daemon("isolation:\n  require_gvisor: \"someone-else, @nogroup\"\n")
-    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                        os.path.join(os.environ.get("JOBLET_BUILD", os.path.join(ROOT, "build")), "rnx"),
-                        "job", "run", "--isolation=native", "true"], capture_output=True, text=True, timeout=60,
-                       env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+    p = rnx_as(d, 65534, "job", "run", "--isolation=native", "true")
     assert p.returncode == 1 and "isolation.require_gvisor lists '@nogroup'" in p.stderr, p.stderr
 
 

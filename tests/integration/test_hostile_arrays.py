@@ -5,11 +5,7 @@ daemon recurse once per link. CPU time is compared between two sizes of the same
 generous factors; no test has a time limit."""
 import os
 
-import pytest
-
-from conftest import wait_for
-
-TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
+from conftest import TERMINAL, need_setpriv, rnx_as, wait_for
 
 
 def cpu_s(pid):
@@ -105,27 +101,17 @@ def test_a_long_chain_of_arrays_ends_without_recursing(fresh_daemon):
 NOBODY = 65534
 
 
-def rnx_as(d, uid, gid, *args, timeout=120):
-    import subprocess
-    build = os.environ.get("JOBLET_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                           os.path.join(build, "rnx"), *args], capture_output=True, text=True, timeout=timeout,
-                          env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
-
-
 def test_another_users_array_is_out_of_reach_by_every_reference(fresh_daemon):
     """nobody names root's array by id, prefix, name, ID_T, ID_[LIST] through every command:
     each answers as for a job that does not exist and the array is untouched; nobody's own job
     named like a task of root's array ("secret_1") is still nobody's to reach."""
-    import shutil
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv is needed")
+    need_setpriv()
     d = fresh_daemon()
     a = submit_array(d, "0-3", "sleep", "300", name="secret")
     aid = a["id"]
     code, r = d.api("POST", f"/v1/jobs/{aid}/hold")
     assert code == 200, r
-    p = rnx_as(d, NOBODY, NOBODY, "--json", "job", "run", "--name=secret_1", "sleep", "300")
+    p = rnx_as(d, NOBODY, "--json", "job", "run", "--name=secret_1", "sleep", "300")
     assert p.returncode == 0, p.stderr
     mine = __import__("json").loads(p.stdout)["id"]
     refs = [aid, aid[:8], "secret", f"{aid}_1", f"{aid[:8]}_[0-2]", "secret_[1-3]", f"{aid}_[0-3]"]
@@ -133,16 +119,16 @@ def test_another_users_array_is_out_of_reach_by_every_reference(fresh_daemon):
         for cmd in (["job", "status", ref], ["job", "cancel", ref], ["job", "stop", ref], ["job", "kill", ref],
                     ["job", "release", ref], ["job", "hold", ref], ["job", "delete", ref], ["job", "log", ref],
                     ["job", "update", ref, "--priority=5"]):
-            p = rnx_as(d, NOBODY, NOBODY, *cmd, timeout=30)
+            p = rnx_as(d, NOBODY, *cmd, timeout=30)
             assert p.returncode != 0, (cmd, p.stdout)
             if not ref.startswith(aid):   # (given the whole id, the answer may say whose it is)
                 assert aid not in p.stdout + p.stderr, (cmd, p.stdout, p.stderr)
-        p = rnx_as(d, NOBODY, NOBODY, "job", "run", f"--after={ref}", "true", timeout=30)
+        p = rnx_as(d, NOBODY, "job", "run", f"--after={ref}", "true", timeout=30)
         assert p.returncode != 0 and "after" in p.stderr, (ref, p.stdout, p.stderr)
-    p = rnx_as(d, NOBODY, NOBODY, "job", "wait", aid, timeout=30)
+    p = rnx_as(d, NOBODY, "job", "wait", aid, timeout=30)
     assert p.returncode != 0, p.stdout
     # nobody's own job answers to its name, though root's array is named "secret"
-    p = rnx_as(d, NOBODY, NOBODY, "--json", "job", "status", "secret_1", timeout=30)
+    p = rnx_as(d, NOBODY, "--json", "job", "status", "secret_1", timeout=30)
     assert p.returncode == 0 and mine in p.stdout, (p.stdout, p.stderr)
     a2 = d.api("GET", f"/v1/jobs/{aid}")[1]
     assert a2["array"]["counts"] == {"RUNNING": 4} and a2["array"]["held"], a2

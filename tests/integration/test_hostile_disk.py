@@ -4,44 +4,17 @@ The state directory of each daemon here is a small ext4 filesystem of its own on
 (made and removed by the fixture), so that a test can fill it to the block: the machine's own
 disk is never filled. Users are plain uids (setpriv), as in test_hostile_user.py."""
 import errno
-import json
 import os
 import subprocess
 import time
 
 import pytest
 
-from conftest import BUILD
+from conftest import api_as, rnx_as
 
 ALICE = (4331, 4331)
 BOB = (4332, 4332)
 BLOCK = 4096
-
-# an HTTP request to the daemon's socket, made by whoever runs it (setpriv): argv[1] the
-# socket, argv[2] the method, argv[3] the path, stdin the body; prints [status, answer]
-API = r"""
-import http.client, json, socket, sys
-class C(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(sys.argv[1])
-c = C("localhost", timeout=60)
-body = sys.stdin.read() or None
-c.request(sys.argv[2], sys.argv[3], body=body, headers={"Content-Type": "application/json"} if body else {})
-r = c.getresponse()
-raw = r.read()
-print(json.dumps([r.status, json.loads(raw) if raw else None]))
-"""
-
-
-def api_as(d, user, method, path, body=None):
-    """The API as uid user[0] (its SO_PEERCRED identity), through setpriv."""
-    p = subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups",
-                        "/usr/bin/python3", "-c", API, d.sock, method, path],
-                       input=json.dumps(body) if body is not None else "", capture_output=True, text=True,
-                       timeout=90, env={"PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
 
 
 @pytest.fixture
@@ -167,9 +140,7 @@ def test_the_reserve_refuses_growth_before_the_disk_is_full_and_says_why(small_s
         assert status == 507, (what, status, ans)
         msg = ans["error"]["message"]
         assert "jobs.state_reserve (24 MB)" in msg and "MB free" in msg and "rnx job delete" in msg, (what, msg)
-    p = subprocess.run(["setpriv", f"--reuid={BOB[0]}", f"--regid={BOB[1]}", "--clear-groups",
-                        os.path.join(BUILD, "rnx"), "job", "run", "true"], capture_output=True, text=True,
-                       timeout=60, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+    p = rnx_as(d, BOB, "job", "run", "true")
     assert p.returncode != 0 and "jobs.state_reserve" in p.stderr, (p.returncode, p.stderr)
     assert d.job_count() == before
     assert not [n for n in os.listdir(os.path.join(d.state, "jobs")) if n.startswith(".incoming")]

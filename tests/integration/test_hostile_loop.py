@@ -5,30 +5,14 @@ unprivileged uid and checks the answer and what the daemon kept; the latency ano
 during these attacks is measured by bench/hostile_latency.py (no time limit in a pass/fail test)."""
 import json
 import os
-import shutil
 import subprocess
 import time
 
-import pytest
+from conftest import api_as, need_setpriv, setpriv
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 USER = 4325      # the attacker: a uid with no account, as SO_PEERCRED reports it
 OTHER = 4326     # another user of the same machine
-
-CLIENT = r"""
-import http.client, json, socket, sys
-class C(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(sys.argv[1])
-c = C("localhost", timeout=float(sys.argv[4]))
-body = sys.stdin.buffer.read()
-c.request(sys.argv[2], sys.argv[3], body=body or None, headers={"Content-Type": "application/json"} if body else {})
-r = c.getresponse()
-raw = r.read()
-print(json.dumps({"status": r.status, "body": json.loads(raw or b"null")}))
-"""
-
 
 WAITING_CLIENT = r"""
 import socket, sys, time
@@ -42,18 +26,6 @@ while b"\r\n" not in head:
     head += s.recv(4096)
 print(head.split()[1].decode(), time.monotonic(), flush=True)
 """
-
-
-def api_as(d, uid, method, path, body=None, timeout=120):
-    """An API call from a client of that uid (SO_PEERCRED is the identity); body is JSON or bytes."""
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
-    data = body if isinstance(body, bytes) else (json.dumps(body).encode() if body is not None else b"")
-    p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", PY, "-c", CLIENT, d.sock,
-                        method, path, str(timeout)], input=data, capture_output=True, timeout=timeout + 30)
-    assert p.returncode == 0, p.stderr.decode()
-    r = json.loads(p.stdout)
-    return r["status"], r["body"]
 
 
 def doubling_links(n, last_target="d"):
@@ -145,15 +117,14 @@ def test_tail_search_gives_the_loop_back_between_slices(daemon):
     and the body at once. The tail is still exact."""
     import socket
     import time
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
+    need_setpriv()
     jid = daemon.submit("sh", "-c", "echo first; head -c 268435456 /dev/zero | tr '\\0' x")
     job = daemon.wait(jid, timeout=300)
     assert job["status"] == "COMPLETED", job
     # the other user's client: connected already, it sends GET /v1/version when told, and says
     # when its answer came (CLOCK_MONOTONIC: one clock for every process)
-    other = subprocess.Popen(["setpriv", f"--reuid={OTHER}", f"--regid={OTHER}", "--clear-groups", PY, "-c",
-                              WAITING_CLIENT, daemon.sock], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    other = subprocess.Popen([*setpriv(OTHER), PY, "-c", WAITING_CLIENT, daemon.sock], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
     assert other.stdout.readline() == b"connected\n"
     s = socket.socket(socket.AF_UNIX)
     s.connect(daemon.sock)

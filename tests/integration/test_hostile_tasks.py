@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from conftest import wait_for
+from conftest import rnx_as, setpriv, wait_for
 
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
 needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
@@ -83,8 +83,8 @@ def signal_as(uid, pids, sig):
             "        os.kill(p, int(sys.argv[1])); print(p, 'ok')\n"
             "    except OSError as e:\n"
             "        print(p, errno.errorcode[e.errno])\n")
-    p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-c",
-                        code, str(sig), *map(str, sorted(pids))], capture_output=True, text=True, timeout=30)
+    p = subprocess.run([*setpriv(uid), "/usr/bin/python3", "-c", code, str(sig), *map(str, sorted(pids))],
+                       capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     return {int(a): b for a, b in (l.split() for l in p.stdout.splitlines())}
 
@@ -134,19 +134,12 @@ def test_gvisor_sandbox_cannot_be_signalled_by_nobody_or_another_sandbox(fresh_d
         assert d.wait(j)["end_reason"] == "killed"
 
 
-def rnx_as(d, uid, gid, *args, timeout=120):
-    build = os.environ.get("JOBLET_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                           os.path.join(build, "rnx"), *args], capture_output=True, text=True, timeout=timeout,
-                          env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
-
-
 @needs_runsc
 def test_gvisor_job_of_nobody_keeps_nobodys_files_and_a_sandbox_uid_of_its_own(fresh_daemon):
     """nobody's own gVisor job: its sandbox is not nobody either, and what it writes to /work is
     still nobody's on the host (the namespace swaps the two ids, exec/oci.h)."""
     d = fresh_daemon()
-    p = rnx_as(d, NOBODY, NOBODY, "--json", "job", "run", "--isolation=gvisor", "sh", "-c",
+    p = rnx_as(d, NOBODY, "--json", "job", "run", "--isolation=gvisor", "sh", "-c",
                "echo up; echo x > /work/f; sleep 60")
     assert p.returncode == 0, p.stderr
     jid = json.loads(p.stdout)["id"]
@@ -178,8 +171,8 @@ def user():
         subprocess.run(["userdel", name], check=False, capture_output=True)
 
 
-def submit_as(d, uid, gid, *args):
-    p = rnx_as(d, uid, gid, "--json", "job", "run", *args)
+def submit_as(d, user, *args):
+    p = rnx_as(d, user, "--json", "job", "run", *args)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)["id"]
 
@@ -228,17 +221,17 @@ def test_a_users_gvisor_and_native_jobs_never_hold_more_host_tasks_than_the_user
     start; a native job that then forks as much as it can gets only what is left."""
     bound = 120
     d = fresh_daemon(f"jobs:\n  max_pids_per_user: {bound}\n")
-    uid, gid = user
+    uid = user[0]
     gv = []
     for k in range(3):
-        gv.append(submit_as(d, uid, gid, "--isolation=gvisor", "sh", "-c", "echo up; sleep 120"))
+        gv.append(submit_as(d, user, "--isolation=gvisor", "sh", "-c", "echo up; sleep 120"))
         jid = gv[-1]
         # the first two fit and start; the third may start, fail, or hang short of its tasks
         wait_for(lambda: d.job(jid)["status"] != "QUEUED", f"job {jid} never started", timeout=60)
         if k < 2:
             wait_for(lambda: d.output(jid) == "up\n", f"gVisor job {jid} never printed", timeout=60)
     # a native job forks sleepers until it cannot, then says how many it got
-    native = submit_as(d, uid, gid, "python3", "-c", FORKER)
+    native = submit_as(d, user, "python3", "-c", FORKER)
     wait_for(lambda: d.output(native).startswith("got") or d.job(native)["status"] in ("FAILED", "COMPLETED"),
              "the native job never said how many it forked", timeout=60)
     most = max(host_tasks_of_user(d, uid) for _ in range(20))
@@ -260,8 +253,8 @@ def test_a_users_jobs_beyond_max_running_per_user_wait_queued(fresh_daemon, user
     """limits.max_running_per_user: a user's jobs past it wait QUEUED (not refused) and say
     why; the next starts when one ends; root's are not counted."""
     d = fresh_daemon("limits:\n  max_running_per_user: 2\n")
-    uid, gid = user
-    jobs = [submit_as(d, uid, gid, "sleep", "60") for _ in range(4)]
+    uid = user[0]
+    jobs = [submit_as(d, user, "sleep", "60") for _ in range(4)]
     wait_for(lambda: sum(d.job(j)["status"] == "RUNNING" for j in jobs) == 2, "two never ran", timeout=30)
     states = [d.job(j) for j in jobs]
     assert sorted(s["status"] for s in states) == ["QUEUED", "QUEUED", "RUNNING", "RUNNING"], states
@@ -295,10 +288,9 @@ def test_a_restarted_joblet_keeps_a_running_sandboxs_uid_held(fresh_daemon, user
     """With a range of two uids, a sandbox uid is reused as soon as it is free: after a kill -9
     and restart, a running gVisor job's sandbox uid must still count as taken."""
     d = fresh_daemon("jobs:\n  uid_range_size: 2\n")
-    uid, gid = user
-    a = submit_as(d, uid, gid, "--isolation=gvisor", "sleep", "120")
+    a = submit_as(d, user, "--isolation=gvisor", "sleep", "120")
     d.wait_status(a, "RUNNING", timeout=60)
-    b = submit_as(d, uid, gid, "--isolation=gvisor", "sleep", "120")
+    b = submit_as(d, user, "--isolation=gvisor", "sleep", "120")
     d.wait_status(b, "RUNNING", timeout=60)
     ua, ub = sandbox_uid(d, a), sandbox_uid(d, b)
     assert ua != ub and 2000000000 <= min(ua, ub) and max(ua, ub) <= 2000000001, (ua, ub)
@@ -307,7 +299,7 @@ def test_a_restarted_joblet_keeps_a_running_sandboxs_uid_held(fresh_daemon, user
     assert d.job(a)["status"] == "RUNNING"
     d.api("POST", f"/v1/jobs/{b}/kill")
     d.wait(b)
-    c = submit_as(d, uid, gid, "--isolation=gvisor", "sleep", "120")
+    c = submit_as(d, user, "--isolation=gvisor", "sleep", "120")
     d.wait_status(c, "RUNNING", timeout=60)
     assert sandbox_uid(d, c) == ub, (ua, ub, sandbox_uid(d, c))
     cg = job_cgroup(d, c)

@@ -7,84 +7,31 @@ alive; one user's filesystem volumes cannot take the disk every other user's vol
 Each test drives the real daemon, as root, with unprivileged uids through setpriv (no passwd
 entry is needed for them), and cleans up what it made: the daemon's mounts and loop devices by
 conftest's cleanup, the small filesystem of the disk test by its fixture."""
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
 import pytest
 
-from conftest import BUILD, release_mounts
+from conftest import api_as, need_setpriv, release_mounts, rnx_as, wait_for
 
 MB = 1 << 20
 BOB, ALICE = (4341, 4341), (4342, 4342)
-
-# One HTTP request over the unix socket, made by a child process running as another uid: the
-# daemon tells users apart by SO_PEERCRED only.
-CLIENT = r"""
-import http.client, json, socket, sys
-class C(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.settimeout(60)
-        self.sock.connect(sys.argv[1])
-c = C("localhost", timeout=60)
-body = sys.stdin.buffer.read()
-method, path, ctype = sys.argv[2], sys.argv[3], sys.argv[4]
-c.request(method, path, body=body if body or method in ("POST", "PUT") else None,
-          headers={"Content-Type": ctype} if ctype != "-" else {})
-r = c.getresponse()
-raw = r.read()
-sys.stdout.write(json.dumps({"status": r.status, "body": raw.decode(errors="replace")}))
-"""
 
 
 @pytest.fixture(autouse=True)
 def loop_devices():
     if not os.path.exists("/dev/loop-control") or not shutil.which("mke2fs", path="/usr/sbin:/sbin"):
         pytest.skip("needs /dev/loop-control (the loop driver) and mke2fs (e2fsprogs)")
-    if not shutil.which("setpriv"):
-        pytest.skip("needs setpriv")
-
-
-def api_as(d, user, method, path, body=None, raw=None, ctype="application/json"):
-    """(status, decoded JSON or None) of one request made as user=(uid, gid)."""
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
-    env = {"PATH": "/usr/bin:/bin"}
-    p = subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", sys.executable,
-                        "-c", CLIENT, d.sock, method, path, ctype if body is not None else "-"],
-                       input=data, capture_output=True, timeout=90, env=env)
-    assert p.returncode == 0, p.stderr.decode()
-    out = json.loads(p.stdout)
-    try:
-        return out["status"], json.loads(out["body"]) if out["body"] else None
-    except ValueError:
-        return out["status"], out["body"]
-
-
-def rnx_as(d, user, *args):
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=90, env=env)
+    need_setpriv()
 
 
 def volumes_of(d, user=None):
     code, ans = d.api("GET", "/v1/volumes") if user is None else api_as(d, user, "GET", "/v1/volumes")
     assert code == 200, ans
     return {v["name"]: v for v in ans["volumes"]}
-
-
-def wait_until(cond, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{what} after {timeout}s")
 
 
 def wait_job(d, user, job_id, timeout=60):
@@ -95,7 +42,7 @@ def wait_job(d, user, job_id, timeout=60):
         assert code == 200, j
         out.update(j)
         return j["status"] in ("COMPLETED", "FAILED", "STOPPED", "CANCELED")
-    wait_until(ended, timeout, f"job {job_id} has not ended")
+    wait_for(ended, f"job {job_id} has not ended", timeout)
     return out
 
 
@@ -141,12 +88,12 @@ def test_a_pending_upload_is_a_user_of_its_volume(fresh_daemon):
     # so its name cannot pass to alice
     code, err = api_as(d, ALICE, "POST", "/v1/volumes", {"name": "handoff", "size_mb": 4, "type": "memory"})
     assert code == 409 and "belongs to uid 4341" in err["error"]["message"], (code, err)
-    code, j = api_as(d, BOB, "PUT", upload, raw=b"1", body=None)
+    code, j = api_as(d, BOB, "PUT", upload, b"1", ctype=None)
     assert code == 201, j
     assert wait_job(d, BOB, j["id"])["status"] == "COMPLETED"
     assert job_output(d, BOB, j["id"]) == "bobs\nf\n"
     # its last user ended: the memory volume goes now
-    wait_until(lambda: "handoff" not in volumes_of(d), 10, "the memory volume is still listed")
+    wait_for(lambda: "handoff" not in volumes_of(d), "the memory volume is still listed", 10)
 
 
 def test_a_waiting_job_never_mounts_a_volume_that_took_its_volumes_name(fresh_daemon):
@@ -221,7 +168,7 @@ def test_a_check_at_submission_holds_at_creation_and_start(fresh_daemon, admin_g
     assert code == 202, ans
     subprocess.run(["groupdel", group], check=True, capture_output=True)
     before = d.job_count()
-    code, err = api_as(d, mallory, "PUT", ans["upload"]["path"], raw=b"x", body=None)
+    code, err = api_as(d, mallory, "PUT", ans["upload"]["path"], b"x", ctype=None)
     assert code == 409 and err["error"]["field"] == "volumes", (code, err)
     assert "volume 'labdata'" in err["error"]["message"] and "may no longer use it" in err["error"]["message"], err
     assert d.job_count() == before
@@ -289,7 +236,7 @@ def test_a_job_scheduled_far_ahead_does_not_keep_a_memory_volume(fresh_daemon):
     assert code == 201, w
     assert wait_job(d, BOB, w["id"])["status"] == "COMPLETED"
     mnt = os.path.join(d.state, "volumes", "pinned", "mnt")
-    wait_until(lambda: "pinned" not in volumes_of(d), 10, "the memory volume is still kept by a job 3,000 days ahead")
+    wait_for(lambda: "pinned" not in volumes_of(d), "the memory volume is still kept by a job 3,000 days ahead", 10)
     assert not mounts_under(mnt)
     print(f"Shmem: {before} kB before the writer, {shmem_kb()} kB after the volume went")
     assert api_as(d, BOB, "GET", f"/v1/jobs/{s['id']}")[1]["status"] == "SCHEDULED"
@@ -356,4 +303,4 @@ def test_a_memory_volume_kept_by_an_upload_goes_when_the_upload_is_dropped(fresh
     assert wait_job(d, BOB, w["id"])["status"] == "COMPLETED"
     d.api("GET", "/v1/version")
     assert "dropped" in volumes_of(d, BOB), "the upload still pending did not keep it"
-    wait_until(lambda: "dropped" not in volumes_of(d), 20, "the memory volume outlived the upload that kept it")
+    wait_for(lambda: "dropped" not in volumes_of(d), "the memory volume outlived the upload that kept it", 20)

@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, Daemon, need_root
+from conftest import BUILD, Daemon, need_root, need_setpriv, rnx_as
 
 MB = 1 << 20
 ALICE, BOB = (4351, 4351), (4352, 4352)
@@ -34,8 +34,7 @@ ALICE, BOB = (4351, 4351), (4352, 4352)
 @pytest.fixture(scope="module")
 def d():
     need_root()
-    if not shutil.which("setpriv"):
-        pytest.skip("needs setpriv (util-linux)")
+    need_setpriv()
     dm = Daemon("jobs:\n  max_upload_bytes: 8MB\n").start()
     yield dm
     dm.cleanup()
@@ -49,18 +48,10 @@ def tmp():
     shutil.rmtree(t, ignore_errors=True)
 
 
-def rnx_as(d, user, *args, input=None):
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, timeout=120, env=env,
-                          input=input)
-
-
 def start(d, script, user=None):
     """A job running script (sh -c), RUNNING once its marker file exists."""
     args = ["--json", "job", "run", "sh", "-c", script + " && touch /tmp/.ready && exec sleep 300"]
-    p = d.rnx(*args, check=True) if user is None else rnx_as(d, user, *args)
+    p = d.rnx(*args, check=True) if user is None else rnx_as(d, user, *args, text=False)
     assert p.returncode == 0, p.stderr
     jid = json.loads(p.stdout)["id"]
     d.wait_status(jid, "RUNNING")
@@ -244,11 +235,11 @@ def test_hostile_archives_stay_inside(d, tree, tmp):
 
 def test_another_users_job_is_refused(d, tmp):
     jid = start(d, "printf secret > /work/s", user=ALICE)
-    p = rnx_as(d, BOB, "job", "cp", f"{jid}:/work/s", "/dev/null")
+    p = rnx_as(d, BOB, "job", "cp", f"{jid}:/work/s", "/dev/null", text=False)
     assert p.returncode == 1 and b"another user's job" in p.stderr, p.stderr
-    p = rnx_as(d, BOB, "job", "cp", "/etc/hostname", f"{jid}:/work")
+    p = rnx_as(d, BOB, "job", "cp", "/etc/hostname", f"{jid}:/work", text=False)
     assert p.returncode == 1 and b"another user's job" in p.stderr, p.stderr
-    p = rnx_as(d, ALICE, "job", "cp", f"{jid}:/work/s", "-")
+    p = rnx_as(d, ALICE, "job", "cp", f"{jid}:/work/s", "-", text=False)
     assert p.returncode == 0 and b"secret" in p.stdout, p.stderr
     d.rnx("job", "kill", jid)
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT, Daemon, need_root
+from conftest import BUILD, ROOT, Daemon, need_root, rnx_as
 
 RNX = os.path.join(BUILD, "rnx")
 NO_DAEMON = "/nonexistent/joblet-test-journey.sock"
@@ -22,13 +22,6 @@ def rnx(*args):
     e = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": NO_DAEMON}
     e.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
     return subprocess.run([RNX, *args], capture_output=True, text=True, timeout=60, env=e)
-
-
-def rnx_as(d, user, *args):
-    e = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    e.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", RNX, *args],
-                          capture_output=True, text=True, timeout=60, env=e)
 
 
 def table_flags():

@@ -1,26 +1,17 @@
 """Identity from SO_PEERCRED: a non-root caller's jobs run as that caller, and callers only
 see and act on their own jobs (root sees all)."""
 import json
-import os
-import shutil
-import subprocess
 
 import pytest
 
-from conftest import BUILD
+from conftest import api_as, need_setpriv, rnx_as
 
 UID = 4321
 
 
 def as_user(d, *args):
     """rnx run as uid/gid UID through setpriv."""
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True,
-                          timeout=60, env=env)
+    return rnx_as(d, UID, *args)
 
 
 def test_non_root_job_runs_as_its_submitter(daemon):
@@ -64,12 +55,9 @@ def test_non_root_delete_all_spares_other_users(daemon):
 
 def test_caller_with_a_job_uid_is_refused(daemon):
     """A caller whose uid lies in the range root's jobs run as may not submit (it could read them)."""
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
+    need_setpriv()
     before = daemon.job_count()
-    p = subprocess.run(["setpriv", "--reuid=2000000005", "--regid=2000000005", "--clear-groups",
-                        os.path.join(BUILD, "rnx"), "job", "run", "true"], capture_output=True, text=True,
-                       timeout=60, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": daemon.sock})
+    p = rnx_as(daemon, 2000000005, "job", "run", "true")
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert "jobs.uid_range_start" in p.stderr, p.stderr
     assert daemon.job_count() == before
@@ -84,42 +72,25 @@ def test_roles_from_the_one_table(fresh_daemon):
         gid = grp.getgrnam("nogroup").gr_gid
     except KeyError:
         pytest.skip("no group 'nogroup' to name as server.admin_group")
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
+    need_setpriv()
     d = fresh_daemon("server:\n  admin_group: nogroup\n")
-
-    def rnx_as(uid, g, *args):
-        env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-        env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-        return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={g}", "--clear-groups",
-                               os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60,
-                              env=env)
 
     code, me = d.api("GET", "/v1/whoami")
     assert code == 200 and me["role"] == "admin" and me["admin"] and me["sees_all_jobs"], me
-    p = rnx_as(UID, UID, "--json", "job", "run", "sleep", "30")
+    p = rnx_as(d, UID, "--json", "job", "run", "sleep", "30")
     assert p.returncode == 0, p.stderr
     dev_job = json.loads(p.stdout)["id"]
     # the operator runs the machine: the audit trail is theirs, another user's job is not
-    p = rnx_as(UID + 7, gid, "gpu", "list")
+    p = rnx_as(d, (UID + 7, gid), "gpu", "list")
     assert p.returncode in (0, 1), p.stderr
-    p = rnx_as(UID + 7, gid, "job", "status", dev_job)
+    p = rnx_as(d, (UID + 7, gid), "job", "status", dev_job)
     assert p.returncode == 1 and "another user's job" in p.stderr, p.stderr
-    p = rnx_as(UID, UID, "job", "status", dev_job)
+    p = rnx_as(d, UID, "job", "status", dev_job)
     assert p.returncode == 0, p.stderr
     d.rnx("job", "kill", dev_job, check=True)
-    # whoami as each, through a small client (rnx has no whoami command)
-    client = ("import http.client,json,socket,sys\n"
-              "class C(http.client.HTTPConnection):\n"
-              "    def connect(self):\n"
-              "        self.sock=socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])\n"
-              "c=C('localhost'); c.request('GET', sys.argv[2]); r=c.getresponse()\n"
-              "print(json.dumps({'status': r.status, 'body': json.loads(r.read())}))\n")
+    # whoami as each, over the API (rnx has no whoami command)
     for uid, g, role, admin in ((UID, UID, "developer", False), (UID + 7, gid, "operator", True)):
-        p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={g}", "--clear-groups", "/usr/bin/python3", "-c",
-                            client, d.sock, "/v1/whoami"], capture_output=True, text=True, timeout=60)
-        ans = json.loads(p.stdout)["body"]
+        ans = api_as(d, (uid, g), "GET", "/v1/whoami")[1]
         assert ans["role"] == role and ans["admin"] is admin and ans["sees_all_jobs"] is False, ans
-        p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={g}", "--clear-groups", "/usr/bin/python3", "-c",
-                            client, d.sock, "/v1/audit"], capture_output=True, text=True, timeout=60)
-        assert json.loads(p.stdout)["status"] == (200 if admin else 403), p.stdout
+        code, ans = api_as(d, (uid, g), "GET", "/v1/audit")
+        assert code == (200 if admin else 403), (code, ans)

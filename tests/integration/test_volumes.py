@@ -8,12 +8,11 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 import uuid
 
 import pytest
 
-from conftest import BUILD
+from conftest import rnx_as, wait_for
 
 MB = 1 << 20
 
@@ -28,21 +27,7 @@ def loop_devices():
 
 def vol(d, *args, user=None):
     """rnx volume ..., as root or (user=(uid, gid)) as that user through setpriv."""
-    if user is None:
-        return d.rnx("volume", *args)
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), "volume", *args], capture_output=True, text=True,
-                          timeout=60, env=env)
-
-
-def rnx_as(d, user, *args):
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60,
-                          env=env)
+    return d.rnx("volume", *args) if user is None else rnx_as(d, user, "volume", *args)
 
 
 def listed(d, user=None):
@@ -69,15 +54,6 @@ def loop_backing(dev):
             return f.read().strip()
     except OSError:
         return ""
-
-
-def wait_until(cond, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} after {timeout}s")
 
 
 def host_used(path):
@@ -128,7 +104,7 @@ def test_filesystem_volume_is_a_hard_limit_and_outlives_jobs_kill9_and_reboot(fr
     d.stop()
     mnt = os.path.join(d.state, "volumes", "data", "mnt")
     subprocess.run(["umount", mnt], check=True)
-    wait_until(lambda: not loop_backing(v["device"]).startswith(d.state), 10, "the loop device is still bound")
+    wait_for(lambda: not loop_backing(v["device"]).startswith(d.state), "the loop device is still bound", 10)
     d.start()
     assert listed(d)["data"]["state"] == "ready"
     rc, out, err = job_run(d, "--volume=data", "cat", "/volumes/data/keep")
@@ -148,7 +124,7 @@ def test_filesystem_volume_is_a_hard_limit_and_outlives_jobs_kill9_and_reboot(fr
     assert "data" not in listed(d)
     assert not os.path.exists(os.path.join(d.state, "volumes", "data"))
     assert not mount_points(os.path.join(d.state, "volumes"))
-    wait_until(lambda: not loop_backing(dev).startswith(d.state), 10, f"{dev} is still bound to the image")
+    wait_for(lambda: not loop_backing(dev).startswith(d.state), f"{dev} is still bound to the image", 10)
 
 
 def test_read_only_volume(fresh_daemon):
@@ -182,7 +158,7 @@ def test_memory_volume_goes_with_its_last_job(fresh_daemon):
     # b still uses it: it stays
     assert d.job(b)["status"] == "RUNNING" and "scratch" in listed(d)
     assert d.wait(b)["status"] == "COMPLETED" and d.output(b) == "shared\n"
-    wait_until(lambda: "scratch" not in listed(d), 10, "the memory volume is still listed")
+    wait_for(lambda: "scratch" not in listed(d), "the memory volume is still listed", 10)
     assert not mount_points(os.path.join(d.state, "volumes"))
     assert not os.path.exists(os.path.join(d.state, "volumes", "scratch"))
     rc, out, err = job_run(d, "--volume=scratch", "true")
@@ -390,7 +366,7 @@ def test_a_volume_being_created_and_a_creation_that_fails(fresh_daemon):
                for k in range(2)]
     for t in threads:
         t.start()
-    wait_until(lambda: listed(d).get("slow", {}).get("state") == "creating", 10, "never creating")
+    wait_for(lambda: listed(d).get("slow", {}).get("state") == "creating", "never creating", 10)
     # meanwhile: the loop serves, the volume cannot be used or removed yet
     rc, out, err = job_run(d, "--volume=slow", "true")
     assert rc == 1 and "--volume: volume 'slow' is still being created" in err, err
@@ -411,7 +387,7 @@ def test_a_volume_being_created_and_a_creation_that_fails(fresh_daemon):
     fake_mke2fs(d, f'while [ ! -e {gate} ]; do sleep 0.05; done\nexec /usr/sbin/mke2fs "$@"\n')
     t = threading.Thread(target=lambda: vol(d, "create", "cut", "--size=16MB"))
     t.start()
-    wait_until(lambda: listed(d).get("cut", {}).get("state") == "creating", 10, "never creating")
+    wait_for(lambda: listed(d).get("cut", {}).get("state") == "creating", "never creating", 10)
     d.kill9()
     t.join()
     open(gate, "w").close()
