@@ -100,6 +100,21 @@ def rnx_as(d, user, *args, timeout=150, input=None, text=True):
                           timeout=timeout, env=env, input=input)
 
 
+def submit_array(d, spec, command, *args, status=201, **fields):
+    """An array of command's tasks, spec as in "0-9%2", submitted to d by root: the answer, which
+    must come with the HTTP status given."""
+    code, a = d.api("POST", "/v1/jobs", {"command": command, "args": list(args), "array": spec, **fields})
+    assert code == status, a
+    return a
+
+
+def tasks_of(d, aid):
+    """The task jobs array aid has made so far."""
+    code, lst = d.api("GET", "/v1/jobs?expand=1")
+    assert code == 200
+    return [j for j in lst["jobs"] if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid]
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path, timeout=30):
         super().__init__("localhost", timeout=timeout)

@@ -9,11 +9,10 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, TERMINAL, submit_array, tasks_of
 from test_dependencies import GATE, release
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
-TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
 # a user may keep many tasks waiting here: the 100,000-task array counts every task
 LIMITS = "limits:\n  max_queued_per_user: 200000\n  max_jobs_per_user: 200000\n"
 
@@ -39,32 +38,14 @@ def fresh_daemon_module():
         dm.cleanup()
 
 
-def submit_array(d, spec, command, *args, status=201, **fields):
-    code, a = d.api("POST", "/v1/jobs", {"command": command, "args": list(args), "array": spec, **fields})
-    assert code == status, a
-    return a
-
-
-def array(d, ref):
-    code, a = d.api("GET", f"/v1/jobs/{ref}")
-    assert code == 200, a
-    return a
-
-
 def wait_array(d, aid, timeout=180):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        a = array(d, aid)
+        a = d.job(aid)
         if a["status"] in TERMINAL:
             return a
         time.sleep(0.1)
-    raise AssertionError(f"array {aid} not ended after {timeout}s: {array(d, aid)}")
-
-
-def tasks_of(d, aid):
-    code, lst = d.api("GET", "/v1/jobs?expand=1")
-    assert code == 200
-    return [j for j in lst["jobs"] if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid]
+    raise AssertionError(f"array {aid} not ended after {timeout}s: {d.job(aid)}")
 
 
 def rss_kb(pid):
@@ -95,7 +76,7 @@ def test_thousand_tasks_at_most_fifty_at_once_each_id_once(d):
 
     def sample():
         while not stop.is_set():
-            c = array(d, aid)["array"]["counts"]
+            c = d.job(aid)["array"]["counts"]
             peak[0] = max(peak[0], c.get("RUNNING", 0) + c.get("STOPPING", 0))
             samples[0] += 1
             time.sleep(0.01)
@@ -159,8 +140,8 @@ def test_hundred_thousand_tasks_cost_one_job_until_they_run(d):
     # canceled whole: 100,000 tasks canceled, none made
     code, r = d.api("POST", f"/v1/jobs/{a['id']}/cancel")
     assert code == 200 and r["acted"] == 100000, r
-    assert array(d, a["id"])["array"]["counts"] == {"CANCELED": 100000}
-    assert array(d, a["id"])["status"] == "CANCELED"
+    assert d.job(a["id"])["array"]["counts"] == {"CANCELED": 100000}
+    assert d.job(a["id"])["status"] == "CANCELED"
     for x in (a, warm):
         assert d.api("DELETE", f"/v1/jobs/{x['id']}")[0] == 200
 
@@ -239,12 +220,12 @@ def test_task_references_and_cancel_before_they_start(d):
     assert "canceled 3 tasks" in r.stdout, r.stdout
     assert d.api("GET", f"/v1/jobs/{short}_4")[1]["status"] == "CANCELED"
     # name resolves to the array, not to its tasks
-    assert array(d, "refs")["id"] == aid
+    assert d.job("refs")["id"] == aid
     # release the tasks one by one as they start
     seen = []
     deadline = time.time() + 120
     while time.time() < deadline:
-        a2 = array(d, aid)
+        a2 = d.job(aid)
         if a2["status"] in TERMINAL:
             break
         for j in tasks_of(d, aid):
@@ -252,7 +233,7 @@ def test_task_references_and_cancel_before_they_start(d):
                 seen.append(j["id"])
                 open(os.path.join(d.work(j["id"]), "go"), "w").close()
         time.sleep(0.05)
-    a2 = array(d, aid)
+    a2 = d.job(aid)
     assert a2["array"]["counts"] == {"COMPLETED": 7, "CANCELED": 3}, a2
     assert sorted(j["array"]["task"] for j in tasks_of(d, aid)) == [0, 1, 2, 6, 7, 8, 9]
     assert a2["status"] == "CANCELED"   # a task canceled: the array did not all complete
@@ -269,7 +250,7 @@ def test_stop_array_stops_running_and_cancels_the_rest(d):
     a = submit_array(d, "1-20:2%3", "sleep", "60")
     aid = a["id"]
     deadline = time.time() + 30
-    while array(d, aid)["array"]["counts"].get("RUNNING", 0) < 3 and time.time() < deadline:
+    while d.job(aid)["array"]["counts"].get("RUNNING", 0) < 3 and time.time() < deadline:
         time.sleep(0.05)
     r = d.rnx("job", "stop", aid, check=True)
     assert "10 tasks" in r.stdout, r.stdout
@@ -367,9 +348,9 @@ def test_limits_follow_every_change_of_an_array(fresh_daemon):
     assert counted(d) == (11, 14)
     release(d, gate, fail=True)
     deadline = time.time() + 60
-    while array(d, dep["id"])["status"] != "CANCELED" and time.time() < deadline:
+    while d.job(dep["id"])["status"] != "CANCELED" and time.time() < deadline:
         time.sleep(0.05)
-    assert array(d, dep["id"])["status"] == "CANCELED"
+    assert d.job(dep["id"])["status"] == "CANCELED"
     assert counted(d) == (7, 11)  # the array kept as one
     # tasks canceled before they were made are passed over when the array's tasks are made
     gate2 = d.submit("sh", "-c", GATE)
@@ -402,7 +383,7 @@ def test_kill9_mid_array_every_task_once(fresh_daemon):
     a = submit_array(d, "0-29%4", "sh", "-c", "sleep 0.3; echo $SLURM_ARRAY_TASK_ID")
     aid = a["id"]
     deadline = time.time() + 60
-    while array(d, aid)["array"]["counts"].get("COMPLETED", 0) < 6 and time.time() < deadline:
+    while d.job(aid)["array"]["counts"].get("COMPLETED", 0) < 6 and time.time() < deadline:
         time.sleep(0.05)
     d.kill9()
     time.sleep(1.0)
@@ -423,7 +404,7 @@ def test_gpu_request_per_task(fresh_daemon):
     peak = 0
     deadline = time.time() + 120
     while time.time() < deadline:
-        a2 = array(d, a["id"])
+        a2 = d.job(a["id"])
         peak = max(peak, a2["array"]["counts"].get("RUNNING", 0))
         running = [j for j in tasks_of(d, a["id"]) if j["status"] == "RUNNING"]
         held = [g["index"] for j in running for g in j.get("gpus", [])]
@@ -445,7 +426,7 @@ def test_hold_and_release_an_array(d):
     r = d.rnx("job", "hold", aid, check=True)
     assert f"held array {aid}" in r.stdout, r.stdout
     time.sleep(1.5)
-    held = array(d, aid)
+    held = d.job(aid)
     # the two started before the hold run to their end; nothing more is made
     made = held["array"]["made"]
     assert made <= 2 and held["array"]["held"] is True, held
@@ -473,7 +454,7 @@ def test_array_after_a_job_and_a_job_after_an_array(fresh_daemon):
     # an array waited for by a job, and by name
     post_ok = d.rnx("job", "run", "--after=sweep:ok", "/bin/true", check=True).stdout.strip()
     post_any = d.rnx("job", "run", f"--after={doomed['id']}:ok", "/bin/true", check=True).stdout.strip()
-    a = array(d, sweep)
+    a = d.job(sweep)
     assert a["status"] == "PENDING" and a["array"]["counts"] == {"PENDING": 4} and a["array"]["made"] == 0, a
     assert f"waiting for job {pre[:8]} to end COMPLETED (it is RUNNING)" in a["array"]["wait"], a
     assert d.job(post_ok)["status"] == "PENDING"
@@ -490,7 +471,7 @@ def test_array_after_a_job_and_a_job_after_an_array(fresh_daemon):
     # kill -9 while the sweep waits; its dependency ends after the restart
     d.kill9()
     d.start()
-    assert array(d, sweep)["status"] == "PENDING"
+    assert d.job(sweep)["status"] == "PENDING"
     release(d, pre)
     assert d.wait(pre)["status"] == "COMPLETED"
     done = wait_array(d, sweep)
@@ -520,7 +501,7 @@ def test_aftercorr_task_by_task(fresh_daemon):
               check=True).stdout.strip()
     ws = w[:8]
     post = d.rnx("job", "run", f"--after={dep}:corr", "/bin/true", check=True).stdout.strip()
-    a = array(d, w)
+    a = d.job(w)
     assert a["array"]["made"] == 0 and a["array"]["counts"] == {"QUEUED": 8}, a
     assert a["array"]["wait"] == f"task 0 waits for task 0 of array {ds} to end COMPLETED (it is RUNNING)", a
     assert a["after"] == [{"job": dep, "state": "corr", "job_state": "RUNNING"}], a["after"]
@@ -530,13 +511,13 @@ def test_aftercorr_task_by_task(fresh_daemon):
     release(d, d.job(f"{ds}_1")["id"])
     assert d.wait(f"{ds}_1")["status"] == "COMPLETED"
     assert d.wait(f"{ws}_1")["status"] == "COMPLETED"
-    assert array(d, w)["array"]["counts"] == {"COMPLETED": 1, "QUEUED": 7}
-    assert array(d, w)["array"]["wait"] == f"task 0 waits for task 0 of array {ds} to end COMPLETED (it is RUNNING)"
+    assert d.job(w)["array"]["counts"] == {"COMPLETED": 1, "QUEUED": 7}
+    assert d.job(w)["array"]["wait"] == f"task 0 waits for task 0 of array {ds} to end COMPLETED (it is RUNNING)"
     release(d, d.job(f"{ds}_0")["id"])
     d.wait(f"{ds}_0")
     for t in (0, 1):
         assert d.wait(f"{ws}_{t}")["status"] == "COMPLETED"
-    assert array(d, w)["array"]["wait"] == f"task 2 waits for task 2 of array {ds} to end COMPLETED (it is RUNNING)"
+    assert d.job(w)["array"]["wait"] == f"task 2 waits for task 2 of array {ds} to end COMPLETED (it is RUNNING)"
     # kill -9: the link outlives it
     d.kill9()
     d.start()
@@ -590,7 +571,7 @@ def test_rnx_job_wait_for_an_array(d):
     r = d.rnx("job", "wait", ok, bad, timeout=120)
     assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
     assert f"{ok[:8]} COMPLETED" in r.stdout and f"{bad[:8]} FAILED exit 3" in r.stdout, r.stdout
-    assert array(d, ok)["exit_code"] == 0 and array(d, bad)["exit_code"] == 3
+    assert d.job(ok)["exit_code"] == 0 and d.job(bad)["exit_code"] == 3
     assert d.rnx("job", "wait", ok).returncode == 0   # ended already: at once
     for x in (ok, bad):
         d.rnx("job", "delete", x, check=True)
@@ -616,7 +597,7 @@ def test_update_an_array_its_throttle_and_its_tasks(fresh_daemon):
             time.sleep(0.05)
 
     deadline = time.time() + 60
-    while array(d, aid)["array"]["counts"].get("RUNNING", 0) < 1:
+    while d.job(aid)["array"]["counts"].get("RUNNING", 0) < 1:
         assert time.time() < deadline
         time.sleep(0.05)
     r = d.rnx("job", "update", aid, "--throttle=3", check=True)
@@ -624,17 +605,17 @@ def test_update_an_array_its_throttle_and_its_tasks(fresh_daemon):
     sampler = threading.Thread(target=sample)
     sampler.start()
     try:
-        while array(d, aid)["array"]["counts"].get("RUNNING", 0) < 3:
-            assert time.time() < deadline, array(d, aid)
+        while d.job(aid)["array"]["counts"].get("RUNNING", 0) < 3:
+            assert time.time() < deadline, d.job(aid)
             time.sleep(0.05)
         # the new %N is the array's row: a restart keeps it
         d.kill9()
         d.start()
-        a = array(d, aid)
+        a = d.job(aid)
         assert (a["array"]["spec"], a["array"]["throttle"], a["request"]["array"]) == ("0-7%3", 3, "0-7%3"), a
         # a lower priority: the array's own request (its running tasks keep theirs)
         d.rnx("job", "update", aid, "--priority=-3", check=True)
-        assert array(d, aid)["request"]["priority"] == -3
+        assert d.job(aid)["request"]["priority"] == -3
         running = [j["id"] for j in tasks_of(d, aid) if j["status"] == "RUNNING"]
         assert len(running) == 3
         assert all(d.job(j)["priority"] == 0 for j in running)
@@ -672,10 +653,10 @@ def test_update_an_array_its_throttle_and_its_tasks(fresh_daemon):
     assert p.returncode == 2 and "--throttle: 'x'" in p.stderr, p.stderr
     # 0: no limit
     d.rnx("job", "update", live, "--throttle=0", check=True)
-    assert array(d, live)["array"]["throttle"] == 0
+    assert d.job(live)["array"]["throttle"] == 0
     deadline = time.time() + 60
-    while array(d, live)["array"]["counts"].get("RUNNING", 0) < 4:
-        assert time.time() < deadline, array(d, live)
+    while d.job(live)["array"]["counts"].get("RUNNING", 0) < 4:
+        assert time.time() < deadline, d.job(live)
         time.sleep(0.05)
     d.rnx("job", "stop", live, check=True)
     d.rnx("job", "stop", job, check=True)

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT, need_root
+from conftest import BUILD, ROOT, need_root, rnx_as
 
 OTHER = 4326  # a second owner, no passwd entry needed (as in test_work_quota.py)
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
@@ -45,22 +45,13 @@ def loops_under(root):
     return sorted(held)
 
 
-def as_user(d, uid, *args):
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
-
-
 def test_clean_stop_with_no_live_job_leaves_no_mount(fresh_daemon):
     need_loops()
     d = fresh_daemon()
     # two owners, each with a /work filesystem of its own; every job ended
     root_job, out, _ = d.run("sh", "-c", "echo root > /work/f; cat /work/f")
     assert root_job["status"] == "COMPLETED" and out == "root\n", (root_job, out)
-    p = as_user(d, OTHER, "job", "run", "--follow", "sh", "-c", "echo other > /work/f; cat /work/f")
+    p = rnx_as(d, OTHER, "job", "run", "--follow", "sh", "-c", "echo other > /work/f; cat /work/f")
     assert p.returncode == 0 and "other" in p.stdout, (p.stdout, p.stderr)
     if RUNSC:  # a gVisor job mounts the runsc tmpfs
         job, out, _ = d.run("sh", "-c", "echo sandboxed", isolation="gvisor", timeout=120)
@@ -92,7 +83,7 @@ def test_a_live_job_keeps_its_work_across_a_clean_stop(fresh_daemon):
     jid = d.submit("sh", "-c", "echo before > /work/f; while [ ! -e /work/go ]; do sleep 0.05; done; "
                                "cat /work/f /work/go")
     d.wait_status(jid, "RUNNING")
-    p = as_user(d, OTHER, "job", "run", "--follow", "true")
+    p = rnx_as(d, OTHER, "job", "run", "--follow", "true")
     assert p.returncode == 0, (p.stdout, p.stderr)
     root_fs = os.path.join(d.state, "work", "0")
     other_fs = os.path.join(d.state, "work", str(OTHER))

@@ -6,7 +6,6 @@ exactly as a missing one; dependencies outlive kill -9 of joblet; rnx job wait's
 (The rule itself: tests/unit/test_depend_rule.c; the flag's text: tests/unit/test_jobreq.c.)"""
 import os
 import re
-import shutil
 import subprocess
 import time
 import uuid
@@ -14,7 +13,7 @@ from datetime import datetime
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, rnx_as
 
 # A job that runs until the test drops a file in its /work: the test decides when it ends, and
 # how (/work/fail first: it exits 1).
@@ -172,13 +171,7 @@ def test_bad_references_are_refused_naming_after(daemon):
 
 
 def as_user(d, *args):
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True,
-                          timeout=60, env=env)
+    return rnx_as(d, UID, *args)
 
 
 def test_another_users_job_is_refused_exactly_as_a_missing_one(daemon):

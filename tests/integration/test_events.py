@@ -1,10 +1,9 @@
 """GET /v1/events (docs/api.md, "Events"): the console's live feed of job, workflow and GPU
 changes as server-sent events, per caller, bounded."""
 import os
-import subprocess
 import time
 
-from conftest import BUILD, ROOT, UnixHTTPConnection
+from conftest import ROOT, UnixHTTPConnection, rnx_as
 from sse import Stream
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
@@ -13,12 +12,6 @@ UID = 4322
 
 def dgx(fresh_daemon, extra=""):
     return fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n{extra}")
-
-
-def as_user(d, uid, *args):
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 def job_is(jid, status):
@@ -64,7 +57,7 @@ def test_a_user_sees_only_own_jobs_and_the_gpus(fresh_daemon):
     mine = Stream(d.sock, uid=UID)
     assert mine.next()[0] == "hello"
     root_job = d.rnx("job", "run", "--gpu=1", "sleep", "600", check=True).stdout.split()[-1]
-    p = as_user(d, UID, "job", "run", "sleep", "600")
+    p = rnx_as(d, UID, "job", "run", "sleep", "600")
     assert p.returncode == 0, p.stderr
     user_job = p.stdout.split()[-1]
     seen = mine.until(job_is(user_job, "RUNNING"))
@@ -168,7 +161,7 @@ def test_other_users_events_do_not_push_a_stream_behind(fresh_daemon):
         for _, _, i in s.drain(1):
             newest = max(newest, int(i or 0))
     assert newest >= 520
-    p = as_user(d, UID, "job", "run", "true")
+    p = rnx_as(d, UID, "job", "run", "true")
     assert p.returncode == 0, p.stderr
     user_job = p.stdout.split()[-1]
     seen = mine.until(job_is(user_job, "COMPLETED"))

@@ -2,10 +2,9 @@
 and queue waits from the jobs; GPU samples kept in the database (schema 9) and there after a
 restart; a user's figures are the user's own."""
 import os
-import subprocess
 import time
 
-from conftest import BUILD, ROOT
+from conftest import ROOT, api_as
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 UID = 4326
@@ -35,12 +34,5 @@ def test_history_figures_and_samples(fresh_daemon):
     st, e = d.api("GET", "/v1/history?hours=0")
     assert st == 400 and e["error"]["field"] == "hours"
     # another user sees only their own line
-    p = subprocess.run(["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", "/usr/bin/python3", "-c",
-                        "import sys,json,http.client,socket\n"
-                        "class C(http.client.HTTPConnection):\n"
-                        "  def connect(self):\n"
-                        "    self.sock=socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])\n"
-                        "c=C('x'); c.request('GET','/v1/history?sample=1'); print(c.getresponse().read().decode())",
-                        d.sock], capture_output=True, text=True, timeout=20)
-    h = __import__("json").loads(p.stdout)
+    h = api_as(d, UID, "GET", "/v1/history?sample=1")[1]
     assert h["per_user"] == [] and len(h["per_gpu"]) == 8

@@ -5,19 +5,13 @@ daemon recurse once per link. CPU time is compared between two sizes of the same
 generous factors; no test has a time limit."""
 import os
 
-from conftest import TERMINAL, need_setpriv, rnx_as, wait_for
+from conftest import TERMINAL, need_setpriv, rnx_as, submit_array, wait_for
 
 
 def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def submit_array(d, spec, command, *args, **fields):
-    code, a = d.api("POST", "/v1/jobs", {"command": command, "args": list(args), "array": spec, **fields})
-    assert code == 201, a
-    return a
 
 
 def cpu_of_gets(d, path, times):

@@ -15,9 +15,8 @@ import uuid
 
 import pytest
 
-from conftest import api_as, rnx_as, wait_for
+from conftest import TERMINAL, api_as, rnx_as, submit_array, tasks_of, wait_for
 
-TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
 LIMITS = "limits:\n  max_queued_per_user: 200000\n  max_jobs_per_user: 200000\n"
 UID = 4322  # a user who is not root (no account needed: joblet reads the peer's uid)
 GATE = "while [ ! -e /work/go ]; do sleep 0.02; done"
@@ -36,26 +35,8 @@ def alive(d):
     assert d.proc.poll() is None, "joblet died:\n" + d.log()[-4000:]
 
 
-def submit_array(d, spec, command, *args, **fields):
-    code, a = d.api("POST", "/v1/jobs", {"command": command, "args": list(args), "array": spec, **fields})
-    assert code == 201, a
-    return a["id"]
-
-
-def array(d, ref):
-    code, a = d.api("GET", f"/v1/jobs/{ref}")
-    assert code == 200, a
-    return a
-
-
 def counts(d, aid):
-    return array(d, aid)["array"]["counts"]
-
-
-def tasks_of(d, aid):
-    code, lst = d.api("GET", "/v1/jobs?expand=1")
-    assert code == 200
-    return [j for j in lst["jobs"] if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid]
+    return d.job(aid)["array"]["counts"]
 
 
 def task(d, aid, t):
@@ -72,7 +53,7 @@ def end_all(d, *ids):
 # ---- array_throttle: values ---------------------------------------------------------------
 
 def test_array_throttle_values_are_refused_naming_array_throttle(d):
-    aid = submit_array(d, "0-3", "sleep", "60", max_runtime_s=120)
+    aid = submit_array(d, "0-3", "sleep", "60", max_runtime_s=120)["id"]
     d.api("POST", f"/v1/jobs/{aid}/hold")
     try:
         bad = [4000001, 4000002, -1, -2**63, 2.0, 2.5, "3", None, True, {"n": 3}, [3]]
@@ -82,7 +63,7 @@ def test_array_throttle_values_are_refused_naming_array_throttle(d):
             assert e["error"]["field"] == "array_throttle", (v, e)
             msg = e["error"]["message"]
             assert msg.startswith("array_throttle:") and "from 1 to 4000000" in msg and "0 for no limit" in msg, (v, e)
-        assert array(d, aid)["array"]["throttle"] == 0  # nothing changed by a refusal
+        assert d.job(aid)["array"]["throttle"] == 0  # nothing changed by a refusal
         # the largest that is accepted is what a submission's %N accepts
         code, r = d.api("POST", f"/v1/jobs/{aid}/update", {"array_throttle": 4000000})
         assert code == 200 and r["array"]["array"]["throttle"] == 4000000, r
@@ -93,7 +74,7 @@ def test_array_throttle_values_are_refused_naming_array_throttle(d):
         assert code == 400 and e["error"]["field"] == "max_runtime_s", e
         code, e = d.api("POST", f"/v1/jobs/{aid}/update", {"array_throttle": 2, "gpu_count": 10000})
         assert code == 400 and e["error"]["field"] == "gpu_count", e
-        assert array(d, aid)["array"]["throttle"] == 4000000
+        assert d.job(aid)["array"]["throttle"] == 4000000
         # 0 takes the limit away; the same value again changes nothing (acted 0)
         code, r = d.api("POST", f"/v1/jobs/{aid}/update", {"array_throttle": 0})
         assert code == 200 and r["array"]["array"]["throttle"] == 0 and r["array"]["request"]["array"] == "0-3", r
@@ -108,7 +89,7 @@ def test_array_throttle_values_are_refused_naming_array_throttle(d):
 
 def test_another_users_array_cannot_be_updated_or_found(d):
     name = "root-array-" + uuid.uuid4().hex[:6]
-    aid = submit_array(d, "0-3%1", "sleep", "60", name=name, priority=0)
+    aid = submit_array(d, "0-3%1", "sleep", "60", name=name, priority=0)["id"]
     d.api("POST", f"/v1/jobs/{aid}/hold")
     try:
         # a name or a prefix of another user's array matches nothing: the same 404 as a missing one
@@ -119,7 +100,7 @@ def test_another_users_array_cannot_be_updated_or_found(d):
         # its full id: "another user's" (idref.h), never the update
         code, e = api_as(d, UID, "POST", f"/v1/jobs/{aid}/update", {"array_throttle": 3, "priority": -5})
         assert code in (403, 404), e
-        a = array(d, aid)
+        a = d.job(aid)
         assert (a["array"]["throttle"], a["request"].get("priority", 0)) == (1, 0), a
         p = rnx_as(d, UID, "job", "update", aid[:8], "--throttle=3")
         assert p.returncode != 0 and "another user" not in p.stderr, p.stderr
@@ -135,7 +116,7 @@ def test_another_users_array_cannot_be_updated_or_found(d):
         assert code == 403 and "priority" in e["error"]["message"], e
         code, e = api_as(d, UID, "POST", f"/v1/jobs/{mine}/update", {"priority": 5, "array_throttle": 4})
         assert code == 403, e
-        assert array(d, mine)["array"]["throttle"] == 1  # nothing of a refused update
+        assert d.job(mine)["array"]["throttle"] == 1  # nothing of a refused update
         # by its name: the user's own array, though root's has the same name
         code, r = api_as(d, UID, "POST", f"/v1/jobs/{name}/update", {"priority": -2, "array_throttle": 2})
         assert code == 200 and r["array"]["id"] == mine, r
@@ -220,17 +201,17 @@ def test_references_by_id_name_and_prefix(d):
 
 def test_array_references_tasks_and_after(d):
     name = "sweep-" + uuid.uuid4().hex[:6]
-    aid = submit_array(d, "0-2", "true", name=name)
-    wait_for(lambda: array(d, aid)["status"] in TERMINAL, "the array ends")
+    aid = submit_array(d, "0-2", "true", name=name)["id"]
+    wait_for(lambda: d.job(aid)["status"] in TERMINAL, "the array ends")
     t1 = task(d, aid, 1)["id"]
     # the array's name names the array, not one of its tasks (which share the name)
-    assert array(d, name)["id"] == aid
-    assert array(d, aid[:8])["id"] == aid
+    assert d.job(name)["id"] == aid
+    assert d.job(aid[:8])["id"] == aid
     # a task answers to its own id and prefix
     assert d.job(t1)["id"] == t1
     assert d.job(t1[:12])["id"] == t1
-    assert array(d, f"{name}_1")["id"] == t1
-    assert array(d, f"{aid[:8]}_1")["id"] == t1
+    assert d.job(f"{name}_1")["id"] == t1
+    assert d.job(f"{aid[:8]}_1")["id"] == t1
     # --after by the array's name and by a prefix: the array (all its tasks)
     for ref in (name, aid[:8]):
         p = d.rnx("job", "run", f"--after={ref}:ok", "true", check=True)
@@ -253,7 +234,7 @@ def test_array_references_tasks_and_after(d):
 def test_update_reaches_made_tasks_as_their_own_update_would(d):
     """A task running gets only its time limit; a task made and waiting (requeued and held) gets
     every field; the tasks made later have the array's new request."""
-    aid = submit_array(d, "0-4%3", "sh", "-c", GATE, max_runtime_s=600, priority=0)
+    aid = submit_array(d, "0-4%3", "sh", "-c", GATE, max_runtime_s=600, priority=0)["id"]
     wait_for(lambda: counts(d, aid).get("RUNNING", 0) == 3, "three tasks run")
     t0, t1, t2 = (task(d, aid, k)["id"] for k in range(3))
     d.rnx("job", "requeue", "--hold", t1, check=True)
@@ -270,7 +251,7 @@ def test_update_reaches_made_tasks_as_their_own_update_would(d):
         assert j["limits"].get("max_cpu", 0) != 50, j
     j = d.job(t1)
     assert (j["priority"], j["limits"]["max_runtime_s"], j["limits"]["max_cpu"]) == (-4, 300, 50), j
-    assert array(d, aid)["array"]["throttle"] == 1
+    assert d.job(aid)["array"]["throttle"] == 1
     # throttle 1 with three running: task 4 is not made while they run
     from test_dependencies import release
     release(d, t0)
@@ -291,7 +272,7 @@ def test_update_reaches_made_tasks_as_their_own_update_would(d):
     wait_for(lambda: d.job(t1)["status"] == "RUNNING", "task 1 runs again")
     j = d.job(t1)
     release(d, j["id"])
-    wait_for(lambda: array(d, aid)["status"] in TERMINAL, "the array ends")
+    wait_for(lambda: d.job(aid)["status"] in TERMINAL, "the array ends")
     code, e = d.api("POST", f"/v1/jobs/{aid}/update", {"max_runtime_s": 10})
     assert code == 409 and "has ended" in e["error"]["message"], e
     alive(d)
@@ -300,12 +281,12 @@ def test_update_reaches_made_tasks_as_their_own_update_would(d):
 def test_update_held_waiting_canceled_and_workflow_arrays(d):
     gate = d.submit("sh", "-c", GATE)
     # waiting on a job: its request and %N change, it still waits
-    w = submit_array(d, "0-5%1", "true", after=[{"job": gate, "state": "ok"}])
+    w = submit_array(d, "0-5%1", "true", after=[{"job": gate, "state": "ok"}])["id"]
     code, r = d.api("POST", f"/v1/jobs/{w}/update", {"array_throttle": 3, "priority": -1})
     assert code == 200 and r["acted"] == 1 and r["array"]["array"]["throttle"] == 3, r
-    assert array(d, w)["status"] == "PENDING"
+    assert d.job(w)["status"] == "PENDING"
     # held: the same, and released it runs as updated
-    h = submit_array(d, "0-5%1", "sh", "-c", GATE)
+    h = submit_array(d, "0-5%1", "sh", "-c", GATE)["id"]
     d.api("POST", f"/v1/jobs/{h}/hold")
     code, r = d.api("POST", f"/v1/jobs/{h}/update", {"array_throttle": 2})
     assert code == 200, r
@@ -317,7 +298,7 @@ def test_update_held_waiting_canceled_and_workflow_arrays(d):
     time.sleep(0.3)
     assert counts(d, h).get("RUNNING", 0) == 2
     # canceled: 409, whatever the field
-    c = submit_array(d, "0-3", "true", after=[{"job": gate, "state": "ok"}])
+    c = submit_array(d, "0-3", "true", after=[{"job": gate, "state": "ok"}])["id"]
     d.api("POST", f"/v1/jobs/{c}/cancel")
     for body in ({"array_throttle": 1}, {"priority": -1}):
         code, e = d.api("POST", f"/v1/jobs/{c}/update", body)
@@ -325,7 +306,7 @@ def test_update_held_waiting_canceled_and_workflow_arrays(d):
     # the gate: the waiting array runs with its new %N, every task once
     from test_dependencies import release
     release(d, gate)
-    wait_for(lambda: array(d, w)["status"] in TERMINAL, "the waiting array ends")
+    wait_for(lambda: d.job(w)["status"] in TERMINAL, "the waiting array ends")
     assert sorted(j["array"]["task"] for j in tasks_of(d, w)) == list(range(6))
     assert {j["priority"] for j in tasks_of(d, w)} == {-1}
 
@@ -333,7 +314,7 @@ def test_update_held_waiting_canceled_and_workflow_arrays(d):
         for t in tasks_of(d, h):
             if t["status"] == "RUNNING":
                 release(d, t["id"])
-        return array(d, h)["status"] in TERMINAL
+        return d.job(h)["status"] in TERMINAL
     wait_for(go, "the held array ends")
     assert sorted(j["array"]["task"] for j in tasks_of(d, h)) == [0, 1, 2]
     alive(d)
@@ -361,7 +342,7 @@ def test_update_a_workflows_array_while_it_waits(d):
 
 
 def test_a_lowered_throttle_holds_back_a_made_task_let_go(d):
-    aid = submit_array(d, "0-2%3", "sh", "-c", GATE)
+    aid = submit_array(d, "0-2%3", "sh", "-c", GATE)["id"]
     wait_for(lambda: counts(d, aid).get("RUNNING", 0) == 3, "three tasks run")
     t0, t1, t2 = (task(d, aid, k)["id"] for k in range(3))
     try:
@@ -383,7 +364,7 @@ def test_a_lowered_throttle_holds_back_a_made_task_let_go(d):
 def test_a_held_task_takes_no_place_under_the_throttle(d):
     """As in Slurm, a task made and held (or waiting again) does not count toward its array's %N:
     the next task is made in its place; let go, it waits until fewer than %N run."""
-    aid = submit_array(d, "0-3%2", "sh", "-c", GATE)
+    aid = submit_array(d, "0-3%2", "sh", "-c", GATE)["id"]
     wait_for(lambda: counts(d, aid).get("RUNNING", 0) == 2, "two tasks run")
     t0, t1 = (task(d, aid, k)["id"] for k in range(2))
     try:
@@ -410,27 +391,27 @@ def test_kill9_keeps_the_update_the_open_arrays_and_the_references(fresh_daemon)
     name = "sweep-" + uuid.uuid4().hex[:6]
     # one waits on the gate, one is held with tasks canceled before they were made, one is
     # canceled mid-way, one runs at %1
-    w = submit_array(d, "0-9%1", "true", name=name, after=[{"job": gate, "state": "ok"}])
-    h = submit_array(d, "0-9%1", "sh", "-c", GATE)
+    w = submit_array(d, "0-9%1", "true", name=name, after=[{"job": gate, "state": "ok"}])["id"]
+    h = submit_array(d, "0-9%1", "sh", "-c", GATE)["id"]
     wait_for(lambda: counts(d, h).get("RUNNING", 0) == 1, "the held array's first task")
     d.api("POST", f"/v1/jobs/{h}/hold")
     assert d.api("POST", f"/v1/jobs/{h}_[3-5,8]/cancel")[0] == 200
-    c = submit_array(d, "0-9%2", "sh", "-c", GATE)
+    c = submit_array(d, "0-9%2", "sh", "-c", GATE)["id"]
     wait_for(lambda: counts(d, c).get("RUNNING", 0) == 2, "the canceled array's first tasks")
     assert d.api("POST", f"/v1/jobs/{c}/cancel")[0] == 200
-    r = submit_array(d, "0-4%1", "sh", "-c", GATE)
+    r = submit_array(d, "0-4%1", "sh", "-c", GATE)["id"]
     for aid, body in ((w, {"array_throttle": 4, "max_runtime_s": 77, "priority": -3}),
                       (h, {"array_throttle": 2}), (r, {"max_runtime_s": 99})):
         code, out = d.api("POST", f"/v1/jobs/{aid}/update", body)
         assert code == 200, out
     d.kill9()
     d.start()
-    a = array(d, name)
+    a = d.job(name)
     assert a["id"] == w and a["array"]["spec"] == "0-9%4" and a["request"]["array"] == "0-9%4", a
     assert (a["request"]["max_runtime_s"], a["request"]["priority"]) == (77, -3), a
-    assert array(d, w[:8])["id"] == w and array(d, f"{name}_3")["array"]["task"] == 3
-    assert array(d, h)["array"]["throttle"] == 2
-    assert array(d, r)["request"]["max_runtime_s"] == 99
+    assert d.job(w[:8])["id"] == w and d.job(f"{name}_3")["array"]["task"] == 3
+    assert d.job(h)["array"]["throttle"] == 2
+    assert d.job(r)["request"]["max_runtime_s"] == 99
     # every array goes on as it was: the open ones make their tasks, each once
     release(d, gate)
     d.api("POST", f"/v1/jobs/{h}/release")
@@ -440,26 +421,26 @@ def test_kill9_keeps_the_update_the_open_arrays_and_the_references(fresh_daemon)
             for t in tasks_of(d, aid):
                 if t["status"] == "RUNNING":
                     release(d, t["id"])
-        return all(array(d, aid)["status"] in TERMINAL for aid in (w, h, c, r))
+        return all(d.job(aid)["status"] in TERMINAL for aid in (w, h, c, r))
     wait_for(go, "every array ends", timeout=120)
     assert sorted(j["array"]["task"] for j in tasks_of(d, w)) == list(range(10))
     assert {j["limits"]["max_runtime_s"] for j in tasks_of(d, w)} == {77}
     assert sorted(j["array"]["task"] for j in tasks_of(d, h)) == [0, 1, 2, 6, 7, 9]
     assert sorted(j["array"]["task"] for j in tasks_of(d, r)) == list(range(5))
     assert all(j["limits"]["max_runtime_s"] == 99 for j in tasks_of(d, r) if j["array"]["task"] > 0)
-    assert array(d, c)["status"] == "CANCELED" or array(d, c)["status"] in TERMINAL
+    assert d.job(c)["status"] == "CANCELED" or d.job(c)["status"] in TERMINAL
     # delete-all: nothing answers by the old names or prefixes; a new one of the same name does
     p = d.rnx("job", "delete-all")
     assert p.returncode == 0, p.stderr
     for ref in (name, w, w[:8], h[:8], f"{name}_3"):
         code, e = d.api("GET", f"/v1/jobs/{ref}")
         assert code == 404, (ref, e)
-    again = submit_array(d, "0-1", "true", name=name)
-    assert array(d, name)["id"] == again
+    again = submit_array(d, "0-1", "true", name=name)["id"]
+    assert d.job(name)["id"] == again
     d.kill9()
     d.start()
-    assert array(d, name)["id"] == again
-    wait_for(lambda: array(d, again)["status"] in TERMINAL, "the new array ends")
+    assert d.job(name)["id"] == again
+    wait_for(lambda: d.job(again)["status"] in TERMINAL, "the new array ends")
     alive(d)
 
 
@@ -471,7 +452,7 @@ def test_update_reaches_a_task_whose_shim_is_starting(d):
     import signal
     tried = 0
     for _ in range(5):
-        aid = submit_array(d, "0", "sleep", "60", isolation="gvisor")
+        aid = submit_array(d, "0", "sleep", "60", isolation="gvisor")["id"]
         t = wait_for(lambda: (lambda x: x if x and (x["shim_pid"] or x["status"] in TERMINAL | {"RUNNING"})
                               else None)(task(d, aid, 0)), "task 0's shim started")
         if t["status"] == "QUEUED":

@@ -7,13 +7,11 @@ a held or suspended job kept so over a kill -9 of joblet.
 One daemon for the module (a simulated 4-GPU machine): each test ends the jobs it started."""
 import datetime
 import os
-import shutil
-import subprocess
 import time
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import ROOT, rnx_as
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 CONFIG = f"gpu:\n  fixture: {FIX}/a100-pcie-4/machine.json\n  scrub: 0\n"
@@ -92,15 +90,6 @@ def advances(d, jid, wait=0.5):
     return counter(d, jid) > a
 
 
-def as_user(d, uid, *args):
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
-
-
 # ---- hold / release ----------------------------------------------------------------------
 
 def test_hold_takes_a_job_out_of_the_queue_and_release_puts_it_back_in_its_place(d):
@@ -159,7 +148,7 @@ def test_a_held_job_can_be_canceled_and_is_refused_to_start_by_nobody_else(d):
     later = d.submit("true", schedule_at="2031-01-01T00:00:00Z")
     d.rnx("job", "hold", later, check=True)
     # another user sees no such job
-    p = as_user(d, USER, "job", "release", later)
+    p = rnx_as(d, USER, "job", "release", later)
     assert p.returncode == 1 and "is another user's job" in p.stderr
     assert d.rnx("job", "cancel", later).returncode == 0
     assert d.job(later)["status"] == "CANCELED"
@@ -251,18 +240,18 @@ def test_update_survives_a_restart(fresh_daemon):
 
 
 def test_an_owner_may_lower_but_not_raise_priority(d):
-    p = as_user(d, USER, "job", "run", "--schedule=2031-01-01T00:00:00Z", "--priority=2", "true")
+    p = rnx_as(d, USER, "job", "run", "--schedule=2031-01-01T00:00:00Z", "--priority=2", "true")
     assert p.returncode == 0, p.stderr
     jid = p.stdout.strip().split()[-1]
-    p = as_user(d, USER, "job", "update", jid, "--priority=1")
+    p = rnx_as(d, USER, "job", "update", jid, "--priority=1")
     assert p.returncode == 0, p.stderr
-    p = as_user(d, USER, "job", "update", jid, "--priority=3")
+    p = rnx_as(d, USER, "job", "update", jid, "--priority=3")
     assert p.returncode == 1
     assert "raising a job's priority (its owner may lower it) is for root" in p.stderr
     assert d.job(jid)["priority"] == 1
     # the owner holds, releases and cancels their own job
-    assert as_user(d, USER, "job", "hold", jid).returncode == 0
-    assert as_user(d, USER, "job", "release", jid).returncode == 0
+    assert rnx_as(d, USER, "job", "hold", jid).returncode == 0
+    assert rnx_as(d, USER, "job", "release", jid).returncode == 0
     end(d, jid)
 
 
@@ -319,11 +308,11 @@ def test_suspend_and_resume_refusals(d):
     assert (code, e["error"]["message"]) == (409, f"job {later} is SCHEDULED; only a suspended job can be resumed")
     end(d, later)
     # an owner may not suspend their own job (its GPUs stay held): admins only, as in Slurm
-    p = as_user(d, USER, "job", "run", "sleep", "600")
+    p = rnx_as(d, USER, "job", "run", "sleep", "600")
     assert p.returncode == 0, p.stderr
     jid = p.stdout.strip().split()[-1]
     d.wait_status(jid, "RUNNING")
-    p = as_user(d, USER, "job", "suspend", jid)
+    p = rnx_as(d, USER, "job", "suspend", jid)
     assert p.returncode == 1
     assert "suspending a job (its GPUs stay held) is for root; you are uid 65534" in p.stderr
     assert d.job(jid)["status"] == "RUNNING"

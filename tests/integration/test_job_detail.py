@@ -5,12 +5,10 @@ nodes, the fake NVML with mknod'd test nodes as in test_gpu_isolation.py)."""
 import json
 import os
 import re
-import shutil
-import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import ROOT, rnx_as
 from gpu_nodes import FAKE_NVML, make_nodes
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
@@ -171,12 +169,7 @@ def test_preemption_in_the_history(fresh_daemon):
 
 
 def as_user(d, *args):
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={USER}", f"--regid={USER}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
+    return rnx_as(d, USER, *args)
 
 
 def test_a_stopped_job_shows_who_stopped_it(daemon):

@@ -5,7 +5,7 @@ import os
 import shutil
 import time
 
-from conftest import TERMINAL
+from conftest import TERMINAL, wait_for
 
 LINES = 30
 
@@ -39,15 +39,6 @@ def alive(pid):
         return False
 
 
-def wait_until(cond, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} after {timeout}s")
-
-
 def statuses(d):
     return {j["id"]: j["status"] for j in d.api("GET", "/v1/jobs")[1]["jobs"]}
 
@@ -59,8 +50,8 @@ def test_jobs_survive_daemon_kill9(fresh_daemon):
     for jid in quick:
         d.wait(jid)
     jobs = {n: d.submit(*numbered_job(n)) for n in range(1, 21)}
-    wait_until(lambda: all(s == "RUNNING" for jid, s in statuses(d).items() if jid in jobs.values()),
-               30, "not all 20 jobs RUNNING")
+    wait_for(lambda: all(s == "RUNNING" for jid, s in statuses(d).items() if jid in jobs.values()),
+             "not all 20 jobs RUNNING", 30)
     shims = {jid: shim_pid(d, jid) for jid in jobs.values()}
     # every job must still be running at the kill, or the test proves nothing
     assert all(s == "RUNNING" for jid, s in statuses(d).items() if jid in jobs.values()), statuses(d)
@@ -98,7 +89,7 @@ def test_jobs_that_end_while_daemon_is_down_are_recorded(fresh_daemon):
     shims = {jid: shim_pid(d, jid) for jid in jobs.values()}
     d.kill9()
     # the jobs are still running now; wait for each to end without any daemon
-    wait_until(lambda: not any(alive(pid) for pid in shims.values()), 30, "shims did not finish")
+    wait_for(lambda: not any(alive(pid) for pid in shims.values()), "shims did not finish", 30)
     d.start()
     for code, jid in jobs.items():
         job = d.wait(jid, timeout=30)
@@ -122,7 +113,7 @@ def test_sigterm_of_daemon_leaves_jobs_running(fresh_daemon):
     # the job keeps writing output with no daemon around
     out = os.path.join(d.state, "jobs", jid, "stdout.data")
     size = os.path.getsize(out)
-    wait_until(lambda: os.path.getsize(out) > size, 10, "the job wrote nothing while the daemon was down")
+    wait_for(lambda: os.path.getsize(out) > size, "the job wrote nothing while the daemon was down", 10)
     d.start()
     job = d.wait(jid, timeout=30)
     assert job["status"] == "FAILED" and job["exit_code"] == 7, job

@@ -6,20 +6,18 @@ Also: the daemon serves while a build runs, a build that hangs is killed at its 
 leaves nothing behind, one build at a time, admins only, refusals that name the recipe's field,
 removal refused while a job uses the runtime, rnx runtime test, export and import (and a
 tampered archive refused), and what a job sees inside a runtime."""
-import hashlib
 import json
 import os
 import pty
 import re
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import time
 
 import pytest
 
-from conftest import BUILD, TERMINAL
+from conftest import BUILD, rnx_as
 from runtime_util import (CACHE, build, helpers_of, mirror_reachable, mounts_under, need_mirror_or_cache,
                           recipe_path, recipe_sha, runtime_daemon, wait_gone)
 
@@ -46,11 +44,7 @@ def rt():
 
 def as_user(d, *args, input=None):
     """rnx as uid/gid 4321 (not an admin)."""
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env,
-                          input=input)
+    return rnx_as(d, UID, *args, input=input)
 
 
 def run_out(d, *args, timeout=120):
@@ -218,7 +212,7 @@ def test_remove_refused_while_a_job_uses_it(rt):
         assert info["jobs"] == [jid]
         # replacing it is refused alike
         p = build(rt, PY, "--fresh")
-        assert p.returncode == 1 and f"in use by 1 job" in p.stderr, p.stderr
+        assert p.returncode == 1 and "in use by 1 job" in p.stderr, p.stderr
     finally:
         rt.api("POST", f"/v1/jobs/{jid}/stop")
         rt.wait(jid)
@@ -298,7 +292,6 @@ def test_bad_recipes_refused_naming_the_field(rt, tmp_path, text, field, says):
     assert p.stderr.startswith(f"rnx: {f}: "), p.stderr
     assert says in p.stderr, p.stderr
     # the API: 400 with the field
-    import http.client
     from conftest import UnixHTTPConnection
     c = UnixHTTPConnection(rt.sock)
     c.request("POST", "/v1/runtimes", body=text.encode(), headers={"Content-Type": "application/yaml"})

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, need_root
+from conftest import BUILD, need_root, need_setpriv, rnx_as, setpriv, wait_for
 
 TMUX = shutil.which("tmux")
 RNX = os.path.join(BUILD, "rnx")
@@ -131,14 +131,6 @@ def job_runs(job_id, comm):
     return False
 
 
-def wait_until(what, cond, timeout=60):
-    deadline = time.time() + timeout
-    while not cond():
-        if time.time() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s")
-        time.sleep(0.05)
-
-
 # ---- a client of the framing's own (docs/api.md, "Interactive streams") ------------------------
 
 def attach_request(job_id):
@@ -230,10 +222,10 @@ def test_run_it_sh_in_a_real_terminal(daemon, pane_for, tmp_path):
 
     at = pane.mark()
     pane.line("sleep 100")
-    wait_until("sleep runs in the job", lambda: job_runs(job["id"], "sleep"))
+    wait_for(lambda: job_runs(job["id"], "sleep"), "sleep runs in the job")
     pane.keys("C-c")
     pane.wait_for(r"^job\$\s*$", since=at)
-    wait_until("sleep is gone", lambda: not job_runs(job["id"], "sleep"))
+    wait_for(lambda: not job_runs(job["id"], "sleep"), "sleep is gone")
     at = pane.mark()
     pane.line("echo alive-$((6*7))")   # rnx and the job's shell are still there
     pane.wait_for(r"^alive-42$", since=at)
@@ -391,7 +383,7 @@ def test_detach_then_attach_again_after_joblet_restarted(fresh_daemon):
     s.close()
     d.kill9()
     d.start()
-    wait_until("joblet took the job back", lambda: d.job(job["id"])["status"] == "RUNNING")
+    wait_for(lambda: d.job(job["id"])["status"] == "RUNNING", "joblet took the job back")
     s, status, _ = attach_unix(d.sock, job["id"])
     assert status == 101
     s.sendall(frame(0, b"echo two-$x; exit 5\n"))
@@ -441,21 +433,15 @@ CLIENT = (
 
 def test_another_user_gets_403_on_attach(daemon):
     need_root()
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
+    need_setpriv()
     jid = daemon.submit("sleep", "60", tty=True, stdin=True)
     try:
-        p = subprocess.run(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups",
-                            "/usr/bin/python3", "-c", CLIENT, daemon.sock, jid], capture_output=True, text=True,
-                           timeout=60)
+        p = subprocess.run([*setpriv(OTHER_UID), "/usr/bin/python3", "-c", CLIENT, daemon.sock, jid],
+                           capture_output=True, text=True, timeout=60)
         assert p.stdout.startswith("HTTP/1.1 403"), p.stdout + p.stderr
         assert "another user's" in p.stdout
         # a user's own job: attached, as any owner
-        env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": daemon.sock,
-               **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
-        p = subprocess.run(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups", RNX, "job",
-                            "run", "-i", "sh", "-c", "cat; id -u"], input="mine\n", capture_output=True, text=True,
-                           timeout=60, env=env)
+        p = rnx_as(daemon, OTHER_UID, "job", "run", "-i", "sh", "-c", "cat; id -u", input="mine\n")
         assert p.returncode == 0 and p.stdout == f"mine\n{OTHER_UID}\n", (p.stdout, p.stderr)
     finally:
         daemon.api("POST", f"/v1/jobs/{jid}/stop")
@@ -552,7 +538,7 @@ def test_two_attachers_both_watch_the_first_types(daemon):
         st, detail = daemon.api("GET", f"/v1/jobs/{job['id']}?detail=1")
         assert st == 200, detail
         return [(e["event"], e["detail"]) for e in detail["detail"]["events"]]
-    wait_until("both detaches recorded", lambda: [e for e, _ in events()].count("detached") == 2)
+    wait_for(lambda: [e for e, _ in events()].count("detached") == 2, "both detaches recorded")
     events = events()
     assert ("attached", "by uid 0, asking to type") in events, events
     assert events.count(("attached", "by uid 0, asking to type")) == 2, events
@@ -623,8 +609,7 @@ def test_attach_bounds_per_job_and_per_user(fresh_daemon):
     """jobs.max_attachers on one job (everyone), limits.attach_sessions_per_user across a user's
     jobs (root is not bounded: AUTHZ_UNLIMITED): 429 naming the bound."""
     need_root()
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
+    need_setpriv()
     d = fresh_daemon("jobs:\n  max_attachers: 2\n  attach_wait_s: 0\nlimits:\n  attach_sessions_per_user: 3\n")
     jid = d.submit("sleep", "600", tty=True)
     held = []
@@ -638,9 +623,8 @@ def test_attach_bounds_per_job_and_per_user(fresh_daemon):
         assert status == 429 and b"jobs.max_attachers is 2" in body, (head, body)
         s.close()
         # another user: two attaches to each of two jobs; the fourth is over their 3
-        p = subprocess.run(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups",
-                            "/usr/bin/python3", "-c", BOUND_CLIENT, d.sock], capture_output=True, text=True,
-                           timeout=120)
+        p = subprocess.run([*setpriv(OTHER_UID), "/usr/bin/python3", "-c", BOUND_CLIENT, d.sock], capture_output=True,
+                           text=True, timeout=120)
         lines = p.stdout.splitlines()
         assert len(lines) == 5, p.stdout + p.stderr
         assert [ln.split(" ")[0] for ln in lines[:4]] == ["101", "101", "101", "429"], p.stdout
@@ -670,8 +654,9 @@ def test_an_idle_terminal_is_detached(fresh_daemon):
     assert re.search(rb"\[joblet: nothing typed or written for 2 s: detached \(jobs.terminal_idle_timeout_s\)", err), err
     assert d.job(job["id"])["status"] == "RUNNING"
     s.close()
-    wait_until("the idle detach recorded", lambda: ("detached", "by uid 0: idle (jobs.terminal_idle_timeout_s)") in
-               [(e["event"], e["detail"]) for e in d.api("GET", f"/v1/jobs/{job['id']}?detail=1")[1]["detail"]["events"]])
+    wait_for(lambda: ("detached", "by uid 0: idle (jobs.terminal_idle_timeout_s)") in
+             [(e["event"], e["detail"]) for e in d.api("GET", f"/v1/jobs/{job['id']}?detail=1")[1]["detail"]["events"]],
+             "the idle detach recorded")
     d.api("POST", f"/v1/jobs/{job['id']}/stop")
     d.wait(job["id"])
 
@@ -802,7 +787,7 @@ def test_exec_and_reattach_over_tls(remote, pane_for):
     jid = job["id"]
     try:
         remote.d.wait_status(jid, "RUNNING")
-        wait_until("the job's command runs", lambda: os.path.exists(os.path.join(remote.d.work(jid), "mark")))
+        wait_for(lambda: os.path.exists(os.path.join(remote.d.work(jid), "mark")), "the job's command runs")
         p = remote.rnx("developer", "job", "exec", jid, "sh", "-c", "cat /work/mark; exit 5")
         assert p.returncode == 5 and p.stdout == "tls-seen\n", (p.returncode, p.stdout, p.stderr)
         for who, why in (("reader", "(a change) is for the roles"), ("other", "another user's job"),

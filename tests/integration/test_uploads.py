@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, TERMINAL
+from conftest import BUILD, TERMINAL, setpriv
 
 UID = 4321
 
@@ -92,12 +92,9 @@ def chunked(*pieces):
 
 
 def as_user(d, *args, timeout=120):
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
     env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
     env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run([*setpriv(UID), *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 INSPECT = r"""

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import tempfile
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, setpriv
 
 RNX = os.path.join(BUILD, "rnx")
 FIX = os.path.join(ROOT, "tests", "fixtures")
@@ -38,7 +38,7 @@ def env_for(sock):
 
 
 def rnx(sock, *args, user=None, cwd=None):
-    pre = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"] if user else []
+    pre = setpriv(user) if user else []
     p = subprocess.run([*pre, RNX, *args], capture_output=True, text=True, timeout=60, env=env_for(sock),
                        cwd=cwd or "/")
     for mark in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):

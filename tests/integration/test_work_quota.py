@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD
+from conftest import rnx_as
 
 MiB = 1 << 20
 UID = 4322
@@ -58,12 +58,7 @@ def allocated(path):
 
 
 def as_user(d, *args):
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
-    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run(["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups",
-                           os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=60, env=env)
+    return rnx_as(d, UID, *args)
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,9 @@ from datetime import datetime
 
 import pytest
 
-from conftest import BUILD, ROOT, Daemon, need_root, wait_for
+from conftest import BUILD, ROOT, Daemon, need_root, tasks_of, wait_for
 from test_workflows import job, submit, wf_get
 
-TERMINAL = {"COMPLETED", "FAILED", "STOPPED", "CANCELED"}
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +42,6 @@ def wait_wf(d, wid, timeout=120):
             return wf
         time.sleep(0.05)
     raise AssertionError(f"workflow {wid} did not end: {wf_get(d, wid)}")
-
-
-def tasks_of(d, aid):
-    code, lst = d.api("GET", "/v1/jobs?expand=1")
-    assert code == 200
-    return [j for j in lst["jobs"] if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid]
 
 
 def sweep_array(d, wid):
