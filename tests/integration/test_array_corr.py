@@ -5,8 +5,8 @@ canceled with the reason while later tasks go on; tasks made out of the list's o
 kill -9 of joblet, none made twice, none lost."""
 import pytest
 
-from conftest import wait_for
-from test_arrays import LIMITS, array, tasks_of, wait_array
+from conftest import tasks_of, wait_for
+from test_arrays import LIMITS, wait_array
 from test_dependencies import GATE, release
 
 # task 0 of the array waited on (and whichever others the test names) waits for the test's file
@@ -25,7 +25,7 @@ def run(d, *args):
 
 
 def counts(d, ref):
-    return array(d, ref)["array"]["counts"]
+    return d.job(ref)["array"]["counts"]
 
 
 def test_corr_tasks_go_as_their_own_task_completes(d):
@@ -42,7 +42,7 @@ def test_corr_tasks_go_as_their_own_task_completes(d):
     assert counts(d, b) == {"COMPLETED": 3, "QUEUED": 1}
     st = d.rnx("job", "status", f"{bs}_0", check=True)
     assert "QUEUED" in st.stdout, st.stdout
-    assert array(d, b)["array"]["wait"] == f"task 0 waits for task 0 of array {as_} to end COMPLETED (it is RUNNING)"
+    assert d.job(b)["array"]["wait"] == f"task 0 waits for task 0 of array {as_} to end COMPLETED (it is RUNNING)"
     release(d, a0["id"])
     done = wait_array(d, b)
     assert done["status"] == "COMPLETED" and done["array"]["counts"] == {"COMPLETED": 4}, done
@@ -113,7 +113,7 @@ def test_corr_tasks_made_ahead_outlive_kill9(d):
     assert counts(d, b) == {"RUNNING": 5, "QUEUED": 1}
     x = d.job(f"{bs}_0")
     assert x["status"] == "QUEUED" and x["made"] is False, x
-    assert array(d, b)["array"]["made"] == 5
+    assert d.job(b)["array"]["made"] == 5
     for t in (1, 2):
         release(d, running[t])
         assert d.wait(f"{bs}_{t}")["status"] == "COMPLETED"

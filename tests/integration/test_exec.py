@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, need_root
-from test_terminal import Pane, pane_for, wait_until  # noqa: F401 (a fixture)
+from conftest import BUILD, need_root, need_setpriv, setpriv, wait_for
+from test_terminal import Pane, pane_for  # noqa: F401 (a fixture)
 
 RNX = os.path.join(BUILD, "rnx")
 OTHER_UID = 4331
@@ -28,7 +28,7 @@ def env_for(d):
 
 
 def rnx(d, *args, input=None, uid=None):
-    pre = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if uid is not None else []
+    pre = setpriv(uid) if uid is not None else []
     return subprocess.run([*pre, RNX, *args], capture_output=True, text=True, timeout=120, env=env_for(d),
                           input=input)
 
@@ -38,7 +38,7 @@ def running_job(d, script="echo seen > /work/mark; exec sleep 300", *extra, uid=
     assert p.returncode == 0, p.stderr
     jid = json.loads(p.stdout)["id"]
     d.wait_status(jid, "RUNNING")
-    wait_until("the job's command runs", lambda: os.path.exists(os.path.join(d.work(jid), "mark")))
+    wait_for(lambda: os.path.exists(os.path.join(d.work(jid), "mark")), "the job's command runs")
     return jid
 
 
@@ -105,8 +105,7 @@ def job_init(d, jid):
 
 def test_another_user_gets_403_and_an_ended_job_409(daemon, job):
     need_root()
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
+    need_setpriv()
     p = rnx(daemon, "job", "exec", job, "id", uid=OTHER_UID)
     assert p.returncode == 1 and "403" not in p.stdout and "another user's" in p.stderr, p.stderr
     code, body = daemon.api("POST", f"/v1/jobs/{job}/exec", {"command": "id"})
@@ -143,7 +142,7 @@ def test_the_exec_dies_with_the_job(daemon):
     jid = running_job(daemon)
     p = subprocess.Popen([RNX, "job", "exec", jid, "sleep", "1000"], env=env_for(daemon), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    wait_until("the exec'd sleep runs", lambda: count_comm(jid, "sleep") == 2)
+    wait_for(lambda: count_comm(jid, "sleep") == 2, "the exec'd sleep runs")
     daemon.api("POST", f"/v1/jobs/{jid}/stop")
     out, err = p.communicate(timeout=120)
     assert p.returncode in (137, 143), (p.returncode, err)
@@ -219,7 +218,7 @@ def test_escape_probe_through_exec_gets_what_the_job_gets(daemon):
         with open(os.path.join(work, "cfg.json"), "w") as f:
             json.dump(cfg, f)
         open(os.path.join(work, "go"), "w").close()
-        wait_until("the job's probe ends", lambda: os.path.exists(os.path.join(work, "job.done")), timeout=120)
+        wait_for(lambda: os.path.exists(os.path.join(work, "job.done")), "the job's probe ends", timeout=120)
         as_job = json.loads(open(os.path.join(work, "job.out")).read().splitlines()[-1])
         p = rnx(daemon, "job", "exec", jid, "python3", "/work/probe.py")
         assert p.returncode == 0, p.stderr[-3000:]
@@ -319,8 +318,7 @@ def test_gvisor_exec_t_gives_a_terminal(daemon, gvisor_job, pane_for):
 @needs_runsc
 def test_gvisor_exec_another_user_403_and_ended_job_refused(daemon, gvisor_job):
     need_root()
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
+    need_setpriv()
     p = rnx(daemon, "job", "exec", gvisor_job, "id", uid=OTHER_UID)
     assert p.returncode == 1 and "another user's" in p.stderr, p.stderr
     p = rnx(daemon, "--json", "job", "run", "--isolation=gvisor", "true")
@@ -341,14 +339,14 @@ def test_gvisor_exec_ends_with_the_job_and_with_its_client(daemon):
     # the client goes: the process in the sandbox goes too
     p = subprocess.Popen([RNX, "job", "exec", jid, "sleep", "1001"], env=env_for(daemon), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    wait_until("the exec'd sleep runs", lambda: sandbox_procs().count("sleep") == 2)
+    wait_for(lambda: sandbox_procs().count("sleep") == 2, "the exec'd sleep runs")
     p.kill()
     p.communicate()
-    wait_until("the exec'd sleep ends with its client", lambda: sandbox_procs().count("sleep") == 1)
+    wait_for(lambda: sandbox_procs().count("sleep") == 1, "the exec'd sleep ends with its client")
     # the job ends: the exec ends with it
     p = subprocess.Popen([RNX, "job", "exec", jid, "sleep", "1002"], env=env_for(daemon), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    wait_until("the exec'd sleep runs", lambda: sandbox_procs().count("sleep") == 2)
+    wait_for(lambda: sandbox_procs().count("sleep") == 2, "the exec'd sleep runs")
     daemon.api("POST", f"/v1/jobs/{jid}/stop")
     out, err = p.communicate(timeout=120)
     assert p.returncode != 0, (p.returncode, err)
@@ -361,17 +359,15 @@ def test_execs_per_user_are_bounded_across_jobs(fresh_daemon):
     of a bound of 2 is refused with 429 naming the key, root is not bounded, and one ending frees
     a place."""
     need_root()
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is not installed")
+    need_setpriv()
     d = fresh_daemon("limits:\n  exec_sessions_per_user: 2\n")
     jobs = [running_job(d, uid=OTHER_UID) for _ in range(2)]
     held = []
     try:
         for jid in jobs:
-            held.append(subprocess.Popen(["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}",
-                                          "--clear-groups", RNX, "job", "exec", jid, "sleep", "1000"],
+            held.append(subprocess.Popen([*setpriv(OTHER_UID), RNX, "job", "exec", jid, "sleep", "1000"],
                                          env=env_for(d), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-            wait_until("the exec'd sleep runs", lambda jid=jid: count_comm(jid, "sleep") == 2)
+            wait_for(lambda jid=jid: count_comm(jid, "sleep") == 2, "the exec'd sleep runs")
         p = rnx(d, "job", "exec", jobs[0], "true", uid=OTHER_UID)
         assert p.returncode == 1 and f"uid {OTHER_UID} has 2 execs running; limits.exec_sessions_per_user is 2" \
             in p.stderr, p.stderr
@@ -379,7 +375,7 @@ def test_execs_per_user_are_bounded_across_jobs(fresh_daemon):
         assert p.returncode == 0, p.stderr
         held[0].kill()
         held[0].communicate(timeout=120)
-        wait_until("the first exec ends", lambda: count_comm(jobs[0], "sleep") == 1)
+        wait_for(lambda: count_comm(jobs[0], "sleep") == 1, "the first exec ends")
         # its place is free once its helper has gone too (the daemon sees the helper end)
         tries = []
 
@@ -387,7 +383,7 @@ def test_execs_per_user_are_bounded_across_jobs(fresh_daemon):
             tries.append(rnx(d, "job", "exec", jobs[0], "sh", "-c", "exit 4", uid=OTHER_UID))
             return "limits.exec_sessions_per_user" not in tries[-1].stderr
 
-        wait_until("a place freed by the first exec's end", freed)
+        wait_for(freed, "a place freed by the first exec's end")
         assert tries[-1].returncode == 4, tries[-1].stderr
     finally:
         for h in held:
