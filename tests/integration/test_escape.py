@@ -80,6 +80,30 @@ DEVICES = ("/dev/sda", "/dev/vda", "/dev/nvme0n1", "/dev/mem", "/dev/kmem", "/de
 NOT_NATIVE = "absent" if ARCH != "x86_64" else None  # iopl, ioperm, create_module, int 0x80, x32: x86 only
 
 
+def _host_int80():
+    """What a 32-bit syscall (getpid through int 0x80) does on the host itself, outside any job:
+    "ran", or "SIGSEGV" on a kernel without 32-bit syscalls (no IA32 emulation, or booted with
+    ia32_emulation=false), where the instruction faults before any seccomp filter could see it."""
+    if ARCH != "x86_64":
+        return "absent"
+    import mmap
+    import signal
+    pid = os.fork()
+    if pid == 0:
+        try:
+            code = b"\xb8\x14\x00\x00\x00\xcd\x80\xc3"  # mov eax, 20; int 0x80; ret
+            m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+            m.write(code)
+            ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(m)))()
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else "ran"
+
+
+HOST_INT80 = _host_int80()
+
+
 def _attempts():
     a = []
 
@@ -235,7 +259,11 @@ def _attempts():
     # shows the filter's own answer for numbers past the list
     add("syscall 470 (newer than the seccomp list)", "ENOSYS",
         "seccomp refuses syscalls newer than its reviewed list, as if the kernel lacked them")
-    add("i386 syscall (int 0x80)", NOT_NATIVE or "SIGSYS", "seccomp kills a syscall of another ABI")
+    if HOST_INT80 == "SIGSEGV":
+        add("i386 syscall (int 0x80)", "SIGSEGV", "this kernel has no 32-bit syscalls: int 0x80 faults on the host "
+            "too, before a filter could see it (computed from the host)")
+    else:
+        add("i386 syscall (int 0x80)", NOT_NATIVE or "SIGSYS", "seccomp kills a syscall of another ABI")
     add("x32 syscall", NOT_NATIVE or "SIGSYS", "as above")
 
     # ---- cgroups: hybrid or v2 on the host, none in the job's view ---------------------------
