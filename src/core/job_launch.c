@@ -679,6 +679,20 @@ void job_launch_live_usage(const job *j, job_usage *u)
     u->pids_current = st.pids_current;
 }
 
+/* signo with its value v to the job's shim, as sigqueue(3) sends it (SI_QUEUE: the shim takes
+ * the value only from a signal so sent), through its pidfd. */
+static int shim_sigqueue(const job *j, int signo, union sigval v)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = signo;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value = v;
+    return (int)syscall(SYS_pidfd_send_signal, j->w_pid.fd, signo, &si, 0);
+}
+
 /* Whether a SHIM_SIGNAL_FORWARD waits in the shim's queue, not taken yet: the kernel's mask of
  * the signals pending for the whole process (ShdPnd in /proc/PID/status, bit N-1 for signal N). */
 static bool forward_pending(pid_t shim)
@@ -710,14 +724,7 @@ int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e)
     else if (j->signals_queued >= JOB_LAUNCH_SIGNALS_QUEUED_MAX)
         return jerr_http(e, 503, "cannot send %s to job %s now: the %u signals sent before still wait for it to "
                                  "take them; try again in a moment", name, j->id, (unsigned)j->signals_queued);
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    si.si_signo = SHIM_SIGNAL_FORWARD;
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
-    si.si_value.sival_int = sig | (all ? SHIM_SIGNAL_ALL : 0);
-    if (syscall(SYS_pidfd_send_signal, j->w_pid.fd, SHIM_SIGNAL_FORWARD, &si, 0) < 0) {
+    if (shim_sigqueue(j, SHIM_SIGNAL_FORWARD, (union sigval){.sival_int = sig | (all ? SHIM_SIGNAL_ALL : 0)}) < 0) {
         if (errno == ESRCH)
             return jerr_http(e, 409, "job %s ended before %s reached it", j->id, name);
         if (errno == EAGAIN) /* the queue of signals pending is full (RLIMIT_SIGPENDING) */
@@ -740,12 +747,6 @@ int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e)
 {
     if (j->shim_pid <= 0 || j->w_pid.fd < 0)
         return jerr_http(e, 409, "job %s is %s; its shim does not run", j->id, job_state_name(j->state));
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    si.si_signo = SIGUSR2;
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
     uint64_t word = (seconds > INT32_MAX ? INT32_MAX : seconds) | (suspended ? SHIM_LIMIT_SUSPENDED : 0);
     char dir[700], path[760], txt[32];
     jobs_dir_of(j, dir, sizeof dir);
@@ -753,8 +754,7 @@ int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e)
     int n = snprintf(txt, sizeof txt, "%llu\n", (unsigned long long)word);
     if (write_file_opt(path, txt, (size_t)n, 0600, WF_ATOMIC, e) < 0)
         return -1;
-    si.si_value.sival_ptr = (void *)(uintptr_t)word;
-    if (syscall(SYS_pidfd_send_signal, j->w_pid.fd, SIGUSR2, &si, 0) < 0)
+    if (shim_sigqueue(j, SIGUSR2, (union sigval){.sival_ptr = (void *)(uintptr_t)word}) < 0)
         return jerr_sys(e, "tell the shim of job %s its run-time limit", j->id);
     return 0;
 }

@@ -14,11 +14,9 @@ import pytest
 
 from conftest import TERMINAL, api_as, rnx_as, wait_for
 from test_arrays import LIMITS
+from test_signal import PROBE, events, lines, start_probe
 
 OTHER = 4324  # a user who is not root (joblet reads the peer's uid; no account needed)
-
-PROBE = ("trap 'echo USR1 >> /work/cmd' USR1; trap 'echo HUP >> /work/cmd' HUP; touch /work/up; "
-         "while :; do sleep 0.05; done")
 
 
 @pytest.fixture(scope="module")
@@ -28,26 +26,6 @@ def d():
     dm = Daemon(LIMITS).start()
     yield dm
     dm.cleanup()
-
-
-def lines(d, jid, name):
-    try:
-        with open(os.path.join(d.work(jid), name)) as f:
-            return f.read().split()
-    except FileNotFoundError:
-        return []
-
-
-def start_probe(d, **fields):
-    jid = d.submit("bash", "-c", PROBE, **fields)
-    wait_for(lambda: os.path.exists(os.path.join(d.work(jid), "up")), f"job {jid}'s traps are set")
-    return jid
-
-
-def events(d, jid, kind=None):
-    code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
-    assert code == 200, j
-    return [e for e in j["detail"]["events"] if kind is None or e["event"] == kind]
 
 
 def end(d, *ids):

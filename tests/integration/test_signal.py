@@ -47,10 +47,11 @@ def start_probe(d, **fields):
     return jid
 
 
-def events(d, jid, kind):
+def events(d, jid, kind=None):
+    """The job's history (GET ?detail=1), only the events of that kind when kind is given."""
     code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
     assert code == 200, j
-    return [e for e in j["detail"]["events"] if e["event"] == kind]
+    return [e for e in j["detail"]["events"] if kind is None or e["event"] == kind]
 
 
 def end(d, *ids):
