@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -83,22 +84,16 @@ NOT_NATIVE = "absent" if ARCH != "x86_64" else None  # iopl, ioperm, create_modu
 def _host_int80():
     """What a 32-bit syscall (getpid through int 0x80) does on the host itself, outside any job:
     "ran", or "SIGSEGV" on a kernel without 32-bit syscalls (no IA32 emulation, or booted with
-    ia32_emulation=false), where the instruction faults before any seccomp filter could see it."""
+    ia32_emulation=false), where the instruction faults before any seccomp filter could see it.
+    In a Python of its own: pytest's fault handler would report the fault of a forked child."""
     if ARCH != "x86_64":
         return "absent"
-    import mmap
-    import signal
-    pid = os.fork()
-    if pid == 0:
-        try:
-            code = b"\xb8\x14\x00\x00\x00\xcd\x80\xc3"  # mov eax, 20; int 0x80; ret
-            m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-            m.write(code)
-            ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(m)))()
-        finally:
-            os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    return signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else "ran"
+    code = ("import ctypes, mmap\n"
+            "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+            "m.write(b'\\xb8\\x14\\x00\\x00\\x00\\xcd\\x80\\xc3')  # mov eax, 20; int 0x80; ret\n"
+            "ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(m)))()\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    return signal.Signals(-p.returncode).name if p.returncode < 0 else "ran"
 
 
 HOST_INT80 = _host_int80()
