@@ -267,15 +267,22 @@ static void verify(const char *where)
         bool jl = !linked && arrays_ended(a);
         /* out of the list's order (ahead): never a task canceled before it was made; the made
          * tasks in the list's order, each one made (before the cursor, or ahead) */
-        int64_t last = -1;
+        int64_t last = -1, last_place = -1;
         for (size_t k = 0; k < a->ntasks && !what[0]; k++) {
+            if ((int64_t)a->places[k] <= last_place)
+                snprintf(what, sizeof what, "array %s: slot %zu's place %u is not after the one before it", a->id, k,
+                         a->places[k]);
+            last_place = a->places[k];
             const job *t = a->tasks[k];
             if (!t)
                 continue;
             int64_t p = arrayspec_index(&a->spec, (uint32_t)t->array_task);
-            /* (one before the cursor is not looked up in skip: a cancel naming it in a list that
-             * does not ascend keeps it there, merge_skip) */
-            bool made = p >= 0 && ((uint64_t)p < a->made || arrayspec_has(&a->ahead, (uint32_t)t->array_task));
+            if (!what[0] && p != (int64_t)a->places[k])
+                snprintf(what, sizeof what, "array %s: task %lld's slot says place %u, its list %lld", a->id,
+                         (long long)t->array_task, a->places[k], (long long)p);
+            /* (and never counted canceled before it was made too: merge_skip) */
+            bool made = p >= 0 && ((uint64_t)p < a->made || arrayspec_has(&a->ahead, (uint32_t)t->array_task)) &&
+                        !arrayspec_has(&a->skip, (uint32_t)t->array_task);
             if (p <= last || !made)
                 snprintf(what, sizeof what, "array %s: task %lld's job is out of the list's order or not counted made",
                          a->id, (long long)t->array_task);
@@ -345,6 +352,7 @@ static void free_one(jarray *a)
     free(a->name);
     jobreq_free(&a->req);
     free(a->tasks);
+    free(a->places);
     free(a->canceled_why);
     free(a->after_seq);
     free(a->dependents);
@@ -566,31 +574,25 @@ int arrays_go_take(jarray *a, uint32_t *t)
     return -1;
 }
 
-/* The slot of the made task at the list's place k (*found), or where it goes: a->tasks hold the
- * made tasks in the list's order, NULL where one was deleted. A binary search, each NULL slot
- * passed over to its nearest task on the left: a request naming 1,000 tasks of a big array costs
- * 1,000 x log(tasks), not 1,000 x tasks. */
+/* The slot of the made task at the list's place k (*found: its job may have been deleted since,
+ * NULL), or where it goes: a->tasks hold the made tasks in the list's order, a->places their
+ * places. A binary search over the places, deleted slots included: a request naming 1,000 tasks
+ * of a big array costs 1,000 x log(tasks), and deleting a 100,000-task array's tasks front to
+ * back costs each the same (a search that walked past deleted slots made that quadratic). */
 static size_t slot_of(const jarray *a, int64_t k, bool *found)
 {
     *found = false;
     size_t lo = 0, hi = a->ntasks;
     while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2, m = mid;
-        while (m > lo && !a->tasks[m])
-            m--;
-        if (!a->tasks[m]) {
-            lo = mid + 1;
-            continue;
-        }
-        int64_t km = arrayspec_index(&a->spec, (uint32_t)a->tasks[m]->array_task);
-        if (km == k) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((int64_t)a->places[mid] == k) {
             *found = true;
-            return m;
+            return mid;
         }
-        if (km < k)
+        if ((int64_t)a->places[mid] < k)
             lo = mid + 1;
         else
-            hi = m;
+            hi = mid;
     }
     return lo;
 }
@@ -603,12 +605,16 @@ static void link_task(jarray *a, job *j, bool in_place)
     if (a->ntasks == a->cap) {
         a->cap = a->cap ? a->cap * 2 : 16;
         a->tasks = xrealloc(a->tasks, a->cap * sizeof *a->tasks);
+        a->places = xrealloc(a->places, a->cap * sizeof *a->places);
     }
     j->array = a;
     bool found;
-    size_t at = in_place ? slot_of(a, arrayspec_index(&a->spec, (uint32_t)j->array_task), &found) : a->ntasks;
+    int64_t k = arrayspec_index(&a->spec, (uint32_t)j->array_task);
+    size_t at = in_place ? slot_of(a, k, &found) : a->ntasks;
     memmove(&a->tasks[at + 1], &a->tasks[at], (a->ntasks - at) * sizeof *a->tasks);
+    memmove(&a->places[at + 1], &a->places[at], (a->ntasks - at) * sizeof *a->places);
     a->tasks[at] = j;
+    a->places[at] = (uint32_t)k;
     a->ntasks++;
     a->nlinked++;
     if (!job_state_terminal(j->state)) {
@@ -808,6 +814,58 @@ bool arrays_ended(const jarray *a)
 
 /* ---- acting ---- */
 
+/* Takes the ids lo..hi out of the pieces v[0..*n) (ranges of step 1, at most max of them). */
+static bool pieces_cut(arrayspec_range *v, size_t *n, size_t max, uint32_t lo, uint32_t hi)
+{
+    for (size_t i = 0; i < *n; i++) {
+        arrayspec_range p = v[i];
+        if (hi < p.lo || lo > p.hi)
+            continue;
+        if (lo > p.lo && hi < p.hi) { /* in the middle: two pieces */
+            if (*n == max)
+                return false;
+            v[(*n)++] = (arrayspec_range){hi + 1, p.hi, 1};
+            v[i].hi = lo - 1;
+        } else if (lo <= p.lo && hi >= p.hi) {
+            v[i--] = v[--(*n)];
+        } else if (lo <= p.lo) {
+            v[i].lo = hi + 1;
+        } else {
+            v[i].hi = lo - 1;
+        }
+    }
+    return true;
+}
+
+/* The ids of r (step 1) that the cursor has not passed, as pieces of step 1 into v (at most
+ * max): a list that does not ascend ("9,1-3") has its places before the cursor anywhere among
+ * r's ids. Per range of the list before the cursor, its ids passed: one cut for a range of step
+ * 1, one per id in r for a range with a step. The number of pieces, or -1 past max. */
+static int64_t cut_passed(const jarray *a, arrayspec_range r, arrayspec_range *v, size_t max)
+{
+    size_t n = 1;
+    v[0] = r;
+    uint64_t p0 = 0;
+    for (size_t i = 0; i < a->spec.n && p0 < a->made && n; i++) {
+        const arrayspec_range *s = &a->spec.r[i];
+        uint64_t count = (uint64_t)(s->hi - s->lo) / s->step + 1, passed = a->made - p0 < count ? a->made - p0 : count;
+        uint32_t last = s->lo + (uint32_t)(passed - 1) * s->step; /* the last id of s the cursor passed */
+        p0 += count;
+        if (last < r.lo || s->lo > r.hi)
+            continue;
+        if (s->step == 1) {
+            if (!pieces_cut(v, &n, max, s->lo, last))
+                return -1;
+            continue;
+        }
+        uint32_t from = s->lo >= r.lo ? s->lo : s->lo + (r.lo - s->lo + s->step - 1) / s->step * s->step;
+        for (uint32_t t = from; t <= last && t <= r.hi; t += s->step)
+            if (!pieces_cut(v, &n, max, t, t))
+                return -1;
+    }
+    return (int64_t)n;
+}
+
 /* The union of the skip list and the ids of tasks, as disjoint ranges of step 1 in order. */
 static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
 {
@@ -817,6 +875,11 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
     if (cap > 4 * ARRAYSPEC_MAX_RANGES)
         return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
                                  "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
+    bool ascends = true;
+    for (size_t i = 1; i < a->spec.n; i++)
+        ascends &= a->spec.r[i - 1].hi < a->spec.r[i].lo;
+    if (!ascends)
+        cap += 4 * ARRAYSPEC_MAX_RANGES; /* (room for the pieces cut_passed leaves; past it, 409) */
     arrayspec_range *v = xcalloc(cap, sizeof *v);
     size_t n = 0;
     for (size_t i = 0; i < a->skip.n; i++)
@@ -824,16 +887,22 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
     /* The named tasks the cursor passed were made (or were canceled before already): they are
      * not kept as canceled before they were made, which would count each twice (its job, and
      * CANCELED) and hide its job from ID_T. Where the list's ranges ascend (each after the one
-     * before it, as lists are written), the ids below the cursor's; one by one otherwise (a
-     * range with a step), and a range of step 1 of a list that does not ascend as it was. */
-    bool ascends = true;
-    for (size_t i = 1; i < a->spec.n; i++)
-        ascends &= a->spec.r[i - 1].hi < a->spec.r[i].lo;
+     * before it, as lists are written), the ids below the cursor's; otherwise what the list's
+     * places before the cursor leave of a range (cut_passed), one by one for a range with a step. */
     uint32_t from = a->made < a->spec.count ? arrayspec_task(&a->spec, a->made) : ARRAYSPEC_MAX_ID + 1;
     for (size_t i = 0; i < tasks->n; i++) {
         arrayspec_range r = tasks->r[i];
-        if (r.step == 1) {
-            if (ascends && r.lo < from)
+        if (r.step == 1 && !ascends) {
+            int64_t got = n < cap ? cut_passed(a, r, v + n, cap - n) : -1;
+            if (got < 0) {
+                free(v);
+                return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d "
+                                         "ranges are kept); cancel them in ranges, or the whole array",
+                                 ARRAYSPEC_MAX_RANGES);
+            }
+            n += (size_t)got;
+        } else if (r.step == 1) {
+            if (r.lo < from)
                 r.lo = from;
             if (r.lo <= r.hi)
                 v[n++] = r;
@@ -1041,8 +1110,10 @@ static void sort_tasks(jarray *a)
     for (size_t i = 0; i < a->ntasks; i++)
         v[i] = (placed_task){arrayspec_index(&a->spec, (uint32_t)a->tasks[i]->array_task), a->tasks[i]};
     qsort(v, a->ntasks, sizeof *v, placed_cmp);
-    for (size_t i = 0; i < a->ntasks; i++)
+    for (size_t i = 0; i < a->ntasks; i++) {
         a->tasks[i] = v[i].j;
+        a->places[i] = (uint32_t)v[i].k;
+    }
     free(v);
 }
 

@@ -56,6 +56,8 @@ typedef struct jarray {
     bool held;                 /* no task of it is made while held */
     job **tasks;               /* made tasks in the list's order (a task made ahead is put in its place);
                                 * NULL once deleted */
+    uint32_t *places;          /* each slot's place in the list (its task's), kept when its job is
+                                * deleted: what a slot is found by (a run of deleted ones costs nothing) */
     size_t ntasks, cap;
     size_t nlinked;            /* slots of tasks not NULL: jobs it keeps */
     uint32_t active;           /* made tasks not ended: what %N bounds */

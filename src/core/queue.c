@@ -106,7 +106,18 @@ static uint64_t passes; /* the scheduler's passes: which one counted an array's 
 static uint32_t offer(const jarray *a)
 {
     uint32_t n = arrays_offer(a, a->pass == passes ? a->pass_runs : 0), head = depend_tasks_ready(a, n);
-    return head + (a->ngo < n - head ? a->ngo : n - head);
+    if (!a->ngo || head == n)
+        return head;
+    /* those of go that the cursor reached meanwhile are among the head's already: not twice (one
+     * offered for nothing would take room from others in the pass, or be preempted for) */
+    uint32_t at_head[64], nhead = head ? arrays_upcoming(a, at_head, head < 64 ? head : 64) : 0, more = 0;
+    for (uint32_t i = 0; i < a->ngo; i++) {
+        bool dup = false;
+        for (uint32_t k = 0; k < nhead && !dup; k++)
+            dup = at_head[k] == a->go[i];
+        more += !dup;
+    }
+    return head + (more < n - head ? more : n - head);
 }
 
 /* The task an offered entry that starts is made as: the cursor's when it may go, else the next
@@ -135,7 +146,9 @@ static enum task_canceled cancel_task(jarray *a, uint32_t t, enum depend_task_en
     }
     jerr e = {0};
     arrayspec one = {.n = 1, .r = {{t, t, 1}}, .count = 1, .min = t, .max = t};
-    if (end == DEPEND_TASK_UNMADE && arrays_cancel_unmade(a, &one, 0, &e) >= 0) {
+    /* (a save that failed left it in skip all the same, for the commit's retry to write: it is
+     * canceled then, never made too) */
+    if (end == DEPEND_TASK_UNMADE && (arrays_cancel_unmade(a, &one, 0, &e) >= 0 || arrayspec_has(&a->skip, t))) {
         log_info("array %s: task %u canceled before it was made: %s", a->id, t, why);
         *unmade = true;
         return TASK_CANCELED;

@@ -246,6 +246,25 @@ def test_task_references_and_cancel_before_they_start(d):
     d.rnx("job", "delete", aid, check=True)
 
 
+def test_cancel_in_a_list_that_does_not_ascend_counts_each_task_once(d):
+    """A list written "9,1-3": task 9 runs first and completes, task 1 runs; a cancel naming
+    1-3 and 9 cancels 2 and 3 before they are made and leaves 9 (made, COMPLETED) as it was: four
+    tasks, each counted once, and ID_9 still its job. (It was kept as canceled too: five.)"""
+    a = submit_array(d, "9,1-3%1", "sh", "-c", "if [ $SLURM_ARRAY_TASK_ID = 1 ]; then "
+                     "while [ ! -e /work/go ]; do sleep 0.02; done; fi")
+    aid, short = a["id"], a["id"][:8]
+    t1 = d.wait_status(f"{short}_1", "RUNNING")
+    assert d.job(f"{short}_9")["status"] == "COMPLETED"
+    r = d.rnx("job", "cancel", f"{short}_[1-3,9]", check=True)
+    assert "canceled 2 tasks" in r.stdout, r.stdout
+    assert d.job(aid)["array"]["counts"] == {"COMPLETED": 1, "RUNNING": 1, "CANCELED": 2}
+    assert d.job(f"{short}_9")["id"] != aid   # its job, not the array answering for it
+    open(os.path.join(d.work(t1["id"]), "go"), "w").close()
+    done = wait_array(d, aid)
+    assert done["array"]["counts"] == {"COMPLETED": 2, "CANCELED": 2}, done
+    d.rnx("job", "delete", aid, check=True)
+
+
 def test_stop_array_stops_running_and_cancels_the_rest(d):
     a = submit_array(d, "1-20:2%3", "sleep", "60")
     aid = a["id"]
