@@ -101,6 +101,23 @@ const char *MHD_lookup_connection_value(struct MHD_Connection *c, enum MHD_Value
     return NULL;
 }
 
+/* (api/query.c's query_has: whether the key is given at all, with a value or without) */
+enum MHD_Result MHD_lookup_connection_value_n(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *key,
+                                              size_t key_size, const char **value_ptr, size_t *value_size_ptr)
+{
+    if (kind != MHD_GET_ARGUMENT_KIND)
+        return MHD_NO;
+    for (int i = 0; i < c->nargs; i++)
+        if (strlen(c->key[i]) == key_size && !memcmp(c->key[i], key, key_size)) {
+            if (value_ptr)
+                *value_ptr = c->value[i];
+            if (value_size_ptr)
+                *value_size_ptr = c->value[i] ? strlen(c->value[i]) : 0;
+            return MHD_YES;
+        }
+    return MHD_NO;
+}
+
 struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer, enum MHD_ResponseMemoryMode mode)
 {
     struct MHD_Response *r = calloc(1, sizeof *r);
