@@ -691,10 +691,11 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
     free(txt);
 }
 
-/* The job's run time so far: since its start, less the time it was suspended. */
+/* The job's run time so far: since its start, less the time it was suspended (while it is,
+ * up to its suspension). */
 static int64_t ran_ns(const shim *sh)
 {
-    return mono_ns() - sh->runtime_from_ns - sh->paused_ns;
+    return (sh->paused_since_ns ? sh->paused_since_ns : mono_ns()) - sh->runtime_from_ns - sh->paused_ns;
 }
 
 /* When --signal's signal is due, in run time (ns): warn_s before the limit, 0 (at once) when the

@@ -131,7 +131,10 @@ def test_hundred_thousand_tasks_cost_one_job_until_they_run(d):
           f"(+{rss1 - rss0} KB); database {db0} -> {db1} bytes (+{db1 - db0})")
     assert a["array"]["tasks"] == 100000 and a["array"]["made"] == 0
     assert a["array"]["counts"] == {"QUEUED": 100000}
-    assert rss1 - rss0 < 1024, (rss0, rss1)
+    # (a sanitizer build's RSS is its allocator's quarantine and shadow memory, not the daemon's:
+    # on this VM it grew 2 MB there, at 85df34c as now, against 16 KB in a normal build)
+    if os.environ.get("JOBLET_PASS") != "sanitizers":
+        assert rss1 - rss0 < 1024, (rss0, rss1)
     assert db1 - db0 < 1024 * 1024, (db0, db1)
     # no job, no directory made for its tasks
     assert not tasks_of(d, a["id"])
