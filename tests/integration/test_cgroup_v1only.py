@@ -19,6 +19,7 @@ import uuid
 import pytest
 
 from conftest import BUILD, need_root, v1only_daemon, wait_for
+from test_isolation import CGROUP_HELPER, unused_char_major  # (the device tests' helpers)
 
 HIERARCHIES = ("cpu", "cpuacct", "memory", "pids", "blkio", "cpuset", "devices", "freezer")
 # a counter written every 50 ms to /work/n: it stands still while the job is frozen
@@ -178,34 +179,6 @@ def test_max_cpu_sets_the_cfs_quota(d):
     assert read(os.path.join(dirs["cpu"], "cgroup.procs")).split(), "the job is not in its cpu cgroup"
     end(d, jid)
     gone(d, jid)
-
-
-# Run as a separate root process on the host (the test itself never joins a job's cgroup): join
-# the given cgroups, then try the node and /dev/null (as test_isolation's device tests do).
-CGROUP_HELPER = r"""
-import errno, json, os, sys
-node, procs_files = sys.argv[1], sys.argv[2:]
-for p in procs_files:
-    with open(p, "w") as f:
-        f.write("0")
-def try_open(path):
-    try:
-        os.close(os.open(path, os.O_RDONLY))
-        return "ok"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
-print(json.dumps({"node": try_open(node), "null": try_open("/dev/null")}))
-"""
-
-
-def unused_char_major():
-    with open("/proc/devices") as f:
-        chars = f.read().split("Block devices:")[0]
-    used = {int(l.split()[0]) for l in chars.splitlines() if l.strip() and l.split()[0].isdigit()}
-    for m in list(range(240, 255)) + list(range(200, 240)):
-        if m not in used:
-            return m
-    pytest.skip("no unused character major between 200 and 254")
 
 
 def in_cgroups(node, procs_files):
