@@ -409,7 +409,11 @@ def test_runtime(cluster, jd):
 
 
 def test_nothing_left(cluster, jd):
-    """After the module's tasks: no joblet job running, no cgroup2 directory slurm-* of joblet's."""
+    """After the module's tasks: no joblet job running, no cgroup2 directory slurm-* of joblet's.
+    A task's directory goes when its shim exits, just after the job's end is recorded (srun may
+    return in between), so the test waits for it."""
     assert not [j for j in slurm_jobs(jd) if j["status"] in ("RUNNING", "STOPPING")]
-    left = [x for x in os.listdir(cg2_root(jd)) if x.startswith("slurm-")] if os.path.isdir(cg2_root(jd)) else []
-    assert left == [], left
+
+    def left():
+        return [x for x in os.listdir(cg2_root(jd)) if x.startswith("slurm-")] if os.path.isdir(cg2_root(jd)) else []
+    wait_for(lambda: not left(), "joblet to remove its slurm-* cgroup2 directories", diag=lambda: str(left()))
