@@ -11,6 +11,7 @@ PKGS=(
   libarchive-dev   # the tar streams of rnx job cp (src/exec/copy_main.c, src/cli/cmd_cp.c)
   libmnl-dev nftables   # jobs' networks: rtnetlink and the table inet joblet (src/exec/net_main.c)
   libcmocka-dev python3 python3-pytest
+  python3-pytest-xdist   # scripts/test.sh runs the integration test files in parallel workers (conftest.py: PARALLEL)
   iproute2 util-linux procps
   e2fsprogs    # mke2fs: filesystem volumes (docs/volumes.md)
   runc bubblewrap

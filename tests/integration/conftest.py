@@ -171,7 +171,9 @@ class Daemon:
             try:
                 self.api("GET", "/v1/version")
                 if self.wrap:
-                    self.mnt_nss.append(os.readlink(f"/proc/{self.proc.pid}/ns/mnt"))
+                    # held open: the namespace, and so its number, cannot go to another
+                    # process (a parallel worker's job) before kill_mount_namespace is done
+                    self.mnt_nss.append(os.open(f"/proc/{self.proc.pid}/ns/mnt", os.O_RDONLY))
                 return self
             except OSError:
                 time.sleep(0.05)
@@ -304,6 +306,8 @@ class Daemon:
         subprocess.run(["pkill", "-KILL", "-f", f"joblet-shim {self.state}/"], check=False)
         for ns in self.mnt_nss:
             kill_mount_namespace(ns)
+            os.close(ns)
+        self.mnt_nss = []
         remove_cgroup_root(self.cgroup_root)
         release_mounts(self.dir)
         log = self.log()
@@ -333,14 +337,16 @@ def v1only_daemon(config_text=None, env=None):
     return Daemon(config_text, env, wrap=V1ONLY_WRAP)
 
 
-def kill_mount_namespace(ns):
-    """SIGKILL, by PID, every process left in mount namespace ns (a v1-only daemon's: the shims
-    that outlived it), and wait until none is."""
+def kill_mount_namespace(fd):
+    """SIGKILL, by PID, every process left in the mount namespace open as fd (a v1-only daemon's:
+    the shims that outlived it), and wait until none is."""
+    ino = os.fstat(fd).st_ino
+
     def members():
         out = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
-                if os.readlink(f"/proc/{pid}/ns/mnt") == ns and int(pid) != os.getpid():
+                if os.stat(f"/proc/{pid}/ns/mnt").st_ino == ino and int(pid) != os.getpid():
                     out.append(int(pid))
             except OSError:
                 continue
@@ -534,6 +540,8 @@ def pytest_sessionfinish(session, exitstatus):
     """No rnx keeper (src/cli/conn_agent.h) of this build may outlive the tests: each test that
     reaches a node over TLS ends its keepers (Keepers.end). Any left is ended here by its PID and
     fails the run."""
+    if hasattr(session.config, "workerinput"):
+        return   # a parallel worker: the others may still run keepers; the run's end checks
     exe = os.path.realpath(os.path.join(BUILD, "rnx"))
     left = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -566,12 +574,55 @@ SANITIZER_PASS_SKIPS = {
     "test_console_browser.py": "chromium drives the console; the daemon's routes are test_console's, which the pass runs",
     "test_console_lighthouse.py": "Lighthouse audits the console's pages in chromium; no joblet code beyond test_console's",
 }
+# And these, by measure: scripts/coverage_by_file.py (a coverage build, each module alone) found
+# that every line of joblet's C they reach, other modules of the pass reach too, but one each for
+# two of them (an error message's line); each costs 10-30 s.
+COVERED_ELSEWHERE = "every line of joblet's C it reaches, other modules of the pass reach (scripts/coverage_by_file.py)"
+SANITIZER_PASS_SKIPS.update({
+    "test_limits.py": COVERED_ELSEWHERE,
+    "test_networks_gvisor.py": COVERED_ELSEWHERE,
+    "test_gpu_guide.py": "every line of joblet's C it reaches but one (jobreq.c's max_memory_mb message), other "
+                         "modules of the pass reach (scripts/coverage_by_file.py)",
+    "test_networks_rate.py": "every line of joblet's C it reaches but one (networks.c's max_netbps refusal), other "
+                             "modules of the pass reach (scripts/coverage_by_file.py)",
+})
 
 
+# Parallel workers. scripts/test.sh runs the modules in pytest-xdist workers (--dist loadgroup):
+# each module runs whole, its tests in order, in one worker. Every daemon has its own directory,
+# socket and cgroup root, so most modules share nothing with each other; the modules of a group
+# below share something of the machine's and so run one after another in one worker. Groups are
+# handed out first, in this order (the longest first), then the modules in their usual order.
+SHARED = {
+    # The machine's own: nftables' table inet joblet, the links jb-*/jv* (test_networks' fixture
+    # prunes and checks them) and the default networks' addresses; the host's interface list
+    # (test_cli, test_isolation compare a --network host job's with it; test_delegated adds a
+    # veth); Slurm's fixed v1 cgroups slurm_node1/2 and slurm* swept at a cluster's end; dpkg and
+    # what the .deb installs (/usr/share/bash-completion: test_completion; meson install:
+    # test_packaging); the runtime build cache (8 archives kept: one module's builds may evict
+    # another's cold python-3.11-ml, minutes from the mirror).
+    "machine": ["test_deb.py", "test_packaging.py", "test_completion.py",
+                "test_runtimes.py", "test_runtime_ml.py", "test_gpu_guide.py",
+                "test_networks.py", "test_networks_gvisor.py", "test_networks_rate.py", "test_networks_ml.py",
+                "test_cli.py", "test_isolation.py", "test_delegated.py",
+                "test_slurm_cluster.py", "test_slurm_joblet.py", "test_slurm_ml.py", "test_slurm_plugin.py"],
+    # chromium, a core or two each: one browser at a time
+    "chromium": ["test_console_lighthouse.py", "test_console_browser.py"],
+}
+GROUP_OF = {m: g for g, ms in SHARED.items() for m in ms}
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the group's mark
 def pytest_collection_modifyitems(config, items):
+    def module(item):
+        return os.path.basename(str(item.fspath))
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(GROUP_OF.get(module(item), module(item))))
+    order = {g: i for i, g in enumerate(SHARED)}
+    items.sort(key=lambda it: order.get(GROUP_OF.get(module(it)), len(order)))   # stable: else as collected
     if os.environ.get("JOBLET_PASS") != "sanitizers":
         return
     for item in items:
-        why = SANITIZER_PASS_SKIPS.get(os.path.basename(str(item.fspath)))
+        why = SANITIZER_PASS_SKIPS.get(module(item))
         if why:
             item.add_marker(pytest.mark.skip(reason=f"normal pass only: {why}"))

@@ -26,7 +26,7 @@ import pytest
 
 from console_util import Console
 
-UID = 4341           # the console's owner
+UID = 4361           # the console's owner (a uid no other module uses: prlimit --nproc counts it machine-wide)
 MALLORY = 4342       # another local user
 
 

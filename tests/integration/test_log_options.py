@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import UnixHTTPConnection
+from conftest import UnixHTTPConnection, wait_for
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TS_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z) (.*)$")
@@ -79,18 +79,18 @@ def test_tail_counts_a_last_line_without_newline_and_long_pieces(daemon):
 
 def test_tail_then_follow(daemon):
     d = daemon
-    p = d.rnx("job", "run", "sh", "-c", "echo one; echo two; sleep 1; echo three", check=True)
+    p = d.rnx("job", "run", "sh", "-c", "echo one; echo two; sleep 3; echo three", check=True)
     jid = p.stdout.strip()
-    time.sleep(0.5)
+    wait_for(lambda: d.output(jid) == "one\ntwo\n", "the job's first two lines")
     assert d.rnx("job", "log", "--tail", "1", "-f", jid, check=True).stdout == "two\nthree\n"
 
 
 def test_since_skips_what_came_before(daemon):
     d = daemon
-    p = d.rnx("job", "run", "sh", "-c", "echo early; echo early-err >&2; sleep 1.5; echo late", check=True)
+    p = d.rnx("job", "run", "sh", "-c", "echo early; echo early-err >&2; sleep 3; echo late", check=True)
     jid = p.stdout.strip()
-    time.sleep(0.8)
-    mid = time.time()
+    wait_for(lambda: d.output(jid) == "early\n" and d.output(jid, "stderr") == "early-err\n", "the early lines")
+    mid = time.time()   # after the early lines were stamped, before the late one
     d.wait(jid)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(mid)) + f".{int(mid % 1 * 1e6):06d}Z"
     out = d.rnx("job", "log", "--since", stamp, jid, check=True)

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, Daemon, need_root
+from conftest import BUILD, Daemon, need_root, wait_for
 
 # Networks of the tests' own, away from the built-in defaults (checked free at the start)
 CONFIG = "network:\n  bridge_cidr: 10.227.0.0/24\n  isolated_cidr: 10.226.0.0/24\n"
@@ -201,7 +201,9 @@ class Outside:
              "    def log_message(self, *a): pass\n"
              f"h.HTTPServer(('{self.addr}', 8080), H).serve_forever()\n"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        wait_for(lambda: subprocess.run(["ip", "netns", "exec", self.ns, "ss", "-Hltn", "sport = :8080"],
+                                        capture_output=True, text=True).stdout.strip(),
+                 "the outside's HTTP server to listen")
 
     def close(self):
         self.server.kill()

@@ -575,8 +575,10 @@ static int count(mountinfo_entry *m, void *arg, jerr *e)
 static void test_own_mountinfo(void **state)
 {
     char *s = read_file("/proc/self/mountinfo", NULL);
-    if (!s)
+    if (!s) {
         skip();
+        return; /* (cmocka's skip jumps away, but does not say it never returns) */
+    }
     size_t lines = 0;
     for (char *p = s; *p; p++)
         lines += *p == '\n';
