@@ -594,20 +594,22 @@ SANITIZER_PASS_SKIPS.update({
 # below share something of the machine's and so run one after another in one worker. Groups are
 # handed out first, in this order (the longest first), then the modules in their usual order.
 SHARED = {
-    # The machine's own: nftables' table inet joblet, the links jb-*/jv* (test_networks' fixture
-    # prunes and checks them) and the default networks' addresses; the host's interface list
-    # (test_cli, test_isolation compare a --network host job's with it; test_delegated adds a
-    # veth); Slurm's fixed v1 cgroups slurm_node1/2 and slurm* swept at a cluster's end; dpkg and
-    # what the .deb installs (/usr/share/bash-completion: test_completion; meson install:
-    # test_packaging); the runtime build cache (8 archives kept: one module's builds may evict
-    # another's cold python-3.11-ml, minutes from the mirror).
-    "machine": ["test_deb.py", "test_packaging.py", "test_completion.py",
-                "test_runtimes.py", "test_runtime_ml.py", "test_gpu_guide.py",
-                "test_networks.py", "test_networks_gvisor.py", "test_networks_rate.py", "test_networks_ml.py",
-                "test_cli.py", "test_isolation.py", "test_delegated.py",
-                "test_slurm_cluster.py", "test_slurm_joblet.py", "test_slurm_ml.py", "test_slurm_plugin.py"],
+    # The runtime build cache: 8 archives kept, so one module's builds may evict another's
+    # python-3.11-ml (minutes from the mirror when cold; runtime_util.build waits for a build of
+    # the same recipe another worker has under way, then takes it from the cache).
+    "runtime-cache": ["test_runtime_ml.py", "test_runtimes.py", "test_gpu_guide.py"],
     # chromium, a core or two each: one browser at a time
     "chromium": ["test_console_lighthouse.py", "test_console_browser.py"],
+    # dpkg and what the .deb installs (/usr/share/bash-completion, which test_completion reads;
+    # test_packaging's meson install)
+    "dpkg": ["test_deb.py", "test_packaging.py", "test_completion.py"],
+    # nftables' table inet joblet, the links jb-*/jv* (test_networks' fixture prunes and checks
+    # them) and the default networks' addresses; the host's interface list (test_cli and
+    # test_isolation compare a --network host job's with it; test_delegated adds a veth)
+    "host-network": ["test_networks.py", "test_networks_gvisor.py", "test_networks_rate.py", "test_cli.py",
+                     "test_isolation.py", "test_delegated.py", "test_networks_ml.py"],
+    # Slurm's fixed v1 cgroups slurm_node1/2, and every slurm* one swept at a cluster's end
+    "slurm": ["test_slurm_cluster.py", "test_slurm_joblet.py", "test_slurm_plugin.py", "test_slurm_ml.py"],
 }
 GROUP_OF = {m: g for g, ms in SHARED.items() for m in ms}
 
@@ -618,8 +620,8 @@ def pytest_collection_modifyitems(config, items):
         return os.path.basename(str(item.fspath))
     for item in items:
         item.add_marker(pytest.mark.xdist_group(GROUP_OF.get(module(item), module(item))))
-    order = {g: i for i, g in enumerate(SHARED)}
-    items.sort(key=lambda it: order.get(GROUP_OF.get(module(it)), len(order)))   # stable: else as collected
+    order = {m: i for i, m in enumerate(GROUP_OF)}   # groups first, each module where its group lists it
+    items.sort(key=lambda it: order.get(module(it), len(order)))   # stable: the rest as collected
     if os.environ.get("JOBLET_PASS") != "sanitizers":
         return
     for item in items:

@@ -7,6 +7,7 @@ tar.zst per recipe, keyed by the recipe's sha256, exactly as joblet's own cache 
 run on a machine builds from the mirror, every later run (the ASan pass of scripts/test.sh, the
 next CI run) installs from the archive in seconds. An empty machine works too, only slower.
 """
+import fcntl
 import hashlib
 import os
 import socket
@@ -100,8 +101,13 @@ def runtime_daemon(config_text="", env=None, runtimes_dir=None):
 
 
 def build(d, name, *flags, timeout=900):
-    """rnx runtime build of runtimes/NAME.yml; the CompletedProcess."""
-    return d.rnx("runtime", "build", *flags, recipe_path(name), timeout=timeout)
+    """rnx runtime build of runtimes/NAME.yml; the CompletedProcess. While another test process
+    (a parallel worker) builds the same recipe, this one waits for it, and then takes the build
+    from the cache instead of making it a second time from the mirror."""
+    os.makedirs(CACHE, mode=0o700, exist_ok=True)
+    with open(os.path.join(CACHE, f".building-{recipe_sha(name)}"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return d.rnx("runtime", "build", *flags, recipe_path(name), timeout=timeout)
 
 
 def mounts_under(path, but=None):

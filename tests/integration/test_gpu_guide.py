@@ -48,7 +48,7 @@ def guide():
                f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
     d.start()
     try:
-        p = d.rnx("runtime", "build", runtime_util.recipe_path(RUNTIME), timeout=1800)
+        p = runtime_util.build(d, RUNTIME, timeout=1800)
         assert p.returncode == 0, p.stdout + p.stderr
         for name, size in (("data-lake", "64MB"), ("images", "16MB")):
             d.rnx("volume", "create", name, f"--size={size}", check=True)

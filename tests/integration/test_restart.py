@@ -49,7 +49,9 @@ def test_jobs_survive_daemon_kill9(fresh_daemon):
     quick = [d.submit("sh", "-c", f"echo quick {k}; exit {k}") for k in range(3)]
     for jid in quick:
         d.wait(jid)
-    jobs = {n: d.submit(*numbered_job(n)) for n in range(1, 21)}
+    # 30 lines 0.3 s apart: each job runs 9 s, well past the kill even on a loaded machine (at
+    # 0.1 s apart a job could end between the check below and the kill, its shim with it)
+    jobs = {n: d.submit(*numbered_job(n, pause="0.3")) for n in range(1, 21)}
     wait_for(lambda: all(s == "RUNNING" for jid, s in statuses(d).items() if jid in jobs.values()),
              "not all 20 jobs RUNNING", 30)
     shims = {jid: shim_pid(d, jid) for jid in jobs.values()}
