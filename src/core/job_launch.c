@@ -160,6 +160,8 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
 static void on_shim_exit(watch *w, uint32_t events);
 static void on_notify(watch *w, uint32_t events);
 static void finalize(job *j);
+static int read_warned(job *j, const char *dir);
+static void warned_event(job *j, int64_t at_ms, int sig, unsigned long long limit);
 
 static void watch_shim(job *j, int pidfd, int notify_fd)
 {
@@ -309,13 +311,14 @@ static void on_notify(watch *w, uint32_t events)
             if (sscanf(line, "S %d %lld", &pid, &ms) == 2)
                 mark_running(j, pid, ms);
             else if (sscanf(line, "W %d %llu", &sig, &limit) == 2) {
-                /* its --signal, sent by the shim before the run-time limit */
-                char name[16];
-                uint32_t secs;
-                jobreq_signal(&j->req, &secs);
-                job_event(j, JE_SIGNALED, -1, "%s to its command by joblet, due %u s before its run-time limit of %llu s "
-                          "(--signal)", parse_signal_name(sig, name, sizeof name), secs, limit);
-                job_save(j);
+                /* its --signal, sent by the shim before the run-time limit: recorded from the
+                 * shim's file, else (the shim could not write it) from the line */
+                char dir[700];
+                jobs_dir_of(j, dir, sizeof dir);
+                if (read_warned(j, dir) == 0) {
+                    warned_event(j, now_ms(), sig, limit);
+                    job_save(j);
+                }
             }
             else if (!strcmp(line, "T"))
                 job_term_wake(j); /* its terminal takes clients: the attached wait no more */
@@ -346,12 +349,52 @@ static void read_started(job *j, const char *dir)
     free(s);
 }
 
+/* The --signal warnings the shim recorded (exec/shim.h SHIM_WARNED), each in the job's history
+ * at the time it was sent; then the file goes. The "W" line says one was just sent; a joblet
+ * that was down then, or restarted since (it has no pipe to that shim), reads them when it
+ * adopts the job and when the job ends. How many there were. */
+static void warned_event(job *j, int64_t at_ms, int sig, unsigned long long limit)
+{
+    char name[16];
+    uint32_t secs;
+    jobreq_signal(&j->req, &secs);
+    job_event_at(j, at_ms, JE_SIGNALED, -1, "%s to its command by joblet, due %u s before its run-time limit of %llu s "
+                 "(--signal)", parse_signal_name(sig, name, sizeof name), secs, limit);
+}
+
+static int read_warned(job *j, const char *dir)
+{
+    char path[760];
+    snprintf(path, sizeof path, "%s/%s", dir, SHIM_WARNED);
+    char *s = read_file(path, NULL);
+    if (!s)
+        return 0;
+    int n = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        int sig;
+        unsigned long long limit;
+        long long ms;
+        if (sscanf(line, "%d %llu %lld", &sig, &limit, &ms) != 3)
+            continue;
+        warned_event(j, ms, sig, limit);
+        n++;
+    }
+    free(s);
+    if (n)
+        job_save(j); /* before the file goes: a crash in between records one twice, never none */
+    if (unlink(path) < 0 && errno != ENOENT)
+        log_warn("job %s: cannot remove %s: %s", j->id, path, strerror(errno));
+    return n;
+}
+
 /* Reads status.json into the job and makes it terminal. */
 static void finalize(job *j)
 {
     char dir[700], path[760];
     jobs_dir_of(j, dir, sizeof dir);
     read_started(j, dir);
+    read_warned(j, dir);
     snprintf(path, sizeof path, "%s/%s", dir, SHIM_STATUS);
     shim_status st;
     if (shim_status_read(path, &st) < 0) {
@@ -514,6 +557,7 @@ void job_launch_adopt_all(void)
         if (pidfd >= 0 && j->shim_start && proc_start_time(j->shim_pid) == j->shim_start) {
             job_event(j, JE_RESTARTED, -1, "joblet restarted; re-attached to the job's shim (pid %d)", (int)j->shim_pid);
             read_started(j, dir);
+            read_warned(j, dir); /* sent while joblet was down */
             if (!j->sandbox_uid) /* a row written before it had its column: the spec summary's */
                 j->sandbox_uid = job_detail_sandbox_uid(j); /* held until it ends */
             watch_shim(j, pidfd, -1);

@@ -9,6 +9,11 @@
 #define SHIM_STDOUT_LEGACY "stdout.log"
 #define SHIM_STDERR_LEGACY "stderr.log"
 #define SHIM_LOG      "shim.log"     /* the shim's own diagnostics */
+#define SHIM_WARNED   "warned"       /* a line "<signal> <limit s> <ms>" each time --signal's signal
+                                      * was sent, appended before the "W" line; joblet records
+                                      * each in the job's history and removes the file (a joblet
+                                      * down then, or restarted since, has no pipe: the file keeps
+                                      * the warning for it) */
 #define SHIM_ATTACH   "attach.sock"  /* a job with a terminal: where joblet attaches (shim_term.h) */
 #define SHIM_NOTIFY_FD 3             /* optional pipe to the daemon: "S <pid> <ms>\n", "E\n",
                                       * "T\n" when a terminal job's SHIM_ATTACH takes clients, and

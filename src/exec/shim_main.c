@@ -759,6 +759,14 @@ static void warn_fired(shim *sh)
     snprintf(why, sizeof why, "its --signal: %u s before its run-time limit of %llu s", sh->spec.warn_s,
              (unsigned long long)sh->runtime_s);
     forward_signal(sh, sh->spec.warn_signal, why);
+    char line[80];
+    int len = snprintf(line, sizeof line, "%d %llu %lld\n", sh->spec.warn_signal, (unsigned long long)sh->runtime_s,
+                       (long long)now_ms());
+    int fd = openat(sh->dirfd, SHIM_WARNED, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || write(fd, line, (size_t)len) != len)
+        shim_log(sh, "cannot record the --signal warning in %s: %s", SHIM_WARNED, strerror(errno));
+    if (fd >= 0)
+        close(fd);
     if (sh->notify_fd >= 0) {
         char msg[48];
         int n = snprintf(msg, sizeof msg, "W %d %llu\n", sh->spec.warn_signal, (unsigned long long)sh->runtime_s);

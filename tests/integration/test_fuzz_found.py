@@ -33,7 +33,8 @@ def test_canceling_a_large_workflow_does_not_hold_the_daemon(fresh_daemon):
     t.join()
     assert code == 200, answer
     assert answer["state"] == "CANCELED", answer
-    assert took < 5, f"the cancel took {took:.1f} s"
-    assert other["status"] == 200 and other["s"] < 5, other
+    # (the bound tells the bug, minutes of writes, from a loaded machine's seconds; not a speed)
+    assert took < 60, f"the cancel took {took:.1f} s"
+    assert other["status"] == 200 and other["s"] < 60, other
     code, answer = daemon.api("DELETE", "/v1/jobs", timeout=120)
     assert code == 200 and answer["deleted"] == 3001, answer

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, wait_for
 from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes
 
 FAKE_SMI = os.path.join(ROOT, "tests", "fakes", "nvidia-smi")
@@ -179,10 +179,10 @@ def test_suspended_job_on_a_failed_gpu_is_thawed_to_hear_sigterm(health_machine)
     """A suspended job whose GPU fails is stopped as any other (re-queued when preemptible), but
     thawed first: frozen, it would hear SIGTERM only once the grace period's SIGKILL ended it."""
     m = health_machine()
-    trap = "trap 'echo term >> /work/t; exit 0' TERM; while :; do sleep 0.05; done"
+    trap = "trap 'echo term >> /work/t; exit 0' TERM; : > /work/trapped; while :; do sleep 0.05; done"
     jid = m.d.rnx("job", "run", "--gpu=1", "--preemptible", "sh", "-c", trap, check=True).stdout.strip()
     (g,) = [x["index"] for x in m.d.wait_status(jid, "RUNNING")["gpus"]]
-    time.sleep(0.3)  # the shell's trap set
+    wait_for(lambda: os.path.exists(os.path.join(m.d.work(jid), "trapped")), "the shell's trap set")
     m.d.rnx("job", "suspend", jid, check=True)
     m.inject(f"xid {g} 79")
     deadline = time.time() + 60

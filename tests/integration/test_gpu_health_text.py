@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, wait_for
 from gpu_nodes import FAKE_NVML
 from test_gpu_health import health_machine, run_on  # noqa: F401 (a fixture)
 
@@ -316,10 +316,10 @@ def test_a_job_stopping_for_its_gpu_when_joblet_dies_still_ends_gpu_error(health
     """The fault is stored as soon as the stop begins: a joblet killed while the job still
     ignores SIGTERM re-adopts it, and its end says what the GPU did, not "stopped"."""
     m = health_machine()
-    p = m.d.rnx("job", "run", "--gpu=1", "sh", "-c", "trap '' TERM; sleep 600", check=True)
+    p = m.d.rnx("job", "run", "--gpu=1", "sh", "-c", "trap '' TERM; : > /work/trapped; sleep 600", check=True)
     jid = p.stdout.strip()
     g = m.d.wait_status(jid, "RUNNING")["gpus"][0]["index"]
-    time.sleep(0.3)  # the shell has set its trap
+    wait_for(lambda: os.path.exists(os.path.join(m.d.work(jid), "trapped")), "the shell's trap set")
     m.d.rnx("gpu", "offline", "--force", str(g), check=True)
     assert m.d.job(jid)["status"] == "STOPPING"
     m.d.kill9()

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from conftest import TERMINAL, UnixHTTPConnection, api_as, rnx_as, wait_for
+from test_job_control import ms
 
 OTHER = 4323  # a user who is not root (no account needed: joblet reads the peer's uid)
 
@@ -274,13 +275,28 @@ def test_signal_at_submission_refusals(d):
 
 
 def test_the_warning_comes_though_joblet_was_killed(fresh_daemon):
-    """The shim sends it: a kill -9 of joblet between the start and the warning loses nothing."""
+    """The shim sends it: a kill -9 of joblet between the start and the warning loses nothing.
+    Nor does the job's history: a warning sent while joblet was down is recorded, at the time it
+    was sent, when the next joblet adopts the job; one sent after that (that joblet has no pipe
+    to the shim) when the job ends."""
     d = fresh_daemon()
     script = "trap 'echo USR1 >> /work/warned' USR1; touch /work/up; while :; do sleep 0.05; done"
     jid = d.submit("bash", "-c", script, max_runtime_s=60, signal="USR1@57")
     wait_for(lambda: os.path.exists(os.path.join(d.work(jid), "up")), "the job runs")
     d.kill9()
+    down = time.time()
+    wait_for(lambda: lines(d, jid, "warned") == ["USR1"], "the warning, from the shim, while joblet is down")
+    sent = time.time()
     d.start()
-    wait_for(lambda: lines(d, jid, "warned") == ["USR1"], "the warning, from the shim")
     assert d.job(jid)["status"] == "RUNNING"
+    (e,) = events(d, jid, "signaled")
+    assert e["detail"] == "SIGUSR1 to its command by joblet, due 57 s before its run-time limit of 60 s (--signal)", e
+    assert down * 1000 - 1000 <= ms(e["time"]) <= sent * 1000 + 1000, (e, down, sent)   # when it was sent
+    # a later limit, 57 s past a run time the job reaches soon: a second warning, to this joblet
+    ran = (time.time() - ms(d.job(jid)["started_at"]) / 1000)
+    p = d.rnx("job", "update", jid, f"--max-runtime={int(ran) + 3 + 57}")
+    assert p.returncode == 0, p.stderr
+    wait_for(lambda: lines(d, jid, "warned") == ["USR1", "USR1"], "the second warning")
     end(d, jid)
+    sent = [x["detail"] for x in events(d, jid, "signaled")]
+    assert len(sent) == 2 and sent[1].endswith(f"of {int(ran) + 60} s (--signal)"), sent
