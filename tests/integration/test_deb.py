@@ -236,7 +236,10 @@ def test_install_upgrade_while_a_job_runs_and_purge(debs):
         d = Installed(["setpriv", "--no-new-privs", *cmd], "/usr/bin/rnx").start()
         assert d.rnx("job", "run", "-f", "echo", "from the package").stdout == "from the package\n"
         lines = 80
-        jid = d.submit("sh", "-c", f'for i in $(seq 1 {lines}); do echo "line $i"; sleep 0.1; done; exit 7')
+        # it writes for a while and, half way, waits for /work/go: it runs through the upgrade and
+        # the restart however long they take on a loaded machine
+        jid = d.submit("sh", "-c", f'for i in $(seq 1 {lines}); do echo "line $i"; sleep 0.1; '
+                                   f'[ $i = {lines // 2} ] && while [ ! -e /work/go ]; do sleep 0.05; done; done; exit 7')
         shim = d.wait_status(jid, "RUNNING")["shim_pid"]
         old_inode = os.stat("/usr/sbin/joblet").st_ino
 
@@ -252,6 +255,7 @@ def test_install_upgrade_while_a_job_runs_and_purge(debs):
         d.start()
         assert os.stat(f"/proc/{d.proc.pid}/exe").st_ino == os.stat("/usr/sbin/joblet").st_ino
         assert d.job(jid)["status"] == "RUNNING", d.job(jid)
+        open(os.path.join(d.work(jid), "go"), "w").close()
         job = d.wait(jid, timeout=60)
         assert (job["status"], job["exit_code"]) == ("FAILED", 7), job
         assert d.output(jid) == "".join(f"line {i}\n" for i in range(1, lines + 1))
