@@ -505,6 +505,24 @@ def fresh_daemon():
         d.cleanup()
 
 
+def tree_allocated(top):
+    """The disk blocks, in bytes, of every file under top on top's own filesystem (the images
+    mounted under it count as their image files; hard links once)."""
+    dev = os.stat(top).st_dev
+    seen, total = set(), 0
+    for dp, dirs, fs in os.walk(top):
+        dirs[:] = [x for x in dirs if os.lstat(os.path.join(dp, x)).st_dev == dev]
+        for f in fs:
+            try:
+                st = os.lstat(os.path.join(dp, f))
+            except FileNotFoundError:
+                continue
+            if st.st_dev == dev and (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+    return total
+
+
 def file_holds(path, needle):
     """Whether a file's bytes hold needle, read 1 MiB at a time, skipping the holes of a sparse
     file (the owners' /work images are 20 GB sparse: read whole, a scan of the state directory

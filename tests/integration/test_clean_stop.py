@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT, need_root, rnx_as
+from conftest import BUILD, ROOT, need_root, rnx_as, wait_for
 
 OTHER = 4326  # a second owner, no passwd entry needed (as in test_work_quota.py)
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
@@ -45,6 +45,14 @@ def loops_under(root):
     return sorted(held)
 
 
+def loops_become(d, want, what):
+    """Waits until the loop devices under d's directory are want. A loop device goes when the
+    last mount of its filesystem does, in any mount namespace: one another test's process copied
+    while the filesystem was mounted (ip netns exec, unshare --mount, a Slurm daemon, in another
+    worker) holds it until that process ends."""
+    wait_for(lambda: want(loops_under(d.dir)), what, timeout=180)
+
+
 def test_clean_stop_with_no_live_job_leaves_no_mount(fresh_daemon):
     need_loops()
     d = fresh_daemon()
@@ -63,7 +71,7 @@ def test_clean_stop_with_no_live_job_leaves_no_mount(fresh_daemon):
     d.stop()
     assert d.proc.returncode == 0, d.log()[-3000:]
     assert mounts_under(d.dir) == [], (mounts_under(d.dir), d.log()[-3000:])
-    assert loops_under(d.dir) == [], loops_under(d.dir)
+    loops_become(d, lambda ls: ls == [], "no loop device left after the stop")
     # the images and their jobs' work stay: a daemon started again mounts them and serves
     d.start()
     assert os.path.join(d.state, "work", "0") in mounts_under(d.dir)
@@ -73,7 +81,7 @@ def test_clean_stop_with_no_live_job_leaves_no_mount(fresh_daemon):
     assert job["status"] == "COMPLETED", job
     d.stop()
     assert mounts_under(d.dir) == [], mounts_under(d.dir)
-    assert loops_under(d.dir) == []
+    loops_become(d, lambda ls: ls == [], "no loop device left after the stop")
 
 
 def test_a_live_job_keeps_its_work_across_a_clean_stop(fresh_daemon):
@@ -92,7 +100,7 @@ def test_a_live_job_keeps_its_work_across_a_clean_stop(fresh_daemon):
     d.stop()
     assert d.proc.returncode == 0, d.log()[-3000:]
     assert mounts_under(d.dir) == [root_fs], (mounts_under(d.dir), d.log()[-3000:])
-    assert [dev for dev, _ in loops_under(d.dir)] == [root_loop], loops_under(d.dir)
+    loops_become(d, lambda ls: [dev for dev, _ in ls] == [root_loop], "only the live job's loop device kept")
     # the next daemon re-adopts the job, which goes on with the same /work
     d.start()
     assert d.job(jid)["status"] == "RUNNING", d.job(jid)
@@ -106,7 +114,7 @@ def test_a_live_job_keeps_its_work_across_a_clean_stop(fresh_daemon):
     assert other_fs in mounts_under(d.dir)
     d.stop()
     assert mounts_under(d.dir) == [], mounts_under(d.dir)
-    assert loops_under(d.dir) == []
+    loops_become(d, lambda ls: ls == [], "no loop device left after the stop")
 
 
 @pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import rnx_as
+from conftest import rnx_as, tree_allocated
 
 MiB = 1 << 20
 UID = 4322
@@ -70,24 +70,6 @@ def quota_daemon():
     d = Daemon(CONFIG).start()
     yield d
     d.cleanup()
-
-
-def tree_allocated(top):
-    """The disk blocks, in bytes, of every file under top on top's own filesystem (the images
-    mounted under it count as their image files; hard links once)."""
-    dev = os.stat(top).st_dev
-    seen, total = set(), 0
-    for dp, dirs, fs in os.walk(top):
-        dirs[:] = [x for x in dirs if os.lstat(os.path.join(dp, x)).st_dev == dev]
-        for f in fs:
-            try:
-                st = os.lstat(os.path.join(dp, f))
-            except FileNotFoundError:
-                continue
-            if st.st_dev == dev and (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * 512
-    return total
 
 
 def test_a_job_writing_past_its_quota_gets_enospc(quota_daemon):
