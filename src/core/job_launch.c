@@ -349,10 +349,7 @@ static void read_started(job *j, const char *dir)
     free(s);
 }
 
-/* The --signal warnings the shim recorded (exec/shim.h SHIM_WARNED), each in the job's history
- * at the time it was sent; then the file goes. The "W" line says one was just sent; a joblet
- * that was down then, or restarted since (it has no pipe to that shim), reads them when it
- * adopts the job and when the job ends. How many there were. */
+/* --signal's warning in the job's history, at the time the shim sent it. */
 static void warned_event(job *j, int64_t at_ms, int sig, unsigned long long limit)
 {
     char name[16];
@@ -362,10 +359,9 @@ static void warned_event(job *j, int64_t at_ms, int sig, unsigned long long limi
                  "(--signal)", parse_signal_name(sig, name, sizeof name), secs, limit);
 }
 
-static int read_warned(job *j, const char *dir)
+/* Records the warnings listed in file path, saves, removes it. How many. */
+static int warned_from(job *j, const char *path)
 {
-    char path[760];
-    snprintf(path, sizeof path, "%s/%s", dir, SHIM_WARNED);
     char *s = read_file(path, NULL);
     if (!s)
         return 0;
@@ -385,6 +381,24 @@ static int read_warned(job *j, const char *dir)
         job_save(j); /* before the file goes: a crash in between records one twice, never none */
     if (unlink(path) < 0 && errno != ENOENT)
         log_warn("job %s: cannot remove %s: %s", j->id, path, strerror(errno));
+    return n;
+}
+
+/* The --signal warnings the shim recorded (exec/shim.h SHIM_WARNED), each in the job's history.
+ * The "W" line says one was just sent; a joblet that was down then, or restarted since (it has
+ * no pipe to that shim), reads them when it adopts the job and when the job ends. The file is
+ * taken whole (renamed) before it is read, so a warning the shim appends meanwhile goes to a
+ * new one; one taken by a joblet that died before it had saved them is read first. How many. */
+static int read_warned(job *j, const char *dir)
+{
+    char path[760], taken[780];
+    snprintf(path, sizeof path, "%s/%s", dir, SHIM_WARNED);
+    snprintf(taken, sizeof taken, "%s.taken", path);
+    int n = warned_from(j, taken);
+    if (rename(path, taken) == 0)
+        n += warned_from(j, taken);
+    else if (errno != ENOENT)
+        log_warn("job %s: cannot take %s: %s", j->id, path, strerror(errno));
     return n;
 }
 
