@@ -1,16 +1,17 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Which lines of joblet's C each integration test file reaches, and what it costs: the data
-behind the sanitizer pass's choice of files (tests/integration/sanitizer_pass.txt).
+behind the sanitizer pass's choice of files (SANITIZER_PASS_SKIPS in tests/integration/conftest.py).
 
     scripts/coverage_by_file.py collect OUT [FILE...]  # as root: a coverage build, each test file alone
-    scripts/coverage_by_file.py choose OUT    # the files to run under ASan, and what they reach
+    scripts/coverage_by_file.py choose OUT             # what each reaches, and what the pass misses
 
 collect builds build-cov (gcc --coverage), runs each test file in its own pytest with
 JOBLET_BUILD=build-cov, times it, and moves the counters its processes wrote (the daemon, rnx,
 the shim: whatever exits normally where it can write build-cov) to OUT/<file>/. choose reads
-them with gcov and picks files greedily by new lines per second until the chosen files reach
-every line the whole suite reaches; it prints each file with its time and the lines only it
-adds, and the files left out with their time."""
+them with gcov and prints: each file with its time, the lines it reaches and those no other file
+reaches; the lines the sanitizer pass (every file but SANITIZER_PASS_SKIPS') does not reach; and,
+for comparison, the files a greedy cover (new lines per second) would need to reach every line
+the whole suite reaches."""
 import json
 import os
 import shutil
@@ -90,6 +91,23 @@ def choose(out):
         times = json.load(fp)
     lines = {name: lines_of(os.path.join(out, name)) for name in times if os.path.isdir(os.path.join(out, name))}
     everything = set().union(*lines.values())
+    seen = {}
+    for v in lines.values():
+        for ln in v:
+            seen[ln] = seen.get(ln, 0) + 1
+    for n in sorted(lines, key=lambda n: -times[n]["seconds"]):
+        only = sum(1 for ln in lines[n] if seen[ln] == 1)
+        print(f"{n}: {times[n]['seconds']} s, {len(lines[n])} lines, {only} no other file reaches")
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    from conftest import SANITIZER_PASS_SKIPS
+    run = set().union(*(v for n, v in lines.items() if n not in SANITIZER_PASS_SKIPS))
+    missed = sorted(everything - run)
+    print(f"\nthe sanitizer pass ({len(SANITIZER_PASS_SKIPS)} files skipped) reaches {len(run)} of "
+          f"{len(everything)} lines; not:")
+    for src, ln in missed:
+        with open(os.path.join(ROOT, src)) as f:
+            print(f"  {src}:{ln}: {f.read().splitlines()[ln - 1].strip()[:100]}")
+    print("\na greedy cover of every line, by new lines per second:")
     left = set(everything)
     chosen = []
     while left:
