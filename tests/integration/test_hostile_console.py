@@ -230,7 +230,7 @@ def test_a_page_on_another_loopback_port_cannot_act_as_the_console_user(daemon):
         # the victim's own tab (its sessionStorage) still has its console
         drv.get(con.origin + "/")
         WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "live").text == "live")
-        assert drv.find_element(By.ID, "who").text.startswith("uid %d" % UID)
+        WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "who").text.startswith("uid %d" % UID))
     finally:
         drv.quit()
         srv.shutdown()
