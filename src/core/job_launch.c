@@ -391,6 +391,9 @@ static int warned_from(job *j, const char *path)
  * new one; one taken by a joblet that died before it had saved them is read first. How many. */
 static int read_warned(job *j, const char *dir)
 {
+    uint32_t secs;
+    if (!jobreq_signal(&j->req, &secs))
+        return 0; /* no --signal: no file to look for (every job's end comes here) */
     char path[760], taken[780];
     snprintf(path, sizeof path, "%s/%s", dir, SHIM_WARNED);
     snprintf(taken, sizeof taken, "%s.taken", path);
