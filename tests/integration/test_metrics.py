@@ -15,7 +15,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import BUILD, ROOT, UnixHTTPConnection
+from conftest import BUILD, ROOT, UnixHTTPConnection, wait_for
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 MIB = 1048576
@@ -103,8 +103,11 @@ def busy_machine(d):
     """Two completed jobs, one failed, one running with 2 GPUs; returns the running job's id."""
     for cmd in ("true", "true", "false"):
         d.wait(d.submit(cmd))
-    jid = d.submit("sh", "-c", "head -c 8000000 /dev/zero > /tmp/fill; exec sleep 300", gpu_count=2, name=ODD_NAME)
+    jid = d.submit("sh", "-c", "head -c 8000000 /dev/zero > /tmp/fill; echo filled; exec sleep 300",
+                   gpu_count=2, name=ODD_NAME)
     d.wait_status(jid, "RUNNING")
+    # RUNNING comes before the file is written: on a loaded machine, well before
+    wait_for(lambda: "filled" in d.output(jid), "the job's 8 MB file in /tmp")
     return jid
 
 
