@@ -94,7 +94,8 @@ static const struct {
                            "still running (default ctrl-p,ctrl-q; \"\" none): characters\n"
                            "or ctrl-X, separated by commas"},
     {"--dependency SPEC", "Slurm's --dependency: afterok:ID[:ID...], afternotok:,\n"
-                          "afterany:, after:, aftercorr: (comma list); the same as --after"},
+                          "afterany:, after:, aftercorr:, singleton (comma list); the same\n"
+                          "as --after"},
     {"-h, --help", "show this help"},
 };
 

@@ -184,6 +184,12 @@ const jobreq_field jobreq_fields[JR_N] = {
                     "ended COMPLETED. When it cannot any more, the job is CANCELED (end\n"
                     "reason dependency). Slurm's afterok:ID:ID2 reads too (and\n"
                     "--dependency)"},
+    /* one at a time among its owner's jobs of its name (core/depend.h); --after=singleton too */
+    [JR_SINGLETON] = {"singleton", "--singleton", NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(singleton),
+                      "must be true or false",
+        NULL, "wait (PENDING) while another of your jobs of this --name runs,\n"
+              "so they run one at a time, oldest first (Slurm's\n"
+              "--dependency=singleton; --after=singleton reads too)"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number", .limit = "pids %s"},
     /* why a --gpu-optional job runs without the GPUs it asked for */
@@ -814,12 +820,17 @@ static int after_refuse_text(jerr *e, const char *shown)
     quote_shown(shown, v);
     return jerr_field(e, "after", "after: '%s' is not ID[:STATE] (STATE ok, notok, any, started or corr; ID a job's "
                                   "id, unique id prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, "
-                                  "afterany, after, aftercorr)", v);
+                                  "afterany, after, aftercorr) nor singleton", v);
 }
 
 /* One item of --after's comma list: ID, ID:STATE, or Slurm's STATE:ID[:ID...] (afterok:12:13). */
 static int after_text_item(job_req *r, const jobreq_field *f, const char *item, jerr *e)
 {
+    if (!strcmp(item, "singleton")) { /* Slurm's word; a job named so is singleton:any */
+        r->singleton = true;
+        r->has |= 1ull << JR_SINGLETON;
+        return 0;
+    }
     if (strchr(item, '?'))
         return jerr_field(e, f->key, "after: '%.64s': Slurm's '?' (any one of) is not supported; every job "
                                      "listed must end as asked", item);
@@ -1546,6 +1557,12 @@ int jobreq_check(const job_req *r, jerr *e)
         return -1;
     if (r->array && (r->tty || r->stdin_open))
         return jerr_field(e, "array", "array: an array's tasks run unattended; drop %s", r->tty ? "tty" : "stdin");
+    if (r->singleton && !r->name)
+        return jerr_field(e, "singleton", "singleton: runs one at a time among your jobs of its name, and the job "
+                                          "has none; give it a name (rnx job run --name=train --singleton)");
+    if (r->singleton && r->array)
+        return jerr_field(e, "singleton", "singleton: not for an array; to run its tasks one at a time give %%1 "
+                                          "(--array=0-9%%1)");
     if (r->signal && !(jobreq_has(r, JR_MAX_RUNTIME_S) && r->max_runtime_s > 0))
         return jerr_field(e, "signal", "signal: %s is sent before the run-time limit, and the job has none; give "
                                        "max_runtime too (rnx job run --max-runtime=2h --signal=%s)", r->signal, r->signal);

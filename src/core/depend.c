@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/idindex.h"
 #include "../common/log.h"
 #include "../common/util.h"
 #include "arrays.h"
@@ -12,6 +13,8 @@
 #include "job_events.h"
 #include "jobs.h"
 #include "state.h"
+
+static void describe_single(const job *j, char *out, size_t len);
 
 void depend_release(job *j, const char *detail)
 {
@@ -123,7 +126,16 @@ void depend_describe_req(const job_req *req, const uint64_t *after_seq, char *ou
     }
 }
 
-void depend_describe(const job *j, char *out, size_t len) { depend_describe_req(&j->req, j->after_seq, out, len); }
+void depend_describe(const job *j, char *out, size_t len)
+{
+    size_t l = 0;
+    if (j->req.nafter) {
+        depend_describe_req(&j->req, j->after_seq, out, len);
+        l = strnlen(out, len);
+    }
+    if (j->req.singleton && l < len)
+        describe_single(j, out + l, len - l);
+}
 
 /* The waiter (a job's or an array's seq) is told when the dependency ends (or starts). */
 static void add_dependent(uint64_t **list, uint32_t *n, uint32_t *cap, uint64_t waiter)
@@ -342,21 +354,186 @@ const char *depend_tasks_describe(const jarray *a, char *out, size_t len)
     return depend_task_verdict(a, t, &end, out, len) == DEPEND_WAIT ? out : NULL;
 }
 
-/* Decides a PENDING job with `after`: queued once every dependency holds, canceled once one
- * cannot. */
-static void decide(job *j)
+/* ---- one at a time by name: --singleton (Slurm's --dependency=singleton) ---- */
+
+/* A singleton job that waits, by its name: what the index holds is its own (a job may be
+ * deleted while its entry is there; an entry is checked against the job of its seq when it is
+ * found, and leaves then). */
+typedef struct single_wait {
+    char id[37];
+    char *name;
+    uid_t uid;
+    uint64_t seq;
+} single_wait;
+static idindex single_waiting;
+
+static void single_wait_del(single_wait *w)
 {
-    if (j->state != JS_PENDING || !j->req.nafter || j->wf)
+    idindex_del(&single_waiting, w, w->id, w->name);
+    free(w->name);
+    free(w);
+}
+
+/* The jobs of uid waiting on name, oldest first; entries whose job no longer waits so leave. */
+static job **single_waiters(uid_t uid, const char *name, size_t *n)
+{
+    size_t nc;
+    idindex_entry *c = idindex_candidates(&single_waiting, name, &nc);
+    job **out = xcalloc(nc + 1, sizeof *out);
+    *n = 0;
+    for (size_t i = 0; i < nc; i++) {
+        single_wait *w = c[i].obj;
+        if (strcmp(w->name, name))
+            continue; /* (one whose id starts so) */
+        job *j = jobs_by_seq(w->seq);
+        if (!j || strcmp(j->id, w->id) || !j->req.singleton || (j->state != JS_PENDING && j->state != JS_HELD)) {
+            single_wait_del(w);
+            continue;
+        }
+        if (w->uid == uid)
+            out[(*n)++] = j;
+    }
+    free(c);
+    return out;
+}
+
+static void single_wait_add(const job *j)
+{
+    size_t nc;
+    idindex_entry *c = idindex_candidates(&single_waiting, j->name, &nc);
+    bool have = false;
+    for (size_t i = 0; i < nc && !have; i++)
+        have = ((single_wait *)c[i].obj)->seq == j->seq;
+    free(c);
+    if (have)
         return;
-    char msg[300];
-    enum depend_verdict v = verdict(&j->req, j->after_seq, NULL, msg, sizeof msg);
+    single_wait *w = xcalloc(1, sizeof *w);
+    memcpy(w->id, j->id, sizeof w->id);
+    w->name = xstrdup(j->name);
+    w->uid = j->owner_uid;
+    w->seq = j->seq;
+    idindex_add(&single_waiting, w, w->id, w->name, w->seq);
+}
+
+/* The job of uid that holds name, other than self: one that started and has not ended (RUNNING,
+ * SUSPENDED, STOPPING, or its shim starting it), or a singleton let go into the queue (it goes
+ * next). A job of that name waiting in the queue without singleton holds nothing (Slurm's rule:
+ * only the singleton job waits); if it starts first, the singleton waits again at its own start
+ * (depend_single_blocked). */
+static const job *single_holder(uid_t uid, const char *name, const job *self)
+{
+    size_t n;
+    job **named = jobs_named(name, &n);
+    const job *h = NULL;
+    for (size_t i = 0; i < n && !h; i++) {
+        const job *k = named[i];
+        if (k == self || k->owner_uid != uid || job_state_terminal(k->state))
+            continue;
+        bool runs = k->state == JS_RUNNING || k->state == JS_SUSPENDED || k->state == JS_STOPPING || k->shim_pid > 0;
+        if (runs || (k->req.singleton && job_state_waiting(k->state)))
+            h = k;
+    }
+    free(named);
+    return h;
+}
+
+/* Decides a PENDING job with `after` or singleton: queued once every dependency holds and (a
+ * singleton) no other job holds its name, canceled once a dependency cannot hold. name_free: the
+ * caller found no holder of its name just now. True when it went. */
+static bool decide_as(job *j, bool name_free)
+{
+    if (j->state != JS_PENDING || (!j->req.nafter && !j->req.singleton) || j->wf)
+        return false;
+    char msg[400] = "";
+    enum depend_verdict v = j->req.nafter ? verdict(&j->req, j->after_seq, NULL, msg, sizeof msg) : DEPEND_GO;
     if (v == DEPEND_CANCEL) {
         log_info("job %s: %s: canceled", j->id, msg);
         depend_cancel(j, msg);
-    } else if (v == DEPEND_GO) {
-        log_info("job %s: dependencies met, queued", j->id);
-        depend_release(j, msg);
+        return false;
     }
+    if (j->req.singleton) {
+        const job *h = name_free ? NULL : single_holder(j->owner_uid, j->name, j);
+        j->single_holder = h ? h->seq : 0;
+        if (h || v == DEPEND_WAIT) {
+            single_wait_add(j); /* told when a job of its name changes (depend_single_changed) */
+            return false;
+        }
+        size_t l = strlen(msg);
+        snprintf(msg + l, sizeof msg - l, "%sno other job of uid %u named %s runs or goes next (singleton)",
+                 l ? "; " : "", (unsigned)j->owner_uid, j->name);
+    } else if (v == DEPEND_WAIT) {
+        return false;
+    }
+    log_info("job %s: dependencies met, queued", j->id);
+    depend_release(j, msg);
+    return true;
+}
+
+static void decide(job *j) { decide_as(j, false); }
+
+/* uid's jobs waiting on name: the oldest that can go goes, when nothing holds the name. The
+ * others are told which went (what they wait for now). O(the jobs of that name). */
+static void single_group(uid_t uid, const char *name)
+{
+    size_t n;
+    job **w = single_waiters(uid, name, &n);
+    if (n && !single_holder(uid, name, NULL)) {
+        uint64_t went = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (went)
+                w[i]->single_holder = went;
+            else if (decide_as(w[i], true))
+                went = w[i]->seq;
+        }
+    }
+    free(w);
+}
+
+void depend_free_all(void)
+{
+    size_t nb = single_waiting.bits ? (size_t)1 << single_waiting.bits : 0;
+    for (size_t k = 0; k < nb; k++)
+        for (uint32_t i = 0; i < single_waiting.by_id[k].n; i++) {
+            single_wait *w = single_waiting.by_id[k].v[i].obj;
+            free(w->name);
+            free(w);
+        }
+    idindex_free(&single_waiting);
+}
+
+void depend_single_changed(job *j)
+{
+    if (j && j->name && single_waiting.n)
+        single_group(j->owner_uid, j->name);
+}
+
+bool depend_single_blocked(job *j)
+{
+    if (!j->req.singleton || !j->name)
+        return false;
+    const job *h = single_holder(j->owner_uid, j->name, j);
+    if (!h)
+        return false;
+    j->state = JS_PENDING;
+    j->single_holder = h->seq;
+    job_event(j, JE_PENDING, -1, "waiting again: job %.8s of the same name and owner is %s (singleton)", h->id,
+              job_state_name(h->state));
+    job_save(j);
+    single_wait_add(j);
+    log_info("job %s: job %s of its name is %s: PENDING again (singleton)", j->id, h->id, job_state_name(h->state));
+    return true;
+}
+
+/* "; waits for its turn among uid 1000's jobs named train (singleton): job 1a2b3c4d is RUNNING" */
+static void describe_single(const job *j, char *out, size_t len)
+{
+    const job *h = j->single_holder ? jobs_by_seq(j->single_holder) : NULL;
+    if (h && job_state_terminal(h->state))
+        h = NULL;
+    size_t l = (size_t)snprintf(out, len, "%sits turn among uid %u's jobs named %s, one at a time (singleton)",
+                                j->req.nafter ? "; and for " : "waiting for ", (unsigned)j->owner_uid, j->name);
+    if (h && l < len)
+        snprintf(out + l, len - l, ": job %.8s is %s", h->id, job_state_name(h->state));
 }
 
 /* The same for an array that waits (its tasks are made once its dependencies hold). */
@@ -467,14 +644,14 @@ void depend_submitted(job *j)
 {
     size_t n = j->req.nafter;
     free(j->after_seq);
-    j->after_seq = xcalloc(n, sizeof *j->after_seq);
+    j->after_seq = n ? xcalloc(n, sizeof *j->after_seq) : NULL;
     for (size_t k = 0; k < n; k++) { /* (ids resolved at submission) */
         target t = find_target(j->req.after[k].job);
         if (t.j != j)
             link_target(j->after_seq, k, j->seq, t);
     }
     if (j->state == JS_QUEUED || j->state == JS_SCHEDULED) {
-        char what[400], words[64];
+        char what[600], words[64];
         size_t l = 0;
         what[0] = 0;
         for (size_t k = 0; k < n && l < sizeof what; k++)
@@ -482,6 +659,9 @@ void depend_submitted(job *j)
                                   dependency_of(&j->req, j->after_seq, k).a ? "array" : "job", j->req.after[k].job,
                                   depend_need_words((depend_need){.kind = j->req.after[k].state}, words,
                                                     sizeof words));
+        if (j->req.singleton && l < sizeof what)
+            snprintf(what + l, sizeof what - l, "%sits turn among uid %u's jobs named %s, one at a time (singleton)",
+                     n ? ", and " : "", (unsigned)j->owner_uid, j->name);
         j->state = JS_PENDING;
         job_event(j, JE_PENDING, -1, "waiting for %s", what);
     }
@@ -528,8 +708,8 @@ void depend_resume_all(void)
 {
     size_t nw = 0;
     for (size_t i = 0; i < core.njobs; i++)
-        nw += (core.jobs[i]->state == JS_PENDING || core.jobs[i]->state == JS_HELD) && core.jobs[i]->req.nafter &&
-              !core.jobs[i]->wf_id[0];
+        nw += (core.jobs[i]->state == JS_PENDING || core.jobs[i]->state == JS_HELD) &&
+              (core.jobs[i]->req.nafter || core.jobs[i]->req.singleton) && !core.jobs[i]->wf_id[0];
     /* arrays that wait (none of their tasks made: one made was let go before), and those whose
      * tasks wait task by task (--after=ARRAY:corr: linked again, made tasks or not) */
     size_t na = 0;
@@ -542,11 +722,13 @@ void depend_resume_all(void)
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
         /* a held one too: its release decides it (job_ctl_release) */
-        if ((j->state != JS_PENDING && j->state != JS_HELD) || !j->req.nafter || j->wf_id[0])
+        if ((j->state != JS_PENDING && j->state != JS_HELD) || (!j->req.nafter && !j->req.singleton) || j->wf_id[0])
             continue;
         waiting[nw++] = j;
+        if (j->req.singleton)
+            single_wait_add(j); /* (a held one too: told, and skipped, until it is released) */
         free(j->after_seq);
-        j->after_seq = xcalloc(j->req.nafter, sizeof *j->after_seq);
+        j->after_seq = j->req.nafter ? xcalloc(j->req.nafter, sizeof *j->after_seq) : NULL;
         for (size_t k = 0; k < j->req.nafter; k++)
             link_target(j->after_seq, k, j->seq, find_target(j->req.after[k].job));
     }

@@ -28,7 +28,7 @@
  * id. A job the caller may not see is refused exactly as one that does not exist (no leak of
  * its existence): 400 on field "after". (An array of jobs, later: resolved here as well.) */
 int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e);
-/* A new job with `after` (submit_create): PENDING, linked to the jobs it waits on, and
+/* A new job with `after` or singleton (submit_create): PENDING, linked to the jobs it waits on, and
  * decided at once (those that ended already may release or cancel it). */
 void depend_submitted(job *j);
 /* j started or ended (the settle step): the jobs waiting on it are decided. Nothing to do
@@ -81,11 +81,27 @@ enum depend_verdict depend_task_verdict(const struct jarray *a, uint32_t t, enum
 uint32_t depend_tasks_ready(const struct jarray *a, uint32_t n);
 /* What the next task waits for, in words, or NULL when it waits for no task. */
 const char *depend_tasks_describe(const struct jarray *a, char *out, size_t len);
+/* One at a time by name (rnx job run --singleton, Slurm's --dependency=singleton): a job with
+ * singleton waits PENDING while another job of its owner and name holds the name (one that
+ * started and has not ended, or another singleton let go into the queue, which goes next); the
+ * waiting ones go one at a time, oldest first. Waiting jobs are found by name (an index of them,
+ * common/idindex.h), and the holder among the jobs of that name (jobs_named), never by a scan of
+ * every job kept. j started, ended, was held or requeued (the settle step, job_ctl): when jobs of
+ * its owner wait on its name, the oldest that can go goes. */
+void depend_single_changed(job *j);
+/* At a singleton job's launch (core/queue.c): true when another job of its owner and name was
+ * started meanwhile (one without singleton, which does not wait): it is PENDING again, with why
+ * in its history, and goes when that one ends. A check made when it was released, held again as
+ * it starts. */
+bool depend_single_blocked(job *j);
 /* A PENDING job with `after` decided now (a held one released: its dependencies may have
  * ended while it was held; it is linked to them while held, restarts included). */
 void depend_decide(job *j);
-/* At start, after the jobs are loaded: links every PENDING job with `after` and decides it. */
+/* At start, after the jobs are loaded: links every PENDING job with `after` and decides it (in
+ * seq order: of singleton jobs waiting on one name, the oldest goes). */
 void depend_resume_all(void);
+/* At exit: what the index of waiting singleton jobs holds. */
+void depend_free_all(void);
 
 /* The shared step (command-line jobs and workflows): a PENDING job's dependencies hold: it
  * joins the queue (SCHEDULED when it starts later), with `detail` in its history. */

@@ -74,6 +74,9 @@ typedef struct job {
     uint64_t *after_seq;
     uint64_t *dependents;
     uint32_t ndependents, dependents_cap;
+    /* --singleton, while it waits: the seq of the job that held its name when it was last
+     * decided (0: none then) */
+    uint64_t single_holder;
     /* Execution, while a shim is alive. */
     pid_t shim_pid;
     uint64_t shim_start;

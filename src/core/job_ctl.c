@@ -251,6 +251,7 @@ int job_ctl_hold(job *j, uid_t by, jerr *e)
     job_save(j);
     state_want(WANT_SCHEDULE);
     log_info("job %s HELD by uid %u (was %s)", j->id, (unsigned)by, job_state_name(was));
+    depend_single_changed(j); /* a singleton let go and held: the next of its name may go */
     return 0;
 }
 
@@ -259,7 +260,7 @@ int job_ctl_release(job *j, uid_t by, jerr *e)
     if (j->state != JS_HELD)
         return refuse(j, "released", "a held", e);
     /* a workflow's job or one with --after: its dependencies are decided afresh */
-    bool deps = workflow_job_has_deps(j) || (j->req.nafter && !j->wf);
+    bool deps = workflow_job_has_deps(j) || ((j->req.nafter || j->req.singleton) && !j->wf);
     j->state = job_state_after_hold(deps, j->scheduled_ms, now_ms());
     j->stopped_by = -1;
     j->ev_wait = 0; /* its next wait is told afresh */

@@ -28,6 +28,7 @@
 #include "job_detail.h"
 #include "job_events.h"
 #include "job_dirs.h"
+#include "depend.h"
 #include "arrays.h"
 #include "jobs.h"
 #include "job_launch.h"
@@ -449,9 +450,10 @@ static void finalize(job *j)
     /* A shim that is still tidying up is no longer the job's: job_finish records both at once. */
     j->shim_pid = 0;
     /* Preempted: back in the queue, unless it ended on its own before the stop reached it. */
-    if (j->preempting && !strcmp(reason, "stopped"))
+    if (j->preempting && !strcmp(reason, "stopped")) {
         job_requeue(j);
-    else if (j->fail_reason && !strcmp(reason, "stopped")) {
+        depend_single_changed(j); /* it no longer holds its name: a singleton of its name may go */
+    }    else if (j->fail_reason && !strcmp(reason, "stopped")) {
         free(j->error);
         j->error = j->fail_reason;
         j->fail_reason = NULL;

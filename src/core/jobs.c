@@ -50,6 +50,24 @@ bool jobs_offer(idref *r, const caller *who, bool task_names)
     return hit;
 }
 
+job **jobs_named(const char *name, size_t *n)
+{
+    size_t nc;
+    idindex_entry *c = idindex_candidates(&by_ref, name, &nc);
+    job **out = NULL;
+    *n = 0;
+    for (size_t i = 0; i < nc; i++) {
+        job *j = c[i].obj;
+        if (!j->name || strcmp(j->name, name))
+            continue; /* (one whose id starts so) */
+        if (!out)
+            out = xcalloc(nc, sizeof *out);
+        out[(*n)++] = j;
+    }
+    free(c);
+    return out;
+}
+
 /* By id, name or unique id prefix (common/idref.h); a job the caller may not see matches
  * nothing, except that its full id is said to be another user's (rnx gpu list shows it). */
 job *jobs_find(const char *ref, const caller *who, jerr *e)

@@ -339,6 +339,10 @@ static void schedule(void)
                 continue;
             }
         }
+        /* --singleton: let go when no job of its name ran; one without singleton may have started
+         * since (it does not wait): PENDING again until that one ends */
+        if (depend_single_blocked(j))
+            continue;
         /* The command was found at submission; what the job waited for since may have taken it
          * away (its runtime rebuilt without it, a package removed): looked up again before
          * anything is granted, so a job that cannot start never holds a GPU. A few stat()s. */

@@ -48,6 +48,7 @@ static void settle_jobs(void)
                 workflow_array_changed(a); /* a workflow's array: its dependents, its workflow's state */
             }
             depend_job_changed(j); /* the jobs waiting on it by --after (none: nothing to do) */
+            depend_single_changed(j); /* its owner's singleton jobs of its name (none: nothing to do) */
         }
         if (what & JOB_SETTLE_RELEASE) {
             volumes_release(j); /* memory volumes no job not yet ended uses go */

@@ -720,7 +720,7 @@ added:
                  task);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
-    if (j->req.nafter && !si->array_id)
+    if ((j->req.nafter || j->req.singleton) && !si->array_id)
         depend_submitted(j); /* PENDING, or decided at once */
     return j;
 }

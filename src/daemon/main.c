@@ -501,6 +501,7 @@ int main(int argc, char **argv)
     jobs_index_free();
     workflow_free_all();
     arrays_free_all();
+    depend_free_all();
     gpu_discovery_free(&core.gpu);
     free(core.driver_libs);
     log_info("joblet stopped");

@@ -202,8 +202,11 @@ static const field_case cases[] = {
     {JR_AFTER, "", 0, "a1b2:ok,train", "[{\"job\": \"a1b2\", \"state\": \"ok\"}, {\"job\": \"train\", \"state\": \"any\"}]",
      "[{\"job\": \"x\"}]", "[{\"job\": \"x\", \"state\": \"any\"}]",
      "a:done", "after: 'a:done' is not ID[:STATE] (STATE ok, notok, any, started or corr; ID a job's id, unique id "
-     "prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, after, aftercorr)",
+     "prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, after, aftercorr) nor singleton",
      "[{\"job\": \"x\", \"state\": \"done\"}]", "after[0].state: must be ok, notok, any, started or corr"},
+    {JR_SINGLETON, "\"name\": \"train\", ", 0, "true", "true", "false", "false",
+     "maybe", "singleton: 'maybe' must be true or false",
+     "1", "singleton: '1' must be true or false"},
     {JR_SIGNAL, "\"max_runtime_s\": 600, ", 0, "B:usr1@90", "\"SIGUSR1@90\"", "\"TERM\"", "\"SIGTERM@60\"",
      "STOP@9", "signal: STOP would stop the job's processes behind joblet's back; rnx job suspend freezes a job (and "
      "resume thaws it)",
@@ -627,7 +630,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after, signal";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after, signal, singleton";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -1064,7 +1067,7 @@ static const char full[] =
     " \"volumes\": [\"data\", \"images:ro\"], \"isolation\": \"gvisor\", \"devices\": [\"nvidia.com/gpu=1\"],"
     " \"tty\": true, \"stdin\": true, \"max_netbps\": 1048576,"
     " \"after\": [{\"job\": \"a1b2c3d4\", \"state\": \"notok\"}, {\"job\": \"prep\", \"state\": \"started\"}],"
-    " \"signal\": \"SIGUSR1@90\"}";
+    " \"signal\": \"SIGUSR1@90\", \"singleton\": true}";
 
 static void test_round_trip(void **state)
 {
@@ -1241,7 +1244,7 @@ static void test_to_flags(void **state)
                    " \"--gpu-memory=4GB\", \"--gpu-ids=GPU-1\", \"--gpu-caps=compute,video\", \"--gpu-optional\","
                    " \"--priority=-7\", \"--gpu-type=A100\", \"--gpu-cc=8.0\", \"--gpu-share\", \"--cross-numa=no\","
                    " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\", \"--isolation=gvisor\", \"--device=nvidia.com/gpu=1\","
-                   " \"--tty\", \"--interactive\", \"--max-netbps=1MB\", \"--after=a1b2c3d4:notok\", \"--after=prep:started\", \"--signal=SIGUSR1@90\"]",
+                   " \"--tty\", \"--interactive\", \"--max-netbps=1MB\", \"--after=a1b2c3d4:notok\", \"--after=prep:started\", \"--signal=SIGUSR1@90\", \"--singleton\"]",
                    "flags");
     /* read back as rnx reads them: the same request, but for what flags cannot carry */
     size_t i;
@@ -1371,6 +1374,23 @@ static void test_after_text(void **state)
         json_decref(jb), json_decref(flags), json_decref(j);
         jobreq_free(&back);
         jobreq_free(&r);
+    }
+    /* Slurm's singleton: a field of its own, beside the jobs it waits for; a job named so is
+     * singleton:any (how jobreq_to_flags writes one) */
+    {
+        job_req r = {0};
+        jerr e = {0};
+        assert_int_equal(jobreq_set_text(&r, f, "afterok:prep,singleton", NOW, &e), 0);
+        assert_true(r.singleton && jobreq_has(&r, JR_SINGLETON));
+        assert_int_equal(r.nafter, 1);
+        assert_string_equal(r.after[0].job, "prep");
+        jobreq_free(&r);
+        job_req n = {0};
+        assert_int_equal(jobreq_set_text(&n, f, "singleton:any", NOW, &e), 0);
+        assert_false(n.singleton);
+        assert_int_equal(n.nafter, 1);
+        assert_string_equal(n.after[0].job, "singleton");
+        jobreq_free(&n);
     }
     /* repeated: they add up; bounded */
     job_req r = {0};
