@@ -42,10 +42,12 @@ static const char job_help[] =
     "  attach [--no-stdin] ID          re-attach to a running job's terminal (run -it, -i)\n"
     "  log [--tail N] [--since WHEN] [-t] [--stdout|--stderr] [--no-follow] ID\n"
     "                                  print a job's output, following it until the job ends\n"
-    "  stop [--force] ID               stop a running job: SIGTERM, SIGKILL after the grace period\n"
-    "                                  (cancels one that has not started)\n"
-    "  kill [--signal=SIG] ID          SIGKILL to every process of a job at once (or SIG)\n"
-    "  cancel ID                       cancel a job that has not started (again) yet\n"
+    "  stop [--force] ID...            stop running jobs: SIGTERM, SIGKILL after the grace period\n"
+    "                                  (cancels one that has not started); or by --name,\n"
+    "                                  --status, --user (Slurm's scancel)\n"
+    "  kill [--signal=SIG] ID...       SIGKILL to every process of jobs at once (or SIG)\n"
+    "  cancel ID...                    cancel jobs that have not started (again) yet; or by\n"
+    "                                  --name, --status, --user\n"
     "  hold ID...                      keep waiting jobs from starting until released\n"
     "  release ID...                   let held jobs start again, in their place in the queue\n"
     "  update ID [--priority=N] [--max-runtime=DUR] [--gpu=N] ...\n"
@@ -53,7 +55,7 @@ static const char job_help[] =
     "  suspend ID...                   freeze running jobs, keeping their GPUs (admins)\n"
     "  resume ID...                    thaw suspended jobs (admins)\n"
     "  requeue [--hold] ID...          stop running jobs and put them back in the queue\n"
-    "  delete ID                       remove a finished job and its output\n"
+    "  delete ID...                    remove finished jobs and their output\n"
     "  delete-all                      remove every finished job\n"
     "  metrics [--interval S] [--count N] ID\n"
     "                                  a job's CPU, memory, I/O and GPU use, sampled until it ends\n"
@@ -141,7 +143,8 @@ static void run_help(FILE *f, const struct option *opts)
 }
 
 static const char list_help[] =
-    "Usage: rnx job list [--status STATUS] [--gpu GPU] [--user USER] [--since WHEN] [--expand] [--json]\n"
+    "Usage: rnx job list [--status STATUS] [--name NAME] [--gpu GPU] [--user USER] [--since WHEN] [--expand]\n"
+    "                    [--json]\n"
     "\n"
     "Lists the jobs you can see (root: everyone's), oldest first, newest last. The GPUS\n"
     "column shows the GPUs a job holds or held, or how many it waits for. A job array is\n"
@@ -150,6 +153,7 @@ static const char list_help[] =
     "Flags:\n"
     "  --status STATUS   only jobs in this state: PENDING, SCHEDULED, QUEUED, RUNNING,\n"
     "                    STOPPING, PREEMPTED, HELD, SUSPENDED, STOPPED, COMPLETED, FAILED, CANCELED\n"
+    "  --name NAME       only jobs (and arrays) of this name\n"
     "  --expand          each started task of a job array on a line of its own (ID_7)\n"
     "  --gpu GPU         only jobs that hold or held this GPU (an index or a UUID)\n"
     "  --user USER       only this user's jobs (a name or a uid; others' jobs: root only)\n"
@@ -194,16 +198,23 @@ static const char log_help[] =
     "  -h, --help        show this help\n";
 
 static const char stop_help[] =
-    "Usage: rnx job stop [--force] ID\n"
+    "Usage: rnx job stop [--force] ID...\n"
+    "       rnx job stop [--force] [--name NAME] [--status STATUS] [--user USER] [ID...]\n"
     "\n"
-    "Stops a running job: SIGTERM to all its processes, SIGKILL after the daemon's grace\n"
-    "period. A job that has not started yet is canceled.\n"
+    "Stops running jobs: SIGTERM to all their processes, SIGKILL after the daemon's grace\n"
+    "period. A job that has not started yet is canceled. As Slurm's scancel, the jobs may be\n"
+    "chosen by name, state and user instead of (or besides) by ID: among the jobs you can see\n"
+    "(root: everyone's), those 'rnx job list' shows with the same flags that have not ended;\n"
+    "none matching is not an error.\n"
     "\n"
     "Flags:\n"
-    "  --force      SIGKILL to every process at once, as 'rnx job kill' (also while a stop's\n"
-    "               grace period runs)\n"
-    "  --json       print the job object afterwards\n"
-    "  -h, --help   show this help\n";
+    "  --force          SIGKILL to every process at once, as 'rnx job kill' (also while a\n"
+    "                   stop's grace period runs)\n"
+    "  --name NAME      the jobs (and arrays) of this name (scancel --name)\n"
+    "  --status STATUS  the jobs in this state (scancel --state)\n"
+    "  --user USER      this user's jobs, a name or a uid (scancel --user; others': root)\n"
+    "  --json           print each job object afterwards\n"
+    "  -h, --help       show this help\n";
 
 static const char attach_help[] =
     "Usage: rnx job attach [--detach-keys KEYS] [--no-stdin] ID\n"
@@ -222,7 +233,7 @@ static const char attach_help[] =
     "  -h, --help          show this help\n";
 
 static const char kill_help[] =
-    "Usage: rnx job kill [--signal=SIG] ID\n"
+    "Usage: rnx job kill [--signal=SIG] ID...\n"
     "\n"
     "Kills a running or stopping job: SIGKILL to every process of the job at once, no grace\n"
     "period (the job cannot catch it). The job ends STOPPED, end reason 'killed'. A job that\n"
@@ -242,15 +253,26 @@ static const char kill_help[] =
     "  -h, --help   show this help\n";
 
 static const char cancel_help[] =
-    "Usage: rnx job cancel ID\n"
+    "Usage: rnx job cancel ID...\n"
+    "       rnx job cancel [--name NAME] [--status STATUS] [--user USER] [ID...]\n"
     "\n"
-    "Cancels a job that is waiting: PENDING, SCHEDULED, QUEUED or PREEMPTED. A job that runs\n"
-    "must be stopped instead.\n";
+    "Cancels jobs that wait: PENDING, SCHEDULED, QUEUED, PREEMPTED or HELD (an array: its tasks\n"
+    "that wait). A job that runs must be stopped instead. As Slurm's scancel --state=PENDING,\n"
+    "the jobs may be chosen by name, state and user instead of (or besides) by ID: among the\n"
+    "jobs you can see (root: everyone's), those 'rnx job list' shows with the same flags that\n"
+    "wait; none matching is not an error.\n"
+    "\n"
+    "Flags:\n"
+    "  --name NAME      the jobs (and arrays) of this name\n"
+    "  --status STATUS  the jobs in this state (PENDING, SCHEDULED, QUEUED, PREEMPTED, HELD)\n"
+    "  --user USER      this user's jobs, a name or a uid (others': root)\n"
+    "  --json           print each job object afterwards\n"
+    "  -h, --help       show this help\n";
 
 static const char delete_help[] =
-    "Usage: rnx job delete ID\n"
+    "Usage: rnx job delete ID...\n"
     "\n"
-    "Removes a finished job's record and output.\n";
+    "Removes finished jobs' records and output.\n";
 
 static const char delete_all_help[] =
     "Usage: rnx job delete-all\n"
@@ -530,7 +552,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 
 enum {
     O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_GPU, O_USER, O_SINCE, O_TAIL, O_STDOUT, O_STDERR,
-    O_DETACH_KEYS, O_EXPAND,
+    O_DETACH_KEYS, O_EXPAND, O_NAME,
     O_DEPENDENCY,
     O_FIELD = 512 /* + enum jobreq_id */
 };
@@ -1026,11 +1048,12 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
                                          {"gpu", required_argument, NULL, O_GPU},
                                          {"user", required_argument, NULL, O_USER},
                                          {"since", required_argument, NULL, O_SINCE},
+                                         {"name", required_argument, NULL, O_NAME},
                                          OPT_JSON,
                                          OPT_HELP,
                                          {0}};
     char status[32] = "", user[16] = "", since[48] = "";
-    const char *gpu = NULL, *expand = NULL;
+    const char *gpu = NULL, *expand = NULL, *name = NULL;
     int c;
     optind = 0;
     while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job list")) != -1) {
@@ -1055,11 +1078,16 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
                 return rnx_usage("--gpu: give a GPU's index or UUID (rnx gpu list)");
             gpu = optarg;
             break;
+        case O_NAME:
+            if (!*optarg)
+                return rnx_usage("--name: give the jobs' name");
+            name = optarg;
+            break;
         default: return RNX_USAGE;
         }
     }
     if (optind < argc)
-        return rnx_usage("job list: unexpected argument '%s'; usage: rnx job list [--status STATUS] [--gpu GPU] "
+        return rnx_usage("job list: unexpected argument '%s'; usage: rnx job list [--status STATUS] [--name NAME] [--gpu GPU] "
                          "[--user USER] [--since WHEN] [--json]",
                          argv[optind]);
 
@@ -1079,6 +1107,11 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
         rc = server_error(&e, false);
     } else {
         json_t *jobs = json_object_get(resp, "jobs");
+        for (size_t i = json_array_size(jobs); name && i-- > 0;) {
+            const char *nm = jstr(json_array_get(jobs, i), "name");
+            if (!nm || strcmp(nm, name))
+                json_array_remove(jobs, i);
+        }
         if (!json_is_array(jobs)) {
             rc = rnx_fail("joblet's job list has no \"jobs\" array");
         } else if (ctx->json) {
@@ -1207,90 +1240,203 @@ static const char *answer_id(json_t *answer, const char *typed)
     return id ? id : typed;
 }
 
-/* stop, kill, cancel and delete: one request, one line of confirmation. */
-static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
+/* What one of stop, kill, cancel, delete does to one job. */
+typedef struct action {
+    const char *which;
+    bool stop, kill, del, all;
+    int sig;
+    char signame[16];
+} action;
+
+/* One request, one line of confirmation. quiet_409: a job chosen by name, state or user that
+ * went on meanwhile (ended, started) is said, not an error. */
+static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409)
 {
-    static const struct option stop_opts[] = {{"force", no_argument, NULL, 'F'}, OPT_JSON, OPT_HELP, {0}};
-    static const struct option kill_opts[] = {{"signal", required_argument, NULL, 's'}, {"all", no_argument, NULL, 'A'},
-                                              OPT_JSON, OPT_HELP, {0}};
-    static const struct option opts[] = {OPT_JSON, OPT_HELP, {0}};
-    bool stop = !strcmp(which, "stop"), kill = !strcmp(which, "kill"), del = !strcmp(which, "delete");
-    int sig = 0;
-    bool all = false;
-    char signame[16] = "";
-    const char *help = stop ? stop_help : kill ? kill_help : !strcmp(which, "cancel") ? cancel_help : delete_help;
-    char cmd[32], usage[64];
-    const char *id = NULL;
     json_t *answer = NULL;
-    int c, rc;
-    snprintf(cmd, sizeof cmd, "rnx job %s", which);
-    snprintf(usage, sizeof usage, "rnx job %s%s ID", which, stop ? " [--force]" : kill ? " [--signal=SIG [--all]]" : "");
-    optind = 0;
-    while ((c = rnx_getopt(argc, argv, kill ? "hs:" : "h", stop ? stop_opts : kill ? kill_opts : opts, cmd)) != -1) {
-        switch (c) {
-        case 'h': fputs(help, stdout); return RNX_OK;
-        case 'j': ctx->json = true; break;
-        case 'F': kill = true; break;
-        case 's': {
-            jerr e = {0};
-            if (parse_signal("--signal", optarg, &sig, &e) < 0)
-                return rnx_usage("%s", e.msg);
-            parse_signal_name(sig, signame, sizeof signame);
-            break;
-        }
-        case 'A': all = true; break;
-        default: return RNX_USAGE;
-        }
-    }
-    if ((rc = one_id(argc, argv, cmd + 4, usage, &id)) != 0)
-        return rc;
-    if (all && (!sig || sig == SIGKILL))
-        return rnx_usage("rnx job kill: --all goes with --signal (a kill reaches every process already)");
-    if (del) {
-        rc = job_request(ctx, "DELETE", id, "", &answer);
+    rnx_client *cl = open_client(ctx);
+    if (!cl)
+        return RNX_FAIL;
+    jerr e = {0};
+    int fail = 0;
+    char path[64];
+    if (a->del) {
+        char *p = job_path(cl, id, "");
+        fail = client_request(cl, "DELETE", p, NULL, &answer, &e);
         /* an array: its ended tasks go a slice per request, then the array */
-        for (int64_t total = 0, n; rc == 0 && json_is_true(json_object_get(answer, "more"));) {
-            total += jint(answer, "tasks", &n) ? n : 0;
+        while (fail == 0 && json_is_true(json_object_get(answer, "more"))) {
             json_decref(answer);
             answer = NULL;
-            rc = job_request(ctx, "DELETE", id, "", &answer);
+            fail = client_request(cl, "DELETE", p, NULL, &answer, &e);
         }
-    } else if (sig && sig != SIGKILL) {
-        char path[48];
-        snprintf(path, sizeof path, "/kill?signal=%s%s", signame, all ? "&all=1" : "");
-        rc = job_request(ctx, "POST", id, path, &answer);
-    } else
-        rc = job_request(ctx, "POST", id, kill ? "/kill" : stop ? "/stop" : "/cancel", &answer);
-    if (rc != 0)
-        return rc;
+        free(p);
+    } else {
+        if (a->sig && a->sig != SIGKILL)
+            snprintf(path, sizeof path, "/kill?signal=%s%s", a->signame, a->all ? "&all=1" : "");
+        else
+            snprintf(path, sizeof path, "%s", a->kill ? "/kill" : a->stop ? "/stop" : "/cancel");
+        char *p = job_path(cl, id, path);
+        fail = client_request(cl, "POST", p, NULL, &answer, &e);
+        free(p);
+    }
+    client_free(cl);
+    if (fail < 0) {
+        int rc = server_error(&e, false);
+        json_decref(answer);
+        return quiet_409 && e.http == 409 ? RNX_OK : rc;
+    }
     const char *status = jstr(answer, "status");
     json_t *arr = json_object_get(answer, "array");
     int64_t acted;
+    bool sig = a->sig && a->sig != SIGKILL, cancel = !strcmp(a->which, "cancel");
     if (ctx->json)
         print_json(answer);
-    else if (sig && sig != SIGKILL && json_is_object(arr) && jint(answer, "acted", &acted))
-        print_textf(stdout, "sent %s to %lld running task%s of array %s\n", signame, (long long)acted,
+    else if (sig && json_is_object(arr) && jint(answer, "acted", &acted))
+        print_textf(stdout, "sent %s to %lld running task%s of array %s\n", a->signame, (long long)acted,
                     acted == 1 ? "" : "s", jstr(arr, "id") ? jstr(arr, "id") : id);
-    else if (sig && sig != SIGKILL)
-        print_textf(stdout, "sent %s to %s %s\n", signame, all ? "every process of" : "the command of",
+    else if (sig)
+        print_textf(stdout, "sent %s to %s %s\n", a->signame, a->all ? "every process of" : "the command of",
                     answer_id(answer, id));
-    else if (!del && json_is_object(arr) && jint(answer, "acted", &acted)) {
+    else if (!a->del && json_is_object(arr) && jint(answer, "acted", &acted)) {
         /* an array, or tasks of one */
         char counts[600];
         print_array_counts(json_object_get(arr, "array"), counts, sizeof counts);
         print_textf(stdout, "%s %lld task%s of array %s (now %s)\n",
-                    !strcmp(which, "cancel") ? "canceled" : kill ? "killing" : "stopping or canceled", (long long)acted,
+                    cancel ? "canceled" : a->kill ? "killing" : "stopping or canceled", (long long)acted,
                     acted == 1 ? "" : "s", jstr(arr, "id") ? jstr(arr, "id") : id, counts);
-    } else if (del)
+    } else if (a->del)
         print_textf(stdout, "deleted %s\n", jstr(answer, "deleted") ? jstr(answer, "deleted") : id);
-    else if (!strcmp(which, "cancel") || (status && strcmp(status, "CANCELED") == 0))
-        print_textf(stdout, "canceled %s%s\n", answer_id(answer, id), stop || kill ? " (it had not started)" : "");
-    else if (kill)
+    else if (cancel || (status && strcmp(status, "CANCELED") == 0))
+        print_textf(stdout, "canceled %s%s\n", answer_id(answer, id), a->stop || a->kill ? " (it had not started)" : "");
+    else if (a->kill)
         print_textf(stdout, "killing %s (SIGKILL to every process)\n", answer_id(answer, id));
     else
         print_textf(stdout, "stopping %s\n", answer_id(answer, id));
     json_decref(answer);
     return RNX_OK;
+}
+
+/* scancel's choice by name, state and user: the jobs and arrays `rnx job list --status --user`
+ * shows, of that name, that the action can take (cancel: those that wait, an array with tasks not
+ * ended; stop: those not ended), newest first, so that a job is acted on before the jobs it waits
+ * for (canceling a dependency first would cancel its dependents by cascade, under our feet).
+ * Appended to *ids (strings the caller frees). 0, or an exit code. */
+static int select_jobs(const rnx_ctx *ctx, const char *name, const char *status, const char *user, bool cancel,
+                       char ***ids, size_t *n)
+{
+    rnx_client *cl = open_client(ctx);
+    if (!cl)
+        return RNX_FAIL;
+    char *path = xstrdup("/v1/jobs");
+    add_query(cl, &path, "status", status);
+    add_query(cl, &path, "user", user);
+    json_t *resp = NULL;
+    jerr e = {0};
+    int rc = RNX_OK;
+    if (client_request(cl, "GET", path, NULL, &resp, &e) < 0) {
+        rc = server_error(&e, false);
+    } else {
+        json_t *jobs = json_object_get(resp, "jobs");
+        for (size_t i = json_array_size(jobs); i-- > 0;) {
+            json_t *job = json_array_get(jobs, i);
+            const char *id = jstr(job, "id"), *nm = jstr(job, "name"), *st = jstr(job, "status"), *kind = jstr(job, "kind");
+            enum job_state s;
+            if (!id || !st || job_state_parse(st, &s) < 0 || (name && (!nm || strcmp(nm, name))))
+                continue;
+            bool array = kind && !strcmp(kind, "array");
+            if (job_state_terminal(s) || (cancel && !array && !job_state_waiting(s) && s != JS_PENDING && s != JS_HELD))
+                continue;
+            *ids = xrealloc(*ids, (*n + 1) * sizeof **ids);
+            (*ids)[(*n)++] = xstrdup(id);
+        }
+    }
+    free(path);
+    json_decref(resp);
+    client_free(cl);
+    return rc;
+}
+
+/* stop, kill, cancel and delete: one request per job, one line of confirmation each. */
+static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
+{
+#define PICK_OPTS {"name", required_argument, NULL, O_NAME}, {"status", required_argument, NULL, O_STATUS}, \
+                  {"user", required_argument, NULL, O_USER}
+    static const struct option stop_opts[] = {{"force", no_argument, NULL, 'F'}, PICK_OPTS, OPT_JSON, OPT_HELP, {0}};
+    static const struct option cancel_opts[] = {PICK_OPTS, OPT_JSON, OPT_HELP, {0}};
+    static const struct option kill_opts[] = {{"signal", required_argument, NULL, 's'}, {"all", no_argument, NULL, 'A'},
+                                              OPT_JSON, OPT_HELP, {0}};
+    static const struct option opts[] = {OPT_JSON, OPT_HELP, {0}};
+#undef PICK_OPTS
+    action a = {.which = which, .stop = !strcmp(which, "stop"), .kill = !strcmp(which, "kill"),
+                .del = !strcmp(which, "delete")};
+    bool cancel = !strcmp(which, "cancel");
+    const char *help = a.stop ? stop_help : a.kill ? kill_help : cancel ? cancel_help : delete_help;
+    const char *name = NULL;
+    char cmd[32], usage[64], status[32] = "", user[16] = "";
+    int c, rc = RNX_OK;
+    snprintf(cmd, sizeof cmd, "rnx job %s", which);
+    snprintf(usage, sizeof usage, "rnx job %s%s ID...", which, a.stop ? " [--force]" : a.kill ? " [--signal=SIG [--all]]" : "");
+    optind = 0;
+    while ((c = rnx_getopt(argc, argv, a.kill ? "hs:" : "h",
+                           a.stop ? stop_opts : a.kill ? kill_opts : cancel ? cancel_opts : opts, cmd)) != -1) {
+        switch (c) {
+        case 'h': fputs(help, stdout); return RNX_OK;
+        case 'j': ctx->json = true; break;
+        case 'F': a.kill = true; break;
+        case 's': {
+            jerr e = {0};
+            if (parse_signal("--signal", optarg, &a.sig, &e) < 0)
+                return rnx_usage("%s", e.msg);
+            parse_signal_name(a.sig, a.signame, sizeof a.signame);
+            break;
+        }
+        case 'A': a.all = true; break;
+        case O_NAME:
+            if (!*optarg)
+                return rnx_usage("--name: give the jobs' name");
+            name = optarg;
+            break;
+        case O_STATUS:
+            if (parse_status(optarg, status, sizeof status) != 0)
+                return RNX_USAGE;
+            break;
+        case O_USER:
+            if (parse_user(optarg, user, sizeof user) != 0)
+                return RNX_USAGE;
+            break;
+        default: return RNX_USAGE;
+        }
+    }
+    bool picks = name || status[0] || user[0];
+    if (optind >= argc && !picks)
+        return rnx_usage("%s: missing ID; usage: %s%s", cmd + 4, usage,
+                         a.stop || cancel ? " (or --name, --status, --user)" : "");
+    if (a.all && (!a.sig || a.sig == SIGKILL))
+        return rnx_usage("rnx job kill: --all goes with --signal (a kill reaches every process already)");
+    for (int i = optind; i < argc; i++)
+        if (!*argv[i])
+            return rnx_usage("%s: an ID is empty; usage: %s", cmd + 4, usage);
+    for (int i = optind; i < argc; i++) {
+        int r = act_one(ctx, &a, argv[i], false);
+        if (r != RNX_OK)
+            rc = r;
+    }
+    if (!picks)
+        return rc;
+    char **ids = NULL;
+    size_t n = 0;
+    int r = select_jobs(ctx, name, status, user, cancel, &ids, &n);
+    if (r != RNX_OK)
+        rc = r;
+    else if (!n && !ctx->json)
+        fprintf(stderr, "rnx: no job you can see matches (rnx job list%s%s%s%s%s%s shows them)\n", name ? " --name=" : "",
+                name ? name : "", status[0] ? " --status=" : "", status, user[0] ? " --user=" : "", user);
+    for (size_t i = 0; i < n; i++) {
+        if ((r = act_one(ctx, &a, ids[i], true)) != RNX_OK)
+            rc = r;
+        free(ids[i]);
+    }
+    free(ids);
+    return rc;
 }
 
 static int job_stop(rnx_ctx *ctx, int argc, char **argv) { return job_action(ctx, argc, argv, "stop"); }

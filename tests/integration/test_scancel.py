@@ -1,0 +1,106 @@
+"""Acting on several jobs at once, as Slurm's scancel: `rnx job cancel|stop|kill|delete ID...`,
+and `rnx job cancel|stop --name --status --user` choosing the jobs as `rnx job list` does with the
+same flags (also `rnx job list --name`), against the real daemon: only what was chosen is touched,
+another user's jobs are out of reach, dependents are taken before what they wait for (no cascade
+under the command's feet), nothing matching is not an error."""
+import json
+import os
+from datetime import datetime, timedelta, timezone
+
+from conftest import rnx_as
+
+UID = 4323
+GATE = "while [ ! -e /work/go ]; do sleep 0.02; done"
+
+
+def later():
+    return "--schedule=" + (datetime.now(timezone.utc) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run(d, *args):
+    return d.rnx("job", "run", *args, check=True).stdout.strip()
+
+
+def states(d, *ids):
+    return [d.job(j)["status"] for j in ids]
+
+
+def test_several_ids_at_once(daemon):
+    d = daemon
+    a, b = run(d, later(), "true"), run(d, later(), "true")
+    p = d.rnx("job", "cancel", a, "no-such-job-x", b)
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert p.stdout.splitlines() == [f"canceled {a}", f"canceled {b}"], p.stdout
+    assert "no-such-job-x" in p.stderr
+    assert states(d, a, b) == ["CANCELED", "CANCELED"]
+    r1, r2 = run(d, "sh", "-c", GATE), run(d, "sh", "-c", GATE)
+    d.wait_status(r1, "RUNNING")
+    d.wait_status(r2, "RUNNING")
+    p = d.rnx("job", "stop", r1, r2)
+    assert p.returncode == 0, p.stderr
+    assert [d.wait(j)["status"] for j in (r1, r2)] == ["STOPPED", "STOPPED"]
+    p = d.rnx("job", "delete", a, b, r1)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [f"deleted {a}", f"deleted {b}", f"deleted {r1}"], p.stdout
+    assert d.api("GET", f"/v1/jobs/{a}")[0] == 404
+
+
+def test_cancel_and_stop_by_name(daemon):
+    """cancel --name takes the waiting jobs of that name (an array's waiting tasks too) and no
+    other; stop --name takes the running one as well; a dependent of one of them is canceled by
+    the command, not by cascade; rnx job list --name shows the same jobs."""
+    d = daemon
+    name = "sweep-" + os.urandom(3).hex()
+    w1, w2 = run(d, f"--name={name}", later(), "true"), run(d, f"--name={name}", later(), "true")
+    dep = run(d, f"--name={name}", f"--after={w1}:ok", "true")
+    arr = d.api("POST", "/v1/jobs", {"command": "true", "name": name, "array": "0-3",
+                                    "schedule_at": later().split("=", 1)[1]})[1]["id"]
+    running = run(d, f"--name={name}", "sh", "-c", GATE)
+    d.wait_status(running, "RUNNING")
+    other = run(d, f"--name={name}-x", later(), "true")
+    listed = d.rnx("job", "list", f"--name={name}", "--json", check=True).stdout
+    assert sorted(j["id"] for j in json.loads(listed)) == sorted([w1, w2, dep, arr, running])
+    p = d.rnx("job", "cancel", f"--name={name}")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert states(d, w1, w2, dep, running, other) == ["CANCELED", "CANCELED", "CANCELED", "RUNNING", "SCHEDULED"]
+    assert d.job(dep)["end_reason"] != "dependency", d.job(dep)   # the command took it first
+    assert d.api("GET", f"/v1/jobs/{arr}")[1]["array"]["counts"] == {"CANCELED": 4}
+    assert p.stdout.splitlines()[0] == f"canceled 4 tasks of array {arr} (now 4 CANCELED)", p.stdout
+    # nothing left to cancel: said, not an error
+    p = d.rnx("job", "cancel", f"--name={name}")
+    assert p.returncode == 0 and "no job you can see matches" in p.stderr, (p.returncode, p.stderr)
+    p = d.rnx("job", "stop", f"--name={name}", "--status=RUNNING")
+    assert p.returncode == 0 and p.stdout.strip() == f"stopping {running}", (p.stdout, p.stderr)
+    assert d.wait(running)["status"] == "STOPPED"
+    assert d.job(other)["status"] == "SCHEDULED"
+    d.rnx("job", "cancel", other, check=True)
+
+
+def test_by_user_and_out_of_reach(daemon):
+    """root takes a user's jobs with --user; a user's --name never reaches root's jobs of that name,
+    and --user naming another is refused as rnx job list refuses it."""
+    d = daemon
+    name = "mine-" + os.urandom(3).hex()
+    theirs = [rnx_as(d, UID, "job", "run", f"--name={name}", later(), "true") for _ in range(2)]
+    assert all(p.returncode == 0 for p in theirs), [p.stderr for p in theirs]
+    theirs = [p.stdout.strip() for p in theirs]
+    roots = run(d, f"--name={name}", later(), "true")
+    p = rnx_as(d, UID, "job", "cancel", f"--name={name}")
+    assert p.returncode == 0, p.stderr
+    assert states(d, *theirs, roots) == ["CANCELED", "CANCELED", "SCHEDULED"]
+    p = rnx_as(d, UID, "job", "cancel", "--user=0")
+    assert p.returncode != 0 and states(d, roots) == ["SCHEDULED"], (p.returncode, p.stderr)
+    again = rnx_as(d, UID, "job", "run", later(), "true").stdout.strip()
+    p = d.rnx("job", "cancel", f"--user={UID}", "--status=SCHEDULED")
+    assert p.returncode == 0 and p.stdout.strip() == f"canceled {again}", (p.stdout, p.stderr)
+    assert states(d, roots) == ["SCHEDULED"]
+    d.rnx("job", "cancel", roots, check=True)
+
+
+def test_usage(daemon):
+    p = daemon.rnx("job", "cancel")
+    assert p.returncode == 2 and "missing ID" in p.stderr and "--name" in p.stderr, p.stderr
+    p = daemon.rnx("job", "stop", "--status=DONE")
+    assert p.returncode == 2 and "--status: 'DONE' is not a job state" in p.stderr, p.stderr
+    p = daemon.rnx("job", "cancel", "--user=no-such-user-x")
+    assert p.returncode == 2 and "--user: no user 'no-such-user-x'" in p.stderr, p.stderr
