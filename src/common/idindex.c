@@ -138,6 +138,28 @@ static void found_add(found *f, const idindex_entry *e)
     f->v[f->n++] = *e;
 }
 
+/* The entries named ref, unsorted, into f. */
+static void add_named(const idindex *x, const char *ref, found *f)
+{
+    const idindex_bucket *nb = &x->by_name[name_key(x, ref)];
+    for (uint32_t i = 0; i < nb->n; i++)
+        if (!strcmp(nb->v[i].name, ref))
+            found_add(f, &nb->v[i]);
+}
+
+idindex_entry *idindex_named(const idindex *x, const char *name, size_t *n)
+{
+    *n = 0;
+    if (!x->bits || !name[0])
+        return NULL;
+    found f = {0};
+    add_named(x, name, &f);
+    if (f.n > 1)
+        qsort(f.v, f.n, sizeof *f.v, by_seq);
+    *n = f.n;
+    return f.v;
+}
+
 idindex_entry *idindex_candidates(const idindex *x, const char *ref, size_t *n)
 {
     *n = 0;
@@ -145,10 +167,7 @@ idindex_entry *idindex_candidates(const idindex *x, const char *ref, size_t *n)
         return NULL;
     found f = {0};
     size_t len = strlen(ref);
-    const idindex_bucket *nb = &x->by_name[name_key(x, ref)];
-    for (uint32_t i = 0; i < nb->n; i++)
-        if (!strcmp(nb->v[i].name, ref))
-            found_add(&f, &nb->v[i]);
+    add_named(x, ref, &f);
     /* an id's first 8 characters are hex digits: a reference with fewer before anything else
      * is the start of no id */
     unsigned digits;

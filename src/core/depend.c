@@ -378,13 +378,11 @@ static void single_wait_del(single_wait *w)
 static job **single_waiters(uid_t uid, const char *name, size_t *n)
 {
     size_t nc;
-    idindex_entry *c = idindex_candidates(&single_waiting, name, &nc);
+    idindex_entry *c = idindex_named(&single_waiting, name, &nc);
     job **out = xcalloc(nc + 1, sizeof *out);
     *n = 0;
     for (size_t i = 0; i < nc; i++) {
         single_wait *w = c[i].obj;
-        if (strcmp(w->name, name))
-            continue; /* (one whose id starts so) */
         job *j = jobs_by_seq(w->seq);
         if (!j || strcmp(j->id, w->id) || !j->req.singleton || (j->state != JS_PENDING && j->state != JS_HELD)) {
             single_wait_del(w);
@@ -400,7 +398,7 @@ static job **single_waiters(uid_t uid, const char *name, size_t *n)
 static void single_wait_add(const job *j)
 {
     size_t nc;
-    idindex_entry *c = idindex_candidates(&single_waiting, j->name, &nc);
+    idindex_entry *c = idindex_named(&single_waiting, j->name, &nc);
     bool have = false;
     for (size_t i = 0; i < nc && !have; i++)
         have = ((single_wait *)c[i].obj)->seq == j->seq;

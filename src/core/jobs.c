@@ -53,17 +53,11 @@ bool jobs_offer(idref *r, const caller *who, bool task_names)
 job **jobs_named(const char *name, size_t *n)
 {
     size_t nc;
-    idindex_entry *c = idindex_candidates(&by_ref, name, &nc);
-    job **out = NULL;
-    *n = 0;
-    for (size_t i = 0; i < nc; i++) {
-        job *j = c[i].obj;
-        if (!j->name || strcmp(j->name, name))
-            continue; /* (one whose id starts so) */
-        if (!out)
-            out = xcalloc(nc, sizeof *out);
-        out[(*n)++] = j;
-    }
+    idindex_entry *c = idindex_named(&by_ref, name, &nc);
+    job **out = nc ? xcalloc(nc, sizeof *out) : NULL;
+    *n = nc;
+    for (size_t i = 0; i < nc; i++)
+        out[i] = c[i].obj;
     free(c);
     return out;
 }

@@ -157,6 +157,13 @@ static void test_empty_and_names_that_look_like_ids(void **state)
     assert_ptr_equal(c[0].obj, &b);
     assert_ptr_equal(c[1].obj, &a);
     free(c);
+    /* by name alone: a, not b whose id starts so */
+    c = idindex_named(&x, "9f", &n);
+    assert_int_equal(n, 1);
+    assert_ptr_equal(c[0].obj, &a);
+    free(c);
+    assert_null(idindex_named(&x, "9f00", &n));
+    assert_int_equal(n, 0);
     /* a's name that is also its own id's start: once */
     idindex_del(&x, &a, a_id, "9f");
     idindex_add(&x, &a, a_id, "1a2", 2);
