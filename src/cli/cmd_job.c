@@ -1041,6 +1041,43 @@ static void add_query(rnx_client *c, char **path, const char *key, const char *v
     *path = p;
 }
 
+/* What rnx job list --status --name --gpu --user --since --expand chooses (NULL or "": not
+ * chosen so). */
+typedef struct list_pick {
+    const char *status, *name, *gpu, *user, *since, *expand;
+} list_pick;
+
+/* GET /v1/jobs as p chooses (the name chosen here: the API has no such filter): the jobs, oldest
+ * first, in *jobs (the caller's), or an exit code after saying why. */
+static int list_fetch(rnx_client *cl, const list_pick *p, json_t **jobs)
+{
+    char *path = xstrdup("/v1/jobs");
+    add_query(cl, &path, "status", p->status);
+    add_query(cl, &path, "gpu", p->gpu);
+    add_query(cl, &path, "user", p->user);
+    add_query(cl, &path, "since", p->since);
+    add_query(cl, &path, "expand", p->expand);
+    json_t *resp = NULL;
+    jerr e = {0};
+    int rc = RNX_OK;
+    *jobs = NULL;
+    if (client_request(cl, "GET", path, NULL, &resp, &e) < 0) {
+        rc = server_error(&e, false);
+    } else if (!json_is_array(json_object_get(resp, "jobs"))) {
+        rc = rnx_fail("joblet's job list has no \"jobs\" array");
+    } else {
+        *jobs = json_incref(json_object_get(resp, "jobs"));
+        for (size_t i = json_array_size(*jobs); p->name && i-- > 0;) {
+            const char *nm = jstr(json_array_get(*jobs, i), "name");
+            if (!nm || strcmp(nm, p->name))
+                json_array_remove(*jobs, i);
+        }
+    }
+    free(path);
+    json_decref(resp);
+    return rc;
+}
+
 static int job_list(rnx_ctx *ctx, int argc, char **argv)
 {
     static const struct option opts[] = {{"status", required_argument, NULL, O_STATUS},
@@ -1094,27 +1131,10 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
     rnx_client *cl = open_client(ctx);
     if (!cl)
         return RNX_FAIL;
-    char *path = xstrdup("/v1/jobs");
-    add_query(cl, &path, "status", status);
-    add_query(cl, &path, "gpu", gpu);
-    add_query(cl, &path, "user", user);
-    add_query(cl, &path, "since", since);
-    add_query(cl, &path, "expand", expand);
-    json_t *resp = NULL;
-    jerr e = {0};
-    int rc = RNX_OK;
-    if (client_request(cl, "GET", path, NULL, &resp, &e) < 0) {
-        rc = server_error(&e, false);
-    } else {
-        json_t *jobs = json_object_get(resp, "jobs");
-        for (size_t i = json_array_size(jobs); name && i-- > 0;) {
-            const char *nm = jstr(json_array_get(jobs, i), "name");
-            if (!nm || strcmp(nm, name))
-                json_array_remove(jobs, i);
-        }
-        if (!json_is_array(jobs)) {
-            rc = rnx_fail("joblet's job list has no \"jobs\" array");
-        } else if (ctx->json) {
+    json_t *jobs = NULL;
+    int rc = list_fetch(cl, &(list_pick){status, name, gpu, user, since, expand}, &jobs);
+    if (rc == RNX_OK) {
+        if (ctx->json) {
             print_json(jobs);
         } else {
             bool with_user = client_sees_all_jobs(cl);   /* root: whose each job is */
@@ -1131,8 +1151,7 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
             table_free(t);
         }
     }
-    free(path);
-    json_decref(resp);
+    json_decref(jobs);
     client_free(cl);
     return rc;
 }
@@ -1326,21 +1345,14 @@ static int select_jobs(const rnx_ctx *ctx, const char *name, const char *status,
     rnx_client *cl = open_client(ctx);
     if (!cl)
         return RNX_FAIL;
-    char *path = xstrdup("/v1/jobs");
-    add_query(cl, &path, "status", status);
-    add_query(cl, &path, "user", user);
-    json_t *resp = NULL;
-    jerr e = {0};
-    int rc = RNX_OK;
-    if (client_request(cl, "GET", path, NULL, &resp, &e) < 0) {
-        rc = server_error(&e, false);
-    } else {
-        json_t *jobs = json_object_get(resp, "jobs");
+    json_t *jobs = NULL;
+    int rc = list_fetch(cl, &(list_pick){.status = status, .name = name, .user = user}, &jobs);
+    if (rc == RNX_OK) {
         for (size_t i = json_array_size(jobs); i-- > 0;) {
             json_t *job = json_array_get(jobs, i);
-            const char *id = jstr(job, "id"), *nm = jstr(job, "name"), *st = jstr(job, "status"), *kind = jstr(job, "kind");
+            const char *id = jstr(job, "id"), *st = jstr(job, "status"), *kind = jstr(job, "kind");
             enum job_state s;
-            if (!id || !st || job_state_parse(st, &s) < 0 || (name && (!nm || strcmp(nm, name))))
+            if (!id || !st || job_state_parse(st, &s) < 0)
                 continue;
             bool array = kind && !strcmp(kind, "array");
             if (job_state_terminal(s) || (cancel && !array && !job_state_waiting(s) && s != JS_PENDING && s != JS_HELD))
@@ -1349,8 +1361,7 @@ static int select_jobs(const rnx_ctx *ctx, const char *name, const char *status,
             (*ids)[(*n)++] = xstrdup(id);
         }
     }
-    free(path);
-    json_decref(resp);
+    json_decref(jobs);
     client_free(cl);
     return rc;
 }
