@@ -1047,6 +1047,28 @@ typedef struct list_pick {
     const char *status, *name, *gpu, *user, *since, *expand;
 } list_pick;
 
+/* --name, --status, --user as typed to rnx job list, stop and cancel, checked. */
+typedef struct pick_flags {
+    const char *name;
+    char status[32], user[16];
+} pick_flags;
+
+/* Option c (O_NAME, O_STATUS, O_USER) into f: 0, RNX_USAGE after saying why, or -1 when c is
+ * none of them. */
+static int pick_flag(int c, const char *arg, pick_flags *f)
+{
+    switch (c) {
+    case O_NAME:
+        if (!*arg)
+            return rnx_usage("--name: give the jobs' name");
+        f->name = arg;
+        return 0;
+    case O_STATUS: return parse_status(arg, f->status, sizeof f->status) ? RNX_USAGE : 0;
+    case O_USER: return parse_user(arg, f->user, sizeof f->user) ? RNX_USAGE : 0;
+    default: return -1;
+    }
+}
+
 /* GET /v1/jobs as p chooses (the name chosen here: the API has no such filter): the jobs, oldest
  * first, in *jobs (the caller's), or an exit code after saying why. */
 static int list_fetch(rnx_client *cl, const list_pick *p, json_t **jobs)
@@ -1089,8 +1111,9 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
                                          OPT_JSON,
                                          OPT_HELP,
                                          {0}};
-    char status[32] = "", user[16] = "", since[48] = "";
-    const char *gpu = NULL, *expand = NULL, *name = NULL;
+    pick_flags pf = {0};
+    char since[48] = "";
+    const char *gpu = NULL, *expand = NULL;
     int c;
     optind = 0;
     while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job list")) != -1) {
@@ -1098,14 +1121,6 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
         case 'h': fputs(list_help, stdout); return RNX_OK;
         case O_EXPAND: expand = "1"; break;
         case 'j': ctx->json = true; break;
-        case O_STATUS:
-            if (parse_status(optarg, status, sizeof status) != 0)
-                return RNX_USAGE;
-            break;
-        case O_USER:
-            if (parse_user(optarg, user, sizeof user) != 0)
-                return RNX_USAGE;
-            break;
         case O_SINCE:
             if (parse_since(optarg, since, sizeof since) != 0)
                 return RNX_USAGE;
@@ -1115,12 +1130,9 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
                 return rnx_usage("--gpu: give a GPU's index or UUID (rnx gpu list)");
             gpu = optarg;
             break;
-        case O_NAME:
-            if (!*optarg)
-                return rnx_usage("--name: give the jobs' name");
-            name = optarg;
-            break;
-        default: return RNX_USAGE;
+        default:
+            if (pick_flag(c, optarg, &pf) != 0)
+                return RNX_USAGE;
         }
     }
     if (optind < argc)
@@ -1132,7 +1144,7 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
     if (!cl)
         return RNX_FAIL;
     json_t *jobs = NULL;
-    int rc = list_fetch(cl, &(list_pick){status, name, gpu, user, since, expand}, &jobs);
+    int rc = list_fetch(cl, &(list_pick){pf.status, pf.name, gpu, pf.user, since, expand}, &jobs);
     if (rc == RNX_OK) {
         if (ctx->json) {
             print_json(jobs);
@@ -1339,14 +1351,13 @@ static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409
  * ended; stop: those not ended), newest first, so that a job is acted on before the jobs it waits
  * for (canceling a dependency first would cancel its dependents by cascade, under our feet).
  * Appended to *ids (strings the caller frees). 0, or an exit code. */
-static int select_jobs(const rnx_ctx *ctx, const char *name, const char *status, const char *user, bool cancel,
-                       char ***ids, size_t *n)
+static int select_jobs(const rnx_ctx *ctx, const pick_flags *pf, bool cancel, char ***ids, size_t *n)
 {
     rnx_client *cl = open_client(ctx);
     if (!cl)
         return RNX_FAIL;
     json_t *jobs = NULL;
-    int rc = list_fetch(cl, &(list_pick){.status = status, .name = name, .user = user}, &jobs);
+    int rc = list_fetch(cl, &(list_pick){.status = pf->status, .name = pf->name, .user = pf->user}, &jobs);
     if (rc == RNX_OK) {
         for (size_t i = json_array_size(jobs); i-- > 0;) {
             json_t *job = json_array_get(jobs, i);
@@ -1381,8 +1392,8 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
                 .del = !strcmp(which, "delete")};
     bool cancel = !strcmp(which, "cancel");
     const char *help = a.stop ? stop_help : a.kill ? kill_help : cancel ? cancel_help : delete_help;
-    const char *name = NULL;
-    char cmd[32], usage[64], status[32] = "", user[16] = "";
+    pick_flags pf = {0};
+    char cmd[32], usage[64];
     int c, rc = RNX_OK;
     snprintf(cmd, sizeof cmd, "rnx job %s", which);
     snprintf(usage, sizeof usage, "rnx job %s%s ID...", which, a.stop ? " [--force]" : a.kill ? " [--signal=SIG [--all]]" : "");
@@ -1401,23 +1412,12 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
             break;
         }
         case 'A': a.all = true; break;
-        case O_NAME:
-            if (!*optarg)
-                return rnx_usage("--name: give the jobs' name");
-            name = optarg;
-            break;
-        case O_STATUS:
-            if (parse_status(optarg, status, sizeof status) != 0)
+        default:
+            if (pick_flag(c, optarg, &pf) != 0)
                 return RNX_USAGE;
-            break;
-        case O_USER:
-            if (parse_user(optarg, user, sizeof user) != 0)
-                return RNX_USAGE;
-            break;
-        default: return RNX_USAGE;
         }
     }
-    bool picks = name || status[0] || user[0];
+    bool picks = pf.name || pf.status[0] || pf.user[0];
     if (optind >= argc && !picks)
         return rnx_usage("%s: missing ID; usage: %s%s", cmd + 4, usage,
                          a.stop || cancel ? " (or --name, --status, --user)" : "");
@@ -1435,12 +1435,13 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
         return rc;
     char **ids = NULL;
     size_t n = 0;
-    int r = select_jobs(ctx, name, status, user, cancel, &ids, &n);
+    int r = select_jobs(ctx, &pf, cancel, &ids, &n);
     if (r != RNX_OK)
         rc = r;
     else if (!n && !ctx->json)
-        fprintf(stderr, "rnx: no job you can see matches (rnx job list%s%s%s%s%s%s shows them)\n", name ? " --name=" : "",
-                name ? name : "", status[0] ? " --status=" : "", status, user[0] ? " --user=" : "", user);
+        fprintf(stderr, "rnx: no job you can see matches (rnx job list%s%s%s%s%s%s shows them)\n",
+                pf.name ? " --name=" : "", pf.name ? pf.name : "", pf.status[0] ? " --status=" : "", pf.status,
+                pf.user[0] ? " --user=" : "", pf.user);
     for (size_t i = 0; i < n; i++) {
         if ((r = act_one(ctx, &a, ids[i], true)) != RNX_OK)
             rc = r;
