@@ -414,10 +414,11 @@ static void single_wait_add(const job *j)
 }
 
 /* The job of uid that holds name, other than self: one that started and has not ended (RUNNING,
- * SUSPENDED, STOPPING, or its shim starting it), or a singleton let go into the queue (it goes
- * next). A job of that name waiting in the queue without singleton holds nothing (Slurm's rule:
- * only the singleton job waits); if it starts first, the singleton waits again at its own start
- * (depend_single_blocked). */
+ * SUSPENDED, STOPPING, or its shim starting it), or a singleton let go into the queue whose time
+ * has come (QUEUED, PREEMPTED: it goes next). A job of that name waiting in the queue without
+ * singleton holds nothing (Slurm's rule: only the singleton job waits), nor does a singleton
+ * scheduled for later (--schedule: the name is not kept for it until then); if one of those
+ * starts first, a singleton waits again at its own start (depend_single_blocked). */
 static const job *single_holder(uid_t uid, const char *name, const job *self)
 {
     size_t n;
@@ -428,7 +429,7 @@ static const job *single_holder(uid_t uid, const char *name, const job *self)
         if (k == self || k->owner_uid != uid || job_state_terminal(k->state))
             continue;
         bool runs = k->state == JS_RUNNING || k->state == JS_SUSPENDED || k->state == JS_STOPPING || k->shim_pid > 0;
-        if (runs || (k->req.singleton && job_state_waiting(k->state)))
+        if (runs || (k->req.singleton && (k->state == JS_QUEUED || k->state == JS_PREEMPTED)))
             h = k;
     }
     free(named);

@@ -128,19 +128,19 @@ def test_refused_without_a_name_in_an_array_and_in_a_workflow(daemon):
     assert code == 400 and err["error"]["field"] == "jobs[0].request.singleton", err
 
 
-def test_a_plain_job_that_starts_first_sends_it_back(daemon):
-    """A singleton let go into the queue (scheduled for later, nothing of its name running) holds
-    the name for other singleton jobs, but a plain job of the name does not wait: it starts, and at
-    its own start time the singleton finds it running and is PENDING again, until it ends."""
+def test_a_job_that_starts_first_sends_it_back(daemon):
+    """A singleton scheduled for later holds nothing until its time (another goes meanwhile); a
+    plain job of the name does not wait at all. At its start time the singleton finds the plain one
+    running and is PENDING again, then goes first once it ended: the oldest first."""
     d = daemon
     name = unique("ckpt")
     at = (datetime.now(timezone.utc) + timedelta(seconds=4)).strftime("%Y-%m-%dT%H:%M:%SZ")
     s = gated(d, name, "--singleton", f"--schedule={at}")
     assert d.job(s)["status"] == "SCHEDULED", d.job(s)
-    s2 = gated(d, name, "--singleton")
-    assert d.job(s2)["wait_reason"] == turn(name, s, "SCHEDULED"), d.job(s2)
     plain = gated(d, name)
     d.wait_status(plain, "RUNNING")
+    s2 = gated(d, name, "--singleton")
+    assert d.job(s2)["wait_reason"] == turn(name, plain), d.job(s2)   # not s: it is not due yet
     wait_for(lambda: d.job(s)["status"] == "PENDING", "the singleton sent back at its start time")
     assert ("pending", f"waiting again: job {plain[:8]} of the same name and owner is RUNNING (singleton)") \
         in events(d, s), events(d, s)
@@ -148,11 +148,18 @@ def test_a_plain_job_that_starts_first_sends_it_back(daemon):
     release(d, plain)
     d.wait_status(s, "RUNNING")        # the oldest first
     assert d.job(s2)["status"] == "PENDING"
+    assert d.job(s2)["wait_reason"] == turn(name, s), d.job(s2)
     assert stamp(d.job(s)["started_at"]) >= stamp(d.job(plain)["ended_at"])
     release(d, s)
     d.wait_status(s2, "RUNNING")
     release(d, s2)
     assert d.wait(s2)["status"] == "COMPLETED"
+    # a singleton scheduled for later does not keep the name from one due now
+    later = gated(d, name, "--singleton", "--schedule=" + (datetime.now(timezone.utc) + timedelta(hours=1))
+                  .strftime("%Y-%m-%dT%H:%M:%SZ"))
+    now = run(d, f"--name={name}", "--singleton", "echo", "now")
+    assert d.wait(now)["status"] == "COMPLETED"
+    d.rnx("job", "cancel", later, check=True)
 
 
 def test_held_ones_are_passed_over_and_it_outlives_kill9(fresh_daemon):
