@@ -154,8 +154,6 @@ idindex_entry *idindex_named(const idindex *x, const char *name, size_t *n)
         return NULL;
     found f = {0};
     add_named(x, name, &f);
-    if (f.n > 1)
-        qsort(f.v, f.n, sizeof *f.v, by_seq);
     *n = f.n;
     return f.v;
 }

@@ -41,7 +41,8 @@ void *idindex_get(const idindex *x, const char *id);
  * ones a scan would offer to idref_offer and it could answer to. Freed by the caller; *n 0 and
  * NULL when none. */
 idindex_entry *idindex_candidates(const idindex *x, const char *ref, size_t *n);
-/* Every object named name (not those whose id starts so), in seq order. As candidates. */
+/* Every object named name (not those whose id starts so), in no particular order (no sort: a
+ * name may have many). Freed by the caller; NULL and *n 0 when none. */
 idindex_entry *idindex_named(const idindex *x, const char *name, size_t *n);
 void idindex_free(idindex *x);
 

@@ -374,6 +374,12 @@ static void single_wait_del(single_wait *w)
     free(w);
 }
 
+static int by_seq(const void *a, const void *b)
+{
+    uint64_t x = (*(job *const *)a)->seq, y = (*(job *const *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
 /* The jobs of uid waiting on name, oldest first; entries whose job no longer waits so leave. */
 static job **single_waiters(uid_t uid, const char *name, size_t *n)
 {
@@ -384,7 +390,11 @@ static job **single_waiters(uid_t uid, const char *name, size_t *n)
     for (size_t i = 0; i < nc; i++) {
         single_wait *w = c[i].obj;
         job *j = jobs_by_seq(w->seq);
-        if (!j || strcmp(j->id, w->id) || !j->req.singleton || (j->state != JS_PENDING && j->state != JS_HELD)) {
+        if (j && strcmp(j->id, w->id))
+            j = NULL;
+        if (!j || !j->req.singleton || (j->state != JS_PENDING && j->state != JS_HELD)) {
+            if (j)
+                j->single_listed = false;
             single_wait_del(w);
             continue;
         }
@@ -392,19 +402,16 @@ static job **single_waiters(uid_t uid, const char *name, size_t *n)
             out[(*n)++] = j;
     }
     free(c);
+    if (*n > 1)
+        qsort(out, *n, sizeof *out, by_seq);
     return out;
 }
 
-static void single_wait_add(const job *j)
+static void single_wait_add(job *j)
 {
-    size_t nc;
-    idindex_entry *c = idindex_named(&single_waiting, j->name, &nc);
-    bool have = false;
-    for (size_t i = 0; i < nc && !have; i++)
-        have = ((single_wait *)c[i].obj)->seq == j->seq;
-    free(c);
-    if (have)
+    if (j->single_listed)
         return;
+    j->single_listed = true;
     single_wait *w = xcalloc(1, sizeof *w);
     memcpy(w->id, j->id, sizeof w->id);
     w->name = xstrdup(j->name);

@@ -77,6 +77,7 @@ typedef struct job {
     /* --singleton, while it waits: the seq of the job that held its name when it was last
      * decided (0: none then) */
     uint64_t single_holder;
+    bool single_listed;       /* in core/depend.c's index of waiting singleton jobs */
     /* Execution, while a shim is alive. */
     pid_t shim_pid;
     uint64_t shim_start;
