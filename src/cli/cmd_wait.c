@@ -75,21 +75,20 @@ static bool terminal(const char *status)
                       !strcmp(status, "CANCELED"));
 }
 
-/* GET the job: its JSON, or NULL after printing why. */
-static json_t *get_job(const rnx_ctx *ctx, const char *ref)
+/* GET the job: its JSON, or NULL with *e saying why (e->http 0: joblet did not answer). */
+static json_t *get_job(const rnx_ctx *ctx, const char *ref, jerr *e)
 {
     rnx_client *c = client_new(&ctx->target);
-    if (!c)
+    if (!c) {
+        snprintf(e->msg, sizeof e->msg, "no connection to joblet");
         return NULL;
+    }
     char *esc = client_escape(c, ref), *path = NULL;
     if (asprintf(&path, "/v1/jobs/%s", esc) < 0)
         abort();
     json_t *job = NULL;
-    jerr e = {0};
-    if (client_request(c, "GET", path, NULL, &job, &e) < 0) {
-        rnx_fail("job wait: %s", e.msg);
+    if (client_request(c, "GET", path, NULL, &job, e) < 0)
         job = NULL;
-    }
     free(esc);
     free(path);
     client_free(c);
@@ -117,15 +116,27 @@ static void ended(wait_state *w, waited *j, json_t *job)
     fflush(stdout);
 }
 
-/* Looks at every job not yet ended (after the stream's hello: what ended before it is not in it). */
+/* What joblet says of a job that is gone (deleted): it counts 1. */
+static json_t *deleted_job(void) { return json_pack("{s:s}", "status", "DELETED"); }
+
+/* Looks at every job not yet ended (after the stream's hello: what ended before it is not in
+ * it). 0; 1 when joblet went away meanwhile (killed, restarting: the next stream's hello looks
+ * again); -1 after saying why it cannot go on. */
 static int check_all(wait_state *w)
 {
     for (size_t i = 0; i < w->n; i++) {
         if (w->jobs[i].ended)
             continue;
-        json_t *job = get_job(w->ctx, w->jobs[i].id);
-        if (!job)
+        jerr e = {0};
+        json_t *job = get_job(w->ctx, w->jobs[i].id, &e);
+        if (!job && !e.http)
+            return 1;
+        if (!job && e.http == 404)
+            job = deleted_job(); /* deleted while joblet was away */
+        if (!job) {
+            rnx_fail("job wait: %s", e.msg);
             return -1;
+        }
         if (terminal(json_string_value(json_object_get(job, "status"))))
             ended(w, &w->jobs[i], job);
         json_decref(job);
@@ -143,10 +154,11 @@ static int on_line(const char *line, size_t len, void *ud)
     if (len < 6 || strncmp(line, "data: ", 6))
         return 0;
     if (!strcmp(w->event, "hello") || !strcmp(w->event, "resync")) {
-        if (check_all(w) < 0) {
+        int r = check_all(w);
+        if (r < 0)
             w->rc = WAIT_FAILED;
-            return -1;
-        }
+        if (r)
+            return -1; /* (1: joblet went away; waited on, once a second) */
     } else if (!strcmp(w->event, "job") || !strcmp(w->event, "job_deleted")) {
         json_t *o = json_loadb(line + 6, len - 6, 0, NULL);
         const char *id = json_string_value(json_object_get(o, "id"));
@@ -154,7 +166,12 @@ static int on_line(const char *line, size_t len, void *ud)
         for (size_t i = 0; id && i < w->n; i++)
             if (!w->jobs[i].ended && !strcmp(w->jobs[i].id, id) &&
                 (gone || terminal(json_string_value(json_object_get(o, "status"))))) {
-                json_t *job = gone ? NULL : get_job(w->ctx, id); /* its exit code and signal */
+                jerr e = {0};
+                json_t *job = gone ? NULL : get_job(w->ctx, id, &e); /* its exit code and signal */
+                if (!gone && !job && !e.http) {
+                    json_decref(o);
+                    return -1; /* joblet went away: the next stream's hello looks at it again */
+                }
                 ended(w, &w->jobs[i], job ? job : o);
                 json_decref(job);
             }
@@ -204,8 +221,11 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
     int rc = RNX_OK;
     /* each ID resolved once (a prefix or a name), then followed by its full id */
     for (size_t i = 0; i < w.n; i++) {
-        json_t *job = get_job(ctx, argv[optind + (int)i]);
+        jerr ge = {0};
+        json_t *job = get_job(ctx, argv[optind + (int)i], &ge);
         const char *id = json_string_value(json_object_get(job, "id"));
+        if (!job)
+            rnx_fail("job wait: %s", ge.msg);
         if (!id) {
             json_decref(job);
             rc = WAIT_FAILED;

@@ -455,6 +455,28 @@ static void alert_why(tls_conn *t, const char *when)
              name ? name : "unknown", hint);
 }
 
+/* A send failed (r): what the node said before it closed, when it did. A TLS 1.3 node checks
+ * rnx's certificate after rnx's side of the handshake is over, so its refusal (an alert) may come
+ * while rnx sends its request; read without waiting, it says why. Else GnuTLS's words. */
+static void why_send_failed(tls_conn *t, int r)
+{
+    if (r != GNUTLS_E_FATAL_ALERT_RECEIVED) {
+        int fl = fcntl(t->base.fd, F_GETFL), was = t->last_errno;
+        char b[256];
+        if (fl >= 0 && fcntl(t->base.fd, F_SETFL, fl | O_NONBLOCK) == 0) {
+            ssize_t n = tls.gnutls_record_recv(t->s, b, sizeof b);
+            fcntl(t->base.fd, F_SETFL, fl);
+            if (n == GNUTLS_E_FATAL_ALERT_RECEIVED)
+                r = GNUTLS_E_FATAL_ALERT_RECEIVED;
+        }
+        t->last_errno = was; /* (the send's, not this read's EAGAIN) */
+    }
+    if (r == GNUTLS_E_FATAL_ALERT_RECEIVED)
+        alert_why(t, "ended the session");
+    else if (r != GNUTLS_E_PUSH_ERROR || !t->last_errno)
+        snprintf(t->base.why, sizeof t->base.why, "TLS: %s", tls.gnutls_strerror(r));
+}
+
 /* ---- the connection's operations ----------------------------------------------------------- */
 
 static ssize_t tls_read(conn *c, void *buf, size_t cap)
@@ -490,12 +512,8 @@ static ssize_t tls_write(conn *c, const void *p, size_t n)
             return w;
         if (w == GNUTLS_E_INTERRUPTED || w == GNUTLS_E_AGAIN)
             continue;
-        if (w == GNUTLS_E_PUSH_ERROR) {
-            errno = t->last_errno ? t->last_errno : EIO;
-        } else {
-            snprintf(c->why, sizeof c->why, "TLS: %s", tls.gnutls_strerror((int)w));
-            errno = EIO;
-        }
+        why_send_failed(t, (int)w);
+        errno = w == GNUTLS_E_PUSH_ERROR && t->last_errno ? t->last_errno : EIO;
         return -1;
     }
 }
@@ -523,6 +541,7 @@ static int tls_uncork(conn *c)
             return 0;
         if (r == GNUTLS_E_INTERRUPTED || r == GNUTLS_E_AGAIN)
             continue;
+        why_send_failed(t, r);
         errno = r == GNUTLS_E_PUSH_ERROR && t->last_errno ? t->last_errno : EIO;
         return -1;
     }

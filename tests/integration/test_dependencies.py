@@ -4,9 +4,14 @@ starts after it ended as needed, or is CANCELED (end reason dependency) when it 
 in cascade; references by name and prefix resolved at submission, another user's job refused
 exactly as a missing one; dependencies outlive kill -9 of joblet; rnx job wait's exit status.
 (The rule itself: tests/unit/test_depend_rule.c; the flag's text: tests/unit/test_jobreq.c.)"""
+import http.server
+import json
 import os
 import re
+import socket
+import socketserver
 import subprocess
+import threading
 import time
 import uuid
 from datetime import datetime
@@ -222,6 +227,69 @@ def test_wait_exit_status(daemon):
     assert sorted(lines) == sorted([f"{gate[:8]} FAILED exit 1", f"{dep[:8]} CANCELED (dependency)"]), out
     p = daemon.rnx("job", "wait", "no-such-job")
     assert p.returncode == 125 and "no-such-job" in p.stderr
+
+
+class StandIn(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """A stand-in for joblet on a unix socket: GET /v1/jobs/ID answers the job (RUNNING, then
+    COMPLETED exit 5 from the third stream on), GET /v1/events says hello and holds the stream;
+    the first look at the job after a hello gets no answer at all (joblet killed right then)."""
+    daemon_threads = True
+
+    def __init__(self, path, jid):
+        self.jid, self.streams, self.dropped = jid, 0, False
+        super().__init__(path, Handler)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def address_string(self):
+        return "stand-in"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        srv = self.server
+        if self.path == "/v1/events":
+            srv.streams += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(b'event: hello\ndata: {"last_id": 0}\n\n')
+            self.wfile.flush()
+            time.sleep(1.5 if srv.streams < 3 else 30)
+            return
+        if srv.streams >= 1 and not srv.dropped:
+            srv.dropped = True
+            self.connection.shutdown(socket.SHUT_RDWR)   # the question, and no answer
+            return
+        done = srv.streams >= 3
+        body = json.dumps({"id": srv.jid, "status": "COMPLETED" if done else "RUNNING",
+                           "exit_code": 5 if done else None}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_wait_goes_on_when_joblet_goes_away_as_it_looks(tmp_path):
+    """joblet killed just as rnx job wait looks at its jobs after a stream's hello (the GET gets no
+    answer): rnx waits on, and exits with the job's code once it ended; not 125."""
+    jid = str(uuid.uuid4())
+    sock = str(tmp_path / "joblet.sock")
+    srv = StandIn(sock, jid)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "wait", jid], capture_output=True, text=True,
+                           timeout=60, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": sock,
+                                            **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert srv.dropped
+    assert (p.returncode, p.stdout) == (5, f"{jid[:8]} COMPLETED exit 5\n"), (p.returncode, p.stdout, p.stderr)
 
 
 @pytest.mark.parametrize("when", ["down", "after"])
