@@ -302,8 +302,12 @@ class Daemon:
         except OSError:
             pass
         self.stop()
-        # Shims that outlived a killed daemon: end them so nothing leaks past the test.
+        # Shims that outlived a killed daemon (and a test that failed with jobs running or
+        # waiting: the daemon stops, its jobs do not): end them so nothing leaks past the test.
+        # Shims forked by the zygote bear its name, the daemon's cgroup root.
         subprocess.run(["pkill", "-KILL", "-f", f"joblet-shim {self.state}/"], check=False)
+        subprocess.run(["pkill", "-KILL", "-f", f"^joblet-shim --zygote {self.cgroup_root}$"], check=False)
+        kill_cgroup_procs(self.cgroup_root)
         for ns in self.mnt_nss:
             kill_mount_namespace(ns)
             os.close(ns)
@@ -384,6 +388,25 @@ def thaw_freezer_root(name):
                 f.write("THAWED")
         except OSError:
             pass
+
+
+def kill_cgroup_procs(name):
+    """SIGKILL to every process left in a daemon's cgroup root (its jobs' cgroups, by the
+    hierarchies that hold every job: cgroup2 and v1 pids), by the PIDs the kernel lists there."""
+    for base in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup", "/sys/fs/cgroup/pids"):
+        root = os.path.join(base, name)
+        if not os.path.isdir(root):
+            continue
+        for sub, _, _ in os.walk(root):
+            try:
+                pids = open(os.path.join(sub, "cgroup.procs")).read().split()
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
 
 
 def remove_cgroup_root(name):
