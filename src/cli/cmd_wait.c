@@ -220,9 +220,23 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
     w.jobs = xcalloc(w.n, sizeof *w.jobs);
     int rc = RNX_OK;
     /* each ID resolved once (a prefix or a name), then followed by its full id */
+    if (timeout_s) {
+        signal(SIGALRM, timed_out);
+        alarm(timeout_s > 86400u * 365 ? 86400u * 365 : (unsigned)timeout_s);
+    }
+    bool said = false;
     for (size_t i = 0; i < w.n; i++) {
         jerr ge = {0};
         json_t *job = get_job(ctx, argv[optind + (int)i], &ge);
+        if (!job && !ge.http && ge.code == ECONNRESET) {
+            /* joblet took the question and went away (killed, restarting): asked again */
+            if (!said)
+                fprintf(stderr, "rnx: job wait: %s; trying again every second\n", ge.msg);
+            said = true;
+            sleep(1);
+            i--;
+            continue;
+        }
         const char *id = json_string_value(json_object_get(job, "id"));
         if (!job)
             rnx_fail("job wait: %s", ge.msg);
@@ -240,11 +254,6 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
             }
         json_decref(job);
     }
-    if (timeout_s) {
-        signal(SIGALRM, timed_out);
-        alarm(timeout_s > 86400u * 365 ? 86400u * 365 : (unsigned)timeout_s);
-    }
-    bool said = false;
     while (w.left) {
         rnx_client *cl = client_new(&ctx->target);
         if (!cl) {

@@ -160,6 +160,7 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
 
 static void on_shim_exit(watch *w, uint32_t events);
 static void on_notify(watch *w, uint32_t events);
+static void notify_lines(job *j, char *buf);
 static void finalize(job *j);
 static int read_warned(job *j, const char *dir);
 static void warned_event(job *j, int64_t at_ms, int sig, unsigned long long limit);
@@ -263,11 +264,21 @@ static int launch(job *j, const job_given *g, jerr *e)
         /* The shim already ended (it could not even start the job): what it recorded in
          * status.json is the outcome. Never kill() by a bare pid that may have been reused. */
         log_warn("job %s: pidfd_open %d: %s", j->id, (int)pid, strerror(errno));
-        close(pfd[0]);
         j->shim_pid = pid;
         j->holds_room = true;
         core.running++;
-        finalize(j);
+        /* what it said on its way (its start: the job ran, and counts in the start latency;
+         * its end) is in the pipe, whole: every writer has gone */
+        set_cloexec_nonblock(pfd[0]);
+        char buf[256];
+        ssize_t n = read(pfd[0], buf, sizeof buf - 1);
+        close(pfd[0]);
+        if (n > 0) {
+            buf[n] = 0;
+            notify_lines(j, buf);
+        }
+        if (!job_state_terminal(j->state))
+            finalize(j);
         return 0;
     }
     set_cloexec_nonblock(pfd[0]);
@@ -297,6 +308,35 @@ static void mark_running(job *j, pid_t init_pid, int64_t started_ms)
 
 /* Lines from the shim: "S <pid> <ms>" when the command runs, "E" once status.json is written
  * (the shim still tidies the cgroups before it exits: the job need not wait for that). */
+static void notify_lines(job *j, char *buf)
+{
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        int pid, sig;
+        long long ms;
+        unsigned long long limit;
+        if (sscanf(line, "S %d %lld", &pid, &ms) == 2)
+            mark_running(j, pid, ms);
+        else if (sscanf(line, "W %d %llu", &sig, &limit) == 2) {
+            /* its --signal, sent by the shim before the run-time limit: recorded from the
+             * shim's file, else (the shim could not write it) from the line */
+            char dir[700];
+            jobs_dir_of(j, dir, sizeof dir);
+            if (read_warned(j, dir) == 0) {
+                warned_event(j, now_ms(), sig, limit);
+                job_save(j);
+            }
+        }
+        else if (!strcmp(line, "T"))
+            job_term_wake(j); /* its terminal takes clients: the attached wait no more */
+        else if (!strcmp(line, "E") && !job_state_terminal(j->state) && !j->preempting) {
+            /* (a preempted job waits for its shim to be gone, cgroups and all, before it
+             * goes back to the queue: its next run reuses the same names) */
+            finalize(j);
+        }
+    }
+}
+
 static void on_notify(watch *w, uint32_t events)
 {
     job *j = w->data;
@@ -304,31 +344,7 @@ static void on_notify(watch *w, uint32_t events)
     ssize_t n = read(w->fd, buf, sizeof buf - 1);
     if (n > 0) {
         buf[n] = 0;
-        char *save = NULL;
-        for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-            int pid, sig;
-            long long ms;
-            unsigned long long limit;
-            if (sscanf(line, "S %d %lld", &pid, &ms) == 2)
-                mark_running(j, pid, ms);
-            else if (sscanf(line, "W %d %llu", &sig, &limit) == 2) {
-                /* its --signal, sent by the shim before the run-time limit: recorded from the
-                 * shim's file, else (the shim could not write it) from the line */
-                char dir[700];
-                jobs_dir_of(j, dir, sizeof dir);
-                if (read_warned(j, dir) == 0) {
-                    warned_event(j, now_ms(), sig, limit);
-                    job_save(j);
-                }
-            }
-            else if (!strcmp(line, "T"))
-                job_term_wake(j); /* its terminal takes clients: the attached wait no more */
-            else if (!strcmp(line, "E") && !job_state_terminal(j->state) && !j->preempting) {
-                /* (a preempted job waits for its shim to be gone, cgroups and all, before it
-                 * goes back to the queue: its next run reuses the same names) */
-                finalize(j);
-            }
-        }
+        notify_lines(j, buf);
         return;
     }
     if (n < 0 && errno == EAGAIN)

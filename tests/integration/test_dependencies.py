@@ -232,11 +232,12 @@ def test_wait_exit_status(daemon):
 class StandIn(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     """A stand-in for joblet on a unix socket: GET /v1/jobs/ID answers the job (RUNNING, then
     COMPLETED exit 5 from the third stream on), GET /v1/events says hello and holds the stream;
-    the first look at the job after a hello gets no answer at all (joblet killed right then)."""
+    one look at the job gets no answer at all (joblet killed right then): the first of all
+    (drop "start"), or the first after a hello (drop "hello")."""
     daemon_threads = True
 
-    def __init__(self, path, jid):
-        self.jid, self.streams, self.dropped = jid, 0, False
+    def __init__(self, path, jid, drop):
+        self.jid, self.streams, self.dropped, self.drop = jid, 0, False, drop
         super().__init__(path, Handler)
 
 
@@ -260,7 +261,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(1.5 if srv.streams < 3 else 30)
             return
-        if srv.streams >= 1 and not srv.dropped:
+        if (srv.drop == "start" or srv.streams >= 1) and not srv.dropped:
             srv.dropped = True
             self.connection.shutdown(socket.SHUT_RDWR)   # the question, and no answer
             return
@@ -274,12 +275,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def test_wait_goes_on_when_joblet_goes_away_as_it_looks(tmp_path):
-    """joblet killed just as rnx job wait looks at its jobs after a stream's hello (the GET gets no
-    answer): rnx waits on, and exits with the job's code once it ended; not 125."""
+@pytest.mark.parametrize("drop", ["start", "hello"])
+def test_wait_goes_on_when_joblet_goes_away_as_it_looks(tmp_path, drop):
+    """joblet killed just as rnx job wait looks at a job, at its start or after a stream's hello
+    (the GET gets no answer): rnx waits on, and exits with the job's code once it ended; not 125."""
     jid = str(uuid.uuid4())
     sock = str(tmp_path / "joblet.sock")
-    srv = StandIn(sock, jid)
+    srv = StandIn(sock, jid, drop)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "wait", jid], capture_output=True, text=True,
