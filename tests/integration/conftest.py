@@ -7,6 +7,7 @@ it started; a sanitizer report in its log fails the test that owned it.
 import glob
 import http.client
 import json
+import datetime
 import errno
 import os
 import re
@@ -25,6 +26,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("JOBLET_BUILD", os.path.join(ROOT, "build"))
 TERMINAL = {"STOPPED", "COMPLETED", "FAILED", "CANCELED"}
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def api_seconds(stamp):
+    """An API time ("2026-11-22T15:00:00.123Z") as seconds since the epoch."""
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def wait_for(pred, what="the condition", timeout=60):
@@ -229,6 +235,12 @@ class Daemon:
         status, job = self.api("POST", "/v1/jobs", {"command": command, "args": list(args), **fields})
         assert status == 201, job
         return job["id"]
+
+    def events(self, job_id):
+        """The job's history (rnx job status --detail) as (event, detail) pairs."""
+        status, job = self.api("GET", f"/v1/jobs/{job_id}?detail=1")
+        assert status == 200, job
+        return [(e["event"], e.get("detail", "")) for e in job["detail"]["events"]]
 
     def job(self, job_id):
         status, job = self.api("GET", f"/v1/jobs/{job_id}")

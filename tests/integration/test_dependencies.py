@@ -14,11 +14,10 @@ import subprocess
 import threading
 import time
 import uuid
-from datetime import datetime
 
 import pytest
 
-from conftest import BUILD, rnx_as
+from conftest import BUILD, api_seconds as ms, rnx_as
 
 # A job that runs until the test drops a file in its /work: the test decides when it ends, and
 # how (/work/fail first: it exits 1).
@@ -41,16 +40,6 @@ def release(d, jid, fail=False):
     if fail:
         open(os.path.join(work, "fail"), "w").close()
     open(os.path.join(work, "go"), "w").close()
-
-
-def ms(stamp):
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def events(d, jid):
-    code, job = d.api("GET", f"/v1/jobs/{jid}?detail=1")
-    assert code == 200, job
-    return [(e["event"], e.get("detail", "")) for e in job["detail"]["events"]]
 
 
 def wait_running(d, jid):
@@ -76,7 +65,7 @@ def test_after_ok_waits_pending_then_starts_after_the_end(daemon):
     assert done_a["status"] == "COMPLETED" and done_b["status"] == "COMPLETED", (done_a, done_b)
     assert ms(done_b["started_at"]) >= ms(done_a["ended_at"]), (done_a["ended_at"], done_b["started_at"])
     assert daemon.output(b) == "after\n"
-    ev = events(daemon, b)
+    ev = daemon.events(b)
     assert ("pending", f"waiting for job {a[:8]} to end COMPLETED") in ev, ev
     assert [x for x in ev if x[0] == "released" and f"{a[:8]} COMPLETED" in x[1]], ev
     # the stored request keeps the full id: the flags it is shown as say so

@@ -10,7 +10,7 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from conftest import rnx_as, wait_for
+from conftest import api_seconds as stamp, rnx_as, wait_for
 
 # A job that runs until the test drops a file in its /work: the test decides when it ends.
 GATE = "while [ ! -e /work/go ]; do sleep 0.02; done"
@@ -28,16 +28,6 @@ def gated(d, name, *flags):
 
 def release(d, jid):
     open(os.path.join(d.work(jid), "go"), "w").close()
-
-
-def stamp(s):
-    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-
-
-def events(d, jid):
-    code, job = d.api("GET", f"/v1/jobs/{jid}?detail=1")
-    assert code == 200, job
-    return [(e["event"], e.get("detail", "")) for e in job["detail"]["events"]]
 
 
 def turn(name, holder=None, state="RUNNING"):
@@ -86,7 +76,7 @@ def test_one_at_a_time_oldest_first(daemon):
     assert d.wait(s3)["status"] == "COMPLETED"
     for before, after in zip(order, order[1:]):
         assert stamp(d.job(after)["started_at"]) >= stamp(d.job(before)["ended_at"]), (before, after)
-    ev = events(d, s2)
+    ev = d.events(s2)
     assert ("pending", f"waiting for its turn among uid 0's jobs named {name}, one at a time (singleton)") in ev, ev
     assert [e for e in ev if e[0] == "released" and "named " + name + " runs or goes next (singleton)" in e[1]], ev
 
@@ -143,7 +133,7 @@ def test_a_job_that_starts_first_sends_it_back(daemon):
     assert d.job(s2)["wait_reason"] == turn(name, plain), d.job(s2)   # not s: it is not due yet
     wait_for(lambda: d.job(s)["status"] == "PENDING", "the singleton sent back at its start time")
     assert ("pending", f"waiting again: job {plain[:8]} of the same name and owner is RUNNING (singleton)") \
-        in events(d, s), events(d, s)
+        in d.events(s), d.events(s)
     assert d.job(s)["wait_reason"] == turn(name, plain), d.job(s)
     release(d, plain)
     d.wait_status(s, "RUNNING")        # the oldest first

@@ -9,11 +9,10 @@ import os
 import re
 import subprocess
 import time
-from datetime import datetime
 
 import pytest
 
-from conftest import BUILD, ROOT, Daemon, need_root, tasks_of, wait_for
+from conftest import BUILD, ROOT, Daemon, api_seconds as ms, need_root, tasks_of, wait_for
 from test_workflows import job, submit, wf_get
 
 
@@ -24,10 +23,6 @@ def d():
     dm = Daemon("limits:\n  max_queued_per_user: 60\n").start()
     yield dm
     dm.cleanup()
-
-
-def ms(stamp):
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def entry(wf, name):
