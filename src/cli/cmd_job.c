@@ -22,6 +22,7 @@
 #include "print_detail.h"
 #include "cli.h"
 #include "cmd_job.h"
+#include "cmd_batch.h"
 #include "cmd_cp.h"
 #include "cmd_exec.h"
 #include "cmd_metrics.h"
@@ -36,6 +37,9 @@ static const char job_help[] =
     "\n"
     "Commands:\n"
     "  run [flags] COMMAND [ARGS...]   run a command as a job; prints its id\n"
+    "  batch [OPTIONS] SCRIPT [ARGS...]\n"
+    "                                  submit a batch script written for Slurm, as sbatch\n"
+    "                                  does (its #SBATCH lines); prints its id\n"
     "  list [--status S] [--gpu G] [--user U] [--since T]\n"
     "                                  list jobs, newest last\n"
     "  status ID                       show one job in detail\n"
@@ -913,6 +917,21 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
     return rc;
 }
 
+/* ---- job batch ----------------------------------------------------------------------- */
+
+/* sbatch's way in (cmd_batch.c plans it), then the same submission as `rnx job run`. */
+static int job_batch(rnx_ctx *ctx, int argc, char **argv)
+{
+    sbatch_list run = {0};
+    int rc = cmd_batch_plan(argc, argv, &run);
+    if (rc == 0)
+        rc = job_run(ctx, (int)run.n, run.v);
+    else if (rc == -1)
+        rc = RNX_OK;   /* --help */
+    sbatch_list_free(&run);
+    return rc;
+}
+
 /* ---- job list ------------------------------------------------------------------------ */
 
 /* --status accepts any case; the API's states are upper case (common/jobstate.h). */
@@ -1771,7 +1790,7 @@ static const struct {
     const char *name;
     int (*fn)(rnx_ctx *, int, char **);
 } job_cmds[] = {
-    {"run", job_run},       {"list", job_list},     {"status", job_status}, {"log", job_log},
+    {"run", job_run},       {"batch", job_batch},   {"list", job_list},     {"status", job_status}, {"log", job_log},
     {"attach", job_attach},
     {"stop", job_stop},     {"kill", job_kill},     {"cancel", job_cancel}, {"delete", job_delete}, {"delete-all", job_delete_all},
     {"metrics", cmd_job_metrics}, /* cmd_metrics.c */
@@ -1794,7 +1813,7 @@ int cmd_job(rnx_ctx *ctx, int argc, char **argv)
         return RNX_OK;
     }
     if (optind >= argc)
-        return rnx_usage("job: missing command (run, list, status, log, attach, exec, stop, kill, cancel, hold, release, "
+        return rnx_usage("job: missing command (run, batch, list, status, log, attach, exec, stop, kill, cancel, hold, release, "
                          "update, suspend, resume, requeue, wait, delete, delete-all, metrics, cp); "
                          "see 'rnx job --help'");
     const char *name = argv[optind];

@@ -1,0 +1,176 @@
+/* rnx job batch: sbatch for joblet (cmd_batch.h). The script is read here, its #SBATCH lines and
+ * the command line become the flags of `rnx job run`, the script goes along as an upload and
+ * runs under the interpreter of its "#!" line, in /work, where the job starts. */
+#include "cmd_batch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../common/util.h"
+
+/* A script is read whole, as sbatch reads it; past this it is not a script. */
+#define BATCH_SCRIPT_MAX (4u << 20)
+
+static const char batch_help[] =
+    "Usage: rnx job batch [OPTIONS] SCRIPT [ARGS...]\n"
+    "       rnx job batch [OPTIONS] --wrap=COMMAND\n"
+    "\n"
+    "Submits a batch script written for Slurm as sbatch does, and prints the job's id. The\n"
+    "script must start with #! and its interpreter (#!/bin/bash); its #SBATCH lines, up to\n"
+    "its first command, give sbatch's options, and the same options on the command line win\n"
+    "over them. The script is sent along (as --upload) and runs as INTERPRETER /work/SCRIPT\n"
+    "ARGS..., in /work. The job's name is the script's file name unless -J gives one.\n"
+    "\n"
+    "sbatch's options, and what each becomes (rnx job run's flags):\n"
+    "  -a, --array=LIST[%N]         --array (SLURM_ARRAY_TASK_ID... in each task)\n"
+    "  -J, --job-name=NAME          --name (and SLURM_JOB_NAME)\n"
+    "  -t, --time=TIME              --max-runtime: MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN,\n"
+    "                               D-H:MIN:SEC; UNLIMITED for none\n"
+    "  --mem=SIZE                   --max-memory: megabytes, or with K, M, G, T; 0 for none\n"
+    "  --mem-per-cpu=SIZE           --max-memory: SIZE times -c\n"
+    "  --mem-per-gpu=SIZE           --max-memory: SIZE times the GPUs\n"
+    "  -c, --cpus-per-task=N        --max-cpu=N*100 (and SLURM_CPUS_PER_TASK)\n"
+    "  -G, --gpus=[TYPE:]N          --gpu=N (--gpu-type=TYPE); also --gpus-per-node,\n"
+    "  --gres=gpu[:TYPE][:N]        --gpus-per-task (one task)\n"
+    "  -d, --dependency=LIST        --dependency (afterok:ID, afterany:, afternotok:,\n"
+    "                               after:, aftercorr:, singleton)\n"
+    "  -b, --begin=TIME             --schedule: now+N[minutes|hours|days...], HH:MM[:SS],\n"
+    "                               YYYY-MM-DD[THH:MM[:SS]] (local time), midnight, noon...\n"
+    "  --signal=[B:]SIG[@SECS]      --signal\n"
+    "  --priority=N, --nice[=N]     --priority (a nice of N is a priority of -N)\n"
+    "  -D, --chdir=DIR              --workdir\n"
+    "  --export=NAME[=VALUE],...    --env (NAME alone: its value here); NONE: none. A job\n"
+    "                               never gets this shell's whole environment\n"
+    "  -N, --nodes=1, -n, --ntasks=1, --ntasks-per-node=1\n"
+    "                               one task on this machine, as every joblet job (more:\n"
+    "                               refused)\n"
+    "  --wrap=COMMAND               no script: /bin/sh -c COMMAND\n"
+    "  --parsable, -Q, -v           rnx prints the id alone anyway\n"
+    "\n"
+    "Options with no meaning on one joblet machine (--partition, --account, --qos,\n"
+    "--output, --error, --mail-type, --exclusive, --constraint...) are shown as notes on\n"
+    "stderr and ignored; --hold and --wait are refused, saying what to do instead; any other\n"
+    "option is refused. A long flag of rnx job run that sbatch does not have (--upload,\n"
+    "--runtime, --network, --volume, --env, --gpu-memory, --follow...) is taken as rnx job\n"
+    "run takes it, on the command line or on an #SBATCH line.\n"
+    "\n"
+    "Every job also sees SLURM_SUBMIT_DIR=/work, SLURM_NNODES=1, SLURM_JOB_NUM_NODES=1, and\n"
+    "SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS when it asks for them.\n"
+    "\n"
+    "Example:\n"
+    "  rnx job batch --upload=data/ sweep.sh      # sweep.sh: #SBATCH --array=0-99%8 ...\n";
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+int cmd_batch_plan(int argc, char **argv, sbatch_list *run)
+{
+    for (int i = 1; i < argc && argv[i][0] == '-'; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(batch_help, stdout);
+            return -1;
+        }
+        if (!strcmp(argv[i], "--"))
+            break;
+    }
+    time_t now = time(NULL);
+    sbatch_plan cl = {0}, plan = {0};
+    jerr e = {0};
+    int rc = RNX_OK;
+    int k = sbatch_args(&cl, argc - 1, argv + 1, now, &e);
+    if (k < 0) {
+        rc = rnx_usage("job batch: %s", e.msg);
+        goto out;
+    }
+    int first = 1 + k;
+    const char *script = first < argc ? argv[first] : NULL;
+    if (cl.wrap && script) {
+        rc = rnx_usage("job batch: --wrap runs its COMMAND and takes no SCRIPT ('%s')", script);
+        goto out;
+    }
+    if (!cl.wrap && !script) {
+        rc = rnx_usage("job batch: missing SCRIPT; usage: rnx job batch [OPTIONS] SCRIPT [ARGS...] (or --wrap=COMMAND)");
+        goto out;
+    }
+    if (script) {
+        struct stat st;
+        if (stat(script, &st) < 0) {
+            rc = rnx_usage("job batch: %s: %s", script, strerror(errno));
+            goto out;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            rc = rnx_usage("job batch: %s: not a regular file", script);
+            goto out;
+        }
+        if ((size_t)st.st_size > BATCH_SCRIPT_MAX) {
+            rc = rnx_usage("job batch: %s: %lld bytes; a batch script is at most %u (send data with --upload)",
+                           script, (long long)st.st_size, BATCH_SCRIPT_MAX);
+            goto out;
+        }
+        size_t len = 0;
+        char *text = read_file(script, &len);
+        if (!text) {
+            rc = rnx_usage("job batch: %s: %s", script, strerror(errno));
+            goto out;
+        }
+        int r = sbatch_script(&plan, text, len, now, &e);
+        free(text);
+        if (r < 0) {
+            rc = rnx_usage("job batch: %s: %s", script, e.msg);
+            goto out;
+        }
+    }
+    sbatch_merge(&plan, &cl);
+    if (!plan.slot[SB_NAME])
+        plan.slot[SB_NAME] = xstrdup(script ? base_name(script) : "wrap"); /* sbatch's default name */
+    for (size_t i = 0; i < plan.notes.n; i++)
+        fprintf(stderr, "rnx: note: %s\n", plan.notes.v[i]);
+    sbatch_list_add(run, xstrdup("run"));
+    sbatch_flags(&plan, run);
+    /* --export=NAME: its value from here, as sbatch takes it */
+    for (size_t i = 0; i < plan.export_vars.n; i++) {
+        const char *name = plan.export_vars.v[i];
+        if (strchr(name, '='))
+            continue;
+        const char *v = getenv(name);
+        if (!v)
+            fprintf(stderr, "rnx: note: --export=%s: not set here; left out\n", name);
+        else {
+            char *f = NULL;
+            if (asprintf(&f, "--env=%s=%s", name, v) < 0)
+                abort();
+            sbatch_list_add(run, f);
+        }
+    }
+    if (plan.wrap) {
+        sbatch_list_add(run, xstrdup("--"));
+        sbatch_list_add(run, xstrdup("/bin/sh"));
+        sbatch_list_add(run, xstrdup("-c"));
+        sbatch_list_add(run, xstrdup(plan.wrap_cmd));
+    } else {
+        char *f = NULL;
+        if (asprintf(&f, "--upload=%s", script) < 0)
+            abort();
+        sbatch_list_add(run, f);
+        sbatch_list_add(run, xstrdup("--"));
+        sbatch_list_add(run, xstrdup(plan.interp));
+        if (plan.interp_arg)
+            sbatch_list_add(run, xstrdup(plan.interp_arg));
+        if (asprintf(&f, "/work/%s", base_name(script)) < 0)
+            abort();
+        sbatch_list_add(run, f);
+        for (int i = first + 1; i < argc; i++)
+            sbatch_list_add(run, xstrdup(argv[i]));
+    }
+out:
+    sbatch_free(&cl);
+    sbatch_free(&plan);
+    return rc;
+}

@@ -1,0 +1,848 @@
+/* Slurm's batch scripts, read as sbatch reads them (sbatch.h). The options are one table: what
+ * each sets, and for those with no meaning on one joblet machine, what is said instead. */
+#include "sbatch.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "jobreq.h"
+#include "parse.h"
+#include "util.h"
+
+void sbatch_list_add(sbatch_list *l, char *s)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 8;
+        l->v = xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = s;
+}
+
+void sbatch_list_free(sbatch_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    *l = (sbatch_list){0};
+}
+
+void sbatch_free(sbatch_plan *p)
+{
+    for (int i = 0; i < SB_NSLOTS; i++)
+        free(p->slot[i]);
+    sbatch_list_free(&p->export_vars);
+    sbatch_list_free(&p->rnx);
+    sbatch_list_free(&p->notes);
+    free(p->interp);
+    free(p->interp_arg);
+    free(p->wrap_cmd);
+    *p = (sbatch_plan){0};
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    return s;
+}
+
+/* ---- values ---------------------------------------------------------------------------- */
+
+/* A whole number from lo to hi, all of s. */
+static bool whole(const char *s, long long lo, long long hi, long long *out)
+{
+    if (!*s || strlen(s) > 18)
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return false;
+    long long v = strtoll(s, NULL, 10);
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Slurm's --time: "MIN", "MIN:SEC", "H:MIN:SEC", "D-H", "D-H:MIN", "D-H:MIN:SEC"; 0, -1,
+ * UNLIMITED or INFINITE for none. Seconds, or -1 for none; -2 when malformed. */
+static long long slurm_time(const char *s)
+{
+    if (!strcmp(s, "0") || !strcmp(s, "-1") || !strcasecmp(s, "UNLIMITED") || !strcasecmp(s, "INFINITE"))
+        return -1;
+    long long part[4] = {0};
+    int n = 0;
+    long long days = 0;
+    const char *p = s;
+    const char *dash = strchr(s, '-');
+    char buf[32];
+    if (strlen(s) >= sizeof buf)
+        return -2;
+    if (dash) {
+        snprintf(buf, sizeof buf, "%.*s", (int)(dash - s), s);
+        if (!whole(buf, 0, 36500, &days))
+            return -2;
+        p = dash + 1;
+    }
+    while (n < 3) {
+        size_t len = strcspn(p, ":");
+        snprintf(buf, sizeof buf, "%.*s", (int)len, p);
+        if (!whole(buf, 0, 100000000, &part[n++]))
+            return -2;
+        p += len;
+        if (!*p)
+            break;
+        p++;
+    }
+    if (*p)
+        return -2;
+    long long secs;
+    if (dash) /* D-H, D-H:M, D-H:M:S */
+        secs = part[0] * 3600 + (n > 1 ? part[1] * 60 : 0) + (n > 2 ? part[2] : 0);
+    else if (n == 1) /* minutes */
+        secs = part[0] * 60;
+    else if (n == 2) /* minutes:seconds */
+        secs = part[0] * 60 + part[1];
+    else /* hours:minutes:seconds */
+        secs = part[0] * 3600 + part[1] * 60 + part[2];
+    secs += days * 86400;
+    return secs ? secs : -1;
+}
+
+/* Slurm's memory: a number with K, M (the default), G or T. Megabytes, rounded up; -1 when
+ * malformed. */
+static long long slurm_mb(const char *s)
+{
+    char num[24];
+    size_t len = strspn(s, "0123456789");
+    if (!len || len >= sizeof num)
+        return -1;
+    snprintf(num, sizeof num, "%.*s", (int)len, s);
+    long long v;
+    if (!whole(num, 0, 1LL << 40, &v))
+        return -1;
+    const char *u = s + len;
+    long long kb;
+    if (!*u || !strcasecmp(u, "M") || !strcasecmp(u, "MB"))
+        kb = v * 1024;
+    else if (!strcasecmp(u, "K") || !strcasecmp(u, "KB"))
+        kb = v;
+    else if (!strcasecmp(u, "G") || !strcasecmp(u, "GB"))
+        kb = v * 1024 * 1024;
+    else if (!strcasecmp(u, "T") || !strcasecmp(u, "TB"))
+        kb = v * 1024 * 1024 * 1024;
+    else
+        return -1;
+    return (kb + 1023) / 1024;
+}
+
+/* "TYPE:N", "N", "TYPE" (one) of --gpus and a gres "gpu:TYPE:N": the count, the type. */
+static bool gpus_of(const char *s, long long *n, char *type, size_t tlen)
+{
+    const char *colon = strrchr(s, ':');
+    type[0] = 0;
+    if (whole(s, 1, 1024, n))
+        return true;
+    if (colon) {
+        if (!whole(colon + 1, 1, 1024, n) || colon == s || (size_t)(colon - s) >= tlen)
+            return false;
+        snprintf(type, tlen, "%.*s", (int)(colon - s), s);
+        return !strchr(type, ':');
+    }
+    if (!*s || strlen(s) >= tlen)
+        return false;
+    *n = 1;
+    snprintf(type, tlen, "%s", s);
+    return true;
+}
+
+/* Slurm's --begin: "now", "now+N[UNIT]", "HH:MM[:SS]", "YYYY-MM-DD[THH:MM[:SS]]", "midnight",
+ * "noon", "fika", "teatime", "today", "tomorrow", in the local time zone. rnx's --schedule:
+ * "Ns", or the time in UTC; "" for now (or a time past). NULL when malformed. */
+static char *slurm_begin(const char *s, time_t now)
+{
+    if (!strcasecmp(s, "now") || !strcasecmp(s, "today"))
+        return xstrdup("");
+    if (!strncasecmp(s, "now+", 4)) {
+        static const struct {
+            const char *unit;
+            long long secs;
+        } units[] = {{"", 1},       {"s", 1},       {"sec", 1},     {"secs", 1},     {"second", 1},
+                     {"seconds", 1}, {"min", 60},   {"mins", 60},   {"minute", 60},  {"minutes", 60},
+                     {"h", 3600},   {"hour", 3600}, {"hours", 3600}, {"d", 86400},   {"day", 86400},
+                     {"days", 86400}, {"w", 604800}, {"week", 604800}, {"weeks", 604800}};
+        const char *p = s + 4;
+        size_t len = strspn(p, "0123456789");
+        char num[16];
+        long long v;
+        if (!len || len >= sizeof num)
+            return NULL;
+        snprintf(num, sizeof num, "%.*s", (int)len, p);
+        if (!whole(num, 0, 100000000, &v))
+            return NULL;
+        for (size_t i = 0; i < ARRAY_LEN(units); i++)
+            if (!strcasecmp(p + len, units[i].unit))
+                return v ? xprintf("%llds", v * units[i].secs) : xstrdup("");
+        return NULL;
+    }
+    struct tm tm;
+    localtime_r(&now, &tm);
+    tm.tm_isdst = -1;
+    int h = -1, mi = 0, sec = 0, y, mo, d, used = 0;
+    bool next_day_if_past = true;
+    if (!strcasecmp(s, "midnight") || !strcasecmp(s, "tomorrow"))
+        h = 0;
+    else if (!strcasecmp(s, "noon"))
+        h = 12;
+    else if (!strcasecmp(s, "fika"))
+        h = 15;
+    else if (!strcasecmp(s, "teatime"))
+        h = 16;
+    else if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &used) == 3 && used == 10) {
+        tm.tm_year = y - 1900, tm.tm_mon = mo - 1, tm.tm_mday = d;
+        h = 0;
+        next_day_if_past = false;
+        const char *t = s + used;
+        if (*t) {
+            int u2 = 0;
+            if (*t != 'T' || (sscanf(t + 1, "%2d:%2d%n", &h, &mi, &u2) != 2))
+                return NULL;
+            t += 1 + u2;
+            if (*t == ':' && (sscanf(t + 1, "%2d%n", &sec, &u2) != 1 || (t += 1 + u2, false)))
+                return NULL;
+            if (*t)
+                return NULL;
+        }
+        if (mo < 1 || mo > 12 || d < 1 || d > 31)
+            return NULL;
+    } else {
+        int u2 = 0;
+        if (sscanf(s, "%2d:%2d%n", &h, &mi, &u2) != 2)
+            return NULL;
+        const char *t = s + u2;
+        if (*t == ':' && (sscanf(t + 1, "%2d%n", &sec, &u2) != 1 || (t += 1 + u2, false)))
+            return NULL;
+        if (*t)
+            return NULL;
+    }
+    if (h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59)
+        return NULL;
+    tm.tm_hour = h, tm.tm_min = mi, tm.tm_sec = sec;
+    time_t at = mktime(&tm);
+    if (at == (time_t)-1)
+        return NULL;
+    if (at <= now && next_day_if_past) {
+        tm.tm_mday++;
+        tm.tm_isdst = -1;
+        at = mktime(&tm);
+    }
+    if (at <= now)
+        return xstrdup("");
+    struct tm u;
+    gmtime_r(&at, &u);
+    char out[32];
+    strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &u);
+    return xstrdup(out);
+}
+
+/* ---- the options ----------------------------------------------------------------------- */
+
+enum sb_kind {
+    K_SLOT,    /* sets a slot (conv) */
+    K_ONE,     /* a count that joblet honours only as 1 (nodes, tasks): 1 says nothing */
+    K_NOTE,    /* no meaning here: the note is shown */
+    K_REFUSE,  /* joblet cannot do what it asks: refused with the text */
+    K_QUIET,   /* what rnx does anyway (--parsable: rnx prints the id alone) */
+    K_WRAP,    /* --wrap=CMD, the command line's only */
+};
+
+typedef struct sb_opt {
+    const char *name;
+    char letter;
+    int arg;   /* 0 none, 1 required, 2 optional ("--name=value" only) */
+    enum sb_kind kind;
+    int slot;
+    const char *text; /* K_NOTE, K_REFUSE: what is said */
+} sb_opt;
+
+#define NO_MEANING "has no meaning on one joblet machine; ignored"
+#define OUTPUT_KEPT "joblet keeps the job's output: rnx job log ID (--stdout, --stderr); ignored"
+#define ONE_MACHINE "joblet runs a job as one task on one machine; several need Slurm itself (docs/slurm.md)"
+
+static const sb_opt sb_opts[] = {
+    {"array", 'a', 1, K_SLOT, SB_ARRAY, NULL},
+    {"job-name", 'J', 1, K_SLOT, SB_NAME, NULL},
+    {"time", 't', 1, K_SLOT, SB_TIME, NULL},
+    {"mem", 0, 1, K_SLOT, SB_MEM, NULL},
+    {"mem-per-cpu", 0, 1, K_SLOT, SB_MEM_PER_CPU, NULL},
+    {"mem-per-gpu", 0, 1, K_SLOT, SB_MEM_PER_GPU, NULL},
+    {"cpus-per-task", 'c', 1, K_SLOT, SB_CPUS, NULL},
+    {"gpus", 'G', 1, K_SLOT, SB_GPUS, NULL},
+    {"gpus-per-node", 0, 1, K_SLOT, SB_GPUS, NULL},
+    {"gpus-per-task", 0, 1, K_SLOT, SB_GPUS, NULL},
+    {"gres", 0, 1, K_SLOT, SB_GPUS, NULL},
+    {"dependency", 'd', 1, K_SLOT, SB_DEPENDENCY, NULL},
+    {"begin", 'b', 1, K_SLOT, SB_BEGIN, NULL},
+    {"signal", 0, 1, K_SLOT, SB_SIGNAL, NULL},
+    {"priority", 0, 1, K_SLOT, SB_PRIORITY, NULL},
+    {"nice", 0, 2, K_SLOT, SB_PRIORITY, NULL},
+    {"chdir", 'D', 1, K_SLOT, SB_WORKDIR, NULL},
+    {"export", 0, 1, K_SLOT, SB_EXPORT, NULL},
+    {"nodes", 'N', 1, K_ONE, 0, ONE_MACHINE},
+    {"ntasks", 'n', 1, K_ONE, 0, ONE_MACHINE},
+    {"ntasks-per-node", 0, 1, K_ONE, 0, ONE_MACHINE},
+    {"wrap", 0, 1, K_WRAP, 0, NULL},
+    {"parsable", 0, 0, K_QUIET, 0, NULL},
+    {"quiet", 'Q', 0, K_QUIET, 0, NULL},
+    {"kill-on-invalid-dep", 0, 1, K_QUIET, 0, NULL}, /* yes is joblet's way; no is noted below */
+    {"hold", 'H', 0, K_REFUSE, 0, "joblet cannot take a job held: submit it, then rnx job hold ID"},
+    {"wait", 'W', 0, K_REFUSE, 0, "submit, then rnx job wait ID (it exits with the job's code), or follow its output "
+                                  "with -f"},
+    {"test-only", 0, 0, K_REFUSE, 0, "joblet has no test-only submission"},
+    {"uid", 0, 1, K_REFUSE, 0, "a job runs as the user who submits it"},
+    {"gid", 0, 1, K_REFUSE, 0, "a job runs as the user who submits it"},
+    {"export-file", 0, 1, K_REFUSE, 0, "give the variables with --export=NAME=VALUE,..."},
+    {"output", 'o', 1, K_NOTE, 0, OUTPUT_KEPT},
+    {"error", 'e', 1, K_NOTE, 0, OUTPUT_KEPT},
+    {"input", 'i', 1, K_NOTE, 0, "a batch job's input is empty; ignored"},
+    {"open-mode", 0, 1, K_NOTE, 0, OUTPUT_KEPT},
+    {"mail-type", 0, 1, K_NOTE, 0, "joblet sends no mail (rnx job wait ID waits for the end); ignored"},
+    {"mail-user", 0, 1, K_NOTE, 0, "joblet sends no mail (rnx job wait ID waits for the end); ignored"},
+    {"requeue", 0, 0, K_NOTE, 0, "a job goes back to the queue by rnx job requeue ID, or when preempted "
+                                 "(--preemptible); ignored"},
+    {"no-requeue", 0, 0, K_NOTE, 0, "joblet requeues a job only when asked (rnx job requeue) or preemptible; ignored"},
+    {"partition", 'p', 1, K_NOTE, 0, NO_MEANING},
+    {"account", 'A', 1, K_NOTE, 0, NO_MEANING},
+    {"qos", 'q', 1, K_NOTE, 0, NO_MEANING},
+    {"reservation", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"constraint", 'C', 1, K_NOTE, 0, "has no meaning on one joblet machine (a GPU model: --gpus=TYPE:N); ignored"},
+    {"nodelist", 'w', 1, K_NOTE, 0, NO_MEANING},
+    {"exclude", 'x', 1, K_NOTE, 0, NO_MEANING},
+    {"clusters", 'M', 1, K_NOTE, 0, NO_MEANING},
+    {"comment", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"wckey", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"licenses", 'L', 1, K_NOTE, 0, NO_MEANING},
+    {"switches", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"time-min", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"tmp", 0, 1, K_NOTE, 0, "a job's /tmp is its own (jobs.tmp_size_mb); ignored"},
+    {"exclusive", 0, 2, K_NOTE, 0, "joblet never shares a job's GPUs unless --gpu-share; ignored"},
+    {"oversubscribe", 's', 0, K_NOTE, 0, NO_MEANING},
+    {"overcommit", 'O', 0, K_NOTE, 0, NO_MEANING},
+    {"contiguous", 0, 0, K_NOTE, 0, NO_MEANING},
+    {"no-kill", 'k', 2, K_NOTE, 0, NO_MEANING},
+    {"hint", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"distribution", 'm', 1, K_NOTE, 0, NO_MEANING},
+    {"mem-bind", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"cpu-freq", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"gpu-bind", 0, 1, K_NOTE, 0, "joblet gives a job the best-connected GPUs itself; ignored"},
+    {"gpu-freq", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"cpus-per-gpu", 0, 1, K_NOTE, 0, "give the job's CPUs with -c/--cpus-per-task; ignored"},
+    {"cores-per-socket", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"sockets-per-node", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"threads-per-core", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"ntasks-per-core", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"ntasks-per-socket", 0, 1, K_NOTE, 0, NO_MEANING},
+    {"acctg-freq", 0, 1, K_NOTE, 0, "joblet samples every job (rnx job metrics ID); ignored"},
+    {"profile", 0, 1, K_NOTE, 0, "joblet samples every job (rnx job metrics ID); ignored"},
+    {"propagate", 0, 2, K_NOTE, 0, NO_MEANING},
+    {"get-user-env", 0, 2, K_NOTE, 0, NO_MEANING},
+    {"verbose", 'v', 0, K_QUIET, 0, NULL},
+};
+
+/* rnx job run's own flags a batch takes too (besides the request's fields, jobreq.h) */
+static const struct {
+    const char *name;
+    char letter;
+    bool arg;
+} rnx_own[] = {{"upload", 0, true}, {"env", 0, true}, {"secret-env", 0, true}, {"follow", 'f', false}};
+
+/* A long option of `rnx job run` that sbatch does not have: whether it takes a value. */
+static bool rnx_flag(const char *name, bool *arg)
+{
+    for (size_t i = 0; i < ARRAY_LEN(rnx_own); i++)
+        if (!strcmp(rnx_own[i].name, name)) {
+            *arg = rnx_own[i].arg;
+            return true;
+        }
+    for (int i = 0; i < JR_N; i++) {
+        const jobreq_field *f = &jobreq_fields[i];
+        if (!f->flag || f->daemon_only || strncmp(f->flag, "--", 2) || strchr(f->flag, '=') ||
+            strcmp(f->flag + 2, name))
+            continue;
+        *arg = f->kind != JK_BOOL || i == JR_CROSS_NUMA;
+        return true;
+    }
+    return false;
+}
+
+static void set_slot(sbatch_plan *p, int slot, char *v)
+{
+    free(p->slot[slot]);
+    p->slot[slot] = v;
+}
+
+/* One option's value into its slot; -1 with e saying what is accepted. */
+static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char *where, time_t now, jerr *e)
+{
+    long long n;
+    char type[128];
+    switch (o->slot) {
+    case SB_ARRAY: case SB_NAME: case SB_DEPENDENCY: case SB_WORKDIR:
+        set_slot(p, o->slot, xstrdup(v));
+        return 0;
+    case SB_TIME: {
+        long long s = slurm_time(v);
+        if (s == -2)
+            return jerr_input(e, "time", "%s: '%.64s': a time limit is MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, "
+                              "DAYS-HOURS, DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS (UNLIMITED for none)",
+                              where, v);
+        set_slot(p, SB_TIME, s < 0 ? xstrdup("") : xprintf("%llds", s));
+        return 0;
+    }
+    case SB_MEM: case SB_MEM_PER_CPU: case SB_MEM_PER_GPU: {
+        long long mb = slurm_mb(v);
+        if (mb < 0)
+            return jerr_input(e, o->name, "%s: '%.64s': memory is a number of megabytes, or with K, M, G or T "
+                              "(8G, 500M)", where, v);
+        set_slot(p, o->slot, mb ? xprintf("%lld", mb) : xstrdup(""));
+        return 0;
+    }
+    case SB_CPUS:
+        if (!whole(v, 1, 1024, &n))
+            return jerr_input(e, o->name, "%s: '%.64s': must be a whole number of CPUs from 1 to 1024", where, v);
+        set_slot(p, SB_CPUS, xprintf("%lld", n));
+        return 0;
+    case SB_GPUS:
+        if (!strcmp(o->name, "gres")) {
+            /* "gpu[:TYPE][:N]" among other resources, comma-separated */
+            char *copy = xstrdup(v), *save = NULL;
+            bool gpu = false;
+            for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+                if (strcmp(item, "gpu") && strncmp(item, "gpu:", 4)) {
+                    sbatch_list_add(&p->notes, xprintf("%s: '%.64s': joblet gives only GPUs as a resource; "
+                                                        "ignored", where, item));
+                    continue;
+                }
+                if (!strcmp(item, "gpu"))
+                    n = 1, type[0] = 0;
+                else if (!gpus_of(item + 4, &n, type, sizeof type)) {
+                    free(copy);
+                    return jerr_input(e, "gres", "%s: '%.64s': a GPU is gpu, gpu:N or gpu:TYPE:N (N from 1 to "
+                                      "1024)", where, item);
+                }
+                gpu = true;
+            }
+            free(copy);
+            if (!gpu)
+                return 0;
+        } else if (!gpus_of(v, &n, type, sizeof type)) {
+            return jerr_input(e, o->name, "%s: '%.64s': GPUs are N or TYPE:N (N from 1 to 1024)", where, v);
+        }
+        set_slot(p, SB_GPUS, xprintf("%lld", n));
+        set_slot(p, SB_GPU_TYPE, type[0] ? xstrdup(type) : NULL);
+        return 0;
+    case SB_BEGIN: {
+        char *s = slurm_begin(v, now);
+        if (!s)
+            return jerr_input(e, "begin", "%s: '%.64s': a start time is now+N[seconds|minutes|hours|days|weeks], "
+                              "HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]] (local time), midnight, noon, fika, teatime, "
+                              "today or tomorrow", where, v);
+        set_slot(p, SB_BEGIN, s);
+        return 0;
+    }
+    case SB_SIGNAL: {
+        /* "R:" and "B:" say whom Slurm signals: in a joblet job the batch shell is the command */
+        const char *colon = strchr(v, ':');
+        if (colon && strspn(v, "RB") == (size_t)(colon - v))
+            v = colon + 1;
+        set_slot(p, SB_SIGNAL, xstrdup(v));
+        return 0;
+    }
+    case SB_PRIORITY:
+        if (!strcmp(o->name, "nice")) {
+            /* a positive nice lowers the priority: joblet's priority is its opposite */
+            long long adj = 100;
+            bool neg = v && *v == '-';
+            if (v && !whole(v + neg, 0, 2147483645, &adj))
+                return jerr_input(e, "nice", "%s: '%.64s': must be a whole number (a positive one lowers the "
+                                  "job's priority)", where, v);
+            adj = neg ? -adj : adj;
+            set_slot(p, SB_PRIORITY, xprintf("%lld", adj > 1000 ? -1000 : adj < -1000 ? 1000 : -adj));
+            return 0;
+        }
+        if (!strcasecmp(v, "TOP"))
+            return jerr_input(e, "priority", "%s: TOP: give a number from -1000 to 1000", where);
+        set_slot(p, SB_PRIORITY, xstrdup(v));
+        return 0;
+    case SB_EXPORT: {
+        sbatch_list_free(&p->export_vars);
+        set_slot(p, SB_EXPORT, xstrdup(v));
+        char *copy = xstrdup(v), *save = NULL;
+        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(item, "ALL")) {
+                sbatch_list_add(&p->notes, xprintf("%s: ALL: a joblet job does not get the environment it was "
+                                                    "submitted from; name the variables (--export=NAME,...)", where));
+                continue;
+            }
+            if (!strcmp(item, "NONE") || !strcmp(item, "NIL"))
+                continue;
+            size_t klen = strcspn(item, "=");
+            char key[256];
+            snprintf(key, sizeof key, "%.*s", (int)(klen < sizeof key ? klen : sizeof key - 1), item);
+            if (klen >= sizeof key || !env_key_valid(key)) {
+                free(copy);
+                return jerr_input(e, "export", "%s: '%.64s': each is NAME or NAME=VALUE, NAME of letters, digits "
+                                  "and '_', not starting with a digit", where, item);
+            }
+            sbatch_list_add(&p->export_vars, xstrdup(item));
+        }
+        free(copy);
+        return 0;
+    }
+    }
+    return jerr_input(e, o->name, "%s: not read", where);
+}
+
+static int take(sbatch_plan *p, const sb_opt *o, const char *v, const char *where, time_t now, jerr *e)
+{
+    long long n;
+    switch (o->kind) {
+    case K_SLOT:
+        return take_slot(p, o, v, where, now, e);
+    case K_ONE:
+        /* "1" or Slurm's range "1-1" */
+        if (whole(v, 1, 1, &n) || !strcmp(v, "1-1"))
+            return 0;
+        return jerr_input(e, o->name, "%s: %.64s: %s", where, v, o->text);
+    case K_NOTE:
+        if (!strcmp(o->name, "kill-on-invalid-dep"))
+            break;
+        sbatch_list_add(&p->notes, xprintf("%s: %s", where, o->text));
+        return 0;
+    case K_REFUSE:
+        return jerr_input(e, o->name, "%s: %s", where, o->text);
+    case K_QUIET:
+        if (!strcmp(o->name, "kill-on-invalid-dep") && v && !strcasecmp(v, "no"))
+            sbatch_list_add(&p->notes, xprintf("%s: joblet cancels a job whose dependency can never be met (end "
+                                               "reason dependency)", where));
+        return 0;
+    case K_WRAP:
+        free(p->wrap_cmd);
+        p->wrap_cmd = xstrdup(v);
+        p->wrap = true;
+        return 0;
+    }
+    return 0;
+}
+
+/* The option at words[0] (words[1] its value when separate): how many words it took, or -1.
+ * in_script: "#SBATCH" (line given) rather than the command line. */
+static int option(sbatch_plan *p, char *const *words, int n, int line, time_t now, jerr *e)
+{
+    const char *w = words[0];
+    const sb_opt *o = NULL;
+    const char *value = NULL;
+    char name[64];
+    bool rnx = false, rnx_arg = false;
+    if (w[1] == '-') {
+        size_t len = strcspn(w + 2, "=");
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), w + 2);
+        for (size_t i = 0; i < ARRAY_LEN(sb_opts) && !o; i++)
+            if (!strcmp(sb_opts[i].name, name) && len < sizeof name)
+                o = &sb_opts[i];
+        if (!o && !(len < sizeof name && (rnx = rnx_flag(name, &rnx_arg)))) {
+            if (line)
+                return jerr_input(e, name, "line %d: #SBATCH --%s: not an option of sbatch's that joblet reads, nor "
+                                  "one of rnx job run's (rnx job batch --help)", line, name);
+            return jerr_input(e, name, "--%s: not an option of sbatch's that joblet reads, nor one of rnx job run's "
+                              "(rnx job batch --help)", name);
+        }
+        if (w[2 + len] == '=')
+            value = w + 3 + len;
+    } else {
+        for (size_t i = 0; i < ARRAY_LEN(sb_opts) && !o; i++)
+            if (sb_opts[i].letter && sb_opts[i].letter == w[1])
+                o = &sb_opts[i];
+        for (size_t i = 0; i < ARRAY_LEN(rnx_own) && !o && !rnx; i++)
+            if (rnx_own[i].letter && rnx_own[i].letter == w[1]) {
+                rnx = true, rnx_arg = rnx_own[i].arg;
+                snprintf(name, sizeof name, "%s", rnx_own[i].name);
+            }
+        if (!o && !rnx) {
+            if (line)
+                return jerr_input(e, "option", "line %d: #SBATCH -%c: not an option of sbatch's that joblet reads "
+                                  "(rnx job batch --help)", line, w[1]);
+            return jerr_input(e, "option", "-%c: not an option of sbatch's that joblet reads (rnx job batch --help)",
+                              w[1]);
+        }
+        if (o)
+            snprintf(name, sizeof name, "%s", o->name);
+        if (w[2])
+            value = w + 2;
+        if (value && ((o && !o->arg) || (rnx && !rnx_arg)))
+            return jerr_input(e, name, "%s%s: -%c takes no value", line ? "#SBATCH " : "", w, w[1]);
+    }
+    int arg = o ? o->arg : rnx_arg;
+    int used = 1;
+    if (!value && arg == 1) {
+        if (n < 2)
+            return jerr_input(e, name, "%s%s%s: needs a value", line ? "#SBATCH " : "", w,
+                              line ? " (on its line)" : "");
+        value = words[1];
+        used = 2;
+    }
+    if (value && !arg)
+        return jerr_input(e, name, "%s--%s takes no value", line ? "#SBATCH " : "", name);
+    char where[160];
+    if (line)
+        snprintf(where, sizeof where, "line %d: #SBATCH --%s%s%.64s", line, name, value ? "=" : "", value ? value : "");
+    else
+        snprintf(where, sizeof where, "--%s%s%.64s", name, value ? "=" : "", value ? value : "");
+    if (rnx) {
+        sbatch_list_add(&p->rnx, value ? xprintf("--%s=%s", name, value) : xprintf("--%s", name));
+        return used;
+    }
+    if (o->kind == K_WRAP && line)
+        return jerr_input(e, "wrap", "%s: only on the command line", where);
+    return take(p, o, value, where, now, e) < 0 ? -1 : used;
+}
+
+int sbatch_args(sbatch_plan *p, int argc, char *const *argv, time_t now, jerr *e)
+{
+    int i = 0;
+    while (i < argc) {
+        const char *w = argv[i];
+        if (!strcmp(w, "--"))
+            return i + 1;
+        if (w[0] != '-' || !w[1])
+            break;
+        int used = option(p, argv + i, argc - i, 0, now, e);
+        if (used < 0)
+            return -1;
+        i += used;
+    }
+    return i;
+}
+
+/* A #SBATCH line's words: split at blanks, '...' and "..." quoted, a word starting with '#' ends
+ * it (a comment). The words are written into buf. */
+static int words_of(const char *s, char *buf, size_t blen, char **words, int max)
+{
+    int n = 0;
+    size_t o = 0;
+    while (*s && n < max) {
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (!*s || *s == '#')
+            break;
+        words[n++] = buf + o;
+        while (*s && *s != ' ' && *s != '\t' && o + 1 < blen) {
+            if (*s == '\'' || *s == '"') {
+                char q = *s++;
+                while (*s && *s != q && o + 1 < blen)
+                    buf[o++] = *s++;
+                if (*s == q)
+                    s++;
+            } else {
+                buf[o++] = *s++;
+            }
+        }
+        buf[o++] = 0;
+        if (o >= blen)
+            break;
+    }
+    return n;
+}
+
+int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr *e)
+{
+    if (len < 2 || text[0] != '#' || text[1] != '!')
+        return jerr_input(e, "script", "this does not look like a batch script: its first line must start with #! and "
+                          "the path of an interpreter (#!/bin/bash), as sbatch asks");
+    if (memchr(text, '\r', len))
+        return jerr_input(e, "script", "the script has DOS line breaks (\\r\\n); convert it with dos2unix, as sbatch "
+                          "asks");
+    if (memchr(text, 0, len))
+        return jerr_input(e, "script", "the script holds a NUL byte: not a text file");
+    /* the "#!" line: the interpreter and at most one argument, as the kernel reads it */
+    size_t l0 = strcspn(text, "\n");
+    char first[512];
+    if (l0 >= sizeof first)
+        return jerr_input(e, "script", "its #! line is longer than %zu bytes", sizeof first - 1);
+    snprintf(first, sizeof first, "%.*s", (int)(l0 - 2), text + 2);
+    char *s = first;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t il = strcspn(s, " \t");
+    if (!il || s[0] != '/')
+        return jerr_input(e, "script", "its #! line names no interpreter by its full path (#!/bin/bash)");
+    free(p->interp);
+    free(p->interp_arg);
+    p->interp = xprintf("%.*s", (int)il, s);
+    p->interp_arg = NULL;
+    s += il;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t al = strlen(s);
+    while (al && (s[al - 1] == ' ' || s[al - 1] == '\t'))
+        al--;
+    if (al)
+        p->interp_arg = xprintf("%.*s", (int)al, s);
+    /* the #SBATCH lines, up to the first command */
+    const char *end = text + len;
+    int line = 1;
+    for (const char *q = text + l0 + (l0 < len); q < end; line++) {
+        const char *nl = memchr(q, '\n', (size_t)(end - q));
+        size_t ll = nl ? (size_t)(nl - q) : (size_t)(end - q);
+        const char *t = q;
+        q += ll + 1;
+        size_t blank = 0;
+        while (blank < ll && (t[blank] == ' ' || t[blank] == '\t'))
+            blank++;
+        if (blank == ll)
+            continue;
+        if (t[blank] != '#')
+            break; /* the first command: sbatch reads no #SBATCH line past it */
+        if (blank || ll < 7 || memcmp(t, "#SBATCH", 7) || (ll > 7 && t[7] != ' ' && t[7] != '\t'))
+            continue; /* a comment ("# SBATCH" too: the usual way to turn one off) */
+        char buf[4096], linetext[4096], *words[64];
+        if (ll >= sizeof linetext)
+            return jerr_input(e, "script", "line %d: an #SBATCH line longer than %zu bytes", line + 1,
+                              sizeof linetext - 1);
+        snprintf(linetext, sizeof linetext, "%.*s", (int)(ll - 7), t + 7);
+        int n = words_of(linetext, buf, sizeof buf, words, (int)ARRAY_LEN(words));
+        for (int i = 0; i < n;) {
+            if (words[i][0] != '-' || !words[i][1])
+                return jerr_input(e, "script", "line %d: #SBATCH %.64s: not an option (sbatch's start with -)",
+                                  line + 1, words[i]);
+            int used = option(p, words + i, n - i, line + 1, now, e);
+            if (used < 0)
+                return -1;
+            i += used;
+        }
+    }
+    return 0;
+}
+
+/* The flag a pass-through rnx flag sets ("--runtime" of "--runtime=x") */
+static size_t flag_len(const char *f) { return strcspn(f, "="); }
+
+void sbatch_merge(sbatch_plan *p, sbatch_plan *cl)
+{
+    bool cl_gpus = cl->slot[SB_GPUS] != NULL, cl_export = cl->slot[SB_EXPORT] != NULL;
+    for (int i = 0; i < SB_NSLOTS; i++)
+        if (cl->slot[i] || (i == SB_GPU_TYPE && cl_gpus)) {
+            set_slot(p, i, cl->slot[i]);
+            cl->slot[i] = NULL;
+        }
+    /* --export: the command line's list replaces the script's, even an empty one (NONE) */
+    if (cl_export) {
+        sbatch_list_free(&p->export_vars);
+        p->export_vars = cl->export_vars;
+        cl->export_vars = (sbatch_list){0};
+    }
+    /* rnx flags: the script's of a flag the command line gives are dropped */
+    size_t k = 0;
+    for (size_t i = 0; i < p->rnx.n; i++) {
+        bool given = false;
+        for (size_t j = 0; j < cl->rnx.n && !given; j++)
+            given = flag_len(p->rnx.v[i]) == flag_len(cl->rnx.v[j]) &&
+                    !memcmp(p->rnx.v[i], cl->rnx.v[j], flag_len(p->rnx.v[i]));
+        if (given)
+            free(p->rnx.v[i]);
+        else
+            p->rnx.v[k++] = p->rnx.v[i];
+    }
+    p->rnx.n = k;
+    for (size_t j = 0; j < cl->rnx.n; j++)
+        sbatch_list_add(&p->rnx, cl->rnx.v[j]);
+    cl->rnx.n = 0;
+    for (size_t j = 0; j < cl->notes.n; j++)
+        sbatch_list_add(&p->notes, cl->notes.v[j]);
+    cl->notes.n = 0;
+    if (cl->wrap) {
+        p->wrap = true;
+        free(p->wrap_cmd);
+        p->wrap_cmd = cl->wrap_cmd;
+        cl->wrap_cmd = NULL;
+    }
+}
+
+/* Whether --export gives the variable itself (then Slurm's own value is not added). */
+static bool exported(const sbatch_plan *p, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < p->export_vars.n; i++)
+        if (!strncmp(p->export_vars.v[i], name, n) && (!p->export_vars.v[i][n] || p->export_vars.v[i][n] == '='))
+            return true;
+    return false;
+}
+
+static void env(const sbatch_plan *p, sbatch_list *out, const char *name, const char *value)
+{
+    if (!exported(p, name))
+        sbatch_list_add(out, xprintf("--env=%s=%s", name, value));
+}
+
+void sbatch_flags(const sbatch_plan *p, sbatch_list *out)
+{
+    char *const *s = p->slot;
+    static const struct {
+        int slot;
+        const char *flag;
+    } direct[] = {{SB_ARRAY, "--array"},   {SB_NAME, "--name"},         {SB_TIME, "--max-runtime"},
+                  {SB_GPUS, "--gpu"},      {SB_GPU_TYPE, "--gpu-type"}, {SB_DEPENDENCY, "--dependency"},
+                  {SB_BEGIN, "--schedule"}, {SB_SIGNAL, "--signal"},    {SB_PRIORITY, "--priority"},
+                  {SB_WORKDIR, "--workdir"}};
+    for (size_t i = 0; i < ARRAY_LEN(direct); i++)
+        if (s[direct[i].slot] && *s[direct[i].slot])
+            sbatch_list_add(out, xprintf("%s=%s", direct[i].flag, s[direct[i].slot]));
+    long long cpus = s[SB_CPUS] ? atoll(s[SB_CPUS]) : 0;
+    long long gpus = s[SB_GPUS] && *s[SB_GPUS] ? atoll(s[SB_GPUS]) : 0;
+    if (cpus)
+        sbatch_list_add(out, xprintf("--max-cpu=%lld", cpus * 100));
+    /* memory: --mem, else per CPU (times -c, 1 without), else per GPU; "" (0) for none */
+    long long mem = -1;
+    if (s[SB_MEM])
+        mem = *s[SB_MEM] ? atoll(s[SB_MEM]) : 0;
+    else if (s[SB_MEM_PER_CPU])
+        mem = *s[SB_MEM_PER_CPU] ? atoll(s[SB_MEM_PER_CPU]) * (cpus ? cpus : 1) : 0;
+    else if (s[SB_MEM_PER_GPU] && gpus)
+        mem = *s[SB_MEM_PER_GPU] ? atoll(s[SB_MEM_PER_GPU]) * gpus : 0;
+    if (mem > 0)
+        sbatch_list_add(out, xprintf("--max-memory=%lld", mem));
+    /* what a script written for Slurm reads of its own job */
+    if (s[SB_NAME] && *s[SB_NAME])
+        env(p, out, "SLURM_JOB_NAME", s[SB_NAME]);
+    env(p, out, "SLURM_SUBMIT_DIR", "/work");
+    env(p, out, "SLURM_NNODES", "1");
+    env(p, out, "SLURM_JOB_NUM_NODES", "1");
+    char num[32];
+    if (cpus) {
+        snprintf(num, sizeof num, "%lld", cpus);
+        env(p, out, "SLURM_CPUS_PER_TASK", num);
+    }
+    if (mem > 0) {
+        snprintf(num, sizeof num, "%lld", mem);
+        env(p, out, "SLURM_MEM_PER_NODE", num);
+    }
+    if (gpus) {
+        snprintf(num, sizeof num, "%lld", gpus);
+        env(p, out, "SLURM_GPUS", num);
+    }
+    for (size_t i = 0; i < p->export_vars.n; i++)
+        if (strchr(p->export_vars.v[i], '='))
+            sbatch_list_add(out, xprintf("--env=%s", p->export_vars.v[i]));
+    for (size_t i = 0; i < p->rnx.n; i++)
+        sbatch_list_add(out, xstrdup(p->rnx.v[i]));
+}

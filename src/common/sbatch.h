@@ -1,0 +1,69 @@
+/* A batch script written for Slurm, read as sbatch reads it: the interpreter of its "#!" line,
+ * its #SBATCH lines up to the first command, and sbatch's options on the command line (which
+ * win over the script's), turned into the flags of `rnx job run` that mean the same
+ * (cli/cmd_batch.c runs them; docs/batch.md, "Slurm's batch scripts"). What has no meaning on
+ * one joblet machine (a partition, an account, an output file pattern) is kept as a note to
+ * show; what joblet cannot honour (two nodes, a job submitted held) is refused, naming the line
+ * and the option. Pure: no daemon state, no syscall, no environment read. */
+#ifndef JOBLET_SBATCH_H
+#define JOBLET_SBATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "err.h"
+
+/* What an option sets, once: the script's value unless the command line gives one. */
+enum sbatch_slot {
+    SB_ARRAY, SB_NAME, SB_TIME, SB_MEM, SB_MEM_PER_CPU, SB_MEM_PER_GPU, SB_CPUS, SB_GPUS, SB_GPU_TYPE,
+    SB_DEPENDENCY, SB_BEGIN, SB_SIGNAL, SB_PRIORITY, SB_WORKDIR, SB_EXPORT,
+    SB_NSLOTS
+};
+
+typedef struct sbatch_list {
+    char **v;
+    size_t n, cap;
+} sbatch_list;
+
+typedef struct sbatch_plan {
+    /* each slot's value as rnx takes it ("3600s", "2048", "0-9%2"); "" when the option says
+     * "none" (--time=UNLIMITED, --mem=0); NULL when not given */
+    char *slot[SB_NSLOTS];
+    /* --export's variables: "NAME=VALUE", or "NAME" alone (its value from the submitting
+     * environment, which the caller reads); export_none: --export=NONE (or a list without ALL) */
+    sbatch_list export_vars;
+    /* flags of `rnx job run` given as they are (--runtime=..., --upload=..., -f), in order */
+    sbatch_list rnx;
+    sbatch_list notes;     /* "line 3: #SBATCH --partition=gpu: ..." for options with no effect here */
+    char *interp, *interp_arg; /* the "#!" line's interpreter and its one argument (or NULL) */
+    bool wrap;             /* --wrap=CMD: no script; the command runs under /bin/sh -c */
+    char *wrap_cmd;
+} sbatch_plan;
+
+void sbatch_free(sbatch_plan *p);
+
+/* sbatch's command line: options from argv[0] on, up to the first word that is not one (the
+ * script) or "--". Returns how many words were options, or -1 with e set. A long option sbatch
+ * does not have but `rnx job run` does (--runtime, --upload, --network...) goes to p->rnx. */
+int sbatch_args(sbatch_plan *p, int argc, char *const *argv, time_t now, jerr *e);
+
+/* The script: its "#!" line (refused without one, as sbatch does, and with DOS line ends) and
+ * its #SBATCH lines, read up to the first line that is neither blank nor a comment. */
+int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr *e);
+
+/* The command line's plan over the script's: every slot the command line set wins, --export
+ * and the rnx flags of a name it gives replace the script's. cl is emptied into p. */
+void sbatch_merge(sbatch_plan *p, sbatch_plan *cl);
+
+/* The flags of `rnx job run` the plan comes to, in order, each "--flag=value" (or a switch):
+ * the slots', then the rnx flags; the Slurm variables a script reads (SLURM_JOB_NAME,
+ * SLURM_SUBMIT_DIR, SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS...) as --env, unless
+ * the plan's --export gives them. Export variables given by name only are left out (the caller
+ * adds them with their values). */
+void sbatch_flags(const sbatch_plan *p, sbatch_list *out);
+
+void sbatch_list_add(sbatch_list *l, char *s);  /* takes s */
+void sbatch_list_free(sbatch_list *l);
+
+#endif
