@@ -58,8 +58,10 @@ static const char batch_help[] =
     "--runtime, --network, --volume, --env, --gpu-memory, --follow...) is taken as rnx job\n"
     "run takes it, on the command line or on an #SBATCH line.\n"
     "\n"
-    "Every job also sees SLURM_SUBMIT_DIR=/work, SLURM_NNODES=1, SLURM_JOB_NUM_NODES=1, and\n"
-    "SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS when it asks for them.\n"
+    "The job sees what sbatch tells a job of itself (rnx job run --slurm-env): SLURM_JOB_ID\n"
+    "(its id), SLURM_JOB_NAME, SLURM_SUBMIT_DIR=/work, SLURM_NNODES=1, and\n"
+    "SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS when it asks for them; an array's\n"
+    "tasks SLURM_ARRAY_TASK_ID and the rest.\n"
     "\n"
     "Example:\n"
     "  rnx job batch --upload=data/ sweep.sh      # sweep.sh: #SBATCH --array=0-99%8 ...\n";

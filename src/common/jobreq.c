@@ -190,6 +190,13 @@ const jobreq_field jobreq_fields[JR_N] = {
         NULL, "wait (PENDING) while another of your jobs of this --name runs,\n"
               "so they run one at a time, oldest first (Slurm's\n"
               "--dependency=singleton; --after=singleton reads too)"},
+    /* what sbatch gives a job of itself, for scripts written for Slurm (exec/spec_build.c) */
+    [JR_SLURM_ENV] = {"slurm_env", "--slurm-env", NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(slurm_env),
+                      "must be true or false",
+        NULL, "give the job Slurm's variables of itself, for a script written\n"
+              "for sbatch: SLURM_JOB_ID (its id), SLURM_JOB_NAME,\n"
+              "SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS... (rnx job\n"
+              "batch gives it)"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number", .limit = "pids %s"},
     /* why a --gpu-optional job runs without the GPUs it asked for */

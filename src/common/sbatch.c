@@ -778,22 +778,6 @@ void sbatch_merge(sbatch_plan *p, sbatch_plan *cl)
     }
 }
 
-/* Whether --export gives the variable itself (then Slurm's own value is not added). */
-static bool exported(const sbatch_plan *p, const char *name)
-{
-    size_t n = strlen(name);
-    for (size_t i = 0; i < p->export_vars.n; i++)
-        if (!strncmp(p->export_vars.v[i], name, n) && (!p->export_vars.v[i][n] || p->export_vars.v[i][n] == '='))
-            return true;
-    return false;
-}
-
-static void env(const sbatch_plan *p, sbatch_list *out, const char *name, const char *value)
-{
-    if (!exported(p, name))
-        sbatch_list_add(out, xprintf("--env=%s=%s", name, value));
-}
-
 void sbatch_flags(const sbatch_plan *p, sbatch_list *out)
 {
     char *const *s = p->slot;
@@ -821,25 +805,8 @@ void sbatch_flags(const sbatch_plan *p, sbatch_list *out)
         mem = *s[SB_MEM_PER_GPU] ? atoll(s[SB_MEM_PER_GPU]) * gpus : 0;
     if (mem > 0)
         sbatch_list_add(out, xprintf("--max-memory=%lld", mem));
-    /* what a script written for Slurm reads of its own job */
-    if (s[SB_NAME] && *s[SB_NAME])
-        env(p, out, "SLURM_JOB_NAME", s[SB_NAME]);
-    env(p, out, "SLURM_SUBMIT_DIR", "/work");
-    env(p, out, "SLURM_NNODES", "1");
-    env(p, out, "SLURM_JOB_NUM_NODES", "1");
-    char num[32];
-    if (cpus) {
-        snprintf(num, sizeof num, "%lld", cpus);
-        env(p, out, "SLURM_CPUS_PER_TASK", num);
-    }
-    if (mem > 0) {
-        snprintf(num, sizeof num, "%lld", mem);
-        env(p, out, "SLURM_MEM_PER_NODE", num);
-    }
-    if (gpus) {
-        snprintf(num, sizeof num, "%lld", gpus);
-        env(p, out, "SLURM_GPUS", num);
-    }
+    /* what sbatch tells a job of itself (SLURM_JOB_ID...): joblet's, from the request */
+    sbatch_list_add(out, xstrdup("--slurm-env"));
     for (size_t i = 0; i < p->export_vars.n; i++)
         if (strchr(p->export_vars.v[i], '='))
             sbatch_list_add(out, xprintf("--env=%s", p->export_vars.v[i]));

@@ -57,10 +57,9 @@ int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr
 void sbatch_merge(sbatch_plan *p, sbatch_plan *cl);
 
 /* The flags of `rnx job run` the plan comes to, in order, each "--flag=value" (or a switch):
- * the slots', then the rnx flags; the Slurm variables a script reads (SLURM_JOB_NAME,
- * SLURM_SUBMIT_DIR, SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS...) as --env, unless
- * the plan's --export gives them. Export variables given by name only are left out (the caller
- * adds them with their values). */
+ * the slots', --slurm-env (the job sees SLURM_JOB_ID and the rest: exec/spec_build.c), --env
+ * for each --export NAME=VALUE, then the rnx flags. Export variables given by name only are
+ * left out (the caller adds them with their values). */
 void sbatch_flags(const sbatch_plan *p, sbatch_list *out);
 
 void sbatch_list_add(sbatch_list *l, char *s);  /* takes s */

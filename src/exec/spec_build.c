@@ -33,6 +33,32 @@ static void add_path_env(const job_req *r, const char *key, const char *dflt, co
 
 /* The job's environment, from nothing: the runtime's variables, the defaults, PATH and
  * LD_LIBRARY_PATH, JOB_ID, the GPU's variables, then the job's own and its secrets. */
+/* What sbatch tells a job of itself (the request's slurm_env), from its request as it is when it
+ * starts (rnx job update may have changed it): its id, name, the CPUs (its --max-cpu in whole
+ * CPUs), memory and GPUs it has, one node, and where it was submitted from (its uploads are in
+ * /work). Not SLURM_NTASKS: with it, frameworks (PyTorch Lightning) take the job for one of
+ * srun's tasks and look for SLURM_PROCID and the rest. A variable the job's own environment
+ * names is left to it. */
+static void slurm_env(const spec_ctx *c, char ***env, size_t *n)
+{
+    const job_req *r = c->req;
+    char cpus[24] = "", mem[24] = "", gpus[24] = "";
+    if (r->max_cpu > 0)
+        snprintf(cpus, sizeof cpus, "%lld", (long long)((r->max_cpu + 99) / 100));
+    if (r->max_memory_mb > 0 && !r->memory_default)
+        snprintf(mem, sizeof mem, "%lld", (long long)r->max_memory_mb);
+    if (c->gpus && c->gpus->n)
+        snprintf(gpus, sizeof gpus, "%zu", c->gpus->n);
+    const char *vars[][2] = {
+        {"SLURM_JOB_ID", c->id},         {"SLURM_JOBID", c->id},        {"SLURM_JOB_NAME", r->name ? r->name : ""},
+        {"SLURM_SUBMIT_DIR", "/work"},   {"SLURM_NNODES", "1"},         {"SLURM_JOB_NUM_NODES", "1"},
+        {"SLURM_CPUS_PER_TASK", cpus},   {"SLURM_MEM_PER_NODE", mem},   {"SLURM_GPUS", gpus},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(vars); i++)
+        if (*vars[i][1] && !jobreq_env_get(r, false, vars[i][0]) && !jobreq_env_get(r, true, vars[i][0]))
+            add_env(env, n, vars[i][0], vars[i][1]);
+}
+
 static char **job_env(const spec_ctx *c, const spec_gpu *gs)
 {
     char **env = xcalloc(1, sizeof *env);
@@ -57,6 +83,8 @@ static char **job_env(const spec_ctx *c, const spec_gpu *gs)
     if (r->tty && !jobreq_env_get(r, false, "TERM") && !jobreq_env_get(r, true, "TERM"))
         add_env(&env, &n, "TERM", "xterm");
     add_env(&env, &n, "JOB_ID", c->id);
+    if (r->slurm_env)
+        slurm_env(c, &env, &n);
     for (size_t i = 0; i < c->ngiven_env; i++)
         if (!jobreq_env_get(r, false, c->given_env[i].name) && !jobreq_env_get(r, true, c->given_env[i].name))
             add_env(&env, &n, c->given_env[i].name, c->given_env[i].value);
