@@ -1036,6 +1036,10 @@ void print_job(json_t *job, FILE *f)
     print_work(f, json_object_get(job, "work"));
     print_env(f, "Env:", json_object_get(job, "env"), false);
     print_env(f, "Secret env:", json_object_get(job, "secret_env"), true);
+    if (json_is_true(json_object_get(job, "slurm_env"))) {
+        key(f, "Slurm env:");
+        put_line(f, "SLURM_JOB_ID, SLURM_JOB_NAME and the rest, as sbatch gives them (--slurm-env)");
+    }
     if (jstr(job, "network")) {
         key(f, "Network:");
         put_line(f, jstr(job, "network"));

@@ -151,8 +151,8 @@ static bool gpus_of(const char *s, long long *n, char *type, size_t tlen)
 {
     const char *colon = strrchr(s, ':');
     type[0] = 0;
-    if (whole(s, 1, 1024, n))
-        return true;
+    if (*s && strspn(s, "0123456789") == strlen(s))
+        return whole(s, 1, 1024, n);
     if (colon) {
         if (!whole(colon + 1, 1, 1024, n) || colon == s || (size_t)(colon - s) >= tlen)
             return false;
@@ -554,6 +554,9 @@ static int option(sbatch_plan *p, char *const *words, int n, int line, time_t no
     const char *value = NULL;
     char name[64];
     bool rnx = false, rnx_arg = false;
+    char at[48] = "";
+    if (line)
+        snprintf(at, sizeof at, "line %d: #SBATCH ", line);
     if (w[1] == '-') {
         size_t len = strcspn(w + 2, "=");
         snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), w + 2);
@@ -590,19 +593,18 @@ static int option(sbatch_plan *p, char *const *words, int n, int line, time_t no
         if (w[2])
             value = w + 2;
         if (value && ((o && !o->arg) || (rnx && !rnx_arg)))
-            return jerr_input(e, name, "%s%s: -%c takes no value", line ? "#SBATCH " : "", w, w[1]);
+            return jerr_input(e, name, "%s%s: -%c takes no value", at, w, w[1]);
     }
     int arg = o ? o->arg : rnx_arg;
     int used = 1;
     if (!value && arg == 1) {
         if (n < 2)
-            return jerr_input(e, name, "%s%s%s: needs a value", line ? "#SBATCH " : "", w,
-                              line ? " (on its line)" : "");
+            return jerr_input(e, name, "%s%s: needs a value%s", at, w, line ? " (on its line)" : "");
         value = words[1];
         used = 2;
     }
     if (value && !arg)
-        return jerr_input(e, name, "%s--%s takes no value", line ? "#SBATCH " : "", name);
+        return jerr_input(e, name, "%s--%s takes no value", at, name);
     char where[160];
     if (line)
         snprintf(where, sizeof where, "line %d: #SBATCH --%s%s%.64s", line, name, value ? "=" : "", value ? value : "");

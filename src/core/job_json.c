@@ -129,6 +129,7 @@ json_t *job_json(const job *j)
     json_object_set_new(o, "isolation", json_string(r->isolation ? r->isolation : "native"));
     json_object_set_new(o, "tty", json_boolean(r->tty));               /* a terminal: rnx job attach needs to know */
     json_object_set_new(o, "stdin", json_boolean(r->stdin_open));
+    json_object_set_new(o, "slurm_env", json_boolean(r->slurm_env)); /* SLURM_JOB_ID... (exec/spec_build.c) */
     jx_set_str_or_null(o, "runtime", r->runtime);
     json_object_set_new(o, "volumes", field_or(r, JR_VOLUMES, json_array()));
     char host[64];

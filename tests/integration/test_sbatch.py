@@ -1,0 +1,156 @@
+"""Batch scripts written for Slurm, submitted with `rnx job batch` as sbatch submits them, against
+the real daemon: the #SBATCH lines up to the first command are sbatch's options, the command
+line's win over them, the script runs under its #! interpreter from /work with its arguments, and
+the job sees what sbatch tells a job of itself (SLURM_JOB_ID, SLURM_ARRAY_TASK_ID...). Options with
+no meaning on one machine are noted, what joblet cannot honour is refused naming the line, and
+nothing is submitted then. (The options one by one: tests/unit/test_sbatch.c.)"""
+import json
+import os
+import uuid
+
+import pytest
+
+from conftest import wait_for
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIX = os.path.join(ROOT, "tests", "fixtures")
+
+# A sweep written for Slurm: `set -u` fails on any variable sbatch would have set and joblet did not.
+SWEEP = """#!/bin/bash
+#SBATCH --job-name={name}
+#SBATCH --array=0-5%2
+#SBATCH --time=0:10:00          # ten minutes
+#SBATCH --mem=64M
+#SBATCH --cpus-per-task=1
+#SBATCH --partition=gpu
+#SBATCH --output=slurm-%A_%a.out
+#SBATCH --mail-type=END
+
+# SBATCH --nodes=4   (a comment: turned off, as Slurm users do)
+set -eu
+cd "$SLURM_SUBMIT_DIR"
+lr=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" params.txt)
+test "$SLURM_JOB_ID" = "$JOB_ID"
+echo "task=$SLURM_ARRAY_TASK_ID of=$SLURM_ARRAY_JOB_ID count=$SLURM_ARRAY_TASK_COUNT name=$SLURM_JOB_NAME" \\
+     "cpus=$SLURM_CPUS_PER_TASK mem=$SLURM_MEM_PER_NODE nodes=$SLURM_NNODES lr=$lr args=$*"
+#SBATCH --nodes=4
+"""
+
+
+def unique(stem):
+    return f"{stem}-{uuid.uuid4().hex[:6]}"   # the shared daemon: a name no other test uses
+
+
+def write(tmp_path, name, text, params=None):
+    path = tmp_path / name
+    path.write_text(text)
+    if params:
+        (tmp_path / "params.txt").write_text("".join(f"{p}\n" for p in params))
+    return str(path)
+
+
+def test_a_sweep_script_written_for_slurm_runs_unchanged(daemon, tmp_path):
+    """One command submits the script's whole array with its limits; each task reads its own
+    SLURM_ARRAY_TASK_ID and the variables sbatch sets, and the options joblet has no use for are
+    noted on stderr, each by its line. The #SBATCH line after the first command is not read."""
+    d = daemon
+    name = unique("sweep")
+    script = write(tmp_path, "sweep.sh", SWEEP.format(name=name), params=[0.1, 0.01, 0.001, 1e-4, 1e-5, 1e-6])
+    p = d.rnx("job", "batch", f"--upload={tmp_path}/params.txt", script, "alpha", "beta gamma", check=True)
+    aid = p.stdout.strip()
+    notes = p.stderr.splitlines()
+    assert notes == [
+        "rnx: note: line 7: #SBATCH --partition=gpu: has no meaning on one joblet machine; ignored",
+        "rnx: note: line 8: #SBATCH --output=slurm-%A_%a.out: joblet keeps the job's output: rnx job log ID "
+        "(--stdout, --stderr); ignored",
+        "rnx: note: line 9: #SBATCH --mail-type=END: joblet sends no mail (rnx job wait ID waits for the end); "
+        "ignored"], p.stderr
+    code, a = d.api("GET", f"/v1/jobs/{aid}")
+    assert code == 200, a
+    assert a["name"] == name and a["array"]["spec"] == "0-5%2", a
+    wait_for(lambda: d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] == {"COMPLETED": 6},
+             "every task COMPLETED", timeout=120)
+    p = d.rnx("--json", "job", "list", "--expand", "--name", name, check=True)
+    tasks = [t for t in json.loads(p.stdout) if (t.get("array") or {}).get("id") == aid]
+    assert len(tasks) == 6, p.stdout
+    lrs = ["0.1", "0.01", "0.001", "0.0001", "1e-05", "1e-06"]
+    for t in tasks:
+        task = t["array"]["task"]
+        assert t["command"] == "/bin/bash" and t["args"] == ["/work/sweep.sh", "alpha", "beta gamma"], t
+        assert t["limits"]["max_runtime_s"] == 600 and t["limits"]["max_memory_mb"] == 64, t["limits"]
+        assert t["limits"]["max_cpu"] == 100 and t["slurm_env"] is True, t
+        out = d.output(t["id"]).strip()
+        assert out == (f"task={task} of={aid} count=6 name={name} cpus=1 mem=64 nodes=1 lr={lrs[task]} "
+                       "args=alpha beta gamma"), out
+    p = d.rnx("job", "status", tasks[0]["id"], check=True)
+    assert "Slurm env:" in p.stdout, p.stdout
+
+
+def test_the_command_line_wins_over_the_script(daemon, tmp_path):
+    """sbatch's rule: an option on the command line replaces the script's (a name, a time limit,
+    --export); an rnx job run flag sbatch lacks (--network) passes as it is; --export gives the
+    job a variable of this shell by name, and one of the job's own wins over Slurm's."""
+    d = daemon
+    script = write(tmp_path, "job.sh", "#!/bin/sh\n#SBATCH -J from-script --time=5 --export=A=script\n"
+                                       "echo \"$SLURM_JOB_NAME A=${A-unset} B=${B-unset} $0 $#\"\n")
+    name = unique("cli")
+    p = d.rnx("job", "batch", "-J", name, "--time=1:30", "--export=B,SLURM_JOB_NAME=mine", "--network=none",
+              script, env={"B": "from-here"}, check=True)
+    jid = p.stdout.strip()
+    j = d.wait(jid)
+    assert j["status"] == "COMPLETED" and j["name"] == name, j
+    assert j["limits"]["max_runtime_s"] == 90, j["limits"]
+    assert d.output(jid).strip() == "mine A=unset B=from-here /work/job.sh 0"
+
+
+def test_wrap_and_gpus(fresh_daemon):
+    """--wrap runs a command with no script (named "wrap", as sbatch names it); --gpus=TYPE:N and
+    --mem-per-gpu ask for N GPUs of that model and memory for each, which the job sees."""
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx1-v100/machine.json\n  scrub: 0\n")
+    p = d.rnx("job", "batch", "--gpus=v100:2", "--mem-per-gpu=1G",
+              "--wrap=echo gpus=$SLURM_GPUS mem=$SLURM_MEM_PER_NODE name=$SLURM_JOB_NAME", check=True)
+    jid = p.stdout.strip()
+    j = d.wait(jid)
+    assert j["status"] == "COMPLETED", j
+    assert len(j["gpus"]) == 2 and j["limits"]["max_memory_mb"] == 2048, j
+    assert d.output(jid).strip() == "gpus=2 mem=2048 name=wrap"
+
+
+def test_slurm_variables_follow_an_update(daemon):
+    """--slurm-env's variables come from the request as it is when the job starts: a memory
+    limit changed while the job waited is what SLURM_MEM_PER_NODE says."""
+    d = daemon
+    gate = d.rnx("job", "run", "sh", "-c", "while [ ! -e /work/go ]; do sleep 0.02; done", check=True).stdout.strip()
+    jid = d.rnx("job", "run", "--slurm-env", f"--after={gate}", "--max-memory=100", "--max-cpu=150", "sh", "-c",
+                "echo $SLURM_MEM_PER_NODE $SLURM_CPUS_PER_TASK", check=True).stdout.strip()
+    d.rnx("job", "update", jid, "--max-memory=200", check=True)
+    open(os.path.join(d.work(gate), "go"), "w").close()
+    assert d.wait(jid)["status"] == "COMPLETED"
+    assert d.output(jid).strip() == "200 2"
+    # without --slurm-env: none of them
+    j, out, _ = d.run("sh", "-c", "env | grep -c ^SLURM_ || true")
+    assert j["slurm_env"] is False and out.strip() == "0", (j, out)
+
+
+@pytest.mark.parametrize("text,args,why", [
+    ("echo hi\n", [], "this does not look like a batch script: its first line must start with #!"),
+    ("#!/bin/sh\r\necho hi\r\n", [], "DOS line breaks"),
+    ("#!/bin/sh\n#SBATCH --nodes=2\ntrue\n", [], "line 2: #SBATCH --nodes=2: 2: joblet runs a job as one task on "
+                                                 "one machine"),
+    ("#!/bin/sh\n\n#SBATCH --tim=10\ntrue\n", [], "line 3: #SBATCH --tim: not an option of sbatch's that joblet "
+                                                  "reads"),
+    ("#!/bin/sh\n#SBATCH --hold\ntrue\n", [], "joblet cannot take a job held: submit it, then rnx job hold ID"),
+    ("#!/bin/sh\n#SBATCH --mem=lots\ntrue\n", [], "'lots': memory is a number of megabytes"),
+    ("#!/bin/sh\ntrue\n", ["--wait"], "--wait: submit, then rnx job wait ID"),
+    ("#!/bin/sh\ntrue\n", ["--wrap=ls"], "--wrap runs its COMMAND and takes no SCRIPT"),
+    ("#!/bin/sh\n#SBATCH --array=5-3\ntrue\n", [], "array: '5-3': a range runs from a lower id to a higher one"),
+])
+def test_refusals_submit_nothing(daemon, tmp_path, text, args, why):
+    """Each refusal names what is wrong (the line for the script's), exits 2 and submits nothing."""
+    d = daemon
+    script = write(tmp_path, "bad.sh", text)
+    before = d.job_count()
+    p = d.rnx("job", "batch", *args, script)
+    assert p.returncode == 2 and why in p.stderr, (p.returncode, p.stderr)
+    assert p.stdout == ""
+    assert d.job_count() == before
