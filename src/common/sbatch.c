@@ -436,9 +436,10 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
                 if (!strcmp(item, "gpu"))
                     n = 1, type[0] = 0;
                 else if (!gpus_of(item + 4, &n, type, sizeof type)) {
+                    jerr_input(e, "gres", "%s: '%.64s': a GPU is gpu, gpu:N or gpu:TYPE:N (N from 1 to 1024)", where,
+                               item);
                     free(copy);
-                    return jerr_input(e, "gres", "%s: '%.64s': a GPU is gpu, gpu:N or gpu:TYPE:N (N from 1 to "
-                                      "1024)", where, item);
+                    return -1;
                 }
                 gpu = true;
             }
@@ -500,9 +501,10 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
             char key[256];
             snprintf(key, sizeof key, "%.*s", (int)(klen < sizeof key ? klen : sizeof key - 1), item);
             if (klen >= sizeof key || !env_key_valid(key)) {
+                jerr_input(e, "export", "%s: '%.64s': each is NAME or NAME=VALUE, NAME of letters, digits and '_', "
+                           "not starting with a digit", where, item);
                 free(copy);
-                return jerr_input(e, "export", "%s: '%.64s': each is NAME or NAME=VALUE, NAME of letters, digits "
-                                  "and '_', not starting with a digit", where, item);
+                return -1;
             }
             sbatch_list_add(&p->export_vars, xstrdup(item));
         }
@@ -677,7 +679,8 @@ int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr
     if (memchr(text, 0, len))
         return jerr_input(e, "script", "the script holds a NUL byte: not a text file");
     /* the "#!" line: the interpreter and at most one argument, as the kernel reads it */
-    size_t l0 = strcspn(text, "\n");
+    const char *nl0 = memchr(text, '\n', len);
+    size_t l0 = nl0 ? (size_t)(nl0 - text) : len;
     char first[512];
     if (l0 >= sizeof first)
         return jerr_input(e, "script", "its #! line is longer than %zu bytes", sizeof first - 1);

@@ -118,6 +118,20 @@ def jobreq_text_seeds():
                                    ("volumes", "data"), ("volumes", "models:ro")))
 
 
+# ---- sbatch: scripts written for Slurm (fuzz_sbatch.c) -----------------------------------------
+def sbatch_seeds():
+    out("sbatch", "sweep", "#!/bin/bash\n#SBATCH --job-name=sweep\n#SBATCH --array=0-99%8\n#SBATCH -t 1-02:30 # c\n"
+                           "#SBATCH --mem=8G -c 4\n#SBATCH --gres=gpu:a100:2,shard:1\n# SBATCH --off\n"
+                           "#SBATCH --dependency=afterok:123 --signal=B:USR1@120\necho $SLURM_ARRAY_TASK_ID\n")
+    out("sbatch", "notes", "#!/bin/sh -l\n#SBATCH -p gpu -A proj -q high -o out-%j.txt -e err --mail-type=END\n"
+                           "#SBATCH --export=ALL,A=1,B --nice=10 --begin=now+2hours -D /work/x\n")
+    out("sbatch", "times", "#!/bin/sh\n#SBATCH --time=UNLIMITED --mem-per-gpu=1G -G v100:2 --begin=2026-12-24T18:00\n"
+                           "#SBATCH --mem-per-cpu=100 --priority=5 -N 1 -n 1 --runtime=x --network=bridge --gpu-share\n")
+    out("sbatch", "command-line", "-J\nother\n--time=5:00\n--export=NONE,X=1\n--gpus=2\n--runtime=y\n-c2\njob.sh\n\0"
+                                  "#!/bin/sh\n#SBATCH -J a --time=10 --export=A=1 --runtime=x --gpus=v100:1\n")
+    out("sbatch", "quoted", "#!/bin/sh\n#SBATCH -J 'a b' --comment=\"x y\" --begin=teatime\n\n#SBATCH --upload=d/\n")
+
+
 # ---- wfparse: workflow files ------------------------------------------------------------------
 def wfparse_seeds():
     ex = os.path.join(ROOT, "examples")
@@ -413,6 +427,7 @@ if __name__ == "__main__":
     jobreq_json_seeds()
     jsonscan_seeds()
     jobreq_text_seeds()
+    sbatch_seeds()
     wfparse_seeds()
     ldcache_seeds()
     gpu_seeds()
