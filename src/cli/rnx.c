@@ -54,6 +54,7 @@ static const char global_help[] =
     "\n"
     "Commands:\n"
     "  job run         run a command as a job\n"
+    "  job batch       submit a batch script written for Slurm, as sbatch does\n"
     "  job list        list jobs\n"
     "  job status      show one job in detail\n"
     "  job log         print a job's output, following it until the job ends\n"
