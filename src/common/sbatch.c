@@ -706,6 +706,7 @@ int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr
     /* the #SBATCH lines, up to the first command */
     const char *end = text + len;
     int line = 1;
+    bool commands = false;
     for (const char *q = text + l0 + (l0 < len); q < end; line++) {
         const char *nl = memchr(q, '\n', (size_t)(end - q));
         size_t ll = nl ? (size_t)(nl - q) : (size_t)(end - q);
@@ -716,8 +717,23 @@ int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr
             blank++;
         if (blank == ll)
             continue;
-        if (t[blank] != '#')
-            break; /* the first command: sbatch reads no #SBATCH line past it */
+        if (commands || t[blank] != '#') {
+            /* the commands: sbatch reads no #SBATCH line among them. One that starts with srun
+             * would find no Slurm in the job (or the host's, with no allocation): said once. */
+            commands = true;
+            const char *w = t + blank;
+            size_t wl = ll - blank;
+            if (wl >= 5 && !memcmp(w, "exec ", 5))
+                w += 5, wl -= 5;
+            if (wl >= 4 && !memcmp(w, "srun", 4) && (wl == 4 || w[4] == ' ' || w[4] == '\t')) {
+                sbatch_list_add(&p->notes, xprintf("line %d: srun: a joblet job is one task and has no srun of its "
+                                                   "own; drop 'srun' and its options to run the command as it is "
+                                                   "(several tasks or nodes need Slurm itself: docs/slurm.md)",
+                                                   line + 1));
+                break;
+            }
+            continue;
+        }
         if (blank || ll < 7 || memcmp(t, "#SBATCH", 7) || (ll > 7 && t[7] != ' ' && t[7] != '\t'))
             continue; /* a comment ("# SBATCH" too: the usual way to turn one off) */
         char buf[4096], linetext[4096], *words[64];
