@@ -1947,8 +1947,9 @@ int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids
         /* null (and, for after, an empty list) takes out a field whose absence means something:
          * no dependencies, no start time (rnx job update --after=none, --schedule=now) */
         if (jobreq_change_clears(ids[i], v)) {
-            if (json_object_get(o, key))
-                *changed |= 1ull << ids[i];
+            /* changed even when it had none: the caller's rules for the field (whose job may
+             * change it, in which state) hold for a removal too; it drops what stays the same */
+            *changed |= 1ull << ids[i];
             json_object_del(o, key);
             continue;
         }

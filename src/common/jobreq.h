@@ -229,7 +229,7 @@ void jobreq_free(job_req *r);
  * (nids of them) with their new values (jobreq_change_clears: null takes after or schedule_at
  * out); any other field is refused naming it and those that may change. The request with the
  * changes, read through the same schema as a submission, goes to *out; *changed gets the bits
- * (1 << JR_x) of the fields whose value differs. */
+ * (1 << JR_x) of the fields whose value differs, and of those taken out (had they a value or not). */
 int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids, size_t nids, job_req *out,
                   uint64_t *changed, time_t now, jerr *e);
 /* Whether a change's value v takes field id out rather than setting it: null or [] for after (no

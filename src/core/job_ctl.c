@@ -340,6 +340,9 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     if (!running && !waiting)
         return jerr_http(e, 409, "job %s is %s; only a waiting, held, running or suspended job can be updated", j->id,
                          job_state_name(j->state));
+    if (running && (changed >> JR_AFTER & 1))
+        return jerr_http(e, 409, "job %s is %s; its dependencies (after) cannot change once it runs: those it "
+                                 "was started after held then", j->id, job_state_name(j->state));
     if (running)
         for (size_t i = 0; i < job_ctl_update_nfields; i++) {
             enum jobreq_id f = job_ctl_update_fields[i];
@@ -357,6 +360,8 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
         return -1;
     if ((changed >> JR_AFTER & 1) && same_after(&j->req, req))
         changed &= ~(1ull << JR_AFTER);
+    if ((changed >> JR_SCHEDULE_AT & 1) && !j->req.schedule_at && !req->schedule_at)
+        changed &= ~(1ull << JR_SCHEDULE_AT); /* (none taken out of none) */
     if (!changed)
         return 0;
     if (waiting && submit_check_change(req, e) < 0)
