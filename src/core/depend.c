@@ -736,7 +736,7 @@ static bool waits_for(const char *id, const job *j)
     return found;
 }
 
-int depend_check_change(const job *j, job_req *req, const caller *who, jerr *e)
+int depend_check_change(const job *j, job_req *req, jerr *e)
 {
     if (j->wf || j->wf_id[0])
         return jerr_http(e, 409, "job %s is a workflow's job: its dependencies are the workflow's (its requires:), "
@@ -744,7 +744,9 @@ int depend_check_change(const job *j, job_req *req, const caller *who, jerr *e)
     if (j->array_id[0])
         return jerr_http(e, 409, "job %s is task %lld of array %s: its dependencies are the array's, which held "
                                  "before it was made", j->id, (long long)j->array_task, j->array_id);
-    if (req->nafter && depend_resolve(req, who->uid, who->gid, e) < 0)
+    /* in its owner's sight, as at its submission: an admin's update names no job its owner could
+     * not have named (nor shows the owner one) */
+    if (req->nafter && depend_resolve(req, j->owner_uid, j->owner_gid, e) < 0)
         return -1;
     /* submitted jobs can only wait for older ones; a changed job may name a newer one, so the
      * loop that would keep both waiting forever is looked for here */

@@ -99,10 +99,10 @@ bool depend_single_blocked(job *j);
  * ended while it was held; it is linked to them while held, restarts included). */
 void depend_decide(job *j);
 /* rnx job update --after (core/job_ctl.c): req, j's request with its new `after`, resolved as at
- * submission (depend_resolve, in who's sight) and checked: refused for a workflow's job and an
+ * submission (depend_resolve, in the sight of j's owner, whoever asks) and checked: refused for a workflow's job and an
  * array's task (409: their dependencies are the workflow's, the array's), and when j would wait
  * for itself, directly or through what the jobs named wait for (400 on field "after"). */
-int depend_check_change(const job *j, job_req *req, const caller *who, jerr *e);
+int depend_check_change(const job *j, job_req *req, jerr *e);
 /* j's `after` was replaced (its request holds the new one): linked and decided as a job submitted
  * so (depend_submitted: a SCHEDULED, QUEUED or PREEMPTED job waits PENDING again until they hold,
  * one that can never go is CANCELED). With none left (nor singleton), a PENDING job joins the

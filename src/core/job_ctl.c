@@ -354,9 +354,9 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     if ((changed >> JR_PRIORITY & 1) && req->priority > j->req.priority &&
         authz_check(who, AUTHZ_RAISE_PRIORITY, "raising a job's priority (its owner may lower it)", e) < 0)
         return -1;
-    /* its dependencies as a submission's (resolved in the caller's sight, no cycle), then the same
+    /* its dependencies as a submission's (resolved in its owner's sight, no cycle), then the same
      * jobs named otherwise (a prefix, a name) are no change */
-    if ((changed >> JR_AFTER & 1) && waiting && depend_check_change(j, req, who, e) < 0)
+    if ((changed >> JR_AFTER & 1) && waiting && depend_check_change(j, req, e) < 0)
         return -1;
     if ((changed >> JR_AFTER & 1) && same_after(&j->req, req))
         changed &= ~(1ull << JR_AFTER);

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import api_seconds as ms, wait_for
+from conftest import api_seconds as ms, rnx_as, wait_for
 
 GATE = "while [ ! -e /work/go ]; do sleep 0.02; done; test ! -e /work/fail"
 
@@ -147,6 +147,26 @@ def test_cycles_and_bad_references_are_refused_naming_after(daemon):
         release(daemon, j)
     for j in (p1, p2, p3):
         assert daemon.wait(j)["status"] == "COMPLETED"
+
+
+def test_another_users_job_is_refused_exactly_as_a_missing_one(daemon):
+    """An owner may not name a job it may not see; an admin's update is resolved in the owner's
+    sight too."""
+    root_job = gated(daemon)
+    p = rnx_as(daemon, 4321, "job", "run", "--schedule=2h", "true")
+    assert p.returncode == 0, p.stderr
+    mine = p.stdout.strip().split()[-1]
+    missing = "f" * 8
+    for who, ref in ((4321, root_job), (4321, missing)):
+        p = rnx_as(daemon, who, "job", "update", mine, f"--after={ref}")
+        assert p.returncode != 0, p.stdout
+        assert f"--after: no job '{ref}' (by id, unique id prefix or name) among the jobs you may see" in p.stderr
+    p = update(daemon, mine, f"--after={root_job}")
+    assert p.returncode != 0 and f"no job '{root_job}'" in p.stderr, p.stderr
+    assert updated(daemon, mine) == []
+    daemon.api("POST", f"/v1/jobs/{mine}/cancel")
+    release(daemon, root_job)
+    daemon.wait(root_job)
 
 
 def test_refused_once_it_runs_or_ended_and_for_arrays(daemon):
