@@ -114,6 +114,19 @@ def test_a_dependency_that_can_never_hold_cancels_as_at_submission(daemon):
     daemon.wait(a)
 
 
+def test_a_held_job_keeps_its_hold_and_is_decided_when_released(daemon):
+    bad = gated(daemon)
+    release(daemon, bad, fail=True)
+    assert daemon.wait(bad)["status"] == "FAILED"
+    c = run(daemon, "--schedule=2h", "true")
+    daemon.rnx("job", "hold", c, check=True)
+    assert update(daemon, c, f"--after={bad}:ok").returncode == 0
+    assert daemon.job(c)["status"] == "HELD"
+    daemon.rnx("job", "release", c, check=True)
+    job = daemon.wait(c)
+    assert (job["status"], job["end_reason"]) == ("CANCELED", "dependency"), job
+
+
 def test_cycles_and_bad_references_are_refused_naming_after(daemon):
     x = gated(daemon)
     p1 = run(daemon, f"--after={x}", "true")
