@@ -291,6 +291,17 @@ static int array_update(request *r, jarray *a, uint64_t *acted, jerr *e)
             n += (size_t)snprintf(may + n, sizeof may - n, "%s, ", jobreq_fields[job_ctl_update_fields[i]].key);
         return jerr_field(e, "body", "body: must be an object of the fields to change: %sarray_throttle", may);
     }
+    /* an array's dependencies decide when its tasks are made, and its tasks made wait for nothing
+     * (submit_task): an update cannot give them new ones honestly, nor a start time to tasks
+     * already made; cancel it and submit it again */
+    static const char *const whole[] = {"after", "schedule_at"};
+    for (size_t i = 0; i < sizeof whole / sizeof *whole; i++)
+        if (json_object_get(body, whole[i])) {
+            json_decref(body);
+            return jerr_field(e, whole[i], "%s: array %s: an array's %s cannot change once it is submitted (its "
+                                           "tasks are made by it); cancel the array and submit it again", whole[i],
+                              a->id, i ? "start time" : "dependencies");
+        }
     json_t *t = json_object_get(body, "array_throttle");
     bool has_throttle = t != NULL;
     json_int_t throttle = t && json_is_integer(t) ? json_integer_value(t) : -1;

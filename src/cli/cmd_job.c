@@ -1610,14 +1610,25 @@ static const char requeue_help[] =
 static const char update_help[] =
     "Usage: rnx job update ID [--priority=N] [--max-runtime=DURATION] [--gpu=N] [--gpu-memory=SIZE]\n"
     "                         [--max-cpu=PERCENT] [--max-memory=SIZE] [--preemptible=true|false]\n"
+    "                         [--after=SPEC|none] [--dependency=SPEC] [--schedule=WHEN|now]\n"
     "                         [--throttle=N]\n"
     "\n"
     "Changes the request of a job that waits (pending, scheduled, queued, held, preempted),\n"
     "checked as a submission is. Once it runs only --max-runtime may change, and takes effect at\n"
     "once (counted from its start). Only an admin may raise a priority; its owner may lower it.\n"
     "\n"
+    "--after=SPEC replaces the jobs it waits for (rnx job run --after's syntax; --dependency\n"
+    "reads Slurm's, afterok:ID[:ID...]; Slurm's scontrol update Dependency=). A scheduled or\n"
+    "queued job waits PENDING again until they hold; one that can never hold cancels it (end\n"
+    "reason dependency), as at submission. --after=none (or --dependency=) removes them: it goes\n"
+    "on as if it had none. Refused for a workflow's job, and when it would wait for itself\n"
+    "through others (a cycle). Whether it is --singleton does not change.\n"
+    "--schedule=WHEN moves its start time (rnx job run --schedule's syntax: 30min, or an RFC 3339\n"
+    "time); --schedule=now removes it (Slurm's StartTime=now).\n"
+    "\n"
     "An array (ID names the array) is updated whole: the tasks made from now on get the change,\n"
     "and so do its tasks made and not ended, as each job would (a running task: --max-runtime).\n"
+    "Its --after and --schedule are refused: they decide when its tasks are made.\n"
     "--throttle=N changes its %N, how many of its tasks run at once (0: no limit; Slurm's\n"
     "ArrayTaskThrottle).\n";
 
@@ -1693,17 +1704,20 @@ static int job_requeue(rnx_ctx *ctx, int argc, char **argv) { return job_control
 static int job_update(rnx_ctx *ctx, int argc, char **argv)
 {
     static const enum jobreq_id fields[] = {JR_PRIORITY, JR_MAX_RUNTIME_S, JR_GPU_COUNT, JR_GPU_MEMORY_MB,
-                                            JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_PREEMPTIBLE};
-    struct option opts[ARRAY_LEN(fields) + 4];
+                                            JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_PREEMPTIBLE, JR_AFTER,
+                                            JR_SCHEDULE_AT};
+    struct option opts[ARRAY_LEN(fields) + 5];
     for (size_t i = 0; i < ARRAY_LEN(fields); i++)
         opts[i] = (struct option){jobreq_fields[fields[i]].flag + 2, required_argument, NULL, 1000 + (int)i};
     opts[ARRAY_LEN(fields)] = (struct option){"throttle", required_argument, NULL, 'T'};
-    opts[ARRAY_LEN(fields) + 1] = (struct option)OPT_JSON;
-    opts[ARRAY_LEN(fields) + 2] = (struct option)OPT_HELP;
-    opts[ARRAY_LEN(fields) + 3] = (struct option){0};
+    opts[ARRAY_LEN(fields) + 1] = (struct option){"dependency", required_argument, NULL, 'D'};
+    opts[ARRAY_LEN(fields) + 2] = (struct option)OPT_JSON;
+    opts[ARRAY_LEN(fields) + 3] = (struct option)OPT_HELP;
+    opts[ARRAY_LEN(fields) + 4] = (struct option){0};
     job_req r = {0};
     json_t *body = json_object();
     const char *id = NULL;
+    bool after_none = false;
     int c, rc;
     optind = 0;
     while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job update")) != -1) {
@@ -1728,27 +1742,61 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
             json_object_set_new(body, "array_throttle", json_integer(n));
             continue;
         }
-        if (c < 1000 || c >= 1000 + (int)ARRAY_LEN(fields)) {
+        if (c != 'D' && (c < 1000 || c >= 1000 + (int)ARRAY_LEN(fields))) {
             rc = RNX_USAGE;
             goto out;
         }
-        const jobreq_field *f = &jobreq_fields[fields[c - 1000]];
+        const jobreq_field *f = &jobreq_fields[c == 'D' ? JR_AFTER : fields[c - 1000]];
+        const char *flag = c == 'D' ? "--dependency" : f->flag;
+        /* none (Slurm's Dependency= empty) takes the dependencies out, now the start time */
+        if ((f == &jobreq_fields[JR_AFTER]) && (!strcmp(optarg, "none") || (c == 'D' && !*optarg))) {
+            after_none = true;
+            continue;
+        }
+        if (f == &jobreq_fields[JR_SCHEDULE_AT] && !strcmp(optarg, "now")) {
+            json_object_set_new(body, f->key, json_null());
+            continue;
+        }
         jerr e = {0};
+        if (utf8_or_usage(flag, optarg) != 0) {
+            rc = RNX_USAGE;
+            goto out;
+        }
         if (jobreq_set_text(&r, f, optarg, time(NULL), &e) < 0) {
             char msg[sizeof e.msg + 64];
-            jobreq_reword(&e, f->flag, msg, sizeof msg);
+            jobreq_reword(&e, flag, msg, sizeof msg);
             rc = rnx_usage("%s", msg);
             goto out;
+        }
+        if ((f == &jobreq_fields[JR_AFTER])) /* (sent once they are all read: --after is repeatable) */
+            continue;
+        if (f->kind == JK_TEXT) {
+            json_object_set_new(body, f->key, json_string(r.schedule_at));
+            continue;
         }
         const char *at = (const char *)&r + f->off;
         json_object_set_new(body, f->key, f->kind == JK_BOOL ? json_boolean(*(const bool *)at)
                                                              : json_integer(*(const int64_t *)at));
     }
+    if (r.singleton) {
+        rc = rnx_usage("--after: singleton is not changed by an update (the job keeps whether it runs one at a "
+                       "time by name); give the jobs it waits for, or none");
+        goto out;
+    }
+    if (after_none && r.nafter) {
+        rc = rnx_usage("--after: none removes the jobs it waits for; do not also name some");
+        goto out;
+    }
+    if (after_none || r.nafter) {
+        json_t *all = jobreq_to_json(&r, 0);
+        json_object_set_new(body, "after", after_none ? json_array() : json_incref(json_object_get(all, "after")));
+        json_decref(all);
+    }
     if ((rc = one_id(argc, argv, "job update", "rnx job update ID --priority=N|--max-runtime=DURATION|...", &id)) != 0)
         goto out;
     if (!json_object_size(body)) {
         rc = rnx_usage("job update: nothing to change; give --priority, --max-runtime, --gpu, --gpu-memory, "
-                       "--max-cpu, --max-memory, --preemptible or (an array) --throttle");
+                       "--max-cpu, --max-memory, --preemptible, --after, --schedule or (an array) --throttle");
         goto out;
     }
     rnx_client *cl = open_client(ctx);

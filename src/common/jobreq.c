@@ -1922,6 +1922,13 @@ void jobreq_flag_words(char *s, size_t len)
     free(out);
 }
 
+bool jobreq_change_clears(enum jobreq_id id, const json_t *v)
+{
+    if (id == JR_AFTER)
+        return json_is_null(v) || (json_is_array(v) && !json_array_size(v));
+    return id == JR_SCHEDULE_AT && json_is_null(v);
+}
+
 int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids, size_t nids, job_req *out,
                   uint64_t *changed, time_t now, jerr *e)
 {
@@ -1943,6 +1950,15 @@ int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids
         if (i == nids) {
             json_decref(o);
             return jerr_field(e, key, "%s: cannot be changed; a job's update may change %s", key, may);
+        }
+        /* null (and, for after, an empty list) takes out a field whose absence means something:
+         * no dependencies, no start time (rnx job update --after=none, --schedule=now) */
+        if (jobreq_change_clears(ids[i], v)) {
+            /* changed even when it had none: the caller's rules for the field (whose job may
+             * change it, in which state) hold for a removal too; it drops what stays the same */
+            *changed |= 1ull << ids[i];
+            json_object_del(o, key);
+            continue;
         }
         /* the new value, held to the schema as a submission's (a stored request's other fields
          * are read as stored) */

@@ -656,7 +656,7 @@ void depend_submitted(job *j)
         if (t.j != j)
             link_target(j->after_seq, k, j->seq, t);
     }
-    if (j->state == JS_QUEUED || j->state == JS_SCHEDULED) {
+    if (job_state_waiting(j->state)) { /* (a changed job's may be PREEMPTED too) */
         char what[600], words[64];
         size_t l = 0;
         what[0] = 0;
@@ -676,6 +676,105 @@ void depend_submitted(job *j)
 }
 
 void depend_decide(job *j) { decide(j); }
+
+/* ---- a waiting job's dependencies changed: rnx job update --after ---- */
+
+/* The seqs seen by a walk, in a set that doubles (open addressing; seqs are never 0). */
+typedef struct seen_set {
+    uint64_t *v;
+    size_t cap, n;
+} seen_set;
+
+static bool seen_add(seen_set *s, uint64_t seq)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        seen_set b = {.cap = s->cap ? 2 * s->cap : 64};
+        b.v = xcalloc(b.cap, sizeof *b.v);
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->v[i])
+                seen_add(&b, s->v[i]);
+        free(s->v);
+        *s = b;
+    }
+    size_t i = (size_t)(seq * 0x9e3779b97f4a7c15ull) & (s->cap - 1);
+    for (; s->v[i]; i = (i + 1) & (s->cap - 1))
+        if (s->v[i] == seq)
+            return false;
+    s->v[i] = seq;
+    s->n++;
+    return true;
+}
+
+/* Whether j is among what the job or array of id waits for, directly or through what those wait
+ * for (their `after`; an ended one waits for nothing any more). Walked with a stack of its own,
+ * each job and array once: a chain of 40,000 jobs costs no recursion and O(its links). */
+static bool waits_for(const char *id, const job *j)
+{
+    seen_set seen = {0};
+    size_t n = 0, cap = 16;
+    const char **stack = xcalloc(cap, sizeof *stack);
+    bool found = false;
+    stack[n++] = id;
+    while (n && !found) {
+        target t = find_target(stack[--n]);
+        const job_req *req = NULL;
+        if (t.j && !job_state_terminal(t.j->state) && seen_add(&seen, t.j->seq))
+            req = &t.j->req;
+        else if (t.a && !arrays_ended(t.a) && seen_add(&seen, t.a->seq))
+            req = &t.a->req;
+        for (size_t k = 0; req && k < req->nafter && !found; k++) {
+            found = !strcmp(req->after[k].job, j->id);
+            if (n == cap) {
+                cap *= 2;
+                stack = xrealloc(stack, cap * sizeof *stack);
+            }
+            stack[n++] = req->after[k].job;
+        }
+    }
+    free(stack);
+    free(seen.v);
+    return found;
+}
+
+int depend_check_change(const job *j, job_req *req, jerr *e)
+{
+    if (j->wf || j->wf_id[0])
+        return jerr_http(e, 409, "job %s is a workflow's job: its dependencies are the workflow's (its requires:), "
+                                 "which an update does not change", j->id);
+    if (j->array_id[0])
+        return jerr_http(e, 409, "job %s is task %lld of array %s: its dependencies are the array's, which held "
+                                 "before it was made", j->id, (long long)j->array_task, j->array_id);
+    /* in its owner's sight, as at its submission: an admin's update names no job its owner could
+     * not have named (nor shows the owner one) */
+    if (req->nafter && depend_resolve(req, j->owner_uid, j->owner_gid, e) < 0)
+        return -1;
+    /* submitted jobs can only wait for older ones; a changed job may name a newer one, so the
+     * loop that would keep both waiting forever is looked for here */
+    for (size_t k = 0; k < req->nafter; k++) {
+        if (!strcmp(req->after[k].job, j->id))
+            return jerr_field(e, "after", "after: job %s cannot wait for itself", j->id);
+        if (waits_for(req->after[k].job, j))
+            return jerr_field(e, "after", "after: %s %s waits for job %.8s (directly or through what it waits for): "
+                                          "waiting for it would be a cycle, and neither could ever start",
+                              find_target(req->after[k].job).a ? "array" : "job", req->after[k].job, j->id);
+    }
+    return 0;
+}
+
+void depend_changed(job *j)
+{
+    if (j->req.nafter || j->req.singleton) {
+        /* linked anew (the jobs it waited for before may still tell it: it is decided again then,
+         * by what it waits for now) and decided at once, as a job submitted so */
+        depend_submitted(j);
+        depend_single_changed(j); /* a singleton let go that waits again: the next of its name may go */
+        return;
+    }
+    free(j->after_seq);
+    j->after_seq = NULL;
+    if (j->state == JS_PENDING)
+        depend_release(j, "it waits for no job any more (its dependencies were removed)");
+}
 
 void depend_job_changed(job *j)
 {

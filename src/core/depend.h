@@ -6,9 +6,10 @@
  * waits on costs nothing more when it ends, and 10,000 jobs waiting on one are decided in one
  * pass over that list. The rule is depend_rule.h's, the same as a workflow's.
  *
- * Cycles are impossible by construction: a job may only depend on jobs that exist when it is
- * submitted (refs are resolved to full ids then), and no job's `after` changes later, so every
- * edge points from a newer job to an older one.
+ * A job may only depend on jobs that exist when it is submitted (refs are resolved to full ids
+ * then), so at submission every edge points from a newer job to an older one and no cycle can
+ * form. A waiting job's `after` may be replaced later (rnx job update --after): that change is
+ * refused when the job would wait for itself, directly or through others (depend_check_change).
  *
  * The dependencies live in the request (its `after`, full ids), so they outlive a kill -9 of
  * joblet: at start depend_resume_all links them again and decides every PENDING job by what
@@ -97,6 +98,16 @@ bool depend_single_blocked(job *j);
 /* A PENDING job with `after` decided now (a held one released: its dependencies may have
  * ended while it was held; it is linked to them while held, restarts included). */
 void depend_decide(job *j);
+/* rnx job update --after (core/job_ctl.c): req, j's request with its new `after`, resolved as at
+ * submission (depend_resolve, in the sight of j's owner, whoever asks) and checked: refused for a workflow's job and an
+ * array's task (409: their dependencies are the workflow's, the array's), and when j would wait
+ * for itself, directly or through what the jobs named wait for (400 on field "after"). */
+int depend_check_change(const job *j, job_req *req, jerr *e);
+/* j's `after` was replaced (its request holds the new one): linked and decided as a job submitted
+ * so (depend_submitted: a SCHEDULED, QUEUED or PREEMPTED job waits PENDING again until they hold,
+ * one that can never go is CANCELED). With none left (nor singleton), a PENDING job joins the
+ * queue; a HELD one is decided when it is released. */
+void depend_changed(job *j);
 /* At start, after the jobs are loaded: links every PENDING job with `after` and decides it (in
  * seq order: of singleton jobs waiting on one name, the oldest goes). */
 void depend_resume_all(void);

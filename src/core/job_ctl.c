@@ -4,6 +4,7 @@
 #include "depend.h"
 
 #include <signal.h>
+#include <string.h>
 #include <time.h>
 
 #include "../common/log.h"
@@ -276,13 +277,47 @@ int job_ctl_release(job *j, uid_t by, jerr *e)
 }
 
 const enum jobreq_id job_ctl_update_fields[] = {JR_PRIORITY, JR_MAX_RUNTIME_S, JR_GPU_COUNT, JR_GPU_MEMORY_MB,
-                                                JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_PREEMPTIBLE};
+                                                JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_PREEMPTIBLE, JR_AFTER,
+                                                JR_SCHEDULE_AT};
 const size_t job_ctl_update_nfields = sizeof job_ctl_update_fields / sizeof *job_ctl_update_fields;
 
-/* "priority 0 -> 5": one field's change. */
+/* "1a2b3c4d:ok,5e6f7a8b:any", or "none". */
+static size_t say_after(const job_req *r, char *out, size_t len)
+{
+    size_t n = 0;
+    if (!r->nafter)
+        return (size_t)snprintf(out, len, "none");
+    for (size_t k = 0; k < r->nafter && n < len; k++)
+        n += (size_t)snprintf(out + n, len - n, "%s%.8s:%s", k ? "," : "", r->after[k].job,
+                              jobreq_after_state_name(r->after[k].state));
+    return n;
+}
+
+static bool same_after(const job_req *a, const job_req *b)
+{
+    if (a->nafter != b->nafter)
+        return false;
+    for (size_t k = 0; k < a->nafter; k++)
+        if (a->after[k].state != b->after[k].state || strcmp(a->after[k].job, b->after[k].job))
+            return false;
+    return true;
+}
+
+/* "priority 0 -> 5", "after none -> 1a2b3c4d:ok", "schedule_at 2026-11-29T16:00:00Z -> none":
+ * one field's change. */
 static size_t say_change(const job_req *a, const job_req *b, enum jobreq_id f, char *out, size_t len)
 {
     const jobreq_field *F = &jobreq_fields[f];
+    if (F->kind == JK_AFTER) {
+        size_t n = (size_t)snprintf(out, len, "%s ", F->key);
+        n += n < len ? say_after(a, out + n, len - n) : 0;
+        n += n < len ? (size_t)snprintf(out + n, len - n, " -> ") : 0;
+        return n + (n < len ? say_after(b, out + n, len - n) : 0);
+    }
+    if (F->kind == JK_TEXT) {
+        const char *x = *(char *const *)((const char *)a + F->off), *y = *(char *const *)((const char *)b + F->off);
+        return (size_t)snprintf(out, len, "%s %s -> %s", F->key, x ? x : "none", y ? y : "none");
+    }
     if (F->kind == JK_BOOL) {
         bool x = *(const bool *)((const char *)a + F->off), y = *(const bool *)((const char *)b + F->off);
         return (size_t)snprintf(out, len, "%s %s -> %s", F->key, x ? "true" : "false", y ? "true" : "false");
@@ -305,6 +340,9 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     if (!running && !waiting)
         return jerr_http(e, 409, "job %s is %s; only a waiting, held, running or suspended job can be updated", j->id,
                          job_state_name(j->state));
+    if (running && (changed >> JR_AFTER & 1))
+        return jerr_http(e, 409, "job %s is %s; its dependencies (after) cannot change once it runs: those it "
+                                 "was started after held then", j->id, job_state_name(j->state));
     if (running)
         for (size_t i = 0; i < job_ctl_update_nfields; i++) {
             enum jobreq_id f = job_ctl_update_fields[i];
@@ -316,6 +354,14 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     if ((changed >> JR_PRIORITY & 1) && req->priority > j->req.priority &&
         authz_check(who, AUTHZ_RAISE_PRIORITY, "raising a job's priority (its owner may lower it)", e) < 0)
         return -1;
+    /* its dependencies as a submission's (resolved in its owner's sight, no cycle), then the same
+     * jobs named otherwise (a prefix, a name) are no change */
+    if ((changed >> JR_AFTER & 1) && waiting && depend_check_change(j, req, e) < 0)
+        return -1;
+    if ((changed >> JR_AFTER & 1) && same_after(&j->req, req))
+        changed &= ~(1ull << JR_AFTER);
+    if ((changed >> JR_SCHEDULE_AT & 1) && !j->req.schedule_at && !req->schedule_at)
+        changed &= ~(1ull << JR_SCHEDULE_AT); /* (none taken out of none) */
     if (!changed)
         return 0;
     if (waiting && submit_check_change(req, e) < 0)
@@ -334,8 +380,17 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     jobreq_free(&j->req);
     j->req = *req;
     *req = (job_req){0};
+    if (changed >> JR_SCHEDULE_AT & 1) {
+        /* a job in the queue waits for its new time (or none: QUEUED); a pending or held one is
+         * sent by it when it is let go (depend_release, job_ctl_release) */
+        j->scheduled_ms = j->req.schedule_ms;
+        if (j->state == JS_SCHEDULED || j->state == JS_QUEUED)
+            j->state = j->scheduled_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
+    }
     job_event(j, JE_UPDATED, (int64_t)who->uid, "by uid %u: %s", (unsigned)who->uid, what);
     job_save(j);
+    if (changed >> JR_AFTER & 1)
+        depend_changed(j); /* waits again, goes, or is canceled, as a job submitted so */
     state_want(WANT_SCHEDULE);
     log_info("job %s updated by uid %u: %s", j->id, (unsigned)who->uid, what);
     return 0;

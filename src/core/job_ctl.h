@@ -44,7 +44,10 @@ int job_ctl_release(job *j, uid_t by, jerr *e);
 /* The fields of req (the job's request with the changes, read through the schema) that differ
  * (changed: bits 1 << JR_x) become the job's. A waiting or held job may change every field
  * job_ctl_update_fields lists, a running or suspended one only max_runtime_s (its shim gets it at
- * once); raising the priority is AUTHZ_RAISE_PRIORITY's. req is taken over on success. */
+ * once); raising the priority is AUTHZ_RAISE_PRIORITY's. after (depend_check_change) and
+ * schedule_at change only while it waits: a new start time moves a SCHEDULED or QUEUED job
+ * between the two; new dependencies are decided at once (depend_changed). req is taken over on
+ * success. */
 int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, jerr *e);
 /* Whether an update may change only j's time limit: it runs or is suspended, or its shim is
  * starting it (still QUEUED; the shim, born with SIGUSR2 blocked, takes a new limit once it reads

@@ -140,6 +140,64 @@ static void test_change_keeps_the_rules_between_fields(void **state)
     jobreq_free(&cur);
 }
 
+/* rnx job update --after=none and --schedule=now: null (and [] for after) takes the field out. */
+static void test_change_takes_after_and_schedule_out(void **state)
+{
+    (void)state;
+    static const enum jobreq_id ids[] = {JR_PRIORITY, JR_AFTER, JR_SCHEDULE_AT};
+    job_req cur, out;
+    uint64_t changed;
+    jerr e = {0};
+    json_t *o = json_pack("{s:s,s:[{s:s,s:s}],s:s}", "command", "sleep", "after", "job", "abc", "state", "ok",
+                          "schedule_at", "2030-01-01T00:00:00Z");
+    assert_int_equal(jobreq_from_json(o, &cur, 0, NOW, &e), 0);
+    json_decref(o);
+    static const char *const clear[] = {"{\"after\": []}", "{\"after\": null}"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *c = json_loads(clear[i], 0, NULL);
+        assert_int_equal(jobreq_change(&cur, c, ids, 3, &out, &changed, NOW, &e), 0);
+        json_decref(c);
+        assert_int_equal(out.nafter, 0);
+        assert_false(jobreq_has(&out, JR_AFTER));
+        assert_true(changed == 1ull << JR_AFTER);
+        assert_non_null(out.schedule_at); /* the rest as stored */
+        jobreq_free(&out);
+    }
+    json_t *c = json_loads("{\"schedule_at\": null, \"after\": [{\"job\": \"def\"}]}", 0, NULL);
+    assert_int_equal(jobreq_change(&cur, c, ids, 3, &out, &changed, NOW, &e), 0);
+    json_decref(c);
+    assert_null(out.schedule_at);
+    assert_int_equal(out.schedule_ms, 0);
+    assert_int_equal(out.nafter, 1);
+    assert_string_equal(out.after[0].job, "def");
+    assert_int_equal(out.after[0].state, JA_ANY);
+    assert_true(changed == ((1ull << JR_AFTER) | (1ull << JR_SCHEDULE_AT)));
+    jobreq_free(&out);
+    /* null is no value for any other field; after and schedule_at are checked as at submission */
+    static const char *const bad[][2] = {{"{\"priority\": null}", "priority"},
+                                         {"{\"after\": \"abc\"}", "after"},
+                                         {"{\"after\": [{\"job\": \"a:b\"}]}", "after"},
+                                         {"{\"schedule_at\": \"2020-01-01T00:00:00Z\"}", "schedule_at"}};
+    for (size_t i = 0; i < 4; i++) {
+        e = (jerr){0};
+        c = json_loads(bad[i][0], 0, NULL);
+        assert_int_equal(jobreq_change(&cur, c, ids, 3, &out, &changed, NOW, &e), -1);
+        json_decref(c);
+        assert_string_equal(e.field, bad[i][1]);
+        assert_int_equal(changed, 0);
+    }
+    assert_non_null(strstr(e.msg, "in the past"));
+    json_t *v = json_null(), *empty = json_array(), *one = json_pack("[{s:s}]", "job", "x");
+    assert_true(jobreq_change_clears(JR_AFTER, v) && jobreq_change_clears(JR_AFTER, empty));
+    assert_true(jobreq_change_clears(JR_SCHEDULE_AT, v));
+    assert_false(jobreq_change_clears(JR_AFTER, one) || jobreq_change_clears(JR_SCHEDULE_AT, empty));
+    assert_false(jobreq_change_clears(JR_PRIORITY, v));
+    json_decref(v);
+    json_decref(empty);
+    json_decref(one);
+    jobreq_free(&cur);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_change_applies_and_says_what_changed),
         cmocka_unit_test(test_change_refusals),
         cmocka_unit_test(test_change_keeps_the_rules_between_fields),
+        cmocka_unit_test(test_change_takes_after_and_schedule_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
