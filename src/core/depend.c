@@ -707,10 +707,12 @@ static bool seen_add(seen_set *s, uint64_t seq)
 
 /* Whether j is among what the job or array of id waits for, directly or through what those wait
  * for (their `after`; an ended one waits for nothing any more). Walked with a stack of its own,
- * each job and array once: a chain of 40,000 jobs costs no recursion and O(its links). */
-static bool waits_for(const char *id, const job *j)
+ * each job and array once: a chain of 40,000 jobs costs no recursion and O(its links). seen is
+ * shared by the walks of one change: what an earlier walk went through without finding j cannot
+ * lead to it, so all of a change's items together cost O(the links), not 64 times that. */
+static bool waits_for(const char *id, const job *j, seen_set *seenp)
 {
-    seen_set seen = {0};
+    seen_set seen = *seenp;
     size_t n = 0, cap = 16;
     const char **stack = xcalloc(cap, sizeof *stack);
     bool found = false;
@@ -732,7 +734,7 @@ static bool waits_for(const char *id, const job *j)
         }
     }
     free(stack);
-    free(seen.v);
+    *seenp = seen;
     return found;
 }
 
@@ -750,15 +752,18 @@ int depend_check_change(const job *j, job_req *req, jerr *e)
         return -1;
     /* submitted jobs can only wait for older ones; a changed job may name a newer one, so the
      * loop that would keep both waiting forever is looked for here */
-    for (size_t k = 0; k < req->nafter; k++) {
+    seen_set seen = {0};
+    int rc = 0;
+    for (size_t k = 0; k < req->nafter && !rc; k++) {
         if (!strcmp(req->after[k].job, j->id))
-            return jerr_field(e, "after", "after: job %s cannot wait for itself", j->id);
-        if (waits_for(req->after[k].job, j))
-            return jerr_field(e, "after", "after: %s %s waits for job %.8s (directly or through what it waits for): "
-                                          "waiting for it would be a cycle, and neither could ever start",
-                              find_target(req->after[k].job).a ? "array" : "job", req->after[k].job, j->id);
+            rc = jerr_field(e, "after", "after: job %s cannot wait for itself", j->id);
+        else if (waits_for(req->after[k].job, j, &seen))
+            rc = jerr_field(e, "after", "after: %s %s waits for job %.8s (directly or through what it waits for): "
+                                        "waiting for it would be a cycle, and neither could ever start",
+                            find_target(req->after[k].job).a ? "array" : "job", req->after[k].job, j->id);
     }
-    return 0;
+    free(seen.v);
+    return rc;
 }
 
 void depend_changed(job *j)
