@@ -294,13 +294,13 @@ static int array_update(request *r, jarray *a, uint64_t *acted, jerr *e)
     /* an array's dependencies decide when its tasks are made, and its tasks made wait for nothing
      * (submit_task): an update cannot give them new ones honestly, nor a start time to tasks
      * already made; cancel it and submit it again */
-    static const char *const whole[] = {"after", "schedule_at"};
+    static const char *const whole[] = {"after", "after_any", "schedule_at"};
     for (size_t i = 0; i < sizeof whole / sizeof *whole; i++)
         if (json_object_get(body, whole[i])) {
             json_decref(body);
             return jerr_field(e, whole[i], "%s: array %s: an array's %s cannot change once it is submitted (its "
                                            "tasks are made by it); cancel the array and submit it again", whole[i],
-                              a->id, i ? "start time" : "dependencies");
+                              a->id, i == 2 ? "start time" : "dependencies");
         }
     json_t *t = json_object_get(body, "array_throttle");
     bool has_throttle = t != NULL;

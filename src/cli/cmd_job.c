@@ -1791,6 +1791,8 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
         json_t *all = jobreq_to_json(&r, 0);
         json_object_set_new(body, "after", after_none ? json_array() : json_incref(json_object_get(all, "after")));
         json_decref(all);
+        if (r.nafter) /* all of them, or any one of them ('?'): the new list says which */
+            json_object_set_new(body, jobreq_fields[JR_AFTER_ANY].key, json_boolean(r.after_any));
     }
     if ((rc = one_id(argc, argv, "job update", "rnx job update ID --priority=N|--max-runtime=DURATION|...", &id)) != 0)
         goto out;

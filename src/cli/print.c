@@ -894,9 +894,12 @@ static void print_after(json_t *job, FILE *f)
     key(f, "After:");
     size_t i;
     json_t *a;
+    bool any = json_is_true(json_object_get(job, "after_any"));
+    if (any)
+        print_textf(f, "any one of: ");
     json_array_foreach(after, i, a) {
         const char *st = jstr(a, "job_state");
-        print_textf(f, "%s%.8s %s%s%s%s", i ? ", " : "", jstr(a, "job") ? jstr(a, "job") : "-",
+        print_textf(f, "%s%.8s %s%s%s%s", i ? (any ? " or " : ", ") : "", jstr(a, "job") ? jstr(a, "job") : "-",
                     jstr(a, "state") ? jstr(a, "state") : "any", st ? " (" : "", st ? st : "", st ? ")" : "");
     }
     put_line(f, "");

@@ -190,6 +190,9 @@ const jobreq_field jobreq_fields[JR_N] = {
         NULL, "wait (PENDING) while another of your jobs of this --name runs,\n"
               "so they run one at a time, oldest first (Slurm's\n"
               "--dependency=singleton; --after=singleton reads too)"},
+    /* after's items as "any one of" (Slurm's afterok:1?afterok:2): given in after's text by '?' */
+    [JR_AFTER_ANY] = {"after_any", NULL, NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(after_any),
+                      "must be true or false"},
     /* what sbatch gives a job of itself, for scripts written for Slurm (exec/spec_build.c) */
     [JR_SLURM_ENV] = {"slurm_env", "--slurm-env", NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(slurm_env),
                       "must be true or false",
@@ -838,9 +841,6 @@ static int after_text_item(job_req *r, const jobreq_field *f, const char *item, 
         r->has |= 1ull << JR_SINGLETON;
         return 0;
     }
-    if (strchr(item, '?'))
-        return jerr_field(e, f->key, "after: '%.64s': Slurm's '?' (any one of) is not supported; every job "
-                                     "listed must end as asked", item);
     const char *colon = strchr(item, ':');
     size_t hl = colon ? (size_t)(colon - item) : strlen(item);
     char head[16] = "";
@@ -883,12 +883,24 @@ static int after_text_item(job_req *r, const jobreq_field *f, const char *item, 
     return after_add(r, item, hl, state, e);
 }
 
+/* after's text: items separated by ',' (all of them) or by '?' (any one of them, Slurm's
+ * afterok:1?afterok:2), never both; a '?' list is the job's only one (a second --after would
+ * mix the two), and holds neither singleton nor corr (task by task is for all of an array). */
 static int after_text(job_req *r, const jobreq_field *f, const char *text, jerr *e)
 {
     if (!*text)
         return after_refuse_text(e, text);
+    bool any = strchr(text, '?') != NULL;
+    if (any && strchr(text, ','))
+        return jerr_field(e, f->key, "after: '%.64s': ',' (all of them) and '?' (any one of them) cannot be mixed, "
+                                     "as in Slurm", text);
+    if ((any && (r->nafter || r->singleton)) || (!any && r->after_any))
+        return jerr_field(e, f->key, "after: a '?' list (any one of) is the job's only dependency: give it in one "
+                                     "--after, without singleton");
+    size_t before = r->nafter;
+    char sep = any ? '?' : ',';
     for (const char *p = text; p;) {
-        const char *q = strchr(p, ',');
+        const char *q = strchr(p, sep);
         size_t n = q ? (size_t)(q - p) : strlen(p);
         char item[300];
         if (n == 0 || n >= sizeof item)
@@ -898,6 +910,16 @@ static int after_text(job_req *r, const jobreq_field *f, const char *text, jerr 
         if (after_text_item(r, f, item, e) < 0)
             return -1;
         p = q ? q + 1 : NULL;
+    }
+    if (any) {
+        for (size_t k = before; k < r->nafter; k++)
+            if (r->after[k].state == JA_CORR)
+                return jerr_field(e, f->key, "after: '%.64s': task by task (corr) cannot be one of a '?' list (any "
+                                             "one of): it is for all of an array's tasks", text);
+        if (r->singleton)
+            return jerr_field(e, f->key, "after: '%.64s': singleton cannot be one of a '?' list (any one of)", text);
+        r->after_any = true;
+        r->has |= 1ull << JR_AFTER_ANY;
     }
     return 0;
 }
@@ -1564,6 +1586,16 @@ int jobreq_check(const job_req *r, jerr *e)
         return -1;
     if (r->array && (r->tty || r->stdin_open))
         return jerr_field(e, "array", "array: an array's tasks run unattended; drop %s", r->tty ? "tty" : "stdin");
+    /* any one of (Slurm's '?'): of jobs to wait for, as a whole (not task by task), not singleton */
+    if (r->after_any && !r->nafter)
+        return jerr_field(e, "after_any", "after_any: true says any one of after's jobs is enough, and the job "
+                                          "waits for none; give after");
+    for (size_t k = 0; r->after_any && k < r->nafter; k++)
+        if (r->after[k].state == JA_CORR)
+            return jerr_field(e, "after_any", "after_any: after[%zu] is task by task (corr), which is for all of an "
+                                              "array's tasks, not one of a list", k);
+    if (r->after_any && r->singleton)
+        return jerr_field(e, "after_any", "after_any: not with singleton (it would be one more of the list)");
     if (r->singleton && !r->name)
         return jerr_field(e, "singleton", "singleton: runs one at a time among your jobs of its name, and the job "
                                           "has none; give it a name (rnx job run --name=train --singleton)");
@@ -1843,6 +1875,20 @@ json_t *jobreq_to_flags(const job_req *r)
             break;
         }
         case JK_AFTER:
+            if (r->after_any) {
+                /* one flag, the items separated by '?': any one of them */
+                size_t len = 1;
+                for (size_t k = 0; k < r->nafter; k++)
+                    len += strlen(r->after[k].job) + 16;
+                char *p = xmalloc(len);
+                p[0] = 0;
+                for (size_t k = 0; k < r->nafter; k++)
+                    sprintf(p + strlen(p), "%s%s:%s", k ? "?" : "", r->after[k].job,
+                            jobreq_after_state_name(r->after[k].state));
+                flag_add(a, f->flag, p);
+                free(p);
+                break;
+            }
             for (size_t k = 0; k < r->nafter; k++) {
                 char *p = xmalloc(strlen(r->after[k].job) + 16);
                 sprintf(p, "%s:%s", r->after[k].job, jobreq_after_state_name(r->after[k].state));
@@ -1958,6 +2004,8 @@ int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids
              * change it, in which state) hold for a removal too; it drops what stays the same */
             *changed |= 1ull << ids[i];
             json_object_del(o, key);
+            if (ids[i] == JR_AFTER) /* no jobs, so no "any one of" them */
+                json_object_del(o, jobreq_fields[JR_AFTER_ANY].key);
             continue;
         }
         /* the new value, held to the schema as a submission's (a stored request's other fields

@@ -78,6 +78,7 @@ json_t *array_json(const jarray *a)
                           "owner_uid", (json_int_t)a->owner_uid, "command", a->req.command ? a->req.command : "",
                           "args", args, "request", jobreq_to_json(&a->req, 0), "array", arr);
     json_object_set_new(o, "after", job_json_after(&a->req, a->after_seq));
+    json_object_set_new(o, "after_any", json_boolean(a->req.after_any));
     /* a workflow's job (docs/workflows.md "Arrays in a workflow") */
     const workflow *wf = a->wf;
     json_object_set_new(o, "workflow", wf && a->wf_index >= 0 && (size_t)a->wf_index < wf->n

@@ -116,7 +116,7 @@ const char *depend_on_state(const job *j, size_t k) { return depend_on_state_req
 
 void depend_describe_req(const job_req *req, const uint64_t *after_seq, char *out, size_t len)
 {
-    size_t l = (size_t)snprintf(out, len, "waiting for ");
+    size_t l = (size_t)snprintf(out, len, req->after_any ? "waiting for any one of " : "waiting for ");
     for (size_t k = 0; k < req->nafter && l < len; k++) {
         target t = dependency_of(req, after_seq, k);
         char words[64];
@@ -204,8 +204,32 @@ static enum depend_verdict verdict(const job_req *req, const uint64_t *after_seq
         needs[n] = (depend_need){.kind = req->after[k].state == JA_CORR ? JA_OK : req->after[k].state};
         seen[n++] = seen_of(dependency_of(req, after_seq, k));
     }
-    enum depend_verdict v = depend_rule_all(needs, seen, n, &which);
     char words[64];
+    if (req->after_any) {
+        /* any one of them (no item is task by task: jobreq.c refuses corr in such a list) */
+        enum depend_verdict v = depend_rule_any(needs, seen, n, &which);
+        size_t l = 0;
+        if (v == DEPEND_GO) {
+            target t = dependency_of(req, after_seq, at[which]);
+            depend_need_words(needs[which], words, sizeof words);
+            snprintf(msg, len, "one of the jobs it waited for went as it needs: %s %.8s did %s (%s)",
+                     t.a ? "array" : "job", req->after[at[which]].job, words, state_words(t, after_seq));
+        } else if (v == DEPEND_CANCEL) {
+            l = (size_t)snprintf(msg, len, "needed one of");
+            for (size_t i = 0; i < n && l < len; i++) {
+                target t = dependency_of(req, after_seq, at[i]);
+                depend_need_words(needs[i], words, sizeof words);
+                l += (size_t)snprintf(msg + l, len - l, "%s %s %.8s to %s (it %s %s)", i ? "," : "",
+                                      t.a ? "array" : "job", req->after[at[i]].job, words,
+                                      t.j || t.a ? "ended" : "was", t.j || t.a ? job_state_name(seen[i].state)
+                                                                                : "deleted");
+            }
+            if (l < len)
+                snprintf(msg + l, len - l, "; none can any more");
+        }
+        return v;
+    }
+    enum depend_verdict v = depend_rule_all(needs, seen, n, &which);
     if (v == DEPEND_CANCEL) {
         size_t k = at[which];
         target t = dependency_of(req, after_seq, k);

@@ -39,6 +39,21 @@ enum depend_verdict depend_rule_all(const depend_need *needs, const depend_seen 
     return all ? DEPEND_GO : DEPEND_WAIT;
 }
 
+enum depend_verdict depend_rule_any(const depend_need *needs, const depend_seen *seen, size_t n, size_t *which)
+{
+    bool none = true;
+    for (size_t i = 0; i < n; i++) {
+        enum depend_verdict v = depend_rule(needs[i], seen[i]);
+        if (v == DEPEND_GO) {
+            if (which)
+                *which = i;
+            return DEPEND_GO;
+        }
+        none &= v == DEPEND_CANCEL;
+    }
+    return none ? DEPEND_CANCEL : DEPEND_WAIT;
+}
+
 const char *depend_need_words(depend_need need, char *buf, size_t len)
 {
     switch (need.kind) {

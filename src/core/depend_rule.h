@@ -37,6 +37,9 @@ typedef struct depend_seen {
 enum depend_verdict depend_rule(depend_need need, depend_seen seen);
 /* All of them: CANCEL as soon as one cancels (*which: its index), GO when all go, else WAIT. */
 enum depend_verdict depend_rule_all(const depend_need *needs, const depend_seen *seen, size_t n, size_t *which);
+/* Any one of them (Slurm's '?' list): GO as soon as one goes (*which: its index), CANCEL when all
+ * cancel, else WAIT. */
+enum depend_verdict depend_rule_any(const depend_need *needs, const depend_seen *seen, size_t n, size_t *which);
 /* What the need waits for, in words: "end COMPLETED", "end FAILED, STOPPED or CANCELED",
  * "end", "start", "end COMPLETED, task by task", "end FAILED" (exactly). */
 const char *depend_need_words(depend_need need, char *buf, size_t len);

@@ -278,7 +278,7 @@ int job_ctl_release(job *j, uid_t by, jerr *e)
 
 const enum jobreq_id job_ctl_update_fields[] = {JR_PRIORITY, JR_MAX_RUNTIME_S, JR_GPU_COUNT, JR_GPU_MEMORY_MB,
                                                 JR_MAX_CPU, JR_MAX_MEMORY_MB, JR_PREEMPTIBLE, JR_AFTER,
-                                                JR_SCHEDULE_AT};
+                                                JR_AFTER_ANY, JR_SCHEDULE_AT};
 const size_t job_ctl_update_nfields = sizeof job_ctl_update_fields / sizeof *job_ctl_update_fields;
 
 /* "1a2b3c4d:ok,5e6f7a8b:any", or "none". */
@@ -340,7 +340,8 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     if (!running && !waiting)
         return jerr_http(e, 409, "job %s is %s; only a waiting, held, running or suspended job can be updated", j->id,
                          job_state_name(j->state));
-    if (running && (changed >> JR_AFTER & 1))
+    const uint64_t deps = 1ull << JR_AFTER | 1ull << JR_AFTER_ANY; /* the jobs, and all or any one of them */
+    if (running && (changed & deps))
         return jerr_http(e, 409, "job %s is %s; its dependencies (after) cannot change once it runs: those it "
                                  "was started after held then", j->id, job_state_name(j->state));
     if (running)
@@ -356,10 +357,12 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
         return -1;
     /* its dependencies as a submission's (resolved in its owner's sight, no cycle), then the same
      * jobs named otherwise (a prefix, a name) are no change */
-    if ((changed >> JR_AFTER & 1) && waiting && depend_check_change(j, req, e) < 0)
+    if ((changed & deps) && waiting && depend_check_change(j, req, e) < 0)
         return -1;
     if ((changed >> JR_AFTER & 1) && same_after(&j->req, req))
         changed &= ~(1ull << JR_AFTER);
+    if (j->req.after_any == req->after_any)
+        changed &= ~(1ull << JR_AFTER_ANY);
     if ((changed >> JR_SCHEDULE_AT & 1) && !j->req.schedule_at && !req->schedule_at)
         changed &= ~(1ull << JR_SCHEDULE_AT); /* (none taken out of none) */
     if (!changed)
@@ -389,7 +392,7 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     }
     job_event(j, JE_UPDATED, (int64_t)who->uid, "by uid %u: %s", (unsigned)who->uid, what);
     job_save(j);
-    if (changed >> JR_AFTER & 1)
+    if (changed & deps)
         depend_changed(j); /* waits again, goes, or is canceled, as a job submitted so */
     state_want(WANT_SCHEDULE);
     log_info("job %s updated by uid %u: %s", j->id, (unsigned)who->uid, what);

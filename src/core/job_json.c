@@ -167,6 +167,7 @@ json_t *job_json(const job *j)
     else if (j->state == JS_PENDING && (r->nafter || r->singleton))
         depend_describe(j, why, sizeof why);
     json_object_set_new(o, "after", job_json_after(r, j->after_seq));
+    json_object_set_new(o, "after_any", json_boolean(r->after_any)); /* any one of them is enough */
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
     /* its run's time SUSPENDED in all, the suspension now included: not counted against its
      * time limit */

@@ -207,6 +207,9 @@ static const field_case cases[] = {
     {JR_SINGLETON, "\"name\": \"train\", ", 0, "true", "true", "false", "false",
      "maybe", "singleton: 'maybe' must be true or false",
      "1", "singleton: '1' must be true or false"},
+    {JR_AFTER_ANY, "\"after\": [{\"job\": \"a\"}, {\"job\": \"b\"}], ", 0, "true", "true", "false", "false",
+     "maybe", "after_any: 'maybe' must be true or false",
+     "1", "after_any: '1' must be true or false"},
     {JR_SLURM_ENV, "", 0, "yes", "true", "false", "false",
      "maybe", "slurm_env: 'maybe' must be true or false",
      "1", "slurm_env: '1' must be true or false"},
@@ -633,7 +636,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after, signal, singleton, slurm_env";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after, signal, singleton, slurm_env, after_any";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -1081,7 +1084,8 @@ static void test_round_trip(void **state)
         fail_msg("refused: %s", e.msg);
     /* (gpu_all and gpu_mig exclude gpu_count: test_round_trip_gpu_kinds) */
     for (int i = 0; i < JR_N; i++)
-        assert_int_equal(jobreq_has(&r, i), !jobreq_fields[i].daemon_only && i != JR_GPU_ALL && i != JR_GPU_MIG && i != JR_ARRAY);
+        assert_int_equal(jobreq_has(&r, i), !jobreq_fields[i].daemon_only && i != JR_GPU_ALL && i != JR_GPU_MIG && i != JR_ARRAY &&
+                                                i != JR_AFTER_ANY); /* (not with singleton: test_after_text) */
     json_t *out = jobreq_to_json(&r, JOBREQ_JSON_SECRETS);
     assert_true(json_equal(out, b));
     assert_int_equal(jobreq_from_json(out, &back, 0, NOW, &e), 0);
@@ -1378,6 +1382,60 @@ static void test_after_text(void **state)
         jobreq_free(&back);
         jobreq_free(&r);
     }
+    /* Slurm's '?': any one of them, a flag of its own in the request; its flags read back the
+     * same (one --after), and a second --after, of either kind, is refused */
+    {
+        job_req r = {0};
+        jerr e = {0};
+        assert_int_equal(jobreq_set_text(&r, f, "afterok:1:2?afternotok:3?b:started", NOW, &e), 0);
+        assert_true(r.after_any && jobreq_has(&r, JR_AFTER_ANY));
+        json_t *j = jobreq_to_json(&r, 0);
+        assert_json_eq(json_object_get(j, "after"), "[{\"job\": \"1\", \"state\": \"ok\"}, {\"job\": \"2\", "
+                       "\"state\": \"ok\"}, {\"job\": \"3\", \"state\": \"notok\"}, {\"job\": \"b\", \"state\": "
+                       "\"started\"}]", "any");
+        assert_true(json_is_true(json_object_get(j, "after_any")));
+        json_t *flags = jobreq_to_flags(&r);
+        assert_json_eq(flags, "[\"--after=1:ok?2:ok?3:notok?b:started\"]", "any flags");
+        job_req back = {0};
+        assert_int_equal(jobreq_set_text(&back, f, "1:ok?2:ok?3:notok?b:started", NOW, &e), 0);
+        json_t *jb = jobreq_to_json(&back, 0);
+        assert_true(json_equal(jb, j));
+        assert_int_equal(jobreq_check(&back, &e), -1); /* (no command) */
+        json_decref(jb), json_decref(flags), json_decref(j);
+        jobreq_free(&back);
+        assert_int_equal(jobreq_set_text(&r, f, "c", NOW, &e), -1);
+        assert_string_equal(e.msg, "after: a '?' list (any one of) is the job's only dependency: give it in one "
+                                   "--after, without singleton");
+        jobreq_free(&r);
+        job_req two = {0};
+        assert_int_equal(jobreq_set_text(&two, f, "c", NOW, &e), 0);
+        assert_int_equal(jobreq_set_text(&two, f, "a?b", NOW, &e), -1);
+        jobreq_free(&two);
+        /* the rules between fields, for the API's form */
+        static const struct {
+            const char *json, *msg;
+        } rules[] = {
+            {"{\"command\": \"x\", \"after_any\": true}",
+             "after_any: true says any one of after's jobs is enough, and the job waits for none; give after"},
+            {"{\"command\": \"x\", \"after_any\": true, \"after\": [{\"job\": \"a\", \"state\": \"corr\"}]}",
+             "after_any: after[0] is task by task (corr), which is for all of an array's tasks, not one of a list"},
+            {"{\"command\": \"x\", \"name\": \"n\", \"singleton\": true, \"after_any\": true, \"after\": "
+             "[{\"job\": \"a\"}]}", "after_any: not with singleton (it would be one more of the list)"},
+        };
+        for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
+            json_t *b = json_of(rules[i].json);
+            job_req x;
+            jerr xe = {0};
+            int rc = jobreq_from_json(b, &x, 0, NOW, &xe);
+            if (rc == 0) {
+                rc = jobreq_check(&x, &xe);
+                jobreq_free(&x);
+            }
+            assert_int_equal(rc, -1);
+            assert_string_equal(xe.msg, rules[i].msg);
+            json_decref(b);
+        }
+    }
     /* Slurm's singleton: a field of its own, beside the jobs it waits for; a job named so is
      * singleton:any (how jobreq_to_flags writes one) */
     {
@@ -1408,8 +1466,8 @@ static void test_after_text(void **state)
     assert_string_equal(e.field, "after");
     assert_string_equal(e.msg, "after: more than 64 jobs to wait for; at most 64");
     jobreq_free(&r);
-    static const char *const bad[] = {"", "a:", ":ok", "a,,b", "a:ok:ok", "afterok:", "afterok:1::2", "a b", "a?b",
-                                      "aftercorr:", "a:corr:ok"};
+    static const char *const bad[] = {"", "a:", ":ok", "a,,b", "a:ok:ok", "afterok:", "afterok:1::2", "a b", "a?b,c",
+                                      "aftercorr:", "a:corr:ok", "a?b:corr", "a?singleton", "a??b", "?a"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         job_req x = {0};
         jerr xe = {0};
