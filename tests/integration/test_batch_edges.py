@@ -1,11 +1,78 @@
 """Edges of the batch features found by a hostile review (docs/batch.md): an array's task named
 before it is made (`rnx job wait ID_T`, `--after=ID_T`), a task updated by its own id, and
 another user's array out of reach by a task reference exactly as by any other."""
-from conftest import wait_for
+import os
+import subprocess
+
+from conftest import BUILD, wait_for
 
 
 def run(d, *args):
     return d.rnx("job", "run", *args, check=True).stdout.strip()
+
+
+def waiting(d, *refs):
+    """rnx job wait REF... started in the background."""
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock,
+           **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+    return subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "wait", *refs], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def gated_array(d, spec, *command):
+    """An array whose tasks wait for a gate job (--after=GATE): none is made until the gate is
+    stopped. (gate id, array id)."""
+    gate = run(d, "sleep", "1000")
+    d.wait_status(gate, "RUNNING")
+    return gate, run(d, f"--array={spec}", f"--after={gate}", *command)
+
+
+def test_wait_for_a_task_not_made_yet_ends_with_its_job(daemon):
+    """rnx job wait ID_T for a task not made yet followed ID_T, a name no event carries: it
+    never ended, though the task's job did."""
+    d = daemon
+    gate, aid = gated_array(d, "0-1%1", "sh", "-c", "exit $((JOBLET_ARRAY_TASK_ID + 2))")
+    ref = aid[:8] + "_1"
+    assert d.api("GET", f"/v1/jobs/{ref}")[1]["made"] is False
+    w = waiting(d, ref)
+    try:
+        d.rnx("job", "stop", gate, check=True)
+        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once task 1 ended")
+        out, err = w.communicate()
+        assert w.returncode == 3, (w.returncode, out, err)
+        task = d.api("GET", f"/v1/jobs/{ref}")[1]
+        assert task["status"] == "FAILED" and out.split() == [task["id"][:8], "FAILED", "exit", "3"], (out, task)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+
+
+def test_wait_for_a_task_canceled_before_it_was_made(daemon):
+    d = daemon
+    gate, aid = gated_array(d, "0-1", "true")
+    ref = aid[:8] + "_1"
+    w = waiting(d, ref)
+    try:
+        d.rnx("job", "cancel", aid, check=True)
+        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once its array was canceled")
+        out, err = w.communicate()
+        assert w.returncode == 1 and "CANCELED" in out, (w.returncode, out, err)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+        d.rnx("job", "stop", gate)
+
+
+def test_wait_for_several_tasks_says_why_not(daemon):
+    """rnx job wait ID_[LIST] exited 125 without a word."""
+    d = daemon
+    gate, aid = gated_array(d, "0-3", "true")
+    p = d.rnx("job", "wait", f"{aid[:8]}_[1-2]")
+    assert p.returncode == 125 and "names several tasks" in p.stderr, (p.returncode, p.stderr)
+    d.rnx("job", "cancel", aid, check=True)
+    d.rnx("job", "stop", gate, check=True)
 
 
 def test_update_of_a_task_is_reported_as_the_task(daemon):
