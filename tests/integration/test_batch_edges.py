@@ -4,7 +4,9 @@ another user's array out of reach by a task reference exactly as by any other.""
 import os
 import subprocess
 
-from conftest import BUILD, wait_for
+from conftest import BUILD, rnx_as, wait_for
+
+UID = 4331
 
 
 def run(d, *args):
@@ -88,3 +90,38 @@ def test_update_of_a_task_is_reported_as_the_task(daemon):
     p = d.rnx("job", "update", aid, "--max-runtime=3h", check=True)
     assert p.stdout.startswith(f"updated array {aid} ({aid[:8]}_[0-1])"), p.stdout
     d.rnx("job", "stop", aid, check=True)
+
+
+def test_after_a_task_of_an_array(daemon):
+    """--after=ID_T (Slurm's afterok:123_7) was refused as `no job 'ID_T' among the jobs you may
+    see`, though rnx job status ID_T shows it: a made task is its job; one not made, several, or
+    one the array does not have are refused saying so; another user's array's task is refused
+    exactly as a missing one."""
+    d = daemon
+    aid = run(d, "--array=0-2%1", "--name=edges-sweep", "sh", "-c", "exit $JOBLET_ARRAY_TASK_ID")
+    wait_for(lambda: "made" not in d.api("GET", f"/v1/jobs/{aid[:8]}_0")[1], "task 0 to be made (its job)")
+    t0 = d.api("GET", f"/v1/jobs/{aid[:8]}_0")[1]["id"]
+    dep = run(d, f"--after={aid[:8]}_0:ok", "true")
+    assert d.job(dep)["after"][0]["job"] == t0, d.job(dep)["after"]
+    assert d.wait(dep)["status"] == "COMPLETED"
+    dep2 = run(d, "--dependency=afterok:edges-sweep_0", "true")
+    assert d.job(dep2)["after"][0]["job"] == t0
+    d.wait(dep2)
+    for ref, words in ((f"{aid[:8]}_[0-1]", "names several tasks"), (f"{aid[:8]}_7", "has no task 7")):
+        p = d.rnx("job", "run", f"--after={ref}", "true")
+        assert p.returncode != 0 and "--after:" in p.stderr and words in p.stderr, p.stderr
+    d.wait(aid)
+    theirs = rnx_as(d, UID, "job", "run", f"--after={aid[:8]}_0", "true")
+    missing = rnx_as(d, UID, "job", "run", "--after=0123abcd_0", "true")
+    assert theirs.returncode == missing.returncode != 0, (theirs.stderr, missing.stderr)
+    assert theirs.stderr.replace(f"{aid[:8]}_0", "X") == missing.stderr.replace("0123abcd_0", "X"), \
+        (theirs.stderr, missing.stderr)
+
+
+def test_after_a_task_not_made_yet_is_refused_saying_so(daemon):
+    d = daemon
+    gate, aid = gated_array(d, "0-1", "true")
+    p = d.rnx("job", "run", f"--after={aid[:8]}_1", "true")
+    assert p.returncode != 0 and "task 1 of array" in p.stderr and "has not started yet" in p.stderr, p.stderr
+    d.rnx("job", "cancel", aid, check=True)
+    d.rnx("job", "stop", gate, check=True)
