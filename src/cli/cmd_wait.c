@@ -109,7 +109,10 @@ static void ended(wait_state *w, waited *j, json_t *job)
     const char *st = json_string_value(json_object_get(job, "status"));
     json_t *ec = json_object_get(job, "exit_code");
     const char *why = json_string_value(json_object_get(job, "end_reason"));
-    printf("%.8s %s", j->id, st ? st : "?");
+    if (j->array) /* a task that ended without being made: by its array and task id */
+        printf("%.8s_%lld %s", j->array, (long long)j->task, st ? st : "?");
+    else
+        printf("%.8s %s", j->id, st ? st : "?");
     if (json_is_integer(ec))
         printf(" exit %lld", (long long)json_integer_value(ec));
     if (why && strcmp(why, "exit"))

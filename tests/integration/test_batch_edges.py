@@ -61,7 +61,7 @@ def test_wait_for_a_task_canceled_before_it_was_made(daemon):
         d.rnx("job", "cancel", aid, check=True)
         wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once its array was canceled")
         out, err = w.communicate()
-        assert w.returncode == 1 and "CANCELED" in out, (w.returncode, out, err)
+        assert w.returncode == 1 and out.split() == [ref, "CANCELED"], (w.returncode, out, err)
     finally:
         if w.poll() is None:
             w.kill()
