@@ -145,3 +145,15 @@ def test_a_users_job_named_as_anothers_short_id_does_not_take_roots_command(daem
         assert d.job(decoy)["status"] == "SCHEDULED", "root's cancel of a short id took another user's decoy"
     finally:
         d.rnx("job", "cancel", target, decoy)
+
+
+def test_requeue_of_several_tasks_says_one_at_a_time(daemon):
+    """rnx job requeue ID_[0-1] was told `ID is a job array (N tasks): name one task`, though it
+    had named tasks."""
+    d = daemon
+    aid = run(d, "--array=0-3", "sleep", "1000")
+    wait_for(lambda: "made" not in d.api("GET", f"/v1/jobs/{aid[:8]}_1")[1], "task 1 to be made")
+    p = d.rnx("job", "requeue", f"{aid[:8]}_[0-1]")
+    assert p.returncode == 1 and f"tasks [0-1] of array {aid}" in p.stderr and "one task at a time" in p.stderr, \
+        p.stderr
+    d.rnx("job", "stop", aid, check=True)
