@@ -415,9 +415,15 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
                                                        (json_int_t)acted));
     }
+    char list[256];
+    if (tasks)
+        arrayspec_format(tasks, false, list, sizeof list);
     if (tasks && tasks->count == 1)
         jerr_http(&e, 409, "task %u of array %s has not started yet: it has no %s", tasks->r[0].lo, a->id,
                   *action ? action : "such operation");
+    else if (tasks) /* several tasks named: each is its own job for this */
+        jerr_http(&e, 400, "tasks [%s] of array %s: %s %s takes one task at a time (%.8s_%u)", list, a->id, r->method,
+                  *action ? action : "", a->id, tasks->r[0].lo);
     else
         jerr_http(&e, 400, "%s is a job array (%llu tasks): name one task, e.g. %.8s_%u, for %s %s", a->id,
                   (unsigned long long)a->spec.count, a->id, a->spec.min, r->method, *action ? action : "");

@@ -1813,7 +1813,8 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
         rc = server_error(&e, true);
     else if (ctx->json)
         print_json(answer);
-    else if (json_is_object(json_object_get(answer, "array"))) {
+    else if (json_is_object(json_object_get(answer, "array")) && json_is_integer(json_object_get(answer, "acted"))) {
+        /* an array's answer ({"array", "acted"}); a task's is its job, whose "array" names its array */
         json_t *arr = json_object_get(answer, "array");
         int64_t acted = 0;
         jint(answer, "acted", &acted);

@@ -43,7 +43,9 @@ static const char wait_help[] =
     "  -h, --help           show this help\n";
 
 typedef struct waited {
-    char *id;                  /* the full id */
+    char *id;                  /* the full id; ARRAY_T for an array's task not made yet */
+    char *array;               /* that task's array (its full id) until its job is made */
+    int64_t task;
     bool ended;
     int status;                /* its part of the exit status, once ended */
 } waited;
@@ -107,13 +109,29 @@ static void ended(wait_state *w, waited *j, json_t *job)
     const char *st = json_string_value(json_object_get(job, "status"));
     json_t *ec = json_object_get(job, "exit_code");
     const char *why = json_string_value(json_object_get(job, "end_reason"));
-    printf("%.8s %s", j->id, st ? st : "?");
+    if (j->array) /* a task that ended without being made: by its array and task id */
+        printf("%.8s_%lld %s", j->array, (long long)j->task, st ? st : "?");
+    else
+        printf("%.8s %s", j->id, st ? st : "?");
     if (json_is_integer(ec))
         printf(" exit %lld", (long long)json_integer_value(ec));
     if (why && strcmp(why, "exit"))
         printf(" (%s)", why);
     printf("\n");
     fflush(stdout);
+}
+
+/* A task named before it was made (ID_T) is waited for by ARRAY_T until joblet says which job
+ * it became: the job's own id from then on, so that its events are seen. */
+static void learn_task(waited *j, json_t *job)
+{
+    const char *id = json_string_value(json_object_get(job, "id"));
+    if (!j->array || !id || json_is_false(json_object_get(job, "made")))
+        return;
+    free(j->id);
+    j->id = xstrdup(id);
+    free(j->array);
+    j->array = NULL;
 }
 
 /* What joblet says of a job that is gone (deleted): it counts 1. */
@@ -137,6 +155,7 @@ static int check_all(wait_state *w)
             rnx_fail("job wait: %s", e.msg);
             return -1;
         }
+        learn_task(&w->jobs[i], job);
         if (terminal(json_string_value(json_object_get(job, "status"))))
             ended(w, &w->jobs[i], job);
         json_decref(job);
@@ -163,6 +182,32 @@ static int on_line(const char *line, size_t len, void *ud)
         json_t *o = json_loadb(line + 6, len - 6, 0, NULL);
         const char *id = json_string_value(json_object_get(o, "id"));
         bool gone = !strcmp(w->event, "job_deleted");
+        const char *of = json_string_value(json_object_get(o, "array"));
+        json_t *task = json_object_get(o, "task");
+        for (size_t i = 0; id && i < w->n; i++) {
+            waited *j = &w->jobs[i];
+            if (j->ended || !j->array)
+                continue;
+            if (of && !strcmp(of, j->array) && json_is_integer(task) && json_integer_value(task) == j->task) {
+                free(j->id); /* the task was made: its job's events from now on */
+                j->id = xstrdup(id);
+                free(j->array);
+                j->array = NULL;
+            } else if (!strcmp(id, j->array) && terminal(json_string_value(json_object_get(o, "status")))) {
+                /* its array ended without making it (canceled before it started) */
+                jerr e = {0};
+                json_t *job = get_job(w->ctx, j->id, &e);
+                if (!job && !e.http) {
+                    json_decref(o);
+                    return -1;
+                }
+                if (job)
+                    learn_task(j, job);
+                if (!job || terminal(json_string_value(json_object_get(job, "status"))))
+                    ended(w, j, job ? job : deleted_job());
+                json_decref(job);
+            }
+        }
         for (size_t i = 0; id && i < w->n; i++)
             if (!w->jobs[i].ended && !strcmp(w->jobs[i].id, id) &&
                 (gone || terminal(json_string_value(json_object_get(o, "status"))))) {
@@ -240,12 +285,25 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
         const char *id = json_string_value(json_object_get(job, "id"));
         if (!job)
             rnx_fail("job wait: %s", ge.msg);
+        else if (!id) /* ID_[LIST]: several tasks */
+            rnx_fail("job wait: '%s' names several tasks of an array; wait for the whole array (its id) or name "
+                     "each task (ID_3 ID_4)", argv[optind + (int)i]);
         if (!id) {
             json_decref(job);
             rc = WAIT_FAILED;
             goto out;
         }
         w.jobs[i].id = xstrdup(id);
+        json_t *arr = json_object_get(job, "array");
+        const char *aid = json_string_value(json_object_get(arr, "id"));
+        if (json_is_false(json_object_get(job, "made")) && aid && json_is_integer(json_object_get(arr, "task"))) {
+            /* a task not made yet: ARRAY_T, by the array's full id, until it is */
+            w.jobs[i].array = xstrdup(aid);
+            w.jobs[i].task = json_integer_value(json_object_get(arr, "task"));
+            free(w.jobs[i].id);
+            if (asprintf(&w.jobs[i].id, "%s_%lld", aid, (long long)w.jobs[i].task) < 0)
+                abort();
+        }
         w.left++;
         for (size_t k = 0; k < i; k++)
             if (!strcmp(w.jobs[k].id, id)) { /* named twice: waited for once */
@@ -286,8 +344,10 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
             rc = w.jobs[i].status;
 out:
     alarm(0);
-    for (size_t i = 0; i < w.n; i++)
+    for (size_t i = 0; i < w.n; i++) {
         free(w.jobs[i].id);
+        free(w.jobs[i].array);
+    }
     free(w.jobs);
     return rc;
 }

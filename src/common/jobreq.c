@@ -163,7 +163,7 @@ const jobreq_field jobreq_fields[JR_N] = {
                     "end closes the job's); without -t, stdout and stderr stay apart", .letter = 'i'},
     /* a job array (docs/batch.md): one request, its tasks made as they are scheduled */
     [JR_ARRAY] = {"array", "--array", "array", false, false, JK_TEXT, JU_ARRAY, 1, 1024, OFF(array),
-                  "is not a task list; use Slurm's form: 0-99, 1,3,7, 0-15:4, and %%N to run at most N at once",
+                  "is not a task list; use Slurm's form: 0-99, 1,3,7, 0-15:4, and %N to run at most N at once",
         "LIST[%N]", "a job array, as sbatch --array: one task per id of LIST (0-99, 1,3,7,\n"
                     "0-15:4), at most N at once with %N; each task sees its id in\n"
                     "JOBLET_ARRAY_TASK_ID and SLURM_ARRAY_TASK_ID"},

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/arrayspec.h"
 #include "../common/idindex.h"
 #include "../common/log.h"
 #include "../common/util.h"
@@ -37,6 +38,30 @@ int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e)
     for (size_t i = 0; i < req->nafter; i++) {
         jerr fe = {0};
         const char *ref = req->after[i].job;
+        /* ID_T, an array's task (Slurm's afterok:123_7): the job it was made, by its own id */
+        char base[160];
+        arrayspec tasks;
+        jerr te = {0}, be = {0};
+        jarray *of = arrayspec_split_ref(ref, base, sizeof base, &tasks, &te) > 0 ? arrays_find(base, &who, &be) : NULL;
+        if (of) {
+            if (tasks.count != 1)
+                return jerr_field(e, "after", "after: '%s' names several tasks; wait for one task (%.8s_%u) or for "
+                                              "the whole array (%.8s)", ref, of->id, tasks.r[0].lo, of->id);
+            uint32_t t = tasks.r[0].lo;
+            bool made;
+            job *tj = arrays_task(of, t, &made);
+            if (!arrayspec_has(&of->spec, t))
+                return jerr_field(e, "after", "after: array %s has no task %u; its tasks are %s", of->id, t,
+                                  of->req.array);
+            if (!tj)
+                return jerr_field(e, "after", "after: task %u of array %s %s; wait for the whole array (%.8s), or "
+                                              "task by task from an array (%.8s:corr)", t, of->id,
+                                  made ? "was deleted" : "has not started yet (it is a job once it starts)", of->id,
+                                  of->id);
+            free(req->after[i].job);
+            req->after[i].job = xstrdup(tj->id);
+            continue;
+        }
         /* an array (by id, name or prefix: its tasks share its name) waits for all its tasks */
         jerr ae = {0};
         jarray *a = arrays_find(ref, &who, &ae);

@@ -62,6 +62,10 @@ static void publish_job(job *j)
         json_object_set_new(o, "end_reason", json_string(j->end_reason));
     if (*j->wf_id)
         json_object_set_new(o, "workflow", json_string(j->wf_id));
+    if (*j->array_id) { /* (rnx job wait ID_T learns the job of a task made after it asked) */
+        json_object_set_new(o, "array", json_string(j->array_id));
+        json_object_set_new(o, "task", json_integer(j->array_task));
+    }
     emit("job", j->owner_uid, o);
 }
 

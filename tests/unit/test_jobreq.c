@@ -271,6 +271,25 @@ static json_t *typed(const job_req *r, enum jobreq_id id)
     }
 }
 
+/* A refusal's sentence is shown as it is written (jobreq_accepts copies it), so it holds no
+ * printf escape: an empty --array once said "%%N" to the user. */
+static void test_accepts_sentences_are_shown_as_written(void **state)
+{
+    for (int i = 0; i < JR_N; i++) {
+        char acc[300];
+        jobreq_accepts(&jobreq_fields[i], acc, sizeof acc);
+        if (strstr(acc, "%%"))
+            fail_msg("%s: its sentence shows a printf escape: %s", jobreq_fields[i].key, acc);
+    }
+    job_req r;
+    jerr e = {0};
+    json_t *b = json_pack("{s:s,s:s}", "command", "x", "array", "");
+    assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), -1);
+    assert_msg(&e, "array", "array: '' is not a task list; use Slurm's form: 0-99, 1,3,7, 0-15:4, and %N to run at "
+                            "most N at once", "array");
+    json_decref(b);
+}
+
 static void test_every_field_has_a_case(void **state)
 {
     bool seen[JR_N] = {0};
@@ -1506,6 +1525,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_field_has_a_case),
+        cmocka_unit_test(test_accepts_sentences_are_shown_as_written),
         cmocka_unit_test(test_after_text),
         cmocka_unit_test(test_fields_from_json),
         cmocka_unit_test(test_fields_from_text),
