@@ -24,7 +24,8 @@ static size_t candidate(char *out, size_t n, size_t used, const char *id, const 
     return w < 0 ? used : used + (size_t)w;
 }
 
-bool idref_offer(idref *r, const char *id, const char *name, const char *state, bool visible, void *obj)
+bool idref_offer(idref *r, const char *id, const char *name, const char *state, unsigned owner, bool visible,
+                 void *obj)
 {
     bool full = r->len == 36 && !strcmp(id, r->ref);
     if (!visible) {
@@ -36,8 +37,10 @@ bool idref_offer(idref *r, const char *id, const char *name, const char *state, 
         r->nname = 1;
         return true;
     }
-    if (name && !strcmp(name, r->ref)) {
+    bool named = name && !strcmp(name, r->ref);
+    if (named) {
         r->by_name = obj;
+        r->name_owner = owner;
         if (r->nname++ < 5)
             r->un = candidate(r->names, sizeof r->names, r->un, id, state);
     }
@@ -45,6 +48,12 @@ bool idref_offer(idref *r, const char *id, const char *name, const char *state, 
         r->by_prefix = obj;
         if (r->nprefix++ < 5)
             r->up = candidate(r->prefixes, sizeof r->prefixes, r->up, id, state);
+        if (!named) {
+            if (r->nprefix_only++ == 0)
+                r->prefix_owner = owner;
+            else
+                r->prefix_owners_differ |= owner != r->prefix_owner;
+        }
     }
     return false;
 }
@@ -52,6 +61,13 @@ bool idref_offer(idref *r, const char *id, const char *name, const char *state, 
 void *idref_result(idref *r, jerr *e)
 {
     const char *k = r->kind, *ref = r->ref;
+    if (r->nname == 1 && r->nprefix_only && (r->prefix_owners_differ || r->prefix_owner != r->name_owner)) {
+        /* the name of one owner's, and the start of another owner's id */
+        jerr_http(e, 409, "'%s' is the name of %s %s and the start of the id of %s; give the one's full id (or more "
+                          "of it)", ref, k, r->names, r->prefixes);
+        e->code = EEXIST;
+        return NULL;
+    }
     if (r->nname == 1)
         return r->by_name;
     if (r->nname > 1) {

@@ -1,6 +1,8 @@
 /* Which of many objects a reference names, as docker resolves containers: 1. the full id
- * (36 characters), 2. the name, when exactly one object has it (a name shadows an id prefix),
- * 3. a unique prefix of the id. One resolver for jobs and workflows (core/jobs.c,
+ * (36 characters), 2. the name, when exactly one object has it (a name shadows an id prefix of
+ * its owner's objects), 3. a unique prefix of the id. A name that is also a prefix of another
+ * owner's object's id is ambiguous (409): one who sees both (root) would otherwise act on a
+ * user's job named after the short id of another's (the 8 characters rnx job list shows). One resolver for jobs and workflows (core/jobs.c,
  * core/workflow.c): the caller offers each object, with whether the asker may see it, and
  * asks for the answer. Pure. */
 #ifndef JOBLET_IDREF_H
@@ -22,13 +24,19 @@ typedef struct idref {
     char names[320], prefixes[320];
     size_t un, up;
     bool others;              /* the full id is another user's */
+    /* owners: of the one named, and of the objects matched by prefix alone (the first, and
+     * whether they differ) */
+    unsigned name_owner, prefix_owner;
+    bool prefix_owners_differ;
+    size_t nprefix_only;
 } idref;
 
 /* -1 (404 in e) for an empty reference. */
 int idref_start(idref *r, const char *kind, const char *name_flag, const char *ref, jerr *e);
-/* One object: true when it is the one (its full id, and visible); then it is the answer. state
- * is shown among candidates of an ambiguous reference. */
-bool idref_offer(idref *r, const char *id, const char *name, const char *state, bool visible, void *obj);
+/* One object, of owner (a uid): true when it is the one (its full id, and visible); then it is
+ * the answer. state is shown among candidates of an ambiguous reference. */
+bool idref_offer(idref *r, const char *id, const char *name, const char *state, unsigned owner, bool visible,
+                 void *obj);
 /* After every object was offered: the one named, or NULL with e set: 409 ambiguous (code
  * EEXIST), 403 another user's (only for a full id: a name or prefix of another user's object
  * matches nothing, so guessing tells nothing), 404 none. */

@@ -26,7 +26,8 @@ static int find_plain(const char *ref, const caller *who, array_ref *out, jerr *
     jarray **arrs = arrays_named(ref, &narr);
     bool hit = false;
     for (size_t i = 0; i < narr && !hit; i++)
-        hit = idref_offer(&r, arrs[i]->id, arrs[i]->name, "ARRAY", arrays_visible(arrs[i], who), arrs[i]);
+        hit = idref_offer(&r, arrs[i]->id, arrs[i]->name, "ARRAY", arrs[i]->owner_uid, arrays_visible(arrs[i], who),
+                          arrs[i]);
     if (!hit)
         jobs_offer(&r, who, false); /* a task answers to its own id, not to its array's name */
     void *res = idref_result(&r, e);

@@ -694,7 +694,7 @@ jarray *arrays_find(const char *ref, const caller *who, jerr *e)
     size_t n;
     jarray **c = arrays_named(ref, &n);
     for (size_t i = 0; i < n; i++)
-        if (idref_offer(&r, c[i]->id, c[i]->name, "ARRAY", arrays_visible(c[i], who), c[i]))
+        if (idref_offer(&r, c[i]->id, c[i]->name, "ARRAY", c[i]->owner_uid, arrays_visible(c[i], who), c[i]))
             break;
     free(c);
     return idref_result(&r, e);

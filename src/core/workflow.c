@@ -703,7 +703,8 @@ workflow *workflow_find(const char *ref, const caller *who, jerr *e)
     idindex_entry *c = idindex_candidates(&by_ref, ref, &n);
     for (size_t i = 0; i < n; i++) {
         workflow *wf = c[i].obj;
-        if (idref_offer(&r, wf->id, wf_name(wf), wf_state_name(wf->state), workflow_visible(wf, who), wf))
+        if (idref_offer(&r, wf->id, wf_name(wf), wf_state_name(wf->state), wf->owner_uid, workflow_visible(wf, who),
+                        wf))
             break;
     }
     free(c);

@@ -4,7 +4,6 @@ another user's array out of reach by a task reference exactly as by any other.""
 import os
 import subprocess
 
-import pytest
 
 from conftest import BUILD, rnx_as, wait_for
 
@@ -129,9 +128,6 @@ def test_after_a_task_not_made_yet_is_refused_saying_so(daemon):
     d.rnx("job", "stop", gate, check=True)
 
 
-@pytest.mark.xfail(strict=True, reason="a name shadows an id prefix (docs/cli.md, common/idref.c) whoever owns "
-                   "the named job: a user's job named as another's short id takes root's command; the fix: a "
-                   "name and a prefix of different owners' jobs are ambiguous (409)")
 def test_a_users_job_named_as_anothers_short_id_does_not_take_roots_command(daemon):
     """User UID names a job after the 8 characters rnx job list shows of root's (or anyone's)
     job: root's `rnx job cancel SHORT`, meant for that job, cancels the decoy instead."""
@@ -141,8 +137,14 @@ def test_a_users_job_named_as_anothers_short_id_does_not_take_roots_command(daem
     assert p.returncode == 0, p.stderr
     decoy = p.stdout.strip()
     try:
-        d.rnx("job", "cancel", target[:8])
+        p = d.rnx("job", "cancel", target[:8])
         assert d.job(decoy)["status"] == "SCHEDULED", "root's cancel of a short id took another user's decoy"
+        assert d.job(target)["status"] == "SCHEDULED", p.stdout
+        assert p.returncode != 0 and f"'{target[:8]}' is the name of job {decoy[:8]} (SCHEDULED) and the start of " \
+            f"the id of {target[:8]} (SCHEDULED)" in p.stderr, p.stderr
+        # the user's own name still names the user's job
+        p = rnx_as(d, UID, "--json", "job", "status", target[:8])
+        assert p.returncode == 0 and decoy in p.stdout, p.stderr
     finally:
         d.rnx("job", "cancel", target, decoy)
 

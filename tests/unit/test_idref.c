@@ -15,16 +15,21 @@
 typedef struct obj {
     const char *id, *name, *state;
     bool visible;
+    unsigned owner;
 } obj;
 
 static const obj objs[] = {
-    {"1a2b3c4d-0000-4000-8000-000000000001", "train", "RUNNING", true},
-    {"1a2b3c4d-0000-4000-8000-000000000002", "eval", "QUEUED", true},
-    {"9f000000-0000-4000-8000-000000000003", "dup", "COMPLETED", true},
-    {"9e000000-0000-4000-8000-000000000004", "dup", "FAILED", true},
-    {"77777777-0000-4000-8000-000000000005", "secret", "RUNNING", false},
-    /* a name that looks like a prefix of another's id: the name wins */
-    {"abcdef00-0000-4000-8000-000000000006", "9f", "RUNNING", true},
+    {"1a2b3c4d-0000-4000-8000-000000000001", "train", "RUNNING", true, 0},
+    {"1a2b3c4d-0000-4000-8000-000000000002", "eval", "QUEUED", true, 0},
+    {"9f000000-0000-4000-8000-000000000003", "dup", "COMPLETED", true, 0},
+    {"9e000000-0000-4000-8000-000000000004", "dup", "FAILED", true, 0},
+    {"77777777-0000-4000-8000-000000000005", "secret", "RUNNING", false, 0},
+    /* a name that looks like a prefix of another of its owner's ids: the name wins */
+    {"abcdef00-0000-4000-8000-000000000006", "9f", "RUNNING", true, 0},
+    /* another owner's job named as the start of uid 0's ids (a decoy for one who sees both) */
+    {"c0ffee00-0000-4000-8000-000000000007", "1a2b", "QUEUED", true, 1000},
+    {"c0ffee00-0000-4000-8000-000000000008", "d00d", "QUEUED", true, 1000},
+    {"d00d0000-0000-4000-8000-000000000009", "own", "QUEUED", true, 1000},
 };
 
 static const obj *find(const char *ref, jerr *e)
@@ -33,7 +38,8 @@ static const obj *find(const char *ref, jerr *e)
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return NULL;
     for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
-        if (idref_offer(&r, objs[i].id, objs[i].name, objs[i].state, objs[i].visible, (void *)&objs[i]))
+        if (idref_offer(&r, objs[i].id, objs[i].name, objs[i].state, objs[i].owner, objs[i].visible,
+                        (void *)&objs[i]))
             break;
     return idref_result(&r, e);
 }
@@ -58,7 +64,18 @@ static void test_ambiguous(void **state)
     memset(&e, 0, sizeof e);
     assert_null(find("1a2b", &e));
     assert_int_equal(e.http, 409);
-    assert_string_equal(e.msg, "'1a2b' matches 2 jobs: 1a2b3c4d (RUNNING), 1a2b3c4d (QUEUED); type more of the id");
+    memset(&e, 0, sizeof e);
+    assert_null(find("1a2b3c", &e));
+    assert_string_equal(e.msg, "'1a2b3c' matches 2 jobs: 1a2b3c4d (RUNNING), 1a2b3c4d (QUEUED); type more of the id");
+    /* uid 1000's job named 1a2b, the start of uid 0's ids: not the name's to win */
+    memset(&e, 0, sizeof e);
+    assert_null(find("1a2b", &e));
+    assert_int_equal(e.http, 409);
+    assert_int_equal(e.code, EEXIST);
+    assert_string_equal(e.msg, "'1a2b' is the name of job c0ffee00 (QUEUED) and the start of the id of 1a2b3c4d "
+                               "(RUNNING), 1a2b3c4d (QUEUED); give the one's full id (or more of it)");
+    /* the same owner's name and id: the name, as docker has it */
+    assert_ptr_equal(find("d00d", &e), &objs[7]);
 }
 
 static void test_others_and_none(void **state)
