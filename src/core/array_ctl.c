@@ -17,8 +17,11 @@
 #include "submit.h"
 #include "workflow.h"
 
+/* ref as a job's or an array's id, prefix or name: out->a or out->j (the other NULL). */
 static int find_plain(const char *ref, const caller *who, array_ref *out, jerr *e)
 {
+    out->a = NULL;
+    out->j = NULL;
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return -1;
@@ -58,6 +61,18 @@ int array_ctl_find(const char *ref, const caller *who, array_ref *out, jerr *e)
         if (find_plain(base, who, &b, &be) == 0 && b.a) {
             if (form < 0) {
                 *e = se;
+                return -1;
+            }
+            /* the whole text is also another owner's job's (or array's) name or id prefix: not the
+             * array's to win (one who sees both would be led to a task of an array named so as to
+             * shadow another's job named train_3) */
+            array_ref whole;
+            jerr we = {0};
+            if (find_plain(ref, who, &whole, &we) == 0 &&
+                (whole.a ? whole.a->owner_uid : whole.j->owner_uid) != b.a->owner_uid) {
+                jerr_http(e, 409, "'%s' names task(s) of array %.8s and %s %.8s (another owner's); give the one's "
+                                  "full id", ref, b.a->id, whole.a ? "array" : "job", whole.a ? whole.a->id : whole.j->id);
+                e->code = EEXIST;
                 return -1;
             }
             out->a = b.a;

@@ -149,6 +149,40 @@ def test_a_users_job_named_as_anothers_short_id_does_not_take_roots_command(daem
         d.rnx("job", "cancel", target, decoy)
 
 
+def test_a_users_array_named_as_the_start_of_anothers_job_name_does_not_take_roots_command(daemon):
+    """Root's job is named train-<x>_3; user UID submits an array named train-<x>, so that
+    train-<x>_3 also reads as its task 3. Root's `rnx job cancel train-<x>_3` is ambiguous (409,
+    both named) instead of canceling the user's task; the user's own reference still names its task,
+    and root's own array and job of such names go to the array's task, as before."""
+    d = daemon
+    stem = f"train-{os.urandom(3).hex()}"
+    mine = run(d, f"--name={stem}_3", "--schedule=2027-06-01T00:00:00Z", "true")
+    p = rnx_as(d, UID, "job", "run", f"--name={stem}", "--array=0-5", "--schedule=2027-06-01T00:00:00Z", "true")
+    assert p.returncode == 0, p.stderr
+    theirs = p.stdout.strip()
+    try:
+        p = d.rnx("job", "cancel", f"{stem}_3")
+        assert p.returncode != 0 and f"'{stem}_3' names task(s) of array {theirs[:8]} and job {mine[:8]} (another " \
+            "owner's)" in p.stderr, p.stderr
+        assert d.job(mine)["status"] == "SCHEDULED"
+
+        def canceled(aid):
+            return d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"].get("CANCELED", 0)
+        assert canceled(theirs) == 0
+        p = rnx_as(d, UID, "job", "cancel", f"{stem}_3")
+        assert p.returncode == 0, p.stderr
+        assert canceled(theirs) == 1
+        # one owner's array and job: the array's task, as before
+        own = run(d, f"--name={stem}-own", "--array=0-5", "--schedule=2027-06-01T00:00:00Z", "true")
+        other = run(d, f"--name={stem}-own_3", "--schedule=2027-06-01T00:00:00Z", "true")
+        d.rnx("job", "cancel", f"{stem}-own_3", check=True)
+        assert canceled(own) == 1
+        assert d.job(other)["status"] == "SCHEDULED"
+        d.rnx("job", "cancel", own, other)
+    finally:
+        d.rnx("job", "cancel", mine, theirs)
+
+
 def test_requeue_of_several_tasks_says_one_at_a_time(daemon):
     """rnx job requeue ID_[0-1] was told `ID is a job array (N tasks): name one task`, though it
     had named tasks."""
