@@ -182,8 +182,8 @@ const jobreq_field jobreq_fields[JR_N] = {
                     "CANCELED; any: it ended (default); started: it started; corr\n"
                     "(an array after an array): each task once the task of the same id\n"
                     "ended COMPLETED. When it cannot any more, the job is CANCELED (end\n"
-                    "reason dependency). Slurm's afterok:ID:ID2 reads too (and\n"
-                    "--dependency)"},
+                    "reason dependency). A?B:ok waits for any one of them (Slurm's\n"
+                    "'?'). Slurm's afterok:ID:ID2 reads too (and --dependency)"},
     /* one at a time among its owner's jobs of its name (core/depend.h); --after=singleton too */
     [JR_SINGLETON] = {"singleton", "--singleton", NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(singleton),
                       "must be true or false",
