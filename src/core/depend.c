@@ -44,6 +44,12 @@ int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e)
         jerr te = {0}, be = {0};
         jarray *of = arrayspec_split_ref(ref, base, sizeof base, &tasks, &te) > 0 ? arrays_find(base, &who, &be) : NULL;
         if (of) {
+            /* the whole text is also another owner's job's name: ambiguous, as array_ctl_find has it */
+            jerr ne = {0};
+            job *named = jobs_find(ref, &who, &ne);
+            if (named && named->owner_uid != of->owner_uid)
+                return jerr_field(e, "after", "after: '%s' names task(s) of array %.8s and job %.8s (another "
+                                              "owner's); give the one's full id", ref, of->id, named->id);
             if (tasks.count != 1)
                 return jerr_field(e, "after", "after: '%s' names several tasks; wait for one task (%.8s_%u) or for "
                                               "the whole array (%.8s)", ref, of->id, tasks.r[0].lo, of->id);

@@ -165,6 +165,9 @@ def test_a_users_array_named_as_the_start_of_anothers_job_name_does_not_take_roo
         assert p.returncode != 0 and f"'{stem}_3' names task(s) of array {theirs[:8]} and job {mine[:8]} (another " \
             "owner's)" in p.stderr, p.stderr
         assert d.job(mine)["status"] == "SCHEDULED"
+        p = d.rnx("job", "run", f"--after={stem}_3", "true")
+        assert p.returncode != 0 and f"'{stem}_3' names task(s) of array {theirs[:8]} and job {mine[:8]} (another " \
+            "owner's)" in p.stderr, p.stderr
 
         def canceled(aid):
             return d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"].get("CANCELED", 0)
