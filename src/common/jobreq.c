@@ -861,6 +861,12 @@ static int after_text_item(job_req *r, const jobreq_field *f, const char *item, 
         for (const char *p = colon + 1; p;) {
             const char *q = strchr(p, ':');
             size_t n = q ? (size_t)(q - p) : strlen(p);
+            /* Slurm's ID+MINUTES (start that long after the dependency holds) */
+            const char *plus = memchr(p, '+', n);
+            if (plus && plus > p && plus + 1 < p + n && strspn(plus + 1, "0123456789") == (size_t)(p + n - plus - 1))
+                return jerr_field(e, f->key, "after: '%.64s': Slurm's +MINUTES (a delay after the dependency holds) "
+                                             "is not supported; give the job --schedule, or wait for it with "
+                                             "--after alone", item);
             if (!after_ref_ok(p, n))
                 return after_refuse_text(e, item);
             if (after_add(r, p, n, slurm, e) < 0)

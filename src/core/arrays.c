@@ -748,7 +748,13 @@ void arrays_count(const jarray *a, arrays_counts *c)
         c->n[JS_CANCELED] += left - ahead;
     else {
         c->n[JS_CANCELED] += skipped_left;
-        c->n[a->waiting ? JS_PENDING : a->held ? JS_HELD : JS_QUEUED] += left - skipped_left - ahead;
+        /* not made yet: as a job of the same request would be now (one scheduled for later is
+         * SCHEDULED until its time) */
+        enum job_state st = a->waiting ? JS_PENDING
+                            : a->held  ? JS_HELD
+                            : a->req.schedule_ms > now_ms() ? JS_SCHEDULED
+                                                            : JS_QUEUED;
+        c->n[st] += left - skipped_left - ahead;
     }
     uint64_t made_jobs = a->made - skipped_before + ahead;
     c->deleted = made_jobs > linked ? made_jobs - linked : 0;

@@ -1486,7 +1486,8 @@ static void test_after_text(void **state)
     assert_string_equal(e.msg, "after: more than 64 jobs to wait for; at most 64");
     jobreq_free(&r);
     static const char *const bad[] = {"", "a:", ":ok", "a,,b", "a:ok:ok", "afterok:", "afterok:1::2", "a b", "a?b,c",
-                                      "aftercorr:", "a:corr:ok", "a?b:corr", "a?singleton", "a??b", "?a"};
+                                      "aftercorr:", "a:corr:ok", "a?b:corr", "a?singleton", "a??b", "?a",
+                                      "afterok:1a2b+5", "after:1:2+10"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         job_req x = {0};
         jerr xe = {0};
