@@ -99,6 +99,8 @@ static const struct {
     {"--detach-keys KEYS", "with -it: the keys that leave the job's terminal, the job\n"
                            "still running (default ctrl-p,ctrl-q; \"\" none): characters\n"
                            "or ctrl-X, separated by commas"},
+    {"--wait", "after printing its id, wait until the job has ended and exit\n"
+               "with its exit code, as rnx job wait (Slurm's sbatch --wait)"},
     {"--dependency SPEC", "Slurm's --dependency: afterok:ID[:ID...], afternotok:,\n"
                           "afterany:, after:, aftercorr:, singleton (comma list); the same\n"
                           "as --after"},
@@ -557,7 +559,7 @@ static int stream_log(rnx_client *c, const char *id, const char *query, log_stat
 enum {
     O_STATUS = 256, O_STREAM, O_NO_FOLLOW, O_UPLOAD, O_GPU, O_USER, O_SINCE, O_TAIL, O_STDOUT, O_STDERR,
     O_DETACH_KEYS, O_EXPAND, O_NAME,
-    O_DEPENDENCY,
+    O_DEPENDENCY, O_WAIT,
     O_FIELD = 512 /* + enum jobreq_id */
 };
 
@@ -565,6 +567,7 @@ typedef struct run_req {
     job_req req;         /* the request, read and checked by the schema (common/jobreq.h) */
     upload_set uploads;  /* --upload: walked here; the listing goes in the body, the bytes after it */
     bool follow;
+    bool wait_end;           /* --wait: rnx job wait on it once submitted */
     const char *detach_keys; /* --detach-keys, NULL when not given */
     term_keys keys;          /* what it says, or the default */
 } run_req;
@@ -624,6 +627,7 @@ static void run_options(struct option *opts, size_t n)
         {"follow", no_argument, NULL, 'f'},
         {"detach-keys", required_argument, NULL, O_DETACH_KEYS},
         {"dependency", required_argument, NULL, O_DEPENDENCY}, /* Slurm's spelling of --after */
+        {"wait", no_argument, NULL, O_WAIT},
         OPT_HELP,
     };
     for (size_t i = 0; i < ARRAY_LEN(rest) && k + 1 < n; i++)
@@ -663,6 +667,7 @@ static int run_flag(run_req *r, int c, const char *arg)
     case 'e': return add_env(r, arg, false);
     case 's': return add_env(r, arg, true);
     case 'f': r->follow = true; return 0;
+    case O_WAIT: r->wait_end = true; return 0;
     case O_DETACH_KEYS: r->detach_keys = arg; return 0;
     default: return RNX_USAGE;
     }
@@ -817,6 +822,12 @@ static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
     else
         print_textf(stdout, "%s\n", id);
     rc = RNX_OK;
+    if (r->wait_end) {
+        /* its end, as rnx job wait ID -q gives it (an array: the highest of its tasks') */
+        fflush(stdout);
+        char *wargv[] = {"wait", "-q", (char *)id, NULL};
+        rc = cmd_job_wait((rnx_ctx *)ctx, 3, wargv);
+    }
 out:
     json_decref(job);
     client_free(c);
@@ -903,6 +914,9 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
         rc = run_command_line(&r, argc, argv);
     if (rc == 0)
         run_warn_late_flags(opts, argc, argv, optind);
+    if (rc == 0 && r.wait_end && (r.follow || r.req.tty || r.req.stdin_open))
+        rc = rnx_usage("--wait: not with %s, which stays with the job until it ends already",
+                       r.follow ? "--follow" : "-t/-i");
     if (rc == 0)
         rc = run_terminal_flags(&r);
     if (rc == 0) {

@@ -264,6 +264,7 @@ enum sb_kind {
     K_REFUSE,  /* joblet cannot do what it asks: refused with the text */
     K_QUIET,   /* what rnx does anyway (--parsable: rnx prints the id alone) */
     K_WRAP,    /* --wrap=CMD, the command line's only */
+    K_RNX,     /* one of rnx job run's own switches (text), the same thing */
 };
 
 typedef struct sb_opt {
@@ -306,8 +307,7 @@ static const sb_opt sb_opts[] = {
     {"quiet", 'Q', 0, K_QUIET, 0, NULL},
     {"kill-on-invalid-dep", 0, 1, K_QUIET, 0, NULL}, /* yes is joblet's way; no is noted below */
     {"hold", 'H', 0, K_REFUSE, 0, "joblet cannot take a job held: submit it, then rnx job hold ID"},
-    {"wait", 'W', 0, K_REFUSE, 0, "submit, then rnx job wait ID (it exits with the job's code), or follow its output "
-                                  "with -f"},
+    {"wait", 'W', 0, K_RNX, 0, "--wait"},
     {"test-only", 0, 0, K_REFUSE, 0, "joblet has no test-only submission"},
     {"uid", 0, 1, K_REFUSE, 0, "a job runs as the user who submits it"},
     {"gid", 0, 1, K_REFUSE, 0, "a job runs as the user who submits it"},
@@ -537,6 +537,9 @@ static int take(sbatch_plan *p, const sb_opt *o, const char *v, const char *wher
         if (!strcmp(o->name, "kill-on-invalid-dep") && v && !strcasecmp(v, "no"))
             sbatch_list_add(&p->notes, xprintf("%s: joblet cancels a job whose dependency can never be met (end "
                                                "reason dependency)", where));
+        return 0;
+    case K_RNX:
+        sbatch_list_add(&p->rnx, xstrdup(o->text));
         return 0;
     case K_WRAP:
         free(p->wrap_cmd);

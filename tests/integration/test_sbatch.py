@@ -132,6 +132,27 @@ def test_slurm_variables_follow_an_update(daemon):
     assert j["slurm_env"] is False and out.strip() == "0", (j, out)
 
 
+def test_wait_exits_with_the_jobs_code(daemon, tmp_path):
+    """sbatch --wait (-W, and rnx job run --wait): the id is printed at once, rnx returns once the
+    job ended, with its exit code; an array's: the highest of its tasks'. --wait with --follow is
+    refused (following waits already)."""
+    d = daemon
+    script = write(tmp_path, "fails.sh", "#!/bin/sh\n#SBATCH -W\nsleep 0.3; exit 3\n")
+    p = d.rnx("job", "batch", script)
+    assert p.returncode == 3, (p.returncode, p.stderr)
+    jid = p.stdout.strip()
+    assert d.job(jid)["status"] == "FAILED" and d.job(jid)["exit_code"] == 3
+    script = write(tmp_path, "arr.sh", "#!/bin/sh\nexit $SLURM_ARRAY_TASK_ID\n")
+    p = d.rnx("job", "batch", "--wait", "--array=0-4%2", script)
+    assert p.returncode == 4, (p.returncode, p.stderr)
+    aid = p.stdout.strip()
+    assert d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] == {"COMPLETED": 1, "FAILED": 4}
+    p = d.rnx("job", "run", "--wait", "sh", "-c", "exit 0")
+    assert p.returncode == 0 and len(p.stdout.strip()) == 36, (p.returncode, p.stdout, p.stderr)
+    p = d.rnx("job", "run", "--wait", "-f", "true")
+    assert p.returncode == 2 and "--wait: not with --follow" in p.stderr, p.stderr
+
+
 @pytest.mark.parametrize("text,args,why", [
     ("echo hi\n", [], "this does not look like a batch script: its first line must start with #!"),
     ("#!/bin/sh\r\necho hi\r\n", [], "DOS line breaks"),
@@ -141,7 +162,7 @@ def test_slurm_variables_follow_an_update(daemon):
                                                   "reads"),
     ("#!/bin/sh\n#SBATCH --hold\ntrue\n", [], "joblet cannot take a job held: submit it, then rnx job hold ID"),
     ("#!/bin/sh\n#SBATCH --mem=lots\ntrue\n", [], "'lots': memory is a number of megabytes"),
-    ("#!/bin/sh\ntrue\n", ["--wait"], "--wait: submit, then rnx job wait ID"),
+    ("#!/bin/sh\ntrue\n", ["--hold"], "joblet cannot take a job held"),
     ("#!/bin/sh\ntrue\n", ["--wrap=ls"], "--wrap runs its COMMAND and takes no SCRIPT"),
     ("#!/bin/sh\n#SBATCH --array=5-3\ntrue\n", [], "array: '5-3': a range runs from a lower id to a higher one"),
 ])

@@ -122,6 +122,7 @@ static void test_times_and_sizes(void **state)
         {"--begin=midnight", "--schedule=2026-11-30T00:00:00Z"},
         {"-N 1 -n 1 --ntasks-per-node=1 --parsable -Q --kill-on-invalid-dep=yes", ""},
         {"--chdir=/work/run", "--workdir=/work/run"},
+        {"-W", "--wait"},
         {"--priority=5", "--priority=5"},
         {"--network=bridge --volume=data:ro --gpu-share", "--network=bridge --volume=data:ro --gpu-share"},
     };
@@ -130,7 +131,7 @@ static void test_times_and_sizes(void **state)
         snprintf(script, sizeof script, "#!/bin/sh\n#SBATCH %s\n", cases[i].line);
         snprintf(want, sizeof want, "%s%s--slurm-env", cases[i].flags, *cases[i].flags ? " " : "");
         /* the rnx flags come after --slurm-env */
-        if (!strncmp(cases[i].flags, "--network", 9))
+        if (!strncmp(cases[i].flags, "--network", 9) || !strcmp(cases[i].flags, "--wait"))
             snprintf(want, sizeof want, "--slurm-env %s", cases[i].flags);
         e = (jerr){0};
         char *f = flags_of(script, 0, NULL, &e);
@@ -204,9 +205,9 @@ static void test_refusals(void **state)
             fail_msg("%s: got '%s', want '%s'", cases[i].script, e.msg, cases[i].msg);
     }
     jerr e = {0};
-    char *argv[] = {"--wait", "x.sh"};
+    char *argv[] = {"--hold", "x.sh"};
     assert_null(flags_of(NULL, 2, argv, &e));
-    assert_non_null(strstr(e.msg, "--wait: submit, then rnx job wait ID"));
+    assert_non_null(strstr(e.msg, "--hold: joblet cannot take a job held: submit it, then rnx job hold ID"));
     char *argv2[] = {"--nonsense=1"};
     assert_null(flags_of(NULL, 1, argv2, &e));
     assert_string_equal(e.msg, "--nonsense: not an option of sbatch's that joblet reads, nor one of rnx job run's "
