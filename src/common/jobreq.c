@@ -193,6 +193,10 @@ const jobreq_field jobreq_fields[JR_N] = {
     /* after's items as "any one of" (Slurm's afterok:1?afterok:2): given in after's text by '?' */
     [JR_AFTER_ANY] = {"after_any", NULL, NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(after_any),
                       "must be true or false"},
+    /* submitted HELD (core/submit.c), as sbatch -H */
+    [JR_HOLD] = {"hold", "--hold", NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(hold), "must be true or false",
+        NULL, "submit it held: it waits (HELD) until rnx job release ID, as\n"
+              "Slurm's sbatch --hold"},
     /* what sbatch gives a job of itself, for scripts written for Slurm (exec/spec_build.c) */
     [JR_SLURM_ENV] = {"slurm_env", "--slurm-env", NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(slurm_env),
                       "must be true or false",

@@ -33,7 +33,7 @@ enum jobreq_id {
     JR_UPLOADS, JR_GPU_COUNT, JR_GPU_MEMORY_MB, JR_GPU_ALL, JR_GPU_IDS, JR_GPU_CAPS, JR_GPU_OPTIONAL,
     JR_GPU_MIG, JR_PRIORITY, JR_GPU_TYPE, JR_GPU_CC, JR_GPU_SHARE, JR_CROSS_NUMA, JR_PREEMPTIBLE,
     JR_RUNTIME, JR_VOLUMES, JR_ISOLATION, JR_DEVICES, JR_TTY, JR_STDIN, JR_MAX_NETBPS, JR_ARRAY,
-    JR_AFTER, JR_SIGNAL, JR_SINGLETON, JR_SLURM_ENV, JR_AFTER_ANY,
+    JR_AFTER, JR_SIGNAL, JR_SINGLETON, JR_SLURM_ENV, JR_AFTER_ANY, JR_HOLD,
     /* set by the daemon, never by a client */
     JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT, JR_VOLUME_PINS,
     JR_N
@@ -158,6 +158,8 @@ typedef struct job_req {
                                * ("SIGUSR1@90"; jobreq_signal reads it); NULL none */
     bool singleton;           /* waits (PENDING) while another of its owner's jobs of its name
                                * runs: one at a time by name (Slurm's --dependency=singleton) */
+    bool hold;                /* submitted HELD: it waits for rnx job release (Slurm's sbatch -H);
+                               * read at submission only */
     bool slurm_env;           /* the job sees Slurm's variables of itself (SLURM_JOB_ID...; rnx job
                                * batch asks for them: exec/spec_build.c) */
 } job_req;

@@ -306,7 +306,7 @@ static const sb_opt sb_opts[] = {
     {"parsable", 0, 0, K_QUIET, 0, NULL},
     {"quiet", 'Q', 0, K_QUIET, 0, NULL},
     {"kill-on-invalid-dep", 0, 1, K_QUIET, 0, NULL}, /* yes is joblet's way; no is noted below */
-    {"hold", 'H', 0, K_REFUSE, 0, "joblet cannot take a job held: submit it, then rnx job hold ID"},
+    {"hold", 'H', 0, K_RNX, 0, "--hold"},
     {"wait", 'W', 0, K_RNX, 0, "--wait"},
     {"test-only", 0, 0, K_REFUSE, 0, "joblet has no test-only submission"},
     {"uid", 0, 1, K_REFUSE, 0, "a job runs as the user who submits it"},

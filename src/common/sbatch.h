@@ -3,7 +3,7 @@
  * win over the script's), turned into the flags of `rnx job run` that mean the same
  * (cli/cmd_batch.c runs them; docs/batch.md, "Slurm's batch scripts"). What has no meaning on
  * one joblet machine (a partition, an account, an output file pattern) is kept as a note to
- * show; what joblet cannot honour (two nodes, a job submitted held) is refused, naming the line
+ * show; what joblet cannot honour (two nodes, two tasks) is refused, naming the line
  * and the option. Pure: no daemon state, no syscall, no environment read. */
 #ifndef JOBLET_SBATCH_H
 #define JOBLET_SBATCH_H

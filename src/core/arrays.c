@@ -393,6 +393,7 @@ jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e)
     a->canceled_by = -1;
     a->wf_index = -1;
     a->name = req->name ? xstrdup(req->name) : NULL;
+    a->held = req->hold; /* submitted held (sbatch -H): no task made until it is released */
     a->req = *req;
     if (save(a, e) < 0) {
         a->req = (job_req){0};

@@ -650,6 +650,13 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     row.created_ms = now_ms();
     row.scheduled_ms = sched_ms;
     row.state = sched_ms > row.created_ms ? JS_SCHEDULED : JS_QUEUED;
+    /* submitted held (sbatch -H): HELD by its submitter until released; an array's tasks are
+     * made only once the array is released, never held one by one */
+    bool held = row.req.hold && !si->array_id;
+    if (held) {
+        row.state = JS_HELD;
+        row.stopped_by = (int64_t)caller_uid;
+    }
     job *j = job_new(&row);
     j->req.pids_max = (int64_t)core.cfg.pids_max;
     j->req.has |= 1ull << JR_PIDS_MAX;
@@ -718,6 +725,9 @@ added:
                  j->req.gpu_degraded);
     job_event_at(j, j->created_ms, JE_SUBMITTED, caller_uid, "by uid %u%s%s%s", (unsigned)caller_uid, when, degraded,
                  task);
+    if (held)
+        job_event_at(j, j->created_ms, JE_HELD, caller_uid, "held at its submission by uid %u (--hold): it waits "
+                                                            "until released", (unsigned)caller_uid);
     log_info("job %s submitted by uid %u: %s (%llu bytes uploaded)", j->id, (unsigned)caller_uid,
              j->req.command, (unsigned long long)total);
     if ((j->req.nafter || j->req.singleton) && !si->array_id)

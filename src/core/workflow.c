@@ -212,6 +212,11 @@ static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req *
             jerr_field(e, "after", "after: not accepted in a workflow's job; use requires: (docs/workflows.md)");
             return workflow_err_in_job(e, i, b->jobs[i].name);
         }
+        if (reqs[i].hold) { /* a workflow goes as a whole: held, it is its jobs' to hold one by one */
+            jerr_field(e, "hold", "hold: not accepted in a workflow's job; hold its jobs once submitted (rnx job "
+                                  "hold ID)");
+            return workflow_err_in_job(e, i, b->jobs[i].name);
+        }
         if (reqs[i].singleton) { /* a workflow's jobs run as its requires: say, not one by one by name */
             jerr_field(e, "singleton", "singleton: not accepted in a workflow's job; use requires: to order its "
                                        "jobs (docs/workflows.md)");

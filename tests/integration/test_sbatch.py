@@ -153,6 +153,34 @@ def test_wait_exits_with_the_jobs_code(daemon, tmp_path):
     assert p.returncode == 2 and "--wait: not with --follow" in p.stderr, p.stderr
 
 
+def test_submitted_held(daemon, tmp_path):
+    """sbatch -H (rnx job run --hold): the job is HELD from its submission (an event says so) and
+    runs once released; an array makes no task until released; held with --after, its release
+    leaves it PENDING until the job it waits for ended."""
+    d = daemon
+    script = write(tmp_path, "held.sh", "#!/bin/sh\n#SBATCH -H\necho ran\n")
+    jid = d.rnx("job", "batch", script, check=True).stdout.strip()
+    j = d.job(jid)
+    assert j["status"] == "HELD", j
+    assert ("held", "held at its submission by uid 0 (--hold): it waits until released") in d.events(jid)
+    d.rnx("job", "release", jid, check=True)
+    assert d.wait(jid)["status"] == "COMPLETED" and d.output(jid) == "ran\n"
+    aid = d.rnx("job", "run", "--hold", "--array=0-3", "true", check=True).stdout.strip()
+    a = d.api("GET", f"/v1/jobs/{aid}")[1]
+    assert a["status"] == "HELD" and a["array"]["held"] is True and a["array"]["made"] == 0, a
+    d.rnx("job", "release", aid, check=True)
+    wait_for(lambda: d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] == {"COMPLETED": 4}, "the array's tasks")
+    gate = d.rnx("job", "run", "sh", "-c", "while [ ! -e /work/go ]; do sleep 0.02; done", check=True).stdout.strip()
+    dep = d.rnx("job", "run", "--hold", f"--after={gate}:ok", "true", check=True).stdout.strip()
+    assert d.job(dep)["status"] == "HELD"
+    d.rnx("job", "release", dep, check=True)
+    assert d.job(dep)["status"] == "PENDING"
+    open(os.path.join(d.work(gate), "go"), "w").close()
+    assert d.wait(dep)["status"] == "COMPLETED"
+    code, r = d.api("POST", "/v1/workflows", {"name": "w", "jobs": [{"name": "a", "command": "true", "hold": True}]})
+    assert code == 400 and "hold: not accepted in a workflow's job" in json.dumps(r), r
+
+
 @pytest.mark.parametrize("text,args,why", [
     ("echo hi\n", [], "this does not look like a batch script: its first line must start with #!"),
     ("#!/bin/sh\r\necho hi\r\n", [], "DOS line breaks"),
@@ -160,9 +188,9 @@ def test_wait_exits_with_the_jobs_code(daemon, tmp_path):
                                                  "one machine"),
     ("#!/bin/sh\n\n#SBATCH --tim=10\ntrue\n", [], "line 3: #SBATCH --tim: not an option of sbatch's that joblet "
                                                   "reads"),
-    ("#!/bin/sh\n#SBATCH --hold\ntrue\n", [], "joblet cannot take a job held: submit it, then rnx job hold ID"),
+    ("#!/bin/sh\n#SBATCH --uid=7\ntrue\n", [], "line 2: #SBATCH --uid=7: a job runs as the user who submits it"),
     ("#!/bin/sh\n#SBATCH --mem=lots\ntrue\n", [], "'lots': memory is a number of megabytes"),
-    ("#!/bin/sh\ntrue\n", ["--hold"], "joblet cannot take a job held"),
+    ("#!/bin/sh\ntrue\n", ["--test-only"], "--test-only: joblet has no test-only submission"),
     ("#!/bin/sh\ntrue\n", ["--wrap=ls"], "--wrap runs its COMMAND and takes no SCRIPT"),
     ("#!/bin/sh\n#SBATCH --array=5-3\ntrue\n", [], "array: '5-3': a range runs from a lower id to a higher one"),
 ])

@@ -210,6 +210,9 @@ static const field_case cases[] = {
     {JR_AFTER_ANY, "\"after\": [{\"job\": \"a\"}, {\"job\": \"b\"}], ", 0, "true", "true", "false", "false",
      "maybe", "after_any: 'maybe' must be true or false",
      "1", "after_any: '1' must be true or false"},
+    {JR_HOLD, "", 0, "yes", "true", "false", "false",
+     "maybe", "hold: 'maybe' must be true or false",
+     "1", "hold: '1' must be true or false"},
     {JR_SLURM_ENV, "", 0, "yes", "true", "false", "false",
      "maybe", "slurm_env: 'maybe' must be true or false",
      "1", "slurm_env: '1' must be true or false"},
@@ -655,7 +658,7 @@ static void test_unknown_and_daemon_fields(void **state)
     static const char accepted[] =
         "command, args, name, env, secret_env, workdir, network, max_cpu, max_memory_mb, max_iobps, cpu_cores, "
         "max_runtime_s, schedule_at, uploads, gpu_count, gpu_memory_mb, gpu_all, gpu_ids, gpu_caps, gpu_optional, "
-        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after, signal, singleton, slurm_env, after_any";
+        "gpu_mig, priority, gpu_type, gpu_cc, gpu_share, cross_numa, preemptible, runtime, volumes, isolation, devices, tty, stdin, max_netbps, array, after, signal, singleton, slurm_env, after_any, hold";
     static const char *const bodies[] = {
         "{\"command\": \"x\", \"bogus\": 1}", "{\"command\": \"x\", \"pids_max\": 100}",
         "{\"command\": \"x\", \"gpu_degraded\": \"why\"}",
@@ -1092,7 +1095,7 @@ static const char full[] =
     " \"volumes\": [\"data\", \"images:ro\"], \"isolation\": \"gvisor\", \"devices\": [\"nvidia.com/gpu=1\"],"
     " \"tty\": true, \"stdin\": true, \"max_netbps\": 1048576,"
     " \"after\": [{\"job\": \"a1b2c3d4\", \"state\": \"notok\"}, {\"job\": \"prep\", \"state\": \"started\"}],"
-    " \"signal\": \"SIGUSR1@90\", \"singleton\": true, \"slurm_env\": true}";
+    " \"signal\": \"SIGUSR1@90\", \"singleton\": true, \"slurm_env\": true, \"hold\": true}";
 
 static void test_round_trip(void **state)
 {
@@ -1270,7 +1273,7 @@ static void test_to_flags(void **state)
                    " \"--gpu-memory=4GB\", \"--gpu-ids=GPU-1\", \"--gpu-caps=compute,video\", \"--gpu-optional\","
                    " \"--priority=-7\", \"--gpu-type=A100\", \"--gpu-cc=8.0\", \"--gpu-share\", \"--cross-numa=no\","
                    " \"--preemptible\", \"--runtime=python-3.11-ml\", \"--volume=data\", \"--volume=images:ro\", \"--isolation=gvisor\", \"--device=nvidia.com/gpu=1\","
-                   " \"--tty\", \"--interactive\", \"--max-netbps=1MB\", \"--after=a1b2c3d4:notok\", \"--after=prep:started\", \"--signal=SIGUSR1@90\", \"--singleton\", \"--slurm-env\"]",
+                   " \"--tty\", \"--interactive\", \"--max-netbps=1MB\", \"--after=a1b2c3d4:notok\", \"--after=prep:started\", \"--signal=SIGUSR1@90\", \"--singleton\", \"--slurm-env\", \"--hold\"]",
                    "flags");
     /* read back as rnx reads them: the same request, but for what flags cannot carry */
     size_t i;

@@ -123,6 +123,7 @@ static void test_times_and_sizes(void **state)
         {"-N 1 -n 1 --ntasks-per-node=1 --parsable -Q --kill-on-invalid-dep=yes", ""},
         {"--chdir=/work/run", "--workdir=/work/run"},
         {"-W", "--wait"},
+        {"-H", "--hold"},
         {"--priority=5", "--priority=5"},
         {"--network=bridge --volume=data:ro --gpu-share", "--network=bridge --volume=data:ro --gpu-share"},
     };
@@ -131,7 +132,8 @@ static void test_times_and_sizes(void **state)
         snprintf(script, sizeof script, "#!/bin/sh\n#SBATCH %s\n", cases[i].line);
         snprintf(want, sizeof want, "%s%s--slurm-env", cases[i].flags, *cases[i].flags ? " " : "");
         /* the rnx flags come after --slurm-env */
-        if (!strncmp(cases[i].flags, "--network", 9) || !strcmp(cases[i].flags, "--wait"))
+        if (!strncmp(cases[i].flags, "--network", 9) || !strcmp(cases[i].flags, "--wait") ||
+            !strcmp(cases[i].flags, "--hold"))
             snprintf(want, sizeof want, "--slurm-env %s", cases[i].flags);
         e = (jerr){0};
         char *f = flags_of(script, 0, NULL, &e);
@@ -179,7 +181,7 @@ static void test_refusals(void **state)
         {"#!/bin/sh\n#SBATCH --nodes=2\n", "line 2: #SBATCH --nodes=2: 2: joblet runs a job as one task on one "
                                            "machine"},
         {"#!/bin/sh\n#SBATCH -n 4\n", "line 2: #SBATCH --ntasks=4: 4: joblet runs a job as one task"},
-        {"#!/bin/sh\n\n#SBATCH --hold\n", "line 3: #SBATCH --hold: joblet cannot take a job held"},
+        {"#!/bin/sh\n\n#SBATCH --uid=5\n", "line 3: #SBATCH --uid=5: a job runs as the user who submits it"},
         {"#!/bin/sh\n#SBATCH --tme=10\n", "line 2: #SBATCH --tme: not an option of sbatch's that joblet reads"},
         {"#!/bin/sh\n#SBATCH -Z\n", "line 2: #SBATCH -Z: not an option of sbatch's that joblet reads"},
         {"#!/bin/sh\n#SBATCH --time=1:2:3:4\n", "line 2: #SBATCH --time=1:2:3:4: '1:2:3:4': a time limit is"},
@@ -205,9 +207,9 @@ static void test_refusals(void **state)
             fail_msg("%s: got '%s', want '%s'", cases[i].script, e.msg, cases[i].msg);
     }
     jerr e = {0};
-    char *argv[] = {"--hold", "x.sh"};
+    char *argv[] = {"--test-only", "x.sh"};
     assert_null(flags_of(NULL, 2, argv, &e));
-    assert_non_null(strstr(e.msg, "--hold: joblet cannot take a job held: submit it, then rnx job hold ID"));
+    assert_string_equal(e.msg, "--test-only: joblet has no test-only submission");
     char *argv2[] = {"--nonsense=1"};
     assert_null(flags_of(NULL, 1, argv2, &e));
     assert_string_equal(e.msg, "--nonsense: not an option of sbatch's that joblet reads, nor one of rnx job run's "
