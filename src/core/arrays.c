@@ -730,6 +730,13 @@ job *arrays_task(const jarray *a, uint32_t t, bool *made)
     return found ? a->tasks[at] : NULL; /* (none: its job was deleted) */
 }
 
+enum job_state arrays_unmade_state(const jarray *a)
+{
+    /* as a job of the same request would be now: one scheduled for later is SCHEDULED until
+     * its time */
+    return a->waiting ? JS_PENDING : a->held ? JS_HELD : a->req.schedule_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
+}
+
 void arrays_count(const jarray *a, arrays_counts *c)
 {
     *c = (arrays_counts){0};
@@ -749,13 +756,7 @@ void arrays_count(const jarray *a, arrays_counts *c)
         c->n[JS_CANCELED] += left - ahead;
     else {
         c->n[JS_CANCELED] += skipped_left;
-        /* not made yet: as a job of the same request would be now (one scheduled for later is
-         * SCHEDULED until its time) */
-        enum job_state st = a->waiting ? JS_PENDING
-                            : a->held  ? JS_HELD
-                            : a->req.schedule_ms > now_ms() ? JS_SCHEDULED
-                                                            : JS_QUEUED;
-        c->n[st] += left - skipped_left - ahead;
+        c->n[arrays_unmade_state(a)] += left - skipped_left - ahead;
     }
     uint64_t made_jobs = a->made - skipped_before + ahead;
     c->deleted = made_jobs > linked ? made_jobs - linked : 0;

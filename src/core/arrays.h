@@ -23,7 +23,7 @@ struct workflow;
 
 /* What the state of an array's tasks is, made or not. */
 typedef struct arrays_counts {
-    uint64_t n[JS_COUNT];      /* tasks by state; tasks not made count QUEUED (HELD when held), or
+    uint64_t n[JS_COUNT];      /* tasks by state; tasks not made count as arrays_unmade_state says, or
                                 * CANCELED when canceled before they were made */
     uint64_t deleted;          /* made, ended and deleted since */
 } arrays_counts;
@@ -159,6 +159,9 @@ bool arrays_visible(const jarray *a, const caller *who);
  * was made (false: it waits, or was canceled before it was made). */
 job *arrays_task(const jarray *a, uint32_t t, bool *made);
 void arrays_count(const jarray *a, arrays_counts *c);
+/* The state of a task not made yet (of an array not canceled): PENDING while the array waits
+ * for its dependencies, HELD while held, SCHEDULED before its start time, else QUEUED. */
+enum job_state arrays_unmade_state(const jarray *a);
 /* The same, kept once the array ended (every task ended, none left to make) until it changes
  * again (a task's job deleted moves that task from its state to deleted; a change of the
  * array in this file, or of a task's state seen by arrays_task_changed, drops what was kept):

@@ -132,7 +132,7 @@ def test_hundred_thousand_tasks_cost_one_job_until_they_run(d):
     print(f"100,000-task array: accepted in {took * 1000:.1f} ms; daemon RSS {rss0} -> {rss1} KB "
           f"(+{rss1 - rss0} KB); database {db0} -> {db1} bytes (+{db1 - db0})")
     assert a["array"]["tasks"] == 100000 and a["array"]["made"] == 0
-    assert a["array"]["counts"] == {"QUEUED": 100000}
+    assert a["array"]["counts"] == {"SCHEDULED": 100000}   # (its start time lies ahead)
     # (a sanitizer build's RSS is its allocator's quarantine and shadow memory, not the daemon's:
     # on this VM it grew 2 MB there, at 85df34c as now, against 16 KB in a normal build)
     if os.environ.get("JOBLET_PASS") != "sanitizers":

@@ -177,7 +177,8 @@ def test_submitted_held(daemon, tmp_path):
     assert d.job(dep)["status"] == "PENDING"
     open(os.path.join(d.work(gate), "go"), "w").close()
     assert d.wait(dep)["status"] == "COMPLETED"
-    code, r = d.api("POST", "/v1/workflows", {"name": "w", "jobs": [{"name": "a", "command": "true", "hold": True}]})
+    code, r = d.api("POST", "/v1/workflows", {"name": "w", "jobs": [{"name": "a", "request": {"command": "true",
+                                                                                            "hold": True}}]})
     assert code == 400 and "hold: not accepted in a workflow's job" in json.dumps(r), r
 
 
