@@ -177,24 +177,54 @@ static void free_lister(void *cls)
     free(l);
 }
 
+/* The jobs a listing looks at, in seq order: asked for a state of a job in the queue or holding
+ * room (the polls of clients waiting for their jobs: ?status=RUNNING), those two lists of the
+ * table's indexes (core/jobs.h), merged; else every job. *owned: the list is the caller's to free. */
+static job **candidates(const jobs_list_filter *f, size_t *n, bool *owned)
+{
+    static const enum job_state active[] = {JS_QUEUED, JS_SCHEDULED, JS_PREEMPTED, JS_RUNNING, JS_SUSPENDED,
+                                            JS_STOPPING};
+    bool indexed = false;
+    for (size_t i = 0; f->by_state && i < sizeof active / sizeof *active; i++)
+        indexed |= f->state == active[i];
+    *owned = indexed;
+    if (!indexed) {
+        *n = core.njobs;
+        return core.jobs;
+    }
+    /* (a job is in one of them: the queue's have no shim, the room's have one) */
+    size_t nq, nr;
+    job **q = jobs_queued(&nq), **r = jobs_holding_room(&nr);
+    job **out = xmalloc((nq + nr + 1) * sizeof *out);
+    size_t i = 0, k = 0;
+    *n = 0;
+    while (i < nq || k < nr)
+        out[(*n)++] = k == nr || (i < nq && q[i]->seq < r[k]->seq) ? q[i++] : r[k++];
+    return out;
+}
+
 enum MHD_Result jobs_list_reply(struct MHD_Connection *conn, const jobs_list_filter *f)
 {
     lister *l = xcalloc(1, sizeof *l);
     l->f = *f;
     l->gpu = f->by_gpu && f->gpu_uuid ? xstrdup(f->gpu_uuid) : NULL;
     l->later = (loop_task){.fn = on_later, .data = l};
-    size_t narr;
+    size_t narr, njobs;
+    bool owned;
     jarray **arrs = arrays_all(&narr);
-    l->seqs = xmalloc((core.njobs + narr + 1) * sizeof *l->seqs);
+    job **jobs = candidates(f, &njobs, &owned);
+    l->seqs = xmalloc((njobs + narr + 1) * sizeof *l->seqs);
     /* jobs and arrays, both in seq order: merged */
     size_t a = 0;
-    for (size_t i = 0; i <= core.njobs; i++) {
-        for (; a < narr && (i == core.njobs || arrs[a]->seq < core.jobs[i]->seq); a++)
+    for (size_t i = 0; i <= njobs; i++) {
+        for (; a < narr && (i == njobs || arrs[a]->seq < jobs[i]->seq); a++)
             if (array_matches(l, arrs[a], false))
                 l->seqs[l->n++] = arrs[a]->seq;
-        if (i < core.njobs && matches(l, core.jobs[i], false))
-            l->seqs[l->n++] = core.jobs[i]->seq;
+        if (i < njobs && matches(l, jobs[i], false))
+            l->seqs[l->n++] = jobs[i]->seq;
     }
+    if (owned)
+        free(jobs);
     /* what it describes is committed first, as every answer's (reply.c) */
     state_commit();
     struct MHD_Response *r = stream_response(conn, 65536, reader, free_lister, l, &l->st);

@@ -134,6 +134,37 @@ def test_hold_takes_a_job_out_of_the_queue_and_release_puts_it_back_in_its_place
     assert d.wait(a)["status"] == "COMPLETED" and d.wait(b)["status"] == "COMPLETED"
 
 
+def test_a_listing_by_state_finds_each_job_in_it(d):
+    """GET /v1/jobs?status=S (rnx job list --status S) for every state jobs are in at once: the
+    active ones (RUNNING, SUSPENDED, QUEUED behind the GPUs, SCHEDULED) are picked from the lists
+    of the queue and of the jobs holding room (api/jobs_list.c), the others (PENDING, HELD,
+    COMPLETED) from every job: each listing holds each job in that state, and only such jobs."""
+    b = blocker(d)
+    run = running_counter(d)
+    sus = running_counter(d)
+    code, r = d.api("POST", f"/v1/jobs/{sus}/suspend")
+    assert code == 200, r
+    queued = d.submit("true", gpu_count=1)
+    sched = d.submit("true", schedule_at="2030-01-01T00:00:00Z")
+    pend = d.submit("true", after=[{"job": b, "state": "ok"}])
+    held = d.submit("true", hold=True)
+    done = d.run("true")[0]["id"]
+    want = {"RUNNING": {b, run}, "SUSPENDED": {sus}, "QUEUED": {queued}, "SCHEDULED": {sched}, "PENDING": {pend},
+            "HELD": {held}, "COMPLETED": {done}}
+    try:
+        for st, ids in want.items():
+            code, r = d.api("GET", f"/v1/jobs?status={st}")
+            assert code == 200, r
+            assert ids <= {j["id"] for j in r["jobs"]}, (st, r)
+            assert {j["status"] for j in r["jobs"]} == {st}, (st, r)
+        assert queued in d.rnx("job", "list", "--status", "queued", check=True).stdout
+    finally:
+        d.api("POST", f"/v1/jobs/{sus}/resume")
+        for jid in (queued, sched, pend, held):
+            d.api("POST", f"/v1/jobs/{jid}/cancel")
+        end(d, b, run, sus)
+
+
 def test_hold_and_release_refusals_name_the_state(d):
     run = d.submit("sleep", "600")
     d.wait_status(run, "RUNNING")
