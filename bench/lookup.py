@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Lookup: what naming one job costs the daemon with many jobs kept.
+"""Lookup: what naming one job, and listing the running ones, costs the daemon with many jobs kept.
 
 Every request about a job (GET /v1/jobs/REF, stop, log, `rnx job status REF`) first resolves REF:
 a full id, a name, or a unique id prefix (common/idref.h). This gives each target daemon --kept N
 waiting jobs (each after a `sleep` gate, so that none runs: a submission costs little and the
 table grows fast), then times GET /v1/jobs/REF one request at a time on a keep-alive connection,
-for four kinds of REF:
+for four kinds of REF, and two listings by state:
 
   full     the newest job's full id (the last a scan in submission order reaches)
   prefix   the first 8 characters of a job's id
   name     a name one job has
   missing  a full id no job has (the answer is 404)
+  poll     GET /v1/jobs?status=RUNNING: the gate alone (what clients waiting for their jobs poll)
+  scan     GET /v1/jobs?status=COMPLETED: no job, every kept one looked at (a state the table keeps
+           no list of: what every state's listing cost before the polls used the lists)
 
 and prints the median and p95 in microseconds per kind, targets side by side (--target NAME=SOCKET,
 repeatable; the first is the reference), rounds interleaved (A B, B A, ...):
@@ -29,7 +32,7 @@ import uuid
 
 from throughput import UnixHTTPConnection, request, parse_target
 
-KINDS = ("full", "prefix", "name", "missing")
+KINDS = ("full", "prefix", "name", "missing", "poll", "scan")
 
 
 def fill(sock, kept):
@@ -52,19 +55,21 @@ def fill(sock, kept):
     return gate, ids
 
 
-def refs(ids):
-    return {"full": ids[-1], "prefix": ids[len(ids) // 3][:8], "name": "lookup-named", "missing": str(uuid.uuid4())}
+def paths(ids):
+    refs = {"full": ids[-1], "prefix": ids[len(ids) // 3][:8], "name": "lookup-named", "missing": str(uuid.uuid4())}
+    return {**{k: f"/v1/jobs/{r}" for k, r in refs.items()}, "poll": "/v1/jobs?status=RUNNING",
+            "scan": "/v1/jobs?status=COMPLETED"}
 
 
-def time_kind(sock, ref, n):
+def time_kind(sock, path, n):
     conn = UnixHTTPConnection(sock)
     lat = []
     for _ in range(n):
         t0 = time.perf_counter()
-        st, _ = request(conn, "GET", f"/v1/jobs/{ref}")
+        st, _ = request(conn, "GET", path)
         lat.append(time.perf_counter() - t0)
         if st not in (200, 404):
-            sys.exit(f"lookup: GET /v1/jobs/{ref}: {st}")
+            sys.exit(f"lookup: GET {path}: {st}")
     conn.close()
     lat.sort()
     return statistics.median(lat) * 1e6, lat[int(len(lat) * 0.95)] * 1e6
@@ -86,10 +91,11 @@ def main():
     order = list(a.target)
     for r in range(a.rounds):
         for name, sock in (order if r % 2 == 0 else order[::-1]):
-            rs = refs(made[name][1])
+            rs = paths(made[name][1])
             for k in KINDS:
                 res[(name, k)].append(time_kind(sock, rs[k], a.requests))
-    print(f"\nGET /v1/jobs/REF with {a.kept} jobs kept: median (p95) us per request, median over {a.rounds} rounds")
+    print(f"\nGET /v1/jobs/REF and ?status= with {a.kept} jobs kept: median (p95) us per request, median over "
+          f"{a.rounds} rounds")
     print(f"{'target':12s}" + "".join(f"{k:>22s}" for k in KINDS))
     ref_name = a.target[0][0]
     for name, _ in a.target:
