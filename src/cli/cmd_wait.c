@@ -269,12 +269,16 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
         signal(SIGALRM, timed_out);
         alarm(timeout_s > 86400u * 365 ? 86400u * 365 : (unsigned)timeout_s);
     }
-    bool said = false;
+    bool said = false, reached = false;
     for (size_t i = 0; i < w.n; i++) {
         jerr ge = {0};
         json_t *job = get_job(ctx, argv[optind + (int)i], &ge);
-        if (!job && !ge.http && ge.code == ECONNRESET) {
-            /* joblet took the question and went away (killed, restarting): asked again */
+        /* joblet took the question and went away (killed, restarting), or, once it was reached,
+         * is away now (its socket refuses, or is being made again): asked again. Only a joblet
+         * never reached is an error (125) */
+        reached |= job != NULL || (!ge.http && ge.code == ECONNRESET);
+        if (!job && !ge.http && reached &&
+            (ge.code == ECONNRESET || ge.code == ECONNREFUSED || ge.code == ENOENT)) {
             if (!said)
                 fprintf(stderr, "rnx: job wait: %s; trying again every second\n", ge.msg);
             said = true;

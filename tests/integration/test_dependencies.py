@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, api_seconds as ms, rnx_as
+from conftest import BUILD, api_seconds as ms, rnx_as, wait_for
 
 # A job that runs until the test drops a file in its /work: the test decides when it ends, and
 # how (/work/fail first: it exits 1).
@@ -262,6 +262,37 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+def test_wait_goes_on_while_joblet_is_down_after_it_took_the_question(tmp_path):
+    """joblet killed while it resolves rnx job wait's ID, and still down when rnx asks again: its
+    socket refuses (ECONNREFUSED) for a while, then a new joblet answers. rnx waits on through it
+    (the last full run: 125, "cannot reach joblet ... Connection refused", under ASan)."""
+    jid = str(uuid.uuid4())
+    sock = str(tmp_path / "joblet.sock")
+    srv = StandIn(sock, jid, "start")
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    again = None
+    try:
+        p = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "wait", jid], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": sock,
+                                  **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+        wait_for(lambda: srv.dropped, "the question to go unanswered")
+        srv.shutdown()
+        srv.server_close()   # down: the socket file stays, and refuses
+        time.sleep(2.5)
+        assert p.poll() is None, p.communicate()
+        os.unlink(sock)      # joblet comes back: its socket made again
+        again = StandIn(sock, jid, "start")
+        again.dropped = True
+        threading.Thread(target=again.serve_forever, daemon=True).start()
+        out, err = p.communicate(timeout=60)
+    finally:
+        if again:
+            again.shutdown()
+            again.server_close()
+    assert (p.returncode, out) == (5, f"{jid[:8]} COMPLETED exit 5\n"), (p.returncode, out, err)
 
 
 @pytest.mark.parametrize("drop", ["start", "hello"])
