@@ -157,7 +157,7 @@ def test_a_listing_by_state_finds_each_job_in_it(d):
             assert code == 200, r
             assert ids <= {j["id"] for j in r["jobs"]}, (st, r)
             assert {j["status"] for j in r["jobs"]} == {st}, (st, r)
-        assert queued in d.rnx("job", "list", "--status", "queued", check=True).stdout
+        assert queued[:8] in d.rnx("job", "list", "--status", "queued", check=True).stdout
     finally:
         d.api("POST", f"/v1/jobs/{sus}/resume")
         for jid in (queued, sched, pend, held):
