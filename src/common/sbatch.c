@@ -642,7 +642,8 @@ int sbatch_args(sbatch_plan *p, int argc, char *const *argv, time_t now, jerr *e
 }
 
 /* A #SBATCH line's words: split at blanks, '...' and "..." quoted, a word starting with '#' ends
- * it (a comment). The words are written into buf. */
+ * it (a comment). The words are written into buf (at least the line's length + max + 1 bytes).
+ * -1 when the line has more than max words. */
 static int words_of(const char *s, char *buf, size_t blen, char **words, int max)
 {
     int n = 0;
@@ -668,7 +669,9 @@ static int words_of(const char *s, char *buf, size_t blen, char **words, int max
         if (o >= blen)
             break;
     }
-    return n;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return *s && *s != '#' ? -1 : n;
 }
 
 int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr *e)
@@ -739,12 +742,15 @@ int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr
         }
         if (blank || ll < 7 || memcmp(t, "#SBATCH", 7) || (ll > 7 && t[7] != ' ' && t[7] != '\t'))
             continue; /* a comment ("# SBATCH" too: the usual way to turn one off) */
-        char buf[4096], linetext[4096], *words[64];
+        char linetext[4096], buf[sizeof linetext + 66], *words[64];
         if (ll >= sizeof linetext)
             return jerr_input(e, "script", "line %d: an #SBATCH line longer than %zu bytes", line + 1,
                               sizeof linetext - 1);
         snprintf(linetext, sizeof linetext, "%.*s", (int)(ll - 7), t + 7);
         int n = words_of(linetext, buf, sizeof buf, words, (int)ARRAY_LEN(words));
+        if (n < 0)
+            return jerr_input(e, "script", "line %d: an #SBATCH line of more than %zu words; give them on lines of "
+                              "their own", line + 1, ARRAY_LEN(words));
         for (int i = 0; i < n;) {
             if (words[i][0] != '-' || !words[i][1])
                 return jerr_input(e, "script", "line %d: #SBATCH %.64s: not an option (sbatch's start with -)",

@@ -198,6 +198,9 @@ static void test_refusals(void **state)
         {"#!/bin/sh\n#SBATCH -J\n", "line 2: #SBATCH -J: needs a value (on its line)"},
         {"#!/bin/sh\n#SBATCH job.sh\n", "line 2: #SBATCH job.sh: not an option"},
         {"#!/bin/sh\n#SBATCH --parsable=1\n", "line 2: #SBATCH --parsable takes no value"},
+        {"#!/bin/sh\n#SBATCH -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q "
+         "-Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q\n",
+         "line 2: an #SBATCH line of more than 64 words"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         jerr e = {0};
