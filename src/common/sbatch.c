@@ -129,7 +129,7 @@ static long long slurm_mb(const char *s)
         return -1;
     snprintf(num, sizeof num, "%.*s", (int)len, s);
     long long v;
-    if (!whole(num, 0, 1LL << 40, &v))
+    if (!whole(num, 0, 1LL << 30, &v)) /* (a billion of any unit: past any machine, and no overflow) */
         return -1;
     const char *u = s + len;
     long long kb;
@@ -410,6 +410,12 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
         return 0;
     }
     case SB_MEM: case SB_MEM_PER_CPU: case SB_MEM_PER_GPU: {
+        /* one of the three, as sbatch has them (mutually exclusive) */
+        static const char *const mem_names[] = {"--mem", "--mem-per-cpu", "--mem-per-gpu"};
+        for (int k = SB_MEM; k <= SB_MEM_PER_GPU; k++)
+            if (k != o->slot && p->slot[k])
+                return jerr_input(e, o->name, "%s: not with %s, given already: give one of --mem, --mem-per-cpu "
+                                  "and --mem-per-gpu", where, mem_names[k - SB_MEM]);
         long long mb = slurm_mb(v);
         if (mb < 0)
             return jerr_input(e, o->name, "%s: '%.64s': memory is a number of megabytes, or with K, M, G or T "
@@ -770,6 +776,10 @@ static size_t flag_len(const char *f) { return strcspn(f, "="); }
 void sbatch_merge(sbatch_plan *p, sbatch_plan *cl)
 {
     bool cl_gpus = cl->slot[SB_GPUS] != NULL, cl_export = cl->slot[SB_EXPORT] != NULL;
+    /* a memory option on the command line replaces the script's, whichever of the three it is */
+    if (cl->slot[SB_MEM] || cl->slot[SB_MEM_PER_CPU] || cl->slot[SB_MEM_PER_GPU])
+        for (int k = SB_MEM; k <= SB_MEM_PER_GPU; k++)
+            set_slot(p, k, NULL);
     for (int i = 0; i < SB_NSLOTS; i++)
         if (cl->slot[i] || (i == SB_GPU_TYPE && cl_gpus)) {
             set_slot(p, i, cl->slot[i]);

@@ -181,6 +181,27 @@ static void add_dependent(uint64_t **list, uint32_t *n, uint32_t *cap, uint64_t 
     (*list)[(*n)++] = waiter;
 }
 
+/* waiter out of a list: it no longer waits on that job or array */
+static void remove_dependent(uint64_t *list, uint32_t *n, uint64_t waiter)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < *n; i++)
+        if (list[i] != waiter)
+            list[k++] = list[i];
+    *n = k;
+}
+
+void depend_unlink(job *j)
+{
+    for (size_t k = 0; j->after_seq && k < j->req.nafter; k++) {
+        target t = dependency_of(&j->req, j->after_seq, k);
+        if (t.j)
+            remove_dependent(t.j->dependents, &t.j->ndependents, j->seq);
+        else if (t.a)
+            remove_dependent(t.a->dependents, &t.a->ndependents, j->seq);
+    }
+}
+
 static void link_target(uint64_t *after_seq, size_t k, uint64_t waiter, target t)
 {
     after_seq[k] = t.j ? t.j->seq : t.a ? t.a->seq : 0;
@@ -715,8 +736,11 @@ void depend_submitted(job *j)
         char what[600], words[64];
         size_t l = 0;
         what[0] = 0;
+        if (j->req.after_any && n)
+            l += (size_t)snprintf(what, sizeof what, "any one of ");
         for (size_t k = 0; k < n && l < sizeof what; k++)
-            l += (size_t)snprintf(what + l, sizeof what - l, "%s%s %.8s to %s", k ? ", " : "",
+            l += (size_t)snprintf(what + l, sizeof what - l, "%s%s %.8s to %s",
+                                  k ? (j->req.after_any ? " or " : ", ") : "",
                                   dependency_of(&j->req, j->after_seq, k).a ? "array" : "job", j->req.after[k].job,
                                   depend_need_words((depend_need){.kind = j->req.after[k].state}, words,
                                                     sizeof words));

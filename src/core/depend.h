@@ -103,6 +103,9 @@ void depend_decide(job *j);
  * array's task (409: their dependencies are the workflow's, the array's), and when j would wait
  * for itself, directly or through what the jobs named wait for (400 on field "after"). */
 int depend_check_change(const job *j, job_req *req, jerr *e);
+/* j's `after` is about to be replaced: j is taken out of the lists of those it named (each update
+ * would otherwise add to them, and each of their ends decide it once more). */
+void depend_unlink(job *j);
 /* j's `after` was replaced (its request holds the new one): linked and decided as a job submitted
  * so (depend_submitted: a SCHEDULED, QUEUED or PREEMPTED job waits PENDING again until they hold,
  * one that can never go is CANCELED). With none left (nor singleton), a PENDING job joins the

@@ -288,7 +288,7 @@ static size_t say_after(const job_req *r, char *out, size_t len)
     if (!r->nafter)
         return (size_t)snprintf(out, len, "none");
     for (size_t k = 0; k < r->nafter && n < len; k++)
-        n += (size_t)snprintf(out + n, len - n, "%s%.8s:%s", k ? "," : "", r->after[k].job,
+        n += (size_t)snprintf(out + n, len - n, "%s%.8s:%s", k ? (r->after_any ? "?" : ",") : "", r->after[k].job,
                               jobreq_after_state_name(r->after[k].state));
     return n;
 }
@@ -380,6 +380,8 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
                 n += (size_t)snprintf(what + n, sizeof what - n, ", ");
             n += say_change(&j->req, req, job_ctl_update_fields[i], what + n, n < sizeof what ? sizeof what - n : 0);
         }
+    if (changed & deps)
+        depend_unlink(j); /* (linked to the new ones by depend_changed, below) */
     jobreq_free(&j->req);
     j->req = *req;
     *req = (job_req){0};
@@ -392,6 +394,8 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     }
     job_event(j, JE_UPDATED, (int64_t)who->uid, "by uid %u: %s", (unsigned)who->uid, what);
     job_save(j);
+    if ((changed >> JR_SCHEDULE_AT & 1) && j->req.singleton)
+        depend_single_changed(j); /* one sent to a later time holds its name no more (or holds it now) */
     if (changed & deps)
         depend_changed(j); /* waits again, goes, or is canceled, as a job submitted so */
     state_want(WANT_SCHEDULE);

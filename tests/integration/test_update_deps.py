@@ -242,6 +242,28 @@ def test_a_singleton_keeps_waiting_for_its_turn_when_its_after_is_removed(daemon
     daemon.wait(x)
 
 
+def test_a_singleton_sent_to_a_later_time_lets_the_next_of_its_name_go(fresh_daemon):
+    """Singleton A waits QUEUED (jobs.max_running: 1, taken by a gate job) and so holds its name;
+    singleton B of that name waits PENDING for its turn. A moved to later (SCHEDULED) holds the
+    name no more: B goes to the queue at once, not after A ran (the code review's finding)."""
+    d = fresh_daemon("jobs:\n  max_running: 1\n")
+    gate = gated(d)
+    d.wait_status(gate, "RUNNING")
+    name = f"upd-{uuid.uuid4().hex[:6]}"
+    a = run(d, f"--name={name}", "--singleton", "true")
+    assert d.job(a)["status"] == "QUEUED"
+    b = run(d, f"--name={name}", "--singleton", "true")
+    assert d.job(b)["status"] == "PENDING", d.job(b)
+    p = update(d, a, "--schedule=2h")
+    assert p.returncode == 0, p.stderr
+    assert d.job(a)["status"] == "SCHEDULED"
+    assert d.job(b)["status"] == "QUEUED", d.job(b)
+    release(d, gate)
+    assert d.wait(b)["status"] == "COMPLETED"
+    assert d.job(a)["status"] == "SCHEDULED"
+    d.rnx("job", "cancel", a, check=True)
+
+
 def at(ts):
     return datetime.datetime.fromisoformat(ts.replace("Z", "+00:00"))
 

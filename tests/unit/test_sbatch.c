@@ -76,6 +76,11 @@ static void test_the_command_line_wins(void **state)
     char *argv2[] = {"--mem-per-cpu=100", "-c2"};
     f = flags_of("#!/bin/sh\n#SBATCH --export=A=1,B --gres=gpu:v100:1\n", 2, argv2, &e);
     assert_string_equal(f, "--gpu=1 --gpu-type=v100 --max-cpu=200 --max-memory=200 --slurm-env --env=A=1");
+    /* a memory option on the command line replaces the script's, whichever of the three */
+    char *argv5[] = {"--mem-per-cpu=4G", "-c", "4"};
+    f = flags_of("#!/bin/sh\n#SBATCH --mem=8G\n", 3, argv5, &e);
+    assert_non_null(f);
+    assert_string_equal(f, "--max-cpu=400 --max-memory=16384 --slurm-env");
     /* sbatch_args stops at the script and at "--" */
     sbatch_plan p = {0};
     char *argv3[] = {"-a", "1-3", "job.sh", "-J", "x"};
@@ -198,6 +203,8 @@ static void test_refusals(void **state)
         {"#!/bin/sh\n#SBATCH -J\n", "line 2: #SBATCH -J: needs a value (on its line)"},
         {"#!/bin/sh\n#SBATCH job.sh\n", "line 2: #SBATCH job.sh: not an option"},
         {"#!/bin/sh\n#SBATCH --parsable=1\n", "line 2: #SBATCH --parsable takes no value"},
+        {"#!/bin/sh\n#SBATCH --mem=1G\n#SBATCH --mem-per-cpu=2G\n",
+         "line 3: #SBATCH --mem-per-cpu=2G: not with --mem, given already"},
         {"#!/bin/sh\n#SBATCH -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q "
          "-Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q -Q\n",
          "line 2: an #SBATCH line of more than 64 words"},
