@@ -193,8 +193,9 @@ static int on_line(const char *line, size_t len, void *ud)
                 j->id = xstrdup(id);
                 free(j->array);
                 j->array = NULL;
-            } else if (!strcmp(id, j->array) && terminal(json_string_value(json_object_get(o, "status")))) {
-                /* its array ended without making it (canceled before it started) */
+            } else if (!strcmp(id, j->array)) {
+                /* its array changed (it ended, or tasks not made were canceled): the task may have
+                 * ended without being made (canceled before it started) */
                 jerr e = {0};
                 json_t *job = get_job(w->ctx, j->id, &e);
                 if (!job && !e.http) {

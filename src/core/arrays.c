@@ -972,6 +972,7 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
         n = (int64_t)(arrayspec_count_from(&a->spec, a->made, &a->skip) - skipped);
     }
     a->ev_dirty = true;
+    a->ev_canceled |= n > 0;
     changed(a); /* (before the save: a failed one leaves the change in memory) */
     if (save(a, e) < 0)
         return -1;

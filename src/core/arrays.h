@@ -80,6 +80,8 @@ typedef struct jarray {
     struct workflow *wf;       /* linked at creation, or at start (workflow_resume_all) */
     bool ev_dirty;             /* its tasks changed since publish.c last looked */
     uint8_t ev_state;          /* its status + 1 as last published; 0 none */
+    bool ev_canceled;          /* tasks not made were canceled: published even if its status stays
+                                * (rnx job wait ID_T of one of them learns it ended) */
     /* what it counts for under its owner (arrays_unmade, arrays_jobless), as last counted */
     uint64_t ix_unmade;
     bool ix_jobless;

@@ -126,7 +126,9 @@ void publish_changes(void)
         arrays_counts c;
         arrays_count(a, &c);
         enum job_state st = arrays_state(a, &c);
-        if (a->ev_state == (uint8_t)(st + 1))
+        bool canceled = a->ev_canceled; /* (one event for a cancel, however many tasks it took) */
+        a->ev_canceled = false;
+        if (a->ev_state == (uint8_t)(st + 1) && !canceled)
             continue;
         a->ev_state = (uint8_t)(st + 1);
         if (quiet)

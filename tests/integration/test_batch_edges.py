@@ -68,6 +68,28 @@ def test_wait_for_a_task_canceled_before_it_was_made(daemon):
         d.rnx("job", "stop", gate)
 
 
+def test_wait_for_a_task_canceled_alone_while_its_array_goes_on(daemon):
+    """rnx job wait ID_1 while task 1 is canceled alone before it was made, the array still
+    waiting: the wait ends then (CANCELED, 1), not when the whole array does (the code review's
+    finding: the array's status did not change, so no event told rnx)."""
+    d = daemon
+    gate, aid = gated_array(d, "0-3", "true")
+    ref = aid[:8] + "_1"
+    w = waiting(d, ref)
+    try:
+        d.rnx("job", "cancel", ref, check=True)
+        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once the task was canceled")
+        out, err = w.communicate()
+        assert w.returncode == 1 and out.split() == [ref, "CANCELED"], (w.returncode, out, err)
+        assert d.api("GET", f"/v1/jobs/{aid}")[1]["status"] == "PENDING"   # the array still waits
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+        d.rnx("job", "stop", gate)
+        d.rnx("job", "cancel", aid)
+
+
 def test_wait_for_several_tasks_says_why_not(daemon):
     """rnx job wait ID_[LIST] exited 125 without a word."""
     d = daemon
