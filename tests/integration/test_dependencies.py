@@ -314,6 +314,17 @@ def test_wait_goes_on_when_joblet_goes_away_as_it_looks(tmp_path, drop):
     assert (p.returncode, p.stdout) == (5, f"{jid[:8]} COMPLETED exit 5\n"), (p.returncode, p.stdout, p.stderr)
 
 
+def sockets_of(pid):
+    """How many sockets the process holds open."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
 @pytest.mark.parametrize("when", ["down", "after"])
 def test_dependencies_survive_kill9(fresh_daemon, when):
     """joblet killed (-9) while a dependency runs; it ends while joblet is down, or after the
@@ -324,11 +335,15 @@ def test_dependencies_survive_kill9(fresh_daemon, when):
     ok = run(d, f"--after={a}:ok", "echo", "ran")
     notok = run(d, f"--after={a}:notok", "true")
     chained = run(d, f"--after={ok}:ok", "true")
-    # an rnx job wait started before the kill waits through the restart
+    # an rnx job wait started before the kill waits through the restart: killed once rnx reached
+    # joblet (its events stream open: one more socket of joblet's), not at a fixed time (under
+    # ASan, the last full run, rnx had not started asking 0.3 s in; a joblet never reached is 125)
+    base = sockets_of(d.proc.pid)
     waiter = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "wait", ok, notok], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True,
                               env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock,
                                    **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+    wait_for(lambda: sockets_of(d.proc.pid) > base, "rnx job wait to reach joblet")
     time.sleep(0.3)
     d.kill9()
     if when == "down":
