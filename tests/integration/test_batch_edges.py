@@ -4,6 +4,7 @@ another user's array out of reach by a task reference exactly as by any other.""
 import os
 import subprocess
 
+import pytest
 
 from conftest import BUILD, rnx_as, wait_for
 
@@ -51,37 +52,22 @@ def test_wait_for_a_task_not_made_yet_ends_with_its_job(daemon):
             w.wait()
 
 
-def test_wait_for_a_task_canceled_before_it_was_made(daemon):
-    d = daemon
-    gate, aid = gated_array(d, "0-1", "true")
-    ref = aid[:8] + "_1"
-    w = waiting(d, ref)
-    try:
-        d.rnx("job", "cancel", aid, check=True)
-        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once its array was canceled")
-        out, err = w.communicate()
-        assert w.returncode == 1 and out.split() == [ref, "CANCELED"], (w.returncode, out, err)
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.wait()
-        d.rnx("job", "stop", gate)
-
-
-def test_wait_for_a_task_canceled_alone_while_its_array_goes_on(daemon):
-    """rnx job wait ID_1 while task 1 is canceled alone before it was made, the array still
-    waiting: the wait ends then (CANCELED, 1), not when the whole array does (the code review's
-    finding: the array's status did not change, so no event told rnx)."""
+@pytest.mark.parametrize("canceled", ["array", "task"])
+def test_wait_for_a_task_canceled_before_it_was_made(daemon, canceled):
+    """rnx job wait ID_1 of a task not made yet ends once it is canceled (CANCELED, 1): with its
+    whole array, or alone while the array still waits (the code review's finding: the array's
+    status did not change, so no event told rnx, which waited for the whole array)."""
     d = daemon
     gate, aid = gated_array(d, "0-3", "true")
     ref = aid[:8] + "_1"
     w = waiting(d, ref)
     try:
-        d.rnx("job", "cancel", ref, check=True)
-        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once the task was canceled")
+        d.rnx("job", "cancel", aid if canceled == "array" else ref, check=True)
+        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once the {canceled} was canceled")
         out, err = w.communicate()
         assert w.returncode == 1 and out.split() == [ref, "CANCELED"], (w.returncode, out, err)
-        assert d.api("GET", f"/v1/jobs/{aid}")[1]["status"] == "PENDING"   # the array still waits
+        if canceled == "task":
+            assert d.api("GET", f"/v1/jobs/{aid}")[1]["status"] == "PENDING"   # the array still waits
     finally:
         if w.poll() is None:
             w.kill()
