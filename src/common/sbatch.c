@@ -533,8 +533,6 @@ static int take(sbatch_plan *p, const sb_opt *o, const char *v, const char *wher
             return 0;
         return jerr_input(e, o->name, "%s: %.64s: %s", where, v, o->text);
     case K_NOTE:
-        if (!strcmp(o->name, "kill-on-invalid-dep"))
-            break;
         sbatch_list_add(&p->notes, xprintf("%s: %s", where, o->text));
         return 0;
     case K_REFUSE:

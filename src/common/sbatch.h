@@ -31,7 +31,7 @@ typedef struct sbatch_plan {
      * "none" (--time=UNLIMITED, --mem=0); NULL when not given */
     char *slot[SB_NSLOTS];
     /* --export's variables: "NAME=VALUE", or "NAME" alone (its value from the submitting
-     * environment, which the caller reads); export_none: --export=NONE (or a list without ALL) */
+     * environment, which the caller reads); empty for NONE */
     sbatch_list export_vars;
     /* flags of `rnx job run` given as they are (--runtime=..., --upload=..., -f), in order */
     sbatch_list rnx;
