@@ -121,7 +121,7 @@ static long long slurm_time(const char *s)
 
 /* Slurm's memory: a number with K, M (the default), G or T. Megabytes, rounded up; -1 when
  * malformed. */
-static long long slurm_mb(const char *s)
+long long sbatch_mb(const char *s)
 {
     char num[24];
     size_t len = strspn(s, "0123456789");
@@ -147,7 +147,7 @@ static long long slurm_mb(const char *s)
 }
 
 /* "TYPE:N", "N", "TYPE" (one) of --gpus and a gres "gpu:TYPE:N": the count, the type. */
-static bool gpus_of(const char *s, long long *n, char *type, size_t tlen)
+bool sbatch_gpus(const char *s, long long *n, char *type, size_t tlen)
 {
     const char *colon = strrchr(s, ':');
     type[0] = 0;
@@ -416,7 +416,7 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
             if (k != o->slot && p->slot[k])
                 return jerr_input(e, o->name, "%s: not with %s, given already: give one of --mem, --mem-per-cpu "
                                   "and --mem-per-gpu", where, mem_names[k - SB_MEM]);
-        long long mb = slurm_mb(v);
+        long long mb = sbatch_mb(v);
         if (mb < 0)
             return jerr_input(e, o->name, "%s: '%.64s': memory is a number of megabytes, or with K, M, G or T "
                               "(8G, 500M)", where, v);
@@ -441,7 +441,7 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
                 }
                 if (!strcmp(item, "gpu"))
                     n = 1, type[0] = 0;
-                else if (!gpus_of(item + 4, &n, type, sizeof type)) {
+                else if (!sbatch_gpus(item + 4, &n, type, sizeof type)) {
                     jerr_input(e, "gres", "%s: '%.64s': a GPU is gpu, gpu:N or gpu:TYPE:N (N from 1 to 1024)", where,
                                item);
                     free(copy);
@@ -452,7 +452,7 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
             free(copy);
             if (!gpu)
                 return 0;
-        } else if (!gpus_of(v, &n, type, sizeof type)) {
+        } else if (!sbatch_gpus(v, &n, type, sizeof type)) {
             return jerr_input(e, o->name, "%s: '%.64s': GPUs are N or TYPE:N (N from 1 to 1024)", where, v);
         }
         set_slot(p, SB_GPUS, xprintf("%lld", n));
@@ -728,20 +728,9 @@ int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr
         if (blank == ll)
             continue;
         if (commands || t[blank] != '#') {
-            /* the commands: sbatch reads no #SBATCH line among them. One that starts with srun
-             * would find no Slurm in the job (or the host's, with no allocation): said once. */
+            /* the commands: sbatch reads no #SBATCH line among them (their srun is joblet's, in
+             * the job: slurm/srun_main.c) */
             commands = true;
-            const char *w = t + blank;
-            size_t wl = ll - blank;
-            if (wl >= 5 && !memcmp(w, "exec ", 5))
-                w += 5, wl -= 5;
-            if (wl >= 4 && !memcmp(w, "srun", 4) && (wl == 4 || w[4] == ' ' || w[4] == '\t')) {
-                sbatch_list_add(&p->notes, xprintf("line %d: srun: a joblet job is one task and has no srun of its "
-                                                   "own; drop 'srun' and its options to run the command as it is "
-                                                   "(several tasks or nodes need Slurm itself: docs/slurm.md)",
-                                                   line + 1));
-                break;
-            }
             continue;
         }
         if (blank || ll < 7 || memcmp(t, "#SBATCH", 7) || (ll > 7 && t[7] != ' ' && t[7] != '\t'))

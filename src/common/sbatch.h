@@ -62,6 +62,13 @@ void sbatch_merge(sbatch_plan *p, sbatch_plan *cl);
  * left out (the caller adds them with their values). */
 void sbatch_flags(const sbatch_plan *p, sbatch_list *out);
 
+/* Slurm's memory: a number with K, M (the default), G or T: megabytes, rounded up; -1 when
+ * malformed. */
+long long sbatch_mb(const char *s);
+/* --gpus' "N", "TYPE:N" or "TYPE" (one), and a gres' part after "gpu:": the count and the type
+ * ("" none); false when malformed (a count from 1 to 1024). */
+bool sbatch_gpus(const char *s, long long *n, char *type, size_t tlen);
+
 void sbatch_list_add(sbatch_list *l, char *s);  /* takes s */
 void sbatch_list_free(sbatch_list *l);
 

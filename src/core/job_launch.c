@@ -61,6 +61,7 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
         .tmp_size_mb = core.cfg.tmp_size_mb,
         .attach_wait_s = core.cfg.attach_wait_s,
         .log_floor = core.cfg.state_reserve / 2,
+        .srun = core.srun_path[0] ? core.srun_path : NULL,
     };
     /* a job array's task: its ids, as joblet's names and as Slurm's (a sweep script written
      * for sbatch --array runs unchanged) */

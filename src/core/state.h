@@ -55,6 +55,7 @@ typedef struct core_state {
     char scrub_path[600];     /* joblet-gpu-scrub, next to the shim */
     char copy_path[600];      /* joblet-copy (job_cp.h), next to the shim */
     char exec_path[600];      /* joblet-exec (job_exec.h), next to the shim */
+    char srun_path[600];      /* joblet-srun, bound in jobs with Slurm's variables, next to the shim */
     size_t ndriver_libs;
     struct workflow **workflows; /* every workflow known, in submission order */
     size_t nworkflows;

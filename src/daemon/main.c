@@ -248,6 +248,12 @@ static int setup(jerr *e)
     snprintf(core.scrub_path + at, sizeof core.scrub_path - at, "joblet-gpu-scrub");
     snprintf(core.copy_path, sizeof core.copy_path, "%.*sjoblet-copy", (int)at, core.shim_path);
     snprintf(core.exec_path, sizeof core.exec_path, "%.*sjoblet-exec", (int)at, core.shim_path);
+    snprintf(core.srun_path, sizeof core.srun_path, "%.*sjoblet-srun", (int)at, core.shim_path);
+    if (access(core.srun_path, X_OK) < 0) {
+        log_warn("jobs with Slurm's variables (rnx job batch, --slurm-env) get no srun of joblet's: %s: %s",
+                 core.srun_path, strerror(errno));
+        core.srun_path[0] = 0;
+    }
     if (access(core.shim_path, X_OK) < 0)
         return jerr_sys(e, "the job shim %s (jobs.shim_path)", core.shim_path);
     if (cg_host_init(&core.cg, core.cfg.cgroup_root, e) < 0)

@@ -18,15 +18,17 @@ static void add_env(char ***env, size_t *n, const char *k, const char *v)
     (*env)[++*n] = NULL;
 }
 
-/* PATH and LD_LIBRARY_PATH: the job's own (or the default) with the GPU directories appended. */
-static void add_path_env(const job_req *r, const char *key, const char *dflt, const char *extra, char ***env, size_t *n)
+/* PATH and LD_LIBRARY_PATH: the job's own (or the default) with the GPU directories appended,
+ * and first what joblet puts before it (srun's directory in a job with Slurm's variables). */
+static void add_path_env(const job_req *r, const char *key, const char *dflt, const char *first, const char *extra,
+                         char ***env, size_t *n)
 {
     const char *mine = jobreq_env_get(r, false, key);
     const char *base = mine ? mine : dflt;
-    if (!*extra && !mine && !*dflt)
+    if (!*extra && !*first && !mine && !*dflt)
         return;
-    char *v = xmalloc(strlen(base) + strlen(extra) + 2);
-    sprintf(v, "%s%s%s", base, *base && *extra ? ":" : "", extra);
+    char *v = xmalloc(strlen(first) + strlen(base) + strlen(extra) + 3);
+    sprintf(v, "%s%s%s%s%s", first, *first && *base ? ":" : "", base, *base && *extra ? ":" : "", extra);
     add_env(env, n, key, v);
     free(v);
 }
@@ -76,9 +78,10 @@ static char **job_env(const spec_ctx *c, const spec_gpu *gs)
         if (!jobreq_env_get(r, false, defaults[i][0]) && !jobreq_env_get(r, true, defaults[i][0]))
             add_env(&env, &n, defaults[i][0], defaults[i][1]);
     if (!jobreq_env_get(r, true, "PATH"))
-        add_path_env(r, "PATH", SPEC_BUILD_DEFAULT_PATH, gs->path_add, &env, &n);
+        add_path_env(r, "PATH", SPEC_BUILD_DEFAULT_PATH, r->slurm_env && c->srun ? SPEC_BUILD_SRUN_DIR : "",
+                     gs->path_add, &env, &n);
     if (!jobreq_env_get(r, true, "LD_LIBRARY_PATH"))
-        add_path_env(r, "LD_LIBRARY_PATH", "", gs->ld_add, &env, &n);
+        add_path_env(r, "LD_LIBRARY_PATH", "", "", gs->ld_add, &env, &n);
     /* a terminal's type, as docker run -t gives it, unless the job names its own */
     if (r->tty && !jobreq_env_get(r, false, "TERM") && !jobreq_env_get(r, true, "TERM"))
         add_env(&env, &n, "TERM", "xterm");
@@ -210,6 +213,11 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
     /* the GPU's binds, then the job's volumes at /volumes/NAME */
     s->mounts = g.mounts;
     s->nmounts = g.nmounts;
+    /* srun, in a job with Slurm's variables (slurm/srun_main.c), where its PATH finds it first */
+    if (r->slurm_env && c->srun) {
+        s->mounts = xrealloc(s->mounts, (s->nmounts + 1) * sizeof *s->mounts);
+        s->mounts[s->nmounts++] = (spec_mount){xstrdup(c->srun), xstrdup(SPEC_BUILD_SRUN_DIR "/srun"), false};
+    }
     if (c->nvolumes) {
         s->mounts = xrealloc(s->mounts, (s->nmounts + c->nvolumes) * sizeof *s->mounts);
         for (size_t i = 0; i < c->nvolumes; i++)

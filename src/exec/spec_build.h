@@ -24,6 +24,8 @@
 /* The PATH a job gets when its environment gives none (GPU jobs get the CUDA toolkit's bin
  * appended). */
 #define SPEC_BUILD_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* Where a job with Slurm's variables finds joblet's srun (bound there, first in its PATH). */
+#define SPEC_BUILD_SRUN_DIR "/run/joblet/bin"
 
 /* gVisor (docs/sandbox.md): what the machine's runsc is, for a job whose request asks for it. */
 typedef struct spec_gvisor {
@@ -73,6 +75,9 @@ typedef struct spec_ctx {
      * the job's own, which win */
     const jobreq_pair *given_env;
     size_t ngiven_env;
+    /* joblet-srun on the host (slurm/srun_main.c), bound in a job with Slurm's variables; NULL:
+     * none (the job's srun is what its root has, if any) */
+    const char *srun;
 } spec_ctx;
 
 /* The job's spec, every string and list owned by *out (spec_free). On failure (the GPU part

@@ -164,13 +164,12 @@ static void test_notes(void **state)
                                       "ID (--stdout, --stderr); ignored");
     assert_non_null(strstr(p.notes.v[3], "does not get the environment it was submitted from"));
     sbatch_free(&p);
-    /* a command through srun, said once, after the #SBATCH lines */
-    s = "#!/bin/bash\n#SBATCH -t 5\nmodule load x\n  srun -n1 python a.py\nexec srun b\necho srun\n";
+    /* a command through srun says nothing (the job's srun is joblet's), and no #SBATCH line
+     * after the first command is read */
+    s = "#!/bin/bash\n#SBATCH -t 5\nmodule load x\n  srun -n1 python a.py\n#SBATCH --partition=x\n";
     assert_int_equal(sbatch_script(&p, s, strlen(s), NOW, &e), 0);
-    assert_int_equal(p.notes.n, 1);
-    assert_string_equal(p.notes.v[0], "line 4: srun: a joblet job is one task and has no srun of its own; drop 'srun' "
-                                      "and its options to run the command as it is (several tasks or nodes need Slurm "
-                                      "itself: docs/slurm.md)");
+    assert_int_equal(p.notes.n, 0);
+    assert_string_equal(p.slot[SB_TIME], "300s");
     sbatch_free(&p);
 }
 

@@ -1,0 +1,439 @@
+/* Slurm's srun inside a joblet job (srun.h). The options are one table: what each does to the
+ * job's one task, and what is said when the task cannot get it as asked. */
+#include "srun.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util.h"
+
+void srun_free(srun_plan *p)
+{
+    free(p->out);
+    free(p->err);
+    free(p->in);
+    free(p->chdir);
+    sbatch_list_free(&p->export_vars);
+    sbatch_list_free(&p->notes);
+    *p = (srun_plan){0};
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    return s;
+}
+
+enum sr_kind {
+    R_ONE,       /* a count of tasks or nodes: 1 is what the job is; more is refused */
+    R_LABEL,     /* -l */
+    R_OUT,       /* -o: "all" the job's own, "none" nowhere, a task number (0) the job's own, or a file */
+    R_ERR,       /* -e */
+    R_IN,        /* -i */
+    R_OPEN_MODE, /* append or truncate */
+    R_CHDIR,     /* -D */
+    R_EXPORT,    /* ALL, NONE, [ALL,]NAME[=VALUE],... */
+    R_CPUS,      /* -c: noted when it is not the job's */
+    R_GPUS,      /* -G and the per-task, per-node forms: noted when not the job's */
+    R_GRES,      /* gpu[:TYPE][:N] among others: the same */
+    R_MEM,       /* --mem: noted when not the job's */
+    R_MEM_SHARE, /* --mem-per-cpu, --mem-per-gpu: noted (the task has the job's memory) */
+    R_TIME,      /* -t: noted (the job's limit applies) */
+    R_QUIET,     /* what a lone task on the job's one machine meets anyway (placement, binding, a
+                  * step's name, accounting, srun's own verbosity): taken without a word */
+    R_REFUSE,    /* what joblet cannot do inside a job: refused with the text */
+};
+
+typedef struct sr_opt {
+    const char *name;
+    char letter;
+    int arg; /* 0 none, 1 required, 2 optional ("--name=value" only) */
+    enum sr_kind kind;
+    const char *text; /* R_REFUSE: why */
+} sr_opt;
+
+#define NOT_IN_A_JOB "a joblet job is one task with no Slurm of its own; this needs Slurm itself (docs/slurm.md)"
+
+static const sr_opt sr_opts[] = {
+    {"ntasks", 'n', 1, R_ONE, NULL},
+    {"nodes", 'N', 1, R_ONE, NULL},
+    {"ntasks-per-node", 0, 1, R_ONE, NULL},
+    {"ntasks-per-gpu", 0, 1, R_ONE, NULL},
+    {"ntasks-per-socket", 0, 1, R_ONE, NULL},
+    {"ntasks-per-core", 0, 1, R_ONE, NULL},
+    {"label", 'l', 0, R_LABEL, NULL},
+    {"output", 'o', 1, R_OUT, NULL},
+    {"error", 'e', 1, R_ERR, NULL},
+    {"input", 'i', 1, R_IN, NULL},
+    {"open-mode", 0, 1, R_OPEN_MODE, NULL},
+    {"chdir", 'D', 1, R_CHDIR, NULL},
+    {"export", 0, 1, R_EXPORT, NULL},
+    {"cpus-per-task", 'c', 1, R_CPUS, NULL},
+    {"gpus", 'G', 1, R_GPUS, NULL},
+    {"gpus-per-task", 0, 1, R_GPUS, NULL},
+    {"gpus-per-node", 0, 1, R_GPUS, NULL},
+    {"gres", 0, 1, R_GRES, NULL},
+    {"mem", 0, 1, R_MEM, NULL},
+    {"mem-per-cpu", 0, 1, R_MEM_SHARE, NULL},
+    {"mem-per-gpu", 0, 1, R_MEM_SHARE, NULL},
+    {"time", 't', 1, R_TIME, NULL},
+    {"job-name", 'J', 1, R_QUIET, NULL},
+    {"unbuffered", 'u', 0, R_QUIET, NULL},
+    {"kill-on-bad-exit", 'K', 2, R_QUIET, NULL},
+    {"wait", 'W', 1, R_QUIET, NULL},
+    {"disable-status", 'X', 0, R_QUIET, NULL},
+    {"quiet", 'Q', 0, R_QUIET, NULL},
+    {"verbose", 'v', 0, R_QUIET, NULL},
+    {"pty", 0, 2, R_QUIET, NULL},
+    {"mpi", 0, 1, R_QUIET, NULL},
+    {"cpu-bind", 0, 1, R_QUIET, NULL},
+    {"gpu-bind", 0, 1, R_QUIET, NULL},
+    {"mem-bind", 0, 1, R_QUIET, NULL},
+    {"accel-bind", 0, 1, R_QUIET, NULL},
+    {"distribution", 'm', 1, R_QUIET, NULL},
+    {"hint", 0, 1, R_QUIET, NULL},
+    {"exact", 0, 0, R_QUIET, NULL},
+    {"overlap", 0, 0, R_QUIET, NULL},
+    {"whole", 0, 0, R_QUIET, NULL},
+    {"exclusive", 0, 2, R_QUIET, NULL},
+    {"oversubscribe", 's', 0, R_QUIET, NULL},
+    {"overcommit", 'O', 0, R_QUIET, NULL},
+    {"threads", 'T', 1, R_QUIET, NULL},
+    {"preserve-env", 'E', 0, R_QUIET, NULL},
+    {"no-kill", 'k', 2, R_QUIET, NULL},
+    {"immediate", 'I', 2, R_QUIET, NULL},
+    {"cpu-freq", 0, 1, R_QUIET, NULL},
+    {"gpu-freq", 0, 1, R_QUIET, NULL},
+    {"cpus-per-gpu", 0, 1, R_QUIET, NULL},
+    {"mincpus", 0, 1, R_QUIET, NULL},
+    {"sockets-per-node", 0, 1, R_QUIET, NULL},
+    {"cores-per-socket", 0, 1, R_QUIET, NULL},
+    {"threads-per-core", 0, 1, R_QUIET, NULL},
+    {"gres-flags", 0, 1, R_QUIET, NULL},
+    {"propagate", 0, 2, R_QUIET, NULL},
+    {"partition", 'p', 1, R_QUIET, NULL},
+    {"account", 'A', 1, R_QUIET, NULL},
+    {"qos", 'q', 1, R_QUIET, NULL},
+    {"reservation", 0, 1, R_QUIET, NULL},
+    {"constraint", 'C', 1, R_QUIET, NULL},
+    {"nodelist", 'w', 1, R_QUIET, NULL},
+    {"exclude", 'x', 1, R_QUIET, NULL},
+    {"relative", 'r', 1, R_ONE, NULL}, /* (checked as 0 below) */
+    {"jobid", 0, 1, R_QUIET, NULL},
+    {"comment", 0, 1, R_QUIET, NULL},
+    {"mail-type", 0, 1, R_QUIET, NULL},
+    {"mail-user", 0, 1, R_QUIET, NULL},
+    {"slurmd-debug", 0, 1, R_QUIET, NULL},
+    {"network", 0, 1, R_QUIET, NULL},
+    {"compress", 0, 2, R_QUIET, NULL},
+    {"multi-prog", 0, 0, R_REFUSE, "give the command itself (a joblet job has one task)"},
+    {"prolog", 0, 1, R_REFUSE, "run it in the script before srun"},
+    {"epilog", 0, 1, R_REFUSE, "run it in the script after srun"},
+    {"task-prolog", 0, 1, R_REFUSE, "run it in the script before srun"},
+    {"task-epilog", 0, 1, R_REFUSE, "run it in the script after srun"},
+    {"dependency", 'd', 1, R_REFUSE, NOT_IN_A_JOB},
+    {"begin", 'b', 1, R_REFUSE, NOT_IN_A_JOB},
+    {"hold", 'H', 0, R_REFUSE, NOT_IN_A_JOB},
+    {"het-group", 0, 1, R_REFUSE, NOT_IN_A_JOB},
+    {"bcast", 0, 2, R_REFUSE, NOT_IN_A_JOB},
+    {"no-allocate", 'Z', 0, R_REFUSE, NOT_IN_A_JOB},
+    {"x11", 0, 2, R_REFUSE, "a joblet job has no X11 forwarding"},
+    {"container", 0, 1, R_REFUSE, "a joblet job is its own container (rnx job run --runtime)"},
+};
+
+static bool whole(const char *s, long long lo, long long hi, long long *out)
+{
+    if (!*s || strlen(s) > 18)
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return false;
+    long long v = strtoll(s, NULL, 10);
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* "the job's 4" or "the job's (no limit)" */
+static void of_job(char *buf, size_t len, long long have, const char *unit)
+{
+    if (have < 0)
+        snprintf(buf, len, "all of the job's (it has no limit)");
+    else
+        snprintf(buf, len, "the job's %lld%s", have, unit);
+}
+
+/* A step's share of what the job has: more than the job has is refused, as srun refuses a step
+ * the job cannot hold; less is noted (the task has all of the job's). */
+static int share(srun_plan *p, const char *where, long long asked, long long have, const char *what,
+                 const char *unit, jerr *e)
+{
+    if (asked == have)
+        return 0;
+    if (have >= 0 && asked > have)
+        return jerr_input(e, what, "%s: more than the job has (%lld%s): a step has at most the job's", where, have,
+                          unit);
+    char h[64];
+    of_job(h, sizeof h, have, unit);
+    sbatch_list_add(&p->notes, xprintf("%s: a step has the job's %s, not a share: the task has %s", where, what, h));
+    return 0;
+}
+
+static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where, const srun_job *job, jerr *e)
+{
+    long long n;
+    switch (o->kind) {
+    case R_ONE:
+        if (!strcmp(o->name, "relative")) {
+            if (!whole(v, 0, 0, &n))
+                return jerr_input(e, o->name, "%s: %s", where, NOT_IN_A_JOB);
+            return 0;
+        }
+        if (!strcmp(o->name, "nodes") && !strncmp(v, "1-", 2)) /* at least one: one it is */
+            v = "1";
+        if (!whole(v, 1, 1, &n))
+            return jerr_input(e, o->name, "%s: %s", where,
+                              whole(v, 2, 1LL << 40, &n) ? NOT_IN_A_JOB : "must be a whole number (1 in a joblet job)");
+        return 0;
+    case R_LABEL: p->label = true; return 0;
+    case R_OUT:
+    case R_ERR:
+    case R_IN: {
+        char **slot = o->kind == R_OUT ? &p->out : o->kind == R_ERR ? &p->err : &p->in;
+        free(*slot);
+        *slot = NULL;
+        if (!*v)
+            return jerr_input(e, o->name, "%s: needs a file name, all, none or a task number", where);
+        if (!strcasecmp(v, "none"))
+            *slot = xstrdup("/dev/null");
+        else if (strcasecmp(v, "all") && !whole(v, 0, 0, &n)) {
+            if (strspn(v, "0123456789") == strlen(v))
+                return jerr_input(e, o->name, "%s: the job's one task is task 0", where);
+            *slot = xstrdup(v);
+        }
+        return 0;
+    }
+    case R_OPEN_MODE:
+        if (!strcasecmp(v, "append") || !strcasecmp(v, "a"))
+            p->append = true;
+        else if (!strcasecmp(v, "truncate") || !strcasecmp(v, "t"))
+            p->append = false;
+        else
+            return jerr_input(e, o->name, "%s: append or truncate", where);
+        return 0;
+    case R_CHDIR:
+        if (!*v)
+            return jerr_input(e, o->name, "%s: needs a directory", where);
+        free(p->chdir);
+        p->chdir = xstrdup(v);
+        return 0;
+    case R_EXPORT: {
+        sbatch_list_free(&p->export_vars);
+        p->export_none = false;
+        char *copy = xstrdup(v), *save = NULL;
+        bool first = true;
+        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save), first = false) {
+            if (first && !strcasecmp(item, "ALL"))
+                continue;
+            if (first && !strcasecmp(item, "NONE")) {
+                p->export_none = true;
+                continue;
+            }
+            size_t nl = strcspn(item, "=");
+            bool ok = nl > 0 && (isalpha((unsigned char)item[0]) || item[0] == '_');
+            for (size_t i = 1; ok && i < nl; i++)
+                ok = isalnum((unsigned char)item[i]) || item[i] == '_';
+            if (!ok) {
+                jerr_input(e, "export", "%s: '%.64s': a variable is NAME or NAME=VALUE", where, item);
+                free(copy);
+                return -1;
+            }
+            sbatch_list_add(&p->export_vars, xstrdup(item));
+        }
+        free(copy);
+        return 0;
+    }
+    case R_CPUS:
+        if (!whole(v, 1, 1 << 20, &n))
+            return jerr_input(e, o->name, "%s: must be a whole number of CPUs", where);
+        return share(p, where, n, job->cpus, "CPUs", " CPUs", e);
+    case R_GPUS: {
+        char type[64];
+        if (!sbatch_gpus(v, &n, type, sizeof type))
+            return jerr_input(e, o->name, "%s: GPUs are N or TYPE:N", where);
+        return share(p, where, n, job->gpus, "GPUs", " GPUs", e);
+    }
+    case R_GRES: {
+        char *copy = xstrdup(v), *save = NULL, type[64];
+        int rc = 0;
+        for (char *item = strtok_r(copy, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(item, "gpu"))
+                n = 1;
+            else if (strncmp(item, "gpu:", 4))
+                continue; /* (other resources: the job's, whatever they are) */
+            else if (!sbatch_gpus(item + 4, &n, type, sizeof type)) {
+                rc = jerr_input(e, "gres", "%s: '%.64s': a GPU is gpu, gpu:N or gpu:TYPE:N", where, item);
+                break;
+            }
+            rc = share(p, where, n, job->gpus, "GPUs", " GPUs", e);
+        }
+        free(copy);
+        return rc;
+    }
+    case R_MEM:
+        if ((n = sbatch_mb(v)) < 0)
+            return jerr_input(e, o->name, "%s: memory is a number with K, M, G or T", where);
+        /* (0: all of the node's, which the job's is) */
+        return n > 0 ? share(p, where, n, job->mem_mb, "memory", " MB", e) : 0;
+    case R_MEM_SHARE: {
+        if (sbatch_mb(v) < 0)
+            return jerr_input(e, o->name, "%s: memory is a number with K, M, G or T", where);
+        char h[64];
+        of_job(h, sizeof h, job->mem_mb, " MB");
+        sbatch_list_add(&p->notes, xprintf("%s: a step has the job's memory, not a share: the task has %s", where, h));
+        return 0;
+    }
+    case R_TIME:
+        sbatch_list_add(&p->notes, xprintf("%s: a step runs within the job's time limit, not one of its own", where));
+        return 0;
+    case R_QUIET: return 0;
+    case R_REFUSE: return jerr_input(e, o->name, "%s: %s", where, o->text);
+    }
+    return 0;
+}
+
+/* The option at words[0] (words[1] its value when separate): how many words it took, or -1. */
+static int option(srun_plan *p, char *const *words, int n, const srun_job *job, jerr *e)
+{
+    const char *w = words[0], *value = NULL;
+    const sr_opt *o = NULL;
+    if (w[1] == '-') {
+        size_t len = strcspn(w + 2, "=");
+        for (size_t i = 0; i < ARRAY_LEN(sr_opts) && !o; i++)
+            if (strlen(sr_opts[i].name) == len && !memcmp(sr_opts[i].name, w + 2, len))
+                o = &sr_opts[i];
+        if (!o)
+            return jerr_input(e, "option", "unrecognized option '%.*s' (srun in a joblet job: docs/batch.md)",
+                              (int)(len > 64 ? 64 : len) + 2, w);
+        if (w[2 + len] == '=')
+            value = w + 3 + len;
+    } else {
+        for (size_t i = 0; i < ARRAY_LEN(sr_opts) && !o; i++)
+            if (sr_opts[i].letter && sr_opts[i].letter == w[1])
+                o = &sr_opts[i];
+        if (!o)
+            return jerr_input(e, "option", "invalid option -- '%c' (srun in a joblet job: docs/batch.md)", w[1]);
+        if (w[2]) {
+            if (!o->arg) /* -lu: switches together */
+                return jerr_input(e, o->name, "-%c takes no value; give switches one by one", w[1]);
+            value = w + 2;
+        }
+    }
+    int used = 1;
+    if (!value && o->arg == 1) {
+        if (n < 2)
+            return jerr_input(e, o->name, "option '--%s' requires an argument", o->name);
+        value = words[1];
+        used = 2;
+    }
+    if (value && !o->arg)
+        return jerr_input(e, o->name, "option '--%s' doesn't allow an argument", o->name);
+    char where[160];
+    snprintf(where, sizeof where, "--%s%s%.64s", o->name, value ? "=" : "", value ? value : "");
+    return take(p, o, value ? value : "", where, job, e) < 0 ? -1 : used;
+}
+
+int srun_args(srun_plan *p, int argc, char *const *argv, const srun_job *job, jerr *e)
+{
+    *p = (srun_plan){0};
+    int i = 0;
+    while (i < argc) {
+        const char *w = argv[i];
+        if (!strcmp(w, "--")) {
+            i++;
+            break;
+        }
+        if (w[0] != '-' || !w[1])
+            break;
+        int used = option(p, argv + i, argc - i, job, e);
+        if (used < 0) {
+            srun_free(p);
+            return -1;
+        }
+        i += used;
+    }
+    if (i >= argc) {
+        srun_free(p);
+        return jerr_input(e, "command", "no command to run (srun [OPTIONS] COMMAND [ARGS...])");
+    }
+    p->cmd = i;
+    return 0;
+}
+
+char *srun_file_name(const char *pattern, const srun_names *nm, char *out, size_t len)
+{
+    size_t o = 0;
+    for (const char *s = pattern; *s; s++) {
+        char piece[256];
+        const char *add = piece;
+        if (*s != '%') {
+            piece[0] = *s, piece[1] = 0;
+        } else {
+            const char *q = s + 1;
+            int width = 0;
+            while (isdigit((unsigned char)*q) && width < 100)
+                width = width * 10 + (*q++ - '0');
+            const char *v = NULL;
+            bool number = true;
+            switch (*q) {
+            case '%': v = "%", number = false; break;
+            case 'j':
+            case 'J': v = nm->job_id, number = false; break;
+            case 's':
+            case 't':
+            case 'n': v = "0"; break;
+            case 'N': v = nm->host, number = false; break;
+            case 'u': v = nm->user, number = false; break;
+            case 'x': v = nm->job_name, number = false; break;
+            case 'A': v = nm->array_job_id, number = false; break;
+            case 'a': v = nm->array_task_id; break;
+            default: break;
+            }
+            if (!*q) {
+                v = "%";
+                q--;
+            } else if (!v && !strchr("%jJstnNuxAa", *q)) {
+                /* not one of srun's: kept as written */
+                snprintf(piece, sizeof piece, "%.*s", (int)(q - s + 1), s);
+                s = q;
+                goto append;
+            }
+            if (!v)
+                v = "";
+            if (number && width > 0)
+                snprintf(piece, sizeof piece, "%0*lld", width > 20 ? 20 : width, strtoll(v, NULL, 10));
+            else
+                snprintf(piece, sizeof piece, "%s", v);
+            s = q;
+        }
+    append:;
+        size_t l = strlen(add);
+        if (o + l >= len)
+            return NULL;
+        memcpy(out + o, add, l);
+        o += l;
+    }
+    out[o] = 0;
+    return out;
+}

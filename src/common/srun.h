@@ -1,0 +1,50 @@
+/* Slurm's srun inside a joblet job: its command line, read as srun reads it, turned into what the
+ * job's one task gets (slurm/srun_main.c runs it; docs/batch.md, "srun in a batch job"). A
+ * joblet job is one task on one machine with everything the job has, so a step is that task:
+ * one task and one node are honoured, more are refused; the task's output, error and input
+ * files, its labels, directory and environment are honoured; a step's share of the job's CPUs,
+ * memory or GPUs is noted when it is less than the job has (the task has the job's) and refused
+ * when more, and a step's time limit is noted (the job's applies); placement and accounting options a lone task meets anyway are taken without a
+ * word. Pure: no syscall, no environment read (the caller passes what the job has). */
+#ifndef JOBLET_SRUN_H
+#define JOBLET_SRUN_H
+
+#include <stdbool.h>
+
+#include "err.h"
+#include "sbatch.h"
+
+/* What the job has, from its SLURM_* variables: -1 when the job does not say (no limit; for
+ * GPUs the caller gives 0: a job without SLURM_GPUS has none). */
+typedef struct srun_job {
+    long long cpus, gpus, mem_mb;
+} srun_job;
+
+typedef struct srun_plan {
+    int cmd;                 /* argv index of the command (argc when none: refused) */
+    bool label;              /* -l: "0: " before every line of output and error */
+    char *out, *err, *in;    /* -o, -e, -i: file name patterns (srun_file_name); NULL: the job's own */
+    bool append;             /* --open-mode=append */
+    char *chdir;             /* -D */
+    bool export_none;        /* --export=NONE: only the SLURM_* variables and those named */
+    sbatch_list export_vars; /* --export's "NAME=VALUE", or "NAME" (its value from srun's environment) */
+    sbatch_list notes;       /* "srun: joblet: --time=5: ..." for what the task does not get as asked */
+} srun_plan;
+
+void srun_free(srun_plan *p);
+
+/* srun's command line (argv[0] is the first option or the command): its options up to the
+ * command (or "--"). 0 with p filled, or -1 with e set: an option srun does not have, a value
+ * out of form, more than one task or node, a command missing. */
+int srun_args(srun_plan *p, int argc, char *const *argv, const srun_job *job, jerr *e);
+
+/* An -o/-e/-i pattern with srun's substitutions for the one task of step 0: %j %J job id, %s
+ * step (0), %t task and %n node (0), %N the host name, %u the user, %x the job name, %A %a the
+ * array's job and task ids, %% a '%'; a number after '%' pads with zeros (%3t: 000). The names'
+ * values come from the caller (NULL: ""). NULL when the result would be longer than len. */
+typedef struct srun_names {
+    const char *job_id, *host, *user, *job_name, *array_job_id, *array_task_id;
+} srun_names;
+char *srun_file_name(const char *pattern, const srun_names *n, char *out, size_t len);
+
+#endif

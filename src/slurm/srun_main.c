@@ -1,0 +1,276 @@
+/* joblet-srun: Slurm's srun inside a joblet job, so that a batch script written for Slurm runs
+ * its `srun python train.py` lines unchanged (docs/batch.md, "srun in a batch job"). joblet binds
+ * it at /run/joblet/bin/srun in a job with Slurm's variables (--slurm-env, which rnx job batch
+ * sets) and puts that directory first in the job's PATH (exec/spec_build.c).
+ *
+ * A joblet job is one task on one machine, so a step is that task: srun reads its options
+ * (common/srun.c says what each does), sets what srun tells a task of itself (SLURM_PROCID,
+ * SLURM_NTASKS=1, SLURM_STEP_ID...), opens the step's files, and then becomes the command, which
+ * runs with everything the job has; with -l it stays, prefixing each line of the command's
+ * output with its task number, as srun does. It runs as the job's user, in the job: it does
+ * nothing the job could not do itself. Statically linked (a runtime's tree may have another C
+ * library). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/srun.h"
+
+extern char **environ;
+
+static long long env_num(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return -1;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    return *end || n < 0 ? -1 : n;
+}
+
+/* --export=NONE: only Slurm's variables stay (and those named, set below). */
+static void keep_only_slurm(void)
+{
+    size_t n = 0;
+    for (char **e = environ; *e; e++)
+        n++;
+    char **keep = calloc(n + 1, sizeof *keep);
+    if (!keep)
+        return;
+    size_t k = 0;
+    for (char **e = environ; *e; e++)
+        if (!strncmp(*e, "SLURM_", 6) || !strncmp(*e, "SLURMD_", 7))
+            keep[k++] = *e;
+    environ = keep;
+}
+
+/* What srun tells its task: one task of one node, task 0 of step 0, on this host. */
+static void step_env(const char *host)
+{
+    static const char *const one[][2] = {
+        {"SLURM_STEP_ID", "0"},        {"SLURM_STEPID", "0"},         {"SLURM_PROCID", "0"},
+        {"SLURM_LOCALID", "0"},        {"SLURM_NODEID", "0"},         {"SLURM_GTIDS", "0"},
+        {"SLURM_NTASKS", "1"},         {"SLURM_NPROCS", "1"},         {"SLURM_STEP_NUM_TASKS", "1"},
+        {"SLURM_STEP_NUM_NODES", "1"}, {"SLURM_TASKS_PER_NODE", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "1"},
+    };
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
+        setenv(one[i][0], one[i][1], 1);
+    static const char *const node[] = {"SLURM_NODELIST", "SLURM_JOB_NODELIST", "SLURM_STEP_NODELIST",
+                                       "SLURMD_NODENAME"};
+    for (size_t i = 0; i < sizeof node / sizeof node[0]; i++)
+        setenv(node[i], host, 1);
+}
+
+static int open_file(const char *pattern, const srun_names *nm, int flags, const char *what)
+{
+    char path[4096];
+    if (!srun_file_name(pattern, nm, path, sizeof path)) {
+        fprintf(stderr, "srun: error: the %s file name '%.64s...' is too long\n", what, pattern);
+        return -1;
+    }
+    int fd = open(path, flags | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fprintf(stderr, "srun: error: cannot open the %s file %s: %s\n", what, path, strerror(errno));
+    return fd;
+}
+
+static int put_fd(int fd, int target)
+{
+    if (fd == target)
+        return 0;
+    return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* -l: the command's output and error, each line after "0: ", as srun labels task 0's. */
+typedef struct labeled {
+    int from, to;
+    char buf[8192];
+    size_t have;
+} labeled;
+
+static void label_flush(labeled *l, bool all)
+{
+    size_t start = 0;
+    for (size_t i = 0; i < l->have; i++)
+        if (l->buf[i] == '\n') {
+            write_all(l->to, "0: ", 3);
+            write_all(l->to, l->buf + start, i + 1 - start);
+            start = i + 1;
+        }
+    if (all || (start == 0 && l->have == sizeof l->buf)) { /* the end, or a line longer than the buffer */
+        if (start < l->have) {
+            write_all(l->to, "0: ", 3);
+            write_all(l->to, l->buf + start, l->have - start);
+            if (all)
+                write_all(l->to, "\n", 1);
+        }
+        start = l->have;
+    }
+    memmove(l->buf, l->buf + start, l->have - start);
+    l->have -= start;
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void forward(int sig)
+{
+    if (child_pid > 0)
+        kill(child_pid, sig);
+}
+
+static int run_labeled(char *const *argv)
+{
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        fprintf(stderr, "srun: error: pipe: %s\n", strerror(errno));
+        return 1;
+    }
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
+    struct sigaction sa = {.sa_handler = forward, .sa_flags = SA_RESTART};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "srun: error: fork: %s\n", strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+            sigaction(sigs[i], &dfl, NULL);
+        char pidv[24];
+        snprintf(pidv, sizeof pidv, "%d", (int)getpid());
+        setenv("SLURM_TASK_PID", pidv, 1);
+        if (dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+            _exit(2);
+        execvp(argv[0], argv);
+        fprintf(stderr, "srun: error: execve(): %s: %s\n", argv[0], strerror(errno));
+        _exit(2);
+    }
+    child_pid = pid;
+    close(out[1]);
+    close(err[1]);
+    labeled l[2] = {{.from = out[0], .to = 1}, {.from = err[0], .to = 2}};
+    int open_n = 2;
+    while (open_n > 0) {
+        struct pollfd p[2] = {{.fd = l[0].from, .events = POLLIN}, {.fd = l[1].from, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (l[i].from < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t r = read(l[i].from, l[i].buf + l[i].have, sizeof l[i].buf - l[i].have);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0) {
+                label_flush(&l[i], true);
+                close(l[i].from);
+                l[i].from = -1;
+                open_n--;
+                continue;
+            }
+            l[i].have += (size_t)r;
+            label_flush(&l[i], false);
+        }
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(st)) {
+        fprintf(stderr, "srun: error: task 0: %s\n", strsignal(WTERMSIG(st)));
+        return 128 + WTERMSIG(st);
+    }
+    return WEXITSTATUS(st);
+}
+
+int main(int argc, char **argv)
+{
+    /* (a job without SLURM_GPUS has no GPU) */
+    long long gpus = env_num("SLURM_GPUS");
+    srun_job job = {env_num("SLURM_CPUS_PER_TASK"), gpus < 0 ? 0 : gpus, env_num("SLURM_MEM_PER_NODE")};
+    srun_plan p;
+    jerr e = {0};
+    if (srun_args(&p, argc - 1, argv + 1, &job, &e) < 0) {
+        fprintf(stderr, "srun: error: %s\n", e.msg);
+        return 1;
+    }
+    for (size_t i = 0; i < p.notes.n; i++)
+        fprintf(stderr, "srun: joblet: %s\n", p.notes.v[i]);
+    char host[256] = "localhost";
+    if (gethostname(host, sizeof host) < 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = 0;
+    if (p.export_none)
+        keep_only_slurm();
+    for (size_t i = 0; i < p.export_vars.n; i++) {
+        char *eq = strchr(p.export_vars.v[i], '=');
+        if (!eq)
+            continue; /* NAME alone: the value srun has (which stays unless NONE dropped it) */
+        *eq = 0;
+        setenv(p.export_vars.v[i], eq + 1, 1);
+        *eq = '=';
+    }
+    step_env(host);
+    if (p.chdir && chdir(p.chdir) < 0) {
+        fprintf(stderr, "srun: error: chdir %s: %s\n", p.chdir, strerror(errno));
+        return 1;
+    }
+    char uid[24];
+    snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
+    const char *user = getenv("USER");
+    srun_names nm = {getenv("SLURM_JOB_ID"), host, user && *user ? user : uid, getenv("SLURM_JOB_NAME"),
+                     getenv("SLURM_ARRAY_JOB_ID"), getenv("SLURM_ARRAY_TASK_ID")};
+    int wflags = O_WRONLY | O_CREAT | (p.append ? O_APPEND : O_TRUNC);
+    if (p.in) {
+        int fd = open_file(p.in, &nm, O_RDONLY, "input");
+        if (fd < 0 || put_fd(fd, 0) < 0)
+            return 1;
+    }
+    /* -o alone takes the error too, as srun's does */
+    const char *errp = p.err ? p.err : p.out;
+    if (p.out) {
+        int fd = open_file(p.out, &nm, wflags, "output");
+        if (fd < 0 || put_fd(fd, 1) < 0)
+            return 1;
+        if (errp == p.out && put_fd(1, 2) < 0)
+            return 1;
+    }
+    if (errp && errp != p.out) {
+        int fd = open_file(errp, &nm, wflags, "error");
+        if (fd < 0 || put_fd(fd, 2) < 0)
+            return 1;
+    }
+    char **cmd = argv + 1 + p.cmd;
+    bool label = p.label;
+    srun_free(&p);
+    if (label)
+        return run_labeled(cmd);
+    char pidv[24];
+    snprintf(pidv, sizeof pidv, "%d", (int)getpid());
+    setenv("SLURM_TASK_PID", pidv, 1);
+    execvp(cmd[0], cmd);
+    fprintf(stderr, "srun: error: execve(): %s: %s\n", cmd[0], strerror(errno));
+    return 2;
+}

@@ -1,0 +1,158 @@
+/* common/srun.c: srun's command line inside a joblet job, read as srun reads it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/srun.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* a job with 4 CPUs, 2 GPUs and 8 GiB */
+static const srun_job JOB = {4, 2, 8192};
+
+static void test_options_and_the_command(void **state)
+{
+    (void)state;
+    srun_plan p;
+    jerr e = {0};
+    char *a[] = {"-l", "-n", "1", "-N1", "--ntasks-per-node=1", "-c", "4", "--gpus=2", "--mem=8G", "--mpi=pmix",
+                 "-J", "step", "--cpu-bind=cores", "-u", "--kill-on-bad-exit=1", "-o", "out_%j.txt", "--open-mode=append",
+                 "-D", "/work/sub", "--export=ALL,A=1,B", "python", "-c", "print(1)"};
+    assert_int_equal(srun_args(&p, ARGC(a), a, &JOB, &e), 0);
+    assert_int_equal(p.cmd, 21);
+    assert_true(p.label);
+    assert_true(p.append);
+    assert_string_equal(p.out, "out_%j.txt");
+    assert_null(p.err);
+    assert_null(p.in);
+    assert_string_equal(p.chdir, "/work/sub");
+    assert_false(p.export_none);
+    assert_int_equal(p.export_vars.n, 2);
+    assert_string_equal(p.export_vars.v[0], "A=1");
+    assert_string_equal(p.export_vars.v[1], "B");
+    assert_int_equal(p.notes.n, 0); /* all of it the job's as it is */
+    srun_free(&p);
+
+    /* "--" ends the options; "none" and a task number; NONE */
+    char *b[] = {"-i", "none", "-e", "0", "--output=all", "--export=NONE,X=2", "--", "-weird", "x"};
+    assert_int_equal(srun_args(&p, ARGC(b), b, &JOB, &e), 0);
+    assert_int_equal(p.cmd, 7);
+    assert_string_equal(p.in, "/dev/null");
+    assert_null(p.err);
+    assert_null(p.out);
+    assert_true(p.export_none);
+    assert_string_equal(p.export_vars.v[0], "X=2");
+    srun_free(&p);
+
+    /* no option at all; nodes as min-max, at least one */
+    char *c[] = {"hostname"};
+    assert_int_equal(srun_args(&p, 1, c, &JOB, &e), 0);
+    assert_int_equal(p.cmd, 0);
+    srun_free(&p);
+    char *d[] = {"--nodes=1-4", "true"};
+    assert_int_equal(srun_args(&p, 2, d, &JOB, &e), 0);
+    srun_free(&p);
+}
+
+static void test_notes(void **state)
+{
+    (void)state;
+    srun_plan p;
+    jerr e = {0};
+    char *a[] = {"-c", "1", "--gpus-per-task=1", "--mem-per-cpu=1G", "-t", "10", "--gres=gpu:a100:1,tmpfs:5", "x"};
+    assert_int_equal(srun_args(&p, ARGC(a), a, &JOB, &e), 0);
+    assert_int_equal(p.notes.n, 5);
+    assert_string_equal(p.notes.v[0], "--cpus-per-task=1: a step has the job's CPUs, not a share: the task has the job's "
+                                      "4 CPUs");
+    assert_string_equal(p.notes.v[1], "--gpus-per-task=1: a step has the job's GPUs, not a share: the task has the "
+                                      "job's 2 GPUs");
+    assert_string_equal(p.notes.v[2], "--mem-per-cpu=1G: a step has the job's memory, not a share: the task has the "
+                                      "job's 8192 MB");
+    assert_string_equal(p.notes.v[3], "--time=10: a step runs within the job's time limit, not one of its own");
+    assert_string_equal(p.notes.v[4], "--gres=gpu:a100:1,tmpfs:5: a step has the job's GPUs, not a share: the task "
+                                      "has the job's 2 GPUs");
+    srun_free(&p);
+    /* a job without limits: the task has all of it */
+    const srun_job none = {-1, 0, -1};
+    char *b[] = {"-c", "2", "--mem=1G", "x"};
+    assert_int_equal(srun_args(&p, ARGC(b), b, &none, &e), 0);
+    assert_int_equal(p.notes.n, 2);
+    assert_string_equal(p.notes.v[0], "--cpus-per-task=2: a step has the job's CPUs, not a share: the task has all of "
+                                      "the job's (it has no limit)");
+    srun_free(&p);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *words[4];
+        const char *msg;
+    } cases[] = {
+        {{"-n", "2", "x"}, "--ntasks=2: a joblet job is one task with no Slurm of its own; this needs Slurm itself "
+                           "(docs/slurm.md)"},
+        {{"--nodes=2", "x"}, "--nodes=2: a joblet job is one task with no Slurm of its own; this needs Slurm itself "
+                             "(docs/slurm.md)"},
+        {{"-n", "many", "x"}, "--ntasks=many: must be a whole number (1 in a joblet job)"},
+        {{"--gpus=3", "x"}, "--gpus=3: more than the job has (2 GPUs): a step has at most the job's"},
+        {{"-c", "8", "x"}, "--cpus-per-task=8: more than the job has (4 CPUs): a step has at most the job's"},
+        {{"--mem=9G", "x"}, "--mem=9G: more than the job has (8192 MB): a step has at most the job's"},
+        {{"--mem=lots", "x"}, "--mem=lots: memory is a number with K, M, G or T"},
+        {{"--foo", "x"}, "unrecognized option '--foo' (srun in a joblet job: docs/batch.md)"},
+        {{"-y", "x"}, "invalid option -- 'y' (srun in a joblet job: docs/batch.md)"},
+        {{"-lu", "x"}, "-l takes no value; give switches one by one"},
+        {{"--label=yes", "x"}, "option '--label' doesn't allow an argument"},
+        {{"-o"}, "option '--output' requires an argument"},
+        {{"-o", "3", "x"}, "--output=3: the job's one task is task 0"},
+        {{"--multi-prog", "x"}, "--multi-prog: give the command itself (a joblet job has one task)"},
+        {{"--dependency=afterok:1", "x"}, "--dependency=afterok:1: a joblet job is one task with no Slurm of its own; "
+                                          "this needs Slurm itself (docs/slurm.md)"},
+        {{"--export=1BAD", "x"}, "--export=1BAD: '1BAD': a variable is NAME or NAME=VALUE"},
+        {{"--open-mode=sideways", "x"}, "--open-mode=sideways: append or truncate"},
+        {{"-l"}, "no command to run (srun [OPTIONS] COMMAND [ARGS...])"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n = 0;
+        while (n < 4 && cases[i].words[n])
+            n++;
+        srun_plan p;
+        jerr e = {0};
+        if (srun_args(&p, n, (char *const *)cases[i].words, &JOB, &e) == 0) {
+            srun_free(&p);
+            fail_msg("case %zu (%s) was taken", i, cases[i].words[0]);
+        }
+        assert_string_equal(e.msg, cases[i].msg);
+    }
+}
+
+static void test_file_names(void **state)
+{
+    (void)state;
+    srun_names nm = {"8bea11bb", "job-8bea11bb", "alice", "sweep", "8bea11bb", "7"};
+    char out[64];
+    assert_string_equal(srun_file_name("out_%j_%s_%t_%n.%N.txt", &nm, out, sizeof out),
+                        "out_8bea11bb_0_0_0.job-8bea11bb.txt");
+    assert_string_equal(srun_file_name("%x-%u-%A_%a-%3a-%4t%%", &nm, out, sizeof out),
+                        "sweep-alice-8bea11bb_7-007-0000%");
+    assert_string_equal(srun_file_name("%q%J%", &nm, out, sizeof out), "%q8bea11bb%");
+    srun_names none = {0};
+    assert_string_equal(srun_file_name("a%ab%xc", &none, out, sizeof out), "abc");
+    assert_null(srun_file_name("%N%N%N%N", &nm, out, 16)); /* too long */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_options_and_the_command),
+        cmocka_unit_test(test_notes),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_file_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
