@@ -4,7 +4,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,22 +44,10 @@ void sbatch_free(sbatch_plan *p)
     *p = (sbatch_plan){0};
 }
 
-static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xprintf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        abort();
-    va_end(ap);
-    return s;
-}
-
 /* ---- values ---------------------------------------------------------------------------- */
 
 /* A whole number from lo to hi, all of s. */
-static bool whole(const char *s, long long lo, long long hi, long long *out)
+bool sbatch_whole(const char *s, long long lo, long long hi, long long *out)
 {
     if (!*s || strlen(s) > 18)
         return false;
@@ -90,14 +77,14 @@ static long long slurm_time(const char *s)
         return -2;
     if (dash) {
         snprintf(buf, sizeof buf, "%.*s", (int)(dash - s), s);
-        if (!whole(buf, 0, 36500, &days))
+        if (!sbatch_whole(buf, 0, 36500, &days))
             return -2;
         p = dash + 1;
     }
     while (n < 3) {
         size_t len = strcspn(p, ":");
         snprintf(buf, sizeof buf, "%.*s", (int)len, p);
-        if (!whole(buf, 0, 100000000, &part[n++]))
+        if (!sbatch_whole(buf, 0, 100000000, &part[n++]))
             return -2;
         p += len;
         if (!*p)
@@ -129,7 +116,7 @@ long long sbatch_mb(const char *s)
         return -1;
     snprintf(num, sizeof num, "%.*s", (int)len, s);
     long long v;
-    if (!whole(num, 0, 1LL << 30, &v)) /* (a billion of any unit: past any machine, and no overflow) */
+    if (!sbatch_whole(num, 0, 1LL << 30, &v)) /* (a billion of any unit: past any machine, and no overflow) */
         return -1;
     const char *u = s + len;
     long long kb;
@@ -152,9 +139,9 @@ bool sbatch_gpus(const char *s, long long *n, char *type, size_t tlen)
     const char *colon = strrchr(s, ':');
     type[0] = 0;
     if (*s && strspn(s, "0123456789") == strlen(s))
-        return whole(s, 1, 1024, n);
+        return sbatch_whole(s, 1, 1024, n);
     if (colon) {
-        if (!whole(colon + 1, 1, 1024, n) || colon == s || (size_t)(colon - s) >= tlen)
+        if (!sbatch_whole(colon + 1, 1, 1024, n) || colon == s || (size_t)(colon - s) >= tlen)
             return false;
         snprintf(type, tlen, "%.*s", (int)(colon - s), s);
         return !strchr(type, ':');
@@ -188,7 +175,7 @@ static char *slurm_begin(const char *s, time_t now)
         if (!len || len >= sizeof num)
             return NULL;
         snprintf(num, sizeof num, "%.*s", (int)len, p);
-        if (!whole(num, 0, 100000000, &v))
+        if (!sbatch_whole(num, 0, 100000000, &v))
             return NULL;
         for (size_t i = 0; i < ARRAY_LEN(units); i++)
             if (!strcasecmp(p + len, units[i].unit))
@@ -424,7 +411,7 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
         return 0;
     }
     case SB_CPUS:
-        if (!whole(v, 1, 1024, &n))
+        if (!sbatch_whole(v, 1, 1024, &n))
             return jerr_input(e, o->name, "%s: '%.64s': must be a whole number of CPUs from 1 to 1024", where, v);
         set_slot(p, SB_CPUS, xprintf("%lld", n));
         return 0;
@@ -480,7 +467,7 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
             /* a positive nice lowers the priority: joblet's priority is its opposite */
             long long adj = 100;
             bool neg = v && *v == '-';
-            if (v && !whole(v + neg, 0, 2147483645, &adj))
+            if (v && !sbatch_whole(v + neg, 0, 2147483645, &adj))
                 return jerr_input(e, "nice", "%s: '%.64s': must be a whole number (a positive one lowers the "
                                   "job's priority)", where, v);
             adj = neg ? -adj : adj;
@@ -529,7 +516,7 @@ static int take(sbatch_plan *p, const sb_opt *o, const char *v, const char *wher
         return take_slot(p, o, v, where, now, e);
     case K_ONE:
         /* "1" or Slurm's range "1-1" */
-        if (whole(v, 1, 1, &n) || !strcmp(v, "1-1"))
+        if (sbatch_whole(v, 1, 1, &n) || !strcmp(v, "1-1"))
             return 0;
         return jerr_input(e, o->name, "%s: %.64s: %s", where, v, o->text);
     case K_NOTE:

@@ -62,6 +62,8 @@ void sbatch_merge(sbatch_plan *p, sbatch_plan *cl);
  * left out (the caller adds them with their values). */
 void sbatch_flags(const sbatch_plan *p, sbatch_list *out);
 
+/* A whole number from lo to hi, all of s (no sign, no blank). */
+bool sbatch_whole(const char *s, long long lo, long long hi, long long *out);
 /* Slurm's memory: a number with K, M (the default), G or T: megabytes, rounded up; -1 when
  * malformed. */
 long long sbatch_mb(const char *s);

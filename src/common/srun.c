@@ -3,12 +3,12 @@
 #include "srun.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "parse.h"
 #include "util.h"
 
 void srun_free(srun_plan *p)
@@ -20,18 +20,6 @@ void srun_free(srun_plan *p)
     sbatch_list_free(&p->export_vars);
     sbatch_list_free(&p->notes);
     *p = (srun_plan){0};
-}
-
-static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xprintf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        abort();
-    va_end(ap);
-    return s;
 }
 
 enum sr_kind {
@@ -151,20 +139,6 @@ static const sr_opt sr_opts[] = {
     {"container", 0, 1, R_REFUSE, "a joblet job is its own container (rnx job run --runtime)"},
 };
 
-static bool whole(const char *s, long long lo, long long hi, long long *out)
-{
-    if (!*s || strlen(s) > 18)
-        return false;
-    for (const char *c = s; *c; c++)
-        if (!isdigit((unsigned char)*c))
-            return false;
-    long long v = strtoll(s, NULL, 10);
-    if (v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* "the job's 4" or "the job's (no limit)" */
 static void of_job(char *buf, size_t len, long long have, const char *unit)
 {
@@ -196,15 +170,15 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
     switch (o->kind) {
     case R_ONE:
         if (!strcmp(o->name, "relative")) {
-            if (!whole(v, 0, 0, &n))
+            if (!sbatch_whole(v, 0, 0, &n))
                 return jerr_input(e, o->name, "%s: %s", where, NOT_IN_A_JOB);
             return 0;
         }
         if (!strcmp(o->name, "nodes") && !strncmp(v, "1-", 2)) /* at least one: one it is */
             v = "1";
-        if (!whole(v, 1, 1, &n))
+        if (!sbatch_whole(v, 1, 1, &n))
             return jerr_input(e, o->name, "%s: %s", where,
-                              whole(v, 2, 1LL << 40, &n) ? NOT_IN_A_JOB : "must be a whole number (1 in a joblet job)");
+                              sbatch_whole(v, 2, 1LL << 40, &n) ? NOT_IN_A_JOB : "must be a whole number (1 in a joblet job)");
         return 0;
     case R_LABEL: p->label = true; return 0;
     case R_OUT:
@@ -217,7 +191,7 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
             return jerr_input(e, o->name, "%s: needs a file name, all, none or a task number", where);
         if (!strcasecmp(v, "none"))
             *slot = xstrdup("/dev/null");
-        else if (strcasecmp(v, "all") && !whole(v, 0, 0, &n)) {
+        else if (strcasecmp(v, "all") && !sbatch_whole(v, 0, 0, &n)) {
             if (strspn(v, "0123456789") == strlen(v))
                 return jerr_input(e, o->name, "%s: the job's one task is task 0", where);
             *slot = xstrdup(v);
@@ -250,10 +224,14 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
                 p->export_none = true;
                 continue;
             }
+            char name[128];
             size_t nl = strcspn(item, "=");
-            bool ok = nl > 0 && (isalpha((unsigned char)item[0]) || item[0] == '_');
-            for (size_t i = 1; ok && i < nl; i++)
-                ok = isalnum((unsigned char)item[i]) || item[i] == '_';
+            bool ok = nl > 0 && nl < sizeof name;
+            if (ok) {
+                memcpy(name, item, nl);
+                name[nl] = 0;
+                ok = env_key_valid(name);
+            }
             if (!ok) {
                 jerr_input(e, "export", "%s: '%.64s': a variable is NAME or NAME=VALUE", where, item);
                 free(copy);
@@ -265,7 +243,7 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
         return 0;
     }
     case R_CPUS:
-        if (!whole(v, 1, 1 << 20, &n))
+        if (!sbatch_whole(v, 1, 1 << 20, &n))
             return jerr_input(e, o->name, "%s: must be a whole number of CPUs", where);
         return share(p, where, n, job->cpus, "CPUs", " CPUs", e);
     case R_GPUS: {

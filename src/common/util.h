@@ -64,6 +64,8 @@ void *xcalloc(size_t n, size_t m);
 /* realloc that aborts when memory is gone, as xmalloc does (n bytes; 0 frees nothing). */
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* A new string printed as printf prints (abort when out of memory, as the others). */
+char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int set_cloexec_nonblock(int fd);
 /* Start time of a process (field 22 of /proc/PID/stat), 0 when it is gone. Guards pid reuse. */
 uint64_t proc_start_time(pid_t pid);

@@ -118,6 +118,14 @@ def jobreq_text_seeds():
                                    ("volumes", "data"), ("volumes", "models:ro")))
 
 
+# ---- srun: a step's words inside a job (fuzz_srun.c) ----------------------------------------------
+def srun_seeds():
+    out("srun", "step", "-l\n-n\n1\n-N1\n-c\n4\n--gpus=1\n--mem=1G\n-o\nout_%j_%3t.txt\n--open-mode=append\n"
+        "--export=NONE,A=1,B\n-D\n/work\npython\ntrain.py\n")
+    out("srun", "refused", "-n\n2\n--multi-prog\n--gres=gpu:a100:3,tmpfs:1\n--foo\n-lu\n%x%u%A_%a%%%q%\n")
+    out("srun", "patterns", "-e\n%N.%n.%s.%J.%20a\n-i\nnone\n--\n-x\n")
+
+
 # ---- sbatch: scripts written for Slurm (fuzz_sbatch.c) -----------------------------------------
 def sbatch_seeds():
     out("sbatch", "sweep", "#!/bin/bash\n#SBATCH --job-name=sweep\n#SBATCH --array=0-99%8\n#SBATCH -t 1-02:30 # c\n"
@@ -428,6 +436,7 @@ if __name__ == "__main__":
     jsonscan_seeds()
     jobreq_text_seeds()
     sbatch_seeds()
+    srun_seeds()
     wfparse_seeds()
     ldcache_seeds()
     gpu_seeds()

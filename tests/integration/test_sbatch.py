@@ -114,6 +114,74 @@ def test_wrap_and_gpus(fresh_daemon):
     assert j["status"] == "COMPLETED", j
     assert len(j["gpus"]) == 2 and j["limits"]["max_memory_mb"] == 2048, j
     assert d.output(jid).strip() == "gpus=2 mem=2048 name=wrap"
+    # a step of such a job: one GPU of its two is noted (the task sees both), three refused
+    p = d.rnx("job", "batch", "--gpus=v100:2", "--wait",
+              "--wrap=srun --gpus=1 sh -c 'echo $SLURM_GPUS'; srun --gres=gpu:3 true || echo refused", check=True)
+    jid = p.stdout.strip()
+    assert d.output(jid).splitlines() == ["2", "refused"], d.output(jid)
+    assert d.output(jid, "stderr").splitlines() == [
+        "srun: joblet: --gpus=1: a step has the job's GPUs, not a share: the task has the job's 2 GPUs",
+        "srun: error: --gres=gpu:3: more than the job has (2 GPUs): a step has at most the job's"], \
+        d.output(jid, "stderr")
+
+
+# A batch script's steps, as Slurm users write them: srun runs each as the job's one task.
+STEPS = """#!/bin/bash
+#SBATCH --array=0-1
+#SBATCH -c 1
+#SBATCH --mem=64M
+set -eu
+echo "which=$(command -v srun)"
+srun -l bash -c 'echo "procid=$SLURM_PROCID ntasks=$SLURM_NTASKS nodes=$SLURM_STEP_NUM_NODES" \\
+                      "node=$SLURMD_NODENAME task=$SLURM_ARRAY_TASK_ID"; echo to-stderr >&2'
+srun --cpus-per-task=1 --mem=64M --mpi=none --cpu-bind=cores -o "step_%A_%a.out" \\
+     bash -c 'echo in-file; echo err-in-file >&2'
+cat "step_${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.out"
+A=mine srun --export=NONE,KEEP=1 bash -c 'echo "none: KEEP=$KEEP A=${A-unset} job=${SLURM_JOB_ID:+set}"'
+srun -D /tmp pwd
+if srun -n 2 true; then echo "two tasks ran"; else echo "two tasks: $?"; fi
+if srun --gpus=1 true; then echo "a GPU step ran"; else echo "a GPU step: $?"; fi
+srun -t 5 sh -c 'exit 7' || echo "step exit: $?"
+"""
+
+
+def test_srun_runs_a_step_as_the_jobs_one_task(daemon, tmp_path):
+    """A batch script's srun lines run unchanged: the job's PATH finds joblet's srun first (not the
+    host's Slurm, which CI installs), which runs the step as the job's one task with what srun tells
+    a task of itself, labels its lines (-l), writes its files (-o with srun's %A_%a), honours
+    --export=NONE and -D, gives the step's exit code, refuses two tasks and a GPU the job does not
+    have, and notes a step's own time limit. A job without Slurm's variables has no such srun."""
+    d = daemon
+    script = write(tmp_path, "steps.sh", STEPS)
+    aid = d.rnx("job", "batch", "--wait", script, check=True).stdout.strip()
+    tasks = [t for t in json.loads(d.rnx("--json", "job", "list", "--expand", check=True).stdout)
+             if (t.get("array") or {}).get("id") == aid]
+    assert sorted(t["array"]["task"] for t in tasks) == [0, 1], tasks
+    for t in tasks:
+        task = t["array"]["task"]
+        host = f"job-{t['id'][:8]}"
+        assert t["status"] == "COMPLETED", t
+        assert d.output(t["id"]).splitlines() == [
+            "which=/run/joblet/bin/srun",
+            f"0: procid=0 ntasks=1 nodes=1 node={host} task={task}",
+            "in-file", "err-in-file",
+            "none: KEEP=1 A=unset job=set",
+            "/tmp",
+            "two tasks: 1", "a GPU step: 1",
+            "step exit: 7"], d.output(t["id"])
+        assert d.output(t["id"], "stderr").splitlines() == [
+            "0: to-stderr",
+            "srun: error: --ntasks=2: a joblet job is one task with no Slurm of its own; this needs Slurm itself "
+            "(docs/slurm.md)",
+            "srun: error: --gpus=1: more than the job has (0 GPUs): a step has at most the job's",
+            "srun: joblet: --time=5: a step runs within the job's time limit, not one of its own"], \
+            d.output(t["id"], "stderr")
+    # without Slurm's variables, no srun of joblet's (the host's, if it has Slurm, is what /usr has)
+    j, out, _ = d.run("sh", "-c", "test -e /run/joblet/bin/srun && echo joblet || echo none; "
+                                  "command -v srun || true")
+    assert j["status"] == "COMPLETED", j
+    lines = out.splitlines()
+    assert lines[0] == "none" and lines[1:] in ([], ["/usr/bin/srun"]), out
 
 
 def test_slurm_variables_follow_an_update(daemon):
