@@ -226,7 +226,7 @@ def test_install_upgrade_while_a_job_runs_and_purge(debs):
         owned = subprocess.run(["dpkg", "-L", "joblet"], capture_output=True, text=True, check=True).stdout.split("\n")
         owned = [f for f in owned if f.startswith("/") and f not in ("/", "/.")]
         for f in ("/usr/sbin/joblet", "/usr/bin/rnx", "/usr/libexec/joblet/joblet-shim", "/usr/libexec/joblet/joblet-copy",
-                  "/lib/systemd/system/joblet.service", "/usr/share/doc/joblet/examples/joblet.yml"):
+                  "/usr/libexec/joblet/joblet-srun", "/lib/systemd/system/joblet.service", "/usr/share/doc/joblet/examples/joblet.yml"):
             assert f in owned and os.path.exists(f), f
         assert not os.path.exists("/etc/joblet/joblet.yml"), "the package must not install an active config"
         systemd_analyze_verify("/lib/systemd/system/joblet.service", man=bool(shutil.which("man")))

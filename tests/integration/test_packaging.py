@@ -132,6 +132,7 @@ INSTALLED = [
     "libexec/joblet/joblet-copy",
     "libexec/joblet/joblet-exec",
     "libexec/joblet/joblet-net",
+    "libexec/joblet/joblet-srun",
     "lib/systemd/system/joblet.service",
     "share/doc/joblet/examples/joblet.yml",
     "share/man/man1/rnx.1", "share/man/man8/joblet.8",
