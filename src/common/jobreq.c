@@ -202,8 +202,9 @@ const jobreq_field jobreq_fields[JR_N] = {
                       "must be true or false",
         NULL, "give the job Slurm's variables of itself, for a script written\n"
               "for sbatch: SLURM_JOB_ID (its id), SLURM_JOB_NAME,\n"
-              "SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS... (rnx job\n"
-              "batch gives it)"},
+              "SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS..., and an\n"
+              "srun that runs a step as the job's one task (rnx job batch gives\n"
+              "it)"},
     [JR_PIDS_MAX] = {"pids_max", NULL, NULL, false, true, JK_INT, JU_NONE, 0, INT64_MAX, OFF(pids_max),
                      "must be a whole number", .limit = "pids %s"},
     /* why a --gpu-optional job runs without the GPUs it asked for */
