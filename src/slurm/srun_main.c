@@ -34,8 +34,9 @@ static long long env_num(const char *name)
     return *end || n < 0 ? -1 : n;
 }
 
-/* --export=NONE: only Slurm's variables stay (and those named, set below). */
-static void keep_only_slurm(void)
+/* --export=NONE: only Slurm's variables stay, and those the option names (NAME alone keeps the
+ * value srun has; NAME=VALUE is set after). */
+static void keep_only_slurm(const sbatch_list *named)
 {
     size_t n = 0;
     for (char **e = environ; *e; e++)
@@ -44,9 +45,14 @@ static void keep_only_slurm(void)
     if (!keep)
         return;
     size_t k = 0;
-    for (char **e = environ; *e; e++)
-        if (!strncmp(*e, "SLURM_", 6) || !strncmp(*e, "SLURMD_", 7))
+    for (char **e = environ; *e; e++) {
+        bool mine = !strncmp(*e, "SLURM_", 6) || !strncmp(*e, "SLURMD_", 7);
+        size_t nl = strcspn(*e, "=");
+        for (size_t i = 0; i < named->n && !mine; i++)
+            mine = !strchr(named->v[i], '=') && strlen(named->v[i]) == nl && !strncmp(named->v[i], *e, nl);
+        if (mine)
             keep[k++] = *e;
+    }
     environ = keep;
 }
 
@@ -224,11 +230,11 @@ static int run(int argc, char **argv)
         snprintf(host, sizeof host, "localhost");
     host[sizeof host - 1] = 0;
     if (p.export_none)
-        keep_only_slurm();
+        keep_only_slurm(&p.export_vars);
     for (size_t i = 0; i < p.export_vars.n; i++) {
         char *eq = strchr(p.export_vars.v[i], '=');
         if (!eq)
-            continue; /* NAME alone: the value srun has (which stays unless NONE dropped it) */
+            continue; /* NAME alone: the value srun has (kept by keep_only_slurm too) */
         *eq = 0;
         setenv(p.export_vars.v[i], eq + 1, 1);
         *eq = '=';
@@ -249,8 +255,9 @@ static int run(int argc, char **argv)
         if (fd < 0 || put_fd(fd, 0) < 0)
             return 1;
     }
-    /* -o alone takes the error too, as srun's does */
-    const char *errp = p.err ? p.err : p.out;
+    /* -o alone takes the error too, as srun's does, and so does -e naming the same file (one
+     * open file, not two writing over each other) */
+    const char *errp = p.err && (!p.out || strcmp(p.err, p.out)) ? p.err : p.out;
     if (p.out) {
         int fd = open_file(p.out, &nm, wflags, "output");
         if (fd < 0 || put_fd(fd, 1) < 0)

@@ -137,7 +137,7 @@ srun -l bash -c 'echo "procid=$SLURM_PROCID ntasks=$SLURM_NTASKS nodes=$SLURM_ST
 srun --cpus-per-task=1 --mem=64M --mpi=none --cpu-bind=cores -o "step_%A_%a.out" \\
      bash -c 'echo in-file; echo err-in-file >&2'
 cat "step_${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.out"
-A=mine srun --export=NONE,KEEP=1 bash -c 'echo "none: KEEP=$KEEP A=${A-unset} job=${SLURM_JOB_ID:+set}"'
+A=mine B=named srun --export=NONE,KEEP=1,B bash -c 'echo "none: KEEP=$KEEP A=${A-unset} B=$B job=${SLURM_JOB_ID:+set}"'
 srun -D /tmp pwd
 if srun -n 2 true; then echo "two tasks ran"; else echo "two tasks: $?"; fi
 if srun --gpus=1 true; then echo "a GPU step ran"; else echo "a GPU step: $?"; fi
@@ -165,7 +165,7 @@ def test_srun_runs_a_step_as_the_jobs_one_task(daemon, tmp_path):
             "which=/run/joblet/bin/srun",
             f"0: procid=0 ntasks=1 nodes=1 node={host} task={task}",
             "in-file", "err-in-file",
-            "none: KEEP=1 A=unset job=set",
+            "none: KEEP=1 A=unset B=named job=set",
             "/tmp",
             "two tasks: 1", "a GPU step: 1",
             "step exit: 7"], d.output(t["id"])
