@@ -415,3 +415,68 @@ char *srun_file_name(const char *pattern, const srun_names *nm, char *out, size_
     out[o] = 0;
     return out;
 }
+
+/* One name of a host list (no comma outside its bracket): its names into out. */
+static int hostname_item(const char *item, sbatch_list *out, jerr *e)
+{
+    const char *open = strchr(item, '['), *close = open ? strchr(open, ']') : NULL;
+    if (!open) {
+        if (strchr(item, ']'))
+            return jerr_input(e, "hostlist", "'%.64s': a ']' with no '['", item);
+        if (out->n >= SRUN_HOSTS_MAX)
+            return jerr_input(e, "hostlist", "more than %d names", SRUN_HOSTS_MAX);
+        sbatch_list_add(out, xstrdup(item));
+        return 0;
+    }
+    if (!close)
+        return jerr_input(e, "hostlist", "'%.64s': a '[' not closed", item);
+    if (strchr(close + 1, '[') || memchr(open + 1, '[', (size_t)(close - open - 1)))
+        return jerr_input(e, "hostlist", "'%.64s': one bracket a name", item);
+    int plen = (int)(open - item);
+    const char *suffix = close + 1;
+    char ranges[256];
+    if ((size_t)(close - open - 1) >= sizeof ranges)
+        return jerr_input(e, "hostlist", "'%.64s...': a bracket this long", item);
+    snprintf(ranges, sizeof ranges, "%.*s", (int)(close - open - 1), open + 1);
+    char *save = NULL;
+    for (char *r = strtok_r(ranges, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+        char *dash = strchr(r, '-');
+        if (dash)
+            *dash = 0;
+        const char *hi_s = dash ? dash + 1 : r;
+        long long lo, hi;
+        if (!sbatch_whole(r, 0, 999999999, &lo) || !sbatch_whole(hi_s, 0, 999999999, &hi) || hi < lo)
+            return jerr_input(e, "hostlist", "'%.64s': a range is N or LOW-HIGH, in numbers, LOW <= HIGH", item);
+        int width = r[0] == '0' ? (int)strlen(r) : 0;
+        for (long long v = lo; v <= hi; v++) {
+            if (out->n >= SRUN_HOSTS_MAX)
+                return jerr_input(e, "hostlist", "more than %d names", SRUN_HOSTS_MAX);
+            sbatch_list_add(out, xprintf("%.*s%0*lld%s", plen, item, width, v, suffix));
+        }
+    }
+    return 0;
+}
+
+int srun_hostnames(const char *list, sbatch_list *out, jerr *e)
+{
+    size_t start = 0, len = strlen(list);
+    int depth = 0;
+    for (size_t i = 0; i <= len; i++) {
+        char c = list[i];
+        if (c == '[')
+            depth++;
+        else if (c == ']')
+            depth--;
+        if ((c == ',' && depth == 0) || !c) {
+            if (i > start) {
+                char *item = xprintf("%.*s", (int)(i - start), list + start);
+                int rc = hostname_item(item, out, e);
+                free(item);
+                if (rc < 0)
+                    return -1;
+            }
+            start = i + 1;
+        }
+    }
+    return 0;
+}

@@ -47,4 +47,12 @@ typedef struct srun_names {
 } srun_names;
 char *srun_file_name(const char *pattern, const srun_names *n, char *out, size_t len);
 
+/* Slurm's host list, as `scontrol show hostnames` expands it: names separated by commas, each
+ * with at most one bracket of numbers and ranges ("node[01-03,7]-ib,gpu5": node01-ib, node02-ib,
+ * node03-ib, node7-ib, gpu5; a range keeps its first number's zero padding). 0 with each name
+ * added to out, or -1 with e set: a bracket not closed, a range backwards or not of numbers,
+ * two brackets in a name, more than SRUN_HOSTS_MAX names. */
+#define SRUN_HOSTS_MAX 65536
+int srun_hostnames(const char *list, sbatch_list *out, jerr *e);
+
 #endif

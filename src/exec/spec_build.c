@@ -9,6 +9,12 @@
 #include "../common/util.h"
 #include "spec_build.h"
 
+/* A job's host name: job- and its id's first 8 characters. */
+static void job_hostname(const char *id, char *out, size_t len)
+{
+    snprintf(out, len, "job-%.8s", id);
+}
+
 static void add_env(char ***env, size_t *n, const char *k, const char *v)
 {
     *env = xrealloc(*env, (*n + 2) * sizeof **env);
@@ -37,14 +43,15 @@ static void add_path_env(const job_req *r, const char *key, const char *dflt, co
  * LD_LIBRARY_PATH, JOB_ID, the GPU's variables, then the job's own and its secrets. */
 /* What sbatch tells a job of itself (the request's slurm_env), from its request as it is when it
  * starts (rnx job update may have changed it): its id, name, the CPUs (its --max-cpu in whole
- * CPUs), memory and GPUs it has, one node, and where it was submitted from (its uploads are in
- * /work). Not SLURM_NTASKS: with it, frameworks (PyTorch Lightning) take the job for one of
+ * CPUs), memory and GPUs it has, one node (its host name), and where it was submitted from (its
+ * uploads are in /work). Not SLURM_NTASKS: with it, frameworks (PyTorch Lightning) take the job for one of
  * srun's tasks and look for SLURM_PROCID and the rest. A variable the job's own environment
  * names is left to it. */
 static void slurm_env(const spec_ctx *c, char ***env, size_t *n)
 {
     const job_req *r = c->req;
-    char cpus[24] = "", mem[24] = "", gpus[24] = "";
+    char cpus[24] = "", mem[24] = "", gpus[24] = "", host[16];
+    job_hostname(c->id, host, sizeof host);
     if (r->max_cpu > 0)
         snprintf(cpus, sizeof cpus, "%lld", (long long)((r->max_cpu + 99) / 100));
     if (r->max_memory_mb > 0 && !r->memory_default)
@@ -55,6 +62,7 @@ static void slurm_env(const spec_ctx *c, char ***env, size_t *n)
         {"SLURM_JOB_ID", c->id},         {"SLURM_JOBID", c->id},        {"SLURM_JOB_NAME", r->name ? r->name : ""},
         {"SLURM_SUBMIT_DIR", "/work"},   {"SLURM_NNODES", "1"},         {"SLURM_JOB_NUM_NODES", "1"},
         {"SLURM_CPUS_PER_TASK", cpus},   {"SLURM_MEM_PER_NODE", mem},   {"SLURM_GPUS", gpus},
+        {"SLURM_JOB_NODELIST", host},    {"SLURM_NODELIST", host},      {"SLURMD_NODENAME", host},
     };
     for (size_t i = 0; i < ARRAY_LEN(vars); i++)
         if (*vars[i][1] && !jobreq_env_get(r, false, vars[i][0]) && !jobreq_env_get(r, true, vars[i][0]))
@@ -162,7 +170,7 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
         return -1;
     snprintf(s->id, sizeof s->id, "%s", c->id);
     char host[64];
-    snprintf(host, sizeof host, "job-%.8s", c->id);
+    job_hostname(c->id, host, sizeof host);
     s->job_dir = xstrdup(c->job_dir);
     s->work_dir = xstrdup(c->work_dir);
     s->root_mount = xstrdup(c->root_mount);
@@ -215,8 +223,9 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
     s->nmounts = g.nmounts;
     /* srun, in a job with Slurm's variables (slurm/srun_main.c), where its PATH finds it first */
     if (r->slurm_env && c->srun) {
-        s->mounts = xrealloc(s->mounts, (s->nmounts + 1) * sizeof *s->mounts);
+        s->mounts = xrealloc(s->mounts, (s->nmounts + 2) * sizeof *s->mounts);
         s->mounts[s->nmounts++] = (spec_mount){xstrdup(c->srun), xstrdup(SPEC_BUILD_SRUN_DIR "/srun"), false};
+        s->mounts[s->nmounts++] = (spec_mount){xstrdup(c->srun), xstrdup(SPEC_BUILD_SRUN_DIR "/scontrol"), false};
     }
     if (c->nvolumes) {
         s->mounts = xrealloc(s->mounts, (s->nmounts + c->nvolumes) * sizeof *s->mounts);

@@ -1,7 +1,8 @@
 /* joblet-srun: Slurm's srun inside a joblet job, so that a batch script written for Slurm runs
  * its `srun python train.py` lines unchanged (docs/batch.md, "srun in a batch job"). joblet binds
  * it at /run/joblet/bin/srun in a job with Slurm's variables (--slurm-env, which rnx job batch
- * sets) and puts that directory first in the job's PATH (exec/spec_build.c).
+ * sets) and puts that directory first in the job's PATH (exec/spec_build.c). Bound there as
+ * scontrol too, it answers `scontrol show hostnames`, the one thing batch scripts ask scontrol.
  *
  * A joblet job is one task on one machine, so a step is that task: srun reads its options
  * (common/srun.c says what each does), sets what srun tells a task of itself (SLURM_PROCID,
@@ -283,12 +284,42 @@ static int run(int argc, char **argv)
     return 2;
 }
 
+/* scontrol in a job: `scontrol show hostnames [LIST]` (LIST: SLURM_JOB_NODELIST), the one use
+ * batch scripts make of it (the head node of `srun torchrun --rdzv_endpoint`), one name a line;
+ * anything else asks Slurm's controller, which a joblet job has not. */
+static int scontrol_run(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4 || strcmp(argv[1], "show") ||
+        (strcmp(argv[2], "hostnames") && strcmp(argv[2], "hostname"))) {
+        fprintf(stderr, "scontrol: error: a joblet job has no Slurm controller: only 'scontrol show hostnames "
+                        "[LIST]' is answered in it (rnx job status ID tells of a job from outside)\n");
+        return 1;
+    }
+    const char *list = argc == 4 ? argv[3] : getenv("SLURM_JOB_NODELIST");
+    if (!list || !*list) {
+        fprintf(stderr, "scontrol: error: no host list given and SLURM_JOB_NODELIST is not set\n");
+        return 1;
+    }
+    sbatch_list names = {0};
+    jerr e = {0};
+    if (srun_hostnames(list, &names, &e) < 0) {
+        fprintf(stderr, "scontrol: error: %s\n", e.msg);
+        return 1;
+    }
+    for (size_t i = 0; i < names.n; i++)
+        printf("%s\n", names.v[i]);
+    sbatch_list_free(&names);
+    return 0;
+}
+
 /* srun ends with _exit, its output flushed: nothing is left to free in a process that ends, and a
  * sanitizer build's leak check at exit needs ptrace, which the job's seccomp filter refuses (it
  * would turn every step's end into a failure). srun.c's leaks are the unit tests' and fuzz_srun's. */
 int main(int argc, char **argv)
 {
-    int code = run(argc, argv);
+    const char *self = strrchr(argv[0], '/');
+    self = self ? self + 1 : argv[0];
+    int code = !strcmp(self, "scontrol") ? scontrol_run(argc, argv) : run(argc, argv);
     fflush(NULL);
     _exit(code);
 }

@@ -1,7 +1,8 @@
 /* srun inside a job (src/common/srun.c): the fuzzer's bytes as srun's words, one a line, for a
- * job of 4 CPUs, 2 GPUs and 8 GiB; then each word as an -o file name pattern. Besides not
- * crashing: a refusal has its message, the command is one of the words, the files are what was
- * given, and a pattern's expansion fits where it is written or is refused (NULL). */
+ * job of 4 CPUs, 2 GPUs and 8 GiB; then each word as an -o file name pattern and as a host list
+ * (scontrol show hostnames). Besides not crashing: a refusal has its message, the command is one
+ * of the words, a pattern's expansion fits where it is written or is refused (NULL), a host list
+ * gives at most SRUN_HOSTS_MAX names, none empty. */
 #include "common/log.h"
 #include "common/srun.h"
 #include "common/util.h"
@@ -39,6 +40,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_ASSERT(out[sizeof out - 1] == 'x', "wrote past the length it was given");
         if (r)
             FUZZ_ASSERT(r == out && strlen(out) < sizeof out - 1, "an expansion longer than its room");
+        sbatch_list hosts = {0};
+        e = (jerr){0};
+        if (srun_hostnames(argv[i], &hosts, &e) < 0)
+            FUZZ_ASSERT(e.msg[0], "a host list refused without its message");
+        FUZZ_ASSERT(hosts.n <= SRUN_HOSTS_MAX, "%zu names", hosts.n);
+        for (size_t k = 0; k < hosts.n; k++)
+            FUZZ_ASSERT(hosts.v[k][0], "an empty name from '%.100s'", argv[i]);
+        sbatch_list_free(&hosts);
     }
     free(words);
     return 0;

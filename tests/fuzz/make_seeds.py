@@ -124,6 +124,7 @@ def srun_seeds():
         "--export=NONE,A=1,B\n-D\n/work\npython\ntrain.py\n")
     out("srun", "refused", "-n\n2\n--multi-prog\n--gres=gpu:a100:3,tmpfs:1\n--foo\n-lu\n%x%u%A_%a%%%q%\n")
     out("srun", "patterns", "-e\n%N.%n.%s.%J.%20a\n-i\nnone\n--\n-x\n")
+    out("srun", "hostlist", "node[01-03,7]-ib,gpu5,[8-9]\nr[1-2]n[1-2]\nn[3-1\n")
 
 
 # ---- sbatch: scripts written for Slurm (fuzz_sbatch.c) -----------------------------------------

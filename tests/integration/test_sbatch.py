@@ -142,6 +142,10 @@ srun -D /tmp pwd
 if srun -n 2 true; then echo "two tasks ran"; else echo "two tasks: $?"; fi
 if srun --gpus=1 true; then echo "a GPU step ran"; else echo "a GPU step: $?"; fi
 srun -t 5 sh -c 'exit 7' || echo "step exit: $?"
+nodes=( $(scontrol show hostnames "$SLURM_JOB_NODELIST") )   # torchrun's head node, as Slurm scripts find it
+ip=$(srun --nodes=1 --ntasks=1 -w "${nodes[0]}" hostname --ip-address)
+echo "head=${nodes[0]} ip=$ip of=${#nodes[@]}"
+scontrol show job "$SLURM_JOB_ID" || echo "scontrol: $?"
 """
 
 
@@ -150,7 +154,9 @@ def test_srun_runs_a_step_as_the_jobs_one_task(daemon, tmp_path):
     host's Slurm, which CI installs), which runs the step as the job's one task with what srun tells
     a task of itself, labels its lines (-l), writes its files (-o with srun's %A_%a), honours
     --export=NONE and -D, gives the step's exit code, refuses two tasks and a GPU the job does not
-    have, and notes a step's own time limit. A job without Slurm's variables has no such srun."""
+    have, and notes a step's own time limit; `scontrol show hostnames $SLURM_JOB_NODELIST` names
+    the job's host (the head node a torchrun line is given), other scontrol commands are refused.
+    A job without Slurm's variables has no such srun."""
     d = daemon
     script = write(tmp_path, "steps.sh", STEPS)
     aid = d.rnx("job", "batch", "--wait", script, check=True).stdout.strip()
@@ -168,13 +174,17 @@ def test_srun_runs_a_step_as_the_jobs_one_task(daemon, tmp_path):
             "none: KEEP=1 A=unset B=named job=set",
             "/tmp",
             "two tasks: 1", "a GPU step: 1",
-            "step exit: 7"], d.output(t["id"])
+            "step exit: 7",
+            f"head={host} ip=127.0.0.1 of=1",
+            "scontrol: 1"], d.output(t["id"])
         assert d.output(t["id"], "stderr").splitlines() == [
             "0: to-stderr",
             "srun: error: --ntasks=2: a joblet job is one task with no Slurm of its own; this needs Slurm itself "
             "(docs/slurm.md)",
             "srun: error: --gpus=1: more than the job has (0 GPUs): a step has at most the job's",
-            "srun: joblet: --time=5: a step runs within the job's time limit, not one of its own"], \
+            "srun: joblet: --time=5: a step runs within the job's time limit, not one of its own",
+            "scontrol: error: a joblet job has no Slurm controller: only 'scontrol show hostnames [LIST]' is "
+            "answered in it (rnx job status ID tells of a job from outside)"], \
             d.output(t["id"], "stderr")
     # without Slurm's variables, no srun of joblet's (the host's, if it has Slurm, is what /usr has)
     j, out, _ = d.run("sh", "-c", "test -e /run/joblet/bin/srun && echo joblet || echo none; "

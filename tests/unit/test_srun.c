@@ -146,6 +146,38 @@ static void test_file_names(void **state)
     assert_null(srun_file_name("%N%N%N%N", &nm, out, 16)); /* too long */
 }
 
+static void test_host_lists(void **state)
+{
+    (void)state;
+    sbatch_list l = {0};
+    jerr e = {0};
+    assert_int_equal(srun_hostnames("node[01-03,7]-ib,gpu5,[8-9]", &l, &e), 0);
+    assert_int_equal(l.n, 7);
+    const char *want[] = {"node01-ib", "node02-ib", "node03-ib", "node7-ib", "gpu5", "8", "9"};
+    for (size_t i = 0; i < l.n; i++)
+        assert_string_equal(l.v[i], want[i]);
+    sbatch_list_free(&l);
+    assert_int_equal(srun_hostnames("job-8bea11bb", &l, &e), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.v[0], "job-8bea11bb");
+    sbatch_list_free(&l);
+    static const struct {
+        const char *list, *msg;
+    } bad[] = {
+        {"n[1-3", "'n[1-3': a '[' not closed"},
+        {"n1-3]", "'n1-3]': a ']' with no '['"},
+        {"n[3-1]", "'n[3-1]': a range is N or LOW-HIGH, in numbers, LOW <= HIGH"},
+        {"n[a-b]", "'n[a-b]': a range is N or LOW-HIGH, in numbers, LOW <= HIGH"},
+        {"r[1-2]n[1-2]", "'r[1-2]n[1-2]': one bracket a name"},
+        {"n[0-99999]", "more than 65536 names"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(srun_hostnames(bad[i].list, &l, &e), -1);
+        assert_string_equal(e.msg, bad[i].msg);
+        sbatch_list_free(&l);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_notes),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_file_names),
+        cmocka_unit_test(test_host_lists),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
