@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,30 +60,69 @@ int cg_parse_num(const char *s, uint64_t *out)
     return 0;
 }
 
+/* A control file into buf (NUL-terminated): its length, or -1 (errno); len - 1 when it may not
+ * have fit. The numbers and keyed files read at every job's end are read this way, not through
+ * read_file: its malloc of a page-sized buffer makes glibc consolidate the heap the shim inherited
+ * from its zygote, writing to pages all over it, each a copy-on-write fault (docs/performance.md). */
+static ssize_t read_small(const char *dir, const char *file, char *buf, size_t len)
+{
+    char path[PATH_MAX];
+    if (cg_file_path(path, sizeof path, dir, file) < 0)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t n = 0;
+    while (n < len - 1) {
+        ssize_t r = read(fd, buf + n, len - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = 0;
+    return (ssize_t)n;
+}
+
 int cg_read_u64(const char *dir, const char *file, uint64_t *out)
 {
-    char *s = cg_read(dir, file);
-    if (!s)
+    char buf[64];
+    ssize_t n = read_small(dir, file, buf, sizeof buf);
+    if (n < 0 || (size_t)n == sizeof buf - 1) /* (no number is that long) */
         return -1;
-    int rc = cg_parse_num(s, out);
-    free(s);
-    return rc;
+    return cg_parse_num(buf, out);
+}
+
+static int keyed_in(char *s, const char *key, uint64_t *out)
+{
+    size_t klen = strlen(key);
+    char *save = NULL;
+    for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (!strncmp(line, key, klen) && line[klen] == ' ')
+            return cg_parse_num(line + klen + 1, out);
+    return -1;
 }
 
 int cg_read_keyed(const char *dir, const char *file, const char *key, uint64_t *out)
 {
-    char *s = cg_read(dir, file);
+    char buf[4096];
+    ssize_t n = read_small(dir, file, buf, sizeof buf);
+    if (n < 0)
+        return -1;
+    if ((size_t)n < sizeof buf - 1)
+        return keyed_in(buf, key, out);
+    char *s = cg_read(dir, file); /* a file longer than the buffer (memory.stat on a big machine) */
     if (!s)
         return -1;
-    size_t klen = strlen(key);
-    int rc = -1;
-    char *save = NULL;
-    for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (!strncmp(line, key, klen) && line[klen] == ' ') {
-            rc = cg_parse_num(line + klen + 1, out);
-            break;
-        }
-    }
+    int rc = keyed_in(s, key, out);
     free(s);
     return rc;
 }
