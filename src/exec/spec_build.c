@@ -44,9 +44,9 @@ static void add_path_env(const job_req *r, const char *key, const char *dflt, co
 /* What sbatch tells a job of itself (the request's slurm_env), from its request as it is when it
  * starts (rnx job update may have changed it): its id, name, the CPUs (its --max-cpu in whole
  * CPUs), memory and GPUs it has, one node (its host name), and where it was submitted from (its
- * uploads are in /work). Not SLURM_NTASKS: with it, frameworks (PyTorch Lightning) take the job for one of
- * srun's tasks and look for SLURM_PROCID and the rest. A variable the job's own environment
- * names is left to it. */
+ * uploads are in /work). Not SLURM_NTASKS: with it, frameworks (PyTorch Lightning) take the job
+ * for one of srun's tasks and look for SLURM_PROCID and the rest (joblet's srun sets those for
+ * its step: slurm/srun_main.c). A variable the job's own environment names is left to it. */
 static void slurm_env(const spec_ctx *c, char ***env, size_t *n)
 {
     const job_req *r = c->req;
