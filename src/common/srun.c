@@ -40,6 +40,7 @@ enum sr_kind {
     R_QUIET,     /* what a lone task on the job's one machine meets anyway (placement, binding, a
                   * step's name, accounting, srun's own verbosity): taken without a word */
     R_REFUSE,    /* what joblet cannot do inside a job: refused with the text */
+    R_INFO,      /* --version, --help: srun says what it is and runs nothing */
 };
 
 typedef struct sr_opt {
@@ -124,6 +125,9 @@ static const sr_opt sr_opts[] = {
     {"slurmd-debug", 0, 1, R_QUIET, NULL},
     {"network", 0, 1, R_QUIET, NULL},
     {"compress", 0, 2, R_QUIET, NULL},
+    {"version", 'V', 0, R_INFO, NULL},
+    {"help", 'h', 0, R_INFO, NULL},
+    {"usage", 0, 0, R_INFO, NULL},
     {"multi-prog", 0, 0, R_REFUSE, "give the command itself (a joblet job has one task)"},
     {"prolog", 0, 1, R_REFUSE, "run it in the script before srun"},
     {"epilog", 0, 1, R_REFUSE, "run it in the script after srun"},
@@ -142,8 +146,8 @@ static const sr_opt sr_opts[] = {
 /* "the job's 4" or "the job's (no limit)" */
 static void of_job(char *buf, size_t len, long long have, const char *unit)
 {
-    if (have < 0)
-        snprintf(buf, len, "all of the job's (it has no limit)");
+    if (have < 0) /* (no limit given to the job, or none it was told of: joblet's default memory) */
+        snprintf(buf, len, "all of the job's");
     else
         snprintf(buf, len, "the job's %lld%s", have, unit);
 }
@@ -174,11 +178,15 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
                 return jerr_input(e, o->name, "%s: %s", where, NOT_IN_A_JOB);
             return 0;
         }
-        if (!strcmp(o->name, "nodes") && !strncmp(v, "1-", 2)) /* at least one: one it is */
-            v = "1";
+        if (!strcmp(o->name, "nodes") && !strncmp(v, "1-", 2) && sbatch_whole(v + 2, 1, 1LL << 40, &n))
+            v = "1"; /* at least one: one it is */
         if (!sbatch_whole(v, 1, 1, &n))
             return jerr_input(e, o->name, "%s: %s", where,
-                              sbatch_whole(v, 2, 1LL << 40, &n) ? NOT_IN_A_JOB : "must be a whole number (1 in a joblet job)");
+                              sbatch_whole(v, 2, 1LL << 40, &n) ? NOT_IN_A_JOB
+                                                                : "must be a whole number (1 in a joblet job)");
+        if (!strcmp(o->name, "ntasks-per-gpu") && job->gpus > 1)
+            return jerr_input(e, o->name, "%s: a task a GPU is %lld tasks in this job: %s", where, job->gpus,
+                              NOT_IN_A_JOB);
         return 0;
     case R_LABEL: p->label = true; return 0;
     case R_OUT:
@@ -213,17 +221,22 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
         p->chdir = xstrdup(v);
         return 0;
     case R_EXPORT: {
+        if (!*v)
+            return jerr_input(e, "export", "%s: ALL, NONE, or [ALL,]NAME[=VALUE],...", where);
         sbatch_list_free(&p->export_vars);
         p->export_none = false;
+        /* as Slurm: ALL (the default) keeps srun's environment and adds what follows; NONE, or
+         * names without ALL, gives the task only SLURM_* and the names */
         char *copy = xstrdup(v), *save = NULL;
         bool first = true;
+        p->export_none = true;
         for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save), first = false) {
-            if (first && !strcasecmp(item, "ALL"))
-                continue;
-            if (first && !strcasecmp(item, "NONE")) {
-                p->export_none = true;
+            if (first && !strcasecmp(item, "ALL")) {
+                p->export_none = false;
                 continue;
             }
+            if (first && !strcasecmp(item, "NONE"))
+                continue;
             char name[128];
             size_t nl = strcspn(item, "=");
             bool ok = nl > 0 && nl < sizeof name;
@@ -248,6 +261,8 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
         return share(p, where, n, job->cpus, "CPUs", " CPUs", e);
     case R_GPUS: {
         char type[64];
+        if (!strcmp(v, "0")) /* a step with no GPU: it sees the job's anyway */
+            return job->gpus > 0 ? share(p, where, 0, job->gpus, "GPUs", " GPUs", e) : 0;
         if (!sbatch_gpus(v, &n, type, sizeof type))
             return jerr_input(e, o->name, "%s: GPUs are N or TYPE:N", where);
         return share(p, where, n, job->gpus, "GPUs", " GPUs", e);
@@ -258,13 +273,15 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
         for (char *item = strtok_r(copy, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
             if (!strcmp(item, "gpu"))
                 n = 1;
+            else if (!strcmp(item, "gpu:0"))
+                n = 0;
             else if (strncmp(item, "gpu:", 4))
                 continue; /* (other resources: the job's, whatever they are) */
             else if (!sbatch_gpus(item + 4, &n, type, sizeof type)) {
                 rc = jerr_input(e, "gres", "%s: '%.64s': a GPU is gpu, gpu:N or gpu:TYPE:N", where, item);
                 break;
             }
-            rc = share(p, where, n, job->gpus, "GPUs", " GPUs", e);
+            rc = n || job->gpus > 0 ? share(p, where, n, job->gpus, "GPUs", " GPUs", e) : 0;
         }
         free(copy);
         return rc;
@@ -285,7 +302,8 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
     case R_TIME:
         sbatch_list_add(&p->notes, xprintf("%s: a step runs within the job's time limit, not one of its own", where));
         return 0;
-    case R_QUIET: return 0;
+    case R_QUIET:
+    case R_INFO: return 0;
     case R_REFUSE: return jerr_input(e, o->name, "%s: %s", where, o->text);
     }
     return 0;
@@ -307,16 +325,28 @@ static int option(srun_plan *p, char *const *words, int n, const srun_job *job, 
         if (w[2 + len] == '=')
             value = w + 3 + len;
     } else {
-        for (size_t i = 0; i < ARRAY_LEN(sr_opts) && !o; i++)
-            if (sr_opts[i].letter && sr_opts[i].letter == w[1])
-                o = &sr_opts[i];
-        if (!o)
-            return jerr_input(e, "option", "invalid option -- '%c' (srun in a joblet job: docs/batch.md)", w[1]);
-        if (w[2]) {
-            if (!o->arg) /* -lu: switches together */
-                return jerr_input(e, o->name, "-%c takes no value; give switches one by one", w[1]);
-            value = w + 2;
+        /* getopt's way: switches may come together (-lu), and the first letter that takes a
+         * value takes the rest of the word (-lo%j.out) or the next word */
+        for (w++; *w; w++) {
+            o = NULL;
+            for (size_t i = 0; i < ARRAY_LEN(sr_opts) && !o; i++)
+                if (sr_opts[i].letter && sr_opts[i].letter == *w)
+                    o = &sr_opts[i];
+            if (!o)
+                return jerr_input(e, "option", "invalid option -- '%c' (srun in a joblet job: docs/batch.md)", *w);
+            if (o->arg == 1 || (o->arg == 2 && w[1]))
+                break;
+            if (o->kind == R_INFO) {
+                p->info = o->letter;
+                return 1;
+            }
+            if (take(p, o, "", o->name, job, e) < 0)
+                return -1;
+            if (!w[1])
+                return 1;
         }
+        if (w[1])
+            value = w + 1;
     }
     int used = 1;
     if (!value && o->arg == 1) {
@@ -329,6 +359,10 @@ static int option(srun_plan *p, char *const *words, int n, const srun_job *job, 
         return jerr_input(e, o->name, "option '--%s' doesn't allow an argument", o->name);
     char where[160];
     snprintf(where, sizeof where, "--%s%s%.64s", o->name, value ? "=" : "", value ? value : "");
+    if (o->kind == R_INFO) {
+        p->info = o->letter;
+        return used;
+    }
     return take(p, o, value ? value : "", where, job, e) < 0 ? -1 : used;
 }
 
@@ -350,6 +384,10 @@ int srun_args(srun_plan *p, int argc, char *const *argv, const srun_job *job, je
             return -1;
         }
         i += used;
+        if (p->info) {
+            p->cmd = argc;
+            return 0;
+        }
     }
     if (i >= argc) {
         srun_free(p);
@@ -359,58 +397,59 @@ int srun_args(srun_plan *p, int argc, char *const *argv, const srun_job *job, je
     return 0;
 }
 
+/* s appended at out[*o], or false when it does not fit in len (its NUL included). */
+static bool put(char *out, size_t len, size_t *o, const char *s, size_t n)
+{
+    if (*o + n >= len)
+        return false;
+    memcpy(out + *o, s, n);
+    *o += n;
+    return true;
+}
+
 char *srun_file_name(const char *pattern, const srun_names *nm, char *out, size_t len)
 {
     size_t o = 0;
     for (const char *s = pattern; *s; s++) {
-        char piece[256];
-        const char *add = piece;
         if (*s != '%') {
-            piece[0] = *s, piece[1] = 0;
-        } else {
-            const char *q = s + 1;
-            int width = 0;
-            while (isdigit((unsigned char)*q) && width < 100)
-                width = width * 10 + (*q++ - '0');
-            const char *v = NULL;
-            bool number = true;
-            switch (*q) {
-            case '%': v = "%", number = false; break;
-            case 'j':
-            case 'J': v = nm->job_id, number = false; break;
-            case 's':
-            case 't':
-            case 'n': v = "0"; break;
-            case 'N': v = nm->host, number = false; break;
-            case 'u': v = nm->user, number = false; break;
-            case 'x': v = nm->job_name, number = false; break;
-            case 'A': v = nm->array_job_id, number = false; break;
-            case 'a': v = nm->array_task_id; break;
-            default: break;
-            }
-            if (!*q) {
-                v = "%";
-                q--;
-            } else if (!v && !strchr("%jJstnNuxAa", *q)) {
-                /* not one of srun's: kept as written */
-                snprintf(piece, sizeof piece, "%.*s", (int)(q - s + 1), s);
-                s = q;
-                goto append;
-            }
-            if (!v)
-                v = "";
-            if (number && width > 0)
-                snprintf(piece, sizeof piece, "%0*lld", width > 20 ? 20 : width, strtoll(v, NULL, 10));
-            else
-                snprintf(piece, sizeof piece, "%s", v);
-            s = q;
+            if (!put(out, len, &o, s, 1))
+                return NULL;
+            continue;
         }
-    append:;
-        size_t l = strlen(add);
-        if (o + l >= len)
+        const char *q = s + 1;
+        int width = 0;
+        while (isdigit((unsigned char)*q) && width < 100)
+            width = width * 10 + (*q++ - '0');
+        const char *v = NULL;
+        bool number = false, step = false;
+        switch (*q) {
+        case '%': v = "%"; break;
+        case 'j': v = nm->job_id; break;
+        case 'J': v = nm->job_id, step = true; break;
+        case 's':
+        case 't':
+        case 'n': v = "0", number = true; break;
+        case 'N': v = nm->host; break;
+        case 'u': v = nm->user; break;
+        case 'x': v = nm->job_name; break;
+        case 'A': v = nm->array_job_id; break;
+        case 'a': v = nm->array_task_id, number = true; break;
+        default: /* not one of srun's (or the pattern's end): kept as written */
+            if (!put(out, len, &o, s, (size_t)(q - s) + (*q ? 1 : 0)))
+                return NULL;
+            s = *q ? q : q - 1;
+            continue;
+        }
+        if (!v)
+            v = "";
+        char num[32];
+        if (number && width > 0) {
+            snprintf(num, sizeof num, "%0*lld", width > 20 ? 20 : width, strtoll(v, NULL, 10));
+            v = num;
+        }
+        if (!put(out, len, &o, v, strlen(v)) || (step && !put(out, len, &o, ".0", 2)))
             return NULL;
-        memcpy(out + o, add, l);
-        o += l;
+        s = q;
     }
     out[o] = 0;
     return out;
@@ -432,6 +471,10 @@ static int hostname_item(const char *item, sbatch_list *out, jerr *e)
         return jerr_input(e, "hostlist", "'%.64s': a '[' not closed", item);
     if (strchr(close + 1, '[') || memchr(open + 1, '[', (size_t)(close - open - 1)))
         return jerr_input(e, "hostlist", "'%.64s': one bracket a name", item);
+    if (strchr(close + 1, ']'))
+        return jerr_input(e, "hostlist", "'%.64s': a ']' with no '['", item);
+    if (close == open + 1)
+        return jerr_input(e, "hostlist", "'%.64s': an empty bracket", item);
     int plen = (int)(open - item);
     const char *suffix = close + 1;
     char ranges[256];

@@ -3,8 +3,8 @@
  * joblet job is one task on one machine with everything the job has, so a step is that task:
  * one task and one node are honoured, more are refused; the task's output, error and input
  * files, its labels, directory and environment are honoured; a step's share of the job's CPUs,
- * memory or GPUs is noted when it is less than the job has (the task has the job's) and refused
- * when more, and a step's time limit is noted (the job's applies); placement and accounting options a lone task meets anyway are taken without a
+ * memory or GPUs is noted when it is less than the job has (the task has the job's) and
+ * refused when more, and a step's time limit is noted (the job's applies); placement and accounting options a lone task meets anyway are taken without a
  * word. Pure: no syscall, no environment read (the caller passes what the job has). */
 #ifndef JOBLET_SRUN_H
 #define JOBLET_SRUN_H
@@ -26,20 +26,22 @@ typedef struct srun_plan {
     char *out, *err, *in;    /* -o, -e, -i: file name patterns (srun_file_name); NULL: the job's own */
     bool append;             /* --open-mode=append */
     char *chdir;             /* -D */
-    bool export_none;        /* --export=NONE: only the SLURM_* variables and those named */
+    bool export_none;        /* --export=NONE or names without ALL: only SLURM_* and those named */
     sbatch_list export_vars; /* --export's "NAME=VALUE", or "NAME" (its value from srun's environment) */
-    sbatch_list notes;       /* "srun: joblet: --time=5: ..." for what the task does not get as asked */
+    sbatch_list notes;       /* "--time=5: ..." for what the task does not get as asked */
+    char info;               /* 'V' (--version) or 'h' (--help, --usage): say what srun is, run nothing */
 } srun_plan;
 
 void srun_free(srun_plan *p);
 
 /* srun's command line (argv[0] is the first option or the command): its options up to the
- * command (or "--"). 0 with p filled, or -1 with e set: an option srun does not have, a value
- * out of form, more than one task or node, a command missing. */
+ * command (or "--"), switches alone or together (-lu) as getopt reads them. 0 with p filled
+ * (p->info set, and no command, for --version and --help), or -1 with e set: an option srun
+ * does not have, a value out of form, more than one task or node, a command missing. */
 int srun_args(srun_plan *p, int argc, char *const *argv, const srun_job *job, jerr *e);
 
-/* An -o/-e/-i pattern with srun's substitutions for the one task of step 0: %j %J job id, %s
- * step (0), %t task and %n node (0), %N the host name, %u the user, %x the job name, %A %a the
+/* An -o/-e/-i pattern with srun's substitutions for the one task of step 0: %j the job id, %J
+ * the job and step ids (ID.0), %s the step (0), %t task and %n node (0), %N the host name, %u the user, %x the job name, %A %a the
  * array's job and task ids, %% a '%'; a number after '%' pads with zeros (%3t: 000). The names'
  * values come from the caller (NULL: ""). NULL when the result would be longer than len. */
 typedef struct srun_names {

@@ -33,8 +33,12 @@ static void add_path_env(const job_req *r, const char *key, const char *dflt, co
     const char *base = mine ? mine : dflt;
     if (!*extra && !*first && !mine && !*dflt)
         return;
+    const char *part[] = {first, base, extra};
     char *v = xmalloc(strlen(first) + strlen(base) + strlen(extra) + 3);
-    sprintf(v, "%s%s%s%s%s", first, *first && *base ? ":" : "", base, *base && *extra ? ":" : "", extra);
+    v[0] = 0;
+    for (size_t i = 0; i < ARRAY_LEN(part); i++) /* the parts that are not empty, joined by ':' */
+        if (*part[i])
+            strcat(strcat(v, *v ? ":" : ""), part[i]);
     add_env(env, n, key, v);
     free(v);
 }

@@ -87,10 +87,12 @@ static int open_file(const char *pattern, const srun_names *nm, int flags, const
     return fd;
 }
 
+/* fd as target for the command (open gave it O_CLOEXEC; dup2 clears it, and so must this when
+ * open returned the target itself, the job's own having been closed). */
 static int put_fd(int fd, int target)
 {
     if (fd == target)
-        return 0;
+        return fcntl(fd, F_SETFD, 0) < 0 ? -1 : 0;
     return dup2(fd, target) < 0 ? -1 : 0;
 }
 
@@ -138,10 +140,16 @@ static void label_flush(labeled *l, bool all)
 
 static volatile sig_atomic_t child_pid;
 
-static void forward(int sig)
+/* A signal srun gets while it labels is passed on to the command, as srun passes them to its
+ * tasks; not one from the job's init (pid 1 here), which sends a stop or a time limit's signal
+ * to every process of the job: the command has it already. */
+static void forward(int sig, siginfo_t *si, void *ctx)
 {
-    if (child_pid > 0)
+    (void)ctx;
+    int saved = errno;
+    if (child_pid > 0 && !(si && si->si_code == SI_USER && si->si_pid == 1))
         kill(child_pid, sig);
+    errno = saved;
 }
 
 static int run_labeled(char *const *argv)
@@ -152,18 +160,27 @@ static int run_labeled(char *const *argv)
         return 1;
     }
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
-    struct sigaction sa = {.sa_handler = forward, .sa_flags = SA_RESTART};
+    sigset_t these, old;
+    sigemptyset(&these);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&these, sigs[i]);
+    /* held until child_pid is known: one that came between the fork and that would be lost */
+    sigprocmask(SIG_BLOCK, &these, &old);
+    struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_RESTART | SA_SIGINFO};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaction(sigs[i], &sa, NULL);
+    /* waitpid needs SIGCHLD not ignored (an ignoring parent leaves it so across exec) */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigaction(SIGCHLD, &dfl, NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "srun: error: fork: %s\n", strerror(errno));
         return 1;
     }
     if (pid == 0) {
-        struct sigaction dfl = {.sa_handler = SIG_DFL};
         for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
             sigaction(sigs[i], &dfl, NULL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
         char pidv[24];
         snprintf(pidv, sizeof pidv, "%d", (int)getpid());
         setenv("SLURM_TASK_PID", pidv, 1);
@@ -174,6 +191,7 @@ static int run_labeled(char *const *argv)
         _exit(2);
     }
     child_pid = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     close(out[1]);
     close(err[1]);
     labeled l[2] = {{.from = out[0], .to = 1}, {.from = err[0], .to = 2}};
@@ -202,9 +220,19 @@ static int run_labeled(char *const *argv)
             label_flush(&l[i], false);
         }
     }
+    /* (after a poll that failed: the command must not block on a pipe no one reads while it is
+     * waited for) */
+    for (int i = 0; i < 2; i++)
+        if (l[i].from >= 0)
+            close(l[i].from);
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    pid_t w;
+    while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
         ;
+    if (w < 0) {
+        fprintf(stderr, "srun: error: waitpid: %s\n", strerror(errno));
+        return 1;
+    }
     if (WIFSIGNALED(st)) {
         fprintf(stderr, "srun: error: task 0: %s\n", strsignal(WTERMSIG(st)));
         return 128 + WTERMSIG(st);
@@ -223,6 +251,15 @@ static int run(int argc, char **argv)
     if (srun_args(&p, argc - 1, argv + 1, &job, &e) < 0) {
         fprintf(stderr, "srun: error: %s\n", e.msg);
         return 1;
+    }
+    if (p.info) {
+        printf(p.info == 'V' ? "srun (joblet): Slurm's srun inside a joblet job, where a step is the job's one task\n"
+                             : "Usage: srun [OPTIONS] COMMAND [ARGS...]\n"
+                               "In a joblet job, a step is the job's one task: -l, -o, -e, -i, --open-mode, -D and\n"
+                               "--export are honoured, -n and -N above 1 refused, a step's share of CPUs, GPUs or\n"
+                               "memory noted (docs/batch.md, \"srun in a batch job\").\n");
+        srun_free(&p);
+        return 0;
     }
     for (size_t i = 0; i < p.notes.n; i++)
         fprintf(stderr, "srun: joblet: %s\n", p.notes.v[i]);

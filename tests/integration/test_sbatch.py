@@ -194,6 +194,31 @@ def test_srun_runs_a_step_as_the_jobs_one_task(daemon, tmp_path):
     assert lines[0] == "none" and lines[1:] in ([], ["/usr/bin/srun"]), out
 
 
+def test_a_stop_reaches_a_labeled_step_once(daemon, tmp_path):
+    """rnx job stop signals every process of the job; srun -l, which stays to label the step's
+    lines, passes on the signals it gets, but not that one: the step has it already, and a
+    second SIGTERM is "now" to many programs. (The batch shell traps it, or its end would end
+    the job at once.)"""
+    d = daemon
+    script = write(tmp_path, "step.sh", """#!/bin/bash
+trap 'echo batch-term' TERM
+cat > /work/step_inner.sh <<'END'
+trap 'n=$((n+1)); echo term $n' TERM
+n=0; echo ready
+while [ $n -lt 2 ] && [ ! -e /work/over ]; do sleep 0.05 2>/dev/null || true; done
+echo n=$n
+END
+srun -l bash /work/step_inner.sh
+""")
+    jid = d.rnx("job", "batch", script, check=True).stdout.strip()
+    wait_for(lambda: "0: ready" in d.output(jid), "the step's first line")
+    d.rnx("job", "stop", jid, check=True)
+    wait_for(lambda: "0: term 1" in d.output(jid), "the step's trap")
+    open(os.path.join(d.work(jid), "over"), "w").close()
+    d.wait(jid)
+    assert d.output(jid).splitlines() == ["0: ready", "0: term 1", "0: n=1", "batch-term"], d.output(jid)
+
+
 def test_slurm_variables_follow_an_update(daemon):
     """--slurm-env's variables come from the request as it is when the job starts: a memory
     limit changed while the job waited is what SLURM_MEM_PER_NODE says."""

@@ -50,6 +50,30 @@ static void test_options_and_the_command(void **state)
     assert_string_equal(p.export_vars.v[0], "X=2");
     srun_free(&p);
 
+    /* switches together, getopt's way: the first that takes a value takes the rest */
+    char *g[] = {"-lu", "-Ql", "-lo%j.out", "-uo", "f2", "x"};
+    assert_int_equal(srun_args(&p, ARGC(g), g, &JOB, &e), 0);
+    assert_int_equal(p.cmd, 5);
+    assert_true(p.label);
+    assert_string_equal(p.out, "f2");
+    srun_free(&p);
+    /* names without ALL: only they and SLURM_*, as NONE */
+    char *x[] = {"--export=A=1,B", "x"};
+    assert_int_equal(srun_args(&p, ARGC(x), x, &JOB, &e), 0);
+    assert_true(p.export_none);
+    assert_int_equal(p.export_vars.n, 2);
+    srun_free(&p);
+    /* --version, --help: nothing to run */
+    char *v[] = {"-l", "--version", "x"};
+    assert_int_equal(srun_args(&p, ARGC(v), v, &JOB, &e), 0);
+    assert_int_equal(p.info, 'V');
+    assert_int_equal(p.cmd, 3);
+    srun_free(&p);
+    char *h[] = {"-h"};
+    assert_int_equal(srun_args(&p, 1, h, &JOB, &e), 0);
+    assert_int_equal(p.info, 'h');
+    srun_free(&p);
+
     /* no option at all; nodes as min-max, at least one */
     char *c[] = {"hostname"};
     assert_int_equal(srun_args(&p, 1, c, &JOB, &e), 0);
@@ -84,7 +108,18 @@ static void test_notes(void **state)
     assert_int_equal(srun_args(&p, ARGC(b), b, &none, &e), 0);
     assert_int_equal(p.notes.n, 2);
     assert_string_equal(p.notes.v[0], "--cpus-per-task=2: a step has the job's CPUs, not a share: the task has all of "
-                                      "the job's (it has no limit)");
+                                      "the job's");
+    assert_string_equal(p.notes.v[1], "--mem=1G: a step has the job's memory, not a share: the task has all of the "
+                                      "job's");
+    srun_free(&p);
+    /* a step with no GPU: noted in a job with some, nothing said in one without */
+    char *c[] = {"--gpus=0", "--gres=gpu:0", "x"};
+    assert_int_equal(srun_args(&p, ARGC(c), c, &JOB, &e), 0);
+    assert_int_equal(p.notes.n, 2);
+    assert_string_equal(p.notes.v[0], "--gpus=0: a step has the job's GPUs, not a share: the task has the job's 2 GPUs");
+    srun_free(&p);
+    assert_int_equal(srun_args(&p, ARGC(c), c, &none, &e), 0);
+    assert_int_equal(p.notes.n, 0);
     srun_free(&p);
 }
 
@@ -106,7 +141,11 @@ static void test_refusals(void **state)
         {{"--mem=lots", "x"}, "--mem=lots: memory is a number with K, M, G or T"},
         {{"--foo", "x"}, "unrecognized option '--foo' (srun in a joblet job: docs/batch.md)"},
         {{"-y", "x"}, "invalid option -- 'y' (srun in a joblet job: docs/batch.md)"},
-        {{"-lu", "x"}, "-l takes no value; give switches one by one"},
+        {{"-lz", "x"}, "invalid option -- 'z' (srun in a joblet job: docs/batch.md)"},
+        {{"-N", "1-junk", "x"}, "--nodes=1-junk: must be a whole number (1 in a joblet job)"},
+        {{"--export=", "x"}, "--export=: ALL, NONE, or [ALL,]NAME[=VALUE],..."},
+        {{"--ntasks-per-gpu=1", "x"}, "--ntasks-per-gpu=1: a task a GPU is 2 tasks in this job: a joblet job is one "
+                                      "task with no Slurm of its own; this needs Slurm itself (docs/slurm.md)"},
         {{"--label=yes", "x"}, "option '--label' doesn't allow an argument"},
         {{"-o"}, "option '--output' requires an argument"},
         {{"-o", "3", "x"}, "--output=3: the job's one task is task 0"},
@@ -140,7 +179,8 @@ static void test_file_names(void **state)
                         "out_8bea11bb_0_0_0.job-8bea11bb.txt");
     assert_string_equal(srun_file_name("%x-%u-%A_%a-%3a-%4t%%", &nm, out, sizeof out),
                         "sweep-alice-8bea11bb_7-007-0000%");
-    assert_string_equal(srun_file_name("%q%J%", &nm, out, sizeof out), "%q8bea11bb%");
+    assert_string_equal(srun_file_name("%q%J%", &nm, out, sizeof out), "%q8bea11bb.0%");
+    assert_string_equal(srun_file_name("a%12", &nm, out, sizeof out), "a%12");
     srun_names none = {0};
     assert_string_equal(srun_file_name("a%ab%xc", &none, out, sizeof out), "abc");
     assert_null(srun_file_name("%N%N%N%N", &nm, out, 16)); /* too long */
@@ -170,6 +210,8 @@ static void test_host_lists(void **state)
         {"n[a-b]", "'n[a-b]': a range is N or LOW-HIGH, in numbers, LOW <= HIGH"},
         {"r[1-2]n[1-2]", "'r[1-2]n[1-2]': one bracket a name"},
         {"n[0-99999]", "more than 65536 names"},
+        {"n[]", "'n[]': an empty bracket"},
+        {"a[1]],b", "'a[1]],b': a ']' with no '['"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(srun_hostnames(bad[i].list, &l, &e), -1);
