@@ -514,7 +514,10 @@ def test_daemon_serves_while_a_build_runs_and_kills_it_at_its_limit(fresh_daemon
         assert not mounts_under(d.dir, but=os.path.join(d.state, "work")) and not mounts_under(mirror)
         out, err = follower.communicate(timeout=30)  # it followed from the start to the end
         assert follower.returncode == 1 and "stopped after 20 s" in err, (out, err)
-        assert "I: running apt-get update" in out and "joblet: failed: stopped after 20 s" in out, out
+        # from its first line to its last: how far mmdebstrap got in 20 s is the machine's load's
+        # business (on a busy one, not as far as apt-get update)
+        assert out.startswith("joblet: building hang") and "\nI: " in out, out
+        assert out.rstrip("\n").endswith("joblet: failed: stopped after 20 s (runtimes.build_timeout_s)"), out
         p = d.rnx("runtime", "log", str(bid))
         assert p.returncode == 1 and "stopped after 20 s" in p.stderr
     finally:
