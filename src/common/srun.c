@@ -224,7 +224,6 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
         if (!*v)
             return jerr_input(e, "export", "%s: ALL, NONE, or [ALL,]NAME[=VALUE],...", where);
         sbatch_list_free(&p->export_vars);
-        p->export_none = false;
         /* as Slurm: ALL (the default) keeps srun's environment and adds what follows; NONE, or
          * names without ALL, gives the task only SLURM_* and the names */
         char *copy = xstrdup(v), *save = NULL;
@@ -340,7 +339,9 @@ static int option(srun_plan *p, char *const *words, int n, const srun_job *job, 
                 p->info = o->letter;
                 return 1;
             }
-            if (take(p, o, "", o->name, job, e) < 0)
+            char where[80];
+            snprintf(where, sizeof where, "--%s", o->name);
+            if (take(p, o, "", where, job, e) < 0)
                 return -1;
             if (!w[1])
                 return 1;

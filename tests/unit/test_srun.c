@@ -142,6 +142,8 @@ static void test_refusals(void **state)
         {{"--foo", "x"}, "unrecognized option '--foo' (srun in a joblet job: docs/batch.md)"},
         {{"-y", "x"}, "invalid option -- 'y' (srun in a joblet job: docs/batch.md)"},
         {{"-lz", "x"}, "invalid option -- 'z' (srun in a joblet job: docs/batch.md)"},
+        {{"-lH", "x"}, "--hold: a joblet job is one task with no Slurm of its own; this needs Slurm itself "
+                       "(docs/slurm.md)"},
         {{"-N", "1-junk", "x"}, "--nodes=1-junk: must be a whole number (1 in a joblet job)"},
         {{"--export=", "x"}, "--export=: ALL, NONE, or [ALL,]NAME[=VALUE],..."},
         {{"--ntasks-per-gpu=1", "x"}, "--ntasks-per-gpu=1: a task a GPU is 2 tasks in this job: a joblet job is one "
