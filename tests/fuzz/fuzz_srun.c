@@ -1,7 +1,7 @@
 /* srun inside a job (src/common/srun.c): the fuzzer's bytes as srun's words, one a line, for a
  * job of 4 CPUs, 2 GPUs and 8 GiB; then each word as an -o file name pattern and as a host list
  * (scontrol show hostnames). Besides not crashing: a refusal has its message, the command is one
- * of the words, a pattern's expansion fits where it is written or is refused (NULL), a host list
+ * of the words (none after --version or --help), a pattern's expansion fits where it is written or is refused (NULL), a host list
  * gives at most SRUN_HOSTS_MAX names, none empty. */
 #include "common/log.h"
 #include "common/srun.h"
@@ -27,7 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (srun_args(&p, argc, argv, &job, &e) < 0) {
         FUZZ_ASSERT(e.msg[0], "a refusal without its message");
     } else {
-        FUZZ_ASSERT(p.cmd >= 0 && p.cmd < argc, "the command at %d of %d words", p.cmd, argc);
+        /* (--version and --help: no command; p.cmd is past the words) */
+        FUZZ_ASSERT(p.info ? p.cmd == argc : p.cmd >= 0 && p.cmd < argc, "the command at %d of %d words%s", p.cmd,
+                    argc, p.info ? " (--version or --help)" : "");
         for (size_t i = 0; i < p.notes.n; i++)
             FUZZ_ASSERT(p.notes.v[i][0], "an empty note");
         srun_free(&p);
