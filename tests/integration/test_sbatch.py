@@ -194,7 +194,7 @@ def test_srun_runs_a_step_as_the_jobs_one_task(daemon, tmp_path):
     assert lines[0] == "none" and lines[1:] in ([], ["/usr/bin/srun"]), out
 
 
-def test_a_stop_reaches_a_labeled_step_once(daemon, tmp_path):
+def test_a_stop_reaches_a_labeled_step(daemon, tmp_path):
     """rnx job stop signals every process of the job, the step under srun -l too, whose handler
     runs and whose lines keep their labels to the end; the batch shell traps it (or its end would
     end the job at once). srun passes on the signals it gets, but not this one, which the step has
