@@ -47,9 +47,12 @@ def loops_holding(image):
     image = os.path.realpath(image)
     held = []
     for bf in glob.glob("/sys/block/loop*/loop/backing_file"):
-        with open(bf) as f:
-            if f.read().strip() == image:
-                held.append(bf.split("/")[3])
+        try:
+            with open(bf) as f:
+                if f.read().strip() == image:
+                    held.append(bf.split("/")[3])
+        except FileNotFoundError:
+            pass   # another test's loop device, detached since the listing (the workers run side by side)
     return held
 
 
