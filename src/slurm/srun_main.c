@@ -25,14 +25,13 @@
 
 extern char **environ;
 
+/* A SLURM_* count of the job's, or -1 when it does not say (sbatch_whole: the one reading of
+ * Slurm's whole numbers). */
 static long long env_num(const char *name)
 {
     const char *v = getenv(name);
-    if (!v || !*v)
-        return -1;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    return *end || n < 0 ? -1 : n;
+    long long n;
+    return v && sbatch_whole(v, 0, 999999999999999999LL, &n) ? n : -1;
 }
 
 /* --export=NONE: only Slurm's variables stay, and those the option names (NAME alone keeps the
