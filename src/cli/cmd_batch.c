@@ -61,7 +61,7 @@ static const char batch_help[] =
     "line.\n"
     "\n"
     "The job sees what sbatch tells a job of itself (rnx job run --slurm-env): SLURM_JOB_ID\n"
-    "(its id), SLURM_JOB_NAME, SLURM_SUBMIT_DIR=/work, SLURM_NNODES=1, and\n"
+    "(its number), SLURM_JOB_NAME, SLURM_SUBMIT_DIR=/work, SLURM_NNODES=1, and\n"
     "SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS when it asks for them; an array's\n"
     "tasks SLURM_ARRAY_TASK_ID and the rest. Its srun lines run as they are: joblet's srun,\n"
     "first in the job's PATH, runs a step as the job's one task (-l, -o, -e, -i, -D,\n"

@@ -919,6 +919,8 @@ static void print_array(json_t *job, FILE *f)
         print_textf(f, ": %lld task%s", (long long)v, v == 1 ? "" : "s");
     if (jint(arr, "throttle", &v) && v > 0)
         print_textf(f, ", at most %lld at once", (long long)v);
+    if (jint(job, "number", &v))
+        print_textf(f, " (SLURM_ARRAY_JOB_ID=%lld)", (long long)v);
     fputc('\n', f);
     key(f, "Status:");
     put_line(f, jstr(job, "status") ? jstr(job, "status") : "-");
@@ -972,8 +974,11 @@ void print_job(json_t *job, FILE *f)
         int64_t t = -1;
         jint(ta, "task", &t);
         key(f, "Array task:");
-        print_textf(f, "%s (task %lld of array %s)\n", jstr(ta, "ref") ? jstr(ta, "ref") : "-", (long long)t,
+        print_textf(f, "%s (task %lld of array %s", jstr(ta, "ref") ? jstr(ta, "ref") : "-", (long long)t,
                     jstr(ta, "id") ? jstr(ta, "id") : "-");
+        if (jint(ta, "number", &v))
+            print_textf(f, ", SLURM_ARRAY_JOB_ID=%lld", (long long)v);
+        print_text(f, ")\n");
     }
     print_after(job, f);
     json_t *sl = json_object_get(job, "slurm");
@@ -1041,7 +1046,11 @@ void print_job(json_t *job, FILE *f)
     print_env(f, "Secret env:", json_object_get(job, "secret_env"), true);
     if (json_is_true(json_object_get(job, "slurm_env"))) {
         key(f, "Slurm env:");
-        put_line(f, "SLURM_JOB_ID, SLURM_JOB_NAME and the rest, as sbatch gives them (--slurm-env)");
+        if (jint(job, "number", &v))
+            print_textf(f, "SLURM_JOB_ID=%lld, ", (long long)v);
+        else
+            print_text(f, "SLURM_JOB_ID, ");
+        put_line(f, "SLURM_JOB_NAME and the rest, as sbatch gives them (--slurm-env)");
     }
     if (jstr(job, "network")) {
         key(f, "Network:");

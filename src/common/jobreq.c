@@ -201,7 +201,7 @@ const jobreq_field jobreq_fields[JR_N] = {
     [JR_SLURM_ENV] = {"slurm_env", "--slurm-env", NULL, false, false, JK_BOOL, JU_NONE, 0, 1, OFF(slurm_env),
                       "must be true or false",
         NULL, "give the job Slurm's variables of itself, for a script written\n"
-              "for sbatch: SLURM_JOB_ID (its id), SLURM_JOB_NAME,\n"
+              "for sbatch: SLURM_JOB_ID (its number), SLURM_JOB_NAME,\n"
               "SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE, SLURM_GPUS..., and an\n"
               "srun that runs a step as the job's one task (rnx job batch gives\n"
               "it)"},

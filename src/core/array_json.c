@@ -77,6 +77,7 @@ json_t *array_json(const jarray *a)
                           a->name ? json_string(a->name) : NULL, "status", job_state_name(arrays_state(a, &c)),
                           "owner_uid", (json_int_t)a->owner_uid, "command", a->req.command ? a->req.command : "",
                           "args", args, "request", jobreq_to_json(&a->req, 0), "array", arr);
+    json_object_set_new(o, "number", json_integer((json_int_t)a->seq)); /* its tasks' SLURM_ARRAY_JOB_ID */
     json_object_set_new(o, "after", job_json_after(&a->req, a->after_seq));
     json_object_set_new(o, "after_any", json_boolean(a->req.after_any));
     /* a workflow's job (docs/workflows.md "Arrays in a workflow") */

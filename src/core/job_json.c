@@ -4,6 +4,7 @@
 #include "../common/jsonx.h"
 #include "../common/util.h"
 #include "job_json.h"
+#include "arrays.h"
 #include "job_ctl.h"
 #include "gpu_spec.h"
 #include "jobs.h"
@@ -114,6 +115,8 @@ json_t *job_json(const job *j)
     json_t *o = json_object();
     const job_req *r = &j->req;
     json_object_set_new(o, "id", json_string(j->id));
+    /* its number, never given twice: SLURM_JOB_ID in a job with Slurm's variables */
+    json_object_set_new(o, "number", json_integer((json_int_t)j->seq));
     jx_set_str_or_null(o, "name", j->name);
     json_object_set_new(o, "status", json_string(job_state_name(j->state)));
     json_object_set_new(o, "owner_uid", json_integer(j->owner_uid));
@@ -188,8 +191,10 @@ json_t *job_json(const job *j)
     if (j->array_id[0]) {
         char ref[64];
         snprintf(ref, sizeof ref, "%.8s_%lld", j->array_id, (long long)j->array_task);
-        json_object_set_new(o, "array", json_pack("{s:s,s:I,s:s}", "id", j->array_id, "task",
-                                                  (json_int_t)j->array_task, "ref", ref));
+        json_t *ta = json_pack("{s:s,s:I,s:s}", "id", j->array_id, "task", (json_int_t)j->array_task, "ref", ref);
+        if (j->array) /* the array's number: SLURM_ARRAY_JOB_ID */
+            json_object_set_new(ta, "number", json_integer((json_int_t)j->array->seq));
+        json_object_set_new(o, "array", ta);
     } else
         json_object_set_new(o, "array", json_null());
     json_object_set_new(o, "preemptible", json_boolean(r->preemptible));

@@ -48,6 +48,7 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
 {
     spec_ctx c = {
         .id = j->id,
+        .number = j->seq,
         .req = &j->req,
         .gpus = &j->gpus,
         .uid = j->uid,
@@ -64,8 +65,9 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
         .srun = core.srun_path[0] ? core.srun_path : NULL,
     };
     /* a job array's task: its ids, as joblet's names and as Slurm's (a sweep script written
-     * for sbatch --array runs unchanged) */
-    char av[6][40];
+     * for sbatch --array runs unchanged); Slurm's array id is the array's number, as a task's
+     * SLURM_JOB_ID is its own (spec_build.c) */
+    char av[6][40], anum[24];
     jobreq_pair given[12];
     if (j->array_id[0]) {
         const arrayspec *as = j->array ? &j->array->spec : NULL;
@@ -85,9 +87,11 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
             snprintf(av[5], sizeof av[5], "%u", as->n == 1 ? as->r[0].step : 1);
             nv = 6;
         }
+        snprintf(anum, sizeof anum, "%llu", (unsigned long long)(j->array ? j->array->seq : 0));
         for (size_t i = 0; i < nv; i++) {
             given[c.ngiven_env++] = (jobreq_pair){(char *)names[i][0], av[i]};
-            given[c.ngiven_env++] = (jobreq_pair){(char *)names[i][1], av[i]};
+            if (i || j->array)
+                given[c.ngiven_env++] = (jobreq_pair){(char *)names[i][1], i ? av[i] : anum};
         }
         c.given_env = given;
     }

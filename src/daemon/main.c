@@ -288,6 +288,10 @@ static int setup(jerr *e)
     if (db_load_jobs(core.db, load_one, NULL, e) < 0 || db_load_workflows(core.db, load_wf, NULL, e) < 0 ||
         arrays_load(e) < 0)
         return -1;
+    /* a number is never given twice (the newest job may have been deleted) */
+    uint64_t hw = db_high_water(core.db);
+    if (hw >= core.next_seq)
+        core.next_seq = hw + 1;
     return 0;
 }
 

@@ -54,8 +54,12 @@ static void add_path_env(const job_req *r, const char *key, const char *dflt, co
 static void slurm_env(const spec_ctx *c, char ***env, size_t *n)
 {
     const job_req *r = c->req;
-    char cpus[24] = "", mem[24] = "", gpus[24] = "", host[16];
+    char cpus[24] = "", mem[24] = "", gpus[24] = "", host[16], num[24] = "";
     job_hostname(c->id, host, sizeof host);
+    /* Slurm's ids are numbers, and scripts count on it (MASTER_PORT=$((10000 + SLURM_JOB_ID %
+     * 50000))): the job's number, never given twice (JOB_ID keeps joblet's id) */
+    if (c->number)
+        snprintf(num, sizeof num, "%llu", (unsigned long long)c->number);
     if (r->max_cpu > 0)
         snprintf(cpus, sizeof cpus, "%lld", (long long)((r->max_cpu + 99) / 100));
     if (r->max_memory_mb > 0 && !r->memory_default)
@@ -63,7 +67,7 @@ static void slurm_env(const spec_ctx *c, char ***env, size_t *n)
     if (c->gpus && c->gpus->n)
         snprintf(gpus, sizeof gpus, "%zu", c->gpus->n);
     const char *vars[][2] = {
-        {"SLURM_JOB_ID", c->id},         {"SLURM_JOBID", c->id},        {"SLURM_JOB_NAME", r->name ? r->name : ""},
+        {"SLURM_JOB_ID", num},           {"SLURM_JOBID", num},        {"SLURM_JOB_NAME", r->name ? r->name : ""},
         {"SLURM_SUBMIT_DIR", "/work"},   {"SLURM_NNODES", "1"},         {"SLURM_JOB_NUM_NODES", "1"},
         {"SLURM_CPUS_PER_TASK", cpus},   {"SLURM_MEM_PER_NODE", mem},   {"SLURM_GPUS", gpus},
         {"SLURM_JOB_NODELIST", host},    {"SLURM_NODELIST", host},      {"SLURMD_NODENAME", host},

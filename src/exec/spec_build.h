@@ -42,6 +42,7 @@ typedef struct spec_gvisor {
 typedef struct spec_ctx {
     /* the job */
     const char *id;               /* its id (36 characters); its hostname is job-<first 8> */
+    uint64_t number;              /* its number (joblet's seq: SLURM_JOB_ID); 0 none */
     const job_req *req;           /* its typed, validated request */
     const gpu_grants *gpus;       /* what it was granted (n 0: no GPU) */
     uid_t uid, gid;               /* whom the command runs as */

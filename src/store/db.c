@@ -105,7 +105,39 @@ static const char *const migrations[] = {
     /* 17: an array's tasks made out of its list's order (--after=ARRAY:corr: a task whose own
      * task completed goes before those that wait), ahead of `made`, as `skip` is kept */
     "ALTER TABLE arrays ADD COLUMN ahead TEXT;",
+    /* 18: the highest job or array number (seq) deleted: a number is never given twice, even
+     * after the newest job is deleted and joblet restarts (SLURM_JOB_ID is the job's number) */
+    "CREATE TABLE high_water (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
 };
+
+/* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
+ * open transaction. */
+static int keep_high_water(db *d, const char *table, const char *id, jerr *e)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO high_water (name, value) SELECT 'seq', seq FROM %s WHERE id = ?1 "
+             "ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)",
+             table);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: %s: keeping its number: %s", id, sqlite3_errmsg(d->h));
+}
+
+uint64_t db_high_water(db *d)
+{
+    sqlite3_stmt *st;
+    uint64_t v = 0;
+    if (sqlite3_prepare_v2(d->h, "SELECT value FROM high_water WHERE name = 'seq'", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
 
 static int exec_sql(db *d, const char *sql, jerr *e)
 {
@@ -466,10 +498,10 @@ int db_delete_job(db *d, const char *id, jerr *e)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     if (exec_sql(d, "SAVEPOINT joblet_delete;", e) < 0)
         return -1;
+    int rc = keep_high_water(d, "jobs", id, e);
     sqlite3_reset(d->del);
     sqlite3_bind_text(d->del, 1, id, -1, SQLITE_TRANSIENT);
-    int rc = 0;
-    if (sqlite3_step(d->del) != SQLITE_DONE)
+    if (rc == 0 && sqlite3_step(d->del) != SQLITE_DONE)
         rc = jerr_set(e, EIO, "database: deleting job %s: %s", id, sqlite3_errmsg(d->h));
     if (rc == 0) {
         sqlite3_reset(d->ev_del);
@@ -1208,6 +1240,8 @@ int db_array_delete(db *d, const char *id, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    if (keep_high_water(d, "arrays", id, e) < 0)
+        return -1;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "DELETE FROM arrays WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));

@@ -214,5 +214,7 @@ int64_t db_sample_rows(db *d);
  * commit that succeeded left, nothing of this one. */
 int db_flush(db *d, jerr *e);
 int db_schema_version(db *d);
+/* The highest job or array number (seq) ever deleted, 0 none: the next number is above it. */
+uint64_t db_high_water(db *d);
 
 #endif

@@ -180,7 +180,7 @@ def test_slurm_sweep_script_runs_unchanged(d, tmp_path):
         got[j["array"]["task"]] = d.output(j["id"]).strip()
     lrs = ["0.1", "0.03", "0.01", "0.003", "0.001"]
     # each task's own copy: it sees only its own line added to the file sent
-    assert got == {t: f"job {done['id']} task {t} of 5 (0..4) lr={lrs[t]}\nstart\ntask {t}" for t in range(5)}, got
+    assert got == {t: f"job {done['number']} task {t} of 5 (0..4) lr={lrs[t]}\nstart\ntask {t}" for t in range(5)}, got
     # the array's files go with it
     adir = os.path.join(d.state, "jobs", done["id"])
     assert os.path.isdir(adir)
@@ -199,7 +199,7 @@ def test_slurm_sweep_script_on_a_volume(d):
         done = wait_array(d, r.stdout.strip())
         assert done["status"] == "COMPLETED", done
         outs = sorted(d.output(j["id"]).strip() for j in tasks_of(d, done["id"]))
-        assert outs == sorted(f"job {done['id']} task {t} of 5 (0..4) lr={lr}"
+        assert outs == sorted(f"job {done['number']} task {t} of 5 (0..4) lr={lr}"
                               for t, lr in enumerate(["0.1", "0.03", "0.01", "0.003", "0.001"]))
         d.rnx("job", "delete", done["id"], check=True)
         d.rnx("job", "delete", w, check=True)
@@ -214,9 +214,9 @@ def test_task_references_and_cancel_before_they_start(d):
                      name="refs")
     aid, short = a["id"], a["id"][:8]
     t0 = d.wait_status(f"{short}_0", "RUNNING")
-    assert t0["array"] == {"id": aid, "task": 0, "ref": f"{short}_0"}
+    assert t0["array"] == {"id": aid, "task": 0, "ref": f"{short}_0", "number": a["number"]}
     st = d.rnx("job", "status", f"{short}_0", check=True).stdout
-    assert f"Array task: {short}_0 (task 0 of array {aid})" in st
+    assert f"Array task: {short}_0 (task 0 of array {aid}, SLURM_ARRAY_JOB_ID={a['number']})" in st
     # a task not started yet answers as the array's
     code, t5 = d.api("GET", f"/v1/jobs/{short}_5")
     assert code == 200 and t5["status"] == "QUEUED" and t5["made"] is False
@@ -402,9 +402,13 @@ def test_limits_follow_every_change_of_an_array(fresh_daemon):
 
 def test_kill9_mid_array_every_task_once(fresh_daemon):
     """joblet killed while an array runs: the tasks that ran are kept, those running are re-adopted,
-    the rest are made after the restart; every task id runs once."""
+    the rest are made after the restart; every task id runs once. Each task's SLURM_JOB_ID is its
+    own number and SLURM_ARRAY_JOB_ID the array's, as Slurm's are; a number is never given twice,
+    not even after the newest job is deleted and joblet restarts."""
     d = fresh_daemon(LIMITS)
-    a = submit_array(d, "0-29%4", "sh", "-c", "sleep 0.3; echo $SLURM_ARRAY_TASK_ID")
+    a = submit_array(d, "0-29%4", "sh", "-c",
+                     "sleep 0.3; echo $SLURM_ARRAY_TASK_ID $SLURM_JOB_ID $SLURM_ARRAY_JOB_ID $((SLURM_JOB_ID + 0))",
+                     slurm_env=True)
     aid = a["id"]
     deadline = time.time() + 60
     while d.job(aid)["array"]["counts"].get("COMPLETED", 0) < 6 and time.time() < deadline:
@@ -416,8 +420,22 @@ def test_kill9_mid_array_every_task_once(fresh_daemon):
     assert done["array"]["counts"] == {"COMPLETED": 30}, done
     tasks = tasks_of(d, aid)
     assert sorted(j["array"]["task"] for j in tasks) == list(range(30))
+    numbers = {j["number"] for j in tasks} | {done["number"]}
+    assert len(numbers) == 31 and all(isinstance(n, int) and n > 0 for n in numbers), tasks
     for j in tasks:
-        assert d.output(j["id"]).strip() == str(j["array"]["task"])
+        n = j["number"]
+        assert j["array"]["number"] == done["number"], j
+        assert d.output(j["id"]).strip() == f"{j['array']['task']} {n} {done['number']} {n}", j
+    # the newest job deleted, then a restart: the next job gets a number above it
+    newest = d.submit("/bin/true")
+    d.wait(newest)
+    last = d.job(newest)["number"]
+    assert last > max(numbers), (last, numbers)
+    assert d.api("DELETE", f"/v1/jobs/{newest}")[0] == 200
+    d.stop()
+    d.start()
+    after = d.submit("/bin/true")
+    assert d.job(after)["number"] == last + 1, d.job(after)
 
 
 def test_gpu_request_per_task(fresh_daemon):

@@ -30,8 +30,8 @@ SWEEP = """#!/bin/bash
 set -eu
 cd "$SLURM_SUBMIT_DIR"
 lr=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" params.txt)
-test "$SLURM_JOB_ID" = "$JOB_ID"
-echo "task=$SLURM_ARRAY_TASK_ID of=$SLURM_ARRAY_JOB_ID count=$SLURM_ARRAY_TASK_COUNT name=$SLURM_JOB_NAME" \\
+port=$((10000 + SLURM_JOB_ID % 50000))
+echo "task=$SLURM_ARRAY_TASK_ID of=$SLURM_ARRAY_JOB_ID job=$SLURM_JOB_ID port=$port count=$SLURM_ARRAY_TASK_COUNT name=$SLURM_JOB_NAME" \\
      "cpus=$SLURM_CPUS_PER_TASK mem=$SLURM_MEM_PER_NODE nodes=$SLURM_NNODES lr=$lr args=$*"
 #SBATCH --nodes=4
 """
@@ -80,10 +80,15 @@ def test_a_sweep_script_written_for_slurm_runs_unchanged(daemon, tmp_path):
         assert t["limits"]["max_runtime_s"] == 600 and t["limits"]["max_memory_mb"] == 64, t["limits"]
         assert t["limits"]["max_cpu"] == 100 and t["slurm_env"] is True, t
         out = d.output(t["id"]).strip()
-        assert out == (f"task={task} of={aid} count=6 name={name} cpus=1 mem=64 nodes=1 lr={lrs[task]} "
-                       "args=alpha beta gamma"), out
+        n = t["number"]   # Slurm's ids are numbers: the task's own, and its array's
+        assert out == (f"task={task} of={a['number']} job={n} port={10000 + n % 50000} count=6 name={name} "
+                       f"cpus=1 mem=64 nodes=1 lr={lrs[task]} args=alpha beta gamma"), out
+    assert len({t["number"] for t in tasks} | {a["number"]}) == 7, tasks
     p = d.rnx("job", "status", tasks[0]["id"], check=True)
-    assert "Slurm env:" in p.stdout, p.stdout
+    assert f"SLURM_JOB_ID={tasks[0]['number']}, SLURM_JOB_NAME" in p.stdout, p.stdout
+    assert f"SLURM_ARRAY_JOB_ID={a['number']})" in p.stdout, p.stdout
+    p = d.rnx("job", "status", aid, check=True)
+    assert f"at most 2 at once (SLURM_ARRAY_JOB_ID={a['number']})" in p.stdout, p.stdout
 
 
 def test_the_command_line_wins_over_the_script(daemon, tmp_path):
