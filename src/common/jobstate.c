@@ -19,11 +19,13 @@ int job_state_parse(const char *s, enum job_state *out)
     return -1;
 }
 
-enum job_state job_state_after_hold(bool deps_pending, int64_t not_before_ms, int64_t now_ms)
+enum job_state job_state_after_hold(bool deps_pending, bool ran_before, int64_t not_before_ms, int64_t now_ms)
 {
     if (deps_pending)
         return JS_PENDING;
-    return not_before_ms > now_ms ? JS_SCHEDULED : JS_QUEUED;
+    if (not_before_ms > now_ms)
+        return JS_SCHEDULED;
+    return ran_before ? JS_PREEMPTED : JS_QUEUED;
 }
 
 static const char *const wf_names[] = {"PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELED"};

@@ -24,10 +24,12 @@ static inline bool job_state_terminal(enum job_state s) { return s >= JS_STOPPED
 /* Not started (again) yet: what the scheduler looks at. */
 static inline bool job_state_waiting(enum job_state s) { return s == JS_SCHEDULED || s == JS_QUEUED || s == JS_PREEMPTED; }
 
-/* Where a released hold sends a job back (job_ctl.c): PENDING while the jobs it depends on
+/* Where a job let go goes (a released hold, job_ctl.c; dependencies that hold, depend.c; a
+ * start time that came or changed, queue.c and job_ctl.c): PENDING while the jobs it depends on
  * have not all ended as it needs (deps_pending), SCHEDULED while its start time (not_before_ms,
- * 0 none) lies ahead of now_ms, else QUEUED. Its seq is untouched, so it keeps its place. */
-enum job_state job_state_after_hold(bool deps_pending, int64_t not_before_ms, int64_t now_ms);
+ * 0 none) lies ahead of now_ms, else QUEUED, or PREEMPTED for a job waiting to run again after a
+ * run that was preempted or requeued (ran_before). Its seq is untouched, so it keeps its place. */
+enum job_state job_state_after_hold(bool deps_pending, bool ran_before, int64_t not_before_ms, int64_t now_ms);
 
 enum wf_state { WF_PENDING, WF_RUNNING, WF_COMPLETED, WF_FAILED, WF_CANCELED };
 

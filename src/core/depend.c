@@ -19,7 +19,7 @@ static void describe_single(const job *j, char *out, size_t len);
 
 void depend_release(job *j, const char *detail)
 {
-    j->state = j->scheduled_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
+    j->state = job_state_after_hold(false, job_ran_before(j), j->scheduled_ms, now_ms());
     job_event(j, JE_RELEASED, -1, "%s", detail);
     job_save(j);
     state_want(WANT_SCHEDULE);

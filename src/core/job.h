@@ -122,5 +122,8 @@ enum job_settle {
 
 /* Waiting for the scheduler: not started, and no shim on its way. */
 static inline bool job_in_queue(const job *j) { return job_state_waiting(j->state) && j->shim_pid == 0; }
+/* Waits to run again after a run that was preempted or requeued (jobs.c: job_requeue; its
+ * end_reason describes that run until the next starts): PREEMPTED when its turn comes. */
+static inline bool job_ran_before(const job *j) { return j->preemptions && j->end_reason; }
 
 #endif

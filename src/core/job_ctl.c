@@ -262,7 +262,7 @@ int job_ctl_release(job *j, uid_t by, jerr *e)
         return refuse(j, "released", "a held", e);
     /* a workflow's job or one with --after: its dependencies are decided afresh */
     bool deps = workflow_job_has_deps(j) || ((j->req.nafter || j->req.singleton) && !j->wf);
-    j->state = job_state_after_hold(deps, j->scheduled_ms, now_ms());
+    j->state = job_state_after_hold(deps, job_ran_before(j), j->scheduled_ms, now_ms());
     j->stopped_by = -1;
     j->ev_wait = 0; /* its next wait is told afresh */
     job_event(j, JE_RELEASED, (int64_t)by, "hold released by uid %u: %s", (unsigned)by, job_state_name(j->state));
@@ -389,8 +389,8 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
         /* a job in the queue waits for its new time (or none: QUEUED); a pending or held one is
          * sent by it when it is let go (depend_release, job_ctl_release) */
         j->scheduled_ms = j->req.schedule_ms;
-        if (j->state == JS_SCHEDULED || j->state == JS_QUEUED)
-            j->state = j->scheduled_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
+        if (j->state == JS_SCHEDULED || j->state == JS_QUEUED || j->state == JS_PREEMPTED)
+            j->state = job_state_after_hold(false, job_ran_before(j), j->scheduled_ms, now_ms());
     }
     job_event(j, JE_UPDATED, (int64_t)who->uid, "by uid %u: %s", (unsigned)who->uid, what);
     job_save(j);

@@ -234,11 +234,10 @@ static int launch(job *j, const job_given *g, jerr *e)
 {
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
-    if (j->state == JS_PREEMPTED) {
+    if (j->state == JS_PREEMPTED)
         j->state = JS_QUEUED; /* started again: QUEUED until its command runs, as the first time */
-        free(j->end_reason);  /* "preempted" described the last run; preemptions keeps the count */
-        j->end_reason = NULL;
-    }
+    free(j->end_reason);      /* "preempted" described the last run; preemptions keeps the count */
+    j->end_reason = NULL;
     if (job_dirs_ensure(j, e) < 0) /* made now if the turns since its submission have not */
         return -1;
     /* gVisor: a host uid of its own for the sandbox (exec/oci.h), looked for from the other half

@@ -312,7 +312,7 @@ static void schedule(void)
         map[i]->wait_why = why[i];
         /* Jobs whose time has come but which wait for room are QUEUED, not SCHEDULED. */
         if (map[i]->state == JS_SCHEDULED && sj[i].not_before_ms <= in.now_ms) {
-            map[i]->state = JS_QUEUED;
+            map[i]->state = job_state_after_hold(false, job_ran_before(map[i]), 0, 0);
             job_save(map[i]);
         }
     }

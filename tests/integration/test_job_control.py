@@ -535,8 +535,23 @@ def test_requeue_hold_and_refusal(d):
     assert (code, e["error"]["message"]) == (409, f"job {jid} is HELD; only a running or suspended job can be requeued")
     p = d.rnx("job", "requeue", jid)
     assert p.returncode == 1 and "only a running or suspended job can be requeued" in p.stderr
-    d.rnx("job", "release", jid, check=True)
-    d.wait_status(jid, "RUNNING")
+    # released, it waits to run again as a job that ran before: PREEMPTED, not QUEUED
+    d.rnx("job", "release", jid, check=True)   # (its answer comes after the turn that started it)
+    assert ("released", 0, "hold released by uid 0: PREEMPTED") in events(d, jid), events(d, jid)
+    j = d.wait_status(jid, "RUNNING")
+    assert (j["end_reason"], j["preemptions"]) == (None, 1), j  # "requeued" described the last run
+    # held again, then made to wait for another job: when that one ends, the same
+    d.rnx("job", "requeue", "--hold", jid, check=True)
+    d.wait_status(jid, "HELD")
+    gate = d.submit("sleep", "600")
+    d.wait_status(gate, "RUNNING")
+    d.rnx("job", "update", f"--after={gate}:any", jid, check=True)
+    p = d.rnx("job", "release", jid, check=True)
+    assert p.stdout == f"released {jid} (PENDING)\n", p.stdout
+    assert d.job(jid)["end_reason"] == "requeued"
+    end(d, gate)
+    j = d.wait_status(jid, "RUNNING")
+    assert (j["end_reason"], j["preemptions"]) == (None, 2), j
     end(d, jid)
 
 

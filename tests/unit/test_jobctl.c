@@ -21,11 +21,15 @@ static const enum jobreq_id may[] = {JR_PRIORITY, JR_MAX_RUNTIME_S, JR_GPU_COUNT
 static void test_after_hold(void **state)
 {
     (void)state;
-    assert_int_equal(job_state_after_hold(true, 0, 1000), JS_PENDING);
-    assert_int_equal(job_state_after_hold(true, 5000, 1000), JS_PENDING);  /* its dependencies first */
-    assert_int_equal(job_state_after_hold(false, 5000, 1000), JS_SCHEDULED);
-    assert_int_equal(job_state_after_hold(false, 1000, 1000), JS_QUEUED);  /* its time has come */
-    assert_int_equal(job_state_after_hold(false, 0, 1000), JS_QUEUED);
+    assert_int_equal(job_state_after_hold(true, false, 0, 1000), JS_PENDING);
+    assert_int_equal(job_state_after_hold(true, false, 5000, 1000), JS_PENDING);  /* its dependencies first */
+    assert_int_equal(job_state_after_hold(false, false, 5000, 1000), JS_SCHEDULED);
+    assert_int_equal(job_state_after_hold(false, false, 1000, 1000), JS_QUEUED);  /* its time has come */
+    assert_int_equal(job_state_after_hold(false, false, 0, 1000), JS_QUEUED);
+    /* a job that ran before (preempted, requeued) waits to run again as PREEMPTED */
+    assert_int_equal(job_state_after_hold(true, true, 0, 1000), JS_PENDING);
+    assert_int_equal(job_state_after_hold(false, true, 5000, 1000), JS_SCHEDULED);
+    assert_int_equal(job_state_after_hold(false, true, 0, 1000), JS_PREEMPTED);
 }
 
 static void test_new_states_wait_or_hold_no_end(void **state)
