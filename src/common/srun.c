@@ -427,7 +427,7 @@ char *srun_file_name(const char *pattern, const srun_names *nm, char *out, size_
         case '%': v = "%"; break;
         case 'j': v = nm->job_id; break;
         case 'J': v = nm->job_id, step = true; break;
-        case 's':
+        case 's': v = nm->step_id ? nm->step_id : "0", number = true; break;
         case 't':
         case 'n': v = "0", number = true; break;
         case 'N': v = nm->host; break;
@@ -448,7 +448,8 @@ char *srun_file_name(const char *pattern, const srun_names *nm, char *out, size_
             snprintf(num, sizeof num, "%0*lld", width > 20 ? 20 : width, strtoll(v, NULL, 10));
             v = num;
         }
-        if (!put(out, len, &o, v, strlen(v)) || (step && !put(out, len, &o, ".0", 2)))
+        const char *sid = nm->step_id ? nm->step_id : "0";
+        if (!put(out, len, &o, v, strlen(v)) || (step && (!put(out, len, &o, ".", 1) || !put(out, len, &o, sid, strlen(sid)))))
             return NULL;
         s = q;
     }

@@ -40,12 +40,13 @@ void srun_free(srun_plan *p);
  * does not have, a value out of form, more than one task or node, a command missing. */
 int srun_args(srun_plan *p, int argc, char *const *argv, const srun_job *job, jerr *e);
 
-/* An -o/-e/-i pattern with srun's substitutions for the one task of step 0: %j the job id, %J
- * the job and step ids (ID.0), %s the step (0), %t task and %n node (0), %N the host name, %u the user, %x the job name, %A %a the
- * array's job and task ids, %% a '%'; a number after '%' pads with zeros (%3t: 000). The names'
- * values come from the caller (NULL: ""). NULL when the result would be longer than len. */
+/* An -o/-e/-i pattern with srun's substitutions for the one task of a step: %j the job id, %J
+ * the job and step ids (ID.STEP), %s the step, %t task and %n node (0), %N the host name, %u the
+ * user, %x the job name, %A %a the array's job and task ids, %% a '%'; a number after '%' pads
+ * with zeros (%3t: 000). The names' values come from the caller (NULL: "", a step NULL: 0). NULL
+ * when the result would be longer than len. */
 typedef struct srun_names {
-    const char *job_id, *host, *user, *job_name, *array_job_id, *array_task_id;
+    const char *job_id, *host, *user, *job_name, *array_job_id, *array_task_id, *step_id;
 } srun_names;
 char *srun_file_name(const char *pattern, const srun_names *n, char *out, size_t len);
 

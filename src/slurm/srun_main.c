@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,17 +57,47 @@ static void keep_only_slurm(const sbatch_list *named)
     environ = keep;
 }
 
-/* What srun tells its task: one task of one node, task 0 of step 0, on this host. */
-static void step_env(const char *host)
+/* The job's steps are numbered in the order they start, 0, 1, 2..., as Slurm numbers them: the
+ * next number is kept in a file of the job's private /tmp, taken and counted on under a lock,
+ * so that steps started at once (srun ... &) each get their own. A job runs again (requeued)
+ * with a fresh /tmp, and its steps from 0, as a requeued Slurm job's do. Where /tmp cannot keep
+ * it (a read-only one), every step is 0, and the step's stderr says so. */
+#define SRUN_STEPS "/tmp/.joblet-srun-steps"
+static unsigned long long next_step(void)
+{
+    int fd = open(SRUN_STEPS, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    unsigned long long n = 0;
+    char buf[32];
+    if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+        fprintf(stderr, "srun: joblet: cannot number this step (%s: %s); it is step 0\n", SRUN_STEPS,
+                strerror(errno));
+    } else {
+        ssize_t r = pread(fd, buf, sizeof buf - 1, 0);
+        if (r > 0) {
+            buf[r] = 0;
+            n = strtoull(buf, NULL, 10);
+        }
+        int l = snprintf(buf, sizeof buf, "%llu\n", n + 1);
+        if (pwrite(fd, buf, (size_t)l, 0) != l || ftruncate(fd, l) < 0)
+            fprintf(stderr, "srun: joblet: cannot count this step in %s: %s; the next may have its number\n",
+                    SRUN_STEPS, strerror(errno));
+    }
+    if (fd >= 0)
+        close(fd); /* (the lock with it) */
+    return n;
+}
+
+/* What srun tells its task: one task of one node, task 0 of its step, on this host. */
+static void step_env(const char *host, const char *step)
 {
     static const char *const one[][2] = {
-        {"SLURM_STEP_ID", "0"},        {"SLURM_STEPID", "0"},         {"SLURM_PROCID", "0"},
+        {"SLURM_STEP_ID", NULL},       {"SLURM_STEPID", NULL},        {"SLURM_PROCID", "0"},
         {"SLURM_LOCALID", "0"},        {"SLURM_NODEID", "0"},         {"SLURM_GTIDS", "0"},
         {"SLURM_NTASKS", "1"},         {"SLURM_NPROCS", "1"},         {"SLURM_STEP_NUM_TASKS", "1"},
         {"SLURM_STEP_NUM_NODES", "1"}, {"SLURM_TASKS_PER_NODE", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "1"},
     };
     for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
-        setenv(one[i][0], one[i][1], 1);
+        setenv(one[i][0], one[i][1] ? one[i][1] : step, 1);
     static const char *const node[] = {"SLURM_NODELIST", "SLURM_JOB_NODELIST", "SLURM_STEP_NODELIST",
                                        "SLURMD_NODENAME"};
     for (size_t i = 0; i < sizeof node / sizeof node[0]; i++)
@@ -276,7 +307,9 @@ static int run(int argc, char **argv)
         setenv(p.export_vars.v[i], eq + 1, 1);
         *eq = '=';
     }
-    step_env(host);
+    char step[24];
+    snprintf(step, sizeof step, "%llu", next_step());
+    step_env(host, step);
     if (p.chdir && chdir(p.chdir) < 0) {
         fprintf(stderr, "srun: error: chdir %s: %s\n", p.chdir, strerror(errno));
         return 1;
@@ -285,7 +318,7 @@ static int run(int argc, char **argv)
     snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
     const char *user = getenv("USER");
     srun_names nm = {getenv("SLURM_JOB_ID"), host, user && *user ? user : uid, getenv("SLURM_JOB_NAME"),
-                     getenv("SLURM_ARRAY_JOB_ID"), getenv("SLURM_ARRAY_TASK_ID")};
+                     getenv("SLURM_ARRAY_JOB_ID"), getenv("SLURM_ARRAY_TASK_ID"), step};
     int wflags = O_WRONLY | O_CREAT | (p.append ? O_APPEND : O_TRUNC);
     if (p.in) {
         int fd = open_file(p.in, &nm, O_RDONLY, "input");

@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_ASSERT(p.notes.v[i][0], "an empty note");
         srun_free(&p);
     }
-    srun_names nm = {"8bea11bb-1e94-46d3-a4ed-31080779e201", "job-8bea11bb", "alice", "sweep", "8bea11bb", "7"};
+    srun_names nm = {"8bea11bb-1e94-46d3-a4ed-31080779e201", "job-8bea11bb", "alice", "sweep", "8bea11bb", "7", "12"};
     for (int i = 0; i < argc; i++) {
         char out[64];
         out[sizeof out - 1] = 'x';

@@ -138,12 +138,14 @@ STEPS = """#!/bin/bash
 set -eu
 echo "which=$(command -v srun)"
 srun -l bash -c 'echo "procid=$SLURM_PROCID ntasks=$SLURM_NTASKS nodes=$SLURM_STEP_NUM_NODES" \\
-                      "node=$SLURMD_NODENAME task=$SLURM_ARRAY_TASK_ID"; echo to-stderr >&2'
-srun --cpus-per-task=1 --mem=64M --mpi=none --cpu-bind=cores -o "step_%A_%a.out" \\
+                      "node=$SLURMD_NODENAME task=$SLURM_ARRAY_TASK_ID step=$SLURM_STEP_ID"; echo to-stderr >&2'
+srun --cpus-per-task=1 --mem=64M --mpi=none --cpu-bind=cores -o "step_%A_%a_%J.out" \\
      bash -c 'echo in-file; echo err-in-file >&2'
-cat "step_${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.out"
-A=mine B=named srun --export=NONE,KEEP=1,B bash -c 'echo "none: KEEP=$KEEP A=${A-unset} B=$B job=${SLURM_JOB_ID:+set}"'
+cat "step_${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}_${SLURM_JOB_ID}.1.out"
+A=mine B=named srun --export=NONE,KEEP=1,B bash -c 'echo "none: KEEP=$KEEP A=${A-unset} B=$B job=${SLURM_JOB_ID:+set} step=$SLURM_STEP_ID"'
 srun -D /tmp pwd
+srun -o "par_%s.out" sh -c 'sleep 0.2; echo $SLURM_STEPID' & srun -o "par_%s.out" sh -c 'echo $SLURM_STEPID' &
+wait; cat par_4.out par_5.out
 if srun -n 2 true; then echo "two tasks ran"; else echo "two tasks: $?"; fi
 if srun --gpus=1 true; then echo "a GPU step ran"; else echo "a GPU step: $?"; fi
 srun -t 5 sh -c 'exit 7' || echo "step exit: $?"
@@ -174,10 +176,11 @@ def test_srun_runs_a_step_as_the_jobs_one_task(daemon, tmp_path):
         assert t["status"] == "COMPLETED", t
         assert d.output(t["id"]).splitlines() == [
             "which=/run/joblet/bin/srun",
-            f"0: procid=0 ntasks=1 nodes=1 node={host} task={task}",
+            f"0: procid=0 ntasks=1 nodes=1 node={host} task={task} step=0",
             "in-file", "err-in-file",
-            "none: KEEP=1 A=unset B=named job=set",
+            "none: KEEP=1 A=unset B=named job=set step=2",
             "/tmp",
+            "4", "5",   # two steps started at once: a number each
             "two tasks: 1", "a GPU step: 1",
             "step exit: 7",
             f"head={host} ip=127.0.0.1 of=1",

@@ -175,7 +175,7 @@ static void test_refusals(void **state)
 static void test_file_names(void **state)
 {
     (void)state;
-    srun_names nm = {"8bea11bb", "job-8bea11bb", "alice", "sweep", "8bea11bb", "7"};
+    srun_names nm = {"8bea11bb", "job-8bea11bb", "alice", "sweep", "8bea11bb", "7", NULL};
     char out[64];
     assert_string_equal(srun_file_name("out_%j_%s_%t_%n.%N.txt", &nm, out, sizeof out),
                         "out_8bea11bb_0_0_0.job-8bea11bb.txt");
