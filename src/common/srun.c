@@ -425,15 +425,16 @@ char *srun_file_name(const char *pattern, const srun_names *nm, char *out, size_
         bool number = false, step = false;
         switch (*q) {
         case '%': v = "%"; break;
-        case 'j': v = nm->job_id; break;
-        case 'J': v = nm->job_id, step = true; break;
+        /* (Slurm's ids are numbers: %8j pads as %8t does) */
+        case 'j': v = nm->job_id, number = true; break;
+        case 'J': v = nm->job_id, number = step = true; break;
         case 's': v = nm->step_id ? nm->step_id : "0", number = true; break;
         case 't':
         case 'n': v = "0", number = true; break;
         case 'N': v = nm->host; break;
         case 'u': v = nm->user; break;
         case 'x': v = nm->job_name; break;
-        case 'A': v = nm->array_job_id; break;
+        case 'A': v = nm->array_job_id, number = true; break;
         case 'a': v = nm->array_task_id, number = true; break;
         default: /* not one of srun's (or the pattern's end): kept as written */
             if (!put(out, len, &o, s, (size_t)(q - s) + (*q ? 1 : 0)))

@@ -109,8 +109,8 @@ json_t *array_task_json(const jarray *a, uint32_t t)
     char id[64];
     snprintf(id, sizeof id, "%.8s_%u", a->id, t);
     bool canceled = arrays_canceled(a) || (a->skip.n && arrayspec_has(&a->skip, t));
-    return json_pack("{s:s,s:s,s:s,s:{s:s,s:I,s:s},s:b,s:s?}", "id", id, "kind", "task", "status",
+    return json_pack("{s:s,s:s,s:s,s:{s:s,s:I,s:s,s:I},s:b,s:s?}", "id", id, "kind", "task", "status",
                      canceled ? "CANCELED" : job_state_name(arrays_unmade_state(a)), "array", "id", a->id, "task",
-                     (json_int_t)t, "ref", id, "made", 0, "wait_reason",
+                     (json_int_t)t, "ref", id, "number", (json_int_t)a->seq, "made", 0, "wait_reason",
                      canceled ? "canceled before it started" : "not started yet: the array's tasks start as room comes");
 }

@@ -19,6 +19,7 @@ static job **txn, **stale;
 static size_t ntxn, txn_cap, nstale, stale_cap;
 static bool wf_txn, wf_stale;       /* the same for workflows and arrays: all are written again */
 static int64_t resync_at_ms, resync_delay_ms;
+static bool resynced; /* rows written again in the open transaction (resync) */
 
 static void push(job ***list, size_t *n, size_t *cap, job *j)
 {
@@ -72,6 +73,7 @@ static void resync(void)
             log_err("job %s: not saved again: %s", j->id, e.msg);
         state_wrote_job(j);
     }
+    resynced |= n > 0;
     nstale = 0;
     if (wf_stale) {
         wf_stale = false;
@@ -103,6 +105,10 @@ int state_commit_now(jerr *e)
         wf_txn = false;
         if (!nstale && !wf_stale)
             resync_delay_ms = 0;
+        /* array tasks held back while unsaved (queue.c, SW_UNSAVED) may start now */
+        if (resynced)
+            state_want(WANT_SCHEDULE);
+        resynced = false;
         return 0;
     }
     /* rolled back: the rows it wrote are in memory only until a later commit */
@@ -132,6 +138,8 @@ int state_commit_now(jerr *e)
                          core.cfg.state_dir, (unsigned long long)(avail >> 10));
     return jerr_http(e, 503, "joblet's database could not be saved (%s); try again in a moment", de.msg);
 }
+
+int64_t state_resync_at_ms(void) { return nstale || wf_stale ? resync_at_ms : 0; }
 
 void state_commit(void)
 {

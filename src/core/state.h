@@ -82,6 +82,9 @@ static inline void state_want(unsigned what) { core.want |= what; }
  * later, then at doubling intervals up to a minute while commits keep failing. Job history
  * events, audit records and GPU samples of a failed commit are not written again. */
 void state_commit(void);
+/* When state_commit next writes again what failed commits lost (ms), 0 nothing is: the loop
+ * wakes for it, so that an idle joblet does not keep them in memory alone. */
+int64_t state_resync_at_ms(void);
 /* The same, for a route whose answer depends on it: 0, or -1 with e saying why (HTTP 507
  * when the state filesystem is full, else 503). */
 int state_commit_now(jerr *e);

@@ -168,7 +168,7 @@ static int before_wait(void)
     state_commit();
     if (settle_pending())
         return 0;
-    return until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms);
+    return until(until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms), state_resync_at_ms());
 }
 
 /* After the events of a turn: timers, then the settle step, so requests see a settled state,
@@ -289,7 +289,9 @@ static int setup(jerr *e)
         arrays_load(e) < 0)
         return -1;
     /* a number is never given twice (the newest job may have been deleted) */
-    uint64_t hw = db_high_water(core.db);
+    uint64_t hw;
+    if (db_high_water(core.db, &hw, e) < 0)
+        return -1;
     if (hw >= core.next_seq)
         core.next_seq = hw + 1;
     return 0;

@@ -20,6 +20,7 @@ struct db {
     seal_key *key;            /* seals secret_env (seal.h) */
     sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
     sqlite3_stmt *ev_ins, *ev_trim, *ev_del;
+    sqlite3_stmt *hw_job;     /* keep_high_water for a job (deleted by the slice, DELETE /v1/jobs) */
 };
 
 /* Migrations, applied in order; user_version is the number applied. Never edit a shipped one. */
@@ -111,32 +112,38 @@ static const char *const migrations[] = {
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
- * open transaction. */
-static int keep_high_water(db *d, const char *table, const char *id, jerr *e)
+ * open transaction: a job's with the statement prepared at open, an array's (rare) with its own. */
+#define HIGH_WATER_SQL(table)                                                                              \
+    "INSERT INTO high_water (name, value) SELECT 'seq', seq FROM " table " WHERE id = ?1 "                  \
+    "ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)"
+static int keep_high_water(db *d, sqlite3_stmt *st, const char *id, jerr *e)
 {
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "INSERT INTO high_water (name, value) SELECT 'seq', seq FROM %s WHERE id = ?1 "
-             "ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)",
-             table);
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
+    sqlite3_stmt *own = NULL;
+    if (!st && sqlite3_prepare_v2(d->h, HIGH_WATER_SQL("arrays"), -1, &own, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    if (!st)
+        st = own;
+    sqlite3_reset(st);
     sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
+    sqlite3_finalize(own);
     return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: %s: keeping its number: %s", id, sqlite3_errmsg(d->h));
 }
 
-uint64_t db_high_water(db *d)
+int db_high_water(db *d, uint64_t *out, jerr *e)
 {
     sqlite3_stmt *st;
-    uint64_t v = 0;
-    if (sqlite3_prepare_v2(d->h, "SELECT value FROM high_water WHERE name = 'seq'", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        v = (uint64_t)sqlite3_column_int64(st, 0);
+    *out = 0;
+    if (sqlite3_prepare_v2(d->h, "SELECT value FROM high_water WHERE name = 'seq'", -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: the highest number deleted: %s", sqlite3_errmsg(d->h));
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *out = (uint64_t)sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    return v;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE
+               ? 0
+               : jerr_set(e, EIO, "database: the highest number deleted: %s", sqlite3_errmsg(d->h));
 }
 
 static int exec_sql(db *d, const char *sql, jerr *e)
@@ -246,6 +253,8 @@ db *db_open(const char *path, jerr *e)
             SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM job_events WHERE job_id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->ev_del,
                            NULL) != SQLITE_OK ||
+        sqlite3_prepare_v3(d->h, HIGH_WATER_SQL("jobs"), -1, SQLITE_PREPARE_PERSISTENT, &d->hw_job, NULL) !=
+            SQLITE_OK ||
         sqlite3_prepare_v3(d->h,
                            "INSERT INTO job_events (job_id, n, ts_ms, event, uid, detail) VALUES (?1,"
                            " (SELECT COALESCE(MAX(n), 0) + 1 FROM job_events WHERE job_id = ?1), ?2, ?3, ?4, ?5)",
@@ -285,6 +294,7 @@ void db_close(db *d)
     sqlite3_finalize(d->ev_ins);
     sqlite3_finalize(d->ev_trim);
     sqlite3_finalize(d->ev_del);
+    sqlite3_finalize(d->hw_job);
     sqlite3_close(d->h);
     seal_key_free(d->key);
     free(d);
@@ -498,7 +508,7 @@ int db_delete_job(db *d, const char *id, jerr *e)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     if (exec_sql(d, "SAVEPOINT joblet_delete;", e) < 0)
         return -1;
-    int rc = keep_high_water(d, "jobs", id, e);
+    int rc = keep_high_water(d, d->hw_job, id, e);
     sqlite3_reset(d->del);
     sqlite3_bind_text(d->del, 1, id, -1, SQLITE_TRANSIENT);
     if (rc == 0 && sqlite3_step(d->del) != SQLITE_DONE)
@@ -1240,7 +1250,7 @@ int db_array_delete(db *d, const char *id, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
-    if (keep_high_water(d, "arrays", id, e) < 0)
+    if (keep_high_water(d, NULL, id, e) < 0)
         return -1;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "DELETE FROM arrays WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)

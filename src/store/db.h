@@ -214,7 +214,9 @@ int64_t db_sample_rows(db *d);
  * commit that succeeded left, nothing of this one. */
 int db_flush(db *d, jerr *e);
 int db_schema_version(db *d);
-/* The highest job or array number (seq) ever deleted, 0 none: the next number is above it. */
-uint64_t db_high_water(db *d);
+/* The highest job or array number (seq) ever deleted, 0 none, in *out: the next number is above
+ * it. -1 with e set when it cannot be read (joblet then does not start: it could give a number
+ * twice). */
+int db_high_water(db *d, uint64_t *out, jerr *e);
 
 #endif

@@ -220,6 +220,7 @@ def test_task_references_and_cancel_before_they_start(d):
     # a task not started yet answers as the array's
     code, t5 = d.api("GET", f"/v1/jobs/{short}_5")
     assert code == 200 and t5["status"] == "QUEUED" and t5["made"] is False
+    assert t5["array"] == {"id": aid, "task": 5, "ref": f"{short}_5", "number": a["number"]}, t5
     # 3..5 canceled before they start
     r = d.rnx("job", "cancel", f"{short}_[3-5]", check=True)
     assert "canceled 3 tasks" in r.stdout, r.stdout

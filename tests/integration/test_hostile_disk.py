@@ -116,6 +116,50 @@ def test_a_full_state_disk_never_acknowledges_what_a_restart_loses(small_state):
                                     "refused": refused}
 
 
+def test_array_tasks_made_while_the_database_cannot_be_written_wait_until_it_can(small_state):
+    """An array's tasks are made as they start. One made while joblet's database cannot be written
+    (its state filesystem full) must not start unrecorded: after a crash its array would make it
+    again and it would run twice. Such a task waits and says why (not FAILED for the disk, as it
+    was), starts once its row is written, and a kill -9 and restart after that find each task
+    once, COMPLETED."""
+    d = small_state("jobs:\n  state_reserve: 0\n  work_quota: 0\n")
+    d.start()
+    at = time.time() + 4
+    code, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-3",
+                                         "schedule_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))})
+    assert code == 201, a
+    aid = a["id"]
+    # a delete checkpoints the WAL down to nothing: the next commit needs blocks of its own
+    gone = d.submit("true")
+    d.wait(gone)
+    assert d.api("DELETE", f"/v1/jobs/{gone}")[0] == 200
+    fill(d.state, 0)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            code, t0 = d.api("GET", f"/v1/jobs/{aid[:8]}_0")
+            if code == 200 and t0.get("kind") != "task" and time.time() > at + 2:
+                break
+            time.sleep(0.1)
+        assert code == 200 and t0["status"] == "QUEUED", t0
+        assert "made while joblet's database could not be written" in (t0["wait_reason"] or ""), t0
+        time.sleep(2)   # passes go by: none of them starts it
+        counts = d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"]
+        assert counts == {"QUEUED": 4}, counts
+    finally:
+        unfill(d.state)
+    deadline = time.time() + 120
+    while d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] != {"COMPLETED": 4} and time.time() < deadline:
+        time.sleep(0.2)
+    assert d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] == {"COMPLETED": 4}
+    d.kill9()
+    d.start()
+    assert d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] == {"COMPLETED": 4}
+    code, listing = d.api("GET", "/v1/jobs?expand=1")
+    tasks = sorted(j["array"]["task"] for j in listing["jobs"] if (j.get("array") or {}).get("id") == aid)
+    assert tasks == [0, 1, 2, 3], listing
+
+
 # ---- finding 3 (c): a reserve for the database ------------------------------------------------
 
 def test_the_reserve_refuses_growth_before_the_disk_is_full_and_says_why(small_state):

@@ -186,6 +186,10 @@ static void test_file_names(void **state)
     srun_names none = {0};
     assert_string_equal(srun_file_name("a%ab%xc", &none, out, sizeof out), "abc");
     assert_null(srun_file_name("%N%N%N%N", &nm, out, 16)); /* too long */
+    /* the job's third step (srun_main.c numbers them) */
+    srun_names third = {"42", "job-8bea11bb", "alice", "sweep", "41", "7", "2"};
+    assert_string_equal(srun_file_name("%j.%s.%3s.%J.%A_%a", &third, out, sizeof out), "42.2.002.42.2.41_7");
+    assert_string_equal(srun_file_name("%5j-%4A-%6J", &third, out, sizeof out), "00042-0041-000042.2");
 }
 
 static void test_host_lists(void **state)
