@@ -64,6 +64,7 @@ typedef struct jarray {
     uint8_t wait_why;          /* why its next task waits (enum sched_wait), from the last pass */
     uint64_t pass;             /* the scheduler's pass that counted pass_runs (queue.c) */
     uint32_t pass_runs;        /* its tasks holding room, and those this pass lets start */
+    uint64_t unsaved_pass;     /* the pass that found a task of its whose row is not committed yet */
     /* rnx job run --array --after (core/depend.h): no task is made while it waits */
     bool waiting;
     uint64_t *after_seq;       /* what it waits on, by seq (depend.c) */

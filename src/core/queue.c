@@ -105,6 +105,9 @@ static uint64_t passes; /* the scheduler's passes: which one counted an array's 
 
 static uint32_t offer(const jarray *a)
 {
+    /* none while a task it made waits for its row to be committed, nor while commits fail */
+    if (a->unsaved_pass == passes || state_unsaved())
+        return 0;
     uint32_t n = arrays_offer(a, a->pass == passes ? a->pass_runs : 0), head = depend_tasks_ready(a, n);
     if (!a->ngo || head == n)
         return head;
@@ -253,12 +256,15 @@ static void schedule(void)
     for (size_t i = 0; i < nqueued; i++) {
         job *j = queued[i];
         jarray *a = j->array;
-        if (j->array_id[0] && (j->db_mark & STATE_DB_STALE)) {
-            /* made, but its row is not in the database yet (a commit failed): a task that ran
-             * unrecorded would be made and run again after a crash */
+        if (j->array_id[0] && (j->db_mark & STATE_DB_NEW)) {
+            /* a task whose first row is not committed yet (made this turn, or a commit failed):
+             * one that ran unrecorded would be made and run again after a crash; its array
+             * makes no more until it is (offer) */
             j->wait_why = SW_UNSAVED;
             j->queue_position = 0;
             back[nback++] = j;
+            if (a)
+                a->unsaved_pass = pass;
             continue;
         }
         if (a && a->spec.throttle) {
@@ -331,43 +337,31 @@ static void schedule(void)
     last_pass.npreempt = out.npreempt;
     for (size_t v = 0; v < out.npreempt; v++)
         job_launch_preempt(runmap[preempt[v]], out.head >= 0 ? map[out.head] : NULL);
-    /* An array's tasks are made now, as they start, and committed before any of them starts: a
-     * task that ran is never made again after a crash (nor its number given twice), and one the
-     * database cannot take waits (SW_UNSAVED) instead of running unrecorded. One commit for all
-     * the tasks of the pass. */
-    job **js = xcalloc(out.nstart + 1, sizeof *js);
-    size_t nmade = 0;
     for (k = 0; k < out.nstart; k++) {
+        job *j = map[start[k]];
         jerr e = {0};
-        jarray *a = amap[start[k]];
-        uint32_t t;
-        if ((js[k] = map[start[k]]))
-            continue;
-        arr_started++;
-        if (pick_task(a, &t) < 0)
-            continue; /* (one offered ahead was made or canceled meanwhile) */
-        if (!(js[k] = submit_task(a, t, &e))) {
-            if (e.msg[0])
-                log_err("array %s: its next task could not be made: %s", a->id, e.msg);
+        if (!j) {
+            /* An array's task: made now, as it starts, and started by the first pass after the
+             * turn's commit has its row (a task that ran is never made again after a crash, nor
+             * its number given twice; one the database cannot take waits instead of running
+             * unrecorded). The commit is the turn's, not one here: settle may run inside a
+             * request whose change must commit, or be undone, whole. */
+            jarray *a = amap[start[k]];
+            uint32_t t;
+            arr_started++;
+            if (pick_task(a, &t) < 0)
+                continue; /* (one offered ahead was made or canceled meanwhile) */
+            if (!(j = submit_task(a, t, &e))) {
+                if (e.msg[0])
+                    log_err("array %s: its next task could not be made: %s", a->id, e.msg);
+                continue;
+            }
+            j->wait_why = SW_UNSAVED;
+            j->queue_position = 0;
+            a->unsaved_pass = passes;
+            state_want_after_commit(WANT_SCHEDULE);
             continue;
         }
-        nmade++;
-    }
-    jerr ce = {0};
-    if (nmade && state_commit_now(&ce) < 0) {
-        log_err("%zu array tasks made wait until they are saved: %s", nmade, ce.msg);
-        for (k = 0; k < out.nstart; k++)
-            if (js[k] && !map[start[k]]) {
-                js[k]->wait_why = SW_UNSAVED;
-                js[k]->queue_position = 0;
-                js[k] = NULL;
-            }
-    }
-    for (k = 0; k < out.nstart; k++) {
-        job *j = js[k];
-        jerr e = {0};
-        if (!j)
-            continue;
         /* --singleton: let go when no job of its name ran; one without singleton may have started
          * since (it does not wait): PENDING again until that one ends */
         if (depend_single_blocked(j))
@@ -411,7 +405,7 @@ static void schedule(void)
     record_waits(map, n);
     record_waits(back, nback);
     free(start), free(preempt), free(sets), free(picks), free(why), free(pos);
-    free(sj), free(map), free(amap), free(run), free(runmap), free(arrs), free(back), free(js);
+    free(sj), free(map), free(amap), free(run), free(runmap), free(arrs), free(back);
 }
 
 /* "2 GPUs with at least 40960 MB each, of type H100, on one NUMA node" */
@@ -549,8 +543,10 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
                            "offline)", need);
         break;
     case SW_UNSAVED:
-        snprintf(out, len, "made while joblet's database could not be written; it starts once its row is (is the "
-                           "state filesystem full?)");
+        snprintf(out, len, j->db_mark & STATE_DB_STALE
+                               ? "made while joblet's database could not be written; it starts once its row is (is "
+                                 "the state filesystem full?)"
+                               : "made just now; it starts once its row is saved");
         break;
     case SW_ARRAY_THROTTLE:
         if (j->array)

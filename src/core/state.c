@@ -19,7 +19,7 @@ static job **txn, **stale;
 static size_t ntxn, txn_cap, nstale, stale_cap;
 static bool wf_txn, wf_stale;       /* the same for workflows and arrays: all are written again */
 static int64_t resync_at_ms, resync_delay_ms;
-static bool resynced; /* rows written again in the open transaction (resync) */
+static unsigned after_commit; /* what the next commit that succeeds asks for (state_want) */
 
 static void push(job ***list, size_t *n, size_t *cap, job *j)
 {
@@ -45,6 +45,12 @@ void state_wrote_job(job *j)
         return;
     j->db_mark |= STATE_DB_TXN;
     push(&txn, &ntxn, &txn_cap, j);
+}
+
+void state_wrote_new_job(job *j)
+{
+    j->db_mark |= STATE_DB_NEW;
+    state_wrote_job(j);
 }
 
 void state_wrote_workflows(void) { wf_txn = true; }
@@ -73,7 +79,8 @@ static void resync(void)
             log_err("job %s: not saved again: %s", j->id, e.msg);
         state_wrote_job(j);
     }
-    resynced |= n > 0;
+    if (n) /* array tasks held back while unsaved (queue.c, SW_UNSAVED) may start then */
+        after_commit |= WANT_SCHEDULE;
     nstale = 0;
     if (wf_stale) {
         wf_stale = false;
@@ -100,15 +107,13 @@ int state_commit_now(jerr *e)
     jerr de = {0};
     if (db_flush(core.db, &de) == 0) {
         for (size_t i = 0; i < ntxn; i++)
-            txn[i]->db_mark &= (uint8_t)~STATE_DB_TXN;
+            txn[i]->db_mark &= (uint8_t)~(STATE_DB_TXN | STATE_DB_NEW);
         ntxn = 0;
         wf_txn = false;
         if (!nstale && !wf_stale)
             resync_delay_ms = 0;
-        /* array tasks held back while unsaved (queue.c, SW_UNSAVED) may start now */
-        if (resynced)
-            state_want(WANT_SCHEDULE);
-        resynced = false;
+        state_want(after_commit);
+        after_commit = 0;
         return 0;
     }
     /* rolled back: the rows it wrote are in memory only until a later commit */
@@ -140,6 +145,10 @@ int state_commit_now(jerr *e)
 }
 
 int64_t state_resync_at_ms(void) { return nstale || wf_stale ? resync_at_ms : 0; }
+
+bool state_unsaved(void) { return nstale || wf_stale; }
+
+void state_want_after_commit(unsigned what) { after_commit |= what; }
 
 void state_commit(void)
 {

@@ -85,13 +85,21 @@ void state_commit(void);
 /* When state_commit next writes again what failed commits lost (ms), 0 nothing is: the loop
  * wakes for it, so that an idle joblet does not keep them in memory alone. */
 int64_t state_resync_at_ms(void);
+/* Whether rows a failed commit lost wait to be written again. */
+bool state_unsaved(void);
+/* Asks for work (state_want) once the next commit succeeds: what must not run before the rows
+ * this turn wrote are in the database (an array's task made this turn starts then: queue.c). */
+void state_want_after_commit(unsigned what);
 /* The same, for a route whose answer depends on it: 0, or -1 with e saying why (HTTP 507
  * when the state filesystem is full, else 503). */
 int state_commit_now(jerr *e);
 /* Marks a job or a workflow whose row this transaction writes (jobs.c, submit.c, workflow.c),
  * so that a failed commit has it written again. state_forget_job: the job is being freed. */
-enum state_db_mark { STATE_DB_TXN = 1, STATE_DB_STALE = 2 };
+enum state_db_mark { STATE_DB_TXN = 1, STATE_DB_STALE = 2, STATE_DB_NEW = 4 };
 void state_wrote_job(job *j);
+/* The same for a job's first row (submit.c): STATE_DB_NEW until a commit has it, so that what
+ * must not run unrecorded can tell (an array's task: queue.c). */
+void state_wrote_new_job(job *j);
 void state_wrote_workflows(void);
 /* An array's row (core/arrays.h): a failed commit has every array written again, as workflows. */
 void state_wrote_arrays(void);

@@ -685,7 +685,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
             job_free(j);
             return NULL;
         }
-        state_wrote_job(j);
+        state_wrote_new_job(j);
         jobs_add(j);
         job_dirs_defer(j);
         goto added;
@@ -706,7 +706,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         job_free(j);
         return NULL;
     }
-    state_wrote_job(j);
+    state_wrote_new_job(j);
     jobs_add(j);
 added:
     /* a job joins the queue: a pass for it. An array's task is made by the pass that starts it

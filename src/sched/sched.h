@@ -93,8 +93,9 @@ enum sched_wait {
     SW_USER_RUNNING,         /* its owner runs max_running_per_user jobs */
     SW_ARRAY_THROTTLE,       /* an array's task made before (requeued, released): its array's %N
                               * of tasks run (core/queue.c: kept out of the scheduler's input) */
-    SW_UNSAVED,              /* an array's task made while joblet's database could not be written:
-                              * it starts once its row is (core/queue.c, likewise) */
+    SW_UNSAVED,              /* an array's task whose row is not committed yet (made this turn, or
+                              * while the database could not be written): it starts once it is
+                              * (core/queue.c, likewise) */
 };
 
 typedef struct sched_output {

@@ -265,11 +265,11 @@ def test_update_reaches_made_tasks_as_their_own_update_would(d):
     wait_for(lambda: task(d, aid, 4) and task(d, aid, 4)["status"] == "RUNNING", "task 4 runs")
     j = task(d, aid, 4)
     assert (j["priority"], j["limits"]["max_runtime_s"], j["limits"]["max_cpu"]) == (-4, 300, 50), j
-    # task 1 let go waits for its %1, then runs
+    # task 1 let go (a task that ran: PREEMPTED, not QUEUED) waits for its %1, then runs
     d.rnx("job", "release", t1, check=True)
     time.sleep(0.5)
     j1 = d.job(t1)
-    assert j1["status"] == "QUEUED" and "waits for its array's %1: 1 of its tasks run" in j1["wait_reason"], j1
+    assert j1["status"] == "PREEMPTED" and "waits for its array's %1: 1 of its tasks run" in j1["wait_reason"], j1
     release(d, j["id"])
     wait_for(lambda: d.job(t1)["status"] == "RUNNING", "task 1 runs again")
     j = d.job(t1)
@@ -355,7 +355,7 @@ def test_a_lowered_throttle_holds_back_a_made_task_let_go(d):
         time.sleep(1)
         assert [d.job(t)["status"] for t in (t0, t1, t2)].count("RUNNING") <= 2, counts(d, aid)
         j1 = d.job(t1)
-        assert j1["status"] == "QUEUED" and "waits for its array's %1: 2 of its tasks run" in j1["wait_reason"], j1
+        assert j1["status"] == "PREEMPTED" and "waits for its array's %1: 2 of its tasks run" in j1["wait_reason"], j1
         # the two running end: it is the array's one task to run now
         end_all(d, t0, t2)
         wait_for(lambda: d.job(t1)["status"] == "RUNNING", "task 1 starts once fewer than %1 run")
@@ -377,7 +377,7 @@ def test_a_held_task_takes_no_place_under_the_throttle(d):
         d.rnx("job", "release", t0, check=True)
         time.sleep(1)
         j0 = d.job(t0)
-        assert j0["status"] == "QUEUED" and "waits for its array's %2: 2 of its tasks run" in j0["wait_reason"], j0
+        assert j0["status"] == "PREEMPTED" and "waits for its array's %2: 2 of its tasks run" in j0["wait_reason"], j0
         assert counts(d, aid).get("RUNNING", 0) == 2, counts(d, aid)
     finally:
         d.api("POST", f"/v1/jobs/{aid}/cancel")
