@@ -105,8 +105,10 @@ static uint64_t passes; /* the scheduler's passes: which one counted an array's 
 
 static uint32_t offer(const jarray *a)
 {
-    /* none while a task it made waits for its row to be committed, nor while commits fail */
-    if (a->unsaved_pass == passes || state_unsaved())
+    /* none while a task it made waits for its row to be committed, nor while commits fail, nor
+     * while a request's changes may still be taken back (settle inside it: db_undo would take
+     * the task's row with them) */
+    if (a->unsaved_pass == passes || state_unsaved() || db_marked(core.db))
         return 0;
     uint32_t n = arrays_offer(a, a->pass == passes ? a->pass_runs : 0), head = depend_tasks_ready(a, n);
     if (!a->ngo || head == n)
@@ -278,7 +280,10 @@ static void schedule(void)
             }
             a->pass_runs++;
         }
-        sj[k] = (sched_job){.seq = j->seq, .not_before_ms = j->scheduled_ms};
+        /* a task made and not started yet keeps its array's place (seq), ahead of the array's
+         * tasks still to make (a stable order puts jobs first among equals); one that ran and
+         * waits again has its own, as a requeued job does */
+        sj[k] = (sched_job){.seq = a && !job_ran_before(j) ? a->seq : j->seq, .not_before_ms = j->scheduled_ms};
         sched_input_req(j, &sj[k].r);
         map[k++] = j;
     }
@@ -348,7 +353,6 @@ static void schedule(void)
              * request whose change must commit, or be undone, whole. */
             jarray *a = amap[start[k]];
             uint32_t t;
-            arr_started++;
             if (pick_task(a, &t) < 0)
                 continue; /* (one offered ahead was made or canceled meanwhile) */
             if (!(j = submit_task(a, t, &e))) {
@@ -356,6 +360,7 @@ static void schedule(void)
                     log_err("array %s: its next task could not be made: %s", a->id, e.msg);
                 continue;
             }
+            arr_started++; /* (one not made does not make the next pass come at once) */
             j->wait_why = SW_UNSAVED;
             j->queue_position = 0;
             a->unsaved_pass = passes;

@@ -70,6 +70,9 @@ void state_forget_job(job *j)
 static void resync(void)
 {
     size_t n = nstale;
+    /* what offer() held back while rows waited (queue.c): array tasks to start and to make */
+    if (n || wf_stale)
+        after_commit |= WANT_SCHEDULE;
     for (size_t i = 0; i < n; i++) {
         job *j = stale[i];
         jerr e = {0};
@@ -79,8 +82,6 @@ static void resync(void)
             log_err("job %s: not saved again: %s", j->id, e.msg);
         state_wrote_job(j);
     }
-    if (n) /* array tasks held back while unsaved (queue.c, SW_UNSAVED) may start then */
-        after_commit |= WANT_SCHEDULE;
     nstale = 0;
     if (wf_stale) {
         wf_stale = false;
@@ -106,12 +107,17 @@ int state_commit_now(jerr *e)
 {
     jerr de = {0};
     if (db_flush(core.db, &de) == 0) {
+        /* (a job whose first row a failed commit lost is still new: its later saves are
+         * updates of a row that is not there, until resync writes it whole) */
         for (size_t i = 0; i < ntxn; i++)
-            txn[i]->db_mark &= (uint8_t)~(STATE_DB_TXN | STATE_DB_NEW);
+            txn[i]->db_mark &= (uint8_t)~(txn[i]->db_mark & STATE_DB_STALE ? STATE_DB_TXN
+                                                                            : STATE_DB_TXN | STATE_DB_NEW);
         ntxn = 0;
         wf_txn = false;
         if (!nstale && !wf_stale)
             resync_delay_ms = 0;
+        else /* the database takes commits again: what waits goes at the next turn */
+            resync_at_ms = now_ms();
         state_want(after_commit);
         after_commit = 0;
         return 0;

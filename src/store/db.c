@@ -17,6 +17,7 @@ struct db {
     sqlite3 *h;
     bool in_txn;
     bool deleted;             /* this transaction deleted a job: checkpoint the WAL after it */
+    bool marked;              /* a db_mark is open (db_undo, db_keep close it) */
     seal_key *key;            /* seals secret_env (seal.h) */
     sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
     sqlite3_stmt *ev_ins, *ev_trim, *ev_del;
@@ -533,16 +534,26 @@ int db_mark(db *d, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
-    return exec_sql(d, "SAVEPOINT joblet_mark;", e);
+    if (exec_sql(d, "SAVEPOINT joblet_mark;", e) < 0)
+        return -1;
+    d->marked = true;
+    return 0;
 }
 
 void db_undo(db *d)
 {
     exec_sql(d, "ROLLBACK TO joblet_mark;", NULL);
     exec_sql(d, "RELEASE joblet_mark;", NULL);
+    d->marked = false;
 }
 
-void db_keep(db *d) { exec_sql(d, "RELEASE joblet_mark;", NULL); }
+void db_keep(db *d)
+{
+    exec_sql(d, "RELEASE joblet_mark;", NULL);
+    d->marked = false;
+}
+
+bool db_marked(const db *d) { return d->marked; }
 
 /* ---- a job's history and detail (db.h) ---- */
 

@@ -74,6 +74,9 @@ int db_delete_job(db *d, const char *id, jerr *e);
 int db_mark(db *d, jerr *e);
 void db_undo(db *d);
 void db_keep(db *d);
+/* Whether a mark is open: what is written now may still be taken back (core/queue.c makes no
+ * array task then). */
+bool db_marked(const db *d);
 /* The job's row as it is now: updated, or inserted when the database has none (a commit that
  * failed took its insert back: core/state.c writes such jobs again). */
 int db_save_job(db *d, const db_job *r, jerr *e);
