@@ -147,7 +147,7 @@ static int simple_flags(rnx_ctx *ctx, int argc, char **argv, const char *cmd, co
         switch (c) {
         case 'h': fputs(help, stdout); return -1;
         case 'j': ctx->json = true; break;
-        case 'd': *detail = true; break;
+        case 'd': if (detail) *detail = true; break; /* (only with_detail has it) */
         default: return RNX_USAGE;
         }
     }

@@ -1005,7 +1005,8 @@ void print_job(json_t *job, FILE *f)
     }
     if (json_is_true(json_object_get(job, "preemptible")) || (jint(job, "preemptions", &v) && v > 0)) {
         key(f, "Preemption:");
-        jint(job, "preemptions", &v);
+        if (!jint(job, "preemptions", &v))
+            v = 0;
         print_textf(f, "%s; preempted %lld time%s\n",
                     json_is_true(json_object_get(job, "preemptible")) ? "preemptible" : "not preemptible", (long long)v,
                     v == 1 ? "" : "s");

@@ -243,8 +243,8 @@ static int get_string(const cache_buf *c, uint32_t i, const char *what, uint32_t
 static int read_entry(const cache_buf *c, uint32_t i, ldcache_entry *ent, jerr *e)
 {
     size_t at = c->entries + (size_t)i * NEW_ENTRY_SIZE;
-    const char *key, *value;
-    size_t nkey, nvalue;
+    const char *key = NULL, *value = NULL; /* (set by get_string; -O3 cannot tell) */
+    size_t nkey = 0, nvalue = 0;
     if (get_string(c, i, "key", get_u32(c, at + 4), &key, &nkey, e) < 0 ||
         get_string(c, i, "value", get_u32(c, at + 8), &value, &nvalue, e) < 0)
         return -1;
