@@ -44,6 +44,18 @@ def wait_for(pred, what="the condition", timeout=60):
     raise AssertionError(f"{what}: not after {timeout}s")
 
 
+def sockets_of(pid):
+    """How many sockets the process holds open (a descriptor it closes while they are counted is
+    not one)."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
 def need_root():
     if os.geteuid() != 0:
         pytest.skip("needs root: joblet creates namespaces, cgroups and mounts")

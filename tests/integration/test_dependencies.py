@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, api_seconds as ms, rnx_as, wait_for
+from conftest import BUILD, api_seconds as ms, rnx_as, sockets_of, wait_for
 
 # A job that runs until the test drops a file in its /work: the test decides when it ends, and
 # how (/work/fail first: it exits 1).
@@ -312,17 +312,6 @@ def test_wait_goes_on_when_joblet_goes_away_as_it_looks(tmp_path, drop):
         srv.server_close()
     assert srv.dropped
     assert (p.returncode, p.stdout) == (5, f"{jid[:8]} COMPLETED exit 5\n"), (p.returncode, p.stdout, p.stderr)
-
-
-def sockets_of(pid):
-    """How many sockets the process holds open."""
-    n = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
-        except OSError:
-            pass
-    return n
 
 
 @pytest.mark.parametrize("when", ["down", "after"])
