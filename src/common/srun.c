@@ -411,6 +411,7 @@ static bool put(char *out, size_t len, size_t *o, const char *s, size_t n)
 char *srun_file_name(const char *pattern, const srun_names *nm, char *out, size_t len)
 {
     size_t o = 0;
+    const char *sid = nm->step_id ? nm->step_id : "0";
     for (const char *s = pattern; *s; s++) {
         if (*s != '%') {
             if (!put(out, len, &o, s, 1))
@@ -428,7 +429,7 @@ char *srun_file_name(const char *pattern, const srun_names *nm, char *out, size_
         /* (Slurm's ids are numbers: %8j pads as %8t does) */
         case 'j': v = nm->job_id, number = true; break;
         case 'J': v = nm->job_id, number = step = true; break;
-        case 's': v = nm->step_id ? nm->step_id : "0", number = true; break;
+        case 's': v = sid, number = true; break;
         case 't':
         case 'n': v = "0", number = true; break;
         case 'N': v = nm->host; break;
@@ -449,7 +450,6 @@ char *srun_file_name(const char *pattern, const srun_names *nm, char *out, size_
             snprintf(num, sizeof num, "%0*lld", width > 20 ? 20 : width, strtoll(v, NULL, 10));
             v = num;
         }
-        const char *sid = nm->step_id ? nm->step_id : "0";
         if (!put(out, len, &o, v, strlen(v)) || (step && (!put(out, len, &o, ".", 1) || !put(out, len, &o, sid, strlen(sid)))))
             return NULL;
         s = q;

@@ -150,9 +150,9 @@ int state_commit_now(jerr *e)
     return jerr_http(e, 503, "joblet's database could not be saved (%s); try again in a moment", de.msg);
 }
 
-int64_t state_resync_at_ms(void) { return nstale || wf_stale ? resync_at_ms : 0; }
-
 bool state_unsaved(void) { return nstale || wf_stale; }
+
+int64_t state_resync_at_ms(void) { return state_unsaved() ? resync_at_ms : 0; }
 
 void state_want_after_commit(unsigned what) { after_commit |= what; }
 

@@ -21,7 +21,7 @@ struct db {
     seal_key *key;            /* seals secret_env (seal.h) */
     sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
     sqlite3_stmt *ev_ins, *ev_trim, *ev_del;
-    sqlite3_stmt *hw_job;     /* keep_high_water for a job (deleted by the slice, DELETE /v1/jobs) */
+    sqlite3_stmt *hw_job, *hw_array; /* keep_high_water for a job, for an array */
 };
 
 /* Migrations, applied in order; user_version is the number applied. Never edit a shipped one. */
@@ -113,22 +113,16 @@ static const char *const migrations[] = {
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
- * open transaction: a job's with the statement prepared at open, an array's (rare) with its own. */
+ * open transaction (st: d->hw_job or d->hw_array). */
 #define HIGH_WATER_SQL(table)                                                                              \
     "INSERT INTO high_water (name, value) SELECT 'seq', seq FROM " table " WHERE id = ?1 "                  \
     "ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)"
 static int keep_high_water(db *d, sqlite3_stmt *st, const char *id, jerr *e)
 {
-    sqlite3_stmt *own = NULL;
-    if (!st && sqlite3_prepare_v2(d->h, HIGH_WATER_SQL("arrays"), -1, &own, NULL) != SQLITE_OK)
-        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
-    if (!st)
-        st = own;
     sqlite3_reset(st);
     sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    sqlite3_finalize(own);
     return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: %s: keeping its number: %s", id, sqlite3_errmsg(d->h));
 }
 
@@ -256,6 +250,8 @@ db *db_open(const char *path, jerr *e)
                            NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, HIGH_WATER_SQL("jobs"), -1, SQLITE_PREPARE_PERSISTENT, &d->hw_job, NULL) !=
             SQLITE_OK ||
+        sqlite3_prepare_v3(d->h, HIGH_WATER_SQL("arrays"), -1, SQLITE_PREPARE_PERSISTENT, &d->hw_array, NULL) !=
+            SQLITE_OK ||
         sqlite3_prepare_v3(d->h,
                            "INSERT INTO job_events (job_id, n, ts_ms, event, uid, detail) VALUES (?1,"
                            " (SELECT COALESCE(MAX(n), 0) + 1 FROM job_events WHERE job_id = ?1), ?2, ?3, ?4, ?5)",
@@ -296,6 +292,7 @@ void db_close(db *d)
     sqlite3_finalize(d->ev_trim);
     sqlite3_finalize(d->ev_del);
     sqlite3_finalize(d->hw_job);
+    sqlite3_finalize(d->hw_array);
     sqlite3_close(d->h);
     seal_key_free(d->key);
     free(d);
@@ -1261,7 +1258,7 @@ int db_array_delete(db *d, const char *id, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
-    if (keep_high_water(d, NULL, id, e) < 0)
+    if (keep_high_water(d, d->hw_array, id, e) < 0)
         return -1;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "DELETE FROM arrays WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
