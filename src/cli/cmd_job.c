@@ -152,9 +152,11 @@ static const char list_help[] =
     "Usage: rnx job list [--status STATUS] [--name NAME] [--gpu GPU] [--user USER] [--since WHEN] [--expand]\n"
     "                    [--json]\n"
     "\n"
-    "Lists the jobs you can see (root: everyone's), oldest first, newest last. The GPUS\n"
-    "column shows the GPUs a job holds or held, or how many it waits for. A job array is\n"
-    "one line, ID_[LIST%N] with its tasks by state; --expand lists its started tasks too.\n"
+    "Lists the jobs you can see (root: everyone's), oldest first, newest last. NUM is the\n"
+    "job's number, its SLURM_JOB_ID: every command takes it as it takes the id (42, 42_7).\n"
+    "The GPUS column shows the GPUs a job holds or held, or how many it waits for. A job\n"
+    "array is one line, ID_[LIST%N] with its tasks by state; --expand lists its started\n"
+    "tasks too.\n"
     "\n"
     "Flags:\n"
     "  --status STATUS   only jobs in this state: PENDING, SCHEDULED, QUEUED, RUNNING,\n"
@@ -990,7 +992,7 @@ static void list_row(table *t, json_t *job, bool with_user)
     char created[64], dur[32] = "-", exit_s[16] = "-", gpus[96], user[64];
     int64_t v;
     const char *id = jstr(job, "id");
-    char short_id[2100], counts[600] = "";
+    char short_id[2100], counts[600] = "", number[24] = "-";
     snprintf(short_id, sizeof short_id, "%.8s", id ? id : "-");
     json_t *arr = json_object_get(job, "array");
     bool array = jstr(job, "kind") && !strcmp(jstr(job, "kind"), "array");
@@ -1005,6 +1007,8 @@ static void list_row(table *t, json_t *job, bool with_user)
         fmt_elapsed_ms(v, dur, sizeof dur);
     if (jint(job, "exit_code", &v))
         snprintf(exit_s, sizeof exit_s, "%lld", (long long)v);
+    if (jint(job, "number", &v)) /* Slurm's job id: every command takes it as it takes the id */
+        snprintf(number, sizeof number, "%lld", (long long)v);
     const char *name = jstr(job, "name");
     char *name_cell = cell_text(name && *name ? name : "-", 24);
     char *cmd = shell_join(jstr(job, "command"), json_object_get(job, "args"));
@@ -1018,8 +1022,8 @@ static void list_row(table *t, json_t *job, bool with_user)
     gpus_cell(job, gpus, sizeof gpus);
     fmt_owner(job, user, sizeof user);
     char *user_cell = cell_text(user, 16);
-    /* without the user column the table takes the first eight cells: the command is the eighth */
-    const char *cells[] = {short_id, name_cell, status ? status : "-", exit_s, gpus, created, dur,
+    /* without the user column the table takes the first nine cells: the command is the ninth */
+    const char *cells[] = {short_id, number, name_cell, status ? status : "-", exit_s, gpus, created, dur,
                            with_user ? user_cell : cmd_cell, cmd_cell};
     table_add(t, cells);
     free(name_cell);
@@ -1183,10 +1187,10 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
             print_json(jobs);
         } else {
             bool with_user = client_sees_all_jobs(cl);   /* root: whose each job is */
-            static const char *const headers[] = {"ID",      "NAME",     "STATUS", "EXIT",   "GPUS",
-                                                  "CREATED", "DURATION", "USER",   "COMMAND"};
-            static const char *const plain[] = {"ID",   "NAME",    "STATUS",   "EXIT",
-                                                "GPUS", "CREATED", "DURATION", "COMMAND"};
+            static const char *const headers[] = {"ID",   "NUM",     "NAME",     "STATUS", "EXIT",
+                                                  "GPUS", "CREATED", "DURATION", "USER",   "COMMAND"};
+            static const char *const plain[] = {"ID",   "NUM",     "NAME",     "STATUS",
+                                                "EXIT", "GPUS",    "CREATED",  "DURATION", "COMMAND"};
             table *t = with_user ? table_new(ARRAY_LEN(headers), headers) : table_new(ARRAY_LEN(plain), plain);
             size_t i;
             json_t *job;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int idref_start(idref *r, const char *kind, const char *name_flag, const char *ref, jerr *e)
@@ -12,7 +13,17 @@ int idref_start(idref *r, const char *kind, const char *name_flag, const char *r
     if (!r->len)
         return jerr_http(e, 404, "no %s '': give a %s's id, a unique prefix of it, or its name", kind, kind);
     r->hexish = r->len <= 36 && strspn(r->ref, "0123456789abcdef-") == r->len;
+    r->numeric = r->len <= 19 && r->ref[0] != '0' && strspn(r->ref, "0123456789") == r->len;
+    if (r->numeric)
+        r->number = strtoull(r->ref, NULL, 10); /* 19 digits fit */
     return 0;
+}
+
+bool idref_number(idref *r, unsigned long long *number)
+{
+    r->numbers = true;
+    *number = r->number;
+    return r->numeric;
 }
 
 /* "1a2b3c4d (RUNNING)" onto a list of candidates. */
@@ -24,9 +35,19 @@ static size_t candidate(char *out, size_t n, size_t used, const char *id, const 
     return w < 0 ? used : used + (size_t)w;
 }
 
+void idref_offer_number(idref *r, const char *id, const char *state, bool visible, void *obj)
+{
+    if (!r->numeric || !visible)
+        return;
+    r->numbered = obj;
+    candidate(r->numbered_as, sizeof r->numbered_as, 0, id, state);
+}
+
 bool idref_offer(idref *r, const char *id, const char *name, const char *state, unsigned owner, bool visible,
                  void *obj)
 {
+    if (obj && obj == r->numbered)
+        return false; /* counted as the number */
     bool full = r->len == 36 && !strcmp(id, r->ref);
     if (!visible) {
         r->others |= full;
@@ -61,6 +82,15 @@ bool idref_offer(idref *r, const char *id, const char *name, const char *state, 
 void *idref_result(idref *r, jerr *e)
 {
     const char *k = r->kind, *ref = r->ref;
+    if (r->numbered && r->nname) {
+        /* a job numbered 42 and another named 42: neither is the one to act on unasked */
+        jerr_http(e, 409, "'%s' is the number of %s %s and the name of %s %s; give the one's full id", ref, k,
+                  r->numbered_as, k, r->names);
+        e->code = EEXIST;
+        return NULL;
+    }
+    if (r->numbered)
+        return r->numbered;
     if (r->nname == 1 && r->nprefix_only && (r->prefix_owners_differ || r->prefix_owner != r->name_owner)) {
         /* the name of one owner's, and the start of another owner's id */
         jerr_http(e, 409, "'%s' is the name of %s %s and the start of the id of %s; give the one's full id (or more "
@@ -87,6 +117,8 @@ void *idref_result(idref *r, jerr *e)
     if (r->others)
         jerr_http(e, 403, "%s %s is another user's %s: you can see and manage only your own %ss (root, maintainers and admins see every %s)",
                   k, ref, k, k, k);
+    else if (r->numeric && r->numbers)
+        jerr_http(e, 404, "no %s matches '%s' (by number, id prefix or name)", k, ref);
     else if (r->hexish)
         jerr_http(e, 404, "no %s matches '%s' (by id, id prefix or name)", k, ref);
     else

@@ -1,6 +1,9 @@
 /* Which of many objects a reference names, as docker resolves containers: 1. the full id
  * (36 characters), 2. the name, when exactly one object has it (a name shadows an id prefix of
- * its owner's objects), 3. a unique prefix of the id. A name that is also a prefix of another
+ * its owner's objects), 3. a unique prefix of the id. Before the name comes, for jobs and
+ * arrays, the object's number (Slurm's job id: `rnx job cancel 42` as `scancel 42`): digits
+ * alone, no leading zero; it shadows every id prefix (a number is not chosen, so no one can
+ * aim it at another's id), and a name equal to it of another object is ambiguous (409). A name that is also a prefix of another
  * owner's object's id is ambiguous (409): one who sees both (root) would otherwise act on a
  * user's job named after the short id of another's (the 8 characters rnx job list shows). One resolver for jobs and workflows (core/jobs.c,
  * core/workflow.c): the caller offers each object, with whether the asker may see it, and
@@ -19,6 +22,11 @@ typedef struct idref {
     const char *ref;
     size_t len;
     bool hexish;              /* could be an id prefix */
+    bool numeric;             /* could be a number (idref_number) */
+    bool numbers;             /* the caller asked for it: its objects have numbers */
+    unsigned long long number;
+    void *numbered;           /* the visible object with that number (idref_offer_number) */
+    char numbered_as[80];
     void *by_name, *by_prefix;
     size_t nname, nprefix;
     char names[320], prefixes[320];
@@ -33,6 +41,13 @@ typedef struct idref {
 
 /* -1 (404 in e) for an empty reference. */
 int idref_start(idref *r, const char *kind, const char *name_flag, const char *ref, jerr *e);
+/* The number ref is, when it is one (1 to 19 digits, the first not 0): the caller looks up
+ * the object with that number, if any, and offers it with idref_offer_number. */
+bool idref_number(idref *r, unsigned long long *number);
+/* The object whose number ref is, offered before that object's own idref_offer (which then
+ * passes over it): the answer, unless another object is named ref. One the asker may not see
+ * matches nothing, as a name of another's does. */
+void idref_offer_number(idref *r, const char *id, const char *state, bool visible, void *obj);
 /* One object, of owner (a uid): true when it is the one (its full id, and visible); then it is
  * the answer. state is shown among candidates of an ambiguous reference. */
 bool idref_offer(idref *r, const char *id, const char *name, const char *state, unsigned owner, bool visible,

@@ -25,6 +25,7 @@ static int find_plain(const char *ref, const caller *who, array_ref *out, jerr *
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return -1;
+    jarray *numbered = arrays_offer_number(&r, who); /* (a job's number: jobs_offer) */
     size_t narr;
     jarray **arrs = arrays_named(ref, &narr);
     bool hit = false;
@@ -34,6 +35,11 @@ static int find_plain(const char *ref, const caller *who, array_ref *out, jerr *
     if (!hit)
         jobs_offer(&r, who, false); /* a task answers to its own id, not to its array's name */
     void *res = idref_result(&r, e);
+    if (res && res == numbered) {
+        out->a = numbered;
+        free(arrs);
+        return 0;
+    }
     for (size_t i = 0; res && i < narr; i++)
         if (arrs[i] == res) {
             out->a = arrs[i];

@@ -687,11 +687,21 @@ jarray **arrays_named(const char *ref, size_t *n)
 
 jarray *arrays_by_id(const char *id) { return idindex_get(&by_ref, id); }
 
+jarray *arrays_offer_number(idref *r, const caller *who)
+{
+    unsigned long long number;
+    jarray *a = idref_number(r, &number) ? arrays_by_seq(number) : NULL;
+    if (a)
+        idref_offer_number(r, a->id, "ARRAY", arrays_visible(a, who), a);
+    return a;
+}
+
 jarray *arrays_find(const char *ref, const caller *who, jerr *e)
 {
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return NULL;
+    arrays_offer_number(&r, who);
     size_t n;
     jarray **c = arrays_named(ref, &n);
     for (size_t i = 0; i < n; i++)

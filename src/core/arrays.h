@@ -13,6 +13,7 @@
 
 #include "../common/arrayspec.h"
 #include "../common/err.h"
+#include "../common/idref.h"
 #include "../common/jobreq.h"
 #include "../common/jobstate.h"
 #include "../store/db.h"
@@ -148,7 +149,9 @@ void arrays_task_changed(job *j);
 /* A task's job is being deleted. */
 void arrays_forget_task(job *j);
 
-/* References: "ID", a name, a prefix (the array itself), found as jobs_find finds jobs. NULL
+/* Offers r the array whose number r is (common/idref.h), if one has it: that array, else NULL. */
+jarray *arrays_offer_number(idref *r, const caller *who);
+/* References: "ID", a number, a name, a prefix (the array itself), found as jobs_find finds jobs. NULL
  * with e set as jobs_find sets it when none matches. */
 jarray *arrays_find(const char *ref, const caller *who, jerr *e);
 /* The arrays a reference can name (by name or id prefix, whoever may see them), in seq order;

@@ -37,6 +37,10 @@ job *jobs_by_id(const char *id) { return idindex_get(&by_ref, id); }
 
 bool jobs_offer(idref *r, const caller *who, bool task_names)
 {
+    unsigned long long number;
+    job *numbered = idref_number(r, &number) ? jobs_by_seq(number) : NULL;
+    if (numbered)
+        idref_offer_number(r, numbered->id, job_state_name(numbered->state), visible(numbered, who), numbered);
     size_t n;
     idindex_entry *c = idindex_candidates(&by_ref, r->ref, &n);
     bool hit = false;

@@ -15,15 +15,16 @@
 #include "authz.h"
 #include "job.h"
 
-/* Among the jobs the caller may see (root sees all): by full id, else by name (exactly one
- * job of that name), else by unique id prefix. 404 when nothing matches; 409 naming the
- * candidates (short id and state) when several do. */
+/* Among the jobs the caller may see (root sees all): by full id, else by number (Slurm's job
+ * id), else by name (exactly one job of that name), else by unique id prefix. 404 when
+ * nothing matches; 409 naming the candidates (short id and state) when several do. */
 job *jobs_find(const char *ref, const caller *who, jerr *e);
 /* The job whose full id is id, whoever may see it, or NULL. */
 job *jobs_by_id(const char *id);
 /* Offers r (common/idref.h) the jobs it can name, in the table's order, as the caller may see
- * them: true when one is the answer. task_names: an array's task answers to its array's name
- * too (jobs_find), or only to its id (a reference that arrays are offered first: array_ctl.h). */
+ * them (the one whose number r is, first): true when one is the answer. task_names: an
+ * array's task answers to its array's name too (jobs_find), or only to its id (a reference
+ * that arrays are offered first: array_ctl.h). */
 bool jobs_offer(idref *r, const caller *who, bool task_names);
 /* Every job named name (an array's tasks bear its name), whoever owns it, in no particular order:
  * from the index, never a scan of every job kept. Freed by the caller; NULL and *n 0 when none. */

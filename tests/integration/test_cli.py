@@ -213,16 +213,17 @@ def test_log_json_records_parse(daemon):
 # ---- text output -----------------------------------------------------------------------------
 
 def test_list_table_shows_short_id_name_status(daemon):
-    """The `rnx job list` table has a row with the job's short id, name and status."""
+    """The `rnx job list` table has a row with the job's short id, number (its SLURM_JOB_ID), name
+    and status."""
     jid = run_id(daemon, "--name", "tabled", "sh", "-c", "exit 5")
-    daemon.wait(jid)
+    number = daemon.wait(jid)["number"]
     p = daemon.rnx("job", "list")
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0].split()[:4] == ["ID", "NAME", "STATUS", "EXIT"]
+    assert lines[0].split()[:5] == ["ID", "NUM", "NAME", "STATUS", "EXIT"]
     row = [l for l in lines if l.startswith(jid[:8] + " ")]
     assert len(row) == 1, p.stdout
-    assert row[0].split()[:4] == [jid[:8], "tabled", "FAILED", "5"]
+    assert row[0].split()[:5] == [jid[:8], str(number), "tabled", "FAILED", "5"]
 
 
 def test_status_text_shows_exit_reason_times_limits_usage(daemon):

@@ -296,8 +296,9 @@ def test_list_gpus_column_and_gpu_status_filters(fresh_daemon):
     out = d.rnx("job", "list", check=True).stdout
     lines = out.splitlines()
     # root sees everyone's jobs: the USER column (test_user_journey_small.py)
-    assert lines[0].split() == ["ID", "NAME", "STATUS", "EXIT", "GPUS", "CREATED", "DURATION", "USER", "COMMAND"]
-    rows = {l.split()[0]: l.split() for l in lines[1:]}
+    assert lines[0].split() == ["ID", "NUM", "NAME", "STATUS", "EXIT", "GPUS", "CREATED", "DURATION", "USER",
+                                "COMMAND"]
+    rows = {l.split()[0]: l.split()[:1] + l.split()[2:] for l in lines[1:]}   # (NUM: test_cli's)
     assert rows[a[:8]][2:4] == ["RUNNING", "-"] and rows[a[:8]][4] == "0,1,2,3,4,5"
     assert rows[b[:8]][2:6] == ["QUEUED", "-", "4", "wanted"]
     assert rows[c[:8]][2:5] == ["COMPLETED", "0", "-"]

@@ -2,9 +2,11 @@
 and `rnx job cancel|stop --name --status --user` choosing the jobs as `rnx job list` does with the
 same flags (also `rnx job list --name`), against the real daemon: only what was chosen is touched,
 another user's jobs are out of reach, dependents are taken before what they wait for (no cascade
-under the command's feet), nothing matching is not an error."""
+under the command's feet), nothing matching is not an error. And Slurm's job ids: every command
+takes a job's number (its SLURM_JOB_ID, `rnx job list`'s NUM) as scancel takes 42 and 42_7."""
 import json
 import os
+import re
 from datetime import datetime, timedelta, timezone
 
 from conftest import rnx_as
@@ -95,6 +97,78 @@ def test_by_user_and_out_of_reach(daemon):
     assert p.returncode == 0 and p.stdout.strip() == f"canceled {again}", (p.stdout, p.stderr)
     assert states(d, roots) == ["SCHEDULED"]
     d.rnx("job", "cancel", roots, check=True)
+
+
+def number(d, ref):
+    return d.api("GET", f"/v1/jobs/{ref}")[1]["number"]
+
+
+def test_numbers_are_references_as_slurms_job_ids(daemon):
+    """`rnx job status|cancel|hold|release 42`, `42_7`, `42_[1-2]`, `--after=42:ok`: a job's number
+    (its SLURM_JOB_ID) names it wherever an id does; it wins over the id prefix it looks like,
+    a job named as another's number is ambiguous, and another user's number matches nothing
+    (root's: everyone's)."""
+    d = daemon
+    a = run(d, later(), "true")
+    na = number(d, a)
+    # rnx job list's NUM is the number, and the job answers to it
+    row = next(ln for ln in d.rnx("job", "list", check=True).stdout.splitlines() if ln.startswith(a[:8] + " "))
+    assert row.split()[1] == str(na), row
+    assert json.loads(d.rnx("job", "status", "--json", str(na), check=True).stdout)["id"] == a
+    # hold and release by number, a dependency by number (Slurm's afterok:42)
+    assert d.rnx("job", "hold", str(na), check=True).stdout.strip().startswith(f"held {a}")
+    assert d.job(a)["status"] == "HELD"
+    d.rnx("job", "release", str(na), check=True)
+    dep = run(d, f"--after={na}:ok", "true")
+    assert d.job(dep)["after"][0]["job"] == a, d.job(dep)
+    # an array: its number and its tasks' (Slurm's 42_7 and 42_[1-2])
+    arr = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-3", "schedule_at": later().split("=", 1)[1]})[1]
+    nr = arr["number"]
+    assert json.loads(d.rnx("job", "status", "--json", str(nr), check=True).stdout)["id"] == arr["id"]
+    p = d.rnx("job", "cancel", f"{nr}_[1-2]")
+    assert p.returncode == 0, p.stderr
+    assert d.api("GET", f"/v1/jobs/{arr['id']}")[1]["array"]["counts"] == {"CANCELED": 2, "SCHEDULED": 2}
+    assert json.loads(d.rnx("job", "status", "--json", f"{nr}_3", check=True).stdout)["status"] == "SCHEDULED"
+    # several at once, as scancel 42 43
+    p = d.rnx("job", "cancel", str(na), str(nr))
+    assert p.returncode == 0, p.stderr
+    assert states(d, a, dep) == ["CANCELED", "CANCELED"]
+    assert d.api("GET", f"/v1/jobs/{arr['id']}")[1]["array"]["counts"] == {"CANCELED": 4}
+    # a job named as another's number: neither is taken
+    named = run(d, f"--name={na}", later(), "true")
+    p = d.rnx("job", "cancel", str(na))
+    assert p.returncode != 0, p.stdout
+    assert f"'{na}' is the number of job {a[:8]} (CANCELED) and the name of job {named[:8]} (SCHEDULED)" in p.stderr, \
+        p.stderr
+    assert d.job(named)["status"] == "SCHEDULED"
+    d.rnx("job", "cancel", named, check=True)
+    # a number wins over the id prefix it looks like: jobs until one's id starts with the digits of
+    # another's number (each id's first character is a digit 1-9 with p = 9/16)
+    mine = []
+    for _ in range(60):
+        mine.append(run(d, later(), "true"))
+        nums = {number(d, j): j for j in mine}
+        hit = next(((j, int(m.group())) for j in mine if (m := re.match(r"[1-9][0-9]*", j))
+                    and int(m.group()) in nums and nums[int(m.group())] != j), None)
+        if hit:
+            break
+    assert hit, "no id started with another job's number in 60 jobs"
+    j, n = hit
+    assert json.loads(d.rnx("job", "status", "--json", str(n), check=True).stdout)["id"] == nums[n] != j
+    assert json.loads(d.rnx("job", "status", "--json", j[:9] if j[8] == "-" else j[:12],
+                            check=True).stdout)["id"] == j  # more of the id: the prefix
+    # another user's number matches nothing, as its name does; root's number names the user's job
+    theirs = rnx_as(d, UID, "job", "run", later(), "true")
+    assert theirs.returncode == 0, theirs.stderr
+    theirs = theirs.stdout.strip()
+    nt = number(d, theirs)
+    p = rnx_as(d, UID, "job", "cancel", str(na))
+    assert p.returncode != 0 and f"no job matches '{na}' (by number, id prefix or name)" in p.stderr, p.stderr
+    p = rnx_as(d, UID, "job", "status", "--json", str(nt))
+    assert p.returncode == 0 and json.loads(p.stdout)["id"] == theirs, p.stderr
+    d.rnx("job", "cancel", str(nt), check=True)
+    assert states(d, theirs) == ["CANCELED"]
+    d.rnx("job", "cancel", *mine, check=True)
 
 
 def test_usage(daemon):

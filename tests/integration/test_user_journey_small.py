@@ -71,18 +71,19 @@ def test_job_list_names_each_jobs_user_for_root_only(fresh_daemon):
     p = rnx(d.sock, "job", "list")
     assert p.returncode == 0, p.stderr
     head, rows = table(p.stdout)
-    assert head == ["ID", "NAME", "STATUS", "EXIT", "GPUS", "CREATED", "DURATION", "USER", "COMMAND"], p.stdout
-    by_name = {r[1]: r for r in rows}
-    assert by_name["roots"][7] == "root" and by_name["roots"][8] == "true", by_name
-    assert by_name["nobodys"][7] == "nobody", by_name
-    assert by_name["nameless"][7] == str(NAMELESS[0]), by_name
+    assert head == ["ID", "NUM", "NAME", "STATUS", "EXIT", "GPUS", "CREATED", "DURATION", "USER", "COMMAND"], \
+        p.stdout
+    by_name = {r[2]: r for r in rows}
+    assert by_name["roots"][8] == "root" and by_name["roots"][9] == "true", by_name
+    assert by_name["nobodys"][8] == "nobody", by_name
+    assert by_name["nameless"][8] == str(NAMELESS[0]), by_name
 
     # anyone else sees only their own: no column
     p = rnx(d.sock, "job", "list", user=NOBODY)
     assert p.returncode == 0, p.stderr
     head, rows = table(p.stdout)
-    assert head == ["ID", "NAME", "STATUS", "EXIT", "GPUS", "CREATED", "DURATION", "COMMAND"], p.stdout
-    assert [r[1] for r in rows] == ["nobodys"] and rows[0][7] == "true", rows
+    assert head == ["ID", "NUM", "NAME", "STATUS", "EXIT", "GPUS", "CREATED", "DURATION", "COMMAND"], p.stdout
+    assert [r[2] for r in rows] == ["nobodys"] and rows[0][8] == "true", rows
 
     # --json is the API's list as it was: the same objects, no user name added
     p = rnx(d.sock, "job", "list", "--json")

@@ -1,5 +1,5 @@
-/* common/idref.c: which object a reference names (the full id, a unique name, a unique id
- * prefix), and what each refusal says. */
+/* common/idref.c: which object a reference names (the full id, a number, a unique name, a
+ * unique id prefix), and what each refusal says. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <errno.h>
@@ -30,18 +30,103 @@ static const obj objs[] = {
     {"c0ffee00-0000-4000-8000-000000000007", "1a2b", "QUEUED", true, 1000},
     {"c0ffee00-0000-4000-8000-000000000008", "d00d", "QUEUED", true, 1000},
     {"d00d0000-0000-4000-8000-000000000009", "own", "QUEUED", true, 1000},
+    /* named as another's number (objs[2]'s is 3), and as its own (11) */
+    {"e0000000-0000-4000-8000-000000000010", "3", "QUEUED", true, 0},
+    {"e1000000-0000-4000-8000-000000000011", "11", "QUEUED", true, 0},
 };
+#define NOBJS (sizeof objs / sizeof objs[0])
 
 static const obj *find(const char *ref, jerr *e)
 {
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return NULL;
-    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
+    for (size_t i = 0; i < NOBJS; i++)
         if (idref_offer(&r, objs[i].id, objs[i].name, objs[i].state, objs[i].owner, objs[i].visible,
                         (void *)&objs[i]))
             break;
     return idref_result(&r, e);
+}
+
+/* As jobs_find finds jobs: objs[i]'s number is i + 1, offered before the others. */
+static const obj *find_numbered(const char *ref, jerr *e)
+{
+    idref r;
+    if (idref_start(&r, "job", "--name", ref, e) < 0)
+        return NULL;
+    unsigned long long n;
+    if (idref_number(&r, &n) && n >= 1 && n <= NOBJS)
+        idref_offer_number(&r, objs[n - 1].id, objs[n - 1].state, objs[n - 1].visible, (void *)&objs[n - 1]);
+    for (size_t i = 0; i < NOBJS; i++)
+        if (idref_offer(&r, objs[i].id, objs[i].name, objs[i].state, objs[i].owner, objs[i].visible,
+                        (void *)&objs[i]))
+            break;
+    return idref_result(&r, e);
+}
+
+static void test_numbers(void **state)
+{
+    jerr e = {0};
+    assert_ptr_equal(find_numbered("2", &e), &objs[1]);
+    /* number 9 (another owner's) over the id prefix 9 of objs[2] and objs[3]: a number is not
+     * chosen, so no one can aim it at another's short id */
+    assert_ptr_equal(find_numbered("9", &e), &objs[8]);
+    assert_ptr_equal(find_numbered("1", &e), &objs[0]);
+    /* named as its own number: not two of them */
+    assert_ptr_equal(find_numbered("11", &e), &objs[10]);
+    /* the name is still a name, and the id still the id */
+    assert_ptr_equal(find_numbered("train", &e), &objs[0]);
+    assert_ptr_equal(find_numbered("9e", &e), &objs[3]);
+    assert_ptr_equal(find_numbered("1a2b3c4d-0000-4000-8000-000000000002", &e), &objs[1]);
+    /* a number and another's name */
+    assert_null(find_numbered("3", &e));
+    assert_int_equal(e.http, 409);
+    assert_int_equal(e.code, EEXIST);
+    assert_string_equal(e.msg, "'3' is the number of job 9f000000 (COMPLETED) and the name of job e0000000 (QUEUED); "
+                               "give the one's full id");
+    /* one the asker may not see is no number at all: the name or prefix decides, and a miss says
+     * what was looked for */
+    memset(&e, 0, sizeof e);
+    assert_null(find_numbered("5", &e));
+    assert_int_equal(e.http, 404);
+    assert_string_equal(e.msg, "no job matches '5' (by number, id prefix or name)");
+    memset(&e, 0, sizeof e);
+    assert_null(find_numbered("12", &e));
+    assert_string_equal(e.msg, "no job matches '12' (by number, id prefix or name)");
+    /* without numbers (workflows), 3 is a name */
+    assert_ptr_equal(find("3", &e), &objs[9]);
+    memset(&e, 0, sizeof e);
+    assert_null(find("12", &e));
+    assert_string_equal(e.msg, "no job matches '12' (by id, id prefix or name)");
+}
+
+static void test_what_is_a_number(void **state)
+{
+    jerr e = {0};
+    idref r;
+    unsigned long long n = 7;
+    static const struct {
+        const char *ref;
+        bool numeric;
+        unsigned long long n;
+    } cases[] = {
+        {"1", true, 1},
+        {"42", true, 42},
+        {"9999999999999999999", true, 9999999999999999999ull}, /* 19 digits */
+        {"10000000000000000000", false, 0},                    /* 20: a prefix or a name */
+        {"042", false, 0},                                     /* a leading 0: an id's prefix */
+        {"0", false, 0},
+        {"4a", false, 0},
+        {"42_7", false, 0}, /* an array's task: the array's part is looked up on its own */
+        {"-1", false, 0},
+        {" 42", false, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(idref_start(&r, "job", "--name", cases[i].ref, &e), 0);
+        assert_int_equal(idref_number(&r, &n), cases[i].numeric);
+        if (cases[i].numeric)
+            assert_true(n == cases[i].n);
+    }
 }
 
 static void test_full_id_name_and_prefix(void **state)
@@ -104,6 +189,8 @@ int main(void)
         cmocka_unit_test(test_full_id_name_and_prefix),
         cmocka_unit_test(test_ambiguous),
         cmocka_unit_test(test_others_and_none),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_what_is_a_number),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
