@@ -962,6 +962,11 @@ void print_job(json_t *job, FILE *f)
     print_locality(f, json_object_get(job, "gpu_locality"));
     key(f, "Name:");
     put_line(f, jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
+    if (jint(job, "number", &v)) {
+        /* what Slurm calls the job id, and what every rnx command takes as well as the id */
+        key(f, "Number:");
+        print_textf(f, "%lld (SLURM_JOB_ID)\n", (long long)v);
+    }
     json_t *wf = json_object_get(job, "workflow");
     if (json_is_object(wf)) {
         key(f, "Workflow:");
@@ -978,7 +983,7 @@ void print_job(json_t *job, FILE *f)
                     jstr(ta, "id") ? jstr(ta, "id") : "-");
         if (jint(ta, "number", &v))
             print_textf(f, ", SLURM_ARRAY_JOB_ID=%lld", (long long)v);
-        print_text(f, ")\n");
+        put_line(f, ")");
     }
     print_after(job, f);
     json_t *sl = json_object_get(job, "slurm");

@@ -216,7 +216,10 @@ def test_task_references_and_cancel_before_they_start(d):
     t0 = d.wait_status(f"{short}_0", "RUNNING")
     assert t0["array"] == {"id": aid, "task": 0, "ref": f"{short}_0", "number": a["number"]}
     st = d.rnx("job", "status", f"{short}_0", check=True).stdout
-    assert f"Array task: {short}_0 (task 0 of array {aid}, SLURM_ARRAY_JOB_ID={a['number']})" in st
+    assert f"Array task: {short}_0 (task 0 of array {aid}, SLURM_ARRAY_JOB_ID={a['number']})\n" in st, st
+    assert f"\nNumber: {t0['number']} (SLURM_JOB_ID)\n" in st, st
+    # Slurm's 42_0 for the same task: the array's number and the task
+    assert d.rnx("job", "status", f"{a['number']}_0", check=True).stdout.split("\n")[:8] == st.split("\n")[:8]
     # a task not started yet answers as the array's
     code, t5 = d.api("GET", f"/v1/jobs/{short}_5")
     assert code == 200 and t5["status"] == "QUEUED" and t5["made"] is False

@@ -239,6 +239,7 @@ def test_status_text_shows_exit_reason_times_limits_usage(daemon):
         if v:
             fields.setdefault(k.strip(), v.strip())
     assert fields["UUID"] == jid
+    assert fields["Number"] == f"{daemon.job(jid)['number']} (SLURM_JOB_ID)"
     assert fields["Name"] == "detail"
     assert fields["Status"] == "FAILED"
     assert fields["Exit code"] == "3"
