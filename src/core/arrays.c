@@ -618,6 +618,7 @@ static void link_task(jarray *a, job *j, bool in_place)
     a->places[at] = (uint32_t)k;
     a->ntasks++;
     a->nlinked++;
+    a->started |= job_started(j);
     if (!job_state_terminal(j->state)) {
         j->array_active = true;
         a->active++;
@@ -645,6 +646,7 @@ void arrays_task_changed(job *j)
     if (!a)
         return;
     a->ev_dirty = true;
+    a->started |= job_started(j);
     bool ended = j->array_active && job_state_terminal(j->state);
     if (ended) {
         j->array_active = false;

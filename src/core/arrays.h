@@ -62,6 +62,8 @@ typedef struct jarray {
     size_t ntasks, cap;
     size_t nlinked;            /* slots of tasks not NULL: jobs it keeps */
     uint32_t active;           /* made tasks not ended: what %N bounds */
+    bool started;              /* a task of it was launched (job_started), not just made: a task waits a
+                                * loop turn or more between the two (its row committed first) */
     uint8_t wait_why;          /* why its next task waits (enum sched_wait), from the last pass */
     uint64_t pass;             /* the scheduler's pass that counted pass_runs (queue.c) */
     uint32_t pass_runs;        /* its tasks holding room, and those this pass lets start */
@@ -95,6 +97,9 @@ typedef struct jarray {
 static inline bool arrays_canceled(const jarray *a) { return a->canceled_by != -1; }
 /* Whether a task of it was made (in the list's order or ahead of it). */
 static inline bool arrays_made_any(const jarray *a) { return a->made > 0 || a->ahead.n > 0; }
+/* Whether a task of it was launched: the array started, for `--after=ARRAY:started` and a
+ * workflow's state. (After a restart, as its tasks kept say: tasks deleted are not counted.) */
+static inline bool arrays_started(const jarray *a) { return a->started; }
 
 /* A request with an array field, checked (submit.c: submit_array): the array made and its row
  * written (the caller commits), or NULL with e set. The request is taken over on success. */

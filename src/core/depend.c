@@ -113,18 +113,18 @@ static target dependency_of(const job_req *req, const uint64_t *after_seq, size_
 
 static job *dependency(const job *j, size_t k) { return dependency_of(&j->req, j->after_seq, k).j; }
 
-/* An array as a dependency: started once a task was made, ended once every task ended, in the
+/* An array as a dependency: started once a task was launched, ended once every task ended, in the
  * state of its tasks together (arrays_state: COMPLETED only when every task completed). */
 static depend_seen seen_of(target t)
 {
     if (t.j)
-        return (depend_seen){.exists = true, .started = t.j->started_ms > 0 || t.j->shim_pid > 0, .state = t.j->state};
+        return (depend_seen){.exists = true, .started = job_started(t.j), .state = t.j->state};
     if (!t.a)
         return (depend_seen){.exists = false, .state = JS_CANCELED};
     arrays_counts c;
     arrays_count_cached(t.a, &c); /* (an ended array's counts kept: 10,000 jobs waiting on it count it once) */
     enum job_state st = arrays_state(t.a, &c);
-    return (depend_seen){.exists = true, .started = arrays_made_any(t.a),
+    return (depend_seen){.exists = true, .started = arrays_started(t.a),
                          .state = arrays_ended(t.a) || !job_state_terminal(st) ? st : JS_RUNNING};
 }
 
@@ -312,7 +312,7 @@ static depend_seen task_seen(const jarray *d, uint32_t t, int64_t at, bool *ran)
     const job *dj = arrays_task(d, t, &made);
     *ran = dj != NULL;
     if (dj)
-        return (depend_seen){.exists = true, .started = dj->started_ms > 0 || dj->shim_pid > 0, .state = dj->state};
+        return (depend_seen){.exists = true, .started = job_started(dj), .state = dj->state};
     if (made)
         return (depend_seen){.exists = false, .state = JS_CANCELED};
     if ((uint64_t)at < d->made || arrays_canceled(d) || (d->skip.n && arrayspec_has(&d->skip, t)))
@@ -342,8 +342,8 @@ enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, enum depend
         /* (an array with tasks left is not ok yet, whatever they are: no count of its tasks then,
          * which a pass would otherwise make for each of its next tasks) */
         depend_seen s = at >= 0                 ? task_seen(d.a, t, at, &ran_here)
-                        : !arrays_ended(d.a) ? (depend_seen){.exists = true, .started = arrays_made_any(d.a),
-                                                             .state = arrays_made_any(d.a) ? JS_RUNNING : JS_QUEUED}
+                        : !arrays_ended(d.a) ? (depend_seen){.exists = true, .started = arrays_started(d.a),
+                                                             .state = arrays_started(d.a) ? JS_RUNNING : JS_QUEUED}
                                               : seen_of(d);
         enum depend_verdict v = depend_rule((depend_need){.kind = JA_OK}, s);
         if (v == DEPEND_CANCEL) {
@@ -675,7 +675,7 @@ static void array_changed(jarray *a)
     if (!a || !a->ndependents)
         return;
     bool ended = arrays_ended(a);
-    if (!ended && !arrays_made_any(a))
+    if (!ended && !arrays_started(a))
         return;
     uint64_t *list = a->dependents;
     uint32_t n = a->ndependents;
@@ -865,7 +865,7 @@ void depend_job_changed(job *j)
     if (!j || !j->ndependents)
         return;
     bool ended = job_state_terminal(j->state);
-    if (!ended && !(j->started_ms > 0 || j->shim_pid > 0))
+    if (!ended && !job_started(j))
         return;
     /* taken first: deciding a dependent may end it, which decides its own (another list) */
     uint64_t *list = j->dependents;

@@ -125,5 +125,7 @@ static inline bool job_in_queue(const job *j) { return job_state_waiting(j->stat
 /* Waits to run again after a run that was preempted or requeued (jobs.c: job_requeue; its
  * end_reason describes that run until the next starts): PREEMPTED when its turn comes. */
 static inline bool job_ran_before(const job *j) { return j->preemptions && j->end_reason; }
+/* Launched: it has a shim, or ran (what `--after=ID:started`, Slurm's after:, waits for). */
+static inline bool job_started(const job *j) { return j->started_ms > 0 || j->shim_pid > 0; }
 
 #endif

@@ -425,7 +425,7 @@ static depend_seen seen_of(const workflow *wf, size_t x, bool *ended)
         *ended = arrays_ended(a);
         if (!*ended && job_state_terminal(st)) /* a task ended that the settle step has not seen yet */
             st = JS_RUNNING;
-        return (depend_seen){.exists = true, .started = arrays_made_any(a), .state = st};
+        return (depend_seen){.exists = true, .started = arrays_started(a), .state = st};
     }
     *ended = !d || job_state_terminal(d->state);
     return (depend_seen){.exists = d != NULL, .started = d && d->started_ms > 0, .state = d ? d->state : JS_CANCELED};
@@ -469,7 +469,7 @@ static void refresh(workflow *wf)
         if (a) {
             bool ended = arrays_ended(a);
             all_ended &= ended;
-            started |= arrays_made_any(a);
+            started |= arrays_started(a);
             if (failed == wf->n && ended && a->canceled_by != -2) {
                 arrays_counts c;
                 arrays_count_cached(a, &c); /* ended: counted once, kept until it changes */
@@ -484,7 +484,7 @@ static void refresh(workflow *wf)
         if (!j)
             continue;
         all_ended &= job_state_terminal(j->state);
-        started |= j->started_ms > 0 || j->shim_pid > 0;
+        started |= job_started(j);
         if (failed == wf->n && job_state_terminal(j->state) && j->state != JS_COMPLETED && !handled(wf, i, j->state) &&
             !(j->state == JS_CANCELED && j->end_reason && !strcmp(j->end_reason, "dependency"))) {
             failed = i;

@@ -121,14 +121,21 @@ def test_array_tasks_made_while_the_database_cannot_be_written_wait_until_it_can
     (its state filesystem full) must not start unrecorded: after a crash its array would make it
     again and it would run twice. Such a task waits and says why (not FAILED for the disk, as it
     was), starts once its row is written, and a kill -9 and restart after that find each task
-    once, COMPLETED."""
+    once, COMPLETED. A job after the array's start (Slurm's after:) waits for a task to start,
+    not to be made: a job it also waits for ends meanwhile, and it is decided again then."""
     d = small_state("jobs:\n  state_reserve: 0\n  work_quota: 0\n")
     d.start()
+    # a job that ends when told through its own /tmp (a tmpfs: no room on the full disk needed)
+    gate = d.submit("sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.05; done")
+    gate_pid = d.wait_status(gate, "RUNNING")["pid"]
     at = time.time() + 4
     code, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-3",
                                          "schedule_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))})
     assert code == 201, a
     aid = a["id"]
+    code, after = d.api("POST", "/v1/jobs", {"command": "true", "after": [{"job": aid, "state": "started"},
+                                                                          {"job": gate, "state": "any"}]})
+    assert code == 201 and after["status"] == "PENDING", after
     # a delete checkpoints the WAL down to nothing: the next commit needs blocks of its own
     gone = d.submit("true")
     d.wait(gone)
@@ -143,15 +150,19 @@ def test_array_tasks_made_while_the_database_cannot_be_written_wait_until_it_can
             time.sleep(0.1)
         assert code == 200 and t0["status"] == "QUEUED", t0
         assert "made while joblet's database could not be written" in (t0["wait_reason"] or ""), t0
+        open(f"/proc/{gate_pid}/root/tmp/go", "w").close()
+        d.wait(gate)
         time.sleep(2)   # passes go by: none of them starts it
         counts = d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"]
         assert counts == {"QUEUED": 4}, counts
+        assert d.job(after["id"])["status"] == "PENDING", d.job(after["id"])
     finally:
         unfill(d.state)
     deadline = time.time() + 120
     while d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] != {"COMPLETED": 4} and time.time() < deadline:
         time.sleep(0.2)
     assert d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] == {"COMPLETED": 4}
+    assert d.wait(after["id"])["status"] == "COMPLETED"
     d.kill9()
     d.start()
     assert d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] == {"COMPLETED": 4}
