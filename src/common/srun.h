@@ -5,7 +5,8 @@
  * files, its labels, directory and environment are honoured; a step's share of the job's CPUs,
  * memory or GPUs is noted when it is less than the job has (the task has the job's) and
  * refused when more, and a step's time limit is noted (the job's applies); placement and accounting options a lone task meets anyway are taken without a
- * word. Pure: no syscall, no environment read (the caller passes what the job has). */
+ * word. Pure: no syscall, no environment read (the caller passes what the job has, or how to
+ * look its variables up). */
 #ifndef JOBLET_SRUN_H
 #define JOBLET_SRUN_H
 
