@@ -22,6 +22,25 @@ void srun_free(srun_plan *p)
     *p = (srun_plan){0};
 }
 
+/* One of the job's counts, or -1 when it does not say (sbatch_whole: the one reading of Slurm's
+ * whole numbers). */
+static long long job_num(char *(*get)(const char *), const char *name)
+{
+    const char *v = get(name);
+    long long n;
+    return v && sbatch_whole(v, 0, 999999999999999999LL, &n) ? n : -1;
+}
+
+srun_job srun_job_from_env(char *(*get)(const char *name))
+{
+    long long cpus = job_num(get, "SLURM_CPUS_ON_NODE"), gpus = job_num(get, "SLURM_GPUS_ON_NODE");
+    if (cpus < 0)
+        cpus = job_num(get, "SLURM_CPUS_PER_TASK");
+    if (gpus < 0)
+        gpus = job_num(get, "SLURM_GPUS");
+    return (srun_job){cpus, gpus < 0 ? 0 : gpus, job_num(get, "SLURM_MEM_PER_NODE")};
+}
+
 enum sr_kind {
     R_ONE,       /* a count of tasks or nodes: 1 is what the job is; more is refused */
     R_LABEL,     /* -l */
@@ -146,7 +165,7 @@ static const sr_opt sr_opts[] = {
 /* "the job's 4" or "the job's (no limit)" */
 static void of_job(char *buf, size_t len, long long have, const char *unit)
 {
-    if (have < 0) /* (no limit given to the job, or none it was told of: joblet's default memory) */
+    if (have < 0) /* (no limit: a job without a memory limit, or one whose variables do not say) */
         snprintf(buf, len, "all of the job's");
     else
         snprintf(buf, len, "the job's %lld%s", have, unit);

@@ -5,7 +5,8 @@
  * files, its labels, directory and environment are honoured; a step's share of the job's CPUs,
  * memory or GPUs is noted when it is less than the job has (the task has the job's) and
  * refused when more, and a step's time limit is noted (the job's applies); placement and accounting options a lone task meets anyway are taken without a
- * word. Pure: no syscall, no environment read (the caller passes what the job has). */
+ * word. Pure: no syscall, no environment read (the caller passes what the job has, or how to
+ * look its variables up). */
 #ifndef JOBLET_SRUN_H
 #define JOBLET_SRUN_H
 
@@ -14,11 +15,18 @@
 #include "err.h"
 #include "sbatch.h"
 
-/* What the job has, from its SLURM_* variables: -1 when the job does not say (no limit; for
- * GPUs the caller gives 0: a job without SLURM_GPUS has none). */
+/* What the job has, from its SLURM_* variables: -1 when the job does not say (no limit; GPUs
+ * are 0 then: a job without them has none). */
 typedef struct srun_job {
     long long cpus, gpus, mem_mb;
 } srun_job;
+
+/* The job's srun_job from its variables as get (getenv, or a test's table) gives them: what its
+ * node has, as joblet tells every job with Slurm's variables (exec/spec_build.c: the CPUs,
+ * memory and GPUs it really has, however it came to have them), SLURM_CPUS_ON_NODE and
+ * SLURM_GPUS_ON_NODE, else what it asked for, SLURM_CPUS_PER_TASK and SLURM_GPUS (a task is
+ * the job's one); SLURM_MEM_PER_NODE. A value that is not a whole number does not say. */
+srun_job srun_job_from_env(char *(*get)(const char *name));
 
 typedef struct srun_plan {
     int cmd;                 /* argv index of the command (argc when none: refused) */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/parse.h"
 #include "../common/util.h"
 #include "spec_build.h"
 
@@ -43,33 +44,72 @@ static void add_path_env(const job_req *r, const char *key, const char *dflt, co
     free(v);
 }
 
-/* The job's environment, from nothing: the runtime's variables, the defaults, PATH and
- * LD_LIBRARY_PATH, JOB_ID, the GPU's variables, then the job's own and its secrets. */
-/* What sbatch tells a job of itself (the request's slurm_env), from its request as it is when it
- * starts (rnx job update may have changed it): its id, name, the CPUs (its --max-cpu in whole
- * CPUs), memory and GPUs it has, one node (its host name), and where it was submitted from (its
- * uploads are in /work). Not SLURM_NTASKS: with it, frameworks (PyTorch Lightning) take the job
- * for one of srun's tasks and look for SLURM_PROCID and the rest (joblet's srun sets those for
- * its step: slurm/srun_main.c). A variable the job's own environment names is left to it. */
-static void slurm_env(const spec_ctx *c, char ***env, size_t *n)
+/* How many CPUs the job really has, or -1 when the context cannot say (no machine given): those
+ * of its cpuset (its --cpu-cores, else its GPUs' NUMA CPUs, else every CPU the machine has
+ * online), at most its --max-cpu in whole CPUs (a quota of a CPU and a half keeps two busy). The
+ * cpuset is what the shim writes (spec_build below), so this is what the job can count itself. */
+static long long slurm_env_cpus(const spec_ctx *c, const spec_gpu *gs)
 {
     const job_req *r = c->req;
-    char cpus[24] = "", mem[24] = "", gpus[24] = "", host[16], num[24] = "";
+    const char *set = r->cpu_cores ? r->cpu_cores : gs->cpus;
+    const uint8_t *online = c->gpu.online_cpus;
+    uint8_t mask[CPU_MAX / 8] = {0}; /* (none at all: the context cannot say) */
+    jerr e = {0};
+    if (!*set && online)
+        memcpy(mask, online, sizeof mask);
+    else if (*set && parse_cpu_list("cpus", set, mask, &e) < 0)
+        memset(mask, 0, sizeof mask);
+    else if (*set && online)
+        for (size_t b = 0; b < sizeof mask; b++)
+            mask[b] &= online[b];
+    long long n = 0;
+    for (size_t b = 0; b < sizeof mask; b++)
+        n += __builtin_popcount(mask[b]);
+    long long quota = r->max_cpu > 0 ? (r->max_cpu + 99) / 100 : -1;
+    if (quota > 0 && (n <= 0 || quota < n))
+        n = quota;
+    return n > 0 ? n : -1;
+}
+
+/* What sbatch tells a job of itself (the request's slurm_env), from its request as it is when it
+ * starts (rnx job update may have changed it): its id, name, the CPUs, memory and GPUs it has,
+ * one node (its host name), and where it was submitted from (its uploads are in /work). Not
+ * SLURM_NTASKS: with it, frameworks (PyTorch Lightning) take the job for one of srun's tasks and
+ * look for SLURM_PROCID and the rest (joblet's srun sets those for its step: slurm/srun_main.c).
+ * A variable the job's own environment names is left to it.
+ *
+ * The resources are what the job really has, however it came to have them, as Slurm tells a
+ * job the allocation it got whether asked for or the partition's default: joblet-srun checks a
+ * step against them. SLURM_CPUS_ON_NODE and SLURM_JOB_CPUS_PER_NODE are always there (every
+ * Slurm job has CPUs), SLURM_CPUS_PER_TASK only when the job asked for CPUs (Slurm sets it for
+ * -c alone, and scripts read ${SLURM_CPUS_PER_TASK:-1}), both the CPUs it has (slurm_env_cpus).
+ * SLURM_MEM_PER_NODE is its memory limit, its own or jobs.default_memory_percent's; a job with
+ * no limit at all (default_memory_percent 0) has none, as a Slurm job has none where memory is
+ * not a resource the cluster allots. SLURM_GPUS and SLURM_GPUS_ON_NODE are the GPUs it was
+ * granted, by whichever of its requests. */
+static void slurm_env(const spec_ctx *c, const spec_gpu *gs, char ***env, size_t *n)
+{
+    const job_req *r = c->req;
+    char cpus[24] = "", task_cpus[24] = "", mem[24] = "", gpus[24] = "", host[16], num[24] = "";
     job_hostname(c->id, host, sizeof host);
     /* Slurm's ids are numbers, and scripts count on it (MASTER_PORT=$((10000 + SLURM_JOB_ID %
      * 50000))): the job's number, never given twice (JOB_ID keeps joblet's id) */
     if (c->number)
         snprintf(num, sizeof num, "%llu", (unsigned long long)c->number);
-    if (r->max_cpu > 0)
-        snprintf(cpus, sizeof cpus, "%lld", (long long)((r->max_cpu + 99) / 100));
-    if (r->max_memory_mb > 0 && !r->memory_default)
+    long long ncpus = slurm_env_cpus(c, gs);
+    if (ncpus > 0)
+        snprintf(cpus, sizeof cpus, "%lld", ncpus);
+    if (r->max_cpu > 0 || r->cpu_cores)
+        snprintf(task_cpus, sizeof task_cpus, "%s", cpus);
+    if (r->max_memory_mb > 0)
         snprintf(mem, sizeof mem, "%lld", (long long)r->max_memory_mb);
     if (c->gpus && c->gpus->n)
         snprintf(gpus, sizeof gpus, "%zu", c->gpus->n);
     const char *vars[][2] = {
         {"SLURM_JOB_ID", num},           {"SLURM_JOBID", num},        {"SLURM_JOB_NAME", r->name ? r->name : ""},
         {"SLURM_SUBMIT_DIR", "/work"},   {"SLURM_NNODES", "1"},         {"SLURM_JOB_NUM_NODES", "1"},
-        {"SLURM_CPUS_PER_TASK", cpus},   {"SLURM_MEM_PER_NODE", mem},   {"SLURM_GPUS", gpus},
+        {"SLURM_CPUS_ON_NODE", cpus},    {"SLURM_JOB_CPUS_PER_NODE", cpus}, {"SLURM_CPUS_PER_TASK", task_cpus},
+        {"SLURM_MEM_PER_NODE", mem},     {"SLURM_GPUS", gpus},          {"SLURM_GPUS_ON_NODE", gpus},
         {"SLURM_JOB_NODELIST", host},    {"SLURM_NODELIST", host},      {"SLURMD_NODENAME", host},
     };
     for (size_t i = 0; i < ARRAY_LEN(vars); i++)
@@ -77,6 +117,8 @@ static void slurm_env(const spec_ctx *c, char ***env, size_t *n)
             add_env(env, n, vars[i][0], vars[i][1]);
 }
 
+/* The job's environment, from nothing: the runtime's variables, the defaults, PATH and
+ * LD_LIBRARY_PATH, JOB_ID, the GPU's variables, then the job's own and its secrets. */
 static char **job_env(const spec_ctx *c, const spec_gpu *gs)
 {
     char **env = xcalloc(1, sizeof *env);
@@ -103,7 +145,7 @@ static char **job_env(const spec_ctx *c, const spec_gpu *gs)
         add_env(&env, &n, "TERM", "xterm");
     add_env(&env, &n, "JOB_ID", c->id);
     if (r->slurm_env)
-        slurm_env(c, &env, &n);
+        slurm_env(c, gs, &env, &n);
     for (size_t i = 0; i < c->ngiven_env; i++)
         if (!jobreq_env_get(r, false, c->given_env[i].name) && !jobreq_env_get(r, true, c->given_env[i].name))
             add_env(&env, &n, c->given_env[i].name, c->given_env[i].value);

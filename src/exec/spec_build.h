@@ -68,7 +68,8 @@ typedef struct spec_ctx {
     uint64_t attach_wait_s;       /* jobs.attach_wait_s: a terminal job's wait for its first attach */
     uint64_t log_floor;           /* output stops below this much free space; 0 never */
     /* the machine */
-    spec_gpu_host gpu;            /* for a job with grants */
+    spec_gpu_host gpu;            /* for a job with grants; its online_cpus for every job with Slurm's
+                                   * variables (the CPUs of one without a cpuset: SLURM_CPUS_ON_NODE) */
     spec_gvisor gvisor;           /* for a job whose request asks for gVisor */
     const spec_net *net;          /* a job on a network of joblet's (core/networks.c placed it);
                                    * NULL: network none or host, as the request says */

@@ -26,15 +26,6 @@
 
 extern char **environ;
 
-/* A SLURM_* count of the job's, or -1 when it does not say (sbatch_whole: the one reading of
- * Slurm's whole numbers). */
-static long long env_num(const char *name)
-{
-    const char *v = getenv(name);
-    long long n;
-    return v && sbatch_whole(v, 0, 999999999999999999LL, &n) ? n : -1;
-}
-
 /* --export=NONE: only Slurm's variables stay, and those the option names (NAME alone keeps the
  * value srun has; NAME=VALUE is set after). */
 static void keep_only_slurm(const sbatch_list *named)
@@ -273,9 +264,7 @@ static int run_labeled(char *const *argv)
 /* srun itself: its exit code (the command's, when it stays for -l) unless it became the command. */
 static int run(int argc, char **argv)
 {
-    /* (a job without SLURM_GPUS has no GPU) */
-    long long gpus = env_num("SLURM_GPUS");
-    srun_job job = {env_num("SLURM_CPUS_PER_TASK"), gpus < 0 ? 0 : gpus, env_num("SLURM_MEM_PER_NODE")};
+    srun_job job = srun_job_from_env(getenv);
     srun_plan p;
     jerr e = {0};
     if (srun_args(&p, argc - 1, argv + 1, &job, &e) < 0) {

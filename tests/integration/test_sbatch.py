@@ -253,6 +253,45 @@ def test_slurm_variables_follow_an_update(daemon):
     assert j["slurm_env"] is False and out.strip() == "0", (j, out)
 
 
+# A step against what the job has: more memory or CPUs than it has is refused, its own fits.
+CHECKS = ("echo \"mem=${{SLURM_MEM_PER_NODE-unset}} cpus=${{SLURM_CPUS_ON_NODE-unset}} nproc=$(nproc)\"; "
+          "srun --mem={over}M true || echo mem-refused; srun --mem={mem}M true && echo mem-fits; "
+          "srun -c $(($(nproc) + 1)) true || echo cpus-refused")
+
+
+def test_a_default_memory_limit_is_the_jobs_memory(fresh_daemon):
+    """A job that gives no memory limit runs under jobs.default_memory_percent's, and is told it as
+    a Slurm job is told the partition's default: SLURM_MEM_PER_NODE is that limit, and a step
+    asking for more is refused; its CPUs (SLURM_CPUS_ON_NODE, all it may run on) likewise. With
+    no limit at all (default_memory_percent 0) the job is told none, and a step's memory is
+    noted, not refused."""
+    d = fresh_daemon("jobs:\n  default_memory_percent: 10\n")
+    p = d.rnx("job", "batch", "--wait", "--wrap=" + CHECKS.format(over=1 << 30, mem="${SLURM_MEM_PER_NODE}"),
+              check=True)
+    jid = p.stdout.strip().splitlines()[0]
+    j = d.job(jid)
+    mem = j["limits"]["max_memory_mb"]
+    assert j["status"] == "COMPLETED" and mem, j
+    nproc = d.output(jid).split()[2].split("=")[1]
+    assert d.output(jid).splitlines() == [f"mem={mem} cpus={nproc} nproc={nproc}", "mem-refused", "mem-fits",
+                                          "cpus-refused"], d.output(jid)
+    assert d.output(jid, "stderr").splitlines() == [
+        f"srun: error: --mem={1 << 30}M: more than the job has ({mem} MB): a step has at most the job's",
+        f"srun: error: --cpus-per-task={int(nproc) + 1}: more than the job has ({nproc} CPUs): a step has at most "
+        "the job's"], d.output(jid, "stderr")
+    # no limit at all: none told, the step's memory noted
+    d2 = fresh_daemon("jobs:\n  default_memory_percent: 0\n")
+    p = d2.rnx("job", "batch", "--wait", "--wrap=" + CHECKS.format(over=1 << 30, mem=64), check=True)
+    jid = p.stdout.strip().splitlines()[0]
+    assert d2.job(jid)["limits"]["max_memory_mb"] is None, d2.job(jid)
+    out = d2.output(jid).splitlines()
+    assert out[0].startswith("mem=unset cpus=") and out[1:] == ["mem-fits", "cpus-refused"], out
+    assert d2.output(jid, "stderr").splitlines()[:2] == [
+        f"srun: joblet: --mem={1 << 30}M: a step has the job's memory, not a share: the task has all of the job's",
+        "srun: joblet: --mem=64M: a step has the job's memory, not a share: the task has all of the job's"], \
+        d2.output(jid, "stderr")
+
+
 def test_wait_exits_with_the_jobs_code(daemon, tmp_path):
     """sbatch --wait (-W, and rnx job run --wait): the id is printed at once, rnx returns once the
     job ended, with its exit code; an array's: the highest of its tasks'. --wait with --follow is

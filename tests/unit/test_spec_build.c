@@ -419,6 +419,82 @@ static void test_gvisor(void **state)
     spec_free(&s);
 }
 
+/* A job with Slurm's variables is told what it really has, however it came to have it: its
+ * memory limit whether it gave one or got the machine's default (a step's srun --mem is checked
+ * against it), its CPUs (its cpuset, its GPUs' NUMA CPUs or the machine's, at most its quota), and
+ * its GPUs. A job with no memory limit at all is told none. */
+static void test_slurm_env(void **state)
+{
+    world *w = *state;
+    job_spec s;
+    jerr e = {0};
+    grant_list_free(&w->gpus);
+    w->req.slurm_env = true;
+    w->ctx.number = 42;
+    /* no limit given: the machine's default (core/submit.c sets it so), 4 CPUs online */
+    w->req.max_memory_mb = 1638;
+    w->req.memory_default = true;
+    w->req.has |= 1ull << JR_MAX_MEMORY_MB | 1ull << JR_MEMORY_DEFAULT;
+    assert_int_equal(spec_build(&w->ctx, &s, &e), 0);
+    assert_string_equal(env_of(&s, "SLURM_JOB_ID"), "42");
+    assert_string_equal(env_of(&s, "SLURM_MEM_PER_NODE"), "1638");
+    assert_string_equal(env_of(&s, "SLURM_CPUS_ON_NODE"), "4");
+    assert_string_equal(env_of(&s, "SLURM_JOB_CPUS_PER_NODE"), "4");
+    assert_null(env_of(&s, "SLURM_CPUS_PER_TASK")); /* (Slurm's for -c alone) */
+    assert_null(env_of(&s, "SLURM_GPUS"));
+    assert_null(env_of(&s, "SLURM_GPUS_ON_NODE"));
+    spec_free(&s);
+    /* a quota of a CPU and a half keeps two busy; one beyond the machine has the machine's; a
+     * cpuset its CPUs; the memory limit the job gave */
+    static const struct {
+        const char *max_cpu, *cores, *want;
+    } cpus[] = {{"150", NULL, "2"}, {"800", NULL, "4"}, {NULL, "1-2", "2"}, {"100", "1-3", "1"}};
+    for (size_t i = 0; i < ARRAY_LEN(cpus); i++) {
+        w->req.max_cpu = 0;
+        jobreq_set_str(&w->req, JR_CPU_CORES, NULL);
+        if (cpus[i].max_cpu)
+            req_set(&w->req, JR_MAX_CPU, cpus[i].max_cpu);
+        if (cpus[i].cores)
+            req_set(&w->req, JR_CPU_CORES, cpus[i].cores);
+        w->req.memory_default = false;
+        req_set(&w->req, JR_MAX_MEMORY_MB, "512MB");
+        assert_int_equal(spec_build(&w->ctx, &s, &e), 0);
+        assert_string_equal(env_of(&s, "SLURM_CPUS_ON_NODE"), cpus[i].want);
+        assert_string_equal(env_of(&s, "SLURM_CPUS_PER_TASK"), cpus[i].want);
+        assert_string_equal(env_of(&s, "SLURM_MEM_PER_NODE"), "512");
+        spec_free(&s);
+    }
+    /* no memory limit at all (jobs.default_memory_percent 0): none is told; the job's own
+     * variable of a name wins */
+    w->req.max_memory_mb = 0;
+    w->req.has &= ~(1ull << JR_MAX_MEMORY_MB);
+    assert_int_equal(jobreq_add_env(&w->req, false, "SLURM_CPUS_ON_NODE", "1", &e), 0);
+    assert_int_equal(spec_build(&w->ctx, &s, &e), 0);
+    assert_null(env_of(&s, "SLURM_MEM_PER_NODE"));
+    assert_string_equal(env_of(&s, "SLURM_CPUS_ON_NODE"), "1");
+    spec_free(&s);
+    /* GPUs: the granted ones; the CPUs those of their NUMA node (0-55,112-167 of the machine's
+     * 224) */
+    grant(&w->gpus, &w->inv, 0);
+    grant(&w->gpus, &w->inv, 1);
+    w->req.max_cpu = 0;
+    jobreq_set_str(&w->req, JR_CPU_CORES, NULL);
+    memset(w->online, 0xff, 224 / 8);
+    assert_int_equal(spec_build(&w->ctx, &s, &e), 0);
+    assert_string_equal(s.limits.cpus, "0-55,112-167");
+    assert_string_equal(env_of(&s, "SLURM_GPUS"), "2");
+    assert_string_equal(env_of(&s, "SLURM_GPUS_ON_NODE"), "2");
+    assert_string_equal(env_of(&s, "SLURM_JOB_CPUS_PER_NODE"), "112");
+    assert_null(env_of(&s, "SLURM_CPUS_PER_TASK"));
+    spec_free(&s);
+    /* without --slurm-env: none of it */
+    w->req.slurm_env = false;
+    assert_int_equal(spec_build(&w->ctx, &s, &e), 0);
+    assert_null(env_of(&s, "SLURM_JOB_ID"));
+    assert_null(env_of(&s, "SLURM_JOB_CPUS_PER_NODE"));
+    spec_free(&s);
+}
+
 /* A GPU the driver no longer lists: the start fails with the path, and nothing is kept. */
 static void test_gpu_gone(void **state)
 {
@@ -441,6 +517,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_gpu_runtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gvisor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_gone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slurm_env, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

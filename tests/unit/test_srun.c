@@ -172,6 +172,70 @@ static void test_refusals(void **state)
     }
 }
 
+/* A job's variables as a test gives them to srun_job_from_env: NAME=VALUE, NULL-ended. */
+static const char *const *env_now;
+static char *env_get(const char *name)
+{
+    size_t l = strlen(name);
+    for (const char *const *v = env_now; *v; v++)
+        if (!strncmp(*v, name, l) && (*v)[l] == '=')
+            return (char *)*v + l + 1;
+    return NULL;
+}
+
+static srun_job job_of(const char *const *env)
+{
+    env_now = env;
+    return srun_job_from_env(env_get);
+}
+
+/* What srun checks a step against is what the job's node has: joblet tells every job its CPUs
+ * (SLURM_CPUS_ON_NODE) and its memory limit whether the job gave it or it is the machine's
+ * default (SLURM_MEM_PER_NODE, exec/spec_build.c), so a step beyond either is refused; what the
+ * job asked for (SLURM_CPUS_PER_TASK, SLURM_GPUS) is read where the node's are not given. */
+static void test_the_job_from_its_variables(void **state)
+{
+    (void)state;
+    /* a job that asked for nothing, under a default memory limit of 1638 MB, on 16 CPUs */
+    static const char *const dflt[] = {"SLURM_CPUS_ON_NODE=16", "SLURM_MEM_PER_NODE=1638", "SLURM_JOB_ID=7", NULL};
+    srun_job j = job_of(dflt);
+    assert_int_equal(j.cpus, 16);
+    assert_int_equal(j.gpus, 0);
+    assert_int_equal(j.mem_mb, 1638);
+    srun_plan p;
+    jerr e = {0};
+    char *big[] = {"--mem=2G", "x"};
+    assert_int_equal(srun_args(&p, ARGC(big), big, &j, &e), -1);
+    assert_string_equal(e.msg, "--mem=2G: more than the job has (1638 MB): a step has at most the job's");
+    char *many[] = {"-c", "17", "x"};
+    assert_int_equal(srun_args(&p, ARGC(many), many, &j, &e), -1);
+    assert_string_equal(e.msg, "--cpus-per-task=17: more than the job has (16 CPUs): a step has at most the job's");
+    char *fits[] = {"--mem=1G", "-c", "16", "x"};
+    assert_int_equal(srun_args(&p, ARGC(fits), fits, &j, &e), 0);
+    assert_int_equal(p.notes.n, 1);
+    assert_string_equal(p.notes.v[0], "--mem=1G: a step has the job's memory, not a share: the task has the job's "
+                                      "1638 MB");
+    srun_free(&p);
+    /* the node's counts before what was asked (a job's own SLURM_CPUS_PER_TASK=8 on a cpuset
+     * of 4 has 4); these alone where the node's are not given */
+    static const char *const both[] = {"SLURM_CPUS_PER_TASK=8", "SLURM_CPUS_ON_NODE=4", "SLURM_GPUS=1",
+                                       "SLURM_GPUS_ON_NODE=2", NULL};
+    j = job_of(both);
+    assert_int_equal(j.cpus, 4);
+    assert_int_equal(j.gpus, 2);
+    assert_int_equal(j.mem_mb, -1);
+    static const char *const asked[] = {"SLURM_CPUS_PER_TASK=8", "SLURM_GPUS=1", NULL};
+    j = job_of(asked);
+    assert_int_equal(j.cpus, 8);
+    assert_int_equal(j.gpus, 1);
+    /* nothing said, or not a whole number: no limit, and no GPU */
+    static const char *const junk[] = {"SLURM_CPUS_ON_NODE=lots", "SLURM_MEM_PER_NODE=8G", "SLURM_GPUS_ON_NODE=", NULL};
+    j = job_of(junk);
+    assert_int_equal(j.cpus, -1);
+    assert_int_equal(j.gpus, 0);
+    assert_int_equal(j.mem_mb, -1);
+}
+
 static void test_file_names(void **state)
 {
     (void)state;
@@ -232,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_options_and_the_command),
         cmocka_unit_test(test_notes),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_the_job_from_its_variables),
         cmocka_unit_test(test_file_names),
         cmocka_unit_test(test_host_lists),
     };
