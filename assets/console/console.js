@@ -189,7 +189,7 @@ function connect() {
   es.addEventListener("hello", reload);
   es.addEventListener("resync", reload);
   es.addEventListener("job", (m) => onJob(JSON.parse(m.data)));
-  es.addEventListener("job_deleted", (m) => { S.jobs.delete(JSON.parse(m.data).id); render(false); });
+  es.addEventListener("job_deleted", (m) => { const id = JSON.parse(m.data).id; S.jobs.delete(id); S.tasks.delete(id); render(false); });
   es.addEventListener("workflow", () => { pending.workflows = true; later(); });
   es.addEventListener("gpu", (m) => onGpu(JSON.parse(m.data)));
   es.addEventListener("gpu_sample", (m) => onSample(JSON.parse(m.data)));
@@ -311,7 +311,7 @@ function jobRow(j) {
   const code = j.exit_code === null || j.exit_code === undefined ? "–" : String(j.exit_code);
   const arr = j.kind === "array", task = isTask(j), open = arr && S.tasks.has(j.id);
   return h("tr", {"data-id": j.id, "data-status": j.status, "data-task": task ? j.array.task : null, class: task ? "task" : null},
-    h("td", {}, arr ? h("button", {id: "expand-" + j.id, class: "expand", "aria-expanded": open ? "true" : "false",
+    h("td", {class: arr ? "nowrap" : null}, arr ? h("button", {id: "expand-" + j.id, class: "expand", "aria-expanded": open ? "true" : "false",
         "aria-label": `tasks of array ${j.array.ref}`, onclick: () => toggleTasks(j.id)}, open ? "▾" : "▸") : null,
       h("a", {href: "#/jobs/" + j.id, class: "mono", title: arr ? arrayCounts(j) : null},
         (arr || task) && j.array.ref ? j.array.ref : short(j.id))),
@@ -361,7 +361,7 @@ function pageJobs() {
       h("label", {}, "GPU", sel("gpu", [["", "any"], ...S.gpus.map((g) => [String(g.index), "GPU " + g.index])]))),
     h("div", {class: "scroll"}, h("table", {id: "jobs-table"},
       h("thead", {}, h("tr", {}, h("th", {scope: "col"}, "ID"),
-        h("th", {scope: "col", class: "num"}, h("abbr", {title: "job number: the job's SLURM_JOB_ID (an array's: its tasks' SLURM_ARRAY_JOB_ID)"}, "No.")),
+        h("th", {scope: "col"}, h("abbr", {title: "job number: the job's SLURM_JOB_ID (an array's: its tasks' SLURM_ARRAY_JOB_ID)"}, "No.")),
         ["Name", "User", "State", "Exit", "GPUs", "Duration"].map((t) => h("th", {scope: "col"}, t)),
         h("th", {scope: "col", class: "hide-narrow"}, "Command"), h("th", {scope: "col", class: "hide-narrow"}, "Created"))),
       h("tbody", {}, jobs.slice(0, JOBS_SHOWN).flatMap((j) => S.tasks.has(j.id) ? [jobRow(j), ...taskRows(j)] : [jobRow(j)])))),
@@ -438,7 +438,7 @@ function pageJob(id) {
     h("dl", {class: "kv"},
       h("dt", {}, "Job number"), h("dd", {}, h("span", {class: "mono", id: "job-number"}, dash(j.number)),
         h("span", {class: "note"}, " (SLURM_JOB_ID)")),
-      isTask(j) ? [h("dt", {}, "Array"), h("dd", {}, h("a", {class: "mono", href: "#/jobs/" + encodeURIComponent(j.array.id)}, j.array.ref || short(j.array.id)),
+      isTask(j) ? [h("dt", {}, "Array"), h("dd", {}, h("a", {class: "mono", href: "#/jobs/" + encodeURIComponent(j.array.id)}, short(j.array.id)),
         `, task ${j.array.task} (SLURM_ARRAY_TASK_ID)`),
       h("dt", {}, "Array's number"), h("dd", {}, h("span", {class: "mono", id: "job-array-number"}, dash(j.array.number)),
         h("span", {class: "note"}, " (SLURM_ARRAY_JOB_ID)"))] : null,
