@@ -292,7 +292,7 @@ def test_the_numbers_the_console_shows_come_through_it(daemon):
         job = listed[jid]
         arr = next(j for j in listed.values() if j.get("kind") == "array" and j["id"].startswith(aid))
         assert isinstance(job["number"], int) and isinstance(arr["number"], int) and job["number"] != arr["number"]
-        assert f"SLURM_JOB_ID={job['number']}," in daemon.rnx("job", "status", jid, check=True).stdout
+        assert f"Number: {job['number']} (SLURM_JOB_ID)" in daemon.rnx("job", "status", jid, check=True).stdout
         spec = arr["array"]["spec"]
         assert spec == "0-6:3%1"
         expanded = f"/v1/jobs/{arr['id']}_[{spec.split('%')[0]}]"      # as the page asks for its tasks

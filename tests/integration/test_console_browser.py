@@ -365,7 +365,7 @@ def test_jobs_show_their_slurm_numbers(fresh_daemon, shots):
     wait_for(lambda: f"job={job['number']}" in d.rnx("job", "log", "--no-follow", jid).stdout, "the job's SLURM_JOB_ID")
     wait_for(lambda: f"job={task['number']} array={arr['number']}" in d.rnx("job", "log", "--no-follow", task["id"]).stdout,
              "the task's SLURM_JOB_ID and SLURM_ARRAY_JOB_ID")
-    assert f"SLURM_JOB_ID={job['number']}," in d.rnx("job", "status", jid, check=True).stdout
+    assert f"Number: {job['number']} (SLURM_JOB_ID)" in d.rnx("job", "status", jid, check=True).stdout
     con = Console(d)
     drv = browser()
     try:
