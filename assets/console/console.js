@@ -5,6 +5,7 @@
 
 const S = {
   me: null, gpus: [], jobs: new Map(), workflows: [], samples: new Map(),
+  tasks: new Map(),                 /* array id -> its tasks as GET /v1/jobs/ID_[SPEC] gives them, while expanded */
   loaded: false, es: null, log: null,
 };
 /* The page's own key (docs/console.md, "Who may use the port"): rnx console hands it over once,
@@ -115,13 +116,14 @@ async function loadAll() {
   document.getElementById("nav-admin").hidden = !me.admin;
 }
 
-const pending = {jobs: new Set(), workflows: false, gpus: false, timer: 0};
+const pending = {jobs: new Set(), arrays: new Set(), workflows: false, gpus: false, timer: 0};
 function later() {
   if (pending.timer) return;
   pending.timer = setTimeout(async () => {
     pending.timer = 0;
-    const ids = [...pending.jobs];
+    const ids = [...pending.jobs], arrays = [...pending.arrays];
     pending.jobs.clear();
+    pending.arrays.clear();
     const wf = pending.workflows, g = pending.gpus;
     pending.workflows = pending.gpus = false;
     try {
@@ -132,6 +134,7 @@ function later() {
           try { S.jobs.set(id, await api("GET", "/v1/jobs/" + id)); } catch (e) { /* deleted meanwhile */ }
         }
       }
+      for (const id of arrays) if (S.tasks.has(id)) await loadTasks(id);
       if (wf) S.workflows = (await api("GET", "/v1/workflows")).workflows || [];
       if (g) S.gpus = (await api("GET", "/v1/gpus")).gpus || [];
     } catch (e) { /* the next event tries again */ }
@@ -141,6 +144,9 @@ function later() {
 
 function onJob(ev) {
   const j = S.jobs.get(ev.id) || {id: ev.id, owner_uid: ev.user, gpus: []};
+  /* a task's event names its array: the task is drawn under it, not as a row of its own */
+  if (ev.array && !j.array) j.array = {id: ev.array, task: ev.task};
+  if (ev.kind) j.kind = ev.kind;
   j.status = ev.status;
   j.name = ev.name;
   j.queue_position = ev.queue_position || null;
@@ -148,6 +154,7 @@ function onJob(ev) {
   S.jobs.set(ev.id, j);
   pending.jobs.add(ev.id);          /* the rest (times, placement, usage) from the API */
   if (ev.workflow) pending.workflows = true;
+  if (S.tasks.has(ev.id)) pending.arrays.add(ev.id);   /* an expanded array's tasks, made or not */
   later();
 }
 
@@ -182,7 +189,7 @@ function connect() {
   es.addEventListener("hello", reload);
   es.addEventListener("resync", reload);
   es.addEventListener("job", (m) => onJob(JSON.parse(m.data)));
-  es.addEventListener("job_deleted", (m) => { S.jobs.delete(JSON.parse(m.data).id); render(false); });
+  es.addEventListener("job_deleted", (m) => { const id = JSON.parse(m.data).id; S.jobs.delete(id); S.tasks.delete(id); render(false); });
   es.addEventListener("workflow", () => { pending.workflows = true; later(); });
   es.addEventListener("gpu", (m) => onGpu(JSON.parse(m.data)));
   es.addEventListener("gpu_sample", (m) => onSample(JSON.parse(m.data)));
@@ -275,13 +282,40 @@ function arrayCounts(j) {
   return Object.entries((j.array && j.array.counts) || {}).map(([s, n]) => `${n} ${s}`).join(", ");
 }
 
+/* A task of an array is a job of its own once made (kind "task", made false before). */
+const isTask = (j) => j.kind !== "array" && !!j.array;
+
+/* The array's tasks (GET /v1/jobs/ID_[SPEC], the first 1,000), drawn under its row while it is
+ * expanded; fetched again when the array changes. */
+async function loadTasks(id) {
+  const a = S.jobs.get(id);
+  if (!a || !a.array) return;
+  try {
+    const r = await api("GET", `/v1/jobs/${encodeURIComponent(id)}_[${a.array.spec.split("%")[0]}]`);
+    if (S.tasks.has(id)) S.tasks.set(id, {tasks: r.tasks || [], truncated: r.truncated});
+  } catch (e) {
+    if (S.tasks.has(id)) S.tasks.set(id, {tasks: [], error: e.message});
+  }
+}
+
+async function toggleTasks(id) {
+  if (S.tasks.has(id)) { S.tasks.delete(id); render(false); return; }
+  S.tasks.set(id, {tasks: [], loading: true});
+  render(false);
+  await loadTasks(id);
+  render(false);
+}
+
 function jobRow(j) {
   const cmd = shellJoin(j.command, j.args);
   const code = j.exit_code === null || j.exit_code === undefined ? "–" : String(j.exit_code);
-  const arr = j.kind === "array";
-  return h("tr", {"data-id": j.id, "data-status": j.status},
-    h("td", {}, h("a", {href: "#/jobs/" + j.id, class: "mono", title: arr ? arrayCounts(j) : null},
-      arr ? j.array.ref : short(j.id))),
+  const arr = j.kind === "array", task = isTask(j), open = arr && S.tasks.has(j.id);
+  return h("tr", {"data-id": j.id, "data-status": j.status, "data-task": task ? j.array.task : null, class: task ? "task" : null},
+    h("td", {class: arr ? "nowrap" : null}, arr ? h("button", {id: "expand-" + j.id, class: "expand", "aria-expanded": open ? "true" : "false",
+        "aria-label": `tasks of array ${j.array.ref}`, onclick: () => toggleTasks(j.id)}, open ? "▾" : "▸") : null,
+      h("a", {href: "#/jobs/" + j.id, class: "mono", title: arr ? arrayCounts(j) : null},
+        (arr || task) && j.array.ref ? j.array.ref : short(j.id))),
+    h("td", {class: "num", "data-col": "number"}, dash(j.number)),
     h("td", {}, j.name || ""), h("td", {}, userName(j.owner_uid)),
     h("td", {}, h("span", {class: "badge", "data-status": j.status}, j.status)),
     h("td", {class: "num", "data-col": "exit"}, code),
@@ -292,11 +326,29 @@ function jobRow(j) {
     h("td", {class: "hide-narrow"}, when(j.created_at)));
 }
 
+/* An expanded array's rows: each made task as the job it is (the newest the events brought),
+ * a task not made yet as its reference and state, with no number: it gets one when it is made. */
+function taskRows(a) {
+  const t = S.tasks.get(a.id), cols = 10;
+  const note = (text, cls) => h("tr", {class: "task", "data-array": a.id}, h("td", {colspan: cols, class: cls || "note"}, text));
+  if (t.loading) return [note("loading tasks…")];
+  if (t.error) return [note(t.error, "error")];
+  return [...t.tasks.map((x) => x.made === false
+    ? h("tr", {"data-id": x.id, "data-status": x.status, "data-task": x.array.task, class: "task"},
+      h("td", {class: "mono"}, x.array.ref), h("td", {class: "num", "data-col": "number"}, "–"),
+      h("td", {}, a.name || ""), h("td", {}, userName(a.owner_uid)),
+      h("td", {}, h("span", {class: "badge", "data-status": x.status}, x.status)),
+      h("td", {colspan: cols - 5, class: "note"}, "not made yet"))
+    : jobRow(S.jobs.get(x.id) || x)),
+  t.truncated ? note(`The first ${t.tasks.length} tasks; rnx job list --expand lists all.`) : null];
+}
+
 function pageJobs() {
   const jobs = [...S.jobs.values()].filter((j) =>
     (!filters.status || j.status === filters.status) &&
     (!filters.user || String(j.owner_uid) === filters.user || userName(j.owner_uid) === filters.user) &&
-    (!filters.gpu || (j.gpus || []).some((x) => String(x.index ?? x) === filters.gpu))).reverse();
+    (!filters.gpu || (j.gpus || []).some((x) => String(x.index ?? x) === filters.gpu)) &&
+    !isTask(j)).reverse();
   const sel = (name, opts) => h("select", {id: "filter-" + name, onchange: (e) => { filters[name] = e.target.value; render(false); }},
     opts.map(([v, t]) => h("option", {value: v, selected: filters[name] === v}, t)));
   const states = ["PENDING", "SCHEDULED", "QUEUED", "RUNNING", "STOPPING", "PREEMPTED", "HELD", "SUSPENDED", "STOPPED", "COMPLETED", "FAILED", "CANCELED"];
@@ -308,9 +360,11 @@ function pageJobs() {
         onchange: (e) => { filters.user = e.target.value.trim(); render(false); }})),
       h("label", {}, "GPU", sel("gpu", [["", "any"], ...S.gpus.map((g) => [String(g.index), "GPU " + g.index])]))),
     h("div", {class: "scroll"}, h("table", {id: "jobs-table"},
-      h("thead", {}, h("tr", {}, ["ID", "Name", "User", "State", "Exit", "GPUs", "Duration"].map((t) => h("th", {scope: "col"}, t)),
+      h("thead", {}, h("tr", {}, h("th", {scope: "col"}, "ID"),
+        h("th", {scope: "col"}, h("abbr", {title: "job number: the job's SLURM_JOB_ID (an array's: its tasks' SLURM_ARRAY_JOB_ID)"}, "No.")),
+        ["Name", "User", "State", "Exit", "GPUs", "Duration"].map((t) => h("th", {scope: "col"}, t)),
         h("th", {scope: "col", class: "hide-narrow"}, "Command"), h("th", {scope: "col", class: "hide-narrow"}, "Created"))),
-      h("tbody", {}, jobs.slice(0, JOBS_SHOWN).map(jobRow)))),
+      h("tbody", {}, jobs.slice(0, JOBS_SHOWN).flatMap((j) => S.tasks.has(j.id) ? [jobRow(j), ...taskRows(j)] : [jobRow(j)])))),
     jobs.length > JOBS_SHOWN ? h("p", {class: "note"}, `The newest ${JOBS_SHOWN} of ${jobs.length}; filter to see others.`) : null,
     jobs.length ? null : h("p", {class: "note"}, "No jobs match.")];
 }
@@ -356,8 +410,17 @@ async function jobAction(id, what) {
   try { await api("POST", `/v1/jobs/${encodeURIComponent(id)}/${what}`); } catch (e) { alert(e.message); }
 }
 
+const asked = new Set();            /* jobs not in the list (an array's tasks) asked for once */
 function pageJob(id) {
   const j = S.jobs.get(id) || [...S.jobs.values()].find((x) => x.id.startsWith(id));
+  if (!j && !asked.has(id)) {
+    asked.add(id);
+    api("GET", "/v1/jobs/" + encodeURIComponent(id)).then((x) => {
+      if (x && x.id && x.kind !== "task") S.jobs.set(x.id, x);
+      render(false);
+    }, () => render(false));
+    return [h("h2", {}, "Job " + id), h("p", {class: "note"}, "loading…")];
+  }
   if (!j) return [h("h2", {}, "Job " + id), h("p", {class: "note"}, "No such job among those you can see.")];
   const mine = S.me && (S.me.uid === j.owner_uid || S.me.admin);
   const lim = j.limits || {};
@@ -373,6 +436,12 @@ function pageJob(id) {
       h("button", {id: "job-kill", class: "danger", onclick: () => jobAction(j.id, "kill")}, "Kill")) : null,
     h("h3", {}, "Request"),
     h("dl", {class: "kv"},
+      h("dt", {}, "Job number"), h("dd", {}, h("span", {class: "mono", id: "job-number"}, dash(j.number)),
+        h("span", {class: "note"}, " (SLURM_JOB_ID)")),
+      isTask(j) ? [h("dt", {}, "Array"), h("dd", {}, h("a", {class: "mono", href: "#/jobs/" + encodeURIComponent(j.array.id)}, short(j.array.id)),
+        `, task ${j.array.task} (SLURM_ARRAY_TASK_ID)`),
+      h("dt", {}, "Array's number"), h("dd", {}, h("span", {class: "mono", id: "job-array-number"}, dash(j.array.number)),
+        h("span", {class: "note"}, " (SLURM_ARRAY_JOB_ID)"))] : null,
       h("dt", {}, "Command"), h("dd", {class: "mono", id: "job-command"}, shellJoin(j.command, j.args)),
       h("dt", {}, "User"), h("dd", {}, userName(j.owner_uid) + ` (runs as uid ${j.uid})`),
       h("dt", {}, "GPUs asked"), h("dd", {}, j.gpu_request ? String(j.gpu_request.count ?? 0) + (j.gpu_request.memory_mb ? `, ≥ ${mib(j.gpu_request.memory_mb)} each` : "") : "0"),
@@ -405,6 +474,8 @@ function pageArray(j, mine) {
     mine && !ENDED.has(j.status) ? h("div", {class: "actions"},
       h("button", {id: "job-stop", onclick: () => jobAction(j.id, "stop")}, "Stop all")) : null,
     h("dl", {class: "kv"},
+      h("dt", {}, "Array's number"), h("dd", {}, h("span", {class: "mono", id: "job-number"}, dash(j.number)),
+        h("span", {class: "note"}, " (its tasks' SLURM_ARRAY_JOB_ID; each task has its own SLURM_JOB_ID)")),
       h("dt", {}, "Command"), h("dd", {class: "mono", id: "job-command"}, shellJoin(j.command, j.args)),
       h("dt", {}, "Tasks"), h("dd", {id: "array-counts"}, `${a.tasks} (${a.spec}): ${arrayCounts(j) || "–"}`),
       a.wait ? [h("dt", {}, "Waiting"), h("dd", {}, a.wait)] : null,

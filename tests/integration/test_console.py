@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import UnixHTTPConnection, BUILD
+from conftest import UnixHTTPConnection, wait_for
 from console_util import Console
 
 UID = 4323
@@ -266,3 +266,47 @@ def test_the_audit_trail_pages_by_record_id(fresh_daemon):
                      (f"before={ids[0]}&after={ids[-1]}", "after"), ("limit=0&before=5", "limit")]:
         st, p = d.api("GET", "/v1/audit?" + q)
         assert st == 400 and p["error"]["field"] == field, (q, p)
+
+
+def test_the_numbers_the_console_shows_come_through_it(daemon):
+    """The Jobs table and a job's page show each job's and array's number (SLURM_JOB_ID; an
+    array's is its tasks' SLURM_ARRAY_JOB_ID): the served script draws them, and the requests it
+    makes through rnx console give them: GET /v1/jobs for jobs and arrays, and, for an expanded
+    array, GET /v1/jobs/ID_[LIST] with LIST its spec without the throttle (the tasks not made yet
+    have none), the numbers rnx job status prints."""
+    jid = daemon.rnx("job", "run", "--slurm-env", "sleep", "600", check=True).stdout.split()[-1]
+    aid = daemon.rnx("job", "run", "--array=0-6:3%1", "sleep", "600", check=True).stdout.split()[-1]
+    con = Console(daemon)
+    try:
+        con.sign_in()
+        r, js = con.request("GET", "/console/console.js", headers={"Cookie": con.jar})
+        assert r.status == 200
+        for drawn in (b"dash(j.number)", b"SLURM_JOB_ID", b"SLURM_ARRAY_JOB_ID", b'"No."'):
+            assert drawn in js, drawn
+
+        def get(path):
+            r, body = con.request("GET", path, headers=con.auth())
+            assert r.status == 200, (path, body)
+            return json.loads(body)
+        listed = {j["id"]: j for j in get("/v1/jobs")["jobs"]}
+        job = listed[jid]
+        arr = next(j for j in listed.values() if j.get("kind") == "array" and j["id"].startswith(aid))
+        assert isinstance(job["number"], int) and isinstance(arr["number"], int) and job["number"] != arr["number"]
+        assert f"Number: {job['number']} (SLURM_JOB_ID)" in daemon.rnx("job", "status", jid, check=True).stdout
+        spec = arr["array"]["spec"]
+        assert spec == "0-6:3%1"
+        expanded = f"/v1/jobs/{arr['id']}_[{spec.split('%')[0]}]"      # as the page asks for its tasks
+
+        def made_first():
+            ts = get(expanded)["tasks"]
+            return ts if ts[0].get("made") is not False else None
+        tasks = wait_for(made_first, "task 0 made")
+        assert [t["array"]["task"] for t in tasks] == [0, 3, 6]
+        made, later = tasks[0], tasks[1:]
+        assert made["number"] not in (job["number"], arr["number"]) and made["array"]["number"] == arr["number"]
+        assert all(t["made"] is False and t.get("number") is None and t["array"]["number"] == arr["number"] for t in later)
+        assert get(f"/v1/jobs/{made['id']}")["number"] == made["number"]     # a task's page, opened by its id
+    finally:
+        con.stop()
+        daemon.rnx("job", "kill", jid)
+        daemon.rnx("job", "kill", aid)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, tasks_of, wait_for
 from console_util import Console
 
 try:
@@ -343,3 +343,74 @@ def test_jobs_columns_history_axes_and_audit_pages(fresh_daemon, shots):
         con.stop()
         for j in (run, queued):
             d.rnx("job", "stop", j)
+
+
+def test_jobs_show_their_slurm_numbers(fresh_daemon, shots):
+    """Every job and array has a number (docs/api.md, "Numbers"): the Jobs table shows it beside
+    the id, an expanded array shows each task's (none for a task not made yet), and a job's page
+    shows it as SLURM_JOB_ID, a task's also its array's as SLURM_ARRAY_JOB_ID: the numbers the
+    jobs themselves see and rnx job status prints."""
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    d.wait(d.rnx("job", "run", "true", check=True).stdout.split()[-1])      # numbers from 2 on
+    jid = d.rnx("job", "run", "--slurm-env", "--name=numbered", "sh", "-c",
+                'echo "job=$SLURM_JOB_ID"; exec sleep 600', check=True).stdout.split()[-1]
+    aid = d.rnx("job", "run", "--slurm-env", "--array=0-3%1", "sh", "-c",
+                'echo "job=$SLURM_JOB_ID array=$SLURM_ARRAY_JOB_ID"; exec sleep 600', check=True).stdout.split()[-1]
+    aid = d.api("GET", f"/v1/jobs/{aid}")[1]["id"]
+    job, arr = d.wait_status(jid, "RUNNING"), d.job(aid)
+    wait_for(lambda: [t for t in tasks_of(d, aid) if t["status"] == "RUNNING"], "task 0 running")
+    task = tasks_of(d, aid)[0]
+    assert len({job["number"], arr["number"], task["number"]}) == 3 and task["array"]["number"] == arr["number"]
+    # the numbers are those the jobs see and rnx prints
+    wait_for(lambda: f"job={job['number']}" in d.rnx("job", "log", "--no-follow", jid).stdout, "the job's SLURM_JOB_ID")
+    wait_for(lambda: f"job={task['number']} array={arr['number']}" in d.rnx("job", "log", "--no-follow", task["id"]).stdout,
+             "the task's SLURM_JOB_ID and SLURM_ARRAY_JOB_ID")
+    assert f"Number: {job['number']} (SLURM_JOB_ID)" in d.rnx("job", "status", jid, check=True).stdout
+    con = Console(d)
+    drv = browser()
+    try:
+        drv.get(con.url)
+        wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")
+        go(drv, "#/jobs")
+        num = lambda sel: drv.find_element(By.CSS_SELECTOR, f'#jobs-table tr{sel} td[data-col="number"]').text
+        wait(drv, lambda x: css(x, f'#jobs-table tr[data-id="{aid}"]'))
+        head = [th.text for th in css(drv, "#jobs-table thead th")]
+        assert head[:2] == ["ID", "No."], head
+        assert "SLURM_JOB_ID" in drv.find_element(By.CSS_SELECTOR, "#jobs-table thead abbr").get_attribute("title")
+        assert num(f'[data-id="{jid}"]') == str(job["number"])
+        assert num(f'[data-id="{aid}"]') == str(arr["number"])
+        assert not css(drv, f'#jobs-table tr[data-id="{task["id"]}"]')       # under its array only
+        # expanded: the made task with its own number, the others without one yet
+        button = drv.find_element(By.ID, f"expand-{aid}")
+        assert button.get_attribute("aria-expanded") == "false" and "tasks of array" in button.get_attribute("aria-label")
+        button.click()
+        wait(drv, lambda x: len(css(x, "#jobs-table tr.task[data-task]")) == 4)
+        assert drv.find_element(By.ID, f"expand-{aid}").get_attribute("aria-expanded") == "true"
+        assert num(f'.task[data-id="{task["id"]}"]') == str(task["number"])
+        assert [num(f'.task[data-task="{k}"]') for k in (1, 2, 3)] == ["–"] * 3
+        drv.save_screenshot(os.path.join(shots, "jobs-array.png"))
+
+        # the job's page: its number as SLURM_JOB_ID
+        go(drv, f"#/jobs/{jid}")
+        wait(drv, lambda x: x.find_element(By.ID, "job-number").text == str(job["number"]))
+        assert "SLURM_JOB_ID" in drv.find_element(By.ID, "job-number").find_element(By.XPATH, "..").text
+        # a task's page, from its row: its own number and its array's
+        go(drv, "#/jobs")
+        click(drv, f'#jobs-table tr.task[data-id="{task["id"]}"] a')
+        wait(drv, lambda x: x.find_element(By.ID, "job-number").text == str(task["number"]))
+        assert drv.find_element(By.ID, "job-array-number").text == str(arr["number"])
+        assert "SLURM_ARRAY_JOB_ID" in drv.find_element(By.ID, "job-array-number").find_element(By.XPATH, "..").text
+        drv.save_screenshot(os.path.join(shots, "job-task.png"))
+        # the array's page
+        go(drv, f"#/jobs/{aid}")
+        wait(drv, lambda x: x.find_element(By.ID, "job-number").text == str(arr["number"]))
+        assert "SLURM_ARRAY_JOB_ID" in drv.find_element(By.ID, "job-number").find_element(By.XPATH, "..").text
+        # a task opened by its address after a reload (not in the list the page loads)
+        go(drv, f"#/jobs/{task['id']}")
+        drv.refresh()
+        wait(drv, lambda x: css(x, "#job-number") and x.find_element(By.ID, "job-number").text == str(task["number"]))
+    finally:
+        drv.quit()
+        con.stop()
+        for j in (jid, aid):
+            d.rnx("job", "kill", j)

@@ -2,8 +2,8 @@
 /opt/joblet-test/lighthouse) on every console page, in Debian's chromium (CHROME_PATH, headless,
 --no-sandbox), signed in through `rnx console`'s link: accessibility and best practices must
 both score 1.00. The pages hold what they show in use: a running job, a queued one, an ended one,
-a workflow, a drained and an offline GPU (every badge colour the pages draw). Skipped, with the
-reason, only where lighthouse, node or chromium is not installed."""
+a workflow, a job array and its running task, a drained and an offline GPU (every badge colour the
+pages draw). Skipped, with the reason, only where lighthouse, node or chromium is not installed."""
 import json
 import os
 import shutil
@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, tasks_of, wait_for
 from console_util import Console
 
 PREFIX = os.environ.get("JOBLET_LIGHTHOUSE_PREFIX", "/opt/joblet-test/lighthouse")
@@ -31,17 +31,21 @@ def test_every_console_page_scores_1_in_accessibility_and_best_practices(fresh_d
     queued = d.rnx("job", "run", "--gpu=8", "sleep", "600", check=True).stdout.split()[-1]
     ended = d.rnx("job", "run", "--name=fails", "sh", "-c", "echo 'it is over'; exit 3", check=True).stdout.split()[-1]
     d.wait(ended)
+    # an array (its row in the Jobs table has the button that shows its tasks) and its running task
+    arr = d.api("GET", "/v1/jobs/" + d.rnx("job", "run", "--array=0-2%1", "sleep", "600", check=True).stdout.split()[-1])[1]["id"]
+    task = wait_for(lambda: tasks_of(d, arr), "the array's first task")[0]["id"]
     d.rnx("workflow", "run", os.path.join(ROOT, "examples", "diamond.yaml"), check=True)
     d.rnx("gpu", "drain", "3", check=True)
     d.rnx("gpu", "offline", "4", check=True)
-    pages = ["#/gpus", "#/jobs", f"#/jobs/{run}", f"#/jobs/{ended}", "#/queue", "#/workflows", "#/history", "#/admin"]
+    pages = ["#/gpus", "#/jobs", f"#/jobs/{run}", f"#/jobs/{ended}", f"#/jobs/{arr}", f"#/jobs/{task}", "#/queue",
+             "#/workflows", "#/history", "#/admin"]
     con = Console(d)
     try:
         p = subprocess.run([NODE, RUNNER, PREFIX, con.url, *pages], capture_output=True, text=True,
                            env={**os.environ, "CHROME_PATH": CHROMIUM})
     finally:
         con.stop()
-        for j in (run, queued):
+        for j in (run, queued, arr):
             d.rnx("job", "stop", j)
     assert p.returncode == 0, p.stderr[-4000:]
     results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
@@ -59,3 +63,4 @@ def test_every_console_page_scores_1_in_accessibility_and_best_practices(fresh_d
                                                   for f in r["failing"]) for r in bad)
     byp = {r["page"]: r["main"] for r in results}
     assert "GPU 7" in byp["#/gpus"] and "train" in byp[f"#/jobs/{run}"] and "Audit trail" in byp["#/admin"]
+    assert "SLURM_ARRAY_JOB_ID" in byp[f"#/jobs/{arr}"] and "SLURM_ARRAY_JOB_ID" in byp[f"#/jobs/{task}"]
