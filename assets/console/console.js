@@ -361,7 +361,7 @@ function pageJobs() {
       h("label", {}, "GPU", sel("gpu", [["", "any"], ...S.gpus.map((g) => [String(g.index), "GPU " + g.index])]))),
     h("div", {class: "scroll"}, h("table", {id: "jobs-table"},
       h("thead", {}, h("tr", {}, h("th", {scope: "col"}, "ID"),
-        h("th", {scope: "col"}, h("abbr", {title: "job number: the job's SLURM_JOB_ID (an array's: its tasks' SLURM_ARRAY_JOB_ID)"}, "No.")),
+        h("th", {scope: "col"}, h("abbr", {title: "job number: the job's SLURM_JOB_ID (an array's: its tasks' SLURM_ARRAY_JOB_ID)"}, "NUM")),
         ["Name", "User", "State", "Exit", "GPUs", "Duration"].map((t) => h("th", {scope: "col"}, t)),
         h("th", {scope: "col", class: "hide-narrow"}, "Command"), h("th", {scope: "col", class: "hide-narrow"}, "Created"))),
       h("tbody", {}, jobs.slice(0, JOBS_SHOWN).flatMap((j) => S.tasks.has(j.id) ? [jobRow(j), ...taskRows(j)] : [jobRow(j)])))),

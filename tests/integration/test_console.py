@@ -281,7 +281,7 @@ def test_the_numbers_the_console_shows_come_through_it(daemon):
         con.sign_in()
         r, js = con.request("GET", "/console/console.js", headers={"Cookie": con.jar})
         assert r.status == 200
-        for drawn in (b"dash(j.number)", b"SLURM_JOB_ID", b"SLURM_ARRAY_JOB_ID", b'"No."'):
+        for drawn in (b"dash(j.number)", b"SLURM_JOB_ID", b"SLURM_ARRAY_JOB_ID", b'"NUM"'):
             assert drawn in js, drawn
 
         def get(path):

@@ -375,7 +375,7 @@ def test_jobs_show_their_slurm_numbers(fresh_daemon, shots):
         num = lambda sel: drv.find_element(By.CSS_SELECTOR, f'#jobs-table tr{sel} td[data-col="number"]').text
         wait(drv, lambda x: css(x, f'#jobs-table tr[data-id="{aid}"]'))
         head = [th.text for th in css(drv, "#jobs-table thead th")]
-        assert head[:2] == ["ID", "No."], head
+        assert head[:2] == ["ID", "NUM"], head
         assert "SLURM_JOB_ID" in drv.find_element(By.CSS_SELECTOR, "#jobs-table thead abbr").get_attribute("title")
         assert num(f'[data-id="{jid}"]') == str(job["number"])
         assert num(f'[data-id="{aid}"]') == str(arr["number"])
