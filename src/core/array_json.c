@@ -32,6 +32,9 @@ static const char *wait_words(const jarray *a, char *buf, size_t len)
     case SW_HEAD: case SW_PREEMPTING: return "first in line: too few free GPUs";
     case SW_RESERVED: case SW_NO_ROOM: return "too few free GPUs";
     case SW_UNPLACEABLE: return "too few usable GPUs of its kind";
+    case SW_UNSAVED:
+        return "joblet's database cannot be written: no more of its tasks are made until it can (is the state "
+               "filesystem full?)";
     default: return NULL;
     }
 }

@@ -290,7 +290,7 @@ static void schedule(void)
     size_t arr_offered = 0, arr_started = 0;
     for (size_t i = 0; i < narr; i++) {
         jarray *a = arrs[i];
-        a->wait_why = SW_STARTS;
+        a->wait_why = state_unsaved() ? SW_UNSAVED : SW_STARTS; /* (commits fail: no task is made, offer) */
         a->queue_position = 0;
         if (a->pass != pass) /* none of its tasks holds room: what its status says (array_json.c) */
             a->pass = pass, a->pass_runs = 0;

@@ -129,7 +129,7 @@ def test_array_tasks_made_while_the_database_cannot_be_written_wait_until_it_can
     gate = d.submit("sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.05; done")
     gate_pid = d.wait_status(gate, "RUNNING")["pid"]
     at = time.time() + 4
-    code, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-3",
+    code, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-3%2",
                                          "schedule_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))})
     assert code == 201, a
     aid = a["id"]
@@ -153,8 +153,10 @@ def test_array_tasks_made_while_the_database_cannot_be_written_wait_until_it_can
         open(f"/proc/{gate_pid}/root/tmp/go", "w").close()
         d.wait(gate)
         time.sleep(2)   # passes go by: none of them starts it
-        counts = d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"]
-        assert counts == {"QUEUED": 4}, counts
+        arr = d.api("GET", f"/v1/jobs/{aid}")[1]
+        assert arr["array"]["counts"] == {"QUEUED": 4}, arr
+        # the two made wait for their rows, the other two to be made: the array says why
+        assert "joblet's database cannot be written: no more of its tasks are made" in (arr["array"]["wait"] or ""), arr
         assert d.job(after["id"])["status"] == "PENDING", d.job(after["id"])
     finally:
         unfill(d.state)
