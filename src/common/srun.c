@@ -176,11 +176,15 @@ static void of_job(char *buf, size_t len, long long have, const char *unit)
 static int share(srun_plan *p, const char *where, long long asked, long long have, const char *what,
                  const char *unit, jerr *e)
 {
-    if (asked == have)
-        return 0;
     if (have >= 0 && asked > have)
         return jerr_input(e, what, "%s: more than the job has (%lld%s): a step has at most the job's", where, have,
                           unit);
+    if (!strcmp(what, "GPUs") && asked > 0) {
+        p->gpus = asked; /* the step sees that many of them, none another step holds (srun_gpus_pick) */
+        return 0;
+    }
+    if (asked == have)
+        return 0;
     char h[64];
     of_job(h, sizeof h, have, unit);
     sbatch_list_add(&p->notes, xprintf("%s: a step has the job's %s, not a share: the task has %s", where, what, h));
@@ -520,6 +524,44 @@ static int hostname_item(const char *item, sbatch_list *out, jerr *e)
         }
     }
     return 0;
+}
+
+static bool in_list(const char *list, const char *item, size_t len)
+{
+    for (const char *s = list ? list : ""; *s;) {
+        size_t l = strcspn(s, ",");
+        if (l == len && !strncmp(s, item, len))
+            return true;
+        s += l + (s[l] == ',');
+    }
+    return false;
+}
+
+int srun_gpus_pick(const char *visible, const char *taken, long long n, char *out, size_t len)
+{
+    long long have = 0, got = 0;
+    size_t used = 0;
+    if (!len)
+        return -1;
+    out[0] = 0;
+    for (const char *s = visible ? visible : ""; *s;) {
+        size_t l = strcspn(s, ",");
+        if (l) {
+            have++;
+            if (got < n && !in_list(taken, s, l)) {
+                if (used + l + 2 > len)
+                    return -1;
+                if (got++)
+                    out[used++] = ',';
+                memcpy(out + used, s, l);
+                out[used += l] = 0;
+            }
+        }
+        s += l + (s[l] == ',');
+    }
+    if (n < 1 || have < n)
+        return -1;
+    return got < n ? 1 : 0;
 }
 
 int srun_hostnames(const char *list, sbatch_list *out, jerr *e)

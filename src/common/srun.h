@@ -2,9 +2,10 @@
  * job's one task gets (slurm/srun_main.c runs it; docs/batch.md, "srun in a batch job"). A
  * joblet job is one task on one machine with everything the job has, so a step is that task:
  * one task and one node are honoured, more are refused; the task's output, error and input
- * files, its labels, directory and environment are honoured; a step's share of the job's CPUs,
- * memory or GPUs is noted when it is less than the job has (the task has the job's) and
- * refused when more, and a step's time limit is noted (the job's applies); placement and accounting options a lone task meets anyway are taken without a
+ * files, its labels, directory and environment are honoured; a step's share of the job's GPUs
+ * is the GPUs it sees (srun_gpus_pick: steps running at once see different ones), of its CPUs
+ * or memory noted when it is less than the job has (the task has the job's); more than the job
+ * has is refused, and a step's time limit is noted (the job's applies); placement and accounting options a lone task meets anyway are taken without a
  * word. Pure: no syscall, no environment read (the caller passes what the job has, or how to
  * look its variables up). */
 #ifndef JOBLET_SRUN_H
@@ -38,6 +39,9 @@ typedef struct srun_plan {
     sbatch_list export_vars; /* --export's "NAME=VALUE", or "NAME" (its value from srun's environment) */
     sbatch_list notes;       /* "--time=5: ..." for what the task does not get as asked */
     char info;               /* 'V' (--version) or 'h' (--help, --usage): say what srun is, run nothing */
+    long long gpus;          /* the GPUs asked for (1 to the job's): the step sees that many, none
+                              * another running step holds (srun_gpus_pick); 0: none asked, it sees
+                              * the job's, whoever else uses them */
 } srun_plan;
 
 void srun_free(srun_plan *p);
@@ -64,6 +68,13 @@ char *srun_file_name(const char *pattern, const srun_names *n, char *out, size_t
  * added to out, or -1 with e set: a bracket not closed, a range backwards or not of numbers,
  * two brackets in a name, more than SRUN_HOSTS_MAX names. */
 #define SRUN_HOSTS_MAX 65536
+
+/* The GPUs a step with a share of n takes: the first n of the job's (visible: its
+ * CUDA_VISIBLE_DEVICES, comma separated: 0,1,... or UUIDs) that no step running now holds
+ * (taken: the ones held, comma separated; NULL or "" none), comma separated in out. 0 with out
+ * set; 1 when fewer than n are free now (the step waits for them, as Slurm's does); -1 when the
+ * job has fewer than n, or out is too short. */
+int srun_gpus_pick(const char *visible, const char *taken, long long n, char *out, size_t len);
 int srun_hostnames(const char *list, sbatch_list *out, jerr *e);
 
 #endif

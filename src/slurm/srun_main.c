@@ -6,8 +6,8 @@
  *
  * A joblet job is one task on one machine, so a step is that task: srun reads its options
  * (common/srun.c says what each does), sets what srun tells a task of itself (SLURM_PROCID,
- * SLURM_NTASKS=1, SLURM_STEP_ID...), opens the step's files, and then becomes the command, which
- * runs with everything the job has; with -l it stays, prefixing each line of the command's
+ * SLURM_NTASKS=1, SLURM_STEP_ID...), takes its share of the job's GPUs, opens the step's files,
+ * and then becomes the command, which runs with everything else the job has; with -l it stays, prefixing each line of the command's
  * output with its task number, as srun does. It runs as the job's user, in the job: it does
  * nothing the job could not do itself. Statically linked (a runtime's tree may have another C
  * library). */
@@ -76,6 +76,90 @@ static unsigned long long next_step(void)
     if (fd >= 0)
         close(fd); /* (the lock with it) */
     return n;
+}
+
+/* When a process started (field 22 of /proc/PID/stat: clock ticks after boot), or 0 when it is
+ * gone: a pid with another start time is another process. */
+static unsigned long long started_at(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (r <= 0)
+        return 0;
+    buf[r] = 0;
+    char *p = strrchr(buf, ')'); /* (the command's name may hold spaces and parentheses) */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* A step with a share of the job's GPUs (srun --gpus=1 in a job of 2) sees only those: the
+ * GPUs held by the job's running steps are kept in a file of its private /tmp, one line per step
+ * ("PID START GPU,GPU"; a step whose process is gone holds nothing), read and written under a
+ * lock, so that steps started at once (srun --gpus=1 a & srun --gpus=1 b &) take different
+ * ones, and one that finds too few free waits for them, as Slurm's steps do. The step's pid
+ * holds them: srun's, which becomes the command (or waits for it, -l). Not a device boundary (a
+ * step could still open the job's other GPUs, as a Slurm step can without ConstrainDevices). */
+#define SRUN_GPUS "/tmp/.joblet-srun-gpus"
+static int take_gpus(long long n, char *out, size_t len)
+{
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    bool told = false;
+    for (;;) {
+        int fd = open(SRUN_GPUS, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+            fprintf(stderr, "srun: error: cannot share the job's GPUs out (%s: %s)\n", SRUN_GPUS, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        static char held[65536], kept[65536], taken[65536];
+        ssize_t r = pread(fd, held, sizeof held - 1, 0);
+        held[r > 0 ? r : 0] = 0;
+        size_t nk = 0, nt = 0;
+        kept[0] = taken[0] = 0;
+        for (char *save = NULL, *line = strtok_r(held, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            long pid;
+            unsigned long long start;
+            int at = 0;
+            if (sscanf(line, "%ld %llu %n", &pid, &start, &at) != 2 || !at || pid <= 0 || started_at(pid) != start)
+                continue; /* that step ended: its GPUs are free */
+            int wk = snprintf(kept + nk, sizeof kept - nk, "%s\n", line);
+            int wt = snprintf(taken + nt, sizeof taken - nt, "%s%s", nt ? "," : "", line + at);
+            if (wk < 0 || wt < 0 || nk + (size_t)wk >= sizeof kept || nt + (size_t)wt >= sizeof taken)
+                break; /* (thousands of steps at once: the rest are not seen) */
+            nk += (size_t)wk;
+            nt += (size_t)wt;
+        }
+        int rc = srun_gpus_pick(visible, taken, n, out, len);
+        if (rc == 0) {
+            long self = (long)getpid();
+            int w = snprintf(kept + nk, sizeof kept - nk, "%ld %llu %s\n", self, started_at(self), out);
+            if (w < 0 || (nk += (size_t)w) >= sizeof kept || pwrite(fd, kept, nk, 0) != (ssize_t)nk ||
+                ftruncate(fd, (off_t)nk) < 0)
+                fprintf(stderr, "srun: joblet: cannot note this step's GPUs in %s; another step may take them too\n",
+                        SRUN_GPUS);
+        }
+        close(fd); /* (the lock with it) */
+        if (rc < 0) {
+            fprintf(stderr, "srun: error: --gpus=%lld: the job's GPUs (CUDA_VISIBLE_DEVICES=%s) are fewer\n", n,
+                    visible ? visible : "");
+            return -1;
+        }
+        if (rc == 0)
+            return 0;
+        if (!told) /* as Slurm says it */
+            fprintf(stderr, "srun: Job %s step creation temporarily disabled, retrying (its %lld GPU%s are in "
+                            "other steps' use)\n",
+                    getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "?", n, n == 1 ? "" : "s");
+        told = true;
+        usleep(100 * 1000);
+    }
 }
 
 /* What srun tells its task: one task of one node, task 0 of its step, on this host. */
@@ -275,8 +359,8 @@ static int run(int argc, char **argv)
         printf(p.info == 'V' ? "srun (joblet): Slurm's srun inside a joblet job, where a step is the job's one task\n"
                              : "Usage: srun [OPTIONS] COMMAND [ARGS...]\n"
                                "In a joblet job, a step is the job's one task: -l, -o, -e, -i, --open-mode, -D and\n"
-                               "--export are honoured, -n and -N above 1 refused, a step's share of CPUs, GPUs or\n"
-                               "memory noted (docs/batch.md, \"srun in a batch job\").\n");
+                               "--export are honoured, -n and -N above 1 refused, a step's share of GPUs is the\n"
+                               "GPUs it sees, of CPUs or memory noted (docs/batch.md, \"srun in a batch job\").\n");
         srun_free(&p);
         return 0;
     }
@@ -295,6 +379,14 @@ static int run(int argc, char **argv)
         *eq = 0;
         setenv(p.export_vars.v[i], eq + 1, 1);
         *eq = '=';
+    }
+    char gpus[4096];
+    if (p.gpus > 0) {
+        if (take_gpus(p.gpus, gpus, sizeof gpus) < 0)
+            return 1;
+        setenv("CUDA_VISIBLE_DEVICES", gpus, 1); /* the job's names for them: CUDA's numbering, or UUIDs */
+        setenv("GPU_DEVICE_ORDINAL", gpus, 1);
+        setenv("SLURM_STEP_GPUS", gpus, 1);
     }
     char step[24];
     snprintf(step, sizeof step, "%llu", next_step());

@@ -119,15 +119,27 @@ def test_wrap_and_gpus(fresh_daemon):
     assert j["status"] == "COMPLETED", j
     assert len(j["gpus"]) == 2 and j["limits"]["max_memory_mb"] == 2048, j
     assert d.output(jid).strip() == "gpus=2 mem=2048 name=wrap"
-    # a step of such a job: one GPU of its two is noted (the task sees both), three refused
-    p = d.rnx("job", "batch", "--gpus=v100:2", "--wait",
-              "--wrap=srun --gpus=1 sh -c 'echo $SLURM_GPUS'; srun --gres=gpu:3 true || echo refused", check=True)
+    # steps of such a job: one GPU of its two each, different ones while both run (as Slurm's
+    # `srun --gpus=1 a & srun --gpus=1 b &`); one asking for both waits until the first ends;
+    # three refused
+    p = d.rnx("job", "batch", "--gpus=v100:2", "--wait", "--wrap=" + GPU_STEPS, check=True)
     jid = p.stdout.strip()
-    assert d.output(jid).splitlines() == ["2", "refused"], d.output(jid)
+    assert d.output(jid).splitlines() == ["a=0 0", "b=1 1", "c waits", "c=0,1", "refused"], d.output(jid)
+    number = d.job(jid)["number"]
     assert d.output(jid, "stderr").splitlines() == [
-        "srun: joblet: --gpus=1: a step has the job's GPUs, not a share: the task has the job's 2 GPUs",
+        f"srun: Job {number} step creation temporarily disabled, retrying (its 2 GPUs are in other steps' use)",
         "srun: error: --gres=gpu:3: more than the job has (2 GPUs): a step has at most the job's"], \
         d.output(jid, "stderr")
+
+
+GPU_STEPS = """srun --gpus=1 sh -c 'echo a=$CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS; touch /tmp/a-up
+  while [ ! -e /tmp/a-go ]; do sleep 0.05; done' &
+while [ ! -e /tmp/a-up ]; do sleep 0.05; done
+srun --gres=gpu:1 sh -c 'echo b=$CUDA_VISIBLE_DEVICES $GPU_DEVICE_ORDINAL'
+srun --gpus=2 sh -c 'echo c=$CUDA_VISIBLE_DEVICES; touch /tmp/c-ran' &
+sleep 1; if [ -e /tmp/c-ran ]; then echo "c ran at once"; else echo "c waits"; fi
+touch /tmp/a-go; wait
+srun --gres=gpu:3 true || echo refused"""
 
 
 # A batch script's steps, as Slurm users write them: srun runs each as the job's one task.

@@ -84,6 +84,36 @@ static void test_options_and_the_command(void **state)
     srun_free(&p);
 }
 
+static void test_gpus_pick(void **state)
+{
+    (void)state;
+    char out[64];
+    assert_int_equal(srun_gpus_pick("0,1,2,3", NULL, 2, out, sizeof out), 0);
+    assert_string_equal(out, "0,1");
+    assert_int_equal(srun_gpus_pick("0,1,2,3", "1", 2, out, sizeof out), 0);
+    assert_string_equal(out, "0,2");
+    assert_int_equal(srun_gpus_pick("0,1,2,3", "0,1,3", 1, out, sizeof out), 0);
+    assert_string_equal(out, "2");
+    /* fewer free than asked: the step waits */
+    assert_int_equal(srun_gpus_pick("0,1", "0", 2, out, sizeof out), 1);
+    assert_int_equal(srun_gpus_pick("0,1", "1,0", 1, out, sizeof out), 1);
+    /* a name is a whole item: 1 taken is not 10 */
+    assert_int_equal(srun_gpus_pick("1,10", "1", 1, out, sizeof out), 0);
+    assert_string_equal(out, "10");
+    /* UUIDs, as a MIG or a UUID-named job has them */
+    assert_int_equal(srun_gpus_pick("GPU-aa,GPU-bb", "GPU-aa", 1, out, sizeof out), 0);
+    assert_string_equal(out, "GPU-bb");
+    /* more than the job has, none asked, no GPUs, or no room in out */
+    assert_int_equal(srun_gpus_pick("0,1", NULL, 3, out, sizeof out), -1);
+    assert_int_equal(srun_gpus_pick("0,1", NULL, 0, out, sizeof out), -1);
+    assert_int_equal(srun_gpus_pick(NULL, NULL, 1, out, sizeof out), -1);
+    assert_int_equal(srun_gpus_pick("", "", 1, out, sizeof out), -1);
+    assert_int_equal(srun_gpus_pick("GPU-aaaaaaaa,GPU-bb", NULL, 1, out, 8), -1);
+    /* empty items are not GPUs */
+    assert_int_equal(srun_gpus_pick(",0,,1,", "0", 1, out, sizeof out), 0);
+    assert_string_equal(out, "1");
+}
+
 static void test_notes(void **state)
 {
     (void)state;
@@ -91,16 +121,23 @@ static void test_notes(void **state)
     jerr e = {0};
     char *a[] = {"-c", "1", "--gpus-per-task=1", "--mem-per-cpu=1G", "-t", "10", "--gres=gpu:a100:1,tmpfs:5", "x"};
     assert_int_equal(srun_args(&p, ARGC(a), a, &JOB, &e), 0);
-    assert_int_equal(p.notes.n, 5);
+    assert_int_equal(p.notes.n, 3);
     assert_string_equal(p.notes.v[0], "--cpus-per-task=1: a step has the job's CPUs, not a share: the task has the job's "
                                       "4 CPUs");
-    assert_string_equal(p.notes.v[1], "--gpus-per-task=1: a step has the job's GPUs, not a share: the task has the "
-                                      "job's 2 GPUs");
-    assert_string_equal(p.notes.v[2], "--mem-per-cpu=1G: a step has the job's memory, not a share: the task has the "
+    assert_string_equal(p.notes.v[1], "--mem-per-cpu=1G: a step has the job's memory, not a share: the task has the "
                                       "job's 8192 MB");
-    assert_string_equal(p.notes.v[3], "--time=10: a step runs within the job's time limit, not one of its own");
-    assert_string_equal(p.notes.v[4], "--gres=gpu:a100:1,tmpfs:5: a step has the job's GPUs, not a share: the task "
-                                      "has the job's 2 GPUs");
+    assert_string_equal(p.notes.v[2], "--time=10: a step runs within the job's time limit, not one of its own");
+    assert_int_equal(p.gpus, 1); /* a GPU of the job's 2 is the step's to see (srun_gpus_pick), not a note */
+    srun_free(&p);
+    /* all of the job's GPUs: all, none another step holds; none asked: no share */
+    char *g[] = {"--gpus=2", "x"};
+    assert_int_equal(srun_args(&p, ARGC(g), g, &JOB, &e), 0);
+    assert_int_equal(p.gpus, 2);
+    assert_int_equal(p.notes.n, 0);
+    srun_free(&p);
+    char *none_asked[] = {"x"};
+    assert_int_equal(srun_args(&p, ARGC(none_asked), none_asked, &JOB, &e), 0);
+    assert_int_equal(p.gpus, 0);
     srun_free(&p);
     /* a job without limits: the task has all of it */
     const srun_job none = {-1, 0, -1};
@@ -295,6 +332,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_and_the_command),
         cmocka_unit_test(test_notes),
+        cmocka_unit_test(test_gpus_pick),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_the_job_from_its_variables),
         cmocka_unit_test(test_file_names),
