@@ -534,7 +534,7 @@ job **jobs_in_state(enum job_state s, size_t *n)
     verify("the jobs of a state");
     ix_ready();
     if (!jobs_state_listed(s)) {
-        *n = 0; /* (a caller's slip: never a list that misses jobs of s unsaid) */
+        *n = 0; /* (the caller's mistake: said, rather than a list missing jobs of s) */
         log_err("jobs: no list of the %s jobs is kept", job_state_name(s));
         return NULL;
     }

@@ -46,11 +46,10 @@ void jobs_dir_of(const job *j, char *out, size_t len);
  * queue, PENDING or HELD: limits.max_queued_per_user); the jobs in the queue (job_in_queue) and
  * those holding room; the jobs of each state neither of those lists is about (PENDING, HELD and
  * the ended ones), so that a listing by state looks at the jobs of that state alone; the range's
- * uids that unfinished jobs hold. A job is counted anew by
- * jobs_index, which jobs_add, jobs_remove, jobs_mark and job_save call: every change of its
- * state, shim or room is followed by one of them before the loop turn ends. At log level debug
- * every use checks the indexes against a full scan and aborts on a difference (a change that
- * skipped them). */
+ * uids that unfinished jobs hold. A job is counted anew by jobs_index, which jobs_add,
+ * jobs_remove, jobs_mark and job_save call: every change of its state, shim or room is followed
+ * by one of them before the loop turn ends. At log level debug every use checks the indexes
+ * against a full scan and aborts on a difference (a change that skipped them). */
 void jobs_index(job *j);
 /* Everything counted again from the table: at start, once the jobs are re-adopted (a re-adopted
  * job holds room unsaved). */
