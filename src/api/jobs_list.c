@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/log.h"
 #include "../common/util.h"
 #include "../core/array_json.h"
 #include "../core/arrays.h"
@@ -179,19 +180,20 @@ static void free_lister(void *cls)
 
 /* The jobs a listing looks at, in seq order: asked for a state of a job in the queue or holding
  * room (the polls of clients waiting for their jobs: ?status=RUNNING), those two lists of the
- * table's indexes (core/jobs.h), merged; else every job. *owned: the list is the caller's to free. */
+ * table's indexes (core/jobs.h), merged (a QUEUED job there may be running, unheard till it is
+ * written: job_launch_refresh); for any other state (PENDING, HELD, an ended one) the table's list
+ * of that state; else every job. Arrays are the caller's (an array is one line, of the state of its
+ * tasks together, made or not). *owned: the list is the caller's to free. */
 static job **candidates(const jobs_list_filter *f, size_t *n, bool *owned)
 {
-    static const enum job_state active[] = {JS_QUEUED, JS_SCHEDULED, JS_PREEMPTED, JS_RUNNING, JS_SUSPENDED,
-                                            JS_STOPPING};
-    bool indexed = false;
-    for (size_t i = 0; f->by_state && i < sizeof active / sizeof *active; i++)
-        indexed |= f->state == active[i];
-    *owned = indexed;
-    if (!indexed) {
+    *owned = false;
+    if (!f->by_state) {
         *n = core.njobs;
         return core.jobs;
     }
+    if (jobs_state_listed(f->state))
+        return jobs_in_state(f->state, n);
+    *owned = true;
     /* (a job is in one of them: the queue's have no shim, the room's have one) */
     size_t nq, nr;
     job **q = jobs_queued(&nq), **r = jobs_holding_room(&nr);
@@ -225,6 +227,10 @@ enum MHD_Result jobs_list_reply(struct MHD_Connection *conn, const jobs_list_fil
     }
     if (owned)
         free(jobs);
+    /* what a listing cost the loop, for the tests (test_scancel.py: a PENDING listing among many
+     * ended jobs looks at the PENDING ones alone) */
+    log_debug("jobs: a listing%s%s looked at %zu jobs and %zu arrays, picked %zu", f->by_state ? " of " : "",
+              f->by_state ? job_state_name(f->state) : "", njobs, narr, l->n);
     /* what it describes is committed first, as every answer's (reply.c) */
     state_commit();
     struct MHD_Response *r = stream_response(conn, 65536, reader, free_lister, l, &l->st);

@@ -25,6 +25,7 @@ enum jobs_idx_flag {
     IDX_WAITING = 2,  /* among its owner's waiting jobs */
     IDX_QUEUE = 4,    /* in ix.queue */
     IDX_ROOM = 8,     /* in ix.room */
+    IDX_STATE = 16,   /* in ix.state[its idx_as] (jobs_state_listed) */
 };
 
 static void recount(job *j);
@@ -252,6 +253,7 @@ static struct {
     } *owners;        /* by uid */
     size_t nowners, owners_cap;
     jlist queue, room;
+    jlist state[JS_COUNT]; /* by state, of the states jobs_state_listed names */
     uint32_t *held;   /* per uid of the range: the unfinished jobs holding it */
     uint64_t held_start, held_size;
 } ix = {.queue = {.slot = offsetof(job, idx_queue), .sorted = true},
@@ -322,11 +324,14 @@ static struct owner *owner_of(uid_t uid)
     return &ix.owners[lo];
 }
 
-/* The range's uids as the table holds them (made for the configured range at first use). */
-static void held_ready(void)
+/* The range's uids as the table holds them (made for the configured range at first use), and
+ * the lists by state (their place in the job, at the same slot of each). */
+static void ix_ready(void)
 {
     if (ix.held)
         return;
+    for (size_t s = 0; s < JS_COUNT; s++)
+        ix.state[s] = (jlist){.slot = offsetof(job, idx_state), .sorted = true};
     ix.held_start = core.cfg.uid_range_start;
     ix.held_size = core.cfg.uid_range_size ? core.cfg.uid_range_size : 1;
     ix.held = xcalloc(ix.held_size, sizeof *ix.held);
@@ -337,12 +342,15 @@ static uint32_t *held_at(uid_t uid)
     return uid && uid >= ix.held_start && uid - ix.held_start < ix.held_size ? &ix.held[uid - ix.held_start] : NULL;
 }
 
+bool jobs_state_listed(enum job_state s) { return s == JS_PENDING || s == JS_HELD || job_state_terminal(s); }
+
 /* What the job should count as, from its state, shim and room. */
 static uint8_t flags_of(const job *j)
 {
     bool queue = job_in_queue(j);
     bool waiting = queue || j->state == JS_PENDING || j->state == JS_HELD;
-    return (uint8_t)(IDX_KEPT | (waiting ? IDX_WAITING : 0) | (queue ? IDX_QUEUE : 0) | (j->holds_room ? IDX_ROOM : 0));
+    return (uint8_t)(IDX_KEPT | (waiting ? IDX_WAITING : 0) | (queue ? IDX_QUEUE : 0) | (j->holds_room ? IDX_ROOM : 0) |
+                     (jobs_state_listed(j->state) ? IDX_STATE : 0));
 }
 
 static uid_t held_uid(const job *j, uid_t uid) { return !job_state_terminal(j->state) && held_at(uid) ? uid : 0; }
@@ -362,6 +370,15 @@ static void count_as(job *j, uint8_t want, uid_t u, uid_t s)
         (want & IDX_QUEUE ? jlist_add : jlist_del)(&ix.queue, j);
     if (diff & IDX_ROOM)
         (want & IDX_ROOM ? jlist_add : jlist_del)(&ix.room, j);
+    /* (from one listed state to another, HELD to PENDING or PENDING to CANCELED: no flag changes) */
+    if ((diff & IDX_STATE) || (want & IDX_STATE && j->idx_as != j->state)) {
+        if (had & IDX_STATE)
+            jlist_del(&ix.state[j->idx_as], j);
+        if (want & IDX_STATE) {
+            j->idx_as = (uint8_t)j->state;
+            jlist_add(&ix.state[j->state], j);
+        }
+    }
     if (j->idx_uid != u || j->idx_sandbox != s) {
         uint32_t *h;
         if ((h = held_at(j->idx_uid)))
@@ -380,7 +397,7 @@ static void count_as(job *j, uint8_t want, uid_t u, uid_t s)
 
 static void recount(job *j)
 {
-    held_ready();
+    ix_ready();
     count_as(j, flags_of(j), held_uid(j, j->uid), held_uid(j, j->sandbox_uid));
 }
 
@@ -392,11 +409,15 @@ void jobs_index(job *j)
 
 void jobs_index_rebuild(void)
 {
-    held_ready();
+    ix_ready();
     for (size_t i = 0; i < ix.nowners; i++)
         ix.owners[i].c = (jobs_user_count){0};
     ix.queue.n = ix.room.n = 0;
     ix.queue.sorted = ix.room.sorted = true;
+    for (size_t s = 0; s < JS_COUNT; s++) {
+        ix.state[s].n = 0;
+        ix.state[s].sorted = true;
+    }
     memset(ix.held, 0, ix.held_size * sizeof *ix.held);
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
@@ -412,6 +433,9 @@ void jobs_index_free(void)
     free(ix.owners);
     free(ix.queue.v);
     free(ix.room.v);
+    for (size_t s = 0; s < JS_COUNT; s++)
+        free(ix.state[s].v);
+    memset(ix.state, 0, sizeof ix.state); /* (made again by ix_ready, as held) */
     free(ix.held);
     ix.owners = NULL;
     ix.queue.v = ix.room.v = NULL;
@@ -427,9 +451,9 @@ static void verify(const char *where)
     static int64_t last_ns;
     if (!state_check_due(&last_ns, core.njobs))
         return;
-    held_ready();
+    ix_ready();
     char what[300] = "";
-    size_t nq = 0, nr = 0;
+    size_t nq = 0, nr = 0, ns[JS_COUNT] = {0};
     uint64_t kept = 0;
     uint32_t *held = xcalloc(ix.held_size, sizeof *held);
     for (size_t i = 0; i < core.njobs && !what[0]; i++) {
@@ -437,6 +461,7 @@ static void verify(const char *where)
         uint8_t want = flags_of(j);
         nq += (want & IDX_QUEUE) != 0;
         nr += (want & IDX_ROOM) != 0;
+        ns[j->state] += (want & IDX_STATE) != 0;
         uint32_t *h;
         if ((h = held_at(held_uid(j, j->uid))))
             held[h - ix.held]++;
@@ -448,6 +473,10 @@ static void verify(const char *where)
         else if ((want & IDX_QUEUE && (j->idx_queue >= ix.queue.n || ix.queue.v[j->idx_queue] != j)) ||
                  (want & IDX_ROOM && (j->idx_room >= ix.room.n || ix.room.v[j->idx_room] != j)))
             snprintf(what, sizeof what, "job %s is not at its place in the queue's or the room's list", j->id);
+        else if (want & IDX_STATE && (j->idx_as != j->state || j->idx_state >= ix.state[j->state].n ||
+                                      ix.state[j->state].v[j->idx_state] != j))
+            snprintf(what, sizeof what, "job %s (%s) is not at its place in the list of its state (listed as %s)",
+                     j->id, job_state_name(j->state), job_state_name((enum job_state)j->idx_as));
         else if (idindex_get(&by_ref, j->id) != j)
             snprintf(what, sizeof what, "job %s is not found by its id", j->id);
     }
@@ -473,6 +502,10 @@ static void verify(const char *where)
     if (!what[0] && (nq != ix.queue.n || nr != ix.room.n))
         snprintf(what, sizeof what, "%zu in the queue, %zu holding room listed; %zu, %zu in the table", ix.queue.n,
                  ix.room.n, nq, nr);
+    for (size_t s = 0; s < JS_COUNT && !what[0]; s++)
+        if (ns[s] != ix.state[s].n)
+            snprintf(what, sizeof what, "%zu %s listed; %zu in the table", ix.state[s].n,
+                     job_state_name((enum job_state)s), ns[s]);
     if (!what[0] && memcmp(held, ix.held, ix.held_size * sizeof *held))
         snprintf(what, sizeof what, "the range's uids held differ from the table's");
     free(held);
@@ -500,10 +533,22 @@ job **jobs_holding_room(size_t *n)
     return jlist_in_order(&ix.room, n);
 }
 
+job **jobs_in_state(enum job_state s, size_t *n)
+{
+    verify("the jobs of a state");
+    ix_ready();
+    if (!jobs_state_listed(s)) {
+        *n = 0; /* (the caller's mistake: said, rather than a list missing jobs of s) */
+        log_err("jobs: no list of the %s jobs is kept", job_state_name(s));
+        return NULL;
+    }
+    return jlist_in_order(&ix.state[s], n);
+}
+
 uid_t jobs_free_uid(uint64_t from)
 {
     verify("a free uid");
-    held_ready();
+    ix_ready();
     for (uint64_t k = 0; k < core.cfg.uid_range_size; k++) {
         uid_t uid = (uid_t)(core.cfg.uid_range_start + (from + k) % core.cfg.uid_range_size);
         uint32_t *h = held_at(uid);

@@ -45,11 +45,12 @@ void jobs_dir_of(const job *j, char *out, size_t len);
 /* Indexes of the table, kept as jobs change so that a submission and a scheduler pass cost
  * O(1) or O(waiting), not O(kept jobs): per owner, the jobs kept and those waiting (in the
  * queue, PENDING or HELD: limits.max_queued_per_user); the jobs in the queue (job_in_queue) and
- * those holding room; the range's uids that unfinished jobs hold. A job is counted anew by
- * jobs_index, which jobs_add, jobs_remove, jobs_mark and job_save call: every change of its
- * state, shim or room is followed by one of them before the loop turn ends. At log level debug
- * every use checks the indexes against a full scan and aborts on a difference (a change that
- * skipped them). */
+ * those holding room; the jobs of each state neither of those lists is about (PENDING, HELD and
+ * the ended ones), so that a listing by state looks at the jobs of that state alone; the range's
+ * uids that unfinished jobs hold. A job is counted anew by jobs_index, which jobs_add,
+ * jobs_remove, jobs_mark and job_save call: every change of its state, shim or room is followed
+ * by one of them before the loop turn ends. At log level debug every use checks the indexes
+ * against a full scan and aborts on a difference (a change that skipped them). */
 void jobs_index(job *j);
 /* Everything counted again from the table: at start, once the jobs are re-adopted (a re-adopted
  * job holds room unsaved). */
@@ -63,6 +64,11 @@ jobs_user_count jobs_user(uid_t owner);
  * change of a job (jobs_index). */
 job **jobs_queued(size_t *n);
 job **jobs_holding_room(size_t *n);
+/* Whether the table keeps a list of the jobs in state s: PENDING, HELD and the ended states (the
+ * others are the queue's and the room's: a QUEUED job may be running unheard, job_launch_refresh). */
+bool jobs_state_listed(enum job_state s);
+/* The jobs in state s, a listed one, in seq order; valid until the next change of a job. */
+job **jobs_in_state(enum job_state s, size_t *n);
 /* Whether j's init pid is still the job's own process: a pid reused since would not be in its
  * cgroup. Ask after opening a pidfd of it, so that the answer holds for that pidfd. */
 bool jobs_init_alive(const job *j);

@@ -5,6 +5,7 @@ another user's jobs are out of reach, dependents are taken before what they wait
 under the command's feet), nothing matching is not an error. And Slurm's job ids: every command
 takes a job's number (its SLURM_JOB_ID, `rnx job list`'s NUM) as scancel takes 42 and 42_7."""
 import json
+import re
 import os
 import re
 from datetime import datetime, timedelta, timezone
@@ -178,3 +179,80 @@ def test_usage(daemon):
     assert p.returncode == 2 and "--status: 'DONE' is not a job state" in p.stderr, p.stderr
     p = daemon.rnx("job", "cancel", "--user=no-such-user-x")
     assert p.returncode == 2 and "--user: no user 'no-such-user-x'" in p.stderr, p.stderr
+
+
+LOOKED = re.compile(r"a listing of (\w+) looked at (\d+) jobs and (\d+) arrays, picked (\d+)")
+
+
+def listed(d, status, *flags):
+    """The ids `rnx job list --status` prints, and how many jobs the daemon looked at for them (its
+    debug line, api/jobs_list.c)."""
+    seen = len(d.log())
+    out = d.rnx("job", "list", f"--status={status}", "--json", *flags, check=True).stdout
+    m = LOOKED.findall(d.log()[seen:])
+    assert m and m[-1][0] == status, m
+    return sorted(j["id"] for j in json.loads(out)), int(m[-1][1])
+
+
+def check_listings(d, want):
+    """Each waiting state's listing is exactly the jobs in it (by the full listing, and as want
+    says), and looks at no other job however many ended ones are kept; an ended state's listing
+    too. want["tasks"]: the array tasks made (listed with --expand alone); want["arrays"]: the
+    arrays (each one line, looked at apart from the jobs)."""
+    full = json.loads(d.rnx("job", "list", "--json", "--expand", check=True).stdout)
+    for st in ("PENDING", "HELD", "COMPLETED", "CANCELED"):
+        ids, looked = listed(d, st, "--expand")
+        assert ids == sorted(j["id"] for j in full if j["status"] == st), (st, ids)
+        if st in want:
+            assert ids == sorted(want[st]), (st, ids, want[st])
+        # its state's jobs alone, not every job kept (an array is one line, not a job; its tasks
+        # not made yet are none)
+        assert looked == len(set(ids) - set(want.get("arrays", []))), (st, looked, ids)
+    assert listed(d, "PENDING")[0] == sorted(set(want["PENDING"]) - set(want.get("tasks", []))), "no task unexpanded"
+
+
+def test_waiting_listings_exact_across_changes(fresh_daemon):
+    """`rnx job list --status PENDING|HELD` lists exactly the jobs in that state as they are held,
+    released, let go by the job they wait for, canceled, and across a kill -9 of the daemon, and
+    the daemon looks at those jobs alone (its lists of them, core/jobs.c), not at the ended jobs
+    kept beside them (at log level debug it checks those lists against a scan, and stops on a
+    difference)."""
+    d = fresh_daemon()
+    ended = [run(d, "true") for _ in range(12)]
+    for j in ended:
+        d.wait(j)
+    gate = run(d, "sh", "-c", GATE)
+    d.wait_status(gate, "RUNNING")
+    p1, p2 = run(d, f"--after={gate}:ok", "true"), run(d, f"--after={gate}", "true")
+    h1 = run(d, later(), "true")
+    h2 = run(d, f"--after={gate}", "true")
+    c = run(d, f"--after={gate}", "true")
+    arr = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-1", "after": [{"job": gate, "state": "ok"}]})
+    assert arr[0] == 201, arr
+    arr = arr[1]["id"]
+    tasks = [t["id"] for t in json.loads(d.rnx("job", "list", "--json", "--expand", check=True).stdout)
+             if t.get("array_id") == arr]
+    d.rnx("job", "hold", h1, h2, check=True)
+    d.rnx("job", "cancel", c, check=True)
+    pending = [p1, p2, arr, *tasks]
+
+    def check(want):
+        check_listings(d, {**want, "tasks": tasks, "arrays": [arr]})
+
+    check({"PENDING": pending, "HELD": [h1, h2], "COMPLETED": ended, "CANCELED": [c]})
+    d.rnx("job", "release", h2, check=True)   # back to PENDING: its dependency still runs
+    d.rnx("job", "release", h1, check=True)   # SCHEDULED: its time lies ahead
+    check({"PENDING": [*pending, h2], "HELD": []})
+    d.rnx("job", "hold", h1, p1, check=True)
+    check({"PENDING": [p2, h2, arr, *tasks], "HELD": [h1, p1]})
+    d.kill9()
+    d.start()
+    check({"PENDING": [p2, h2, arr, *tasks], "HELD": [h1, p1]})
+    open(os.path.join(d.work(gate), "go"), "w").close()
+    assert d.wait(gate)["status"] == "COMPLETED"
+    for j in (p2, h2):
+        assert d.wait(j)["status"] == "COMPLETED"
+    d.rnx("job", "release", p1, check=True)   # its dependency met meanwhile: it goes
+    assert d.wait(p1)["status"] == "COMPLETED"
+    check({"PENDING": [], "HELD": [h1], "CANCELED": [c]})
+    assert "differ from a scan" not in d.log()
