@@ -152,10 +152,34 @@ function onJob(ev) {
   j.queue_position = ev.queue_position || null;
   if (ev.end_reason !== undefined) j.end_reason = ev.end_reason;
   S.jobs.set(ev.id, j);
-  pending.jobs.add(ev.id);          /* the rest (times, placement, usage) from the API */
+  /* the rest (times, placement, usage) from the API; a task's only while its array is expanded
+   * (its list, below) or its page is open: a 100,000-task array would ask for each */
+  const p = page();
+  if (!ev.array || (p.name === "jobs" && (jobOf(p.arg) || {}).id === ev.id)) pending.jobs.add(ev.id);
   if (ev.workflow) pending.workflows = true;
-  if (S.tasks.has(ev.id)) pending.arrays.add(ev.id);   /* an expanded array's tasks, made or not */
+  if (S.tasks.has(ev.id)) tasksLater(ev.id);          /* an expanded array's tasks, made or not */
+  if (ev.array && S.tasks.has(ev.array)) tasksLater(ev.array);   /* one of them changed */
   later();
+}
+
+/* An expanded array's tasks again, at most every 2 s: each task's start and end is an event, and
+ * the list is up to 1,000 tasks. */
+const TASKS_EVERY = 2000;
+const tasksAt = new Map();          /* array id -> when its list was last asked for, or a timer */
+function tasksLater(id) {
+  const last = tasksAt.get(id);
+  if (last && last.timer) return;   /* (one is coming) */
+  const wait = last ? Math.max(0, TASKS_EVERY - (Date.now() - last.at)) : 0;
+  if (!wait) {
+    tasksAt.set(id, {at: Date.now()});
+    pending.arrays.add(id);
+    return;
+  }
+  tasksAt.set(id, {at: last.at, timer: setTimeout(() => {
+    tasksAt.set(id, {at: Date.now()});
+    pending.arrays.add(id);
+    later();
+  }, wait)});
 }
 
 function onGpu(ev) {
@@ -411,8 +435,16 @@ async function jobAction(id, what) {
 }
 
 const asked = new Set();            /* jobs not in the list (an array's tasks) asked for once */
+/* The job a page's address names, as joblet reads a reference: its id, its number (Slurm's job
+ * id) before an id's prefix. */
+function jobOf(ref) {
+  if (!ref) return undefined;
+  return S.jobs.get(ref) || (/^[1-9][0-9]{0,18}$/.test(ref) ? [...S.jobs.values()].find((x) => String(x.number) === ref)
+                                                             : [...S.jobs.values()].find((x) => x.id.startsWith(ref)));
+}
+
 function pageJob(id) {
-  const j = S.jobs.get(id) || [...S.jobs.values()].find((x) => x.id.startsWith(id));
+  const j = jobOf(id);
   if (!j && !asked.has(id)) {
     asked.add(id);
     api("GET", "/v1/jobs/" + encodeURIComponent(id)).then((x) => {
@@ -528,7 +560,7 @@ function stopTerminal() {
 }
 async function pageTerminal(main, id) {
   stopTerminal();
-  const j = S.jobs.get(id) || [...S.jobs.values()].find((x) => x.id.startsWith(id));
+  const j = jobOf(id);
   const say = h("p", {id: "term-status", class: "note", role: "status"}, "connecting…");
   const box = h("div", {id: "term", class: "term"});
   main.replaceChildren(h("h2", {}, "Terminal of job ", h("a", {class: "mono", href: "#/jobs/" + encodeURIComponent(id)}, short(id)),

@@ -13,6 +13,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../core/job_cp.h"
+#include "../core/jobref.h"
 #include "../core/jobs.h"
 #include "../core/state.h"
 #include "stream.h"
@@ -212,9 +213,13 @@ int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e)
     if (n - pl - sl >= sizeof id || memchr(r->path + pl, '/', n - pl - sl))
         return 0; /* not /v1/jobs/{id}/archive: the routes answer it */
     snprintf(id, sizeof id, "%.*s", (int)(n - pl - sl), r->path + pl);
-    job *j = jobs_find(id, &r->who, e);
-    if (!j)
-        return -1;
+    /* named as every route names it (42, 42_7, a name, a prefix: core/jobref.h); an array, a task
+     * not started or nothing at all: the routes answer it, as they do every other request */
+    jobref ref;
+    jerr fe = {0};
+    if (jobref_find(id, &r->who, &ref, &fe) < 0 || !ref.j)
+        return 0;
+    job *j = ref.j;
     jobcp *c = job_cp_start(j, JOB_CP_IN, query_get(r, "path"), &r->who, e);
     if (!c)
         return -1;

@@ -44,6 +44,7 @@
 #include "reply.h"
 #include "routes_volume.h"
 #include "../core/array_ctl.h"
+#include "../core/jobref.h"
 #include "../core/array_json.h"
 #include "routes_network.h"
 #include "routes_runtime.h"
@@ -482,8 +483,8 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     }
     snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
-    array_ref *ar = xmalloc(sizeof *ar);
-    if (array_ctl_find(id, &r->who, ar, &e) < 0) {
+    jobref *ar = xmalloc(sizeof *ar);
+    if (jobref_find(id, &r->who, ar, &e) < 0) {
         free(ar);
         return http_reply_error(r->conn, &e);
     }

@@ -35,6 +35,8 @@ static size_t candidate(char *out, size_t n, size_t used, const char *id, const 
     return w < 0 ? used : used + (size_t)w;
 }
 
+void idref_number_given(idref *r) { r->number_given = r->numeric; }
+
 void idref_offer_number(idref *r, const char *id, const char *state, bool visible, void *obj)
 {
     if (!r->numeric || !visible)
@@ -65,7 +67,7 @@ bool idref_offer(idref *r, const char *id, const char *name, const char *state, 
         if (r->nname++ < 5)
             r->un = candidate(r->names, sizeof r->names, r->un, id, state);
     }
-    if (r->hexish && !strncmp(id, r->ref, r->len)) {
+    if (r->hexish && !r->number_given && !strncmp(id, r->ref, r->len)) {
         r->by_prefix = obj;
         if (r->nprefix++ < 5)
             r->up = candidate(r->prefixes, sizeof r->prefixes, r->up, id, state);
@@ -122,7 +124,7 @@ void *idref_result(idref *r, jerr *e)
     else if (r->hexish)
         jerr_http(e, 404, "no %s matches '%s' (by id, id prefix or name)", k, ref);
     else
-        jerr_http(e, 404, "no %s named '%s' (a %s is given by its id, a unique prefix of it, or its %s)", k, ref, k,
-                  r->name_flag);
+        jerr_http(e, 404, "no %s named '%s' (a %s is given by its id, %sa unique prefix of it, or its %s)", k, ref, k,
+                  r->numbers ? "its number, " : "", r->name_flag);
     return NULL;
 }

@@ -24,6 +24,8 @@ typedef struct idref {
     bool hexish;              /* could be an id prefix */
     bool numeric;             /* could be a number (idref_number) */
     bool numbers;             /* the caller asked for it: its objects have numbers */
+    bool number_given;        /* a job or an array was given that number (whoever sees it now): ref is
+                               * that number, never the start of an id (idref_number_given) */
     unsigned long long number;
     void *numbered;           /* the visible object with that number (idref_offer_number) */
     char numbered_as[80];
@@ -44,6 +46,10 @@ int idref_start(idref *r, const char *kind, const char *name_flag, const char *r
 /* The number ref is, when it is one (1 to 19 digits, the first not 0): the caller looks up
  * the object with that number, if any, and offers it with idref_offer_number. */
 bool idref_number(idref *r, unsigned long long *number);
+/* The number ref is was given to an object, kept or deleted, seen by the asker or not: ref
+ * matches no id prefix then (user A's `cancel 7` never takes A's own 7f3a... because job 7 is
+ * B's or gone). */
+void idref_number_given(idref *r);
 /* The object whose number ref is, offered before that object's own idref_offer (which then
  * passes over it): the answer, unless another object is named ref. One the asker may not see
  * matches nothing, as a name of another's does. */

@@ -175,7 +175,7 @@ const jobreq_field jobreq_fields[JR_N] = {
                       "before --max-runtime ends it, to write a checkpoint (Slurm's --signal)",
         .limit = "signal %s"},
     [JR_AFTER] = {"after", "--after", NULL, false, false, JK_AFTER, JU_NONE, 1, JOBREQ_AFTER_MAX, OFF(after),
-                  "must be a list of at most %2$lld {job, state}: a job's id, unique id prefix or name, and ok, "
+                  "must be a list of at most %2$lld {job, state}: a job's id, number, unique id prefix or name, and ok, "
                   "notok, any (the default), started or corr",
         "ID[:STATE]", "wait (PENDING) until job ID has gone so (repeatable, or a comma\n"
                     "list): STATE ok: it ended COMPLETED; notok: FAILED, STOPPED or\n"
@@ -834,7 +834,7 @@ static int after_refuse_text(jerr *e, const char *shown)
     char v[80];
     quote_shown(shown, v);
     return jerr_field(e, "after", "after: '%s' is not ID[:STATE] (STATE ok, notok, any, started or corr; ID a job's "
-                                  "id, unique id prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, "
+                                  "id, number, unique id prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, "
                                   "afterany, after, aftercorr) nor singleton", v);
 }
 
@@ -948,7 +948,7 @@ static int after_from_json(job_req *r, const jobreq_field *f, json_t *v, jerr *e
         json_t *jv = json_object_get(x, "job"), *sv = json_object_get(x, "state");
         if (!json_is_object(x) || !json_is_string(jv))
             return jerr_field(e, f->key, "after[%zu]: must be an object {\"job\": ID, \"state\": ok|notok|any|started|corr} "
-                                         "(job: a job's id, unique id prefix or name)", i);
+                                         "(job: a job's id, number, unique id prefix or name)", i);
         const char *k;
         json_t *kv;
         json_object_foreach(x, k, kv) {

@@ -1,6 +1,6 @@
-/* What a user asks of a job array or some of its tasks (array_ctl.c): which a reference names
- * ("ID", "ID_7", "ID_[3-5]", a name, a prefix), and stop, cancel, kill and delete over many
- * tasks, made or not. The transitions of each made task are job_ctl's. */
+/* What a user asks of a job array or some of its tasks (array_ctl.c): stop, cancel, kill and
+ * delete over many tasks, made or not (which tasks a reference names: jobref.h). The transitions
+ * of each made task are job_ctl's. */
 #ifndef JOBLET_ARRAY_CTL_H
 #define JOBLET_ARRAY_CTL_H
 
@@ -14,20 +14,6 @@
 #include "arrays.h"
 #include "authz.h"
 #include "job.h"
-
-/* What a reference names: a job (an array's made task too, by its own id or ID_T), or an
- * array (tasks_named: some of its tasks, ID_T of a task not made or ID_[LIST]). */
-typedef struct array_ref {
-    job *j;
-    jarray *a;
-    bool tasks_named;
-    arrayspec tasks;
-} array_ref;
-
-/* The arrays and jobs the caller may see, as jobs_find resolves jobs (full id, name, unique
- * prefix); an array's tasks have no name of their own (the array's is the array's). ID_T and
- * ID_[LIST] name tasks of the array ID names. 0, or -1 with e set (404, 409, 400 for a bad list). */
-int array_ctl_find(const char *ref, const caller *who, array_ref *out, jerr *e);
 
 enum array_ctl_act { ARRAY_CTL_CANCEL, ARRAY_CTL_STOP, ARRAY_CTL_KILL };
 /* The tasks named (NULL: every task): those not made are canceled (no job is made for them);

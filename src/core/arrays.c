@@ -618,7 +618,7 @@ static void link_task(jarray *a, job *j, bool in_place)
     a->places[at] = (uint32_t)k;
     a->ntasks++;
     a->nlinked++;
-    a->started |= job_started(j);
+    a->started |= job_started(j) || j->preemptions > 0; /* (one requeued ran: its start time went) */
     if (!job_state_terminal(j->state)) {
         j->array_active = true;
         a->active++;
@@ -692,25 +692,12 @@ jarray *arrays_by_id(const char *id) { return idindex_get(&by_ref, id); }
 jarray *arrays_offer_number(idref *r, const caller *who)
 {
     unsigned long long number;
+    if (idref_number(r, &number) && number < core.next_seq)
+        idref_number_given(r); /* (numbers are shared by jobs and arrays) */
     jarray *a = idref_number(r, &number) ? arrays_by_seq(number) : NULL;
     if (a)
         idref_offer_number(r, a->id, "ARRAY", arrays_visible(a, who), a);
     return a;
-}
-
-jarray *arrays_find(const char *ref, const caller *who, jerr *e)
-{
-    idref r;
-    if (idref_start(&r, "job", "--name", ref, e) < 0)
-        return NULL;
-    arrays_offer_number(&r, who);
-    size_t n;
-    jarray **c = arrays_named(ref, &n);
-    for (size_t i = 0; i < n; i++)
-        if (idref_offer(&r, c[i]->id, c[i]->name, "ARRAY", c[i]->owner_uid, arrays_visible(c[i], who), c[i]))
-            break;
-    free(c);
-    return idref_result(&r, e);
 }
 
 jarray *arrays_by_seq(uint64_t seq)

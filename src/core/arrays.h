@@ -156,9 +156,6 @@ void arrays_forget_task(job *j);
 
 /* Offers r the array whose number r is (common/idref.h), if one has it: that array, else NULL. */
 jarray *arrays_offer_number(idref *r, const caller *who);
-/* References: "ID", a number, a name, a prefix (the array itself), found as jobs_find finds jobs. NULL
- * with e set as jobs_find sets it when none matches. */
-jarray *arrays_find(const char *ref, const caller *who, jerr *e);
 /* The arrays a reference can name (by name or id prefix, whoever may see them), in seq order;
  * NULL-terminated, freed by the caller. */
 jarray **arrays_named(const char *ref, size_t *n);

@@ -12,6 +12,7 @@
 #include "arrays.h"
 #include "depend_rule.h"
 #include "job_events.h"
+#include "jobref.h"
 #include "jobs.h"
 #include "state.h"
 
@@ -36,57 +37,36 @@ int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e)
 {
     caller who = authz_local(uid, gid);
     for (size_t i = 0; i < req->nafter; i++) {
-        jerr fe = {0};
         const char *ref = req->after[i].job;
-        /* ID_T, an array's task (Slurm's afterok:123_7): the job it was made, by its own id */
-        char base[160];
-        arrayspec tasks;
-        jerr te = {0}, be = {0};
-        jarray *of = arrayspec_split_ref(ref, base, sizeof base, &tasks, &te) > 0 ? arrays_find(base, &who, &be) : NULL;
-        if (of) {
-            /* the whole text is also another owner's job's name: ambiguous, as array_ctl_find has it */
-            jerr ne = {0};
-            job *named = jobs_find(ref, &who, &ne);
-            if (named && named->owner_uid != of->owner_uid)
-                return jerr_field(e, "after", "after: '%s' names task(s) of array %.8s and job %.8s (another "
-                                              "owner's); give the one's full id", ref, of->id, named->id);
-            if (tasks.count != 1)
+        /* as every route under /v1/jobs/{ref} resolves it (core/jobref.h): a job, or an array (by
+         * its id, number, name or prefix: all its tasks), or ID_T, an array's task (Slurm's
+         * afterok:123_7): the job it was made, by its own id */
+        jobref r;
+        jerr fe = {0};
+        const char *id = NULL;
+        if (jobref_find(ref, &who, &r, &fe) < 0) {
+            if (fe.http == 409 || fe.http == 400 || r.a) /* several match (the message lists them, the
+                                                          * caller's own), a bad list, a task not the array's */
+                return jerr_field(e, "after", "after: %s", fe.msg);
+            /* missing, or another user's: the same words either way */
+            return jerr_field(e, "after", "after: no job '%s' (by id, number, unique id prefix or name) among the "
+                                          "jobs you may see", ref);
+        }
+        if (r.tasks_named) {
+            if (r.tasks.count != 1)
                 return jerr_field(e, "after", "after: '%s' names several tasks; wait for one task (%.8s_%u) or for "
-                                              "the whole array (%.8s)", ref, of->id, tasks.r[0].lo, of->id);
-            uint32_t t = tasks.r[0].lo;
+                                              "the whole array (%.8s)", ref, r.a->id, r.tasks.r[0].lo, r.a->id);
             bool made;
-            job *tj = arrays_task(of, t, &made);
-            if (!arrayspec_has(&of->spec, t))
-                return jerr_field(e, "after", "after: array %s has no task %u; its tasks are %s", of->id, t,
-                                  of->req.array);
-            if (!tj)
-                return jerr_field(e, "after", "after: task %u of array %s %s; wait for the whole array (%.8s), or "
-                                              "task by task from an array (%.8s:corr)", t, of->id,
-                                  made ? "was deleted" : "has not started yet (it is a job once it starts)", of->id,
-                                  of->id);
-            free(req->after[i].job);
-            req->after[i].job = xstrdup(tj->id);
-            continue;
+            arrays_task(r.a, r.tasks.r[0].lo, &made);
+            return jerr_field(e, "after", "after: task %u of array %s %s; wait for the whole array (%.8s), or "
+                                          "task by task from an array (%.8s:corr)", r.tasks.r[0].lo, r.a->id,
+                              made ? "was deleted" : "has not started yet (it is a job once it starts)", r.a->id,
+                              r.a->id);
         }
-        /* an array (by id, name or prefix: its tasks share its name) waits for all its tasks */
-        jerr ae = {0};
-        jarray *a = arrays_find(ref, &who, &ae);
-        if (a) {
-            if (strcmp(ref, a->id)) {
-                free(req->after[i].job);
-                req->after[i].job = xstrdup(a->id);
-            }
-            continue;
-        }
-        job *d = jobs_find(ref, &who, &fe);
-        if (!d && fe.http == 409) /* several match: the message lists them, the caller's own */
-            return jerr_field(e, "after", "after: %s", fe.msg);
-        if (!d) /* missing, or another user's: the same words either way */
-            return jerr_field(e, "after", "after: no job '%s' (by id, unique id prefix or name) among the jobs you "
-                                          "may see", ref);
-        if (strcmp(ref, d->id)) {
+        id = r.a ? r.a->id : r.j->id;
+        if (strcmp(ref, id)) {
             free(req->after[i].job);
-            req->after[i].job = xstrdup(d->id);
+            req->after[i].job = xstrdup(id);
         }
     }
     return 0;

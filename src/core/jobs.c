@@ -39,6 +39,8 @@ job *jobs_by_id(const char *id) { return idindex_get(&by_ref, id); }
 bool jobs_offer(idref *r, const caller *who, bool task_names)
 {
     unsigned long long number;
+    if (idref_number(r, &number) && number < core.next_seq)
+        idref_number_given(r); /* (numbers are shared by jobs and arrays) */
     job *numbered = idref_number(r, &number) ? jobs_by_seq(number) : NULL;
     if (numbered)
         idref_offer_number(r, numbered->id, job_state_name(numbered->state), visible(numbered, who), numbered);

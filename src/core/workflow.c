@@ -428,7 +428,7 @@ static depend_seen seen_of(const workflow *wf, size_t x, bool *ended)
         return (depend_seen){.exists = true, .started = arrays_started(a), .state = st};
     }
     *ended = !d || job_state_terminal(d->state);
-    return (depend_seen){.exists = d != NULL, .started = d && d->started_ms > 0, .state = d ? d->state : JS_CANCELED};
+    return (depend_seen){.exists = d != NULL, .started = d && job_started(d), .state = d ? d->state : JS_CANCELED};
 }
 
 static bool handled(const workflow *wf, size_t x, enum job_state st)

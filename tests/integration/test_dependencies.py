@@ -150,7 +150,7 @@ def test_chain_is_canceled_in_cascade(daemon):
 def test_bad_references_are_refused_naming_after(daemon):
     p = daemon.rnx("job", "run", "--after=no-such-job:ok", "true")
     assert p.returncode == 1
-    assert "--after: no job 'no-such-job' (by id, unique id prefix or name) among the jobs you may see" in p.stderr
+    assert "--after: no job 'no-such-job' (by id, number, unique id prefix or name) among the jobs you may see" in p.stderr
     code, err = daemon.api("POST", "/v1/jobs", {"command": "true", "after": [{"job": "no-such-job"}]})
     assert code == 400 and err["error"]["field"] == "after", err
     p = daemon.rnx("job", "run", "--after=x:done", "true")

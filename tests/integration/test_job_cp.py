@@ -385,3 +385,28 @@ def test_the_whole_work_after_the_job(d, tmp):
     p = cp(d, f"{jid}:/work/", os.path.join(tmp, "again"))
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(os.path.join(tmp, "again"))) == ["a", "top"]
+
+
+def test_a_task_is_named_by_its_arrays_number_as_everywhere(d, tmp):
+    """rnx job cp names a job as every command does: Slurm's 42_0 (task 0 of the array numbered 42)
+    into the task (the upload's request is resolved before its body is read) and out of it; an
+    array itself is no job to copy into."""
+    code, a = d.api("POST", "/v1/jobs", {"command": "sh", "array": "0-1%1",
+                                         "args": ["-c", "touch /tmp/.ready && exec sleep 300"]})
+    assert code == 201, a
+    task = f"{a['number']}_0"
+    d.wait_status(task, "RUNNING")
+    deadline = time.time() + 60
+    while d.api("GET", f"/v1/jobs/{task}/archive?path=/tmp/.ready&stat=1")[0] != 200 and time.time() < deadline:
+        time.sleep(0.2)
+    src = os.path.join(tmp, "in.txt")
+    with open(src, "w") as f:
+        f.write("by number")
+    p = cp(d, src, f"{task}:/tmp/")
+    assert p.returncode == 0, p.stderr
+    p = cp(d, f"{task}:/tmp/in.txt", os.path.join(tmp, "back.txt"))
+    assert p.returncode == 0, p.stderr
+    assert open(os.path.join(tmp, "back.txt")).read() == "by number"
+    p = cp(d, src, f"{a['number']}:/tmp/")
+    assert p.returncode != 0, p.stdout
+    d.rnx("job", "kill", a["id"], check=True)

@@ -173,7 +173,7 @@ def test_another_users_job_is_refused_exactly_as_a_missing_one(daemon):
     for who, ref in ((4321, root_job), (4321, missing)):
         p = rnx_as(daemon, who, "job", "update", mine, f"--after={ref}")
         assert p.returncode != 0, p.stdout
-        assert f"--after: no job '{ref}' (by id, unique id prefix or name) among the jobs you may see" in p.stderr
+        assert f"--after: no job '{ref}' (by id, number, unique id prefix or name) among the jobs you may see" in p.stderr
     p = update(daemon, mine, f"--after={root_job}")
     assert p.returncode != 0 and f"no job '{root_job}'" in p.stderr, p.stderr
     assert updated(daemon, mine) == []

@@ -33,6 +33,8 @@ static const obj objs[] = {
     /* named as another's number (objs[2]'s is 3), and as its own (11) */
     {"e0000000-0000-4000-8000-000000000010", "3", "QUEUED", true, 0},
     {"e1000000-0000-4000-8000-000000000011", "11", "QUEUED", true, 0},
+    /* its id starts as numbers 14 (given, since deleted) and 140000 (never given) read */
+    {"14000000-0000-4000-8000-000000000012", "x", "QUEUED", true, 0},
 };
 #define NOBJS (sizeof objs / sizeof objs[0])
 
@@ -48,13 +50,16 @@ static const obj *find(const char *ref, jerr *e)
     return idref_result(&r, e);
 }
 
-/* As jobs_find finds jobs: objs[i]'s number is i + 1, offered before the others. */
+/* As jobs_find finds jobs: objs[i]'s number is i + 1, offered before the others; the five
+ * numbers after theirs were given to objects deleted since. */
 static const obj *find_numbered(const char *ref, jerr *e)
 {
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return NULL;
     unsigned long long n;
+    if (idref_number(&r, &n) && n <= NOBJS + 5)
+        idref_number_given(&r);
     if (idref_number(&r, &n) && n >= 1 && n <= NOBJS)
         idref_offer_number(&r, objs[n - 1].id, objs[n - 1].state, objs[n - 1].visible, (void *)&objs[n - 1]);
     for (size_t i = 0; i < NOBJS; i++)
@@ -91,13 +96,23 @@ static void test_numbers(void **state)
     assert_int_equal(e.http, 404);
     assert_string_equal(e.msg, "no job matches '5' (by number, id prefix or name)");
     memset(&e, 0, sizeof e);
-    assert_null(find_numbered("12", &e));
-    assert_string_equal(e.msg, "no job matches '12' (by number, id prefix or name)");
+    assert_null(find_numbered("13", &e));
+    assert_string_equal(e.msg, "no job matches '13' (by number, id prefix or name)");
+    /* a number given (its object deleted, or another user's) is that number, not the start of
+     * the asker's own id; one never given may be */
+    memset(&e, 0, sizeof e);
+    assert_null(find_numbered("14", &e));
+    assert_int_equal(e.http, 404);
+    assert_ptr_equal(find_numbered("140000", &e), &objs[11]);
+    memset(&e, 0, sizeof e);
+    assert_null(find_numbered("secret", &e));
+    assert_string_equal(e.msg, "no job named 'secret' (a job is given by its id, its number, a unique prefix of it, or "
+                               "its --name)");
     /* without numbers (workflows), 3 is a name */
     assert_ptr_equal(find("3", &e), &objs[9]);
     memset(&e, 0, sizeof e);
-    assert_null(find("12", &e));
-    assert_string_equal(e.msg, "no job matches '12' (by id, id prefix or name)");
+    assert_null(find("13", &e));
+    assert_string_equal(e.msg, "no job matches '13' (by id, id prefix or name)");
 }
 
 static void test_what_is_a_number(void **state)

@@ -201,7 +201,7 @@ static const field_case cases[] = {
      "\"1,1\"", "array: '1,1' names a task twice (ranges from 1 and from 1 overlap); name each task once"},
     {JR_AFTER, "", 0, "a1b2:ok,train", "[{\"job\": \"a1b2\", \"state\": \"ok\"}, {\"job\": \"train\", \"state\": \"any\"}]",
      "[{\"job\": \"x\"}]", "[{\"job\": \"x\", \"state\": \"any\"}]",
-     "a:done", "after: 'a:done' is not ID[:STATE] (STATE ok, notok, any, started or corr; ID a job's id, unique id "
+     "a:done", "after: 'a:done' is not ID[:STATE] (STATE ok, notok, any, started or corr; ID a job's id, number, unique id "
      "prefix or name) nor Slurm's afterok:ID[:ID...] (afternotok, afterany, after, aftercorr) nor singleton",
      "[{\"job\": \"x\", \"state\": \"done\"}]", "after[0].state: must be ok, notok, any, started or corr"},
     {JR_SINGLETON, "\"name\": \"train\", ", 0, "true", "true", "false", "false",
@@ -1505,11 +1505,11 @@ static void test_after_text(void **state)
         const char *json, *msg;
     } jbad[] = {
         {"[\"a\"]", "after[0]: must be an object {\"job\": ID, \"state\": ok|notok|any|started|corr} (job: a job's "
-                    "id, unique id prefix or name)"},
+                    "id, number, unique id prefix or name)"},
         {"[{\"job\": \"a\", \"when\": 1}]", "after[0]: unknown field 'when'; accepted: job, state"},
         {"[{\"job\": \"a:b\"}]", "after[0].job: 'a:b' is not a job's id, id prefix or name (1 to 128 bytes, no ':', "
                                   "',', '?', space or control character)"},
-        {"{}", "after: must be a list of at most 64 {job, state}: a job's id, unique id prefix or name, and ok, notok, "
+        {"{}", "after: must be a list of at most 64 {job, state}: a job's id, number, unique id prefix or name, and ok, notok, "
                "any (the default), started or corr"},
     };
     for (size_t i = 0; i < sizeof jbad / sizeof jbad[0]; i++) {

@@ -1,0 +1,97 @@
+/* Job and array references (jobref.h). */
+#include "jobref.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/idref.h"
+#include "jobs.h"
+
+/* ref as a job's or an array's id, number, prefix or name: out->a or out->j (the other NULL). */
+static int find_plain(const char *ref, const caller *who, jobref *out, jerr *e)
+{
+    out->a = NULL;
+    out->j = NULL;
+    idref r;
+    if (idref_start(&r, "job", "--name", ref, e) < 0)
+        return -1;
+    jarray *numbered = arrays_offer_number(&r, who); /* (a job's number: jobs_offer) */
+    size_t narr;
+    jarray **arrs = arrays_named(ref, &narr);
+    bool hit = false;
+    for (size_t i = 0; i < narr && !hit; i++)
+        hit = idref_offer(&r, arrs[i]->id, arrs[i]->name, "ARRAY", arrs[i]->owner_uid, arrays_visible(arrs[i], who),
+                          arrs[i]);
+    if (!hit)
+        jobs_offer(&r, who, false); /* a task answers to its own id, not to its array's name */
+    void *res = idref_result(&r, e);
+    if (res && res == numbered) {
+        out->a = numbered;
+        free(arrs);
+        return 0;
+    }
+    for (size_t i = 0; res && i < narr; i++)
+        if (arrs[i] == res) {
+            out->a = arrs[i];
+            free(arrs);
+            return 0;
+        }
+    free(arrs);
+    if (!res)
+        return -1;
+    out->j = res;
+    return 0;
+}
+
+int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e)
+{
+    memset(out, 0, offsetof(jobref, tasks));
+    out->tasks.n = 0;
+    char base[160];
+    jerr se = {0};
+    int form = arrayspec_split_ref(ref, base, sizeof base, &out->tasks, &se);
+    if (form != 0) {
+        /* ID_T / ID_[LIST], when ID is an array (else the whole text may be a job's name) */
+        jobref b;
+        jerr be = {0};
+        if (find_plain(base, who, &b, &be) == 0 && b.a) {
+            if (form < 0) {
+                *e = se;
+                return -1;
+            }
+            /* the whole text is also another owner's job's (or array's) name or id prefix: not the
+             * array's to win (one who sees both would be led to a task of an array named so as to
+             * shadow another's job named train_3) */
+            jobref whole;
+            jerr we = {0};
+            if (find_plain(ref, who, &whole, &we) == 0 &&
+                (whole.a ? whole.a->owner_uid : whole.j->owner_uid) != b.a->owner_uid) {
+                jerr_http(e, 409, "'%s' names task(s) of array %.8s and %s %.8s (another owner's); give the one's "
+                                  "full id", ref, b.a->id, whole.a ? "array" : "job", whole.a ? whole.a->id : whole.j->id);
+                e->code = EEXIST;
+                return -1;
+            }
+            out->a = b.a;
+            for (size_t i = 0; i < out->tasks.n; i++)
+                for (uint32_t t = out->tasks.r[i].lo;; t += out->tasks.r[i].step) {
+                    if (!arrayspec_has(&b.a->spec, t))
+                        return jerr_http(e, 404, "array %s has no task %u; its tasks are %s", b.a->id, t,
+                                         b.a->req.array); /* (out->a: the array) */
+                    if (t >= out->tasks.r[i].hi || out->tasks.count > 4096)
+                        break;
+                }
+            /* one task that was made: the job itself */
+            bool made;
+            job *j = out->tasks.count == 1 ? arrays_task(b.a, out->tasks.r[0].lo, &made) : NULL;
+            if (j) {
+                out->j = j;
+                out->a = NULL;
+                return 0;
+            }
+            out->tasks_named = true;
+            return 0;
+        }
+    }
+    return find_plain(ref, who, out, e);
+}
