@@ -5,7 +5,6 @@ another user's jobs are out of reach, dependents are taken before what they wait
 under the command's feet), nothing matching is not an error. And Slurm's job ids: every command
 takes a job's number (its SLURM_JOB_ID, `rnx job list`'s NUM) as scancel takes 42 and 42_7."""
 import json
-import re
 import os
 import re
 from datetime import datetime, timedelta, timezone
