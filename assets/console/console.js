@@ -154,8 +154,7 @@ function onJob(ev) {
   S.jobs.set(ev.id, j);
   /* the rest (times, placement, usage) from the API; a task's only while its array is expanded
    * (its list, below) or its page is open: a 100,000-task array would ask for each */
-  const p = page();
-  if (!ev.array || (p.name === "jobs" && (jobOf(p.arg) || {}).id === ev.id)) pending.jobs.add(ev.id);
+  if (!ev.array || ev.id === shownJob) pending.jobs.add(ev.id);
   if (ev.workflow) pending.workflows = true;
   if (S.tasks.has(ev.id)) tasksLater(ev.id);          /* an expanded array's tasks, made or not */
   if (ev.array && S.tasks.has(ev.array)) tasksLater(ev.array);   /* one of them changed */
@@ -443,8 +442,10 @@ function jobOf(ref) {
                                                              : [...S.jobs.values()].find((x) => x.id.startsWith(ref)));
 }
 
+let shownJob = null;                /* the id of the job whose page is drawn (a task's too: onJob) */
 function pageJob(id) {
   const j = jobOf(id);
+  shownJob = j ? j.id : null;
   if (!j && !asked.has(id)) {
     asked.add(id);
     api("GET", "/v1/jobs/" + encodeURIComponent(id)).then((x) => {
@@ -964,6 +965,7 @@ function render(navigated) {
   for (const a of document.querySelectorAll("nav a[data-page]"))
     a.toggleAttribute("aria-current", a.dataset.page === p.name) && a.setAttribute("aria-current", "page");
   if (!S.loaded) return;
+  shownJob = null;                  /* (pageJob sets it again while a job's page is drawn) */
   const key = p.name + "/" + (p.arg || "");
   if (key !== lastPage) {
     if (p.name !== "jobs" || !p.arg) stopLog();

@@ -213,12 +213,13 @@ int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e)
     if (n - pl - sl >= sizeof id || memchr(r->path + pl, '/', n - pl - sl))
         return 0; /* not /v1/jobs/{id}/archive: the routes answer it */
     snprintf(id, sizeof id, "%.*s", (int)(n - pl - sl), r->path + pl);
-    /* named as every route names it (42, 42_7, a name, a prefix: core/jobref.h); an array, a task
-     * not started or nothing at all: the routes answer it, as they do every other request */
+    /* named as every route names it (42, 42_7, a name, a prefix: core/jobref.h), and refused
+     * here as the route would refuse it, before a body that is no upload is read */
     jobref ref;
-    jerr fe = {0};
-    if (jobref_find(id, &r->who, &ref, &fe) < 0 || !ref.j)
-        return 0;
+    if (jobref_find(id, &r->who, &ref, e) < 0)
+        return -1;
+    if (!ref.j)
+        return jobref_not_a_job(ref.a, ref.tasks_named ? &ref.tasks : NULL, "PUT", "archive", e);
     job *j = ref.j;
     jobcp *c = job_cp_start(j, JOB_CP_IN, query_get(r, "path"), &r->who, e);
     if (!c)

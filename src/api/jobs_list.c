@@ -181,13 +181,13 @@ static void free_lister(void *cls)
 /* The jobs a listing looks at, in seq order: asked for a state of a job in the queue or holding
  * room (the polls of clients waiting for their jobs: ?status=RUNNING), those two lists of the
  * table's indexes (core/jobs.h), merged (a QUEUED job there may be running, unheard till it is
- * written: job_launch_refresh); for any other state (PENDING, HELD, an ended one) the table's list
- * of that state; else every job. Arrays are the caller's (an array is one line, of the state of its
+ * written: job_launch_refresh); for PENDING and HELD the table's list of that state; else (an
+ * ended state: most of the jobs kept, the answer's size) every job. Arrays are the caller's (an array is one line, of the state of its
  * tasks together, made or not). *owned: the list is the caller's to free. */
 static job **candidates(const jobs_list_filter *f, size_t *n, bool *owned)
 {
     *owned = false;
-    if (!f->by_state) {
+    if (!f->by_state || job_state_terminal(f->state)) {
         *n = core.njobs;
         return core.jobs;
     }

@@ -416,18 +416,7 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
                                                        (json_int_t)acted));
     }
-    char list[256];
-    if (tasks)
-        arrayspec_format(tasks, false, list, sizeof list);
-    if (tasks && tasks->count == 1)
-        jerr_http(&e, 409, "task %u of array %s has not started yet: it has no %s", tasks->r[0].lo, a->id,
-                  *action ? action : "such operation");
-    else if (tasks) /* several tasks named: each is its own job for this */
-        jerr_http(&e, 400, "tasks [%s] of array %s: %s %s takes one task at a time (%.8s_%u)", list, a->id, r->method,
-                  *action ? action : "", a->id, tasks->r[0].lo);
-    else
-        jerr_http(&e, 400, "%s is a job array (%llu tasks): name one task, e.g. %.8s_%u, for %s %s", a->id,
-                  (unsigned long long)a->spec.count, a->id, a->spec.min, r->method, *action ? action : "");
+    jobref_not_a_job(a, tasks, r->method, action, &e);
     return http_reply_error(r->conn, &e);
 }
 
@@ -483,18 +472,18 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     }
     snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
-    jobref *ar = xmalloc(sizeof *ar);
-    if (jobref_find(id, &r->who, ar, &e) < 0) {
-        free(ar);
+    jobref *named = xmalloc(sizeof *named);
+    if (jobref_find(id, &r->who, named, &e) < 0) {
+        free(named);
         return http_reply_error(r->conn, &e);
     }
-    if (ar->a) {
-        enum MHD_Result rc = one_array(r, ar->a, ar->tasks_named ? &ar->tasks : NULL, action);
-        free(ar);
+    if (named->a) {
+        enum MHD_Result rc = one_array(r, named->a, named->tasks_named ? &named->tasks : NULL, action);
+        free(named);
         return rc;
     }
-    job *j = ar->j;
-    free(ar);
+    job *j = named->j;
+    free(named);
     job_launch_refresh(j);
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
     if (!*action && get) {

@@ -119,6 +119,9 @@ void *idref_result(idref *r, jerr *e)
     if (r->others)
         jerr_http(e, 403, "%s %s is another user's %s: you can see and manage only your own %ss (root, maintainers and admins see every %s)",
                   k, ref, k, k, k);
+    else if (r->number_given) /* (no id prefix was tried) */
+        jerr_http(e, 404, "no %s matches '%s' (by number or name; for an id that starts with these digits, give "
+                          "more of it)", k, ref);
     else if (r->numeric && r->numbers)
         jerr_http(e, 404, "no %s matches '%s' (by number, id prefix or name)", k, ref);
     else if (r->hexish)

@@ -51,8 +51,9 @@ enum sr_kind {
     R_CHDIR,     /* -D */
     R_EXPORT,    /* ALL, NONE, [ALL,]NAME[=VALUE],... */
     R_CPUS,      /* -c: noted when it is not the job's */
-    R_GPUS,      /* -G and the per-task, per-node forms: noted when not the job's */
+    R_GPUS,      /* -G and the per-task, per-node forms: the GPUs the step sees (gpu_share) */
     R_GRES,      /* gpu[:TYPE][:N] among others: the same */
+    R_OVERLAP,   /* --overlap: the step shares what other steps hold */
     R_MEM,       /* --mem: noted when not the job's */
     R_MEM_SHARE, /* --mem-per-cpu, --mem-per-gpu: noted (the task has the job's memory) */
     R_TIME,      /* -t: noted (the job's limit applies) */
@@ -111,7 +112,7 @@ static const sr_opt sr_opts[] = {
     {"distribution", 'm', 1, R_QUIET, NULL},
     {"hint", 0, 1, R_QUIET, NULL},
     {"exact", 0, 0, R_QUIET, NULL},
-    {"overlap", 0, 0, R_QUIET, NULL},
+    {"overlap", 0, 0, R_OVERLAP, NULL},
     {"whole", 0, 0, R_QUIET, NULL},
     {"exclusive", 0, 2, R_QUIET, NULL},
     {"oversubscribe", 's', 0, R_QUIET, NULL},
@@ -176,19 +177,26 @@ static void of_job(char *buf, size_t len, long long have, const char *unit)
 static int share(srun_plan *p, const char *where, long long asked, long long have, const char *what,
                  const char *unit, jerr *e)
 {
+    if (asked == have)
+        return 0;
     if (have >= 0 && asked > have)
         return jerr_input(e, what, "%s: more than the job has (%lld%s): a step has at most the job's", where, have,
                           unit);
-    if (!strcmp(what, "GPUs") && asked > 0) {
-        p->gpus = asked; /* the step sees that many of them, none another step holds (srun_gpus_pick) */
-        return 0;
-    }
-    if (asked == have)
-        return 0;
     char h[64];
     of_job(h, sizeof h, have, unit);
     sbatch_list_add(&p->notes, xprintf("%s: a step has the job's %s, not a share: the task has %s", where, what, h));
     return 0;
+}
+
+/* GPUs asked for: the step sees that many of the job's, none another running step holds
+ * (srun_gpus_pick); 0 (a step with none) is noted: it sees the job's anyway. */
+static int gpu_share(srun_plan *p, const char *where, long long asked, const srun_job *job, jerr *e)
+{
+    if (asked > job->gpus)
+        return jerr_input(e, "GPUs", "%s: more than the job has (%lld GPUs): a step has at most the job's", where,
+                          job->gpus);
+    p->gpus = asked; /* (the last one given counts, as for every option) */
+    return asked || !job->gpus ? 0 : share(p, where, 0, job->gpus, "GPUs", " GPUs", e);
 }
 
 static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where, const srun_job *job, jerr *e)
@@ -283,11 +291,11 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
         return share(p, where, n, job->cpus, "CPUs", " CPUs", e);
     case R_GPUS: {
         char type[64];
-        if (!strcmp(v, "0")) /* a step with no GPU: it sees the job's anyway */
-            return job->gpus > 0 ? share(p, where, 0, job->gpus, "GPUs", " GPUs", e) : 0;
+        if (!strcmp(v, "0"))
+            return gpu_share(p, where, 0, job, e);
         if (!sbatch_gpus(v, &n, type, sizeof type))
             return jerr_input(e, o->name, "%s: GPUs are N or TYPE:N", where);
-        return share(p, where, n, job->gpus, "GPUs", " GPUs", e);
+        return gpu_share(p, where, n, job, e);
     }
     case R_GRES: {
         char *copy = xstrdup(v), *save = NULL, type[64];
@@ -303,7 +311,7 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
                 rc = jerr_input(e, "gres", "%s: '%.64s': a GPU is gpu, gpu:N or gpu:TYPE:N", where, item);
                 break;
             }
-            rc = n || job->gpus > 0 ? share(p, where, n, job->gpus, "GPUs", " GPUs", e) : 0;
+            rc = gpu_share(p, where, n, job, e);
         }
         free(copy);
         return rc;
@@ -324,6 +332,7 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
     case R_TIME:
         sbatch_list_add(&p->notes, xprintf("%s: a step runs within the job's time limit, not one of its own", where));
         return 0;
+    case R_OVERLAP: p->overlap = true; return 0;
     case R_QUIET:
     case R_INFO: return 0;
     case R_REFUSE: return jerr_input(e, o->name, "%s: %s", where, o->text);

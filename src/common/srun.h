@@ -5,9 +5,9 @@
  * files, its labels, directory and environment are honoured; a step's share of the job's GPUs
  * is the GPUs it sees (srun_gpus_pick: steps running at once see different ones), of its CPUs
  * or memory noted when it is less than the job has (the task has the job's); more than the job
- * has is refused, and a step's time limit is noted (the job's applies); placement and accounting options a lone task meets anyway are taken without a
- * word. Pure: no syscall, no environment read (the caller passes what the job has, or how to
- * look its variables up). */
+ * has is refused, and a step's time limit is noted (the job's applies); placement and
+ * accounting options a lone task meets anyway are taken without a word. Pure: no syscall, no
+ * environment read (the caller passes what the job has, or how to look its variables up). */
 #ifndef JOBLET_SRUN_H
 #define JOBLET_SRUN_H
 
@@ -42,6 +42,8 @@ typedef struct srun_plan {
     long long gpus;          /* the GPUs asked for (1 to the job's): the step sees that many, none
                               * another running step holds (srun_gpus_pick); 0: none asked, it sees
                               * the job's, whoever else uses them */
+    bool overlap;            /* --overlap: it sees GPUs others may hold, and holds none (as Slurm's
+                              * steps that share their resources) */
 } srun_plan;
 
 void srun_free(srun_plan *p);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/idref.h"
 #include "../common/jobreq.h"
 #include "../common/log.h"
 #include "../common/util.h"

@@ -111,7 +111,7 @@ typedef struct job {
     uint8_t idx_flags;        /* enum jobs_idx_flag (jobs.c) */
     uid_t idx_uid, idx_sandbox; /* the uids of jobs.uid_range_start's range it holds; 0 none */
     uint32_t idx_queue, idx_room; /* its place in the list of jobs in the queue, of jobs holding room */
-    uint8_t idx_as;           /* the state whose list it is in (PENDING, HELD or ended: jobs_in_state) */
+    uint8_t idx_as;           /* the state whose list it is in (PENDING or HELD: jobs_in_state) */
     uint32_t idx_state;       /* its place in that list */
 } job;
 

@@ -95,3 +95,18 @@ int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e)
     }
     return find_plain(ref, who, out, e);
 }
+
+int jobref_not_a_job(const jarray *a, const arrayspec *tasks, const char *method, const char *action, jerr *e)
+{
+    char list[256];
+    if (tasks)
+        arrayspec_format(tasks, false, list, sizeof list);
+    if (tasks && tasks->count == 1)
+        return jerr_http(e, 409, "task %u of array %s has not started yet: it has no %s", tasks->r[0].lo, a->id,
+                         *action ? action : "such operation");
+    if (tasks) /* several tasks named: each is its own job for this */
+        return jerr_http(e, 400, "tasks [%s] of array %s: %s %s takes one task at a time (%.8s_%u)", list, a->id,
+                         method, *action ? action : "", a->id, tasks->r[0].lo);
+    return jerr_http(e, 400, "%s is a job array (%llu tasks): name one task, e.g. %.8s_%u, for %s %s", a->id,
+                     (unsigned long long)a->spec.count, a->id, a->spec.min, method, *action ? action : "");
+}

@@ -27,5 +27,8 @@ typedef struct jobref {
  * and ID_[LIST] name tasks of the array ID names. 0, or -1 with e set (404, 409, 400 for a bad
  * list; a task the array does not have: 404 with out->a the array). */
 int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e);
+/* What an operation that needs one job (method action: "PUT archive") says when given array a,
+ * or tasks of it (NULL: the whole array; one not started yet, or several), in e: -1. */
+int jobref_not_a_job(const jarray *a, const arrayspec *tasks, const char *method, const char *action, jerr *e);
 
 #endif

@@ -64,8 +64,9 @@ jobs_user_count jobs_user(uid_t owner);
  * change of a job (jobs_index). */
 job **jobs_queued(size_t *n);
 job **jobs_holding_room(size_t *n);
-/* Whether the table keeps a list of the jobs in state s: PENDING, HELD and the ended states (the
- * others are the queue's and the room's: a QUEUED job may be running unheard, job_launch_refresh). */
+/* Whether the table keeps a list of the jobs in state s: PENDING and HELD (of the others, those
+ * of the queue and of jobs holding room are those two lists: a QUEUED job may be running unheard,
+ * job_launch_refresh; the ended ones are most of the jobs kept, and a listing of them scans). */
 bool jobs_state_listed(enum job_state s);
 /* The jobs in state s, a listed one, in seq order; valid until the next change of a job. */
 job **jobs_in_state(enum job_state s, size_t *n);

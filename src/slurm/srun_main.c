@@ -93,6 +93,8 @@ static unsigned long long started_at(long pid)
         return 0;
     buf[r] = 0;
     char *p = strrchr(buf, ')'); /* (the command's name may hold spaces and parentheses) */
+    if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X') /* (ended, not yet waited for: gone) */
+        return 0;
     for (int field = 2; p && field < 22; field++)
         p = strchr(p + 1, ' ');
     return p ? strtoull(p + 1, NULL, 10) : 0;
@@ -102,13 +104,13 @@ static unsigned long long started_at(long pid)
  * GPUs held by the job's running steps are kept in a file of its private /tmp, one line per step
  * ("PID START GPU,GPU"; a step whose process is gone holds nothing), read and written under a
  * lock, so that steps started at once (srun --gpus=1 a & srun --gpus=1 b &) take different
- * ones, and one that finds too few free waits for them, as Slurm's steps do. The step's pid
- * holds them: srun's, which becomes the command (or waits for it, -l). Not a device boundary (a
- * step could still open the job's other GPUs, as a Slurm step can without ConstrainDevices). */
+ * ones, and one that finds too few free waits for them, as Slurm's steps do (--overlap: it takes
+ * the first of the job's, held or not, and holds none). The step's pid holds them: srun's, which
+ * becomes the command (or waits for it, -l). Not a device boundary (a step could still open the
+ * job's other GPUs, as a Slurm step can without ConstrainDevices). */
 #define SRUN_GPUS "/tmp/.joblet-srun-gpus"
-static int take_gpus(long long n, char *out, size_t len)
+static int take_gpus(const char *visible, long long n, bool overlap, char *out, size_t len)
 {
-    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     bool told = false;
     for (;;) {
         int fd = open(SRUN_GPUS, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -127,8 +129,9 @@ static int take_gpus(long long n, char *out, size_t len)
             long pid;
             unsigned long long start;
             int at = 0;
-            if (sscanf(line, "%ld %llu %n", &pid, &start, &at) != 2 || !at || pid <= 0 || started_at(pid) != start)
-                continue; /* that step ended: its GPUs are free */
+            if (sscanf(line, "%ld %llu %n", &pid, &start, &at) != 2 || !at || pid <= 0 || !start ||
+                started_at(pid) != start)
+                continue; /* that step ended (or the line is not one srun wrote): its GPUs are free */
             int wk = snprintf(kept + nk, sizeof kept - nk, "%s\n", line);
             int wt = snprintf(taken + nt, sizeof taken - nt, "%s%s", nt ? "," : "", line + at);
             if (wk < 0 || wt < 0 || nk + (size_t)wk >= sizeof kept || nt + (size_t)wt >= sizeof taken)
@@ -136,10 +139,12 @@ static int take_gpus(long long n, char *out, size_t len)
             nk += (size_t)wk;
             nt += (size_t)wt;
         }
-        int rc = srun_gpus_pick(visible, taken, n, out, len);
-        if (rc == 0) {
-            long self = (long)getpid();
-            int w = snprintf(kept + nk, sizeof kept - nk, "%ld %llu %s\n", self, started_at(self), out);
+        /* --overlap: the first n of the job's, whoever holds them, and none held for it */
+        int rc = srun_gpus_pick(visible, overlap ? NULL : taken, n, out, len);
+        long self = (long)getpid();
+        unsigned long long since = started_at(self);
+        if (rc == 0 && !overlap) {
+            int w = since ? snprintf(kept + nk, sizeof kept - nk, "%ld %llu %s\n", self, since, out) : -1;
             if (w < 0 || (nk += (size_t)w) >= sizeof kept || pwrite(fd, kept, nk, 0) != (ssize_t)nk ||
                 ftruncate(fd, (off_t)nk) < 0)
                 fprintf(stderr, "srun: joblet: cannot note this step's GPUs in %s; another step may take them too\n",
@@ -366,6 +371,12 @@ static int run(int argc, char **argv)
     }
     for (size_t i = 0; i < p.notes.n; i++)
         fprintf(stderr, "srun: joblet: %s\n", p.notes.v[i]);
+    /* the job's GPUs, before --export=NONE takes its variables: the step's are set after */
+    char gpus[4096];
+    if (p.gpus > 0) {
+        if (take_gpus(getenv("CUDA_VISIBLE_DEVICES"), p.gpus, p.overlap, gpus, sizeof gpus) < 0)
+            return 1;
+    }
     char host[256] = "localhost";
     if (gethostname(host, sizeof host) < 0)
         snprintf(host, sizeof host, "localhost");
@@ -380,10 +391,7 @@ static int run(int argc, char **argv)
         setenv(p.export_vars.v[i], eq + 1, 1);
         *eq = '=';
     }
-    char gpus[4096];
     if (p.gpus > 0) {
-        if (take_gpus(p.gpus, gpus, sizeof gpus) < 0)
-            return 1;
         setenv("CUDA_VISIBLE_DEVICES", gpus, 1); /* the job's names for them: CUDA's numbering, or UUIDs */
         setenv("GPU_DEVICE_ORDINAL", gpus, 1);
         setenv("SLURM_STEP_GPUS", gpus, 1);

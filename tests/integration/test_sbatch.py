@@ -124,7 +124,9 @@ def test_wrap_and_gpus(fresh_daemon):
     # three refused
     p = d.rnx("job", "batch", "--gpus=v100:2", "--wait", "--wrap=" + GPU_STEPS, check=True)
     jid = p.stdout.strip()
-    assert d.output(jid).splitlines() == ["a=0 0", "b=1 1", "c waits", "c=0,1", "refused"], d.output(jid)
+    # (--overlap: the first, held or not, as Slurm's steps that share; --export=NONE keeps the step's)
+    assert d.output(jid).splitlines() == ["a=0 0", "b=1 1", "o=0", "e=1", "c waits", "c=0,1", "refused"], \
+        d.output(jid)
     number = d.job(jid)["number"]
     assert d.output(jid, "stderr").splitlines() == [
         f"srun: Job {number} step creation temporarily disabled, retrying (its 2 GPUs are in other steps' use)",
@@ -136,6 +138,8 @@ GPU_STEPS = """srun --gpus=1 sh -c 'echo a=$CUDA_VISIBLE_DEVICES $SLURM_STEP_GPU
   while [ ! -e /tmp/a-go ]; do sleep 0.05; done' &
 while [ ! -e /tmp/a-up ]; do sleep 0.05; done
 srun --gres=gpu:1 sh -c 'echo b=$CUDA_VISIBLE_DEVICES $GPU_DEVICE_ORDINAL'
+srun --overlap --gpus=1 sh -c 'echo o=$CUDA_VISIBLE_DEVICES'
+srun --export=NONE --gpus=2 --gpus=1 sh -c 'echo e=$CUDA_VISIBLE_DEVICES'
 srun --gpus=2 sh -c 'echo c=$CUDA_VISIBLE_DEVICES; touch /tmp/c-ran' &
 sleep 1; if [ -e /tmp/c-ran ]; then echo "c ran at once"; else echo "c waits"; fi
 touch /tmp/a-go; wait

@@ -94,10 +94,11 @@ static void test_numbers(void **state)
     memset(&e, 0, sizeof e);
     assert_null(find_numbered("5", &e));
     assert_int_equal(e.http, 404);
-    assert_string_equal(e.msg, "no job matches '5' (by number, id prefix or name)");
+    assert_string_equal(e.msg, "no job matches '5' (by number or name; for an id that starts with these digits, give "
+                               "more of it)");
     memset(&e, 0, sizeof e);
-    assert_null(find_numbered("13", &e));
-    assert_string_equal(e.msg, "no job matches '13' (by number, id prefix or name)");
+    assert_null(find_numbered("18", &e));
+    assert_string_equal(e.msg, "no job matches '18' (by number, id prefix or name)"); /* (never given) */
     /* a number given (its object deleted, or another user's) is that number, not the start of
      * the asker's own id; one never given may be */
     memset(&e, 0, sizeof e);

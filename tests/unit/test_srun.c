@@ -138,6 +138,13 @@ static void test_notes(void **state)
     char *none_asked[] = {"x"};
     assert_int_equal(srun_args(&p, ARGC(none_asked), none_asked, &JOB, &e), 0);
     assert_int_equal(p.gpus, 0);
+    assert_false(p.overlap);
+    srun_free(&p);
+    /* the last one given counts; --overlap shares what others hold */
+    char *again[] = {"--gpus=1", "--gpus=0", "--overlap", "x"};
+    assert_int_equal(srun_args(&p, ARGC(again), again, &JOB, &e), 0);
+    assert_int_equal(p.gpus, 0);
+    assert_true(p.overlap);
     srun_free(&p);
     /* a job without limits: the task has all of it */
     const srun_job none = {-1, 0, -1};
