@@ -168,6 +168,13 @@ def test_references_by_id_name_and_prefix(d):
             named = [j["id"] for j in lst["jobs"] if j.get("name") == ref]
             if named:
                 continue
+            if ref.isdigit() and ref[0] != "0" and int(ref) <= max(j["number"] for j in lst["jobs"]):
+                # digits alone are a job's number (Slurm's job id) once that number was given, never
+                # an id prefix then
+                numbered = [j["id"] for j in lst["jobs"] if j["number"] == int(ref)]
+                assert (code, r["id"] if code == 200 else None) == \
+                    ((200, numbered[0]) if numbered else (404, None)), (ref, numbered, r)
+                continue
             if len(every) == 1:
                 assert code == 200 and r["id"] in every, (ref, r)
             else:

@@ -180,8 +180,8 @@ def test_a_name_shadows_an_id_prefix_and_an_unknown_name_is_named(fresh_daemon):
     assert json.loads(d.rnx("job", "status", "--json", a, check=True).stdout)["id"] == a
     p = d.rnx("job", "status", "no-such-name")
     assert p.returncode == 1
-    assert p.stderr == ("rnx: no job named 'no-such-name' (a job is given by its id, a unique prefix of it, "
-                        "or its --name)\n")
+    assert p.stderr == ("rnx: no job named 'no-such-name' (a job is given by its id, its number, a unique prefix "
+                        "of it, or its --name)\n")
 
 
 def test_names_with_spaces_and_unicode_are_found(fresh_daemon):
