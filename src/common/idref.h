@@ -3,11 +3,12 @@
  * its owner's objects), 3. a unique prefix of the id. Before the name comes, for jobs and
  * arrays, the object's number (Slurm's job id: `rnx job cancel 42` as `scancel 42`): digits
  * alone, no leading zero; it shadows every id prefix (a number is not chosen, so no one can
- * aim it at another's id), and a name equal to it of another object is ambiguous (409). A name that is also a prefix of another
- * owner's object's id is ambiguous (409): one who sees both (root) would otherwise act on a
- * user's job named after the short id of another's (the 8 characters rnx job list shows). One resolver for jobs and workflows (core/jobs.c,
- * core/workflow.c): the caller offers each object, with whether the asker may see it, and
- * asks for the answer. Pure. */
+ * aim it at another's id), a number once given is never read as an id prefix, and a name equal
+ * to it of another object is ambiguous (409). A name that is also a prefix of another owner's
+ * object's id is ambiguous (409): one who sees both (root) would otherwise act on a user's job
+ * named after the short id of another's (the 8 characters rnx job list shows). One resolver for
+ * jobs and workflows (core/jobs.c, core/workflow.c): the caller offers each object, with
+ * whether the asker may see it, and asks for the answer. Pure. */
 #ifndef JOBLET_IDREF_H
 #define JOBLET_IDREF_H
 
