@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, api_seconds as ms, rnx_as, sockets_of, wait_for
+from conftest import BUILD, UnixHTTPConnection, api_seconds as ms, rnx_as, wait_for
 
 # A job that runs until the test drops a file in its /work: the test decides when it ends, and
 # how (/work/fail first: it exits 1).
@@ -314,6 +314,17 @@ def test_wait_goes_on_when_joblet_goes_away_as_it_looks(tmp_path, drop):
     assert (p.returncode, p.stdout) == (5, f"{jid[:8]} COMPLETED exit 5\n"), (p.returncode, p.stdout, p.stderr)
 
 
+def event_streams(d):
+    """The event streams joblet has open (its /metrics): an rnx job wait holds one."""
+    c = UnixHTTPConnection(d.sock)
+    try:
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+    finally:
+        c.close()
+    return int(re.search(r"^joblet_console_streams (\d+)$", text, re.M).group(1))
+
+
 @pytest.mark.parametrize("when", ["down", "after"])
 def test_dependencies_survive_kill9(fresh_daemon, when):
     """joblet killed (-9) while a dependency runs; it ends while joblet is down, or after the
@@ -325,14 +336,16 @@ def test_dependencies_survive_kill9(fresh_daemon, when):
     notok = run(d, f"--after={a}:notok", "true")
     chained = run(d, f"--after={ok}:ok", "true")
     # an rnx job wait started before the kill waits through the restart: killed once rnx reached
-    # joblet (its events stream open: one more socket of joblet's), not at a fixed time (under
-    # ASan, the last full run, rnx had not started asking 0.3 s in; a joblet never reached is 125)
-    base = sockets_of(d.proc.pid)
+    # joblet (its events stream open, as joblet counts them), not at a fixed time (under ASan, rnx
+    # had not started asking 0.3 s in; a joblet never reached is 125). (Not by joblet's sockets:
+    # one of the rnx runs' above, still closing, was counted once and gone the next time.)
+    assert event_streams(d) == 0
     waiter = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "wait", ok, notok], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True,
                               env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock,
                                    **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
-    wait_for(lambda: sockets_of(d.proc.pid) > base, "rnx job wait to reach joblet")
+    wait_for(lambda: event_streams(d) > 0 or waiter.poll() is not None, "rnx job wait to reach joblet")
+    assert waiter.poll() is None, waiter.communicate()
     time.sleep(0.3)
     d.kill9()
     if when == "down":
