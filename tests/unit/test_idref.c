@@ -38,11 +38,20 @@ static const obj objs[] = {
 };
 #define NOBJS (sizeof objs / sizeof objs[0])
 
-static const obj *find(const char *ref, jerr *e)
+/* ref among objs, offered in order; with numbers, as jobs_find finds jobs: objs[i]'s number is
+ * i + 1, offered before the others, and the five numbers after theirs were given to objects
+ * deleted since. */
+static const obj *resolve(const char *ref, bool numbers, jerr *e)
 {
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return NULL;
+    unsigned long long n;
+    if (numbers && idref_number(&r, &n) && n <= NOBJS + 5) {
+        idref_number_given(&r);
+        if (n >= 1 && n <= NOBJS)
+            idref_offer_number(&r, objs[n - 1].id, objs[n - 1].state, objs[n - 1].visible, (void *)&objs[n - 1]);
+    }
     for (size_t i = 0; i < NOBJS; i++)
         if (idref_offer(&r, objs[i].id, objs[i].name, objs[i].state, objs[i].owner, objs[i].visible,
                         (void *)&objs[i]))
@@ -50,24 +59,8 @@ static const obj *find(const char *ref, jerr *e)
     return idref_result(&r, e);
 }
 
-/* As jobs_find finds jobs: objs[i]'s number is i + 1, offered before the others; the five
- * numbers after theirs were given to objects deleted since. */
-static const obj *find_numbered(const char *ref, jerr *e)
-{
-    idref r;
-    if (idref_start(&r, "job", "--name", ref, e) < 0)
-        return NULL;
-    unsigned long long n;
-    if (idref_number(&r, &n) && n <= NOBJS + 5)
-        idref_number_given(&r);
-    if (idref_number(&r, &n) && n >= 1 && n <= NOBJS)
-        idref_offer_number(&r, objs[n - 1].id, objs[n - 1].state, objs[n - 1].visible, (void *)&objs[n - 1]);
-    for (size_t i = 0; i < NOBJS; i++)
-        if (idref_offer(&r, objs[i].id, objs[i].name, objs[i].state, objs[i].owner, objs[i].visible,
-                        (void *)&objs[i]))
-            break;
-    return idref_result(&r, e);
-}
+static const obj *find(const char *ref, jerr *e) { return resolve(ref, false, e); }
+static const obj *find_numbered(const char *ref, jerr *e) { return resolve(ref, true, e); }
 
 static void test_numbers(void **state)
 {
