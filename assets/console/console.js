@@ -206,8 +206,23 @@ function connect() {
   const es = new EventSource("/v1/events?console_key=" + encodeURIComponent(KEY));
   S.es = es;
   const set = (st, text) => { live.dataset.live = st; live.textContent = text; };
+  /* Everything again (on hello and resync). One failed request (joblet restarting, the console
+   * carrying all it may at once) must not leave the page empty until the next resync: tried
+   * again after 1, 2, 4... 30 s, saying so; a hello or resync meanwhile tries at once. */
+  let tries = 0, again = 0;
   const reload = async () => {
-    try { await loadAll(); render(false); set("live", "live"); } catch (e) { set("lost", "error: " + e.message); }
+    clearTimeout(again);
+    again = 0;
+    try {
+      await loadAll();
+      tries = 0;
+      render(false);
+      set("live", "live");
+    } catch (e) {
+      const secs = Math.min(30, 2 ** tries++);
+      set("lost", `error: ${e.message}; trying again in ${secs} s`);
+      again = setTimeout(reload, secs * 1000);
+    }
   };
   es.addEventListener("hello", reload);
   es.addEventListener("resync", reload);

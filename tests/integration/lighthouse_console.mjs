@@ -43,7 +43,7 @@ try {
       if (!a || a.score === null || a.score >= 1 || ref.weight === 0) continue;
       const items = (a.details && a.details.items || []).slice(0, 5).map((it) =>
         it.node ? `${it.node.selector || ""} ${it.node.snippet || ""} ${it.node.explanation || ""}`.trim()
-                : JSON.stringify(it).slice(0, 300));
+                : JSON.stringify(it).slice(0, 1000));
       failing.push({category: c, id: a.id, title: a.title, score: a.score, items});
     }
     // what the page showed: a signed-out page would pass while proving nothing

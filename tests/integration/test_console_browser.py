@@ -194,6 +194,29 @@ def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path):
         con.stop()
 
 
+def test_a_failed_first_load_is_tried_again_until_it_comes(fresh_daemon, shots):
+    """The page loads everything when its event stream says hello. One of those requests fails
+    (chromium blocks it, as a proxy or a restarting joblet would): the page says so and tries
+    again by itself, and draws once the request goes through; it never waits for the next resync."""
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    con = Console(d)
+    drv = browser()
+    try:
+        drv.execute_cdp_cmd("Network.enable", {})
+        drv.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/v1/workflows"]})
+        drv.get(con.url)
+        wait(drv, lambda x: "trying again in" in x.find_element(By.ID, "live").text)
+        live = drv.find_element(By.ID, "live").text
+        assert live.startswith("error: ") and not css(drv, "#gpu-cards article.gpu"), live
+        drv.save_screenshot(os.path.join(shots, "load-failed.png"))
+        drv.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        wait(drv, lambda x: len(css(x, "#gpu-cards article.gpu")) == 8, secs=40)
+        wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")
+    finally:
+        drv.quit()
+        con.stop()
+
+
 def click(drv, sel):
     """Clicks what sel finds, again if the page redrew it meanwhile (rows follow the events)."""
     wait(drv, lambda x: x.find_element(By.CSS_SELECTOR, sel).click() or True)
