@@ -42,7 +42,12 @@
 #include "print.h"
 
 #define HEAD_MAX 16384                /* a request's head, as the browser sends it */
-#define HEAD_TIMEOUT_MS 10000         /* to send it: a browser sends it at once */
+#define HEAD_TIMEOUT_MS 10000         /* to send it, from its first byte: a browser sends it at once */
+/* A connection that has sent nothing yet: a browser opens some before it needs them (preconnect)
+ * and keeps each unused for 10-20 s (Chromium) before closing it; closed without an answer, after
+ * longer than that. An answer (408) there would race with the browser's first request on it,
+ * which the browser then sends again or, past its retries, reports failed. */
+#define IDLE_TIMEOUT_MS 60000
 #define DRAIN_TIMEOUT_MS 2000         /* a refused request's unread body is read for this long (so the */
 #define DRAIN_MAX (1u << 20)          /* browser gets the answer, not a reset), this much at most */
 #define PENDING_DEFAULT 64
@@ -79,7 +84,7 @@ static rnx_client *daemon_client;   /* where the requests go: the socket or a no
 typedef struct pending {
     int fd;
     bool draining;
-    int64_t since;        /* ms, monotonic: accepted, or answered when draining */
+    int64_t since;        /* ms, monotonic: accepted, its first byte in, or answered when draining */
     uint64_t seq;         /* the order of acceptance: the lowest is the oldest */
     size_t len;           /* of buf; draining: bytes read away */
     char *buf;            /* HEAD_MAX + 1 */
@@ -306,6 +311,8 @@ static void readable(pending *p, int listener, int sigfd, const sigset_t *mask)
         return;
     }
     size_t from = p->len > 3 ? p->len - 3 : 0;
+    if (!p->len)
+        p->since = mono_ms();   /* its head's 10 s start */
     p->len += (size_t)n;
     p->buf[p->len] = 0;
     char *end = strstr(p->buf + from, "\r\n\r\n");
@@ -320,7 +327,7 @@ static void readable(pending *p, int listener, int sigfd, const sigset_t *mask)
 
 static int64_t deadline(const pending *p)
 {
-    return p->since + (p->draining ? DRAIN_TIMEOUT_MS : HEAD_TIMEOUT_MS);
+    return p->since + (p->draining ? DRAIN_TIMEOUT_MS : p->len ? HEAD_TIMEOUT_MS : IDLE_TIMEOUT_MS);
 }
 
 /* Room for one more connection: a free place, else the oldest waiting one's. */
@@ -359,8 +366,8 @@ static int serve(int l)
         for (size_t i = 0; i < npend; i++) {
             pending *p = &pend[i];
             if (p->fd >= 0 && now >= deadline(p)) {
-                if (p->draining)
-                    drop(p);
+                if (p->draining || !p->len)
+                    drop(p);      /* (an unused connection: closed, unanswered) */
                 else
                     answer(p, "408 Request Timeout", "", "the request head did not come in time");
             }

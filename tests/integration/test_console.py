@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -77,6 +78,37 @@ def test_the_proxy_needs_the_token_then_the_cookie(daemon):
             got += d
         assert got.count(b"HTTP/1.1 200") == 1 and b'"uid":0' in got and b'"jobs"' not in got
         s.close()
+    finally:
+        con.stop()
+
+
+def test_a_silent_connection_is_kept_and_a_half_sent_head_gets_408(daemon):
+    """A browser opens connections before it needs them and sends its request on one many seconds
+    later: past the 10 s a head has, such a connection still carries the request. A head begun
+    and not finished gets 408 after 10 s from its first byte."""
+    con = Console(daemon)
+    try:
+        jar = con.sign_in()
+        idle = socket.create_connection(("127.0.0.1", con.port), timeout=30)
+        half = socket.create_connection(("127.0.0.1", con.port), timeout=30)
+        time.sleep(3)
+        half.sendall(b"GET /v1/whoami HTTP/1.1\r\n")        # its 10 s start now, not at connect
+        start = time.monotonic()
+        got = half.recv(4096)
+        assert got.startswith(b"HTTP/1.1 408 "), got
+        assert time.monotonic() - start >= 9, time.monotonic() - start
+        half.close()
+        time.sleep(1)                                          # the idle one is 14 s old now
+        idle.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\nCookie: {jar}\r\n"
+                     f"X-Console-Key: {con.key}\r\n\r\n".encode())
+        got = b""
+        while True:
+            d = idle.recv(65536)
+            if not d:
+                break
+            got += d
+        assert got.startswith(b"HTTP/1.1 200 ") and b'"uid":0' in got, got[:300]
+        idle.close()
     finally:
         con.stop()
 
