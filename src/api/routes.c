@@ -19,6 +19,7 @@
 #include "../core/gpu_history.h"
 #include "../core/incoming.h"
 #include "../core/job_ctl.h"
+#include "../core/job_freeze.h"
 #include "../core/job_detail_json.h"
 #include "../core/job_json.h"
 #include "../core/jobs.h"
@@ -426,10 +427,20 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
     jerr e = {0};
     int rc;
     if (!strcmp(action, "suspend") || !strcmp(action, "resume")) {
+        if (r->resumed) /* (back from the wait below: done) */
+            return http_reply_json(r->conn, 200, job_json(j));
         if (authz_check(&r->who, AUTHZ_SUSPEND, !strcmp(action, "suspend") ? "suspending a job (its GPUs stay held)"
                                                                            : "resuming a job", &e) < 0)
             return http_reply_error(r->conn, &e);
         rc = !strcmp(action, "suspend") ? job_ctl_suspend(j, r->who.uid, &e) : job_ctl_resume(j, r->who.uid, &e);
+        /* answered once the freezer says it is done (or after a second: job_freeze.h), as
+         * docker pause is; the loop goes on meanwhile. Without a ticket left: at once. */
+        uint64_t ticket = rc == 0 ? park_ticket(r) : 0;
+        if (ticket && job_freeze_wait(j, park_wake_fn, (void *)(uintptr_t)ticket)) {
+            settle();
+            park_wait(r);
+            return MHD_YES;
+        }
     } else if (!strcmp(action, "hold"))
         rc = job_ctl_hold(j, r->who.uid, &e);
     else if (!strcmp(action, "release"))

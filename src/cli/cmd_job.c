@@ -1703,8 +1703,10 @@ static int job_control(rnx_ctx *ctx, int argc, char **argv, const char *which)
             print_array_counts(json_object_get(arr, "array"), counts, sizeof counts);
             print_textf(stdout, "%s array %s (%s)\n", verb, jstr(arr, "id") ? jstr(arr, "id") : argv[i], counts);
         } else
-            print_textf(stdout, "%s %s (%s)%s\n", verb, answer_id(answer, argv[i]),
+            print_textf(stdout, "%s %s (%s%s)%s\n", verb, answer_id(answer, argv[i]),
                         jstr(answer, "status") ? jstr(answer, "status") : "?",
+                        json_is_true(json_object_get(answer, "freezing"))
+                            ? "; still freezing: a process of it cannot stop yet" : "",
                         requeue ? (hold ? ": stopping, then HELD" : ": stopping, then back in the queue") : "");
         json_decref(answer);
     }

@@ -11,6 +11,7 @@
 #include "../common/util.h"
 #include "events.h"
 #include "job_events.h"
+#include "job_freeze.h"
 #include "jobs.h"
 #include "submit.h"
 #include "job_launch.h"
@@ -30,7 +31,7 @@ static int freeze(job *j, bool frozen, jerr *e)
 {
     if (frozen && job_launch_runtime(j, job_launch_runtime_s(&j->req), true, e) < 0)
         return -1;
-    if (job_launch_freeze(j, frozen, e) < 0) {
+    if (job_freeze_ask(j, frozen, e) < 0) {
         jerr ignored = {0};
         if (frozen)
             job_launch_runtime(j, job_launch_runtime_s(&j->req), false, &ignored);
@@ -444,7 +445,7 @@ void job_ctl_resume_all(void)
         if ((j->state != JS_RUNNING && j->state != JS_SUSPENDED) || j->shim_pid <= 0 || j->w_pid.fd < 0)
             continue;
         bool want = j->state == JS_SUSPENDED;
-        int f = job_launch_frozen(j);
+        int f = job_freeze_state(j);
         if (f < 0 || f == (int)want) {
             /* the freezer as the row says, but joblet may have died between the word that stops
              * the shim's clock and the freeze: the word again, or the limit would wait forever */

@@ -6,6 +6,7 @@
 #include "job_json.h"
 #include "arrays.h"
 #include "job_ctl.h"
+#include "job_freeze.h"
 #include "gpu_spec.h"
 #include "jobs.h"
 #include "depend.h"
@@ -167,6 +168,11 @@ json_t *job_json(const job *j)
                  (unsigned long long)core.cfg.attach_wait_s);
     else if (j->state == JS_HELD || j->state == JS_SUSPENDED)
         job_ctl_reason(j, why, sizeof why);
+    bool want = false, freezing = j->state == JS_SUSPENDED && job_freeze_pending(j, &want) && want;
+    if (freezing) {
+        size_t n = strlen(why);
+        snprintf(why + n, sizeof why - n, "; still freezing: a process of it cannot stop yet");
+    }
     else if (j->state == JS_PENDING && (r->nafter || r->singleton))
         depend_describe(j, why, sizeof why);
     json_object_set_new(o, "after", job_json_after(r, j->after_seq));
@@ -175,6 +181,8 @@ json_t *job_json(const job *j)
     /* its run's time SUSPENDED in all, the suspension now included: not counted against its
      * time limit */
     json_object_set_new(o, "suspended_ms", json_integer(job_ctl_suspended_ms(j)));
+    /* SUSPENDED, and the kernel has not frozen every process yet (job_freeze.h) */
+    json_object_set_new(o, "freezing", json_boolean(freezing));
     /* a Slurm task (slurm_task.h): its ids as Slurm has them, and "J.S.T" as rnx shows them */
     json_t *sl = slurmcg_to_json(&j->slurm);
     if (sl) {

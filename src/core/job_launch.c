@@ -27,6 +27,7 @@
 #include "isolation.h"
 #include "job_detail.h"
 #include "job_events.h"
+#include "job_freeze.h"
 #include "job_dirs.h"
 #include "depend.h"
 #include "arrays.h"
@@ -713,7 +714,7 @@ int job_launch_thaw(job *j, jerr *e)
 {
     if (j->state != JS_SUSPENDED)
         return 0;
-    if (job_launch_freeze(j, false, e) < 0)
+    if (job_freeze_ask(j, false, e) < 0)
         return -1;
     jerr re = {0};
     if (job_launch_runtime(j, job_launch_runtime_s(&j->req), false, &re) < 0)
@@ -840,26 +841,6 @@ int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e)
     if (shim_sigqueue(j, SIGUSR2, (union sigval){.sival_ptr = (void *)(uintptr_t)word}) < 0)
         return jerr_sys(e, "tell the shim of job %s its run-time limit", j->id);
     return 0;
-}
-
-int job_launch_freeze(job *j, bool frozen, jerr *e)
-{
-    cg_host uh;
-    cg_job cg;
-    job_detail_cgroup(j, &uh, &cg);
-    jerr ce = {0};
-    if (cg_freeze(&cg, frozen, &ce) < 0)
-        return jerr_http(e, ce.code == ENOTSUP ? 501 : 500, "cannot %s job %s: %s", frozen ? "suspend" : "resume",
-                         j->id, ce.msg);
-    return 0;
-}
-
-int job_launch_frozen(const job *j)
-{
-    cg_host uh;
-    cg_job cg;
-    job_detail_cgroup(j, &uh, &cg);
-    return cg_frozen(&cg);
 }
 
 int job_launch_requeue(job *j, uid_t by, jerr *e)

@@ -63,11 +63,6 @@ void job_launch_preempt(job *j, const job *for_job);
  * suspended (its time stands still), sigqueue'd SIGUSR2 (exec/shim.h SHIM_LIMIT_*), and ends
  * the job by it. 409 when no shim runs. */
 int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e);
-/* rnx job suspend/resume: every process of the running job frozen or thawed in its cgroup
- * (exec/cgroup.h cg_freeze). */
-int job_launch_freeze(job *j, bool frozen, jerr *e);
-/* Whether its cgroup is frozen now: 1, 0, or -1 unknown (no freezer). */
-int job_launch_frozen(const job *j);
 /* A suspended job thawed to be stopped (job_launch_stop; rnx job stop, kill, requeue: job_ctl.c):
  * its processes must run to hear SIGTERM; its shim's clock runs again, the suspension's time is
  * added to the run's, it is RUNNING. Nothing to do for a job not suspended. */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/util.h"
 
 static int epfd = -1;
 static volatile bool running;
@@ -34,6 +35,10 @@ void loop_del(watch *w)
 void loop_stop(void) { running = false; }
 
 static uint64_t turn = 1; /* counts the loop's turns */
+static int64_t longest_ns; /* the longest turn so far */
+
+uint64_t loop_turns(void) { return turn - 1; }
+int64_t loop_longest_turn_ns(void) { return longest_ns; }
 
 uint64_t loop_budget_take(loop_budget *b, uint64_t want)
 {
@@ -99,10 +104,15 @@ static void run_later(void)
 void loop_run(int (*before_wait)(void), void (*after_wake)(void))
 {
     running = true;
+    int64_t woke = 0;
     while (running) {
         struct epoll_event evs[64];
         int timeout = before_wait();
+        /* a turn: from the wake to the next wait, the settle step and the commit included */
+        if (woke && mono_ns() - woke > longest_ns)
+            longest_ns = mono_ns() - woke;
         int n = epoll_wait(epfd, evs, 64, later ? 0 : timeout);
+        woke = mono_ns();
         if (n < 0 && errno != EINTR) {
             log_err("epoll_wait: %s", strerror(errno));
             break;

@@ -46,6 +46,10 @@ void loop_del(watch *w);
 /* Runs until loop_stop(); before_wait returns the epoll timeout in ms (-1 = none). */
 void loop_run(int (*before_wait)(void), void (*after_wake)(void));
 void loop_stop(void);
+/* The turns the loop has made, and the longest of them (ns): from a wake to the next wait, its
+ * events, timers, requests and the settle step (metrics: what a request costs everyone else). */
+uint64_t loop_turns(void);
+int64_t loop_longest_turn_ns(void);
 void loop_later(loop_task *t);
 void loop_later_cancel(loop_task *t);
 

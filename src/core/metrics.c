@@ -21,6 +21,7 @@
 #include "gpu_health.h"
 #include "job_detail.h"
 #include "job_launch.h"
+#include "loop.h"
 #include "state.h"
 
 #define MIB 1048576.0
@@ -372,6 +373,13 @@ char *metrics_text(void)
     prom_sample_u(&b, "joblet_console_streams", NULL, events_streams());
     prom_family(&b, "joblet_console_events_total", "counter", "Events published to the console's streams");
     prom_sample_u(&b, "joblet_console_events_total", NULL, events_published());
+
+    prom_family(&b, "joblet_loop_turns_total", "counter",
+                "Turns of the daemon's one loop: each handles what woke it, settles, commits, then waits");
+    prom_sample_u(&b, "joblet_loop_turns_total", NULL, loop_turns());
+    prom_family(&b, "joblet_loop_longest_turn_seconds", "gauge",
+                "The longest turn of the loop since the start: every other request waited this long");
+    prom_sample(&b, "joblet_loop_longest_turn_seconds", NULL, (double)loop_longest_turn_ns() / 1e9);
 
     counters_write(&b);
 

@@ -626,28 +626,16 @@ int cg_frozen(const cg_job *j)
 
 int cg_freeze(const cg_job *j, bool frozen, jerr *e)
 {
-    bool v1 = false;
     if (j->unified_path[0] && cg_has_file(j->unified_path, "cgroup.freeze")) {
         if (cg_write(j->unified_path, "cgroup.freeze", frozen ? "1" : "0", e) < 0)
             return -1;
     } else if (j->freezer_path[0] && cg_has_file(j->freezer_path, "freezer.state")) {
         if (cg_write(j->freezer_path, "freezer.state", frozen ? "FROZEN" : "THAWED", e) < 0)
             return -1;
-        v1 = true;
     } else
         return jerr_set(e, ENOTSUP, "job %s has no freezer: no cgroup2 directory with cgroup.freeze and no v1 "
                                     "freezer cgroup (a v1-only host without a freezer mount, or a job started "
                                     "before joblet made one for each)", j->name);
-    /* the kernel freezes asynchronously: wait (briefly) until it says so. A v1 freezer that could
-     * not freeze every task at once stays FREEZING until FROZEN is written again (the kernel's
-     * cgroup-v1/freezer-subsystem.rst: "userspace retries the freezing operation"), which tells
-     * the tasks left again: every 50 ms of the wait. (A job's suspend-over-kill -9 test once saw
-     * FREEZING for 60 s.) */
-    for (int i = 0; i < 100 && cg_frozen(j) != (int)frozen; i++) {
-        sleep_ms(10);
-        if (v1 && frozen && i % 5 == 4)
-            cg_write(j->freezer_path, "freezer.state", "FROZEN", NULL);
-    }
     return 0;
 }
 

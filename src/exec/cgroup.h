@@ -183,10 +183,10 @@ int cg_nprocs(const cg_job *j);
 int cg_kill_all(const cg_job *j);
 /* Freezes (frozen) or thaws every process of the job (rnx job suspend/resume): cgroup.freeze of
  * its cgroup2 directory (v2, hybrid), else the v1 freezer.state of its freezer directory (its own
- * on a v1-only host, or a delegated job's). Returns once the kernel says the cgroup is (un)frozen
- * (FREEZING has settled), or after a second with what it said: 0, or -1 with e (ENOTSUP: the job
- * has no freezer: a v1-only host without a freezer mount, or a job started before joblet made
- * one for each job). */
+ * on a v1-only host, or a delegated job's). Only asks: the kernel freezes asynchronously, and
+ * cg_frozen says when it is done (a v1 freezer left FREEZING is asked again: core/job_freeze.h).
+ * 0, or -1 with e (ENOTSUP: the job has no freezer: a v1-only host without a freezer mount, or a
+ * job started before joblet made one for each job). */
 int cg_freeze(const cg_job *j, bool frozen, jerr *e);
 /* 1 frozen, 0 not, -1 unknown (no freezer, or unreadable). */
 int cg_frozen(const cg_job *j);

@@ -243,6 +243,17 @@ class Daemon:
             return r.status, [json.loads(l) for l in raw.decode().splitlines() if l]
         return r.status, json.loads(raw) if raw else None
 
+    def metric(self, name):
+        """A sample of the daemon's /metrics without labels (a float), or None when it has none."""
+        c = UnixHTTPConnection(self.sock)
+        try:
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode()
+        finally:
+            c.close()
+        m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+        return float(m.group(1)) if m else None
+
     def submit(self, command, *args, **fields):
         status, job = self.api("POST", "/v1/jobs", {"command": command, "args": list(args), **fields})
         assert status == 201, job

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, UnixHTTPConnection, api_seconds as ms, rnx_as, wait_for
+from conftest import BUILD, api_seconds as ms, rnx_as, wait_for
 
 # A job that runs until the test drops a file in its /work: the test decides when it ends, and
 # how (/work/fail first: it exits 1).
@@ -316,13 +316,7 @@ def test_wait_goes_on_when_joblet_goes_away_as_it_looks(tmp_path, drop):
 
 def event_streams(d):
     """The event streams joblet has open (its /metrics): an rnx job wait holds one."""
-    c = UnixHTTPConnection(d.sock)
-    try:
-        c.request("GET", "/metrics")
-        text = c.getresponse().read().decode()
-    finally:
-        c.close()
-    return int(re.search(r"^joblet_console_streams (\d+)$", text, re.M).group(1))
+    return int(d.metric("joblet_console_streams"))
 
 
 @pytest.mark.parametrize("when", ["down", "after"])

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, rnx_as
+from conftest import ROOT, rnx_as, wait_for
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 CONFIG = f"gpu:\n  fixture: {FIX}/a100-pcie-4/machine.json\n  scrub: 0\n"
@@ -342,6 +342,74 @@ def test_suspend_freezes_the_job_and_resume_thaws_it(d):
     assert "suspended  suspended by uid 0; holds GPUs" in text
     assert "resumed    resumed by uid 0" in text
     end(d, jid)
+
+
+class StuckFuse:
+    """A FUSE file system that never answers (this test opens /dev/fuse and mounts it, and reads
+    nothing): a process that stats a file in it sleeps uninterruptibly, where no freezer can stop
+    it, until close() aborts the connection (the stat then fails: ENOTCONN)."""
+
+    def __init__(self, where):
+        import ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.mnt = str(where)
+        os.makedirs(self.mnt, exist_ok=True)
+        self.fd = os.open("/dev/fuse", os.O_RDWR)
+        opts = f"fd={self.fd},rootmode=40000,user_id=0,group_id=0,allow_other".encode()
+        if self.libc.mount(b"joblet-test-stuck", self.mnt.encode(), b"fuse", 0, opts) != 0:
+            err = ctypes.get_errno()
+            os.close(self.fd)
+            pytest.skip(f"cannot mount a FUSE file system here: {os.strerror(err)}")
+
+    def stuck_process(self):
+        import subprocess
+        p = subprocess.Popen(["stat", os.path.join(self.mnt, "x")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        wait_for(lambda: open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "D",
+                 "the stat in uninterruptible sleep")
+        return p
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)      # the connection aborted: every request of it fails
+            self.fd = -1
+            self.libc.umount2(self.mnt.encode(), 2)   # MNT_DETACH
+
+
+def test_a_freeze_that_cannot_finish_never_holds_the_daemon(d, tmp_path):
+    """A process of the job that cannot be frozen (asleep in a file system that does not answer):
+    the suspend is answered after a second with SUSPENDED and says it is still freezing, and the
+    daemon's loop went on meanwhile, turn after turn (it used to sleep that second in one turn,
+    every request of everyone waiting); once the process can stop, the job is frozen and says so."""
+    jid = d.submit("sleep", "600")
+    d.wait_status(jid, "RUNNING")
+    fuse = StuckFuse(tmp_path / "stuck")
+    stuck = None
+    try:
+        stuck = fuse.stuck_process()
+        with open(os.path.join(os.path.dirname(freeze_file(d, jid)), "cgroup.procs"), "w") as f:
+            f.write(str(stuck.pid))          # into the job's cgroup (the unified tree's)
+        turns = d.metric("joblet_loop_turns_total")
+        p = d.rnx("job", "suspend", jid)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout == f"suspended {jid} (SUSPENDED; still freezing: a process of it cannot stop yet)\n"
+        # the freezer looked at every 10 ms of that second, each look a turn of the loop
+        assert d.metric("joblet_loop_turns_total") - turns >= 20
+        j = d.job(jid)
+        assert j["status"] == "SUSPENDED" and j["freezing"] is True and not frozen(d, jid)
+        assert j["wait_reason"].endswith("; still freezing: a process of it cannot stop yet"), j["wait_reason"]
+        assert d.rnx("job", "list", check=True).returncode == 0   # others are answered meanwhile
+        fuse.close()                         # the stat fails, and its process can be frozen now
+        wait_for(lambda: d.job(jid)["freezing"] is False, "the job frozen at last")
+        assert frozen(d, jid) and d.job(jid)["status"] == "SUSPENDED"
+        assert "still freezing" not in d.job(jid)["wait_reason"]
+        p = d.rnx("job", "resume", jid)
+        assert p.stdout == f"resumed {jid} (RUNNING)\n" and not frozen(d, jid)
+    finally:
+        fuse.close()
+        end(d, jid)
+        if stuck is not None:
+            stuck.wait(timeout=30)
 
 
 def test_suspend_and_resume_refusals(d):
