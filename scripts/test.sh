@@ -16,10 +16,11 @@ run_suite() {  # run_suite BUILD_DIR LABEL
   phase "$label: layering"
   python3 scripts/layering.py "$dir"   # no cycles, no upward calls in src/ (docs/architecture.md)
   phase "$label: integration tests"
-  # --durations: the slowest tests, to keep the whole run inside CI's time (the guide: < 35 min).
+  # --durations: the slowest tests, to keep the whole run inside CI's time (the guide: < 35 min);
+  # every test's time is in $dir/integration-junit.xml, to see where a run's time goes.
   # -n: the modules run in parallel workers (pytest-xdist), most of a test's time is waiting;
   # modules that share something of the machine's keep to one worker (conftest.py: SHARED).
-  JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs --durations=15 -n "${JOBLET_TEST_WORKERS:-3}" --dist loadgroup \
+  JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs --durations=15 --junitxml="$dir/integration-junit.xml" -n "${JOBLET_TEST_WORKERS:-3}" --dist loadgroup \
     tests/integration tests/gpu
 }
 
