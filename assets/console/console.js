@@ -221,6 +221,7 @@ function connect() {
     } catch (e) {
       const secs = Math.min(30, 2 ** tries++);
       set("lost", `error: ${e.message}; trying again in ${secs} s`);
+      clearTimeout(again);          /* (a reload that failed meanwhile set one too) */
       again = setTimeout(reload, secs * 1000);
     }
   };

@@ -105,7 +105,8 @@ typedef struct job {
     struct job_term_waiter *term_waiters; /* attachers waiting for its terminal (job_term.h) */
     int inotify_wd;
     uint8_t settle;           /* enum job_settle: what the settle step still owes this job */
-    uint32_t ev_sig;          /* its state and queue place + 1 as last published (publish.c); 0 none */
+    uint32_t ev_sig;          /* its state and queue place + 1 as last published (publish.c); 0 none
+                               * (set to 0: published again at the next turn) */
     uint8_t db_mark;          /* enum state_db_mark: its row in the open transaction, or lost with one (state.h) */
     /* What the job table's indexes count it as, as of its last jobs_index (jobs.h) */
     uint8_t idx_flags;        /* enum jobs_idx_flag (jobs.c) */

@@ -460,8 +460,8 @@ void job_ctl_resume_all(void)
                     e.msg);
             continue;
         }
-        job_event(j, want ? JE_SUSPENDED : JE_RESUMED, -1, "%s at joblet's start: it was %s, its row says %s",
-                  want ? "frozen again" : "thawed", want ? "thawed" : "frozen", job_state_name(j->state));
+        job_event(j, want ? JE_SUSPENDED : JE_RESUMED, -1, "%s at joblet's start: its cgroup was %s, its row says %s",
+                  want ? "frozen again" : "thawed", want ? "not frozen" : "frozen", job_state_name(j->state));
         job_save(j);
         log_warn("job %s: %s at start (its %s was not recorded when joblet stopped)", j->id,
                  want ? "frozen again" : "thawed", want ? "resume" : "suspend");

@@ -64,13 +64,18 @@ static void cgroup_of(const job *j, cg_job *cg)
 static bool look(watched *w, int64_t now)
 {
     job *j = jobs_by_id(w->id);
-    if (!j || j->shim_pid <= 0 || (j->state != JS_RUNNING && j->state != JS_SUSPENDED))
+    /* (what was asked holds no more: the job was thawed to be stopped, or its run ended and
+     * another may have begun; a freeze asked of this run is never asked of the next) */
+    if (!j || j->shim_pid <= 0 || j->state != (w->want ? JS_SUSPENDED : JS_RUNNING))
         return true;
     cg_job cg;
     cgroup_of(j, &cg);
     int f = cg_frozen(&cg);
-    if (f < 0 || f == (int)w->want)
+    if (f < 0 || f == (int)w->want) {
+        if (w->want && now - w->asked_ms >= FIRST_MS)
+            j->ev_sig = 0;   /* its event again (publish.c): it said "freezing" since the answer */
         return true;
+    }
     if (w->want && now - w->nudged_ms >= NUDGE_MS) {
         cg_freeze(&cg, true, NULL);   /* (v1: FREEZING until asked again; v2: no change) */
         w->nudged_ms = now;
@@ -145,7 +150,13 @@ static void watch_job(const job *j, bool want)
             return;
         }
         w_timer = (watch){timer_fd, on_timer, NULL};
-        loop_add(&w_timer);
+        if (loop_add(&w_timer) < 0) {
+            log_warn("job %s: cannot watch its freezer (epoll: %s); its suspend is answered at once", j->id,
+                     strerror(errno));
+            close(timer_fd);
+            timer_fd = -1;
+            return;
+        }
     }
     watched *w = find(j->id);
     if (w)

@@ -354,7 +354,10 @@ class StuckFuse:
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.mnt = str(where)
         os.makedirs(self.mnt, exist_ok=True)
-        self.fd = os.open("/dev/fuse", os.O_RDWR)
+        try:
+            self.fd = os.open("/dev/fuse", os.O_RDWR)
+        except OSError as e:
+            pytest.skip(f"cannot open /dev/fuse here: {e}")
         opts = f"fd={self.fd},rootmode=40000,user_id=0,group_id=0,allow_other".encode()
         if self.libc.mount(b"joblet-test-stuck", self.mnt.encode(), b"fuse", 0, opts) != 0:
             err = ctypes.get_errno()
@@ -381,11 +384,11 @@ def test_a_freeze_that_cannot_finish_never_holds_the_daemon(d, tmp_path):
     the suspend is answered after a second with SUSPENDED and says it is still freezing, and the
     daemon's loop went on meanwhile, turn after turn (it used to sleep that second in one turn,
     every request of everyone waiting); once the process can stop, the job is frozen and says so."""
-    jid = d.submit("sleep", "600")
-    d.wait_status(jid, "RUNNING")
     fuse = StuckFuse(tmp_path / "stuck")
-    stuck = None
+    jid, stuck = None, None
     try:
+        jid = d.submit("sleep", "600")
+        d.wait_status(jid, "RUNNING")
         stuck = fuse.stuck_process()
         with open(os.path.join(os.path.dirname(freeze_file(d, jid)), "cgroup.procs"), "w") as f:
             f.write(str(stuck.pid))          # into the job's cgroup (the unified tree's)
@@ -407,7 +410,8 @@ def test_a_freeze_that_cannot_finish_never_holds_the_daemon(d, tmp_path):
         assert p.stdout == f"resumed {jid} (RUNNING)\n" and not frozen(d, jid)
     finally:
         fuse.close()
-        end(d, jid)
+        if jid is not None:
+            end(d, jid)
         if stuck is not None:
             stuck.wait(timeout=30)
 
@@ -676,9 +680,11 @@ def test_a_freezer_that_disagrees_with_the_row_is_put_as_the_row_says_at_start(f
     dd.start()
     assert not frozen(dd, run) and advances(dd, run)
     assert dd.job(run)["status"] == "RUNNING"
-    assert frozen(dd, sus) and stands_still(dd, sus, 0.3)
+    # (asked at start, not waited for: the kernel freezes it soon after)
+    wait_for(lambda: frozen(dd, sus), "the suspended job frozen again")
+    assert stands_still(dd, sus, 0.3)
     assert dd.job(sus)["status"] == "SUSPENDED"
-    assert any(e[0] == "resumed" and "thawed at joblet's start: it was frozen, its row says RUNNING" in e[2]
+    assert any(e[0] == "resumed" and "thawed at joblet's start: its cgroup was frozen, its row says RUNNING" in e[2]
                for e in events(dd, run)), events(dd, run)
     assert any(e[0] == "suspended" and "frozen again at joblet's start" in e[2] for e in events(dd, sus))
     dd.rnx("job", "resume", sus, check=True)
