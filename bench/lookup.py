@@ -19,6 +19,10 @@ for four kinds of REF, and four listings by state:
   pending  GET /v1/jobs?status=PENDING: the --kept waiting jobs (each one written: proportional to
            the answer whatever the daemon does, so meant for a few --kept among many --ended)
 
+--listening holds an event stream open on each daemon while it is timed (GET /v1/events: what a
+web console and every `rnx job wait` hold): joblet then publishes each loop turn's changes, and
+what that costs a turn falls on every request.
+
 --ended N first gives each daemon N ended jobs (/bin/true, run and waited for, as throughput.py
 --kept): the bulk of what a daemon keeps. --kinds picks the kinds timed (default all but pending).
 
@@ -33,8 +37,10 @@ thrown away after). Standard library only.
 """
 
 import argparse
+import socket
 import statistics
 import sys
+import threading
 import time
 import types
 import uuid
@@ -42,6 +48,29 @@ import uuid
 from throughput import UnixHTTPConnection, request, parse_target, keep_ended
 
 KINDS = ("full", "prefix", "name", "missing", "poll", "scan", "held", "pending")
+
+
+class Listener:
+    """GET /v1/events held open on sock, its events read away by a thread until close()."""
+
+    def __init__(self, sock):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(sock)
+        self.s.sendall(b"GET /v1/events HTTP/1.1\r\nHost: joblet\r\n\r\n")
+        self.t = threading.Thread(target=self.drain, daemon=True)
+        self.t.start()
+
+    def drain(self):
+        try:
+            while self.s.recv(65536):
+                pass
+        except OSError:
+            pass
+
+    def close(self):
+        self.s.shutdown(socket.SHUT_RDWR)
+        self.s.close()
+        self.t.join(timeout=10)
 
 
 def fill(sock, kept):
@@ -98,6 +127,7 @@ def main():
     ap.add_argument("--requests", type=int, default=500, help="requests per kind per round (default 500)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ended", type=int, default=0, help="ended jobs each daemon keeps first (default 0)")
+    ap.add_argument("--listening", action="store_true", help="an event stream open on each daemon while timed")
     ap.add_argument("--kinds", default=",".join(KINDS[:-1]),
                     help="the kinds timed, comma-separated (default all but pending)")
     a = ap.parse_args()
@@ -113,12 +143,16 @@ def main():
         print(f"{name}: {a.kept} waiting jobs in {time.time() - t0:.1f} s", flush=True)
     res = {(name, k): [] for name, _ in a.target for k in kinds}
     order = list(a.target)
+    listeners = [Listener(sock) for _, sock in a.target] if a.listening else []
     for r in range(a.rounds):
         for name, sock in (order if r % 2 == 0 else order[::-1]):
             rs = paths(made[name][1])
             for k in kinds:
                 res[(name, k)].append(time_kind(sock, rs[k], a.requests))
-    print(f"\nGET /v1/jobs/REF and ?status= with {a.kept} waiting and {a.ended} ended jobs kept: median (p95) us per request, median over "
+    for li in listeners:
+        li.close()
+    print(f"\nGET /v1/jobs/REF and ?status= with {a.kept} waiting and {a.ended} ended jobs kept"
+          f"{', an event stream open' if a.listening else ''}: median (p95) us per request, median over "
           f"{a.rounds} rounds")
     print(f"{'target':12s}" + "".join(f"{k:>22s}" for k in kinds))
     ref_name = a.target[0][0]

@@ -106,7 +106,8 @@ typedef struct job {
     int inotify_wd;
     uint8_t settle;           /* enum job_settle: what the settle step still owes this job */
     uint32_t ev_sig;          /* its state and queue place + 1 as last published (publish.c); 0 none
-                               * (set to 0: published again at the next turn) */
+                               * (set to 0: published again at the next turn, while it is live) */
+    int32_t ev_ended;         /* its place + 1 among the jobs ended since the last publish (jobs.c); 0 none */
     uint8_t db_mark;          /* enum state_db_mark: its row in the open transaction, or lost with one (state.h) */
     /* What the job table's indexes count it as, as of its last jobs_index (jobs.h) */
     uint8_t idx_flags;        /* enum jobs_idx_flag (jobs.c) */

@@ -31,6 +31,44 @@ enum jobs_idx_flag {
 static void recount(job *j);
 static void count_as(job *j, uint8_t want, uid_t u, uid_t s);
 
+/* The jobs ended since jobs_take_ended last took them (each one's place + 1 in ev_ended). */
+static struct {
+    job **v;
+    size_t n, cap;
+} ended;
+
+static void ended_add(job *j)
+{
+    if (j->ev_ended)
+        return;
+    if (ended.n == ended.cap) {
+        ended.cap = ended.cap ? 2 * ended.cap : 64;
+        ended.v = xrealloc(ended.v, ended.cap * sizeof *ended.v);
+    }
+    ended.v[ended.n++] = j;
+    j->ev_ended = (int32_t)ended.n;
+}
+
+static void ended_del(job *j)
+{
+    if (!j->ev_ended)
+        return;
+    size_t at = (size_t)j->ev_ended - 1;
+    job *last = ended.v[--ended.n];
+    ended.v[at] = last;
+    last->ev_ended = (int32_t)at + 1;
+    j->ev_ended = 0;
+}
+
+job **jobs_take_ended(size_t *n)
+{
+    for (size_t i = 0; i < ended.n; i++)
+        ended.v[i]->ev_ended = 0;
+    *n = ended.n;
+    ended.n = 0;
+    return ended.v;
+}
+
 /* The table by id and name (common/idindex.h): what a reference may name, found without a scan. */
 static idindex by_ref;
 
@@ -123,6 +161,7 @@ void jobs_remove(job *j)
 
     if (j->idx_flags & IDX_KEPT)
         count_as(j, 0, 0, 0);
+    ended_del(j);
     state_forget_job(j);
     for (size_t i = 0; i < core.nchanged; i++)
         if (core.changed[i] == j) {
@@ -658,6 +697,7 @@ void job_finish(job *j, enum job_state st, const char *reason)
     if (core.running == 0)
         core.trim_at_ms = now_ms() + 1000;
     j->init_pid = 0;
+    ended_add(j);
     job_save(j);
     record_end(j);
     jobs_mark(j, JOB_SETTLE_WAKE | JOB_SETTLE_WORKFLOW);

@@ -70,6 +70,10 @@ job **jobs_holding_room(size_t *n);
 bool jobs_state_listed(enum job_state s);
 /* The jobs in state s, a listed one, in seq order; valid until the next change of a job. */
 job **jobs_in_state(enum job_state s, size_t *n);
+/* The jobs that ended (job_finish) since the last call; valid until the next change of a job.
+ * With the lists above, every job whose state, wait or queue place may have changed since
+ * (publish.c: the console's and rnx job wait's events, without a scan of every job kept). */
+job **jobs_take_ended(size_t *n);
 /* Whether j's init pid is still the job's own process: a pid reused since would not be in its
  * cgroup. Ask after opening a pidfd of it, so that the answer holds for that pidfd. */
 bool jobs_init_alive(const job *j);

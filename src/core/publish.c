@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/log.h"
 #include "arrays.h"
 #include "events.h"
 #include "gpus.h"
 #include "gpu_health.h"
+#include "jobs.h"
 #include "state.h"
 #include "workflow.h"
 
@@ -91,22 +93,63 @@ static void publish_sample(int i, const gpu_health *h)
     emit("gpu_sample", -1, o);
 }
 
-void publish_changes(void)
+static void job_changes(job **v, size_t n, bool quiet)
 {
-    if (!events_listening()) {
-        synced = false;
-        return;
-    }
-    bool quiet = !synced;   /* the first stream's client loads what is now */
-    synced = true;
-    for (size_t i = 0; i < core.njobs; i++) {
-        job *j = core.jobs[i];
+    for (size_t i = 0; i < n; i++) {
+        job *j = v[i];
         uint32_t sig = job_sig(j) + 1;
         if (j->ev_sig != sig) {
             j->ev_sig = sig;
             if (!quiet)
                 publish_job(j);
         }
+    }
+}
+
+/* At log level debug (state_check_due): every job kept looked at, as the lists looked at them;
+ * one whose change they missed is a bug (its event was never sent). */
+static void job_changes_verify(void)
+{
+    static int64_t last_ns;
+    if (!state_check_due(&last_ns, core.njobs))
+        return;
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
+        if (j->ev_sig != job_sig(j) + 1) {
+            log_err("publish: job %s (%s) changed unseen: %#x published, %#x now", j->id, job_state_name(j->state),
+                    (unsigned)j->ev_sig, (unsigned)job_sig(j) + 1);
+            abort();
+        }
+    }
+}
+
+void publish_changes(void)
+{
+    size_t n;
+    job **ended = jobs_take_ended(&n);
+    if (!events_listening()) {
+        synced = false;
+        return;
+    }
+    bool quiet = !synced;   /* the first stream's client loads what is now */
+    synced = true;
+    /* Only a job that is waiting or holds room, or one that ended since the last turn, can have
+     * changed what its event says: most jobs kept have ended long ago, and every turn of the
+     * loop comes here while a console or an rnx job wait listens. The first stream's turn marks
+     * them all. */
+    if (quiet)
+        job_changes(core.jobs, core.njobs, true);
+    else {
+        job_changes(ended, n, false);
+        job **v = jobs_queued(&n);
+        job_changes(v, n, false);
+        v = jobs_holding_room(&n);
+        job_changes(v, n, false);
+        v = jobs_in_state(JS_PENDING, &n);
+        job_changes(v, n, false);
+        v = jobs_in_state(JS_HELD, &n);
+        job_changes(v, n, false);
+        job_changes_verify();
     }
     for (size_t i = 0; i < core.nworkflows; i++) {
         workflow *wf = core.workflows[i];
