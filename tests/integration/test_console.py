@@ -33,6 +33,16 @@ def test_the_daemon_serves_the_console_files(daemon):
     assert st == 200 and me["uid"] == 0 and me["admin"] is True
 
 
+def read_to_close(s):
+    """What the console sends on s until it closes it (each connection carries one request)."""
+    got = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return got
+        got += d
+
+
 def test_the_proxy_needs_the_token_then_the_cookie(daemon):
     con = Console(daemon)
     try:
@@ -70,12 +80,7 @@ def test_the_proxy_needs_the_token_then_the_cookie(daemon):
         s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\nCookie: {jar}\r\nX-Console-Key: {key}\r\n"
                   "Connection: keep-alive\r\n\r\n"
                   f"GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\n\r\n".encode())
-        got = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            got += d
+        got = read_to_close(s)
         assert got.count(b"HTTP/1.1 200") == 1 and b'"uid":0' in got and b'"jobs"' not in got
         s.close()
     finally:
@@ -101,12 +106,7 @@ def test_a_silent_connection_is_kept_and_a_half_sent_head_gets_408(daemon):
         time.sleep(1)                                          # the idle one is 14 s old now
         idle.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\nCookie: {jar}\r\n"
                      f"X-Console-Key: {con.key}\r\n\r\n".encode())
-        got = b""
-        while True:
-            d = idle.recv(65536)
-            if not d:
-                break
-            got += d
+        got = read_to_close(idle)
         assert got.startswith(b"HTTP/1.1 200 ") and b'"uid":0' in got, got[:300]
         idle.close()
     finally:
