@@ -703,18 +703,31 @@ static void cpl_json_text(json_t *v, char *buf, size_t cap)
         buf[0] = 0;
 }
 
+static void cpl_alarm(int sig)
+{
+    (void)sig;
+    _exit(1);
+}
+
 static void cpl_objects(cpl_out *o, const struct cpl_noun *nn, rnx_ctx *ctx, const char *prefix)
 {
-    if (cmd_node_target(ctx, true) != RNX_OK)
+    /* a daemon that does not answer must not hang the shell: past 3 s, no candidates. (Only
+     * the question: reading this binary's own help takes what it takes, and a loaded machine's
+     * build reads all of it for the man page: scripts/mkman.py.) */
+    signal(SIGALRM, cpl_alarm);
+    alarm(3);
+    if (cmd_node_target(ctx, true) != RNX_OK) {
+        alarm(0);
         return;   /* no daemon to ask, no candidates */
+    }
     rnx_client *c = client_new(&ctx->target);
     json_t *ans = NULL;
     jerr e = {0};
-    if (client_request(c, "GET", nn->path, NULL, &ans, &e) < 0) {
-        client_free(c);
-        return;   /* no daemon, no candidates */
-    }
+    int rc = client_request(c, "GET", nn->path, NULL, &ans, &e);
+    alarm(0);
     client_free(c);
+    if (rc < 0)
+        return;   /* no daemon, no candidates */
     json_t *arr = json_object_get(ans, nn->array), *it;
     size_t i;
     json_array_foreach(arr, i, it)
@@ -912,18 +925,9 @@ static const cpl_flag *cpl_flag_of(cpl_doc *d, const char *w, bool *attached)
     return NULL;
 }
 
-static void cpl_alarm(int sig)
-{
-    (void)sig;
-    _exit(1);
-}
-
 /* The candidates for words[nwords - 1]; words[0] is rnx itself. */
 static int cpl_complete(const rnx_ctx *ctx, int nwords, char **words)
 {
-    /* a daemon that does not answer must not hang the shell: past 3 s, no candidates */
-    signal(SIGALRM, cpl_alarm);
-    alarm(3);
     signal(SIGCHLD, SIG_DFL);   /* ignored (inherited), the help's exit status would be lost */
     char *answer = NULL;
     size_t answer_len = 0;
@@ -1005,7 +1009,6 @@ static int cpl_complete(const rnx_ctx *ctx, int nwords, char **words)
         fprintf(o.f, "%s\n", directive);
     fclose(o.f);
     free(d);
-    alarm(0);
     fwrite(answer, 1, answer_len, stdout);
     free(answer);
     return RNX_OK;
