@@ -109,8 +109,9 @@ void loop_run(int (*before_wait)(void), void (*after_wake)(void))
         struct epoll_event evs[64];
         int timeout = before_wait();
         /* a turn: from the wake to the next wait, the settle step and the commit included */
-        if (woke && mono_ns() - woke > longest_ns)
-            longest_ns = mono_ns() - woke;
+        int64_t t = woke ? mono_ns() - woke : 0;
+        if (t > longest_ns)
+            longest_ns = t;
         int n = epoll_wait(epfd, evs, 64, later ? 0 : timeout);
         woke = mono_ns();
         if (n < 0 && errno != EINTR) {
