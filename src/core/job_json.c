@@ -168,13 +168,13 @@ json_t *job_json(const job *j)
                  (unsigned long long)core.cfg.attach_wait_s);
     else if (j->state == JS_HELD || j->state == JS_SUSPENDED)
         job_ctl_reason(j, why, sizeof why);
+    else if (j->state == JS_PENDING && (r->nafter || r->singleton))
+        depend_describe(j, why, sizeof why);
     bool want = false, freezing = j->state == JS_SUSPENDED && job_freeze_pending(j, &want) && want;
     if (freezing) {
         size_t n = strlen(why);
         snprintf(why + n, sizeof why - n, "; still freezing: a process of it cannot stop yet");
     }
-    else if (j->state == JS_PENDING && (r->nafter || r->singleton))
-        depend_describe(j, why, sizeof why);
     json_object_set_new(o, "after", job_json_after(r, j->after_seq));
     json_object_set_new(o, "after_any", json_boolean(r->after_any)); /* any one of them is enough */
     json_object_set_new(o, "preemptions", json_integer(j->preemptions));
