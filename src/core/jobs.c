@@ -485,6 +485,9 @@ void jobs_index_free(void)
     ix.owners = NULL;
     ix.queue.v = ix.room.v = NULL;
     ix.held = NULL;
+    free(ended.v);
+    ended.v = NULL;
+    ended.n = ended.cap = 0;
     ix.nowners = ix.owners_cap = ix.queue.n = ix.queue.cap = ix.room.n = ix.room.cap = 0;
 }
 
