@@ -39,7 +39,7 @@ import uuid
 
 import pytest
 
-from conftest import api_as, need_setpriv, setpriv
+from conftest import api_as, need_setpriv, setpriv, wait_for
 from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -389,6 +389,18 @@ def job_host_pids(d, jid):
         return [int(x) for x in f.read().split()]
 
 
+def process_named(pids, comm):
+    """The first of pids whose command is comm, or None (one that ended meanwhile is passed)."""
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                if f.read().strip() == comm:
+                    return p
+        except OSError:
+            pass
+    return None
+
+
 def free_major(kind):
     """A device major the host has no driver for (so a node of it opens nothing anywhere)."""
     with open("/proc/devices") as f:
@@ -514,8 +526,10 @@ def probed(request, daemon):
         victim = submit_as(daemon, uid, {"command": "sh", "args": ["-c", "echo secret > secret; exec sleep 120"]})
         cleanups.append(lambda: call_as(daemon, uid, "POST", f"/v1/jobs/{victim}/stop"))
         daemon.wait_status(victim, "RUNNING")
-        victim_pids = job_host_pids(daemon, victim)
-        victim_sleep = next(p for p in victim_pids if open(f"/proc/{p}/comm").read().strip() == "sleep")
+        # RUNNING comes before its shell has written the file and become `sleep` (CI run 22 here
+        # read the job's processes in between, on a loaded machine)
+        victim_sleep = wait_for(lambda: process_named(job_host_pids(daemon, victim), "sleep"),
+                                "the victim job's sleep")
 
         # the probe job; its upload asks for a setuid bit
         script = b"#!/bin/sh\nid -u\n"
