@@ -103,6 +103,8 @@ bool park_resumed(park_slot *s, const jerr **error)
 {
     bool r = s->resumed;
     s->resumed = false;
+    if (!r)
+        s->named[0] = '\0'; /* a new request: what an earlier one parked on is not its */
     *error = r ? s->error : NULL;
     return r;
 }

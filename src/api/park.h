@@ -22,6 +22,9 @@ typedef struct park_slot {
     jerr *error;               /* the wait failed: this is the answer */
     uint64_t tally;            /* the route's own count across its parked runs (DELETE /v1/jobs) */
     uid_t uid;                 /* whose request holds the ticket */
+    char named[37];            /* the full id of the job the parked route acted on: its rerun
+                                * names that job, not the request's reference again (a name
+                                * may pass to another job meanwhile); cleared by a new request */
     struct park_slot *next;
 } park_slot;
 

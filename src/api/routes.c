@@ -437,6 +437,7 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
          * docker pause is; the loop goes on meanwhile. Without a ticket left: at once. */
         uint64_t ticket = rc == 0 ? park_ticket(r) : 0;
         if (ticket && job_freeze_wait(j, park_wake_fn, (void *)(uintptr_t)ticket)) {
+            snprintf(r->park->named, sizeof r->park->named, "%s", j->id);
             settle();
             park_wait(r);
             return MHD_YES;
@@ -483,6 +484,8 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     }
     snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
+    if (r->resumed && r->park->named[0]) /* back from a wait on this job: the same one (park.h) */
+        snprintf(id, sizeof id, "%s", r->park->named);
     jobref *named = xmalloc(sizeof *named);
     if (jobref_find(id, &r->who, named, &e) < 0) {
         free(named);
