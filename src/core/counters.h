@@ -1,5 +1,5 @@
 /* The daemon's own counters and histograms, written into GET /metrics (counters.c): API
- * requests answered, scheduler run times, job start latencies. Safe from any thread. */
+ * requests answered, scheduler run times, job start latencies, loop turns. Safe from any thread. */
 #ifndef JOBLET_COUNTERS_H
 #define JOBLET_COUNTERS_H
 
@@ -12,8 +12,11 @@ void counters_request(const char *method, unsigned code);
 void counters_schedule(double seconds);
 /* A job started running this long after it was submitted (or after its scheduled time). */
 void counters_start(double seconds);
-/* The families joblet_schedule_duration_seconds, joblet_job_start_latency_seconds and
- * joblet_api_requests_total (left out while no request was answered). */
+/* One turn of the loop (loop.c), from its wake to its next wait, in seconds. */
+void counters_loop_turn(double seconds);
+/* The families joblet_schedule_duration_seconds, joblet_job_start_latency_seconds,
+ * joblet_loop_turn_duration_seconds and joblet_api_requests_total (left out while no request
+ * was answered). */
 void counters_write(prom_buf *b);
 
 #endif

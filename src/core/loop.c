@@ -8,6 +8,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "counters.h"
 
 static int epfd = -1;
 static volatile bool running;
@@ -112,6 +113,8 @@ void loop_run(int (*before_wait)(void), void (*after_wake)(void))
         int64_t t = woke ? mono_ns() - woke : 0;
         if (t > longest_ns)
             longest_ns = t;
+        if (woke)
+            counters_loop_turn((double)t / 1e9);
         int n = epoll_wait(epfd, evs, 64, later ? 0 : timeout);
         woke = mono_ns();
         if (n < 0 && errno != EINTR) {

@@ -159,6 +159,12 @@ def test_metrics_on_the_socket_and_the_listener(fresh_daemon):
     assert buckets == sorted(buckets) and buckets[-1] == 4
     assert one(s, "joblet_job_start_latency_seconds_bucket", le="+Inf") == 4
     assert one(s, "joblet_schedule_duration_seconds_count") >= 4
+    # every turn of the loop but the one answering this (and the first, which had no wake) is in
+    # the histogram; the counter is read in the same turn
+    turns = one(s, "joblet_loop_turns_total")
+    assert turns - 2 <= one(s, "joblet_loop_turn_duration_seconds_count") <= turns and turns > 10
+    buckets = values(s, "joblet_loop_turn_duration_seconds_bucket")
+    assert buckets == sorted(buckets) and buckets[-1] == one(s, "joblet_loop_turn_duration_seconds_count")
     assert one(s, "joblet_api_requests_total", method="POST", code="201") == 4
     assert one(s, "joblet_api_requests_total", method="GET", code="200") >= 1
     assert one(s, "joblet_build_info") == 1
