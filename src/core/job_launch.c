@@ -602,6 +602,11 @@ void job_launch_adopt_all(void)
                 j->sandbox_uid = job_detail_sandbox_uid(j); /* held until it ends */
             watch_shim(j, pidfd, -1);
             log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
+            /* a stop (or requeue) committed before the shim was told, and joblet killed between
+             * the two: told now (the shim's stop is begun once; a second SIGTERM changes nothing) */
+            if ((j->state == JS_STOPPING || j->preempting) &&
+                syscall(SYS_pidfd_send_signal, j->w_pid.fd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+                log_err("job %s: cannot tell its shim again to stop: %s", j->id, strerror(errno));
             if (j->slurm.set)
                 adopt_slurm_task(j);
             continue;
@@ -725,10 +730,28 @@ int job_launch_thaw(job *j, jerr *e)
     return 0;
 }
 
+/* A stop that puts the job back in the queue (requeue, preemption): the intent is committed
+ * before the shim hears the stop, so a joblet killed between the two finds it in the row (and
+ * sends the stop again: job_launch_adopt_all) instead of a job that was stopped and not put
+ * back. false: not committed (the flag is taken back, nothing was sent). */
+static bool requeue_committed(job *j, jerr *e)
+{
+    j->preempting = true;
+    job_save(j);
+    if (state_commit_now(e) == 0)
+        return true;
+    j->preempting = j->requeue_asked = j->requeue_hold = false;
+    job_save(j); /* (the rows of a failed commit are written again from memory: without it) */
+    return false;
+}
+
 void job_launch_preempt(job *j, const job *for_job)
 {
     jerr e = {0};
-    j->preempting = true;
+    if (!requeue_committed(j, &e)) {
+        log_err("job %s: not preempted now: %s", j->id, e.msg);
+        return;
+    }
     if (job_launch_stop(j, (uid_t)-1, &e) < 0) {
         j->preempting = false;
         log_err("job %s: cannot preempt: %s", j->id, e.msg);
@@ -845,9 +868,11 @@ int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e)
 
 int job_launch_requeue(job *j, uid_t by, jerr *e)
 {
-    j->preempting = true;
+    if (!requeue_committed(j, e))
+        return -1;
     if (job_launch_stop(j, by, e) < 0) {
-        j->preempting = false;
+        j->preempting = j->requeue_asked = j->requeue_hold = false;
+        job_save(j);
         return -1;
     }
     job_save(j);

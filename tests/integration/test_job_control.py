@@ -7,6 +7,7 @@ a held or suspended job kept so over a kill -9 of joblet.
 One daemon for the module (a simulated 4-GPU machine): each test ends the jobs it started."""
 import datetime
 import os
+import sqlite3
 import time
 
 import pytest
@@ -642,6 +643,27 @@ def test_requeue_hold_is_kept_over_a_kill_9_during_the_stop(fresh_daemon):
     assert j["wait_reason"].startswith("held by uid 0")
     time.sleep(1)
     assert dd.job(jid)["status"] == "HELD"  # not started again
+    dd.rnx("job", "release", jid, check=True)
+    dd.wait_status(jid, "RUNNING")
+    end(dd, jid)
+
+
+def test_a_requeue_committed_but_not_told_to_the_shim_is_told_after_a_kill_9(fresh_daemon):
+    # the requeue's intent is committed before its SIGTERM goes to the shim: a joblet killed
+    # between the two leaves this row (written here by hand, the daemon down) and a shim that
+    # heard nothing; the next joblet tells it, and the job goes back in the queue held
+    dd = fresh_daemon()
+    jid = dd.submit("sh", "-c", "while :; do sleep 0.1; done")
+    dd.wait_status(jid, "RUNNING")
+    dd.kill9()
+    db = sqlite3.connect(os.path.join(dd.state, "joblet.db"))
+    with db:
+        n = db.execute("UPDATE jobs SET state='STOPPING', preempting=1, requeue=2 WHERE id=?", (jid,)).rowcount
+    db.close()
+    assert n == 1
+    dd.start()
+    j = dd.wait_status(jid, "HELD", timeout=60)
+    assert (j["end_reason"], j["preemptions"]) == ("requeued", 1), j
     dd.rnx("job", "release", jid, check=True)
     dd.wait_status(jid, "RUNNING")
     end(dd, jid)
