@@ -2,13 +2,22 @@
 #include "orphans.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/cgroup.h"
+#include "job_detail.h"
+#include "job_events.h"
+#include "jobs.h"
 #include "state.h"
 #include "workfs.h"
 
@@ -65,6 +74,125 @@ static size_t sweep_dir(const char *dir, const char *what)
             n++;
     }
     closedir(d);
+    return n;
+}
+
+/* The job a process is the shim of, or NULL: a process of the shim's program (the zygote and
+ * the shims it forks: "joblet-shim --zygote ...") holding the job's directory open (the shim's
+ * dirfd, exec/shim_main.c), <state>/jobs/<id> (jobs_dir: as the kernel names it, no link in it). */
+static job *shim_of(pid_t pid, const char *jobs_dir)
+{
+    char path[64], argv[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = read(fd, argv, sizeof argv - 1);
+    close(fd);
+    if (n <= 0)
+        return NULL;
+    argv[n] = 0;
+    if (strcmp(argv, "joblet-shim"))
+        return NULL;
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return NULL;
+    size_t dirlen = strlen(jobs_dir);
+    job *j = NULL;
+    struct dirent *de;
+    while (!j && (de = readdir(d))) {
+        char link[80], to[800];
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(link, sizeof link, "%s/%s", path, de->d_name);
+        ssize_t m = readlink(link, to, sizeof to - 1);
+        if (m <= 0)
+            continue;
+        to[m] = 0;
+        char id[37];
+        if (!strncmp(to, jobs_dir, dirlen) && to[dirlen] == '/' && orphans_named_by_id(to + dirlen + 1, id) &&
+            !to[dirlen + 1 + 36])
+            j = jobs_by_id(id);
+    }
+    closedir(d);
+    return j;
+}
+
+/* Its parent's pid from /proc/PID/stat (after the command's name, which may hold anything), or -1. */
+static pid_t proc_parent(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    char state;
+    int ppid;
+    return p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
+}
+
+/* A run that no row records: the shim of a job that has not ended, which its row does not name.
+ * joblet forked it and was killed before the turn's commit that records it (a launch and its
+ * row's shim pid are committed together, after the fork). The row says the job still waits, so
+ * it is started again; this run, whose GPUs and room no row holds, is killed first: its shim
+ * before its processes (so that it cannot tidy away what the new run makes), then its cgroup
+ * removed. How many. */
+static size_t sweep_unrecorded_runs(void)
+{
+    char *jobs_dir = realpath(core.jobs_dir, NULL);
+    DIR *d = jobs_dir ? opendir("/proc") : NULL;
+    if (!d) {
+        log_warn("cannot look for runs no row records: %s: %s", jobs_dir ? "/proc" : core.jobs_dir, strerror(errno));
+        free(jobs_dir);
+        return 0;
+    }
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 1 || pid == getpid())
+            continue;
+        /* the pidfd first, then the command line: the pid cannot name another process after */
+        int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+        if (pidfd < 0)
+            continue;
+        job *j = shim_of((pid_t)pid, jobs_dir);
+        /* a shim's own clones (the job's init, before and after it names itself) have its
+         * command line too: only the one whose parent is not of that job is its shim */
+        pid_t parent = j ? proc_parent((pid_t)pid) : 0;
+        if (!j || job_state_terminal(j->state) || j->shim_pid == (pid_t)pid || parent <= 0 || shim_of(parent, jobs_dir) == j) {
+            close(pidfd); /* (an ended job's shim may still be tidying: it is its own) */
+            continue;
+        }
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+        if (poll(&pf, 1, 5000) <= 0)
+            log_warn("job %s: the shim (pid %ld) of a start no row records did not end within 5 s of SIGKILL", j->id,
+                     pid);
+        close(pidfd);
+        cg_host uh;
+        cg_job cg;
+        job_detail_cgroup(j, &uh, &cg);
+        cg_kill_all(&cg);
+        jerr e = {0};
+        if (cg_destroy(&cg, &e) < 0)
+            log_warn("job %s: the cgroup of a start no row records: %s", j->id, e.msg);
+        job_event(j, JE_RESTARTED, -1, "joblet restarted; a start of it that was not recorded (shim pid %ld) was "
+                                       "killed, and the job waits to start again", pid);
+        log_warn("job %s: killed a run no row records (shim pid %ld, forked by a joblet killed before it committed "
+                 "the start); the job (%s) starts again", j->id, pid, job_state_name(j->state));
+        n++;
+    }
+    closedir(d);
+    free(jobs_dir);
     return n;
 }
 
@@ -147,6 +275,7 @@ void orphans_sweep(void)
     qsort(ids, nids, sizeof *ids, cmp_id);
     char bundles[700];
     snprintf(bundles, sizeof bundles, "%s/runsc/bundles", core.cfg.state_dir);
+    sweep_unrecorded_runs(); /* (known jobs: each says so in the log) */
     size_t dirs = sweep_dir(core.jobs_dir, "job directory");
     size_t works = workfs_sweep(orphan_work);
     size_t bun = sweep_dir(bundles, "gVisor bundle");

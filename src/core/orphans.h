@@ -13,7 +13,9 @@
  * the suffixes joblet adds to it ('.' and more). */
 bool orphans_named_by_id(const char *name, char id[37]);
 
-/* Sweeps what no known job owns; says in the log what it removed. */
+/* Sweeps what no known job owns, and runs of known jobs that no row records (a shim forked
+ * before joblet was killed, its start not committed: killed, the job starts again); says in
+ * the log what it removed. */
 void orphans_sweep(void);
 
 #endif

@@ -669,6 +669,43 @@ def test_a_requeue_committed_but_not_told_to_the_shim_is_told_after_a_kill_9(fre
     end(dd, jid)
 
 
+def process_gone(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "\nState:\tZ" in f.read()  # (a zombie: ended, its parent not told yet)
+    except FileNotFoundError:
+        return True
+
+
+def test_a_start_no_row_records_is_killed_and_the_job_starts_again(fresh_daemon):
+    # joblet forks a job's shim, then commits the row that names it at the end of the turn: a
+    # joblet killed between the two leaves a run that no row records (written here by hand: the
+    # row as it was before the launch, the daemon down). The next joblet must not run the job
+    # twice at once, nor fail it on the first run's cgroup: the first run is killed, the job
+    # runs again from the start
+    dd = fresh_daemon()
+    jid = dd.submit("sh", "-c", "echo run >> /work/runs; sleep 3")
+    j = dd.wait_status(jid, "RUNNING")
+    wait_for(lambda: os.path.exists(os.path.join(dd.work(jid), "runs")), what="the first run's mark")
+    first_shim = j["shim_pid"]
+    dd.kill9()
+    db = sqlite3.connect(os.path.join(dd.state, "joblet.db"))
+    with db:
+        n = db.execute("UPDATE jobs SET state='QUEUED', shim_pid=0, shim_start=0, init_pid=0, started_ms=NULL "
+                       "WHERE id=?", (jid,)).rowcount
+    db.close()
+    assert n == 1
+    dd.start()
+    assert process_gone(first_shim), "the unrecorded run's shim still runs"
+    j = dd.wait(jid, timeout=60)
+    assert j["status"] == "COMPLETED", j
+    assert j["shim_pid"] != first_shim
+    with open(os.path.join(dd.work(jid), "runs")) as f:
+        assert f.read() == "run\nrun\n"
+    assert "a start of it that was not recorded" in dd.rnx("job", "status", "--detail", jid, check=True).stdout
+    assert "killed a run no row records" in dd.log()
+
+
 def test_several_ids_are_each_reported(d):
     a = d.submit("true", schedule_at="2031-01-01T00:00:00Z")
     b = d.submit("true", schedule_at="2031-01-01T00:00:00Z")
