@@ -28,10 +28,21 @@ static const jsonscan_limits limits[] = {
     },
 };
 
+void body_busy_error(const request *r, jerr *e)
+{
+    if (r->body_busy_share)
+        jerr_http(e, 429, "the request bodies your connections are sending hold more than the %llu MiB one user may "
+                          "(a quarter of joblet's buffer for bodies, or one server.max_body_bytes); finish or close "
+                          "them first, or send files as a streamed upload (docs/api.md)",
+                  (unsigned long long)(r->body_busy_share >> 20));
+    else
+        jerr_http(e, 503, "joblet is already receiving other large requests; try again in a moment");
+}
+
 json_t *body_json(const request *r, body_kind kind, jerr *e)
 {
     if (r->body_busy) {
-        jerr_http(e, 503, "joblet is already receiving other large requests; try again in a moment");
+        body_busy_error(r, e);
         return NULL;
     }
     if (r->body_too_large) {

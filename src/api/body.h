@@ -18,5 +18,8 @@ typedef enum body_kind {
  * bodies, 413 past server.max_body_bytes or past a bound of kind (400 past the depth), 400 when
  * it is empty or not JSON. The caller owns the result. */
 json_t *body_json(const request *r, body_kind kind, jerr *e);
+/* The answer to a request whose body was not kept for the memory budget (r->body_busy): 503
+ * when everyone's bodies held it, 429 naming the share when the caller's own did. */
+void body_busy_error(const request *r, jerr *e);
 
 #endif

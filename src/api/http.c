@@ -52,6 +52,13 @@ static unsigned nservers;
 static uint64_t body_limit;
 static char sock_path[256];
 
+/* An account's connections (conn_counts, below) and the request bodies they hold. */
+struct conn_count {
+    uid_t uid;
+    unsigned n;                  /* 0: a free slot */
+    uint64_t body_bytes;         /* what its connections' request bodies hold (on_request) */
+};
+
 /* What http.c knows of a connection (reply_conn.owner): who it is, settled once. */
 typedef struct conn_id {
     struct conn_count *slot;  /* its account's count of connections; NULL when not counted */
@@ -115,6 +122,8 @@ typedef struct conn_state {
     size_t len, cap;
     bool too_large;
     bool busy;              /* refused: other requests already hold the body budget */
+    uint64_t busy_share;    /* ... its user's share of it (a 429 that says so); 0: everyone's (503) */
+    struct conn_count *acct; /* its account's share of bodies held; NULL: not counted (admins) */
     put_state *put;         /* PUT /v1/uploads/{id}: its bytes go to disk, never into body */
     park_slot park;         /* parked while the route waits (park.h) */
     int sink_fd;            /* the body goes to this file (routes_body_sink), -1: to memory */
@@ -154,8 +163,14 @@ static void sink_pipe_write(conn_state *st, const char *p, size_t *left)
 }
 
 /* Bytes held for request bodies across all connections. One caller opening many uploads at
- * once must not push a root daemon into the OOM killer: past the budget, answer 503. */
-static uint64_t buffered, buffer_budget;
+ * once must not push a root daemon into the OOM killer: past the budget, answer 503. And one
+ * user must not hold the budget and refuse everyone else's submissions (bodies it starts and
+ * never finishes, a byte before each idle timeout): a user other than an admin holds at most a
+ * share (the larger of one whole body and a quarter of the budget; past it, 429), and a body
+ * of at most BODY_ALWAYS bytes is never refused for the budget (their memory is bounded by the
+ * connections a user may open, server.max_connections_per_user). */
+static uint64_t buffered, buffer_budget, user_share;
+#define BODY_ALWAYS (64u << 10)
 
 static conn_id *conn_of(struct MHD_Connection *c)
 {
@@ -292,9 +307,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             size_t cap = (st->len + *upload_size + 1) * 2;
             if (cap > body_limit + 1)
                 cap = body_limit + 1;
-            if (buffered + (cap - st->cap) > buffer_budget) {
+            if (!st->cap) {
+                conn_id *id = conn_of(c);
+                st->acct = id ? id->slot : NULL;
+            }
+            uint64_t grow = cap - st->cap;
+            bool mine = cap > BODY_ALWAYS && st->acct && st->acct->body_bytes + grow > user_share;
+            if (mine || (cap > BODY_ALWAYS && buffered + grow > buffer_budget)) {
                 st->busy = true;
+                st->busy_share = mine ? user_share : 0;
                 buffered -= st->cap;
+                if (st->acct)
+                    st->acct->body_bytes -= st->cap;
                 free(st->body);
                 st->body = NULL;
                 st->cap = 0;
@@ -302,7 +326,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 *upload_size = 0;
                 return MHD_YES;
             }
-            buffered += cap - st->cap;
+            buffered += grow;
+            if (st->acct)
+                st->acct->body_bytes += grow;
             st->cap = cap;
             st->body = realloc(st->body, st->cap);
             if (!st->body)
@@ -321,7 +347,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         close(st->sink_fd); /* the body has ended: the process reads its end */
         st->sink_fd = -1;
     }
-    request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large, .body_busy = st->busy,
+    request r = {.conn = c, .method = method, .path = url, .body_too_large = st->too_large, .body_busy = st->busy, .body_busy_share = st->busy_share,
                  .resumed = resumed, .park = &st->park, .body_fd = st->sink_fd, .body_fd_error = st->sink_error,
                  .ctx = &st->ctx, .made = st->made};
     if (st->sink_fd >= 0)
@@ -364,6 +390,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
         if (st->ctx.free)
             st->ctx.free(st->ctx.p);
         buffered -= st->cap;
+        if (st->acct)
+            st->acct->body_bytes -= st->cap;
         free(st->body);
         free(st);
         *con_cls = NULL;
@@ -401,10 +429,7 @@ bool http_socket_in_use(const char *path)
  * has (MHD_OPTION_CONNECTION_LIMIT) and lock the others out. An open-addressing table of the
  * uids with connections; a uid past its cap has the new connection shut down at once. */
 #define CONN_UIDS 4096
-static struct conn_count {
-    uid_t uid;
-    unsigned n;                  /* 0: a free slot */
-} conn_counts[CONN_UIDS];
+static struct conn_count conn_counts[CONN_UIDS];
 static unsigned per_user_cap;
 
 static struct conn_count *conn_slot(uid_t uid, bool add)
@@ -418,7 +443,7 @@ static struct conn_count *conn_slot(uid_t uid, bool add)
             free_slot = c;
     }
     if (add && free_slot)
-        *free_slot = (struct conn_count){uid, 0};
+        *free_slot = (struct conn_count){.uid = uid};
     return add ? free_slot : NULL;
 }
 
@@ -539,6 +564,7 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
     per_user_cap = lim->per_user;
     body_limit = max_body;
     buffer_budget = max_body + max_body / 2 > (64u << 20) ? max_body + max_body / 2 : (64u << 20);
+    user_share = buffer_budget / 4 > max_body + 1 ? buffer_budget / 4 : max_body + 1;
     snprintf(sock_path, sizeof sock_path, "%s", path);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path)

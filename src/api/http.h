@@ -25,6 +25,7 @@ typedef struct request {
     size_t body_len;
     bool body_too_large;
     bool body_busy;       /* other requests hold the memory budget for bodies: retry */
+    uint64_t body_busy_share; /* ... the caller's own, this share of it; 0: everyone's (body_busy_error) */
     caller who;           /* who asks (core/authz.h): the peer's uid and gid, its role */
     bool resumed;         /* the route runs again after its request was parked (park.h) */
     struct park_slot *park; /* the connection's place among parked requests (park.c) */

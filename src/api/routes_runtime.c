@@ -27,6 +27,7 @@
 #include "../common/util.h"
 #include "../core/job_json.h"
 #include "../core/runtime_build.h"
+#include "body.h"
 #include "../core/runtime_json.h"
 #include "../core/runtime_log.h"
 #include "../core/runtimes.h"
@@ -59,7 +60,7 @@ static enum MHD_Result build(request *r)
     if (!admin(r, "building a runtime", &e))
         return refuse(r, &e);
     if (r->body_busy) {
-        jerr_http(&e, 503, "joblet is already receiving other large requests; try again in a moment");
+        body_busy_error(r, &e);
         return refuse(r, &e);
     }
     if (r->body_too_large || r->body_len > RECIPE_MAX_BYTES) {

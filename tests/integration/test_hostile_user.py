@@ -197,3 +197,69 @@ def test_very_long_string_is_refused_but_inline_content_is_not(daemon):
     code, ans = post_raw(daemon, "/v1/volumes", b'{"name": "v", "size_mb": 1, "x": [' + b"0," * 20 + b"0]}")
     assert code == 413 and ans["error"]["message"].startswith("x: an array of 21 elements"), ans
     assert daemon.api("GET", "/v1/version")[0] == 200
+
+
+# Holds POST /v1/jobs bodies half sent (Content-Length 16 MiB, 2 MiB of it sent: each holds ~4
+# MiB of joblet's buffer), one connection more until joblet refuses its own 1 MiB job, at
+# most 40; prints how many it holds and that refusal's status line, then holds them until its
+# stdin closes (a real attacker sends a byte before each idle timeout).
+BODY_HOG = r"""
+import socket, sys
+path = sys.argv[1]
+held = []
+def probe(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    b = b" " * n + b'{"command":"true"}'   # (JSON takes the white space before its value)
+    s.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(b) + b)
+    answer = b""
+    while True:
+        got = s.recv(65536)
+        if not got:
+            break
+        answer += got
+    s.close()
+    return answer.decode(errors="replace")
+while len(held) < 40:
+    answer = probe(1 << 20)
+    if not answer.startswith("HTTP/1.1 20"):
+        break
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % (16 << 20) + b" " * (2 << 20))
+    held.append(s)
+print(len(held), flush=True)
+print(answer.splitlines()[0], flush=True)
+print(answer.split("\r\n\r\n", 1)[-1], flush=True)
+sys.stdin.read()
+"""
+
+
+def test_one_user_cannot_take_the_body_buffer_from_the_others(daemon):
+    # One user's bodies half sent held joblet's whole buffer for bodies (one budget for everyone:
+    # server.max_body_bytes x 1.5, at least 64 MiB) with a dozen connections, and every other
+    # user's job submission was answered 503 for as long as that user wished. Now a user holds
+    # at most a share of it (429, naming it), and another user's submissions are taken: a small
+    # one, and one of 512 KiB (which the buffer's budget, not the share, bounds).
+    from conftest import api_as, rnx_as, setpriv
+    mallory, alice = 4611, 4612
+    hog = subprocess.Popen([*setpriv(mallory), "/usr/bin/python3", "-c", BODY_HOG, daemon.sock],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        held = int(hog.stdout.readline())
+        status, body = hog.stdout.readline().strip(), hog.stdout.readline()
+        assert 1 <= held < 40, (held, status, body)
+        assert status.startswith("HTTP/1.1 429"), (held, status, body)
+        assert "one user may" in body and "MiB" in body, body
+        code, ans = api_as(daemon, alice, "POST", "/v1/jobs", b" " * (512 << 10) + b'{"command": "true"}')
+        assert code == 201, (code, ans)
+        r = rnx_as(daemon, alice, "job", "run", "true")
+        assert r.returncode == 0, r.stderr
+        # Mallory's own small submissions still go: a body of a few KiB is never refused for it
+        code, ans = api_as(daemon, mallory, "POST", "/v1/jobs", {"command": "true"})
+        assert code == 201, (code, ans)
+    finally:
+        hog.stdin.close()
+        hog.wait(timeout=60)
