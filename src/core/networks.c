@@ -17,6 +17,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../store/db.h"
+#include "arrays.h"
 #include "state.h"
 
 /* The built-in ones, then named ones; at most NETWORKS_MAX in all. */
@@ -530,9 +531,13 @@ int networks_place(job *j, spec_net **out, jerr *e)
     if (!named(&j->req))
         return 0;
     /* the network checked at submission (networks_check): one made after it under that name
-     * (removed and made again, maybe by someone else) is another */
+     * (removed and made again, maybe by someone else) is another. An array's task is made long
+     * after the array was submitted and checked: the array's time is the submission's. And the
+     * owner must still be one who may use it. */
     network *n = find(j->req.network);
-    if (!n || (!n->builtin && n->created_ms > j->created_ms && !j->net.network[0]))
+    int64_t submitted_ms = j->array ? j->array->created_ms : j->created_ms;
+    caller owner = authz_local(j->owner_uid, j->owner_gid);
+    if (!n || (!n->builtin && n->created_ms > submitted_ms && !j->net.network[0]) || !networks_visible(n, &owner))
         return jerr_set(e, ENOENT, "network %s is gone (removed since the job was submitted)", j->req.network);
     if (ensure_applied(e) < 0)
         return -1;
@@ -709,6 +714,19 @@ int networks_remove(const char *name, const caller *c, jerr *e)
     if (using)
         return jerr_http(e, 409, "network %s is in use by %u job%s not yet ended (%.8s%s)", n->name, using,
                         using == 1 ? "" : "s", one, using > 1 ? ", ..." : "");
+    /* and by the tasks an array has still to make (they join it when they are made) */
+    size_t nopen;
+    jarray **open = arrays_open(&nopen);
+    for (size_t i = 0; i < nopen; i++) {
+        const jarray *a = open[i];
+        if (!arrays_canceled(a) && a->req.network && !strcmp(a->req.network, n->name)) {
+            using++;
+            one = one ? one : a->id;
+        }
+    }
+    if (using)
+        return jerr_http(e, 409, "network %s is named by %u job array%s with tasks still to make (%.8s%s)", n->name,
+                        using, using == 1 ? "" : "s", one, using > 1 ? ", ..." : "");
     if (db_network_delete(core.db, n->name, e) < 0 || state_commit_now(e) < 0)
         return -1;
     size_t at = 0;

@@ -169,6 +169,12 @@ def test_named_networks_by_name_and_apart(net_daemon):
     assert p.returncode != 0 and "in use" in p.stderr, p.stderr
     assert d.rnx("job", "stop", srv).returncode == 0
     d.wait(srv)
+    # an array whose tasks are not made yet names it too: its tasks would join whatever network
+    # had that name when they are made (another user's, made after this one was removed)
+    held = rnx_ok(d, "job", "run", "--array=0-3", "--hold", "--network=nta", "/bin/true").strip().split()[-1]
+    p = d.rnx("network", "remove", "nta")
+    assert p.returncode != 0 and "named by 1 job array with tasks still to make" in p.stderr, p.stderr
+    rnx_ok(d, "job", "cancel", held)
     rnx_ok(d, "network", "remove", "nta")
     rnx_ok(d, "network", "remove", "ntb")
     assert not any(n.startswith("jb-nta") or n.startswith("jb-ntb") for n in links())
