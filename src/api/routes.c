@@ -84,6 +84,7 @@ static enum MHD_Result submit(request *r)
         jobreq_free(&jr);
         if (!a)
             return http_reply_error(r->conn, &e);
+        http_reply_committed(r->conn); /* its row was committed (a later commit failing: still made) */
         if (r->made)
             snprintf(r->made, HTTP_MADE_LEN, "%s", a->id);
         settle(); /* its first tasks start, or wait with a reason */
@@ -94,6 +95,7 @@ static enum MHD_Result submit(request *r)
     jobreq_free(&jr);
     if (!j)
         return http_reply_error(r->conn, &e);
+    http_reply_committed(r->conn); /* as an array's: a retry after a "not saved" would make a second job */
     if (r->made)
         snprintf(r->made, HTTP_MADE_LEN, "%s", j->id);
     settle(); /* the answer shows where it stands: started, its GPUs, or why it waits */

@@ -32,6 +32,7 @@ struct incoming {
     wf_body wb;               /* a workflow: its body and its jobs' checked requests */
     wf_checked wc;
     size_t n;                 /* requests: 1, or the workflow's jobs */
+    uint64_t promised;        /* the jobs they make (an array's tasks each), promised (submit.h) */
     job_req *reqs;            /* &req, or wc.reqs */
     submit_info *si;          /* &one, or wc.si */
     char **staged;            /* each request's directory, <jobs>/.incoming-<id>-<k> */
@@ -97,7 +98,12 @@ static void enlist(incoming *in)
     open_list = xrealloc(open_list, (nopen + 1) * sizeof *open_list);
     open_list[nopen++] = in;
     transfers_add(in->uid);
-    submit_promise(in->uid, (int)in->n);
+    job_req **reqs = xcalloc(in->n ? in->n : 1, sizeof *reqs);
+    for (size_t r = 0; r < in->n; r++)
+        reqs[r] = &in->reqs[r];
+    in->promised = submit_task_count(reqs, in->n);
+    free(reqs);
+    submit_promise(in->uid, (int64_t)in->promised);
     for (size_t r = 0; r < in->n; r++)
         volumes_hold(&in->reqs[r], true); /* the volumes it pinned stay until it ends */
     log_info("upload %s: uid %u, %llu bytes in %zu files to come for %s", in->id, (unsigned)in->uid,
@@ -110,7 +116,7 @@ static void unlist(incoming *in)
         if (open_list[i] == in) {
             open_list[i] = open_list[--nopen];
             transfers_remove(in->uid);
-            submit_promise(in->uid, -(int)in->n);
+            submit_promise(in->uid, -(int64_t)in->promised);
             for (size_t r = 0; r < in->n; r++)
                 volumes_hold(&in->reqs[r], false);
             return;

@@ -228,11 +228,11 @@ static int create_uploads(job *j, const char *dir, jerr *e)
  * limits.max_queued_per_user, so a user cannot pass it by uploading slowly. */
 static struct promise {
     uid_t uid;
-    uint32_t jobs;
+    uint64_t jobs;
 } *promises;
 static size_t npromises;
 
-static uint32_t promised(uid_t uid)
+static uint64_t promised(uid_t uid)
 {
     for (size_t i = 0; i < npromises; i++)
         if (promises[i].uid == uid)
@@ -240,11 +240,11 @@ static uint32_t promised(uid_t uid)
     return 0;
 }
 
-void submit_promise(uid_t uid, int jobs)
+void submit_promise(uid_t uid, int64_t jobs)
 {
     for (size_t i = 0; i < npromises; i++)
         if (promises[i].uid == uid) {
-            promises[i].jobs = (uint32_t)((int64_t)promises[i].jobs + jobs);
+            promises[i].jobs = (uint64_t)((int64_t)promises[i].jobs + jobs);
             if (!promises[i].jobs)
                 promises[i] = promises[--npromises];
             return;
@@ -252,7 +252,7 @@ void submit_promise(uid_t uid, int jobs)
     if (jobs <= 0)
         return;
     promises = xrealloc(promises, (npromises + 1) * sizeof *promises);
-    promises[npromises++] = (struct promise){uid, (uint32_t)jobs};
+    promises[npromises++] = (struct promise){uid, (uint64_t)jobs};
 }
 
 static bool uid_in_range(uint64_t uid)
@@ -368,9 +368,8 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
 /* limits.* for these requests, which make ntasks jobs in all (an array's tasks count each). */
 static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e);
 
-int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
+uint64_t submit_task_count(job_req *const *reqs, size_t n)
 {
-    /* an array's tasks count one each */
     uint64_t ntasks = 0;
     arrayspec *as = NULL;
     for (size_t i = 0; i < n; i++) {
@@ -380,7 +379,12 @@ int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, je
         ntasks += reqs[i]->array && arrayspec_parse(reqs[i]->array, "array", true, as, &pe) == 0 ? as->count : 1;
     }
     free(as);
-    return check_limits(reqs, n, ntasks, uid, flags, e);
+    return ntasks;
+}
+
+int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
+{
+    return check_limits(reqs, n, submit_task_count(reqs, n), uid, flags, e);
 }
 
 static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e)

@@ -60,8 +60,11 @@ void submit_array_undo(struct jarray *a);
 job *submit_task(struct jarray *a, uint32_t t, jerr *e);
 
 /* Jobs promised by streamed uploads not yet complete (core/incoming.c): counted with the
- * user's waiting jobs by submit_check_limits. jobs < 0 takes them back. */
-void submit_promise(uid_t uid, int jobs);
+ * user's waiting jobs by submit_check_limits, an array's tasks one each (submit_task_count).
+ * jobs < 0 takes them back. */
+void submit_promise(uid_t uid, int64_t jobs);
+/* The jobs these requests make: one each, an array's tasks one each (what the limits count). */
+uint64_t submit_task_count(job_req *const *reqs, size_t n);
 
 /* Writing uploads (both forms), beneath the work directory workfd without following any link:
  * creates a directory or a link at once, or an empty file (0600) whose fd is returned in *fd

@@ -455,6 +455,23 @@ def test_concurrent_uploads_are_bounded(fresh_daemon):
     assert code == 201, job
     code, err = d.api("POST", "/v1/jobs", {"command": "true", "schedule_at": "2031-01-01T00:00:00Z"})
     assert code == 429 and "limits.max_queued_per_user is 3" in err["error"]["message"], err
+    # an array's upload promises each of its tasks: a second one of 2 tasks does not fit beside
+    # the first's 2 (the check counted 1 for the first, and 4 tasks waited under a limit of 3)
+    done = [put(d, o[1]["upload"], b"1") for o in opened]
+    assert [c for c, _ in done] == [201, 201], done
+    for j in done:
+        d.wait(j[1]["id"])
+    assert d.api("POST", f"/v1/jobs/{job['id']}/cancel")[0] == 200
+    code, up = post_listing(d, [{"path": "a", "size": 1}], array="0-1", schedule_at="2031-01-01T00:00:00Z")
+    assert code == 202, up
+    code, err = post_listing(d, [{"path": "a", "size": 1}], array="0-1", schedule_at="2031-01-01T00:00:00Z")
+    assert code == 429 and "has 2 jobs waiting and this asks for 2 more" in err["error"]["message"], err
+    assert put(d, up["upload"], b"1")[0] == 201
+    arr = d.api("GET", "/v1/jobs?status=SCHEDULED")[1]
+    for j in arr["jobs"]:
+        d.api("POST", f"/v1/jobs/{j['id']}/cancel")
+    opened = [post_listing(d, [{"path": "a", "size": 1}]) for _ in range(2)]
+    assert [c for c, _ in opened] == [202, 202]
     # another user: its own slots, until the machine's limit
     script = ("import json,socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
               "b=json.dumps({'command':'true','uploads':[{'path':'a','size':1}]}).encode(); "
