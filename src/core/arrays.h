@@ -52,7 +52,8 @@ typedef struct jarray {
     uint32_t *ready, ready_at, nready, ready_cap;
     uint32_t *go, ngo, go_cap;
     int64_t canceled_by;       /* uid: every task not made yet is canceled; -1 none; -2 by joblet:
-                                * its dependencies can never hold (why: canceled_why) */
+                                * its dependencies can never hold, or its tasks can never be made
+                                * (why: canceled_why) */
     char *canceled_why;
     bool held;                 /* no task of it is made while held */
     job **tasks;               /* made tasks in the list's order (a task made ahead is put in its place);
@@ -68,6 +69,11 @@ typedef struct jarray {
     uint64_t pass;             /* the scheduler's pass that counted pass_runs (queue.c) */
     uint32_t pass_runs;        /* its tasks holding room, and those this pass lets start */
     uint64_t unsaved_pass;     /* the pass that found a task of its whose row is not committed yet */
+    /* its next task could not be made for now (queue.c: a full disk, a commit that failed; one that
+     * never can be cancels the tasks left): the tries since the last warning logged, and when that
+     * was (0 none since the last task made). Not saved. */
+    uint32_t make_failures;
+    int64_t make_warned_ms;
     /* rnx job run --array --after (core/depend.h): no task is made while it waits */
     bool waiting;
     uint64_t *after_seq;       /* what it waits on, by seq (depend.c) */
@@ -189,7 +195,8 @@ enum job_state arrays_state(const jarray *a, const arrays_counts *c);
 int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e);
 /* Its dependencies hold (depend.c): its tasks are made from now on. */
 void arrays_release_wait(jarray *a);
-/* ... or they never can: every task is canceled (canceled_by -2, why). */
+/* ... or they never can: every task is canceled (canceled_by -2, why). The same when its tasks can
+ * never be made (queue.c: a task refused for good, its volume gone): why says so. */
 void arrays_cancel_dependency(jarray *a, const char *why);
 /* No task of it is made while held (its tasks not made count HELD); released, they are again. */
 int arrays_set_held(jarray *a, bool held, jerr *e);

@@ -24,6 +24,7 @@
 #include "sched_input.h"
 #include "state.h"
 #include "submit.h"
+#include "workflow.h"
 
 /* What the last pass decided for the head of the queue, for wait reasons. */
 static struct {
@@ -134,6 +135,53 @@ static int pick_task(jarray *a, uint32_t *t)
     return arrays_go_take(a, t);
 }
 
+/* How often a task that could not be made for now is warned of, at most: the pass tries again
+ * each time it comes, which may be many times a second. */
+#define QUEUE_MAKE_WARN_MS 60000
+
+/* Task t of a could not be made (submit_task failed with e); true when the array's tasks left were
+ * canceled for it. A refusal for good (a 4xx-class one, 429 aside: its volume gone or another, its
+ * stored request no longer valid, a check that waiting does not pass) is one every task would get,
+ * all being made from the array's request: the tasks left are canceled with the reason, once, so
+ * the array ends (rnx job status ARRAY says why, rnx job wait ARRAY returns) instead of being
+ * tried at every pass for ever. Another (a full disk, a commit that failed, a limit) may pass:
+ * tried again at the next passes, the warning logged at most once in QUEUE_MAKE_WARN_MS with the
+ * number of tries since. */
+static bool make_failed(jarray *a, uint32_t t, const jerr *e)
+{
+    if (e->http >= 400 && e->http < 500 && e->http != 429) {
+        char why[sizeof e->msg + 100];
+        snprintf(why, sizeof why, "canceled: its task %u could not be made: %s", t, e->msg);
+        log_err("array %s: task %u could not be made, and none of its tasks can be: %s; its tasks left are canceled",
+                a->id, t, e->msg);
+        arrays_cancel_dependency(a, why);
+        depend_array_changed(a); /* ended (unless tasks it made still run): who waits on it */
+        workflow_array_changed(a); /* a workflow's array: the jobs requiring it, the workflow's state */
+        return true;
+    }
+    a->make_failures++;
+    int64_t now = mono_ns() / 1000000;
+    if (a->make_warned_ms && now - a->make_warned_ms < QUEUE_MAKE_WARN_MS)
+        return false;
+    log_warn("array %s: its task %u could not be made (%u tr%s since the last warning): %s; tried again as the "
+             "scheduler passes, warned of at most once a minute", a->id, t, a->make_failures,
+             a->make_failures == 1 ? "y" : "ies", e->msg[0] ? e->msg : "no reason given");
+    a->make_warned_ms = now ? now : 1;
+    a->make_failures = 0;
+    return false;
+}
+
+/* A task of a was made: a warning of tasks that could not be made is over. */
+static void make_done(jarray *a)
+{
+    if (!a->make_warned_ms)
+        return;
+    log_info("array %s: its tasks are made again (%u more tries failed since the last warning)", a->id,
+             a->make_failures);
+    a->make_warned_ms = 0;
+    a->make_failures = 0;
+}
+
 /* What became of a task canceled task by task. */
 enum task_canceled { TASK_LEFT, TASK_CANCELED, TASK_ALL };
 
@@ -161,10 +209,9 @@ static enum task_canceled cancel_task(jarray *a, uint32_t t, enum depend_task_en
     if (!arrays_ahead_ok(a, t))
         return TASK_LEFT;
     job *j = submit_task(a, t, &e);
-    if (!j) {
-        log_err("array %s: task %u could not be made to be canceled: %s", a->id, t, e.msg);
-        return TASK_LEFT;
-    }
+    if (!j) /* (to be canceled: one that can never be made cancels the array's tasks left) */
+        return make_failed(a, t, &e) ? TASK_ALL : TASK_LEFT;
+    make_done(a);
     depend_cancel(j, why);
     return TASK_CANCELED;
 }
@@ -356,10 +403,10 @@ static void schedule(void)
             if (pick_task(a, &t) < 0)
                 continue; /* (one offered ahead was made or canceled meanwhile) */
             if (!(j = submit_task(a, t, &e))) {
-                if (e.msg[0])
-                    log_err("array %s: its next task could not be made: %s", a->id, e.msg);
+                make_failed(a, t, &e); /* for good: its tasks left canceled; else tried again later */
                 continue;
             }
+            make_done(a);
             arr_started++; /* (one not made does not make the next pass come at once) */
             j->wait_why = SW_UNSAVED;
             j->queue_position = 0;

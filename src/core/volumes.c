@@ -43,6 +43,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "arrays.h"
 #include "authz.h"
 #include "diskimg.h"
 #include "state.h"
@@ -669,6 +670,15 @@ static int64_t fresh_id(const char *name)
         if (!job_state_terminal(j->state) && pin_of(&j->req, name, &uid, &pinned) && pinned >= id)
             id = pinned + 1;
     }
+    /* and any an array with tasks still to make pinned: its tasks are made with its request */
+    size_t na;
+    jarray **open = arrays_open(&na);
+    for (size_t i = 0; i < na; i++) {
+        uid_t uid;
+        int64_t pinned;
+        if (pin_of(&open[i]->req, name, &uid, &pinned) && pinned >= id)
+            id = pinned + 1;
+    }
     return id;
 }
 
@@ -710,6 +720,22 @@ size_t volumes_jobs(const volume *v, const job **out, size_t max)
             continue;
         if (n < max)
             out[n] = j;
+        n++;
+    }
+    return n;
+}
+
+size_t volumes_arrays(const volume *v, bool now_only, const jarray **out, size_t max)
+{
+    size_t n = 0, na;
+    /* the open arrays only (arrays.h: kept as arrays change), not every array kept */
+    jarray **open = arrays_open(&na);
+    for (size_t i = 0; i < na; i++) {
+        const jarray *a = open[i];
+        if ((now_only && arrays_unmade_state(a) == JS_SCHEDULED) || !uses(&a->req, v))
+            continue;
+        if (n < max)
+            out[n] = a;
         n++;
     }
     return n;
@@ -785,6 +811,25 @@ int volumes_remove(const char *name, const caller *who, jerr *e)
         return jerr_http(e, 409, "volume '%s' is in use by %zu job%s not yet ended: %s; stop them (rnx job stop ID) "
                                  "or wait for them to end, then remove it",
                          name, n, n == 1 ? "" : "s", list);
+    }
+    /* an array's tasks not made yet will mount it: they are made with the volume it pinned */
+    const jarray *as[4];
+    size_t na = volumes_arrays(v, false, as, ARRAY_LEN(as));
+    if (na) {
+        char list[400];
+        size_t o = 0, shown = na < ARRAY_LEN(as) ? na : ARRAY_LEN(as);
+        list[0] = 0;
+        for (size_t i = 0; i < shown && o < sizeof list; i++) {
+            arrays_counts c;
+            arrays_count(as[i], &c);
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s (%s)", i ? ", " : "", as[i]->id,
+                                  job_state_name(arrays_state(as[i], &c)));
+        }
+        if (na > shown && o < sizeof list)
+            snprintf(list + o, sizeof list - o, " and %zu more", na - shown);
+        return jerr_http(e, 409, "volume '%s' is in use by %zu job arra%s with tasks not started yet: %s; stop them "
+                                 "(rnx job stop ID) or wait for them to end, then remove it",
+                         name, na, na == 1 ? "y" : "ys", list);
     }
     if (v->uploads)
         return jerr_http(e, 409, "volume '%s' is in use by %u upload%s still arriving (a job whose files are being "
@@ -914,8 +959,10 @@ int volumes_spec_mounts(const job *j, spec_mount **mounts, size_t *n, jerr *e)
 }
 
 /* What keeps a memory volume (volumes_release): a streamed upload still arriving that names
- * it, or a job not yet ended that uses it and may run now. A job scheduled for later does not:
- * it would keep the memory for as long as its start is away (ten years). */
+ * it, a job not yet ended that uses it and may run now, or an array with tasks still to make
+ * that uses it and whose tasks may be made now (its next task would mount it: between two of
+ * its tasks no job uses it). A job or an array scheduled for later does not: it would keep the
+ * memory for as long as its start is away (ten years). */
 static bool kept(const volume *v)
 {
     if (v->uploads)
@@ -925,7 +972,8 @@ static bool kept(const volume *v)
         if (!job_state_terminal(j->state) && j->state != JS_SCHEDULED && uses(&j->req, v))
             return true;
     }
-    return false;
+    const jarray *a[1];
+    return volumes_arrays(v, true, a, 1) > 0;
 }
 
 void volumes_release(const job *j)
@@ -942,14 +990,16 @@ void volumes_release(const job *j)
             continue;
         }
         const job *waiting[1];
-        size_t later = volumes_jobs(v, waiting, 1);
+        const jarray *arrays_later[1];
+        size_t later = volumes_jobs(v, waiting, 1), alater = volumes_arrays(v, false, arrays_later, 1);
         jerr e = {0};
         if (destroy(v, &e) < 0)
             log_err("memory volume %s: its last job ended, but: %s", name, e.msg);
-        else if (later)
-            log_info("memory volume %s removed: the last job using it (%s) ended; %zu job%s scheduled for later "
-                     "named it (%s first), and will fail to start", name, j->id, later, later == 1 ? "" : "s",
-                     waiting[0]->id);
+        else if (later || alater)
+            log_info("memory volume %s removed: the last job using it (%s) ended; %zu job%s and %zu job arra%s "
+                     "scheduled for later named it (%s first), and will fail to start", name, j->id, later,
+                     later == 1 ? "" : "s", alater, alater == 1 ? "y" : "ys",
+                     later ? waiting[0]->id : arrays_later[0]->id);
         else
             log_info("memory volume %s removed: the last job using it (%s) ended", name, j->id);
     }

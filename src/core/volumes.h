@@ -12,7 +12,7 @@
  * started only with the volumes it pinned, which must still be usable by its owner; a volume
  * that is gone or another ends the job at its start (start_failed, naming the volume). What
  * keeps the name from passing meanwhile: a volume is refused removal while a job not yet
- * ended or a streamed upload still arriving names it. */
+ * ended, an array with tasks still to make or a streamed upload still arriving names it. */
 #ifndef JOBLET_VOLUMES_H
 #define JOBLET_VOLUMES_H
 
@@ -26,6 +26,8 @@
 #include "../exec/spec.h"
 #include "authz.h"
 #include "job.h"
+
+struct jarray;
 
 enum volume_type { VOLUME_FILESYSTEM, VOLUME_MEMORY, VOLUME_TYPE_N };
 enum volume_state {
@@ -91,9 +93,9 @@ enum { VOLUMES_EXISTED = 0, VOLUMES_CREATED = 1, VOLUMES_PENDING = 2 };
 int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e);
 /* Whether volumes_create would create the volume or find it as asked, creating nothing. */
 int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e);
-/* Removes a volume and its data. Refused while a job not yet ended or a streamed upload still
- * arriving names it (naming the jobs), while it is being created, and for a caller who is
- * neither its owner nor an admin. */
+/* Removes a volume and its data. Refused while a job not yet ended, an array with tasks still to
+ * make or a streamed upload still arriving names it (naming the jobs, the arrays), while it is
+ * being created, and for a caller who is neither its owner nor an admin. */
 int volumes_remove(const char *name, const caller *who, jerr *e);
 
 /* Every volume, by name; the one named (NULL when none). */
@@ -106,6 +108,11 @@ void volumes_usage(const volume *v, volume_usage *u);
 /* The jobs not yet ended that use the volume (name it, and pinned this one), in submission
  * order: how many, the first max of them in out. */
 size_t volumes_jobs(const volume *v, const job **out, size_t max);
+/* The job arrays with tasks still to make (not made, not canceled) whose request uses the
+ * volume, in submission order: their tasks will mount it. now_only: only those whose tasks may
+ * be made now (not scheduled for later: what keeps a memory volume). How many, the first max
+ * of them in out. Looks at the open arrays only (arrays_open), not every array kept. */
+size_t volumes_arrays(const volume *v, bool now_only, const struct jarray **out, size_t max);
 
 /* At submission: every volume the request names exists, is ready, and the caller may use it;
  * each is then pinned in the request (volume_pins). -1, refused on field "volumes", naming the
@@ -123,9 +130,12 @@ void volumes_hold(const job_req *req, bool hold);
  * must be the one the job pinned and still usable by its owner; -1 naming the volume if not. */
 int volumes_spec_mounts(const job *j, spec_mount **mounts, size_t *n, jerr *e);
 /* A job's run is over (settle step): the memory volumes it used that nothing keeps any more
- * go away. What keeps one: a streamed upload still arriving, or a job not yet ended that may
- * run now (running, queued, a workflow's pending job); not a job scheduled for later, which
- * would hold the memory for as long as it likes (it fails at its start, naming the volume). */
+ * go away. What keeps one: a streamed upload still arriving, a job not yet ended that may run
+ * now (running, queued, a workflow's pending job), or an array with tasks still to make that
+ * may be made now (between two of its tasks no job uses it); not a job or an array scheduled
+ * for later, which would hold the memory for as long as it likes (it fails at its start, naming
+ * the volume). The open arrays are looked at only when a job that named a memory volume ends,
+ * never at every turn of the loop. */
 void volumes_release(const job *j);
 
 #endif
