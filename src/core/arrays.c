@@ -985,6 +985,11 @@ void arrays_release_wait(jarray *a)
     a->waiting = false;
     a->ev_dirty = true;
     changed(a);
+    /* its row (after_met, depend.c) in the transaction of what let it go: a restart does not
+     * decide it again */
+    jerr e = {0};
+    if (save(a, &e) < 0)
+        log_err("array %s: %s", a->id, e.msg);
     state_want(WANT_SCHEDULE);
 }
 
@@ -1088,6 +1093,7 @@ static void load_one(db_array *r, void *arg)
     a->made = r->made > a->spec.count ? a->spec.count : r->made;
     a->canceled_by = r->canceled_by;
     a->held = r->held;
+    a->after_met = r->after_met;
     memcpy(a->wf_id, r->wf_id, sizeof a->wf_id);
     a->wf_index = r->wf_index; /* linked to its workflow by workflow_resume_all */
     add(a);

@@ -76,6 +76,8 @@ typedef struct jarray {
     int64_t make_warned_ms;
     /* rnx job run --array --after (core/depend.h): no task is made while it waits */
     bool waiting;
+    bool after_met;            /* its `after` held once (it was let go): not decided again at a restart,
+                                * tasks made or not; kept in its row, saved with the change that let it go */
     uint64_t *after_seq;       /* what it waits on, by seq (depend.c) */
     uint64_t after_arrays;     /* bit k: its k-th need was linked to an array (or to nothing) */
     uint64_t *dependents;      /* the jobs and arrays that wait on it, by seq (depend.c) */
@@ -193,7 +195,8 @@ enum job_state arrays_state(const jarray *a, const arrays_counts *c);
 /* Cancels tasks not made yet: all of them (tasks NULL: the array is canceled), or those of
  * tasks. The number canceled, or -1 with e set (409: too many separate ranges to keep). */
 int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e);
-/* Its dependencies hold (depend.c): its tasks are made from now on. */
+/* Its dependencies hold (depend.c, or a workflow's engine): its tasks are made from now on; its
+ * row is saved (with after_met, which depend.c sets first) in the open transaction. */
 void arrays_release_wait(jarray *a);
 /* ... or they never can: every task is canceled (canceled_by -2, why). The same when its tasks can
  * never be made (queue.c: a task refused for good, its volume gone): why says so. */

@@ -16,11 +16,12 @@
 #include "jobs.h"
 #include "state.h"
 
-static void describe_single(const job *j, char *out, size_t len);
+static void describe_single(const job *j, bool after_said, char *out, size_t len);
 
 void depend_release(job *j, const char *detail)
 {
     j->state = job_state_after_hold(false, job_ran_before(j), j->scheduled_ms, now_ms());
+    j->after_met = true; /* (in the same row, so the same commit, as the state that lets it go) */
     job_event(j, JE_RELEASED, -1, "%s", detail);
     job_save(j);
     state_want(WANT_SCHEDULE);
@@ -140,12 +141,12 @@ void depend_describe_req(const job_req *req, const uint64_t *after_seq, char *ou
 void depend_describe(const job *j, char *out, size_t len)
 {
     size_t l = 0;
-    if (j->req.nafter) {
+    if (j->req.nafter && !j->after_met) { /* (met once: it waits for them no more) */
         depend_describe_req(&j->req, j->after_seq, out, len);
         l = strnlen(out, len);
     }
     if (j->req.singleton && l < len)
-        describe_single(j, out + l, len - l);
+        describe_single(j, l > 0, out + l, len - l);
 }
 
 /* The waiter (a job's or an array's seq) is told when the dependency ends (or starts). */
@@ -499,15 +500,32 @@ static const job *single_holder(uid_t uid, const char *name, const job *self)
     return h;
 }
 
+/* A HELD job whose `after` held meanwhile: that is kept (after_met), and it is not decided again
+ * when it is released (the jobs it named may be deleted by then); one that can never hold any more
+ * is decided on release (job_ctl_release), as before. */
+static void decide_held(job *j)
+{
+    char msg[400];
+    if (!j->req.nafter || j->after_met || verdict(&j->req, j->after_seq, NULL, msg, sizeof msg) != DEPEND_GO)
+        return;
+    j->after_met = true;
+    job_save(j);
+    log_info("job %s: dependencies met while it is HELD: %s", j->id, msg);
+}
+
 /* Decides a PENDING job with `after` or singleton: queued once every dependency holds and (a
- * singleton) no other job holds its name, canceled once a dependency cannot hold. name_free: the
- * caller found no holder of its name just now. True when it went. */
+ * singleton) no other job holds its name, canceled once a dependency cannot hold. Dependencies
+ * that held once (after_met) are not decided again: a singleton waits for its turn only.
+ * name_free: the caller found no holder of its name just now. True when it went. */
 static bool decide_as(job *j, bool name_free)
 {
+    if (j->state == JS_HELD && !j->wf)
+        decide_held(j);
     if (j->state != JS_PENDING || (!j->req.nafter && !j->req.singleton) || j->wf)
         return false;
     char msg[400] = "";
-    enum depend_verdict v = j->req.nafter ? verdict(&j->req, j->after_seq, NULL, msg, sizeof msg) : DEPEND_GO;
+    enum depend_verdict v = j->req.nafter && !j->after_met ? verdict(&j->req, j->after_seq, NULL, msg, sizeof msg)
+                                                           : DEPEND_GO;
     if (v == DEPEND_CANCEL) {
         log_info("job %s: %s: canceled", j->id, msg);
         depend_cancel(j, msg);
@@ -516,6 +534,10 @@ static bool decide_as(job *j, bool name_free)
     if (j->req.singleton) {
         const job *h = name_free ? NULL : single_holder(j->owner_uid, j->name, j);
         j->single_holder = h ? h->seq : 0;
+        if (h && v == DEPEND_GO && j->req.nafter && !j->after_met) {
+            j->after_met = true; /* they held: it waits for its turn only from now on */
+            job_save(j);
+        }
         if (h || v == DEPEND_WAIT) {
             single_wait_add(j); /* told when a job of its name changes (depend_single_changed) */
             return false;
@@ -587,13 +609,13 @@ bool depend_single_blocked(job *j)
 }
 
 /* "; waits for its turn among uid 1000's jobs named train (singleton): job 1a2b3c4d is RUNNING" */
-static void describe_single(const job *j, char *out, size_t len)
+static void describe_single(const job *j, bool after_said, char *out, size_t len)
 {
     const job *h = j->single_holder ? jobs_by_seq(j->single_holder) : NULL;
     if (h && job_state_terminal(h->state))
         h = NULL;
     size_t l = (size_t)snprintf(out, len, "%sits turn among uid %u's jobs named %s, one at a time (singleton)",
-                                j->req.nafter ? "; and for " : "waiting for ", (unsigned)j->owner_uid, j->name);
+                                after_said ? "; and for " : "waiting for ", (unsigned)j->owner_uid, j->name);
     if (h && l < len)
         snprintf(out + l, len - l, ": job %.8s is %s", h->id, job_state_name(h->state));
 }
@@ -612,6 +634,7 @@ static void decide_array(jarray *a)
         depend_array_changed(a); /* ended: who waits on it is decided in turn */
     } else if (v == DEPEND_GO) {
         log_info("array %s: dependencies met, its tasks are queued", a->id);
+        a->after_met = true; /* saved by arrays_release_wait: not decided again at a restart */
         arrays_release_wait(a);
     }
 }
@@ -707,6 +730,7 @@ void depend_submitted(job *j)
     size_t n = j->req.nafter;
     free(j->after_seq);
     j->after_seq = n ? xcalloc(n, sizeof *j->after_seq) : NULL;
+    j->after_met = false; /* (new ones, at submission or from rnx job update --after) */
     for (size_t k = 0; k < n; k++) { /* (ids resolved at submission) */
         target t = find_target(j->req.after[k].job);
         if (t.j != j)
@@ -860,12 +884,14 @@ void depend_job_changed(job *j)
         free(list);
 }
 
-/* At start, an array to link again: one that waits, or whose tasks wait task by task. */
+/* At start, an array to link again: one that waits (its `after` never held: let go once, it is not
+ * decided again, even with no task made yet: held, or scheduled later), or whose tasks wait task
+ * by task. */
 static bool relink_array(const jarray *a)
 {
     if (!a->req.nafter || a->canceled_by != -1)
         return false;
-    if (!arrays_made_any(a))
+    if (!a->after_met && !arrays_made_any(a))
         return true;
     for (size_t k = 0; k < a->req.nafter; k++)
         if (a->req.after[k].state == JA_CORR)
@@ -873,12 +899,19 @@ static bool relink_array(const jarray *a)
     return false;
 }
 
+/* At start, a job to link again and decide: PENDING or HELD, with `after` that never held, or
+ * singleton (a HELD one whose `after` held before it was held is not decided again on release). */
+static bool relink_job(const job *j)
+{
+    return (j->state == JS_PENDING || j->state == JS_HELD) && ((j->req.nafter && !j->after_met) || j->req.singleton) &&
+           !j->wf_id[0];
+}
+
 void depend_resume_all(void)
 {
     size_t nw = 0;
     for (size_t i = 0; i < core.njobs; i++)
-        nw += (core.jobs[i]->state == JS_PENDING || core.jobs[i]->state == JS_HELD) &&
-              (core.jobs[i]->req.nafter || core.jobs[i]->req.singleton) && !core.jobs[i]->wf_id[0];
+        nw += relink_job(core.jobs[i]);
     /* arrays that wait (none of their tasks made: one made was let go before), and those whose
      * tasks wait task by task (--after=ARRAY:corr: linked again, made tasks or not) */
     size_t na = 0;
@@ -891,14 +924,14 @@ void depend_resume_all(void)
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
         /* a held one too: its release decides it (job_ctl_release) */
-        if ((j->state != JS_PENDING && j->state != JS_HELD) || (!j->req.nafter && !j->req.singleton) || j->wf_id[0])
+        if (!relink_job(j))
             continue;
         waiting[nw++] = j;
         if (j->req.singleton)
             single_wait_add(j); /* (a held one too: told, and skipped, until it is released) */
         free(j->after_seq);
         j->after_seq = j->req.nafter ? xcalloc(j->req.nafter, sizeof *j->after_seq) : NULL;
-        for (size_t k = 0; k < j->req.nafter; k++)
+        for (size_t k = 0; k < j->req.nafter && !j->after_met; k++)
             link_target(j->after_seq, k, j->seq, find_target(j->req.after[k].job));
     }
     jarray **arrs = xcalloc(na + 1, sizeof *arrs);
@@ -913,7 +946,8 @@ void depend_resume_all(void)
         a->after_arrays = 0;
         for (size_t k = 0; k < a->req.nafter; k++)
             link_array_target(a, k, find_target(a->req.after[k].job));
-        a->waiting = !arrays_made_any(a); /* one with tasks made was let go before: not decided again */
+        /* one let go before (after_met; older rows: one with tasks made) is not decided again */
+        a->waiting = !a->after_met && !arrays_made_any(a);
     }
     for (size_t i = 0; i < na; i++) {
         decide_array(arrs[i]);

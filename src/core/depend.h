@@ -13,7 +13,10 @@
  *
  * The dependencies live in the request (its `after`, full ids), so they outlive a kill -9 of
  * joblet: at start depend_resume_all links them again and decides every PENDING job by what
- * ended while joblet was down. */
+ * ended while joblet was down. Once they held, a job or an array keeps that (after_met, in its
+ * row, written with the state that let it go; a HELD job's too, as they hold while it is held):
+ * it is never decided again, by a restart or a release, so the jobs it named may be deleted
+ * (Slurm: a dependency satisfied is gone). */
 #ifndef JOBLET_DEPEND_H
 #define JOBLET_DEPEND_H
 
@@ -111,8 +114,9 @@ void depend_unlink(job *j);
  * one that can never go is CANCELED). With none left (nor singleton), a PENDING job joins the
  * queue; a HELD one is decided when it is released. */
 void depend_changed(job *j);
-/* At start, after the jobs are loaded: links every PENDING job with `after` and decides it (in
- * seq order: of singleton jobs waiting on one name, the oldest goes). */
+/* At start, after the jobs are loaded: links every PENDING (or HELD) job with `after` that never
+ * held, and every waiting array, and decides them (in seq order: of singleton jobs waiting on one
+ * name, the oldest goes). */
 void depend_resume_all(void);
 /* At exit: what the index of waiting singleton jobs holds. */
 void depend_free_all(void);

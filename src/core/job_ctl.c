@@ -261,8 +261,10 @@ int job_ctl_release(job *j, uid_t by, jerr *e)
 {
     if (j->state != JS_HELD)
         return refuse(j, "released", "a held", e);
-    /* a workflow's job or one with --after: its dependencies are decided afresh */
-    bool deps = workflow_job_has_deps(j) || ((j->req.nafter || j->req.singleton) && !j->wf);
+    /* a workflow's job, one with --after that never held (one let go before it was held, or
+     * whose `after` held while it was held, is not decided again: the jobs it named may be
+     * deleted since), or a singleton (it waits for its turn again): decided afresh */
+    bool deps = workflow_job_has_deps(j) || (((j->req.nafter && !j->after_met) || j->req.singleton) && !j->wf);
     j->state = job_state_after_hold(deps, job_ran_before(j), j->scheduled_ms, now_ms());
     j->stopped_by = -1;
     j->ev_wait = 0; /* its next wait is told afresh */

@@ -47,6 +47,7 @@ const db_job *job_row(const job *j, db_job *out)
         .waiter_start = j->waiter_start,
         .net = j->net,
         .array_task = j->array_task,
+        .after_met = j->after_met,
     };
     memcpy(out->array_id, j->array_id, sizeof out->array_id);
     memcpy(out->id, j->id, sizeof out->id);
@@ -80,7 +81,7 @@ const db_array *array_row(const jarray *a, array_row_buf *b)
     b->row = (db_array){.seq = a->seq, .name = a->name, .owner_uid = a->owner_uid, .owner_gid = a->owner_gid,
                         .req = a->req, .spec = b->spec, .created_ms = a->created_ms, .made = a->made,
                         .skip = a->skip.n ? b->skip : NULL, .ahead = a->ahead.n ? b->ahead : NULL, .canceled_by = a->canceled_by, .held = a->held,
-                        .wf_index = a->wf_index};
+                        .wf_index = a->wf_index, .after_met = a->after_met};
     memcpy(b->row.id, a->id, sizeof b->row.id);
     memcpy(b->row.wf_id, a->wf_id, sizeof b->row.wf_id);
     return &b->row;

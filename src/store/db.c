@@ -110,6 +110,15 @@ static const char *const migrations[] = {
     /* 18: the highest job or array number (seq) deleted: a number is never given twice, even
      * after the newest job is deleted and joblet restarts (SLURM_JOB_ID is the job's number) */
     "CREATE TABLE high_water (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+    /* 19: a job's or an array's `after` held once (core/depend.c): it is not decided again (the
+     * jobs it named may be deleted since). Rows from before: a job out of PENDING and HELD was
+     * let go (or ended), and so was an array that made a task; a HELD job and an array with no
+     * task made cannot be told from the row: the first start decides them again (as before),
+     * which sets it where their dependencies still hold */
+    "ALTER TABLE jobs ADD COLUMN after_met INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE arrays ADD COLUMN after_met INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE jobs SET after_met = 1 WHERE state NOT IN ('PENDING', 'HELD');"
+    "UPDATE arrays SET after_met = 1 WHERE made > 0 OR ahead IS NOT NULL;",
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
@@ -204,7 +213,7 @@ static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid,
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
                           " gpu_fault, sandbox_uid, slurm, net, array_id, array_task, requeue, suspended_ms,"
-                          " suspended_since_ms";
+                          " suspended_since_ms, after_met";
 
 static int reseal(db *d, jerr *e);
 static char *col_str(sqlite3_stmt *st, int i);
@@ -234,14 +243,14 @@ db *db_open(const char *path, jerr *e)
     if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
                       " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31, net=?32,"
-                      " array_id=?33, array_task=?34, requeue=?35, suspended_ms=?36, suspended_since_ms=?37"
-                      " WHERE id=?1 AND seq=?2";
+                      " array_id=?33, array_task=?34, requeue=?35, suspended_ms=?36, suspended_since_ms=?37,"
+                      " after_met=?38 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -478,6 +487,7 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     sqlite3_bind_int(st, 35, j->requeue_asked ? (j->requeue_hold ? 2 : 1) : 0);
     sqlite3_bind_int64(st, 36, j->suspended_ms);
     bind_opt_i64(st, 37, j->suspended_since_ms, j->suspended_since_ms > 0);
+    sqlite3_bind_int(st, 38, j->after_met);
     int rc = sqlite3_step(st);
     free(net);
     free(slurm);
@@ -771,6 +781,7 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
         j->requeue_hold = rq == 2;
         j->suspended_ms = sqlite3_column_int64(st, 35);
         j->suspended_since_ms = sqlite3_column_int64(st, 36);
+        j->after_met = sqlite3_column_int(st, 37) != 0;
         fn(j, arg);
         db_job_free(j);
     }
@@ -1222,8 +1233,8 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v3(d->h,
                            "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
-                           " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index, ahead)"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index, ahead, after_met)"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, 0, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
@@ -1245,6 +1256,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     bind_text(st, 13, a->wf_id[0] ? a->wf_id : NULL);
     bind_opt_i64(st, 14, a->wf_index, a->wf_id[0] != 0);
     bind_text(st, 15, a->ahead);
+    sqlite3_bind_int(st, 16, a->after_met);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     free(req);
@@ -1274,7 +1286,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "SELECT id, seq, name, owner_uid, owner_gid, request, spec, created_ms, made, skip,"
-                                  " canceled_by, held, workflow_id, workflow_index, ahead FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
+                                  " canceled_by, held, workflow_id, workflow_index, ahead, after_met FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1302,6 +1314,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         snprintf(a.wf_id, sizeof a.wf_id, "%s", wf ? wf : "");
         a.wf_index = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);
         a.ahead = (const char *)sqlite3_column_text(st, 14);
+        a.after_met = sqlite3_column_int(st, 15) != 0;
         fn(&a, arg);
         jobreq_free(&a.req);
     }

@@ -61,6 +61,7 @@ typedef struct db_job {
     netaddr_place net;       /* where it sits on a job network (the net column); network "" none */
     char array_id[37];       /* a job array's task: its array ("" none) and task id */
     int64_t array_task;
+    bool after_met;          /* its `after` held once (schema 19; core/job.h) */
 } db_job;
 /* Frees what a loaded row still owns (what fn of db_load_jobs did not take), and empties it. */
 void db_job_free(db_job *r);
@@ -194,6 +195,7 @@ typedef struct db_array {
     bool held;
     char wf_id[37];          /* "" none: the workflow whose job it is (schema 15) */
     int wf_index;            /* its place among the workflow's jobs; -1 none */
+    bool after_met;          /* its `after` held once: it was let go (schema 19; core/arrays.h) */
 } db_array;
 int db_array_save(db *d, const db_array *a, jerr *e);
 int db_array_delete(db *d, const char *id, jerr *e);
