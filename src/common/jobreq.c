@@ -110,7 +110,7 @@ const jobreq_field jobreq_fields[JR_N] = {
                     "handed out only as its MIG devices)"},
     [JR_PRIORITY] = {"priority", "--priority", "priority", true, false, JK_INT, JU_NONE, -1000, 1000, OFF(priority),
                      "must be a whole number from %lld to %lld (higher runs first; default 0)",
-        "N", "-1000..1000, default 0: waiting jobs start highest first"},
+        "N", "-1000..1000, default 0: waiting jobs start highest first;\nabove 0 is an admin's"},
     [JR_GPU_TYPE] = {"gpu_type", "--gpu-type", "gpu_type", true, false, JK_TEXT, JU_NAME, 1, 128, OFF(gpu_type),
                      "must be a GPU model, e.g. H100 (rnx gpu list shows the names)",
         "MODEL", "only GPUs whose name contains MODEL, e.g. H100, A100-SXM4-80GB"},

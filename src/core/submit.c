@@ -337,6 +337,17 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
         return jerr_http(e, 403, "uid %u is inside the range joblet gives to root's jobs (jobs.uid_range_start, "
                                  "jobs.uid_range_size); it may not submit jobs",
                          (unsigned)caller_uid);
+    /* a priority above the default puts the job before everyone's, and lets it preempt theirs:
+     * the machine's people give it, as they raise one with rnx job update (Slurm: sbatch
+     * --priority, and a negative --nice, are an operator's); anyone may lower their own */
+    if (req->priority > 0) {
+        caller c = authz_local(caller_uid, caller_gid);
+        if (authz_check(&c, AUTHZ_RAISE_PRIORITY, "priority: a priority above 0 (the job goes before everyone's and "
+                                                  "may preempt theirs; any user may give a negative one)", e) < 0) {
+            snprintf(e->field, sizeof e->field, "priority");
+            return -1;
+        }
+    }
     *si = (submit_info){0};
     si->sched_ms = req->schedule_ms;
     bool by_cdi = req->ndevices && !req->ngpu_ids;   /* gpu_ids will be the devices' */

@@ -285,15 +285,20 @@ def test_update_survives_a_restart(fresh_daemon):
 
 
 def test_an_owner_may_lower_but_not_raise_priority(d):
+    # a priority above 0 at submission is a raise too (Slurm: sbatch --priority is an operator's):
+    # submitting again at the top of the queue is not a way round the update's refusal
     p = rnx_as(d, USER, "job", "run", "--schedule=2031-01-01T00:00:00Z", "--priority=2", "true")
+    assert p.returncode == 1 and "priority: a priority above 0" in p.stderr and "is for root" in p.stderr, p
+    assert not p.stdout
+    p = rnx_as(d, USER, "job", "run", "--schedule=2031-01-01T00:00:00Z", "--priority=-1", "true")
     assert p.returncode == 0, p.stderr
     jid = p.stdout.strip().split()[-1]
-    p = rnx_as(d, USER, "job", "update", jid, "--priority=1")
+    p = rnx_as(d, USER, "job", "update", jid, "--priority=-2")
     assert p.returncode == 0, p.stderr
-    p = rnx_as(d, USER, "job", "update", jid, "--priority=3")
+    p = rnx_as(d, USER, "job", "update", jid, "--priority=0")
     assert p.returncode == 1
     assert "raising a job's priority (its owner may lower it) is for root" in p.stderr
-    assert d.job(jid)["priority"] == 1
+    assert d.job(jid)["priority"] == -2
     # the owner holds, releases and cancels their own job
     assert rnx_as(d, USER, "job", "hold", jid).returncode == 0
     assert rnx_as(d, USER, "job", "release", jid).returncode == 0
