@@ -436,7 +436,18 @@ static void finalize(job *j)
     read_warned(j, dir);
     snprintf(path, sizeof path, "%s/%s", dir, SHIM_STATUS);
     shim_status st;
-    if (shim_status_read(path, &st) < 0) {
+    bool have = shim_status_read(path, &st) == 0;
+    if (!have && j->preempting) {
+        /* a requeue (or preemption) committed before its stop, whose run ended; the earlier
+         * joblet took the end and removed the run's files (job_requeue) but was killed before
+         * the turn's commit saved the job back in the queue: what was asked is done now */
+        job_event(j, JE_RESTARTED, -1, "joblet restarted; the run it was stopping to go back to the queue had ended");
+        j->shim_pid = 0;
+        job_requeue(j);
+        depend_single_changed(j);
+        return;
+    }
+    if (!have) {
         free(j->error);
         char msg[256];
         snprintf(msg, sizeof msg, "the job's shim (pid %d) ended without recording how the job ended; see %s/%s",

@@ -6,10 +6,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "../common/util.h"
+
+/* What an earlier run of the same job left (a requeued job's shim appends to its files): their
+ * sizes, so that the entries' ends stay offsets into the whole .data (the reader's) and the cap
+ * counts what is there already, and the last entry's sequence number, which this run's pieces
+ * follow. An entry a full disk cut short at the end is cut off, so that the next one is whole. */
+static void resume_files(logw *w)
+{
+    struct stat st;
+    if (fstatat(w->dirfd, w->data_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+        w->end = (uint64_t)st.st_size;
+    int fd = openat(w->dirfd, w->idx_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        uint64_t size = (uint64_t)st.st_size, whole = size / sizeof(log_index_entry) * sizeof(log_index_entry);
+        if (whole != size && ftruncate(fd, (off_t)whole) < 0)
+            whole = size; /* (left as it is: the reader ignores what follows a partial entry) */
+        w->idx_bytes = whole;
+        log_index_entry e;
+        if (whole >= sizeof e && pread(fd, &e, sizeof e, (off_t)(whole - sizeof e)) == (ssize_t)sizeof e)
+            w->last_seq = e.seq;
+    }
+    close(fd);
+}
 
 void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap)
 {
@@ -17,7 +42,8 @@ void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap)
     w->dirfd = dirfd;
     snprintf(w->data_name, sizeof w->data_name, "%s.data", stream);
     snprintf(w->idx_name, sizeof w->idx_name, "%s.idx", stream);
-    w->end = w->idx_bytes = 0;
+    w->end = w->idx_bytes = w->last_seq = 0;
+    resume_files(w);
     /* room for at least a little output and the two entries that close it */
     w->cap = cap && cap < 4 * sizeof(log_index_entry) ? 4 * sizeof(log_index_entry) : cap;
     w->capped = false;

@@ -58,6 +58,7 @@ typedef struct logw {
     char data_name[24], idx_name[24];
     uint64_t end;           /* bytes in .data */
     uint64_t idx_bytes;     /* bytes in .idx */
+    uint64_t last_seq;      /* the last entry's sequence number an earlier run left (0: none) */
     uint64_t cap;           /* .data and .idx together at most this; 0 = no cap */
     bool capped;            /* the cap was reached: the rest of the stream is discarded */
     log_budget *budget;     /* the owner's, shared; NULL none */
@@ -67,7 +68,8 @@ typedef struct logw {
 } logw;
 
 /* stream: "stdout" or "stderr" (the files' names). cap: the most bytes the two files may hold
- * together, 0 = none. Once a piece would pass it, the whole lines of it that fit are kept, an
+ * together, 0 = none; files an earlier run of the job left (a requeue) are appended to, counted
+ * in the cap, and their last sequence number is last_seq (the caller's next pieces follow it). Once a piece would pass it, the whole lines of it that fit are kept, an
  * entry flagged LOG_IDX_CAPPED follows, and the rest of the stream is dropped (the job is
  * never blocked: its pipe is still read). */
 void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap);

@@ -1020,6 +1020,8 @@ static int shim_run(const char *dir)
     }
     logw_init(&sh.out, sh.dirfd, "stdout", sh.spec.log_max_bytes);
     logw_init(&sh.err, sh.dirfd, "stderr", sh.spec.log_max_bytes);
+    /* a requeued job's earlier runs' pieces come first */
+    sh.log_seq = sh.out.last_seq > sh.err.last_seq ? sh.out.last_seq : sh.err.last_seq;
     log_budget *budget = map_budget(&sh);
     logw_limits(&sh.out, budget, sh.spec.log_floor);
     logw_limits(&sh.err, budget, sh.spec.log_floor);
