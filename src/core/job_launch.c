@@ -738,6 +738,7 @@ int job_launch_thaw(job *j, jerr *e)
     suspension_ends(j);
     j->state = JS_RUNNING;
     j->stopped_by = -1;
+    state_want(WANT_SCHEDULE); /* the time it ends at the latest moved by its suspension (sched_input.c) */
     return 0;
 }
 

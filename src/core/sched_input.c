@@ -38,8 +38,9 @@ void sched_input_base(sched_input *in, sched_gpu *gpus, sched_mig *migs, sched_r
         sched_running *x = &run[nr];
         *x = (sched_running){.seq = j->seq, .gpus = j->gpu_set, .mig = j->gpu_mig - 1};
         sched_input_req(j, &x->r);
-        if (x->r.runtime_ms)
-            x->end_ms = (j->started_ms ? j->started_ms : now) + x->r.runtime_ms;
+        if (x->r.runtime_ms) /* its time SUSPENDED is not counted against its limit (job.h) */
+            x->end_ms = (j->started_ms ? j->started_ms : now) + x->r.runtime_ms + j->suspended_ms +
+                        (j->suspended_since_ms ? now - j->suspended_since_ms : 0);
         x->stopping = j->state == JS_STOPPING || j->preempting;
         if (j->state == JS_SUSPENDED) /* frozen by an admin (job_ctl.c): not stopped for another */
             x->r.preemptible = false;

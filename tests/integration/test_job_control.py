@@ -7,6 +7,7 @@ a held or suspended job kept so over a kill -9 of joblet.
 One daemon for the module (a simulated 4-GPU machine): each test ends the jobs it started."""
 import datetime
 import os
+import re
 import sqlite3
 import time
 
@@ -754,3 +755,28 @@ def test_a_freezer_that_disagrees_with_the_row_is_put_as_the_row_says_at_start(f
     dd.rnx("job", "resume", sus, check=True)
     assert advances(dd, sus)
     end(dd, run, sus)
+
+
+def test_a_suspended_jobs_time_moves_the_queues_at_the_latest_time(fresh_daemon):
+    # a job's time SUSPENDED is not counted against its time limit, so the time it gives its room
+    # back at the latest (the head's reservation, "by ... at the latest") moves by it; it was
+    # reckoned from its start and limit alone, as if the suspension had not been
+    dd = fresh_daemon(f"gpu:\n  fixture: {ROOT}/tests/fixtures/dgx-h100/machine.json\n  scrub: 0\n")
+    a = dd.submit("sleep", "600", max_runtime_s=100, gpu_count=8)
+    j = dd.wait_status(a, "RUNNING")
+    b = dd.submit("true", gpu_count=1)
+
+    def latest():
+        reason = dd.job(b)["wait_reason"] or ""
+        m = re.search(r"by (\S+Z) at the latest", reason)
+        return datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%SZ") if m else None
+
+    before = wait_for(latest, "the queue's head to say when it starts at the latest")
+    dd.rnx("job", "suspend", a, check=True)
+    time.sleep(3)  # (a length of the suspension, not a limit on anything)
+    dd.rnx("job", "resume", a, check=True)
+    suspended_s = dd.job(a)["suspended_ms"] / 1000
+    assert suspended_s >= 3, dd.job(a)
+    after = wait_for(lambda: (t := latest()) and t != before and t, "the time to move")
+    assert (after - before).total_seconds() >= suspended_s - 1, (before, after, suspended_s, j["started_at"])
+    end(dd, a, b)
