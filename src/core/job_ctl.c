@@ -370,7 +370,7 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
         changed &= ~(1ull << JR_SCHEDULE_AT); /* (none taken out of none) */
     if (!changed)
         return 0;
-    if (waiting && submit_check_change(req, e) < 0)
+    if (waiting && submit_check_change(req, j->owner_uid, changed, e) < 0)
         return -1;
     /* (a suspended job's shim keeps its clock stopped: the new limit counts once it is resumed) */
     if (running && job_launch_runtime(j, job_launch_runtime_s(req), j->state == JS_SUSPENDED, e) < 0)

@@ -750,7 +750,7 @@ added:
     return j;
 }
 
-int submit_check_change(job_req *req, jerr *e)
+int submit_check_change(job_req *req, uid_t owner, uint64_t changed, jerr *e)
 {
     uint64_t total;
     if (check_machine(req, &total, e) < 0)
@@ -759,5 +759,15 @@ int submit_check_change(job_req *req, jerr *e)
     if (core.cfg.limits.max_gpus_per_user && gpus > core.cfg.limits.max_gpus_per_user)
         return jerr_field(e, "gpu_count", "gpu_count: asks for %llu GPUs; limits.max_gpus_per_user is %u",
                           (unsigned long long)gpus, core.cfg.limits.max_gpus_per_user);
+    /* a GPU request changed is a GPU request, as a submission's: the same bucket (a job submitted
+     * without GPUs and updated to ask for them passed the rate) */
+    const uint64_t gpu_fields = 1ull << JR_GPU_COUNT | 1ull << JR_GPU_MEMORY_MB | 1ull << JR_GPU_ALL |
+                                1ull << JR_GPU_IDS | 1ull << JR_GPU_MIG | 1ull << JR_GPU_TYPE | 1ull << JR_GPU_CC |
+                                1ull << JR_GPU_SHARE;
+    double wait_s;
+    uint32_t per_min = core.cfg.limits.gpu_requests_per_minute;
+    if (per_min && gpus && (changed & gpu_fields) && take_token(owner, &wait_s, true) < 0)
+        return jerr_http(e, 429, "too many GPU requests: limits.gpu_requests_per_minute is %u for each user (a "
+                                 "changed GPU request counts as one); try again in %.1f s", per_min, wait_s);
     return 0;
 }

@@ -38,9 +38,11 @@ job *submit_commit(job *j, jerr *e);
 /* Takes back a job submit_create made that was not launched: out of the table, its directory
  * and /work removed, freed. */
 void submit_undo(job *j);
-/* A waiting job's request as rnx job update changed it (req): what the machine decides of it
- * (CPUs, memory, GPUs that exist) and limits.max_gpus_per_user, as for a submission. */
-int submit_check_change(job_req *req, jerr *e);
+/* A waiting job's request as rnx job update changed it (req; changed: the fields, by enum
+ * jobreq_id bit): what the machine decides of it (CPUs, memory, GPUs that exist),
+ * limits.max_gpus_per_user, and a GPU request changed takes one of the owner's
+ * limits.gpu_requests_per_minute, as for a submission. */
+int submit_check_change(job_req *req, uid_t owner, uint64_t changed, jerr *e);
 
 /* A request with an array field (docs/batch.md): checked as a job's is (submit_check), the
  * limits counting every task, then the array made and committed: one row however many tasks.

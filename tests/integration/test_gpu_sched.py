@@ -287,6 +287,14 @@ def test_per_user_limits(fresh_daemon):
     d.rnx("job", "cancel", e, check=True)
     p = d.rnx("job", "run", "--gpu=1", "true")
     assert p.returncode != 0 and "too many GPU requests: limits.gpu_requests_per_minute is 4" in p.stderr
+    # a job submitted without GPUs and updated to ask for them is a GPU request too: the same bucket
+    f = run_id(d, "--schedule=2031-01-01T00:00:00Z", "true")
+    p = d.rnx("job", "update", f, "--gpu=1")
+    assert p.returncode != 0 and "too many GPU requests" in p.stderr and "a changed GPU request" in p.stderr, p
+    assert d.job(f)["gpu_request"]["count"] is None
+    p = d.rnx("job", "update", f, "--priority=-1")  # a change that asks for no GPU takes none
+    assert p.returncode == 0, p.stderr
+    d.rnx("job", "cancel", f, check=True)
     d.rnx("job", "stop", a, check=True)
     assert d.wait_status(b, "RUNNING")
     d.rnx("job", "stop", b, check=True)
