@@ -4,6 +4,7 @@
 #include "cmd_batch.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 
 #include "../common/util.h"
+#include "upload.h"
 
 /* A script is read whole, as sbatch reads it; past this it is not a script. */
 #define BATCH_SCRIPT_MAX (4u << 20)
@@ -77,6 +79,28 @@ static const char *base_name(const char *path)
     return slash && slash[1] ? slash + 1 : path;
 }
 
+/* The --upload flags among the plan's, each listed as rnx job run lists it (upload_add: the
+ * path there, a name of its own in /work), after the script's own file, so that one refused
+ * names the line that gave it. RNX_OK or an exit code after printing why. */
+static int check_uploads(const sbatch_list *flags, const sbatch_list *where, const char *script)
+{
+    upload_set u;
+    jerr e = {0};
+    int rc = RNX_OK;
+    upload_init(&u);
+    if (script && upload_add(&u, script, &e) < 0)
+        rc = rnx_usage("job batch: %s", e.msg);
+    for (size_t i = 0; i < flags->n && rc == RNX_OK; i++) {
+        if (strncmp(flags->v[i], "--upload=", 9) || upload_add(&u, flags->v[i] + 9, &e) == 0)
+            continue;
+        const char *msg = !strncmp(e.msg, "--upload: ", 10) ? e.msg + 10 : e.msg;
+        bool line = script && !strncmp(where->v[i], "line ", 5); /* a script's, else the command line's */
+        rc = rnx_usage("job batch: %s%s%s: %s", line ? script : "", line ? ": " : "", where->v[i], msg);
+    }
+    upload_free(&u);
+    return rc;
+}
+
 int cmd_batch_plan(int argc, char **argv, sbatch_list *run)
 {
     for (int i = 1; i < argc && argv[i][0] == '-'; i++) {
@@ -139,8 +163,8 @@ int cmd_batch_plan(int argc, char **argv, sbatch_list *run)
         plan.slot[SB_NAME] = xstrdup(script ? base_name(script) : "wrap"); /* sbatch's default name */
     for (size_t i = 0; i < plan.notes.n; i++)
         fprintf(stderr, "rnx: note: %s\n", plan.notes.v[i]);
-    sbatch_list_add(run, xstrdup("run"));
-    sbatch_flags(&plan, run);
+    sbatch_list flags = {0}, where = {0};
+    sbatch_flags(&plan, &flags, &where);
     /* --export=NAME: its value from here, as sbatch takes it */
     for (size_t i = 0; i < plan.export_vars.n; i++) {
         const char *name = plan.export_vars.v[i];
@@ -153,9 +177,25 @@ int cmd_batch_plan(int argc, char **argv, sbatch_list *run)
             char *f = NULL;
             if (asprintf(&f, "--env=%s=%s", name, v) < 0)
                 abort();
-            sbatch_list_add(run, f);
+            sbatch_list_add(&flags, f);
+            sbatch_list_add(&where, xstrdup(plan.slot_where[SB_EXPORT] ? plan.slot_where[SB_EXPORT] : ""));
         }
     }
+    /* what rnx job run would refuse in them, refused here naming the line (or the option) */
+    if (sbatch_check(&flags, &where, now, &e) < 0)
+        rc = script && !strncmp(e.msg, "line ", 5) ? rnx_usage("job batch: %s: %s", script, e.msg)
+                                                   : rnx_usage("job batch: %s", e.msg);
+    if (rc == RNX_OK)
+        rc = check_uploads(&flags, &where, script);
+    sbatch_list_add(run, xstrdup("run"));
+    for (size_t i = 0; i < flags.n; i++) {
+        sbatch_list_add(run, flags.v[i]);
+        flags.v[i] = NULL;
+    }
+    sbatch_list_free(&flags);
+    sbatch_list_free(&where);
+    if (rc != RNX_OK)
+        goto out;
     if (plan.wrap) {
         sbatch_list_add(run, xstrdup("--"));
         sbatch_list_add(run, xstrdup("/bin/sh"));

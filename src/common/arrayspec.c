@@ -5,7 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ACCEPTS "give ids from 0 to 4000000 as Slurm's --array does: 0-99, 1,3,7, 0-15:4 (every 4th)"
+/* ARRAYSPEC_MAX_ID as text, for the sentences below: the one bound, said where it is broken */
+#define ARRAYSPEC_STR_(x) #x
+#define ARRAYSPEC_STR(x) ARRAYSPEC_STR_(x)
+#define MAX_ID ARRAYSPEC_STR(ARRAYSPEC_MAX_ID)
+#define ACCEPTS "give ids from 0 to " MAX_ID " as Slurm's --array does: 0-99, 1,3,7, 0-15:4 (every 4th)"
+/* what %N and an array's throttle on its own (arrayspec_throttle_check) take, besides 0 there */
+#define THROTTLE_RANGE "from 1 to " MAX_ID
 
 /* A decimal id at *p: 0 and *p past it, or -1 (none, or above ARRAYSPEC_MAX_ID). */
 static int read_id(const char **p, uint32_t *out)
@@ -85,7 +91,7 @@ int arrayspec_parse(const char *s, const char *field, bool throttle_ok, arrayspe
             p++;
             if (read_id(&p, &r.hi) < 0 || r.hi < r.lo)
                 return jerr_field(e, field, "%s: '%s': a range runs from a lower id to a higher one, both at most "
-                                  "4000000", field, s);
+                                  MAX_ID, field, s);
             if (*p == ':') {
                 p++;
                 if (read_id(&p, &r.step) < 0 || r.step == 0)
@@ -111,8 +117,8 @@ int arrayspec_parse(const char *s, const char *field, bool throttle_ok, arrayspe
         p++;
         uint32_t n;
         if (read_id(&p, &n) < 0 || n == 0)
-            return jerr_field(e, field, "%s: '%s': %%N runs at most N tasks at once; N is a whole number from 1",
-                              field, s);
+            return jerr_field(e, field, "%s: '%s': %%N runs at most N tasks at once; N is a whole number "
+                              THROTTLE_RANGE, field, s);
         out->throttle = n;
     }
     if (*p)
@@ -205,8 +211,9 @@ int arrayspec_throttle_check(int64_t n, bool number, const char *label, const ch
 {
     if (number && n >= 0 && n <= ARRAYSPEC_MAX_ID)
         return 0;
-    return jerr_field(e, label, "%s: %s%.40s%smust be a whole number of tasks to run at once, from 1 to %d, or 0 for no "
-                                "limit", label, text ? "'" : "", text ? text : "", text ? "' " : "", ARRAYSPEC_MAX_ID);
+    return jerr_field(e, label, "%s: %s%.40s%smust be a whole number of tasks to run at once, " THROTTLE_RANGE
+                                ", or 0 for no limit", label, text ? "'" : "",
+                      text ? text : "", text ? "' " : "");
 }
 
 int arrayspec_split_ref(const char *ref, char *base, size_t blen, arrayspec *tasks, jerr *e)

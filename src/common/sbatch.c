@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "jobreq.h"
+#include "jsonx.h"
 #include "parse.h"
 #include "util.h"
 
@@ -33,10 +34,13 @@ void sbatch_list_free(sbatch_list *l)
 
 void sbatch_free(sbatch_plan *p)
 {
-    for (int i = 0; i < SB_NSLOTS; i++)
+    for (int i = 0; i < SB_NSLOTS; i++) {
         free(p->slot[i]);
+        free(p->slot_where[i]);
+    }
     sbatch_list_free(&p->export_vars);
     sbatch_list_free(&p->rnx);
+    sbatch_list_free(&p->rnx_where);
     sbatch_list_free(&p->notes);
     free(p->interp);
     free(p->interp_arg);
@@ -378,7 +382,22 @@ static void set_slot(sbatch_plan *p, int slot, char *v)
     p->slot[slot] = v;
 }
 
-/* One option's value into its slot; -1 with e saying what is accepted. */
+/* Where a slot was set (takes w; NULL with the slot taken out). */
+static void set_where(sbatch_plan *p, int slot, char *w)
+{
+    free(p->slot_where[slot]);
+    p->slot_where[slot] = w;
+}
+
+/* One of rnx job run's flags, as given, and where. */
+static void add_rnx(sbatch_plan *p, char *flag, const char *where)
+{
+    sbatch_list_add(&p->rnx, flag);
+    sbatch_list_add(&p->rnx_where, xstrdup(where));
+}
+
+/* One option's value into its slot: 0, 1 when it sets none (a --gres of no GPU: noted), or -1
+ * with e saying what is accepted. */
 static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char *where, time_t now, jerr *e)
 {
     long long n;
@@ -438,7 +457,7 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
             }
             free(copy);
             if (!gpu)
-                return 0;
+                return 1;
         } else if (!sbatch_gpus(v, &n, type, sizeof type)) {
             return jerr_input(e, o->name, "%s: '%.64s': GPUs are N or TYPE:N (N from 1 to 1024)", where, v);
         }
@@ -512,8 +531,17 @@ static int take(sbatch_plan *p, const sb_opt *o, const char *v, const char *wher
 {
     long long n;
     switch (o->kind) {
-    case K_SLOT:
-        return take_slot(p, o, v, where, now, e);
+    case K_SLOT: {
+        int r = take_slot(p, o, v, where, now, e);
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            set_where(p, o->slot, xstrdup(where));
+            if (o->slot == SB_GPUS) /* its type goes with the count */
+                set_where(p, SB_GPU_TYPE, p->slot[SB_GPU_TYPE] ? xstrdup(where) : NULL);
+        }
+        return 0;
+    }
     case K_ONE:
         /* "1" or Slurm's range "1-1" */
         if (sbatch_whole(v, 1, 1, &n) || !strcmp(v, "1-1"))
@@ -530,7 +558,7 @@ static int take(sbatch_plan *p, const sb_opt *o, const char *v, const char *wher
                                                "reason dependency)", where));
         return 0;
     case K_RNX:
-        sbatch_list_add(&p->rnx, xstrdup(o->text));
+        add_rnx(p, xstrdup(o->text), where);
         return 0;
     case K_WRAP:
         free(p->wrap_cmd);
@@ -607,7 +635,7 @@ static int option(sbatch_plan *p, char *const *words, int n, int line, time_t no
     else
         snprintf(where, sizeof where, "--%s%s%.64s", name, value ? "=" : "", value ? value : "");
     if (rnx) {
-        sbatch_list_add(&p->rnx, value ? xprintf("--%s=%s", name, value) : xprintf("--%s", name));
+        add_rnx(p, value ? xprintf("--%s=%s", name, value) : xprintf("--%s", name), where);
         return used;
     }
     if (o->kind == K_WRAP && line)
@@ -752,12 +780,16 @@ void sbatch_merge(sbatch_plan *p, sbatch_plan *cl)
     bool cl_gpus = cl->slot[SB_GPUS] != NULL, cl_export = cl->slot[SB_EXPORT] != NULL;
     /* a memory option on the command line replaces the script's, whichever of the three it is */
     if (cl->slot[SB_MEM] || cl->slot[SB_MEM_PER_CPU] || cl->slot[SB_MEM_PER_GPU])
-        for (int k = SB_MEM; k <= SB_MEM_PER_GPU; k++)
+        for (int k = SB_MEM; k <= SB_MEM_PER_GPU; k++) {
             set_slot(p, k, NULL);
+            set_where(p, k, NULL);
+        }
     for (int i = 0; i < SB_NSLOTS; i++)
         if (cl->slot[i] || (i == SB_GPU_TYPE && cl_gpus)) {
             set_slot(p, i, cl->slot[i]);
+            set_where(p, i, cl->slot_where[i]);
             cl->slot[i] = NULL;
+            cl->slot_where[i] = NULL;
         }
     /* --export: the command line's list replaces the script's, even an empty one (NONE) */
     if (cl_export) {
@@ -772,15 +804,20 @@ void sbatch_merge(sbatch_plan *p, sbatch_plan *cl)
         for (size_t j = 0; j < cl->rnx.n && !given; j++)
             given = flag_len(p->rnx.v[i]) == flag_len(cl->rnx.v[j]) &&
                     !memcmp(p->rnx.v[i], cl->rnx.v[j], flag_len(p->rnx.v[i]));
-        if (given)
+        if (given) {
             free(p->rnx.v[i]);
-        else
+            free(p->rnx_where.v[i]);
+        } else {
+            p->rnx_where.v[k] = p->rnx_where.v[i];
             p->rnx.v[k++] = p->rnx.v[i];
+        }
     }
-    p->rnx.n = k;
-    for (size_t j = 0; j < cl->rnx.n; j++)
+    p->rnx.n = p->rnx_where.n = k;
+    for (size_t j = 0; j < cl->rnx.n; j++) {
         sbatch_list_add(&p->rnx, cl->rnx.v[j]);
-    cl->rnx.n = 0;
+        sbatch_list_add(&p->rnx_where, cl->rnx_where.v[j]);
+    }
+    cl->rnx.n = cl->rnx_where.n = 0;
     for (size_t j = 0; j < cl->notes.n; j++)
         sbatch_list_add(&p->notes, cl->notes.v[j]);
     cl->notes.n = 0;
@@ -792,9 +829,17 @@ void sbatch_merge(sbatch_plan *p, sbatch_plan *cl)
     }
 }
 
-void sbatch_flags(const sbatch_plan *p, sbatch_list *out)
+/* One flag of the plan, and where it was given ("" when nothing gave it). */
+static void emit(sbatch_list *out, sbatch_list *where, char *flag, const char *w)
 {
-    char *const *s = p->slot;
+    sbatch_list_add(out, flag);
+    if (where)
+        sbatch_list_add(where, xstrdup(w ? w : ""));
+}
+
+void sbatch_flags(const sbatch_plan *p, sbatch_list *out, sbatch_list *where)
+{
+    char *const *s = p->slot, *const *w = p->slot_where;
     static const struct {
         int slot;
         const char *flag;
@@ -802,28 +847,130 @@ void sbatch_flags(const sbatch_plan *p, sbatch_list *out)
                   {SB_GPUS, "--gpu"},      {SB_GPU_TYPE, "--gpu-type"}, {SB_DEPENDENCY, "--dependency"},
                   {SB_BEGIN, "--schedule"}, {SB_SIGNAL, "--signal"},    {SB_PRIORITY, "--priority"},
                   {SB_WORKDIR, "--workdir"}};
-    for (size_t i = 0; i < ARRAY_LEN(direct); i++)
-        if (s[direct[i].slot] && *s[direct[i].slot])
-            sbatch_list_add(out, xprintf("%s=%s", direct[i].flag, s[direct[i].slot]));
+    for (size_t i = 0; i < ARRAY_LEN(direct); i++) {
+        int k = direct[i].slot;
+        /* "" is "none" for a time limit (UNLIMITED) and a start time (now); any other empty
+         * value goes as given, for rnx job run to refuse (--array=, --priority=) */
+        if (s[k] && (*s[k] || (k != SB_TIME && k != SB_BEGIN)))
+            emit(out, where, xprintf("%s=%s", direct[i].flag, s[k]), w[k]);
+    }
     long long cpus = s[SB_CPUS] ? atoll(s[SB_CPUS]) : 0;
     long long gpus = s[SB_GPUS] && *s[SB_GPUS] ? atoll(s[SB_GPUS]) : 0;
     if (cpus)
-        sbatch_list_add(out, xprintf("--max-cpu=%lld", cpus * 100));
+        emit(out, where, xprintf("--max-cpu=%lld", cpus * 100), w[SB_CPUS]);
     /* memory: --mem, else per CPU (times -c, 1 without), else per GPU; "" (0) for none */
     long long mem = -1;
+    int mem_slot = SB_MEM;
     if (s[SB_MEM])
         mem = *s[SB_MEM] ? atoll(s[SB_MEM]) : 0;
     else if (s[SB_MEM_PER_CPU])
-        mem = *s[SB_MEM_PER_CPU] ? atoll(s[SB_MEM_PER_CPU]) * (cpus ? cpus : 1) : 0;
+        mem = *s[SB_MEM_PER_CPU] ? atoll(s[SB_MEM_PER_CPU]) * (cpus ? cpus : 1) : 0, mem_slot = SB_MEM_PER_CPU;
     else if (s[SB_MEM_PER_GPU] && gpus)
-        mem = *s[SB_MEM_PER_GPU] ? atoll(s[SB_MEM_PER_GPU]) * gpus : 0;
+        mem = *s[SB_MEM_PER_GPU] ? atoll(s[SB_MEM_PER_GPU]) * gpus : 0, mem_slot = SB_MEM_PER_GPU;
     if (mem > 0)
-        sbatch_list_add(out, xprintf("--max-memory=%lld", mem));
+        emit(out, where, xprintf("--max-memory=%lld", mem), w[mem_slot]);
     /* what sbatch tells a job of itself (SLURM_JOB_ID...): joblet's, from the request */
-    sbatch_list_add(out, xstrdup("--slurm-env"));
+    emit(out, where, xstrdup("--slurm-env"), "");
     for (size_t i = 0; i < p->export_vars.n; i++)
         if (strchr(p->export_vars.v[i], '='))
-            sbatch_list_add(out, xprintf("--env=%s", p->export_vars.v[i]));
+            emit(out, where, xprintf("--env=%s", p->export_vars.v[i]), w[SB_EXPORT]);
     for (size_t i = 0; i < p->rnx.n; i++)
-        sbatch_list_add(out, xstrdup(p->rnx.v[i]));
+        emit(out, where, xstrdup(p->rnx.v[i]), i < p->rnx_where.n ? p->rnx_where.v[i] : "");
+}
+
+/* The field a flag of rnx job run sets (--dependency, Slurm's spelling of --after, too), NULL
+ * for rnx's own (--upload, --follow, --wait), as cmd_job.c's run_options has them. */
+static const jobreq_field *flag_field(const char *name)
+{
+    if (!strcmp(name, "dependency"))
+        return &jobreq_fields[JR_AFTER];
+    for (int i = 0; i < JR_N; i++) {
+        const jobreq_field *f = &jobreq_fields[i];
+        if (f->flag && !f->daemon_only && f->kind != JK_UPLOADS && !strncmp(f->flag, "--", 2) &&
+            !strchr(f->flag, '=') && !strcmp(f->flag + 2, name))
+            return f;
+    }
+    if (!strcmp(name, "env"))
+        return &jobreq_fields[JR_ENV];
+    if (!strcmp(name, "secret-env"))
+        return &jobreq_fields[JR_SECRET_ENV];
+    return NULL;
+}
+
+/* Whether a refusal of field `key` ("after_any", "uploads[2]") is about what field f sets. */
+static bool refusal_of(const char *key, const jobreq_field *f)
+{
+    size_t kl = strlen(f->key);
+    if (!strncmp(key, f->key, kl) && (key[kl] == 0 || key[kl] == '[' || key[kl] == '.'))
+        return true;
+    /* --dependency=singleton and Slurm's '?' list set these two */
+    return f == &jobreq_fields[JR_AFTER] && (!strcmp(key, "singleton") || !strcmp(key, "after_any"));
+}
+
+/* fe's refusal said where it was given: "line 3: #SBATCH --array=5-3: '5-3': ...", the schema's
+ * field names as rnx job run's flags ("give max_runtime" -> "give --max-runtime"). */
+static int refused_at(jerr *e, const jerr *fe, const char *where)
+{
+    char msg[sizeof fe->msg + 200];
+    if (where && *where) {
+        jobreq_reword(fe, where, msg, sizeof msg);
+        if (!strcmp(msg, fe->msg))
+            snprintf(msg, sizeof msg, "%s: %s", where, fe->msg);
+    } else {
+        snprintf(msg, sizeof msg, "%s", fe->msg);
+    }
+    jobreq_flag_words(msg, sizeof msg);
+    return jerr_input(e, fe->field, "%s", msg);
+}
+
+int sbatch_check(const sbatch_list *flags, const sbatch_list *where, time_t now, jerr *e)
+{
+    job_req r = {0};
+    jerr fe = {0};
+    int rc = 0;
+    for (size_t i = 0; i < flags->n && rc == 0; i++) {
+        const char *flag = flags->v[i], *w = i < where->n ? where->v[i] : "";
+        if (strncmp(flag, "--", 2))
+            continue;
+        char name[64];
+        size_t nl = strcspn(flag + 2, "=");
+        if (nl >= sizeof name)
+            continue;
+        snprintf(name, sizeof name, "%.*s", (int)nl, flag + 2);
+        const char *value = flag[2 + nl] == '=' ? flag + 3 + nl : NULL;
+        const jobreq_field *f = flag_field(name);
+        if (!f)
+            continue;
+        if (value && !utf8_valid(value, strlen(value))) {
+            jerr_input(&fe, f->key, "%s: the value is not valid UTF-8, which the API cannot carry", f->key);
+            rc = refused_at(e, &fe, w);
+        } else if (f->kind == JK_ENV) {
+            bool secret = f == &jobreq_fields[JR_SECRET_ENV];
+            char key[256];
+            const char *val;
+            if (parse_env_pair(f->key, value ? value : "", key, sizeof key, &val, &fe) < 0 ||
+                jobreq_add_env(&r, secret, key, val, &fe) < 0)
+                rc = refused_at(e, &fe, w);
+        } else if (jobreq_set_text(&r, f, value ? value : "true", now, &fe) < 0) {
+            rc = refused_at(e, &fe, w);
+        }
+    }
+    if (rc == 0 && jobreq_set_command(&r, "/bin/sh", &fe) == 0 && jobreq_check_submitted(&r, &fe) < 0) {
+        /* a rule between fields: where the field it names was set (the last of the flags
+         * setting it: the one rnx job run keeps) */
+        const char *w = NULL;
+        for (size_t i = flags->n; i-- > 0 && !w;) {
+            char name[64];
+            size_t nl = strcspn(flags->v[i] + 2, "=");
+            if (strncmp(flags->v[i], "--", 2) || nl >= sizeof name)
+                continue;
+            snprintf(name, sizeof name, "%.*s", (int)nl, flags->v[i] + 2);
+            const jobreq_field *f = flag_field(name);
+            if (f && refusal_of(fe.field, f) && i < where->n)
+                w = where->v[i];
+        }
+        rc = refused_at(e, &fe, w);
+    }
+    jobreq_free(&r);
+    return rc;
 }

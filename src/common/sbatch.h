@@ -30,11 +30,15 @@ typedef struct sbatch_plan {
     /* each slot's value as rnx takes it ("3600s", "2048", "0-9%2"); "" when the option says
      * "none" (--time=UNLIMITED, --mem=0); NULL when not given */
     char *slot[SB_NSLOTS];
+    /* where each slot was set, as messages name it: "line 3: #SBATCH --array=0-9%2" (a
+     * script's) or "--array=0-9%2" (the command line's); NULL with its slot */
+    char *slot_where[SB_NSLOTS];
     /* --export's variables: "NAME=VALUE", or "NAME" alone (its value from the submitting
      * environment, which the caller reads); empty for NONE */
     sbatch_list export_vars;
     /* flags of `rnx job run` given as they are (--runtime=..., --upload=..., -f), in order */
     sbatch_list rnx;
+    sbatch_list rnx_where; /* where each of rnx was given, as slot_where */
     sbatch_list notes;     /* "line 3: #SBATCH --partition=gpu: ..." for options with no effect here */
     char *interp, *interp_arg; /* the "#!" line's interpreter and its one argument (or NULL) */
     bool wrap;             /* --wrap=CMD: no script; the command runs under /bin/sh -c */
@@ -59,8 +63,17 @@ void sbatch_merge(sbatch_plan *p, sbatch_plan *cl);
 /* The flags of `rnx job run` the plan comes to, in order, each "--flag=value" (or a switch):
  * the slots', --slurm-env (the job sees SLURM_JOB_ID and the rest: exec/spec_build.c), --env
  * for each --export NAME=VALUE, then the rnx flags. Export variables given by name only are
- * left out (the caller adds them with their values). */
-void sbatch_flags(const sbatch_plan *p, sbatch_list *out);
+ * left out (the caller adds them with their values). where (NULL: not wanted) gets, for each
+ * flag, where it was given (slot_where, rnx_where; "" for --slurm-env, which nothing gave). */
+void sbatch_flags(const sbatch_plan *p, sbatch_list *out, sbatch_list *where);
+
+/* The flags of `rnx job run` (flags->v, each "--flag=value" or a switch) read as rnx job run
+ * reads them, through the request's schema (common/jobreq.h: jobreq_set_text, the --env pairs),
+ * then held to the rules between fields (jobreq_check_submitted): so that what rnx job run would
+ * refuse is refused here naming where each was given (where->v[i], flags->v[i]'s: "line 3:
+ * #SBATCH --array=5-3: '5-3': a range runs ..."; a rule between fields names where its field
+ * was set). Flags that are rnx's own (--upload, --follow, --wait) are left to it. 0, or -1. */
+int sbatch_check(const sbatch_list *flags, const sbatch_list *where, time_t now, jerr *e);
 
 /* A whole number from lo to hi, all of s (no sign, no blank). */
 bool sbatch_whole(const char *s, long long lo, long long hi, long long *out);

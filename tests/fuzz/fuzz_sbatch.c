@@ -57,8 +57,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     sbatch_merge(&p, &cl);
-    sbatch_list flags = {0};
-    sbatch_flags(&p, &flags);
+    sbatch_list flags = {0}, where = {0};
+    sbatch_flags(&p, &flags, &where);
+    FUZZ_ASSERT(where.n == flags.n, "%zu flags, %zu places they were given", flags.n, where.n);
+    e = (jerr){0};
+    if (sbatch_check(&flags, &where, now, &e) < 0)
+        FUZZ_ASSERT(e.msg[0], "a refusal of the flags without its message");
     job_req r;
     memset(&r, 0, sizeof r);
     for (size_t i = 0; i < flags.n; i++) {
@@ -82,6 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     jobreq_free(&r);
     sbatch_list_free(&flags);
+    sbatch_list_free(&where);
     sbatch_free(&p);
     sbatch_free(&cl);
     return 0;

@@ -369,7 +369,8 @@ def test_submitted_held(daemon, tmp_path):
     ("#!/bin/sh\n#SBATCH --mem=lots\ntrue\n", [], "'lots': memory is a number of megabytes"),
     ("#!/bin/sh\ntrue\n", ["--test-only"], "--test-only: joblet has no test-only submission"),
     ("#!/bin/sh\ntrue\n", ["--wrap=ls"], "--wrap runs its COMMAND and takes no SCRIPT"),
-    ("#!/bin/sh\n#SBATCH --array=5-3\ntrue\n", [], "array: '5-3': a range runs from a lower id to a higher one"),
+    ("#!/bin/sh\n#SBATCH --array=5-3\ntrue\n", [], "line 2: #SBATCH --array=5-3: '5-3': a range runs from a lower "
+                                                 "id to a higher one"),
 ])
 def test_refusals_submit_nothing(daemon, tmp_path, text, args, why):
     """Each refusal names what is wrong (the line for the script's), exits 2 and submits nothing."""

@@ -76,6 +76,14 @@ static void test_refusals(void **state)
         if (strncmp(e.msg, bad[i].msg, strlen(bad[i].msg)))
             fail_msg("'%s': got \"%s\", want it to start \"%s\"", bad[i].in, e.msg, bad[i].msg);
     }
+    /* %N past the bound says the bound, as an array's throttle on its own does (test_throttle_check) */
+    jerr te = {0};
+    assert_int_equal(arrayspec_parse("0-3%4000001", "array", true, &a, &te), -1);
+    assert_string_equal(te.msg, "array: '0-3%4000001': %N runs at most N tasks at once; N is a whole number from 1 to "
+                                "4000000");
+    te = (jerr){0};
+    assert_int_equal(arrayspec_parse("0-3%0", "array", true, &a, &te), -1);
+    assert_string_equal(te.msg, "array: '0-3%0': %N runs at most N tasks at once; N is a whole number from 1 to 4000000");
     /* interleaved progressions that never meet are fine: evens and odds */
     jerr e = {0};
     assert_int_equal(arrayspec_parse("0-20:2,1-21:2", "array", true, &a, &e), 0);

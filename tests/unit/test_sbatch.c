@@ -30,7 +30,7 @@ static char *flags_of(const char *script, int argc, char **argv, jerr *e)
     }
     sbatch_merge(&p, &cl);
     sbatch_list out = {0};
-    sbatch_flags(&p, &out);
+    sbatch_flags(&p, &out, NULL);
     static char buf[4096];
     buf[0] = 0;
     for (size_t i = 0; i < out.n; i++)
@@ -225,6 +225,94 @@ static void test_refusals(void **state)
                                "(rnx job batch --help)");
 }
 
+/* The script (and the command line) planned and its flags checked as rnx job run reads them
+ * (sbatch_check): 0, or -1 with e saying why. Each flag has where it was given. */
+static int checked(const char *script, int argc, char **argv, jerr *e)
+{
+    sbatch_plan p = {0}, cl = {0};
+    int rc = -1;
+    if ((argc && sbatch_args(&cl, argc, argv, NOW, e) < 0) ||
+        (script && sbatch_script(&p, script, strlen(script), NOW, e) < 0))
+        goto out;
+    sbatch_merge(&p, &cl);
+    sbatch_list flags = {0}, where = {0};
+    sbatch_flags(&p, &flags, &where);
+    assert_int_equal(flags.n, where.n);
+    rc = sbatch_check(&flags, &where, NOW, e);
+    sbatch_list_free(&flags);
+    sbatch_list_free(&where);
+out:
+    sbatch_free(&p);
+    sbatch_free(&cl);
+    return rc;
+}
+
+/* docs/batch.md: refused, "the message naming the line", whatever rnx job run refuses in what
+ * the options became: the same parsers (the request's schema, arrayspec_parse), the line
+ * named before their sentence; a rule between fields names the line of the field it is about. */
+static void test_what_rnx_refuses_names_the_line(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *opt, *msg;   /* the #SBATCH line's option (line 3), the whole message */
+    } cases[] = {
+        {"--array=5-3", "line 3: #SBATCH --array=5-3: '5-3': a range runs from a lower id to a higher one, both at "
+                        "most 4000000"},
+        {"--array=0-3%0", "line 3: #SBATCH --array=0-3%0: '0-3%0': %N runs at most N tasks at once; N is a whole "
+                          "number from 1 to 4000000"},
+        {"--array=", "line 3: #SBATCH --array=: '' is not a task list"},
+        {"--priority=5000", "line 3: #SBATCH --priority=5000: '5000' must be a whole number from -1000 to 1000 "
+                            "(higher runs first; default 0)"},
+        {"--gpus=65", "line 3: #SBATCH --gpus=65: '65' must be a number of GPUs from 0 to 64, or all"},
+        {"-G a100:65", "line 3: #SBATCH --gpus=a100:65: '65' must be a number of GPUs from 0 to 64, or all"},
+        {"--chdir=rel", "line 3: #SBATCH --chdir=rel: 'rel' must be an absolute path without '..' (e.g. /work/src)"},
+        {"--export=A=1,A=2", "line 3: #SBATCH --export=A=1,A=2: 'A' is given twice"},
+        {"--env=A", "line 3: #SBATCH --env=A: 'A' is not KEY=VALUE"},
+        {"--secret-env=1A=x", "line 3: #SBATCH --secret-env=1A=x: '1A' is not a valid variable name; use letters, "
+                              "digits and '_', not starting with a digit"},
+        {"--max-memory=lots", "line 3: #SBATCH --max-memory=lots: 'lots' is not a size of at least 4 MB; use "
+                              "megabytes (4096) or a unit: 4096MB, 8GB"},
+        {"--cross-numa=maybe", "line 3: #SBATCH --cross-numa=maybe: 'maybe' must be yes or no (true or false)"},
+        {"--signal=USR1@600", "line 3: #SBATCH --signal=USR1@600: SIGUSR1@600 is due 600 s before the run-time "
+                              "limit"},
+        {"--job-name=\xff", "line 3: #SBATCH --job-name=\xff: the value is not valid UTF-8"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char script[256];
+        snprintf(script, sizeof script, "#!/bin/sh\n# a sweep\n#SBATCH %s\n#SBATCH -t 5\ntrue\n", cases[i].opt);
+        jerr e = {0};
+        if (checked(script, 0, NULL, &e) == 0)
+            fail_msg("accepted: %s", cases[i].opt);
+        if (strncmp(e.msg, cases[i].msg, strlen(cases[i].msg)))
+            fail_msg("%s: got '%s', want '%s'", cases[i].opt, e.msg, cases[i].msg);
+    }
+    jerr e = {0};
+    /* a rule between two lines: the line of the field it refuses */
+    assert_int_equal(checked("#!/bin/sh\n#SBATCH --array=0-3 -J x\n#SBATCH --dependency=singleton\n", 0, NULL, &e),
+                     -1);
+    assert_string_equal(e.msg, "line 3: #SBATCH --dependency=singleton: not for an array; to run its tasks one at "
+                               "a time give %1 (--array=0-9%1)");
+    /* the memory a line's per-CPU size comes to, named by that line */
+    e = (jerr){0};
+    assert_int_equal(checked("#!/bin/sh\n#SBATCH -c 2\n#SBATCH --mem-per-cpu=1K\n", 0, NULL, &e), -1);
+    assert_string_equal(e.field, "max_memory_mb");
+    assert_true(!strncmp(e.msg, "line 3: #SBATCH --mem-per-cpu=1K: '2' is not a size of at least 4 MB", 68));
+    /* the command line's option names itself; one there replaces the script's (not refused) */
+    char *argv[] = {"--array=0-3%4000001"};
+    e = (jerr){0};
+    assert_int_equal(checked("#!/bin/sh\n#SBATCH --array=0-1\n", 1, argv, &e), -1);
+    assert_string_equal(e.msg, "--array=0-3%4000001: '0-3%4000001': %N runs at most N tasks at once; N is a whole "
+                               "number from 1 to 4000000");
+    char *argv2[] = {"--array=0-1", "--priority=7", "-G", "2"};
+    assert_int_equal(checked("#!/bin/sh\n#SBATCH --array=5-3\n#SBATCH --priority=5000 --gpus=65\n", 4, argv2, &e), 0);
+    /* what is accepted stays accepted: the sweep of test_a_sweep_script */
+    assert_int_equal(checked("#!/bin/bash\n#SBATCH --job-name=sweep --array=0-99%8 -t 1-02:30 --mem=8G -c 4\n"
+                             "#SBATCH --gres=gpu:a100:2 --dependency=afterok:123 --signal=B:USR1@120\n"
+                             "#SBATCH --export=A=1,B --upload=data/ --runtime=python-3.11 --nice=5\n",
+                             0, NULL, &e),
+                     0);
+}
+
 int main(void)
 {
     setenv("TZ", "UTC", 1);
@@ -235,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_times_and_sizes),
         cmocka_unit_test(test_notes),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_what_rnx_refuses_names_the_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
