@@ -402,7 +402,7 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
     }
     if ((!strcmp(action, "hold") || !strcmp(action, "release")) && post) {
         uint64_t acted;
-        if (array_ctl_hold(a, tasks, !strcmp(action, "hold"), r->who.uid, &acted, &e) < 0)
+        if (array_ctl_hold(a, tasks, !strcmp(action, "hold"), &r->who, &acted, &e) < 0)
             return http_reply_error(r->conn, &e);
         settle();
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
@@ -447,7 +447,7 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
     } else if (!strcmp(action, "hold"))
         rc = job_ctl_hold(j, r->who.uid, &e);
     else if (!strcmp(action, "release"))
-        rc = job_ctl_release(j, r->who.uid, &e);
+        rc = job_ctl_release(j, &r->who, &e);
     else if (!strcmp(action, "requeue"))
         rc = job_ctl_requeue(j, r->who.uid, query_true(r, "hold"), &e);
     else {

@@ -72,23 +72,41 @@ int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t
     return 0;
 }
 
-int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, uid_t by, uint64_t *acted, jerr *e)
+int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *who, uint64_t *acted, jerr *e)
 {
     *acted = 0;
-    if (!tasks && a->held != hold && !arrays_ended(a) && !arrays_canceled(a)) {
-        if (arrays_set_held(a, hold, e) < 0)
+    uid_t by = who->uid;
+    bool whole = !tasks && a->held != hold && !arrays_ended(a) && !arrays_canceled(a);
+    /* an array held by another uid than its owner (an admin's hold, as a job's: job_ctl.h) is an
+     * admin's to release, its tasks and all: refused before anything is let go */
+    if (whole && !hold && a->held_by >= 0 && (uid_t)a->held_by != a->owner_uid) {
+        char what[200];
+        snprintf(what, sizeof what, "releasing array %s, held by uid %lld (an admin's hold; its owner releases only "
+                                    "its own holds)", a->id, (long long)a->held_by);
+        if (authz_check(who, AUTHZ_RELEASE_ADMIN_HOLD, what, e) < 0)
+            return -1;
+    }
+    if (whole) {
+        if (arrays_set_held(a, hold, by, e) < 0)
             return -1;
         (*acted)++;
         log_info("array %s %s by uid %u", a->id, hold ? "held" : "released", (unsigned)by);
     }
+    jerr refused = {0}; /* a task whose hold is an admin's, when it is all that was named */
     for (size_t i = 0; i < a->ntasks; i++) {
         job *j = a->tasks[i];
         if (!j || (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
             continue;
         bool can = hold ? job_in_queue(j) || j->state == JS_PENDING : j->state == JS_HELD;
         jerr je = {0};
-        if (can && (hold ? job_ctl_hold(j, by, &je) : job_ctl_release(j, by, &je)) == 0)
+        if (can && (hold ? job_ctl_hold(j, by, &je) : job_ctl_release(j, who, &je)) == 0)
             (*acted)++;
+        else if (can && je.http == 403 && !refused.http)
+            refused = je;
+    }
+    if (!*acted && refused.http) {
+        *e = refused;
+        return -1;
     }
     if (!*acted)
         return jerr_http(e, 409, "array %s: no task %swas %s", a->id, tasks ? "named " : "",

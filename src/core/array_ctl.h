@@ -27,8 +27,10 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
 int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t by, uint64_t *acted, jerr *e);
 /* Holds (hold) or releases the tasks named (NULL: every task, and the array: no task is made
  * while it is held): the made ones through job_ctl_hold and job_ctl_release, those waiting or held.
+ * An array held by another uid than its owner (an admin's hold) is released only by whom
+ * AUTHZ_RELEASE_ADMIN_HOLD allows (403, nothing released), as a task held so is.
  * 409 when none named could be; *acted: made tasks acted on (+1 for the array itself). */
-int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, uid_t by, uint64_t *acted, jerr *e);
+int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *who, uint64_t *acted, jerr *e);
 /* Changes the array's request to req (taken; from jobreq_change over the array's request with
  * job_ctl_update_fields, and its list's %N), changed its bits (1 << JR_x) as job_ctl_update's:
  * the tasks made from now on have it, and so have its tasks made and not ended, as job_ctl_update

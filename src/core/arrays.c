@@ -394,6 +394,7 @@ jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e)
     a->wf_index = -1;
     a->name = req->name ? xstrdup(req->name) : NULL;
     a->held = req->hold; /* submitted held (sbatch -H): no task made until it is released */
+    a->held_by = a->held ? (int64_t)uid : -1;
     a->req = *req;
     if (save(a, e) < 0) {
         a->req = (job_req){0};
@@ -657,6 +658,31 @@ void arrays_task_changed(job *j)
         state_want(WANT_SCHEDULE);
 }
 
+void arrays_task_deleting(job *j)
+{
+    jarray *a = j->array;
+    if (!a || j->array_gone || !job_state_terminal(j->state))
+        return;
+    j->array_gone = true;
+    a->gone[j->state]++;
+    if (j->has_exit && j->exit_code > a->gone_exit)
+        a->gone_exit = j->exit_code; /* (left as is if the delete is undone: the job still has it) */
+    changed(a);
+    jerr e = {0};
+    if (save(a, &e) < 0)
+        log_err("array %s: %s", a->id, e.msg);
+}
+
+void arrays_task_kept(job *j)
+{
+    jarray *a = j->array;
+    if (!a || !j->array_gone)
+        return;
+    j->array_gone = false;
+    a->gone[j->state]--;
+    changed(a);
+}
+
 void arrays_forget_task(job *j)
 {
     jarray *a = j->array;
@@ -741,10 +767,13 @@ void arrays_count(const jarray *a, arrays_counts *c)
     *c = (arrays_counts){0};
     uint64_t linked = 0;
     for (size_t i = 0; i < a->ntasks; i++)
-        if (a->tasks[i]) {
+        if (a->tasks[i] && !a->tasks[i]->array_gone) {
             c->n[a->tasks[i]->state]++;
             linked++;
         }
+    /* the tasks whose jobs were deleted, as they ended (also in deleted, below) */
+    for (int s = JS_STOPPED; s < JS_COUNT; s++)
+        c->n[s] += a->gone[s];
     /* the tasks at the cursor and after it: made ahead (jobs, counted above), canceled before
      * they were made, or not made yet */
     uint64_t left = a->spec.count - a->made, ahead = ahead_left(a);
@@ -803,7 +832,7 @@ int arrays_exit_code(const jarray *a, const arrays_counts *c)
 {
     if (!arrays_ended(a))
         return -1;
-    int code = 0;
+    int code = a->gone_exit; /* (the tasks whose jobs were deleted) */
     for (size_t i = 0; i < a->ntasks; i++)
         if (a->tasks[i] && a->tasks[i]->has_exit && a->tasks[i]->exit_code > code)
             code = a->tasks[i]->exit_code;
@@ -1006,11 +1035,12 @@ void arrays_cancel_dependency(jarray *a, const char *why)
         log_err("array %s: %s", a->id, e.msg);
 }
 
-int arrays_set_held(jarray *a, bool held, jerr *e)
+int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e)
 {
     if (a->held == held)
         return 0;
     a->held = held;
+    a->held_by = held ? (int64_t)by : -1;
     a->ev_dirty = true;
     changed(a);
     if (!held)
@@ -1093,6 +1123,10 @@ static void load_one(db_array *r, void *arg)
     a->made = r->made > a->spec.count ? a->spec.count : r->made;
     a->canceled_by = r->canceled_by;
     a->held = r->held;
+    a->held_by = r->held ? r->held_by : -1;
+    for (int s = JS_STOPPED; s < JS_COUNT; s++)
+        a->gone[s] = r->gone[s - JS_STOPPED];
+    a->gone_exit = r->gone_exit;
     a->after_met = r->after_met;
     memcpy(a->wf_id, r->wf_id, sizeof a->wf_id);
     a->wf_index = r->wf_index; /* linked to its workflow by workflow_resume_all */

@@ -56,12 +56,22 @@ typedef struct jarray {
                                 * (why: canceled_why) */
     char *canceled_why;
     bool held;                 /* no task of it is made while held */
+    int64_t held_by;           /* while held: the uid that held it (its owner's hold, or an admin's:
+                                * only an admin releases that, authz.h AUTHZ_RELEASE_ADMIN_HOLD);
+                                * -1 none, or not known (a row from before schema 20) */
     job **tasks;               /* made tasks in the list's order (a task made ahead is put in its place);
                                 * NULL once deleted */
     uint32_t *places;          /* each slot's place in the list (its task's), kept when its job is
                                 * deleted: what a slot is found by (a run of deleted ones costs nothing) */
     size_t ntasks, cap;
     size_t nlinked;            /* slots of tasks not NULL: jobs it keeps */
+    /* The tasks whose jobs were deleted, by the state they ended in (only ended states), and the
+     * highest exit code among them: Slurm keeps an array's record whole, so a FAILED task whose
+     * job is deleted still makes the array FAILED (its state, exit code, `--after=ARRAY:ok`).
+     * Counted when the job's row is deleted, in the same transaction, and kept in the array's row
+     * (schema 20; tasks deleted before it are not known: they drop out of the counts). */
+    uint64_t gone[JS_COUNT];
+    int gone_exit;
     uint32_t active;           /* made tasks not ended: what %N bounds */
     bool started;              /* a task of it was launched (job_started), not just made: a task waits a
                                 * loop turn or more between the two (its row committed first) */
@@ -159,7 +169,13 @@ int arrays_go_take(jarray *a, uint32_t *t);
 bool arrays_ahead_ok(const jarray *a, uint32_t t);
 /* A task changed state (the settle step): an ended one frees its room under %N. */
 void arrays_task_changed(job *j);
-/* A task's job is being deleted. */
+/* A task's job's row is being deleted (job_ctl.c, in the delete's transaction): the state it
+ * ended in is kept in the array's counts (gone) and its row saved in the same transaction; from
+ * now on the job itself is not counted (it is marked array_gone). arrays_task_kept undoes it when
+ * the delete is not committed (the row rolled back with it). */
+void arrays_task_deleting(job *j);
+void arrays_task_kept(job *j);
+/* A task's job is being deleted (its row's delete committed). */
 void arrays_forget_task(job *j);
 
 /* Offers r the array whose number r is (common/idref.h), if one has it: that array, else NULL. */
@@ -201,8 +217,9 @@ void arrays_release_wait(jarray *a);
 /* ... or they never can: every task is canceled (canceled_by -2, why). The same when its tasks can
  * never be made (queue.c: a task refused for good, its volume gone): why says so. */
 void arrays_cancel_dependency(jarray *a, const char *why);
-/* No task of it is made while held (its tasks not made count HELD); released, they are again. */
-int arrays_set_held(jarray *a, bool held, jerr *e);
+/* No task of it is made while held (its tasks not made count HELD); released, they are again.
+ * by: who holds it (held_by). */
+int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e);
 /* The array's request replaced by req (taken when 0 is returned), saved: the tasks made from now
  * on are made from it. Its list (req->array) must name the array's tasks; its %N becomes the
  * array's (400 naming "array" otherwise). */

@@ -39,6 +39,9 @@ static const struct {
     /* a suspended job keeps the machine's room and GPUs: the machine's people decide (Slurm: admins) */
     [AUTHZ_SUSPEND] = {R(ROLE_ADMIN), "root"},
     [AUTHZ_RAISE_PRIORITY] = {R(ROLE_ADMIN), "root"},
+    /* an admin's hold keeps a job from running (a maintenance window, a misbehaving sweep): its
+     * owner cannot undo it; those who may hold others' jobs may release it */
+    [AUTHZ_RELEASE_ADMIN_HOLD] = {AT_LEAST_MAINTAINER, "root"},
 };
 
 static const char *const role_names[ROLE_N] = {"reader", "developer", "operator", "maintainer", "admin"};

@@ -53,6 +53,8 @@ enum authz_op {
                                * opened as root before slurmstepd drops to the user) */
     AUTHZ_SUSPEND,            /* suspend and resume a running job (its room and GPUs stay held), as in Slurm */
     AUTHZ_RAISE_PRIORITY,     /* raise a job's priority above what it had (its owner may lower it) */
+    AUTHZ_RELEASE_ADMIN_HOLD, /* release a job or array held by another uid than its owner (an admin's
+                               * hold, Slurm's JobHeldAdmin); the owner's own hold is the owner's */
     AUTHZ_N
 };
 

@@ -69,6 +69,7 @@ typedef struct job {
     int64_t array_task;       /* its task id (JOBLET_ARRAY_TASK_ID) */
     struct jarray *array;
     bool array_active;        /* counted among the array's tasks not ended (its %N) */
+    bool array_gone;          /* its row is being deleted: counted in its array's gone (arrays.h) */
     /* Its dependencies, rnx job run --after (core/depend.h): the seq of each job req.after
      * names (0: gone), while it is PENDING; and the seqs of the PENDING jobs that wait on it. */
     uint64_t *after_seq;

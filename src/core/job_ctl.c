@@ -117,7 +117,8 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e)
     return 0;
 }
 
-/* Its row deleted, in the open transaction. */
+/* Its row deleted, in the open transaction; an array's task: the state it ended in kept in its
+ * array's row, in the same transaction (arrays_task_deleting; kept_rows undoes it). */
 static int delete_row(job *j, jerr *e)
 {
     /* what its end still owes (its GPUs back, its workflow told) is done before it goes */
@@ -127,7 +128,15 @@ static int delete_row(job *j, jerr *e)
         log_err("%s", e->msg);
         return -1;
     }
+    arrays_task_deleting(j);
     return 0;
+}
+
+/* The deletes of these rows were not committed (rolled back): the jobs stay, counted as before. */
+static void kept_rows(job **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        arrays_task_kept(v[i]);
 }
 
 /* Its row's delete committed: the job goes from memory and disk. */
@@ -166,8 +175,12 @@ int job_ctl_delete(job *j, jerr *e)
 {
     if (!job_state_terminal(j->state))
         return jerr_http(e, 409, "job %s is %s; stop or cancel it before deleting it", j->id, job_state_name(j->state));
-    if (delete_row(j, e) < 0 || commit_delete(e) < 0)
+    if (delete_row(j, e) < 0)
         return -1;
+    if (commit_delete(e) < 0) {
+        kept_rows(&j, 1);
+        return -1;
+    }
     delete_rest(j);
     return 0;
 }
@@ -183,11 +196,14 @@ int job_ctl_delete_many(job **v, size_t n, jerr *e)
     for (size_t i = 0; i < n; i++)
         if (delete_row(v[i], e) < 0) {
             db_undo(core.db);
+            kept_rows(v, i);
             return -1;
         }
     db_keep(core.db);
-    if (commit_delete(e) < 0)
+    if (commit_delete(e) < 0) {
+        kept_rows(v, n);
         return -1;
+    }
     for (size_t i = 0; i < n; i++)
         delete_rest(v[i]);
     return 0;
@@ -214,6 +230,7 @@ int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *m
         }
         if (delete_row(j, e) < 0) {
             db_undo(core.db);
+            kept_rows(gone, n);
             free(gone);
             return -1;
         }
@@ -223,6 +240,7 @@ int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *m
     }
     db_keep(core.db);
     if (n && commit_delete(e) < 0) {
+        kept_rows(gone, n);
         free(gone);
         return -1;
     }
@@ -257,10 +275,25 @@ int job_ctl_hold(job *j, uid_t by, jerr *e)
     return 0;
 }
 
-int job_ctl_release(job *j, uid_t by, jerr *e)
+int job_ctl_may_release(const job *j, const caller *who, jerr *e)
+{
+    /* a hold made by another than the job's owner (an admin, acting on others' jobs: Slurm's
+     * JobHeldAdmin) is an admin's to release; the owner's own hold (JobHeldUser) its owner's */
+    if (j->state != JS_HELD || j->stopped_by < 0 || (uid_t)j->stopped_by == j->owner_uid)
+        return 0;
+    char what[200];
+    snprintf(what, sizeof what, "releasing job %s, held by uid %lld (an admin's hold; its owner releases only "
+                                "its own holds)", j->id, (long long)j->stopped_by);
+    return authz_check(who, AUTHZ_RELEASE_ADMIN_HOLD, what, e);
+}
+
+int job_ctl_release(job *j, const caller *who, jerr *e)
 {
     if (j->state != JS_HELD)
         return refuse(j, "released", "a held", e);
+    if (job_ctl_may_release(j, who, e) < 0)
+        return -1;
+    uid_t by = who->uid;
     /* a workflow's job, one with --after that never held (one let go before it was held, or
      * whose `after` held while it was held, is not decided again: the jobs it named may be
      * deleted since), or a singleton (it waits for its turn again): decided afresh */
@@ -494,7 +527,13 @@ int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
 void job_ctl_reason(const job *j, char *out, size_t len)
 {
     *out = 0;
-    if (j->state == JS_HELD) {
+    if (j->state == JS_HELD && j->array && j->array->held) {
+        char by[40] = "";
+        if (j->array->held_by >= 0)
+            snprintf(by, sizeof by, " by uid %lld", (long long)j->array->held_by);
+        snprintf(out, len, "held with its array %.8s, held%s: it waits until the array is released (rnx job release "
+                           "%.8s)", j->array->id, by, j->array->id);
+    } else if (j->state == JS_HELD) {
         snprintf(out, len, "held by uid %lld: it waits until released (rnx job release %.8s)", (long long)j->stopped_by,
                  j->id);
     } else if (j->state == JS_SUSPENDED) {

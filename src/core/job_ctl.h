@@ -39,8 +39,13 @@ int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *m
  * job's state does not allow it. */
 /* A waiting job (pending, scheduled, queued, preempted) is HELD: out of the scheduler's sight. */
 int job_ctl_hold(job *j, uid_t by, jerr *e);
-/* A HELD job goes back where it belongs (job_state_after_hold), its seq and so its place kept. */
-int job_ctl_release(job *j, uid_t by, jerr *e);
+/* A HELD job goes back where it belongs (job_state_after_hold), its seq and so its place kept.
+ * A hold made by another uid than the job's owner (an admin's: Slurm's JobHeldAdmin) is released
+ * only by whom AUTHZ_RELEASE_ADMIN_HOLD allows (403 naming who may); the owner's own hold by the
+ * owner too. */
+int job_ctl_release(job *j, const caller *who, jerr *e);
+/* 0 when who may release j's hold (as job_ctl_release decides), else -1 with the 403 in e. */
+int job_ctl_may_release(const job *j, const caller *who, jerr *e);
 /* The fields of req (the job's request with the changes, read through the schema) that differ
  * (changed: bits 1 << JR_x) become the job's. A waiting or held job may change every field
  * job_ctl_update_fields lists, a running or suspended one only max_runtime_s (its shim gets it at

@@ -44,6 +44,40 @@ static int find_plain(const char *ref, const caller *who, jobref *out, jerr *e)
     return 0;
 }
 
+/* How many ids of lo, lo+step, ... hi (hi one of them) spec has: O(spec's ranges). */
+static uint64_t held_of(uint32_t lo, uint32_t hi, uint32_t step, const arrayspec *spec)
+{
+    arrayspec one = {.n = 1};
+    one.r[0] = (arrayspec_range){.lo = lo, .hi = hi, .step = step};
+    return arrayspec_count_from(&one, 0, spec);
+}
+
+/* Whether tasks names an id spec does not have: true and the first such in tasks' order. By
+ * ranges (how many of each range spec has, and a binary search in the first range short of
+ * some), never id by id, so the answer is the same however many tasks the list names:
+ * O(ranges x spec's ranges x log(ids)). */
+static bool first_missing(const arrayspec *tasks, const arrayspec *spec, uint32_t *missing)
+{
+    for (size_t i = 0; i < tasks->n; i++) {
+        arrayspec_range r = tasks->r[i];
+        uint64_t n = (uint64_t)(r.hi - r.lo) / r.step + 1;
+        if (held_of(r.lo, r.hi, r.step, spec) == n)
+            continue;
+        /* the smallest k whose prefix lo .. lo+k*step has fewer than k+1 ids of spec */
+        uint64_t lo = 0, hi = n - 1;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (held_of(r.lo, r.lo + (uint32_t)mid * r.step, r.step, spec) < mid + 1)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        *missing = r.lo + (uint32_t)lo * r.step;
+        return true;
+    }
+    return false;
+}
+
 int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e)
 {
     memset(out, 0, offsetof(jobref, tasks));
@@ -73,14 +107,10 @@ int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e)
                 return -1;
             }
             out->a = b.a;
-            for (size_t i = 0; i < out->tasks.n; i++)
-                for (uint32_t t = out->tasks.r[i].lo;; t += out->tasks.r[i].step) {
-                    if (!arrayspec_has(&b.a->spec, t))
-                        return jerr_http(e, 404, "array %s has no task %u; its tasks are %s", b.a->id, t,
-                                         b.a->req.array); /* (out->a: the array) */
-                    if (t >= out->tasks.r[i].hi || out->tasks.count > 4096)
-                        break;
-                }
+            uint32_t missing;
+            if (first_missing(&out->tasks, &b.a->spec, &missing))
+                return jerr_http(e, 404, "array %s has no task %u; its tasks are %s (name only those)", b.a->id,
+                                 missing, b.a->req.array); /* (out->a: the array) */
             /* one task that was made: the job itself */
             bool made;
             job *j = out->tasks.count == 1 ? arrays_task(b.a, out->tasks.r[0].lo, &made) : NULL;

@@ -14,6 +14,7 @@
 #include "../common/util.h"
 #include "authz.h"
 #include "job_events.h"
+#include "arrays.h"
 #include "job_row.h"
 #include "state.h"
 
@@ -636,9 +637,14 @@ void job_requeue(job *j)
 {
     give_back_room(j);
     grant_list_free(&j->gpus); /* it holds none while it waits; the log keeps what it had */
-    j->state = j->requeue_hold ? JS_HELD : JS_PREEMPTED;
+    /* a task of a held array waits held, as its array's other waiting tasks are (docs/batch.md:
+     * "those waiting are held too"), whether requeued or preempted; released with its array */
+    bool array_held = j->array && j->array->held && !j->requeue_hold;
+    j->state = j->requeue_hold || array_held ? JS_HELD : JS_PREEMPTED;
     if (j->requeue_asked && !j->requeue_hold)
         j->stopped_by = -1;
+    if (array_held)
+        j->stopped_by = j->array->held_by; /* who holds it: its array's holder (-1 not known) */
     j->preempting = false;
     j->preemptions++;
     j->init_pid = 0;
@@ -662,8 +668,10 @@ void job_requeue(job *j)
     unlink(path);
     j->ev_wait = 0;
     job_save(j);
-    job_event(j, JE_REQUEUED, -1, "run %u ended; waiting in the queue again", j->preemptions);
-    log_info("job %s PREEMPTED (run %u ended); waiting in the queue again", j->id, j->preemptions);
+    const char *how = array_held ? "held, as its array is held, until the array is released"
+                      : j->state == JS_HELD ? "held until released" : "waiting in the queue again";
+    job_event(j, JE_REQUEUED, -1, "run %u ended; %s", j->preemptions, how);
+    log_info("job %s %s (run %u ended); %s", j->id, job_state_name(j->state), j->preemptions, how);
 }
 
 /* "STOPPED (stopped), signal SIGTERM; stopped by uid 0", "FAILED (start_failed): why" */

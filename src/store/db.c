@@ -119,6 +119,16 @@ static const char *const migrations[] = {
     "ALTER TABLE arrays ADD COLUMN after_met INTEGER NOT NULL DEFAULT 0;"
     "UPDATE jobs SET after_met = 1 WHERE state NOT IN ('PENDING', 'HELD');"
     "UPDATE arrays SET after_met = 1 WHERE made > 0 OR ahead IS NOT NULL;",
+    /* 20: who holds a held array (an admin's hold is released only by an admin: core/authz.h), and
+     * the tasks whose jobs were deleted, by the state they ended in, with their highest exit
+     * code: an array's record stays whole (core/arrays.h). Rows from before: the holder is not
+     * known (NULL), and tasks deleted before are not known either (counted in none) */
+    "ALTER TABLE arrays ADD COLUMN held_by INTEGER;"
+    "ALTER TABLE arrays ADD COLUMN gone_stopped INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE arrays ADD COLUMN gone_completed INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE arrays ADD COLUMN gone_failed INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE arrays ADD COLUMN gone_canceled INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE arrays ADD COLUMN gone_exit INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
@@ -1233,8 +1243,9 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v3(d->h,
                            "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
-                           " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index, ahead, after_met)"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index, ahead, after_met,"
+                           " held_by, gone_stopped, gone_completed, gone_failed, gone_canceled, gone_exit)"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, 0, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
@@ -1257,6 +1268,10 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     bind_opt_i64(st, 14, a->wf_index, a->wf_id[0] != 0);
     bind_text(st, 15, a->ahead);
     sqlite3_bind_int(st, 16, a->after_met);
+    bind_opt_i64(st, 17, a->held_by, a->held && a->held_by >= 0);
+    for (int k = 0; k < 4; k++)
+        sqlite3_bind_int64(st, 18 + k, (sqlite3_int64)a->gone[k]);
+    sqlite3_bind_int(st, 22, a->gone_exit);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     free(req);
@@ -1286,7 +1301,8 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "SELECT id, seq, name, owner_uid, owner_gid, request, spec, created_ms, made, skip,"
-                                  " canceled_by, held, workflow_id, workflow_index, ahead, after_met FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
+                                  " canceled_by, held, workflow_id, workflow_index, ahead, after_met, held_by, gone_stopped,"
+                                  " gone_completed, gone_failed, gone_canceled, gone_exit FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1315,6 +1331,10 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         a.wf_index = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 13);
         a.ahead = (const char *)sqlite3_column_text(st, 14);
         a.after_met = sqlite3_column_int(st, 15) != 0;
+        a.held_by = sqlite3_column_type(st, 16) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 16);
+        for (int k = 0; k < 4; k++)
+            a.gone[k] = (uint64_t)sqlite3_column_int64(st, 17 + k);
+        a.gone_exit = sqlite3_column_int(st, 21);
         fn(&a, arg);
         jobreq_free(&a.req);
     }

@@ -193,6 +193,10 @@ typedef struct db_array {
     const char *ahead;       /* tasks made ahead of `made`, out of the list's order (schema 17); NULL none */
     int64_t canceled_by;     /* uid; -1 none: the whole array canceled */
     bool held;
+    int64_t held_by;         /* while held: who held it; -1 none or not known (schema 20) */
+    uint64_t gone[4];        /* tasks whose jobs were deleted, by the state they ended in: STOPPED,
+                              * COMPLETED, FAILED, CANCELED (schema 20; core/arrays.h) */
+    int gone_exit;           /* the highest exit code among them */
     char wf_id[37];          /* "" none: the workflow whose job it is (schema 15) */
     int wf_index;            /* its place among the workflow's jobs; -1 none */
     bool after_met;          /* its `after` held once: it was let go (schema 19; core/arrays.h) */
