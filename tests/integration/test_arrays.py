@@ -706,3 +706,23 @@ def test_update_an_array_its_throttle_and_its_tasks(fresh_daemon):
         time.sleep(0.05)
     d.rnx("job", "stop", live, check=True)
     d.rnx("job", "stop", job, check=True)
+
+
+def test_an_arrays_files_are_copied_a_turn_at_a_time(d, tmp_path):
+    """Each task's /work is a copy of the array's files, made on joblet's loop as the task is
+    made: at most 64 MiB of them a turn (the first task of a turn whatever its size), the next
+    tasks at the next turns, so that one array's big files never hold every other request for
+    the time of many copies. Each task still gets its whole copy, its own."""
+    big = tmp_path / "weights.bin"
+    with open(big, "wb") as f:
+        f.write(os.urandom(1 << 20) * 40)  # 40 MiB: two do not fit in a turn's 64
+    r = d.rnx("job", "run", "--array=0-3", f"--upload={big}", "sh", "-c",
+              "wc -c < weights.bin; md5sum weights.bin | cut -c1-32; echo x >> weights.bin", check=True)
+    done = wait_array(d, r.stdout.strip().splitlines()[-1])
+    assert done["status"] == "COMPLETED", done
+    import hashlib
+    want = hashlib.md5(big.read_bytes()).hexdigest()
+    outs = [d.output(j["id"]).split() for j in tasks_of(d, done["id"])]
+    assert sorted(outs) == [[str(40 << 20), want]] * 4, outs
+    assert f"array {done['id']}: its next task waits for the next turn" in d.log()
+    d.rnx("job", "delete", done["id"], check=True)
