@@ -448,8 +448,14 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
         rc = job_ctl_hold(j, r->who.uid, &e);
     else if (!strcmp(action, "release"))
         rc = job_ctl_release(j, &r->who, &e);
-    else if (!strcmp(action, "requeue"))
+    else if (!strcmp(action, "requeue")) {
+        /* a suspended job requeued runs again: its suspension (an admin's) undone */
+        if (j->state == JS_SUSPENDED &&
+            authz_check(&r->who, AUTHZ_SUSPEND, "requeuing a suspended job (it would run again: its suspension, "
+                                                "an admin's, undone)", &e) < 0)
+            return http_reply_error(r->conn, &e);
         rc = job_ctl_requeue(j, r->who.uid, query_true(r, "hold"), &e);
+    }
     else {
         json_t *body = body_json(r, BODY_SMALL, &e);
         if (!body)

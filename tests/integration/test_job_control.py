@@ -441,6 +441,11 @@ def test_suspend_and_resume_refusals(d):
     assert d.job(jid)["status"] == "RUNNING"
     code, e = d.api("POST", f"/v1/jobs/{jid}/resume")
     assert (code, e["error"]["message"]) == (409, f"job {jid} is RUNNING; only a suspended job can be resumed")
+    # nor undo an admin's suspend by requeuing the job (it would run again); stopping it is theirs
+    d.rnx("job", "suspend", jid, check=True)
+    p = rnx_as(d, USER, "job", "requeue", jid)
+    assert p.returncode == 1 and "requeuing a suspended job" in p.stderr and "is for root" in p.stderr, p
+    assert d.job(jid)["status"] == "SUSPENDED"
     end(d, jid)
 
 
