@@ -96,6 +96,15 @@ static job *dependency(const job *j, size_t k) { return dependency_of(&j->req, j
 
 /* An array as a dependency: started once a task was launched, ended once every task ended, in the
  * state of its tasks together (arrays_state: COMPLETED only when every task completed). */
+/* While array_changed decides an array's dependents: its counts, counted once for them all (a
+ * running array's are not kept: each of 1,000 dependents counted its 100,000 tasks again, at each
+ * task's start and end). NULL when none. */
+static struct {
+    const jarray *a;
+    arrays_counts c;
+    size_t n;           /* its dependents: what a check of each costs */
+} counted;
+
 static depend_seen seen_of(target t)
 {
     if (t.j)
@@ -103,7 +112,20 @@ static depend_seen seen_of(target t)
     if (!t.a)
         return (depend_seen){.exists = false, .state = JS_CANCELED};
     arrays_counts c;
-    arrays_count_cached(t.a, &c); /* (an ended array's counts kept: 10,000 jobs waiting on it count it once) */
+    if (t.a == counted.a) {
+        c = counted.c;
+        static int64_t checked_ns;
+        /* (the tests' level: a change meanwhile is a bug) */
+        if (core.cfg.log_level >= LOG_DEBUG && state_check_due(&checked_ns, t.a->ntasks * counted.n)) {
+            arrays_counts now;
+            arrays_count(t.a, &now);
+            if (memcmp(&now, &c, sizeof now)) {
+                log_err("array %s: its tasks changed while its dependents were decided", t.a->id);
+                abort();
+            }
+        }
+    } else
+        arrays_count_cached(t.a, &c); /* (an ended array's counts kept: 10,000 jobs waiting on it count it once) */
     enum job_state st = arrays_state(t.a, &c);
     return (depend_seen){.exists = true, .started = arrays_started(t.a),
                          .state = arrays_ended(t.a) || !job_state_terminal(st) ? st : JS_RUNNING};
@@ -687,8 +709,18 @@ static void array_changed(jarray *a)
         a->ndependents = a->dependents_cap = 0;
     }
     state_want(WANT_SCHEDULE); /* an array waiting on it task by task: its next task may go now */
+    /* (its tasks do not change while its dependents are decided: none of them is one of its own,
+     * a cycle being refused) */
+    bool outer = counted.a == NULL;
+    if (outer) {
+        counted.a = a;
+        counted.n = n;
+        arrays_count_cached(a, &counted.c);
+    }
     for (uint32_t i = 0; i < n; i++)
         decide_seq(list[i]);
+    if (outer)
+        counted.a = NULL;
     if (ended)
         free(list);
 }
