@@ -164,13 +164,15 @@ int64_t arrayspec_index(const arrayspec *a, uint32_t t)
     return -1;
 }
 
-bool arrayspec_has(const arrayspec *a, uint32_t t)
+const arrayspec_range *arrayspec_range_of(const arrayspec *a, uint32_t t)
 {
     for (size_t i = 0; i < a->n; i++)
         if (t >= a->r[i].lo && t <= a->r[i].hi && (t - a->r[i].lo) % a->r[i].step == 0)
-            return true;
-    return false;
+            return &a->r[i];
+    return NULL;
 }
+
+bool arrayspec_has(const arrayspec *a, uint32_t t) { return arrayspec_range_of(a, t) != NULL; }
 
 uint64_t arrayspec_count_from(const arrayspec *a, uint64_t k, const arrayspec *sub)
 {

@@ -42,6 +42,10 @@ uint32_t arrayspec_task(const arrayspec *a, uint64_t k);
 int64_t arrayspec_index(const arrayspec *a, uint32_t t);
 /* Whether the list holds task id t. */
 bool arrayspec_has(const arrayspec *a, uint32_t t);
+/* The range of the list that holds task id t, or NULL. O(ranges). */
+const arrayspec_range *arrayspec_range_of(const arrayspec *a, uint32_t t);
+/* How many tasks a range holds. */
+static inline uint64_t arrayspec_range_count(const arrayspec_range *r) { return (uint64_t)(r->hi - r->lo) / r->step + 1; }
 /* How many of the list's tasks lie in the k-th and later places (k <= count) that the other list
  * `sub` also holds: what a cancel of `sub` takes from tasks not made yet. O(ranges x ranges)
  * arithmetic, never one task at a time. */

@@ -493,11 +493,50 @@ uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
     if (arrays_canceled(a))
         return 0;
     /* arrays_next passed the canceled ones at the cursor; a long run of them further on is
-     * looked into a bounded way, the rest found at later passes as the cursor moves */
-    for (uint64_t k = a->made, end = a->made + 4096 + max; k < a->spec.count && k < end && n < max; k++) {
-        uint32_t t = arrayspec_task(&a->spec, k);
-        if ((!a->skip.n || !arrayspec_has(&a->skip, t)) && (!a->ahead.n || !arrayspec_has(&a->ahead, t)))
+     * looked into a bounded way (places), the rest found at later passes as the cursor moves.
+     * Range by range from the cursor's: a place costs O(1) to find, and a run of tasks canceled
+     * or made ahead (skip's and ahead's ranges, of step 1) is passed in one step: a list of 250
+     * ranges with every task but two canceled cost 0.7 ms a look, at each scheduler pass */
+    uint64_t k = a->made, end = a->made + 4096 + max, off = k;
+    size_t i = 0;
+    while (i < a->spec.n && off >= arrayspec_range_count(&a->spec.r[i]))
+        off -= arrayspec_range_count(&a->spec.r[i++]);
+    while (i < a->spec.n && k < end && n < max) {
+        const arrayspec_range *r = &a->spec.r[i];
+        uint64_t c = arrayspec_range_count(r);
+        if (off >= c) {
+            i++;
+            off = 0;
+            continue;
+        }
+        uint32_t t = r->lo + (uint32_t)off * r->step;
+        const arrayspec_range *gone = a->skip.n ? arrayspec_range_of(&a->skip, t) : NULL;
+        if (!gone && a->ahead.n)
+            gone = arrayspec_range_of(&a->ahead, t);
+        uint64_t past = 1;
+        if (!gone)
             tasks[n++] = t;
+        else if ((past = (uint64_t)(gone->hi - t) / r->step + 1) > c - off) /* (t ... gone->hi, all gone) */
+            past = c - off;
+        off += past;
+        k += past;
+    }
+    static int64_t checked_ns;
+    if (core.cfg.log_level >= LOG_DEBUG && state_check_due(&checked_ns, 4096 + max)) {
+        /* (the tests' level: the same as a look at every place, one by one) */
+        uint32_t m = 0;
+        for (uint64_t p = a->made, stop = a->made + 4096 + max; p < a->spec.count && p < stop && m < max; p++) {
+            uint32_t t = arrayspec_task(&a->spec, p);
+            if ((!a->skip.n || !arrayspec_has(&a->skip, t)) && (!a->ahead.n || !arrayspec_has(&a->ahead, t)) &&
+                (m >= n || tasks[m++] != t)) {
+                log_err("array %s: its upcoming tasks differ from a look at each place (%u: %u)", a->id, m, t);
+                abort();
+            }
+        }
+        if (m != n) {
+            log_err("array %s: %u upcoming tasks, %u by a look at each place", a->id, n, m);
+            abort();
+        }
     }
     return n;
 }

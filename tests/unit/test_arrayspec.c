@@ -127,6 +127,21 @@ static void test_index(void **state)
     assert_int_equal(arrayspec_index(&a, 4000000), 4000000);
 }
 
+static void test_range_of(void **state)
+{
+    (void)state;
+    jerr e = {0};
+    assert_int_equal(arrayspec_parse("10-20:5,3,0-2", "array", true, &a, &e), 0);
+    assert_ptr_equal(arrayspec_range_of(&a, 15), &a.r[0]);
+    assert_null(arrayspec_range_of(&a, 16)); /* between its steps */
+    assert_ptr_equal(arrayspec_range_of(&a, 3), &a.r[1]);
+    assert_ptr_equal(arrayspec_range_of(&a, 0), &a.r[2]);
+    assert_null(arrayspec_range_of(&a, 21));
+    assert_int_equal(arrayspec_range_count(&a.r[0]), 3);
+    assert_int_equal(arrayspec_range_count(&a.r[1]), 1);
+    assert_true(arrayspec_has(&a, 20) && !arrayspec_has(&a, 4));
+}
+
 static void test_refs(void **state)
 {
     (void)state;
@@ -175,6 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forms),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_range_of),
         cmocka_unit_test(test_count_from),
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_refs),
