@@ -311,9 +311,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 conn_id *id = conn_of(c);
                 st->acct = id ? id->slot : NULL;
             }
+            /* (what the body needs, not the doubled buffer: a body of at most BODY_ALWAYS bytes
+             * gets a buffer of at most that, and is never refused) */
+            size_t need = st->len + *upload_size + 1;
+            if (need <= BODY_ALWAYS + 1 && cap > BODY_ALWAYS + 1)
+                cap = BODY_ALWAYS + 1;
+            bool small = need <= BODY_ALWAYS + 1;
             uint64_t grow = cap - st->cap;
-            bool mine = cap > BODY_ALWAYS && st->acct && st->acct->body_bytes + grow > user_share;
-            if (mine || (cap > BODY_ALWAYS && buffered + grow > buffer_budget)) {
+            bool mine = !small && st->acct && st->acct->body_bytes + grow > user_share;
+            if (mine || (!small && buffered + grow > buffer_budget)) {
                 st->busy = true;
                 st->busy_share = mine ? user_share : 0;
                 buffered -= st->cap;
@@ -450,11 +456,14 @@ static struct conn_count *conn_slot(uid_t uid, bool add)
 /* Counts a connection against its account's share; false when the share is full. */
 static bool conn_count(conn_id *id)
 {
-    if (!per_user_cap || authz_may(&id->who, AUTHZ_UNLIMITED))
+    if (authz_may(&id->who, AUTHZ_UNLIMITED))
         return true;
+    /* (counted with no cap too: its request bodies' share of the buffer is kept in its slot) */
     struct conn_count *slot = conn_slot(id->who.uid, true);
-    if (!slot || slot->n >= per_user_cap)
-        return false; /* over its share (or more distinct users than the table holds) */
+    if (!slot)
+        return !per_user_cap; /* more distinct users than the table holds: refused under a cap */
+    if (per_user_cap && slot->n >= per_user_cap)
+        return false; /* over its share */
     slot->n++;
     id->slot = slot;
     return true;

@@ -191,6 +191,7 @@ int job_ctl_delete_many(job **v, size_t n, jerr *e)
         if (!job_state_terminal(v[i]->state))
             return jerr_http(e, 409, "job %s is %s; stop or cancel it before deleting it", v[i]->id,
                              job_state_name(v[i]->state));
+    settle(); /* what the ended jobs still owe, first: not inside the delete's savepoint */
     if (db_mark(core.db, e) < 0)
         return -1;
     for (size_t i = 0; i < n; i++)

@@ -746,13 +746,22 @@ int job_launch_thaw(job *j, jerr *e)
  * before the shim hears the stop, so a joblet killed between the two finds it in the row (and
  * sends the stop again: job_launch_adopt_all) instead of a job that was stopped and not put
  * back. false: not committed (the flag is taken back, nothing was sent). */
-static bool requeue_committed(job *j, jerr *e)
+static bool requeue_committed(job *j, uid_t by, jerr *e)
 {
+    /* inside a request's savepoint (a delete of several jobs settles, and a pass may preempt):
+     * a commit here would commit part of what the request may still undo. Later. */
+    if (db_marked(core.db)) {
+        state_want_after_commit(WANT_SCHEDULE);
+        jerr_http(e, 503, "a request's change is under way; tried again once it is committed");
+        return false;
+    }
     j->preempting = true;
+    j->stopped_by = by; /* (who asked: a requeue --hold is released by them, or by an admin) */
     job_save(j);
     if (state_commit_now(e) == 0)
         return true;
     j->preempting = j->requeue_asked = j->requeue_hold = false;
+    j->stopped_by = -1;
     job_save(j); /* (the rows of a failed commit are written again from memory: without it) */
     return false;
 }
@@ -760,12 +769,19 @@ static bool requeue_committed(job *j, jerr *e)
 void job_launch_preempt(job *j, const job *for_job)
 {
     jerr e = {0};
-    if (!requeue_committed(j, &e)) {
-        log_err("job %s: not preempted now: %s", j->id, e.msg);
-        return;
+    if (!requeue_committed(j, (uid_t)-1, &e)) {
+        if (for_job) { /* a priority's: the next pass decides again */
+            log_warn("job %s: not preempted now: %s", j->id, e.msg);
+            return;
+        }
+        /* its GPU failed: it is stopped all the same (a kill -9 before the next commit ends it
+         * STOPPED instead of back in the queue) */
+        log_err("job %s: its GPU failed and its requeue is not committed (%s): stopped all the same", j->id, e.msg);
+        j->preempting = true;
     }
     if (job_launch_stop(j, (uid_t)-1, &e) < 0) {
         j->preempting = false;
+        job_save(j);
         log_err("job %s: cannot preempt: %s", j->id, e.msg);
         return;
     }
@@ -880,7 +896,7 @@ int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e)
 
 int job_launch_requeue(job *j, uid_t by, jerr *e)
 {
-    if (!requeue_committed(j, e))
+    if (!requeue_committed(j, by, e))
         return -1;
     if (job_launch_stop(j, by, e) < 0) {
         j->preempting = j->requeue_asked = j->requeue_hold = false;

@@ -639,12 +639,15 @@ void job_requeue(job *j)
     grant_list_free(&j->gpus); /* it holds none while it waits; the log keeps what it had */
     /* a task of a held array waits held, as its array's other waiting tasks are (docs/batch.md:
      * "those waiting are held too"), whether requeued or preempted; released with its array */
-    bool array_held = j->array && j->array->held && !j->requeue_hold;
+    bool array_held = j->array && j->array->held;
     j->state = j->requeue_hold || array_held ? JS_HELD : JS_PREEMPTED;
     if (j->requeue_asked && !j->requeue_hold)
         j->stopped_by = -1;
-    if (array_held)
-        j->stopped_by = j->array->held_by; /* who holds it: its array's holder (-1 not known) */
+    /* who holds it: its array's holder (-1 not known), unless an admin's requeue --hold held the
+     * task itself (an owner's --hold does not make an admin's hold of the array theirs to release) */
+    bool admin_hold = j->requeue_hold && j->stopped_by >= 0 && (uid_t)j->stopped_by != j->owner_uid;
+    if (array_held && !admin_hold)
+        j->stopped_by = j->array->held_by;
     j->preempting = false;
     j->preemptions++;
     j->init_pid = 0;

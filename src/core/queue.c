@@ -2,6 +2,7 @@
  * carried out (starts, preemptions), and why a job waits, in words (queue.h). */
 #include "queue.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,13 @@ static bool copy_room(const jarray *a)
     return false;
 }
 
+/* ... and gives back what copy_room took for a task not made after all. */
+static void copy_unused(const jarray *a)
+{
+    uint64_t back = jobreq_uploads_declared(&a->req), room = QUEUE_COPY_PER_TURN - copy_budget.left;
+    loop_budget_return(&copy_budget, back < room ? back : room); /* (a big one took the turn's whole) */
+}
+
 /* How often a task that could not be made for now is warned of, at most: the pass tries again
  * each time it comes, which may be many times a second. */
 #define QUEUE_MAKE_WARN_MS 60000
@@ -169,7 +177,7 @@ static bool copy_room(const jarray *a)
  * number of tries since. */
 static bool make_failed(jarray *a, uint32_t t, const jerr *e)
 {
-    if (e->http >= 400 && e->http < 500 && e->http != 429) {
+    if (e->http >= 400 && e->http < 500 && e->http != 429 && e->code != EAGAIN) {
         char why[sizeof e->msg + 100];
         snprintf(why, sizeof why, "canceled: its task %u could not be made: %s", t, e->msg);
         log_err("array %s: task %u could not be made, and none of its tasks can be: %s; its tasks left are canceled",
@@ -426,9 +434,12 @@ static void schedule(void)
                 state_want_after_commit(WANT_SCHEDULE);
                 continue;
             }
-            if (pick_task(a, &t) < 0)
-                continue; /* (one offered ahead was made or canceled meanwhile) */
+            if (pick_task(a, &t) < 0) {
+                copy_unused(a); /* (one offered ahead was made or canceled meanwhile) */
+                continue;
+            }
             if (!(j = submit_task(a, t, &e))) {
+                copy_unused(a);
                 make_failed(a, t, &e); /* for good: its tasks left canceled; else tried again later */
                 continue;
             }

@@ -83,6 +83,10 @@ static int upload_parent(int workfd, const char *path, const char **base, jerr *
     struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
     int dfd = (int)syscall(SYS_openat2, workfd, parent, &how, sizeof how);
+    /* (what the path names is refused; anything else, out of descriptors or memory, is joblet's
+     * trouble of the moment: a 5xx, so that an array's next task waits instead of ending it) */
+    if (dfd < 0 && errno != ENOENT && errno != ENOTDIR && errno != ELOOP && errno != EXDEV)
+        return jerr_sys(e, "uploads: '%s': open its directory '%s'", path, parent);
     if (dfd < 0)
         return jerr_field(e, "uploads", "uploads: '%s': its directory '%s' must be uploaded first (as a directory, not a link)",
                           path, parent);

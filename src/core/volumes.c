@@ -684,9 +684,12 @@ static int64_t fresh_id(const char *name)
 
 /* Why the volume name that a checked request names cannot be used by owner now, in words that
  * follow "volume 'NAME' is "; NULL when it can (then *out is the volume). */
+/* Why the job cannot use the volume it names (NULL: it can); *for_now: only because it is not
+ * ready or mounted now (it is the job's own and may be again). */
 static const char *unusable(const job_req *req, const char *name, uid_t owner, gid_t gid, volume **out, char *buf,
-                            size_t len)
+                            size_t len, bool *for_now)
 {
+    *for_now = false;
     volume *v = find(name);
     uid_t pu;
     int64_t pid;
@@ -704,8 +707,10 @@ static const char *unusable(const job_req *req, const char *name, uid_t owner, g
         snprintf(buf, len, "uid %u's, and uid %u may no longer use it", (unsigned)v->owner_uid, (unsigned)owner);
         return buf;
     }
-    if (v->state != VOLUME_READY || !mounted(v))
+    if (v->state != VOLUME_READY || !mounted(v)) {
+        *for_now = true;
         return v->state == VOLUME_UNAVAILABLE ? v->why : v->state == VOLUME_CREATING ? "being created" : "not mounted";
+    }
     return NULL;
 }
 
@@ -890,8 +895,15 @@ int volumes_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e)
         const char *why;
         if (jobreq_volume_parse(req->volumes[i], name, sizeof name, &ro) < 0)
             return jerr_field(e, "volumes", "volumes: '%.80s' is not a volume name", req->volumes[i]);
-        if ((why = unusable(req, name, owner, gid, &v, buf, sizeof buf)))
-            return refuse(e, 409, "volumes", "volumes: volume '%s' is %s; submit again", name, why);
+        bool for_now;
+        if ((why = unusable(req, name, owner, gid, &v, buf, sizeof buf, &for_now))) {
+            refuse(e, 409, "volumes", "volumes: volume '%s' is %s; submit again", name, why);
+            /* the job's own volume, only not mounted now (a failed mount, being made): it may be
+             * again, EAGAIN (an array's next task waits instead of canceling the rest) */
+            if (for_now)
+                e->code = EAGAIN;
+            return -1;
+        }
     }
     return 0;
 }
@@ -949,7 +961,8 @@ int volumes_spec_mounts(const job *j, spec_mount **mounts, size_t *n, jerr *e)
             return jerr_field(e, "volumes", "volumes: '%.80s' is not a volume name", j->req.volumes[i]);
         /* checked at submission; since then it may have gone, been replaced, failed to mount at
          * a start, or its owner's right to it may have ended (an admin no longer one) */
-        if ((why = unusable(&j->req, name, j->owner_uid, j->owner_gid, &v, buf, sizeof buf)))
+        bool for_now;
+        if ((why = unusable(&j->req, name, j->owner_uid, j->owner_gid, &v, buf, sizeof buf, &for_now)))
             return jerr_set(e, ENOENT, "volume '%s' is %s", name, why);
         snprintf(dst, sizeof dst, "/volumes/%s", name);
         *mounts = xrealloc(*mounts, (*n + 1) * sizeof **mounts);

@@ -19,21 +19,33 @@
 static void resume_files(logw *w)
 {
     struct stat st;
-    if (fstatat(w->dirfd, w->data_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-        w->end = (uint64_t)st.st_size;
     int fd = openat(w->dirfd, w->idx_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
         uint64_t size = (uint64_t)st.st_size, whole = size / sizeof(log_index_entry) * sizeof(log_index_entry);
-        if (whole != size && ftruncate(fd, (off_t)whole) < 0)
-            whole = size; /* (left as it is: the reader ignores what follows a partial entry) */
-        w->idx_bytes = whole;
         log_index_entry e;
-        if (whole >= sizeof e && pread(fd, &e, sizeof e, (off_t)(whole - sizeof e)) == (ssize_t)sizeof e)
+        if (whole != size && ftruncate(fd, (off_t)whole) < 0) {
+            /* a partial entry that stays would hide every entry after it from the reader: this
+             * run's output goes unindexed rather than out of sight (it is capped at once) */
+            w->capped = true;
+            whole = size;
+        }
+        w->idx_bytes = whole;
+        if (whole >= sizeof e && pread(fd, &e, sizeof e, (off_t)(whole - sizeof e)) == (ssize_t)sizeof e) {
             w->last_seq = e.seq;
+            w->end = e.end;
+        }
     }
-    close(fd);
+    if (fd >= 0)
+        close(fd);
+    /* bytes past the last entry's end (a run killed between its two writes) belong to no entry:
+     * cut off, so that this run's first entry covers its own bytes only */
+    int dfd = openat(w->dirfd, w->data_name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (dfd < 0)
+        return;
+    if (fstat(dfd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > w->end &&
+        ftruncate(dfd, (off_t)w->end) < 0)
+        w->end = (uint64_t)st.st_size; /* (kept: the first entry then covers them too) */
+    close(dfd);
 }
 
 void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap)
@@ -43,13 +55,13 @@ void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap)
     snprintf(w->data_name, sizeof w->data_name, "%s.data", stream);
     snprintf(w->idx_name, sizeof w->idx_name, "%s.idx", stream);
     w->end = w->idx_bytes = w->last_seq = 0;
-    resume_files(w);
     /* room for at least a little output and the two entries that close it */
     w->cap = cap && cap < 4 * sizeof(log_index_entry) ? 4 * sizeof(log_index_entry) : cap;
     w->capped = false;
     w->budget = NULL;
     w->floor = w->unchecked = 0;
     w->checked = false;
+    resume_files(w);
 }
 
 void logw_limits(logw *w, log_budget *budget, uint64_t floor)

@@ -3,7 +3,7 @@ a deleted task's job and its array's end, a long task list naming missing tasks,
 release an admin's hold."""
 import time
 
-from conftest import rnx_as, wait_for
+from conftest import rnx_as, tasks_of, wait_for
 
 USER = 4377  # a plain uid (setpriv), no /etc/passwd entry needed
 
@@ -139,5 +139,25 @@ def test_an_admins_hold_of_an_array_is_not_released_by_its_owner(daemon):
         assert p.returncode == 1 and d.job(aid)["status"] == "HELD", (p.returncode, p.stdout, d.job(aid)["status"])
         d.rnx("job", "release", aid, check=True)
         assert d.job(aid)["status"] != "HELD"
+    finally:
+        d.rnx("job", "cancel", aid)
+
+
+def test_an_owners_requeue_hold_of_a_task_does_not_make_an_admins_array_hold_theirs(daemon):
+    """A running task of an array root holds, requeued --hold by its owner: it waits held, and the
+    hold is still root's (its array's), not the owner's to release and run while the array is
+    held."""
+    d = daemon
+    p = rnx_as(d, USER, "job", "run", "--array=0-1%1", "sleep", "600")
+    assert p.returncode == 0, p.stderr
+    aid = p.stdout.strip().split()[-1]
+    try:
+        task = wait_for(lambda: [t for t in tasks_of(d, aid) if t["status"] == "RUNNING"], "a running task")[0]["id"]
+        d.rnx("job", "hold", aid, check=True)
+        p = rnx_as(d, USER, "job", "requeue", "--hold", task)
+        assert p.returncode == 0, p.stderr
+        wait_for(lambda: d.job(task)["status"] == "HELD", "the task held")
+        p = rnx_as(d, USER, "job", "release", task)
+        assert p.returncode == 1 and d.job(task)["status"] == "HELD", (p.returncode, p.stderr, d.job(task))
     finally:
         d.rnx("job", "cancel", aid)

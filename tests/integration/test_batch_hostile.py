@@ -59,3 +59,21 @@ def test_a_kill9_after_a_requeues_stop_never_loses_the_job(fresh_daemon):
     j = d.job(jid)
     assert (j["status"], j["end_reason"], j["preemptions"]) == ("HELD", "requeued", 1), (j["status"], j["error"])
     d.rnx("job", "cancel", jid, check=True)
+
+
+def test_bytes_no_entry_covers_are_not_taken_into_the_next_runs_log(daemon):
+    # a run killed between its two writes (its bytes to .data, then their entry to .idx: the
+    # shim SIGKILLed, as a start no row records is at a restart) leaves bytes no entry covers;
+    # the next run's shim cuts them off instead of taking them into its first entry
+    d = daemon
+    jid = d.submit("sh", "-c", "if [ -e /work/ran ]; then echo second; else touch /work/ran; echo first; fi; "
+                               "sleep 600")
+    d.wait_status(jid, "RUNNING")
+    wait_for(lambda: "first" in d.output(jid), "the first run's output")
+    with open(os.path.join(d.state, "jobs", jid, "stdout.data"), "ab") as f:
+        f.write(b"bytes-no-entry-covers\n")
+    d.rnx("job", "requeue", jid, check=True)
+    wait_for(lambda: "second" in d.output(jid), "the second run's output")
+    assert d.output(jid) == "first\nsecond\n"
+    d.rnx("job", "stop", jid, check=True)
+    d.wait(jid)
