@@ -346,9 +346,13 @@ static int ensure_bridge(netlink *nl, const apply_net *an, const netlink_link *h
         return jerr_set(e, EEXIST, "apply: network %s: the link %s exists and is a %s, not a bridge", an->name,
                         an->n.bridge, have->kind[0] ? have->kind : "device of no kind");
     if (!have) {
-        if (netlink_bridge_create(nl, an->n.bridge, e) < 0)
+        jerr ce = {0};
+        if (netlink_bridge_create(nl, an->n.bridge, &ce) == 0)
+            json_array_append_new(created, json_string(an->n.bridge));
+        else if (ce.code != EEXIST) { /* (made since the dump, or missed by one that never held still) */
+            *e = ce;
             return -1;
-        json_array_append_new(created, json_string(an->n.bridge));
+        }
     }
     int idx = netlink_link_index(nl, an->n.bridge, e);
     if (idx < 0)
@@ -367,8 +371,12 @@ static int ensure_bridge(netlink *nl, const apply_net *an, const netlink_link *h
         }
     }
     free(addrs);
-    if (!present && netlink_addr_add(nl, an->n.bridge, idx, an->gateway, e) < 0)
+    jerr ae = {0};
+    if (!present && netlink_addr_add(nl, an->n.bridge, idx, an->gateway, &ae) < 0 &&
+        ae.code != EEXIST) { /* (there after all: a dump that never held still missed it) */
+        *e = ae;
         return -1;
+    }
     return netlink_link_set_up(nl, an->n.bridge, idx, e);
 }
 

@@ -148,8 +148,9 @@ static struct nlmsghdr *msg_start(netlink *nl, uint16_t type, uint16_t flags)
 }
 
 /* Sends nlh and reads the answers until the ack, the error or NLMSG_DONE; cb sees each data
- * message. 0, or -1 with errno the kernel's. */
-static int talk(netlink *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+ * message. inexact: a dump the kernel marks interrupted (NLM_F_DUMP_INTR) is read to its end
+ * all the same, not failed with EINTR. 0, or -1 with errno the kernel's. */
+static int talk_as(netlink *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, bool inexact)
 {
     unsigned seq = nlh->nlmsg_seq;
     if (mnl_socket_sendto(nl->sk, nlh, nlh->nlmsg_len) < 0)
@@ -158,21 +159,38 @@ static int talk(netlink *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
         ssize_t n = mnl_socket_recvfrom(nl->sk, nl->buf, sizeof nl->buf);
         if (n < 0)
             return -1;
+        int left = (int)n;
+        for (struct nlmsghdr *m = (struct nlmsghdr *)(void *)nl->buf; inexact && mnl_nlmsg_ok(m, left);
+             m = mnl_nlmsg_next(m, &left))
+            m->nlmsg_flags &= (uint16_t)~NLM_F_DUMP_INTR;
         int r = mnl_cb_run(nl->buf, (size_t)n, seq, nl->portid, cb, data);
         if (r <= MNL_CB_STOP)
             return r < 0 ? -1 : 0;
     }
 }
 
+static int talk(netlink *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+{
+    return talk_as(nl, nlh, cb, data, false);
+}
+
+/* A dump asked this many times, interrupted each time, is taken as it comes the next time. */
+#define DUMP_EXACT_TRIES 20
+
 /* talk() for a dump request built by make(nl, data): asked again on a fresh socket when the
- * kernel says it was interrupted; reset(data) forgets what the cut-short attempt gathered. */
+ * kernel says it was interrupted; reset(data) forgets what the cut-short attempt gathered. Links
+ * that never stop changing (jobs starting and ending by the hundred, on a loaded machine whose
+ * reads of a long dump are far apart) can interrupt every try: the last is taken whole though
+ * the kernel marks it, and may miss a link made or show one removed meanwhile, which every
+ * caller copes with (a link made that exists, a link removed that is gone: that link's own
+ * answer says so). */
 static int dump(netlink *nl, struct nlmsghdr *(*make)(netlink *), mnl_cb_t cb, void *data, void (*reset)(void *))
 {
     for (int attempt = 0;; attempt++) {
-        if (talk(nl, make(nl), cb, data) == 0)
+        if (talk_as(nl, make(nl), cb, data, attempt == DUMP_EXACT_TRIES) == 0)
             return 0;
         int saved = errno;
-        if (saved != EINTR || attempt == 10)
+        if (saved != EINTR || attempt == DUMP_EXACT_TRIES)
             return -1;
         reset(data);
         if (reopen(nl) < 0) {
