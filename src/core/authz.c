@@ -34,6 +34,8 @@ static const struct {
     /* keys typed into a job's terminal act as the job's user: only root, who may be anyone */
     [AUTHZ_OTHERS_TERMINALS] = {R(ROLE_ADMIN), "root"},
     [AUTHZ_OTHERS_EXEC] = {R(ROLE_ADMIN), "root"},
+    /* files put in a running job are the job's user's to run: as exec (a maintainer reads, stops) */
+    [AUTHZ_OTHERS_COPY_IN] = {R(ROLE_ADMIN), "root"},
     /* which GPUs a task may use is Slurm's word: only what slurmstepd's root said counts */
     [AUTHZ_SLURM_GPUS] = {R(ROLE_ADMIN), "root (the SPANK plugin's connection, opened in slurm_spank_task_init_privileged)"},
     /* a suspended job keeps the machine's room and GPUs: the machine's people decide (Slurm: admins) */

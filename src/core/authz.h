@@ -49,6 +49,7 @@ enum authz_op {
     AUTHZ_CHANGE,             /* anything but reading: run, stop, delete, create (a reader may only read) */
     AUTHZ_OTHERS_TERMINALS,   /* attach to the terminal of another user's job: type as them */
     AUTHZ_OTHERS_EXEC,        /* run a process inside another user's job (rnx job exec): act as them */
+    AUTHZ_OTHERS_COPY_IN,     /* copy files into another user's job (rnx job cp into it): what it may run */
     AUTHZ_SLURM_GPUS,         /* say which GPUs Slurm gave a Slurm task (the SPANK plugin's connection,
                                * opened as root before slurmstepd drops to the user) */
     AUTHZ_SUSPEND,            /* suspend and resume a running job (its room and GPUs stay held), as in Slurm */

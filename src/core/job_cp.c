@@ -224,6 +224,11 @@ static int pipe_nb(int p[2], bool daemon_reads, jerr *e)
 jobcp *job_cp_start(job *j, enum job_cp_kind kind, const char *path, const caller *who, jerr *e)
 {
     char clean[4096];
+    if (kind == JOB_CP_IN && !authz_may_on(who, AUTHZ_OTHERS_COPY_IN, j->owner_uid)) {
+        char what[96];
+        snprintf(what, sizeof what, "copying files into another user's job (%.8s)", j->id);
+        return authz_check(who, AUTHZ_OTHERS_COPY_IN, what, e), NULL;
+    }
     if (!path || !*path)
         return jerr_field(e, "path", "path: say which path in the job, e.g. /work/results"), NULL;
     if (clean_path(path, clean, sizeof clean) < 0)

@@ -293,6 +293,8 @@ ROUTES = [
     ("GET", "/v1/jobs/{theirs}?detail=1", None, {R: 403, D: 403, M: 200, A: 200}),
     ("GET", "/v1/jobs/{theirs}/logs", None, {R: 403, D: 403, M: 200, A: 200}),
     ("GET", "/v1/jobs/{theirs}/archive?path=/work", None, {R: 403, D: 403, M: 200, A: 200}),
+    # files put into a running job are its user's to run: an admin's, as exec (an empty tar here)
+    ("PUT", "/v1/jobs/{theirs}/archive?path=/work", "\0" * 1024, {R: 403, D: 403, M: 403, A: 200}),
     ("POST", "/v1/jobs", {"command": "/bin/true"}, {R: 403, D: 201, M: 201, A: 201}),
     ("POST", "/v1/jobs/{theirs}/stop", None, {R: 403, D: 403, M: 200, A: 200}),
     ("POST", "/v1/jobs/{theirs}/kill", None, {R: 403, D: 403, M: 200, A: 200}),
