@@ -208,6 +208,23 @@ static void say_end(attach *a, const char *why, int code)
  * TLS the session's close_notify, the socket left open for libmicrohttpd to close), and the
  * client, which closes on the exit frame, has LINGER_S to do so (what it sends meanwhile is read
  * and dropped: a socket closed with unread bytes resets, and its last bytes could be lost). */
+/* The session ends LINGER_S from now (on_linger), unless this is asked again meanwhile. */
+static void end_in_linger(attach *a)
+{
+    if (a->tfd < 0) {
+        a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        a->wt.fd = a->tfd;
+        if (a->tfd < 0 || loop_add(&a->wt) < 0) {
+            a->wt.fd = -1;
+            end(a);
+            return;
+        }
+    }
+    struct itimerspec it = {.it_value = {.tv_sec = LINGER_S}};
+    if (timerfd_settime(a->tfd, 0, &it, NULL) < 0)
+        end(a);
+}
+
 static void linger(attach *a)
 {
     a->lingering = true;
@@ -215,13 +232,7 @@ static void linger(attach *a)
         tls_upgraded_bye(a->tls_s); /* (one that does not go out now: libmicrohttpd's, at the end) */
     else
         shutdown(a->cfd, SHUT_WR);
-    a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    a->wt.fd = a->tfd;
-    struct itimerspec it = {.it_value = {.tv_sec = LINGER_S}};
-    if (a->tfd < 0 || timerfd_settime(a->tfd, 0, &it, NULL) < 0 || loop_add(&a->wt) < 0) {
-        a->wt.fd = -1;
-        end(a);
-    }
+    end_in_linger(a);
 }
 
 /* Moves what can move, up to SLICE steps; the rest at the next turn. */
@@ -299,6 +310,8 @@ static void pump(attach *a)
                 memmove(a->down, a->down + n, a->down_len - (size_t)n);
                 a->down_len -= (size_t)n;
                 moved = true;
+                if (a->s_end && !a->lingering)
+                    end_in_linger(a); /* (the client takes what is left: it has LINGER_S more) */
             } else if (n < 0 && errno == EAGAIN) {
                 a->c_out = false;
             } else if (!(n < 0 && errno == EINTR)) {
@@ -318,6 +331,11 @@ static void pump(attach *a)
         loop_later(&a->task);
         return;
     }
+    /* the shim's side is over and the client does not take what is left: it has LINGER_S from
+     * its last read to do so, then the session ends (a client that never reads held it, its
+     * buffers and, an exec's, its place among the user's execs, for as long as it stayed) */
+    if (a->s_end && a->down_len && !a->lingering && a->tfd < 0)
+        end_in_linger(a);
     if (a->s_end && !a->down_len && !a->lingering) {
         if (a->sfd >= 0) {
             loop_del(&a->ws);
@@ -545,6 +563,16 @@ static void put_hello(attach *a)
 }
 
 /* 0 when one more attach to j by who stays within the bounds, else -1 with e (429). */
+void attach_exec_held(const job *j, uid_t uid, unsigned *on_job, unsigned *of_user)
+{
+    *on_job = *of_user = 0;
+    for (const attach *s = sessions; s; s = s->next)
+        if (s->exec && !s->done) {
+            *on_job += !strcmp(s->id, j->id);
+            *of_user += s->who.uid == uid;
+        }
+}
+
 static int admit(const job *j, const caller *who, jerr *e)
 {
     size_t on_job = 0, of_user = 0;

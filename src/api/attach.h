@@ -17,6 +17,9 @@
 enum MHD_Result attach_route(request *r, job *j);
 /* Whether the request asks to switch protocols: "Upgrade: tcp" and "Connection: ... upgrade". */
 bool attach_asks_upgrade(struct MHD_Connection *c);
+/* The exec streams open now (their helper running or not: a client may not have read what an
+ * ended one wrote yet): in job j, and of uid's, for job_exec_start's bounds. */
+void attach_exec_held(const job *j, uid_t uid, unsigned *on_job, unsigned *of_user);
 /* Answers 101 and relays the connection to sfd, a socket that speaks the framing already (an
  * exec's helper: jobs_exec.c), which it takes; sfd -1: to j's shim once it takes clients. */
 enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd);

@@ -59,7 +59,9 @@ enum MHD_Result jobs_exec_route(request *r, job *j)
     if (read_request(r, &req, &e) < 0)
         return http_reply_error(r->conn, &e);
     int fd;
-    int rc = job_exec_start(j, &req, &r->who, &fd, &e);
+    unsigned on_job, of_user;
+    attach_exec_held(j, r->who.uid, &on_job, &of_user);
+    int rc = job_exec_start(j, &req, &r->who, on_job, of_user, &fd, &e);
     jobreq_free(&req);
     if (rc < 0)
         return http_reply_error(r->conn, &e);

@@ -124,7 +124,8 @@ static int request_fd(const job_req *r, jerr *e)
     return fd;
 }
 
-int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e)
+int job_exec_start(job *j, const job_req *r, const caller *who, unsigned held_on_job, unsigned held_of_user, int *fd,
+                   jerr *e)
 {
     *fd = -1;
     char what[96];
@@ -137,11 +138,14 @@ int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e
     if (j->state != JS_RUNNING || j->init_pid <= 0 || j->shim_pid <= 0)
         return jerr_http(e, 409, "job %.8s is %s: exec enters a running job; wait until it runs", j->id,
                          job_state_name(j->state));
-    if (job_exec_count(j) >= JOB_EXEC_MAX)
+    unsigned here = job_exec_count(j);
+    if ((here > held_on_job ? here : held_on_job) >= JOB_EXEC_MAX)
         return jerr_http(e, 429, "job %.8s has %d execs running already (the bound of execs per job): wait for "
                                  "one to end", j->id, JOB_EXEC_MAX);
     uint32_t cap = core.cfg.limits.exec_per_user;
     unsigned mine = count_of_user(who->uid);
+    if (held_of_user > mine)
+        mine = held_of_user;
     if (cap && mine >= cap && !authz_may(who, AUTHZ_UNLIMITED))
         return jerr_http(e, 429, "uid %u has %u execs running; limits.exec_sessions_per_user is %u: wait for one "
                                  "to end", (unsigned)who->uid, mine, (unsigned)cap);

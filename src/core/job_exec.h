@@ -23,9 +23,11 @@
  * rest of r is not looked at) in job j for who. 0 with *fd, the daemon's end of the helper's
  * socket (non-blocking, close-on-exec: closing it ends the exec), or -1 with e: 403 not who's
  * job, 409 the job is not running, 429 JOB_EXEC_MAX execs run in it or who's
- * limits.exec_sessions_per_user execs run,
- * 500 the helper could not start. */
-int job_exec_start(job *j, const job_req *r, const caller *who, int *fd, jerr *e);
+ * limits.exec_sessions_per_user execs run, 500 the helper could not start. An exec counts until
+ * its helper ends or, later, its stream does (held_on_job, held_of_user: the streams of execs
+ * still open in j and of who's, a client that has not read what an ended helper wrote). */
+int job_exec_start(job *j, const job_req *r, const caller *who, unsigned held_on_job, unsigned held_of_user, int *fd,
+                   jerr *e);
 /* How many execs run in job j now. */
 unsigned job_exec_count(const job *j);
 /* The daemon stops: every helper is killed (each kills its process). */
