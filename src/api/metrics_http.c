@@ -20,6 +20,7 @@
 
 #include "../common/log.h"
 #include "../common/promtext.h"
+#include "../common/tcpowner.h"
 #include "../common/util.h"
 #include "../core/loop.h"
 #include "../core/metrics.h"
@@ -148,6 +149,74 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *c, const char
 }
 
 /* "127.0.0.1:9464", "[::1]:9464", "0.0.0.0:9464" into a socket address. */
+/* Connections open by each peer, at most METRICS_PER_PEER each, so that no one of them holds
+ * the listener's 64 and a scraper gets no answer: on loopback, where every local user comes from
+ * 127.0.0.1, a peer is the uid that opened the connection (common/tcpowner.h); elsewhere its
+ * address. Used by the listener's thread alone (accept, then its connection's start and end). */
+#define METRICS_PER_PEER 8
+#define METRICS_CONNS 64
+static struct peer_count {
+    uint64_t key;
+    unsigned n;                /* 0: a free place */
+} peers[METRICS_CONNS];
+static uint64_t accepted_key;  /* on_accept's, for the connection on_connection starts next */
+
+static uint64_t peer_key(const struct sockaddr *a, socklen_t len)
+{
+    uid_t uid;
+    if (tcpowner_loopback(a, len))
+        return tcpowner_of(a, len, &uid) == 0 ? 1ull << 62 | uid : 1ull << 61; /* (no owner found: one peer) */
+    uint64_t k = 1ull << 60;
+    const unsigned char *b = a->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)(const void *)a)->sin6_addr.s6_addr
+                                                      : (const unsigned char *)&((const struct sockaddr_in *)(const void *)a)->sin_addr;
+    for (int i = 0; i < (a->sa_family == AF_INET6 ? 16 : 4); i++)
+        k = k * 1099511628211ull ^ b[i];
+    return k | 1ull << 63;
+}
+
+static struct peer_count *peer_of(uint64_t key, bool add)
+{
+    struct peer_count *free_one = NULL;
+    for (size_t i = 0; i < METRICS_CONNS; i++) {
+        if (peers[i].n && peers[i].key == key)
+            return &peers[i];
+        if (!peers[i].n && !free_one)
+            free_one = &peers[i];
+    }
+    if (add && free_one)
+        *free_one = (struct peer_count){.key = key};
+    return add ? free_one : NULL;
+}
+
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *a, socklen_t len)
+{
+    (void)cls;
+    uint64_t key = peer_key(a, len);
+    struct peer_count *p = peer_of(key, false);
+    if (p && p->n >= METRICS_PER_PEER)
+        return MHD_NO; /* closed at once: its peer holds its share */
+    accepted_key = key;
+    return MHD_YES;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)c;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct peer_count *p = peer_of(accepted_key, true);
+        if (p)
+            p->n++;
+        *socket_context = p;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        struct peer_count *p = *socket_context;
+        if (p->n)
+            p->n--;
+        *socket_context = NULL;
+    }
+}
+
 static int parse_hostport(const char *hp, struct sockaddr_storage *ss, socklen_t *len, jerr *e)
 {
     char host[64];
@@ -250,9 +319,11 @@ int metrics_listen_start(const char *hostport, jerr *e)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    listener.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_scrape, NULL,
-                             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+    memset(peers, 0, sizeof peers);
+    listener.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, on_accept, NULL, on_scrape,
+                                    NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+                                    (unsigned)METRICS_CONNS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_END);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!listener.mhd) {
         close(fd);

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 
-from conftest import BUILD
 
 HOLDER = r"""
 import os, resource, socket, sys, time

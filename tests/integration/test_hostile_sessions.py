@@ -1,0 +1,189 @@
+"""Hostile users against joblet's sessions: rnx job exec, rnx job cp, the metrics listener.
+Each test failed before its fix:
+
+1. A maintainer's certificate "sees and acts on everyone's jobs" (docs/remote.md): copying *into*
+   another user's running job wrote files there as that user, as exec and a terminal's keys
+   would; it is an admin's now (AUTHZ_OTHERS_COPY_IN).
+2. An exec's stream outlived its helper: once the helper ended it counted against no bound
+   (limits.exec_sessions_per_user counted running helpers), and a client that never read held it,
+   its buffers and descriptors for ever. It counts until the stream ends now, and a stream whose
+   helper ended ends 5 s after its client's last read.
+3. One local user's idle connections to metrics.listen (127.0.0.1) filled its 64 and the backlog:
+   a scrape got no answer. Each local user (by uid) holds at most 8 now.
+"""
+import io
+import json
+import os
+import socket
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import need_root, need_setpriv, setpriv, wait_for
+
+
+# ---- 1. copying into another user's job ---------------------------------------------------------
+
+def _tar_of(name, data):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = 0o755
+        t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def remote():
+    from test_remote import Remote
+    r = Remote()
+    yield r
+    r.close()
+
+
+def test_a_maintainer_cannot_copy_into_another_users_running_job(remote):
+    """A maintainer may not exec in another user's job (admins only): a PUT of an archive into
+    that job's /work writes a file the job may run, as the job's user, just as well. It must be
+    refused (403) and nothing may land there; the job's owner may still copy into it."""
+    st, job = remote.api("other", "POST", "/v1/jobs", {"command": "/bin/sleep", "args": ["300"]})
+    assert st == 201, job
+    jid = job["id"]
+    try:
+        wait_for(lambda: remote.api("other", "GET", f"/v1/jobs/{jid}")[1]["status"] == "RUNNING", "the job runs")
+        tar = _tar_of("planted.sh", b"#!/bin/sh\necho planted by the maintainer\n")
+        st, ans = remote.api("maintainer", "PUT", f"/v1/jobs/{jid}/archive?path=/work", raw=tar,
+                             ctype="application/x-tar")
+        planted = remote.api("other", "GET", f"/v1/jobs/{jid}/archive?path=/work/planted.sh&stat=1")[0]
+        assert st == 403 and planted == 404, (st, ans, planted)
+        # the owner's own copy still works
+        st, ans = remote.api("other", "PUT", f"/v1/jobs/{jid}/archive?path=/work", raw=_tar_of("mine.txt", b"x"),
+                             ctype="application/x-tar")
+        assert st == 200, ans
+    finally:
+        remote.api("other", "POST", f"/v1/jobs/{jid}/kill")
+
+
+# ---- 2. exec sessions that outlive their helpers ------------------------------------------------
+
+OTHER = 4711          # a local user of this module only (setpriv, no account needed)
+
+_HOLDER = r"""
+import json, select, socket, sys, time
+sock, jid, want, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+held, refused = [], 0
+deadline = time.time() + 10   # (refused meanwhile: the bound holds)
+while len(held) < want and time.time() < deadline:
+    s = socket.socket(socket.AF_UNIX)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # and never read: the output stays
+    s.connect(sock)
+    body = json.dumps({"command": "head", "args": ["-c", size, "/dev/zero"]}).encode()
+    s.sendall(f"POST /v1/jobs/{jid}/exec HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+              f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        c = s.recv(1)
+        if not c:
+            break
+        head += c
+    if head.startswith(b"HTTP/1.1 101"):
+        held.append(s)
+    else:
+        refused += 1
+        s.close()
+        time.sleep(0.5)     # a helper still runs: wait for it to end
+time.sleep(7)               # the daemon's linger (5 s) and more
+p = select.poll()
+for s in held:
+    p.register(s, select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+hung_up = {fd for fd, ev in p.poll(0)}
+print(json.dumps({"opened": len(held), "refused": refused,
+                  "still_held": sum(1 for s in held if s.fileno() not in hung_up)}))
+"""
+
+
+def test_exec_sessions_whose_helper_ended_stay_within_the_users_bound(fresh_daemon):
+    """limits.exec_sessions_per_user is 2. Each exec writes 600 kB and ends; its client never
+    reads. Once the helper is gone its place is given again, but its session is not: one user
+    holds as many sessions as she opens (each 128 KiB of the daemon's buffers and two
+    descriptors, for ever, after the job ended too). The daemon must hold at most the bound's
+    worth of them (or let the rest go once their helper ended and the client took nothing)."""
+    need_root()
+    need_setpriv()
+    d = fresh_daemon("limits:\n  exec_sessions_per_user: 2\n")
+    st, job = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["600"]})
+    assert st == 201, job
+    jid = job["id"]
+    # the job is root's: OTHER execs into a job of her own
+    p = subprocess.run([*setpriv(OTHER), os.path.join(os.environ.get("JOBLET_BUILD", "build"), "rnx"), "job", "run",
+                        "sleep", "600"], capture_output=True, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+    assert p.returncode == 0, p.stderr
+    mine = p.stdout.strip().splitlines()[-1]
+    d.api("POST", f"/v1/jobs/{jid}/kill")
+    try:
+        wait_for(lambda: d.job(mine)["status"] == "RUNNING", "the job runs")
+        h = subprocess.run([*setpriv(OTHER), "/usr/bin/python3", "-c", _HOLDER, d.sock, mine, "6", "600000"],
+                           capture_output=True, text=True, timeout=300)
+        assert h.returncode == 0, h.stderr
+        got = json.loads(h.stdout)
+        assert got["still_held"] <= 2, got
+        # the ones whose helper ended, its output more than the sockets hold (the rest in joblet's
+        # buffer, the client never reading): over LINGER_S after the client's last read
+        d.api("POST", f"/v1/jobs/{mine}/kill")
+        d.wait(mine)
+        p = subprocess.run([*setpriv(OTHER), os.path.join(os.environ.get("JOBLET_BUILD", "build"), "rnx"), "job",
+                            "run", "sleep", "600"], capture_output=True, text=True, timeout=60,
+                           env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
+        mine = p.stdout.strip().splitlines()[-1]
+        wait_for(lambda: d.job(mine)["status"] == "RUNNING", "the job runs")
+        h = subprocess.run([*setpriv(OTHER), "/usr/bin/python3", "-c", _HOLDER, d.sock, mine, "2", "200000"],
+                           capture_output=True, text=True, timeout=300)
+        got = json.loads(h.stdout)
+        assert got["opened"] == 2 and got["still_held"] == 0, got
+    finally:
+        d.api("POST", f"/v1/jobs/{mine}/kill")
+
+
+# ---- 3. the metrics listener held by one local user ---------------------------------------------
+
+_METRICS_HOG = r"""
+import socket, sys, time
+held = []
+for i in range(400):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1))
+    except OSError:
+        break
+print(len(held), flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_one_local_user_cannot_lock_prometheus_out_of_the_metrics_listener(fresh_daemon):
+    """metrics.listen is a TCP port on 127.0.0.1 that every local user reaches. One of them opens
+    connections and sends nothing: the listener's 64 (MHD_OPTION_CONNECTION_LIMIT) and the
+    backlog fill, each held 30 s (and opened again), and the scraper's GET /metrics gets no
+    answer at all while they are held. A scrape must still be answered."""
+    need_root()
+    need_setpriv()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    fresh_daemon(f"metrics:\n  listen: \"127.0.0.1:{port}\"\n")
+    import urllib.request
+    assert urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).status == 200
+    hog = subprocess.Popen([*setpriv(OTHER), "/usr/bin/python3", "-c", _METRICS_HOG, str(port), "25"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        held = int(hog.stdout.readline())
+        assert held >= 64, held
+        try:
+            status = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=8).status
+        except OSError as e:
+            status = repr(e)
+        assert status == 200, f"with {held} idle connections of uid {OTHER} held, the scrape got {status}"
+    finally:
+        hog.kill()
+        hog.wait()
