@@ -1002,8 +1002,8 @@ void volumes_release(const job *j)
             v->release_owed = v->uploads > 0; /* only an upload keeps it: it goes when that does */
             continue;
         }
-        const job *waiting[1];
-        const jarray *arrays_later[1];
+        const job *waiting[1] = {NULL};
+        const jarray *arrays_later[1] = {NULL};
         size_t later = volumes_jobs(v, waiting, 1), alater = volumes_arrays(v, false, arrays_later, 1);
         jerr e = {0};
         if (destroy(v, &e) < 0)
