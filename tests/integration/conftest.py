@@ -126,6 +126,17 @@ def submit_array(d, spec, command, *args, status=201, **fields):
     return a
 
 
+def wait_array(d, aid, timeout=180):
+    """Array aid once it ended (every task in a terminal state); AssertionError after timeout s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        a = d.job(aid)
+        if a["status"] in TERMINAL:
+            return a
+        time.sleep(0.1)
+    raise AssertionError(f"array {aid} not ended after {timeout}s: {d.job(aid)}\n{d.log()[-3000:]}")
+
+
 def tasks_of(d, aid):
     """The task jobs array aid has made so far."""
     code, lst = d.api("GET", "/v1/jobs?expand=1")

@@ -6,7 +6,7 @@ tried again at every pass of the scheduler while the array stays QUEUED for ever
 import json
 import time
 
-from conftest import TERMINAL, wait_for
+from conftest import wait_array, wait_for
 from test_dependencies import GATE, release
 
 
@@ -16,14 +16,6 @@ def vols(d):
     return {v["name"]: v for v in json.loads(p.stdout)}
 
 
-def wait_array(d, aid, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        a = d.job(aid)
-        if a["status"] in TERMINAL:
-            return a
-        time.sleep(0.1)
-    raise AssertionError(f"array {aid} not ended after {timeout}s: {d.job(aid)}\n{d.log()[-3000:]}")
 
 
 def test_memory_volume_stays_between_an_arrays_tasks(fresh_daemon):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, TERMINAL, submit_array, tasks_of
+from conftest import ROOT, TERMINAL, submit_array, tasks_of, wait_array
 from test_dependencies import GATE, release
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
@@ -38,14 +38,6 @@ def fresh_daemon_module():
         dm.cleanup()
 
 
-def wait_array(d, aid, timeout=180):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        a = d.job(aid)
-        if a["status"] in TERMINAL:
-            return a
-        time.sleep(0.1)
-    raise AssertionError(f"array {aid} not ended after {timeout}s: {d.job(aid)}")
 
 
 def rss_kb(pid):
