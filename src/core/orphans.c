@@ -143,7 +143,38 @@ static pid_t proc_parent(pid_t pid)
  * row's shim pid are committed together, after the fork). The row says the job still waits, so
  * it is started again; this run, whose GPUs and room no row holds, is killed first: its shim
  * before its processes (so that it cannot tidy away what the new run makes), then its cgroup
- * removed. How many. */
+ * removed. A shim whose job's cgroup holds no process may be one tidying up after a run that
+ * ended and was put back in the queue (a requeue, a preemption: its row names no shim either):
+ * such shims get RUNS_TIDY_MS to end on their own, all at once, before they are killed too.
+ * How many were killed. */
+#define RUNS_TIDY_MS 2000
+typedef struct unrecorded {
+    int pidfd;
+    long pid;
+    job *j;
+    bool busy;               /* its job's cgroup holds processes: a run, not a tidying */
+} unrecorded;
+
+static void kill_run(unrecorded *u)
+{
+    syscall(SYS_pidfd_send_signal, u->pidfd, SIGKILL, NULL, 0);
+    struct pollfd pf = {.fd = u->pidfd, .events = POLLIN};
+    if (poll(&pf, 1, 5000) <= 0)
+        log_warn("job %s: the shim (pid %ld) of a start no row records did not end within 5 s of SIGKILL", u->j->id,
+                 u->pid);
+    cg_host uh;
+    cg_job cg;
+    job_detail_cgroup(u->j, &uh, &cg);
+    cg_kill_all(&cg);
+    jerr e = {0};
+    if (cg_destroy(&cg, &e) < 0)
+        log_warn("job %s: the cgroup of a start no row records: %s", u->j->id, e.msg);
+    job_event(u->j, JE_RESTARTED, -1, "joblet restarted; a start of it that was not recorded (shim pid %ld) was "
+                                      "killed, and the job waits to start again", u->pid);
+    log_warn("job %s: killed a run no row records (shim pid %ld, forked by a joblet killed before it committed "
+             "the start); the job (%s) starts again", u->j->id, u->pid, job_state_name(u->j->state));
+}
+
 static size_t sweep_unrecorded_runs(void)
 {
     char *jobs_dir = realpath(core.jobs_dir, NULL);
@@ -153,7 +184,8 @@ static size_t sweep_unrecorded_runs(void)
         free(jobs_dir);
         return 0;
     }
-    size_t n = 0;
+    unrecorded *v = NULL;
+    size_t n = 0, cap = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
         char *end;
@@ -172,28 +204,42 @@ static size_t sweep_unrecorded_runs(void)
             close(pidfd); /* (an ended job's shim may still be tidying: it is its own) */
             continue;
         }
-        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-        struct pollfd pf = {.fd = pidfd, .events = POLLIN};
-        if (poll(&pf, 1, 5000) <= 0)
-            log_warn("job %s: the shim (pid %ld) of a start no row records did not end within 5 s of SIGKILL", j->id,
-                     pid);
-        close(pidfd);
+        if (n == cap)
+            v = xrealloc(v, (cap = cap ? cap * 2 : 8) * sizeof *v);
         cg_host uh;
         cg_job cg;
         job_detail_cgroup(j, &uh, &cg);
-        cg_kill_all(&cg);
-        jerr e = {0};
-        if (cg_destroy(&cg, &e) < 0)
-            log_warn("job %s: the cgroup of a start no row records: %s", j->id, e.msg);
-        job_event(j, JE_RESTARTED, -1, "joblet restarted; a start of it that was not recorded (shim pid %ld) was "
-                                       "killed, and the job waits to start again", pid);
-        log_warn("job %s: killed a run no row records (shim pid %ld, forked by a joblet killed before it committed "
-                 "the start); the job (%s) starts again", j->id, pid, job_state_name(j->state));
-        n++;
+        v[n++] = (unrecorded){.pidfd = pidfd, .pid = pid, .j = j, .busy = cg_nprocs(&cg) > 0};
     }
     closedir(d);
     free(jobs_dir);
-    return n;
+    /* those that may be tidying: a while to end on their own, all together */
+    int64_t until = mono_ns() + (int64_t)RUNS_TIDY_MS * 1000000;
+    for (;;) {
+        struct pollfd pf[64];
+        size_t np = 0;
+        for (size_t i = 0; i < n && np < ARRAY_LEN(pf); i++)
+            if (!v[i].busy && v[i].pidfd >= 0)
+                pf[np++] = (struct pollfd){.fd = v[i].pidfd, .events = POLLIN};
+        int64_t left = (until - mono_ns()) / 1000000;
+        if (!np || left <= 0 || poll(pf, np, (int)left) <= 0)
+            break;
+        for (size_t k = 0; k < np; k++)
+            for (size_t i = 0; i < n && pf[k].revents; i++)
+                if (v[i].pidfd == pf[k].fd) { /* ended: it was tidying */
+                    close(v[i].pidfd);
+                    v[i].pidfd = -1;
+                }
+    }
+    size_t killed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].pidfd >= 0) {
+            kill_run(&v[i]);
+            close(v[i].pidfd);
+            killed++;
+        }
+    free(v);
+    return killed;
 }
 
 /* The cgroups of unknown jobs in one directory of a tree: "<root>" for jobs made by a joblet
