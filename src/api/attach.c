@@ -204,10 +204,6 @@ static void say_end(attach *a, const char *why, int code)
     a->s_end = true;
 }
 
-/* The shim's side is over and the client has what there was: no more from us (shutdown; over
- * TLS the session's close_notify, the socket left open for libmicrohttpd to close), and the
- * client, which closes on the exit frame, has LINGER_S to do so (what it sends meanwhile is read
- * and dropped: a socket closed with unread bytes resets, and its last bytes could be lost). */
 /* The session ends LINGER_S from now (on_linger), unless this is asked again meanwhile. */
 static void end_in_linger(attach *a)
 {
@@ -225,6 +221,10 @@ static void end_in_linger(attach *a)
         end(a);
 }
 
+/* The shim's side is over and the client has what there was: no more from us (shutdown; over
+ * TLS the session's close_notify, the socket left open for libmicrohttpd to close), and the
+ * client, which closes on the exit frame, has LINGER_S to do so (what it sends meanwhile is read
+ * and dropped: a socket closed with unread bytes resets, and its last bytes could be lost). */
 static void linger(attach *a)
 {
     a->lingering = true;
@@ -562,7 +562,6 @@ static void put_hello(attach *a)
     a->up_len = TERMFRAME_HDR + 1 + n;
 }
 
-/* 0 when one more attach to j by who stays within the bounds, else -1 with e (429). */
 void attach_exec_held(const job *j, uid_t uid, unsigned *on_job, unsigned *of_user)
 {
     *on_job = *of_user = 0;
@@ -573,6 +572,7 @@ void attach_exec_held(const job *j, uid_t uid, unsigned *on_job, unsigned *of_us
         }
 }
 
+/* 0 when one more attach to j by who stays within the bounds, else -1 with e (429). */
 static int admit(const job *j, const caller *who, jerr *e)
 {
     size_t on_job = 0, of_user = 0;

@@ -148,7 +148,6 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *c, const char
     return reply_text(c, 200, PROM_CONTENT_TYPE, text);
 }
 
-/* "127.0.0.1:9464", "[::1]:9464", "0.0.0.0:9464" into a socket address. */
 /* Connections open by each peer, at most METRICS_PER_PEER each, so that no one of them holds
  * the listener's 64 and a scraper gets no answer: on loopback, where every local user comes from
  * 127.0.0.1, a peer is the uid that opened the connection (common/tcpowner.h); elsewhere its
@@ -217,6 +216,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     }
 }
 
+/* "127.0.0.1:9464", "[::1]:9464", "0.0.0.0:9464" into a socket address. */
 static int parse_hostport(const char *hp, struct sockaddr_storage *ss, socklen_t *len, jerr *e)
 {
     char host[64];
