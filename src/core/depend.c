@@ -94,8 +94,6 @@ static target dependency_of(const job_req *req, const uint64_t *after_seq, size_
 
 static job *dependency(const job *j, size_t k) { return dependency_of(&j->req, j->after_seq, k).j; }
 
-/* An array as a dependency: started once a task was launched, ended once every task ended, in the
- * state of its tasks together (arrays_state: COMPLETED only when every task completed). */
 /* While array_changed decides an array's dependents: its counts, counted once for them all (a
  * running array's are not kept: each of 1,000 dependents counted its 100,000 tasks again, at each
  * task's start and end). NULL when none. */
@@ -105,6 +103,8 @@ static struct {
     size_t n;           /* its dependents: what a check of each costs */
 } counted;
 
+/* An array as a dependency: started once a task was launched, ended once every task ended, in the
+ * state of its tasks together (arrays_state: COMPLETED only when every task completed). */
 static depend_seen seen_of(target t)
 {
     if (t.j)
