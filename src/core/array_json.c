@@ -65,8 +65,10 @@ json_t *array_json(const jarray *a)
     else if (a->waiting) {
         depend_describe_req(&a->req, a->after_seq, deps, sizeof deps);
         why = deps;
-    } else if (a->canceled_by == -2)
+    } else if (a->canceled_by == ARRAYS_CANCELED_DEPENDENCY)
         why = a->canceled_why ? a->canceled_why : "canceled: its dependencies could never hold";
+    else if (a->canceled_by == ARRAYS_CANCELED_UNMAKEABLE)
+        why = a->canceled_why ? a->canceled_why : "canceled: its tasks could not be made";
     json_t *args = json_array();
     for (size_t i = 0; i < a->req.nargs; i++)
         json_array_append_new(args, json_string(a->req.args[i]));

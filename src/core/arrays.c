@@ -1061,10 +1061,12 @@ void arrays_release_wait(jarray *a)
     state_want(WANT_SCHEDULE);
 }
 
-void arrays_cancel_dependency(jarray *a, const char *why)
+void arrays_cancel_dependency(jarray *a, const char *why) { arrays_cancel_by_joblet(a, ARRAYS_CANCELED_DEPENDENCY, why); }
+
+void arrays_cancel_by_joblet(jarray *a, int64_t how, const char *why)
 {
     a->waiting = false;
-    a->canceled_by = -2;
+    a->canceled_by = how;
     a->ev_dirty = true;
     free(a->canceled_why);
     a->canceled_why = xstrdup(why);
@@ -1161,6 +1163,7 @@ static void load_one(db_array *r, void *arg)
     a->created_ms = r->created_ms;
     a->made = r->made > a->spec.count ? a->spec.count : r->made;
     a->canceled_by = r->canceled_by;
+    a->canceled_why = r->canceled_by < -1 && r->canceled_why ? xstrdup(r->canceled_why) : NULL;
     a->held = r->held;
     a->held_by = r->held ? r->held_by : -1;
     for (int s = JS_STOPPED; s < JS_COUNT; s++)

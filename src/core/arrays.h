@@ -51,9 +51,10 @@ typedef struct jarray {
      * saved: depend_resume_all finds them again at start, from the other array's ended tasks. */
     uint32_t *ready, ready_at, nready, ready_cap;
     uint32_t *go, ngo, go_cap;
-    int64_t canceled_by;       /* uid: every task not made yet is canceled; -1 none; -2 by joblet:
-                                * its dependencies can never hold, or its tasks can never be made
-                                * (why: canceled_why) */
+    int64_t canceled_by;       /* uid: every task not made yet is canceled; -1 none; by joblet (why:
+                                * canceled_why, kept in its row): ARRAYS_CANCELED_DEPENDENCY, its
+                                * dependencies can never hold; ARRAYS_CANCELED_UNMAKEABLE, its tasks
+                                * can never be made (a start that failed, as a job's start_failed) */
     char *canceled_why;
     bool held;                 /* no task of it is made while held */
     int64_t held_by;           /* while held: the uid that held it (its owner's hold, or an admin's:
@@ -112,6 +113,8 @@ typedef struct jarray {
     arrays_counts counts;
 } jarray;
 
+#define ARRAYS_CANCELED_DEPENDENCY (-2)
+#define ARRAYS_CANCELED_UNMAKEABLE (-3)
 static inline bool arrays_canceled(const jarray *a) { return a->canceled_by != -1; }
 /* Whether a task of it was made (in the list's order or ahead of it). */
 static inline bool arrays_made_any(const jarray *a) { return a->made > 0 || a->ahead.n > 0; }
@@ -214,9 +217,11 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
 /* Its dependencies hold (depend.c, or a workflow's engine): its tasks are made from now on; its
  * row is saved (with after_met, which depend.c sets first) in the open transaction. */
 void arrays_release_wait(jarray *a);
-/* ... or they never can: every task is canceled (canceled_by -2, why). The same when its tasks can
- * never be made (queue.c: a task refused for good, its volume gone): why says so. */
+/* ... or they never can: every task is canceled (canceled_by ARRAYS_CANCELED_DEPENDENCY, why). */
 void arrays_cancel_dependency(jarray *a, const char *why);
+/* Every task not made yet canceled by joblet: how is ARRAYS_CANCELED_DEPENDENCY or
+ * ARRAYS_CANCELED_UNMAKEABLE (queue.c: a task refused for good, its volume gone), why says so. */
+void arrays_cancel_by_joblet(jarray *a, int64_t how, const char *why);
 /* No task of it is made while held (its tasks not made count HELD); released, they are again.
  * by: who holds it (held_by). */
 int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e);

@@ -80,7 +80,8 @@ const db_array *array_row(const jarray *a, array_row_buf *b)
     arrayspec_format(&a->ahead, false, b->ahead, sizeof b->ahead);
     b->row = (db_array){.seq = a->seq, .name = a->name, .owner_uid = a->owner_uid, .owner_gid = a->owner_gid,
                         .req = a->req, .spec = b->spec, .created_ms = a->created_ms, .made = a->made,
-                        .skip = a->skip.n ? b->skip : NULL, .ahead = a->ahead.n ? b->ahead : NULL, .canceled_by = a->canceled_by, .held = a->held,
+                        .skip = a->skip.n ? b->skip : NULL, .ahead = a->ahead.n ? b->ahead : NULL, .canceled_by = a->canceled_by,
+                        .canceled_why = a->canceled_by < -1 ? a->canceled_why : NULL, .held = a->held,
                         .held_by = a->held_by, .wf_index = a->wf_index, .after_met = a->after_met,
                         .gone_exit = a->gone_exit};
     for (int s = JS_STOPPED; s < JS_COUNT; s++)

@@ -182,7 +182,7 @@ static bool make_failed(jarray *a, uint32_t t, const jerr *e)
         snprintf(why, sizeof why, "canceled: its task %u could not be made: %s", t, e->msg);
         log_err("array %s: task %u could not be made, and none of its tasks can be: %s; its tasks left are canceled",
                 a->id, t, e->msg);
-        arrays_cancel_dependency(a, why);
+        arrays_cancel_by_joblet(a, ARRAYS_CANCELED_UNMAKEABLE, why);
         depend_array_changed(a); /* ended (unless tasks it made still run): who waits on it */
         workflow_array_changed(a); /* a workflow's array: the jobs requiring it, the workflow's state */
         return true;

@@ -470,7 +470,9 @@ static void refresh(workflow *wf)
             bool ended = arrays_ended(a);
             all_ended &= ended;
             started |= arrays_started(a);
-            if (failed == wf->n && ended && a->canceled_by != -2) {
+            /* (canceled for its dependencies: as a job canceled so, not the failure; canceled because
+             * its tasks could never be made: a failure, as a job's start_failed) */
+            if (failed == wf->n && ended && a->canceled_by != ARRAYS_CANCELED_DEPENDENCY) {
                 arrays_counts c;
                 arrays_count_cached(a, &c); /* ended: counted once, kept until it changes */
                 enum job_state st = arrays_state(a, &c);

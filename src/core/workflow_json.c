@@ -410,8 +410,10 @@ static void array_entry(json_t *jo, const jarray *a, json_t *counts)
     json_object_set_new(jo, "status", json_string(st));
     json_object_set_new(counts, st, json_integer(json_integer_value(json_object_get(counts, st)) + 1));
     json_object_set(jo, "exit_code", json_object_get(aj, "exit_code"));
-    json_object_set_new(jo, "end_reason", a->canceled_by == -2 ? json_string("dependency") : json_null());
-    jx_set_str_or_null(jo, "error", a->canceled_by == -2 ? a->canceled_why : NULL);
+    json_object_set_new(jo, "end_reason", a->canceled_by == ARRAYS_CANCELED_DEPENDENCY   ? json_string("dependency")
+                                          : a->canceled_by == ARRAYS_CANCELED_UNMAKEABLE ? json_string("start_failed")
+                                                                                         : json_null());
+    jx_set_str_or_null(jo, "error", a->canceled_by < -1 ? a->canceled_why : NULL);
     json_object_set(jo, "array", json_object_get(aj, "array"));
     json_object_set_new(jo, "gpus", json_array());
     /* its run as the array's own JSON has it: its first task's start, its last task's end */

@@ -129,6 +129,9 @@ static const char *const migrations[] = {
     "ALTER TABLE arrays ADD COLUMN gone_failed INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE arrays ADD COLUMN gone_canceled INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE arrays ADD COLUMN gone_exit INTEGER NOT NULL DEFAULT 0;",
+    /* 21: why joblet canceled an array's tasks left (its dependencies can never hold, or its tasks
+     * can never be made: core/arrays.h), kept over a restart. Rows from before: not known (NULL) */
+    "ALTER TABLE arrays ADD COLUMN canceled_why TEXT;",
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
@@ -1244,8 +1247,8 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     if (sqlite3_prepare_v3(d->h,
                            "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
                            " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index, ahead, after_met,"
-                           " held_by, gone_stopped, gone_completed, gone_failed, gone_canceled, gone_exit)"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " held_by, gone_stopped, gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why)"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, 0, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
@@ -1262,7 +1265,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     sqlite3_bind_int64(st, 8, a->created_ms);
     sqlite3_bind_int64(st, 9, (sqlite3_int64)a->made);
     bind_text(st, 10, a->skip);
-    bind_opt_i64(st, 11, a->canceled_by, a->canceled_by != -1); /* -2: by its dependencies */
+    bind_opt_i64(st, 11, a->canceled_by, a->canceled_by != -1); /* -2, -3: by joblet (core/arrays.h) */
     sqlite3_bind_int(st, 12, a->held);
     bind_text(st, 13, a->wf_id[0] ? a->wf_id : NULL);
     bind_opt_i64(st, 14, a->wf_index, a->wf_id[0] != 0);
@@ -1272,6 +1275,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     for (int k = 0; k < 4; k++)
         sqlite3_bind_int64(st, 18 + k, (sqlite3_int64)a->gone[k]);
     sqlite3_bind_int(st, 22, a->gone_exit);
+    bind_text(st, 23, a->canceled_why);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     free(req);
@@ -1302,7 +1306,8 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "SELECT id, seq, name, owner_uid, owner_gid, request, spec, created_ms, made, skip,"
                                   " canceled_by, held, workflow_id, workflow_index, ahead, after_met, held_by, gone_stopped,"
-                                  " gone_completed, gone_failed, gone_canceled, gone_exit FROM arrays ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
+                                  " gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why FROM arrays ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1335,6 +1340,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         for (int k = 0; k < 4; k++)
             a.gone[k] = (uint64_t)sqlite3_column_int64(st, 17 + k);
         a.gone_exit = sqlite3_column_int(st, 21);
+        a.canceled_why = (const char *)sqlite3_column_text(st, 22);
         fn(&a, arg);
         jobreq_free(&a.req);
     }

@@ -191,7 +191,8 @@ typedef struct db_array {
     uint64_t made;           /* tasks made so far, in the list's order */
     const char *skip;        /* tasks canceled before they were made ("3-5,9"); NULL none */
     const char *ahead;       /* tasks made ahead of `made`, out of the list's order (schema 17); NULL none */
-    int64_t canceled_by;     /* uid; -1 none: the whole array canceled */
+    int64_t canceled_by;     /* uid; -1 none: the whole array canceled; -2, -3 by joblet (core/arrays.h) */
+    const char *canceled_why; /* joblet's: why (schema 21); NULL none or not known */
     bool held;
     int64_t held_by;         /* while held: who held it; -1 none or not known (schema 20) */
     uint64_t gone[4];        /* tasks whose jobs were deleted, by the state they ended in: STOPPED,

@@ -92,3 +92,9 @@ def test_a_task_that_can_never_be_made_ends_the_array_saying_why(fresh_daemon):
     time.sleep(1)  # passes that would have tried it again
     assert d.log().count("volume 'm' is gone") <= 2, d.log()[-3000:]
 
+    # why is in its row: a restart (kill -9) still says it
+    d.kill9()
+    d.start()
+    a = d.job(aid)
+    assert a["status"] == "CANCELED" and "volume 'm' is gone" in (a["array"]["wait"] or ""), a
+
