@@ -207,6 +207,8 @@ static void say_end(attach *a, const char *why, int code)
 /* The session ends LINGER_S from now (on_linger), unless this is asked again meanwhile. */
 static void end_in_linger(attach *a)
 {
+    if (a->done)
+        return; /* (ended meanwhile: its timer would outlive it) */
     if (a->tfd < 0) {
         a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         a->wt.fd = a->tfd;
@@ -310,8 +312,11 @@ static void pump(attach *a)
                 memmove(a->down, a->down + n, a->down_len - (size_t)n);
                 a->down_len -= (size_t)n;
                 moved = true;
-                if (a->s_end && !a->lingering)
+                if (a->s_end && !a->lingering) {
                     end_in_linger(a); /* (the client takes what is left: it has LINGER_S more) */
+                    if (a->done)
+                        return;
+                }
             } else if (n < 0 && errno == EAGAIN) {
                 a->c_out = false;
             } else if (!(n < 0 && errno == EINTR)) {

@@ -150,21 +150,26 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *c, const char
 
 /* Connections open by each peer, at most METRICS_PER_PEER each, so that no one of them holds
  * the listener's 64 and a scraper gets no answer: on loopback, where every local user comes from
- * 127.0.0.1, a peer is the uid that opened the connection (common/tcpowner.h); elsewhere its
- * address. Used by the listener's thread alone (accept, then its connection's start and end). */
+ * 127.0.0.1, a peer is the uid that opened the connection (common/tcpowner.h: the kernel's exact
+ * look-up of the client's socket); elsewhere its address. One over its share is shut down unanswered
+ * as it starts. Used by the listener's thread alone (its connections' start and end). */
 #define METRICS_PER_PEER 8
 #define METRICS_CONNS 64
 static struct peer_count {
     uint64_t key;
     unsigned n;                /* 0: a free place */
 } peers[METRICS_CONNS];
-static uint64_t accepted_key;  /* on_accept's, for the connection on_connection starts next */
 
-static uint64_t peer_key(const struct sockaddr *a, socklen_t len)
+static uint64_t peer_key(int fd)
 {
+    struct sockaddr_storage peer, here;
+    socklen_t pl = sizeof peer, hl = sizeof here;
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || getsockname(fd, (struct sockaddr *)&here, &hl) < 0)
+        return 1ull << 61; /* (gone already: one key for all such) */
     uid_t uid;
-    if (tcpowner_loopback(a, len))
-        return tcpowner_of(a, len, &uid) == 0 ? 1ull << 62 | uid : 1ull << 61; /* (no owner found: one peer) */
+    const struct sockaddr *a = (const struct sockaddr *)&peer;
+    if (tcpowner_loopback(a))
+        return tcpowner_of(a, (const struct sockaddr *)&here, &uid) == 0 ? 1ull << 62 | uid : 1ull << 61;
     uint64_t k = 1ull << 60;
     const unsigned char *b = a->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)(const void *)a)->sin6_addr.s6_addr
                                                       : (const unsigned char *)&((const struct sockaddr_in *)(const void *)a)->sin_addr;
@@ -187,26 +192,20 @@ static struct peer_count *peer_of(uint64_t key, bool add)
     return add ? free_one : NULL;
 }
 
-static enum MHD_Result on_accept(void *cls, const struct sockaddr *a, socklen_t len)
-{
-    (void)cls;
-    uint64_t key = peer_key(a, len);
-    struct peer_count *p = peer_of(key, false);
-    if (p && p->n >= METRICS_PER_PEER)
-        return MHD_NO; /* closed at once: its peer holds its share */
-    accepted_key = key;
-    return MHD_YES;
-}
-
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
     (void)cls;
-    (void)c;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        struct peer_count *p = peer_of(accepted_key, true);
-        if (p)
-            p->n++;
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci)
+            return;
+        struct peer_count *p = peer_of(peer_key(ci->connect_fd), true);
+        if (!p || p->n >= METRICS_PER_PEER) {
+            shutdown(ci->connect_fd, SHUT_RDWR); /* closed unanswered: its peer holds its share */
+            return;
+        }
+        p->n++;
         *socket_context = p;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         struct peer_count *p = *socket_context;
@@ -320,10 +319,10 @@ int metrics_listen_start(const char *hostport, jerr *e)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     memset(peers, 0, sizeof peers);
-    listener.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, on_accept, NULL, on_scrape,
-                                    NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                                    (unsigned)METRICS_CONNS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_END);
+    listener.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_scrape, NULL,
+                                    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNS,
+                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_CONNECTION,
+                                    on_connection, NULL, MHD_OPTION_END);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!listener.mhd) {
         close(fd);

@@ -2,93 +2,88 @@
 #include "tcpowner.h"
 
 #include <arpa/inet.h>
-#include <inttypes.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "util.h"
-
-/* The peer as the table prints a local address: each 32-bit word of the address as the host
- * reads it from memory, in hex ("0100007F" for 127.0.0.1 here), then ':' and the port. */
-static int want_of(const struct sockaddr *peer, socklen_t len, uint32_t w[4], int *nw, unsigned *port)
+/* The addresses as inet_diag takes them: four 32-bit words in network order (IPv4: the first);
+ * an IPv4 one as IPv6's ::ffff:a.b.c.d when mapped. */
+static void diag_addr(const struct sockaddr *s, bool mapped, __be32 out[4], __be16 *port)
 {
-    if (peer->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
-        const struct sockaddr_in *s = (const struct sockaddr_in *)(const void *)peer;
-        memcpy(&w[0], &s->sin_addr, 4);
-        *nw = 1;
-        *port = ntohs(s->sin_port);
-        return 0;
+    memset(out, 0, 16);
+    if (s->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)s;
+        if (mapped) {
+            out[2] = htonl(0xffff);
+            out[3] = a->sin_addr.s_addr;
+        } else
+            out[0] = a->sin_addr.s_addr;
+        *port = a->sin_port;
+    } else {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)(const void *)s;
+        memcpy(out, &a->sin6_addr, 16);
+        *port = a->sin6_port;
     }
-    if (peer->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
-        const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)(const void *)peer;
-        memcpy(w, &s->sin6_addr, 16);
-        *nw = 4;
-        *port = ntohs(s->sin6_port);
-        return 0;
-    }
-    return -1;
 }
 
-int tcpowner_find(const char *table, const struct sockaddr *peer, socklen_t len, uid_t *uid)
+/* One exact look-up of the client's socket of family fam; 0 with *uid, or -1. */
+static int ask(int fd, int fam, const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid)
 {
-    uint32_t w[4];
-    int nw;
-    unsigned port;
-    if (want_of(peer, len, w, &nw, &port) < 0)
+    bool mapped = fam == AF_INET6 && peer->sa_family == AF_INET;
+    struct {
+        struct nlmsghdr nlh;
+        struct inet_diag_req_v2 r;
+    } req = {.nlh = {.nlmsg_len = sizeof req, .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST,
+                     .nlmsg_seq = 1},
+             .r = {.sdiag_family = (__u8)fam, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u}};
+    /* the client's socket: its source is the peer, its destination here */
+    diag_addr(peer, mapped, req.r.id.idiag_src, &req.r.id.idiag_sport);
+    diag_addr(here, mapped, req.r.id.idiag_dst, &req.r.id.idiag_dport);
+    req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    struct sockaddr_nl k = {.nl_family = AF_NETLINK};
+    if (sendto(fd, &req, sizeof req, 0, (struct sockaddr *)&k, sizeof k) < 0)
         return -1;
-    const char *line = strchr(table, '\n'); /* (the first line names the columns) */
-    while (line && *++line) {
-        /* "  12: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000 ..." */
-        const char *p = strchr(line, ':');
-        const char *next = strchr(line, '\n');
-        if (!p || (next && p > next))
-            break;
-        p++;
-        while (*p == ' ')
-            p++;
-        bool same = true;
-        for (int k = 0; k < nw; k++) {
-            char hex[9];
-            memcpy(hex, p + 8 * k, 8);
-            hex[8] = 0;
-            char *end;
-            unsigned long v = strtoul(hex, &end, 16);
-            if (*end || (uint32_t)v != w[k])
-                same = false;
-        }
-        const char *colon = p + 8 * nw;
-        unsigned lport, st;
-        unsigned long luid;
-        char rem[64];
-        if (same && *colon == ':' && sscanf(colon + 1, "%x %63s %x %*s %*s %*s %lu", &lport, rem, &st, &luid) == 4 &&
-            lport == port) {
-            *uid = (uid_t)luid;
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    char buf[8192] __attribute__((aligned(4)));
+    if (poll(&pf, 1, 1000) <= 0)
+        return -1;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    for (struct nlmsghdr *h = (struct nlmsghdr *)(void *)buf; n > 0 && NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+        if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
+            const struct inet_diag_msg *m = NLMSG_DATA(h);
+            *uid = (uid_t)m->idiag_uid;
             return 0;
         }
-        line = next;
+        if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_DONE)
+            break;
     }
     return -1;
 }
 
-int tcpowner_of(const struct sockaddr *peer, socklen_t len, uid_t *uid)
+int tcpowner_of(const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid)
 {
-    const char *path = peer->sa_family == AF_INET6 ? "/proc/net/tcp6" : "/proc/net/tcp";
-    size_t n;
-    char *text = read_file(path, &n);
-    if (!text)
+    if ((peer->sa_family != AF_INET && peer->sa_family != AF_INET6) || peer->sa_family != here->sa_family)
         return -1;
-    int rc = tcpowner_find(text, peer, len, uid);
-    free(text);
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0)
+        return -1;
+    int rc = ask(fd, peer->sa_family, peer, here, uid);
+    if (rc < 0 && peer->sa_family == AF_INET) /* (a client's IPv6 socket reaching an IPv4 address) */
+        rc = ask(fd, AF_INET6, peer, here, uid);
+    close(fd);
     return rc;
 }
 
-bool tcpowner_loopback(const struct sockaddr *peer, socklen_t len)
+bool tcpowner_loopback(const struct sockaddr *peer)
 {
-    if (peer->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in))
+    if (peer->sa_family == AF_INET)
         return (ntohl(((const struct sockaddr_in *)(const void *)peer)->sin_addr.s_addr) >> 24) == 127;
-    if (peer->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+    if (peer->sa_family == AF_INET6) {
         const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)peer)->sin6_addr;
         return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
     }

@@ -162,13 +162,16 @@ static void kill_run(unrecorded *u)
     if (poll(&pf, 1, 5000) <= 0)
         log_warn("job %s: the shim (pid %ld) of a start no row records did not end within 5 s of SIGKILL", u->j->id,
                  u->pid);
-    cg_host uh;
-    cg_job cg;
-    job_detail_cgroup(u->j, &uh, &cg);
-    cg_kill_all(&cg);
-    jerr e = {0};
-    if (cg_destroy(&cg, &e) < 0)
-        log_warn("job %s: the cgroup of a start no row records: %s", u->j->id, e.msg);
+    /* its cgroup is the job's: a run the row records (a later shim of it) may be in it now */
+    if (u->j->shim_pid <= 0) {
+        cg_host uh;
+        cg_job cg;
+        job_detail_cgroup(u->j, &uh, &cg);
+        cg_kill_all(&cg);
+        jerr e = {0};
+        if (cg_destroy(&cg, &e) < 0)
+            log_warn("job %s: the cgroup of a start no row records: %s", u->j->id, e.msg);
+    }
     job_event(u->j, JE_RESTARTED, -1, "joblet restarted; a start of it that was not recorded (shim pid %ld) was "
                                       "killed, and the job waits to start again", u->pid);
     log_warn("job %s: killed a run no row records (shim pid %ld, forked by a joblet killed before it committed "
@@ -209,7 +212,7 @@ static size_t sweep_unrecorded_runs(void)
         cg_host uh;
         cg_job cg;
         job_detail_cgroup(j, &uh, &cg);
-        v[n++] = (unrecorded){.pidfd = pidfd, .pid = pid, .j = j, .busy = cg_nprocs(&cg) > 0};
+        v[n++] = (unrecorded){.pidfd = pidfd, .pid = pid, .j = j, .busy = j->shim_pid <= 0 && cg_nprocs(&cg) > 0};
     }
     closedir(d);
     free(jobs_dir);

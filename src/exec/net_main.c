@@ -366,6 +366,10 @@ static int ensure_bridge(netlink *nl, const apply_net *an, const netlink_link *h
         if (addrs[i].addr.s_addr == an->gateway.addr.s_addr && addrs[i].prefix == an->gateway.prefix) {
             present = true;
         } else if (netlink_addr_del(nl, an->n.bridge, idx, addrs[i], e) < 0) {
+            if (e->code == EADDRNOTAVAIL) { /* (gone already: listed twice by a dump that never held still) */
+                *e = (jerr){0};
+                continue;
+            }
             free(addrs);
             return -1;
         }

@@ -1,5 +1,5 @@
-/* tcpowner_find: the uid of the socket whose local address is the peer's, in the kernel's
- * tables' form. */
+/* tcpowner_of against the real kernel: a loopback connection made here is found, its client
+ * socket's owner this process's uid; one that is not there is not. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -8,60 +8,55 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/tcpowner.h"
 
-static const char TCP[] =
-    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-    "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 100 1 0 100 0 0 10 0\n"
-    "   1: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  4701        0 101 1 0 20 4 30 10 -1\n"
-    "   2: 0100007F:1F90 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 102 1 0 20 4 30 10 -1\n";
-
-static const char TCP6[] =
-    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-    "   0: 00000000000000000000000001000000:C350 00000000000000000000000001000000:1F90 01 00000000:00000000 00:00000000 00000000  4702        0 200 1 0 20 4 30 10 -1\n";
-
-static struct sockaddr_in v4(const char *ip, unsigned port)
-{
-    struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, ip, &s.sin_addr);
-    return s;
-}
-
-static void test_v4(void **state)
+static void test_a_loopback_connection(void **state)
 {
     (void)state;
-    uid_t uid = 12345;
-    struct sockaddr_in p = v4("127.0.0.1", 0x9C40);
-    assert_int_equal(tcpowner_find(TCP, (struct sockaddr *)&p, sizeof p, &uid), 0);
-    assert_int_equal(uid, 4701); /* the client's socket, not joblet's end of it (local 1F90) */
-    p = v4("127.0.0.1", 0x9C41);
-    assert_int_equal(tcpowner_find(TCP, (struct sockaddr *)&p, sizeof p, &uid), -1);
-    p = v4("127.0.0.2", 0x9C40);
-    assert_int_equal(tcpowner_find(TCP, (struct sockaddr *)&p, sizeof p, &uid), -1);
-    assert_int_equal(tcpowner_find("header only\n", (struct sockaddr *)&p, sizeof p, &uid), -1);
-    assert_int_equal(tcpowner_find("", (struct sockaddr *)&p, sizeof p, &uid), -1);
+    int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(l, 4), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+    assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof a), 0);
+    struct sockaddr_in peer, here;
+    len = sizeof peer;
+    int s = accept(l, (struct sockaddr *)&peer, &len);
+    assert_true(s >= 0);
+    len = sizeof here;
+    assert_int_equal(getsockname(s, (struct sockaddr *)&here, &len), 0);
+    uid_t uid = (uid_t)-1;
+    assert_true(tcpowner_loopback((struct sockaddr *)&peer));
+    assert_int_equal(tcpowner_of((struct sockaddr *)&peer, (struct sockaddr *)&here, &uid), 0);
+    assert_int_equal(uid, geteuid());
+    /* the same addresses, another port: no such connection */
+    peer.sin_port = htons((uint16_t)(ntohs(peer.sin_port) ^ 1));
+    assert_int_equal(tcpowner_of((struct sockaddr *)&peer, (struct sockaddr *)&here, &uid), -1);
+    close(s);
+    close(c);
+    close(l);
 }
 
-static void test_v6(void **state)
+static void test_loopback(void **state)
 {
     (void)state;
-    uid_t uid = 0;
-    struct sockaddr_in6 p = {.sin6_family = AF_INET6, .sin6_port = htons(0xC350), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
-    assert_int_equal(tcpowner_find(TCP6, (struct sockaddr *)&p, sizeof p, &uid), 0);
-    assert_int_equal(uid, 4702);
-    assert_true(tcpowner_loopback((struct sockaddr *)&p, sizeof p));
-    struct sockaddr_in a = v4("10.0.0.1", 1);
-    assert_false(tcpowner_loopback((struct sockaddr *)&a, sizeof a));
-    a = v4("127.3.2.1", 1);
-    assert_true(tcpowner_loopback((struct sockaddr *)&a, sizeof a));
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "10.0.0.1", &a.sin_addr);
+    assert_false(tcpowner_loopback((struct sockaddr *)&a));
+    inet_pton(AF_INET, "127.3.2.1", &a.sin_addr);
+    assert_true(tcpowner_loopback((struct sockaddr *)&a));
+    struct sockaddr_in6 b = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    assert_true(tcpowner_loopback((struct sockaddr *)&b));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_v4),
-        cmocka_unit_test(test_v6),
+        cmocka_unit_test(test_a_loopback_connection),
+        cmocka_unit_test(test_loopback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
