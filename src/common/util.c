@@ -313,28 +313,34 @@ int set_cloexec_nonblock(int fd)
     return fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
-uint64_t proc_start_time(pid_t pid)
+int64_t proc_stat_field(pid_t pid, int n)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     char *s = read_file(path, NULL);
     if (!s)
-        return 0;
+        return -1;
     /* comm may hold spaces and ')' : parse after the last ')' */
     char *p = strrchr(s, ')');
-    uint64_t start = 0;
+    int64_t v = -1;
     if (p) {
         p += 2;
         int field = 3;
         char *save = NULL;
         for (char *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++)
-            if (field == 22) {
-                start = strtoull(tok, NULL, 10);
+            if (field == n) {
+                v = (int64_t)strtoull(tok, NULL, 10);
                 break;
             }
     }
     free(s);
-    return start;
+    return v;
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+    int64_t v = proc_stat_field(pid, 22);
+    return v < 0 ? 0 : (uint64_t)v;
 }
 
 size_t write_all(int fd, const void *p, size_t n)

@@ -67,6 +67,9 @@ char *xstrdup(const char *s);
 /* A new string printed as printf prints (abort when out of memory, as the others). */
 char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int set_cloexec_nonblock(int fd);
+/* Field n of /proc/PID/stat as proc(5) numbers them (4: the parent's pid; 22: the start time), a
+ * number; -1 when it cannot be read. */
+int64_t proc_stat_field(pid_t pid, int n);
 /* Start time of a process (field 22 of /proc/PID/stat), 0 when it is gone. Guards pid reuse. */
 uint64_t proc_start_time(pid_t pid);
 

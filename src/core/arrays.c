@@ -34,6 +34,15 @@ static int save(const jarray *a, jerr *e)
     return db_array_save(core.db, array_row(a, &b), e);
 }
 
+/* save() where nothing waits for the answer: a failure is in the log (the row is written again
+ * with the turn's others by a later commit: core/state.c). */
+static void save_logged(const jarray *a)
+{
+    jerr e = {0};
+    if (save(a, &e) < 0)
+        log_err("array %s: %s", a->id, e.msg);
+}
+
 /* ---- the counts per owner (arrays_unmade, arrays_jobless) ---- */
 
 static struct aowner {
@@ -418,9 +427,7 @@ void arrays_set_workflow(jarray *a, struct workflow *wf, const char *wf_id, int 
     a->wf = wf;
     a->waiting = waiting;
     changed(a);
-    jerr e = {0};
-    if (save(a, &e) < 0)
-        log_err("array %s: %s", a->id, e.msg);
+    save_logged(a);
 }
 
 void arrays_undo(jarray *a)
@@ -675,9 +682,7 @@ void arrays_made(jarray *a, job *j)
         log_err("array %s: task %u was made ahead of its list's order but cannot be kept so", a->id, t);
     a->ev_dirty = true;
     changed(a);
-    jerr e = {0};
-    if (save(a, &e) < 0)
-        log_err("array %s: %s", a->id, e.msg);
+    save_logged(a);
 }
 
 void arrays_task_changed(job *j)
@@ -707,9 +712,7 @@ void arrays_task_deleting(job *j)
     if (j->has_exit && j->exit_code > a->gone_exit)
         a->gone_exit = j->exit_code; /* (left as is if the delete is undone: the job still has it) */
     changed(a);
-    jerr e = {0};
-    if (save(a, &e) < 0)
-        log_err("array %s: %s", a->id, e.msg);
+    save_logged(a);
 }
 
 void arrays_task_kept(job *j)
@@ -1055,9 +1058,7 @@ void arrays_release_wait(jarray *a)
     changed(a);
     /* its row (after_met, depend.c) in the transaction of what let it go: a restart does not
      * decide it again */
-    jerr e = {0};
-    if (save(a, &e) < 0)
-        log_err("array %s: %s", a->id, e.msg);
+    save_logged(a);
     state_want(WANT_SCHEDULE);
 }
 
@@ -1071,9 +1072,7 @@ void arrays_cancel_by_joblet(jarray *a, int64_t how, const char *why)
     free(a->canceled_why);
     a->canceled_why = xstrdup(why);
     changed(a);
-    jerr e = {0};
-    if (save(a, &e) < 0)
-        log_err("array %s: %s", a->id, e.msg);
+    save_logged(a);
 }
 
 int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e)

@@ -119,25 +119,6 @@ static job *shim_of(pid_t pid, const char *jobs_dir)
     return j;
 }
 
-/* Its parent's pid from /proc/PID/stat (after the command's name, which may hold anything), or -1. */
-static pid_t proc_parent(pid_t pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
-    char state;
-    int ppid;
-    return p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
-}
-
 /* A run that no row records: the shim of a job that has not ended, which its row does not name.
  * joblet forked it and was killed before the turn's commit that records it (a launch and its
  * row's shim pid are committed together, after the fork). The row says the job still waits, so
@@ -202,7 +183,7 @@ static size_t sweep_unrecorded_runs(void)
         job *j = shim_of((pid_t)pid, jobs_dir);
         /* a shim's own clones (the job's init, before and after it names itself) have its
          * command line too: only the one whose parent is not of that job is its shim */
-        pid_t parent = j ? proc_parent((pid_t)pid) : 0;
+        pid_t parent = j ? (pid_t)proc_stat_field((pid_t)pid, 4) : 0;
         if (!j || job_state_terminal(j->state) || j->shim_pid == (pid_t)pid || parent <= 0 || shim_of(parent, jobs_dir) == j) {
             close(pidfd); /* (an ended job's shim may still be tidying: it is its own) */
             continue;
