@@ -1,6 +1,8 @@
 /* Bounds on a JSON text checked before it is parsed (jsonscan.h). */
 #include "jsonscan.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,31 @@ static void passed(scan *s, jsonscan_over what, size_t amount, unsigned upto, si
     r->amount = amount;
     r->at = at;
     where(s, upto, r->where, sizeof r->where);
+}
+
+/* Whether the number text[0, n), as jansson reads one (an integer when it has no '.', 'e' or 'E';
+ * strtoll, else strtod), is one jansson cannot hold: an integer outside 64 bits, a real whose
+ * magnitude is past a double's. What is not a number at all is left to jansson. */
+static bool number_too_big(const char *text, size_t n)
+{
+    char buf[64];
+    bool real = memchr(text, '.', n) || memchr(text, 'e', n) || memchr(text, 'E', n);
+    size_t digits = 0;
+    for (size_t k = 0; k < n; k++)
+        digits += is_digit(text[k]);
+    if (!real && digits > 19) /* past 19 digits it cannot fit; within, strtoll says */
+        return true;
+    if (n >= sizeof buf) /* a real that long: jansson reads it (or refuses it) itself */
+        return false;
+    memcpy(buf, text, n);
+    buf[n] = 0;
+    errno = 0;
+    if (!real) {
+        (void)strtoll(buf, NULL, 10);
+        return errno == ERANGE;
+    }
+    double v = strtod(buf, NULL);
+    return errno == ERANGE && isinf(v);
 }
 
 /* A value begins at offset at: counted in the text and in its container. */
@@ -311,8 +338,14 @@ jsonscan_over jsonscan(const char *text, size_t len, const jsonscan_limits *lim,
         if (c == '-' || is_digit(c) || is_alpha(c)) {
             count_value(&s, false, i);
             bool num = !is_alpha(c);
+            size_t start = i;
             while (i < len && (num ? is_numchar(text[i]) : is_alpha(text[i])))
                 i++;
+            if (num && !res->number_len && number_too_big(text + start, i - start)) {
+                res->number_at = start;
+                res->number_len = i - start;
+                where(&s, s.n, res->number_where, sizeof res->number_where);
+            }
             if (i < len && !text[i])
                 i++; /* as jansson: the byte after a number or literal is read, then put back, and a
                       * NUL put back is lost ("[1\0]" is [1]) */
@@ -401,7 +434,16 @@ json_t *jsonscan_load(const char *text, size_t len, const jsonscan_limits *lim, 
         j = NULL;
         snprintf(je.text, sizeof je.text, "unexpected text at byte %zu", r.at);
     }
-    if (!j)
+    if (!j && r.number_len && (!je.position || (size_t)je.position >= r.number_at)) {
+        /* jansson stops at the first number it cannot hold, before anything after it; the
+         * number is named by its place, as a limit passed is */
+        int shown = r.number_len > 40 ? 40 : (int)r.number_len;
+        jerr_field(e, r.number_where, "%s: the number %.*s%s is too large; joblet takes whole numbers from "
+                                      "-9223372036854775808 to 9223372036854775807 (and reals within a double's range)",
+                   r.number_where[0] ? r.number_where : "the request body", shown, text + r.number_at,
+                   r.number_len > 40 ? "\xe2\x80\xa6" : "");
+    } else if (!j) {
         jerr_field(e, NULL, "the request body is not valid JSON: %s", je.text);
+    }
     return j;
 }

@@ -53,6 +53,11 @@ typedef struct jsonscan_result {
     bool at_least;            /* the scan stopped (a structural error) before amount was final */
     char where[192];          /* the place: "jobs[0].request.args[3]"; "" for the whole text */
     size_t at;                /* the byte offset of the structural error (or of the place) */
+    /* the first number jansson cannot hold (an integer outside 64 bits, a real past a double's
+     * range), limits or not: its place and text, so that its refusal names its field; nlen 0:
+     * none */
+    char number_where[192];
+    size_t number_at, number_len;
     /* what the scan saw, limits or not (tests, the fuzz harness) */
     unsigned depth;
     size_t values, containers, max_members, max_elements, max_string, max_key;
@@ -64,7 +69,8 @@ jsonscan_over jsonscan(const char *text, size_t len, const jsonscan_limits *lim,
 /* The one way a request body becomes JSON: scanned within lim, then parsed with
  * JSON_REJECT_DUPLICATES. NULL with e set: past a limit (413, or 400 for the depth; the message
  * names the limit, how much the text has and where, and what is taken) or not JSON (400,
- * jansson's words, after "the request body is not valid JSON: "). */
+ * jansson's words, after "the request body is not valid JSON: "; a number jansson cannot hold is
+ * named by its place and what would be accepted). */
 json_t *jsonscan_load(const char *text, size_t len, const jsonscan_limits *lim, jerr *e);
 
 #endif

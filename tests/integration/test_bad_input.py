@@ -184,6 +184,22 @@ def test_api_refuses_malformed_json(daemon, body):
     assert snapshot(daemon) == before
 
 
+@pytest.mark.parametrize("body,field", [(b'{"command": "true", "priority": 99999999999999999999}', "priority"),
+                                        (b'{"command": "true", "timeout_s": -1e999}', "timeout_s"),
+                                        (b'{"command": "true", "args": ["x", 18446744073709551616]}', "args[1]")],
+                         ids=["integer", "real", "in-an-array"])
+def test_api_names_the_field_of_a_number_too_large(daemon, body, field):
+    """A number JSON allows but 64 bits cannot hold is refused naming its field and the range
+    taken (jansson's own words named no field); nothing is created."""
+    before = snapshot(daemon)
+    status, answer = raw_post(daemon, body)
+    assert status == 400, answer
+    assert answer["error"]["field"] == field, answer
+    assert answer["error"]["message"].startswith(f"{field}: the number "), answer
+    assert "-9223372036854775808 to 9223372036854775807" in answer["error"]["message"], answer
+    assert snapshot(daemon) == before
+
+
 def test_api_refuses_unknown_field(daemon):
     """An unknown field in a job request answers 400 naming the field; nothing is created."""
     before = snapshot(daemon)

@@ -274,6 +274,52 @@ static void test_syntax(void **state)
     json_decref(j);
 }
 
+/* A number jansson cannot hold is refused by its place, with what would be accepted; the largest
+ * it holds, and a tiny real, pass. */
+static void test_numbers_too_large(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *field, *shown;
+    } big[] = {
+        {"{\"priority\":99999999999999999999}", "priority", "99999999999999999999"},
+        {"{\"a\":[1,{\"b\":9223372036854775808}]}", "a[1].b", "9223372036854775808"},
+        {"{\"n\":-9223372036854775809}", "n", "-9223372036854775809"},
+        {"[1e400]", "[0]", "1e400"},
+        {"{\"x\":-2.5E+999}", "x", "-2.5E+999"},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
+        jerr e = {0};
+        assert_null(jsonscan_load(big[i].text, strlen(big[i].text), &wide, &e));
+        assert_int_equal(e.http, 400);
+        assert_string_equal(e.field, big[i].field);
+        assert_non_null(strstr(e.msg, big[i].shown));
+        assert_non_null(strstr(e.msg, "is too large; joblet takes whole numbers from -9223372036854775808 to "
+                                      "9223372036854775807"));
+    }
+    static const char *fine[] = {"[9223372036854775807,-9223372036854775808]", "[1e-400,1.5e308,0.0000001]",
+                                 "{\"a\":00012}"};
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; i++) {
+        jerr e = {0};
+        jsonscan_result r;
+        scan_str(fine[i], &wide, &r);
+        assert_int_equal(r.number_len, 0);
+        json_t *j = jsonscan_load(fine[i], strlen(fine[i]), &wide, &e);
+        if (i < 2) {
+            assert_non_null(j);
+            json_decref(j);
+        } else { /* not JSON (a leading zero): jansson's word, not the number's */
+            assert_null(j);
+            assert_non_null(strstr(e.msg, "the request body is not valid JSON: "));
+        }
+    }
+    /* an error before the number is jansson's */
+    jerr e = {0};
+    const char *t = "{\"a\":\"\\q\",\"b\":99999999999999999999}";
+    assert_null(jsonscan_load(t, strlen(t), &wide, &e));
+    assert_non_null(strstr(e.msg, "the request body is not valid JSON: "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_strings),
         cmocka_unit_test(test_totals),
         cmocka_unit_test(test_syntax),
+        cmocka_unit_test(test_numbers_too_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
