@@ -342,9 +342,6 @@ static const netlink_link *find_link(const netlink_link *v, size_t n, const char
 /* One bridge as its network says: made when missing, gateway/prefix its only IPv4 address, up. */
 static int ensure_bridge(netlink *nl, const apply_net *an, const netlink_link *have, json_t *created, jerr *e)
 {
-    if (have && strcmp(have->kind, "bridge") != 0)
-        return jerr_set(e, EEXIST, "apply: network %s: the link %s exists and is a %s, not a bridge", an->name,
-                        an->n.bridge, have->kind[0] ? have->kind : "device of no kind");
     if (!have) {
         jerr ce = {0};
         if (netlink_bridge_create(nl, an->n.bridge, &ce) == 0)
@@ -354,9 +351,13 @@ static int ensure_bridge(netlink *nl, const apply_net *an, const netlink_link *h
             return -1;
         }
     }
-    int idx = netlink_link_index(nl, an->n.bridge, e);
+    netlink_link now;
+    int idx = netlink_link_get(nl, an->n.bridge, &now, e);
     if (idx < 0)
         return -1;
+    if (strcmp(now.kind, "bridge") != 0) /* (the dump's, or one made since it or missed by it) */
+        return jerr_set(e, EEXIST, "apply: network %s: the link %s exists and is a %s, not a bridge", an->name,
+                        an->n.bridge, now.kind[0] ? now.kind : "device of no kind");
     netlink_addr *addrs = NULL;
     size_t na = 0;
     if (netlink_addr_list(nl, an->n.bridge, idx, &addrs, &na, e) < 0)

@@ -305,6 +305,12 @@ static int link_one_cb(const struct nlmsghdr *nlh, void *data)
 
 int netlink_link_index(netlink *nl, const char *name, jerr *e)
 {
+    netlink_link l;
+    return netlink_link_get(nl, name, &l, e);
+}
+
+int netlink_link_get(netlink *nl, const char *name, netlink_link *out, jerr *e)
+{
     if (check_name(name, "looking up a link", e) < 0)
         return -1;
     struct nlmsghdr *nlh = msg_start(nl, RTM_GETLINK, NLM_F_ACK);
@@ -318,6 +324,7 @@ int netlink_link_index(netlink *nl, const char *name, jerr *e)
         return jerr_sys(e, "netlink: looking up the link %s", name);
     if (l.ifindex <= 0)
         return jerr_set(e, ENODEV, "netlink: looking up the link %s: no answer", name);
+    *out = l;
     return l.ifindex;
 }
 

@@ -41,6 +41,8 @@ int netlink_veth_create(netlink *nl, const char *host_name, const char *peer_nam
 int netlink_bridge_create(netlink *nl, const char *name, jerr *e);
 /* The index of the link called name; -1 with e->code ENODEV when there is none. */
 int netlink_link_index(netlink *nl, const char *name, jerr *e);
+/* The same, and the link as a dump shows it (its kind) in *out. */
+int netlink_link_get(netlink *nl, const char *name, netlink_link *out, jerr *e);
 int netlink_link_set_master(netlink *nl, const char *name, int ifindex, int master_ifindex, jerr *e);
 int netlink_link_set_up(netlink *nl, const char *name, int ifindex, jerr *e);
 /* Deletes the link called name (a veth's peer goes with it); -1 with e->code ENODEV when there

@@ -314,6 +314,19 @@ def test_apply_while_links_churn(lab):
     assert "jb-ita" in links and "itd299" in links
 
 
+def test_a_bridge_name_taken_by_another_kind_of_link_is_refused(lab):
+    """A link of the bridge's name that is not a bridge (a veth here) is refused, named with its
+    kind, and left as it was: no address of the network's is put on it, nothing is made."""
+    lab.host_run("ip", "link", "add", "jb-ita", "type", "veth", "peer", "name", "itvethp")
+    r = lab.apply(TWO_NETS, check=False)
+    assert r.returncode != 0
+    assert "the link jb-ita exists and is a veth, not a bridge" in r.stderr, r.stderr
+    links = lab.links()
+    assert links["jb-ita"]["linkinfo"]["info_kind"] == "veth"
+    addrs = json.loads(lab.host_run("ip", "-j", "addr", "show", "jb-ita").stdout)[0]["addr_info"]
+    assert [a for a in addrs if a["family"] == "inet"] == []
+
+
 def test_prune(lab):
     lab.apply(TWO_NETS)
     live = lab.job_ns("live")
