@@ -23,6 +23,7 @@
 #include "../common/log.h"
 #include "../common/termframe.h"
 #include "../common/util.h"
+#include "../core/job_exec.h"
 #include "../core/job_term.h"
 #include "../core/jobs.h"
 #include "../core/loop.h"
@@ -54,6 +55,7 @@ typedef struct attach {
     bool s_shut;              /* the shim's side takes nothing more (its reading end closed) */
     bool exec;                /* an exec's stream (its helper's socket): not an attacher, and
                                  recorded as an exec (core/job_exec.c), not as an attach */
+    uint64_t exec_serial;     /* the exec's number (job_exec_running) */
     bool websocket, ws_closing, ws_bye; /* a WebSocket (the console's terminal, GET with Upgrade:
                               * websocket); the browser closed or broke it (our close queued,
                               * the end once it is out); the job's end said with a close */
@@ -571,7 +573,7 @@ void attach_exec_held(const job *j, uid_t uid, unsigned *on_job, unsigned *of_us
 {
     *on_job = *of_user = 0;
     for (const attach *s = sessions; s; s = s->next)
-        if (s->exec && !s->done) {
+        if (s->exec && !s->done && !job_exec_running(s->exec_serial)) {
             *on_job += !strcmp(s->id, j->id);
             *of_user += s->who.uid == uid;
         }
@@ -600,7 +602,7 @@ static bool asks_upgrade(struct MHD_Connection *c, const char *proto)
 
 bool attach_asks_upgrade(struct MHD_Connection *c) { return asks_upgrade(c, "tcp"); }
 
-static enum MHD_Result upgrade(request *r, job *j, int sfd, const char *ws_accept);
+static enum MHD_Result upgrade(request *r, job *j, int sfd, uint64_t serial, const char *ws_accept);
 
 enum MHD_Result attach_route(request *r, job *j)
 {
@@ -633,13 +635,17 @@ enum MHD_Result attach_route(request *r, job *j)
                            "Upgrade: tcp (docs/api.md, \"Interactive streams\")");
         return http_reply_error(r->conn, &e);
     }
-    return upgrade(r, j, -1, ws ? accept : NULL);
+    return upgrade(r, j, -1, 0, ws ? accept : NULL);
 }
 
-enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd) { return upgrade(r, j, sfd, NULL); }
+enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd, uint64_t serial)
+{
+    return upgrade(r, j, sfd, serial, NULL);
+}
 
-/* The 101 and the session; ws_accept: a WebSocket's Sec-WebSocket-Accept (NULL: Upgrade: tcp). */
-static enum MHD_Result upgrade(request *r, job *j, int sfd, const char *ws_accept)
+/* The 101 and the session; sfd, serial: an exec's socket and number (-1, 0: an attach);
+ * ws_accept: a WebSocket's Sec-WebSocket-Accept (NULL: Upgrade: tcp). */
+static enum MHD_Result upgrade(request *r, job *j, int sfd, uint64_t serial, const char *ws_accept)
 {
     jerr e = {0};
     bool ws = ws_accept != NULL;
@@ -649,6 +655,7 @@ static enum MHD_Result upgrade(request *r, job *j, int sfd, const char *ws_accep
     a->cfd = a->tfd = a->ifd = -1;
     a->sfd = sfd;
     a->exec = sfd >= 0;
+    a->exec_serial = serial;
     a->wc.fd = a->ws.fd = a->wt.fd = a->wi.fd = -1;
     a->wt = (watch){-1, on_linger, a};
     const char *in = query_get(r, "stdin");

@@ -17,12 +17,12 @@
 enum MHD_Result attach_route(request *r, job *j);
 /* Whether the request asks to switch protocols: "Upgrade: tcp" and "Connection: ... upgrade". */
 bool attach_asks_upgrade(struct MHD_Connection *c);
-/* The exec streams open now (their helper running or not: a client may not have read what an
- * ended one wrote yet): in job j, and of uid's, for job_exec_start's bounds. */
+/* The exec streams open now whose helper has ended (a client that has not read what it wrote
+ * yet): in job j, and of uid's, for job_exec_start's bounds (which count running helpers). */
 void attach_exec_held(const job *j, uid_t uid, unsigned *on_job, unsigned *of_user);
-/* Answers 101 and relays the connection to sfd, a socket that speaks the framing already (an
- * exec's helper: jobs_exec.c), which it takes; sfd -1: to j's shim once it takes clients. */
-enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd);
+/* Answers 101 and relays the connection to sfd, a socket that speaks the framing already (the
+ * helper of the exec numbered serial: jobs_exec.c), which it takes. */
+enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd, uint64_t serial);
 /* The server stops: every attached connection is closed (libmicrohttpd stops only without
  * upgraded connections left open). */
 void attach_stop_all(void);

@@ -60,10 +60,11 @@ enum MHD_Result jobs_exec_route(request *r, job *j)
         return http_reply_error(r->conn, &e);
     int fd;
     unsigned on_job, of_user;
+    uint64_t serial;
     attach_exec_held(j, r->who.uid, &on_job, &of_user);
-    int rc = job_exec_start(j, &req, &r->who, on_job, of_user, &fd, &e);
+    int rc = job_exec_start(j, &req, &r->who, on_job, of_user, &fd, &serial, &e);
     jobreq_free(&req);
     if (rc < 0)
         return http_reply_error(r->conn, &e);
-    return attach_upgrade_fd(r, j, fd);
+    return attach_upgrade_fd(r, j, fd, serial);
 }

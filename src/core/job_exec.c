@@ -29,11 +29,21 @@ typedef struct exec_run {
     char job_id[37];
     uid_t uid;                /* who asked (limits.exec_sessions_per_user counts by it) */
     pid_t pid;
+    uint64_t serial;          /* its number, never given twice (job_exec_running) */
     watch w;                  /* the helper's pidfd: readable when it ends */
     struct exec_run *next;
 } exec_run;
 
 static exec_run *runs;
+static uint64_t last_serial;
+
+bool job_exec_running(uint64_t serial)
+{
+    for (exec_run *x = runs; x; x = x->next)
+        if (x->serial == serial)
+            return true;
+    return false;
+}
 
 unsigned job_exec_count(const job *j)
 {
@@ -125,9 +135,10 @@ static int request_fd(const job_req *r, jerr *e)
 }
 
 int job_exec_start(job *j, const job_req *r, const caller *who, unsigned held_on_job, unsigned held_of_user, int *fd,
-                   jerr *e)
+                   uint64_t *serial, jerr *e)
 {
     *fd = -1;
+    *serial = 0;
     char what[96];
     snprintf(what, sizeof what, "running a process in another user's job (%.8s)", j->id);
     if (!authz_may_on(who, AUTHZ_OTHERS_EXEC, j->owner_uid))
@@ -138,14 +149,12 @@ int job_exec_start(job *j, const job_req *r, const caller *who, unsigned held_on
     if (j->state != JS_RUNNING || j->init_pid <= 0 || j->shim_pid <= 0)
         return jerr_http(e, 409, "job %.8s is %s: exec enters a running job; wait until it runs", j->id,
                          job_state_name(j->state));
-    unsigned here = job_exec_count(j);
-    if ((here > held_on_job ? here : held_on_job) >= JOB_EXEC_MAX)
+    /* (the helpers running, and the streams still open of those that ended: each exec once) */
+    if (job_exec_count(j) + held_on_job >= JOB_EXEC_MAX)
         return jerr_http(e, 429, "job %.8s has %d execs running already (the bound of execs per job): wait for "
                                  "one to end", j->id, JOB_EXEC_MAX);
     uint32_t cap = core.cfg.limits.exec_per_user;
-    unsigned mine = count_of_user(who->uid);
-    if (held_of_user > mine)
-        mine = held_of_user;
+    unsigned mine = count_of_user(who->uid) + held_of_user;
     if (cap && mine >= cap && !authz_may(who, AUTHZ_UNLIMITED))
         return jerr_http(e, 429, "uid %u has %u execs running; limits.exec_sessions_per_user is %u: wait for one "
                                  "to end", (unsigned)who->uid, mine, (unsigned)cap);
@@ -198,6 +207,7 @@ int job_exec_start(job *j, const job_req *r, const caller *who, unsigned held_on
     }
     snprintf(x->job_id, sizeof x->job_id, "%s", j->id);
     x->uid = who->uid;
+    x->serial = *serial = ++last_serial;
     x->next = runs;
     runs = x;
     close(sp[1]);

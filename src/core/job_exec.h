@@ -12,6 +12,9 @@
 #ifndef JOBLET_JOB_EXEC_H
 #define JOBLET_JOB_EXEC_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "../common/err.h"
 #include "../common/jobreq.h"
 #include "authz.h"
@@ -21,13 +24,17 @@
 
 /* Starts r's command (command, args, env on top of the job's, workdir, tty, stdin_open; the
  * rest of r is not looked at) in job j for who. 0 with *fd, the daemon's end of the helper's
- * socket (non-blocking, close-on-exec: closing it ends the exec), or -1 with e: 403 not who's
- * job, 409 the job is not running, 429 JOB_EXEC_MAX execs run in it or who's
- * limits.exec_sessions_per_user execs run, 500 the helper could not start. An exec counts until
- * its helper ends or, later, its stream does (held_on_job, held_of_user: the streams of execs
- * still open in j and of who's, a client that has not read what an ended helper wrote). */
+ * socket (non-blocking, close-on-exec: closing it ends the exec), and *serial, the exec's number
+ * (job_exec_running), or -1 with e: 403 not who's job, 409 the job is not running, 429
+ * JOB_EXEC_MAX execs run in it or who's limits.exec_sessions_per_user execs run, 500 the helper
+ * could not start. An exec counts until both its helper and its stream have ended:
+ * held_on_job, held_of_user are the streams still open, in j and of who's, of execs whose helper
+ * ended (a client that has not read what an ended helper wrote); a helper still running is
+ * counted here, its stream open or not. */
 int job_exec_start(job *j, const job_req *r, const caller *who, unsigned held_on_job, unsigned held_of_user, int *fd,
-                   jerr *e);
+                   uint64_t *serial, jerr *e);
+/* Whether the helper of the exec numbered serial still runs. */
+bool job_exec_running(uint64_t serial);
 /* How many execs run in job j now. */
 unsigned job_exec_count(const job *j);
 /* The daemon stops: every helper is killed (each kills its process). */
