@@ -515,7 +515,12 @@ static void refresh(workflow *wf)
             snprintf(detail, sizeof detail, "%s, exit code %d", j->end_reason ? j->end_reason : "?", j->exit_code);
         else
             snprintf(detail, sizeof detail, "%s", j->end_reason ? j->end_reason : "?");
-        snprintf(why, sizeof why, "job '%s' ended %s (%s)", wf->jobs[failed].name, job_state_name(failed_state), detail);
+        if (a && a->canceled_by == ARRAYS_CANCELED_UNMAKEABLE) /* (its canceled_why: "canceled: its task 3 ...") */
+            snprintf(why, sizeof why, "job '%s' could not start: its tasks can never be made (%s; %s)",
+                     wf->jobs[failed].name, a->canceled_why ? a->canceled_why : "canceled", detail);
+        else
+            snprintf(why, sizeof why, "job '%s' ended %s (%s)", wf->jobs[failed].name, job_state_name(failed_state),
+                     detail);
         if (!wf->reason || strcmp(wf->reason, why)) {
             free(wf->reason);
             wf->reason = xstrdup(why);
