@@ -617,6 +617,13 @@ enum MHD_Result attach_route(request *r, job *j)
     }
     if (job_term_check(j, &r->who, &e) < 0 || admit(j, &r->who, &e) < 0)
         return http_reply_error(r->conn, &e);
+    /* typing is a change, whichever method carries it (a GET's WebSocket types as a POST does):
+     * a reader's certificate may only watch (the console's GET with ?stdin=0) */
+    const char *in = query_get(r, "stdin");
+    bool types = !in || (strcmp(in, "0") && strcmp(in, "false"));
+    if (types && authz_check(&r->who, AUTHZ_CHANGE, "typing into a job's terminal (a WebSocket GET with ?stdin=0 "
+                                                     "only watches)", &e) < 0)
+        return http_reply_error(r->conn, &e);
     const char *ver = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
     if (ws && MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin")) {
         /* a page's WebSocket (a browser may hold a client certificate for the TLS listener):

@@ -359,6 +359,53 @@ def test_roles_over_every_route(remote):
     assert len(seen) == len(ROUTES) * len(ROLES)
 
 
+def _ws_attach(remote, who, job_id, query=""):
+    """A WebSocket attach (the console's GET) over TLS as who: the socket and the answer's head."""
+    import base64
+    raw = socket.create_connection(("127.0.0.1", remote.port), timeout=30)
+    s = remote.ctx(who).wrap_socket(raw, server_hostname="127.0.0.1")
+    key = base64.b64encode(b"0123456789abcdef").decode()
+    s.sendall((f"GET /v1/jobs/{job_id}/attach{query} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
+               f"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: {key}\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        c = s.recv(1)
+        if not c:
+            break
+        head += c
+    text = head.decode(errors="replace")
+    if " 101 " not in text.split("\r\n")[0]:   # a refusal's body: what it says
+        n = next((int(h.split(":")[1]) for h in text.split("\r\n") if h.lower().startswith("content-length:")), 0)
+        body = b""
+        while len(body) < n:
+            c = s.recv(n - len(body))
+            if not c:
+                break
+            body += c
+        text += body.decode(errors="replace")
+    return s, text
+
+
+def test_a_reader_may_watch_a_terminal_but_not_type_into_it(remote):
+    """Typing is a change whatever the method: a reader's certificate, whose POST attach is refused,
+    was let type by the console's GET WebSocket into its account's interactive job (a shell left
+    open: commands as the account). It may watch (?stdin=0), not type (review finding)."""
+    from conftest import api_as
+    st, job = api_as(remote.d, remote.uid["reader"], "POST", "/v1/jobs",
+                     {"command": "/bin/sh", "args": ["-c", "read x; echo got:$x"], "stdin": True})
+    assert st == 201, job
+    try:
+        s, head = _ws_attach(remote, "reader", job["id"])
+        s.close()
+        assert head.split("\r\n")[0].split()[1] == "403", head
+        assert "typing into a job's terminal" in head and "role" in head, head
+        s, head = _ws_attach(remote, "reader", job["id"], "?stdin=0")
+        s.close()
+        assert " 101 " in head.split("\r\n")[0], head
+    finally:
+        remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
+
+
 # ---- bounds ------------------------------------------------------------------------------------------
 
 def rss_kb(pid):
