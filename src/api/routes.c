@@ -74,13 +74,13 @@ static enum MHD_Result submit(request *r)
         return http_reply_error(r->conn, &e);
     if (jobreq_uploads_streamed(&jr)) {
         /* checked now; the job is created once PUT /v1/uploads/{id} has sent the files */
-        incoming *in = incoming_open_job(&jr, r->who.uid, r->who.gid, &e);
+        incoming *in = incoming_open_job(&jr, &r->who, &e);
         jobreq_free(&jr);
         return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
     }
     if (jr.array) {
         /* a job array (docs/batch.md): one row, its tasks made as they start */
-        jarray *a = submit_array(&jr, r->who.uid, r->who.gid, &e);
+        jarray *a = submit_array(&jr, &r->who, &e);
         jobreq_free(&jr);
         if (!a)
             return http_reply_error(r->conn, &e);
@@ -91,7 +91,7 @@ static enum MHD_Result submit(request *r)
         state_commit();
         return http_reply_json(r->conn, 201, array_json(a));
     }
-    job *j = submit_job(&jr, r->who.uid, r->who.gid, &e);
+    job *j = submit_job(&jr, &r->who, &e);
     jobreq_free(&jr);
     if (!j)
         return http_reply_error(r->conn, &e);
@@ -582,7 +582,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
         wf_body wb;
         if (query_true(r, "dry_run")) {
             /* rnx workflow validate: every check of a submission, nothing created */
-            int rc = workflow_json_parse(body, &wb, &e) == 0 ? workflow_check(&wb, r->who.uid, r->who.gid, &e) : -1;
+            int rc = workflow_json_parse(body, &wb, &e) == 0 ? workflow_check(&wb, &r->who, &e) : -1;
             size_t n = wb.n;
             workflow_body_free(&wb);
             json_decref(body);
@@ -595,8 +595,8 @@ static enum MHD_Result workflows(request *r, const char *rest)
          * ready: the networks are found made then); then submitted, or its uploads awaited */
         int parsed = workflow_json_parse(body, &wb, &e);
         if (parsed == 0 && (wb.nvolumes || wb.nnetworks) &&
-            (parsed = workflow_check(&wb, r->who.uid, r->who.gid, &e)) == 0 &&
-            (parsed = workflow_networks(&wb, r->who.uid, r->who.gid, &e)) == 0 && wb.nvolumes) {
+            (parsed = workflow_check(&wb, &r->who, &e)) == 0 &&
+            (parsed = workflow_networks(&wb, &r->who, &e)) == 0 && wb.nvolumes) {
             uint64_t ticket = park_ticket(r);
             parsed = workflow_volumes(&wb, r->who.uid, r->who.gid, ticket ? park_wake_fn : NULL, (void *)(uintptr_t)ticket, &e);
             if (parsed == VOLUMES_PENDING) {
@@ -612,12 +612,12 @@ static enum MHD_Result workflows(request *r, const char *rest)
         }
         if (parsed == 0 && workflow_json_streamed(&wb)) {
             /* as a job's: checked now, created once the files have come */
-            incoming *in = incoming_open_workflow(&wb, r->who.uid, r->who.gid, &e);
+            incoming *in = incoming_open_workflow(&wb, &r->who, &e);
             workflow_body_free(&wb);
             json_decref(body);
             return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
         }
-        workflow *wf = parsed == 0 ? workflow_submit(&wb, r->who.uid, r->who.gid, &e) : NULL;
+        workflow *wf = parsed == 0 ? workflow_submit(&wb, &r->who, &e) : NULL;
         workflow_body_free(&wb);
         json_decref(body);
         if (!wf)

@@ -113,7 +113,7 @@ static enum MHD_Result test(request *r, const runtime *rt)
     json_decref(body);
     if (rc < 0)
         return refuse(r, &e);
-    job *j = submit_job(&jr, r->who.uid, r->who.gid, &e);
+    job *j = submit_job(&jr, &r->who, &e);
     jobreq_free(&jr);
     if (!j)
         return refuse(r, &e);

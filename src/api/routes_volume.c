@@ -9,13 +9,15 @@
 
 #include "../common/jsonx.h"
 #include "../common/util.h"
+#include "../core/arrays.h"
 #include "../core/volumes.h"
 #include "body.h"
 #include "park.h"
 #include "reply.h"
 
-/* A volume as the API shows it (docs/api.md). */
-static json_t *volume_json(const volume *v)
+/* A volume as the API shows it to who (docs/api.md): the jobs, and the arrays with tasks still to
+ * make, that use it and who may see (the rest are counted in jobs_count, arrays_count). */
+static json_t *volume_json(const volume *v, const caller *who)
 {
     volume_usage u;
     volumes_usage(v, &u);
@@ -23,7 +25,14 @@ static json_t *volume_json(const volume *v)
     size_t n = volumes_jobs(v, js, ARRAY_LEN(js));
     json_t *jobs = json_array();
     for (size_t i = 0; i < n && i < ARRAY_LEN(js); i++)
-        json_array_append_new(jobs, json_string(js[i]->id));
+        if (authz_may_on(who, AUTHZ_OTHERS_JOBS, js[i]->owner_uid))
+            json_array_append_new(jobs, json_string(js[i]->id));
+    const jarray *as[64];
+    size_t na = volumes_arrays(v, false, as, ARRAY_LEN(as));
+    json_t *arrays = json_array();
+    for (size_t i = 0; i < na && i < ARRAY_LEN(as); i++)
+        if (authz_may_on(who, AUTHZ_OTHERS_JOBS, as[i]->owner_uid))
+            json_array_append_new(arrays, json_string(as[i]->id));
     char path[100];
     snprintf(path, sizeof path, "/volumes/%s", v->name);
     json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:s,s:o,s:I}", "name", v->name, "type",
@@ -31,6 +40,8 @@ static json_t *volume_json(const volume *v)
                           (json_int_t)v->owner_uid, "owner_gid", (json_int_t)v->owner_gid, "state",
                           volumes_state_name(v->state), "lifetime", volumes_type_note(v->type), "mounted_at", path,
                           "jobs", jobs, "jobs_count", (json_int_t)n);
+    json_object_set_new(o, "arrays", arrays);
+    json_object_set_new(o, "arrays_count", json_integer((json_int_t)na));
     jx_set_time_or_null(o, "created_at", v->created_ms);
     json_object_set_new(o, "uploads", json_integer((json_int_t)v->uploads));
     if (v->state == VOLUME_UNAVAILABLE)
@@ -94,7 +105,7 @@ static enum MHD_Result create(request *r)
     }
 out:;
     const volume *v = rc >= 0 ? volumes_find(name) : NULL;
-    json_t *o = v ? volume_json(v) : NULL;
+    json_t *o = v ? volume_json(v, &r->who) : NULL;
     bool made = rc == VOLUMES_CREATED || (rc == VOLUMES_EXISTED && r->resumed);
     json_decref(body);
     if (!o)
@@ -113,7 +124,7 @@ enum MHD_Result routes_volume(request *r, const char *name)
         json_t *arr = json_array();
         for (size_t i = 0; i < volumes_count(); i++)
             if (volumes_allowed(volumes_at(i), &r->who))
-                json_array_append_new(arr, volume_json(volumes_at(i)));
+                json_array_append_new(arr, volume_json(volumes_at(i), &r->who));
         return http_reply_json(r->conn, 200, json_pack("{s:o}", "volumes", arr));
     }
     if (name && (get || del)) {
@@ -124,7 +135,7 @@ enum MHD_Result routes_volume(request *r, const char *name)
         else if (!v && get)
             jerr_http(&e, 404, "no volume '%.80s' (rnx volume list shows yours)", name);
         else if (get)
-            return http_reply_json(r->conn, 200, volume_json(v));
+            return http_reply_json(r->conn, 200, volume_json(v, &r->who));
         else if (volumes_remove(name, &r->who, &e) == 0)
             return http_reply_json(r->conn, 200, json_pack("{s:s}", "removed", name));
         return http_reply_error(r->conn, &e);

@@ -122,7 +122,10 @@ static int volume_list(const rnx_ctx *ctx)
             o2 += (size_t)snprintf(jobs + o2, sizeof jobs - o2, "%s%.8s", k ? ", " : " (",
                                    json_string_value(json_array_get(js, k)));
         if (json_array_size(js))
-            snprintf(jobs + o2, sizeof jobs - o2, "%s)", n > 2 ? ", ..." : "");
+            o2 += (size_t)snprintf(jobs + o2, sizeof jobs - o2, "%s)", n > 2 ? ", ..." : "");
+        int64_t na = 0; /* arrays whose tasks not made yet will mount it */
+        if (jint(v, "arrays_count", &na) && na > 0 && o2 < sizeof jobs)
+            snprintf(jobs + o2, sizeof jobs - o2, " + %lld arra%s to come", (long long)na, na == 1 ? "y" : "ys");
         const char *cells[] = {jstr(v, "name"), jstr(v, "type"), size, used, owner, jobs, note};
         table_add(t, cells);
     }

@@ -102,6 +102,40 @@ caller authz_local(uid_t uid, gid_t gid)
     return (caller){.uid = uid, .gid = gid, .role = role, .via = CALLER_UNIX};
 }
 
+_Static_assert(AUTHZ_N <= 64, "ops_of keeps the operations in 64 bits");
+
+/* The operations role r may do, as a set. */
+static uint64_t ops_of(enum authz_role r)
+{
+    uint64_t set = 0;
+    for (int op = 0; op < AUTHZ_N; op++)
+        if (table[op].roles & R(r))
+            set |= 1ull << op;
+    return set;
+}
+
+caller authz_as_account(const caller *who)
+{
+    caller local = authz_local(who->uid, who->gid);
+    if (who->via != CALLER_TLS)
+        return local;
+    /* the role that may the most of what both may (each role may a different set: the one
+     * whose set is the largest within both's) */
+    uint64_t both = ops_of(who->role) & ops_of(local.role);
+    enum authz_role best = ROLE_READER;
+    int most = -1;
+    for (int r = 0; r < ROLE_N; r++) {
+        uint64_t set = ops_of((enum authz_role)r);
+        if ((set & ~both) == 0 && __builtin_popcountll(set) > most) {
+            most = __builtin_popcountll(set);
+            best = (enum authz_role)r;
+        }
+    }
+    caller c = *who;
+    c.role = best;
+    return c;
+}
+
 /* "maintainer, admin": the certificate roles that may do op. */
 static const char *roles_of(enum authz_op op)
 {

@@ -61,6 +61,12 @@ enum authz_op {
 
 /* The caller of a request on the unix socket: its peer's uid and gid, its role from them. */
 caller authz_local(uid_t uid, gid_t gid);
+/* The identity who's job acts with when it uses what others own (their volumes, networks, jobs
+ * in --after): its account's rights, and no more than who's certificate gives (a developer's
+ * certificate on an account of the admin group does not reach others' volumes through a job).
+ * A local caller: authz_local of its uid. What is checked with it at submission holds again when
+ * the job starts, where the account's rights are checked (authz_local of the owner). */
+caller authz_as_account(const caller *who);
 /* A person on the TLS listener: the local account remote.users maps `person` to, else the
  * account of that name (never root unless mapped explicitly), with the role their certificate
  * names. 0, or -1 with a 403 in e saying why nobody is mapped. */

@@ -34,9 +34,8 @@ void depend_cancel(job *j, const char *why)
     job_finish(j, JS_CANCELED, "dependency");
 }
 
-int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e)
+int depend_resolve(job_req *req, const caller *as, jerr *e)
 {
-    caller who = authz_local(uid, gid);
     for (size_t i = 0; i < req->nafter; i++) {
         const char *ref = req->after[i].job;
         /* as every route under /v1/jobs/{ref} resolves it (core/jobref.h): a job, or an array (by
@@ -45,7 +44,7 @@ int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e)
         jobref r;
         jerr fe = {0};
         const char *id = NULL;
-        if (jobref_find(ref, &who, &r, &fe) < 0) {
+        if (jobref_find(ref, as, &r, &fe) < 0) {
             if (fe.http == 409 || fe.http == 400 || r.a) /* several match (the message lists them, the
                                                           * caller's own), a bad list, a task not the array's */
                 return jerr_field(e, "after", "after: %s", fe.msg);
@@ -863,7 +862,8 @@ int depend_check_change(const job *j, job_req *req, jerr *e)
                                  "before it was made", j->id, (long long)j->array_task, j->array_id);
     /* in its owner's sight, as at its submission: an admin's update names no job its owner could
      * not have named (nor shows the owner one) */
-    if (req->nafter && depend_resolve(req, j->owner_uid, j->owner_gid, e) < 0)
+    caller owner = authz_local(j->owner_uid, j->owner_gid);
+    if (req->nafter && depend_resolve(req, &owner, e) < 0)
         return -1;
     /* submitted jobs can only wait for older ones; a changed job may name a newer one, so the
      * loop that would keep both waiting forever is looked for here */

@@ -31,7 +31,7 @@
  * jobs_find reads them), among the jobs the caller may see; each item's job becomes that full
  * id. A job the caller may not see is refused exactly as one that does not exist (no leak of
  * its existence): 400 on field "after". (An array of jobs, later: resolved here as well.) */
-int depend_resolve(job_req *req, uid_t uid, gid_t gid, jerr *e);
+int depend_resolve(job_req *req, const caller *as, jerr *e);
 /* A new job with `after` or singleton (submit_create): PENDING, linked to the jobs it waits on, and
  * decided at once (those that ended already may release or cancel it). */
 void depend_submitted(job *j);

@@ -142,10 +142,12 @@ static void release(incoming *in)
     free(in);
 }
 
-incoming *incoming_open_job(job_req *req, uid_t uid, gid_t gid, jerr *e)
+incoming *incoming_open_job(job_req *req, const caller *who, jerr *e)
 {
     submit_info si;
-    if (admit(uid, e) < 0 || submit_check(req, uid, gid, &si, e) < 0 || submit_check_limits(&req, 1, uid, 0, e) < 0)
+    uid_t uid = who->uid;
+    gid_t gid = who->gid;
+    if (admit(uid, e) < 0 || submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, uid, 0, e) < 0)
         return NULL;
     incoming *in = make(uid, gid, 1, e);
     if (!in)
@@ -160,10 +162,12 @@ incoming *incoming_open_job(job_req *req, uid_t uid, gid_t gid, jerr *e)
     return in;
 }
 
-incoming *incoming_open_workflow(wf_body *b, uid_t uid, gid_t gid, jerr *e)
+incoming *incoming_open_workflow(wf_body *b, const caller *who, jerr *e)
 {
     wf_checked c;
-    if (admit(uid, e) < 0 || workflow_prepare(b, uid, gid, &c, e) < 0)
+    uid_t uid = who->uid;
+    gid_t gid = who->gid;
+    if (admit(uid, e) < 0 || workflow_prepare(b, who, &c, e) < 0)
         return NULL;
     uint64_t total = 0;
     for (size_t i = 0; i < c.n; i++) {

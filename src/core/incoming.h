@@ -24,6 +24,7 @@
 
 #include "../common/err.h"
 #include "../common/jobreq.h"
+#include "authz.h"
 #include "job.h"
 #include "workflow.h"
 
@@ -32,9 +33,9 @@ typedef struct incoming incoming;
 /* A job request with streamed files (jobreq_uploads_streamed): checked as submit_job checks
  * it, then waiting for its bytes. Takes req over on success; NULL with e set otherwise
  * (429 limits.uploads_per_user, 503 server.max_uploads, or the submission's refusal). */
-incoming *incoming_open_job(job_req *req, uid_t uid, gid_t gid, jerr *e);
+incoming *incoming_open_job(job_req *req, const caller *who, jerr *e);
 /* The same for a workflow: every job checked (workflow_prepare); takes b over on success. */
-incoming *incoming_open_workflow(wf_body *b, uid_t uid, gid_t gid, jerr *e);
+incoming *incoming_open_workflow(wf_body *b, const caller *who, jerr *e);
 /* The 202 answer: {"upload": {"id", "path", "bytes", "files", "timeout_s"}}. */
 json_t *incoming_json(const incoming *in);
 

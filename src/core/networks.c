@@ -692,6 +692,16 @@ int networks_create(const char *name, const char *cidr, const caller *c, jerr *e
     return 0;
 }
 
+/* "3f2a1b2c, ...": the first user of a network the caller may see, or that they are others'. */
+static const char *first_user(const char *one, uint32_t using, char *out, size_t len)
+{
+    if (!one)
+        snprintf(out, len, "%s", using == 1 ? "another user's" : "other users'");
+    else
+        snprintf(out, len, "%.8s%s", one, using > 1 ? ", ..." : "");
+    return out;
+}
+
 int networks_remove(const char *name, const caller *c, jerr *e)
 {
     network *n = find(name);
@@ -704,16 +714,18 @@ int networks_remove(const char *name, const caller *c, jerr *e)
         return jerr_http(e, 403, "network %s is another user's; only its owner and admins may remove it", n->name);
     uint32_t using = 0;
     const char *one = NULL;
+    char shown[40];
     for (size_t i = 0; i < core.njobs; i++) {
         const job *j = core.jobs[i];
         if (!job_state_terminal(j->state) && j->req.network && !strcmp(j->req.network, n->name)) {
             using++;
-            one = one ? one : j->id;
+            if (!one && authz_may_on(c, AUTHZ_OTHERS_JOBS, j->owner_uid)) /* (others' are counted, not named) */
+                one = j->id;
         }
     }
     if (using)
-        return jerr_http(e, 409, "network %s is in use by %u job%s not yet ended (%.8s%s)", n->name, using,
-                        using == 1 ? "" : "s", one, using > 1 ? ", ..." : "");
+        return jerr_http(e, 409, "network %s is in use by %u job%s not yet ended (%s)", n->name, using,
+                        using == 1 ? "" : "s", first_user(one, using, shown, sizeof shown));
     /* and by the tasks an array has still to make (they join it when they are made) */
     size_t nopen;
     jarray **open = arrays_open(&nopen);
@@ -721,12 +733,13 @@ int networks_remove(const char *name, const caller *c, jerr *e)
         const jarray *a = open[i];
         if (!arrays_canceled(a) && a->req.network && !strcmp(a->req.network, n->name)) {
             using++;
-            one = one ? one : a->id;
+            if (!one && authz_may_on(c, AUTHZ_OTHERS_JOBS, a->owner_uid))
+                one = a->id;
         }
     }
     if (using)
-        return jerr_http(e, 409, "network %s is named by %u job array%s with tasks still to make (%.8s%s)", n->name,
-                        using, using == 1 ? "" : "s", one, using > 1 ? ", ..." : "");
+        return jerr_http(e, 409, "network %s is named by %u job array%s with tasks still to make (%s)", n->name,
+                        using, using == 1 ? "" : "s", first_user(one, using, shown, sizeof shown));
     if (db_network_delete(core.db, n->name, e) < 0 || state_commit_now(e) < 0)
         return -1;
     size_t at = 0;

@@ -292,7 +292,8 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
         goto out;
     task_workdir(pid, &r->req);
     submit_info si;
-    if (submit_check(&r->req, ids.uid, gid, &si, e) < 0 || !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
+    caller as = authz_local(ids.uid, gid); /* (the task's uid, as Slurm's root said: no priority of its own) */
+    if (submit_check(&r->req, &as, &si, e) < 0 || !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
         goto out;
     /* Slurm's limits hold (its cgroups): none of joblet's defaults is the job's */
     j->req.has &= ~(1ull << JR_MAX_MEMORY_MB | 1ull << JR_MEMORY_DEFAULT | 1ull << JR_PIDS_MAX |

@@ -62,11 +62,11 @@ static int check_machine(job_req *req, uint64_t *total, jerr *e)
     return gpu_validate(req, e);
 }
 
-/* What the request names on this machine besides GPUs: its runtime and volumes. */
-static int check_names(job_req *req, uid_t uid, gid_t gid, jerr *e)
+/* What the request names on this machine besides GPUs: its volumes and networks, used as the
+ * account the job acts as (authz_as_account). */
+static int check_names(job_req *req, const caller *as, jerr *e)
 {
-    caller c = authz_local(uid, gid);
-    return volumes_check(req, uid, gid, e) < 0 || networks_check(req, &c, e) < 0 ? -1 : 0;
+    return volumes_check(req, as, e) < 0 || networks_check(req, as, e) < 0 ? -1 : 0;
 }
 
 /* The directory an upload's path names, opened beneath work/ without following any symlink, so a
@@ -335,8 +335,10 @@ static int devices_to_gpus(job_req *req, jerr *e)
     return rc;
 }
 
-int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *si, jerr *e)
+int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
 {
+    uid_t caller_uid = who->uid;
+    gid_t caller_gid = who->gid;
     if (caller_uid && uid_in_range(caller_uid))
         return jerr_http(e, 403, "uid %u is inside the range joblet gives to root's jobs (jobs.uid_range_start, "
                                  "jobs.uid_range_size); it may not submit jobs",
@@ -344,9 +346,8 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
     /* a priority above the default puts the job before everyone's, and lets it preempt theirs:
      * the machine's people give it, as they raise one with rnx job update (Slurm: sbatch
      * --priority, and a negative --nice, are an operator's); anyone may lower their own */
-    if (req->priority > 0) {
-        caller c = authz_local(caller_uid, caller_gid);
-        if (authz_check(&c, AUTHZ_RAISE_PRIORITY, "priority: a priority above 0 (the job goes before everyone's and "
+    if (req->priority > 0) { /* (the caller's role, as rnx job update's: an order, not a use) */
+        if (authz_check(who, AUTHZ_RAISE_PRIORITY, "priority: a priority above 0 (the job goes before everyone's and "
                                                   "may preempt theirs; any user may give a negative one)", e) < 0) {
             snprintf(e->field, sizeof e->field, "priority");
             return -1;
@@ -371,10 +372,11 @@ int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *
     }
     if (isolation_decide(req, caller_uid, caller_gid, e) < 0)
         return -1;
-    if (check_names(req, caller_uid, caller_gid, e) < 0)
+    caller as = authz_as_account(who);
+    if (check_names(req, &as, e) < 0)
         return -1;
-    /* the jobs it waits for, as the caller sees them, by full id from now on */
-    if (req->nafter && depend_resolve(req, caller_uid, caller_gid, e) < 0)
+    /* the jobs it waits for, as its account sees them, by full id from now on */
+    if (req->nafter && depend_resolve(req, &as, e) < 0)
         return -1;
     /* the command, in the root the job will have: refused now, before anything is granted */
     return cmdcheck_resolve(req, e);
@@ -449,12 +451,12 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
     return 0;
 }
 
-job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
+job *submit_job(job_req *req, const caller *who, jerr *e)
 {
     submit_info si;
-    if (submit_check(req, caller_uid, caller_gid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, 0, e) < 0)
+    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, e) < 0)
         return NULL;
-    job *j = submit_create(req, caller_uid, caller_gid, &si, e);
+    job *j = submit_create(req, who->uid, who->gid, &si, e);
     return j ? submit_commit(j, e) : NULL;
 }
 
@@ -486,12 +488,12 @@ static int array_uploads(jarray *a, const submit_info *si, jerr *e)
     return rc;
 }
 
-jarray *submit_array(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e)
+jarray *submit_array(job_req *req, const caller *who, jerr *e)
 {
     submit_info si;
-    if (submit_check(req, caller_uid, caller_gid, &si, e) < 0 || submit_check_limits(&req, 1, caller_uid, 0, e) < 0)
+    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, e) < 0)
         return NULL;
-    return submit_array_create(req, caller_uid, caller_gid, &si, e);
+    return submit_array_create(req, who->uid, who->gid, &si, e);
 }
 
 jarray *submit_array_make(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e)

@@ -10,11 +10,12 @@
 
 #include "../common/err.h"
 #include "../common/jobreq.h"
+#include "authz.h"
 #include "job.h"
 
 /* Validates a request and creates a job (and its directory with uploads). The request (typed
  * at the API's edge) is taken over by the job; on failure it is the caller's. */
-job *submit_job(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
+job *submit_job(job_req *req, const caller *who, jerr *e);
 
 /* The two halves, for workflows (all jobs checked before any is created): */
 typedef struct submit_info {
@@ -26,7 +27,7 @@ typedef struct submit_info {
     int64_t array_task;
     const char *copy_from;    /* its array's directory: the task's /work is a copy of its files */
 } submit_info;
-int submit_check(job_req *req, uid_t caller_uid, gid_t caller_gid, submit_info *si, jerr *e);
+int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate (a dry run
  * checks the rate without using it up). */
 enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };
@@ -47,7 +48,7 @@ int submit_check_change(job_req *req, uid_t owner, uint64_t changed, jerr *e);
 /* A request with an array field (docs/batch.md): checked as a job's is (submit_check), the
  * limits counting every task, then the array made and committed: one row however many tasks.
  * The request is taken over on success; on failure it is the caller's. */
-struct jarray *submit_array(job_req *req, uid_t caller_uid, gid_t caller_gid, jerr *e);
+struct jarray *submit_array(job_req *req, const caller *who, jerr *e);
 /* The second half, for an array whose uploads were streamed (core/incoming.c): si->staged holds
  * its files, which every task's /work is then a copy of. */
 struct jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);

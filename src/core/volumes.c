@@ -788,14 +788,33 @@ static int destroy(volume *v, jerr *e)
     return 0;
 }
 
-static void list_jobs(const job *const *js, size_t n, size_t shown, char *out, size_t len)
+/* "ID (STATE), ID (STATE) and 3 more": the first few of the n jobs (js, all of them) or arrays
+ * (as) that who may see; the others are counted, not named (another user's job is not shown to
+ * whom may not see it). */
+static void list_users(const caller *who, const job *const *js, const jarray *const *as, size_t n, char *out,
+                       size_t len)
 {
-    size_t o = 0;
+    size_t o = 0, shown = 0;
     out[0] = 0;
-    for (size_t i = 0; i < shown && o < len; i++)
-        o += (size_t)snprintf(out + o, len - o, "%s%s (%s)", i ? ", " : "", js[i]->id, job_state_name(js[i]->state));
+    for (size_t i = 0; i < n && shown < 4 && o < len; i++) {
+        uid_t owner = js ? js[i]->owner_uid : as[i]->owner_uid;
+        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, owner))
+            continue;
+        enum job_state st = JS_QUEUED;
+        if (js) {
+            st = js[i]->state;
+        } else {
+            arrays_counts c;
+            arrays_count(as[i], &c);
+            st = arrays_state(as[i], &c);
+        }
+        o += (size_t)snprintf(out + o, len - o, "%s%s (%s)", shown ? ", " : "", js ? js[i]->id : as[i]->id,
+                              job_state_name(st));
+        shown++;
+    }
     if (n > shown && o < len)
-        snprintf(out + o, len - o, " and %zu more", n - shown);
+        snprintf(out + o, len - o, "%s%zu %s", shown ? " and " : "", n - shown,
+                 shown ? "more" : n - shown == 1 ? "of another user" : "of other users");
 }
 
 int volumes_remove(const char *name, const caller *who, jerr *e)
@@ -808,30 +827,25 @@ int volumes_remove(const char *name, const caller *who, jerr *e)
                                  "may remove it", name, (unsigned)v->owner_uid);
     if (v->state == VOLUME_CREATING)
         return jerr_http(e, 409, "volume '%s' is being created; remove it once rnx volume create has returned", name);
-    const job *js[4];
-    size_t n = volumes_jobs(v, js, ARRAY_LEN(js));
+    size_t n = volumes_jobs(v, NULL, 0);
     if (n) {
         char list[400];
-        list_jobs(js, n, n < ARRAY_LEN(js) ? n : ARRAY_LEN(js), list, sizeof list);
+        const job **js = xcalloc(n, sizeof *js);
+        volumes_jobs(v, js, n);
+        list_users(who, js, NULL, n, list, sizeof list);
+        free(js);
         return jerr_http(e, 409, "volume '%s' is in use by %zu job%s not yet ended: %s; stop them (rnx job stop ID) "
                                  "or wait for them to end, then remove it",
                          name, n, n == 1 ? "" : "s", list);
     }
     /* an array's tasks not made yet will mount it: they are made with the volume it pinned */
-    const jarray *as[4];
-    size_t na = volumes_arrays(v, false, as, ARRAY_LEN(as));
+    size_t na = volumes_arrays(v, false, NULL, 0);
     if (na) {
         char list[400];
-        size_t o = 0, shown = na < ARRAY_LEN(as) ? na : ARRAY_LEN(as);
-        list[0] = 0;
-        for (size_t i = 0; i < shown && o < sizeof list; i++) {
-            arrays_counts c;
-            arrays_count(as[i], &c);
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s (%s)", i ? ", " : "", as[i]->id,
-                                  job_state_name(arrays_state(as[i], &c)));
-        }
-        if (na > shown && o < sizeof list)
-            snprintf(list + o, sizeof list - o, " and %zu more", na - shown);
+        const jarray **as = xcalloc(na, sizeof *as);
+        volumes_arrays(v, false, as, na);
+        list_users(who, NULL, as, na, list, sizeof list);
+        free(as);
         return jerr_http(e, 409, "volume '%s' is in use by %zu job arra%s with tasks not started yet: %s; stop them "
                                  "(rnx job stop ID) or wait for them to end, then remove it",
                          name, na, na == 1 ? "y" : "ys", list);
@@ -851,7 +865,7 @@ int volumes_remove(const char *name, const caller *who, jerr *e)
     return 0;
 }
 
-int volumes_check(job_req *req, uid_t owner, gid_t gid, jerr *e)
+int volumes_check(job_req *req, const caller *as, jerr *e)
 {
     char pins[4096];
     size_t o = 0;
@@ -866,7 +880,7 @@ int volumes_check(job_req *req, uid_t owner, gid_t gid, jerr *e)
             return jerr_field(e, "volumes", "volumes: no volume '%s' on this machine; create it (rnx volume create %s "
                                             "--size=1GB) or use one of yours (rnx volume list)",
                               name, name);
-        if (!owner_may_use(v, owner, gid))
+        if (!volumes_allowed(v, as))
             return refuse(e, 403, "volumes", "volumes: volume '%s' belongs to uid %u; only its owner, root and admins "
                                      "(server.admin_group) may use it (rnx volume list shows yours)",
                              name, (unsigned)v->owner_uid);

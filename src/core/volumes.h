@@ -114,10 +114,10 @@ size_t volumes_jobs(const volume *v, const job **out, size_t max);
  * of them in out. Looks at the open arrays only (arrays_open), not every array kept. */
 size_t volumes_arrays(const volume *v, bool now_only, const struct jarray **out, size_t max);
 
-/* At submission: every volume the request names exists, is ready, and the caller may use it;
- * each is then pinned in the request (volume_pins). -1, refused on field "volumes", naming the
- * volume and what would be accepted. */
-int volumes_check(job_req *req, uid_t owner, gid_t gid, jerr *e);
+/* At submission: every volume the request names exists, is ready, and the job may use it, acting
+ * as `as` (authz_as_account); each is then pinned in the request (volume_pins). -1, refused on
+ * field "volumes", naming the volume and what would be accepted. */
+int volumes_check(job_req *req, const caller *as, jerr *e);
 /* When the job is created from a request checked before (a streamed upload's last byte, a
  * workflow's jobs): every volume it pinned is still there, the same, ready and the owner's to
  * use. -1 (409, field "volumes") naming the one that is not. */

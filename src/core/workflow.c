@@ -201,7 +201,7 @@ static void without_created_volumes(job_req *req, const wf_body *b)
 
 /* Every job's request read and checked as a submission checks it (the schema, the machine,
  * the names, the limits of all together). rp[i] = &reqs[i]. */
-static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req **rp, submit_info *si, int flags,
+static int check_jobs(wf_body *b, const caller *who, job_req *reqs, job_req **rp, submit_info *si, int flags,
                       jerr *e)
 {
     for (size_t i = 0; i < b->n; i++) {
@@ -227,44 +227,44 @@ static int check_jobs(wf_body *b, uid_t uid, gid_t gid, job_req *reqs, job_req *
             if (without_created_network(&reqs[i], b, e) < 0)
                 return workflow_err_in_job(e, i, b->jobs[i].name);
         }
-        if (submit_check(&reqs[i], uid, gid, &si[i], e) < 0)
+        if (submit_check(&reqs[i], who, &si[i], e) < 0)
             return workflow_err_in_job(e, i, b->jobs[i].name);
     }
-    return submit_check_limits(rp, b->n, uid, SUBMIT_WORKFLOW | flags, e);
+    return submit_check_limits(rp, b->n, who->uid, SUBMIT_WORKFLOW | flags, e);
 }
 
-int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e)
+int workflow_check(wf_body *b, const caller *who, jerr *e)
 {
-    caller who = authz_local(uid, gid); /* as a job's network is checked (submit.c) */
+    caller as = authz_as_account(who); /* as a job's network is checked (submit.c) */
     for (size_t i = 0; i < b->nnetworks; i++) {
         bool exists;
-        if (networks_precheck(b->networks[i].name, b->networks[i].cidr, &who, &exists, e) < 0)
+        if (networks_precheck(b->networks[i].name, b->networks[i].cidr, &as, &exists, e) < 0)
             return err_in_network(e, b, i);
     }
     for (size_t i = 0; i < b->nvolumes; i++)
-        if (volumes_precheck(&b->volumes[i], uid, gid, e) < 0)
+        if (volumes_precheck(&b->volumes[i], who->uid, who->gid, e) < 0)
             return err_in_volume(e, b, i);
     job_req *reqs = xcalloc(b->n, sizeof *reqs);
     job_req **rp = xcalloc(b->n, sizeof *rp);
     submit_info *si = xcalloc(b->n, sizeof *si);
-    int rc = check_jobs(b, uid, gid, reqs, rp, si, SUBMIT_DRY_RUN, e);
+    int rc = check_jobs(b, who, reqs, rp, si, SUBMIT_DRY_RUN, e);
     for (size_t i = 0; i < b->n; i++)
         jobreq_free(&reqs[i]);
     free(reqs), free(rp), free(si);
     return rc;
 }
 
-int workflow_networks(const wf_body *b, uid_t uid, gid_t gid, jerr *e)
+int workflow_networks(const wf_body *b, const caller *who, jerr *e)
 {
-    caller who = authz_local(uid, gid);
+    caller as = authz_as_account(who);
     for (size_t i = 0; i < b->nnetworks; i++) {
         bool exists;
-        if (networks_precheck(b->networks[i].name, b->networks[i].cidr, &who, &exists, e) < 0 ||
-            (!exists && networks_create(b->networks[i].name, b->networks[i].cidr, &who, e) < 0))
+        if (networks_precheck(b->networks[i].name, b->networks[i].cidr, &as, &exists, e) < 0 ||
+            (!exists && networks_create(b->networks[i].name, b->networks[i].cidr, &as, e) < 0))
             return err_in_network(e, b, i);
         if (!exists)
             log_info("workflow %s: network %s (%s) created for uid %u", b->name, b->networks[i].name,
-                     b->networks[i].cidr, (unsigned)uid);
+                     b->networks[i].cidr, (unsigned)who->uid);
     }
     return 0;
 }
@@ -282,24 +282,24 @@ int workflow_volumes(const wf_body *b, uid_t uid, gid_t gid, volumes_done_fn don
     return pending;
 }
 
-int workflow_prepare(wf_body *b, uid_t uid, gid_t gid, wf_checked *c, jerr *e)
+int workflow_prepare(wf_body *b, const caller *who, wf_checked *c, jerr *e)
 {
     size_t n = b->n;
     *c = (wf_checked){.n = n, .reqs = xcalloc(n, sizeof *c->reqs), .si = xcalloc(n, sizeof *c->si)};
     job_req **rp = xcalloc(n, sizeof *rp);
-    int rc = check_jobs(b, uid, gid, c->reqs, rp, c->si, 0, e);
+    int rc = check_jobs(b, who, c->reqs, rp, c->si, 0, e);
     free(rp);
     if (rc < 0)
         workflow_checked_free(c);
     return rc;
 }
 
-workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e)
+workflow *workflow_submit(wf_body *b, const caller *who, jerr *e)
 {
     wf_checked c;
-    if (workflow_prepare(b, uid, gid, &c, e) < 0)
+    if (workflow_prepare(b, who, &c, e) < 0)
         return NULL;
-    return workflow_create(b, &c, uid, gid, e);
+    return workflow_create(b, &c, who->uid, who->gid, e);
 }
 
 workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr *e)

@@ -78,17 +78,17 @@ int workflow_volumes(const wf_body *b, uid_t uid, gid_t gid, volumes_done_fn don
 /* The networks the workflow creates, each made unless it exists as one the submitter may use
  * with the same addresses (networks_precheck, networks_create). Made at once; they outlive the
  * workflow. 0, or -1: refused, on field "networks[i]..." (those made before it stay). */
-int workflow_networks(const wf_body *b, uid_t uid, gid_t gid, jerr *e);
+int workflow_networks(const wf_body *b, const caller *who, jerr *e);
 
 /* POST /v1/workflows: every job's request is checked (the schema, the machine, the limits of
  * all together) before anything is created; an invalid workflow creates nothing. On success
  * the workflow takes b over. */
-workflow *workflow_submit(wf_body *b, uid_t uid, gid_t gid, jerr *e);
+workflow *workflow_submit(wf_body *b, const caller *who, jerr *e);
 /* The same checks, nothing created and no rate limit used up (POST /v1/workflows?dry_run=1,
  * rnx workflow validate, and before the volumes a workflow creates are made): 0, or -1 and the
  * refusal workflow_submit would give. The volumes and networks the workflow creates count as
  * there when they would be created (volumes_precheck, networks_precheck). */
-int workflow_check(wf_body *b, uid_t uid, gid_t gid, jerr *e);
+int workflow_check(wf_body *b, const caller *who, jerr *e);
 /* workflow_submit's two halves, for a workflow whose uploads follow (core/incoming.c): every
  * job's request read and checked (as workflow_check, and keeping what was checked), then the
  * workflow and its jobs created from it (c is consumed either way; b as by workflow_submit). */
@@ -97,7 +97,7 @@ typedef struct wf_checked {
     job_req *reqs;
     struct submit_info *si;   /* submit.h */
 } wf_checked;
-int workflow_prepare(wf_body *b, uid_t uid, gid_t gid, wf_checked *c, jerr *e);
+int workflow_prepare(wf_body *b, const caller *who, wf_checked *c, jerr *e);
 workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr *e);
 void workflow_checked_free(wf_checked *c);
 /* The daemon's workflow made of a row (read from the database at start, or a new one's): it

@@ -406,6 +406,38 @@ def test_a_reader_may_watch_a_terminal_but_not_type_into_it(remote):
         remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
 
 
+def test_a_submission_is_ordered_by_the_certificate_and_uses_no_more_than_its_account_may():
+    """At submission the certificate's role counts, as everywhere else: an admin's certificate on
+    an ordinary account may give a priority above 0 (as rnx job update lets it raise one), a
+    developer's may not. What the job will use of others' (a volume) is its account's to use and
+    no more than the certificate gives: a developer's certificate on an account of the admin
+    group cannot reach another user's volume through a job, which that account may on the
+    socket (review finding: the account's local role was used for both)."""
+    group = "jrag" + uuid.uuid4().hex[:5]
+    subprocess.run(["groupadd", group], check=True, capture_output=True)
+    r = None
+    try:
+        r = Remote(extra=f"server:\n  admin_group: {group}\n")
+        from conftest import api_as
+        st, out = r.api("admin", "POST", "/v1/jobs", {"command": "/bin/true", "priority": 5})
+        assert st == 201, out
+        st, out = r.api("developer", "POST", "/v1/jobs", {"command": "/bin/true", "priority": 5})
+        assert st == 403 and out["error"]["field"] == "priority" and "role" in out["error"]["message"], out
+        subprocess.run(["usermod", "-aG", group, r.account["developer"]], check=True, capture_output=True)
+        st, v = api_as(r.d, r.uid["other"], "POST", "/v1/volumes", {"name": "theirs", "size_mb": 4, "type": "memory"})
+        assert st in (200, 201), v
+        st, out = r.api("developer", "POST", "/v1/jobs", {"command": "/bin/true", "volumes": ["theirs"]})
+        assert st == 403 and out["error"]["field"] == "volumes", out
+        # the account itself, an operator on the socket, may (server.admin_group)
+        st, out = api_as(r.d, r.uid["developer"], "POST", "/v1/jobs", {"command": "/bin/true", "volumes": ["theirs"]})
+        assert st == 201, out
+        r.d.wait(out["id"])
+    finally:
+        if r:
+            r.close()
+        subprocess.run(["groupdel", group], capture_output=True)
+
+
 # ---- bounds ------------------------------------------------------------------------------------------
 
 def rss_kb(pid):

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from conftest import rnx_as, tree_allocated, wait_for
+from conftest import api_as, rnx_as, tree_allocated, wait_for
 
 MB = 1 << 20
 
@@ -222,6 +222,39 @@ def test_a_volume_is_its_owners(fresh_daemon, alice):
     p = vol(d, "remove", "alices", user=(uid, gid))
     assert p.returncode == 0, p.stderr
     assert "alices" not in listed(d)
+
+
+def test_a_volumes_owner_sees_others_jobs_using_it_counted_not_named(fresh_daemon, alice):
+    """root's job (and array waiting to make tasks) mounts alice's volume: alice sees that it is
+    used, and by how many, not the ids of jobs she may not see (GET /v1/jobs/ID is 403 to her),
+    in the volume's listing and in the refusal of its removal; root sees them all (review finding)."""
+    d = fresh_daemon()
+    name, uid, gid = alice
+    assert vol(d, "create", "alices", "--size=16MB", "--type=memory", user=(uid, gid)).returncode == 0
+    j = d.submit("sleep", "60", volumes=["alices"])
+    held = d.rnx("job", "run", "--array=0-3", "--hold", "--volume=alices", "true", check=True).stdout.strip()
+    try:
+        st, v = api_as(d, uid, "GET", "/v1/volumes/alices")
+        assert st == 200, v
+        assert v["jobs"] == [] and v["jobs_count"] == 1, v
+        assert v["arrays"] == [] and v["arrays_count"] == 1, v
+        st, out = api_as(d, uid, "GET", f"/v1/jobs/{j}")
+        assert st == 403, out
+        p = vol(d, "remove", "alices", user=(uid, gid))
+        assert p.returncode == 1 and "in use by 1 job not yet ended: 1 of another user" in p.stderr, p.stderr
+        assert j[:8] not in p.stderr, p.stderr
+        st, v = d.api("GET", "/v1/volumes/alices")
+        assert v["jobs"] == [j] and v["arrays"] == [held], v
+        p = d.rnx("volume", "remove", "alices")
+        assert p.returncode == 1 and j in p.stderr, p.stderr
+        d.api("POST", f"/v1/jobs/{j}/kill")
+        d.wait(j)
+        p = vol(d, "remove", "alices", user=(uid, gid))
+        assert p.returncode == 1 and "tasks not started yet: 1 of another user" in p.stderr, p.stderr
+        assert held[:8] not in p.stderr, p.stderr
+    finally:
+        d.api("POST", f"/v1/jobs/{j}/kill")
+        d.rnx("job", "cancel", held)
 
 
 def test_unknown_volume_and_bad_input_are_refused(fresh_daemon):
