@@ -44,6 +44,8 @@ static const struct {
     /* an admin's hold keeps a job from running (a maintenance window, a misbehaving sweep): its
      * owner cannot undo it; those who may hold others' jobs may release it */
     [AUTHZ_RELEASE_ADMIN_HOLD] = {AT_LEAST_MAINTAINER, "root"},
+    /* a task runs as its Slurm uid: only root, who may be anyone (slurmstepd's plugin) */
+    [AUTHZ_OTHERS_SLURM_TASKS] = {R(ROLE_ADMIN), "root (the SPANK plugin, in slurmstepd)"},
 };
 
 static const char *const role_names[ROLE_N] = {"reader", "developer", "operator", "maintainer", "admin"};

@@ -56,6 +56,8 @@ enum authz_op {
     AUTHZ_RAISE_PRIORITY,     /* raise a job's priority above what it had (its owner may lower it) */
     AUTHZ_RELEASE_ADMIN_HOLD, /* release a job or array held by another uid than its owner (an admin's
                                * hold, Slurm's JobHeldAdmin); the owner's own hold is the owner's */
+    AUTHZ_OTHERS_SLURM_TASKS, /* run another uid's Slurm task in joblet (slurmstepd's root, through the
+                               * SPANK plugin; on the unix socket only, where the pid is the caller's) */
     AUTHZ_N
 };
 

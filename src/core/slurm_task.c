@@ -264,8 +264,10 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     size_t ngroups = 0;
     if (task_cgroups(pid, &given, &ids, e) < 0 || task_user(pid, ids.uid, &gid, groups, &ngroups, e) < 0)
         goto out;
-    if (who->uid != 0 && who->uid != ids.uid) {
-        jerr_http(e, 403, "uid %u asks for pid %d, a Slurm task of uid %u", (unsigned)who->uid, (int)pid, ids.uid);
+    if (!authz_may_on(who, AUTHZ_OTHERS_SLURM_TASKS, ids.uid)) {
+        char what[120];
+        snprintf(what, sizeof what, "starting pid %d, a Slurm task of uid %u", (int)pid, ids.uid);
+        authz_check(who, AUTHZ_OTHERS_SLURM_TASKS, what, e);
         goto out;
     }
     if (r->claimed.set && !slurmcg_same(&r->claimed, &ids)) {
