@@ -70,8 +70,22 @@ typedef struct conn_id {
     int64_t since_ms;
     bool pending;             /* TLS, its first request not answered yet: among pending */
     struct conn_id *prev, *next;
+    struct conn_id *tls_prev, *tls_next; /* among tls_conns */
     char request[192];        /* "POST /v1/jobs": the request under way (the audit) */
 } conn_id;
+
+/* Every TLS connection open (an upgraded one, a terminal or an exec, included): those of a
+ * certificate revoked by a reload are closed (http_reload_remote). */
+static conn_id *tls_conns;
+
+static void tls_conns_remove(conn_id *id)
+{
+    if (!id->tls)
+        return;
+    *(id->tls_prev ? &id->tls_prev->tls_next : &tls_conns) = id->tls_next;
+    if (id->tls_next)
+        id->tls_next->tls_prev = id->tls_prev;
+}
 
 /* TLS connections not yet past their first request, oldest first. */
 static struct {
@@ -517,6 +531,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         id->fd = ci ? ci->connect_fd : -1;
         id->tls = sv->tls;
         if (id->tls) {
+            id->tls_next = tls_conns;
+            if (tls_conns)
+                tls_conns->tls_prev = id;
+            tls_conns = id;
             pending_add(id);
             return;
         }
@@ -533,6 +551,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         reply_conn *rc = *socket_context;
         conn_id *id = rc->owner;
         pending_remove(id);
+        tls_conns_remove(id);
         if (id->slot && id->slot->n)
             id->slot->n--;
         free(id);
@@ -701,7 +720,24 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
     return 0;
 }
 
-int http_reload_remote(jerr *e) { return tls_reload(e); }
+int http_reload_remote(jerr *e)
+{
+    if (tls_reload(e) < 0)
+        return -1;
+    /* a revoked certificate's connections end now, not at their next request: a stream it
+     * follows, a terminal it types into, an exec it runs (docs/remote.md, "Revoking") */
+    unsigned closed = 0;
+    for (conn_id *id = tls_conns; id; id = id->tls_next)
+        if (id->known && id->who.serial[0] && tls_revoked(id->who.serial)) {
+            shutdown(id->fd, SHUT_RDWR);
+            if (!id->refused.msg[0])
+                audit_caller("closed", &id->who, NULL, "its certificate was revoked (a reload)");
+            closed++;
+        }
+    if (closed)
+        log_info("remote: %u connection%s of revoked certificates closed", closed, closed == 1 ? "" : "s");
+    return 0;
+}
 
 void http_run(void)
 {

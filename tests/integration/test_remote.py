@@ -238,7 +238,22 @@ def test_revoked_after_sighup_while_its_job_runs(remote):
         f.write(f"# revoked by the test\n{serial} soon-revoked 2026-11-28T00:00:00Z\n")
     # before the reload it still works: the list is read at start and at SIGHUP only
     assert remote.api("soon-revoked", "GET", f"/v1/jobs/{job['id']}")[0] == 200
+    # a stream it follows, opened before: closed by the reload, not served on (review finding)
+    raw = socket.create_connection(("127.0.0.1", remote.port), timeout=30)
+    follow = remote.ctx("soon-revoked").wrap_socket(raw, server_hostname="127.0.0.1")
+    follow.sendall(f"GET /v1/jobs/{job['id']}/logs?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += follow.recv(4096)
+    assert b" 200 " in head.split(b"\r\n")[0], head
     remote.d.proc.send_signal(signal.SIGHUP)
+    follow.settimeout(30)
+    try:
+        while follow.recv(4096):
+            pass
+    except (ConnectionError, ssl.SSLError):
+        pass   # closed under it: what is wanted
+    follow.close()
     deadline = time.time() + 30
     while time.time() < deadline and remote.api("soon-revoked", "GET", "/v1/version")[0] != 403:
         time.sleep(0.1)
@@ -248,6 +263,7 @@ def test_revoked_after_sighup_while_its_job_runs(remote):
     assert remote.d.job(job["id"])["status"] == "RUNNING"
     assert remote.api("developer", "GET", f"/v1/jobs/{job['id']}")[0] == 200
     assert any(r["action"] == "refused" and r.get("serial") == serial for r in remote.audit())
+    assert any(r["action"] == "closed" and r.get("serial") == serial for r in remote.audit())
     remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
     with open(f"{remote.pki}/revoked.txt", "w") as f:
         f.write("")
