@@ -6,6 +6,7 @@ a held or suspended job kept so over a kill -9 of joblet.
 
 One daemon for the module (a simulated 4-GPU machine): each test ends the jobs it started."""
 import datetime
+import math
 import os
 import re
 import sqlite3
@@ -403,8 +404,9 @@ def test_a_freeze_that_cannot_finish_never_holds_the_daemon(d, tmp_path):
         p = d.rnx("job", "suspend", jid)
         assert p.returncode == 0, p.stderr
         assert p.stdout == f"suspended {jid} (SUSPENDED; still freezing: a process of it cannot stop yet)\n"
-        # the freezer looked at every 10 ms of that second, each look a turn of the loop
-        assert d.metric("joblet_loop_turns_total") - turns >= 20
+        # the freezer looked every 10 ms of that second, each look a turn of the loop (fewer on a
+        # loaded machine, where the loop waits for a CPU: CI saw 13; the old code made one)
+        assert d.metric("joblet_loop_turns_total") - turns >= 5
         j = d.job(jid)
         assert j["status"] == "SUSPENDED" and j["freezing"] is True and not frozen(d, jid)
         assert j["wait_reason"].endswith("; still freezing: a process of it cannot stop yet"), j["wait_reason"]
@@ -501,7 +503,7 @@ def suspend_past_its_limit(dd, jid):
     return at
 
 
-def check_ran_its_limit_outside_suspension(dd, jid, at_suspend, at_resume):
+def check_ran_its_limit_outside_suspension(dd, jid, at_suspend, at_resume, limit=LIMIT):
     """It ended by its time limit, having run its remaining time after the resume: the time it
     ran outside its suspension (joblet's own timestamps: started, suspended, resumed, ended)
     is its whole limit, and its counter went on after the resume."""
@@ -517,7 +519,7 @@ def check_ran_its_limit_outside_suspension(dd, jid, at_suspend, at_resume):
     ran = (susp[0] - started) + (ended - res[0])
     # never cut short by the time it spent suspended (ms of slack: joblet's timestamps are taken
     # around the shim's); nor run on without end (a bound far from any real run)
-    assert LIMIT * 1000 - 250 <= ran < LIMIT * 1000 + 60000, (ran, suspended)
+    assert limit * 1000 - 250 <= ran < limit * 1000 + 60000, (ran, suspended)
     # the time suspended, as the API and rnx job status --detail show it
     assert abs(j["suspended_ms"] - suspended) < 1000, (j["suspended_ms"], suspended)
     assert "Suspended: " in detail_text(dd, jid)
@@ -578,12 +580,16 @@ def test_an_update_while_suspended_counts_from_the_time_run(d):
     at_suspend = suspend_past_its_limit(d, jid)
     # a limit its time since the start is past, but not its time run: the job runs on after the
     # resume until it ran that long in all
-    d.rnx("job", "update", jid, f"--max-runtime={LIMIT}s", check=True)
+    # (LIMIT s more than it ran before the suspension: a loaded machine may have taken seconds
+    # to get it there, and a limit it had run out already would end it at the resume)
+    ran_before = event_times(d, jid, "suspended")[0] - ms(d.job(jid)["started_at"])
+    limit = math.ceil(ran_before / 1000) + LIMIT
+    d.rnx("job", "update", jid, f"--max-runtime={limit}s", check=True)
     time.sleep(1)
     assert d.job(jid)["status"] == "SUSPENDED"
     d.rnx("job", "resume", jid, check=True)
     at_resume = counter(d, jid)
-    check_ran_its_limit_outside_suspension(d, jid, at_suspend, at_resume)
+    check_ran_its_limit_outside_suspension(d, jid, at_suspend, at_resume, limit)
 
 
 # ---- requeue -----------------------------------------------------------------------------

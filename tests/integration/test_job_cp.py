@@ -55,7 +55,7 @@ def start(d, script, user=None):
     assert p.returncode == 0, p.stderr
     jid = json.loads(p.stdout)["id"]
     d.wait_status(jid, "RUNNING")
-    deadline = time.time() + 60
+    deadline = time.time() + 240   # (a gigabyte written on a loaded machine took over a minute)
     while time.time() < deadline:
         code, _ = d.api("GET", f"/v1/jobs/{jid}/archive?path=/tmp/.ready&stat=1")
         if code == 200:
