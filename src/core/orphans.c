@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -82,17 +83,24 @@ static size_t sweep_dir(const char *dir, const char *what)
  * dirfd, exec/shim_main.c), <state>/jobs/<id> (jobs_dir: as the kernel names it, no link in it). */
 static job *shim_of(pid_t pid, const char *jobs_dir)
 {
-    char path[64], argv[64];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    char path[64], comm[32];
+    /* root's, and named so: not its command line, whose read waits on the process's memory
+     * lock (a local user's process stuck in a page fault of a FUSE file that never answers held
+     * joblet's start for as long as it wished); its name (comm) and owner need no lock */
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    if (stat(path, &st) < 0 || st.st_uid != 0)
+        return NULL;
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    ssize_t n = read(fd, argv, sizeof argv - 1);
+    ssize_t n = read(fd, comm, sizeof comm - 1);
     close(fd);
     if (n <= 0)
         return NULL;
-    argv[n] = 0;
-    if (strcmp(argv, "joblet-shim"))
+    comm[n] = 0;
+    if (strcmp(comm, "joblet-shim\n"))
         return NULL;
     snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
     DIR *d = opendir(path);
