@@ -408,6 +408,21 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
                                                        (json_int_t)acted));
     }
+    if ((!strcmp(action, "suspend") || !strcmp(action, "resume") || !strcmp(action, "requeue")) && post) {
+        /* Slurm's scontrol suspend|resume|requeue ARRAY: each task it names that can be */
+        bool suspend = !strcmp(action, "suspend"), resume = !strcmp(action, "resume");
+        if ((suspend || resume) &&
+            authz_check(&r->who, AUTHZ_SUSPEND, suspend ? "suspending a job (its GPUs stay held)" : "resuming a job",
+                        &e) < 0)
+            return http_reply_error(r->conn, &e);
+        uint64_t acted;
+        if (array_ctl_run(a, tasks, suspend ? ARRAY_CTL_SUSPEND : resume ? ARRAY_CTL_RESUME : ARRAY_CTL_REQUEUE,
+                          query_true(r, "hold"), &r->who, &acted, &e) < 0)
+            return http_reply_error(r->conn, &e);
+        settle();
+        return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
+                                                       (json_int_t)acted));
+    }
     if (!strcmp(action, "update") && post) {
         if (tasks)
             return http_reply_error(r->conn, (jerr_http(&e, 400, "an array is updated whole (rnx job update %.8s); "

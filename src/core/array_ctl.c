@@ -72,6 +72,42 @@ int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t
     return 0;
 }
 
+int array_ctl_run(jarray *a, const arrayspec *tasks, enum array_ctl_run act, bool hold, const caller *who,
+                  uint64_t *acted, jerr *e)
+{
+    static const char *const verbs[] = {"suspend", "resume", "requeue"};
+    *acted = 0;
+    uint64_t refused = 0;
+    for (size_t i = 0; i < a->ntasks; i++) {
+        job *j = a->tasks[i];
+        if (!j || (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
+            continue;
+        bool runs = j->state == JS_RUNNING, suspended = j->state == JS_SUSPENDED;
+        if (act == ARRAY_CTL_SUSPEND ? !runs : act == ARRAY_CTL_RESUME ? !suspended : !runs && !suspended)
+            continue;
+        if (act == ARRAY_CTL_REQUEUE && suspended && !authz_may(who, AUTHZ_SUSPEND)) {
+            refused++; /* (it would run again: its suspension, an admin's, undone) */
+            continue;
+        }
+        jerr je = {0};
+        int rc = act == ARRAY_CTL_SUSPEND  ? job_ctl_suspend(j, who->uid, &je)
+                 : act == ARRAY_CTL_RESUME ? job_ctl_resume(j, who->uid, &je)
+                                           : job_ctl_requeue(j, who->uid, hold, &je);
+        if (rc == 0)
+            (*acted)++;
+        else
+            log_warn("array %s: task %lld: %s", a->id, (long long)j->array_task, je.msg);
+    }
+    if (!*acted)
+        return jerr_http(e, refused ? 403 : 409, "array %s: no task %swas left to %s%s", a->id, tasks ? "named " : "",
+                         verbs[act], refused ? " (those named are suspended, and requeuing one undoes an admin's "
+                                               "suspension: root's)"
+                                     : act == ARRAY_CTL_RESUME  ? " (none is SUSPENDED)"
+                                     : act == ARRAY_CTL_SUSPEND ? " (none is RUNNING)"
+                                                                : " (none runs or is suspended)");
+    return 0;
+}
+
 int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *who, uint64_t *acted, jerr *e)
 {
     *acted = 0;

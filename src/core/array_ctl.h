@@ -25,6 +25,16 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
  * made, are left as they are. SIGKILL is array_ctl_act's ARRAY_CTL_KILL. 409 when no task named
  * runs; *acted: tasks signaled. */
 int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t by, uint64_t *acted, jerr *e);
+enum array_ctl_run { ARRAY_CTL_SUSPEND, ARRAY_CTL_RESUME, ARRAY_CTL_REQUEUE };
+/* scontrol suspend|resume|requeue on an array (Slurm acts on its every task): each made task
+ * named (NULL: every task) that is RUNNING is suspended, that is SUSPENDED resumed, that runs or is
+ * suspended requeued (hold: held once back), as job_ctl does it; the tasks not made, and the others,
+ * are left as they are. Suspending and resuming are AUTHZ_SUSPEND's (the caller's to check);
+ * requeuing a suspended task is too: such tasks are left to who may not (counted in the 409).
+ * Not answered once frozen, as a job's suspend is: each task's "freezing" says. 409 when no task
+ * named could be; *acted: tasks acted on. */
+int array_ctl_run(jarray *a, const arrayspec *tasks, enum array_ctl_run act, bool hold, const caller *who,
+                  uint64_t *acted, jerr *e);
 /* Holds (hold) or releases the tasks named (NULL: every task, and the array: no task is made
  * while it is held): the made ones through job_ctl_hold and job_ctl_release, those waiting or held.
  * An array held by another uid than its owner (an admin's hold) is released only by whom
