@@ -4,6 +4,7 @@ that grows faster than the request."""
 import json
 import os
 import subprocess
+import threading
 import time
 
 from conftest import _API_CLIENT, api_as, setpriv
@@ -12,19 +13,26 @@ MALLORY = 4321
 
 
 def start_as(d, user, method, path, body):
-    """api_as, started in the background: (the process, its stdin already sent and closed)."""
+    """api_as, started in the background: the process, its body sent, its answer read by a
+    thread of its own (an answer larger than a pipe holds would stop it otherwise);
+    answer_of(p) waits for it."""
     p = subprocess.Popen([*setpriv(user), "/usr/bin/python3", "-c", _API_CLIENT, d.sock, method, path,
                           "application/json"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
     p.stdin.write(json.dumps(body).encode())
     p.stdin.close()
+    p.stdin = None
+    p.got = {}
+    p.reader = threading.Thread(target=lambda: p.got.update(zip(("out", "err"), p.communicate())), daemon=True)
+    p.reader.start()
     return p
 
 
 def answer_of(p, timeout=300):
     """(status, answer) of a request start_as started; AssertionError when none came."""
-    p.wait(timeout=timeout)
-    out, err = p.stdout.read(), p.stderr.read()
+    p.reader.join(timeout)
+    assert not p.reader.is_alive(), "no answer in time"
+    out, err = p.got["out"], p.got["err"]
     assert p.returncode == 0, f"no answer: {err.decode(errors='replace')[-2000:]}"
     return tuple(json.loads(out))
 
@@ -32,7 +40,7 @@ def answer_of(p, timeout=300):
 def worst_wait_while(d, p):
     """The longest another user's GET /v1/version waited while request p ran (seconds)."""
     worst = 0.0
-    while p.poll() is None:
+    while p.reader.is_alive():
         t = time.monotonic()
         code, _ = d.api("GET", "/v1/version", timeout=600)
         assert code == 200
