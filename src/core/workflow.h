@@ -29,6 +29,8 @@ typedef struct wf_job {
                                 * deleted); 0 a job */
     wf_cond *conds;
     size_t nconds;
+    uint32_t handled;          /* bit 1 << state: some job of the workflow requires this one to end so
+                                * (workflow_add sets it; refresh asks it for each ended job) */
 } wf_job;
 
 typedef struct workflow {
