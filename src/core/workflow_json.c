@@ -397,9 +397,14 @@ int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
 
 int workflow_json_load(workflow *wf, jerr *e)
 {
-    json_t *names = json_array(), *arr = json_object_get(wf->doc, "jobs"), *jj;
+    json_t *index = json_object(), *arr = json_object_get(wf->doc, "jobs"), *jj;
     size_t i;
-    json_array_foreach(arr, i, jj) json_array_append(names, json_object_get(jj, "name"));
+    json_array_foreach(arr, i, jj) /* (as check_body's: name -> place; the stored names are unique) */
+    {
+        const char *name = json_string_value(json_object_get(jj, "name"));
+        if (name)
+            json_object_set_new(index, name, json_integer((json_int_t)i));
+    }
     wf->n = json_array_size(arr);
     wf->jobs = xcalloc(wf->n + 1, sizeof *wf->jobs);
     int rc = 0;
@@ -408,12 +413,12 @@ int workflow_json_load(workflow *wf, jerr *e)
         const char *name = json_string_value(json_object_get(jj, "name"));
         wf->jobs[i].name = xstrdup(name ? name : "?");
         jerr ce = {0};
-        if (parse_conds(json_object_get(jj, "requires"), i, names, &wf->jobs[i], &ce) < 0) {
+        if (parse_conds(json_object_get(jj, "requires"), i, index, &wf->jobs[i], &ce) < 0) {
             *e = ce;
             rc = -1;
         }
     }
-    json_decref(names);
+    json_decref(index);
     return rc;
 }
 
