@@ -106,9 +106,15 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
         c.runtime_env = rt->env;
         c.nruntime_env = rt->nenv;
     }
-    char work[800], budget[512], io_dev[32] = "", mps[600];
+    char work[800], budget[512], io_dev[32] = "", mps[600], from[800];
     workfs_path(j->owner_uid, dir, work, sizeof work);
     c.work_dir = work;
+    if (j->array_id[0] && j->req.nuploads) { /* its array's files, which its shim copies into /work */
+        char adir[700];
+        snprintf(adir, sizeof adir, "%s/%s", core.jobs_dir, j->array_id);
+        workfs_path(j->owner_uid, adir, from, sizeof from);
+        c.work_copy_from = from;
+    }
     if (statedisk_budget_path(j->owner_uid, budget, sizeof budget) < 0)
         budget[0] = 0;
     c.log_budget = budget;

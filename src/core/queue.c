@@ -136,33 +136,6 @@ static int pick_task(jarray *a, uint32_t *t)
     return arrays_go_take(a, t);
 }
 
-/* An array's files are copied into each of its tasks' /work as the task is made, here on the
- * loop thread (submit_task): at most this many bytes of them a turn, the first task of a turn
- * whatever its size (its request's own), the tasks past it made at the next turns. Without it one
- * pass could copy 64 tasks' files of each array, gigabytes, while every request waited. */
-#define QUEUE_COPY_PER_TURN (64ull << 20)
-static loop_budget copy_budget = {.per_turn = QUEUE_COPY_PER_TURN};
-
-/* Whether a task of a may be made this turn, its files copied (copy_budget). */
-static bool copy_room(const jarray *a)
-{
-    uint64_t bytes = jobreq_uploads_declared(&a->req);
-    if (!bytes)
-        return true;
-    uint64_t got = loop_budget_take(&copy_budget, bytes);
-    if (got == bytes || got == QUEUE_COPY_PER_TURN) /* (the whole turn's: the first of the turn) */
-        return true;
-    loop_budget_return(&copy_budget, got);
-    return false;
-}
-
-/* ... and gives back what copy_room took for a task not made after all. */
-static void copy_unused(const jarray *a)
-{
-    uint64_t back = jobreq_uploads_declared(&a->req), room = QUEUE_COPY_PER_TURN - copy_budget.left;
-    loop_budget_return(&copy_budget, back < room ? back : room); /* (a big one took the turn's whole) */
-}
-
 /* How often a task that could not be made for now is warned of, at most: the pass tries again
  * each time it comes, which may be many times a second. */
 #define QUEUE_MAKE_WARN_MS 60000
@@ -428,18 +401,9 @@ static void schedule(void)
              * request whose change must commit, or be undone, whole. */
             jarray *a = amap[start[k]];
             uint32_t t;
-            if (!copy_room(a)) {
-                log_debug("array %s: its next task waits for the next turn: this one copied %llu bytes of "
-                          "arrays' files into tasks' /work already", a->id, QUEUE_COPY_PER_TURN);
-                state_want_after_commit(WANT_SCHEDULE);
-                continue;
-            }
-            if (pick_task(a, &t) < 0) {
-                copy_unused(a); /* (one offered ahead was made or canceled meanwhile) */
-                continue;
-            }
+            if (pick_task(a, &t) < 0)
+                continue; /* (one offered ahead was made or canceled meanwhile) */
             if (!(j = submit_task(a, t, &e))) {
-                copy_unused(a);
                 make_failed(a, t, &e); /* for good: its tasks left canceled; else tried again later */
                 continue;
             }

@@ -462,7 +462,8 @@ job *submit_job(job_req *req, const caller *who, jerr *e)
 
 /* The files every task of the array starts with: its directory <jobs>/<id> and its work/, the
  * uploads written there once (a streamed upload's directory renamed to it), kept until the array
- * is deleted; each task's /work is a copy (copy_uploads). Root's, as the listing says. */
+ * is deleted; each task's /work is a copy, made by the task's shim as it starts (exec/workcopy.h,
+ * job_launch.c). Root's, as the listing says. */
 static int array_uploads(jarray *a, const submit_info *si, jerr *e)
 {
     char dir[700], work[800];
@@ -551,49 +552,6 @@ jarray *submit_array_create(job_req *req, uid_t caller_uid, gid_t caller_gid, co
     return a;
 }
 
-/* A task's /work: a copy of its array's files (array_uploads), entry by entry as the listing
- * has them, beneath both work directories without following any link; then the task's uid's. */
-static int copy_uploads(job *j, const char *dir, const char *from, jerr *e)
-{
-    char work[800], src[800];
-    if (workfs_make(j->owner_uid, dir, work, sizeof work, e) < 0)
-        return -1;
-    workfs_path(j->owner_uid, from, src, sizeof src);
-    int workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC), srcfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int rc = workfd < 0 || srcfd < 0 ? jerr_sys(e, "open %s", workfd < 0 ? work : src) : 0;
-    for (size_t i = 0; i < j->req.nuploads && rc == 0; i++) {
-        jobreq_upload *u = &j->req.uploads[i];
-        int fd, in = -1;
-        if ((rc = submit_upload_create(workfd, u, &fd, e)) < 0 || fd < 0)
-            continue;
-        const char *base;
-        int dfd = upload_parent(srcfd, u->path, &base, e);
-        if (dfd >= 0)
-            in = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd >= 0 && dfd != srcfd)
-            close(dfd);
-        uint64_t size = 0;
-        ssize_t k = 0;
-        if (in < 0)
-            rc = dfd < 0 ? -1 : jerr_sys(e, "uploads: '%s': the array's copy", u->path);
-        while (rc == 0 && (k = copy_file_range(in, NULL, fd, NULL, 1 << 30, 0)) > 0)
-            size += (uint64_t)k;
-        if (rc == 0 && k < 0)
-            rc = jerr_sys(e, "uploads: '%s': copy", u->path);
-        if (in >= 0)
-            close(in);
-        if (rc == 0)
-            rc = submit_upload_done(fd, u, size, e);
-        else
-            close(fd);
-    }
-    if (workfd >= 0)
-        close(workfd);
-    if (srcfd >= 0)
-        close(srcfd);
-    return rc < 0 ? rc : own_uploads(j, work, e);
-}
-
 job *submit_task(jarray *a, uint32_t t, jerr *e)
 {
     /* every task's own request, from the array's (the form it is stored in) */
@@ -613,9 +571,7 @@ job *submit_task(jarray *a, uint32_t t, jerr *e)
     req.after = NULL;
     req.nafter = 0;
     req.has &= ~(1ull << JR_AFTER);
-    char from[700];
-    snprintf(from, sizeof from, "%s/%s", core.jobs_dir, a->id);
-    submit_info si = {.array_id = a->id, .array_task = t, .copy_from = req.nuploads ? from : NULL};
+    submit_info si = {.array_id = a->id, .array_task = t};
     job *j = submit_create(&req, a->owner_uid, a->owner_gid, &si, e);
     if (!j) {
         jobreq_free(&req);
@@ -699,8 +655,9 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     char dir[700], work[800];
     jobs_dir_of(j, dir, sizeof dir);
     /* nothing uploaded: its directory and /work are made at the next turns (job_dirs.h), the
-     * owner's /work filesystem checked now */
-    bool later = !si->staged && !j->req.nuploads;
+     * owner's /work filesystem checked now; nor for an array's task, whose files its shim copies
+     * from the array's into /work as it starts (exec/workcopy.h), not joblet's loop */
+    bool later = !si->staged && (!j->req.nuploads || si->array_id);
     if (later) {
         if (workfs_ready(j->owner_uid, e) < 0 || db_insert_job(core.db, job_row(j, &row), e) < 0) {
             job_free(j);
@@ -720,8 +677,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     int rc = si->staged ? workfs_rename(j->owner_uid, si->staged, dir, e) : 0;
     workfs_path(j->owner_uid, dir, work, sizeof work);
     if (rc < 0 ||
-        (si->staged ? own_uploads(j, work, e) : si->copy_from ? copy_uploads(j, dir, si->copy_from, e)
-                                                               : create_uploads(j, dir, e)) < 0 ||
+        (si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
         db_insert_job(core.db, job_row(j, &row), e) < 0) {
         workfs_remove(j->owner_uid, dir);
         job_free(j);

@@ -25,7 +25,6 @@ typedef struct submit_info {
                                * (<jobs>/.incoming-*), renamed to the job's; NULL otherwise */
     const char *array_id;     /* a job array's task (submit_task): its array, and its task id */
     int64_t array_task;
-    const char *copy_from;    /* its array's directory: the task's /work is a copy of its files */
 } submit_info;
 int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate (a dry run

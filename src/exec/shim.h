@@ -9,6 +9,7 @@
 #define SHIM_STDOUT_LEGACY "stdout.log"
 #define SHIM_STDERR_LEGACY "stderr.log"
 #define SHIM_LOG      "shim.log"     /* the shim's own diagnostics */
+#define SHIM_WORK_COPIED "work-copied" /* an array task: its array's files are in /work (workcopy.h) */
 #define SHIM_WARNED   "warned"       /* a line "<signal> <limit s> <ms>" each time --signal's signal
                                       * was sent, appended before the "W" line; joblet records
                                       * each in the job's history and removes the file (a joblet

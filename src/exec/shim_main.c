@@ -36,6 +36,7 @@
 #include "logwriter.h"
 #include "shim.h"
 #include "shim_term.h"
+#include "workcopy.h"
 #include "zygote.h"
 
 typedef struct shim {
@@ -494,11 +495,35 @@ static int job_cgroups(shim *sh, jerr *e)
     return cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, e);
 }
 
+/* An array task's /work: its array's files, copied here, by the task's own process, once: a run
+ * started again (a requeue) finds /work as the last one left it (workcopy.h). */
+static int work_copy(shim *sh, jerr *e)
+{
+    const job_spec *s = &sh->spec;
+    if (!s->work_copy_from || faccessat(sh->dirfd, SHIM_WORK_COPIED, F_OK, 0) == 0)
+        return 0;
+    workcopy_stats st;
+    jerr ce = {0};
+    if (workcopy_tree(s->work_copy_from, s->work_dir, s->uid, s->gid, &st, &ce) < 0)
+        return jerr_set(e, ce.code, "uploads: the array's files into the task's /work: %s%s", ce.msg,
+                        ce.code == ENOSPC || ce.code == EDQUOT ? " (its owner's /work is full: jobs.work_quota)" : "");
+    int fd = openat(sh->dirfd, SHIM_WORK_COPIED, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || fsync(fd) < 0)
+        shim_log(sh, "cannot record that /work has the array's files: %s", strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    shim_log(sh, "work: %llu files (%llu bytes) copied from the array's files", (unsigned long long)st.files,
+             (unsigned long long)st.bytes);
+    return 0;
+}
+
 static int start_job(shim *sh, int notify_fd)
 {
     jerr e = {0};
     job_spec *s = &sh->spec;
     sh->notify_fd = notify_fd; /* (a terminal job's "T" comes before the start) */
+    if (work_copy(sh, &e) < 0)
+        goto fail_nocg;
     if (!host_ready || strcmp(host.root, s->cgroup_root)) {
         if (cg_host_detect(&host, s->cgroup_root, &e) < 0)
             goto fail_nocg;

@@ -107,6 +107,8 @@ int spec_to_fd(const job_spec *s, jerr *e)
                                                      "attach_wait_s", (json_int_t)s->attach_wait_s));
     if (o && s->system_root && *s->system_root)
         json_object_set_new(o, "system_root", json_string(s->system_root));
+    if (o && s->work_copy_from && *s->work_copy_from)
+        json_object_set_new(o, "work_copy_from", json_string(s->work_copy_from));
     if (o && s->runsc && *s->runsc)
         json_object_set_new(o, "gvisor", json_pack("{s:s,s:s,s:s,s:b,s:s?,s:I}", "runsc", s->runsc, "root",
                                                    s->runsc_root ? s->runsc_root : "", "platform",
@@ -222,6 +224,9 @@ static int check(json_t *o, jerr *e)
     json_t *sys = json_object_get(o, "system_root");
     if (sys && (!json_is_string(sys) || json_string_value(sys)[0] != '/'))
         return jerr_set(e, EINVAL, "the job spec's system_root is not an absolute path");
+    json_t *wcf = json_object_get(o, "work_copy_from");
+    if (wcf && (!json_is_string(wcf) || json_string_value(wcf)[0] != '/'))
+        return jerr_set(e, EINVAL, "the job spec's work_copy_from is not an absolute path");
     size_t idlen = json_string_length(json_object_get(o, "id"));
     if (idlen == 0 || idlen >= sizeof ((job_spec *)NULL)->id)
         return jerr_set(e, EINVAL, "the job spec's id has %zu characters", idlen);
@@ -363,6 +368,8 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     s->workdir = xstrdup(json_string_value(json_object_get(o, "workdir")));
     json_t *sys = json_object_get(o, "system_root");
     s->system_root = json_is_string(sys) ? xstrdup(json_string_value(sys)) : NULL;
+    json_t *wcf = json_object_get(o, "work_copy_from");
+    s->work_copy_from = json_is_string(wcf) ? xstrdup(json_string_value(wcf)) : NULL;
     s->cgroup_root = xstrdup(json_string_value(json_object_get(o, "cgroup_root")));
     s->argv = strv_load(argv);
     s->env = strv_load(env);
@@ -496,6 +503,7 @@ void spec_free(job_spec *s)
     free(s->hostname);
     free(s->workdir);
     free(s->system_root);
+    free(s->work_copy_from);
     free(s->cgroup_root);
     free(s->cgroup_given);
     free(s->step_hook);

@@ -50,6 +50,9 @@ typedef struct job_spec {
     char id[37];
     char *job_dir;       /* host directory: logs, started/status.json */
     char *work_dir;      /* host directory bound on /work (core/workfs.h) */
+    char *work_copy_from; /* an array's task: the host directory of its array's files, which the
+                           * shim copies into work_dir before the job's first start (workcopy.h);
+                           * NULL: none */
     char *root_mount;    /* empty host directory the job's root tmpfs is mounted on, in the
                           * job's own mount namespace (so every job can share one) */
     char *hostname;

@@ -223,6 +223,7 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
     job_hostname(c->id, host, sizeof host);
     s->job_dir = xstrdup(c->job_dir);
     s->work_dir = xstrdup(c->work_dir);
+    s->work_copy_from = dup_or_null(c->work_copy_from);
     s->root_mount = xstrdup(c->root_mount);
     s->hostname = xstrdup(host);
     s->system_root = dup_or_null(c->system_root);

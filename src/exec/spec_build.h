@@ -51,6 +51,7 @@ typedef struct spec_ctx {
     /* where it runs */
     const char *job_dir;          /* its directory: logs, started, status.json */
     const char *work_dir;         /* the host directory bound on /work */
+    const char *work_copy_from;   /* an array task's: its array's files, copied there first; or NULL */
     const char *root_mount;       /* the shared mount point of every job's root */
     const char *cgroup_root;      /* cgroup.root */
     const char *io_dev;           /* the block device of /work for --max-iobps ("" none) */

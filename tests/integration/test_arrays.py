@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, TERMINAL, submit_array, tasks_of, wait_array
+from conftest import ROOT, TERMINAL, submit_array, tasks_of, wait_array, wait_for
 from test_dependencies import GATE, release
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
@@ -700,21 +700,57 @@ def test_update_an_array_its_throttle_and_its_tasks(fresh_daemon):
     d.rnx("job", "stop", job, check=True)
 
 
-def test_an_arrays_files_are_copied_a_turn_at_a_time(d, tmp_path):
-    """Each task's /work is a copy of the array's files, made on joblet's loop as the task is
-    made: at most 64 MiB of them a turn (the first task of a turn whatever its size), the next
-    tasks at the next turns, so that one array's big files never hold every other request for
-    the time of many copies. Each task still gets its whole copy, its own."""
+def test_an_arrays_files_are_copied_by_each_tasks_own_shim(d, tmp_path):
+    """Each task's /work is a copy of the array's files, made by the task's shim as it starts
+    (exec/workcopy.h), not on joblet's loop, where one array's big files held every other
+    request for the time of a copy per task made (hostile tester, h-hwf): each task gets its whole
+    copy, its own, its uid's, links as links and modes as sent; the shim's log says it copied."""
     big = tmp_path / "weights.bin"
     with open(big, "wb") as f:
-        f.write(os.urandom(1 << 20) * 40)  # 40 MiB: two do not fit in a turn's 64
-    r = d.rnx("job", "run", "--array=0-3", f"--upload={big}", "sh", "-c",
-              "wc -c < weights.bin; md5sum weights.bin | cut -c1-32; echo x >> weights.bin", check=True)
+        f.write(os.urandom(1 << 20) * 40)
+    sub = tmp_path / "cfg"
+    sub.mkdir()
+    (sub / "a.txt").write_text("alpha\n")
+    os.symlink("a.txt", sub / "link")
+    os.chmod(sub / "a.txt", 0o640)
+    r = d.rnx("job", "run", "--array=0-3", f"--upload={big}", f"--upload={sub}", "sh", "-c",
+              "wc -c < weights.bin; md5sum weights.bin | cut -c1-32; cat cfg/link; stat -c '%a %u' cfg/a.txt; "
+              "test $(stat -c %u weights.bin) = $(id -u) && echo mine; echo x >> weights.bin", check=True)
     done = wait_array(d, r.stdout.strip().splitlines()[-1])
     assert done["status"] == "COMPLETED", done
     import hashlib
     want = hashlib.md5(big.read_bytes()).hexdigest()
-    outs = [d.output(j["id"]).split() for j in tasks_of(d, done["id"])]
-    assert sorted(outs) == [[str(40 << 20), want]] * 4, outs
-    assert f"array {done['id']}: its next task waits for the next turn" in d.log()
+    for j in tasks_of(d, done["id"]):
+        out = d.output(j["id"]).split("\n")
+        assert out[:5] == [str(40 << 20), want, "alpha", f"640 {j['uid']}", "mine"], (j["id"], out)
+        with open(os.path.join(d.state, "jobs", j["id"], "shim.log")) as f:
+            assert "copied from the array's files" in f.read()
     d.rnx("job", "delete", done["id"], check=True)
+
+
+def test_a_requeued_task_keeps_its_work_and_a_full_work_fails_the_task_saying_so(fresh_daemon, tmp_path):
+    """A task requeued runs again on its /work as its first run left it (the copy is made once);
+    a task whose copy does not fit its owner's /work (jobs.work_quota) fails to start, saying so."""
+    dm = fresh_daemon("jobs:\n  work_quota: 96MB\n")
+    f = tmp_path / "state.txt"
+    f.write_text("0\n")
+    aid = dm.rnx("job", "run", "--array=0", f"--upload={f}", "sh", "-c",
+                 "echo $(( $(cat state.txt) + 1 )) > state.txt; cat state.txt; sleep 600", check=True).stdout.strip()
+    wait_for(lambda: any(t["status"] == "RUNNING" for t in tasks_of(dm, aid)), "the task runs")
+    task = tasks_of(dm, aid)[0]["id"]
+    wait_for(lambda: dm.output(task) == "1\n", "the first run's line")
+    dm.rnx("job", "requeue", task, check=True)
+    wait_for(lambda: dm.output(task).split() == ["1", "2"], "the second run counts on", timeout=60)
+    dm.rnx("job", "kill", task, check=True)
+    # 40 MB sent: the array's copy fits in its owner's 64 MB, a task's copy beside it does not
+    dm.rnx("job", "delete", aid)
+    dm2 = fresh_daemon("jobs:\n  work_quota: 64MB\n")
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as fh:
+        fh.write(os.urandom(1 << 20) * 40)
+    aid = dm2.rnx("job", "run", "--array=0", f"--upload={big}", "sleep", "600", check=True).stdout.strip()
+    done = wait_array(dm2, aid)
+    t = tasks_of(dm2, aid)[0]
+    assert (t["status"], t["end_reason"]) == ("FAILED", "start_failed"), t
+    assert "the array's files into the task's /work: 'big.bin'" in t["error"] and "jobs.work_quota" in t["error"], t
+    assert done["status"] == "FAILED", done
