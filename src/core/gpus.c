@@ -3,6 +3,7 @@
 #include "gpus.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -184,7 +185,12 @@ int gpus_mig_profile_id(const char *profile)
 
 int gpus_mig_profile(const job_req *req)
 {
-    return req->gpu_mig ? gpus_mig_profile_id(req->gpu_mig) : -1;
+    if (!req->gpu_mig)
+        return -1;
+    /* a profile the machine lost since the job was accepted (its MIG layout changed, joblet
+     * restarted): one no device has, so that the job waits for it, not runs without a GPU */
+    int id = gpus_mig_profile_id(req->gpu_mig);
+    return id >= 0 ? id : INT_MAX;
 }
 
 void gpus_mig_profiles(char *out, size_t len)

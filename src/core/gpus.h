@@ -37,6 +37,9 @@ enum gpus_service gpus_out_of_service(int i, char *out, size_t len);
 int gpus_cc_parse(const char *s, int *cc);
 /* The scheduler's id of a MIG profile ("1g.10gb"), -1 when no GPU here has it. */
 int gpus_mig_profile_id(const char *profile);
+/* The scheduler's mig_profile of a request: -1 when it asks for no MIG device, INT_MAX (a profile
+ * no device has: it waits, SW_UNPLACEABLE) when it asks for one of a profile this machine no
+ * longer has. */
 int gpus_mig_profile(const job_req *req);
 /* The MIG profiles this machine has, "1g.10gb, 3g.40gb" ("" none). */
 void gpus_mig_profiles(char *out, size_t len);
