@@ -1602,13 +1602,14 @@ static const char hold_help[] =
     "Usage: rnx job hold ID...\n"
     "\n"
     "Holds jobs that wait (PENDING, SCHEDULED, QUEUED or PREEMPTED): state HELD, out of the\n"
-    "scheduler's sight until 'rnx job release'. A held job keeps its place in the queue.\n"
+    "scheduler's sight until 'rnx job release'. Released, it joins the queue from then.\n"
     "A job that runs, has ended or is held already is refused.\n";
 static const char release_help[] =
     "Usage: rnx job release ID...\n"
     "\n"
     "Releases held jobs: back to PENDING (a workflow's job whose dependencies have not all\n"
-    "ended), SCHEDULED (its --schedule time is ahead) or QUEUED, in the place it had.\n";
+    "ended), SCHEDULED (its --schedule time is ahead) or QUEUED, behind the jobs that\n"
+    "waited meanwhile (its place in the queue is from its release, as in Slurm).\n";
 static const char suspend_help[] =
     "Usage: rnx job suspend ID...\n"
     "\n"

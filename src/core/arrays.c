@@ -1081,6 +1081,8 @@ int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e)
         return 0;
     a->held = held;
     a->held_by = held ? (int64_t)by : -1;
+    if (!held)
+        a->joined_ms = now_ms(); /* its place in the queue is from now (job.h, joined_ms) */
     a->ev_dirty = true;
     changed(a);
     if (!held)
@@ -1169,6 +1171,7 @@ static void load_one(db_array *r, void *arg)
         a->gone[s] = r->gone[s - JS_STOPPED];
     a->gone_exit = r->gone_exit;
     a->after_met = r->after_met;
+    a->joined_ms = r->joined_ms;
     memcpy(a->wf_id, r->wf_id, sizeof a->wf_id);
     a->wf_index = r->wf_index; /* linked to its workflow by workflow_resume_all */
     add(a);

@@ -48,6 +48,7 @@ const db_job *job_row(const job *j, db_job *out)
         .net = j->net,
         .array_task = j->array_task,
         .after_met = j->after_met,
+        .joined_ms = j->joined_ms,
     };
     memcpy(out->array_id, j->array_id, sizeof out->array_id);
     memcpy(out->id, j->id, sizeof out->id);
@@ -82,7 +83,7 @@ const db_array *array_row(const jarray *a, array_row_buf *b)
                         .req = a->req, .spec = b->spec, .created_ms = a->created_ms, .made = a->made,
                         .skip = a->skip.n ? b->skip : NULL, .ahead = a->ahead.n ? b->ahead : NULL, .canceled_by = a->canceled_by,
                         .canceled_why = a->canceled_by < -1 ? a->canceled_why : NULL, .held = a->held,
-                        .held_by = a->held_by, .wf_index = a->wf_index, .after_met = a->after_met,
+                        .held_by = a->held_by, .wf_index = a->wf_index, .after_met = a->after_met, .joined_ms = a->joined_ms,
                         .gone_exit = a->gone_exit};
     for (int s = JS_STOPPED; s < JS_COUNT; s++)
         b->row.gone[s - JS_STOPPED] = a->gone[s];

@@ -238,6 +238,7 @@ job *job_new(db_job *r)
     j->suspended_ms = r->suspended_ms;
     j->suspended_since_ms = r->suspended_since_ms;
     j->after_met = r->after_met;
+    j->joined_ms = r->joined_ms;
     memcpy(j->wf_id, r->wf_id, sizeof j->wf_id);
     j->wf_index = r->wf_index;
     j->gpu_fault = r->gpu_fault;

@@ -129,6 +129,16 @@ static uint32_t offer(const jarray *a)
 
 /* The task an offered entry that starts is made as: the cursor's when it may go, else the next
  * of those further on that may (task by task, their own task completed first). */
+/* Since when a job (or an array) waits in the queue, for its place among equal priorities
+ * (sched_job.since_ms): its submission, its --schedule time or its last joining (a release from
+ * a hold, a new --schedule: job.h), whichever is latest, as Slurm counts a job's age from when it
+ * became eligible and gives a released job a new place. */
+static int64_t queue_since(int64_t created_ms, int64_t scheduled_ms, int64_t joined_ms)
+{
+    int64_t t = created_ms > scheduled_ms ? created_ms : scheduled_ms;
+    return t > joined_ms ? t : joined_ms;
+}
+
 static int pick_task(jarray *a, uint32_t *t)
 {
     if (depend_tasks_ready(a, 1) == 1 && arrays_next(a, t) == 0)
@@ -331,7 +341,11 @@ static void schedule(void)
         /* a task made and not started yet keeps its array's place (seq), ahead of the array's
          * tasks still to make (a stable order puts jobs first among equals); one that ran and
          * waits again has its own, as a requeued job does */
-        sj[k] = (sched_job){.seq = a && !job_ran_before(j) ? a->seq : j->seq, .not_before_ms = j->scheduled_ms};
+        bool own = !a || job_ran_before(j);
+        sj[k] = (sched_job){.seq = own ? j->seq : a->seq, .not_before_ms = j->scheduled_ms,
+                            .since_ms = own ? queue_since(j->created_ms, j->scheduled_ms, j->joined_ms)
+                                            : queue_since(a->created_ms, a->req.schedule_ms,
+                                                          a->joined_ms > j->joined_ms ? a->joined_ms : j->joined_ms)};
         sched_input_req(j, &sj[k].r);
         map[k++] = j;
     }
@@ -343,7 +357,8 @@ static void schedule(void)
         if (a->pass != pass) /* none of its tasks holds room: what its status says (array_json.c) */
             a->pass = pass, a->pass_runs = 0;
         for (uint32_t c = offer(a); c > 0; c--) {
-            sj[k] = (sched_job){.seq = a->seq, .not_before_ms = a->req.schedule_ms};
+            sj[k] = (sched_job){.seq = a->seq, .not_before_ms = a->req.schedule_ms,
+                                .since_ms = queue_since(a->created_ms, a->req.schedule_ms, a->joined_ms)};
             sched_input_req_of(&a->req, a->owner_uid, &sj[k].r);
             amap[k++] = a;
             arr_offered++;
@@ -583,6 +598,11 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
     case SW_PREEMPTING:
         snprintf(out, len, "needs %s; first in line: lower-priority preemptible jobs are being stopped for it", need);
         break;
+    case SW_HEAD_HELD:
+        snprintf(out, len, "needs %s; %u free; first in line, but none of the free GPUs is one it can use: it goes "
+                           "first when one of its own frees, and reserves nothing meanwhile (the next job in line "
+                           "that does not fit holds the reservation)", need, nfree);
+        break;
     case SW_RESERVED:
         snprintf(out, len, "needs %s; it would fit, but only on %s%s reserved for job %.8s, first in line%s", need,
                  *gl ? (__builtin_popcountll(last_pass.reserved) == 1 ? "GPU " : "GPUs ") : "room", gl, last_pass.head, r.runtime_ms ? " (it could still run when that job's room comes)" :
@@ -608,8 +628,8 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
         break;
     }
     /* a GPU it named that is out of service says why, and whether it comes back by itself */
-    bool for_gpus = j->wait_why == SW_HEAD || j->wait_why == SW_NO_ROOM || j->wait_why == SW_RESERVED ||
-                    j->wait_why == SW_UNPLACEABLE;
+    bool for_gpus = j->wait_why == SW_HEAD || j->wait_why == SW_HEAD_HELD || j->wait_why == SW_NO_ROOM ||
+                    j->wait_why == SW_RESERVED || j->wait_why == SW_UNPLACEABLE;
     for (int i = 0; for_gpus && i < core.gpu.inv.n; i++) {
         char why[400];
         if (r.gpu_ids >> i & 1 && gpus_out_of_service(i, why, sizeof why) != GPUS_IN_SERVICE) {

@@ -1,5 +1,6 @@
 #include "sched.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,8 @@ static int before(const sched_job *a, const sched_job *b)
 {
     if (a->r.priority != b->r.priority)
         return a->r.priority > b->r.priority;
+    if (a->since_ms != b->since_ms)
+        return a->since_ms < b->since_ms;
     return a->seq < b->seq;
 }
 
@@ -106,6 +109,16 @@ static uint64_t busy_of(const sched_input *in, const room *R)
         if (R->shared_mb[g] > 0)
             b |= 1ull << g;
     return b;
+}
+
+/* Whether a GPU is free now that another job could be given (usable, open, nobody's). */
+static bool any_free(const sched_input *in, const room *R)
+{
+    uint64_t busy = busy_of(in, R);
+    for (size_t g = 0; g < ngpus_of(in); g++)
+        if (in->gpus[g].usable && !in->gpus[g].closed && !(busy >> g & 1))
+            return true;
+    return false;
 }
 
 /* count GPUs among cand: by the placement policy when there are scores, lowest first else. */
@@ -490,6 +503,7 @@ void sched_decide(const sched_input *in, sched_output *out)
     int res_mig = -1;
     int64_t shadow = 0;
     long head = -1;
+    bool handed = false; /* the first head reserved nothing: SW_HEAD_HELD */
     size_t ns = 0;
     uint32_t pos = 0;
     for (size_t i = 0; i < m; i++) {
@@ -535,6 +549,12 @@ void sched_decide(const sched_input *in, sched_output *out)
                     why = SW_PREEMPTING;
                 } else {
                     reserve(in, &R, &j->r, hs, nh, &reserved, &res_mig, &shadow);
+                    /* (free GPUs it cannot use: behind it, the first that does not fit keeps them) */
+                    if (!reserved && res_mig < 0 && !shadow && j->r.mig_profile < 0 && !handed && any_free(in, &R)) {
+                        why = SW_HEAD_HELD; /* the next job that does not fit is the head (once) */
+                        head = -1;
+                        handed = true;
+                    }
                 }
             }
         } else {

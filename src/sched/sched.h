@@ -32,6 +32,9 @@ typedef struct sched_job {
     uint64_t seq;            /* submission order */
     int64_t not_before_ms;   /* --schedule time; 0 = now */
     sched_req r;
+    int64_t since_ms;        /* since when it waits in the queue (its submission, --schedule time or
+                              * release: core/queue.c); among equal priorities the earlier goes
+                              * first, then the lower seq; 0 for all: seq alone */
 } sched_job;
 
 /* A job holding room now. */
@@ -96,6 +99,12 @@ enum sched_wait {
     SW_UNSAVED,              /* an array's task whose row is not committed yet (made this turn, or
                               * while the database could not be written): it starts once it is
                               * (core/queue.c, likewise) */
+    SW_HEAD_HELD,            /* first in line, but no free GPU is of use to it (those it can use
+                              * are all held, with no known end): it reserves nothing, and the
+                              * next job that does not fit is the head in its stead (once a
+                              * pass), with the reservation (a head that reserved nothing let
+                              * later small jobs take every GPU that freed, a big job behind it
+                              * waiting for ever); it still goes first when what it needs frees */
 };
 
 typedef struct sched_output {
@@ -106,7 +115,9 @@ typedef struct sched_output {
     size_t *preempt;         /* indexes into running[] to stop now; caller provides nrunning slots */
     size_t npreempt;
     int64_t next_wakeup_ms;  /* earliest not_before still in the future; 0 = none */
-    long head;               /* index into jobs[] of the job the reservation is for; -1 none */
+    long head;               /* index into jobs[] of the job the reservation is for; -1 none (the
+                              * first in line when none is SW_HEAD_HELD, else the next that does
+                              * not fit) */
     uint64_t reserved;       /* GPUs reserved for the head (free now or freed by shadow_ms) */
     int64_t shadow_ms;       /* when the head will fit at the latest; 0 unknown */
     uint8_t *why;            /* per job: enum sched_wait; caller provides n slots, or NULL */

@@ -132,6 +132,11 @@ static const char *const migrations[] = {
     /* 21: why joblet canceled an array's tasks left (its dependencies can never hold, or its tasks
      * can never be made: core/arrays.h), kept over a restart. Rows from before: not known (NULL) */
     "ALTER TABLE arrays ADD COLUMN canceled_why TEXT;",
+    /* 22: when a job or array last joined the queue by a release from a hold or a new --schedule:
+     * its place in the queue is taken from then, not from its submission (core/queue.c). Rows
+     * from before: never (0) */
+    "ALTER TABLE jobs ADD COLUMN joined_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE arrays ADD COLUMN joined_ms INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
@@ -226,7 +231,7 @@ static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid,
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
                           " gpu_fault, sandbox_uid, slurm, net, array_id, array_task, requeue, suspended_ms,"
-                          " suspended_since_ms, after_met";
+                          " suspended_since_ms, after_met, joined_ms";
 
 static int reseal(db *d, jerr *e);
 static char *col_str(sqlite3_stmt *st, int i);
@@ -256,14 +261,14 @@ db *db_open(const char *path, jerr *e)
     if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
                       " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31, net=?32,"
                       " array_id=?33, array_task=?34, requeue=?35, suspended_ms=?36, suspended_since_ms=?37,"
-                      " after_met=?38 WHERE id=?1 AND seq=?2";
+                      " after_met=?38, joined_ms=?39 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -501,6 +506,7 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     sqlite3_bind_int64(st, 36, j->suspended_ms);
     bind_opt_i64(st, 37, j->suspended_since_ms, j->suspended_since_ms > 0);
     sqlite3_bind_int(st, 38, j->after_met);
+    sqlite3_bind_int64(st, 39, j->joined_ms);
     int rc = sqlite3_step(st);
     free(net);
     free(slurm);
@@ -795,6 +801,7 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
         j->suspended_ms = sqlite3_column_int64(st, 35);
         j->suspended_since_ms = sqlite3_column_int64(st, 36);
         j->after_met = sqlite3_column_int(st, 37) != 0;
+        j->joined_ms = sqlite3_column_int64(st, 38);
         fn(j, arg);
         db_job_free(j);
     }
@@ -1247,8 +1254,8 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     if (sqlite3_prepare_v3(d->h,
                            "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
                            " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index, ahead, after_met,"
-                           " held_by, gone_stopped, gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why)"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " held_by, gone_stopped, gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why,"
+                           " joined_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, 0, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
@@ -1276,6 +1283,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
         sqlite3_bind_int64(st, 18 + k, (sqlite3_int64)a->gone[k]);
     sqlite3_bind_int(st, 22, a->gone_exit);
     bind_text(st, 23, a->canceled_why);
+    sqlite3_bind_int64(st, 24, a->joined_ms);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     free(req);
@@ -1306,7 +1314,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "SELECT id, seq, name, owner_uid, owner_gid, request, spec, created_ms, made, skip,"
                                   " canceled_by, held, workflow_id, workflow_index, ahead, after_met, held_by, gone_stopped,"
-                                  " gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why FROM arrays ORDER BY seq",
+                                  " gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why, joined_ms FROM arrays ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
@@ -1341,6 +1349,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
             a.gone[k] = (uint64_t)sqlite3_column_int64(st, 17 + k);
         a.gone_exit = sqlite3_column_int(st, 21);
         a.canceled_why = (const char *)sqlite3_column_text(st, 22);
+        a.joined_ms = sqlite3_column_int64(st, 23);
         fn(&a, arg);
         jobreq_free(&a.req);
     }

@@ -1,6 +1,7 @@
 """Edges of the batch features found by a hostile review (docs/batch.md): an array's task named
 before it is made (`rnx job wait ID_T`, `--after=ID_T`), a task updated by its own id, and
 another user's array out of reach by a task reference exactly as by any other."""
+import json
 import os
 import subprocess
 
@@ -194,13 +195,19 @@ def test_a_users_array_named_as_the_start_of_anothers_job_name_does_not_take_roo
         d.rnx("job", "cancel", mine, theirs)
 
 
-def test_requeue_of_several_tasks_says_one_at_a_time(daemon):
+def test_requeue_of_several_tasks_acts_on_those_named(daemon):
     """rnx job requeue ID_[0-1] was told `ID is a job array (N tasks): name one task`, though it
-    had named tasks."""
+    had named tasks; it acts on the tasks named that run now, as scontrol requeue does on an
+    array's (docs/batch.md), and leaves the others."""
     d = daemon
     aid = run(d, "--array=0-3", "sleep", "1000")
     wait_for(lambda: "made" not in d.api("GET", f"/v1/jobs/{aid[:8]}_1")[1], "task 1 to be made")
-    p = d.rnx("job", "requeue", f"{aid[:8]}_[0-1]")
-    assert p.returncode == 1 and f"tasks [0-1] of array {aid}" in p.stderr and "one task at a time" in p.stderr, \
-        p.stderr
+    for t in (0, 1):
+        wait_for(lambda: d.api("GET", f"/v1/jobs/{aid[:8]}_{t}")[1].get("status") == "RUNNING", f"task {t} to run")
+    p = d.rnx("--json", "job", "requeue", f"{aid[:8]}_[0-1]")
+    assert p.returncode == 0 and json.loads(p.stdout)["acted"] >= 1, (p.stdout, p.stderr)
+    for t in (0, 1):
+        wait_for(lambda: d.api("GET", f"/v1/jobs/{aid[:8]}_{t}")[1].get("preemptions") == 1, f"task {t} requeued")
+    for t in (2, 3):
+        assert d.api("GET", f"/v1/jobs/{aid[:8]}_{t}")[1].get("preemptions", 0) == 0
     d.rnx("job", "stop", aid, check=True)

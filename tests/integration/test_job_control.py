@@ -108,7 +108,10 @@ def stands_still(d, jid, wait=0.5):
 
 # ---- hold / release ----------------------------------------------------------------------
 
-def test_hold_takes_a_job_out_of_the_queue_and_release_puts_it_back_in_its_place(d):
+def test_hold_takes_a_job_out_of_the_queue_and_release_puts_it_back_behind_those_waiting(d):
+    """A released job joins the queue from its release (as Slurm counts a released job's age): it
+    goes behind those that waited meanwhile, not back in its old place (a job banked held and
+    released at will went before everyone who came since: hostile tester, h-hsched)."""
     blk = blocker(d)
     a = d.submit("true", gpu_count=1)
     b = d.submit("true", gpu_count=1)
@@ -124,9 +127,9 @@ def test_hold_takes_a_job_out_of_the_queue_and_release_puts_it_back_in_its_place
     p = d.rnx("job", "release", a)
     assert p.returncode == 0, p.stderr
     assert p.stdout == f"released {a} (QUEUED)\n"
-    # its seq kept: first in line again, ahead of b
-    assert (d.job(a)["status"], d.job(a)["queue_position"]) == ("QUEUED", 1)
-    assert d.job(b)["queue_position"] == 2
+    # behind b now, which waited meanwhile
+    assert (d.job(a)["status"], d.job(a)["queue_position"]) == ("QUEUED", 2)
+    assert d.job(b)["queue_position"] == 1
     evs = events(d, a)
     assert ("held", 0, "held by uid 0 (was QUEUED)") in evs
     assert ("released", 0, "hold released by uid 0: QUEUED") in evs

@@ -69,7 +69,7 @@ static sched_req runtime(sched_req r, int64_t ms)
     return r;
 }
 
-static sched_job job(uint64_t seq, sched_req r) { return (sched_job){seq, 0, r}; }
+static sched_job job(uint64_t seq, sched_req r) { return (sched_job){.seq = seq, .r = r}; }
 
 /* A running job: whole GPUs (or shared ones when r.shared) until end_ms (0 unknown). */
 static sched_running on(uint64_t seq, sched_req r, uint64_t gpus, int64_t end_ms)
@@ -232,7 +232,8 @@ static void test_max_running_makes_no_head(void **state)
 
 static void test_scheduled_jobs_wait_and_set_wakeup(void **state)
 {
-    sched_job jobs[] = {{1, 5000, req(0)}, {2, 3000, req(0)}, {3, 0, req(0)}};
+    sched_job jobs[] = {{.seq = 1, .not_before_ms = 5000, .r = req(0)}, {.seq = 2, .not_before_ms = 3000, .r = req(0)},
+                        {.seq = 3, .r = req(0)}};
     sched_input in = input(jobs, 3, NULL, 0, NULL, 0);
     res r;
     decide(&in, &r);
@@ -306,17 +307,18 @@ static void test_gpu_no_oversubscription_and_memory(void **state)
     res r;
     decide(&in, &r);
     /* jobs 1 and 2 get GPUs 1 and 4, the only usable ones known to have 32 GB; job 3 waits for
-     * one of them, reserving nothing free; jobs 4 and 5 take GPUs 0 and 3, which job 3 can never
-     * use; job 6 finds none left */
+     * one of them, reserving nothing free (SW_HEAD_HELD: free GPUs, none of use to it); jobs 4
+     * and 5 take GPUs 0 and 3, which job 3 can never use; job 6 finds none left and is the head
+     * in job 3's stead, with nothing left to reserve */
     assert_int_equal(r.out.nstart, 4);
     assert_int_equal(set_of(&r, 0), 1u << 1);
     assert_int_equal(set_of(&r, 1), 1u << 4);
     assert_int_equal(set_of(&r, 3), 1u << 0);
     assert_int_equal(set_of(&r, 4), 1u << 3);
-    assert_int_equal(r.why[2], SW_HEAD);
-    assert_int_equal(r.out.head, 2);
+    assert_int_equal(r.why[2], SW_HEAD_HELD);
+    assert_int_equal(r.out.head, 5);
     assert_int_equal(r.out.reserved, 0);
-    assert_int_equal(r.why[5], SW_NO_ROOM);
+    assert_int_equal(r.why[5], SW_HEAD);
     uint64_t all = 0;
     for (size_t k = 0; k < r.out.nstart; k++) {
         assert_int_equal(all & r.sets[k], 0);
@@ -478,7 +480,7 @@ static void test_why_and_positions(void **state)
         job(4, mem(req(2), 50000)),     /* 6: no GPU has 50 GB */
         job(3, user(req(2), 7)),        /* 7: user 7 holds 1 of 2 */
         job(2, req(0)),                 /* 8: starts */
-        {1, 5000, req(0)},              /* 9: later */
+        {.seq = 1, .not_before_ms = 5000, .r = req(0)}, /* 9: later */
     };
     sched_input in = input(jobs, 10, run, 1, gpus, 2);
     in.max_running = 4;
@@ -887,7 +889,8 @@ static void test_gpu_mask(void **state)
     res r;
     decide(&in, &r);
     assert_int_equal(set_of(&r, 0), 0x8);
-    assert_int_equal(r.why[1], SW_HEAD); /* GPUs 0 and 1 are free but of the wrong kind */
+    assert_int_equal(r.why[1], SW_HEAD_HELD); /* GPUs 0 and 1 are free but of the wrong kind */
+    assert_int_equal(r.out.head, -1);
     assert_int_equal(r.out.reserved, 0);
     assert_int_equal(set_of(&r, 2), 0x1);
     m.gpu_count = 3;

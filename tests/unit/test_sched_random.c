@@ -236,7 +236,9 @@ static int c_fits(const sim *s, const croom *c, const sched_req *r, uint64_t avo
 
 static int before(const sched_job *a, const sched_job *b)
 {
-    return a->r.priority != b->r.priority ? a->r.priority > b->r.priority : a->seq < b->seq;
+    if (a->r.priority != b->r.priority)
+        return a->r.priority > b->r.priority;
+    return a->since_ms != b->since_ms ? a->since_ms < b->since_ms : a->seq < b->seq;
 }
 
 /* Checks one decision, then applies it: victims stop, starts run. */
@@ -387,7 +389,7 @@ static void check_and_apply(sim *s, sched_output *o)
             continue;
         const sched_req *r = &s->q[ji].r;
         unsigned w = o->why[ji];
-        CHECK(w >= SW_MAX_RUNNING && w <= SW_UNPLACEABLE, "job %zu waits with why %u", ji, w);
+        CHECK((w >= SW_MAX_RUNNING && w <= SW_UNPLACEABLE) || w == SW_HEAD_HELD, "job %zu waits with why %u", ji, w);
         CHECK(o->position[ji] == ++waiting, "job %zu: position %u, want %u", ji, o->position[ji], waiting);
         int feasible = c_fits(s, NULL, r, 0, 1);
         CHECK((w == SW_UNPLACEABLE) == !feasible || w == SW_MAX_RUNNING || w == SW_USER_LIMIT,
@@ -408,6 +410,10 @@ static void check_and_apply(sim *s, sched_output *o)
         case SW_HEAD:
         case SW_PREEMPTING:
             CHECK((long)ji == head, "job %zu: why %u but the head is %ld", ji, w, head);
+            break;
+        case SW_HEAD_HELD: /* a head before the one with the reservation, reserving nothing */
+            CHECK((long)ji != head && rank[ji] < hrank && r->mig_profile < 0, "job %zu: HEAD_HELD at rank %ld, the "
+                  "head %ld at %ld", ji, rank[ji], head, hrank);
             break;
         case SW_RESERVED:
         case SW_NO_ROOM:
@@ -604,6 +610,10 @@ static void submit(sim *s)
     sched_job j;
     j.seq = ++s->next_seq;
     j.not_before_ms = rnd(s, 12) == 0 ? s->now + 1 + rnd(s, 5000) : 0;
+    /* in the queue since its submission, or its --schedule time (core/queue.c), or, now and then,
+     * a time before others' (a job released from a hold keeps none of its old place, but the
+     * order must hold whatever the times are) */
+    j.since_ms = rnd(s, 8) == 0 ? (int64_t)rnd(s, (uint32_t)(s->now + 1)) : j.not_before_ms ? j.not_before_ms : s->now;
     j.r = gen_req(s);
     /* jobs no machine state could run: some, not a queue full of them */
     for (int k = 0; k < 3 && !c_fits(s, NULL, &j.r, 0, 1); k++)
@@ -659,7 +669,7 @@ static void step(sim *s)
                 stop[n++] = k;
         if (n) {
             size_t k = stop[rnd(s, (uint32_t)n)];
-            s->q[s->nq++] = (sched_job){s->run[k].seq, 0, s->run[k].r};
+            s->q[s->nq++] = (sched_job){.seq = s->run[k].seq, .r = s->run[k].r};
             remove_running(s, k);
             s->st.requeued++;
         }
