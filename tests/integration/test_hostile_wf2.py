@@ -2,7 +2,6 @@
 workflow request, however shaped, may neither end the daemon nor hold its loop for a time
 that grows faster than the request."""
 import json
-import os
 import subprocess
 import threading
 import time
