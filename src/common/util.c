@@ -337,6 +337,25 @@ int64_t proc_stat_field(pid_t pid, int n)
     return v;
 }
 
+int64_t proc_status_uid(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    char *s = read_file(path, NULL);
+    if (!s)
+        return -1;
+    char *u = strstr(s, "\nUid:");
+    int64_t v = -1;
+    if (u) {
+        char *end;
+        unsigned long long x = strtoull(u + 5, &end, 10);
+        if (end != u + 5)
+            v = (int64_t)x;
+    }
+    free(s);
+    return v;
+}
+
 uint64_t proc_start_time(pid_t pid)
 {
     int64_t v = proc_stat_field(pid, 22);

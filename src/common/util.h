@@ -70,6 +70,9 @@ int set_cloexec_nonblock(int fd);
 /* Field n of /proc/PID/stat as proc(5) numbers them (4: the parent's pid; 22: the start time), a
  * number; -1 when it cannot be read. */
 int64_t proc_stat_field(pid_t pid, int n);
+/* The real uid of a process (its /proc/PID/status "Uid:" line; no lock of its memory is taken), -1
+ * when it cannot be read. */
+int64_t proc_status_uid(pid_t pid);
 /* Start time of a process (field 22 of /proc/PID/stat), 0 when it is gone. Guards pid reuse. */
 uint64_t proc_start_time(pid_t pid);
 

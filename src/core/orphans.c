@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -86,10 +85,9 @@ static job *shim_of(pid_t pid, const char *jobs_dir)
     char path[64], comm[32];
     /* root's, and named so: not its command line, whose read waits on the process's memory
      * lock (a local user's process stuck in a page fault of a FUSE file that never answers held
-     * joblet's start for as long as it wished); its name (comm) and owner need no lock */
-    struct stat st;
-    snprintf(path, sizeof path, "/proc/%d", (int)pid);
-    if (stat(path, &st) < 0 || st.st_uid != 0)
+     * joblet's start for as long as it wished); its name (comm) and real uid need no lock (the
+     * owner of /proc/PID is root's for any process that made itself undumpable) */
+    if (proc_status_uid(pid) != 0)
         return NULL;
     snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -495,8 +495,11 @@ static int job_cgroups(shim *sh, jerr *e)
     return cg_create_for(&sh->host, s->id, &s->limits, &sh->cg, e);
 }
 
-/* An array task's /work: its array's files, copied here, by the task's own process, once: a run
- * started again (a requeue) finds /work as the last one left it (workcopy.h). */
+/* An array task's /work: its array's files, copied here, by the task's own process (in its
+ * owner's cgroup level: what the copy costs is theirs), once: a run started again (a requeue)
+ * finds /work as the last one left it (workcopy.h). A stop or kill asked for meanwhile ends the
+ * copy at once, and the job is stopped as it starts (as one waiting for its terminal is); the
+ * next run copies again. */
 static int work_copy(shim *sh, jerr *e)
 {
     const job_spec *s = &sh->spec;
@@ -504,11 +507,23 @@ static int work_copy(shim *sh, jerr *e)
         return 0;
     workcopy_stats st;
     jerr ce = {0};
-    if (workcopy_tree(s->work_copy_from, s->work_dir, s->uid, s->gid, &st, &ce) < 0)
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGUSR1);
+    if (workcopy_tree(s->work_copy_from, s->work_dir, s->uid, s->gid, &stop, &st, &ce) < 0) {
+        if (ce.code == ECANCELED) {
+            shim_log(sh, "work: the copy of the array's files ended: %s", ce.msg);
+            return 0;
+        }
         return jerr_set(e, ce.code, "uploads: the array's files into the task's /work: %s%s", ce.msg,
-                        ce.code == ENOSPC || ce.code == EDQUOT ? " (its owner's /work is full: jobs.work_quota)" : "");
+                        ce.code == ENOSPC || ce.code == EDQUOT
+                            ? " (its owner's /work is full: jobs.work_quota; what was copied stays until the job is "
+                              "deleted)"
+                            : "");
+    }
     int fd = openat(sh->dirfd, SHIM_WORK_COPIED, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0 || fsync(fd) < 0)
+    if (fd < 0 || fsync(fd) < 0 || fsync(sh->dirfd) < 0)
         shim_log(sh, "cannot record that /work has the array's files: %s", strerror(errno));
     if (fd >= 0)
         close(fd);
@@ -522,8 +537,6 @@ static int start_job(shim *sh, int notify_fd)
     jerr e = {0};
     job_spec *s = &sh->spec;
     sh->notify_fd = notify_fd; /* (a terminal job's "T" comes before the start) */
-    if (work_copy(sh, &e) < 0)
-        goto fail_nocg;
     if (!host_ready || strcmp(host.root, s->cgroup_root)) {
         if (cg_host_detect(&host, s->cgroup_root, &e) < 0)
             goto fail_nocg;
@@ -531,7 +544,7 @@ static int start_job(shim *sh, int notify_fd)
     }
     if (job_cgroups(sh, &e) < 0)
         goto fail_nocg;
-    if (cg_apply_limits(&sh->cg, &s->limits, &e) < 0)
+    if (cg_apply_limits(&sh->cg, &s->limits, &e) < 0 || work_copy(sh, &e) < 0)
         goto fail;
     size_t nrules = cg_default_devices_n + s->ndevices;
     cg_dev_rule *rules = xcalloc(nrules, sizeof *rules);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,10 +13,23 @@
 typedef struct walk {
     uid_t uid;
     gid_t gid;
+    const sigset_t *stop;     /* signals that end the copy when pending (workcopy.h) */
     workcopy_stats *st;
     char path[1100];          /* the entry being copied, relative to the tree: for messages */
     jerr *e;
 } walk;
+
+/* Whether a signal of w->stop is pending: the copy ends there (ECANCELED). */
+static int stopped(walk *w)
+{
+    sigset_t p;
+    if (!w->stop || sigpending(&p) < 0)
+        return 0;
+    for (int s = 1; s < NSIG; s++)
+        if (sigismember(w->stop, s) == 1 && sigismember(&p, s) == 1)
+            return jerr_set(w->e, ECANCELED, "'%s': stopped before the job started (signal %d)", w->path, s);
+    return 0;
+}
 
 static int copy_file(walk *w, int sfd, int dfd, const char *name, mode_t mode)
 {
@@ -32,10 +46,11 @@ static int copy_file(walk *w, int sfd, int dfd, const char *name, mode_t mode)
         return jerr_sys(w->e, "'%s': create it", w->path);
     }
     int rc = 0;
-    ssize_t k;
-    while ((k = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
+    ssize_t k = 0;
+    /* a slice at a time, a stop asked for meanwhile heard between them */
+    while ((rc = stopped(w)) == 0 && (k = copy_file_range(in, NULL, out, NULL, WORKCOPY_SLICE, 0)) > 0)
         w->st->bytes += (uint64_t)k;
-    if (k < 0)
+    if (rc == 0 && k < 0)
         rc = jerr_sys(w->e, "'%s': copy", w->path);
     else if (fchown(out, w->uid, w->gid) < 0 || fchmod(out, mode & 0777) < 0)
         rc = jerr_sys(w->e, "'%s': make it the job's", w->path);
@@ -55,21 +70,27 @@ static int copy_link(walk *w, int sfd, int dfd, const char *name)
     to[n] = 0;
     if (symlinkat(to, dfd, name) < 0 && (errno != EEXIST || unlinkat(dfd, name, 0) < 0 || symlinkat(to, dfd, name) < 0))
         return jerr_sys(w->e, "'%s': make the link", w->path);
-    if (fchownat(dfd, name, w->uid, w->gid, AT_SYMLINK_NOFOLLOW) < 0)
-        return jerr_sys(w->e, "'%s': make it the job's", w->path);
-    return 0;
+    /* by a descriptor of the link itself, not its name again */
+    int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int rc = fd < 0 || fchownat(fd, "", w->uid, w->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0
+                 ? jerr_sys(w->e, "'%s': make it the job's", w->path)
+                 : 0;
+    if (fd >= 0)
+        close(fd);
+    return rc;
 }
 
-/* The entries of the directory sfd into dfd; len: where this directory's path ends in w->path. */
+/* The entries of the directory sfd (taken: closed here) into dfd; len: where this directory's
+ * path ends in w->path. Two descriptors a level. */
 static int copy_dir(walk *w, int sfd, int dfd, size_t len, unsigned depth)
 {
-    if (depth > WORKCOPY_DEPTH)
+    if (depth > WORKCOPY_DEPTH) {
+        close(sfd);
         return jerr_set(w->e, ELOOP, "'%s': more than %d levels of directories", w->path, WORKCOPY_DEPTH);
-    int lfd = dup(sfd);
-    DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+    }
+    DIR *d = fdopendir(sfd);
     if (!d) {
-        if (lfd >= 0)
-            close(lfd);
+        close(sfd);
         return jerr_sys(w->e, "'%s': read the array's directory", len ? w->path : ".");
     }
     int rc = 0;
@@ -94,14 +115,15 @@ static int copy_dir(walk *w, int sfd, int dfd, size_t len, unsigned depth)
             }
             int s2 = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             int d2 = s2 < 0 ? -1 : openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (s2 < 0 || d2 < 0)
+            if (s2 < 0 || d2 < 0) {
                 rc = jerr_sys(w->e, "'%s': open the directory", w->path);
-            else
-                rc = copy_dir(w, s2, d2, sub, depth + 1);
+                if (s2 >= 0)
+                    close(s2);
+            } else {
+                rc = copy_dir(w, s2, d2, sub, depth + 1); /* (takes s2) */
+            }
             if (rc == 0 && (fchown(d2, w->uid, w->gid) < 0 || fchmod(d2, st.st_mode & 0777) < 0))
                 rc = jerr_sys(w->e, "'%s': make it the job's", w->path);
-            if (s2 >= 0)
-                close(s2);
             if (d2 >= 0)
                 close(d2);
         } /* (nothing else is written there: an upload is a file, a directory or a link) */
@@ -109,14 +131,15 @@ static int copy_dir(walk *w, int sfd, int dfd, size_t len, unsigned depth)
     }
     if (rc == 0 && errno)
         rc = jerr_sys(w->e, "'%s': read the array's directory", len ? w->path : ".");
-    closedir(d);
+    closedir(d); /* (sfd with it) */
     return rc;
 }
 
-int workcopy_tree(const char *from, const char *to, uid_t uid, gid_t gid, workcopy_stats *st, jerr *e)
+int workcopy_tree(const char *from, const char *to, uid_t uid, gid_t gid, const sigset_t *stop, workcopy_stats *st,
+                  jerr *e)
 {
     *st = (workcopy_stats){0};
-    walk w = {.uid = uid, .gid = gid, .st = st, .e = e};
+    walk w = {.uid = uid, .gid = gid, .stop = stop, .st = st, .e = e};
     int sfd = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sfd < 0)
         return jerr_sys(e, "the array's files at %s", from);
@@ -125,8 +148,7 @@ int workcopy_tree(const char *from, const char *to, uid_t uid, gid_t gid, workco
         close(sfd);
         return jerr_sys(e, "the job's /work at %s", to);
     }
-    int rc = copy_dir(&w, sfd, dfd, 0, 0);
-    close(sfd);
+    int rc = copy_dir(&w, sfd, dfd, 0, 0); /* (takes sfd) */
     close(dfd);
     return rc;
 }

@@ -11,20 +11,26 @@
 #ifndef JOBLET_EXEC_WORKCOPY_H
 #define JOBLET_EXEC_WORKCOPY_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "../common/err.h"
 
-/* Levels of directories copied at most (an upload's path is at most 1,024 bytes). */
-#define WORKCOPY_DEPTH 256
+/* Levels of directories copied at most: an upload's path is at most 1,024 bytes ("a/a/..."). */
+#define WORKCOPY_DEPTH 512
+/* Bytes copied between two looks at a stop asked for. */
+#define WORKCOPY_SLICE (64 << 20)
 
 typedef struct workcopy_stats {
     uint64_t files, bytes;
 } workcopy_stats;
 
-/* Copies the tree under from into the directory to, whose entries become uid's and gid's.
- * 0, or -1 with e naming the entry and what failed (ENOSPC: the owner's /work is full). */
-int workcopy_tree(const char *from, const char *to, uid_t uid, gid_t gid, workcopy_stats *st, jerr *e);
+/* Copies the tree under from into the directory to, whose entries become uid's and gid's. A
+ * signal of stop (may be NULL) pending ends it between two slices (ECANCELED: a stop or kill of
+ * the job, heard at once, not after a copy of gigabytes). 0, or -1 with e naming the entry and
+ * what failed (ENOSPC: the owner's /work is full); what was copied stays. */
+int workcopy_tree(const char *from, const char *to, uid_t uid, gid_t gid, const sigset_t *stop, workcopy_stats *st,
+                  jerr *e);
 
 #endif
