@@ -1054,6 +1054,7 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
 void arrays_release_wait(jarray *a)
 {
     a->waiting = false;
+    a->joined_ms = now_ms(); /* it joins the queue now, as a job let go by its dependencies (job.h) */
     a->ev_dirty = true;
     changed(a);
     /* its row (after_met, depend.c) in the transaction of what let it go: a restart does not
