@@ -328,7 +328,7 @@ void gpu_health_lose_jobs(int i, const gpu_fault *f)
         if (j->state == JS_STOPPING || j->preempting)
             continue;
         if (j->req.preemptible) {
-            job_launch_preempt(j, NULL);
+            job_launch_preempt(j, NULL, 0);
             log_info("job %s: GPU %d failed (%s): re-queued", j->id, i, why);
             continue;
         }

@@ -772,11 +772,11 @@ static bool requeue_committed(job *j, uid_t by, jerr *e)
     return false;
 }
 
-void job_launch_preempt(job *j, const job *for_job)
+void job_launch_preempt(job *j, const char *for_id, int64_t for_priority)
 {
     jerr e = {0};
     if (!requeue_committed(j, (uid_t)-1, &e)) {
-        if (for_job) { /* a priority's: the next pass decides again */
+        if (for_id) { /* a priority's: the next pass decides again */
             log_warn("job %s: not preempted now: %s", j->id, e.msg);
             return;
         }
@@ -793,15 +793,15 @@ void job_launch_preempt(job *j, const job *for_job)
     }
     j->stopped_by = -1;
     job_save(j);
-    if (for_job)
+    if (for_id)
         job_event(j, JE_PREEMPTED, -1, "for job %s (priority %lld over %lld): SIGTERM, SIGKILL after %llus",
-                  for_job->id, (long long)for_job->req.priority, (long long)j->req.priority,
+                  for_id, (long long)for_priority, (long long)j->req.priority,
                   (unsigned long long)core.cfg.stop_grace_s);
     else
         job_event(j, JE_PREEMPTED, -1, "its GPU failed; back to the queue to run elsewhere: SIGTERM, SIGKILL after %llus",
                   (unsigned long long)core.cfg.stop_grace_s);
     log_info("job %s: preempted for job %s (priority %lld over %lld): stopping, then back in the queue", j->id,
-             for_job ? for_job->id : "?", for_job ? (long long)for_job->req.priority : 0,
+             for_id ? for_id : "?", for_id ? (long long)for_priority : 0,
              (long long)j->req.priority);
 }
 

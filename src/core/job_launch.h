@@ -56,8 +56,9 @@ int job_launch_kill(job *j, uid_t by, jerr *e);
  * still wait for its shim to take them. */
 #define JOB_LAUNCH_SIGNALS_QUEUED_MAX 32
 int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e);
-/* Stops a job to make room for `for_job`; it goes back to the queue as it was. */
-void job_launch_preempt(job *j, const job *for_job);
+/* Stops a job to make room for the job or array for_id (of priority for_priority); it goes back
+ * to the queue as it was. for_id NULL: its GPU failed. */
+void job_launch_preempt(job *j, const char *for_id, int64_t for_priority);
 /* rnx job update --max-runtime on a running job, or the job suspended or resumed: its shim gets
  * the limit (seconds of run time, 0 none; time suspended does not count) and whether the job is
  * suspended (its time stands still), sigqueue'd SIGUSR2 (exec/shim.h SHIM_LIMIT_*), and ends

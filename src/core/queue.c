@@ -344,7 +344,9 @@ static void schedule(void)
         bool own = !a || job_ran_before(j);
         sj[k] = (sched_job){.seq = own ? j->seq : a->seq, .not_before_ms = j->scheduled_ms,
                             .since_ms = own ? queue_since(j->created_ms, j->scheduled_ms, j->joined_ms)
-                                            : queue_since(a->created_ms, a->req.schedule_ms,
+                                            : queue_since(a->created_ms,
+                                                          a->req.schedule_ms > j->scheduled_ms ? a->req.schedule_ms
+                                                                                               : j->scheduled_ms,
                                                           a->joined_ms > j->joined_ms ? a->joined_ms : j->joined_ms)};
         sched_input_req(j, &sj[k].r);
         map[k++] = j;
@@ -403,8 +405,12 @@ static void schedule(void)
     last_pass.reserved = out.reserved;
     last_pass.shadow_ms = out.shadow_ms;
     last_pass.npreempt = out.npreempt;
+    /* (the head may be an array's task not made yet: the array is named) */
+    const job *hj = out.head >= 0 ? map[out.head] : NULL;
+    const jarray *ha = out.head >= 0 && !hj ? amap[out.head] : NULL;
     for (size_t v = 0; v < out.npreempt; v++)
-        job_launch_preempt(runmap[preempt[v]], out.head >= 0 ? map[out.head] : NULL);
+        job_launch_preempt(runmap[preempt[v]], hj ? hj->id : ha ? ha->id : NULL,
+                           hj ? hj->req.priority : ha ? ha->req.priority : 0);
     for (k = 0; k < out.nstart; k++) {
         job *j = map[start[k]];
         jerr e = {0};

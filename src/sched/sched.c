@@ -111,16 +111,6 @@ static uint64_t busy_of(const sched_input *in, const room *R)
     return b;
 }
 
-/* Whether a GPU is free now that another job could be given (usable, open, nobody's). */
-static bool any_free(const sched_input *in, const room *R)
-{
-    uint64_t busy = busy_of(in, R);
-    for (size_t g = 0; g < ngpus_of(in); g++)
-        if (in->gpus[g].usable && !in->gpus[g].closed && !(busy >> g & 1))
-            return true;
-    return false;
-}
-
 /* count GPUs among cand: by the placement policy when there are scores, lowest first else. */
 static int choose(const sched_input *in, const room *R, uint64_t cand, unsigned count, uint64_t *set)
 {
@@ -368,6 +358,29 @@ static void reserve(const sched_input *in, const room *R, const sched_req *r, ho
     *res = r->mig_profile >= 0 ? 0 : candidates(in, R, r, 0) & useful(in, r);
 }
 
+/* Whether a GPU is free now that another job could be given (usable, open, nobody's). */
+static bool any_free(const sched_input *in, const room *R)
+{
+    uint64_t busy = busy_of(in, R);
+    for (size_t g = 0; g < ngpus_of(in); g++)
+        if (in->gpus[g].usable && !in->gpus[g].closed && !(busy >> g & 1))
+            return true;
+    return false;
+}
+
+/* Whether r would fit once every holder with a known end has ended: no known time makes it fit
+ * when it does not. One placement, no sort (reserve's worst case). */
+static bool fits_at_known_end(const sched_input *in, const room *R, const sched_req *r, const holder *hs, size_t nh)
+{
+    room T = *R;
+    for (size_t k = 0; k < nh; k++)
+        if (hs[k].end_ms)
+            room_add(&T, &hs[k], -1);
+    uint64_t set;
+    int mig;
+    return place(in, &T, r, 0, -1, &set, &mig) == 0;
+}
+
 /* Lowest priority first, then the most recently submitted (a stand-in for "started last": a
  * re-queued job keeps its place, so it counts as older than it runs). */
 static int victim_before(const sched_running *a, const sched_running *b)
@@ -503,7 +516,6 @@ void sched_decide(const sched_input *in, sched_output *out)
     int res_mig = -1;
     int64_t shadow = 0;
     long head = -1;
-    bool handed = false; /* the first head reserved nothing: SW_HEAD_HELD */
     size_t ns = 0;
     uint32_t pos = 0;
     for (size_t i = 0; i < m; i++) {
@@ -547,14 +559,16 @@ void sched_decide(const sched_input *in, sched_output *out)
                     place(in, &S, &j->r, 0, -1, &reserved, &res_mig);
                     shadow = in->now_ms;
                     why = SW_PREEMPTING;
+                } else if (j->r.mig_profile < 0 && !(candidates(in, &R, &j->r, 0) & useful(in, &j->r)) &&
+                           any_free(in, &R) && !fits_at_known_end(in, &R, &j->r, hs, nh)) {
+                    /* nothing free is of use to it, and no known time makes it fit (what it
+                     * needs is held with no end): it would reserve nothing, so the next job that
+                     * does not fit is the head, with the reservation (SW_HEAD_HELD; each such
+                     * job in turn: cheap tests, no reserve) */
+                    why = SW_HEAD_HELD;
+                    head = -1;
                 } else {
                     reserve(in, &R, &j->r, hs, nh, &reserved, &res_mig, &shadow);
-                    /* (free GPUs it cannot use: behind it, the first that does not fit keeps them) */
-                    if (!reserved && res_mig < 0 && !shadow && j->r.mig_profile < 0 && !handed && any_free(in, &R)) {
-                        why = SW_HEAD_HELD; /* the next job that does not fit is the head (once) */
-                        head = -1;
-                        handed = true;
-                    }
                 }
             }
         } else {

@@ -99,12 +99,13 @@ enum sched_wait {
     SW_UNSAVED,              /* an array's task whose row is not committed yet (made this turn, or
                               * while the database could not be written): it starts once it is
                               * (core/queue.c, likewise) */
-    SW_HEAD_HELD,            /* first in line, but no free GPU is of use to it (those it can use
-                              * are all held, with no known end): it reserves nothing, and the
-                              * next job that does not fit is the head in its stead (once a
-                              * pass), with the reservation (a head that reserved nothing let
-                              * later small jobs take every GPU that freed, a big job behind it
-                              * waiting for ever); it still goes first when what it needs frees */
+    SW_HEAD_HELD,            /* first in line (or after others so), but none of the free GPUs
+                              * is of use to it and no known time makes it fit (what it needs is
+                              * held with no end: --gpu-ids of a busy GPU, its owner's own job):
+                              * it reserves nothing, and the next job that does not fit is the
+                              * head, with the reservation (a head that reserved nothing let small
+                              * jobs behind take every GPU that freed, a big job behind it waiting
+                              * for ever). It still goes first when what it needs frees */
 };
 
 typedef struct sched_output {

@@ -877,6 +877,37 @@ static void test_single_numa(void **state)
     assert_int_equal(sched_feasible(&in, &sn), -1);
 }
 
+/* First-in-line jobs that can use none of the free GPUs and have no known time to fit (their
+ * GPU held by a job with no end) hand the head on, each in turn: the big job behind them gets
+ * the reservation, and a small job after it may not take the GPUs it waits for (hostile tester:
+ * one such job made the big one wait for ever while small ones took every GPU that freed; the
+ * next review: two of them did still). */
+static void test_heads_that_can_use_nothing_free_hand_the_reservation_on(void **state)
+{
+    sched_gpu gpus[4];
+    gpus_init(gpus, 4, 40960);
+    sched_running run[] = {on(1, req(1), 0x1, 0)}; /* GPU 0, no end known */
+    sched_req plug = req(1);
+    plug.gpu_ids = 0x1;
+    sched_job jobs[] = {job(2, plug), job(3, plug), job(4, req(4)), job(5, req(1))};
+    sched_input in = input(jobs, 4, run, 1, gpus, 4);
+    res r;
+    decide(&in, &r);
+    assert_int_equal(r.out.nstart, 0);
+    assert_int_equal(r.why[0], SW_HEAD_HELD);
+    assert_int_equal(r.why[1], SW_HEAD_HELD);
+    assert_int_equal(r.why[2], SW_HEAD);
+    assert_int_equal(r.out.head, 2);
+    assert_int_equal(r.out.reserved, 0xe);
+    assert_int_equal(r.why[3], SW_RESERVED);
+    /* with a known end for GPU 0 the first is an ordinary head (its shadow: that end) */
+    run[0].end_ms = in.now_ms + 60000;
+    decide(&in, &r);
+    assert_int_equal(r.why[0], SW_HEAD);
+    assert_int_equal(r.out.head, 0);
+    assert_int_equal(r.out.shadow_ms, in.now_ms + 60000);
+}
+
 static void test_gpu_mask(void **state)
 {
     sched_gpu gpus[4];
@@ -1225,6 +1256,7 @@ int main(void)
         cmocka_unit_test(test_shared_exclusion),
         cmocka_unit_test(test_single_numa),
         cmocka_unit_test(test_gpu_mask),
+        cmocka_unit_test(test_heads_that_can_use_nothing_free_hand_the_reservation_on),
         cmocka_unit_test(test_user_limit),
         cmocka_unit_test(test_user_running),
         cmocka_unit_test(test_closed_gpus),
