@@ -498,8 +498,8 @@ static int job_cgroups(shim *sh, jerr *e)
 /* An array task's /work: its array's files, copied here, by the task's own process (in its
  * owner's cgroup level: what the copy costs is theirs), once: a run started again (a requeue)
  * finds /work as the last one left it (workcopy.h). A stop or kill asked for meanwhile ends the
- * copy at once, and the job is stopped as it starts (as one waiting for its terminal is); the
- * next run copies again. */
+ * copy at once, and the job is stopped as soon as it starts (as one waiting for its terminal
+ * is); the next run copies again. */
 static int work_copy(shim *sh, jerr *e)
 {
     const job_spec *s = &sh->spec;

@@ -101,6 +101,8 @@ static int copy_dir(walk *w, int sfd, int dfd, size_t len, unsigned depth)
             continue;
         snprintf(w->path + len, sizeof w->path - len, "%s%s", len ? "/" : "", name);
         size_t sub = strlen(w->path);
+        if ((rc = stopped(w)) < 0)
+            break; /* (at each entry too: a tree of many small ones) */
         struct stat st;
         if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
             rc = jerr_sys(w->e, "'%s': look at it", w->path);
