@@ -52,7 +52,7 @@ static int copy_file(walk *w, int sfd, int dfd, const char *name, mode_t mode)
         w->st->bytes += (uint64_t)k;
     if (rc == 0 && k < 0)
         rc = jerr_sys(w->e, "'%s': copy", w->path);
-    else if (fchown(out, w->uid, w->gid) < 0 || fchmod(out, mode & 0777) < 0)
+    else if (rc == 0 && (fchown(out, w->uid, w->gid) < 0 || fchmod(out, mode & 0777) < 0))
         rc = jerr_sys(w->e, "'%s': make it the job's", w->path);
     close(in);
     if (close(out) < 0 && rc == 0)
