@@ -128,7 +128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(text);
     }
     jerr e = {0};
-    if (jobreq_has(&r, JR_COMMAND) && jobreq_check(&r, &e) == 0) {
+    /* (what rnx checks before it sends: cmd_job.c, jobreq_check_submitted) */
+    if (jobreq_has(&r, JR_COMMAND) && jobreq_check_submitted(&r, &e) == 0) {
         json_t *sent = jobreq_to_json(&r, JOBREQ_JSON_SECRETS);
         job_req got;
         jerr e2 = {0};
