@@ -71,6 +71,7 @@ typedef struct conn_id {
     bool pending;             /* TLS, its first request not answered yet: among pending */
     struct conn_id *prev, *next;
     struct conn_id *tls_prev, *tls_next; /* among tls_conns */
+    tls_peer *peer;           /* its client's certificates, checked again at a reload */
     char request[192];        /* "POST /v1/jobs": the request under way (the audit) */
 } conn_id;
 
@@ -507,6 +508,7 @@ static bool conn_identify(struct MHD_Connection *c, conn_id *id)
     }
     snprintf(id->who.serial, sizeof id->who.serial, "%s", seen.serial);
     snprintf(id->who.peer, sizeof id->who.peer, "%s", seen.peer);
+    id->peer = tls_peer_keep((gnutls_session_t)ti->tls_session);
     if (!conn_count(id)) {
         jerr_http(e, 429, "%s has %u connections open already (server.max_connections_per_user): close some", 
                   id->who.person, per_user_cap);
@@ -554,6 +556,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         tls_conns_remove(id);
         if (id->slot && id->slot->n)
             id->slot->n--;
+        tls_peer_free(id->peer);
         free(id);
         free(rc);
         *socket_context = NULL;
@@ -725,17 +728,30 @@ int http_reload_remote(jerr *e)
     if (tls_reload(e) < 0)
         return -1;
     /* a revoked certificate's connections end now, not at their next request: a stream it
-     * follows, a terminal it types into, an exec it runs (docs/remote.md, "Revoking") */
+     * follows, a terminal it types into, an exec it runs (docs/remote.md, "Revoking"); so do
+     * those of a certificate the CA in use no longer signs (a CA replaced: its key leaked), each
+     * checked again as at its first request, not by its serial alone */
     unsigned closed = 0;
-    for (conn_id *id = tls_conns; id; id = id->tls_next)
-        if (id->known && id->who.serial[0] && tls_revoked(id->who.serial)) {
-            shutdown(id->fd, SHUT_RDWR);
-            if (!id->refused.msg[0])
-                audit_caller("closed", &id->who, NULL, "its certificate was revoked (a reload)");
-            closed++;
+    for (conn_id *id = tls_conns; id; id = id->tls_next) {
+        if (!id->known)
+            continue;
+        caller seen = {0};
+        jerr je = {0};
+        bool revoked = id->who.serial[0] && tls_revoked(id->who.serial);
+        if (!revoked && (!id->peer || id->refused.msg[0] || tls_peer_check(id->peer, &seen, &je) == 0))
+            continue;
+        shutdown(id->fd, SHUT_RDWR);
+        if (!id->refused.msg[0]) {
+            char why[sizeof je.msg + 64];
+            snprintf(why, sizeof why, "%s (a reload)", revoked ? "its certificate was revoked" : je.msg);
+            audit_caller("closed", &id->who, NULL, why);
+            jerr_http(&id->refused, 403, "%s", why); /* (a request already read is refused too) */
         }
+        closed++;
+    }
     if (closed)
-        log_info("remote: %u connection%s of revoked certificates closed", closed, closed == 1 ? "" : "s");
+        log_info("remote: %u connection%s of revoked or no longer trusted certificates closed", closed,
+                 closed == 1 ? "" : "s");
     return 0;
 }
 

@@ -267,6 +267,40 @@ static void printable(char *s)
             *s = '?';
 }
 
+struct tls_peer {
+    unsigned n;
+    gnutls_datum_t der[CHAIN_MAX];
+};
+
+tls_peer *tls_peer_keep(gnutls_session_t s)
+{
+    unsigned n = 0;
+    const gnutls_datum_t *raw = gnutls_certificate_get_peers(s, &n);
+    if (!raw || !n)
+        return NULL;
+    tls_peer *p = xcalloc(1, sizeof *p);
+    p->n = n > CHAIN_MAX ? CHAIN_MAX : n;
+    for (unsigned i = 0; i < p->n; i++) {
+        p->der[i].data = xmalloc(raw[i].size ? raw[i].size : 1);
+        memcpy(p->der[i].data, raw[i].data, raw[i].size);
+        p->der[i].size = raw[i].size;
+    }
+    return p;
+}
+
+void tls_peer_free(tls_peer *p)
+{
+    if (!p)
+        return;
+    for (unsigned i = 0; i < p->n; i++)
+        free(p->der[i].data);
+    free(p);
+}
+
+static int verify_chain(const gnutls_datum_t *raw, unsigned n, caller *who, jerr *e);
+
+int tls_peer_check(const tls_peer *p, caller *who, jerr *e) { return verify_chain(p->der, p->n, who, e); }
+
 int tls_verify(gnutls_session_t s, caller *who, jerr *e)
 {
     unsigned n = 0;
@@ -274,6 +308,12 @@ int tls_verify(gnutls_session_t s, caller *who, jerr *e)
     if (!raw || !n)
         return jerr_http(e, 403, "no client certificate: this port takes only clients with a certificate of "
                                  "this node's CA (joblet cert client; docs/remote.md)");
+    return verify_chain(raw, n, who, e);
+}
+
+/* The checks of tls_verify on a chain of certificates (DER), the client's first. */
+static int verify_chain(const gnutls_datum_t *raw, unsigned n, caller *who, jerr *e)
+{
     if (!cur)
         return jerr_http(e, 403, "joblet has no certificates loaded");
     if (n > CHAIN_MAX)

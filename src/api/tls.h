@@ -7,7 +7,8 @@
  *
  * The server's certificate is handed to GnuTLS at each handshake (tls_cert_callback), so that
  * tls_reload (SIGHUP) replaces it, the CA and the revocation list without a restart: open
- * connections keep going; one whose certificate is now revoked is refused its next request.
+ * connections keep going, but one whose certificate is now revoked, or no longer signed by the
+ * CA in use, is closed (http_reload_remote).
  *
  * A client's certificate is checked once per connection, at its first request (tls_verify):
  * libmicrohttpd only *requests* one (a client without one completes the handshake), and
@@ -40,6 +41,14 @@ int tls_cert_callback(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, int n
 /* The person a connection's client certificate names: person, role and serial set in *who
  * (the local account is authz_remote's), or -1 with a 403 in e saying what is wrong with it. */
 int tls_verify(gnutls_session_t s, caller *who, jerr *e);
+/* A connection's client certificate chain, kept to be checked again at a reload: a CA replaced
+ * (its key leaked) ends the connections of the certificates it no longer signs, as a revocation
+ * does (http_reload_remote). tls_peer_keep: NULL when the session has none. tls_peer_check:
+ * tls_verify's checks on it against the certificates in use now. */
+typedef struct tls_peer tls_peer;
+tls_peer *tls_peer_keep(gnutls_session_t s);
+int tls_peer_check(const tls_peer *p, caller *who, jerr *e);
+void tls_peer_free(tls_peer *p);
 /* Whether a serial (lowercase hex, as caller.serial) is on the revocation list in use. */
 bool tls_revoked(const char *serial);
 /* An upgraded connection (a terminal: attach.c) whose TLS joblet reads and writes itself, on the

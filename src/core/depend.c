@@ -853,7 +853,7 @@ static bool waits_for(const char *id, const job *j, seen_set *seenp)
     return found;
 }
 
-int depend_check_change(const job *j, job_req *req, jerr *e)
+int depend_check_change(const job *j, job_req *req, const caller *who, jerr *e)
 {
     if (j->wf || j->wf_id[0])
         return jerr_http(e, 409, "job %s is a workflow's job: its dependencies are the workflow's (its requires:), "
@@ -862,8 +862,10 @@ int depend_check_change(const job *j, job_req *req, jerr *e)
         return jerr_http(e, 409, "job %s is task %lld of array %s: its dependencies are the array's, which held "
                                  "before it was made", j->id, (long long)j->array_task, j->array_id);
     /* in its owner's sight, as at its submission: an admin's update names no job its owner could
-     * not have named (nor shows the owner one) */
-    caller owner = authz_local(j->owner_uid, j->owner_gid);
+     * not have named (nor shows the owner one), and the owner's own, by a certificate, none that
+     * certificate could not have named at submission (authz_as_account: a developer's
+     * certificate on root's account sees no other user's job) */
+    caller owner = who->uid == j->owner_uid ? authz_as_account(who) : authz_local(j->owner_uid, j->owner_gid);
     if (req->nafter && depend_resolve(req, &owner, e) < 0)
         return -1;
     /* submitted jobs can only wait for older ones; a changed job may name a newer one, so the

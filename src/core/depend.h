@@ -102,10 +102,11 @@ bool depend_single_blocked(job *j);
  * ended while it was held; it is linked to them while held, restarts included). */
 void depend_decide(job *j);
 /* rnx job update --after (core/job_ctl.c): req, j's request with its new `after`, resolved as at
- * submission (depend_resolve, in the sight of j's owner, whoever asks) and checked: refused for a workflow's job and an
+ * submission (depend_resolve, in the sight of j's owner, whoever asks: its owner by a certificate
+ * within that certificate's, authz_as_account) and checked: refused for a workflow's job and an
  * array's task (409: their dependencies are the workflow's, the array's), and when j would wait
  * for itself, directly or through what the jobs named wait for (400 on field "after"). */
-int depend_check_change(const job *j, job_req *req, jerr *e);
+int depend_check_change(const job *j, job_req *req, const caller *who, jerr *e);
 /* j's `after` is about to be replaced: j is taken out of the lists of those it named (each update
  * would otherwise add to them, and each of their ends decide it once more). */
 void depend_unlink(job *j);

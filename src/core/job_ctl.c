@@ -395,7 +395,7 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
         return -1;
     /* its dependencies as a submission's (resolved in its owner's sight, no cycle), then the same
      * jobs named otherwise (a prefix, a name) are no change */
-    if ((changed & deps) && waiting && depend_check_change(j, req, e) < 0)
+    if ((changed & deps) && waiting && depend_check_change(j, req, who, e) < 0)
         return -1;
     if ((changed >> JR_AFTER & 1) && same_after(&j->req, req))
         changed &= ~(1ull << JR_AFTER);
