@@ -383,12 +383,8 @@ def _ws_attach(remote, who, job_id, query=""):
     key = base64.b64encode(b"0123456789abcdef").decode()
     s.sendall((f"GET /v1/jobs/{job_id}/attach{query} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
                f"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: {key}\r\n\r\n").encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        c = s.recv(1)
-        if not c:
-            break
-        head += c
+    from test_terminal import read_head
+    _, head = read_head(s)
     text = head.decode(errors="replace")
     if " 101 " not in text.split("\r\n")[0]:   # a refusal's body: what it says
         n = next((int(h.split(":")[1]) for h in text.split("\r\n") if h.lower().startswith("content-length:")), 0)
