@@ -206,7 +206,11 @@ class Daemon:
                 return self
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError("joblet did not answer within 20 s:\n" + self.log())
+        # (not left running: a module's daemon that failed its start was never cleaned up, and
+        # its zygote and cgroups outlived the run)
+        text = self.log()
+        self.cleanup()
+        raise RuntimeError("joblet did not answer within 20 s:\n" + text)
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
