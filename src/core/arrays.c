@@ -9,6 +9,7 @@
 #include "../common/idref.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "qclock.h"
 #include "job_row.h"
 #include "workfs.h"
 #include "state.h"
@@ -399,6 +400,7 @@ jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e)
     a->owner_uid = uid;
     a->owner_gid = gid;
     a->created_ms = now_ms();
+    a->joined_ms = qclock_now(); /* its place in the queue (qclock.h) */
     a->canceled_by = -1;
     a->wf_index = -1;
     a->name = req->name ? xstrdup(req->name) : NULL;
@@ -1054,7 +1056,7 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
 void arrays_release_wait(jarray *a)
 {
     a->waiting = false;
-    a->joined_ms = now_ms(); /* it joins the queue now, as a job let go by its dependencies (job.h) */
+    a->joined_ms = qclock_now(); /* it joins the queue now, as a job let go by its dependencies (job.h) */
     a->ev_dirty = true;
     changed(a);
     /* its row (after_met, depend.c) in the transaction of what let it go: a restart does not
@@ -1083,7 +1085,7 @@ int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e)
     a->held = held;
     a->held_by = held ? (int64_t)by : -1;
     if (!held)
-        a->joined_ms = now_ms(); /* its place in the queue is from now (job.h, joined_ms) */
+        a->joined_ms = qclock_now(); /* its place in the queue is from now (job.h, joined_ms) */
     a->ev_dirty = true;
     changed(a);
     if (!held)
@@ -1173,6 +1175,8 @@ static void load_one(db_array *r, void *arg)
     a->gone_exit = r->gone_exit;
     a->after_met = r->after_met;
     a->joined_ms = r->joined_ms;
+    qclock_seen(a->created_ms);
+    qclock_seen(a->joined_ms);
     memcpy(a->wf_id, r->wf_id, sizeof a->wf_id);
     a->wf_index = r->wf_index; /* linked to its workflow by workflow_resume_all */
     add(a);

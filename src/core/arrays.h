@@ -87,7 +87,8 @@ typedef struct jarray {
     int64_t make_warned_ms;
     /* rnx job run --array --after (core/depend.h): no task is made while it waits */
     bool waiting;
-    int64_t joined_ms;         /* its last release from a hold, 0 none: its place in the queue (job.h) */
+    int64_t joined_ms;         /* its submission or last release, a stamp of the queue's clock
+                                * (qclock.h): its place in the queue (job.h) */
     bool after_met;            /* its `after` held once (it was let go): not decided again at a restart,
                                 * tasks made or not; kept in its row, saved with the change that let it go */
     uint64_t *after_seq;       /* what it waits on, by seq (depend.c) */

@@ -9,6 +9,7 @@
 #include "../common/idindex.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "qclock.h"
 #include "arrays.h"
 #include "depend_rule.h"
 #include "job_events.h"
@@ -22,7 +23,7 @@ void depend_release(job *j, const char *detail)
 {
     j->state = job_state_after_hold(false, job_ran_before(j), j->scheduled_ms, now_ms());
     j->after_met = true; /* (in the same row, so the same commit, as the state that lets it go) */
-    j->joined_ms = now_ms(); /* it joins the queue now, as a held job released (job.h) */
+    j->joined_ms = qclock_now(); /* it joins the queue now, as a held job released (job.h) */
     job_event(j, JE_RELEASED, -1, "%s", detail);
     job_save(j);
     state_want(WANT_SCHEDULE);

@@ -76,9 +76,11 @@ typedef struct job {
     /* its `after` held once (it was let go, or they held while it was HELD): never decided again,
      * by a restart or a release (Slurm: a dependency satisfied is gone), whatever becomes of the
      * jobs it named; false again when `rnx job update --after` gives it new ones. Kept in its row. */
-    int64_t joined_ms;        /* when it last joined the queue otherwise than by its submission: its
-                               * release from a hold or by its dependencies (--after, a workflow's
-                               * requires), a change of its --schedule (0 never). Its
+    int64_t joined_ms;        /* when it last joined the queue: its submission (not an array's
+                               * task's, which has its array's place until it ran; 0 for rows older
+                               * than that), its release from a hold or by its dependencies (--after,
+                               * a workflow's requires), a change of its --schedule; a stamp of
+                               * the queue's clock, which never goes back (qclock.h). Its
                                * place among equal priorities is from then, or from its --schedule
                                * time, whichever is later (queue.c): a job banked held or far ahead
                                * and released or moved to now at will went before everyone who

@@ -9,6 +9,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "qclock.h"
 #include "events.h"
 #include "job_events.h"
 #include "job_freeze.h"
@@ -301,7 +302,7 @@ int job_ctl_release(job *j, const caller *who, jerr *e)
     bool deps = workflow_job_has_deps(j) || (((j->req.nafter && !j->after_met) || j->req.singleton) && !j->wf);
     j->state = job_state_after_hold(deps, job_ran_before(j), j->scheduled_ms, now_ms());
     j->stopped_by = -1;
-    j->joined_ms = now_ms(); /* its place in the queue is from now (job.h) */
+    j->joined_ms = qclock_now(); /* its place in the queue is from now (job.h) */
     j->ev_wait = 0; /* its next wait is told afresh */
     job_event(j, JE_RELEASED, (int64_t)by, "hold released by uid %u: %s", (unsigned)by, job_state_name(j->state));
     job_save(j);
@@ -427,7 +428,7 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
         /* a job in the queue waits for its new time (or none: QUEUED); a pending or held one is
          * sent by it when it is let go (depend_release, job_ctl_release) */
         j->scheduled_ms = j->req.schedule_ms;
-        j->joined_ms = now_ms(); /* its place in the queue: from now, or from its new time */
+        j->joined_ms = qclock_now(); /* its place in the queue: from now, or from its new time */
         if (j->state == JS_SCHEDULED || j->state == JS_QUEUED || j->state == JS_PREEMPTED)
             j->state = job_state_after_hold(false, job_ran_before(j), j->scheduled_ms, now_ms());
     }

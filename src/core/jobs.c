@@ -12,6 +12,7 @@
 #include "../common/idref.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "qclock.h"
 #include "authz.h"
 #include "job_events.h"
 #include "arrays.h"
@@ -239,6 +240,8 @@ job *job_new(db_job *r)
     j->suspended_since_ms = r->suspended_since_ms;
     j->after_met = r->after_met;
     j->joined_ms = r->joined_ms;
+    qclock_seen(j->created_ms);
+    qclock_seen(j->joined_ms);
     memcpy(j->wf_id, r->wf_id, sizeof j->wf_id);
     j->wf_index = r->wf_index;
     j->gpu_fault = r->gpu_fault;

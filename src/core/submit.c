@@ -19,6 +19,7 @@
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
+#include "qclock.h"
 #include "cmdcheck.h"
 #include "gpu_validate.h"
 #include "isolation.h"
@@ -626,6 +627,8 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     row.gid = caller_uid ? caller_gid : row.uid;
     row.created_ms = now_ms();
     row.scheduled_ms = sched_ms;
+    if (!si->array_id) /* its place in the queue (qclock.h); a task's is its array's until it runs */
+        row.joined_ms = qclock_now();
     row.state = sched_ms > row.created_ms ? JS_SCHEDULED : JS_QUEUED;
     /* submitted held (sbatch -H): HELD by its submitter until released; an array's tasks are
      * made only once the array is released, never held one by one */

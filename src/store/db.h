@@ -62,8 +62,7 @@ typedef struct db_job {
     char array_id[37];       /* a job array's task: its array ("" none) and task id */
     int64_t array_task;
     bool after_met;          /* its `after` held once (schema 19; core/job.h) */
-    int64_t joined_ms;       /* when it last joined the queue by a release or a new --schedule, 0
-                              * never (schema 22; core/job.h) */
+    int64_t joined_ms;       /* when it last joined the queue (schema 22; core/job.h) */
 } db_job;
 /* Frees what a loaded row still owns (what fn of db_load_jobs did not take), and empties it. */
 void db_job_free(db_job *r);
@@ -203,7 +202,7 @@ typedef struct db_array {
     char wf_id[37];          /* "" none: the workflow whose job it is (schema 15) */
     int wf_index;            /* its place among the workflow's jobs; -1 none */
     bool after_met;          /* its `after` held once: it was let go (schema 19; core/arrays.h) */
-    int64_t joined_ms;       /* its last release from a hold, 0 none (schema 22; core/arrays.h) */
+    int64_t joined_ms;       /* when it last joined the queue (schema 22; core/arrays.h) */
 } db_array;
 int db_array_save(db *d, const db_array *a, jerr *e);
 int db_array_delete(db *d, const char *id, jerr *e);

@@ -2,6 +2,7 @@
 share may never starve another's, and what was checked when a job was accepted still holds when
 it starts. Users are local uids with no account (setpriv): A, B and C."""
 import os
+import sqlite3
 import time
 
 from conftest import ROOT, rnx_as
@@ -104,3 +105,29 @@ def test_a_mig_job_whose_profile_is_gone_waits_instead_of_running_without_a_gpu(
     assert x["status"] == "QUEUED" and x["gpus"] == [], x
     assert x["wait_reason"].startswith("needs a MIG device 1g.10gb; too few such GPUs are usable now"), x
     d.rnx("job", "cancel", w, check=True)
+
+
+def test_a_clock_stepped_back_does_not_put_later_jobs_first(fresh_daemon):
+    # A's job joins the queue first in line; the machine's clock is then stepped back an hour
+    # (an NTP step, an admin's `date`), here while joblet is down: its row says it joined an hour
+    # ahead of the clock. B's job, submitted after the step, must still wait behind it; by the wall
+    # clock alone it "joined" an hour earlier and took the first GPU that freed.
+    d = sim(fresh_daemon, "a100-pcie-4")
+    busy = run_as(d, C, "--gpu=4", "sleep", "600")
+    d.wait_status(busy, "RUNNING")
+    first = run_as(d, A, "--gpu=1", "sleep", "600")
+    assert settle(d, first, "QUEUED")["queue_position"] == 1
+    d.stop()
+    ahead = int(time.time() * 1000) + 3600 * 1000
+    db = sqlite3.connect(os.path.join(d.state, "joblet.db"))
+    with db:
+        n = db.execute("UPDATE jobs SET created_ms=?, joined_ms=? WHERE id=?", (ahead, ahead, first)).rowcount
+    db.close()
+    assert n == 1
+    d.start()
+    d.wait_status(busy, "RUNNING")
+    second = run_as(d, B, "--gpu=1", "sleep", "600")
+    s = settle(d, second, "QUEUED")
+    assert (d.job(first)["queue_position"], s["queue_position"]) == (1, 2), (d.job(first), s)
+    d.rnx("job", "stop", busy, check=True)
+    assert d.wait_status(first, "RUNNING")["status"] == "RUNNING"
