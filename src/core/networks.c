@@ -608,6 +608,20 @@ static int check_new(const char *name, const char *cidr, netaddr_cidr *nc, jerr 
         return -1;
     if (nc->prefix < 16)
         return jerr_field(e, "cidr", "cidr: /%d is larger than a named network may be (/16 to /30)", nc->prefix);
+    /* addresses that are nobody's to route on a bridge: the host's loopback, "this network",
+     * link-local (a cloud's metadata service), multicast and reserved; no route shows them */
+    static const struct {
+        netaddr_cidr c;
+        const char *what;
+    } special[] = {{{0x00000000u, 8}, "'this network' (0.0.0.0/8)"},
+                   {{0x7f000000u, 8}, "loopback (127.0.0.0/8)"},
+                   {{0xa9fe0000u, 16}, "link-local (169.254.0.0/16)"},
+                   {{0xe0000000u, 4}, "multicast (224.0.0.0/4)"},
+                   {{0xf0000000u, 4}, "reserved (240.0.0.0/4)"}};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        if (netaddr_cidr_overlap(nc, &special[i].c))
+            return jerr_field(e, "cidr", "cidr: %s overlaps %s addresses, which no job network may use", cidr,
+                              special[i].what);
     return 0;
 }
 
