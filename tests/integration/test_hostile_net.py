@@ -163,3 +163,42 @@ def test_special_addresses_are_refused(lab, cidr):
         rnx_as(d, MALLORY, "network", "remove", "spec")
         raise AssertionError(f"{cidr} was taken; the lab host's addresses then:\n{addrs}")
     assert "cidr" in p.stderr, p.stderr
+
+
+ALICE = 4732
+
+
+def job_line(d, user, network, *args):
+    """A job of user's on network running CLIENT with args; its one line of output."""
+    r = rnx_as(d, user, "job", "run", "--network=" + network, "/usr/bin/python3", "-c", CLIENT, *args)
+    assert r.returncode == 0, r.stderr
+    jid = r.stdout.strip().split()[-1]
+    deadline = time.time() + 30
+    while time.time() < deadline and d.job(jid)["status"] in ("QUEUED", "SCHEDULED", "RUNNING"):
+        time.sleep(0.05)
+    return d.output(jid).strip()
+
+
+def test_another_users_network_and_the_hosts_services_stay_out_of_reach(lab):
+    """Held: Mallory cannot join Alice's network by name, and a job of Mallory's on bridge
+    reaches neither Alice's job on it nor a service of the (lab) host's on the bridge's gateway."""
+    d = lab.daemon
+    lab.serve(lab.host, "0.0.0.0", 7001, "host-service")
+    assert rnx_as(d, ALICE, "network", "create", "alicenet", "--cidr=10.233.0.0/24").returncode == 0
+    try:
+        r = rnx_as(d, ALICE, "job", "run", "--network=alicenet", "/usr/bin/python3", "-c", SERVER, "0.0.0.0",
+                   "7002", "alice-job")
+        assert r.returncode == 0, r.stderr
+        alice_job = r.stdout.strip().split()[-1]
+        wait_output(d, alice_job, "listening")
+        p = rnx_as(d, MALLORY, "job", "run", "--network=alicenet", "/bin/true")
+        assert p.returncode != 0 and "no network 'alicenet'" in p.stderr, p.stderr
+        assert job_line(d, MALLORY, "bridge", "10.233.0.2", "7002").startswith("fail")
+        assert job_line(d, MALLORY, "bridge", "10.227.0.1", "7001").startswith("fail")
+        assert job_line(d, MALLORY, "isolated", "198.18.0.1", "7001").startswith("fail")
+        assert job_line(d, ALICE, "alicenet", "10.233.0.2", "7002") == "alice-job"
+        d.api("POST", f"/v1/jobs/{alice_job}/stop")
+    finally:
+        deadline = time.time() + 20
+        while time.time() < deadline and rnx_as(d, ALICE, "network", "remove", "alicenet").returncode != 0:
+            time.sleep(0.2)
