@@ -21,6 +21,7 @@ static const struct {
     [AUTHZ_OTHERS_JOBS] = {AT_LEAST_MAINTAINER, "root"},
     [AUTHZ_OTHERS_VOLUMES] = {RUNS_THE_MACHINE, "admins: root, or members of the group named by server.admin_group"},
     [AUTHZ_OTHERS_NETWORKS] = {RUNS_THE_MACHINE, "admins: root, or members of the group named by server.admin_group"},
+    [AUTHZ_NETWORK_ADDRESSES] = {RUNS_THE_MACHINE, "admins: root, or members of the group named by server.admin_group"},
     [AUTHZ_GPU_SERVICE] = {RUNS_THE_MACHINE, "admins: root, or members of the group named by server.admin_group"},
     [AUTHZ_AUDIT] = {RUNS_THE_MACHINE, "admins: root, or members of the group named by server.admin_group"},
     [AUTHZ_METRICS] = {RUNS_THE_MACHINE | R(ROLE_MAINTAINER),

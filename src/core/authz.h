@@ -40,6 +40,9 @@ enum authz_op {
     AUTHZ_OTHERS_JOBS,        /* see and act on jobs and workflows of other users */
     AUTHZ_OTHERS_VOLUMES,     /* use, inspect and delete volumes of other users */
     AUTHZ_OTHERS_NETWORKS,    /* see, join and remove named networks of other users */
+    AUTHZ_NETWORK_ADDRESSES,  /* make a named network outside network.user_pool: a route on the host
+                               * for addresses it may reach through its default route (a resolver,
+                               * a mirror, a metadata service), taken over by the network's jobs */
     AUTHZ_GPU_SERVICE,        /* drain, offline, online a GPU */
     AUTHZ_AUDIT,              /* read the audit trail */
     AUTHZ_METRICS,            /* GET /metrics: every user's jobs by name */

@@ -74,6 +74,7 @@ void config_defaults(config *c)
     c->runtimes_max_import_bytes = 16ull << 30;
     snprintf(c->net_bridge_cidr, sizeof c->net_bridge_cidr, "10.217.0.0/16");
     snprintf(c->net_isolated_cidr, sizeof c->net_isolated_cidr, "10.216.0.0/16");
+    snprintf(c->net_user_pool, sizeof c->net_user_pool, "10.218.0.0/15");
     c->net_max_per_user = 8;
     c->slurm_drain = -1;
     snprintf(c->slurm_scontrol, sizeof c->slurm_scontrol, "/usr/bin/scontrol");
@@ -178,6 +179,7 @@ static const key keys[] = {
     U64("remote.max_pending", remote.max_pending, 16, 100000),
     STR("network.bridge_cidr", net_bridge_cidr),
     STR("network.isolated_cidr", net_isolated_cidr),
+    STR("network.user_pool", net_user_pool),
     STR("network.dns", net_dns),
     STR("network.helper", net_helper),
     U64("network.max_per_user", net_max_per_user, 0, 1024),

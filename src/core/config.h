@@ -109,6 +109,8 @@ typedef struct config {
     /* network.*: job networks (docs/networks.md, core/networks.h) */
     char net_bridge_cidr[40];     /* network.bridge_cidr: the built-in network "bridge"'s addresses */
     char net_isolated_cidr[40];   /* network.isolated_cidr: the pool isolated jobs' /31 pairs come from */
+    char net_user_pool[40];       /* network.user_pool: the addresses named networks of users who are
+                                   * not admins must lie in (AUTHZ_NETWORK_ADDRESSES) */
     char net_dns[256];            /* network.dns: resolvers for jobs on networks, comma-separated
                                    * addresses; "" = the host's (those on its loopback left out) */
     char net_helper[256];         /* network.helper: the joblet-net program; "" = next to the shim */

@@ -29,6 +29,7 @@ static network *nets[NETWORKS_MAX];
 static size_t nnets;
 static bool available;
 static char why_not[512];
+static netaddr_cidr user_pool; /* network.user_pool (AUTHZ_NETWORK_ADDRESSES) */
 static char helper[600];
 static char resolv_path[700];
 static char dir[600]; /* <state>/networks */
@@ -425,7 +426,8 @@ int networks_init(jerr *e)
     }
     netaddr_cidr bc, ic;
     if (netaddr_cidr_parse("network.bridge_cidr", core.cfg.net_bridge_cidr, &bc, e) < 0 ||
-        netaddr_cidr_parse("network.isolated_cidr", core.cfg.net_isolated_cidr, &ic, e) < 0)
+        netaddr_cidr_parse("network.isolated_cidr", core.cfg.net_isolated_cidr, &ic, e) < 0 ||
+        netaddr_cidr_parse("network.user_pool", core.cfg.net_user_pool, &user_pool, e) < 0)
         return -1;
     if (netaddr_cidr_overlap(&bc, &ic))
         return jerr_set(e, EINVAL, "network.bridge_cidr %s and network.isolated_cidr %s overlap", core.cfg.net_bridge_cidr,
@@ -638,6 +640,18 @@ static int check_room(const char *cidr, const netaddr_cidr *nc, const caller *c,
     char what[160];
     if (host_overlap(nc, what, sizeof what))
         return jerr_field(e, "cidr", "cidr: %s overlaps %s; choose addresses the host does not use", cidr, what);
+    /* Outside the pool only for admins: a network's route on the host wins over its default
+     * route, so a user's network over addresses the host reaches through it (its resolver, a
+     * package mirror, a cloud's metadata service: no route of the host's names them) would take
+     * the host's own connections there to that user's jobs. */
+    if (!(nc->prefix >= user_pool.prefix && netaddr_cidr_contains(&user_pool, nc->base))) {
+        char act[200];
+        snprintf(act, sizeof act, "cidr: %s: a network outside network.user_pool (%s)", cidr, core.cfg.net_user_pool);
+        if (authz_check(c, AUTHZ_NETWORK_ADDRESSES, act, e) < 0) {
+            snprintf(e->field, sizeof e->field, "cidr");
+            return -1;
+        }
+    }
     if (!authz_may(c, AUTHZ_UNLIMITED)) {
         uint32_t mine = 0;
         for (size_t i = 0; i < nnets; i++)

@@ -131,8 +131,15 @@ def test_user_network_cannot_take_addresses_the_host_reaches_by_its_default_rout
     assert lab.connect(lab.host, "203.0.113.2", 5353) == "outside"
     p = rnx_as(d, MALLORY, "network", "create", "evil", "--cidr=203.0.113.0/24")
     if p.returncode != 0:
-        assert "cidr" in p.stderr, p.stderr
+        assert "cidr: " in p.stderr and "outside network.user_pool (10.218.0.0/15)" in p.stderr, p.stderr
         assert lab.connect(lab.host, "203.0.113.2", 5353) == "outside"
+        # within the pool a user's network is made (and the pool is the default's)
+        ok = rnx_as(d, MALLORY, "network", "create", "mine", "--cidr=10.219.7.0/24")
+        assert ok.returncode == 0, ok.stderr
+        assert rnx_as(d, MALLORY, "network", "remove", "mine").returncode == 0
+        # an admin chooses addresses outside it (root here; the group is docs/networks.md's)
+        assert d.rnx("network", "create", "adm", "--cidr=10.233.9.0/24").returncode == 0
+        assert d.rnx("network", "remove", "adm").returncode == 0
         return
     # taken: show what it does (the first job's address is the network's .2)
     try:
@@ -184,7 +191,7 @@ def test_another_users_network_and_the_hosts_services_stay_out_of_reach(lab):
     reaches neither Alice's job on it nor a service of the (lab) host's on the bridge's gateway."""
     d = lab.daemon
     lab.serve(lab.host, "0.0.0.0", 7001, "host-service")
-    assert rnx_as(d, ALICE, "network", "create", "alicenet", "--cidr=10.233.0.0/24").returncode == 0
+    assert rnx_as(d, ALICE, "network", "create", "alicenet", "--cidr=10.218.33.0/24").returncode == 0
     try:
         r = rnx_as(d, ALICE, "job", "run", "--network=alicenet", "/usr/bin/python3", "-c", SERVER, "0.0.0.0",
                    "7002", "alice-job")
@@ -193,10 +200,10 @@ def test_another_users_network_and_the_hosts_services_stay_out_of_reach(lab):
         wait_output(d, alice_job, "listening")
         p = rnx_as(d, MALLORY, "job", "run", "--network=alicenet", "/bin/true")
         assert p.returncode != 0 and "no network 'alicenet'" in p.stderr, p.stderr
-        assert job_line(d, MALLORY, "bridge", "10.233.0.2", "7002").startswith("fail")
+        assert job_line(d, MALLORY, "bridge", "10.218.33.2", "7002").startswith("fail")
         assert job_line(d, MALLORY, "bridge", "10.227.0.1", "7001").startswith("fail")
         assert job_line(d, MALLORY, "isolated", "198.18.0.1", "7001").startswith("fail")
-        assert job_line(d, ALICE, "alicenet", "10.233.0.2", "7002") == "alice-job"
+        assert job_line(d, ALICE, "alicenet", "10.218.33.2", "7002") == "alice-job"
         d.api("POST", f"/v1/jobs/{alice_job}/stop")
     finally:
         deadline = time.time() + 20
