@@ -396,6 +396,12 @@ static bool host_overlap(const netaddr_cidr *c, char *what, size_t len)
 
 /* --- start --------------------------------------------------------------------------------- */
 
+/* Whether all of c lies in network.user_pool. */
+static bool in_user_pool(const netaddr_cidr *c)
+{
+    return c->prefix >= user_pool.prefix && netaddr_cidr_contains(&user_pool, c->base);
+}
+
 static void load_one(const db_network *r, void *arg)
 {
     (void)arg;
@@ -409,6 +415,11 @@ static void load_one(const db_network *r, void *arg)
     n->owner_uid = (uid_t)r->owner_uid;
     n->created_ms = r->created_ms;
     nets[nnets++] = n;
+    /* made before network.user_pool held (or the pool changed since): kept, said once a start */
+    if (r->owner_uid != 0 && !in_user_pool(&c))
+        log_warn("network %s (%s) of uid %lld lies outside network.user_pool (%s): its route on the host wins over "
+                 "the default route for those addresses; an admin may remove it (rnx network remove %s)",
+                 r->name, r->cidr, (long long)r->owner_uid, core.cfg.net_user_pool, r->name);
 }
 
 int networks_init(jerr *e)
@@ -644,7 +655,7 @@ static int check_room(const char *cidr, const netaddr_cidr *nc, const caller *c,
      * route, so a user's network over addresses the host reaches through it (its resolver, a
      * package mirror, a cloud's metadata service: no route of the host's names them) would take
      * the host's own connections there to that user's jobs. */
-    if (!(nc->prefix >= user_pool.prefix && netaddr_cidr_contains(&user_pool, nc->base))) {
+    if (!in_user_pool(nc)) {
         char act[200];
         snprintf(act, sizeof act, "cidr: %s: a network outside network.user_pool (%s)", cidr, core.cfg.net_user_pool);
         if (authz_check(c, AUTHZ_NETWORK_ADDRESSES, act, e) < 0) {
