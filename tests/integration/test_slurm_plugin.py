@@ -509,3 +509,74 @@ def test_the_task_keeps_its_supplementary_groups(fresh_daemon, slurm_cgroups):
     jid = d.submit("sh", "-c", "id -G")
     d.wait(jid)
     assert len(d.output(jid).split()) == 1, d.output(jid)
+
+
+SETGID_CALLER = r"""
+import json, os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])  # the daemon's caller is this pid (SO_PEERCRED, at connect)
+r, w = os.pipe()
+if os.fork() == 0:
+    os.close(r)
+    time.sleep(1)  # by now the parent has exec'd a setgid program: the same pid, egid shadow
+    body = json.dumps({"argv": ["sh", "-c", "echo gid=$(id -g); head -c 5 /etc/shadow; echo"], "env": []}).encode()
+    s.sendall(b"POST /v1/slurm/tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+              + str(len(body)).encode() + b"\r\n\r\n" + body)
+    print("answer:", s.recv(65536).decode().split("\r\n", 1)[0], flush=True)
+    time.sleep(3)  # the job runs meanwhile; then the setgid program reads its stdin's end and exits
+    os._exit(0)
+os.close(w)
+os.dup2(r, 0)
+os.execv("/usr/sbin/unix_chkpwd", ["unix_chkpwd", "nobody", "nullok"])  # blocks reading a password
+"""
+
+
+def test_the_jobs_gid_is_never_a_setgid_programs(fresh_daemon, slurm_cgroups):
+    """A user's process in its Slurm task's cgroup connects, then execs a setgid program (Debian's
+    unix_chkpwd, setgid shadow, waits on its stdin): the same pid, whose effective gid is now
+    shadow. A request sent on that connection (by a child that kept it) must not give a job
+    that gid: the job runs with the user's own gid, or is refused (the uids are checked, all
+    four; the gid is the caller's too)."""
+    chk = "/usr/sbin/unix_chkpwd"
+    if not os.path.exists(chk) or not os.stat(chk).st_mode & 0o2000:
+        pytest.skip("no setgid unix_chkpwd (Debian's libpam-modules-bin)")
+    d = fresh_daemon()
+    cg = slurm_cgroups(53, task=0)
+    enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
+    p = subprocess.run(["sh", "-c", enter + ' && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"', "sh",
+                        sys.executable, "-c", SETGID_CALLER, d.sock], capture_output=True, text=True, timeout=60)
+    jobs = slurm_jobs(d)
+    assert "root:" not in p.stdout, ("the job read /etc/shadow", p.stdout, jobs)
+    assert all(j["gid"] == NOBODY for j in jobs), ([(j["id"], j["uid"], j["gid"]) for j in jobs], p.stdout)
+
+
+MANY_TASKS = r"""
+import http.client, json, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+c = http.client.HTTPConnection("joblet")
+c.sock = s
+body = json.dumps({"argv": ["true"], "env": []})
+for _ in range(int(sys.argv[2])):
+    c.request("POST", "/v1/slurm/tasks", body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    r.read()
+    print(r.status, flush=True)
+time.sleep(2)  # this process is the jobs' waiter: they end first
+"""
+
+
+def test_slurm_tasks_count_in_the_users_limits(fresh_daemon, slurm_cgroups):
+    """limits.max_jobs_per_user bounds the jobs one user keeps (every job is kept until deleted),
+    and jobs.state_reserve the state disk: a Slurm task is a kept job of its user like another,
+    so a user whose process sits in any Slurm task's cgroup cannot make joblet keep more than the
+    limit by asking on POST /v1/slurm/tasks in a loop."""
+    d = fresh_daemon("limits:\n  max_jobs_per_user: 2\n")
+    cg = slurm_cgroups(54, task=0)
+    enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
+    p = subprocess.run(["sh", "-c", enter + ' && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"', "sh",
+                        sys.executable, "-c", MANY_TASKS, d.sock, "4"], capture_output=True, text=True, timeout=60)
+    statuses = p.stdout.split()
+    kept = [j for j in slurm_jobs(d) if j["uid"] == NOBODY]
+    assert len(kept) <= 2, (statuses, len(kept), p.stderr)
+    assert statuses[2:] == ["429", "429"], statuses
