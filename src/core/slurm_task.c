@@ -95,8 +95,11 @@ static int task_cgroups(pid_t pid, cg_given *g, slurm_ids *ids, jerr *e)
     return 0;
 }
 
-/* The process's real, effective, saved and filesystem uids must all be uid; its gid, and its
- * supplementary groups (those Slurm gave the task: at most SPEC_GROUPS_MAX) in groups. */
+/* The process's real, effective, saved and filesystem uids must all be uid, and its four gids one
+ * gid (given in gid); its supplementary groups (those Slurm gave the task: at most
+ * SPEC_GROUPS_MAX) in groups. The process is read when it asks, not when it connected: one that
+ * exec'd a set-gid program since (unix_chkpwd, waiting on its input, is set-gid shadow) has that
+ * program's group as its effective one, which must never become the job's. */
 static int task_user(pid_t pid, uid_t uid, gid_t *gid, gid_t *groups, size_t *ngroups, jerr *e)
 {
     char path[64];
@@ -131,7 +134,11 @@ static int task_user(pid_t pid, uid_t uid, gid_t *gid, gid_t *groups, size_t *ng
             return jerr_http(e, 403, "pid %d runs as uid %u, but its Slurm cgroup is uid %u's: a task asks only once "
                                      "slurmstepd dropped to the task's user (slurm_spank_task_init)",
                              (int)pid, u[i], (unsigned)uid);
-    *gid = g[1];
+    for (int i = 1; i < 4; i++)
+        if (g[i] != g[0])
+            return jerr_http(e, 403, "pid %d runs with gids %u %u %u %u (real, effective, saved, filesystem), not one: "
+                                     "a set-gid program's group is not the task's", (int)pid, g[0], g[1], g[2], g[3]);
+    *gid = g[0];
     return 0;
 }
 
@@ -295,7 +302,10 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     task_workdir(pid, &r->req);
     submit_info si;
     caller as = authz_local(ids.uid, gid); /* (the task's uid, as Slurm's root said: no priority of its own) */
-    if (submit_check(&r->req, &as, &si, e) < 0 || !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
+    job_req *rp = &r->req;
+    /* joblet's limits hold as for any job (jobs kept, the state filesystem's reserve) */
+    if (submit_check(&r->req, &as, &si, e) < 0 || submit_check_limits(&rp, 1, ids.uid, 0, e) < 0 ||
+        !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
         goto out;
     /* Slurm's limits hold (its cgroups): none of joblet's defaults is the job's */
     j->req.has &= ~(1ull << JR_MAX_MEMORY_MB | 1ull << JR_MEMORY_DEFAULT | 1ull << JR_PIDS_MAX |
