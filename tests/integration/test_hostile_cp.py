@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import Daemon, need_root, need_setpriv, rnx_as, wait_for
+from conftest import Daemon, need_root, need_setpriv, rnx_as
 
 MALLORY = (4371, 4371)
 
@@ -94,11 +94,15 @@ def test_a_users_deep_directory_tree_does_not_crash_the_daemon(own_daemon):
     d = own_daemon(stack=SMALL_STACK)
     jid, st = run_as(d, MALLORY, "python3", "-c", DEEP_TREE)
     assert st == "COMPLETED", d.log()[-3000:]
+    work = d.work(jid)
+    assert os.path.isdir(os.path.join(work, "d", "d", "d"))
     p = rnx_as(d, MALLORY, "job", "delete", jid)
     assert d.proc.poll() is None, f"joblet died removing a deep /work (exit {d.proc.returncode}):\n{p.stderr}"
     assert p.returncode == 0, p.stderr
-    # it still answers, and what the job left is gone (or at least never kills the next start)
+    # it still answers, and what the job left is gone, every level of it
     assert d.api("GET", "/v1/version")[0] == 200
+    assert not os.path.lexists(work), os.listdir(work)
+    assert "not removed" not in d.log()
     d.stop()
     start_with_stack(d, SMALL_STACK)
     time.sleep(1)
