@@ -190,16 +190,38 @@ int write_string(const char *path, const char *s)
     return 0;
 }
 
-static int rm_at(int dfd, const char *name, dev_t dev)
+/* rm_rf's recursion is bounded, whoever made the tree (a user's job makes its /work): a
+ * directory deeper than this is moved up into the top directory (a rename on the same
+ * filesystem, by descriptors) and removed from there, so a tree of any depth costs at most
+ * this many levels of stack and descriptors. */
+#define RM_DEPTH_MAX 128
+
+typedef struct rm_walk {
+    dev_t dev;
+    int top;                  /* the top directory, once open */
+    unsigned long moved;      /* directories moved up into it */
+} rm_walk;
+
+static int rm_at(rm_walk *w, int dfd, const char *name, unsigned depth)
 {
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return errno == ENOENT ? 0 : -1;
     if (!S_ISDIR(st.st_mode))
         return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -1 : 0;
-    if (st.st_dev != dev) {
+    if (st.st_dev != w->dev) {
         errno = EXDEV;
         return -1;
+    }
+    if (depth >= RM_DEPTH_MAX) {
+        char to[40];
+        for (;;) {
+            snprintf(to, sizeof to, ".joblet-rm-%lu", w->moved++);
+            if (renameat2(dfd, name, w->top, to, RENAME_NOREPLACE) == 0)
+                return 0;
+            if (errno != EEXIST)
+                return errno == ENOENT ? 0 : -1;
+        }
     }
     int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -209,14 +231,21 @@ static int rm_at(int dfd, const char *name, dev_t dev)
         close(fd);
         return -1;
     }
+    if (depth == 0)
+        w->top = fd;
     int rc = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (rm_at(dirfd(d), de->d_name, dev) < 0)
-            rc = -1;
-    }
+    unsigned long before;
+    do { /* the top directory again while what was moved up into it is there */
+        before = w->moved;
+        rewinddir(d);
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            if (rm_at(w, dirfd(d), de->d_name, depth + 1) < 0)
+                rc = -1;
+        }
+    } while (depth == 0 && rc == 0 && w->moved != before);
     closedir(d);
     if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
         rc = -1;
@@ -228,7 +257,8 @@ int rm_rf(const char *path)
     struct stat st;
     if (lstat(path, &st) < 0)
         return errno == ENOENT ? 0 : -1;
-    return rm_at(AT_FDCWD, path, st.st_dev);
+    rm_walk w = {.dev = st.st_dev, .top = -1};
+    return rm_at(&w, AT_FDCWD, path, 0);
 }
 
 void uuid_v4(char out[37])

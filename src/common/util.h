@@ -49,7 +49,8 @@ int write_string(const char *path, const char *s);   /* for sysfs/cgroupfs files
 /* Writes the n bytes at p to fd, again after EINTR and short writes: how many were written, n
  * or fewer with errno set when a write failed (a write of nothing: EIO). Allocates nothing. */
 size_t write_all(int fd, const void *p, size_t n);
-/* Removes a directory tree without following symlinks or crossing mount points. */
+/* Removes a directory tree of any depth without following symlinks or crossing mount points
+ * (what lies deeper than a bound is moved up into the top directory first: util.c). */
 int rm_rf(const char *path);
 void uuid_v4(char out[37]);
 /* The length (2 or 3) of the UTF-8 character at p when a terminal or a reader takes it as a
