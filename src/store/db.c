@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "../common/jsonx.h"
 #include "../common/log.h"
@@ -16,6 +17,12 @@
 struct db {
     sqlite3 *h;
     bool in_txn;
+    /* the turn's transaction was rolled back by SQLite itself, not by us: a statement failed with
+     * SQLITE_FULL or an I/O error (a cache spill into a WAL that cannot grow), and SQLite went back
+     * to autocommit. What the turn wrote before is gone; what it writes after must not be
+     * committed statement by statement: a new transaction takes it, and db_flush rolls that back
+     * and fails, as a failed COMMIT does (db.h: a commit that fails is rolled back whole). */
+    bool lost;
     bool deleted;             /* this transaction deleted a job: checkpoint the WAL after it */
     bool marked;              /* a db_mark is open (db_undo, db_keep close it) */
     seal_key *key;            /* seals secret_env (seal.h) */
@@ -346,12 +353,25 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
  * burst of submissions costs one commit instead of four per job. */
 static int begin(db *d)
 {
-    if (d->in_txn)
+    if (d->in_txn && !sqlite3_get_autocommit(d->h))
         return 0;
+    if (d->in_txn) {
+        d->lost = true;
+        log_warn("database: the turn's transaction was rolled back by SQLite after a statement failed; what the "
+                 "turn writes is not committed");
+    }
     if (exec_sql(d, "BEGIN;", NULL) < 0)
         return -1;
     d->in_txn = true;
     return 0;
+}
+
+/* Whether the database's filesystem has less than a few pages free: why SQLite rolled back. */
+static bool db_disk_full(db *d)
+{
+    const char *path = sqlite3_db_filename(d->h, "main");
+    struct statvfs vf;
+    return path && *path && statvfs(path, &vf) == 0 && (uint64_t)vf.f_bavail * vf.f_frsize < (64u << 10);
 }
 
 /* A stored request's secret_env, sealed: {"secret_env_sealed": "v1:..."} in its place. */
@@ -668,6 +688,18 @@ int db_flush(db *d, jerr *e)
     if (!d->in_txn)
         return 0;
     d->in_txn = false;
+    if (d->lost || sqlite3_get_autocommit(d->h)) {
+        /* rolled back under the turn (lost): nothing of it is committed, and nothing more is */
+        d->lost = false;
+        d->deleted = false;
+        if (!sqlite3_get_autocommit(d->h))
+            exec_sql(d, "ROLLBACK;", NULL);
+        bool full = db_disk_full(d);
+        if (e)
+            jerr_set(e, full ? ENOSPC : EIO, "database: the transaction was rolled back after a statement failed%s",
+                     full ? " (the state filesystem is full)" : "");
+        return -1;
+    }
     if (exec_sql(d, "COMMIT;", e) < 0) {
         /* SQLITE_FULL and I/O errors may leave the transaction open: it is rolled back here,
          * so that the database holds exactly what the last good commit left (db.h) */
