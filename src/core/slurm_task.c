@@ -17,6 +17,7 @@
 #include "../exec/spec.h"
 #include "cmdcheck.h"
 #include "gpus.h"
+#include "job_ctl.h"
 #include "job_events.h"
 #include "job_launch.h"
 #include "jobs.h"
@@ -140,6 +141,35 @@ static int task_user(pid_t pid, uid_t uid, gid_t *gid, gid_t *groups, size_t *ng
                                      "a set-gid program's group is not the task's", (int)pid, g[0], g[1], g[2], g[3]);
     *gid = g[0];
     return 0;
+}
+
+/* The most records of a user's ended Slurm tasks deleted to make room for one more task. */
+#define SLURM_TASK_EVICT 8
+
+/* Room for one more of uid's jobs under limits.max_jobs_per_user, made from the records of its
+ * ended Slurm tasks, oldest first: Slurm keeps the task's accounting (sacct), so joblet's copy is
+ * the first to go, and a user's every srun step does not fail once 10,000 of them were kept.
+ * Its ordinary jobs are never touched. Only when the user is at the limit: a look at the table
+ * from its oldest job, up to SLURM_TASK_EVICT records, deleted in one commit. */
+static void make_room(uid_t uid)
+{
+    uint32_t max = core.cfg.limits.max_jobs_per_user;
+    if (!max || jobs_user(uid).kept < max)
+        return;
+    job *old[SLURM_TASK_EVICT];
+    size_t n = 0;
+    for (size_t i = 0; i < core.njobs && n < SLURM_TASK_EVICT; i++) {
+        job *j = core.jobs[i];
+        if (j->slurm.set && j->owner_uid == uid && job_state_terminal(j->state) && !j->settle)
+            old[n++] = j;
+    }
+    jerr e = {0};
+    if (n && job_ctl_delete_many(old, n, &e) < 0)
+        log_warn("uid %u: the records of %zu ended Slurm tasks could not be deleted to make room: %s", (unsigned)uid,
+                 n, e.msg);
+    else if (n)
+        log_info("uid %u keeps limits.max_jobs_per_user jobs: the records of its %zu oldest ended Slurm tasks were "
+                 "deleted to make room (Slurm's accounting keeps them)", (unsigned)uid, n);
 }
 
 /* The GPUs named by device nodes: their bits, or -1 (400 naming the node). */
@@ -303,7 +333,9 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     submit_info si;
     caller as = authz_local(ids.uid, gid); /* (the task's uid, as Slurm's root said: no priority of its own) */
     job_req *rp = &r->req;
-    /* joblet's limits hold as for any job (jobs kept, the state filesystem's reserve) */
+    /* joblet's limits hold as for any job (jobs kept, the state filesystem's reserve); the
+     * records of the user's ended Slurm tasks make room first */
+    make_room(ids.uid);
     if (submit_check(&r->req, &as, &si, e) < 0 || submit_check_limits(&rp, 1, ids.uid, 0, e) < 0 ||
         !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
         goto out;
