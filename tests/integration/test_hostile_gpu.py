@@ -62,3 +62,20 @@ def test_a_tenant_cannot_replace_the_mps_control_pipe_another_users_job_uses(fre
     assert wait_output(d, b2, "control").split() == ["control"], j2
     d.rnx("job", "stop", b2, check=True)
     d.wait(b2)
+
+
+def test_a_shared_job_cannot_fill_the_state_disk_through_its_mps_pipe_directory(fresh_daemon):
+    # A's /work is 64 MB (jobs.work_quota) and its /tmp a bounded tmpfs; the MPS pipe
+    # directory mounted at /tmp/nvidia-mps is <state>/mps/<gpu>/pipe on the state directory's
+    # disk, writable by every tenant: 100 MB written there land on the host's disk, past
+    # every limit the job has (and stay after the job, until the GPU's next MPS server).
+    d = sim(fresh_daemon, "a100-pcie-4", f"  mps_control: {FAKE_MPS}\njobs:\n  work_quota: 64MB\n")
+    j = run_as(d, A, "--gpu=1", "--gpu-share", "--gpu-memory=1GB", "sh", "-c",
+               "dd if=/dev/zero of=/tmp/nvidia-mps/fill bs=1M count=100 2>/dev/null; "
+               "echo $(( $(stat -c %s /tmp/nvidia-mps/fill 2>/dev/null || echo 0) / 1048576 ))")
+    assert d.wait(j)["status"] in ("COMPLETED", "FAILED")
+    written = int(d.output(j).split()[-1])
+    on_host = os.path.join(d.state, "mps", "0", "pipe", "fill")
+    size = os.path.getsize(on_host) // 1048576 if os.path.exists(on_host) else 0
+    assert written < 64 and size < 64, (f"A's shared job wrote {written} MB into /tmp/nvidia-mps; the state "
+                                        f"directory holds {size} MB of it")
