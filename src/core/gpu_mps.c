@@ -107,8 +107,15 @@ int gpu_mps_start(int gpu, jerr *e)
     mkdir(top, 0711);
     snprintf(top, sizeof top, "%s/mps/%d", core.cfg.state_dir, gpu);
     mkdir(top, 0711);
-    /* Tenants run as their own uids and must reach the server's pipes; the log is the daemon's. */
-    if ((mkdir(pipe_dir, 0777) < 0 && errno != EEXIST) || chmod(pipe_dir, 0777) < 0 ||
+    /* Tenants run as their own uids and must reach the server's pipes; the log is the daemon's.
+     * The directory is made afresh for each server (no tenant is left when one starts): what a
+     * former tenant put there (a FIFO named control made `-d` refuse, "already running") goes.
+     * Sticky, as /tmp: a tenant may add its own entries but not rename or remove the server's
+     * (a tenant that put its own FIFO in place of control had the other users' CUDA clients
+     * and root's `quit` talk to it). */
+    if (rm_rf(pipe_dir) < 0)
+        return jerr_sys(e, "MPS for GPU %d: clear %s", gpu, pipe_dir);
+    if ((mkdir(pipe_dir, 0777) < 0 && errno != EEXIST) || chmod(pipe_dir, 01777) < 0 ||
         (mkdir(log_dir, 0700) < 0 && errno != EEXIST))
         return jerr_sys(e, "MPS for GPU %d: create %s", gpu, pipe_dir);
     if (control(gpu, "-d", NULL, e) < 0)
