@@ -79,3 +79,42 @@ def test_a_shared_job_cannot_fill_the_state_disk_through_its_mps_pipe_directory(
     size = os.path.getsize(on_host) // 1048576 if os.path.exists(on_host) else 0
     assert written < 64 and size < 64, (f"A's shared job wrote {written} MB into /tmp/nvidia-mps; the state "
                                         f"directory holds {size} MB of it")
+
+
+def pipe_mounts(d, gpu=0):
+    """The file systems mounted on GPU gpu's MPS pipe directory: (type, superblock options)."""
+    pipe = os.path.realpath(os.path.join(d.state, "mps", str(gpu), "pipe"))
+    with open("/proc/self/mountinfo") as f:
+        rows = [line.split(" - ") for line in f]
+    return [(tail.split()[0], tail.split()[2]) for head, tail in rows if head.split()[4] == pipe]
+
+
+def test_the_mps_pipe_directory_goes_with_its_server_and_after_a_killed_daemon(fresh_daemon):
+    # The pipe directory is a tmpfs of its own while the GPU's server runs (bounded in bytes
+    # and entries), unmounted when the last tenant leaves; a daemon killed -9 with a server
+    # running leaves it mounted, and the next daemon, finding no tenant left, unmounts it.
+    d = sim(fresh_daemon, "a100-pcie-4", f"  mps_control: {FAKE_MPS}\n")
+    ready = "test -p /tmp/nvidia-mps/control && echo READY; "
+    j = run_as(d, A, "--gpu=1", "--gpu-share", "--gpu-memory=1GB", "sh", "-c", ready + "sleep 600")
+    assert "READY" in wait_output(d, j, "READY")
+    [(fstype, opts)] = pipe_mounts(d)
+    assert fstype == "tmpfs" and "size=4096k" in opts and "nr_inodes=1024" in opts, opts
+    assert stat.S_IMODE(os.stat(os.path.join(d.state, "mps", "0", "pipe")).st_mode) == 0o1777
+    d.rnx("job", "stop", j, check=True)
+    d.wait(j)
+    assert pipe_mounts(d) == []
+    j = run_as(d, A, "--gpu=1", "--gpu-share", "--gpu-memory=1GB", "sh", "-c", ready + "sleep 2")
+    assert "READY" in wait_output(d, j, "READY")
+    d.kill9()
+    time.sleep(3)  # the job ends while no daemon runs
+    assert len(pipe_mounts(d)) == 1
+    d.start()
+    assert d.wait(j)["status"] == "COMPLETED"
+    assert pipe_mounts(d) == []
+    log = open(os.path.join(d.state, "mps", "0", "log", "control.log")).read()
+    assert log.count("cmd quit") == 2, log
+    # the next shared job gets a server, on a pipe directory mounted afresh
+    j = run_as(d, B, "--gpu=1", "--gpu-share", "--gpu-memory=1GB", "sh", "-c", "ls -A /tmp/nvidia-mps")
+    assert d.wait(j)["status"] == "COMPLETED" and d.output(j).split() == ["control"]
+    assert len(pipe_mounts(d)) == 0
+    assert "stays mounted" not in d.log()
