@@ -1,12 +1,15 @@
 /* NVIDIA MPS for shared GPUs: one control daemon per GPU while it has shared tenants, each
  * with its own pipe and log directories under the state directory, so that tenants of one GPU
- * never reach another GPU's server. Started when the first shared job is granted the GPU and
- * told to quit when the last one leaves. */
+ * never reach another GPU's server (the pipe directory a small tmpfs of its own: exec/mpsdir.h).
+ * Started when the first shared job is granted the GPU and told to quit when the last one
+ * leaves. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +18,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../exec/mpsdir.h"
 #include "gpu_mps.h"
 #include "state.h"
 
@@ -46,6 +50,13 @@ void gpu_mps_pipe_dir(int gpu, char *out, size_t len)
     char pipe_dir[600];
     dirs(gpu, pipe_dir, log_dir, sizeof pipe_dir);
     snprintf(out, len, "%s", pipe_dir);
+}
+
+static void unmount_pipes(int gpu, const char *pipe_dir)
+{
+    jerr e = {0};
+    if (mpsdir_unmount(pipe_dir, &e) < 0)
+        log_warn("MPS for GPU %d: %s: the pipe directory stays mounted", gpu, e.msg);
 }
 
 /* Runs the control program with MPS's environment for this GPU, feeding it `input` (NULL: none),
@@ -107,34 +118,72 @@ int gpu_mps_start(int gpu, jerr *e)
     mkdir(top, 0711);
     snprintf(top, sizeof top, "%s/mps/%d", core.cfg.state_dir, gpu);
     mkdir(top, 0711);
-    /* Tenants run as their own uids and must reach the server's pipes; the log is the daemon's. */
-    if ((mkdir(pipe_dir, 0777) < 0 && errno != EEXIST) || chmod(pipe_dir, 0777) < 0 ||
-        (mkdir(log_dir, 0700) < 0 && errno != EEXIST))
+    /* The pipe directory is a small memory file system of its own, mounted afresh for each
+     * server (exec/mpsdir.h): every tenant writes there, and on the state directory's disk it
+     * filled the disk of joblet's database; a fresh one holds nothing a former tenant left (a
+     * FIFO named control made `-d` refuse, "already running"). Below it, the mount point is
+     * root's 0700: cleared of what an earlier joblet left there (it was the directory itself;
+     * rm_rf follows no link and stops at other file systems), and should the mount ever be
+     * missing, tenants find a directory they cannot use rather than one on the disk. */
+    jerr me = {0};
+    if (mpsdir_unmount(pipe_dir, &me) < 0)
+        return jerr_set(e, me.code, "MPS for GPU %d: %s", gpu, me.msg);
+    if (rm_rf(pipe_dir) < 0)
+        return jerr_sys(e, "MPS for GPU %d: clear %s", gpu, pipe_dir);
+    if (mkdir(pipe_dir, 0700) < 0 || (mkdir(log_dir, 0700) < 0 && errno != EEXIST))
         return jerr_sys(e, "MPS for GPU %d: create %s", gpu, pipe_dir);
-    if (control(gpu, "-d", NULL, e) < 0)
+    if (mpsdir_mount(pipe_dir, &me) < 0)
+        return jerr_set(e, me.code, "MPS for GPU %d: %s", gpu, me.msg);
+    if (control(gpu, "-d", NULL, e) < 0) {
+        unmount_pipes(gpu, pipe_dir);
         return -1;
-    log_info("gpu %d: MPS control daemon started (pipes %s, log %s)", gpu, pipe_dir, log_dir);
+    }
+    log_info("gpu %d: MPS control daemon started (pipes %s, a tmpfs of %s and %d entries; log %s)", gpu, pipe_dir,
+             MPSDIR_SIZE, MPSDIR_INODES, log_dir);
     return 0;
 }
 
 void gpu_mps_stop(int gpu)
 {
     jerr e = {0};
+    char pipe_dir[600];
+    gpu_mps_pipe_dir(gpu, pipe_dir, sizeof pipe_dir);
     if (control(gpu, NULL, "quit\n", &e) < 0)
         log_warn("%s", e.msg);
     else
         log_info("gpu %d: MPS control daemon told to quit (no shared job left)", gpu);
+    /* told or not, no tenant is left: the pipes go (a server still quitting keeps its own
+     * until it is done, detached) */
+    unmount_pipes(gpu, pipe_dir);
 }
 
 /* After a restart: a GPU with no shared tenant left may still have the server of the previous
- * run; tell it to quit. */
+ * run; tell it to quit. Its pipe directory, and that of a GPU no longer found (or of every GPU,
+ * GPUs being off), is unmounted: a daemon killed with servers running left them mounted. A GPU
+ * whose tenants were re-adopted keeps both: they still talk to that server. */
 void gpu_mps_init(uint64_t in_use)
 {
-    for (int i = 0; i < core.gpu.inv.n; i++) {
+    char top[600];
+    snprintf(top, sizeof top, "%s/mps", core.cfg.state_dir);
+    DIR *d = opendir(top);
+    if (!d)
+        return; /* no GPU was ever shared here */
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char *end;
+        errno = 0;
+        long i = strtol(de->d_name, &end, 10);
+        if (!*de->d_name || *end || errno || i < 0 || i >= GPU_MAX)
+            continue;
         char pipe_dir[600], ctl[700];
-        gpu_mps_pipe_dir(i, pipe_dir, sizeof pipe_dir);
+        gpu_mps_pipe_dir((int)i, pipe_dir, sizeof pipe_dir);
         snprintf(ctl, sizeof ctl, "%s/control", pipe_dir);
-        if (!(in_use >> i & 1) && access(ctl, F_OK) == 0 && gpu_mps_available())
-            gpu_mps_stop(i);
+        if (i < core.gpu.inv.n && in_use >> i & 1)
+            continue;
+        if (i < core.gpu.inv.n && access(ctl, F_OK) == 0 && gpu_mps_available())
+            gpu_mps_stop((int)i);
+        else
+            unmount_pipes((int)i, pipe_dir);
     }
+    closedir(d);
 }

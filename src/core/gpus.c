@@ -57,6 +57,7 @@ int gpus_init(jerr *e)
         log_info("gpu: support disabled by configuration (gpu.enabled: false)");
         gpu_inventory_init(&core.gpu.inv, "none");
         core.gpu.attempts = json_array();
+        gpu_mps_init(0); /* the pipe directories an earlier run (with GPUs) left mounted */
         return 0;
     }
     gpu_discover(gc, &core.gpu);
