@@ -1,10 +1,10 @@
 /* An MPS server's pipe directory on a memory file system of its own (mpsdir.h). */
+#include "mpsdir.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-
-#include "mpsdir.h"
 
 bool mpsdir_mounted(const char *dir)
 {
