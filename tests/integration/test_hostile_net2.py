@@ -1,0 +1,197 @@
+"""Hostile local users against job networks, second round (docs/networks.md): names on the shared
+bridge, the bounds of users' addresses, joblet killed with -9 around networks and jobs on them.
+
+Every daemon runs in a network namespace of this test's own (test_hostile_net.py's Lab: entered
+with nsenter --net only), so its bridges, veths and nftables table are that namespace's and the
+machine's network is never touched; deleting the namespaces at the end takes them along."""
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, Daemon, need_root, rnx_as
+from test_hostile_net import Lab, sh
+
+CONFIG = "network:\n  bridge_cidr: 10.227.0.0/24\n  isolated_cidr: 10.226.0.0/24\n"
+MALLORY = 4741
+ALICE = 4742
+LIVE = ("PENDING", "QUEUED", "SCHEDULED", "RUNNING", "STOPPING")
+
+
+def lab_daemon(lab, config=CONFIG):
+    d = Daemon(config, wrap=["nsenter", "--net=/run/netns/" + lab.host])
+    d.start()
+    # (the wrapper enters the network namespace only: its mount namespace is the test's own,
+    # which kill_mount_namespace must never be handed)
+    for fd in d.mnt_nss:
+        os.close(fd)
+    d.mnt_nss = []
+    return d
+
+
+def restart(d):
+    d.start()
+    for fd in d.mnt_nss:
+        os.close(fd)
+    d.mnt_nss = []
+
+
+@pytest.fixture
+def lab():
+    need_root()
+    if not os.access(os.path.join(BUILD, "joblet-net"), os.X_OK):
+        pytest.skip("joblet-net is not built")
+    if subprocess.run(["nft", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("nft is not installed")
+    lab = Lab()
+    lab.daemons = []
+    try:
+        yield lab
+    finally:
+        for d in lab.daemons:
+            d.cleanup()
+        lab.close()
+
+
+def started(lab, config=CONFIG):
+    d = lab_daemon(lab, config)
+    lab.daemons.append(d)
+    return d
+
+
+def run_as(d, user, *args):
+    r = rnx_as(d, user, "job", "run", *args)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().split()[-1]
+
+
+def wait_running(d, jid, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        st = d.job(jid)["status"]
+        if st == "RUNNING":
+            return
+        assert st in LIVE, (st, d.output(jid, "stderr"), d.job(jid))
+        time.sleep(0.05)
+    raise AssertionError(f"{jid} did not start: {d.job(jid)}")
+
+
+def wait_end(d, jid, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline and d.job(jid)["status"] in LIVE:
+        time.sleep(0.05)
+    return d.job(jid)
+
+
+def stop_all(d):
+    for j in d.api("GET", "/v1/jobs")[1]["jobs"]:
+        if j["status"] in LIVE + ("HELD", "SUSPENDED"):
+            d.api("POST", f"/v1/jobs/{j['id']}/stop")
+    deadline = time.time() + 20
+    while time.time() < deadline and any(j["status"] in LIVE for j in d.api("GET", "/v1/jobs")[1]["jobs"]):
+        time.sleep(0.1)
+
+
+# --- names on the shared bridge ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["pypi.org", "metadata.google.internal", "github.com"])
+def test_a_job_on_bridge_cannot_take_a_domain_for_other_users_jobs(lab, name):
+    """bridge is every user's: its hosts file is read before DNS (nsswitch 'files dns') by every
+    user's job on it. A name with dots is a domain: Mallory's job named 'pypi.org' on bridge would
+    make pypi.org, for Alice's jobs on bridge, Mallory's job. Only the files source is asked here
+    (getent -s files): nothing is looked up on any network."""
+    d = started(lab)
+    mal = run_as(d, MALLORY, "--network=bridge", "--name=" + name, "/bin/sleep", "60")
+    wait_running(d, mal)
+    alice = run_as(d, ALICE, "--network=bridge", "/bin/sh", "-c", f"getent -s files hosts {name} || echo none")
+    wait_end(d, alice)
+    got = d.output(alice).strip()
+    stop_all(d)
+    assert got == "none", f"{name} resolves, in uid {ALICE}'s job on bridge, to uid {MALLORY}'s job: {got!r}"
+
+
+
+def test_a_name_with_a_dot_still_stands_on_its_owners_own_network(lab):
+    """Held as it was: on a named network (its owner's jobs only) a job named 'db.internal' is
+    found by that name by its owner's other jobs."""
+    d = started(lab)
+    assert rnx_as(d, ALICE, "network", "create", "alicenet", "--cidr=10.218.50.0/24").returncode == 0
+    try:
+        srv = run_as(d, ALICE, "--network=alicenet", "--name=db.internal", "/bin/sleep", "60")
+        wait_running(d, srv)
+        cli = run_as(d, ALICE, "--network=alicenet", "/bin/sh", "-c", "getent -s files hosts db.internal || echo none")
+        wait_end(d, cli)
+        assert d.output(cli).split()[:1] == ["10.218.50.2"], d.output(cli)
+    finally:
+        stop_all(d)
+        rnx_as(d, ALICE, "network", "remove", "alicenet")
+
+# --- bounds -------------------------------------------------------------------------------------
+
+def test_one_user_cannot_take_all_of_the_user_pool(lab):
+    """network.user_pool (10.218.0.0/15) is where every user who is not an admin makes networks;
+    network.max_per_user bounds how many networks one owns, not how many addresses: two /16s,
+    well within 8 networks, are the whole pool, and then no other user can make any network."""
+    d = started(lab)
+    made = []
+    try:
+        for i, cidr in enumerate(("10.218.0.0/16", "10.219.0.0/16")):
+            p = rnx_as(d, MALLORY, "network", "create", f"hog{i}", "--cidr=" + cidr)
+            if p.returncode == 0:
+                made.append(f"hog{i}")
+        p = rnx_as(d, ALICE, "network", "create", "mine", "--cidr=10.218.200.0/24")
+        if p.returncode == 0:
+            assert rnx_as(d, ALICE, "network", "remove", "mine").returncode == 0
+        assert p.returncode == 0 or not len(made) == 2, (
+            f"uid {MALLORY}'s {made} hold all of network.user_pool: uid {ALICE} is refused any network: {p.stderr}")
+    finally:
+        for name in made:
+            rnx_as(d, MALLORY, "network", "remove", name)
+
+
+# --- bridges ------------------------------------------------------------------------------------
+
+def bridge_ports(lab, bridge):
+    out = sh("ip", "-n", lab.host, "-o", "link", "show", "master", bridge, check=False).stdout
+    return [l.split(":")[1].strip().split("@")[0] for l in out.splitlines()]
+
+
+def test_a_network_cannot_take_another_users_bridge_by_its_name(lab):
+    """A network's bridge is jb-NAME for a short name, else jb-, its first 6 characters and a
+    24-bit hash (common/netaddr.c): a name with a dot ('alice.net') gets such a bridge, and the
+    short name that spells it ('alice_' + 6 hex digits) is another network's name that makes the
+    very same bridge. Every local user sees the bridge's name (ip link). Mallory's network so named
+    would put her jobs' veths on Alice's bridge (one L2 with Alice's jobs), and its gateway address
+    would replace Alice's on it. Refused, or at least another bridge, is what holds."""
+    d = started(lab)
+    made = []
+    try:
+        assert rnx_as(d, ALICE, "network", "create", "alice.net", "--cidr=10.218.40.0/24").returncode == 0
+        made.append((ALICE, "alice.net"))
+        st, net = d.api("GET", "/v1/networks/alice.net")
+        assert st == 200, net
+        bridge = net["bridge"]
+        assert bridge.startswith("jb-alice_") and len(bridge) == 15, bridge
+        # (any local user sees it)
+        assert bridge in sh("ip", "-n", lab.host, "-o", "link").stdout
+        twin = bridge[3:]
+        p = rnx_as(d, MALLORY, "network", "create", twin, "--cidr=10.218.41.0/24")
+        if p.returncode != 0:
+            assert "bridge" in p.stderr or "name" in p.stderr, p.stderr
+            return
+        made.append((MALLORY, twin))
+        st, mnet = d.api("GET", "/v1/networks/" + twin)
+        alice = run_as(d, ALICE, "--network=alice.net", "/bin/sleep", "30")
+        mal = run_as(d, MALLORY, "--network=" + twin, "/bin/sleep", "30")
+        wait_running(d, alice)
+        wait_running(d, mal)
+        ports = bridge_ports(lab, bridge)
+        addrs = sh("ip", "-n", lab.host, "-4", "-o", "addr", "show", "dev", bridge).stdout.split()
+        stop_all(d)
+        raise AssertionError(f"uid {MALLORY}'s network {twin} has bridge {mnet['bridge']}, uid {ALICE}'s alice.net's: "
+                             f"its ports are both users' jobs' {ports}; its addresses now {addrs[3::9]}")
+    finally:
+        stop_all(d)
+        for user, name in reversed(made):
+            rnx_as(d, user, "network", "remove", name)
