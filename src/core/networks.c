@@ -200,13 +200,17 @@ static int by_name(const void *a, const void *b, void *arg)
 /* Which of the network's members stand under their name in its hosts file: listed[i] for
  * members[i] (freed by the caller). An acceptable name no job of another owner on the network
  * also has: on a network several users share, such as bridge, nobody can take a name another
- * user's jobs are found by (it is then nobody's). Sorted once: n log n for a network of n jobs. */
+ * user's jobs are found by (it is then nobody's). On bridge (every user's), a name with a dot is
+ * never listed: it is a domain (pypi.org, metadata.google.internal), which the hosts file, read
+ * before DNS, would take from every other user's jobs there. Sorted once: n log n for a network
+ * of n jobs. */
 static bool *listed_names(const network *n)
 {
     bool *listed = xcalloc(n->njobs + 1, sizeof *listed);
     uint32_t *at = xcalloc(n->njobs + 1, sizeof *at), k = 0;
     for (uint32_t i = 0; i < n->njobs; i++)
-        if (n->members[i]->name && host_name_ok(n->members[i]->name))
+        if (n->members[i]->name && host_name_ok(n->members[i]->name) &&
+            !(n->builtin && strchr(n->members[i]->name, '.')))
             at[k++] = i;
     qsort_r(at, k, sizeof *at, by_name, n->members);
     for (uint32_t a = 0, b; a < k; a = b) {
