@@ -260,3 +260,85 @@ def test_a_network_removed_as_joblet_is_killed_leaves_no_bridge_after_the_restar
     routes = sh("ip", "-n", lab.host, "route").stdout
     assert "jb-gone" not in links and "10.218.60.0/24" not in table + routes, (
         f"after the restart the removed network's bridge, route and rules are still there:\n{routes}\n{table}")
+
+
+def test_jobs_starting_on_bridge_as_joblet_is_killed_get_one_address_each_after_the_restart(lab):
+    """Held: 120 jobs (root's: submitted quickly) on bridge start in one turn (one --schedule second); joblet is
+    killed with -9 as their veths appear, before the turn commits. After the restart (the runs no
+    row records are killed and started again) every job not ended has its own address, its veth
+    on the bridge, and one line in the hosts file; a job of Alice's then gets an address of its
+    own, and no veth is left that no job holds."""
+    import collections
+    import datetime
+    d = started(lab, CONFIG + "limits:\n  max_queued_per_user: 0\n  max_jobs_per_user: 0\n")
+    at = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=8)).replace(microsecond=0)
+    when = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    ids = []
+    for i in range(120):
+        st, j = d.api("POST", "/v1/jobs", {
+            "command": "/bin/sleep", "args": ["60"], "network": "bridge", "name": f"w{i}", "schedule_at": when})
+        assert st == 201, j
+        ids.append(j["id"])
+
+    def veths():
+        out = sh("ip", "-n", lab.host, "-o", "link", "show", "master", "jb-bridge", check=False).stdout
+        return {l.split(":")[1].strip().split("@")[0] for l in out.splitlines()}
+    deadline = time.time() + 30
+    while time.time() < deadline and " jv" not in sh("ip", "-n", lab.host, "-o", "link", "show", "type", "veth").stdout:
+        time.sleep(0.001)
+    d.kill9()
+    print("at the kill:", len(veths()), "on the bridge")
+    restart(d)
+    deadline = time.time() + 60
+    while time.time() < deadline and any(d.job(j)["status"] != "RUNNING" for j in ids):
+        time.sleep(0.2)
+    alice = run_as(d, ALICE, "--network=bridge", "/bin/sleep", "60")
+    wait_running(d, alice)
+    net = d.api("GET", "/v1/networks/bridge")[1]
+    addrs = collections.Counter(j["address"] for j in net["jobs"])
+    hosts = open(os.path.join(d.state, "networks", "bridge.hosts")).read().splitlines()[3:]
+    left = veths()
+    stop_all(d)
+    print("runs no row recorded, killed at the restart:", d.log().count("killed a run no row records"))
+    assert sorted(j["id"] for j in net["jobs"]) == sorted(ids + [alice])
+    assert not [a for a, n in addrs.items() if n > 1], addrs
+    assert left == {j["host_if"] for j in net["jobs"]}
+    assert sorted(l.split()[-1] for l in hosts) == sorted(ids + [alice]), hosts
+
+
+# --- removal while jobs wait, and full networks ---------------------------------------------------
+
+def test_a_network_a_waiting_job_names_is_not_removed_nor_made_again_by_another(lab):
+    """Held: Alice's job waiting (--schedule) on alicenet keeps it: neither she nor root removes it,
+    so Mallory cannot make alicenet again (of her own) for the waiting job to start on."""
+    d = started(lab)
+    assert rnx_as(d, ALICE, "network", "create", "alicenet", "--cidr=10.218.70.0/24").returncode == 0
+    try:
+        waiting = run_as(d, ALICE, "--network=alicenet", "--schedule=1h", "/bin/true")
+        assert d.job(waiting)["status"] == "SCHEDULED"
+        p = rnx_as(d, ALICE, "network", "remove", "alicenet")
+        assert p.returncode != 0 and "in use" in p.stderr, p.stderr
+        assert d.rnx("network", "remove", "alicenet").returncode != 0
+        p = rnx_as(d, MALLORY, "network", "create", "alicenet", "--cidr=10.218.71.0/24")
+        assert p.returncode != 0, p.stderr
+    finally:
+        stop_all(d)
+        rnx_as(d, ALICE, "network", "remove", "alicenet")
+
+
+def test_jobs_beyond_a_networks_addresses_wait_instead_of_failing(lab):
+    """A /30 has one address for a job. A second job on it is granted its start by the scheduler,
+    finds no address, and FAILS (start_failed) instead of waiting for the first to end, as a
+    job waits for any other room it lacks; on the shared bridge and isolated, a user who fills
+    them with jobs so makes every other user's jobs there fail."""
+    d = started(lab)
+    assert rnx_as(d, ALICE, "network", "create", "tiny", "--cidr=10.218.80.0/30").returncode == 0
+    try:
+        first = run_as(d, ALICE, "--network=tiny", "/bin/sleep", "3")
+        wait_running(d, first)
+        second = run_as(d, ALICE, "--network=tiny", "/bin/true")
+        end = wait_end(d, second, timeout=30)
+        assert end["status"] == "COMPLETED", f"the second job on a full /30: {end['status']}: {end.get('error')}"
+    finally:
+        stop_all(d)
+        rnx_as(d, ALICE, "network", "remove", "tiny")
