@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <jansson.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,13 +201,17 @@ static int by_name(const void *a, const void *b, void *arg)
 /* Which of the network's members stand under their name in its hosts file: listed[i] for
  * members[i] (freed by the caller). An acceptable name no job of another owner on the network
  * also has: on a network several users share, such as bridge, nobody can take a name another
- * user's jobs are found by (it is then nobody's). Sorted once: n log n for a network of n jobs. */
+ * user's jobs are found by (it is then nobody's). On bridge (every user's), a name with a dot is
+ * never listed: it is a domain (pypi.org, metadata.google.internal), which the hosts file, read
+ * before DNS, would take from every other user's jobs there. Sorted once: n log n for a network
+ * of n jobs. */
 static bool *listed_names(const network *n)
 {
     bool *listed = xcalloc(n->njobs + 1, sizeof *listed);
     uint32_t *at = xcalloc(n->njobs + 1, sizeof *at), k = 0;
     for (uint32_t i = 0; i < n->njobs; i++)
-        if (n->members[i]->name && host_name_ok(n->members[i]->name))
+        if (n->members[i]->name && host_name_ok(n->members[i]->name) &&
+            !(n->builtin && strchr(n->members[i]->name, '.')))
             at[k++] = i;
     qsort_r(at, k, sizeof *at, by_name, n->members);
     for (uint32_t a = 0, b; a < k; a = b) {
@@ -396,6 +401,18 @@ static bool host_overlap(const netaddr_cidr *c, char *what, size_t len)
 
 /* --- start --------------------------------------------------------------------------------- */
 
+/* Whether a link of joblet's (a jb-* bridge, a jv* veth) is in joblet's network namespace. */
+static bool links_left(void)
+{
+    struct if_nameindex *ifs = if_nameindex();
+    bool any = false;
+    for (struct if_nameindex *i = ifs; i && i->if_index && !any; i++)
+        any = !strncmp(i->if_name, "jb-", 3) || !strncmp(i->if_name, "jv", 2);
+    if (ifs)
+        if_freenameindex(ifs);
+    return any;
+}
+
 /* Whether all of c lies in network.user_pool. */
 static bool in_user_pool(const netaddr_cidr *c)
 {
@@ -483,8 +500,10 @@ int networks_init(jerr *e)
     available = true;
     /* The kernel's side is made when first needed (a job on a network, a network made), so a
      * joblet whose jobs never use one never touches the host's links or nftables; with
-     * networks or jobs on them in the database, now: what a crash left is reconciled */
-    bool need = nnets > 2;
+     * networks or jobs on them in the database, or links of joblet's left (a network removed
+     * from the database and joblet killed before its apply), now: what a crash left is
+     * reconciled */
+    bool need = nnets > 2 || links_left();
     for (size_t i = 0; i < nnets && !need; i++)
         need = nets[i]->njobs > 0;
     jerr ae = {0};
