@@ -31,6 +31,8 @@ static size_t nnets;
 static bool available;
 static char why_not[512];
 static netaddr_cidr user_pool; /* network.user_pool (AUTHZ_NETWORK_ADDRESSES) */
+/* A user who is not an admin holds at most this fraction of network.user_pool's addresses. */
+#define NETWORKS_POOL_SHARES 16
 static char helper[600];
 static char resolv_path[700];
 static char dir[600]; /* <state>/networks */
@@ -674,6 +676,22 @@ static int check_room(const char *cidr, const netaddr_cidr *nc, const caller *c,
      * route, so a user's network over addresses the host reaches through it (its resolver, a
      * package mirror, a cloud's metadata service: no route of the host's names them) would take
      * the host's own connections there to that user's jobs. */
+    if (!authz_may(c, AUTHZ_NETWORK_ADDRESSES)) {
+        /* a share of the pool each: one user's two /16s were all of it, and nobody else could
+         * make a network (the count of networks, network.max_per_user, bounds no addresses) */
+        uint64_t share = (1ull << (32 - user_pool.prefix)) / NETWORKS_POOL_SHARES, mine = 1ull << (32 - nc->prefix);
+        for (size_t i = 0; i < nnets; i++)
+            if (!nets[i]->builtin && nets[i]->owner_uid == c->uid && in_user_pool(&nets[i]->cidr))
+                mine += 1ull << (32 - nets[i]->cidr.prefix);
+        if (in_user_pool(nc) && mine > share) {
+            jerr_http(e, 429, "cidr: %s: your networks would hold %llu of network.user_pool's %llu addresses (%s); a "
+                              "user holds at most %llu (1/%d of it): ask for a smaller network, or remove one",
+                      cidr, (unsigned long long)mine, (unsigned long long)(1ull << (32 - user_pool.prefix)),
+                      core.cfg.net_user_pool, (unsigned long long)share, NETWORKS_POOL_SHARES);
+            snprintf(e->field, sizeof e->field, "cidr");
+            return -1;
+        }
+    }
     if (!in_user_pool(nc)) {
         char act[200];
         snprintf(act, sizeof act, "cidr: %s: a network outside network.user_pool (%s)", cidr, core.cfg.net_user_pool);
