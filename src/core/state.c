@@ -6,6 +6,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "gpu_service.h"
 #include "job_row.h"
 #include "workflow.h"
 
@@ -66,10 +67,15 @@ void state_forget_job(job *j)
     j->db_mark = 0;
 }
 
+/* Rows a failed commit lost, of any kind. */
+static bool unsaved(void) { return nstale || wf_stale || gpu_service_unsaved(); }
+
 /* The rows a failed commit lost, written again into the open transaction. */
 static void resync(void)
 {
     size_t n = nstale;
+    /* a GPU's admin state (drained, or offline after an XID) that table gpu_admin lost */
+    gpu_service_resync();
     /* what offer() held back while rows waited (queue.c): array tasks to start and to make */
     if (n || wf_stale)
         after_commit |= WANT_SCHEDULE;
@@ -114,7 +120,8 @@ int state_commit_now(jerr *e)
                                                                             : STATE_DB_TXN | STATE_DB_NEW);
         ntxn = 0;
         wf_txn = false;
-        if (!nstale && !wf_stale)
+        gpu_service_committed(true);
+        if (!unsaved())
             resync_delay_ms = 0;
         else /* the database takes commits again: what waits goes at the next turn */
             resync_at_ms = now_ms();
@@ -134,6 +141,7 @@ int state_commit_now(jerr *e)
     ntxn = 0;
     wf_stale |= wf_txn;
     wf_txn = false;
+    gpu_service_committed(false);
     resync_delay_ms = !resync_delay_ms ? RESYNC_FIRST_MS
                       : resync_delay_ms * 2 > RESYNC_MAX_MS ? RESYNC_MAX_MS : resync_delay_ms * 2;
     resync_at_ms = now_ms() + resync_delay_ms;
@@ -150,7 +158,7 @@ int state_commit_now(jerr *e)
     return jerr_http(e, 503, "joblet's database could not be saved (%s); try again in a moment", de.msg);
 }
 
-bool state_unsaved(void) { return nstale || wf_stale; }
+bool state_unsaved(void) { return unsaved(); }
 
 int64_t state_resync_at_ms(void) { return state_unsaved() ? resync_at_ms : 0; }
 
@@ -158,7 +166,7 @@ void state_want_after_commit(unsigned what) { after_commit |= what; }
 
 void state_commit(void)
 {
-    if ((nstale || wf_stale) && now_ms() >= resync_at_ms)
+    if (unsaved() && now_ms() >= resync_at_ms)
         resync();
     jerr e = {0};
     state_commit_now(&e);
