@@ -154,6 +154,37 @@ def test_delete_all_answers_200_for_an_array_it_did_not_remove(small_state):
     assert not (code == 200 and before == 404 and after == 200), (code, body, before, after)
 
 
+def test_an_array_delete_the_database_did_not_take_leaves_the_array_whole(small_state):
+    """rnx job delete <array> once its tasks' jobs went: the array's row deleted, committed, and
+    only then the array dropped from memory (array_ctl_delete). With the state filesystem full
+    the commit fails: 507, the array still there, and still there after a restart."""
+    d = small_state(NO_RESERVE)
+    d.start()
+    code, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-1"})
+    assert code == 201, a
+    aid = a["id"]
+    deadline = time.time() + 60
+    while d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] != {"COMPLETED": 2} and time.time() < deadline:
+        time.sleep(0.1)
+    for t in tasks_of(d, aid):
+        assert d.api("DELETE", f"/v1/jobs/{t['id']}")[0] == 200
+    empty_wal(d)
+    fill(d.state, 0)
+    try:
+        code, body = d.api("DELETE", f"/v1/jobs/{aid}")
+        before = d.api("GET", f"/v1/jobs/{aid}")[0]
+    finally:
+        unfill(d.state)
+    assert (code, before) == (507, 200), (code, body, before)
+    d.kill9()
+    d.start()
+    assert d.api("GET", f"/v1/jobs/{aid}")[0] == 200
+    assert d.api("DELETE", f"/v1/jobs/{aid}")[0] == 200   # with room, it goes
+    d.kill9()
+    d.start()
+    assert d.api("GET", f"/v1/jobs/{aid}")[0] == 404
+
+
 def db_job_count(d):
     import sqlite3
     c = sqlite3.connect(f"file:{d.state}/joblet.db?mode=ro", uri=True)
