@@ -247,10 +247,12 @@ def test_a_workflow_answered_not_created_leaves_no_job_that_runs_after_a_restart
 
 def test_a_state_directory_without_its_key_neither_runs_jobs_without_their_secrets_nor_destroys_them(fresh_daemon):
     """<state>/joblet.db.key gone (a state directory restored without it, a mistaken rm): the
-    daemon makes a new key without a word about the rows sealed with the old one
-    (seal_key_open), loads each such job without its secret environment ("it is left out",
-    db_load_jobs), runs a waiting one without it, and its next save overwrites the sealed value:
-    putting the key back cannot bring it back."""
+    daemon used to make a new key without a word about the rows sealed with the old one
+    (seal_key_open), load each such job without its secret environment ("it is left out",
+    db_load_jobs), run a waiting one without it, and overwrite the sealed value at its next save:
+    putting the key back could not bring it back. It refuses to start instead, naming the key
+    file; with the key back the job runs with its secret. A key that opens none of the sealed
+    values (another state directory's) is refused the same way."""
     d = fresh_daemon()
     code, j = d.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", 'echo "token:${TOKEN:-none}"'],
                                          "secret_env": {"TOKEN": "s3cr3t-t0ken-value"}, "hold": True})
@@ -258,18 +260,40 @@ def test_a_state_directory_without_its_key_neither_runs_jobs_without_their_secre
     jid = j["id"]
     d.stop()
     key = os.path.join(d.state, "joblet.db.key")
-    os.rename(key, os.path.join(d.dir, "key.saved"))
-    d.start()
-    code, r = d.api("POST", f"/v1/jobs/{jid}/release")
-    ran = None
-    if code == 200:
-        done = d.wait(jid)
-        ran = (done["status"], d.output(jid))
-    d.stop()
-    os.replace(os.path.join(d.dir, "key.saved"), key)
+    saved = os.path.join(d.dir, "key.saved")
+    os.rename(key, saved)
+    with pytest.raises(RuntimeError) as refused:
+        d.start()
+    assert f"{key}, and that key is missing" in str(refused.value), str(refused.value)[-2000:]
+    assert not os.path.exists(key)                       # no new key made over the sealed values
+    with open(key, "wb") as f:                           # another key: it opens none of them
+        f.write(os.urandom(32))
+    os.chmod(key, 0o600)
+    with pytest.raises(RuntimeError) as refused:
+        d.start()
+    assert "not the one they were sealed with" in str(refused.value), str(refused.value)[-2000:]
+    os.replace(saved, key)
     import sqlite3
     c = sqlite3.connect(f"file:{d.state}/joblet.db?mode=ro", uri=True)
     (req,) = c.execute("SELECT request FROM jobs WHERE id = ?", (jid,)).fetchone()
     c.close()
-    assert (ran is None or "token:none" not in ran[1], "secret_env_sealed" in req) == (True, True), \
-        ("ran without its secret; its sealed value kept", ran, req[:300])
+    assert "secret_env_sealed" in req, req[:300]
+    d.start()
+    assert d.api("POST", f"/v1/jobs/{jid}/release")[0] == 200
+    assert d.wait(jid)["status"] == "COMPLETED"
+    assert "token:s3cr3t-t0ken-value" in d.output(jid)
+
+
+def test_a_state_directory_without_a_sealed_value_starts_without_its_key(fresh_daemon):
+    """A key is made when the database holds no sealed value (a fresh state directory, or jobs
+    without secrets): only sealed values make a missing key a refusal."""
+    d = fresh_daemon()
+    key = os.path.join(d.state, "joblet.db.key")
+    assert os.path.exists(key)
+    jid = d.submit("true")
+    d.wait(jid)
+    d.stop()
+    os.unlink(key)
+    d.start()
+    assert os.path.exists(key) and os.stat(key).st_mode & 0o777 == 0o600
+    assert d.api("GET", f"/v1/jobs/{jid}")[0] == 200
