@@ -175,11 +175,12 @@ static enum MHD_Result delete_all(request *r)
                            "try again in a moment (rnx job delete-all)");
         return delete_all_stopped(r, &e);
     }
+    jerr e = {0};
+    if (array_ctl_reap(&r->who, &e) < 0) /* arrays every task of which ended and went */
+        return delete_all_stopped(r, &e);
     size_t n = r->park->tally;
     r->park->tally = 0;
-    array_ctl_reap(&r->who); /* arrays every task of which ended and went */
-    state_commit();
-    http_reply_committed(r->conn); /* each slice was committed before its jobs went */
+    http_reply_committed(r->conn); /* each slice, and the arrays' deletes, committed before they went */
     return http_reply_json(r->conn, 200, json_pack("{s:I}", "deleted", (json_int_t)n));
 }
 

@@ -199,6 +199,21 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
     return 0;
 }
 
+/* An array's delete is committed before anything of it goes, as a job's (job_ctl.c): one the
+ * database did not take leaves the array whole, in memory and on disk, and says why (507 when
+ * the disk is full); a restart would bring back an array answered deleted. tasks: its tasks'
+ * jobs deleted (committed) before. */
+static int commit_delete(size_t tasks, jerr *e)
+{
+    if (state_commit_now(e) == 0)
+        return 0;
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    if (tasks)
+        return jerr_http(e, e->http, "%zu of its tasks' jobs were deleted, but not the array: %s", tasks, msg);
+    return jerr_http(e, e->http, "no array was deleted: %s", msg);
+}
+
 int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e)
 {
     *deleted = 0;
@@ -221,25 +236,46 @@ int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e
             *more = true;
             return 0;
         }
-    if (arrays_remove(a, e) < 0 || state_commit_now(e) < 0)
+    if (arrays_delete_row(a, e) < 0)
         return -1;
+    if (commit_delete(n, e) < 0)
+        return -1;
+    arrays_delete_rest(a);
     return 0;
 }
 
-void array_ctl_reap(const caller *who)
+int array_ctl_reap(const caller *who, jerr *e)
 {
-    size_t narr;
+    /* the rows in one transaction, then the arrays once it is committed; a row that cannot be
+     * deleted takes the others back with it */
+    size_t narr, n = 0;
     jarray **arrs = arrays_all(&narr);
-    for (size_t i = narr; i-- > 0;) {
+    if (db_mark(core.db, e) < 0)
+        return -1;
+    jarray **gone = xcalloc(narr + 1, sizeof *gone);
+    for (size_t i = 0; i < narr; i++) {
         jarray *a = arrs[i];
         if (!arrays_visible(a, who) || !arrays_ended(a))
             continue;
         bool left = false;
         for (size_t k = 0; k < a->ntasks && !left; k++)
             left = a->tasks[k] != NULL;
-        jerr e = {0};
-        if (!left && arrays_remove(a, &e) < 0)
-            log_warn("%s", e.msg);
-        arrs = arrays_all(&narr);
+        if (left)
+            continue;
+        if (arrays_delete_row(a, e) < 0) {
+            db_undo(core.db);
+            free(gone);
+            return -1;
+        }
+        gone[n++] = a;
     }
+    db_keep(core.db);
+    if (n && commit_delete(0, e) < 0) {
+        free(gone);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        arrays_delete_rest(gone[i]);
+    free(gone);
+    return 0;
 }

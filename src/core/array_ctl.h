@@ -50,7 +50,8 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
 /* Deletes at most max ended tasks' jobs, then the array when none is left: *more when some are
  * left (the caller asks again). 409 when the array has tasks not ended. */
 int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e);
-/* Arrays whose every task ended and was deleted (rnx job delete-all) go too. */
-void array_ctl_reap(const caller *who);
+/* Arrays whose every task ended and was deleted (rnx job delete-all) go too, their rows' deletes
+ * committed first: when that fails none goes, and the error says why (507 when the disk is full). */
+int array_ctl_reap(const caller *who, jerr *e);
 
 #endif

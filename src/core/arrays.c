@@ -1123,15 +1123,18 @@ int arrays_update(jarray *a, job_req *req, jerr *e)
     return 0;
 }
 
-int arrays_remove(jarray *a, jerr *e)
+int arrays_delete_row(jarray *a, jerr *e)
 {
     for (size_t i = 0; i < a->ntasks; i++)
         if (a->tasks[i])
             return jerr_http(e, 409, "array %s still has task %lld's job", a->id, (long long)a->tasks[i]->array_task);
     if (!arrays_ended(a))
         return jerr_http(e, 409, "array %s has tasks still to run; cancel it first (rnx job cancel %s)", a->id, a->id);
-    if (db_array_delete(core.db, a->id, e) < 0)
-        return -1;
+    return db_array_delete(core.db, a->id, e);
+}
+
+void arrays_delete_rest(jarray *a)
+{
     if (a->req.nuploads) {
         /* the files its tasks' /work were copies of (submit.c) */
         char dir[700];
@@ -1140,7 +1143,6 @@ int arrays_remove(jarray *a, jerr *e)
     }
     log_info("array %s deleted", a->id);
     drop(a);
-    return 0;
 }
 
 /* ---- start ---- */

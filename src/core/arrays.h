@@ -231,9 +231,12 @@ int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e);
  * on are made from it. Its list (req->array) must name the array's tasks; its %N becomes the
  * array's (400 naming "array" otherwise). */
 int arrays_update(jarray *a, job_req *req, jerr *e);
-/* The array's row deleted and the array freed: every task it made must be deleted already and
- * none be left to make (409 otherwise). */
-int arrays_remove(jarray *a, jerr *e);
+/* The array's row deleted, in the open transaction: every task it made must be deleted already
+ * and none be left to make (409 otherwise). Nothing else goes until that is committed: a delete
+ * the database did not take leaves the array whole (array_ctl.c). */
+int arrays_delete_row(jarray *a, jerr *e);
+/* Once its row's delete is committed: its uploaded files removed and the array freed. */
+void arrays_delete_rest(jarray *a);
 /* Whether every task ended (or was canceled before it was made). */
 bool arrays_ended(const jarray *a);
 

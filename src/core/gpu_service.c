@@ -13,6 +13,8 @@
 static gpu_service holds[GPU_MAX]; /* zero: every GPU starts in service (GS_AVAILABLE) */
 static uint64_t scrubbing;      /* bit i: a scrub helper is zeroing GPU i */
 static gpu_service stored[GPU_MAX]; /* what table gpu_admin holds for it; state GS_AVAILABLE: no row */
+static uint64_t written; /* bit i: its row was written in the open transaction */
+static uint64_t lost;    /* bit i: stored[i] may not be what the table holds (a statement or the commit failed) */
 
 static bool kept(enum gpu_state s)
 {
@@ -20,20 +22,43 @@ static bool kept(enum gpu_state s)
 }
 
 /* Table gpu_admin follows the state: a row while it is in a kept state, with its reason, none
- * otherwise; written only when that changes (not on every scrub of a GPU in service). */
+ * otherwise; written only when that changes (not on every scrub of a GPU in service), or when
+ * a failure may have taken the row back: a drain answered "not saved" and asked again must
+ * write it again, not find it already written. */
 static void store(int i)
 {
     gpu_service want = holds[i];
     if (!kept(want.state))
         want = (gpu_service){GS_AVAILABLE, "", 0};
-    if (want.state == stored[i].state && !strcmp(want.reason, stored[i].reason))
+    uint64_t bit = (uint64_t)1 << i;
+    if (!(lost & bit) && want.state == stored[i].state && !strcmp(want.reason, stored[i].reason))
         return;
     jerr e = {0};
     if (db_gpu_admin_set(core.db, core.gpu.inv.gpu[i].uuid, want.state == GS_AVAILABLE ? NULL : gpu_state_name(want.state),
-                         want.reason, want.since_ms, &e) < 0)
-        log_err("%s", e.msg);
-    else
-        stored[i] = want;
+                         want.reason, want.since_ms, &e) < 0) {
+        log_err("gpu %d: table gpu_admin not written (tried again later): %s", i, e.msg);
+        lost |= bit;
+        return;
+    }
+    stored[i] = want;
+    lost &= ~bit;
+    written |= bit;
+}
+
+void gpu_service_committed(bool ok)
+{
+    if (!ok)
+        lost |= written;
+    written = 0;
+}
+
+bool gpu_service_unsaved(void) { return lost != 0; }
+
+void gpu_service_resync(void)
+{
+    for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++)
+        if (lost >> i & 1)
+            store(i);
 }
 
 const gpu_service *gpu_service_get(int i) { return &holds[i]; }
@@ -111,4 +136,14 @@ static void restore(const char *uuid, const char *state, const char *reason, int
     }
 }
 
-void gpu_service_load(void) { db_gpu_admin_load(core.db, restore, NULL); }
+void gpu_service_load(void)
+{
+    /* its rows' fate at each commit (state.h): written again after a failed one */
+    static const state_rows rows = {.committed = gpu_service_committed, .unsaved = gpu_service_unsaved,
+                                    .resync = gpu_service_resync};
+    static bool registered;
+    if (!registered)
+        state_rows_register(&rows);
+    registered = true;
+    db_gpu_admin_load(core.db, restore, NULL);
+}

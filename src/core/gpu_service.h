@@ -4,6 +4,7 @@
 #ifndef JOBLET_GPU_SERVICE_H
 #define JOBLET_GPU_SERVICE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../gpu/gpu_state.h"
@@ -25,6 +26,13 @@ int gpu_service_event(int i, enum gpu_event ev, const char *reason);
 int gpu_service_set(int i, enum gpu_event ev, const char *reason, int64_t by);
 /* At start: the states kept across a restart (table gpu_admin). */
 void gpu_service_load(void);
+/* The turn's commit (state_commit_now): ok, what it wrote is in table gpu_admin; not ok, it was
+ * rolled back, and those rows are written again (gpu_service_resync, or the GPU's next change). */
+void gpu_service_committed(bool ok);
+/* Rows of table gpu_admin that a failed statement or commit took back, not yet written again. */
+bool gpu_service_unsaved(void);
+/* Writes them again into the open transaction (state.c resync). */
+void gpu_service_resync(void);
 /* The GPUs a running joblet-gpu-scrub is zeroing (bit i = GPU i), whatever their state; set
  * by gpu_scrub.c. A GPU brought back into service while its scrub runs stays SCRUBBING. */
 uint64_t gpu_service_scrubbing(void);

@@ -66,10 +66,43 @@ void state_forget_job(job *j)
     j->db_mark = 0;
 }
 
+/* Other files' rows (state.h) */
+#define STATE_ROWS_MAX 4
+static const state_rows *rows_kinds[STATE_ROWS_MAX];
+static size_t nrows_kinds;
+
+void state_rows_register(const state_rows *r)
+{
+    if (nrows_kinds < STATE_ROWS_MAX)
+        rows_kinds[nrows_kinds++] = r;
+    else
+        log_err("state: more than %d kinds of rows registered; one is not written again after a failed commit",
+                  STATE_ROWS_MAX);
+}
+
+static void rows_committed(bool ok)
+{
+    for (size_t i = 0; i < nrows_kinds; i++)
+        rows_kinds[i]->committed(ok);
+}
+
+/* Rows a failed commit lost, of any kind. */
+static bool unsaved(void)
+{
+    bool any = nstale || wf_stale;
+    for (size_t i = 0; i < nrows_kinds && !any; i++)
+        any = rows_kinds[i]->unsaved();
+    return any;
+}
+
 /* The rows a failed commit lost, written again into the open transaction. */
 static void resync(void)
 {
     size_t n = nstale;
+    /* other files' rows (a GPU's admin state, drained or offline after an XID, in gpu_admin) */
+    for (size_t i = 0; i < nrows_kinds; i++)
+        if (rows_kinds[i]->unsaved())
+            rows_kinds[i]->resync();
     /* what offer() held back while rows waited (queue.c): array tasks to start and to make */
     if (n || wf_stale)
         after_commit |= WANT_SCHEDULE;
@@ -114,7 +147,8 @@ int state_commit_now(jerr *e)
                                                                             : STATE_DB_TXN | STATE_DB_NEW);
         ntxn = 0;
         wf_txn = false;
-        if (!nstale && !wf_stale)
+        rows_committed(true);
+        if (!unsaved())
             resync_delay_ms = 0;
         else /* the database takes commits again: what waits goes at the next turn */
             resync_at_ms = now_ms();
@@ -134,6 +168,7 @@ int state_commit_now(jerr *e)
     ntxn = 0;
     wf_stale |= wf_txn;
     wf_txn = false;
+    rows_committed(false);
     resync_delay_ms = !resync_delay_ms ? RESYNC_FIRST_MS
                       : resync_delay_ms * 2 > RESYNC_MAX_MS ? RESYNC_MAX_MS : resync_delay_ms * 2;
     resync_at_ms = now_ms() + resync_delay_ms;
@@ -150,7 +185,7 @@ int state_commit_now(jerr *e)
     return jerr_http(e, 503, "joblet's database could not be saved (%s); try again in a moment", de.msg);
 }
 
-bool state_unsaved(void) { return nstale || wf_stale; }
+bool state_unsaved(void) { return unsaved(); }
 
 int64_t state_resync_at_ms(void) { return state_unsaved() ? resync_at_ms : 0; }
 
@@ -158,7 +193,7 @@ void state_want_after_commit(unsigned what) { after_commit |= what; }
 
 void state_commit(void)
 {
-    if ((nstale || wf_stale) && now_ms() >= resync_at_ms)
+    if (unsaved() && now_ms() >= resync_at_ms)
         resync();
     jerr e = {0};
     state_commit_now(&e);

@@ -87,6 +87,17 @@ void state_commit(void);
 int64_t state_resync_at_ms(void);
 /* Whether rows a failed commit lost wait to be written again. */
 bool state_unsaved(void);
+/* Rows a file above this one keeps in the database beside jobs, workflows and arrays (table
+ * gpu_admin: gpu_service.c): told each commit's outcome, asked whether failed ones lost rows
+ * not written again yet, and asked to write those into the open transaction (the resync). A
+ * registration, not a call by name: this file is below those it serves. At most a few, made
+ * once at start; r must outlive joblet's loop. */
+typedef struct state_rows {
+    void (*committed)(bool ok);
+    bool (*unsaved)(void);
+    void (*resync)(void);
+} state_rows;
+void state_rows_register(const state_rows *r);
 /* Asks for work (state_want) once the next commit succeeds: what must not run before the rows
  * this turn wrote are in the database (an array's task made this turn starts then: queue.c). */
 void state_want_after_commit(unsigned what);

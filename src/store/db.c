@@ -241,6 +241,7 @@ static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid,
                           " suspended_since_ms, after_met, joined_ms";
 
 static int reseal(db *d, jerr *e);
+static int open_key(db *d, const char *path, const char *keypath, jerr *e);
 static char *col_str(sqlite3_stmt *st, int i);
 
 db *db_open(const char *path, jerr *e)
@@ -265,7 +266,7 @@ db *db_open(const char *path, jerr *e)
         goto fail;
     char keypath[4200];
     snprintf(keypath, sizeof keypath, "%s.key", path);
-    if (!(d->key = seal_key_open(keypath, e)) || reseal(d, e) < 0)
+    if (open_key(d, path, keypath, e) < 0 || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
     snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
@@ -408,6 +409,59 @@ static int unseal_request(db *d, json_t *rj, jerr *e)
         return jerr_set(e, EINVAL, "the sealed secret environment is not an object");
     }
     json_object_set_new(rj, "secret_env", sec);
+    return 0;
+}
+
+/* The key of the sealed secrets (d->key), read; made only while the database holds no sealed
+ * value. A new key over values sealed with a lost one would load their jobs without their
+ * secrets, run them so, and overwrite the sealed values at their next save: putting the key
+ * back could not bring them back. So a key missing, or one that opens none of them, refuses
+ * the start. (One value that does not open, the others opening, is a damaged row: db_load_jobs
+ * leaves that one's secrets out and says so.) */
+static int open_key(db *d, const char *path, const char *keypath, jerr *e)
+{
+    jerr ke = {0};
+    d->key = seal_key_open(keypath, false, &ke);
+    if (!d->key && ke.code != ENOENT) {
+        *e = ke;
+        return -1;
+    }
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(d->h,
+                           "SELECT request FROM jobs WHERE request LIKE '%\"secret_env_sealed\"%' UNION ALL"
+                           " SELECT request FROM arrays WHERE request LIKE '%\"secret_env_sealed\"%'",
+                           -1, &q, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    long sealed = 0;
+    bool opens = false;
+    while (!opens && sqlite3_step(q) == SQLITE_ROW) {
+        json_t *rj = json_loads((const char *)sqlite3_column_text(q, 0), 0, NULL);
+        json_t *v = json_object_get(rj, "secret_env_sealed");
+        if (json_is_string(v)) {
+            sealed++;
+            jerr oe = {0};
+            char *text = d->key ? seal_open_text(d->key, json_string_value(v), &oe) : NULL;
+            if (text) {
+                opens = true;
+                sodium_memzero(text, strlen(text));
+                free(text);
+            }
+        }
+        json_decref(rj);
+    }
+    sqlite3_finalize(q);
+    if (opens)
+        return 0;
+    if (sealed)
+        return jerr_set(e, EINVAL,
+                        "%s holds %ld secret environment%s (of jobs or arrays) sealed with the key %s, and that key "
+                        "is %s. Refusing to start rather than run those jobs without their secrets and overwrite "
+                        "them: put the key file back (root-owned, mode 0600, from the backup the database came "
+                        "from), or give up those jobs and their secrets by starting on another --state-dir",
+                        path, sealed, sealed == 1 ? "" : "s", keypath,
+                        d->key ? "not the one they were sealed with (it opens none of them)" : "missing");
+    if (!d->key && !(d->key = seal_key_open(keypath, true, e)))
+        return -1;
     return 0;
 }
 

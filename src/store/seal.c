@@ -32,7 +32,7 @@ static int read_all(int fd, unsigned char *buf, size_t len)
     return 0;
 }
 
-seal_key *seal_key_open(const char *path, jerr *e)
+seal_key *seal_key_open(const char *path, bool make, jerr *e)
 {
     if (sodium_init() < 0) {
         jerr_set(e, EIO, "libsodium cannot start");
@@ -52,7 +52,7 @@ seal_key *seal_key_open(const char *path, jerr *e)
         close(fd);
         return k;
     }
-    if (errno != ENOENT) {
+    if (errno != ENOENT || !make) {
         jerr_sys(e, "open %s", path);
         goto fail;
     }

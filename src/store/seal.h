@@ -5,14 +5,16 @@
 #ifndef JOBLET_SEAL_H
 #define JOBLET_SEAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../common/err.h"
 
 typedef struct seal_key seal_key;
 
-/* Reads the key at path, or makes one there (mode 0600) when there is none. */
-seal_key *seal_key_open(const char *path, jerr *e);
+/* Reads the key at path; when there is none, makes one there (mode 0600) if make, else fails
+ * with e->code ENOENT (values sealed with a lost key: the caller says so, db.c). */
+seal_key *seal_key_open(const char *path, bool make, jerr *e);
 void seal_key_free(seal_key *k);
 /* text -> "v1:" base64(nonce | box); the caller frees. */
 char *seal_text(const seal_key *k, const char *text);
