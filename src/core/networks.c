@@ -559,6 +559,19 @@ void networks_spec_free(spec_net *s)
     free(s);
 }
 
+uint32_t networks_room(const char *name)
+{
+    if (!name || !strcmp(name, "none") || !strcmp(name, "host"))
+        return UINT32_MAX;
+    const network *n = find(name);
+    if (!n)
+        return UINT32_MAX;
+    uint64_t size = netaddr_cidr_size(&n->cidr);
+    /* every job on it holds one address (isolated: a pair); bridges keep three of their own */
+    uint64_t cap = is_isolated(n) ? size / 2 : size > 3 ? size - 3 : 0;
+    return cap > n->njobs ? (uint32_t)(cap - n->njobs) : 0;
+}
+
 int networks_place(job *j, spec_net **out, jerr *e)
 {
     *out = NULL;

@@ -68,6 +68,10 @@ int networks_check_declared(const job_req *r, jerr *e);
  * stays NULL), recorded in j->net; *out a spec_net the caller frees (networks_spec_free). The
  * network gone since submission, or full: the job cannot start (error names it). */
 int networks_place(job *j, spec_net **out, jerr *e);
+/* How many more jobs network `name` can give an address now: its free addresses (isolated: its
+ * free pairs); UINT32_MAX for none, host, or a network that is not there (networks_place says why
+ * at launch). The scheduler's pass offers no more jobs on it than that (core/queue.c). */
+uint32_t networks_room(const char *name);
 void networks_spec_free(spec_net *n);
 /* The job ended: its address back, its name out of the network's hosts file. */
 void networks_release(job *j);

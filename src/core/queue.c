@@ -22,6 +22,7 @@
 #include "jobs.h"
 #include "cmdcheck.h"
 #include "job_launch.h"
+#include "networks.h"
 #include "sched_input.h"
 #include "state.h"
 #include "submit.h"
@@ -137,6 +138,35 @@ static int64_t queue_since(int64_t created_ms, int64_t scheduled_ms, int64_t joi
 {
     int64_t t = created_ms > scheduled_ms ? created_ms : scheduled_ms;
     return t > joined_ms ? t : joined_ms;
+}
+
+/* The jobs a pass offers on each network: no more than it has free addresses (networks_room),
+ * the others wait (SW_NET_FULL) as for any room they lack, instead of being started, finding
+ * no address and failing (one user's jobs filling bridge failed every other user's there). */
+#define QUEUE_NET_MAX 64
+typedef struct queue_net {
+    const char *name;
+    uint32_t left;
+} queue_net;
+
+/* Whether one more job on network `name` may be offered this pass (and counts it if so). */
+static bool net_take(queue_net *qn, size_t *nqn, const char *name)
+{
+    if (!name || !strcmp(name, "none") || !strcmp(name, "host"))
+        return true;
+    for (size_t i = 0; i < *nqn; i++)
+        if (!strcmp(qn[i].name, name)) {
+            if (!qn[i].left)
+                return false;
+            if (qn[i].left != UINT32_MAX)
+                qn[i].left--;
+            return true;
+        }
+    uint32_t room = networks_room(name);
+    if (*nqn == QUEUE_NET_MAX) /* (more networks in one pass than counted: the launch decides) */
+        return true;
+    qn[(*nqn)++] = (queue_net){name, room == 0 || room == UINT32_MAX ? room : room - 1};
+    return room > 0;
 }
 
 static int pick_task(jarray *a, uint32_t *t)
@@ -313,6 +343,8 @@ static void schedule(void)
     job **map = xcalloc(n + 1, sizeof *map);
     jarray **amap = xcalloc(n + 1, sizeof *amap);
     size_t k = 0;
+    queue_net qn[QUEUE_NET_MAX];
+    size_t nqn = 0;
     for (size_t i = 0; i < nqueued; i++) {
         job *j = queued[i];
         jarray *a = j->array;
@@ -338,6 +370,12 @@ static void schedule(void)
             }
             a->pass_runs++;
         }
+        if (!j->net.network[0] && !net_take(qn, &nqn, j->req.network)) {
+            j->wait_why = SW_NET_FULL;
+            j->queue_position = 0;
+            back[nback++] = j;
+            continue;
+        }
         /* a task made and not started yet keeps its array's place (seq), ahead of the array's
          * tasks still to make (a stable order puts jobs first among equals); one that ran and
          * waits again has its own, as a requeued job does */
@@ -359,6 +397,10 @@ static void schedule(void)
         if (a->pass != pass) /* none of its tasks holds room: what its status says (array_json.c) */
             a->pass = pass, a->pass_runs = 0;
         for (uint32_t c = offer(a); c > 0; c--) {
+            if (!net_take(qn, &nqn, a->req.network)) {
+                a->wait_why = SW_NET_FULL;
+                break;
+            }
             sj[k] = (sched_job){.seq = a->seq, .not_before_ms = a->req.schedule_ms,
                                 .since_ms = queue_since(a->created_ms, a->req.schedule_ms, a->joined_ms)};
             sched_input_req_of(&a->req, a->owner_uid, &sj[k].r);
@@ -626,6 +668,10 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
                                ? "made while joblet's database could not be written; it starts once its row is (is "
                                  "the state filesystem full?)"
                                : "made just now; it starts once its row is saved");
+        break;
+    case SW_NET_FULL:
+        snprintf(out, len, "waits for an address on network %s: all it has are taken by the jobs on it (or starting "
+                           "now)", j->req.network ? j->req.network : "?");
         break;
     case SW_ARRAY_THROTTLE:
         if (j->array)

@@ -106,6 +106,9 @@ enum sched_wait {
                               * head, with the reservation (a head that reserved nothing let small
                               * jobs behind take every GPU that freed, a big job behind it waiting
                               * for ever). It still goes first when what it needs frees */
+    SW_NET_FULL,             /* its network has no free address for it now (core/queue.c: kept
+                              * out of the scheduler's input; a job that started without one
+                              * failed) */
 };
 
 typedef struct sched_output {

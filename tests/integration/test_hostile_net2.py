@@ -337,6 +337,10 @@ def test_jobs_beyond_a_networks_addresses_wait_instead_of_failing(lab):
         first = run_as(d, ALICE, "--network=tiny", "/bin/sleep", "3")
         wait_running(d, first)
         second = run_as(d, ALICE, "--network=tiny", "/bin/true")
+        time.sleep(0.5)
+        w = d.job(second)
+        if w["status"] == "QUEUED":  # (the first may have ended already on a slow machine)
+            assert "waits for an address on network tiny" in w["wait_reason"], w
         end = wait_end(d, second, timeout=30)
         assert end["status"] == "COMPLETED", f"the second job on a full /30: {end['status']}: {end.get('error')}"
     finally:
