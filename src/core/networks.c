@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <jansson.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,16 +402,25 @@ static bool host_overlap(const netaddr_cidr *c, char *what, size_t len)
 
 /* --- start --------------------------------------------------------------------------------- */
 
-/* Whether a link of joblet's (a jb-* bridge, a jv* veth) is in joblet's network namespace. */
-static bool links_left(void)
+/* A network's removal is committed before joblet-net takes its bridge away: this file, made
+ * before the commit and removed once an apply succeeded, tells the next start to reconcile
+ * (apply with pruning) though no network is left in the database (a kill -9 between the two left
+ * the bridge, its route and its rules). Not a look at the host's jb-* links: another joblet on
+ * the host (a second state directory, the tests') has its own, which pruning would take. */
+static char pending_path[760];
+
+static void pending_set(bool on)
 {
-    struct if_nameindex *ifs = if_nameindex();
-    bool any = false;
-    for (struct if_nameindex *i = ifs; i && i->if_index && !any; i++)
-        any = !strncmp(i->if_name, "jb-", 3) || !strncmp(i->if_name, "jv", 2);
-    if (ifs)
-        if_freenameindex(ifs);
-    return any;
+    if (!on) {
+        unlink(pending_path);
+        return;
+    }
+    int fd = open(pending_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0)
+        close(fd);
+    else
+        log_warn("%s: %s (a kill -9 before the bridge is removed leaves it until the next change)", pending_path,
+                 strerror(errno));
 }
 
 /* Whether all of c lies in network.user_pool. */
@@ -447,6 +455,7 @@ int networks_init(jerr *e)
     if (mkdir(dir, 0755) < 0 && errno != EEXIST)
         return jerr_sys(e, "mkdir %s", dir);
     snprintf(resolv_path, sizeof resolv_path, "%s/resolv.conf", dir);
+    snprintf(pending_path, sizeof pending_path, "%s/apply-pending", dir);
     if (core.cfg.net_helper[0]) {
         snprintf(helper, sizeof helper, "%s", core.cfg.net_helper);
     } else {
@@ -505,12 +514,14 @@ int networks_init(jerr *e)
      * networks or jobs on them in the database, or links of joblet's left (a network removed
      * from the database and joblet killed before its apply), now: what a crash left is
      * reconciled */
-    bool need = nnets > 2 || links_left();
+    bool need = nnets > 2 || access(pending_path, F_OK) == 0;
     for (size_t i = 0; i < nnets && !need; i++)
         need = nets[i]->njobs > 0;
     jerr ae = {0};
     if (need && ensure_applied(&ae) < 0)
         log_warn("job networks: %s", ae.msg);
+    else if (need)
+        pending_set(false);
     return 0;
 }
 
@@ -829,6 +840,7 @@ int networks_remove(const char *name, const caller *c, jerr *e)
     if (using)
         return jerr_http(e, 409, "network %s is named by %u job array%s with tasks still to make (%s)", n->name,
                         using, using == 1 ? "" : "s", first_user(one, using, shown, sizeof shown));
+    pending_set(true);
     if (db_network_delete(core.db, n->name, e) < 0 || state_commit_now(e) < 0)
         return -1;
     size_t at = 0;
@@ -839,7 +851,9 @@ int networks_remove(const char *name, const caller *c, jerr *e)
     unlink(n->hosts_path);
     jerr ae = {0};
     if (apply(false, &ae) < 0) /* committed: the bridge is removed at the next apply or start */
-        log_warn("network %s removed, but its bridge stays until the next change: %s", n->name, ae.msg);
+        log_warn("network %s removed, but its bridge stays until the next change or start: %s", n->name, ae.msg);
+    else
+        pending_set(false);
     net_free(n);
     return 0;
 }
