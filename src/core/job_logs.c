@@ -499,14 +499,25 @@ static void on_inotify(watch *w, uint32_t events)
 {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
     ssize_t n;
+    bool overflow = false;
     while ((n = read(w->fd, buf, sizeof buf)) > 0) {
         for (char *p = buf; p < buf + n;) {
             struct inotify_event *ev = (struct inotify_event *)p;
+            if (ev->mask & IN_Q_OVERFLOW)
+                overflow = true;
             for (size_t i = 0; i < nwatched; i++)
                 if (watched[i]->inotify_wd == ev->wd)
                     job_logs_wake(watched[i]);
             p += sizeof *ev + ev->len;
         }
+    }
+    /* The kernel's queue overflowed (wd -1, fs.inotify.max_queued_events): events were lost,
+     * and a follower whose job wrote only then would wait for output it already has. Every
+     * follower looks at its files again, once for all the lost events. */
+    if (overflow) {
+        log_warn("inotify: its queue overflowed; every log follower reads its files again");
+        for (size_t i = 0; i < nwatched; i++)
+            job_logs_wake(watched[i]);
     }
 }
 
