@@ -26,6 +26,15 @@
 #define JOBS_LIST_SLICE 256
 #define JOBS_LIST_TURN 512
 static loop_budget turn_budget = {.per_turn = JOBS_LIST_TURN};
+/* and at most this many bytes of JSON: a job's can be large (env values of 128 KiB, many
+ * members), and a slice is held whole until its client reads it; 256 jobs of 256 KiB made a
+ * slice of 64 MiB, 8 unread listings +514 MiB and a turn of 1.48 s. A slice ends once its
+ * output passes JOBS_LIST_SLICE_BYTES (after one job at least: one job may pass it alone), so
+ * an unread listing holds about that plus one job; JSON is made at ~80 MB/s, so a turn's
+ * JOBS_LIST_TURN_BYTES cost it ~25 ms */
+#define JOBS_LIST_SLICE_BYTES (512u << 10)
+#define JOBS_LIST_TURN_BYTES (2u << 20)
+static loop_budget turn_bytes = {.per_turn = JOBS_LIST_TURN_BYTES};
 
 typedef struct lister {
     jobs_list_filter f;
@@ -87,15 +96,18 @@ static void put(lister *l, const char *s, size_t n)
     l->outlen += n;
 }
 
-/* The next slice of jobs, at most max of them, into l->out. */
-static void produce(lister *l, size_t max)
+/* The next slice of jobs into l->out: at most max of them, and none more once it holds
+ * max_bytes (the first is written whatever its size, so that each slice goes on). */
+static void produce(lister *l, size_t max, size_t max_bytes)
 {
     if (!l->opened) {
         put(l, "{\"jobs\":[", 9);
         l->opened = true;
     }
     size_t end = l->next + max < l->n ? l->next + max : l->n;
-    for (; l->next < end; l->next++) {
+    size_t start = l->outlen;
+    bool one = false;
+    for (; l->next < end && (!one || l->outlen - start < max_bytes); l->next++) {
         job *j = jobs_by_seq(l->seqs[l->next]);
         jarray *a = j ? NULL : arrays_by_seq(l->seqs[l->next]);
         json_t *o = NULL;
@@ -114,7 +126,7 @@ static void produce(lister *l, size_t max)
         if (l->wrote)
             put(l, ",", 1);
         put(l, t, strlen(t));
-        l->wrote = true;
+        l->wrote = one = true;
         free(t);
     }
     if (l->next == l->n) {
@@ -145,11 +157,24 @@ static size_t reader(void *cls, char *buf, size_t max, enum pull_state *st)
             return 0;
         }
         l->outlen = l->outoff = 0;
+        if (l->outcap > 4 * JOBS_LIST_SLICE_BYTES) {
+            /* a slice made large by one big job: not kept for the next */
+            free(l->out);
+            l->out = NULL;
+            l->outcap = 0;
+        }
+        /* a slice needs a share of both budgets: jobs (what looking costs) and bytes */
         size_t quota = l->sliced ? 0 : (size_t)loop_budget_take(&turn_budget, JOBS_LIST_SLICE);
+        size_t bytes = quota ? (size_t)loop_budget_take(&turn_bytes, JOBS_LIST_SLICE_BYTES) : 0;
+        if (quota && !bytes) {
+            loop_budget_return(&turn_budget, quota);
+            quota = 0;
+        }
         if (quota || l->next == l->n) {
             size_t before = l->next;
-            produce(l, quota);
+            produce(l, quota, bytes);
             loop_budget_return(&turn_budget, quota - (l->next - before));
+            loop_budget_return(&turn_bytes, bytes > l->outlen ? bytes - l->outlen : 0);
             l->sliced = l->next < l->n;
         }
         if (!l->outlen) {

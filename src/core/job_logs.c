@@ -46,32 +46,53 @@ struct follower {
     void *notify_arg;
     logreader r;               /* the job's files (exec/logreader.h) */
     ndline nd[2];
-    loop_task later;           /* --tail: the search's next slice, at the next loop turn */
+    loop_task later;           /* the next slice (of the --tail search, of pieces), at the next loop turn */
     char *out;                 /* ndjson: encoded records not yet handed over */
     size_t outlen, outoff, outcap;
     char *scratch;             /* ndjson: a piece's bytes read from .data */
 };
 
-/* ---- where a replay starts: --tail, a slice per turn ----------------------------------------- */
+/* ---- a slice per turn: --tail, and the pieces ------------------------------------------------ */
 
 /* The search for --tail (logreader_tail) may have to read a job's whole output (GBs, millions of
  * index entries) when its lines are long or few: it goes a slice at a time, LOGREADER_TAIL_SLICE
  * bytes of .data, then gives the loop a turn (loop_later) and goes on where it stopped. Done in
  * one go it held the loop 0.48 s for a job of long lines, ~35 s at jobs.max_log_bytes (issue 25).
- * All the searches together, in one turn: 64 of them open at once still cost a turn 8 MiB. */
-static loop_budget tail_budget = {.per_turn = 2 * LOGREADER_TAIL_SLICE};
+ * Reading the pieces is sliced the same way, from the same share: a block of 256 KiB is 262,144
+ * pieces (an index entry and two preads each) when the job wrote a byte at a time, and 16 such
+ * readers made turns of 0.8 s; a reader's call now reads at most LOGREADER_TAIL_SLICE of bytes
+ * and entries (LOGREADER_ENTRY_COST each: 1,024 one-byte pieces), and stops at the first piece
+ * past it. All the searches and readers together, in one turn: 64 of them open at once still
+ * cost a turn 8 MiB (2,048 index entries, ~8 ms). */
+static loop_budget turn_budget = {.per_turn = 2 * LOGREADER_TAIL_SLICE};
 
 /* One slice of the --tail search; true when the replay's starts are set. */
 static bool seek_step(follower *f)
 {
-    uint64_t budget = loop_budget_take(&tail_budget, LOGREADER_TAIL_SLICE);
+    uint64_t budget = loop_budget_take(&turn_budget, LOGREADER_TAIL_SLICE);
     if (!budget)
         return false; /* the turn's share is used up: at the next one */
     bool over = logreader_tail_step(&f->r, &budget);
-    loop_budget_return(&tail_budget, budget);
+    loop_budget_return(&turn_budget, budget);
     if (over)
         loop_later_cancel(&f->later);
     return over;
+}
+
+/* A reader's slice of pieces: what is left of it, counted down as pieces are read. */
+typedef struct slice {
+    uint64_t left;
+    uint64_t entries; /* logreader_entries when last counted */
+} slice;
+
+/* Counts the entries read since the last call and n bytes against s: whether any is left. */
+static bool slice_spend(follower *f, slice *s, uint64_t n)
+{
+    uint64_t e = logreader_entries(&f->r);
+    n += (e - s->entries) * LOGREADER_ENTRY_COST;
+    s->entries = e;
+    s->left = n < s->left ? s->left - n : 0;
+    return s->left > 0;
 }
 
 /* ---- the three forms ------------------------------------------------------------------------ */
@@ -185,8 +206,9 @@ static void ndjson_bytes(follower *f, int stream, int64_t ts, const char *p, siz
     }
 }
 
-/* Encodes up to ~64 KiB of records. Returns how many pieces were taken. */
-static int ndjson_produce(follower *f)
+/* Encodes up to ~64 KiB of records, within the slice s (one piece at least). Returns how many
+ * pieces were taken: 0 only when there is none now. */
+static int ndjson_produce(follower *f, slice *s)
 {
     int n = 0;
     while (f->outlen < BLOCK_NDJSON) {
@@ -200,12 +222,15 @@ static int ndjson_produce(follower *f)
         ndjson_bytes(f, p.stream, p.ts_ns, f->scratch, got);
         logreader_take(&f->r, &p, got);
         n++;
+        if (!slice_spend(f, s, got))
+            break;
     }
     return n;
 }
 
-/* Frames (or, raw, the bytes alone) straight into libmicrohttpd's buffer. */
-static size_t bulk_produce(follower *f, char *buf, size_t max)
+/* Frames (or, raw, the bytes alone) straight into libmicrohttpd's buffer, within the slice s
+ * (one piece at least): 0 only when there is no piece now. */
+static size_t bulk_produce(follower *f, char *buf, size_t max, slice *s)
 {
     bool raw = f->o.format == JOB_LOGS_RAW;
     size_t used = 0, hdr = raw ? 0 : LOGFRAME_HDR;
@@ -221,6 +246,8 @@ static size_t bulk_produce(follower *f, char *buf, size_t max)
                          p.ts_ns);
         used += hdr + got;
         logreader_take(&f->r, &p, got);
+        if (!slice_spend(f, s, got))
+            break;
     }
     return used;
 }
@@ -250,14 +277,25 @@ size_t job_logs_read(follower *f, char *buf, size_t max, enum pull_state *st)
         }
         /* Terminal means the shim has drained the job's pipes: the files hold everything. */
         bool ended = job_state_terminal(f->j->state);
-        if (ndjson) {
-            if (ndjson_produce(f) > 0)
-                continue;
-        } else {
-            size_t n = bulk_produce(f, buf, max);
-            if (n)
-                return n;
+        slice sl = {.left = loop_budget_take(&turn_budget, LOGREADER_TAIL_SLICE), .entries = logreader_entries(&f->r)};
+        if (!sl.left) {
+            /* the turn's share is used up: the rest at the next one (nothing was looked at, so
+             * neither the end nor a wait for more output can be told yet) */
+            loop_later(&f->later);
+            *st = PULL_WAIT;
+            return 0;
         }
+        size_t n = 0;
+        if (ndjson)
+            n = (size_t)ndjson_produce(f, &sl);
+        else
+            n = bulk_produce(f, buf, max, &sl);
+        slice_spend(f, &sl, 0); /* the entries looked at for nothing (none there yet) count too */
+        loop_budget_return(&turn_budget, sl.left);
+        if (n && ndjson)
+            continue;
+        if (n)
+            return n;
         if (ended) {
             if (f->end_sent) {
                 *st = PULL_END;
@@ -333,7 +371,7 @@ static void resume(follower *f)
         f->notify(f->notify_arg);
 }
 
-/* The --tail search's next slice: the reader is asked again. */
+/* The next slice (--tail search, pieces): the reader is asked again. */
 static void on_later(loop_task *t) { resume(t->data); }
 
 void job_logs_close(follower *f)
@@ -461,14 +499,25 @@ static void on_inotify(watch *w, uint32_t events)
 {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
     ssize_t n;
+    bool overflow = false;
     while ((n = read(w->fd, buf, sizeof buf)) > 0) {
         for (char *p = buf; p < buf + n;) {
             struct inotify_event *ev = (struct inotify_event *)p;
+            if (ev->mask & IN_Q_OVERFLOW)
+                overflow = true;
             for (size_t i = 0; i < nwatched; i++)
                 if (watched[i]->inotify_wd == ev->wd)
                     job_logs_wake(watched[i]);
             p += sizeof *ev + ev->len;
         }
+    }
+    /* The kernel's queue overflowed (wd -1, fs.inotify.max_queued_events): events were lost,
+     * and a follower whose job wrote only then would wait for output it already has. Every
+     * follower looks at its files again, once for all the lost events. */
+    if (overflow) {
+        log_warn("inotify: its queue overflowed; every log follower reads its files again");
+        for (size_t i = 0; i < nwatched; i++)
+            job_logs_wake(watched[i]);
     }
 }
 

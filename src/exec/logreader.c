@@ -9,8 +9,6 @@
 
 /* How much of .data the tail search reads at once. */
 #define SCAN_BLOCK (1 << 18)
-/* What reading one index entry counts for in the tail search's budget. */
-#define TAIL_ENTRY_COST 512
 
 /* ---- one stream: its pieces, in order ------------------------------------------------------- */
 
@@ -33,10 +31,11 @@ static uint64_t entry_start(const logreader_stream *s, uint64_t k)
 }
 
 /* Makes the old-format stream hold its next complete record if the file has one. */
-static void legacy_fill(logreader_stream *s)
+static void legacy_fill(logreader *r, logreader_stream *s)
 {
     while (!s->rec_have) {
         long used = log_parse_record(s->buf, s->len, &s->rec);
+        r->entries++;
         if (used > 0) {
             s->rec_have = true;
             s->rec_bytes = (size_t)used;
@@ -69,7 +68,7 @@ static bool stream_peek(logreader *r, int i, logreader_piece *p)
         return false;
     if (s->legacy_fd >= 0) {
         for (;;) {
-            legacy_fill(s);
+            legacy_fill(r, s);
             if (!s->rec_have)
                 return false;
             if (s->rec.ts_ns >= r->since_ns)
@@ -87,6 +86,7 @@ static bool stream_peek(logreader *r, int i, logreader_piece *p)
         return false;
     for (;;) {
         if (!s->have) {
+            r->entries++;
             if (!entry_at(s, s->next, &s->cur))
                 return false;
             s->have = true;
@@ -127,6 +127,8 @@ bool logreader_next(logreader *r, logreader_piece *out)
     }
     return found;
 }
+
+uint64_t logreader_entries(const logreader *r) { return r->entries; }
 
 size_t logreader_read(const logreader *r, const logreader_piece *p, char *dst, size_t n)
 {
@@ -276,7 +278,7 @@ static bool cut_step(logreader *r, struct logreader_tail *t, uint64_t *budget)
                     t->valid[i] = false;
             if (!t->valid[0] && !t->valid[1])
                 return true;
-            spend(budget, 2 * TAIL_ENTRY_COST);
+            spend(budget, 2 * LOGREADER_ENTRY_COST);
             int i = !t->valid[0] ? 1 : !t->valid[1] ? 0 : e[0].seq > e[1].seq ? 0 : 1;
             logreader_stream *s = &r->s[i];
             t->in_i = i;
@@ -332,7 +334,7 @@ static int backscan_step(const logreader_stream *s, backscan *b, char *buf, uint
             if (b->start < s->pos)
                 b->start = s->pos;
             b->entered = true;
-            spend(budget, TAIL_ENTRY_COST);
+            spend(budget, LOGREADER_ENTRY_COST);
         }
         while (b->end > b->start) {
             if (!*budget)
@@ -354,7 +356,7 @@ static int backscan_step(const logreader_stream *s, backscan *b, char *buf, uint
         log_index_entry e;
         if (!entry_at(s, b->k, &e))
             return 0;
-        spend(budget, TAIL_ENTRY_COST);
+        spend(budget, LOGREADER_ENTRY_COST);
         b->end = e.end;
         b->entered = false;
         if (!*budget)
@@ -380,7 +382,7 @@ static bool place_step(logreader *r, struct logreader_tail *t, uint64_t *budget)
                     log_index_entry e;
                     before = (spot){after - 1, entry_at(s, after - 1, &e) ? e.end : 0};
                 }
-                spend(budget, 64 * TAIL_ENTRY_COST); /* a binary search of the index */
+                spend(budget, 64 * LOGREADER_ENTRY_COST); /* a binary search of the index */
             }
             t->bs = (backscan){.k = before.k, .end = before.off, .lo = t->lo[i]};
             t->place_begun = true;

@@ -1,8 +1,8 @@
 /* Unit tests for src/exec/logreader.c: a job's output read back from files made by the real
  * writer (exec/logwriter.c) or by hand in a scratch directory — the pieces of both streams in the
  * shim's order, since (a binary search of each index), tail (the last N lines across both
- * streams, in slices of any budget with the same answer), the old one-record-per-line format and
- * the note where a stream was capped. */
+ * streams, in slices of any budget with the same answer), the old one-record-per-line format,
+ * the note where a stream was capped, and the index entries a reading costs. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,6 +119,30 @@ static char *drain(logreader *r, size_t chunk)
     out[len] = 0;
     free(buf);
     return out;
+}
+
+/* ---- what reading costs ----------------------------------------------------------------------- */
+
+/* Every index entry logreader_next reads counts (a caller's budget of pieces: core/job_logs.c),
+ * a one-byte piece as much as a long one, and a look at a stream with nothing new too. */
+static void test_entries_counted(void **state)
+{
+    fixture *f = *state;
+    for (int k = 0; k < 100; k++)
+        feed(f, 0, "x", 100 + k);
+    feed(f, 0, "a long piece, one entry\n", 300);
+    logreader r;
+    reader(f, &r, 1);
+    assert_int_equal(logreader_entries(&r), 0);
+    char *got = drain(&r, 4096);
+    assert_int_equal(strlen(got), 100 * strlen("O:x|") + strlen("O:") + 24);
+    /* 101 entries, and the look past the last that found none */
+    assert_int_equal(logreader_entries(&r), 102);
+    free(got);
+    logreader_piece p;
+    assert_false(logreader_next(&r, &p));
+    assert_int_equal(logreader_entries(&r), 103);
+    logreader_free(&r);
 }
 
 /* ---- order ---------------------------------------------------------------------------------- */
@@ -528,6 +552,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_order_across_streams, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_entries_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_since, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tail, setup, teardown),
