@@ -42,6 +42,7 @@ struct follower {
     job *j;
     job_logs_opts o;
     bool end_sent;
+    bool said_turn;            /* told (at debug) that the turn's share ran out for it, once */
     pull_notify_fn notify;     /* its reader's, called when there may be more */
     void *notify_arg;
     logreader r;               /* the job's files (exec/logreader.h) */
@@ -281,6 +282,10 @@ size_t job_logs_read(follower *f, char *buf, size_t max, enum pull_state *st)
         if (!sl.left) {
             /* the turn's share is used up: the rest at the next one (nothing was looked at, so
              * neither the end nor a wait for more output can be told yet) */
+            if (!f->said_turn)
+                log_debug("job %s: the loop turn's share of log reading is used up; its reader goes on at the next",
+                          f->j->id);
+            f->said_turn = true;
             loop_later(&f->later);
             *st = PULL_WAIT;
             return 0;

