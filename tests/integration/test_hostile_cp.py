@@ -7,7 +7,6 @@ under /tmp, and the daemon it may crash is the test's own."""
 import json
 import os
 import resource
-import subprocess
 import time
 
 import pytest

@@ -2,7 +2,6 @@
 setpriv): what one user's job may do to the GPUs, the MPS servers and the device filter that
 another user's job relies on. Simulated GPUs (gpu.fixture), or the fake NVML with mknod-made
 nodes where a device must really be opened; every probe is harmless if it succeeds."""
-import json
 import os
 import stat
 import time
