@@ -28,6 +28,7 @@
 #include "../exec/spec.h"
 #include "authz.h"
 #include "job.h"
+#include "loop.h"
 
 typedef struct network {
     char name[NETADDR_NAME_MAX + 1];
@@ -44,6 +45,7 @@ typedef struct network {
     uint8_t *used;             /* one bit per address of cidr: taken (jobs, gateway, ends) */
     uint32_t cursor;           /* where the next search for a free address starts */
     char hosts_path[700];      /* <state>/networks/<name>.hosts (bridge networks) */
+    loop_task hosts_later;     /* its rewrite after jobs came or went: once, at the next turn */
 } network;
 
 /* At start, after the jobs are loaded and before they are re-adopted: the built-in networks
