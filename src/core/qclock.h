@@ -2,15 +2,16 @@
  * a job's submission, its release, a new --schedule). They are wall-clock milliseconds that
  * never go back: a clock stepped back by Δ (an NTP step, an admin's `date`) would otherwise let
  * every job that joins afterwards go before those that joined in the last Δ. A stamp is the
- * wall clock or the latest stamp given or loaded, whichever is later; ties are ordered by
- * submission (seq), so a clock stepped forward and back again keeps first come, first served.
+ * wall clock, or a millisecond past the latest stamp given or loaded when the clock is not past
+ * it: each stamp is later than every one before, so a clock stepped back keeps first come, first
+ * served (a stamp only equal to the last would let an older job's seq put it first).
  * Stamps are kept in the jobs' and arrays' rows (joined_ms), so a restart goes on from them. */
 #ifndef JOBLET_QCLOCK_H
 #define JOBLET_QCLOCK_H
 
 #include <stdint.h>
 
-/* A stamp for now: never before one given or seen. */
+/* A stamp for now: later than every one given or seen. */
 int64_t qclock_now(void);
 
 /* A stamp loaded from the database (a job's or array's creation or joining): later ones are

@@ -131,3 +131,28 @@ def test_a_clock_stepped_back_does_not_put_later_jobs_first(fresh_daemon):
     assert (d.job(first)["queue_position"], s["queue_position"]) == (1, 2), (d.job(first), s)
     d.rnx("job", "stop", busy, check=True)
     assert d.wait_status(first, "RUNNING")["status"] == "RUNNING"
+
+
+def test_a_release_after_a_clock_step_back_does_not_go_before_jobs_that_joined_earlier(fresh_daemon):
+    # the same step back; A then releases a job it banked held before B's joined (a lower seq):
+    # a stamp only equal to the last one (the clock not past it) let the seq put A's job first
+    d = sim(fresh_daemon, "a100-pcie-4")
+    banked = run_as(d, A, "--gpu=1", "--hold", "sleep", "600")
+    busy = run_as(d, C, "--gpu=4", "sleep", "600")
+    d.wait_status(busy, "RUNNING")
+    first = run_as(d, B, "--gpu=1", "sleep", "600")
+    assert settle(d, first, "QUEUED")["queue_position"] == 1
+    d.stop()
+    ahead = int(time.time() * 1000) + 3600 * 1000
+    db = sqlite3.connect(os.path.join(d.state, "joblet.db"))
+    with db:
+        n = db.execute("UPDATE jobs SET created_ms=?, joined_ms=? WHERE id=?", (ahead, ahead, first)).rowcount
+    db.close()
+    assert n == 1
+    d.start()
+    d.wait_status(busy, "RUNNING")
+    p = rnx_as(d, A, "job", "release", banked)
+    assert p.returncode == 0, p.stderr
+    x = settle(d, banked, "RUNNING")
+    f = d.job(first)
+    assert (f["queue_position"], x["queue_position"]) == (1, 2), (f, x)
