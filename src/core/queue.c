@@ -140,9 +140,13 @@ static int64_t queue_since(int64_t created_ms, int64_t scheduled_ms, int64_t joi
     return t > joined_ms ? t : joined_ms;
 }
 
-/* The jobs a pass offers on each network: no more than it has free addresses (networks_room),
- * the others wait (SW_NET_FULL) as for any room they lack, instead of being started, finding
- * no address and failing (one user's jobs filling bridge failed every other user's there). */
+/* The jobs a pass starts on each network: no more than it has free addresses (networks_room),
+ * counted among those the scheduler lets start, in its order; the others wait (SW_NET_FULL) as
+ * for any room they lack, instead of starting, finding no address and failing (one user's jobs
+ * filling bridge failed every other user's there). Counted as they start, not as they are
+ * offered: jobs that would not start this pass (scheduled for later, waiting for GPUs) took the
+ * addresses from those that could. A GPU job that waits so is still given its GPUs by each pass's
+ * plan, and what is behind it plans around them, until an address frees. */
 #define QUEUE_NET_MAX 64
 typedef struct queue_net {
     const char *name;
@@ -343,8 +347,6 @@ static void schedule(void)
     job **map = xcalloc(n + 1, sizeof *map);
     jarray **amap = xcalloc(n + 1, sizeof *amap);
     size_t k = 0;
-    queue_net qn[QUEUE_NET_MAX];
-    size_t nqn = 0;
     for (size_t i = 0; i < nqueued; i++) {
         job *j = queued[i];
         jarray *a = j->array;
@@ -370,12 +372,6 @@ static void schedule(void)
             }
             a->pass_runs++;
         }
-        if (!j->net.network[0] && !net_take(qn, &nqn, j->req.network)) {
-            j->wait_why = SW_NET_FULL;
-            j->queue_position = 0;
-            back[nback++] = j;
-            continue;
-        }
         /* a task made and not started yet keeps its array's place (seq), ahead of the array's
          * tasks still to make (a stable order puts jobs first among equals); one that ran and
          * waits again has its own, as a requeued job does */
@@ -397,10 +393,6 @@ static void schedule(void)
         if (a->pass != pass) /* none of its tasks holds room: what its status says (array_json.c) */
             a->pass = pass, a->pass_runs = 0;
         for (uint32_t c = offer(a); c > 0; c--) {
-            if (!net_take(qn, &nqn, a->req.network)) {
-                a->wait_why = SW_NET_FULL;
-                break;
-            }
             sj[k] = (sched_job){.seq = a->seq, .not_before_ms = a->req.schedule_ms,
                                 .since_ms = queue_since(a->created_ms, a->req.schedule_ms, a->joined_ms)};
             sched_input_req_of(&a->req, a->owner_uid, &sj[k].r);
@@ -453,9 +445,16 @@ static void schedule(void)
     for (size_t v = 0; v < out.npreempt; v++)
         job_launch_preempt(runmap[preempt[v]], hj ? hj->id : ha ? ha->id : NULL,
                            hj ? hj->req.priority : ha ? ha->req.priority : 0);
+    queue_net qn[QUEUE_NET_MAX];
+    size_t nqn = 0;
     for (k = 0; k < out.nstart; k++) {
         job *j = map[start[k]];
         jerr e = {0};
+        if (!j && !net_take(qn, &nqn, amap[start[k]]->req.network)) {
+            if (amap[start[k]]->wait_why == SW_STARTS)
+                amap[start[k]]->wait_why = SW_NET_FULL;
+            continue;
+        }
         if (!j) {
             /* An array's task: made now, as it starts, and started by the first pass after the
              * turn's commit has its row (a task that ran is never made again after a crash, nor
@@ -482,6 +481,11 @@ static void schedule(void)
          * since (it does not wait): PENDING again until that one ends */
         if (depend_single_blocked(j))
             continue;
+        /* its network's free addresses, counted among those that start (one of them each) */
+        if (!j->net.network[0] && !net_take(qn, &nqn, j->req.network)) {
+            j->wait_why = SW_NET_FULL;
+            continue;
+        }
         /* The command was found at submission; what the job waited for since may have taken it
          * away (its runtime rebuilt without it, a package removed): looked up again before
          * anything is granted, so a job that cannot start never holds a GPU. A few stat()s. */

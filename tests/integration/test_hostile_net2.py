@@ -346,3 +346,23 @@ def test_jobs_beyond_a_networks_addresses_wait_instead_of_failing(lab):
     finally:
         stop_all(d)
         rnx_as(d, ALICE, "network", "remove", "tiny")
+
+
+def test_jobs_that_do_not_start_now_take_no_address_from_one_that_does(lab):
+    """A network's free addresses are counted among the jobs that start, not among all that wait:
+    jobs on a /30 scheduled for tomorrow (the review's case) left a job that could start now
+    waiting, told its network was full."""
+    d = started(lab)
+    assert rnx_as(d, ALICE, "network", "create", "tiny2", "--cidr=10.218.81.0/30").returncode == 0
+    try:
+        later = [run_as(d, ALICE, "--network=tiny2", "--schedule=2031-01-01T00:00:00Z", "/bin/true")
+                 for _ in range(2)]
+        now = run_as(d, ALICE, "--network=tiny2", "/bin/true")
+        end = wait_end(d, now, timeout=30)
+        assert end["status"] == "COMPLETED", end
+        assert all(d.job(j)["status"] == "SCHEDULED" for j in later)
+    finally:
+        stop_all(d)
+        for j in d.api("GET", "/v1/jobs")[1]["jobs"]:
+            d.api("POST", f"/v1/jobs/{j['id']}/cancel")
+        rnx_as(d, ALICE, "network", "remove", "tiny2")
