@@ -96,9 +96,23 @@ static bool unsaved(void)
 }
 
 /* The rows a failed commit lost, written again into the open transaction. */
+/* The next resync after a wait: the first a second, then doubling up to a minute. */
+static void resync_later(void)
+{
+    resync_delay_ms = !resync_delay_ms                      ? RESYNC_FIRST_MS
+                      : resync_delay_ms * 2 > RESYNC_MAX_MS ? RESYNC_MAX_MS
+                                                            : resync_delay_ms * 2;
+    resync_at_ms = now_ms() + resync_delay_ms;
+}
+
+/* The open transaction holds a resync: rows still lost once it is committed were not written by
+ * their statements (they fail while commits do not), and are tried again after a wait. */
+static bool resync_in_txn;
+
 static void resync(void)
 {
     size_t n = nstale;
+    resync_in_txn = true;
     /* other files' rows (a GPU's admin state, drained or offline after an XID, in gpu_admin) */
     for (size_t i = 0; i < nrows_kinds; i++)
         if (rows_kinds[i]->unsaved())
@@ -148,10 +162,17 @@ int state_commit_now(jerr *e)
         ntxn = 0;
         wf_txn = false;
         rows_committed(true);
-        if (!unsaved())
+        if (!unsaved()) {
             resync_delay_ms = 0;
-        else /* the database takes commits again: what waits goes at the next turn */
+        } else if (resync_in_txn) {
+            /* written again and committed, and still lost: their own statements fail. Tried
+             * again after a wait that doubles, as after a failed commit; at each turn, it made
+             * the loop spin (and no array task is made while rows wait: queue.c) */
+            resync_later();
+        } else { /* the database takes commits again: what waits goes at the next turn */
             resync_at_ms = now_ms();
+        }
+        resync_in_txn = false;
         state_want(after_commit);
         after_commit = 0;
         return 0;
@@ -169,9 +190,8 @@ int state_commit_now(jerr *e)
     wf_stale |= wf_txn;
     wf_txn = false;
     rows_committed(false);
-    resync_delay_ms = !resync_delay_ms ? RESYNC_FIRST_MS
-                      : resync_delay_ms * 2 > RESYNC_MAX_MS ? RESYNC_MAX_MS : resync_delay_ms * 2;
-    resync_at_ms = now_ms() + resync_delay_ms;
+    resync_in_txn = false;
+    resync_later();
     struct statvfs sv;
     uint64_t avail = statvfs(core.cfg.state_dir, &sv) == 0 ? (uint64_t)sv.f_bfree * sv.f_frsize : UINT64_MAX;
     bool full = de.code == ENOSPC || avail < (1u << 20);
