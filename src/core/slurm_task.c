@@ -154,11 +154,14 @@ static int task_user(pid_t pid, uid_t uid, gid_t *gid, gid_t *groups, size_t *ng
 static void make_room(uid_t uid)
 {
     uint32_t max = core.cfg.limits.max_jobs_per_user;
-    if (!max || jobs_user(uid).kept < max)
+    uint64_t kept = max ? submit_kept(uid) : 0;
+    if (!max || kept < max)
         return;
+    /* as many as the new one needs (the limit may have been lowered: up to SLURM_TASK_EVICT) */
+    size_t want = kept + 1 - max < SLURM_TASK_EVICT ? (size_t)(kept + 1 - max) : SLURM_TASK_EVICT;
     job *old[SLURM_TASK_EVICT];
     size_t n = 0;
-    for (size_t i = 0; i < core.njobs && n < SLURM_TASK_EVICT; i++) {
+    for (size_t i = 0; i < core.njobs && n < want; i++) {
         job *j = core.jobs[i];
         if (j->slurm.set && j->owner_uid == uid && job_state_terminal(j->state) && !j->settle)
             old[n++] = j;
@@ -168,8 +171,9 @@ static void make_room(uid_t uid)
         log_warn("uid %u: the records of %zu ended Slurm tasks could not be deleted to make room: %s", (unsigned)uid,
                  n, e.msg);
     else if (n)
-        log_info("uid %u keeps limits.max_jobs_per_user jobs: the records of its %zu oldest ended Slurm tasks were "
-                 "deleted to make room (Slurm's accounting keeps them)", (unsigned)uid, n);
+        log_info("uid %u keeps limits.max_jobs_per_user jobs: the record%s of its %zu oldest ended Slurm task%s "
+                 "deleted to make room (Slurm's accounting keeps them)", (unsigned)uid, n == 1 ? "" : "s", n,
+                 n == 1 ? " was" : "s were");
 }
 
 /* The GPUs named by device nodes: their bits, or -1 (400 naming the node). */

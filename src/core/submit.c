@@ -400,6 +400,11 @@ uint64_t submit_task_count(job_req *const *reqs, size_t n)
     return ntasks;
 }
 
+uint64_t submit_kept(uid_t uid)
+{
+    return promised(uid) + arrays_unmade(uid) + arrays_jobless(uid) + jobs_user(uid).kept;
+}
+
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
 {
     return check_limits(reqs, n, submit_task_count(reqs, n), uid, flags, e);
@@ -426,7 +431,7 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
         uint64_t unmade = arrays_unmade(uid);
         jobs_user_count own = jobs_user(uid); /* counted as jobs change (jobs.h), not scanned */
         uint64_t waiting = promised(uid) + unmade + own.waiting;
-        uint64_t kept = promised(uid) + unmade + arrays_jobless(uid) + own.kept;
+        uint64_t kept = submit_kept(uid);
         char more[80] = "";
         if (ntasks > 1)
             snprintf(more, sizeof more, " and this asks for %llu more", (unsigned long long)ntasks);

@@ -31,6 +31,9 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e);
  * checks the rate without using it up). */
 enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e);
+/* The jobs uid keeps as limits.max_jobs_per_user counts them: its jobs, an array's tasks not made
+ * yet, an ended array that keeps no job, and uploads still arriving. */
+uint64_t submit_kept(uid_t uid);
 job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submit_info *si, jerr *e);
 /* Commits the job submit_create made (state_commit_now): the job, or NULL after taking it back
  * (submit_undo) with e saying why (507 when the state filesystem is full). */
