@@ -416,8 +416,11 @@ static int unseal_request(db *d, json_t *rj, jerr *e)
  * value. A new key over values sealed with a lost one would load their jobs without their
  * secrets, run them so, and overwrite the sealed values at their next save: putting the key
  * back could not bring them back. So a key missing, or one that opens none of them, refuses
- * the start. (One value that does not open, the others opening, is a damaged row: db_load_jobs
- * leaves that one's secrets out and says so.) */
+ * the start, while a job that has not ended (or an array) holds one. An ended job never runs
+ * again: its values that do not open (a key an older joblet replaced when it was lost) are left
+ * out at load, as before, and do not keep the daemon from starting. (One value that does not
+ * open, the others opening, is a damaged row: db_load_jobs leaves that one's secrets out and
+ * says so.) */
 static int open_key(db *d, const char *path, const char *keypath, jerr *e)
 {
     jerr ke = {0};
@@ -428,7 +431,8 @@ static int open_key(db *d, const char *path, const char *keypath, jerr *e)
     }
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(d->h,
-                           "SELECT request FROM jobs WHERE request LIKE '%\"secret_env_sealed\"%' UNION ALL"
+                           "SELECT request FROM jobs WHERE request LIKE '%\"secret_env_sealed\"%' AND state NOT IN"
+                           " ('STOPPED', 'COMPLETED', 'FAILED', 'CANCELED') UNION ALL"
                            " SELECT request FROM arrays WHERE request LIKE '%\"secret_env_sealed\"%'",
                            -1, &q, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
@@ -454,7 +458,7 @@ static int open_key(db *d, const char *path, const char *keypath, jerr *e)
         return 0;
     if (sealed)
         return jerr_set(e, EINVAL,
-                        "%s holds %ld secret environment%s (of jobs or arrays) sealed with the key %s, and that key "
+                        "%s holds %ld secret environment%s (of jobs not ended, or arrays) sealed with the key %s, and that key "
                         "is %s. Refusing to start rather than run those jobs without their secrets and overwrite "
                         "them: put the key file back (root-owned, mode 0600, from the backup the database came "
                         "from), or give up those jobs and their secrets by starting on another --state-dir",

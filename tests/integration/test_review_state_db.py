@@ -297,3 +297,19 @@ def test_a_state_directory_without_a_sealed_value_starts_without_its_key(fresh_d
     d.start()
     assert os.path.exists(key) and os.stat(key).st_mode & 0o777 == 0o600
     assert d.api("GET", f"/v1/jobs/{jid}")[0] == 200
+
+
+def test_an_ended_jobs_sealed_value_does_not_keep_the_daemon_from_starting(fresh_daemon):
+    """An ended job never runs again: its sealed secrets that no key opens (an older joblet made
+    a new key when the old one was lost) are left out at load, and the daemon starts; only a job
+    that has not ended (or an array) makes a missing key a refusal."""
+    d = fresh_daemon()
+    key = os.path.join(d.state, "joblet.db.key")
+    code, j = d.api("POST", "/v1/jobs", {"command": "true", "secret_env": {"TOKEN": "s3"}})
+    assert code == 201, j
+    assert d.wait(j["id"])["status"] == "COMPLETED"
+    d.stop()
+    os.unlink(key)
+    d.start()
+    assert os.path.exists(key)
+    assert d.api("GET", f"/v1/jobs/{j['id']}")[0] == 200
