@@ -41,6 +41,8 @@ static int64_t longest_ns; /* the longest turn so far */
 uint64_t loop_turns(void) { return turn - 1; }
 int64_t loop_longest_turn_ns(void) { return longest_ns; }
 
+void loop_turn_over(void) { turn++; }
+
 uint64_t loop_budget_take(loop_budget *b, uint64_t want)
 {
     if (b->turn != turn) {

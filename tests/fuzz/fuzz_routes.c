@@ -48,6 +48,7 @@
 #include "core/incoming.h"
 #include "core/job_ctl.h"
 #include "core/jobs.h"
+#include "core/loop.h"
 #include "core/job_logs.h"
 #include "core/runtime_build.h"
 #include "core/runtimes.h"
@@ -598,9 +599,12 @@ static void one_request(const uint8_t *data, size_t size)
         park_forget(&park);
     }
     FUZZ_ASSERT(conn.answers == 1, "%s %s: %d answers", conn.method, url, conn.answers);
-    /* what the loop does after every turn */
+    /* what the loop does after every turn; the next request comes in a turn of its own (the
+     * per-turn budgets whole again: without it, a long run used up delete-all's and made it
+     * park, which the harness has no loop to resume) */
     settle();
     state_commit();
+    loop_turn_over();
     if (verbose)
         fprintf(stderr, "fuzz_routes: uid %u: %s %s -> %u (%.1f ms)\n", (unsigned)uid, conn.method, url, conn.status,
                 (double)(mono_ns() - t0) / 1e6);
