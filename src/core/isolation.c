@@ -276,7 +276,12 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
         return jerr_field(e, f, "%s: a job under gVisor cannot have a terminal yet (its pty would have to be made by "
                                 "runsc); run it with --isolation=native, or without -t and -i", f);
     }
-    if (isolation_wants_gpus(req) && !caps.nvproxy)
+    return isolation_check_gpus(req, e);
+}
+
+int isolation_check_gpus(const job_req *req, jerr *e)
+{
+    if (req->isolation && !strcmp(req->isolation, "gvisor") && isolation_wants_gpus(req) && !caps.nvproxy)
         return jerr_field(e, "isolation", "isolation: a GPU job under gVisor needs runsc with nvproxy (--nvproxy, "
                                           "in gVisor releases from 2023 on); this machine has runsc %s (%s), "
                                           "which has none: run the job with --isolation=native, or install a newer "

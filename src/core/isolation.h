@@ -37,6 +37,10 @@ void isolation_shutdown(void);
  * gvisor is written into the request, native is left unwritten (NULL means native). Refused: native for such a user, gvisor where runsc is missing, a GPU
  * job under gVisor where runsc has no nvproxy (with the version found and the one needed). */
 int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e);
+/* A gVisor job's GPUs: refused (400 on field isolation) when this machine's runsc has no
+ * nvproxy. At submission (isolation_decide) and for a change of a waiting job's request
+ * (submit_check_change: an update gave a gVisor job the GPUs its submission was refused). */
+int isolation_check_gpus(const job_req *req, jerr *e);
 /* True when the request runs under gVisor (as isolation_decide wrote it: NULL is native). */
 bool isolation_gvisor(const job_req *req);
 /* True when the request asks for any GPU (after the CDI names became gpu_ids). */

@@ -371,6 +371,11 @@ int main(int argc, char **argv)
     gvisor_exec_fds gf = {-1, -1, -1, -1, -1, -1};
     int master = -1, slave = -1;
     if (gv) {
+        /* runsc's control socket for the sandbox is in the network namespace runsc run was
+         * started in (its own: gvisor.c); runsc state, exec and kill reach it from there */
+        if (setns(INIT_FD, CLONE_NEWNET) < 0)
+            refuse(126, "joblet: exec: enter job %.8s's sandbox's network namespace: %s (has it ended?)", id,
+                   strerror(errno));
         if (gvisor_wait_running(&s, INIT_FD, &e) < 0)
             refuse(126, "joblet: exec: %s", e.msg);
         gvisor_fds(&s, &r, &gf);

@@ -249,6 +249,10 @@ static int hide_core_sysctls(jerr *e)
     return 0;
 }
 
+/* The sandbox's network namespace (gvisor_spawn's child made it): runsc's control socket is an
+ * abstract one there, and runsc's commands reach it only from inside. -1: the process's own. */
+static int sandbox_netns = -1;
+
 pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, gvisor_net_up net_up,
                    void *net_arg, jerr *e)
 {
@@ -307,6 +311,10 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
         /* nothing read: the child failed before, and said why on the sync pipe */
         char netns[64];
         snprintf(netns, sizeof netns, "/proc/%d/ns/net", (int)pid);
+        /* kept, for runsc kill and delete to reach the sandbox's control socket there (kept open:
+         * delete runs after runsc run is gone) */
+        if (r == 1 && sandbox_netns < 0)
+            sandbox_netns = open(netns, O_RDONLY | O_CLOEXEC);
         if (r == 1 && (write_proc(pid, "uid_map", idmap, &me) < 0 || write_proc(pid, "gid_map", idmap, &me) < 0))
             write_err(fds->sync_w, "the sandbox's user namespace", &me);
         else if (r == 1 && s->net && net_up && net_up(net_arg, netns, &me) < 0) {
@@ -331,10 +339,17 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
     }
     /* runsc raises it for the kvm platform; in the namespace it no longer can */
     setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
-    /* a job on a network: its network namespace too, owned by this user namespace, where runsc
-     * may take its interfaces over (CAP_NET_ADMIN, CAP_NET_RAW); the parent makes the veth */
-    if (unshare(CLONE_NEWUSER | (s->net ? CLONE_NEWNET : 0)) < 0) {
-        jerr_sys(&ce, s->net ? "unshare(CLONE_NEWUSER|CLONE_NEWNET)" : "unshare(CLONE_NEWUSER)");
+    /* A network namespace of its own, owned by this user namespace, whatever the job's network:
+     * runsc's control socket for the sandbox is an abstract unix socket of the namespace runsc
+     * runs in, which in the host's any local user could connect to, and runsc lets in a caller
+     * whose uid is the sandbox's, which every outsider is seen as from inside the sandbox's user
+     * namespace (nobody: listing its processes, running commands in it as the job's user). On a
+     * network, runsc takes the namespace's interfaces over (CAP_NET_ADMIN, CAP_NET_RAW); the
+     * parent makes the veth. joblet's runsc commands enter it (sandbox_netns, exec_main.c).
+     * --network=host keeps the host's, as it asks (the sandbox is then root's, whom runsc alone
+     * lets in besides itself). */
+    if (unshare(CLONE_NEWUSER | (s->net_host ? 0 : CLONE_NEWNET)) < 0) {
+        jerr_sys(&ce, s->net_host ? "unshare(CLONE_NEWUSER)" : "unshare(CLONE_NEWUSER|CLONE_NEWNET)");
         write_err(fds->sync_w, "the sandbox's user namespace", &ce);
         _exit(126);
     }
@@ -377,6 +392,8 @@ static int run_bounded(const char **argv, int out)
         return -1;
     if (pid == 0) {
         child_defaults();
+        if (sandbox_netns >= 0 && setns(sandbox_netns, CLONE_NEWNET) < 0)
+            _exit(127);
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull >= 0) {
             dup2(devnull, 0);

@@ -24,9 +24,10 @@ int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e);
  * (the shim's net_up); -1 with e, naming the network, when it cannot. */
 typedef int (*gvisor_net_up)(void *arg, const char *netns, jerr *e);
 /* Forks `runsc ... run --bundle <job_dir>/bundle <id>` with stdout/stderr on fds' pipes, in
- * the job's cgroup, in a user namespace of its own (oci.h). A job on a network (s->net) also
- * gets a network namespace of its own, owned by that user namespace, which net_up(net_arg, ...)
- * equips before runsc runs; runsc is started with --network=sandbox and its netstack takes
+ * the job's cgroup, in a user namespace of its own (oci.h) and a network namespace of its own
+ * owned by it (but with --network=host), where runsc's control socket is out of other users'
+ * reach; runsc kill and delete from this process enter it. A job on a network (s->net) has
+ * that namespace equipped by net_up(net_arg, ...) before runsc runs; runsc is started with --network=sandbox and its netstack takes
  * over the job's eth0 (its addresses and routes). Errors before the exec are written to
  * fds->sync_w (closed by the exec, as for a native job's init). Returns the child's pid, or
  * -1. */

@@ -150,6 +150,20 @@ def test_the_exec_dies_with_the_job(daemon):
     assert count_comm(jid, "sleep") == 0
 
 
+def comm_of(pid):
+    try:
+        return open(f"/proc/{pid}/comm").read().strip()
+    except OSError:
+        return ""
+
+
+def cgroup_of(pid):
+    try:
+        return open(f"/proc/{pid}/cgroup").read()
+    except OSError:
+        return ""
+
+
 def count_comm(jid, comm):
     n = 0
     for pid in os.listdir("/proc"):
@@ -334,7 +348,14 @@ def test_gvisor_exec_ends_with_the_job_and_with_its_client(daemon):
     root = os.path.join(daemon.state, "runsc")
 
     def sandbox_procs():
-        p = subprocess.run([RUNSC, f"--root={root}", "ps", jid], capture_output=True, text=True)
+        # runsc's control socket is in the sandbox's own network namespace (gvisor.c): runsc ps
+        # from there, as joblet's runsc commands do
+        netns = next((f"/proc/{pid}/ns/net" for pid in os.listdir("/proc") if pid.isdigit() and
+                      comm_of(pid) == "runsc" and jid in cgroup_of(pid)), None)
+        if not netns:
+            return []
+        p = subprocess.run(["nsenter", f"--net={netns}", RUNSC, f"--root={root}", "ps", jid], capture_output=True,
+                           text=True)
         return [line.split()[-1] for line in p.stdout.splitlines()[1:]] if p.returncode == 0 else []
     # the client goes: the process in the sandbox goes too
     p = subprocess.Popen([RNX, "job", "exec", jid, "sleep", "1001"], env=env_for(daemon), stdout=subprocess.PIPE,
