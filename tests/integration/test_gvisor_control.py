@@ -19,6 +19,7 @@ import subprocess
 import pytest
 
 from conftest import setpriv, wait_for
+from test_hostile_tasks import procs_of
 
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
 needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
@@ -113,12 +114,7 @@ def cgroup_procs(d, jid):
     out = set()
     for base in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
         for cg in glob.glob(os.path.join(base, d.cgroup_root, "**", jid), recursive=True):
-            for dirpath, _, _ in os.walk(cg):
-                try:
-                    with open(os.path.join(dirpath, "cgroup.procs")) as f:
-                        out |= {int(x) for x in f.read().split()}
-                except FileNotFoundError:
-                    pass
+            out |= procs_of(cg)
     return out
 
 

@@ -19,14 +19,14 @@ BLOCK = 4096
 
 @pytest.fixture
 def small_state(fresh_daemon):
-    """make(config, size_mb): a daemon (not started) whose state directory is an ext4 filesystem
+    """make(config, size_mb, env): a daemon (not started) whose state directory is an ext4 filesystem
     of size_mb on a loop device, no blocks reserved for root. Daemon.cleanup unmounts it and
     detaches the device (release_mounts: everything under the daemon's directory); unmounted
     here too, in case the daemon's cleanup did not run."""
     made = []
 
-    def make(config_text=None, size_mb=96):
-        d = fresh_daemon(config_text, start=False)
+    def make(config_text=None, size_mb=96, env=None):
+        d = fresh_daemon(config_text, start=False, env=env)
         img = os.path.join(d.dir, "statefs.img")
         with open(img, "wb") as f:
             f.truncate(size_mb << 20)

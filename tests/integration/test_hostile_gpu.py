@@ -6,21 +6,12 @@ import os
 import stat
 import time
 
-from conftest import ROOT, rnx_as
+from conftest import ROOT
+from test_hostile_sched import run_as, sim
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 FAKE_MPS = os.path.join(ROOT, "tests", "fakes", "nvidia-cuda-mps-control")
 A, B = 4351, 4352
-
-
-def sim(fresh_daemon, name, extra=""):
-    return fresh_daemon(f"gpu:\n  fixture: {FIX}/{name}/machine.json\n  scrub: 0\n{extra}")
-
-
-def run_as(d, user, *args):
-    p = rnx_as(d, user, "job", "run", *args)
-    assert p.returncode == 0, p.stderr
-    return p.stdout.strip()
 
 
 def wait_output(d, jid, needle, timeout=20):

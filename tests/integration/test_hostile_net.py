@@ -87,13 +87,18 @@ class Lab:
             sh("ip", "netns", "del", ns, check=False)
 
 
-@pytest.fixture(scope="module")
-def lab():
+def need_lab():
+    """A lab needs root, joblet-net and nft; skipped, saying which, without them."""
     need_root()
     if not os.access(os.path.join(BUILD, "joblet-net"), os.X_OK):
         pytest.skip("joblet-net is not built")
     if subprocess.run(["nft", "--version"], capture_output=True).returncode != 0:
         pytest.skip("nft is not installed")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    need_lab()
     lab = Lab()
     d = None
     try:

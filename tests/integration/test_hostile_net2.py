@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, Daemon, need_root, rnx_as, setpriv
-from test_hostile_net import Lab, sh
+from conftest import BUILD, Daemon, rnx_as, setpriv
+from test_hostile_net import Lab, need_lab, sh
 
 CONFIG = "network:\n  bridge_cidr: 10.227.0.0/24\n  isolated_cidr: 10.226.0.0/24\n"
 MALLORY = 4741
@@ -39,11 +39,7 @@ def restart(d):
 
 @pytest.fixture
 def lab():
-    need_root()
-    if not os.access(os.path.join(BUILD, "joblet-net"), os.X_OK):
-        pytest.skip("joblet-net is not built")
-    if subprocess.run(["nft", "--version"], capture_output=True).returncode != 0:
-        pytest.skip("nft is not installed")
+    need_lab()
     lab = Lab()
     lab.daemons = []
     try:

@@ -107,6 +107,19 @@ def test_a_mig_job_whose_profile_is_gone_waits_instead_of_running_without_a_gpu(
     d.rnx("job", "cancel", w, check=True)
 
 
+def step_clock_back(d, jid):
+    """The machine's clock stepped back an hour while joblet was down: job jid's row says it was
+    submitted and joined the queue an hour ahead of the clock. joblet is started again."""
+    d.stop()
+    ahead = int(time.time() * 1000) + 3600 * 1000
+    db = sqlite3.connect(os.path.join(d.state, "joblet.db"))
+    with db:
+        n = db.execute("UPDATE jobs SET created_ms=?, joined_ms=? WHERE id=?", (ahead, ahead, jid)).rowcount
+    db.close()
+    assert n == 1
+    d.start()
+
+
 def test_a_clock_stepped_back_does_not_put_later_jobs_first(fresh_daemon):
     # A's job joins the queue first in line; the machine's clock is then stepped back an hour
     # (an NTP step, an admin's `date`), here while joblet is down: its row says it joined an hour
@@ -117,14 +130,7 @@ def test_a_clock_stepped_back_does_not_put_later_jobs_first(fresh_daemon):
     d.wait_status(busy, "RUNNING")
     first = run_as(d, A, "--gpu=1", "sleep", "600")
     assert settle(d, first, "QUEUED")["queue_position"] == 1
-    d.stop()
-    ahead = int(time.time() * 1000) + 3600 * 1000
-    db = sqlite3.connect(os.path.join(d.state, "joblet.db"))
-    with db:
-        n = db.execute("UPDATE jobs SET created_ms=?, joined_ms=? WHERE id=?", (ahead, ahead, first)).rowcount
-    db.close()
-    assert n == 1
-    d.start()
+    step_clock_back(d, first)
     d.wait_status(busy, "RUNNING")
     second = run_as(d, B, "--gpu=1", "sleep", "600")
     s = settle(d, second, "QUEUED")
@@ -142,14 +148,7 @@ def test_a_release_after_a_clock_step_back_does_not_go_before_jobs_that_joined_e
     d.wait_status(busy, "RUNNING")
     first = run_as(d, B, "--gpu=1", "sleep", "600")
     assert settle(d, first, "QUEUED")["queue_position"] == 1
-    d.stop()
-    ahead = int(time.time() * 1000) + 3600 * 1000
-    db = sqlite3.connect(os.path.join(d.state, "joblet.db"))
-    with db:
-        n = db.execute("UPDATE jobs SET created_ms=?, joined_ms=? WHERE id=?", (ahead, ahead, first)).rowcount
-    db.close()
-    assert n == 1
-    d.start()
+    step_clock_back(d, first)
     d.wait_status(busy, "RUNNING")
     p = rnx_as(d, A, "job", "release", banked)
     assert p.returncode == 0, p.stderr

@@ -5,41 +5,16 @@ The state directory of each daemon is a small ext4 filesystem of its own on a lo
 test_hostile_disk.py, so that a test can fill it to the block (the machine's disk is never
 filled)."""
 import os
-import subprocess
 import time
 
 import pytest
 
 from conftest import ROOT, tasks_of
 from gpu_nodes import FAKE_NVML, FIX, make_nodes
-from test_hostile_disk import fill, unfill
+from test_hostile_disk import fill, small_state, unfill  # noqa: F401 (small_state: a fixture)
 
 FAKE_SMI = os.path.join(ROOT, "tests", "fakes", "nvidia-smi")
 NO_RESERVE = "jobs:\n  state_reserve: 0\n  work_quota: 0\n"
-
-
-@pytest.fixture
-def small_state(fresh_daemon):
-    """make(config, env): a daemon (not started) whose state directory is a 96 MB ext4 of its
-    own, no blocks reserved for root."""
-    made = []
-
-    def make(config_text=None, env=None, size_mb=96):
-        d = fresh_daemon(config_text, start=False, env=env)
-        img = os.path.join(d.dir, "statefs.img")
-        with open(img, "wb") as f:
-            f.truncate(size_mb << 20)
-        subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", img], check=True, capture_output=True)
-        os.makedirs(d.state)
-        subprocess.run(["mount", "-o", "loop", img, d.state], check=True)
-        made.append(d)
-        return d
-
-    yield make
-    for d in made:
-        d.stop()
-        subprocess.run(["pkill", "-KILL", "-f", f"joblet-shim {d.state}/"], check=False)
-        subprocess.run(["umount", "-R", "-l", d.state], check=False, capture_output=True)
 
 
 def empty_wal(d):
@@ -123,14 +98,8 @@ def test_a_gpu_joblet_took_offline_while_a_commit_failed_stays_offline_after_a_r
     assert gpu_state(d, 0) == "offline", d.log()[-3000:]
 
 
-def test_delete_all_answers_200_for_an_array_it_did_not_remove(small_state):
-    """rnx job delete-all removes the arrays whose tasks all ended and were deleted
-    (array_ctl_reap: the row deleted, the array dropped from memory, its files removed), then
-    commits with state_commit(), whose failure is not looked at, and answers 200 as committed
-    (http_reply_committed). With the state filesystem full, the array is gone until a restart,
-    which brings it back."""
-    d = small_state(NO_RESERVE)
-    d.start()
+def ended_array_without_jobs(d):
+    """A two-task array of true, ended COMPLETED, its tasks' jobs deleted one by one: its id."""
     code, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-1"})
     assert code == 201, a
     aid = a["id"]
@@ -139,6 +108,18 @@ def test_delete_all_answers_200_for_an_array_it_did_not_remove(small_state):
         time.sleep(0.1)
     for t in tasks_of(d, aid):
         assert d.api("DELETE", f"/v1/jobs/{t['id']}")[0] == 200
+    return aid
+
+
+def test_delete_all_answers_200_for_an_array_it_did_not_remove(small_state):
+    """rnx job delete-all removes the arrays whose tasks all ended and were deleted
+    (array_ctl_reap: the row deleted, the array dropped from memory, its files removed), then
+    commits with state_commit(), whose failure is not looked at, and answers 200 as committed
+    (http_reply_committed). With the state filesystem full, the array is gone until a restart,
+    which brings it back."""
+    d = small_state(NO_RESERVE)
+    d.start()
+    aid = ended_array_without_jobs(d)
     assert d.api("GET", f"/v1/jobs/{aid}")[0] == 200   # the array, its tasks deleted one by one
     empty_wal(d)
     fill(d.state, 0)
@@ -160,14 +141,7 @@ def test_an_array_delete_the_database_did_not_take_leaves_the_array_whole(small_
     the commit fails: 507, the array still there, and still there after a restart."""
     d = small_state(NO_RESERVE)
     d.start()
-    code, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-1"})
-    assert code == 201, a
-    aid = a["id"]
-    deadline = time.time() + 60
-    while d.api("GET", f"/v1/jobs/{aid}")[1]["array"]["counts"] != {"COMPLETED": 2} and time.time() < deadline:
-        time.sleep(0.1)
-    for t in tasks_of(d, aid):
-        assert d.api("DELETE", f"/v1/jobs/{t['id']}")[0] == 200
+    aid = ended_array_without_jobs(d)
     empty_wal(d)
     fill(d.state, 0)
     try:
