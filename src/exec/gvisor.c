@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <poll.h>
 #include <linux/close_range.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -384,10 +385,13 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
 #define RUNSC_HELPER_TIMEOUT_MS 5000
 
 /* runsc with argv, waited for at most RUNSC_HELPER_TIMEOUT_MS (then killed): its stdout into
- * out (an fd; -1: /dev/null), its stdin and stderr /dev/null. 0 when it exited 0, else -1. */
-static int run_bounded(const char **argv, int out)
+ * out (an fd; -1: /dev/null), its stdin and stderr /dev/null. 0 when it exited 0, else -1.
+ * own_pids: in a new, empty pid namespace, where no host pid can be named (its first process:
+ * killed at the timeout, it takes any child along). */
+static int run_bounded_in(const char **argv, int out, bool own_pids)
 {
-    pid_t pid = fork();
+    struct clone_args ca = {.flags = CLONE_NEWPID, .exit_signal = SIGCHLD};
+    pid_t pid = own_pids ? (pid_t)syscall(SYS_clone3, &ca, sizeof ca) : fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
@@ -426,6 +430,8 @@ static int run_bounded(const char **argv, int out)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+static int run_bounded(const char **argv, int out) { return run_bounded_in(argv, out, false); }
+
 static int run_quiet(const char **argv) { return run_bounded(argv, -1); }
 
 int gvisor_kill(const job_spec *s, int sig, bool all)
@@ -443,6 +449,11 @@ int gvisor_kill(const job_spec *s, int sig, bool all)
     return run_quiet(argv);
 }
 
+/* After a hard kill, `runsc run` died before it could destroy its container, and runsc's record
+ * still names the sandbox's and the gofer's host pids: `delete --force` SIGKILLs those numbers,
+ * long reaped by then (the shim killed the job's cgroup whole) and perhaps any process's now. It
+ * runs in a pid namespace of its own, where those numbers name nothing (ESRCH: "not running",
+ * which is so); what else it tidies (its record, the bundle's mounts) is not by pid. */
 void gvisor_delete(const job_spec *s)
 {
     char root[4200];
@@ -452,7 +463,7 @@ void gvisor_delete(const job_spec *s)
     argv[n++] = "--force";
     argv[n++] = s->id;
     argv[n] = NULL;
-    run_quiet(argv);
+    run_bounded_in(argv, -1, true);
     char bundle[4200];
     bundle_path(s, bundle, sizeof bundle, "");
     nftw(bundle, remove_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -192,32 +192,79 @@ def test_an_update_cannot_give_a_gvisor_job_gpus_its_runsc_refuses(fresh_daemon,
         f"{job.get('gpus')} ({job['status']}, {job.get('end_reason')})")
 
 
+def recorded_pids(o, key=""):
+    """every pid runsc's record of a container names (its sandbox's, its gofer's: keys ending in pid)"""
+    if isinstance(o, dict):
+        return {p for k, v in o.items() for p in recorded_pids(v, k)}
+    if isinstance(o, list):
+        return {p for v in o for p in recorded_pids(v, key)}
+    return {o} if isinstance(o, int) and key.lower().endswith("pid") and o > 1 else set()
+
+
+def decoy_with_pid(pid, tries=200):
+    """a harmless process of the host's pid namespace given the number pid (ns_last_pid), or None"""
+    import time
+    for _ in range(tries):
+        try:
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(pid - 1))
+        except OSError:
+            return None
+        p = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
+        if p.pid == pid:
+            return p
+        p.kill()
+        p.wait()
+        time.sleep(0.01)  # the number is still a zombie's, or another process took it first
+    return None
+
+
 @needs_runsc
-@pytest.mark.xfail(strict=True, reason="known, not fixed: after a hard kill, runsc delete --force signals the pids "
-                   "runsc's state recorded for the sandbox and gofer, already reaped (a reused pid would be hit)")
-def test_runsc_delete_after_a_kill_signals_no_recorded_pid(fresh_daemon, tmp_path):
+def test_runsc_delete_after_a_kill_hits_no_process_that_took_a_recorded_pid(fresh_daemon, tmp_path):
     """rnx job kill: the shim sends runsc kill, kills the whole cgroup (runsc run, the sandbox,
     the gofer: all reaped by someone else), reports the end, then runs `runsc delete --force` as
-    the host's root. runsc run died before it could destroy its container, so its state still
-    holds the sandbox's and the gofer's pids, and delete SIGKILLs those numbers: by then they may
-    be any process's (pid_max is 32768 here). Recorded by a runsc wrapper that straces delete."""
-    strace = shutil.which("strace")
-    if not strace:
-        pytest.skip("strace is not installed")
+    the host's root. runsc run died before it could destroy its container, so its record still
+    holds the sandbox's and the gofer's pids, and delete SIGKILLs those numbers. The test gives
+    each number to a process of its own (a `sleep`) while a runsc wrapper holds delete back, then
+    lets it run: the sleeps must live."""
     wrap = tmp_path / "runsc"
-    wrap.write_text(f"#!/bin/sh\ncase \" $* \" in *\" delete \"*)\n"
-                    f"  exec {strace} -f -qq -e trace=kill,tgkill -o {tmp_path}/delete.$$ {RUNSC} \"$@\";;\n"
-                    f"esac\nexec {RUNSC} \"$@\"\n")
+    wrap.write_text(f"""#!/bin/sh
+case " $* " in *" delete "*)
+  root=$(printf '%s\\n' "$@" | sed -n 's/^--root=//p')
+  for f in "$root"/*.state; do cp "$f" {tmp_path}/state.json; done
+  touch {tmp_path}/delete.waiting
+  n=0; while [ ! -e {tmp_path}/go ] && [ $n -lt 80 ]; do sleep 0.05; n=$((n+1)); done
+  {RUNSC} "$@"; rc=$?; touch {tmp_path}/delete.done; exit $rc;;
+esac
+exec {RUNSC} "$@"
+""")
     wrap.chmod(0o755)
     d = fresh_daemon(f"isolation:\n  runsc: {wrap}\n")
     jid = running(d)
     assert d.rnx("job", "kill", jid).returncode == 0
-    job = d.wait(jid, 60)
-    assert job["end_reason"] == "killed", job
-    wait_for(lambda: list(tmp_path.glob("delete.*")), "runsc delete never ran", 20)
-    import time
-    time.sleep(1)
-    kills = []
-    for f in tmp_path.glob("delete.*"):
-        kills += [l.strip() for l in f.read_text().splitlines() if "kill(" in l and "SIGKILL" in l]
-    assert not kills, f"runsc delete, run by the shim as root after the job's processes were gone: {kills}"
+    wait_for(lambda: (tmp_path / "delete.waiting").exists(), "runsc delete never ran", 60)
+    decoys = []
+    try:
+        state = json.loads((tmp_path / "state.json").read_text())
+        pids = recorded_pids(state)
+        assert pids, f"runsc's record names no pid (its form changed?): {state}"
+        decoys = [(pid, decoy_with_pid(pid)) for pid in sorted(pids)]
+        missing = [pid for pid, p in decoys if p is None]
+        assert not missing, f"could not give pids {missing} to a process of the test's (still taken?)"
+        (tmp_path / "go").touch()
+        # (a decoy it killed stays a zombie until the test reaps it, and delete waits for that
+        # "sandbox" to go: poll() reaps)
+        wait_for(lambda: (tmp_path / "delete.done").exists() or any(p.poll() is not None for _, p in decoys),
+                 "runsc delete never finished", 30)
+        import time
+        time.sleep(0.5)
+        hit = [pid for pid, p in decoys if p.poll() is not None]
+        assert not hit, (f"runsc delete, run by the shim as root after job {jid}'s processes were gone, killed "
+                         f"the processes that had the pids its record named: {hit} (record: {pids})")
+        assert d.wait(jid, 60)["end_reason"] == "killed"
+    finally:
+        (tmp_path / "go").touch()
+        for _, p in decoys:
+            if p is not None:
+                p.kill()
+                p.wait()
