@@ -36,3 +36,32 @@ def test_history_figures_and_samples(fresh_daemon):
     # another user sees only their own line
     h = api_as(d, UID, "GET", "/v1/history?sample=1")[1]
     assert h["per_user"] == [] and len(h["per_gpu"]) == 8
+
+
+def test_history_counts_per_user_and_hour_and_the_waits(daemon):
+    """The sums themselves: jobs per user (an admin sees every user's, a user only their own),
+    jobs per hour of their start, and the mean wait of a job held before it ran."""
+    d = daemon
+    before = {u["uid"]: u["jobs"] for u in d.api("GET", "/v1/history?hours=1")[1]["per_user"]}
+    mine_before = {u["uid"]: u["jobs"] for u in api_as(d, UID, "GET", "/v1/history?hours=1")[1]["per_user"]}
+    held = d.submit("true", hold=True)
+    ran = [d.submit("true") for _ in range(2)]
+    code, theirs = api_as(d, UID, "POST", "/v1/jobs", {"command": "true"})
+    assert code == 201, theirs
+    time.sleep(1.5)
+    assert d.api("POST", f"/v1/jobs/{held}/release")[0] == 200
+    for jid in [held, *ran, theirs["id"]]:
+        assert d.wait(jid)["status"] == "COMPLETED"
+    st, h = d.api("GET", "/v1/history?hours=1")
+    users = {u["uid"]: u["jobs"] for u in h["per_user"]}
+    assert users.get(0, 0) - before.get(0, 0) == 3 and users.get(UID, 0) - before.get(UID, 0) == 1, (before, users)
+    assert sum(p["jobs"] for p in h["jobs_per_hour"]) >= 4
+    assert [p["t"] for p in h["jobs_per_hour"]] == sorted(p["t"] for p in h["jobs_per_hour"])
+    assert all(p["t"] % 3600000 == 0 for p in h["jobs_per_hour"])
+    assert [(q["t"], q["jobs"]) for q in h["queue_wait"]] == [(p["t"], p["jobs"]) for p in h["jobs_per_hour"]]
+    # the held job waited 1.5 s: its hour's mean wait is at least 1.5 s / the jobs started then
+    hour = d.job(held)
+    assert hour["status"] == "COMPLETED"
+    assert max(q["mean_s"] * q["jobs"] for q in h["queue_wait"]) >= 1.4
+    mine = api_as(d, UID, "GET", "/v1/history?hours=1")[1]["per_user"]
+    assert [u["uid"] for u in mine] == [UID] and mine[0]["jobs"] - mine_before.get(UID, 0) == 1, mine
