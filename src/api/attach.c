@@ -176,7 +176,7 @@ static bool put_own(attach *a, const unsigned char *f, size_t n, size_t spare)
 {
     unsigned char h[WSFRAME_HDR_MAX];
     size_t hn = a->websocket ? wsframe_header(h, WSFRAME_BINARY, true, n) : 0;
-    if (a->down_len + hn + n + spare > BUF)
+    if (a->ws_closing || a->down_len + hn + n + spare > BUF) /* (nothing after a close of ours) */
         return false;
     memcpy(a->down + a->down_len, h, hn);
     memcpy(a->down + a->down_len + hn, f, n);
@@ -289,7 +289,8 @@ static void pump(attach *a)
             }
         }
         size_t ws_room = a->down_len + 12 < BUF ? (BUF - a->down_len - 12) / 2 : 0; /* (ws_down's; 4 kept for a close) */
-        if (a->sfd >= 0 && a->s_in && !a->s_end && a->down_len < BUF && (!a->websocket || ws_room)) {
+        /* (a WebSocket whose close is queued is sent nothing after it: RFC 6455 5.5.1) */
+        if (a->sfd >= 0 && a->s_in && !a->s_end && a->down_len < BUF && (!a->websocket || (ws_room && !a->ws_closing))) {
             static unsigned char ws_out[BUF / 2];
             ssize_t n = a->websocket ? recv(a->sfd, ws_out, ws_room, 0) : recv(a->sfd, a->down + a->down_len, BUF - a->down_len, 0);
             if (n > 0 && a->websocket) {
