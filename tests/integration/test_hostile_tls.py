@@ -1,0 +1,107 @@
+"""Hostile certificate holders on the TLS listener (docs/remote.md): what one request or one
+connection may make the daemon keep, and whom it may act as. Real clients (Python's ssl) on
+127.0.0.1 only; certificates from certtool (certs.py)."""
+import json
+import os
+import socket
+import ssl
+import time
+
+import pytest
+
+import certs
+from test_remote import Remote, pytestmark  # noqa: F401  (the same skips)
+
+
+@pytest.fixture(scope="module")
+def remote():
+    r = Remote()
+    yield r
+    r.close()
+
+
+def audit_count(r):
+    """How many records the audit trail holds (read from the database, not the API's pages)."""
+    import sqlite3
+    db = sqlite3.connect(f"file:{r.d.state}/joblet.db?mode=ro", uri=True, timeout=30)
+    try:
+        return db.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+    finally:
+        db.close()
+
+
+def keepalive(r, who):
+    raw = socket.create_connection(("127.0.0.1", r.port), timeout=60)
+    return r.ctx(who).wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def hammer(r, who, req, n):
+    """Sends req n times, one after the other on a keep-alive connection (a new one whenever
+    joblet closes it); the statuses, and how many connections it took."""
+    statuses, conns, s, buf = [], 0, None, b""
+    while len(statuses) < n:
+        if s is None:
+            s, buf, conns = keepalive(r, who), b"", conns + 1
+        s.sendall(req)
+        try:
+            while b"\r\n\r\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise ConnectionError
+                buf += chunk
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            lines = head.split(b"\r\n")
+            statuses.append(int(lines[0].split()[1]))
+            k = next((int(l.split(b":")[1]) for l in lines if l.lower().startswith(b"content-length:")), 0)
+            while len(buf) < k:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise ConnectionError
+                buf += chunk
+            buf = buf[k:]
+            if any(l.lower() == b"connection: close" for l in lines):
+                raise ConnectionError
+        except (ConnectionError, ssl.SSLError):
+            s.close()
+            s = None
+    if s:
+        s.close()
+    return statuses, conns
+
+
+@pytest.mark.parametrize("who", ["developer", "reader"])
+def test_requests_that_change_nothing_do_not_grow_the_audit_trail_without_bound(remote, who):
+    """The audit trail is never pruned, and every TLS request other than a read that is answered
+    (a 404, a 400: nothing changed) is an `api` record, every refusal a `refused` one. One
+    certificate holder on one keep-alive connection then writes a record per request into
+    joblet's database for as long as they like: disk that grows with requests that changed
+    nothing. What the trail keeps of requests that changed nothing must be bounded."""
+    n = 2000 if who == "developer" else 300   # (a reader's refusal closes its connection: slower)
+    before = audit_count(remote)
+    t0 = time.time()
+    req = b"POST /v1/jobs/00000000-0000-0000-0000-000000000000/stop HTTP/1.1\r\nHost: x\r\n\r\n"
+    got, conns = hammer(remote, who, req, n)
+    took = time.time() - t0
+    after = audit_count(remote)
+    print(f"\n{who}: {n} requests that changed nothing in {took:.1f} s: {after - before} audit records, "
+          f"{conns} connections, statuses {sorted(set(got))}")
+    assert all(400 <= st < 500 for st in got), set(got)
+    assert after - before < n // 10, (before, after)
+
+
+def test_a_person_is_not_put_on_an_account_remote_users_gives_to_another(remote):
+    """remote.users maps Boss.Person onto the account jr…bs; "two people may not be mapped onto
+    one account (they would own each other's jobs)". A certificate whose CN is that account's
+    name (a person of that name, unmapped) fell back to the account of the same name: a second
+    person on Boss.Person's account, who sees and stops Boss.Person's jobs."""
+    acct = remote.account["boss"]
+    st, job = remote.api("boss", "POST", "/v1/jobs", {"command": "/bin/sleep", "args": ["300"]})
+    assert st == 201, job
+    try:
+        certs.client(remote.pki, acct, "developer", name="same-as-boss-account")
+        st, out = remote.api("same-as-boss-account", "GET", f"/v1/jobs/{job['id']}")
+        print(f"\nCN={acct} (the account Boss.Person is mapped to): GET Boss.Person's job: {st}")
+        assert st == 403, out
+        assert "remote.users" in out["error"]["message"], out
+    finally:
+        remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
