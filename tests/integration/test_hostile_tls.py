@@ -69,13 +69,16 @@ def hammer(r, who, req, n):
     return statuses, conns
 
 
-@pytest.mark.parametrize("who", ["developer", "reader"])
+@pytest.mark.parametrize("who", ["developer", "reader", None])
 def test_requests_that_change_nothing_do_not_grow_the_audit_trail_without_bound(remote, who):
     """The audit trail is never pruned, and every TLS request other than a read that is answered
     (a 404, a 400: nothing changed) is an `api` record, every refusal a `refused` one. One
     certificate holder on one keep-alive connection then writes a record per request into
     joblet's database for as long as they like: disk that grows with requests that changed
-    nothing. What the trail keeps of requests that changed nothing must be bounded."""
+    nothing. A reader's refused change closes its connection, so theirs is a record per
+    connection; and so is anyone's without a certificate at all (None: refused at its first
+    request, "no client certificate"). What the trail keeps of requests that changed nothing
+    must be bounded."""
     n = 2000 if who == "developer" else 300   # (a reader's refusal closes its connection: slower)
     before = audit_count(remote)
     t0 = time.time()
@@ -83,7 +86,7 @@ def test_requests_that_change_nothing_do_not_grow_the_audit_trail_without_bound(
     got, conns = hammer(remote, who, req, n)
     took = time.time() - t0
     after = audit_count(remote)
-    print(f"\n{who}: {n} requests that changed nothing in {took:.1f} s: {after - before} audit records, "
+    print(f"\n{who or 'no certificate'}: {n} requests that changed nothing in {took:.1f} s: {after - before} audit records, "
           f"{conns} connections, statuses {sorted(set(got))}")
     assert all(400 <= st < 500 for st in got), set(got)
     assert after - before < n // 10, (before, after)
@@ -105,3 +108,55 @@ def test_a_person_is_not_put_on_an_account_remote_users_gives_to_another(remote)
         assert "remote.users" in out["error"]["message"], out
     finally:
         remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
+
+
+def test_connections_without_a_certificate_do_not_push_out_a_holders_handshake():
+    """remote.max_pending bounds the connections not past their first request, and "a new one
+    pushes the oldest out". Anyone who can reach the port (no certificate: plain TCP connects
+    that never say a word) then decides who gets through: one who opens connections faster than
+    remote.max_pending per handshake's time closes every other person's connection before its
+    first request. A certificate holder's requests must still be served (remote.max_pending at
+    its least, 16, so that a light flood shows it)."""
+    import threading
+    r = Remote(extra="  max_pending: 16\n")
+    stop, opened = threading.Event(), [0]
+
+    def flood():
+        held = []
+        while not stop.is_set():
+            try:
+                held.append(socket.create_connection(("127.0.0.1", r.port), timeout=5))
+                opened[0] += 1
+            except OSError:
+                pass
+            if len(held) > 200:
+                held.pop(0).close()
+        for s in held:
+            s.close()
+
+    t = threading.Thread(target=flood)
+    try:
+        assert r.api("maintainer", "GET", "/v1/version")[0] == 200
+        t.start()
+        time.sleep(0.5)
+        ok = failed = 0
+        t0 = time.time()
+        for _ in range(30):
+            try:
+                st, _ = r.api("maintainer", "GET", "/v1/version")
+                ok += st == 200
+                failed += st != 200
+            except (OSError, ssl.SSLError, ConnectionError) as e:
+                failed += 1
+                last = repr(e)
+        took = time.time() - t0
+        stop.set()
+        t.join()
+        print(f"\nwhile {opened[0]} plain TCP connections came: {ok} of 30 requests of another person served, "
+              f"{failed} failed ({took:.1f} s){' last: ' + last if failed else ''}")
+        assert failed == 0
+    finally:
+        stop.set()
+        if t.is_alive():
+            t.join()
+        r.close()
