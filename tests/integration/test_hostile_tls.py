@@ -160,3 +160,46 @@ def test_connections_without_a_certificate_do_not_push_out_a_holders_handshake()
         if t.is_alive():
             t.join()
         r.close()
+
+
+def test_a_revoked_certificates_terminal_is_closed_at_the_reload(remote):
+    """docs/remote.md: at the reload that revokes a certificate, "the connections it has open are
+    closed ... a terminal it types into". A terminal (the console's WebSocket, upgraded, whose TLS
+    joblet reads itself) opened before the SIGHUP, never read from, must end."""
+    import signal
+    from test_remote import _ws_attach
+    certs.client(remote.pki, remote.person["developer"], "developer", name="term-revoked")
+    st, job = remote.api("term-revoked", "POST", "/v1/jobs",
+                         {"command": "/bin/sh", "args": ["-c", "while :; do echo tick; sleep 0.2; done"],
+                          "stdin": True})
+    assert st == 201, job
+    try:
+        s, head = _ws_attach(remote, "term-revoked", job["id"])   # (the job starts at the attach)
+        assert " 101 " in head.split("\r\n")[0], head
+        remote.d.wait_status(job["id"], "RUNNING")
+        serial = certs.serial_of(f"{remote.pki}/term-revoked.pem")
+        with open(f"{remote.pki}/revoked.txt", "a") as f:
+            f.write(f"{serial} term-revoked 2026-11-28T00:00:00Z\n")
+        remote.d.proc.send_signal(signal.SIGHUP)
+        time.sleep(2)
+        s.settimeout(20)
+        t0, ended = time.time(), False
+        try:
+            while time.time() - t0 < 20:
+                if not s.recv(65536):
+                    ended = True
+                    break
+        except (ConnectionError, ssl.SSLError):
+            ended = True
+        except socket.timeout:
+            pass
+        print(f"\nthe revoked certificate's terminal {'ended' if ended else 'still open'} "
+              f"{time.time() - t0:.1f} s after the reload was read")
+        s.close()
+        assert ended
+        assert remote.d.job(job["id"])["status"] == "RUNNING"   # the job goes on
+    finally:
+        remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
+        with open(f"{remote.pki}/revoked.txt", "w") as f:
+            f.write("")
+        remote.d.proc.send_signal(signal.SIGHUP)
