@@ -203,3 +203,45 @@ def test_a_revoked_certificates_terminal_is_closed_at_the_reload(remote):
         with open(f"{remote.pki}/revoked.txt", "w") as f:
             f.write("")
         remote.d.proc.send_signal(signal.SIGHUP)
+
+
+def test_a_certificate_that_expires_while_its_connection_is_open_is_not_served_on(remote):
+    """A certificate is checked in full once per connection, at its first request; revocation is
+    looked at again at every request, expiry never: a keep-alive connection opened a moment
+    before its certificate's notAfter is served for as long as it keeps asking (each request
+    within server.idle_timeout_s of the last), months past the certificate's end."""
+    import datetime
+    end = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=20)
+    lines = [f'cn = "{remote.person["developer"]}"', 'unit = "developer"', "signing_key", "tls_www_client",
+             'activation_date = "2020-01-01 00:00:00 UTC"',
+             f'expiration_date = "{end.strftime("%Y-%m-%d %H:%M:%S")} UTC"']
+    certs._signed(remote.pki, "short-lived", lines)
+    s = keepalive(remote, "short-lived")
+    req = b"GET /v1/whoami HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    def ask():
+        s.sendall(req)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = s.recv(65536)
+            if not chunk:
+                return None
+            buf += chunk
+        head, rest = buf.split(b"\r\n\r\n", 1)
+        n = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
+        while len(rest) < n:
+            rest += s.recv(65536)
+        return int(head.split()[1])
+
+    try:
+        assert ask() == 200
+        while datetime.datetime.now(datetime.timezone.utc) < end + datetime.timedelta(seconds=2):
+            assert ask() in (200, 403, None)
+            time.sleep(1)
+        st = ask()
+        print(f"\nthe same connection, its certificate expired at {end:%H:%M:%S}: {st}")
+        # a new connection is refused
+        assert remote.api("short-lived", "GET", "/v1/whoami")[0] == 403
+        assert st != 200
+    finally:
+        s.close()
