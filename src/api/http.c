@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -72,6 +73,7 @@ typedef struct conn_id {
     struct conn_id *prev, *next;
     struct conn_id *tls_prev, *tls_next; /* among tls_conns */
     tls_peer *peer;           /* its client's certificates, checked again at a reload */
+    int64_t not_after;        /* when its certificate expires (s since the epoch; 0: unknown) */
     char request[192];        /* "POST /v1/jobs": the request under way (the audit) */
 } conn_id;
 
@@ -218,6 +220,15 @@ static const caller *request_caller(struct MHD_Connection *c, const char *method
         audit_caller("refused", &id->who, NULL, e->msg);
         id->refused = *e;
         id->known = true;
+        return NULL;
+    }
+    if (id->tls && id->not_after && (int64_t)time(NULL) > id->not_after) {
+        /* expired while the connection was open: checked once at the first request, it was
+         * served on for as long as it kept asking */
+        jerr_http(e, 403, "the client certificate of %s (serial %s) expired while its connection was open: make "
+                          "a new one (joblet cert client)", id->who.person, id->who.serial);
+        audit_caller("refused", &id->who, NULL, e->msg);
+        id->refused = *e;
         return NULL;
     }
     char what[160];
@@ -509,6 +520,7 @@ static bool conn_identify(struct MHD_Connection *c, conn_id *id)
     snprintf(id->who.serial, sizeof id->who.serial, "%s", seen.serial);
     snprintf(id->who.peer, sizeof id->who.peer, "%s", seen.peer);
     id->peer = tls_peer_keep((gnutls_session_t)ti->tls_session);
+    id->not_after = tls_peer_not_after(id->peer);
     if (!conn_count(id)) {
         jerr_http(e, 429, "%s has %u connections open already (server.max_connections_per_user): close some", 
                   id->who.person, per_user_cap);

@@ -299,6 +299,17 @@ void tls_peer_free(tls_peer *p)
 
 static int verify_chain(const gnutls_datum_t *raw, unsigned n, caller *who, jerr *e);
 
+int64_t tls_peer_not_after(const tls_peer *p)
+{
+    gnutls_x509_crt_t crt;
+    if (!p || !p->n || gnutls_x509_crt_init(&crt) < 0)
+        return 0;
+    time_t t = gnutls_x509_crt_import(crt, &p->der[0], GNUTLS_X509_FMT_DER) < 0 ? (time_t)-1
+                                                                               : gnutls_x509_crt_get_expiration_time(crt);
+    gnutls_x509_crt_deinit(crt);
+    return t == (time_t)-1 ? 0 : (int64_t)t;
+}
+
 int tls_peer_check(const tls_peer *p, caller *who, jerr *e) { return verify_chain(p->der, p->n, who, e); }
 
 int tls_verify(gnutls_session_t s, caller *who, jerr *e)

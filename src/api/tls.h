@@ -49,6 +49,10 @@ typedef struct tls_peer tls_peer;
 tls_peer *tls_peer_keep(gnutls_session_t s);
 int tls_peer_check(const tls_peer *p, caller *who, jerr *e);
 void tls_peer_free(tls_peer *p);
+/* When the client's certificate expires (its notAfter, seconds since the epoch); 0 when it
+ * cannot be read. A connection is checked in full once, at its first request: its expiry is
+ * looked at again at every request, as revocation is (http.c). */
+int64_t tls_peer_not_after(const tls_peer *p);
 /* Whether a serial (lowercase hex, as caller.serial) is on the revocation list in use. */
 bool tls_revoked(const char *serial);
 /* An upgraded connection (a terminal: attach.c) whose TLS joblet reads and writes itself, on the

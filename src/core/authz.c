@@ -87,6 +87,14 @@ int authz_remote(const char *person, enum authz_role role, caller *out, jerr *e)
             account = core.cfg.remote.users[i].account;
             mapped = true;
         }
+    /* the account of the same name, unless remote.users gives it to another person: two
+     * people on one account would own each other's jobs (config.c refuses two mappings onto
+     * one account; this is the same rule for the name that is not mapped) */
+    for (unsigned i = 0; !mapped && i < core.cfg.remote.nusers; i++)
+        if (!strcmp(core.cfg.remote.users[i].account, account))
+            return jerr_http(e, 403, "%s has a certificate of this node's CA, but remote.users maps %s onto the "
+                                     "account '%s': one account per person; map %s to an account of their own "
+                                     "(docs/remote.md)", person, core.cfg.remote.users[i].person, account, person);
     struct passwd *pw = getpwnam(account);
     if (!pw)
         return jerr_http(e, 403, "%s has a certificate of this node's CA, but no local account: there is no user '%s'"

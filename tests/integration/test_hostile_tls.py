@@ -1,0 +1,247 @@
+"""Hostile certificate holders on the TLS listener (docs/remote.md): what one request or one
+connection may make the daemon keep, and whom it may act as. Real clients (Python's ssl) on
+127.0.0.1 only; certificates from certtool (certs.py)."""
+import json
+import os
+import socket
+import ssl
+import time
+
+import pytest
+
+import certs
+from test_remote import Remote, pytestmark  # noqa: F401  (the same skips)
+
+
+@pytest.fixture(scope="module")
+def remote():
+    r = Remote()
+    yield r
+    r.close()
+
+
+def audit_count(r):
+    """How many records the audit trail holds (read from the database, not the API's pages)."""
+    import sqlite3
+    db = sqlite3.connect(f"file:{r.d.state}/joblet.db?mode=ro", uri=True, timeout=30)
+    try:
+        return db.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+    finally:
+        db.close()
+
+
+def keepalive(r, who):
+    raw = socket.create_connection(("127.0.0.1", r.port), timeout=60)
+    return r.ctx(who).wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def hammer(r, who, req, n):
+    """Sends req n times, one after the other on a keep-alive connection (a new one whenever
+    joblet closes it); the statuses, and how many connections it took."""
+    statuses, conns, s, buf = [], 0, None, b""
+    while len(statuses) < n:
+        if s is None:
+            s, buf, conns = keepalive(r, who), b"", conns + 1
+        s.sendall(req)
+        try:
+            while b"\r\n\r\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise ConnectionError
+                buf += chunk
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            lines = head.split(b"\r\n")
+            statuses.append(int(lines[0].split()[1]))
+            k = next((int(l.split(b":")[1]) for l in lines if l.lower().startswith(b"content-length:")), 0)
+            while len(buf) < k:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise ConnectionError
+                buf += chunk
+            buf = buf[k:]
+            if any(l.lower() == b"connection: close" for l in lines):
+                raise ConnectionError
+        except (ConnectionError, ssl.SSLError):
+            s.close()
+            s = None
+    if s:
+        s.close()
+    return statuses, conns
+
+
+@pytest.mark.parametrize("who", ["developer", "reader", None])
+def test_requests_that_change_nothing_do_not_grow_the_audit_trail_without_bound(remote, who):
+    """The audit trail is never pruned, and every TLS request other than a read that is answered
+    (a 404, a 400: nothing changed) is an `api` record, every refusal a `refused` one. One
+    certificate holder on one keep-alive connection then writes a record per request into
+    joblet's database for as long as they like: disk that grows with requests that changed
+    nothing. A reader's refused change closes its connection, so theirs is a record per
+    connection; and so is anyone's without a certificate at all (None: refused at its first
+    request, "no client certificate"). What the trail keeps of requests that changed nothing
+    must be bounded."""
+    n = 2000 if who == "developer" else 300   # (a reader's refusal closes its connection: slower)
+    before = audit_count(remote)
+    t0 = time.time()
+    req = b"POST /v1/jobs/00000000-0000-0000-0000-000000000000/stop HTTP/1.1\r\nHost: x\r\n\r\n"
+    got, conns = hammer(remote, who, req, n)
+    took = time.time() - t0
+    after = audit_count(remote)
+    print(f"\n{who or 'no certificate'}: {n} requests that changed nothing in {took:.1f} s: {after - before} audit records, "
+          f"{conns} connections, statuses {sorted(set(got))}")
+    assert all(400 <= st < 500 for st in got), set(got)
+    assert after - before < n // 10, (before, after)
+
+
+def test_a_person_is_not_put_on_an_account_remote_users_gives_to_another(remote):
+    """remote.users maps Boss.Person onto the account jr…bs; "two people may not be mapped onto
+    one account (they would own each other's jobs)". A certificate whose CN is that account's
+    name (a person of that name, unmapped) fell back to the account of the same name: a second
+    person on Boss.Person's account, who sees and stops Boss.Person's jobs."""
+    acct = remote.account["boss"]
+    st, job = remote.api("boss", "POST", "/v1/jobs", {"command": "/bin/sleep", "args": ["300"]})
+    assert st == 201, job
+    try:
+        certs.client(remote.pki, acct, "developer", name="same-as-boss-account")
+        st, out = remote.api("same-as-boss-account", "GET", f"/v1/jobs/{job['id']}")
+        print(f"\nCN={acct} (the account Boss.Person is mapped to): GET Boss.Person's job: {st}")
+        assert st == 403, out
+        assert "remote.users" in out["error"]["message"], out
+    finally:
+        remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
+
+
+def test_connections_without_a_certificate_do_not_push_out_a_holders_handshake():
+    """remote.max_pending bounds the connections not past their first request, and "a new one
+    pushes the oldest out". Anyone who can reach the port (no certificate: plain TCP connects
+    that never say a word) then decides who gets through: one who opens connections faster than
+    remote.max_pending per handshake's time closes every other person's connection before its
+    first request. A certificate holder's requests must still be served (remote.max_pending at
+    its least, 16, so that a light flood shows it)."""
+    import threading
+    r = Remote(extra="  max_pending: 16\n")
+    stop, opened = threading.Event(), [0]
+
+    def flood():
+        held = []
+        while not stop.is_set():
+            try:
+                held.append(socket.create_connection(("127.0.0.1", r.port), timeout=5))
+                opened[0] += 1
+            except OSError:
+                pass
+            if len(held) > 200:
+                held.pop(0).close()
+        for s in held:
+            s.close()
+
+    t = threading.Thread(target=flood)
+    try:
+        assert r.api("maintainer", "GET", "/v1/version")[0] == 200
+        t.start()
+        time.sleep(0.5)
+        ok = failed = 0
+        t0 = time.time()
+        for _ in range(30):
+            try:
+                st, _ = r.api("maintainer", "GET", "/v1/version")
+                ok += st == 200
+                failed += st != 200
+            except (OSError, ssl.SSLError, ConnectionError) as e:
+                failed += 1
+                last = repr(e)
+        took = time.time() - t0
+        stop.set()
+        t.join()
+        print(f"\nwhile {opened[0]} plain TCP connections came: {ok} of 30 requests of another person served, "
+              f"{failed} failed ({took:.1f} s){' last: ' + last if failed else ''}")
+        assert failed == 0
+    finally:
+        stop.set()
+        if t.is_alive():
+            t.join()
+        r.close()
+
+
+def test_a_revoked_certificates_terminal_is_closed_at_the_reload(remote):
+    """docs/remote.md: at the reload that revokes a certificate, "the connections it has open are
+    closed ... a terminal it types into". A terminal (the console's WebSocket, upgraded, whose TLS
+    joblet reads itself) opened before the SIGHUP, never read from, must end."""
+    import signal
+    from test_remote import _ws_attach
+    certs.client(remote.pki, remote.person["developer"], "developer", name="term-revoked")
+    st, job = remote.api("term-revoked", "POST", "/v1/jobs",
+                         {"command": "/bin/sh", "args": ["-c", "while :; do echo tick; sleep 0.2; done"],
+                          "stdin": True})
+    assert st == 201, job
+    try:
+        s, head = _ws_attach(remote, "term-revoked", job["id"])   # (the job starts at the attach)
+        assert " 101 " in head.split("\r\n")[0], head
+        remote.d.wait_status(job["id"], "RUNNING")
+        serial = certs.serial_of(f"{remote.pki}/term-revoked.pem")
+        with open(f"{remote.pki}/revoked.txt", "a") as f:
+            f.write(f"{serial} term-revoked 2026-11-28T00:00:00Z\n")
+        remote.d.proc.send_signal(signal.SIGHUP)
+        time.sleep(2)
+        s.settimeout(20)
+        t0, ended = time.time(), False
+        try:
+            while time.time() - t0 < 20:
+                if not s.recv(65536):
+                    ended = True
+                    break
+        except (ConnectionError, ssl.SSLError):
+            ended = True
+        except socket.timeout:
+            pass
+        print(f"\nthe revoked certificate's terminal {'ended' if ended else 'still open'} "
+              f"{time.time() - t0:.1f} s after the reload was read")
+        s.close()
+        assert ended
+        assert remote.d.job(job["id"])["status"] == "RUNNING"   # the job goes on
+    finally:
+        remote.d.api("POST", f"/v1/jobs/{job['id']}/kill")
+        with open(f"{remote.pki}/revoked.txt", "w") as f:
+            f.write("")
+        remote.d.proc.send_signal(signal.SIGHUP)
+
+
+def test_a_certificate_that_expires_while_its_connection_is_open_is_not_served_on(remote):
+    """A certificate is checked in full once per connection, at its first request; revocation is
+    looked at again at every request, expiry never: a keep-alive connection opened a moment
+    before its certificate's notAfter is served for as long as it keeps asking (each request
+    within server.idle_timeout_s of the last), months past the certificate's end."""
+    import datetime
+    end = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=20)
+    lines = [f'cn = "{remote.person["developer"]}"', 'unit = "developer"', "signing_key", "tls_www_client",
+             'activation_date = "2020-01-01 00:00:00 UTC"',
+             f'expiration_date = "{end.strftime("%Y-%m-%d %H:%M:%S")} UTC"']
+    certs._signed(remote.pki, "short-lived", lines)
+    s = keepalive(remote, "short-lived")
+    req = b"GET /v1/whoami HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    def ask():
+        s.sendall(req)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = s.recv(65536)
+            if not chunk:
+                return None
+            buf += chunk
+        head, rest = buf.split(b"\r\n\r\n", 1)
+        n = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
+        while len(rest) < n:
+            rest += s.recv(65536)
+        return int(head.split()[1])
+
+    try:
+        assert ask() == 200
+        while datetime.datetime.now(datetime.timezone.utc) < end + datetime.timedelta(seconds=2):
+            assert ask() in (200, 403, None)
+            time.sleep(1)
+        st = ask()
+        print(f"\nthe same connection, its certificate expired at {end:%H:%M:%S}: {st}")
+        # a new connection is refused
+        assert remote.api("short-lived", "GET", "/v1/whoami")[0] == 403
+        assert st != 200
+    finally:
+        s.close()
