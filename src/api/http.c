@@ -71,6 +71,8 @@ typedef struct conn_id {
     int64_t since_ms;
     bool pending;             /* TLS, its first request not answered yet: among pending */
     struct conn_id *prev, *next;
+    struct pending_src *src;  /* pending: where it comes from, among that source's */
+    struct conn_id *src_prev, *src_next;
     struct conn_id *tls_prev, *tls_next; /* among tls_conns */
     tls_peer *peer;           /* its client's certificates, checked again at a reload */
     int64_t not_after;        /* when its certificate expires (s since the epoch; 0: unknown) */
@@ -97,6 +99,57 @@ static struct {
     int64_t timeout_ms;
 } pending;
 
+/* Where pending connections come from: an IPv4 address, or an IPv6 one's /64 (what one host
+ * or one network of one person holds). One source holds at most PENDING_SRC_SHARE of
+ * remote.max_pending (at least 2): past that its own oldest makes room, so that plain connects
+ * from one place, never a word said, cannot push everyone else's handshakes out; the pool as a
+ * whole, full of many sources, gives up its oldest. A table of the sources with pending
+ * connections, chained in buckets. */
+#define PENDING_SRC_SHARE 8
+#define PENDING_SRC_BUCKETS 1024
+typedef struct pending_src {
+    unsigned char key[16];
+    unsigned n;
+    conn_id *head, *tail;     /* its pending connections, oldest first */
+    struct pending_src *chain;
+} pending_src;
+static pending_src *pending_srcs[PENDING_SRC_BUCKETS];
+
+static unsigned pending_src_bucket(const unsigned char key[16])
+{
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < 16; i++)
+        h = (h ^ key[i]) * 16777619u;
+    return h % PENDING_SRC_BUCKETS;
+}
+
+/* the source of a client address (all zero when unknown: one source for those) */
+static void pending_src_key(const struct sockaddr *sa, unsigned char key[16])
+{
+    memset(key, 0, 16);
+    if (sa && sa->sa_family == AF_INET) {
+        key[10] = key[11] = 0xff;
+        memcpy(key + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        const unsigned char *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+        static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        memcpy(key, a, memcmp(a, v4mapped, 12) ? 8 : 16);
+    }
+}
+
+static pending_src *pending_src_get(const unsigned char key[16])
+{
+    pending_src **b = &pending_srcs[pending_src_bucket(key)];
+    for (pending_src *p = *b; p; p = p->chain)
+        if (!memcmp(p->key, key, 16))
+            return p;
+    pending_src *p = xcalloc(1, sizeof *p);
+    memcpy(p->key, key, 16);
+    p->chain = *b;
+    *b = p;
+    return p;
+}
+
 static void pending_remove(conn_id *id)
 {
     if (!id->pending)
@@ -106,6 +159,18 @@ static void pending_remove(conn_id *id)
     id->prev = id->next = NULL;
     id->pending = false;
     pending.n--;
+    pending_src *p = id->src;
+    *(id->src_prev ? &id->src_prev->src_next : &p->head) = id->src_next;
+    *(id->src_next ? &id->src_next->src_prev : &p->tail) = id->src_prev;
+    id->src_prev = id->src_next = NULL;
+    id->src = NULL;
+    if (--p->n == 0) {
+        pending_src **b = &pending_srcs[pending_src_bucket(p->key)];
+        while (*b != p)
+            b = &(*b)->chain;
+        *b = p->chain;
+        free(p);
+    }
 }
 
 /* Closes a pending connection: libmicrohttpd sees the end of its socket at the next turn. */
@@ -115,14 +180,26 @@ static void pending_drop(conn_id *id)
     shutdown(id->fd, SHUT_RDWR);
 }
 
-static void pending_add(conn_id *id)
+static void pending_add(conn_id *id, const struct sockaddr *from)
 {
-    if (pending.n >= pending.max && pending.head)
+    unsigned char key[16];
+    pending_src_key(from, key);
+    pending_src *p = pending_src_get(key);
+    unsigned share = pending.max / PENDING_SRC_SHARE > 2 ? pending.max / PENDING_SRC_SHARE : 2;
+    if (p->n >= share)
+        pending_drop(p->head); /* its own oldest makes room */
+    else if (pending.n >= pending.max && pending.head)
         pending_drop(pending.head); /* the oldest makes room: new clients always get their chance */
+    p = pending_src_get(key);   /* (the drop may have freed it) */
     id->since_ms = now_ms();
     id->prev = pending.tail;
     *(pending.tail ? &pending.tail->next : &pending.head) = id;
     pending.tail = id;
+    id->src = p;
+    id->src_prev = p->tail;
+    *(p->tail ? &p->tail->src_next : &p->head) = id;
+    p->tail = id;
+    p->n++;
     id->pending = true;
     pending.n++;
 }
@@ -404,10 +481,12 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
     const reply_conn *rc = sc ? sc->socket_context : NULL;
     if (hs && hs->http_status && rc)
         counters_request(rc->method, hs->http_status);
-    /* what a person did through the TLS listener (reads are not recorded; refusals were) */
+    /* what a person changed through the TLS listener: a change answered 2xx (reads are not
+     * recorded, refusals were; an answer of 4xx or 5xx changed nothing, and recording each would
+     * let one connection grow the trail as fast as it asks) */
     conn_id *id = rc ? rc->owner : NULL;
-    if (id && id->tls && id->known && !id->refused.msg[0] && !read_only(rc->method) && hs && hs->http_status &&
-        hs->http_status != 403) {
+    if (id && id->tls && id->known && !id->refused.msg[0] && !read_only(rc->method) && hs &&
+        hs->http_status >= 200 && hs->http_status < 300) {
         char detail[240];
         snprintf(detail, sizeof detail, "%s: %u", id->request, hs->http_status);
         audit_caller("api", &id->who, st && st->made[0] ? st->made : NULL, detail);
@@ -549,7 +628,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             if (tls_conns)
                 tls_conns->tls_prev = id;
             tls_conns = id;
-            pending_add(id);
+            const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+            pending_add(id, ai ? ai->client_addr : NULL);
             return;
         }
         struct ucred cred;

@@ -1,9 +1,48 @@
 /* The audit trail (audit.h). */
 #include "audit.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "../common/log.h"
 #include "../common/util.h"
 #include "state.h"
+
+/* Refusals recorded one by one: at most AUDIT_REFUSED_PER_WINDOW a source (a TLS peer's address,
+ * a local uid) in a window of AUDIT_WINDOW_MS; those past it are counted, and the count is one
+ * record when the window ends. Sources are kept in a table of AUDIT_SOURCES (the one whose window
+ * began first makes room, its count recorded first). */
+#define AUDIT_REFUSED_PER_WINDOW 10
+#define AUDIT_WINDOW_MS 60000
+#define AUDIT_SOURCES 256
+/* The trail's size: pruned at most AUDIT_PRUNE_BATCH records a turn, every AUDIT_PRUNE_EVERY_MS
+ * and after each AUDIT_PRUNE_INSERTS records (audit.keep_days, audit.max_rows). */
+#define AUDIT_PRUNE_BATCH 5000
+#define AUDIT_PRUNE_EVERY_MS 3600000
+#define AUDIT_PRUNE_INSERTS 256
+#define DAY_MS 86400000LL
+
+typedef struct refusals {
+    char source[64];          /* "" unused */
+    int64_t since_ms;         /* the window's start */
+    unsigned written, held;   /* recorded in the window; past the bound, not */
+    caller last;              /* who was refused last (the count's record names them) */
+    char why[200];            /* and why */
+} refusals;
+
+static refusals sources[AUDIT_SOURCES];
+static int64_t flush_at_ms;   /* the earliest window's end with refusals held; 0 none */
+static int64_t prune_at_ms;   /* the next prune; 0: at the first tick */
+static unsigned inserted;     /* records since the last prune */
+
+static void insert(const audit_rec *a)
+{
+    jerr e = {0};
+    if (db_audit(core.db, a, &e) < 0)
+        log_err("%s", e.msg);
+    else if (++inserted >= AUDIT_PRUNE_INSERTS)
+        prune_at_ms = 1;      /* due now */
+}
 
 void audit_record(const char *action, int64_t uid, int gpu, const char *job_id, int64_t duration_ms, int64_t memory_mb,
                   const char *detail)
@@ -11,15 +50,13 @@ void audit_record(const char *action, int64_t uid, int gpu, const char *job_id, 
     const char *uuid = gpu >= 0 && gpu < core.gpu.inv.n ? core.gpu.inv.gpu[gpu].uuid : NULL;
     audit_rec a = {.ts_ms = now_ms(), .uid = uid, .action = action, .gpu = gpu, .gpu_uuid = uuid, .job = job_id,
                    .duration_ms = duration_ms, .memory_mb = memory_mb, .detail = detail};
-    jerr e = {0};
-    if (db_audit(core.db, &a, &e) < 0)
-        log_err("%s", e.msg);
+    insert(&a);
 }
 
-void audit_caller(const char *action, const caller *c, const char *job_id, const char *detail)
+static void record_caller(const char *action, const caller *c, const char *job_id, const char *detail, int64_t ts)
 {
     bool tls = c->via == CALLER_TLS;
-    audit_rec a = {.ts_ms = now_ms(), .uid = c->uid == (uid_t)-1 ? -1 : (int64_t)c->uid, .action = action, .gpu = -1,
+    audit_rec a = {.ts_ms = ts, .uid = c->uid == (uid_t)-1 ? -1 : (int64_t)c->uid, .action = action, .gpu = -1,
                    .job = job_id, .duration_ms = -1, .memory_mb = -1, .detail = detail};
     if (tls) {
         a.person = c->person[0] ? c->person : NULL;
@@ -27,7 +64,121 @@ void audit_caller(const char *action, const caller *c, const char *job_id, const
         a.role = c->person[0] ? authz_role_name(c->role) : NULL; /* known once the certificate passed */
         a.peer = c->peer[0] ? c->peer : NULL;
     }
-    jerr e = {0};
-    if (db_audit(core.db, &a, &e) < 0)
-        log_err("%s", e.msg);
+    insert(&a);
+}
+
+/* the refusals a source's window held, as one record; the window is over */
+static void flush_one(refusals *r)
+{
+    if (r->held) {
+        char detail[400];
+        snprintf(detail, sizeof detail, "%u more refusals from %s in the minute since this source's first, not "
+                 "recorded one by one (at most %d a minute a source); the last: %s", r->held, r->source,
+                 AUDIT_REFUSED_PER_WINDOW, r->why);
+        record_caller("refused", &r->last, NULL, detail, r->since_ms + AUDIT_WINDOW_MS);
+    }
+    r->held = r->written = 0;
+}
+
+/* where a refusal comes from: a TLS peer's address without its port, else the local uid */
+static void source_of(const caller *c, char *out, size_t len)
+{
+    if (c->via == CALLER_TLS && c->peer[0]) {
+        snprintf(out, len, "%s", c->peer);
+        char *colon = strrchr(out, ':');
+        if (colon && colon != out)
+            *colon = 0;
+    } else {
+        snprintf(out, len, "uid %u", (unsigned)c->uid);
+    }
+}
+
+static bool refusal_recorded(const caller *c, const char *detail, int64_t now)
+{
+    char src[64];
+    source_of(c, src, sizeof src);
+    refusals *r = NULL, *free_slot = NULL, *oldest = NULL;
+    for (size_t i = 0; i < AUDIT_SOURCES && !r; i++) {
+        refusals *s = &sources[i];
+        if (!s->source[0])
+            free_slot = free_slot ? free_slot : s;
+        else if (!strcmp(s->source, src))
+            r = s;
+        else if (!oldest || s->since_ms < oldest->since_ms)
+            oldest = s;
+    }
+    if (!r) {
+        r = free_slot ? free_slot : oldest;
+        if (r == oldest)
+            flush_one(r);
+        memset(r, 0, sizeof *r);
+        snprintf(r->source, sizeof r->source, "%s", src);
+        r->since_ms = now;
+    } else if (now - r->since_ms >= AUDIT_WINDOW_MS || now < r->since_ms) {
+        flush_one(r);
+        r->since_ms = now;
+    }
+    if (r->written < AUDIT_REFUSED_PER_WINDOW) {
+        r->written++;
+        return true;
+    }
+    r->held++;
+    r->last = *c;
+    snprintf(r->why, sizeof r->why, "%s", detail ? detail : "");
+    if (!flush_at_ms || r->since_ms + AUDIT_WINDOW_MS < flush_at_ms)
+        flush_at_ms = r->since_ms + AUDIT_WINDOW_MS;
+    return false;
+}
+
+void audit_caller(const char *action, const caller *c, const char *job_id, const char *detail)
+{
+    int64_t now = now_ms();
+    if (!strcmp(action, "refused") && !refusal_recorded(c, detail, now))
+        return;
+    record_caller(action, c, job_id, detail, now);
+}
+
+int64_t audit_due_ms(void)
+{
+    int64_t due = prune_at_ms ? prune_at_ms : 1;
+    return flush_at_ms && flush_at_ms < due ? flush_at_ms : due;
+}
+
+void audit_tick(int64_t now)
+{
+    if (flush_at_ms && now >= flush_at_ms) {
+        flush_at_ms = 0;
+        for (size_t i = 0; i < AUDIT_SOURCES; i++) {
+            refusals *r = &sources[i];
+            if (!r->source[0] || !r->held)
+                continue;
+            if (now - r->since_ms >= AUDIT_WINDOW_MS || now < r->since_ms) {
+                flush_one(r);
+                r->source[0] = 0;
+            } else if (!flush_at_ms || r->since_ms + AUDIT_WINDOW_MS < flush_at_ms) {
+                flush_at_ms = r->since_ms + AUDIT_WINDOW_MS;
+            }
+        }
+    }
+    if (core.db && now >= prune_at_ms) {
+        jerr e = {0};
+        inserted = 0;
+        int gone = db_audit_prune(core.db, now - (int64_t)core.cfg.audit_keep_days * DAY_MS,
+                                  (int64_t)core.cfg.audit_max_rows, AUDIT_PRUNE_BATCH, &e);
+        if (gone < 0)
+            log_warn("audit: %s", e.msg);
+        else if (gone)
+            log_debug("audit: %d records pruned (audit.keep_days %u, audit.max_rows %llu)", gone,
+                      (unsigned)core.cfg.audit_keep_days, (unsigned long long)core.cfg.audit_max_rows);
+        /* a full batch: more may be left, in the next turn */
+        prune_at_ms = gone == AUDIT_PRUNE_BATCH ? now : now + AUDIT_PRUNE_EVERY_MS;
+    }
+}
+
+void audit_stop(void)
+{
+    for (size_t i = 0; i < AUDIT_SOURCES; i++)
+        if (sources[i].source[0])
+            flush_one(&sources[i]);
+    flush_at_ms = 0;
 }

@@ -1,4 +1,5 @@
-/* The audit trail of GPU use and GPU states (table audit, `rnx audit`, docs/health.md). */
+/* The audit trail of GPU use and GPU states, and of what remote callers did or were refused
+ * (table audit, `rnx audit`, docs/health.md, docs/remote.md). */
 #ifndef JOBLET_AUDIT_H
 #define JOBLET_AUDIT_H
 
@@ -15,5 +16,14 @@ void audit_record(const char *action, int64_t uid, int gpu, const char *job_id, 
 /* One record of what a caller did or was refused (action "api", "refused"): for a caller on
  * the TLS listener, the person, the certificate's serial, the role and the peer address too. */
 void audit_caller(const char *action, const caller *c, const char *job_id, const char *detail);
+/* Refusals ("refused") are recorded one by one up to 10 a minute from one source (a TLS peer's
+ * address, a local uid); past that they are counted, and the count is one record at the minute's
+ * end (audit_tick) or at audit_stop. The trail is kept to audit.keep_days and audit.max_rows,
+ * pruned a bounded batch at a time. */
+/* When audit_tick has work next (ms since the epoch; 1: at once). */
+int64_t audit_due_ms(void);
+void audit_tick(int64_t now);
+/* Records the counts of refusals still held (joblet stops). */
+void audit_stop(void);
 
 #endif

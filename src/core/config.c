@@ -66,6 +66,8 @@ void config_defaults(config *c)
     c->events_max_streams_per_user = 16;
     c->events_max_streams = 256;
     c->history_keep_days = 30;
+    c->audit_keep_days = 365;
+    c->audit_max_rows = 1000000;
     snprintf(c->remote.pki_dir, sizeof c->remote.pki_dir, "/etc/joblet/pki");
     c->remote.handshake_timeout_s = 10;
     c->remote.max_pending = 256;
@@ -172,6 +174,8 @@ static const key keys[] = {
     U64("events.max_streams_per_user", events_max_streams_per_user, 1, 4000),
     U64("events.max_streams", events_max_streams, 1, 4000),
     U64("history.keep_days", history_keep_days, 1, 3650),
+    U64("audit.keep_days", audit_keep_days, 1, 36500),
+    U64("audit.max_rows", audit_max_rows, 1000, 1000000000),
     {"remote.listen", K_LISTEN, 0, 0, 0, 0},
     STR("remote.pki_dir", remote.pki_dir),
     {"remote.users", K_USERS, 0, 0, 0, 0},

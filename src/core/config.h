@@ -99,6 +99,8 @@ typedef struct config {
     uint32_t events_max_streams_per_user; /* events.max_streams_per_user: GET /v1/events open per non-root uid */
     uint32_t events_max_streams;  /* events.max_streams: GET /v1/events open at once, all users */
     uint32_t history_keep_days;   /* history.keep_days: GPU samples kept for the console's History page */
+    uint32_t audit_keep_days;     /* audit.keep_days: audit records kept (audit.h) */
+    uint64_t audit_max_rows;      /* audit.max_rows: at most this many kept, the newest */
     char volumes_mke2fs[256];     /* volumes.mke2fs: "" = /usr/sbin/mke2fs or /sbin/mke2fs */
     char isolation_default[16];   /* isolation.default: native or gvisor (docs/sandbox.md) */
     char isolation_require_gvisor[512]; /* isolation.require_gvisor: users and @groups whose jobs

@@ -36,6 +36,7 @@
 #include "../core/job_launch.h"
 #include "../core/events.h"
 #include "../core/gpu_history.h"
+#include "../core/audit.h"
 #include "../core/job_logs.h"
 #include "../core/orphans.h"
 #include "../core/runtime_build.h"
@@ -168,7 +169,8 @@ static int before_wait(void)
     state_commit();
     if (settle_pending())
         return 0;
-    return until(until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms), state_resync_at_ms());
+    return until(until(until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms), state_resync_at_ms()),
+                 audit_due_ms());
 }
 
 /* After the events of a turn: timers, then the settle step, so requests see a settled state,
@@ -184,6 +186,8 @@ static void after_wake(void)
         if (core.running == 0)
             malloc_trim(0);
     }
+    if (now >= audit_due_ms())
+        audit_tick(now);
     settle();
     state_commit();
     http_run();
@@ -500,6 +504,8 @@ int main(int argc, char **argv)
     events_close_all();
     http_run();
     http_stop();
+    audit_stop(); /* the refusals counted and not yet recorded */
+    state_commit();
     volumes_shutdown();
     job_exec_stop_all();
     job_launch_shutdown();

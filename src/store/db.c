@@ -1005,6 +1005,53 @@ int db_audit(db *d, const audit_rec *a, jerr *e)
     return 0;
 }
 
+/* one statement with up to two int64 parameters, stepped to its end; -1 on an error */
+static int exec_i64(db *d, const char *sql, int64_t a, int64_t b)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_bind_parameter_count(st) >= 1)
+        sqlite3_bind_int64(st, 1, a);
+    if (sqlite3_bind_parameter_count(st) >= 2)
+        sqlite3_bind_int64(st, 2, b);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int db_audit_prune(db *d, int64_t before_ms, int64_t max_rows, int batch, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    int gone = 0;
+    /* older than kept: the oldest first, by the time index, batch at most */
+    if (exec_i64(d, "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE ts_ms < ?1 ORDER BY ts_ms LIMIT ?2)",
+                 before_ms, batch) < 0)
+        return jerr_set(e, EIO, "database: audit: %s", sqlite3_errmsg(d->h));
+    gone += sqlite3_changes(d->h);
+    /* more than max_rows: ids are given in order and only the oldest are ever deleted, so the
+     * span of ids is the count (an upper bound of it; both ends are the rowid's, no scan) */
+    sqlite3_stmt *st;
+    int64_t lo = 0, hi = 0;
+    if (sqlite3_prepare_v2(d->h, "SELECT min(id), max(id) FROM audit", -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: audit: %s", sqlite3_errmsg(d->h));
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        lo = sqlite3_column_int64(st, 0);
+        hi = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (hi && hi - lo + 1 > max_rows && gone < batch) {
+        int64_t below = hi - max_rows + 1;
+        if (below > lo + (batch - gone))
+            below = lo + (batch - gone);
+        if (exec_i64(d, "DELETE FROM audit WHERE id < ?1", below, 0) < 0)
+            return jerr_set(e, EIO, "database: audit: %s", sqlite3_errmsg(d->h));
+        gone += sqlite3_changes(d->h);
+    }
+    return gone;
+}
+
 /* The audit query's filters, ?1 to ?5 (audit_bind). */
 #define AUDIT_WHERE                                                                                     \
     " WHERE (?1 < 0 OR uid = ?1) AND (?2 < 0 OR gpu = ?2) AND ts_ms >= ?3 AND ts_ms <= ?4"             \

@@ -119,6 +119,9 @@ typedef struct audit_rec {
     const char *person, *serial, *role, *peer; /* a caller on the TLS listener; NULL otherwise */
 } audit_rec;
 int db_audit(db *d, const audit_rec *a, jerr *e);
+/* Deletes at most batch of the oldest audit records: those before before_ms, then those past the
+ * newest max_rows. The number deleted (batch: there may be more), -1 on an error. */
+int db_audit_prune(db *d, int64_t before_ms, int64_t max_rows, int batch, jerr *e);
 /* Which audit records: every filter given (uid/gpu -1, job NULL: any); a page of them by record
  * id: before (> 0: ids below it) or after (> 0: ids above it), at most one of the two. */
 typedef struct audit_query {

@@ -115,8 +115,8 @@ def test_connections_without_a_certificate_do_not_push_out_a_holders_handshake()
     pushes the oldest out". Anyone who can reach the port (no certificate: plain TCP connects
     that never say a word) then decides who gets through: one who opens connections faster than
     remote.max_pending per handshake's time closes every other person's connection before its
-    first request. A certificate holder's requests must still be served (remote.max_pending at
-    its least, 16, so that a light flood shows it)."""
+    first request. A certificate holder's requests from another address must still be served
+    (remote.max_pending at its least, 16, so that a light flood shows it)."""
     import threading
     r = Remote(extra="  max_pending: 16\n")
     stop, opened = threading.Event(), [0]
@@ -125,7 +125,9 @@ def test_connections_without_a_certificate_do_not_push_out_a_holders_handshake()
         held = []
         while not stop.is_set():
             try:
-                held.append(socket.create_connection(("127.0.0.1", r.port), timeout=5))
+                # from 127.0.0.2: another address than the person's (127.0.0.1), on loopback
+                held.append(socket.create_connection(("127.0.0.1", r.port), timeout=5,
+                                                     source_address=("127.0.0.2", 0)))
                 opened[0] += 1
             except OSError:
                 pass
@@ -245,3 +247,46 @@ def test_a_certificate_that_expires_while_its_connection_is_open_is_not_served_o
         assert st != 200
     finally:
         s.close()
+
+
+def test_the_trail_counts_a_flood_of_refusals_and_keeps_to_its_bounds():
+    """A flood of refusals from one address is recorded one by one up to 10 a minute, and counted
+    past that: the count is one record (here written as joblet stops), so that every refusal is
+    accounted for. The trail keeps to audit.keep_days and audit.max_rows: at start, 500 records
+    older than kept and 2,500 more than max_rows allow go, the oldest first."""
+    import sqlite3
+    r = Remote(extra="audit:\n  max_rows: 1000\n  keep_days: 30\n")
+    try:
+        before = audit_count(r)
+        req = b"POST /v1/jobs/00000000-0000-0000-0000-000000000000/stop HTTP/1.1\r\nHost: x\r\n\r\n"
+        got, conns = hammer(r, None, req, 100)
+        assert set(got) == {403} and conns == 100
+        one_by_one = audit_count(r) - before
+        r.d.stop()
+        db = sqlite3.connect(f"{r.d.state}/joblet.db", timeout=30)
+        try:
+            counted = [d for (d,) in db.execute("SELECT detail FROM audit WHERE action = 'refused' AND detail LIKE "
+                                                "'% more refusals from 127.0.0.1 %'")]
+            print(f"\n100 refusals: {one_by_one} recorded one by one, then {counted}")
+            assert one_by_one <= 20 and counted, counted
+            assert one_by_one + sum(int(d.split()[0]) for d in counted) == 100, (one_by_one, counted)
+            now = int(time.time() * 1000)
+            rows = [(now - 40 * 86400000, "old") for _ in range(500)] + [(now - 1000 + i // 10, "new") for i in range(2500)]
+            db.executemany("INSERT INTO audit (ts_ms, action, detail) VALUES (?, 'test', ?)", rows)
+            db.commit()
+            newest = db.execute("SELECT max(id) FROM audit").fetchone()[0]
+        finally:
+            db.close()
+        r.d.start()
+        deadline = time.time() + 60
+        while audit_count(r) > 1000 and time.time() < deadline:
+            time.sleep(0.2)
+        db = sqlite3.connect(f"file:{r.d.state}/joblet.db?mode=ro", uri=True, timeout=30)
+        try:
+            n, lo, hi, old = db.execute("SELECT count(*), min(id), max(id), sum(detail = 'old') FROM audit").fetchone()
+        finally:
+            db.close()
+        assert n <= 1000 and not old, (n, old)
+        assert hi >= newest and lo == hi - n + 1, (lo, hi, n, newest)  # the newest kept, none between lost
+    finally:
+        r.close()
