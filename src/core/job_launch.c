@@ -595,11 +595,35 @@ static void adopt_slurm_task(job *j)
         log_err("job %s: %s", j->id, e.msg);
 }
 
+/* A run the previous joblet started and was killed before it committed (no shim in the job's
+ * row), which ended while joblet was down: its shim's end record is in the job's directory
+ * (a requeue removes a run's files before the job goes back to the queue, so a waiting job's
+ * directory has none of its own). Its outcome is the job's: started again, it would run twice
+ * (an array task's command twice, its output twice in its log). A run still going is not
+ * this: orphans.c kills it and the job starts again. true: taken (the job has ended). */
+static bool unrecorded_run_ended(job *j)
+{
+    char dir[700], path[760];
+    jobs_dir_of(j, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s", dir, SHIM_STATUS);
+    if (access(path, F_OK) < 0)
+        return false;
+    job_event(j, JE_RESTARTED, -1, "joblet restarted; a start of it that was not recorded (joblet was killed before "
+                                   "it committed the start) ran and ended while joblet was down: its end is the job's");
+    log_warn("job %s: a run no row records ended while joblet was down; its end is taken (not started again)", j->id);
+    j->holds_room = true;
+    core.running++;
+    finalize(j);
+    return true;
+}
+
 /* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
 void job_launch_adopt_all(void)
 {
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
+        if (!job_state_terminal(j->state) && j->shim_pid <= 0 && unrecorded_run_ended(j))
+            continue;
         if (!job_state_terminal(j->state) && j->shim_pid <= 0)
             job_event(j, JE_RESTARTED, -1, "joblet restarted; the job still waits (%s)", job_state_name(j->state));
         if (job_state_terminal(j->state) || j->shim_pid <= 0)

@@ -200,3 +200,34 @@ def test_a_directory_half_made_when_joblet_was_killed_is_finished_at_launch(fres
     assert job["status"] == "COMPLETED", job
     assert d.output(half, "stdout") == "x\n"
     assert d.wait(none)["status"] == "COMPLETED"
+
+
+def test_a_run_joblet_did_not_record_that_ended_while_it_was_down_is_not_run_again(fresh_daemon):
+    """joblet starts a job (its shim forked, the job's row to be committed at the turn's end) and
+    is killed before that commit: here the database is locked by another process, so no commit
+    of the daemon's goes through, while job B, waiting on A, starts when A ends, runs and ends.
+    After the restart B's row still says it waits; its directory has its shim's end record. B
+    ran once and its end is that run's: it is not started again (its output once)."""
+    import sqlite3
+    d = fresh_daemon()
+    a = d.submit("sleep", "2")
+    b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
+    d.wait_status(a, "RUNNING")
+    lock = sqlite3.connect(os.path.join(d.state, "joblet.db"), timeout=30, isolation_level=None)
+    try:
+        lock.execute("BEGIN IMMEDIATE")  # every commit of the daemon's now fails (busy)
+        status = os.path.join(d.state, "jobs", b, "status.json")
+        deadline = time.time() + 90
+        while not os.path.exists(status) and time.time() < deadline:
+            time.sleep(0.1)
+        assert os.path.exists(status), "job B never ran while the database was locked"
+        d.kill9()
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    d.start()
+    job = d.wait(b, 60)
+    assert job["status"] == "COMPLETED", job
+    assert d.output(b) == "ran\n", f"job {b} ran again after the restart: {d.output(b)!r}"
+    events = d.api("GET", f"/v1/jobs/{b}?detail=1")[1]["detail"]["events"]
+    assert any("ran and ended while joblet was down" in (e.get("detail") or "") for e in events), events
