@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -306,6 +307,21 @@ static const caller *request_caller(struct MHD_Connection *c, const char *method
                           "a new one (joblet cert client)", id->who.person, id->who.serial);
         audit_caller("refused", &id->who, NULL, e->msg);
         id->refused = *e;
+        return NULL;
+    }
+    /* A request a web page made (the browser says so: Origin, or Sec-Fetch-Site other than
+     * "none", a navigation the user typed). joblet's API has neither cookie nor CSRF token: the
+     * caller is the connection, and a browser that holds a client certificate for the TLS
+     * listener would send any page's form or fetch as its person (a job submitted, stopped, a GPU
+     * drained). A browser reaches joblet through rnx console only, which checks both against its
+     * own origin and takes them off (cli/console_gate.c). */
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    const char *site = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-Fetch-Site");
+    if (origin || (site && strcasecmp(site, "none"))) {
+        jerr_http(e, 403, "a request made by a web page (Origin: %.80s, Sec-Fetch-Site: %.20s): a browser reaches "
+                          "joblet through rnx console only (docs/console.md)", origin ? origin : "-", site ? site : "-");
+        if (id->tls)
+            audit_caller("refused", &id->who, NULL, e->msg);
         return NULL;
     }
     char what[160];

@@ -347,9 +347,11 @@ size_t console_gate_rewrite(const char *head, const char *end, char *out, size_t
     int un;
     const char *up = header(head, end, "Upgrade", &ulen, &un);
     bool ws = up && ulen == 9 && !strncasecmp(up, "websocket", 9);
-    /* a WebSocket's Origin (checked here) is taken off: joblet refuses one that carries it */
-    static const char *const dropped[] = {"Cookie:", CONSOLE_KEY_HEADER ":", "Connection:", "Keep-Alive:", "Origin:"};
-    size_t ndropped = sizeof dropped / sizeof dropped[0] - !ws;
+    /* Origin and Sec-Fetch-* (checked here) are taken off: joblet refuses a request that
+     * carries them, a web page's (http.c) */
+    static const char *const dropped[] = {"Cookie:", CONSOLE_KEY_HEADER ":", "Connection:", "Keep-Alive:", "Origin:",
+                                          "Sec-Fetch-"};
+    size_t ndropped = sizeof dropped / sizeof dropped[0];
     for (const char *line = eol + 2; line < end + 2;) {
         const char *le = strstr(line, "\r\n");
         bool drop = false;

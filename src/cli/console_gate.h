@@ -67,10 +67,11 @@ void console_gate_sign_in(const console_secrets *s, char *out, size_t cap);
 long long console_gate_body_length(const char *head, const char *end);
 
 /* The head joblet gets (end: where "\r\n\r\n" starts): the request line without the
- * console_key query parameter; without the Cookie, X-Console-Key, Connection and Keep-Alive
- * lines; ending with "Connection: close" and the blank line (a WebSocket's: the ticket and
- * the Origin taken off too, and "Connection: Upgrade"). Its length; 0 when it does not
- * fit in cap. */
+ * console_key query parameter; without the Cookie, X-Console-Key, Connection, Keep-Alive,
+ * Origin and Sec-Fetch-* lines (checked here; joblet refuses a request that carries Origin or
+ * a Sec-Fetch-Site, a web page's); ending with "Connection: close" and the blank line (a
+ * WebSocket's: the ticket taken off too, and "Connection: Upgrade"). Its length; 0 when it does
+ * not fit in cap. */
 size_t console_gate_rewrite(const char *head, const char *end, char *out, size_t cap);
 
 /* Whether s (len bytes) is the secret, in time that does not depend on where they differ. */

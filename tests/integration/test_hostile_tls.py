@@ -290,3 +290,37 @@ def test_the_trail_counts_a_flood_of_refusals_and_keeps_to_its_bounds():
         assert hi >= newest and lo == hi - n + 1, (lo, hi, n, newest)  # the newest kept, none between lost
     finally:
         r.close()
+
+
+@pytest.mark.parametrize("headers", [
+    {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"},
+    {"Origin": "null", "Content-Type": "text/plain"},                       # a sandboxed iframe's form
+    {"Sec-Fetch-Site": "same-site", "Content-Type": "application/x-www-form-urlencoded"},
+])
+def test_a_web_page_cannot_use_a_browsers_certificate_to_act(remote, headers):
+    """A browser that holds a client certificate for the listener sends any page's form or
+    fetch(no-cors) with it: a text/plain body that is JSON once the form's "=" is taken as part
+    of a string. joblet's API has no cookie and no token to tell the person's own requests from
+    a page's: a request a page made (Origin, Sec-Fetch-Site) is refused; rnx and curl send
+    neither, and rnx console takes them off after checking them."""
+    import http.client
+    body = '{"name":"csrf","command":"/bin/sh","args":["-c","echo csrf-ran #' + "=" + '"]}\r\n'
+    c = http.client.HTTPSConnection("127.0.0.1", remote.port, context=remote.ctx("developer"), timeout=60)
+    try:
+        c.request("POST", "/v1/jobs", body=body.encode(), headers=headers)
+        resp = c.getresponse()
+        answer = resp.read().decode(errors="replace")
+    finally:
+        c.close()
+    print(f"\n{headers}: {resp.status} {answer[:160]}")
+    assert resp.status == 403, answer
+    assert "rnx console" in answer
+    listed = [j for j in remote.api("developer", "GET", "/v1/jobs")[1].get("jobs", []) if j.get("name") == "csrf"]
+    assert not listed, listed
+    # a navigation the person typed (Sec-Fetch-Site: none, no Origin) reads as before
+    c = http.client.HTTPSConnection("127.0.0.1", remote.port, context=remote.ctx("developer"), timeout=60)
+    try:
+        c.request("GET", "/v1/version", headers={"Sec-Fetch-Site": "none"})
+        assert c.getresponse().status == 200
+    finally:
+        c.close()

@@ -228,7 +228,8 @@ static void test_rewrite(void **state)
     (void)state;
     char out[1024];
     const char *head = "GET /v1/events?a=1&console_key=" KEY "&b=2 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n" JAR
-                       "X-Console-Key: " KEY "\r\nconnection: keep-alive\r\nKeep-Alive: 5\r\nAccept: */*\r\n\r\nBODY";
+                       "X-Console-Key: " KEY "\r\nconnection: keep-alive\r\nKeep-Alive: 5\r\nAccept: */*\r\n"
+                       "Origin: http://127.0.0.1:8080\r\nSec-Fetch-Site: same-origin\r\nsec-fetch-mode: cors\r\n\r\nBODY";
     size_t n = console_gate_rewrite(head, strstr(head, "\r\n\r\n"), out, sizeof out);
     assert_true(n > 0);
     out[n] = 0;
