@@ -130,8 +130,7 @@ enum MHD_Result routes_volume(request *r, const char *name)
     if (name && (get || del)) {
         const volume *v = volumes_find(name);
         if (v && !volumes_allowed(v, &r->who) && get)
-            jerr_http(&e, 403, "volume '%.80s' belongs to uid %u; only its owner, root and admins may see it", name,
-                      (unsigned)v->owner_uid);
+            jerr_http(&e, 403, "volume '%.80s' is another user's; only its owner, root and admins may see it", name);
         else if (!v && get)
             jerr_http(&e, 404, "no volume '%.80s' (rnx volume list shows yours)", name);
         else if (get)

@@ -219,12 +219,14 @@ static bool required(uid_t uid, gid_t gid, char *rule, size_t len)
     char uname[64] = "";
     if (pw)
         snprintf(uname, sizeof uname, "%s", pw->pw_name);
-    gid_t groups[256];
-    int ng = ARRAY_LEN(groups);
-    if (!pw || getgrouplist(pw->pw_name, gid, groups, &ng) < 0) {
-        groups[0] = gid;
-        ng = 1;
-    }
+    /* the account's groups (its login group and those that list it), and the group it asks with:
+     * a rule is a restriction, so a user who switched groups (sg, newgrp) is still its login
+     * group's member (with gid alone, `sg other rnx job run` left an @login-group rule behind) */
+    gid_t groups[257];
+    int ng = ARRAY_LEN(groups) - 1;
+    if (!pw || getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0)
+        ng = 0;
+    groups[ng++] = gid;
     for (char *save = NULL, *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
         bool hit = false;
         if (t[0] == '@') {

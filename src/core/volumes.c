@@ -561,8 +561,8 @@ static int check_request(const volume_req *rq, uid_t uid, jerr *e)
 static int existing(volume *v, const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e)
 {
     if (v->owner_uid != uid)
-        return refuse(e, 409, "name", "name: volume '%s' exists and belongs to uid %u; choose another name", v->name,
-                         (unsigned)v->owner_uid);
+        return refuse(e, 409, "name", "name: volume '%s' exists and is another user's (volume names are one for the "
+                                      "machine); choose another name", v->name);
     if (v->type != rq->type || v->size_mb != rq->size_mb)
         return refuse(e, 409, "name", "name: volume '%s' exists as a %s volume of %llu MB, not %s of %llu MB; remove it "
                                       "first (rnx volume remove %s) or choose another name",
@@ -823,8 +823,8 @@ int volumes_remove(const char *name, const caller *who, jerr *e)
     if (!v)
         return jerr_http(e, 404, "no volume '%.80s' (rnx volume list shows yours)", name);
     if (!volumes_allowed(v, who))
-        return jerr_http(e, 403, "volume '%s' belongs to uid %u; only its owner, root and admins (server.admin_group) "
-                                 "may remove it", name, (unsigned)v->owner_uid);
+        return jerr_http(e, 403, "volume '%s' is another user's; only its owner, root and admins (server.admin_group) "
+                                 "may remove it", name);
     if (v->state == VOLUME_CREATING)
         return jerr_http(e, 409, "volume '%s' is being created; remove it once rnx volume create has returned", name);
     size_t n = volumes_jobs(v, NULL, 0);
@@ -881,9 +881,9 @@ int volumes_check(job_req *req, const caller *as, jerr *e)
                                             "--size=1GB) or use one of yours (rnx volume list)",
                               name, name);
         if (!volumes_allowed(v, as))
-            return refuse(e, 403, "volumes", "volumes: volume '%s' belongs to uid %u; only its owner, root and admins "
+            return refuse(e, 403, "volumes", "volumes: volume '%s' is another user's; only its owner, root and admins "
                                      "(server.admin_group) may use it (rnx volume list shows yours)",
-                             name, (unsigned)v->owner_uid);
+                             name);
         if (v->state == VOLUME_CREATING)
             return refuse(e, 409, "volumes", "volumes: volume '%s' is still being created; submit once rnx volume create has "
                                      "returned", name);

@@ -192,6 +192,10 @@ def test_require_gvisor_by_group(fresh_daemon):
     d = fresh_daemon("isolation:\n  require_gvisor: \"someone-else, @nogroup\"\n")
     p = rnx_as(d, 65534, "job", "run", "--isolation=native", "true")
     assert p.returncode == 1 and "isolation.require_gvisor lists '@nogroup'" in p.stderr, p.stderr
+    # asking with another group (sg, newgrp: here gid 100) leaves nobody a member of its login
+    # group all the same (before, only the group it asked with was looked at)
+    p = rnx_as(d, (65534, 100), "job", "run", "--isolation=native", "true")
+    assert p.returncode == 1 and "isolation.require_gvisor lists '@nogroup'" in p.stderr, (p.returncode, p.stderr)
 
 
 @needs_runsc

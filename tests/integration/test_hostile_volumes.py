@@ -87,7 +87,7 @@ def test_a_pending_upload_is_a_user_of_its_volume(fresh_daemon):
         assert code == 409 and "upload" in err["error"]["message"], (code, err)
     # so its name cannot pass to alice
     code, err = api_as(d, ALICE, "POST", "/v1/volumes", {"name": "handoff", "size_mb": 4, "type": "memory"})
-    assert code == 409 and "belongs to uid 4341" in err["error"]["message"], (code, err)
+    assert code == 409 and "exists and is another user's" in err["error"]["message"], (code, err)
     code, j = api_as(d, BOB, "PUT", upload, b"1", ctype=None)
     assert code == 201, j
     assert wait_job(d, BOB, j["id"])["status"] == "COMPLETED"
