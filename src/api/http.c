@@ -93,6 +93,11 @@ static void tls_conns_remove(conn_id *id)
         id->tls_next->tls_prev = id->tls_prev;
 }
 
+/* The earliest notAfter (ms, plus a second: a certificate is good through its notAfter) of the
+ * TLS connections open: then those past theirs are closed, streams and terminals included
+ * (expire_certificates); 0 when none is known. */
+static int64_t next_expiry_ms;
+
 /* TLS connections not yet past their first request, oldest first. */
 static struct {
     conn_id *head, *tail;
@@ -616,6 +621,8 @@ static bool conn_identify(struct MHD_Connection *c, conn_id *id)
     snprintf(id->who.peer, sizeof id->who.peer, "%s", seen.peer);
     id->peer = tls_peer_keep((gnutls_session_t)ti->tls_session);
     id->not_after = tls_peer_not_after(id->peer);
+    if (id->not_after && (!next_expiry_ms || id->not_after * 1000 + 1000 < next_expiry_ms))
+        next_expiry_ms = id->not_after * 1000 + 1000;
     if (!conn_count(id)) {
         jerr_http(e, 429, "%s has %u connections open already (server.max_connections_per_user): close some", 
                   id->who.person, per_user_cap);
@@ -863,11 +870,39 @@ int http_reload_remote(jerr *e)
     return 0;
 }
 
+/* Connections whose certificate expired while they were open: a log followed, a terminal, an
+ * exec: closed as a reload closes a revoked one's (a request of one is refused at once:
+ * request_caller). */
+static void expire_certificates(int64_t now)
+{
+    next_expiry_ms = 0;
+    unsigned closed = 0;
+    for (conn_id *id = tls_conns; id; id = id->tls_next) {
+        if (!id->known || !id->not_after || id->refused.msg[0])
+            continue;
+        int64_t at = id->not_after * 1000 + 1000;
+        if (now < at) {
+            if (!next_expiry_ms || at < next_expiry_ms)
+                next_expiry_ms = at;
+            continue;
+        }
+        shutdown(id->fd, SHUT_RDWR);
+        audit_caller("closed", &id->who, NULL, "its certificate expired");
+        jerr_http(&id->refused, 403, "the client certificate of %s (serial %s) expired while its connection was open: "
+                                     "make a new one (joblet cert client)", id->who.person, id->who.serial);
+        closed++;
+    }
+    if (closed)
+        log_info("remote: %u connection%s of expired certificates closed", closed, closed == 1 ? "" : "s");
+}
+
 void http_run(void)
 {
     int64_t now = now_ms();
     incoming_expire(now);
     pending_expire(now);
+    if (next_expiry_ms && now >= next_expiry_ms)
+        expire_certificates(now);
     /* (an upgraded TLS connection's bytes do not go through libmicrohttpd: attach.c, tls.h) */
     for (unsigned i = 0; i < nservers; i++)
         MHD_run(servers[i].mhd);
@@ -892,6 +927,7 @@ int http_timeout_ms(void)
             ms = t > 60000 ? 60000 : (int)t;
     }
     ms = until_deadline(ms, incoming_next_deadline());
+    ms = until_deadline(ms, next_expiry_ms);
     return until_deadline(ms, pending.head ? pending.head->since_ms + pending.timeout_ms : 0);
 }
 

@@ -324,3 +324,43 @@ def test_a_web_page_cannot_use_a_browsers_certificate_to_act(remote, headers):
         assert c.getresponse().status == 200
     finally:
         c.close()
+
+
+def test_a_stream_opened_before_its_certificate_expired_is_closed_when_it_does(remote):
+    """A request is refused once its connection's certificate expired; a stream opened before
+    (the event stream here; a log followed, a terminal the same) was served on until the next
+    reload. It is closed at the certificate's notAfter, and the audit trail says so."""
+    import datetime
+    end = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=8)
+    lines = [f'cn = "{remote.person["developer"]}"', 'unit = "developer"', "signing_key", "tls_www_client",
+             'activation_date = "2020-01-01 00:00:00 UTC"',
+             f'expiration_date = "{end.strftime("%Y-%m-%d %H:%M:%S")} UTC"']
+    certs._signed(remote.pki, "short-lived-stream", lines)
+    s = keepalive(remote, "short-lived-stream")
+    try:
+        s.sendall(b"GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(65536)
+            assert chunk, head
+            head += chunk
+        assert head.split()[1] == b"200", head
+        s.settimeout(1)
+        closed_at = None
+        deadline = time.time() + 40
+        while time.time() < deadline and closed_at is None:
+            try:
+                if not s.recv(65536):
+                    closed_at = datetime.datetime.now(datetime.timezone.utc)
+            except socket.timeout:
+                continue
+            except (OSError, ssl.SSLError):
+                closed_at = datetime.datetime.now(datetime.timezone.utc)
+        print(f"\nthe certificate expired at {end:%H:%M:%S}; its event stream closed at "
+              f"{closed_at and closed_at.strftime('%H:%M:%S')}")
+        assert closed_at is not None, "the event stream of an expired certificate was still open 30 s after"
+        assert closed_at >= end.replace(microsecond=0), (closed_at, end)
+    finally:
+        s.close()
+    recs = [r for r in remote.audit() if r["action"] == "closed" and "expired" in (r.get("detail") or "")]
+    assert recs, "no audit record of the closed stream"
