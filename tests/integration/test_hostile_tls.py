@@ -1,8 +1,6 @@
 """Hostile certificate holders on the TLS listener (docs/remote.md): what one request or one
 connection may make the daemon keep, and whom it may act as. Real clients (Python's ssl) on
 127.0.0.1 only; certificates from certtool (certs.py)."""
-import json
-import os
 import socket
 import ssl
 import time
@@ -35,6 +33,25 @@ def keepalive(r, who):
     return r.ctx(who).wrap_socket(raw, server_hostname="127.0.0.1")
 
 
+def read_answer(s, buf=b""):
+    """One answer read from s (buf: what was read of it already): (its status, whether it closes
+    the connection, what was read beyond it). ConnectionError when s ends before it does."""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError
+        buf += chunk
+    head, buf = buf.split(b"\r\n\r\n", 1)
+    lines = head.split(b"\r\n")
+    k = next((int(l.split(b":")[1]) for l in lines if l.lower().startswith(b"content-length:")), 0)
+    while len(buf) < k:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError
+        buf += chunk
+    return int(lines[0].split()[1]), any(l.lower() == b"connection: close" for l in lines), buf[k:]
+
+
 def hammer(r, who, req, n):
     """Sends req n times, one after the other on a keep-alive connection (a new one whenever
     joblet closes it); the statuses, and how many connections it took."""
@@ -44,22 +61,9 @@ def hammer(r, who, req, n):
             s, buf, conns = keepalive(r, who), b"", conns + 1
         s.sendall(req)
         try:
-            while b"\r\n\r\n" not in buf:
-                chunk = s.recv(65536)
-                if not chunk:
-                    raise ConnectionError
-                buf += chunk
-            head, buf = buf.split(b"\r\n\r\n", 1)
-            lines = head.split(b"\r\n")
-            statuses.append(int(lines[0].split()[1]))
-            k = next((int(l.split(b":")[1]) for l in lines if l.lower().startswith(b"content-length:")), 0)
-            while len(buf) < k:
-                chunk = s.recv(65536)
-                if not chunk:
-                    raise ConnectionError
-                buf += chunk
-            buf = buf[k:]
-            if any(l.lower() == b"connection: close" for l in lines):
+            st, closes, buf = read_answer(s, buf)
+            statuses.append(st)
+            if closes:
                 raise ConnectionError
         except (ConnectionError, ssl.SSLError):
             s.close()
@@ -222,18 +226,11 @@ def test_a_certificate_that_expires_while_its_connection_is_open_is_not_served_o
     req = b"GET /v1/whoami HTTP/1.1\r\nHost: x\r\n\r\n"
 
     def ask():
-        s.sendall(req)
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            chunk = s.recv(65536)
-            if not chunk:
-                return None
-            buf += chunk
-        head, rest = buf.split(b"\r\n\r\n", 1)
-        n = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
-        while len(rest) < n:
-            rest += s.recv(65536)
-        return int(head.split()[1])
+        try:
+            s.sendall(req)
+            return read_answer(s)[0]
+        except (ConnectionError, ssl.SSLError, OSError):
+            return None  # closed: at its certificate's notAfter
 
     try:
         assert ask() == 200
