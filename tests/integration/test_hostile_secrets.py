@@ -81,3 +81,53 @@ def test_a_job_whose_command_went_away_keeps_its_secret_path_out_of_its_error_an
         if os.path.exists(p):
             with open(p, "rb") as fh:
                 assert tail.encode() not in fh.read(), f"{f} holds the secret PATH in clear"
+
+
+def _cmdline_seen_by_another_user(d, argv, secrets, shown):
+    """rnx run as OWNER with argv (it follows a job that prints its secrets A.B... and sleeps):
+    what OTHER reads of rnx's command line while the job runs; the job's first line of output."""
+    import subprocess
+    import time
+    from conftest import BUILD, setpriv, wait_for
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    p = subprocess.Popen([*setpriv(OWNER), os.path.join(BUILD, "rnx"), *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        # the job runs (rnx is past its flags): what another user reads of rnx's command line now
+        wait_for(lambda: [j for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j["status"] == "RUNNING"],
+                 "the job running", timeout=60)
+        time.sleep(0.3)
+        seen = subprocess.run([*setpriv(OTHER), "cat", f"/proc/{p.pid}/cmdline"], capture_output=True)
+        assert seen.returncode == 0, seen.stderr
+        cmdline = seen.stdout.replace(b"\0", b" ").decode(errors="replace")
+        assert shown in cmdline, cmdline   # the same process, read
+        leaked = [s for s in secrets if s in cmdline]
+    finally:
+        for j in d.api("GET", "/v1/jobs")[1]["jobs"]:
+            d.api("POST", f"/v1/jobs/{j['id']}/kill")
+        out, err = p.communicate(timeout=60)
+    for j in d.api("GET", "/v1/jobs")[1]["jobs"]:
+        d.api("DELETE", f"/v1/jobs/{j['id']}")
+    return cmdline, leaked, (out.splitlines() or [""])[0]
+
+
+def test_a_secret_given_to_rnx_is_not_on_its_command_line_for_others_to_read(fresh_daemon):
+    """`rnx job run -s TOKEN=value` (also --secret-env=TOKEN=value, -sTOKEN=value), and `rnx job
+    batch --secret-env`: rnx's own command line is readable by every local user
+    (/proc/PID/cmdline, ps) for as long as rnx runs, with --follow the job's whole life. The value
+    stayed there; now rnx overwrites it in place once the request holds its copy, and the job
+    still gets it."""
+    d = fresh_daemon()
+    secrets = ["argv-s3cr3t-" + os.urandom(6).hex() for _ in range(3)]
+    cmdline, leaked, first = _cmdline_seen_by_another_user(
+        d, ["job", "run", "--follow", "-s", f"A={secrets[0]}", f"--secret-env=B={secrets[1]}", f"-sC={secrets[2]}",
+            "sh", "-c", 'echo "$A.$B.$C"; sleep 30'], secrets, "A=")
+    assert not leaked, cmdline
+    assert first == ".".join(secrets)
+    secrets = ["batch-s3cr3t-" + os.urandom(6).hex() for _ in range(2)]
+    cmdline, leaked, first = _cmdline_seen_by_another_user(
+        d, ["job", "batch", "--follow", "--secret-env", f"A={secrets[0]}", f"--secret-env=B={secrets[1]}",
+            "--wrap", 'echo "$A.$B"; sleep 30'], secrets, "A=")
+    assert not leaked, cmdline
+    assert first == ".".join(secrets)
