@@ -891,6 +891,16 @@ static int run_terminal_flags(run_req *r)
     return 0;
 }
 
+/* A -s/--secret-env value on rnx's own command line, which every local user reads
+ * (/proc/PID/cmdline, ps) for as long as rnx runs (with --follow, the job's life): overwritten in
+ * place once the request holds its copy (run_flag), leaving NAME= and the value's length. */
+static void run_scrub_secret(char *arg)
+{
+    char *eq = arg ? strchr(arg, '=') : NULL;
+    if (eq)
+        memset(eq + 1, '*', strlen(eq + 1));
+}
+
 static int job_run(rnx_ctx *ctx, int argc, char **argv)
 {
     struct option opts[JR_N + 8];
@@ -910,6 +920,8 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
             rc = -1;
         } else {
             rc = run_flag(&r, c, optarg);
+            if (c == 's')
+                run_scrub_secret(optarg);
         }
     }
     if (rc == 0)

@@ -629,13 +629,27 @@ static int option(sbatch_plan *p, char *const *words, int n, int line, time_t no
     }
     if (value && !arg)
         return jerr_input(e, name, "%s--%s takes no value", at, name);
+    /* a secret's value is not shown where a refusal names the option: NAME=*** */
+    bool secret = rnx && value && !strcmp(name, "secret-env");
+    int shown = secret ? (int)strcspn(value, "=") : 64;
     char where[160];
     if (line)
-        snprintf(where, sizeof where, "line %d: #SBATCH --%s%s%.64s", line, name, value ? "=" : "", value ? value : "");
+        snprintf(where, sizeof where, "line %d: #SBATCH --%s%s%.*s%s", line, name, value ? "=" : "", shown,
+                 value ? value : "", secret ? "=***" : "");
     else
-        snprintf(where, sizeof where, "--%s%s%.64s", name, value ? "=" : "", value ? value : "");
+        snprintf(where, sizeof where, "--%s%s%.*s%s", name, value ? "=" : "", shown, value ? value : "",
+                 secret ? "=***" : "");
     if (rnx) {
         add_rnx(p, value ? xprintf("--%s=%s", name, value) : xprintf("--%s", name), where);
+        /* and, on rnx's command line, which every local user reads (/proc/PID/cmdline) while rnx
+         * runs, overwritten in place now that the plan holds its copy (a #SBATCH line's words
+         * are a copy of the line, scrubbed to no harm) */
+        if (secret) {
+            char *v = used == 2 ? words[1] : words[0] + (value - w);
+            char *eq = strchr(v, '=');
+            if (eq)
+                memset(eq + 1, '*', strlen(eq + 1));
+        }
         return used;
     }
     if (o->kind == K_WRAP && line)

@@ -184,6 +184,17 @@ static void alternatives(const job_req *req, const root *r, const char *list, co
     free(names);
 }
 
+/* The PATH a refusal names: the job's own, or "its secret PATH" when that is a secret_env value
+ * (never returned by an endpoint nor logged: the refusal is both the 400 and, for a job that
+ * fails at its start, its stored `error` and a log line). */
+static void shown_path(const job_req *req, const char *list, char *out, size_t n)
+{
+    if (jobreq_env_get(req, true, "PATH"))
+        snprintf(out, n, "its secret PATH (secret_env, not shown)");
+    else
+        snprintf(out, n, "PATH=%.400s", list);
+}
+
 static int refuse_missing(const job_req *req, const root *r, const char *list, const char *workdir, jerr *e)
 {
     const char *name = req->command;
@@ -209,8 +220,10 @@ static int refuse_missing(const job_req *req, const root *r, const char *list, c
         snprintf(also + l, sizeof also - l, "; the runtime%s %s ha%s '%.64s' (--runtime; rnx runtime list)",
                  many ? "s" : "", rts, many ? "ve" : "s", name);
     }
-    return jerr_field(e, "command", "command: '%.200s' is not found in the job's root (%s) along PATH=%.400s%s", name,
-                      in, list, also);
+    char along_path[450];
+    shown_path(req, list, along_path, sizeof along_path);
+    return jerr_field(e, "command", "command: '%.200s' is not found in the job's root (%s) along %s%s", name, in,
+                      along_path, also);
 }
 
 static int refuse_noexec(const char *name, const char *where, jerr *e)
@@ -272,6 +285,7 @@ int cmdcheck_resolve(job_req *req, jerr *e)
             return jerr_sys(e, "runtime '%s': %s", rt->name, rt->root);
     }
     char where[4200] = "";
+    bool along_secret = false;
     enum found f;
     if (strchr(req->command, '/')) {
         if (cmdpath_normalize(workdir, req->command, where, sizeof where) < 0)
@@ -282,6 +296,8 @@ int cmdcheck_resolve(job_req *req, jerr *e)
         f = along(req, &r, list, workdir, req->command, where, sizeof where);
         if (f == MISSING && in_toolkits(req, req->command))
             f = FOUND;
+        /* found unexecutable along a secret PATH: where names one of its directories */
+        along_secret = f == NOEXEC && jobreq_env_get(req, true, "PATH");
         /* an uploaded program named as a word: exec would not look in /work, so it runs by its
          * path, which the job then shows */
         enum found up = f == MISSING ? in_uploads(req, req->command) : MISSING;
@@ -301,7 +317,7 @@ int cmdcheck_resolve(job_req *req, jerr *e)
     if (f == MISSING)
         rc = refuse_missing(req, &r, list, workdir, e);
     else if (f == NOEXEC)
-        rc = refuse_noexec(req->command, where, e);
+        rc = refuse_noexec(req->command, along_secret ? "found along its secret PATH" : where, e);
     if (r.fd >= 0)
         close(r.fd);
     return rc;

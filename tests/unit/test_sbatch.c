@@ -268,8 +268,9 @@ static void test_what_rnx_refuses_names_the_line(void **state)
         {"--chdir=rel", "line 3: #SBATCH --chdir=rel: 'rel' must be an absolute path without '..' (e.g. /work/src)"},
         {"--export=A=1,A=2", "line 3: #SBATCH --export=A=1,A=2: 'A' is given twice"},
         {"--env=A", "line 3: #SBATCH --env=A: 'A' is not KEY=VALUE"},
-        {"--secret-env=1A=x", "line 3: #SBATCH --secret-env=1A=x: '1A' is not a valid variable name; use letters, "
-                              "digits and '_', not starting with a digit"},
+        /* a secret's value is not shown */
+        {"--secret-env=1A=hush", "line 3: #SBATCH --secret-env=1A=***: '1A' is not a valid variable name; use "
+                                 "letters, digits and '_', not starting with a digit"},
         {"--max-memory=lots", "line 3: #SBATCH --max-memory=lots: 'lots' is not a size of at least 4 MB; use "
                               "megabytes (4096) or a unit: 4096MB, 8GB"},
         {"--cross-numa=maybe", "line 3: #SBATCH --cross-numa=maybe: 'maybe' must be yes or no (true or false)"},
