@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include "../common/jsonx.h"
@@ -253,6 +254,15 @@ db *db_open(const char *path, jerr *e)
         goto fail;
     }
     sqlite3_busy_timeout(d->h, 5000);
+    /* root's alone (the state directory is 0700 too): SQLite makes the -wal and -shm files with
+     * the database's mode, and a database copied out or a directory made 0755 by hand would
+     * otherwise show every job's row to every user */
+    for (int i = 0; i < 3; i++) { /* (and those an older joblet left 0644) */
+        char f[4200];
+        snprintf(f, sizeof f, "%s%s", path, i == 0 ? "" : i == 1 ? "-wal" : "-shm");
+        if (chmod(f, 0600) < 0 && errno != ENOENT)
+            log_warn("cannot make %s 0600: %s", f, strerror(errno));
+    }
     if (refuse_newer(d, path, e) < 0)
         goto fail;
     /* WAL + NORMAL: a commit survives a crash of joblet (the WAL is in the page cache);

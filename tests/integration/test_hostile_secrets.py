@@ -131,3 +131,21 @@ def test_a_secret_given_to_rnx_is_not_on_its_command_line_for_others_to_read(fre
             "--wrap", 'echo "$A.$B"; sleep 30'], secrets, "A=")
     assert not leaked, cmdline
     assert first == ".".join(secrets)
+
+
+def test_the_database_files_are_roots_alone(fresh_daemon):
+    """joblet.db and its -wal and -shm hold every job's row: 0600, not 0644 (SQLite makes the
+    -wal and -shm with the database's mode), whatever the state directory's mode; an older
+    joblet's 0644 files are made 0600 at the start."""
+    import stat
+    d = fresh_daemon()
+    d.submit("true")
+    db = os.path.join(d.state, "joblet.db")
+    d.stop()
+    for f in (db, db + "-wal", db + "-shm"):
+        if os.path.exists(f):
+            os.chmod(f, 0o644)
+    d.start()
+    d.submit("true")
+    modes = {f: oct(stat.S_IMODE(os.stat(f).st_mode)) for f in (db, db + "-wal", db + "-shm") if os.path.exists(f)}
+    assert modes and all(m == "0o600" for m in modes.values()), modes
