@@ -245,6 +245,10 @@ static int launch(job *j, const job_given *g, jerr *e)
         j->state = JS_QUEUED; /* started again: QUEUED until its command runs, as the first time */
     free(j->end_reason);      /* "preempted" described the last run; preemptions keeps the count */
     j->end_reason = NULL;
+    /* checked at submission, maybe long ago: what the machine's configuration requires of its
+     * owner now (isolation.require_gvisor added since, a joblet restarted with it) */
+    if (isolation_recheck(&j->req, j->owner_uid, j->owner_gid, e) < 0)
+        return -1;
     if (job_dirs_ensure(j, e) < 0) /* made now if the turns since its submission have not */
         return -1;
     /* gVisor: a host uid of its own for the sandbox (exec/oci.h), looked for from the other half
