@@ -6,7 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/openat2.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +338,64 @@ static int devices_to_gpus(job_req *req, jerr *e)
     return rc;
 }
 
+/* Whether gid is one of the account's groups: its login group or one that lists it. */
+static bool account_has_group(const struct passwd *pw, gid_t gid)
+{
+    if (pw->pw_gid == gid)
+        return true;
+    gid_t groups[257];
+    int ng = ARRAY_LEN(groups);
+    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0)
+        return false; /* (more than fit: not found among those that did) */
+    for (int i = 0; i < ng; i++)
+        if (groups[i] == gid)
+            return true;
+    return false;
+}
+
+/* The account uid submits as, pinned in the request (account_pin): its name, and gid when it is
+ * one of the account's groups (as sg or newgrp gives it); none for a uid without an account. */
+static void pin_account(job_req *req, uid_t uid, gid_t gid)
+{
+    struct passwd *pw = getpwuid(uid);
+    char pin[300];
+    if (!pw || strlen(pw->pw_name) > 255 || strchr(pw->pw_name, ':')) {
+        jobreq_set_str(req, JR_ACCOUNT_PIN, NULL);
+        return;
+    }
+    if (account_has_group(pw, gid))
+        snprintf(pin, sizeof pin, "%s:%u", pw->pw_name, (unsigned)gid);
+    else
+        snprintf(pin, sizeof pin, "%s", pw->pw_name);
+    jobreq_set_str(req, JR_ACCOUNT_PIN, pin);
+}
+
+int submit_verify_account(const job *j, jerr *e)
+{
+    const char *pin = j->req.account_pin;
+    if (!pin || !*pin)
+        return 0;
+    char name[300];
+    snprintf(name, sizeof name, "%s", pin);
+    char *colon = strchr(name, ':');
+    if (colon)
+        *colon = 0;
+    struct passwd *pw = getpwuid(j->owner_uid);
+    if (!pw || strcmp(pw->pw_name, name)) {
+        if (pw)
+            return jerr_http(e, 403, "the account '%s' that submitted the job is gone: uid %u is account '%s' now; "
+                                     "the job does not run as another account",
+                             name, (unsigned)j->owner_uid, pw->pw_name);
+        return jerr_http(e, 403, "the account '%s' (uid %u) that submitted the job is gone", name,
+                         (unsigned)j->owner_uid);
+    }
+    if (colon && !account_has_group(pw, j->owner_gid))
+        return jerr_http(e, 403, "account '%s' (uid %u) is no longer a member of group %u, which the job was submitted "
+                                 "with; the job does not run with it (submit it again)",
+                         name, (unsigned)j->owner_uid, (unsigned)j->owner_gid);
+    return 0;
+}
+
 int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
 {
     uid_t caller_uid = who->uid;
@@ -356,6 +416,7 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
     }
     *si = (submit_info){0};
     si->sched_ms = req->schedule_ms;
+    pin_account(req, caller_uid, caller_gid);
     bool by_cdi = req->ndevices && !req->ngpu_ids;   /* gpu_ids will be the devices' */
     if (devices_to_gpus(req, e) < 0)
         return -1;

@@ -3,6 +3,7 @@ hold) starts, maybe hours later and after joblet was restarted with another conf
 the machine's people took away since (isolation.require_gvisor added for the user) is not used."""
 import os
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -78,3 +79,89 @@ def test_array_tasks_made_after_require_gvisor_do_not_run_native(fresh_daemon):
     assert tasks, lst
     for t in tasks:
         assert d.output(t["id"]).strip() != host_kernel(), f"task {t} ran natively after require_gvisor named its user"
+
+
+@pytest.fixture
+def member():
+    """A local user (useradd) and a group (groupadd) it is a member of, both removed after the test:
+    (user name, uid, group name, gid)."""
+    if not shutil.which("useradd") or not shutil.which("groupadd") or not shutil.which("gpasswd"):
+        pytest.skip("useradd, groupadd and gpasswd are needed")
+    name, group = "jhr" + os.urandom(4).hex(), "jhrg" + os.urandom(3).hex()
+    subprocess.run(["groupadd", group], check=True, capture_output=True)
+    subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", "-G", group, name],
+                   check=True, capture_output=True)
+    try:
+        uid = int(subprocess.run(["id", "-u", name], check=True, capture_output=True, text=True).stdout)
+        gid = int(subprocess.run(["getent", "group", group], check=True, capture_output=True,
+                                 text=True).stdout.split(":")[2])
+        yield name, uid, group, gid
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+        subprocess.run(["groupdel", group], check=False, capture_output=True)
+
+
+def test_held_job_does_not_run_with_a_group_its_owner_has_left(fresh_daemon, member):
+    # the user submits as a member of a project group (sg GROUP rnx ...: its gid is the job's),
+    # held; the machine's people take it out of the group; released, the job must not run with
+    # that group's gid (its files are no longer the user's to read)
+    name, uid, group, gid = member
+    d = fresh_daemon()
+    os.chmod(d.dir, 0o755)
+    code, job = api_as(d, (uid, gid), "POST", "/v1/jobs", {"command": "id", "args": ["-g"], "hold": True})
+    assert code == 201, job
+    jid = job["id"]
+    subprocess.run(["gpasswd", "-d", name, group], check=True, capture_output=True)
+    p = rnx_as(d, (uid, gid), "job", "release", jid)
+    assert p.returncode == 0, p.stderr
+    j = ended(d, jid)
+    assert d.output(jid).strip() != str(gid), f"job {jid} ran with gid {gid} of a group its owner has left: {j}"
+    assert j["status"] == "FAILED" and j["end_reason"] == "start_failed", j
+    assert f"no longer a member of group {gid}" in (j["error"] or ""), j
+
+
+def test_a_member_still_in_the_group_runs_with_it_and_a_uid_without_account_runs(fresh_daemon, member):
+    # what the check at start must not refuse: the same job while the user is still a member, a
+    # gid given by root that was never the account's group, and a uid with no account at all
+    name, uid, group, gid = member
+    d = fresh_daemon()
+    os.chmod(d.dir, 0o755)
+    for who, want in (((uid, gid), gid), ((uid, 100), 100), ((4377, 4377), 4377)):
+        code, job = api_as(d, who, "POST", "/v1/jobs", {"command": "id", "args": ["-g"], "hold": True})
+        assert code == 201, job
+        restart_with(d, "")
+        p = rnx_as(d, who, "job", "release", job["id"])
+        assert p.returncode == 0, p.stderr
+        j = ended(d, job["id"])
+        assert j["status"] == "COMPLETED" and d.output(job["id"]).strip() == str(want), (who, j)
+
+
+def test_held_job_does_not_run_as_the_next_account_given_its_uid(fresh_daemon):
+    # a user submits a held job, and is removed (userdel); the machine's people give the uid to a
+    # new account; released (by anyone who may: root here), the first user's job must not run as
+    # the new account: the person who submitted it is gone
+    if not shutil.which("useradd") or not shutil.which("userdel"):
+        pytest.skip("useradd and userdel are needed")
+    first, second = "jhr" + os.urandom(4).hex(), "jhr" + os.urandom(4).hex()
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", first], check=True,
+                   capture_output=True)
+    try:
+        uid = int(subprocess.run(["id", "-u", first], check=True, capture_output=True, text=True).stdout)
+        gid = int(subprocess.run(["id", "-g", first], check=True, capture_output=True, text=True).stdout)
+        d = fresh_daemon()
+        os.chmod(d.dir, 0o755)
+        code, job = api_as(d, (uid, gid), "POST", "/v1/jobs", {"command": "id", "args": ["-u"], "hold": True})
+        assert code == 201, job
+        jid = job["id"]
+        subprocess.run(["userdel", first], check=True, capture_output=True)
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--uid", str(uid), second],
+                       check=True, capture_output=True)
+        d.rnx("job", "release", jid, check=True)
+        j = ended(d, jid)
+        assert d.output(jid).strip() != str(uid), \
+            f"job {jid} of a removed account ran as uid {uid}, now account {second}'s: {j}"
+        assert j["status"] == "FAILED" and j["end_reason"] == "start_failed", j
+        assert f"the account '{first}' that submitted the job is gone" in (j["error"] or ""), j
+    finally:
+        subprocess.run(["userdel", first], check=False, capture_output=True)
+        subprocess.run(["userdel", second], check=False, capture_output=True)
