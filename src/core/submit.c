@@ -37,8 +37,10 @@
 #include "depend.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
- * memory and I/O device, the uploads' total size, and the GPUs. */
-static int check_machine(job_req *req, uint64_t *total, jerr *e)
+ * memory and I/O device, the uploads' total size, and the GPUs; at submission, the machine's
+ * default runtime for a request that names none (not at a change: rnx job update of a job
+ * submitted without one gives it none). */
+static int check_machine(job_req *req, bool submission, uint64_t *total, jerr *e)
 {
     jobreq_machine m = {core.ncpus, core.mem_total_mb, core.online_cpus};
     if (jobreq_check_machine(req, &m, e) < 0)
@@ -57,7 +59,7 @@ static int check_machine(job_req *req, uint64_t *total, jerr *e)
                          (unsigned long long)*total, (unsigned long long)core.cfg.max_upload_bytes);
     /* the runtime it runs in: its own, or the machine's default (runtimes.default), which the
      * job then shows as its own */
-    if (!req->runtime && core.cfg.runtime_default[0])
+    if (submission && !req->runtime && core.cfg.runtime_default[0])
         jobreq_set_str(req, JR_RUNTIME, core.cfg.runtime_default);
     const runtime *rt;
     if (req->runtime && runtimes_find(req->runtime, &rt, e) < 0)
@@ -420,7 +422,7 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
     bool by_cdi = req->ndevices && !req->ngpu_ids;   /* gpu_ids will be the devices' */
     if (devices_to_gpus(req, e) < 0)
         return -1;
-    if (check_machine(req, &si->total, e) < 0) {
+    if (check_machine(req, true, &si->total, e) < 0) {
         /* a refusal of the GPUs the devices named names devices, which the user gave */
         if (by_cdi && !strcmp(e->field, "gpu_ids") && !strncmp(e->msg, "gpu_ids: ", 9)) {
             char msg[sizeof e->msg];
@@ -784,7 +786,7 @@ added:
 int submit_check_change(job_req *req, uid_t owner, uint64_t changed, jerr *e)
 {
     uint64_t total;
-    if (check_machine(req, &total, e) < 0 || isolation_check_gpus(req, e) < 0)
+    if (check_machine(req, false, &total, e) < 0 || isolation_check_gpus(req, e) < 0)
         return -1;
     uint64_t gpus = (uint64_t)req->gpu_count + (req->gpu_mig ? 1 : 0);
     if (core.cfg.limits.max_gpus_per_user && gpus > core.cfg.limits.max_gpus_per_user)

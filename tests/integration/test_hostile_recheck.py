@@ -165,3 +165,21 @@ def test_held_job_does_not_run_as_the_next_account_given_its_uid(fresh_daemon):
     finally:
         subprocess.run(["userdel", first], check=False, capture_output=True)
         subprocess.run(["userdel", second], check=False, capture_output=True)
+
+
+def test_an_update_does_not_give_a_waiting_job_a_runtime_it_was_not_submitted_with(fresh_daemon):
+    # submitted when the machine had no runtimes.default (the host's root); the default set since
+    # (a restart); the owner updates an unrelated field of the held job: its root stays the host's
+    import busybox_runtime
+    d = fresh_daemon(start=False)
+    busybox_runtime.make(os.path.join(d.state, "runtimes"))
+    d.start()
+    jid = d.submit("sh", "-c", "cat /etc/marker 2>/dev/null || echo host", hold=True)
+    assert d.job(jid)["runtime"] is None
+    restart_with(d, "runtimes:\n  default: busybox\n")
+    code, ans = d.api("POST", f"/v1/jobs/{jid}/update", {"max_runtime_s": 600})
+    assert code == 200, ans
+    assert d.job(jid)["runtime"] is None, d.job(jid)
+    d.rnx("job", "release", jid, check=True)
+    j = ended(d, jid)
+    assert j["status"] == "COMPLETED" and d.output(jid).strip() == "host", (j, d.output(jid))
