@@ -345,14 +345,20 @@ static bool account_has_group(const struct passwd *pw, gid_t gid)
 {
     if (pw->pw_gid == gid)
         return true;
-    gid_t groups[257];
-    int ng = ARRAY_LEN(groups);
-    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0)
-        return false; /* (more than fit: not found among those that did) */
-    for (int i = 0; i < ng; i++)
-        if (groups[i] == gid)
-            return true;
-    return false;
+    gid_t few[64], *groups = few;
+    int ng = ARRAY_LEN(few);
+    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
+        /* more than fit: ng says how many there are */
+        groups = xcalloc((size_t)ng + 1, sizeof *groups);
+        if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0)
+            ng = 0;
+    }
+    bool found = false;
+    for (int i = 0; i < ng && !found; i++)
+        found = groups[i] == gid;
+    if (groups != few)
+        free(groups);
+    return found;
 }
 
 /* The account uid submits as, pinned in the request (account_pin): its name, and gid when it is
