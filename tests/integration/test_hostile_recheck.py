@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import api_as, rnx_as
+from conftest import ROOT, api_as, rnx_as
 
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
 needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
@@ -183,3 +183,23 @@ def test_an_update_does_not_give_a_waiting_job_a_runtime_it_was_not_submitted_wi
     d.rnx("job", "release", jid, check=True)
     j = ended(d, jid)
     assert j["status"] == "COMPLETED" and d.output(jid).strip() == "host", (j, d.output(jid))
+
+
+@pytest.mark.parametrize("how", [["--gpu-ids=1"], ["--device=nvidia.com/gpu=1"], ["--gpu=4"]])
+def test_a_held_gpu_job_does_not_start_on_a_gpu_taken_offline_since(fresh_daemon, how):
+    # accepted for GPU 1 (by index, by CDI name, or all four by count); an admin takes GPU 1
+    # offline while the job is held, then joblet restarts; released, the job must not get it
+    fix = os.path.join(ROOT, "tests", "fixtures", "a100-pcie-4", "machine.json")
+    d = fresh_daemon(f"gpu:\n  fixture: {fix}\n  scrub: 0\n")
+    p = rnx_as(d, 4341, "job", "run", *how, "--hold", "sleep", "600")
+    assert p.returncode == 0, p.stderr
+    jid = p.stdout.strip()
+    d.rnx("gpu", "offline", "1", check=True)
+    restart_with(d, "")
+    p = rnx_as(d, 4341, "job", "release", jid)
+    assert p.returncode == 0, p.stderr
+    time.sleep(2)
+    j = d.job(jid)
+    assert 1 not in [g["index"] for g in j["gpus"]], f"job {jid} started on GPU 1, offline since it was accepted: {j}"
+    assert j["status"] != "RUNNING" or j["gpus"], j
+    d.rnx("job", "cancel", jid)
