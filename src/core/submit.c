@@ -388,12 +388,19 @@ int submit_verify_account(const job *j, jerr *e)
     char *colon = strchr(name, ':');
     if (colon)
         *colon = 0;
+    errno = 0;
     struct passwd *pw = getpwuid(j->owner_uid);
+    int err = errno;
     if (!pw || strcmp(pw->pw_name, name)) {
         if (pw)
             return jerr_http(e, 403, "the account '%s' that submitted the job is gone: uid %u is account '%s' now; "
                                      "the job does not run as another account",
                              name, (unsigned)j->owner_uid, pw->pw_name);
+        /* not found is 0, ENOENT, ESRCH, EBADF or EPERM (getpwuid(3)); else the lookup failed
+         * (a directory service away): the job does not run as an account it cannot confirm */
+        if (err && err != ENOENT && err != ESRCH && err != EBADF && err != EPERM)
+            return jerr_http(e, 503, "the account '%s' (uid %u) that submitted the job could not be looked up: %s",
+                             name, (unsigned)j->owner_uid, strerror(err));
         return jerr_http(e, 403, "the account '%s' (uid %u) that submitted the job is gone", name,
                          (unsigned)j->owner_uid);
     }
