@@ -378,9 +378,9 @@ static void pin_account(job_req *req, uid_t uid, gid_t gid)
     jobreq_set_str(req, JR_ACCOUNT_PIN, pin);
 }
 
-int submit_verify_account(const job *j, jerr *e)
+int submit_verify_account(const job_req *req, uid_t owner, gid_t gid, jerr *e)
 {
-    const char *pin = j->req.account_pin;
+    const char *pin = req->account_pin;
     if (!pin || !*pin)
         return 0;
     char name[300];
@@ -389,25 +389,25 @@ int submit_verify_account(const job *j, jerr *e)
     if (colon)
         *colon = 0;
     errno = 0;
-    struct passwd *pw = getpwuid(j->owner_uid);
+    struct passwd *pw = getpwuid(owner);
     int err = errno;
     if (!pw || strcmp(pw->pw_name, name)) {
         if (pw)
             return jerr_http(e, 403, "the account '%s' that submitted the job is gone: uid %u is account '%s' now; "
                                      "the job does not run as another account",
-                             name, (unsigned)j->owner_uid, pw->pw_name);
+                             name, (unsigned)owner, pw->pw_name);
         /* not found is 0, ENOENT, ESRCH, EBADF or EPERM (getpwuid(3)); else the lookup failed
          * (a directory service away): the job does not run as an account it cannot confirm */
         if (err && err != ENOENT && err != ESRCH && err != EBADF && err != EPERM)
             return jerr_http(e, 503, "the account '%s' (uid %u) that submitted the job could not be looked up: %s",
-                             name, (unsigned)j->owner_uid, strerror(err));
+                             name, (unsigned)owner, strerror(err));
         return jerr_http(e, 403, "the account '%s' (uid %u) that submitted the job is gone", name,
-                         (unsigned)j->owner_uid);
+                         (unsigned)owner);
     }
-    if (colon && !account_has_group(pw, j->owner_gid))
+    if (colon && !account_has_group(pw, gid))
         return jerr_http(e, 403, "account '%s' (uid %u) is no longer a member of group %u, which the job was submitted "
                                  "with; the job does not run with it (submit it again)",
-                         name, (unsigned)j->owner_uid, (unsigned)j->owner_gid);
+                         name, (unsigned)owner, (unsigned)gid);
     return 0;
 }
 
@@ -653,6 +653,13 @@ job *submit_task(jarray *a, uint32_t t, jerr *e)
     req.after = NULL;
     req.nafter = 0;
     req.has &= ~(1ull << JR_AFTER);
+    /* what its owner may do now, as its start would check (job_launch.c): refused here, the
+     * array's tasks left are canceled at once (queue.c) instead of failing one by one */
+    if (isolation_recheck(&req, a->owner_uid, a->owner_gid, e) < 0 ||
+        submit_verify_account(&req, a->owner_uid, a->owner_gid, e) < 0) {
+        jobreq_free(&req);
+        return NULL;
+    }
     submit_info si = {.array_id = a->id, .array_task = t};
     job *j = submit_create(&req, a->owner_uid, a->owner_gid, &si, e);
     if (!j) {

@@ -1,6 +1,7 @@
 """A check made at submission must still hold when the job (an array's task, a job let go from its
 hold) starts, maybe hours later and after joblet was restarted with another configuration: what
 the machine's people took away since (isolation.require_gvisor added for the user) is not used."""
+import json
 import os
 import shutil
 import subprocess
@@ -73,12 +74,14 @@ def test_array_tasks_made_after_require_gvisor_do_not_run_native(fresh_daemon):
     restart_with(d, "isolation:\n  require_gvisor: nobody\n")
     p = rnx_as(d, NOBODY, "job", "release", aid)
     assert p.returncode == 0, p.stderr
-    ended(d, aid, 90)
+    a = ended(d, aid, 90)
     code, lst = d.api("GET", "/v1/jobs?expand=1")
     tasks = [j for j in lst["jobs"] if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid]
-    assert tasks, lst
     for t in tasks:
         assert d.output(t["id"]).strip() != host_kernel(), f"task {t} ran natively after require_gvisor named its user"
+    # refused as its first task is made: the tasks left are canceled at once, saying why
+    assert not tasks and a["status"] == "CANCELED", (a, tasks)
+    assert "require_gvisor" in json.dumps(d.api("GET", f"/v1/jobs/{aid}?detail=1")[1]), a
 
 
 @pytest.fixture
@@ -99,6 +102,24 @@ def member():
     finally:
         subprocess.run(["userdel", name], check=False, capture_output=True)
         subprocess.run(["groupdel", group], check=False, capture_output=True)
+
+
+def test_held_array_makes_no_task_with_a_group_its_owner_has_left(fresh_daemon, member):
+    # the same for an array: its tasks are made after the user left the group
+    name, uid, group, gid = member
+    d = fresh_daemon()
+    os.chmod(d.dir, 0o755)
+    code, a = api_as(d, (uid, gid), "POST", "/v1/jobs", {"command": "id", "args": ["-g"], "array": "0-2", "hold": True})
+    assert code == 201, a
+    subprocess.run(["gpasswd", "-d", name, group], check=True, capture_output=True)
+    p = rnx_as(d, (uid, gid), "job", "release", a["id"])
+    assert p.returncode == 0, p.stderr
+    a = ended(d, a["id"])
+    code, lst = d.api("GET", "/v1/jobs?expand=1")
+    tasks = [j for j in lst["jobs"] if j.get("kind") != "array" and (j.get("array") or {}).get("id") == a["id"]]
+    for t in tasks:
+        assert d.output(t["id"]).strip() != str(gid), f"task {t} ran with gid {gid} of a group its owner has left"
+    assert not tasks and a["status"] == "CANCELED", (a, tasks)
 
 
 def test_held_job_does_not_run_with_a_group_its_owner_has_left(fresh_daemon, member):
