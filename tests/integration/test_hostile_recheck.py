@@ -1,6 +1,9 @@
 """A check made at submission must still hold when the job (an array's task, a job let go from its
 hold) starts, maybe hours later and after joblet was restarted with another configuration: what
-the machine's people took away since (isolation.require_gvisor added for the user) is not used."""
+the machine's people took away since is not used (isolation.require_gvisor added for the user;
+the user removed from a group, or the account removed and its uid given to another; a GPU taken
+offline), and an update of an unrelated field does not give the job what its submission did not
+(runtimes.default set since)."""
 import json
 import os
 import shutil
