@@ -224,6 +224,11 @@ const jobreq_field jobreq_fields[JR_N] = {
      * a volume removed and created again under its name is another, which the job never mounts */
     [JR_VOLUME_PINS] = {"volume_pins", NULL, NULL, false, true, JK_TEXT, JU_NONE, 0, 4096, OFF(volume_pins),
                         "must be a string"},
+    /* the account that submitted it and whether its gid was one of the account's groups, pinned
+     * at submission (core/submit.h): a job does not start for an account removed since (its uid
+     * maybe another's now), nor with a group its owner has left */
+    [JR_ACCOUNT_PIN] = {"account_pin", NULL, NULL, false, true, JK_TEXT, JU_NONE, 0, 300, OFF(account_pin),
+                        "must be a string"},
 };
 
 static const char *const upload_keys[] = {"path", "type", "mode", "content_b64", "size", "target", NULL};

@@ -36,6 +36,7 @@ enum jobreq_id {
     JR_AFTER, JR_SIGNAL, JR_SINGLETON, JR_SLURM_ENV, JR_AFTER_ANY, JR_HOLD,
     /* set by the daemon, never by a client */
     JR_PIDS_MAX, JR_GPU_DEGRADED, JR_MAX_LOG_BYTES, JR_USER_PIDS_MAX, JR_MEMORY_DEFAULT, JR_VOLUME_PINS,
+    JR_ACCOUNT_PIN,
     JR_N
 };
 
@@ -150,6 +151,8 @@ typedef struct job_req {
     char *gpu_caps, *gpu_mig, *gpu_type, *gpu_cc, *gpu_degraded;
     char *array;              /* a job array's task list, canonical ("0-99%8"); NULL: one job */
     char *volume_pins;        /* which volume each of volumes is: "NAME:OWNER_UID:ID,..." (core/volumes.h) */
+    char *account_pin;        /* its owner's account at submission: "NAME", or "NAME:GID" when the job's
+                               * gid was the account's group then (core/submit.h) */
     int64_t schedule_ms;      /* schedule_at as milliseconds, 0 none */
     jobreq_after *after;      /* the jobs it waits for (rnx job run --after) */
     size_t nafter;

@@ -281,6 +281,15 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
     return isolation_check_gpus(req, e);
 }
 
+int isolation_recheck(const job_req *req, uid_t uid, gid_t gid, jerr *e)
+{
+    char rule[80];
+    if (isolation_gvisor(req) || !core.cfg.isolation_require_gvisor[0] || !required(uid, gid, rule, sizeof rule))
+        return 0;
+    return jerr_http(e, 403, "isolation: native is refused at its start: isolation.require_gvisor lists '%s' now, so "
+                             "uid %u's jobs run under gVisor (submit it again)", rule, (unsigned)uid);
+}
+
 int isolation_check_gpus(const job_req *req, jerr *e)
 {
     if (req->isolation && !strcmp(req->isolation, "gvisor") && isolation_wants_gpus(req) && !caps.nvproxy)

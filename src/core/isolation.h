@@ -41,6 +41,10 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e);
  * nvproxy. At submission (isolation_decide) and for a change of a waiting job's request
  * (submit_check_change: an update gave a gVisor job the GPUs its submission was refused). */
 int isolation_check_gpus(const job_req *req, jerr *e);
+/* At a job's start, maybe long after its submission and under another configuration: a native
+ * job whose owner isolation.require_gvisor names now (the account's groups as they are now, and
+ * the group it was submitted with) is refused (403), as its submission would be. */
+int isolation_recheck(const job_req *req, uid_t uid, gid_t gid, jerr *e);
 /* True when the request runs under gVisor (as isolation_decide wrote it: NULL is native). */
 bool isolation_gvisor(const job_req *req);
 /* True when the request asks for any GPU (after the CDI names became gpu_ids). */

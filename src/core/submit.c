@@ -6,7 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/openat2.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +37,10 @@
 #include "depend.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
- * memory and I/O device, the uploads' total size, and the GPUs. */
-static int check_machine(job_req *req, uint64_t *total, jerr *e)
+ * memory and I/O device, the uploads' total size, and the GPUs; at submission, the machine's
+ * default runtime for a request that names none (not at a change: rnx job update of a job
+ * submitted without one gives it none). */
+static int check_machine(job_req *req, bool submission, uint64_t *total, jerr *e)
 {
     jobreq_machine m = {core.ncpus, core.mem_total_mb, core.online_cpus};
     if (jobreq_check_machine(req, &m, e) < 0)
@@ -55,7 +59,7 @@ static int check_machine(job_req *req, uint64_t *total, jerr *e)
                          (unsigned long long)*total, (unsigned long long)core.cfg.max_upload_bytes);
     /* the runtime it runs in: its own, or the machine's default (runtimes.default), which the
      * job then shows as its own */
-    if (!req->runtime && core.cfg.runtime_default[0])
+    if (submission && !req->runtime && core.cfg.runtime_default[0])
         jobreq_set_str(req, JR_RUNTIME, core.cfg.runtime_default);
     const runtime *rt;
     if (req->runtime && runtimes_find(req->runtime, &rt, e) < 0)
@@ -336,6 +340,77 @@ static int devices_to_gpus(job_req *req, jerr *e)
     return rc;
 }
 
+/* Whether gid is one of the account's groups: its login group or one that lists it. */
+static bool account_has_group(const struct passwd *pw, gid_t gid)
+{
+    if (pw->pw_gid == gid)
+        return true;
+    gid_t few[64], *groups = few;
+    int ng = ARRAY_LEN(few);
+    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
+        /* more than fit: ng says how many there are */
+        groups = xcalloc((size_t)ng + 1, sizeof *groups);
+        if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0)
+            ng = 0;
+    }
+    bool found = false;
+    for (int i = 0; i < ng && !found; i++)
+        found = groups[i] == gid;
+    if (groups != few)
+        free(groups);
+    return found;
+}
+
+/* The account uid submits as, pinned in the request (account_pin): its name, and gid when it is
+ * one of the account's groups (as sg or newgrp gives it); none for a uid without an account. */
+static void pin_account(job_req *req, uid_t uid, gid_t gid)
+{
+    struct passwd *pw = getpwuid(uid);
+    char pin[300];
+    if (!pw || strlen(pw->pw_name) > 255 || strchr(pw->pw_name, ':')) {
+        jobreq_set_str(req, JR_ACCOUNT_PIN, NULL);
+        return;
+    }
+    if (account_has_group(pw, gid))
+        snprintf(pin, sizeof pin, "%s:%u", pw->pw_name, (unsigned)gid);
+    else
+        snprintf(pin, sizeof pin, "%s", pw->pw_name);
+    jobreq_set_str(req, JR_ACCOUNT_PIN, pin);
+}
+
+int submit_verify_account(const job_req *req, uid_t owner, gid_t gid, jerr *e)
+{
+    const char *pin = req->account_pin;
+    if (!pin || !*pin)
+        return 0;
+    char name[300];
+    snprintf(name, sizeof name, "%s", pin);
+    char *colon = strchr(name, ':');
+    if (colon)
+        *colon = 0;
+    errno = 0;
+    struct passwd *pw = getpwuid(owner);
+    int err = errno;
+    if (!pw || strcmp(pw->pw_name, name)) {
+        if (pw)
+            return jerr_http(e, 403, "the account '%s' that submitted the job is gone: uid %u is account '%s' now; "
+                                     "the job does not run as another account",
+                             name, (unsigned)owner, pw->pw_name);
+        /* not found is 0, ENOENT, ESRCH, EBADF or EPERM (getpwuid(3)); else the lookup failed
+         * (a directory service away): the job does not run as an account it cannot confirm */
+        if (err && err != ENOENT && err != ESRCH && err != EBADF && err != EPERM)
+            return jerr_http(e, 503, "the account '%s' (uid %u) that submitted the job could not be looked up: %s",
+                             name, (unsigned)owner, strerror(err));
+        return jerr_http(e, 403, "the account '%s' (uid %u) that submitted the job is gone", name,
+                         (unsigned)owner);
+    }
+    if (colon && !account_has_group(pw, gid))
+        return jerr_http(e, 403, "account '%s' (uid %u) is no longer a member of group %u, which the job was submitted "
+                                 "with; the job does not run with it (submit it again)",
+                         name, (unsigned)owner, (unsigned)gid);
+    return 0;
+}
+
 int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
 {
     uid_t caller_uid = who->uid;
@@ -356,10 +431,11 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
     }
     *si = (submit_info){0};
     si->sched_ms = req->schedule_ms;
+    pin_account(req, caller_uid, caller_gid);
     bool by_cdi = req->ndevices && !req->ngpu_ids;   /* gpu_ids will be the devices' */
     if (devices_to_gpus(req, e) < 0)
         return -1;
-    if (check_machine(req, &si->total, e) < 0) {
+    if (check_machine(req, true, &si->total, e) < 0) {
         /* a refusal of the GPUs the devices named names devices, which the user gave */
         if (by_cdi && !strcmp(e->field, "gpu_ids") && !strncmp(e->msg, "gpu_ids: ", 9)) {
             char msg[sizeof e->msg];
@@ -577,6 +653,13 @@ job *submit_task(jarray *a, uint32_t t, jerr *e)
     req.after = NULL;
     req.nafter = 0;
     req.has &= ~(1ull << JR_AFTER);
+    /* what its owner may do now, as its start would check (job_launch.c): refused here, the
+     * array's tasks left are canceled at once (queue.c) instead of failing one by one */
+    if (isolation_recheck(&req, a->owner_uid, a->owner_gid, e) < 0 ||
+        submit_verify_account(&req, a->owner_uid, a->owner_gid, e) < 0) {
+        jobreq_free(&req);
+        return NULL;
+    }
     submit_info si = {.array_id = a->id, .array_task = t};
     job *j = submit_create(&req, a->owner_uid, a->owner_gid, &si, e);
     if (!j) {
@@ -723,7 +806,7 @@ added:
 int submit_check_change(job_req *req, uid_t owner, uint64_t changed, jerr *e)
 {
     uint64_t total;
-    if (check_machine(req, &total, e) < 0 || isolation_check_gpus(req, e) < 0)
+    if (check_machine(req, false, &total, e) < 0 || isolation_check_gpus(req, e) < 0)
         return -1;
     uint64_t gpus = (uint64_t)req->gpu_count + (req->gpu_mig ? 1 : 0);
     if (core.cfg.limits.max_gpus_per_user && gpus > core.cfg.limits.max_gpus_per_user)

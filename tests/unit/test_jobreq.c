@@ -242,6 +242,10 @@ static const field_case cases[] = {
      "\"a:0:1,b:4341:2\"", "\"a:0:1,b:4341:2\"",
      NULL, NULL,
      "1", NULL},
+    {JR_ACCOUNT_PIN, "", JOBREQ_FROM_DB, "alice:1000", "\"alice:1000\"",
+     "\"bob\"", "\"bob\"",
+     NULL, NULL,
+     "1", NULL},
 };
 
 /* {"command": "x", <ctx> "<key>": <value>} */
