@@ -22,10 +22,10 @@
 #include "../exec/spec_build.h"
 #include "networks.h"
 #include "../exec/zygote.h"
+#include "account.h"
 #include "counters.h"
 #include "gpu_spec.h"
 #include "isolation.h"
-#include "submit.h"
 #include "job_detail.h"
 #include "job_events.h"
 #include "job_freeze.h"
@@ -249,7 +249,7 @@ static int launch(job *j, const job_given *g, jerr *e)
     /* checked at submission, maybe long ago: what the machine's configuration requires of its
      * owner now (isolation.require_gvisor added since, a joblet restarted with it), and its
      * owner's account and group as they are now (removed, its uid given to another; a group left) */
-    if (isolation_recheck(&j->req, j->owner_uid, j->owner_gid, e) < 0 || submit_verify_account(&j->req, j->owner_uid, j->owner_gid, e) < 0)
+    if (isolation_recheck(&j->req, j->owner_uid, j->owner_gid, e) < 0 || account_verify(&j->req, j->owner_uid, j->owner_gid, e) < 0)
         return -1;
     if (job_dirs_ensure(j, e) < 0) /* made now if the turns since its submission have not */
         return -1;

@@ -6,9 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/openat2.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +19,7 @@
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
+#include "account.h"
 #include "qclock.h"
 #include "cmdcheck.h"
 #include "gpu_validate.h"
@@ -340,77 +339,6 @@ static int devices_to_gpus(job_req *req, jerr *e)
     return rc;
 }
 
-/* Whether gid is one of the account's groups: its login group or one that lists it. */
-static bool account_has_group(const struct passwd *pw, gid_t gid)
-{
-    if (pw->pw_gid == gid)
-        return true;
-    gid_t few[64], *groups = few;
-    int ng = ARRAY_LEN(few);
-    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
-        /* more than fit: ng says how many there are */
-        groups = xcalloc((size_t)ng + 1, sizeof *groups);
-        if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0)
-            ng = 0;
-    }
-    bool found = false;
-    for (int i = 0; i < ng && !found; i++)
-        found = groups[i] == gid;
-    if (groups != few)
-        free(groups);
-    return found;
-}
-
-/* The account uid submits as, pinned in the request (account_pin): its name, and gid when it is
- * one of the account's groups (as sg or newgrp gives it); none for a uid without an account. */
-static void pin_account(job_req *req, uid_t uid, gid_t gid)
-{
-    struct passwd *pw = getpwuid(uid);
-    char pin[300];
-    if (!pw || strlen(pw->pw_name) > 255 || strchr(pw->pw_name, ':')) {
-        jobreq_set_str(req, JR_ACCOUNT_PIN, NULL);
-        return;
-    }
-    if (account_has_group(pw, gid))
-        snprintf(pin, sizeof pin, "%s:%u", pw->pw_name, (unsigned)gid);
-    else
-        snprintf(pin, sizeof pin, "%s", pw->pw_name);
-    jobreq_set_str(req, JR_ACCOUNT_PIN, pin);
-}
-
-int submit_verify_account(const job_req *req, uid_t owner, gid_t gid, jerr *e)
-{
-    const char *pin = req->account_pin;
-    if (!pin || !*pin)
-        return 0;
-    char name[300];
-    snprintf(name, sizeof name, "%s", pin);
-    char *colon = strchr(name, ':');
-    if (colon)
-        *colon = 0;
-    errno = 0;
-    struct passwd *pw = getpwuid(owner);
-    int err = errno;
-    if (!pw || strcmp(pw->pw_name, name)) {
-        if (pw)
-            return jerr_http(e, 403, "the account '%s' that submitted the job is gone: uid %u is account '%s' now; "
-                                     "the job does not run as another account",
-                             name, (unsigned)owner, pw->pw_name);
-        /* not found is 0, ENOENT, ESRCH, EBADF or EPERM (getpwuid(3)); else the lookup failed
-         * (a directory service away): the job does not run as an account it cannot confirm */
-        if (err && err != ENOENT && err != ESRCH && err != EBADF && err != EPERM)
-            return jerr_http(e, 503, "the account '%s' (uid %u) that submitted the job could not be looked up: %s",
-                             name, (unsigned)owner, strerror(err));
-        return jerr_http(e, 403, "the account '%s' (uid %u) that submitted the job is gone", name,
-                         (unsigned)owner);
-    }
-    if (colon && !account_has_group(pw, gid))
-        return jerr_http(e, 403, "account '%s' (uid %u) is no longer a member of group %u, which the job was submitted "
-                                 "with; the job does not run with it (submit it again)",
-                         name, (unsigned)owner, (unsigned)gid);
-    return 0;
-}
-
 int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
 {
     uid_t caller_uid = who->uid;
@@ -431,7 +359,7 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
     }
     *si = (submit_info){0};
     si->sched_ms = req->schedule_ms;
-    pin_account(req, caller_uid, caller_gid);
+    account_pin(req, caller_uid, caller_gid);
     bool by_cdi = req->ndevices && !req->ngpu_ids;   /* gpu_ids will be the devices' */
     if (devices_to_gpus(req, e) < 0)
         return -1;
@@ -656,7 +584,7 @@ job *submit_task(jarray *a, uint32_t t, jerr *e)
     /* what its owner may do now, as its start would check (job_launch.c): refused here, the
      * array's tasks left are canceled at once (queue.c) instead of failing one by one */
     if (isolation_recheck(&req, a->owner_uid, a->owner_gid, e) < 0 ||
-        submit_verify_account(&req, a->owner_uid, a->owner_gid, e) < 0) {
+        account_verify(&req, a->owner_uid, a->owner_gid, e) < 0) {
         jobreq_free(&req);
         return NULL;
     }

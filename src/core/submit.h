@@ -27,12 +27,6 @@ typedef struct submit_info {
     int64_t array_task;
 } submit_info;
 int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e);
-/* At a job's start (job_launch.c) and an array's task's making (submit_task), maybe long after its
- * submission: the account that submitted it (account_pin, written by submit_check) must still be
- * the one of owner, and a gid that was one of that account's groups must still be. 403 otherwise
- * (503 when the account could not be looked up); a request without a pin (submitted by a uid with
- * no account, or stored by a joblet before pins) is not checked. */
-int submit_verify_account(const job_req *req, uid_t owner, gid_t gid, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate (a dry run
  * checks the rate without using it up). */
 enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };

@@ -1,0 +1,83 @@
+/* The account a job was submitted by, pinned in its request and checked again at its start
+ * (account.h). */
+#include "account.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+
+/* Whether gid is one of the account's groups: its login group or one that lists it. */
+bool account_has_group(const struct passwd *pw, gid_t gid)
+{
+    if (pw->pw_gid == gid)
+        return true;
+    gid_t few[64], *groups = few;
+    int ng = ARRAY_LEN(few);
+    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
+        /* more than fit: ng says how many there are */
+        groups = xcalloc((size_t)ng + 1, sizeof *groups);
+        if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0)
+            ng = 0;
+    }
+    bool found = false;
+    for (int i = 0; i < ng && !found; i++)
+        found = groups[i] == gid;
+    if (groups != few)
+        free(groups);
+    return found;
+}
+
+/* The account uid submits as, pinned in the request (account_pin): its name, and gid when it is
+ * one of the account's groups (as sg or newgrp gives it); none for a uid without an account. */
+void account_pin(job_req *req, uid_t uid, gid_t gid)
+{
+    struct passwd *pw = getpwuid(uid);
+    char pin[300];
+    if (!pw || strlen(pw->pw_name) > 255 || strchr(pw->pw_name, ':')) {
+        jobreq_set_str(req, JR_ACCOUNT_PIN, NULL);
+        return;
+    }
+    if (account_has_group(pw, gid))
+        snprintf(pin, sizeof pin, "%s:%u", pw->pw_name, (unsigned)gid);
+    else
+        snprintf(pin, sizeof pin, "%s", pw->pw_name);
+    jobreq_set_str(req, JR_ACCOUNT_PIN, pin);
+}
+
+int account_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e)
+{
+    const char *pin = req->account_pin;
+    if (!pin || !*pin)
+        return 0;
+    char name[300];
+    snprintf(name, sizeof name, "%s", pin);
+    char *colon = strchr(name, ':');
+    if (colon)
+        *colon = 0;
+    errno = 0;
+    struct passwd *pw = getpwuid(owner);
+    int err = errno;
+    if (!pw || strcmp(pw->pw_name, name)) {
+        if (pw)
+            return jerr_http(e, 403, "the account '%s' that submitted the job is gone: uid %u is account '%s' now; "
+                                     "the job does not run as another account",
+                             name, (unsigned)owner, pw->pw_name);
+        /* not found is 0, ENOENT, ESRCH, EBADF or EPERM (getpwuid(3)); else the lookup failed
+         * (a directory service away): the job does not run as an account it cannot confirm */
+        if (err && err != ENOENT && err != ESRCH && err != EBADF && err != EPERM)
+            return jerr_http(e, 503, "the account '%s' (uid %u) that submitted the job could not be looked up: %s",
+                             name, (unsigned)owner, strerror(err));
+        return jerr_http(e, 403, "the account '%s' (uid %u) that submitted the job is gone", name,
+                         (unsigned)owner);
+    }
+    if (colon && !account_has_group(pw, gid))
+        return jerr_http(e, 403, "account '%s' (uid %u) is no longer a member of group %u, which the job was submitted "
+                                 "with; the job does not run with it (submit it again)",
+                         name, (unsigned)owner, (unsigned)gid);
+    return 0;
+}
