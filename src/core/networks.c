@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -112,7 +113,14 @@ static network *net_new(const char *name, const netaddr_cidr *cidr, bool isolate
         set_bit(n, (uint32_t)(size - 1), true);
         snprintf(n->hosts_path, sizeof n->hosts_path, "%s/%s.hosts", dir, name);
     }
-    n->cursor = 2;
+    /* where the search for a free address starts: anywhere, drawn afresh at each start of
+     * joblet, which keeps no cursor across a restart: from the first address each time, an address
+     * given back just before the restart would be given again at once (a peer's connection, an ARP
+     * cache, a DNS answer would still name the job that had it) */
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r)
+        r = (uint32_t)now_ms();
+    n->cursor = size > 4 ? 2 + (uint32_t)(r % (size - 3)) : 2;
     n->hosts_later.fn = on_hosts_later;
     n->hosts_later.data = n;
     return n;
