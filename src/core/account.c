@@ -11,24 +11,33 @@
 
 #include "../common/util.h"
 
-/* Whether gid is one of the account's groups: its login group or one that lists it. */
+gid_t *account_groups(const struct passwd *pw, int *n)
+{
+    int ng = 64;
+    gid_t *groups = xcalloc((size_t)ng, sizeof *groups);
+    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
+        /* more than fit: ng says how many there are */
+        free(groups);
+        groups = xcalloc((size_t)ng + 1, sizeof *groups);
+        if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
+            groups[0] = pw->pw_gid;
+            ng = 1;
+        }
+    }
+    *n = ng;
+    return groups;
+}
+
 bool account_has_group(const struct passwd *pw, gid_t gid)
 {
     if (pw->pw_gid == gid)
         return true;
-    gid_t few[64], *groups = few;
-    int ng = ARRAY_LEN(few);
-    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
-        /* more than fit: ng says how many there are */
-        groups = xcalloc((size_t)ng + 1, sizeof *groups);
-        if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0)
-            ng = 0;
-    }
+    int ng;
+    gid_t *groups = account_groups(pw, &ng);
     bool found = false;
     for (int i = 0; i < ng && !found; i++)
         found = groups[i] == gid;
-    if (groups != few)
-        free(groups);
+    free(groups);
     return found;
 }
 

@@ -13,6 +13,9 @@
 #include "../common/err.h"
 #include "../common/jobreq.h"
 
+/* The account's groups, however many: its login group and those that list it (malloc'd, *n of
+ * them; at least the login group). */
+gid_t *account_groups(const struct passwd *pw, int *n);
 /* Whether gid is one of the account's groups: its login group or one that lists it. */
 bool account_has_group(const struct passwd *pw, gid_t gid);
 /* Pins uid's account (and gid, when one of its groups) in req; nothing for a uid without one. */

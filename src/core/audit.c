@@ -1,6 +1,8 @@
 /* The audit trail (audit.h). */
 #include "audit.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,8 +12,9 @@
 
 /* Refusals recorded one by one: at most AUDIT_REFUSED_PER_WINDOW a source (a TLS peer's address,
  * a local uid) in a window of AUDIT_WINDOW_MS; those past it are counted, and the count is one
- * record when the window ends. Sources are kept in a table of AUDIT_SOURCES (the one whose window
- * began first makes room, its count recorded first). */
+ * record when the window ends. Sources are kept in a table of AUDIT_SOURCES (one whose window
+ * ended makes room, its count recorded first); past it, while every window in it is open, the
+ * other sources share one bound (overflow). */
 #define AUDIT_REFUSED_PER_WINDOW 10
 #define AUDIT_WINDOW_MS 60000
 #define AUDIT_SOURCES 256
@@ -72,49 +75,73 @@ static void flush_one(refusals *r)
 {
     if (r->held) {
         char detail[400];
-        snprintf(detail, sizeof detail, "%u more refusals from %s in the minute since this source's first, not "
-                 "recorded one by one (at most %d a minute a source); the last: %s", r->held, r->source,
+        snprintf(detail, sizeof detail, "%u more refusals from %s in the minute since their first, not recorded "
+                 "one by one (at most %d a minute a source); the last: %s", r->held, r->source,
                  AUDIT_REFUSED_PER_WINDOW, r->why);
-        record_caller("refused", &r->last, NULL, detail, r->since_ms + AUDIT_WINDOW_MS);
+        record_caller("refused", &r->last, NULL, detail, now_ms());
     }
     r->held = r->written = 0;
 }
 
-/* where a refusal comes from: a TLS peer's address without its port, else the local uid */
+/* where a refusal comes from: a TLS peer's address without its port (an IPv6 one's /64, what one
+ * host holds), else the local uid */
 static void source_of(const caller *c, char *out, size_t len)
 {
-    if (c->via == CALLER_TLS && c->peer[0]) {
-        snprintf(out, len, "%s", c->peer);
-        char *colon = strrchr(out, ':');
-        if (colon && colon != out)
-            *colon = 0;
-    } else {
+    if (c->via != CALLER_TLS || !c->peer[0]) {
         snprintf(out, len, "uid %u", (unsigned)c->uid);
+        return;
     }
+    char host[64];
+    snprintf(host, sizeof host, "%s", c->peer);
+    char *colon = strrchr(host, ':');
+    if (colon && colon != host)
+        *colon = 0;
+    struct in6_addr a6;
+    size_t hl = strlen(host);
+    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+        host[hl - 1] = 0;
+        if (inet_pton(AF_INET6, host + 1, &a6) == 1) {
+            memset(a6.s6_addr + 8, 0, 8);
+            char t[INET6_ADDRSTRLEN];
+            inet_ntop(AF_INET6, &a6, t, sizeof t);
+            snprintf(out, len, "%s/64", t);
+            return;
+        }
+        host[hl - 1] = ']';
+    }
+    snprintf(out, len, "%s", host);
 }
+
+/* The refusals of sources past the table's AUDIT_SOURCES at once, while every window in it is
+ * still open: one bound for all of them (else each new source, pushing out the oldest, came with
+ * a fresh quota and every refusal was recorded one by one again). */
+static refusals overflow = {.source = "other sources (more than 256 at once)"};
 
 static bool refusal_recorded(const caller *c, const char *detail, int64_t now)
 {
     char src[64];
     source_of(c, src, sizeof src);
-    refusals *r = NULL, *free_slot = NULL, *oldest = NULL;
+    refusals *r = NULL, *free_slot = NULL, *ended = NULL;
     for (size_t i = 0; i < AUDIT_SOURCES && !r; i++) {
         refusals *s = &sources[i];
         if (!s->source[0])
             free_slot = free_slot ? free_slot : s;
         else if (!strcmp(s->source, src))
             r = s;
-        else if (!oldest || s->since_ms < oldest->since_ms)
-            oldest = s;
+        else if (!ended && (now - s->since_ms >= AUDIT_WINDOW_MS || now < s->since_ms))
+            ended = s;
     }
-    if (!r) {
-        r = free_slot ? free_slot : oldest;
-        if (r == oldest)
+    if (!r && (free_slot || ended)) {
+        r = free_slot ? free_slot : ended;
+        if (r == ended)
             flush_one(r);
         memset(r, 0, sizeof *r);
         snprintf(r->source, sizeof r->source, "%s", src);
         r->since_ms = now;
-    } else if (now - r->since_ms >= AUDIT_WINDOW_MS || now < r->since_ms) {
+    } else if (!r) {
+        r = &overflow;
+    }
+    if (now - r->since_ms >= AUDIT_WINDOW_MS || now < r->since_ms) {
         flush_one(r);
         r->since_ms = now;
     }
@@ -148,13 +175,14 @@ void audit_tick(int64_t now)
 {
     if (flush_at_ms && now >= flush_at_ms) {
         flush_at_ms = 0;
-        for (size_t i = 0; i < AUDIT_SOURCES; i++) {
-            refusals *r = &sources[i];
+        for (size_t i = 0; i <= AUDIT_SOURCES; i++) {
+            refusals *r = i < AUDIT_SOURCES ? &sources[i] : &overflow;
             if (!r->source[0] || !r->held)
                 continue;
             if (now - r->since_ms >= AUDIT_WINDOW_MS || now < r->since_ms) {
                 flush_one(r);
-                r->source[0] = 0;
+                if (r != &overflow)
+                    r->source[0] = 0;
             } else if (!flush_at_ms || r->since_ms + AUDIT_WINDOW_MS < flush_at_ms) {
                 flush_at_ms = r->since_ms + AUDIT_WINDOW_MS;
             }
@@ -180,5 +208,6 @@ void audit_stop(void)
     for (size_t i = 0; i < AUDIT_SOURCES; i++)
         if (sources[i].source[0])
             flush_one(&sources[i]);
+    flush_one(&overflow);
     flush_at_ms = 0;
 }

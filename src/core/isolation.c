@@ -17,6 +17,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "account.h"
 #include "state.h"
 
 static isolation_caps caps;
@@ -222,10 +223,9 @@ static bool required(uid_t uid, gid_t gid, char *rule, size_t len)
     /* the account's groups (its login group and those that list it), and the group it asks with:
      * a rule is a restriction, so a user who switched groups (sg, newgrp) is still its login
      * group's member (with gid alone, `sg other rnx job run` left an @login-group rule behind) */
-    gid_t groups[257];
-    int ng = ARRAY_LEN(groups) - 1;
-    if (!pw || getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0)
-        ng = 0;
+    int ng = 0;
+    gid_t *groups = pw ? account_groups(pw, &ng) : NULL;
+    groups = xrealloc(groups, ((size_t)ng + 1) * sizeof *groups);
     groups[ng++] = gid;
     for (char *save = NULL, *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
         bool hit = false;
@@ -240,9 +240,11 @@ static bool required(uid_t uid, gid_t gid, char *rule, size_t len)
         }
         if (hit) {
             snprintf(rule, len, "%s", t);
+            free(groups);
             return true;
         }
     }
+    free(groups);
     return false;
 }
 

@@ -22,7 +22,6 @@
 #include "../exec/spec_build.h"
 #include "networks.h"
 #include "../exec/zygote.h"
-#include "account.h"
 #include "counters.h"
 #include "gpu_spec.h"
 #include "isolation.h"
@@ -246,11 +245,6 @@ static int launch(job *j, const job_given *g, jerr *e)
         j->state = JS_QUEUED; /* started again: QUEUED until its command runs, as the first time */
     free(j->end_reason);      /* "preempted" described the last run; preemptions keeps the count */
     j->end_reason = NULL;
-    /* checked at submission, maybe long ago: what the machine's configuration requires of its
-     * owner now (isolation.require_gvisor added since, a joblet restarted with it), and its
-     * owner's account and group as they are now (removed, its uid given to another; a group left) */
-    if (isolation_recheck(&j->req, j->owner_uid, j->owner_gid, e) < 0 || account_verify(&j->req, j->owner_uid, j->owner_gid, e) < 0)
-        return -1;
     if (job_dirs_ensure(j, e) < 0) /* made now if the turns since its submission have not */
         return -1;
     /* gVisor: a host uid of its own for the sandbox (exec/oci.h), looked for from the other half

@@ -13,10 +13,12 @@
 #include "../gpu/sched_view.h"
 #include "../sched/placement.h"
 #include "../sched/sched.h"
+#include "account.h"
 #include "arrays.h"
 #include "counters.h"
 #include "depend.h"
 #include "gpus.h"
+#include "isolation.h"
 #include "job_detail.h"
 #include "job_events.h"
 #include "jobs.h"
@@ -27,6 +29,9 @@
 #include "state.h"
 #include "submit.h"
 #include "workflow.h"
+
+/* how long a job whose owner's account could not be looked up at its start waits to be tried again */
+#define ACCOUNT_RETRY_MS 5000
 
 /* What the last pass decided for the head of the queue, for wait reasons. */
 static struct {
@@ -312,6 +317,7 @@ static bool by_task(jarray *a)
 
 static void schedule(void)
 {
+    int64_t lookup_retry_ms = 0; /* a job whose owner's account could not be looked up: when again */
     size_t n = 0, narr, nqueued;
     /* first, as it makes and ends jobs: tasks that wait task by task and never can go */
     /* (a copy: making and canceling tasks takes arrays off the list as this pass goes) */
@@ -486,6 +492,26 @@ static void schedule(void)
             j->wait_why = SW_NET_FULL;
             continue;
         }
+        /* What its owner may do now, checked at submission maybe long ago (the account and
+         * group, isolation.require_gvisor; job_launch.c checks them again): a lookup that failed
+         * (503: a directory service away) leaves it waiting, tried again in ACCOUNT_RETRY_MS; a
+         * refusal ends it, before anything is granted */
+        if (account_verify(&j->req, j->owner_uid, j->owner_gid, &e) < 0 ||
+            isolation_recheck(&j->req, j->owner_uid, j->owner_gid, &e) < 0) {
+            if (e.http == 503) {
+                j->wait_why = SW_ACCOUNT_LOOKUP;
+                lookup_retry_ms = now_ms() + ACCOUNT_RETRY_MS;
+                log_warn("job %s waits: %s", j->id, e.msg);
+                e = (jerr){0};
+                continue;
+            }
+            log_err("job %s: %s", j->id, e.msg);
+            free(j->error);
+            j->error = xstrdup(e.msg);
+            j->has_exit = false;
+            job_finish(j, JS_FAILED, "start_failed");
+            continue;
+        }
         /* The command was found at submission; what the job waited for since may have taken it
          * away (its runtime rebuilt without it, a package removed): looked up again before
          * anything is granted, so a job that cannot start never holds a GPU. A few stat()s. */
@@ -511,6 +537,8 @@ static void schedule(void)
         }
     }
     core.sched_wakeup_ms = out.next_wakeup_ms;
+    if (lookup_retry_ms && (!core.sched_wakeup_ms || lookup_retry_ms < core.sched_wakeup_ms))
+        core.sched_wakeup_ms = lookup_retry_ms;
     /* tasks left to cancel task by task: at the next turn (they end no job to ask for a pass) */
     if (more_canceled)
         core.sched_wakeup_ms = now_ms();
@@ -672,6 +700,10 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
                                ? "made while joblet's database could not be written; it starts once its row is (is "
                                  "the state filesystem full?)"
                                : "made just now; it starts once its row is saved");
+        break;
+    case SW_ACCOUNT_LOOKUP:
+        snprintf(out, len, "its owner's account (uid %u) could not be looked up at its start (is the directory "
+                           "service away?); tried again every %d s", (unsigned)j->owner_uid, ACCOUNT_RETRY_MS / 1000);
         break;
     case SW_NET_FULL:
         snprintf(out, len, "waits for an address on network %s: all it has are taken by the jobs on it (or starting "

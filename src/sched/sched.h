@@ -109,6 +109,8 @@ enum sched_wait {
     SW_NET_FULL,             /* its network has no free address for it now (core/queue.c: kept
                               * out of the scheduler's input; a job that started without one
                               * failed) */
+    SW_ACCOUNT_LOOKUP,       /* its owner's account could not be looked up at its start (a
+                              * directory service away: core/queue.c, core/account.h); tried again */
 };
 
 typedef struct sched_output {
