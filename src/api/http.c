@@ -838,6 +838,18 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
     return 0;
 }
 
+/* A TLS connection whose certificate no longer holds (revoked, no longer trusted, expired), its
+ * streams included: closed now, with a `closed` audit record; a request of it already read is
+ * refused too. */
+static void conn_cut(conn_id *id, const char *why)
+{
+    shutdown(id->fd, SHUT_RDWR);
+    if (id->refused.msg[0])
+        return;
+    audit_caller("closed", &id->who, NULL, why);
+    jerr_http(&id->refused, 403, "%s", why);
+}
+
 int http_reload_remote(jerr *e)
 {
     if (tls_reload(e) < 0)
@@ -855,13 +867,9 @@ int http_reload_remote(jerr *e)
         bool revoked = id->who.serial[0] && tls_revoked(id->who.serial);
         if (!revoked && (!id->peer || id->refused.msg[0] || tls_peer_check(id->peer, &seen, &je) == 0))
             continue;
-        shutdown(id->fd, SHUT_RDWR);
-        if (!id->refused.msg[0]) {
-            char why[sizeof je.msg + 64];
-            snprintf(why, sizeof why, "%s (a reload)", revoked ? "its certificate was revoked" : je.msg);
-            audit_caller("closed", &id->who, NULL, why);
-            jerr_http(&id->refused, 403, "%s", why); /* (a request already read is refused too) */
-        }
+        char why[sizeof je.msg + 64];
+        snprintf(why, sizeof why, "%s (a reload)", revoked ? "its certificate was revoked" : je.msg);
+        conn_cut(id, why);
         closed++;
     }
     if (closed)
@@ -886,10 +894,10 @@ static void expire_certificates(int64_t now)
                 next_expiry_ms = at;
             continue;
         }
-        shutdown(id->fd, SHUT_RDWR);
-        audit_caller("closed", &id->who, NULL, "its certificate expired");
-        jerr_http(&id->refused, 403, "the client certificate of %s (serial %s) expired while its connection was open: "
-                                     "make a new one (joblet cert client)", id->who.person, id->who.serial);
+        char why[300];
+        snprintf(why, sizeof why, "the client certificate of %s (serial %s) expired while its connection was open: "
+                 "make a new one (joblet cert client)", id->who.person, id->who.serial);
+        conn_cut(id, why);
         closed++;
     }
     if (closed)

@@ -315,6 +315,17 @@ static bool by_task(jarray *a)
     return more;
 }
 
+/* A job that cannot start (refused at its start, its command gone, its launch failed): FAILED
+ * (start_failed), e's sentence its error. */
+static void start_failed(job *j, const jerr *e)
+{
+    log_err("job %s: %s", j->id, e->msg);
+    free(j->error);
+    j->error = xstrdup(e->msg);
+    j->has_exit = false;
+    job_finish(j, JS_FAILED, "start_failed");
+}
+
 static void schedule(void)
 {
     int64_t lookup_retry_ms = 0; /* a job whose owner's account could not be looked up: when again */
@@ -505,22 +516,14 @@ static void schedule(void)
                 e = (jerr){0};
                 continue;
             }
-            log_err("job %s: %s", j->id, e.msg);
-            free(j->error);
-            j->error = xstrdup(e.msg);
-            j->has_exit = false;
-            job_finish(j, JS_FAILED, "start_failed");
+            start_failed(j, &e);
             continue;
         }
         /* The command was found at submission; what the job waited for since may have taken it
          * away (its runtime rebuilt without it, a package removed): looked up again before
          * anything is granted, so a job that cannot start never holds a GPU. A few stat()s. */
         if (cmdcheck_resolve(&j->req, &e) < 0) {
-            log_err("job %s: %s", j->id, e.msg);
-            free(j->error);
-            j->error = xstrdup(e.msg);
-            j->has_exit = false;
-            job_finish(j, JS_FAILED, "start_failed");
+            start_failed(j, &e);
             continue;
         }
         bool granted = !sets[k] || gpus_grant(j, sets[k], &e) == 0;
@@ -528,13 +531,8 @@ static void schedule(void)
             gpus_grant_mig(j, picks[k]);
         if (granted && (sets[k] || picks[k] >= 0))
             placed(j, sets[k]); /* where it went and why, for its history (job_detail.h) */
-        if (!granted || job_launch_job(j, &e) < 0) {
-            log_err("job %s: %s", j->id, e.msg);
-            free(j->error);
-            j->error = xstrdup(e.msg);
-            j->has_exit = false;
-            job_finish(j, JS_FAILED, "start_failed");
-        }
+        if (!granted || job_launch_job(j, &e) < 0)
+            start_failed(j, &e);
     }
     core.sched_wakeup_ms = out.next_wakeup_ms;
     if (lookup_retry_ms && (!core.sched_wakeup_ms || lookup_retry_ms < core.sched_wakeup_ms))

@@ -36,16 +36,6 @@ def restart_with(d, extra, kill9=False):
     d.start()
 
 
-def ended(d, jid, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        j = d.job(jid)
-        if j["status"] in TERMINAL:
-            return j
-        time.sleep(0.1)
-    raise AssertionError(f"job {jid} not ended after {timeout}s: {d.job(jid)}")
-
-
 @needs_runsc
 @pytest.mark.parametrize("kill9", [False, True])
 def test_held_job_does_not_run_native_once_require_gvisor_names_its_user(fresh_daemon, kill9):
@@ -59,7 +49,7 @@ def test_held_job_does_not_run_native_once_require_gvisor_names_its_user(fresh_d
     restart_with(d, "isolation:\n  require_gvisor: nobody\n", kill9=kill9)
     p = rnx_as(d, NOBODY, "job", "release", jid)
     assert p.returncode == 0, p.stderr
-    j = ended(d, jid)
+    j = d.wait(jid)
     out = d.output(jid).strip()
     assert out != host_kernel(), f"job {jid} ran natively after require_gvisor named its user: {j}"
     if j["status"] == "FAILED":
@@ -77,7 +67,7 @@ def test_array_tasks_made_after_require_gvisor_do_not_run_native(fresh_daemon):
     restart_with(d, "isolation:\n  require_gvisor: nobody\n")
     p = rnx_as(d, NOBODY, "job", "release", aid)
     assert p.returncode == 0, p.stderr
-    a = ended(d, aid, 90)
+    a = d.wait(aid, 90)
     code, lst = d.api("GET", "/v1/jobs?expand=1")
     tasks = [j for j in lst["jobs"] if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid]
     for t in tasks:
@@ -117,7 +107,7 @@ def test_held_array_makes_no_task_with_a_group_its_owner_has_left(fresh_daemon, 
     subprocess.run(["gpasswd", "-d", name, group], check=True, capture_output=True)
     p = rnx_as(d, (uid, gid), "job", "release", a["id"])
     assert p.returncode == 0, p.stderr
-    a = ended(d, a["id"])
+    a = d.wait(a["id"])
     code, lst = d.api("GET", "/v1/jobs?expand=1")
     tasks = [j for j in lst["jobs"] if j.get("kind") != "array" and (j.get("array") or {}).get("id") == a["id"]]
     for t in tasks:
@@ -138,7 +128,7 @@ def test_held_job_does_not_run_with_a_group_its_owner_has_left(fresh_daemon, mem
     subprocess.run(["gpasswd", "-d", name, group], check=True, capture_output=True)
     p = rnx_as(d, (uid, gid), "job", "release", jid)
     assert p.returncode == 0, p.stderr
-    j = ended(d, jid)
+    j = d.wait(jid)
     assert d.output(jid).strip() != str(gid), f"job {jid} ran with gid {gid} of a group its owner has left: {j}"
     assert j["status"] == "FAILED" and j["end_reason"] == "start_failed", j
     assert f"no longer a member of group {gid}" in (j["error"] or ""), j
@@ -156,7 +146,7 @@ def test_a_member_still_in_the_group_runs_with_it_and_a_uid_without_account_runs
         restart_with(d, "")
         p = rnx_as(d, who, "job", "release", job["id"])
         assert p.returncode == 0, p.stderr
-        j = ended(d, job["id"])
+        j = d.wait(job["id"])
         assert j["status"] == "COMPLETED" and d.output(job["id"]).strip() == str(want), (who, j)
 
 
@@ -181,7 +171,7 @@ def test_held_job_does_not_run_as_the_next_account_given_its_uid(fresh_daemon):
         subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--uid", str(uid), second],
                        check=True, capture_output=True)
         d.rnx("job", "release", jid, check=True)
-        j = ended(d, jid)
+        j = d.wait(jid)
         assert d.output(jid).strip() != str(uid), \
             f"job {jid} of a removed account ran as uid {uid}, now account {second}'s: {j}"
         assert j["status"] == "FAILED" and j["end_reason"] == "start_failed", j
@@ -205,7 +195,7 @@ def test_an_update_does_not_give_a_waiting_job_a_runtime_it_was_not_submitted_wi
     assert code == 200, ans
     assert d.job(jid)["runtime"] is None, d.job(jid)
     d.rnx("job", "release", jid, check=True)
-    j = ended(d, jid)
+    j = d.wait(jid)
     assert j["status"] == "COMPLETED" and d.output(jid).strip() == "host", (j, d.output(jid))
 
 

@@ -52,6 +52,17 @@ def read_answer(s, buf=b""):
     return int(lines[0].split()[1]), any(l.lower() == b"connection: close" for l in lines), buf[k:]
 
 
+def expiring_certificate(r, name, seconds):
+    """A developer's certificate (file name) whose notAfter is seconds from now; that time."""
+    import datetime
+    end = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
+    lines = [f'cn = "{r.person["developer"]}"', 'unit = "developer"', "signing_key", "tls_www_client",
+             'activation_date = "2020-01-01 00:00:00 UTC"',
+             f'expiration_date = "{end.strftime("%Y-%m-%d %H:%M:%S")} UTC"']
+    certs._signed(r.pki, name, lines)
+    return end
+
+
 def hammer(r, who, req, n):
     """Sends req n times, one after the other on a keep-alive connection (a new one whenever
     joblet closes it); the statuses, and how many connections it took."""
@@ -217,11 +228,7 @@ def test_a_certificate_that_expires_while_its_connection_is_open_is_not_served_o
     before its certificate's notAfter is served for as long as it keeps asking (each request
     within server.idle_timeout_s of the last), months past the certificate's end."""
     import datetime
-    end = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=20)
-    lines = [f'cn = "{remote.person["developer"]}"', 'unit = "developer"', "signing_key", "tls_www_client",
-             'activation_date = "2020-01-01 00:00:00 UTC"',
-             f'expiration_date = "{end.strftime("%Y-%m-%d %H:%M:%S")} UTC"']
-    certs._signed(remote.pki, "short-lived", lines)
+    end = expiring_certificate(remote, "short-lived", 20)
     s = keepalive(remote, "short-lived")
     req = b"GET /v1/whoami HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -328,11 +335,7 @@ def test_a_stream_opened_before_its_certificate_expired_is_closed_when_it_does(r
     (the event stream here; a log followed, a terminal the same) was served on until the next
     reload. It is closed at the certificate's notAfter, and the audit trail says so."""
     import datetime
-    end = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=8)
-    lines = [f'cn = "{remote.person["developer"]}"', 'unit = "developer"', "signing_key", "tls_www_client",
-             'activation_date = "2020-01-01 00:00:00 UTC"',
-             f'expiration_date = "{end.strftime("%Y-%m-%d %H:%M:%S")} UTC"']
-    certs._signed(remote.pki, "short-lived-stream", lines)
+    end = expiring_certificate(remote, "short-lived-stream", 8)
     s = keepalive(remote, "short-lived-stream")
     try:
         s.sendall(b"GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
