@@ -36,6 +36,7 @@
 /* What the last pass decided for the head of the queue, for wait reasons. */
 static struct {
     char head[37];
+    uid_t head_owner;
     uint64_t reserved;
     int64_t shadow_ms;
     size_t npreempt;
@@ -453,6 +454,7 @@ static void schedule(void)
     }
     snprintf(last_pass.head, sizeof last_pass.head, "%s",
              out.head < 0 ? "" : map[out.head] ? map[out.head]->id : amap[out.head]->id);
+    last_pass.head_owner = out.head < 0 ? 0 : map[out.head] ? map[out.head]->owner_uid : amap[out.head]->owner_uid;
     last_pass.reserved = out.reserved;
     last_pass.shadow_ms = out.shadow_ms;
     last_pass.npreempt = out.npreempt;
@@ -641,6 +643,12 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
         strftime(when, sizeof when, " by %Y-%m-%dT%H:%M:%SZ at the latest", &tm);
     }
     list_gpus(last_pass.reserved, gl, sizeof gl);
+    /* the head is named to its owner's jobs only: another user learns no id of someone else's */
+    char head[64];
+    if (last_pass.head_owner == j->owner_uid)
+        snprintf(head, sizeof head, "job %.8s", last_pass.head);
+    else
+        snprintf(head, sizeof head, "a job of another user");
     unsigned nfree = free_for(&in, &r);
     switch ((enum sched_wait)j->wait_why) {
     case SW_STARTS:
@@ -682,12 +690,13 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
                            "that does not fit holds the reservation)", need, nfree);
         break;
     case SW_RESERVED:
-        snprintf(out, len, "needs %s; it would fit, but only on %s%s reserved for job %.8s, first in line%s", need,
-                 *gl ? (__builtin_popcountll(last_pass.reserved) == 1 ? "GPU " : "GPUs ") : "room", gl, last_pass.head, r.runtime_ms ? " (it could still run when that job's room comes)" :
-                                            " (a job with --max-runtime that ends in time may use them meanwhile)");
+        snprintf(out, len, "needs %s; it would fit, but only on %s%s reserved for %s, first in line%s", need,
+                 *gl ? (__builtin_popcountll(last_pass.reserved) == 1 ? "GPU " : "GPUs ") : "room", gl, head,
+                 r.runtime_ms ? " (it could still run when that job's room comes)"
+                              : " (a job with --max-runtime that ends in time may use them meanwhile)");
         break;
     case SW_NO_ROOM:
-        snprintf(out, len, "needs %s; %u free; behind job %.8s, first in line", need, nfree, last_pass.head);
+        snprintf(out, len, "needs %s; %u free; behind %s, first in line", need, nfree, head);
         break;
     case SW_UNPLACEABLE:
         snprintf(out, len, "needs %s; too few such GPUs are usable now (rnx gpu list shows which are degraded or "

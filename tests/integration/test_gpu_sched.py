@@ -5,7 +5,7 @@ import json
 import os
 import time
 
-from conftest import ROOT
+from conftest import ROOT, api_as, rnx_as
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 FAKE_MPS = os.path.join(ROOT, "tests", "fakes", "nvidia-cuda-mps-control")
@@ -51,6 +51,34 @@ def test_four_two_gpu_jobs_two_run_two_wait_and_take_over(fresh_daemon):
     assert gpus_of(d.wait_status(ids[3], "RUNNING")) == [0, 1]
     for jid in ids[2:]:
         d.rnx("job", "stop", jid, check=True)
+        d.wait(jid)
+
+
+def test_a_wait_reason_names_no_job_of_another_user(fresh_daemon):
+    """The job first in line is named to its owner's other jobs; another user's job waiting
+    behind it, or for GPUs reserved for it, is told only that it is someone else's."""
+    d = sim(fresh_daemon, "a100-pcie-4")
+    running = run_id(d, "--gpu=4", "--max-runtime=1h", "sleep", "600")
+    d.wait_status(running, "RUNNING")
+    head = run_id(d, "--gpu=4", "sleep", "600")                   # root's, first in line
+    p = rnx_as(d, 64123, "job", "run", "--gpu=2", "sleep", "600")
+    assert p.returncode == 0, p.stderr
+    mine = {"id": p.stdout.strip()}
+    p = rnx_as(d, 64123, "job", "run", "--gpu=1", "--max-runtime=10min", "sleep", "600")
+    assert p.returncode == 0, p.stderr
+    late = {"id": p.stdout.strip()}
+    also_root = run_id(d, "--gpu=2", "sleep", "600")
+    code, seen = api_as(d, 64123, "GET", f"/v1/jobs/{mine['id']}")
+    assert code == 200 and seen["status"] == "QUEUED", seen
+    assert seen["wait_reason"] == "needs 2 GPUs; 0 free; behind a job of another user, first in line", seen
+    assert head[:8] not in json.dumps(seen) and running[:8] not in json.dumps(seen)
+    code, seen = api_as(d, 64123, "GET", f"/v1/jobs/{late['id']}")
+    assert code == 200 and "another user" in seen["wait_reason"] and head[:8] not in json.dumps(seen), seen
+    assert d.job(also_root)["wait_reason"] == f"needs 2 GPUs; 0 free; behind job {head[:8]}, first in line"
+    for jid in (head, mine["id"], late["id"], also_root):
+        d.rnx("job", "cancel", jid, check=True)
+    d.rnx("job", "stop", running, check=True)
+    for jid in (running, head, mine["id"], late["id"], also_root):
         d.wait(jid)
 
 
