@@ -125,6 +125,10 @@ _Noreturn void jobinit_run(const job_spec *s, const cg_job *cg, const struct soc
      * meanwhile, which it would do anyway; the child only makes syscalls, on its own stack
      * frame, and allocates nothing (caps_last_cap is read here, before). */
     caps_last_cap();
+    /* execvpe searches the PATH of its caller's environment, not of the one it is given: the
+     * init takes the job's as its own (it reads none of its own after this), so the command is
+     * looked up along the job's PATH, as the check at submission did (core/cmdcheck.c). */
+    environ = s->env;
     pid_t child = vfork();
     if (child < 0) {
         jerr_sys(&e, "fork the command");

@@ -30,7 +30,10 @@ static void add_env(char ***env, size_t *n, const char *k, const char *v)
 static void add_path_env(const job_req *r, const char *key, const char *dflt, const char *first, const char *extra,
                          char ***env, size_t *n)
 {
+    /* the job's own value, plain or secret (a name is one or the other: common/jobreq.c) */
     const char *mine = jobreq_env_get(r, false, key);
+    if (!mine)
+        mine = jobreq_env_get(r, true, key);
     const char *base = mine ? mine : dflt;
     if (!*extra && !*first && !mine && !*dflt)
         return;
@@ -135,11 +138,10 @@ static char **job_env(const spec_ctx *c, const spec_gpu *gs)
     for (size_t i = 0; i < ARRAY_LEN(defaults); i++)
         if (!jobreq_env_get(r, false, defaults[i][0]) && !jobreq_env_get(r, true, defaults[i][0]))
             add_env(&env, &n, defaults[i][0], defaults[i][1]);
-    if (!jobreq_env_get(r, true, "PATH"))
-        add_path_env(r, "PATH", SPEC_BUILD_DEFAULT_PATH, r->slurm_env && c->srun ? SPEC_BUILD_SRUN_DIR : "",
-                     gs->path_add, &env, &n);
-    if (!jobreq_env_get(r, true, "LD_LIBRARY_PATH"))
-        add_path_env(r, "LD_LIBRARY_PATH", "", "", gs->ld_add, &env, &n);
+    /* a secret PATH is extended as a plain one is (the toolkit's bin a GPU job gets, srun's dir) */
+    add_path_env(r, "PATH", SPEC_BUILD_DEFAULT_PATH, r->slurm_env && c->srun ? SPEC_BUILD_SRUN_DIR : "",
+                 gs->path_add, &env, &n);
+    add_path_env(r, "LD_LIBRARY_PATH", "", "", gs->ld_add, &env, &n);
     /* a terminal's type, as docker run -t gives it, unless the job names its own */
     if (r->tty && !jobreq_env_get(r, false, "TERM") && !jobreq_env_get(r, true, "TERM"))
         add_env(&env, &n, "TERM", "xterm");
@@ -166,7 +168,8 @@ static char **job_env(const spec_ctx *c, const spec_gpu *gs)
         add_env(&env, &n, name, nvidia && !strcmp(name, "NVIDIA_VISIBLE_DEVICES") && !none ? "void" : v);
     }
     for (size_t i = 0; i < r->nsecret_env; i++)
-        add_env(&env, &n, r->secret_env[i].name, r->secret_env[i].value);
+        if (strcmp(r->secret_env[i].name, "PATH") && strcmp(r->secret_env[i].name, "LD_LIBRARY_PATH"))
+            add_env(&env, &n, r->secret_env[i].name, r->secret_env[i].value);
     return env;
 }
 

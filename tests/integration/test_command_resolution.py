@@ -124,6 +124,11 @@ def test_commands_made_later_in_a_volume_keep_working(sim_daemon):
     assert p.returncode == 0, p.stderr
     p = d.rnx("job", "run", "--volume=jcmtools", "--follow", "/volumes/jcmtools/run.sh")
     assert p.returncode == 0 and p.stdout == "made later\n", p.stderr
+    # and by name along the job's own PATH, which is the one the job's init searches (not joblet's)
+    for flag in ("-e", "-s"):
+        p = d.rnx("job", "run", "--volume=jcmtools", flag, "PATH=/volumes/jcmtools:/usr/bin:/bin", "--follow",
+                  "run.sh")
+        assert p.returncode == 0 and p.stdout == "made later\n", (flag, p.stderr)
 
 
 def test_workflow_job_with_missing_command_refused_as_a_whole(sim_daemon, tmp_path):

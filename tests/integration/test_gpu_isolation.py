@@ -152,6 +152,16 @@ def test_cuda_toolkit_mounted_read_only_and_paths_extended(gpu_machine, tmp_path
     assert lines[3] == "fake nvcc 12.2"
     assert "Read-only file system" in lines[4]
     assert "No such file or directory" in lines[5]  # only the toolkit it was given
+    # a secret PATH and LD_LIBRARY_PATH are extended as plain ones are: the command check counts
+    # the toolkit's programs as found, so `nvcc` itself, as the command, must run
+    p = d.rnx("job", "run", "--gpu=1", "-e", "PATH=/usr/bin:/bin", "--follow", "nvcc", check=True)
+    assert p.stdout == "fake nvcc 12.2\n"
+    p = d.rnx("job", "run", "--gpu=1", "-s", "PATH=/usr/bin:/bin", "-s", "LD_LIBRARY_PATH=/opt/l", "--follow",
+              "nvcc", check=True)
+    assert p.stdout == "fake nvcc 12.2\n"
+    p = d.rnx("job", "run", "--gpu=1", "-s", "PATH=/usr/bin:/bin", "-s", "LD_LIBRARY_PATH=/opt/l", "--follow",
+              "sh", "-c", "echo $PATH; echo $LD_LIBRARY_PATH", check=True)
+    assert p.stdout.splitlines() == [f"/usr/bin:/bin:{tk}/bin", f"/opt/l:{tk}/lib64"]
     # a job without GPUs gets no toolkit and the default PATH
     p = d.rnx("job", "run", "--follow", "sh", "-c", "echo ${CUDA_HOME:-none} $PATH", check=True)
     assert p.stdout.split() == ["none", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
