@@ -7,16 +7,22 @@ Each test asserts a property; those that failed before their fix:
    the "in use" check counted made jobs only, and an array's tasks become jobs when they start
    (arrays.h), so a held or throttled array's tasks, checked at submission, then failed at their
    start. Remove and replace count such arrays now, as a volume's remove does.
+2. runtimes.dir was made 0755: set outside the state directory (0700), every local user could
+   reach the runtimes' trees, whose setuid-root programs (Debian's su and newgrp, as built, never
+   updated after) then ran as root on the host, outside any job (no no_new_privs there). It is
+   made and kept 0700 root now, as volumes.dir is; jobs get the tree through mounts joblet makes
+   as root.
 
 The runtime is busybox_runtime's tiny tree (no network, no build). Every probe that tries to
 escape is harmless if it succeeds: it writes a marker file under /tmp."""
 import os
+import subprocess
 import time
 
 import pytest
 
 import busybox_runtime
-from conftest import api_as
+from conftest import api_as, setpriv
 
 pytestmark = pytest.mark.skipif(not os.path.exists(busybox_runtime.BUSYBOX),
                                 reason="busybox-static is not installed (scripts/install-deps.sh installs it)")
@@ -66,3 +72,28 @@ def test_runtime_named_by_a_waiting_array_is_not_removed(rt_daemon, tmp_path):
     # once every task ended, the runtime can go
     code, ans = d.api("DELETE", "/v1/runtimes/busybox")
     assert code == 200, ans
+
+
+# ---- 2. the runtimes' trees are not the host users' ---------------------------------------------
+
+def test_runtimes_dir_outside_the_state_dir_is_not_reachable_by_local_users(fresh_daemon):
+    """runtimes.dir set to a directory every user can traverse the parent of: nobody cannot reach
+    a runtime's tree on the host (where its setuid programs would run as root), and jobs in the
+    runtime still run."""
+    d = fresh_daemon(start=False)
+    rtdir = os.path.join(d.dir, "rt")  # d.dir is 0755
+    with open(d.config, "a") as f:
+        f.write(f"runtimes:\n  dir: {rtdir}\n")
+    os.makedirs(rtdir, mode=0o755)
+    os.chmod(rtdir, 0o755)
+    root = busybox_runtime.make(rtdir)
+    d.start()
+    marker = os.path.join(root, "etc", "marker")
+    p = subprocess.run([*setpriv(NOBODY), "/bin/cat", marker], capture_output=True, text=True)
+    print("nobody reads the tree:", p.returncode, p.stdout, p.stderr)
+    assert p.returncode != 0 and "busybox runtime" not in p.stdout
+    assert os.stat(rtdir).st_mode & 0o777 == 0o700
+    code, job = api_as(d, NOBODY, "POST", "/v1/jobs", {"command": "cat", "args": ["/etc/marker"],
+                                                       "runtime": "busybox"})
+    assert code == 201, job
+    assert d.wait(job["id"])["status"] == "COMPLETED" and d.output(job["id"]) == "busybox runtime\n"
