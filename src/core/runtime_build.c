@@ -25,6 +25,7 @@
 #include "../common/log.h"
 #include "../common/recipe.h"
 #include "../common/util.h"
+#include "arrays.h"
 #include "runtime_log.h"
 #include "state.h"
 
@@ -300,22 +301,33 @@ static void on_output(watch *w, uint32_t events)
 
 /* ---- the end of a build or import ----------------------------------------------------- */
 
+/* One more user of a runtime into ids (runtime_build_users). */
+static void users_add(size_t *n, const char *id, char *ids, size_t len)
+{
+    size_t l = strlen(ids);
+    if (*n < 10 && l + 12 < len)
+        snprintf(ids + l, len - l, "%s%.8s", *n ? ", " : "", id);
+    else if (*n == 10 && l + 6 < len)
+        snprintf(ids + l, len - l, ", ...");
+    (*n)++;
+}
+
 size_t runtime_build_users(const char *name, char *ids, size_t len)
 {
-    size_t n = 0;
+    size_t n = 0, na;
     if (len)
         ids[0] = 0;
     for (size_t i = 0; i < core.njobs; i++) {
         const job *j = core.jobs[i];
-        if (job_state_terminal(j->state) || !j->req.runtime || strcmp(j->req.runtime, name))
-            continue;
-        size_t l = strlen(ids);
-        if (n < 10 && l + 12 < len)
-            snprintf(ids + l, len - l, "%s%.8s", n ? ", " : "", j->id);
-        else if (n == 10 && l + 6 < len)
-            snprintf(ids + l, len - l, ", ...");
-        n++;
+        if (!job_state_terminal(j->state) && j->req.runtime && !strcmp(j->req.runtime, name))
+            users_add(&n, j->id, ids, len);
     }
+    /* an array's tasks not made yet (held, throttled, waiting for dependencies) were checked at
+     * submission and are made with its request's runtime when they start (arrays.h) */
+    jarray **open = arrays_open(&na);
+    for (size_t i = 0; i < na; i++)
+        if (open[i]->req.runtime && !strcmp(open[i]->req.runtime, name))
+            users_add(&n, open[i]->id, ids, len);
     return n;
 }
 

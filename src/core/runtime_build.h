@@ -76,8 +76,8 @@ rt_build *runtime_build_import(int fd, bool replace, uid_t uid, jerr *e);
 /* A 409 naming who holds the build slot, when a build or import runs; 0 when none does. */
 int runtime_build_busy(jerr *e);
 
-/* The jobs that have not ended and name the runtime: up to `max` short ids into ids (", "
- * separated); returns how many there are. */
+/* The jobs that have not ended and the arrays with tasks not made yet that name the runtime:
+ * up to 10 short ids into ids (", " separated, at most len bytes); returns how many there are. */
 size_t runtime_build_users(const char *name, char *ids, size_t len);
 /* Removes an installed runtime: refused (409) while jobs use it or a build of it runs, and for
  * runtimes.default. The tree is renamed away at once and deleted by a helper. */

@@ -25,7 +25,14 @@ int runtimes_init(jerr *e)
         snprintf(dir_path, sizeof dir_path, "%s", core.cfg.runtimes_dir);
     else
         snprintf(dir_path, sizeof dir_path, "%s/runtimes", core.cfg.state_dir);
-    return mkdir_p(dir_path, 0755, e);
+    /* root's alone, as volumes.dir: the trees hold setuid-root programs (Debian's su, newgrp),
+     * which a host user who reached them would run as root, outside any job; jobs get the tree
+     * through the mounts their shim makes as root */
+    if (mkdir_p(dir_path, 0700, e) < 0)
+        return -1;
+    if (chmod(dir_path, 0700) < 0)
+        return jerr_sys(e, "chmod 0700 %s (runtimes.dir)", dir_path);
+    return 0;
 }
 
 static void runtime_free(runtime *r)

@@ -26,7 +26,8 @@ typedef struct runtime {
     uint64_t ino;             /* a manifest renamed into place is another file */
 } runtime;
 
-/* The directory runtimes live in (runtimes.dir, default <state_dir>/runtimes), created. */
+/* The directory runtimes live in (runtimes.dir, default <state_dir>/runtimes), created and made
+ * 0700 root. */
 int runtimes_init(jerr *e);
 const char *runtimes_dir(void);
 /* A runtime by name, its manifest read (again only when manifest.yml changed). Unknown: -1,
