@@ -6,6 +6,7 @@
 
 #include "../common/jsonx.h"
 #include "../common/util.h"
+#include "arrays.h"
 #include "state.h"
 
 static json_t *strings(char *const *items, size_t n)
@@ -29,6 +30,12 @@ json_t *runtime_json(const runtime *rt)
         if (!job_state_terminal(j->state) && j->req.runtime && !strcmp(j->req.runtime, rt->name))
             json_array_append_new(jobs, json_string(j->id));
     }
+    /* and the arrays with tasks still to make, which a remove waits for too (runtime_build_users) */
+    size_t na;
+    jarray **open = arrays_open(&na);
+    for (size_t i = 0; i < na; i++)
+        if (open[i]->req.runtime && !strcmp(open[i]->req.runtime, rt->name))
+            json_array_append_new(jobs, json_string(open[i]->id));
     json_t *o = json_pack("{s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:s,s:b,s:o}",
                           "name", rt->name, "version", str_or_null(m->version), "description", m->description ? m->description : "",
                           "provides", strings(m->provides, m->nprovides), "architecture", str_or_null(m->architecture),

@@ -54,6 +54,9 @@ def test_runtime_named_by_a_waiting_array_is_not_removed(rt_daemon, tmp_path):
     assert code == 409, ans
     assert "in use" in ans["error"]["message"] and aid[:8] in ans["error"]["message"], ans
     assert os.path.exists(os.path.join(d.state, "runtimes", "busybox", "manifest.yml"))
+    # rnx runtime info lists the array among what uses it, as the refusal names it
+    code, info = d.api("GET", "/v1/runtimes/busybox")
+    assert code == 200 and aid in info["jobs"], info
     # nor replaced by a build of another recipe of that name (refused before any tool runs)
     recipe = tmp_path / "busybox.yml"
     recipe.write_text("name: busybox\nversion: '2'\nsuite: bookworm\npackages: [busybox-static]\n")
