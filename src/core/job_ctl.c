@@ -507,18 +507,43 @@ void job_ctl_resume_all(void)
     }
 }
 
+/* A suspended job thawed to be requeued, whose requeue failed: frozen again, suspended as it was
+ * (since, the time suspended before, who suspended it). */
+static void refreeze(job *j, int64_t since, int64_t suspended, int64_t held_by, const char *why)
+{
+    jerr fe = {0};
+    if (j->state != JS_RUNNING || j->shim_pid <= 0 || freeze(j, true, &fe) < 0) {
+        log_err("job %s: its requeue failed (%s) and it cannot be frozen again: %s; it runs", j->id, why,
+                fe.msg[0] ? fe.msg : job_state_name(j->state));
+        return;
+    }
+    j->state = JS_SUSPENDED;
+    j->suspended_since_ms = since > 0 ? since : now_ms();
+    j->suspended_ms = suspended;
+    j->stopped_by = held_by;
+    job_event(j, JE_SUSPENDED, held_by, "frozen again: the requeue it was thawed for failed (%s)", why);
+    job_save(j);
+    log_warn("job %s: its requeue failed (%s); SUSPENDED again", j->id, why);
+}
+
 int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
 {
     if (j->state != JS_RUNNING && j->state != JS_SUSPENDED)
         return refuse(j, "requeued", "a running or suspended", e);
     if (j->preempting)
         return jerr_http(e, 409, "job %s is being stopped to go back to the queue already", j->id);
+    /* what a suspended job was: frozen again if the requeue fails (a refused request changes
+     * nothing; its suspension is an admin's) */
+    bool was_suspended = j->state == JS_SUSPENDED;
+    int64_t since = j->suspended_since_ms, suspended = j->suspended_ms, held_by = j->stopped_by;
     if (thaw_to_stop(j, by, e) < 0)
         return -1;
     j->requeue_asked = true;
     j->requeue_hold = hold;
     if (job_launch_requeue(j, by, e) < 0) {
         j->requeue_asked = j->requeue_hold = false;
+        if (was_suspended)
+            refreeze(j, since, suspended, held_by, e->msg);
         return -1;
     }
     job_event(j, JE_REQUEUED, (int64_t)by, "requeue asked by uid %u%s: SIGTERM, SIGKILL after %llus, then back in "
