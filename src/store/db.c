@@ -768,6 +768,25 @@ int db_flush(db *d, jerr *e)
                      full ? " (the state filesystem is full)" : "");
         return -1;
     }
+    /* A write of the turn that failed without SQLite rolling back (busy: another process holds
+     * the lock) is left active: the turn is not committed without it. It is rolled back, and the
+     * error says why the write failed (a COMMIT over it would say "SQL statements in progress"). */
+    int failed = SQLITE_OK;
+    for (sqlite3_stmt *st = sqlite3_next_stmt(d->h, NULL); st; st = sqlite3_next_stmt(d->h, st))
+        if (sqlite3_stmt_busy(st) && !sqlite3_stmt_readonly(st)) {
+            int rc = sqlite3_reset(st);
+            if (failed == SQLITE_OK)
+                failed = rc != SQLITE_OK ? rc : SQLITE_ERROR;
+        }
+    if (failed != SQLITE_OK) {
+        exec_sql(d, "ROLLBACK;", NULL);
+        d->deleted = false;
+        bool full = (failed & 0xff) == SQLITE_FULL || db_disk_full(d);
+        if (e)
+            jerr_set(e, full ? ENOSPC : EIO, "database: the turn's transaction was rolled back after a write failed: %s",
+                     sqlite3_errstr(failed));
+        return -1;
+    }
     if (exec_sql(d, "COMMIT;", e) < 0) {
         /* SQLITE_FULL and I/O errors may leave the transaction open: it is rolled back here,
          * so that the database holds exactly what the last good commit left (db.h) */
