@@ -127,7 +127,12 @@ void publish_changes(void)
 {
     size_t n;
     job **ended = jobs_take_ended(&n);
+    /* the workflows whose state may have changed (workflow.c lists them), not every one kept:
+     * workflows are never deleted, and every turn comes here while a stream listens */
+    size_t nw;
+    workflow **wv = workflow_take_changed(&nw);
     if (!events_listening()) {
+        free(wv);
         synced = false;
         return;
     }
@@ -151,8 +156,14 @@ void publish_changes(void)
         job_changes(v, n, false);
         job_changes_verify();
     }
-    for (size_t i = 0; i < core.nworkflows; i++) {
-        workflow *wf = core.workflows[i];
+    if (quiet) {
+        free(wv);
+        wv = core.workflows;
+        nw = core.nworkflows;
+    } else if (nw)
+        log_debug("events: a turn looked at %zu workflows of %zu kept", nw, core.nworkflows);
+    for (size_t i = 0; i < nw; i++) {
+        workflow *wf = wv[i];
         if (wf->ev_state != (uint8_t)(wf->state + 1)) {
             wf->ev_state = (uint8_t)(wf->state + 1);
             if (!quiet)
@@ -160,6 +171,8 @@ void publish_changes(void)
                      json_pack("{s:s,s:s}", "id", wf->id, "status", wf_state_name(wf->state)));
         }
     }
+    if (!quiet)
+        free(wv);
     /* job arrays whose tasks changed: their status as one job's (rnx job wait ARRAY, the console) */
     for (size_t i = 0; i < core.narrays; i++) {
         jarray *a = core.arrays[i];

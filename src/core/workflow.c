@@ -39,6 +39,42 @@ static void wf_save(workflow *wf)
 /* The workflows by id and name (common/idindex.h). */
 static idindex by_ref;
 
+/* workflow_take_changed's list */
+static workflow **changed_v;
+static size_t changed_n, changed_cap;
+
+static void mark_changed(workflow *wf)
+{
+    if (wf->ev_listed)
+        return;
+    if (changed_n == changed_cap) {
+        changed_cap = changed_cap ? 2 * changed_cap : 64;
+        changed_v = xrealloc(changed_v, changed_cap * sizeof *changed_v);
+    }
+    changed_v[changed_n++] = wf;
+    wf->ev_listed = true;
+}
+
+static void unmark_changed(workflow *wf)
+{
+    for (size_t i = 0; wf->ev_listed && i < changed_n; i++)
+        if (changed_v[i] == wf) {
+            changed_v[i] = changed_v[--changed_n];
+            wf->ev_listed = false;
+        }
+}
+
+workflow **workflow_take_changed(size_t *n)
+{
+    workflow **v = changed_v;
+    *n = changed_n;
+    for (size_t i = 0; i < changed_n; i++)
+        v[i]->ev_listed = false;
+    changed_v = NULL;
+    changed_n = changed_cap = 0;
+    return v;
+}
+
 static const char *wf_name(const workflow *wf) { return json_string_value(json_object_get(wf->doc, "name")); }
 
 void workflow_add(workflow *wf)
@@ -50,6 +86,7 @@ void workflow_add(workflow *wf)
     core.workflows = xrealloc(core.workflows, (core.nworkflows + 1) * sizeof *core.workflows);
     core.workflows[core.nworkflows++] = wf;
     idindex_add(&by_ref, wf, wf->id, wf_name(wf), wf->seq);
+    mark_changed(wf);
     if (wf->seq >= core.next_wf_seq)
         core.next_wf_seq = wf->seq + 1;
 }
@@ -91,6 +128,9 @@ static void wf_free(workflow *wf)
 void workflow_free_all(void)
 {
     idindex_free(&by_ref);
+    free(changed_v);
+    changed_v = NULL;
+    changed_n = changed_cap = 0;
     for (size_t i = 0; i < core.nworkflows; i++)
         wf_free(core.workflows[i]);
     free(core.workflows);
@@ -397,6 +437,7 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
         }
         core.nworkflows--; /* added last, above */
         idindex_del(&by_ref, wf, wf->id, wf_name(wf));
+        unmark_changed(wf);
         wf_free(wf);
         return NULL;
     }
@@ -534,9 +575,11 @@ static void refresh(workflow *wf)
         changed = true;
     }
     if (wf->state != old || changed) {
-        if (wf->state != old)
+        if (wf->state != old) {
+            mark_changed(wf);
             log_info("workflow %s %s%s%s", wf->id, wf_state_name(wf->state), wf->reason ? ": " : "",
                      wf->reason ? wf->reason : "");
+        }
         wf_save(wf);
     }
 }

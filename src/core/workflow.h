@@ -40,6 +40,7 @@ typedef struct workflow {
     gid_t owner_gid;
     enum wf_state state;
     uint8_t ev_state;          /* state + 1 as last published (publish.c); 0 none */
+    bool ev_listed;            /* in the list workflow_take_changed hands out */
     int64_t created_ms, started_ms, ended_ms;
     int64_t canceled_by;       /* uid; -1 = not canceled */
     char *reason;              /* why it FAILED or was CANCELED */
@@ -107,6 +108,10 @@ void workflow_checked_free(wf_checked *c);
 workflow *workflow_new(db_workflow *r);
 /* Into the daemon's list (a submitted one, or one read from the database at start). */
 void workflow_add(workflow *wf);
+/* The workflows whose state may have changed since the last call (added, or refreshed to a new
+ * state), each once; the caller frees the vector. The event feed publishes these alone, not
+ * every workflow kept (publish.c), which no bound keeps few. */
+workflow **workflow_take_changed(size_t *n);
 /* As jobs_find: by full id, else by name (exactly one), else by unique id prefix, among the
  * workflows the caller may see; 404 / 409 naming the candidates otherwise. */
 workflow *workflow_find(const char *ref, const caller *who, jerr *e);
