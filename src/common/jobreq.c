@@ -1392,6 +1392,18 @@ bool jobreq_uploads_streamed(const job_req *r)
     return false;
 }
 
+uint64_t jobreq_bytes(const job_req *r)
+{
+    uint64_t n = r->command ? strlen(r->command) : 0;
+    for (size_t i = 0; i < r->nargs; i++)
+        n += strlen(r->args[i]) + 1;
+    for (size_t i = 0; i < r->nenv; i++)
+        n += strlen(r->env[i].name) + strlen(r->env[i].value) + 2;
+    for (size_t i = 0; i < r->nsecret_env; i++)
+        n += strlen(r->secret_env[i].name) + strlen(r->secret_env[i].value) + 2;
+    return n;
+}
+
 uint64_t jobreq_uploads_declared(const job_req *r)
 {
     uint64_t n = 0;

@@ -49,6 +49,7 @@ static void save_logged(const jarray *a)
 static struct aowner {
     uid_t uid;
     uint64_t unmade, jobless;
+    uint64_t unmade_bytes;      /* each task not made yet counts its array's request (jobreq_bytes) */
 } *owners;                      /* by uid */
 static size_t nowners, owners_cap;
 
@@ -247,6 +248,10 @@ static void count_as(jarray *a, bool in)
     if (unmade != a->ix_unmade || jobless != a->ix_jobless) {
         struct aowner *o = owner_of(a->owner_uid);
         o->unmade = o->unmade - a->ix_unmade + unmade;
+        /* (an array's command, args and env never change: measured once) */
+        if (unmade && !a->ix_bytes)
+            a->ix_bytes = jobreq_bytes(&a->req);
+        o->unmade_bytes = o->unmade_bytes - a->ix_unmade * a->ix_bytes + unmade * a->ix_bytes;
         o->jobless = o->jobless - a->ix_jobless + jobless;
         a->ix_unmade = unmade;
         a->ix_jobless = jobless;
@@ -320,14 +325,18 @@ static void verify(const char *where)
     if (!what[0] && by_ref.n != core.narrays)
         snprintf(what, sizeof what, "%zu arrays found by id; %zu kept", by_ref.n, core.narrays);
     for (size_t o = 0; o < nowners && !what[0]; o++) {
-        uint64_t u = 0, jl = 0;
+        uint64_t u = 0, jl = 0, ub = 0;
         for (size_t i = 0; i < core.narrays; i++)
             if (core.arrays[i]->owner_uid == owners[o].uid) {
                 u += core.arrays[i]->ix_unmade;
                 jl += core.arrays[i]->ix_jobless;
+                ub += core.arrays[i]->ix_unmade ? core.arrays[i]->ix_unmade * jobreq_bytes(&core.arrays[i]->req) : 0;
             }
         unmade -= u;
         jobless -= jl;
+        if (!what[0] && ub != owners[o].unmade_bytes)
+            snprintf(what, sizeof what, "uid %u: %llu bytes of tasks not made counted; %llu in its arrays",
+                     (unsigned)owners[o].uid, (unsigned long long)owners[o].unmade_bytes, (unsigned long long)ub);
         if (u != owners[o].unmade || jl != owners[o].jobless)
             snprintf(what, sizeof what,
                      "uid %u: %llu tasks not made, %llu jobless arrays counted; %llu, %llu in its arrays",
@@ -442,6 +451,12 @@ uint64_t arrays_unmade(uid_t uid)
 {
     verify("a user's tasks not made");
     return owner_of(uid)->unmade;
+}
+
+uint64_t arrays_unmade_bytes(uid_t uid)
+{
+    verify("a user's tasks not made");
+    return owner_of(uid)->unmade_bytes;
 }
 
 uint64_t arrays_jobless(uid_t uid)

@@ -109,6 +109,7 @@ typedef struct jarray {
                                 * (rnx job wait ID_T of one of them learns it ended) */
     /* what it counts for under its owner (arrays_unmade, arrays_jobless), as last counted */
     uint64_t ix_unmade;
+    uint64_t ix_bytes;         /* its request's bytes (jobreq_bytes), once counted */
     bool ix_jobless;
     /* its counts once it ended (arrays_count_cached); counts_ok false: none kept */
     bool counts_ok;
@@ -134,6 +135,8 @@ void arrays_set_workflow(jarray *a, struct workflow *wf, const char *wf_id, int 
 void arrays_undo(jarray *a);
 /* The tasks not made yet of the user's arrays (waiting, for limits.max_queued_per_user). */
 uint64_t arrays_unmade(uid_t uid);
+/* The bytes of those tasks' requests (each its array's jobreq_bytes): limits.max_request_bytes_per_user. */
+uint64_t arrays_unmade_bytes(uid_t uid);
 /* The user's ended arrays that keep no job (every task canceled before it was made, or their
  * jobs deleted): each counts one kept job for limits.max_jobs_per_user, as its row stays.
  * Both are counted per owner as arrays change (every change of an array in this file recounts

@@ -37,6 +37,7 @@ void config_defaults(config *c)
      * them (issue 25): a user's waiting jobs and kept jobs are bounded by default */
     c->limits.max_queued_per_user = 1000;
     c->limits.max_jobs_per_user = 10000;
+    c->limits.max_request_bytes_per_user = 1ull << 30; /* 10,000 jobs of 15 MiB of env each were 150 GiB held */
     c->limits.max_running_per_user = 64; /* more wait QUEUED: one user's jobs do not fill the host */
     c->stop_grace_s = 10;
     c->attach_wait_s = 60;         /* a terminal job nobody attached to starts anyway */
@@ -146,6 +147,7 @@ static const key keys[] = {
     U64("limits.max_gpus_per_user", limits.max_gpus_per_user, 0, 1000000),
     U64("limits.max_queued_per_user", limits.max_queued_per_user, 0, 100000000),
     U64("limits.max_jobs_per_user", limits.max_jobs_per_user, 0, 100000000),
+    U64("limits.max_request_bytes_per_user", limits.max_request_bytes_per_user, 0, 1ull << 50),
     U64("limits.gpu_requests_per_minute", limits.gpu_requests_per_minute, 0, 1000000),
     U64("limits.max_running_per_user", limits.max_running_per_user, 0, 1000000),
     U64("limits.attach_sessions_per_user", limits.attach_per_user, 0, 100000),

@@ -20,6 +20,9 @@ typedef struct limits_config {
                                        * all jobs together; 0 = none */
     uint32_t max_running_per_user;    /* limits.max_running_per_user: jobs of one user other than
                                        * root running at once (more wait QUEUED); 0 = none */
+    uint64_t max_request_bytes_per_user; /* limits.max_request_bytes_per_user: the requests (command,
+                                       * args, env, secret_env) of the jobs one user keeps, an array's
+                                       * tasks not made yet each counted, together; 0 = none */
 } limits_config;
 
 /* remote.*: the TLS listener (docs/remote.md). */

@@ -125,6 +125,7 @@ typedef struct job {
     uint8_t db_mark;          /* enum state_db_mark: its row in the open transaction, or lost with one (state.h) */
     /* What the job table's indexes count it as, as of its last jobs_index (jobs.h) */
     uint8_t idx_flags;        /* enum jobs_idx_flag (jobs.c) */
+    uint64_t idx_bytes;       /* its request's bytes (jobreq_bytes), counted while it is kept */
     uid_t idx_uid, idx_sandbox; /* the uids of jobs.uid_range_start's range it holds; 0 none */
     uint32_t idx_queue, idx_room; /* its place in the list of jobs in the queue, of jobs holding room */
     uint8_t idx_as;           /* the state whose list it is in (PENDING or HELD: jobs_in_state) */

@@ -412,8 +412,13 @@ static void count_as(job *j, uint8_t want, uid_t u, uid_t s)
     uint8_t had = j->idx_flags, diff = had ^ want;
     if (diff & (IDX_KEPT | IDX_WAITING)) {
         jobs_user_count *c = &owner_of(j->owner_uid)->c;
-        if (diff & IDX_KEPT)
+        if (diff & IDX_KEPT) {
             c->kept += want & IDX_KEPT ? 1 : (uint64_t)-1;
+            /* (a kept job's command, args and env never change: counted once, when it comes) */
+            uint64_t bytes = want & IDX_KEPT ? jobreq_bytes(&j->req) : 0;
+            c->bytes = c->bytes - j->idx_bytes + bytes;
+            j->idx_bytes = bytes;
+        }
         if (diff & IDX_WAITING)
             c->waiting += want & IDX_WAITING ? 1 : (uint64_t)-1;
     }
@@ -473,6 +478,7 @@ void jobs_index_rebuild(void)
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
         j->idx_flags = 0;
+        j->idx_bytes = 0;
         j->idx_uid = j->idx_sandbox = 0;
         recount(j);
     }
@@ -542,9 +548,10 @@ static void verify(const char *where)
             if (core.jobs[i]->owner_uid == ix.owners[o].uid) {
                 c.kept++;
                 c.waiting += (flags_of(core.jobs[i]) & IDX_WAITING) != 0;
+                c.bytes += jobreq_bytes(&core.jobs[i]->req);
             }
         kept += c.kept;
-        if (c.kept != ix.owners[o].c.kept || c.waiting != ix.owners[o].c.waiting)
+        if (c.kept != ix.owners[o].c.kept || c.waiting != ix.owners[o].c.waiting || c.bytes != ix.owners[o].c.bytes)
             snprintf(what, sizeof what, "uid %u: %llu kept, %llu waiting counted; %llu, %llu in the table",
                      (unsigned)ix.owners[o].uid, (unsigned long long)ix.owners[o].c.kept,
                      (unsigned long long)ix.owners[o].c.waiting, (unsigned long long)c.kept,

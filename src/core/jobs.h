@@ -58,6 +58,7 @@ void jobs_index_rebuild(void);
 void jobs_index_free(void);
 typedef struct jobs_user_count {
     uint64_t kept, waiting;
+    uint64_t bytes;   /* the requests of the jobs kept (jobreq_bytes): limits.max_request_bytes_per_user */
 } jobs_user_count;
 jobs_user_count jobs_user(uid_t owner);
 /* The jobs in the queue, and the jobs holding room, each in seq order; valid until the next

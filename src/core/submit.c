@@ -448,6 +448,21 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
                                      "(rnx job delete ID, or rnx job delete-all)", (unsigned)uid,
                              (unsigned long long)kept, more, L->max_jobs_per_user);
     }
+    /* the bytes of the requests the user keeps: each job keeps its command, args and env in
+     * memory and in the database, and each is up to the body's size (16 MiB of variables of
+     * 128 KiB); max_jobs_per_user of them were 150 GiB */
+    if (L->max_request_bytes_per_user) {
+        uint64_t held = jobs_user(uid).bytes + arrays_unmade_bytes(uid), more = 0;
+        for (size_t i = 0; i < n; i++)
+            more += jobreq_bytes(reqs[i]) * (n == 1 ? ntasks : submit_task_count(&reqs[i], 1));
+        if (held + more > L->max_request_bytes_per_user)
+            return jerr_http(e, 429, "uid %u keeps jobs whose commands, args and env are %llu bytes, and %s %llu "
+                                     "more; limits.max_request_bytes_per_user is %llu: delete ended jobs (rnx job "
+                                     "delete ID, or rnx job delete-all), or pass less in the environment (upload a "
+                                     "file)", (unsigned)uid, (unsigned long long)held,
+                             ntasks > 1 ? "these jobs ask for" : "this one asks for", (unsigned long long)more,
+                             (unsigned long long)L->max_request_bytes_per_user);
+    }
     /* room for them and their files on the state filesystem, past the database's reserve */
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++)

@@ -1,0 +1,61 @@
+"""A hostile local user against the daemon's fair share (no user's share starves another's; no
+request makes the daemon hold unbounded memory).
+
+1. Each job kept holds its command, args and env in the daemon's memory and in its database. Every
+   variable was bounded (128 KiB) and the body (16 MiB), but not their number: 120 variables of
+   128 KiB, 15 MiB a job, were taken; 20 such jobs (scheduled far off, never run) grew the
+   daemon's RSS by 330 MiB, and limits.max_jobs_per_user (10,000) of them would be 150 GiB.
+   limits.max_request_bytes_per_user bounds what one user's kept jobs' requests hold together
+   (an array's tasks not made yet count each): past it, 429 naming the key."""
+import json
+
+from conftest import api_as
+
+USER, OTHER = 4391, 4392
+MIB = 1 << 20
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
+
+
+def big_request(nvars, **more):
+    """A job that never runs (scheduled far off), with nvars variables of 128 KiB."""
+    return {"command": "true", "env": {f"PAD{k}": "p" * (128 << 10) for k in range(nvars)},
+            "schedule_at": "2036-01-01T00:00:00Z", **more}
+
+
+def test_a_users_kept_requests_are_bounded_in_bytes(fresh_daemon):
+    d = fresh_daemon("limits:\n  max_request_bytes_per_user: 40000000\n")
+    before = rss_kb(d.proc.pid)
+    ids = []
+    for _ in range(2):   # 2 x 15 MiB: within the 40 MB
+        st, body = api_as(d, USER, "POST", "/v1/jobs", big_request(120))
+        assert st == 201, body
+        ids.append(body["id"])
+    # the third (45 MiB in all) is refused, naming the limit; so is an array of such tasks
+    for req in (big_request(120), big_request(40, array="0-9")):
+        st, body = api_as(d, USER, "POST", "/v1/jobs", req)
+        assert st == 429 and "limits.max_request_bytes_per_user" in json.dumps(body), (st, body)
+    # many small ones still fit; another user has a share of their own
+    st, body = api_as(d, USER, "POST", "/v1/jobs", big_request(0, env={"A": "b"}))
+    assert st == 201, body
+    st, body = api_as(d, OTHER, "POST", "/v1/jobs", big_request(120))
+    assert st == 201, body
+    # an array's tasks count each, made or not: 4 tasks of 5 MiB fit beside the 15 MiB kept, 5 do not
+    for spec, want in (("0-4", 429), ("0-3", 201)):
+        st, body = api_as(d, OTHER, "POST", "/v1/jobs", big_request(40, array=spec))
+        assert st == want, (spec, st, body)
+    # deleting a job gives its bytes back
+    st, body = api_as(d, USER, "POST", f"/v1/jobs/{ids[0]}/cancel")
+    assert st == 200, body
+    st, body = api_as(d, USER, "DELETE", f"/v1/jobs/{ids[0]}")
+    assert st == 200, body
+    st, body = api_as(d, USER, "POST", "/v1/jobs", big_request(120))
+    assert st == 201, body
+    # the daemon holds what the budget allows (2 users x 40 MB, and the copies a submission
+    # makes on its way), not what the requests asked for
+    grown = (rss_kb(d.proc.pid) - before) << 10
+    print("rss grew", grown // MIB, "MiB")
+    assert grown < 200 * MIB, grown
