@@ -361,6 +361,11 @@ int workflow_json_parse(json_t *body, wf_body *b, jerr *e)
         return jerr_field(e, "name", "name: a workflow needs a name of 1 to 200 characters");
     if (yaml && strlen(yaml) > (1u << 20))
         return jerr_field(e, "yaml", "yaml: the workflow file is larger than 1 MiB");
+    /* kept with the workflow as long as it is, in memory and in the database */
+    if (desc && strlen(desc) > (64u << 10))
+        return jerr_field(e, "description", "description: longer than 64 KiB; put long text in the workflow file");
+    if (source && strlen(source) > 4096)
+        return jerr_field(e, "source", "source: the workflow file's path is longer than 4096 bytes");
     json_t *arr = json_object_get(body, "jobs");
     size_t n = json_array_size(arr);
     if (!json_is_array(arr) || n == 0 || n > 10000)

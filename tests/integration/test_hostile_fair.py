@@ -59,3 +59,18 @@ def test_a_users_kept_requests_are_bounded_in_bytes(fresh_daemon):
     grown = (rss_kb(d.proc.pid) - before) << 10
     print("rss grew", grown // MIB, "MiB")
     assert grown < 200 * MIB, grown
+
+
+def test_a_workflows_description_and_source_are_bounded(daemon):
+    """A workflow keeps its description and source (the file's path) as long as it is kept, in
+    memory and in the database: each is bounded, the refusal names the field, nothing is made."""
+    job = [{"name": "a", "request": {"command": "true"}}]
+    before = daemon.api("GET", "/v1/workflows")[1]["workflows"]
+    code, err = daemon.api("POST", "/v1/workflows", {"name": "w", "description": "d" * (64 << 10 | 1), "jobs": job})
+    assert code == 400 and err["error"]["field"] == "description", err
+    code, err = daemon.api("POST", "/v1/workflows", {"name": "w", "source": "/" * 4097, "jobs": job})
+    assert code == 400 and err["error"]["field"] == "source", err
+    assert daemon.api("GET", "/v1/workflows")[1]["workflows"] == before
+    code, wf = daemon.api("POST", "/v1/workflows", {"name": "w", "description": "d" * (64 << 10),
+                                                    "source": "/" * 4096, "jobs": job})
+    assert code == 201, wf
