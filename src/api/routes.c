@@ -342,6 +342,7 @@ static int array_update(request *r, jarray *a, uint64_t *acted, jerr *e)
  * the array as one object, its tasks not made yet as the array's, made ones as jobs. */
 #define ARRAY_DELETE_SLICE 256
 #define ARRAY_SHOW_MAX 1000
+#define ARRAY_SHOW_BYTES (16u << 20)
 static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, const char *action)
 {
     jerr e = {0};
@@ -351,18 +352,24 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
             return http_reply_json(r->conn, 200, array_json(a));
         if (tasks->count == 1)
             return http_reply_json(r->conn, 200, array_task_json(a, tasks->r[0].lo));
+        /* at most ARRAY_SHOW_MAX tasks, and no more once their requests (each up to the body's
+         * size) pass ARRAY_SHOW_BYTES: one answer, made in one loop turn, stays bounded */
         json_t *list = json_array();
-        for (uint64_t k = 0; k < tasks->count && k < ARRAY_SHOW_MAX; k++) {
+        uint64_t k = 0, bytes = 0;
+        for (; k < tasks->count && k < ARRAY_SHOW_MAX && bytes <= ARRAY_SHOW_BYTES; k++) {
             uint32_t t = arrayspec_task(tasks, k);
             bool made;
             job *j = arrays_task(a, t, &made);
-            if (j)
+            if (j) {
                 json_array_append_new(list, job_json(j));
-            else if (arrayspec_has(&a->spec, t) && !made)
-                json_array_append_new(list, array_task_json(a, t));
+                bytes += jobreq_bytes(&j->req) + 2048;
+            } else if (arrayspec_has(&a->spec, t) && !made) {
+                json_array_append_new(list, array_task_json(a, t)); /* (its request is the array's) */
+                bytes += 512;
+            }
         }
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:o,s:b}", "array", array_json(a), "tasks", list,
-                                                       "truncated", tasks->count > ARRAY_SHOW_MAX));
+                                                       "truncated", k < tasks->count));
     }
     if (!*action && del) {
         if (tasks)

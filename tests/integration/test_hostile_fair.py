@@ -8,6 +8,7 @@ request makes the daemon hold unbounded memory).
    limits.max_request_bytes_per_user bounds what one user's kept jobs' requests hold together
    (an array's tasks not made yet count each): past it, 429 naming the key."""
 import json
+import time
 
 from conftest import api_as
 
@@ -74,3 +75,30 @@ def test_a_workflows_description_and_source_are_bounded(daemon):
     code, wf = daemon.api("POST", "/v1/workflows", {"name": "w", "description": "d" * (64 << 10),
                                                     "source": "/" * 4096, "jobs": job})
     assert code == 201, wf
+
+
+def test_a_listing_of_an_arrays_tasks_is_bounded_in_bytes(daemon):
+    """GET /v1/jobs/ID_[LIST] is made in one loop turn, each task that ran with its request: at
+    most 1,000 tasks, and none more once their requests pass 16 MiB (`truncated` says so). 20
+    tasks of a 1.5 MiB request (what exec takes) were a 30 MiB answer."""
+    env = {f"PAD{k}": "p" * ((128 << 10) - 64) for k in range(12)}
+    code, a = daemon.api("POST", "/v1/jobs", {"command": "true", "env": env, "array": "0-19"}, timeout=120)
+    assert code == 201, a
+    code, small = daemon.api("POST", "/v1/jobs", {"command": "true", "array": "0-99", "hold": True})
+    assert code == 201, small
+    try:
+        for _ in range(600):
+            if daemon.api("GET", f"/v1/jobs/{a['id']}", timeout=120)[1]["status"] in ("COMPLETED", "FAILED"):
+                break
+            time.sleep(0.2)
+        code, got = daemon.api("GET", f"/v1/jobs/{a['id']}_[0-19]", timeout=120)
+        assert code == 200 and got["truncated"] is True, (code, {k: v for k, v in got.items() if k != "tasks"})
+        assert 1 <= len(got["tasks"]) <= 12, len(got["tasks"])
+        assert all(t["env"] == env and t["status"] == "COMPLETED" for t in got["tasks"])
+        # tasks not made yet carry no request: a listing of them is not cut
+        code, got = daemon.api("GET", f"/v1/jobs/{small['id']}_[0-99]")
+        assert code == 200 and got["truncated"] is False and len(got["tasks"]) == 100, got["truncated"]
+    finally:
+        for x in (a, small):
+            daemon.api("POST", f"/v1/jobs/{x['id']}/cancel")
+            daemon.api("DELETE", f"/v1/jobs/{x['id']}")
