@@ -78,6 +78,8 @@ typedef struct conn_id {
     tls_peer *peer;           /* its client's certificates, checked again at a reload */
     int64_t not_after;        /* when its certificate expires (s since the epoch; 0: unknown) */
     char request[192];        /* "POST /v1/jobs": the request under way (the audit) */
+    const char *made;         /* its request.made (conn_state's), NULL before the request */
+    bool audited;             /* the request's change is in the audit trail (audit_answer) */
 } conn_id;
 
 /* Every TLS connection open (an upgraded one, a terminal or an exec, included): those of a
@@ -353,6 +355,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (rc) {
             snprintf(rc->method, sizeof rc->method, "%s", method);
             rc->own_commit = false;
+            conn_id *id = rc->owner;
+            id->made = st->made;
+            id->audited = false;
         }
         jerr e = {0};
         const caller *who = request_caller(c, method, url, &e);
@@ -493,6 +498,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return rc;
 }
 
+/* What a person changed through the TLS listener: a change answered 2xx (reads are not
+ * recorded, refusals were; an answer of 4xx or 5xx changed nothing, and recording each would
+ * let one connection grow the trail as fast as it asks). Called by http_reply_json before the
+ * answer's commit (reply_conn.audit), so that the record is committed with the change or before
+ * its answer; for an answer queued otherwise, when the request is done (on_done). */
+static int audit_answer(struct MHD_Connection *c, unsigned status, jerr *e)
+{
+    const union MHD_ConnectionInfo *sc = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const reply_conn *rc = sc ? sc->socket_context : NULL;
+    conn_id *id = rc ? rc->owner : NULL;
+    if (!id || id->audited || !id->tls || !id->known || id->refused.msg[0] || read_only(rc->method) ||
+        status < 200 || status >= 300)
+        return 0;
+    id->audited = true;
+    char detail[240];
+    snprintf(detail, sizeof detail, "%s: %u", id->request, status);
+    return audit_change(&id->who, id->made && id->made[0] ? id->made : NULL, detail, e) < 0 ? -1 : 1;
+}
+
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode tc)
 {
     conn_state *st = *con_cls;
@@ -502,15 +526,15 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
     const reply_conn *rc = sc ? sc->socket_context : NULL;
     if (hs && hs->http_status && rc)
         counters_request(rc->method, hs->http_status);
-    /* what a person changed through the TLS listener: a change answered 2xx (reads are not
-     * recorded, refusals were; an answer of 4xx or 5xx changed nothing, and recording each would
-     * let one connection grow the trail as fast as it asks) */
     conn_id *id = rc ? rc->owner : NULL;
-    if (id && id->tls && id->known && !id->refused.msg[0] && !read_only(rc->method) && hs &&
-        hs->http_status >= 200 && hs->http_status < 300) {
-        char detail[240];
-        snprintf(detail, sizeof detail, "%s: %u", id->request, hs->http_status);
-        audit_caller("api", &id->who, st && st->made[0] ? st->made : NULL, detail);
+    if (id && !id->audited && hs && hs->http_status >= 200 && hs->http_status < 300) {
+        /* a 2xx not queued by http_reply_json (a stream's): recorded now, its commit the turn's */
+        jerr e = {0};
+        audit_answer(c, hs->http_status, &e);
+    }
+    if (id) {
+        id->audited = false;
+        id->made = NULL;
     }
     if (st) {
         if (st->put)
@@ -643,6 +667,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         reply_conn *rc = xcalloc(1, sizeof *rc);
         conn_id *id = xcalloc(1, sizeof *id);
         rc->owner = id;
+        rc->audit = audit_answer;
         *socket_context = rc;
         id->fd = ci ? ci->connect_fd : -1;
         id->tls = sv->tls;

@@ -9,6 +9,7 @@
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../core/audit.h"
 #include "../core/state.h"
 
 static reply_conn *of(struct MHD_Connection *c)
@@ -36,9 +37,21 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
      * ends: what it describes is committed first. A change that could not be committed is
      * never answered 2xx: the routes that create take their change back first (submit_commit,
      * workflow_create); any other answers that it is not saved. */
-    jerr ce = {0};
+    jerr ce = {0}, ae = {0};
     const reply_conn *rc = of(c);
-    if (state_commit_now(&ce) < 0 && status >= 200 && status < 300 && !reads_only(rc) && !(rc && rc->own_commit)) {
+    bool change = status >= 200 && status < 300 && !reads_only(rc);
+    /* the audit record of a change goes into the same commit (the route's own commit came
+     * first: then the record is kept until one takes it, core/audit.c) */
+    int audited = change && rc && rc->audit ? rc->audit(c, status, &ae) : 0;
+    bool failed = state_commit_now(&ce) < 0;
+    if (!failed && audited < 0)
+        ce = ae, failed = true;
+    if (failed && change && !(rc && rc->own_commit)) {
+        if (audited) {
+            char note[64];
+            snprintf(note, sizeof note, " (answered %d: not saved then)", ce.http ? ce.http : 500);
+            audit_change_note(note);
+        }
         json_decref(body);
         char msg[sizeof ce.msg];
         snprintf(msg, sizeof msg, "%s", ce.msg);

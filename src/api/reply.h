@@ -17,6 +17,11 @@ typedef struct reply_conn {
     char method[8];           /* "" until the first request */
     bool own_commit;
     void *owner;              /* http.c's own for the connection */
+    /* http.c's: records a change answered `status` (2xx) in the audit trail, into the open
+     * transaction, before the answer's commit (so that no 2xx goes out before its record is
+     * committed): 0 not a change the trail records, 1 recorded, -1 recorded but its insert
+     * failed (e says why; it is written again later). A call, not a name: http.c is above. */
+    int (*audit)(struct MHD_Connection *c, unsigned status, jerr *e);
 } reply_conn;
 
 /* The route committed its change itself (state_commit_now) before answering: a later commit

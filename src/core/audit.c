@@ -2,6 +2,7 @@
 #include "audit.h"
 
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -155,6 +156,117 @@ static bool refusal_recorded(const caller *c, const char *detail, int64_t now)
     if (!flush_at_ms || r->since_ms + AUDIT_WINDOW_MS < flush_at_ms)
         flush_at_ms = r->since_ms + AUDIT_WINDOW_MS;
     return false;
+}
+
+/* ---- the records of changes (audit_change) -------------------------------------------- */
+
+/* A change's record, kept until a commit takes it: one that a failed commit rolled back (or
+ * whose insert failed) is written again by state.c's resync, like a job's row. */
+#define AUDIT_CHANGES_MAX 4096
+typedef struct change_rec {
+    caller who;
+    int64_t ts_ms;
+    char job[64];
+    char detail[400];
+    bool in_txn;              /* inserted into the open transaction */
+} change_rec;
+
+static change_rec *changes;
+static size_t nchanges;
+
+static int change_insert(change_rec *r, jerr *e)
+{
+    bool tls = r->who.via == CALLER_TLS;
+    audit_rec a = {.ts_ms = r->ts_ms, .uid = r->who.uid == (uid_t)-1 ? -1 : (int64_t)r->who.uid, .action = "api",
+                   .gpu = -1, .job = r->job[0] ? r->job : NULL, .duration_ms = -1, .memory_mb = -1,
+                   .detail = r->detail};
+    if (tls) {
+        a.person = r->who.person[0] ? r->who.person : NULL;
+        a.serial = r->who.serial[0] ? r->who.serial : NULL;
+        a.role = r->who.person[0] ? authz_role_name(r->who.role) : NULL;
+        a.peer = r->who.peer[0] ? r->who.peer : NULL;
+    }
+    if (db_audit(core.db, &a, e) < 0)
+        return -1;
+    r->in_txn = true;
+    if (++inserted >= AUDIT_PRUNE_INSERTS)
+        prune_at_ms = 1;
+    return 0;
+}
+
+static void changes_committed(bool ok)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < nchanges; i++) {
+        if (ok && changes[i].in_txn)
+            continue; /* in the database: done */
+        changes[k] = changes[i];
+        changes[k++].in_txn = false; /* rolled back with its transaction */
+    }
+    nchanges = k;
+}
+
+static bool changes_unsaved(void)
+{
+    for (size_t i = 0; i < nchanges; i++)
+        if (!changes[i].in_txn)
+            return true;
+    return false;
+}
+
+static void changes_resync(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nchanges; i++) {
+        jerr e = {0};
+        if (changes[i].in_txn)
+            continue;
+        if (change_insert(&changes[i], &e) < 0)
+            log_err("audit: a change's record not written again: %s", e.msg);
+        else
+            n++;
+    }
+    if (n)
+        log_info("audit: %zu records of changes that a failed commit lost written again", n);
+}
+
+static const state_rows change_rows = {changes_committed, changes_unsaved, changes_resync};
+
+int audit_change(const caller *c, const char *job_id, const char *detail, jerr *e)
+{
+    static bool registered;
+    if (!registered) {
+        registered = true;
+        changes = xcalloc(AUDIT_CHANGES_MAX, sizeof *changes);
+        state_rows_register(&change_rows);
+    }
+    if (nchanges == AUDIT_CHANGES_MAX) {
+        /* the database has taken no commit for AUDIT_CHANGES_MAX changes: the oldest goes */
+        log_err("audit: more than %d records of changes wait for the database; the oldest (%s) is lost",
+                AUDIT_CHANGES_MAX, changes[0].detail);
+        memmove(changes, changes + 1, (nchanges - 1) * sizeof *changes);
+        nchanges--;
+    }
+    change_rec *r = &changes[nchanges++];
+    *r = (change_rec){.who = *c, .ts_ms = now_ms()};
+    snprintf(r->job, sizeof r->job, "%s", job_id ? job_id : "");
+    snprintf(r->detail, sizeof r->detail, "%s", detail ? detail : "");
+    jerr ie = {0};
+    if (change_insert(r, &ie) < 0) {
+        log_err("audit: %s (the record is written again once the database takes it)", ie.msg);
+        return jerr_http(e, 503, "joblet's database could not be saved (its audit record: %s); try again in a moment",
+                         ie.msg);
+    }
+    return 0;
+}
+
+void audit_change_note(const char *note)
+{
+    if (!nchanges)
+        return;
+    change_rec *r = &changes[nchanges - 1];
+    size_t l = strlen(r->detail);
+    snprintf(r->detail + l, sizeof r->detail - l, "%s", note);
 }
 
 void audit_caller(const char *action, const caller *c, const char *job_id, const char *detail)

@@ -80,7 +80,9 @@ static inline void state_want(unsigned what) { core.want |= what; }
  * (api/reply.c), never 2xx. The rows of jobs and workflows that background events wrote in
  * it (a start, an end) are written again, whole, by a later commit: the first retry a second
  * later, then at doubling intervals up to a minute while commits keep failing. Job history
- * events, audit records and GPU samples of a failed commit are not written again. */
+ * events, GPU samples and audit records of a failed commit are not written again, but for the
+ * records of changes made over the TLS listener (audit_change) and the removal of a memory
+ * volume whose last job ended (volumes.c): registered rows (state_rows below). */
 void state_commit(void);
 /* When state_commit next writes again what failed commits lost (ms), 0 nothing is: the loop
  * wakes for it, so that an idle joblet does not keep them in memory alone. */

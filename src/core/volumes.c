@@ -939,13 +939,88 @@ static void on_owed(loop_task *t)
         jerr e = {0};
         char name[sizeof v->name];
         snprintf(name, sizeof name, "%s", v->name); /* destroy frees v */
-        if (destroy(v, &e) < 0)
-            log_err("memory volume %s: the upload that kept it went, but: %s", name, e.msg);
+        if (destroy(v, &e) < 0) {
+            v->gone_owed = true;
+            log_err("memory volume %s: the upload that kept it went, but: %s (tried again)", name, e.msg);
+        }
         else
             log_info("memory volume %s removed: the upload that kept it after its last job ended went", name);
     }
 }
 static loop_task owed_task = {.fn = on_owed};
+
+/* Memory volumes whose removal a failed commit rolled back (gone_owed): their rows' deletes are
+ * written again with the rows a failed commit lost (state.c's resync, after a wait that
+ * doubles), and once one is committed, the volume goes (on_gone: not within the commit, where
+ * a caller may be walking the volumes). Else the tmpfs stayed mounted, its memory held, for as
+ * long as joblet ran. */
+static void on_gone(loop_task *t)
+{
+    (void)t;
+    for (size_t i = nvols; i-- > 0;) {
+        volume *v = vols[i];
+        if (!v->gone)
+            continue;
+        jerr ue = {0};
+        if (unmount(v, &ue) < 0)
+            log_err("volume %s: removed, but %s", v->name, ue.msg);
+        rm_rf(v->dir);
+        log_info("memory volume %s removed: its last job ended, and its removal is committed now", v->name);
+        drop(v);
+    }
+}
+static loop_task gone_task = {.fn = on_gone};
+
+static bool gone_unsaved(void)
+{
+    for (size_t i = 0; i < nvols; i++)
+        if (vols[i]->gone_owed)
+            return true;
+    return false;
+}
+
+static void gone_resync(void)
+{
+    for (size_t i = 0; i < nvols; i++) {
+        volume *v = vols[i];
+        if (!v->gone_owed)
+            continue;
+        v->gone_owed = false;
+        if (v->type != VOLUME_MEMORY || v->state != VOLUME_READY || kept(v))
+            continue; /* used again meanwhile: it stays (its next last job removes it) */
+        jerr e = {0};
+        if (db_volume_delete(core.db, v->name, &e) < 0) {
+            v->gone_owed = true;
+            log_err("memory volume %s: its removal not written again: %s", v->name, e.msg);
+        } else {
+            v->gone_in_txn = true;
+        }
+    }
+}
+
+static void gone_committed(bool ok)
+{
+    bool any = false;
+    for (size_t i = 0; i < nvols; i++) {
+        volume *v = vols[i];
+        if (!v->gone_in_txn)
+            continue;
+        v->gone_in_txn = false;
+        if (!ok) {
+            v->gone_owed = true;
+            continue;
+        }
+        /* its row is gone: no job may name it from now on */
+        v->gone = true;
+        v->state = VOLUME_UNAVAILABLE;
+        snprintf(v->why, sizeof v->why, "removed: its last job ended");
+        any = true;
+    }
+    if (any)
+        loop_later(&gone_task);
+}
+
+static const state_rows gone_rows = {gone_committed, gone_unsaved, gone_resync};
 
 void volumes_hold(const job_req *req, bool hold)
 {
@@ -1020,8 +1095,10 @@ void volumes_release(const job *j)
         const jarray *arrays_later[1] = {NULL};
         size_t later = volumes_jobs(v, waiting, 1), alater = volumes_arrays(v, false, arrays_later, 1);
         jerr e = {0};
-        if (destroy(v, &e) < 0)
-            log_err("memory volume %s: its last job ended, but: %s", name, e.msg);
+        if (destroy(v, &e) < 0) {
+            v->gone_owed = true;
+            log_err("memory volume %s: its last job ended, but: %s (tried again)", name, e.msg);
+        }
         else if (later || alater)
             log_info("memory volume %s removed: the last job using it (%s) ended; %zu job%s and %zu job arra%s "
                      "scheduled for later named it (%s first), and will fail to start", name, j->id, later,
@@ -1114,6 +1191,7 @@ int volumes_init(jerr *e)
         return -1;
     if (chmod(vdir, 0700) < 0)
         return jerr_sys(e, "chmod 0700 %s (volumes.dir)", vdir);
+    state_rows_register(&gone_rows);
     if (db_volume_load(core.db, load_one, NULL, e) < 0)
         return -1;
     for (size_t i = nvols; i-- > 0;)

@@ -47,6 +47,10 @@ typedef struct volume {
     enum volume_state state;
     uint32_t uploads;         /* streamed uploads still arriving that name it (volumes_hold) */
     bool release_owed;        /* a memory volume whose last job ended while an upload kept it */
+    bool gone_owed;           /* ... or whose removal's commit failed: its delete is written again
+                                 with the rows a failed commit lost (state.c's resync) */
+    bool gone_in_txn;         /* that delete is in the open transaction */
+    bool gone;                /* that delete was committed: unmounted and dropped next turn */
     char why[512];            /* VOLUME_UNAVAILABLE: what failed */
     char dir[700];            /* <volumes.dir>/<name> */
     char mnt[720];            /* dir/mnt: where it is mounted on the host */
