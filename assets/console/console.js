@@ -230,6 +230,7 @@ function connect() {
   es.addEventListener("job", (m) => onJob(JSON.parse(m.data)));
   es.addEventListener("job_deleted", (m) => { const id = JSON.parse(m.data).id; S.jobs.delete(id); S.tasks.delete(id); render(false); });
   es.addEventListener("workflow", () => { pending.workflows = true; later(); });
+  es.addEventListener("workflow_deleted", (m) => { const id = JSON.parse(m.data).id; S.workflows = S.workflows.filter((w) => w.id !== id); render(false); });
   es.addEventListener("gpu", (m) => onGpu(JSON.parse(m.data)));
   es.addEventListener("gpu_sample", (m) => onSample(JSON.parse(m.data)));
   es.addEventListener("error", () => set("lost", "reconnecting"));

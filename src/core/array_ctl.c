@@ -240,6 +240,7 @@ int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e
         return -1;
     if (commit_delete(n, e) < 0)
         return -1;
+    workflow_forget_array(a); /* (a workflow's: dropped once it keeps nothing) */
     arrays_delete_rest(a);
     return 0;
 }
@@ -274,8 +275,10 @@ int array_ctl_reap(const caller *who, jerr *e)
         free(gone);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        workflow_forget_array(gone[i]);
         arrays_delete_rest(gone[i]);
+    }
     free(gone);
     return 0;
 }

@@ -128,7 +128,8 @@ void publish_changes(void)
     size_t n;
     job **ended = jobs_take_ended(&n);
     /* the workflows whose state may have changed (workflow.c lists them), not every one kept:
-     * workflows are never deleted, and every turn comes here while a stream listens */
+     * a user may keep many (one is dropped only once each of its jobs is deleted), and every
+     * turn comes here while a stream listens */
     size_t nw;
     workflow **wv = workflow_take_changed(&nw);
     if (!events_listening()) {

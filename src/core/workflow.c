@@ -15,6 +15,7 @@
 #include "../common/jsonx.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "events.h"
 #include "job_events.h"
 #include "job_row.h"
 #include "jobs.h"
@@ -38,6 +39,11 @@ static void wf_save(workflow *wf)
 
 /* The workflows by id and name (common/idindex.h). */
 static idindex by_ref;
+
+/* workflow_drop_gone's list: the ids of workflows whose job or array was deleted (ids, not
+ * pointers: a workflow taken back at its submission is freed at once) */
+static char (*gone_ids)[37];
+static size_t gone_n, gone_cap;
 
 /* workflow_take_changed's list */
 static workflow **changed_v;
@@ -77,8 +83,43 @@ workflow **workflow_take_changed(size_t *n)
 
 static const char *wf_name(const workflow *wf) { return json_string_value(json_object_get(wf->doc, "name")); }
 
+/* The workflows of each owner, in submission order (workflow_of_owner): few owners, looked up
+ * by a walk. */
+typedef struct wf_owner {
+    uid_t uid;
+    workflow **v;
+    size_t n, cap;
+} wf_owner;
+static wf_owner *owners;
+static size_t nowners;
+
+static wf_owner *owner_of(uid_t uid, bool make)
+{
+    for (size_t i = 0; i < nowners; i++)
+        if (owners[i].uid == uid)
+            return &owners[i];
+    if (!make)
+        return NULL;
+    owners = xrealloc(owners, (nowners + 1) * sizeof *owners);
+    owners[nowners] = (wf_owner){.uid = uid};
+    return &owners[nowners++];
+}
+
+workflow *const *workflow_of_owner(uid_t uid, size_t *n)
+{
+    wf_owner *o = owner_of(uid, false);
+    *n = o ? o->n : 0;
+    return o ? o->v : NULL;
+}
+
 void workflow_add(workflow *wf)
 {
+    wf_owner *o = owner_of(wf->owner_uid, true);
+    if (o->n == o->cap) {
+        o->cap = o->cap ? 2 * o->cap : 16;
+        o->v = xrealloc(o->v, o->cap * sizeof *o->v);
+    }
+    o->v[o->n++] = wf;
     for (size_t k = 0; wf->jobs && k < wf->n; k++)
         for (size_t c = 0; c < wf->jobs[k].nconds; c++)
             if (wf->jobs[k].conds[c].dep < wf->n)
@@ -131,6 +172,14 @@ void workflow_free_all(void)
     free(changed_v);
     changed_v = NULL;
     changed_n = changed_cap = 0;
+    free(gone_ids);
+    gone_ids = NULL;
+    gone_n = gone_cap = 0;
+    for (size_t i = 0; i < nowners; i++)
+        free(owners[i].v);
+    free(owners);
+    owners = NULL;
+    nowners = 0;
     for (size_t i = 0; i < core.nworkflows; i++)
         wf_free(core.workflows[i]);
     free(core.workflows);
@@ -435,7 +484,8 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
             if (wf->jobs[i].j)
                 submit_undo(wf->jobs[i].j);
         }
-        core.nworkflows--; /* added last, above */
+        core.nworkflows--; /* added last, above, as in its owner's list */
+        owner_of(wf->owner_uid, true)->n--;
         idindex_del(&by_ref, wf, wf->id, wf_name(wf));
         unmark_changed(wf);
         wf_free(wf);
@@ -739,11 +789,103 @@ void workflow_resume_all(void)
     }
 }
 
+static void maybe_gone(workflow *wf)
+{
+    if (wf->gc_listed)
+        return;
+    if (gone_n == gone_cap) {
+        gone_cap = gone_cap ? 2 * gone_cap : 64;
+        gone_ids = xrealloc(gone_ids, gone_cap * sizeof *gone_ids);
+    }
+    memcpy(gone_ids[gone_n++], wf->id, sizeof wf->id);
+    wf->gc_listed = true;
+}
+
 void workflow_forget_job(job *j)
 {
-    if (j->wf && j->wf_index >= 0 && (size_t)j->wf_index < j->wf->n)
+    if (j->wf && j->wf_index >= 0 && (size_t)j->wf_index < j->wf->n) {
         j->wf->jobs[j->wf_index].j = NULL;
+        maybe_gone(j->wf);
+    }
     j->wf = NULL;
+}
+
+void workflow_forget_array(jarray *a)
+{
+    if (a->wf)
+        maybe_gone(a->wf);
+}
+
+/* Ended, and none of its jobs and arrays is kept (each was deleted, or never made). */
+static bool nothing_kept(const workflow *wf)
+{
+    if (wf->state != WF_COMPLETED && wf->state != WF_FAILED && wf->state != WF_CANCELED)
+        return false;
+    for (size_t i = 0; i < wf->n; i++)
+        if (wf->jobs[i].j || workflow_array(wf, i))
+            return false;
+    return true;
+}
+
+/* Marks wf to be dropped: its row deleted in the open transaction, its id and name unknown from
+ * now on. false when the database did not take the delete (it is kept, whole). */
+static bool drop_one(workflow *wf)
+{
+    jerr e = {0};
+    if (db_delete_workflow(core.db, wf->id, &e) < 0) {
+        log_err("workflow %s: not dropped: %s", wf->id, e.msg);
+        return false;
+    }
+    idindex_del(&by_ref, wf, wf->id, wf_name(wf));
+    wf->dropping = true;
+    char ev[80];
+    snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", wf->id);
+    events_publish("workflow_deleted", wf->owner_uid, ev);
+    log_info("workflow %s dropped: it ended %s and each of its jobs was deleted", wf->id, wf_state_name(wf->state));
+    return true;
+}
+
+/* Takes the workflows marked dropping out of v (order kept); the number left. */
+static size_t without_dropped(workflow **v, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!v[i]->dropping)
+            v[k++] = v[i];
+    return k;
+}
+
+size_t workflow_drop_gone(bool all)
+{
+    size_t dropped = 0;
+    if (all)
+        for (size_t i = 0; i < core.nworkflows; i++)
+            dropped += nothing_kept(core.workflows[i]) && drop_one(core.workflows[i]);
+    for (size_t i = 0; i < gone_n; i++) {
+        workflow *wf = idindex_get(&by_ref, gone_ids[i]);
+        if (!wf || !wf->gc_listed)
+            continue;
+        wf->gc_listed = false;
+        dropped += nothing_kept(wf) && drop_one(wf);
+    }
+    gone_n = 0;
+    if (!dropped)
+        return 0;
+    /* one pass over each list, however many went (a DELETE /v1/jobs of thousands) */
+    changed_n = without_dropped(changed_v, changed_n);
+    for (size_t i = 0; i < nowners; i++)
+        owners[i].n = without_dropped(owners[i].v, owners[i].n);
+    size_t k = 0;
+    for (size_t i = 0; i < core.nworkflows; i++) {
+        workflow *wf = core.workflows[i];
+        if (wf->dropping)
+            wf_free(wf);
+        else
+            core.workflows[k++] = wf;
+    }
+    core.nworkflows = k;
+    core.trim_at_ms = now_ms() + 1000;
+    return dropped;
 }
 
 /* ---- reading ---- */

@@ -41,6 +41,8 @@ typedef struct workflow {
     enum wf_state state;
     uint8_t ev_state;          /* state + 1 as last published (publish.c); 0 none */
     bool ev_listed;            /* in the list workflow_take_changed hands out */
+    bool gc_listed;            /* in the list workflow_drop_gone looks at */
+    bool dropping;             /* workflow_drop_gone drops it (the list's compaction) */
     int64_t created_ms, started_ms, ended_ms;
     int64_t canceled_by;       /* uid; -1 = not canceled */
     char *reason;              /* why it FAILED or was CANCELED */
@@ -124,7 +126,21 @@ void workflow_job_changed(job *j);
 /* At start, after jobs and workflows are loaded and shims re-adopted: links jobs to their
  * workflows and decides whatever became decidable while the daemon was down. */
 void workflow_resume_all(void);
+/* A job of a workflow is deleted (its delete committed: job_ctl.c): the workflow no longer has
+ * it, and is looked at by the next workflow_drop_gone. */
 void workflow_forget_job(job *j);
+/* The same for an array of a workflow, before it is freed (its delete committed: array_ctl.c). */
+void workflow_forget_array(struct jarray *a);
+/* Drops the workflows that ended and keep none of their jobs and arrays (each deleted), among
+ * those whose job or array was deleted since the last call (all: true looks at every workflow,
+ * at start): its row deleted in the open transaction, it goes from memory, its id is then not
+ * found. Run at the end of a loop turn, before the commit (daemon/main.c), never inside a
+ * request's route, which may hold a workflow. A delete the commit does not take leaves the row,
+ * dropped again at the next start. The number dropped. */
+size_t workflow_drop_gone(bool all);
+/* The workflows of one owner, in submission order (GET /v1/workflows for a caller who sees only
+ * its own: not a walk over every user's). */
+workflow *const *workflow_of_owner(uid_t uid, size_t *n);
 /* A task of a workflow's array changed state (the settle step, after arrays_task_changed): once
  * every task ended, the jobs requiring the array are decided; the workflow's state follows. */
 void workflow_array_changed(struct jarray *a);

@@ -506,6 +506,14 @@ json_t *workflow_json(const workflow *wf, bool detail)
 json_t *workflow_json_list(const caller *who)
 {
     json_t *arr = json_array();
+    if (!authz_may(who, AUTHZ_OTHERS_JOBS)) {
+        /* its own alone: a walk over its own list, not over every user's workflows */
+        size_t n;
+        workflow *const *v = workflow_of_owner(who->uid, &n);
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(arr, workflow_json(v[i], false));
+        return json_pack("{s:o}", "workflows", arr);
+    }
     for (size_t i = 0; i < core.nworkflows; i++)
         if (workflow_visible(core.workflows[i], who))
             json_array_append_new(arr, workflow_json(core.workflows[i], false));

@@ -166,6 +166,7 @@ static int until(int t, int64_t at_ms)
 static int before_wait(void)
 {
     settle();
+    workflow_drop_gone(false); /* those whose last job was deleted this turn */
     state_commit();
     if (settle_pending())
         return 0;
@@ -189,6 +190,7 @@ static void after_wake(void)
     if (now >= audit_due_ms())
         audit_tick(now);
     settle();
+    workflow_drop_gone(false); /* those whose last job was deleted this turn */
     state_commit();
     http_run();
 }
@@ -468,6 +470,7 @@ int main(int argc, char **argv)
     }
     gpu_service_load();
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
+    workflow_drop_gone(true); /* ended with every job deleted (a delete a commit did not take) */
     depend_resume_all(); /* likewise the jobs of rnx job run --after */
     job_launch_adopt_all();
     job_ctl_resume_all(); /* a freezer that disagrees with the row: put as the row says */

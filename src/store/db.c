@@ -964,6 +964,21 @@ int db_save_workflow(db *d, const db_workflow *wf, jerr *e)
     return sqlite3_changes(d->h) ? 0 : write_workflow(d, d->wf_ins, wf, e);
 }
 
+int db_delete_workflow(db *d, const char *id, jerr *e)
+{
+    if (begin(d) < 0)
+        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "DELETE FROM workflows WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    bind_text(st, 1, id);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    d->deleted = true; /* (its document's old pages go from the WAL too) */
+    return rc == SQLITE_DONE ? 0
+                             : jerr_set(e, EIO, "database: deleting workflow %s: %s", id, sqlite3_errmsg(d->h));
+}
+
 void db_workflow_free(db_workflow *r)
 {
     free(r->reason);

@@ -102,6 +102,9 @@ void db_workflow_free(db_workflow *r);
 int db_insert_workflow(db *d, const db_workflow *r, jerr *e);
 int db_update_workflow(db *d, const db_workflow *r, jerr *e);
 int db_save_workflow(db *d, const db_workflow *r, jerr *e);
+/* Deletes a workflow's row in the open transaction (one that ended and kept none of its jobs and
+ * arrays: core/workflow.c). Its number (seq) is internal and not kept as a high water mark. */
+int db_delete_workflow(db *d, const char *id, jerr *e);
 /* Calls fn for every workflow's row, in submission order; fn may take what it owns, as with
  * db_load_jobs. */
 int db_load_workflows(db *d, void (*fn)(db_workflow *r, void *arg), void *arg, jerr *e);
