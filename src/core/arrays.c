@@ -351,6 +351,43 @@ static void verify(const char *where)
     }
 }
 
+/* arrays_take_changed's list: the arrays whose tasks changed since publish.c last looked */
+static jarray **ev_v;
+static size_t ev_n, ev_cap;
+
+static void ev_mark(jarray *a)
+{
+    a->ev_dirty = true;
+    if (a->ev_listed)
+        return;
+    if (ev_n == ev_cap) {
+        ev_cap = ev_cap ? 2 * ev_cap : 64;
+        ev_v = xrealloc(ev_v, ev_cap * sizeof *ev_v);
+    }
+    ev_v[ev_n++] = a;
+    a->ev_listed = true;
+}
+
+static void ev_unmark(jarray *a)
+{
+    for (size_t i = 0; a->ev_listed && i < ev_n; i++)
+        if (ev_v[i] == a) {
+            ev_v[i] = ev_v[--ev_n];
+            a->ev_listed = false;
+        }
+}
+
+jarray **arrays_take_changed(size_t *n)
+{
+    jarray **v = ev_v;
+    *n = ev_n;
+    for (size_t i = 0; i < ev_n; i++)
+        v[i]->ev_listed = false;
+    ev_v = NULL;
+    ev_n = ev_cap = 0;
+    return v;
+}
+
 static void add(jarray *a)
 {
     idindex_add(&by_ref, a, a->id, a->name, a->seq);
@@ -362,6 +399,7 @@ static void add(jarray *a)
     if (a->seq >= core.next_seq)
         core.next_seq = a->seq + 1;
     changed(a);
+    ev_mark(a); /* (its first status: published) */
 }
 
 static void free_one(jarray *a)
@@ -391,6 +429,7 @@ static void drop(jarray *a)
             break;
         }
     count_as(a, false);
+    ev_unmark(a);
     for (size_t i = 0; i < a->ntasks; i++)
         if (a->tasks[i])
             a->tasks[i]->array = NULL;
@@ -697,7 +736,7 @@ void arrays_made(jarray *a, job *j)
         a->made++;
     else if (!set_add(&a->ahead, t)) /* (arrays_ahead_ok said it fits) */
         log_err("array %s: task %u was made ahead of its list's order but cannot be kept so", a->id, t);
-    a->ev_dirty = true;
+    ev_mark(a);
     changed(a);
     save_logged(a);
 }
@@ -707,7 +746,7 @@ void arrays_task_changed(job *j)
     jarray *a = j->array;
     if (!a)
         return;
-    a->ev_dirty = true;
+    ev_mark(a);
     a->started |= job_started(j);
     bool ended = j->array_active && job_state_terminal(j->state);
     if (ended) {
@@ -1058,7 +1097,7 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
             return -1;
         n = (int64_t)(arrayspec_count_from(&a->spec, a->made, &a->skip) - skipped);
     }
-    a->ev_dirty = true;
+    ev_mark(a);
     a->ev_canceled |= n > 0;
     changed(a); /* (before the save: a failed one leaves the change in memory) */
     if (save(a, e) < 0)
@@ -1072,7 +1111,7 @@ void arrays_release_wait(jarray *a)
 {
     a->waiting = false;
     a->joined_ms = qclock_now(); /* it joins the queue now, as a job let go by its dependencies (job.h) */
-    a->ev_dirty = true;
+    ev_mark(a);
     changed(a);
     /* its row (after_met, depend.c) in the transaction of what let it go: a restart does not
      * decide it again */
@@ -1086,7 +1125,7 @@ void arrays_cancel_by_joblet(jarray *a, int64_t how, const char *why)
 {
     a->waiting = false;
     a->canceled_by = how;
-    a->ev_dirty = true;
+    ev_mark(a);
     free(a->canceled_why);
     a->canceled_why = xstrdup(why);
     changed(a);
@@ -1101,7 +1140,7 @@ int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e)
     a->held_by = held ? (int64_t)by : -1;
     if (!held)
         a->joined_ms = qclock_now(); /* its place in the queue is from now (job.h, joined_ms) */
-    a->ev_dirty = true;
+    ev_mark(a);
     changed(a);
     if (!held)
         state_want(WANT_SCHEDULE);
@@ -1132,7 +1171,7 @@ int arrays_update(jarray *a, job_req *req, jerr *e)
     }
     jobreq_free(&was);
     *req = (job_req){0};
-    a->ev_dirty = true;
+    ev_mark(a);
     changed(a);
     state_want(WANT_SCHEDULE);
     return 0;
@@ -1263,6 +1302,9 @@ void arrays_free_all(void)
     free(open_v);
     open_v = NULL;
     open_n = open_cap = 0;
+    free(ev_v);
+    ev_v = NULL;
+    ev_n = ev_cap = 0;
     for (size_t i = 0; i < core.narrays; i++)
         free_one(core.arrays[i]);
     free(core.arrays);

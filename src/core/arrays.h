@@ -104,6 +104,7 @@ typedef struct jarray {
     int wf_index;              /* its place among the workflow's jobs; -1 none */
     struct workflow *wf;       /* linked at creation, or at start (workflow_resume_all) */
     bool ev_dirty;             /* its tasks changed since publish.c last looked */
+    bool ev_listed;            /* in the list arrays_take_changed hands out */
     uint8_t ev_state;          /* its status + 1 as last published; 0 none */
     bool ev_canceled;          /* tasks not made were canceled: published even if its status stays
                                 * (rnx job wait ID_T of one of them learns it ended) */
@@ -252,5 +253,8 @@ jarray **arrays_all(size_t *n);
 /* Those with tasks still to make (not made, not canceled), in submission order: the only ones
  * the scheduler's pass can offer a task of. */
 jarray **arrays_open(size_t *n);
+/* The arrays made, or whose tasks changed, since the last call (each once; the caller frees the
+ * vector, not the arrays): publish.c looks at those alone, not at every array kept. */
+jarray **arrays_take_changed(size_t *n);
 
 #endif

@@ -130,10 +130,12 @@ void publish_changes(void)
     /* the workflows whose state may have changed (workflow.c lists them), not every one kept:
      * a user may keep many (one is dropped only once each of its jobs is deleted), and every
      * turn comes here while a stream listens */
-    size_t nw;
+    size_t nw, na;
     workflow **wv = workflow_take_changed(&nw);
+    jarray **av = arrays_take_changed(&na);
     if (!events_listening()) {
         free(wv);
+        free(av);
         synced = false;
         return;
     }
@@ -174,9 +176,16 @@ void publish_changes(void)
     }
     if (!quiet)
         free(wv);
-    /* job arrays whose tasks changed: their status as one job's (rnx job wait ARRAY, the console) */
-    for (size_t i = 0; i < core.narrays; i++) {
-        jarray *a = core.arrays[i];
+    /* job arrays whose tasks changed (arrays.c lists them; the first stream's turn looks at
+     * all): their status as one job's (rnx job wait ARRAY, the console) */
+    if (quiet) {
+        free(av);
+        av = core.arrays;
+        na = core.narrays;
+    } else if (na)
+        log_debug("events: a turn looked at %zu arrays of %zu kept", na, core.narrays);
+    for (size_t i = 0; i < na; i++) {
+        jarray *a = av[i];
         if (!a->ev_dirty && a->ev_state)
             continue;
         a->ev_dirty = false;
@@ -197,6 +206,8 @@ void publish_changes(void)
             json_object_set_new(o, "exit_code", json_integer(ec));
         emit("job", a->owner_uid, o);
     }
+    if (!quiet)
+        free(av);
     for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++) {
         uint64_t sig = gpu_signature(i);
         if (gpu_sig[i] != sig) {

@@ -77,3 +77,34 @@ def test_an_event_stream_turn_looks_at_the_workflows_that_changed_alone(fresh_da
         assert st == 200 and len(wfs["workflows"]) == len(kept) + 1
     finally:
         lis.close()
+
+
+ARRAYS_LOOKED = re.compile(r"events: a turn looked at (\d+) arrays of (\d+) kept")
+
+
+def test_an_event_stream_turn_looks_at_the_arrays_that_changed_alone(fresh_daemon):
+    """The same for job arrays: each turn with a stream open looked at every array kept (a flag
+    each) to publish those whose tasks changed. arrays.c now lists them as they change."""
+    d = fresh_daemon()
+
+    def canceled_array():
+        st, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-3", "hold": True})
+        assert st == 201, a
+        assert d.api("POST", f"/v1/jobs/{a['id']}/cancel")[0] == 200
+        return a["id"]
+
+    kept = [canceled_array() for _ in range(40)]
+    lis = Listener(d.sock)
+    try:
+        wait_for(lambda: b"200 OK" in lis.got, "the event stream's answer")
+        seen = len(d.log())
+        new = canceled_array()
+        for _ in range(20):
+            assert d.api("GET", "/v1/version")[0] == 200
+        wait_for(lambda: new.encode() in lis.got and b"CANCELED" in lis.got, "the new array's events")
+        time.sleep(0.2)
+        looked = [(int(a), int(b)) for a, b in ARRAYS_LOOKED.findall(d.log()[seen:])]
+        assert looked, "no turn published an array"
+        assert all(n == 1 and k == len(kept) + 1 for n, k in looked), looked
+    finally:
+        lis.close()
