@@ -22,6 +22,7 @@
 #include "../common/promtext.h"
 #include "../common/tcpowner.h"
 #include "../common/util.h"
+#include "../core/account.h"
 #include "../core/loop.h"
 #include "../core/metrics.h"
 #include "reply.h"
@@ -67,6 +68,7 @@ static struct {
     char *text;         /* the loop's latest text */
     bool stopping;
     char where[80];
+    char readers[512];  /* metrics.readers; "" = every peer */
 } listener = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
 
 /* Loop thread: a scrape is waiting. */
@@ -115,6 +117,8 @@ static char *ask_loop(void)
     return text;
 }
 
+static bool refused(struct MHD_Connection *c, jerr *e);
+
 static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -140,6 +144,9 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *c, const char
         MHD_destroy_response(r);
         return rc;
     }
+    jerr e = {0};
+    if (refused(c, &e))
+        return reply_text(c, 403, "text/plain; charset=utf-8", xstrdup(e.msg));
     char *text = ask_loop();
     if (!text)
         return reply_text(c, 503, "text/plain; charset=utf-8",
@@ -154,6 +161,9 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *c, const char
  * look-up of the client's socket); elsewhere its address. One over its share is shut down unanswered
  * as it starts. Used by the listener's thread alone (its connections' start and end). */
 #define METRICS_PER_PEER 8
+#define PEER_LOCAL (1ull << 62) /* | its uid: a client on this machine */
+#define PEER_GONE (1ull << 61)  /* a local client the kernel no longer knows */
+#define PEER_REMOTE (1ull << 63) /* | a hash of its address: a client elsewhere */
 #define METRICS_CONNS 64
 static struct peer_count {
     uint64_t key;
@@ -165,17 +175,21 @@ static uint64_t peer_key(int fd)
     struct sockaddr_storage peer, here;
     socklen_t pl = sizeof peer, hl = sizeof here;
     if (getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || getsockname(fd, (struct sockaddr *)&here, &hl) < 0)
-        return 1ull << 61; /* (gone already: one key for all such) */
+        return PEER_GONE; /* (gone already: one key for all such) */
     uid_t uid;
     const struct sockaddr *a = (const struct sockaddr *)&peer;
+    /* a client on this machine (on loopback, or at one of the machine's own addresses) is its
+     * uid; one on loopback the kernel no longer knows is "gone" */
+    if (tcpowner_of(a, (const struct sockaddr *)&here, &uid) == 0)
+        return PEER_LOCAL | uid;
     if (tcpowner_loopback(a))
-        return tcpowner_of(a, (const struct sockaddr *)&here, &uid) == 0 ? 1ull << 62 | uid : 1ull << 61;
+        return PEER_GONE;
     uint64_t k = 1ull << 60;
     const unsigned char *b = a->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)(const void *)a)->sin6_addr.s6_addr
                                                       : (const unsigned char *)&((const struct sockaddr_in *)(const void *)a)->sin_addr;
     for (int i = 0; i < (a->sa_family == AF_INET6 ? 16 : 4); i++)
         k = k * 1099511628211ull ^ b[i];
-    return k | 1ull << 63;
+    return k | PEER_REMOTE;
 }
 
 static struct peer_count *peer_of(uint64_t key, bool add)
@@ -190,6 +204,34 @@ static struct peer_count *peer_of(uint64_t key, bool add)
     if (add && free_one)
         *free_one = (struct peer_count){.key = key};
     return add ? free_one : NULL;
+}
+
+/* Listener thread: whether metrics.readers keeps this connection's client out (e says why): one
+ * on this machine is answered for root and those it lists, by its account and groups (look-ups
+ * that are safe off the loop thread: core/account.h); one from elsewhere is the network's to
+ * keep out. Every local user's connections come from this machine's addresses, jobs on
+ * --network=host included. */
+static bool refused(struct MHD_Connection *c, jerr *e)
+{
+    if (!listener.readers[0])
+        return false;
+    const union MHD_ConnectionInfo *sc = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const struct peer_count *p = sc ? sc->socket_context : NULL;
+    if (!p || p->key == PEER_GONE) {
+        jerr_set(e, EACCES, "403 forbidden: metrics.readers is set and the kernel cannot say who this "
+                            "connection's client is\n");
+        return true;
+    }
+    if (p->key & PEER_REMOTE)
+        return false; /* from elsewhere */
+    uid_t uid = (uid_t)(p->key & 0xffffffffu);
+    if (uid == 0)
+        return false;
+    if (account_listed(listener.readers, uid, (gid_t)-1, NULL, 0))
+        return false;
+    jerr_set(e, EACCES, "403 forbidden: metrics.readers does not list uid %u (the metrics name every user's "
+                        "running jobs; an admin adds a reader there)\n", (unsigned)uid);
+    return true;
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -272,10 +314,11 @@ static void close_watch(void)
     }
 }
 
-int metrics_listen_start(const char *hostport, jerr *e)
+int metrics_listen_start(const char *hostport, const char *readers, jerr *e)
 {
     if (!hostport || !*hostport)
         return 0;
+    snprintf(listener.readers, sizeof listener.readers, "%s", readers ? readers : "");
     if (listener.mhd)
         return jerr_set(e, EBUSY, "metrics.listen: the listener is already running on %s", listener.where);
     struct sockaddr_storage ss;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/util.h"
 
@@ -89,4 +90,54 @@ int account_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e)
                                  "with; the job does not run with it (submit it again)",
                          name, (unsigned)owner, (unsigned)gid);
     return 0;
+}
+
+/* getpwuid_r's and getgrnam_r's buffer: as sysconf says, else 16 KiB, grown on ERANGE */
+static long buf_size(int which)
+{
+    long n = sysconf(which);
+    return n > 0 ? n : 16384;
+}
+
+bool account_listed(const char *list, uid_t uid, gid_t gid, char *rule, size_t len)
+{
+    char *items = xstrdup(list);
+    struct passwd pwb, *pw = NULL;
+    long pn = buf_size(_SC_GETPW_R_SIZE_MAX);
+    char *pbuf = xmalloc((size_t)pn);
+    int rc;
+    while ((rc = getpwuid_r(uid, &pwb, pbuf, (size_t)pn, &pw)) == ERANGE && pn < (1l << 24))
+        pbuf = xrealloc(pbuf, (size_t)(pn *= 2));
+    if (rc)
+        pw = NULL;
+    /* the account's groups (its login group and those that list it), and the group it asks with:
+     * a rule is a restriction, so a user who switched groups (sg, newgrp) is still its login
+     * group's member (with gid alone, `sg other rnx job run` left an @login-group rule behind) */
+    int ng = 0;
+    gid_t *groups = pw ? account_groups(pw, &ng) : NULL;
+    groups = xrealloc(groups, ((size_t)ng + 1) * sizeof *groups);
+    groups[ng++] = gid;
+    bool hit = false;
+    for (char *save = NULL, *t = strtok_r(items, ", ", &save); t && !hit; t = strtok_r(NULL, ", ", &save)) {
+        if (t[0] == '@') {
+            struct group grb, *g = NULL;
+            long gn = buf_size(_SC_GETGR_R_SIZE_MAX);
+            char *gbuf = xmalloc((size_t)gn);
+            while ((rc = getgrnam_r(t + 1, &grb, gbuf, (size_t)gn, &g)) == ERANGE && gn < (1l << 24))
+                gbuf = xrealloc(gbuf, (size_t)(gn *= 2));
+            for (int i = 0; !rc && g && i < ng && !hit; i++)
+                hit = groups[i] == g->gr_gid;
+            free(gbuf);
+        } else {
+            char *end;
+            unsigned long n = strtoul(t, &end, 10);
+            hit = (pw && !strcmp(t, pw->pw_name)) || (*t && !*end && n == uid);
+        }
+        if (hit && rule)
+            snprintf(rule, len, "%s", t);
+    }
+    free(groups);
+    free(pbuf);
+    free(items);
+    return hit;
 }

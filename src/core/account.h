@@ -26,5 +26,10 @@ void account_pin(job_req *req, uid_t uid, gid_t gid);
  * (503 when the account could not be looked up); a request without a pin (submitted by a uid with
  * no account, or stored by a joblet before pins) is not checked. */
 int account_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e);
+/* Whether a list of users and groups ("alice, 1001, @gpu-admins": names, uids, @group) names
+ * uid (by its account's name or its number) or one of its groups (the account's, and gid),
+ * the item that does copied to rule (rule may be NULL). Thread-safe (the reentrant look-ups):
+ * isolation.require_gvisor on the loop, metrics.readers on the metrics listener's thread. */
+bool account_listed(const char *list, uid_t uid, gid_t gid, char *rule, size_t len);
 
 #endif

@@ -153,6 +153,7 @@ static const key keys[] = {
     U64("limits.attach_sessions_per_user", limits.attach_per_user, 0, 100000),
     U64("limits.exec_sessions_per_user", limits.exec_per_user, 0, 100000),
     STR("metrics.listen", metrics_listen),
+    STR("metrics.readers", metrics_readers),
     STR("server.admin_group", admin_group),
     U64("gpu.health_interval_ms", health_interval_ms, 0, 3600000),
     U64("gpu.max_temperature_c", max_temperature_c, 30, 150),

@@ -81,6 +81,8 @@ typedef struct config {
     char mps_control[256];        /* gpu.mps_control: NVIDIA MPS's control program */
     limits_config limits;         /* limits.* */
     char metrics_listen[64];      /* metrics.listen: "127.0.0.1:9464" serves /metrics over TCP; "" off */
+    char metrics_readers[512];    /* metrics.readers: the local users (names, uids, @groups) besides root
+                                   * the listener answers; "" = every one (docs/metrics.md) */
     char admin_group[64];         /* server.admin_group: its members may drain/offline GPUs, read the audit */
     remote_config remote;         /* remote.* */
     uint32_t health_interval_ms;  /* gpu.health_interval_ms: how often GPUs are sampled; 0 = no monitor */

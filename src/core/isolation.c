@@ -214,38 +214,7 @@ int isolation_init(jerr *e)
  * (@group), copied to rule; false when none does. */
 static bool required(uid_t uid, gid_t gid, char *rule, size_t len)
 {
-    char list[sizeof core.cfg.isolation_require_gvisor];
-    snprintf(list, sizeof list, "%s", core.cfg.isolation_require_gvisor);
-    struct passwd *pw = getpwuid(uid);
-    char uname[64] = "";
-    if (pw)
-        snprintf(uname, sizeof uname, "%s", pw->pw_name);
-    /* the account's groups (its login group and those that list it), and the group it asks with:
-     * a rule is a restriction, so a user who switched groups (sg, newgrp) is still its login
-     * group's member (with gid alone, `sg other rnx job run` left an @login-group rule behind) */
-    int ng = 0;
-    gid_t *groups = pw ? account_groups(pw, &ng) : NULL;
-    groups = xrealloc(groups, ((size_t)ng + 1) * sizeof *groups);
-    groups[ng++] = gid;
-    for (char *save = NULL, *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-        bool hit = false;
-        if (t[0] == '@') {
-            struct group *g = getgrnam(t + 1);
-            for (int i = 0; g && i < ng && !hit; i++)
-                hit = groups[i] == g->gr_gid;
-        } else {
-            char *end;
-            unsigned long n = strtoul(t, &end, 10);
-            hit = (*uname && !strcmp(t, uname)) || (!*end && n == uid);
-        }
-        if (hit) {
-            snprintf(rule, len, "%s", t);
-            free(groups);
-            return true;
-        }
-    }
-    free(groups);
-    return false;
+    return account_listed(core.cfg.isolation_require_gvisor, uid, gid, rule, len);
 }
 
 bool isolation_gvisor(const job_req *req) { return req->isolation && !strcmp(req->isolation, "gvisor"); }

@@ -15,7 +15,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import BUILD, ROOT, UnixHTTPConnection, wait_for
+from conftest import BUILD, ROOT, UnixHTTPConnection, need_setpriv, setpriv, wait_for
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 MIB = 1048576
@@ -415,3 +415,33 @@ def test_health_samples_and_xids_become_metrics(health_machine):
 
 
 from test_gpu_health import health_machine  # noqa: E402,F401  (the fixture, shared)
+
+
+def test_listener_answers_only_the_readers_it_lists(fresh_daemon):
+    """metrics.readers: on a machine several people share, loopback is no boundary, and the text
+    names every user's running jobs. Set, the listener answers root and the local users and groups
+    it lists (the kernel says whose the client's socket is), 403 to every other local user; unset,
+    everyone, as before."""
+    need_setpriv()
+    port = free_port()
+    d = fresh_daemon(f"metrics:\n  listen: 127.0.0.1:{port}\n  readers: \"64311, @nosuchgroupjb\"\n")
+    jid = d.submit("sleep", "300", name=ODD_NAME)
+    d.wait_status(jid, "RUNNING")
+    probe = ("import http.client, sys; c = http.client.HTTPConnection('127.0.0.1', int(sys.argv[1]), timeout=20); "
+             "c.request('GET', '/metrics'); r = c.getresponse(); print(r.status, r.read().decode())")
+
+    def scrape_as(uid):
+        p = subprocess.run([*setpriv(uid), "/usr/bin/python3", "-c", probe, str(port)], capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    status, _, text, _ = tcp_get(port, "/metrics")           # root
+    assert status == 200 and jid in text
+    listed = scrape_as(64311)
+    assert listed.startswith("200 ") and jid in listed, listed
+    other = scrape_as(64312)
+    assert other.startswith("403 ") and "metrics.readers does not list uid 64312" in other, other
+    assert "odd" not in other and jid not in other
+    d.rnx("job", "stop", jid, check=True)
+    d.wait(jid)
