@@ -92,7 +92,7 @@ static enum MHD_Result build(request *r)
     if (rc < 0)
         return refuse(r, &e);
     if (rc == 1)
-        return http_reply_json(r->conn, 200, json_pack("{s:b,s:o}", "already_built", 1, "runtime", runtime_json(have)));
+        return http_reply_json(r->conn, 200, json_pack("{s:b,s:o}", "already_built", 1, "runtime", runtime_json(have, &r->who)));
     return http_reply_json(r->conn, 202, json_pack("{s:o}", "build", runtime_json_build(b)));
 }
 
@@ -172,7 +172,7 @@ static enum MHD_Result one_runtime(request *r, const char *rest)
         return refuse(r, &e);
     }
     if (!*action && get)
-        return http_reply_json(r->conn, 200, runtime_json(rt));
+        return http_reply_json(r->conn, 200, runtime_json(rt, &r->who));
     if (!strcmp(action, "test") && post)
         return test(r, rt);
     if (!strcmp(action, "export") && get)
@@ -261,7 +261,7 @@ enum MHD_Result routes_runtime(request *r)
     const char *p = r->path;
     if (!strcmp(p, "/v1/runtimes")) {
         if (!strcmp(r->method, "GET"))
-            return http_reply_json(r->conn, 200, runtime_json_list());
+            return http_reply_json(r->conn, 200, runtime_json_list(&r->who));
         if (!strcmp(r->method, "POST"))
             return build(r);
         return no_route(r);

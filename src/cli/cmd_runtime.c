@@ -489,7 +489,9 @@ static int rt_list(rnx_ctx *ctx, int argc, char **argv)
                 fmt_bytes((uint64_t)bytes, size, sizeof size);
             if (jstr(r, "built_at"))
                 fmt_local_time(jstr(r, "built_at"), built, sizeof built);
-            snprintf(jobs, sizeof jobs, "%zu", json_array_size(json_object_get(r, "jobs")));
+            int64_t others = 0; /* (other users' jobs: counted, not named) */
+            jint(r, "jobs_of_others", &others);
+            snprintf(jobs, sizeof jobs, "%zu", json_array_size(json_object_get(r, "jobs")) + (size_t)others);
             snprintf(name, sizeof name, "%s%s", jstr(r, "name"), json_is_true(json_object_get(r, "default")) ? " (default)" : "");
             char prov[400] = "";
             json_t *p = json_object_get(r, "provides");
@@ -589,10 +591,17 @@ static int rt_info(rnx_ctx *ctx, int argc, char **argv)
         kv_line("Path:", jstr(r, "path"));
         kv_line("Default:", json_is_true(json_object_get(r, "default")) ? "yes (runtimes.default)" : "no");
         json_t *jobs = json_object_get(r, "jobs");
+        int64_t others = 0;
+        jint(r, "jobs_of_others", &others);
         if (json_array_size(jobs))
             print_list("Jobs:", jobs, ", ");
-        else
+        else if (!others)
             kv_line("Jobs:", "none");
+        if (others) {
+            char n[64];
+            snprintf(n, sizeof n, "%lld of other users", (long long)others);
+            kv_line(json_array_size(jobs) ? "" : "Jobs:", n);
+        }
     }
     json_decref(r);
     free(path);

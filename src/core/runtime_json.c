@@ -19,24 +19,34 @@ static json_t *strings(char *const *items, size_t n)
 
 static json_t *str_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
-json_t *runtime_json(const runtime *rt)
+json_t *runtime_json(const runtime *rt, const caller *who)
 {
+    json_int_t others = 0;
     const manifest *m = &rt->m;
     json_t *env = json_object(), *jobs = json_array();
     for (size_t i = 0; i < m->nenv; i++)
         json_object_set_new(env, m->env[i].name, json_string(m->env[i].value));
     for (size_t i = 0; i < core.njobs; i++) {
         const job *j = core.jobs[i];
-        if (!job_state_terminal(j->state) && j->req.runtime && !strcmp(j->req.runtime, rt->name))
+        if (job_state_terminal(j->state) || !j->req.runtime || strcmp(j->req.runtime, rt->name))
+            continue;
+        if (authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid))
             json_array_append_new(jobs, json_string(j->id));
+        else
+            others++;
     }
     /* and the arrays with tasks still to make, which a remove waits for too (runtime_build_users) */
     size_t na;
     jarray **open = arrays_open(&na);
-    for (size_t i = 0; i < na; i++)
-        if (open[i]->req.runtime && !strcmp(open[i]->req.runtime, rt->name))
+    for (size_t i = 0; i < na; i++) {
+        if (!open[i]->req.runtime || strcmp(open[i]->req.runtime, rt->name))
+            continue;
+        if (authz_may_on(who, AUTHZ_OTHERS_JOBS, open[i]->owner_uid))
             json_array_append_new(jobs, json_string(open[i]->id));
-    json_t *o = json_pack("{s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:s,s:b,s:o}",
+        else
+            others++;
+    }
+    json_t *o = json_pack("{s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:s,s:b,s:o,s:I}",
                           "name", rt->name, "version", str_or_null(m->version), "description", m->description ? m->description : "",
                           "provides", strings(m->provides, m->nprovides), "architecture", str_or_null(m->architecture),
                           "suite", str_or_null(m->suite), "mirror", str_or_null(m->mirror), "builder",
@@ -45,11 +55,11 @@ json_t *runtime_json(const runtime *rt)
                           str_or_null(m->test), "recipe", str_or_null(m->recipe), "recipe_sha256",
                           str_or_null(m->recipe_sha256), "rootfs_sha256", str_or_null(m->rootfs_sha256), "size_bytes",
                           (json_int_t)m->size_bytes, "built_at", str_or_null(m->built_at), "path", rt->dir, "default",
-                          !strcmp(core.cfg.runtime_default, rt->name), "jobs", jobs);
+                          !strcmp(core.cfg.runtime_default, rt->name), "jobs", jobs, "jobs_of_others", others);
     return o;
 }
 
-json_t *runtime_json_list(void)
+json_t *runtime_json_list(const caller *who)
 {
     size_t n;
     char **names = runtimes_names(&n);
@@ -58,7 +68,7 @@ json_t *runtime_json_list(void)
         const runtime *rt;
         jerr e = {0};
         if (runtimes_find(names[i], &rt, &e) == 0)
-            json_array_append_new(arr, runtime_json(rt));
+            json_array_append_new(arr, runtime_json(rt, who));
         else
             json_array_append_new(arr, json_pack("{s:s,s:s}", "name", names[i], "error", e.msg));
         free(names[i]);
