@@ -36,6 +36,7 @@
 #include "../core/loop.h"
 #include "attach.h"
 #include "jobs_list.h"
+#include "pace.h"
 #include "park.h"
 #include "reply.h"
 #include "stream.h"
@@ -233,6 +234,8 @@ typedef struct conn_state {
     int sink_error;         /* errno of a failed write */
     bool sink_pipe;         /* the sink is a pipe to a process (routes_body_sink 2) */
     stream_held sink_hold;  /* held until the pipe has room */
+    uint64_t sink_total;    /* its Content-Length; PACE_UNKNOWN without one */
+    pace pace;              /* a byte per idle timeout does not keep it (pace.h) */
     struct MHD_Connection *conn;
     http_ctx ctx;           /* the route's own (http.h) */
     caller who;             /* who asks (request_caller, at the request's first call) */
@@ -273,6 +276,7 @@ static void sink_pipe_write(conn_state *st, const char *p, size_t *left)
  * connections a user may open, server.max_connections_per_user). */
 static uint64_t buffered, buffer_budget, user_share;
 #define BODY_ALWAYS (64u << 10)
+static uint64_t idle_s; /* server.idle_timeout_s: a sink's window (pace.h) */
 
 static conn_id *conn_of(struct MHD_Connection *c)
 {
@@ -341,6 +345,21 @@ static const caller *request_caller(struct MHD_Connection *c, const char *method
     return &id->who;
 }
 
+/* n more bytes of a sink's body came (st->len not yet counting them): false, said in the log,
+ * when its window went by short of the floor (pace.h); the connection is then closed. */
+static bool sink_paced(conn_state *st, uint64_t n)
+{
+    uint64_t seen = st->len + n;
+    uint64_t left = st->sink_total == PACE_UNKNOWN ? PACE_UNKNOWN : st->sink_total > seen ? st->sink_total - seen : 0;
+    if (pace_ok(&st->pace, n, left, idle_s))
+        return true;
+    const conn_id *id = conn_of(st->conn);
+    log_info("uid %u: %s: fewer than %u bytes of the body came in server.idle_timeout_s (%llu s), after %llu bytes: "
+             "the connection is closed", (unsigned)st->who.uid, id ? id->request : "a request", PACE_FLOOR,
+             (unsigned long long)idle_s, (unsigned long long)st->len);
+    return false;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -373,10 +392,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (how < 0)
             return http_reply_error(c, &e);
         st->sink_pipe = how == 2;
-        if (how > 0)
-            return MHD_YES;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         uint64_t len;
+        if (how > 0) {
+            st->sink_total = cl && parse_u64(cl, &len) == 0 ? len : PACE_UNKNOWN;
+            pace_start(&st->pace);
+            return MHD_YES;
+        }
         if (cl && parse_u64(cl, &len) == 0 && len > body_limit) {
             /* refused before a byte of it is read */
             jerr_http(&e, 413, "the request body is %llu bytes; joblet takes at most %llu (server.max_body_bytes); "
@@ -400,10 +422,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             st->too_large = true;
         if (!st->too_large && !st->sink_error) {
             size_t left = *upload_size;
+            uint64_t at = st->len;
             sink_pipe_write(st, upload, &left); /* what it did not take comes again */
             *upload_size = left;
+            if (left)
+                pace_start(&st->pace); /* the process made the client wait: a new window */
+            else if (!sink_paced(st, st->len - at))
+                return MHD_NO;
             return MHD_YES;
         }
+        if (!sink_paced(st, *upload_size))
+            return MHD_NO;
         st->len += *upload_size;
         *upload_size = 0;
         return st->len > st->sink_max + (64u << 20) ? MHD_NO : MHD_YES;
@@ -411,6 +440,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size && st->sink_fd >= 0) {
         /* into the file, never into memory; past the bound the rest is read and dropped (so the
          * client gets the answer), but not forever */
+        if (!sink_paced(st, *upload_size))
+            return MHD_NO;
         if (!st->too_large && !st->sink_error && st->len + *upload_size <= st->sink_max) {
             if (write_all(st->sink_fd, upload, *upload_size) != *upload_size)
                 st->sink_error = errno;
@@ -733,6 +764,7 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
 {
     uint64_t max_body = lim->max_body;
     per_user_cap = lim->per_user;
+    idle_s = lim->idle_timeout_s ? lim->idle_timeout_s : 300u;
     body_limit = max_body;
     buffer_budget = max_body + max_body / 2 > (64u << 20) ? max_body + max_body / 2 : (64u << 20);
     user_share = buffer_budget / 4 > max_body + 1 ? buffer_budget / 4 : max_body + 1;

@@ -13,6 +13,7 @@
 #include "../core/settle.h"
 #include "../core/state.h"
 #include "../core/workflow_json.h"
+#include "pace.h"
 #include "reply.h"
 
 #define PREFIX "/v1/uploads/"
@@ -27,6 +28,7 @@ struct put_state {
     bool sized;               /* the body has a Content-Length (equal to what was declared) */
     uint64_t seen;            /* bytes of the body so far */
     uint64_t declared;
+    pace pace;                /* a byte per timeout does not keep it (pace.h) */
 };
 
 bool uploads_is_put(const char *method, const char *url)
@@ -53,6 +55,7 @@ enum MHD_Result uploads_begin(struct MHD_Connection *c, const char *url, uid_t u
     p->in = in;
     p->sized = cl != NULL;
     p->declared = incoming_bytes(in);
+    pace_start(&p->pace);
     incoming_attach(in);
     /* a client that stops sending is dropped after this long; MHD's timer, on the loop */
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned int)core.cfg.upload_timeout_s);
@@ -65,6 +68,17 @@ enum MHD_Result uploads_data(put_state *p, const char *data, size_t *len)
     size_t n = *len;
     *len = 0;
     p->seen += n;
+    if (!pace_ok(&p->pace, n, p->seen < p->declared ? p->declared - p->seen : 0, core.cfg.upload_timeout_s)) {
+        if (p->in) {
+            char why[160];
+            snprintf(why, sizeof why, "fewer than %u bytes came in jobs.upload_timeout_s (%llu s): the connection is "
+                                      "closed", PACE_FLOOR, (unsigned long long)core.cfg.upload_timeout_s);
+            incoming_drop(p->in, why);
+            p->in = NULL;
+        }
+        p->failed = true;
+        return MHD_NO;
+    }
     if (p->failed)
         return p->sized || p->seen <= p->declared + DISCARD_SLACK ? MHD_YES : MHD_NO;
     if (incoming_write(p->in, data, n, &p->err) < 0) {

@@ -1,0 +1,141 @@
+"""A hostile local user against the daemon's fair share, second round: bodies that trickle.
+
+1. A streamed upload's PUT (rnx job run --upload) and a copy into a running job (rnx job cp) were
+   bounded by an idle timeout that each byte reset: one byte before each jobs.upload_timeout_s
+   (server.idle_timeout_s for a copy) kept the body, and what it holds (a place of
+   limits.uploads_per_user, its staged directory and open file, a copy's joblet-copy helper and
+   its pipe), for as long as the client liked: a 200 MiB upload at a byte every 2 s against a
+   timeout of 3 s was still held after 20 s, and would be for 13 years. Each timeout's window must
+   now bring 1 MiB (or the rest of the body) (api/pace.h); a body short of it is cut, and its
+   place, files and helper go with it. A client at a healthy pace is not cut.
+
+What was probed and held (kept out of pass/fail tests, no wall-clock bound asserted): 16 unread
+exec sessions (8 per job, 16 per user across jobs, the 17th 429) and 60 unread log follows of a
+fast writer hold the daemon's memory, descriptors and CPU bounded; exec and copy helpers count in
+their owner's pids cgroup (<root>/user-UID/shims)."""
+import json
+import os
+import subprocess
+import time
+
+from conftest import api_as, need_root, need_setpriv, setpriv, wait_for
+
+USER, OTHER = 4851, 4852
+MIB = 1 << 20
+
+# A client run as USER: argv the socket, the method, the path, the Content-Length, the bytes sent
+# at once, then one byte every `gap` seconds for `dur` seconds. Prints, as JSON, the seconds after
+# which the daemon closed the connection (null: still open at the end) and what it answered.
+_TRICKLE = r"""
+import json, socket, sys, time
+sock, method, path, length, first, gap, dur = sys.argv[1:8]
+s = socket.socket(socket.AF_UNIX); s.connect(sock)
+if first.startswith("tar:"):   # a tar's header for one file of that many bytes: the helper waits for them
+    import tarfile
+    info = tarfile.TarInfo("big")
+    info.size = int(first[4:])
+    head = info.tobuf(format=tarfile.USTAR_FORMAT)
+else:
+    head = b"\0" * int(first)
+s.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
+          f"Content-Length: {length}\r\n\r\n".encode() + head)
+t0 = time.monotonic(); closed = None; got = b""
+s.settimeout(float(gap))
+while time.monotonic() - t0 < float(dur):
+    try:
+        c = s.recv(65536)
+        if not c:
+            closed = time.monotonic() - t0
+            break
+        got += c
+    except socket.timeout:
+        pass
+    except OSError:
+        closed = time.monotonic() - t0
+        break
+    try:
+        s.send(b"\0")
+    except OSError:
+        closed = time.monotonic() - t0
+        break
+print(json.dumps({"closed": closed, "answer": got.decode("latin-1")[:300]}))
+"""
+
+
+def trickle(d, method, path, length, first, gap, dur):
+    p = subprocess.run([*setpriv(USER), "/usr/bin/python3", "-c", _TRICKLE, d.sock, method, path, str(length),
+                        str(first), str(gap), str(dur)], capture_output=True, text=True, timeout=dur + 60,
+                       env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def streamed(size):
+    return {"command": "true", "uploads": [{"path": "f", "type": "file", "size": size}]}
+
+
+def children(pid, name):
+    out = subprocess.run(["ps", "--ppid", str(pid), "-o", "comm="], capture_output=True, text=True).stdout
+    return [c for c in out.split() if c == name]
+
+
+def test_a_trickled_upload_is_cut_and_gives_its_place_back(fresh_daemon):
+    need_root()
+    need_setpriv()
+    d = fresh_daemon("jobs:\n  upload_timeout_s: 2\nlimits:\n  uploads_per_user: 1\n")
+    st, up = api_as(d, USER, "POST", "/v1/jobs", streamed(8 * MIB))
+    assert st == 202, up
+    # its one place is taken: a second upload waits for it
+    st, ans = api_as(d, USER, "POST", "/v1/jobs", streamed(10))
+    assert st == 429 and "limits.uploads_per_user" in ans["error"]["message"], ans
+    # a byte every half second, for 30 s: ten times the timeout, and none of its windows brings 1 MiB
+    got = trickle(d, "PUT", up["upload"]["path"], 8 * MIB, 1000, 0.5, 30)
+    assert got["closed"] is not None, f"a PUT trickled a byte per 0.5 s was held for 30 s: {got}"
+    assert "fewer than 1048576 bytes came in jobs.upload_timeout_s (2 s)" in d.log()
+    # its place, its request and its staged directory went with it
+    wait_for(lambda: not [n for n in os.listdir(os.path.join(d.state, "jobs")) if n.startswith(".incoming-")],
+             "the staged directory is removed")
+    st, again = api_as(d, USER, "POST", "/v1/jobs", streamed(3 * MIB))
+    assert st == 202, again
+    # a client at a healthy pace (1 MiB at a time, half a second apart) is not cut
+    healthy = r"""
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(f"PUT {sys.argv[2]} HTTP/1.1\r\nHost: x\r\nContent-Length: {3 << 20}\r\n\r\n".encode())
+for _ in range(3):
+    time.sleep(0.5)
+    s.sendall(b"h" * (1 << 20))
+got = b""
+while b"\r\n\r\n" not in got:
+    c = s.recv(65536)
+    if not c:
+        break
+    got += c
+print(got.split(b"\r\n")[0].decode())
+"""
+    p = subprocess.run([*setpriv(USER), "/usr/bin/python3", "-c", healthy, d.sock, again["upload"]["path"]],
+                       capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    assert p.stdout.strip() == "HTTP/1.1 201 Created", (p.stdout, p.stderr, d.log()[-2000:])
+
+
+def test_a_trickled_copy_into_a_job_is_cut_with_its_helper(fresh_daemon):
+    need_root()
+    need_setpriv()
+    d = fresh_daemon("server:\n  idle_timeout_s: 2\nlimits:\n  uploads_per_user: 1\n")
+    st, job = api_as(d, USER, "POST", "/v1/jobs", {"command": "sleep", "args": ["600"]})
+    assert st == 201, job
+    jid = job["id"]
+    try:
+        d.wait_status(jid, "RUNNING")
+        got = trickle(d, "PUT", f"/v1/jobs/{jid}/archive?path=/work", 512 + 100 * MIB + 1024, f"tar:{100 * MIB}", 0.5, 30)
+        assert got["closed"] is not None, f"a copy trickled a byte per 0.5 s was held for 30 s: {got}"
+        assert "fewer than 1048576 bytes of the body came in server.idle_timeout_s (2 s)" in d.log()
+        # the copy's helper and its place are gone: the next copy of this user is taken
+        wait_for(lambda: not children(d.proc.pid, "joblet-copy"), "the copy's helper ends")
+        st, ans = api_as(d, USER, "GET", f"/v1/jobs/{jid}/archive?path=/work&stat=1")
+        assert st == 200, ans
+        # another user is served meanwhile and after
+        st, v = api_as(d, OTHER, "GET", "/v1/version")
+        assert st == 200, v
+    finally:
+        d.api("POST", f"/v1/jobs/{jid}/kill")
