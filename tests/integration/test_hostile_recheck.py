@@ -140,7 +140,7 @@ def test_a_member_still_in_the_group_runs_with_it_and_a_uid_without_account_runs
     name, uid, group, gid = member
     d = fresh_daemon()
     os.chmod(d.dir, 0o755)
-    for who, want in (((uid, gid), gid), ((uid, 100), 100), ((4377, 4377), 4377)):
+    for who, want in (((uid, gid), gid), ((uid, 100), 100), ((47311, 47311), 47311)):
         code, job = api_as(d, who, "POST", "/v1/jobs", {"command": "id", "args": ["-g"], "hold": True})
         assert code == 201, job
         restart_with(d, "")
