@@ -179,10 +179,11 @@ static uint64_t peer_key(int fd)
     uid_t uid;
     const struct sockaddr *a = (const struct sockaddr *)&peer;
     /* a client on this machine (on loopback, or at one of the machine's own addresses) is its
-     * uid; one on loopback the kernel no longer knows is "gone" */
+     * uid; one there the kernel no longer knows is "gone" (not "elsewhere": an unlisted user
+     * whose socket the look-up missed would be answered) */
     if (tcpowner_of(a, (const struct sockaddr *)&here, &uid) == 0)
         return PEER_LOCAL | uid;
-    if (tcpowner_loopback(a))
+    if (tcpowner_local(a))
         return PEER_GONE;
     uint64_t k = 1ull << 60;
     const unsigned char *b = a->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)(const void *)a)->sin6_addr.s6_addr

@@ -3,9 +3,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
@@ -31,8 +33,9 @@ static void diag_addr(const struct sockaddr *s, bool mapped, __be32 out[4], __be
     }
 }
 
-/* One exact look-up of the client's socket of family fam; 0 with *uid, or -1. */
-static int ask(int fd, int fam, const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid)
+/* One exact look-up of the client's socket of family fam, bound to interface ifindex (0: to
+ * none); 0 with *uid, or -1. */
+static int ask(int fd, int fam, unsigned ifindex, const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid)
 {
     bool mapped = fam == AF_INET6 && peer->sa_family == AF_INET;
     struct {
@@ -44,6 +47,7 @@ static int ask(int fd, int fam, const struct sockaddr *peer, const struct sockad
     /* the client's socket: its source is the peer, its destination here */
     diag_addr(peer, mapped, req.r.id.idiag_src, &req.r.id.idiag_sport);
     diag_addr(here, mapped, req.r.id.idiag_dst, &req.r.id.idiag_dport);
+    req.r.id.idiag_if = ifindex;
     req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
     struct sockaddr_nl k = {.nl_family = AF_NETLINK};
     if (sendto(fd, &req, sizeof req, 0, (struct sockaddr *)&k, sizeof k) < 0)
@@ -65,6 +69,16 @@ static int ask(int fd, int fam, const struct sockaddr *peer, const struct sockad
     return -1;
 }
 
+/* The look-up of the client's socket for each family it may have (an IPv4 peer: an IPv4 socket,
+ * or an IPv6 one reaching an IPv4 address), bound to interface ifindex. */
+static int ask_families(int fd, unsigned ifindex, const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid)
+{
+    int rc = ask(fd, peer->sa_family, ifindex, peer, here, uid);
+    if (rc < 0 && peer->sa_family == AF_INET)
+        rc = ask(fd, AF_INET6, ifindex, peer, here, uid);
+    return rc;
+}
+
 int tcpowner_of(const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid)
 {
     if ((peer->sa_family != AF_INET && peer->sa_family != AF_INET6) || peer->sa_family != here->sa_family)
@@ -72,11 +86,45 @@ int tcpowner_of(const struct sockaddr *peer, const struct sockaddr *here, uid_t 
     int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (fd < 0)
         return -1;
-    int rc = ask(fd, peer->sa_family, peer, here, uid);
-    if (rc < 0 && peer->sa_family == AF_INET) /* (a client's IPv6 socket reaching an IPv4 address) */
-        rc = ask(fd, AF_INET6, peer, here, uid);
+    int rc = ask_families(fd, 0, peer, here, uid);
+    if (rc < 0) {
+        /* The kernel matches a socket bound to an interface (SO_BINDTODEVICE, which any user may
+         * set; an IPv6 link-local connection is bound to its scope's) only when asked with that
+         * interface: ask with each. */
+        struct if_nameindex *ifs = if_nameindex();
+        for (struct if_nameindex *i = ifs; i && i->if_index && rc < 0; i++)
+            rc = ask_families(fd, i->if_index, peer, here, uid);
+        if (ifs)
+            if_freenameindex(ifs);
+    }
     close(fd);
     return rc;
+}
+
+static bool same_address(const struct sockaddr *a, const struct sockaddr *b)
+{
+    __be32 x[4], y[4];
+    __be16 port;
+    diag_addr(a, a->sa_family == AF_INET, x, &port); /* IPv4 as ::ffff:a.b.c.d, to compare with either */
+    diag_addr(b, b->sa_family == AF_INET, y, &port);
+    return memcmp(x, y, sizeof x) == 0;
+}
+
+bool tcpowner_local(const struct sockaddr *peer)
+{
+    if (tcpowner_loopback(peer))
+        return true;
+    if (peer->sa_family != AF_INET && peer->sa_family != AF_INET6)
+        return false;
+    struct ifaddrs *all;
+    if (getifaddrs(&all) < 0)
+        return true; /* cannot tell: the caller's cautious answer */
+    bool found = false;
+    for (struct ifaddrs *i = all; i && !found; i = i->ifa_next)
+        if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
+            found = same_address(peer, i->ifa_addr);
+    freeifaddrs(all);
+    return found;
 }
 
 bool tcpowner_loopback(const struct sockaddr *peer)

@@ -11,8 +11,13 @@
 
 /* The connection whose client is peer and whose server end is here (the accepted socket's own
  * address): 0 and *uid, the client socket's owner; -1 when the kernel knows no such socket (its
- * client left) or cannot be asked. An IPv4 peer whose socket is IPv6 (::ffff:a.b.c.d) is found too. */
+ * client left) or cannot be asked. An IPv4 peer whose socket is IPv6 (::ffff:a.b.c.d) is found too, and
+ * a client socket bound to an interface (SO_BINDTODEVICE, an IPv6 link-local connection). */
 int tcpowner_of(const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid);
+/* Whether peer is one of this machine's own addresses (loopback, or an address of one of its
+ * interfaces; ::ffff:a.b.c.d as a.b.c.d): a client there is a local user whose socket the kernel
+ * knows while it is connected. true also when the interfaces cannot be listed. */
+bool tcpowner_local(const struct sockaddr *peer);
 /* Whether peer is a loopback address (127.0.0.0/8, ::1, or ::ffff:127.x.y.z). */
 bool tcpowner_loopback(const struct sockaddr *peer);
 
