@@ -33,6 +33,7 @@ struct incoming {
     wf_checked wc;
     size_t n;                 /* requests: 1, or the workflow's jobs */
     uint64_t promised;        /* the jobs they make (an array's tasks each), promised (submit.h) */
+    uint64_t promised_bytes;  /* and their requests' bytes (submit_request_bytes) */
     job_req *reqs;            /* &req, or wc.reqs */
     submit_info *si;          /* &one, or wc.si */
     char **staged;            /* each request's directory, <jobs>/.incoming-<id>-<k> */
@@ -102,8 +103,9 @@ static void enlist(incoming *in)
     for (size_t r = 0; r < in->n; r++)
         reqs[r] = &in->reqs[r];
     in->promised = submit_task_count(reqs, in->n);
+    in->promised_bytes = submit_request_bytes(reqs, in->n);
     free(reqs);
-    submit_promise(in->uid, (int64_t)in->promised);
+    submit_promise(in->uid, (int64_t)in->promised, (int64_t)in->promised_bytes);
     for (size_t r = 0; r < in->n; r++)
         volumes_hold(&in->reqs[r], true); /* the volumes it pinned stay until it ends */
     log_info("upload %s: uid %u, %llu bytes in %zu files to come for %s", in->id, (unsigned)in->uid,
@@ -116,7 +118,7 @@ static void unlist(incoming *in)
         if (open_list[i] == in) {
             open_list[i] = open_list[--nopen];
             transfers_remove(in->uid);
-            submit_promise(in->uid, -(int64_t)in->promised);
+            submit_promise(in->uid, -(int64_t)in->promised, -(int64_t)in->promised_bytes);
             for (size_t r = 0; r < in->n; r++)
                 volumes_hold(&in->reqs[r], false);
             return;

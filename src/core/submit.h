@@ -65,9 +65,13 @@ void submit_array_undo(struct jarray *a);
 job *submit_task(struct jarray *a, uint32_t t, jerr *e);
 
 /* Jobs promised by streamed uploads not yet complete (core/incoming.c): counted with the
- * user's waiting jobs by submit_check_limits, an array's tasks one each (submit_task_count).
- * jobs < 0 takes them back. */
-void submit_promise(uid_t uid, int64_t jobs);
+ * user's waiting jobs by submit_check_limits, an array's tasks one each (submit_task_count),
+ * and their requests' bytes (submit_request_bytes) with those the user keeps. jobs and bytes
+ * < 0 take them back. */
+void submit_promise(uid_t uid, int64_t jobs, int64_t bytes);
+/* The bytes of reqs' requests (jobreq_bytes), an array's counted once for each of its tasks:
+ * what they will hold for limits.max_request_bytes_per_user. */
+uint64_t submit_request_bytes(job_req *const *reqs, size_t n);
 /* The jobs these requests make: one each, an array's tasks one each (what the limits count). */
 uint64_t submit_task_count(job_req *const *reqs, size_t n);
 

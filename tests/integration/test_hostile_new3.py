@@ -93,3 +93,46 @@ def test_metrics_readers_hold_for_a_client_bound_to_an_interface(fresh_daemon):
     finally:
         d.rnx("job", "stop", jid)
         d.wait(jid)
+
+
+def listing_request(entries):
+    """A job whose uploads are a chain of three directories of 250-byte names and `entries` empty
+    files beneath, each path about 1 KiB: a listing of about entries KiB, no byte of content."""
+    comp = ["a" * 250, "b" * 250, "c" * 250]
+    ups = [{"path": "/".join(comp[:i + 1]), "type": "dir"} for i in range(3)]
+    base = "/".join(comp)
+    ups += [{"path": f"{base}/f{k:06d}" + "x" * 240, "type": "file", "content_b64": "", "size": 0}
+            for k in range(entries)]
+    return {"command": "true", "uploads": ups}
+
+
+def test_request_bytes_count_the_upload_listing(fresh_daemon):
+    """limits.max_request_bytes_per_user bounds what a user's kept jobs hold of their requests;
+    the listing of a job's uploads is kept with it (in memory, in its row, in every GET) as its
+    env is, up to the body's 16 MiB (100,000 entries, paths of 1 KiB), but was not counted: with
+    a bound of 1,000,000 bytes, jobs of 1.2 MB of listing each were all taken (four: 6 MB of
+    database). The first is refused as a job of 1.2 MB of env would be; a small one still goes."""
+    need_setpriv()
+    d = fresh_daemon("limits:\n  max_request_bytes_per_user: 1000000\n")
+    st, body = api_as(d, OTHER, "POST", "/v1/jobs", listing_request(1200))
+    assert st == 429 and "limits.max_request_bytes_per_user" in json.dumps(body), (st, body)
+    st, body = api_as(d, OTHER, "POST", "/v1/jobs", listing_request(20))
+    assert st == 201, (st, body)
+    d.wait(body["id"])
+
+
+def test_request_bytes_count_streamed_uploads_still_arriving(fresh_daemon):
+    """A streamed submission (the listing first, 202, then its bytes in a PUT) holds its request
+    until its bytes came, and makes its job then without a second check: its jobs counted for
+    limits.max_queued_per_user meanwhile, but not their bytes for max_request_bytes_per_user,
+    so uploads opened together (limits.uploads_per_user: 4, of 16 MiB each) each passed a bound
+    the others would fill. The second one here, of 600 KB of env under a bound of 1 MB, is
+    refused as it would be once the first job is made; then the first is dropped unsent."""
+    need_setpriv()
+    d = fresh_daemon("limits:\n  max_request_bytes_per_user: 1000000\n")
+    req = {"command": "true", "env": {f"BIG{i}": "v" * 100000 for i in range(6)},
+           "uploads": [{"path": "data.bin", "type": "file", "size": 4}]}
+    st, body = api_as(d, OTHER, "POST", "/v1/jobs", req)
+    assert st == 202, (st, body)
+    st2, body2 = api_as(d, OTHER, "POST", "/v1/jobs", req)
+    assert st2 == 429 and "limits.max_request_bytes_per_user" in json.dumps(body2), (st2, body2)
