@@ -103,7 +103,7 @@ static void enlist(incoming *in)
     for (size_t r = 0; r < in->n; r++)
         reqs[r] = &in->reqs[r];
     in->promised = submit_task_count(reqs, in->n);
-    in->promised_bytes = submit_request_bytes(reqs, in->n);
+    in->promised_bytes = submit_request_bytes(reqs, in->n) + (in->workflow ? workflow_doc_bytes(in->wb.doc) : 0);
     free(reqs);
     submit_promise(in->uid, (int64_t)in->promised, (int64_t)in->promised_bytes);
     for (size_t r = 0; r < in->n; r++)
@@ -149,7 +149,7 @@ incoming *incoming_open_job(job_req *req, const caller *who, jerr *e)
     submit_info si;
     uid_t uid = who->uid;
     gid_t gid = who->gid;
-    if (admit(uid, e) < 0 || submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, uid, 0, e) < 0)
+    if (admit(uid, e) < 0 || submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, uid, 0, 0, e) < 0)
         return NULL;
     incoming *in = make(uid, gid, 1, e);
     if (!in)

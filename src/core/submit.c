@@ -34,6 +34,7 @@
 #include "job_dirs.h"
 #include "workfs.h"
 #include "depend.h"
+#include "workflow.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
  * memory and I/O device, the uploads' total size, and the GPUs; at submission, the machine's
@@ -393,7 +394,8 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
 }
 
 /* limits.* for these requests, which make ntasks jobs in all (an array's tasks count each). */
-static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e);
+static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, uint64_t wf_bytes,
+                        jerr *e);
 
 uint64_t submit_task_count(job_req *const *reqs, size_t n)
 {
@@ -422,12 +424,13 @@ uint64_t submit_kept(uid_t uid)
     return promised(uid) + arrays_unmade(uid) + arrays_jobless(uid) + jobs_user(uid).kept;
 }
 
-int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
+int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, uint64_t wf_bytes, jerr *e)
 {
-    return check_limits(reqs, n, submit_task_count(reqs, n), uid, flags, e);
+    return check_limits(reqs, n, submit_task_count(reqs, n), uid, flags, wf_bytes, e);
 }
 
-static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e)
+static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, uint64_t wf_bytes,
+                        jerr *e)
 {
     bool for_workflow = flags & SUBMIT_WORKFLOW;
     const limits_config *L = &core.cfg.limits;
@@ -465,8 +468,9 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
      * memory and in the database, and each is up to the body's size (16 MiB of variables of
      * 128 KiB); max_jobs_per_user of them were 150 GiB */
     if (L->max_request_bytes_per_user) {
-        uint64_t held = jobs_user(uid).bytes + arrays_unmade_bytes(uid) + promised_of(uid).bytes;
-        uint64_t more = submit_request_bytes(reqs, n);
+        uint64_t held = jobs_user(uid).bytes + arrays_unmade_bytes(uid) + promised_of(uid).bytes +
+                        workflow_owner_bytes(uid);
+        uint64_t more = submit_request_bytes(reqs, n) + wf_bytes;
         if (held + more > L->max_request_bytes_per_user)
             return jerr_http(e, 429, "uid %u keeps jobs whose commands, args, env and upload listings are %llu bytes, "
                                      "and %s %llu more; limits.max_request_bytes_per_user is %llu: delete ended jobs "
@@ -491,7 +495,7 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
 job *submit_job(job_req *req, const caller *who, jerr *e)
 {
     submit_info si;
-    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, e) < 0)
+    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, 0, e) < 0)
         return NULL;
     job *j = submit_create(req, who->uid, who->gid, &si, e);
     return j ? submit_commit(j, e) : NULL;
@@ -529,7 +533,7 @@ static int array_uploads(jarray *a, const submit_info *si, jerr *e)
 jarray *submit_array(job_req *req, const caller *who, jerr *e)
 {
     submit_info si;
-    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, e) < 0)
+    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, 0, e) < 0)
         return NULL;
     return submit_array_create(req, who->uid, who->gid, &si, e);
 }

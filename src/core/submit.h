@@ -28,9 +28,11 @@ typedef struct submit_info {
 } submit_info;
 int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate (a dry run
- * checks the rate without using it up). */
+ * checks the rate without using it up). wf_bytes: what a workflow keeps of itself besides its
+ * jobs' requests (workflow_doc_bytes), counted with them for limits.max_request_bytes_per_user;
+ * 0 for a job or an array. */
 enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };
-int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e);
+int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, uint64_t wf_bytes, jerr *e);
 /* The jobs uid keeps as limits.max_jobs_per_user counts them: its jobs, an array's tasks not made
  * yet, an ended array that keeps no job, and uploads still arriving. */
 uint64_t submit_kept(uid_t uid);

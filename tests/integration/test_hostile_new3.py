@@ -136,3 +136,30 @@ def test_request_bytes_count_streamed_uploads_still_arriving(fresh_daemon):
     assert st == 202, (st, body)
     st2, body2 = api_as(d, OTHER, "POST", "/v1/jobs", req)
     assert st2 == 429 and "limits.max_request_bytes_per_user" in json.dumps(body2), (st2, body2)
+
+
+def test_request_bytes_count_what_a_workflow_keeps(fresh_daemon):
+    """A workflow keeps its YAML (up to 1 MiB) and description (64 KiB) in memory and in its row
+    for as long as it is kept, and one tiny job is enough to keep it: those bytes were not
+    counted for limits.max_request_bytes_per_user (four workflows of 0.96 MB each went under a
+    bound of 1 MB; max_jobs_per_user's 10,000 would be 10 GiB). The second is refused; once the
+    first is dropped (its job deleted), its bytes are the user's again."""
+    need_setpriv()
+    d = fresh_daemon("limits:\n  max_request_bytes_per_user: 1000000\n")
+
+    def workflow(name):
+        return {"name": name, "description": "d" * 60000, "yaml": "# " + "y" * 900000 + "\n",
+                "jobs": [{"name": "a", "request": {"command": "true"}}]}
+
+    st, wf = api_as(d, OTHER, "POST", "/v1/workflows", workflow("w1"))
+    assert st == 201, (st, wf)
+    st2, body = api_as(d, OTHER, "POST", "/v1/workflows", workflow("w2"))
+    assert st2 == 429 and "limits.max_request_bytes_per_user" in json.dumps(body), (st2, body)
+    jid = wf["jobs"][0]["job_id"] if "job_id" in wf["jobs"][0] else wf["jobs"][0]["id"]
+    d.wait(jid)
+    st, body = api_as(d, OTHER, "DELETE", f"/v1/jobs/{jid}")
+    assert st in (200, 204), (st, body)
+    st, body = api_as(d, OTHER, "GET", f"/v1/workflows/{wf['id']}")
+    assert st == 404, (st, body)
+    st, body = api_as(d, OTHER, "POST", "/v1/workflows", workflow("w3"))
+    assert st == 201, (st, body)
