@@ -3,12 +3,14 @@ workflows dropped once ended, the bounds of GET /v1/jobs/ID_[LIST] and of workfl
 unprivileged local user (a throwaway uid, setpriv). Every probe is harmless when it succeeds: it
 reads, or it is refused."""
 import json
+import os
+import shutil
 import socket
 import subprocess
 
 import pytest
 
-from conftest import api_as, need_setpriv, setpriv
+from conftest import api_as, need_setpriv, rnx_as, setpriv
 
 READER, OTHER = 64311, 64312
 
@@ -93,6 +95,36 @@ def test_metrics_readers_hold_for_a_client_bound_to_an_interface(fresh_daemon):
     finally:
         d.rnx("job", "stop", jid)
         d.wait(jid)
+
+
+RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
+
+
+@pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
+def test_metrics_readers_hold_for_a_gvisor_job_on_the_host_network(fresh_daemon):
+    """A gVisor job on --network=host makes its sockets as host uid 0 (docs/sandbox.md: runsc runs
+    so, known): its connection to the metrics listener passed for root's, and an unlisted user's
+    job read every user's running jobs. It is its owner's (the job's cgroup says whose), refused
+    as the owner is; a listed reader's such job is still answered. Loopback only."""
+    need_setpriv()
+    port = free_port("127.0.0.1", socket.AF_INET)
+    d = fresh_daemon(f"metrics:\n  listen: 127.0.0.1:{port}\n  readers: \"{READER}\"\n")
+    secret = d.submit("sleep", "300", name="hnew3-secret-name")
+    d.wait_status(secret, "RUNNING")
+    try:
+        for uid, want in ((OTHER, "HTTP/1.1 403"), (READER, "HTTP/1.1 200")):
+            p = rnx_as(d, uid, "job", "run", "--isolation=gvisor", "--network=host", "python3", "-c",
+                       _SCRAPE, "127.0.0.1", str(port), "-")
+            assert p.returncode == 0, p.stderr
+            jid = p.stdout.strip().splitlines()[-1]
+            d.wait(jid, timeout=120)
+            out = d.output(jid)
+            assert out.startswith(want), (uid, out[:300], d.job(jid))
+            if want.endswith("403"):
+                assert secret not in out and "hnew3-secret-name" not in out
+    finally:
+        d.rnx("job", "stop", secret)
+        d.wait(secret)
 
 
 def listing_request(entries):

@@ -31,11 +31,11 @@ static void test_a_loopback_connection(void **state)
     assert_int_equal(getsockname(s, (struct sockaddr *)&here, &len), 0);
     uid_t uid = (uid_t)-1;
     assert_true(tcpowner_loopback((struct sockaddr *)&peer));
-    assert_int_equal(tcpowner_of((struct sockaddr *)&peer, (struct sockaddr *)&here, &uid), 0);
+    assert_int_equal(tcpowner_of((struct sockaddr *)&peer, (struct sockaddr *)&here, &uid, NULL), 0);
     assert_int_equal(uid, geteuid());
     /* the same addresses, another port: no such connection */
     peer.sin_port = htons((uint16_t)(ntohs(peer.sin_port) ^ 1));
-    assert_int_equal(tcpowner_of((struct sockaddr *)&peer, (struct sockaddr *)&here, &uid), -1);
+    assert_int_equal(tcpowner_of((struct sockaddr *)&peer, (struct sockaddr *)&here, &uid, NULL), -1);
     close(s);
     close(c);
     close(l);
@@ -61,7 +61,7 @@ static void test_a_bound_client(void **state)
     len = sizeof here;
     assert_int_equal(getsockname(s, (struct sockaddr *)&here, &len), 0);
     uid_t uid = (uid_t)-1;
-    assert_int_equal(tcpowner_of((struct sockaddr *)&peer, (struct sockaddr *)&here, &uid), 0);
+    assert_int_equal(tcpowner_of((struct sockaddr *)&peer, (struct sockaddr *)&here, &uid, NULL), 0);
     assert_int_equal(uid, geteuid());
     close(s);
     close(c);
