@@ -69,6 +69,8 @@ static struct {
     bool stopping;
     char where[80];
     char readers[512];  /* metrics.readers; "" = every peer */
+    char cg_mount[256]; /* the cgroup2 mount point, and beneath it the jobs' parent ("" none) */
+    char cg_jobs[400];
 } listener = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
 
 /* Loop thread: a scrape is waiting. */
@@ -170,6 +172,25 @@ static struct peer_count {
     unsigned n;                /* 0: a free place */
 } peers[METRICS_CONNS];
 
+/* A socket made in a job's cgroup is its owner's (the cgroup user-N beneath the jobs' parent),
+ * whichever uid the kernel says made it: a --network=host gVisor sandbox makes its sockets as
+ * host uid 0 (docs/sandbox.md), which would pass for root. One in a job of no known owner made as
+ * uid 0 is "gone": nobody to answer. */
+static int64_t job_owner(uint64_t cg, uid_t uid)
+{
+    char path[512];
+    size_t n = strlen(listener.cg_jobs);
+    if (!cg || !n || tcpowner_cgroup_path(listener.cg_mount, cg, path, sizeof path) < 0 ||
+        strncmp(path, listener.cg_jobs, n) || path[n] != '/')
+        return uid;
+    unsigned long owner;
+    char *end;
+    if (!strncmp(path + n + 1, "user-", 5) && (owner = strtoul(path + n + 6, &end, 10), end != path + n + 6) &&
+        (*end == '/' || !*end) && owner <= 0xffffffffu)
+        return (int64_t)owner;
+    return uid ? (int64_t)uid : -1;
+}
+
 static uint64_t peer_key(int fd)
 {
     struct sockaddr_storage peer, here;
@@ -179,10 +200,14 @@ static uint64_t peer_key(int fd)
     uid_t uid;
     const struct sockaddr *a = (const struct sockaddr *)&peer;
     /* a client on this machine (on loopback, or at one of the machine's own addresses) is its
-     * uid; one on loopback the kernel no longer knows is "gone" */
-    if (tcpowner_of(a, (const struct sockaddr *)&here, &uid) == 0)
-        return PEER_LOCAL | uid;
-    if (tcpowner_loopback(a))
+     * uid; one there the kernel no longer knows is "gone" (not "elsewhere": an unlisted user
+     * whose socket the look-up missed would be answered) */
+    uint64_t cg = 0;
+    if (tcpowner_of(a, (const struct sockaddr *)&here, &uid, &cg) == 0) {
+        int64_t owner = job_owner(cg, uid);
+        return owner < 0 ? PEER_GONE : PEER_LOCAL | (uint64_t)owner;
+    }
+    if (tcpowner_local(a))
         return PEER_GONE;
     uint64_t k = 1ull << 60;
     const unsigned char *b = a->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)(const void *)a)->sin6_addr.s6_addr
@@ -314,11 +339,16 @@ static void close_watch(void)
     }
 }
 
-int metrics_listen_start(const char *hostport, const char *readers, jerr *e)
+int metrics_listen_start(const char *hostport, const char *readers, const char *cg_mount, const char *cg_root, jerr *e)
 {
     if (!hostport || !*hostport)
         return 0;
     snprintf(listener.readers, sizeof listener.readers, "%s", readers ? readers : "");
+    snprintf(listener.cg_mount, sizeof listener.cg_mount, "%s", cg_mount ? cg_mount : "");
+    if (listener.cg_mount[0] && cg_root && *cg_root)
+        snprintf(listener.cg_jobs, sizeof listener.cg_jobs, "%s/%s", listener.cg_mount, cg_root);
+    else
+        listener.cg_jobs[0] = 0;
     if (listener.mhd)
         return jerr_set(e, EBUSY, "metrics.listen: the listener is already running on %s", listener.where);
     struct sockaddr_storage ss;

@@ -15,9 +15,11 @@ enum MHD_Result metrics_reply(request *r);
  * touches the core's state: each scrape asks the loop thread for the text and waits at most
  * 5 s for it (503 after that). readers (metrics.readers), when not empty: a connection from this
  * machine is answered only for root and the users and @groups it lists (403 otherwise; the kernel
- * says whose the client's socket is); one from elsewhere as before. Call on the loop thread
- * after loop_init. */
-int metrics_listen_start(const char *hostport, const char *readers, jerr *e);
+ * says whose the client's socket is, and a socket made in a job's cgroup, beneath cg_mount's
+ * cg_root, is the job's owner's); one from elsewhere as before. Call on the loop thread after
+ * loop_init. */
+int metrics_listen_start(const char *hostport, const char *readers, const char *cg_mount, const char *cg_root,
+                         jerr *e);
 /* Stops the listener; a scrape still waiting is answered 503 at once. Loop thread. */
 void metrics_listen_stop(void);
 

@@ -1401,6 +1401,11 @@ uint64_t jobreq_bytes(const job_req *r)
         n += strlen(r->env[i].name) + strlen(r->env[i].value) + 2;
     for (size_t i = 0; i < r->nsecret_env; i++)
         n += strlen(r->secret_env[i].name) + strlen(r->secret_env[i].value) + 2;
+    /* the uploads' listing, kept with the job once the files are written (100,000 entries of
+     * paths up to 1 KiB: up to the body's 16 MiB, as env is); a content_b64 is dropped once
+     * written, so not counted: what is counted never changes while the job is kept */
+    for (size_t i = 0; i < r->nuploads; i++)
+        n += strlen(r->uploads[i].path) + (r->uploads[i].target ? strlen(r->uploads[i].target) : 0) + 2;
     return n;
 }
 

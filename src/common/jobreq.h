@@ -208,8 +208,9 @@ int jobreq_check_submitted(job_req *r, jerr *e);
 bool jobreq_uploads_streamed(const job_req *r);
 /* The bytes the files of a streamed request declare. */
 uint64_t jobreq_uploads_declared(const job_req *r);
-/* The bytes of r's command, args, env and secret_env (names and values): what each job kept
- * holds of its request in memory and in the database (limits.max_request_bytes_per_user). */
+/* The bytes of r's command, args, env and secret_env (names and values) and of its uploads'
+ * listing (paths, link targets): what each job kept holds of its request in memory and in the
+ * database (limits.max_request_bytes_per_user). */
 uint64_t jobreq_bytes(const job_req *r);
 /* Every symlink among ups must stay inside /work: a relative target that, resolved from the
  * link's directory through the links listed (as the kernel would), never climbs above /work.

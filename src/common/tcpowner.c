@@ -3,11 +3,16 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -31,8 +36,10 @@ static void diag_addr(const struct sockaddr *s, bool mapped, __be32 out[4], __be
     }
 }
 
-/* One exact look-up of the client's socket of family fam; 0 with *uid, or -1. */
-static int ask(int fd, int fam, const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid)
+/* One exact look-up of the client's socket of family fam, bound to interface ifindex (0: to
+ * none); 0 with *uid and *cgroup (0 when the kernel gave none), or -1. */
+static int ask(int fd, int fam, unsigned ifindex, const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid,
+               uint64_t *cgroup)
 {
     bool mapped = fam == AF_INET6 && peer->sa_family == AF_INET;
     struct {
@@ -44,6 +51,7 @@ static int ask(int fd, int fam, const struct sockaddr *peer, const struct sockad
     /* the client's socket: its source is the peer, its destination here */
     diag_addr(peer, mapped, req.r.id.idiag_src, &req.r.id.idiag_sport);
     diag_addr(here, mapped, req.r.id.idiag_dst, &req.r.id.idiag_dport);
+    req.r.id.idiag_if = ifindex;
     req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
     struct sockaddr_nl k = {.nl_family = AF_NETLINK};
     if (sendto(fd, &req, sizeof req, 0, (struct sockaddr *)&k, sizeof k) < 0)
@@ -57,6 +65,12 @@ static int ask(int fd, int fam, const struct sockaddr *peer, const struct sockad
         if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
             const struct inet_diag_msg *m = NLMSG_DATA(h);
             *uid = (uid_t)m->idiag_uid;
+            *cgroup = 0;
+            /* its attributes: the cgroup2 id of the process that made the socket */
+            size_t alen = h->nlmsg_len - NLMSG_LENGTH(sizeof *m);
+            for (struct rtattr *a = (struct rtattr *)(void *)(m + 1); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
+                if (a->rta_type == INET_DIAG_CGROUP_ID && RTA_PAYLOAD(a) >= sizeof(uint64_t))
+                    memcpy(cgroup, RTA_DATA(a), sizeof(uint64_t));
             return 0;
         }
         if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_DONE)
@@ -65,18 +79,91 @@ static int ask(int fd, int fam, const struct sockaddr *peer, const struct sockad
     return -1;
 }
 
-int tcpowner_of(const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid)
+/* The look-up of the client's socket for each family it may have (an IPv4 peer: an IPv4 socket,
+ * or an IPv6 one reaching an IPv4 address), bound to interface ifindex. */
+static int ask_families(int fd, unsigned ifindex, const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid,
+                        uint64_t *cgroup)
 {
+    int rc = ask(fd, peer->sa_family, ifindex, peer, here, uid, cgroup);
+    if (rc < 0 && peer->sa_family == AF_INET)
+        rc = ask(fd, AF_INET6, ifindex, peer, here, uid, cgroup);
+    return rc;
+}
+
+int tcpowner_of(const struct sockaddr *peer, const struct sockaddr *here, uid_t *uid, uint64_t *cgroup)
+{
+    uint64_t cg_unused;
+    if (!cgroup)
+        cgroup = &cg_unused;
     if ((peer->sa_family != AF_INET && peer->sa_family != AF_INET6) || peer->sa_family != here->sa_family)
         return -1;
     int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (fd < 0)
         return -1;
-    int rc = ask(fd, peer->sa_family, peer, here, uid);
-    if (rc < 0 && peer->sa_family == AF_INET) /* (a client's IPv6 socket reaching an IPv4 address) */
-        rc = ask(fd, AF_INET6, peer, here, uid);
+    int rc = ask_families(fd, 0, peer, here, uid, cgroup);
+    if (rc < 0) {
+        /* The kernel matches a socket bound to an interface (SO_BINDTODEVICE, which any user may
+         * set; an IPv6 link-local connection is bound to its scope's) only when asked with that
+         * interface: ask with each. */
+        struct if_nameindex *ifs = if_nameindex();
+        for (struct if_nameindex *i = ifs; i && i->if_index && rc < 0; i++)
+            rc = ask_families(fd, i->if_index, peer, here, uid, cgroup);
+        if (ifs)
+            if_freenameindex(ifs);
+    }
     close(fd);
     return rc;
+}
+
+static bool same_address(const struct sockaddr *a, const struct sockaddr *b)
+{
+    __be32 x[4], y[4];
+    __be16 port;
+    diag_addr(a, a->sa_family == AF_INET, x, &port); /* IPv4 as ::ffff:a.b.c.d, to compare with either */
+    diag_addr(b, b->sa_family == AF_INET, y, &port);
+    return memcmp(x, y, sizeof x) == 0;
+}
+
+int tcpowner_cgroup_path(const char *mount, uint64_t id, char *out, size_t len)
+{
+    /* a cgroup2 directory's file handle is its id (the kernfs node's) */
+    struct {
+        struct file_handle fh;
+        uint64_t id;
+    } h = {.fh = {.handle_bytes = sizeof(uint64_t), .handle_type = 0xfe /* FILEID_KERNFS */}};
+    memcpy(h.fh.f_handle, &id, sizeof id);
+    int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (mfd < 0)
+        return -1;
+    int fd = open_by_handle_at(mfd, &h.fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    close(mfd);
+    if (fd < 0)
+        return -1;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, out, len - 1);
+    close(fd);
+    if (n < 0 || (size_t)n >= len - 1)
+        return -1;
+    out[n] = 0;
+    return 0;
+}
+
+bool tcpowner_local(const struct sockaddr *peer)
+{
+    if (tcpowner_loopback(peer))
+        return true;
+    if (peer->sa_family != AF_INET && peer->sa_family != AF_INET6)
+        return false;
+    struct ifaddrs *all;
+    if (getifaddrs(&all) < 0)
+        return true; /* cannot tell: the caller's cautious answer */
+    bool found = false;
+    for (struct ifaddrs *i = all; i && !found; i = i->ifa_next)
+        if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
+            found = same_address(peer, i->ifa_addr);
+    freeifaddrs(all);
+    return found;
 }
 
 bool tcpowner_loopback(const struct sockaddr *peer)

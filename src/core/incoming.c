@@ -33,6 +33,7 @@ struct incoming {
     wf_checked wc;
     size_t n;                 /* requests: 1, or the workflow's jobs */
     uint64_t promised;        /* the jobs they make (an array's tasks each), promised (submit.h) */
+    uint64_t promised_bytes;  /* and their requests' bytes (submit_request_bytes) */
     job_req *reqs;            /* &req, or wc.reqs */
     submit_info *si;          /* &one, or wc.si */
     char **staged;            /* each request's directory, <jobs>/.incoming-<id>-<k> */
@@ -102,8 +103,9 @@ static void enlist(incoming *in)
     for (size_t r = 0; r < in->n; r++)
         reqs[r] = &in->reqs[r];
     in->promised = submit_task_count(reqs, in->n);
+    in->promised_bytes = submit_request_bytes(reqs, in->n) + (in->workflow ? workflow_doc_bytes(in->wb.doc) : 0);
     free(reqs);
-    submit_promise(in->uid, (int64_t)in->promised);
+    submit_promise(in->uid, (int64_t)in->promised, (int64_t)in->promised_bytes);
     for (size_t r = 0; r < in->n; r++)
         volumes_hold(&in->reqs[r], true); /* the volumes it pinned stay until it ends */
     log_info("upload %s: uid %u, %llu bytes in %zu files to come for %s", in->id, (unsigned)in->uid,
@@ -116,7 +118,7 @@ static void unlist(incoming *in)
         if (open_list[i] == in) {
             open_list[i] = open_list[--nopen];
             transfers_remove(in->uid);
-            submit_promise(in->uid, -(int64_t)in->promised);
+            submit_promise(in->uid, -(int64_t)in->promised, -(int64_t)in->promised_bytes);
             for (size_t r = 0; r < in->n; r++)
                 volumes_hold(&in->reqs[r], false);
             return;
@@ -147,7 +149,7 @@ incoming *incoming_open_job(job_req *req, const caller *who, jerr *e)
     submit_info si;
     uid_t uid = who->uid;
     gid_t gid = who->gid;
-    if (admit(uid, e) < 0 || submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, uid, 0, e) < 0)
+    if (admit(uid, e) < 0 || submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, uid, 0, 0, e) < 0)
         return NULL;
     incoming *in = make(uid, gid, 1, e);
     if (!in)

@@ -343,7 +343,7 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
      * records of the user's ended Slurm tasks make room first, for a request that is otherwise
      * good */
     make_room(ids.uid);
-    if (submit_check_limits(&rp, 1, ids.uid, 0, e) < 0 || !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
+    if (submit_check_limits(&rp, 1, ids.uid, 0, 0, e) < 0 || !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
         goto out;
     /* Slurm's limits hold (its cgroups): none of joblet's defaults is the job's */
     j->req.has &= ~(1ull << JR_MAX_MEMORY_MB | 1ull << JR_MEMORY_DEFAULT | 1ull << JR_PIDS_MAX |

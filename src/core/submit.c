@@ -34,6 +34,7 @@
 #include "job_dirs.h"
 #include "workfs.h"
 #include "depend.h"
+#include "workflow.h"
 
 /* What the machine decides of a request whose form the schema (jobreq.c) checked: its CPUs,
  * memory and I/O device, the uploads' total size, and the GPUs; at submission, the machine's
@@ -233,34 +234,39 @@ static int create_uploads(job *j, const char *dir, jerr *e)
 }
 
 /* Jobs promised by streamed uploads still arriving, per user: they count as waiting jobs for
- * limits.max_queued_per_user, so a user cannot pass it by uploading slowly. */
+ * limits.max_queued_per_user, so a user cannot pass it by uploading slowly, and their requests'
+ * bytes for limits.max_request_bytes_per_user, so that uploads open together do not each pass
+ * the bound the others will fill. */
 static struct promise {
     uid_t uid;
-    uint64_t jobs;
+    uint64_t jobs, bytes;
 } *promises;
 static size_t npromises;
 
-static uint64_t promised(uid_t uid)
+static struct promise promised_of(uid_t uid)
 {
     for (size_t i = 0; i < npromises; i++)
         if (promises[i].uid == uid)
-            return promises[i].jobs;
-    return 0;
+            return promises[i];
+    return (struct promise){uid, 0, 0};
 }
 
-void submit_promise(uid_t uid, int64_t jobs)
+static uint64_t promised(uid_t uid) { return promised_of(uid).jobs; }
+
+void submit_promise(uid_t uid, int64_t jobs, int64_t bytes)
 {
     for (size_t i = 0; i < npromises; i++)
         if (promises[i].uid == uid) {
             promises[i].jobs = (uint64_t)((int64_t)promises[i].jobs + jobs);
-            if (!promises[i].jobs)
+            promises[i].bytes = (uint64_t)((int64_t)promises[i].bytes + bytes);
+            if (!promises[i].jobs && !promises[i].bytes)
                 promises[i] = promises[--npromises];
             return;
         }
-    if (jobs <= 0)
+    if (jobs <= 0 && bytes <= 0)
         return;
     promises = xrealloc(promises, (npromises + 1) * sizeof *promises);
-    promises[npromises++] = (struct promise){uid, (uint64_t)jobs};
+    promises[npromises++] = (struct promise){uid, (uint64_t)jobs, (uint64_t)bytes};
 }
 
 static bool uid_in_range(uint64_t uid)
@@ -388,7 +394,8 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
 }
 
 /* limits.* for these requests, which make ntasks jobs in all (an array's tasks count each). */
-static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e);
+static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, uint64_t wf_bytes,
+                        jerr *e);
 
 uint64_t submit_task_count(job_req *const *reqs, size_t n)
 {
@@ -404,17 +411,26 @@ uint64_t submit_task_count(job_req *const *reqs, size_t n)
     return ntasks;
 }
 
+uint64_t submit_request_bytes(job_req *const *reqs, size_t n)
+{
+    uint64_t more = 0;
+    for (size_t i = 0; i < n; i++)
+        more += jobreq_bytes(reqs[i]) * submit_task_count(&reqs[i], 1);
+    return more;
+}
+
 uint64_t submit_kept(uid_t uid)
 {
     return promised(uid) + arrays_unmade(uid) + arrays_jobless(uid) + jobs_user(uid).kept;
 }
 
-int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e)
+int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, uint64_t wf_bytes, jerr *e)
 {
-    return check_limits(reqs, n, submit_task_count(reqs, n), uid, flags, e);
+    return check_limits(reqs, n, submit_task_count(reqs, n), uid, flags, wf_bytes, e);
 }
 
-static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, jerr *e)
+static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, uint64_t wf_bytes,
+                        jerr *e)
 {
     bool for_workflow = flags & SUBMIT_WORKFLOW;
     const limits_config *L = &core.cfg.limits;
@@ -452,14 +468,14 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
      * memory and in the database, and each is up to the body's size (16 MiB of variables of
      * 128 KiB); max_jobs_per_user of them were 150 GiB */
     if (L->max_request_bytes_per_user) {
-        uint64_t held = jobs_user(uid).bytes + arrays_unmade_bytes(uid), more = 0;
-        for (size_t i = 0; i < n; i++)
-            more += jobreq_bytes(reqs[i]) * (n == 1 ? ntasks : submit_task_count(&reqs[i], 1));
+        uint64_t held = jobs_user(uid).bytes + arrays_unmade_bytes(uid) + promised_of(uid).bytes +
+                        workflow_owner_bytes(uid);
+        uint64_t more = submit_request_bytes(reqs, n) + wf_bytes;
         if (held + more > L->max_request_bytes_per_user)
-            return jerr_http(e, 429, "uid %u keeps jobs whose commands, args and env are %llu bytes, and %s %llu "
-                                     "more; limits.max_request_bytes_per_user is %llu: delete ended jobs (rnx job "
-                                     "delete ID, or rnx job delete-all), or pass less in the environment (upload a "
-                                     "file)", (unsigned)uid, (unsigned long long)held,
+            return jerr_http(e, 429, "uid %u keeps jobs whose commands, args, env and upload listings are %llu bytes, "
+                                     "and %s %llu more; limits.max_request_bytes_per_user is %llu: delete ended jobs "
+                                     "(rnx job delete ID, or rnx job delete-all), or pass less in the environment "
+                                     "(upload a file) or fewer files (upload an archive)", (unsigned)uid, (unsigned long long)held,
                              ntasks > 1 ? "these jobs ask for" : "this one asks for", (unsigned long long)more,
                              (unsigned long long)L->max_request_bytes_per_user);
     }
@@ -479,7 +495,7 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
 job *submit_job(job_req *req, const caller *who, jerr *e)
 {
     submit_info si;
-    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, e) < 0)
+    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, 0, e) < 0)
         return NULL;
     job *j = submit_create(req, who->uid, who->gid, &si, e);
     return j ? submit_commit(j, e) : NULL;
@@ -517,7 +533,7 @@ static int array_uploads(jarray *a, const submit_info *si, jerr *e)
 jarray *submit_array(job_req *req, const caller *who, jerr *e)
 {
     submit_info si;
-    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, e) < 0)
+    if (submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, who->uid, 0, 0, e) < 0)
         return NULL;
     return submit_array_create(req, who->uid, who->gid, &si, e);
 }

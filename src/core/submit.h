@@ -28,9 +28,11 @@ typedef struct submit_info {
 } submit_info;
 int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate (a dry run
- * checks the rate without using it up). */
+ * checks the rate without using it up). wf_bytes: what a workflow keeps of itself besides its
+ * jobs' requests (workflow_doc_bytes), counted with them for limits.max_request_bytes_per_user;
+ * 0 for a job or an array. */
 enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };
-int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, jerr *e);
+int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, uint64_t wf_bytes, jerr *e);
 /* The jobs uid keeps as limits.max_jobs_per_user counts them: its jobs, an array's tasks not made
  * yet, an ended array that keeps no job, and uploads still arriving. */
 uint64_t submit_kept(uid_t uid);
@@ -65,9 +67,13 @@ void submit_array_undo(struct jarray *a);
 job *submit_task(struct jarray *a, uint32_t t, jerr *e);
 
 /* Jobs promised by streamed uploads not yet complete (core/incoming.c): counted with the
- * user's waiting jobs by submit_check_limits, an array's tasks one each (submit_task_count).
- * jobs < 0 takes them back. */
-void submit_promise(uid_t uid, int64_t jobs);
+ * user's waiting jobs by submit_check_limits, an array's tasks one each (submit_task_count),
+ * and their requests' bytes (submit_request_bytes) with those the user keeps. jobs and bytes
+ * < 0 take them back. */
+void submit_promise(uid_t uid, int64_t jobs, int64_t bytes);
+/* The bytes of reqs' requests (jobreq_bytes), an array's counted once for each of its tasks:
+ * what they will hold for limits.max_request_bytes_per_user. */
+uint64_t submit_request_bytes(job_req *const *reqs, size_t n);
 /* The jobs these requests make: one each, an array's tasks one each (what the limits count). */
 uint64_t submit_task_count(job_req *const *reqs, size_t n);
 

@@ -89,6 +89,7 @@ typedef struct wf_owner {
     uid_t uid;
     workflow **v;
     size_t n, cap;
+    uint64_t bytes;            /* its workflows' text_bytes together (workflow_owner_bytes) */
 } wf_owner;
 static wf_owner *owners;
 static size_t nowners;
@@ -112,9 +113,26 @@ workflow *const *workflow_of_owner(uid_t uid, size_t *n)
     return o ? o->v : NULL;
 }
 
+uint64_t workflow_doc_bytes(const json_t *doc)
+{
+    static const char *const keys[] = {"name", "description", "source", "yaml"};
+    uint64_t n = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        n += json_string_length(json_object_get(doc, keys[i]));
+    return n;
+}
+
+uint64_t workflow_owner_bytes(uid_t uid)
+{
+    wf_owner *o = owner_of(uid, false);
+    return o ? o->bytes : 0;
+}
+
 void workflow_add(workflow *wf)
 {
     wf_owner *o = owner_of(wf->owner_uid, true);
+    wf->text_bytes = workflow_doc_bytes(wf->doc); /* (its doc never changes) */
+    o->bytes += wf->text_bytes;
     if (o->n == o->cap) {
         o->cap = o->cap ? 2 * o->cap : 16;
         o->v = xrealloc(o->v, o->cap * sizeof *o->v);
@@ -323,7 +341,7 @@ static int check_jobs(wf_body *b, const caller *who, job_req *reqs, job_req **rp
         if (submit_check(&reqs[i], who, &si[i], e) < 0)
             return workflow_err_in_job(e, i, b->jobs[i].name);
     }
-    return submit_check_limits(rp, b->n, who->uid, SUBMIT_WORKFLOW | flags, e);
+    return submit_check_limits(rp, b->n, who->uid, SUBMIT_WORKFLOW | flags, workflow_doc_bytes(b->doc), e);
 }
 
 int workflow_check(wf_body *b, const caller *who, jerr *e)
@@ -486,6 +504,7 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
         }
         core.nworkflows--; /* added last, above, as in its owner's list */
         owner_of(wf->owner_uid, true)->n--;
+        owner_of(wf->owner_uid, true)->bytes -= wf->text_bytes;
         idindex_del(&by_ref, wf, wf->id, wf_name(wf));
         unmark_changed(wf);
         wf_free(wf);
@@ -838,6 +857,7 @@ static bool drop_one(workflow *wf)
     }
     idindex_del(&by_ref, wf, wf->id, wf_name(wf));
     wf->dropping = true;
+    owner_of(wf->owner_uid, true)->bytes -= wf->text_bytes;
     char ev[80];
     snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", wf->id);
     events_publish("workflow_deleted", wf->owner_uid, ev);

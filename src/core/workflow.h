@@ -50,6 +50,7 @@ typedef struct workflow {
      * description, source, yaml, jobs [{name, requires}] (requests live in the jobs
      * themselves). The engine reads the typed jobs[] instead. */
     json_t *doc;
+    uint64_t text_bytes;       /* doc's name, description, source and yaml (workflow_doc_bytes) */
     wf_job *jobs;
     size_t n;
 } workflow;
@@ -110,6 +111,12 @@ void workflow_checked_free(wf_checked *c);
 workflow *workflow_new(db_workflow *r);
 /* Into the daemon's list (a submitted one, or one read from the database at start). */
 void workflow_add(workflow *wf);
+/* The bytes of what a workflow keeps of itself besides its jobs' requests: the name,
+ * description, source and YAML of its doc (up to 1 MiB and 64 KiB: kept in memory and in its
+ * row as long as it is). */
+uint64_t workflow_doc_bytes(const json_t *doc);
+/* Those of the user's workflows kept, together: counted for limits.max_request_bytes_per_user. */
+uint64_t workflow_owner_bytes(uid_t uid);
 /* The workflows whose state may have changed since the last call (added, or refreshed to a new
  * state), each once; the caller frees the vector. The event feed publishes these alone, not
  * every workflow kept (publish.c), which no bound keeps few. */

@@ -485,7 +485,7 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
-    if (metrics_listen_start(core.cfg.metrics_listen, core.cfg.metrics_readers, &e) < 0) {
+    if (metrics_listen_start(core.cfg.metrics_listen, core.cfg.metrics_readers, core.cg.unified, core.cg.root, &e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }
