@@ -394,6 +394,12 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
 }
 
 /* limits.* for these requests, which make ntasks jobs in all (an array's tasks count each). */
+/* what a user keeps besides jobs, arrays and promised uploads (workflow.c's own text), by a
+ * hook: workflow.c calls into this file, so this file does not call it */
+static uint64_t (*held_elsewhere)(uid_t uid);
+
+void submit_held_bytes_hook(uint64_t (*fn)(uid_t uid)) { held_elsewhere = fn; }
+
 static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t uid, int flags, uint64_t wf_bytes,
                         jerr *e);
 
@@ -469,7 +475,7 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
      * 128 KiB); max_jobs_per_user of them were 150 GiB */
     if (L->max_request_bytes_per_user) {
         uint64_t held = jobs_user(uid).bytes + arrays_unmade_bytes(uid) + promised_of(uid).bytes +
-                        workflow_owner_bytes(uid);
+                        (held_elsewhere ? held_elsewhere(uid) : 0);
         uint64_t more = submit_request_bytes(reqs, n) + wf_bytes;
         if (held + more > L->max_request_bytes_per_user)
             return jerr_http(e, 429, "uid %u keeps jobs whose commands, args, env and upload listings are %llu bytes, "

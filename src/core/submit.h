@@ -33,6 +33,9 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e);
  * 0 for a job or an array. */
 enum { SUBMIT_WORKFLOW = 1, SUBMIT_DRY_RUN = 2 };
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, uint64_t wf_bytes, jerr *e);
+/* What else a user keeps that limits.max_request_bytes_per_user counts (workflow.c gives its
+ * workflows' own text: workflow_owner_bytes), asked by the limit check. */
+void submit_held_bytes_hook(uint64_t (*fn)(uid_t uid));
 /* The jobs uid keeps as limits.max_jobs_per_user counts them: its jobs, an array's tasks not made
  * yet, an ended array that keeps no job, and uploads still arriving. */
 uint64_t submit_kept(uid_t uid);

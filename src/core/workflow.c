@@ -130,6 +130,10 @@ uint64_t workflow_owner_bytes(uid_t uid)
 
 void workflow_add(workflow *wf)
 {
+    static bool hooked; /* (nothing to count before the first workflow) */
+    if (!hooked)
+        submit_held_bytes_hook(workflow_owner_bytes);
+    hooked = true;
     wf_owner *o = owner_of(wf->owner_uid, true);
     wf->text_bytes = workflow_doc_bytes(wf->doc); /* (its doc never changes) */
     o->bytes += wf->text_bytes;
