@@ -236,6 +236,7 @@ typedef struct conn_state {
     stream_held sink_hold;  /* held until the pipe has room */
     uint64_t sink_total;    /* its Content-Length; PACE_UNKNOWN without one */
     pace pace;              /* a byte per idle timeout does not keep it (pace.h) */
+    bool sink_waited;       /* the pipe was full: the client waited, its window begins anew */
     struct MHD_Connection *conn;
     http_ctx ctx;           /* the route's own (http.h) */
     caller who;             /* who asks (request_caller, at the request's first call) */
@@ -423,10 +424,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!st->too_large && !st->sink_error) {
             size_t left = *upload_size;
             uint64_t at = st->len;
+            if (st->sink_waited) {
+                /* the pipe has room again: the client may send from now, a new window (begun when
+                 * the pipe refused, the wait itself counted against it, and a helper that stalled
+                 * longer than a window had its copy cut once it drained the pipe) */
+                pace_start(&st->pace);
+                st->sink_waited = false;
+            }
             sink_pipe_write(st, upload, &left); /* what it did not take comes again */
             *upload_size = left;
             if (left)
-                pace_start(&st->pace); /* the process made the client wait: a new window */
+                st->sink_waited = true; /* the process makes the client wait */
             else if (!sink_paced(st, st->len - at))
                 return MHD_NO;
             return MHD_YES;

@@ -1,0 +1,78 @@
+"""Review of the second round of fairness changes (pace of streamed bodies, metrics.readers, the
+request byte budget): faults found by review, each shown by a test that failed before its fix.
+
+1. A copy into a job (PUT /v1/jobs/{id}/archive, rnx job cp) whose helper stops reading for a
+   while (a slow disk, the job's io.max, a big file's write-back) makes the client wait with the
+   pipe full. The window of server.idle_timeout_s began when the pipe refused (api/http.c), so the
+   wait itself counted against it: once the helper drained the pipe and took what libmicrohttpd
+   held, the window was past its time short of 1 MiB and the copy was cut. The window now begins
+   when the client may send again."""
+import os
+import signal
+import subprocess
+import time
+
+from conftest import api_as, need_root, need_setpriv, setpriv, wait_for
+
+USER = 4861
+MIB = 1 << 20
+
+
+def helpers(pid):
+    out = subprocess.run(["ps", "--ppid", str(pid), "-o", "pid=,comm="], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines() if line.split()[1:] == ["joblet-copy"]]
+
+
+# The client: the headers, a pause (the test stops the helper meanwhile), then the whole tar at
+# full speed; prints the answer's status line.
+_COPY = r"""
+import io, socket, sys, tarfile, time
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+    info = tarfile.TarInfo("big"); info.size = 4 << 20
+    t.addfile(info, io.BytesIO(b"b" * info.size))
+body = buf.getvalue()
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(f"PUT {sys.argv[2]} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
+          f"Content-Length: {len(body)}\r\n\r\n".encode())
+time.sleep(1.5)
+try:
+    s.sendall(body)
+except OSError as e:
+    print("send:", e); sys.exit(0)
+got = b""
+while b"\r\n\r\n" not in got:
+    c = s.recv(65536)
+    if not c:
+        break
+    got += c
+print(got.split(b"\r\n")[0].decode() or "closed")
+"""
+
+
+def test_a_copy_whose_helper_stalls_is_not_cut_for_the_wait(fresh_daemon):
+    need_root()
+    need_setpriv()
+    d = fresh_daemon("server:\n  idle_timeout_s: 2\n")
+    st, job = api_as(d, USER, "POST", "/v1/jobs", {"command": "sleep", "args": ["600"]})
+    assert st == 201, job
+    jid = job["id"]
+    try:
+        d.wait_status(jid, "RUNNING")
+        client = subprocess.Popen([*setpriv(USER), "/usr/bin/python3", "-c", _COPY, d.sock,
+                                   f"/v1/jobs/{jid}/archive?path=/work"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={"PATH": "/usr/bin:/bin"})
+        helper = wait_for(lambda: helpers(d.proc.pid), "the copy's helper starts", timeout=10)[0]
+        os.kill(helper, signal.SIGSTOP)
+        try:
+            time.sleep(6)  # the pipe fills and the client waits: three windows
+        finally:
+            os.kill(helper, signal.SIGCONT)
+        out, err = client.communicate(timeout=120)
+        assert out.strip().startswith("HTTP/1.1 2"), (out, err, d.log()[-1500:])
+        assert "fewer than 1048576 bytes" not in d.log()
+        st, ans = api_as(d, USER, "GET", f"/v1/jobs/{jid}/archive?path=/work/big&stat=1")
+        assert st == 200, ans
+    finally:
+        d.api("POST", f"/v1/jobs/{jid}/kill")
