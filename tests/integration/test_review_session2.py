@@ -6,7 +6,14 @@ request byte budget): faults found by review, each shown by a test that failed b
    pipe full. The window of server.idle_timeout_s began when the pipe refused (api/http.c), so the
    wait itself counted against it: once the helper drained the pipe and took what libmicrohttpd
    held, the window was past its time short of 1 MiB and the copy was cut. The window now begins
-   when the client may send again."""
+   when the client may send again.
+
+2. The 429 of limits.max_request_bytes_per_user said "uid N keeps jobs whose commands, args, env
+   and upload listings are X bytes" while X counted arrays' tasks not made yet, streamed uploads
+   still arriving and workflows' own text too: a user refused for a workflow's YAML, with no job
+   of that size, was told to delete jobs and pass less in the environment. It now says what
+   counted, each part's bytes."""
+import json
 import os
 import signal
 import subprocess
@@ -76,3 +83,23 @@ def test_a_copy_whose_helper_stalls_is_not_cut_for_the_wait(fresh_daemon):
         assert st == 200, ans
     finally:
         d.api("POST", f"/v1/jobs/{jid}/kill")
+
+
+def test_the_request_bytes_refusal_says_what_counted(fresh_daemon):
+    need_root()
+    need_setpriv()
+    d = fresh_daemon("limits:\n  max_request_bytes_per_user: 1000000\n")
+    wf = {"name": "w1", "description": "d" * 60000, "yaml": "# " + "y" * 800000 + "\n",
+          "jobs": [{"name": "a", "request": {"command": "sleep", "args": ["60"]}}]}
+    st, made = api_as(d, USER, "POST", "/v1/workflows", wf)
+    assert st == 201, (st, made)
+    # a streamed upload still arriving: its env counts until its bytes come
+    st, up = api_as(d, USER, "POST", "/v1/jobs", {"command": "true", "env": {"E": "e" * 50000},
+                                                  "uploads": [{"path": "f", "type": "file", "size": 4}]})
+    assert st == 202, (st, up)
+    st, body = api_as(d, USER, "POST", "/v1/jobs", {"command": "true", "env": {"BIG": "v" * 100000}})
+    msg = json.dumps(body)
+    assert st == 429 and "limits.max_request_bytes_per_user" in msg, (st, body)
+    assert "workflows' own text 860" in msg, msg
+    assert "uploads still arriving 500" in msg, msg
+    assert "arrays' tasks not made yet 0" in msg, msg
