@@ -346,11 +346,10 @@ static const caller *request_caller(struct MHD_Connection *c, const char *method
     return &id->who;
 }
 
-/* n more bytes of a sink's body came (st->len not yet counting them): false, said in the log,
+/* n more bytes of a sink's body came, seen in all with them: false, said in the log,
  * when its window went by short of the floor (pace.h); the connection is then closed. */
-static bool sink_paced(conn_state *st, uint64_t n)
+static bool sink_paced(conn_state *st, uint64_t n, uint64_t seen)
 {
-    uint64_t seen = st->len + n;
     uint64_t left = st->sink_total == PACE_UNKNOWN ? PACE_UNKNOWN : st->sink_total > seen ? st->sink_total - seen : 0;
     if (pace_ok(&st->pace, n, left, idle_s))
         return true;
@@ -435,11 +434,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             *upload_size = left;
             if (left)
                 st->sink_waited = true; /* the process makes the client wait */
-            else if (!sink_paced(st, st->len - at))
+            else if (!sink_paced(st, st->len - at, st->len)) /* (st->len counts them already) */
                 return MHD_NO;
             return MHD_YES;
         }
-        if (!sink_paced(st, *upload_size))
+        if (!sink_paced(st, *upload_size, st->len + *upload_size))
             return MHD_NO;
         st->len += *upload_size;
         *upload_size = 0;
@@ -448,7 +447,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size && st->sink_fd >= 0) {
         /* into the file, never into memory; past the bound the rest is read and dropped (so the
          * client gets the answer), but not forever */
-        if (!sink_paced(st, *upload_size))
+        if (!sink_paced(st, *upload_size, st->len + *upload_size))
             return MHD_NO;
         if (!st->too_large && !st->sink_error && st->len + *upload_size <= st->sink_max) {
             if (write_all(st->sink_fd, upload, *upload_size) != *upload_size)

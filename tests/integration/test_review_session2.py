@@ -12,7 +12,14 @@ request byte budget): faults found by review, each shown by a test that failed b
    and upload listings are X bytes" while X counted arrays' tasks not made yet, streamed uploads
    still arriving and workflows' own text too: a user refused for a workflow's YAML, with no job
    of that size, was told to delete jobs and pass less in the environment. It now says what
-   counted, each part's bytes."""
+   counted, each part's bytes.
+
+3. A streamed upload's PUT sent chunked (no Content-Length) that goes on past the bytes its listing
+   declared is refused (400) but read on, up to 1 MiB more, so the client gets the answer. Past
+   the declared bytes its pace counted "nothing left to come" (api/uploads.c), which starts a new
+   window at each byte: a byte before each jobs.upload_timeout_s held the connection again, for
+   as long as 1 MiB at that pace lasts (a year at a byte per 30 s). Past them, what is to come is
+   unknown, and each window must bring 1 MiB."""
 import json
 import os
 import signal
@@ -103,3 +110,44 @@ def test_the_request_bytes_refusal_says_what_counted(fresh_daemon):
     assert "workflows' own text 860" in msg, msg
     assert "uploads still arriving 500" in msg, msg
     assert "arrays' tasks not made yet 0" in msg, msg
+
+
+_CHUNKED = r"""
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(f"PUT {sys.argv[2]} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
+          "Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n".encode())
+t0 = time.monotonic(); closed = None
+s.settimeout(0.5)
+while time.monotonic() - t0 < 20:
+    try:
+        if not s.recv(65536):
+            closed = time.monotonic() - t0
+            break
+    except socket.timeout:
+        pass
+    except OSError:
+        closed = time.monotonic() - t0
+        break
+    try:
+        s.send(b"1\r\nx\r\n")
+    except OSError:
+        closed = time.monotonic() - t0
+        break
+print(json.dumps({"closed": closed}))
+"""
+
+
+def test_a_chunked_upload_past_its_declared_bytes_is_paced_too(fresh_daemon):
+    need_root()
+    need_setpriv()
+    d = fresh_daemon("jobs:\n  upload_timeout_s: 2\n")
+    st, up = api_as(d, USER, "POST", "/v1/jobs", {"command": "true",
+                                                  "uploads": [{"path": "f", "type": "file", "size": 4}]})
+    assert st == 202, up
+    p = subprocess.run([*setpriv(USER), "/usr/bin/python3", "-c", _CHUNKED, d.sock, up["upload"]["path"]],
+                       capture_output=True, text=True, timeout=80, env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    # a byte every half second past the 4 declared: ten windows of 2 s, none bringing 1 MiB
+    assert got["closed"] is not None, f"a chunked PUT trickled past its declared bytes was held for 20 s: {got}"
