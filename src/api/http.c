@@ -236,6 +236,7 @@ typedef struct conn_state {
     stream_held sink_hold;  /* held until the pipe has room */
     uint64_t sink_total;    /* its Content-Length; PACE_UNKNOWN without one */
     pace pace;              /* a byte per idle timeout does not keep it (pace.h) */
+    bool sink_waited;       /* the pipe was full: the client waited, its window begins anew */
     struct MHD_Connection *conn;
     http_ctx ctx;           /* the route's own (http.h) */
     caller who;             /* who asks (request_caller, at the request's first call) */
@@ -345,11 +346,10 @@ static const caller *request_caller(struct MHD_Connection *c, const char *method
     return &id->who;
 }
 
-/* n more bytes of a sink's body came (st->len not yet counting them): false, said in the log,
+/* n more bytes of a sink's body came, seen in all with them: false, said in the log,
  * when its window went by short of the floor (pace.h); the connection is then closed. */
-static bool sink_paced(conn_state *st, uint64_t n)
+static bool sink_paced(conn_state *st, uint64_t n, uint64_t seen)
 {
-    uint64_t seen = st->len + n;
     uint64_t left = st->sink_total == PACE_UNKNOWN ? PACE_UNKNOWN : st->sink_total > seen ? st->sink_total - seen : 0;
     if (pace_ok(&st->pace, n, left, idle_s))
         return true;
@@ -423,15 +423,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!st->too_large && !st->sink_error) {
             size_t left = *upload_size;
             uint64_t at = st->len;
+            if (st->sink_waited) {
+                /* the pipe has room again: the client may send from now, a new window (begun when
+                 * the pipe refused, the wait itself counted against it, and a helper that stalled
+                 * longer than a window had its copy cut once it drained the pipe) */
+                pace_start(&st->pace);
+                st->sink_waited = false;
+            }
             sink_pipe_write(st, upload, &left); /* what it did not take comes again */
             *upload_size = left;
             if (left)
-                pace_start(&st->pace); /* the process made the client wait: a new window */
-            else if (!sink_paced(st, st->len - at))
+                st->sink_waited = true; /* the process makes the client wait */
+            else if (!sink_paced(st, st->len - at, st->len)) /* (st->len counts them already) */
                 return MHD_NO;
             return MHD_YES;
         }
-        if (!sink_paced(st, *upload_size))
+        if (!sink_paced(st, *upload_size, st->len + *upload_size))
             return MHD_NO;
         st->len += *upload_size;
         *upload_size = 0;
@@ -440,7 +447,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size && st->sink_fd >= 0) {
         /* into the file, never into memory; past the bound the rest is read and dropped (so the
          * client gets the answer), but not forever */
-        if (!sink_paced(st, *upload_size))
+        if (!sink_paced(st, *upload_size, st->len + *upload_size))
             return MHD_NO;
         if (!st->too_large && !st->sink_error && st->len + *upload_size <= st->sink_max) {
             if (write_all(st->sink_fd, upload, *upload_size) != *upload_size)

@@ -68,7 +68,10 @@ enum MHD_Result uploads_data(put_state *p, const char *data, size_t *len)
     size_t n = *len;
     *len = 0;
     p->seen += n;
-    if (!pace_ok(&p->pace, n, p->seen < p->declared ? p->declared - p->seen : 0, core.cfg.upload_timeout_s)) {
+    /* past the declared bytes (a chunked body, refused but read on up to DISCARD_SLACK), what is
+     * to come is not known: "none left" would start a new window at each byte */
+    uint64_t left = p->seen <= p->declared ? p->declared - p->seen : PACE_UNKNOWN;
+    if (!pace_ok(&p->pace, n, left, core.cfg.upload_timeout_s)) {
         if (p->in) {
             char why[160];
             snprintf(why, sizeof why, "fewer than %u bytes came in jobs.upload_timeout_s (%llu s): the connection is "

@@ -474,14 +474,21 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
      * memory and in the database, and each is up to the body's size (16 MiB of variables of
      * 128 KiB); max_jobs_per_user of them were 150 GiB */
     if (L->max_request_bytes_per_user) {
-        uint64_t held = jobs_user(uid).bytes + arrays_unmade_bytes(uid) + promised_of(uid).bytes +
-                        (held_elsewhere ? held_elsewhere(uid) : 0);
+        /* each part said in the refusal, so that the user knows what to give back */
+        uint64_t of_jobs = jobs_user(uid).bytes, of_arrays = arrays_unmade_bytes(uid);
+        uint64_t of_uploads = promised_of(uid).bytes, of_workflows = held_elsewhere ? held_elsewhere(uid) : 0;
+        uint64_t held = of_jobs + of_arrays + of_uploads + of_workflows;
         uint64_t more = submit_request_bytes(reqs, n) + wf_bytes;
         if (held + more > L->max_request_bytes_per_user)
-            return jerr_http(e, 429, "uid %u keeps jobs whose commands, args, env and upload listings are %llu bytes, "
-                                     "and %s %llu more; limits.max_request_bytes_per_user is %llu: delete ended jobs "
-                                     "(rnx job delete ID, or rnx job delete-all), or pass less in the environment "
-                                     "(upload a file) or fewer files (upload an archive)", (unsigned)uid, (unsigned long long)held,
+            return jerr_http(e, 429, "uid %u keeps requests of %llu bytes (jobs' commands, args, env and upload "
+                                     "listings %llu, arrays' tasks not made yet %llu, uploads still arriving %llu, "
+                                     "workflows' own text %llu), and %s %llu more; limits.max_request_bytes_per_user "
+                                     "is %llu: delete ended jobs (rnx job delete ID, or rnx job delete-all; a "
+                                     "workflow goes with its last job), or pass less in the environment (upload a "
+                                     "file) or fewer files (upload an archive)",
+                             (unsigned)uid, (unsigned long long)held, (unsigned long long)of_jobs,
+                             (unsigned long long)of_arrays, (unsigned long long)of_uploads,
+                             (unsigned long long)of_workflows,
                              ntasks > 1 ? "these jobs ask for" : "this one asks for", (unsigned long long)more,
                              (unsigned long long)L->max_request_bytes_per_user);
     }
