@@ -101,10 +101,12 @@ int tcpowner_of(const struct sockaddr *peer, const struct sockaddr *here, uid_t 
     if (fd < 0)
         return -1;
     int rc = ask_families(fd, 0, peer, here, uid, cgroup);
-    if (rc < 0) {
+    if (rc < 0 && tcpowner_local(peer)) {
         /* The kernel matches a socket bound to an interface (SO_BINDTODEVICE, which any user may
          * set; an IPv6 link-local connection is bound to its scope's) only when asked with that
-         * interface: ask with each. */
+         * interface: ask with each. Only for a client at one of the machine's own addresses (a
+         * socket of this machine's has one): one from elsewhere costs no round trip per interface
+         * (a host with many jobs' veths has hundreds). */
         struct if_nameindex *ifs = if_nameindex();
         for (struct if_nameindex *i = ifs; i && i->if_index && rc < 0; i++)
             rc = ask_families(fd, i->if_index, peer, here, uid, cgroup);

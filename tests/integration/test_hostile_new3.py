@@ -4,6 +4,7 @@ unprivileged local user (a throwaway uid, setpriv). Every probe is harmless when
 reads, or it is refused."""
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -36,26 +37,13 @@ print(out.decode(errors="replace"))
 """
 
 
-def scrape_as(uid, host, port, dev="-"):
-    p = subprocess.run([*setpriv(uid), "/usr/bin/python3", "-c", _SCRAPE, host, str(port), dev],
+def scrape_as(uid, host, port, dev="-", netns=None):
+    """One scrape as uid (setpriv), in network namespace netns when given (nsenter --net)."""
+    pre = ["nsenter", "--net=/run/netns/" + netns] if netns else []
+    p = subprocess.run([*pre, *setpriv(uid), "/usr/bin/python3", "-c", _SCRAPE, host, str(port), dev],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     return p.stdout
-
-
-def own_address():
-    """One of this machine's own non-loopback addresses, global scope, and its interface:
-    (address, family, interface), or None."""
-    p = subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True)
-    if p.returncode:
-        return None
-    for link in json.loads(p.stdout):
-        if link.get("ifname") == "lo" or "UP" not in link.get("flags", []):
-            continue
-        for a in link.get("addr_info", []):
-            if a.get("scope") == "global" and a.get("family") in ("inet", "inet6"):
-                return a["local"], a["family"], link["ifname"]
-    return None
 
 
 def free_port(host, fam):
@@ -72,29 +60,37 @@ def test_metrics_readers_hold_for_a_client_bound_to_an_interface(fresh_daemon):
     link-local connection is bound to its scope's the same way) was not found by the kernel's
     look-up (asked with no interface, it matches no bound socket), was taken for a client from
     another machine and got the whole text. It is refused as any unlisted user is; a listed
-    reader so bound is still answered. Only this machine's own address is talked to."""
+    reader so bound is still answered. The daemon and its clients run in a network namespace the
+    test makes, whose one address (on a veth pair whose both ends are in it) is the "machine's
+    own": nothing else is talked to."""
     need_setpriv()
-    own = own_address()
-    if not own:
-        pytest.skip("this machine has no non-loopback address of its own")
-    addr, family, dev = own
-    fam = socket.AF_INET6 if family == "inet6" else socket.AF_INET
-    port = free_port(addr, fam)
-    listen = f"[{addr}]:{port}" if fam == socket.AF_INET6 else f"{addr}:{port}"
-    d = fresh_daemon(f"metrics:\n  listen: \"{listen}\"\n  readers: \"{READER}\"\n")
-    jid = d.submit("sleep", "300", name="hnew3-secret-name")
-    d.wait_status(jid, "RUNNING")
+    ns = "jbn3-" + secrets.token_hex(3)
+    subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
-        plain = scrape_as(OTHER, addr, port)
-        assert plain.startswith("HTTP/1.1 403"), plain[:300]
-        bound = scrape_as(OTHER, addr, port, dev)
-        assert bound.startswith("HTTP/1.1 403"), bound[:300]
-        assert jid not in bound and "hnew3-secret-name" not in bound
-        listed = scrape_as(READER, addr, port, dev)
-        assert listed.startswith("HTTP/1.1 200") and jid in listed, listed[:300]
+        for cmd in (["link", "set", "lo", "up"], ["link", "add", "d0", "type", "veth", "peer", "name", "d1"],
+                    ["addr", "add", "10.231.77.1/24", "dev", "d0"], ["link", "set", "d0", "up"],
+                    ["link", "set", "d1", "up"]):
+            subprocess.run(["ip", "-n", ns, *cmd], check=True)
+        addr, dev, port = "10.231.77.1", "d0", 39464
+        d = fresh_daemon(f"metrics:\n  listen: \"{addr}:{port}\"\n  readers: \"{READER}\"\n", start=False)
+        d.wrap = ["nsenter", "--net=/run/netns/" + ns]
+        d.start()
+        jid = d.submit("sleep", "300", name="hnew3-secret-name")
+        d.wait_status(jid, "RUNNING")
+        try:
+            plain = scrape_as(OTHER, addr, port, netns=ns)
+            assert plain.startswith("HTTP/1.1 403"), plain[:300]
+            bound = scrape_as(OTHER, addr, port, dev, netns=ns)
+            assert bound.startswith("HTTP/1.1 403"), bound[:300]
+            assert jid not in bound and "hnew3-secret-name" not in bound
+            listed = scrape_as(READER, addr, port, dev, netns=ns)
+            assert listed.startswith("HTTP/1.1 200") and jid in listed, listed[:300]
+        finally:
+            d.rnx("job", "stop", jid)
+            d.wait(jid)
+            d.stop()
     finally:
-        d.rnx("job", "stop", jid)
-        d.wait(jid)
+        subprocess.run(["ip", "netns", "del", ns])
 
 
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
