@@ -486,13 +486,37 @@ static size_t job_dirs(const cg_job *j, const char *dirs[JOB_DIRS_MAX])
     return n;
 }
 
-/* The directory whose cgroup.procs stands for the whole job. */
+/* The directory whose cgroup.procs stands for the whole job: its cgroup2 one, else one of a v1
+ * controller that every made job has (no limit is needed for it: the layouts' trim never leaves
+ * these out). Not the first of job_dirs: paths filled by cg_job_paths name the cpu hierarchy
+ * first, where a job without a CPU limit has no directory (a v1-only host's running jobs showed
+ * no usage, and cg_nprocs said "unknown"). */
 static const char *primary_dir(const cg_job *j)
 {
+    static const enum cg_ctrl always[] = {CGC_PIDS, CGC_MEMORY, CGC_DEVICES, CGC_CPUACCT};
     const char *dirs[JOB_DIRS_MAX];
     if (j->unified_path[0])
         return j->unified_path;
+    for (size_t i = 0; i < ARRAY_LEN(always); i++)
+        if (j->v1_path[always[i]][0])
+            return j->v1_path[always[i]];
     return job_dirs(j, dirs) ? dirs[0] : NULL;
+}
+
+void cg_job_cpu_level(cg_job *j)
+{
+    const char *mnt = j->host->v1[CGC_CPU];
+    j->cpu_level[0] = 0;
+    if (j->delegated || !mnt[0])
+        return;
+    /* a directory kept in the cpu hierarchy (its own, or a co-mounted partner's) is a cgroup of
+     * the job's own there, below the level already */
+    for (int c = 0; c < CGC_N; c++)
+        if (j->v1_path[c][0] && !strcmp(j->host->v1[c], mnt))
+            return;
+    int n = snprintf(j->cpu_level, sizeof j->cpu_level, "%s/%s", mnt, j->host->root);
+    if (n < 0 || (size_t)n >= sizeof j->cpu_level)
+        j->cpu_level[0] = 0; /* cannot be: check_fits passed a longer path in that hierarchy */
 }
 
 int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job *j, jerr *e)
@@ -502,9 +526,16 @@ int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job
     cg_job_paths(h, name, j);
     /* v1 controllers whose limit was not asked for would cost a cgroup each and do nothing:
      * usage is read from cpuacct, memory and pids. A controller co-mounted with one of those
-     * still gets its directory through its partner. */
+     * still gets its directory through its partner. A job left so without a directory in
+     * the cpu hierarchy joins its user's level there (cg_job_cpu_level): one write of the
+     * init's pid, no cgroup made or removed. */
     if (l)
         h->ops->trim(j, l);
+    cg_job_cpu_level(j);
+    if (j->cpu_level[0] && access(j->cpu_level, F_OK) < 0)
+        return errno == ENOENT ? jerr_set(e, ENOENT, "cgroup %s (the level of the job's user) is missing",
+                                          j->cpu_level)
+                               : jerr_sys(e, "cgroup %s", j->cpu_level);
     const char *dirs[JOB_DIRS_MAX];
     size_t n = job_dirs(j, dirs);
     for (size_t i = 0; i < n; i++) {
@@ -530,6 +561,8 @@ int cg_enter(const cg_job *j, jerr *e)
     for (size_t i = 0; i < n; i++)
         if (cg_write(dirs[i], "cgroup.procs", "0", e) < 0)
             return -1;
+    if (j->cpu_level[0] && cg_write(j->cpu_level, "cgroup.procs", "0", e) < 0)
+        return -1;
     if (j->delegated && j->freezer_path[0] && cg_write(j->freezer_path, "cgroup.procs", "0", e) < 0)
         return -1;
     return 0;

@@ -91,6 +91,10 @@ typedef struct cg_job {
     char freezer_path[320];   /* the job's v1 freezer directory, or "": made with the others where the
                               * host's freezer_jobs says so, else a delegated job's given one,
                               * which cg_enter joins too and nothing else touches */
+    char cpu_level[320];      /* "" or, for a made job with no cgroup of its own in the v1 cpu
+                              * hierarchy (no CPU limit), its user's level there, which cg_enter
+                              * joins instead and nothing else touches: not the job's to read,
+                              * kill through or remove (cg_job_cpu_level) */
 } cg_job;
 
 typedef struct cg_stats {
@@ -155,8 +159,17 @@ void cg_job_paths(const cg_host *h, const char *name, cg_job *j);
 /* The same for a job of user uid: uh gets the user's level (cg_user_host), j points at it. */
 void cg_user_job_paths(const cg_host *h, uint32_t uid, const char *name, cg_host *uh, cg_job *j);
 /* mkdir the job's cgroup in every hierarchy used, leaving out v1 controllers that none of
- * l's limits needs (l may be NULL: all). An existing directory is an error. */
+ * l's limits needs (l may be NULL: all). An existing directory is an error. A job left without
+ * a directory in the v1 cpu hierarchy joins its user's level there (cg_job_cpu_level), which
+ * must exist (ENOENT: cg_user_prepare makes it). */
 int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job *j, jerr *e);
+/* One user's share may never starve another's: on v1 and hybrid hosts a job that has no cpu
+ * cgroup of its own (no CPU limit; cpu not co-mounted with a controller it keeps) would compete
+ * per thread with every other job. j (made, not delegated) is pointed at its host's level in the
+ * v1 cpu hierarchy instead, "<cpu mount>/<root>", its user's level for a job of a user: the
+ * kernel then splits the CPU between users' levels equally, however many jobs each runs, as
+ * cgroup2's cpu controller does on v2 hosts. Nothing is made or checked; nothing on v2 hosts. */
+void cg_job_cpu_level(cg_job *j);
 /* A delegated job's limits are its cgroup's maker's: none is set, and a spec that asks for
  * one is refused rather than silently not held. */
 /* The limits of a job whose cgroup cg_create_for has just made (every file still at the
@@ -169,7 +182,7 @@ bool cg_limits_any(const cg_limits *l);
  * devices.allow on the v1 devices controller on v1-only hosts. prog >= 0 is that program
  * already loaded for rules (the daemon loads it once); prog < 0 loads one here. */
 int cg_set_devices_prog(cg_job *j, int prog, const cg_dev_rule *rules, size_t n, jerr *e);
-/* Moves the calling process into the job's cgroup in every hierarchy. */
+/* Moves the calling process into the job's cgroup in every hierarchy (and its cpu_level). */
 int cg_enter(const cg_job *j, jerr *e);
 int cg_read_stats(const cg_job *j, cg_stats *s);
 /* What a job's end record keeps (cpu, memory peak, OOM kills, I/O): cg_read_stats without the

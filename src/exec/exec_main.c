@@ -353,10 +353,12 @@ int main(int argc, char **argv)
         if (cg_user_enter(&uh, &e) < 0)
             refuse(126, "joblet: exec: %s", e.msg);
         /* the v1 controllers none of the job's limits needs were not made for it (cgroup.h):
-         * the process stays where the job's init is for those, the hierarchy's root */
+         * the process stays where the job's init is for those, the hierarchy's root, but for
+         * cpu, where the init is in the user's level (cg_job_cpu_level) */
         for (int c = 0; c < CGC_N; c++)
             if (cg.v1_path[c][0] && access(cg.v1_path[c], F_OK) < 0)
                 cg.v1_path[c][0] = 0;
+        cg_job_cpu_level(&cg);
         /* nor a freezer cgroup for a job that an older joblet started on a v1-only host */
         if (cg.freezer_path[0] && access(cg.freezer_path, F_OK) < 0)
             cg.freezer_path[0] = 0;

@@ -1,0 +1,103 @@
+"""One user's share of the CPU may never starve another's.
+
+User A runs four busy jobs, user B one, all on one CPU (cpu_cores, so that they compete whatever
+the host's size). The CPU is split between the users' levels <root>/user-UID, not between their
+jobs' threads: B's one job gets about as much as A's four together (half each; without the split
+B's got a fifth, a quarter of A's). On v2 hosts the cgroup2 cpu controller, enabled at the root and
+at each user's level, does it; on hybrid and v1 hosts a job without a CPU limit has no v1 cpu
+cgroup of its own and joins its user's level there (exec/cgroup.h, cg_job_cpu_level). Compared
+from the jobs' usage.cpu_ns over a few seconds; no wall-clock bound is asserted.
+
+Run twice on a hybrid host: by the daemon as it finds the host, and by one that sees v1 only
+(conftest.V1ONLY_WRAP), where the job's CPU time is counted by its own v1 cpuacct cgroup."""
+import os
+import time
+
+import pytest
+
+from conftest import Daemon, api_as, need_root, need_setpriv, v1only_daemon, wait_for
+
+USER_A, USER_B = 4861, 4862
+BUSY = ["-c", "while :; do :; done"]
+A_JOBS = 4
+SECONDS = 4.0
+
+
+def host_is_hybrid():
+    return os.path.isfile("/sys/fs/cgroup/unified/cgroup.procs")
+
+
+def has_v1_cpu():
+    return os.path.isfile("/sys/fs/cgroup/cpu/cgroup.procs")
+
+
+@pytest.fixture(params=["host", "v1only"])
+def d(request):
+    need_root()
+    need_setpriv()
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("fewer than 2 CPUs: the busy jobs would hold the only one the daemon and the test have")
+    v2 = os.path.isfile("/sys/fs/cgroup/cgroup.controllers")
+    if request.param == "v1only" and not (host_is_hybrid() and has_v1_cpu()):
+        pytest.skip("a v1-only daemon is made on a hybrid host with a v1 cpu controller only")
+    if request.param == "host" and not v2 and not has_v1_cpu():
+        pytest.skip("this hybrid or v1 host has no v1 cpu controller at /sys/fs/cgroup/cpu")
+    dm = (v1only_daemon() if request.param == "v1only" else Daemon()).start()
+    yield dm
+    dm.cleanup()
+
+
+def submit(d, user, cpu):
+    st, job = api_as(d, user, "POST", "/v1/jobs", {"command": "sh", "args": BUSY, "cpu_cores": str(cpu)})
+    assert st == 201, job
+    return job["id"]
+
+
+def cpu_ns(d, jid):
+    job = d.job(jid)
+    assert job["status"] == "RUNNING", job
+    return job["usage"]["cpu_ns"]
+
+
+def cpu_cgroup_of(pid):
+    """The pid's cgroup in the v1 cpu hierarchy ("" on a host without one)."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if "cpu" in ctrls.split(","):
+                return path
+    return ""
+
+
+def test_one_job_of_a_user_gets_as_much_cpu_as_four_of_another(d):
+    cpu = max(os.sched_getaffinity(0))
+    a = [submit(d, USER_A, cpu) for _ in range(A_JOBS)]
+    b = [submit(d, USER_B, cpu)]
+    try:
+        for jid in a + b:
+            d.wait_status(jid, "RUNNING")
+        # the scheduler has had a moment with all five before the first sample
+        wait_for(lambda: all(cpu_ns(d, j) > 0 for j in a + b), "every busy job counted some CPU time")
+        time.sleep(0.5)
+        before = {j: cpu_ns(d, j) for j in a + b}
+        time.sleep(SECONDS)
+        after = {j: cpu_ns(d, j) for j in a + b}
+        got = {j: after[j] - before[j] for j in a + b}
+        total_a, total_b = sum(got[j] for j in a), got[b[0]]
+        assert total_a > 0 and total_b > 0, got
+        # half each with the split, B a quarter of A without it
+        assert total_b >= 0.5 * total_a, (f"user B's one job got {total_b / 1e9:.2f} s of CPU, user A's {A_JOBS} "
+                                          f"jobs {total_a / 1e9:.2f} s: the CPU is split per job, not per user", got)
+        if has_v1_cpu():
+            # where the v1 cpu controller is used, each job's processes are in its user's level there
+            for user, jids in ((USER_A, a), (USER_B, b)):
+                for jid in jids:
+                    pid = d.job(jid).get("pid")
+                    if pid:
+                        want = f"/{d.cgroup_root}/user-{user}"
+                        assert cpu_cgroup_of(pid) == want, (jid, cpu_cgroup_of(pid))
+    finally:
+        for jid in a + b:
+            d.api("POST", f"/v1/jobs/{jid}/stop")
+        for jid in a + b:
+            d.wait(jid)
