@@ -8,6 +8,7 @@
 #include "../common/idindex.h"
 #include "../common/idref.h"
 #include "../common/log.h"
+#include "../common/marklist.h"
 #include "../common/util.h"
 #include "qclock.h"
 #include "job_row.h"
@@ -352,41 +353,15 @@ static void verify(const char *where)
 }
 
 /* arrays_take_changed's list: the arrays whose tasks changed since publish.c last looked */
-static jarray **ev_v;
-static size_t ev_n, ev_cap;
+static marklist changed_list = MARKLIST_INIT(jarray, ev_listed);
 
 static void ev_mark(jarray *a)
 {
     a->ev_dirty = true;
-    if (a->ev_listed)
-        return;
-    if (ev_n == ev_cap) {
-        ev_cap = ev_cap ? 2 * ev_cap : 64;
-        ev_v = xrealloc(ev_v, ev_cap * sizeof *ev_v);
-    }
-    ev_v[ev_n++] = a;
-    a->ev_listed = true;
+    marklist_add(&changed_list, a);
 }
 
-static void ev_unmark(jarray *a)
-{
-    for (size_t i = 0; a->ev_listed && i < ev_n; i++)
-        if (ev_v[i] == a) {
-            ev_v[i] = ev_v[--ev_n];
-            a->ev_listed = false;
-        }
-}
-
-jarray **arrays_take_changed(size_t *n)
-{
-    jarray **v = ev_v;
-    *n = ev_n;
-    for (size_t i = 0; i < ev_n; i++)
-        v[i]->ev_listed = false;
-    ev_v = NULL;
-    ev_n = ev_cap = 0;
-    return v;
-}
+void **arrays_take_changed(size_t *n) { return marklist_take(&changed_list, n); }
 
 static void add(jarray *a)
 {
@@ -429,7 +404,7 @@ static void drop(jarray *a)
             break;
         }
     count_as(a, false);
-    ev_unmark(a);
+    marklist_remove(&changed_list, a);
     for (size_t i = 0; i < a->ntasks; i++)
         if (a->tasks[i])
             a->tasks[i]->array = NULL;
@@ -1302,9 +1277,7 @@ void arrays_free_all(void)
     free(open_v);
     open_v = NULL;
     open_n = open_cap = 0;
-    free(ev_v);
-    ev_v = NULL;
-    ev_n = ev_cap = 0;
+    marklist_free(&changed_list);
     for (size_t i = 0; i < core.narrays; i++)
         free_one(core.arrays[i]);
     free(core.arrays);

@@ -253,8 +253,8 @@ jarray **arrays_all(size_t *n);
 /* Those with tasks still to make (not made, not canceled), in submission order: the only ones
  * the scheduler's pass can offer a task of. */
 jarray **arrays_open(size_t *n);
-/* The arrays made, or whose tasks changed, since the last call (each once; the caller frees the
+/* The arrays (jarray *) made, or whose tasks changed, since the last call (each once; the caller frees the
  * vector, not the arrays): publish.c looks at those alone, not at every array kept. */
-jarray **arrays_take_changed(size_t *n);
+void **arrays_take_changed(size_t *n);
 
 #endif

@@ -123,16 +123,50 @@ static void job_changes_verify(void)
     }
 }
 
+/* A workflow's status, when it changed since it was last published. */
+static void workflow_change(workflow *wf, bool quiet)
+{
+    if (wf->ev_state == (uint8_t)(wf->state + 1))
+        return;
+    wf->ev_state = (uint8_t)(wf->state + 1);
+    if (!quiet)
+        emit("workflow", wf->owner_uid, json_pack("{s:s,s:s}", "id", wf->id, "status", wf_state_name(wf->state)));
+}
+
+/* A job array's status as one job's (rnx job wait ARRAY, the console), when its tasks changed. */
+static void array_change(jarray *a, bool quiet)
+{
+    if (!a->ev_dirty && a->ev_state)
+        return;
+    a->ev_dirty = false;
+    arrays_counts c;
+    arrays_count(a, &c);
+    enum job_state st = arrays_state(a, &c);
+    bool canceled = a->ev_canceled; /* (one event for a cancel, however many tasks it took) */
+    a->ev_canceled = false;
+    if (a->ev_state == (uint8_t)(st + 1) && !canceled)
+        return;
+    a->ev_state = (uint8_t)(st + 1);
+    if (quiet)
+        return;
+    json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:I}", "id", a->id, "kind", "array", "name", a->name, "status",
+                          job_state_name(st), "user", (json_int_t)a->owner_uid);
+    int ec = arrays_exit_code(a, &c);
+    if (ec >= 0)
+        json_object_set_new(o, "exit_code", json_integer(ec));
+    emit("job", a->owner_uid, o);
+}
+
 void publish_changes(void)
 {
     size_t n;
     job **ended = jobs_take_ended(&n);
-    /* the workflows whose state may have changed (workflow.c lists them), not every one kept:
-     * a user may keep many (one is dropped only once each of its jobs is deleted), and every
-     * turn comes here while a stream listens */
+    /* the workflows and job arrays whose status may have changed (workflow.c and arrays.c list
+     * them), not every one kept: a user may keep many, and every turn comes here while a stream
+     * listens */
     size_t nw, na;
-    workflow **wv = workflow_take_changed(&nw);
-    jarray **av = arrays_take_changed(&na);
+    void **wv = workflow_take_changed(&nw);
+    void **av = arrays_take_changed(&na);
     if (!events_listening()) {
         free(wv);
         free(av);
@@ -159,55 +193,24 @@ void publish_changes(void)
         job_changes(v, n, false);
         job_changes_verify();
     }
+    /* (the first stream's turn looks at all) */
     if (quiet) {
-        free(wv);
-        wv = core.workflows;
-        nw = core.nworkflows;
-    } else if (nw)
-        log_debug("events: a turn looked at %zu workflows of %zu kept", nw, core.nworkflows);
-    for (size_t i = 0; i < nw; i++) {
-        workflow *wf = wv[i];
-        if (wf->ev_state != (uint8_t)(wf->state + 1)) {
-            wf->ev_state = (uint8_t)(wf->state + 1);
-            if (!quiet)
-                emit("workflow", wf->owner_uid,
-                     json_pack("{s:s,s:s}", "id", wf->id, "status", wf_state_name(wf->state)));
-        }
+        for (size_t i = 0; i < core.nworkflows; i++)
+            workflow_change(core.workflows[i], true);
+        for (size_t i = 0; i < core.narrays; i++)
+            array_change(core.arrays[i], true);
+    } else {
+        if (nw)
+            log_debug("events: a turn looked at %zu workflows of %zu kept", nw, core.nworkflows);
+        if (na)
+            log_debug("events: a turn looked at %zu arrays of %zu kept", na, core.narrays);
+        for (size_t i = 0; i < nw; i++)
+            workflow_change(wv[i], false);
+        for (size_t i = 0; i < na; i++)
+            array_change(av[i], false);
     }
-    if (!quiet)
-        free(wv);
-    /* job arrays whose tasks changed (arrays.c lists them; the first stream's turn looks at
-     * all): their status as one job's (rnx job wait ARRAY, the console) */
-    if (quiet) {
-        free(av);
-        av = core.arrays;
-        na = core.narrays;
-    } else if (na)
-        log_debug("events: a turn looked at %zu arrays of %zu kept", na, core.narrays);
-    for (size_t i = 0; i < na; i++) {
-        jarray *a = av[i];
-        if (!a->ev_dirty && a->ev_state)
-            continue;
-        a->ev_dirty = false;
-        arrays_counts c;
-        arrays_count(a, &c);
-        enum job_state st = arrays_state(a, &c);
-        bool canceled = a->ev_canceled; /* (one event for a cancel, however many tasks it took) */
-        a->ev_canceled = false;
-        if (a->ev_state == (uint8_t)(st + 1) && !canceled)
-            continue;
-        a->ev_state = (uint8_t)(st + 1);
-        if (quiet)
-            continue;
-        json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:I}", "id", a->id, "kind", "array", "name", a->name, "status",
-                              job_state_name(st), "user", (json_int_t)a->owner_uid);
-        int ec = arrays_exit_code(a, &c);
-        if (ec >= 0)
-            json_object_set_new(o, "exit_code", json_integer(ec));
-        emit("job", a->owner_uid, o);
-    }
-    if (!quiet)
-        free(av);
+    free(wv);
+    free(av);
     for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++) {
         uint64_t sig = gpu_signature(i);
         if (gpu_sig[i] != sig) {

@@ -14,6 +14,7 @@
 #include "../common/idref.h"
 #include "../common/jsonx.h"
 #include "../common/log.h"
+#include "../common/marklist.h"
 #include "../common/util.h"
 #include "events.h"
 #include "job_events.h"
@@ -46,40 +47,13 @@ static char (*gone_ids)[37];
 static size_t gone_n, gone_cap;
 
 /* workflow_take_changed's list */
-static workflow **changed_v;
-static size_t changed_n, changed_cap;
+static marklist changed_list = MARKLIST_INIT(workflow, ev_listed);
 
-static void mark_changed(workflow *wf)
-{
-    if (wf->ev_listed)
-        return;
-    if (changed_n == changed_cap) {
-        changed_cap = changed_cap ? 2 * changed_cap : 64;
-        changed_v = xrealloc(changed_v, changed_cap * sizeof *changed_v);
-    }
-    changed_v[changed_n++] = wf;
-    wf->ev_listed = true;
-}
+static void mark_changed(workflow *wf) { marklist_add(&changed_list, wf); }
 
-static void unmark_changed(workflow *wf)
-{
-    for (size_t i = 0; wf->ev_listed && i < changed_n; i++)
-        if (changed_v[i] == wf) {
-            changed_v[i] = changed_v[--changed_n];
-            wf->ev_listed = false;
-        }
-}
+static void unmark_changed(workflow *wf) { marklist_remove(&changed_list, wf); }
 
-workflow **workflow_take_changed(size_t *n)
-{
-    workflow **v = changed_v;
-    *n = changed_n;
-    for (size_t i = 0; i < changed_n; i++)
-        v[i]->ev_listed = false;
-    changed_v = NULL;
-    changed_n = changed_cap = 0;
-    return v;
-}
+void **workflow_take_changed(size_t *n) { return marklist_take(&changed_list, n); }
 
 static const char *wf_name(const workflow *wf) { return json_string_value(json_object_get(wf->doc, "name")); }
 
@@ -191,9 +165,7 @@ static void wf_free(workflow *wf)
 void workflow_free_all(void)
 {
     idindex_free(&by_ref);
-    free(changed_v);
-    changed_v = NULL;
-    changed_n = changed_cap = 0;
+    marklist_free(&changed_list);
     free(gone_ids);
     gone_ids = NULL;
     gone_n = gone_cap = 0;
@@ -869,6 +841,8 @@ static bool drop_one(workflow *wf)
     return true;
 }
 
+static bool not_dropping(const void *wf) { return !((const workflow *)wf)->dropping; }
+
 /* Takes the workflows marked dropping out of v (order kept); the number left. */
 static size_t without_dropped(workflow **v, size_t n)
 {
@@ -896,7 +870,7 @@ size_t workflow_drop_gone(bool all)
     if (!dropped)
         return 0;
     /* one pass over each list, however many went (a DELETE /v1/jobs of thousands) */
-    changed_n = without_dropped(changed_v, changed_n);
+    marklist_keep(&changed_list, not_dropping);
     for (size_t i = 0; i < nowners; i++)
         owners[i].n = without_dropped(owners[i].v, owners[i].n);
     size_t k = 0;

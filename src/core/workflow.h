@@ -117,10 +117,10 @@ void workflow_add(workflow *wf);
 uint64_t workflow_doc_bytes(const json_t *doc);
 /* Those of the user's workflows kept, together: counted for limits.max_request_bytes_per_user. */
 uint64_t workflow_owner_bytes(uid_t uid);
-/* The workflows whose state may have changed since the last call (added, or refreshed to a new
+/* The workflows (workflow *) whose state may have changed since the last call (added, or refreshed to a new
  * state), each once; the caller frees the vector. The event feed publishes these alone, not
  * every workflow kept (publish.c), which no bound keeps few. */
-workflow **workflow_take_changed(size_t *n);
+void **workflow_take_changed(size_t *n);
 /* As jobs_find: by full id, else by name (exactly one), else by unique id prefix, among the
  * workflows the caller may see; 404 / 409 naming the candidates otherwise. */
 workflow *workflow_find(const char *ref, const caller *who, jerr *e);
