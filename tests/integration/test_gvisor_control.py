@@ -226,9 +226,12 @@ def test_runsc_delete_after_a_kill_hits_no_process_that_took_a_recorded_pid(fres
     the host's root. runsc run died before it could destroy its container, so its record still
     holds the sandbox's and the gofer's pids, and delete SIGKILLs those numbers. The test gives
     each number to a process of its own (a `sleep`) while a runsc wrapper holds delete back, then
-    lets it run: the sleeps must live."""
+    lets it run: the sleeps must live. The wrapper does not pass `runsc kill` on: the shim's kill
+    of the cgroup alone ends the job, so runsc run never gets to destroy its container first (under
+    the sanitizers the shim is slow enough between the two that it did, and no record was left)."""
     wrap = tmp_path / "runsc"
     wrap.write_text(f"""#!/bin/sh
+case " $* " in *" kill "*) exit 0;; esac
 case " $* " in *" delete "*)
   root=$(printf '%s\\n' "$@" | sed -n 's/^--root=//p')
   for f in "$root"/*.state; do cp "$f" {tmp_path}/state.json; done

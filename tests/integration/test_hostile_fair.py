@@ -8,6 +8,7 @@ request makes the daemon hold unbounded memory).
    limits.max_request_bytes_per_user bounds what one user's kept jobs' requests hold together
    (an array's tasks not made yet count each): past it, 429 naming the key."""
 import json
+import os
 import time
 
 from conftest import api_as
@@ -59,7 +60,9 @@ def test_a_users_kept_requests_are_bounded_in_bytes(fresh_daemon):
     # makes on its way), not what the requests asked for
     grown = (rss_kb(d.proc.pid) - before) << 10
     print("rss grew", grown // MIB, "MiB")
-    assert grown < 200 * MIB, grown
+    # (under ASan the allocator keeps what was freed in its quarantine: RSS says nothing there)
+    if os.environ.get("JOBLET_PASS") != "sanitizers":
+        assert grown < 200 * MIB, grown
 
 
 def test_a_workflows_description_and_source_are_bounded(daemon):
