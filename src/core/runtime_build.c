@@ -301,34 +301,48 @@ static void on_output(watch *w, uint32_t events)
 
 /* ---- the end of a build or import ----------------------------------------------------- */
 
-/* One more user of a runtime into ids (runtime_build_users). */
-static void users_add(size_t *n, const char *id, char *ids, size_t len)
+void runtime_build_each_user(const char *name, void (*fn)(const char *id, uid_t owner, void *arg), void *arg)
 {
-    size_t l = strlen(ids);
-    if (*n < 10 && l + 12 < len)
-        snprintf(ids + l, len - l, "%s%.8s", *n ? ", " : "", id);
-    else if (*n == 10 && l + 6 < len)
-        snprintf(ids + l, len - l, ", ...");
-    (*n)++;
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        if (!job_state_terminal(j->state) && j->req.runtime && !strcmp(j->req.runtime, name))
+            fn(j->id, j->owner_uid, arg);
+    }
+    /* an array's tasks not made yet (held, throttled, waiting for dependencies) were checked at
+     * submission and are made with its request's runtime when they start (arrays.h) */
+    size_t na;
+    jarray **open = arrays_open(&na);
+    for (size_t i = 0; i < na; i++)
+        if (open[i]->req.runtime && !strcmp(open[i]->req.runtime, name))
+            fn(open[i]->id, open[i]->owner_uid, arg);
+}
+
+typedef struct users_text {
+    size_t n;
+    char *ids;
+    size_t len;
+} users_text;
+
+/* One more user of a runtime into the text (runtime_build_users). */
+static void users_add(const char *id, uid_t owner, void *arg)
+{
+    (void)owner;
+    users_text *u = arg;
+    size_t l = strlen(u->ids);
+    if (u->n < 10 && l + 12 < u->len)
+        snprintf(u->ids + l, u->len - l, "%s%.8s", u->n ? ", " : "", id);
+    else if (u->n == 10 && l + 6 < u->len)
+        snprintf(u->ids + l, u->len - l, ", ...");
+    u->n++;
 }
 
 size_t runtime_build_users(const char *name, char *ids, size_t len)
 {
-    size_t n = 0, na;
+    users_text u = {0, ids, len};
     if (len)
         ids[0] = 0;
-    for (size_t i = 0; i < core.njobs; i++) {
-        const job *j = core.jobs[i];
-        if (!job_state_terminal(j->state) && j->req.runtime && !strcmp(j->req.runtime, name))
-            users_add(&n, j->id, ids, len);
-    }
-    /* an array's tasks not made yet (held, throttled, waiting for dependencies) were checked at
-     * submission and are made with its request's runtime when they start (arrays.h) */
-    jarray **open = arrays_open(&na);
-    for (size_t i = 0; i < na; i++)
-        if (open[i]->req.runtime && !strcmp(open[i]->req.runtime, name))
-            users_add(&n, open[i]->id, ids, len);
-    return n;
+    runtime_build_each_user(name, users_add, &u);
+    return u.n;
 }
 
 /* The finished tree (b->dir) becomes the runtime `name`; -1 with b->error when it cannot. */

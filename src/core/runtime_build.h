@@ -76,6 +76,9 @@ rt_build *runtime_build_import(int fd, bool replace, uid_t uid, jerr *e);
 /* A 409 naming who holds the build slot, when a build or import runs; 0 when none does. */
 int runtime_build_busy(jerr *e);
 
+/* Each user of runtime name, in the order kept: every job not ended that names it, then every
+ * array with tasks still to make that does (its tasks are made with it): fn(id, owner, arg). */
+void runtime_build_each_user(const char *name, void (*fn)(const char *id, uid_t owner, void *arg), void *arg);
 /* The jobs that have not ended and the arrays with tasks not made yet that name the runtime:
  * up to 10 short ids into ids (", " separated, at most len bytes); returns how many there are. */
 size_t runtime_build_users(const char *name, char *ids, size_t len);

@@ -6,7 +6,7 @@
 
 #include "../common/jsonx.h"
 #include "../common/util.h"
-#include "arrays.h"
+#include "runtime_build.h"
 #include "state.h"
 
 static json_t *strings(char *const *items, size_t n)
@@ -19,33 +19,30 @@ static json_t *strings(char *const *items, size_t n)
 
 static json_t *str_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
+/* What a caller is shown of a runtime's users: the ids of those it may see, a count of the rest. */
+typedef struct runtime_users {
+    const caller *who;
+    json_t *ids;
+    json_int_t others;
+} runtime_users;
+
+static void seen_user(const char *id, uid_t owner, void *arg)
+{
+    runtime_users *u = arg;
+    if (authz_may_on(u->who, AUTHZ_OTHERS_JOBS, owner))
+        json_array_append_new(u->ids, json_string(id));
+    else
+        u->others++;
+}
+
 json_t *runtime_json(const runtime *rt, const caller *who)
 {
-    json_int_t others = 0;
     const manifest *m = &rt->m;
     json_t *env = json_object(), *jobs = json_array();
     for (size_t i = 0; i < m->nenv; i++)
         json_object_set_new(env, m->env[i].name, json_string(m->env[i].value));
-    for (size_t i = 0; i < core.njobs; i++) {
-        const job *j = core.jobs[i];
-        if (job_state_terminal(j->state) || !j->req.runtime || strcmp(j->req.runtime, rt->name))
-            continue;
-        if (authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid))
-            json_array_append_new(jobs, json_string(j->id));
-        else
-            others++;
-    }
-    /* and the arrays with tasks still to make, which a remove waits for too (runtime_build_users) */
-    size_t na;
-    jarray **open = arrays_open(&na);
-    for (size_t i = 0; i < na; i++) {
-        if (!open[i]->req.runtime || strcmp(open[i]->req.runtime, rt->name))
-            continue;
-        if (authz_may_on(who, AUTHZ_OTHERS_JOBS, open[i]->owner_uid))
-            json_array_append_new(jobs, json_string(open[i]->id));
-        else
-            others++;
-    }
+    runtime_users seen = {who, jobs, 0};
+    runtime_build_each_user(rt->name, seen_user, &seen);
     json_t *o = json_pack("{s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:s,s:b,s:o,s:I}",
                           "name", rt->name, "version", str_or_null(m->version), "description", m->description ? m->description : "",
                           "provides", strings(m->provides, m->nprovides), "architecture", str_or_null(m->architecture),
@@ -55,7 +52,7 @@ json_t *runtime_json(const runtime *rt, const caller *who)
                           str_or_null(m->test), "recipe", str_or_null(m->recipe), "recipe_sha256",
                           str_or_null(m->recipe_sha256), "rootfs_sha256", str_or_null(m->rootfs_sha256), "size_bytes",
                           (json_int_t)m->size_bytes, "built_at", str_or_null(m->built_at), "path", rt->dir, "default",
-                          !strcmp(core.cfg.runtime_default, rt->name), "jobs", jobs, "jobs_of_others", others);
+                          !strcmp(core.cfg.runtime_default, rt->name), "jobs", jobs, "jobs_of_others", seen.others);
     return o;
 }
 
