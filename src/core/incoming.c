@@ -383,6 +383,13 @@ void incoming_expire(int64_t now)
     }
 }
 
+void incoming_each_req(void (*fn)(const job_req *r, const char *id, uid_t owner, void *arg), void *arg)
+{
+    for (size_t i = 0; i < nopen; i++)
+        for (size_t r = 0; r < open_list[i]->n; r++)
+            fn(&open_list[i]->reqs[r], open_list[i]->id, open_list[i]->uid, arg);
+}
+
 void incoming_drop_all(void)
 {
     while (nopen)

@@ -57,6 +57,10 @@ void incoming_drop(incoming *in, const char *why);
 /* Uploads that no PUT is sending are dropped jobs.upload_timeout_s after their 202 answer. */
 int64_t incoming_next_deadline(void);   /* ms, 0 = none */
 void incoming_expire(int64_t now_ms);
+/* Each request an upload still waiting for its bytes holds (a workflow's, each of its jobs'):
+ * fn(r, its upload's id, its owner, arg). Checked at its POST, it becomes a job (or an array)
+ * once its bytes came, unchecked then: what it names (a runtime) stays while it waits. */
+void incoming_each_req(void (*fn)(const job_req *r, const char *id, uid_t owner, void *arg), void *arg);
 /* At shutdown: every upload dropped. */
 void incoming_drop_all(void);
 /* At start: what an earlier joblet left of unfinished uploads (<jobs>/.incoming-*) removed. */

@@ -26,6 +26,7 @@
 #include "../common/recipe.h"
 #include "../common/util.h"
 #include "arrays.h"
+#include "incoming.h"
 #include "runtime_log.h"
 #include "state.h"
 
@@ -301,6 +302,20 @@ static void on_output(watch *w, uint32_t events)
 
 /* ---- the end of a build or import ----------------------------------------------------- */
 
+/* runtime_build_each_user's walk of the uploads still arriving. */
+typedef struct incoming_user {
+    const char *name;
+    void (*fn)(const char *id, uid_t owner, void *arg);
+    void *arg;
+} incoming_user;
+
+static void incoming_uses(const job_req *r, const char *id, uid_t owner, void *arg)
+{
+    const incoming_user *iu = arg;
+    if (r->runtime && !strcmp(r->runtime, iu->name))
+        iu->fn(id, owner, iu->arg);
+}
+
 void runtime_build_each_user(const char *name, void (*fn)(const char *id, uid_t owner, void *arg), void *arg)
 {
     for (size_t i = 0; i < core.njobs; i++) {
@@ -315,6 +330,10 @@ void runtime_build_each_user(const char *name, void (*fn)(const char *id, uid_t 
     for (size_t i = 0; i < na; i++)
         if (open[i]->req.runtime && !strcmp(open[i]->req.runtime, name))
             fn(open[i]->id, open[i]->owner_uid, arg);
+    /* a streamed submission waiting for its bytes (checked at its POST, made unchecked once they
+     * came: incoming.h), by its upload's id */
+    incoming_user iu = {name, fn, arg};
+    incoming_each_req(incoming_uses, &iu);
 }
 
 typedef struct users_text {

@@ -77,9 +77,12 @@ rt_build *runtime_build_import(int fd, bool replace, uid_t uid, jerr *e);
 int runtime_build_busy(jerr *e);
 
 /* Each user of runtime name, in the order kept: every job not ended that names it, then every
- * array with tasks still to make that does (its tasks are made with it): fn(id, owner, arg). */
+ * array with tasks still to make that does (its tasks are made with it), then every streamed
+ * submission still waiting for its bytes that does (by its upload's id: its job is made with it,
+ * unchecked, once they came): fn(id, owner, arg). */
 void runtime_build_each_user(const char *name, void (*fn)(const char *id, uid_t owner, void *arg), void *arg);
-/* The jobs that have not ended and the arrays with tasks not made yet that name the runtime:
+/* The jobs that have not ended, the arrays with tasks not made yet and the uploads still
+ * arriving that name the runtime:
  * up to 10 short ids into ids (", " separated, at most len bytes); returns how many there are. */
 size_t runtime_build_users(const char *name, char *ids, size_t len);
 /* Removes an installed runtime: refused (409) while jobs use it or a build of it runs, and for

@@ -12,6 +12,11 @@ Each test asserts a property; those that failed before their fix:
    updated after) then ran as root on the host, outside any job (no no_new_privs there). It is
    made and kept 0700 root now, as volumes.dir is; jobs get the tree through mounts joblet makes
    as root.
+3. A runtime was removed (or replaced) while a streamed submission naming it waited for its
+   bytes (202, then PUT /v1/uploads/ID): it was checked at its POST and its job is made
+   unchecked once the bytes came (core/incoming.h), so the job was made and FAILED at once
+   (start_failed: no runtime 'busybox'). Remove and replace count uploads still arriving now,
+   as volumes are held by them.
 
 The runtime is busybox_runtime's tiny tree (no network, no build). Every probe that tries to
 escape is harmless if it succeeds: it writes a marker file under /tmp."""
@@ -73,6 +78,34 @@ def test_runtime_named_by_a_waiting_array_is_not_removed(rt_daemon, tmp_path):
         time.sleep(0.5)
     assert a["status"] == "COMPLETED", a
     # once every task ended, the runtime can go
+    code, ans = d.api("DELETE", "/v1/runtimes/busybox")
+    assert code == 200, ans
+
+
+# ---- 3. a streamed submission still arriving uses the runtime too ---------------------------------
+
+def test_runtime_named_by_an_upload_still_arriving_is_not_removed(rt_daemon, tmp_path):
+    """nobody opens a streamed submission in the busybox runtime (202, its bytes to follow);
+    root may not remove or replace the runtime until its bytes came (its job is made then, with
+    no second check); then its job runs in it, and the runtime can go once it ended."""
+    d = rt_daemon()
+    code, up = api_as(d, NOBODY, "POST", "/v1/jobs", {"command": "cat", "args": ["/work/data.bin"],
+                                                      "runtime": "busybox",
+                                                      "uploads": [{"path": "data.bin", "type": "file", "size": 4}]})
+    assert code == 202, up
+    uid = up["upload"]["id"]
+    code, ans = d.api("DELETE", "/v1/runtimes/busybox")
+    assert code == 409, ans
+    assert "in use" in ans["error"]["message"] and uid[:8] in ans["error"]["message"], ans
+    recipe = tmp_path / "busybox.yml"
+    recipe.write_text("name: busybox\nversion: '2'\nsuite: bookworm\npackages: [busybox-static]\n")
+    p = d.rnx("runtime", "build", "--replace", str(recipe))
+    assert p.returncode != 0 and "in use" in p.stderr and uid[:8] in p.stderr, p.stderr
+    code, job = api_as(d, NOBODY, "PUT", up["upload"]["path"], b"abcd", ctype="application/octet-stream")
+    assert code == 201, job
+    job = d.wait(job["id"])
+    assert job["status"] == "COMPLETED", job
+    assert d.output(job["id"]) == "abcd", d.output(job["id"])
     code, ans = d.api("DELETE", "/v1/runtimes/busybox")
     assert code == 200, ans
 
