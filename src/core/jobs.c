@@ -606,12 +606,24 @@ job **jobs_in_state(enum job_state s, size_t *n)
     return jlist_in_order(&ix.state[s], n);
 }
 
+/* root's shared-GPU jobs' uid (jobs_run_uid): the range's last, when it has more than one */
+static uid_t shared_gpu_uid(void) { return (uid_t)(core.cfg.uid_range_start + core.cfg.uid_range_size - 1); }
+
+uid_t jobs_run_uid(uid_t submitter, const job_req *req, uint64_t seq)
+{
+    if (submitter)
+        return submitter;
+    return req->gpu_share ? shared_gpu_uid() : jobs_free_uid(seq);
+}
+
 uid_t jobs_free_uid(uint64_t from)
 {
     verify("a free uid");
     ix_ready();
     for (uint64_t k = 0; k < core.cfg.uid_range_size; k++) {
         uid_t uid = (uid_t)(core.cfg.uid_range_start + (from + k) % core.cfg.uid_range_size);
+        if (uid == shared_gpu_uid() && core.cfg.uid_range_size > 1)
+            continue;
         uint32_t *h = held_at(uid);
         if (!h || !*h)
             return uid;

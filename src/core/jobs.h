@@ -40,6 +40,12 @@ void jobs_remove(job *j);
  * place `from` on (modulo its size). Shared, past the range's size of them, with the job at
  * `from`. */
 uid_t jobs_free_uid(uint64_t from);
+/* The uid a job submitted by `submitter` runs as: the submitter's; for root's jobs a free uid of the
+ * range (jobs_free_uid from seq), except a job sharing a GPU (gpu_share), which runs as the
+ * range's last uid, never given out otherwise. NVIDIA MPS serves one uid at a time (the
+ * scheduler puts a GPU's shared jobs of one uid together: sched.h mps_uid), so root's shared
+ * jobs share one uid to share a GPU, as a user's own jobs do. */
+uid_t jobs_run_uid(uid_t submitter, const job_req *req, uint64_t seq);
 void jobs_dir_of(const job *j, char *out, size_t len);
 
 /* Indexes of the table, kept as jobs change so that a submission and a scheduler pass cost

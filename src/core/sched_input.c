@@ -15,6 +15,7 @@ void sched_input_req_of(const job_req *q, uid_t owner, sched_req *r)
     r->gpu_mask = gpus_kind_mask(q);
     r->gpu_ids = gpus_ids_mask(q);
     r->shared = q->gpu_share;
+    r->mps_uid = q->gpu_share ? (uint32_t)jobs_run_uid(owner, q, 0) : (uint32_t)owner; /* (a job: its own uid) */
     r->mig_profile = gpus_mig_profile(q);
     r->single_numa = jobreq_has(q, JR_CROSS_NUMA) && !q->cross_numa;
     r->priority = (int32_t)q->priority;
@@ -23,7 +24,11 @@ void sched_input_req_of(const job_req *q, uid_t owner, sched_req *r)
     r->runtime_ms = q->max_runtime_s * 1000;
 }
 
-void sched_input_req(const job *j, sched_req *r) { sched_input_req_of(&j->req, j->owner_uid, r); }
+void sched_input_req(const job *j, sched_req *r)
+{
+    sched_input_req_of(&j->req, j->owner_uid, r);
+    r->mps_uid = (uint32_t)j->uid;
+}
 
 /* Everything but the queue: the GPUs, the jobs holding room (their list, jobs.h: not a scan of
  * every job kept), the configuration. The arrays are the caller's (GPU_MAX gpus, GPU_MAX *

@@ -682,8 +682,9 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         row.array_task = si->array_task;
     }
     /* Jobs run as their submitter; each of root's jobs runs as a uid of its own, so no other
-     * process (another job, a service running as nobody) can signal, trace or read it. */
-    row.uid = caller_uid ? caller_uid : jobs_free_uid(row.seq);
+     * process (another job, a service running as nobody) can signal, trace or read it; root's
+     * jobs on a shared GPU as one uid (jobs_run_uid: NVIDIA MPS serves one uid at a time). */
+    row.uid = jobs_run_uid(caller_uid, &row.req, row.seq);
     row.gid = caller_uid ? caller_gid : row.uid;
     row.created_ms = now_ms();
     row.scheduled_ms = sched_ms;

@@ -10,6 +10,7 @@
 typedef struct room {
     uint64_t whole;                      /* GPUs with an exclusive owner, or held */
     int64_t shared_mb[SCHED_GPU_MAX];    /* sum of shared reservations on each GPU */
+    uint32_t tenant[SCHED_GPU_MAX];      /* the uid its shared jobs run as (while shared_mb > 0) */
     uint8_t mig_busy[SCHED_MIG_MAX];
 } room;
 
@@ -19,6 +20,7 @@ typedef struct holder {
     uint64_t gpus;
     int shared;
     uint64_t shared_mb;
+    uint32_t mps_uid;
     int mig;
     int64_t end_ms;                      /* 0 = unknown */
 } holder;
@@ -29,8 +31,11 @@ static size_t nmigs_of(const sched_input *in) { return in->nmigs < SCHED_MIG_MAX
 static void room_add(room *R, const holder *h, int sign)
 {
     for (size_t g = 0; g < SCHED_GPU_MAX; g++)
-        if (h->gpus >> g & 1 && h->shared)
+        if (h->gpus >> g & 1 && h->shared) {
             R->shared_mb[g] += sign * (int64_t)h->shared_mb;
+            if (sign > 0)
+                R->tenant[g] = h->mps_uid; /* (the same for every shared job there: candidates) */
+        }
     if (!h->shared) {
         if (sign > 0)
             R->whole |= h->gpus;
@@ -43,7 +48,7 @@ static void room_add(room *R, const holder *h, int sign)
 
 static holder holder_of(const sched_req *r, uint64_t set, int mig, int64_t end_ms)
 {
-    return (holder){set, r->shared, r->gpu_memory_mb, mig, end_ms};
+    return (holder){set, r->shared, r->gpu_memory_mb, r->mps_uid, mig, end_ms};
 }
 
 /* Strict priority, then submission order: a job never overtakes an older one of equal
@@ -97,6 +102,8 @@ static uint64_t candidates(const sched_input *in, const room *R, const sched_req
             continue;
         if (r->shared ? R->shared_mb[g] + (int64_t)r->gpu_memory_mb > G->memory_mb : R->shared_mb[g] > 0)
             continue;
+        if (r->shared && R->shared_mb[g] > 0 && R->tenant[g] != r->mps_uid)
+            continue; /* its MPS server is another uid's */
         c |= 1ull << g;
     }
     return c;

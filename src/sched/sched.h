@@ -20,6 +20,10 @@ typedef struct sched_req {
     uint64_t gpu_ids;        /* exactly these GPUs (bit i = GPU i); 0 = any gpu_count of them */
     int shared;              /* MPS: shares GPUs with other shared jobs within their memory
                               * (gpu_memory_mb > 0 is the caller's to ensure) */
+    uint32_t mps_uid;        /* shared: the uid its processes run as. NVIDIA MPS serves one uid
+                              * at a time: a client of another uid waits until every client of
+                              * the server's uid has gone. So a GPU's shared jobs all run as one
+                              * uid, and one of another uid waits for the GPU to be given up */
     int mig_profile;         /* one MIG device of this profile (an id the caller assigns); -1 none */
     int single_numa;         /* all its GPUs on one NUMA node */
     int32_t priority;        /* higher first */

@@ -220,8 +220,12 @@ def test_mps_sharing(fresh_daemon, tmp_path):
     a = run_id(d, "--gpu=1", "--gpu-share", "--gpu-memory=10GB", "sh", "-c", probe)
     b = run_id(d, "--gpu=1", "--gpu-share", "--gpu-memory=20GB", "sh", "-c", probe)
     ja, jb = d.wait_status(a, "RUNNING"), d.wait_status(b, "RUNNING")
-    # light jobs share one GPU while its reservations fit in its 40 GB
+    # light jobs share one GPU while its reservations fit in its 40 GB; NVIDIA MPS serves one uid
+    # at a time, so root's shared jobs run as one uid (the range's last), its other jobs as their own
     assert gpus_of(ja) == gpus_of(jb) == [0]
+    assert ja["uid"] == jb["uid"] == 2000000000 + 65536 - 1, (ja["uid"], jb["uid"])
+    plain = [d.job(run_id(d, "true"))["uid"] for _ in range(3)]
+    assert len(set(plain)) == 3 and ja["uid"] not in plain, plain
     assert ja["gpus"][0]["shared_mb"] == 10240
     deadline = time.time() + 20
     while time.time() < deadline and "FIFO" not in d.output(b):

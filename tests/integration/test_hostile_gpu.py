@@ -21,31 +21,38 @@ def wait_output(d, jid, needle, timeout=20):
     return d.output(jid)
 
 
-def test_a_tenant_cannot_replace_the_mps_control_pipe_another_users_job_uses(fresh_daemon):
-    # B's and A's shared jobs are tenants of GPU 0's MPS server: its pipe directory is mounted
-    # into both at /tmp/nvidia-mps. A directory every tenant may write (0777, no sticky bit)
-    # lets A rename the server's control pipe (root's) and put a FIFO of its own in its place:
-    # B's CUDA clients then talk to A, and joblet's `quit` as root goes to A's FIFO.
+def test_another_users_shared_job_never_shares_a_gpu_nor_takes_its_mps_pipe(fresh_daemon):
+    # NVIDIA MPS serves one uid at a time: a CUDA client of another uid than the running
+    # server's waits until every client of that server has gone. So B's and A's shared jobs
+    # must never be tenants of one GPU: A's job would hang in its CUDA start while B's run (and
+    # the tenants of one server can tell it to quit). A's job asking for B's GPU by id waits, its
+    # reason says why; asking for any, it gets a GPU of its own.
     d = sim(fresh_daemon, "a100-pcie-4", f"  mps_control: {FAKE_MPS}\n")
     b = run_as(d, B, "--gpu=1", "--gpu-share", "--gpu-memory=10GB", "sh", "-c",
                "test -p /tmp/nvidia-mps/control && echo READY; sleep 600")
     assert "READY" in wait_output(d, b, "READY")
-    # A renames the server's pipe and puts its own in its place, and leaves a file of its own
+    assert [g["index"] for g in d.job(b)["gpus"]] == [0]
+    named = run_as(d, A, "--gpu-ids=0", "--gpu-share", "--gpu-memory=10GB", "true")
+    time.sleep(1)
+    w = d.job(named)
+    assert w["status"] == "QUEUED", w
+    assert "a shared GPU takes the jobs of one uid at a time" in w["wait_reason"], w["wait_reason"]
+    assert b[:8] not in w["wait_reason"]  # (another user's job is not named)
+    # A's job on a GPU of its own tries to rename its server's control pipe (root's) and plant
+    # its own FIFO, and leaves a file: the pipe directory is sticky, so only the file goes in
     probe = ("cd /tmp/nvidia-mps; mv control stolen 2>/dev/null && echo MOVED; "
              "[ -p control ] || { mkfifo control && echo PLANTED; }; touch left-by-a && echo LEFT")
     a = run_as(d, A, "--gpu=1", "--gpu-share", "--gpu-memory=10GB", "sh", "-c", probe)
     ja = d.wait(a)
-    assert [g["index"] for g in ja["gpus"]] == [g["index"] for g in d.job(b)["gpus"]] == [0]
+    assert [g["index"] for g in ja["gpus"]] == [1], ja["gpus"]
     out = d.output(a)
-    pipe = os.path.join(d.state, "mps", "0", "pipe")
-    ctl = os.path.join(pipe, "control")
-    st = os.lstat(ctl) if os.path.lexists(ctl) else None
-    assert "MOVED" not in out and "PLANTED" not in out, (out, sorted(os.listdir(pipe)))
-    assert st and stat.S_ISFIFO(st.st_mode) and st.st_uid == 0
-    # B's job ends (the last tenant: the server is told to quit); B's next shared job gets a
-    # server of its own, in a directory holding nothing a former tenant left there
+    assert "MOVED" not in out and "PLANTED" not in out and "LEFT" in out, out
+    assert d.job(named)["status"] == "QUEUED"
+    # B's job ends (the last tenant: the server is told to quit): A's waiting job gets GPU 0,
+    # and B's next shared job a server of its own, in a directory holding nothing A left
     d.rnx("job", "stop", b, check=True)
     d.wait(b)
+    assert d.wait(named)["status"] == "COMPLETED"
     b2 = run_as(d, B, "--gpu=1", "--gpu-share", "--gpu-memory=10GB", "sh", "-c",
                 "ls /tmp/nvidia-mps; sleep 600")
     j2 = d.wait_status(b2, "RUNNING")

@@ -842,6 +842,63 @@ static void test_shared_exclusion(void **state)
     assert_int_equal(set_of(&r, 1), 0x1); /* blocking no one */
 }
 
+/* NVIDIA MPS serves one uid at a time: a GPU's shared jobs all run as one uid; a shared job of
+ * another uid goes to another GPU, or waits for the GPU to be given up, reserving it as the head
+ * so that more jobs of the first uid do not keep it for ever. */
+static sched_req as_uid(sched_req r, uint32_t uid)
+{
+    r.mps_uid = uid;
+    return r;
+}
+
+static void test_shared_one_uid_per_gpu(void **state)
+{
+    sched_gpu gpus[2];
+    gpus_init(gpus, 2, 40000);
+    sched_running run[] = {on(1, as_uid(req_shared(1, 10000), 1001), 0x1, 0)};
+    sched_job jobs[] = {job(2, as_uid(req_shared(1, 5000), 1002)), job(3, as_uid(req_shared(1, 5000), 1001))};
+    sched_input in = input(jobs, 2, run, 1, gpus, 2);
+    res r;
+    decide(&in, &r);
+    assert_int_equal(r.out.nstart, 2);
+    assert_int_equal(set_of(&r, 0), 0x2); /* uid 1002: not beside 1001's job, though it has room */
+    assert_int_equal(set_of(&r, 1), 0x1); /* uid 1001: beside its own */
+    /* both GPUs shared by 1001: 1002 waits, first in line, GPU 0 (ending first) reserved for it;
+     * a later job of 1001 with no end known goes beside 1001's other job, not onto GPU 0 */
+    sched_running run2[] = {on(1, as_uid(req_shared(1, 10000), 1001), 0x1, NOW + 5000),
+                            on(4, as_uid(req_shared(1, 10000), 1001), 0x2, 0)};
+    in = input(jobs, 2, run2, 2, gpus, 2);
+    decide(&in, &r);
+    assert_int_equal(r.out.nstart, 1);
+    assert_int_equal(r.why[0], SW_HEAD);
+    assert_int_equal(r.out.reserved, 0x1);
+    assert_int_equal(set_of(&r, 1), 0x2);
+    /* with no room left on GPU 1, it may not take GPU 0 either */
+    run2[1].r.gpu_memory_mb = 38000;
+    decide(&in, &r);
+    assert_int_equal(r.out.nstart, 0);
+    assert_int_equal(r.why[1], SW_RESERVED);
+    run2[1].r.gpu_memory_mb = 10000;
+    /* once 1001's jobs are gone from GPU 0, 1002's job takes it */
+    in = input(jobs, 1, run2 + 1, 1, gpus, 2);
+    decide(&in, &r);
+    assert_int_equal(r.out.nstart, 1);
+    assert_int_equal(set_of(&r, 0), 0x1);
+    /* fits-now and the tenants of a GPU started in the same pass */
+    sched_job two[] = {job(5, as_uid(req_shared(1, 1000), 7)), job(6, as_uid(req_shared(1, 1000), 8)),
+                       job(7, as_uid(req_shared(1, 1000), 7))};
+    in = input(two, 3, NULL, 0, gpus, 2);
+    decide(&in, &r);
+    assert_int_equal(r.out.nstart, 3);
+    assert_int_equal(set_of(&r, 0) & set_of(&r, 1), 0);
+    assert_int_equal(set_of(&r, 2), set_of(&r, 0));
+    uint64_t set;
+    int mig;
+    sched_req s = as_uid(req_shared(1, 1000), 1002);
+    in = input(NULL, 0, run2, 2, gpus, 2);
+    assert_int_equal(sched_fits_now(&in, &s, &set, &mig), -1);
+}
+
 /* ---- kinds of GPU ---- */
 
 static void test_single_numa(void **state)
@@ -1254,6 +1311,7 @@ int main(void)
         cmocka_unit_test(test_shared_memory_sums),
         cmocka_unit_test(test_shared_colocate),
         cmocka_unit_test(test_shared_exclusion),
+        cmocka_unit_test(test_shared_one_uid_per_gpu),
         cmocka_unit_test(test_single_numa),
         cmocka_unit_test(test_gpu_mask),
         cmocka_unit_test(test_heads_that_can_use_nothing_free_hand_the_reservation_on),

@@ -44,6 +44,8 @@ typedef struct croom {
     int excl[SCHED_GPU_MAX];      /* exclusive holders (a held GPU counts as one) */
     int nsh[SCHED_GPU_MAX];       /* shared holders */
     int64_t shmb[SCHED_GPU_MAX];  /* their reservations */
+    uint32_t tenant[SCHED_GPU_MAX]; /* the uid they run as (the last one added) */
+    int mixed[SCHED_GPU_MAX];     /* shared holders of two uids were added (never allowed) */
     int migb[SCHED_MIG_MAX];
 } croom;
 
@@ -172,7 +174,8 @@ static int c_room(const sim *s, const croom *c, size_t g, const sched_req *r)
     if (c->excl[g])
         return 0;
     if (r->shared)
-        return c->shmb[g] + (int64_t)r->gpu_memory_mb <= s->gpus[g].memory_mb;
+        return c->shmb[g] + (int64_t)r->gpu_memory_mb <= s->gpus[g].memory_mb &&
+               (c->nsh[g] == 0 || c->tenant[g] == r->mps_uid);
     return c->nsh[g] == 0;
 }
 
@@ -181,6 +184,10 @@ static void c_add(croom *c, const sched_req *r, uint64_t gpus, int mig, int sign
     for (size_t g = 0; g < SCHED_GPU_MAX; g++)
         if (gpus >> g & 1) {
             if (r->shared) {
+                if (sign > 0) {
+                    c->mixed[g] |= c->nsh[g] > 0 && c->tenant[g] != r->mps_uid;
+                    c->tenant[g] = r->mps_uid;
+                }
                 c->nsh[g] += sign;
                 c->shmb[g] += sign * (int64_t)r->gpu_memory_mb;
             } else {
@@ -360,6 +367,7 @@ static void check_and_apply(sim *s, sched_output *o)
     for (size_t g = 0; g < s->ngpus; g++) {
         CHECK(c.excl[g] <= 1, "GPU %zu: %d exclusive holders", g, c.excl[g]);
         CHECK(!(c.excl[g] && c.nsh[g]), "GPU %zu: exclusive and shared holders", g);
+        CHECK(!c.mixed[g], "GPU %zu: shared holders of two uids (MPS serves one)", g);
         CHECK(c.nsh[g] == 0 || c.shmb[g] <= s->gpus[g].memory_mb, "GPU %zu: %lld MB shared of %lld", g,
               (long long)c.shmb[g], (long long)s->gpus[g].memory_mb);
     }
@@ -580,6 +588,7 @@ static sched_req gen_req(sim *s)
         r.gpu_count = 1 + rnd(s, r.gpu_count);
     if (rnd(s, 100) < 18) {
         r.shared = 1;
+        r.mps_uid = r.user % 3; /* (no draw: three tenants among the users) */
         r.gpu_count = rnd(s, 4) || n < 2 ? 1 : 2;
         static const int div[] = {8, 4, 3, 2, 1};
         r.gpu_memory_mb = (uint64_t)(s->mem_max / div[rnd(s, 5)]) + 1;
