@@ -792,6 +792,46 @@ int cg_user_enter(const cg_host *uh, jerr *e)
     return 0;
 }
 
+/* The hierarchies that account CPU but do not count tasks (cg_user_enter_cpu's). */
+static size_t cpu_mounts(const cg_host *uh, const char *mnts[3])
+{
+    const char *tasks = tasks_mount(uh);
+    size_t n = 0;
+    for (int c = CGC_CPU; c <= CGC_CPUACCT; c++)
+        if (uh->v1[c][0] && !seen(mnts, n, uh->v1[c]) && !(tasks && !strcmp(uh->v1[c], tasks)))
+            mnts[n++] = uh->v1[c];
+    /* (a cgroup2-only host's one mount is the tasks one: cg_user_enter's already) */
+    if (uh->unified[0] && !(tasks && !strcmp(uh->unified, tasks)))
+        mnts[n++] = uh->unified;
+    return n;
+}
+
+int cg_user_enter_cpu(const cg_host *uh, jerr *e)
+{
+    const char *mnts[3];
+    size_t n = cpu_mounts(uh, mnts);
+    for (size_t i = 0; i < n; i++) {
+        char dir[PATH_MAX], leaf[PATH_MAX];
+        if (cg_file_path(dir, sizeof dir, mnts[i], uh->root) < 0 || cg_file_path(leaf, sizeof leaf, dir, "shims") < 0)
+            return jerr_sys(e, "cgroup path %s/%s/shims", mnts[i], uh->root);
+        if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+            return jerr_sys(e, "mkdir %s", leaf);
+        if (cg_write(leaf, "cgroup.procs", "0", e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int cg_user_leave_cpu(const cg_host *uh, jerr *e)
+{
+    const char *mnts[3];
+    size_t n = cpu_mounts(uh, mnts);
+    for (size_t i = 0; i < n; i++)
+        if (cg_write(mnts[i], "cgroup.procs", "0", e) < 0)
+            return -1;
+    return 0;
+}
+
 void cg_user_leave(const cg_host *uh)
 {
     const char *mnt = tasks_mount(uh);

@@ -127,6 +127,15 @@ int cg_user_prepare(const cg_host *uh, uint64_t tasks_max, jerr *e);
  * after: when it holds more than its bound the caller goes back out and -1 says so (EAGAIN).
  * 0 without doing anything on a host with no pids controller. */
 int cg_user_enter(const cg_host *uh, jerr *e);
+/* Moves the calling process (joblet-exec) into "<uh's root>/shims" of the hierarchies that
+ * account CPU but do not count tasks: cpu and cpuacct on v1 and hybrid hosts, and the cgroup2
+ * mount of a hybrid one (its cpu.stat), so that the CPU it spends is its user's, not the
+ * daemon's. 0 without doing anything on a cgroup2-only host (cg_user_enter did it there). */
+int cg_user_enter_cpu(const cg_host *uh, jerr *e);
+/* Back out of those (to each hierarchy's root, where a job's init is in a hierarchy it has no
+ * directory of its own in): joblet-exec's child, before cg_enter puts it where the job's are
+ * (the child has the helper's cgroups, as any child). */
+int cg_user_leave_cpu(const cg_host *uh, jerr *e);
 /* Back out of the user's level (to the hierarchy's root), once the job has ended: the shim's
  * tidying up (runsc delete) is not the user's to pay for, nor refused at the user's bound. */
 void cg_user_leave(const cg_host *uh);

@@ -13,8 +13,10 @@
  * The plan comes from the job's own spec (the one its shim was given, read from the shim), not
  * from anything the client said, but for the command, its -e variables and -w:
  *   1. the job's cgroups and uid, gid, environment, working directory, seccomp filter
- *   2. the helper joins its owner's cgroup level (as joblet-copy: its tasks count there) and the
- *      job's PID namespace for its children
+ *   2. the helper joins its owner's cgroup level (as joblet-copy: its tasks count there; and,
+ *      on v1 and hybrid hosts, its CPU too: its cpu, cpuacct and cgroup2 cgroups, so that what
+ *      it spends relaying is the user's, not joblet's) and the job's PID namespace for its
+ *      children
  *   3. the process is born in the job's cgroup (clone3 CLONE_INTO_CGROUP on a cgroup2-only host;
  *      on v1 and hybrid hosts it writes itself into the job's cgroups first thing, before it
  *      runs anything of the job's), joins the job's mount, IPC, UTS, network and cgroup
@@ -174,7 +176,7 @@ static void load_spec(job_spec *s, const char *id, pid_t shim)
 
 /* The process, from its birth to its exec; errors go up the sync pipe (close-on-exec: EOF is
  * success). Only syscalls and what was allocated before the fork. */
-_Noreturn static void child(const job_spec *s, const cg_job *cg, bool born_in, const exec_req *r,
+_Noreturn static void child(const job_spec *s, const cg_host *uh, const cg_job *cg, bool born_in, const exec_req *r,
                             const struct sock_fprog *prog, int sync_w, int con_w, int in_r, int out_w, int err_w)
 {
     jerr e = {0};
@@ -184,7 +186,8 @@ _Noreturn static void child(const job_spec *s, const cg_job *cg, bool born_in, c
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (!born_in && cg_enter(cg, &e) < 0)
+    /* out of the helper's CPU cgroups (its owner's), where the job has no cgroup of its own too */
+    if (!born_in && ((uh && cg_user_leave_cpu(uh, &e) < 0) || cg_enter(cg, &e) < 0))
         goto fail;
     stage = "namespaces";
     if (setns(INIT_FD, CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWCGROUP) < 0) {
@@ -246,8 +249,8 @@ fail:;
 /* Under gVisor: the child becomes `runsc exec` (gvisor.h), born in the job's cgroup (or put
  * there first thing), with the process's stdio: the terminal's slave (made on the host by the
  * helper: runsc hands it to the Sentry, which makes it the process's terminal) or the pipes. */
-_Noreturn static void gvisor_child(const job_spec *s, const cg_job *cg, bool born_in, gvisor_exec_fds *f,
-                                   int sync_w)
+_Noreturn static void gvisor_child(const job_spec *s, const cg_host *uh, const cg_job *cg, bool born_in,
+                                   gvisor_exec_fds *f, int sync_w)
 {
     jerr e = {0};
     const char *stage = "cgroup";
@@ -257,7 +260,7 @@ _Noreturn static void gvisor_child(const job_spec *s, const cg_job *cg, bool bor
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (born_in || cg_enter(cg, &e) == 0) {
+    if (born_in || ((!uh || cg_user_leave_cpu(uh, &e) == 0) && cg_enter(cg, &e) == 0)) {
         stage = "runsc exec";
         gvisor_exec(s, f, &e);
     }
@@ -306,11 +309,16 @@ static void nonblock(int fd)
         fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* Reads what fd has now into the stream; false at its end. */
+#define READ_PIECE (64u << 10)   /* one read of the process's output */
+#define TAIL_MAX (1u << 20)      /* after its end: the most read of what is left (its children may write on) */
+#define TAIL_WAIT_MS 1000        /* then: the most the client may take to make room */
+
+/* Reads what fd has now into the stream, as long as the client has room for it (the rest waits
+ * in the pipe, and the process waits for its client: nothing is dropped); false at its end. */
 static bool pass_output(shim_term *t, int fd, int ch)
 {
-    char buf[64 << 10];
-    for (int i = 0; i < 16; i++) {
+    char buf[READ_PIECE];
+    for (int i = 0; i < 16 && shim_term_room(t, sizeof buf); i++) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
@@ -321,6 +329,33 @@ static bool pass_output(shim_term *t, int fd, int ch)
         shim_term_output(t, ch, buf, (size_t)n);
     }
     return true;
+}
+
+/* After the process ended: what it wrote last (not what its children, if they go on, write
+ * after: at most TAIL_MAX), as the client makes room for it; a client that takes nothing for
+ * TAIL_WAIT_MS is given no more of it. */
+static void pass_tail(shim_term *t, int fd, int ch)
+{
+    char buf[READ_PIECE];
+    for (size_t got = 0; got < TAIL_MAX && shim_term_clients(t);) {
+        if (!shim_term_room(t, sizeof buf)) {
+            struct pollfd p = {shim_term_fd(t), POLLIN, 0};
+            int r = poll(&p, 1, TAIL_WAIT_MS);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                return;
+            shim_term_run(t);
+            continue;
+        }
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return; /* all of it (EAGAIN), its end, or EIO */
+        shim_term_output(t, ch, buf, (size_t)n);
+        got += (size_t)n;
+    }
 }
 
 int main(int argc, char **argv)
@@ -342,6 +377,7 @@ int main(int argc, char **argv)
     /* 1-2: the cgroups, the owner's level, the filter */
     jerr e = {0};
     cg_host host, uh;
+    const cg_host *cpu_in = NULL; /* the owner's level whose CPU cgroups the helper is in */
     cg_job cg;
     if (cg_host_detect(&host, s.cgroup_root, &e) < 0)
         refuse(126, "joblet: exec: %s", e.msg);
@@ -350,8 +386,9 @@ int main(int argc, char **argv)
             refuse(126, "joblet: exec: %s", e.msg);
     } else {
         cg_user_job_paths(&host, (uint32_t)s.owner_uid, s.id, &uh, &cg);
-        if (cg_user_enter(&uh, &e) < 0)
+        if (cg_user_enter(&uh, &e) < 0 || cg_user_enter_cpu(&uh, &e) < 0)
             refuse(126, "joblet: exec: %s", e.msg);
+        cpu_in = &uh;
         /* the v1 controllers none of the job's limits needs were not made for it (cgroup.h):
          * the process stays where the job's init is for those, the hierarchy's root, but for
          * cpu, where the init is in the user's level (cg_job_cpu_level) */
@@ -417,10 +454,10 @@ int main(int argc, char **argv)
         gf.in = r.tty ? slave : in[0] >= 0 ? in[0] : null;
         gf.out = r.tty ? slave : out[1];
         gf.err = r.tty ? slave : err[1];
-        gvisor_child(&s, &cg, cgfd >= 0, &gf, sync[1]);
+        gvisor_child(&s, cpu_in, &cg, cgfd >= 0, &gf, sync[1]);
     }
     if (pid == 0)
-        child(&s, &cg, cgfd >= 0, &r, &prog, sync[1], con[1], in[0], out[1], err[1]);
+        child(&s, cpu_in, &cg, cgfd >= 0, &r, &prog, sync[1], con[1], in[0], out[1], err[1]);
     if (!gv && setns(own_pidns, CLONE_NEWPID) < 0)
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* (cannot happen: it is our own) */
     if (own_pidns >= 0)
@@ -475,8 +512,12 @@ int main(int argc, char **argv)
     for (;;) {
         /* under gVisor the job's init is runsc run: its end is the sandbox's, and runsc exec
          * would wait on with a process that is no more */
-        struct pollfd p[5] = {{shim_term_fd(t), POLLIN, 0}, {pidfd, POLLIN, 0}, {ofd, POLLIN, 0}, {efd, POLLIN, 0},
-                              {gv && !killed ? INIT_FD : -1, POLLIN, 0}};
+        /* its output only while the client has room for it: the process waits for its client
+         * (as under docker exec), rather than the helper reading and dropping what the client
+         * does not take, at the CPU's pace, outside the job's cgroup */
+        bool room = shim_term_room(t, READ_PIECE);
+        struct pollfd p[5] = {{shim_term_fd(t), POLLIN, 0}, {pidfd, POLLIN, 0}, {room ? ofd : -1, POLLIN, 0},
+                              {room ? efd : -1, POLLIN, 0}, {gv && !killed ? INIT_FD : -1, POLLIN, 0}};
         if (poll(p, 5, -1) < 0 && errno != EINTR)
             break;
         if (p[4].revents) {
@@ -507,11 +548,10 @@ int main(int argc, char **argv)
     }
     siginfo_t si = {0};
     waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED);
-    /* what it wrote last (not what its children, if they go on, write after) */
     if (ofd >= 0)
-        pass_output(t, ofd, TERMFRAME_STDOUT);
+        pass_tail(t, ofd, TERMFRAME_STDOUT);
     if (efd >= 0)
-        pass_output(t, efd, TERMFRAME_STDERR);
+        pass_tail(t, efd, TERMFRAME_STDERR);
     int code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
     char why_gv[1100];
     if (gv && si.si_code == CLD_EXITED &&

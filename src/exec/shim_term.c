@@ -275,6 +275,17 @@ void shim_term_output(shim_term *t, int ch, const char *p, size_t n)
     refresh(t);
 }
 
+bool shim_term_room(const shim_term *t, size_t n)
+{
+    size_t need = n + (n / TERMFRAME_MAX + 1) * TERMFRAME_HDR;
+    for (size_t i = 0; i < t->n; i++) {
+        const client *cl = t->c[i];
+        if (cl->len - cl->head + need > OUT_CAP)
+            return false;
+    }
+    return true;
+}
+
 /* Writes what the job's input takes now. */
 static void flush_in(shim_term *t)
 {

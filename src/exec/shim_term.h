@@ -46,6 +46,9 @@ int shim_term_fd(const shim_term *t);
 void shim_term_run(shim_term *t);
 /* A piece of the job's output (channel 1 stdout, 2 stderr) to every client. */
 void shim_term_output(shim_term *t, int ch, const char *p, size_t n);
+/* Whether every client's queue takes n more bytes of output now, none dropped (joblet-exec reads
+ * its process's output only then: the process waits for its client, exec_main.c). */
+bool shim_term_room(const shim_term *t, size_t n);
 /* The job has ended with code (msg, may be NULL: why it did not start, on stderr first): the
  * exit frame to every client, at most 2 s for them to take what is left, then every client
  * closed, the socket removed, t freed. */
