@@ -48,6 +48,8 @@ typedef struct shim {
     int out_r, err_r, status_r;
     logw out, err;
     uint64_t log_seq;        /* the last piece of output's number, across both streams */
+    uint64_t pumped;         /* bytes of output read so far (pump), up to SHIM_CPU_JOIN_BYTES */
+    bool cpu_joined;         /* in its user's level of the CPU hierarchies too (pump) */
     int64_t started_ms, ended_ms;
     int stop_requested, kill_requested, timed_out, killed;
     int tfd_runtime, tfd_grace;
@@ -265,6 +267,24 @@ static void hard_kill(shim *sh)
         kill(sh->init, SIGKILL);
 }
 
+/* Output after which the shim's CPU is its user's: reading and writing a job's output costs
+ * the shim about what writing it costs the job (1.5 s of CPU for 1 GB, and as much again for
+ * what it reads past the log's cap and drops), and on a v1 or hybrid host the shim is in the
+ * daemon's CPU cgroups (its user's level holds it for tasks only: cgroup.h cg_user_join), where
+ * each shim weighs as much as a whole user's level. Joining costs a write per hierarchy, which a
+ * job of little output (most) does not pay. */
+#define SHIM_CPU_JOIN_BYTES (8ull << 20)
+
+static void join_user_cpu(shim *sh, size_t n)
+{
+    if (sh->cpu_joined || (sh->pumped += n) < SHIM_CPU_JOIN_BYTES || sh->spec.cgroup_given)
+        return;
+    sh->cpu_joined = true;
+    jerr e = {0};
+    if (cg_user_enter_cpu(&sh->host, &e) < 0)
+        shim_log(sh, "cannot account this shim's CPU to the job's owner: %s", e.msg);
+}
+
 /* One read of the job's pipe (or its terminal), as one piece of its log (logwriter.h); its
  * sequence number orders it against the other stream's pieces. Attached clients get it too, on
  * channel ch (shim_term.h). */
@@ -279,6 +299,7 @@ static int pump(shim *sh, int *fd, logw *w, int ch)
         *fd = -1;
         return 0;
     }
+    join_user_cpu(sh, (size_t)n);
     if (logw_feed(w, buf, (size_t)n, now_ns(), ++sh->log_seq) < 0)
         shim_log(sh, "writing job output failed: %s", strerror(errno));
     shim_term_output(sh->term, ch, buf, (size_t)n);
@@ -1008,8 +1029,11 @@ static void supervise(shim *sh)
     int code = !have_status ? 1 : WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
     shim_term_finish(sh->term, sh->error[0] ? 127 : code, sh->error[0] ? sh->error : NULL);
     sh->term = NULL;
-    if (!sh->cg.delegated)
+    if (!sh->cg.delegated) {
         cg_user_leave(&sh->host);
+        if (sh->cpu_joined)
+            cg_user_leave_cpu(&sh->host, NULL);
+    }
     if (sh->spec.runsc)
         gvisor_delete(&sh->spec);
     jerr e = {0};

@@ -101,3 +101,51 @@ def test_one_job_of_a_user_gets_as_much_cpu_as_four_of_another(d):
             d.api("POST", f"/v1/jobs/{jid}/stop")
         for jid in a + b:
             d.wait(jid)
+
+
+def cpu_cgroups_of(pid):
+    """A process's cgroups in the hierarchies that account its CPU (v1 cpu and cpuacct, cgroup2)."""
+    out = {}
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            for name in ("cpu", "cpuacct", ""):
+                if name in ctrls.split(","):
+                    out[name or "cgroup2"] = path
+    return out
+
+
+def shim_of(d, jid):
+    pid = d.job(jid)["pid"]
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_jobs_shim_spends_the_cpu_its_output_costs_in_its_users_level(d):
+    """The shim reads the job's output into its log: about as much CPU as writing it cost the job
+    (1.5 s for 1 GB here), and as much for what it drops past the log's cap. On hybrid and v1 hosts
+    the shim was in the daemon's CPU cgroups (its user's level held it for tasks only), where each
+    shim weighs as much as a whole user's level: a user's jobs writing output took that CPU from
+    every other user's share. Past 8 MiB of output the shim is in its user's level ("shims") in
+    every hierarchy that accounts CPU; a job of little output does not pay the moves."""
+    big = api_as(d, USER_A, "POST", "/v1/jobs", {"command": "sh", "args": [
+        "-c", "head -c 64000000 /dev/zero; echo; echo WROTE; exec sleep 300"]})[1]["id"]
+    small = api_as(d, USER_A, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", "echo hi; exec sleep 300"]})[1]["id"]
+    try:
+        d.wait_status(big, "RUNNING")
+        d.wait_status(small, "RUNNING")
+        wait_for(lambda: "WROTE" in d.output(big)[-16:], "the big job's output is in its log")
+        level = f"/{d.cgroup_root}/user-{USER_A}/shims"
+        got = cpu_cgroups_of(shim_of(d, big))
+        if d.wrap:  # a v1-only daemon (V1ONLY_WRAP) does not see the cgroup2 hierarchy
+            got.pop("cgroup2", None)
+        assert got and all(p == level for p in got.values()), (level, got)
+        if not os.path.isfile("/sys/fs/cgroup/cgroup.controllers"):
+            # (on a v2 host every shim is in its user's level from its start)
+            small_got = cpu_cgroups_of(shim_of(d, small))
+            assert not any(p.startswith(level) for p in small_got.values()), small_got
+    finally:
+        for jid in (big, small):
+            d.api("POST", f"/v1/jobs/{jid}/kill")
+        for jid in (big, small):
+            d.wait(jid)
