@@ -17,7 +17,8 @@
  *             the copy counts among the owner's tasks
  *
  * The plan, then the steps, as bubblewrap does it:
- *   1. enter the owner's cgroup level (its pids.max holds the copy too)
+ *   1. enter the owner's cgroup level (its pids.max holds the copy too, and the CPU the copy
+ *      spends, a tar of gigabytes maybe, is the owner's: cg_user_enter_cpu)
  *   2. enter the job's root: setns into its mount namespace, or chroot into ROOT
  *   3. become the job's user: every capability dropped, uid and gid the job's, no_new_privs,
  *      not dumpable. From here on every path is resolved by the kernel, in the job's root, with
@@ -128,7 +129,7 @@ static void enter(const copy_plan *p)
 {
     jerr e = {0};
     cg_host uh;
-    if (cg_host_detect(&uh, p->cgroot, &e) == 0 && cg_user_enter(&uh, &e) < 0)
+    if (cg_host_detect(&uh, p->cgroot, &e) == 0 && (cg_user_enter(&uh, &e) < 0 || cg_user_enter_cpu(&uh, &e) < 0))
         fail(e.code, "%s", e.msg);
     if (p->in_ns) {
         if (setns(PIDFD_FD, CLONE_NEWNS) < 0)

@@ -149,3 +149,43 @@ def test_a_jobs_shim_spends_the_cpu_its_output_costs_in_its_users_level(d):
             d.api("POST", f"/v1/jobs/{jid}/kill")
         for jid in (big, small):
             d.wait(jid)
+
+
+def shims_cpu_ns(d, user):
+    """CPU time spent so far in the user's level's "shims" of the hierarchy that accounts CPU:
+    v1 cpuacct where there is one, else cgroup2's cpu.stat. -1 when it is not there."""
+    acct = f"/sys/fs/cgroup/cpuacct/{d.cgroup_root}/user-{user}/shims/cpuacct.usage"
+    if os.path.exists("/sys/fs/cgroup/cpuacct/cgroup.procs"):
+        return int(open(acct).read()) if os.path.exists(acct) else -1
+    base = "/sys/fs/cgroup/unified" if host_is_hybrid() else "/sys/fs/cgroup"
+    stat = f"{base}/{d.cgroup_root}/user-{user}/shims/cpu.stat"
+    if not os.path.exists(stat):
+        return -1
+    return next(int(l.split()[1]) * 1000 for l in open(stat) if l.startswith("usage_usec"))
+
+
+def test_a_copy_out_of_a_job_spends_its_cpu_in_its_users_level(d):
+    """rnx job cp makes a tar of what it copies in joblet-copy, as the job's user: CPU in
+    proportion to the bytes (and libarchive's work per entry). It was counted in its user's level
+    for tasks only, its CPU the daemon's on hybrid and v1 hosts; now it is in the level's "shims"
+    in every hierarchy that accounts CPU. No output is written (so the job's shim does not join
+    the level: test above); the CPU of shims grows by the copy's."""
+    import subprocess
+    from conftest import BUILD, setpriv
+    jid = api_as(d, USER_B, "POST", "/v1/jobs", {"command": "sh", "args": [
+        "-c", "head -c 300000000 /dev/zero > /work/big && touch /work/done; exec sleep 300"]})[1]["id"]
+    try:
+        d.wait_status(jid, "RUNNING")
+        wait_for(lambda: os.path.exists(os.path.join(d.work(jid), "done")), "the job wrote its file")
+        before = shims_cpu_ns(d, USER_B)
+        env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock,
+               **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+        p = subprocess.run([*setpriv(USER_B), os.path.join(BUILD, "rnx"), "job", "cp", "-q", f"{jid}:/work/big", "-"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=150)
+        assert p.returncode == 0, p.stderr
+        after = shims_cpu_ns(d, USER_B)
+        assert after > max(before, 0), (f"the copy of 300 MB spent no CPU in user {USER_B}'s level "
+                                        f"(shims: {before} -> {after} ns)")
+    finally:
+        d.api("POST", f"/v1/jobs/{jid}/kill")
+        d.wait(jid)
