@@ -14,41 +14,16 @@ everyone (docs/interactive.md, "exec"). Each test failed before its fix:
 
 Quantities are compared, not durations: how much the process wrote (/proc/PID/io) and how much
 CPU the helper spent against what the client took."""
-import json
 import os
 import subprocess
 import time
 
 from conftest import BUILD, need_root, need_setpriv, setpriv, wait_for
+from test_exec import env_for, running_job, stop
 
 RNX = os.path.join(BUILD, "rnx")
 USER = 4861          # a local user of this module only (setpriv, no account needed)
 MIB = 1 << 20
-
-
-def env_for(d):
-    return {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock,
-            **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
-
-
-def rnx(d, *args, uid=None, input=None):
-    pre = setpriv(uid) if uid is not None else []
-    return subprocess.run([*pre, RNX, *args], capture_output=True, text=True, timeout=120, env=env_for(d),
-                          input=input)
-
-
-def running_job(d, uid=None, script="echo seen > /work/mark; exec sleep 300"):
-    p = rnx(d, "--json", "job", "run", "sh", "-c", script, uid=uid)
-    assert p.returncode == 0, p.stderr
-    jid = json.loads(p.stdout)["id"]
-    d.wait_status(jid, "RUNNING")
-    wait_for(lambda: os.path.exists(os.path.join(d.work(jid), "mark")), "the job's command runs")
-    return jid
-
-
-def stop(d, jid):
-    d.api("POST", f"/v1/jobs/{jid}/kill")
-    d.wait(jid)
 
 
 def procs():
