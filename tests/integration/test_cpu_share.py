@@ -17,7 +17,7 @@ import pytest
 
 from conftest import Daemon, api_as, need_root, need_setpriv, v1only_daemon, wait_for
 
-USER_A, USER_B = 4861, 4862
+USER_A, USER_B = 4881, 4882
 BUSY = ["-c", "while :; do :; done"]
 A_JOBS = 4
 SECONDS = 4.0

@@ -22,7 +22,7 @@ from conftest import BUILD, need_root, need_setpriv, setpriv, wait_for
 from test_exec import env_for, running_job, stop
 
 RNX = os.path.join(BUILD, "rnx")
-USER = 4861          # a local user of this module only (setpriv, no account needed)
+USER = 4871          # a local user of this module only (setpriv, no account needed)
 MIB = 1 << 20
 
 
