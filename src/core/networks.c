@@ -2,6 +2,7 @@
 #include "networks.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -94,7 +95,7 @@ static void set_bit(network *n, uint32_t off, bool on)
         n->used[off >> 3] &= (uint8_t)~(1u << (off & 7));
 }
 
-static void on_hosts_later(loop_task *t);
+static network_hosts *hosts_new(network *n, uid_t owner_uid);
 
 static network *net_new(const char *name, const netaddr_cidr *cidr, bool isolated, bool builtin)
 {
@@ -111,7 +112,6 @@ static network *net_new(const char *name, const netaddr_cidr *cidr, bool isolate
         set_bit(n, 0, true);
         set_bit(n, 1, true);
         set_bit(n, (uint32_t)(size - 1), true);
-        snprintf(n->hosts_path, sizeof n->hosts_path, "%s/%s.hosts", dir, name);
     }
     /* where the search for a free address starts: anywhere, drawn afresh at each start of
      * joblet, which keeps no cursor across a restart: from the first address each time, an address
@@ -121,16 +121,20 @@ static network *net_new(const char *name, const netaddr_cidr *cidr, bool isolate
     if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r)
         r = (uint32_t)now_ms();
     n->cursor = size > 4 ? 2 + (uint32_t)(r % (size - 3)) : 2;
-    n->hosts_later.fn = on_hosts_later;
-    n->hosts_later.data = n;
+    if (!isolated && !builtin)
+        hosts_new(n, 0); /* a named network's one file, there from its start (bridge's: per owner) */
     return n;
 }
+
+static void hosts_free(network_hosts *h);
 
 static void net_free(network *n)
 {
     if (!n)
         return;
-    loop_later_cancel(&n->hosts_later);
+    for (uint32_t i = 0; i < n->nhosts; i++)
+        hosts_free(n->hosts[i]);
+    free(n->hosts);
     free(n->used);
     free(n->members);
     free(n);
@@ -170,29 +174,107 @@ static void give_back(network *n, uint32_t addr)
     }
 }
 
+/* j appended to a list of jobs (members, n of them, room for cap); out of it. */
+static void list_add(job ***members, uint32_t *n, uint32_t *cap, job *j)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 8;
+        *members = xrealloc(*members, *cap * sizeof **members);
+    }
+    (*members)[(*n)++] = j;
+}
+
+static bool list_remove(job **members, uint32_t *n, const job *j)
+{
+    for (uint32_t i = 0; i < *n; i++)
+        if (members[i] == j) {
+            members[i] = members[--*n];
+            return true;
+        }
+    return false;
+}
+
+static void hosts_join(network *n, job *j);
+static void hosts_leave(network *n, const job *j);
+
 static void join(network *n, job *j)
 {
-    if (n->njobs == n->cap) {
-        n->cap = n->cap ? n->cap * 2 : 8;
-        n->members = xrealloc(n->members, n->cap * sizeof *n->members);
-    }
-    n->members[n->njobs++] = j;
+    list_add(&n->members, &n->njobs, &n->cap, j);
+    hosts_join(n, j);
 }
 
 static void leave(network *n, const job *j)
 {
-    for (uint32_t i = 0; i < n->njobs; i++)
-        if (n->members[i] == j) {
-            n->members[i] = n->members[--n->njobs];
-            return;
-        }
+    if (list_remove(n->members, &n->njobs, j))
+        hosts_leave(n, j);
 }
 
 /* --- hosts files ------------------------------------------------------------------------ */
 
-/* Whether a job's name may stand in its network's /etc/hosts: letters, digits, '-', '.', '_'
- * only, and none that would pass for another: localhost and ip6-*, a job's hostname
- * (job-<8 hex>), an id (36 of hex and dashes). */
+/* One hosts file: the jobs it lists, by hostname, name and id. A named network has one, of all
+ * its jobs (its owner's, and those of roles allowed AUTHZ_OTHERS_NETWORKS). bridge, every user's,
+ * has one per owner with jobs on it, of that owner's jobs only, made with the owner's first job
+ * there and forgotten (its file listing none) with their last: names are scoped to their owner (a job of another user's
+ * named redis never stands for redis in this owner's jobs, which find their own redis, or DNS's),
+ * and no job sees another user's job ids, as on Docker's default bridge, where containers find
+ * each other by address only. */
+struct network_hosts {
+    network *net;
+    uid_t owner_uid; /* bridge's: whose jobs; a named network's: 0, unused */
+    uint32_t njobs, cap;
+    job **members;
+    char path[760];
+    loop_task later; /* its rewrite after jobs came or went: once, at the next turn */
+};
+
+/* Whether a network's hosts files are one per owner: bridge's (the built-in bridge network). */
+static bool per_owner(const network *n) { return n->builtin && !is_isolated(n); }
+
+static void on_hosts_later(loop_task *t);
+
+static network_hosts *hosts_new(network *n, uid_t owner_uid)
+{
+    network_hosts *h = xcalloc(1, sizeof *h);
+    h->net = n;
+    h->owner_uid = owner_uid;
+    if (per_owner(n))
+        snprintf(h->path, sizeof h->path, "%s/%s.owners/%u.hosts", dir, n->name, (unsigned)owner_uid);
+    else
+        snprintf(h->path, sizeof h->path, "%s/%s.hosts", dir, n->name);
+    h->later.fn = on_hosts_later;
+    h->later.data = h;
+    if (n->nhosts == n->hosts_cap) {
+        n->hosts_cap = n->hosts_cap ? n->hosts_cap * 2 : 4;
+        n->hosts = xrealloc(n->hosts, n->hosts_cap * sizeof *n->hosts);
+    }
+    n->hosts[n->nhosts++] = h;
+    return h;
+}
+
+static void hosts_free(network_hosts *h)
+{
+    loop_later_cancel(&h->later);
+    free(h->members);
+    free(h);
+}
+
+/* The hosts file that lists j (bridge: its owner's), made when make; NULL when there is none.
+ * A look through bridge's owners with jobs on it: it grows with those, not with the jobs. */
+static network_hosts *hosts_of(network *n, uid_t owner_uid, bool make)
+{
+    if (is_isolated(n))
+        return NULL;
+    if (!per_owner(n))
+        return n->nhosts ? n->hosts[0] : make ? hosts_new(n, 0) : NULL;
+    for (uint32_t i = 0; i < n->nhosts; i++)
+        if (n->hosts[i]->owner_uid == owner_uid)
+            return n->hosts[i];
+    return make ? hosts_new(n, owner_uid) : NULL;
+}
+
+/* Whether a job's name may stand in a hosts file: letters, digits, '-', '.', '_' only, and none
+ * that would pass for another: localhost and ip6-*, a job's hostname (job-<8 hex>), an id (36 of
+ * hex and dashes). */
 static bool host_name_ok(const char *s)
 {
     size_t n = strlen(s);
@@ -212,27 +294,25 @@ static int by_name(const void *a, const void *b, void *arg)
     return strcasecmp(m[*(const uint32_t *)a]->name, m[*(const uint32_t *)b]->name);
 }
 
-/* Which of the network's members stand under their name in its hosts file: listed[i] for
- * members[i] (freed by the caller). An acceptable name no job of another owner on the network
- * also has: on a network several users share, such as bridge, nobody can take a name another
- * user's jobs are found by (it is then nobody's). On bridge (every user's), a name with a dot is
- * never listed: it is a domain (pypi.org, metadata.google.internal), which the hosts file, read
- * before DNS, would take from every other user's jobs there. Sorted once: n log n for a network
- * of n jobs. */
-static bool *listed_names(const network *n)
+/* Which of a hosts file's jobs stand under their name in it: listed[i] for members[i] (freed by
+ * the caller). An acceptable name no job of another owner in the file also has: on a named
+ * network an admin's job may join (AUTHZ_OTHERS_NETWORKS), it cannot take the name the owner's
+ * job is found by (it is then nobody's). bridge's files are one owner's each, where a name,
+ * one with a dot too (a domain: pypi.org), stands as on that owner's named network: it decides
+ * what that owner's jobs find, nobody else's. Sorted once: n log n for a file of n jobs. */
+static bool *listed_names(const network_hosts *h)
 {
-    bool *listed = xcalloc(n->njobs + 1, sizeof *listed);
-    uint32_t *at = xcalloc(n->njobs + 1, sizeof *at), k = 0;
-    for (uint32_t i = 0; i < n->njobs; i++)
-        if (n->members[i]->name && host_name_ok(n->members[i]->name) &&
-            !(n->builtin && strchr(n->members[i]->name, '.')))
+    bool *listed = xcalloc(h->njobs + 1, sizeof *listed);
+    uint32_t *at = xcalloc(h->njobs + 1, sizeof *at), k = 0;
+    for (uint32_t i = 0; i < h->njobs; i++)
+        if (h->members[i]->name && host_name_ok(h->members[i]->name))
             at[k++] = i;
-    qsort_r(at, k, sizeof *at, by_name, n->members);
+    qsort_r(at, k, sizeof *at, by_name, h->members);
     for (uint32_t a = 0, b; a < k; a = b) {
-        const job *first = n->members[at[a]];
+        const job *first = h->members[at[a]];
         bool one_owner = true;
-        for (b = a + 1; b < k && !strcasecmp(n->members[at[b]]->name, first->name); b++)
-            one_owner = one_owner && n->members[at[b]]->owner_uid == first->owner_uid;
+        for (b = a + 1; b < k && !strcasecmp(h->members[at[b]]->name, first->name); b++)
+            one_owner = one_owner && h->members[at[b]]->owner_uid == first->owner_uid;
         for (uint32_t m = a; m < b; m++)
             listed[at[m]] = one_owner;
     }
@@ -240,22 +320,22 @@ static bool *listed_names(const network *n)
     return listed;
 }
 
-/* The network's jobs, one line each: address, hostname (job-<8 hex>), its name when it is
- * one, its id. Rewritten in place (the jobs bind this very file: a rename would leave them the
- * old one), longest content first then truncated, so a reader never sees it empty. */
-static void hosts_write(const network *n)
+/* The file's jobs, one line each: address, hostname (job-<8 hex>), its name when it is one, its
+ * id. Rewritten in place (the jobs bind this very file: a rename would leave them the old one),
+ * longest content first then truncated, so a reader never sees it empty. */
+static void hosts_write(const network_hosts *h)
 {
-    if (is_isolated(n))
-        return;
     size_t cap = 4096, len = 0;
-    char *buf = xmalloc(cap);
+    char *buf = xmalloc(cap), whose[40] = "";
+    if (per_owner(h->net) && h->owner_uid != (uid_t)-1)
+        snprintf(whose, sizeof whose, " (uid %u's jobs only)", (unsigned)h->owner_uid);
     len += (size_t)snprintf(buf, cap,
-                            "# joblet network %s: its jobs by name and id, kept current by joblet\n"
+                            "# joblet network %s%s: its jobs by name and id, kept current by joblet\n"
                             "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-                            n->name);
-    bool *listed = listed_names(n);
-    for (uint32_t i = 0; i < n->njobs; i++) {
-        const job *j = n->members[i];
+                            h->net->name, whose);
+    bool *listed = listed_names(h);
+    for (uint32_t i = 0; i < h->njobs; i++) {
+        const job *j = h->members[i];
         char addr[20], line[300];
         netaddr_format(j->net.addr, addr, sizeof addr);
         const char *name = listed[i] ? j->name : NULL;
@@ -270,24 +350,55 @@ static void hosts_write(const network *n)
         len += (size_t)k;
     }
     free(listed);
-    int fd = open(n->hosts_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = open(h->path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0 || pwrite(fd, buf, len, 0) != (ssize_t)len || ftruncate(fd, (off_t)len) < 0)
-        log_warn("network %s: cannot write %s: %s", n->name, n->hosts_path, strerror(errno));
+        log_warn("network %s: cannot write %s: %s", h->net->name, h->path, strerror(errno));
     if (fd >= 0)
         close(fd);
     free(buf);
 }
 
-/* The hosts file after a job came or went: rewritten once at the next loop turn, however many
- * came and went in this one (a rewrite is the network's every job: one per start and end made n
+/* A hosts file after a job came or went: rewritten once at the next loop turn, however many
+ * came and went in this one (a rewrite is the file's every job: one per start and end made n
  * starts cost n^2, ~1-3 ms a start at 10,000 jobs). A job starting now finds those before it
- * there; the others find it from the next turn on, as they found it only once it started. */
+ * there; the others find it from the next turn on, as they found it only once it started. Only
+ * the files of the owners whose jobs came or went are rewritten (bridge: one per owner). */
 static void on_hosts_later(loop_task *t) { hosts_write(t->data); }
 
-static void hosts_due(network *n)
+/* j placed on n: in its hosts file (bridge: its owner's, made now and written at once with j
+ * alone, for j's start to bind it; a later turn's rewrite adds those that came since). */
+static void hosts_join(network *n, job *j)
 {
-    if (!is_isolated(n))
-        loop_later(&n->hosts_later);
+    if (is_isolated(n))
+        return;
+    bool made = per_owner(n) && !hosts_of(n, j->owner_uid, false);
+    network_hosts *h = hosts_of(n, j->owner_uid, true);
+    list_add(&h->members, &h->njobs, &h->cap, j);
+    if (made)
+        hosts_write(h);
+    else
+        loop_later(&h->later);
+}
+
+/* j gone from n: out of its hosts file. bridge's file of an owner whose last job there left is
+ * rewritten now, listing no job, and forgotten; the file stays (a job's shim that a joblet
+ * killed with -9 forked may still bind it after the next start), made current again in place by
+ * the owner's next job there. */
+static void hosts_leave(network *n, const job *j)
+{
+    network_hosts *h = hosts_of(n, j->owner_uid, false);
+    if (!h || !list_remove(h->members, &h->njobs, j))
+        return;
+    if (h->njobs || !per_owner(n)) {
+        loop_later(&h->later);
+        return;
+    }
+    hosts_write(h);
+    uint32_t at = 0;
+    while (n->hosts[at] != h)
+        at++;
+    n->hosts[at] = n->hosts[--n->nhosts];
+    hosts_free(h);
 }
 
 /* The resolvers jobs on networks get: network.dns, else the host's /etc/resolv.conf without
@@ -474,6 +585,35 @@ static void load_one(const db_network *r, void *arg)
                  r->name, r->cidr, (long long)r->owner_uid, core.cfg.net_user_pool, r->name);
 }
 
+/* At start, once bridge's files of owners with jobs there are written: those of owners with no
+ * job on bridge left, rewritten in place listing no job (not removed: a shim that a joblet
+ * killed with -9 forked may bind its owner's still, and its addresses are others' from now on).
+ * And so is bridge.hosts, the one file of every user's jobs that a joblet before per-owner files
+ * kept, which the jobs it started bind. */
+static void owners_sweep(network *bridge, const char *owners)
+{
+    DIR *d = opendir(owners);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char *end = NULL;
+        if (de->d_name[0] == '.')
+            continue;
+        unsigned long uid = strtoul(de->d_name, &end, 10);
+        if (de->d_name[0] < '0' || de->d_name[0] > '9' || strcmp(end, ".hosts") || uid > UINT32_MAX ||
+            hosts_of(bridge, (uid_t)uid, false))
+            continue;
+        network_hosts none = {.net = bridge, .owner_uid = (uid_t)uid};
+        snprintf(none.path, sizeof none.path, "%s/%s", owners, de->d_name);
+        hosts_write(&none);
+    }
+    if (d)
+        closedir(d);
+    network_hosts old = {.net = bridge, .owner_uid = (uid_t)-1}; /* (of no one owner: none said) */
+    snprintf(old.path, sizeof old.path, "%s/bridge.hosts", dir);
+    if (access(old.path, F_OK) == 0)
+        hosts_write(&old);
+}
+
 int networks_init(jerr *e)
 {
     snprintf(dir, sizeof dir, "%s/networks", core.cfg.state_dir);
@@ -498,6 +638,10 @@ int networks_init(jerr *e)
                         core.cfg.net_isolated_cidr);
     nets[nnets++] = net_new("bridge", &bc, false, true);
     nets[nnets++] = net_new("isolated", &ic, true, true);
+    char owners[700];
+    snprintf(owners, sizeof owners, "%s/bridge.owners", dir);
+    if (mkdir(owners, 0755) < 0 && errno != EEXIST)
+        return jerr_sys(e, "mkdir %s", owners);
     if (db_network_load(core.db, load_one, NULL, e) < 0)
         return -1;
     /* the addresses of jobs not yet ended, taken again */
@@ -518,7 +662,11 @@ int networks_init(jerr *e)
     }
     resolv_write();
     for (size_t i = 0; i < nnets; i++)
-        hosts_write(nets[i]);
+        for (uint32_t k = 0; k < nets[i]->nhosts; k++) {
+            loop_later_cancel(&nets[i]->hosts[k]->later); /* written now: not again at the first turn */
+            hosts_write(nets[i]->hosts[k]);
+        }
+    owners_sweep(nets[0], owners);
     char what[160] = "";
     if (host_overlap(&bc, what, 80) || host_overlap(&ic, what + 80, 80)) {
         bool iso = !what[0];
@@ -637,7 +785,6 @@ int networks_place(job *j, spec_net **out, jerr *e)
         j->net.addr = n->cidr.base + off;
         netaddr_veth_name(j->id, j->net.host_if, sizeof j->net.host_if);
         join(n, j);
-        hosts_due(n);
     }
     spec_net *s = xcalloc(1, sizeof *s);
     char a[40], gw[20];
@@ -655,7 +802,7 @@ int networks_place(job *j, spec_net **out, jerr *e)
         netaddr_format(n->gateway, gw, sizeof gw);
         s->bridge = xstrdup(n->bridge);
         s->addr = cat(NULL, "%s/%d", a, n->cidr.prefix);
-        s->hosts_file = xstrdup(n->hosts_path);
+        s->hosts_file = xstrdup(hosts_of(n, j->owner_uid, true)->path); /* (joined: there) */
     }
     s->gateway = xstrdup(gw);
     s->resolv_file = xstrdup(resolv_path);
@@ -674,8 +821,6 @@ void networks_release(job *j)
         leave(n, j);
     }
     j->net = (netaddr_place){0};
-    if (n)
-        hosts_due(n);
 }
 
 /* --- named networks -------------------------------------------------------------------- */
@@ -813,7 +958,7 @@ int networks_create(const char *name, const char *cidr, const caller *c, jerr *e
         net_free(n);
         return -1;
     }
-    hosts_write(n);
+    hosts_write(n->hosts[0]);
     return 0;
 }
 
@@ -873,7 +1018,8 @@ int networks_remove(const char *name, const caller *c, jerr *e)
         at++;
     memmove(&nets[at], &nets[at + 1], (nnets - at - 1) * sizeof *nets);
     nnets--;
-    unlink(n->hosts_path);
+    for (uint32_t i = 0; i < n->nhosts; i++)
+        unlink(n->hosts[i]->path);
     jerr ae = {0};
     if (apply(false, &ae) < 0) /* committed: the bridge is removed at the next apply or start */
         log_warn("network %s removed, but its bridge stays until the next change or start: %s", n->name, ae.msg);

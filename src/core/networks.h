@@ -10,8 +10,11 @@
  *
  * Who does what: this file keeps the networks (named ones in the database), gives each job an
  * address when it starts (kept in the job's row: a restarted joblet keeps it taken) and takes it
- * back when it ends, and keeps each network's hosts file current (its jobs by name and id: the
- * file every job of the network sees as /etc/hosts). The kernel's side, bridges and the one
+ * back when it ends, and keeps the networks' hosts files current (jobs by name and id: the file
+ * a job of the network sees as /etc/hosts): a named network's one, of all its jobs; bridge's one
+ * per owner with jobs on it, of that owner's jobs only (names are scoped to their owner, as
+ * nobody's job on a shared network should decide what another user's jobs find under a name;
+ * others' jobs stay reachable by address). The kernel's side, bridges and the one
  * nftables table `inet joblet`, is joblet-net's (exec/net_main.c), run here on every change of
  * networks ("apply") and at start, where it also removes what a crash left (veths of jobs that
  * are gone); a job's own veth is made by its shim with the same program. */
@@ -30,6 +33,9 @@
 #include "job.h"
 #include "loop.h"
 
+/* One hosts file and the jobs it lists (networks.c). */
+typedef struct network_hosts network_hosts;
+
 typedef struct network {
     char name[NETADDR_NAME_MAX + 1];
     char bridge[NETADDR_IFNAME_MAX + 1]; /* its Linux bridge; "" for isolated */
@@ -44,8 +50,10 @@ typedef struct network {
     uint32_t cap;
     uint8_t *used;             /* one bit per address of cidr: taken (jobs, gateway, ends) */
     uint32_t cursor;           /* where the next search for a free address starts */
-    char hosts_path[700];      /* <state>/networks/<name>.hosts (bridge networks) */
-    loop_task hosts_later;     /* its rewrite after jobs came or went: once, at the next turn */
+    network_hosts **hosts;     /* its hosts files (bridge networks): a named network's one,
+                                * <state>/networks/<name>.hosts; bridge's one per owner with jobs
+                                * on it, <state>/networks/bridge.owners/<uid>.hosts */
+    uint32_t nhosts, hosts_cap;
 } network;
 
 /* At start, after the jobs are loaded and before they are re-adopted: the built-in networks
@@ -75,7 +83,7 @@ int networks_place(job *j, spec_net **out, jerr *e);
  * at launch). The scheduler's pass offers no more jobs on it than that (core/queue.c). */
 uint32_t networks_room(const char *name);
 void networks_spec_free(spec_net *n);
-/* The job ended: its address back, its name out of the network's hosts file. */
+/* The job ended: its address back, its name out of its hosts file. */
 void networks_release(job *j);
 
 /* Named networks: make (the bridge and rules through joblet-net; the row committed before the

@@ -93,10 +93,11 @@ def stop_all(d):
 
 @pytest.mark.parametrize("name", ["pypi.org", "metadata.google.internal", "github.com"])
 def test_a_job_on_bridge_cannot_take_a_domain_for_other_users_jobs(lab, name):
-    """bridge is every user's: its hosts file is read before DNS (nsswitch 'files dns') by every
-    user's job on it. A name with dots is a domain: Mallory's job named 'pypi.org' on bridge would
-    make pypi.org, for Alice's jobs on bridge, Mallory's job. Only the files source is asked here
-    (getent -s files): nothing is looked up on any network."""
+    """bridge is every user's; /etc/hosts is read before DNS (nsswitch 'files dns'). A name with
+    dots is a domain: Mallory's job named 'pypi.org' on bridge must not make pypi.org, for Alice's
+    jobs on bridge, Mallory's job (each owner's jobs there see a hosts file of their owner's jobs
+    only). Only the files source is asked here (getent -s files): nothing is looked up on any
+    network."""
     d = started(lab)
     mal = run_as(d, MALLORY, "--network=bridge", "--name=" + name, "/bin/sleep", "60")
     wait_running(d, mal)
@@ -106,6 +107,52 @@ def test_a_job_on_bridge_cannot_take_a_domain_for_other_users_jobs(lab, name):
     stop_all(d)
     assert got == "none", f"{name} resolves, in uid {ALICE}'s job on bridge, to uid {MALLORY}'s job: {got!r}"
 
+
+def test_a_name_on_bridge_is_its_owners_alone(lab):
+    """On bridge names are scoped to their owner, as Docker users expect: Mallory's job named
+    redis, started first, is not what redis is for Alice's jobs (nor is any job of Mallory's
+    there by id or hostname); once Alice has a redis of her own, redis is hers for her jobs and
+    Mallory's for Mallory's. Both jobs stay reachable by address (not tried here: no traffic)."""
+    d = started(lab)
+    mal = run_as(d, MALLORY, "--network=bridge", "--name=redis", "/bin/sleep", "60")
+    wait_running(d, mal)
+    probe = "getent -s files hosts redis || echo none; echo ---; cat /etc/hosts"
+    before = run_as(d, ALICE, "--network=bridge", "/bin/sh", "-c", probe)
+    wait_end(d, before)
+    got, _, hosts = d.output(before).partition("---\n")
+    ali = run_as(d, ALICE, "--network=bridge", "--name=redis", "/bin/sleep", "60")
+    wait_running(d, ali)
+    after = run_as(d, ALICE, "--network=bridge", "/bin/sh", "-c", probe)
+    theirs = run_as(d, MALLORY, "--network=bridge", "/bin/sh", "-c", probe)
+    wait_end(d, after)
+    wait_end(d, theirs)
+    addr = {j["id"]: j["address"] for j in d.api("GET", "/v1/networks/bridge")[1]["jobs"]}
+    got_after = d.output(after).partition("---\n")[0]
+    got_theirs, _, hosts_theirs = d.output(theirs).partition("---\n")
+    stop_all(d)
+    assert got.strip() == "none", f"redis, in uid {ALICE}'s job on bridge, is uid {MALLORY}'s job: {got!r}"
+    assert mal not in hosts and f"job-{mal[:8]}" not in hosts and addr[mal] + "\t" not in hosts, hosts
+    assert got_after.split()[:1] == [addr[ali]], got_after
+    assert got_theirs.split()[:1] == [addr[mal]], got_theirs
+    assert ali not in hosts_theirs and f"job-{ali[:8]}" not in hosts_theirs, hosts_theirs
+
+
+def test_a_name_with_a_dot_on_bridge_stands_for_its_owners_jobs_only(lab):
+    """bridge's names are each owner's: a job named db.internal there is found by that name by its
+    owner's other jobs, as on the owner's named network; another user's jobs on bridge still ask
+    DNS for db.internal (their hosts file does not have it)."""
+    d = started(lab)
+    srv = run_as(d, ALICE, "--network=bridge", "--name=db.internal", "/bin/sleep", "60")
+    wait_running(d, srv)
+    probe = "getent -s files hosts db.internal || echo none"
+    cli = run_as(d, ALICE, "--network=bridge", "/bin/sh", "-c", probe)
+    other = run_as(d, MALLORY, "--network=bridge", "/bin/sh", "-c", probe)
+    wait_end(d, cli)
+    wait_end(d, other)
+    addr = next(j["address"] for j in d.api("GET", "/v1/networks/bridge")[1]["jobs"] if j["id"] == srv)
+    stop_all(d)
+    assert d.output(cli).split()[:1] == [addr], d.output(cli)
+    assert d.output(other).strip() == "none", d.output(other)
 
 
 def test_a_name_with_a_dot_still_stands_on_its_owners_own_network(lab):
@@ -263,7 +310,7 @@ def test_jobs_starting_on_bridge_as_joblet_is_killed_get_one_address_each_after_
     """Held: 120 jobs (root's: submitted quickly) on bridge start in one turn (one --schedule second); joblet is
     killed with -9 as their veths appear, before the turn commits. After the restart (the runs no
     row records are killed and started again) every job not ended has its own address, its veth
-    on the bridge, and one line in the hosts file; a job of Alice's then gets an address of its
+    on the bridge, and one line in its owner's (root's) hosts file; a job of Alice's then gets an address of its
     own, and no veth is left that no job holds."""
     import collections
     import datetime
@@ -293,14 +340,17 @@ def test_jobs_starting_on_bridge_as_joblet_is_killed_get_one_address_each_after_
     wait_running(d, alice)
     net = d.api("GET", "/v1/networks/bridge")[1]
     addrs = collections.Counter(j["address"] for j in net["jobs"])
-    hosts = open(os.path.join(d.state, "networks", "bridge.hosts")).read().splitlines()[3:]
+    owners = os.path.join(d.state, "networks", "bridge.owners")
+    hosts = open(os.path.join(owners, "0.hosts")).read().splitlines()[3:]
+    alice_hosts = open(os.path.join(owners, f"{ALICE}.hosts")).read().splitlines()[3:]
     left = veths()
     stop_all(d)
     print("runs no row recorded, killed at the restart:", d.log().count("killed a run no row records"))
     assert sorted(j["id"] for j in net["jobs"]) == sorted(ids + [alice])
     assert not [a for a, n in addrs.items() if n > 1], addrs
     assert left == {j["host_if"] for j in net["jobs"]}
-    assert sorted(l.split()[-1] for l in hosts) == sorted(ids + [alice]), hosts
+    assert sorted(l.split()[-1] for l in hosts) == sorted(ids), hosts  # root's jobs: root's file
+    assert [l.split()[-1] for l in alice_hosts] == [alice], alice_hosts
 
 
 # --- removal while jobs wait, and full networks ---------------------------------------------------

@@ -492,11 +492,13 @@ def test_workflow_declares_its_network(net_daemon, tmp_path):
     assert not any(n.startswith("jb-ntw") for n in links())
 
 
-def test_names_on_a_shared_network_cannot_be_taken(net_daemon):
-    """On bridge, which every user's jobs share, a name two owners' jobs carry stands for neither
-    (another user cannot take the name a job is found by), and names that would pass for
-    something else (localhost, a job's hostname, an id) are not listed; hostnames and ids are."""
-    from test_users import as_user  # uid 4321 through setpriv
+def test_names_on_the_shared_bridge_are_scoped_to_their_owner(net_daemon):
+    """On bridge, which every user's jobs share, each owner's jobs see a hosts file of their
+    owner's jobs only (docs/networks.md, Names): a name both users give a job stands, for each
+    user's jobs, for that user's own; another user's jobs, their names, hostnames and ids, are not
+    there at all. Names that would pass for something else (localhost, a job's hostname, an id)
+    are still not listed; hostnames and ids are."""
+    from test_users import UID, as_user  # uid 4321 through setpriv
     d = net_daemon
     mine = d.submit("sleep", "60", name="shared", network="bridge")
     d.wait_status(mine, "RUNNING")
@@ -505,25 +507,54 @@ def test_names_on_a_shared_network_cannot_be_taken(net_daemon):
     p = as_user(d, "job", "run", "--network=bridge", "--name=shared", "sleep", "60")
     assert p.returncode == 0, p.stderr
     theirs = p.stdout.split()[-1]
+    p = as_user(d, "job", "run", "--network=bridge", "--name=theirsonly", "sleep", "60")
+    assert p.returncode == 0, p.stderr
+    theirs_only = p.stdout.split()[-1]
     spoof = [d.submit("sleep", "60", name=n, network="bridge") for n in ("localhost", f"job-{victim[:8]}", victim)]
     try:
-        d.wait_status(theirs, "RUNNING")
-        for j in spoof:
+        for j in (theirs, theirs_only, *spoof):
             d.wait_status(j, "RUNNING")
+        addr = {j["id"]: j["address"] for j in network(d, "bridge")["jobs"]}
+
+        def hosts_of(lines):
+            return [l.split() for l in lines.splitlines() if l and not l.startswith("#")]
         job, out, err = d.run("cat", "/etc/hosts", network="bridge")
         assert job["status"] == "COMPLETED", (job, err)
-        lines = [l.split() for l in out.splitlines() if l and not l.startswith("#")]
+        lines = hosts_of(out)
         names = [w for l in lines for w in l[1:]]
-        assert "shared" not in names, out            # two owners: nobody's
-        assert names.count("solo") == 1, out         # one owner: listed
+        assert [l[0] for l in lines if "shared" in l[1:]] == [addr[mine]], out  # root's own
+        assert names.count("solo") == 1, out
         assert names.count("localhost") == 2, out    # 127.0.0.1 and ::1 only
         assert names.count(f"job-{victim[:8]}") == 1, out
         assert names.count(victim) == 1, out
-        for j in (mine, victim, theirs, *spoof):
+        for j in (mine, victim, *spoof):
             assert f"job-{j[:8]}" in names and j in names, (j, out)
+        for j in (theirs, theirs_only):  # uid 4321's: not by id, hostname, name or address
+            assert j not in out and f"job-{j[:8]}" not in out and addr[j] + "\t" not in out, (j, out)
+        assert "theirsonly" not in names, out
+
+        # uid 4321's job: its own shared and theirsonly; none of root's jobs
+        p = as_user(d, "job", "run", "--follow", "--network=bridge", "cat", "/etc/hosts")
+        assert p.returncode == 0, p.stderr
+        lines = hosts_of(p.stdout)
+        names = [w for l in lines for w in l[1:]]
+        assert [l[0] for l in lines if "shared" in l[1:]] == [addr[theirs]], p.stdout
+        assert [l[0] for l in lines if "theirsonly" in l[1:]] == [addr[theirs_only]], p.stdout
+        for j in (mine, victim, *spoof):
+            assert j not in p.stdout and f"job-{j[:8]}" not in p.stdout, (j, p.stdout)
+        assert "solo" not in names, p.stdout
+        # each owner's file, and no other (bridge.hosts, every user's, is gone)
+        owners = os.path.join(d.state, "networks", "bridge.owners")
+        assert {"0.hosts", f"{UID}.hosts"} <= set(os.listdir(owners)), os.listdir(owners)
+        assert not os.path.exists(os.path.join(d.state, "networks", "bridge.hosts"))
     finally:
         for j in (mine, victim, *spoof):
             d.rnx("job", "stop", j)
-        as_user(d, "job", "stop", theirs)
-        for j in (mine, victim, theirs, *spoof):
+        for j in (theirs, theirs_only):
+            as_user(d, "job", "stop", j)
+        for j in (mine, victim, theirs, theirs_only, *spoof):
             d.wait(j)
+    # an owner's file lists none of their jobs once their last job on bridge ended
+    left = [l for l in open(os.path.join(owners, f"{UID}.hosts")).read().splitlines()
+            if l and not l.startswith("#") and "localhost" not in l]
+    assert left == [], left

@@ -5,6 +5,7 @@ As in test_networks.py, traffic goes only to this machine: the jobs' own namespa
 the test's own "outside" namespace (test_networks.Outside, on a /30 no host route touches).
 Everything is removed at the end: the fixture runs joblet-net down and checks no link is left."""
 import json
+import os
 import time
 
 import pytest
@@ -89,16 +90,33 @@ def test_gvisor_and_native_jobs_on_one_network_by_name(net_daemon):
 
 
 def test_gvisor_on_bridge_reaches_a_native_job(net_daemon):
+    """A gVisor job on bridge finds its owner's native job by name; its /etc/hosts is the file of
+    its owner's jobs on bridge, bound in the bundle as natively: another user's job is not in it."""
+    from test_users import UID, as_user  # uid 4321 through setpriv
     d = net_daemon
     srv = d.submit("python3", "-c", ECHO_SERVER, "7002", name="bsrv", network="bridge")
+    p = as_user(d, "job", "run", "--network=bridge", "--name=otherusers", "sleep", "60")
+    assert p.returncode == 0, p.stderr
+    other = p.stdout.split()[-1]
     try:
         wait_output(d, srv, "listening")
+        d.wait_status(other, "RUNNING")
         job, out, err = d.run("python3", "-c", CLIENT, "bsrv", "7002", "10", **gvisor(network="bridge"))
         assert job["status"] == "COMPLETED", (job, out, err)
         assert out.strip() == "echo:hello"
+        job, out, err = d.run("cat", "/etc/hosts", **gvisor(network="bridge"))
+        assert job["status"] == "COMPLETED", (job, out, err)
+        assert "bsrv" in out and srv in out, out
+        assert "otherusers" not in out and other not in out, out
+        cfg = json.load(open(f"{d.state}/jobs/{job['id']}/bundle-config.json"))
+        src = [m["source"] for m in cfg["mounts"] if m["destination"] == "/etc/hosts"]
+        assert src == [f"{d.state}/networks/bridge.owners/0.hosts"], cfg["mounts"]
     finally:
         d.rnx("job", "stop", srv)
+        as_user(d, "job", "stop", other)
         d.wait(srv, timeout=60)
+        d.wait(other, timeout=60)
+    assert f"{UID}.hosts" in os.listdir(f"{d.state}/networks/bridge.owners")
     no_jobs_left(d, "bridge")
 
 
