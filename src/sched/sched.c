@@ -109,6 +109,19 @@ static uint64_t candidates(const sched_input *in, const room *R, const sched_req
     return c;
 }
 
+/* The GPUs shared request r could take once their shared jobs of another uid have gone (MPS
+ * serves one uid: candidates). They are what such a head waits for, with no end known. */
+static uint64_t after_tenants(const sched_input *in, const room *R, const sched_req *r)
+{
+    if (!r->shared)
+        return 0;
+    room T = *R;
+    for (size_t g = 0; g < SCHED_GPU_MAX; g++)
+        if (T.shared_mb[g] > 0 && T.tenant[g] != r->mps_uid)
+            T.shared_mb[g] = 0;
+    return candidates(in, &T, r, 0) & ~candidates(in, R, r, 0);
+}
+
 static uint64_t busy_of(const sched_input *in, const room *R)
 {
     uint64_t b = R->whole;
@@ -362,7 +375,9 @@ static void reserve(const sched_input *in, const room *R, const sched_req *r, ho
     }
     *shadow = 0;
     *res_mig = -1;
-    *res = r->mig_profile >= 0 ? 0 : candidates(in, R, r, 0) & useful(in, r);
+    /* (a shared head: the GPUs other uids' shared jobs hold too, or a stream of their later jobs
+     * would keep it off them for ever) */
+    *res = r->mig_profile >= 0 ? 0 : (candidates(in, R, r, 0) | after_tenants(in, R, r)) & useful(in, r);
 }
 
 /* Whether a GPU is free now that another job could be given (usable, open, nobody's). */
@@ -566,7 +581,8 @@ void sched_decide(const sched_input *in, sched_output *out)
                     place(in, &S, &j->r, 0, -1, &reserved, &res_mig);
                     shadow = in->now_ms;
                     why = SW_PREEMPTING;
-                } else if (j->r.mig_profile < 0 && !(candidates(in, &R, &j->r, 0) & useful(in, &j->r)) &&
+                } else if (j->r.mig_profile < 0 &&
+                           !((candidates(in, &R, &j->r, 0) | after_tenants(in, &R, &j->r)) & useful(in, &j->r)) &&
                            any_free(in, &R) && !fits_at_known_end(in, &R, &j->r, hs, nh)) {
                     /* nothing free is of use to it, and no known time makes it fit (what it
                      * needs is held with no end): it would reserve nothing, so the next job that

@@ -884,6 +884,26 @@ static void test_shared_one_uid_per_gpu(void **state)
     decide(&in, &r);
     assert_int_equal(r.out.nstart, 1);
     assert_int_equal(set_of(&r, 0), 0x1);
+    /* no end known for 1001's jobs: 1002's head reserves the GPUs they hold, so that a stream of
+     * 1001's later jobs does not keep it off them for ever (and on a machine with a free GPU it
+     * cannot use, it still does not give up its place: SW_HEAD_HELD is for what nothing frees) */
+    run2[0].end_ms = 0;
+    run2[1].r.gpu_memory_mb = 10000;
+    in = input(jobs, 2, run2, 2, gpus, 2);
+    decide(&in, &r);
+    assert_int_equal(r.out.nstart, 0);
+    assert_int_equal(r.why[0], SW_HEAD);
+    assert_int_equal(r.out.reserved, 0x3);
+    assert_int_equal(r.why[1], SW_RESERVED);
+    sched_gpu three[3];
+    gpus_init(three, 3, 40000);
+    three[2].mps = 0; /* free, but of no use to a shared job */
+    in = input(jobs, 2, run2, 2, three, 3);
+    decide(&in, &r);
+    assert_int_equal(r.why[0], SW_HEAD);
+    assert_int_equal(r.out.reserved, 0x3);
+    assert_int_equal(r.why[1], SW_RESERVED);
+    run2[0].end_ms = NOW + 5000;
     /* fits-now and the tenants of a GPU started in the same pass */
     sched_job two[] = {job(5, as_uid(req_shared(1, 1000), 7)), job(6, as_uid(req_shared(1, 1000), 8)),
                        job(7, as_uid(req_shared(1, 1000), 7))};

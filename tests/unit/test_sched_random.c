@@ -168,6 +168,14 @@ static int c_qualifies(const sim *s, size_t g, const sched_req *r, int ignore_cl
     return r->gpu_memory_mb == 0 || (G->memory_mb >= 0 && (int64_t)r->gpu_memory_mb <= G->memory_mb);
 }
 
+/* GPU g would have room for shared request r in c once its shared jobs of another uid have gone
+ * (MPS serves one uid at a time): what a shared head waits for. */
+static int c_room_after_tenants(const sim *s, const croom *c, size_t g, const sched_req *r)
+{
+    return r->shared && !c->excl[g] && c->nsh[g] > 0 && c->tenant[g] != r->mps_uid &&
+           (int64_t)r->gpu_memory_mb <= s->gpus[g].memory_mb;
+}
+
 /* GPU g has room for r in c. */
 static int c_room(const sim *s, const croom *c, size_t g, const sched_req *r)
 {
@@ -537,12 +545,16 @@ static void check_and_apply(sim *s, sched_output *o)
                     uint32_t node = 0; /* open GPUs of its kind on g's NUMA node */
                     for (size_t h = 0; h < s->ngpus; h++)
                         node += s->gpus[g].numa >= 0 && s->gpus[h].numa == s->gpus[g].numa && c_qualifies(s, h, hr, 0);
-                    int usable_now = hr->mig_profile < 0 && c_qualifies(s, g, hr, 0) && c_room(s, &at_head, g, hr) &&
-                                     (!hr->gpu_ids || hr->gpu_ids >> g & 1) && (!hr->single_numa || node >= hr->gpu_count);
+                    int kind = hr->mig_profile < 0 && c_qualifies(s, g, hr, 0) && (!hr->gpu_ids || hr->gpu_ids >> g & 1) &&
+                               (!hr->single_numa || node >= hr->gpu_count);
+                    int usable_now = kind && c_room(s, &at_head, g, hr);
                     CHECK(!usable_now || o->reserved >> g & 1, "GPU %zu, free and of use to the head, is not reserved",
                           g);
+                    /* a shared head: also the GPUs it waits for other uids' shared jobs to leave */
+                    CHECK(!(kind && c_room_after_tenants(s, &at_head, g, hr)) || o->reserved >> g & 1,
+                          "GPU %zu, of use to the shared head once another uid's shared jobs leave, is not reserved", g);
                     if (o->reserved >> g & 1)
-                        CHECK(c_qualifies(s, g, hr, 0) && c_room(s, &c, g, hr),
+                        CHECK(c_qualifies(s, g, hr, 0) && (c_room(s, &c, g, hr) || c_room_after_tenants(s, &c, g, hr)),
                               "reserved GPU %zu is of no use to the head now", g);
                 }
             }
