@@ -127,6 +127,8 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
             return -1;
         (*acted)++;
         log_info("array %s %s by uid %u", a->id, hold ? "held" : "released", (unsigned)by);
+        if (!hold)
+            depend_array_released(a); /* (what it waits for ended as it cannot need while it was held) */
     }
     jerr refused = {0}; /* a task whose hold is an admin's, when it is all that was named */
     for (size_t i = 0; i < a->ntasks; i++) {

@@ -62,15 +62,18 @@ json_t *array_json(const jarray *a)
     char words[120];
     const char *why = wait_words(a, words, sizeof words);
     char deps[600];
-    if (a->waiting && a->wf_id[0] && !a->req.nafter)
+    if (a->canceled_by == ARRAYS_CANCELED_DEPENDENCY)
+        why = a->canceled_why ? a->canceled_why : "canceled: its dependencies could never hold";
+    else if (a->canceled_by == ARRAYS_CANCELED_UNMAKEABLE)
+        why = a->canceled_why ? a->canceled_why : "canceled: its tasks could not be made";
+    else if (a->held)
+        ; /* (held first, as a job held while PENDING: what it waits for is its `after`) */
+    else if (a->waiting && a->wf_id[0] && !a->req.nafter)
         why = "waiting for the jobs it requires in its workflow to end as it needs";
     else if (a->waiting) {
         depend_describe_req(&a->req, a->after_seq, deps, sizeof deps);
         why = deps;
-    } else if (a->canceled_by == ARRAYS_CANCELED_DEPENDENCY)
-        why = a->canceled_why ? a->canceled_why : "canceled: its dependencies could never hold";
-    else if (a->canceled_by == ARRAYS_CANCELED_UNMAKEABLE)
-        why = a->canceled_why ? a->canceled_why : "canceled: its tasks could not be made";
+    }
     json_t *args = json_array();
     for (size_t i = 0; i < a->req.nargs; i++)
         json_array_append_new(args, json_string(a->req.args[i]));

@@ -830,9 +830,9 @@ job *arrays_task(const jarray *a, uint32_t t, bool *made)
 
 enum job_state arrays_unmade_state(const jarray *a)
 {
-    /* as a job of the same request would be now: one scheduled for later is SCHEDULED until
-     * its time */
-    return a->waiting ? JS_PENDING : a->held ? JS_HELD : a->req.schedule_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
+    /* as a job of the same request would be now: a held one is HELD, whatever it waits for (as a
+     * job held while PENDING); one scheduled for later is SCHEDULED until its time */
+    return a->held ? JS_HELD : a->waiting ? JS_PENDING : a->req.schedule_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
 }
 
 void arrays_count(const jarray *a, arrays_counts *c)

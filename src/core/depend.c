@@ -643,13 +643,18 @@ static void describe_single(const job *j, bool after_said, char *out, size_t len
         snprintf(out + l, len - l, ": job %.8s is %s", h->id, job_state_name(h->state));
 }
 
-/* The same for an array that waits (its tasks are made once its dependencies hold). */
+/* The same for an array that waits (its tasks are made once its dependencies hold). A held one
+ * whose dependencies can never hold keeps its hold and is decided when released
+ * (depend_array_released), as a held job is (job_ctl_release); one whose dependencies held is let
+ * go of them, held still (as decide_held). */
 static void decide_array(jarray *a)
 {
     if (!a->waiting)
         return;
     char msg[300];
     enum depend_verdict v = verdict(&a->req, a->after_seq, a, msg, sizeof msg);
+    if (v == DEPEND_CANCEL && a->held)
+        return;
     if (v == DEPEND_CANCEL) {
         log_info("array %s: %s: its tasks are canceled", a->id, msg);
         a->waiting = false;
@@ -695,6 +700,8 @@ void depend_array_submitted(jarray *a)
     decide_array(a);
     ready_from_ended(a);
 }
+
+void depend_array_released(jarray *a) { decide_array(a); }
 
 static void array_changed(jarray *a)
 {

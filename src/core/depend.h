@@ -54,6 +54,9 @@ void depend_describe_req(const job_req *req, const uint64_t *after_seq, char *ou
 /* An array may wait as a job does (rnx job run --array --after): linked and decided at once; no
  * task of it is made while it waits (arrays_offer), and all are canceled when it never can go. */
 void depend_array_submitted(struct jarray *a);
+/* An array released from its hold (rnx job release): decided as at submission (one held is not
+ * canceled while held, as a held job is not). */
+void depend_array_released(struct jarray *a);
 /* An array started or ended (its tasks together: the settle step, a cancel): the jobs and arrays
  * waiting on it are decided. */
 void depend_array_changed(struct jarray *a);
