@@ -98,8 +98,9 @@ json_t *array_json(const jarray *a)
                                                        wf->jobs[a->wf_index].name)
                                            : json_null());
     jx_set_time_or_null(o, "created_at", a->created_ms);
-    /* its run: from its first task's start to its last task's end (once every task ended) */
-    int64_t started = 0, ended = 0;
+    /* its run: from its first task's start to its last task's end (once every task ended), or to
+     * the cancel of its last tasks when they were never made */
+    int64_t started = 0, ended = a->canceled_ms;
     for (size_t i = 0; i < a->ntasks; i++) {
         const job *t = a->tasks[i];
         if (t && t->started_ms > 0 && (!started || t->started_ms < started))

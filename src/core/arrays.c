@@ -1072,6 +1072,8 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
             return -1;
         n = (int64_t)(arrayspec_count_from(&a->spec, a->made, &a->skip) - skipped);
     }
+    if (n > 0)
+        a->canceled_ms = now_ms();
     ev_mark(a);
     a->ev_canceled |= n > 0;
     changed(a); /* (before the save: a failed one leaves the change in memory) */
@@ -1100,6 +1102,7 @@ void arrays_cancel_by_joblet(jarray *a, int64_t how, const char *why)
 {
     a->waiting = false;
     a->canceled_by = how;
+    a->canceled_ms = now_ms();
     ev_mark(a);
     free(a->canceled_why);
     a->canceled_why = xstrdup(why);
@@ -1206,6 +1209,7 @@ static void load_one(db_array *r, void *arg)
     a->gone_exit = r->gone_exit;
     a->after_met = r->after_met;
     a->joined_ms = r->joined_ms;
+    a->canceled_ms = r->canceled_ms;
     qclock_seen(a->created_ms);
     qclock_seen(a->joined_ms);
     memcpy(a->wf_id, r->wf_id, sizeof a->wf_id);

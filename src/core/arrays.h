@@ -56,6 +56,8 @@ typedef struct jarray {
                                 * dependencies can never hold; ARRAYS_CANCELED_UNMAKEABLE, its tasks
                                 * can never be made (a start that failed, as a job's start_failed) */
     char *canceled_why;
+    int64_t canceled_ms;       /* when tasks not made yet were last canceled (all, or some by id; saved):
+                                * the end of an array whose last tasks were never made; 0 never */
     bool held;                 /* no task of it is made while held */
     int64_t held_by;           /* while held: the uid that held it (its owner's hold, or an admin's:
                                 * only an admin releases that, authz.h AUTHZ_RELEASE_ADMIN_HOLD);

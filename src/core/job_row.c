@@ -84,7 +84,7 @@ const db_array *array_row(const jarray *a, array_row_buf *b)
                         .skip = a->skip.n ? b->skip : NULL, .ahead = a->ahead.n ? b->ahead : NULL, .canceled_by = a->canceled_by,
                         .canceled_why = a->canceled_by < -1 ? a->canceled_why : NULL, .held = a->held,
                         .held_by = a->held_by, .wf_index = a->wf_index, .after_met = a->after_met, .joined_ms = a->joined_ms,
-                        .gone_exit = a->gone_exit};
+                        .canceled_ms = a->canceled_ms, .gone_exit = a->gone_exit};
     for (int s = JS_STOPPED; s < JS_COUNT; s++)
         b->row.gone[s - JS_STOPPED] = a->gone[s];
     memcpy(b->row.id, a->id, sizeof b->row.id);

@@ -145,6 +145,10 @@ static const char *const migrations[] = {
      * from before: never (0) */
     "ALTER TABLE jobs ADD COLUMN joined_ms INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE arrays ADD COLUMN joined_ms INTEGER NOT NULL DEFAULT 0;",
+    /* 23: when an array's tasks not made yet were last canceled (all of them, or some by id): the
+     * end of an array whose last tasks were never made (core/arrays.h). Rows from before: not
+     * known (0) */
+    "ALTER TABLE arrays ADD COLUMN canceled_ms INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
@@ -1436,7 +1440,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
                            "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
                            " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index, ahead, after_met,"
                            " held_by, gone_stopped, gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why,"
-                           " joined_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " joined_ms, canceled_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, 0, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
@@ -1465,6 +1469,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     sqlite3_bind_int(st, 22, a->gone_exit);
     bind_text(st, 23, a->canceled_why);
     sqlite3_bind_int64(st, 24, a->joined_ms);
+    sqlite3_bind_int64(st, 25, a->canceled_ms);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     free(req);
@@ -1495,7 +1500,8 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "SELECT id, seq, name, owner_uid, owner_gid, request, spec, created_ms, made, skip,"
                                   " canceled_by, held, workflow_id, workflow_index, ahead, after_met, held_by, gone_stopped,"
-                                  " gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why, joined_ms FROM arrays ORDER BY seq",
+                                  " gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why, joined_ms, canceled_ms"
+                                  " FROM arrays ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
@@ -1531,6 +1537,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         a.gone_exit = sqlite3_column_int(st, 21);
         a.canceled_why = (const char *)sqlite3_column_text(st, 22);
         a.joined_ms = sqlite3_column_int64(st, 23);
+        a.canceled_ms = sqlite3_column_int64(st, 24);
         fn(&a, arg);
         jobreq_free(&a.req);
     }

@@ -209,6 +209,7 @@ typedef struct db_array {
     int wf_index;            /* its place among the workflow's jobs; -1 none */
     bool after_met;          /* its `after` held once: it was let go (schema 19; core/arrays.h) */
     int64_t joined_ms;       /* when it last joined the queue (schema 22; core/arrays.h) */
+    int64_t canceled_ms;     /* when tasks not made were last canceled; 0 never or not known (schema 23) */
 } db_array;
 int db_array_save(db *d, const db_array *a, jerr *e);
 int db_array_delete(db *d, const char *id, jerr *e);
