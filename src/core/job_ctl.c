@@ -376,20 +376,22 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
 {
     bool running = job_ctl_update_runs(j);
     bool waiting = job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
+    /* its state in the refusals below: one still QUEUED whose shim is starting it runs already */
+    const char *state = running && job_state_waiting(j->state) ? "starting" : job_state_name(j->state);
     if (!running && !waiting)
         return jerr_http(e, 409, "job %s is %s; only a waiting, held, running or suspended job can be updated", j->id,
                          job_state_name(j->state));
     const uint64_t deps = 1ull << JR_AFTER | 1ull << JR_AFTER_ANY; /* the jobs, and all or any one of them */
     if (running && (changed & deps))
         return jerr_http(e, 409, "job %s is %s; its dependencies (after) cannot change once it runs: those it "
-                                 "was started after held then", j->id, job_state_name(j->state));
+                                 "was started after held then", j->id, state);
     if (running)
         for (size_t i = 0; i < job_ctl_update_nfields; i++) {
             enum jobreq_id f = job_ctl_update_fields[i];
             if (f != JR_MAX_RUNTIME_S && (changed >> f & 1))
                 return jerr_http(e, 409, "job %s is %s; %s cannot change once it runs (what it was started with "
                                          "holds until it ends): only max_runtime_s can",
-                                 j->id, job_state_name(j->state), jobreq_fields[f].key);
+                                 j->id, state, jobreq_fields[f].key);
         }
     if ((changed >> JR_PRIORITY & 1) && req->priority > j->req.priority &&
         authz_check(who, AUTHZ_RAISE_PRIORITY, "raising a job's priority (its owner may lower it)", e) < 0)
