@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -165,3 +166,53 @@ def test_job_without_gpu_cannot_open_any_nvidia_device(gpu_daemon):
     finally:
         gpu_daemon.api("POST", f"/v1/jobs/{jid}/stop")
         gpu_daemon.wait(jid)
+
+
+MPS_PROGRAM = r"""
+#include <cstdio>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    float *p;
+    if (cudaMalloc(&p, 1 << 20) != cudaSuccess) { printf("cuda init failed\n"); return 1; }
+    printf("up\n");
+    fflush(stdout);
+    sleep(atoi(argv[1]));   /* holds its context (an MPS client) meanwhile */
+    cudaFree(p);
+    return 0;
+}
+"""
+
+
+def test_two_shared_jobs_of_one_user_are_mps_clients_at_once(tmp_path):
+    """docs/gpu.md "One uid per shared GPU": NVIDIA MPS serves one uid at a time, a client of another
+    uid waiting in its CUDA start until the running server's clients are gone. root's shared jobs
+    run as one uid, so the second job's CUDA start comes while the first still holds its context
+    (before: each of root's jobs had a uid of its own, and the second said "up" only after the first
+    ended). Needs nvcc and the driver's nvidia-cuda-mps-control."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if not nvcc or not os.access("/usr/bin/nvidia-cuda-mps-control", os.X_OK):
+        pytest.skip("needs nvcc and /usr/bin/nvidia-cuda-mps-control")
+    src = tmp_path / "hold.cu"
+    src.write_text(MPS_PROGRAM.replace("#include <unistd.h>", "#include <unistd.h>\n#include <cstdlib>"))
+    subprocess.run([nvcc, "-o", str(tmp_path / "hold"), str(src)], check=True, timeout=300)
+    import base64
+    up = [{"path": "hold", "type": "file", "mode": 0o755,
+           "content_b64": base64.b64encode((tmp_path / "hold").read_bytes()).decode()}]
+    d = Daemon().start()
+    try:
+        first = d.submit("./hold", "40", gpu_ids=["0"], gpu_share=True, gpu_memory_mb=1024, uploads=up)
+        deadline = time.time() + 120
+        while time.time() < deadline and "up" not in d.output(first):
+            time.sleep(0.2)
+        assert "up" in d.output(first), d.job(first)
+        second = d.submit("./hold", "1", gpu_ids=["0"], gpu_share=True, gpu_memory_mb=1024, uploads=up)
+        job = d.wait(second, 120)
+        assert d.job(first)["status"] == "RUNNING", d.job(first)  # the second's CUDA start came meanwhile
+        assert job["status"] == "COMPLETED" and d.output(second).strip() == "up", (job, d.output(second))
+        assert d.job(first)["uid"] == job["uid"]
+        d.api("POST", f"/v1/jobs/{first}/stop")
+        d.wait(first, 120)
+    finally:
+        d.cleanup()
