@@ -67,23 +67,51 @@ typedef struct shim {
     char error[1024];
 } shim;
 
-static void shim_log(shim *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void shim_log(shim *sh, const char *fmt, ...)
+/* shim.log is on the state filesystem and counted in no budget, and some of its lines come as
+ * often as a user asks (each signal sent, each suspend, resume or run-time update): they fill
+ * at most SHIM_LOG_ASKED_MAX of it, the shim's own diagnostics (a failed start, the cleanup) the
+ * rest up to SHIM_LOG_MAX. A line saying so marks where each kind stopped. */
+#define SHIM_LOG_MAX (64 << 10)
+#define SHIM_LOG_ASKED_MAX (32 << 10)
+
+static void shim_vlog(shim *sh, off_t bound, const char *fmt, va_list ap)
 {
     int fd = openat(sh->dirfd, SHIM_LOG, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0)
         return;
     char msg[1200];
-    va_list ap;
-    va_start(ap, fmt);
     int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
-    va_end(ap);
     if (n > (int)sizeof msg - 2)
         n = (int)sizeof msg - 2;
     msg[n++] = '\n';
-    ssize_t w = write(fd, msg, (size_t)n);
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size + n > bound) {
+        n = st.st_size < bound ? snprintf(msg, sizeof msg, "(shim.log holds %lld KiB of such lines: later ones are "
+                                                          "not kept)\n", (long long)bound >> 10)
+                               : 0;
+    }
+    ssize_t w = n > 0 ? write(fd, msg, (size_t)n) : 0;
     (void)w;
     close(fd);
+}
+
+static void shim_log(shim *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void shim_log(shim *sh, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    shim_vlog(sh, SHIM_LOG_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* A line a user's request brings (see SHIM_LOG_ASKED_MAX). */
+static void shim_log_asked(shim *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void shim_log_asked(shim *sh, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    shim_vlog(sh, SHIM_LOG_ASKED_MAX, fmt, ap);
+    va_end(ap);
 }
 
 static bool pwrite_all(int fd, const char *p, size_t len)
@@ -250,11 +278,11 @@ static void forward_signal(shim *sh, int word, const char *why)
         rc = sigqueue(sh->init, sig, (union sigval){.sival_int = SHIM_SIGNAL_COMMAND});
     const char *name = signal_name(sig);
     if (rc < 0)
-        shim_log(sh, "could not send %s to the job's %s (%s): %s", name ? name : "?", all ? "processes" : "command",
-                 why, strerror(errno));
+        shim_log_asked(sh, "could not send %s to the job's %s (%s): %s", name ? name : "?",
+                       all ? "processes" : "command", why, strerror(errno));
     else
-        shim_log(sh, "sent %s to %s (%s)", name ? name : "?", all ? "every process of the job" : "the job's command",
-                 why);
+        shim_log_asked(sh, "sent %s to %s (%s)", name ? name : "?",
+                       all ? "every process of the job" : "the job's command", why);
 }
 
 static void hard_kill(shim *sh)
@@ -865,7 +893,7 @@ static void runtime_limit(shim *sh, int ep, uint64_t word)
     uint64_t seconds = word & SHIM_LIMIT_SECONDS;
     bool paused = (word & SHIM_LIMIT_SUSPENDED) != 0;
     if (seconds != sh->runtime_s)
-        shim_log(sh, "run-time limit now %llu s", (unsigned long long)seconds);
+        shim_log_asked(sh, "run-time limit now %llu s", (unsigned long long)seconds);
     sh->runtime_s = seconds;
     /* a limit moved further than the warning sent for the old one: the new one gets its own */
     int64_t due = warn_due_ns(sh);
@@ -873,12 +901,12 @@ static void runtime_limit(shim *sh, int ep, uint64_t word)
         sh->warned = false;
     if (paused && !sh->paused_since_ns) {
         sh->paused_since_ns = mono_ns();
-        shim_log(sh, "suspended: the run-time limit waits");
+        shim_log_asked(sh, "suspended: the run-time limit waits");
     } else if (!paused && sh->paused_since_ns) {
         sh->paused_ns += mono_ns() - sh->paused_since_ns;
         sh->paused_since_ns = 0;
-        shim_log(sh, "resumed: %lld ms suspended in all, not counted against the run-time limit",
-                 (long long)(sh->paused_ns / 1000000));
+        shim_log_asked(sh, "resumed: %lld ms suspended in all, not counted against the run-time limit",
+                       (long long)(sh->paused_ns / 1000000));
     }
     runtime_arm(sh, ep);
 }
