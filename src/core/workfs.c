@@ -257,11 +257,16 @@ static int owner_fs(uid_t owner, char *mnt, size_t mlen, jerr *e)
         struct statvfs sv;
         if (statvfs(root, &sv) == 0 && (uint64_t)sv.f_blocks * sv.f_frsize >> 20 < mb)
             mb = (uint64_t)sv.f_blocks * sv.f_frsize >> 20;
+        /* made and formatted under another name, then renamed: an image cut short (the machine
+         * down during mke2fs) is never taken for one that mounts, which locked its owner out */
+        char fresh[720];
+        snprintf(fresh, sizeof fresh, "%s.new", image);
         int64_t t0 = mono_ns();
-        if (diskimg_create(image, mb < 16 ? 16 : mb, e) < 0)
+        unlink(fresh);
+        if (diskimg_create(fresh, mb < 16 ? 16 : mb, e) < 0)
             return -1;
-        if (format(image, mnt, e) < 0) {
-            unlink(image);
+        if (format(fresh, mnt, e) < 0 || (rename(fresh, image) < 0 && jerr_sys(e, "rename %s", fresh) < 0)) {
+            unlink(fresh);
             return -1;
         }
         log_info("the /work filesystem of uid %u: %llu MB, made in %.1f ms", (unsigned)owner, (unsigned long long)mb,

@@ -52,3 +52,34 @@ def test_a_users_signals_do_not_grow_the_shims_log_without_bound(fresh_daemon):
     wait_for(lambda: os.path.exists(heard) and int(open(heard).read() or 0) > 0, "the job heard the signals")
     assert api_as(d, BOB, "POST", f"/v1/jobs/{jid}/kill")[0] == 200
     d.wait(jid)
+
+
+def test_a_work_image_whose_format_was_cut_short_does_not_lock_its_user_out(fresh_daemon):
+    """Bob's first job makes his /work image: created, then formatted (mke2fs). The machine going
+    down during the format (here: the daemon and mke2fs killed) left an image that never mounts
+    under its name, and every later submission of bob's was refused (507, "mount ...: Invalid
+    argument"). Now an image is formatted under another name and renamed once it is whole."""
+    d = fresh_daemon(start=False)
+    slow = os.path.join(d.dir, "slow-mke2fs")
+    with open(slow, "w") as f:
+        f.write("#!/bin/sh\necho $$ > %s/mke2fs.pid\nsleep 60\nexec /usr/sbin/mke2fs \"$@\"\n" % d.dir)
+    os.chmod(slow, 0o755)
+    with open(d.config, "a") as f:
+        f.write(f"volumes:\n  mke2fs: {slow}\n")
+    d.start()
+    first = subprocess.Popen([*setpriv(BOB), os.path.join(os.environ["JOBLET_BUILD"], "rnx"), "job", "run", "true"],
+                             env={"JOBLET_SOCKET": d.sock, "PATH": "/usr/bin:/bin"},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pidfile = os.path.join(d.dir, "mke2fs.pid")
+    wait_for(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), "mke2fs started")
+    d.kill9()
+    os.kill(int(open(pidfile).read()), 9)
+    first.wait(timeout=60)
+    with open(d.config) as f:
+        text = f.read()
+    with open(d.config, "w") as f:
+        f.write(text.replace(f"volumes:\n  mke2fs: {slow}\n", ""))
+    d.start()
+    code, j = api_as(d, BOB, "POST", "/v1/jobs", {"command": "true"})
+    assert code == 201, j
+    assert d.wait(j["id"])["status"] == "COMPLETED"
