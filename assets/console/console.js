@@ -553,10 +553,12 @@ function adoptXtermStyles(box) {
   sync();
   return () => { mo.disconnect(); document.adoptedStyleSheets = document.adoptedStyleSheets.filter((x) => x !== sheet); };
 }
-function loadScript(src) {
+/* integrity: the file's SHA-384, which the build fills in (scripts/embed_assets.py), so that no
+ * copy a browser cached for this host and port before the console held it runs here */
+function loadScript(src, integrity) {
   return new Promise((ok, fail) => {
     if (document.querySelector(`script[src="${src}"]`)) return ok();
-    const el = h("script", {src});
+    const el = h("script", {src, integrity});
     el.addEventListener("load", ok);
     el.addEventListener("error", () => fail(new Error("cannot load " + src)));
     document.head.append(el);
@@ -585,8 +587,8 @@ async function pageTerminal(main, id) {
     j ? " " + shellJoin(j.command, j.args) : ""), say, box);
   document.title = "joblet · terminal " + short(id);
   try {
-    await loadScript("/console/xterm.js");
-    await loadScript("/console/xterm-addon-fit.js");
+    await loadScript("/console/xterm.js", "sha384-@xterm.js@");
+    await loadScript("/console/xterm-addon-fit.js", "sha384-@xterm-addon-fit.js@");
     const r = await fetch("/v1/console/ticket", {method: "POST", credentials: "same-origin",
       headers: {"X-Console-Key": KEY, "Content-Type": "application/json"}});
     const ticket = (await r.text()).trim();

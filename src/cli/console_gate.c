@@ -301,8 +301,15 @@ void console_gate_check(console_secrets *s, const char *head, const char *end, c
 
 void console_gate_sign_in(const console_secrets *s, char *out, size_t cap)
 {
-    snprintf(out, cap, "Location: /#key=%s\r\nSet-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n", s->key,
-             s->cookie, s->session);
+    /* Clear-Site-Data "cache": what the browser cached for this origin before the console held
+     * the port (another user's server there, or a page of another port that had it load
+     * /console/console.js with a long max-age: the HTTP cache is keyed by site, which ignores
+     * the port) is dropped before the redirect is followed, so the page and its script come
+     * from joblet, not a stale copy that would run in the console's origin with its key */
+    snprintf(out, cap,
+             "Location: /#key=%s\r\nSet-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n"
+             "Clear-Site-Data: \"cache\"\r\n",
+             s->key, s->cookie, s->session);
 }
 
 /* Appends n bytes to out (used bytes *o, cap); false when they do not fit. */

@@ -56,8 +56,9 @@ void console_gate_check(console_secrets *s, const char *head, const char *end, c
  * in the place of an expired or the oldest one. */
 void console_gate_ticket_add(console_secrets *s, const char *t);
 
-/* The extra header lines of the sign-in's 303: the cookie, and "Location: /#key=KEY" (a
- * fragment: the browser keeps it, never sends it to a server). */
+/* The extra header lines of the sign-in's 303: the cookie, "Location: /#key=KEY" (a
+ * fragment: the browser keeps it, never sends it to a server) and Clear-Site-Data "cache" (no
+ * copy cached for the origin before the console held the port runs in the page). */
 void console_gate_sign_in(const console_secrets *s, char *out, size_t cap);
 
 /* How many body bytes follow the head: its Content-Length, 0 when it has none; -1 when they

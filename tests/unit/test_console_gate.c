@@ -57,6 +57,7 @@ static void test_sign_in_once_and_bind_the_origin(void **state)
     console_gate_sign_in(&s, extra, sizeof extra);
     assert_non_null(strstr(extra, "Location: /#key=" KEY "\r\n"));
     assert_non_null(strstr(extra, "Set-Cookie: joblet_console_8080=" SESSION "; Path=/; HttpOnly; SameSite=Strict"));
+    assert_non_null(strstr(extra, "Clear-Site-Data: \"cache\"\r\n"));
     /* twice: refused */
     v = check(&s, "GET /?token=" TOKEN " HTTP/1.1\r\nHost: localhost:9000\r\n\r\n");
     ASSERT_REFUSED(v, "401", "used already");
