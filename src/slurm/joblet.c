@@ -73,12 +73,18 @@ static int opt_cb(int val, const char *optarg, int remote)
         }
         snprintf(cfg.network, sizeof cfg.network, "%s", optarg);
         break;
-    case 2: {
+    case 2:
+        /* the value replaces the last one, never adds to it: slurmstepd 22.05 calls this twice
+         * for one --joblet-volume=NAME, and an appended list named NAME twice (refused, so the
+         * option never worked under Slurm); srun forwards only the last of a repeated option
+         * anyway. Too long is refused, not cut: a cut name may be another volume's. */
         cfg.on = true;
-        size_t l = strlen(cfg.volumes);
-        snprintf(cfg.volumes + l, sizeof cfg.volumes - l, "%s%s", l ? "," : "", optarg ? optarg : "");
+        if (optarg && strlen(optarg) >= sizeof cfg.volumes) {
+            slurm_error("joblet: --joblet-volume: longer than %zu bytes", sizeof cfg.volumes - 1);
+            return -1;
+        }
+        snprintf(cfg.volumes, sizeof cfg.volumes, "%s", optarg ? optarg : "");
         break;
-    }
     }
     return 0;
 }
@@ -457,10 +463,27 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     }
     char why[512] = "";
     json_t *a = json_array(), *e = json_array();
+    /* JSON carries UTF-8 text only (json_string is NULL for anything else): an argument that is
+     * not would drop out of the command line and shift the rest (argv[0] too: another program
+     * would run), so the task is refused; a variable that is not is left out, and said so */
     for (int i = 0; i < argc; i++)
-        json_array_append_new(a, json_string(argv[i]));
+        if (json_array_append_new(a, json_string(argv[i])) < 0) {
+            char n[16];
+            snprintf(n, sizeof n, "%d", i);
+            say("the task was not started: argument ", n,
+                " of its command line is not UTF-8 text, which joblet's API cannot carry");
+            json_decref(a);
+            json_decref(e);
+            return -1;
+        }
     for (char **p = env; p && *p; p++)
-        json_array_append_new(e, json_string(*p));
+        if (json_array_append_new(e, json_string(*p)) < 0) {
+            size_t n = strcspn(*p, "=");
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), *p);
+            if (name[0] && !name[strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")])
+                say("the environment variable ", name, " is left out: its value is not UTF-8 text");
+        }
     char stepname[16];
     snprintf(stepname, sizeof stepname, "%u", step);
     json_t *req = json_pack("{s:o,s:o,s:{s:I,s:s,s:I,s:I}}", "argv", a, "env", e, "slurm", "job", (json_int_t)job,
