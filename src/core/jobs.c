@@ -628,7 +628,9 @@ uid_t jobs_free_uid(uint64_t from)
         if (!h || !*h)
             return uid;
     }
-    return (uid_t)(core.cfg.uid_range_start + from % core.cfg.uid_range_size); /* every uid busy: share */
+    /* every uid busy: share, never root's shared-GPU uid (jobs_run_uid: kept for those jobs) */
+    uint64_t given = core.cfg.uid_range_size > 1 ? core.cfg.uid_range_size - 1 : 1;
+    return (uid_t)(core.cfg.uid_range_start + from % given);
 }
 
 void jobs_dir_of(const job *j, char *out, size_t len) { snprintf(out, len, "%s/%s", core.jobs_dir, j->id); }

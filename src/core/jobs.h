@@ -37,8 +37,9 @@ job *jobs_by_seq(uint64_t seq);
 void jobs_remove(job *j);
 /* A uid of the range jobs.uid_range_start gives out (root's jobs, gVisor sandboxes) that no
  * unfinished job holds, as its uid or its sandbox's: the first free one from the range's
- * place `from` on (modulo its size). Shared, past the range's size of them, with the job at
- * `from`. */
+ * place `from` on (modulo its size). Never the range's last when it has more than one (root's
+ * shared-GPU jobs', jobs_run_uid), not even when every other is busy: then shared with the
+ * job at `from` among the others. */
 uid_t jobs_free_uid(uint64_t from);
 /* The uid a job submitted by `submitter` runs as: the submitter's; for root's jobs a free uid of the
  * range (jobs_free_uid from seq), except a job sharing a GPU (gpu_share), which runs as the

@@ -285,9 +285,10 @@ def sandbox_uid(d, jid):
 
 @needs_runsc
 def test_a_restarted_joblet_keeps_a_running_sandboxs_uid_held(fresh_daemon, user):
-    """With a range of two uids, a sandbox uid is reused as soon as it is free: after a kill -9
-    and restart, a running gVisor job's sandbox uid must still count as taken."""
-    d = fresh_daemon("jobs:\n  uid_range_size: 2\n")
+    """With a range of three uids (two given out: the last is root's shared-GPU jobs'), a sandbox
+    uid is reused as soon as it is free: after a kill -9 and restart, a running gVisor job's
+    sandbox uid must still count as taken."""
+    d = fresh_daemon("jobs:\n  uid_range_size: 3\n")
     a = submit_as(d, user, "--isolation=gvisor", "sleep", "120")
     d.wait_status(a, "RUNNING", timeout=60)
     b = submit_as(d, user, "--isolation=gvisor", "sleep", "120")
@@ -305,6 +306,20 @@ def test_a_restarted_joblet_keeps_a_running_sandboxs_uid_held(fresh_daemon, user
     cg = job_cgroup(d, c)
     assert ua not in {uid_of(p) for p in procs_of(cg)}, "job c's sandbox runs as job a's uid"
     for j in (a, c):
+        d.api("POST", f"/v1/jobs/{j}/kill")
+
+
+def test_root_shared_gpu_uid_is_never_given_out_even_with_every_uid_busy(fresh_daemon):
+    """The range's last uid is root's shared-GPU jobs' (jobs_run_uid); with every other uid busy,
+    root's jobs and sandboxes share among the others (jobs_free_uid), never that one: a job of
+    root's on it ran as the MPS clients' uid, able to signal and trace them."""
+    d = fresh_daemon("jobs:\n  uid_range_size: 2\n")
+    ids = [d.submit("sleep", "120") for _ in range(3)]
+    for j in ids:
+        d.wait_status(j, "RUNNING")
+    uids = [d.job(j)["uid"] for j in ids]
+    assert uids == [2000000000] * 3, uids
+    for j in ids:
         d.api("POST", f"/v1/jobs/{j}/kill")
 
 
