@@ -33,7 +33,8 @@ static const char workflow_help[] =
     "  status [--detail] ID     a workflow's state and the state of each of its jobs\n"
     "  cancel ID                cancel a workflow: waiting jobs are canceled, running ones stopped\n"
     "\n"
-    "ID is a workflow's full id or any unique prefix of it.\n"
+    "ID is a workflow's full id, its name when exactly one of your workflows has it, or a\n"
+    "unique prefix of its id.\n"
     "Run 'rnx workflow <command> --help' for a command's flags.\n";
 
 static const char run_help[] =

@@ -322,6 +322,10 @@ void fmt_end_reason(json_t *job, char *out, size_t outlen)
             snprintf(out, outlen, "killed (SIGKILL to every process: rnx job kill)");
     } else if (strcmp(r, "canceled") == 0) {
         snprintf(out, outlen, "canceled");
+    } else if (strcmp(r, "dependency") == 0) {
+        /* which dependency could never hold, and how it ended */
+        const char *err = jstr(job, "error");
+        snprintf(out, outlen, "dependency%s%s", err ? ": " : "", err ? err : "");
     } else if (strcmp(r, "start_failed") == 0) {
         const char *err = jstr(job, "error");
         snprintf(out, outlen, "failed to start%s%s", err ? ": " : "", err ? err : "");

@@ -81,6 +81,10 @@ def test_after_ok_of_a_failed_job_is_canceled_with_the_reason(daemon):
     assert job["status"] == "CANCELED" and job["end_reason"] == "dependency", job
     assert job["error"] == f"needed job {a[:8]} to end COMPLETED; it ended FAILED", job
     assert job["started_at"] is None
+    # rnx job status says why, not the bare reason (docs/batch.md: its error names which and how)
+    text = daemon.rnx("job", "status", b, check=True).stdout
+    assert re.search(rf"^End reason: dependency: needed job {a[:8]} to end COMPLETED; it ended FAILED$", text,
+                     re.M), text
 
 
 def test_notok_any_and_started(daemon):
