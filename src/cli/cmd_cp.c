@@ -82,7 +82,6 @@ static const char cp_help[] =
     X(archive_read_next_header) \
     X(archive_read_next_header2) \
     X(archive_read_open) \
-    X(archive_read_set_format_option) \
     X(archive_read_support_format_tar) \
     X(archive_set_error) \
     X(archive_write_close) \
@@ -334,8 +333,11 @@ static int copy_out(rnx_client *c, const char *id, const char *path, const char 
         return rnx_fail("%s: %s", dir, strerror(errno));
     }
     struct archive *a = la.archive_read_new(), *disk = la.archive_write_disk_new();
+    /* names as their bytes: rnx runs in the C locale, where a UTF-8 name does not convert to
+     * ASCII and libarchive keeps it as it came (an ARCHIVE_WARN), and one the stream marks
+     * hdrcharset=BINARY is not converted at all (a reader's hdrcharset=BINARY option only
+     * fails: libarchive knows no "BINARY" charset to convert from) */
     la.archive_read_support_format_tar(a);
-    la.archive_read_set_format_option(a, "tar", "hdrcharset", "BINARY");
     la.archive_write_disk_set_options(disk, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
                                              ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                              ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);

@@ -28,13 +28,19 @@
  *      MODE" (out and stat: what will come; in: the directory) or "err ERRNO WHY"
  *   5. stream; then "done BYTES ENTRIES" or "err ERRNO WHY" on fd 3.
  * The exit status is 0 or 1 as well. Nothing here loads code after step 2 (no user or group
- * names are looked up, no locale or charset module is opened): the job's root is the job's. */
+ * names are looked up, no locale or charset module is opened): the job's root is the job's.
+ * What charset code there is, is set up before step 1: out's names are written in the C.UTF-8
+ * locale, read from the host, and glibc's iconv has read the host's gconv configuration (its
+ * UTF-8 and ASCII converters are built in), so a conversion later never reads the job's. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <iconv.h>
+#include <langinfo.h>
 #include <limits.h>
+#include <locale.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -149,6 +155,50 @@ static const char *type_name(mode_t m)
     return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "symlink" : "other";
 }
 
+/* out's names: UTF-8, as pax wants them (hdrcharset left out: GNU tar 1.34 does not know the
+ * keyword and says so for every entry), and a name or symlink target that is not UTF-8 as its
+ * bytes, that entry alone marked hdrcharset=BINARY; libarchive does that in a UTF-8 locale
+ * (names_init). Without one, or when a name holds a UTF-16 surrogate, which libarchive would
+ * rewrite (a CESU-8 pair becomes one 4-byte sequence), every entry is marked BINARY. */
+static bool names_utf8;
+
+static void names_init(void)
+{
+    names_utf8 = setlocale(LC_CTYPE, "C.UTF-8") && !strcmp(nl_langinfo(CODESET), "UTF-8");
+    if (!names_utf8)
+        setlocale(LC_CTYPE, "C");
+}
+
+static bool names_surrogate(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)s[0] == 0xed && (unsigned char)s[1] >= 0xa0 && (unsigned char)s[1] <= 0xbf)
+            return true;
+    return false;
+}
+
+/* Of a name and, for a symlink, its target. */
+static bool names_entry_surrogate(const char *path, mode_t m)
+{
+    char target[PATH_MAX];
+    ssize_t n;
+    if (names_surrogate(path))
+        return true;
+    if (!S_ISLNK(m) || (n = readlink(path, target, sizeof target - 1)) < 0)
+        return false;
+    target[n] = 0;
+    return names_surrogate(target);
+}
+
+/* glibc's iconv reads its configuration (gconv-modules) on its first use, from the root it
+ * runs in; read here, before step 2, it is the host's. */
+static void charsets_init(void)
+{
+    iconv_t cd = iconv_open("UTF-8", "ANSI_X3.4-1968");
+    if (cd != (iconv_t)-1)
+        iconv_close(cd);
+}
+
 /* Step 4 of out: what the walk will send, and the first thing in it the job's user may not read
  * (refused now, before a byte is sent, rather than found half way). */
 static uint64_t walk_bytes, walk_entries;
@@ -157,6 +207,8 @@ static char walk_denied[PATH_MAX];
 static int walk_one(const char *fpath, const struct stat *st, int flag, struct FTW *ftw)
 {
     walk_entries++;
+    if (names_utf8 && names_entry_surrogate(fpath, flag == FTW_SL ? S_IFLNK : 0))
+        names_utf8 = false;
     if (flag == FTW_DNR || flag == FTW_NS) {
         snprintf(walk_denied, sizeof walk_denied, "%s", fpath);
         return 1;
@@ -193,9 +245,9 @@ static void send_out(const copy_plan *p, const char *path)
     if (!disk || !tar)
         fail(ENOMEM, "no memory for the archive");
     /* pax (the POSIX tar): any length of name, sizes past 8 GiB, nanosecond times; names as the
-     * bytes they are (no charset conversion, nothing loaded for it) */
+     * bytes they are (names_utf8: UTF-8 ones checked, not converted; nothing loaded for it) */
     if (archive_write_set_format_pax_restricted(tar) != ARCHIVE_OK ||
-        archive_write_set_format_option(tar, "pax", "hdrcharset", "BINARY") < ARCHIVE_WARN ||
+        archive_write_set_format_option(tar, "pax", "hdrcharset", names_utf8 ? "UTF-8" : "BINARY") < ARCHIVE_WARN ||
         archive_write_set_bytes_in_last_block(tar, 1) != ARCHIVE_OK || archive_write_open_fd(tar, 1) != ARCHIVE_OK)
         fail(EIO, "start the archive: %s", archive_error_string(tar));
     archive_read_disk_set_symlink_physical(disk);
@@ -220,6 +272,9 @@ static void send_out(const copy_plan *p, const char *path)
         if (archive_entry_filetype(ent) == AE_IFDIR)
             archive_read_disk_descend(disk);
         entry_rename(ent, path, p->name);
+        const char *target = archive_entry_symlink(ent);
+        if (names_utf8 && (names_surrogate(archive_entry_pathname(ent)) || (target && names_surrogate(target))))
+            fail(EILSEQ, "%s: a name holding a UTF-16 surrogate, made during the copy", archive_entry_pathname(ent));
         archive_entry_set_uname(ent, NULL);
         archive_entry_set_gname(ent, NULL);
         bool data = archive_entry_filetype(ent) == AE_IFREG && archive_entry_size(ent) > 0;
@@ -262,6 +317,8 @@ static void out(const copy_plan *p)
             fail(walk_denied[0] ? EACCES : errno, "%s: %s", walk_denied[0] ? walk_denied : p->path,
                  walk_denied[0] ? "permission denied to the job's user" : strerror(errno));
     } else {
+        if (names_utf8 && (names_surrogate(p->name) || names_entry_surrogate(path, st.st_mode)))
+            names_utf8 = false;
         walk_entries = 1;
         walk_bytes = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
         if (S_ISREG(st.st_mode) && access(path, R_OK) < 0)
@@ -300,8 +357,9 @@ static void in(const copy_plan *p)
     struct archive *tar = archive_read_new(), *disk = archive_write_disk_new();
     if (!tar || !disk)
         fail(ENOMEM, "no memory for the archive");
+    /* names as their bytes: in the C locale a UTF-8 one does not convert to ASCII and libarchive
+     * keeps it as it came (an ARCHIVE_WARN), one marked BINARY is not converted at all */
     archive_read_support_format_tar(tar);
-    archive_read_set_format_option(tar, "tar", "hdrcharset", "BINARY");
     archive_write_disk_set_options(disk, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_UNLINK |
                                              ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                              ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
@@ -356,6 +414,9 @@ int main(int argc, char **argv)
         fail(EINVAL, "joblet-copy: bad arguments");
     }
     caps_last_cap(); /* read /proc/sys now: after the setns, /proc is the job's */
+    if (p.mode == COPY_OUT || p.mode == COPY_OUT_FOLLOW)
+        names_init();
+    charsets_init();
     enter(&p);
     umask(0);        /* in: the modes the archive carries, as they are */
     if (p.mode == COPY_STAT)

@@ -410,3 +410,122 @@ def test_a_task_is_named_by_its_arrays_number_as_everywhere(d, tmp):
     p = cp(d, src, f"{a['number']}:/tmp/")
     assert p.returncode != 0, p.stdout
     d.rnx("job", "kill", a["id"], check=True)
+
+
+def names(top):
+    """Every name below top (bytes, relative), with a symlink's target: what a copy must keep."""
+    found = {}
+    for root, dirs, files in os.walk(os.fsencode(top)):
+        for n in dirs + files:
+            full = os.path.join(root, n)
+            rel = os.path.relpath(full, os.fsencode(top))
+            found[rel] = os.readlink(full) if os.path.islink(full) else None
+    return found
+
+
+def test_a_tar_on_stdout_is_read_by_gnu_tar_without_a_word_and_odd_names_keep_their_bytes(d, tmp):
+    """`rnx job cp ID:/work/d - | tar t`, as docs/cli.md shows it: GNU tar lists and extracts the
+    stream without a warning (the names are UTF-8, as pax says, with no `hdrcharset` keyword GNU
+    tar 1.34 does not know: it warned once per entry); a name that is not UTF-8, and a symlink's
+    target, still go out and come back in byte for byte (that entry alone says hdrcharset=BINARY)."""
+    jid = start(d, "mkdir -p /work/d/sub /work/odd && printf hi > /work/d/a.txt && printf 2 > /work/d/sub/b && "
+                   "ln -s a.txt /work/d/ln && printf 3 > /work/d/café && "
+                   "printf 4 > \"/work/d/$(printf 'e\\314\\201')\" && "
+                   "printf 5 > /work/d/" + "long" * 40 + " && "
+                   "printf 6 > \"/work/odd/$(printf 'bad\\377name')\" && "
+                   "ln -s \"$(printf 'to\\376')\" \"/work/odd/$(printf 'ln\\375')\"")
+    want = {b"a.txt": None, b"sub": None, b"sub/b": None, b"ln": b"a.txt", "café".encode(): None,
+            b"e\xcc\x81": None, b"long" * 40: None}
+    rc, out, err = rnx_bin(d, "job", "cp", f"{jid}:/work/d", "-")
+    assert rc == 0, err
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+    t = subprocess.run(["tar", "t"], input=out, capture_output=True, env=env)
+    assert t.returncode == 0 and t.stderr == b"", t.stderr
+    assert len(t.stdout.splitlines()) == len(want) + 1, t.stdout
+    gx = os.path.join(tmp, "gx")
+    os.mkdir(gx)
+    x = subprocess.run(["tar", "x", "-C", gx], input=out, capture_output=True, env=env)
+    assert x.returncode == 0 and x.stderr == b"", x.stderr
+    assert names(os.path.join(gx, "d")) == want
+    if shutil.which("bsdtar"):
+        b = subprocess.run(["bsdtar", "tf", "-"], input=out, capture_output=True, env=env)
+        assert b.returncode == 0 and b.stderr == b"", b.stderr
+    # rnx's own reader keeps the names as they are too (NFD stays NFD)
+    p = cp(d, f"{jid}:/work/d", tmp)
+    assert p.returncode == 0, p.stderr
+    assert names(os.path.join(tmp, "d")) == want
+
+    odd = {b"bad\xffname": None, b"ln\xfd": b"to\xfe"}
+    p = cp(d, f"{jid}:/work/odd", tmp)
+    assert p.returncode == 0, p.stderr
+    assert names(os.path.join(tmp, "odd")) == odd
+    assert open(os.path.join(os.fsencode(tmp), b"odd", b"bad\xffname"), "rb").read() == b"6"
+    # back in, and out again: the same bytes
+    p = cp(d, os.path.join(tmp, "odd"), f"{jid}:/work/back")
+    assert p.returncode == 0, p.stderr
+    p = cp(d, f"{jid}:/work/back", tmp)
+    assert p.returncode == 0, p.stderr
+    assert names(os.path.join(tmp, "back")) == odd
+    # the stream through stdin, and GNU tar extracting it: the same bytes
+    rc, out, err = rnx_bin(d, "job", "cp", f"{jid}:/work/odd", "-")
+    assert rc == 0, err
+    rc, _, err = rnx_bin(d, "job", "cp", "-", f"{jid}:/tmp/", input=out)
+    assert rc == 0, err
+    p = cp(d, f"{jid}:/tmp/odd", os.path.join(tmp, "again"))
+    assert p.returncode == 0, p.stderr
+    assert names(os.path.join(tmp, "again")) == odd
+    gx = os.path.join(tmp, "gx-odd")
+    os.mkdir(gx)
+    x = subprocess.run(["tar", "x", "-C", gx], input=out, capture_output=True, env=env)
+    assert x.returncode == 0, x.stderr
+    assert names(os.path.join(gx, "odd")) == odd
+    d.rnx("job", "kill", jid)
+
+
+def test_the_helper_loads_no_charset_module_from_the_jobs_root(tmp):
+    """joblet-copy loads no code once in the job's root (src/exec/copy_main.c): glibc's iconv
+    reads its configuration, gconv-modules, on its first use, from the root it runs in, and
+    dlopens the modules it names. The helper reads it before it enters the job's root; a
+    gconv-modules in the job's root, naming a module the job wrote, is never read. (It was, when
+    a copy in set libarchive's hdrcharset option after entering: the job's module ran in the
+    helper.) The helper runs here by hand, as joblet runs it once a job has ended: chrooted into
+    a directory, as the job's user; its cgroup level is no name (a path), so it enters none."""
+    need_root()
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    root = os.path.join(tmp, "root")
+    gconv = os.path.join(root, "usr", "lib", "x86_64-linux-gnu", "gconv")
+    os.makedirs(gconv)
+    os.makedirs(os.path.join(root, "in"))
+    os.makedirs(os.path.join(root, "tmp"))
+    os.chmod(os.path.join(root, "tmp"), 0o1777)
+    os.chown(os.path.join(root, "in"), *ALICE)
+    src = os.path.join(tmp, "mod.c")
+    with open(src, "w") as f:
+        f.write('#include <fcntl.h>\n#include <unistd.h>\n'
+                '__attribute__((constructor)) static void mark(void) {\n'
+                '    int fd = open("/tmp/module-ran", O_WRONLY | O_CREAT, 0644);\n'
+                '    if (fd >= 0) close(fd);\n}\n'
+                'int gconv_init(void *s) { (void)s; return 1; }\nint gconv(void) { return 1; }\n')
+    c = subprocess.run([cc, "-shared", "-fPIC", "-o", os.path.join(gconv, "JOBS.so"), src],
+                       capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+    with open(os.path.join(gconv, "gconv-modules"), "w") as f:
+        f.write("module BINARY// INTERNAL JOBS 1\nmodule UTF-8// INTERNAL JOBS 1\n"
+                "module INTERNAL ANSI_X3.4-1968// JOBS 1\n")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+        info = tarfile.TarInfo("café")   # UTF-8 in a pax path: libarchive converts it
+        info.size = 2
+        t.addfile(info, io.BytesIO(b"ok"))
+    for mode, stdin in (("in", buf.getvalue()), ("out", b"")):
+        status = os.path.join(tmp, "status")   # fd 3: the helper's report
+        p = subprocess.run(["sh", "-c", 'exec "$0" "$@" 3>"$STATUS"', os.path.join(BUILD, "joblet-copy"), mode,
+                            str(ALICE[0]), str(ALICE[1]), root, "/in", "in", "0", "/no-cgroup"],
+                           input=stdin, capture_output=True, env={"PATH": "/usr/bin:/bin", "STATUS": status},
+                           timeout=60)
+        status = open(status).read()
+        assert p.returncode == 0 and status.startswith("ok dir") and "done" in status, (mode, status, p.stderr)
+        assert not os.path.exists(os.path.join(root, "tmp", "module-ran")), mode
+    assert open(os.path.join(root, "in", "café"), "rb").read() == b"ok"
