@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "../common/err.h"
@@ -353,6 +354,12 @@ static void in(const copy_plan *p)
         fail(ENOTDIR, "%s: not a directory", p->path);
     if (chdir(p->path) < 0)
         fail(errno, "%s: %s", p->path, strerror(errno));
+    /* said before a byte moves, and as what it is (libarchive's first failed unlink would say
+     * "Could not unlink") */
+    struct statvfs fs;
+    if (statvfs(".", &fs) == 0 && (fs.f_flag & ST_RDONLY))
+        fail(EROFS, "%s: a read-only file system in the job (a volume mounted :ro, or the job's system "
+                    "directories); /work and /tmp are the job's to write", p->path);
     report("ok dir 0 0 %o", (unsigned)(st.st_mode & 07777));
     struct archive *tar = archive_read_new(), *disk = archive_write_disk_new();
     if (!tar || !disk)

@@ -136,6 +136,20 @@ def test_read_only_volume(fresh_daemon):
     rc, out, err = job_run(d, "--volume=ro1:ro", "--volume=rw2", "sh", "-c", "cp /volumes/ro1/f /volumes/rw2/g && "
                            "cat /volumes/rw2/g")
     assert (rc, out) == (0, "x\n"), err
+    # rnx job cp into the read-only volume is refused as that, before a byte moves (it said
+    # libarchive's "Could not unlink")
+    jid = d.submit("sleep", "300", volumes=["ro1:ro"])
+    try:
+        d.wait_status(jid, "RUNNING")
+        src = os.path.join(d.state, "..", "cp-src")
+        with open(src, "w") as f:
+            f.write("y\n")
+        p = d.rnx("job", "cp", src, f"{jid}:/volumes/ro1/")
+        assert p.returncode != 0 and "/volumes/ro1: a read-only file system in the job" in p.stderr, p.stderr
+        assert "unlink" not in p.stderr, p.stderr
+    finally:
+        d.api("POST", f"/v1/jobs/{jid}/kill")
+        d.wait(jid)
 
 
 def test_memory_volume_goes_with_its_last_job(fresh_daemon):
