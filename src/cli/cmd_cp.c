@@ -470,6 +470,8 @@ static int copy_in(rnx_client *c, const char *src, const char *id, const char *p
     char *src_name = basename(s1);
     if (kind == 1) {
         snprintf(dir, sizeof dir, "%s", path);
+        for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/'; l--)
+            dir[l - 1] = 0; /* (named as "/work/": said as /work/x, not /work//x) */
         snprintf(name, sizeof name, "%s", src_name);
     } else if (from_stdin) {
         free(s1);

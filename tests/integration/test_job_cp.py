@@ -173,6 +173,8 @@ def test_copies_a_directory_into_a_running_job(d, tree, tmp):
     p = cp(d, src, f"{tree}:/tmp")
     assert p.returncode == 0, p.stderr
     assert f"to {tree}:/tmp/in (4 entries" in p.stderr, p.stderr
+    p = cp(d, os.path.join(src, "deep", "f.bin"), f"{tree}:/tmp//")  # (said as /tmp/f.bin, not /tmp///f.bin)
+    assert p.returncode == 0 and f"copied {src}/deep/f.bin to {tree}:/tmp/f.bin (1 entry" in p.stderr, p.stderr
     p = cp(d, src, f"{tree}:/work/newname")
     assert p.returncode == 0, p.stderr
     # read back through the job itself: its user owns them, the bytes and modes arrived
