@@ -44,8 +44,8 @@ class Client(threading.Thread):
         # through the proxy: its cookie, and the page's key in the URL (as the console's page sends them)
         path, host, extra = "/v1/events", "127.0.0.1", ""
         if session:
-            port, cookie, key = session
-            path, host, extra = f"/v1/events?console_key={key}", f"127.0.0.1:{port}", f"Cookie: {cookie}\r\n"
+            netloc, cookie, key = session
+            path, host, extra = f"/v1/events?console_key={key}", netloc, f"Cookie: {cookie}\r\n"
         self.s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n".encode())
         self.events = 0
         self.hello = threading.Event()
@@ -105,12 +105,13 @@ def main():
         if a.via == "proxy":
             proxy = subprocess.Popen([os.path.join(build, "rnx"), "--socket", sock, "console"],
                                      stdout=subprocess.PIPE, text=True)
-            m = re.search(r"127\.0\.0\.1:(\d+)/\?token=(\w+)", proxy.stdout.readline())
-            port = int(m.group(1))
+            # the console answers to the host name it printed (NAME.localhost) only
+            m = re.search(r"http://(\w+\.localhost:(\d+))/\?token=(\w+)", proxy.stdout.readline())
+            netloc, port = m.group(1), int(m.group(2))
             c = http.client.HTTPConnection("127.0.0.1", port)
-            c.request("GET", f"/?token={m.group(2)}")
+            c.request("GET", f"/?token={m.group(3)}", headers={"Host": netloc})
             r = c.getresponse()
-            session = (port, r.getheader("Set-Cookie").split(";")[0], r.getheader("Location").split("#key=")[1])
+            session = (netloc, r.getheader("Set-Cookie").split(";")[0], r.getheader("Location").split("#key=")[1])
             connect = lambda: socket.create_connection(("127.0.0.1", port))
         else:
             def connect():

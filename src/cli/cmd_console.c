@@ -12,7 +12,12 @@
  * table (--max-pending, the oldest dropped first) and 10 s at most, never a process of the
  * user. Only a request that passes gets a child process that carries it to joblet (an event
  * stream stays open for hours; a slow browser blocks nobody), at most --max-connections at
- * once. Every request is checked: each connection carries one (Connection: close). */
+ * once. Every request is checked: each connection carries one (Connection: close).
+ *
+ * The printed URL names a host of its own, LABEL.localhost (LABEL random per console; browsers
+ * resolve *.localhost to loopback without asking DNS), and the console answers to no other: a
+ * service worker or cached file that another user's server left in the browser for
+ * 127.0.0.1:PORT (while it held the port) never sees the link's navigation. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -61,10 +66,11 @@ static const char console_help[] =
     "port by default) as you, and carries the browser's requests to joblet's socket, where they\n"
     "are yours (what you may see and do is what rnx lets you), or with a node (--node, or the\n"
     "default of 'rnx node use') over TLS to that node, as your client certificate says. Prints\n"
-    "the URL to open; it holds a\n"
-    "one-time token that the browser trades for a session cookie and a key that only the\n"
-    "console's page holds, so other users of this machine (and pages on other ports) cannot use\n"
-    "the port. Runs until interrupted (Ctrl-C).\n"
+    "the URL to open: http://NAME.localhost:N/?token=..., NAME random, the only host name the\n"
+    "console answers to (Chromium and Firefox resolve it to loopback themselves; Safari does\n"
+    "not). The token works once: the browser trades it for a session cookie and a key that only\n"
+    "the console's page holds, so other users of this machine (and pages on other ports) cannot\n"
+    "use the port. Runs until interrupted (Ctrl-C).\n"
     "\n"
     "Flags:\n"
     "  --node NAME           the node to serve the console of (as 'rnx --node NAME console')\n"
@@ -75,7 +81,7 @@ static const char console_help[] =
     "                        (default 64; past it 503)\n"
     "\n"
     "Reaching it from another machine: ssh -L 8080:127.0.0.1:N host, then open the URL with\n"
-    "port 8080.\n";
+    "port 8080 (its host name as printed).\n";
 
 static console_secrets secrets;
 static rnx_client *daemon_client;   /* where the requests go: the socket or a node */
@@ -487,6 +493,10 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
     conn_close(probe);
     if (random_hex(secrets.token) < 0 || random_hex(secrets.session) < 0 || random_hex(secrets.key) < 0)
         return rnx_fail("cannot make the console's secrets: %s", strerror(errno));
+    char label[CONSOLE_SECRET_HEX + 1];
+    if (random_hex(label) < 0)
+        return rnx_fail("cannot make the console's name: %s", strerror(errno));
+    snprintf(secrets.name, sizeof secrets.name, "%.*s%s", CONSOLE_NAME_HEX, label, CONSOLE_NAME_SUFFIX);
     int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
@@ -501,11 +511,11 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
     snprintf(secrets.cookie, sizeof secrets.cookie, "joblet_console_%u", (unsigned)ntohs(sa.sin_port));
     signal(SIGPIPE, SIG_IGN);
     if (ctx->target.socket)
-        printf("joblet console (as uid %u): http://127.0.0.1:%u/?token=%s\n", (unsigned)getuid(),
+        printf("joblet console (as uid %u): http://%s:%u/?token=%s\n", (unsigned)getuid(), secrets.name,
                (unsigned)ntohs(sa.sin_port), secrets.token);
     else
-        print_textf(stdout, "joblet console (%s, as its certificate's user): http://127.0.0.1:%u/?token=%s\n",
-                    client_where(daemon_client), (unsigned)ntohs(sa.sin_port), secrets.token);
+        print_textf(stdout, "joblet console (%s, as its certificate's user): http://%s:%u/?token=%s\n",
+                    client_where(daemon_client), secrets.name, (unsigned)ntohs(sa.sin_port), secrets.token);
     printf("The link works once, in one browser tab, which then holds the session. Ctrl-C stops the console.\n");
     fflush(stdout);
     return serve(l);

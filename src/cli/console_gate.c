@@ -9,6 +9,7 @@
  * and a script of another origin cannot send without a preflight the console never answers. */
 #include "console_gate.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -102,26 +103,30 @@ static bool cookie_holds(const char *v, size_t len, const char *name, const char
     return ok;
 }
 
-/* Whether host (len bytes) is 127.0.0.1, localhost or [::1], with an optional :PORT (a name
- * that a rebinding DNS points at 127.0.0.1 is refused). */
-static bool loopback_host(const char *v, size_t len)
+/* Whether host (len bytes) is name (case aside), with an optional :PORT. Only the console's own
+ * random name: not 127.0.0.1 or localhost, whose origins another user's server may have held
+ * before the console (a service worker it registered there sees the link's navigation before
+ * rnx does), nor a name that a rebinding DNS points at 127.0.0.1. */
+static bool own_host(const char *name, const char *v, size_t len)
 {
-    static const char *const ok[] = {"127.0.0.1", "localhost", "[::1]"};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        size_t l = strlen(ok[i]);
-        if (len < l || strncasecmp(v, ok[i], l))
-            continue;
-        if (len == l)
-            return true;
-        if (v[l] != ':' || len == l + 1 || len > l + 6)
-            continue;
-        size_t d = l + 1;
-        while (d < len && v[d] >= '0' && v[d] <= '9')
-            d++;
-        if (d == len)
-            return true;
-    }
-    return false;
+    size_t l = strlen(name);
+    if (!l || len < l)
+        return false;
+    /* in time that does not say how much of the name another user's guess got right (name is
+     * lower case) */
+    unsigned char diff = 0;
+    for (size_t i = 0; i < l; i++)
+        diff |= (unsigned char)((unsigned char)tolower((unsigned char)v[i]) ^ (unsigned char)name[i]);
+    if (diff)
+        return false;
+    if (len == l)
+        return true;
+    if (v[l] != ':' || len == l + 1 || len > l + 6)
+        return false;
+    for (size_t d = l + 1; d < len; d++)
+        if (v[d] < '0' || v[d] > '9')
+            return false;
+    return true;
 }
 
 /* The page's files: GET or HEAD of /, /index.html or /console/NAME (NAME: letters, digits, '.',
@@ -203,10 +208,10 @@ static int check(console_secrets *s, const char *head, const char *end, console_
     /* the exact origin: the sign-in's once there is one; before it, the Host's own */
     if (!host)
         return refuse(v, "400 Bad Request", "the request names no Host");
-    if (!loopback_host(host, hlen))
+    if (!own_host(s->name, host, hlen))
         return refuse(v, "403 Forbidden",
-                      "Host '%.*s' is not this machine's loopback: the console answers only to 127.0.0.1, localhost "
-                      "or [::1]", SHOWN(hlen), host);
+                      "Host '%.*s' is not this console's name: it answers only to %s (any port), the host of the "
+                      "URL 'rnx console' printed", SHOWN(hlen), host, s->name);
     char own[sizeof s->origin];
     if (s->origin[0])
         snprintf(own, sizeof own, "%s", s->origin);

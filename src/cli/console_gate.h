@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 #define CONSOLE_SECRET_HEX 64         /* 32 random bytes, as hex */
+#define CONSOLE_NAME_HEX 32           /* the random label of the console's host name: 16 bytes */
+#define CONSOLE_NAME_SUFFIX ".localhost" /* browsers resolve NAME.localhost to loopback themselves */
 #define CONSOLE_KEY_HEADER "X-Console-Key"
 #define CONSOLE_KEY_QUERY "console_key"   /* the same key in an EventSource's URL (GET only) */
 #define CONSOLE_TICKET_PATH "/v1/console/ticket" /* POST: a ticket for one terminal's WebSocket */
@@ -22,6 +24,10 @@ typedef struct console_secrets {
     char session[CONSOLE_SECRET_HEX + 1]; /* the cookie's */
     char key[CONSOLE_SECRET_HEX + 1];     /* the page's own: only the redirect's fragment carries it */
     char cookie[40];                      /* the cookie's name, "joblet_console_PORT" */
+    /* "LABEL.localhost", LABEL random: the one host name the console answers to. An origin
+     * nobody knew before the link was printed holds nothing another user could have left in
+     * the browser for it (a service worker, a cached file, a cookie) */
+    char name[CONSOLE_NAME_HEX + sizeof CONSOLE_NAME_SUFFIX];
     bool token_used;
     char origin[300];                     /* "http://HOST[:PORT]" of the sign-in, "" before it */
     /* a terminal's WebSocket (a browser cannot send the key's header on one): tickets made by
@@ -45,8 +51,8 @@ typedef struct console_verdict {
 } console_verdict;
 
 /* Decides on a request head: head is NUL-terminated and holds at least up to end, where its
- * "\r\n\r\n" starts. Every request must name a loopback Host (after sign-in: the sign-in's
- * exactly), come from that origin by its Origin and Sec-Fetch-Site headers where the browser
+ * "\r\n\r\n" starts. Every request must name s->name as its Host, with any port (after
+ * sign-in: the sign-in's port), come from that origin by its Origin and Sec-Fetch-Site headers where the browser
  * sends them, and carry the cookie; the page's files pass with that, every other request
  * (the API, the event stream) needs the page's key too, and a change (not GET or HEAD) must
  * be application/json. A right, unused token signs in (GATE_SIGN_IN), marking s. */

@@ -12,7 +12,7 @@ from conftest import BUILD, SANITIZER_MARKS
 
 class Console:
     """rnx console as root (uid None) or as uid, on a free port; .url is the one-time link, .line
-    the line it printed. args: more flags for rnx console; prefix: a command that runs it (e.g.
+    the line it printed, .netloc the console's NAME.localhost:PORT (the Host it answers to). args: more flags for rnx console; prefix: a command that runs it (e.g.
     prlimit). d: the daemon whose socket it serves; or d None and args naming a node
     (["--node", NAME]), with env: rnx's environment (its nodes.yml, its keepers' directory)."""
 
@@ -26,16 +26,20 @@ class Console:
                                   env=env or {"PATH": "/usr/bin:/bin",
                                               **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
         line = self.line = self.p.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", line)
+        m = re.search(r"http://([0-9a-f]{32}\.localhost):(\d+)/\?token=([0-9a-f]{64})", line)
         assert m, f"rnx console printed {line!r}; stderr: {self.p.stderr.read() if self.p.poll() is not None else ''}"
-        self.port, self.token = int(m.group(1)), m.group(2)
+        self.name, self.port, self.token = m.group(1), int(m.group(2)), m.group(3)
         self.url = m.group(0)
-        self.origin = f"http://127.0.0.1:{self.port}"
+        self.netloc = f"{self.name}:{self.port}"   # the Host the console answers to (on 127.0.0.1)
+        self.origin = f"http://{self.netloc}"
         self.jar = self.key = None
 
     def request(self, method, path, headers=None, body=None, timeout=10):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        c.request(method, path, body=body, headers=headers or {})
+        headers = dict(headers or {})
+        if not any(k.lower() == "host" for k in headers):
+            headers["Host"] = self.netloc
+        c.request(method, path, body=body, headers=headers)
         r = c.getresponse()
         data = r.read()
         c.close()

@@ -52,6 +52,11 @@ def test_the_proxy_needs_the_token_then_the_cookie(daemon):
         assert r.status == 401
         r, _ = con.request("GET", "/?token=" + "0" * 64)
         assert r.status == 401
+        # the token at another loopback name than the printed one (an origin another user's
+        # server may have held: test_hostile_console_worker) is refused and stays good
+        for host in (f"127.0.0.1:{con.port}", f"localhost:{con.port}", f"other.localhost:{con.port}"):
+            r, body = con.request("GET", f"/?token={con.token}", headers={"Host": host})
+            assert r.status == 403 and con.name.encode() in body, (host, r.status, body)
         r, _ = con.request("GET", f"/?token={con.token}")
         assert r.status == 303 and r.getheader("Location").startswith("/#key=")
         key = r.getheader("Location")[len("/#key="):]
@@ -77,9 +82,9 @@ def test_the_proxy_needs_the_token_then_the_cookie(daemon):
         assert r.status == 403
         # each connection carries one request: a second one on it is not passed unchecked
         s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
-        s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\nCookie: {jar}\r\nX-Console-Key: {key}\r\n"
+        s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: {con.netloc}\r\nCookie: {jar}\r\nX-Console-Key: {key}\r\n"
                   "Connection: keep-alive\r\n\r\n"
-                  f"GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\n\r\n".encode())
+                  f"GET /v1/jobs HTTP/1.1\r\nHost: {con.netloc}\r\n\r\n".encode())
         got = read_to_close(s)
         assert got.count(b"HTTP/1.1 200") == 1 and b'"uid":0' in got and b'"jobs"' not in got
         s.close()
@@ -104,7 +109,7 @@ def test_a_silent_connection_is_kept_and_a_half_sent_head_gets_408(daemon):
         assert time.monotonic() - start >= 9, time.monotonic() - start
         half.close()
         time.sleep(1)                                          # the idle one is 14 s old now
-        idle.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\nCookie: {jar}\r\n"
+        idle.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: {con.netloc}\r\nCookie: {jar}\r\n"
                      f"X-Console-Key: {con.key}\r\n\r\n".encode())
         got = read_to_close(idle)
         assert got.startswith(b"HTTP/1.1 200 ") and b'"uid":0' in got, got[:300]
@@ -148,7 +153,7 @@ def test_another_local_user_cannot_use_the_url(daemon):
         con.sign_in()
         probe = ("import http.client,sys\n"
                  "c=http.client.HTTPConnection('127.0.0.1',%d,timeout=10)\n"
-                 "c.request('GET',sys.argv[1]); print(c.getresponse().status)\n") % con.port
+                 "c.request('GET',sys.argv[1],headers={'Host':%r}); print(c.getresponse().status)\n") % (con.port, con.netloc)
         for path in ["/", "/v1/jobs", "/v1/events", f"/?token={con.token}"]:
             p = subprocess.run(["setpriv", f"--reuid={UID + 1}", f"--regid={UID + 1}", "--clear-groups",
                                 "/usr/bin/python3", "-c", probe, path], capture_output=True, text=True, timeout=20)
@@ -163,7 +168,7 @@ def test_events_through_the_proxy(daemon):
         jar = con.sign_in()
         s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
         # an EventSource cannot send headers: the page's key rides in the URL
-        s.sendall(f"GET /v1/events?console_key={con.key} HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\n"
+        s.sendall(f"GET /v1/events?console_key={con.key} HTTP/1.1\r\nHost: {con.netloc}\r\n"
                   f"Cookie: {jar}\r\n\r\n".encode())
         buf = b""
         while b"event: hello" not in buf:

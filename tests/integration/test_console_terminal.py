@@ -29,7 +29,7 @@ def ws_open(con, job_id, tk=None, origin=None, key=b"0123456789abcdef", query=""
     """A WebSocket's handshake through the console: (socket, status, head)."""
     s = socket.create_connection(("127.0.0.1", con.port), timeout=60)
     q = f"?ticket={tk}" if tk else query
-    head = (f"GET /v1/jobs/{job_id}/attach{q} HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\n"
+    head = (f"GET /v1/jobs/{job_id}/attach{q} HTTP/1.1\r\nHost: {con.netloc}\r\n"
             f"Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
             f"Sec-WebSocket-Key: {base64.b64encode(key).decode()}\r\nCookie: {con.jar}\r\n"
             + (f"Origin: {origin}\r\n" if origin else "") + "\r\n")

@@ -1,7 +1,8 @@
 """Issue 25, findings 5 and 7: what another local user gets from `rnx console`'s loopback port.
 
-5. Browsers scope cookies by host, not port: any listener on 127.0.0.1 (another user's server)
-   receives the console's cookie, and a page there is "same site" with the console. So the
+5. Browsers scope cookies by host, not port: any listener on the console's host (127.0.0.1, before
+   the console had a name of its own: NAME.localhost) receives the console's cookie, and a page
+   there is "same site" with the console. So the
    cookie alone no longer opens the API: every API request must also carry the page's own key
    (handed to the page in the redirect's fragment, never sent to a server by the browser, kept
    in the tab's sessionStorage) and come from the console's exact origin, and every change
@@ -35,15 +36,16 @@ def jobs_named(d, name):
     return [j for j in body["jobs"] if j.get("name") == name]
 
 
-def as_other_user(port, requests):
+def as_other_user(con, requests):
     """Sends each (method, path, headers, body) to the console as uid MALLORY (a process of
-    hers, as she would replay a cookie her own server received); their statuses."""
+    hers, as she would replay a cookie her own server received; with the console's host name,
+    as if she had learned it); their statuses."""
     probe = ("import http.client,json,sys\n"
              "out=[]\n"
              "for m,p,h,b in json.loads(sys.argv[1]):\n"
              "    c=http.client.HTTPConnection('127.0.0.1',%d,timeout=10)\n"
-             "    c.request(m,p,body=b,headers=h); out.append(c.getresponse().status); c.close()\n"
-             "print(json.dumps(out))\n") % port
+             "    c.request(m,p,body=b,headers={'Host': %r, **h}); out.append(c.getresponse().status); c.close()\n"
+             "print(json.dumps(out))\n") % (con.port, con.netloc)
     p = subprocess.run(["setpriv", f"--reuid={MALLORY}", f"--regid={MALLORY}", "--clear-groups",
                         "/usr/bin/python3", "-c", probe, json.dumps(requests)],
                        capture_output=True, text=True, timeout=60)
@@ -60,7 +62,7 @@ def test_a_replayed_cookie_without_the_pages_key_is_refused(daemon):
         mark = "jhc-replay-" + uuid.uuid4().hex[:8]
         submit = json.dumps({"command": "true", "name": mark})
         same = {"Origin": con.origin, "Sec-Fetch-Site": "same-origin"}
-        statuses = as_other_user(con.port, [
+        statuses = as_other_user(con, [
             ["GET", "/v1/whoami", {"Cookie": jar}, None],
             ["GET", "/v1/jobs", {"Cookie": jar, **same}, None],
             ["POST", "/v1/jobs", {"Cookie": jar, "Content-Type": "application/json", **same}, submit],
@@ -98,6 +100,7 @@ def test_a_cross_origin_request_with_a_valid_session_is_refused(daemon):
                      {"Origin": f"http://127.0.0.1:{other}", "Sec-Fetch-Site": "same-site"},
                      {"Origin": f"https://127.0.0.1:{con.port}"},
                      {"Origin": f"http://localhost:{con.port}"},
+                     {"Origin": f"http://127.0.0.1:{con.port}"},
                      {"Origin": "null"},
                      {"Sec-Fetch-Site": "same-site"},
                      {"Sec-Fetch-Site": "cross-site"},
@@ -197,10 +200,12 @@ class Attacker(BaseHTTPRequestHandler):
                     reason="needs chromium, chromium-driver and python3-selenium (scripts/install-deps.sh)")
 def test_a_page_on_another_loopback_port_cannot_act_as_the_console_user(daemon):
     """The victim signed in to her console in chromium, then opens a page that another local
-    user serves on 127.0.0.1:OTHER. Her browser hands that server the console's cookie (cookies
-    ignore ports) and the page auto-submits a text/plain form, a no-cors fetch and an event
-    stream to the console: no job is made, no stream opens, and the cookie the server got is
-    worth nothing replayed. Her console tab then still works."""
+    user serves on 127.0.0.1:OTHER. Cookies ignore ports, but the console's is its own host
+    name's (NAME.localhost), not 127.0.0.1's: that server gets none. The page auto-submits a
+    text/plain form, a no-cors fetch and an event stream to the console: no job is made, no
+    stream opens; and the cookie, had she got it otherwise (a server of hers on another port of
+    NAME.localhost, were the name known), is worth nothing replayed. Her console tab then still
+    works."""
     con = Console(daemon, uid=UID)
     mark = "jhc-page-" + uuid.uuid4().hex[:8]
     Attacker.page = ATTACK.format(console=con.origin, mark=mark)
@@ -219,17 +224,17 @@ def test_a_page_on_another_loopback_port_cannot_act_as_the_console_user(daemon):
         drv.get(f"http://127.0.0.1:{srv.server_address[1]}/")
         WebDriverWait(drv, 20).until(lambda x: x.title == "done")
         opened = drv.execute_script("return document.body.dataset.events || ''")
-        # the leak itself is the browser's (cookies are per host): the server did get the cookie
-        stolen = [c for c in Attacker.cookies if f"joblet_console_{con.port}=" in c]
-        assert stolen, Attacker.cookies
+        # cookies are per host, and the console's host is not 127.0.0.1: the server got none
+        assert Attacker.cookies and not [c for c in Attacker.cookies if "joblet_console_" in c], Attacker.cookies
         assert opened == "", "the other port's page opened the console's event stream"
         assert jobs_named(daemon, mark + "-form") == [] and jobs_named(daemon, mark + "-fetch") == []
-        jar = next(p.strip() for p in stolen[0].split(";") if p.strip().startswith(f"joblet_console_{con.port}="))
-        assert as_other_user(con.port, [["GET", "/v1/whoami", {"Cookie": jar}, None]]) == [401]
         # the victim's own tab (its sessionStorage) still has its console
         drv.get(con.origin + "/")
         WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "live").text == "live")
         WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "who").text.startswith("uid %d" % UID))
+        # its cookie, replayed from another user's process, is no session without the page's key
+        jar = next(f"{c['name']}={c['value']}" for c in drv.get_cookies() if c["name"] == f"joblet_console_{con.port}")
+        assert as_other_user(con, [["GET", "/v1/whoami", {"Cookie": jar}, None]]) == [401]
     finally:
         drv.quit()
         srv.shutdown()
@@ -327,7 +332,7 @@ def test_pending_connections_are_bounded_oldest_first(daemon):
         # one still waiting is served when it speaks
         s = socks[-1]
         s.setblocking(True)
-        s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\nCookie: {con.jar}\r\n"
+        s.sendall(f"GET /v1/whoami HTTP/1.1\r\nHost: {con.netloc}\r\nCookie: {con.jar}\r\n"
                   f"X-Console-Key: {con.key}\r\n\r\n".encode())
         got = b""
         while (d := s.recv(65536)):
@@ -348,7 +353,7 @@ def test_open_relays_are_bounded(daemon):
         con.sign_in()
         for _ in range(2):
             s = socket.create_connection(("127.0.0.1", con.port), timeout=10)
-            s.sendall(f"GET /v1/events?console_key={con.key} HTTP/1.1\r\nHost: 127.0.0.1:{con.port}\r\n"
+            s.sendall(f"GET /v1/events?console_key={con.key} HTTP/1.1\r\nHost: {con.netloc}\r\n"
                       f"Cookie: {con.jar}\r\n\r\n".encode())
             buf = b""
             while b"event: hello" not in buf:

@@ -16,14 +16,16 @@
 #define SESSION "2222222222222222222222222222222222222222222222222222222222222222"
 #define KEY "3333333333333333333333333333333333333333333333333333333333333333"
 #define JAR "Cookie: joblet_console_8080=" SESSION "\r\n"
-#define HOST "Host: 127.0.0.1:8080\r\n"
+#define NAME "44444444444444444444444444444444.localhost"
+#define HOST "Host: " NAME ":8080\r\n"
 
 static console_secrets fresh(bool signed_in)
 {
-    console_secrets s = {.token = TOKEN, .session = SESSION, .key = KEY, .cookie = "joblet_console_8080"};
+    console_secrets s = {.token = TOKEN, .session = SESSION, .key = KEY, .cookie = "joblet_console_8080",
+                         .name = NAME};
     if (signed_in) {
         s.token_used = true;
-        snprintf(s.origin, sizeof s.origin, "http://127.0.0.1:8080");
+        snprintf(s.origin, sizeof s.origin, "http://" NAME ":8080");
     }
     return s;
 }
@@ -49,22 +51,33 @@ static void test_sign_in_once_and_bind_the_origin(void **state)
 {
     (void)state;
     console_secrets s = fresh(false);
-    console_verdict v = check(&s, "GET /?token=" TOKEN " HTTP/1.1\r\nHost: localhost:9000\r\n\r\n");
+    /* the token at another loopback name (whose origin another user's server may have held, and
+     * left a service worker for): refused, and still unused */
+    const char *others[] = {"127.0.0.1:9000", "localhost:9000", "[::1]:9000", "other.localhost:9000"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        char head[256];
+        snprintf(head, sizeof head, "GET /?token=" TOKEN " HTTP/1.1\r\nHost: %s\r\n\r\n", others[i]);
+        console_verdict o = check(&s, head);
+        ASSERT_REFUSED(o, "403", NAME);
+        assert_false(s.token_used);
+    }
+    console_verdict v = check(&s, "GET /?token=" TOKEN " HTTP/1.1\r\nHost: " NAME ":9000\r\n\r\n");
     assert_int_equal(v.action, GATE_SIGN_IN);
     assert_true(s.token_used);
-    assert_string_equal(s.origin, "http://localhost:9000");
+    assert_string_equal(s.origin, "http://" NAME ":9000");
     char extra[400];
     console_gate_sign_in(&s, extra, sizeof extra);
     assert_non_null(strstr(extra, "Location: /#key=" KEY "\r\n"));
     assert_non_null(strstr(extra, "Set-Cookie: joblet_console_8080=" SESSION "; Path=/; HttpOnly; SameSite=Strict"));
     assert_non_null(strstr(extra, "Clear-Site-Data: \"cache\"\r\n"));
     /* twice: refused */
-    v = check(&s, "GET /?token=" TOKEN " HTTP/1.1\r\nHost: localhost:9000\r\n\r\n");
+    v = check(&s, "GET /?token=" TOKEN " HTTP/1.1\r\nHost: " NAME ":9000\r\n\r\n");
     ASSERT_REFUSED(v, "401", "used already");
     /* the session now answers at the sign-in's origin only */
-    v = check(&s, "GET / HTTP/1.1\r\nHost: 127.0.0.1:9000\r\nCookie: joblet_console_8080=" SESSION "\r\n\r\n");
-    ASSERT_REFUSED(v, "403", "http://localhost:9000");
-    v = check(&s, "GET / HTTP/1.1\r\nHost: LOCALHOST:9000\r\nCookie: joblet_console_8080=" SESSION "\r\n\r\n");
+    v = check(&s, "GET / HTTP/1.1\r\nHost: " NAME ":9001\r\nCookie: joblet_console_8080=" SESSION "\r\n\r\n");
+    ASSERT_REFUSED(v, "403", "http://" NAME ":9000");
+    v = check(&s, "GET / HTTP/1.1\r\nHost: 44444444444444444444444444444444.LOCALHOST:9000\r\nCookie: joblet_console_8080="
+              SESSION "\r\n\r\n");
     assert_int_equal(v.action, GATE_FORWARD);
 }
 
@@ -141,12 +154,13 @@ static void test_the_exact_origin(void **state)
     (void)state;
     console_secrets s = fresh(true);
 #define OK_HEAD "GET /v1/jobs HTTP/1.1\r\n" HOST JAR "X-Console-Key: " KEY "\r\n"
-    console_verdict v = check(&s, OK_HEAD "Origin: http://127.0.0.1:8080\r\nSec-Fetch-Site: same-origin\r\n\r\n");
+    console_verdict v = check(&s, OK_HEAD "Origin: http://" NAME ":8080\r\nSec-Fetch-Site: same-origin\r\n\r\n");
     assert_int_equal(v.action, GATE_FORWARD);
     v = check(&s, OK_HEAD "Sec-Fetch-Site: none\r\n\r\n");
     assert_int_equal(v.action, GATE_FORWARD);
-    const char *bad_origins[] = {"http://127.0.0.1:8081", "https://127.0.0.1:8080", "http://localhost:8080",
-                                 "http://127.0.0.1:80800", "http://127.0.0.1", "null", "", "http://127.0.0.1:8080/"};
+    const char *bad_origins[] = {"http://" NAME ":8081", "https://" NAME ":8080", "http://localhost:8080",
+                                 "http://127.0.0.1:8080", "http://" NAME ":80800", "http://" NAME, "null", "",
+                                 "http://" NAME ":8080/"};
     for (size_t i = 0; i < sizeof bad_origins / sizeof bad_origins[0]; i++) {
         char head[1024];
         snprintf(head, sizeof head, OK_HEAD "Origin: %s\r\n\r\n", bad_origins[i]);
@@ -166,8 +180,9 @@ static void test_the_exact_origin(void **state)
     ASSERT_REFUSED(v, "403", "Sec-Fetch-Site");
     assert_false(n.token_used);
     /* hosts */
-    const char *bad_hosts[] = {"evil.example:8080", "127.0.0.1.evil:8080", "127.0.0.1:80a", "127.0.0.1:", "127.0.0.2:8080",
-                               "127.0.0.1:8081", "127.0.0.1"};
+    const char *bad_hosts[] = {"evil.example:8080", NAME ".evil:8080", NAME ":80a", NAME ":", "127.0.0.1:8080",
+                               "localhost:8080", "[::1]:8080", "x" NAME ":8080", "4" NAME ":8080",
+                               "54444444444444444444444444444444.localhost:8080", NAME ":8081", NAME};
     for (size_t i = 0; i < sizeof bad_hosts / sizeof bad_hosts[0]; i++) {
         char head[1024];
         snprintf(head, sizeof head, "GET / HTTP/1.1\r\nHost: %s\r\n" JAR "\r\n", bad_hosts[i]);
@@ -264,7 +279,7 @@ static void test_tickets(void **state)
     console_gate_ticket_add(&s, TOKEN);
 #define WS(q, more) "GET /v1/jobs/abc/attach" q " HTTP/1.1\r\n" HOST JAR "Upgrade: websocket\r\n" \
                     "Connection: Upgrade\r\n" more "\r\n"
-#define ORIGIN "Origin: http://127.0.0.1:8080\r\n"
+#define ORIGIN "Origin: http://" NAME ":8080\r\n"
     v = check(&s, WS("", ORIGIN));
     ASSERT_REFUSED(v, "401", "ticket");
     v = check(&s, WS("?console_key=" KEY, ORIGIN));
