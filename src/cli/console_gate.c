@@ -210,8 +210,9 @@ static int check(console_secrets *s, const char *head, const char *end, console_
         return refuse(v, "400 Bad Request", "the request names no Host");
     if (!own_host(s->name, host, hlen))
         return refuse(v, "403 Forbidden",
-                      "Host '%.*s' is not this console's name: it answers only to %s (any port), the host of the "
-                      "URL 'rnx console' printed", SHOWN(hlen), host, s->name);
+                      "Host '%.*s' is not this console's name: it answers only to the host of the URL 'rnx "
+                      "console' printed (a name of its own under .localhost, any port; not said here: whoever "
+                      "has the link has it)", SHOWN(hlen), host);
     char own[sizeof s->origin];
     if (s->origin[0])
         snprintf(own, sizeof own, "%s", s->origin);
