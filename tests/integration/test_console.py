@@ -56,7 +56,8 @@ def test_the_proxy_needs_the_token_then_the_cookie(daemon):
         # server may have held: test_hostile_console_worker) is refused and stays good
         for host in (f"127.0.0.1:{con.port}", f"localhost:{con.port}", f"other.localhost:{con.port}"):
             r, body = con.request("GET", f"/?token={con.token}", headers={"Host": host})
-            assert r.status == 403 and con.name.encode() in body, (host, r.status, body)
+            assert r.status == 403 and b"not this console's name" in body, (host, r.status, body)
+            assert con.name.encode() not in body  # (the name is the link's, not told to whoever asks)
         r, _ = con.request("GET", f"/?token={con.token}")
         assert r.status == 303 and r.getheader("Location").startswith("/#key=")
         key = r.getheader("Location")[len("/#key="):]
