@@ -152,7 +152,7 @@ static void delete_rest(job *j)
     arrays_forget_task(j);
     networks_release(j); /* (given back at its end already, unless it is deleted before the settle step) */
     statedisk_budget_release(j);
-    workfs_remove(j->owner_uid, dir);
+    workfs_remove_later(j->owner_uid, dir); /* a large tree over the next turns */
     char ev[80];
     snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", j->id);
     events_publish("job_deleted", j->owner_uid, ev);

@@ -27,6 +27,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "trash.h"
 #include "diskimg.h"
 #include "state.h"
 
@@ -346,6 +347,14 @@ void workfs_remove(uid_t owner, const char *job_dir)
     if (on_owner_fs(owner, job_dir, work, sizeof work) && rm_rf(work) < 0 && errno != ENOENT)
         log_warn("job directory %s: its work %s is not removed: %s", job_dir, work, strerror(errno));
     rm_rf(job_dir);
+}
+
+void workfs_remove_later(uid_t owner, const char *job_dir)
+{
+    char work[800];
+    if (on_owner_fs(owner, job_dir, work, sizeof work))
+        trash_remove(work);
+    trash_remove(job_dir);
 }
 
 void workfs_usage(uid_t owner, const char *job_dir, uint64_t *size, uint64_t *used)

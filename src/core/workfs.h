@@ -47,6 +47,8 @@ void workfs_path(uid_t owner, const char *job_dir, char *out, size_t len);
 
 /* Removes a job directory and its work, wherever that is. */
 void workfs_remove(uid_t owner, const char *job_dir);
+/* The same for a deleted job, over the loop's next turns when it is large (trash.h). */
+void workfs_remove_later(uid_t owner, const char *job_dir);
 
 /* The bound on the work of job_dir's job and what its owner's jobs use of it together: both 0
  * when its /work has no bound of its own. */

@@ -274,3 +274,87 @@ def test_a_job_whose_directory_was_never_made_still_runs(fresh_daemon):
     job = d.wait(jid, timeout=60)
     assert job["status"] == "COMPLETED", job
     assert d.output(jid) == "ran\n"
+
+
+MAKE_DIRS = "import os\nfor i in range(%d):\n    os.mkdir('/work/d%%d' %% i)\n"
+
+
+def daemon_cpu_s(pid):
+    """The daemon's user and system CPU so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_deleting_a_large_work_tree_gives_the_loop_back_between_slices(fresh_daemon):
+    """A local user's job that leaves 20,000 directories in its /work (its own making, or its
+    upload listing's: up to 100,000 entries), then its DELETE: the tree was removed by one rm_rf
+    in the request's turn, so the loop's longest turn grew to the whole removal (seen: 40,000
+    entries, 1.6 s of the daemon's CPU in one turn, another user's /v1/version answered after
+    2.8 s). Now it goes a slice per turn (core/trash.c): the longest turn stays a small part of
+    the CPU the removal cost, whatever the tree's size (compared, not timed)."""
+    need_setpriv()
+    d = fresh_daemon()
+    code, ans = api_as(d, USER, "POST", "/v1/jobs", {"command": "/usr/bin/python3",
+                                                      "args": ["-c", MAKE_DIRS % 20000]})
+    assert code == 201, ans
+    jid = ans["id"]
+    job = d.wait(jid, timeout=300)
+    assert job["status"] == "COMPLETED", job
+    jdir = os.path.join(d.state, "jobs", jid)
+    # its /work: in its directory, or on its owner's filesystem (jobs.work_quota)
+    work = [w for w in (os.path.join(jdir, "work"), os.path.join(d.state, "work", str(USER), jid))
+            if os.path.isdir(w)]
+    assert len(work) == 1 and len(os.listdir(work[0])) == 20000, work
+    turn0 = d.metric("joblet_loop_longest_turn_seconds")
+    cpu0 = daemon_cpu_s(d.proc.pid)
+    code, ans = api_as(d, USER, "DELETE", f"/v1/jobs/{jid}")
+    assert code == 200, ans
+    deadline = time.time() + 300
+    while (os.path.exists(jdir) or os.path.exists(work[0])) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(jdir) and not os.path.exists(work[0]), "the deleted job's files are still there"
+    removal = daemon_cpu_s(d.proc.pid) - cpu0
+    turn1 = d.metric("joblet_loop_longest_turn_seconds")
+    print(f"removal: {removal:.2f} s of CPU; longest loop turn {turn0:.3f} -> {turn1:.3f} s")
+    assert removal > 0.1, f"the removal cost {removal:.2f} s of CPU: too little to tell slices apart"
+    assert turn1 < removal / 3, \
+        f"the longest loop turn ({turn1:.3f} s) holds much of the removal's {removal:.2f} s of CPU"
+    code, ans = api_as(d, OTHER, "GET", "/v1/version")
+    assert code == 200, ans
+
+
+MAKE_DEEP = """import os
+os.chdir('/work')
+for i in range(%d):
+    os.mkdir('d')
+    os.symlink(%r, 'out')
+    open('f', 'w').close()
+    os.chdir('d')
+"""
+
+
+def test_a_deleted_deep_tree_with_links_out_goes_and_only_it(fresh_daemon, tmp_path):
+    """The sliced removal of a deleted job's tree (core/trash.c) walks 300 directories deep (past
+    its depth bound, where a directory is moved up to the top) with a link out of the tree at
+    every level: the tree goes, and what the links name stays."""
+    need_setpriv()
+    d = fresh_daemon()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("kept")
+    code, ans = api_as(d, USER, "POST", "/v1/jobs", {"command": "/usr/bin/python3",
+                                                      "args": ["-c", MAKE_DEEP % (300, str(outside))]})
+    assert code == 201, ans
+    jid = ans["id"]
+    job = d.wait(jid, timeout=300)
+    assert job["status"] == "COMPLETED", job
+    jdir = os.path.join(d.state, "jobs", jid)
+    work = os.path.join(d.state, "work", str(USER), jid)
+    code, ans = api_as(d, USER, "DELETE", f"/v1/jobs/{jid}")
+    assert code == 200, ans
+    deadline = time.time() + 120
+    while (os.path.exists(jdir) or os.path.exists(work)) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(jdir) and not os.path.exists(work), "the deleted job's files are still there"
+    assert (outside / "keep").read_text() == "kept"
