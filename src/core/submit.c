@@ -430,6 +430,30 @@ uint64_t submit_kept(uid_t uid)
     return promised(uid) + arrays_unmade(uid) + arrays_jobless(uid) + jobs_user(uid).kept;
 }
 
+int submit_check_count(uint64_t ntasks, uid_t uid, jerr *e)
+{
+    const limits_config *L = &core.cfg.limits;
+    if (!L->max_queued_per_user && !L->max_jobs_per_user)
+        return 0;
+    /* an array's tasks not made yet are jobs waiting and kept, as made ones are */
+    uint64_t unmade = arrays_unmade(uid);
+    jobs_user_count own = jobs_user(uid); /* counted as jobs change (jobs.h), not scanned */
+    uint64_t waiting = promised(uid) + unmade + own.waiting;
+    uint64_t kept = submit_kept(uid);
+    char more[80] = "";
+    if (ntasks > 1)
+        snprintf(more, sizeof more, " and this asks for %llu more", (unsigned long long)ntasks);
+    if (L->max_queued_per_user && waiting + ntasks > L->max_queued_per_user)
+        return jerr_http(e, 429, "uid %u has %llu jobs waiting%s; limits.max_queued_per_user is %u: wait for some "
+                                 "to start, or cancel some", (unsigned)uid, (unsigned long long)waiting, more,
+                         L->max_queued_per_user);
+    if (L->max_jobs_per_user && kept + ntasks > L->max_jobs_per_user)
+        return jerr_http(e, 429, "uid %u keeps %llu jobs%s; limits.max_jobs_per_user is %u: delete ended ones "
+                                 "(rnx job delete ID, or rnx job delete-all)", (unsigned)uid,
+                         (unsigned long long)kept, more, L->max_jobs_per_user);
+    return 0;
+}
+
 int submit_check_limits(job_req *const *reqs, size_t n, uid_t uid, int flags, uint64_t wf_bytes, jerr *e)
 {
     return check_limits(reqs, n, submit_task_count(reqs, n), uid, flags, wf_bytes, e);
@@ -452,24 +476,8 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
                               (unsigned long long)gpus, L->max_gpus_per_user);
         }
     }
-    if (L->max_queued_per_user || L->max_jobs_per_user) {
-        /* an array's tasks not made yet are jobs waiting and kept, as made ones are */
-        uint64_t unmade = arrays_unmade(uid);
-        jobs_user_count own = jobs_user(uid); /* counted as jobs change (jobs.h), not scanned */
-        uint64_t waiting = promised(uid) + unmade + own.waiting;
-        uint64_t kept = submit_kept(uid);
-        char more[80] = "";
-        if (ntasks > 1)
-            snprintf(more, sizeof more, " and this asks for %llu more", (unsigned long long)ntasks);
-        if (L->max_queued_per_user && waiting + ntasks > L->max_queued_per_user)
-            return jerr_http(e, 429, "uid %u has %llu jobs waiting%s; limits.max_queued_per_user is %u: wait for some "
-                                     "to start, or cancel some", (unsigned)uid, (unsigned long long)waiting, more,
-                             L->max_queued_per_user);
-        if (L->max_jobs_per_user && kept + ntasks > L->max_jobs_per_user)
-            return jerr_http(e, 429, "uid %u keeps %llu jobs%s; limits.max_jobs_per_user is %u: delete ended ones "
-                                     "(rnx job delete ID, or rnx job delete-all)", (unsigned)uid,
-                             (unsigned long long)kept, more, L->max_jobs_per_user);
-    }
+    if (submit_check_count(ntasks, uid, e) < 0)
+        return -1;
     /* the bytes of the requests the user keeps: each job keeps its command, args and env in
      * memory and in the database, and each is up to the body's size (16 MiB of variables of
      * 128 KiB); max_jobs_per_user of them were 150 GiB */

@@ -169,6 +169,15 @@ def test_a_users_waiting_and_kept_jobs_are_bounded_by_default(fresh_daemon):
     assert f"uid {USER} has 0 jobs waiting and this asks for 1001 more; limits.max_queued_per_user is 1000" \
         in ans["error"]["message"], ans
     assert d.job_count() == 0
+    # refused before its jobs are read (each costs a submission's checks: 0.5 s of the loop for
+    # 10,000, to be refused after all): a job the checks would refuse (400) at the end says so
+    wf["jobs"][-1]["request"]["max_cpu"] = -5
+    for path in ("/v1/workflows", "/v1/workflows?dry_run=1"):
+        code, ans = api_as(d, USER, "POST", path, wf)
+        assert code == 429 and "limits.max_queued_per_user is 1000" in ans["error"]["message"], (path, ans)
+    wf["jobs"] = wf["jobs"][-2:]  # (within the limit: read, and the bad job refused)
+    code, ans = api_as(d, USER, "POST", "/v1/workflows", wf)
+    assert code == 400 and "max_cpu" in ans["error"]["message"], ans
     d2 = fresh_daemon("limits:\n  max_jobs_per_user: 6\n")
     ids = [api_as(d2, USER, "POST", "/v1/jobs", {"command": "true"})[1]["id"] for _ in range(6)]
     code, ans = api_as(d2, USER, "POST", "/v1/jobs", {"command": "true"})
