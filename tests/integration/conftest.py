@@ -56,6 +56,13 @@ def sockets_of(pid):
     return n
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick; free until taken)."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
 def need_root():
     if os.geteuid() != 0:
         pytest.skip("needs root: joblet creates namespaces, cgroups and mounts")

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, free_port
 
 JOBLET = os.path.join(BUILD, "joblet")
 TOOLS = ("certtool", "openssl", "gnutls-cli", "gnutls-serv")
@@ -212,12 +212,6 @@ def test_client_warns_when_the_server_certificate_lacks_the_host(pki):
 
 
 # ---- real TLS handshakes ------------------------------------------------------------------
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def serve(argv, port, log):
     """Starts a TLS server on 127.0.0.1:port and waits until it accepts connections."""

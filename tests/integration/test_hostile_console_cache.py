@@ -7,13 +7,13 @@ used without asking the console (which answers no-cache), and runs in the consol
 where the page's key is.
 """
 import shutil
-import socket
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from conftest import free_port
 from console_util import Console
 
 try:
@@ -54,14 +54,6 @@ class Mallory(BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def jobs_named(d, name):

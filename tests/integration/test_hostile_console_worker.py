@@ -13,7 +13,6 @@ rnx). So the console's link names an origin nobody knew before it was printed.
 import http.client
 import queue
 import shutil
-import socket
 import threading
 import urllib.parse
 import uuid
@@ -21,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from conftest import free_port
 from console_util import Console
 
 try:
@@ -71,14 +71,6 @@ class Mallory(BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def serve(port):

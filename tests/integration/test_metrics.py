@@ -15,7 +15,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import BUILD, ROOT, UnixHTTPConnection, need_setpriv, setpriv, wait_for
+from conftest import BUILD, ROOT, UnixHTTPConnection, free_port, need_setpriv, setpriv, wait_for
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 MIB = 1048576
@@ -24,14 +24,6 @@ PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 FAKE_NVML = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
 ODD_NAME = 'odd "name" \\ with\nnewline'
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def machine(name):

@@ -17,19 +17,13 @@ import uuid
 import pytest
 
 import certs
-from conftest import Daemon, Keepers, need_root
+from conftest import Daemon, Keepers, free_port, need_root
 
 pytestmark = pytest.mark.skipif(not (certs.CERTTOOL and shutil.which("curl") and shutil.which("gnutls-cli")),
                                 reason="needs certtool, gnutls-cli (gnutls-bin) and curl")
 
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 ROLES = ("reader", "developer", "maintainer", "admin")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Users:
