@@ -62,8 +62,12 @@ def jobs_named(d, name):
     return [j for j in body["jobs"] if j.get("name") == name]
 
 
-@pytest.mark.skipif(webdriver is None or not CHROMIUM or not DRIVER,
-                    reason="needs chromium, chromium-driver and python3-selenium (scripts/install-deps.sh)")
+needs_browser = pytest.mark.skipif(webdriver is None or not CHROMIUM or not DRIVER,
+                                   reason="needs chromium, chromium-driver and python3-selenium "
+                                          "(scripts/install-deps.sh)")
+
+
+@needs_browser
 @pytest.mark.parametrize("lure", ["script", "page"])
 def test_what_the_ports_earlier_server_left_in_the_cache_does_not_run_in_the_console(daemon, lure):
     """Mallory serves 127.0.0.1:PORT (the port the admin's console will use: --port, or the

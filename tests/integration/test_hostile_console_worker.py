@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import free_port
+from test_hostile_console_cache import jobs_named, needs_browser
 from console_util import Console
 
 try:
@@ -103,14 +104,7 @@ def redeem(url, port, mark):
     return f"submitted {r.status}"
 
 
-def jobs_named(d, name):
-    st, body = d.api("GET", "/v1/jobs")
-    assert st == 200
-    return [j for j in body["jobs"] if j.get("name") == name]
-
-
-@pytest.mark.skipif(webdriver is None or not CHROMIUM or not DRIVER,
-                    reason="needs chromium, chromium-driver and python3-selenium (scripts/install-deps.sh)")
+@needs_browser
 @pytest.mark.parametrize("lure", ["page", "frame"])
 def test_a_worker_left_for_the_port_does_not_see_the_consoles_link(daemon, lure, tmp_path):
     """Mallory serves PORT and has the admin's browser register her worker there (page: the
