@@ -199,16 +199,19 @@ int write_string(const char *path, const char *s)
 typedef struct rm_walk {
     dev_t dev;
     int top;                  /* the top directory, once open */
-    unsigned long moved;      /* directories moved up into it */
+    unsigned long *moved;     /* directories moved up into it (numbers their names) */
+    int64_t until;            /* mono_ns at which to stop for now; 0 never */
 } rm_walk;
 
+/* dfd/name and what it holds: 1 when gone (or moved up into the top), 0 when the walk's time
+ * ran out first (what is left, a later walk finds), -1 on an error (errno). */
 static int rm_at(rm_walk *w, int dfd, const char *name, unsigned depth)
 {
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return errno == ENOENT ? 0 : -1;
+        return errno == ENOENT ? 1 : -1;
     if (!S_ISDIR(st.st_mode))
-        return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -1 : 0;
+        return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -1 : 1;
     if (st.st_dev != w->dev) {
         errno = EXDEV;
         return -1;
@@ -216,16 +219,16 @@ static int rm_at(rm_walk *w, int dfd, const char *name, unsigned depth)
     if (depth >= RM_DEPTH_MAX) {
         char to[40];
         for (;;) {
-            snprintf(to, sizeof to, ".joblet-rm-%lu", w->moved++);
+            snprintf(to, sizeof to, ".joblet-rm-%lu", (*w->moved)++);
             if (renameat2(dfd, name, w->top, to, RENAME_NOREPLACE) == 0)
-                return 0;
+                return 1;
             if (errno != EEXIST)
-                return errno == ENOENT ? 0 : -1;
+                return errno == ENOENT ? 1 : -1;
         }
     }
     int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return errno == ENOENT ? 1 : -1;
     DIR *d = fdopendir(fd);
     if (!d) {
         close(fd);
@@ -233,32 +236,48 @@ static int rm_at(rm_walk *w, int dfd, const char *name, unsigned depth)
     }
     if (depth == 0)
         w->top = fd;
-    int rc = 0;
+    /* an error is remembered and the rest removed all the same; running out of time stops */
+    int rc = 1, err = 0;
     unsigned long before;
     do { /* the top directory again while what was moved up into it is there */
-        before = w->moved;
+        before = *w->moved;
         rewinddir(d);
         struct dirent *de;
-        while ((de = readdir(d))) {
+        while (rc != 0 && (de = readdir(d))) {
             if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
                 continue;
-            if (rm_at(w, dirfd(d), de->d_name, depth + 1) < 0)
-                rc = -1;
+            int r = w->until && mono_ns() >= w->until ? 0 : rm_at(w, dirfd(d), de->d_name, depth + 1);
+            if (r == 0)
+                rc = 0;
+            else if (r < 0 && rc == 1)
+                rc = -1, err = errno;
         }
-    } while (depth == 0 && rc == 0 && w->moved != before);
+    } while (depth == 0 && rc == 1 && *w->moved != before);
     closedir(d);
+    if (depth == 0)
+        w->top = -1;
+    if (rc != 1) {
+        errno = err;
+        return rc;
+    }
     if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        rc = -1;
-    return rc;
+        return -1;
+    return 1;
+}
+
+int rm_rf_some(const char *path, int64_t until_ns, unsigned long *moved)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 1 : -1;
+    rm_walk w = {.dev = st.st_dev, .top = -1, .moved = moved, .until = until_ns};
+    return rm_at(&w, AT_FDCWD, path, 0);
 }
 
 int rm_rf(const char *path)
 {
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : -1;
-    rm_walk w = {.dev = st.st_dev, .top = -1};
-    return rm_at(&w, AT_FDCWD, path, 0);
+    unsigned long moved = 0;
+    return rm_rf_some(path, 0, &moved) < 0 ? -1 : 0;
 }
 
 void uuid_v4(char out[37])
