@@ -2,9 +2,7 @@
 import http.client
 import os
 import re
-import shutil
 import subprocess
-import time
 import urllib.parse
 
 from conftest import BUILD, SANITIZER_MARKS

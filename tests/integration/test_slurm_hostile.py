@@ -1,7 +1,6 @@
 """A Slurm user who is not root against joblet's SPANK plugin (docs/slurm.md), through the real
 slurmstepd of the test cluster (slurm_cluster.py) and the daemon of test_slurm_joblet.py: what
 the user gives srun reaches the job as given, or the task is refused saying why."""
-import os
 import subprocess
 
 from conftest import rnx_as
