@@ -201,6 +201,7 @@ typedef struct rm_walk {
     int top;                  /* the top directory, once open */
     unsigned long *moved;     /* directories moved up into it (numbers their names) */
     int64_t until;            /* mono_ns at which to stop for now; 0 never */
+    unsigned long left;       /* entries still to be removed before the time counts */
 } rm_walk;
 
 /* dfd/name and what it holds: 1 when gone (or moved up into the top), 0 when the walk's time
@@ -246,7 +247,10 @@ static int rm_at(rm_walk *w, int dfd, const char *name, unsigned depth)
         while (rc != 0 && (de = readdir(d))) {
             if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
                 continue;
-            int r = w->until && mono_ns() >= w->until ? 0 : rm_at(w, dirfd(d), de->d_name, depth + 1);
+            bool stop = w->until && !w->left && mono_ns() >= w->until;
+            int r = stop ? 0 : rm_at(w, dirfd(d), de->d_name, depth + 1);
+            if (w->left)
+                w->left--;
             if (r == 0)
                 rc = 0;
             else if (r < 0 && rc == 1)
@@ -265,19 +269,19 @@ static int rm_at(rm_walk *w, int dfd, const char *name, unsigned depth)
     return 1;
 }
 
-int rm_rf_some(const char *path, int64_t until_ns, unsigned long *moved)
+int rm_rf_some(const char *path, int64_t until_ns, unsigned long at_least, unsigned long *moved)
 {
     struct stat st;
     if (lstat(path, &st) < 0)
         return errno == ENOENT ? 1 : -1;
-    rm_walk w = {.dev = st.st_dev, .top = -1, .moved = moved, .until = until_ns};
+    rm_walk w = {.dev = st.st_dev, .top = -1, .moved = moved, .until = until_ns, .left = at_least};
     return rm_at(&w, AT_FDCWD, path, 0);
 }
 
 int rm_rf(const char *path)
 {
     unsigned long moved = 0;
-    return rm_rf_some(path, 0, &moved) < 0 ? -1 : 0;
+    return rm_rf_some(path, 0, 0, &moved) < 0 ? -1 : 0;
 }
 
 void uuid_v4(char out[37])

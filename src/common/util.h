@@ -52,10 +52,11 @@ size_t write_all(int fd, const void *p, size_t n);
 /* Removes a directory tree of any depth without following symlinks or crossing mount points
  * (what lies deeper than a bound is moved up into the top directory first: util.c). */
 int rm_rf(const char *path);
-/* rm_rf until mono_ns() reaches until_ns (0: to the end): 1 when path is gone, 0 when time ran
- * out first (a later call goes on with what is left), -1 on an error (errno). moved numbers
+/* rm_rf until mono_ns() reaches until_ns (0: to the end), but not before at_least entries are
+ * removed (a small tree goes whole, however busy the machine): 1 when path is gone, 0 when time
+ * ran out first (a later call goes on with what is left), -1 on an error (errno). moved numbers
  * the directories moved up into the top, across calls (a name never tried twice). */
-int rm_rf_some(const char *path, int64_t until_ns, unsigned long *moved);
+int rm_rf_some(const char *path, int64_t until_ns, unsigned long at_least, unsigned long *moved);
 void uuid_v4(char out[37]);
 /* The length (2 or 3) of the UTF-8 character at p when a terminal or a reader takes it as a
  * control rather than as text, else 0, with its code point in *cp: the C1 controls U+0080 to

@@ -16,6 +16,10 @@
 #include "loop.h"
 
 #define TRASH_SLICE_MS 20
+/* entries removed at once whatever the clock says: a small tree (a job's few files) is gone before
+ * its DELETE is answered even on a machine so busy that the slice's time passes meanwhile; and
+ * each turn's walk makes that much headway at least */
+#define TRASH_AT_LEAST 256
 
 static char **queue; /* paths [head, n) */
 static size_t head, n, cap;
@@ -30,27 +34,35 @@ static int64_t spent_ns;
 
 static void work(void);
 
+/* Directories moved up into a top, numbered for all walks: a walk's new name is never one an
+ * earlier walk left there (a count per walk would try each of those again, per move). */
+static unsigned long moved;
+
 void trash_remove(const char *path)
 {
+    /* its first TRASH_AT_LEAST entries now, whatever waits before it and whatever the clock says:
+     * a small tree is gone before the answer, as it always was */
+    int rc = rm_rf_some(path, mono_ns(), TRASH_AT_LEAST, &moved);
+    if (rc != 0) {
+        if (rc < 0) /* left for the next start's orphan sweep */
+            log_warn("%s: not removed: %s", path, strerror(errno));
+        return;
+    }
     if (n == cap) {
         cap = cap ? cap * 2 : 16;
         queue = xrealloc(queue, cap * sizeof *queue);
     }
     queue[n++] = xstrdup(path);
-    work(); /* a small tree is gone before the answer, as it always was */
+    work(); /* what is left of this turn's slice */
     if (head < n)
         loop_later(&task);
 }
-
-/* Directories moved up into a top, numbered for all walks: a walk's new name is never one an
- * earlier walk left there (a count per walk would try each of those again, per move). */
-static unsigned long moved;
 
 /* The oldest path, walked until the slice ends (rm_rf_some: util.h): true when it is done with
  * (gone, or given up: left for the next start's orphan sweep). */
 static bool remove_oldest(int64_t until)
 {
-    int rc = rm_rf_some(queue[head], until, &moved);
+    int rc = rm_rf_some(queue[head], until, TRASH_AT_LEAST, &moved);
     if (rc < 0)
         log_warn("%s: not removed: %s", queue[head], strerror(errno));
     return rc != 0;
