@@ -627,29 +627,6 @@ void queue_wait_reason(const job *j, char *out, size_t len)
     free(run);
 }
 
-/* Whether a GPU that would have room for shared request r is held by shared jobs of another
- * uid (sched.h mps_uid): the one thing keeping it off that GPU. */
-static bool shared_by_another_uid(const sched_input *in, const sched_req *r)
-{
-    for (size_t g = 0; g < in->ngpus && g < SCHED_GPU_MAX; g++) {
-        if (!sched_qualifies(&in->gpus[g], r) || in->gpus[g].closed || (r->gpu_mask && !(r->gpu_mask >> g & 1)) ||
-            (r->gpu_ids && !(r->gpu_ids >> g & 1)))
-            continue;
-        int64_t used = 0;
-        bool other = false;
-        for (size_t k = 0; k < in->nrunning; k++) {
-            const sched_running *x = &in->running[k];
-            if (x->r.shared && x->gpus >> g & 1) {
-                used += (int64_t)x->r.gpu_memory_mb;
-                other |= x->r.mps_uid != r->mps_uid;
-            }
-        }
-        if (other && used + (int64_t)r->gpu_memory_mb <= in->gpus[g].memory_mb)
-            return true;
-    }
-    return false;
-}
-
 /* The reason in words, against the input of this moment (in: GPUs, running jobs). */
 static void wait_reason_in(const job *j, const sched_input *inp, char *out, size_t len)
 {
@@ -749,7 +726,7 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
     bool for_gpus = j->wait_why == SW_HEAD || j->wait_why == SW_HEAD_HELD || j->wait_why == SW_NO_ROOM ||
                     j->wait_why == SW_RESERVED || j->wait_why == SW_UNPLACEABLE;
     size_t l = strlen(out);
-    if (for_gpus && r.shared && l + 1 < len && shared_by_another_uid(&in, &r))
+    if (for_gpus && r.shared && l + 1 < len && sched_held_by_other_uids(&in, &r))
         snprintf(out + l, len - l, "; a shared GPU takes the jobs of one uid at a time (NVIDIA MPS serves one "
                                    "user at once), and a shared GPU it could use serves another's");
     for (int i = 0; for_gpus && i < core.gpu.inv.n; i++) {

@@ -27,9 +27,9 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
-#include "trash.h"
 #include "diskimg.h"
 #include "state.h"
+#include "trash.h"
 
 #define MKFS_TIMEOUT_MS 60000 /* mke2fs of a sparse image takes tens of milliseconds */
 

@@ -127,7 +127,8 @@ int cg_user_prepare(const cg_host *uh, uint64_t tasks_max, jerr *e);
  * after: when it holds more than its bound the caller goes back out and -1 says so (EAGAIN).
  * 0 without doing anything on a host with no pids controller. */
 int cg_user_enter(const cg_host *uh, jerr *e);
-/* Moves the calling process (joblet-exec) into "<uh's root>/shims" of the hierarchies that
+/* Moves the calling process (joblet-exec, joblet-copy, a job's shim past SHIM_CPU_JOIN_BYTES of
+ * output) into "<uh's root>/shims" of the hierarchies that
  * account CPU but do not count tasks: cpu and cpuacct on v1 and hybrid hosts, and the cgroup2
  * mount of a hybrid one (its cpu.stat), so that the CPU it spends is its user's, not the
  * daemon's. 0 without doing anything on a cgroup2-only host (cg_user_enter did it there). */

@@ -277,6 +277,13 @@ int sched_fits_now(const sched_input *in, const sched_req *r, uint64_t *set, int
     return place(in, &R, r, 0, -1, set, mig);
 }
 
+uint64_t sched_held_by_other_uids(const sched_input *in, const sched_req *r)
+{
+    room R;
+    room_now(in, &R);
+    return after_tenants(in, &R, r) & (r->gpu_ids ? r->gpu_ids : ~0ull);
+}
+
 int sched_feasible(const sched_input *in, const sched_req *r)
 {
     sched_input open = *in;

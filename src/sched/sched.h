@@ -144,6 +144,10 @@ int sched_feasible(const sched_input *in, const sched_req *r);
  * (and MIG pick) it would get, or -1. */
 int sched_fits_now(const sched_input *in, const sched_req *r, uint64_t *set, int *mig);
 
+/* The GPUs a shared request could take now but for the shared jobs of another uid on them
+ * (mps_uid: NVIDIA MPS serves one uid at a time), among those it named; 0 for an exclusive one. */
+uint64_t sched_held_by_other_uids(const sched_input *in, const sched_req *r);
+
 /* How good a placement was (rnx job status --detail): the placement score (placement.h) of the
  * best set r could get with every usable GPU free and open (*best), and with the GPUs free now
  * beside the running jobs and held ones (*best_free); -1 where there is none. Judged as the

@@ -917,6 +917,11 @@ static void test_shared_one_uid_per_gpu(void **state)
     sched_req s = as_uid(req_shared(1, 1000), 1002);
     in = input(NULL, 0, run2, 2, gpus, 2);
     assert_int_equal(sched_fits_now(&in, &s, &set, &mig), -1);
+    assert_int_equal(sched_held_by_other_uids(&in, &s), 0x3); /* (its wait reason says why) */
+    s.gpu_ids = 0x2;
+    assert_int_equal(sched_held_by_other_uids(&in, &s), 0x2);
+    s.mps_uid = 1001;
+    assert_int_equal(sched_held_by_other_uids(&in, &s), 0);
 }
 
 /* ---- kinds of GPU ---- */
