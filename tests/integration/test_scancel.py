@@ -144,15 +144,17 @@ def test_numbers_are_references_as_slurms_job_ids(daemon):
     d.rnx("job", "cancel", named, check=True)
     # a number wins over the id prefix it looks like: jobs until one's id starts with the digits of
     # another's number (each id's first character is a digit 1-9 with p = 9/16)
-    mine = []
-    for _ in range(60):
+    # (on a daemon that numbered many jobs before, the numbers here have two or three digits and a
+    # hit takes more jobs: up to 400, each job's number asked once)
+    mine, nums = [], {}
+    for _ in range(400):
         mine.append(run(d, later(), "true"))
-        nums = {number(d, j): j for j in mine}
+        nums[number(d, mine[-1])] = mine[-1]
         hit = next(((j, int(m.group())) for j in mine if (m := re.match(r"[1-9][0-9]*", j))
                     and int(m.group()) in nums and nums[int(m.group())] != j), None)
         if hit:
             break
-    assert hit, "no id started with another job's number in 60 jobs"
+    assert hit, "no id started with another job's number in 400 jobs"
     j, n = hit
     assert json.loads(d.rnx("job", "status", "--json", str(n), check=True).stdout)["id"] == nums[n] != j
     assert json.loads(d.rnx("job", "status", "--json", j[:9] if j[8] == "-" else j[:12],
