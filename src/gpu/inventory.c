@@ -191,10 +191,12 @@ void gpu_inventory_finish(gpu_inventory *inv)
 
 int gpu_find(const gpu_inventory *inv, const char *s)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s && !*end)
+    /* an index is digits only: strtol alone would take "-0", "+1" and " 1" for GPUs 0 and 1 */
+    size_t nd = strspn(s, "0123456789");
+    if (nd && !s[nd]) {
+        long v = nd <= 9 ? strtol(s, NULL, 10) : -1;
         return v >= 0 && v < inv->n ? (int)v : -1;
+    }
     for (int i = 0; i < inv->n; i++)
         if (strcasecmp(inv->gpu[i].uuid, s) == 0)
             return i;

@@ -328,6 +328,9 @@ def test_rnx_gpu_list_and_show(fresh_daemon):
     assert f"/dev/nvidia{want[2]['minor']}" in p.stdout
     p = d.rnx("gpu", "show", "7")
     assert p.returncode == 1 and "no GPU '7'" in p.stderr
+    for sloppy in ("+1", " 1", "01x"):  # an index is digits only
+        p = d.rnx("gpu", "show", sloppy)
+        assert p.returncode == 1 and f"no GPU '{sloppy}'" in p.stderr, (sloppy, p.stderr)
     p = d.rnx("gpu", "show")
     assert p.returncode == 2
 

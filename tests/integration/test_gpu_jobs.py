@@ -141,6 +141,8 @@ def test_bad_gpu_requests_are_refused_with_the_reason(fresh_daemon):
         (["--gpu-ids=7"], 1, "--gpu-ids: no GPU '7' on this machine; give an index from 0 to 3 or a UUID"),
         (["--gpu-ids=GPU-nope"], 1, "--gpu-ids: no GPU 'GPU-nope'"),
         (["--gpu-ids=1,1"], 1, "--gpu-ids: GPU 1 is listed twice"),
+        (["--gpu-ids=+1"], 1, "--gpu-ids: no GPU '+1' on this machine"),
+        (["--gpu-ids=-0"], 1, "--gpu-ids: no GPU '-0' on this machine"),
         (["--gpu=2", "--gpu-ids=1"], 1, "--gpu-ids: names 1 GPU but --gpu asks for 2"),
         (["--gpu=1", "--gpu-caps=compute,warp"], 2, "--gpu-caps: 'warp' is not a driver capability"),
         (["--gpu-memory=4GB"], 2, "--gpu-memory: qualifies a GPU request, but the job asks for no GPU"),
