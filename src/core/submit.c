@@ -367,15 +367,24 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
     si->sched_ms = req->schedule_ms;
     account_pin(req, caller_uid, caller_gid);
     bool by_cdi = req->ndevices && !req->ngpu_ids;   /* gpu_ids will be the devices' */
+    /* gpu_ids that NVIDIA_VISIBLE_DEVICES gave (jobreq_check_submitted read it: a list of GPUs,
+     * equal to gpu_ids when both were given) */
+    const char *nvd = jobreq_env_get(req, false, "NVIDIA_VISIBLE_DEVICES");
+    bool by_env = !by_cdi && req->ngpu_ids && nvd && *nvd && strcmp(nvd, "all") && strcmp(nvd, "void") &&
+                  strcmp(nvd, "none");
     if (devices_to_gpus(req, e) < 0)
         return -1;
     if (check_machine(req, true, &si->total, e) < 0) {
-        /* a refusal of the GPUs the devices named names devices, which the user gave */
-        if (by_cdi && !strcmp(e->field, "gpu_ids") && !strncmp(e->msg, "gpu_ids: ", 9)) {
+        /* a refusal of the GPUs the devices or NVIDIA_VISIBLE_DEVICES named names what the user
+         * gave: --device, or -e NVIDIA_VISIBLE_DEVICES=... (not --gpu-ids, which they did not) */
+        if ((by_cdi || by_env) && !strcmp(e->field, "gpu_ids") && !strncmp(e->msg, "gpu_ids: ", 9)) {
             char msg[sizeof e->msg];
             int http = e->http, code = e->code;
-            snprintf(msg, sizeof msg, "devices: %s", e->msg + 9);
-            jerr_field(e, "devices", "%s", msg);
+            if (by_cdi)
+                snprintf(msg, sizeof msg, "devices: %s", e->msg + 9);
+            else
+                snprintf(msg, sizeof msg, "env: NVIDIA_VISIBLE_DEVICES=%.200s: %s", nvd, e->msg + 9);
+            jerr_field(e, by_cdi ? "devices" : "env", "%s", msg);
             e->http = http;
             e->code = code;
         }

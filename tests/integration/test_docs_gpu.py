@@ -1,0 +1,48 @@
+"""The examples of the GPU documents (docs/gpu.md, health.md, metrics.md, scheduler.md, runtimes.md,
+sandbox.md) as a user types them, on a simulated DGX H100 (gpu.fixture): where what rnx says
+differed from the documents, or would puzzle someone used to Docker, NVIDIA's container toolkit
+or Slurm, the case that showed it."""
+import os
+
+import pytest
+
+from conftest import ROOT, Daemon, need_root
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+
+
+@pytest.fixture(scope="module")
+def dgx():
+    need_root()
+    d = Daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n").start()
+    yield d
+    d.cleanup()
+
+
+def test_nvidia_visible_devices_refusal_names_the_variable_not_gpu_ids(dgx):
+    """`-e NVIDIA_VISIBLE_DEVICES=9` (docs/gpu.md, "NVIDIA's variables as the request") is refused
+    naming the variable the user gave, as nvidia-container-cli names it, not --gpu-ids, a flag
+    the user never typed."""
+    p = dgx.rnx("job", "run", "-e", "NVIDIA_VISIBLE_DEVICES=9", "true")
+    assert p.returncode == 1, p.stderr
+    assert p.stderr == ("rnx: --env: NVIDIA_VISIBLE_DEVICES=9: no GPU '9' on this machine; give an index from 0 to 7 "
+                        "or a UUID (rnx gpu list)\n")
+    p = dgx.rnx("job", "run", "-e", "NVIDIA_VISIBLE_DEVICES=1,1", "true")
+    assert p.returncode == 1 and p.stderr == "rnx: --env: NVIDIA_VISIBLE_DEVICES=1,1: GPU 1 is listed twice\n", p.stderr
+    # --gpu-ids itself keeps its own name
+    p = dgx.rnx("job", "run", "--gpu-ids=9", "true")
+    assert p.returncode == 1 and p.stderr.startswith("rnx: --gpu-ids: no GPU '9' on this machine"), p.stderr
+
+
+def test_detail_gpu_usage_of_a_simulated_gpu_says_it_is_not_sampled(dgx):
+    """`rnx job status --detail` (docs/gpu.md: "its GPUs' live use") on a simulated GPU printed
+    `GPU usage: GPU 0: now`, a line with no figure in it; it says why there is none."""
+    jid = dgx.rnx("job", "run", "--gpu=2", "sleep", "60", check=True).stdout.strip()
+    try:
+        dgx.wait_status(jid, "RUNNING")
+        out = dgx.rnx("job", "status", "--detail", jid, check=True).stdout
+        assert "GPU usage: GPU 0: not sampled (simulated GPUs have no health monitor)\n" \
+               "  GPU 1: not sampled (simulated GPUs have no health monitor)\n" in out, out
+        assert ": now" not in out, out
+    finally:
+        dgx.rnx("job", "stop", jid)
