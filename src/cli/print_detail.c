@@ -251,27 +251,43 @@ static void print_spec(FILE *f, json_t *spec)
     }
 }
 
-static void print_gpu_usage(FILE *f, json_t *usage)
+/* Each GPU's latest health sample; a GPU the monitor has not sampled (a simulated one, a machine
+ * without NVML) says so rather than print an empty line ending in "now". */
+static void print_gpu_usage(FILE *f, json_t *job, json_t *usage)
 {
     json_t *gpus = json_object_get(usage, "gpus");
     size_t i;
     json_t *g;
     if (!json_array_size(gpus))
         return;
+    bool sim = json_is_true(json_object_get(json_array_get(json_object_get(job, "gpus"), 0), "simulated"));
     json_array_foreach(gpus, i, g) {
         int64_t idx = -1, util, used, total, temp, power;
+        bool any = false;
         jint(g, "index", &idx);
         i ? indent(f) : key(f, "GPU usage:");
         print_textf(f, "GPU %lld:", (long long)idx);
-        if (jint(g, "utilization_pct", &util))
+        if (jint(g, "utilization_pct", &util)) {
             print_textf(f, " %lld%% busy,", (long long)util);
-        if (jint(g, "memory_used_mb", &used) && jint(g, "memory_total_mb", &total))
+            any = true;
+        }
+        if (jint(g, "memory_used_mb", &used) && jint(g, "memory_total_mb", &total)) {
             print_textf(f, " %lld of %lld MB,", (long long)used, (long long)total);
-        if (jint(g, "temperature_c", &temp))
+            any = true;
+        }
+        if (jint(g, "temperature_c", &temp)) {
             print_textf(f, " %lld C,", (long long)temp);
-        if (jint(g, "power_w", &power))
+            any = true;
+        }
+        if (jint(g, "power_w", &power)) {
             print_textf(f, " %lld W,", (long long)power);
-        print_textf(f, " now\n");
+            any = true;
+        }
+        if (any)
+            print_textf(f, " now\n");
+        else
+            print_textf(f, " %s\n", sim ? "not sampled (simulated GPUs have no health monitor)"
+                                         : "not sampled (no health monitor: it needs NVML and gpu.health_interval_ms)");
     }
 }
 
@@ -303,6 +319,6 @@ void print_detail(json_t *job, FILE *f)
     print_request(f, job, json_object_get(d, "request"));
     print_placement(f, json_object_get(d, "placement"));
     print_spec(f, json_object_get(d, "spec"));
-    print_gpu_usage(f, json_object_get(d, "usage"));
+    print_gpu_usage(f, job, json_object_get(d, "usage"));
     print_events(f, d);
 }
