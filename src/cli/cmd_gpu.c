@@ -648,9 +648,19 @@ int cmd_audit(rnx_ctx *ctx, int argc, char **argv)
                                   (unsigned char)*p);
     }
     json_t *o = NULL;
-    int rc = fetch(ctx, path, &o);
-    if (rc)
-        return rc;
+    rnx_client *cl = client_new(&ctx->target);
+    jerr e = {0};
+    int got = client_request(cl, "GET", path, NULL, &o, &e);
+    client_free(cl);
+    if (got < 0) {
+        /* the server names its query key ("user: 'alice' is neither ..."): the flag the user typed */
+        for (int i = 0; i < 6; i++) {
+            size_t kl = strlen(keys[i]);
+            if (!strcmp(e.field, keys[i]) && !strncmp(e.msg, keys[i], kl) && e.msg[kl] == ':')
+                return rnx_fail("--%s", e.msg);
+        }
+        return rnx_fail("%s", e.msg);
+    }
     if (ctx->json) {
         print_json(json_object_get(o, "records"));
         json_decref(o);

@@ -46,3 +46,14 @@ def test_detail_gpu_usage_of_a_simulated_gpu_says_it_is_not_sampled(dgx):
         assert ": now" not in out, out
     finally:
         dgx.rnx("job", "stop", jid)
+
+
+def test_audit_refusals_name_the_flag(dgx):
+    """docs/health.md's `rnx audit --user alice --job 1f2e3d4c --json` on a machine without alice:
+    the refusal names --user, the flag typed, not the API's query key `user`."""
+    p = dgx.rnx("audit", "--user", "alice", "--job", "1f2e3d4c", "--json")
+    assert p.returncode == 1 and p.stderr == "rnx: --user: 'alice' is neither a user name nor a uid\n", p.stderr
+    p = dgx.rnx("audit", "--since", "yesterday")
+    assert p.returncode == 1 and p.stderr.startswith("rnx: --since: 'yesterday' is not a time; give RFC 3339"), p.stderr
+    p = dgx.rnx("audit", "--gpu", "12")
+    assert p.returncode == 1 and p.stderr == "rnx: --gpu: no GPU '12' (an index from 0 to 7, or a UUID)\n", p.stderr
