@@ -309,6 +309,11 @@ static int probe_gpus(const char *backend)
 {
     jerr e = {0};
     if (*backend) {
+        /* here fixture is a backend too (gpu.backends has no place for it: gpu.fixture) */
+        if (strcmp(backend, "nvml") && strcmp(backend, "proc") && strcmp(backend, "smi") && strcmp(backend, "fixture")) {
+            fprintf(stderr, "joblet: --probe-gpus: '%s' is not a backend; use nvml, proc, smi or fixture\n", backend);
+            return 2;
+        }
         core.cfg.gpu.nbackends = 0;
         core.cfg.gpu.fixture[0] = strcmp(backend, "fixture") == 0 ? core.cfg.gpu.fixture[0] : 0;
         if (strcmp(backend, "fixture") != 0 && gpu_config_add_backend(&core.cfg.gpu, backend, &e) < 0) {

@@ -200,6 +200,17 @@ def test_a100_pcie_bridge_pairs_and_minors():
 
 # -- machines without GPUs, and broken ones ----------------------------------------------------
 
+def test_probe_gpus_refuses_an_unknown_backend_naming_all_four(tmp_path):
+    """`joblet --probe-gpus=BACKEND` takes nvml, proc, smi or fixture (its --help); an unknown one
+    is refused with those four, not with gpu.backends' three and 'simulation is gpu.fixture'."""
+    cfg = tmp_path / "joblet.yml"
+    cfg.write_text(gpu_config("dgx-h100", fixture=True))
+    p = subprocess.run([os.path.join(BUILD, "joblet"), "--config", str(cfg), "--probe-gpus=bogus"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == "joblet: --probe-gpus: 'bogus' is not a backend; use nvml, proc, smi or fixture\n", p.stderr
+
+
 def test_no_gpu_machine_every_backend_says_why():
     rc, inv, _ = probe("no-gpu")
     assert rc == 1 and inv["gpus"] == [] and inv["backend"] == "none"
