@@ -15,6 +15,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/cgroup.h"
+#include "arrays.h"
 #include "job_detail.h"
 #include "job_events.h"
 #include "jobs.h"
@@ -38,7 +39,9 @@ bool orphans_named_by_id(const char *name, char id[37])
 
 static int cmp_id(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* The known jobs' IDs, sorted: each name found is looked up in O(log n). */
+/* The IDs the database holds, sorted: each name found is looked up in O(log n). The jobs', and
+ * the arrays': an array with uploads keeps its files in <state>/jobs/<array id> (and a /work copy
+ * of them), which its tasks copy from as they start (submit.c) for as long as it lives. */
 static const char **ids;
 static size_t nids;
 
@@ -304,10 +307,14 @@ static size_t sweep_cgroups(void)
 void orphans_sweep(void)
 {
     int64_t t0 = mono_ns();
-    nids = core.njobs;
+    size_t narr;
+    jarray **arrs = arrays_all(&narr);
+    nids = core.njobs + narr;
     ids = xcalloc(nids ? nids : 1, sizeof *ids);
-    for (size_t i = 0; i < nids; i++)
+    for (size_t i = 0; i < core.njobs; i++)
         ids[i] = core.jobs[i]->id;
+    for (size_t i = 0; i < narr; i++)
+        ids[core.njobs + i] = arrs[i]->id;
     qsort(ids, nids, sizeof *ids, cmp_id);
     char bundles[700];
     snprintf(bundles, sizeof bundles, "%s/runsc/bundles", core.cfg.state_dir);
