@@ -489,9 +489,12 @@ void job_ctl_resume_all(void)
         int f = job_freeze_state(j);
         if (f < 0 || f == (int)want) {
             /* the freezer as the row says, but joblet may have died between the word that stops
-             * the shim's clock and the freeze: the word again, or the limit would wait forever */
+             * the shim's clock and the freeze: the word again, or the limit would wait forever.
+             * Told to every shim, a row without a limit too (0: none): joblet may also have died
+             * between an update's word (rnx job update --max-runtime) and its commit, and the
+             * shim would hold a limit no row has */
             jerr re = {0};
-            if (job_launch_runtime_s(&j->req) && f >= 0 && job_launch_runtime(j, job_launch_runtime_s(&j->req), want, &re) < 0)
+            if (f >= 0 && job_launch_runtime(j, job_launch_runtime_s(&j->req), want, &re) < 0)
                 log_warn("job %s: at start, its run-time limit could not be told again: %s", j->id, re.msg);
             continue;
         }
