@@ -1,7 +1,9 @@
-/* Memory scrubbing between tenants (ADR-008 "Memory Sanitization"): a released GPU is zeroed
- * by joblet-gpu-scrub before it is handed out again. The helper runs outside the event loop's
- * thread as a child process; its pidfd tells the loop when it is done. Until then the GPU is
- * SCRUBBING; a failure leaves it DEGRADED with the helper's reason, never AVAILABLE. */
+/* Memory scrubbing between tenants (ADR-008 "Memory Sanitization"): a released GPU is cleared
+ * of processes outside jobs that still hold its device node (a descriptor a job passed out) and
+ * zeroed by joblet-gpu-scrub before it is handed out again. The helper runs outside the event
+ * loop's thread as a child process; its pidfd tells the loop when it is done. Until then the GPU
+ * is SCRUBBING; a failure (a root process holding it, memory not zeroed) leaves it DEGRADED with
+ * the helper's reason, never AVAILABLE. Each holder it killed is a record of the audit trail. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,8 +16,10 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "audit.h"
+#include "gpu_mps.h"
 #include "gpu_service.h"
 #include "gpu_scrub.h"
+#include "jobs.h"
 #include "state.h"
 
 
@@ -24,10 +28,38 @@ typedef struct scrub_run {
     pid_t pid;
     int out_fd;          /* its stdout and stderr: one line per GPU, success or why not */
     uint64_t gpus;       /* bit i = GPU i */
+    char released_by[64]; /* the job that released them */
     struct scrub_run *next;
 } scrub_run;
 
 static scrub_run *runs; /* the helpers running now */
+
+/* "<uuid>: holder killed: pid P uid U cgroup PATH comm NAME" (the helper's line, printable, one
+ * word each): an audit record for GPU i, with the job whose cgroup the process was in if it was
+ * in one, else the job that released the GPU (whose descriptor it most likely was). */
+static void record_holder(int i, const char *line, const char *released_by)
+{
+    int pid;
+    unsigned uid;
+    char cg[256], comm[64], needle[80];
+    if (sscanf(line, "%*s holder killed: pid %d uid %u cgroup %255s comm %63s", &pid, &uid, cg, comm) != 4)
+        return;
+    /* a job's cgroup: <...>/<cgroup.root>/user-<uid>/<job id>[/...] (exec/cgroup.h) */
+    char job_id[64] = "";
+    snprintf(needle, sizeof needle, "/%s/user-", core.cfg.cgroup_root);
+    const char *at = strstr(cg, needle);
+    if (at && (at = strchr(at + strlen(needle), '/'))) {
+        snprintf(job_id, sizeof job_id, "%.*s", (int)strcspn(at + 1, "/"), at + 1);
+        if (!jobs_by_id(job_id))
+            *job_id = 0;
+    }
+    char detail[640];
+    snprintf(detail, sizeof detail,
+             "killed pid %d (uid %u, %s) holding the device node of the GPU job %s released; cgroup %s%s%s", pid, uid,
+             comm, released_by, cg, *job_id ? ", of job " : "", job_id);
+    log_warn("gpu %d: %s", i, detail);
+    audit_record("holder", uid, i, *job_id ? job_id : released_by, -1, -1, detail);
+}
 
 /* The GPUs the helpers are zeroing, as gpu_service.c keeps them. */
 static void publish(void)
@@ -63,8 +95,12 @@ static void on_scrub_exit(watch *w, uint32_t events)
             continue;
         const char *uuid = core.gpu.inv.gpu[i].uuid, *line = NULL;
         for (char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-            if (strncasecmp(p, uuid, strlen(uuid)) == 0 && p[strlen(uuid)] == ':')
-                line = p;
+            if (strncasecmp(p, uuid, strlen(uuid)) == 0 && p[strlen(uuid)] == ':') {
+                if (strncmp(p + strlen(uuid), ": holder killed: ", 17) == 0)
+                    record_holder(i, p, r->released_by);
+                else
+                    line = p; /* the verdict: the last other line */
+            }
         bool ok = line && strncmp(line + strlen(uuid), ": scrubbed ", 11) == 0;
         if (ok) {
             int next = gpu_service_event(i, GE_SCRUB_OK, NULL);
@@ -94,26 +130,35 @@ static void on_scrub_exit(watch *w, uint32_t events)
     free(r);
 }
 
-void gpu_scrub_start(uint64_t gpus)
+void gpu_scrub_start(uint64_t gpus, const char *released_by)
 {
     const gpu_inventory *inv = &core.gpu.inv;
     if (!core.cfg.gpu.scrub || inv->simulated || !gpus)
         return;
     const char *argv[GPU_MAX + 5];
+    static char args[GPU_MAX][800]; /* <uuid>:<minor>:<MPS pipe directory> (scrub_main.c) */
     int a = 0;
     argv[a++] = core.scrub_path;
     argv[a++] = "--libcuda";
     argv[a++] = core.cfg.gpu.libcuda;
     for (int i = 0; i < inv->n; i++)
-        if (gpus >> i & 1)
-            argv[a++] = inv->gpu[i].uuid;
+        if (gpus >> i & 1) {
+            char pipe_dir[600];
+            gpu_mps_pipe_dir(i, pipe_dir, sizeof pipe_dir);
+            if (inv->gpu[i].minor >= 0)
+                snprintf(args[i], sizeof args[i], "%s:%d:%s", inv->gpu[i].uuid, inv->gpu[i].minor, pipe_dir);
+            else
+                snprintf(args[i], sizeof args[i], "%s", inv->gpu[i].uuid);
+            argv[a++] = args[i];
+        }
     argv[a] = NULL;
     pid_t pid;
     int pidfd, out;
     if (spawn_piped(core.scrub_path, (char *const *)argv, &pid, &pidfd, &out) < 0)
         goto failed;
     scrub_run *r = xcalloc(1, sizeof *r);
-    *r = (scrub_run){{pidfd, on_scrub_exit, r}, pid, out, gpus, runs};
+    *r = (scrub_run){{pidfd, on_scrub_exit, r}, pid, out, gpus, "", runs};
+    snprintf(r->released_by, sizeof r->released_by, "%s", released_by);
     runs = r;
     publish();
     loop_add(&r->w);

@@ -415,7 +415,7 @@ void gpus_release(job *j)
     }
     j->gpu_set = 0;
     j->gpu_mig = 0;
-    gpu_scrub_start(freed);
+    gpu_scrub_start(freed, j->id);
     for (int f = 0; f < GPU_MAX * GPU_MIG_MAX; f++)
         if (mig_owner[f] == j)
             mig_owner[f] = NULL;

@@ -1,38 +1,73 @@
-/* joblet-gpu-scrub [--libcuda PATH] GPU-UUID... — zero a GPU's memory between tenants (ADR
- * "Memory Sanitization"): joblet runs it on every GPU a job releases, before the GPU is handed out
- * again, and marks the GPU DEGRADED instead of AVAILABLE when it fails.
+/* joblet-gpu-scrub [--libcuda PATH] GPU-UUID[:MINOR[:MPS-PIPE-DIR]]... — clear a GPU of every
+ * process outside its jobs and zero its memory between tenants (ADR "Memory Sanitization"):
+ * joblet runs it on every GPU a job releases, before the GPU is handed out again, and marks the
+ * GPU DEGRADED instead of AVAILABLE when it fails.
  *
- * For each GPU: a context on the CUDA device with that UUID; as much of its free memory as the
+ * Holders first (when MINOR is given): a job may have passed its descriptor of
+ * /dev/nvidia<MINOR> (195:MINOR) to a process outside it (SCM_RIGHTS over a unix socket), and
+ * that process would keep raw driver access to the GPU the next job gets. Every process other
+ * than this one holding the node (a descriptor in any thread's table, or a mapping; holders.h)
+ * is judged:
+ *   - effective uid not 0: the host's nodes are root's, so it got the descriptor from a job;
+ *     killed (SIGKILL through a pidfd, after checking that the process the pidfd names still
+ *     holds the node and is still unprivileged, so a reused pid is never hit), and waited for;
+ *     each one is a line on stdout, which joblet records in the audit trail:
+ *       GPU-...: holder killed: pid <P> uid <U> cgroup <path|-> comm <name>
+ *   - root running nvidia-persistenced or nv-hostengine (DCGM): they hold every GPU's node by
+ *     design and run no tenant's code; left alone;
+ *   - root with CUDA_MPS_PIPE_DIRECTORY=MPS-PIPE-DIR: joblet's own MPS server of this GPU, told
+ *     to quit just before; waited for (10 s);
+ *   - any other root process (an admin's nvidia-smi, a root job outside joblet): never killed;
+ *     given 2 s to end by itself, then the GPU is not scrubbed and fails (DEGRADED), the reason
+ *     naming the process.
+ * The scan is repeated until it finds nobody to kill (a killed holder may have passed the
+ * descriptor on), at most 5 times. Not seen: a descriptor in flight, sent and not yet received
+ * (it sits in a socket's queue, in no process's table).
+ *
+ * Then for each GPU: a context on the CUDA device with that UUID; as much of its free memory as the
  * driver will hand out, in chunks of 1 GiB halved on out-of-memory down to 2 MiB; each chunk set
  * to zero; one cuCtxSynchronize (memsets run asynchronously, so their errors may only show
  * there); every chunk freed; the context destroyed. What the allocator cannot hand out (pieces
  * under 2 MiB, the driver's reserves) stays unscrubbed, hence "at least 90% of free memory".
  *
- * One line per GPU: on stdout when it was scrubbed,
+ * One line per GPU, the last one about it: on stdout when it was scrubbed,
  *   GPU-...: scrubbed <N> MiB of <F> MiB free
  * on stderr when it was not (the first failure only: after a sticky error every later call
  * fails too),
  *   GPU-...: <call>: <CUDA_ERROR_NAME> (<code>): <cuGetErrorString's text>
  *   GPU-...: no CUDA device has this UUID[ (CUDA device <n>: <call>: ...)]  (one could not be read)
  *   GPU-...: scrubbed only <N> MiB of <F> MiB free (less than 90%)
+ *   GPU-...: /dev/nvidia<M> is held by root process <P> (<comm>, <exe>): not killed, not scrubbed
+ *   GPU-...: holder pid <P> (uid <U>) did not exit within 10 s of SIGKILL
  * Exit: 0 every GPU scrubbed; 1 some GPU not (the others are still scrubbed); 2 bad usage, or
  * the library or one of its symbols missing.
  *
  * libcuda.so.1 is opened with dlopen, never linked, so joblet installs and runs without a driver.
  * It is never dlclosed: libcuda is not safe to unload, and the process ends right after. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "cuda_api.h"
+#include "holders.h"
 
 #define CHUNK_MAX (1ull << 30) /* few calls for 80+ GiB, yet little left over once it halves */
 #define CHUNK_MIN (2ull << 20) /* the driver's allocation granularity for large allocations */
 #define MIN_COVERAGE_PCT 90
 #define UUID_SIZE 41 /* "GPU-" + 36 + NUL */
 #define MiB (1ull << 20)
+#define NVIDIA_MAJOR 195
+#define HOLDER_ROUNDS 5
+#define HOLDER_WAIT_MS 10000
+#define ROOT_GRACE_MS 2000
 
 static struct {
 #define CUDA_POINTER(name, ret, params) ret(*name) params;
@@ -213,11 +248,132 @@ static int scrub_gpu(const char *uuid, CUdevice dev)
     return verdict(uuid, &s, free_bytes);
 }
 
-/* init_failure: why cuInit or cuDeviceGetCount failed, which fails every GPU. */
+/* Printable, one word: what a process may name itself never makes a line of its own. */
+static void clean(char *s)
+{
+    for (; *s; s++)
+        if (*s <= ' ' || *s > '~')
+            *s = '?';
+}
+
+/* Daemons that hold every GPU's node by design and run no tenant's code (root only). */
+static bool expected_daemon(const char *exe)
+{
+    static const char *names[] = {"nvidia-persistenced", "nv-hostengine"};
+    const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    size_t len = strcspn(base, " "); /* "<path> (deleted)" after an upgrade */
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (len == strlen(names[i]) && strncmp(base, names[i], len) == 0)
+            return true;
+    return false;
+}
+
+/* Whether the process behind pidfd exits within ms. */
+static bool exits(int pidfd, int ms)
+{
+    struct pollfd p = {pidfd, POLLIN, 0};
+    int r;
+    while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    return r > 0;
+}
+
+/* 1 killed (or gone by itself), 0 not ours to kill after all (it became another process, or
+ * privileged, or let go), -1 it would not die (why set). */
+static int kill_holder(const gpu_holder *h, dev_t rdev, char *why, size_t len)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, h->pid, 0);
+    if (pidfd < 0)
+        return errno == ESRCH ? 1 : 0;
+    /* the pidfd names one process for good: look at that one again before the signal */
+    gpu_holder now;
+    if (holders_find_one(h->pid, rdev, &now) && now.euid != 0 && now.euid != (uid_t)-1 &&
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0) {
+        bool gone = exits(pidfd, HOLDER_WAIT_MS);
+        close(pidfd);
+        if (!gone) {
+            snprintf(why, len, "holder pid %d (uid %u) did not exit within %d s of SIGKILL", (int)h->pid,
+                     (unsigned)now.uid, HOLDER_WAIT_MS / 1000);
+            return -1;
+        }
+        return 1;
+    }
+    close(pidfd);
+    return 0;
+}
+
+/* Clears /dev/nvidia<minor> of holders outside jobs (the header's rules); 0 when the GPU may be
+ * scrubbed, -1 with why when it may not. */
+static int clear_holders(const char *uuid, int minor, const char *mps_pipe, char *why, size_t len)
+{
+    dev_t rdev = makedev(NVIDIA_MAJOR, (unsigned)minor);
+    static gpu_holder h[HOLDERS_MAX];
+    for (int round = 0; round < HOLDER_ROUNDS; round++) {
+        int n = holders_find(rdev, h, HOLDERS_MAX), killed = 0;
+        gpu_holder *root = NULL;
+        for (int i = 0; i < n && i < HOLDERS_MAX; i++) {
+            clean(h[i].comm);
+            clean(h[i].cgroup);
+            if (h[i].euid == (uid_t)-1)
+                continue; /* gone before it could be read */
+            if (h[i].euid == 0) {
+                if (expected_daemon(h[i].exe) || root)
+                    continue;
+                /* joblet's MPS server of this GPU is quitting; any other gets a moment to end
+                 * by itself (a short nvidia-smi) before it costs the GPU */
+                bool mps = *mps_pipe && strcmp(h[i].mps_pipe, mps_pipe) == 0;
+                int pidfd = (int)syscall(SYS_pidfd_open, h[i].pid, 0);
+                bool gone = pidfd < 0 || exits(pidfd, mps ? HOLDER_WAIT_MS : ROOT_GRACE_MS);
+                if (pidfd >= 0)
+                    close(pidfd);
+                if (!gone)
+                    root = &h[i];
+                continue;
+            }
+            int r = kill_holder(&h[i], rdev, why, len);
+            if (r < 0)
+                return -1;
+            if (r > 0) {
+                killed++;
+                printf("%s: holder killed: pid %d uid %u cgroup %s comm %s\n", uuid, (int)h[i].pid, (unsigned)h[i].uid,
+                       *h[i].cgroup ? h[i].cgroup : "-", *h[i].comm ? h[i].comm : "-");
+            }
+        }
+        if (root) {
+            clean(root->exe);
+            snprintf(why, len, "/dev/nvidia%d is held by root process %d (%s, %s): not killed, not scrubbed", minor,
+                     (int)root->pid, *root->comm ? root->comm : "-", *root->exe ? root->exe : "-");
+            return -1;
+        }
+        if (!killed && n <= HOLDERS_MAX)
+            return 0;
+    }
+    snprintf(why, len, "/dev/nvidia%d: processes holding it were still found after %d rounds of killing them", minor,
+             HOLDER_ROUNDS);
+    return -1;
+}
+
+/* arg: GPU-UUID[:MINOR[:MPS-PIPE-DIR]]. init_failure: why cuInit or cuDeviceGetCount failed,
+ * which fails every GPU. */
 static int scrub_arg(const char *arg, int count, const char *init_failure)
 {
-    char uuid[UUID_SIZE], why[256];
+    char uuid[UUID_SIZE], why[256], want[UUID_SIZE];
     CUdevice dev;
+    const char *colon = strchr(arg, ':');
+    snprintf(want, sizeof want, "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg), arg);
+    if (colon) {
+        char *end;
+        long minor = strtol(colon + 1, &end, 10);
+        if (end == colon + 1 || (*end && *end != ':') || minor < 0 || minor > 254) {
+            fprintf(stderr, "%s: bad device minor in %s\n", want, arg);
+            return -1;
+        }
+        if (clear_holders(want, (int)minor, *end ? end + 1 : "", why, sizeof why) < 0) {
+            fprintf(stderr, "%s: %s\n", want, why);
+            return -1;
+        }
+    }
+    arg = want;
     if (init_failure) {
         fprintf(stderr, "%s: %s\n", arg, init_failure);
         return -1;
@@ -238,9 +394,10 @@ int main(int argc, char **argv)
         first = 3;
     }
     if (first >= argc || argv[first][0] == '-') {
-        fprintf(stderr, "usage: joblet-gpu-scrub [--libcuda PATH] GPU-UUID...\n");
+        fprintf(stderr, "usage: joblet-gpu-scrub [--libcuda PATH] GPU-UUID[:MINOR[:MPS-PIPE-DIR]]...\n");
         return 2;
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* stdout and stderr share joblet's pipe: lines in order */
     if (load(lib) < 0)
         return 2;
     /* Read by cuInit. Whatever joblet's own environment restricts, every GPU must be reachable.

@@ -1,0 +1,158 @@
+"""A released GPU is cleared of processes outside its jobs that still hold its device node
+before anyone else gets it (joblet-gpu-scrub, src/gpu/scrub_main.c and holders.c): a job may
+have passed its descriptor of /dev/nvidia<minor> to such a process (SCM_RIGHTS over a unix
+socket), which would keep raw driver access to the GPU the next job gets.
+
+Without a driver: the nodes are mknod'ed 195:N in a scratch gpu.dev_root, and a holder is a
+process that opened one with O_PATH (which needs no driver; its descriptor's stat shows the
+device number) as root and then, for a non-root holder, dropped to another uid, as a process
+that received the descriptor would hold it. The fake NVML and fake libcuda stand for the
+driver, as in test_gpu_isolation.py's scrub test."""
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BUILD
+from gpu_nodes import FAKE_NVML, FIX, machine
+
+FAKE_CUDA = os.path.join(BUILD, "tests", "fakes", "libcuda.so.1")
+HOLDER_UID = 64231
+
+HOLDER = r"""
+import os, sys, time
+uid, nodes = int(sys.argv[1]), sys.argv[2:]
+fds = [os.open(n, os.O_PATH) for n in nodes]
+if uid:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+print("ready", flush=True)
+time.sleep(int(os.environ.get("HOLD_S", "600")))
+"""
+
+
+@pytest.fixture
+def scrub_machine(fresh_daemon, tmp_path):
+    """A daemon on the dgx-h100 fixture with gpu.scrub on, the fake driver, and its nodes."""
+    if not os.path.exists(FAKE_NVML) or not os.path.exists(FAKE_CUDA):
+        pytest.skip("the fake NVML and libcuda are not built")
+    f = os.path.join(FIX, "dgx-h100")
+    gpus = sorted(machine("dgx-h100")["gpus"], key=lambda g: g["bus_id"])
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for g in gpus:
+        os.mknod(dev / f"nvidia{g['minor']}", 0o666 | stat.S_IFCHR, os.makedev(195, g["minor"]))
+    os.mknod(dev / "nvidiactl", 0o666 | stat.S_IFCHR, os.makedev(195, 255))
+    d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {FAKE_NVML}\n  proc_root: {f}/proc\n"
+                     f"  sys_root: {f}/sys\n  dev_root: {dev}\n  scrub: 1\n  libcuda: {FAKE_CUDA}\n",
+                     env={"FAKE_NVML_FIXTURE": f"{f}/machine.json", "FAKE_CUDA_LOG": str(tmp_path / "cuda.log")})
+    return d, dev, gpus, tmp_path / "cuda.log"
+
+
+@pytest.fixture
+def holders():
+    made = []
+
+    def start(uid, *nodes, env=None):
+        p = subprocess.Popen([sys.executable, "-c", HOLDER, str(uid), *map(str, nodes)], stdout=subprocess.PIPE,
+                             text=True, env={**os.environ, **(env or {})})
+        made.append(p)
+        assert p.stdout.readline().strip() == "ready"
+        return p
+
+    yield start
+    for p in made:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def run_and_release(d, index):
+    """A job on GPU index, over; then its scrub, over. The GPU list after it."""
+    job = d.wait(d.submit("true", gpu_ids=[str(index)]))
+    assert job["status"] == "COMPLETED", job
+    deadline = time.time() + 30
+    while True:
+        gl = json.loads(d.rnx("gpu", "list", "--json", check=True).stdout)["gpus"]
+        if gl[index]["state"] != "scrubbing":
+            return job, gl
+        assert time.time() < deadline, gl[index]
+        time.sleep(0.05)
+
+
+def audit_all(d):
+    code, a = d.api("GET", "/v1/audit")
+    assert code == 200, a
+    return a["records"]
+
+
+def audit(d, action):
+    return [r for r in audit_all(d) if r["action"] == action]
+
+
+def test_a_non_root_holder_of_a_released_gpu_is_killed_before_it_is_handed_out(scrub_machine, holders):
+    d, dev, gpus, cuda_log = scrub_machine
+    h = holders(HOLDER_UID, dev / f"nvidia{gpus[0]['minor']}")
+    released, gl = run_and_release(d, 0)
+    assert h.wait(timeout=5) == -signal.SIGKILL  # killed by the scrub, not by the test
+    assert gl[0]["state"] == "available", gl[0]
+    assert f"memset {gpus[0]['uuid']}" in cuda_log.read_text()  # then zeroed as usual
+    rec = audit(d, "holder")
+    assert len(rec) == 1, rec
+    # killed before the GPU was zeroed, and so before it was available again (newest first)
+    acts = [r["action"] for r in audit_all(d) if r["gpu"] == 0]
+    assert acts.index("scrub") < acts.index("holder"), acts
+    assert rec[0]["gpu"] == 0 and rec[0]["uid"] == HOLDER_UID, rec
+    assert f"killed pid {h.pid} (uid {HOLDER_UID}, python3)" in rec[0]["detail"], rec
+    assert rec[0]["job"] == released["id"] and f"GPU job {released['id']} released" in rec[0]["detail"], rec
+    # the next job gets the GPU, and no holder is left to find
+    job, gl = run_and_release(d, 0)
+    assert [g["index"] for g in job["gpus"]] == [0] and gl[0]["state"] == "available"
+    assert len(audit(d, "holder")) == 1
+
+
+def test_a_root_holder_is_not_killed_and_leaves_the_gpu_degraded(scrub_machine, holders):
+    d, dev, gpus, _ = scrub_machine
+    h = holders(0, dev / f"nvidia{gpus[0]['minor']}")
+    _, gl = run_and_release(d, 0)
+    assert h.poll() is None  # alive: root's processes are never killed
+    assert gl[0]["state"] == "degraded", gl[0]
+    assert f"/dev/nvidia{gpus[0]['minor']} is held by root process {h.pid} (python3," in gl[0]["problem"], gl[0]
+    assert not audit(d, "holder")
+    p = d.rnx("job", "run", "--gpu-ids=0", "true")
+    assert p.returncode == 1 and "GPU 0 is degraded" in p.stderr, p.stderr
+
+
+def test_joblet_s_own_quitting_mps_server_is_waited_for(scrub_machine, holders):
+    # a root holder whose MPS pipe directory is joblet's for this GPU: the server it told to quit
+    d, dev, gpus, _ = scrub_machine
+    mps = os.path.join(d.state, "mps", "0", "pipe")
+    h = holders(0, dev / f"nvidia{gpus[0]['minor']}", env={"CUDA_MPS_PIPE_DIRECTORY": mps, "HOLD_S": "2"})
+    _, gl = run_and_release(d, 0)
+    assert h.wait(timeout=5) == 0  # it ended by itself, and only then was the GPU zeroed
+    assert gl[0]["state"] == "available", gl[0]
+    # another GPU's server is not this GPU's: a root holder like any
+    h = holders(0, dev / f"nvidia{gpus[1]['minor']}",
+                env={"CUDA_MPS_PIPE_DIRECTORY": os.path.join(d.state, "mps", "0", "pipe"), "HOLD_S": "60"})
+    _, gl = run_and_release(d, 1)
+    assert h.poll() is None and gl[1]["state"] == "degraded", gl[1]
+
+
+def test_holders_of_other_nodes_are_left_alone(scrub_machine, holders):
+    # nvidiactl is every GPU job's; another GPU's node is not the released one's: in the same
+    # scan that kills the released GPU's holder, they stay
+    d, dev, gpus, _ = scrub_machine
+    ctl = holders(HOLDER_UID, dev / "nvidiactl")
+    other = holders(HOLDER_UID, dev / f"nvidia{gpus[1]['minor']}")
+    mine = holders(HOLDER_UID + 1, dev / f"nvidia{gpus[0]['minor']}")
+    _, gl = run_and_release(d, 0)
+    assert mine.wait(timeout=5) == -signal.SIGKILL
+    assert ctl.poll() is None and other.poll() is None
+    assert gl[0]["state"] == "available" and gl[1]["state"] == "available", gl[:2]
+    assert [(r["uid"], r["gpu"]) for r in audit(d, "holder")] == [(HOLDER_UID + 1, 0)]
