@@ -8,7 +8,8 @@
  * that process would keep raw driver access to the GPU the next job gets. Every process other
  * than this one holding the node (a descriptor in any thread's table, or a mapping; holders.h)
  * is judged:
- *   - effective uid not 0: the host's nodes are root's, so it got the descriptor from a job;
+ *   - effective uid not 0: a user reaches a GPU through a job, so it got the descriptor from one
+ *     (or opened the host's node, 0666 by the driver's default, outside joblet: docs/gpu.md);
  *     killed (SIGKILL through a pidfd, after checking that the process the pidfd names still
  *     holds the node and is still unprivileged, so a reused pid is never hit), and waited for;
  *     each one is a line on stdout, which joblet records in the audit trail:
