@@ -411,9 +411,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (st->put) {
         if (*upload_size)
             return uploads_data(st->put, upload, upload_size);
-        put_state *p = st->put;
-        st->put = NULL;
-        return uploads_end(c, p);
+        bool done;
+        enum MHD_Result rc = uploads_end(c, st->put, &done);
+        if (done)
+            st->put = NULL;
+        return rc;
     }
     if (*upload_size && st->sink_fd >= 0 && st->sink_pipe) {
         /* into the process as fast as it takes it; past the bound, or once it stopped reading,

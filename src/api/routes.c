@@ -61,9 +61,60 @@ static enum MHD_Result version(request *r)
                                      (json_int_t)core.cfg.max_body_bytes, "isolation", isolation_json()));
 }
 
+/* The connection went before a long inline listing was written: it goes (nothing was made). */
+static void inline_gone(void *p)
+{
+    incoming *in = incoming_of(p);
+    if (in)
+        incoming_drop(in, "the connection closed before its files were written");
+    free(p);
+}
+
+/* A job (or an array) whose inline listing is written a slice per turn (incoming_open_inline):
+ * the request is parked between slices, and answered once the job is made and committed, as a
+ * submission is. in is NULL when the route runs again (r->ctx holds its id). */
+static enum MHD_Result submit_staged(request *r, incoming *in)
+{
+    jerr e = {0};
+    if (!in && !(in = incoming_of(r->ctx->p))) {
+        jerr_http(&e, 503, "joblet dropped this submission while its files were being written; try again");
+        return http_reply_error(r->conn, &e);
+    }
+    job *j;
+    workflow *wf;
+    jarray *a;
+    int rc = incoming_finish(in, &j, &wf, &a, &e);
+    if (rc > 0) {
+        if (!r->ctx->p) {
+            r->ctx->p = xstrdup(incoming_id(in));
+            r->ctx->free = inline_gone;
+        }
+        if (park_until_next_turn(r))
+            return MHD_YES;
+        /* never the rest at once: that is what the slices are for */
+        incoming_drop(in, "no request may wait for the next turn");
+        jerr_http(&e, 503, "too many requests are waiting for joblet already to write this job's files; try again "
+                           "in a moment");
+        rc = -1;
+    }
+    free(r->ctx->p); /* made, or dropped: nothing left for inline_gone */
+    r->ctx->p = NULL;
+    r->ctx->free = NULL;
+    if (rc < 0)
+        return http_reply_error(r->conn, &e);
+    http_reply_committed(r->conn); /* as a job's below */
+    if (r->made)
+        snprintf(r->made, HTTP_MADE_LEN, "%s", a ? a->id : j->id);
+    settle();
+    state_commit();
+    return http_reply_json(r->conn, 201, a ? array_json(a) : job_json(j));
+}
+
 static enum MHD_Result submit(request *r)
 {
     jerr e = {0};
+    if (r->ctx->p) /* back for the next slice of its files */
+        return submit_staged(r, NULL);
     json_t *req = body_json(r, BODY_REQUEST, &e);
     if (!req)
         return http_reply_error(r->conn, &e);
@@ -77,6 +128,12 @@ static enum MHD_Result submit(request *r)
         incoming *in = incoming_open_job(&jr, &r->who, &e);
         jobreq_free(&jr);
         return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
+    }
+    if (jr.nuploads > INCOMING_INLINE_AT_ONCE) {
+        /* too many entries for one turn: written as a streamed upload's are, a slice per turn */
+        incoming *in = incoming_open_inline(&jr, &r->who, &e);
+        jobreq_free(&jr);
+        return in ? submit_staged(r, in) : http_reply_error(r->conn, &e);
     }
     if (jr.array) {
         /* a job array (docs/batch.md): one row, its tasks made as they start */

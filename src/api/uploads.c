@@ -10,11 +10,13 @@
 #include "../core/array_json.h"
 #include "../core/incoming.h"
 #include "../core/job_json.h"
+#include "../core/loop.h"
 #include "../core/settle.h"
 #include "../core/state.h"
 #include "../core/workflow_json.h"
 #include "pace.h"
 #include "reply.h"
+#include "stream.h"
 
 #define PREFIX "/v1/uploads/"
 /* After a failure, a body without a length (chunked) is read this far past what was declared,
@@ -29,7 +31,29 @@ struct put_state {
     uint64_t seen;            /* bytes of the body so far */
     uint64_t declared;
     pace pace;                /* a byte per timeout does not keep it (pace.h) */
+    struct MHD_Connection *conn;
+    /* the listing's entries without bytes are made a slice per turn (incoming_write): the
+     * connection waits, suspended, for the next turn, its unwritten bytes left with
+     * libmicrohttpd, which gives them again */
+    stream_held hold;
+    loop_task next_turn;
+    size_t given_back;        /* bytes of the body handed back: not new when they come again */
 };
+
+static void on_next_turn(loop_task *t) { stream_release(&((put_state *)t->data)->hold); }
+
+static void wait_next_turn(put_state *p)
+{
+    stream_hold(&p->hold, p->conn, NULL, NULL);
+    loop_later(&p->next_turn);
+}
+
+static void put_free(put_state *p)
+{
+    loop_later_cancel(&p->next_turn);
+    stream_forget(&p->hold);
+    free(p);
+}
 
 bool uploads_is_put(const char *method, const char *url)
 {
@@ -55,6 +79,8 @@ enum MHD_Result uploads_begin(struct MHD_Connection *c, const char *url, uid_t u
     p->in = in;
     p->sized = cl != NULL;
     p->declared = incoming_bytes(in);
+    p->conn = c;
+    p->next_turn = (loop_task){.fn = on_next_turn, .data = p};
     pace_start(&p->pace);
     incoming_attach(in);
     /* a client that stops sending is dropped after this long; MHD's timer, on the loop */
@@ -65,13 +91,14 @@ enum MHD_Result uploads_begin(struct MHD_Connection *c, const char *url, uid_t u
 
 enum MHD_Result uploads_data(put_state *p, const char *data, size_t *len)
 {
-    size_t n = *len;
+    size_t n = *len, fresh = n > p->given_back ? n - p->given_back : 0;
     *len = 0;
-    p->seen += n;
+    p->given_back = 0;
+    p->seen += fresh;
     /* past the declared bytes (a chunked body, refused but read on up to DISCARD_SLACK), what is
      * to come is not known: "none left" would start a new window at each byte */
     uint64_t left = p->seen <= p->declared ? p->declared - p->seen : PACE_UNKNOWN;
-    if (!pace_ok(&p->pace, n, left, core.cfg.upload_timeout_s)) {
+    if (!pace_ok(&p->pace, fresh, left, core.cfg.upload_timeout_s)) {
         if (p->in) {
             char why[160];
             snprintf(why, sizeof why, "fewer than %u bytes came in jobs.upload_timeout_s (%llu s): the connection is "
@@ -84,23 +111,33 @@ enum MHD_Result uploads_data(put_state *p, const char *data, size_t *len)
     }
     if (p->failed)
         return p->sized || p->seen <= p->declared + DISCARD_SLACK ? MHD_YES : MHD_NO;
-    if (incoming_write(p->in, data, n, &p->err) < 0) {
+    size_t taken;
+    int rc = incoming_write(p->in, data, n, &taken, &p->err);
+    if (rc < 0) {
         /* the answer waits for the end of the body; the files go now */
         p->failed = true;
         incoming_drop(p->in, p->err.msg);
         p->in = NULL;
+    } else if (rc > 0) {
+        *len = p->given_back = n - taken;
+        wait_next_turn(p);
     }
     return MHD_YES;
 }
 
-enum MHD_Result uploads_end(struct MHD_Connection *c, put_state *p)
+enum MHD_Result uploads_end(struct MHD_Connection *c, put_state *p, bool *done)
 {
     jerr e = p->err;
     job *j = NULL;
     workflow *wf = NULL;
     jarray *a = NULL;
     int rc = p->failed ? -1 : incoming_finish(p->in, &j, &wf, &a, &e);
-    free(p);
+    *done = rc <= 0;
+    if (rc > 0) {
+        wait_next_turn(p); /* its entries left to make; libmicrohttpd calls again once resumed */
+        return MHD_YES;
+    }
+    put_free(p);
     if (rc < 0)
         return http_reply_error(c, &e);
     settle(); /* the answer shows where it stands, as a submission's does */
@@ -114,5 +151,5 @@ void uploads_abort(put_state *p, enum MHD_RequestTerminationCode why)
         incoming_drop(p->in, why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED
                                  ? "no byte came for jobs.upload_timeout_s"
                                  : "the connection closed before every byte arrived");
-    free(p);
+    put_free(p);
 }

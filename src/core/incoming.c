@@ -13,6 +13,8 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "arrays.h"
+#include "jobs.h"
+#include "loop.h"
 #include "state.h"
 #include "submit.h"
 #include "transfers.h"
@@ -20,6 +22,12 @@
 #include "workfs.h"
 
 #define STAGED_PREFIX ".incoming-"
+/* The entries without bytes (and an inline listing's files) are made a slice of the loop's turn
+ * at a time, all uploads together (as core/trash.c removes): 100,000 empty directories held
+ * the loop seconds in one turn. At least INCOMING_AT_LEAST entries a call whatever the clock says,
+ * so that each call makes headway and a small listing is done in one. */
+#define INCOMING_SLICE_MS 20
+#define INCOMING_AT_LEAST 64
 
 struct incoming {
     char id[37];
@@ -45,6 +53,7 @@ struct incoming {
     int workfd;               /* request r's work/, -1 when not open */
     int fd;                   /* the file being written, -1 when none */
     uint64_t left;            /* bytes of that file still to come */
+    bool inline_;             /* the listing carries its files (content_b64): no PUT */
 };
 
 static incoming **open_list;
@@ -84,8 +93,26 @@ static incoming *make(uid_t uid, gid_t gid, size_t n, jerr *e)
     return in;
 }
 
+/* Each job's entries are given to the uid it will run as while they are written (no pass over
+ * them all when it is made): that uid chosen now, and a uid of the range kept from other jobs
+ * meanwhile (jobs_uid_reserve). An array's files stay root's (its tasks copy them). */
+static void choose_uids(incoming *in)
+{
+    for (size_t r = 0; r < in->n; r++) {
+        submit_info *si = &in->si[r];
+        if (in->reqs[r].array)
+            continue;
+        si->owned = true;
+        si->run_uid = jobs_run_uid(in->uid, &in->reqs[r], core.next_seq + r);
+        si->run_gid = in->uid ? in->gid : si->run_uid;
+        if (!in->uid)
+            jobs_uid_reserve(si->run_uid, true);
+    }
+}
+
 static void count_files(incoming *in)
 {
+    choose_uids(in);
     for (size_t r = 0; r < in->n; r++) {
         in->si[r].staged = in->staged[r];
         for (size_t i = 0; i < in->reqs[r].nuploads; i++)
@@ -129,6 +156,9 @@ static void unlist(incoming *in)
  * frees the requests. */
 static void release(incoming *in)
 {
+    for (size_t r = 0; r < in->n; r++)
+        if (in->si[r].owned && !in->uid)
+            jobs_uid_reserve(in->si[r].run_uid, false); /* the job holds it now, or none was made */
     if (in->fd >= 0)
         close(in->fd);
     if (in->workfd >= 0)
@@ -163,6 +193,26 @@ incoming *incoming_open_job(job_req *req, const caller *who, jerr *e)
     enlist(in);
     return in;
 }
+
+incoming *incoming_open_inline(job_req *req, const caller *who, jerr *e)
+{
+    incoming *in = incoming_open_job(req, who, e);
+    if (!in)
+        return NULL;
+    in->inline_ = true;
+    in->deadline_ms = 0; /* no PUT: its request's connection watches it (incoming_drop when it goes) */
+    return in;
+}
+
+incoming *incoming_of(const char *id)
+{
+    for (size_t i = 0; i < nopen; i++)
+        if (!strcmp(open_list[i]->id, id))
+            return open_list[i];
+    return NULL;
+}
+
+const char *incoming_id(const incoming *in) { return in->id; }
 
 incoming *incoming_open_workflow(wf_body *b, const caller *who, jerr *e)
 {
@@ -243,11 +293,26 @@ uint64_t incoming_bytes(const incoming *in) { return in->total; }
 
 void incoming_attach(incoming *in) { in->deadline_ms = 0; }
 
+/* This turn's share of the loop for making entries, all uploads together (INCOMING_SLICE_MS). */
+static uint64_t spent_turn;
+static int64_t spent_ns;
+
+static int64_t slice_until(void)
+{
+    if (spent_turn != loop_turns())
+        spent_turn = loop_turns(), spent_ns = 0;
+    return mono_ns() + (int64_t)INCOMING_SLICE_MS * 1000000 - spent_ns;
+}
+
 /* Moves the writer to the next file with bytes to come, creating on the way every entry that
- * has none (directories, links, empty files); in->fd < 0 afterwards when nothing is left. */
+ * has none (directories, links, empty files; an inline listing's files with their content), each
+ * given to the uid its job runs as; in->fd < 0 afterwards when nothing is left. 1 when the turn's
+ * slice is spent first (the rest at the next turn), 0 when done, -1 on an error. */
 static int advance(incoming *in, jerr *e)
 {
-    while (in->r < in->n) {
+    int64_t start = mono_ns(), until = slice_until();
+    int rc = 0;
+    for (size_t made = 0; in->r < in->n; ) {
         job_req *rq = &in->reqs[in->r];
         if (in->u == rq->nuploads) {
             if (in->workfd >= 0)
@@ -257,27 +322,50 @@ static int advance(incoming *in, jerr *e)
             in->u = 0;
             continue;
         }
+        if (made >= INCOMING_AT_LEAST && mono_ns() >= until) {
+            rc = 1;
+            break;
+        }
         if (in->workfd < 0) {
             char work[800];
             workfs_path(in->uid, in->staged[in->r], work, sizeof work);
             in->workfd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
-            if (in->workfd < 0)
-                return jerr_sys(e, "open %s", work);
+            if (in->workfd < 0) {
+                rc = jerr_sys(e, "open %s", work);
+                break;
+            }
         }
         jobreq_upload *up = &rq->uploads[in->u];
+        const submit_info *si = &in->si[in->r];
+        uid_t uid = si->owned ? si->run_uid : (uid_t)-1;
+        gid_t gid = si->owned ? si->run_gid : (gid_t)-1;
+        made++;
+        if (in->inline_) {
+            if (submit_upload_inline(in->workfd, up, uid, gid, e) < 0) {
+                rc = -1;
+                break;
+            }
+            in->u++;
+            continue;
+        }
         int fd;
-        if (submit_upload_create(in->workfd, up, &fd, e) < 0)
-            return -1;
+        if (submit_upload_create(in->workfd, up, uid, gid, &fd, e) < 0) {
+            rc = -1;
+            break;
+        }
         if (fd >= 0 && up->size > 0) {
             in->fd = fd;
             in->left = (uint64_t)up->size;
-            return 0;
+            break;
         }
-        if (fd >= 0 && submit_upload_done(fd, up, 0, e) < 0)
-            return -1;
+        if (fd >= 0 && submit_upload_done(fd, up, 0, e) < 0) {
+            rc = -1;
+            break;
+        }
         in->u++;
     }
-    return 0;
+    spent_ns += mono_ns() - start;
+    return rc;
 }
 
 /* A write that failed: the disk's own errors answer 507, the rest 500. */
@@ -291,12 +379,16 @@ static int disk_error(jerr *e)
     return -1;
 }
 
-int incoming_write(incoming *in, const char *data, size_t len, jerr *e)
+int incoming_write(incoming *in, const char *data, size_t len, size_t *taken, jerr *e)
 {
+    *taken = 0;
     while (len) {
         if (in->fd < 0) {
-            if (advance(in, e) < 0)
+            int rc = advance(in, e);
+            if (rc < 0)
                 return disk_error(e);
+            if (rc > 0)
+                return 1; /* the rest of the body at the next turn */
             if (in->fd < 0)
                 return jerr_http(e, 400, "uploads: the body goes on past the %llu bytes the listing declares",
                                  (unsigned long long)in->total);
@@ -307,6 +399,7 @@ int incoming_write(incoming *in, const char *data, size_t len, jerr *e)
             return disk_error(e);
         data += k;
         len -= k;
+        *taken += k;
         in->left -= k;
         in->received += k;
         if (!in->left) {
@@ -326,6 +419,10 @@ int incoming_finish(incoming *in, job **j, workflow **wf, jarray **a, jerr *e)
     *wf = NULL;
     *a = NULL;
     int rc = in->fd < 0 ? advance(in, e) : 0;
+    if (rc > 0)
+        return 1; /* entries left to make: again at the next turn */
+    if (rc < 0)
+        disk_error(e);
     if (rc == 0 && in->fd >= 0) {
         const jobreq_upload *up = &in->reqs[in->r].uploads[in->u];
         rc = jerr_http(e, 400, "uploads: the body ended after %llu of the %llu bytes declared: '%.200s' lacks %llu "

@@ -29,11 +29,22 @@
 #include "workflow.h"
 
 typedef struct incoming incoming;
+/* An inline listing of more entries than this is staged (incoming_open_inline); a shorter one
+ * is written in its submission's turn (a few ms at most). */
+#define INCOMING_INLINE_AT_ONCE 256
 
 /* A job request with streamed files (jobreq_uploads_streamed): checked as submit_job checks
  * it, then waiting for its bytes. Takes req over on success; NULL with e set otherwise
  * (429 limits.uploads_per_user, 503 server.max_uploads, or the submission's refusal). */
 incoming *incoming_open_job(job_req *req, const caller *who, jerr *e);
+/* A job request whose listing carries its files (content_b64) and is too long to write in one
+ * turn of the loop: checked and staged as a streamed one (its files written into its own
+ * directory, the job made once all are there), but no PUT sends them: the caller's request
+ * calls incoming_finish at each turn until it is done, and drops it if its client goes. */
+incoming *incoming_open_inline(job_req *req, const caller *who, jerr *e);
+/* An upload still open, by its id (the caller's own: no check of its owner), or NULL. */
+incoming *incoming_of(const char *id);
+const char *incoming_id(const incoming *in);
 /* The same for a workflow: every job checked (workflow_prepare); takes b over on success. */
 incoming *incoming_open_workflow(wf_body *b, const caller *who, jerr *e);
 /* The 202 answer: {"upload": {"id", "path", "bytes", "files", "timeout_s"}}. */
@@ -46,10 +57,15 @@ uint64_t incoming_bytes(const incoming *in);
 /* A PUT sends the bytes: from now on the connection's own idle timeout watches it. */
 void incoming_attach(incoming *in);
 /* The next bytes of the body, written where the listing says; -1 when they cannot be (a
- * disk error, more bytes than declared): the caller drops it. */
-int incoming_write(incoming *in, const char *data, size_t len, jerr *e);
+ * disk error, more bytes than declared): the caller drops it. The entries without bytes on the
+ * way are made a slice of the loop's turn at a time (all uploads sharing it), each given to
+ * the uid its job will run as: 1 when the slice ended first, *taken bytes written; the caller
+ * gives the rest again at the next turn. 0: all *taken. */
+int incoming_write(incoming *in, const char *data, size_t len, size_t *taken, jerr *e);
 /* The body ended: every declared byte there? Then the job (*j), the workflow (*wf) or the job
- * array (*a) is created. in is freed either way; -1 with e set when nothing was created. */
+ * array (*a) is created. 1 when entries are still to be made (the slice of this turn is spent):
+ * call again at the next turn; otherwise in is freed either way; -1 with e set when nothing was
+ * created. */
 int incoming_finish(incoming *in, job **j, workflow **wf, struct jarray **a, jerr *e);
 /* Removes what was written and frees it; why goes to the log. */
 void incoming_drop(incoming *in, const char *why);

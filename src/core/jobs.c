@@ -616,6 +616,33 @@ uid_t jobs_run_uid(uid_t submitter, const job_req *req, uint64_t seq)
     return req->gpu_share ? shared_gpu_uid() : jobs_free_uid(seq);
 }
 
+/* uids given to jobs still being made (jobs_uid_reserve): few (one per job of an upload being
+ * written), so a list */
+static uid_t *reserved;
+static size_t nreserved;
+
+void jobs_uid_reserve(uid_t uid, bool hold)
+{
+    if (hold) {
+        reserved = xrealloc(reserved, (nreserved + 1) * sizeof *reserved);
+        reserved[nreserved++] = uid;
+        return;
+    }
+    for (size_t i = 0; i < nreserved; i++)
+        if (reserved[i] == uid) {
+            reserved[i] = reserved[--nreserved];
+            return;
+        }
+}
+
+static bool uid_reserved(uid_t uid)
+{
+    for (size_t i = 0; i < nreserved; i++)
+        if (reserved[i] == uid)
+            return true;
+    return false;
+}
+
 uid_t jobs_free_uid(uint64_t from)
 {
     verify("a free uid");
@@ -625,7 +652,7 @@ uid_t jobs_free_uid(uint64_t from)
         if (uid == shared_gpu_uid() && core.cfg.uid_range_size > 1)
             continue;
         uint32_t *h = held_at(uid);
-        if (!h || !*h)
+        if ((!h || !*h) && !uid_reserved(uid))
             return uid;
     }
     /* every uid busy: share, never root's shared-GPU uid (jobs_run_uid: kept for those jobs) */

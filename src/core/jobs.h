@@ -41,6 +41,10 @@ void jobs_remove(job *j);
  * shared-GPU jobs', jobs_run_uid), not even when every other is busy: then shared with the
  * job at `from` among the others. */
 uid_t jobs_free_uid(uint64_t from);
+/* A uid jobs_free_uid gave to a job not made yet (root's job whose uploads are being written,
+ * owned by it already: core/incoming.c) is not given again until it is let go (hold false),
+ * once the job holds it itself or was never made. */
+void jobs_uid_reserve(uid_t uid, bool hold);
 /* The uid a job submitted by `submitter` runs as: the submitter's; for root's jobs a free uid of the
  * range (jobs_free_uid from seq), except a job sharing a GPU (gpu_share), which runs as the
  * range's last uid, never given out otherwise. NVIDIA MPS serves one uid at a time (the

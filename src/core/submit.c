@@ -98,7 +98,7 @@ static int upload_parent(int workfd, const char *path, const char **base, jerr *
     return dfd;
 }
 
-int submit_upload_create(int workfd, jobreq_upload *u, int *fd, jerr *e)
+int submit_upload_create(int workfd, jobreq_upload *u, uid_t uid, gid_t gid, int *fd, jerr *e)
 {
     const char *base;
     int dfd = upload_parent(workfd, u->path, &base, e);
@@ -119,6 +119,12 @@ int submit_upload_create(int workfd, jobreq_upload *u, int *fd, jerr *e)
         *fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (*fd < 0)
             rc = jerr_sys(e, "uploads: '%s'", u->path);
+    }
+    if (rc == 0 && uid != (uid_t)-1 && fchownat(dfd, base, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+        rc = jerr_sys(e, "uploads: '%s': chown", u->path);
+    if (rc < 0 && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
     }
     if (dfd != workfd)
         close(dfd);
@@ -144,8 +150,7 @@ int submit_upload_write(int fd, const jobreq_upload *u, const void *data, size_t
     return 0;
 }
 
-/* The JSON form: one upload with its content_b64 decoded. */
-static int write_upload(int workfd, jobreq_upload *u, jerr *e)
+int submit_upload_inline(int workfd, jobreq_upload *u, uid_t uid, gid_t gid, jerr *e)
 {
     size_t len = 0;
     void *data = NULL;
@@ -160,7 +165,7 @@ static int write_upload(int workfd, jobreq_upload *u, jerr *e)
         }
     }
     int fd;
-    int rc = submit_upload_create(workfd, u, &fd, e);
+    int rc = submit_upload_create(workfd, u, uid, gid, &fd, e);
     if (rc == 0 && fd >= 0) {
         rc = submit_upload_write(fd, u, data, len, e);
         if (rc < 0)
@@ -169,6 +174,8 @@ static int write_upload(int workfd, jobreq_upload *u, jerr *e)
             rc = submit_upload_done(fd, u, len, e);
     }
     free(data);
+    free(u->content_b64);
+    u->content_b64 = NULL;
     return rc;
 }
 
@@ -210,6 +217,12 @@ static int own_uploads(job *j, const char *work, jerr *e)
     return rc;
 }
 
+/* work/ itself, its entries given to the job as they were written (submit_info.owned) */
+static int own_work(job *j, const char *work, jerr *e)
+{
+    return chown(work, j->uid, j->gid) < 0 ? jerr_sys(e, "chown %s", work) : 0;
+}
+
 /* The JSON form: work/ and the uploads written from the request, then only their listing is
  * kept (no content). */
 static int create_uploads(job *j, const char *dir, jerr *e)
@@ -223,12 +236,8 @@ static int create_uploads(job *j, const char *dir, jerr *e)
     if (workfd < 0)
         return jerr_sys(e, "open %s", work);
     int rc = 0;
-    for (size_t i = 0; i < j->req.nuploads && rc == 0; i++) {
-        jobreq_upload *u = &j->req.uploads[i];
-        rc = write_upload(workfd, u, e);
-        free(u->content_b64);
-        u->content_b64 = NULL;
-    }
+    for (size_t i = 0; i < j->req.nuploads && rc == 0; i++)
+        rc = submit_upload_inline(workfd, &j->req.uploads[i], (uid_t)-1, (gid_t)-1, e);
     close(workfd);
     return rc < 0 ? rc : own_uploads(j, work, e);
 }
@@ -547,12 +556,8 @@ static int array_uploads(jarray *a, const submit_info *si, jerr *e)
     int workfd = rc < 0 ? -1 : open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rc == 0 && workfd < 0)
         rc = jerr_sys(e, "open %s", work);
-    for (size_t i = 0; rc == 0 && !si->staged && i < a->req.nuploads; i++) {
-        jobreq_upload *u = &a->req.uploads[i];
-        rc = write_upload(workfd, u, e);
-        free(u->content_b64);
-        u->content_b64 = NULL;
-    }
+    for (size_t i = 0; rc == 0 && !si->staged && i < a->req.nuploads; i++)
+        rc = submit_upload_inline(workfd, &a->req.uploads[i], (uid_t)-1, (gid_t)-1, e);
     if (workfd >= 0)
         close(workfd);
     if (rc < 0)
@@ -701,8 +706,8 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     /* Jobs run as their submitter; each of root's jobs runs as a uid of its own, so no other
      * process (another job, a service running as nobody) can signal, trace or read it; root's
      * jobs on a shared GPU as one uid (jobs_run_uid: NVIDIA MPS serves one uid at a time). */
-    row.uid = jobs_run_uid(caller_uid, &row.req, row.seq);
-    row.gid = caller_uid ? caller_gid : row.uid;
+    row.uid = si->owned ? si->run_uid : jobs_run_uid(caller_uid, &row.req, row.seq);
+    row.gid = si->owned ? si->run_gid : caller_uid ? caller_gid : row.uid;
     row.created_ms = now_ms();
     row.scheduled_ms = sched_ms;
     if (!si->array_id) /* its place in the queue (qclock.h); a task's is its array's until it runs */
@@ -758,7 +763,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     int rc = si->staged ? workfs_rename(j->owner_uid, si->staged, dir, e) : 0;
     workfs_path(j->owner_uid, dir, work, sizeof work);
     if (rc < 0 ||
-        (si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
+        (si->owned ? own_work(j, work, e) : si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
         db_insert_job(core.db, job_row(j, &row), e) < 0) {
         workfs_remove(j->owner_uid, dir);
         job_free(j);

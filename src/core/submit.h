@@ -25,6 +25,10 @@ typedef struct submit_info {
                                * (<jobs>/.incoming-*), renamed to the job's; NULL otherwise */
     const char *array_id;     /* a job array's task (submit_task): its array, and its task id */
     int64_t array_task;
+    bool owned;               /* staged: each entry was given run_uid and run_gid as it was
+                               * written (core/incoming.c), only work/ itself is left to own */
+    uid_t run_uid;            /* (then) the uid the job runs as, chosen then */
+    gid_t run_gid;
 } submit_info;
 int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e);
 /* limits.* for these requests together: sizes, queued jobs, the GPU request rate (a dry run
@@ -87,8 +91,11 @@ uint64_t submit_task_count(job_req *const *reqs, size_t n);
 /* Writing uploads (both forms), beneath the work directory workfd without following any link:
  * creates a directory or a link at once, or an empty file (0600) whose fd is returned in *fd
  * (-1 otherwise). The entry becomes the listing's: written, its mode without setuid, setgid
- * and sticky bits. */
-int submit_upload_create(int workfd, jobreq_upload *u, int *fd, jerr *e);
+ * and sticky bits; given to uid and gid unless uid is (uid_t)-1. */
+int submit_upload_create(int workfd, jobreq_upload *u, uid_t uid, gid_t gid, int *fd, jerr *e);
+/* The JSON form's entry: created as submit_upload_create does, its content_b64 decoded and
+ * written (then freed), the file closed. */
+int submit_upload_inline(int workfd, jobreq_upload *u, uid_t uid, gid_t gid, jerr *e);
 int submit_upload_write(int fd, const jobreq_upload *u, const void *data, size_t len, jerr *e);
 /* The file's bytes are all there: its mode applied, fd closed, the size written recorded. */
 int submit_upload_done(int fd, jobreq_upload *u, uint64_t size, jerr *e);

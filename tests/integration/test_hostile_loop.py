@@ -3,12 +3,14 @@ faster than their size — link resolution that doubled per link, a secret scrub
 per match — now cost the loop what their bytes cost. Each test sends the request as an
 unprivileged uid and checks the answer and what the daemon kept; the latency another user sees
 during these attacks is measured by bench/hostile_latency.py (no time limit in a pass/fail test)."""
+import glob
 import json
 import os
+import re
 import subprocess
 import time
 
-from conftest import api_as, need_setpriv, setpriv
+from conftest import api_as, need_setpriv, setpriv, wait_for
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 USER = 4325      # the attacker: a uid with no account, as SO_PEERCRED reports it
@@ -367,3 +369,144 @@ def test_a_deleted_deep_tree_with_links_out_goes_and_only_it(fresh_daemon, tmp_p
         time.sleep(0.05)
     assert not os.path.exists(jdir) and not os.path.exists(work), "the deleted job's files are still there"
     assert (outside / "keep").read_text() == "kept"
+
+
+# ---- a long upload listing is made a slice per turn ---------------------------------------------
+
+# a client as USER that sends one request (its body on stdin) and says when its answer came
+# (CLOCK_MONOTONIC), with the answer
+TIMED_CLIENT = r"""
+import json, socket, sys, time
+sock, method, path = sys.argv[1:4]
+body = sys.stdin.buffer.read()
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+s.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+raw = b""
+while True:
+    chunk = s.recv(1 << 20)
+    if not chunk:
+        break
+    raw += chunk
+at = time.monotonic()
+head, _, rest = raw.partition(b"\r\n\r\n")
+print(json.dumps([int(head.split()[1]) if raw else 0, at, rest.decode(errors="replace")[:2000]]), flush=True)
+"""
+
+
+def entry_paths(d, name):
+    """Where an upload entry `name` of any job or staged upload (.incoming-*) of d is, on either
+    /work layout."""
+    return [p for top in ("*", ".incoming-*") for p in
+            glob.glob(os.path.join(d.state, "jobs", top, "work", name)) +
+            glob.glob(os.path.join(d.state, "work", "[0-9]*", top, name))]
+
+
+def answered_during(d, method, path, body, first_entry):
+    """Sends body as USER; once first_entry of its listing exists on disk, root's GET /v1/jobs
+    and another user's /v1/version. (the request's status and answer, the jobs root saw then,
+    the other's status, seconds from the other's answer to the request's)."""
+    req = subprocess.Popen([*setpriv(USER), PY, "-c", TIMED_CLIENT, d.sock, method, path], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE)
+    req.stdin.write(body)
+    req.stdin.close()
+    other = subprocess.Popen([*setpriv(OTHER), PY, "-c", WAITING_CLIENT, d.sock], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+    assert other.stdout.readline() == b"connected\n"
+    wait_for(lambda: entry_paths(d, first_entry) or req.poll() is not None, "the listing's first entries", 300)
+    other.stdin.write(b"go\n")
+    other.stdin.flush()
+    code, listed = d.api("GET", "/v1/jobs")
+    assert code == 200, listed
+    status, other_at = other.stdout.readline().split()
+    other.wait()
+    code, req_at, ans = json.loads(req.stdout.readline())
+    req.wait()
+    return code, ans, listed["jobs"], int(status), req_at - float(other_at)
+
+
+def test_a_long_inline_listing_is_made_a_slice_per_turn(fresh_daemon):
+    """A job's inline listing of 40,000 empty directories and a file: it was made (and chowned) in
+    the turn of its submission, the loop held seconds (2.2-5.2 s of it measured). Now it is staged
+    as a streamed upload is and made a slice per turn, the request parked between slices: a
+    GET /v1/jobs sent once its first directory exists is answered while the job is still being
+    made (before, only once the listing's turn was over: the job made and listed then). Another
+    user's /v1/version meanwhile: the seconds it came before the 201, and the longest turn, are
+    printed. The job is made whole, each entry its own."""
+    need_setpriv()
+    d = fresh_daemon()
+    n = 40000
+    ups = [{"path": f"d{i}", "type": "dir"} for i in range(n)]
+    ups.append({"path": "f", "type": "file", "content_b64": "aGk="})
+    body = json.dumps({"command": "sh", "args": ["-c", "ls /work | wc -l; cat /work/f; stat -c %u /work/d39999"],
+                       "uploads": ups}).encode()
+    code, ans, seen, other, gap = answered_during(d, "POST", "/v1/jobs", body, "d0")
+    print(f"inline {n} dirs: other user answered {gap:.2f} s before the submission; longest loop turn "
+          f"{d.metric('joblet_loop_longest_turn_seconds'):.3f} s")
+    assert code == 201, ans
+    assert other == 200
+    # (before: the request was served once the listing's turn was over, the job made and listed)
+    assert seen == [], "a request sent once the listing was begun waited for all of it"
+    jid = re.match(r'\{"id":"([0-9a-f-]{36})"', ans).group(1)
+    job = d.wait(jid, timeout=300)
+    assert job["status"] == "COMPLETED", job
+    assert d.output(jid) == f"{n + 1}\nhi{USER}\n"
+    work = d.work(jid)
+    assert os.stat(work).st_uid == USER and os.stat(os.path.join(work, "d12345")).st_uid == USER
+    assert not glob.glob(os.path.join(d.state, "jobs", ".incoming-*"))
+
+
+def test_a_long_streamed_listing_is_made_a_slice_per_turn(fresh_daemon):
+    """The same for a streamed upload: 20,000 empty directories, a file whose bytes the PUT sends,
+    20,000 more. Its entries without bytes were made as the body reached them and all chowned
+    at its end, in one turn each; now a slice per turn (the PUT's connection waits for the next
+    turn, its bytes left with libmicrohttpd): a GET /v1/jobs sent once the first directory after
+    the file exists is answered before the job is made (before: the end's one turn made them all,
+    and the job, first). The entries before the file exercise the body's bytes given back and
+    written at a later turn: the job sees every entry and the file's bytes, each its own."""
+    need_setpriv()
+    d = fresh_daemon()
+    half = 20000
+    ups = [{"path": f"d{i}", "type": "dir"} for i in range(half)]
+    ups.append({"path": "f", "type": "file", "size": 2})
+    ups += [{"path": f"e{i}", "type": "dir"} for i in range(half)]
+    code, ans = api_as(d, USER, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", "ls /work | wc -l; cat /work/f"],
+                                                     "uploads": ups})
+    assert code == 202, ans
+    code, ans, seen, other, gap = answered_during(d, "PUT", ans["upload"]["path"], b"hi", "e0")
+    print(f"streamed {2 * half} dirs: other user answered {gap:.2f} s before the PUT's answer; longest loop turn "
+          f"{d.metric('joblet_loop_longest_turn_seconds'):.3f} s")
+    assert code == 201, ans
+    assert other == 200
+    assert seen == [], "a request sent once the entries after the file were begun waited for all of them"
+    jid = re.match(r'\{"id":"([0-9a-f-]{36})"', ans).group(1)
+    job = d.wait(jid, timeout=300)
+    assert job["status"] == "COMPLETED", job
+    assert d.output(jid) == f"{2 * half + 1}\nhi"
+    work = d.work(jid)
+    assert all(os.stat(os.path.join(work, p)).st_uid == USER for p in ("d0", "f", "e19999"))
+
+
+def test_a_listing_cut_short_by_kill9_leaves_no_job(fresh_daemon):
+    """joblet killed -9 while a long inline listing is being made (a slice per turn, staged):
+    nothing was answered, and the next start removes what was staged; no job exists."""
+    need_setpriv()
+    d = fresh_daemon()
+    ups = [{"path": f"d{i}", "type": "dir"} for i in range(40000)]
+    req = subprocess.Popen([*setpriv(USER), PY, "-c", TIMED_CLIENT, d.sock, "POST", "/v1/jobs"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    req.stdin.write(json.dumps({"command": "true", "uploads": ups}).encode())
+    req.stdin.close()
+    wait_for(lambda: entry_paths(d, "d100"), "the listing's first entries")
+    d.kill9()
+    out = req.stdout.read()
+    req.wait()
+    assert not out.startswith(b"[201"), out[:200]
+    staged = glob.glob(os.path.join(d.state, "jobs", ".incoming-*")) + \
+        glob.glob(os.path.join(d.state, "work", "[0-9]*", ".incoming-*"))
+    d.start()
+    assert d.job_count() == 0
+    for p in staged:
+        assert not os.path.exists(p), p
+    assert not entry_paths(d, "d100")
