@@ -54,6 +54,7 @@ struct incoming {
     int fd;                   /* the file being written, -1 when none */
     uint64_t left;            /* bytes of that file still to come */
     bool inline_;             /* the listing carries its files (content_b64): no PUT */
+    bool unreserved;          /* choose_uids' reservations given back (unreserve) */
 };
 
 static incoming **open_list;
@@ -152,13 +153,24 @@ static void unlist(incoming *in)
         }
 }
 
+/* choose_uids' reservations given back, once: just before the jobs are made (in the same turn:
+ * no other job can take the uids between; they then hold them), or when none will be. Before,
+ * since making a workflow frees its checked requests, in->si among them. */
+static void unreserve(incoming *in)
+{
+    if (in->unreserved)
+        return;
+    in->unreserved = true;
+    for (size_t r = 0; r < in->n; r++)
+        if (in->si[r].owned && !in->uid)
+            jobs_uid_reserve(in->si[r].run_uid, false);
+}
+
 /* Closes what is open, removes what is still staged (a created job took its directory away),
  * frees the requests. */
 static void release(incoming *in)
 {
-    for (size_t r = 0; r < in->n; r++)
-        if (in->si[r].owned && !in->uid)
-            jobs_uid_reserve(in->si[r].run_uid, false); /* the job holds it now, or none was made */
+    unreserve(in);
     if (in->fd >= 0)
         close(in->fd);
     if (in->workfd >= 0)
@@ -431,6 +443,7 @@ int incoming_finish(incoming *in, job **j, workflow **wf, jarray **a, jerr *e)
                        (unsigned long long)in->left, (long long)up->size);
     }
     unlist(in);
+    unreserve(in);
     if (rc == 0 && in->workflow) {
         *wf = workflow_create(&in->wb, &in->wc, in->uid, in->gid, e);
         rc = *wf ? 0 : -1;

@@ -91,7 +91,7 @@ void loop_later_cancel(loop_task *t)
 
 /* The tasks queued before this turn, each taken off the list before it runs (a task may cancel
  * another, or queue itself again for the next turn). */
-static void run_later(void)
+void loop_run_later(void)
 {
     for (size_t n = nlater; n-- > 0 && later;) {
         loop_task *t = later;
@@ -128,7 +128,7 @@ void loop_run(int (*before_wait)(void), void (*after_wake)(void))
             w->fn(w, evs[i].events);
         }
         turn++;
-        run_later();
+        loop_run_later();
         after_wake();
     }
 }

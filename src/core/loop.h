@@ -55,5 +55,8 @@ void loop_later_cancel(loop_task *t);
 /* A turn ends without loop_run: the per-turn budgets (loop_budget) are whole again. For a harness
  * that plays requests one turn each (tests/fuzz/fuzz_routes.c); loop_run counts its own. */
 void loop_turn_over(void);
+/* The tasks queued with loop_later before now, run (loop_run does it every turn; the harness
+ * above too, to resume a request parked until the next turn). */
+void loop_run_later(void);
 
 #endif
