@@ -33,6 +33,7 @@
 #include "../core/audit.h"
 #include "../core/counters.h"
 #include "../core/incoming.h"
+#include "../core/nsscache.h"
 #include "../core/loop.h"
 #include "attach.h"
 #include "jobs_list.h"
@@ -240,6 +241,8 @@ typedef struct conn_state {
     struct MHD_Connection *conn;
     http_ctx ctx;           /* the route's own (http.h) */
     caller who;             /* who asks (request_caller, at the request's first call) */
+    char ident_account[256]; /* TLS: the account its person acts as, being looked up (core/nsscache.h):
+                              * who asks is settled once it is answered, before the route */
     char made[HTTP_MADE_LEN]; /* request.made */
 } conn_state;
 
@@ -286,13 +289,14 @@ static conn_id *conn_of(struct MHD_Connection *c)
     return rc ? rc->owner : NULL;
 }
 
-static bool conn_identify(struct MHD_Connection *c, conn_id *id);
+static bool conn_identify(struct MHD_Connection *c, conn_id *id, char *wait, size_t wait_len);
 
 static bool read_only(const char *method) { return !strcmp(method, "GET") || !strcmp(method, "HEAD"); }
 
 /* Who asks, settled for the connection (conn_identify), and whether they may change anything
  * at all (a reader may not: AUTHZ_CHANGE). NULL, with e set, when the request is refused. */
-static const caller *request_caller(struct MHD_Connection *c, const char *method, const char *url, jerr *e)
+static const caller *request_caller(struct MHD_Connection *c, const char *method, const char *url, jerr *e,
+                                    char *wait, size_t wait_len)
 {
     conn_id *id = conn_of(c);
     if (!id) {
@@ -300,7 +304,7 @@ static const caller *request_caller(struct MHD_Connection *c, const char *method
         return NULL;
     }
     snprintf(id->request, sizeof id->request, "%s %s", method, url);
-    if (!conn_identify(c, id)) {
+    if (!conn_identify(c, id, wait, wait_len)) {
         *e = id->refused;
         return NULL;
     }
@@ -379,7 +383,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             id->audited = false;
         }
         jerr e = {0};
-        const caller *who = request_caller(c, method, url, &e);
+        const caller *who = request_caller(c, method, url, &e, st->ident_account, sizeof st->ident_account);
+        if (!who && st->ident_account[0]) {
+            /* the person's account is being looked up: the body is read as any small one's,
+             * the request waits for it before its route (below) */
+            st->who = (caller){.uid = (uid_t)-1, .via = CALLER_TLS};
+            return MHD_YES;
+        }
         if (!who)
             return http_reply_error(c, &e);
         st->who = *who;
@@ -518,6 +528,49 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     bool resumed = park_resumed(&st->park, &waited);
     if (waited)
         return http_reply_error(c, waited);
+    /* The caller's account (core/nsscache.h), known before its route first runs: asked off the
+     * loop, and the request parked meanwhile, so that a directory service slow for one account
+     * keeps that account's requests waiting, not everyone's. Then its role from it (an
+     * operator: a member of server.admin_group). A route's own rerun (park.h) does not ask again. */
+    if (!resumed || st->park.for_account) {
+        resumed = false;
+        st->park.for_account = false;
+        if (st->ident_account[0]) {
+            /* TLS: the account its person acts as, then who asks (request_caller again) */
+            request pr = {.conn = c, .park = &st->park, .who = st->who};
+            jerr e = {0};
+            if (!park_for_account(&pr, NSS_USER, 0, st->ident_account, &e)) {
+                if (!e.msg[0])
+                    st->park.for_account = true;
+                return e.msg[0] ? http_reply_error(c, &e) : MHD_YES;
+            }
+            park_lapse(&st->park);
+            st->ident_account[0] = 0;
+            const caller *who = request_caller(c, method, url, &e, st->ident_account, sizeof st->ident_account);
+            if (!who && !e.msg[0])
+                jerr_http(&e, 503, "your account is being looked up: ask again");
+            if (!who)
+                return http_reply_error(c, &e);
+            st->who = *who;
+            if (uploads_is_put(method, url) || st->too_large || st->busy) {
+                /* its body was read before who asks was known: an upload's, or a body that is
+                 * taken as a file, was not kept as such */
+                jerr_http(&e, 503, "your account was being looked up when this request began: send it again");
+                return http_reply_error(c, &e);
+            }
+        }
+        {   /* (a TLS caller's too: its account's rights count where its jobs use others' things) */
+            request pr = {.conn = c, .park = &st->park, .who = st->who};
+            jerr e = {0};
+            if (!park_for_account_known(&pr, st->who.uid, true, &e))
+                return e.msg[0] ? http_reply_error(c, &e) : MHD_YES;
+        }
+        if (st->who.via == CALLER_UNIX) {
+            caller w = authz_local(st->who.uid, st->who.gid);
+            w.pid = st->who.pid;
+            st->who = w;
+        }
+    }
     if (st->sink_pipe && st->sink_fd >= 0) {
         close(st->sink_fd); /* the body has ended: the process reads its end */
         st->sink_fd = -1;
@@ -661,11 +714,13 @@ static bool conn_count(conn_id *id)
 
 /* Settles who a connection is, once: true when it may ask (id->who), false when refused
  * (id->refused says why; a TLS refusal is in the audit trail). */
-static bool conn_identify(struct MHD_Connection *c, conn_id *id)
+static bool conn_identify(struct MHD_Connection *c, conn_id *id, char *wait, size_t wait_len)
 {
     if (id->known)
         return !id->refused.msg[0];
     id->known = true;
+    if (wait)
+        wait[0] = 0;
     if (!id->tls) {
         /* on_connection settles the unix socket's: here only when SO_PEERCRED failed */
         jerr_http(&id->refused, 403, "cannot read the caller's credentials (SO_PEERCRED)");
@@ -675,6 +730,18 @@ static bool conn_identify(struct MHD_Connection *c, conn_id *id)
     caller seen = {.uid = (uid_t)-1, .via = CALLER_TLS};
     peer_text(c, seen.peer, sizeof seen.peer);
     jerr *e = &id->refused;
+    if (ti && wait && tls_verify((gnutls_session_t)ti->tls_session, &seen, e) == 0) {
+        /* the account it acts as, asked off the loop (core/nsscache.h): not settled until known */
+        bool mapped;
+        const char *account = authz_remote_account(seen.person, &mapped);
+        if (!nsscache_user(account, NULL, NULL)) {
+            snprintf(wait, wait_len, "%s", account);
+            id->known = false;
+            *e = (jerr){0};
+            return false;
+        }
+    }
+    *e = (jerr){0};
     if (!ti || tls_verify((gnutls_session_t)ti->tls_session, &seen, e) < 0 ||
         authz_remote(seen.person, seen.role, &id->who, e) < 0) {
         /* kept among the pending: a refused connection is closed like one that never asked */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../common/util.h"
+#include "../core/account.h"
 #include "../core/loop.h"
 
 /* A bound, so that waiting clients cannot pile up; a user other than root holds at most
@@ -73,6 +74,48 @@ void park_wake(uint64_t ticket, const jerr *e)
 }
 
 void park_wake_fn(void *arg, const jerr *e) { park_wake((uint64_t)(uintptr_t)arg, e); }
+
+void park_wake_lookup(void *arg) { park_wake((uint64_t)(uintptr_t)arg, NULL); }
+
+static const nss_entry *ask(enum nss_kind kind, uid_t uid, const char *name, nsscache_fn fn, void *arg)
+{
+    return kind == NSS_UID ? nsscache_uid(uid, fn, arg) : kind == NSS_USER ? nsscache_user(name, fn, arg)
+                                                                            : nsscache_group(name, fn, arg);
+}
+
+const nss_entry *park_for_account(request *r, enum nss_kind kind, uid_t uid, const char *name, jerr *e)
+{
+    const nss_entry *a = ask(kind, uid, name, NULL, NULL);
+    if (a)
+        return a;
+    uint64_t t = park_ticket(r);
+    if (!t) {
+        jerr_http(e, 503, "too many requests wait already (for account look-ups among others): try again");
+        return NULL;
+    }
+    if ((a = ask(kind, uid, name, park_wake_lookup, (void *)(uintptr_t)t)))
+        return a; /* (answered meanwhile: the ticket lapses after the route) */
+    park_wait(r);
+    return NULL;
+}
+
+bool park_for_account_known(request *r, uid_t uid, bool for_account, jerr *e)
+{
+    if (account_known(uid, NULL, NULL))
+        return true;
+    uint64_t t = park_ticket(r);
+    if (t && !account_known(uid, park_wake_lookup, (void *)(uintptr_t)t)) {
+        r->park->for_account = for_account;
+        park_wait(r);
+        return false;
+    }
+    park_lapse(r->park);
+    if (!t) {
+        jerr_http(e, 503, "too many requests wait already (for account look-ups among others): try again");
+        return false;
+    }
+    return true; /* (answered meanwhile) */
+}
 
 typedef struct next_turn {
     loop_task task;

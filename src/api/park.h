@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "../core/nsscache.h"
 #include "http.h"
 #include "stream.h"
 
@@ -22,6 +23,7 @@ typedef struct park_slot {
     jerr *error;               /* the wait failed: this is the answer */
     uint64_t tally;            /* the route's own count across its parked runs (DELETE /v1/jobs) */
     uid_t uid;                 /* whose request holds the ticket */
+    bool for_account;          /* parked by http.c for the caller's account: its route has not run */
     char named[37];            /* the full id of the job the parked route acted on: its rerun
                                 * names that job, not the request's reference again (a name
                                 * may pass to another job meanwhile); cleared by a new request */
@@ -42,6 +44,18 @@ void park_wake_fn(void *arg, const jerr *e);
 /* Parks the request until the next turn of the loop: for a route that does its work a slice per
  * turn. false when no ticket is left (the route then does the rest now). */
 bool park_until_next_turn(request *r);
+
+/* The account or group (core/nsscache.h: kind, and uid or name) a route needs, when known now;
+ * else the request parks until it is answered, and the route runs again (NULL, e untouched), or
+ * NULL with a 503 in e when no ticket is left. */
+const nss_entry *park_for_account(request *r, enum nss_kind kind, uid_t uid, const char *name, jerr *e);
+/* Whether uid's account, and what its requests may need with it, are known now (core/account.h's
+ * account_known); else the request parks until one is answered, and runs again (false, e
+ * untouched), or false with a 503 in e when no ticket is left. for_account: the rerun is not the
+ * route's own (http.c: the caller's, before its route runs). */
+bool park_for_account_known(request *r, uid_t uid, bool for_account, jerr *e);
+/* The callback of a look-up a request parked on (core/nsscache.h's nsscache_fn): arg the ticket. */
+void park_wake_lookup(void *arg);
 
 /* For http.c: whether the connection comes back from a wait (and the error that is then its
  * answer), once; after the route ran, a ticket it did not wait on lapses; the connection is

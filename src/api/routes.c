@@ -1,5 +1,4 @@
 /* /v1 routes (docs/api.md). Handlers validate, act on the core, and answer JSON. */
-#include <pwd.h>
 #include <stdint.h>
 #include <time.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include "../core/job_logs.h"
 #include "../core/loop.h"
 #include "../core/metrics.h"
+#include "../core/nsscache.h"
 #include "../core/settle.h"
 #include "../core/state.h"
 #include "../core/submit.h"
@@ -789,9 +789,16 @@ static enum MHD_Result audit(request *r)
     const char *v;
     uint64_t n;
     if ((v = query_get(r, "user"))) {
-        struct passwd *pw = getpwnam(v);
-        if (pw)
-            uid = pw->pw_uid;
+        /* a name is looked up off the loop (core/nsscache.h): the request waits for it */
+        const nss_entry *pw = park_for_account(r, NSS_USER, 0, v, &e);
+        if (!pw)
+            return e.msg[0] ? http_reply_error(r->conn, &e) : MHD_YES; /* (else parked) */
+        if (pw->err && !nsscache_none(pw->err)) {
+            jerr_http(&e, 503, "user: '%s' could not be looked up: %s", v, strerror(pw->err));
+            return http_reply_error(r->conn, &e);
+        }
+        if (!pw->err)
+            uid = pw->uid;
         else if (parse_u64(v, &n) == 0 && n < 4294967295u)
             uid = (int64_t)n;
         else {
@@ -855,10 +862,11 @@ static enum MHD_Result audit(request *r)
 /* GET /v1/whoami: the caller as joblet sees it (the console shows admin actions to admins) */
 static enum MHD_Result whoami(request *r)
 {
-    struct passwd *pw = getpwuid(r->who.uid);
+    /* (known: the API waited for the caller's account before the route, http.c) */
+    const nss_entry *pw = nsscache_uid(r->who.uid, NULL, NULL);
     return http_reply_json(r->conn, 200,
                            json_pack("{s:I,s:I,s:s?,s:b,s:b,s:s}", "uid", (json_int_t)r->who.uid, "gid",
-                                     (json_int_t)r->who.gid, "user", pw ? pw->pw_name : NULL, "admin",
+                                     (json_int_t)r->who.gid, "user", pw && !pw->err ? pw->name : NULL, "admin",
                                      authz_may(&r->who, AUTHZ_GPU_SERVICE), "sees_all_jobs",
                                      authz_may(&r->who, AUTHZ_OTHERS_JOBS), "role", authz_role_name(r->who.role)));
 }

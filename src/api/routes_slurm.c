@@ -11,6 +11,7 @@
 #include "../core/slurm_task.h"
 #include "../core/state.h"
 #include "body.h"
+#include "park.h"
 #include "reply.h"
 
 /* Variables of Slurm's environment the job does not take: joblet numbers its GPUs itself
@@ -137,6 +138,14 @@ enum MHD_Result routes_slurm_task(request *r)
     if (rc < 0)
         return http_reply_error(r->conn, &e);
     job *j = slurm_task_start(&r->who, &t, &e);
+    if (!j && t.account_wait) {
+        /* the task's uid's account, asked off the loop (core/nsscache.h): the request waits for
+         * it and runs again (the task is looked at again from the start) */
+        jerr pe = {0};
+        if (park_for_account_known(r, t.account_uid, false, &pe) || pe.msg[0])
+            return http_reply_error(r->conn, pe.msg[0] ? &pe : &e);
+        return MHD_YES;
+    }
     if (!j)
         return http_reply_error(r->conn, &e);
     if (r->made)

@@ -11,85 +11,125 @@
 #include <unistd.h>
 
 #include "../common/util.h"
+#include "nsscache.h"
+#include "state.h"
 
-gid_t *account_groups(const struct passwd *pw, int *n)
+/* Whether gid is one of the account's groups, as the look-up found them (nsscache.h). */
+static bool has_group(const nss_entry *a, gid_t gid)
 {
-    int ng = 64;
-    gid_t *groups = xcalloc((size_t)ng, sizeof *groups);
-    if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
-        /* more than fit: ng says how many there are */
-        free(groups);
-        groups = xcalloc((size_t)ng + 1, sizeof *groups);
-        if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
-            groups[0] = pw->pw_gid;
-            ng = 1;
-        }
-    }
-    *n = ng;
-    return groups;
-}
-
-bool account_has_group(const struct passwd *pw, gid_t gid)
-{
-    if (pw->pw_gid == gid)
+    if (a->gid == gid)
         return true;
-    int ng;
-    gid_t *groups = account_groups(pw, &ng);
-    bool found = false;
-    for (int i = 0; i < ng && !found; i++)
-        found = groups[i] == gid;
-    free(groups);
-    return found;
+    for (int i = 0; i < a->ngroups; i++)
+        if (a->groups[i] == gid)
+            return true;
+    return false;
 }
 
 /* The account uid submits as, pinned in the request (account_pin): its name, and gid when it is
  * one of the account's groups (as sg or newgrp gives it); none for a uid without an account. */
-void account_pin(job_req *req, uid_t uid, gid_t gid)
+int account_pin(job_req *req, uid_t uid, gid_t gid, jerr *e)
 {
-    struct passwd *pw = getpwuid(uid);
+    const nss_entry *a = nsscache_uid(uid, NULL, NULL);
+    if (!a || (a->err && !nsscache_none(a->err)))
+        /* (the API waits for the caller's account before a route runs: not known now means it
+         * expired meanwhile, or the look-up failed) a job is not pinned to an account that
+         * could not be confirmed, nor left unpinned (never checked again) */
+        return jerr_http(e, 503, "uid %u's account could not be looked up%s%s: try again", (unsigned)uid,
+                         a ? ": " : " now", a ? strerror(a->err) : "");
     char pin[300];
-    if (!pw || strlen(pw->pw_name) > 255 || strchr(pw->pw_name, ':')) {
+    if (a->err || strchr(a->name, ':')) {
         jobreq_set_str(req, JR_ACCOUNT_PIN, NULL);
-        return;
+        return 0;
     }
-    if (account_has_group(pw, gid))
-        snprintf(pin, sizeof pin, "%s:%u", pw->pw_name, (unsigned)gid);
+    if (has_group(a, gid))
+        snprintf(pin, sizeof pin, "%s:%u", a->name, (unsigned)gid);
     else
-        snprintf(pin, sizeof pin, "%s", pw->pw_name);
+        snprintf(pin, sizeof pin, "%s", a->name);
     jobreq_set_str(req, JR_ACCOUNT_PIN, pin);
+    return 0;
 }
 
-int account_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e)
+int account_verify(const job_req *req, uid_t owner, gid_t gid, int64_t since_ms, jerr *e)
 {
+    /* asked off the loop (nsscache.h), since since_ms: the job waits (503) until it is
+     * answered, the scheduler running again then; known, the owner's role at the start
+     * (authz_local: server.admin_group) is its account's as it is now too */
+    const nss_entry *a = nsscache_uid_since(owner, since_ms);
     const char *pin = req->account_pin;
-    if (!pin || !*pin)
-        return 0;
     char name[300];
-    snprintf(name, sizeof name, "%s", pin);
+    snprintf(name, sizeof name, "%s", pin ? pin : "");
     char *colon = strchr(name, ':');
     if (colon)
         *colon = 0;
-    errno = 0;
-    struct passwd *pw = getpwuid(owner);
-    int err = errno;
-    if (!pw || strcmp(pw->pw_name, name)) {
-        if (pw)
+    if (!a) {
+        jerr_http(e, 503, "the account%s%s%s (uid %u) that submitted the job is being looked up", *name ? " '" : "",
+                  name, *name ? "'" : "", (unsigned)owner);
+        e->code = EINPROGRESS; /* (not a failure: nothing to warn of) */
+        return -1;
+    }
+    if (!pin || !*pin)
+        return 0;
+    if (a->err || strcmp(a->name, name)) {
+        if (!a->err)
             return jerr_http(e, 403, "the account '%s' that submitted the job is gone: uid %u is account '%s' now; "
                                      "the job does not run as another account",
-                             name, (unsigned)owner, pw->pw_name);
-        /* not found is 0, ENOENT, ESRCH, EBADF or EPERM (getpwuid(3)); else the lookup failed
-         * (a directory service away): the job does not run as an account it cannot confirm */
-        if (err && err != ENOENT && err != ESRCH && err != EBADF && err != EPERM)
+                             name, (unsigned)owner, a->name);
+        /* not found; else the lookup failed (a directory service away): the job does not run as
+         * an account it cannot confirm */
+        if (!nsscache_none(a->err))
             return jerr_http(e, 503, "the account '%s' (uid %u) that submitted the job could not be looked up: %s",
-                             name, (unsigned)owner, strerror(err));
+                             name, (unsigned)owner, strerror(a->err));
         return jerr_http(e, 403, "the account '%s' (uid %u) that submitted the job is gone", name,
                          (unsigned)owner);
     }
-    if (colon && !account_has_group(pw, gid))
+    if (colon && !has_group(a, gid))
         return jerr_http(e, 403, "account '%s' (uid %u) is no longer a member of group %u, which the job was submitted "
                                  "with; the job does not run with it (submit it again)",
                          name, (unsigned)owner, (unsigned)gid);
     return 0;
+}
+
+int account_listed_known(const char *list, uid_t uid, gid_t gid, char *rule, size_t len)
+{
+    const nss_entry *a = nsscache_uid(uid, NULL, NULL);
+    int hit = 0;
+    char *items = xstrdup(list);
+    for (char *save = NULL, *t = strtok_r(items, ", ", &save); t && hit != 1; t = strtok_r(NULL, ", ", &save)) {
+        char *end;
+        unsigned long n = strtoul(t, &end, 10);
+        int here = 0;
+        if (*t && !*end && n == uid) {
+            here = 1;
+        } else if (!a || (a->err && !nsscache_none(a->err))) {
+            here = -1; /* a name or group the account may have: not known now */
+        } else if (t[0] == '@') {
+            const nss_entry *g = nsscache_group(t + 1, NULL, NULL);
+            if (!g || (g->err && !nsscache_none(g->err)))
+                here = -1;
+            else
+                here = !g->err && (gid == g->gid || (!a->err && has_group(a, g->gid)));
+        } else {
+            here = !a->err && !strcmp(t, a->name);
+        }
+        if (rule && (here == 1 || (here < 0 && hit == 0)))
+            snprintf(rule, len, "%s", t);
+        hit = here == 1 ? 1 : here < 0 ? -1 : hit;
+    }
+    free(items);
+    return hit;
+}
+
+bool account_known(uid_t uid, nsscache_fn fn, void *arg)
+{
+    if (!nsscache_uid(uid, fn, arg))
+        return false;
+    bool known = true;
+    char *items = xstrdup(core.cfg.isolation_require_gvisor);
+    for (char *save = NULL, *t = strtok_r(items, ", ", &save); t && known; t = strtok_r(NULL, ", ", &save))
+        if (t[0] == '@')
+            known = nsscache_group(t + 1, fn, arg) != NULL;
+    free(items);
+    return known;
 }
 
 /* getpwuid_r's and getgrnam_r's buffer: as sysconf says, else 16 KiB, grown on ERANGE */
@@ -114,7 +154,20 @@ bool account_listed(const char *list, uid_t uid, gid_t gid, char *rule, size_t l
      * a rule is a restriction, so a user who switched groups (sg, newgrp) is still its login
      * group's member (with gid alone, `sg other rnx job run` left an @login-group rule behind) */
     int ng = 0;
-    gid_t *groups = pw ? account_groups(pw, &ng) : NULL;
+    gid_t *groups = NULL;
+    if (pw) {
+        ng = 64;
+        groups = xcalloc((size_t)ng, sizeof *groups);
+        if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
+            /* more than fit: ng says how many there are */
+            free(groups);
+            groups = xcalloc((size_t)ng + 1, sizeof *groups);
+            if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) < 0) {
+                groups[0] = pw->pw_gid;
+                ng = 1;
+            }
+        }
+    }
     groups = xrealloc(groups, ((size_t)ng + 1) * sizeof *groups);
     groups[ng++] = gid;
     bool hit = false;

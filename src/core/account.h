@@ -8,28 +8,37 @@
 
 #include <pwd.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "../common/err.h"
 #include "../common/jobreq.h"
+#include "nsscache.h"
 
-/* The account's groups, however many: its login group and those that list it (malloc'd, *n of
- * them; at least the login group). */
-gid_t *account_groups(const struct passwd *pw, int *n);
-/* Whether gid is one of the account's groups: its login group or one that lists it. */
-bool account_has_group(const struct passwd *pw, gid_t gid);
-/* Pins uid's account (and gid, when one of its groups) in req; nothing for a uid without one. */
-void account_pin(job_req *req, uid_t uid, gid_t gid);
+/* Pins uid's account (and gid, when one of its groups) in req; nothing for a uid without one.
+ * The account as nsscache.h knows it: 503 when it is not known now or its look-up failed. */
+int account_pin(job_req *req, uid_t uid, gid_t gid, jerr *e);
 /* At a job's start (job_launch.c) and an array's task's making (submit_task), maybe long after its
  * submission: the account that submitted it (account_pin, written by submit_check) must still be
  * the one of owner, and a gid that was one of that account's groups must still be. 403 otherwise
  * (503 when the account could not be looked up); a request without a pin (submitted by a uid with
- * no account, or stored by a joblet before pins) is not checked. */
-int account_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e);
+ * no account, or stored by a joblet before pins) is not checked. The account as a look-up asked
+ * at since_ms or later (now_ms's clock: when the start was first tried) found it, off the loop
+ * (nsscache.h): 503 while it is being looked up (the scheduler runs again once it is answered). */
+int account_verify(const job_req *req, uid_t owner, gid_t gid, int64_t since_ms, jerr *e);
 /* Whether a list of users and groups ("alice, 1001, @gpu-admins": names, uids, @group) names
  * uid (by its account's name or its number) or one of its groups (the account's, and gid),
- * the item that does copied to rule (rule may be NULL). Thread-safe (the reentrant look-ups):
- * isolation.require_gvisor on the loop, metrics.readers on the metrics listener's thread. */
+ * the item that does copied to rule (rule may be NULL). Asks NSS itself (reentrant look-ups), so
+ * for threads other than the loop: metrics.readers on the metrics listener's thread. */
 bool account_listed(const char *list, uid_t uid, gid_t gid, char *rule, size_t len);
+/* account_listed on the loop, from what nsscache.h knows: 1 when the list names uid or one of
+ * its groups (the item copied to rule), 0 when not, -1 when an item could name it but the
+ * account or group is not known now or its look-up failed (the item in rule): refuse, or
+ * wait, rather than guess. */
+int account_listed_known(const char *list, uid_t uid, gid_t gid, char *rule, size_t len);
+/* Whether uid's account, and the groups (@group) of isolation.require_gvisor, are known now
+ * (nsscache.h); when not, they are asked, and fn(arg) is called once one is answered (ask
+ * again then). What the API waits for before a route runs. */
+bool account_known(uid_t uid, nsscache_fn fn, void *arg);
 
 #endif

@@ -1,12 +1,11 @@
 /* The authorization table (authz.h). */
 #include "authz.h"
 
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../common/util.h"
+#include "nsscache.h"
 #include "state.h"
 
 #define R(x) (1u << (x))
@@ -53,21 +52,18 @@ static const char *const role_names[ROLE_N] = {"reader", "developer", "operator"
 
 const char *authz_role_name(enum authz_role r) { return r < ROLE_N ? role_names[r] : "?"; }
 
-/* A member of server.admin_group, as primary group or listed member. */
+/* A member of server.admin_group, as primary group or listed member: as the account's look-up
+ * found it (nsscache.h); not while it is not known, nor when it failed (the lesser role: the
+ * API waits for the caller's account before a route runs, a job for its owner's before it
+ * starts). */
 static bool in_admin_group(uid_t uid, gid_t gid)
 {
     if (!*core.cfg.admin_group)
         return false;
-    struct group *g = getgrnam(core.cfg.admin_group);
-    if (!g)
+    const nss_entry *a = nsscache_uid(uid, NULL, NULL);
+    if (!a || !a->admin_known)
         return false;
-    if (g->gr_gid == gid)
-        return true;
-    struct passwd *pw = getpwuid(uid);
-    for (char **m = g->gr_mem; pw && m && *m; m++)
-        if (!strcmp(*m, pw->pw_name))
-            return true;
-    return false;
+    return a->admin_gid == gid || (!a->err && a->admin_lists);
 }
 
 int authz_role_parse(const char *name)
@@ -78,15 +74,22 @@ int authz_role_parse(const char *name)
     return -1;
 }
 
-int authz_remote(const char *person, enum authz_role role, caller *out, jerr *e)
+const char *authz_remote_account(const char *person, bool *mapped)
 {
     const char *account = person;
-    bool mapped = false;
+    *mapped = false;
     for (unsigned i = 0; i < core.cfg.remote.nusers; i++)
         if (!strcmp(core.cfg.remote.users[i].person, person)) {
             account = core.cfg.remote.users[i].account;
-            mapped = true;
+            *mapped = true;
         }
+    return account;
+}
+
+int authz_remote(const char *person, enum authz_role role, caller *out, jerr *e)
+{
+    bool mapped;
+    const char *account = authz_remote_account(person, &mapped);
     /* the account of the same name, unless remote.users gives it to another person: two
      * people on one account would own each other's jobs (config.c refuses two mappings onto
      * one account; this is the same rule for the name that is not mapped) */
@@ -95,14 +98,18 @@ int authz_remote(const char *person, enum authz_role role, caller *out, jerr *e)
             return jerr_http(e, 403, "%s has a certificate of this node's CA, but remote.users maps %s onto the "
                                      "account '%s': one account per person; map %s to an account of their own "
                                      "(docs/remote.md)", person, core.cfg.remote.users[i].person, account, person);
-    struct passwd *pw = getpwnam(account);
-    if (!pw)
+    const nss_entry *pw = nsscache_user(account, NULL, NULL);
+    if (!pw) /* asked off the loop: the API waits (authz_remote_account) */
+        return jerr_http(e, 503, "%s's account '%s' is being looked up: ask again", person, account);
+    if (pw->err && !nsscache_none(pw->err))
+        return jerr_http(e, 503, "%s's account '%s' could not be looked up: %s", person, account, strerror(pw->err));
+    if (pw->err)
         return jerr_http(e, 403, "%s has a certificate of this node's CA, but no local account: there is no user '%s'"
                                  " and remote.users maps nobody to it (docs/remote.md)", person, account);
-    if (pw->pw_uid == 0 && !mapped)
+    if (pw->uid == 0 && !mapped)
         return jerr_http(e, 403, "%s would act as root: a certificate acts as root only when remote.users maps it to "
                                  "root explicitly (docs/remote.md)", person);
-    *out = (caller){.uid = pw->pw_uid, .gid = pw->pw_gid, .role = role, .via = CALLER_TLS};
+    *out = (caller){.uid = pw->uid, .gid = pw->gid, .role = role, .via = CALLER_TLS};
     snprintf(out->person, sizeof out->person, "%s", person);
     return 0;
 }

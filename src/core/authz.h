@@ -64,7 +64,9 @@ enum authz_op {
     AUTHZ_N
 };
 
-/* The caller of a request on the unix socket: its peer's uid and gid, its role from them. */
+/* The caller of a request on the unix socket: its peer's uid and gid, its role from them (an
+ * operator's from its account as core/nsscache.h knows it: the API waits for it before a route
+ * runs; not known, the lesser role). */
 caller authz_local(uid_t uid, gid_t gid);
 /* The identity who's job acts with when it uses what others own (their volumes, networks, jobs
  * in --after): its account's rights, and no more than who's certificate gives (a developer's
@@ -76,6 +78,10 @@ caller authz_as_account(const caller *who);
  * account of that name (never root unless mapped explicitly), with the role their certificate
  * names. 0, or -1 with a 403 in e saying why nobody is mapped. */
 int authz_remote(const char *person, enum authz_role role, caller *out, jerr *e);
+/* The local account name person acts as (remote.users, else their own name); *mapped whether
+ * remote.users maps them. The account is looked up off the loop (core/nsscache.h): the API
+ * waits for it before authz_remote, which answers 503 while it is not known. */
+const char *authz_remote_account(const char *person, bool *mapped);
 /* The role a certificate names ("developer"), -1 when it names none of them. */
 int authz_role_parse(const char *name);
 /* Whether c may do op. */

@@ -30,6 +30,7 @@ void config_defaults(config *c)
     c->max_body_bytes = 16ull << 20;
     c->max_conns = 4096;          /* and never more than half the descriptors (api/http.c) */
     c->max_conns_per_user = 64;   /* of the 4096: no user locks the others out */
+    c->account_cache_s = 60;      /* an account removed, a group left, counts within a minute */
     c->idle_timeout_s = 30;       /* a connection that sends nothing (a half request) does not stay */
     c->max_uploads = 32;
     c->limits.uploads_per_user = 4;
@@ -111,6 +112,7 @@ static const key keys[] = {
     U64("server.max_connections", max_conns, 16, 1000000),
     U64("server.max_connections_per_user", max_conns_per_user, 0, 4000),
     U64("server.idle_timeout_s", idle_timeout_s, 1, 3600),
+    U64("server.account_cache_s", account_cache_s, 1, 3600),
     U64("server.max_uploads", max_uploads, 1, 10000),
     U64("limits.uploads_per_user", limits.uploads_per_user, 1, 10000),
     U64("jobs.stop_grace_s", stop_grace_s, 1, 3600),

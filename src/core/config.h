@@ -58,6 +58,7 @@ typedef struct config {
     uint32_t max_conns;           /* server.max_connections: open at once in all (at most half the open-file limit) */
     uint32_t max_conns_per_user;  /* server.max_connections_per_user: open at once per non-root uid; 0 = none */
     uint32_t idle_timeout_s;      /* server.idle_timeout_s: a connection silent this long is closed */
+    uint32_t account_cache_s;     /* server.account_cache_s: an account look-up's answer is kept this long */
     uint64_t max_uploads;         /* server.max_uploads: streamed uploads open at once, all users */
     uint64_t stop_grace_s;        /* jobs.stop_grace_s */
     uint64_t attach_wait_s;       /* jobs.attach_wait_s: a terminal job (-t, -i) waits this long at most for

@@ -211,10 +211,13 @@ int isolation_init(jerr *e)
 }
 
 /* The item of isolation.require_gvisor that names uid (its user name) or one of its groups
- * (@group), copied to rule; false when none does. */
-static bool required(uid_t uid, gid_t gid, char *rule, size_t len)
+ * (@group), copied to rule: 1; 0 when none does; -1 when one could but its account or group is
+ * not known now (nsscache.h: asked off the loop), or its look-up failed. */
+static int required(uid_t uid, gid_t gid, char *rule, size_t len)
 {
-    return account_listed(core.cfg.isolation_require_gvisor, uid, gid, rule, len);
+    if (!core.cfg.isolation_require_gvisor[0])
+        return 0;
+    return account_listed_known(core.cfg.isolation_require_gvisor, uid, gid, rule, len);
 }
 
 bool isolation_gvisor(const job_req *req) { return req->isolation && !strcmp(req->isolation, "gvisor"); }
@@ -228,7 +231,10 @@ bool isolation_wants_gpus(const job_req *req)
 int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
 {
     char rule[80];
-    bool must = core.cfg.isolation_require_gvisor[0] && required(uid, gid, rule, sizeof rule);
+    int must = required(uid, gid, rule, sizeof rule);
+    if (must < 0) /* (the API waited for them: expired meanwhile, or failed) */
+        return jerr_http(e, 503, "isolation.require_gvisor's '%s' could not be looked up for uid %u now: try again",
+                         rule, (unsigned)uid);
     /* gvisor, when decided here, is written into the request (the job shows it as its own);
      * native stays unwritten: a request without isolation is native */
     const char *dflt = must ? "gvisor" : *core.cfg.isolation_default ? core.cfg.isolation_default : "native";
@@ -255,7 +261,11 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
 int isolation_recheck(const job_req *req, uid_t uid, gid_t gid, jerr *e)
 {
     char rule[80];
-    if (isolation_gvisor(req) || !core.cfg.isolation_require_gvisor[0] || !required(uid, gid, rule, sizeof rule))
+    int must = isolation_gvisor(req) ? 0 : required(uid, gid, rule, sizeof rule);
+    if (must < 0) /* the job waits (queue.c), asked again once it is answered */
+        return jerr_http(e, 503, "isolation.require_gvisor's '%s' is being looked up, or could not be, for uid %u",
+                         rule, (unsigned)uid);
+    if (!must)
         return 0;
     return jerr_http(e, 403, "isolation: native is refused at its start: isolation.require_gvisor lists '%s' now, so "
                              "uid %u's jobs run under gVisor (submit it again)", rule, (unsigned)uid);

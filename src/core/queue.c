@@ -509,12 +509,18 @@ static void schedule(void)
          * group, isolation.require_gvisor; job_launch.c checks them again): a lookup that failed
          * (503: a directory service away) leaves it waiting, tried again in ACCOUNT_RETRY_MS; a
          * refusal ends it, before anything is granted */
-        if (account_verify(&j->req, j->owner_uid, j->owner_gid, &e) < 0 ||
+        if (!j->account_since_ms)
+            j->account_since_ms = now_ms(); /* the account as it is from its first try to start */
+        int av = account_verify(&j->req, j->owner_uid, j->owner_gid, j->account_since_ms, &e);
+        if (av == 0 || e.code != EINPROGRESS)
+            j->account_since_ms = 0; /* (answered: the next try asks again) */
+        if (av < 0 ||
             isolation_recheck(&j->req, j->owner_uid, j->owner_gid, &e) < 0) {
             if (e.http == 503) {
                 j->wait_why = SW_ACCOUNT_LOOKUP;
                 lookup_retry_ms = now_ms() + ACCOUNT_RETRY_MS;
-                log_warn("job %s waits: %s", j->id, e.msg);
+                if (e.code != EINPROGRESS) /* (being looked up: the pass comes again once answered) */
+                    log_warn("job %s waits: %s", j->id, e.msg);
                 e = (jerr){0};
                 continue;
             }
@@ -709,8 +715,9 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
                                : "made just now; it starts once its row is saved");
         break;
     case SW_ACCOUNT_LOOKUP:
-        snprintf(out, len, "its owner's account (uid %u) could not be looked up at its start (is the directory "
-                           "service away?); tried again every %d s", (unsigned)j->owner_uid, ACCOUNT_RETRY_MS / 1000);
+        snprintf(out, len, "its owner's account (uid %u) is being looked up at its start, or could not be (is the "
+                           "directory service away?); tried again every %d s", (unsigned)j->owner_uid,
+                 ACCOUNT_RETRY_MS / 1000);
         break;
     case SW_NET_FULL:
         snprintf(out, len, "waits for an address on network %s: all it has are taken by the jobs on it (or starting "

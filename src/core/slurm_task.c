@@ -15,6 +15,7 @@
 #include "../common/util.h"
 #include "../exec/cgroup.h"
 #include "../exec/spec.h"
+#include "account.h"
 #include "cmdcheck.h"
 #include "gpus.h"
 #include "job_ctl.h"
@@ -335,6 +336,12 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
         goto out;
     task_workdir(pid, &r->req);
     submit_info si;
+    if (!account_known(ids.uid, NULL, NULL)) { /* asked off the loop: the API waits, and asks again */
+        r->account_wait = true;
+        r->account_uid = ids.uid;
+        jerr_http(e, 503, "uid %u's account is being looked up", (unsigned)ids.uid);
+        goto out;
+    }
     caller as = authz_local(ids.uid, gid); /* (the task's uid, as Slurm's root said: no priority of its own) */
     job_req *rp = &r->req;
     if (submit_check(&r->req, &as, &si, e) < 0)

@@ -34,6 +34,9 @@ typedef struct slurm_task_req {
     size_t ngpus;
     char **task_gpus;         /* those Slurm bound to this task (--gpus-per-task), NULL: not said; */
     size_t ntask_gpus;        /* within gpus, and used only where Slurm's devices cgroup does not say */
+    bool account_wait;        /* out: refused (503) as the task's uid's account is not known yet
+                               * (core/nsscache.h): the API waits for account_uid's and asks again */
+    uid_t account_uid;
 } slurm_task_req;
 
 /* Starts the task of the connection's peer: the job (running), or NULL with e (403: not a

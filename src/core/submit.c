@@ -374,7 +374,8 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
     }
     *si = (submit_info){0};
     si->sched_ms = req->schedule_ms;
-    account_pin(req, caller_uid, caller_gid);
+    if (account_pin(req, caller_uid, caller_gid, e) < 0)
+        return -1;
     bool by_cdi = req->ndevices && !req->ngpu_ids;   /* gpu_ids will be the devices' */
     /* gpu_ids that NVIDIA_VISIBLE_DEVICES gave (jobreq_check_submitted read it: a list of GPUs,
      * equal to gpu_ids when both were given) */
@@ -650,10 +651,13 @@ job *submit_task(jarray *a, uint32_t t, jerr *e)
     /* what its owner may do now, as its start would check (job_launch.c): refused here, the
      * array's tasks left are canceled at once (queue.c) instead of failing one by one */
     if (isolation_recheck(&req, a->owner_uid, a->owner_gid, e) < 0 ||
-        account_verify(&req, a->owner_uid, a->owner_gid, e) < 0) {
+        account_verify(&req, a->owner_uid, a->owner_gid, a->account_since_ms ? a->account_since_ms : now_ms(), e) < 0) {
+        if (e->code == EINPROGRESS && !a->account_since_ms)
+            a->account_since_ms = now_ms(); /* (asked now: its answer, or a later one, makes it) */
         jobreq_free(&req);
         return NULL;
     }
+    a->account_since_ms = 0;
     submit_info si = {.array_id = a->id, .array_task = t};
     job *j = submit_create(&req, a->owner_uid, a->owner_gid, &si, e);
     if (!j) {

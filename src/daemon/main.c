@@ -30,6 +30,7 @@
 #include "../core/gpu_health.h"
 #include "../core/incoming.h"
 #include "../core/jobs.h"
+#include "../core/nsscache.h"
 #include "../core/job_exec.h"
 #include "../core/job_ctl.h"
 #include "../core/job_dirs.h"
@@ -484,6 +485,10 @@ int main(int argc, char **argv)
     incoming_clean_stale();
     orphans_sweep(); /* after re-adoption: every job that runs is known by now */
     statedisk_budgets_init();
+    if (nsscache_start(core.cfg.account_cache_s) < 0) {
+        log_err("account look-ups: cannot start their threads: %s", strerror(errno));
+        return 1;
+    }
     http_limits hl = {core.cfg.max_body_bytes, core.cfg.max_conns, core.cfg.max_conns_per_user, core.cfg.idle_timeout_s};
     if (http_start(core.cfg.socket, core.cfg.socket_mode, &hl, &e) < 0 ||
         http_start_remote(&core.cfg.remote, &hl, &e) < 0) {
@@ -502,6 +507,7 @@ int main(int argc, char **argv)
     state_want(WANT_SCHEDULE);
     loop_run(before_wait, after_wake);
     metrics_listen_stop();
+    nsscache_stop();
     gpu_health_stop();
     gpu_history_stop();
     slurm_node_stop();

@@ -151,7 +151,9 @@ def test_a_check_at_submission_holds_at_creation_and_start(fresh_daemon, admin_g
     (the group is deleted). Her upload's PUT is refused, creating nothing, and her queued job
     fails at its start naming the volume: neither ever reads alice's volume."""
     group, gid = admin_group
-    d = fresh_daemon(f"server:\n  admin_group: {group}\njobs:\n  max_running: 1\n")
+    # an account's look-up is kept server.account_cache_s (core/nsscache.h): the upload's end
+    # (a creation, not a start, which asks again) sees the group gone once that has passed
+    d = fresh_daemon(f"server:\n  admin_group: {group}\n  account_cache_s: 1\njobs:\n  max_running: 1\n")
     mallory = (4343, gid)
     code, v = api_as(d, ALICE, "POST", "/v1/volumes", {"name": "labdata", "size_mb": 16})
     assert code in (200, 201), v
@@ -167,6 +169,7 @@ def test_a_check_at_submission_holds_at_creation_and_start(fresh_daemon, admin_g
     code, ans = api_as(d, mallory, "POST", "/v1/jobs", {**take, "uploads": [{"path": "x", "type": "file", "size": 1}]})
     assert code == 202, ans
     subprocess.run(["groupdel", group], check=True, capture_output=True)
+    time.sleep(1.2)
     before = d.job_count()
     code, err = api_as(d, mallory, "PUT", ans["upload"]["path"], b"x", ctype=None)
     assert code == 409 and err["error"]["field"] == "volumes", (code, err)

@@ -423,13 +423,16 @@ def test_a_submission_is_ordered_by_the_certificate_and_uses_no_more_than_its_ac
     subprocess.run(["groupadd", group], check=True, capture_output=True)
     r = None
     try:
-        r = Remote(extra=f"server:\n  admin_group: {group}\n")
+        # account look-ups are kept server.account_cache_s (core/nsscache.h): 1 s here, so that the
+        # membership given below counts once that has passed
+        r = Remote(extra=f"server:\n  admin_group: {group}\n  account_cache_s: 1\n")
         from conftest import api_as
         st, out = r.api("admin", "POST", "/v1/jobs", {"command": "/bin/true", "priority": 5})
         assert st == 201, out
         st, out = r.api("developer", "POST", "/v1/jobs", {"command": "/bin/true", "priority": 5})
         assert st == 403 and out["error"]["field"] == "priority" and "role" in out["error"]["message"], out
         subprocess.run(["usermod", "-aG", group, r.account["developer"]], check=True, capture_output=True)
+        time.sleep(1.2)  # (the account as looked up before it, kept 1 s, is asked again)
         st, v = api_as(r.d, r.uid["other"], "POST", "/v1/volumes", {"name": "theirs", "size_mb": 4, "type": "memory"})
         assert st in (200, 201), v
         st, out = r.api("developer", "POST", "/v1/jobs", {"command": "/bin/true", "volumes": ["theirs"]})

@@ -1,0 +1,71 @@
+/* Account look-ups off the loop (nsscache.c): the C library's getpwuid, getpwnam, getgrnam and
+ * getgrouplist ask NSS, which on a cluster is a directory service (LDAP, sssd) that may take
+ * seconds to answer; asked on the loop thread, one user's slow look-up made every user's
+ * requests wait. Here they are asked by resolver threads, and their answers are kept on the
+ * loop for server.account_cache_s (60 s by default, at most 3600: an account removed or a
+ * group left counts after that at the latest); a name or uid that has no account, and a
+ * look-up that failed, are kept 5 s only (within that TTL).
+ *
+ * Loop thread only. A look-up not known now returns NULL and is asked of a resolver thread
+ * (once per key, however many wait); fn(arg), when given, is called on the loop once it is
+ * answered (or failed): a route parks its request (api/park.h) and runs again, a job waits
+ * QUEUED (the scheduler runs again after every answer). At most NSSCACHE_MAX keys are kept:
+ * when every one is in use (being asked, or waited on), an entry with err EAGAIN is returned
+ * instead, and the caller refuses (503) rather than guess. Without nsscache_start (unit
+ * tests, the fuzz harness) look-ups are made at once on the caller's thread. */
+#ifndef JOBLET_NSSCACHE_H
+#define JOBLET_NSSCACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define NSSCACHE_MAX 4096
+#define NSSCACHE_NEGATIVE_MS 5000
+
+enum nss_kind { NSS_UID, NSS_USER, NSS_GROUP };
+
+typedef struct nss_entry {
+    /* the key */
+    enum nss_kind kind;
+    uid_t key_uid;      /* NSS_UID */
+    char key[256];      /* NSS_USER, NSS_GROUP: the name */
+    /* the answer: err 0 found, ENOENT no such account or group, another errno: the look-up
+     * failed (a directory service away), EAGAIN: too many look-ups under way */
+    int err;
+    uid_t uid;          /* NSS_UID, NSS_USER: the account's uid */
+    gid_t gid;          /* the account's login group; NSS_GROUP: the group's gid */
+    char name[256];     /* NSS_UID, NSS_USER: the account's name */
+    gid_t *groups;      /* NSS_UID: every group of the account (getgrouplist), ngroups of them */
+    int ngroups;
+    /* NSS_UID: server.admin_group as asked with the account: whether it exists (admin_gid its
+     * gid) and lists the account's name among its members */
+    bool admin_known, admin_lists;
+    gid_t admin_gid;
+    /* the loop's bookkeeping */
+    int64_t expires_ms;   /* answered, and good until then; 0 while never answered */
+    int64_t asked_ms;     /* when the look-up that answered was asked */
+    bool asking;          /* handed to a resolver thread */
+    struct nss_waiter *waiters;
+} nss_entry;
+
+typedef void (*nsscache_fn)(void *arg);
+
+/* Starts the resolver threads; ttl_s is server.account_cache_s. 0, or -1 with errno. */
+int nsscache_start(unsigned ttl_s);
+/* Stops handing them work (a thread stuck in a look-up is not waited for). */
+void nsscache_stop(void);
+/* The account of uid, of name, the group of name, as known now (see above). */
+const nss_entry *nsscache_uid(uid_t uid, nsscache_fn fn, void *arg);
+/* nsscache_uid, with an answer asked at since_ms or later only (now_ms's clock): a job's start
+ * (account_verify) sees what its account is when it starts, not what it was at its submission. */
+const nss_entry *nsscache_uid_since(uid_t uid, int64_t since_ms);
+const nss_entry *nsscache_user(const char *name, nsscache_fn fn, void *arg);
+const nss_entry *nsscache_group(const char *name, nsscache_fn fn, void *arg);
+/* Whether err means "there is no such account or group" (as getpwuid(3) lists them). */
+bool nsscache_none(int err);
+/* Look-ups asked of the resolver threads since the start, and those answered from what is kept
+ * (for tests and the log). */
+uint64_t nsscache_asked(void);
+
+#endif
