@@ -49,12 +49,12 @@ int account_pin(job_req *req, uid_t uid, gid_t gid, jerr *e)
     return 0;
 }
 
-int account_verify(const job_req *req, uid_t owner, gid_t gid, int64_t since_ms, jerr *e)
+int account_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e)
 {
-    /* asked off the loop (nsscache.h), since since_ms: the job waits (503) until it is
-     * answered, the scheduler running again then; known, the owner's role at the start
-     * (authz_local: server.admin_group) is its account's as it is now too */
-    const nss_entry *a = nsscache_uid_since(owner, since_ms);
+    /* asked off the loop (nsscache.h): the job waits (503) until it is answered, the scheduler
+     * running again then; known, the owner's role at the start (authz_local:
+     * server.admin_group) is its account's as kept too */
+    const nss_entry *a = nsscache_uid(owner, NULL, NULL);
     const char *pin = req->account_pin;
     char name[300];
     snprintf(name, sizeof name, "%s", pin ? pin : "");

@@ -22,10 +22,10 @@ int account_pin(job_req *req, uid_t uid, gid_t gid, jerr *e);
  * submission: the account that submitted it (account_pin, written by submit_check) must still be
  * the one of owner, and a gid that was one of that account's groups must still be. 403 otherwise
  * (503 when the account could not be looked up); a request without a pin (submitted by a uid with
- * no account, or stored by a joblet before pins) is not checked. The account as a look-up asked
- * at since_ms or later (now_ms's clock: when the start was first tried) found it, off the loop
- * (nsscache.h): 503 while it is being looked up (the scheduler runs again once it is answered). */
-int account_verify(const job_req *req, uid_t owner, gid_t gid, int64_t since_ms, jerr *e);
+ * no account, or stored by a joblet before pins) is not checked. The account as kept by the
+ * look-ups off the loop (nsscache.h: at most server.account_cache_s old, as a request sees it):
+ * 503 while it is being looked up (the scheduler runs again once it is answered). */
+int account_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e);
 /* Whether a list of users and groups ("alice, 1001, @gpu-admins": names, uids, @group) names
  * uid (by its account's name or its number) or one of its groups (the account's, and gid),
  * the item that does copied to rule (rule may be NULL). Asks NSS itself (reentrant look-ups), so

@@ -79,8 +79,6 @@ typedef struct jarray {
     bool started;              /* a task of it was launched (job_started), not just made: a task waits a
                                 * loop turn or more between the two (its row committed first) */
     uint8_t wait_why;          /* why its next task waits (enum sched_wait), from the last pass */
-    int64_t account_since_ms;  /* its next task's making waits for its owner's account, as asked
-                                * since then (submit_task, account_verify); 0: not waiting */
     uint64_t pass;             /* the scheduler's pass that counted pass_runs (queue.c) */
     uint32_t pass_runs;        /* its tasks holding room, and those this pass lets start */
     uint64_t unsaved_pass;     /* the pass that found a task of its whose row is not committed yet */

@@ -103,8 +103,6 @@ typedef struct job {
     uint32_t queue_position;  /* 1-based among jobs waiting for room, set by the scheduler (queue.c) */
     uint8_t wait_why;         /* enum sched_wait, set by the scheduler (queue.c) */
     uint8_t ev_wait;          /* wait_why + 1 last recorded in its history (job_events.h); 0 none */
-    int64_t account_since_ms; /* its start waits for its owner's account, as asked since then
-                               * (queue.c, account_verify); 0: not waiting */
     watch w_pid;              /* pidfd of the shim: readable when it exits */
     watch w_notify;           /* the shim's start notification */
     /* A Slurm task (core/slurm_task.h); slurm.set false for every other job. */

@@ -48,12 +48,9 @@ static struct {
 static nss_entry *entries[NSSCACHE_MAX];
 static size_t nentries;
 static int64_t ttl_ms = 60000;
-static uint64_t asked;
 static nss_entry busy = {.err = EAGAIN};
 
 bool nsscache_none(int err) { return err == ENOENT || err == ESRCH || err == EBADF || err == EPERM; }
-
-uint64_t nsscache_asked(void) { return asked; }
 
 static long buf_size(int which)
 {
@@ -237,8 +234,7 @@ static void on_answer(watch *w, uint32_t events)
     }
 }
 
-static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, int64_t since, nsscache_fn fn,
-                               void *arg)
+static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, nsscache_fn fn, void *arg)
 {
     if (name && strlen(name) >= sizeof busy.key) {
         static nss_entry none = {.err = ENOENT};
@@ -246,7 +242,7 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
     }
     nss_entry *e = find(kind, uid, name);
     int64_t now = now_ms();
-    if (e && e->expires_ms && now < e->expires_ms && e->asked_ms >= since)
+    if (e && e->expires_ms && now < e->expires_ms)
         return e;
     if (!e) {
         e = slot();
@@ -258,12 +254,10 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
     }
     if (!e->asking) {
         nss_job *j = xcalloc(1, sizeof *j);
-        j->e.asked_ms = now;
         j->e.kind = kind;
         j->e.key_uid = uid;
         snprintf(j->e.key, sizeof j->e.key, "%s", e->key);
         snprintf(j->admin_group, sizeof j->admin_group, "%s", core.cfg.admin_group);
-        asked++;
         e->asking = true;
         if (!res.running) {
             /* no threads (unit tests, the fuzz harness): asked here, answered at once */
@@ -285,18 +279,16 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
     return NULL;
 }
 
-const nss_entry *nsscache_uid(uid_t uid, nsscache_fn fn, void *arg) { return lookup(NSS_UID, uid, NULL, 0, fn, arg); }
-
-const nss_entry *nsscache_uid_since(uid_t uid, int64_t since_ms) { return lookup(NSS_UID, uid, NULL, since_ms, NULL, NULL); }
+const nss_entry *nsscache_uid(uid_t uid, nsscache_fn fn, void *arg) { return lookup(NSS_UID, uid, NULL, fn, arg); }
 
 const nss_entry *nsscache_user(const char *name, nsscache_fn fn, void *arg)
 {
-    return lookup(NSS_USER, 0, name, 0, fn, arg);
+    return lookup(NSS_USER, 0, name, fn, arg);
 }
 
 const nss_entry *nsscache_group(const char *name, nsscache_fn fn, void *arg)
 {
-    return lookup(NSS_GROUP, 0, name, 0, fn, arg);
+    return lookup(NSS_GROUP, 0, name, fn, arg);
 }
 
 int nsscache_start(unsigned ttl_s)

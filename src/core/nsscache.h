@@ -44,7 +44,6 @@ typedef struct nss_entry {
     gid_t admin_gid;
     /* the loop's bookkeeping */
     int64_t expires_ms;   /* answered, and good until then; 0 while never answered */
-    int64_t asked_ms;     /* when the look-up that answered was asked */
     bool asking;          /* handed to a resolver thread */
     struct nss_waiter *waiters;
 } nss_entry;
@@ -57,15 +56,9 @@ int nsscache_start(unsigned ttl_s);
 void nsscache_stop(void);
 /* The account of uid, of name, the group of name, as known now (see above). */
 const nss_entry *nsscache_uid(uid_t uid, nsscache_fn fn, void *arg);
-/* nsscache_uid, with an answer asked at since_ms or later only (now_ms's clock): a job's start
- * (account_verify) sees what its account is when it starts, not what it was at its submission. */
-const nss_entry *nsscache_uid_since(uid_t uid, int64_t since_ms);
 const nss_entry *nsscache_user(const char *name, nsscache_fn fn, void *arg);
 const nss_entry *nsscache_group(const char *name, nsscache_fn fn, void *arg);
 /* Whether err means "there is no such account or group" (as getpwuid(3) lists them). */
 bool nsscache_none(int err);
-/* Look-ups asked of the resolver threads since the start, and those answered from what is kept
- * (for tests and the log). */
-uint64_t nsscache_asked(void);
 
 #endif

@@ -509,12 +509,7 @@ static void schedule(void)
          * group, isolation.require_gvisor; job_launch.c checks them again): a lookup that failed
          * (503: a directory service away) leaves it waiting, tried again in ACCOUNT_RETRY_MS; a
          * refusal ends it, before anything is granted */
-        if (!j->account_since_ms)
-            j->account_since_ms = now_ms(); /* the account as it is from its first try to start */
-        int av = account_verify(&j->req, j->owner_uid, j->owner_gid, j->account_since_ms, &e);
-        if (av == 0 || e.code != EINPROGRESS)
-            j->account_since_ms = 0; /* (answered: the next try asks again) */
-        if (av < 0 ||
+        if (account_verify(&j->req, j->owner_uid, j->owner_gid, &e) < 0 ||
             isolation_recheck(&j->req, j->owner_uid, j->owner_gid, &e) < 0) {
             if (e.http == 503) {
                 j->wait_why = SW_ACCOUNT_LOOKUP;

@@ -651,13 +651,10 @@ job *submit_task(jarray *a, uint32_t t, jerr *e)
     /* what its owner may do now, as its start would check (job_launch.c): refused here, the
      * array's tasks left are canceled at once (queue.c) instead of failing one by one */
     if (isolation_recheck(&req, a->owner_uid, a->owner_gid, e) < 0 ||
-        account_verify(&req, a->owner_uid, a->owner_gid, a->account_since_ms ? a->account_since_ms : now_ms(), e) < 0) {
-        if (e->code == EINPROGRESS && !a->account_since_ms)
-            a->account_since_ms = now_ms(); /* (asked now: its answer, or a later one, makes it) */
+        account_verify(&req, a->owner_uid, a->owner_gid, e) < 0) {
         jobreq_free(&req);
         return NULL;
     }
-    a->account_since_ms = 0;
     submit_info si = {.array_id = a->id, .array_task = t};
     job *j = submit_create(&req, a->owner_uid, a->owner_gid, &si, e);
     if (!j) {

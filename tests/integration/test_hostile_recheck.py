@@ -77,6 +77,15 @@ def test_array_tasks_made_after_require_gvisor_do_not_run_native(fresh_daemon):
     assert "require_gvisor" in json.dumps(d.api("GET", f"/v1/jobs/{aid}?detail=1")[1]), a
 
 
+# account look-ups are kept server.account_cache_s (core/nsscache.h; a start checks against what
+# is kept, as Slurm's GroupUpdateTime): 1 s here, and a change waited past it
+CACHE_1S = "server:\n  account_cache_s: 1\n"
+
+
+def past_the_cache():
+    time.sleep(1.2)
+
+
 @pytest.fixture
 def member():
     """A local user (useradd) and a group (groupadd) it is a member of, both removed after the test:
@@ -100,11 +109,12 @@ def member():
 def test_held_array_makes_no_task_with_a_group_its_owner_has_left(fresh_daemon, member):
     # the same for an array: its tasks are made after the user left the group
     name, uid, group, gid = member
-    d = fresh_daemon()
+    d = fresh_daemon(CACHE_1S)
     os.chmod(d.dir, 0o755)
     code, a = api_as(d, (uid, gid), "POST", "/v1/jobs", {"command": "id", "args": ["-g"], "array": "0-2", "hold": True})
     assert code == 201, a
     subprocess.run(["gpasswd", "-d", name, group], check=True, capture_output=True)
+    past_the_cache()
     p = rnx_as(d, (uid, gid), "job", "release", a["id"])
     assert p.returncode == 0, p.stderr
     a = d.wait(a["id"])
@@ -120,12 +130,13 @@ def test_held_job_does_not_run_with_a_group_its_owner_has_left(fresh_daemon, mem
     # held; the machine's people take it out of the group; released, the job must not run with
     # that group's gid (its files are no longer the user's to read)
     name, uid, group, gid = member
-    d = fresh_daemon()
+    d = fresh_daemon(CACHE_1S)
     os.chmod(d.dir, 0o755)
     code, job = api_as(d, (uid, gid), "POST", "/v1/jobs", {"command": "id", "args": ["-g"], "hold": True})
     assert code == 201, job
     jid = job["id"]
     subprocess.run(["gpasswd", "-d", name, group], check=True, capture_output=True)
+    past_the_cache()
     p = rnx_as(d, (uid, gid), "job", "release", jid)
     assert p.returncode == 0, p.stderr
     j = d.wait(jid)
@@ -162,7 +173,7 @@ def test_held_job_does_not_run_as_the_next_account_given_its_uid(fresh_daemon):
     try:
         uid = int(subprocess.run(["id", "-u", first], check=True, capture_output=True, text=True).stdout)
         gid = int(subprocess.run(["id", "-g", first], check=True, capture_output=True, text=True).stdout)
-        d = fresh_daemon()
+        d = fresh_daemon(CACHE_1S)
         os.chmod(d.dir, 0o755)
         code, job = api_as(d, (uid, gid), "POST", "/v1/jobs", {"command": "id", "args": ["-u"], "hold": True})
         assert code == 201, job
@@ -170,6 +181,7 @@ def test_held_job_does_not_run_as_the_next_account_given_its_uid(fresh_daemon):
         subprocess.run(["userdel", first], check=True, capture_output=True)
         subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--uid", str(uid), second],
                        check=True, capture_output=True)
+        past_the_cache()
         d.rnx("job", "release", jid, check=True)
         j = d.wait(jid)
         assert d.output(jid).strip() != str(uid), \

@@ -152,7 +152,7 @@ def test_a_check_at_submission_holds_at_creation_and_start(fresh_daemon, admin_g
     fails at its start naming the volume: neither ever reads alice's volume."""
     group, gid = admin_group
     # an account's look-up is kept server.account_cache_s (core/nsscache.h): the upload's end
-    # (a creation, not a start, which asks again) sees the group gone once that has passed
+    # sees the group gone once that has passed
     d = fresh_daemon(f"server:\n  admin_group: {group}\n  account_cache_s: 1\njobs:\n  max_running: 1\n")
     mallory = (4343, gid)
     code, v = api_as(d, ALICE, "POST", "/v1/volumes", {"name": "labdata", "size_mb": 16})
