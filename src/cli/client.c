@@ -855,6 +855,14 @@ int client_body_finish(client_body *b, json_t **out, jerr *e)
 
 void client_body_close(client_body *b) { body_free(b); }
 
+void client_account_ready(rnx_client *c)
+{
+    json_t *me = NULL;
+    jerr e = {0};
+    client_request(c, "GET", "/v1/whoami", NULL, &me, &e);
+    json_decref(me);
+}
+
 bool client_sees_all_jobs(rnx_client *c)
 {
     json_t *me = NULL;

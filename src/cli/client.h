@@ -34,6 +34,10 @@ conn *client_connect(rnx_client *c, jerr *e);
 /* "joblet at /run/joblet/joblet.sock", "node gpu-1 (gpu-1.example.com:7443)". */
 const char *client_where(const rnx_client *c);
 
+/* Asks joblet who this is (GET /v1/whoami, the answer dropped): a request waits there while
+ * joblet looks up the caller's account (its role: server.admin_group), so that a request it
+ * decides on before its body (a runtime import, a copy into a job) then finds it known. */
+void client_account_ready(rnx_client *c);
 /* One request. body (may be NULL) is sent as JSON. On a 2xx answer returns 0 and sets *out
  * to the parsed body (NULL for an empty one; caller decrefs). Otherwise returns -1 with e set:
  *   e->http  the HTTP status, 0 when no answer came (e.g. the daemon is not running)

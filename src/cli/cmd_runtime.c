@@ -387,6 +387,7 @@ static int rt_import(rnx_ctx *ctx, int argc, char **argv)
         return rc;
     }
     rnx_client *c = client(ctx);
+    client_account_ready(c); /* (its role is decided before the archive is sent) */
     xfer x = {"uploading", isatty(STDERR_FILENO) && !ctx->json, -1};
     json_t *ans = NULL;
     jerr e = {0};

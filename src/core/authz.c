@@ -120,6 +120,11 @@ caller authz_local(uid_t uid, gid_t gid)
     return (caller){.uid = uid, .gid = gid, .role = role, .via = CALLER_UNIX};
 }
 
+bool authz_local_known(uid_t uid)
+{
+    return uid == 0 || !*core.cfg.admin_group || nsscache_uid(uid, NULL, NULL);
+}
+
 _Static_assert(AUTHZ_N <= 64, "ops_of keeps the operations in 64 bits");
 
 /* The operations role r may do, as a set. */

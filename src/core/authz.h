@@ -68,6 +68,10 @@ enum authz_op {
  * operator's from its account as core/nsscache.h knows it: the API waits for it before a route
  * runs; not known, the lesser role). */
 caller authz_local(uid_t uid, gid_t gid);
+/* Whether authz_local's role for uid is settled: root's, and anyone's without server.admin_group,
+ * are; else the account's look-up (core/nsscache.h) must be known now (and is asked when it is
+ * not: false, until it is answered). */
+bool authz_local_known(uid_t uid);
 /* The identity who's job acts with when it uses what others own (their volumes, networks, jobs
  * in --after): its account's rights, and no more than who's certificate gives (a developer's
  * certificate on an account of the admin group does not reach others' volumes through a job).

@@ -190,3 +190,30 @@ def test_slow_account_lookup_does_not_hold_other_users(fresh_daemon, slow_nss):
     # the slow user is answered, once its look-up is done: with no account, no user name
     status, who = slow_answer["status"]
     assert status == 200 and who["uid"] == SLOW_UID and who.get("user") is None, who
+
+
+def test_an_operator_whose_account_is_being_looked_up_is_not_refused_as_a_developer(fresh_daemon, slow_nss):
+    """A request decided on before its body (a runtime import: an operator's) comes while the
+    caller's account is still being looked up: its role (server.admin_group) is not known yet,
+    and joblet must say so (503), not refuse it for the lesser role (403 "for admins"). rnx asks
+    who it is first, so its import waits for the account and then goes through."""
+    import grp
+    try:
+        staff = grp.getgrnam("staff").gr_gid
+    except KeyError:
+        pytest.skip("no group 'staff' to make an admin group of")
+    env, log = slow_nss
+    d = fresh_daemon("server:\n  admin_group: staff\n", env=env)
+    operator = (SLOW_UID, staff)  # an operator by its login group, once its account is known
+    code, body = api_as(d, operator, "POST", "/v1/runtime-imports", b"not an archive", ctype="application/zstd")
+    assert "enter" in _lines(log), "the account was never looked up"
+    assert code == 503 and "looking up the account of uid" in body["error"]["message"], (code, body)
+    junk = os.path.join(d.dir, "junk.tar.zst")
+    with open(junk, "wb") as f:
+        f.write(b"not an archive either")
+    os.chmod(d.dir, 0o755)
+    os.chmod(junk, 0o644)
+    time.sleep(SLOW_S + 3)  # the first look-up's answer, no account (kept 5 s), expired: asked again
+    p = rnx_as(d, operator, "runtime", "import", junk)
+    assert p.returncode != 0 and "for admins" not in p.stderr, p.stderr
+    assert "the archive could not be extracted" in p.stderr, p.stderr
