@@ -386,7 +386,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const caller *who = request_caller(c, method, url, &e, st->ident_account, sizeof st->ident_account);
         if (!who && st->ident_account[0]) {
             /* the person's account is being looked up: the body is read as any small one's,
-             * the request waits for it before its route (below) */
+             * the request waits for it before its route (below); one a route takes before its
+             * body is read (an archive: routes_body_sink) cannot wait so, and is asked again */
+            if (uploads_is_put(method, url) || routes_body_sink_route(method, url)) {
+                jerr_http(&e, 503, "joblet is looking up the account '%.200s' this certificate acts as, to decide "
+                                   "on this request before its body: send it again", st->ident_account);
+                return http_reply_error(c, &e);
+            }
             st->who = (caller){.uid = (uid_t)-1, .via = CALLER_TLS};
             return MHD_YES;
         }
@@ -562,9 +568,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             if (!who)
                 return http_reply_error(c, &e);
             st->who = *who;
-            if (uploads_is_put(method, url) || st->too_large || st->busy) {
-                /* its body was read before who asks was known: an upload's, or a body that is
-                 * taken as a file, was not kept as such */
+            if (st->too_large || st->busy) {
+                /* its body was read before who asks was known: one too large to keep was not
+                 * kept (an upload's, an archive's were refused before it: above) */
                 jerr_http(&e, 503, "your account was being looked up when this request began: send it again");
                 return http_reply_error(c, &e);
             }

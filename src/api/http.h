@@ -70,5 +70,8 @@ enum MHD_Result routes_dispatch(request *r);
  * what went through; r->body_fd_error EPIPE when the process stopped reading); -1: the route
  * refuses without reading it, e says why. */
 int routes_body_sink(request *r, int *fd, uint64_t *max, jerr *e);
+/* Whether routes_body_sink takes the body of method and path (by their form: before who asks is
+ * known). */
+bool routes_body_sink_route(const char *method, const char *path);
 
 #endif

@@ -204,14 +204,20 @@ enum MHD_Result jobs_cp_route(request *r, job *j)
     return http_reply_error(r->conn, &e);
 }
 
+bool jobs_cp_body_route(const char *method, const char *path)
+{
+    size_t pl = strlen(PREFIX), sl = strlen(SUFFIX), n = strlen(path);
+    /* (a longer id, or one with a '/': not /v1/jobs/{id}/archive, the routes answer it) */
+    return !strcmp(method, "PUT") && !strncmp(path, PREFIX, pl) && n > pl + sl && !strcmp(path + n - sl, SUFFIX) &&
+           n - pl - sl < 160 && !memchr(path + pl, '/', n - pl - sl);
+}
+
 int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e)
 {
-    size_t pl = strlen(PREFIX), sl = strlen(SUFFIX), n = strlen(r->path);
-    if (strcmp(r->method, "PUT") || strncmp(r->path, PREFIX, pl) || n <= pl + sl || strcmp(r->path + n - sl, SUFFIX))
+    if (!jobs_cp_body_route(r->method, r->path))
         return 0;
+    size_t pl = strlen(PREFIX), sl = strlen(SUFFIX), n = strlen(r->path);
     char id[160];
-    if (n - pl - sl >= sizeof id || memchr(r->path + pl, '/', n - pl - sl))
-        return 0; /* not /v1/jobs/{id}/archive: the routes answer it */
     snprintf(id, sizeof id, "%.*s", (int)(n - pl - sl), r->path + pl);
     /* named as every route names it (42, 42_7, a name, a prefix: core/jobref.h), and refused
      * here as the route would refuse it, before a body that is no upload is read */

@@ -17,5 +17,7 @@ enum MHD_Result jobs_cp_route(request *r, job *j);
 /* For routes_body_sink: a PUT of an archive streams into its helper (2), others are not
  * this file's (0); -1 refuses it before its body is read. */
 int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e);
+/* Whether method and path are such a PUT (jobs_cp_body takes its body), by their form alone. */
+bool jobs_cp_body_route(const char *method, const char *path);
 
 #endif

@@ -987,6 +987,11 @@ enum MHD_Result routes_dispatch(request *r)
     return http_reply_error(r->conn, &e);
 }
 
+bool routes_body_sink_route(const char *method, const char *path)
+{
+    return jobs_cp_body_route(method, path) || routes_runtime_body_route(method, path);
+}
+
 int routes_body_sink(request *r, int *fd, uint64_t *max, jerr *e)
 {
     int how = jobs_cp_body(r, fd, max, e);

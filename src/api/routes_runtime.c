@@ -277,9 +277,14 @@ enum MHD_Result routes_runtime(request *r)
     return no_route(r);
 }
 
+bool routes_runtime_body_route(const char *method, const char *path)
+{
+    return !strcmp(path, "/v1/runtime-imports") && !strcmp(method, "POST");
+}
+
 int routes_runtime_body(request *r, int *fd, uint64_t *max, jerr *e)
 {
-    if (strcmp(r->path, "/v1/runtime-imports") || strcmp(r->method, "POST"))
+    if (!routes_runtime_body_route(r->method, r->path))
         return 0;
     /* refused before a byte of a large archive is read */
     if (!admin(r, "importing a runtime", e) || runtime_build_busy(e) < 0)

@@ -10,5 +10,7 @@
 enum MHD_Result routes_runtime(request *r);
 /* Before the body (routes_body_sink): an import's archive goes to a file, not to memory. */
 int routes_runtime_body(request *r, int *fd, uint64_t *max, jerr *e);
+/* Whether method and path are an import (routes_runtime_body takes its body). */
+bool routes_runtime_body_route(const char *method, const char *path);
 
 #endif

@@ -401,6 +401,10 @@ out:
             close(stdio[i]);
     if (pidfd >= 0)
         close(pidfd);
+    bool wait = r->account_wait; /* (what the caller is told, past the request's free) */
+    uid_t wait_uid = r->account_uid;
     slurm_task_req_free(r);
+    r->account_wait = wait;
+    r->account_uid = wait_uid;
     return j;
 }

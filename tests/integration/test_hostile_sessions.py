@@ -55,6 +55,12 @@ def test_a_maintainer_cannot_copy_into_another_users_running_job(remote):
         tar = _tar_of("planted.sh", b"#!/bin/sh\necho planted by the maintainer\n")
         st, ans = remote.api("maintainer", "PUT", f"/v1/jobs/{jid}/archive?path=/work", raw=tar,
                              ctype="application/x-tar")
+        if st == 503:
+            # the certificate's account was being looked up (core/nsscache.h): an archive is
+            # decided on before its body, so it is asked again, as the message says
+            assert "send it again" in ans["error"]["message"], ans
+            st, ans = remote.api("maintainer", "PUT", f"/v1/jobs/{jid}/archive?path=/work", raw=tar,
+                                 ctype="application/x-tar")
         planted = remote.api("other", "GET", f"/v1/jobs/{jid}/archive?path=/work/planted.sh&stat=1")[0]
         assert st == 403 and planted == 404, (st, ans, planted)
         # the owner's own copy still works
