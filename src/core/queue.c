@@ -210,6 +210,8 @@ static bool make_failed(jarray *a, uint32_t t, const jerr *e)
         workflow_array_changed(a); /* a workflow's array: the jobs requiring it, the workflow's state */
         return true;
     }
+    if (e->code == EINPROGRESS)
+        return false; /* its owner's account is being looked up: the pass comes again once it is answered */
     a->make_failures++;
     int64_t now = mono_ns() / 1000000;
     if (a->make_warned_ms && now - a->make_warned_ms < QUEUE_MAKE_WARN_MS)
