@@ -2,7 +2,9 @@
  * is resumed, with the body it had: the route simply runs again and finds the work done. */
 #include "park.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../common/util.h"
 #include "../core/account.h"
@@ -26,10 +28,14 @@ static void unlink_slot(park_slot *s)
             break;
         }
     s->ticket = 0;
+    s->account[0] = '\0';
     s->next = NULL;
 }
 
-uint64_t park_ticket(request *r)
+/* A ticket for r, counted as its user's; account: who asks is not settled yet (park.h), counted
+ * as that account's (all such requests have uid -1: one account slow to look up, its person's
+ * connections parked on it, left no ticket for any other person's first request). */
+static uint64_t take_ticket(request *r, const char *account)
 {
     park_slot *s = r->park;
     if (!s || s->ticket || nparked >= PARK_MAX)
@@ -37,11 +43,12 @@ uint64_t park_ticket(request *r)
     if (!authz_may(&r->who, AUTHZ_UNLIMITED)) {
         size_t mine = 0;
         for (park_slot *p = parked; p; p = p->next)
-            mine += p->uid == r->who.uid;
+            mine += p->uid == r->who.uid && !strcmp(p->account, account ? account : "");
         if (mine >= PARK_PER_USER)
             return 0;
     }
     s->uid = r->who.uid;
+    snprintf(s->account, sizeof s->account, "%s", account ? account : "");
     s->ticket = next_ticket++;
     s->conn = r->conn;
     s->next = parked;
@@ -49,6 +56,8 @@ uint64_t park_ticket(request *r)
     nparked++;
     return s->ticket;
 }
+
+uint64_t park_ticket(request *r) { return take_ticket(r, NULL); }
 
 void park_wait(request *r)
 {
@@ -88,7 +97,8 @@ const nss_entry *park_for_account(request *r, enum nss_kind kind, uid_t uid, con
     const nss_entry *a = ask(kind, uid, name, NULL, NULL);
     if (a)
         return a;
-    uint64_t t = park_ticket(r);
+    bool unsettled = r->who.via == CALLER_TLS && r->who.uid == (uid_t)-1; /* (http.c: its own account) */
+    uint64_t t = take_ticket(r, unsettled && name ? name : NULL);
     if (!t) {
         jerr_http(e, 503, "too many requests wait already (for account look-ups among others): try again");
         return NULL;

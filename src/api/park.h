@@ -23,6 +23,9 @@ typedef struct park_slot {
     jerr *error;               /* the wait failed: this is the answer */
     uint64_t tally;            /* the route's own count across its parked runs (DELETE /v1/jobs) */
     uid_t uid;                 /* whose request holds the ticket */
+    char account[256];         /* ... when who asks is not settled yet (a TLS connection whose
+                                * person's account is being looked up: uid -1), the account:
+                                * counted as that account's, not as one user's for them all */
     bool for_account;          /* parked by http.c for the caller's account: its route has not run */
     char named[37];            /* the full id of the job the parked route acted on: its rerun
                                 * names that job, not the request's reference again (a name
@@ -47,7 +50,9 @@ bool park_until_next_turn(request *r);
 
 /* The account or group (core/nsscache.h: kind, and uid or name) a route needs, when known now;
  * else the request parks until it is answered, and the route runs again (NULL, e untouched), or
- * NULL with a 503 in e when no ticket is left. */
+ * NULL with a 503 in e when no ticket is left. A request whose caller is not settled yet (http.c:
+ * a TLS connection waiting for its person's account, uid -1) holds a ticket of that account's
+ * (PARK_PER_USER of them), not of one user shared by every such connection. */
 const nss_entry *park_for_account(request *r, enum nss_kind kind, uid_t uid, const char *name, jerr *e);
 /* Whether uid's account, and what its requests may need with it, are known now (core/account.h's
  * account_known); else the request parks until one is answered, and runs again (false, e
