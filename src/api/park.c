@@ -65,6 +65,14 @@ void park_wait(request *r)
     stream_hold(&r->park->hold, r->conn, NULL, NULL);
 }
 
+/* A slot's waiters on look-ups not answered yet, taken back (nsscache_forget). */
+static void off_lookups(park_slot *s)
+{
+    if (s->on_lookup && s->ticket)
+        nsscache_forget(park_wake_lookup, (void *)(uintptr_t)s->ticket);
+    s->on_lookup = false;
+}
+
 void park_wake(uint64_t ticket, const jerr *e)
 {
     park_slot *s = parked;
@@ -72,6 +80,7 @@ void park_wake(uint64_t ticket, const jerr *e)
         s = s->next;
     if (!s || !s->suspended)
         return;
+    off_lookups(s); /* (those of another look-up it waited on too: it runs again now) */
     unlink_slot(s);
     s->suspended = false;
     s->resumed = true;
@@ -105,6 +114,7 @@ const nss_entry *park_for_account(request *r, enum nss_kind kind, uid_t uid, con
     }
     if ((a = ask(kind, uid, name, park_wake_lookup, (void *)(uintptr_t)t)))
         return a; /* (answered meanwhile: the ticket lapses after the route) */
+    r->park->on_lookup = true;
     park_wait(r);
     return NULL;
 }
@@ -116,6 +126,7 @@ bool park_for_account_known(request *r, uid_t uid, bool for_account, jerr *e)
     uint64_t t = park_ticket(r);
     if (t && !account_known(uid, park_wake_lookup, (void *)(uintptr_t)t)) {
         r->park->for_account = for_account;
+        r->park->on_lookup = true;
         park_wait(r);
         return false;
     }
@@ -171,6 +182,7 @@ void park_lapse(park_slot *s)
 void park_forget(park_slot *s)
 {
     stream_forget(&s->hold);
+    off_lookups(s);
     if (s->ticket)
         unlink_slot(s);
     free(s->error);

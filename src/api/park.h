@@ -27,6 +27,8 @@ typedef struct park_slot {
                                 * person's account is being looked up: uid -1), the account:
                                 * counted as that account's, not as one user's for them all */
     bool for_account;          /* parked by http.c for the caller's account: its route has not run */
+    bool on_lookup;            /* its ticket waits on account look-ups (core/nsscache.h): taken back
+                                * from them when it is woken or the connection goes */
     char named[37];            /* the full id of the job the parked route acted on: its rerun
                                 * names that job, not the request's reference again (a name
                                 * may pass to another job meanwhile); cleared by a new request */

@@ -210,6 +210,14 @@ static void answered(nss_entry *e, nss_job *j)
     }
     free(j);
     state_want(WANT_SCHEDULE); /* a job that waited on it (queue.c: SW_ACCOUNT_LOOKUP) */
+    size_t nw = 0;
+    for (const nss_waiter *v = w; v; v = v->next)
+        nw++;
+    if (e->kind == NSS_UID)
+        log_debug("account look-up of uid %u answered: %zu waiter%s", (unsigned)e->key_uid, nw, nw == 1 ? "" : "s");
+    else
+        log_debug("account look-up of %s %s answered: %zu waiter%s", e->kind == NSS_GROUP ? "group" : "user", e->key,
+                  nw, nw == 1 ? "" : "s");
     while (w) {
         nss_waiter *next = w->next;
         w->fn(w->arg);
@@ -277,6 +285,20 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
         e->waiters = w;
     }
     return NULL;
+}
+
+void nsscache_forget(nsscache_fn fn, void *arg)
+{
+    for (size_t i = 0; i < nentries; i++)
+        for (nss_waiter **p = &entries[i]->waiters; *p;) {
+            nss_waiter *w = *p;
+            if (w->fn == fn && w->arg == arg) {
+                *p = w->next;
+                free(w);
+            } else {
+                p = &w->next;
+            }
+        }
 }
 
 const nss_entry *nsscache_uid(uid_t uid, nsscache_fn fn, void *arg) { return lookup(NSS_UID, uid, NULL, fn, arg); }

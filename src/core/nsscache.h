@@ -58,6 +58,10 @@ void nsscache_stop(void);
 const nss_entry *nsscache_uid(uid_t uid, nsscache_fn fn, void *arg);
 const nss_entry *nsscache_user(const char *name, nsscache_fn fn, void *arg);
 const nss_entry *nsscache_group(const char *name, nsscache_fn fn, void *arg);
+/* The waiters fn(arg) of look-ups not answered yet, taken back: a request parked on several
+ * (an account and require_gvisor's groups) is woken by the first answer and runs again, parking
+ * anew on what is still unknown; its old waiters on the others would wake nothing. */
+void nsscache_forget(nsscache_fn fn, void *arg);
 /* Whether err means "there is no such account or group" (as getpwuid(3) lists them). */
 bool nsscache_none(int err);
 

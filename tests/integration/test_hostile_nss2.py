@@ -88,3 +88,4 @@ def test_a_person_whose_account_is_slow_does_not_refuse_other_persons_their_look
     assert fast_before_leave, f"the other person's request waited for {SLOW_PERSON}'s look-up ({took:.3f} s)"
     # the slow person is answered once its look-up is done: no such account, refused
     assert len(slow_answers) == 16 and all(s == 403 for s, _ in slow_answers), slow_answers
+
