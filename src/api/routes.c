@@ -76,6 +76,8 @@ static void inline_gone(void *p)
 static enum MHD_Result submit_staged(request *r, incoming *in)
 {
     jerr e = {0};
+    if (!in && stream_client_gone(r->conn))
+        return MHD_NO; /* closed: inline_gone drops what was written (nothing made) */
     if (!in && !(in = incoming_of(r->ctx->p))) {
         jerr_http(&e, 503, "joblet dropped this submission while its files were being written; try again");
         return http_reply_error(r->conn, &e);

@@ -1,6 +1,8 @@
 /* Held connections and streamed answers (stream.h). */
 #include "stream.h"
 
+#include <poll.h>
+
 #include <stdlib.h>
 #include <sys/epoll.h>
 
@@ -40,6 +42,13 @@ void stream_release(stream_held *h)
 }
 
 void stream_forget(stream_held *h) { unhold(h); }
+
+bool stream_client_gone(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct pollfd p = {.fd = ci ? ci->connect_fd : -1, .events = 0};
+    return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
 
 static void on_conn(watch *w, uint32_t events)
 {

@@ -43,6 +43,12 @@ void stream_hold_fd(stream_held *h, struct MHD_Connection *conn, int fd, unsigne
 void stream_release(stream_held *h);
 /* Released without a resume: the connection is gone (libmicrohttpd is closing it). */
 void stream_forget(stream_held *h);
+/* The client of a connection went away: its socket is closed at the other end (a unix socket's
+ * peer closed it; a TCP peer reset it). For a request whose body is all in, held a turn at a time
+ * while its work is done a slice per turn: libmicrohttpd reads no more of it, and would only
+ * notice at the answer, after all of that work. A peer that shut down only its sending half
+ * still reads the answer: not gone. */
+bool stream_client_gone(struct MHD_Connection *conn);
 
 /* ---- streamed answers ------------------------------------------------------------------ */
 

@@ -38,6 +38,8 @@ struct put_state {
     stream_held hold;
     loop_task next_turn;
     size_t given_back;        /* bytes of the body handed back: not new when they come again */
+    bool again;               /* uploads_end waits for the next turn (the body is all in) */
+    bool waited;              /* joblet made the client wait for its entries: a new pace window */
 };
 
 static void on_next_turn(loop_task *t) { stream_release(&((put_state *)t->data)->hold); }
@@ -94,6 +96,14 @@ enum MHD_Result uploads_data(put_state *p, const char *data, size_t *len)
     size_t n = *len, fresh = n > p->given_back ? n - p->given_back : 0;
     *len = 0;
     p->given_back = 0;
+    if (p->waited && stream_client_gone(p->conn))
+        return MHD_NO; /* its bytes were all in libmicrohttpd's hands: gone, uploads_abort drops it */
+    if (p->waited) {
+        /* the turns joblet spent on this listing's entries, its bytes held back meanwhile, are
+         * not the client's to count against it (as a copy's pipe that was full: pace.h) */
+        pace_start(&p->pace);
+        p->waited = false;
+    }
     p->seen += fresh;
     /* past the declared bytes (a chunked body, refused but read on up to DISCARD_SLACK), what is
      * to come is not known: "none left" would start a new window at each byte */
@@ -120,6 +130,7 @@ enum MHD_Result uploads_data(put_state *p, const char *data, size_t *len)
         p->in = NULL;
     } else if (rc > 0) {
         *len = p->given_back = n - taken;
+        p->waited = true;
         wait_next_turn(p);
     }
     return MHD_YES;
@@ -127,6 +138,10 @@ enum MHD_Result uploads_data(put_state *p, const char *data, size_t *len)
 
 enum MHD_Result uploads_end(struct MHD_Connection *c, put_state *p, bool *done)
 {
+    if (p->again && stream_client_gone(c)) {
+        *done = false;
+        return MHD_NO; /* the client went while the entries after its last file were made: uploads_abort */
+    }
     jerr e = p->err;
     job *j = NULL;
     workflow *wf = NULL;
@@ -134,6 +149,7 @@ enum MHD_Result uploads_end(struct MHD_Connection *c, put_state *p, bool *done)
     int rc = p->failed ? -1 : incoming_finish(p->in, &j, &wf, &a, &e);
     *done = rc <= 0;
     if (rc > 0) {
+        p->again = true;
         wait_next_turn(p); /* its entries left to make; libmicrohttpd calls again once resumed */
         return MHD_YES;
     }
