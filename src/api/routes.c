@@ -70,9 +70,10 @@ static void inline_gone(void *p)
     free(p);
 }
 
-/* A job (or an array) whose inline listing is written a slice per turn (incoming_open_inline):
- * the request is parked between slices, and answered once the job is made and committed, as a
- * submission is. in is NULL when the route runs again (r->ctx holds its id). */
+/* A job, an array or a workflow whose inline listing is written a slice per turn
+ * (incoming_open_inline, incoming_open_workflow_inline): the request is parked between slices,
+ * and answered once it is made and committed, as a submission is. in is NULL when the route
+ * runs again (r->ctx holds its id). */
 static enum MHD_Result submit_staged(request *r, incoming *in)
 {
     jerr e = {0};
@@ -95,8 +96,8 @@ static enum MHD_Result submit_staged(request *r, incoming *in)
             return MHD_YES;
         /* never the rest at once: that is what the slices are for */
         incoming_drop(in, "no request may wait for the next turn");
-        jerr_http(&e, 503, "too many requests are waiting for joblet already to write this job's files; try again "
-                           "in a moment");
+        jerr_http(&e, 503, "too many requests are waiting for joblet already to write this submission's files; try "
+                           "again in a moment");
         rc = -1;
     }
     free(r->ctx->p); /* made, or dropped: nothing left for inline_gone */
@@ -104,12 +105,12 @@ static enum MHD_Result submit_staged(request *r, incoming *in)
     r->ctx->free = NULL;
     if (rc < 0)
         return http_reply_error(r->conn, &e);
-    http_reply_committed(r->conn); /* as a job's below */
-    if (r->made)
+    http_reply_committed(r->conn); /* as a job's below (a workflow's was committed whole too) */
+    if (r->made && !wf) /* a workflow's submission names no job, as workflows() below */
         snprintf(r->made, HTTP_MADE_LEN, "%s", a ? a->id : j->id);
     settle();
     state_commit();
-    return http_reply_json(r->conn, 201, a ? array_json(a) : job_json(j));
+    return http_reply_json(r->conn, 201, wf ? workflow_json(wf, false) : a ? array_json(a) : job_json(j));
 }
 
 static enum MHD_Result submit(request *r)
@@ -658,6 +659,8 @@ static enum MHD_Result workflows(request *r, const char *rest)
             return http_reply_json(r->conn, 200, workflow_json_list(&r->who));
         if (!post)
             goto none;
+        if (r->ctx->p) /* back for the next slice of its jobs' files */
+            return submit_staged(r, NULL);
         json_t *body = body_json(r, BODY_REQUEST, &e);
         if (!body)
             return http_reply_error(r->conn, &e);
@@ -698,6 +701,13 @@ static enum MHD_Result workflows(request *r, const char *rest)
             workflow_body_free(&wb);
             json_decref(body);
             return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
+        }
+        if (parsed == 0 && workflow_json_uploads(&wb) > INCOMING_INLINE_AT_ONCE) {
+            /* its jobs' entries too many for one turn: staged as a job's long listing is */
+            incoming *in = incoming_open_workflow_inline(&wb, &r->who, &e);
+            workflow_body_free(&wb);
+            json_decref(body);
+            return in ? submit_staged(r, in) : http_reply_error(r->conn, &e);
         }
         workflow *wf = parsed == 0 ? workflow_submit(&wb, &r->who, &e) : NULL;
         workflow_body_free(&wb);

@@ -206,14 +206,20 @@ incoming *incoming_open_job(job_req *req, const caller *who, jerr *e)
     return in;
 }
 
+/* A listing that came with its request (content_b64), staged: written a slice per turn by
+ * incoming_finish, no PUT (its request's connection watches it: incoming_drop when it goes). */
+static incoming *carried(incoming *in)
+{
+    if (in) {
+        in->inline_ = true;
+        in->deadline_ms = 0;
+    }
+    return in;
+}
+
 incoming *incoming_open_inline(job_req *req, const caller *who, jerr *e)
 {
-    incoming *in = incoming_open_job(req, who, e);
-    if (!in)
-        return NULL;
-    in->inline_ = true;
-    in->deadline_ms = 0; /* no PUT: its request's connection watches it (incoming_drop when it goes) */
-    return in;
+    return carried(incoming_open_job(req, who, e));
 }
 
 incoming *incoming_of(const char *id)
@@ -226,7 +232,9 @@ incoming *incoming_of(const char *id)
 
 const char *incoming_id(const incoming *in) { return in->id; }
 
-incoming *incoming_open_workflow(wf_body *b, const caller *who, jerr *e)
+/* A workflow's upload: its files follow the request (a PUT), or came with it (inline_), every
+ * job's the same way. */
+static incoming *open_workflow(wf_body *b, const caller *who, bool inline_, jerr *e)
 {
     wf_checked c;
     uid_t uid = who->uid;
@@ -236,16 +244,19 @@ incoming *incoming_open_workflow(wf_body *b, const caller *who, jerr *e)
     uint64_t total = 0;
     for (size_t i = 0; i < c.n; i++) {
         total += jobreq_uploads_declared(&c.reqs[i]);
-        for (size_t k = 0; k < c.reqs[i].nuploads; k++)
-            if (c.reqs[i].uploads[k].content_b64) {
-                char field[64];
-                snprintf(field, sizeof field, "jobs[%zu].request.uploads", i);
-                jerr_field(e, field, "job '%s': uploads: '%.200s' carries content_b64, but this workflow's files "
-                                     "follow the request; send every job's files one way",
-                           b->jobs[i].name, c.reqs[i].uploads[k].path);
-                workflow_checked_free(&c);
-                return NULL;
-            }
+        for (size_t k = 0; k < c.reqs[i].nuploads; k++) {
+            const jobreq_upload *up = &c.reqs[i].uploads[k];
+            if (inline_ ? up->content_b64 || up->size <= 0 : !up->content_b64)
+                continue;
+            char field[64];
+            snprintf(field, sizeof field, "jobs[%zu].request.uploads", i);
+            jerr_field(e, field, "job '%s': uploads: '%.200s' %s, but this workflow's files %s; send every job's "
+                                 "files one way",
+                       b->jobs[i].name, up->path, inline_ ? "has its bytes to follow" : "carries content_b64",
+                       inline_ ? "come with the request" : "follow the request");
+            workflow_checked_free(&c);
+            return NULL;
+        }
     }
     if (total > core.cfg.max_upload_bytes) {
         jerr_http(e, 413, "uploads: the workflow's jobs upload %llu bytes together, over the limit of %llu bytes "
@@ -271,6 +282,13 @@ incoming *incoming_open_workflow(wf_body *b, const caller *who, jerr *e)
     count_files(in);
     enlist(in);
     return in;
+}
+
+incoming *incoming_open_workflow(wf_body *b, const caller *who, jerr *e) { return open_workflow(b, who, false, e); }
+
+incoming *incoming_open_workflow_inline(wf_body *b, const caller *who, jerr *e)
+{
+    return carried(open_workflow(b, who, true, e));
 }
 
 json_t *incoming_json(const incoming *in)

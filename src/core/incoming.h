@@ -29,8 +29,9 @@
 #include "workflow.h"
 
 typedef struct incoming incoming;
-/* An inline listing of more entries than this is staged (incoming_open_inline); a shorter one
- * is written in its submission's turn (a few ms at most). */
+/* An inline listing of more entries than this (a workflow's jobs' together) is staged
+ * (incoming_open_inline, incoming_open_workflow_inline); a shorter one is written in its
+ * submission's turn (a few ms at most). */
 #define INCOMING_INLINE_AT_ONCE 256
 
 /* A job request with streamed files (jobreq_uploads_streamed): checked as submit_job checks
@@ -47,6 +48,10 @@ incoming *incoming_of(const char *id);
 const char *incoming_id(const incoming *in);
 /* The same for a workflow: every job checked (workflow_prepare); takes b over on success. */
 incoming *incoming_open_workflow(wf_body *b, const caller *who, jerr *e);
+/* A workflow whose jobs' listings carry their files and together are too long to write in one
+ * turn: staged as incoming_open_inline stages a job's (the workflow and its jobs made once every
+ * job's entries are there). */
+incoming *incoming_open_workflow_inline(wf_body *b, const caller *who, jerr *e);
 /* The 202 answer: {"upload": {"id", "path", "bytes", "files", "timeout_s"}}. */
 json_t *incoming_json(const incoming *in);
 

@@ -533,3 +533,11 @@ bool workflow_json_streamed(const wf_body *b)
     }
     return false;
 }
+
+size_t workflow_json_uploads(const wf_body *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->n; i++)
+        n += json_array_size(json_object_get(b->requests[i], "uploads"));
+    return n;
+}

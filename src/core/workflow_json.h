@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "../common/err.h"
@@ -23,5 +24,8 @@ json_t *workflow_json_list(const caller *who);
 /* The body's files follow it (a streamed upload, docs/api.md): some job lists an upload with a
  * size and no content_b64. */
 bool workflow_json_streamed(const wf_body *b);
+/* The entries its jobs' upload listings hold together (what a long inline listing is, measured
+ * by INCOMING_INLINE_AT_ONCE, core/incoming.h). */
+size_t workflow_json_uploads(const wf_body *b);
 
 #endif

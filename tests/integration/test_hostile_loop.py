@@ -10,6 +10,7 @@ import re
 import subprocess
 import time
 
+import pytest
 from conftest import api_as, need_setpriv, setpriv, wait_for
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
@@ -457,6 +458,47 @@ def test_a_long_inline_listing_is_made_a_slice_per_turn(fresh_daemon):
     assert not glob.glob(os.path.join(d.state, "jobs", ".incoming-*"))
 
 
+def test_a_workflows_long_inline_listing_is_made_a_slice_per_turn(fresh_daemon):
+    """A workflow whose jobs' inline listings are 20,000 empty directories together (10,000 in
+    each of two jobs): they were written in the turn of its submission (its jobs' create_uploads),
+    the loop held for all of them. Now the workflow is staged as a job's long inline listing is
+    (one upload for its jobs, made a slice per turn, the POST parked between slices): a
+    GET /v1/jobs sent once the first directory exists sees none of its jobs yet (before: the
+    workflow and its jobs were made in that turn, and listed). The longest turn is printed. The
+    workflow is answered 201 once made; each job sees its own entries, each its owner's."""
+    need_setpriv()
+    d = fresh_daemon()
+    half = 10000
+    jobs = []
+    for k, name in enumerate(("a", "b")):
+        ups = [{"path": f"{name}{i}", "type": "dir"} for i in range(half)]
+        ups.append({"path": "f", "type": "file", "content_b64": "aGk="})
+        jobs.append({"name": name, "request": {"command": "sh", "args": ["-c", "ls /work | wc -l; cat /work/f"],
+                                               "uploads": ups}})
+    jobs[1]["requires"] = [{"job": "a", "status": "COMPLETED"}]
+    body = json.dumps({"name": "long-listing", "jobs": jobs}).encode()
+    code, ans, seen, other, gap = answered_during(d, "POST", "/v1/workflows", body, "a0")
+    print(f"workflow of 2 x {half} inline dirs: other user answered {gap:.2f} s before the submission; longest "
+          f"loop turn {d.metric('joblet_loop_longest_turn_seconds'):.3f} s")
+    assert code == 201, ans
+    assert other == 200
+    # (before: the request was served once the listing's turn was over, the jobs made and listed)
+    assert seen == [], "a request sent once the workflow's listing was begun waited for all of it"
+    wf = json.loads(ans)
+    assert wf["name"] == "long-listing", wf
+    wid = wf["id"]
+    wait_for(lambda: d.api("GET", f"/v1/workflows/{wid}")[1]["state"] in ("COMPLETED", "FAILED", "CANCELED"),
+             "the workflow's end", 300)
+    code, wf = d.api("GET", f"/v1/workflows/{wid}")
+    assert code == 200 and wf["state"] == "COMPLETED", wf
+    for j in wf["jobs"]:
+        assert d.output(j["job_id"]) == f"{half + 1}\nhi", j
+        work = d.work(j["job_id"])
+        assert os.stat(work).st_uid == USER
+        assert os.stat(os.path.join(work, f"{j['name']}{half - 1}")).st_uid == USER
+    assert not glob.glob(os.path.join(d.state, "jobs", ".incoming-*"))
+
+
 def test_a_long_streamed_listing_is_made_a_slice_per_turn(fresh_daemon):
     """The same for a streamed upload: 20,000 empty directories, a file whose bytes the PUT sends,
     20,000 more. Its entries without bytes were made as the body reached them and all chowned
@@ -488,15 +530,23 @@ def test_a_long_streamed_listing_is_made_a_slice_per_turn(fresh_daemon):
     assert all(os.stat(os.path.join(work, p)).st_uid == USER for p in ("d0", "f", "e19999"))
 
 
-def test_a_listing_cut_short_by_kill9_leaves_no_job(fresh_daemon):
-    """joblet killed -9 while a long inline listing is being made (a slice per turn, staged):
-    nothing was answered, and the next start removes what was staged; no job exists."""
+@pytest.mark.parametrize("kind", ["job", "workflow"])
+def test_a_listing_cut_short_by_kill9_leaves_no_job(fresh_daemon, kind):
+    """joblet killed -9 while a long inline listing is being made (a slice per turn, staged), a
+    job's or a workflow's (its two jobs' listings together): nothing was answered, and the next
+    start removes what was staged; no job (and no workflow) exists."""
     need_setpriv()
     d = fresh_daemon()
     ups = [{"path": f"d{i}", "type": "dir"} for i in range(40000)]
-    req = subprocess.Popen([*setpriv(USER), PY, "-c", TIMED_CLIENT, d.sock, "POST", "/v1/jobs"],
+    if kind == "job":
+        path, body = "/v1/jobs", {"command": "true", "uploads": ups}
+    else:
+        path, body = "/v1/workflows", {"name": "cut", "jobs": [
+            {"name": "a", "request": {"command": "true", "uploads": ups[:20000]}},
+            {"name": "b", "request": {"command": "true", "uploads": ups[20000:]}}]}
+    req = subprocess.Popen([*setpriv(USER), PY, "-c", TIMED_CLIENT, d.sock, "POST", path],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    req.stdin.write(json.dumps({"command": "true", "uploads": ups}).encode())
+    req.stdin.write(json.dumps(body).encode())
     req.stdin.close()
     wait_for(lambda: entry_paths(d, "d100"), "the listing's first entries")
     d.kill9()
@@ -507,6 +557,8 @@ def test_a_listing_cut_short_by_kill9_leaves_no_job(fresh_daemon):
         glob.glob(os.path.join(d.state, "work", "[0-9]*", ".incoming-*"))
     d.start()
     assert d.job_count() == 0
+    code, wfs = d.api("GET", "/v1/workflows")
+    assert code == 200 and wfs["workflows"] == [], wfs
     for p in staged:
         assert not os.path.exists(p), p
     assert not entry_paths(d, "d100")

@@ -102,6 +102,26 @@ def test_a_staged_inline_submission_whose_client_goes_is_dropped(fresh_daemon):
     slots_free(d, USER)
 
 
+def test_a_staged_workflow_whose_client_goes_is_dropped(fresh_daemon):
+    """The same for a workflow whose jobs' inline listings are long together (2 x 30,000
+    directories), staged as one upload: its client goes midway; nothing is made, neither the
+    workflow nor its jobs, and its place of limits.uploads_per_user is free again."""
+    need_setpriv()
+    d = fresh_daemon()
+    body = json.dumps({"name": "gone", "jobs": [
+        {"name": "a", "request": {"command": "true", "uploads": dirs("a", 30000)}},
+        {"name": "b", "request": {"command": "true", "uploads": dirs("b", 30000)}}]}).encode()
+    p = send(d, USER, "POST", "/v1/workflows", body)
+    wait_for(lambda: entry_paths(d, "a100"), "the listing's first entries")
+    p.kill()
+    p.wait()
+    wait_for(lambda: not staged(d), "the staged listing dropped or made", 120)
+    assert d.job_count() == 0, "a job was made for a client that went away"
+    code, wfs = d.api("GET", "/v1/workflows")
+    assert code == 200 and wfs["workflows"] == [], wfs
+    slots_free(d, USER)
+
+
 def test_a_put_waiting_on_its_entries_keeps_its_pace(fresh_daemon):
     """A PUT whose listing has 60,000 directories before a 3 MiB file: its first bytes wait, given
     back to libmicrohttpd, while joblet makes the directories a slice per turn. That wait is
