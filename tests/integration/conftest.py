@@ -706,6 +706,13 @@ SANITIZER_PASS_SKIP_TESTS = {
     # every parameter (one per command, ~110 s under ASan): the drift guard compares two texts,
     # the flags a command's help documents and those its completion offers; the completion's code
     # runs under the sanitizers in the module's other tests (flags, values, jobs from the daemon, zsh)
+    # 60,000 directories each (10 s in the normal pass): what they look for is how the turn's
+    # slice is shared and a PUT's pace (time); the slices' code runs under the sanitizers in
+    # test_hostile_loop's long-listing tests and the rest of this module
+    "test_hostile_uploads2.py::test_one_users_long_listing_does_not_take_every_slice":
+        "how the loop's slice is shared (time); the slices' code runs under the sanitizers in test_hostile_loop",
+    "test_hostile_uploads2.py::test_a_put_waiting_on_its_entries_keeps_its_pace":
+        "a PUT's pace while joblet makes its entries (time); the code runs under the sanitizers in test_hostile_loop",
     "test_completion.py::test_documented_flags_are_completed_and_completed_flags_are_real":
         "it compares the help's flags with the completion's (text); the completion's code runs under the "
         "sanitizers in test_completion's other tests",
