@@ -174,8 +174,8 @@ static struct peer_count {
 
 /* A socket made in a job's cgroup is its owner's (the cgroup user-N beneath the jobs' parent),
  * whichever uid the kernel says made it: a --network=host gVisor sandbox makes its sockets as
- * host uid 0 (docs/sandbox.md), which would pass for root. One in a job of no known owner made as
- * uid 0 is "gone": nobody to answer. */
+ * its sandbox uid, no user's (docs/sandbox.md; as host uid 0 under an older joblet, which would
+ * pass for root). One in a job of no known owner made as uid 0 is "gone": nobody to answer. */
 static int64_t job_owner(uint64_t cg, uid_t uid)
 {
     char path[512];

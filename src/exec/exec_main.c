@@ -415,6 +415,9 @@ int main(int argc, char **argv)
         if (setns(INIT_FD, CLONE_NEWNET) < 0)
             refuse(126, "joblet: exec: enter job %.8s's sandbox's network namespace: %s (has it ended?)", id,
                    strerror(errno));
+        /* on the host's network, its runsc commands enter the sandbox's user namespace (gvisor.h) */
+        if (s.net_host)
+            gvisor_use_sandbox_user(INIT_FD);
         if (gvisor_wait_running(&s, INIT_FD, &e) < 0)
             refuse(126, "joblet: exec: %s", e.msg);
         gvisor_fds(&s, &r, &gf);

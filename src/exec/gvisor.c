@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
 #include <poll.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
@@ -254,13 +255,46 @@ static int hide_core_sysctls(jerr *e)
  * abstract one there, and runsc's commands reach it only from inside. -1: the process's own. */
 static int sandbox_netns = -1;
 
+/* A job on the host's network: the sandbox's user namespace (an nsfd, or a pidfd of a process in
+ * it). Its sandbox is root there, the sandbox uid on the host (oci.h), and runsc's control server
+ * lets in only its own uid and 0 as that namespace names them, where host root is the sandbox
+ * uid: joblet's runsc commands enter it and become its root. -1: none (they stay host root). */
+static int sandbox_userns = -1;
+
+void gvisor_use_sandbox_user(int fd) { sandbox_userns = fd; }
+
+/* This process becomes root of the user namespace it is in: no supplementary group, uid and gid
+ * 0 there (capabilities there only). A change of uid clears the parent-death signal: set again,
+ * and the process ends if its parent went meanwhile. */
+static int become_namespace_root(jerr *e)
+{
+    int pdeath = 0;
+    pid_t parent = getppid();
+    prctl(PR_GET_PDEATHSIG, &pdeath);
+    if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+        return jerr_sys(e, "become root of the sandbox's user namespace");
+    if (pdeath && (prctl(PR_SET_PDEATHSIG, pdeath) < 0 || getppid() != parent))
+        _exit(126);
+    return 0;
+}
+
+/* the sandbox's user namespace, entered as its root, when there is one (sandbox_userns) */
+static int enter_sandbox_user(jerr *e)
+{
+    if (sandbox_userns < 0)
+        return 0;
+    if (setns(sandbox_userns, CLONE_NEWUSER) < 0)
+        return jerr_sys(e, "enter the sandbox's user namespace");
+    return become_namespace_root(e);
+}
+
 pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, gvisor_net_up net_up,
                    void *net_arg, jerr *e)
 {
     char root[4200], platform[80], network[32], bundle[4200], idmap[256];
     const char *argv[20];
     /* the sandbox's own host id (oci.h): never nobody's, the one every runsc would share */
-    if (oci_id_map((uint32_t)s->runsc_sandbox_uid, idmap, sizeof idmap) < 0)
+    if (oci_id_map(oci_sandbox_runs_as(s), (uint32_t)s->runsc_sandbox_uid, idmap, sizeof idmap) < 0)
         return jerr_set(e, EINVAL, "the job has no sandbox uid of its own (got %u); it is not started as nobody",
                         (unsigned)s->runsc_sandbox_uid);
     int n = global_args(s, argv, root, sizeof root);
@@ -316,7 +350,16 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
          * delete runs after runsc run is gone) */
         if (r == 1 && sandbox_netns < 0)
             sandbox_netns = open(netns, O_RDONLY | O_CLOEXEC);
-        if (r == 1 && (write_proc(pid, "uid_map", idmap, &me) < 0 || write_proc(pid, "gid_map", idmap, &me) < 0))
+        /* and on the host's network its user namespace, whose root the sandbox is (without it
+         * joblet's runsc commands could not reach the sandbox: the job does not start) */
+        char userns[64];
+        snprintf(userns, sizeof userns, "/proc/%d/ns/user", (int)pid);
+        if (r == 1 && s->net_host && sandbox_userns < 0 &&
+            (sandbox_userns = open(userns, O_RDONLY | O_CLOEXEC)) < 0) {
+            jerr_sys(&me, "open %s", userns);
+            write_err(fds->sync_w, "the sandbox's user namespace", &me);
+        } else if (r == 1 &&
+                   (write_proc(pid, "uid_map", idmap, &me) < 0 || write_proc(pid, "gid_map", idmap, &me) < 0))
             write_err(fds->sync_w, "the sandbox's user namespace", &me);
         else if (r == 1 && s->net && net_up && net_up(net_arg, netns, &me) < 0) {
             ssize_t w = write(fds->sync_w, me.msg, strlen(me.msg)); /* it names the network */
@@ -347,8 +390,11 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
      * namespace (nobody: listing its processes, running commands in it as the job's user). On a
      * network, runsc takes the namespace's interfaces over (CAP_NET_ADMIN, CAP_NET_RAW); the
      * parent makes the veth. joblet's runsc commands enter it (sandbox_netns, exec_main.c).
-     * --network=host keeps the host's, as it asks (the sandbox is then root's, whom runsc alone
-     * lets in besides itself). */
+     * --network=host keeps the host's, as it asks: runsc keeps that sandbox in this user
+     * namespace as itself, so runsc becomes its root below, the sandbox uid on the host (the
+     * map swaps 0 and it: oci.h), never host root; runsc then lets in that uid alone besides
+     * itself (host root is the sandbox uid here), and joblet's commands enter this namespace as
+     * its root (sandbox_userns). */
     if (unshare(CLONE_NEWUSER | (s->net_host ? 0 : CLONE_NEWNET)) < 0) {
         jerr_sys(&ce, s->net_host ? "unshare(CLONE_NEWUSER)" : "unshare(CLONE_NEWUSER|CLONE_NEWNET)");
         write_err(fds->sync_w, "the sandbox's user namespace", &ce);
@@ -362,6 +408,10 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
     if (r != 1 || c != 'g')
         _exit(126);
     close(go[0]);
+    if (s->net_host && become_namespace_root(&ce) < 0) {
+        write_err(fds->sync_w, "the sandbox's user namespace", &ce);
+        _exit(126);
+    }
     if (s->net && hide_core_sysctls(&ce) < 0) {
         write_err(fds->sync_w, "the sandbox's network", &ce);
         _exit(126);
@@ -387,7 +437,9 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
 /* runsc with argv, waited for at most RUNSC_HELPER_TIMEOUT_MS (then killed): its stdout into
  * out (an fd; -1: /dev/null), its stdin and stderr /dev/null. 0 when it exited 0, else -1.
  * own_pids: in a new, empty pid namespace, where no host pid can be named (its first process:
- * killed at the timeout, it takes any child along). */
+ * killed at the timeout, it takes any child along), and as host root (delete, once the job has
+ * ended: its sandbox uid may be another job's by then); else as root of the sandbox's user
+ * namespace when it has one of its own (enter_sandbox_user). */
 static int run_bounded_in(const char **argv, int out, bool own_pids)
 {
     struct clone_args ca = {.flags = CLONE_NEWPID, .exit_signal = SIGCHLD};
@@ -396,7 +448,10 @@ static int run_bounded_in(const char **argv, int out, bool own_pids)
         return -1;
     if (pid == 0) {
         child_defaults();
+        jerr e = {0};
         if (sandbox_netns >= 0 && setns(sandbox_netns, CLONE_NEWNET) < 0)
+            _exit(127);
+        if (!own_pids && enter_sandbox_user(&e) < 0)
             _exit(127);
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull >= 0) {
@@ -522,6 +577,8 @@ int gvisor_exec(const job_spec *s, const gvisor_exec_fds *f, jerr *e)
     if (dup2(f->in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0)
         return jerr_sys(e, "connect stdin/stdout/stderr");
     syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (enter_sandbox_user(e) < 0)
+        return -1;
     char root[4200], log[80], process[64], pid_file[64];
     const char *argv[16];
     int n = global_args(s, argv, root, sizeof root);

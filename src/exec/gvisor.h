@@ -74,6 +74,10 @@ pid_t gvisor_exec_pid(int pid_file);
 /* True when runsc exec failed to start the process (exit 128, no pid written): its last error,
  * or a line saying so, in msg. */
 bool gvisor_exec_failure(int runsc_status, int pid_file, int log, char *msg, size_t len);
+/* A job on the host's network: fd is its sandbox's user namespace (an nsfd, or a pidfd of the
+ * job's `runsc run`), which this process's runsc commands (state, kill, exec) then enter as its
+ * root: runsc lets in only the sandbox's own uid there (gvisor_spawn does this for the shim). */
+void gvisor_use_sandbox_user(int fd);
 /* `runsc kill --pid=<pid> <id> <sig>`, waited for (bounded as gvisor_kill). */
 int gvisor_kill_pid(const job_spec *s, pid_t pid, int sig);
 #endif

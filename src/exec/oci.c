@@ -29,19 +29,21 @@ static void add_bind(json_t *mounts, const char *src, const char *dst, bool rw)
     add_mount(mounts, dst, "bind", src, opts);
 }
 
-uint32_t oci_inside_id(uint32_t id, uint32_t sandbox_id)
+uint32_t oci_sandbox_runs_as(const job_spec *s) { return s->net_host ? 0 : OCI_NOBODY; }
+
+uint32_t oci_inside_id(uint32_t id, uint32_t runs_as, uint32_t sandbox_id)
 {
     if (!sandbox_id)
         return id;
-    return id == OCI_NOBODY ? sandbox_id : id == sandbox_id ? OCI_NOBODY : id;
+    return id == runs_as ? sandbox_id : id == sandbox_id ? runs_as : id;
 }
 
-int oci_id_map(uint32_t sandbox_id, char *out, size_t len)
+int oci_id_map(uint32_t runs_as, uint32_t sandbox_id, char *out, size_t len)
 {
-    if (!sandbox_id || sandbox_id == OCI_NOBODY || sandbox_id == UINT32_MAX)
+    if ((runs_as && runs_as != OCI_NOBODY) || !sandbox_id || sandbox_id == OCI_NOBODY || sandbox_id == UINT32_MAX)
         return -1;
-    uint32_t lo = sandbox_id < OCI_NOBODY ? sandbox_id : OCI_NOBODY;
-    uint32_t hi = sandbox_id < OCI_NOBODY ? OCI_NOBODY : sandbox_id;
+    uint32_t lo = sandbox_id < runs_as ? sandbox_id : runs_as;
+    uint32_t hi = sandbox_id < runs_as ? runs_as : sandbox_id;
     /* "inside outside count": [0, lo) as itself, lo <-> hi, (lo, hi) as itself, the rest up
      * to 4294967294 (4294967295 is no id) as itself */
     struct { uint32_t in, out, n; } r[] = {
@@ -63,9 +65,9 @@ int oci_id_map(uint32_t sandbox_id, char *out, size_t len)
  * capability in any set, no_new_privileges, the job's RLIMIT_NPROC. */
 static json_t *process_json(const job_spec *s, char *const *argv, char *const *env, const char *cwd, bool tty)
 {
-    uint32_t sb = (uint32_t)s->runsc_sandbox_uid;
-    json_t *user = json_pack("{s:I,s:I}", "uid", (json_int_t)oci_inside_id((uint32_t)s->uid, sb), "gid",
-                             (json_int_t)oci_inside_id((uint32_t)s->gid, sb));
+    uint32_t sb = (uint32_t)s->runsc_sandbox_uid, as = oci_sandbox_runs_as(s);
+    json_t *user = json_pack("{s:I,s:I}", "uid", (json_int_t)oci_inside_id((uint32_t)s->uid, as, sb), "gid",
+                             (json_int_t)oci_inside_id((uint32_t)s->gid, as, sb));
     json_t *rlimits = json_array();
     if (s->user_procs_max)
         json_array_append_new(rlimits, json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_NPROC", "hard",

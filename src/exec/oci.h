@@ -45,16 +45,26 @@ json_t *oci_exec_process(const job_spec *s, char *const *argv, char *const *env,
  * ("nobody") of the user namespace it is started in, and every runsc on the host would share
  * that host uid: anything running as nobody could signal or trace every user's sandbox, and a
  * sandbox escape would land beside all the others. So the shim starts runsc in a user namespace
- * of its own that maps every id to itself except two that swap places: 65534 and the job's
- * sandbox id (spec.h, runsc_sandbox_uid). The sandbox then runs as that id on the host, and the
- * gofer, root in the namespace, still reads and writes the job's files as their owners (a job
- * of nobody's own runs as the sandbox id inside, which is nobody outside).
+ * of its own that maps every id to itself except two that swap places: the id runsc runs the
+ * sandbox as (oci_sandbox_runs_as) and the job's sandbox id (spec.h, runsc_sandbox_uid). The
+ * sandbox then runs as that id on the host, and the gofer, root in the namespace, still reads
+ * and writes the job's files as their owners (a job of nobody's own runs as the sandbox id
+ * inside, which is nobody outside).
+ * With --network=host runsc keeps the sandbox in the user namespace it is started in, as
+ * runsc's own uid there, root: the pair is then 0 and the sandbox id, and the shim makes runsc
+ * the namespace's root, so runsc, its gofer and its sandbox are all the sandbox id on the host
+ * (root's access to files stays: host root is mapped, as the sandbox id); a job running as uid
+ * 0 is the sandbox id inside, and host root's files show as the sandbox id's there.
  * OCI_NOBODY: gVisor's sandbox user. */
 #define OCI_NOBODY 65534u
-/* An id (uid or gid) as the sandbox's user namespace names it. */
-uint32_t oci_inside_id(uint32_t id, uint32_t sandbox_id);
+/* The id runsc runs the job's sandbox as in the namespace it is started in: OCI_NOBODY, or 0
+ * for a job on the host's network. */
+uint32_t oci_sandbox_runs_as(const job_spec *s);
+/* An id (uid or gid) as the sandbox's user namespace names it (runs_as: oci_sandbox_runs_as). */
+uint32_t oci_inside_id(uint32_t id, uint32_t runs_as, uint32_t sandbox_id);
 /* The namespace's uid_map (and gid_map) text: at most 5 lines, every id but 4294967295 mapped
- * once. -1 when sandbox_id is 0, OCI_NOBODY or 4294967295, or out is too small. */
-int oci_id_map(uint32_t sandbox_id, char *out, size_t len);
+ * once. -1 when runs_as is neither 0 nor OCI_NOBODY, when sandbox_id is 0, OCI_NOBODY or
+ * 4294967295, or out is too small. */
+int oci_id_map(uint32_t runs_as, uint32_t sandbox_id, char *out, size_t len);
 
 #endif

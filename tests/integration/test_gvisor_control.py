@@ -5,11 +5,13 @@ runsc 2022-12-19 (Debian's) gives each sandbox a control server on the abstract 
 and accepts a peer whose SO_PEERCRED uid, as the sandbox's own user namespace names it, is the
 sandbox's uid or 0. The probes below connect as an unprivileged uid that is neither the job's
 user nor its sandbox's and ask for the sandbox's process list (containerManager.Processes: it
-reads, changes nothing). They must be refused.
+reads, changes nothing). They must be refused, on the host's network too, where the socket is in
+the host's network namespace and nothing but the uids hides it.
 
-A second probe looks at the host uid of the sandbox process (runsc's `boot`) of a job on the
-host network: docs/sandbox.md, "Host uids", says every sandbox runs as a sandbox uid of its own,
-never root."""
+A second probe looks at the host uid of the sandbox process (runsc's `boot`), on no network and
+on the host's: docs/sandbox.md, "Host uids", says every sandbox runs as a sandbox uid of its own,
+never root (runsc keeps a --network=host sandbox in the user namespace it is started in, as
+runsc's own uid there: joblet makes that namespace's root the sandbox uid)."""
 import glob
 import json
 import os
@@ -19,11 +21,12 @@ import subprocess
 import pytest
 
 from conftest import setpriv, wait_for
-from test_hostile_tasks import procs_of
+from test_hostile_tasks import procs_of, sandbox_uid
 
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
 needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
 STRANGER = 54321  # a uid of nobody's account: not the job's, not a sandbox's, not root
+NOBODY = 65534  # runsc's own sandbox user, which joblet's map swaps with the sandbox uid
 
 _CLIENT = r"""
 import json, socket, sys
@@ -39,7 +42,10 @@ if len(sys.argv) > 2:  # a command to start in the sandbox, as its user (argv[2]
             "arg": {"Filename": "/bin/sh", "Argv": ["sh", "-c", sys.argv[3]], "Envv": ["PATH=/usr/bin:/bin"],
                     "WorkingDirectory": "/work", "KUID": int(sys.argv[2]), "KGID": int(sys.argv[2]),
                     "ContainerID": sys.argv[1]}}
-s.sendall(json.dumps(call).encode())
+try:
+    s.sendall(json.dumps(call).encode())
+except OSError as e:  # refused: runsc closed the connection at once
+    print(json.dumps({"send": str(e)})); sys.exit(0)
 buf = b""
 dec = json.JSONDecoder()
 while True:
@@ -78,32 +84,36 @@ def running(d, **fields):
 
 
 @needs_runsc
-def test_another_uid_cannot_drive_a_gvisor_jobs_control_socket(fresh_daemon):
+@pytest.mark.parametrize("network", ["none", "host"])
+def test_another_uid_cannot_drive_a_gvisor_jobs_control_socket(fresh_daemon, network):
     d = fresh_daemon()
-    jid = running(d)
+    jid = running(d, network=network)
     try:
         name = f"@runsc-sandbox.{jid}"
         listed = name + "@" in host_abstract_sockets()  # (/proc/net/unix shows NULs as @)
-        got = control_call_as(STRANGER, jid)
-        answer = got.get("answer", "")
-        ok = False
-        if answer:
-            try:
-                ok = json.loads(answer).get("success") is True
-            except ValueError:
-                ok = False
+        # on the host's network the socket is the host's, which every local user can reach
+        assert listed == (network == "host"), (network, listed)
         problems = []
-        if ok:
-            problems.append(f"uid {STRANGER} (not the job's, not its sandbox's) drove job {jid}'s sandbox through "
-                            f"{name} (listed in the host's /proc/net/unix: {listed}): {answer[:400]}")
-        # and a command of the stranger's, started inside the job's sandbox as the job's user: a
-        # marker file in the job's own /work (harmless if it works)
-        marker = os.path.join(d.work(jid), "started-by-another-uid")
-        got = control_call_as(STRANGER, jid, str(d.job(jid)["uid"]), "id > /work/started-by-another-uid; sleep 5")
-        import time
-        time.sleep(1)
-        if os.path.exists(marker):
-            problems.append(f"uid {STRANGER} ran a command in job {jid}'s sandbox: {got}; {open(marker).read()!r}")
+        for uid in (STRANGER, NOBODY):
+            got = control_call_as(uid, jid)
+            answer = got.get("answer", "")
+            ok = False
+            if answer:
+                try:
+                    ok = json.loads(answer).get("success") is True
+                except ValueError:
+                    ok = False
+            if ok:
+                problems.append(f"uid {uid} (not the job's, not its sandbox's) drove job {jid}'s sandbox through "
+                                f"{name} (listed in the host's /proc/net/unix: {listed}): {answer[:400]}")
+            # and a command of the outsider's, started inside the job's sandbox as the job's user:
+            # a marker file in the job's own /work (harmless if it works)
+            marker = os.path.join(d.work(jid), f"started-by-uid-{uid}")
+            got = control_call_as(uid, jid, str(d.job(jid)["uid"]), f"id > /work/started-by-uid-{uid}; sleep 5")
+            import time
+            time.sleep(1)
+            if os.path.exists(marker):
+                problems.append(f"uid {uid} ran a command in job {jid}'s sandbox: {got}; {open(marker).read()!r}")
         assert not problems, problems
     finally:
         d.api("POST", f"/v1/jobs/{jid}/kill")
@@ -130,9 +140,7 @@ def uid_and_argv(pid):
 
 
 @needs_runsc
-@pytest.mark.parametrize("network", ["none", pytest.param("host", marks=pytest.mark.xfail(strict=True, reason=(
-    "known, not fixed: Debian's runsc (2022) keeps a --network=host sandbox in the user namespace it "
-    "starts in, which maps 0 to 0: the sandbox runs as host uid 0 (no capabilities)")))])
+@pytest.mark.parametrize("network", ["none", "host"])
 def test_a_gvisor_sandbox_never_runs_as_host_root(fresh_daemon, network):
     d = fresh_daemon()
     jid = running(d, network=network)
@@ -142,6 +150,14 @@ def test_a_gvisor_sandbox_never_runs_as_host_root(fresh_daemon, network):
         assert boots, procs
         assert 0 not in boots.values(), (f"job {jid} (network {network}): its sandbox (runsc boot) runs as host "
                                          f"root: {boots}")
+        assert set(boots.values()) == {sandbox_uid(d, jid)}, (boots, sandbox_uid(d, jid))
+        # joblet's own runsc commands still reach it: exec (runsc state, then runsc exec), then a
+        # stop (runsc kill --all TERM) that ends it as stopped
+        p = d.rnx("job", "exec", jid, "sh", "-c", "echo inside; id -u")
+        assert p.returncode == 0 and p.stdout.splitlines()[0] == "inside", (p.returncode, p.stdout, p.stderr)
+        assert d.rnx("job", "stop", jid).returncode == 0
+        job = d.wait(jid, 60)
+        assert job["end_reason"] == "stopped", job
     finally:
         d.api("POST", f"/v1/jobs/{jid}/kill")
         d.wait(jid)

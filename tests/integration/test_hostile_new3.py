@@ -98,10 +98,11 @@ RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/r
 
 @pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
 def test_metrics_readers_hold_for_a_gvisor_job_on_the_host_network(fresh_daemon):
-    """A gVisor job on --network=host makes its sockets as host uid 0 (docs/sandbox.md: runsc runs
-    so, known): its connection to the metrics listener passed for root's, and an unlisted user's
-    job read every user's running jobs. It is its owner's (the job's cgroup says whose), refused
-    as the owner is; a listed reader's such job is still answered. Loopback only."""
+    """A gVisor job on --network=host made its sockets as host uid 0 (runsc ran so; now as its
+    sandbox uid, no user's: docs/sandbox.md): its connection to the metrics listener passed for
+    root's, and an unlisted user's job read every user's running jobs. It is its owner's (the
+    job's cgroup says whose), refused as the owner is; a listed reader's such job is still
+    answered. Loopback only."""
     need_setpriv()
     port = free_port("127.0.0.1", socket.AF_INET)
     d = fresh_daemon(f"metrics:\n  listen: 127.0.0.1:{port}\n  readers: \"{READER}\"\n")

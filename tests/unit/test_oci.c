@@ -332,11 +332,11 @@ static void test_id_map(void **state)
 {
     (void)state;
     char m[256];
-    assert_true(oci_id_map(2000032768, m, sizeof m) > 0);
+    assert_true(oci_id_map(OCI_NOBODY, 2000032768, m, sizeof m) > 0);
     assert_string_equal(m, "0 0 65534\n65534 2000032768 1\n65535 65535 1999967233\n2000032768 65534 1\n"
                            "2000032769 2000032769 2294934526\n");
     /* a sandbox id below nobody's: the same swap, the ranges the other way round */
-    assert_true(oci_id_map(1000, m, sizeof m) > 0);
+    assert_true(oci_id_map(OCI_NOBODY, 1000, m, sizeof m) > 0);
     assert_string_equal(m, "0 0 1000\n1000 65534 1\n1001 1001 64533\n65534 1000 1\n65535 65535 4294901760\n");
     /* every id but 4294967295 once: the counts add up */
     unsigned long long total = 0, a, b, n;
@@ -344,13 +344,13 @@ static void test_id_map(void **state)
         total += n;
     assert_int_equal(total, 4294967295ull);
     /* nobody, no id, and one that is not an id: refused (never a sandbox as nobody) */
-    assert_int_equal(oci_id_map(65534, m, sizeof m), -1);
-    assert_int_equal(oci_id_map(0, m, sizeof m), -1);
-    assert_int_equal(oci_id_map(4294967295u, m, sizeof m), -1);
-    assert_int_equal(oci_id_map(2000032768, m, 20), -1);
-    assert_int_equal(oci_inside_id(1001, 2000032768), 1001);
-    assert_int_equal(oci_inside_id(65534, 2000032768), 2000032768);
-    assert_int_equal(oci_inside_id(2000032768, 2000032768), 65534);
+    assert_int_equal(oci_id_map(OCI_NOBODY, 65534, m, sizeof m), -1);
+    assert_int_equal(oci_id_map(OCI_NOBODY, 0, m, sizeof m), -1);
+    assert_int_equal(oci_id_map(OCI_NOBODY, 4294967295u, m, sizeof m), -1);
+    assert_int_equal(oci_id_map(OCI_NOBODY, 2000032768, m, 20), -1);
+    assert_int_equal(oci_inside_id(1001, OCI_NOBODY, 2000032768), 1001);
+    assert_int_equal(oci_inside_id(65534, OCI_NOBODY, 2000032768), 2000032768);
+    assert_int_equal(oci_inside_id(2000032768, OCI_NOBODY, 2000032768), 65534);
     /* the config's user: a job of nobody's own is the sandbox id inside, nobody outside */
     job_spec s = spec(false);
     s.uid = s.gid = 65534;
@@ -358,6 +358,34 @@ static void test_id_map(void **state)
     json_t *o = oci_config(&s, &in);
     assert_null(mount_at(o, "/etc/hosts")); /* none given, none bound */
     assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(o, "process"), "user"), "uid")),
+                     2000032768);
+    json_decref(o);
+    /* the host's network: runsc keeps the sandbox in the namespace as root, so root and the
+     * sandbox id swap; nobody is itself */
+    s.net_host = true;
+    assert_int_equal(oci_sandbox_runs_as(&s), 0);
+    assert_true(oci_id_map(0, 2000032768, m, sizeof m) > 0);
+    assert_string_equal(m, "0 2000032768 1\n1 1 2000032767\n2000032768 0 1\n2000032769 2000032769 2294934526\n");
+    total = 0;
+    for (char *p = m; sscanf(p, "%llu %llu %llu", &a, &b, &n) == 3; p = strchr(p, '\n') + 1)
+        total += n;
+    assert_int_equal(total, 4294967295ull);
+    assert_int_equal(oci_id_map(0, 0, m, sizeof m), -1);
+    assert_int_equal(oci_id_map(0, 65534, m, sizeof m), -1);
+    assert_int_equal(oci_id_map(1000, 2000032768, m, sizeof m), -1); /* neither root nor nobody */
+    assert_int_equal(oci_inside_id(0, 0, 2000032768), 2000032768);
+    assert_int_equal(oci_inside_id(2000032768, 0, 2000032768), 0);
+    assert_int_equal(oci_inside_id(65534, 0, 2000032768), 65534);
+    /* a job of nobody's is nobody inside there; one of root's is the sandbox id, root outside */
+    o = oci_config(&s, &in);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(o, "process"), "user"), "uid")),
+                     65534);
+    json_decref(o);
+    s.uid = s.gid = 0;
+    o = oci_config(&s, &in);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(o, "process"), "user"), "uid")),
+                     2000032768);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(o, "process"), "user"), "gid")),
                      2000032768);
     json_decref(o);
 }
