@@ -1,0 +1,74 @@
+"""docs/networks.md as a new user runs it: what differed from the doc.
+
+a. The first example of docs/networks.md, as written: the scripts go to the jobs with --upload
+   (a job's /work starts empty; as first written, without --upload, both jobs failed with
+   "can't open file '/work/server.py'"), the worker reaches the server by its name.
+
+Traffic stays between the jobs' own namespaces on a network of the test's own; the fixture of
+test_networks removes the network, the jobs' links and joblet's table."""
+import os
+import subprocess
+
+from conftest import BUILD
+from test_networks import free_net, net_daemon  # noqa: F401 (a fixture)
+
+RNX = os.path.join(BUILD, "rnx")
+NO_DAEMON = "/nonexistent/joblet-test-docs-net.sock"
+DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs")
+
+
+def rnx(sock, *args, cwd=None):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": sock}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    return subprocess.run([RNX, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+SERVER = """import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 29500)); s.listen(4)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept(); c.sendall(b"echo:" + c.recv(100)); c.close()
+"""
+WORKER = """import socket, sys, time
+host, port = sys.argv[1].split("=", 1)[1].rsplit(":", 1)
+for i in range(100):
+    try:
+        c = socket.create_connection((host, int(port)), timeout=2); c.sendall(b"hello"); print(c.recv(100).decode()); break
+    except OSError:
+        time.sleep(0.2)
+else:
+    sys.exit(3)
+"""
+
+
+def test_the_first_network_example_runs_as_written(net_daemon, tmp_path):  # noqa: F811 (the fixture)
+    d = net_daemon
+    text = open(os.path.join(DOCS, "networks.md")).read()
+    block = text.split("```\n", 2)[1].split("```", 1)[0]
+    lines = [ln.split("#", 1)[0].strip() for ln in block.splitlines() if ln.strip()]
+    assert lines[0].startswith("rnx network create train --cidr=") and "--upload=server.py" in lines[1], lines
+    net = free_net(["10.218.10.0/24", "10.218.210.0/24"])
+    lines = [ln.replace("10.218.10.0/24", str(net)) for ln in lines]
+    (tmp_path / "server.py").write_text(SERVER)
+    (tmp_path / "worker.py").write_text(WORKER)
+    ids = []
+    try:
+        for ln in lines[:3]:
+            p = rnx(d.sock, *ln.split()[1:], cwd=tmp_path)
+            assert p.returncode == 0, (ln, p.stderr)
+            ids.append(p.stdout.strip())
+        server, worker = ids[1], ids[2]
+        assert d.wait(worker)["status"] == "COMPLETED", rnx(d.sock, "job", "log", worker).stdout
+        assert "echo:hello" in rnx(d.sock, "job", "log", worker).stdout
+        assert rnx(d.sock, *lines[3].split()[1:]).returncode == 0               # network list
+        p = rnx(d.sock, *lines[4].split()[1:])                                   # refused: ps runs
+        assert p.returncode == 1 and "in use" in p.stderr, p.stderr
+        rnx(d.sock, "job", "stop", server)
+        d.wait(server)
+        p = rnx(d.sock, *lines[4].split()[1:])
+        assert p.returncode == 0, p.stderr
+    finally:
+        for j in ids[1:]:
+            rnx(d.sock, "job", "stop", j)
+        rnx(d.sock, "network", "remove", "train")
