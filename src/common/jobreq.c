@@ -1635,6 +1635,12 @@ int jobreq_check(const job_req *r, jerr *e)
     if (r->singleton && r->array)
         return jerr_field(e, "singleton", "singleton: not for an array; to run its tasks one at a time give %%1 "
                                           "(--array=0-9%%1)");
+    /* none (the default) and host have no link of the job's own for tc to shape: a conflict of
+     * fields, found by rnx and a workflow file before anything is sent, as the daemon finds it */
+    if (r->max_netbps && (!r->network || !strcmp(r->network, "none") || !strcmp(r->network, "host")))
+        return jerr_field(e, "max_netbps", "max_netbps: only a job on isolated, bridge or a named network has a link "
+                                           "of its own to limit; this one's network is %s",
+                          r->network ? r->network : "none (the default)");
     if (r->signal && !(jobreq_has(r, JR_MAX_RUNTIME_S) && r->max_runtime_s > 0))
         return jerr_field(e, "signal", "signal: %s is sent before the run-time limit, and the job has none; give "
                                        "max_runtime too (rnx job run --max-runtime=2h --signal=%s)", r->signal, r->signal);

@@ -715,9 +715,8 @@ int networks_check_declared(const job_req *r, jerr *e)
 
 int networks_check(const job_req *r, const caller *c, jerr *e)
 {
-    if (!named(r))
-        return r->max_netbps ? jerr_field(e, "max_netbps", "max_netbps: only a job on isolated, bridge or a named "
-                                          "network has a link of its own to limit") : 0;
+    if (!named(r)) /* max_netbps without a link of the job's own: jobreq_check */
+        return 0;
     const network *n = find(r->network);
     if (!n || !networks_visible(n, c))
         return jerr_field(e, "network", "network: no network '%s'; use none, host, isolated, bridge or one that "

@@ -1,6 +1,10 @@
 """docs/networks.md as a new user runs it: what differed from the doc.
 
-a. The first example of docs/networks.md, as written: the scripts go to the jobs with --upload
+a. --max-netbps on a job without a link of its own (network none, the default, or host) is a
+   conflict of flags: rnx refuses it before anything is sent, exit 2 (docs/cli.md: a bad command
+   line), as a workflow file's is found with its line; the daemon still refuses it, 400 naming
+   max_netbps. Before, rnx sent it and the daemon's refusal exited 1.
+b. The first example of docs/networks.md, as written: the scripts go to the jobs with --upload
    (a job's /work starts empty; as first written, without --upload, both jobs failed with
    "can't open file '/work/server.py'"), the worker reaches the server by its name.
 
@@ -21,6 +25,32 @@ def rnx(sock, *args, cwd=None):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": sock}
     env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
     return subprocess.run([RNX, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_max_netbps_without_a_link_is_a_command_line_error(tmp_path):
+    for flags, net in (([], "none (the default)"), (["--network=none"], "none"), (["--network=host"], "host")):
+        p = rnx(NO_DAEMON, "job", "run", *flags, "--max-netbps=1MB", "true")
+        assert p.returncode == 2, (flags, p.returncode, p.stderr)
+        assert "cannot reach" not in p.stderr, p.stderr          # nothing was sent
+        assert p.stderr.startswith("rnx: --max-netbps: only a job on isolated, bridge or a named network") \
+            and f"this one's network is {net}" in p.stderr, p.stderr
+    # a job on a network of joblet's may have one: rnx goes on to the daemon (here: none there)
+    p = rnx(NO_DAEMON, "job", "run", "--network=bridge", "--max-netbps=1MB", "true")
+    assert p.returncode == 1 and "--max-netbps" not in p.stderr, p.stderr
+    # a workflow file's: found with its line, nothing sent
+    wf = tmp_path / "rate.yml"
+    wf.write_text("jobs:\n  a:\n    command: 'true'\n    network: host\n    resources:\n      max_net_bps: 1MB\n")
+    p = rnx(NO_DAEMON, "workflow", "validate", str(wf))
+    assert p.returncode == 1 and "cannot reach" not in p.stderr, p.stderr
+    assert f"{wf}:6:20: job 'a': max_net_bps: only a job on isolated" in p.stderr, p.stderr
+
+
+def test_the_daemon_refuses_max_netbps_without_a_link(net_daemon):  # noqa: F811 (the fixture)
+    d = net_daemon
+    for body in ({"command": "true", "max_netbps": 1 << 20},
+                 {"command": "true", "max_netbps": 1 << 20, "network": "host"}):
+        code, err = d.api("POST", "/v1/jobs", body)
+        assert code == 400 and err["error"].get("field") == "max_netbps", (body, code, err)
 
 
 SERVER = """import socket

@@ -192,7 +192,7 @@ static const field_case cases[] = {
     {JR_STDIN, "", 0, "true", "true", "false", "false",
      "2", "stdin: '2' must be true or false",
      "\"yes\"", "stdin: 'yes' must be true or false"},
-    {JR_MAX_NETBPS, "", 0, "10MB", "10485760", "1024", "1024",
+    {JR_MAX_NETBPS, "\"network\": \"bridge\", ", 0, "10MB", "10485760", "1024", "1024",
      "fast", "max_netbps: 'fast' is not a rate of at least 1024 bytes per second; use 1048576, 512K, 10MB, 1G",
      "1000", "max_netbps: '1000' is not a rate of at least 1024 bytes per second; use 1048576, 512K, 10MB, 1G"},
     /* normalised: the step's end is the last id it reaches */
@@ -965,6 +965,13 @@ static void test_check_rules(void **state)
         {"\"gpu_all\": true, \"gpu_count\": 2", "gpu_all",
          "gpu_all: asks for every GPU; do not also give gpu_count or gpu_ids"},
         {"\"gpu_all\": true, \"gpu_ids\": [\"0\"]", "gpu_all", NULL},
+        /* a rate without a link of the job's own to shape (none is the default) */
+        {"\"max_netbps\": 1048576", "max_netbps",
+         "max_netbps: only a job on isolated, bridge or a named network has a link of its own to limit; this one's "
+         "network is none (the default)"},
+        {"\"max_netbps\": 1048576, \"network\": \"host\"", "max_netbps",
+         "max_netbps: only a job on isolated, bridge or a named network has a link of its own to limit; this one's "
+         "network is host"},
         {"\"gpu_type\": \"H100\"", "gpu_type",
          "gpu_type: qualifies a GPU request, but the job asks for no GPU; add gpu_count"},
         {"\"gpu_cc\": \"8.0\"", "gpu_cc", "gpu_cc: qualifies a GPU request, but the job asks for no GPU; add gpu_count"},
@@ -1087,7 +1094,7 @@ static void test_check_machine(void **state)
 static const char full[] =
     "{\"command\": \"python3\", \"args\": [\"train.py\", \"--epochs\", \"3\"], \"name\": \"train\","
     " \"env\": {\"A\": \"1\", \"EMPTY\": \"\"}, \"secret_env\": {\"TOKEN\": \"s3cr3t\", \"K\": \"v\"},"
-    " \"workdir\": \"/work/src\", \"network\": \"host\", \"max_cpu\": 150, \"max_memory_mb\": 2048,"
+    " \"workdir\": \"/work/src\", \"network\": \"bridge\", \"max_cpu\": 150, \"max_memory_mb\": 2048,"
     " \"max_iobps\": 10485760, \"cpu_cores\": \"0-1,3\", \"max_runtime_s\": 5400,"
     " \"schedule_at\": \"2027-01-01T00:00:00.500Z\","
     " \"uploads\": [{\"path\": \"d\", \"type\": \"dir\", \"mode\": 493},"
@@ -1271,7 +1278,7 @@ static void test_to_flags(void **state)
     json_t *flags = jobreq_to_flags(&r);
     assert_json_eq(flags,
                    "[\"--name=train\", \"--env=A=1\", \"--env=EMPTY=\", \"--secret-env=TOKEN=***\", \"--secret-env=K=***\","
-                   " \"--workdir=/work/src\", \"--network=host\", \"--max-cpu=150\", \"--max-memory=2GB\","
+                   " \"--workdir=/work/src\", \"--network=bridge\", \"--max-cpu=150\", \"--max-memory=2GB\","
                    " \"--max-iobps=10MB\", \"--cpu-cores=0-1,3\", \"--max-runtime=1h30m\","
                    " \"--schedule=2027-01-01T00:00:00.500Z\", \"--upload=d/\", \"--upload=l\", \"--gpu=1\","
                    " \"--gpu-memory=4GB\", \"--gpu-ids=GPU-1\", \"--gpu-caps=compute,video\", \"--gpu-optional\","
