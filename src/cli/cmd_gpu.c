@@ -682,9 +682,19 @@ int cmd_audit(rnx_ctx *ctx, int argc, char **argv)
             snprintf(dur, sizeof dur, "%.1fs", (double)v / 1000.0);
         if (jint(r, "memory_mb", &v))
             snprintf(mem, sizeof mem, "%lldMB", (long long)v);
-        print_textf(stdout, "%-24s %-6s %-9s %-4s %-10.8s %-10s %-9s %s\n", jstr(r, "time") ? jstr(r, "time") : "-",
+        /* a TLS caller's record: who it was (the certificate's person, role and serial) and from
+         * where, after the detail (docs/remote.md, "The audit trail") */
+        char who[400] = "";
+        const char *parts[4][2] = {{"", jstr(r, "person")}, {"", jstr(r, "role")}, {"serial ", jstr(r, "serial")},
+                                   {"from ", jstr(r, "peer")}};
+        for (size_t k = 0, l = 0; k < 4 && l < sizeof who; k++)
+            if (parts[k][1])
+                l += (size_t)snprintf(who + l, sizeof who - l, "%s%s%s", l ? ", " : " (", parts[k][0], parts[k][1]);
+        if (*who)
+            snprintf(who + strnlen(who, sizeof who - 2), 2, ")");
+        print_textf(stdout, "%-24s %-6s %-9s %-4s %-10.8s %-10s %-9s %s%s\n", jstr(r, "time") ? jstr(r, "time") : "-",
                     uid, jstr(r, "action"), gpu, jstr(r, "job") ? jstr(r, "job") : "-", dur, mem,
-                    jstr(r, "detail") ? jstr(r, "detail") : "");
+                    jstr(r, "detail") ? jstr(r, "detail") : "", who);
     }
     json_decref(o);
     return RNX_OK;

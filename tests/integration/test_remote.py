@@ -173,6 +173,24 @@ def test_curl_runs_a_job_and_reads_its_log(remote):
     assert rec["job"] == job["id"]                         # the job the change made
 
 
+def test_rnx_audit_shows_the_person_the_role_the_serial_and_the_address(remote):
+    # docs/remote.md, "The audit trail": rnx audit showed only the account's uid of a TLS caller's
+    # record; who it was (the certificate) and from where were in --json alone
+    p = remote.rnx("developer", "job", "run", "true")
+    assert p.returncode == 0, p.stderr
+    serial = certs.serial_of(f"{remote.pki}/developer.pem")
+    p = remote.rnx("admin", "audit", "--limit", "200")
+    assert p.returncode == 0, p.stderr
+    who = f"({remote.person['developer']}, developer, serial {serial}, from 127.0.0.1:"
+    assert any("POST /v1/jobs: 201 " + who in ln and ln.split()[1] == str(remote.uid["developer"])
+               for ln in p.stdout.splitlines()), p.stdout[-3000:]
+    # a refusal without a certificate: where it came from
+    remote.curl(None, remote.url("/v1/jobs"))
+    p = remote.rnx("admin", "audit", "--limit", "200")
+    assert any(" refused " in ln and "no client certificate" in ln and "(from 127.0.0.1:" in ln
+               for ln in p.stdout.splitlines()), p.stdout[-3000:]
+
+
 def test_whoami_names_the_person_the_role_and_the_account(remote):
     st, me = remote.api("boss", "GET", "/v1/whoami")
     assert st == 200 and me["role"] == "admin" and me["uid"] == remote.uid["boss"], me
