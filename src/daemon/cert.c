@@ -1335,6 +1335,11 @@ static int cert_revoke_target(int dfd, const cert_args *a, cert_info *out, jerr 
         if (!strcmp(t, "server") || !strcmp(t, "ca"))
             return jerr_field(e, "NAME", "'%s': revoke the server's certificate by its serial (joblet cert list); the "
                               "CA is not revoked, it is replaced (joblet cert init --force)", t);
+        /* a well-formed user name without a certificate is not found (1), as an unknown serial
+         * is; only a malformed one is a bad command line (2) */
+        if (cert_user_check(t, &ue) == 0)
+            return jerr_set(e, ENOENT, "'%s' is neither a user with a certificate in %s (%s/%s.pem) nor a serial; "
+                            "joblet cert list --dir %s shows them", t, a->dir, a->dir, t, a->dir);
         return jerr_field(e, "NAME", "'%s' is neither a user with a certificate in %s nor a serial; give a user name "
                           "(its certificate is %s/NAME.pem) or a serial as joblet cert list prints it",
                           cert_shown(t, sh, sizeof sh), a->dir, a->dir);

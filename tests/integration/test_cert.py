@@ -433,7 +433,10 @@ def test_revoke_by_name_and_serial_and_list(pki):
     assert rows[serial_of(os.path.join(pki, "server.pem"))][5] == "valid"
     # refusals: an unknown serial, an unknown name, the CA, the server by name
     refused(cert("revoke", "--dir", pki, "7f" * 16, ok=False), 1, "joblet cert list --dir")
-    refused(cert("revoke", "--dir", pki, "nobody", ok=False), 2, "'nobody' is neither a user with a certificate")
+    # a user name without a certificate is not found (1), as an unknown serial is; a malformed one is
+    # a bad command line (2)
+    refused(cert("revoke", "--dir", pki, "nobody", ok=False), 1, "'nobody' is neither a user with a certificate")
+    refused(cert("revoke", "--dir", pki, "a/b", ok=False), 2, "'a/b' is neither a user with a certificate")
     refused(cert("revoke", "--dir", pki, serial_of(os.path.join(pki, "ca.pem")), ok=False), 1, "the CA's serial")
     refused(cert("revoke", "--dir", pki, "server", ok=False), 2, "revoke the server's certificate by its serial")
     assert len(revoked_lines(pki)) == 2
