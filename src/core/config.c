@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/netaddr.h"
 #include "../common/parse.h"
 #include "../exec/shim_term.h"
+#include "../gpu/xid_policy.h"
 #include "../sched/placement.h"
 
 void config_defaults(config *c)
@@ -86,6 +88,18 @@ void config_defaults(config *c)
     c->slurm_retry_s = 30;
 }
 
+/* The defaults, for the keys whose default is none (set_key). */
+static const config *config_default(void)
+{
+    static config def;
+    static bool made;
+    if (!made) {
+        config_defaults(&def);
+        made = true;
+    }
+    return &def;
+}
+
 enum kind { K_STR, K_U64, K_MODE, K_LEVEL, K_BYTES, K_TRISTATE, K_BACKENDS, K_PATHS, K_STRATEGY, K_LISTEN, K_USERS, K_NODENAME };
 
 typedef struct key {
@@ -149,7 +163,8 @@ static const key keys[] = {
     U64("limits.max_gpus_per_user", limits.max_gpus_per_user, 0, 1000000),
     U64("limits.max_queued_per_user", limits.max_queued_per_user, 0, 100000000),
     U64("limits.max_jobs_per_user", limits.max_jobs_per_user, 0, 100000000),
-    U64("limits.max_request_bytes_per_user", limits.max_request_bytes_per_user, 0, 1ull << 50),
+    /* a size like its siblings (1GB); the plain byte count of the default is one too */
+    {"limits.max_request_bytes_per_user", K_BYTES, offsetof(config, limits.max_request_bytes_per_user), 8, 0, 0},
     U64("limits.gpu_requests_per_minute", limits.gpu_requests_per_minute, 0, 1000000),
     U64("limits.max_running_per_user", limits.max_running_per_user, 0, 1000000),
     U64("limits.attach_sessions_per_user", limits.attach_per_user, 0, 100000),
@@ -231,6 +246,12 @@ static int set_key(config *c, const key *k, const char *val, const char *file, j
     uint64_t v;
     switch (k->kind) {
     case K_STR:
+        /* "" is the default of a key whose default is none (metrics.readers: "" answers every
+         * local user, server.admin_group: "" is none); the others need a value */
+        if (!*val && !*((const char *)config_default() + k->off)) {
+            *p = 0;
+            return 0;
+        }
         if (!*val || strlen(val) >= k->len)
             return jerr_set(e, EINVAL, "%s: %s: must be a non-empty string shorter than %zu characters", file,
                             k->path, k->len);
@@ -426,6 +447,44 @@ static int walk(config *c, struct fy_node *map, const char *prefix, const char *
     return 0;
 }
 
+/* Settings that are read only once the daemon is set up (isolation, networks, the GPU health
+ * monitor, the metrics listener), checked here so that a wrong one stops joblet like any other
+ * wrong value: at once, exit 2 (which systemd does not restart), before the state directory is
+ * touched. */
+static int check_values(const config *c, const char *file, jerr *e)
+{
+    const char *d = c->isolation_default, *p = c->isolation_platform;
+    if (strcmp(d, "native") && strcmp(d, "gvisor"))
+        return jerr_set(e, EINVAL, "%s: isolation.default: '%s' must be native or gvisor", file, d);
+    if (*p && strcmp(p, "systrap") && strcmp(p, "ptrace") && strcmp(p, "kvm"))
+        return jerr_set(e, EINVAL, "%s: isolation.platform: '%s' must be systrap, ptrace or kvm", file, p);
+    xid_policy xp;
+    char err[400];
+    if (xid_policy_parse(&xp, c->xid_policy, err, sizeof err) < 0)
+        return jerr_set(e, EINVAL, "%s: %s", file, err);
+    const char *cidrs[][2] = {{"network.bridge_cidr", c->net_bridge_cidr},
+                              {"network.isolated_cidr", c->net_isolated_cidr},
+                              {"network.user_pool", c->net_user_pool}};
+    for (size_t i = 0; i < sizeof cidrs / sizeof cidrs[0]; i++) {
+        netaddr_cidr nc;
+        jerr ce = {0};
+        if (netaddr_cidr_parse(cidrs[i][0], cidrs[i][1], &nc, &ce) < 0)
+            return jerr_set(e, EINVAL, "%s: %s", file, ce.msg);
+    }
+    char list[sizeof c->net_dns];
+    snprintf(list, sizeof list, "%s", c->net_dns);
+    for (char *save = NULL, *a = strtok_r(list, ", ", &save); a; a = strtok_r(NULL, ", ", &save)) {
+        unsigned char buf[16];
+        if (inet_pton(AF_INET, a, buf) != 1 && inet_pton(AF_INET6, a, buf) != 1)
+            return jerr_set(e, EINVAL, "%s: network.dns: '%s' must be a numeric IP address: the resolvers, "
+                            "comma-separated (\"10.0.0.2, 10.0.0.3\")", file, a);
+    }
+    if (*c->metrics_listen && !listen_ok(c->metrics_listen))
+        return jerr_set(e, EINVAL, "%s: metrics.listen: '%s' must be ADDRESS:PORT with a numeric IP address "
+                        "(joblet does not look up names): 127.0.0.1:9464, [::1]:9464", file, c->metrics_listen);
+    return 0;
+}
+
 int config_load(config *c, const char *path, jerr *e)
 {
     struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET};
@@ -438,6 +497,8 @@ int config_load(config *c, const char *path, jerr *e)
         rc = jerr_set(e, EINVAL, "%s: the top level must be a mapping of settings", path);
     else if (root)
         rc = walk(c, root, "", path, e);
+    if (rc == 0)
+        rc = check_values(c, path, e);
     fy_document_destroy(doc);
     return rc;
 }

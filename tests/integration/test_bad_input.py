@@ -282,6 +282,42 @@ def test_joblet_refuses_bad_config_value(tmp_path):
     assert "whole number" in p.stderr
 
 
+@pytest.mark.parametrize("text,said", [
+    ("isolation:\n  default: docker\n", "isolation.default: 'docker' must be native or gvisor"),
+    ("isolation:\n  platform: banana\n", "isolation.platform: 'banana' must be systrap, ptrace or kvm"),
+    ("gpu:\n  xid_policy: \"79=explode\"\n", "gpu.xid_policy: '79=explode' must be XID=ACTION"),
+    ("network:\n  bridge_cidr: banana\n", "network.bridge_cidr: 'banana' is not an IPv4 network"),
+    ("network:\n  dns: \"10.0.0.2, notanip\"\n", "network.dns: 'notanip' must be a numeric IP address"),
+    ("metrics:\n  listen: localhost:9464\n", "metrics.listen: 'localhost:9464' must be ADDRESS:PORT"),
+])
+def test_joblet_refuses_values_read_after_its_setup_at_once(tmp_path, text, said):
+    """docs/config.md: a wrong value stops the daemon naming the key and what is accepted; the
+    values read only once joblet is set up (isolation, networks, the XID table, the metrics
+    listener) are refused with the others: exit 2 (which the systemd unit does not restart,
+    RestartPreventExitStatus=2), nothing made. They were refused with exit 1 after the state
+    directory and database were made (a unit restarting every second), and a wrong
+    gpu.xid_policy or network.dns was only logged, the daemon running on."""
+    root = f"joblet-it-{uuid.uuid4().hex[:8]}"
+    try:
+        p, cfg = run_joblet(tmp_path, f"cgroup:\n  root: {root}\n" + text)
+    finally:
+        remove_cgroup_root(root)
+    assert p.returncode == 2, p
+    assert f"{cfg}: {said}" in p.stderr, p.stderr
+
+
+def test_joblet_takes_the_documented_forms_of_sizes_and_empty_values(fresh_daemon):
+    """docs/config.md: limits.max_request_bytes_per_user takes a size like every other byte
+    count ("1KB"; it took only a plain number), and metrics.readers takes its documented
+    default "" (it was refused: "must be a non-empty string"), as does a key whose default is
+    none (server.admin_group)."""
+    d = fresh_daemon("limits:\n  max_request_bytes_per_user: 1KB\nmetrics:\n  readers: \"\"\n"
+                     "server:\n  admin_group: \"\"\n")
+    st, body = d.api("POST", "/v1/jobs", {"command": "true", "env": {"PAD": "p" * 2048},
+                                         "schedule_at": "2036-01-01T00:00:00Z"})
+    assert st == 429 and "limits.max_request_bytes_per_user" in json.dumps(body), (st, body)
+
+
 def test_joblet_reports_a_socket_directory_it_cannot_make(tmp_path):
     """The socket's directory cannot be made (a file is in its way): joblet names the
     directory and the reason, exits 1, and leaves no socket behind."""
