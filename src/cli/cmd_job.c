@@ -1133,7 +1133,13 @@ static int list_fetch(rnx_client *cl, const list_pick *p, json_t **jobs)
     int rc = RNX_OK;
     *jobs = NULL;
     if (client_request(cl, "GET", path, NULL, &resp, &e) < 0) {
-        rc = server_error(&e, false);
+        /* the API's filters are the flags' names: the refusal names the flag typed, as rnx's own
+         * ("--gpu: '9' is not a GPU", beside "--status: 'x' is not a job state") */
+        size_t fl = strlen(e.field);
+        if (fl && !strncmp(e.msg, e.field, fl) && e.msg[fl] == ':')
+            rc = rnx_fail("--%s", e.msg);
+        else
+            rc = server_error(&e, false);
     } else if (!json_is_array(json_object_get(resp, "jobs"))) {
         rc = rnx_fail("joblet's job list has no \"jobs\" array");
     } else {

@@ -312,7 +312,8 @@ def test_list_gpus_column_and_gpu_status_filters(fresh_daemon):
     assert list_ids(d, "--status", "RUNNING", "--gpu", "0") == [a]
     p = d.rnx("job", "list", "--gpu", "9")
     assert p.returncode == 1
-    assert p.stderr == "rnx: gpu: '9' is not a GPU of this machine; give an index or a UUID (rnx gpu list)\n"
+    # named as typed, like rnx's own refusals of --status, --user and --since (docs/cli.md)
+    assert p.stderr == "rnx: --gpu: '9' is not a GPU of this machine; give an index or a UUID (rnx gpu list)\n"
     d.rnx("job", "kill", a, check=True)
 
 
