@@ -52,6 +52,17 @@
 #include "routes_slurm.h"
 #include "stream.h"
 
+/* What a caller who named no GPU of this machine may give instead: the indexes there are, or
+ * that there is none (not "an index from 0 to -1"). */
+static const char *gpu_choices(char *buf, size_t n)
+{
+    if (!core.gpu.inv.n)
+        snprintf(buf, n, "this machine has no GPUs joblet can use");
+    else
+        snprintf(buf, n, "give an index from 0 to %d or a UUID (rnx gpu list)", core.gpu.inv.n - 1);
+    return buf;
+}
+
 static enum MHD_Result version(request *r)
 {
     return http_reply_json(r->conn, 200,
@@ -760,7 +771,8 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     int i = gpu_find(&core.gpu.inv, id);
     if (i < 0) {
-        jerr_http(&e, 404, "no GPU '%s': give an index from 0 to %d or a UUID (rnx gpu list)", id, core.gpu.inv.n - 1);
+        char what_to_give[96];
+        jerr_http(&e, 404, "no GPU '%s': %s", id, gpu_choices(what_to_give, sizeof what_to_give));
         return http_reply_error(r->conn, &e);
     }
     bool force = false;
@@ -821,7 +833,8 @@ static enum MHD_Result audit(request *r)
     if ((v = query_get(r, "gpu"))) {
         gpu = gpu_find(&core.gpu.inv, v);
         if (gpu < 0) {
-            jerr_field(&e, "gpu", "gpu: no GPU '%s' (an index from 0 to %d, or a UUID)", v, core.gpu.inv.n - 1);
+            char what_to_give[96];
+            jerr_field(&e, "gpu", "gpu: no GPU '%s': %s", v, gpu_choices(what_to_give, sizeof what_to_give));
             return http_reply_error(r->conn, &e);
         }
     }
@@ -990,9 +1003,8 @@ enum MHD_Result routes_dispatch(request *r)
         int i = gpu_find(&core.gpu.inv, p + 9);
         if (i >= 0)
             return http_reply_json(r->conn, 200, gpu_json_one(i));
-        jerr_http(&e, 404, "no GPU '%s': give an index from 0 to %d or a UUID (rnx gpu list)", p + 9, core.gpu.inv.n - 1);
-        if (!core.gpu.inv.n)
-            jerr_http(&e, 404, "no GPU '%s': this machine has no GPUs joblet can use", p + 9);
+        char what_to_give[96];
+        jerr_http(&e, 404, "no GPU '%s': %s", p + 9, gpu_choices(what_to_give, sizeof what_to_give));
         return http_reply_error(r->conn, &e);
     }
     jerr_http(&e, 404, "no route %s %s; see docs/api.md", r->method, p);

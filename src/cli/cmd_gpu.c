@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/parse.h"
 #include "../common/util.h"
 #include "client.h"
 #include "print.h"
@@ -606,7 +607,8 @@ static const char audit_help[] =
     "  --limit N        the newest N records that match (1 to 100000; default 10000)\n"
     "  --json           the records as the API's JSON array\n"
     "\n"
-    "TIME is RFC 3339: 2026-11-22T15:00:00Z, 2026-11-22T16:00:00+01:00, 2026-11-22T15:00:00.250Z.\n";
+    "TIME is RFC 3339: 2026-11-22T15:00:00Z, 2026-11-22T16:00:00+01:00, 2026-11-22T15:00:00.250Z;\n"
+    "or a duration, that long ago, as rnx job list --since takes: 30min, 2h, 1d.\n";
 
 int cmd_audit(rnx_ctx *ctx, int argc, char **argv)
 {
@@ -634,6 +636,19 @@ int cmd_audit(rnx_ctx *ctx, int argc, char **argv)
     }
     if (optind < argc)
         return rnx_usage("audit: unexpected argument '%s'", argv[optind]);
+    /* --since 2h, --until 30min: that long ago, as rnx job list --since (a time is sent as typed;
+     * what is neither, joblet refuses naming the flag) */
+    char ago[2][48];
+    for (int i = 3; i <= 4; i++) {
+        uint64_t secs;
+        time_t at;
+        jerr de = {0};
+        if (vals[i] && parse_rfc3339(vals[i], &at) < 0 && parse_duration(keys[i], vals[i], &secs, &de) == 0 &&
+            secs <= (uint64_t)time(NULL)) {
+            format_ns_us(now_ns() - (int64_t)secs * 1000000000, ago[i - 3], sizeof ago[i - 3]);
+            vals[i] = ago[i - 3];
+        }
+    }
     char path[1024] = "/v1/audit";
     for (int i = 0; i < 6; i++) {
         if (!vals[i])

@@ -2,6 +2,7 @@
 sandbox.md) as a user types them, on a simulated DGX H100 (gpu.fixture): where what rnx says
 differed from the documents, or would puzzle someone used to Docker, NVIDIA's container toolkit
 or Slurm, the case that showed it."""
+import json
 import os
 
 import pytest
@@ -56,4 +57,29 @@ def test_audit_refusals_name_the_flag(dgx):
     p = dgx.rnx("audit", "--since", "yesterday")
     assert p.returncode == 1 and p.stderr.startswith("rnx: --since: 'yesterday' is not a time; give RFC 3339"), p.stderr
     p = dgx.rnx("audit", "--gpu", "12")
-    assert p.returncode == 1 and p.stderr == "rnx: --gpu: no GPU '12' (an index from 0 to 7, or a UUID)\n", p.stderr
+    assert p.returncode == 1 and p.stderr == ("rnx: --gpu: no GPU '12': give an index from 0 to 7 or a UUID "
+                                              "(rnx gpu list)\n"), p.stderr
+
+
+def test_audit_since_and_until_take_a_duration_as_job_list_does(dgx):
+    """`rnx job list --since 2h` takes a duration (docs/cli.md); `rnx audit --since 2h` was refused
+    ("is not a time; give RFC 3339"): both take one now, that long ago, for --until too."""
+    jid = dgx.rnx("job", "run", "--gpu=1", "true", check=True).stdout.strip()
+    dgx.wait(jid)
+    recs = lambda *a: [r["action"] for r in json.loads(dgx.rnx("audit", "--job", jid, "--json", *a,
+                                                               check=True).stdout)]
+    assert "allocate" in recs("--since", "2h"), recs()
+    assert recs("--until", "1h") == []
+    assert "or a duration, that long ago" in dgx.rnx("audit", "--help", check=True).stdout
+
+
+def test_no_gpu_is_named_without_a_range_on_a_machine_without_gpus(fresh_daemon):
+    """On a machine without GPUs, naming one said "give an index from 0 to -1"; it says there is
+    none (rnx audit --gpu 3, docs/health.md; rnx gpu drain 0)."""
+    d = fresh_daemon("gpu:\n  enabled: false\n")
+    p = d.rnx("audit", "--gpu", "3")
+    assert p.returncode == 1 and p.stderr == "rnx: --gpu: no GPU '3': this machine has no GPUs joblet can use\n", \
+        p.stderr
+    p = d.rnx("gpu", "drain", "0")
+    assert p.returncode == 1 and "-1" not in p.stderr and "this machine has no GPUs joblet can use" in p.stderr, \
+        p.stderr
