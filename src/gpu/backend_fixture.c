@@ -169,6 +169,8 @@ int gpu_backend_fixture(const gpu_config *c, gpu_inventory *inv, jerr *e)
 {
     json_error_t je;
     json_t *root = json_load_file(c->fixture, JSON_REJECT_DUPLICATES, &je);
+    if (!root && je.line < 1) /* not read at all (jansson gives no place): only the reason */
+        return jerr_set(e, EINVAL, "gpu.fixture: %s", je.text);
     if (!root)
         return jerr_set(e, EINVAL, "gpu.fixture: %s: line %d column %d: %s", c->fixture, je.line, je.column, je.text);
     int rc = -1;

@@ -411,6 +411,12 @@ def test_bad_fixture_stops_the_daemon_with_the_reason(fresh_daemon, tmp_path):
     with pytest.raises(RuntimeError) as e:
         d2.start()
     assert "cpus" in str(e.value)
+    # a file that is not there: the reason alone, not "line -1 column -1" (docs/config.md)
+    d3 = fresh_daemon(f"gpu:\n  fixture: {tmp_path / 'gone.json'}\n", start=False)
+    with pytest.raises(RuntimeError) as e:
+        d3.start()
+    assert f"gpu.fixture: unable to open {tmp_path / 'gone.json'}: No such file or directory" in str(e.value)
+    assert "line -1" not in str(e.value)
 
 
 def test_unknown_gpu_config_keys_are_refused(fresh_daemon):
