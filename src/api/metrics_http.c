@@ -330,6 +330,13 @@ static int parse_hostport(const char *hp, struct sockaddr_storage *ss, socklen_t
     return 0;
 }
 
+int metrics_listen_check(const char *hostport, jerr *e)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    return parse_hostport(hostport, &ss, &len, e);
+}
+
 static void close_watch(void)
 {
     if (listener.efd >= 0) {

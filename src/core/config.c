@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/metrics_http.h"
 #include "../common/netaddr.h"
 #include "../common/parse.h"
 #include "../exec/shim_term.h"
@@ -479,9 +480,9 @@ static int check_values(const config *c, const char *file, jerr *e)
             return jerr_set(e, EINVAL, "%s: network.dns: '%s' must be a numeric IP address: the resolvers, "
                             "comma-separated (\"10.0.0.2, 10.0.0.3\")", file, a);
     }
-    if (*c->metrics_listen && !listen_ok(c->metrics_listen))
-        return jerr_set(e, EINVAL, "%s: metrics.listen: '%s' must be ADDRESS:PORT with a numeric IP address "
-                        "(joblet does not look up names): 127.0.0.1:9464, [::1]:9464", file, c->metrics_listen);
+    jerr me = {0};
+    if (*c->metrics_listen && metrics_listen_check(c->metrics_listen, &me) < 0)
+        return jerr_set(e, EINVAL, "%s: %s", file, me.msg);
     return 0;
 }
 
