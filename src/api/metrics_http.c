@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/netaddr.h"
 #include "../common/promtext.h"
 #include "../common/tcpowner.h"
 #include "../common/util.h"
@@ -282,60 +283,6 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     }
 }
 
-/* "127.0.0.1:9464", "[::1]:9464", "0.0.0.0:9464" into a socket address. */
-static int parse_hostport(const char *hp, struct sockaddr_storage *ss, socklen_t *len, jerr *e)
-{
-    char host[64];
-    const char *port;
-    memset(ss, 0, sizeof *ss);
-    if (hp[0] == '[') {
-        const char *end = strchr(hp, ']');
-        if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof host)
-            return jerr_set(e, EINVAL, "metrics.listen: '%s' is not [IPv6]:PORT, e.g. [::1]:9464", hp);
-        snprintf(host, sizeof host, "%.*s", (int)(end - hp - 1), hp + 1);
-        port = end + 2;
-    } else {
-        const char *colon = strrchr(hp, ':');
-        if (!colon)
-            return jerr_set(e, EINVAL, "metrics.listen: '%s' has no port; give HOST:PORT, e.g. 127.0.0.1:9464", hp);
-        if (memchr(hp, ':', (size_t)(colon - hp)))
-            return jerr_set(e, EINVAL, "metrics.listen: '%s': put an IPv6 address in brackets, e.g. [::1]:9464", hp);
-        if ((size_t)(colon - hp) >= sizeof host)
-            return jerr_set(e, EINVAL, "metrics.listen: '%s': the host is too long", hp);
-        snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
-        port = colon + 1;
-    }
-    char *end;
-    errno = 0;
-    unsigned long p = strtoul(port, &end, 10);
-    if (!*port || *end || errno || p < 1 || p > 65535 || *port == '+' || *port == '-')
-        return jerr_set(e, EINVAL, "metrics.listen: '%s': the port must be a number from 1 to 65535", hp);
-    if (!*host)
-        return jerr_set(e, EINVAL, "metrics.listen: '%s' has no host; give a numeric address, e.g. 127.0.0.1:%lu "
-                                   "(0.0.0.0:%lu listens on every interface)", hp, p, p);
-    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)p);
-        *len = sizeof *v4;
-    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)p);
-        *len = sizeof *v6;
-    } else {
-        return jerr_set(e, EINVAL, "metrics.listen: '%s' is not a numeric IP address (joblet does not look up "
-                                   "names); use e.g. 127.0.0.1:%lu or [::1]:%lu", host, p, p);
-    }
-    return 0;
-}
-
-int metrics_listen_check(const char *hostport, jerr *e)
-{
-    struct sockaddr_storage ss;
-    socklen_t len;
-    return parse_hostport(hostport, &ss, &len, e);
-}
 
 static void close_watch(void)
 {
@@ -360,7 +307,7 @@ int metrics_listen_start(const char *hostport, const char *readers, const char *
         return jerr_set(e, EBUSY, "metrics.listen: the listener is already running on %s", listener.where);
     struct sockaddr_storage ss;
     socklen_t sl = 0;
-    if (parse_hostport(hostport, &ss, &sl, e) < 0)
+    if (netaddr_hostport("metrics.listen", hostport, &ss, &sl, e) < 0)
         return -1;
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)

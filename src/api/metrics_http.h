@@ -18,9 +18,6 @@ enum MHD_Result metrics_reply(request *r);
  * says whose the client's socket is, and a socket made in a job's cgroup, beneath cg_mount's
  * cg_root, is the job's owner's); one from elsewhere as before. Call on the loop thread after
  * loop_init. */
-/* metrics.listen's value ("127.0.0.1:9464", "[::1]:9464"): 0, or -1 with e saying what is
- * wrong with it (config_load checks it so; metrics_listen_start parses it the same way). */
-int metrics_listen_check(const char *hostport, jerr *e);
 int metrics_listen_start(const char *hostport, const char *readers, const char *cg_mount, const char *cg_root,
                          jerr *e);
 /* Stops the listener; a scrape still waiting is answered 503 at once. Loop thread. */

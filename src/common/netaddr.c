@@ -2,6 +2,7 @@
 #include "netaddr.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,4 +111,51 @@ void netaddr_veth_name(const char *job_id, char *out, size_t len)
             hex[n++] = *c;
     hex[n] = 0;
     snprintf(out, len, "jv%s", hex);
+}
+
+int netaddr_hostport(const char *field, const char *hp, struct sockaddr_storage *ss, socklen_t *len, jerr *e)
+{
+    char host[64];
+    const char *port;
+    memset(ss, 0, sizeof *ss);
+    if (hp[0] == '[') {
+        const char *end = strchr(hp, ']');
+        if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof host)
+            return jerr_set(e, EINVAL, "%s: '%s' is not [IPv6]:PORT, e.g. [::1]:9464", field, hp);
+        snprintf(host, sizeof host, "%.*s", (int)(end - hp - 1), hp + 1);
+        port = end + 2;
+    } else {
+        const char *colon = strrchr(hp, ':');
+        if (!colon)
+            return jerr_set(e, EINVAL, "%s: '%s' has no port; give HOST:PORT, e.g. 127.0.0.1:9464", field, hp);
+        if (memchr(hp, ':', (size_t)(colon - hp)))
+            return jerr_set(e, EINVAL, "%s: '%s': put an IPv6 address in brackets, e.g. [::1]:9464", field, hp);
+        if ((size_t)(colon - hp) >= sizeof host)
+            return jerr_set(e, EINVAL, "%s: '%s': the host is too long", field, hp);
+        snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
+        port = colon + 1;
+    }
+    char *end;
+    errno = 0;
+    unsigned long p = strtoul(port, &end, 10);
+    if (!*port || *end || errno || p < 1 || p > 65535 || *port == '+' || *port == '-')
+        return jerr_set(e, EINVAL, "%s: '%s': the port must be a number from 1 to 65535", field, hp);
+    if (!*host)
+        return jerr_set(e, EINVAL, "%s: '%s' has no host; give a numeric address, e.g. 127.0.0.1:%lu "
+                                   "(0.0.0.0:%lu listens on every interface)", field, hp, p, p);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)p);
+        *len = sizeof *v4;
+    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)p);
+        *len = sizeof *v6;
+    } else {
+        return jerr_set(e, EINVAL, "%s: '%s' is not a numeric IP address (joblet does not look up "
+                                   "names); use e.g. 127.0.0.1:%lu or [::1]:%lu", field, host, p, p);
+    }
+    return 0;
 }

@@ -1,12 +1,14 @@
 /* IPv4 addresses and networks of job networks (docs/networks.md), pure: parsing, formatting,
  * the names of the links joblet makes, and where one job sits on a network (its address and
- * its host-side link), which the jobs' rows keep (store/db.h) and the spec carries. */
+ * its host-side link), which the jobs' rows keep (store/db.h) and the spec carries; and a
+ * listener's numeric HOST:PORT (metrics.listen). */
 #ifndef JOBLET_NETADDR_H
 #define JOBLET_NETADDR_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "err.h"
 
@@ -35,6 +37,10 @@ bool netaddr_cidr_contains(const netaddr_cidr *c, uint32_t addr);
 bool netaddr_cidr_overlap(const netaddr_cidr *a, const netaddr_cidr *b);
 /* Hosts of the network: 2^(32-prefix). */
 uint64_t netaddr_cidr_size(const netaddr_cidr *c);
+
+/* A listener's address, "127.0.0.1:9464", "[::1]:9464", "0.0.0.0:9464" (numeric: no name is
+ * looked up), into a socket address; refused naming field (metrics.listen) and what is wrong. */
+int netaddr_hostport(const char *field, const char *hp, struct sockaddr_storage *ss, socklen_t *len, jerr *e);
 
 /* Whether name is a network name ([a-z0-9][a-z0-9_.-]{0,31}). */
 bool netaddr_name_ok(const char *name);

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../api/metrics_http.h"
 #include "../common/netaddr.h"
 #include "../common/parse.h"
 #include "../exec/shim_term.h"
@@ -481,7 +480,9 @@ static int check_values(const config *c, const char *file, jerr *e)
                             "comma-separated (\"10.0.0.2, 10.0.0.3\")", file, a);
     }
     jerr me = {0};
-    if (*c->metrics_listen && metrics_listen_check(c->metrics_listen, &me) < 0)
+    struct sockaddr_storage ss; /* (as metrics_listen_start parses it) */
+    socklen_t sl;
+    if (*c->metrics_listen && netaddr_hostport("metrics.listen", c->metrics_listen, &ss, &sl, &me) < 0)
         return jerr_set(e, EINVAL, "%s: %s", file, me.msg);
     return 0;
 }
