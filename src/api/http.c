@@ -404,17 +404,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* a route that takes its body as a file (an archive, past server.max_body_bytes), or
          * refuses it unread, says so now */
         request r = {.conn = c, .method = method, .path = url, .body_fd = -1, .ctx = &st->ctx, .who = *who};
-        if (who->via == CALLER_UNIX && authz_local_known(who->uid)) {
-            r.who = authz_local(who->uid, who->gid); /* the role as its account is known now */
+        if (who->via == CALLER_UNIX && routes_body_sink_route(method, url)) {
+            /* decided on before its body, with the role its account has now (a connection kept
+             * open may have seen another): known, or being looked up (core/nsscache.h), when it
+             * is told to send it again, neither refused for a role it may have nor let in for
+             * one it had */
+            if (!authz_local_known(who->uid)) {
+                jerr_http(&e, 503, "joblet is looking up the account of uid %u (server.admin_group: its role) to "
+                                   "decide on this request before its body: send it again", (unsigned)who->uid);
+                return http_reply_error(c, &e);
+            }
+            r.who = authz_local(who->uid, who->gid);
             r.who.pid = who->pid;
         }
         int how = routes_body_sink(&r, &st->sink_fd, &st->sink_max, &e);
-        if (how < 0 && who->via == CALLER_UNIX && !authz_local_known(who->uid))
-            /* refused before its body with the role its account had when it connected, which
-             * is not known now (being looked up, core/nsscache.h): maybe the lesser role (an
-             * operator's taken for a developer's); never refused for a role it may not have */
-            jerr_http(&e, 503, "joblet is looking up the account of uid %u (server.admin_group: its role) to decide "
-                               "on this request before its body: send it again", (unsigned)who->uid);
         if (how < 0)
             return http_reply_error(c, &e);
         st->sink_pipe = how == 2;

@@ -78,12 +78,15 @@ static void on_scrub_exit(watch *w, uint32_t events)
         ;
     /* The helper prints "<uuid>: scrubbed ..." for each GPU it zeroed and "<uuid>: <why>" for
      * each it could not; a GPU it says nothing about (it crashed) failed too. */
-    char out[8192];
+    static char out[65536]; /* (verdicts: one line a GPU; holder lines: 32 at most, scrub_main.c) */
     size_t len = 0;
     ssize_t n;
     while (len < sizeof out - 1 && (n = read(r->out_fd, out + len, sizeof out - 1 - len)) > 0)
         len += (size_t)n;
     out[len] = 0;
+    const char *more = strstr(out, "joblet-gpu-scrub: more holders killed");
+    if (more)
+        log_warn("%.*s: the audit trail has a record of the first ones only", (int)strcspn(more, "\n"), more);
     for (scrub_run **p = &runs; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;

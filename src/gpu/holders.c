@@ -112,7 +112,7 @@ static void read_line(const char *path, char *out, size_t len)
     fclose(f);
 }
 
-/* uid, euid, cgroup, comm, exe; and for a privileged process its MPS pipe directory. */
+/* uid, euid, cgroup, comm, exe, its MPS pipe directory. */
 static void describe(pid_t pid, gpu_holder *h)
 {
     char path[64], line[512];
@@ -143,8 +143,6 @@ static void describe(pid_t pid, gpu_holder *h)
             }
         fclose(f);
     }
-    if (h->euid != 0)
-        return; /* only a privileged process's environment is believed (holders_find's caller) */
     snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -167,13 +165,15 @@ int holders_find(dev_t rdev, gpu_holder *out, int max)
     if (!d)
         return 0;
     int n = 0;
-    pid_t self = getpid();
+    /* this helper, and joblet, which started it: its health monitor holds every GPU's node
+     * through NVML for as long as it runs */
+    pid_t self = getpid(), joblet = getppid();
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!numeric(de->d_name))
             continue;
         pid_t pid = (pid_t)atoi(de->d_name);
-        if (pid == self || !holds(pid, rdev))
+        if (pid == self || pid == joblet || !holds(pid, rdev))
             continue;
         if (n < max)
             describe(pid, &out[n]);

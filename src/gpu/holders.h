@@ -18,11 +18,13 @@ typedef struct gpu_holder {
     char comm[32];      /* /proc/PID/comm, for messages only */
     char exe[256];      /* /proc/PID/exe, empty when unreadable */
     char cgroup[256];   /* the cgroup2 path ("0::" line of /proc/PID/cgroup), empty when none */
-    char mps_pipe[512]; /* CUDA_MPS_PIPE_DIRECTORY of a privileged holder, empty when none */
+    char mps_pipe[512]; /* its CUDA_MPS_PIPE_DIRECTORY, empty when none (a name, not a proof:
+                         * anyone may set it) */
 } gpu_holder;
 
-/* Every process but this one holding the character device rdev; at most max stored in out,
- * the count of all found returned. */
+/* Every process but this one and its parent (joblet, whose NVML health monitor holds every GPU's
+ * node) holding the character device rdev; at most max stored in out, the count of all found
+ * returned. */
 int holders_find(dev_t rdev, gpu_holder *out, int max);
 
 /* Process pid, described in out when it (still) holds rdev. */

@@ -16,8 +16,10 @@
  *       GPU-...: holder killed: pid <P> uid <U> cgroup <path|-> comm <name>
  *   - root running nvidia-persistenced or nv-hostengine (DCGM): they hold every GPU's node by
  *     design and run no tenant's code; left alone;
- *   - root with CUDA_MPS_PIPE_DIRECTORY=MPS-PIPE-DIR: joblet's own MPS server of this GPU, told
- *     to quit just before; waited for (10 s);
+ *   - joblet's own MPS control daemon (root) and server (its tenant's uid: nvidia-cuda-mps-server)
+ *     of this GPU, CUDA_MPS_PIPE_DIRECTORY=MPS-PIPE-DIR, told to quit just before: waited for
+ *     (10 s); a server still there then is judged as any other;
+ *   - joblet itself (this helper's parent: its NVML health monitor holds every node) is no holder;
  *   - any other root process (an admin's nvidia-smi, a root job outside joblet): never killed;
  *     given 2 s to end by itself, then the GPU is not scrubbed and fails (DEGRADED), the reason
  *     naming the process.
@@ -69,6 +71,9 @@
 #define HOLDER_ROUNDS 5
 #define HOLDER_WAIT_MS 10000
 #define ROOT_GRACE_MS 2000
+#define HOLDER_LINES_MAX 32
+
+static int holder_lines; /* "holder killed" lines printed by this run */
 
 static struct {
 #define CUDA_POINTER(name, ret, params) ret(*name) params;
@@ -279,6 +284,27 @@ static bool exits(int pidfd, int ms)
     return r > 0;
 }
 
+/* Whether process pid is gone, or goes within ms. */
+static bool gone_within(pid_t pid, int ms)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    bool gone = pidfd < 0 || exits(pidfd, ms);
+    if (pidfd >= 0)
+        close(pidfd);
+    return gone;
+}
+
+/* joblet's MPS server of this GPU: nvidia-cuda-mps-server with this GPU's pipe directory. It runs
+ * as its tenant's uid (the control daemon starts it so), and is told to quit just before the
+ * scrub. The name and the variable are anyone's to take: such a process is only waited for
+ * (HOLDER_WAIT_MS), then judged as any other. */
+static bool mps_server(const gpu_holder *h, const char *mps_pipe)
+{
+    const char *base = strrchr(h->exe, '/') ? strrchr(h->exe, '/') + 1 : h->exe;
+    return *mps_pipe && strcmp(h->mps_pipe, mps_pipe) == 0 && strncmp(base, "nvidia-cuda-mps-server", 22) == 0 &&
+           (!base[22] || base[22] == ' ');
+}
+
 /* 1 killed (or gone by itself), 0 not ours to kill after all (it became another process, or
  * privileged, or let go), -1 it would not die (why set). */
 static int kill_holder(const gpu_holder *h, dev_t rdev, char *why, size_t len)
@@ -317,17 +343,15 @@ static int clear_holders(const char *uuid, int minor, const char *mps_pipe, char
             clean(h[i].cgroup);
             if (h[i].euid == (uid_t)-1)
                 continue; /* gone before it could be read */
+            if (h[i].euid != 0 && mps_server(&h[i], mps_pipe) && gone_within(h[i].pid, HOLDER_WAIT_MS))
+                continue; /* joblet's MPS server of this GPU (its tenant's uid), told to quit: it did */
             if (h[i].euid == 0) {
                 if (expected_daemon(h[i].exe) || root)
                     continue;
                 /* joblet's MPS server of this GPU is quitting; any other gets a moment to end
                  * by itself (a short nvidia-smi) before it costs the GPU */
                 bool mps = *mps_pipe && strcmp(h[i].mps_pipe, mps_pipe) == 0;
-                int pidfd = (int)syscall(SYS_pidfd_open, h[i].pid, 0);
-                bool gone = pidfd < 0 || exits(pidfd, mps ? HOLDER_WAIT_MS : ROOT_GRACE_MS);
-                if (pidfd >= 0)
-                    close(pidfd);
-                if (!gone)
+                if (!gone_within(h[i].pid, mps ? HOLDER_WAIT_MS : ROOT_GRACE_MS))
                     root = &h[i];
                 continue;
             }
@@ -336,8 +360,14 @@ static int clear_holders(const char *uuid, int minor, const char *mps_pipe, char
                 return -1;
             if (r > 0) {
                 killed++;
-                printf("%s: holder killed: pid %d uid %u cgroup %s comm %s\n", uuid, (int)h[i].pid, (unsigned)h[i].uid,
-                       *h[i].cgroup ? h[i].cgroup : "-", *h[i].comm ? h[i].comm : "-");
+                /* a line each for the audit trail, at most HOLDER_LINES_MAX a run: joblet reads
+                 * the output once the helper is done, so what it prints stays well within a
+                 * pipe's 64 KiB (past it the helper would block for ever) */
+                if (holder_lines++ < HOLDER_LINES_MAX)
+                    printf("%s: holder killed: pid %d uid %u cgroup %s comm %s\n", uuid, (int)h[i].pid,
+                           (unsigned)h[i].uid, *h[i].cgroup ? h[i].cgroup : "-", *h[i].comm ? h[i].comm : "-");
+                else if (holder_lines == HOLDER_LINES_MAX + 1)
+                    printf("joblet-gpu-scrub: more holders killed than the %d lines told\n", HOLDER_LINES_MAX);
             }
         }
         if (root) {

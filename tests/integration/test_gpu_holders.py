@@ -144,6 +144,41 @@ def test_joblet_s_own_quitting_mps_server_is_waited_for(scrub_machine, holders):
     assert h.poll() is None and gl[1]["state"] == "degraded", gl[1]
 
 
+def test_joblet_s_mps_server_of_its_tenants_uid_is_waited_for_not_killed(scrub_machine, holders, tmp_path):
+    # the MPS server runs as its tenant's uid (the control daemon starts it so): told to quit, it
+    # is waited for, not killed as a holder nor recorded against the tenant; a process that only
+    # takes its name and pipe directory is waited for as long, then killed as any holder
+    d, dev, gpus, _ = scrub_machine
+    server = tmp_path / "nvidia-cuda-mps-server"
+    server.write_bytes(open(os.path.realpath(sys.executable), "rb").read())
+    server.chmod(0o755)
+    mps = os.path.join(d.state, "mps", "0", "pipe")
+
+    def as_server(uid, node, hold_s):
+        p = subprocess.Popen([str(server), "-c", HOLDER, str(uid), str(node)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "CUDA_MPS_PIPE_DIRECTORY": mps, "HOLD_S": str(hold_s)})
+        assert p.stdout.readline().strip() == "ready"
+        return p
+
+    h = as_server(HOLDER_UID, dev / f"nvidia{gpus[0]['minor']}", 2)
+    try:
+        _, gl = run_and_release(d, 0)
+        assert h.wait(timeout=5) == 0  # it ended by itself, and only then was the GPU zeroed
+    finally:
+        if h.poll() is None:
+            h.kill()
+    assert gl[0]["state"] == "available", gl[0]
+    assert not audit(d, "holder")
+    h = as_server(HOLDER_UID, dev / f"nvidia{gpus[0]['minor']}", 600)
+    try:
+        _, gl = run_and_release(d, 0)
+        assert h.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        if h.poll() is None:
+            h.kill()
+    assert gl[0]["state"] == "available" and len(audit(d, "holder")) == 1, (gl[0], audit(d, "holder"))
+
+
 def test_holders_of_other_nodes_are_left_alone(scrub_machine, holders):
     # nvidiactl is every GPU job's; another GPU's node is not the released one's: in the same
     # scan that kills the released GPU's holder, they stay
