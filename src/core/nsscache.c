@@ -49,6 +49,7 @@ static nss_entry *entries[NSSCACHE_MAX];
 static size_t nentries;
 static int64_t ttl_ms = 60000;
 static nss_entry busy = {.err = EAGAIN};
+static size_t nasking; /* entries asking: nsscache_due_ms looks at none while there are none */
 
 bool nsscache_none(int err) { return err == ENOENT || err == ESRCH || err == EBADF || err == EPERM; }
 
@@ -190,15 +191,43 @@ static nss_entry *slot(void)
     return entries[best];
 }
 
+static const char *kind_name(const nss_entry *e)
+{
+    return e->kind == NSS_UID ? "uid" : e->kind == NSS_GROUP ? "group" : "user";
+}
+
+/* e's waiters, told it is answered (or failed), taken off it first (a waiter may ask again). */
+static void wake(nss_entry *e)
+{
+    nss_waiter *w = e->waiters;
+    e->waiters = NULL;
+    state_want(WANT_SCHEDULE); /* a job that waited on it (queue.c: SW_ACCOUNT_LOOKUP) */
+    size_t nw = 0;
+    for (const nss_waiter *v = w; v; v = v->next)
+        nw++;
+    if (e->kind == NSS_UID)
+        log_debug("account look-up of uid %u answered: %zu waiter%s", (unsigned)e->key_uid, nw, nw == 1 ? "" : "s");
+    else
+        log_debug("account look-up of %s %s answered: %zu waiter%s", kind_name(e), e->key, nw, nw == 1 ? "" : "s");
+    while (w) {
+        nss_waiter *next = w->next;
+        w->fn(w->arg);
+        free(w);
+        w = next;
+    }
+}
+
 /* The answer j carries, kept in e; its waiters called. */
 static void answered(nss_entry *e, nss_job *j)
 {
     free(e->groups);
     nss_waiter *w = e->waiters;
     bool negative = j->e.err != 0;
+    if (e->asking)
+        nasking--;
     *e = j->e;
     e->asking = false;
-    e->waiters = NULL;
+    e->waiters = w;
     int64_t keep = negative && NSSCACHE_NEGATIVE_MS < ttl_ms ? NSSCACHE_NEGATIVE_MS : ttl_ms;
     e->expires_ms = now_ms() + keep;
     if (j->e.err && !nsscache_none(j->e.err)) {
@@ -209,21 +238,7 @@ static void answered(nss_entry *e, nss_job *j)
                  e->kind == NSS_UID ? uid : e->key, strerror(j->e.err), (long long)keep);
     }
     free(j);
-    state_want(WANT_SCHEDULE); /* a job that waited on it (queue.c: SW_ACCOUNT_LOOKUP) */
-    size_t nw = 0;
-    for (const nss_waiter *v = w; v; v = v->next)
-        nw++;
-    if (e->kind == NSS_UID)
-        log_debug("account look-up of uid %u answered: %zu waiter%s", (unsigned)e->key_uid, nw, nw == 1 ? "" : "s");
-    else
-        log_debug("account look-up of %s %s answered: %zu waiter%s", e->kind == NSS_GROUP ? "group" : "user", e->key,
-                  nw, nw == 1 ? "" : "s");
-    while (w) {
-        nss_waiter *next = w->next;
-        w->fn(w->arg);
-        free(w);
-        w = next;
-    }
+    wake(e);
 }
 
 static void on_answer(watch *w, uint32_t events)
@@ -267,6 +282,8 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
         snprintf(j->e.key, sizeof j->e.key, "%s", e->key);
         snprintf(j->admin_group, sizeof j->admin_group, "%s", core.cfg.admin_group);
         e->asking = true;
+        e->deadline_ms = now + NSSCACHE_DEADLINE_MS;
+        nasking++;
         if (!res.running) {
             /* no threads (unit tests, the fuzz harness): asked here, answered at once */
             resolve(j);
@@ -285,6 +302,35 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
         e->waiters = w;
     }
     return NULL;
+}
+
+int64_t nsscache_due_ms(void)
+{
+    int64_t due = 0;
+    for (size_t i = 0; nasking && i < nentries; i++)
+        if (entries[i]->asking && (!due || entries[i]->deadline_ms < due))
+            due = entries[i]->deadline_ms;
+    return due;
+}
+
+void nsscache_tick(int64_t now)
+{
+    for (size_t i = 0; nasking && i < nentries; i++) {
+        nss_entry *e = entries[i];
+        if (!e->asking || e->deadline_ms > now)
+            continue;
+        /* failed for now (its thread may still answer: then that answer is kept), and its
+         * waiters told; the next deadline a while on, for those who ask again meanwhile */
+        char uid[16];
+        snprintf(uid, sizeof uid, "%u", (unsigned)e->key_uid);
+        log_warn("account look-up of %s %s: no answer in %d s (is the directory service away?); refused for %d s, "
+                 "and kept when it comes", kind_name(e), e->kind == NSS_UID ? uid : e->key,
+                 NSSCACHE_DEADLINE_MS / 1000, NSSCACHE_NEGATIVE_MS / 1000);
+        e->err = ETIMEDOUT;
+        e->expires_ms = now + NSSCACHE_NEGATIVE_MS;
+        e->deadline_ms = now + NSSCACHE_DEADLINE_MS;
+        wake(e);
+    }
 }
 
 void nsscache_forget(nsscache_fn fn, void *arg)

@@ -22,6 +22,10 @@
 
 #define NSSCACHE_MAX 4096
 #define NSSCACHE_NEGATIVE_MS 5000
+/* A look-up not answered within this fails its waiters (ETIMEDOUT, kept NSSCACHE_NEGATIVE_MS):
+ * a directory server that never answers holds no request, and no job's wait, for ever (a
+ * suspended connection never times out by itself); its thread's late answer is still kept. */
+#define NSSCACHE_DEADLINE_MS 10000
 
 enum nss_kind { NSS_UID, NSS_USER, NSS_GROUP };
 
@@ -45,6 +49,7 @@ typedef struct nss_entry {
     /* the loop's bookkeeping */
     int64_t expires_ms;   /* answered, and good until then; 0 while never answered */
     bool asking;          /* handed to a resolver thread */
+    int64_t deadline_ms;  /* while asking: when its waiters fail (NSSCACHE_DEADLINE_MS) */
     struct nss_waiter *waiters;
 } nss_entry;
 
@@ -54,6 +59,10 @@ typedef void (*nsscache_fn)(void *arg);
 int nsscache_start(unsigned ttl_s);
 /* Stops handing them work (a thread stuck in a look-up is not waited for). */
 void nsscache_stop(void);
+/* When nsscache_tick has a look-up to fail next (now_ms's clock), 0 when none is under way;
+ * nsscache_tick fails those past their deadline. Loop thread. */
+int64_t nsscache_due_ms(void);
+void nsscache_tick(int64_t now);
 /* The account of uid, of name, the group of name, as known now (see above). */
 const nss_entry *nsscache_uid(uid_t uid, nsscache_fn fn, void *arg);
 const nss_entry *nsscache_user(const char *name, nsscache_fn fn, void *arg);

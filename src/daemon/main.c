@@ -171,8 +171,10 @@ static int before_wait(void)
     state_commit();
     if (settle_pending())
         return 0;
-    return until(until(until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms), state_resync_at_ms()),
-                 audit_due_ms());
+    return until(until(until(until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms),
+                                 state_resync_at_ms()),
+                           audit_due_ms()),
+                 nsscache_due_ms());
 }
 
 /* After the events of a turn: timers, then the settle step, so requests see a settled state,
@@ -190,6 +192,9 @@ static void after_wake(void)
     }
     if (now >= audit_due_ms())
         audit_tick(now);
+    int64_t nss_due = nsscache_due_ms();
+    if (nss_due && now >= nss_due)
+        nsscache_tick(now); /* look-ups no answer came for: their waiters refused */
     settle();
     workflow_drop_gone(false); /* those whose last job was deleted this turn */
     state_commit();

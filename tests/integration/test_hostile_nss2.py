@@ -89,3 +89,33 @@ def test_a_person_whose_account_is_slow_does_not_refuse_other_persons_their_look
     # the slow person is answered once its look-up is done: no such account, refused
     assert len(slow_answers) == 16 and all(s == 403 for s, _ in slow_answers), slow_answers
 
+
+
+def test_a_look_up_that_never_ends_holds_no_request_past_a_deadline(fresh_daemon, slow_nss):
+    """A directory server that does not answer (here: the look-up takes longer than joblet's
+    deadline, core/nsscache.h NSSCACHE_DEADLINE_MS) must not hold the request parked for ever
+    (libmicrohttpd never times out a suspended connection): past the deadline the look-up counts
+    as failed, so the request is answered as for an account that could not be looked up (the
+    lesser role, no name; a submission is refused 503) before the look-up ends, and the late
+    answer is kept."""
+    from conftest import api_as
+    from test_hostile_nss import SLOW_UID
+    env, log = slow_nss
+    env = {**env, "SLOW_NSS_SECONDS": "16"}
+    d = fresh_daemon(env=env)
+    t = time.time()
+    code, who = api_as(d, SLOW_UID, "GET", "/v1/whoami")
+    took = time.time() - t
+    print(f"the request waited {took:.1f} s for a look-up of 16 s")
+    assert "leave" not in _lines(log), "the answer came only once the look-up had ended"
+    assert code == 200 and who["uid"] == SLOW_UID and who.get("user") is None and who["role"] == "developer", who
+    assert "no answer in 10 s" in d.log(), d.log()[-2000:]
+    code, body = api_as(d, SLOW_UID, "POST", "/v1/jobs", {"command": "true"})
+    assert code == 503 and "could not be looked up" in body["error"]["message"], (code, body)
+    assert "leave" not in _lines(log)
+    # once the late answer is in (no account), a submission goes through
+    deadline = time.time() + 30
+    while "leave" not in _lines(log) and time.time() < deadline:
+        time.sleep(0.1)
+    code, job = api_as(d, SLOW_UID, "POST", "/v1/jobs", {"command": "true"})
+    assert code == 201, (code, job)
