@@ -739,6 +739,10 @@ SHARED = {
     # test_isolation compare a --network host job's with it; test_delegated adds a veth)
     "host-network": ["test_networks.py", "test_networks_gvisor.py", "test_networks_rate.py", "test_cli.py",
                      "test_isolation.py", "test_delegated.py", "test_networks_ml.py"],
+    # the GPU scrub's holder check kills any process of the machine that holds a released GPU's
+    # node (195:minor, the fixtures' minors are alike): test_gpu_holders' holders are another
+    # daemon's to kill while one of these modules scrubs
+    "gpu-scrub": ["test_gpu_holders.py", "test_gpu_isolation.py", "test_gpu_health.py"],
     # Slurm's fixed v1 cgroups slurm_node1/2, and every slurm* one swept at a cluster's end
     "slurm": ["test_slurm_cluster.py", "test_slurm_joblet.py", "test_slurm_plugin.py", "test_slurm_ml.py"],
 }
