@@ -140,6 +140,22 @@ static int run_reset(int gpu, char *text, size_t len)
     return 0;
 }
 
+/* Waits up to timeout_ms for one event of the set and tells the loop of it; false when none came. */
+static bool take_event(const nvml_lib *n, nvmlEventSet_t set, const nvmlDevice_t *dev, unsigned timeout_ms)
+{
+    nvmlEventData_t ev;
+    if (n->nvmlEventSetWait_v2(set, &ev, timeout_ms) != NVML_SUCCESS)
+        return false;
+    for (int i = 0; i < mon.ngpu; i++)
+        if (dev[i] == ev.device) {
+            hmsg m = {.type = ev.eventType == nvmlEventTypeXidCriticalError ? HM_XID : HM_ECC, .gpu = i};
+            m.v[0] = ev.eventType == nvmlEventTypeXidCriticalError ? (int64_t)ev.eventData
+                                                                   : ev.eventType == nvmlEventTypeDoubleBitEccError;
+            post(&m);
+        }
+    return true;
+}
+
 static void *monitor(void *arg)
 {
     nvmlDevice_t dev[GPU_MAX] = {0};
@@ -178,6 +194,11 @@ static void *monitor(void *arg)
         pthread_mutex_unlock(&mon.mu);
         if (stop)
             break;
+        /* events the driver delivered before a reset are told before its result: an XID that
+         * came while the GPU waited for its reset belongs to that wait, not to after it (read
+         * after the reset, it would start a second drain and reset) */
+        for (int k = 0; set && resets && k < 64 && take_event(n, set, dev, 0); k++)
+            ;
         for (int i = 0; i < mon.ngpu; i++)
             if (resets >> i & 1) {
                 hmsg m = {.type = HM_RESET, .gpu = i};
@@ -248,18 +269,10 @@ static void *monitor(void *arg)
         /* wait for an event, in slices short enough that a reset request or stop is seen soon */
         int slice = (int)(next - mono_ms());
         slice = slice < 0 ? 0 : slice > 200 ? 200 : slice;
-        nvmlEventData_t ev;
-        if (set && n->nvmlEventSetWait_v2(set, &ev, (unsigned)slice) == NVML_SUCCESS) {
-            for (int i = 0; i < mon.ngpu; i++)
-                if (dev[i] == ev.device) {
-                    hmsg m = {.type = ev.eventType == nvmlEventTypeXidCriticalError ? HM_XID : HM_ECC, .gpu = i};
-                    m.v[0] = ev.eventType == nvmlEventTypeXidCriticalError ? (int64_t)ev.eventData
-                                                                           : ev.eventType == nvmlEventTypeDoubleBitEccError;
-                    post(&m);
-                }
-        } else if (!set) {
+        if (set)
+            take_event(n, set, dev, (unsigned)slice);
+        else
             nanosleep(&(struct timespec){0, (long)slice * 1000000L}, NULL);
-        }
     }
     if (set)
         n->nvmlEventSetFree(set);
