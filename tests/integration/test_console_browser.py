@@ -46,7 +46,7 @@ def shots(tmp_path):
     return d
 
 
-def wait(drv, cond, secs=15):
+def wait(drv, cond, secs=45):
     # pages are redrawn as events come: an element found may be replaced before it is read
     return WebDriverWait(drv, secs, poll_frequency=0.1,
                          ignored_exceptions=[StaleElementReferenceException]).until(cond)
