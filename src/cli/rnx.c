@@ -118,6 +118,9 @@ static void print_isolation(json_t *iso)
             print_textf(stdout, "available: runsc %s, platform %s, GPUs %s\n", ver ? ver : "?", plat ? plat : "?",
                         json_is_true(json_object_get(m, "nvproxy")) ? "through nvproxy"
                                                                     : "refused (this runsc has no nvproxy)");
+            const char *fault = json_string_value(json_object_get(m, "fault"));
+            if (fault)
+                print_textf(stdout, "  known fault of this runsc: %s\n", fault);
         } else {
             print_textf(stdout, "available\n");
         }

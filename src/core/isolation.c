@@ -141,6 +141,29 @@ static int capture(const char *const *argv, char *out, size_t len)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+/* Faults of runsc releases that a job meets in ordinary commands, by the first release
+ * without them (gVisor's release-YYYYMMDD.N; Debian packages it as 0.0~YYYYMMDD.N). Told at
+ * start and by `rnx --version`, so that an operator learns it from joblet, not from a user. */
+static const struct {
+    long fixed_in; /* the first release without the fault */
+    const char *what;
+} runsc_faults[] = {
+    /* gVisor 7a0c4b574 (statx) and 2df63d779 (fstatat): AT_NO_AUTOMOUNT was refused; coreutils
+     * pass it, and glibc's statx fallback passes it on to fstatat */
+    {20231030, "statx() and fstatat() with AT_NO_AUTOMOUNT fail with EINVAL inside the sandbox "
+               "(`ls -l`, `stat`, `cp -a` say 'Invalid argument'; fixed in gVisor release-20231030): "
+               "install a newer runsc (gVisor's apt repository)"},
+};
+
+/* The release date in "0.0~20221219.0" or "release-20221219.0", else 0. */
+static long runsc_release(const char *version)
+{
+    for (const char *p = version; *p; p++)
+        if (strspn(p, "0123456789") == 8 && (p == version || p[-1] == '~' || p[-1] == '-'))
+            return strtol(p, NULL, 10);
+    return 0;
+}
+
 static void probe(void)
 {
     static char text[1 << 16];
@@ -175,6 +198,10 @@ static void probe(void)
         const char *help[] = {caps.runsc, "--help", NULL};
         capture(help, text, sizeof text);
     }
+    long release = runsc_release(caps.version);
+    for (size_t i = 0; release && i < sizeof runsc_faults / sizeof runsc_faults[0] && !caps.fault[0]; i++)
+        if (release < runsc_faults[i].fixed_in)
+            snprintf(caps.fault, sizeof caps.fault, "%s", runsc_faults[i].what);
     caps.nvproxy = strstr(text, "-nvproxy") != NULL;
     caps.systrap = strstr(text, "systrap") != NULL;
     const char *plat = core.cfg.isolation_platform;
@@ -204,6 +231,8 @@ int isolation_init(jerr *e)
     if (caps.gvisor)
         log_info("gVisor: runsc %s at %s, platform %s, nvproxy %s", caps.version, caps.runsc, caps.platform,
                  caps.nvproxy ? "yes" : "no");
+    if (caps.gvisor && caps.fault[0])
+        log_warn("gVisor: runsc %s: %s", caps.version, caps.fault);
     else if (!strcmp(d, "gvisor") || core.cfg.isolation_require_gvisor[0])
         return jerr_set(e, EINVAL, "isolation.%s asks for gVisor, but %s",
                         strcmp(d, "gvisor") ? "require_gvisor" : "default", caps.why);
@@ -294,6 +323,8 @@ json_t *isolation_json(void)
     if (caps.gvisor) {
         json_object_set_new(g, "platform", json_string(caps.platform));
         json_object_set_new(g, "nvproxy", json_boolean(caps.nvproxy));
+        if (caps.fault[0])
+            json_object_set_new(g, "fault", json_string(caps.fault));
     } else {
         json_object_set_new(g, "why", json_string(caps.why));
     }

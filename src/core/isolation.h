@@ -20,6 +20,7 @@ typedef struct isolation_caps {
     bool systrap;             /* the systrap platform exists */
     char platform[16];        /* the platform jobs get: isolation.platform, else systrap or ptrace */
     char why[300];            /* why gvisor is not available */
+    char fault[300];          /* a known fault of this runsc release that jobs will meet, or "" */
 } isolation_caps;
 
 /* Checks the isolation.* keys and probes runsc. An error only for a configuration that

@@ -386,3 +386,23 @@ def test_gvisor_job_hostname_resolves_to_loopback(fresh_daemon):
     assert "touch: /etc/hosts: Read-only file system" in out or "touch: /etc/hosts: Permission denied" in out, out
     assert open(os.path.join(root, "etc", "hosts")).read() == "127.0.0.1 localhost\n"
     assert open(os.path.join(root, "etc", "hostname")).read() == "builder\n"
+
+
+@needs_runsc
+def test_a_known_fault_of_this_runsc_is_told_where_jobs_meet_it(fresh_daemon, tmp_path):
+    """Debian 12's runsc (0.0~20221219.0) refuses AT_NO_AUTOMOUNT in statx and fstatat (gVisor
+    fixed it in release-20231030), so coreutils' `ls -l` and `stat` fail inside every gVisor job.
+    joblet tells the operator (its log, `rnx --version`) when the release it found has the fault,
+    and only then: the claim is checked against what a job of this runsc really meets."""
+    d = fresh_daemon()
+    job, out, err = d.run("sh", "-c", "stat -c %s /etc/hostname", isolation="gvisor")
+    meets = job["exit_code"] != 0 and "Invalid argument" in err
+    assert meets or job["exit_code"] == 0, (job, out, err)
+    p = d.rnx("--version", check=True)
+    told = "known fault of this runsc: statx() and fstatat() with AT_NO_AUTOMOUNT" in p.stdout
+    assert told == meets, (p.stdout, job, err)
+    assert ("with AT_NO_AUTOMOUNT fail with EINVAL" in d.log()) == meets
+    # a release after the fix (the fake runsc reports release-20240101.0) is told no fault
+    other = fresh_daemon(f"isolation:\n  runsc: {FAKE}\n")
+    p = other.rnx("--version", check=True)
+    assert "release-20240101.0-fake" in p.stdout and "known fault" not in p.stdout, p.stdout
