@@ -15,7 +15,9 @@
  *     each one is a line on stdout, which joblet records in the audit trail:
  *       GPU-...: holder killed: pid <P> uid <U> cgroup <path|-> comm <name>
  *   - root running nvidia-persistenced or nv-hostengine (DCGM): they hold every GPU's node by
- *     design and run no tenant's code; left alone;
+ *     design and run no tenant's code; left alone; so is nvidia-persistenced running as the
+ *     account nvidia-persistenced (`--user nvidia-persistenced`: Debian's and NVIDIA's units
+ *     start it so), a system account no tenant's process runs as;
  *   - joblet's own MPS control daemon (root) and server (its tenant's uid: nvidia-cuda-mps-server)
  *     of this GPU, CUDA_MPS_PIPE_DIRECTORY=MPS-PIPE-DIR, told to quit just before: waited for
  *     (10 s); a server still there then is judged as any other;
@@ -55,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pwd.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -274,6 +277,24 @@ static bool expected_daemon(const char *exe)
     return false;
 }
 
+/* The persistence daemon under its own system account (`nvidia-persistenced --user
+ * nvidia-persistenced`): only root can make a process of that uid, so a tenant cannot pass as it
+ * by naming a program so. */
+static bool persistenced_account(const gpu_holder *h)
+{
+    static int looked; /* 0 not yet, 1 found, -1 no such account */
+    static uid_t uid;
+    if (!looked) {
+        struct passwd pw, *r = NULL;
+        char buf[1024];
+        looked = getpwnam_r("nvidia-persistenced", &pw, buf, sizeof buf, &r) == 0 && r ? 1 : -1;
+        uid = r ? r->pw_uid : (uid_t)-1;
+    }
+    const char *base = strrchr(h->exe, '/') ? strrchr(h->exe, '/') + 1 : h->exe;
+    return looked > 0 && uid != 0 && h->euid == uid && h->uid == uid && strncmp(base, "nvidia-persistenced", 19) == 0 &&
+           (!base[19] || base[19] == ' ');
+}
+
 /* Whether the process behind pidfd exits within ms. */
 static bool exits(int pidfd, int ms)
 {
@@ -345,6 +366,8 @@ static int clear_holders(const char *uuid, int minor, const char *mps_pipe, char
                 continue; /* gone before it could be read */
             if (h[i].euid != 0 && mps_server(&h[i], mps_pipe) && gone_within(h[i].pid, HOLDER_WAIT_MS))
                 continue; /* joblet's MPS server of this GPU (its tenant's uid), told to quit: it did */
+            if (persistenced_account(&h[i]))
+                continue;
             if (h[i].euid == 0) {
                 if (expected_daemon(h[i].exe) || root)
                     continue;

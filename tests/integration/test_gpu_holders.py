@@ -191,3 +191,53 @@ def test_holders_of_other_nodes_are_left_alone(scrub_machine, holders):
     assert ctl.poll() is None and other.poll() is None
     assert gl[0]["state"] == "available" and gl[1]["state"] == "available", gl[:2]
     assert [(r["uid"], r["gpu"]) for r in audit(d, "holder")] == [(HOLDER_UID + 1, 0)]
+
+
+@pytest.fixture
+def persistenced_account():
+    """The system account nvidia-persistenced (Debian's package makes it), made for the test when
+    the machine lacks it and removed after."""
+    import pwd
+    try:
+        yield pwd.getpwnam("nvidia-persistenced").pw_uid
+        return
+    except KeyError:
+        pass
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "nvidia-persistenced"],
+                   check=True)
+    try:
+        yield pwd.getpwnam("nvidia-persistenced").pw_uid
+    finally:
+        subprocess.run(["userdel", "nvidia-persistenced"], check=False)
+
+
+def test_the_persistence_daemon_under_its_own_account_is_left_alone(scrub_machine, persistenced_account, tmp_path):
+    # Debian's and NVIDIA's units run `nvidia-persistenced --user nvidia-persistenced`: it holds
+    # every GPU's node by design, not as root. Left alone under that account; a tenant's process
+    # named so is killed as any holder (only root can make a process of the daemon's account)
+    d, dev, gpus, _ = scrub_machine
+    daemon = tmp_path / "nvidia-persistenced"
+    daemon.write_bytes(open(os.path.realpath(sys.executable), "rb").read())
+    daemon.chmod(0o755)
+    made = []
+
+    def as_daemon(uid, node):
+        p = subprocess.Popen([str(daemon), "-c", HOLDER, str(uid), str(node)], stdout=subprocess.PIPE, text=True)
+        made.append(p)
+        assert p.stdout.readline().strip() == "ready"
+        return p
+
+    try:
+        real = as_daemon(persistenced_account, dev / f"nvidia{gpus[0]['minor']}")
+        _, gl = run_and_release(d, 0)
+        assert real.poll() is None and gl[0]["state"] == "available", gl[0]
+        assert not audit(d, "holder")
+        fake = as_daemon(HOLDER_UID, dev / f"nvidia{gpus[0]['minor']}")
+        _, gl = run_and_release(d, 0)
+        assert fake.wait(timeout=5) == -signal.SIGKILL and real.poll() is None
+        assert gl[0]["state"] == "available" and [r["uid"] for r in audit(d, "holder")] == [HOLDER_UID]
+    finally:
+        for p in made:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
