@@ -101,7 +101,17 @@ static int check_uploads(const sbatch_list *flags, const sbatch_list *where, con
     return rc;
 }
 
-int cmd_batch_plan(int argc, char **argv, sbatch_list *run)
+/* run's next word and where it was given (where: NULL, not wanted); takes both. */
+static void plan_add(sbatch_list *run, sbatch_list *where, char *word, char *at)
+{
+    sbatch_list_add(run, word);
+    if (where)
+        sbatch_list_add(where, at);
+    else
+        free(at);
+}
+
+int cmd_batch_plan(int argc, char **argv, sbatch_list *run, sbatch_list *run_where)
 {
     for (int i = 1; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -187,9 +197,13 @@ int cmd_batch_plan(int argc, char **argv, sbatch_list *run)
                                                    : rnx_usage("job batch: %s", e.msg);
     if (rc == RNX_OK)
         rc = check_uploads(&flags, &where, script);
-    sbatch_list_add(run, xstrdup("run"));
+    plan_add(run, run_where, xstrdup("run"), xstrdup(""));
     for (size_t i = 0; i < flags.n; i++) {
-        sbatch_list_add(run, flags.v[i]);
+        char *at = NULL;
+        bool line = script && !strncmp(where.v[i], "line ", 5); /* a script's, else the command line's */
+        if (asprintf(&at, "%s%s%s", line ? script : "", line ? ": " : "", where.v[i]) < 0)
+            abort();
+        plan_add(run, run_where, flags.v[i], at);
         flags.v[i] = NULL;
     }
     sbatch_list_free(&flags);
@@ -197,24 +211,24 @@ int cmd_batch_plan(int argc, char **argv, sbatch_list *run)
     if (rc != RNX_OK)
         goto out;
     if (plan.wrap) {
-        sbatch_list_add(run, xstrdup("--"));
-        sbatch_list_add(run, xstrdup("/bin/sh"));
-        sbatch_list_add(run, xstrdup("-c"));
-        sbatch_list_add(run, xstrdup(plan.wrap_cmd));
+        plan_add(run, run_where, xstrdup("--"), xstrdup(""));
+        plan_add(run, run_where, xstrdup("/bin/sh"), xstrdup(""));
+        plan_add(run, run_where, xstrdup("-c"), xstrdup(""));
+        plan_add(run, run_where, xstrdup(plan.wrap_cmd), xstrdup(""));
     } else {
         char *f = NULL;
         if (asprintf(&f, "--upload=%s", script) < 0)
             abort();
-        sbatch_list_add(run, f);
-        sbatch_list_add(run, xstrdup("--"));
-        sbatch_list_add(run, xstrdup(plan.interp));
+        plan_add(run, run_where, f, xstrdup(""));
+        plan_add(run, run_where, xstrdup("--"), xstrdup(""));
+        plan_add(run, run_where, xstrdup(plan.interp), xstrdup(""));
         if (plan.interp_arg)
-            sbatch_list_add(run, xstrdup(plan.interp_arg));
+            plan_add(run, run_where, xstrdup(plan.interp_arg), xstrdup(""));
         if (asprintf(&f, "/work/%s", base_name(script)) < 0)
             abort();
-        sbatch_list_add(run, f);
+        plan_add(run, run_where, f, xstrdup(""));
         for (int i = first + 1; i < argc; i++)
-            sbatch_list_add(run, xstrdup(argv[i]));
+            plan_add(run, run_where, xstrdup(argv[i]), xstrdup(""));
     }
 out:
     sbatch_free(&cl);

@@ -572,6 +572,10 @@ typedef struct run_req {
     bool wait_end;           /* --wait: rnx job wait on it once submitted */
     const char *detach_keys; /* --detach-keys, NULL when not given */
     term_keys keys;          /* what it says, or the default */
+    /* rnx job batch's: the words of job run and where each was given (cmd_batch_plan), so that
+     * joblet's refusal of a field names the #SBATCH line that set it; NULL for rnx job run */
+    char *const *batch_words;
+    const sbatch_list *batch_where;
 } run_req;
 
 /* A schema refusal ("max_memory_mb: ...") as a usage error about the flag that was typed. */
@@ -774,6 +778,31 @@ static int run_follow(const rnx_ctx *ctx, rnx_client *c, const char *id)
 
 int cmd_job_follow(const rnx_ctx *ctx, rnx_client *c, const char *id) { return run_follow(ctx, c, id); }
 
+/* joblet's refusal of a submission, worded for the flags; for rnx job batch, also where the
+ * flag of its field was given ("job batch: sweep.sh: line 6: #SBATCH --cpus-per-task=4:
+ * --max-cpu: '400' must be ..."), since the user wrote sbatch's option, not the flag. */
+static int run_refused(const run_req *r, const jerr *e)
+{
+    const char *flag = flag_of(e->field);
+    if (r->batch_where && flag) {
+        size_t fl = strlen(flag);
+        const char *at = NULL;
+        for (size_t i = 0; i < r->batch_where->n; i++) {
+            const char *w = r->batch_words[i];
+            if (!strcmp(w, "--"))
+                break;
+            if (!strncmp(w, flag, fl) && (w[fl] == '=' || !w[fl]) && r->batch_where->v[i][0])
+                at = r->batch_where->v[i];
+        }
+        if (at) {
+            char msg[sizeof e->msg + 64];
+            word_for_flags(e, msg, sizeof msg);
+            return rnx_fail("job batch: %s: %s", at, msg);
+        }
+    }
+    return server_error(e, true);
+}
+
 static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
 {
     rnx_client *c = open_client(ctx);
@@ -788,7 +817,7 @@ static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
                          "ID_TASK -f, or wait for all with rnx job wait ID");
     }
     if (client_request(c, "POST", "/v1/jobs", body, &job, &e) < 0) {
-        rc = server_error(&e, true);
+        rc = run_refused(r, &e);
         goto out;
     }
     if (json_object_get(job, "upload")) {
@@ -799,7 +828,7 @@ static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
         int sent = upload_send(c, accepted, &set, 1, &job, &e);
         json_decref(accepted);
         if (sent < 0) {
-            rc = server_error(&e, true);
+            rc = run_refused(r, &e);
             goto out;
         }
     }
@@ -901,10 +930,10 @@ static void run_scrub_secret(char *arg)
         memset(eq + 1, '*', strlen(eq + 1));
 }
 
-static int job_run(rnx_ctx *ctx, int argc, char **argv)
+static int job_run_as(rnx_ctx *ctx, int argc, char **argv, const sbatch_list *batch_where)
 {
     struct option opts[JR_N + 8];
-    run_req r = {0};
+    run_req r = {.batch_words = argv, .batch_where = batch_where};
     int c, rc = 0;
     run_options(opts, ARRAY_LEN(opts));
     upload_init(&r.uploads);
@@ -945,18 +974,21 @@ static int job_run(rnx_ctx *ctx, int argc, char **argv)
     return rc;
 }
 
+static int job_run(rnx_ctx *ctx, int argc, char **argv) { return job_run_as(ctx, argc, argv, NULL); }
+
 /* ---- job batch ----------------------------------------------------------------------- */
 
 /* sbatch's way in (cmd_batch.c plans it), then the same submission as `rnx job run`. */
 static int job_batch(rnx_ctx *ctx, int argc, char **argv)
 {
-    sbatch_list run = {0};
-    int rc = cmd_batch_plan(argc, argv, &run);
+    sbatch_list run = {0}, where = {0};
+    int rc = cmd_batch_plan(argc, argv, &run, &where);
     if (rc == 0)
-        rc = job_run(ctx, (int)run.n, run.v);
+        rc = job_run_as(ctx, (int)run.n, run.v, &where);
     else if (rc == -1)
         rc = RNX_OK;   /* --help */
     sbatch_list_free(&run);
+    sbatch_list_free(&where);
     return rc;
 }
 
