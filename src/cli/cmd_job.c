@@ -719,6 +719,7 @@ static json_t *run_body(run_req *r)
     }
     const upload_set *set = &r->uploads;
     upload_note_stripped(&set, 1);
+    upload_note_missing(set, &r->req);
     return jobreq_to_json(&r->req, JOBREQ_JSON_SECRETS);
 }
 

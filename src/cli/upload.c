@@ -414,6 +414,41 @@ void upload_note_stripped(const upload_set *const *sets, size_t n)
                             "files keep their other mode bits\n", count, count == 1 ? "entry" : "entries", first);
 }
 
+/* Whether word, a relative path in the job's /work, lands under an uploaded top-level name. */
+static bool upload_covers(const upload_set *u, const char *word)
+{
+    while (word[0] == '.' && word[1] == '/')
+        for (word += 2; *word == '/'; word++)
+            ;
+    size_t len = strcspn(word, "/");
+    for (size_t i = 0; i < u->nnames; i++)
+        if (strlen(u->names[i]) == len && strncmp(u->names[i], word, len) == 0)
+            return true;
+    return false;
+}
+
+void upload_note_missing(const upload_set *u, const job_req *req)
+{
+    if (req->workdir && strcmp(req->workdir, "/work") != 0 && strcmp(req->workdir, "/work/") != 0)
+        return;
+    const char *first = NULL;
+    size_t count = 0;
+    for (size_t i = 0; i <= req->nargs; i++) {
+        const char *w = i == 0 ? req->command : req->args[i - 1];
+        struct stat st;
+        if (!w || !*w || *w == '/' || *w == '-' || upload_covers(u, w) || stat(w, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (!first)
+            first = w;
+        count++;
+    }
+    if (first)
+        print_textf(stderr,
+                    "rnx: note: '%s'%s is a file here, but the job's /work holds only what --upload sends "
+                    "(add --upload %s)\n",
+                    first, count > 1 ? " (and others)" : "", first);
+}
+
 int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out, jerr *e)
 {
     json_t *up = json_object_get(accepted, "upload");

@@ -65,6 +65,11 @@ void upload_reader_done(upload_reader *r, bool ok);
 /* Says on stderr, once, that setuid, setgid and sticky bits were not sent (jobs never get
  * them), when some entry had them. */
 void upload_note_stripped(const upload_set *const *sets, size_t n);
+/* Says on stderr, once, when the command or an argument is a relative path to a regular file
+ * of this machine's current directory that is not uploaded: the job's /work holds only what is
+ * (a Slurm user expects the submit directory), so such a job fails however often it runs. Only
+ * for jobs working in /work (no other --workdir). */
+void upload_note_missing(const upload_set *u, const job_req *req);
 /* After a 202 answer ({"upload": {"path", "bytes", ...}}) to a submission: the files of sets,
  * in order, sent with PUT; *out is the final answer (the job or the workflow). */
 int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out, jerr *e);

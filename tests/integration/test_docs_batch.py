@@ -166,3 +166,25 @@ def test_update_takes_after_any_as_api_md_lists_it(dgx):
     assert "`after_any`" in fields, fields
     for j in (w, a, b):
         dgx.api("POST", f"/v1/jobs/{j}/cancel")
+
+
+def test_a_file_here_that_is_not_uploaded_is_named(dgx, tmp_path):
+    """A Slurm user's habit (the job sees the submit directory) costs a whole array: rnx says so
+    before the job is sent when the command or an argument is a file of the current directory
+    that --upload does not send, and only then."""
+    (tmp_path / "train.py").write_text("print('ran')\n")
+    (tmp_path / "data").mkdir()
+    p = rnx_in(dgx, tmp_path, "job", "run", "--array=0-1", "python3", "train.py", "--data", "data")
+    assert p.returncode == 0, p.stderr
+    assert "rnx: note: 'train.py' is a file here, but the job's /work holds only what --upload sends " \
+           "(add --upload train.py)" in p.stderr, p.stderr
+    for args in (["--upload", "train.py", "python3", "train.py"], ["--upload", "train.py", "python3", "./train.py"],
+                 ["--upload", str(tmp_path / "train.py"), "python3", "train.py"],
+                 ["--workdir", "/tmp", "python3", "train.py"], ["python3", "-c", "print(1)"], ["python3", "nothere.py"]):
+        p = rnx_in(dgx, tmp_path, "job", "run", *args)
+        assert p.returncode == 0 and "note:" not in p.stderr, (args, p.stderr)
+    # the command itself: the daemon refuses it; the note said why first
+    (tmp_path / "eval.sh").write_text("#!/bin/sh\necho hi\n")
+    (tmp_path / "eval.sh").chmod(0o755)
+    p = rnx_in(dgx, tmp_path, "job", "run", "./eval.sh")
+    assert p.returncode != 0 and "note: './eval.sh' is a file here" in p.stderr, p.stderr
