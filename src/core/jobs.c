@@ -465,6 +465,9 @@ void jobs_index(job *j)
 
 void jobs_index_rebuild(void)
 {
+    /* (held: made zero by ix_ready's calloc, whose pages are not touched; a memset of a fresh
+     * one would make the range's 256 KiB resident at start for nothing) */
+    bool fresh = !ix.held;
     ix_ready();
     for (size_t i = 0; i < ix.nowners; i++)
         ix.owners[i].c = (jobs_user_count){0};
@@ -474,7 +477,8 @@ void jobs_index_rebuild(void)
         ix.state[s].n = 0;
         ix.state[s].sorted = true;
     }
-    memset(ix.held, 0, ix.held_size * sizeof *ix.held);
+    if (!fresh)
+        memset(ix.held, 0, ix.held_size * sizeof *ix.held);
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
         j->idx_flags = 0;
