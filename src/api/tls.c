@@ -1,5 +1,6 @@
 /* The TLS listener's certificates and the check of a client's (tls.h). */
 #include "tls.h"
+#include "tlslib.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -171,6 +172,8 @@ fail:
 
 int tls_load(const char *dir, jerr *e)
 {
+    if (tlslib_init(e) < 0)
+        return -1;
     snprintf(pki_dir, sizeof pki_dir, "%s", dir);
     tls_set *t = set_read(dir, e);
     if (!t)

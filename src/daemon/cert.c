@@ -27,6 +27,7 @@
 #include <gnutls/x509.h>
 
 #include "cert.h"
+#include "../api/tlslib.h"
 #include "../common/parse.h"
 #include "../common/util.h"
 
@@ -1563,7 +1564,7 @@ int cert_main(int argc, char **argv)
         a.days = (unsigned)d;
     }
     jerr e = {0};
-    if (cmd->run(&a, &e) < 0) {
+    if (tlslib_init(&e) < 0 || cmd->run(&a, &e) < 0) {
         fprintf(stderr, "joblet cert %s: %s\n", cmd->name, e.msg);
         return e.http == 400 ? 2 : 1;
     }
