@@ -1,6 +1,6 @@
 /* Starting jobs, noticing their end, and taking them back after a restart. The daemon
  * never waits on a job: it spawns the shim, watches the shim's pidfd, and reads what the
- * shim wrote (started, status.json) when it is told something changed. */
+ * shim recorded (its start, then its end: exec/shim_status.h) when it is told something changed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -367,9 +367,7 @@ static void on_notify(watch *w, uint32_t events)
 
 static void read_started(job *j, const char *dir)
 {
-    char path[760];
-    snprintf(path, sizeof path, "%s/%s", dir, SHIM_STARTED);
-    char *s = read_file(path, NULL);
+    char *s = shim_record_read(dir, SHIM_STARTED);
     int pid;
     long long ms;
     if (s && sscanf(s, "%d %lld", &pid, &ms) == 2)
@@ -433,16 +431,15 @@ static int read_warned(job *j, const char *dir)
     return n;
 }
 
-/* Reads status.json into the job and makes it terminal. */
+/* Reads the shim's end record (shim_status.h) into the job and makes it terminal. */
 static void finalize(job *j)
 {
-    char dir[700], path[760];
+    char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
     read_started(j, dir);
     read_warned(j, dir);
-    snprintf(path, sizeof path, "%s/%s", dir, SHIM_STATUS);
     shim_status st;
-    bool have = shim_status_read(path, &st) == 0;
+    bool have = shim_status_read(dir, &st) == 0;
     if (!have && j->preempting) {
         /* a requeue (or preemption) committed before its stop, whose run ended; the earlier
          * joblet took the end and removed the run's files (job_requeue) but was killed before
@@ -603,10 +600,11 @@ static void adopt_slurm_task(job *j)
  * this: orphans.c kills it and the job starts again. true: taken (the job has ended). */
 static bool unrecorded_run_ended(job *j)
 {
-    char dir[700], path[760];
+    char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/%s", dir, SHIM_STATUS);
-    if (access(path, F_OK) < 0)
+    char *end = shim_record_read(dir, SHIM_STATUS);
+    free(end);
+    if (!end)
         return false;
     job_event(j, JE_RESTARTED, -1, "joblet restarted; a start of it that was not recorded (joblet was killed before "
                                    "it committed the start) ran and ended while joblet was down: its end is the job's");

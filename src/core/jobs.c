@@ -12,6 +12,7 @@
 #include "../common/idref.h"
 #include "../common/log.h"
 #include "../common/util.h"
+#include "../exec/shim_status.h"
 #include "qclock.h"
 #include "authz.h"
 #include "job_events.h"
@@ -719,12 +720,9 @@ void job_requeue(job *j)
     j->started_ms = 0;
     /* The next run's shim writes these afresh; /work and the logs carry on (a checkpoint the
      * job wrote to /work is there when it runs again). */
-    char dir[700], path[760];
+    char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/status.json", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/started", dir);
-    unlink(path);
+    shim_record_clear(dir);
     j->ev_wait = 0;
     job_save(j);
     const char *how = array_held ? "held, as its array is held, until the array is released"

@@ -4,7 +4,7 @@
  * it on SIGUSR1 (SIGKILL to all at once: rnx job kill), takes a new run-time limit on SIGUSR2
  * (sigqueue'd, its value SHIM_LIMIT_*: the limit in seconds of run time, 0 none, and whether the
  * job is suspended: rnx job update, suspend, resume; time suspended does not count), and
- * records how it ended in status.json. It does not depend on the daemon: if joblet dies,
+ * records how it ended (shim_status.h). It does not depend on the daemon: if joblet dies,
  * the job and its logs go on, and a restarted joblet reads what the shim wrote. */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +35,7 @@
 #include "isolate.h"
 #include "logwriter.h"
 #include "shim.h"
+#include "shim_status.h"
 #include "shim_term.h"
 #include "workcopy.h"
 #include "zygote.h"
@@ -60,8 +61,7 @@ typedef struct shim {
     int64_t paused_ns;        /* time suspended so far (not counted against the limit) */
     int64_t paused_since_ns;  /* while suspended: since when (mono_ns); 0 not suspended */
     int notify_fd;
-    int started_fd; /* the start record, open until it becomes status.json */
-    size_t started_len;
+    bool record_files; /* its records are files, not the attribute (shim_status.h) */
     shim_term *term; /* a job with a terminal: its clients (shim_term.h); NULL none */
     int console_r;   /* a tty job: where its init sends the pty master (console.h); -1 none */
     char error[1024];
@@ -114,21 +114,6 @@ static void shim_log_asked(shim *sh, const char *fmt, ...)
     va_end(ap);
 }
 
-static bool pwrite_all(int fd, const char *p, size_t len)
-{
-    off_t off = 0;
-    while (len) {
-        ssize_t w = pwrite(fd, p, len, off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        off += w;
-        len -= (size_t)w;
-    }
-    return true;
-}
 
 static int arm(int tfd, uint64_t seconds)
 {
@@ -684,13 +669,12 @@ static int start_job(shim *sh, int notify_fd)
     if (!sh->error[0]) {
         char line[64];
         snprintf(line, sizeof line, "%d %lld\n", (int)pid, (long long)sh->started_ms);
-        /* The file first, for a joblet that is not there to hear the pipe (or dies before
-         * reading it): it reads the file when it comes back. Kept open: write_status turns
-         * this file into status.json. */
-        sh->started_fd = openat(sh->dirfd, SHIM_STARTED, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        sh->started_len = strlen(line);
-        if (sh->started_fd >= 0 && !pwrite_all(sh->started_fd, line, sh->started_len))
-            shim_log(sh, "cannot record the job's start: %s", strerror(errno));
+        /* The record first, for a joblet that is not there to hear the pipe (or dies before
+         * reading it): it reads the record when it comes back. */
+        char why[300];
+        if (shim_record_write(sh->dirfd, sh->spec.job_dir, SHIM_STARTED, line, strlen(line), &sh->record_files, why,
+                              sizeof why) < 0)
+            shim_log(sh, "cannot record the job's start: %s", why);
         if (notify_fd >= 0) {
             char msg[80];
             int n = snprintf(msg, sizeof msg, "S %s", line);
@@ -751,30 +735,12 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
     char *txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     /* Atomic but not fsynced: it must survive joblet's crash, not a power loss (which ends
-     * the job anyway); an fsync here costs every job start-to-end a disk flush.
-     * Atomic by a rename of the start record, rewritten: no new file, whose inode allocation
-     * can cost ~0.1 ms on ext4 when many were freed recently (more than the rest of this).
-     * A reader meanwhile sees a start record it cannot parse, or no status.json yet; never
-     * a partial status. */
-    size_t len = strlen(txt);
-    int fd = sh->started_fd;
-    sh->started_fd = -1;
-    if (fd >= 0) {
-        /* Written over, not truncated first: ext4 starts writeback on the close of a file
-         * truncated to 0 (auto_da_alloc), which costs more than all the rest. A status is
-         * always longer than the start line; the ftruncate is for form's sake. */
-        bool ok = pwrite_all(fd, txt, len) && (len >= sh->started_len || ftruncate(fd, (off_t)len) == 0);
-        close(fd);
-        if (ok && renameat(sh->dirfd, SHIM_STARTED, sh->dirfd, SHIM_STATUS) == 0) {
-            free(txt);
-            return;
-        }
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", sh->spec.job_dir, SHIM_STATUS);
-    jerr e = {0};
-    if (write_file_opt(path, txt, len, 0600, WF_ATOMIC, &e) < 0)
-        shim_log(sh, "cannot record the job's status: %s", e.msg);
+     * the job anyway); an fsync here costs every job start-to-end a disk flush. It replaces
+     * the start line (shim_status.h): a reader meanwhile sees the one or the other. */
+    char err[300];
+    if (shim_record_write(sh->dirfd, sh->spec.job_dir, SHIM_STATUS, txt, strlen(txt), &sh->record_files, err,
+                          sizeof err) < 0)
+        shim_log(sh, "cannot record the job's status: %s", err);
     free(txt);
 }
 
@@ -1072,7 +1038,7 @@ static void supervise(shim *sh)
 static int shim_run(const char *dir)
 {
     shim sh = {.dirfd = -1, .out_r = -1, .err_r = -1, .status_r = -1, .tfd_runtime = -1, .tfd_grace = -1, .tfd_warn = -1,
-               .started_fd = -1, .notify_fd = -1, .console_r = -1};
+               .notify_fd = -1, .console_r = -1};
     /* Its own session: terminal signals aimed at joblet's process group must not reach jobs. */
     setsid();
     signal(SIGPIPE, SIG_IGN);

@@ -33,6 +33,24 @@ def api_seconds(stamp):
     return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
+def shim_record(job_dir, name):
+    """The shim's record of that kind ("started": its start line, "status.json": its end) in a
+    job's directory, as joblet reads it (src/exec/shim_status.h): the directory's attribute
+    trusted.joblet.run when it holds that kind (an end record is a JSON object), else the file
+    of that name; None when there is neither."""
+    try:
+        txt = os.getxattr(job_dir, "trusted.joblet.run").decode()
+        if txt.startswith("{") == (name == "status.json"):
+            return txt
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(job_dir, name)) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 def wait_for(pred, what="the condition", timeout=60):
     """pred's first true value, polled every 50 ms; AssertionError naming what after timeout s."""
     deadline = time.time() + timeout

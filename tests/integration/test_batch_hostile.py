@@ -3,7 +3,7 @@ does to a requeued job, and what joblet must then still say and keep."""
 import os
 import sqlite3
 
-from conftest import wait_for
+from conftest import shim_record, wait_for
 
 
 def test_requeued_jobs_second_run_output_is_in_its_log(daemon):
@@ -34,22 +34,24 @@ def test_requeued_jobs_second_run_output_is_in_its_log(daemon):
 def test_a_kill9_after_a_requeues_stop_never_loses_the_job(fresh_daemon):
     # docs/batch.md: "If joblet restarts while the stop runs (kill -9 included), the job still goes
     # back to the queue as asked, --hold and all". job_requeue (core/jobs.c) removes the run's
-    # status.json at once, but the job's new row (HELD, no shim) reaches the database only at the
+    # end record at once, but the job's new row (HELD, no shim) reaches the database only at the
     # turn's commit: a kill -9 in between left a row that says STOPPING, requeue asked, its shim
-    # gone and no status.json, and the next joblet ended the job FAILED (lost). The window is made
+    # gone and no end record, and the next joblet ended the job FAILED (lost). The window is made
     # wide here by holding the database's write lock from outside while the stop ends (each
     # commit then fails after its busy timeout); seen without it about one time in four
     d = fresh_daemon()
     jid = d.submit("sh", "-c", "trap '' TERM; while :; do sleep 0.1; done")  # ends by the grace's SIGKILL
     d.wait_status(jid, "RUNNING")
-    started = os.path.join(d.state, "jobs", jid, "started")  # the shim's, while the run lasts
-    wait_for(lambda: os.path.exists(started), "the run's started file")
+    jdir = os.path.join(d.state, "jobs", jid)  # the shim's start record, while the run lasts
+    wait_for(lambda: shim_record(jdir, "started"), "the run's start record")
     d.rnx("job", "requeue", "--hold", jid, check=True)  # committed before rnx hears it (docs)
     db = sqlite3.connect(os.path.join(d.state, "joblet.db"), timeout=0, isolation_level=None)
     try:
         db.execute("BEGIN IMMEDIATE")
-        # only job_requeue removes it (with status.json), once the shim ended (the grace's SIGKILL)
-        wait_for(lambda: not os.path.exists(started), "joblet to take the run's end (job_requeue)")
+        # only job_requeue removes the run's records (the end replaced the start), once the shim
+        # ended (the grace's SIGKILL)
+        wait_for(lambda: not shim_record(jdir, "started") and not shim_record(jdir, "status.json"),
+                 "joblet to take the run's end (job_requeue)")
         d.kill9()
     finally:
         db.rollback()

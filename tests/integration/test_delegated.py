@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, need_root, wait_for
+from conftest import BUILD, need_root, shim_record, wait_for
 
 SHIM = os.path.join(BUILD, "joblet-shim")
 NOBODY = 65534
@@ -144,15 +144,14 @@ class ShimJob:
 
     def wait(self, timeout=60, rc=0):
         assert self.proc.wait(timeout=timeout) == rc
-        with open(os.path.join(self.job_dir, "status.json")) as f:
-            return json.load(f)
+        return json.loads(shim_record(self.job_dir, "status.json"))
 
     def run(self, timeout=60, rc=0):
         return self.start().wait(timeout, rc)
 
     def started(self, timeout=20):
         deadline = time.time() + timeout
-        while not os.path.exists(os.path.join(self.job_dir, "started")):
+        while not shim_record(self.job_dir, "started"):
             assert self.proc.poll() is None, "the shim ended before the job started"
             assert time.time() < deadline, "the job did not start"
             time.sleep(0.02)

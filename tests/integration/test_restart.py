@@ -5,7 +5,7 @@ import os
 import shutil
 import time
 
-from conftest import TERMINAL, wait_for
+from conftest import TERMINAL, shim_record, wait_for
 
 LINES = 30
 
@@ -216,11 +216,11 @@ def test_a_run_joblet_did_not_record_that_ended_while_it_was_down_is_not_run_aga
     lock = sqlite3.connect(os.path.join(d.state, "joblet.db"), timeout=30, isolation_level=None)
     try:
         lock.execute("BEGIN IMMEDIATE")  # every commit of the daemon's now fails (busy)
-        status = os.path.join(d.state, "jobs", b, "status.json")
+        bdir = os.path.join(d.state, "jobs", b)
         deadline = time.time() + 90
-        while not os.path.exists(status) and time.time() < deadline:
+        while not shim_record(bdir, "status.json") and time.time() < deadline:
             time.sleep(0.1)
-        assert os.path.exists(status), "job B never ran while the database was locked"
+        assert shim_record(bdir, "status.json"), "job B never ran while the database was locked"
         d.kill9()
     finally:
         lock.execute("ROLLBACK")
