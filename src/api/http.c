@@ -364,8 +364,8 @@ static bool sink_paced(conn_state *st, uint64_t n, uint64_t seen)
     return false;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+static enum MHD_Result on_request_run(struct MHD_Connection *c, const char *url, const char *method,
+                                      const char *upload, size_t *upload_size, void **con_cls)
 {
     conn_state *st = *con_cls;
     if (!st) {
@@ -373,6 +373,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *con_cls = st = xcalloc(1, sizeof *st);
         st->sink_fd = -1;
         st->conn = c;
+        st->park.since = nsscache_gen();
+        nsscache_accept_since(st->park.since);
         const union MHD_ConnectionInfo *sc = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         reply_conn *rc = sc ? sc->socket_context : NULL;
         if (rc) {
@@ -607,6 +609,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r.who = st->who;
     enum MHD_Result rc = routes_dispatch(&r);
     park_lapse(&st->park); /* a ticket the route did not wait on */
+    return rc;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    /* the account look-ups asked since the request began count for it, however long they took
+     * (core/nsscache.h): a request that needs several keys, each answered slowly, does not
+     * find the first expired once the last comes, and park again without end */
+    const conn_state *st = *con_cls;
+    uint64_t was = nsscache_accept_since(st ? st->park.since : 0);
+    enum MHD_Result rc = on_request_run(c, url, method, upload, upload_size, con_cls);
+    nsscache_accept_since(was);
     return rc;
 }
 

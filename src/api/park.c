@@ -14,6 +14,12 @@
  * PARK_PER_USER of them, so that one user's waits (64 connections' worth) leave the others some */
 #define PARK_MAX 64
 #define PARK_PER_USER 16
+/* The waits on account look-ups one request may make: its caller's account (a TLS person's,
+ * then its uid's with require_gvisor's groups, asked at once), a route's own (a name it is
+ * given); answers asked after it began count for it however long they took
+ * (nsscache_accept_since), so more means keys taken back from the cache under pressure
+ * (NSSCACHE_MAX in use): refused then (503), never a wait without end */
+#define PARK_LOOKUP_WAITS 8
 
 static park_slot *parked; /* holding a ticket */
 static size_t nparked;
@@ -93,7 +99,36 @@ void park_wake(uint64_t ticket, const jerr *e)
 
 void park_wake_fn(void *arg, const jerr *e) { park_wake((uint64_t)(uintptr_t)arg, e); }
 
-void park_wake_lookup(void *arg) { park_wake((uint64_t)(uintptr_t)arg, NULL); }
+void park_wake_lookup(void *arg)
+{
+    uint64_t ticket = (uint64_t)(uintptr_t)arg;
+    park_slot *s = parked;
+    while (s && s->ticket != ticket)
+        s = s->next;
+    /* woken once every look-up it waits on is answered (or failed): it needs them all */
+    if (s && s->suspended && s->lookups > 1) {
+        s->lookups--;
+        return;
+    }
+    park_wake(ticket, NULL);
+}
+
+/* r parks on n look-ups (its waiters on them registered), or is refused when it waited too often. */
+static bool wait_lookups(request *r, int n, jerr *e)
+{
+    if (r->park->lookup_waits >= PARK_LOOKUP_WAITS) {
+        nsscache_forget(park_wake_lookup, (void *)(uintptr_t)r->park->ticket);
+        park_lapse(r->park);
+        jerr_http(e, 503, "the account look-ups this request needs were not all kept after %d waits (too many "
+                          "accounts are being looked up): try again", PARK_LOOKUP_WAITS);
+        return false;
+    }
+    r->park->lookup_waits++;
+    r->park->lookups = (unsigned)n;
+    r->park->on_lookup = true;
+    park_wait(r);
+    return true;
+}
 
 static const nss_entry *ask(enum nss_kind kind, uid_t uid, const char *name, nsscache_fn fn, void *arg)
 {
@@ -114,8 +149,7 @@ const nss_entry *park_for_account(request *r, enum nss_kind kind, uid_t uid, con
     }
     if ((a = ask(kind, uid, name, park_wake_lookup, (void *)(uintptr_t)t)))
         return a; /* (answered meanwhile: the ticket lapses after the route) */
-    r->park->on_lookup = true;
-    park_wait(r);
+    wait_lookups(r, 1, e);
     return NULL;
 }
 
@@ -124,10 +158,10 @@ bool park_for_account_known(request *r, uid_t uid, bool for_account, jerr *e)
     if (account_known(uid, NULL, NULL))
         return true;
     uint64_t t = park_ticket(r);
-    if (t && !account_known(uid, park_wake_lookup, (void *)(uintptr_t)t)) {
-        r->park->for_account = for_account;
-        r->park->on_lookup = true;
-        park_wait(r);
+    int n = t ? account_unknown(uid, park_wake_lookup, (void *)(uintptr_t)t) : 0;
+    if (n) {
+        if (wait_lookups(r, n, e))
+            r->park->for_account = for_account;
         return false;
     }
     park_lapse(r->park);

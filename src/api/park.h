@@ -29,6 +29,9 @@ typedef struct park_slot {
     bool for_account;          /* parked by http.c for the caller's account: its route has not run */
     bool on_lookup;            /* its ticket waits on account look-ups (core/nsscache.h): taken back
                                 * from them when it is woken or the connection goes */
+    unsigned lookups;          /* ... how many of them are not answered yet: woken at the last */
+    unsigned lookup_waits;     /* the request's waits on look-ups so far (park.c: a bound) */
+    uint64_t since;            /* nsscache_gen() when the request began (nsscache_accept_since) */
     char named[37];            /* the full id of the job the parked route acted on: its rerun
                                 * names that job, not the request's reference again (a name
                                 * may pass to another job meanwhile); cleared by a new request */
@@ -52,7 +55,8 @@ bool park_until_next_turn(request *r);
 
 /* The account or group (core/nsscache.h: kind, and uid or name) a route needs, when known now;
  * else the request parks until it is answered, and the route runs again (NULL, e untouched), or
- * NULL with a 503 in e when no ticket is left. A request whose caller is not settled yet (http.c:
+ * NULL with a 503 in e when no ticket is left (or the request waited on look-ups
+ * PARK_LOOKUP_WAITS times already). A request whose caller is not settled yet (http.c:
  * a TLS connection waiting for its person's account, uid -1) holds a ticket of that account's
  * (PARK_PER_USER of them), not of one user shared by every such connection. */
 const nss_entry *park_for_account(request *r, enum nss_kind kind, uid_t uid, const char *name, jerr *e);
@@ -61,7 +65,9 @@ const nss_entry *park_for_account(request *r, enum nss_kind kind, uid_t uid, con
  * untouched), or false with a 503 in e when no ticket is left. for_account: the rerun is not the
  * route's own (http.c: the caller's, before its route runs). */
 bool park_for_account_known(request *r, uid_t uid, bool for_account, jerr *e);
-/* The callback of a look-up a request parked on (core/nsscache.h's nsscache_fn): arg the ticket. */
+/* The callback of a look-up a request parked on (core/nsscache.h's nsscache_fn): arg the ticket.
+ * A request parked on several (its account and require_gvisor's groups, asked at once) runs
+ * again once the last is answered. */
 void park_wake_lookup(void *arg);
 
 /* For http.c: whether the connection comes back from a wait (and the error that is then its

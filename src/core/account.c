@@ -119,18 +119,19 @@ int account_listed_known(const char *list, uid_t uid, gid_t gid, char *rule, siz
     return hit;
 }
 
-bool account_known(uid_t uid, nsscache_fn fn, void *arg)
+int account_unknown(uid_t uid, nsscache_fn fn, void *arg)
 {
-    if (!nsscache_uid(uid, fn, arg))
-        return false;
-    bool known = true;
+    /* every key asked now, not one after the other: a request parks once for them all */
+    int unknown = !nsscache_uid(uid, fn, arg);
     char *items = xstrdup(core.cfg.isolation_require_gvisor);
-    for (char *save = NULL, *t = strtok_r(items, ", ", &save); t && known; t = strtok_r(NULL, ", ", &save))
+    for (char *save = NULL, *t = strtok_r(items, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
         if (t[0] == '@')
-            known = nsscache_group(t + 1, fn, arg) != NULL;
+            unknown += !nsscache_group(t + 1, fn, arg);
     free(items);
-    return known;
+    return unknown;
 }
+
+bool account_known(uid_t uid, nsscache_fn fn, void *arg) { return account_unknown(uid, fn, arg) == 0; }
 
 /* getpwuid_r's and getgrnam_r's buffer: as sysconf says, else 16 KiB, grown on ERANGE */
 static long buf_size(int which)

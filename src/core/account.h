@@ -36,9 +36,11 @@ bool account_listed(const char *list, uid_t uid, gid_t gid, char *rule, size_t l
  * account or group is not known now or its look-up failed (the item in rule): refuse, or
  * wait, rather than guess. */
 int account_listed_known(const char *list, uid_t uid, gid_t gid, char *rule, size_t len);
-/* Whether uid's account, and the groups (@group) of isolation.require_gvisor, are known now
- * (nsscache.h); when not, they are asked, and fn(arg) is called once one is answered (ask
- * again then). What the API waits for before a route runs. */
+/* How many of uid's account and the groups (@group) of isolation.require_gvisor are not known
+ * now (nsscache.h): every one of those is asked at once, and fn(arg) is registered on each, so
+ * called that many times as they are answered (ask again then). account_known: none. What the
+ * API waits for before a route runs. */
+int account_unknown(uid_t uid, nsscache_fn fn, void *arg);
 bool account_known(uid_t uid, nsscache_fn fn, void *arg);
 
 #endif

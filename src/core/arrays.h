@@ -82,6 +82,8 @@ typedef struct jarray {
     uint64_t pass;             /* the scheduler's pass that counted pass_runs (queue.c) */
     uint32_t pass_runs;        /* its tasks holding room, and those this pass lets start */
     uint64_t unsaved_pass;     /* the pass that found a task of its whose row is not committed yet */
+    uint64_t lookup_since;     /* nsscache_gen() when its next task began to wait for its owner's
+                                * account look-ups (queue.c: lookups_begin), 0 when it does not */
     /* its next task could not be made for now (queue.c: a full disk, a commit that failed; one that
      * never can be cancels the tasks left): the tries since the last warning logged, and when that
      * was (0 none since the last task made). Not saved. */

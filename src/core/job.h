@@ -102,6 +102,8 @@ typedef struct job {
     bool dir_pending;         /* its directory and /work are still to be made (job_dirs.h) */
     uint32_t queue_position;  /* 1-based among jobs waiting for room, set by the scheduler (queue.c) */
     uint8_t wait_why;         /* enum sched_wait, set by the scheduler (queue.c) */
+    uint64_t lookup_since;    /* nsscache_gen() when it began to wait for its owner's account
+                               * look-ups (queue.c: lookups_begin), 0 when it does not */
     uint8_t ev_wait;          /* wait_why + 1 last recorded in its history (job_events.h); 0 none */
     watch w_pid;              /* pidfd of the shim: readable when it exits */
     watch w_notify;           /* the shim's start notification */

@@ -47,9 +47,16 @@ static struct {
 
 static nss_entry *entries[NSSCACHE_MAX];
 static size_t nentries;
+/* the kept keys by a hash of the key, chained through nss_entry.hnext: a request's look-up
+ * looks at one chain, not at every key kept (4,096 of them, every request) */
+#define NSS_BUCKETS (2 * NSSCACHE_MAX)
+static nss_entry *buckets[NSS_BUCKETS];
 static int64_t ttl_ms = 60000;
 static nss_entry busy = {.err = EAGAIN};
-static size_t nasking; /* entries asking: nsscache_due_ms looks at none while there are none */
+static size_t nasking;
+static nss_entry *asking; /* the entries asking, through nss_entry.anext: those with waiters among them */
+static uint64_t gen = 1;  /* the latest look-up asked (the first is 2: 0 means none in nsscache_accept_since) */
+static uint64_t accept_after; /* nsscache_accept_since: 0 none */
 
 bool nsscache_none(int err) { return err == ENOENT || err == ESRCH || err == EBADF || err == EPERM; }
 
@@ -165,30 +172,87 @@ static bool same_key(const nss_entry *e, enum nss_kind kind, uid_t uid, const ch
     return e->kind == kind && (kind == NSS_UID ? e->key_uid == uid : !strcmp(e->key, name));
 }
 
+/* FNV-1a over the kind and the uid or name (keys come from the system's callers and the
+ * configuration: a chain is at most the keys kept, NSSCACHE_MAX) */
+static size_t bucket_of(enum nss_kind kind, uid_t uid, const char *name)
+{
+    uint64_t h = 14695981039346656037ull;
+    h = (h ^ (uint64_t)kind) * 1099511628211ull;
+    if (kind == NSS_UID)
+        for (unsigned i = 0; i < sizeof uid; i++)
+            h = (h ^ ((uint64_t)uid >> (8 * i) & 0xff)) * 1099511628211ull;
+    else
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+            h = (h ^ *p) * 1099511628211ull;
+    return (size_t)(h ^ (h >> 31)) & (NSS_BUCKETS - 1);
+}
+
 static nss_entry *find(enum nss_kind kind, uid_t uid, const char *name)
 {
-    for (size_t i = 0; i < nentries; i++)
-        if (same_key(entries[i], kind, uid, name))
-            return entries[i];
+    for (nss_entry *e = buckets[bucket_of(kind, uid, name)]; e; e = e->hnext)
+        if (same_key(e, kind, uid, name))
+            return e;
     return NULL;
 }
 
-/* A place for a new key: a free one, else the entry that expired first among those nobody waits
- * on; NULL when every entry is being asked or waited on. */
-static nss_entry *slot(void)
+/* The turn an entry handed out now is kept for, as it is (loop_turns counts from 0) */
+static uint64_t this_turn(void) { return loop_turns() + 1; }
+
+/* A place for a new key, in the index: a free one, else the entry that expired first among those
+ * nobody asks for, waits on, or was handed this turn (a caller may still be reading it: asking
+ * for its group after its account); NULL when there is none. */
+static nss_entry *slot(enum nss_kind kind, uid_t uid, const char *name)
 {
-    if (nentries < NSSCACHE_MAX)
-        return entries[nentries++] = xcalloc(1, sizeof(nss_entry));
-    size_t best = NSSCACHE_MAX;
-    for (size_t i = 0; i < nentries; i++)
-        if (!entries[i]->asking && !entries[i]->waiters &&
-            (best == NSSCACHE_MAX || entries[i]->expires_ms < entries[best]->expires_ms))
-            best = i;
-    if (best == NSSCACHE_MAX)
-        return NULL;
-    free(entries[best]->groups);
-    memset(entries[best], 0, sizeof *entries[best]);
-    return entries[best];
+    nss_entry *e;
+    if (nentries < NSSCACHE_MAX) {
+        e = entries[nentries++] = xcalloc(1, sizeof(nss_entry));
+    } else {
+        size_t best = NSSCACHE_MAX;
+        uint64_t turn = this_turn();
+        for (size_t i = 0; i < nentries; i++)
+            if (!entries[i]->asking && !entries[i]->waiters && entries[i]->handed_turn != turn &&
+                (best == NSSCACHE_MAX || entries[i]->expires_ms < entries[best]->expires_ms))
+                best = i;
+        if (best == NSSCACHE_MAX)
+            return NULL;
+        e = entries[best];
+        for (nss_entry **p = &buckets[bucket_of(e->kind, e->key_uid, e->key)]; *p; p = &(*p)->hnext)
+            if (*p == e) {
+                *p = e->hnext;
+                break;
+            }
+        free(e->groups);
+        memset(e, 0, sizeof *e);
+    }
+    e->kind = kind;
+    e->key_uid = uid;
+    snprintf(e->key, sizeof e->key, "%s", name ? name : "");
+    nss_entry **b = &buckets[bucket_of(kind, uid, e->key)];
+    e->hnext = *b;
+    *b = e;
+    return e;
+}
+
+static void asking_add(nss_entry *e)
+{
+    e->asking = true;
+    e->anext = asking;
+    asking = e;
+    nasking++;
+}
+
+static void asking_del(nss_entry *e)
+{
+    if (!e->asking)
+        return;
+    for (nss_entry **p = &asking; *p; p = &(*p)->anext)
+        if (*p == e) {
+            *p = e->anext;
+            break;
+        }
+    e->anext = NULL;
+    e->asking = false;
+    nasking--;
 }
 
 static const char *kind_name(const nss_entry *e)
@@ -217,25 +281,38 @@ static void wake(nss_entry *e)
     }
 }
 
-/* The answer j carries, kept in e; its waiters called. */
+/* The answer j carries, kept in e; its waiters called. A refresh (ask_of) that failed leaves a
+ * kept answer still good as it is, until its time. */
 static void answered(nss_entry *e, nss_job *j)
 {
-    free(e->groups);
-    nss_waiter *w = e->waiters;
-    bool negative = j->e.err != 0;
-    if (e->asking)
-        nasking--;
-    *e = j->e;
-    e->asking = false;
-    e->waiters = w;
-    int64_t keep = negative && NSSCACHE_NEGATIVE_MS < ttl_ms ? NSSCACHE_NEGATIVE_MS : ttl_ms;
-    e->expires_ms = now_ms() + keep;
-    if (j->e.err && !nsscache_none(j->e.err)) {
+    asking_del(e);
+    int64_t now = now_ms();
+    bool failed = j->e.err && !nsscache_none(j->e.err);
+    bool kept = e->expires_ms && now < e->expires_ms && (!e->err || nsscache_none(e->err));
+    int64_t keep = j->e.err && NSSCACHE_NEGATIVE_MS < ttl_ms ? NSSCACHE_NEGATIVE_MS : ttl_ms;
+    if (failed) {
         char uid[16];
         snprintf(uid, sizeof uid, "%u", (unsigned)e->key_uid);
-        log_warn("account look-up of %s %s failed: %s (answered so for %lld ms: refused meanwhile)",
-                 e->kind == NSS_UID ? "uid" : e->kind == NSS_GROUP ? "group" : "user",
-                 e->kind == NSS_UID ? uid : e->key, strerror(j->e.err), (long long)keep);
+        log_warn("account look-up of %s %s failed: %s (%s)", kind_name(e), e->kind == NSS_UID ? uid : e->key,
+                 strerror(j->e.err), kept ? "the answer kept meanwhile still holds, until its time"
+                                          : "answered so for a while: refused meanwhile");
+    }
+    if (failed && kept) {
+        free(j->e.groups);
+    } else {
+        free(e->groups);
+        e->err = j->e.err;
+        e->uid = j->e.uid;
+        e->gid = j->e.gid;
+        memcpy(e->name, j->e.name, sizeof e->name);
+        e->groups = j->e.groups;
+        e->ngroups = j->e.ngroups;
+        e->admin_known = j->e.admin_known;
+        e->admin_lists = j->e.admin_lists;
+        e->admin_gid = j->e.admin_gid;
+        e->gen = j->e.gen;
+        e->expires_ms = now + keep;
+        e->refresh_ms = e->expires_ms - keep / 4;
     }
     free(j);
     wake(e);
@@ -257,6 +334,31 @@ static void on_answer(watch *w, uint32_t events)
     }
 }
 
+/* e asked of a resolver thread (or here, without them); false when it was answered here. */
+static bool ask_of(nss_entry *e, int64_t now)
+{
+    nss_job *j = xcalloc(1, sizeof *j);
+    j->e.kind = e->kind;
+    j->e.key_uid = e->key_uid;
+    snprintf(j->e.key, sizeof j->e.key, "%s", e->key);
+    snprintf(j->admin_group, sizeof j->admin_group, "%s", core.cfg.admin_group);
+    j->e.gen = e->asked_gen = ++gen;
+    asking_add(e);
+    e->deadline_ms = now + NSSCACHE_DEADLINE_MS;
+    if (!res.running) {
+        /* no threads (unit tests, the fuzz harness): asked here, answered at once */
+        resolve(j);
+        answered(e, j);
+        return false;
+    }
+    pthread_mutex_lock(&res.mu);
+    *(res.tail ? &res.tail->next : &res.head) = j;
+    res.tail = j;
+    pthread_cond_signal(&res.cv);
+    pthread_mutex_unlock(&res.mu);
+    return true;
+}
+
 static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, nsscache_fn fn, void *arg)
 {
     if (name && strlen(name) >= sizeof busy.key) {
@@ -265,36 +367,29 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
     }
     nss_entry *e = find(kind, uid, name);
     int64_t now = now_ms();
-    if (e && e->expires_ms && now < e->expires_ms)
+    if (e && e->expires_ms && now < e->expires_ms) {
+        /* used in its last quarter: asked again now, in the background, so that steady traffic
+         * (require_gvisor's groups: every request of every user) finds the new answer in time;
+         * this one meanwhile, until its own time only */
+        if (now >= e->refresh_ms && !e->asking && res.running)
+            ask_of(e, now);
+        e->handed_turn = this_turn();
         return e;
+    }
+    if (e && e->expires_ms && accept_after && e->gen > accept_after) {
+        /* asked after the request that runs now began: as new as what it asked for (see
+         * nsscache_accept_since), however long it took */
+        e->handed_turn = this_turn();
+        return e;
+    }
     if (!e) {
-        e = slot();
+        e = slot(kind, uid, name);
         if (!e)
             return &busy;
-        e->kind = kind;
-        e->key_uid = uid;
-        snprintf(e->key, sizeof e->key, "%s", name ? name : "");
     }
-    if (!e->asking) {
-        nss_job *j = xcalloc(1, sizeof *j);
-        j->e.kind = kind;
-        j->e.key_uid = uid;
-        snprintf(j->e.key, sizeof j->e.key, "%s", e->key);
-        snprintf(j->admin_group, sizeof j->admin_group, "%s", core.cfg.admin_group);
-        e->asking = true;
-        e->deadline_ms = now + NSSCACHE_DEADLINE_MS;
-        nasking++;
-        if (!res.running) {
-            /* no threads (unit tests, the fuzz harness): asked here, answered at once */
-            resolve(j);
-            answered(e, j);
-            return e;
-        }
-        pthread_mutex_lock(&res.mu);
-        *(res.tail ? &res.tail->next : &res.head) = j;
-        res.tail = j;
-        pthread_cond_signal(&res.cv);
-        pthread_mutex_unlock(&res.mu);
+    if (!e->asking && !ask_of(e, now)) {
+        e->handed_turn = this_turn();
+        return e;
     }
     if (fn) {
         nss_waiter *w = xcalloc(1, sizeof *w);
@@ -307,18 +402,22 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
 int64_t nsscache_due_ms(void)
 {
     int64_t due = 0;
-    for (size_t i = 0; nasking && i < nentries; i++)
-        if (entries[i]->asking && (!due || entries[i]->deadline_ms < due))
-            due = entries[i]->deadline_ms;
+    for (const nss_entry *e = asking; e; e = e->anext)
+        if (!due || e->deadline_ms < due)
+            due = e->deadline_ms;
     return due;
 }
 
 void nsscache_tick(int64_t now)
 {
-    for (size_t i = 0; nasking && i < nentries; i++) {
-        nss_entry *e = entries[i];
-        if (!e->asking || e->deadline_ms > now)
+    for (nss_entry *e = asking; e; e = e->anext) {
+        if (e->deadline_ms > now)
             continue;
+        if (e->expires_ms > now && (!e->err || nsscache_none(e->err))) {
+            /* a refresh that is slow: the answer kept holds until its time, then fails */
+            e->deadline_ms = e->expires_ms;
+            continue;
+        }
         /* failed for now (its thread may still answer: then that answer is kept), and its
          * waiters told; the next deadline a while on, for those who ask again meanwhile */
         char uid[16];
@@ -327,7 +426,9 @@ void nsscache_tick(int64_t now)
                  "and kept when it comes", kind_name(e), e->kind == NSS_UID ? uid : e->key,
                  NSSCACHE_DEADLINE_MS / 1000, NSSCACHE_NEGATIVE_MS / 1000);
         e->err = ETIMEDOUT;
+        e->gen = e->asked_gen; /* (the answer of that look-up, for those who waited on it) */
         e->expires_ms = now + NSSCACHE_NEGATIVE_MS;
+        e->refresh_ms = e->expires_ms; /* (it is being asked still) */
         e->deadline_ms = now + NSSCACHE_DEADLINE_MS;
         wake(e);
     }
@@ -335,8 +436,8 @@ void nsscache_tick(int64_t now)
 
 void nsscache_forget(nsscache_fn fn, void *arg)
 {
-    for (size_t i = 0; i < nentries; i++)
-        for (nss_waiter **p = &entries[i]->waiters; *p;) {
+    for (nss_entry *e = asking; e; e = e->anext) /* (only entries asking have waiters) */
+        for (nss_waiter **p = &e->waiters; *p;) {
             nss_waiter *w = *p;
             if (w->fn == fn && w->arg == arg) {
                 *p = w->next;
@@ -345,6 +446,15 @@ void nsscache_forget(nsscache_fn fn, void *arg)
                 p = &w->next;
             }
         }
+}
+
+uint64_t nsscache_gen(void) { return gen; }
+
+uint64_t nsscache_accept_since(uint64_t g)
+{
+    uint64_t was = accept_after;
+    accept_after = g;
+    return was;
 }
 
 const nss_entry *nsscache_uid(uid_t uid, nsscache_fn fn, void *arg) { return lookup(NSS_UID, uid, NULL, fn, arg); }

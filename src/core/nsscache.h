@@ -9,10 +9,15 @@
  * Loop thread only. A look-up not known now returns NULL and is asked of a resolver thread
  * (once per key, however many wait); fn(arg), when given, is called on the loop once it is
  * answered (or failed): a route parks its request (api/park.h) and runs again, a job waits
- * QUEUED (the scheduler runs again after every answer). At most NSSCACHE_MAX keys are kept:
- * when every one is in use (being asked, or waited on), an entry with err EAGAIN is returned
- * instead, and the caller refuses (503) rather than guess. Without nsscache_start (unit
- * tests, the fuzz harness) look-ups are made at once on the caller's thread. */
+ * QUEUED (the scheduler runs again after every answer). A kept answer used in the last quarter
+ * of its time is asked again in the background, and the kept one returned meanwhile, until its
+ * own time only (a refresh that fails does not replace it): steady traffic does not wait for
+ * keys every request needs (isolation.require_gvisor's groups). At most NSSCACHE_MAX keys are
+ * kept, found by a hash of the key: when every one is in use (being asked, waited on, or handed
+ * out this turn of the loop), an entry with err EAGAIN is returned instead, and the caller
+ * refuses (503) rather than guess. An entry returned stays as it is until the loop's next turn
+ * (another look-up of the same turn does not reuse it). Without nsscache_start (unit tests, the
+ * fuzz harness) look-ups are made at once on the caller's thread. */
 #ifndef JOBLET_NSSCACHE_H
 #define JOBLET_NSSCACHE_H
 
@@ -48,9 +53,14 @@ typedef struct nss_entry {
     gid_t admin_gid;
     /* the loop's bookkeeping */
     int64_t expires_ms;   /* answered, and good until then; 0 while never answered */
+    int64_t refresh_ms;   /* used from then on (while good): asked again in the background */
+    uint64_t gen;         /* the look-up that answered it (nsscache_gen: later ones are greater) */
+    uint64_t asked_gen;   /* the one asked last */
     bool asking;          /* handed to a resolver thread */
     int64_t deadline_ms;  /* while asking: when its waiters fail (NSSCACHE_DEADLINE_MS) */
+    uint64_t handed_turn; /* the loop turn it was last returned in (+1): not reused during it */
     struct nss_waiter *waiters;
+    struct nss_entry *hnext, *anext; /* its hash chain; the entries asking */
 } nss_entry;
 
 typedef void (*nsscache_fn)(void *arg);
@@ -71,6 +81,17 @@ const nss_entry *nsscache_group(const char *name, nsscache_fn fn, void *arg);
  * (an account and require_gvisor's groups) is woken by the first answer and runs again, parking
  * anew on what is still unknown; its old waiters on the others would wake nothing. */
 void nsscache_forget(nsscache_fn fn, void *arg);
+/* The latest look-up asked: one asked later has a greater number. */
+uint64_t nsscache_gen(void);
+/* While a request runs (api/http.c, from its first call to each return), gen being
+ * nsscache_gen() when it began: an answer to a look-up asked after that counts as known for it
+ * even once past its time. A request that needs several keys (its caller's account, then
+ * require_gvisor's groups, then a route's) would otherwise, with account_cache_s shorter than
+ * a slow directory's answer, find the first key expired by the time the last is answered, and
+ * park again for ever; such an answer is newer than the request, so no guess. The scheduler
+ * does the same for a job, or an array's task, that waits for its owner's (core/queue.c). 0:
+ * none (timers, the scheduler's other work). */
+uint64_t nsscache_accept_since(uint64_t gen); /* (the former, to put back) */
 /* Whether err means "there is no such account or group" (as getpwuid(3) lists them). */
 bool nsscache_none(int err);
 

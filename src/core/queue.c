@@ -25,6 +25,7 @@
 #include "cmdcheck.h"
 #include "job_launch.h"
 #include "networks.h"
+#include "nsscache.h"
 #include "sched_input.h"
 #include "state.h"
 #include "submit.h"
@@ -43,6 +44,32 @@ static struct {
 } last_pass;
 
 static void schedule(void);
+
+/* The account look-ups a job's start, or an array task's making, needs (its owner's account,
+ * isolation.require_gvisor's groups): every one asked at once (account_known), and an answer to
+ * one asked since it began to wait counts however long it took (nsscache_accept_since: with
+ * server.account_cache_s shorter than a slow directory's answer, asked one after the other,
+ * each expired before the next came, and the job waited for ever). *since: the job's or the
+ * array's lookup_since; lookups_end is given what lookups_begin returned. */
+typedef struct lookups {
+    uint64_t gen, was;
+} lookups;
+
+static lookups lookups_begin(uint64_t since, uid_t owner)
+{
+    lookups l = {.gen = nsscache_gen(), .was = nsscache_accept_since(since)};
+    (void)account_known(owner, NULL, NULL);
+    return l;
+}
+
+static void lookups_end(lookups l, uint64_t *since, bool waits)
+{
+    nsscache_accept_since(l.was);
+    if (!waits)
+        *since = 0;
+    else if (!*since)
+        *since = l.gen;
+}
 
 /* How many jobs hold room: the size of sched_input_base's running list. */
 static size_t room_now(void)
@@ -261,7 +288,9 @@ static enum task_canceled cancel_task(jarray *a, uint32_t t, enum depend_task_en
     }
     if (!arrays_ahead_ok(a, t))
         return TASK_LEFT;
+    lookups l = lookups_begin(a->lookup_since, a->owner_uid);
     job *j = submit_task(a, t, &e);
+    lookups_end(l, &a->lookup_since, !j && e.http == 503);
     if (!j) /* (to be canceled: one that can never be made cancels the array's tasks left) */
         return make_failed(a, t, &e) ? TASK_ALL : TASK_LEFT;
     make_done(a);
@@ -486,7 +515,10 @@ static void schedule(void)
             uint32_t t;
             if (pick_task(a, &t) < 0)
                 continue; /* (one offered ahead was made or canceled meanwhile) */
-            if (!(j = submit_task(a, t, &e))) {
+            lookups l = lookups_begin(a->lookup_since, a->owner_uid);
+            j = submit_task(a, t, &e);
+            lookups_end(l, &a->lookup_since, !j && e.http == 503);
+            if (!j) {
                 make_failed(a, t, &e); /* for good: its tasks left canceled; else tried again later */
                 continue;
             }
@@ -511,8 +543,13 @@ static void schedule(void)
          * group, isolation.require_gvisor; job_launch.c checks them again): a lookup that failed
          * (503: a directory service away) leaves it waiting, tried again in ACCOUNT_RETRY_MS; a
          * refusal ends it, before anything is granted */
-        if (account_verify(&j->req, j->owner_uid, j->owner_gid, &e) < 0 ||
-            isolation_recheck(&j->req, j->owner_uid, j->owner_gid, &e) < 0) {
+        lookups l = lookups_begin(j->lookup_since, j->owner_uid);
+        int checked = account_verify(&j->req, j->owner_uid, j->owner_gid, &e) < 0 ||
+                              isolation_recheck(&j->req, j->owner_uid, j->owner_gid, &e) < 0
+                          ? -1
+                          : 0;
+        lookups_end(l, &j->lookup_since, checked < 0 && e.http == 503);
+        if (checked < 0) {
             if (e.http == 503) {
                 j->wait_why = SW_ACCOUNT_LOOKUP;
                 lookup_retry_ms = now_ms() + ACCOUNT_RETRY_MS;

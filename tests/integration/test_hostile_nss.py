@@ -46,13 +46,19 @@ static void note(const char *what, const char *fn)
     close(fd);
 }
 
-static void slow(int hit, const char *fn)
+/* SLOW_NSS_UID_SECONDS, SLOW_NSS_NAME_SECONDS for the uid's, the name's, else SLOW_NSS_SECONDS:
+ * seconds, fractions too */
+static void slow(int hit, const char *fn, const char *which)
 {
     if (!hit)
         return;
-    const char *s = getenv("SLOW_NSS_SECONDS");
+    const char *s = getenv(which);
+    if (!s)
+        s = getenv("SLOW_NSS_SECONDS");
+    double d = s ? atof(s) : 2;
     note("enter", fn);
-    sleep(s ? (unsigned)atoi(s) : 2);
+    struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+    while (nanosleep(&ts, &ts) < 0) {}
     note("leave", fn);
 }
 
@@ -73,49 +79,49 @@ static int name_hit(const char *name)
 int getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, struct passwd **out)
 {
     REAL(getpwuid_r);
-    slow(uid_hit(uid), "getpwuid_r");
+    slow(uid_hit(uid), "getpwuid_r", "SLOW_NSS_UID_SECONDS");
     return real(uid, pw, buf, len, out);
 }
 
 struct passwd *getpwuid(uid_t uid)
 {
     REAL(getpwuid);
-    slow(uid_hit(uid), "getpwuid");
+    slow(uid_hit(uid), "getpwuid", "SLOW_NSS_UID_SECONDS");
     return real(uid);
 }
 
 int getpwnam_r(const char *name, struct passwd *pw, char *buf, size_t len, struct passwd **out)
 {
     REAL(getpwnam_r);
-    slow(name_hit(name), "getpwnam_r");
+    slow(name_hit(name), "getpwnam_r", "SLOW_NSS_NAME_SECONDS");
     return real(name, pw, buf, len, out);
 }
 
 struct passwd *getpwnam(const char *name)
 {
     REAL(getpwnam);
-    slow(name_hit(name), "getpwnam");
+    slow(name_hit(name), "getpwnam", "SLOW_NSS_NAME_SECONDS");
     return real(name);
 }
 
 int getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngroups)
 {
     REAL(getgrouplist);
-    slow(name_hit(user), "getgrouplist");
+    slow(name_hit(user), "getgrouplist", "SLOW_NSS_NAME_SECONDS");
     return real(user, group, groups, ngroups);
 }
 
 int getgrnam_r(const char *name, struct group *g, char *buf, size_t len, struct group **out)
 {
     REAL(getgrnam_r);
-    slow(name_hit(name), "getgrnam_r");
+    slow(name_hit(name), "getgrnam_r", "SLOW_NSS_NAME_SECONDS");
     return real(name, g, buf, len, out);
 }
 
 struct group *getgrnam(const char *name)
 {
     REAL(getgrnam);
-    slow(name_hit(name), "getgrnam");
+    slow(name_hit(name), "getgrnam", "SLOW_NSS_NAME_SECONDS");
     return real(name);
 }
 """

@@ -1,0 +1,83 @@
+/* core/nsscache.c without its threads (answered on the caller's thread, as in the fuzz harness):
+ * a key is found again by its hash, among thousands kept; an entry returned stays as it is for the
+ * rest of the loop's turn even when every key is in use (it was overwritten by the next look-up
+ * of another key: a caller reading an account's groups while asking for a group saw another
+ * key's answer); a later turn reuses the entry that expired first. The loop and the core state
+ * are stubs: nsscache.c uses loop_turns and the configuration's admin_group only. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/loop.h"
+#include "core/nsscache.h"
+#include "core/state.h"
+
+core_state core;
+static uint64_t turns;
+
+uint64_t loop_turns(void) { return turns; }
+int loop_add(watch *w)
+{
+    (void)w;
+    return -1;
+}
+void loop_del(watch *w) { (void)w; }
+
+/* uids far above any account of the machine: each answered "no such account" */
+#define BASE 3900000000u
+
+static void test_keys_found_and_pinned_for_the_turn(void **state)
+{
+    (void)state;
+    const nss_entry *first = nsscache_uid(BASE, NULL, NULL);
+    assert_non_null(first);
+    assert_int_equal(first->key_uid, BASE);
+    assert_int_equal(first->err, ENOENT);
+    for (uint32_t i = 1; i < NSSCACHE_MAX; i++) {
+        const nss_entry *e = nsscache_uid(BASE + i, NULL, NULL);
+        assert_non_null(e);
+        assert_int_equal(e->key_uid, BASE + i);
+    }
+    /* every key found again, the same entry (not asked again) */
+    for (uint32_t i = 0; i < NSSCACHE_MAX; i += 97)
+        assert_int_equal(nsscache_uid(BASE + i, NULL, NULL)->key_uid, BASE + i);
+    assert_ptr_equal(nsscache_uid(BASE, NULL, NULL), first);
+    /* all 4,096 in use, and all handed out this turn: a new key is refused, never put in the
+     * place of one a caller may still read */
+    const nss_entry *more = nsscache_group("nsscache-test-no-such-group", NULL, NULL);
+    assert_non_null(more);
+    assert_int_equal(more->err, EAGAIN);
+    assert_int_equal(first->kind, NSS_UID);
+    assert_int_equal(first->key_uid, BASE);
+    /* the next turn: the place of the one that expires first (the first asked) is taken */
+    turns++;
+    const nss_entry *g = nsscache_group("nsscache-test-no-such-group", NULL, NULL);
+    assert_non_null(g);
+    assert_int_equal(g->kind, NSS_GROUP);
+    assert_string_equal(g->key, "nsscache-test-no-such-group");
+    assert_int_equal(g->err, ENOENT);
+    assert_ptr_equal(nsscache_group("nsscache-test-no-such-group", NULL, NULL), g);
+    /* and the key it held is no longer found there: asked anew (its own place, in a turn after) */
+    turns++;
+    const nss_entry *again = nsscache_uid(BASE, NULL, NULL);
+    assert_non_null(again);
+    assert_int_equal(again->kind, NSS_UID);
+    assert_int_equal(again->key_uid, BASE);
+    assert_int_equal(nsscache_group("nsscache-test-no-such-group", NULL, NULL)->kind, NSS_GROUP);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keys_found_and_pinned_for_the_turn),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
