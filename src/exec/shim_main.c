@@ -300,14 +300,18 @@ static void join_user_cpu(shim *sh, size_t n)
 
 /* One read of the job's pipe (or its terminal), as one piece of its log (logwriter.h); its
  * sequence number orders it against the other stream's pieces. Attached clients get it too, on
- * channel ch (shim_term.h). */
-static int pump(shim *sh, int *fd, logw *w, int ch)
+ * channel ch (shim_term.h). At its end the descriptor leaves ep before it is closed: a tty's
+ * master has a duplicate (the terminal's input, shim_term_set_input), which keeps the open file
+ * and so its registration alive, and epoll would go on reporting the hang-up under a number
+ * nothing handles any more (the shim spinning until the job ends). */
+static int pump(shim *sh, int ep, int *fd, logw *w, int ch)
 {
     static char buf[1 << 18];
     ssize_t n = read(*fd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return 0;
     if (n <= 0) {
+        epoll_ctl(ep, EPOLL_CTL_DEL, *fd, NULL);
         close(*fd);
         *fd = -1;
         return 0;
@@ -916,9 +920,9 @@ static void supervise(shim *sh)
         for (int i = 0; i < n; i++) {
             int fd = evs[i].data.fd;
             if (fd == sh->out_r) {
-                pump(sh, &sh->out_r, &sh->out, TERMFRAME_STDOUT);
+                pump(sh, ep, &sh->out_r, &sh->out, TERMFRAME_STDOUT);
             } else if (fd == sh->err_r) {
-                pump(sh, &sh->err_r, &sh->err, TERMFRAME_STDERR);
+                pump(sh, ep, &sh->err_r, &sh->err, TERMFRAME_STDERR);
             } else if (fd == tfd) {
                 shim_term_run(sh->term);
             } else if (fd == sh->tfd_runtime) {
