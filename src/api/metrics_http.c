@@ -22,6 +22,7 @@
 #include "../common/netaddr.h"
 #include "../common/promtext.h"
 #include "../common/tcpowner.h"
+#include "../common/thread.h"
 #include "../common/util.h"
 #include "../core/account.h"
 #include "../core/loop.h"
@@ -342,15 +343,14 @@ int metrics_listen_start(const char *hostport, const char *readers, const char *
     listener.stopping = false;
     listener.asked = listener.answered = 0;
     /* signals stay with the loop thread (signalfd): the listener's thread blocks them all */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
+    sigset_t old;
+    thread_block_all(&old);
     memset(peers, 0, sizeof peers);
     listener.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_scrape, NULL,
                                     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNS,
                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_CONNECTION,
                                     on_connection, NULL, MHD_OPTION_END);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    thread_unblock(&old);
     if (!listener.mhd) {
         close(fd);
         close_watch();

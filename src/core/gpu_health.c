@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/thread.h"
 #include "../common/util.h"
 #include "../gpu/nvml.h"
 #include "../gpu/xid_policy.h"
@@ -542,11 +543,7 @@ void gpu_health_start(void)
     mon.w = (watch){mon.rd, on_message, NULL};
     loop_add(&mon.w);
     /* signals stay with the loop thread (signalfd): the monitor blocks them all */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&mon.th, NULL, monitor, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = thread_start(&mon.th, monitor, NULL);
     if (rc != 0) {
         log_err("gpu: health monitor: %s", strerror(rc));
         return;

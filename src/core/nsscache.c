@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/thread.h"
 #include "../common/util.h"
 #include "loop.h"
 #include "state.h"
@@ -483,18 +484,10 @@ int nsscache_start(unsigned ttl_s)
     if (loop_add(&res.w) < 0)
         return -1;
     /* signals stay with the loop thread (signalfd): the resolvers block them all */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
     int started = 0;
-    for (int i = 0; i < NSS_THREADS; i++) {
-        pthread_t th;
-        if (pthread_create(&th, NULL, resolver, NULL) == 0) {
-            pthread_detach(th);
+    for (int i = 0; i < NSS_THREADS; i++)
+        if (thread_start(NULL, resolver, NULL) == 0)
             started++;
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!started) {
         errno = EAGAIN;
         return -1;
