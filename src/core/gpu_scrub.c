@@ -87,6 +87,12 @@ static void on_scrub_exit(watch *w, uint32_t events)
     const char *more = strstr(out, "joblet-gpu-scrub: more holders killed");
     if (more)
         log_warn("%.*s: the audit trail has a record of the first ones only", (int)strcspn(more, "\n"), more);
+    /* what its holder scans cost, a line a GPU (scrub_main.c) */
+    for (const char *p = out; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != 0)) {
+        size_t l = strcspn(p, "\n");
+        if (strncmp(p, "joblet-gpu-scrub: ", 18) == 0 && memmem(p, l, ": holder scan: ", 15))
+            log_debug("%.*s", (int)l, p);
+    }
     for (scrub_run **p = &runs; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;

@@ -3,12 +3,22 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* The distinct tables of one process remembered for kcmp; past them, every further table that
+ * differs from all of these is read (correct, only slower). */
+#define TABLES_MAX 64
+
+static unsigned long tables_read;
+static int kcmp_state; /* 0 not tried yet, 1 usable, -1 not (no kcmp, or /proc not ours) */
 
 static bool is_rdev(const char *path, dev_t rdev)
 {
@@ -26,14 +36,16 @@ static bool numeric(const char *s)
     return true;
 }
 
-/* A descriptor of rdev in the table of `task` (/proc/PID/task/TID). */
-static bool fds_hold(const char *task, dev_t rdev)
+/* A descriptor of rdev in the table of `task` (/proc/PID/task/TID): 1 found, 0 not, -1 the
+ * table could not be read (the thread is gone). */
+static int fds_hold(const char *task, dev_t rdev)
 {
     char path[320];
     snprintf(path, sizeof path, "%s/fd", task);
     DIR *d = opendir(path);
     if (!d)
-        return false;
+        return -1;
+    tables_read++;
     bool found = false;
     struct dirent *de;
     while (!found && (de = readdir(d)))
@@ -43,6 +55,31 @@ static bool fds_hold(const char *task, dev_t rdev)
         }
     closedir(d);
     return found;
+}
+
+/* Whether kcmp may tell two threads' tables apart: /proc is of this process's pid namespace (so a
+ * TID read there names the thread kcmp would) and the kernel has kcmp (CONFIG_KCMP; found out by
+ * the first call, same_table). */
+static bool kcmp_usable(void)
+{
+    if (!kcmp_state) {
+        char self[32];
+        ssize_t n = readlink("/proc/self", self, sizeof self - 1);
+        if (n > 0)
+            self[n] = 0;
+        kcmp_state = n > 0 && numeric(self) && atoi(self) == (int)getpid() ? 1 : -1;
+    }
+    return kcmp_state > 0;
+}
+
+/* Threads a and b share one descriptor table (CLONE_FILES). Not known (a thread gone, access
+ * refused) is "no": that table is read. */
+static bool same_table(pid_t a, pid_t b)
+{
+    long r = syscall(SYS_kcmp, a, b, KCMP_FILES, 0, 0);
+    if (r < 0 && errno == ENOSYS)
+        kcmp_state = -1;
+    return r == 0;
 }
 
 /* A mapping of rdev: each file mapped (by device and inode, as /proc/PID/maps names it) is
@@ -82,6 +119,10 @@ static bool maps_hold(pid_t pid, dev_t rdev)
     return found;
 }
 
+/* Each distinct descriptor table of pid once: threads normally share their process's
+ * (CLONE_FILES), and a table of 1,000 descriptors read again for each of 1,000 threads is a
+ * million stat()s. A thread whose table kcmp finds to be one already read is skipped; without
+ * kcmp every thread's table is read. */
 static bool holds(pid_t pid, dev_t rdev)
 {
     char path[64];
@@ -89,13 +130,24 @@ static bool holds(pid_t pid, dev_t rdev)
     DIR *d = opendir(path);
     if (!d)
         return false;
+    pid_t read_by[TABLES_MAX]; /* a thread of each distinct table read */
+    int nread = 0;
     bool found = false;
     struct dirent *de;
     while (!found && (de = readdir(d)))
         if (numeric(de->d_name)) {
+            pid_t tid = (pid_t)atoi(de->d_name);
+            bool seen = false;
+            for (int i = 0; i < nread && !seen && kcmp_usable(); i++)
+                seen = same_table(read_by[i], tid);
+            if (seen)
+                continue;
             char task[128];
             snprintf(task, sizeof task, "/proc/%d/task/%s", (int)pid, de->d_name);
-            found = fds_hold(task, rdev);
+            int r = fds_hold(task, rdev);
+            found = r > 0;
+            if (r == 0 && nread < TABLES_MAX)
+                read_by[nread++] = tid;
         }
     closedir(d);
     return found || maps_hold(pid, rdev);
@@ -189,4 +241,9 @@ bool holders_find_one(pid_t pid, dev_t rdev, gpu_holder *out)
         return false;
     describe(pid, out);
     return true;
+}
+
+unsigned long holders_tables_read(void)
+{
+    return tables_read;
 }

@@ -2,7 +2,9 @@
  * before it zeroes the GPU): a descriptor of it in any thread's descriptor table
  * (/proc/PID/task/TID/fd, a thread may have unshared its table) or a mapping of it
  * (/proc/PID/map_files), matched by the node's device number (st_rdev), so that a node made
- * anywhere (a job's private /dev, a descriptor passed with SCM_RIGHTS) is found. */
+ * anywhere (a job's private /dev, a descriptor passed with SCM_RIGHTS) is found. A table shared
+ * by several threads (CLONE_FILES, as threads normally are) is read once: kcmp(KCMP_FILES) tells
+ * a thread's table from those already read; without kcmp (ENOSYS) each thread's is read. */
 #ifndef JOBLET_HOLDERS_H
 #define JOBLET_HOLDERS_H
 
@@ -29,5 +31,9 @@ int holders_find(dev_t rdev, gpu_holder *out, int max);
 
 /* Process pid, described in out when it (still) holds rdev. */
 bool holders_find_one(pid_t pid, dev_t rdev, gpu_holder *out);
+
+/* The descriptor tables read so far by this process (a table shared by several threads counts
+ * once), for tests and measurements. */
+unsigned long holders_tables_read(void);
 
 #endif

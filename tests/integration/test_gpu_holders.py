@@ -10,6 +10,7 @@ that received the descriptor would hold it. The fake NVML and fake libcuda stand
 driver, as in test_gpu_isolation.py's scrub test."""
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -34,6 +35,40 @@ if uid:
     os.setresuid(uid, uid, uid)
 print("ready", flush=True)
 time.sleep(int(os.environ.get("HOLD_S", "600")))
+"""
+
+
+# Many threads sharing one descriptor table, and one of them alone holding the node, in a table
+# it made its own (unshare(CLONE_FILES)) after the others were started; the thread-group leader
+# holds nothing.
+THREADED_HOLDER = r"""
+import ctypes, os, sys, threading, time
+uid, node = int(sys.argv[1]), sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_FILES = 0x400
+go, held = threading.Event(), threading.Event()
+def idle():
+    go.wait()
+    time.sleep(600)
+def holder():
+    assert libc.unshare(CLONE_FILES) == 0, ctypes.get_errno()
+    os.open(node, os.O_PATH)
+    held.set()
+    time.sleep(600)
+fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(200)]
+threads = [threading.Thread(target=idle, daemon=True) for _ in range(100)]
+for t in threads[:50]:
+    t.start()
+threading.Thread(target=holder, daemon=True).start()
+held.wait()
+for t in threads[50:]:
+    t.start()
+if uid:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+print("ready", len(os.listdir("/proc/self/task")), flush=True)
+time.sleep(600)
 """
 
 
@@ -241,3 +276,27 @@ def test_the_persistence_daemon_under_its_own_account_is_left_alone(scrub_machin
             if p.poll() is None:
                 p.kill()
             p.wait()
+
+
+def test_a_holder_in_one_thread_s_own_descriptor_table_is_found(scrub_machine, tmp_path):
+    # the scan reads each distinct table once (kcmp): the one thread of 102 whose table is its
+    # own, the only one holding the node, is still found, and killed
+    d, dev, gpus, _ = scrub_machine
+    h = subprocess.Popen([sys.executable, "-c", THREADED_HOLDER, str(HOLDER_UID), str(dev / f"nvidia{gpus[0]['minor']}")],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert h.stdout.readline().split() == ["ready", "102"]
+        assert not any(os.path.exists(f"/proc/{h.pid}/fd/{fd}") and os.stat(f"/proc/{h.pid}/fd/{fd}").st_rdev ==
+                       os.makedev(195, gpus[0]["minor"]) for fd in os.listdir(f"/proc/{h.pid}/fd"))
+        _, gl = run_and_release(d, 0)
+        assert h.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        if h.poll() is None:
+            h.kill()
+        h.wait()
+    assert gl[0]["state"] == "available", gl[0]
+    assert [(r["uid"], r["gpu"]) for r in audit(d, "holder")] == [(HOLDER_UID, 0)]
+    # what the scans cost, at debug level: the round that killed it, and one that found nobody
+    scans = re.findall(rf"joblet-gpu-scrub: {gpus[0]['uuid']}: holder scan: (\d+) rounds, (\d+) descriptor tables "
+                       r"read, \d+ ms", d.log())
+    assert scans and scans[-1][0] == "2" and int(scans[-1][1]) > 0, scans
