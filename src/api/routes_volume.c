@@ -5,6 +5,7 @@
 #include "routes_volume.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/jsonx.h"
@@ -75,14 +76,10 @@ static enum MHD_Result create(request *r)
     volume_req rq = {0};
     int rc = -1;
     if (jx_only_keys(body, keys, "a volume", &e) < 0 || jx_str(body, "name", &name, &e) < 0 ||
-        jx_str(body, "type", &type, &e) < 0 || jx_u64(body, "size_mb", 1, UINT64_MAX >> 20, &size_mb, &e) < 0)
+        jx_str(body, "type", &type, &e) < 0)
         goto out;
     if (!name) {
         jerr_field(&e, "name", "name: a volume needs a name (letters, digits, '.', '_', '-')");
-        goto out;
-    }
-    if (!size_mb) {
-        jerr_field(&e, "size_mb", "size_mb: a volume needs a size in MB, e.g. 1024 (rnx volume create --size=1GB)");
         goto out;
     }
     if (volumes_type_parse(type, &rq.type) < 0) {
@@ -90,6 +87,21 @@ static enum MHD_Result create(request *r)
                                "removed) or memory (a tmpfs, gone when its last job ends)", type);
         goto out;
     }
+    json_t *size = json_object_get(body, "size_mb");
+    if (!size || json_is_null(size)) {
+        jerr_field(&e, "size_mb", "size_mb: a volume needs a size in MB, e.g. 1024 (rnx volume create --size=1GB)");
+        goto out;
+    }
+    if (!json_is_integer(size) || json_integer_value(size) < 0) {
+        /* the type's sizes, as for a number out of them: 0, -5, 1.5 and "64" alike */
+        char *text = json_dumps(size, JSON_ENCODE_ANY);
+        char given[80];
+        snprintf(given, sizeof given, "'%.60s'", text ? text : "?");
+        free(text);
+        volumes_size_refused(rq.type, given, &e);
+        goto out;
+    }
+    size_mb = (uint64_t)json_integer_value(size);
     rq.name = name;
     rq.size_mb = size_mb;
     uint64_t ticket = r->resumed ? 0 : park_ticket(r);

@@ -1074,8 +1074,15 @@ static int env_from_json(job_req *r, const jobreq_field *f, json_t *obj, json_t 
     if (!json_is_object(obj))
         return jerr_field(e, f->key, "%s: must be an object of NAME: value strings", f->key);
     json_object_foreach(obj, k, v) {
-        if (!json_is_string(v))
-            return jerr_field(e, f->key, "%s: must be a string", f->key);
+        if (!json_is_string(v)) {
+            /* the variable's place, as the bounds of a request body name it ("env.BIG") */
+            char where[160];
+            snprintf(where, sizeof where, "%s.%.100s", f->key, k);
+            const char *what = json_is_number(v) ? "a number" : json_is_boolean(v) ? "true or false"
+                             : json_is_null(v) ? "null" : json_is_array(v) ? "a list" : "an object";
+            return jerr_field(e, where, "%s: %s, not a string; every value of %s is a string (\"%.100s\": \"1\", "
+                                        "not 1)", where, what, f->key, k);
+        }
         if (strlen(json_string_value(v)) != json_string_length(v))
             return jerr_field(e, f->key, "%s: must not contain a NUL character", f->key);
         /* (env is read first: secret_env's variables are the ones found in both) */

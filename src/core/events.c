@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -31,11 +32,24 @@ struct events_sub {
 typedef struct events_sub stream;
 
 static event ring[EVENTS_RING];
-static uint64_t next_id = 1;    /* the id the next event gets */
+/* Ids go on across restarts: the first is the daemon's start in microseconds (the first event's
+ * time, less than 2^53 as JavaScript's numbers need), so a client that reconnects with a
+ * Last-Event-ID of joblet's previous run gets resync, never the new run's events from that number
+ * on as if they were the ones it missed. */
+static uint64_t first_id, next_id; /* next_id: the id the next event gets */
 static stream *streams;
 static unsigned nstreams;
 static int timer_fd = -1;
 static watch w_timer;
+
+static void ids_begin(void)
+{
+    if (first_id)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    first_id = next_id = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u + 1;
+}
 
 static const event *event_at(uint64_t id)
 {
@@ -62,6 +76,7 @@ void events_publish(const char *kind, int64_t owner, const char *data)
         log_warn("events: a %s event of %zu bytes was not published (too long, or not one line)", kind, dl);
         return;
     }
+    ids_begin();
     event *ev = &ring[next_id % EVENTS_RING];
     free(ev->text);
     ev->id = next_id++;
@@ -182,15 +197,19 @@ events_sub *events_subscribe(const caller *who, uint64_t last_id, jerr *e)
         jerr_http(e, 503, "joblet has %u event streams open (events.max_streams); try again later", nstreams);
         return NULL;
     }
+    ids_begin();
     stream *s = xcalloc(1, sizeof *s);
     s->who = *who;
     /* a client reconnecting goes on after the last event it had, when the ring still holds
-     * the next one (else: resync) */
-    s->next_id = last_id && last_id < next_id ? last_id + 1 : next_id;
-    if (last_id && last_id < next_id) {
+     * the next one; else (an event dropped from the ring, or an id this run never gave: one of
+     * joblet's previous run) it gets resync at once */
+    s->next_id = next_id;
+    if (last_id) {
         s->hello = true;
-        if (!event_at(s->next_id) && s->next_id < next_id)
-            s->next_id = 0;   /* resync at once */
+        if (last_id < next_id && (last_id + 1 == next_id || event_at(last_id + 1)))
+            s->next_id = last_id + 1;
+        else
+            s->next_id = 0;
     }
     s->next = streams;
     streams = s;
@@ -207,7 +226,7 @@ void events_set_notify(events_sub *s, pull_notify_fn notify, void *arg)
 
 bool events_listening(void) { return streams != NULL; }
 unsigned events_streams(void) { return nstreams; }
-uint64_t events_published(void) { return next_id - 1; }
+uint64_t events_published(void) { return next_id - first_id; }
 
 void events_close_all(void)
 {

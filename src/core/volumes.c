@@ -522,6 +522,15 @@ static int check_room(const volume_req *rq, uid_t uid, jerr *e)
     return 0;
 }
 
+int volumes_size_refused(enum volume_type t, const char *given, jerr *e)
+{
+    const struct volume_kind *k = &kinds[t];
+    char b[32], c[32];
+    return jerr_field(e, "size_mb", "size_mb: %.60s is not a size for a %s volume; give from %s to %s (e.g. %s)", given,
+                      k->name, mb_text(k->min_mb, b, sizeof b), mb_text(k->max_mb, c, sizeof c),
+                      t == VOLUME_MEMORY ? "256MB" : "1GB");
+}
+
 /* What the request asks, before anything is made: the name, the size, the bounds. */
 static int check_request(const volume_req *rq, uid_t uid, jerr *e)
 {
@@ -530,11 +539,9 @@ static int check_request(const volume_req *rq, uid_t uid, jerr *e)
                                      "at most 64, not starting with '.'",
                           rq->name ? rq->name : "");
     const struct volume_kind *k = &kinds[rq->type];
-    char a[32], b[32], c[32];
+    char a[32];
     if (rq->size_mb < k->min_mb || rq->size_mb > k->max_mb)
-        return jerr_field(e, "size_mb", "size_mb: %s is not a size for a %s volume; give from %s to %s (e.g. %s)",
-                          mb_text(rq->size_mb, a, sizeof a), k->name, mb_text(k->min_mb, b, sizeof b),
-                          mb_text(k->max_mb, c, sizeof c), rq->type == VOLUME_MEMORY ? "256MB" : "1GB");
+        return volumes_size_refused(rq->type, mb_text(rq->size_mb, a, sizeof a), e);
     if (nvols >= VOLUMES_MAX)
         return jerr_http(e, 429, "this machine has %d volumes, the most joblet keeps; remove some (rnx volume remove "
                                  "NAME)", VOLUMES_MAX);

@@ -77,6 +77,9 @@ typedef struct volume_req {
 const char *volumes_type_name(enum volume_type t);
 const char *volumes_type_note(enum volume_type t);
 int volumes_type_parse(const char *s, enum volume_type *t);
+/* The refusal of a size a volume of type t does not take, with the sizes it takes (400, field
+ * size_mb); given: the size as the request had it ("0 MB", "'1.5'"). Returns -1. */
+int volumes_size_refused(enum volume_type t, const char *given, jerr *e);
 const char *volumes_state_name(enum volume_state s);
 
 /* At start, before jobs are re-adopted: the directory, the database's volumes mounted again

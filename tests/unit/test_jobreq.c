@@ -97,7 +97,7 @@ static const field_case cases[] = {
      "{\"1A\": \"x\"}", "env: '1A' is not a valid variable name; use letters, digits and '_', not starting with a digit"},
     {JR_SECRET_ENV, "", 0, NULL, NULL, "{\"TOKEN\": \"s3\"}", "{\"TOKEN\": \"s3\"}",
      NULL, NULL,
-     "{\"TOKEN\": 1}", "secret_env: must be a string"},
+     "[\"TOKEN=1\"]", "secret_env: must be an object of NAME: value strings"},
     {JR_WORKDIR, "", 0, "/work/src", "\"/work/src\"", "\"/\"", "\"/\"",
      "rel/dir", "workdir: 'rel/dir' must be an absolute path without '..' (e.g. /work/src)",
      "\"/a/../b\"", "workdir: '/a/../b' must be an absolute path without '..' (e.g. /work/src)"},
@@ -691,6 +691,17 @@ static void test_unknown_and_daemon_fields(void **state)
     b = json_of("{\"command\": null}");
     assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), -1);
     assert_msg(&e, "command", "command: must be a string", "null command");
+    json_decref(b);
+    /* a variable's value that is not a string: the variable named, and what is taken */
+    b = json_of("{\"command\": \"x\", \"env\": {\"A\": \"1\", \"EPOCHS\": 3}}");
+    assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), -1);
+    assert_msg(&e, "env.EPOCHS", "env.EPOCHS: a number, not a string; every value of env is a string "
+                                 "(\"EPOCHS\": \"1\", not 1)", "a number in env");
+    json_decref(b);
+    b = json_of("{\"command\": \"x\", \"secret_env\": {\"TOKEN\": true}}");
+    assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), -1);
+    assert_msg(&e, "secret_env.TOKEN", "secret_env.TOKEN: true or false, not a string; every value of secret_env "
+                                       "is a string (\"TOKEN\": \"1\", not 1)", "a boolean in secret_env");
     json_decref(b);
 }
 
