@@ -927,11 +927,16 @@ static enum MHD_Result events(request *r)
 {
     jerr e = {0};
     uint64_t last = 0;
-    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
-    if (!v)
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID"), *field = "Last-Event-ID";
+    if (!v) {
         v = query_get(r, "last_id");
-    if (v && parse_u64(v, &last) < 0)
-        last = 0;
+        field = "last_id";
+    }
+    if (v && parse_u64(v, &last) < 0) {
+        jerr_field(&e, field, "'%.40s' is not an event id: the id of the last event received (a whole number), "
+                                   "or none for a new stream", v);
+        return http_reply_error(r->conn, &e);
+    }
     events_sub *sub = events_subscribe(&r->who, last, &e);
     if (!sub)
         return http_reply_error(r->conn, &e);

@@ -86,6 +86,10 @@ def test_an_event_id_of_a_previous_run_gets_resync(dgx):
     s = Stream(dgx.sock, last_id=last)   # the console of the previous run, reconnecting
     kind, data, _ = s.next()
     assert kind == "resync", (kind, data)
+    # an id that is no number is refused, naming where it came from (it was taken as none: hello)
+    code, body = dgx.api("GET", "/v1/events?last_id=abc")
+    assert code == 400 and body["error"]["field"] == "last_id" and "'abc' is not an event id" in \
+        body["error"]["message"], (code, body)
 
 
 @pytest.mark.parametrize("size,given", [(0, "0 MB"), (-5, "'-5'"), (1.5, "'1.5'"), ("64", "'\"64\"'")])
