@@ -370,13 +370,31 @@ int64_t proc_stat_field(pid_t pid, int n)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    char *s = read_file(path, NULL);
-    if (!s)
+    /* read into the stack: the line is ~300 bytes (comm is at most 64, 52 numbers); read_file's
+     * 4 KiB malloc, a large-bin request, consolidated the heap's fastbins at every job's start */
+    char buf[2048];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return -1;
+    size_t len = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + len, sizeof buf - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        if (len == sizeof buf - 1)
+            break;
+    }
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    buf[len] = 0;
     /* comm may hold spaces and ')' : parse after the last ')' */
-    char *p = strrchr(s, ')');
+    char *p = strrchr(buf, ')');
     int64_t v = -1;
-    if (p) {
+    if (p && p[1]) {
         p += 2;
         int field = 3;
         char *save = NULL;
@@ -386,7 +404,6 @@ int64_t proc_stat_field(pid_t pid, int n)
                 break;
             }
     }
-    free(s);
     return v;
 }
 
