@@ -281,7 +281,8 @@ static int log_options(request *r, job_logs_opts *o, jerr *e)
     const char *s = query_get(r, "stream"), *fmt = query_get(r, "format"), *tail = query_get(r, "tail"),
                *since = query_get(r, "since");
     const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-    *o = (job_logs_opts){.format = JOB_LOGS_NDJSON, .streams = 3, .follow = query_true(r, "follow"), .tail = -1};
+    *o = (job_logs_opts){.format = JOB_LOGS_NDJSON, .streams = 3, .follow = query_true(r, "follow"), .tail = -1,
+                         .reader = r->who.uid};
     if (s && !strcmp(s, "stdout"))
         o->streams = 1;
     else if (s && !strcmp(s, "stderr"))

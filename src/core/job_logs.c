@@ -37,9 +37,20 @@ typedef struct ndline {
 
 static const char *const stream_names[2] = {"stdout", "stderr"};
 
+/* The readers of one user (the caller's uid, core/authz.h), for its share of a turn's reading. */
+typedef struct log_user {
+    struct log_user *next;
+    uid_t uid;
+    unsigned readers;          /* its followers open now: freed at 0 */
+    uint64_t turn;             /* the loop turn `used` counts (loop_turns) */
+    uint64_t used;             /* of the turn's budget, taken by its readers in that turn */
+    bool held;                 /* ... and one of them was refused, or spent its slice */
+} log_user;
+
 struct follower {
     struct follower *next;
     job *j;
+    log_user *user;            /* whose reader it is */
     job_logs_opts o;
     bool end_sent;
     bool said_turn;            /* told (at debug) that the turn's share ran out for it, once */
@@ -67,14 +78,138 @@ struct follower {
  * cost a turn 8 MiB (2,048 index entries, ~8 ms). */
 static loop_budget turn_budget = {.per_turn = 2 * LOGREADER_TAIL_SLICE};
 
+/* The turn's share is split between users, not readers. One user's 60 readers of a long log
+ * read ~50 bytes for each byte another user's one reader of a log as long got
+ * (test_hostile_logfair): libmicrohttpd asks each connection for one block a turn (~32 KiB: the
+ * connection's buffer), so a user's bytes a turn were a block per reader, the turn's length was
+ * what all of them read, and the budget above never bound. Now, in a turn, a user's readers
+ * together take at most
+ *  - the budget divided by the users whose readers asked for some in this turn or one of the
+ *    USER_RECENT before (those that ask late in this turn count before they ask; a reader
+ *    whose client is slow to take its block skips turns), and
+ *  - when another user's readers asked in those turns, about what the hungriest of them took
+ *    the last time they asked (at least USER_MIN_SHARE), unless that one was held back
+ *    itself (refused, or its slice spent): then only the even split holds.
+ * A user alone has all of it; two users each reading all they can have half each; one user's
+ * many readers beside another's one have about that one's block a turn, so the turns are short
+ * and the one reader's bytes a second about as many as theirs. */
+#define USER_MIN_SHARE BLOCK_NDJSON
+#define USER_RECENT 16
+
+static log_user *users;
+static uint64_t asking_turn = UINT64_MAX; /* the turn asking_now counts */
+static unsigned asking_now, asking_before;
+/* The users that asked in the USER_RECENT turns before asking_turn: the two largest of what
+ * one's readers took the last time (UINT64_MAX: it was held back, wanting more), and whose the
+ * largest was. */
+static uint64_t took_first, took_second;
+static const log_user *took_first_user;
+
+static log_user *user_get(uid_t uid)
+{
+    for (log_user *u = users; u; u = u->next)
+        if (u->uid == uid) {
+            u->readers++;
+            return u;
+        }
+    log_user *u = xcalloc(1, sizeof *u);
+    u->uid = uid;
+    u->readers = 1;
+    u->turn = UINT64_MAX; /* none counted yet */
+    u->next = users;
+    users = u;
+    return u;
+}
+
+static void user_put(log_user *u)
+{
+    if (--u->readers)
+        return;
+    for (log_user **p = &users; *p; p = &(*p)->next)
+        if (*p == u) {
+            *p = u->next;
+            break;
+        }
+    if (took_first_user == u)
+        took_first_user = NULL;
+    free(u);
+}
+
+/* The first ask of turn t: what the users took in the turns before, summed up. */
+static void turn_begin(uint64_t t)
+{
+    asking_before = 0;
+    took_first = took_second = 0;
+    took_first_user = NULL;
+    for (const log_user *u = users; u; u = u->next) {
+        if (u->turn == UINT64_MAX || u->turn >= t || u->turn + USER_RECENT < t)
+            continue;
+        asking_before++;
+        uint64_t took = u->held ? UINT64_MAX : u->used;
+        if (took > took_first || !took_first_user) {
+            took_second = took_first;
+            took_first = took;
+            took_first_user = u;
+        } else if (took > took_second) {
+            took_second = took;
+        }
+    }
+    asking_now = 0;
+    asking_turn = t;
+}
+
+/* What u's readers may take in this turn, in all. */
+static uint64_t user_cap(const log_user *u)
+{
+    unsigned n = asking_now > asking_before ? asking_now : asking_before;
+    uint64_t even = turn_budget.per_turn / (n ? n : 1);
+    uint64_t other = took_first_user == u ? took_second : took_first; /* 0: none competed */
+    if (!other || other >= even)
+        return even;
+    return other > USER_MIN_SHARE ? other : USER_MIN_SHARE;
+}
+
+/* Up to want of the turn's budget for f, within its user's share; 0 when none is left. */
+static uint64_t share_take(follower *f, uint64_t want)
+{
+    uint64_t t = loop_turns();
+    if (asking_turn != t)
+        turn_begin(t);
+    log_user *u = f->user;
+    if (u->turn != t) {
+        u->turn = t;
+        u->used = 0;
+        u->held = false;
+        asking_now++;
+    }
+    uint64_t cap = user_cap(u);
+    uint64_t got = u->used < cap ? loop_budget_take(&turn_budget, want < cap - u->used ? want : cap - u->used) : 0;
+    u->used += got;
+    if (!got)
+        u->held = true;
+    return got;
+}
+
+/* Gives back what a slice took and did not use (none: it was spent, the reader wants more). */
+static void share_return(follower *f, uint64_t unused)
+{
+    loop_budget_return(&turn_budget, unused);
+    log_user *u = f->user;
+    if (u->turn != loop_turns())
+        return;
+    u->used -= unused < u->used ? unused : u->used;
+    if (!unused)
+        u->held = true;
+}
+
 /* One slice of the --tail search; true when the replay's starts are set. */
 static bool seek_step(follower *f)
 {
-    uint64_t budget = loop_budget_take(&turn_budget, LOGREADER_TAIL_SLICE);
+    uint64_t budget = share_take(f, LOGREADER_TAIL_SLICE);
     if (!budget)
         return false; /* the turn's share is used up: at the next one */
     bool over = logreader_tail_step(&f->r, &budget);
-    loop_budget_return(&turn_budget, budget);
+    share_return(f, budget);
     if (over)
         loop_later_cancel(&f->later);
     return over;
@@ -278,7 +413,7 @@ size_t job_logs_read(follower *f, char *buf, size_t max, enum pull_state *st)
         }
         /* Terminal means the shim has drained the job's pipes: the files hold everything. */
         bool ended = job_state_terminal(f->j->state);
-        slice sl = {.left = loop_budget_take(&turn_budget, LOGREADER_TAIL_SLICE), .entries = logreader_entries(&f->r)};
+        slice sl = {.left = share_take(f, LOGREADER_TAIL_SLICE), .entries = logreader_entries(&f->r)};
         if (!sl.left) {
             /* the turn's share is used up: the rest at the next one (nothing was looked at, so
              * neither the end nor a wait for more output can be told yet) */
@@ -296,7 +431,7 @@ size_t job_logs_read(follower *f, char *buf, size_t max, enum pull_state *st)
         else
             n = bulk_produce(f, buf, max, &sl);
         slice_spend(f, &sl, 0); /* the entries looked at for nothing (none there yet) count too */
-        loop_budget_return(&turn_budget, sl.left);
+        share_return(f, sl.left);
         if (n && ndjson)
             continue;
         if (n)
@@ -395,6 +530,7 @@ void job_logs_close(follower *f)
         free(f->nd[i].line);
     free(f->out);
     free(f->scratch);
+    user_put(f->user);
     free(f);
 }
 
@@ -441,6 +577,7 @@ follower *job_logs_open(job *j, const job_logs_opts *o, job_logs_file *file, jer
     follower *f = xcalloc(1, sizeof *f);
     f->j = j;
     f->o = *o;
+    f->user = user_get(o->reader);
     logreader_init(&f->r, (uint64_t)j->req.max_log_bytes, core.cfg.max_log_bytes_per_user);
     f->later = (loop_task){.fn = on_later, .data = f};
     char dir[700];

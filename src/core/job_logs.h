@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../common/err.h"
 #include "job.h"
@@ -28,6 +29,7 @@ typedef struct job_logs_opts {
     bool follow;          /* then go on until the job ends */
     int64_t tail;         /* only the last this many lines (of the streams asked for); -1 = all */
     int64_t since_ns;     /* only what was written at or after this time; 0 = all */
+    uid_t reader;         /* who reads: the loop turn's share of reading is split per user */
 } job_logs_opts;
 
 typedef struct follower follower;

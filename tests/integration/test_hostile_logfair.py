@@ -1,0 +1,134 @@
+"""A hostile local user against the log readers: the loop's per-turn share of log reading is
+one user's as much as another's, however many readers each opens. Fails on 8c5bab7, where the
+share went reader by reader: 60 readers of one user read 47-56 bytes for each byte another
+user's one reader of a log as long got (libmicrohttpd asks each connection for one block a
+turn; the turn's budget was never the bound)."""
+import os
+import selectors
+import socket
+import time
+
+from conftest import api_as
+
+HOG, OTHER = 4351, 4352
+SIZE = 32 << 20
+
+
+def connect_as(sock_path, uid):
+    """A connection to the daemon made by a child running as uid (the daemon reads the peer's
+    credentials at connect), handed back."""
+    a, b = socket.socketpair(socket.AF_UNIX)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sock_path)
+            socket.send_fds(b, [b"s"], [s.fileno()])
+        finally:
+            os._exit(0)
+    _, fds, _, _ = socket.recv_fds(a, 1, 1)
+    os.waitpid(pid, 0)
+    a.close()
+    b.close()
+    return socket.socket(fileno=fds[0])
+
+
+def read_all(socks, out):
+    """In a child: reads every socket to its end, writing 'T TOTAL' lines to the descriptor out
+    as it goes, then 'first T' (its first byte) and 'end T'."""
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+    total, last, left, first = 0, 0.0, len(socks), None
+    buf = bytearray(1 << 20)
+    while left:
+        for k, _ in sel.select():
+            try:
+                n = k.fileobj.recv_into(buf)
+            except BlockingIOError:
+                continue
+            if not n:
+                sel.unregister(k.fileobj)
+                k.fileobj.close()
+                left -= 1
+            elif first is None:
+                first = time.monotonic()
+            total += n
+        t = time.monotonic()
+        if t - last > 0.005:
+            os.write(out, f"{t} {total}\n".encode())
+            last = t
+    t = time.monotonic()
+    os.write(out, f"{t} {total}\nfirst {first}\nend {t}\n".encode())
+
+
+def spawn_reader(socks):
+    """read_all in a child of its own: (pid, the read end of its lines)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            read_all(socks, w)
+        finally:
+            os._exit(0)
+    os.close(w)
+    for s in socks:
+        s.close()
+    return pid, r
+
+
+def lines_of(child):
+    pid, r = child
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return data.decode().split("\n")
+
+
+def test_many_readers_of_one_user_take_one_users_share(fresh_daemon):
+    d = fresh_daemon()
+    ids = {}
+    for uid in (HOG, OTHER):
+        code, job = api_as(d, uid, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", f"head -c {SIZE} /dev/zero"]})
+        assert code == 201, job
+        ids[uid] = job["id"]
+    for uid in (HOG, OTHER):
+        assert d.wait(ids[uid], timeout=120)["status"] == "COMPLETED"
+
+    def request(uid):
+        return (f"GET /v1/jobs/{ids[uid]}/logs?format=frames HTTP/1.1\r\nHost: x\r\n"
+                "Connection: close\r\n\r\n").encode()
+
+    hog = [connect_as(d.sock, HOG) for _ in range(60)]
+    other = connect_as(d.sock, OTHER)
+    for s in hog:
+        s.sendall(request(HOG))
+    hogs = spawn_reader(hog)
+    time.sleep(0.3)   # the hog's 60 readers under way
+    other.sendall(request(OTHER))
+    others = spawn_reader([other])
+    hog_lines, other_lines = lines_of(hogs), lines_of(others)
+
+    def stamp(lines, key):
+        return float(next(l for l in lines if l.startswith(key + " ")).split()[1])
+
+    first, end = stamp(other_lines, "first"), stamp(other_lines, "end")
+    series = [tuple(map(float, l.split())) for l in hog_lines if l and not l.startswith(("first", "end"))]
+
+    def hog_at(t):
+        return max((total for ts, total in series if ts <= t), default=0)
+
+    assert hog_at(1e18) > 60 * SIZE   # each of the hog's readers had the whole log, framed
+    hog_during = hog_at(end) - hog_at(first)
+    # the other user's one reader and the hog's 60 together have about a share each (1.5-2.1
+    # MiB read by the hog for each MiB the other read, measured); reader by reader, 47-56
+    assert hog_during < 6 * SIZE, (f"while another user's one reader read {SIZE >> 20} MiB, one user's 60 "
+                                   f"readers read {hog_during / 2**20:.0f} MiB")
+    assert d.proc.poll() is None
