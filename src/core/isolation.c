@@ -228,12 +228,12 @@ int isolation_init(jerr *e)
     if (*p && strcmp(p, "systrap") && strcmp(p, "ptrace") && strcmp(p, "kvm"))
         return jerr_set(e, EINVAL, "isolation.platform: '%s' is not systrap, ptrace or kvm", p);
     probe();
-    if (caps.gvisor)
+    if (caps.gvisor) {
         log_info("gVisor: runsc %s at %s, platform %s, nvproxy %s", caps.version, caps.runsc, caps.platform,
                  caps.nvproxy ? "yes" : "no");
-    if (caps.gvisor && caps.fault[0])
-        log_warn("gVisor: runsc %s: %s", caps.version, caps.fault);
-    else if (!strcmp(d, "gvisor") || core.cfg.isolation_require_gvisor[0])
+        if (caps.fault[0])
+            log_warn("gVisor: runsc %s: %s", caps.version, caps.fault);
+    } else if (!strcmp(d, "gvisor") || core.cfg.isolation_require_gvisor[0])
         return jerr_set(e, EINVAL, "isolation.%s asks for gVisor, but %s",
                         strcmp(d, "gvisor") ? "require_gvisor" : "default", caps.why);
     return 0;

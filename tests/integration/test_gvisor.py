@@ -402,7 +402,8 @@ def test_a_known_fault_of_this_runsc_is_told_where_jobs_meet_it(fresh_daemon, tm
     told = "known fault of this runsc: statx() and fstatat() with AT_NO_AUTOMOUNT" in p.stdout
     assert told == meets, (p.stdout, job, err)
     assert ("with AT_NO_AUTOMOUNT fail with EINVAL" in d.log()) == meets
-    # a release after the fix (the fake runsc reports release-20240101.0) is told no fault
-    other = fresh_daemon(f"isolation:\n  runsc: {FAKE}\n")
+    # a release after the fix (the fake runsc reports release-20240101.0) is told no fault, and a
+    # machine that requires gVisor starts on it
+    other = fresh_daemon(f"isolation:\n  runsc: {FAKE}\n  default: gvisor\n")
     p = other.rnx("--version", check=True)
     assert "release-20240101.0-fake" in p.stdout and "known fault" not in p.stdout, p.stdout
