@@ -377,9 +377,15 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
         e->handed_turn = this_turn();
         return e;
     }
-    if (e && e->expires_ms && accept_after && e->gen > accept_after) {
+    if (e && e->expires_ms && accept_after && e->gen > accept_after && (!e->err || nsscache_none(e->err))) {
         /* asked after the request that runs now began: as new as what it asked for (see
-         * nsscache_accept_since), however long it took */
+         * nsscache_accept_since), however long it took. Past its time it is asked again, in the
+         * background: a job that waits on look-ups for long (another key failing) takes a fresh
+         * answer at its next check, not one kept for hours. A failure is never taken so: it is
+         * asked again, and waited for (a directory's outage would otherwise hold the job's
+         * failure for as long as the job waits). */
+        if (!e->asking && res.running)
+            ask_of(e, now);
         e->handed_turn = this_turn();
         return e;
     }

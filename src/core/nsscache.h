@@ -89,8 +89,9 @@ uint64_t nsscache_gen(void);
  * require_gvisor's groups, then a route's) would otherwise, with account_cache_s shorter than
  * a slow directory's answer, find the first key expired by the time the last is answered, and
  * park again for ever; such an answer is newer than the request, so no guess. The scheduler
- * does the same for a job, or an array's task, that waits for its owner's (core/queue.c). 0:
- * none (timers, the scheduler's other work). */
+ * does the same for a job, or an array's task, that waits for its owner's (core/queue.c). Such
+ * an answer past its time is asked again in the background; a failure (not "no such account")
+ * is not taken so, but asked again and waited for. 0: none (timers, the scheduler's other work). */
 uint64_t nsscache_accept_since(uint64_t gen); /* (the former, to put back) */
 /* Whether err means "there is no such account or group" (as getpwuid(3) lists them). */
 bool nsscache_none(int err);

@@ -9,6 +9,7 @@ never answered (and a job waited QUEUED for ever)."""
 import subprocess
 import threading
 import time
+from collections import Counter
 
 import pytest
 
@@ -82,8 +83,11 @@ def test_a_request_needing_several_slow_keys_is_answered_after_one_look_up_of_ea
     assert r is not None, f"the request was not answered in 30 s: {len(seen)} look-ups\n{d.log()[-3000:]}"
     code, who, took = r
     assert code == 200 and who["uid"] == SLOW_UID and who.get("user") is None, who
-    calls = sorted(f for f, _ in seen)
+    calls = sorted(f for f, _ in seen[:2])
     assert calls == ["getgrnam_r", "getpwuid_r"], f"one look-up of each key, asked at once: {seen}"
+    # an answer taken past its time (the uid's, when the group's is slower) is asked again in the
+    # background, not waited for: at most one more of each
+    assert len(seen) <= 4 and all(n <= 2 for n in Counter(f for f, _ in seen).values()), seen
     assert abs(seen[0][1] - seen[1][1]) < 0.5, f"the two keys were asked one after the other: {seen}"
     assert took < max(float(uid_s), float(group_s)) + 1.5, took
     # a submission (its account pinned, require_gvisor decided) and the job's start (checked again

@@ -12,7 +12,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pwd.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -33,6 +35,32 @@ void loop_del(watch *w) { (void)w; }
 
 /* uids far above any account of the machine: each answered "no such account" */
 #define BASE 3900000000u
+/* the account whose directory fails once (EIO), then answers */
+#define FLAKY 3800000000u
+
+static int flaky_fails = 1, flaky_calls;
+
+/* The look-ups nsscache.c makes, answered here: FLAKY fails flaky_fails times, then is an
+ * account; every other uid is no account. */
+int getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, struct passwd **out)
+{
+    *out = NULL;
+    if (uid != FLAKY)
+        return 0;
+    flaky_calls++;
+    if (flaky_fails > 0) {
+        flaky_fails--;
+        return EIO;
+    }
+    if (len < 32)
+        return ERANGE;
+    snprintf(buf, len, "flaky");
+    *pw = (struct passwd){.pw_name = buf, .pw_passwd = buf + 6, .pw_uid = uid, .pw_gid = uid, .pw_gecos = buf + 6,
+                          .pw_dir = buf + 6, .pw_shell = buf + 6};
+    buf[6] = 0;
+    *out = pw;
+    return 0;
+}
 
 static void test_keys_found_and_pinned_for_the_turn(void **state)
 {
@@ -74,10 +102,34 @@ static void test_keys_found_and_pinned_for_the_turn(void **state)
     assert_int_equal(nsscache_group("nsscache-test-no-such-group", NULL, NULL)->kind, NSS_GROUP);
 }
 
+/* A failed look-up asked after a job began to wait is not taken past its time, as an answer
+ * would be (nsscache_accept_since): it is asked again. (Before, a job whose owner's look-up
+ * failed once held that failure for as long as it waited, never asked again.) */
+static void test_a_failure_is_asked_again_for_a_waiting_job(void **state)
+{
+    (void)state;
+    turns++;
+    uint64_t since = nsscache_gen();
+    uint64_t was = nsscache_accept_since(since);
+    const nss_entry *e = nsscache_uid(FLAKY, NULL, NULL);
+    assert_non_null(e);
+    assert_int_equal(e->err, EIO);
+    assert_int_equal(flaky_calls, 1);
+    sleep(6); /* past a failure's 5 s */
+    turns++;
+    e = nsscache_uid(FLAKY, NULL, NULL);
+    assert_non_null(e);
+    assert_int_equal(flaky_calls, 2);
+    assert_int_equal(e->err, 0);
+    assert_string_equal(e->name, "flaky");
+    nsscache_accept_since(was);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keys_found_and_pinned_for_the_turn),
+        cmocka_unit_test(test_a_failure_is_asked_again_for_a_waiting_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
