@@ -967,9 +967,15 @@ void print_job(json_t *job, FILE *f)
     key(f, "Name:");
     put_line(f, jstr(job, "name") && *jstr(job, "name") ? jstr(job, "name") : "-");
     if (jint(job, "number", &v)) {
-        /* what Slurm calls the job id, and what every rnx command takes as well as the id */
+        /* what Slurm calls the job id, and what every rnx command takes as well as the id; a
+         * Slurm task's SLURM_JOB_ID is Slurm's own (its Slurm: line), not this number */
         key(f, "Number:");
-        print_textf(f, "%lld (SLURM_JOB_ID)\n", (long long)v);
+        json_t *tsl = json_object_get(job, "slurm");
+        if (json_is_object(tsl))
+            print_textf(f, "%lld (joblet's; the task's SLURM_JOB_ID is Slurm's, %lld)\n", (long long)v,
+                        (long long)json_integer_value(json_object_get(tsl, "job")));
+        else
+            print_textf(f, "%lld (SLURM_JOB_ID)\n", (long long)v);
     }
     json_t *wf = json_object_get(job, "workflow");
     if (json_is_object(wf)) {

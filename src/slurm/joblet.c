@@ -313,6 +313,55 @@ static bool send_all(int fd, const char *p, size_t n)
     return true;
 }
 
+/* srun --pty: the task's terminal is a pty whose foreground process group is this process's
+ * (slurmstepd made it the session's), not the job's, whose processes are in a session of their
+ * own. Ctrl-C and Ctrl-\ would kill this process, and with it the whole step (a plain task's
+ * shell gets SIGINT and goes on): while the job runs they are passed on to every process of the
+ * job instead (POST /v1/jobs/ID/kill?signal=N&all=1, as the task's user), and Ctrl-Z is ignored
+ * (the job's shell has no job control to stop a command with). */
+static volatile sig_atomic_t pty_signal;
+static char pty_job[64];
+
+static void pty_on_signal(int sig)
+{
+    pty_signal = sig;
+}
+
+static void pty_forward(void)
+{
+    int sig = pty_signal;
+    pty_signal = 0;
+    if (!sig || !pty_job[0])
+        return;
+    int fd = dial();
+    if (fd < 0)
+        return;
+    char req[256];
+    int n = snprintf(req, sizeof req,
+                     "POST /v1/jobs/%s/kill?signal=%d&all=1 HTTP/1.1\r\nHost: joblet\r\nContent-Length: 0\r\n"
+                     "Connection: close\r\n\r\n",
+                     pty_job, sig);
+    if (n > 0 && n < (int)sizeof req && send_all(fd, req, (size_t)n)) {
+        char sink[512];
+        for (ssize_t r;;) {
+            r = recv(fd, sink, sizeof sink, 0);
+            if (r <= 0 && !(r < 0 && errno == EINTR))
+                break;
+        }
+    }
+    close(fd);
+}
+
+static void pty_pass_signals(const char *job)
+{
+    snprintf(pty_job, sizeof pty_job, "%s", job);
+    struct sigaction sa = {.sa_handler = pty_on_signal}; /* no SA_RESTART: recv returns EINTR */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    signal(SIGTSTP, SIG_IGN);
+}
+
 /* A buffered reader of the connection. */
 static char rbuf[65536];
 static size_t rlen, rpos;
@@ -321,9 +370,13 @@ static int getc_conn(int fd)
 {
     if (rpos == rlen) {
         ssize_t n;
-        do
+        for (;;) {
             n = recv(fd, rbuf, sizeof rbuf, 0);
-        while (n < 0 && errno == EINTR);
+            if (n >= 0 || errno != EINTR)
+                break;
+            while (pty_signal)
+                pty_forward();
+        }
         if (n <= 0)
             return -1;
         rlen = (size_t)n;
@@ -518,6 +571,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
      * would stay open as long as the job runs, and a task would never see its stdin end: all
      * of it goes but the connection and stdout/stderr (for the words below); stdin becomes
      * /dev/null. */
+    bool pty = isatty(0);
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null >= 0 && null != 0) {
         dup2(null, 0);
@@ -529,6 +583,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     char id[64], path[160];
     snprintf(id, sizeof id, "%s", json_string_value(json_object_get(r, "id")) ? json_string_value(json_object_get(r, "id")) : "");
     json_decref(r);
+    if (pty)
+        pty_pass_signals(id);
     /* the end record is the last line of the log stream (there is no output: it went to the
      * task's own stdio) */
     snprintf(path, sizeof path, "/v1/jobs/%s/logs?follow=1&format=ndjson", id);

@@ -762,7 +762,8 @@ SHARED = {
     # daemon's to kill while one of these modules scrubs
     "gpu-scrub": ["test_gpu_holders.py", "test_gpu_isolation.py", "test_gpu_health.py"],
     # Slurm's fixed v1 cgroups slurm_node1/2, and every slurm* one swept at a cluster's end
-    "slurm": ["test_slurm_cluster.py", "test_slurm_joblet.py", "test_slurm_plugin.py", "test_slurm_ml.py"],
+    "slurm": ["test_slurm_cluster.py", "test_slurm_joblet.py", "test_slurm_plugin.py", "test_slurm_ml.py",
+              "test_slurm_hostile.py", "test_docs_slurm.py"],
 }
 GROUP_OF = {m: g for g, ms in SHARED.items() for m in ms}
 
