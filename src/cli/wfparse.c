@@ -46,6 +46,7 @@ typedef struct ynode {
     bool block;               /* a literal (|) or folded (>) scalar */
     struct ynode **kids;      /* sequence: items; mapping: key, value, key, value, ... */
     size_t nkids, cap;
+    uint64_t nodes, bytes;    /* what it stands for with every alias in it written out (saturating) */
 } ynode;
 
 typedef struct anchor {
@@ -262,6 +263,13 @@ static void ni_put(name_index *x, const char *s, size_t len, const void *val)
  * copies every key again at each step, so that a few kilobytes could ask for gigabytes. */
 #define WFP_MAX_MERGED_KEYS 100000
 
+/* What the file may stand for with its aliases written out: an anchor of 900 KB named by 3,000
+ * jobs (a file under 1 MiB) made rnx build 2.7 GB of request (8 GB of memory, minutes), and
+ * each level of aliases to aliases multiplies. joblet takes at most 800,000 values in a request
+ * and 16 MB of body by default (server.max_body_bytes), so these refuse no file it could take. */
+#define WFP_MAX_EXPANDED_NODES 1000000u
+#define WFP_MAX_EXPANDED_BYTES (64u << 20)
+
 typedef struct builder {
     ytree *t;
     ctx *c;
@@ -413,6 +421,20 @@ static bool tag_ok(builder *b, struct fy_event *ev, ynode *n)
     return ok;
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* A finished node's expanded size: its own, and its items' (an alias's target counts each time
+ * it is named; it was finished before, so this is one pass over the file's nodes). */
+static void weigh(ynode *n)
+{
+    n->nodes = 1;
+    n->bytes = n->kind == Y_SCALAR ? n->len + 2 : 2;
+    for (size_t i = 0; i < n->nkids; i++) {
+        n->nodes = sat_add(n->nodes, n->kids[i]->nodes);
+        n->bytes = sat_add(n->bytes, n->kids[i]->bytes);
+    }
+}
+
 static void push(builder *b, ynode *n, char *anchor_name)
 {
     if (b->depth == b->cap) {
@@ -447,6 +469,7 @@ static bool on_event(builder *b, struct fy_event *ev, int *docs)
         frame f = b->stack[--b->depth];
         if (f.node->kind == Y_MAP)
             finish_map(b, f.node);
+        weigh(f.node);
         add_anchor(b, f.anchor, f.node);   /* only now: an alias inside its own anchor finds nothing */
         attach(b, f.node);
         return true;
@@ -473,6 +496,7 @@ static bool on_event(builder *b, struct fy_event *ev, int *docs)
         /* a quoted scalar's mark is its first character; point at the opening quote */
         if ((st == FYSS_SINGLE_QUOTED || st == FYSS_DOUBLE_QUOTED) && n->col > 1)
             n->col--;
+        weigh(n);
         tag_ok(b, ev, n);
         add_anchor(b, token_text(fy_event_get_anchor_token(ev)), n);
         attach(b, n);
@@ -491,6 +515,7 @@ static bool on_event(builder *b, struct fy_event *ev, int *docs)
             target->text = xstrdup("");
             target->plain = true;
             set_mark(target, ev);
+            weigh(target);
         }
         free(name);
         attach(b, target);
@@ -526,6 +551,20 @@ static int ytree_build(ytree *t, ctx *c, const char *text, size_t len)
     }
     bool bad = fy_parser_get_stream_error(p);
     size_t before = c->errs->n + c->errs->dropped;
+    const ynode *r = t->root;
+    if (!bad && go && r && (r->nodes > WFP_MAX_EXPANDED_NODES || r->bytes > WFP_MAX_EXPANDED_BYTES)) {
+        char nodes[32];
+        if (r->nodes == UINT64_MAX)
+            snprintf(nodes, sizeof nodes, "more than 2^64");
+        else
+            snprintf(nodes, sizeof nodes, "%llu", (unsigned long long)r->nodes);
+        err_pos(c, 1, 1, "with its aliases (*name) written out this file would be %s values and %llu MB; a "
+                         "workflow may be at most %u values and %u MB so (a request joblet takes is smaller): "
+                         "name fewer large anchors, or an anchor less often",
+                nodes, (unsigned long long)(r->bytes == UINT64_MAX ? UINT64_MAX >> 20 : r->bytes >> 20),
+                WFP_MAX_EXPANDED_NODES, WFP_MAX_EXPANDED_BYTES >> 20);
+        go = false;
+    }
     if (bad) {
         void *it = NULL;
         struct fy_diag_error *de;

@@ -391,6 +391,43 @@ static void test_merge_values(void **state)
     wfp_free(d);
 }
 
+/* An anchor named again and again stands for its copies: a file under 1 MiB (an anchor of
+ * 900 KB of args, named by 3,000 jobs) made rnx build 2.7 GB of request and take 8 GB of
+ * memory. What a file stands for with its aliases written out is bounded; sharing settings
+ * within it is not refused. */
+static void test_aliases_written_out_are_bounded(void **state)
+{
+    size_t cap = 1 << 20, n = 0;
+    char *text = malloc(cap);
+    n += (size_t)snprintf(text + n, cap - n, "jobs:\n  j0:\n    command: echo\n    args: &a\n");
+    for (int i = 0; i < 600; i++)
+        n += (size_t)snprintf(text + n, cap - n, "      - %0990d\n", i);
+    for (int i = 1; i < 2000; i++)
+        n += (size_t)snprintf(text + n, cap - n, "  j%d: {command: echo, args: *a}\n", i);
+    assert_true(n < WFP_MAX_BYTES);
+    REFUSED_ONCE(text, "wf.yaml:1:1: with its aliases (*name) written out this file would be 1212003 values and "
+                       "1135 MB; a workflow may be at most 1000000 values and 64 MB so (a request joblet takes is "
+                       "smaller): name fewer large anchors, or an anchor less often");
+    /* nested aliases: ten levels of ten, 10^10 values in a few hundred bytes */
+    n = (size_t)snprintf(text, cap, "jobs:\n  j:\n    command: echo\n    environment:\n      L0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for (int i = 1; i < 10; i++)
+        n += (size_t)snprintf(text + n, cap - n, "      L%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n",
+                              i, i, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+    wfp_errors errs;
+    assert_null(parse(text, &errs));
+    assert_true(errs.n >= 1 && strstr(errs.msg[0], "with its aliases (*name) written out this file would be"));
+    wfp_errors_free(&errs);
+    /* shared settings a few times are as before */
+    n = (size_t)snprintf(text, cap, "jobs:\n  a:\n    command: echo\n    args: &a [%0990d]\n", 1);
+    for (int i = 0; i < 100; i++)
+        n += (size_t)snprintf(text + n, cap - n, "  b%d: {command: echo, args: *a}\n", i);
+    wfp_doc *d;
+    json_t *body = must_parse("s.yaml", text, &d);
+    assert_int_equal(json_array_size(json_object_get(body, "jobs")), 101);
+    wfp_free(d);
+    free(text);
+}
+
 /* ---- malformed files: the exact message, line and column ------------------------------- */
 
 static void test_yaml_syntax(void **state)
@@ -959,6 +996,7 @@ int main(void)
         cmocka_unit_test(test_example_fan_out_fan_in),
         cmocka_unit_test(test_every_key),
         cmocka_unit_test(test_merge_values),
+        cmocka_unit_test(test_aliases_written_out_are_bounded),
         cmocka_unit_test(test_yaml_syntax),
         cmocka_unit_test(test_duplicate_key),
         cmocka_unit_test(test_file_level),
