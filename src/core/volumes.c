@@ -510,14 +510,19 @@ static int check_room(const volume_req *rq, uid_t uid, jerr *e)
     }
     uint64_t work = workfs_promised_mb(ds.st_dev);
     promised += work;
-    uint64_t room = free_mb > promised ? free_mb - promised : 0;
-    char f[32];
+    /* on the state filesystem, jobs.state_reserve is the database's: a volume filled to its size
+     * must not take it (one user's full volume refused every user's jobs, 507) */
+    struct stat ss;
+    uint64_t reserve = stat(core.cfg.state_dir, &ss) == 0 && ss.st_dev == ds.st_dev ? core.cfg.state_reserve >> 20 : 0;
+    uint64_t kept = promised + reserve, room = free_mb > kept ? free_mb - kept : 0;
+    char f[32], g[32];
     if (want > room)
         return jerr_field(e, "size_mb", "size_mb: %s is more than the disk under volumes.dir (%s) can promise: %s free, "
                                         "of which %s are promised to the sparse images there that grow as they fill "
-                                        "(filesystem volumes, and %s to the users' /work); ask for %s or less",
+                                        "(filesystem volumes, and %s to the users' /work) and %s kept for joblet's "
+                                        "database (jobs.state_reserve); ask for %s or less",
                           mb_text(want, a, sizeof a), vdir, mb_text(free_mb, b, sizeof b),
-                          mb_text(promised, c, sizeof c), mb_text(work, d, sizeof d),
+                          mb_text(promised, c, sizeof c), mb_text(work, d, sizeof d), mb_text(reserve, g, sizeof g),
                           mb_text(room, f, sizeof f));
     return 0;
 }

@@ -1,0 +1,54 @@
+"""A hostile local user against volumes, second round (docs/volumes.md): a filesystem volume
+filled to its size may not take the state filesystem's room that joblet keeps for its database
+(jobs.state_reserve), which would refuse every other user's jobs.
+
+The daemon runs as root with unprivileged uids through setpriv; its state directory is a small
+ext4 filesystem of the test's own (test_hostile_disk's small_state), unmounted and detached at
+the end with everything under the daemon's directory."""
+import os
+import shutil
+
+import pytest
+
+from conftest import api_as, need_setpriv, wait_for
+from test_hostile_disk import fill, small_state  # noqa: F401 (a fixture)
+
+BOB, ALICE = (4381, 4381), (4382, 4382)
+MB = 1 << 20
+
+
+@pytest.fixture(autouse=True)
+def loop_devices():
+    if not os.path.exists("/dev/loop-control") or not shutil.which("mke2fs", path="/usr/sbin:/sbin"):
+        pytest.skip("needs /dev/loop-control (the loop driver) and mke2fs (e2fsprogs)")
+    need_setpriv()
+
+
+def test_a_full_volume_cannot_take_the_state_reserve(small_state):  # noqa: F811
+    """volumes.dir is under the state directory (the default): a volume was promised what the
+    disk had free, jobs.state_reserve included, so bob's volume of 100 MB, within his share, filled
+    by his job, left the state filesystem under the reserve, and alice's next job was refused
+    (507). Now what a volume may promise there leaves the reserve out: bob's volume is refused
+    naming jobs.state_reserve, or it fits and alice is still served once it is full."""
+    d = small_state("jobs:\n  state_reserve: 128MB\n  work_quota: 0\n", size_mb=512)
+    d.start()
+    fill(d.state, 200 * MB)
+    code, v = api_as(d, BOB, "POST", "/v1/volumes", {"name": "hog", "size_mb": 100})
+    if code in (200, 201):
+        code, j = api_as(d, BOB, "POST", "/v1/jobs", {
+            "command": "sh", "args": ["-c", "dd if=/dev/zero of=/volumes/hog/f bs=1M 2>/dev/null; sync; true"],
+            "volumes": ["hog"]})
+        assert code == 201, j
+
+        def ended():
+            code, got = api_as(d, BOB, "GET", f"/v1/jobs/{j['id']}")
+            assert code == 200, got
+            return got["status"] in ("COMPLETED", "FAILED", "STOPPED", "CANCELED")
+        wait_for(ended, "bob's job filling his volume has not ended", 120)
+    else:
+        assert code in (400, 409, 429, 507) and v["error"]["field"] == "size_mb", (code, v)
+        assert "jobs.state_reserve" in v["error"]["message"], v
+    st = os.statvfs(d.state)
+    print(f"state filesystem: {st.f_bfree * st.f_frsize // MB} MB free after bob's volume ({code})")
+    code, ans = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
+    assert code == 201, (code, ans)
