@@ -443,15 +443,22 @@ static int start_mkfs(volume *v, jerr *e)
     return 0;
 }
 
+/* The volumes a workflow creates before the one being checked (volumes_precheck_all): they
+ * count as made, so that the whole workflow is checked before any of them is. */
+typedef struct earlier {
+    uint32_t count;
+    uint64_t mb[2]; /* by type */
+} earlier;
+
 /* A user's share of what the machine gives volumes of one type (root has no bound): the sizes
  * of the user's volumes of that type together, this one included, at most pct % of whole_mb. */
 static int check_share(const volume_req *rq, uid_t uid, uint64_t whole_mb, uint32_t pct, const char *key,
-                       const char *of, jerr *e)
+                       const char *of, const earlier *x, jerr *e)
 {
     caller who = authz_local(uid, 0); /* the bound's exemption is the uid's (authz.h) */
     if (authz_may(&who, AUTHZ_UNLIMITED) || !pct)
         return 0;
-    uint64_t mine = 0, bound = whole_mb * pct / 100;
+    uint64_t mine = x->mb[rq->type], bound = whole_mb * pct / 100;
     for (size_t i = 0; i < nvols; i++)
         if (vols[i]->type == rq->type && vols[i]->owner_uid == uid)
             mine += vols[i]->size_mb;
@@ -472,15 +479,15 @@ static int check_share(const volume_req *rq, uid_t uid, uint64_t whole_mb, uint3
  * the disk under volumes.dir), and what that disk has free less what the sparse images on it
  * may still take as they fill (each is promised its whole size): the volumes', and the users'
  * /work images' when they are on the same disk (workfs.h). */
-static int check_room(const volume_req *rq, uid_t uid, jerr *e)
+static int check_room(const volume_req *rq, uid_t uid, const earlier *x, jerr *e)
 {
     uint64_t want = rq->size_mb;
     char a[32], b[32], c[32], d[32];
     if (rq->type == VOLUME_MEMORY) {
         if (check_share(rq, uid, core.mem_total_mb, core.cfg.volumes_memory_pct_per_user,
-                        "volumes.memory_percent_per_user", "this machine's memory", e) < 0)
+                        "volumes.memory_percent_per_user", "this machine's memory", x, e) < 0)
             return -1;
-        uint64_t taken = 0, bound = core.mem_total_mb / 2;
+        uint64_t taken = x->mb[VOLUME_MEMORY], bound = core.mem_total_mb / 2;
         for (size_t i = 0; i < nvols; i++)
             if (vols[i]->type == VOLUME_MEMORY)
                 taken += vols[i]->size_mb;
@@ -496,9 +503,9 @@ static int check_room(const volume_req *rq, uid_t uid, jerr *e)
     if (statvfs(vdir, &sv) < 0 || stat(vdir, &ds) < 0)
         return jerr_sys(e, "statvfs %s", vdir);
     if (check_share(rq, uid, (uint64_t)sv.f_blocks * sv.f_frsize >> 20, core.cfg.volumes_disk_pct_per_user,
-                    "volumes.disk_percent_per_user", "the disk under volumes.dir", e) < 0)
+                    "volumes.disk_percent_per_user", "the disk under volumes.dir", x, e) < 0)
         return -1;
-    uint64_t free_mb = (uint64_t)sv.f_bavail * sv.f_frsize >> 20, promised = 0;
+    uint64_t free_mb = (uint64_t)sv.f_bavail * sv.f_frsize >> 20, promised = x->mb[VOLUME_FILESYSTEM];
     for (size_t i = 0; i < nvols; i++) {
         if (vols[i]->type != VOLUME_FILESYSTEM)
             continue;
@@ -537,7 +544,7 @@ int volumes_size_refused(enum volume_type t, const char *given, jerr *e)
 }
 
 /* What the request asks, before anything is made: the name, the size, the bounds. */
-static int check_request(const volume_req *rq, uid_t uid, jerr *e)
+static int check_request(const volume_req *rq, uid_t uid, const earlier *x, jerr *e)
 {
     if (!rq->name || !jobreq_volume_name_ok(rq->name, strlen(rq->name)))
         return jerr_field(e, "name", "name: '%.80s' is not a volume name; use letters, digits, '.', '_' and '-', "
@@ -547,25 +554,27 @@ static int check_request(const volume_req *rq, uid_t uid, jerr *e)
     char a[32];
     if (rq->size_mb < k->min_mb || rq->size_mb > k->max_mb)
         return volumes_size_refused(rq->type, mb_text(rq->size_mb, a, sizeof a), e);
-    if (nvols >= VOLUMES_MAX)
+    if (nvols + x->count >= VOLUMES_MAX)
         return jerr_http(e, 429, "this machine has %d volumes, the most joblet keeps; remove some (rnx volume remove "
                                  "NAME)", VOLUMES_MAX);
     uint32_t per_user = core.cfg.volumes_max_per_user;
     caller who = authz_local(uid, 0); /* the bound's exemption is the uid's (authz.h) */
     if (!authz_may(&who, AUTHZ_UNLIMITED) && per_user) {
-        uint32_t mine = 0;
+        uint32_t mine = x->count;
         for (size_t i = 0; i < nvols; i++)
             mine += vols[i]->owner_uid == uid;
         if (mine >= per_user)
-            return jerr_http(e, 429, "uid %u owns %u volumes; volumes.max_per_user is %u: remove one first (rnx volume "
-                                     "remove NAME)", (unsigned)uid, mine, per_user);
+            return jerr_http(e, 429, "uid %u owns %u volumes%s; volumes.max_per_user is %u: remove one first (rnx "
+                                     "volume remove NAME)%s", (unsigned)uid, mine,
+                             x->count ? ", counting those this workflow creates before it" : "", per_user,
+                             x->count ? " or create fewer" : "");
     }
     if (rq->type == VOLUME_FILESYSTEM && !mke2fs_path())
         return refuse(e, 503, "type", "type: filesystem volumes need mke2fs (Debian package e2fsprogs; volumes.mke2fs "
                                       "names another), which this machine lacks; use --type=memory or ask an admin");
     if (rq->type == VOLUME_FILESYSTEM && ncreating >= CREATING_MAX)
         return jerr_http(e, 503, "%d volumes are being created already; try again in a moment", CREATING_MAX);
-    return statedisk_room(0, "new volumes", e) < 0 ? -1 : check_room(rq, uid, e);
+    return statedisk_room(0, "new volumes", e) < 0 ? -1 : check_room(rq, uid, x, e);
 }
 
 /* The same volume asked for again: the request is satisfied by what exists, or refused
@@ -594,14 +603,34 @@ static int existing(volume *v, const volume_req *rq, uid_t uid, gid_t gid, volum
     return VOLUMES_PENDING;
 }
 
-int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e)
+static int precheck(const volume_req *rq, uid_t uid, gid_t gid, const earlier *x, jerr *e)
 {
     volume *v = find(rq->name);
     if (!v)
-        return check_request(rq, uid, e);
+        return check_request(rq, uid, x, e);
     if (v->state == VOLUME_CREATING && v->owner_uid == uid && v->type == rq->type && v->size_mb == rq->size_mb)
         return 0;
     return existing(v, rq, uid, gid, NULL, NULL, e) < 0 ? -1 : 0;
+}
+
+int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e)
+{
+    return precheck(rq, uid, gid, &(earlier){0}, e);
+}
+
+int volumes_precheck_all(const volume_req *rqs, size_t n, uid_t uid, gid_t gid, size_t *at, jerr *e)
+{
+    earlier x = {0};
+    for (size_t i = 0; i < n; i++) {
+        *at = i;
+        if (precheck(&rqs[i], uid, gid, &x, e) < 0)
+            return -1;
+        if (!find(rqs[i].name)) { /* made by this workflow: it counts for the next ones */
+            x.count++;
+            x.mb[rqs[i].type] += rqs[i].size_mb;
+        }
+    }
+    return 0;
 }
 
 static int64_t fresh_id(const char *name);
@@ -611,7 +640,7 @@ int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn d
     volume *v = find(rq->name);
     if (v)
         return existing(v, rq, uid, gid, done, arg, e);
-    if (check_request(rq, uid, e) < 0)
+    if (check_request(rq, uid, &(earlier){0}, e) < 0)
         return -1;
     if (rq->type == VOLUME_FILESYSTEM && !done)
         return jerr_http(e, 500, "volume '%s': a filesystem volume is created in the background, and nothing waits",

@@ -100,6 +100,10 @@ enum { VOLUMES_EXISTED = 0, VOLUMES_CREATED = 1, VOLUMES_PENDING = 2 };
 int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e);
 /* Whether volumes_create would create the volume or find it as asked, creating nothing. */
 int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e);
+/* volumes_precheck of n volumes that one request creates, those it makes before each counted as
+ * made (the user's count and shares, the machine's bounds): nothing is made unless all may be.
+ * -1 with *at the one refused. */
+int volumes_precheck_all(const volume_req *rqs, size_t n, uid_t uid, gid_t gid, size_t *at, jerr *e);
 /* Removes a volume and its data. Refused while a job not yet ended, an array with tasks still to
  * make or a streamed upload still arriving names it (naming the jobs, the arrays), while it is
  * being created, and for a caller who is neither its owner nor an admin. */

@@ -332,9 +332,9 @@ int workflow_check(wf_body *b, const caller *who, jerr *e)
         if (networks_precheck(b->networks[i].name, b->networks[i].cidr, &as, &exists, e) < 0)
             return err_in_network(e, b, i);
     }
-    for (size_t i = 0; i < b->nvolumes; i++)
-        if (volumes_precheck(&b->volumes[i], who->uid, who->gid, e) < 0)
-            return err_in_volume(e, b, i);
+    size_t at = 0;
+    if (volumes_precheck_all(b->volumes, b->nvolumes, who->uid, who->gid, &at, e) < 0)
+        return err_in_volume(e, b, at);
     job_req *reqs = xcalloc(b->n, sizeof *reqs);
     job_req **rp = xcalloc(b->n, sizeof *rp);
     submit_info *si = xcalloc(b->n, sizeof *si);

@@ -52,3 +52,45 @@ def test_a_full_volume_cannot_take_the_state_reserve(small_state):  # noqa: F811
     print(f"state filesystem: {st.f_bfree * st.f_frsize // MB} MB free after bob's volume ({code})")
     code, ans = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
     assert code == 201, (code, ans)
+
+
+def volume_names(d, user):
+    code, ans = api_as(d, user, "GET", "/v1/volumes")
+    assert code == 200, ans
+    return {v["name"] for v in ans["volumes"]}
+
+
+def mem_total_mb():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) >> 10
+    raise AssertionError("no MemTotal")
+
+
+def test_a_workflows_volumes_are_checked_together_before_any_is_made(fresh_daemon):
+    """Each volume a workflow creates was checked alone against what exists: 17 volumes
+    (volumes.max_per_user is 16), or two memory volumes of 20 % of the memory each (a user's
+    share is 25 %), passed the check (a dry run said valid) and the submission was refused
+    only at the volume past the bound, the ones before it made and left. Now they are checked
+    together, as made one after another: the workflow is refused naming that volume, and
+    nothing is made."""
+    d = fresh_daemon()
+    job = [{"name": "a", "request": {"command": "true"}}]
+    many = {"name": "many", "jobs": job,
+            "volumes": [{"name": f"wv{i}", "size_mb": 1, "type": "memory"} for i in range(17)]}
+    fifth = mem_total_mb() // 5
+    big = {"name": "big", "jobs": job,
+           "volumes": [{"name": f"wv{i}", "size_mb": fifth, "type": "memory"} for i in range(2)]}
+    for body, field, words in ((many, "volumes[16]", "volumes.max_per_user"),
+                               (big, "volumes[1]", "volumes.memory_percent_per_user")):
+        for path in ("/v1/workflows?dry_run=1", "/v1/workflows"):
+            code, err = api_as(d, BOB, "POST", path, body)
+            assert code in (400, 409, 429) and err["error"]["field"].startswith(field), (path, code, err)
+            assert words in err["error"]["message"], err
+            assert volume_names(d, BOB) == set(), f"{body['name']} via {path} made volumes and was refused"
+    # within the bounds, it is made whole
+    body = {**many, "volumes": many["volumes"][:16]}
+    code, wf = api_as(d, BOB, "POST", "/v1/workflows", body)
+    assert code == 201, wf
+    assert len(volume_names(d, BOB)) == 16
