@@ -6,6 +6,8 @@ offline), and an update of an unrelated field does not give the job what its sub
 (runtimes.default set since)."""
 import json
 import os
+import pwd
+import random
 import shutil
 import subprocess
 import time
@@ -161,6 +163,14 @@ def test_a_member_still_in_the_group_runs_with_it_and_a_uid_without_account_runs
         assert j["status"] == "COMPLETED" and d.output(job["id"]).strip() == str(want), (who, j)
 
 
+def _uid_taken(uid):
+    try:
+        pwd.getpwuid(uid)
+        return True
+    except KeyError:
+        return False
+
+
 def test_held_job_does_not_run_as_the_next_account_given_its_uid(fresh_daemon):
     # a user submits a held job, and is removed (userdel); the machine's people give the uid to a
     # new account; released (by anyone who may: root here), the first user's job must not run as
@@ -168,8 +178,11 @@ def test_held_job_does_not_run_as_the_next_account_given_its_uid(fresh_daemon):
     if not shutil.which("useradd") or not shutil.which("userdel"):
         pytest.skip("useradd and userdel are needed")
     first, second = "jhr" + os.urandom(4).hex(), "jhr" + os.urandom(4).hex()
-    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", first], check=True,
-                   capture_output=True)
+    # a uid of its own, above those useradd gives by itself: other modules' useradd, run meanwhile,
+    # takes the highest uid in use plus one, and took this one once it was free (CI run 62)
+    mine = next(u for u in (random.randint(42000, 58999) for _ in range(1000)) if not _uid_taken(u))
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--uid", str(mine), first],
+                   check=True, capture_output=True)
     try:
         uid = int(subprocess.run(["id", "-u", first], check=True, capture_output=True, text=True).stdout)
         gid = int(subprocess.run(["id", "-g", first], check=True, capture_output=True, text=True).stdout)
