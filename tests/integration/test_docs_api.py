@@ -28,32 +28,14 @@ import os
 import re
 import shlex
 import socket
-import subprocess
 import time
 
 import pytest
 
-from conftest import BUILD, ROOT, Daemon, UnixHTTPConnection, need_root
+from conftest import UnixHTTPConnection
 from sse import Stream
-
-FIX = os.path.join(ROOT, "tests", "fixtures")
-DOCS = os.path.join(ROOT, "docs")
-
-
-@pytest.fixture(scope="module")
-def dgx():
-    need_root()
-    d = Daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n"
-               "limits:\n  max_queued_per_user: 0\n  max_jobs_per_user: 0\n").start()
-    yield d
-    d.cleanup()
-
-
-def rnx_in(d, cwd, *args, timeout=120):
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
-    return subprocess.run([os.path.join(BUILD, "rnx"), *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+# the docs' machine, and rnx run from a directory, as test_docs_batch has them
+from test_docs_batch import DOCS, dgx, rnx_in  # noqa: F401 (dgx: the fixture)
 
 
 def a_job_seen(d):

@@ -5,35 +5,13 @@ user's one reader of a log as long got (libmicrohttpd asks each connection for o
 turn; the turn's budget was never the bound)."""
 import os
 import selectors
-import socket
 import time
 
 from conftest import api_as
+from sse import connect_as
 
 HOG, OTHER = 4351, 4352
 SIZE = 32 << 20
-
-
-def connect_as(sock_path, uid):
-    """A connection to the daemon made by a child running as uid (the daemon reads the peer's
-    credentials at connect), handed back."""
-    a, b = socket.socketpair(socket.AF_UNIX)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(sock_path)
-            socket.send_fds(b, [b"s"], [s.fileno()])
-        finally:
-            os._exit(0)
-    _, fds, _, _ = socket.recv_fds(a, 1, 1)
-    os.waitpid(pid, 0)
-    a.close()
-    b.close()
-    return socket.socket(fileno=fds[0])
 
 
 def read_all(socks, out):

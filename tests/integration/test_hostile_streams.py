@@ -7,6 +7,7 @@ import time
 import subprocess
 
 from conftest import api_as, setpriv
+from sse import connect_as
 
 USER = 4331
 
@@ -19,23 +20,7 @@ def rss_kb(pid, key="VmRSS:"):
 def open_unread_as(sock_path, path):
     """open_unread, as USER: the socket made and connected by a child that runs as USER (the
     daemon reads the peer's credentials at connect) and hands it back."""
-    a, b = socket.socketpair(socket.AF_UNIX)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setgid(USER)
-            os.setuid(USER)
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(sock_path)
-            socket.send_fds(b, [b"s"], [s.fileno()])
-        finally:
-            os._exit(0)
-    _, fds, _, _ = socket.recv_fds(a, 1, 1)
-    os.waitpid(pid, 0)
-    a.close()
-    b.close()
-    s = socket.socket(fileno=fds[0])
+    s = connect_as(sock_path, USER)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     head = b""
