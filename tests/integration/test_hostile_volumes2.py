@@ -12,6 +12,7 @@ import pytest
 
 from conftest import api_as, need_setpriv, wait_for
 from test_hostile_disk import fill, small_state  # noqa: F401 (a fixture)
+from test_hostile_volumes import mem_total_mb
 
 BOB, ALICE = (4381, 4381), (4382, 4382)
 MB = 1 << 20
@@ -58,14 +59,6 @@ def volume_names(d, user):
     code, ans = api_as(d, user, "GET", "/v1/volumes")
     assert code == 200, ans
     return {v["name"] for v in ans["volumes"]}
-
-
-def mem_total_mb():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) >> 10
-    raise AssertionError("no MemTotal")
 
 
 def test_a_workflows_volumes_are_checked_together_before_any_is_made(fresh_daemon):
