@@ -139,6 +139,14 @@ def test_archive_stat_is_of_the_path_alone(dgx):
         assert (r.getheader("X-Joblet-Path-Bytes"), r.getheader("X-Joblet-Path-Entries")) == ("3", "3")
         text = open(os.path.join(DOCS, "api.md")).read()
         assert "`bytes` is a file's size,\n  0 for a directory, and `entries` is 1" in text
+        # a PUT into a file is a bad parameter (400, as Docker's), not a path not found (404)
+        for path, code in (("/work/out/a.txt", 400), ("/work/nothere", 404), ("/work/out/a.txt/x", 404)):
+            c = UnixHTTPConnection(dgx.sock)
+            c.request("PUT", f"/v1/jobs/{jid}/archive?path={path}", body=b"\0" * 1024,
+                      headers={"Content-Type": "application/x-tar"})
+            r = c.getresponse()
+            body = json.loads(r.read())
+            assert r.status == code and body["error"]["field"] == "path", (path, r.status, body)
     finally:
         rnx_in(dgx, "/", "job", "kill", jid)
 
