@@ -447,7 +447,8 @@ static int start_mkfs(volume *v, jerr *e)
  * count as made, so that the whole workflow is checked before any of them is. */
 typedef struct earlier {
     uint32_t count;
-    uint64_t mb[2]; /* by type */
+    uint64_t mb[2];      /* by type */
+    uint32_t formatting; /* filesystem volumes among them: each takes one of CREATING_MAX */
 } earlier;
 
 /* A user's share of what the machine gives volumes of one type (root has no bound): the sizes
@@ -572,8 +573,16 @@ static int check_request(const volume_req *rq, uid_t uid, const earlier *x, jerr
     if (rq->type == VOLUME_FILESYSTEM && !mke2fs_path())
         return refuse(e, 503, "type", "type: filesystem volumes need mke2fs (Debian package e2fsprogs; volumes.mke2fs "
                                       "names another), which this machine lacks; use --type=memory or ask an admin");
-    if (rq->type == VOLUME_FILESYSTEM && ncreating >= CREATING_MAX)
-        return jerr_http(e, 503, "%d volumes are being created already; try again in a moment", CREATING_MAX);
+    /* a workflow's are formatted together: all of them fit now, or none is made (the ninth of
+     * nine was refused after eight were made, and those stayed) */
+    if (rq->type == VOLUME_FILESYSTEM && x->formatting >= CREATING_MAX)
+        return jerr_http(e, 400, "a workflow creates at most %d filesystem volumes (they are formatted at once); "
+                                 "create the others first (rnx volume create NAME --size=SIZE) or make them memory "
+                                 "volumes", CREATING_MAX);
+    if (rq->type == VOLUME_FILESYSTEM && ncreating + x->formatting >= CREATING_MAX)
+        return jerr_http(e, 503, "%zu volumes are being created already%s; at most %d at once: try again in a moment",
+                         ncreating + x->formatting, x->formatting ? ", counting those this workflow creates before it" : "",
+                         CREATING_MAX);
     return statedisk_room(0, "new volumes", e) < 0 ? -1 : check_room(rq, uid, x, e);
 }
 
@@ -628,6 +637,7 @@ int volumes_precheck_all(const volume_req *rqs, size_t n, uid_t uid, gid_t gid, 
         if (!find(rqs[i].name)) { /* made by this workflow: it counts for the next ones */
             x.count++;
             x.mb[rqs[i].type] += rqs[i].size_mb;
+            x.formatting += rqs[i].type == VOLUME_FILESYSTEM;
         }
     }
     return 0;

@@ -87,3 +87,22 @@ def test_a_workflows_volumes_are_checked_together_before_any_is_made(fresh_daemo
     code, wf = api_as(d, BOB, "POST", "/v1/workflows", body)
     assert code == 201, wf
     assert len(volume_names(d, BOB)) == 16
+
+
+def test_a_workflow_of_more_filesystem_volumes_than_are_formatted_at_once_makes_none(fresh_daemon):
+    """At most 8 filesystem volumes are formatted at once: a workflow creating nine was refused
+    503 at the ninth once the first eight were being made, and those stayed. Now its volumes are
+    counted against that bound with the others (a ninth is refused before any is made, naming the
+    volume and the bound), and eight are made whole."""
+    d = fresh_daemon()
+    job = [{"name": "a", "request": {"command": "true"}}]
+    nine = {"name": "nine", "jobs": job,
+            "volumes": [{"name": f"fv{i}", "size_mb": 16, "type": "filesystem"} for i in range(9)]}
+    for path in ("/v1/workflows?dry_run=1", "/v1/workflows"):
+        code, err = api_as(d, BOB, "POST", path, nine)
+        assert code == 400 and err["error"]["field"] == "volumes[8]", (path, code, err)
+        assert "at most 8 filesystem volumes" in err["error"]["message"], err
+        assert volume_names(d, BOB) == set(), f"via {path} volumes were made and the workflow refused"
+    code, wf = api_as(d, BOB, "POST", "/v1/workflows", {**nine, "volumes": nine["volumes"][:8]})
+    assert code == 201, wf
+    assert len(volume_names(d, BOB)) == 8
