@@ -691,15 +691,23 @@ static enum MHD_Result workflows(request *r, const char *rest)
          * which may take a while (the request is parked and this route runs again once one is
          * ready: the networks are found made then); then submitted, or its uploads awaited */
         int parsed = workflow_json_parse(body, &wb, &e);
-        if (parsed == 0 && (wb.nvolumes || wb.nnetworks) &&
-            (parsed = workflow_check(&wb, &r->who, &e)) == 0 &&
-            (parsed = workflow_networks(&wb, &r->who, &e)) == 0 && wb.nvolumes) {
-            uint64_t ticket = park_ticket(r);
-            parsed = workflow_volumes(&wb, r->who.uid, r->who.gid, ticket ? park_wake_fn : NULL, (void *)(uintptr_t)ticket, &e);
+        if (parsed == 0 && (wb.nvolumes || wb.nnetworks) && (parsed = workflow_check(&wb, &r->who, &e)) == 0) {
+            /* a request that cannot wait (no park ticket left: too many wait already) is told so
+             * before anything is made, not after its networks and first volumes */
+            uint64_t ticket = wb.nvolumes ? park_ticket(r) : 0;
+            if (!ticket && volumes_would_wait(wb.volumes, wb.nvolumes)) {
+                workflow_body_free(&wb);
+                json_decref(body);
+                jerr_http(&e, 503, "too many requests are waiting for joblet already; try again in a moment");
+                return http_reply_error(r->conn, &e);
+            }
+            if ((parsed = workflow_networks(&wb, &r->who, &e)) == 0 && wb.nvolumes)
+                parsed = workflow_volumes(&wb, r->who.uid, r->who.gid, ticket ? park_wake_fn : NULL,
+                                          (void *)(uintptr_t)ticket, &e);
             if (parsed == VOLUMES_PENDING) {
                 workflow_body_free(&wb);
                 json_decref(body);
-                if (ticket) {
+                if (ticket) { /* (volumes_would_wait said so) */
                     park_wait(r);
                     return MHD_YES;
                 }

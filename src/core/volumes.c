@@ -643,6 +643,16 @@ int volumes_precheck_all(const volume_req *rqs, size_t n, uid_t uid, gid_t gid, 
     return 0;
 }
 
+bool volumes_would_wait(const volume_req *rqs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const volume *v = find(rqs[i].name);
+        if (v ? v->state == VOLUME_CREATING : rqs[i].type == VOLUME_FILESYSTEM)
+            return true;
+    }
+    return false;
+}
+
 static int64_t fresh_id(const char *name);
 
 int volumes_create(const volume_req *rq, uid_t uid, gid_t gid, volumes_done_fn done, void *arg, jerr *e)

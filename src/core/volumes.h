@@ -104,6 +104,9 @@ int volumes_precheck(const volume_req *rq, uid_t uid, gid_t gid, jerr *e);
  * made (the user's count and shares, the machine's bounds): nothing is made unless all may be.
  * -1 with *at the one refused. */
 int volumes_precheck_all(const volume_req *rqs, size_t n, uid_t uid, gid_t gid, size_t *at, jerr *e);
+/* Whether creating these would wait (volumes_create's VOLUMES_PENDING): a filesystem volume
+ * missing, or one being created. A request that cannot wait is told so before any is made. */
+bool volumes_would_wait(const volume_req *rqs, size_t n);
 /* Removes a volume and its data. Refused while a job not yet ended, an array with tasks still to
  * make or a streamed upload still arriving names it (naming the jobs, the arrays), while it is
  * being created, and for a caller who is neither its owner nor an admin. */

@@ -62,10 +62,14 @@ static void slow(int hit, const char *fn, const char *which)
     note("leave", fn);
 }
 
+/* SLOW_NSS_UID: one uid, or a range A-B */
 static int uid_hit(uid_t uid)
 {
     const char *u = getenv("SLOW_NSS_UID");
-    return u && (uid_t)atol(u) == uid;
+    if (!u)
+        return 0;
+    const char *dash = strchr(u, '-');
+    return dash ? (uid_t)atol(u) <= uid && uid <= (uid_t)atol(dash + 1) : (uid_t)atol(u) == uid;
 }
 
 static int name_hit(const char *name)

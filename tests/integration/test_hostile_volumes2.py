@@ -13,6 +13,8 @@ import pytest
 from conftest import api_as, need_setpriv, wait_for
 from test_hostile_disk import fill, small_state  # noqa: F401 (a fixture)
 from test_hostile_volumes import mem_total_mb
+from test_hostile_nss import slow_nss  # noqa: F401 (a fixture)
+from sse import connect_as
 
 BOB, ALICE = (4381, 4381), (4382, 4382)
 MB = 1 << 20
@@ -106,3 +108,34 @@ def test_a_workflow_of_more_filesystem_volumes_than_are_formatted_at_once_makes_
     code, wf = api_as(d, BOB, "POST", "/v1/workflows", {**nine, "volumes": nine["volumes"][:8]})
     assert code == 201, wf
     assert len(volume_names(d, BOB)) == 8
+
+
+def test_a_workflow_that_cannot_wait_makes_nothing(fresh_daemon, slow_nss):
+    """A workflow creating a filesystem volume waits for it (its request parked). With no place
+    left to wait (the machine's 64 parked requests: four users' 16 each, their accounts slow to
+    look up) its networks and memory volumes were made, then it was answered 500 at the
+    filesystem volume ("nothing waits"), those left. Now it is told 503 before anything is made."""
+    env, _ = slow_nss
+    slow = (61000, 61003)
+    d = fresh_daemon(env={**env, "SLOW_NSS_UID": f"{slow[0]}-{slow[1]}", "SLOW_NSS_UID_SECONDS": "60"})
+    assert api_as(d, BOB, "GET", "/v1/volumes")[0] == 200   # BOB's account kept: he needs no wait
+    held = []
+    try:
+        for uid in range(slow[0], slow[1] + 1):
+            for _ in range(16):
+                s = connect_as(d.sock, uid)
+                s.sendall(b"GET /v1/whoami HTTP/1.1\r\nHost: x\r\n\r\n")
+                held.append(s)
+        # taken when a caller not known yet (a fresh uid each time, answered at once) finds no place
+        probes = iter(range(61100, 62100))
+        wait_for(lambda: api_as(d, (next(probes), 100), "GET", "/v1/version")[0] == 503,
+                 "the machine's places to wait taken")
+        body = {"name": "cannot-wait", "jobs": [{"name": "a", "request": {"command": "true"}}],
+                "volumes": [{"name": "wm", "size_mb": 1, "type": "memory"},
+                            {"name": "wf", "size_mb": 16, "type": "filesystem"}]}
+        code, err = api_as(d, BOB, "POST", "/v1/workflows", body)
+        assert code == 503 and "too many requests are waiting" in err["error"]["message"], (code, err)
+        assert not {"wm", "wf"} & volume_names(d, BOB), "the workflow was refused and left volumes"
+    finally:
+        for s in held:
+            s.close()
