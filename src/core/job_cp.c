@@ -112,7 +112,9 @@ static void heard(jobcp *c, char *line)
         while (why && *why == ' ')
             why++;
         jerr_http(&c->err, http_of((int)err), "job %.8s: %s", c->job_id, why && *why ? why : "the copy failed");
-        if (c->err.http == 404 || c->err.http == 400)
+        /* a path not found, or one that cannot be (the helper's words say "path: "); a 400 for
+         * the archive itself (a hard link, a bad tar) names no field: the body is at fault */
+        if (c->err.http == 404 || (c->err.http == 400 && why && !strncmp(why, "path: ", 6)))
             snprintf(c->err.field, sizeof c->err.field, "path");
         if (c->said == 1)
             c->refused = true;

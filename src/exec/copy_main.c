@@ -351,7 +351,7 @@ static void in(const copy_plan *p)
     if (stat(p->path, &st) < 0)
         fail(errno, "%s: %s", p->path, strerror(errno));
     if (!S_ISDIR(st.st_mode)) /* there, but no place to extract into: a bad parameter (Docker's 400) */
-        fail(EINVAL, "%s: not a directory: an archive is extracted into a directory", p->path);
+        fail(EINVAL, "path: %s is not a directory: an archive is extracted into a directory", p->path);
     if (chdir(p->path) < 0)
         fail(errno, "%s: %s", p->path, strerror(errno));
     /* said before a byte moves, and as what it is (libarchive's first failed unlink would say

@@ -147,6 +147,13 @@ def test_archive_stat_is_of_the_path_alone(dgx):
             r = c.getresponse()
             body = json.loads(r.read())
             assert r.status == code and body["error"]["field"] == "path", (path, r.status, body)
+        # a bad archive is the body's fault: no field named
+        c = UnixHTTPConnection(dgx.sock)
+        c.request("PUT", f"/v1/jobs/{jid}/archive?path=/work", body=os.urandom(4096),
+                  headers={"Content-Type": "application/x-tar"})
+        r = c.getresponse()
+        body = json.loads(r.read())
+        assert r.status == 400 and not body["error"].get("field"), (r.status, body)
     finally:
         rnx_in(dgx, "/", "job", "kill", jid)
 
