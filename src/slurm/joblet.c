@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -321,6 +322,8 @@ static bool send_all(int fd, const char *p, size_t n)
  * (the job's shell has no job control to stop a command with). */
 static volatile sig_atomic_t pty_signal;
 static char pty_job[64];
+static bool pty_on;          /* SIGINT and SIGQUIT are blocked but while the reader waits */
+static sigset_t pty_waiting; /* the mask while it waits (ppoll): them unblocked */
 
 static void pty_on_signal(int sig)
 {
@@ -352,14 +355,24 @@ static void pty_forward(void)
     close(fd);
 }
 
+/* The signals are taken only while the reader waits for the connection (getc_conn's ppoll), so
+ * none is lost between a look at pty_signal and the wait, nor interrupts a forward's own calls. */
 static void pty_pass_signals(const char *job)
 {
     snprintf(pty_job, sizeof pty_job, "%s", job);
-    struct sigaction sa = {.sa_handler = pty_on_signal}; /* no SA_RESTART: recv returns EINTR */
+    struct sigaction sa = {.sa_handler = pty_on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGQUIT, &sa, NULL);
     signal(SIGTSTP, SIG_IGN);
+    sigset_t both;
+    sigemptyset(&both);
+    sigaddset(&both, SIGINT);
+    sigaddset(&both, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &both, &pty_waiting);
+    sigdelset(&pty_waiting, SIGINT);
+    sigdelset(&pty_waiting, SIGQUIT);
+    pty_on = true;
 }
 
 /* A buffered reader of the connection. */
@@ -371,11 +384,14 @@ static int getc_conn(int fd)
     if (rpos == rlen) {
         ssize_t n;
         for (;;) {
+            while (pty_signal)
+                pty_forward();
+            struct pollfd p = {fd, POLLIN, 0};
+            if (pty_on && ppoll(&p, 1, NULL, &pty_waiting) < 0 && errno == EINTR)
+                continue; /* a signal to pass on */
             n = recv(fd, rbuf, sizeof rbuf, 0);
             if (n >= 0 || errno != EINTR)
                 break;
-            while (pty_signal)
-                pty_forward();
         }
         if (n <= 0)
             return -1;
