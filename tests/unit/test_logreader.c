@@ -19,11 +19,11 @@
 #include "common/util.h"
 #include "exec/logreader.h"
 #include "exec/logwriter.h"
+#include "scratch_dir.h"
 
 /* A fresh directory per test, with a writer per stream. */
 typedef struct fixture {
-    char dir[64];
-    int dirfd;
+    scratch_dir d;
     logw w[2];
     uint64_t seq;     /* the last sequence number given, across both streams */
 } fixture;
@@ -33,19 +33,14 @@ static const char *const names[2] = {"stdout", "stderr"};
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(f->dir, sizeof f->dir, "%s/test_logreader.XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
-    if (!mkdtemp(f->dir)) {
+    if (!f || scratch_dir_make(&f->d, "test_logreader") < 0) {
         free(f);
         return -1;
     }
-    f->dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (int i = 0; i < 2; i++)
-        logw_init(&f->w[i], f->dirfd, names[i], 0);
+        logw_init(&f->w[i], f->d.dirfd, names[i], 0);
     *state = f;
-    return f->dirfd < 0 ? -1 : 0;
+    return 0;
 }
 
 static int teardown(void **state)
@@ -59,10 +54,7 @@ static int teardown(void **state)
         if (f->w[i].idx_fd >= 0)
             close(f->w[i].idx_fd);
     }
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
-        unlinkat(f->dirfd, files[i], 0);
-    close(f->dirfd);
-    rmdir(f->dir);
+    scratch_dir_remove(&f->d, files, sizeof files / sizeof *files);
     free(f);
     return 0;
 }
@@ -77,7 +69,7 @@ static int open_ro(const fixture *f, const char *stream, const char *ext)
 {
     char name[32];
     snprintf(name, sizeof name, "%s.%s", stream, ext);
-    return openat(f->dirfd, name, O_RDONLY | O_CLOEXEC);
+    return openat(f->d.dirfd, name, O_RDONLY | O_CLOEXEC);
 }
 
 /* A reader of the streams in mask (1 stdout, 2 stderr), of the format of logwriter.h. */
@@ -432,11 +424,11 @@ static void test_tail_budget(void **state)
 
 static int write_file(const fixture *f, const char *name, const char *text)
 {
-    int fd = openat(f->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = openat(f->d.dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
-    return openat(f->dirfd, name, O_RDONLY | O_CLOEXEC);
+    return openat(f->d.dirfd, name, O_RDONLY | O_CLOEXEC);
 }
 
 static void test_legacy(void **state)
@@ -486,7 +478,7 @@ static void test_legacy(void **state)
 static void test_cap(void **state)
 {
     fixture *f = *state;
-    logw_init(&f->w[0], f->dirfd, "stdout", 200);
+    logw_init(&f->w[0], f->d.dirfd, "stdout", 200);
     feed(f, 0, "first line\n", 100);
     feed(f, 1, "an error\n", 150);
     char more[400];

@@ -20,40 +20,29 @@
 
 #include "common/util.h"
 #include "exec/logwriter.h"
+#include "scratch_dir.h"
 
 #define TS 1700000000123456789LL /* 2023-11-14T22:13:20.123456789Z */
 
 /* A fresh directory per test, for the writer's files. */
-typedef struct fixture {
-    char dir[64];
-    int dirfd;
-} fixture;
+typedef scratch_dir fixture;
 
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(f->dir, sizeof f->dir, "%s/test_logwriter.XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
-    if (!mkdtemp(f->dir)) {
+    if (!f || scratch_dir_make(f, "test_logwriter") < 0) {
         free(f);
         return -1;
     }
-    f->dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     *state = f;
-    return f->dirfd < 0 ? -1 : 0;
+    return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
     static const char *const names[] = {"stdout.data", "stdout.idx", "stderr.data", "stderr.idx"};
-    for (size_t i = 0; i < 4; i++)
-        unlinkat(f->dirfd, names[i], 0);
-    close(f->dirfd);
-    rmdir(f->dir);
-    free(f);
+    scratch_dir_remove(*state, names, 4);
+    free(*state);
     return 0;
 }
 

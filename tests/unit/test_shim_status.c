@@ -20,43 +20,29 @@
 #include "common/util.h"
 #include "exec/shim.h"
 #include "exec/shim_status.h"
+#include "scratch_dir.h"
 
 #define END "{\"end_reason\":\"exit\",\"exit_code\":3,\"started_at_ms\":10,\"ended_at_ms\":20," \
             "\"usage\":{\"cpu_ns\":5,\"memory_peak_bytes\":6,\"io_read_bytes\":7,\"io_write_bytes\":8}}"
 
-typedef struct fixture {
-    char dir[64];
-    int dirfd;
-} fixture;
+typedef scratch_dir fixture;
 
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(f->dir, sizeof f->dir, "%s/test_shim_status.XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
-    if (!mkdtemp(f->dir)) {
+    if (!f || scratch_dir_make(f, "test_shim_status") < 0) {
         free(f);
         return -1;
     }
-    f->dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     *state = f;
-    return f->dirfd < 0 ? -1 : 0;
+    return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    char p[128];
-    const char *names[] = {SHIM_STARTED, SHIM_STATUS};
-    for (size_t i = 0; i < 2; i++) {
-        snprintf(p, sizeof p, "%s/%s", f->dir, names[i]);
-        unlink(p);
-    }
-    close(f->dirfd);
-    rmdir(f->dir);
-    free(f);
+    static const char *const names[] = {SHIM_STARTED, SHIM_STATUS};
+    scratch_dir_remove(*state, names, 2);
+    free(*state);
     return 0;
 }
 
