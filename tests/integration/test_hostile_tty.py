@@ -15,17 +15,10 @@ import time
 
 import pytest
 
-from conftest import Daemon, api_as, need_root, need_setpriv
+from conftest import api_as, need_setpriv
+from test_hostile_term import daemon  # noqa: F401 (the fixture: attach_wait_s 1)
 
 USER = 4471
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    need_root()
-    d = Daemon("jobs:\n  attach_wait_s: 1\n").start()
-    yield d
-    d.cleanup()
 
 
 def shim_of(jid):
