@@ -25,7 +25,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static bool own_flag(const char *name)
 {
     return !strcmp(name, "--upload") || !strcmp(name, "--env") || !strcmp(name, "--secret-env") ||
-           !strcmp(name, "--follow") || !strcmp(name, "--dependency");
+           !strcmp(name, "--follow") || !strcmp(name, "--wait") || !strcmp(name, "--dependency");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
