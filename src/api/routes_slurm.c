@@ -51,12 +51,14 @@ static int nodes_from_json(json_t *a, const char *key, char ***out, size_t *n, j
 
 /* {"argv": [..], "env": ["K=V", ..], "runtime": NAME, "volumes": [..], "network": "host"|"none" (default
  * host), "gpus": ["/dev/nvidia0", ..],
- * "task_gpus": [..], "slurm": {"job", "step", "task", "uid"}} into r; the job request goes through the same
- * reader as POST /v1/jobs. */
+ * "task_gpus": [..], "slurm": {"job", "step", "task", "uid"}, "tty": true|false} into r; the job request goes
+ * through the same reader as POST /v1/jobs. tty (srun --pty): the job gets a terminal of its own (POST /v1/jobs'
+ * "tty" and "stdin"), which the plugin attaches to and relays Slurm's pty to, instead of the task's stdio. */
 static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
 {
     *r = (slurm_task_req){0};
-    static const char *const known[] = {"argv", "env", "runtime", "volumes", "network", "gpus", "task_gpus", "slurm"};
+    static const char *const known[] = {"argv", "env",       "runtime", "volumes", "network",
+                                        "gpus", "task_gpus", "slurm",   "tty"};
     const char *key;
     json_t *val;
     json_object_foreach(b, key, val)
@@ -66,7 +68,7 @@ static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
             k++;
         if (k == ARRAY_LEN(known))
             return jerr_field(e, key, "%s: not a field of a Slurm task (argv, env, runtime, volumes, network, gpus, "
-                                      "task_gpus, slurm)", key);
+                                      "task_gpus, slurm, tty)", key);
     }
     json_t *argv = json_object_get(b, "argv"), *env = json_object_get(b, "env"), *gpus = json_object_get(b, "gpus"),
            *slurm = json_object_get(b, "slurm"), *v;
@@ -80,6 +82,9 @@ static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
     json_t *task_gpus = json_object_get(b, "task_gpus");
     if (task_gpus && !json_is_array(task_gpus))
         return jerr_field(e, "task_gpus", "task_gpus: must be a list of device nodes (\"/dev/nvidia0\")");
+    json_t *tty = json_object_get(b, "tty");
+    if (tty && !json_is_boolean(tty))
+        return jerr_field(e, "tty", "tty: must be true or false");
     if (slurm && !slurmcg_from_json(slurm, &r->claimed))
         return jerr_field(e, "slurm", "slurm: must be {\"job\": J, \"step\": \"S\", \"task\": T, \"uid\": U}");
     json_t *q = json_object();
@@ -108,6 +113,10 @@ static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
      * network unless the step asked for none (--joblet-network=none) */
     if (!json_object_get(q, "network"))
         json_object_set_new(q, "network", json_string("host"));
+    if (json_is_true(tty)) {
+        json_object_set_new(q, "tty", json_true());
+        json_object_set_new(q, "stdin", json_true());
+    }
     if (r->claimed.set) {
         char t[64], name[80];
         slurmcg_text(&r->claimed, t, sizeof t);

@@ -148,8 +148,9 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
             s.limits = (cg_limits){0};
             s.user_procs_max = 0;
             s.user_tasks_max = 0;
-            s.stdio_given = true;
-            s.log_max_bytes = 0;
+            s.stdio_given = g->stdio[0] >= 0;
+            if (s.stdio_given)
+                s.log_max_bytes = 0;
             if (g->ngroups) {
                 s.ngroups = g->ngroups < SPEC_GROUPS_MAX ? g->ngroups : SPEC_GROUPS_MAX;
                 s.groups = xcalloc(s.ngroups, sizeof *s.groups);
@@ -263,7 +264,7 @@ static int launch(job *j, const job_given *g, jerr *e)
         close(spec_fd);
         return jerr_sys(e, "pipe");
     }
-    pid_t pid = fork_shim(dir, pfd[1], spec_fd, g ? g->stdio : NULL, e);
+    pid_t pid = fork_shim(dir, pfd[1], spec_fd, g && g->stdio[0] >= 0 ? g->stdio : NULL, e);
     close(pfd[1]);
     close(spec_fd);
     if (pid < 0) {

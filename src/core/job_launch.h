@@ -26,7 +26,8 @@ typedef struct job_given {
     const cg_given *cgroups;  /* its cgroups, made by someone else (delegated, exec/cgroup.h):
                                * none of joblet's limits */
     int stdio[3];             /* its stdin, stdout, stderr (the spec's stdio_given: nothing is
-                               * logged); the caller's still */
+                               * logged); the caller's still. -1s: none given (a terminal job's
+                               * own terminal, its output logged) */
     const gid_t *groups;      /* supplementary groups (the spec's groups), ngroups of them */
     size_t ngroups;
 } job_given;

@@ -332,7 +332,9 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
                           "filter has nowhere to go (ConstrainDevices=yes in cgroup.conf)", (int)pid);
         goto out;
     }
-    if (task_stdio(pidfd, stdio, e) < 0)
+    /* a terminal job (srun --pty) has a terminal of its own, which the plugin relays: the task's
+     * stdio stays the task process's */
+    if (!r->req.tty && task_stdio(pidfd, stdio, e) < 0)
         goto out;
     task_workdir(pid, &r->req);
     submit_info si;
@@ -352,10 +354,13 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     make_room(ids.uid);
     if (submit_check_limits(&rp, 1, ids.uid, 0, 0, e) < 0 || !(j = submit_create(&r->req, ids.uid, gid, &si, e)))
         goto out;
-    /* Slurm's limits hold (its cgroups): none of joblet's defaults is the job's */
+    /* Slurm's limits hold (its cgroups): none of joblet's defaults is the job's. The log's bound
+     * stays for a terminal job, whose output joblet logs (a given stdio's goes to Slurm alone) */
     j->req.has &= ~(1ull << JR_MAX_MEMORY_MB | 1ull << JR_MEMORY_DEFAULT | 1ull << JR_PIDS_MAX |
-                    1ull << JR_USER_PIDS_MAX | 1ull << JR_MAX_LOG_BYTES);
-    j->req.max_memory_mb = j->req.pids_max = j->req.user_pids_max = j->req.max_log_bytes = 0;
+                    1ull << JR_USER_PIDS_MAX | (j->req.tty ? 0 : 1ull << JR_MAX_LOG_BYTES));
+    j->req.max_memory_mb = j->req.pids_max = j->req.user_pids_max = 0;
+    if (!j->req.tty)
+        j->req.max_log_bytes = 0;
     j->req.memory_default = false;
     j->slurm = ids;
     if (!(j = submit_commit(j, e)))

@@ -23,16 +23,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "../common/termframe.h"
 #include "gresconf.h"
 
 SPANK_PLUGIN(joblet, 1);
@@ -417,6 +420,226 @@ static bool read_line(int fd, char *out, size_t len)
     return false;
 }
 
+/* srun --pty with a terminal job (tty_relay, below): Slurm's pty as it was, whether it is raw
+ * now, the SIGWINCH pipe. */
+static struct termios tty_saved;
+static bool tty_raw;
+static int tty_sig[2] = {-1, -1};
+
+/* Words to the task's stderr (srun's, or the batch output): the user sees why (a raw terminal's
+ * lines end in CR LF). */
+static void say(const char *a, const char *b, const char *c)
+{
+    char msg[2048];
+    int n = snprintf(msg, sizeof msg, "joblet: %s%s%s%s", a, b, c, tty_raw ? "\r\n" : "\n");
+    if (n > 0)
+        (void)!write(2, msg, (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1));
+}
+
+/* srun --pty with a terminal job: the job has a terminal of its own (its controlling terminal,
+ * made by joblet's init in its session: job control, `tty`, Ctrl-C/Ctrl-Z by its line
+ * discipline), and this process relays between it and Slurm's pty, as rnx job run -it does
+ * (POST /v1/jobs/ID/attach, the frames of common/termframe.h). Slurm's pty is raw while it
+ * relays (every key, Ctrl-C and Ctrl-Z included, goes to the job's terminal as bytes; no echo
+ * nor line editing twice), its window size goes at the start and on each SIGWINCH (slurmstepd
+ * sets the pty's size and signals this process, its foreground), and it is restored at the end. */
+
+static void tty_on_winch(int sig)
+{
+    int saved_errno = errno;
+    char c = (char)sig;
+    if (tty_sig[1] >= 0)
+        (void)!write(tty_sig[1], &c, 1); /* a full pipe has a resize to tell already */
+    errno = saved_errno;
+}
+
+static void tty_restore(void)
+{
+    if (tty_raw)
+        tcsetattr(0, TCSADRAIN, &tty_saved);
+    tty_raw = false;
+}
+
+/* Raw mode on Slurm's pty, and SIGWINCH taken (the relay's pipe is made when it starts: a resize
+ * before is in the size it sends first). */
+static void tty_setup(void)
+{
+    if (tcgetattr(0, &tty_saved) < 0)
+        return;
+    struct termios raw = tty_saved;
+    cfmakeraw(&raw);
+    if (tcsetattr(0, TCSADRAIN, &raw) < 0)
+        return;
+    tty_raw = true;
+    struct sigaction sa = {.sa_handler = tty_on_winch, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGWINCH, &sa, NULL);
+    /* the pty's foreground is this process: a write or tcsetattr of it never stops it */
+    signal(SIGTTOU, SIG_IGN);
+    signal(SIGTTIN, SIG_IGN);
+}
+
+static bool send_frame(int fd, int ch, const void *p, size_t n)
+{
+    unsigned char h[TERMFRAME_HDR];
+    termframe_put(h, ch, (uint32_t)n);
+    return send_all(fd, (const char *)h, sizeof h) && (!n || send_all(fd, (const char *)p, n));
+}
+
+static bool send_size(int fd)
+{
+    struct winsize ws = {0};
+    if ((ioctl(0, TIOCGWINSZ, &ws) < 0 || !ws.ws_row) && ioctl(1, TIOCGWINSZ, &ws) < 0)
+        ws = (struct winsize){0};
+    unsigned char f[TERMFRAME_HDR + 4];
+    termframe_resize(f, ws.ws_row ? ws.ws_row : 24, ws.ws_col ? ws.ws_col : 80);
+    return send_all(fd, (const char *)f, sizeof f);
+}
+
+static bool write_all_fd(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+enum tty_end { TTY_ENDED, TTY_LOST, TTY_DETACHED, TTY_REFUSED };
+
+/* One attach: the upgrade on a new connection (as the task's user: the job is theirs), then the
+ * relay until the exit frame (TTY_ENDED), the connection's end (TTY_DETACHED: joblet restarted,
+ * or detached an idle attach), or an answer other than 101 (TTY_REFUSED: the job has ended, or
+ * is not there); TTY_LOST when joblet could not be reached. The end of Slurm's pty (srun gone) ends this process by SIGHUP, as it would end a
+ * plain task's shell: joblet then kills the job. */
+static enum tty_end tty_attach(const char *id)
+{
+    int fd = dial();
+    if (fd < 0)
+        return TTY_LOST;
+    char head[256];
+    int hl = snprintf(head, sizeof head,
+                      "POST /v1/jobs/%s/attach HTTP/1.1\r\nHost: joblet\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+                      "Content-Length: 0\r\n\r\n",
+                      id);
+    rlen = rpos = 0;
+    char line[1024];
+    int status = 0;
+    if (hl <= 0 || hl >= (int)sizeof head || !send_all(fd, head, (size_t)hl) || !read_line(fd, line, sizeof line) ||
+        sscanf(line, "HTTP/1.%*d %d", &status) != 1) {
+        close(fd);
+        return TTY_LOST;
+    }
+    while (read_line(fd, line, sizeof line) && line[0])
+        ;
+    if (status != 101) {
+        /* 409: the job has ended (its end record says how); anything else is said */
+        if (status != 409) {
+            snprintf(line, sizeof line, " (HTTP %d): the job runs without its terminal relayed", status);
+            say("cannot attach to the terminal of job ", id, line);
+        }
+        close(fd);
+        return TTY_REFUSED;
+    }
+    enum tty_end end = TTY_DETACHED;
+    termframe_reader rd = {0};
+    char *buf = malloc(64 << 10);
+    bool in_open = true;
+    if (!buf || !send_size(fd))
+        goto out;
+    /* what came with the answer's head */
+    for (;;) {
+        size_t n = 0;
+        if (rpos < rlen) {
+            n = rlen - rpos;
+            memcpy(buf, rbuf + rpos, n);
+            rpos = rlen;
+        } else {
+            struct pollfd p[3] = {{fd, POLLIN, 0}, {tty_sig[0], POLLIN, 0}, {0, POLLIN, 0}};
+            if (poll(p, in_open ? 3 : 2, -1) < 0) {
+                if (errno == EINTR)
+                    continue;
+                goto out;
+            }
+            if (p[1].revents & POLLIN) {
+                char sink[16];
+                if (read(tty_sig[0], sink, sizeof sink) > 0 && !send_size(fd))
+                    goto out;
+            }
+            if (in_open && (p[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+                ssize_t r = read(0, buf, 16 << 10);
+                if (r < 0 && (errno == EINTR || errno == EAGAIN))
+                    continue;
+                if (r <= 0) {
+                    /* Slurm's pty hung up: srun is gone */
+                    tty_raw = false;
+                    close(fd);
+                    free(buf);
+                    signal(SIGHUP, SIG_DFL);
+                    kill(getpid(), SIGHUP);
+                    _exit(129);
+                }
+                if (!send_frame(fd, TERMFRAME_STDIN, buf, (size_t)r))
+                    goto out;
+            }
+            if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t r = recv(fd, buf, 64 << 10, 0);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                goto out;
+            n = (size_t)r;
+        }
+        const char *p = buf;
+        termframe_out f;
+        for (enum termframe_event ev; (ev = termframe_next(&rd, &p, &n, &f)) != TERMFRAME_NEED;) {
+            if (ev == TERMFRAME_BAD)
+                goto out;
+            if (ev == TERMFRAME_CODE) {
+                end = TTY_ENDED;
+                goto out;
+            }
+            /* the job's output, and joblet's own lines (channel 2), to Slurm's pty; a pty
+             * that takes no more (srun gone) stops the reading of it */
+            if (ev == TERMFRAME_DATA && (f.ch == TERMFRAME_STDOUT || f.ch == TERMFRAME_STDERR) && in_open &&
+                !write_all_fd(f.ch == TERMFRAME_STDOUT ? 1 : 2, f.p, f.n))
+                in_open = false;
+        }
+    }
+out:
+    free(buf);
+    close(fd);
+    return end;
+}
+
+/* The relay, attached again when joblet goes away (a restart) or detaches it (an idle
+ * attach, jobs.terminal_idle_timeout_s) while the job goes on, for up to RESTART_WAIT_S
+ * without an attach; returns once the job has ended (or cannot be reached). */
+static void tty_relay(const char *id)
+{
+    if (pipe2(tty_sig, O_CLOEXEC | O_NONBLOCK) < 0)
+        tty_sig[0] = tty_sig[1] = -1; /* (sizes go at each attach only) */
+    for (time_t lost = 0;;) {
+        enum tty_end end = tty_attach(id);
+        if (end == TTY_ENDED || end == TTY_REFUSED)
+            break;
+        if (end == TTY_DETACHED)
+            lost = 0; /* (the wait counts from the attach that went) */
+        if (!lost)
+            lost = time(NULL);
+        else if (time(NULL) - lost > RESTART_WAIT_S)
+            break;
+        usleep(200 * 1000);
+    }
+    tty_restore();
+}
+
 /* One request and its whole answer (Content-Length or chunked): the status, the body in *body
  * (malloc'd), -1 when the connection failed. */
 static int http(int fd, const char *method, const char *path, const char *payload, char **body)
@@ -477,15 +700,6 @@ done:
     b[n] = 0;
     *body = b;
     return status;
-}
-
-/* Words to the task's stderr (srun's, or the batch output): the user sees why. */
-static void say(const char *a, const char *b, const char *c)
-{
-    char msg[2048];
-    int n = snprintf(msg, sizeof msg, "joblet: %s%s%s\n", a, b, c);
-    if (n > 0)
-        (void)!write(2, msg, (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1));
 }
 
 /* The user: the request, the wait, the end. */
@@ -567,13 +781,38 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     if (cfg.volumes[0])
         json_object_set_new(req, "volumes", csv_array(cfg.volumes));
     json_object_set_new(req, "network", json_string(cfg.network[0] ? cfg.network : "host"));
-    char *payload = json_dumps(req, JSON_COMPACT);
-    json_decref(req);
+    /* srun --pty: the task's stdin is Slurm's pty; the job gets a terminal of its own, relayed
+     * (tty_relay). Where joblet refuses a terminal (400 naming tty: a joblet older than this
+     * plugin, which knows no "tty"), the task goes as without one: the job takes Slurm's pty as
+     * its stdio, and Ctrl-C and Ctrl-\ are passed on (pty_pass_signals). */
+    bool pty = isatty(0), term = pty;
+    /* raw from here: what is typed while the job starts waits in Slurm's pty as bytes for the
+     * job's terminal (a Ctrl-C among them would otherwise end this process, and the step) */
+    if (term)
+        tty_setup();
     char *body = NULL;
-    int status = payload ? http(cfg.fd, "POST", "/v1/slurm/tasks", payload, &body) : -1;
-    free(payload);
-    json_t *r = body ? json_loads(body, 0, NULL) : NULL;
-    free(body);
+    int status;
+    json_t *r;
+    for (;;) {
+        if (term)
+            json_object_set_new(req, "tty", json_true());
+        else
+            json_object_del(req, "tty");
+        char *payload = json_dumps(req, JSON_COMPACT);
+        status = payload ? http(cfg.fd, "POST", "/v1/slurm/tasks", payload, &body) : -1;
+        free(payload);
+        r = body ? json_loads(body, 0, NULL) : NULL;
+        free(body);
+        body = NULL;
+        const char *field = json_string_value(json_object_get(json_object_get(r, "error"), "field"));
+        if (!(term && status == 400 && field && !strcmp(field, "tty")))
+            break;
+        json_decref(r);
+        term = false;
+    }
+    json_decref(req);
+    if (!term || status != 201)
+        tty_restore();
     if (status != 201) {
         const char *msg = json_string_value(json_object_get(r, "error"));
         if (!msg)
@@ -586,9 +825,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
      * here for exec to close (O_CLOEXEC: the write ends of the step's stdin pipes among them)
      * would stay open as long as the job runs, and a task would never see its stdin end: all
      * of it goes but the connection and stdout/stderr (for the words below); stdin becomes
-     * /dev/null. */
-    bool pty = isatty(0);
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+     * /dev/null (a terminal job's stays Slurm's pty, which this process relays). */
+    int null = term ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null >= 0 && null != 0) {
         dup2(null, 0);
         close(null);
@@ -599,11 +837,19 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     char id[64], path[160];
     snprintf(id, sizeof id, "%s", json_string_value(json_object_get(r, "id")) ? json_string_value(json_object_get(r, "id")) : "");
     json_decref(r);
-    if (pty)
+    if (pty && !term)
         pty_pass_signals(id);
+    if (term) {
+        /* the job's terminal, relayed until the job ends; its end record then as below (none of
+         * its output, which joblet logged: tail=0) */
+        tty_relay(id);
+        close(cfg.fd);
+        rlen = rpos = 0;
+        cfg.fd = dial();
+    }
     /* the end record is the last line of the log stream (there is no output: it went to the
-     * task's own stdio) */
-    snprintf(path, sizeof path, "/v1/jobs/%s/logs?follow=1&format=ndjson", id);
+     * task's own stdio; a terminal's is left out) */
+    snprintf(path, sizeof path, "/v1/jobs/%s/logs?follow=1&format=ndjson%s", id, term ? "&tail=0" : "");
     json_t *end = NULL;
     /* A restart of joblet (an upgrade) ends the stream but not the job, which the new joblet
      * adopts, and this process with it (it watches it again): wait on a new connection, made as

@@ -8,15 +8,19 @@ one daemon, as both slurmd share this host.
 
 srun and sbatch run as `nobody` (runuser), the way a user submits."""
 import collections
+import fcntl
 import json
 import os
 import pathlib
 import pwd
 import re
+import select
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 
 import pytest
@@ -114,7 +118,7 @@ def plugin_for_slurmd(c):
     out = c.path("etc", "joblet.so")
     src = os.path.join(HERE, "..", "..", "src", "slurm")
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-D_GNU_SOURCE", "-shared", "-fPIC", "-o", out, os.path.join(src, "joblet.c"),
-                    os.path.join(src, "gresconf.c"), "-ljansson"], check=True)
+                    os.path.join(src, "gresconf.c"), os.path.join(src, "..", "common", "termframe.c"), "-ljansson"], check=True)
     return out
 
 
@@ -406,6 +410,114 @@ def test_runtime(cluster, jd):
     the runtime's root."""
     p = as_user(cluster, ["srun", "-w", "node1", "--joblet-runtime=busybox", "cat", "/etc/marker"])
     assert p.returncode == 0 and p.stdout == "busybox runtime\n", (p.stdout, p.stderr)
+
+
+class Term:
+    """A program on a pty of the test's (a user's terminal): keys in, the screen's bytes out."""
+
+    def __init__(self, argv, env, rows, cols):
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+        def ctty():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        self.p = subprocess.Popen(argv, env=env, cwd="/tmp", stdin=slave, stdout=slave, stderr=slave,
+                                  preexec_fn=ctty, close_fds=True)
+        os.close(slave)
+        self.out = self.screen = b""
+
+    def read(self, timeout):
+        r, _, _ = select.select([self.master], [], [], timeout)
+        if r:
+            try:
+                got = os.read(self.master, 65536)
+                self.out += got
+                self.screen += got  # (printed at the end: pytest -rP shows the session)
+            except OSError:  # EIO: the program closed the terminal
+                return False
+        return True
+
+    def expect(self, pattern, timeout=30):
+        """Reads until pattern (bytes regex) is in what came since the last expect: its match."""
+        deadline = time.monotonic() + timeout
+        while True:
+            m = re.search(pattern, self.out)
+            if m:
+                self.out = self.out[m.end():]
+                return m
+            left = deadline - time.monotonic()
+            assert left > 0 and self.read(min(left, 0.5)) is not False or re.search(pattern, self.out), \
+                f"timed out waiting for {pattern!r}; the screen since: {self.out[-2000:]!r}"
+
+    def type(self, keys):
+        os.write(self.master, keys)
+
+    def resize(self, rows, cols):
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait(30)
+        os.close(self.master)
+
+
+def test_pty_gives_the_job_a_terminal_of_its_own(cluster, jd):
+    """srun --pty --joblet bash -i, typed on a terminal of the test's (33x97): the job's stdin
+    is a terminal of its own, its controlling one (tty names it; bash has job control: a
+    background sleep in `jobs`, Ctrl-Z stops the foreground one), of the window's size and of
+    the new one after a resize; Ctrl-C ends the foreground sleep, not the shell; `exit 3` is
+    srun's exit code."""
+    env = dict(cluster.env, TERM="xterm", PS1="$ ")
+    t = Term(["runuser", "-u", USER, "--", "srun", "-w", "node1", "--joblet", "--pty", "bash", "--norc",
+              "--noprofile", "-i"], env, 33, 97)
+    try:
+        # (markers are made by the shell: the echo of the typed line does not match them)
+        t.type(b"tty; echo M$((1+0))X\r")
+        m = t.expect(rb"(?s)(.*)M1X")
+        assert b"no job control" not in m.group(1) and b"not a tty" not in m.group(1), m.group(1)
+        assert re.search(rb"/dev/pts/\d+", m.group(1)), m.group(1)
+        job = wait_for(lambda: running(jd, 1), "the task's job running")[0]
+        assert job.get("tty") is True, job
+        t.type(b"stty size; echo M$((1+1))X\r")
+        assert b"33 97" in t.expect(rb"(?s)(.*)M2X").group(1)
+        t.resize(41, 123)
+
+        def resized():
+            t.type(b"stty size; echo M$((1+2))X\r")
+            return b"41 123" in t.expect(rb"(?s)(.*)M3X").group(1)
+        wait_for(resized, "the job's terminal to take the new window size")
+        # job control: a background job, listed, and killed by its job number
+        t.type(b"sleep 100 & jobs; echo M$((1+3))X\r")
+        assert re.search(rb"\[1\]\+?\s+Running\s+sleep 100", t.expect(rb"(?s)(.*)M4X").group(1))
+        t.type(b"kill %1; wait; echo M$((1+4))X\r")
+        t.expect(rb"M5X")
+        # Ctrl-Z stops the foreground command (the terminal's SIGTSTP); bash takes the terminal back
+        t.type(b"sleep 100\r")
+        time.sleep(1)
+        t.type(b"\x1a")
+        t.expect(rb"Stopped\s+sleep 100")
+        t.type(b"kill -9 %1; wait; echo M$((1+5))X\r")
+        t.expect(rb"M6X")
+        # Ctrl-C: the foreground sleep ends, the shell goes on
+        t.type(b"sleep 100; echo A$((8*8))Z\r")
+        time.sleep(1)
+        started = time.monotonic()
+        t.type(b"\x03")
+        t.type(b"echo M$((1+6))X\r")
+        out = t.expect(rb"(?s)(.*)M7X", timeout=20).group(1)
+        assert time.monotonic() - started < 15 and b"A64Z" not in out, out
+        assert t.p.poll() is None
+        t.type(b"exit 3\r")
+        assert t.p.wait(60) == 3, t.out
+    finally:
+        print(t.screen.decode(errors="replace"))
+        t.close()
+    wait_for(lambda: not [j for j in slurm_jobs(jd) if j["status"] in ("RUNNING", "STOPPING")],
+             "the task's job to end")
+    ended = [j for j in slurm_jobs(jd) if j["id"] == job["id"]][0]
+    assert ended["exit_code"] == 3, ended
 
 
 def test_nothing_left(cluster, jd):

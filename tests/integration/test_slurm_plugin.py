@@ -5,12 +5,19 @@ plugin (build/joblet.so) through tests/slurm/fake_spank.c, which calls the plugi
 slurmstepd does: task_init_privileged as root, the drop to the user, task_init. The daemon
 must take the task's own stdio, run it in those cgroups, give it exactly the GPUs the
 (root-opened) connection names, refuse what it cannot check, and leave nothing behind."""
+import fcntl
 import json
 import os
+import pty
+import re
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import termios
+import threading
 import time
 import uuid
 
@@ -594,3 +601,146 @@ def test_slurm_tasks_count_in_the_users_limits(fresh_daemon, slurm_cgroups):
     assert not {j["id"] for j in first} & {j["id"] for j in second}, (first, second)
     # (one record for each new task: as many as it needs)
     assert d.log().count("the record of its 1 oldest ended Slurm task was deleted to make room") == 2, d.log()[-3000:]
+
+
+def read_request(c, buf):
+    """One HTTP request from connection c (buf: what came before it): (head, body, what is left)."""
+    while b"\r\n\r\n" not in buf:
+        got = c.recv(65536)
+        assert got, buf
+        buf += got
+    head, buf = buf.split(b"\r\n\r\n", 1)
+    n = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            n = int(v)
+    while len(buf) < n:
+        buf += c.recv(65536)
+    return head.decode(), buf[:n], buf[n:]
+
+
+def answer(c, status, obj, content_type="application/json"):
+    body = (obj if isinstance(obj, str) else json.dumps(obj)).encode()
+    c.sendall(f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+              + body)
+
+
+def test_pty_task_on_a_joblet_that_refuses_a_terminal_passes_ctrl_c_on(tmp_path):
+    """srun --pty (the task's stdin a terminal, its controlling one) asks for a job with a terminal
+    of its own ("tty": true). A joblet that refuses it (400 naming the field tty: one older than the
+    plugin, which knows no tty) is asked again without it, and the task runs as before terminals
+    were relayed: Ctrl-C on Slurm's pty is passed on to every process of the job
+    (POST /v1/jobs/ID/kill?signal=2&all=1), and the task ends as the job did. The joblet here is
+    the test's, a unix socket that answers as such a joblet would."""
+    if not os.path.exists(PLUGIN):
+        pytest.skip("joblet.so was not built (no slurm/spank.h)")
+    sock_path = str(tmp_path / "old.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock_path)
+    srv.listen(4)
+    srv.settimeout(60)
+    seen, waiting = [], threading.Event()
+
+    def old_joblet():
+        c, _ = srv.accept()
+        c.settimeout(60)
+        head, body, left = read_request(c, b"")
+        seen.append(("task", json.loads(body)))
+        if "tty" in json.loads(body):
+            answer(c, 400, {"error": {"code": "invalid", "message": "tty: not a field of a Slurm task", "field": "tty"}})
+            head, body, left = read_request(c, left)
+            seen.append(("task", json.loads(body)))
+        answer(c, 201, {"id": "0123abcd", "status": "RUNNING"})
+        head, _, left = read_request(c, left)
+        seen.append(("follow", head.split()[1]))
+        waiting.set()
+        k, _ = srv.accept()
+        k.settimeout(60)
+        khead, _, _ = read_request(k, b"")
+        seen.append(("kill", khead.split()[1]))
+        answer(k, 200, {})
+        k.close()
+        answer(c, 200, json.dumps({"end": True, "exit_code": 0, "end_reason": "exit"}) + "\n", "application/x-ndjson")
+        c.close()
+    th = threading.Thread(target=old_joblet, daemon=True)
+    th.start()
+    master, slave = pty.openpty()
+
+    def ctty():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    p = subprocess.Popen([FAKE, PLUGIN, "--uid", "0", "--gid", "0", "--job", "9", "--step", "0", "--task", "0", "--arg",
+                          f"socket={sock_path}", "--opt", "joblet", "--", "true"], stdin=slave, stdout=slave,
+                         stderr=slave, preexec_fn=ctty, env={"PATH": "/usr/bin:/bin"})
+    os.close(slave)
+    try:
+        assert waiting.wait(60), seen
+        time.sleep(0.3)
+        os.write(master, b"\x03")  # the terminal's Ctrl-C: SIGINT to its foreground, the task process
+        assert p.wait(60) == 0, seen
+        th.join(10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+        srv.close()
+    assert [s[0] for s in seen] == ["task", "task", "follow", "kill"], seen
+    assert seen[0][1].get("tty") is True and "tty" not in seen[1][1], seen
+    assert seen[2][1] == "/v1/jobs/0123abcd/logs?follow=1&format=ndjson", seen
+    assert seen[3][1] == "/v1/jobs/0123abcd/kill?signal=2&all=1", seen
+
+
+def test_pty_task_has_a_terminal_of_its_own_across_a_restart(fresh_daemon, slurm_cgroups):
+    """The task's stdin a terminal (srun --pty): the job's stdin is a terminal of the job's own
+    (tty names it), which the task process relays; joblet killed (-9) and started again meanwhile:
+    the task process attaches again, what is typed then reaches the job, and the task ends with
+    the job's code. Slurm's pty is set back as it was at the end."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(50, task=0)
+    master, slave = pty.openpty()
+    before = termios.tcgetattr(slave)
+    enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
+    argv = ["sh", "-c", enter + ' && exec "$@"', "sh", FAKE, PLUGIN, "--uid", str(NOBODY), "--gid", str(NOBODY),
+            "--job", "50", "--step", "0", "--task", "0", "--arg", f"socket={d.sock}", "--opt", "joblet", "--",
+            "sh", "-c", "tty; echo T$((6*7)); read x; echo got-$x; exit 5"]
+
+    def ctty():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, preexec_fn=ctty,
+                         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_JOB_ID": "50", "SLURMD_NODENAME": "n1"})
+    seen = b""
+
+    def until(what, timeout=60):
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while what not in seen:
+            assert time.monotonic() < deadline, seen
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:
+                    assert what in seen, seen
+    try:
+        until(b"T42")
+        assert re.search(rb"/dev/pts/\d+", seen) and b"not a tty" not in seen, seen
+        [j] = slurm_jobs(d)
+        assert j["tty"] is True, j
+        d.kill9()
+        d.start()
+        wait_for(lambda: "re-adopted running shim" in d.log(), "the job's adoption")
+        os.write(master, b"hello\r")
+        until(b"got-hello")
+        assert p.wait(60) == 5, seen
+        after = termios.tcgetattr(slave)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+        os.close(slave)
+    assert after == before, (before, after)
+    [done] = [x for x in slurm_jobs(d) if x["id"] == j["id"]]
+    assert done["exit_code"] == 5, done
