@@ -1768,6 +1768,31 @@ static const ynode *request_field(const wjob *j, const char *api, size_t alen, c
     return at || exact || !f->yaml_resource ? at : j->at[YK_RESOURCES];
 }
 
+/* The item of a job's volumes: list that names the volume a refusal quotes ("volume 'data'
+ * ..."): NAME, NAME:ro, NAME:SIZE or a mapping's name. NULL when none does. */
+static const ynode *volume_item_named(const wjob *j, const char *msg)
+{
+    const char *q = msg ? strstr(msg, "volume '") : NULL;
+    const ynode *l = j->at[YK_VOLUMES];
+    if (!q || !l || l->kind != Y_SEQ)
+        return NULL;
+    q += 8;
+    size_t n = strcspn(q, "'");
+    for (size_t i = 0; i < l->nkids; i++) {
+        const ynode *v = l->kids[i], *name = v;
+        if (v->kind == Y_MAP) {
+            name = NULL;
+            for (size_t k = 0; k + 1 < v->nkids; k += 2)
+                if (y_eq(v->kids[k], "name"))
+                    name = v->kids[k + 1];
+        }
+        if (name && name->kind == Y_SCALAR && !y_null(name) && !strncmp(name->text, q, n) &&
+            (name->text[n] == '\0' || name->text[n] == ':'))
+            return v;
+    }
+    return NULL;
+}
+
 void wfp_explain(const wfp_doc *d, const char *field, const char *msg, char *out, size_t outlen)
 {
     const ynode *at = NULL;
@@ -1794,6 +1819,10 @@ void wfp_explain(const wfp_doc *d, const char *field, const char *msg, char *out
             } else if (!strncmp(rest, ".request.", 9)) {
                 req = rest + 9;
                 at = request_field(j, req, strcspn(req, ".["), &key, false);
+                /* the request's field is the whole list: the item that named the volume */
+                const ynode *item = key && !strcmp(key, "volumes") ? volume_item_named(j, msg) : NULL;
+                if (item)
+                    at = item;
             }
         }
     } else if (!strncmp(f, "volumes[", 8)) {

@@ -365,6 +365,15 @@ def test_workflow_creates_its_volumes_idempotently(fresh_daemon, tmp_path):
     p = d.rnx("workflow", "validate", str(wf))
     assert p.returncode == 0, p.stderr
     assert listed(d) == {}
+    # a missing volume named before one the workflow creates: refused at its own line (the
+    # daemon's field is the whole list; the line was the list's last item's, line 8)
+    wf.write_text(WORKFLOW.replace("      - results:32MB", "      - data-lake\n      - results:32MB"))
+    p = d.rnx("workflow", "validate", str(wf))
+    assert p.returncode == 1 and f"{wf}:8:9: job 'produce': volumes: no volume 'data-lake'" in p.stderr, p.stderr
+    wf.write_text(WORKFLOW.replace("{name: scratch, size: 16MB, type: memory}", "{name: lake, read_only: true}"))
+    p = d.rnx("workflow", "validate", str(wf))
+    assert p.returncode == 1 and f"{wf}:7:9: job 'produce': volumes: no volume 'lake'" in p.stderr, p.stderr
+    wf.write_text(WORKFLOW)
     p = d.rnx("workflow", "run", "--follow", str(wf))
     assert p.returncode == 0, (p.stdout, p.stderr)
     status = json.loads(d.rnx("workflow", "list", "--json").stdout)[0]
