@@ -95,7 +95,7 @@ int parse_bytes(const char *field, const char *s, uint64_t *bytes, jerr *e)
         }
 bad:
     return jerr_field(e, field,
-                      "%s: '%s' is not a byte rate; use bytes per second (1048576) or a unit: 512K, 10MB, 1G",
+                      "%s: '%s' is not a size; use bytes (1048576) or a unit: 512K, 10MB, 1G",
                       field, s ? s : "");
 }
 

@@ -11,7 +11,7 @@
 
 /* Megabytes: "4096", "4096MB", "4096M", "8GB", "8G", "1TB" (binary units: 1GB = 1024MB). */
 int parse_size_mb(const char *field, const char *s, uint64_t *mb, jerr *e);
-/* Bytes per second: "1048576", "512K", "10MB", "1G" (binary units). */
+/* Bytes (sizes, and rates in bytes per second): "1048576", "512K", "10MB", "1G" (binary units). */
 int parse_bytes(const char *field, const char *s, uint64_t *bytes, jerr *e);
 /* CPU list "0-3", "1,3,5", "0-1,4": fills mask (bits 0..max_cpus-1) and normalises into out. */
 #define CPU_MAX 1024

@@ -289,6 +289,9 @@ def test_joblet_refuses_bad_config_value(tmp_path):
     ("network:\n  bridge_cidr: banana\n", "network.bridge_cidr: 'banana' is not an IPv4 network"),
     ("network:\n  dns: \"10.0.0.2, notanip\"\n", "network.dns: 'notanip' must be a numeric IP address"),
     ("metrics:\n  listen: localhost:9464\n", "metrics.listen: 'localhost' is not a numeric IP address"),
+    # a byte count is a size: it was called "a byte rate" in "bytes per second" (--max-iobps's words)
+    ("jobs:\n  max_log_bytes: lots\n", "jobs.max_log_bytes: 'lots' is not a size; use bytes (1048576) or a unit: "
+     "512K, 10MB, 1G"),
 ])
 def test_joblet_refuses_values_read_after_its_setup_at_once(tmp_path, text, said):
     """docs/config.md: a wrong value stops the daemon naming the key and what is accepted; the
