@@ -137,6 +137,10 @@ def test_metrics_on_the_socket_and_the_listener(fresh_daemon):
     assert one(s, "joblet_jobs", state="RUNNING") == 1
     assert one(s, "joblet_jobs", state="QUEUED") == 0
     assert len(values(s, "joblet_jobs")) == 12   # every state, HELD and SUSPENDED too
+    # docs/metrics.md lists them all (it left out HELD and SUSPENDED)
+    with open(os.path.join(ROOT, "docs", "metrics.md")) as f:
+        row = next(line for line in f if line.startswith("| `joblet_jobs` |"))
+    assert re.findall(r"`([A-Z]+)`", row) == [l["state"] for n, l, v in s if n == "joblet_jobs"], row
     assert one(s, "joblet_queue_length") == 0
     # the odd name survives escaping
     assert one(s, "joblet_job_gpus", job_id=jid, job_name=ODD_NAME) == 2
@@ -257,6 +261,14 @@ def test_a_real_prometheus_scrapes_and_queries(fresh_daemon, tmp_path):
         assert r[0]["metric"]["job_name"] == ODD_NAME and r[0]["value"][1] == "2"
         r = prom_query(prom_port, "joblet_job_start_latency_seconds_count")
         assert r[0]["value"][1] == "4"
+        # docs/metrics.md's query for turns longer than 0.1 s: one series (it gave the rate of
+        # every bucket, the turns *at most* each bucket, as "held for longer than a bucket")
+        with open(os.path.join(ROOT, "docs", "metrics.md")) as f:
+            row = next(line for line in f if line.startswith("| `joblet_loop_turn_duration_seconds` |"))
+        query = next(q for q in re.findall(r"`([^`]+)`", row) if q.startswith("rate("))
+        r = []
+        wait_for(lambda: r.extend(prom_query(prom_port, query)) or r, f"no answer to {query}", 30)
+        assert len(r) == 1 and float(r[0]["value"][1]) >= 0, r
     finally:
         os.killpg(prom.pid, signal.SIGTERM)
         try:
