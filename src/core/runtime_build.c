@@ -784,7 +784,8 @@ int runtime_build_archive(const runtime *rt, char *path, size_t len, uint64_t *s
     if (!core.cfg.runtimes_cache_keep || !rt->m.recipe_sha256[0] || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
         return jerr_http(e, 404, "the cache (runtimes.cache_dir) has no archive of runtime '%s' (recipe sha256 "
                                  "%.12s): it was evicted (runtimes.cache_keep) or the cache is off; build it again "
-                                 "from its recipe (rnx runtime build --replace)", rt->name, rt->m.recipe_sha256);
+                                 "from its recipe (rnx runtime build --fresh RECIPE.yml)", rt->name,
+                         rt->m.recipe_sha256[0] ? rt->m.recipe_sha256 : "unknown");
     *size = (uint64_t)st.st_size;
     return 0;
 }

@@ -129,3 +129,16 @@ def test_job_gets_its_own_hosts_file_in_a_runtime(rt_daemon):
     assert "runtime-built-here" not in out and "Read-only file system" in out, out
     assert open(os.path.join(etc, "hosts")).read() == "127.0.0.1 localhost runtime-built-here\n"
     assert open(os.path.join(etc, "hostname")).read() == "runtime-built-here\n"
+
+
+def test_export_without_an_archive_says_how_to_make_one(rt_daemon, tmp_path):
+    """docs/runtimes.md, "The cache": the same recipe built again while its runtime is installed
+    is answered "already built" (nothing made), unless --fresh. A runtime whose archive is not in
+    the cache was refused with "rnx runtime build --replace" as the way to make one, which builds
+    nothing for the installed recipe; it names --fresh now (and no empty sha256)."""
+    d = rt_daemon()
+    p = d.rnx("runtime", "export", "busybox", str(tmp_path / "bb.tar.zst"))
+    assert p.returncode == 1, p
+    assert "has no archive of runtime 'busybox' (recipe sha256 unknown)" in p.stderr, p.stderr
+    assert "(rnx runtime build --fresh RECIPE.yml)" in p.stderr and "--replace" not in p.stderr, p.stderr
+    assert not (tmp_path / "bb.tar.zst").exists()
