@@ -182,6 +182,10 @@ int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option
             flag_hint(token, longopts, hint, sizeof hint);
         else
             hint[0] = 0;
+        /* docker run's -v and --mount: joblet's volumes are named (docs/volumes.md) */
+        if ((!strcmp(flag, "-v") || !strcmp(flag, "--mount")) && long_exact(longopts, "--volume"))
+            snprintf(hint, sizeof hint, "did you mean '--volume'? (--volume=NAME or NAME:ro mounts the named "
+                                        "volume NAME at /volumes/NAME; rnx volume create NAME --size=1GB)");
         if (hint[0])
             return rnx_usage("unknown flag '%s' for '%s'; %s", flag, cmd, hint), RNX_OPT_ERR;
         return rnx_usage("unknown flag '%s' for '%s'; see '%s --help'", flag, cmd, cmd), RNX_OPT_ERR;

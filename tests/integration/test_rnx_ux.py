@@ -114,6 +114,12 @@ def test_kill_survives_a_daemon_restart_as_killed(fresh_daemon):
     (["job", "list", "--stats", "RUNNING"], "unknown flag '--stats' for 'rnx job list'; did you mean '--status'?"),
     (["job", "log", "--folow", "x"], "unknown flag '--folow' for 'rnx job log'; did you mean '--follow'?"),
     (["job", "run", "--zzz", "true"], "unknown flag '--zzz' for 'rnx job run'; see 'rnx job run --help'"),
+    # docker run's volume flags (docs/volumes.md): joblet's volumes are named
+    (["job", "run", "-v", "data:/data", "true"], "unknown flag '-v' for 'rnx job run'; did you mean '--volume'? "
+     "(--volume=NAME or NAME:ro mounts the named volume NAME at /volumes/NAME; rnx volume create NAME --size=1GB)"),
+    (["job", "run", "--mount", "type=bind,src=/x,dst=/y", "true"], "unknown flag '--mount' for 'rnx job run'; did "
+     "you mean '--volume'? (--volume=NAME or NAME:ro mounts the named volume NAME at /volumes/NAME; rnx volume "
+     "create NAME --size=1GB)"),
     (["job", "stauts", "x"], "unknown command 'stauts' for 'rnx job'; did you mean 'status'?"),
     (["jbo", "list"], "unknown command 'jbo' for 'rnx'; did you mean 'job'?"),
     (["gpu", "lst"], "unknown command 'lst' for 'rnx gpu'; did you mean 'list'?"),
