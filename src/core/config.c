@@ -32,6 +32,7 @@ void config_defaults(config *c)
     c->max_body_bytes = 16ull << 20;
     c->max_conns = 4096;          /* and never more than half the descriptors (api/http.c) */
     c->max_conns_per_user = 64;   /* of the 4096: no user locks the others out */
+    c->cpu_priority = 10;         /* nice -10 for the loop and the zygote, 0 for all they start */
     c->account_cache_s = 60;      /* an account removed, a group left, counts within a minute */
     c->idle_timeout_s = 30;       /* a connection that sends nothing (a half request) does not stay */
     c->max_uploads = 32;
@@ -125,6 +126,7 @@ static const key keys[] = {
     {"server.max_body_bytes", K_BYTES, offsetof(config, max_body_bytes), 8, 4096, 0},
     U64("server.max_connections", max_conns, 16, 1000000),
     U64("server.max_connections_per_user", max_conns_per_user, 0, 4000),
+    U64("server.cpu_priority", cpu_priority, 0, 20),
     U64("server.idle_timeout_s", idle_timeout_s, 1, 3600),
     U64("server.account_cache_s", account_cache_s, 1, 3600),
     U64("server.max_uploads", max_uploads, 1, 10000),

@@ -57,6 +57,7 @@ typedef struct config {
     uint64_t max_body_bytes;      /* server.max_body_bytes: a request body other than an upload's bytes */
     uint32_t max_conns;           /* server.max_connections: open at once in all (at most half the open-file limit) */
     uint32_t max_conns_per_user;  /* server.max_connections_per_user: open at once per non-root uid; 0 = none */
+    uint32_t cpu_priority;        /* server.cpu_priority: the loop thread and the shim zygote at nice -N (common/cpuprio.h) */
     uint32_t idle_timeout_s;      /* server.idle_timeout_s: a connection silent this long is closed */
     uint32_t account_cache_s;     /* server.account_cache_s: an account look-up's answer is kept this long */
     uint64_t max_uploads;         /* server.max_uploads: streamed uploads open at once, all users */

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/cpuprio.h"
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
@@ -190,10 +191,22 @@ static void watch_shim(job *j, int pidfd, int notify_fd)
 
 static zygote zyg = {-1, -1};
 
+/* The zygote, above the shims it forks as the loop is (common/cpuprio.h): every start waits
+ * for its fork. */
+static int zygote_up(jerr *e)
+{
+    if (zygote_start(&zyg, core.shim_path, core.cfg.cgroup_root, e) < 0)
+        return -1;
+    jerr pe = {0};
+    if (cpuprio_raise(zyg.pid, core.cfg.cpu_priority, &pe) < 0)
+        log_warn("server.cpu_priority: the shim zygote stays at nice 0: %s", pe.msg);
+    return 0;
+}
+
 void job_launch_init(void)
 {
     jerr e = {0};
-    if (zygote_start(&zyg, core.shim_path, core.cfg.cgroup_root, &e) < 0)
+    if (zygote_up(&e) < 0)
         log_warn("%s; every job will exec its own shim", e.msg);
 }
 
@@ -216,7 +229,7 @@ static pid_t fork_shim(const char *dir, int notify_fd, int spec_fd, const int *s
             return pid;
         log_warn("%s; restarting the shim zygote", ze.msg);
         zygote_stop(&zyg);
-        if (zygote_start(&zyg, core.shim_path, core.cfg.cgroup_root, &ze) < 0)
+        if (zygote_up(&ze) < 0)
             log_warn("%s", ze.msg);
         if (ze.code == ETIMEDOUT || ze.code == EAGAIN) {
             /* The request may still be served late: make sure a late shim finds an empty

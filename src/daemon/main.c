@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../api/http.h"
+#include "../common/cpuprio.h"
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/bpfdev.h"
@@ -510,6 +511,9 @@ int main(int argc, char **argv)
     gpu_history_start();
     slurm_node_start();
     state_want(WANT_SCHEDULE);
+    /* the loop above its jobs (common/cpuprio.h); what it starts from now on is at nice 0 */
+    if (cpuprio_raise(0, core.cfg.cpu_priority, &e) < 0)
+        log_warn("server.cpu_priority: the loop thread stays at its nice: %s", e.msg);
     loop_run(before_wait, after_wake);
     metrics_listen_stop();
     nsscache_stop();
