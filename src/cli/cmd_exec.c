@@ -15,7 +15,7 @@
 #include "cmd_term.h"
 
 static const char exec_help[] =
-    "Usage: rnx job exec [-i] [-t] [-e NAME=VALUE]... [-w DIR] ID COMMAND [ARGS...]\n"
+    "Usage: rnx job exec [-i] [-t] [-e NAME=VALUE]... [-w DIR] ID [--] COMMAND [ARGS...]\n"
     "\n"
     "Runs COMMAND inside the running job ID, as docker exec does in a container: in the job's\n"
     "namespaces (it sees the job's processes and files), its cgroup and limits, as its user, with\n"
@@ -91,16 +91,20 @@ int cmd_job_exec(rnx_ctx *ctx, int argc, char **argv)
         default: goto out;
         }
     }
-    if (argc - optind < 2) {
+    /* kubectl's habit: rnx job exec ID -- COMMAND... (no command is named "--") */
+    int cmd_at = optind + 1;
+    if (cmd_at < argc && !strcmp(argv[cmd_at], "--"))
+        cmd_at++;
+    if (argc - optind < 2 || cmd_at >= argc) {
         rc = rnx_usage("job exec: want a job and a command (rnx job exec ID sh -c 'ps'); see 'rnx job exec --help'");
         goto out;
     }
     const char *id = argv[optind];
-    if (jobreq_set_command(&req, argv[optind + 1], &e) < 0) {
+    if (jobreq_set_command(&req, argv[cmd_at], &e) < 0) {
         rc = rnx_usage("%s", e.msg);
         goto out;
     }
-    for (int i = optind + 2; i < argc; i++)
+    for (int i = cmd_at + 1; i < argc; i++)
         jobreq_add_arg(&req, argv[i]);
     if (req.tty && req.stdin_open && !isatty(STDIN_FILENO)) {
         rc = rnx_usage("-t: your input is not a terminal; with a pipe or a file give -i alone (its stdout and stderr "
