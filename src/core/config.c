@@ -56,6 +56,10 @@ void config_defaults(config *c)
     c->state_reserve = 256ull << 20; /* kept free for the database: a full disk cannot lose an acknowledged change */
     c->max_log_bytes_per_user = 16ull << 30; /* one user's jobs' output together: one user cannot fill the disk */
     c->tmp_size_mb = 1024;
+    /* the kernel's ptys are one pool of the machine's (kernel.pty.max 4096, less pty.reserve
+     * 1024 kept for the host's own devpts: 3072 for every job together), counted in no cgroup:
+     * one job opened all of them. 8 a job: a user's running jobs hold 512 at most (64 x 8) */
+    c->ptys_max = 8;
     snprintf(c->cgroup_root, sizeof c->cgroup_root, "joblet");
     c->favor_dynmods = 1;
     gpu_config_defaults(&c->gpu);
@@ -137,6 +141,7 @@ static const key keys[] = {
     U64("jobs.terminal_idle_timeout_s", terminal_idle_s, 0, 7 * 86400),
     U64("jobs.pids_max", pids_max, 16, 4194304),
     U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
+    U64("jobs.ptys_max", ptys_max, 1, 4096),
     {"jobs.max_log_bytes", K_BYTES, offsetof(config, max_log_bytes), 8, 0, 0},
     U64("jobs.max_pids_per_user", max_pids_per_user, 0, 4194304),
     U64("jobs.default_memory_percent", default_memory_pct, 0, 100),

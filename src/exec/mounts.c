@@ -54,7 +54,7 @@ const char *const mounts_system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib
 typedef struct plan {
     mount_op ops[MAX_OPS];
     size_t n;
-    char tmp_opts[64], shm_opts[64];
+    char tmp_opts[64], shm_opts[64], pts_opts[80];
     char sys_src[NSYS][4200];  /* system_root + mounts_system_dirs[i], for a runtime */
 } plan;
 
@@ -97,7 +97,14 @@ static void build_plan(const job_spec *s, plan *p)
     add(p, OP_TMPFS, "tmpfs", "/dev", "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC, 0);
     for (size_t i = 0; mounts_dev_nodes[i]; i++)
         add(p, OP_DEVNODE, mounts_dev_nodes[i], mounts_dev_nodes[i], NULL, 0, 0);
-    add(p, OP_DEVPTS, "devpts", "/dev/pts", "newinstance,ptmxmode=0666,mode=0620", MS_NOSUID | MS_NOEXEC, 0);
+    /* max=: the job's share of the machine's ptys (jobs.ptys_max), which no cgroup counts; its own
+     * terminal and each exec -t take one of them too */
+    if (s->ptys_max)
+        snprintf(p->pts_opts, sizeof p->pts_opts, "newinstance,ptmxmode=0666,mode=0620,max=%llu",
+                 (unsigned long long)s->ptys_max);
+    else
+        snprintf(p->pts_opts, sizeof p->pts_opts, "newinstance,ptmxmode=0666,mode=0620");
+    add(p, OP_DEVPTS, "devpts", "/dev/pts", p->pts_opts, MS_NOSUID | MS_NOEXEC, 0);
     add(p, OP_SYMLINK, "pts/ptmx", "/dev/ptmx", NULL, 0, 0);
     /* /dev/shm's pages are charged to the job's memory cgroup; its size is the job's memory
      * limit, so it cannot take more than the job may (without a limit: the kernel's default,

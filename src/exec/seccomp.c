@@ -46,6 +46,11 @@ static const char *const denied[] = {
     /* io_uring: a second way to make most syscalls, past this filter's view of their
      * arguments, and a large kernel surface of its own (Docker's profile refuses it too) */
     "io_uring_setup", "io_uring_enter", "io_uring_register",
+    /* kernel AIO: its contexts' events come from one pool of the machine's (fs.aio-max-nr, 65536),
+     * counted in no cgroup: one io_setup(65536) of a job, 2 MiB of its memory, made every other
+     * process's io_setup fail (EAGAIN) until it ended. libaio's users fall back (or say why);
+     * glibc's aio_* never use it (Docker's profile allows it; joblet's does not) */
+    "io_setup",
 };
 
 /* Names in the list above that an older libseccomp cannot resolve (2.5.4, Debian 12's, knows none

@@ -247,6 +247,7 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
     s->warn_signal = jobreq_signal(r, &s->warn_s);
     s->stop_grace_s = c->stop_grace_s;
     s->tmp_size_mb = c->tmp_size_mb;
+    s->ptys_max = c->ptys_max;
     s->tty = r->tty;
     s->stdin_open = r->stdin_open;
     s->attach_wait_s = c->attach_wait_s;

@@ -80,6 +80,7 @@ _NR = {
     "bpf":              (321, 280),
     "userfaultfd":      (323, 282),
     "pidfd_send_signal": (424, 424),
+    "io_setup":         (206, 0),
     "io_uring_setup":   (425, 425),
     "io_uring_enter":   (426, 426),
     "io_uring_register": (427, 427),
@@ -510,6 +511,8 @@ params = ctypes.create_string_buffer(120)
 attempt("io_uring_setup", call("io_uring_setup", 8, params, close=True))
 attempt("io_uring_enter", call("io_uring_enter", -1, 0, 0, 0, None, 0))
 attempt("io_uring_register", call("io_uring_register", -1, 0, None, 0))
+aio_ctx = ctypes.c_ulong(0)  # (one event of the machine's pool, had it been let through, until the probe ends)
+attempt("io_setup", call("io_setup", 1, ctypes.byref(aio_ctx)))
 attempt("add_key", call("add_key", b"user", b"joblet-escape", b"x", 1, -2))  # KEY_SPEC_PROCESS_KEYRING
 attempt("request_key", call("request_key", b"user", b"joblet-escape", None, 0))
 attempt("keyctl(GET_KEYRING_ID session)", call("keyctl", 0, -3, 1))

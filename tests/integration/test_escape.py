@@ -216,6 +216,7 @@ def _attempts():
     # ---- kernel interfaces -------------------------------------------------------------------
     for key in ("io_uring_setup", "io_uring_enter", "io_uring_register"):
         add(key, "EPERM", "seccomp: io_uring would make syscalls past the filter")
+    add("io_setup", "EPERM", "seccomp: kernel AIO's events are one pool of the machine's, in no cgroup")
     for key in ("add_key", "request_key", "keyctl(GET_KEYRING_ID session)"):
         add(key, "EPERM", "seccomp: keyrings are not namespaced")
     add("read /proc/keys (masked)", "empty" if exists("/proc/keys") else "ENOENT",
