@@ -87,6 +87,9 @@ void config_defaults(config *c)
     snprintf(c->net_isolated_cidr, sizeof c->net_isolated_cidr, "10.216.0.0/16");
     snprintf(c->net_user_pool, sizeof c->net_user_pool, "10.218.0.0/15");
     c->net_max_per_user = 8;
+    /* the host's conntrack table is the machine's (nf_conntrack_max: 65536 to 262144 by the
+     * memory), its own connections too: a user's 64 running jobs hold 65536 entries at most */
+    c->net_max_flows_per_job = 1024;
     c->slurm_drain = -1;
     snprintf(c->slurm_scontrol, sizeof c->slurm_scontrol, "/usr/bin/scontrol");
     c->slurm_timeout_s = 10;
@@ -214,6 +217,7 @@ static const key keys[] = {
     STR("network.dns", net_dns),
     STR("network.helper", net_helper),
     U64("network.max_per_user", net_max_per_user, 0, 1024),
+    U64("network.max_flows_per_job", net_max_flows_per_job, 0, 1000000),
     {"slurm.node_name", K_NODENAME, offsetof(config, slurm_node_name), sizeof(((config *)0)->slurm_node_name), 0, 0},
     {"slurm.drain", K_TRISTATE, offsetof(config, slurm_drain), 0, 0, 0},
     STR("slurm.scontrol", slurm_scontrol),

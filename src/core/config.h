@@ -125,6 +125,8 @@ typedef struct config {
                                    * addresses; "" = the host's (those on its loopback left out) */
     char net_helper[256];         /* network.helper: the joblet-net program; "" = next to the shim */
     uint32_t net_max_per_user;    /* network.max_per_user: named networks one user may own */
+    uint32_t net_max_flows_per_job; /* network.max_flows_per_job: a job's connections through the host at
+                                     * once (the host's conntrack entries); 0 = no bound */
     /* slurm.*: GPU health reaches Slurm (docs/slurm.md, "GPU health drains the Slurm node") */
     char slurm_node_name[65];     /* slurm.node_name: this node's Slurm name; "" = the short host name */
     int slurm_drain;              /* slurm.drain: -1 auto (on when slurm.node_name is set), 0, 1 */

@@ -449,6 +449,7 @@ static void resolv_write(void)
 static int apply(bool prune, jerr *e)
 {
     json_t *in = json_object(), *list = json_array(), *keep = json_array();
+    json_object_set_new(in, "max_flows", json_integer((json_int_t)core.cfg.net_max_flows_per_job));
     for (size_t i = 0; i < nnets; i++) {
         const network *n = nets[i];
         char cidr[40], gw[20];

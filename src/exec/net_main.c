@@ -12,7 +12,7 @@
  *       job receives) and on eth0 inside (what it sends). On failure the pair is deleted, one
  *       line goes to stderr, exit 1. Nothing is printed on success.
  *   joblet-net apply < {"networks":[{"name","bridge","cidr","gateway"}...], "isolated_cidr",
- *                       "keep_veths":[...], "prune_veths":bool}
+ *                       "keep_veths":[...], "prune_veths":bool, "max_flows":N}
  *       Bridges made, addressed and up; bridges of networks no longer listed removed; with
  *       prune_veths, jv* veths not in keep_veths removed; ip_forward on; the table replaced.
  *       Prints {"created":[...],"removed":[...]}.
@@ -235,6 +235,7 @@ typedef struct apply_req {
     size_t n;
     bool isolated;
     nft_cidr iso;
+    uint32_t max_flows; /* nft_plan's */
     json_t *keep;      /* array of strings */
     bool prune;
 } apply_req;
@@ -261,8 +262,9 @@ static int parse_apply(json_t *root, apply_req *r, jerr *e)
     json_t *v;
     json_object_foreach(root, key, v) {
         if (strcmp(key, "networks") && strcmp(key, "isolated_cidr") && strcmp(key, "keep_veths") &&
-            strcmp(key, "prune_veths"))
-            return jerr_field(e, key, "unknown field '%s': accepted are networks, isolated_cidr, keep_veths, prune_veths", key);
+            strcmp(key, "prune_veths") && strcmp(key, "max_flows"))
+            return jerr_field(e, key, "unknown field '%s': accepted are networks, isolated_cidr, keep_veths, prune_veths, "
+                                      "max_flows", key);
     }
     json_t *nets = json_object_get(root, "networks");
     if (nets && !json_is_array(nets))
@@ -310,6 +312,10 @@ static int parse_apply(json_t *root, apply_req *r, jerr *e)
             return -1;
         r->isolated = true;
     }
+    json_t *mf = json_object_get(root, "max_flows");
+    if (mf && (!json_is_integer(mf) || json_integer_value(mf) < 0 || json_integer_value(mf) > 1000000))
+        return jerr_field(e, "max_flows", "max_flows: the connections one job's address may have at once, 0 to 1000000");
+    r->max_flows = mf ? (uint32_t)json_integer_value(mf) : 0;
     r->keep = json_object_get(root, "keep_veths");
     if (r->keep && !json_is_array(r->keep))
         return jerr_field(e, "keep_veths", "keep_veths: a list of link names");
@@ -470,7 +476,7 @@ static int apply(jerr *e)
     }
     for (size_t i = 0; i < r.n; i++)
         nn[i] = r.nets[i].n;
-    nft_plan plan = {.nets = nn, .n = r.n, .isolated = r.isolated, .iso = r.iso};
+    nft_plan plan = {.nets = nn, .n = r.n, .isolated = r.isolated, .iso = r.iso, .max_flows = r.max_flows};
     batch = nft_render(&plan);
     if (!batch) {
         jerr_set(e, ENOMEM, "apply: rendering the nftables batch: out of memory");

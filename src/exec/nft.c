@@ -92,6 +92,24 @@ json_t *nft_render(const nft_plan *p)
 
     /* forward: priority filter (0) */
     bad |= add_chain(cmds, "forward", "filter", "forward", 0);
+    /* The host's conntrack table is one of the machine's (net.netfilter.nf_conntrack_max, all of
+     * the host's own connections in it too), and no cgroup counts it: a job that sent UDP to 20,000
+     * ports of another of its owner's jobs made 20,000 entries in 0.13 s, each kept 30 s, and a
+     * full table drops every new connection of the host's. A job's address opens max_flows at
+     * once; past them its new connections are dropped (ct count: entries that end free places). */
+    if (p->max_flows) {
+        /* (no "flags": nft 1.0.6's JSON knows no "dynamic", and gives it to a set a rule adds to) */
+        bad |= json_array_append_new(cmds, json_pack("{s:{s:{s:s,s:s,s:s,s:s,s:i}}}", "add", "set", "family", "inet",
+                                                     "table", NFT_TABLE, "name", "flows", "type", "ipv4_addr", "size",
+                                                     65535));
+        bad |= add_rule(cmds, "forward", meta_match("iifname", "==", joblet_ifaces()),
+                        json_pack("{s:{s:s,s:{s:{s:s}},s:s}}", "match", "op", "in", "left", "ct", "key", "state",
+                                  "right", "new"),
+                        json_pack("{s:{s:s,s:{s:{s:s,s:s}},s:s,s:[{s:{s:i,s:b}}]}}", "set", "op", "add", "elem",
+                                  "payload", "protocol", "ip", "field", "saddr", "set", "@flows", "stmt", "ct count",
+                                  "val", (int)p->max_flows, "inv", 1),
+                        verdict("drop"), NULL);
+    }
     bad |= add_rule(cmds, "forward", ct_established(), verdict("accept"), NULL);
     /* Within one bridge: with br_netfilter loaded (Docker loads it; net.bridge.bridge-nf-call-*
      * = 1), bridged frames go through this hook too, with the bridge as both interfaces. Jobs

@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../common/err.h"
 
@@ -38,6 +39,8 @@ typedef struct nft_plan {
     size_t n;
     bool isolated;    /* iso holds the isolated pool */
     nft_cidr iso;
+    uint32_t max_flows; /* connections one job's address may open through the host at once (its
+                         * conntrack entries: network.max_flows_per_job); 0 = no bound */
 } nft_plan;
 
 /* The batch {"nftables":[...]} that replaces the table with p's; NULL when out of memory. */

@@ -1,18 +1,24 @@
 """Hostile jobs against the kernel's pools of the machine's that no cgroup counts (tester
 hostile, 2026-12-01): the ptys (kernel.pty.max, less pty.reserve: 3072 for every container
-together) and kernel AIO's events (fs.aio-max-nr, 65536). Before, one job of an unprivileged
-user opened every pty the jobs share (its devpts had no max=) and reserved every AIO event (one
-io_setup), so that no other user's job could have a terminal and no process on the machine an
-AIO context. The probes take a small part of a pool at most, so that they are harmless on a
-machine without the bounds. Real daemon (conftest fixtures), a local user made with useradd."""
+together), kernel AIO's events (fs.aio-max-nr, 65536) and the host's conntrack table
+(nf_conntrack_max, the host's own connections in it too). Before, one job of an unprivileged
+user opened every pty the jobs share (its devpts had no max=), reserved every AIO event (one
+io_setup) and could fill the conntrack table (20,000 entries in 0.13 s), so that no other user's
+job could have a terminal, no process on the machine an AIO context, and the host no new
+connection. The probes take a small part of a pool at most (the conntrack one in a network
+namespace of the test's own that plays the host), so that they are harmless on a machine without
+the bounds. Real daemon (conftest fixtures), a local user made with useradd."""
 import json
+import os
 import shutil
 import subprocess
+import time
 import uuid
 
 import pytest
 
-from conftest import api_as
+from conftest import Daemon, api_as
+from test_hostile_net import Lab, need_lab
 
 # Opens up to argv[1] ptys (each kept open: a pty lives as long as its master), then io_setup(argv[2]):
 # prints what it got and the errno that stopped it.
@@ -80,3 +86,84 @@ def test_a_job_cannot_reserve_the_machines_aio_events(fresh_daemon, hostile_user
     d = fresh_daemon()
     got = _probe(d, hostile_user, 0, 128)
     assert got["aio_err"] == "EPERM", got
+
+
+# argv: the address of another job, N: a datagram to each of N ports, each a connection of its own
+# to the host's conntrack; then it waits, so that its entries stay
+FLOWS = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+t = time.time()
+for p in range(int(sys.argv[2])):
+    s.sendto(b"x", (sys.argv[1], 1024 + p))
+print("sent in", round(time.time() - t, 3), flush=True)
+time.sleep(30)
+"""
+# prints its address on bridge, then waits
+ADDR = r"""
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(("10.229.0.1", 9))
+print("addr", s.getsockname()[0], flush=True); time.sleep(60)
+"""
+
+
+@pytest.fixture
+def lab_daemon():
+    """A daemon in a network namespace of the test's own (test_hostile_net's Lab) whose jobs may
+    have 300 connections at once."""
+    need_lab()
+    lab = Lab()
+    d = None
+    try:
+        d = Daemon("network:\n  bridge_cidr: 10.229.0.0/24\n  isolated_cidr: 10.228.0.0/24\n"
+                   "  max_flows_per_job: 300\n", wrap=["nsenter", "--net=/run/netns/" + lab.host])
+        d.start()
+        for fd in d.mnt_nss:   # (the test's own mount namespace: never handed to kill_mount_namespace)
+            os.close(fd)
+        d.mnt_nss = []
+        yield lab, d
+    finally:
+        if d is not None:
+            d.cleanup()
+        lab.close()
+
+
+def _printed(d, jid, word, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        out = d.output(jid)
+        if word in out:
+            return out
+        job = d.job(jid)
+        assert job["status"] in ("QUEUED", "SCHEDULED", "RUNNING"), (job, d.output(jid, "stderr"), d.log()[-1500:])
+        time.sleep(0.1)
+    raise AssertionError(f"{jid} never printed {word!r}: {d.output(jid)} {d.output(jid, 'stderr')}")
+
+
+def test_a_job_holds_only_its_share_of_the_hosts_conntrack_table(lab_daemon, hostile_user):
+    lab, d = lab_daemon
+
+    def entries():
+        return int(subprocess.run(["ip", "netns", "exec", lab.host, "cat", "/proc/sys/net/netfilter/nf_conntrack_count"],
+                                  capture_output=True, text=True, check=True).stdout)
+
+    jobs = []
+    try:
+        code, b = api_as(d, hostile_user, "POST", "/v1/jobs", {"command": "python3", "args": ["-c", ADDR],
+                                                               "network": "bridge"})
+        assert code == 201, b
+        jobs.append(b["id"])
+        addr = _printed(d, b["id"], "addr").split()[1]
+        before = entries()
+        code, a = api_as(d, hostile_user, "POST", "/v1/jobs", {"command": "python3", "args": ["-c", FLOWS, addr, "3000"],
+                                                               "network": "bridge"})
+        assert code == 201, a
+        jobs.append(a["id"])
+        _printed(d, a["id"], "sent in")
+        made = entries() - before
+        print("conntrack entries made by 3000 datagrams to 3000 ports:", made)
+        # 3000 before (one an attempt); network.max_flows_per_job, and the few of the jobs' own start, now
+        assert made <= 300 + 20, made
+    finally:
+        for jid in jobs:
+            d.api("POST", f"/v1/jobs/{jid}/stop")
