@@ -1,7 +1,7 @@
 /* joblet-net — the one program that changes the kernel's network state for joblet: links,
  * addresses and routes through rtnetlink (netlink.h), filtering and NAT in the nftables table
  * `inet joblet` (nft.h). joblet and the shim run it; it touches only links named jb-* (bridges)
- * and jv* (the host sides of jobs' veth pairs), and only that table.
+ * and jv* (the host sides of jobs' veth pairs), and only that table and `inet joblet_flows`.
  *
  *   joblet-net job-up --netns PATH --host-if NAME --addr A.B.C.D/P --gateway G
  *                     (--bridge BR | --host-addr A.B.C.D/31) [--mtu N] [--max-bps N]
@@ -235,7 +235,7 @@ typedef struct apply_req {
     size_t n;
     bool isolated;
     nft_cidr iso;
-    uint32_t max_flows; /* nft_plan's */
+    uint32_t max_flows; /* connections one job's address has at once (nft_render_flows); 0 none */
     json_t *keep;      /* array of strings */
     bool prune;
 } apply_req;
@@ -476,13 +476,20 @@ static int apply(jerr *e)
     }
     for (size_t i = 0; i < r.n; i++)
         nn[i] = r.nets[i].n;
-    nft_plan plan = {.nets = nn, .n = r.n, .isolated = r.isolated, .iso = r.iso, .max_flows = r.max_flows};
+    nft_plan plan = {.nets = nn, .n = r.n, .isolated = r.isolated, .iso = r.iso};
     batch = nft_render(&plan);
     if (!batch) {
         jerr_set(e, ENOMEM, "apply: rendering the nftables batch: out of memory");
         goto out;
     }
+    char flows[512];
     if (nft_run(nft_path(), batch, NET_NFT_TIMEOUT_MS, e) < 0)
+        goto out;
+    if (nft_render_flows(r.max_flows, flows, sizeof flows) < 0) {
+        jerr_set(e, ENOMEM, "apply: rendering the connections' bound: too long");
+        goto out;
+    }
+    if (nft_run_text(nft_path(), flows, NET_NFT_TIMEOUT_MS, e) < 0)
         goto out;
 
     if (!(nl = netlink_open(e)) || netlink_link_list(nl, &links, &nl_n, e) < 0)

@@ -43,9 +43,14 @@ static json_t *verdict(const char *v)
     return json_pack("{s:n}", v);
 }
 
+static json_t *table_named(const char *name)
+{
+    return json_pack("{s:{s:s,s:s}}", "table", "family", "inet", "name", name);
+}
+
 static json_t *table_obj(void)
 {
-    return json_pack("{s:{s:s,s:s}}", "table", "family", "inet", "name", NFT_TABLE);
+    return table_named(NFT_TABLE);
 }
 
 /* Appends {"add": {"rule": ...}} with the expressions given (NULL-terminated; their
@@ -92,24 +97,6 @@ json_t *nft_render(const nft_plan *p)
 
     /* forward: priority filter (0) */
     bad |= add_chain(cmds, "forward", "filter", "forward", 0);
-    /* The host's conntrack table is one of the machine's (net.netfilter.nf_conntrack_max, all of
-     * the host's own connections in it too), and no cgroup counts it: a job that sent UDP to 20,000
-     * ports of another of its owner's jobs made 20,000 entries in 0.13 s, each kept 30 s, and a
-     * full table drops every new connection of the host's. A job's address opens max_flows at
-     * once; past them its new connections are dropped (ct count: entries that end free places). */
-    if (p->max_flows) {
-        /* (no "flags": nft 1.0.6's JSON knows no "dynamic", and gives it to a set a rule adds to) */
-        bad |= json_array_append_new(cmds, json_pack("{s:{s:{s:s,s:s,s:s,s:s,s:i}}}", "add", "set", "family", "inet",
-                                                     "table", NFT_TABLE, "name", "flows", "type", "ipv4_addr", "size",
-                                                     65535));
-        bad |= add_rule(cmds, "forward", meta_match("iifname", "==", joblet_ifaces()),
-                        json_pack("{s:{s:s,s:{s:{s:s}},s:s}}", "match", "op", "in", "left", "ct", "key", "state",
-                                  "right", "new"),
-                        json_pack("{s:{s:s,s:{s:{s:s,s:s}},s:s,s:[{s:{s:i,s:b}}]}}", "set", "op", "add", "elem",
-                                  "payload", "protocol", "ip", "field", "saddr", "set", "@flows", "stmt", "ct count",
-                                  "val", (int)p->max_flows, "inv", 1),
-                        verdict("drop"), NULL);
-    }
     bad |= add_rule(cmds, "forward", ct_established(), verdict("accept"), NULL);
     /* Within one bridge: with br_netfilter loaded (Docker loads it; net.bridge.bridge-nf-call-*
      * = 1), bridged frames go through this hook too, with the bridge as both interfaces. Jobs
@@ -141,9 +128,30 @@ json_t *nft_render(const nft_plan *p)
     return json_pack("{s:o}", "nftables", cmds);
 }
 
+/* nft's text, not JSON: the set is added again at each apply, and the kernel takes that only with
+ * the flags it has (dynamic), which nft 1.0.6's JSON cannot say. */
+int nft_render_flows(uint32_t max_flows, char *out, size_t len)
+{
+    int n;
+    if (!max_flows)
+        n = snprintf(out, len, "add table inet %s\ndelete table inet %s\n", NFT_FLOWS_TABLE, NFT_FLOWS_TABLE);
+    else
+        n = snprintf(out, len,
+                     "add table inet %1$s\n"
+                     "add set inet %1$s flows { type ipv4_addr; size 65535; flags dynamic; }\n"
+                     /* before joblet's forward chain (priority 0): a drop here is final */
+                     "add chain inet %1$s forward { type filter hook forward priority -1; policy accept; }\n"
+                     "flush chain inet %1$s forward\n"
+                     "add rule inet %1$s forward iifname { \"jb-*\", \"jv*\" } ct state new "
+                     "add @flows { ip saddr ct count over %2$u } drop\n",
+                     NFT_FLOWS_TABLE, (unsigned)max_flows);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
 json_t *nft_render_delete(void)
 {
-    return json_pack("{s:[{s:o},{s:o}]}", "nftables", "add", table_obj(), "delete", table_obj());
+    return json_pack("{s:[{s:o},{s:o},{s:o},{s:o}]}", "nftables", "add", table_obj(), "delete", table_obj(), "add",
+                     table_named(NFT_FLOWS_TABLE), "delete", table_named(NFT_FLOWS_TABLE));
 }
 
 static long now_ms(void)
@@ -153,21 +161,16 @@ static long now_ms(void)
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-int nft_run(const char *nft, const json_t *batch, int timeout_ms, jerr *e)
+static int run_input(const char *nft, const char *text, bool json, int timeout_ms, jerr *e)
 {
-    char *text = json_dumps(batch, JSON_COMPACT);
-    if (!text)
-        return jerr_set(e, ENOMEM, "nft: rendering the batch: out of memory");
     /* The batch goes in as a memory file on stdin: no pipe to feed while nft runs. */
     int in = memfd_create("joblet-nft", MFD_CLOEXEC);
     size_t len = strlen(text);
     if (in < 0 || write(in, text, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
-        free(text);
         if (in >= 0)
             close(in);
         return jerr_sys(e, "nft: writing the batch to a memory file");
     }
-    free(text);
     int errp[2];
     if (pipe2(errp, O_CLOEXEC) < 0) {
         close(in);
@@ -184,7 +187,10 @@ int nft_run(const char *nft, const json_t *batch, int timeout_ms, jerr *e)
         int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (dup2(in, 0) < 0 || dup2(devnull >= 0 ? devnull : errp[1], 1) < 0 || dup2(errp[1], 2) < 0)
             _exit(126);
-        execl(nft, nft, "-j", "-f", "-", (char *)NULL);
+        if (json)
+            execl(nft, nft, "-j", "-f", "-", (char *)NULL);
+        else
+            execl(nft, nft, "-f", "-", (char *)NULL);
         dprintf(2, "cannot run %s: %s\n", nft, strerror(errno));
         _exit(127);
     }
@@ -236,4 +242,19 @@ int nft_run(const char *nft, const json_t *batch, int timeout_ms, jerr *e)
     if (WIFSIGNALED(st))
         return jerr_set(e, EIO, "nft: %s was killed by signal %d", nft, WTERMSIG(st));
     return jerr_set(e, EIO, "nft: %s failed (exit %d): %s", nft, WEXITSTATUS(st), *line ? line : "no message");
+}
+
+int nft_run(const char *nft, const json_t *batch, int timeout_ms, jerr *e)
+{
+    char *text = json_dumps(batch, JSON_COMPACT);
+    if (!text)
+        return jerr_set(e, ENOMEM, "nft: rendering the batch: out of memory");
+    int rc = run_input(nft, text, true, timeout_ms, e);
+    free(text);
+    return rc;
+}
+
+int nft_run_text(const char *nft, const char *text, int timeout_ms, jerr *e)
+{
+    return run_input(nft, text, false, timeout_ms, e);
 }

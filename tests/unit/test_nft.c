@@ -178,9 +178,29 @@ static void test_render_delete(void **state)
     json_t *b = nft_render_delete();
     char *t = json_dumps(b, JSON_COMPACT);
     assert_string_equal(t, "{\"nftables\":[{\"add\":{\"table\":{\"family\":\"inet\",\"name\":\"joblet\"}}},"
-                           "{\"delete\":{\"table\":{\"family\":\"inet\",\"name\":\"joblet\"}}}]}");
+                           "{\"delete\":{\"table\":{\"family\":\"inet\",\"name\":\"joblet\"}}},"
+                           "{\"add\":{\"table\":{\"family\":\"inet\",\"name\":\"joblet_flows\"}}},"
+                           "{\"delete\":{\"table\":{\"family\":\"inet\",\"name\":\"joblet_flows\"}}}]}");
     free(t);
     json_decref(b);
+}
+
+/* The bound on a job address's connections: the set added again (not replaced: its counts stay),
+ * the chain flushed and its one rule added; 0 removes the table; too small a buffer is -1. */
+static void test_render_flows(void **state)
+{
+    (void)state;
+    char t[512];
+    assert_int_equal(nft_render_flows(1024, t, sizeof t), 0);
+    assert_string_equal(t, "add table inet joblet_flows\n"
+                           "add set inet joblet_flows flows { type ipv4_addr; size 65535; flags dynamic; }\n"
+                           "add chain inet joblet_flows forward { type filter hook forward priority -1; policy accept; }\n"
+                           "flush chain inet joblet_flows forward\n"
+                           "add rule inet joblet_flows forward iifname { \"jb-*\", \"jv*\" } ct state new "
+                           "add @flows { ip saddr ct count over 1024 } drop\n");
+    assert_int_equal(nft_render_flows(0, t, sizeof t), 0);
+    assert_string_equal(t, "add table inet joblet_flows\ndelete table inet joblet_flows\n");
+    assert_int_equal(nft_render_flows(1024, t, 40), -1);
 }
 
 /* A stand-in nft: a shell script in a temporary directory. */
@@ -287,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_render_two_networks_and_pool),
         cmocka_unit_test(test_render_nothing),
         cmocka_unit_test(test_render_delete),
+        cmocka_unit_test(test_render_flows),
         cmocka_unit_test_setup_teardown(test_run_passes_batch_on_stdin, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_run_failure_names_nft_message, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_run_timeout_kills, setup_dir, teardown_dir),
