@@ -111,6 +111,13 @@ static int set_memory(const cg_job *j, uint64_t mem, uint64_t swap, jerr *e)
      * only the RAM limit can be set */
     if (write_u64(dir, "memory.limit_in_bytes", mem, e) < 0)
         return -1;
+    /* v1 charges a socket's buffers to its cgroup only once memory.kmem.tcp.limit_in_bytes is
+     * set (v2 charges them to memory.max): before, a job of 64 MB queued 1 GiB on 100 loopback
+     * TCP pairs, counted nowhere but in the machine's net.ipv4.tcp_mem (2.2 GiB here), past which
+     * every TCP socket of the host is refused memory. Its sockets' bound is its memory's, as on
+     * v2 (absent on a kernel without it: ENOENT) */
+    if (write_u64(dir, "memory.kmem.tcp.limit_in_bytes", mem, NULL) < 0 && errno != ENOENT)
+        return jerr_sys(e, "write \"%llu\" to %s/memory.kmem.tcp.limit_in_bytes", (unsigned long long)mem, dir);
     uint64_t total = swap > UINT64_MAX - mem ? UINT64_MAX : mem + swap;
     if (total == UINT64_MAX || write_u64(dir, "memory.memsw.limit_in_bytes", total, NULL) == 0 || errno == ENOENT)
         return 0;

@@ -1,11 +1,12 @@
 """Hostile jobs against the kernel's pools of the machine's that no cgroup counts (tester
 hostile, 2026-12-01): the ptys (kernel.pty.max, less pty.reserve: 3072 for every container
 together), kernel AIO's events (fs.aio-max-nr, 65536) and the host's conntrack table
-(nf_conntrack_max, the host's own connections in it too). Before, one job of an unprivileged
-user opened every pty the jobs share (its devpts had no max=), reserved every AIO event (one
-io_setup) and could fill the conntrack table (20,000 entries in 0.13 s), so that no other user's
-job could have a terminal, no process on the machine an AIO context, and the host no new
-connection. The probes take a small part of a pool at most (the conntrack one in a network
+(nf_conntrack_max, the host's own connections in it too), and TCP's buffers (net.ipv4.tcp_mem,
+which a v1 memory cgroup counts only once told to). Before, one job of an unprivileged user opened
+every pty the jobs share (its devpts had no max=), reserved every AIO event (one io_setup), could
+fill the conntrack table (20,000 entries in 0.13 s) and, limited to 64 MB, queued 1 GiB on
+loopback TCP (half of this machine's tcp_mem), so that no other user's job could have a terminal,
+no process on the machine an AIO context, and the host no new connection nor TCP buffer. The probes take a small part of a pool at most (the conntrack one in a network
 namespace of the test's own that plays the host), so that they are harmless on a machine without
 the bounds. Real daemon (conftest fixtures), a local user made with useradd."""
 import json
@@ -181,3 +182,37 @@ def test_a_job_holds_only_its_share_of_the_hosts_conntrack_table(lab_daemon, hos
     finally:
         for jid in jobs:
             d.api("POST", f"/v1/jobs/{jid}/stop")
+
+
+# argv: N pairs of loopback TCP sockets in the job's own network namespace; each writer fills its
+# socket until it would block, nobody reads. Prints the MiB queued.
+TCP_FILL = r"""
+import json, socket, sys
+ls = socket.socket(); ls.bind(("127.0.0.1", 0)); ls.listen(64)
+pairs, sent, buf = [], 0, b"x" * 65536
+for _ in range(int(sys.argv[1])):
+    c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+    c.connect(ls.getsockname()); a, _ = ls.accept(); a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    c.setblocking(False); pairs.append((c, a))
+for c, a in pairs:
+    while True:
+        try:
+            sent += c.send(buf)
+        except BlockingIOError:
+            break
+print(json.dumps({"queued_mib": sent >> 20}), flush=True)
+"""
+
+
+def test_a_jobs_socket_buffers_count_against_its_memory_limit(fresh_daemon, hostile_user):
+    # 24 pairs queue about 250 MiB where nothing counts them (v1 without memory.kmem.tcp.limit_in_bytes:
+    # 1 GiB with 100 pairs, a job of 64 MB); a job of 32 MB queues its memory's worth at most
+    d = fresh_daemon()
+    code, j = api_as(d, hostile_user, "POST", "/v1/jobs", {"command": "python3", "args": ["-c", TCP_FILL, "24"],
+                                                           "max_memory_mb": 32, "network": "none"})
+    assert code == 201, j
+    job = d.wait(j["id"], timeout=120)
+    out = d.output(j["id"])
+    print(job["status"], out, d.output(j["id"], "stderr")[-500:])
+    assert out, (job, d.output(j["id"], "stderr"))
+    assert json.loads(out)["queued_mib"] <= 32 + 8, out
