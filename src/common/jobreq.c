@@ -1308,6 +1308,38 @@ static void gpu_fields_text(const job_req *r, char *out, size_t len)
         snprintf(out, len, "gpu_count %lld", (long long)r->gpu_count);
 }
 
+/* Every name of a[] is one of b[]. */
+static bool names_within(char *const *a, size_t na, char *const *b, size_t nb)
+{
+    for (size_t i = 0; i < na; i++) {
+        size_t j = 0;
+        while (j < nb && strcmp(a[i], b[j]))
+            j++;
+        if (j == nb)
+            return false;
+    }
+    return true;
+}
+
+/* The comma-separated list has the name as one of its items. */
+static bool list_has(const char *list, const char *name)
+{
+    size_t l = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, l) && (p[l] == ',' || !p[l]))
+            return true;
+    return false;
+}
+
+/* Two capability lists (each normalized by norm_caps) name the same capabilities, in any order. */
+static bool caps_same(const char *a, const char *b)
+{
+    for (size_t k = 0; cap_names[k]; k++)
+        if (list_has(a, cap_names[k]) != list_has(b, cap_names[k]))
+            return false;
+    return true;
+}
+
 /* NVIDIA's container toolkit reads two variables as the container's GPU request, and so does
  * joblet when a job gives them in env (-e, or a workflow's environment):
  *   NVIDIA_VISIBLE_DEVICES      all: every GPU (gpu_all); 0,1 or GPU-/MIG- UUIDs: those (gpu_ids);
@@ -1355,9 +1387,9 @@ static int nvidia_env(job_req *r, jerr *e)
             }
             if (!n)
                 return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%.200s names no GPU", v);
-            bool same = r->ngpu_ids == n && !count && !mig && !r->gpu_all;
-            for (size_t i = 0; same && i < n; i++)
-                same = !strcmp(r->gpu_ids[i], ids[i]);
+            /* the same GPUs in any order: the job's devices are numbered by PCI bus either way */
+            bool same = r->ngpu_ids == n && !count && !mig && !r->gpu_all &&
+                        names_within(ids, n, r->gpu_ids, r->ngpu_ids) && names_within(r->gpu_ids, r->ngpu_ids, ids, n);
             if (fields && !same)
                 return jerr_field(e, "env", "env: NVIDIA_VISIBLE_DEVICES=%.200s asks for those GPUs, but the job "
                                             "also asks for %s; drop one of the two", v, given);
@@ -1378,7 +1410,7 @@ static int nvidia_env(job_req *r, jerr *e)
         if (norm_caps(&jobreq_fields[JR_GPU_CAPS], c, norm, sizeof norm, &ce) < 0)
             return jerr_field(e, "env", "env: NVIDIA_DRIVER_CAPABILITIES=%.200s: %s", c,
                               ce.msg + strlen("gpu_caps: "));
-        if (r->gpu_caps && strcmp(r->gpu_caps, norm))
+        if (r->gpu_caps && !caps_same(r->gpu_caps, norm))
             return jerr_field(e, "env", "env: NVIDIA_DRIVER_CAPABILITIES=%.200s, but the job also asks for gpu_caps "
                                         "%s; drop one of the two", c, r->gpu_caps);
         if (!r->gpu_caps) {

@@ -1008,6 +1008,14 @@ static void test_check_rules(void **state)
          "env: NVIDIA_VISIBLE_DEVICES=none asks for no GPU, but the job also asks for GPUs; drop one of the two"},
         {"\"gpu_ids\": [\"0\"], \"env\": {\"NVIDIA_VISIBLE_DEVICES\": \"void\"}", "env",
          "env: NVIDIA_VISIBLE_DEVICES=void asks for no GPU, but the job also asks for GPUs; drop one of the two"},
+        /* the same GPUs in another order agree (good[] below); other GPUs, or one twice, do not */
+        {"\"gpu_ids\": [\"0\", \"1\"], \"env\": {\"NVIDIA_VISIBLE_DEVICES\": \"1,2\"}", "env",
+         "env: NVIDIA_VISIBLE_DEVICES=1,2 asks for those GPUs, but the job also asks for gpu_ids 0,1; drop one of the two"},
+        {"\"gpu_ids\": [\"0\", \"1\"], \"env\": {\"NVIDIA_VISIBLE_DEVICES\": \"1,1\"}", "env",
+         "env: NVIDIA_VISIBLE_DEVICES=1,1 asks for those GPUs, but the job also asks for gpu_ids 0,1; drop one of the two"},
+        {"\"gpu_count\": 1, \"gpu_caps\": \"compute,video\", \"env\": {\"NVIDIA_DRIVER_CAPABILITIES\": \"video\"}",
+         "env", "env: NVIDIA_DRIVER_CAPABILITIES=video, but the job also asks for gpu_caps compute,video; drop one of "
+                "the two"},
     };
     const char *last = NULL;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1029,6 +1037,9 @@ static void test_check_rules(void **state)
         "\"gpu_count\": 2, \"gpu_ids\": [\"0\", \"1\"], \"cross_numa\": false",
         "\"gpu_all\": true, \"gpu_share\": false, \"env\": {\"NVIDIA_VISIBLE_DEVICES\": \"all\"}",
         "\"env\": {\"NVIDIA_VISIBLE_DEVICES\": \"none\"}, \"gpu_share\": false, \"preemptible\": true",
+        /* the same GPUs or capabilities in another order say the same thing */
+        "\"gpu_ids\": [\"1\", \"0\"], \"env\": {\"NVIDIA_VISIBLE_DEVICES\": \"0,1\"}",
+        "\"gpu_count\": 1, \"gpu_caps\": \"compute,video\", \"env\": {\"NVIDIA_DRIVER_CAPABILITIES\": \"video,compute\"}",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         char text[1024];
