@@ -4,6 +4,7 @@ differed from the documents, or would puzzle someone used to Docker, NVIDIA's co
 or Slurm, the case that showed it."""
 import json
 import os
+import re
 
 import pytest
 
@@ -83,3 +84,19 @@ def test_no_gpu_is_named_without_a_range_on_a_machine_without_gpus(fresh_daemon)
     p = d.rnx("gpu", "drain", "0")
     assert p.returncode == 1 and "-1" not in p.stderr and "this machine has no GPUs joblet can use" in p.stderr, \
         p.stderr
+
+
+def test_every_wait_reason_code_has_a_row_in_the_scheduler_doc():
+    """docs/scheduler.md's "Wait reasons" table says its codes are `enum sched_wait`; it lacked five
+    of them (SW_USER_RUNNING, which a user of limits.max_running_per_user meets first among them,
+    SW_ARRAY_THROTTLE, SW_NET_FULL, SW_UNSAVED, SW_ACCOUNT_LOOKUP): every code but the two that
+    are no wait (SW_STARTS, SW_SCHEDULED: scheduled_at says when) has its row."""
+    with open(os.path.join(ROOT, "src", "sched", "sched.h")) as f:
+        enum = re.search(r"enum sched_wait \{(.*?)\};", f.read(), re.S).group(1)
+    codes = re.findall(r"^\s*(SW_[A-Z_]+),", enum, re.M)
+    assert "SW_USER_RUNNING" in codes and len(codes) > 10, codes
+    with open(os.path.join(ROOT, "docs", "scheduler.md")) as f:
+        doc = f.read()
+    table = doc[doc.index("## Wait reasons"):doc.index("## A worked example")]
+    rows = re.findall(r"^\| `(SW_[A-Z_]+)` \|", table, re.M)
+    assert sorted(rows) == sorted(c for c in codes if c not in ("SW_STARTS", "SW_SCHEDULED")), rows
