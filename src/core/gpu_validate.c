@@ -117,6 +117,29 @@ static int check_sched_fields(const job_req *req, jerr *e)
     return 0;
 }
 
+/* For a refusal of whole GPUs: the GPUs in MIG mode, which are handed out only as their MIG
+ * devices (docs/gpu.md), and the profiles to ask for instead ("" when no GPU is in MIG mode):
+ * without it, "this machine has 0 usable GPUs" beside rnx gpu list's "available" GPU puzzles. */
+static void mig_hint(char *out, size_t len)
+{
+    char ids[120] = "";
+    int n = 0;
+    size_t l = 0;
+    for (int i = 0; i < core.gpu.inv.n; i++)
+        if (core.gpu.inv.gpu[i].mig_enabled == 1 && l < sizeof ids)
+            l += (size_t)snprintf(ids + l, sizeof ids - l, "%s%d", n++ ? "," : "", i);
+    out[0] = 0;
+    if (!n)
+        return;
+    char have[300];
+    gpus_mig_profiles(have, sizeof have);
+    snprintf(out, len, "; GPU%s %s %s in MIG mode, handed out only as %s MIG devices: ask for one with gpu_mig%s%s",
+             n == 1 ? "" : "s", ids, n == 1 ? "is" : "are", n == 1 ? "its" : "their", *have ? " (" : "",
+             *have ? have : "");
+    if (*have)
+        snprintf(out + strlen(out), len - strlen(out), ")");
+}
+
 /* What the machine says of a GPU request whose form the schema checked: the kind, profile
  * and devices exist, and the request can ever be placed here. Fills gpu_count (gpu_all: the
  * usable GPUs of the kind), stores gpu_ids as UUIDs, and runs a --gpu-optional job that the
@@ -181,8 +204,12 @@ int gpu_validate(job_req *req, jerr *e)
         if (want_all) {
             count = q;
             r.gpu_count = q;
-            if (!q)
-                snprintf(why, sizeof why, "gpu_all: no usable GPU%s on this machine", kind);
+            if (!q) {
+                char hint[300];
+                mig_hint(hint, sizeof hint);
+                snprintf(why, sizeof why, "no usable GPU%s on this machine%s", kind, hint);
+                blame = "gpu_all";
+            }
         }
         if (!*why && sched_feasible(&in, &r) < 0) {
             if (q >= count && r.single_numa)
@@ -194,9 +221,12 @@ int gpu_validate(job_req *req, jerr *e)
                 snprintf(why, sizeof why, "asks for %llu GPU%s%s; this machine has %u such GPU%s of %d%s",
                          (unsigned long long)count, count == 1 ? "" : "s", kind, q, q == 1 ? "" : "s", core.gpu.inv.n,
                          mem && !r.shared ? " (Insufficient GPU memory: see rnx gpu list)" : " (rnx gpu list)");
-            } else
-                snprintf(why, sizeof why, "asks for %llu GPU%s; this machine has %u usable GPU%s (rnx gpu list)",
-                         (unsigned long long)count, count == 1 ? "" : "s", q, q == 1 ? "" : "s");
+            } else {
+                char hint[300];
+                mig_hint(hint, sizeof hint);
+                snprintf(why, sizeof why, "asks for %llu GPU%s; this machine has %u usable GPU%s (rnx gpu list)%s",
+                         (unsigned long long)count, count == 1 ? "" : "s", q, q == 1 ? "" : "s", hint);
+            }
         }
         free(run);
         for (size_t i = 0; !*why && has_ids && mem && i < req->ngpu_ids; i++) {

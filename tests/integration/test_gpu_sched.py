@@ -291,6 +291,17 @@ def test_mig_devices_queue_by_profile(fresh_daemon):
     assert d.wait_status(ids[n], "RUNNING")["gpus"][0]["uuid"] == d.job(ids[0])["gpus"][0]["uuid"]
     p = d.rnx("job", "run", f"--gpu-mig={prof}", "--gpu-share", "true")
     assert p.returncode != 0 and "--gpu-mig: a MIG device is its own slice" in p.stderr
+    # a whole GPU on a machine whose GPU is in MIG mode: rnx gpu list shows it "available", so the
+    # refusal says why it is no use and what to ask instead (it said only "0 usable GPUs")
+    have = ", ".join(dict.fromkeys(profiles))
+    p = d.rnx("job", "run", "--gpu=1", "true")
+    assert p.returncode == 1 and p.stderr == (
+        "rnx: --gpu: asks for 1 GPU; this machine has 0 usable GPUs (rnx gpu list); GPU 0 is in MIG mode, handed "
+        f"out only as its MIG devices: ask for one with --gpu-mig ({have})\n"), p.stderr
+    p = d.rnx("job", "run", "--gpu=all", "true")
+    assert p.returncode == 1 and p.stderr == (
+        "rnx: --gpu=all: no usable GPU on this machine; GPU 0 is in MIG mode, handed out only as its MIG devices: "
+        f"ask for one with --gpu-mig ({have})\n"), p.stderr
     for jid in ids[1:]:
         d.rnx("job", "stop", jid, check=True)
         d.wait(jid)
