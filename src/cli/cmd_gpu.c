@@ -102,6 +102,18 @@ static void reason_head(const char *reason, char *out, size_t n)
 
 /* The STATE cell of rnx gpu list: the state, why it is out of service, and HOT with its
  * temperature: "available, HOT 91C", "offline (XID 79)", "draining (drained by uid 0)". */
+/* A GPU MPS-shared jobs use: how many, and how much of its memory they reserved ("2 jobs,
+ * 30720 MiB reserved"); false for any other GPU. */
+static bool shared_text(json_t *g, char *out, size_t n)
+{
+    json_t *sh = json_object_get(g, "shared");
+    int64_t jobs, mb;
+    if (!jint(sh, "jobs", &jobs) || !jint(sh, "reserved_mb", &mb))
+        return false;
+    snprintf(out, n, "%lld job%s, %lld MiB reserved", (long long)jobs, jobs == 1 ? "" : "s", (long long)mb);
+    return true;
+}
+
 static void state_cell(json_t *g, char *out, size_t n)
 {
     const char *st = jstr(g, "state") ? jstr(g, "state") : "?";
@@ -109,6 +121,8 @@ static void state_cell(json_t *g, char *out, size_t n)
     char head[48] = "";
     if (why)
         reason_head(why, head, sizeof head);
+    else if (!strcmp(st, "shared"))
+        shared_text(g, head, sizeof head);
     size_t l = (size_t)snprintf(out, n, *head ? "%s (%s)" : "%s", st, head);
     json_t *h = json_object_get(g, "health");
     int64_t t = -1;
@@ -326,6 +340,9 @@ static int gpu_show(const rnx_ctx *ctx, const char *id)
     print_kv("VBIOS:", jstr(g, "vbios"));
     print_state(g);
     print_kv("Job:", jstr(g, "job") ? jstr(g, "job") : "-");
+    char shared[64];
+    if (shared_text(g, shared, sizeof shared))   /* the tenants, whom no one Job: line names */
+        print_kv("Shared:", shared);
     if (jstr(g, "problem"))
         print_kv("Problem:", jstr(g, "problem"));
     print_health(g, sim);

@@ -236,6 +236,11 @@ def test_mps_sharing(fresh_daemon, tmp_path):
     assert open(log0).read() == f"start devices={gpus[0]['uuid']} pipe={d.state}/mps/0/pipe\n"
     g = json.loads(d.rnx("--json", "gpu", "show", "0", check=True).stdout)
     assert g["state"] == "shared" and g["shared"] == {"jobs": 2, "reserved_mb": 30720}
+    # rnx says so too (docs/gpu.md's example): the list printed "shared" and show "Job: -", no word
+    # of the two tenants or of how much of the GPU is left
+    row = d.rnx("gpu", "list", check=True).stdout.splitlines()[4]
+    assert row.split("  ")[0] == "0" and " shared (2 jobs, 30720 MiB reserved)  -" in row, row
+    assert "\nShared:              2 jobs, 30720 MiB reserved\n" in d.rnx("gpu", "show", "0", check=True).stdout
     # 10 + 20 + 15 GB do not fit in 40: the third goes to the next GPU, with its own server
     c = run_id(d, "--gpu=1", "--gpu-share", "--gpu-memory=15GB", "sleep", "600")
     assert gpus_of(d.wait_status(c, "RUNNING")) == [1]
