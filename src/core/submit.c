@@ -354,6 +354,16 @@ static int devices_to_gpus(job_req *req, jerr *e)
     return rc;
 }
 
+/* NVIDIA_VISIBLE_DEVICES when it is what asked for the job's GPUs (jobreq_check_submitted read it
+ * into gpu_all or gpu_ids: equal to those when both were given), else NULL: a refusal of those
+ * GPUs names the variable the user gave, not --gpu-ids or --gpu=all, which they did not. */
+static const char *gpus_by_env(const job_req *req)
+{
+    const char *nvd = jobreq_env_get(req, false, "NVIDIA_VISIBLE_DEVICES");
+    bool named = req->ngpu_ids || req->gpu_all;
+    return named && nvd && *nvd && strcmp(nvd, "void") && strcmp(nvd, "none") ? nvd : NULL;
+}
+
 int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
 {
     uid_t caller_uid = who->uid;
@@ -379,21 +389,24 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
     bool by_cdi = req->ndevices && !req->ngpu_ids;   /* gpu_ids will be the devices' */
     /* gpu_ids that NVIDIA_VISIBLE_DEVICES gave (jobreq_check_submitted read it: a list of GPUs,
      * equal to gpu_ids when both were given) */
-    const char *nvd = jobreq_env_get(req, false, "NVIDIA_VISIBLE_DEVICES");
-    bool by_env = !by_cdi && req->ngpu_ids && nvd && *nvd && strcmp(nvd, "all") && strcmp(nvd, "void") &&
-                  strcmp(nvd, "none");
+    const char *nvd = by_cdi ? NULL : gpus_by_env(req);
+    bool by_env = nvd != NULL;
     if (devices_to_gpus(req, e) < 0)
         return -1;
     if (check_machine(req, true, &si->total, e) < 0) {
         /* a refusal of the GPUs the devices or NVIDIA_VISIBLE_DEVICES named names what the user
-         * gave: --device, or -e NVIDIA_VISIBLE_DEVICES=... (not --gpu-ids, which they did not) */
-        if ((by_cdi || by_env) && !strcmp(e->field, "gpu_ids") && !strncmp(e->msg, "gpu_ids: ", 9)) {
+         * gave: --device, or -e NVIDIA_VISIBLE_DEVICES=... (not --gpu-ids, --gpu or --gpu=all,
+         * which they did not): the GPUs named, or "No GPUs available" (gpu_count) */
+        size_t fl = strlen(e->field);
+        bool gpus_field = !strcmp(e->field, "gpu_ids") || !strcmp(e->field, "gpu_count") ||
+                          !strcmp(e->field, "gpu_all");
+        if ((by_cdi || by_env) && gpus_field && !strncmp(e->msg, e->field, fl) && !strncmp(e->msg + fl, ": ", 2)) {
             char msg[sizeof e->msg];
             int http = e->http, code = e->code;
             if (by_cdi)
-                snprintf(msg, sizeof msg, "devices: %s", e->msg + 9);
+                snprintf(msg, sizeof msg, "devices: %s", e->msg + fl + 2);
             else
-                snprintf(msg, sizeof msg, "env: NVIDIA_VISIBLE_DEVICES=%.200s: %s", nvd, e->msg + 9);
+                snprintf(msg, sizeof msg, "env: NVIDIA_VISIBLE_DEVICES=%.200s: %s", nvd, e->msg + fl + 2);
             jerr_field(e, by_cdi ? "devices" : "env", "%s", msg);
             e->http = http;
             e->code = code;
@@ -488,10 +501,19 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
         uint64_t gpus = (uint64_t)reqs[i]->gpu_count + (reqs[i]->gpu_mig ? 1 : 0);
         gpu |= gpus > 0;
         if (L->max_gpus_per_user && gpus > L->max_gpus_per_user) {
-            char field[64] = "gpu_count";
+            /* the field that asked for them: --gpu, --gpu-ids, --gpu=all or NVIDIA_VISIBLE_DEVICES */
+            const char *nvd = gpus_by_env(reqs[i]);
+            const char *key = nvd ? "env" : reqs[i]->ngpu_ids ? "gpu_ids" : reqs[i]->gpu_all ? "gpu_all" : "gpu_count";
+            char field[64], named[300];
             if (for_workflow)
-                snprintf(field, sizeof field, "jobs[%zu].request.gpu_count", i);
-            return jerr_field(e, field, "%s: asks for %llu GPUs; limits.max_gpus_per_user is %u", field,
+                snprintf(field, sizeof field, "jobs[%zu].request.%s", i, key);
+            else
+                snprintf(field, sizeof field, "%s", key);
+            if (nvd)
+                snprintf(named, sizeof named, "%s: NVIDIA_VISIBLE_DEVICES=%.200s", field, nvd);
+            else
+                snprintf(named, sizeof named, "%s", field);
+            return jerr_field(e, field, "%s: asks for %llu GPUs; limits.max_gpus_per_user is %u", named,
                               (unsigned long long)gpus, L->max_gpus_per_user);
         }
     }

@@ -81,6 +81,12 @@ def test_no_gpu_is_named_without_a_range_on_a_machine_without_gpus(fresh_daemon)
     p = d.rnx("audit", "--gpu", "3")
     assert p.returncode == 1 and p.stderr == "rnx: --gpu: no GPU '3': this machine has no GPUs joblet can use\n", \
         p.stderr
+    # -e NVIDIA_VISIBLE_DEVICES (docs/gpu.md) is named as in test_nvidia_visible_devices_refusal_...:
+    # "No GPUs available" named --gpu, which the user never typed
+    for v in ("all", "0"):
+        p = d.rnx("job", "run", "-e", f"NVIDIA_VISIBLE_DEVICES={v}", "true")
+        assert p.returncode == 1 and p.stderr.startswith(f"rnx: --env: NVIDIA_VISIBLE_DEVICES={v}: No GPUs available: "
+                                                         "this machine has no GPU joblet can use"), p.stderr
     p = d.rnx("gpu", "drain", "0")
     assert p.returncode == 1 and "-1" not in p.stderr and "this machine has no GPUs joblet can use" in p.stderr, \
         p.stderr

@@ -317,6 +317,12 @@ def test_per_user_limits(fresh_daemon):
             "limits:\n  max_gpus_per_user: 2\n  max_queued_per_user: 2\n  gpu_requests_per_minute: 4\n")
     p = d.rnx("job", "run", "--gpu=3", "true")
     assert p.returncode != 0 and "--gpu: asks for 3 GPUs; limits.max_gpus_per_user is 2" in p.stderr
+    # each names what asked for the GPUs (all said --gpu, a flag none of these users typed)
+    for flags, named in [(["--gpu-ids=0,1,2"], "--gpu-ids: asks for 3"), (["--gpu=all"], "--gpu=all: asks for 4"),
+                         (["-e", "NVIDIA_VISIBLE_DEVICES=all"], "--env: NVIDIA_VISIBLE_DEVICES=all: asks for 4"),
+                         (["-e", "NVIDIA_VISIBLE_DEVICES=0,1,2"], "--env: NVIDIA_VISIBLE_DEVICES=0,1,2: asks for 3")]:
+        p = d.rnx("job", "run", *flags, "true")
+        assert p.returncode == 1 and p.stderr == f"rnx: {named} GPUs; limits.max_gpus_per_user is 2\n", p.stderr
     a = run_id(d, "--gpu=2", "sleep", "600")
     d.wait_status(a, "RUNNING")
     b = run_id(d, "--gpu=1", "sleep", "600")
