@@ -111,6 +111,7 @@ static struct {
     int threads;                 /* sessions: commands, and rnx node show looking */
     int active;                  /* commands being carried */
     int64_t last_ms;             /* when the last command ended (or the keeper started) */
+    bool refills;                /* the last spare was accepted: keep one ready between commands */
 } ag = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Whether an idle connection may carry a command: nothing to read (the node's close, or
@@ -199,6 +200,9 @@ static void *fill_main(void *arg)
     pthread_mutex_lock(&ag.mu);
     if (k)
         pool_put_locked(k);
+    /* refused (a certificate revoked or expired, a node gone): no more spares until a command
+     * gets through again, or the keeper would dial a node that refuses it every second */
+    ag.refills = k != NULL;
     ag.filling--;
     pthread_mutex_unlock(&ag.mu);
     return NULL;
@@ -461,7 +465,7 @@ __attribute__((noreturn)) static void agent_run(int lfd, const conn_tls_peer *p,
             }
         }
         ag.npool = kept;
-        if (!idle)
+        if (!idle && ag.refills)
             fill_locked();   /* one kept ready while commands may come */
         pthread_mutex_unlock(&ag.mu);
         if (idle)

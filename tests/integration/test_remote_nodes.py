@@ -5,6 +5,7 @@ following over TLS; a node whose certificate does not name the address dialed is
 import hashlib
 import json
 import os
+import signal
 import shutil
 import subprocess
 import time
@@ -273,3 +274,53 @@ def test_the_keepers_directory_is_the_users_alone(two, tmp_path):
                        env=dict(two["env"], XDG_RUNTIME_DIR=str(shared)), timeout=120)
     assert p.returncode == 0, p.stderr
     assert os.listdir(shared / "rnx") == []
+
+
+def test_a_keeper_whose_certificate_is_revoked_stops_dialing(two):
+    """docs/remote.md, "Rotation and revocation", typed: revoke a person, reload, and their rnx
+    is refused at its next command. Before, their keeper went on making its spare connections
+    every second for its whole persist (10 minutes): two refused TLS handshakes a second, each a
+    `refused` audit record, after one command. Now a refused spare stops the spares until a
+    command gets through again."""
+    a, env = two["a"], two["env"]
+    users = Users()
+    person = "jk" + uuid.uuid4().hex[:6]
+    users.add(person)
+    try:
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "node", "add", "revk",
+                            a.client(person, "developer", f"127.0.0.1:{a.port}")],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert p.returncode == 0, p.stderr
+
+        def rnx_r(*args):
+            return subprocess.run([os.path.join(BUILD, "rnx"), "--node", "revk", *args], capture_output=True,
+                                  text=True, env=env, timeout=120)
+
+        assert rnx_r("job", "list").returncode == 0
+        serial = subprocess.run(["openssl", "x509", "-noout", "-serial", "-in", os.path.join(a.pki, f"{person}.pem")],
+                                capture_output=True, text=True, check=True).stdout.split("=")[1].strip().lower()
+        reloads = a.d.log().count("remote: certificates read again")
+        cert("revoke", "--dir", a.pki, person)
+        a.d.proc.send_signal(signal.SIGHUP)
+        wait_for("the reload", lambda: a.d.log().count("remote: certificates read again") > reloads)
+
+        def refusals():
+            st, body = a.d.api("GET", "/v1/audit?limit=500")
+            assert st == 200, body
+            return [r for r in body["records"] if r["action"] == "refused" and serial in (r["detail"] or "")]
+
+        p = rnx_r("job", "list")
+        assert p.returncode == 1 and "is revoked" in p.stderr, p.stderr
+        time.sleep(1)
+        first = len(refusals())
+        time.sleep(4)
+        seen = refusals()
+        # the spares the reload's closing replaced, the command and the spares it started (at
+        # most 2 each), then nothing: not two more a second
+        assert 1 <= len(seen) <= 5 and len(seen) == first, (first, [r["detail"] for r in seen])
+    finally:
+        subprocess.run([os.path.join(BUILD, "rnx"), "node", "disconnect", "revk"], capture_output=True, env=env,
+                       timeout=60)
+        subprocess.run([os.path.join(BUILD, "rnx"), "node", "remove", "revk"], capture_output=True, env=env,
+                       timeout=60)
+        users.remove()
