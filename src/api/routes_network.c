@@ -63,8 +63,8 @@ static enum MHD_Result create(request *r)
         goto fail;
     }
     if (!cidr) {
-        jerr_field(&e, "cidr", "cidr: a network needs its addresses, e.g. 10.10.0.0/24 (rnx network create %s "
-                               "--cidr=10.10.0.0/24)", name);
+        jerr_field(&e, "cidr", "cidr: a network needs its addresses, e.g. 10.218.10.0/24 (rnx network create %s "
+                               "--cidr=10.218.10.0/24)", name);
         goto fail;
     }
     if (authz_check(&r->who, AUTHZ_CHANGE, "network create", &e) < 0 || networks_create(name, cidr, &r->who, &e) < 0)

@@ -15,7 +15,9 @@ static const char network_help[] =
     "Commands:\n"
     "  create NAME --cidr=A.B.C.D/P   a network of your own on a bridge of its own (/16 to /30):\n"
     "                  its jobs reach each other by address and by name (/etc/hosts), the\n"
-    "                  outside through NAT, and nothing on other networks or the host\n"
+    "                  outside through NAT, and nothing on other networks or the host; the\n"
+    "                  addresses within network.user_pool (10.218.0.0/15 by default) unless\n"
+    "                  you are an admin: --cidr=10.218.10.0/24\n"
     "  list            the networks you may use: cidr, jobs and addresses in use\n"
     "  remove NAME     remove a network (refused while a job not yet ended names it)\n"
     "\n"
@@ -87,7 +89,8 @@ static int network_list(const rnx_ctx *ctx)
 static int network_create(const rnx_ctx *ctx, const char *name, const char *cidr)
 {
     if (!cidr)
-        return rnx_usage("network create: --cidr is required, e.g. rnx network create %s --cidr=10.10.0.0/24", name);
+        return rnx_usage("network create: --cidr is required, e.g. rnx network create %s --cidr=10.218.10.0/24 "
+                         "(within network.user_pool, 10.218.0.0/15 by default, unless you are an admin)", name);
     json_t *body = json_pack("{s:s,s:s}", "name", name, "cidr", cidr);
     json_t *v = NULL;
     int rc = call(ctx, "POST", "/v1/networks", body, &v);

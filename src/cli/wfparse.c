@@ -943,7 +943,7 @@ static void network_to_create(ctx *c, const ynode *at, const ynode *cidr_at, con
     w->cidr_at = cidr_at;
 }
 
-/* network: {name: train, cidr: 10.10.0.0/24}: the job joins train, which the workflow creates
+/* network: {name: train, cidr: 10.218.10.0/24}: the job joins train, which the workflow creates
  * with those addresses when it is missing (a mapping without cidr only names it). */
 static void network_mapping(ctx *c, wjob *j, ynode *m)
 {
@@ -956,13 +956,13 @@ static void network_mapping(ctx *c, wjob *j, ynode *m)
             k++;
         if (k == ARRAY_LEN(keys)) {
             err_at(c, m->kids[i], "network: unknown key '%s'; a network written as a mapping takes name and cidr: "
-                                  "{name: train, cidr: 10.10.0.0/24}", shown(m->kids[i], w, sizeof w));
+                                  "{name: train, cidr: 10.218.10.0/24}", shown(m->kids[i], w, sizeof w));
             return;
         }
         at[k] = m->kids[i + 1];
     }
     if (!at[0]) {
-        err_at(c, m, "network: a network written as a mapping needs a name: {name: train, cidr: 10.10.0.0/24}");
+        err_at(c, m, "network: a network written as a mapping needs a name: {name: train, cidr: 10.218.10.0/24}");
         return;
     }
     const char *name = scalar(c, "network: name", at[0]);

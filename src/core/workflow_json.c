@@ -338,7 +338,7 @@ static int parse_networks(json_t *arr, wf_body *b, jerr *e)
         snprintf(field, sizeof field, "%scidr", where);
         netaddr_cidr nc;
         if (!n->cidr)
-            return jerr_field(e, field, "%s: a network to create needs its addresses, e.g. 10.10.0.0/24", field);
+            return jerr_field(e, field, "%s: a network to create needs its addresses, e.g. 10.218.10.0/24", field);
         if (netaddr_cidr_parse(field, n->cidr, &nc, e) < 0)
             return -1;
         b->nnetworks = i + 1;

@@ -10,10 +10,14 @@ b. The first example of docs/networks.md, as written: the scripts go to the jobs
 
 Traffic stays between the jobs' own namespaces on a network of the test's own; the fixture of
 test_networks removes the network, the jobs' links and joblet's table."""
+import ipaddress
 import os
+import re
 import subprocess
 
-from conftest import BUILD
+import pytest
+
+from conftest import BUILD, api_as, rnx_as
 from test_networks import free_net, net_daemon  # noqa: F401 (a fixture)
 
 RNX = os.path.join(BUILD, "rnx")
@@ -102,3 +106,33 @@ def test_the_first_network_example_runs_as_written(net_daemon, tmp_path):  # noq
         for j in ids[1:]:
             rnx(d.sock, "job", "stop", j)
         rnx(d.sock, "network", "remove", "train")
+
+
+def test_the_cidr_rnx_suggests_is_one_a_user_may_take(net_daemon, tmp_path):  # noqa: F811 (the fixture)
+    """`rnx network create NAME` without --cidr, typed by a user who is not an admin: rnx says
+    what to type. It suggested --cidr=10.10.0.0/24, outside network.user_pool (10.218.0.0/15,
+    docs/networks.md "Whose addresses"), so the suggested command, typed next, was refused 403.
+    The workflow parser's and the API's examples said the same. Now they name an address in the
+    pool, and the command typed as suggested makes the network."""
+    d = net_daemon
+    uid = 64000 + os.getpid() % 1000
+    p = rnx_as(d, uid, "network", "create", "sugg")
+    assert p.returncode == 2 and "network.user_pool" in p.stderr, p.stderr
+    typed = re.search(r"e\.g\. (rnx network create \S+ --cidr=\S+)", p.stderr).group(1)
+    net = ipaddress.ip_network(typed.rsplit("=", 1)[1])
+    assert net.subnet_of(ipaddress.ip_network("10.218.0.0/15")), typed
+    if free_net([str(net)]) != net:
+        pytest.skip(f"{net} is used by this host")
+    try:
+        p = rnx_as(d, uid, *typed.split()[1:])
+        assert p.returncode == 0 and "network sugg created" in p.stdout, p.stderr
+    finally:
+        rnx_as(d, uid, "network", "remove", "sugg")
+    # a workflow's mapping without a name shows the same kind of address
+    wf = tmp_path / "n.yml"
+    wf.write_text("jobs:\n  a:\n    command: 'true'\n    network: {cidr: 10.218.10.0/24}\n")
+    p = rnx(NO_DAEMON, "workflow", "validate", str(wf))
+    assert p.returncode == 1 and "{name: train, cidr: 10.218.10.0/24}" in p.stderr, p.stderr
+    # and the API's, to a client that sends no cidr
+    code, err = api_as(d, uid, "POST", "/v1/networks", {"name": "sugg"})
+    assert code == 400 and err["error"]["field"] == "cidr" and "--cidr=10.218.10.0/24" in err["error"]["message"], err

@@ -974,10 +974,10 @@ static void test_networks_to_create(void **state)
                  "gateway and jobs)");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.236.0.0/24, mtu: 9000}\n",
                  "wf.yaml:4:46: job 'a': network: unknown key 'mtu'; a network written as a mapping takes name and "
-                 "cidr: {name: train, cidr: 10.10.0.0/24}");
+                 "cidr: {name: train, cidr: 10.218.10.0/24}");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {cidr: 10.236.0.0/24}\n",
                  "wf.yaml:4:14: job 'a': network: a network written as a mapping needs a name: {name: train, cidr: "
-                 "10.10.0.0/24}");
+                 "10.218.10.0/24}");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: bridge, cidr: 10.236.0.0/24}\n",
                  "wf.yaml:4:35: job 'a': network: cidr: is for a network the workflow creates; 'bridge' is joblet's "
                  "own: leave cidr out");
