@@ -396,9 +396,12 @@ static void on_idle(watch *w, uint32_t events)
     if (a->s_end || a->lingering)
         return; /* ending anyway */
     char line[300];
-    snprintf(line, sizeof line, "\r\n[joblet: nothing typed or written for %llu s: detached "
-             "(jobs.terminal_idle_timeout_s); the job goes on: rnx job attach %.8s]\r\n",
-             (unsigned long long)core.cfg.terminal_idle_s, a->id);
+    if (a->exec) /* its process is killed when its stream goes (jobs_exec.c): nothing to come back to */
+        snprintf(line, sizeof line, TERMFRAME_IDLE_NOTE "%llu s: the exec's process is ended "
+                 "(jobs.terminal_idle_timeout_s); the job goes on]\r\n", (unsigned long long)core.cfg.terminal_idle_s);
+    else
+        snprintf(line, sizeof line, TERMFRAME_IDLE_NOTE "%llu s: detached (jobs.terminal_idle_timeout_s); the job "
+                 "goes on: rnx job attach %.8s]\r\n", (unsigned long long)core.cfg.terminal_idle_s, a->id);
     if (!a->f_hdr_n && !a->f_left)
         put_line(a, line, 0); /* (at a frame boundary of the shim's stream only) */
     a->why = "idle (jobs.terminal_idle_timeout_s)";

@@ -127,6 +127,7 @@ typedef struct session {
     bool ended;               /* the exit frame came */
     int code;
     int werr;                 /* writing the job's output here failed */
+    bool idle;                /* joblet closed it as idle, and said so (TERMFRAME_IDLE_NOTE) */
 } session;
 
 /* The job's frames as they come: its output to our stdout and stderr, its end. */
@@ -140,6 +141,11 @@ static int take(session *s, const char *p, size_t n)
         if (ev == TERMFRAME_CODE) {
             s->ended = true;
             s->code = f.code;
+        } else if (ev == TERMFRAME_DATA && f.ch == TERMFRAME_STDERR && f.n >= strlen(TERMFRAME_IDLE_NOTE) &&
+                   !memcmp(f.p, TERMFRAME_IDLE_NOTE, strlen(TERMFRAME_IDLE_NOTE)) && !s->werr) {
+            s->idle = true; /* the line says what happened; the connection's end that follows is no loss */
+            if (write_all(STDERR_FILENO, f.p, f.n) != f.n)
+                s->werr = errno;
         } else if (ev == TERMFRAME_DATA && (f.ch == TERMFRAME_STDOUT || f.ch == TERMFRAME_STDERR) && !s->werr &&
                    write_all(f.ch == TERMFRAME_STDOUT ? STDOUT_FILENO : STDERR_FILENO, f.p, f.n) != f.n) {
             s->werr = errno; /* (stdout closed: the job goes on; rnx stops) */
@@ -262,6 +268,9 @@ int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
             note_end(c, id);
     } else if (s.werr) {
         rc = s.werr == EPIPE ? RNX_FAIL : rnx_fail("writing the job's output failed: %s", strerror(s.werr));
+    } else if (s.idle) {
+        /* joblet's line said it (an attach: detached, as ctrl-p ctrl-q; an exec: its process ended) */
+        rc = o->exec_body ? RNX_FAIL : RNX_OK;
     } else if (o->exec_body) {
         rc = rnx_fail("the connection to joblet ended before the process in job %.8s did%s%s", id,
                       k->why[0] ? ": " : "", k->why);

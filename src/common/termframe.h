@@ -37,6 +37,11 @@ enum termframe_channel {
 
 #define TERMFRAME_HELLO_TYPES 1 /* the hello's flag: the client asked to type */
 
+/* How joblet's line on channel 2 starts when it closes a terminal that was idle for
+ * jobs.terminal_idle_timeout_s (no exit frame follows): rnx tells that end from a lost
+ * connection by it. */
+#define TERMFRAME_IDLE_NOTE "\r\n[joblet: nothing typed or written for "
+
 /* The header of a frame of len bytes on channel ch, into h (TERMFRAME_HDR bytes). */
 void termframe_put(unsigned char *h, int ch, uint32_t len);
 /* A resize frame (header and payload, 9 bytes) into out. */

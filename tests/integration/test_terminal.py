@@ -665,6 +665,55 @@ def test_an_idle_terminal_is_detached(fresh_daemon):
     d.wait(job["id"])
 
 
+def rnx_in_pty(d, *args, timeout=60):
+    """rnx with a pseudo-terminal for its stdin, stdout and stderr, read to its exit: (exit code,
+    what it wrote)."""
+    import pty
+    pid, m = pty.fork()
+    if pid == 0:
+        os.environ["JOBLET_SOCKET"] = d.sock
+        os.execv(os.path.join(BUILD, "rnx"), ["rnx", *args])
+    out = b""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            b = os.read(m, 4096)
+        except OSError:  # EIO: rnx exited, its pty closed
+            break
+        if not b:
+            break
+        out += b
+    os.close(m)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out
+
+
+def test_rnx_at_an_idle_terminal_says_it_once(fresh_daemon):
+    """docs/interactive.md, "Bounds", typed with jobs.terminal_idle_timeout_s: joblet's line says
+    what happened. Before, rnx then also said "the connection to joblet ended before job ... did"
+    and exited 1, as if it were lost, where ctrl-p ctrl-q (a detach as well) exits 0; and an
+    exec's stream was told "detached ...; rnx job attach ID", though its process is killed with
+    its stream (there is nothing to attach to). Now an attach exits 0 and an exec 1, each after
+    joblet's one line, and an exec's says its process is ended."""
+    need_root()
+    d = fresh_daemon("jobs:\n  terminal_idle_timeout_s: 2\n")
+    st, job = d.api("POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
+    assert st == 201, job
+    jid = job["id"]
+    try:
+        code, out = rnx_in_pty(d, "job", "attach", jid)
+        assert b"[joblet: nothing typed or written for 2 s: detached (jobs.terminal_idle_timeout_s)" in out, out
+        assert b"connection to joblet ended" not in out and code == 0, (code, out)
+        assert d.job(jid)["status"] == "RUNNING"
+        code, out = rnx_in_pty(d, "job", "exec", "-it", jid, "sh")
+        assert b"[joblet: nothing typed or written for 2 s: the exec's process is ended" in out, out
+        assert b"rnx job attach" not in out and b"connection to joblet ended" not in out and code == 1, (code, out)
+        assert d.job(jid)["status"] == "RUNNING"
+    finally:
+        d.api("POST", f"/v1/jobs/{jid}/stop")
+        d.wait(jid)
+
+
 # ---- over the TLS listener ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
