@@ -204,6 +204,13 @@ int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
     }
     if (!raw || !keys.n || o->exec_body)
         keys.n = 0; /* detach keys are typed on a terminal; piped bytes all go to the job */
+    /* watching a job, its keys not sent (run -t, attach --no-stdin): ctrl-c leaves it, and says
+     * that the job goes on, which a user who saw its output stop would not know otherwise */
+    bool leave_on_int = !raw && !o->exec_body && !o->stdin_open && isatty(STDERR_FILENO), left = false;
+    if (leave_on_int) {
+        struct sigaction sa = {.sa_handler = on_winch, .sa_flags = SA_RESTART};
+        sigaction(SIGINT, &sa, NULL);
+    }
     if (o->tty) {
         struct sigaction sa = {.sa_handler = on_winch, .sa_flags = SA_RESTART};
         sigaction(SIGWINCH, &sa, NULL);
@@ -233,7 +240,11 @@ int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
         }
         if (p[1].revents & POLLIN) {
             char sig[16];
-            if (read(sig_pipe[0], sig, sizeof sig) > 0 && o->tty && send_size(k) < 0)
+            ssize_t n = read(sig_pipe[0], sig, sizeof sig);
+            left = leave_on_int && n > 0 && memchr(sig, SIGINT, (size_t)n);
+            if (left)
+                break;
+            if (n > 0 && o->tty && send_size(k) < 0)
                 broken = true;
         }
         if (in_open && (p[2].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -262,6 +273,10 @@ int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
     if (detached) {
         print_textf(stderr, "\nrnx: detached from job %.8s; it goes on (rnx job log %.8s shows its output)\n", id, id);
         rc = RNX_OK;
+    } else if (left) {
+        print_textf(stderr, "\nrnx: left job %.8s; it goes on (rnx job attach %.8s comes back, rnx job stop %.8s ends "
+                    "it)\n", id, id, id);
+        rc = 128 + SIGINT;
     } else if (s.ended) {
         rc = s.code >= 0 && s.code <= 255 ? s.code : RNX_FAIL;
         if (rc && !o->exec_body)
@@ -281,6 +296,7 @@ int cmd_term_attach(rnx_client *c, const char *id, const term_opts *o)
 out:
     restore();
     signal(SIGWINCH, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
     for (int i = 0; i < 2; i++)
         if (sig_pipe[i] >= 0)
             close(sig_pipe[i]);

@@ -665,9 +665,9 @@ def test_an_idle_terminal_is_detached(fresh_daemon):
     d.wait(job["id"])
 
 
-def rnx_in_pty(d, *args, timeout=60):
+def rnx_in_pty(d, *args, timeout=60, type_after=None):
     """rnx with a pseudo-terminal for its stdin, stdout and stderr, read to its exit: (exit code,
-    what it wrote)."""
+    what it wrote). type_after: (bytes seen, keys): the keys typed once rnx wrote those bytes."""
     import pty
     pid, m = pty.fork()
     if pid == 0:
@@ -683,6 +683,9 @@ def rnx_in_pty(d, *args, timeout=60):
         if not b:
             break
         out += b
+        if type_after and type_after[0] in out:
+            os.write(m, type_after[1])
+            type_after = None
     os.close(m)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), out
@@ -712,6 +715,27 @@ def test_rnx_at_an_idle_terminal_says_it_once(fresh_daemon):
     finally:
         d.api("POST", f"/v1/jobs/{jid}/stop")
         d.wait(jid)
+
+
+def test_ctrl_c_while_watching_says_the_job_goes_on(fresh_daemon):
+    """docs/interactive.md, "Commands and keys": `rnx job run -t` shows the job's terminal without
+    sending keys, and `rnx job attach --no-stdin` watches (ctrl-c leaves). Typed: ctrl-c ended
+    rnx without a word and the job went on, unseen (a user who saw top's screen stop would think
+    it ended). Now rnx says it left, that the job goes on and how to come back or stop it, and
+    exits 130 as before."""
+    need_root()
+    d = fresh_daemon()
+    loop = "while :; do echo tick; sleep 0.2; done"
+    code, out = rnx_in_pty(d, "job", "run", "-t", "--name=watched", "sh", "-c", loop, type_after=(b"tick", b"\x03"))
+    m = re.search(rb"rnx: left job ([0-9a-f]{8}); it goes on \(rnx job attach \1 comes back, rnx job stop \1 ends it\)",
+                  out)
+    assert code == 130 and m, (code, out)
+    st, job = d.api("GET", "/v1/jobs/watched")
+    assert st == 200 and job["status"] == "RUNNING", job
+    code, out = rnx_in_pty(d, "job", "attach", "--no-stdin", "watched", type_after=(b"tick", b"\x03"))
+    assert code == 130 and m.group(0) in out, (code, out)
+    d.api("POST", f"/v1/jobs/{job['id']}/stop")
+    d.wait(job["id"])
 
 
 # ---- over the TLS listener ---------------------------------------------------------------------
