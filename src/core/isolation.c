@@ -281,8 +281,10 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
         return jerr_field(e, "isolation", "isolation: gvisor is not available on this machine: %s", caps.why);
     if (req->tty || req->stdin_open) {
         const char *f = req->tty ? "tty" : "stdin";
-        return jerr_field(e, f, "%s: a job under gVisor cannot have a terminal yet (its pty would have to be made by "
-                                "runsc); run it with --isolation=native, or without -t and -i", f);
+        return jerr_field(e, f, "%s: a job under gVisor cannot %s yet (-t and -i, and so rnx job attach, are for "
+                                "native jobs); run it with --isolation=native, or without -t and -i (rnx job exec "
+                                "[-it] works in a running gVisor job)",
+                          f, req->tty ? "have a terminal" : "take its stdin from rnx");
     }
     return isolation_check_gpus(req, e);
 }

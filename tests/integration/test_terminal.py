@@ -908,3 +908,22 @@ def test_exec_and_reattach_over_tls(remote, pane_for):
         pane.wait_for(r"^rc=9$", since=at)
     finally:
         remote.api("developer", "POST", f"/v1/jobs/{jid}/stop")
+
+
+def test_gvisor_refuses_i_naming_stdin_and_the_way_that_works(daemon):
+    """docs/interactive.md, "Limits": run -it and attach are not for gVisor jobs, refused naming
+    tty or stdin; exec is. Typed: `echo hi | rnx job run -i --isolation=gvisor cat` (no terminal
+    asked for) was refused "--interactive: a job under gVisor cannot have a terminal yet (its pty
+    would have to be made by runsc)", and no word of rnx job exec, which works there. Now -i is
+    told it is the job's stdin that cannot come from rnx, and both name exec."""
+    need_root()
+    p = daemon.rnx("job", "run", "-i", "--isolation=gvisor", "cat", input="hi\n")
+    if "gvisor is not available" in p.stderr:
+        pytest.skip(p.stderr)
+    assert p.returncode == 1 and p.stderr.startswith(
+        "rnx: --interactive: a job under gVisor cannot take its stdin from rnx yet"), p.stderr
+    assert "terminal" not in p.stderr.split("(")[0] and "rnx job exec [-it] works" in p.stderr, p.stderr
+    code, err = daemon.api("POST", "/v1/jobs", {"command": "sh", "isolation": "gvisor", "tty": True})
+    assert code == 400 and err["error"]["field"] == "tty", err
+    assert err["error"]["message"].startswith("tty: a job under gVisor cannot have a terminal yet"), err
+    assert "rnx job exec [-it] works" in err["error"]["message"], err
