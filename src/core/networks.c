@@ -721,7 +721,8 @@ int networks_check(const job_req *r, const caller *c, jerr *e)
     const network *n = find(r->network);
     if (!n || !networks_visible(n, c))
         return jerr_field(e, "network", "network: no network '%s'; use none, host, isolated, bridge or one that "
-                          "rnx network list shows", r->network);
+                          "rnx network list shows, or make it first: rnx network create %s --cidr=10.218.10.0/24 (in a "
+                          "workflow: network: {name: %s, cidr: 10.218.10.0/24})", r->network, r->network, r->network);
     if (!available)
         return jerr_http(e, 503, "network: job networks are not available on this machine: %s", why_not);
     return 0;

@@ -136,3 +136,19 @@ def test_the_cidr_rnx_suggests_is_one_a_user_may_take(net_daemon, tmp_path):  # 
     # and the API's, to a client that sends no cidr
     code, err = api_as(d, uid, "POST", "/v1/networks", {"name": "sugg"})
     assert code == 400 and err["error"]["field"] == "cidr" and "--cidr=10.218.10.0/24" in err["error"]["message"], err
+
+
+def test_a_network_that_is_not_there_says_how_to_make_it(net_daemon, tmp_path):  # noqa: F811 (the fixture)
+    """docs/networks.md typed out of order, as a Docker user does (`docker run --network=train`
+    before `docker network create`): the refusal listed the networks to use, not how to make the
+    one named, neither with rnx nor in a workflow, where `network: {name: train}` without cidr
+    only names it. Now it says both."""
+    d = net_daemon
+    p = rnx(d.sock, "job", "run", "--network=trainx", "true")
+    assert p.returncode == 1 and "no network 'trainx'" in p.stderr, p.stderr
+    assert "rnx network create trainx --cidr=10.218.10.0/24" in p.stderr, p.stderr
+    wf = tmp_path / "w.yml"
+    wf.write_text("jobs:\n  a:\n    command: 'true'\n    network: {name: trainx}\n")
+    p = rnx(d.sock, "workflow", "run", str(wf))
+    assert p.returncode == 1 and p.stderr.startswith(f"{wf}:4:14: job 'a': network: no network 'trainx'"), p.stderr
+    assert "network: {name: trainx, cidr: 10.218.10.0/24}" in p.stderr, p.stderr
