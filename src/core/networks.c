@@ -938,8 +938,12 @@ int networks_precheck(const char *name, const char *cidr, const caller *c, bool 
 int networks_create(const char *name, const char *cidr, const caller *c, jerr *e)
 {
     netaddr_cidr nc;
-    if (netaddr_name_ok(name) && (find(name) || !strcmp(name, "none") || !strcmp(name, "host")))
-        return jerr_http(e, 409, "network %s already exists", name);
+    const network *had = netaddr_name_ok(name) ? find(name) : NULL;
+    if (had && !networks_visible(had, c)) /* one name space for the host, as its bridges' (jb-NAME) */
+        return jerr_http(e, 409, "network %s already exists, another user's (a network's name is the whole host's, "
+                                 "as its bridge jb-%s is); choose another name", name, name);
+    if (had || (netaddr_name_ok(name) && (!strcmp(name, "none") || !strcmp(name, "host"))))
+        return jerr_http(e, 409, "network %s already exists (rnx network list)", name);
     if (check_new(name, cidr, &nc, e) < 0)
         return -1;
     if (check_room(cidr, &nc, c, e) < 0 || ensure_applied(e) < 0)

@@ -152,3 +152,24 @@ def test_a_network_that_is_not_there_says_how_to_make_it(net_daemon, tmp_path): 
     p = rnx(d.sock, "workflow", "run", str(wf))
     assert p.returncode == 1 and p.stderr.startswith(f"{wf}:4:14: job 'a': network: no network 'trainx'"), p.stderr
     assert "network: {name: trainx, cidr: 10.218.10.0/24}" in p.stderr, p.stderr
+
+
+def test_a_name_another_user_took_says_whose_and_what_to_do(net_daemon):  # noqa: F811 (the fixture)
+    """docs/networks.md, "Who may do what": a named network is its maker's, unseen by others;
+    its name is the host's (its bridge is jb-NAME). Typed as a second user after the first made
+    `train`: `rnx network create train ...` said "network train already exists", which that user's
+    `rnx network list` does not show, and `rnx job run --network=train` said there is no such
+    network. Now the refusal says it is another user's and to choose another name."""
+    d = net_daemon
+    net = free_net(["10.218.40.0/24", "10.218.240.0/24"])
+    other = free_net(["10.218.41.0/24", "10.218.241.0/24"])
+    uid = 64000 + os.getpid() % 1000
+    assert rnx(d.sock, "network", "create", "taken", f"--cidr={net}").returncode == 0
+    try:
+        p = rnx_as(d, uid, "network", "create", "taken", f"--cidr={other}")
+        assert p.returncode == 1 and "network taken already exists, another user's" in p.stderr \
+            and "choose another name" in p.stderr, p.stderr
+        p = rnx(d.sock, "network", "create", "taken", f"--cidr={other}")      # its owner's own
+        assert p.returncode == 1 and "network taken already exists (rnx network list)" in p.stderr, p.stderr
+    finally:
+        rnx(d.sock, "network", "remove", "taken")
