@@ -103,9 +103,14 @@ int authz_remote(const char *person, enum authz_role role, caller *out, jerr *e)
         return jerr_http(e, 503, "%s's account '%s' is being looked up: ask again", person, account);
     if (pw->err && !nsscache_none(pw->err))
         return jerr_http(e, 503, "%s's account '%s' could not be looked up: %s", person, account, strerror(pw->err));
+    if (pw->err && mapped)
+        return jerr_http(e, 403, "%s has a certificate of this node's CA, but no local account: remote.users maps %s "
+                                 "to the account '%s', and there is no user '%s' here (docs/remote.md)", person, person,
+                         account, account);
     if (pw->err)
-        return jerr_http(e, 403, "%s has a certificate of this node's CA, but no local account: there is no user '%s'"
-                                 " and remote.users maps nobody to it (docs/remote.md)", person, account);
+        return jerr_http(e, 403, "%s has a certificate of this node's CA, but no local account: there is no user '%s',"
+                                 " and remote.users does not map %s to another account (make the account, or add "
+                                 "'%s: ACCOUNT' to remote.users; docs/remote.md)", person, account, person, person);
     if (pw->uid == 0 && !mapped)
         return jerr_http(e, 403, "%s would act as root: a certificate acts as root only when remote.users maps it to "
                                  "root explicitly (docs/remote.md)", person);

@@ -295,11 +295,30 @@ def test_a_bad_revocation_list_keeps_the_one_in_use(remote):
     remote.d.proc.send_signal(signal.SIGHUP)
 
 
+def test_a_person_mapped_to_no_account_is_told_so():
+    """remote.users maps a person to an account this host does not have: the refusal said "there
+    is no user 'ACCOUNT' and remote.users maps nobody to it", though remote.users maps them; it
+    now names the mapping."""
+    r = Remote(extra="    Ghost.Mapped: jrnoacct0\n")
+    try:
+        certs.client(r.pki, "Ghost.Mapped", "developer", name="mapped")
+        st, body = r.api("mapped", "GET", "/v1/jobs")
+        msg = body["error"]["message"]
+        assert st == 403 and "no local account: remote.users maps Ghost.Mapped to the account 'jrnoacct0', and " \
+            "there is no user 'jrnoacct0' here" in msg and "maps nobody" not in msg, body
+    finally:
+        r.close()
+
+
 def test_unmapped_person_and_root_are_refused(remote):
     # a person without an account of their name and without a mapping
     certs.client(remote.pki, "nobody-here-" + uuid.uuid4().hex[:6], "developer", name="ghost")
     st, body = remote.api("ghost", "GET", "/v1/jobs")
     assert st == 403 and "no local account" in body["error"]["message"], body
+    # what to do about it (docs/remote.md, "Who a remote person is"): before, "remote.users maps
+    # nobody to it", which reads as the account 'nobody'
+    assert "remote.users does not map nobody-here-" in body["error"]["message"] \
+        and ": ACCOUNT' to remote.users" in body["error"]["message"], body
     # a certificate for "root" acts as root only when remote.users maps it so
     certs.client(remote.pki, "root", "admin", name="root")
     st, body = remote.api("root", "GET", "/v1/jobs")
