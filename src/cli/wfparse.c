@@ -983,7 +983,7 @@ static void network_mapping(ctx *c, wjob *j, ynode *m)
         return; /* the schema said why (field_text) */
     netaddr_cidr nc;
     jerr e = {0};
-    if (netaddr_cidr_parse("cidr", cidr, &nc, &e) < 0)
+    if (netaddr_named_cidr_parse("cidr", cidr, &nc, &e) < 0)
         err_at(c, at[1], "network: %s", e.msg);
     else
         network_to_create(c, m, at[1], name, &nc);

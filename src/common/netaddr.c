@@ -58,6 +58,17 @@ int netaddr_cidr_parse(const char *field, const char *s, netaddr_cidr *out, jerr
     return 0;
 }
 
+int netaddr_named_cidr_parse(const char *field, const char *s, netaddr_cidr *out, jerr *e)
+{
+    uint32_t a;
+    int prefix;
+    if (netaddr_with_prefix(s, &a, &prefix) == 0 && (prefix < NETADDR_NAMED_MIN || prefix > NETADDR_NAMED_MAX))
+        return jerr_field(e, field, "%s: /%d is %s than a named network may be (/%d to /%d%s)", field, prefix,
+                          prefix < NETADDR_NAMED_MIN ? "larger" : "smaller", NETADDR_NAMED_MIN, NETADDR_NAMED_MAX,
+                          prefix > NETADDR_NAMED_MAX ? ": room for a gateway and jobs" : "");
+    return netaddr_cidr_parse(field, s, out, e);
+}
+
 void netaddr_cidr_format(const netaddr_cidr *c, char *out, size_t len)
 {
     char a[20];

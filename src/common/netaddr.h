@@ -29,6 +29,11 @@ int netaddr_with_prefix(const char *s, uint32_t *addr, int *prefix);
 /* "10.10.0.0/24" -> cidr. Refused (naming field): not a dotted quad, a prefix outside 8..30,
  * host bits set ("10.10.0.1/24": say 10.10.0.0/24). */
 int netaddr_cidr_parse(const char *field, const char *s, netaddr_cidr *out, jerr *e);
+/* The same for a named network's addresses (rnx network create, a workflow's {name, cidr}):
+ * its prefix NETADDR_NAMED_MIN to NETADDR_NAMED_MAX, said as such whichever side it misses. */
+#define NETADDR_NAMED_MIN 16
+#define NETADDR_NAMED_MAX 30
+int netaddr_named_cidr_parse(const char *field, const char *s, netaddr_cidr *out, jerr *e);
 void netaddr_cidr_format(const netaddr_cidr *c, char *out, size_t len);
 /* a.b.c.d */
 void netaddr_format(uint32_t addr, char *out, size_t len);

@@ -833,10 +833,8 @@ static int check_new(const char *name, const char *cidr, netaddr_cidr *nc, jerr 
     if (!netaddr_name_ok(name))
         return jerr_field(e, "name", "name: '%.40s' is not a network name: 1 to %d of a-z 0-9 _ . - starting with a "
                           "letter or digit", name, NETADDR_NAME_MAX);
-    if (netaddr_cidr_parse("cidr", cidr, nc, e) < 0)
+    if (netaddr_named_cidr_parse("cidr", cidr, nc, e) < 0)
         return -1;
-    if (nc->prefix < 16)
-        return jerr_field(e, "cidr", "cidr: /%d is larger than a named network may be (/16 to /30)", nc->prefix);
     /* addresses that are nobody's to route on a bridge: the host's loopback, "this network",
      * link-local (a cloud's metadata service), multicast and reserved; no route shows them */
     static const struct {

@@ -339,7 +339,7 @@ static int parse_networks(json_t *arr, wf_body *b, jerr *e)
         netaddr_cidr nc;
         if (!n->cidr)
             return jerr_field(e, field, "%s: a network to create needs its addresses, e.g. 10.218.10.0/24", field);
-        if (netaddr_cidr_parse(field, n->cidr, &nc, e) < 0)
+        if (netaddr_named_cidr_parse(field, n->cidr, &nc, e) < 0)
             return -1;
         b->nnetworks = i + 1;
     }

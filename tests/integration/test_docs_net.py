@@ -173,3 +173,18 @@ def test_a_name_another_user_took_says_whose_and_what_to_do(net_daemon):  # noqa
         assert p.returncode == 1 and "network taken already exists (rnx network list)" in p.stderr, p.stderr
     finally:
         rnx(d.sock, "network", "remove", "taken")
+
+
+def test_a_named_networks_size_is_said_one_way(net_daemon, tmp_path):  # noqa: F811 (the fixture)
+    """docs/networks.md, "Limits": a network is /16 to /30. Typed: --cidr=.../31 was refused
+    "prefix /31 is outside /8../30", and the /8 that allows, "/8 is larger than a named network may
+    be (/16 to /30)". Now both name /16 to /30."""
+    d = net_daemon
+    p = rnx(d.sock, "network", "create", "sz", "--cidr=10.218.50.0/31")
+    assert p.returncode == 1 and "/31 is smaller than a named network may be (/16 to /30" in p.stderr, p.stderr
+    p = rnx(d.sock, "network", "create", "sz", "--cidr=10.0.0.0/8")
+    assert p.returncode == 1 and "/8 is larger than a named network may be (/16 to /30)" in p.stderr, p.stderr
+    wf = tmp_path / "sz.yml"
+    wf.write_text("jobs:\n  a:\n    command: 'true'\n    network: {name: sz, cidr: 10.218.50.0/31}\n")
+    p = rnx(d.sock, "workflow", "validate", str(wf))
+    assert p.returncode == 1 and "/31 is smaller than a named network may be (/16 to /30" in p.stderr, p.stderr

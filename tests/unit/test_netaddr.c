@@ -40,6 +40,19 @@ static void test_cidr_parse(void **state)
         assert_string_equal(e.msg, bad[i].msg);
         assert_string_equal(e.field, "cidr");
     }
+    /* a named network's: /16 to /30, said so on either side (before, /31 was told /8../30, then /8
+     * was refused as larger than /16) */
+    e = (jerr){0};
+    assert_int_equal(netaddr_named_cidr_parse("cidr", "10.218.0.0/31", &c, &e), -1);
+    assert_string_equal(e.msg, "cidr: /31 is smaller than a named network may be (/16 to /30: room for a gateway and jobs)");
+    e = (jerr){0};
+    assert_int_equal(netaddr_named_cidr_parse("cidr", "10.0.0.0/8", &c, &e), -1);
+    assert_string_equal(e.msg, "cidr: /8 is larger than a named network may be (/16 to /30)");
+    e = (jerr){0};
+    assert_int_equal(netaddr_named_cidr_parse("cidr", "10.218.0.1/24", &c, &e), -1);
+    assert_string_equal(e.msg, "cidr: '10.218.0.1/24' has host bits set; did you mean 10.218.0.0/24?");
+    assert_int_equal(netaddr_named_cidr_parse("cidr", "10.218.0.0/16", &c, &e), 0);
+    assert_int_equal(netaddr_named_cidr_parse("cidr", "10.218.0.0/30", &c, &e), 0);
     /* an interface's address: host bits allowed, 0..32 */
     uint32_t a;
     int p;

@@ -970,8 +970,10 @@ static void test_networks_to_create(void **state)
                  "wf.yaml:4:31: job 'a': network: cidr: '10.236.0.1/24' has host bits set; did you mean "
                  "10.236.0.0/24?");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.0.0.0/31}\n",
-                 "wf.yaml:4:31: job 'a': network: cidr: prefix /31 is outside /8../30 (a network needs room for a "
-                 "gateway and jobs)");
+                 "wf.yaml:4:31: job 'a': network: cidr: /31 is smaller than a named network may be (/16 to /30: room "
+                 "for a gateway and jobs)");
+    REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.0.0.0/8}\n",
+                 "wf.yaml:4:31: job 'a': network: cidr: /8 is larger than a named network may be (/16 to /30)");
     REFUSED_ONCE("jobs:\n  a:\n    command: x\n    network: {name: n1, cidr: 10.236.0.0/24, mtu: 9000}\n",
                  "wf.yaml:4:46: job 'a': network: unknown key 'mtu'; a network written as a mapping takes name and "
                  "cidr: {name: train, cidr: 10.218.10.0/24}");
