@@ -145,6 +145,7 @@ static const key keys[] = {
     U64("jobs.pids_max", pids_max, 16, 4194304),
     U64("jobs.tmp_size_mb", tmp_size_mb, 1, 1u << 30),
     U64("jobs.ptys_max", ptys_max, 1, 4096),
+    U64("jobs.kernel_aio", kernel_aio, 0, 1),
     {"jobs.max_log_bytes", K_BYTES, offsetof(config, max_log_bytes), 8, 0, 0},
     U64("jobs.max_pids_per_user", max_pids_per_user, 0, 4194304),
     U64("jobs.default_memory_percent", default_memory_pct, 0, 100),

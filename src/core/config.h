@@ -70,6 +70,7 @@ typedef struct config {
     uint64_t pids_max;            /* jobs.pids_max: default pids limit of a job */
     uint64_t tmp_size_mb;         /* jobs.tmp_size_mb: size of each job's /tmp */
     uint64_t ptys_max;            /* jobs.ptys_max: terminals one job holds at once (its devpts' max=) */
+    uint32_t kernel_aio;          /* jobs.kernel_aio: 1 lets jobs call io_setup (exec/seccomp.c) */
     uint64_t max_log_bytes;       /* jobs.max_log_bytes: each output stream's most bytes on disk; 0 = no cap */
     uint64_t max_pids_per_user;   /* jobs.max_pids_per_user: processes of one user's jobs together; 0 = none */
     uint64_t default_memory_pct;  /* jobs.default_memory_percent: a job's memory limit when it gives none,

@@ -63,6 +63,7 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
         .stop_grace_s = core.cfg.stop_grace_s,
         .tmp_size_mb = core.cfg.tmp_size_mb,
         .ptys_max = core.cfg.ptys_max,
+        .kernel_aio = core.cfg.kernel_aio,
         .attach_wait_s = core.cfg.attach_wait_s,
         .log_floor = core.cfg.state_reserve / 2,
         .srun = core.srun_path[0] ? core.srun_path : NULL,

@@ -403,7 +403,7 @@ int main(int argc, char **argv)
             refuse(126, "joblet: exec: job %.8s's cgroup %s is gone: is it ending?", id, cg.unified_path);
     }
     struct sock_fprog prog;
-    if (seccomp_default_program(&prog, &e) < 0)
+    if (seccomp_default_program(&prog, s.kernel_aio, &e) < 0)
         refuse(126, "joblet: exec: seccomp: %s", e.msg);
     caps_last_cap(); /* read /proc/sys now: the child's /proc is the job's */
     bool gv = s.runsc != NULL;

@@ -37,12 +37,12 @@ int caps_last_cap(void);
 /* Default profile: blocks syscalls that reach outside the job (mount, bpf, kexec, module
  * loading, namespaces, keyrings, ptrace, clock setting, …) with EPERM. Built before
  * the fork so the command only loads it. */
-scmp_filter_ctx seccomp_default_profile(jerr *e);
+scmp_filter_ctx seccomp_default_profile(bool kernel_aio, jerr *e);
 /* The profile compiled to a classic BPF program once per process (a zygote compiles it
  * before forking, so no job pays libseccomp's compiler); prog->filter is malloc'd. The
  * program also refuses syscalls newer than the profile (ENOSYS), which the ctx above does
- * not: load this one. */
-int seccomp_default_program(struct sock_fprog *prog, jerr *e);
+ * not: load this one. kernel_aio: io_setup let through (jobs.kernel_aio, seccomp.c). */
+int seccomp_default_program(struct sock_fprog *prog, bool kernel_aio, jerr *e);
 int seccomp_apply(const struct sock_fprog *prog, jerr *e);
 
 /* The job's init (PID 1 of the job): sets up isolation, starts the command, reaps and

@@ -46,12 +46,14 @@ static const char *const denied[] = {
     /* io_uring: a second way to make most syscalls, past this filter's view of their
      * arguments, and a large kernel surface of its own (Docker's profile refuses it too) */
     "io_uring_setup", "io_uring_enter", "io_uring_register",
-    /* kernel AIO: its contexts' events come from one pool of the machine's (fs.aio-max-nr, 65536),
-     * counted in no cgroup: one io_setup(65536) of a job, 2 MiB of its memory, made every other
-     * process's io_setup fail (EAGAIN) until it ended. libaio's users fall back (or say why);
-     * glibc's aio_* never use it (Docker's profile allows it; joblet's does not) */
-    "io_setup",
 };
+
+/* Refused unless jobs.kernel_aio lets them through: kernel AIO's contexts take their events
+ * from one pool of the machine's (fs.aio-max-nr, 65536), counted in no cgroup: one
+ * io_setup(65536) of a job, 2 MiB of its memory, made every other process's io_setup fail
+ * (EAGAIN) until it ended. libaio's users (DeepSpeed's async_io for NVMe offload, fio's libaio
+ * engine, InnoDB's native AIO) need it; glibc's aio_* never use it. Docker's profile allows it. */
+static const char *const machine_pools[] = {"io_setup"};
 
 /* Names in the list above that an older libseccomp cannot resolve (2.5.4, Debian 12's, knows none
  * of them), by number. Before this table the profile skipped such a name as if the architecture
@@ -136,23 +138,32 @@ static int refuse_netlink_protocols(scmp_filter_ctx ctx)
     return rc;
 }
 
-scmp_filter_ctx seccomp_default_profile(jerr *e)
+/* EPERM for each of names[0..n) this architecture has. */
+static int deny_all(scmp_filter_ctx ctx, const char *const *names, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int nr = seccomp_syscall_resolve_name(names[i]);
+        for (size_t k = 0; nr == __NR_SCMP_ERROR && k < ARRAY_LEN(newer_than_libseccomp); k++)
+            if (!strcmp(names[i], newer_than_libseccomp[k].name))
+                nr = newer_than_libseccomp[k].nr;
+        if (nr < 0)
+            continue; /* not a syscall of this architecture (libseccomp's negative pseudo-numbers) */
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+    }
+    return rc;
+}
+
+scmp_filter_ctx seccomp_default_profile(bool kernel_aio, jerr *e)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx) {
         jerr_set(e, ENOMEM, "seccomp_init failed");
         return NULL;
     }
-    int rc = 0;
-    for (size_t i = 0; i < ARRAY_LEN(denied) && rc == 0; i++) {
-        int nr = seccomp_syscall_resolve_name(denied[i]);
-        for (size_t k = 0; nr == __NR_SCMP_ERROR && k < ARRAY_LEN(newer_than_libseccomp); k++)
-            if (!strcmp(denied[i], newer_than_libseccomp[k].name))
-                nr = newer_than_libseccomp[k].nr;
-        if (nr < 0)
-            continue; /* not a syscall of this architecture (libseccomp's negative pseudo-numbers) */
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-    }
+    int rc = deny_all(ctx, denied, ARRAY_LEN(denied));
+    if (rc == 0 && !kernel_aio)
+        rc = deny_all(ctx, machine_pools, ARRAY_LEN(machine_pools));
     /* One rule per flag: a filter can test "flags & F == F" but not "flags & MASK != 0". */
     static const unsigned long ns_flags[] = {CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
                                              CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP, CLONE_NEWTIME};
@@ -206,9 +217,9 @@ static void newer_syscalls_prefix(struct sock_filter out[NEWER_PREFIX_LEN])
     memcpy(out, prefix, sizeof prefix);
 }
 
-int seccomp_default_program(struct sock_fprog *prog, jerr *e)
+int seccomp_default_program(struct sock_fprog *prog, bool kernel_aio, jerr *e)
 {
-    scmp_filter_ctx ctx = seccomp_default_profile(e);
+    scmp_filter_ctx ctx = seccomp_default_profile(kernel_aio, e);
     if (!ctx)
         return -1;
     int fd = memfd_create("joblet-seccomp", MFD_CLOEXEC);

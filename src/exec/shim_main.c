@@ -347,13 +347,14 @@ static log_budget *map_budget(shim *sh)
 
 /* What every job of this process needs and a zygote prepares once, before it forks. */
 static struct sock_fprog seccomp_prog;
+static struct sock_fprog seccomp_prog_aio; /* jobs.kernel_aio's, compiled at its first job */
 static cg_host host;
 static bool host_ready;
 
 static void prepare(const char *cgroup_root)
 {
     jerr e = {0};
-    if (seccomp_default_program(&seccomp_prog, &e) < 0)
+    if (seccomp_default_program(&seccomp_prog, false, &e) < 0)
         seccomp_prog.filter = NULL; /* each shim retries, and reports the error in its job */
     host_ready = cg_host_detect(&host, cgroup_root, &e) == 0;
     caps_last_cap();
@@ -595,7 +596,8 @@ static int start_job(shim *sh, int notify_fd)
     free(rules);
     if (rc < 0)
         goto fail;
-    if (!seccomp_prog.filter && seccomp_default_program(&seccomp_prog, &e) < 0)
+    struct sock_fprog *prog_used = s->kernel_aio ? &seccomp_prog_aio : &seccomp_prog;
+    if (!prog_used->filter && seccomp_default_program(prog_used, s->kernel_aio, &e) < 0)
         goto fail;
 
     /* a terminal: the job's input and output go through the shim (shim_term.h); a tty job's
@@ -654,7 +656,7 @@ static int start_job(shim *sh, int notify_fd)
                 close(mine[i]);
         struct jobinit_fds fds = {.out_w = out[1], .err_w = err[1], .in_r = in[0], .console_w = con[1],
                                   .sync_w = sync[1], .status_w = status[1], .hold_r = hold[0]};
-        jobinit_run(s, &sh->cg, &seccomp_prog, &fds);
+        jobinit_run(s, &sh->cg, prog_used, &fds);
     }
     sh->init = pid;
     int theirs[] = {out[1], err[1], in[0], con[1], sync[1], status[1], hold[0]};

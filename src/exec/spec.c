@@ -76,6 +76,8 @@ int spec_to_fd(const job_spec *s, jerr *e)
                                                 (json_int_t)s->net->max_bps));
     if (o && s->ptys_max)
         json_object_set_new(o, "ptys_max", json_integer((json_int_t)s->ptys_max));
+    if (o && s->kernel_aio)
+        json_object_set_new(o, "kernel_aio", json_true());
     if (o && s->user_procs_max)
         json_object_set_new(o, "user_procs_max", json_integer((json_int_t)s->user_procs_max));
     if (o)
@@ -402,6 +404,7 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     s->stop_grace_s = (uint64_t)json_integer_value(json_object_get(o, "stop_grace_s"));
     s->tmp_size_mb = (uint64_t)json_integer_value(json_object_get(o, "tmp_size_mb"));
     s->ptys_max = (uint64_t)json_integer_value(json_object_get(o, "ptys_max")); /* (0: a spec of an older joblet) */
+    s->kernel_aio = json_is_true(json_object_get(o, "kernel_aio"));
     s->log_max_bytes = (uint64_t)json_integer_value(json_object_get(o, "log_max_bytes"));
     s->warn_signal = (int)json_integer_value(json_object_get(o, "warn_signal"));
     s->warn_s = (uint32_t)json_integer_value(json_object_get(o, "warn_s"));

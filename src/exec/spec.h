@@ -75,6 +75,7 @@ typedef struct job_spec {
     uint64_t stop_grace_s;
     uint64_t tmp_size_mb;
     uint64_t ptys_max;       /* the job's devpts instance's max= (jobs.ptys_max); 0 = the kernel's */
+    bool kernel_aio;         /* io_setup let through (jobs.kernel_aio, exec/seccomp.c) */
     uint64_t log_max_bytes;  /* per stream (stdout.log, stderr.log); 0 = no cap */
     char log_budget[512];    /* the owner's log budget file (logwriter.h: log_budget), "" none */
     uint64_t log_floor;      /* output stops when the job directory's filesystem has less free; 0 = never */

@@ -248,6 +248,7 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
     s->stop_grace_s = c->stop_grace_s;
     s->tmp_size_mb = c->tmp_size_mb;
     s->ptys_max = c->ptys_max;
+    s->kernel_aio = c->kernel_aio;
     s->tty = r->tty;
     s->stdin_open = r->stdin_open;
     s->attach_wait_s = c->attach_wait_s;

@@ -87,6 +87,24 @@ def test_a_job_cannot_reserve_the_machines_aio_events(fresh_daemon, hostile_user
     d = fresh_daemon()
     got = _probe(d, hostile_user, 0, 128)
     assert got["aio_err"] == "EPERM", got
+    # an admin whose users need it (DeepSpeed's async_io, fio's libaio) lets it through, for
+    # jobs and for what rnx job exec puts into them alike
+    d2 = fresh_daemon("jobs:\n  kernel_aio: 1\n")
+    got = _probe(d2, hostile_user, 0, 128)
+    assert got["aio_err"] is None, got
+    code, j = api_as(d2, hostile_user, "POST", "/v1/jobs", {"command": "sleep", "args": ["60"]})
+    assert code == 201, j
+    d2.wait_status(j["id"], "RUNNING")
+    p = d2.rnx("job", "exec", j["id"], "python3", "-c", PROBE, "0", "128")
+    assert p.returncode == 0 and json.loads(p.stdout)["aio_err"] is None, (p.stdout, p.stderr)
+    d2.rnx("job", "stop", j["id"])
+    # and where it is refused, rnx job exec's processes are refused it too
+    code, j = api_as(d, hostile_user, "POST", "/v1/jobs", {"command": "sleep", "args": ["60"]})
+    assert code == 201, j
+    d.wait_status(j["id"], "RUNNING")
+    p = d.rnx("job", "exec", j["id"], "python3", "-c", PROBE, "0", "128")
+    assert p.returncode == 0 and json.loads(p.stdout)["aio_err"] == "EPERM", (p.stdout, p.stderr)
+    d.rnx("job", "stop", j["id"])
 
 
 # argv: the address of another job, N: a datagram to each of N ports, each a connection of its own

@@ -33,7 +33,7 @@ static int setup(void **state)
 {
     (void)state;
     jerr e = {0};
-    return seccomp_default_program(&prog, &e);
+    return seccomp_default_program(&prog, false, &e);
 }
 
 static int teardown(void **state)
