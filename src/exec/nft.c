@@ -129,7 +129,10 @@ json_t *nft_render(const nft_plan *p)
 }
 
 /* nft's text, not JSON: the set is added again at each apply, and the kernel takes that only with
- * the flags it has (dynamic), which nft 1.0.6's JSON cannot say. */
+ * the flags it has (dynamic), which nft 1.0.6's JSON cannot say. The set is named by its bound
+ * (flows_1024): each element carries the ct count expression it was made with, the rule's bound at
+ * that time, and keeps it while its address has connections; in one set for every bound, a
+ * network.max_flows_per_job changed (a restart) reached no address that held a connection. */
 int nft_render_flows(uint32_t max_flows, char *out, size_t len)
 {
     int n;
@@ -138,12 +141,12 @@ int nft_render_flows(uint32_t max_flows, char *out, size_t len)
     else
         n = snprintf(out, len,
                      "add table inet %1$s\n"
-                     "add set inet %1$s flows { type ipv4_addr; size 65535; flags dynamic; }\n"
+                     "add set inet %1$s flows_%2$u { type ipv4_addr; size 65535; flags dynamic; }\n"
                      /* before joblet's forward chain (priority 0): a drop here is final */
                      "add chain inet %1$s forward { type filter hook forward priority -1; policy accept; }\n"
                      "flush chain inet %1$s forward\n"
                      "add rule inet %1$s forward iifname { \"jb-*\", \"jv*\" } ct state new "
-                     "add @flows { ip saddr ct count over %2$u } drop\n",
+                     "add @flows_%2$u { ip saddr ct count over %2$u } drop\n",
                      NFT_FLOWS_TABLE, (unsigned)max_flows);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }

@@ -193,11 +193,19 @@ static void test_render_flows(void **state)
     char t[512];
     assert_int_equal(nft_render_flows(1024, t, sizeof t), 0);
     assert_string_equal(t, "add table inet joblet_flows\n"
-                           "add set inet joblet_flows flows { type ipv4_addr; size 65535; flags dynamic; }\n"
+                           "add set inet joblet_flows flows_1024 { type ipv4_addr; size 65535; flags dynamic; }\n"
                            "add chain inet joblet_flows forward { type filter hook forward priority -1; policy accept; }\n"
                            "flush chain inet joblet_flows forward\n"
                            "add rule inet joblet_flows forward iifname { \"jb-*\", \"jv*\" } ct state new "
-                           "add @flows { ip saddr ct count over 1024 } drop\n");
+                           "add @flows_1024 { ip saddr ct count over 1024 } drop\n");
+    /* another bound, another set: an element keeps the bound it was made with (the kernel's
+     * dynset evaluates the element's own ct count), so one set for both kept the old bound for
+     * every address that had a connection when the bound changed */
+    char u[512];
+    assert_int_equal(nft_render_flows(100, u, sizeof u), 0);
+    assert_non_null(strstr(u, "add set inet joblet_flows flows_100 {"));
+    assert_non_null(strstr(u, "add @flows_100 { ip saddr ct count over 100 }"));
+    assert_null(strstr(u, "flows {"));
     assert_int_equal(nft_render_flows(0, t, sizeof t), 0);
     assert_string_equal(t, "add table inet joblet_flows\ndelete table inet joblet_flows\n");
     assert_int_equal(nft_render_flows(1024, t, 40), -1);
