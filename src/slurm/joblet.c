@@ -36,6 +36,7 @@
 #include <slurm/spank.h>
 
 #include "../common/termframe.h"
+#include "../common/termring.h"
 #include "gresconf.h"
 
 SPANK_PLUGIN(joblet, 1);
@@ -512,6 +513,42 @@ static bool write_all_fd(int fd, const char *p, size_t n)
 
 enum tty_end { TTY_ENDED, TTY_LOST, TTY_DETACHED, TTY_REFUSED };
 
+/* The job's terminal output as relayed, kept as the shim keeps it (common/termring.h): the shim
+ * replays its ring to each new client, and an attach after the first (joblet restarted, or
+ * detached an idle relay) would write again what Slurm's pty already shows. The replay is
+ * compared with this ring's view and left out when it begins with all of it; what follows (the
+ * output of the gap) goes on. Any other replay (the shim dropped output this process never got)
+ * goes to Slurm's pty whole, as before. */
+static termring *tty_ring;
+
+/* The job's output (channel 1) of one attach: the replay's part that repeats tty_ring's view
+ * skipped (skip: that view, *pos of it matched so far; NULL once decided), the rest written and
+ * kept. false when Slurm's pty takes no more. */
+static bool tty_output(const char *p, size_t n, char **skip, size_t skip_len, size_t *pos, bool out)
+{
+    bool took = true;
+    if (*skip) {
+        size_t k = 0;
+        while (k < n && *pos + k < skip_len && p[k] == (*skip)[*pos + k])
+            k++;
+        if (*pos + k == skip_len) { /* all of it: a repeat */
+            p += k;
+            n -= k;
+        } else if (k == n) {
+            *pos += k;
+            return true;
+        } else { /* not a repeat: what was held back is the job's output after all */
+            termring_add(tty_ring, *skip, *pos);
+            took = !out || !*pos || write_all_fd(1, *skip, *pos);
+        }
+        free(*skip);
+        *skip = NULL;
+    }
+    if (tty_ring)
+        termring_add(tty_ring, p, n);
+    return took && (!out || !n || write_all_fd(1, p, n));
+}
+
 /* One attach: the upgrade on a new connection (as the task's user: the job is theirs), then the
  * relay until the exit frame (TTY_ENDED), the connection's end (TTY_DETACHED: joblet restarted,
  * or detached an idle attach), or an answer other than 101 (TTY_REFUSED: the job has ended, or
@@ -548,8 +585,21 @@ static enum tty_end tty_attach(const char *id)
     }
     enum tty_end end = TTY_DETACHED;
     termframe_reader rd = {0};
-    char *buf = malloc(64 << 10);
-    bool in_open = true;
+    char *buf = malloc(64 << 10), *skip = NULL;
+    size_t skip_len = 0, skip_pos = 0;
+    bool in_open = true, idle_note = false;
+    if (!tty_ring)
+        tty_ring = calloc(1, sizeof *tty_ring);
+    if (tty_ring) {
+        const char *p1, *p2;
+        size_t n1, n2;
+        termring_view(tty_ring, &p1, &n1, &p2, &n2);
+        if (n1 + n2 && (skip = malloc(n1 + n2))) {
+            memcpy(skip, p1, n1);
+            memcpy(skip + n1, p2, n2);
+            skip_len = n1 + n2;
+        }
+    }
     if (!buf || !send_size(fd))
         goto out;
     /* what came with the answer's head */
@@ -606,13 +656,26 @@ static enum tty_end tty_attach(const char *id)
                 goto out;
             }
             /* the job's output, and joblet's own lines (channel 2), to Slurm's pty; a pty
-             * that takes no more (srun gone) stops the reading of it */
-            if (ev == TERMFRAME_DATA && (f.ch == TERMFRAME_STDOUT || f.ch == TERMFRAME_STDERR) && in_open &&
-                !write_all_fd(f.ch == TERMFRAME_STDOUT ? 1 : 2, f.p, f.n))
+             * that takes no more (srun gone) stops the reading of it. joblet's line for an idle
+             * attach it closes ("detached ...: rnx job attach ID") is left out: this process
+             * attaches again at once, and the user has nothing to do */
+            if (ev != TERMFRAME_DATA)
+                continue;
+            if (f.ch == TERMFRAME_STDOUT && !tty_output(f.p, f.n, &skip, skip_len, &skip_pos, in_open))
+                in_open = false;
+            if (f.ch != TERMFRAME_STDERR)
+                continue;
+            if (!idle_note && f.n >= strlen(TERMFRAME_IDLE_NOTE) &&
+                !memcmp(f.p, TERMFRAME_IDLE_NOTE, strlen(TERMFRAME_IDLE_NOTE)))
+                idle_note = true;
+            if (idle_note)
+                idle_note = rd.left > 0; /* (the rest of its frame too) */
+            else if (in_open && !write_all_fd(2, f.p, f.n))
                 in_open = false;
         }
     }
 out:
+    free(skip);
     free(buf);
     close(fd);
     return end;

@@ -734,6 +734,8 @@ def test_pty_task_has_a_terminal_of_its_own_across_a_restart(fresh_daemon, slurm
         os.write(master, b"hello\r")
         until(b"got-hello")
         assert p.wait(60) == 5, seen
+        # the new attach's replay of the terminal's last output is not written again
+        assert seen.count(b"T42") == 1, seen
         after = termios.tcgetattr(slave)
     finally:
         if p.poll() is None:
@@ -744,3 +746,56 @@ def test_pty_task_has_a_terminal_of_its_own_across_a_restart(fresh_daemon, slurm
     assert after == before, (before, after)
     [done] = [x for x in slurm_jobs(d) if x["id"] == j["id"]]
     assert done["exit_code"] == 5, done
+
+
+def test_pty_task_idle_detach_is_not_said_on_slurms_terminal(fresh_daemon, slurm_cgroups):
+    """jobs.terminal_idle_timeout_s closes an attach that was idle; the task process relaying a
+    terminal job (srun --pty) attaches again at once, and the job goes on as if nothing happened.
+    joblet's line for that end ('detached (jobs.terminal_idle_timeout_s); the job goes on: rnx job
+    attach ID') is for a person's rnx, who must come back by hand: on Slurm's pty it landed in the
+    middle of the job's screen, telling the user to run a command they need not run; and the
+    shim's replay of the terminal's last output to the new attach wrote again what Slurm's pty
+    already showed, once per idle period."""
+    d = fresh_daemon("jobs:\n  terminal_idle_timeout_s: 1\n")
+    cg = slurm_cgroups(51, task=0)
+    master, slave = pty.openpty()
+    enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
+    argv = ["sh", "-c", enter + ' && exec "$@"', "sh", FAKE, PLUGIN, "--uid", str(NOBODY), "--gid", str(NOBODY),
+            "--job", "51", "--step", "0", "--task", "0", "--arg", f"socket={d.sock}", "--opt", "joblet", "--",
+            "sh", "-c", "echo T$((6*7)); read x; echo got-$x; exit 4"]
+
+    def ctty():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, preexec_fn=ctty,
+                         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_JOB_ID": "51", "SLURMD_NODENAME": "n1"})
+    seen = b""
+
+    def until(what, timeout=60):
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while what not in seen:
+            assert time.monotonic() < deadline, seen
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:
+                    assert what in seen, seen
+    try:
+        until(b"T42")
+        # idle past the timeout, twice over: joblet detaches the relay, which attaches again
+        time.sleep(3.5)
+        [j] = slurm_jobs(d)
+        assert j["status"] == "RUNNING", j
+        os.write(master, b"hello\r")
+        until(b"got-hello")
+        assert p.wait(60) == 4, seen
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+        os.close(slave)
+    assert b"nothing typed or written" not in seen and b"rnx job attach" not in seen, seen
+    # each attach's replay of the terminal's last output (the shim's ring) was written again
+    assert seen.count(b"T42") == 1, seen
