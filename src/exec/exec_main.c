@@ -199,7 +199,17 @@ _Noreturn static void child(const job_spec *s, const cg_host *uh, const cg_job *
     if (r->tty) {
         stage = "terminal";
         int master;
-        if (console_open(s->uid, s->gid, &master, &slave, &e) < 0 || console_send(con_w, master, &e) < 0)
+        if (console_open(s->uid, s->gid, &master, &slave, &e) < 0) {
+            /* the job's devpts has max= (mounts.c): the bound, not a full disk, said so (a job
+             * an older joblet started has none: the machine's ptys are all taken) */
+            if (e.code == ENOSPC && s->ptys_max)
+                jerr_set(&e, ENOSPC, "the job has all %llu terminals open that it may (jobs.ptys_max): one of "
+                                     "them must close first, or exec without -t", (unsigned long long)s->ptys_max);
+            else if (e.code == ENOSPC)
+                jerr_set(&e, ENOSPC, "the machine's terminals are all taken (kernel.pty.max): exec without -t");
+            goto fail;
+        }
+        if (console_send(con_w, master, &e) < 0)
             goto fail;
         close(master);
         if (console_take(slave, &e) < 0)

@@ -81,6 +81,39 @@ def test_one_job_holds_only_its_share_of_the_machines_ptys(fresh_daemon, hostile
     assert got["ptys"] == 3 and got["pty_err"] == "ENOSPC", got
 
 
+# holds every pty its devpts lets it have, and says so; then waits
+HOLD_PTYS = r"""
+import os, time
+held = []
+try:
+    while True:
+        held.append(os.openpty())
+except OSError:
+    print("held", len(held), flush=True)
+time.sleep(60)
+"""
+
+
+def test_exec_t_into_a_job_that_holds_its_ptys_names_the_bound(fresh_daemon, hostile_user):
+    # rnx job exec -t takes a pty of the job's devpts too: with all of them held, the refusal
+    # said "open the job's /dev/ptmx: No space left on device", a full disk to whoever read it
+    d = fresh_daemon("jobs:\n  ptys_max: 2\n")
+    code, j = api_as(d, hostile_user, "POST", "/v1/jobs", {"command": "python3", "args": ["-c", HOLD_PTYS]})
+    assert code == 201, j
+    try:
+        deadline = time.time() + 60
+        while "held" not in d.output(j["id"]):
+            assert time.time() < deadline, d.output(j["id"], "stderr")
+            time.sleep(0.2)
+        assert d.output(j["id"]).split() == ["held", "2"], d.output(j["id"])
+        p = d.rnx("job", "exec", "-t", j["id"], "true")
+        assert p.returncode != 0, (p.stdout, p.stderr)
+        assert "all 2 terminals open that it may (jobs.ptys_max)" in p.stderr and "No space left on device" not in p.stderr, p.stderr
+    finally:
+        d.api("POST", f"/v1/jobs/{j['id']}/stop")
+        d.wait(j["id"], timeout=60)
+
+
 def test_a_job_cannot_reserve_the_machines_aio_events(fresh_daemon, hostile_user):
     # io_setup(128): 128 of the machine's 65536 events, had it been let through; one call of
     # 65536 took them all (every other io_setup on the machine: EAGAIN)
