@@ -116,6 +116,14 @@ static void permute(int argc, char **argv, const char *shortopts, const struct o
     free(operands);
 }
 
+#define VOLUME_HABIT                                                                                     \
+    "did you mean '--volume'? (--volume=NAME or NAME:ro mounts the named volume NAME at /volumes/NAME; "  \
+    "rnx volume create NAME --size=1GB)"
+#define DETACH_HABIT                                                                                     \
+    "rnx job run returns once the job is submitted, as docker run -d does (-f follows its output "      \
+    "instead; Slurm's -d, --dependency, is --after=ID:ok)"
+#define MEMORY_HABIT "did you mean '--max-memory'? (--max-memory=1GB, 512MB, or megabytes: 512)"
+
 /* "; did you mean '--gpu'?" when one of longopts is close to the long flag token, else "". */
 static void flag_hint(const char *token, const struct option *longopts, char *out, size_t outlen)
 {
@@ -131,6 +139,32 @@ static void flag_hint(const char *token, const struct option *longopts, char *ou
     else
         out[0] = 0;
 }
+
+/* Flags of docker run, sbatch and srun that rnx spells otherwise: each is told the rnx flag (when
+ * the command has `flag`), with how its value is written; one the edit distance finds far off. */
+static const struct {
+    const char *habit, *flag, *how;
+} flag_habits[] = {
+    {"-v", "--volume", VOLUME_HABIT},
+    {"--mount", "--volume", VOLUME_HABIT},
+    {"-d", "--upload", DETACH_HABIT},
+    {"--detach", "--upload", DETACH_HABIT},
+    {"--rm", "--upload",
+     "rnx keeps an ended job's status and log until 'rnx job delete ID' (or 'rnx job delete-all'); "
+     "there is no --rm"},
+    {"--cpus", "--max-cpu", "did you mean '--max-cpu'? (a percent of one core: docker's --cpus=2 is --max-cpu=200)"},
+    {"-c", "--max-cpu", "did you mean '--max-cpu'? (a percent of one core: sbatch's -c 2 is --max-cpu=200)"},
+    {"--cpus-per-task", "--max-cpu", "did you mean '--max-cpu'? (a percent of one core: --cpus-per-task=2 is --max-cpu=200)"},
+    {"-m", "--max-memory", MEMORY_HABIT},
+    {"--memory", "--max-memory", MEMORY_HABIT},
+    {"--mem", "--max-memory", MEMORY_HABIT},
+    {"--time", "--max-runtime", "did you mean '--max-runtime'? (sbatch's --time: --max-runtime=2h, 30min, 1d)"},
+    {"--gres", "--gpu", "did you mean '--gpu'? (sbatch's --gres=gpu:2 is --gpu=2, gpu:h100:2 --gpu=2 --gpu-type=H100)"},
+    {"--gpus-per-node", "--gpu", "did you mean '--gpu'? (--gpu=N GPUs, --gpu=all every one)"},
+    {"-J", "--name", "did you mean '--name'?"},
+    {"--job-name", "--name", "did you mean '--name'?"},
+    {"-w", "--workdir", "did you mean '--workdir'?"},
+};
 
 int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *cmd)
 {
@@ -177,15 +211,18 @@ int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option
                            RNX_OPT_ERR;
             }
         }
-        char hint[160];
+        char hint[320];
         if (is_long)
             flag_hint(token, longopts, hint, sizeof hint);
         else
             hint[0] = 0;
-        /* docker run's -v and --mount: joblet's volumes are named (docs/volumes.md) */
-        if ((!strcmp(flag, "-v") || !strcmp(flag, "--mount")) && long_exact(longopts, "--volume"))
-            snprintf(hint, sizeof hint, "did you mean '--volume'? (--volume=NAME or NAME:ro mounts the named "
-                                        "volume NAME at /volumes/NAME; rnx volume create NAME --size=1GB)");
+        /* another tool's flag for the same thing (docker run's, sbatch's): the rnx way, where the
+         * command has it (docs/cli.md, "Habits from other tools") */
+        for (size_t i = 0; i < sizeof flag_habits / sizeof flag_habits[0]; i++)
+            if (!strcmp(flag, flag_habits[i].habit) && long_exact(longopts, flag_habits[i].flag)) {
+                snprintf(hint, sizeof hint, "%s", flag_habits[i].how);
+                break;
+            }
         if (hint[0])
             return rnx_usage("unknown flag '%s' for '%s'; %s", flag, cmd, hint), RNX_OPT_ERR;
         return rnx_usage("unknown flag '%s' for '%s'; see '%s --help'", flag, cmd, cmd), RNX_OPT_ERR;
@@ -225,8 +262,62 @@ int rnx_count(const char *flag, const char *s, uint64_t *n)
     return 0;
 }
 
+/* Commands of docker, kubectl and Slurm that rnx spells otherwise, by the group they are typed
+ * in: the rnx command meant (the edit distance would offer 'stop' for 'top', 'runtime' for 'run'). */
+static const struct {
+    const char *group, *habit, *how;
+} command_habits[] = {
+    {"rnx job", "ps", "did you mean 'list'? (rnx job list: your jobs, ended ones too; --status=RUNNING for the running)"},
+    {"rnx job", "ls", "did you mean 'list'?"},
+    {"rnx job", "get", "did you mean 'list'? (or 'status ID')"},
+    {"rnx job", "rm", "did you mean 'delete'? (an ended job's status and log; stop a running one first)"},
+    {"rnx job", "inspect", "did you mean 'status'? (rnx job status ID; --json for the whole object)"},
+    {"rnx job", "describe", "did you mean 'status'? (rnx job status ID --detail: its events too)"},
+    {"rnx job", "top", "rnx job metrics ID shows its CPU, memory and GPU use; rnx job exec ID ps its processes"},
+    {"rnx job", "stats", "did you mean 'metrics'?"},
+    {"rnx", "run", "did you mean 'rnx job run'?"},
+    {"rnx", "ps", "did you mean 'rnx job list'?"},
+    {"rnx", "ls", "did you mean 'rnx job list'?"},
+    {"rnx", "logs", "did you mean 'rnx job log'?"},
+    {"rnx", "log", "did you mean 'rnx job log'?"},
+    {"rnx", "exec", "did you mean 'rnx job exec'?"},
+    {"rnx", "attach", "did you mean 'rnx job attach'?"},
+    {"rnx", "status", "did you mean 'rnx job status'?"},
+    {"rnx", "inspect", "did you mean 'rnx job status'?"},
+    {"rnx", "stop", "did you mean 'rnx job stop'?"},
+    {"rnx", "kill", "did you mean 'rnx job kill'?"},
+    {"rnx", "rm", "did you mean 'rnx job delete'?"},
+    {"rnx", "cp", "did you mean 'rnx job cp'?"},
+    {"rnx", "wait", "did you mean 'rnx job wait'?"},
+    {"rnx", "sbatch", "did you mean 'rnx job batch'? (it reads sbatch's options and #SBATCH lines)"},
+    {"rnx", "srun", "did you mean 'rnx job run'? (-f to wait for it and see its output)"},
+    {"rnx", "squeue", "did you mean 'rnx job list'?"},
+    {"rnx", "scancel", "did you mean 'rnx job cancel'? (or 'rnx job stop': running ones too)"},
+};
+
+int rnx_env_pair(const char *flag, const char *arg, char *name, size_t namelen, const char **value)
+{
+    jerr e = {0};
+    /* -e K alone, as docker run -e K: the value of K in rnx's own environment */
+    if (!strchr(arg, '=') && env_key_valid(arg) && strlen(arg) < namelen) {
+        const char *v = getenv(arg);
+        if (!v)
+            return rnx_usage("%s: '%s' has no value here: it is not set in your environment (give %s=VALUE, or "
+                             "export %s first)", flag, arg, arg, arg);
+        strcpy(name, arg);
+        *value = v;
+        return 0;
+    }
+    if (parse_env_pair(flag, arg, name, namelen, value, &e) < 0)
+        return rnx_usage("%s", e.msg);
+    return 0;
+}
+
 int rnx_unknown_command(const char *word, const char *group, const char *const *cmds, size_t n)
 {
+    for (size_t i = 0; i < sizeof command_habits / sizeof command_habits[0]; i++)
+        if (!strcmp(group, command_habits[i].group) && !strcmp(word, command_habits[i].habit))
+            return rnx_usage("unknown command '%s' for '%s'; %s", word, group, command_habits[i].how);
     const char *best = suggest_closest(word, cmds, n);
     if (best)
         return rnx_usage("unknown command '%s' for '%s'; did you mean '%s'?", word, group, best);

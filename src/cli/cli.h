@@ -39,6 +39,9 @@ int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option
 /* Prints "rnx: <message>" on stderr and returns RNX_USAGE / RNX_FAIL, so callers can
  * `return rnx_usage(...)`. */
 /* "unknown command 'stauts' for 'rnx job'; did you mean 'status'? ..." (RNX_USAGE). */
+/* -e/-s's argument K=V, or K alone: K's value in rnx's environment (docker run -e K); a usage
+ * error (RNX_USAGE, said) naming flag otherwise. value points into arg or the environment. */
+int rnx_env_pair(const char *flag, const char *arg, char *name, size_t namelen, const char **value);
 int rnx_unknown_command(const char *word, const char *group, const char *const *cmds, size_t n);
 
 int rnx_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

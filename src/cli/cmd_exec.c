@@ -76,8 +76,11 @@ int cmd_job_exec(rnx_ctx *ctx, int argc, char **argv)
         case 'i': req.stdin_open = true; break;
         case 't': req.tty = true; break;
         case 'e':
-            if (parse_env_pair("--env", optarg, name, sizeof name, &value, &e) < 0 ||
-                jobreq_add_env(&req, false, name, value, &e) < 0) {
+            if (rnx_env_pair("--env", optarg, name, sizeof name, &value) != 0) {
+                rc = RNX_USAGE;
+                goto out;
+            }
+            if (jobreq_add_env(&req, false, name, value, &e) < 0) {
                 rc = rnx_usage("%s", e.msg);
                 goto out;
             }

@@ -601,8 +601,8 @@ static int add_env(run_req *r, const char *arg, bool secret)
     char name[256];
     const char *value;
     jerr e = {0};
-    if (parse_env_pair(flag, arg, name, sizeof name, &value, &e) < 0)
-        return rnx_usage("%s", e.msg);
+    if (rnx_env_pair(flag, arg, name, sizeof name, &value) != 0)
+        return RNX_USAGE;
     if (utf8_or_usage(flag, value) != 0)
         return RNX_USAGE;
     if (jobreq_add_env(&r->req, secret, name, value, &e) < 0)

@@ -35,10 +35,11 @@ const jobreq_field jobreq_fields[JR_N] = {
         "NAME", "a name to recognise the job by"},
     [JR_ENV] = {"env", "--env", "environment", false, false, JK_ENV, JU_NONE, 0, 128 * 1024, OFF(env),
                 "must be an object of NAME: value strings",
-        "K=V", "set an environment variable (repeatable)"},
+        "K=V", "set an environment variable (repeatable; K alone: your own $K, as docker run -e K)"},
     [JR_SECRET_ENV] = {"secret_env", "--secret-env", "secret_environment", false, false, JK_ENV, JU_NONE, 0,
                        128 * 1024, OFF(secret_env), "must be an object of NAME: value strings",
-        "K=V", "set a secret variable: never shown or logged (repeatable)"},
+        "K=V", "set a secret variable: never shown or logged (repeatable; K alone: your own $K,\n"
+        "kept off the command line)"},
     /* where the command starts; /work when not given */
     [JR_WORKDIR] = {"workdir", "--workdir", "workdir", false, false, JK_TEXT, JU_PATH, 1, 1024, OFF(workdir),
                     "must be an absolute path without '..' (e.g. /work/src)",

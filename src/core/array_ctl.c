@@ -45,7 +45,7 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
     depend_array_changed(a); /* ended by this (its tasks not started canceled): who waits on it */
     workflow_array_changed(a); /* a workflow's array: the jobs requiring it, the workflow's state */
     if (!*acted)
-        return jerr_http(e, 409, "array %s: no task %s was left to %s%s", a->id, tasks ? "named" : "",
+        return jerr_http(e, 409, "array %s: no task %swas left to %s%s", a->id, tasks ? "named " : "",
                          act == ARRAY_CTL_CANCEL ? "cancel" : act == ARRAY_CTL_STOP ? "stop" : "kill",
                          busy ? " (those named run: stop them with rnx job stop)" : "");
     return 0;

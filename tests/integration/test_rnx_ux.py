@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, wait_array
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -471,3 +471,98 @@ def test_workflows_by_name(fresh_daemon, tmp_path):
                         r"give one's id \(or a unique prefix of it\)\n", p.stderr), p.stderr
     for w in (w1, w2):
         d.rnx("workflow", "cancel", w, check=True)
+
+
+# ---- habits from other tools (docs/cli.md, "Habits from other tools") --------------------------
+
+@pytest.mark.parametrize("args,message", [
+    (["job", "run", "-d", "true"], "unknown flag '-d' for 'rnx job run'; rnx job run returns once the job is "
+     "submitted, as docker run -d does (-f follows its output instead; Slurm's -d, --dependency, is --after=ID:ok)"),
+    (["job", "run", "--detach", "true"], "unknown flag '--detach' for 'rnx job run'; rnx job run returns once the "
+     "job is submitted, as docker run -d does (-f follows its output instead; Slurm's -d, --dependency, is "
+     "--after=ID:ok)"),
+    (["job", "run", "--rm", "true"], "unknown flag '--rm' for 'rnx job run'; rnx keeps an ended job's status and "
+     "log until 'rnx job delete ID' (or 'rnx job delete-all'); there is no --rm"),
+    (["job", "run", "--cpus=2", "true"], "unknown flag '--cpus' for 'rnx job run'; did you mean '--max-cpu'? "
+     "(a percent of one core: docker's --cpus=2 is --max-cpu=200)"),
+    (["job", "run", "-m", "1g", "true"], "unknown flag '-m' for 'rnx job run'; did you mean '--max-memory'? "
+     "(--max-memory=1GB, 512MB, or megabytes: 512)"),
+    (["job", "run", "--mem=4G", "true"], "unknown flag '--mem' for 'rnx job run'; did you mean '--max-memory'? "
+     "(--max-memory=1GB, 512MB, or megabytes: 512)"),
+    (["job", "run", "--time=2h", "true"], "unknown flag '--time' for 'rnx job run'; did you mean '--max-runtime'? "
+     "(sbatch's --time: --max-runtime=2h, 30min, 1d)"),
+    (["job", "run", "--gres=gpu:2", "true"], "unknown flag '--gres' for 'rnx job run'; did you mean '--gpu'? "
+     "(sbatch's --gres=gpu:2 is --gpu=2, gpu:h100:2 --gpu=2 --gpu-type=H100)"),
+    (["job", "run", "-J", "x", "true"], "unknown flag '-J' for 'rnx job run'; did you mean '--name'?"),
+    (["job", "run", "-w", "/tmp", "true"], "unknown flag '-w' for 'rnx job run'; did you mean '--workdir'?"),
+    (["job", "ps"], "unknown command 'ps' for 'rnx job'; did you mean 'list'? (rnx job list: your jobs, ended "
+     "ones too; --status=RUNNING for the running)"),
+    (["job", "rm", "x"], "unknown command 'rm' for 'rnx job'; did you mean 'delete'? (an ended job's status and "
+     "log; stop a running one first)"),
+    (["job", "inspect", "x"], "unknown command 'inspect' for 'rnx job'; did you mean 'status'? (rnx job status "
+     "ID; --json for the whole object)"),
+    # the edit distance offered 'stop' for docker's top, and 'runtime' for run
+    (["job", "top", "x"], "unknown command 'top' for 'rnx job'; rnx job metrics ID shows its CPU, memory and GPU "
+     "use; rnx job exec ID ps its processes"),
+    (["run", "true"], "unknown command 'run' for 'rnx'; did you mean 'rnx job run'?"),
+    (["ps"], "unknown command 'ps' for 'rnx'; did you mean 'rnx job list'?"),
+    (["logs", "-f", "x"], "unknown command 'logs' for 'rnx'; did you mean 'rnx job log'?"),
+    (["sbatch", "x.sh"], "unknown command 'sbatch' for 'rnx'; did you mean 'rnx job batch'? (it reads sbatch's "
+     "options and #SBATCH lines)"),
+    (["job", "log", "-d", "x"], "unknown flag '-d' for 'rnx job log'; see 'rnx job log --help'"),
+])
+def test_habits_from_other_tools_name_the_rnx_way(daemon, args, message):
+    """What a Docker, kubectl or Slurm user types by habit is answered with the rnx command or flag
+    (each was 'see --help', or a wrong suggestion); -d where it means nothing of the kind (job
+    log) gets no detach hint."""
+    p = daemon.rnx(*args)
+    assert (p.returncode, p.stderr, p.stdout) == (2, f"rnx: {message}\n", "")
+
+
+def test_habits_that_work_as_typed(daemon):
+    """docker's --name, --gpus's --gpu all (rnx's --gpu=all), rnx job kill, rnx job log -f."""
+    p = daemon.rnx("job", "run", "--name", "habit", "--gpu", "all", "true")
+    # no GPU on the test daemon: refused for want of GPUs, not for the flag's spelling
+    assert "unknown flag" not in p.stderr and "--gpu" in p.stderr + p.stdout, p.stderr
+
+
+def test_env_without_a_value_passes_rnx_own(daemon):
+    """`-e NAME` (docker run -e NAME) passes rnx's own $NAME; `-s NAME` too, kept off the command
+    line; rnx job exec alike. A name not set is refused naming it (it was "'FOO' is not KEY=VALUE"
+    for every -e NAME)."""
+    d = daemon
+    env = {"HABIT_FOO": "from rnx", "HABIT_TOKEN": "s3cret"}
+    p = d.rnx("job", "run", "-f", "-e", "HABIT_FOO", "-s", "HABIT_TOKEN", "-e", "BAR=1", "sh", "-c",
+              'echo "$HABIT_FOO|$HABIT_TOKEN|$BAR"', env=env)
+    assert (p.returncode, p.stdout) == (0, "from rnx|s3cret|1\n"), p.stderr
+    jid = run_id(d, "sleep", "30")
+    d.wait_status(jid, "RUNNING")
+    p = d.rnx("job", "exec", "-e", "HABIT_FOO", jid, "sh", "-c", 'echo "$HABIT_FOO"', env=env)
+    assert (p.returncode, p.stdout) == (0, "from rnx\n"), p.stderr
+    for args in (["job", "run", "-e", "HABIT_UNSET", "true"], ["job", "exec", "-e", "HABIT_UNSET", jid, "true"]):
+        p = d.rnx(*args)
+        assert (p.returncode, p.stderr) == (2, "rnx: --env: 'HABIT_UNSET' has no value here: it is not set in your "
+                                               "environment (give HABIT_UNSET=VALUE, or export HABIT_UNSET first)\n")
+    p = d.rnx("job", "run", "-s", "HABIT_UNSET", "true")
+    assert p.returncode == 2 and p.stderr.startswith("rnx: --secret-env: 'HABIT_UNSET' has no value here"), p.stderr
+    d.rnx("job", "kill", jid, check=True)
+
+
+def test_an_arrays_refusals_speak_rnx(daemon):
+    """rnx job log|metrics|cp of an array said 'name one task, e.g. X_0, for GET logs' (the API's
+    words, not what was typed); a cancel of an ended array said 'no task  was left' (two spaces)."""
+    d = daemon
+    aid = d.rnx("job", "run", "--array=0-2", "true", check=True).stdout.strip()
+    wait_array(d, aid)
+    short = aid[:8]
+    for args, words in ((["job", "log", aid], "output (rnx job log)"),
+                        (["job", "metrics", aid], "usage (rnx job metrics)"),
+                        (["job", "cp", f"{aid}:/work", "-"], "files (rnx job cp)")):
+        p = d.rnx(*args)
+        assert (p.returncode, p.stderr) == (1, f"rnx: {aid} is a job array (3 tasks), which has no {words} of its "
+                                               f"own: name one task, e.g. {short}_0\n"), args
+    p = d.rnx("job", "log", f"{short}_[0-1]")
+    assert p.stderr == (f"rnx: tasks [0-1] of array {aid}: each task has its own output (rnx job log): name one "
+                        f"({short}_0)\n")
+    p = d.rnx("job", "cancel", aid)
+    assert (p.returncode, p.stderr) == (1, f"rnx: array {aid}: no task was left to cancel\n")
