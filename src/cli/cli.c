@@ -122,6 +122,9 @@ static void permute(int argc, char **argv, const char *shortopts, const struct o
 #define DETACH_HABIT                                                                                     \
     "rnx job run returns once the job is submitted, as docker run -d does (-f follows its output "      \
     "instead; Slurm's -d, --dependency, is --after=ID:ok)"
+#define LIST_ALL_HABIT                                                                                   \
+    "rnx job list shows every job you can see, ended ones too, as docker ps -a (--status=RUNNING: the "     \
+    "running ones)"
 #define MEMORY_HABIT "did you mean '--max-memory'? (--max-memory=1GB, 512MB, or megabytes: 512)"
 
 /* "; did you mean '--gpu'?" when one of longopts is close to the long flag token, else "". */
@@ -161,6 +164,10 @@ static const struct {
     {"--time", "--max-runtime", "did you mean '--max-runtime'? (sbatch's --time: --max-runtime=2h, 30min, 1d)"},
     {"--gres", "--gpu", "did you mean '--gpu'? (sbatch's --gres=gpu:2 is --gpu=2, gpu:h100:2 --gpu=2 --gpu-type=H100)"},
     {"--gpus-per-node", "--gpu", "did you mean '--gpu'? (--gpu=N GPUs, --gpu=all every one)"},
+    {"-a", "--expand", LIST_ALL_HABIT},
+    {"--all", "--expand", LIST_ALL_HABIT},
+    {"-q", "--expand", "rnx job list --json has the ids: rnx job list --json | jq -r '.[].id'"},
+    {"-n", "--tail", "did you mean '--tail'? (--tail=N: the last N lines, as docker logs -n N)"},
     {"-J", "--name", "did you mean '--name'?"},
     {"--job-name", "--name", "did you mean '--name'?"},
     {"-w", "--workdir", "did you mean '--workdir'?"},

@@ -495,6 +495,12 @@ def test_workflows_by_name(fresh_daemon, tmp_path):
      "(sbatch's --gres=gpu:2 is --gpu=2, gpu:h100:2 --gpu=2 --gpu-type=H100)"),
     (["job", "run", "-J", "x", "true"], "unknown flag '-J' for 'rnx job run'; did you mean '--name'?"),
     (["job", "run", "-w", "/tmp", "true"], "unknown flag '-w' for 'rnx job run'; did you mean '--workdir'?"),
+    (["job", "list", "-a"], "unknown flag '-a' for 'rnx job list'; rnx job list shows every job you can see, "
+     "ended ones too, as docker ps -a (--status=RUNNING: the running ones)"),
+    (["job", "list", "-q"], "unknown flag '-q' for 'rnx job list'; rnx job list --json has the ids: rnx job list "
+     "--json | jq -r '.[].id'"),
+    (["job", "log", "-n", "5", "x"], "unknown flag '-n' for 'rnx job log'; did you mean '--tail'? (--tail=N: the "
+     "last N lines, as docker logs -n N)"),
     (["job", "ps"], "unknown command 'ps' for 'rnx job'; did you mean 'list'? (rnx job list: your jobs, ended "
      "ones too; --status=RUNNING for the running)"),
     (["job", "rm", "x"], "unknown command 'rm' for 'rnx job'; did you mean 'delete'? (an ended job's status and "
