@@ -304,10 +304,12 @@ static json_t *csv_array(const char *s)
     return a;
 }
 
-static bool send_all(int fd, const char *p, size_t n)
+/* All of p to fd: a socket's with send (no SIGPIPE in slurmstepd's task), a terminal's with
+ * write. (This plugin links none of joblet's util.c.) */
+static bool put_all(int fd, const char *p, size_t n, bool sock)
 {
     while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        ssize_t w = sock ? send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -317,6 +319,8 @@ static bool send_all(int fd, const char *p, size_t n)
     }
     return true;
 }
+
+static bool send_all(int fd, const char *p, size_t n) { return put_all(fd, p, n, true); }
 
 /* srun --pty: the task's terminal is a pty whose foreground process group is this process's
  * (slurmstepd made it the session's), not the job's, whose processes are in a session of their
@@ -497,19 +501,7 @@ static bool send_size(int fd)
     return send_all(fd, (const char *)f, sizeof f);
 }
 
-static bool write_all_fd(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
+static bool write_all_fd(int fd, const char *p, size_t n) { return put_all(fd, p, n, false); }
 
 enum tty_end { TTY_ENDED, TTY_LOST, TTY_DETACHED, TTY_REFUSED };
 

@@ -692,58 +692,72 @@ def test_pty_task_on_a_joblet_that_refuses_a_terminal_passes_ctrl_c_on(tmp_path)
     assert seen[3][1] == "/v1/jobs/0123abcd/kill?signal=2&all=1", seen
 
 
+class PtyTask:
+    """The task process (fake_spank with the plugin) of Slurm job `job`, task 0, run by nobody on a
+    pty of the test's that is its controlling terminal, as srun --pty gives it (stdin, stdout and
+    stderr the pty's slave); what it writes there is kept in .seen."""
+
+    def __init__(self, d, slurm_cgroups, job, command):
+        cg = slurm_cgroups(job, task=0)
+        self.master, self.slave = pty.openpty()
+        self.before = termios.tcgetattr(self.slave)
+        enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
+        argv = ["sh", "-c", enter + ' && exec "$@"', "sh", FAKE, PLUGIN, "--uid", str(NOBODY), "--gid",
+                str(NOBODY), "--job", str(job), "--step", "0", "--task", "0", "--arg", f"socket={d.sock}",
+                "--opt", "joblet", "--", "sh", "-c", command]
+
+        def ctty():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        self.p = subprocess.Popen(argv, stdin=self.slave, stdout=self.slave, stderr=self.slave, preexec_fn=ctty,
+                                  env={"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_JOB_ID": str(job),
+                                       "SLURMD_NODENAME": "n1"})
+        self.seen = b""
+
+    def until(self, what, timeout=60):
+        deadline = time.monotonic() + timeout
+        while what not in self.seen:
+            assert time.monotonic() < deadline, self.seen
+            if select.select([self.master], [], [], 0.2)[0]:
+                try:
+                    self.seen += os.read(self.master, 4096)
+                except OSError:
+                    assert what in self.seen, self.seen
+
+    def close(self):
+        """The pty's settings when it ended; the task process killed if it had not."""
+        after = termios.tcgetattr(self.slave)
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        os.close(self.master)
+        os.close(self.slave)
+        return after
+
+
 def test_pty_task_has_a_terminal_of_its_own_across_a_restart(fresh_daemon, slurm_cgroups):
     """The task's stdin a terminal (srun --pty): the job's stdin is a terminal of the job's own
     (tty names it), which the task process relays; joblet killed (-9) and started again meanwhile:
     the task process attaches again, what is typed then reaches the job, and the task ends with
     the job's code. Slurm's pty is set back as it was at the end."""
     d = fresh_daemon()
-    cg = slurm_cgroups(50, task=0)
-    master, slave = pty.openpty()
-    before = termios.tcgetattr(slave)
-    enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
-    argv = ["sh", "-c", enter + ' && exec "$@"', "sh", FAKE, PLUGIN, "--uid", str(NOBODY), "--gid", str(NOBODY),
-            "--job", "50", "--step", "0", "--task", "0", "--arg", f"socket={d.sock}", "--opt", "joblet", "--",
-            "sh", "-c", "tty; echo T$((6*7)); read x; echo got-$x; exit 5"]
-
-    def ctty():
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, preexec_fn=ctty,
-                         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_JOB_ID": "50", "SLURMD_NODENAME": "n1"})
-    seen = b""
-
-    def until(what, timeout=60):
-        nonlocal seen
-        deadline = time.monotonic() + timeout
-        while what not in seen:
-            assert time.monotonic() < deadline, seen
-            if select.select([master], [], [], 0.2)[0]:
-                try:
-                    seen += os.read(master, 4096)
-                except OSError:
-                    assert what in seen, seen
+    t = PtyTask(d, slurm_cgroups, 50, "tty; echo T$((6*7)); read x; echo got-$x; exit 5")
     try:
-        until(b"T42")
-        assert re.search(rb"/dev/pts/\d+", seen) and b"not a tty" not in seen, seen
+        t.until(b"T42")
+        assert re.search(rb"/dev/pts/\d+", t.seen) and b"not a tty" not in t.seen, t.seen
         [j] = slurm_jobs(d)
         assert j["tty"] is True, j
         d.kill9()
         d.start()
         wait_for(lambda: "re-adopted running shim" in d.log(), "the job's adoption")
-        os.write(master, b"hello\r")
-        until(b"got-hello")
-        assert p.wait(60) == 5, seen
+        os.write(t.master, b"hello\r")
+        t.until(b"got-hello")
+        assert t.p.wait(60) == 5, t.seen
         # the new attach's replay of the terminal's last output is not written again
-        assert seen.count(b"T42") == 1, seen
-        after = termios.tcgetattr(slave)
+        assert t.seen.count(b"T42") == 1, t.seen
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        os.close(master)
-        os.close(slave)
-    assert after == before, (before, after)
+        after = t.close()
+    assert after == t.before, (t.before, after)
     [done] = [x for x in slurm_jobs(d) if x["id"] == j["id"]]
     assert done["exit_code"] == 5, done
 
@@ -757,45 +771,18 @@ def test_pty_task_idle_detach_is_not_said_on_slurms_terminal(fresh_daemon, slurm
     shim's replay of the terminal's last output to the new attach wrote again what Slurm's pty
     already showed, once per idle period."""
     d = fresh_daemon("jobs:\n  terminal_idle_timeout_s: 1\n")
-    cg = slurm_cgroups(51, task=0)
-    master, slave = pty.openpty()
-    enter = " && ".join(f"echo $$ > {x}/cgroup.procs" for x in cg.values())
-    argv = ["sh", "-c", enter + ' && exec "$@"', "sh", FAKE, PLUGIN, "--uid", str(NOBODY), "--gid", str(NOBODY),
-            "--job", "51", "--step", "0", "--task", "0", "--arg", f"socket={d.sock}", "--opt", "joblet", "--",
-            "sh", "-c", "echo T$((6*7)); read x; echo got-$x; exit 4"]
-
-    def ctty():
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, preexec_fn=ctty,
-                         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_JOB_ID": "51", "SLURMD_NODENAME": "n1"})
-    seen = b""
-
-    def until(what, timeout=60):
-        nonlocal seen
-        deadline = time.monotonic() + timeout
-        while what not in seen:
-            assert time.monotonic() < deadline, seen
-            if select.select([master], [], [], 0.2)[0]:
-                try:
-                    seen += os.read(master, 4096)
-                except OSError:
-                    assert what in seen, seen
+    t = PtyTask(d, slurm_cgroups, 51, "echo T$((6*7)); read x; echo got-$x; exit 4")
     try:
-        until(b"T42")
+        t.until(b"T42")
         # idle past the timeout, twice over: joblet detaches the relay, which attaches again
         time.sleep(3.5)
         [j] = slurm_jobs(d)
         assert j["status"] == "RUNNING", j
-        os.write(master, b"hello\r")
-        until(b"got-hello")
-        assert p.wait(60) == 4, seen
+        os.write(t.master, b"hello\r")
+        t.until(b"got-hello")
+        assert t.p.wait(60) == 4, t.seen
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        os.close(master)
-        os.close(slave)
-    assert b"nothing typed or written" not in seen and b"rnx job attach" not in seen, seen
+        t.close()
+    assert b"nothing typed or written" not in t.seen and b"rnx job attach" not in t.seen, t.seen
     # each attach's replay of the terminal's last output (the shim's ring) was written again
-    assert seen.count(b"T42") == 1, seen
+    assert t.seen.count(b"T42") == 1, t.seen
