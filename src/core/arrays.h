@@ -99,6 +99,8 @@ typedef struct jarray {
     uint64_t after_arrays;     /* bit k: its k-th need was linked to an array (or to nothing) */
     uint64_t *dependents;      /* the jobs and arrays that wait on it, by seq (depend.c) */
     uint32_t ndependents, dependents_cap;
+    bool dependents_started;   /* its dependents were decided once it started (depend.c): the next
+                                * time is its end, not each of its tasks' changes */
     uint64_t *by_task;         /* of those, the arrays that wait on it task by task (corr): told of each
                                 * of its tasks as it ends (depend_task_ended) */
     uint32_t nby_task, by_task_cap;

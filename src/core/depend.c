@@ -766,13 +766,20 @@ static void array_changed(jarray *a)
     bool ended = arrays_ended(a);
     if (!ended && !arrays_started(a))
         return;
+    state_want(WANT_SCHEDULE); /* an array waiting on it task by task: its next task may go now */
+    /* what its dependents see of it changes twice: it started (arrays_started, which stays), and
+     * it ended; in between each of its tasks' starts and ends came here, and deciding each
+     * dependent counted the tasks of every array it waits for (300 jobs after 64 arrays of 40
+     * tasks: 13.8 s of the loop's CPU, 2.4 s without them; one turn of 0.66 s) */
+    if (!ended && a->dependents_started)
+        return;
+    a->dependents_started = true;
     uint64_t *list = a->dependents;
     uint32_t n = a->ndependents;
     if (ended) {
         a->dependents = NULL;
         a->ndependents = a->dependents_cap = 0;
     }
-    state_want(WANT_SCHEDULE); /* an array waiting on it task by task: its next task may go now */
     /* (its tasks do not change while its dependents are decided: none of them is one of its own,
      * a cycle being refused) */
     bool outer = counted.a == NULL;
