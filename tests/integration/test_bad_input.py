@@ -53,9 +53,10 @@ RUN_CASES = {
     "schedule-word": (["--schedule=yesterday"], ["--schedule", "'yesterday'", "delay", "RFC 3339"], 2),
     "schedule-past": (["--schedule=2020-01-01T00:00:00Z"], ["--schedule", "2020-01-01T00:00:00Z", "in the past"], 2),
     "runtime-bad-unit": (["--max-runtime=5x"], ["--max-runtime", "'5x'", "must be a duration", "seconds", "min"], 2),
-    "env-no-equals": (["-e", "NOEQUALS"], ["--env", "'NOEQUALS'", "KEY=VALUE"], 2),
+    # -e NAME alone passes rnx's own $NAME (docker run's habit): refused when rnx has none
+    "env-no-equals": (["-e", "NOEQUALS"], ["--env", "'NOEQUALS'", "not set in your environment", "NOEQUALS=VALUE"], 2),
     "env-bad-name": (["-e", "1BAD=x"], ["--env", "'1BAD'", "not a valid variable name", "letters, digits"], 2),
-    "secret-env-no-equals": (["-s", "NOPE"], ["--secret-env", "'NOPE'", "KEY=VALUE"], 2),
+    "secret-env-no-equals": (["-s", "NOPE"], ["--secret-env", "'NOPE'", "not set in your environment", "NOPE=VALUE"], 2),
     "network-bad-name": (["--network=no/such"], ["--network", "'no/such'", "none", "host", "bridge"], 2),
     "unknown-flag": (["--frobnicate"], ["--frobnicate", "unknown flag", "rnx job run --help"], 2),
     "flag-missing-value": (["--name"], ["--name"], 2),
