@@ -7,6 +7,7 @@ it started; a sanitizer report in its log fails the test that owned it.
 import glob
 import http.client
 import json
+import contextlib
 import datetime
 import errno
 import os
@@ -97,6 +98,38 @@ def setpriv(user):
     need_setpriv()
     uid, gid = user if isinstance(user, tuple) else (user, user)
     return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+
+
+def add_account(prefix, groups=()):
+    """A local account made with useradd (no home, its own group, no login shell), a member of
+    groups: (name, uid, gid). remove_account(name) takes it away; the test is skipped on a host
+    without useradd and userdel."""
+    if not shutil.which("useradd") or not shutil.which("userdel"):
+        pytest.skip("useradd and userdel (passwd) are needed")
+    name = prefix + uuid.uuid4().hex[:8]
+    subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin",
+                    *(["-G", ",".join(groups)] if groups else []), name], check=True, capture_output=True)
+    try:
+        ids = [int(subprocess.run(["id", flag, name], check=True, capture_output=True, text=True).stdout)
+               for flag in ("-u", "-g")]
+    except BaseException:
+        remove_account(name)
+        raise
+    return name, ids[0], ids[1]
+
+
+def remove_account(name):
+    subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@contextlib.contextmanager
+def local_account(prefix, groups=()):
+    """add_account's account for the with block's time: (name, uid, gid)."""
+    name, uid, gid = add_account(prefix, groups)
+    try:
+        yield name, uid, gid
+    finally:
+        remove_account(name)
 
 
 # One request over a unix socket, made by whoever runs it: argv the socket, the method, the path

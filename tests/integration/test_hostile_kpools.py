@@ -11,14 +11,12 @@ namespace of the test's own that plays the host), so that they are harmless on a
 the bounds. Real daemon (conftest fixtures), a local user made with useradd."""
 import json
 import os
-import shutil
 import subprocess
 import time
-import uuid
 
 import pytest
 
-from conftest import Daemon, api_as
+from conftest import Daemon, api_as, local_account
 from test_hostile_net import Lab, need_lab
 
 # Opens up to argv[1] ptys (each kept open: a pty lives as long as its master), then io_setup(argv[2]):
@@ -49,15 +47,8 @@ print(json.dumps(out))
 @pytest.fixture
 def hostile_user():
     """A local account (useradd), removed after the test: its uid."""
-    if not shutil.which("useradd") or not shutil.which("userdel"):
-        pytest.skip("useradd and userdel are needed")
-    name = "jh" + uuid.uuid4().hex[:8]
-    subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
-                   check=True, capture_output=True)
-    try:
-        yield int(subprocess.run(["id", "-u", name], check=True, capture_output=True, text=True).stdout)
-    finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
+    with local_account("jh") as (_, uid, _):
+        yield uid
 
 
 def _probe(d, uid, ptys, aio_events):

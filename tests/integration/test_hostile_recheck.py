@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, api_as, rnx_as
+from conftest import ROOT, api_as, local_account, rnx_as
 
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
 needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
@@ -92,19 +92,16 @@ def past_the_cache():
 def member():
     """A local user (useradd) and a group (groupadd) it is a member of, both removed after the test:
     (user name, uid, group name, gid)."""
-    if not shutil.which("useradd") or not shutil.which("groupadd") or not shutil.which("gpasswd"):
-        pytest.skip("useradd, groupadd and gpasswd are needed")
-    name, group = "jhr" + os.urandom(4).hex(), "jhrg" + os.urandom(3).hex()
+    if not shutil.which("groupadd") or not shutil.which("gpasswd"):
+        pytest.skip("groupadd and gpasswd are needed")
+    group = "jhrg" + os.urandom(3).hex()
     subprocess.run(["groupadd", group], check=True, capture_output=True)
-    subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", "-G", group, name],
-                   check=True, capture_output=True)
     try:
-        uid = int(subprocess.run(["id", "-u", name], check=True, capture_output=True, text=True).stdout)
         gid = int(subprocess.run(["getent", "group", group], check=True, capture_output=True,
                                  text=True).stdout.split(":")[2])
-        yield name, uid, group, gid
+        with local_account("jhr", groups=[group]) as (name, uid, _):
+            yield name, uid, group, gid
     finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
         subprocess.run(["groupdel", group], check=False, capture_output=True)
 
 

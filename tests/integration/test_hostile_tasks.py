@@ -16,11 +16,10 @@ import json
 import os
 import shutil
 import subprocess
-import uuid
 
 import pytest
 
-from conftest import rnx_as, setpriv, wait_for
+from conftest import local_account, need_setpriv, rnx_as, setpriv, wait_for
 
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
 needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
@@ -158,17 +157,9 @@ def test_gvisor_job_of_nobody_keeps_nobodys_files_and_a_sandbox_uid_of_its_own(f
 @pytest.fixture
 def user():
     """A local user (useradd, jhg…), removed after the test."""
-    if not shutil.which("useradd") or not shutil.which("setpriv"):
-        pytest.skip("useradd and setpriv are needed")
-    name = "jhg" + uuid.uuid4().hex[:8]
-    subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
-                   check=True, capture_output=True)
-    try:
-        uid = int(subprocess.run(["id", "-u", name], check=True, capture_output=True, text=True).stdout)
-        gid = int(subprocess.run(["id", "-g", name], check=True, capture_output=True, text=True).stdout)
+    need_setpriv()
+    with local_account("jhg") as (_, uid, gid):
         yield uid, gid
-    finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
 
 
 def submit_as(d, user, *args):

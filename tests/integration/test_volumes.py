@@ -8,11 +8,10 @@ import os
 import shutil
 import subprocess
 import threading
-import uuid
 
 import pytest
 
-from conftest import api_as, rnx_as, tree_allocated, wait_for
+from conftest import api_as, local_account, need_setpriv, rnx_as, tree_allocated, wait_for
 
 MB = 1 << 20
 
@@ -192,17 +191,9 @@ def test_memory_volume_survives_a_daemon_restart_not_a_reboot(fresh_daemon):
 @pytest.fixture
 def alice():
     """A user of the host (useradd), removed after the test."""
-    if not shutil.which("useradd") or not shutil.which("setpriv"):
-        pytest.skip("useradd and setpriv are needed")
-    name = "jv" + uuid.uuid4().hex[:8]
-    subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
-                   check=True, capture_output=True)
-    try:
-        out = subprocess.run(["id", "-u", name], check=True, capture_output=True, text=True).stdout
-        gid = subprocess.run(["id", "-g", name], check=True, capture_output=True, text=True).stdout
-        yield name, int(out), int(gid)
-    finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
+    need_setpriv()
+    with local_account("jv") as account:
+        yield account
 
 
 def test_a_volume_is_its_owners(fresh_daemon, alice):
