@@ -118,7 +118,8 @@ def plugin_for_slurmd(c):
     out = c.path("etc", "joblet.so")
     src = os.path.join(HERE, "..", "..", "src", "slurm")
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-D_GNU_SOURCE", "-shared", "-fPIC", "-o", out, os.path.join(src, "joblet.c"),
-                    os.path.join(src, "gresconf.c"), os.path.join(src, "..", "common", "termframe.c"), "-ljansson"], check=True)
+                    os.path.join(src, "gresconf.c"), os.path.join(src, "..", "common", "termframe.c"),
+                    os.path.join(src, "..", "common", "termring.c"), "-ljansson"], check=True)
     return out
 
 
