@@ -7,8 +7,6 @@ runs above another's. With `server.cpu_priority: 0` nothing is raised. Read from
 sched_getscheduler; no timing is asserted (bench/throughput.py measures what it buys)."""
 import os
 
-import pytest
-
 from conftest import Daemon, need_root, wait_for
 
 RESET = os.SCHED_RESET_ON_FORK
@@ -55,15 +53,8 @@ def descendants(pid):
     return out
 
 
-@pytest.fixture(scope="module")
-def d():
-    need_root()
-    dm = Daemon().start()
-    yield dm
-    dm.cleanup()
-
-
-def test_the_loop_and_the_zygote_run_above_everything_they_start(d):
+def test_the_loop_and_the_zygote_run_above_everything_they_start(daemon):
+    d = daemon
     pid = d.proc.pid
     # the loop thread is the main thread; its reset-on-fork flag is what keeps the rest at 0
     assert nice_of(pid) == -10

@@ -10,14 +10,13 @@ no process on the machine an AIO context, and the host no new connection nor TCP
 namespace of the test's own that plays the host), so that they are harmless on a machine without
 the bounds. Real daemon (conftest fixtures), a local user made with useradd."""
 import json
-import os
 import subprocess
 import time
 
 import pytest
 
-from conftest import Daemon, api_as, local_account
-from test_hostile_net import Lab, need_lab
+from conftest import api_as, local_account
+from test_hostile_net import Lab, lab_daemon_start, need_lab
 
 # Opens up to argv[1] ptys (each kept open: a pty lives as long as its master), then io_setup(argv[2]):
 # prints what it got and the errno that stopped it.
@@ -161,12 +160,8 @@ def lab_daemon():
     lab = Lab()
     d = None
     try:
-        d = Daemon("network:\n  bridge_cidr: 10.229.0.0/24\n  isolated_cidr: 10.228.0.0/24\n"
-                   "  max_flows_per_job: 300\n", wrap=["nsenter", "--net=/run/netns/" + lab.host])
-        d.start()
-        for fd in d.mnt_nss:   # (the test's own mount namespace: never handed to kill_mount_namespace)
-            os.close(fd)
-        d.mnt_nss = []
+        d = lab_daemon_start(lab, "network:\n  bridge_cidr: 10.229.0.0/24\n  isolated_cidr: 10.228.0.0/24\n"
+                                  "  max_flows_per_job: 300\n")
         yield lab, d
     finally:
         if d is not None:

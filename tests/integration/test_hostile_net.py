@@ -96,19 +96,25 @@ def need_lab():
         pytest.skip("nft is not installed")
 
 
+def lab_daemon_start(lab, config):
+    """A daemon started in the lab's host namespace (its network only): the caller cleans it up."""
+    d = Daemon(config, wrap=["nsenter", "--net=/run/netns/" + lab.host])
+    d.start()
+    # (the wrapper enters the network namespace only: its mount namespace is the test's own,
+    # which kill_mount_namespace must never be handed)
+    for fd in d.mnt_nss:
+        os.close(fd)
+    d.mnt_nss = []
+    return d
+
+
 @pytest.fixture(scope="module")
 def lab():
     need_lab()
     lab = Lab()
     d = None
     try:
-        d = Daemon(CONFIG, wrap=["nsenter", "--net=/run/netns/" + lab.host])
-        d.start()
-        # (the wrapper enters the network namespace only: its mount namespace is the test's
-        # own, which kill_mount_namespace must never be handed)
-        for fd in d.mnt_nss:
-            os.close(fd)
-        d.mnt_nss = []
+        d = lab_daemon_start(lab, CONFIG)
         lab.daemon = d
         yield lab
     finally:
