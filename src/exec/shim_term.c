@@ -245,6 +245,24 @@ static void on_hello(shim_term *t, client *cl, const termframe_out *f)
     }
     if (cl->rd.left)
         return; /* more of it to come */
+    client *was = t->typist;
+    if (cl->wants_stdin && was && was != cl && was->hello_done && cl->who[0] && !strcmp(was->who, cl->who)) {
+        /* the same person again while an earlier attach of theirs types: the newer types, in the
+         * earlier one's place (tmux attach -d's habit). The earlier is most often on its way out:
+         * a detach (ctrl-p ctrl-q) whose close has not reached the shim yet, through joblet and a
+         * node's keeper; the first keys typed after re-attaching went nowhere then. */
+        size_t i = 0, k = 0;
+        while (t->c[i] != was)
+            i++;
+        while (t->c[k] != cl)
+            k++;
+        t->c[i] = cl;
+        t->c[k] = was;
+        choose_typist(t); /* (before its hello is done: it is not told it types, it just attached) */
+        cl->hello_done = true;
+        note(t, was, "[joblet: watching; a newer attach of %s types]", cl->who);
+        return;
+    }
     cl->hello_done = true;
     choose_typist(t);
     if (is_typist(t, cl))

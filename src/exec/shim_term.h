@@ -10,7 +10,9 @@
  * Each connection begins with joblet's hello (common/termframe.h): who the client is and whether
  * it asked to type. The first, in the order they attached, that asked to type is the typist (its
  * stdin, resize and close frames reach the job); the others watch and are told who types, and
- * the oldest that asked to type types once the typist leaves (it is told so). A tty job's last
+ * the oldest that asked to type types once the typist leaves (it is told so). The same person
+ * (joblet's hello's words) attaching again while an earlier attach of theirs types takes its place
+ * in that order, and types at once (the earlier watches, and is told so). A tty job's last
  * output (common/termring.h) is replayed to each client first. The exit frame ends every
  * client's stream. */
 #ifndef JOBLET_SHIM_TERM_H
