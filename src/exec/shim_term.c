@@ -173,26 +173,28 @@ static bool queue(client *cl, int ch, const char *p, size_t n, bool force)
 }
 
 /* Output a client could not take is dropped for it alone; once it takes again, a line on its
- * terminal says how much (the job's log has all of it). */
+ * terminal says how much (the job's log has all of it). false while it is still behind (the
+ * line not queued yet). */
+static bool tell_dropped(shim_term *t, client *cl)
+{
+    if (!cl->dropped)
+        return true;
+    if (cl->len - cl->head > OUT_CAP / 4)
+        return false; /* until it caught up for good: one line per gap, not one per piece */
+    char note[200];
+    int k = snprintf(note, sizeof note,
+                     "%s[joblet: %llu bytes of the job's output were dropped here: this terminal did not keep up; "
+                     "rnx job log has all of it]%s",
+                     t->tty ? "\r\n" : "\n", (unsigned long long)cl->dropped, t->tty ? "\r\n" : "\n");
+    if (!queue(cl, TERMFRAME_STDERR, note, (size_t)k, false))
+        return false;
+    cl->dropped = 0;
+    return true;
+}
+
 static void send_output(shim_term *t, client *cl, int ch, const char *p, size_t n)
 {
-    if (cl->dropped && cl->len - cl->head > OUT_CAP / 4) {
-        cl->dropped += n; /* until it caught up for good: one line per gap, not one per piece */
-        return;
-    }
-    if (cl->dropped) {
-        char note[200];
-        int k = snprintf(note, sizeof note,
-                         "%s[joblet: %llu bytes of the job's output were dropped here: this terminal did not keep up; "
-                         "rnx job log has all of it]%s",
-                         t->tty ? "\r\n" : "\n", (unsigned long long)cl->dropped, t->tty ? "\r\n" : "\n");
-        if (!queue(cl, TERMFRAME_STDERR, note, (size_t)k, false)) {
-            cl->dropped += n;
-            return;
-        }
-        cl->dropped = 0;
-    }
-    if (!queue(cl, ch, p, n, false))
+    if (!tell_dropped(t, cl) || !queue(cl, ch, p, n, false))
         cl->dropped += n;
 }
 
@@ -468,6 +470,10 @@ static void handle(shim_term *t, int fd, uint32_t events)
             ok = read_client(t, i, events);
         if (ok && (events & EPOLLOUT))
             ok = flush_client(cl);
+        /* caught up after a gap: told now, not only with the job's next output (a job that
+         * went quiet, waiting for a key, left the gap unsaid and its last output unshown) */
+        if (ok && (events & EPOLLOUT))
+            tell_dropped(t, cl);
         if (!ok)
             drop_client(t, i);
         return;

@@ -503,7 +503,33 @@ static bool send_size(int fd)
 
 static bool write_all_fd(int fd, const char *p, size_t n) { return put_all(fd, p, n, false); }
 
-enum tty_end { TTY_ENDED, TTY_LOST, TTY_DETACHED, TTY_REFUSED };
+enum tty_end { TTY_ENDED, TTY_LOST, TTY_DETACHED, TTY_REFUSED, TTY_BUSY };
+
+/* joblet's words for the last attach it refused (its error's message), for the user; whether
+ * the user was told that tty_relay waits for an attach (then told again when it goes) */
+static char tty_why[512];
+static bool tty_waiting;
+
+/* The message of an error answer whose head was read (the body's error.message, or error when
+ * a string), into tty_why; empty when there is none. */
+static void tty_read_why(int fd, long long clen)
+{
+    tty_why[0] = 0;
+    if (clen <= 0 || clen > 65536)
+        return;
+    char *b = malloc((size_t)clen + 1);
+    if (!b)
+        return;
+    long long n = 0;
+    for (int c; n < clen && (c = getc_conn(fd)) >= 0;)
+        b[n++] = (char)c;
+    b[n] = 0;
+    json_t *r = json_loads(b, 0, NULL), *err = json_object_get(r, "error");
+    const char *msg = json_is_string(err) ? json_string_value(err) : json_string_value(json_object_get(err, "message"));
+    snprintf(tty_why, sizeof tty_why, "%s", msg ? msg : "");
+    json_decref(r);
+    free(b);
+}
 
 /* The job's terminal output as relayed, kept as the shim keeps it (common/termring.h): the shim
  * replays its ring to each new client, and an attach after the first (joblet restarted, or
@@ -564,17 +590,28 @@ static enum tty_end tty_attach(const char *id)
         close(fd);
         return TTY_LOST;
     }
+    long long clen = -1;
     while (read_line(fd, line, sizeof line) && line[0])
-        ;
+        if (!strncasecmp(line, "Content-Length:", 15))
+            clen = atoll(line + 15);
     if (status != 101) {
-        /* 409: the job has ended (its end record says how); anything else is said */
+        /* 409: the job has ended (its end record says how); 429 (a bound on attaches reached:
+         * limits.attach_sessions_per_user, jobs.max_attachers) and 503 pass: tty_relay tries
+         * again while the job runs; anything else is said */
+        tty_read_why(fd, clen);
+        close(fd);
+        if (status == 429 || status == 503)
+            return TTY_BUSY;
         if (status != 409) {
-            snprintf(line, sizeof line, " (HTTP %d): the job runs without its terminal relayed", status);
+            snprintf(line, sizeof line, " (HTTP %d%s%s): the job runs without its terminal relayed", status,
+                     tty_why[0] ? ": " : "", tty_why);
             say("cannot attach to the terminal of job ", id, line);
         }
-        close(fd);
         return TTY_REFUSED;
     }
+    if (tty_waiting)
+        say("attached to the terminal of job ", id, "");
+    tty_waiting = false;
     enum tty_end end = TTY_DETACHED;
     termframe_reader rd = {0};
     char *buf = malloc(64 << 10), *skip = NULL;
@@ -680,10 +717,33 @@ static void tty_relay(const char *id)
 {
     if (pipe2(tty_sig, O_CLOEXEC | O_NONBLOCK) < 0)
         tty_sig[0] = tty_sig[1] = -1; /* (sizes go at each attach only) */
+    /* An attach joblet refuses for now (429: the user's attaches at
+     * limits.attach_sessions_per_user, or the job's at jobs.max_attachers) is tried again, from
+     * 0.25 s up to every 8 s, as long as the job runs (an ended job's attach is 409): srun never
+     * sits on a silent terminal. The user is told once why and once when it went; what is typed
+     * meanwhile waits in Slurm's pty, and the attach's replay shows the job's last output. */
+    useconds_t busy_wait = 0;
     for (time_t lost = 0;;) {
         enum tty_end end = tty_attach(id);
+        if (end != TTY_BUSY)
+            busy_wait = 0;
         if (end == TTY_ENDED || end == TTY_REFUSED)
             break;
+        if (end == TTY_BUSY) {
+            if (!busy_wait) {
+                char why[sizeof tty_why + 256];
+                snprintf(why, sizeof why,
+                         ": %s; trying again while it runs (what is typed meanwhile reaches it then; rnx job log %s "
+                         "shows its output)",
+                         tty_why[0] ? tty_why : "joblet is busy", id);
+                say("cannot attach to the terminal of job ", id, why);
+                tty_waiting = true;
+            }
+            busy_wait = busy_wait ? (busy_wait < 4000000 ? busy_wait * 2 : 8000000) : 250000;
+            lost = 0;
+            usleep(busy_wait);
+            continue;
+        }
         if (end == TTY_DETACHED)
             lost = 0; /* (the wait counts from the attach that went) */
         if (!lost)

@@ -786,3 +786,58 @@ def test_pty_task_idle_detach_is_not_said_on_slurms_terminal(fresh_daemon, slurm
     assert b"nothing typed or written" not in t.seen and b"rnx job attach" not in t.seen, t.seen
     # each attach's replay of the terminal's last output (the shim's ring) was written again
     assert t.seen.count(b"T42") == 1, t.seen
+
+
+def test_pty_task_refused_an_attach_says_why_and_attaches_when_it_may(fresh_daemon, slurm_cgroups):
+    """The relay's attach refused (429: the user's attaches at limits.attach_sessions_per_user,
+    here taken by another srun --pty of theirs): the user is told on Slurm's pty why, naming the
+    limit, and the relay tries again while the job runs; once the other ends it attaches, what was
+    typed meanwhile reaches the job, its output so far is shown (the attach's replay), and the
+    task ends with the job's code. It said 'HTTP 429' and never relayed again: a silent terminal
+    until the user's scancel."""
+    d = fresh_daemon("limits:\n  attach_sessions_per_user: 1\n")
+    a = PtyTask(d, slurm_cgroups, 52, "echo A$((6*7)); read x; exit 3")
+    b = None
+    try:
+        a.until(b"A42")
+        b = PtyTask(d, slurm_cgroups, 53, "echo B$((6*7)); read x; echo got-$x; exit 6")
+        b.until(b"limits.attach_sessions_per_user", timeout=30)
+        assert b"trying again" in b.seen, b.seen
+        os.write(b.master, b"early\r")  # typed while refused
+        time.sleep(1)
+        os.write(a.master, b"bye\r")
+        a.until(b"bye")
+        assert a.p.wait(60) == 3, a.seen
+        b.until(b"got-early", timeout=60)
+        assert b"B42" in b.seen and b"attached to the terminal of job" in b.seen, b.seen
+        assert b.p.wait(60) == 6, b.seen
+        # said once, not at each try
+        assert b.seen.count(b"limits.attach_sessions_per_user") == 1, b.seen
+    finally:
+        a.close()
+        if b:
+            b.close()
+
+
+def test_pty_task_that_did_not_keep_up_is_told_what_was_dropped(fresh_daemon, slurm_cgroups):
+    """srun's side stalls (nothing reads Slurm's pty) while the job writes a lot: joblet never
+    makes a job wait for a terminal, so output is dropped for the relay (the job's log has all
+    of it), and the srun user is told how much on Slurm's pty once it takes output again. The
+    shim said so only with the job's next output: a job that then waited for a key (a shell at
+    its prompt) left the srun user a terminal that had stopped mid-output, silently."""
+    d = fresh_daemon()
+    t = PtyTask(d, slurm_cgroups, 54, "head -c 1500000 /dev/zero | tr '\\0' x; echo; echo E$((6*7)); read x; "
+                                      "echo got-$x; exit 2")
+    try:
+        time.sleep(8)  # nothing read: the pty fills, the relay blocks, the shim drops for it
+        try:
+            t.until(b"were dropped here", timeout=120)
+        except AssertionError:
+            raise AssertionError((len(t.seen), t.seen[-300:]))
+        assert re.search(rb"\[joblet: \d+ bytes of the job's output were dropped here", t.seen), t.seen[-2000:]
+        assert t.seen.count(b"x") < 1500000, len(t.seen)
+        os.write(t.master, b"hi\r")
+        t.until(b"got-hi")
+        assert t.p.wait(60) == 2, t.seen[-2000:]
+    finally:
+        t.close()
