@@ -521,6 +521,34 @@ def test_pty_gives_the_job_a_terminal_of_its_own(cluster, jd):
     assert ended["exit_code"] == 3, ended
 
 
+def test_pty_with_several_tasks_gives_task_0_alone_a_terminal(cluster, jd):
+    """srun -n2 --pty --joblet: Slurm gives the pty to task 0 alone (slurmstepd's io.c: the
+    others' stdin, stdout and stderr are /dev/null); the plugin keys on the task's stdin being a
+    terminal, so task 0's job has a terminal of its own, relayed, and task 1's runs without one.
+    srun ends with the step's code."""
+    env = dict(cluster.env, TERM="xterm", PS1="$ ")
+    before = {j["id"] for j in slurm_jobs(jd)}
+    t = Term(["runuser", "-u", USER, "--", "srun", "-w", "node1", "-n2", "--joblet", "--pty", "sh", "-c",
+              'tty; echo R$SLURM_PROCID-$((6*7)); read x; echo got-$x; exit 4'], env, 33, 97)
+    try:
+        m = t.expect(rb"(?s)(.*)R0-42")
+        assert re.search(rb"/dev/pts/\d+", m.group(1)), m.group(1)
+        # (task 1's `read` sees its /dev/null's end: its job may have ended already)
+        jobs = wait_for(lambda: (lambda new: new if len(new) == 2 else None)(
+            [j for j in slurm_jobs(jd) if j["id"] not in before]), "the step's two jobs")
+        by_task = {j["slurm"]["task"]: j for j in jobs}
+        assert by_task[0].get("tty") is True and not by_task[1].get("tty"), jobs
+        t.type(b"hi\r")
+        t.expect(rb"got-hi")
+        assert t.p.wait(60) == 4, t.out
+        assert b"R1-42" not in t.screen, t.screen  # task 1's output is /dev/null, as Slurm has it
+    finally:
+        print(t.screen.decode(errors="replace"))
+        t.close()
+    wait_for(lambda: not [j for j in slurm_jobs(jd) if j["status"] in ("RUNNING", "STOPPING")],
+             "the step's jobs to end")
+
+
 def test_nothing_left(cluster, jd):
     """After the module's tasks: no joblet job running, no cgroup2 directory slurm-* of joblet's.
     A task's directory goes when its shim exits, just after the job's end is recorded (srun may
