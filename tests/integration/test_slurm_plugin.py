@@ -692,6 +692,93 @@ def test_pty_task_on_a_joblet_that_refuses_a_terminal_passes_ctrl_c_on(tmp_path)
     assert seen[3][1] == "/v1/jobs/0123abcd/kill?signal=2&all=1", seen
 
 
+def test_pty_task_keys_typed_while_the_job_starts_are_echoed_once(tmp_path):
+    """srun --pty: keys typed after the task process started but before its relay is attached
+    (here: while joblet takes its time to answer the request) wait in Slurm's pty, raw already,
+    and reach the job's terminal, whose echo is the only one: Slurm's pty made raw only once
+    attached echoed them first (cooked), and the job's terminal again. The joblet here is the
+    test's: its job's terminal echoes what it is sent, as a cooked pty would."""
+    if not os.path.exists(PLUGIN):
+        pytest.skip("joblet.so was not built (no slurm/spank.h)")
+    sock_path = str(tmp_path / "j.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock_path)
+    srv.listen(4)
+    srv.settimeout(60)
+    seen, asked, typed = [], threading.Event(), threading.Event()
+
+    def frame(ch, payload):
+        return bytes([ch]) + len(payload).to_bytes(4, "big") + payload
+
+    def joblet():
+        c, _ = srv.accept()
+        c.settimeout(60)
+        head, body, left = read_request(c, b"")
+        seen.append(("task", json.loads(body).get("tty")))
+        asked.set()
+        assert typed.wait(30)
+        answer(c, 201, {"id": "0123abcd", "status": "RUNNING"})
+        a, _ = srv.accept()
+        a.settimeout(60)
+        head, _, buf = read_request(a, b"")
+        seen.append(("attach", head.split()[1]))
+        a.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+        keys = b""
+        while not re.search(rb"[\r\n]", keys):  # (a cooked pty made the CR a LF)
+            while len(buf) < 5 or len(buf) < 5 + int.from_bytes(buf[1:5], "big"):
+                got = a.recv(4096)
+                assert got, (buf, keys)
+                buf += got
+            n = int.from_bytes(buf[1:5], "big")
+            if buf[0] == 0:
+                keys += buf[5:5 + n]
+            buf = buf[5 + n:]
+        line = re.split(rb"[\r\n]", keys)[0]
+        a.sendall(frame(1, line + b"\r\n" + b"got-" + line + b"\r\n") + frame(4, (0).to_bytes(4, "big")))
+        a.close()
+        k, _ = srv.accept()  # the end record, on a new connection
+        k.settimeout(60)
+        head, _, _ = read_request(k, b"")
+        seen.append(("follow", head.split()[1]))
+        answer(k, 200, json.dumps({"end": True, "exit_code": 0, "end_reason": "exit"}) + "\n", "application/x-ndjson")
+        k.close()
+        c.close()
+    th = threading.Thread(target=joblet, daemon=True)
+    th.start()
+    master, slave = pty.openpty()
+
+    def ctty():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    p = subprocess.Popen([FAKE, PLUGIN, "--uid", "0", "--gid", "0", "--job", "9", "--step", "0", "--task", "0", "--arg",
+                          f"socket={sock_path}", "--opt", "joblet", "--", "sh"], stdin=slave, stdout=slave,
+                         stderr=slave, preexec_fn=ctty, env={"PATH": "/usr/bin:/bin"})
+    os.close(slave)
+    out = b""
+    try:
+        assert asked.wait(60), seen
+        os.write(master, b"abc\r")  # typed while the job starts
+        time.sleep(0.5)
+        typed.set()
+        deadline = time.monotonic() + 60
+        while b"got-abc" not in out and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    out += os.read(master, 4096)
+                except OSError:
+                    break
+        assert p.wait(60) == 0, (seen, out)
+        th.join(10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+        srv.close()
+    assert seen[0] == ("task", True) and seen[1] == ("attach", "/v1/jobs/0123abcd/attach"), seen
+    assert out.count(b"abc") == 2, out  # the job's echo and got-abc: Slurm's pty echoed none
+
+
 class PtyTask:
     """The task process (fake_spank with the plugin) of Slurm job `job`, task 0, run by nobody on a
     pty of the test's that is its controlling terminal, as srun --pty gives it (stdin, stdout and
