@@ -206,6 +206,12 @@ static void print_spec(FILE *f, json_t *spec)
     key(f, "Runs as:");
     print_textf(f, "uid %lld, gid %lld, network %s\n", (long long)uid, (long long)gid,
                 jstr(spec, "network") ? jstr(spec, "network") : "?");
+    /* gVisor: the host uid its sandbox (runsc's Sentry) runs as (docs/sandbox.md, "Host uids") */
+    int64_t sandbox_uid = -1;
+    if (jint(spec, "sandbox_uid", &sandbox_uid) && sandbox_uid > 0) {
+        key(f, "Sandbox uid:");
+        print_textf(f, "%lld (the host uid gVisor's sandbox runs as)\n", (long long)sandbox_uid);
+    }
     json_t *l = json_object_get(spec, "limits");
     int64_t x;
     char b[64];
