@@ -257,6 +257,29 @@ bool isolation_wants_gpus(const job_req *req)
            req->gpu_mig || req->ndevices > 0;
 }
 
+/* A gVisor GPU job on a runsc without nvproxy: refused, with what the user can do. rule: the item
+ * of isolation.require_gvisor that names the user (then native is no way out, and the message
+ * does not offer it), or NULL. */
+static int gpus_refused(const job_req *req, const char *rule, uid_t uid, jerr *e)
+{
+    if (!(req->isolation && !strcmp(req->isolation, "gvisor") && isolation_wants_gpus(req) && !caps.nvproxy))
+        return 0;
+    if (rule)
+        return jerr_field(e, "isolation", "isolation: a GPU job under gVisor needs runsc with nvproxy (--nvproxy, "
+                                          "in gVisor releases from 2023 on); this machine has runsc %s (%s), "
+                                          "which has none, and isolation.require_gvisor lists '%s', so uid %u's "
+                                          "jobs cannot run natively: run it without GPUs, or ask the machine's "
+                                          "admin for a newer runsc",
+                          caps.version, caps.runsc, rule, (unsigned)uid);
+    return jerr_field(e, "isolation", "isolation: a GPU job under gVisor needs runsc with nvproxy (--nvproxy, "
+                                      "in gVisor releases from 2023 on); this machine has runsc %s (%s), "
+                                      "which has none: run the job with --isolation=native, or install a newer "
+                                      "runsc",
+                      caps.version, caps.runsc);
+}
+
+int isolation_check_gpus(const job_req *req, jerr *e) { return gpus_refused(req, NULL, 0, e); }
+
 int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
 {
     char rule[80];
@@ -282,11 +305,12 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
     if (req->tty || req->stdin_open) {
         const char *f = req->tty ? "tty" : "stdin";
         return jerr_field(e, f, "%s: a job under gVisor cannot %s yet (-t and -i, and so rnx job attach, are for "
-                                "native jobs); run it with --isolation=native, or without -t and -i (rnx job exec "
-                                "[-it] works in a running gVisor job)",
-                          f, req->tty ? "have a terminal" : "take its stdin from rnx");
+                                "native jobs); run it %swithout -t and -i (rnx job exec [-it] works in a running "
+                                "gVisor job)",
+                          f, req->tty ? "have a terminal" : "take its stdin from rnx",
+                          must ? "" : "with --isolation=native, or ");
     }
-    return isolation_check_gpus(req, e);
+    return gpus_refused(req, must ? rule : NULL, uid, e);
 }
 
 int isolation_recheck(const job_req *req, uid_t uid, gid_t gid, jerr *e)
@@ -302,16 +326,7 @@ int isolation_recheck(const job_req *req, uid_t uid, gid_t gid, jerr *e)
                              "uid %u's jobs run under gVisor (submit it again)", rule, (unsigned)uid);
 }
 
-int isolation_check_gpus(const job_req *req, jerr *e)
-{
-    if (req->isolation && !strcmp(req->isolation, "gvisor") && isolation_wants_gpus(req) && !caps.nvproxy)
-        return jerr_field(e, "isolation", "isolation: a GPU job under gVisor needs runsc with nvproxy (--nvproxy, "
-                                          "in gVisor releases from 2023 on); this machine has runsc %s (%s), "
-                                          "which has none: run the job with --isolation=native, or install a newer "
-                                          "runsc",
-                          caps.version, caps.runsc);
-    return 0;
-}
+
 
 json_t *isolation_json(void)
 {

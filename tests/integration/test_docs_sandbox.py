@@ -5,6 +5,8 @@ import shutil
 
 import pytest
 
+from conftest import ROOT, rnx_as
+
 RUNSC = shutil.which("runsc") or ("/usr/bin/runsc" if os.path.exists("/usr/bin/runsc") else None)
 needs_runsc = pytest.mark.skipif(RUNSC is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
 
@@ -27,3 +29,27 @@ def test_status_detail_shows_a_gvisor_jobs_sandbox_uid(daemon):
     d.wait(nid)
     p = d.rnx("job", "status", "--detail", nid, check=True)
     assert "Sandbox uid" not in p.stdout, p.stdout
+
+
+@needs_runsc
+def test_a_gpu_refusal_for_a_user_who_must_be_sandboxed_offers_no_native_way_out(fresh_daemon):
+    """docs/sandbox.md, "Users who must be sandboxed" and "GPUs: nvproxy": a user whom
+    isolation.require_gvisor names, asking for a GPU on a runsc without nvproxy, was told to "run
+    the job with --isolation=native", which the same rule refuses them; the refusal now names the
+    rule and what they can do instead. Anyone else keeps the native advice."""
+    fixture = os.path.join(ROOT, "tests", "fixtures", "dgx-h100", "machine.json")
+    d = fresh_daemon(f"gpu:\n  fixture: {fixture}\nisolation:\n  require_gvisor: \"nobody\"\n")
+    if d.api("GET", "/v1/version")[1]["isolation"]["modes"][1].get("nvproxy"):
+        pytest.skip("this runsc has nvproxy: a GPU job under gVisor is not refused")
+    p = rnx_as(d, 65534, "job", "run", "--gpu=1", "nvidia-smi")
+    assert p.returncode != 0, p.stdout
+    assert "isolation: a GPU job under gVisor needs runsc with nvproxy" in p.stderr, p.stderr
+    assert "--isolation=native" not in p.stderr, p.stderr
+    assert "isolation.require_gvisor lists 'nobody'" in p.stderr and "without GPUs" in p.stderr, p.stderr
+    # its -t refusal the same: no native way out
+    p = rnx_as(d, 65534, "job", "run", "-t", "true")
+    assert p.returncode != 0 and "tty: a job under gVisor cannot have a terminal" in p.stderr, p.stderr
+    assert "--isolation=native" not in p.stderr, p.stderr
+    # root is not listed: native is a way out for it, and it is told so
+    p = d.rnx("job", "run", "--isolation=gvisor", "--gpu=1", "nvidia-smi")
+    assert p.returncode != 0 and "run the job with --isolation=native" in p.stderr, p.stderr
