@@ -319,6 +319,26 @@ static int take_token(uid_t uid, double *wait_s, bool take)
     return 0;
 }
 
+/* Whether the devices' GPUs (ids, n of them) are the request's gpu_ids, in any order. */
+static bool same_ids(const job_req *req, const char **ids, size_t n)
+{
+    for (size_t i = 0; i < req->ngpu_ids; i++) {
+        bool found = false;
+        for (size_t k = 0; k < n && !found; k++)
+            found = !strcmp(req->gpu_ids[i], ids[k]);
+        if (!found)
+            return false;
+    }
+    for (size_t k = 0; k < n; k++) {
+        bool found = false;
+        for (size_t i = 0; i < req->ngpu_ids && !found; i++)
+            found = !strcmp(req->gpu_ids[i], ids[k]);
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
 /* GPUs asked for by CDI name (devices: nvidia.com/gpu=1) become the same request as
  * gpu_ids (or gpu_all), so that they go through the same validation and gang allocation. */
 static int devices_to_gpus(job_req *req, jerr *e)
@@ -344,6 +364,10 @@ static int devices_to_gpus(job_req *req, jerr *e)
                                       "gpu_mig or gpu_ids");
     else if (all && n)
         rc = jerr_field(e, "devices", "devices: nvidia.com/gpu=all names every GPU; do not list others with it");
+    else if (req->ngpu_ids && !same_ids(req, (const char **)ids, n))
+        /* (before, the devices were dropped and the job got gpu_ids' GPUs) */
+        rc = jerr_field(e, "devices", "devices: names other GPUs than gpu_ids (or NVIDIA_VISIBLE_DEVICES) given with "
+                                      "it; name the GPUs one way only: devices alone, or gpu_ids alone");
     else if (all) {
         req->gpu_all = true;
         req->has |= 1ull << JR_GPU_ALL;

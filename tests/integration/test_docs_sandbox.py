@@ -1,5 +1,6 @@
 """docs/sandbox.md typed as written: each test is a claim of the document that the program did not
 keep (or a message a new user could not act on), checked through rnx against a real daemon."""
+import json
 import os
 import shutil
 
@@ -53,3 +54,21 @@ def test_a_gpu_refusal_for_a_user_who_must_be_sandboxed_offers_no_native_way_out
     # root is not listed: native is a way out for it, and it is told so
     p = d.rnx("job", "run", "--isolation=gvisor", "--gpu=1", "nvidia-smi")
     assert p.returncode != 0 and "run the job with --isolation=native" in p.stderr, p.stderr
+
+
+def test_device_with_other_gpu_ids_is_refused_not_dropped(fresh_daemon):
+    """docs/sandbox.md, "--device / devices:": "giving --gpu, --gpu-mig or different --gpu-ids
+    besides is refused". --device=nvidia.com/gpu=1 --gpu-ids=2 was accepted and the job got GPU 2:
+    the device it named was dropped without a word. Now refused on the field devices; the same
+    GPU both ways stays accepted."""
+    fixture = os.path.join(ROOT, "tests", "fixtures", "dgx-h100", "machine.json")
+    d = fresh_daemon(f"gpu:\n  fixture: {fixture}\n")
+    p = d.rnx("job", "run", "--device=nvidia.com/gpu=1", "--gpu-ids=2", "true")
+    assert p.returncode != 0, p.stdout
+    assert "--device: names other GPUs than --gpu-ids" in p.stderr, p.stderr
+    status, o = d.api("POST", "/v1/jobs", {"command": "true", "devices": ["nvidia.com/gpu=1"], "gpu_ids": ["1", "2"]})
+    assert status == 400 and "devices" in json.dumps(o), (status, o)
+    p = d.rnx("job", "run", "--device=nvidia.com/gpu=1", "--gpu-ids=1", "true")
+    assert p.returncode == 0, p.stderr
+    job = d.wait(p.stdout.strip())
+    assert job["status"] == "COMPLETED", job
