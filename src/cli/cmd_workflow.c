@@ -569,6 +569,20 @@ static int workflow_run(rnx_ctx *ctx, int argc, char **argv)
     for (size_t i = 0; i < nsets; i++)
         sets[i] = wfp_job_uploads(d, i);
     upload_note_stripped(sets, nsets);
+    {
+        /* a script the file's jobs name but do not upload (as rnx job run says of --upload) */
+        const char *slash = strrchr(file, '/');
+        char *dir = xstrdup(slash ? file : "");
+        if (slash)
+            dir[slash == file ? 1 : slash - file] = '\0';
+        json_t *jobs = json_object_get(wfp_body(d), "jobs");
+        for (size_t i = 0; i < nsets && i < json_array_size(jobs); i++) {
+            json_t *job = json_array_get(jobs, i);
+            upload_note_missing_wf(sets[i], dir, json_string_value(json_object_get(job, "name")),
+                                   json_object_get(job, "request"));
+        }
+        free(dir);
+    }
     int posted = client_request(cl, "POST", "/v1/workflows", wfp_body(d), &wf, &e);
     if (posted == 0 && json_object_get(wf, "upload")) {
         /* accepted; the workflow exists once every job's files are there */

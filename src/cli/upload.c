@@ -427,16 +427,35 @@ static bool upload_covers(const upload_set *u, const char *word)
     return false;
 }
 
+/* Whether word (the command or an argument) is a relative path to a regular file under dir
+ * ("" the current directory) that no upload of u covers. */
+static bool upload_left_behind(const upload_set *u, const char *dir, const char *w)
+{
+    struct stat st;
+    if (!w || !*w || *w == '/' || *w == '-' || upload_covers(u, w))
+        return false;
+    char *path = NULL;
+    if (*dir && asprintf(&path, "%s/%s", dir, w) < 0)
+        return false;
+    bool left = stat(path ? path : w, &st) == 0 && S_ISREG(st.st_mode);
+    free(path);
+    return left;
+}
+
+static bool upload_in_work(const char *workdir)
+{
+    return !workdir || !strcmp(workdir, "/work") || !strcmp(workdir, "/work/");
+}
+
 void upload_note_missing(const upload_set *u, const job_req *req)
 {
-    if (req->workdir && strcmp(req->workdir, "/work") != 0 && strcmp(req->workdir, "/work/") != 0)
+    if (!upload_in_work(req->workdir))
         return;
     const char *first = NULL;
     size_t count = 0;
     for (size_t i = 0; i <= req->nargs; i++) {
         const char *w = i == 0 ? req->command : req->args[i - 1];
-        struct stat st;
-        if (!w || !*w || *w == '/' || *w == '-' || upload_covers(u, w) || stat(w, &st) < 0 || !S_ISREG(st.st_mode))
+        if (!upload_left_behind(u, "", w))
             continue;
         if (!first)
             first = w;
@@ -447,6 +466,28 @@ void upload_note_missing(const upload_set *u, const job_req *req)
                     "rnx: note: '%s'%s is a file here, but the job's /work holds only what --upload sends "
                     "(add --upload %s)\n",
                     first, count > 1 ? " (and others)" : "", first);
+}
+
+void upload_note_missing_wf(const upload_set *u, const char *dir, const char *job, json_t *request)
+{
+    if (!upload_in_work(json_string_value(json_object_get(request, "workdir"))))
+        return;
+    json_t *args = json_object_get(request, "args");
+    const char *first = NULL;
+    size_t count = 0;
+    for (size_t i = 0; i <= json_array_size(args); i++) {
+        const char *w = json_string_value(i == 0 ? json_object_get(request, "command") : json_array_get(args, i - 1));
+        if (!upload_left_behind(u, dir, w))
+            continue;
+        if (!first)
+            first = w;
+        count++;
+    }
+    if (first)
+        print_textf(stderr,
+                    "rnx: note: job '%s': '%s'%s is a file beside the workflow, but the job's /work holds only "
+                    "its uploads (add it to the job's uploads: [%s])\n",
+                    job ? job : "?", first, count > 1 ? " (and others)" : "", first);
 }
 
 int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out, jerr *e)

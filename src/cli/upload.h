@@ -70,6 +70,10 @@ void upload_note_stripped(const upload_set *const *sets, size_t n);
  * (a Slurm user expects the submit directory), so such a job fails however often it runs. Only
  * for jobs working in /work (no other --workdir). */
 void upload_note_missing(const upload_set *u, const job_req *req);
+/* The same for a workflow's job (its name, and its request as the workflow's body holds it):
+ * relative paths are looked for in dir, the workflow file's directory ("" the current one),
+ * where its uploads are read from; the note names the job's uploads: key. */
+void upload_note_missing_wf(const upload_set *u, const char *dir, const char *job, json_t *request);
 /* After a 202 answer ({"upload": {"path", "bytes", ...}}) to a submission: the files of sets,
  * in order, sent with PUT; *out is the final answer (the job or the workflow). */
 int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out, jerr *e);

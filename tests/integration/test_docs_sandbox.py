@@ -72,3 +72,21 @@ def test_device_with_other_gpu_ids_is_refused_not_dropped(fresh_daemon):
     assert p.returncode == 0, p.stderr
     job = d.wait(p.stdout.strip())
     assert job["status"] == "COMPLETED", job
+
+
+def test_workflow_run_notes_a_script_it_does_not_upload(daemon, tmp_path):
+    """docs/sandbox.md's workflow (command python3, args [grade.py]) typed as written, grade.py
+    beside it, failed with "can't open file '/work/grade.py'" and no word from rnx workflow run,
+    where rnx job run says "'grade.py' is a file here ... (add --upload grade.py)". Now the
+    workflow says so too, naming the job and its uploads: key (the file's directory, not rnx's)."""
+    flow = tmp_path / "flow"
+    flow.mkdir()
+    (flow / "grade.py").write_text('print("graded")\n')
+    (flow / "wf.yml").write_text("jobs:\n  grade:\n    command: python3\n    args: [grade.py]\n")
+    p = daemon.rnx("workflow", "run", str(flow / "wf.yml"), check=True)
+    assert ("rnx: note: job 'grade': 'grade.py' is a file beside the workflow, but the job's /work holds only "
+            "its uploads (add it to the job's uploads: [grade.py])") in p.stderr, p.stderr
+    (flow / "wf.yml").write_text("jobs:\n  grade:\n    command: python3\n    args: [grade.py]\n"
+                                 "    uploads: [grade.py]\n")
+    p = daemon.rnx("workflow", "run", str(flow / "wf.yml"), check=True)
+    assert "note" not in p.stderr, p.stderr
