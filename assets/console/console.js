@@ -183,7 +183,7 @@ function tasksLater(id) {
 
 function onGpu(ev) {
   const g = S.gpus.find((x) => x.index === ev.index);
-  if (g) { g.state = ev.state; g.takes_jobs = ev.takes_jobs; g.job = ev.job; }
+  if (g) { g.state = ev.state; g.takes_jobs = ev.takes_jobs; g.job = ev.job; g.another_users_job = ev.another_users_job; }
   pending.gpus = true;              /* reasons, shares */
   later();
 }
@@ -260,6 +260,8 @@ function holders(g) {
     if (!ENDED.has(j.status) && !WAITING.has(j.status) && (j.gpus || []).some((x) => (x.index ?? x) === g.index))
       out.push(j);
   if (g.job && !out.some((j) => j.id === g.job)) out.push({id: g.job, status: "RUNNING", hidden: true});
+  /* another user's job: the daemon says that one holds it, not which (docs/gpu.md) */
+  if (g.another_users_job) out.push({id: null, status: "RUNNING", hidden: true});
   return out;
 }
 
@@ -284,7 +286,7 @@ function gpuCard(g) {
       h("dt", {}, "Power"), h("dd", {}, h("span", {class: "mono"}, dash(g.power_w, " W")),
         spark(samples.map((x) => x.power_w), null, "power, last minutes")),
       h("dt", {}, "Jobs"), h("dd", {class: "holders"}, js.length ? js.map((j) => j.hidden
-        ? h("span", {class: "mono", title: "another user's job"}, short(j.id))
+        ? h("span", {class: j.id ? "mono" : "", title: "another user's job"}, j.id ? short(j.id) : "another user's job")
         : h("a", {href: "#/jobs/" + j.id, class: "mono"}, short(j.id))) : "none"),
       g.state_reason ? [h("dt", {}, "Why"), h("dd", {}, g.state_reason)] : null,
       xids.length ? [h("dt", {}, "XIDs"), h("dd", {}, xids.map((x) => "XID " + (x.xid ?? x.code ?? x)).join(", "))] : null,
@@ -846,7 +848,7 @@ async function pageHistory(main) {
 /* ---- Admin: GPU actions offered by the GPU's state, and the audit trail a page at a time ---- */
 /* What each action does, as docs/health.md says; a confirmation quotes it before anything is sent. */
 function jobsOn(g) {
-  const ids = holders(g).map((j) => short(j.id));
+  const ids = holders(g).map((j) => j.id ? short(j.id) : "another user's job");
   return ids.length ? ids : g.shared && g.shared.jobs ? [`${g.shared.jobs} shared`] : [];
 }
 const ACTIONS = {

@@ -802,7 +802,7 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
     if (!done)
         return http_reply_error(r->conn, &e);
     settle(); /* the GPU as it is now: a job that waited for it may hold it */
-    json_t *o = gpu_json_one(i);
+    json_t *o = gpu_json_one(i, &r->who);
     json_object_update(o, done);
     json_decref(done);
     return http_reply_json(r->conn, 200, o);
@@ -973,7 +973,7 @@ enum MHD_Result routes_dispatch(request *r)
     if (!strcmp(p, "/metrics"))
         return metrics_reply(r);
     if (!strcmp(p, "/v1/monitor") && !strcmp(r->method, "GET"))
-        return http_reply_json(r->conn, 200, metrics_monitor_json());
+        return http_reply_json(r->conn, 200, metrics_monitor_json(&r->who));
     if (!strcmp(p, "/v1/version") && !strcmp(r->method, "GET"))
         return version(r);
     if (!strcmp(p, "/v1/events") && !strcmp(r->method, "GET"))
@@ -1002,7 +1002,7 @@ enum MHD_Result routes_dispatch(request *r)
     if (!strncmp(p, "/v1/workflows/", 14) && p[14])
         return workflows(r, p + 14);
     if (!strcmp(p, "/v1/gpus") && !strcmp(r->method, "GET"))
-        return http_reply_json(r->conn, 200, gpu_json_all());
+        return http_reply_json(r->conn, 200, gpu_json_all(&r->who));
     if (!strncmp(p, "/v1/gpus/", 9) && p[9] && strchr(p + 9, '/') && !strcmp(r->method, "POST"))
         return gpu_admin(r, p + 9);
     if (!strncmp(p, "/v1/volumes", 11) && (!p[11] || (p[11] == '/' && p[12])))
@@ -1016,7 +1016,7 @@ enum MHD_Result routes_dispatch(request *r)
     if (!strncmp(p, "/v1/gpus/", 9) && p[9] && !strcmp(r->method, "GET")) {
         int i = gpu_find(&core.gpu.inv, p + 9);
         if (i >= 0)
-            return http_reply_json(r->conn, 200, gpu_json_one(i));
+            return http_reply_json(r->conn, 200, gpu_json_one(i, &r->who));
         char what_to_give[96];
         jerr_http(&e, 404, "no GPU '%s': %s", p + 9, gpu_choices(what_to_give, sizeof what_to_give));
         return http_reply_error(r->conn, &e);

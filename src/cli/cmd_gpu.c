@@ -114,6 +114,15 @@ static bool shared_text(json_t *g, char *out, size_t n)
     return true;
 }
 
+/* The job holding a GPU as the daemon shows it to the caller: its id, "another user's job"
+ * (another user's, whose id only admins see: docs/gpu.md), or NULL when none holds it. */
+static const char *holder_text(json_t *g)
+{
+    if (json_is_true(json_object_get(g, "another_users_job")))
+        return "another user's job";
+    return jstr(g, "job");
+}
+
 static void state_cell(json_t *g, char *out, size_t n)
 {
     const char *st = jstr(g, "state") ? jstr(g, "state") : "?";
@@ -163,7 +172,7 @@ static int gpu_list(const rnx_ctx *ctx)
             if (jint(g, "temperature_c", &v))
                 snprintf(temp, sizeof temp, "%lldC", (long long)v);
             state_cell(g, state, sizeof state);
-            const char *cells[] = {idx, name, mem, util, temp, state, jstr(g, "job")};
+            const char *cells[] = {idx, name, mem, util, temp, state, holder_text(g)};
             table_add(t, cells);
         }
         table_print(t, stdout);
@@ -213,8 +222,11 @@ static void print_state(json_t *g)
     if (!json_is_boolean(tj))
         return;
     if (json_is_true(tj) && !strcmp(st, "allocated")) {
-        snprintf(buf, sizeof buf, "no (job %s has it; in service: a new job gets it once that ends)",
-                 job ? job : "-");
+        if (json_is_true(json_object_get(g, "another_users_job")))
+            snprintf(buf, sizeof buf, "no (another user's job has it; in service: a new job gets it once that ends)");
+        else
+            snprintf(buf, sizeof buf, "no (job %s has it; in service: a new job gets it once that ends)",
+                     job ? job : "-");
         print_kv("Takes new jobs:", buf);
     } else if (json_is_true(tj) && !strcmp(st, "shared")) {
         print_kv("Takes new jobs:", "shared jobs only (--gpu-share), while it has room; a whole-GPU job once its "
@@ -339,7 +351,7 @@ static int gpu_show(const rnx_ctx *ctx, const char *id)
     print_kv("MIG mode:", json_is_boolean(mig) ? (json_is_true(mig) ? "enabled" : "disabled") : "not supported or unknown");
     print_kv("VBIOS:", jstr(g, "vbios"));
     print_state(g);
-    print_kv("Job:", jstr(g, "job") ? jstr(g, "job") : "-");
+    print_kv("Job:", holder_text(g) ? holder_text(g) : "-");
     char shared[64];
     if (shared_text(g, shared, sizeof shared))   /* the tenants, whom no one Job: line names */
         print_kv("Shared:", shared);

@@ -17,6 +17,7 @@
 typedef struct event {
     uint64_t id;
     int64_t owner;              /* uid, -1: everyone */
+    bool others;                /* for those who do not see owner's events (events_publish_others) */
     char *text;                 /* "id: N\nevent: KIND\ndata: JSON\n\n" */
     size_t len;
 } event;
@@ -63,13 +64,14 @@ static void resume(stream *s)
         s->notify(s->notify_arg);
 }
 
-/* Whether the stream's caller sees an event of owner's (-1: everyone's). */
-static bool sees(const stream *s, int64_t owner)
+/* Whether the stream's caller sees an event of owner's (-1: everyone's); others: one for those
+ * who do not see owner's (events_publish_others). */
+static bool sees(const stream *s, int64_t owner, bool others)
 {
-    return owner < 0 || authz_may_on(&s->who, AUTHZ_OTHERS_JOBS, (uid_t)owner);
+    return owner < 0 || authz_may_on(&s->who, AUTHZ_OTHERS_JOBS, (uid_t)owner) != others;
 }
 
-void events_publish(const char *kind, int64_t owner, const char *data)
+static void publish(const char *kind, int64_t owner, bool others, const char *data)
 {
     size_t dl = strlen(data);
     if (dl > EVENTS_TEXT_MAX || memchr(data, '\n', dl)) {
@@ -81,17 +83,22 @@ void events_publish(const char *kind, int64_t owner, const char *data)
     free(ev->text);
     ev->id = next_id++;
     ev->owner = owner;
+    ev->others = others;
     size_t cap = dl + strlen(kind) + 64;
     ev->text = xmalloc(cap);
     ev->len = (size_t)snprintf(ev->text, cap, "id: %llu\nevent: %s\ndata: %s\n\n", (unsigned long long)ev->id, kind,
                                data);
     for (stream *s = streams; s; s = s->next) {
-        if (sees(s, owner))
+        if (sees(s, owner, others))
             resume(s);
         else if (s->next_id == ev->id)
             s->next_id++;   /* caught up, and not its event: it does not fall behind for it */
     }
 }
+
+void events_publish(const char *kind, int64_t owner, const char *data) { publish(kind, owner, false, data); }
+
+void events_publish_others(const char *kind, uid_t owner, const char *data) { publish(kind, owner, true, data); }
 
 static size_t put(char *buf, size_t used, size_t max, const char *text, size_t len)
 {
@@ -128,7 +135,7 @@ size_t events_read(events_sub *s, char *buf, size_t max, enum pull_state *st)
     }
     while (s->next_id < next_id) {
         const event *ev = event_at(s->next_id);
-        if (ev && sees(s, ev->owner)) {
+        if (ev && sees(s, ev->owner, ev->others)) {
             size_t u = put(buf, used, max, ev->text, ev->len);
             if (u == used)
                 break;   /* the rest next time */

@@ -32,6 +32,9 @@
 /* Publishes one event to every stream that may see it: kind is the SSE event name ("job",
  * "workflow", "gpu", "gpu_sample"), data one line of JSON, owner the uid it belongs to or -1. */
 void events_publish(const char *kind, int64_t owner, const char *data);
+/* The same event as others may see it: to every stream that does not see owner's events (one
+ * that does gets events_publish's, with what only they may see: a GPU's holder's job id). */
+void events_publish_others(const char *kind, uid_t owner, const char *data);
 typedef struct events_sub events_sub;
 
 /* A stream for a caller: 429 past the caller's bound, 503 past the total one. last_id: the

@@ -61,7 +61,7 @@ void gpu_history_tick(int64_t now)
         const gpu_health *h = gpu_health_of(i);
         uint64_t reserved;
         a->readings++;
-        a->held += gpus_holder(i) != NULL || gpus_tenants(i, &reserved) > 0;
+        a->held += gpus_holder(i) || gpus_tenants(i, &reserved) > 0;
         if (!h || !h->sampled_ms || now - h->sampled_ms > 2 * HISTORY_TICK_S * 1000)
             continue;
         const int v[4] = {h->utilization_pct, h->temperature_c, h->memory_used_mb, h->power_w};

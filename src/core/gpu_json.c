@@ -7,6 +7,7 @@
 
 #include "../common/jsonx.h"
 #include "../gpu/throttle.h"
+#include "authz.h"
 #include "gpu_service.h"
 #include "gpus.h"
 #include "gpu_health.h"
@@ -84,11 +85,24 @@ static void live(json_t *o, const char *key, int64_t v)
         json_object_set_new(o, key, json_integer((json_int_t)v));
 }
 
-static void add_state(json_t *o, int i)
+/* The job holding GPU i as who may see it: its id for those who see its owner's jobs (the rule
+ * of every list: AUTHZ_OTHERS_JOBS), null with "another_users_job": true for the others, who
+ * see that it is held (and an MPS-shared GPU's jobs and memory, counted) but not by what. */
+void gpu_json_holder(json_t *o, int i, const caller *who)
+{
+    const job *holder = gpus_holder(i);
+    if (holder && !authz_may_on(who, AUTHZ_OTHERS_JOBS, holder->owner_uid)) {
+        json_object_set_new(o, "job", json_null());
+        json_object_set_new(o, "another_users_job", json_true());
+    } else {
+        json_object_set_new(o, "job", holder ? json_string(holder->id) : json_null());
+    }
+}
+
+static void add_state(json_t *o, int i, const caller *who)
 {
     if (i < 0 || i >= core.gpu.inv.n || i >= GPU_MAX)
         return;
-    const char *holder = gpus_holder(i);
     const gpu_service *h = gpu_service_get(i);
     const gpu_report r = gpus_report(i);
     json_object_set_new(o, "state", json_string(gpu_state_name(r.state)));
@@ -106,7 +120,7 @@ static void add_state(json_t *o, int i)
         json_object_set_new(o, "health", health_json(hh));
     }
     json_object_set_new(o, "takes_jobs", json_boolean(r.takes_jobs));
-    json_object_set_new(o, "job", holder ? json_string(holder) : json_null());
+    gpu_json_holder(o, i, who);
     uint64_t reserved_mb;
     int tenants = gpus_tenants(i, &reserved_mb);
     if (tenants)
@@ -115,7 +129,7 @@ static void add_state(json_t *o, int i)
         json_object_set_new(o, "problem", json_string(h->reason));
 }
 
-json_t *gpu_json_all(void)
+json_t *gpu_json_all(const caller *who)
 {
     json_t *o = gpu_discovery_json(&core.gpu);
     json_object_set_new(o, "enabled", json_boolean(core.gpu_on));
@@ -132,14 +146,14 @@ json_t *gpu_json_all(void)
     json_object_set_new(o, "dev_root", json_string(core.cfg.gpu.dev_root[0] ? core.cfg.gpu.dev_root : "/dev"));
     json_t *gpus = json_object_get(o, "gpus");
     for (size_t i = 0; i < json_array_size(gpus); i++)
-        add_state(json_array_get(gpus, i), (int)i);
+        add_state(json_array_get(gpus, i), (int)i, who);
     return o;
 }
 
-json_t *gpu_json_one(int index)
+json_t *gpu_json_one(int index, const caller *who)
 {
     json_t *o = gpu_dev_json(&core.gpu.inv, index);
-    add_state(o, index);
+    add_state(o, index, who);
     return o;
 }
 

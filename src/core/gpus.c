@@ -451,9 +451,9 @@ void gpus_reclaim(job *j)
     }
 }
 
-const char *gpus_holder(int i)
+const job *gpus_holder(int i)
 {
-    return i >= 0 && i < GPU_MAX && owner[i] ? owner[i]->id : NULL;
+    return i >= 0 && i < GPU_MAX ? owner[i] : NULL;
 }
 
 int gpus_tenants(int i, uint64_t *reserved_mb)

@@ -19,8 +19,9 @@ int gpus_init(jerr *e);
 
 /* What the API shows for GPU i: gpu_state_report of its state, holders, problem, temperature. */
 gpu_report gpus_report(int i);
-/* The job holding GPU i exclusively (its id), or NULL. */
-const char *gpus_holder(int i);
+/* The job holding GPU i exclusively, or NULL. Its id is for those who see its owner's jobs
+ * (AUTHZ_OTHERS_JOBS); others are told that another user's job holds it (gpu_json.c). */
+const job *gpus_holder(int i);
 /* MPS tenants sharing GPU i, and the memory they reserved together. */
 int gpus_tenants(int i, uint64_t *reserved_mb);
 

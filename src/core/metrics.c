@@ -420,7 +420,7 @@ static json_t *host_json(void)
     return o;
 }
 
-json_t *metrics_monitor_json(void)
+json_t *metrics_monitor_json(const caller *who)
 {
     json_t *o = json_object();
     char now[40];
@@ -447,12 +447,18 @@ json_t *metrics_monitor_json(void)
     json_t *gpus = json_array();
     job **on = xcalloc(core.njobs + 1, sizeof *on);
     for (int i = 0; i < ngpus(); i++) {
-        json_t *g = gpu_json_one(i);
-        size_t k = gpu_health_jobs_on(i, on, core.njobs);
+        json_t *g = gpu_json_one(i, who);
+        size_t k = gpu_health_jobs_on(i, on, core.njobs), others = 0;
         json_t *ids = json_array();
-        for (size_t x = 0; x < k; x++)
-            json_array_append_new(ids, json_string(on[x]->id));
+        for (size_t x = 0; x < k; x++) {
+            if (authz_may_on(who, AUTHZ_OTHERS_JOBS, on[x]->owner_uid))
+                json_array_append_new(ids, json_string(on[x]->id));
+            else
+                others++;   /* (counted, not named: gpu_json_holder's rule) */
+        }
         json_object_set_new(g, "jobs", ids);
+        if (others)
+            json_object_set_new(g, "other_users_jobs", json_integer((json_int_t)others));
         json_array_append_new(gpus, g);
     }
     free(on);

@@ -7,14 +7,16 @@
 
 #include <jansson.h>
 
+#include "authz.h"
 #include "job.h"
 
 /* Every metric in the Prometheus text exposition format 0.0.4. Caller frees. */
 char *metrics_text(void);
 
 /* The host (name, CPUs, load, memory, uptime), the daemon, job counts by state, and every GPU
- * with its state, last health sample and jobs. */
-json_t *metrics_monitor_json(void);
+ * with its state, last health sample and jobs: the ids of those who sees (AUTHZ_OTHERS_JOBS),
+ * the others counted ("other_users_jobs"), as gpu_json_holder shows a GPU's holder. */
+json_t *metrics_monitor_json(const caller *who);
 /* One usage sample of a job: cgroup statistics while it runs (its totals once it ended) and
  * the last health sample of each GPU it holds. */
 json_t *metrics_job_json(const job *j);

@@ -30,9 +30,9 @@ static uint64_t gpu_signature(int i)
     gpu_report r = gpus_report(i);
     uint64_t reserved;
     int tenants = gpus_tenants(i, &reserved);
-    const char *holder = gpus_holder(i);
+    const job *holder = gpus_holder(i);
     uint64_t h = 1469598103934665603ull;   /* FNV-1a of the holder's id */
-    for (const char *p = holder ? holder : ""; *p; p++)
+    for (const char *p = holder ? holder->id : ""; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
     const gpu_health *hh = gpu_health_of(i);   /* a new XID is news even when the state stays */
     uint64_t x = hh ? (uint64_t)hh->last_xid_ms : 0;
@@ -71,16 +71,28 @@ static void publish_job(job *j)
     emit("job", j->owner_uid, o);
 }
 
+/* A GPU's change: its holder's id to those who see its owner's jobs, "another_users_job" to
+ * the others (gpu_json_holder's rule; events_publish_others). */
 static void publish_gpu(int i)
 {
     gpu_report r = gpus_report(i);
-    const char *holder = gpus_holder(i);
+    const job *holder = gpus_holder(i);
     json_t *o = json_pack("{s:i,s:s,s:b,s:s?}", "index", i, "state", gpu_state_name(r.state), "takes_jobs",
-                          r.takes_jobs, "job", holder);
+                          r.takes_jobs, "job", holder ? holder->id : NULL);
     const gpu_health *hh = gpu_health_of(i);
     if (hh && hh->last_xid)
         json_object_set_new(o, "last_xid", json_integer(hh->last_xid));
-    emit("gpu", -1, o);
+    if (!holder)
+        return emit("gpu", -1, o);
+    json_t *others = json_deep_copy(o);
+    json_object_set_new(others, "job", json_null());
+    json_object_set_new(others, "another_users_job", json_true());
+    emit("gpu", holder->owner_uid, o);
+    char *t = json_dumps(others, JSON_COMPACT);
+    json_decref(others);
+    if (t)
+        events_publish_others("gpu", holder->owner_uid, t);
+    free(t);
 }
 
 static void publish_sample(int i, const gpu_health *h)

@@ -1,5 +1,6 @@
 """GET /v1/events (docs/api.md, "Events"): the console's live feed of job, workflow and GPU
 changes as server-sent events, per caller, bounded."""
+import json
 import os
 import time
 
@@ -64,7 +65,9 @@ def test_a_user_sees_only_own_jobs_and_the_gpus(fresh_daemon):
     seen += mine.drain(1)
     jobs = {v["id"] for k, v, _ in seen if k == "job"}
     assert jobs == {user_job}
-    assert any(k == "gpu" and v["job"] == root_job for k, v, _ in seen)   # the shared GPU view
+    # the GPU view is everyone's, but not another user's job id (docs/gpu.md, "Who sees what")
+    assert any(k == "gpu" and v["job"] is None and v.get("another_users_job") for k, v, _ in seen)
+    assert not any(root_job in json.dumps(v) for k, v, _ in seen)
     d.rnx("job", "stop", root_job, user_job)
 
 
