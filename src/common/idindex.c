@@ -40,7 +40,16 @@ static size_t id_key(const idindex *x, const char *id)
     return (size_t)(lead(id, &d) >> (32 - x->bits));
 }
 
-static size_t name_key(const idindex *x, const char *name) { return (size_t)(name_hash(name) >> (32 - x->bits)); }
+/* A name's bucket: of its owner's objects of that name, where the index has owners
+ * (idindex_add_owned), so that another owner's many of the name are not in it. */
+static size_t name_key(const idindex *x, const char *name, uint32_t owner)
+{
+    uint32_t h = name_hash(name) ^ owner * 0x9e3779b1u;
+    h ^= h >> 15;
+    h *= 0x2c1b3c6du;
+    h ^= h >> 12;
+    return (size_t)(h >> (32 - x->bits));
+}
 
 static void push(idindex_bucket *b, const idindex_entry *e)
 {
@@ -73,7 +82,7 @@ static void rebucket(idindex *x, unsigned bits)
             const idindex_entry *e = &old_id[k].v[i];
             push(&x->by_id[id_key(x, e->id)], e);
             if (e->name)
-                push(&x->by_name[name_key(x, e->name)], e);
+                push(&x->by_name[name_key(x, e->name, e->owner)], e);
         }
         free(old_id[k].v);
         free(old_name[k].v);
@@ -84,18 +93,28 @@ static void rebucket(idindex *x, unsigned bits)
 
 void idindex_add(idindex *x, void *obj, const char *id, const char *name, uint64_t seq)
 {
+    idindex_add_owned(x, obj, id, name, 0, seq);
+}
+
+void idindex_add_owned(idindex *x, void *obj, const char *id, const char *name, uint32_t owner, uint64_t seq)
+{
     if (!x->bits)
         rebucket(x, IDINDEX_FIRST_BITS);
     else if (x->n >= (size_t)2 << x->bits && x->bits < IDINDEX_MAX_BITS)
         rebucket(x, x->bits + 1);
-    idindex_entry e = {obj, id, name, seq};
+    idindex_entry e = {obj, id, name, seq, owner};
     push(&x->by_id[id_key(x, id)], &e);
     if (name)
-        push(&x->by_name[name_key(x, name)], &e);
+        push(&x->by_name[name_key(x, name, owner)], &e);
     x->n++;
 }
 
 void idindex_del(idindex *x, void *obj, const char *id, const char *name)
+{
+    idindex_del_owned(x, obj, id, name, 0);
+}
+
+void idindex_del_owned(idindex *x, void *obj, const char *id, const char *name, uint32_t owner)
 {
     if (!x->bits)
         return;
@@ -103,7 +122,7 @@ void idindex_del(idindex *x, void *obj, const char *id, const char *name)
     uint32_t before = b->n;
     take(b, obj);
     if (name)
-        take(&x->by_name[name_key(x, name)], obj);
+        take(&x->by_name[name_key(x, name, owner)], obj);
     x->n -= before - b->n;
 }
 
@@ -139,21 +158,21 @@ static void found_add(found *f, const idindex_entry *e)
 }
 
 /* The entries named ref, unsorted, into f. */
-static void add_named(const idindex *x, const char *ref, found *f)
+static void add_named(const idindex *x, const char *ref, uint32_t owner, found *f)
 {
-    const idindex_bucket *nb = &x->by_name[name_key(x, ref)];
+    const idindex_bucket *nb = &x->by_name[name_key(x, ref, owner)];
     for (uint32_t i = 0; i < nb->n; i++)
-        if (!strcmp(nb->v[i].name, ref))
+        if (nb->v[i].owner == owner && !strcmp(nb->v[i].name, ref))
             found_add(f, &nb->v[i]);
 }
 
-idindex_entry *idindex_named(const idindex *x, const char *name, size_t *n)
+idindex_entry *idindex_named_owned(const idindex *x, const char *name, uint32_t owner, size_t *n)
 {
     *n = 0;
     if (!x->bits || !name[0])
         return NULL;
     found f = {0};
-    add_named(x, name, &f);
+    add_named(x, name, owner, &f);
     *n = f.n;
     return f.v;
 }
@@ -165,7 +184,7 @@ idindex_entry *idindex_candidates(const idindex *x, const char *ref, size_t *n)
         return NULL;
     found f = {0};
     size_t len = strlen(ref);
-    add_named(x, ref, &f);
+    add_named(x, ref, 0, &f);
     /* an id's first 8 characters are hex digits: a reference with fewer before anything else
      * is the start of no id */
     unsigned digits;

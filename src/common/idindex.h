@@ -19,6 +19,7 @@ typedef struct idindex_entry {
     const char *id;   /* the object's own strings: they live as long as it is in the index */
     const char *name; /* or NULL */
     uint64_t seq;     /* the order a scan of the table would offer it in */
+    uint32_t owner;   /* whose name it is (idindex_add_owned), 0 in an index without owners */
 } idindex_entry;
 
 typedef struct idindex_bucket {
@@ -33,17 +34,23 @@ typedef struct idindex {
 } idindex;
 
 void idindex_add(idindex *x, void *obj, const char *id, const char *name, uint64_t seq);
-/* obj must be in the index, with the id and name it was added with. */
+/* The same in an index of names by owner: idindex_named_owned finds the objects of one owner
+ * and name among its own, however many other owners have of that name. An index is one or the
+ * other: its names added all with idindex_add (owner 0), or all with an owner. */
+void idindex_add_owned(idindex *x, void *obj, const char *id, const char *name, uint32_t owner, uint64_t seq);
+/* obj must be in the index, with the id and name (and owner) it was added with. */
 void idindex_del(idindex *x, void *obj, const char *id, const char *name);
+void idindex_del_owned(idindex *x, void *obj, const char *id, const char *name, uint32_t owner);
 /* The object whose id is id, or NULL. */
 void *idindex_get(const idindex *x, const char *id);
 /* Every object whose name is ref or whose id starts with ref, once each, in seq order: the
  * ones a scan would offer to idref_offer and it could answer to. Freed by the caller; *n 0 and
  * NULL when none. */
 idindex_entry *idindex_candidates(const idindex *x, const char *ref, size_t *n);
-/* Every object named name (not those whose id starts so), in no particular order (no sort: a
- * name may have many). Freed by the caller; NULL and *n 0 when none. */
-idindex_entry *idindex_named(const idindex *x, const char *name, size_t *n);
+/* Every object of owner named name (not those whose id starts so; owner 0 in an index of
+ * idindex_add), in no particular order (no sort: a name may have many). Freed by the caller;
+ * NULL and *n 0 when none. */
+idindex_entry *idindex_named_owned(const idindex *x, const char *name, uint32_t owner, size_t *n);
 void idindex_free(idindex *x);
 
 #endif

@@ -497,7 +497,7 @@ static idindex single_waiting;
 
 static void single_wait_del(single_wait *w)
 {
-    idindex_del(&single_waiting, w, w->id, w->name);
+    idindex_del_owned(&single_waiting, w, w->id, w->name, (uint32_t)w->uid);
     free(w->name);
     free(w);
 }
@@ -508,11 +508,12 @@ static int by_seq(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The jobs of uid waiting on name, oldest first; entries whose job no longer waits so leave. */
+/* The jobs of uid waiting on name, oldest first; entries whose job no longer waits so leave.
+ * By owner and name: another user's many waiting on the name are not looked at. */
 static job **single_waiters(uid_t uid, const char *name, size_t *n)
 {
     size_t nc;
-    idindex_entry *c = idindex_named(&single_waiting, name, &nc);
+    idindex_entry *c = idindex_named_owned(&single_waiting, name, (uint32_t)uid, &nc);
     job **out = xcalloc(nc + 1, sizeof *out);
     *n = 0;
     for (size_t i = 0; i < nc; i++) {
@@ -545,7 +546,7 @@ static void single_wait_add(job *j)
     w->name = xstrdup(j->name);
     w->uid = j->owner_uid;
     w->seq = j->seq;
-    idindex_add(&single_waiting, w, w->id, w->name, w->seq);
+    idindex_add_owned(&single_waiting, w, w->id, w->name, (uint32_t)w->uid, w->seq);
 }
 
 /* The job of uid that holds name, other than self: one that started and has not ended (RUNNING,
@@ -557,7 +558,7 @@ static void single_wait_add(job *j)
 static const job *single_holder(uid_t uid, const char *name, const job *self)
 {
     size_t n;
-    job **named = jobs_named(name, &n);
+    job **named = jobs_named(uid, name, &n);   /* (uid's only: jobs.h) */
     const job *h = NULL;
     for (size_t i = 0; i < n && !h; i++) {
         const job *k = named[i];

@@ -72,8 +72,9 @@ job **jobs_take_ended(size_t *n)
     return ended.v;
 }
 
-/* The table by id and name (common/idindex.h): what a reference may name, found without a scan. */
-static idindex by_ref;
+/* The table by id and name (common/idindex.h): what a reference may name, found without a scan;
+ * and by owner and name (jobs_named): one user's jobs of a name, however many of it others have. */
+static idindex by_ref, by_owner_name;
 
 job *jobs_by_id(const char *id) { return idindex_get(&by_ref, id); }
 
@@ -98,10 +99,10 @@ bool jobs_offer(idref *r, const caller *who, bool task_names)
     return hit;
 }
 
-job **jobs_named(const char *name, size_t *n)
+job **jobs_named(uid_t owner, const char *name, size_t *n)
 {
     size_t nc;
-    idindex_entry *c = idindex_named(&by_ref, name, &nc);
+    idindex_entry *c = idindex_named_owned(&by_owner_name, name, (uint32_t)owner, &nc);
     job **out = nc ? xcalloc(nc, sizeof *out) : NULL;
     *n = nc;
     for (size_t i = 0; i < nc; i++)
@@ -157,6 +158,7 @@ void jobs_add(job *j)
     j->idx_uid = j->idx_sandbox = 0;
     recount(j);
     idindex_add(&by_ref, j, j->id, j->name, j->seq);
+    idindex_add_owned(&by_owner_name, j, j->id, j->name, (uint32_t)j->owner_uid, j->seq);
 }
 
 void jobs_remove(job *j)
@@ -175,6 +177,7 @@ void jobs_remove(job *j)
     size_t i = by_seq(j->seq);
     if (i < core.njobs && core.jobs[i] == j) {
         idindex_del(&by_ref, j, j->id, j->name);
+        idindex_del_owned(&by_owner_name, j, j->id, j->name, (uint32_t)j->owner_uid);
         memmove(&core.jobs[i], &core.jobs[i + 1], (core.njobs - i - 1) * sizeof *core.jobs);
         core.njobs--;
     }
@@ -492,6 +495,7 @@ void jobs_index_rebuild(void)
 void jobs_index_free(void)
 {
     idindex_free(&by_ref);
+    idindex_free(&by_owner_name);
     free(ix.owners);
     free(ix.queue.v);
     free(ix.room.v);
@@ -542,10 +546,10 @@ static void verify(const char *where)
                                       ix.state[j->state].v[j->idx_state] != j))
             snprintf(what, sizeof what, "job %s (%s) is not at its place in the list of its state (listed as %s)",
                      j->id, job_state_name(j->state), job_state_name((enum job_state)j->idx_as));
-        else if (idindex_get(&by_ref, j->id) != j)
+        else if (idindex_get(&by_ref, j->id) != j || idindex_get(&by_owner_name, j->id) != j)
             snprintf(what, sizeof what, "job %s is not found by its id", j->id);
     }
-    if (!what[0] && by_ref.n != core.njobs)
+    if (!what[0] && (by_ref.n != core.njobs || by_owner_name.n != core.njobs))
         snprintf(what, sizeof what, "%zu jobs found by id; %zu in the table", by_ref.n, core.njobs);
     for (size_t o = 0; o < ix.nowners && !what[0]; o++) {
         jobs_user_count c = {0};

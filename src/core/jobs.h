@@ -26,9 +26,10 @@ job *jobs_by_id(const char *id);
  * array's task answers to its array's name too (jobs_find), or only to its id (a reference
  * that arrays are offered first: array_ctl.h). */
 bool jobs_offer(idref *r, const caller *who, bool task_names);
-/* Every job named name (an array's tasks bear its name), whoever owns it, in no particular order:
- * from the index, never a scan of every job kept. Freed by the caller; NULL and *n 0 when none. */
-job **jobs_named(const char *name, size_t *n);
+/* Every job of owner named name (an array's tasks bear its name), in no particular order: from
+ * the index by owner and name, never a scan of every job kept nor of other users' jobs of that
+ * name (a singleton's check costs only its owner's). Freed by the caller; NULL and *n 0 when none. */
+job **jobs_named(uid_t owner, const char *name, size_t *n);
 void jobs_add(job *j);
 /* The job of this seq, or NULL: the table is in seq order (jobs are added in it, loaded in it),
  * so a binary search. */

@@ -158,11 +158,11 @@ static void test_empty_and_names_that_look_like_ids(void **state)
     assert_ptr_equal(c[1].obj, &a);
     free(c);
     /* by name alone: a, not b whose id starts so */
-    c = idindex_named(&x, "9f", &n);
+    c = idindex_named_owned(&x, "9f", 0, &n);
     assert_int_equal(n, 1);
     assert_ptr_equal(c[0].obj, &a);
     free(c);
-    assert_null(idindex_named(&x, "9f00", &n));
+    assert_null(idindex_named_owned(&x, "9f00", 0, &n));
     assert_int_equal(n, 0);
     /* a's name that is also its own id's start: once */
     idindex_del(&x, &a, a_id, "9f");
@@ -173,11 +173,48 @@ static void test_empty_and_names_that_look_like_ids(void **state)
     idindex_free(&x);
 }
 
+/* By owner and name (core/jobs.c's index of jobs_named, depend.c's of waiting singletons):
+ * another owner's 8,000 of a name are not in the bucket one owner's 3 of it are looked up in. */
+static void test_names_by_owner(void **state)
+{
+    (void)state;
+    enum { MANY = 8000, MINE = 3 };
+    idindex x = {0};
+    static char owned_ids[MANY + MINE][37];
+    static int owned[MANY + MINE];
+    for (int i = 0; i < MANY + MINE; i++) {
+        snprintf(owned_ids[i], sizeof owned_ids[i], "%08x-0000-4000-8000-%012x", (unsigned)(i * 2654435761u), (unsigned)i);
+        idindex_add_owned(&x, &owned[i], owned_ids[i], "train", i < MANY ? 4961 : 4962, (uint64_t)i);
+    }
+    size_t n;
+    idindex_entry *c = idindex_named_owned(&x, "train", 4962, &n);
+    assert_int_equal(n, MINE);
+    for (size_t k = 0; k < n; k++)
+        assert_true(c[k].obj >= (void *)&owned[MANY]);
+    free(c);
+    c = idindex_named_owned(&x, "train", 4961, &n);
+    assert_int_equal(n, MANY);
+    free(c);
+    assert_null(idindex_named_owned(&x, "train", 0, &n));
+    /* the bucket looked through for 4962's: not the other owner's thousands */
+    size_t buckets = (size_t)1 << x.bits;
+    for (size_t b = 0; b < buckets; b++)
+        for (uint32_t i = 0; i < x.by_name[b].n; i++)
+            if (x.by_name[b].v[i].owner == 4962)
+                assert_true(x.by_name[b].n <= MINE + 64);
+    for (int i = 0; i < MANY + MINE; i++)
+        idindex_del_owned(&x, &owned[i], owned_ids[i], "train", i < MANY ? 4961 : 4962);
+    assert_int_equal(x.n, 0);
+    assert_null(idindex_named_owned(&x, "train", 4962, &n));
+    idindex_free(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_index_matches_a_scan),
         cmocka_unit_test(test_empty_and_names_that_look_like_ids),
+        cmocka_unit_test(test_names_by_owner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
