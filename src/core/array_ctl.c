@@ -164,7 +164,7 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
         return -1;
     if (!changed)
         return 0;
-    if (submit_check_change(req, a->owner_uid, changed, e) < 0)
+    if (submit_check_change(req, a->owner_uid, a->owner_gid, changed, e) < 0)
         return -1;
     uint64_t task_fields = changed & ~(1ull << JR_ARRAY);
     char was[2048];

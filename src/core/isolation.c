@@ -278,7 +278,14 @@ static int gpus_refused(const job_req *req, const char *rule, uid_t uid, jerr *e
                       caps.version, caps.runsc);
 }
 
-int isolation_check_gpus(const job_req *req, jerr *e) { return gpus_refused(req, NULL, 0, e); }
+int isolation_check_gpus(const job_req *req, uid_t uid, gid_t gid, jerr *e)
+{
+    char rule[80];
+    /* (the owner's rule, as at submission: native is no way out for a user it lists; one not
+     * known now is told both ways as before) */
+    int must = isolation_wants_gpus(req) ? required(uid, gid, rule, sizeof rule) : 0;
+    return gpus_refused(req, must > 0 ? rule : NULL, uid, e);
+}
 
 int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
 {

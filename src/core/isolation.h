@@ -38,10 +38,11 @@ void isolation_shutdown(void);
  * gvisor is written into the request, native is left unwritten (NULL means native). Refused: native for such a user, gvisor where runsc is missing, a GPU
  * job under gVisor where runsc has no nvproxy (with the version found and the one needed). */
 int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e);
-/* A gVisor job's GPUs: refused (400 on field isolation) when this machine's runsc has no
+/* A gVisor job's GPUs (of uid:gid's job: the advice leaves native out for a user isolation.require_gvisor
+ * lists): refused (400 on field isolation) when this machine's runsc has no
  * nvproxy. At submission (isolation_decide) and for a change of a waiting job's request
  * (submit_check_change: an update gave a gVisor job the GPUs its submission was refused). */
-int isolation_check_gpus(const job_req *req, jerr *e);
+int isolation_check_gpus(const job_req *req, uid_t uid, gid_t gid, jerr *e);
 /* At a job's start, maybe long after its submission and under another configuration: a native
  * job whose owner isolation.require_gvisor names now (the account's groups as they are now, and
  * the group it was submitted with) is refused (403), as its submission would be. */

@@ -417,7 +417,7 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
                                           "GPUs, cancel it and submit it again without them",
                           j->id, req->ngpu_ids ? "by id: gpu_ids, --device or NVIDIA_VISIBLE_DEVICES"
                                  : req->gpu_all ? "all of them: gpu_all" : "a MIG device: gpu_mig");
-    if (waiting && submit_check_change(req, j->owner_uid, changed, e) < 0)
+    if (waiting && submit_check_change(req, j->owner_uid, j->owner_gid, changed, e) < 0)
         return -1;
     /* (a suspended job's shim keeps its clock stopped: the new limit counts once it is resumed) */
     if (running && job_launch_runtime(j, job_launch_runtime_s(req), j->state == JS_SUSPENDED, e) < 0)

@@ -845,10 +845,10 @@ added:
     return j;
 }
 
-int submit_check_change(job_req *req, uid_t owner, uint64_t changed, jerr *e)
+int submit_check_change(job_req *req, uid_t owner, gid_t owner_gid, uint64_t changed, jerr *e)
 {
     uint64_t total;
-    if (check_machine(req, false, &total, e) < 0 || isolation_check_gpus(req, e) < 0)
+    if (check_machine(req, false, &total, e) < 0 || isolation_check_gpus(req, owner, owner_gid, e) < 0)
         return -1;
     uint64_t gpus = (uint64_t)req->gpu_count + (req->gpu_mig ? 1 : 0);
     if (core.cfg.limits.max_gpus_per_user && gpus > core.cfg.limits.max_gpus_per_user)

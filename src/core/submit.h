@@ -58,7 +58,7 @@ void submit_undo(job *j);
  * jobreq_id bit): what the machine decides of it (CPUs, memory, GPUs that exist),
  * limits.max_gpus_per_user, and a GPU request changed takes one of the owner's
  * limits.gpu_requests_per_minute, as for a submission. */
-int submit_check_change(job_req *req, uid_t owner, uint64_t changed, jerr *e);
+int submit_check_change(job_req *req, uid_t owner, gid_t owner_gid, uint64_t changed, jerr *e);
 
 /* A request with an array field (docs/batch.md): checked as a job's is (submit_check), the
  * limits counting every task, then the array made and committed: one row however many tasks.

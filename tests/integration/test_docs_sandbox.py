@@ -54,6 +54,13 @@ def test_a_gpu_refusal_for_a_user_who_must_be_sandboxed_offers_no_native_way_out
     # root is not listed: native is a way out for it, and it is told so
     p = d.rnx("job", "run", "--isolation=gvisor", "--gpu=1", "nvidia-smi")
     assert p.returncode != 0 and "run the job with --isolation=native" in p.stderr, p.stderr
+    # the same when a waiting job of theirs is changed to ask for a GPU (rnx job update --gpu):
+    # the update's refusal offered native to them too
+    p = rnx_as(d, 65534, "job", "run", "--hold", "--name=later", "true")
+    assert p.returncode == 0, p.stderr
+    p = rnx_as(d, 65534, "job", "update", "later", "--gpu=1")
+    assert p.returncode != 0 and "needs runsc with nvproxy" in p.stderr, p.stderr
+    assert "--isolation=native" not in p.stderr and "isolation.require_gvisor lists 'nobody'" in p.stderr, p.stderr
 
 
 def test_device_with_other_gpu_ids_is_refused_not_dropped(fresh_daemon):
