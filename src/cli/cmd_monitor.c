@@ -120,6 +120,11 @@ static void jobs_cell(json_t *g, char *out, size_t len)
         const char *id = json_string_value(json_array_get(jobs, i));
         l += (size_t)snprintf(out + l, len - l, "%s%.8s", l ? "," : "", id ? id : "?");
     }
+    /* another user's jobs are counted, not named (docs/gpu.md, "Who sees what") */
+    json_int_t others = json_integer_value(json_object_get(g, "other_users_jobs"));
+    if (others && l < len)
+        snprintf(out + l, len - l, "%s%lld other user%s job%s", l ? "," : "", (long long)others,
+                 others == 1 ? "'s" : "s'", others == 1 ? "" : "s");
     if (!out[0])
         snprintf(out, len, "-");
 }

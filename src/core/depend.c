@@ -316,7 +316,8 @@ static enum depend_verdict verdict(const job_req *req, const uint64_t *after_seq
  * `changed` (by seq) changed: only its needs on that one can have moved since (every other
  * dependency's change decided it in turn), so it waits on while one of them waits (all of
  * them), or while none of them went (any one of them), unless another need of its, looked at
- * from the one after `changed` on, still waits. False: decide it over every need (verdict).
+ * from the one after `changed` on, still waits, and none of them was deleted meanwhile. False:
+ * decide it over every need (verdict).
  * 200 jobs after 64 arrays each counted all 64 arrays' tasks at every array's start and end
  * (CI: 5 s of the loop's CPU more than the arrays' own 3.3 s); now they look at one or two. */
 static bool still_waits(const job_req *req, const uint64_t *after_seq, const jarray *waiter, uint64_t changed)
@@ -338,9 +339,16 @@ static bool still_waits(const job_req *req, const uint64_t *after_seq, const jar
     }
     if (last == n || req->after_any)
         return last < n && waits; /* (not among its needs: decided in full) */
+    /* all of them: one deleted since it was decided (an ended job or array, deleted without its
+     * dependents told) cancels it now, as the full verdict would */
+    for (size_t k = 0; k < n; k++) {
+        target t = dependency_of(req, after_seq, k);
+        if (!t.j && !t.a && !per_task(req, after_seq, k, waiter))
+            return false;
+    }
     if (waits)
         return true;
-    for (size_t i = 1; i < n; i++) { /* all of them: the first that still waits, after the one that moved */
+    for (size_t i = 1; i < n; i++) { /* the first that still waits, after the one that moved */
         size_t k = (last + i) % n;
         if (after_seq[k] == changed || per_task(req, after_seq, k, waiter))
             continue;

@@ -344,14 +344,21 @@ int gpus_grant_given(job *j, uint64_t set, jerr *e)
     for (int i = 0; i < core.gpu.inv.n; i++) {
         if (!(set >> i & 1))
             continue;
-        const char *by = owner[i] ? owner[i]->id : NULL;
-        for (int f = 0; !by && f < GPU_MAX * GPU_MIG_MAX; f++)
+        const job *h = owner[i];
+        for (int f = 0; !h && f < GPU_MAX * GPU_MIG_MAX; f++)
             if (mig_owner[f] && migs[f].gpu == i)
-                by = mig_owner[f]->id;
-        if (by || shared_n[i])
+                h = mig_owner[f];
+        if (h || shared_n[i]) {
+            /* the holder by id to its own owner only (nobody sees another user's job ids:
+             * docs/gpu.md); the log has it for the admin */
+            const char *by = !h ? "(shared, MPS)"
+                             : h->owner_uid == j->owner_uid ? h->id : "of another user (its id is in joblet's log)";
+            if (h)
+                log_warn("Slurm's task %s was given GPU %d, which joblet's job %s holds: refused", j->id, i, h->id);
             return jerr_http(e, 409, "GPU %d (/dev/nvidia%d) is held by joblet's job %s: Slurm gave it to this task "
                                      "as well; keep the GPUs of gres.conf out of joblet's own jobs (docs/slurm.md)",
-                             i, core.gpu.inv.gpu[i].minor, by ? by : "(shared, MPS)");
+                             i, core.gpu.inv.gpu[i].minor, by);
+        }
     }
     grant_list_free(&j->gpus);
     for (int i = 0; i < core.gpu.inv.n; i++)

@@ -280,11 +280,13 @@ static int gpus_refused(const job_req *req, const char *rule, uid_t uid, jerr *e
 
 int isolation_check_gpus(const job_req *req, uid_t uid, gid_t gid, jerr *e)
 {
+    if (gpus_refused(req, NULL, uid, e) == 0)
+        return 0;
+    /* refused: in the owner's words as at submission (native is no way out for a user
+     * isolation.require_gvisor lists; one not known now is told both ways) */
     char rule[80];
-    /* (the owner's rule, as at submission: native is no way out for a user it lists; one not
-     * known now is told both ways as before) */
-    int must = isolation_wants_gpus(req) ? required(uid, gid, rule, sizeof rule) : 0;
-    return gpus_refused(req, must > 0 ? rule : NULL, uid, e);
+    int must = required(uid, gid, rule, sizeof rule);
+    return must > 0 ? gpus_refused(req, rule, uid, e) : -1;
 }
 
 int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
@@ -332,8 +334,6 @@ int isolation_recheck(const job_req *req, uid_t uid, gid_t gid, jerr *e)
     return jerr_http(e, 403, "isolation: native is refused at its start: isolation.require_gvisor lists '%s' now, so "
                              "uid %u's jobs run under gVisor (submit it again)", rule, (unsigned)uid);
 }
-
-
 
 json_t *isolation_json(void)
 {

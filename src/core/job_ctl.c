@@ -408,15 +408,6 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
         changed &= ~(1ull << JR_SCHEDULE_AT); /* (none taken out of none) */
     if (!changed)
         return 0;
-    /* a count of 0 for a job that names its GPUs (by id, all, a MIG device) would be answered
-     * "updated" and undone by the GPU check below, which counts the GPUs named: refused instead */
-    if ((changed >> JR_GPU_COUNT & 1) && req->gpu_count == 0 &&
-        (req->ngpu_ids || req->gpu_all || jobreq_has(req, JR_GPU_MIG)))
-        return jerr_field(e, "gpu_count", "gpu_count: job %s names its GPUs (%s), so 0 cannot take them away; an "
-                                          "update changes a count the job asked for (--gpu N): to run it without "
-                                          "GPUs, cancel it and submit it again without them",
-                          j->id, req->ngpu_ids ? "by id: gpu_ids, --device or NVIDIA_VISIBLE_DEVICES"
-                                 : req->gpu_all ? "all of them: gpu_all" : "a MIG device: gpu_mig");
     if (waiting && submit_check_change(req, j->owner_uid, j->owner_gid, changed, e) < 0)
         return -1;
     /* (a suspended job's shim keeps its clock stopped: the new limit counts once it is resumed) */

@@ -550,7 +550,8 @@ static void verify(const char *where)
             snprintf(what, sizeof what, "job %s is not found by its id", j->id);
     }
     if (!what[0] && (by_ref.n != core.njobs || by_owner_name.n != core.njobs))
-        snprintf(what, sizeof what, "%zu jobs found by id; %zu in the table", by_ref.n, core.njobs);
+        snprintf(what, sizeof what, "%zu jobs found by id, %zu by owner and name; %zu in the table", by_ref.n,
+                 by_owner_name.n, core.njobs);
     for (size_t o = 0; o < ix.nowners && !what[0]; o++) {
         jobs_user_count c = {0};
         for (size_t i = 0; i < core.njobs; i++)

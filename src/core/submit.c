@@ -848,6 +848,15 @@ added:
 int submit_check_change(job_req *req, uid_t owner, gid_t owner_gid, uint64_t changed, jerr *e)
 {
     uint64_t total;
+    /* a count of 0 for a job or an array that names its GPUs (by id, all, a MIG device) would be
+     * answered "updated" and undone by the GPU check below, which counts the GPUs named */
+    if ((changed >> JR_GPU_COUNT & 1) && req->gpu_count == 0 &&
+        (req->ngpu_ids || req->gpu_all || jobreq_has(req, JR_GPU_MIG)))
+        return jerr_field(e, "gpu_count", "gpu_count: it names its GPUs (%s), so 0 cannot take them away; an "
+                                          "update changes a count it asked for (--gpu N): to run it without "
+                                          "GPUs, cancel it and submit it again without them",
+                          req->ngpu_ids ? "by id: gpu_ids, --device or NVIDIA_VISIBLE_DEVICES"
+                          : req->gpu_all ? "all of them: gpu_all" : "a MIG device: gpu_mig");
     if (check_machine(req, false, &total, e) < 0 || isolation_check_gpus(req, owner, owner_gid, e) < 0)
         return -1;
     uint64_t gpus = (uint64_t)req->gpu_count + (req->gpu_mig ? 1 : 0);

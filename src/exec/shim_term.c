@@ -79,8 +79,33 @@ static size_t in_room(const shim_term *t) { return t->in_fd >= 0 && !t->in_close
 /* What a client is watched for: its frames (the typist only while the job's input has room;
  * the others always: their frames are read and dropped, their end noticed), and room for
  * what it is sent. */
+static bool queue(client *cl, int ch, const char *p, size_t n, bool force);
+
+/* Output a client could not take is dropped for it alone; once it takes again, a line on its
+ * terminal says how much (the job's log has all of it). false while it is still behind (the
+ * line not queued yet). */
+static bool tell_dropped(shim_term *t, client *cl)
+{
+    if (!cl->dropped)
+        return true;
+    if (cl->len - cl->head > OUT_CAP / 4)
+        return false; /* until it caught up for good: one line per gap, not one per piece */
+    char note[200];
+    int k = snprintf(note, sizeof note,
+                     "%s[joblet: %llu bytes of the job's output were dropped here: this terminal did not keep up; "
+                     "rnx job log has all of it]%s",
+                     t->tty ? "\r\n" : "\n", (unsigned long long)cl->dropped, t->tty ? "\r\n" : "\n");
+    if (!queue(cl, TERMFRAME_STDERR, note, (size_t)k, false))
+        return false;
+    cl->dropped = 0;
+    return true;
+}
+
 static void client_events(shim_term *t, client *cl, bool typist)
 {
+    /* caught up after a gap: told now, not only with the job's next output (a job gone quiet,
+     * waiting for a key, left the gap unsaid), whichever path its queue drained by */
+    tell_dropped(t, cl);
     uint32_t want = EPOLLRDHUP;
     if (!typist || in_room(t) || t->in_fd < 0 || t->in_close)
         want |= EPOLLIN;
@@ -172,26 +197,6 @@ static bool queue(client *cl, int ch, const char *p, size_t n, bool force)
     return true;
 }
 
-/* Output a client could not take is dropped for it alone; once it takes again, a line on its
- * terminal says how much (the job's log has all of it). false while it is still behind (the
- * line not queued yet). */
-static bool tell_dropped(shim_term *t, client *cl)
-{
-    if (!cl->dropped)
-        return true;
-    if (cl->len - cl->head > OUT_CAP / 4)
-        return false; /* until it caught up for good: one line per gap, not one per piece */
-    char note[200];
-    int k = snprintf(note, sizeof note,
-                     "%s[joblet: %llu bytes of the job's output were dropped here: this terminal did not keep up; "
-                     "rnx job log has all of it]%s",
-                     t->tty ? "\r\n" : "\n", (unsigned long long)cl->dropped, t->tty ? "\r\n" : "\n");
-    if (!queue(cl, TERMFRAME_STDERR, note, (size_t)k, false))
-        return false;
-    cl->dropped = 0;
-    return true;
-}
-
 static void send_output(shim_term *t, client *cl, int ch, const char *p, size_t n)
 {
     if (!tell_dropped(t, cl) || !queue(cl, ch, p, n, false))
@@ -258,8 +263,9 @@ static void on_hello(shim_term *t, client *cl, const termframe_out *f)
             i++;
         while (t->c[k] != cl)
             k++;
+        /* (k > i: it attached after; the others keep their order, the earlier right after it) */
+        memmove(&t->c[i + 1], &t->c[i], (k - i) * sizeof *t->c);
         t->c[i] = cl;
-        t->c[k] = was;
         choose_typist(t); /* (before its hello is done: it is not told it types, it just attached) */
         cl->hello_done = true;
         note(t, was, "[joblet: watching; a newer attach of %s types]", cl->who);
@@ -470,12 +476,11 @@ static void handle(shim_term *t, int fd, uint32_t events)
             ok = read_client(t, i, events);
         if (ok && (events & EPOLLOUT))
             ok = flush_client(cl);
-        /* caught up after a gap: told now, not only with the job's next output (a job that
-         * went quiet, waiting for a key, left the gap unsaid and its last output unshown) */
-        if (ok && (events & EPOLLOUT))
-            tell_dropped(t, cl);
-        if (!ok)
+        if (!ok) { /* (where it is now: its hello may have moved it, on_hello) */
+            for (i = 0; t->c[i] != cl; i++)
+                ;
             drop_client(t, i);
+        }
         return;
     }
 }

@@ -25,7 +25,7 @@
 #include "../common/err.h"
 
 #define SHIM_TERM_MAX 16 /* clients at once; joblet's bound (jobs.max_attachers) is at most this */
-#define SHIM_TERM_WHO 64 /* the bytes of a client's name kept (the hello's) */
+#define SHIM_TERM_WHO 128 /* the bytes of a client's name kept (the hello's, whole: joblet sends at most 127) */
 
 typedef struct shim_term shim_term;
 

@@ -2,6 +2,7 @@
 array it let go is not decided again later, neither by a restart of joblet (kill -9 included) nor
 by `rnx job release`, so deleting the job it named afterwards changes nothing. A job held while it
 still waited (PENDING) is decided on release as before (test_dependencies.py)."""
+import json
 import time
 
 from conftest import submit_array, tasks_of
@@ -150,3 +151,28 @@ def test_job_held_while_pending(fresh_daemon):
     j = d.wait(z)
     assert j["status"] == "CANCELED" and j["end_reason"] == "dependency", j
     assert "it was deleted" in j["error"], j
+
+
+def test_a_dependency_deleted_after_it_held_cancels_a_job_still_waiting_on_another(fresh_daemon):
+    """W after a:ok and b:ok. a completes (W still waits: b has not started), then a is deleted,
+    then b starts: W is decided then and canceled (a job it needs is gone), as before
+    depend.c still_waits, which skips a waiter whose need on the one that changed (b, started)
+    still waits: it also looks whether any of its dependencies was deleted since."""
+    d = fresh_daemon(LIMITS)
+    a = gated(d, "a")
+    wait_running(d, a)
+    d.rnx("job", "run", "--hold", "--name=b", "sh", "-c", GATE, check=True)
+    b = d.api("GET", "/v1/jobs")[1]["jobs"]
+    b = [j["id"] for j in b if j.get("name") == "b"][0]
+    w = run(d, f"--after={a}:ok", f"--after={b}:ok", "true")
+    assert d.job(w)["status"] == "PENDING"
+    complete(d, a)
+    time.sleep(0.3)
+    assert d.job(w)["status"] == "PENDING", d.job(w)
+    d.rnx("job", "delete", a, check=True)
+    d.rnx("job", "release", b, check=True)
+    wait_running(d, b)
+    j = wait_not_pending(d, w)
+    assert j["status"] == "CANCELED" and "deleted" in json.dumps(j), j
+    release(d, b)
+    assert d.wait(b)["status"] == "COMPLETED"

@@ -60,6 +60,9 @@ def test_another_users_gpu_job_is_held_not_named(fresh_daemon):
     assert "another user's job" in show.stdout and jid[:8] not in show.stdout, show.stdout
     mine = rnx_as(d, OWNER, "gpu", "show", str(g))
     assert jid in mine.stdout and "another user's job" not in mine.stdout, mine.stdout
+    # rnx monitor status counts it (it showed "-", a GPU that looked free)
+    mon = rnx_as(d, OTHER, "monitor", "status")
+    assert mon.returncode == 0 and "1 other user's job" in mon.stdout and jid[:8] not in mon.stdout, mon.stdout
 
     # the event stream: the owner and root get the id, the other user that it is another user's
     seen = {who: gpu_events(s, 3, g) for who, s in (("owner", theirs_s), ("other", others_s), ("root", roots_s))}

@@ -1,7 +1,7 @@
 """A hostile user (a uid with no account, through setpriv) against rnx job update's GPU request
 (docs/api.md "Job control"): what an update answers must be what the job then has.
 
-Finding (core/job_ctl.c job_ctl_update): a waiting job that named its GPUs (gpu_ids, --device
+Finding (core/job_ctl.c job_ctl_update; the check is submit.c submit_check_change's, an array's too): a waiting job that named its GPUs (gpu_ids, --device
 nvidia.com/gpu=0, or -e NVIDIA_VISIBLE_DEVICES=0) updated with gpu_count 0 (rnx job update
 --gpu=0, "run it without GPUs") was answered 200, "updated", and logged "gpu_count 1 -> 0"; the
 GPU check that follows counts the GPUs named, so the job kept gpu_request.count 1 and GPU 0, and
@@ -35,6 +35,13 @@ def test_gpu_count_0_on_a_job_naming_its_gpus_is_refused_not_undone(fresh_daemon
             code, r = api_as(d, U, "POST", f"/v1/jobs/{jid}/update", {"gpu_memory_mb": 1000})
             assert code == 200 and d.job(jid)["gpu_request"]["memory_mb"] == 1000, r
             api_as(d, U, "POST", f"/v1/jobs/{jid}/cancel")
+        # an array the same (its update took the same path but for this check: 200, and undone)
+        code, r = api_as(d, U, "POST", "/v1/jobs", {"command": "true", "after": after, "array": "0-3",
+                                                    "gpu_ids": ["0"]})
+        assert code == 201, r
+        code, e = api_as(d, U, "POST", f"/v1/jobs/{r['id']}/update", {"gpu_count": 0})
+        assert code == 400 and e["error"]["field"] == "gpu_count", e
+        api_as(d, U, "POST", f"/v1/jobs/{r['id']}/cancel")
         # a job that asked by count: 0 takes its GPUs away, as before
         code, r = api_as(d, U, "POST", "/v1/jobs", {"command": "true", "after": after, "gpu_count": 2})
         assert code == 201, r
