@@ -510,8 +510,15 @@ enum tty_end { TTY_ENDED, TTY_LOST, TTY_DETACHED, TTY_REFUSED, TTY_BUSY };
 static char tty_why[512];
 static bool tty_waiting;
 
-/* The message of an error answer whose head was read (the body's error.message, or error when
- * a string), into tty_why; empty when there is none. */
+/* joblet's words in an error answer: "error" as a string, or its "message" (NULL none). */
+static const char *error_words(json_t *r)
+{
+    json_t *err = json_object_get(r, "error");
+    return json_is_string(err) ? json_string_value(err) : json_string_value(json_object_get(err, "message"));
+}
+
+/* The message of an error answer whose head was read (error_words of its body), into tty_why;
+ * empty when there is none. */
 static void tty_read_why(int fd, long long clen)
 {
     tty_why[0] = 0;
@@ -524,8 +531,8 @@ static void tty_read_why(int fd, long long clen)
     for (int c; n < clen && (c = getc_conn(fd)) >= 0;)
         b[n++] = (char)c;
     b[n] = 0;
-    json_t *r = json_loads(b, 0, NULL), *err = json_object_get(r, "error");
-    const char *msg = json_is_string(err) ? json_string_value(err) : json_string_value(json_object_get(err, "message"));
+    json_t *r = json_loads(b, 0, NULL);
+    const char *msg = error_words(r);
     snprintf(tty_why, sizeof tty_why, "%s", msg ? msg : "");
     json_decref(r);
     free(b);
@@ -929,9 +936,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     if (!term || status != 201)
         tty_restore();
     if (status != 201) {
-        const char *msg = json_string_value(json_object_get(r, "error"));
-        if (!msg)
-            msg = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+        const char *msg = error_words(r);
         say("the task was not started: ", msg ? msg : status < 0 ? "the connection to joblet failed" : "?", "");
         json_decref(r);
         return -1;
