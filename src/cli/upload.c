@@ -447,47 +447,57 @@ static bool upload_in_work(const char *workdir)
     return !workdir || !strcmp(workdir, "/work") || !strcmp(workdir, "/work/");
 }
 
-void upload_note_missing(const upload_set *u, const job_req *req)
+/* The first of words (a command and its arguments) that is a file under dir here (relative to
+ * it; "" the current directory) that u does not send, *count how many are; NULL when the job's
+ * working directory is not under /work (then where its files are is its own business). */
+static const char *left_behind(const upload_set *u, const char *dir, const char *workdir, const char *const *words,
+                               size_t n, size_t *count)
 {
-    if (!upload_in_work(req->workdir))
-        return;
     const char *first = NULL;
-    size_t count = 0;
-    for (size_t i = 0; i <= req->nargs; i++) {
-        const char *w = i == 0 ? req->command : req->args[i - 1];
-        if (!upload_left_behind(u, "", w))
+    *count = 0;
+    for (size_t i = 0; upload_in_work(workdir) && i < n; i++) {
+        if (!upload_left_behind(u, dir, words[i]))
             continue;
         if (!first)
-            first = w;
-        count++;
+            first = words[i];
+        (*count)++;
     }
+    return first;
+}
+
+void upload_note_missing(const upload_set *u, const job_req *req)
+{
+    const char **words = xmalloc((req->nargs + 1) * sizeof *words);
+    words[0] = req->command;
+    for (size_t i = 0; i < req->nargs; i++)
+        words[i + 1] = req->args[i];
+    size_t count;
+    const char *first = left_behind(u, "", req->workdir, words, req->nargs + 1, &count);
     if (first)
         print_textf(stderr,
                     "rnx: note: '%s'%s is a file here, but the job's /work holds only what --upload sends "
                     "(add --upload %s)\n",
                     first, count > 1 ? " (and others)" : "", first);
+    free(words);
 }
 
 void upload_note_missing_wf(const upload_set *u, const char *dir, const char *job, json_t *request)
 {
-    if (!upload_in_work(json_string_value(json_object_get(request, "workdir"))))
-        return;
     json_t *args = json_object_get(request, "args");
-    const char *first = NULL;
-    size_t count = 0;
-    for (size_t i = 0; i <= json_array_size(args); i++) {
-        const char *w = json_string_value(i == 0 ? json_object_get(request, "command") : json_array_get(args, i - 1));
-        if (!upload_left_behind(u, dir, w))
-            continue;
-        if (!first)
-            first = w;
-        count++;
-    }
+    size_t n = json_array_size(args) + 1;
+    const char **words = xmalloc(n * sizeof *words);
+    words[0] = json_string_value(json_object_get(request, "command"));
+    for (size_t i = 1; i < n; i++)
+        words[i] = json_string_value(json_array_get(args, i - 1));
+    size_t count;
+    const char *first =
+        left_behind(u, dir, json_string_value(json_object_get(request, "workdir")), words, n, &count);
     if (first)
         print_textf(stderr,
                     "rnx: note: job '%s': '%s'%s is a file beside the workflow, but the job's /work holds only "
                     "its uploads (add it to the job's uploads: [%s])\n",
                     job ? job : "?", first, count > 1 ? " (and others)" : "", first);
+    free(words);
 }
 
 int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out, jerr *e)
