@@ -222,7 +222,7 @@ int jobs_cp_body(request *r, int *fd, uint64_t *max, jerr *e)
     /* named as every route names it (42, 42_7, a name, a prefix: core/jobref.h), and refused
      * here as the route would refuse it, before a body that is no upload is read */
     jobref ref;
-    if (jobref_find(id, &r->who, &ref, e) < 0)
+    if (jobref_find(id, &r->who, IDREF_ANY, &ref, e) < 0)
         return -1;
     if (!ref.j)
         return jobref_not_a_job(ref.a, ref.tasks_named ? &ref.tasks : NULL, "PUT", "archive", e);

@@ -575,6 +575,31 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
     return http_reply_json(r->conn, 200, job_json(j));
 }
 
+/* Which jobs a name resolves among for this request (common/idref.h; docs/cli.md "Naming a
+ * job"): the actions that apply only to a job not ended, among those not ended (a name shared
+ * with an ended job, as jobs are kept once they end, is the running one's: docker kill NAME,
+ * scancel --name); a delete, which applies only to an ended job, among the ended ones; reading
+ * (status, logs, metrics, files) among all, unless ?live=1 asks for a status as those actions
+ * resolve the name (rnx job attach reads the job's terminal kind before it attaches). */
+static enum idref_want one_job_wants(request *r, const char *action)
+{
+    const char *method = r->method;
+    if (!strcmp(method, "GET") && !*action && query_true(r, "live"))
+        return IDREF_LIVE;
+    static const char *const live[] = {"stop", "cancel", "kill",    "hold",   "release",
+                                       "suspend", "resume", "requeue", "update"};
+    if (!strcmp(action, "attach") || !strcmp(action, "exec"))
+        return IDREF_LIVE;
+    if (!strcmp(method, "DELETE") && !*action)
+        return IDREF_ENDED;
+    if (strcmp(method, "POST"))
+        return IDREF_ANY;
+    for (size_t i = 0; i < sizeof live / sizeof live[0]; i++)
+        if (!strcmp(action, live[i]))
+            return IDREF_LIVE;
+    return IDREF_ANY;
+}
+
 static enum MHD_Result one_job(request *r, const char *rest)
 {
     char id[160];   /* an id, a prefix, or a name (at most 128 bytes) */
@@ -590,7 +615,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
     if (r->resumed && r->park->named[0]) /* back from a wait on this job: the same one (park.h) */
         snprintf(id, sizeof id, "%s", r->park->named);
     jobref *named = xmalloc(sizeof *named);
-    if (jobref_find(id, &r->who, named, &e) < 0) {
+    if (jobref_find(id, &r->who, one_job_wants(r, action), named, &e) < 0) {
         free(named);
         return http_reply_error(r->conn, &e);
     }
@@ -746,7 +771,9 @@ static enum MHD_Result workflows(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     }
     snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
-    workflow *wf = workflow_find(id, &r->who, &e);
+    /* a name: among the workflows not ended, for a cancel (common/idref.h) */
+    bool cancel = slash && !strcmp(slash + 1, "cancel") && post;
+    workflow *wf = workflow_find(id, &r->who, cancel ? IDREF_LIVE : IDREF_ANY, &e);
     if (!wf)
         return http_reply_error(r->conn, &e);
     if (!slash && get)

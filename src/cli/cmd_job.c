@@ -1336,7 +1336,8 @@ static int job_attach(rnx_ctx *ctx, int argc, char **argv)
         return RNX_FAIL;
     json_t *job = NULL;
     jerr e = {0};
-    char *path = job_path(cl, id, "");
+    /* a name as the attach resolves it: among the jobs not ended (docs/cli.md "Naming a job") */
+    char *path = job_path(cl, id, "?live=1");
     if (client_request(cl, "GET", path, NULL, &job, &e) < 0) {
         rc = server_error(&e, false);
     } else {

@@ -35,6 +35,8 @@ static size_t candidate(char *out, size_t n, size_t used, const char *id, const 
     return w < 0 ? used : used + (size_t)w;
 }
 
+void idref_want(idref *r, enum idref_want want) { r->want = want; }
+
 void idref_number_given(idref *r) { r->number_given = r->numeric; }
 
 void idref_offer_number(idref *r, const char *id, const char *state, bool visible, void *obj)
@@ -45,8 +47,8 @@ void idref_offer_number(idref *r, const char *id, const char *state, bool visibl
     candidate(r->numbered_as, sizeof r->numbered_as, 0, id, state);
 }
 
-bool idref_offer(idref *r, const char *id, const char *name, const char *state, unsigned owner, bool visible,
-                 void *obj)
+bool idref_offer(idref *r, const char *id, const char *name, const char *state, bool ended, unsigned owner,
+                 bool visible, void *obj)
 {
     if (obj && obj == r->numbered)
         return false; /* counted as the number */
@@ -61,7 +63,14 @@ bool idref_offer(idref *r, const char *id, const char *name, const char *state, 
         return true;
     }
     bool named = name && !strcmp(name, r->ref);
-    if (named) {
+    bool fits = r->want == IDREF_ANY || (r->want == IDREF_ENDED) == ended;
+    if (named && !fits) {
+        r->by_unfit = obj;
+        if (r->nunfit++ == 0)
+            r->unfit_owner = owner;
+        if (r->nunfit <= 5)
+            r->uu = candidate(r->unfit, sizeof r->unfit, r->uu, id, state);
+    } else if (named) {
         r->by_name = obj;
         r->name_owner = owner;
         if (r->nname++ < 5)
@@ -93,6 +102,22 @@ void *idref_result(idref *r, jerr *e)
     }
     if (r->numbered)
         return r->numbered;
+    if (!r->nname && r->nunfit == 1) {
+        /* the one of that name, which the action does not apply to: the action says why not */
+        r->by_name = r->by_unfit;
+        r->nname = 1;
+        r->name_owner = r->unfit_owner;
+        snprintf(r->names, sizeof r->names, "%s", r->unfit);
+    }
+    if (!r->nname && r->nunfit > 1) {
+        jerr_http(e, 409, r->want == IDREF_LIVE ? "'%s' names %zu %ss, each of which has ended: %s%s; this acts "
+                                                  "only on a %s that has not ended"
+                                                : "'%s' names %zu %ss, none of which has ended: %s%s; this acts only "
+                                                  "on an ended %s",
+                  ref, r->nunfit, k, r->unfit, r->nunfit > 5 ? ", …" : "", k);
+        e->code = EEXIST;
+        return NULL;
+    }
     if (r->nname == 1 && r->nprefix_only && (r->prefix_owners_differ || r->prefix_owner != r->name_owner)) {
         /* the name of one owner's, and the start of another owner's id */
         jerr_http(e, 409, "'%s' is the name of %s %s and the start of the id of %s; give the one's full id (or more "
@@ -103,8 +128,14 @@ void *idref_result(idref *r, jerr *e)
     if (r->nname == 1)
         return r->by_name;
     if (r->nname > 1) {
-        jerr_http(e, 409, "'%s' names %zu %ss: %s%s; give one's id (or a unique prefix of it)", ref, r->nname, k,
-                  r->names, r->nname > 5 ? ", …" : "");
+        /* "names 2 jobs not ended (and 1 ended)" */
+        char which[64] = "", others[32] = "";
+        if (r->nunfit)
+            snprintf(others, sizeof others, " (and %zu %s)", r->nunfit, r->want == IDREF_LIVE ? "ended" : "not");
+        if (r->want != IDREF_ANY)
+            snprintf(which, sizeof which, " %s%s", r->want == IDREF_LIVE ? "not ended" : "that ended", others);
+        jerr_http(e, 409, "'%s' names %zu %ss%s: %s%s; give one's id (or a unique prefix of it)", ref, r->nname, k,
+                  which, r->names, r->nname > 5 ? ", …" : "");
         e->code = EEXIST;
         return NULL;
     }

@@ -46,7 +46,7 @@ int depend_resolve(job_req *req, const caller *as, jerr *e)
         jobref r;
         jerr fe = {0};
         const char *id = NULL;
-        if (jobref_find(ref, as, &r, &fe) < 0) {
+        if (jobref_find(ref, as, IDREF_ANY, &r, &fe) < 0) {
             if (fe.http == 409 || fe.http == 400 || r.a) /* several match (the message lists them, the
                                                           * caller's own), a bad list, a task not the array's */
                 return jerr_field(e, "after", "after: %s", fe.msg);

@@ -9,20 +9,21 @@
 #include "jobs.h"
 
 /* ref as a job's or an array's id, number, prefix or name: out->a or out->j (the other NULL). */
-static int find_plain(const char *ref, const caller *who, jobref *out, jerr *e)
+static int find_plain(const char *ref, const caller *who, enum idref_want want, jobref *out, jerr *e)
 {
     out->a = NULL;
     out->j = NULL;
     idref r;
     if (idref_start(&r, "job", "--name", ref, e) < 0)
         return -1;
+    idref_want(&r, want);
     jarray *numbered = arrays_offer_number(&r, who); /* (a job's number: jobs_offer) */
     size_t narr;
     jarray **arrs = arrays_named(ref, &narr);
     bool hit = false;
     for (size_t i = 0; i < narr && !hit; i++)
-        hit = idref_offer(&r, arrs[i]->id, arrs[i]->name, "ARRAY", arrs[i]->owner_uid, arrays_visible(arrs[i], who),
-                          arrs[i]);
+        hit = idref_offer(&r, arrs[i]->id, arrs[i]->name, "ARRAY", arrays_ended(arrs[i]), arrs[i]->owner_uid,
+                          arrays_visible(arrs[i], who), arrs[i]);
     if (!hit)
         jobs_offer(&r, who, false); /* a task answers to its own id, not to its array's name */
     void *res = idref_result(&r, e);
@@ -78,7 +79,7 @@ static bool first_missing(const arrayspec *tasks, const arrayspec *spec, uint32_
     return false;
 }
 
-int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e)
+int jobref_find(const char *ref, const caller *who, enum idref_want want, jobref *out, jerr *e)
 {
     memset(out, 0, offsetof(jobref, tasks));
     out->tasks.n = 0;
@@ -89,7 +90,7 @@ int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e)
         /* ID_T / ID_[LIST], when ID is an array (else the whole text may be a job's name) */
         jobref b;
         jerr be = {0};
-        if (find_plain(base, who, &b, &be) == 0 && b.a) {
+        if (find_plain(base, who, want, &b, &be) == 0 && b.a) {
             if (form < 0) {
                 *e = se;
                 return -1;
@@ -99,7 +100,7 @@ int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e)
              * shadow another's job named train_3) */
             jobref whole;
             jerr we = {0};
-            if (find_plain(ref, who, &whole, &we) == 0 &&
+            if (find_plain(ref, who, want, &whole, &we) == 0 &&
                 (whole.a ? whole.a->owner_uid : whole.j->owner_uid) != b.a->owner_uid) {
                 jerr_http(e, 409, "'%s' names task(s) of array %.8s and %s %.8s (another owner's); give the one's "
                                   "full id", ref, b.a->id, whole.a ? "array" : "job", whole.a ? whole.a->id : whole.j->id);
@@ -123,7 +124,7 @@ int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e)
             return 0;
         }
     }
-    return find_plain(ref, who, out, e);
+    return find_plain(ref, who, want, out, e);
 }
 
 /* What a request on one job reads or makes, in a user's words, with the rnx command that makes it

@@ -9,6 +9,7 @@
 
 #include "../common/arrayspec.h"
 #include "../common/err.h"
+#include "../common/idref.h"
 #include "arrays.h"
 #include "authz.h"
 #include "job.h"
@@ -24,9 +25,12 @@ typedef struct jobref {
 
 /* The arrays and jobs the caller may see, as jobs_find resolves jobs (full id, number, name,
  * unique prefix); an array's tasks have no name of their own (the array's is the array's). ID_T
- * and ID_[LIST] name tasks of the array ID names. 0, or -1 with e set (404, 409, 400 for a bad
- * list; a task the array does not have: 404 with out->a the array). */
-int jobref_find(const char *ref, const caller *who, jobref *out, jerr *e);
+ * and ID_[LIST] name tasks of the array ID names. want: what the action applies to
+ * (common/idref.h): IDREF_LIVE, a name among the jobs and arrays not ended (an array is ended
+ * when each of its tasks is, arrays_ended); IDREF_ENDED, among the ended ones; also for the array
+ * of ID_T. 0, or -1 with e set (404, 409, 400 for a bad list; a task the array does not have:
+ * 404 with out->a the array). */
+int jobref_find(const char *ref, const caller *who, enum idref_want want, jobref *out, jerr *e);
 /* What an operation that needs one job (method action: "PUT archive") says when given array a,
  * or tasks of it (NULL: the whole array; one not started yet, or several), in e: -1. */
 int jobref_not_a_job(const jarray *a, const arrayspec *tasks, const char *method, const char *action, jerr *e);

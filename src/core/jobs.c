@@ -93,7 +93,8 @@ bool jobs_offer(idref *r, const caller *who, bool task_names)
         job *j = c[i].obj;
         /* an array's task answers to its own id, not to its array's name */
         const char *name = task_names || !j->array_id[0] ? j->name : NULL;
-        hit = idref_offer(r, j->id, name, job_state_name(j->state), j->owner_uid, visible(j, who), j);
+        hit = idref_offer(r, j->id, name, job_state_name(j->state), job_state_terminal(j->state), j->owner_uid,
+                         visible(j, who), j);
     }
     free(c);
     return hit;

@@ -894,17 +894,19 @@ size_t workflow_drop_gone(bool all)
 
 bool workflow_visible(const workflow *wf, const caller *who) { return authz_may_on(who, AUTHZ_OTHERS_JOBS, wf->owner_uid); }
 
-workflow *workflow_find(const char *ref, const caller *who, jerr *e)
+workflow *workflow_find(const char *ref, const caller *who, enum idref_want want, jerr *e)
 {
     idref r;
     if (idref_start(&r, "workflow", "name", ref, e) < 0)
         return NULL;
+    idref_want(&r, want);
     size_t n;
     idindex_entry *c = idindex_candidates(&by_ref, ref, &n);
     for (size_t i = 0; i < n; i++) {
         workflow *wf = c[i].obj;
-        if (idref_offer(&r, wf->id, wf_name(wf), wf_state_name(wf->state), wf->owner_uid, workflow_visible(wf, who),
-                        wf))
+        bool ended = wf->state == WF_COMPLETED || wf->state == WF_FAILED || wf->state == WF_CANCELED;
+        if (idref_offer(&r, wf->id, wf_name(wf), wf_state_name(wf->state), ended, wf->owner_uid,
+                        workflow_visible(wf, who), wf))
             break;
     }
     free(c);

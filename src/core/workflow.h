@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "../common/err.h"
+#include "../common/idref.h"
 #include "../store/db.h"
 #include "authz.h"
 #include "job.h"
@@ -122,8 +123,9 @@ uint64_t workflow_owner_bytes(uid_t uid);
  * every workflow kept (publish.c), which no bound keeps few. */
 void **workflow_take_changed(size_t *n);
 /* As jobs_find: by full id, else by name (exactly one), else by unique id prefix, among the
- * workflows the caller may see; 404 / 409 naming the candidates otherwise. */
-workflow *workflow_find(const char *ref, const caller *who, jerr *e);
+ * workflows the caller may see; 404 / 409 naming the candidates otherwise. want
+ * (common/idref.h): IDREF_LIVE, a name among those not ended (COMPLETED, FAILED, CANCELED). */
+workflow *workflow_find(const char *ref, const caller *who, enum idref_want want, jerr *e);
 bool workflow_visible(const workflow *wf, const caller *who);
 int workflow_cancel(workflow *wf, uid_t by, jerr *e);
 /* Prefixes a job request's refusal with its place: "jobs[2].request.gpu_count", "job 'x': ". */

@@ -62,7 +62,7 @@ static const char *result_of(idref *r, const char *ref, obj **offered, size_t n,
     jerr e = {0};
     idref_start(r, "job", "--name", ref, &e);
     for (size_t i = 0; i < n; i++)
-        if (idref_offer(r, offered[i]->id, offered[i]->has_name ? offered[i]->name : NULL, "RUNNING", 0,
+        if (idref_offer(r, offered[i]->id, offered[i]->has_name ? offered[i]->name : NULL, "RUNNING", false, 0,
                         offered[i]->visible, offered[i]))
             break;
     obj *o = idref_result(r, &e);

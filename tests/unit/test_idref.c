@@ -38,6 +38,8 @@ static const obj objs[] = {
 };
 #define NOBJS (sizeof objs / sizeof objs[0])
 
+static bool ended(const char *state) { return !strcmp(state, "COMPLETED") || !strcmp(state, "FAILED"); }
+
 /* ref among objs, offered in order; with numbers, as jobs_find finds jobs: objs[i]'s number is
  * i + 1, offered before the others, and the five numbers after theirs were given to objects
  * deleted since. */
@@ -53,8 +55,8 @@ static const obj *resolve(const char *ref, bool numbers, jerr *e)
             idref_offer_number(&r, objs[n - 1].id, objs[n - 1].state, objs[n - 1].visible, (void *)&objs[n - 1]);
     }
     for (size_t i = 0; i < NOBJS; i++)
-        if (idref_offer(&r, objs[i].id, objs[i].name, objs[i].state, objs[i].owner, objs[i].visible,
-                        (void *)&objs[i]))
+        if (idref_offer(&r, objs[i].id, objs[i].name, objs[i].state, ended(objs[i].state), objs[i].owner,
+                        objs[i].visible, (void *)&objs[i]))
             break;
     return idref_result(&r, e);
 }
@@ -192,6 +194,72 @@ static void test_others_and_none(void **state)
     assert_int_equal(e.http, 404);
 }
 
+/* Jobs kept once they end, sharing names with those that run (idref_want). */
+static const obj kept[] = {
+    {"a0000000-0000-4000-8000-000000000001", "x", "COMPLETED", true, 0},
+    {"a1000000-0000-4000-8000-000000000002", "x", "RUNNING", true, 0},
+    {"b0000000-0000-4000-8000-000000000003", "two", "RUNNING", true, 0},
+    {"b1000000-0000-4000-8000-000000000004", "two", "QUEUED", true, 0},
+    {"b2000000-0000-4000-8000-000000000005", "two", "FAILED", true, 0},
+    {"c0000000-0000-4000-8000-000000000006", "gone", "COMPLETED", true, 0},
+    {"c1000000-0000-4000-8000-000000000007", "gone", "FAILED", true, 0},
+    {"c2000000-0000-4000-8000-000000000008", "once", "COMPLETED", true, 0},
+    /* an ended job named as the start of a running one's id: the name still shadows the prefix */
+    {"d0000000-0000-4000-8000-000000000009", "e0", "COMPLETED", true, 0},
+    {"e0000000-0000-4000-8000-000000000010", "y", "RUNNING", true, 0},
+    {"f0000000-0000-4000-8000-000000000011", "other", "RUNNING", false, 0},
+};
+
+static const obj *find_for(const char *ref, enum idref_want want, jerr *e)
+{
+    idref r;
+    memset(e, 0, sizeof *e);
+    if (idref_start(&r, "job", "--name", ref, e) < 0)
+        return NULL;
+    idref_want(&r, want);
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (idref_offer(&r, kept[i].id, kept[i].name, kept[i].state, ended(kept[i].state), kept[i].owner,
+                        kept[i].visible, (void *)&kept[i]))
+            break;
+    return idref_result(&r, e);
+}
+
+static void test_live_and_ended(void **state)
+{
+    jerr e;
+    /* reading: the name is ambiguous, as before */
+    assert_null(find_for("x", IDREF_ANY, &e));
+    assert_string_equal(e.msg, "'x' names 2 jobs: a0000000 (COMPLETED), a1000000 (RUNNING); give one's id (or a "
+                               "unique prefix of it)");
+    /* kill x: the running one; delete x: the ended one */
+    assert_ptr_equal(find_for("x", IDREF_LIVE, &e), &kept[1]);
+    assert_ptr_equal(find_for("x", IDREF_ENDED, &e), &kept[0]);
+    /* two not ended: both listed, the ended one counted */
+    assert_null(find_for("two", IDREF_LIVE, &e));
+    assert_int_equal(e.http, 409);
+    assert_int_equal(e.code, EEXIST);
+    assert_string_equal(e.msg, "'two' names 2 jobs not ended (and 1 ended): b0000000 (RUNNING), b1000000 (QUEUED); "
+                               "give one's id (or a unique prefix of it)");
+    assert_ptr_equal(find_for("two", IDREF_ENDED, &e), &kept[4]);
+    /* none not ended: each ended one, with its state */
+    assert_null(find_for("gone", IDREF_LIVE, &e));
+    assert_int_equal(e.http, 409);
+    assert_string_equal(e.msg, "'gone' names 2 jobs, each of which has ended: c0000000 (COMPLETED), c1000000 "
+                               "(FAILED); this acts only on a job that has not ended");
+    assert_ptr_equal(find_for("y", IDREF_ENDED, &e), &kept[9]); /* one alone: its action says why not */
+    /* one alone that ended: it (the action says "job ... is COMPLETED; only a running job can be killed") */
+    assert_ptr_equal(find_for("once", IDREF_LIVE, &e), &kept[7]);
+    /* a name of an ended job still shadows the prefix of a running one */
+    assert_ptr_equal(find_for("e0", IDREF_LIVE, &e), &kept[8]);
+    /* a full id and a prefix are not narrowed */
+    assert_ptr_equal(find_for("a0000000-0000-4000-8000-000000000001", IDREF_LIVE, &e), &kept[0]);
+    assert_ptr_equal(find_for("a0", IDREF_LIVE, &e), &kept[0]);
+    assert_ptr_equal(find_for("a1", IDREF_ENDED, &e), &kept[1]);
+    /* another's (not visible) is nothing, whatever is wanted */
+    assert_null(find_for("other", IDREF_LIVE, &e));
+    assert_int_equal(e.http, 404);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +268,7 @@ int main(void)
         cmocka_unit_test(test_others_and_none),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_what_is_a_number),
+        cmocka_unit_test(test_live_and_ended),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
