@@ -70,7 +70,9 @@ static const char job_help[] =
     "  wait [--timeout D] [-q] ID...   block until the jobs have ended; exits with their status\n"
     "\n"
     "ID is a job's full id, its name (--name) when no other job of yours has it, or a unique\n"
-    "prefix of its id. Flags may come before or after ID.\n"
+    "prefix of its id. For a command on a job not ended (stop, kill, cancel, attach, exec, ...)\n"
+    "a name means the one of that name not ended, for delete the one ended, whatever others\n"
+    "share the name. Flags may come before or after ID.\n"
     "Run 'rnx job <command> --help' for a command's flags.\n";
 
 /* rnx job run --help: the flags are the request table's (common/jobreq.c: each field's flag,

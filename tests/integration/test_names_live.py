@@ -163,6 +163,11 @@ def test_array_and_job_of_a_name(daemon):
     name2 = unique("arr2")
     ended(d, name2)
     arr2 = submit_array(d, "1-2", "sh", "-c", "sleep 300", name=name2)["id"]
+    # a task by NAME_T: of the array of the name not ended
+    arr3 = submit_array(d, "1-2", "true", name=name2)["id"]
+    wait_array(d, arr3)
+    code, t = d.api("POST", f"/v1/jobs/{name2}_1/kill")
+    assert code == 200 and t["array"]["id"] == arr2 and t["array"]["task"] == 1, t
     code, a = d.api("POST", f"/v1/jobs/{name2}/kill")
     assert code == 200 and a["array"]["id"] == arr2, a
     wait_array(d, arr2)
