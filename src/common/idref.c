@@ -115,8 +115,7 @@ void *idref_result(idref *r, jerr *e)
                                                 : "'%s' names %zu %ss, none of which has ended: %s%s; this acts only "
                                                   "on an ended %s",
                   ref, r->nunfit, k, r->unfit, r->nunfit > 5 ? ", …" : "", k);
-        e->code = EEXIST;
-        return NULL;
+        return NULL; /* (a conflict of their states, as the action's own refusal of one: not ambiguous) */
     }
     if (r->nname == 1 && r->nprefix_only && (r->prefix_owners_differ || r->prefix_owner != r->name_owner)) {
         /* the name of one owner's, and the start of another owner's id */

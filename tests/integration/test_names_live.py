@@ -139,6 +139,8 @@ def test_none_live_names_the_ended_ones(daemon):
     assert f"'{name}' names 2 jobs, each of which has ended: " in p.stderr, p.stderr
     assert f"{a[:8]} (COMPLETED)" in p.stderr and f"{b[:8]} (COMPLETED)" in p.stderr, p.stderr
     assert "this acts only on a job that has not ended" in p.stderr
+    code, err = d.api("POST", f"/v1/jobs/{name}/stop")
+    assert code == 409 and err["error"]["code"] == "conflict", err   # a state's conflict, not an ambiguity
     one = unique("once")
     c = ended(d, one)
     p = d.rnx("job", "kill", one)

@@ -244,6 +244,7 @@ static void test_live_and_ended(void **state)
     /* none not ended: each ended one, with its state */
     assert_null(find_for("gone", IDREF_LIVE, &e));
     assert_int_equal(e.http, 409);
+    assert_int_not_equal(e.code, EEXIST); /* "conflict", as the action's refusal of one: no id helps */
     assert_string_equal(e.msg, "'gone' names 2 jobs, each of which has ended: c0000000 (COMPLETED), c1000000 "
                                "(FAILED); this acts only on a job that has not ended");
     assert_ptr_equal(find_for("y", IDREF_ENDED, &e), &kept[9]); /* one alone: its action says why not */
