@@ -1026,9 +1026,10 @@ int depend_check_change(const job *j, job_req *req, const caller *who, jerr *e)
     size_t budget = DEPEND_WALK_MAX;
     int rc = 0;
     for (size_t k = 0; k < req->nafter && !rc; k++) {
-        int w = strcmp(req->after[k].job, j->id) ? waits_for(req->after[k].job, j, &seen, &budget) : 0;
-        const char *what = find_target(req->after[k].job).a ? "array" : "job";
-        if (!strcmp(req->after[k].job, j->id))
+        bool self = !strcmp(req->after[k].job, j->id);
+        int w = self ? 0 : waits_for(req->after[k].job, j, &seen, &budget);
+        const char *what = w && find_target(req->after[k].job).a ? "array" : "job";
+        if (self)
             rc = jerr_field(e, "after", "after: job %s cannot wait for itself", j->id);
         else if (w > 0)
             rc = jerr_field(e, "after", "after: %s %s waits for job %.8s (directly or through what it waits for): "

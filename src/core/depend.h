@@ -108,7 +108,9 @@ void depend_decide(job *j);
  * submission (depend_resolve, in the sight of j's owner, whoever asks: its owner by a certificate
  * within that certificate's, authz_as_account) and checked: refused for a workflow's job and an
  * array's task (409: their dependencies are the workflow's, the array's), and when j would wait
- * for itself, directly or through what the jobs named wait for (400 on field "after"). */
+ * for itself, directly or through what the jobs named wait for (400 on field "after"), and when
+ * that check would walk more than 1,000 dependencies (400 on "after", naming the bound: an
+ * update's cost does not grow with the graph it names; docs/batch.md). */
 int depend_check_change(const job *j, job_req *req, const caller *who, jerr *e);
 /* j's `after` is about to be replaced: j is taken out of the lists of those it named (each update
  * would otherwise add to them, and each of their ends decide it once more). */
