@@ -630,6 +630,21 @@ def answer(c, status, obj, content_type="application/json"):
               + body)
 
 
+def task_on_a_terminal(sock_path, cmd):
+    """The fake slurmstepd's task (root's, job 9) running cmd with --joblet against sock_path, its
+    stdio a new pty whose slave is its controlling terminal: (the process, the pty's master)."""
+    master, slave = pty.openpty()
+
+    def ctty():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    p = subprocess.Popen([FAKE, PLUGIN, "--uid", "0", "--gid", "0", "--job", "9", "--step", "0", "--task", "0", "--arg",
+                          f"socket={sock_path}", "--opt", "joblet", "--", cmd], stdin=slave, stdout=slave,
+                         stderr=slave, preexec_fn=ctty, env={"PATH": "/usr/bin:/bin"})
+    os.close(slave)
+    return p, master
+
+
 def test_pty_task_on_a_joblet_that_refuses_a_terminal_passes_ctrl_c_on(tmp_path):
     """srun --pty (the task's stdin a terminal, its controlling one) asks for a job with a terminal
     of its own ("tty": true). A joblet that refuses it (400 naming the field tty: one older than the
@@ -669,15 +684,7 @@ def test_pty_task_on_a_joblet_that_refuses_a_terminal_passes_ctrl_c_on(tmp_path)
         c.close()
     th = threading.Thread(target=old_joblet, daemon=True)
     th.start()
-    master, slave = pty.openpty()
-
-    def ctty():
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-    p = subprocess.Popen([FAKE, PLUGIN, "--uid", "0", "--gid", "0", "--job", "9", "--step", "0", "--task", "0", "--arg",
-                          f"socket={sock_path}", "--opt", "joblet", "--", "true"], stdin=slave, stdout=slave,
-                         stderr=slave, preexec_fn=ctty, env={"PATH": "/usr/bin:/bin"})
-    os.close(slave)
+    p, master = task_on_a_terminal(sock_path, "true")
     try:
         assert waiting.wait(60), seen
         time.sleep(0.3)
@@ -749,15 +756,7 @@ def test_pty_task_keys_typed_while_the_job_starts_are_echoed_once(tmp_path):
         c.close()
     th = threading.Thread(target=joblet, daemon=True)
     th.start()
-    master, slave = pty.openpty()
-
-    def ctty():
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-    p = subprocess.Popen([FAKE, PLUGIN, "--uid", "0", "--gid", "0", "--job", "9", "--step", "0", "--task", "0", "--arg",
-                          f"socket={sock_path}", "--opt", "joblet", "--", "sh"], stdin=slave, stdout=slave,
-                         stderr=slave, preexec_fn=ctty, env={"PATH": "/usr/bin:/bin"})
-    os.close(slave)
+    p, master = task_on_a_terminal(sock_path, "sh")
     out = b""
     try:
         assert asked.wait(60), seen
