@@ -273,7 +273,10 @@ int job_ctl_hold(job *j, uid_t by, jerr *e)
     job_save(j);
     state_want(WANT_SCHEDULE);
     log_info("job %s HELD by uid %u (was %s)", j->id, (unsigned)by, job_state_name(was));
-    depend_single_changed(j); /* a singleton let go and held: the next of its name may go */
+    /* a singleton let go and held: the next of its name may go (one still PENDING held no name:
+     * nothing to decide, and 990 waiters of its name were sorted again for nothing) */
+    if (was != JS_PENDING)
+        depend_single_changed(j);
     return 0;
 }
 
