@@ -10,6 +10,7 @@ kill -9.
 One daemon for the module; the tests that kill it have their own."""
 import os
 import shutil
+import tempfile
 import time
 import uuid
 
@@ -453,9 +454,31 @@ def test_kill9_keeps_the_update_the_open_arrays_and_the_references(fresh_daemon)
     alive(d)
 
 
-def test_update_reaches_a_task_whose_shim_is_starting(d):
-    if not shutil.which("runsc"):
+@pytest.fixture
+def slow_runsc():
+    """A daemon whose isolation.runsc is a wrapper that waits 2 s before `runsc ... run`: a gVisor
+    task's shim is started and the task not RUNNING for that long, whatever the machine's speed
+    (with runsc itself the window was often too short to find: the test skipped on a quiet
+    machine). The wrapper lies in a directory anyone may read: runsc runs as the sandbox's uid."""
+    from conftest import Daemon, need_root
+    need_root()
+    runsc = shutil.which("runsc")
+    if not runsc:
         pytest.skip("runsc is not installed: no slow start to update a task in")
+    wrap_dir = tempfile.mkdtemp(prefix="joblet-slow-runsc-")
+    os.chmod(wrap_dir, 0o755)
+    wrap = os.path.join(wrap_dir, "runsc")
+    with open(wrap, "w") as f:
+        f.write(f'#!/bin/sh\nfor a; do [ "$a" = run ] && sleep 2; done\nexec {runsc} "$@"\n')
+    os.chmod(wrap, 0o755)
+    dm = Daemon(LIMITS + f"isolation:\n  runsc: {wrap}\n").start()
+    yield dm
+    dm.cleanup()
+    shutil.rmtree(wrap_dir, ignore_errors=True)
+
+
+def test_update_reaches_a_task_whose_shim_is_starting(slow_runsc):
+    d = slow_runsc
     # the window (shim started, not yet RUNNING) held open: the shim stopped (SIGSTOP) while its
     # sandbox comes up, so it cannot say it runs until the update is answered
     import signal
