@@ -293,8 +293,9 @@ def test_one_sparse_volume_cannot_promise_every_users_disk(small_disk, fresh_dae
 def test_a_memory_volume_kept_by_an_upload_goes_when_the_upload_is_dropped(fresh_daemon):
     """Its last job ended while an upload naming it was pending, so it stayed; the upload never
     comes (jobs.upload_timeout_s): then nothing keeps it, and it goes rather than pin its memory
-    until some later job of it ends."""
-    d = fresh_daemon("jobs:\n  upload_timeout_s: 2\n")
+    until some later job of it ends. (The upload waits 8 s: with 2 s, a sanitizer build's job
+    that used the volume ran past it, and the volume was gone before the test looked.)"""
+    d = fresh_daemon("jobs:\n  upload_timeout_s: 8\n")
     code, v = api_as(d, BOB, "POST", "/v1/volumes", {"name": "dropped", "size_mb": 4, "type": "memory"})
     assert code in (200, 201), v
     code, ans = api_as(d, BOB, "POST", "/v1/jobs", {"command": "true", "volumes": ["dropped"],
@@ -306,4 +307,4 @@ def test_a_memory_volume_kept_by_an_upload_goes_when_the_upload_is_dropped(fresh
     assert wait_job(d, BOB, w["id"])["status"] == "COMPLETED"
     d.api("GET", "/v1/version")
     assert "dropped" in volumes_of(d, BOB), "the upload still pending did not keep it"
-    wait_for(lambda: "dropped" not in volumes_of(d), "the memory volume outlived the upload that kept it", 20)
+    wait_for(lambda: "dropped" not in volumes_of(d), "the memory volume outlived the upload that kept it", 40)

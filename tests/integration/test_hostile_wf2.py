@@ -83,7 +83,9 @@ def test_many_requires_items_cost_the_loop_what_they_weigh(fresh_daemon):
     wide = worst_wait_while(d, p)
     code, ans = answer_of(p)
     assert code in (200, 400, 429), ans
-    assert wide < 3 * base + 2, f"100,000 requires items held others {wide:.1f}s; without them {base:.1f}s"
+    # (the walk was ~25 s here; the items' own weight under the sanitizers, 4.6 MB of JSON, is
+    # ~3.5 s: CI run 73's sanitizer pass saw 3.54 s against a bound of 3.5)
+    assert wide < 4 * base + 6, f"100,000 requires items held others {wide:.1f}s; without them {base:.1f}s"
 
 
 def test_canceling_a_workflow_costs_no_more_than_its_jobs_and_items(fresh_daemon):
