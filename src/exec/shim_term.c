@@ -263,9 +263,12 @@ static void on_hello(shim_term *t, client *cl, const termframe_out *f)
             i++;
         while (t->c[k] != cl)
             k++;
-        /* (k > i: it attached after; the others keep their order, the earlier right after it) */
-        memmove(&t->c[i + 1], &t->c[i], (k - i) * sizeof *t->c);
-        t->c[i] = cl;
+        /* (k > i: the typist is the first that asks to type, cl asks; the others keep their
+         * order, the earlier right after it) */
+        if (k > i) {
+            memmove(&t->c[i + 1], &t->c[i], (k - i) * sizeof *t->c);
+            t->c[i] = cl;
+        }
         choose_typist(t); /* (before its hello is done: it is not told it types, it just attached) */
         cl->hello_done = true;
         note(t, was, "[joblet: watching; a newer attach of %s types]", cl->who);
