@@ -630,6 +630,19 @@ def answer(c, status, obj, content_type="application/json"):
               + body)
 
 
+def stand_in_joblet(path):
+    """The test's own joblet for the plugin to talk to: a unix socket listening at path (the
+    test answers on it as the joblet it plays would); (its path, the listening socket). Skips
+    without the plugin."""
+    if not os.path.exists(PLUGIN):
+        pytest.skip("joblet.so was not built (no slurm/spank.h)")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(4)
+    srv.settimeout(60)
+    return str(path), srv
+
+
 def task_on_a_terminal(sock_path, cmd):
     """The fake slurmstepd's task (root's, job 9) running cmd with --joblet against sock_path, its
     stdio a new pty whose slave is its controlling terminal: (the process, the pty's master)."""
@@ -652,13 +665,7 @@ def test_pty_task_on_a_joblet_that_refuses_a_terminal_passes_ctrl_c_on(tmp_path)
     were relayed: Ctrl-C on Slurm's pty is passed on to every process of the job
     (POST /v1/jobs/ID/kill?signal=2&all=1), and the task ends as the job did. The joblet here is
     the test's, a unix socket that answers as such a joblet would."""
-    if not os.path.exists(PLUGIN):
-        pytest.skip("joblet.so was not built (no slurm/spank.h)")
-    sock_path = str(tmp_path / "old.sock")
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(sock_path)
-    srv.listen(4)
-    srv.settimeout(60)
+    sock_path, srv = stand_in_joblet(tmp_path / "old.sock")
     seen, waiting = [], threading.Event()
 
     def old_joblet():
@@ -709,13 +716,7 @@ def test_pty_task_keys_typed_while_the_job_starts_are_echoed_once(tmp_path):
     and reach the job's terminal, whose echo is the only one: Slurm's pty made raw only once
     attached echoed them first (cooked), and the job's terminal again. The joblet here is the
     test's: its job's terminal echoes what it is sent, as a cooked pty would."""
-    if not os.path.exists(PLUGIN):
-        pytest.skip("joblet.so was not built (no slurm/spank.h)")
-    sock_path = str(tmp_path / "j.sock")
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(sock_path)
-    srv.listen(4)
-    srv.settimeout(60)
+    sock_path, srv = stand_in_joblet(tmp_path / "j.sock")
     seen, asked, typed = [], threading.Event(), threading.Event()
 
     def frame(ch, payload):

@@ -149,10 +149,19 @@ def read_head(s):
     return status, head
 
 
-def attach_unix(sock_path, job_id):
+def attach_unix(sock_path, job_id, uid=None):
+    """An attach over joblet's socket: (the socket, the status, the head). uid: connected as that
+    uid (joblet reads the peer's credentials at connect, its effective uid: the socket is
+    connected under that euid, then used as root's)."""
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(60)
-    s.connect(sock_path)
+    if uid is not None:
+        os.seteuid(uid)
+    try:
+        s.connect(sock_path)
+    finally:
+        if uid is not None:
+            os.seteuid(0)
     s.sendall(attach_request(job_id))
     status, head = read_head(s)
     return s, status, head
@@ -507,21 +516,6 @@ def test_detach_and_attach_again_show_the_same_screen(daemon, pane_for):
     assert daemon.wait(job["id"])["exit_code"] == 4
 
 
-def attach_unix_as(uid, sock_path, job_id):
-    """attach_unix from uid: joblet reads the peer's credentials at connect (its effective uid),
-    so the socket is connected under that euid and used as root's from then on."""
-    os.seteuid(uid)
-    try:
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(60)
-        s.connect(sock_path)
-    finally:
-        os.seteuid(0)
-    s.sendall(attach_request(job_id))
-    status, head = read_head(s)
-    return s, status, head
-
-
 def test_two_attachers_both_watch_the_first_types(daemon):
     """Two people on one shell (its owner, and root, who may attach to any job): both see its
     output, the second is told it watches and who types, its keys go nowhere; once the first
@@ -531,7 +525,7 @@ def test_two_attachers_both_watch_the_first_types(daemon):
     need_setpriv()
     st, job = api_as(daemon, OTHER_UID, "POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
     assert st == 201, job
-    a, status, _ = attach_unix_as(OTHER_UID, daemon.sock, job["id"])
+    a, status, _ = attach_unix(daemon.sock, job["id"], uid=OTHER_UID)
     assert status == 101
     a.sendall(frame(3, struct.pack(">HH", 24, 80)) + frame(0, b"echo first-$((40+2))\n"))
     read_until(a, b"first-42")
