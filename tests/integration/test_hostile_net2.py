@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, Daemon, rnx_as, setpriv
-from test_hostile_net import Lab, need_lab, sh
+from conftest import BUILD, rnx_as, setpriv
+from test_hostile_net import Lab, lab_daemon_start, need_lab, sh
 
 CONFIG = "network:\n  bridge_cidr: 10.227.0.0/24\n  isolated_cidr: 10.226.0.0/24\n"
 MALLORY = 4741
@@ -20,14 +20,7 @@ LIVE = ("PENDING", "QUEUED", "SCHEDULED", "RUNNING", "STOPPING")
 
 
 def lab_daemon(lab, config=CONFIG):
-    d = Daemon(config, wrap=["nsenter", "--net=/run/netns/" + lab.host])
-    d.start()
-    # (the wrapper enters the network namespace only: its mount namespace is the test's own,
-    # which kill_mount_namespace must never be handed)
-    for fd in d.mnt_nss:
-        os.close(fd)
-    d.mnt_nss = []
-    return d
+    return lab_daemon_start(lab, config)
 
 
 def restart(d):
