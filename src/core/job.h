@@ -99,6 +99,8 @@ typedef struct job {
     uint16_t signals_queued;  /* signals queued to its shim that it may not have taken yet
                                * (job_launch_signal); in memory only */
     bool holds_room;          /* counted in core.running */
+    bool gated;               /* its shim waits for joblet's word that the start is committed
+                               * (job_launch.c: go_committed) */
     bool dir_pending;         /* its directory and /work are still to be made (job_dirs.h) */
     uint32_t queue_position;  /* 1-based among jobs waiting for room, set by the scheduler (queue.c) */
     uint8_t wait_why;         /* enum sched_wait, set by the scheduler (queue.c) */

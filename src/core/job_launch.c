@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -205,8 +206,48 @@ static int zygote_up(jerr *e)
     return 0;
 }
 
+/* The word that lets a shim run the job's command (exec/shim.h: SHIM_GO), once the database
+ * holds the row that names the shim: a joblet killed before that commit would find the job
+ * still waiting at its next start and start it again, and the command would have run twice.
+ * With the word after the commit, the shim of such a start runs nothing: it sees its socket
+ * pair end and records SHIM_NOT_RUN (finalize, unrecorded_run: the job waits again).
+ * Told each commit's outcome (state.h: state_rows); a job whose row a failed commit lost
+ * (STATE_DB_STALE, written again by a later one) waits for that one. The gated jobs hold room:
+ * their list, not every job kept, is looked at. */
+static size_t ngated;
+
+static void go_committed(bool ok)
+{
+    if (!ok || !ngated)
+        return;
+    size_t n, left = 0;
+    job **room = jobs_holding_room(&n);
+    for (size_t i = 0; i < n; i++) {
+        job *j = room[i];
+        if (!j->gated)
+            continue;
+        if (j->db_mark & (STATE_DB_STALE | STATE_DB_NEW)) {
+            left++;
+            continue;
+        }
+        j->gated = false;
+        char go = SHIM_GO;
+        /* a shim already gone (its start failed) reads nothing: its end says why */
+        if (j->w_notify.fd >= 0 && send(j->w_notify.fd, &go, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1 &&
+            errno != EPIPE && errno != ECONNRESET)
+            log_err("job %s: cannot tell its shim that its start is recorded (%s): the job waits at its start",
+                    j->id, strerror(errno));
+    }
+    ngated = left;
+}
+
+static bool go_unsaved(void) { return false; }
+static void go_resync(void) {}
+static const state_rows go_rows = {go_committed, go_unsaved, go_resync};
+
 void job_launch_init(void)
 {
+    state_rows_register(&go_rows);
     jerr e = {0};
     if (zygote_up(&e) < 0)
         log_warn("%s; every job will exec its own shim", e.msg);
@@ -274,10 +315,12 @@ static int launch(job *j, const job_given *g, jerr *e)
     int spec_fd = make_spec(j, dir, g, e);
     if (spec_fd < 0)
         return -1;
+    /* a socket pair, not a pipe: the shim's lines come this way, joblet's go the other
+     * (go_committed below) */
     int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pfd) < 0) {
         close(spec_fd);
-        return jerr_sys(e, "pipe");
+        return jerr_sys(e, "socketpair");
     }
     pid_t pid = fork_shim(dir, pfd[1], spec_fd, g && g->stdio[0] >= 0 ? g->stdio : NULL, e);
     close(pfd[1]);
@@ -316,6 +359,8 @@ static int launch(job *j, const job_given *g, jerr *e)
     core.running++;
     watch_shim(j, pidfd, pfd[0]);
     job_save(j);
+    j->gated = true; /* its command waits for the commit of this row (go_committed) */
+    ngated++;
     return 0;
 }
 
@@ -452,10 +497,32 @@ static void finalize(job *j)
 {
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
+    j->gated = false;
     read_started(j, dir);
     read_warned(j, dir);
     shim_status st;
     bool have = shim_status_read(dir, &st) == 0;
+    if (have && !strcmp(st.end_reason, SHIM_NOT_RUN)) {
+        /* the previous joblet committed this start and was killed before its word to the shim
+         * (go_committed), which then ran nothing: the job waits again, or ends if it was being
+         * stopped (a requeue asked for waits, as asked) */
+        if (j->state == JS_STOPPING && !j->preempting) {
+            job_event(j, JE_RESTARTED, -1, "joblet restarted; the job was being stopped before its command ran, "
+                                           "and it never ran");
+            j->shim_pid = 0;
+            job_finish(j, JS_STOPPED, "stopped");
+            return;
+        }
+        j->preempting = j->requeue_asked = j->requeue_hold = false;
+        if (j->state == JS_STOPPING)
+            j->state = JS_QUEUED;
+        job_unstart(j);
+        job_event(j, JE_RESTARTED, -1, "joblet restarted; its shim had not been told that the start was recorded "
+                                       "(joblet was killed first), and ran nothing: the job waits to start again");
+        log_warn("job %s: a recorded start whose shim was never let run the command; the job waits again", j->id);
+        depend_single_changed(j);
+        return;
+    }
     if (!have && j->preempting) {
         /* a requeue (or preemption) committed before its stop, whose run ended; the earlier
          * joblet took the end and removed the run's files (job_requeue) but was killed before
@@ -608,20 +675,29 @@ static void adopt_slurm_task(job *j)
         log_err("job %s: %s", j->id, e.msg);
 }
 
-/* A run the previous joblet started and was killed before it committed (no shim in the job's
- * row), which ended while joblet was down: its shim's end record is in the job's directory
- * (a requeue removes a run's files before the job goes back to the queue, so a waiting job's
- * directory has none of its own). Its outcome is the job's: started again, it would run twice
- * (an array task's command twice, its output twice in its log). A run still going is not
- * this: orphans.c kills it and the job starts again. true: taken (the job has ended). */
-static bool unrecorded_run_ended(job *j)
+/* A start the previous joblet made and was killed before it committed (no shim in the job's
+ * row). Its shim waited for the commit's word (go_committed), saw joblet gone, and ran
+ * nothing: its end record says SHIM_NOT_RUN, and the job waits as before. A shim of a joblet
+ * from before that word ran the command and may have ended while joblet was down: its end
+ * record is then the job's outcome (started again, it would run twice: an array task's
+ * command twice, its output twice in its log). (A requeue removes a run's records before the
+ * job goes back to the queue, so a waiting job's directory has none of its own.) A shim still
+ * there is orphans.c's: killed, and the job starts again. true: settled here (told, or ended). */
+static bool unrecorded_run(job *j)
 {
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
-    char *end = shim_record_read(dir, SHIM_STATUS);
-    free(end);
-    if (!end)
+    shim_status st;
+    if (shim_status_read(dir, &st) < 0)
         return false;
+    if (!strcmp(st.end_reason, SHIM_NOT_RUN)) {
+        /* its shim waited for the commit (go_committed) and ran nothing: no end of the job's */
+        shim_record_clear(dir);
+        job_event(j, JE_RESTARTED, -1, "joblet restarted; a start of it that was not recorded (joblet was killed "
+                                       "before it committed the start) ran nothing: the job still waits (%s)",
+                  job_state_name(j->state));
+        return true;
+    }
     job_event(j, JE_RESTARTED, -1, "joblet restarted; a start of it that was not recorded (joblet was killed before "
                                    "it committed the start) ran and ended while joblet was down: its end is the job's");
     log_warn("job %s: a run no row records ended while joblet was down; its end is taken (not started again)", j->id);
@@ -636,7 +712,7 @@ void job_launch_adopt_all(void)
 {
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
-        if (!job_state_terminal(j->state) && j->shim_pid <= 0 && unrecorded_run_ended(j))
+        if (!job_state_terminal(j->state) && j->shim_pid <= 0 && unrecorded_run(j))
             continue;
         if (!job_state_terminal(j->state) && j->shim_pid <= 0)
             job_event(j, JE_RESTARTED, -1, "joblet restarted; the job still waits (%s)", job_state_name(j->state));

@@ -696,10 +696,37 @@ static void give_back_room(job *j)
     state_want(WANT_SCHEDULE);
 }
 
-void job_requeue(job *j)
+/* What a run held, given back, and its records: the job waits (job_requeue, job_unstart). The
+ * next run's shim writes the records afresh; /work and the logs carry on (a checkpoint the job
+ * wrote to /work is there when it runs again). */
+static void back_to_wait(job *j)
 {
     give_back_room(j);
     grant_list_free(&j->gpus); /* it holds none while it waits; the log keeps what it had */
+    j->shim_pid = 0;
+    j->init_pid = 0;
+    j->sandbox_uid = 0; /* its gVisor sandbox's uid is the run's: free while it waits */
+    j->has_exit = false;
+    j->signal = 0;
+    free(j->signal_name);
+    j->signal_name = NULL;
+    j->ended_ms = 0;
+    j->started_ms = 0;
+    char dir[700];
+    jobs_dir_of(j, dir, sizeof dir);
+    shim_record_clear(dir);
+    j->ev_wait = 0;
+}
+
+void job_unstart(job *j)
+{
+    back_to_wait(j);
+    job_save(j);
+}
+
+void job_requeue(job *j)
+{
+    back_to_wait(j);
     /* a task of a held array waits held, as its array's other waiting tasks are (docs/batch.md:
      * "those waiting are held too"), whether requeued or preempted; released with its array */
     bool array_held = j->array && j->array->held;
@@ -713,23 +740,9 @@ void job_requeue(job *j)
         j->stopped_by = j->array->held_by;
     j->preempting = false;
     j->preemptions++;
-    j->init_pid = 0;
-    j->sandbox_uid = 0; /* its gVisor sandbox's uid is the run's: free while it waits */
-    j->has_exit = false;
-    j->signal = 0;
-    free(j->signal_name);
-    j->signal_name = NULL;
     free(j->end_reason);
     j->end_reason = xstrdup(j->requeue_asked ? "requeued" : "preempted");
     j->requeue_asked = j->requeue_hold = false;
-    j->ended_ms = 0;
-    j->started_ms = 0;
-    /* The next run's shim writes these afresh; /work and the logs carry on (a checkpoint the
-     * job wrote to /work is there when it runs again). */
-    char dir[700];
-    jobs_dir_of(j, dir, sizeof dir);
-    shim_record_clear(dir);
-    j->ev_wait = 0;
     job_save(j);
     const char *how = array_held ? "held, as its array is held, until the array is released"
                       : j->state == JS_HELD ? "held until released" : "waiting in the queue again";

@@ -109,5 +109,9 @@ int job_save(job *j);
 void job_finish(job *j, enum job_state st, const char *reason);
 /* A preempted job's run is over: it gives back its room and waits in the queue again. */
 void job_requeue(job *j);
+/* A start that ran nothing (exec/shim.h: SHIM_NOT_RUN, joblet killed before its commit let the
+ * command run): the job gives back its room and GPUs and waits as it did before that start, no
+ * run counted. */
+void job_unstart(job *j);
 
 #endif

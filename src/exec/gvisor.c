@@ -288,8 +288,8 @@ static int enter_sandbox_user(jerr *e)
     return become_namespace_root(e);
 }
 
-pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, gvisor_net_up net_up,
-                   void *net_arg, jerr *e)
+pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, gvisor_ready before_run,
+                   void *before_arg, jerr *e)
 {
     char root[4200], platform[80], network[32], bundle[4200], idmap[256];
     const char *argv[20];
@@ -361,8 +361,8 @@ pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds
         } else if (r == 1 &&
                    (write_proc(pid, "uid_map", idmap, &me) < 0 || write_proc(pid, "gid_map", idmap, &me) < 0))
             write_err(fds->sync_w, "the sandbox's user namespace", &me);
-        else if (r == 1 && s->net && net_up && net_up(net_arg, netns, &me) < 0) {
-            ssize_t w = write(fds->sync_w, me.msg, strlen(me.msg)); /* it names the network */
+        else if (r == 1 && before_run && before_run(before_arg, netns, &me) < 0) {
+            ssize_t w = write(fds->sync_w, me.msg, strlen(me.msg)); /* it says what failed */
             (void)w;
         } else if (r == 1 && write(go[1], "g", 1) != 1) {
             jerr_sys(&me, "release runsc");

@@ -20,19 +20,22 @@
  * the job's secrets); <job_dir>/bundle-config.json: the same config with the environment's names
  * only. */
 int gvisor_bundle_write(const job_spec *s, const cg_job *cg, jerr *e);
-/* A job on a network: gives the network namespace at netns (a /proc path) the job's veth
- * (the shim's net_up); -1 with e, naming the network, when it cannot. */
-typedef int (*gvisor_net_up)(void *arg, const char *netns, jerr *e);
+/* What must precede runsc's run of the command, called with the sandbox's network namespace
+ * (netns, a /proc path): a job on a network gets its veth there (the shim's net_up), and the
+ * shim waits for joblet's word that the start is committed (shim.h: SHIM_GO); -1 with e, saying
+ * what failed (the network named), when the command must not run. */
+typedef int (*gvisor_ready)(void *arg, const char *netns, jerr *e);
 /* Forks `runsc ... run --bundle <job_dir>/bundle <id>` with stdout/stderr on fds' pipes, in
  * the job's cgroup, in a user namespace of its own (oci.h) and a network namespace of its own
  * owned by it (but with --network=host), where runsc's control socket is out of other users'
- * reach; runsc kill and delete from this process enter it. A job on a network (s->net) has
- * that namespace equipped by net_up(net_arg, ...) before runsc runs; runsc is started with --network=sandbox and its netstack takes
- * over the job's eth0 (its addresses and routes). Errors before the exec are written to
+ * reach; runsc kill and delete from this process enter it. before_run(before_arg, ...) runs
+ * before runsc does (a job on a network (s->net) has that namespace equipped then); runsc is
+ * started with --network=sandbox and its netstack takes over the job's eth0 (its addresses and
+ * routes). Errors before the exec are written to
  * fds->sync_w (closed by the exec, as for a native job's init). Returns the child's pid, or
  * -1. */
-pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, gvisor_net_up net_up,
-                   void *net_arg, jerr *e);
+pid_t gvisor_spawn(const job_spec *s, const cg_job *cg, const struct jobinit_fds *fds, gvisor_ready before_run,
+                   void *before_arg, jerr *e);
 /* `runsc kill [--all] <id> <sig>`, waited for. */
 int gvisor_kill(const job_spec *s, int sig, bool all);
 /* `runsc delete --force <id>`: the container's state under runsc's root, after it ended; and

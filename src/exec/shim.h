@@ -18,7 +18,15 @@
 #define SHIM_ATTACH   "attach.sock"  /* a job with a terminal: where joblet attaches (shim_term.h) */
 #define SHIM_NOTIFY_FD 3             /* optional pipe to the daemon: "S <pid> <ms>\n", "E\n",
                                       * "T\n" when a terminal job's SHIM_ATTACH takes clients, and
-                                      * "W <signal> <limit s>\n" when --signal's signal was sent */
+                                      * "W <signal> <limit s>\n" when --signal's signal was sent.
+                                      * A socket pair (joblet's): the other way, joblet writes
+                                      * SHIM_GO once the database holds the start (the commit
+                                      * that names this shim); the shim runs no command before */
+#define SHIM_GO 'G'
+/* A gated shim whose joblet went away before its SHIM_GO (the end of the socket pair, nothing
+ * read): the command never ran; status.json says this reason, and the job waits to start again
+ * (the next joblet starts it; it is not an end). */
+#define SHIM_NOT_RUN "not_run"
 #define SHIM_DEVFILTER_FD 4          /* optional: loaded eBPF filter for the default devices */
 #define SHIM_SPEC_FD  5              /* the job spec (spec.h), a memfd written by the daemon */
 #define SHIM_STDIO_FD 6              /* with the spec's stdio_given: the job's stdin here, its

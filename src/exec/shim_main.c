@@ -61,6 +61,8 @@ typedef struct shim {
     int64_t paused_ns;        /* time suspended so far (not counted against the limit) */
     int64_t paused_since_ns;  /* while suspended: since when (mono_ns); 0 not suspended */
     int notify_fd;
+    bool gated;        /* notify_fd is joblet's socket pair: no command before its SHIM_GO */
+    bool not_run;      /* the pair ended before SHIM_GO: joblet went away, nothing ran */
     bool record_files; /* its records are files, not the attribute (shim_status.h) */
     shim_term *term; /* a job with a terminal: its clients (shim_term.h); NULL none */
     int console_r;   /* a tty job: where its init sends the pty master (console.h); -1 none */
@@ -213,9 +215,15 @@ static int net_up(shim *sh, const char *netns, jerr *e)
 }
 
 /* Under gVisor: the network namespace runsc is started in, before it runs (gvisor.h). */
-static int gvisor_net_up_shim(void *arg, const char *netns, jerr *e)
+static int await_go(shim *sh, jerr *e);
+
+/* What precedes runsc's run of the command (gvisor.h): the job's network, joblet's word */
+static int gvisor_ready_shim(void *arg, const char *netns, jerr *e)
 {
-    return net_up(arg, netns, e);
+    shim *sh = arg;
+    if (sh->spec.net && net_up(sh, netns, e) < 0)
+        return -1;
+    return await_go(sh, e);
 }
 
 /* Polite stop: SIGTERM to the job's init (which forwards it to every process), SIGKILL to
@@ -465,6 +473,26 @@ static int await_attach(shim *sh, jerr *e)
  * error (left in sh->error). With a step hook or a terminal (hold_w >= 0) the init first says it
  * holds (one NUL byte); the hook runs and the first client attaches (await_attach), and 'g' lets
  * the init go on, or the pipe's EOF makes it exit. */
+/* joblet's word that the database holds this start (shim.h: SHIM_GO), after the turn's commit
+ * that names this shim: a joblet killed before that commit starts the job again at its next
+ * start, so a command run before the word could run twice (its output twice). Meanwhile the
+ * job's namespaces, cgroup and network are made; the command waits. The end of the pair with
+ * nothing read: joblet went away; the command is not run (SHIM_NOT_RUN). */
+static int await_go(shim *sh, jerr *e)
+{
+    if (!sh->gated)
+        return 0;
+    char c = 0;
+    ssize_t r;
+    while ((r = read(sh->notify_fd, &c, 1)) < 0 && errno == EINTR)
+        ;
+    if (r == 1 && c == SHIM_GO)
+        return 0;
+    sh->not_run = true;
+    return jerr_set(e, EPIPE, "joblet went away before it recorded the job's start; the command was not run "
+                              "(the next joblet starts the job again)");
+}
+
 static void await_exec(shim *sh, int sync_r, int hold_w)
 {
     size_t got = 0;
@@ -494,6 +522,11 @@ static void await_exec(shim *sh, int sync_r, int hold_w)
             }
             if (sh->term && await_attach(sh, &e) < 0) {
                 snprintf(sh->error, sizeof sh->error, "terminal: %s", e.msg);
+                close(hold_w);
+                return;
+            }
+            if (await_go(sh, &e) < 0) {
+                snprintf(sh->error, sizeof sh->error, "%s", e.msg);
                 close(hold_w);
                 return;
             }
@@ -623,7 +656,8 @@ static int start_job(shim *sh, int notify_fd)
         (s->stdin_open && !s->tty && pipe2(in, O_CLOEXEC) < 0) ||
         (s->tty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0) || pipe2(sync, O_CLOEXEC) < 0 ||
         pipe2(status, O_CLOEXEC) < 0 ||
-        ((s->step_hook || (s->net && !s->runsc) || terminal) && pipe2(hold, O_CLOEXEC) < 0)) {
+        ((s->step_hook || (s->net && !s->runsc) || terminal || (sh->gated && !s->runsc)) &&
+         pipe2(hold, O_CLOEXEC) < 0)) {
         jerr_sys(&e, "pipe");
         goto fail;
     }
@@ -635,7 +669,7 @@ static int start_job(shim *sh, int notify_fd)
         struct jobinit_fds fds = {.out_w = out[1], .err_w = err[1], .in_r = -1, .console_w = -1, .sync_w = sync[1],
                                   .status_w = status[1], .hold_r = -1};
         if (gvisor_bundle_write(s, &sh->cg, &e) < 0 ||
-            (pid = gvisor_spawn(s, &sh->cg, &fds, gvisor_net_up_shim, sh, &e)) < 0) {
+            (pid = gvisor_spawn(s, &sh->cg, &fds, gvisor_ready_shim, sh, &e)) < 0) {
             for (int i = 0; i < 2; i++) {
                 close(out[i]);
                 close(err[i]);
@@ -700,7 +734,10 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
 {
     json_t *o = json_object();
     const char *reason;
-    if (sh->error[0]) {
+    if (sh->not_run) {
+        reason = SHIM_NOT_RUN;
+        json_object_set_new(o, "error", json_string(sh->error));
+    } else if (sh->error[0]) {
         reason = "start_failed";
         json_object_set_new(o, "exit_code", json_integer(127));
         json_object_set_new(o, "error", json_string(sh->error));
@@ -1062,8 +1099,11 @@ static int shim_run(const char *dir)
         return 1;
     }
     int notify_fd = fcntl(SHIM_NOTIFY_FD, F_GETFD) >= 0 ? SHIM_NOTIFY_FD : -1;
-    if (notify_fd >= 0)
+    struct stat nst;
+    if (notify_fd >= 0) {
         fcntl(notify_fd, F_SETFD, FD_CLOEXEC);
+        sh.gated = fstat(notify_fd, &nst) == 0 && S_ISSOCK(nst.st_mode);
+    }
 
     jerr e = {0};
     int rc = spec_load_fd(&sh.spec, SHIM_SPEC_FD, &e);

@@ -202,32 +202,88 @@ def test_a_directory_half_made_when_joblet_was_killed_is_finished_at_launch(fres
     assert d.wait(none)["status"] == "COMPLETED"
 
 
-def test_a_run_joblet_did_not_record_that_ended_while_it_was_down_is_not_run_again(fresh_daemon):
+def locked_db(d):
+    """Another process's write lock on the daemon's database: every commit of the daemon's fails
+    (busy) until it is rolled back."""
+    import sqlite3
+    lock = sqlite3.connect(os.path.join(d.state, "joblet.db"), timeout=30, isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    return lock
+
+
+def forked_while_locked(d, a, b):
+    """A ends while the database is locked (locked_db); B, waiting on A, is then started: its
+    shim is forked, the row that names it not committed. B's shim pid, once forked: the
+    joblet-shim process holding B's directory open (the API cannot answer: the daemon's commits
+    wait for the lock)."""
+    bdir = os.path.realpath(os.path.join(d.state, "jobs", b))
+
+    def shim():
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() != "joblet-shim":
+                        continue
+                if any(os.readlink(f"/proc/{pid}/fd/{fd}") == bdir for fd in os.listdir(f"/proc/{pid}/fd")):
+                    return int(pid)
+            except OSError:
+                pass
+        return None
+
+    return wait_for(shim, f"job {b}'s shim, started once {a} ended", 90)
+
+
+def test_a_start_joblet_did_not_commit_runs_nothing_and_runs_once_after_a_restart(fresh_daemon):
     """joblet starts a job (its shim forked, the job's row to be committed at the turn's end) and
     is killed before that commit: here the database is locked by another process, so no commit
-    of the daemon's goes through, while job B, waiting on A, starts when A ends, runs and ends.
-    After the restart B's row still says it waits; its directory has its shim's end record. B
-    ran once and its end is that run's: it is not started again (its output once)."""
-    import sqlite3
+    goes through, while job B, waiting on A, is started when A ends. B's shim waits for joblet's
+    word that its start is committed (core/job_launch.c: go_committed) and runs nothing; killed
+    with joblet, the next joblet finds B waiting, its shim's record saying it ran nothing, and
+    starts it: B's command runs once (its output once), never twice."""
     d = fresh_daemon()
-    a = d.submit("sleep", "2")
+    a = d.submit("sleep", "1")
     b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
     d.wait_status(a, "RUNNING")
-    lock = sqlite3.connect(os.path.join(d.state, "joblet.db"), timeout=30, isolation_level=None)
+    lock = locked_db(d)
     try:
-        lock.execute("BEGIN IMMEDIATE")  # every commit of the daemon's now fails (busy)
+        shim = forked_while_locked(d, a, b)
         bdir = os.path.join(d.state, "jobs", b)
-        deadline = time.time() + 90
-        while not shim_record(bdir, "status.json") and time.time() < deadline:
-            time.sleep(0.1)
-        assert shim_record(bdir, "status.json"), "job B never ran while the database was locked"
+        time.sleep(2)  # what an ungated shim needed to run B (echo) many times over
+        assert not shim_record(bdir, "started") and not shim_record(bdir, "status.json"), \
+            f"job {b}'s command ran before joblet committed its start"
+        assert alive(shim), f"B's shim {shim} ended while it waited: {d.log()[-2000:]}"
         d.kill9()
+        wait_for(lambda: not alive(shim), "B's shim to end once joblet was gone", 30)
+        assert json.loads(shim_record(bdir, "status.json"))["end_reason"] == "not_run"
     finally:
         lock.execute("ROLLBACK")
         lock.close()
     d.start()
     job = d.wait(b, 60)
     assert job["status"] == "COMPLETED", job
-    assert d.output(b) == "ran\n", f"job {b} ran again after the restart: {d.output(b)!r}"
+    assert d.output(b) == "ran\n", f"job {b} ran twice: {d.output(b)!r}"
     events = d.api("GET", f"/v1/jobs/{b}?detail=1")[1]["detail"]["events"]
-    assert any("ran and ended while joblet was down" in (e.get("detail") or "") for e in events), events
+    assert any("ran nothing" in (e.get("detail") or "") for e in events), events
+    assert sum(e["event"] == "started" for e in events) == 1, events
+
+
+def test_a_start_waits_for_its_commit_and_runs_once_the_database_takes_it(fresh_daemon):
+    """The same start while commits fail, and joblet not killed: B's command waits until a commit
+    holds its start (the first retry once the database takes commits again), then runs, once."""
+    d = fresh_daemon()
+    a = d.submit("sleep", "1")
+    b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
+    d.wait_status(a, "RUNNING")
+    lock = locked_db(d)
+    try:
+        forked_while_locked(d, a, b)
+        time.sleep(2)
+        assert not shim_record(os.path.join(d.state, "jobs", b), "started"), \
+            f"job {b}'s command ran before joblet committed its start"
+        assert d.job(b)["status"] == "QUEUED", d.job(b)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    job = d.wait(b, 120)
+    assert job["status"] == "COMPLETED", job
+    assert d.output(b) == "ran\n"
