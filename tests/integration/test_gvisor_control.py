@@ -217,10 +217,15 @@ def recorded_pids(o, key=""):
     return {o} if isinstance(o, int) and key.lower().endswith("pid") and o > 1 else set()
 
 
-def decoy_with_pid(pid, tries=200):
-    """a harmless process of the host's pid namespace given the number pid (ns_last_pid), or None"""
+def decoy_with_pid(pid, tries=200, wait_s=10):
+    """a harmless process of the host's pid namespace given the number pid (ns_last_pid), or None.
+    A number another process holds (pid_max is small: a parallel run's processes take freed
+    numbers soon) is waited for, up to wait_s, while that process lives."""
     import time
+    deadline = time.time() + wait_s
     for _ in range(tries):
+        while os.path.exists(f"/proc/{pid}") and time.time() < deadline:
+            time.sleep(0.02)
         try:
             with open("/proc/sys/kernel/ns_last_pid", "w") as f:
                 f.write(str(pid - 1))
@@ -244,46 +249,62 @@ def test_runsc_delete_after_a_kill_hits_no_process_that_took_a_recorded_pid(fres
     each number to a process of its own (a `sleep`) while a runsc wrapper holds delete back, then
     lets it run: the sleeps must live. The wrapper does not pass `runsc kill` on: the shim's kill
     of the cgroup alone ends the job, so runsc run never gets to destroy its container first (under
-    the sanitizers the shim is slow enough between the two that it did, and no record was left)."""
+    the sanitizers the shim is slow enough between the two that it did, and no record was left).
+    A number another process of a parallel run keeps cannot be given: that try's delete is not
+    run at all (never against a process not the test's), and another job is tried, up to three."""
+    import time
+    t = tmp_path / "try"
     wrap = tmp_path / "runsc"
     wrap.write_text(f"""#!/bin/sh
 case " $* " in *" kill "*) exit 0;; esac
 case " $* " in *" delete "*)
   root=$(printf '%s\\n' "$@" | sed -n 's/^--root=//p')
-  for f in "$root"/*.state; do cp "$f" {tmp_path}/state.json; done
-  touch {tmp_path}/delete.waiting
-  n=0; while [ ! -e {tmp_path}/go ] && [ $n -lt 80 ]; do sleep 0.05; n=$((n+1)); done
-  {RUNSC} "$@"; rc=$?; touch {tmp_path}/delete.done; exit $rc;;
+  for f in "$root"/*.state; do cp "$f" {t}/state.json; done
+  touch {t}/delete.waiting
+  n=0; while [ ! -e {t}/go ] && [ ! -e {t}/abandon ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done
+  if [ -e {t}/abandon ]; then touch {t}/delete.done; exit 0; fi
+  {RUNSC} "$@"; rc=$?; touch {t}/delete.done; exit $rc;;
 esac
 exec {RUNSC} "$@"
 """)
     wrap.chmod(0o755)
     d = fresh_daemon(f"isolation:\n  runsc: {wrap}\n")
-    jid = running(d)
-    assert d.rnx("job", "kill", jid).returncode == 0
-    wait_for(lambda: (tmp_path / "delete.waiting").exists(), "runsc delete never ran", 60)
-    decoys = []
-    try:
-        state = json.loads((tmp_path / "state.json").read_text())
-        pids = recorded_pids(state)
-        assert pids, f"runsc's record names no pid (its form changed?): {state}"
-        decoys = [(pid, decoy_with_pid(pid)) for pid in sorted(pids)]
-        missing = [pid for pid, p in decoys if p is None]
-        assert not missing, f"could not give pids {missing} to a process of the test's (still taken?)"
-        (tmp_path / "go").touch()
-        # (a decoy it killed stays a zombie until the test reaps it, and delete waits for that
-        # "sandbox" to go: poll() reaps)
-        wait_for(lambda: (tmp_path / "delete.done").exists() or any(p.poll() is not None for _, p in decoys),
-                 "runsc delete never finished", 30)
-        import time
-        time.sleep(0.5)
-        hit = [pid for pid, p in decoys if p.poll() is not None]
-        assert not hit, (f"runsc delete, run by the shim as root after job {jid}'s processes were gone, killed "
-                         f"the processes that had the pids its record named: {hit} (record: {pids})")
-        assert d.wait(jid, 60)["end_reason"] == "killed"
-    finally:
-        (tmp_path / "go").touch()
-        for _, p in decoys:
-            if p is not None:
-                p.kill()
-                p.wait()
+    tried = []
+    for attempt in range(3):
+        if t.exists():
+            shutil.rmtree(t)
+        t.mkdir()
+        jid = running(d)
+        assert d.rnx("job", "kill", jid).returncode == 0
+        wait_for(lambda: (t / "delete.waiting").exists(), "runsc delete never ran", 60)
+        decoys = []
+        try:
+            state = json.loads((t / "state.json").read_text())
+            pids = recorded_pids(state)
+            assert pids, f"runsc's record names no pid (its form changed?): {state}"
+            decoys = [(pid, decoy_with_pid(pid)) for pid in sorted(pids)]
+            missing = [pid for pid, p in decoys if p is None]
+            if missing:
+                tried.append(missing)
+                (t / "abandon").touch()
+                wait_for(lambda: (t / "delete.done").exists(), "the abandoned runsc delete never ended", 30)
+                continue
+            (t / "go").touch()
+            # (a decoy it killed stays a zombie until the test reaps it, and delete waits for that
+            # "sandbox" to go: poll() reaps)
+            wait_for(lambda: (t / "delete.done").exists() or any(p.poll() is not None for _, p in decoys),
+                     "runsc delete never finished", 30)
+            time.sleep(0.5)
+            hit = [pid for pid, p in decoys if p.poll() is not None]
+            assert not hit, (f"runsc delete, run by the shim as root after job {jid}'s processes were gone, killed "
+                             f"the processes that had the pids its record named: {hit} (record: {pids})")
+            assert d.wait(jid, 60)["end_reason"] == "killed"
+            return
+        finally:
+            if not (t / "abandon").exists():
+                (t / "go").touch()
+            for _, p in decoys:
+                if p is not None:
+                    p.kill()
+                    p.wait()
+    raise AssertionError(f"in three tries, other processes kept pids runsc's record named: {tried}")
