@@ -625,6 +625,16 @@ def daemon():
 
 
 @pytest.fixture
+def own_net():
+    """A network namespace of the test's own for rnx console and chromium
+    (console_util.OwnNetwork: chromium fails requests under way when the host's links change)."""
+    need_root()
+    from console_util import OwnNetwork
+    with OwnNetwork() as n:
+        yield n
+
+
+@pytest.fixture
 def fresh_daemon():
     """A daemon of the test's own, for tests that kill or reconfigure it."""
     need_root()

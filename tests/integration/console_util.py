@@ -73,3 +73,36 @@ class Console:
         err = self.p.stderr.read()
         for mark in SANITIZER_MARKS:
             assert mark not in err, err
+
+
+class OwnNetwork:
+    """A network namespace of the test's own, with only its loopback up, for rnx console and the
+    browser (a context manager): chromium fails every request under way with
+    net::ERR_NETWORK_CHANGED when the host's links or addresses change, and the suite's network
+    tests beside the console's make and remove links all the time (CI runs: "Failed to fetch" for
+    the job page's Stop, lighthouse's "errors-in-console" on #/admin). rnx reaches joblet by its
+    unix socket, which no network namespace separates. .inside: the prefix that runs a command
+    there (Console's prefix); .chromium(dir): a chromium that runs there, written into dir (the
+    browser is driven over a pipe, --remote-debugging-pipe: chromedriver, outside, cannot reach a
+    port of the namespace)."""
+
+    count = 0
+
+    def __enter__(self):
+        OwnNetwork.count += 1
+        self.name = f"jl-console-{os.getpid()}-{OwnNetwork.count}"
+        subprocess.run(["ip", "netns", "add", self.name], check=True)
+        self.inside = ["ip", "netns", "exec", self.name]
+        subprocess.run([*self.inside, "ip", "link", "set", "lo", "up"], check=True)
+        return self
+
+    def chromium(self, directory, binary):
+        path = os.path.join(directory, "chromium-in-" + self.name)
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\nexec ip netns exec {self.name} {binary} \"$@\"\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def __exit__(self, *exc):
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+        return False

@@ -30,11 +30,13 @@ pytestmark = pytest.mark.skipif(webdriver is None or not CHROMIUM or not DRIVER,
                                 reason="needs chromium, chromium-driver and python3-selenium (scripts/install-deps.sh)")
 
 
-def browser(width=1280, height=800):
+def browser(net, tmp, width=1280, height=800):
+    """chromium in net (the own_net fixture: console_util.OwnNetwork), where the test's rnx console runs too; its
+    wrapper written into tmp"""
     o = webdriver.ChromeOptions()
-    o.binary_location = CHROMIUM
+    o.binary_location = net.chromium(str(tmp), CHROMIUM)
     for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              f"--window-size={width},{height}", "--disable-extensions", "--no-first-run"]:
+              f"--window-size={width},{height}", "--disable-extensions", "--no-first-run", "--remote-debugging-pipe"]:
         o.add_argument(a)
     return webdriver.Chrome(service=Service(DRIVER), options=o)
 
@@ -60,10 +62,10 @@ def go(drv, page):
     drv.execute_script("location.hash = arguments[0]", page)
 
 
-def test_console_in_chromium(fresh_daemon, shots):
+def test_console_in_chromium(fresh_daemon, shots, own_net, tmp_path):
     d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
-    con = Console(d)
-    drv = browser()
+    con = Console(d, prefix=own_net.inside)
+    drv = browser(own_net, tmp_path)
     try:
         drv.get(con.url)
         # the token became a cookie and the page loaded everything
@@ -145,8 +147,8 @@ def test_console_in_chromium(fresh_daemon, shots):
 
     # a user who is not an admin: no admin page or actions, none of root's jobs
     root_job = d.rnx("job", "run", "--name=roots-secret", "sleep", "600", check=True).stdout.split()[-1]
-    user = Console(d, uid=UID)
-    drv = browser()
+    user = Console(d, uid=UID, prefix=own_net.inside)
+    drv = browser(own_net, tmp_path)
     try:
         drv.get(user.url)
         wait(drv, lambda x: len(css(x, "#gpu-cards article.gpu")) == 8)
@@ -164,7 +166,7 @@ def test_console_in_chromium(fresh_daemon, shots):
         d.rnx("job", "stop", root_job)
 
 
-def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path):
+def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path, own_net):
     """On the fake NVML (samples every 200 ms): sparklines fill in, a GPU's utilization and
     temperature follow what the driver says, an XID shows on its card — all without reloading."""
     from conftest import BUILD
@@ -177,8 +179,8 @@ def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path):
     d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {lib}\n  proc_root: {fix}/proc\n  sys_root: {fix}/sys\n"
                      f"  health_interval_ms: 200\n  scrub: 0\n",
                      env={"FAKE_NVML_FIXTURE": f"{fix}/machine.json", "FAKE_NVML_EVENTS": str(events)})
-    con = Console(d)
-    drv = browser()
+    con = Console(d, prefix=own_net.inside)
+    drv = browser(own_net, tmp_path)
     try:
         drv.get(con.url)
         wait(drv, lambda x: len(css(x, "#gpu-cards article.gpu")) == 8)
@@ -194,13 +196,13 @@ def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path):
         con.stop()
 
 
-def test_a_failed_first_load_is_tried_again_until_it_comes(fresh_daemon, shots):
+def test_a_failed_first_load_is_tried_again_until_it_comes(fresh_daemon, shots, own_net, tmp_path):
     """The page loads everything when its event stream says hello. One of those requests fails
     (chromium blocks it, as a proxy or a restarting joblet would): the page says so and tries
     again by itself, and draws once the request goes through; it never waits for the next resync."""
     d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
-    con = Console(d)
-    drv = browser()
+    con = Console(d, prefix=own_net.inside)
+    drv = browser(own_net, tmp_path)
     try:
         drv.execute_cdp_cmd("Network.enable", {})
         drv.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/v1/workflows"]})
@@ -226,7 +228,7 @@ def actions(drv, i):
     return [b.get_attribute("data-action") for b in css(drv, f'#admin-gpus tr[data-index="{i}"] button[data-action]')]
 
 
-def test_admin_offline_is_refused_while_a_job_runs_then_forced(fresh_daemon, shots):
+def test_admin_offline_is_refused_while_a_job_runs_then_forced(fresh_daemon, shots, own_net, tmp_path):
     """The Admin page on a simulated GPU that runs a job: offline's confirmation says what offline
     does; joblet refuses (the job runs on); the console offers the force step with its own
     confirmation, which sends {"force": true} as rnx gpu offline --force does: the job is stopped
@@ -234,8 +236,8 @@ def test_admin_offline_is_refused_while_a_job_runs_then_forced(fresh_daemon, sho
     d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
     jid = d.rnx("job", "run", "--gpu=1", "--name=victim", "sleep", "600", check=True).stdout.split()[-1]
     g = d.wait_status(jid, "RUNNING")["gpus"][0]["index"]
-    con = Console(d)
-    drv = browser()
+    con = Console(d, prefix=own_net.inside)
+    drv = browser(own_net, tmp_path)
     try:
         drv.get(con.url)
         wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")
@@ -290,7 +292,7 @@ def test_admin_offline_is_refused_while_a_job_runs_then_forced(fresh_daemon, sho
         con.stop()
 
 
-def test_jobs_columns_history_axes_and_audit_pages(fresh_daemon, shots):
+def test_jobs_columns_history_axes_and_audit_pages(fresh_daemon, shots, own_net, tmp_path):
     """Jobs: exit code, duration (ticking while it runs), GPUs wanted by a queued job, commands
     quoted as rnx quotes them; History: each chart has distinct time labels and a value axis with
     its unit; Admin: the audit trail 50 records a page, Older and Newer."""
@@ -303,8 +305,8 @@ def test_jobs_columns_history_axes_and_audit_pages(fresh_daemon, shots):
         for act in ("drain", "online"):
             assert d.api("POST", f"/v1/gpus/{5 + k % 3}/{act}", {})[0] == 200
     listing = d.rnx("job", "list", check=True).stdout
-    con = Console(d)
-    drv = browser()
+    con = Console(d, prefix=own_net.inside)
+    drv = browser(own_net, tmp_path)
     try:
         drv.get(con.url)
         wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")
@@ -368,7 +370,7 @@ def test_jobs_columns_history_axes_and_audit_pages(fresh_daemon, shots):
             d.rnx("job", "stop", j)
 
 
-def test_jobs_show_their_slurm_numbers(fresh_daemon, shots):
+def test_jobs_show_their_slurm_numbers(fresh_daemon, shots, own_net, tmp_path):
     """Every job and array has a number (docs/api.md, "Numbers"): the Jobs table shows it beside
     the id, an expanded array shows each task's (none for a task not made yet), and a job's page
     shows it as SLURM_JOB_ID, a task's also its array's as SLURM_ARRAY_JOB_ID: the numbers the
@@ -389,8 +391,8 @@ def test_jobs_show_their_slurm_numbers(fresh_daemon, shots):
     wait_for(lambda: f"job={task['number']} array={arr['number']}" in d.rnx("job", "log", "--no-follow", task["id"]).stdout,
              "the task's SLURM_JOB_ID and SLURM_ARRAY_JOB_ID")
     assert f"Number: {job['number']} (SLURM_JOB_ID)" in d.rnx("job", "status", jid, check=True).stdout
-    con = Console(d)
-    drv = browser()
+    con = Console(d, prefix=own_net.inside)
+    drv = browser(own_net, tmp_path)
     try:
         drv.get(con.url)
         wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT, tasks_of, wait_for
-from console_util import Console
+from console_util import Console, OwnNetwork
 
 PREFIX = os.environ.get("JOBLET_LIGHTHOUSE_PREFIX", "/opt/joblet-test/lighthouse")
 LH = os.path.join(PREFIX, "node_modules", "lighthouse", "package.json")
@@ -40,25 +40,16 @@ def test_every_console_page_scores_1_in_accessibility_and_best_practices(fresh_d
     pages = ["#/gpus", "#/jobs", f"#/jobs/{run}", f"#/jobs/{ended}", f"#/jobs/{arr}", f"#/jobs/{task}", "#/queue",
              "#/workflows", "#/history", "#/admin"]
     # rnx console, lighthouse and chromium in a network namespace of their own, with only its
-    # loopback: chromium fails every request under way with net::ERR_NETWORK_CHANGED when the
-    # host's links or addresses change, and the suite's network tests beside this one make and
-    # remove links all the time (a CI run's "errors-in-console" on #/admin). rnx reaches joblet
-    # by its unix socket, which no network namespace separates.
-    ns = f"jl-lighthouse-{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        inside = ["ip", "netns", "exec", ns]
-        subprocess.run([*inside, "ip", "link", "set", "lo", "up"], check=True)
-        con = Console(d, prefix=inside)
+    # loopback (console_util.OwnNetwork: the suite's network tests change the host's links)
+    with OwnNetwork() as net:
+        con = Console(d, prefix=net.inside)
         try:
-            p = subprocess.run([*inside, NODE, RUNNER, PREFIX, con.url, *pages], capture_output=True, text=True,
+            p = subprocess.run([*net.inside, NODE, RUNNER, PREFIX, con.url, *pages], capture_output=True, text=True,
                                env={**os.environ, "CHROME_PATH": CHROMIUM})
         finally:
             con.stop()
             for j in (run, queued, arr):
                 d.rnx("job", "stop", j)
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     assert p.returncode == 0, p.stderr[-4000:]
     results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     assert [r["page"] for r in results] == pages, p.stdout[-2000:] + p.stderr[-2000:]

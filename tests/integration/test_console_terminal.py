@@ -220,7 +220,7 @@ def test_another_users_job_is_refused(daemon):
 
 # ---- xterm.js in chromium ----------------------------------------------------------------------
 
-def test_the_terminal_page_in_chromium(daemon, tmp_path):
+def test_the_terminal_page_in_chromium(daemon, tmp_path, own_net):
     """The console's Terminal for a job run with a terminal: the typed command's output in
     xterm.js's rows, the size the page fitted inside the job, a detach that leaves the job
     running and a replay when it comes back, the exit code shown at the end."""
@@ -230,8 +230,8 @@ def test_the_terminal_page_in_chromium(daemon, tmp_path):
         pytest.skip("needs chromium, chromium-driver and python3-selenium (scripts/install-deps.sh)")
     from selenium.webdriver.common.by import By
     jid = daemon.submit("sh", tty=True, stdin=True, env={"PS1": "job$ "})
-    con = Console(daemon)
-    drv = tb.browser()
+    con = Console(daemon, prefix=own_net.inside)
+    drv = tb.browser(own_net, tmp_path)
     rows = "return (document.querySelector('.xterm-rows') || {}).textContent || ''"
     try:
         drv.get(con.url)
