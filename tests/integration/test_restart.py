@@ -3,7 +3,10 @@ them up with complete output and the right exit codes."""
 import json
 import os
 import shutil
+import signal
 import time
+
+import pytest
 
 from conftest import TERMINAL, shim_record, wait_for
 
@@ -264,6 +267,62 @@ def test_a_start_joblet_did_not_commit_runs_nothing_and_runs_once_after_a_restar
     assert d.output(b) == "ran\n", f"job {b} ran twice: {d.output(b)!r}"
     events = d.api("GET", f"/v1/jobs/{b}?detail=1")[1]["detail"]["events"]
     assert any("ran nothing" in (e.get("detail") or "") for e in events), events
+    assert sum(e["event"] == "started" for e in events) == 1, events
+
+
+_KILL_AT_GO = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+/* joblet's word to a shim (core/job_launch.c: go_committed): one byte 'G', MSG_NOSIGNAL |
+ * MSG_DONTWAIT; the process that sends it is killed instead, after the commit before it */
+ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    static ssize_t (*real)(int, const void *, size_t, int);
+    if (n == 1 && ((const char *)buf)[0] == 'G' && flags == (MSG_NOSIGNAL | MSG_DONTWAIT))
+        kill(getpid(), SIGKILL);
+    if (!real)
+        real = (ssize_t (*)(int, const void *, size_t, int))dlsym(RTLD_NEXT, "send");
+    return real(fd, buf, n, flags);
+}
+"""
+
+
+def test_a_committed_start_whose_shim_was_never_told_runs_once_after_a_restart(fresh_daemon, tmp_path):
+    """joblet is killed right after the commit that records a start and before its word to the
+    shim (an LD_PRELOAD object kills it at that send). The shim sees joblet gone and runs nothing
+    (its record: not_run); the next joblet finds the row naming a shim that ended and takes that
+    record as no end at all: the job waits again, starts, and its command runs once."""
+    if os.environ.get("JOBLET_PASS") == "sanitizers":
+        pytest.skip("LD_PRELOAD of the object would come before the ASan runtime, which must be first; the code "
+                    "it exercises (core/job_launch.c) runs under the sanitizers in test_restart's other tests")
+    import subprocess
+    src, so = tmp_path / "kill_at_go.c", tmp_path / "kill_at_go.so"
+    src.write_text(_KILL_AT_GO)
+    p = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src), "-ldl"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    os.chmod(tmp_path, 0o755)
+    d = fresh_daemon(env={"LD_PRELOAD": str(so)})
+    a = d.submit("sleep", "1", hold=True)  # (answered before any start)
+    b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
+    # A's start, as its release is answered: joblet is killed at its word to A's shim
+    try:
+        d.api("POST", f"/v1/jobs/{a}/release", {})
+    except OSError:
+        pass
+    assert d.proc.wait(timeout=60) == -signal.SIGKILL, d.log()[-2000:]
+    adir = os.path.join(d.state, "jobs", a)
+    wait_for(lambda: shim_record(adir, "status.json"), "A's shim to record that it ran nothing", 30)
+    assert json.loads(shim_record(adir, "status.json"))["end_reason"] == "not_run"
+    d.extra_env = {}
+    d.start()
+    assert d.wait(a, 60)["status"] == "COMPLETED"
+    job = d.wait(b, 60)
+    assert job["status"] == "COMPLETED" and d.output(b) == "ran\n", job
+    events = d.api("GET", f"/v1/jobs/{a}?detail=1")[1]["detail"]["events"]
+    assert any("had not been told that the start was recorded" in (e.get("detail") or "") for e in events), events
     assert sum(e["event"] == "started" for e in events) == 1, events
 
 
