@@ -377,6 +377,16 @@ static const nss_entry *lookup(enum nss_kind kind, uid_t uid, const char *name, 
         e->handed_turn = this_turn();
         return e;
     }
+    if (e && e->expires_ms && e->handed_turn == this_turn() && (!e->err || nsscache_none(e->err))) {
+        /* handed out earlier in this very turn, good then, and past its time since: the same
+         * answer for the rest of the turn (a request's route runs in the turn its caller's
+         * account was checked in; one that took longer than what was left of the answer's time,
+         * a 1 MiB workflow under the sanitizers, failed with "could not be looked up now").
+         * Asked again in the background, for the next turn. */
+        if (!e->asking && res.running)
+            ask_of(e, now);
+        return e;
+    }
     if (e && e->expires_ms && accept_after && e->gen > accept_after && (!e->err || nsscache_none(e->err))) {
         /* asked after the request that runs now began: as new as what it asked for (see
          * nsscache_accept_since), however long it took. Past its time it is asked again, in the
