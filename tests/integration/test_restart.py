@@ -1,5 +1,6 @@
 """Restart survival: jobs outlive their daemon (kill -9 or SIGTERM) and the next daemon picks
 them up with complete output and the right exit codes."""
+import contextlib
 import json
 import os
 import shutil
@@ -236,14 +237,11 @@ def forked_while_locked(d, a, b):
     return wait_for(shim, f"job {b}'s shim, started once {a} ended", 90)
 
 
-def test_a_start_joblet_did_not_commit_runs_nothing_and_runs_once_after_a_restart(fresh_daemon):
-    """joblet starts a job (its shim forked, the job's row to be committed at the turn's end) and
-    is killed before that commit: here the database is locked by another process, so no commit
-    goes through, while job B, waiting on A, is started when A ends. B's shim waits for joblet's
-    word that its start is committed (core/job_launch.c: go_committed) and runs nothing; killed
-    with joblet, the next joblet finds B waiting, its shim's record saying it ran nothing, and
-    starts it: B's command runs once (its output once), never twice."""
-    d = fresh_daemon()
+@contextlib.contextmanager
+def b_started_while_locked(d):
+    """A runs and B waits on it; the database is locked (locked_db) and A ends: B is started, the
+    row that names its shim not committed. Yields (B, its shim's pid) once B's command has had 2 s
+    to run and has not (no start record, no end); the lock is let go on leaving."""
     a = d.submit("sleep", "1")
     b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
     d.wait_status(a, "RUNNING")
@@ -255,12 +253,24 @@ def test_a_start_joblet_did_not_commit_runs_nothing_and_runs_once_after_a_restar
         assert not shim_record(bdir, "started") and not shim_record(bdir, "status.json"), \
             f"job {b}'s command ran before joblet committed its start"
         assert alive(shim), f"B's shim {shim} ended while it waited: {d.log()[-2000:]}"
-        d.kill9()
-        wait_for(lambda: not alive(shim), "B's shim to end once joblet was gone", 30)
-        assert json.loads(shim_record(bdir, "status.json"))["end_reason"] == "not_run"
+        yield b, shim
     finally:
         lock.execute("ROLLBACK")
         lock.close()
+
+
+def test_a_start_joblet_did_not_commit_runs_nothing_and_runs_once_after_a_restart(fresh_daemon):
+    """joblet starts a job (its shim forked, the job's row to be committed at the turn's end) and
+    is killed before that commit: here the database is locked by another process, so no commit
+    goes through, while job B, waiting on A, is started when A ends. B's shim waits for joblet's
+    word that its start is committed (core/job_launch.c: go_committed) and runs nothing; killed
+    with joblet, the next joblet finds B waiting, its shim's record saying it ran nothing, and
+    starts it: B's command runs once (its output once), never twice."""
+    d = fresh_daemon()
+    with b_started_while_locked(d) as (b, shim):
+        d.kill9()
+        wait_for(lambda: not alive(shim), "B's shim to end once joblet was gone", 30)
+        assert json.loads(shim_record(os.path.join(d.state, "jobs", b), "status.json"))["end_reason"] == "not_run"
     d.start()
     job = d.wait(b, 60)
     assert job["status"] == "COMPLETED", job
@@ -330,19 +340,8 @@ def test_a_start_waits_for_its_commit_and_runs_once_the_database_takes_it(fresh_
     """The same start while commits fail, and joblet not killed: B's command waits until a commit
     holds its start (the first retry once the database takes commits again), then runs, once."""
     d = fresh_daemon()
-    a = d.submit("sleep", "1")
-    b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
-    d.wait_status(a, "RUNNING")
-    lock = locked_db(d)
-    try:
-        forked_while_locked(d, a, b)
-        time.sleep(2)
-        assert not shim_record(os.path.join(d.state, "jobs", b), "started"), \
-            f"job {b}'s command ran before joblet committed its start"
-        assert d.job(b)["status"] == "QUEUED", d.job(b)
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
+    with b_started_while_locked(d) as (b, _):
+        pass
     job = d.wait(b, 120)
     assert job["status"] == "COMPLETED", job
     assert d.output(b) == "ran\n"
