@@ -774,6 +774,13 @@ SANITIZER_PASS_SKIP_TESTS = {
         "how the loop's slice is shared (time); the slices' code runs under the sanitizers in test_hostile_loop",
     "test_hostile_uploads2.py::test_a_put_waiting_on_its_entries_keeps_its_pace":
         "a PUT's pace while joblet makes its entries (time); the code runs under the sanitizers in test_hostile_loop",
+    # 11,000 jobs (6 min under ASan, its daemon's teardown 80 s more): what it looks for is how long
+    # one release's loop turn takes with 8,000 jobs of the name kept (time); the singletons' code
+    # (the (owner, name) index, the release, the waiters' order) runs under the sanitizers in
+    # test_singleton and test_hostile_deps' other tests
+    "test_hostile_deps.py::test_singletons_let_go_by_one_job_are_decided_once_per_name":
+        "how long one release's turn takes among 11,000 jobs (time); the singletons' code runs under the "
+        "sanitizers in test_singleton and test_hostile_deps' other tests",
     "test_completion.py::test_documented_flags_are_completed_and_completed_flags_are_real":
         "it compares the help's flags with the completion's (text); the completion's code runs under the "
         "sanitizers in test_completion's other tests",
