@@ -19,6 +19,7 @@
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
+#include "../gpu/inventory.h"
 #include "account.h"
 #include "qclock.h"
 #include "cmdcheck.h"
@@ -319,20 +320,28 @@ static int take_token(uid_t uid, double *wait_s, bool take)
     return 0;
 }
 
+/* Whether two ids name one GPU: an index and the same GPU's UUID do (gpu_find); an id this
+ * machine does not have is only itself (refused later, naming it: gpu_validate). */
+static bool same_gpu(const char *a, const char *b)
+{
+    int ka = gpu_find(&core.gpu.inv, a), kb = gpu_find(&core.gpu.inv, b);
+    return ka >= 0 && kb >= 0 ? ka == kb : !strcmp(a, b);
+}
+
 /* Whether the devices' GPUs (ids, n of them) are the request's gpu_ids, in any order. */
 static bool same_ids(const job_req *req, const char **ids, size_t n)
 {
     for (size_t i = 0; i < req->ngpu_ids; i++) {
         bool found = false;
         for (size_t k = 0; k < n && !found; k++)
-            found = !strcmp(req->gpu_ids[i], ids[k]);
+            found = same_gpu(req->gpu_ids[i], ids[k]);
         if (!found)
             return false;
     }
     for (size_t k = 0; k < n; k++) {
         bool found = false;
         for (size_t i = 0; i < req->ngpu_ids && !found; i++)
-            found = !strcmp(req->gpu_ids[i], ids[k]);
+            found = same_gpu(req->gpu_ids[i], ids[k]);
         if (!found)
             return false;
     }

@@ -79,6 +79,15 @@ def test_device_with_other_gpu_ids_is_refused_not_dropped(fresh_daemon):
     assert p.returncode == 0, p.stderr
     job = d.wait(p.stdout.strip())
     assert job["status"] == "COMPLETED", job
+    # the same GPU by its UUID one way and its index the other is the same GPU (before: refused,
+    # the two compared as written)
+    uuid = d.api("GET", "/v1/gpus/1")[1]["uuid"]
+    p = d.rnx("job", "run", f"--device=nvidia.com/gpu={uuid}", "--gpu-ids=1", "true")
+    assert p.returncode == 0, p.stderr
+    job = d.wait(p.stdout.strip())
+    assert job["status"] == "COMPLETED" and [g["index"] for g in job["gpus"]] == [1], job
+    p = d.rnx("job", "run", f"--device=nvidia.com/gpu={uuid}", "--gpu-ids=2", "true")
+    assert p.returncode != 0 and "--device: names other GPUs than --gpu-ids" in p.stderr, p.stderr
 
 
 def test_workflow_run_notes_a_script_it_does_not_upload(daemon, tmp_path):
