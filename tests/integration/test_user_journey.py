@@ -144,7 +144,12 @@ def test_another_users_job_is_not_yours_and_nothing_else_is_told(daemon_):
         p = rnx_as(d, OTHER, "--json", "job", "status", jid)
         assert p.returncode == 1 and "another user's job" in p.stderr, p.stderr
         # a prefix or a name of another user's job tells nothing: as for a job that does not exist
-        for ref, nothing in ((jid[:8], "ffffffff"[:8] if not jid.startswith("ffffffff") else "eeeeeeee"),
+        # (of the same form: an id prefix of digits alone may be a job's number, and rnx says so)
+        if jid[:8].isdigit():
+            other = "99999999" if jid[:8] != "99999999" else "99999998"
+        else:
+            other = "ffffffff" if jid[:8] != "ffffffff" else "eeeeeeee"
+        for ref, nothing in ((jid[:8], other),
                              ("secret-name-7q", "no-such-name-7q")):
             a = rnx_as(d, OTHER, "job", "status", ref)
             b = rnx_as(d, OTHER, "job", "status", nothing)
