@@ -63,6 +63,7 @@ typedef struct shim {
     int notify_fd;
     bool gated;        /* notify_fd is joblet's socket pair: no command before its SHIM_GO */
     bool not_run;      /* the pair ended before SHIM_GO: joblet went away, nothing ran */
+    bool stopped_unrun; /* a stop or kill came while it waited for SHIM_GO: nothing ran */
     bool record_files; /* its records are files, not the attribute (shim_status.h) */
     shim_term *term; /* a job with a terminal: its clients (shim_term.h); NULL none */
     int console_r;   /* a tty job: where its init sends the pty master (console.h); -1 none */
@@ -486,6 +487,19 @@ static int await_go(shim *sh, jerr *e)
     ssize_t r;
     while ((r = read(sh->notify_fd, &c, 1)) < 0 && errno == EINTR)
         ;
+    /* A stop (SIGTERM) or kill (SIGUSR1) joblet sent while the shim waited (blocked, pending):
+     * joblet sends it before it commits the stop, and so before that commit's word. The command
+     * is not run at all, whatever came (the word, or the pair's end: a joblet killed after the
+     * stop was sent), and the end says stopped or killed, as a run that was stopped does (a
+     * requeue, a preemption: back in the queue). Left pending: nothing takes them after. */
+    sigset_t pend;
+    if (sigpending(&pend) == 0 && (sigismember(&pend, SIGTERM) || sigismember(&pend, SIGUSR1))) {
+        sh->stopped_unrun = true;
+        sh->stop_requested = 1;
+        sh->kill_requested = sigismember(&pend, SIGUSR1);
+        return jerr_set(e, ECANCELED, "%s before its command ran (it waited for joblet to record its start); the "
+                                      "command was not run", sh->kill_requested ? "killed" : "stopped");
+    }
     if (r == 1 && c == SHIM_GO)
         return 0;
     sh->not_run = true;
@@ -734,7 +748,10 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
 {
     json_t *o = json_object();
     const char *reason;
-    if (sh->not_run) {
+    if (sh->stopped_unrun) {
+        reason = sh->kill_requested ? "killed" : "stopped";
+        json_object_set_new(o, "error", json_string(sh->error));
+    } else if (sh->not_run) {
         reason = SHIM_NOT_RUN;
         json_object_set_new(o, "error", json_string(sh->error));
     } else if (sh->error[0]) {

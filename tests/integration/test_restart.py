@@ -345,3 +345,54 @@ def test_a_start_waits_for_its_commit_and_runs_once_the_database_takes_it(fresh_
     job = d.wait(b, 120)
     assert job["status"] == "COMPLETED", job
     assert d.output(b) == "ran\n"
+
+
+_KILL_AT_GO_ARMED = _KILL_AT_GO.replace(
+    "#include <unistd.h>", "#include <stdlib.h>\n#include <unistd.h>").replace(
+    "flags == (MSG_NOSIGNAL | MSG_DONTWAIT))",
+    "flags == (MSG_NOSIGNAL | MSG_DONTWAIT) && getenv(\"KILL_ARM\") && access(getenv(\"KILL_ARM\"), F_OK) == 0)")
+
+
+@pytest.mark.parametrize("killed", [False, True], ids=["live", "joblet_killed_at_the_word"])
+def test_a_job_stopped_while_its_start_waits_for_its_commit_never_runs_its_command(fresh_daemon, tmp_path, killed):
+    """B's shim waits for the commit of its start (the database locked) and is stopped meanwhile
+    (its SIGTERM pending in the shim). When the word comes, or joblet's end (killed at the word:
+    an LD_PRELOAD object armed by a file), the shim runs nothing and records the stop: B ends
+    STOPPED and its command never ran (it ran, then was stopped; after the kill it was started
+    again from the queue and ran to its end, the stop lost)."""
+    env = {}
+    arm = tmp_path / "arm"
+    if killed:
+        if os.environ.get("JOBLET_PASS") == "sanitizers":
+            pytest.skip("LD_PRELOAD of the object would come before the ASan runtime, which must be first")
+        import subprocess
+        src, so = tmp_path / "kill_at_go.c", tmp_path / "kill_at_go.so"
+        src.write_text(_KILL_AT_GO_ARMED)
+        p = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src), "-ldl"], capture_output=True,
+                           text=True)
+        assert p.returncode == 0, p.stderr
+        os.chmod(tmp_path, 0o755)
+        env = {"LD_PRELOAD": str(so), "KILL_ARM": str(arm)}
+    d = fresh_daemon(env=env)
+    a = d.submit("sleep", "1")
+    b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
+    d.wait_status(a, "RUNNING")
+    lock = locked_db(d)
+    try:
+        forked_while_locked(d, a, b)
+        # the stop reaches the shim; its commit fails (the lock): 503, as for a running job's
+        d.rnx("job", "stop", b, timeout=60)
+        if killed:
+            arm.write_text("")
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    if killed:
+        assert d.proc.wait(timeout=60) == -signal.SIGKILL, d.log()[-2000:]
+        d.extra_env = {}
+        d.start()
+    job = d.wait(b, 60)
+    assert job["status"] == "STOPPED", job
+    assert d.output(b) == "", f"job {b}'s command ran after it was stopped: {d.output(b)!r}"
+    events = d.api("GET", f"/v1/jobs/{b}?detail=1")[1]["detail"]["events"]
+    assert not any(e["event"] == "started" for e in events), events
