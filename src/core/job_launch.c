@@ -492,6 +492,23 @@ static int read_warned(job *j, const char *dir)
     return n;
 }
 
+/* A Slurm task whose start ran nothing (SHIM_NOT_RUN): it is not started again. Its stdio,
+ * cgroups and GPUs were its request's (slurm_task.c), and the task process that asked was told
+ * the start failed when the killed joblet's connection ended: from the queue the command would
+ * run outside Slurm, its output in joblet's log, while Slurm counts the task failed. */
+static void slurm_task_not_run(job *j)
+{
+    job_event(j, JE_RESTARTED, -1, "joblet restarted; the Slurm task's command never ran (joblet was killed before "
+                                   "it let it run): not started again, its task process was told it failed");
+    free(j->error);
+    j->error = xstrdup("joblet was killed before the Slurm task's command ran; the task was not started (Slurm's "
+                       "task process was told so)");
+    j->shim_pid = 0;
+    j->has_exit = false;
+    j->preempting = j->requeue_asked = j->requeue_hold = false;
+    job_finish(j, JS_FAILED, "start_failed");
+}
+
 /* Reads the shim's end record (shim_status.h) into the job and makes it terminal. */
 static void finalize(job *j)
 {
@@ -511,6 +528,10 @@ static void finalize(job *j)
                                            "and it never ran");
             j->shim_pid = 0;
             job_finish(j, JS_STOPPED, "stopped");
+            return;
+        }
+        if (j->slurm.set) {
+            slurm_task_not_run(j);
             return;
         }
         j->preempting = j->requeue_asked = j->requeue_hold = false;
@@ -690,6 +711,10 @@ static bool unrecorded_run(job *j)
     shim_status st;
     if (shim_status_read(dir, &st) < 0)
         return false;
+    if (!strcmp(st.end_reason, SHIM_NOT_RUN) && j->slurm.set) {
+        shim_record_clear(dir); /* (a Slurm task is not started again: job_launch_adopt_all) */
+        return false;
+    }
     if (!strcmp(st.end_reason, SHIM_NOT_RUN)) {
         /* its shim waited for the commit (go_committed) and ran nothing: no end of the job's */
         shim_record_clear(dir);
@@ -714,6 +739,19 @@ void job_launch_adopt_all(void)
         job *j = core.jobs[i];
         if (!job_state_terminal(j->state) && j->shim_pid <= 0 && unrecorded_run(j))
             continue;
+        if (!job_state_terminal(j->state) && j->shim_pid <= 0 && j->slurm.set) {
+            /* a Slurm task whose start no row records (joblet killed between the commit of its
+             * job and that of its start): its shim ran nothing (or orphans.c kills it), and the
+             * queue must not start it (slurm_task_not_run) */
+            slurm_task_not_run(j);
+            if (core.cg.unified[0]) {
+                char d[320]; /* its device filter's directory, empty with its shim gone */
+                job_launch_cg2_path(j, d, sizeof d);
+                if (rmdir(d) < 0 && errno != ENOENT)
+                    log_warn("job %s: cannot remove its cgroup %s: %s", j->id, d, strerror(errno));
+            }
+            continue;
+        }
         if (!job_state_terminal(j->state) && j->shim_pid <= 0)
             job_event(j, JE_RESTARTED, -1, "joblet restarted; the job still waits (%s)", job_state_name(j->state));
         if (job_state_terminal(j->state) || j->shim_pid <= 0)

@@ -363,6 +363,10 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
         j->req.max_log_bytes = 0;
     j->req.memory_default = false;
     j->slurm = ids;
+    /* the row as changed here, in the commit below: a joblet killed before the start's commit
+     * finds a Slurm task (ended, not started from the queue: job_launch_adopt_all), not a job
+     * of the request's limits that its queue would run outside Slurm */
+    job_save(j);
     if (!(j = submit_commit(j, e)))
         goto out;
     /* from here the job exists: a failure ends it FAILED (start_failed), as the queue does */

@@ -932,3 +932,99 @@ def test_pty_task_that_did_not_keep_up_is_told_what_was_dropped(fresh_daemon, sl
         assert t.p.wait(60) == 2, t.seen[-2000:]
     finally:
         t.close()
+
+
+def test_a_task_whose_start_joblet_was_killed_before_it_let_run_is_not_run_by_the_queue(fresh_daemon, slurm_cgroups,
+                                                                                       tmp_path):
+    """joblet is killed right after the commit that records a Slurm task's start, before its word
+    to the shim (test_restart's LD_PRELOAD object): the shim runs nothing (not_run) and the task
+    process is told the start failed. The next joblet ends the job FAILED (start_failed): it was
+    put back in the queue and run there as a plain job, outside Slurm's cgroups, its output in
+    joblet's log, while Slurm counted the task failed."""
+    if os.environ.get("JOBLET_PASS") == "sanitizers":
+        pytest.skip("LD_PRELOAD of the object would come before the ASan runtime, which must be first")
+    from test_restart import _KILL_AT_GO
+    src, so = tmp_path / "kill_at_go.c", tmp_path / "kill_at_go.so"
+    src.write_text(_KILL_AT_GO)
+    c = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src), "-ldl"], capture_output=True,
+                       text=True)
+    assert c.returncode == 0, c.stderr
+    os.chmod(tmp_path, 0o755)
+    d = fresh_daemon(env={"LD_PRELOAD": str(so)})
+    cg = slurm_cgroups(52, task=0)
+    p = task(d, cg, ["sh", "-c", "echo task-ran; exit 3"], job=52)
+    assert d.proc.wait(timeout=60) == -signal.SIGKILL, d.log()[-2000:]
+    out, err = p.communicate(timeout=150)
+    assert p.returncode != 0 and "task-ran" not in out, (p.returncode, out, err)
+    d.extra_env = {}
+    d.start()
+    [j] = wait_for(lambda: [x for x in slurm_jobs(d) if x["status"] not in ("QUEUED", "RUNNING", "STOPPING")],
+                   "the task's job to end")
+    time.sleep(1)  # (a start from the queue would have come by now)
+    j = d.job(j["id"])
+    assert j["status"] == "FAILED" and j["end_reason"] == "start_failed", j
+    assert d.output(j["id"]) == "", f"the task's command ran from joblet's queue: {d.output(j['id'])!r}"
+    events = d.api("GET", f"/v1/jobs/{j['id']}?detail=1")[1]["detail"]["events"]
+    assert not any(e["event"] == "started" for e in events), events
+
+
+_KILL_AFTER_FORK = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+/* joblet's launch (core/job_launch.c): the shim's socket pair, then the shim forked, then joblet
+ * closes its copy of the shim's end: the process is killed there instead, before any commit
+ * records the start */
+static int shims_end = -1;
+int socketpair(int domain, int type, int protocol, int sv[2])
+{
+    static int (*real)(int, int, int, int *);
+    if (!real)
+        real = (int (*)(int, int, int, int *))dlsym(RTLD_NEXT, "socketpair");
+    int rc = real(domain, type, protocol, sv);
+    if (rc == 0 && domain == AF_UNIX && type == (SOCK_STREAM | SOCK_CLOEXEC))
+        shims_end = sv[1];
+    return rc;
+}
+int close(int fd)
+{
+    static int (*real)(int);
+    if (fd >= 0 && fd == shims_end)
+        kill(getpid(), SIGKILL);
+    if (!real)
+        real = (int (*)(int))dlsym(RTLD_NEXT, "close");
+    return real(fd);
+}
+"""
+
+
+def test_a_task_whose_start_no_commit_recorded_is_not_run_by_the_queue(fresh_daemon, slurm_cgroups, tmp_path):
+    """joblet is killed right after it forked a Slurm task's shim, before any commit named it (the
+    task's job is committed, waiting: slurm_task.c). The shim runs nothing (not_run); the next
+    joblet ends the job FAILED (start_failed) instead of leaving it to the queue, which ran it as a
+    plain job outside Slurm (the committed row did not even say it was a Slurm task: the route's
+    changes after submit_create were saved only by the launch)."""
+    if os.environ.get("JOBLET_PASS") == "sanitizers":
+        pytest.skip("LD_PRELOAD of the object would come before the ASan runtime, which must be first")
+    src, so = tmp_path / "kill_after_fork.c", tmp_path / "kill_after_fork.so"
+    src.write_text(_KILL_AFTER_FORK)
+    c = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src), "-ldl"], capture_output=True,
+                       text=True)
+    assert c.returncode == 0, c.stderr
+    os.chmod(tmp_path, 0o755)
+    d = fresh_daemon(env={"LD_PRELOAD": str(so)})
+    cg = slurm_cgroups(53, task=0)
+    p = task(d, cg, ["sh", "-c", "echo task-ran; exit 3"], job=53)
+    assert d.proc.wait(timeout=60) == -signal.SIGKILL, d.log()[-2000:]
+    out, err = p.communicate(timeout=150)
+    assert p.returncode != 0 and "task-ran" not in out, (p.returncode, out, err)
+    d.extra_env = {}
+    d.start()
+    [j] = wait_for(lambda: [x for x in slurm_jobs(d) if x["status"] not in ("QUEUED", "RUNNING", "STOPPING")],
+                   "the task's job to end")
+    time.sleep(1)
+    j = d.job(j["id"])
+    assert j["status"] == "FAILED" and j["end_reason"] == "start_failed", j
+    assert d.output(j["id"]) == "", f"the task's command ran from joblet's queue: {d.output(j['id'])!r}"
