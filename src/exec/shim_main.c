@@ -457,8 +457,9 @@ static int await_attach(shim *sh, jerr *e)
         ssize_t w = write(sh->notify_fd, "T\n", 2);
         (void)w;
     }
-    /* a stop or a kill meanwhile ends the wait (the command starts and is stopped as any job):
-     * a signalfd that is polled, never read, so the signal stays for supervise */
+    /* a stop or a kill meanwhile ends the wait (a shim gated by joblet's word runs nothing then:
+     * await_go; else the command starts and is stopped as any job): a signalfd that is polled,
+     * never read, so the signal stays pending */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -584,8 +585,8 @@ static int job_cgroups(shim *sh, jerr *e)
 /* An array task's /work: its array's files, copied here, by the task's own process (in its
  * owner's cgroup level: what the copy costs is theirs), once: a run started again (a requeue)
  * finds /work as the last one left it (workcopy.h). A stop or kill asked for meanwhile ends the
- * copy at once, and the job is stopped as soon as it starts (as one waiting for its terminal
- * is); the next run copies again. */
+ * copy at once, and the job is stopped before its command runs (await_go; a shim without
+ * joblet's word: as soon as it starts); the next run copies again. */
 static int work_copy(shim *sh, jerr *e)
 {
     const job_spec *s = &sh->spec;
