@@ -696,6 +696,18 @@ static void adopt_slurm_task(job *j)
         log_err("job %s: %s", j->id, e.msg);
 }
 
+/* A Slurm task's cgroup2 directory (its device filter's), empty with its shim gone, removed after
+ * a restart. */
+static void slurm_cg2_remove(job *j)
+{
+    if (!core.cg.unified[0])
+        return;
+    char d[320];
+    job_launch_cg2_path(j, d, sizeof d);
+    if (rmdir(d) < 0 && errno != ENOENT)
+        log_warn("job %s: cannot remove its cgroup %s: %s", j->id, d, strerror(errno));
+}
+
 /* A start the previous joblet made and was killed before it committed (no shim in the job's
  * row). Its shim waited for the commit's word (go_committed), saw joblet gone, and ran
  * nothing: its end record says SHIM_NOT_RUN, and the job waits as before. A shim of a joblet
@@ -744,12 +756,7 @@ void job_launch_adopt_all(void)
              * job and that of its start): its shim ran nothing (or orphans.c kills it), and the
              * queue must not start it (slurm_task_not_run) */
             slurm_task_not_run(j);
-            if (core.cg.unified[0]) {
-                char d[320]; /* its device filter's directory, empty with its shim gone */
-                job_launch_cg2_path(j, d, sizeof d);
-                if (rmdir(d) < 0 && errno != ENOENT)
-                    log_warn("job %s: cannot remove its cgroup %s: %s", j->id, d, strerror(errno));
-            }
+            slurm_cg2_remove(j);
             continue;
         }
         if (!job_state_terminal(j->state) && j->shim_pid <= 0)
@@ -785,12 +792,8 @@ void job_launch_adopt_all(void)
         job_event(j, JE_RESTARTED, -1, "joblet restarted; the job's shim (pid %d) ended while it was down",
                   (int)j->shim_pid);
         finalize(j);
-        if (j->slurm.set && core.cg.unified[0]) {
-            char d[320]; /* its device filter's directory, empty with its shim gone */
-            job_launch_cg2_path(j, d, sizeof d);
-            if (rmdir(d) < 0 && errno != ENOENT)
-                log_warn("job %s: cannot remove its cgroup %s: %s", j->id, d, strerror(errno));
-        }
+        if (j->slurm.set)
+            slurm_cg2_remove(j);
     }
 }
 

@@ -721,6 +721,12 @@ static void back_to_wait(job *j)
 void job_unstart(job *j)
 {
     back_to_wait(j);
+    /* a task of a held array waits held, as job_requeue has it (its array held while this start
+     * waited for its commit: the task was not among those waiting then) */
+    if (j->array && j->array->held && job_state_waiting(j->state) && j->state != JS_HELD) {
+        j->state = JS_HELD;
+        j->stopped_by = j->array->held_by;
+    }
     job_save(j);
 }
 
