@@ -66,10 +66,11 @@ static const char *gpu_choices(char *buf, size_t n)
 static enum MHD_Result version(request *r)
 {
     return http_reply_json(r->conn, 200,
-                           json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:o}", "version", JOBLET_VERSION, "api", "v1",
+                           json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:I,s:o}", "version", JOBLET_VERSION, "api", "v1",
                                      "cgroup_layout", cg_layout_name(core.cg.layout), "pid", (int)getpid(),
                                      "max_upload_bytes", (json_int_t)core.cfg.max_upload_bytes, "max_body_bytes",
-                                     (json_int_t)core.cfg.max_body_bytes, "isolation", isolation_json()));
+                                     (json_int_t)core.cfg.max_body_bytes, "idle_timeout_s",
+                                     (json_int_t)core.cfg.idle_timeout_s, "isolation", isolation_json()));
 }
 
 /* The connection went before a long inline listing was written: it goes (nothing was made). */

@@ -112,14 +112,15 @@ static struct {
     int active;                  /* commands being carried */
     int64_t last_ms;             /* when the last command ended (or the keeper started) */
     bool refills;                /* the last spare was accepted: keep one ready between commands */
-} ag = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    int64_t idle_max_ms;         /* an idle connection is handed out for this long at most */
+} ag = {.mu = PTHREAD_MUTEX_INITIALIZER, .idle_max_ms = CONN_AGENT_IDLE_MAX_S * 1000};
 
 /* Whether an idle connection may carry a command: nothing to read (the node's close, or
  * anything else, makes it useless) and not idle so long that the node may close it now. */
 static bool pool_fresh(conn *k, int64_t since)
 {
     struct pollfd pfd = {k->fd, POLLIN, 0};
-    return conn_pending(k) == 0 && poll(&pfd, 1, 0) == 0 && mono_ms() - since < CONN_AGENT_IDLE_MAX_S * 1000;
+    return conn_pending(k) == 0 && poll(&pfd, 1, 0) == 0 && mono_ms() - since < ag.idle_max_ms;
 }
 
 /* Puts k in the pool (ag.mu held), or closes it when the pool is full. */
@@ -133,9 +134,33 @@ static void pool_put_locked(conn *k)
     ag.idle_since[ag.npool++] = mono_ms();
 }
 
+/* The node's server.idle_timeout_s as GET /v1/version says it (body, len bytes): idle
+ * connections are handed out for two thirds of it at most (ag.mu held). A request sent on one
+ * the node is closing that moment is lost unanswered, its bytes unread ("no answer": the node
+ * closed it at 30 s while the keeper kept it for 60). */
+static void learn_idle_locked(const char *body, size_t len)
+{
+    static const char key[] = "\"idle_timeout_s\":";
+    const char *at = memmem(body, len, key, sizeof key - 1);
+    if (!at)
+        return;
+    char num[24];
+    size_t from = (size_t)(at - body) + sizeof key - 1, n = 0;
+    while (from + n < len && n + 1 < sizeof num && body[from + n] >= '0' && body[from + n] <= '9') {
+        num[n] = body[from + n];
+        n++;
+    }
+    num[n] = 0;
+    unsigned long long s = n ? strtoull(num, NULL, 10) : 0;
+    int64_t ms = s ? (int64_t)(s * 2000 / 3) : 0;
+    if (ms > 0 && ms < ag.idle_max_ms)
+        ag.idle_max_ms = ms;
+}
+
 /* The node checks rnx's certificate at a connection's first request: a spare makes one (GET
- * /v1/version, read to its end) so that a command's first request does not wait for it. 0
- * when it was answered in full and the connection is kept open. */
+ * /v1/version, read to its end) so that a command's first request does not wait for it; it
+ * says how long the node keeps an idle connection (learn_idle_locked). 0 when it was answered
+ * in full and the connection is kept open. */
 static int warm(conn *k)
 {
     char req[512];
@@ -174,18 +199,27 @@ static int warm(conn *k)
             body = strtoull(l + 17, NULL, 10);
             have = true;
         }
-    if (!have || body > 65536)
+    if (!have || body >= sizeof buf)
         return -1;
-    size_t got = len - (size_t)(end + 4 - buf);
+    /* the body, kept while it fits (it does: a small object) */
+    size_t start = (size_t)(end + 4 - buf), got = len - start;
+    memmove(buf, buf + start, got);
     while (got < body) {
-        ssize_t r = conn_read(k, buf, sizeof buf);
+        if (got >= sizeof buf)
+            return -1;
+        ssize_t r = conn_read(k, buf + got, sizeof buf - got);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             return -1;
         got += (size_t)r;
     }
-    return got == body ? 0 : -1;
+    if (got != body)
+        return -1;
+    pthread_mutex_lock(&ag.mu);
+    learn_idle_locked(buf, got);
+    pthread_mutex_unlock(&ag.mu);
+    return 0;
 }
 
 static void *fill_main(void *arg)

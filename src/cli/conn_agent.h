@@ -39,8 +39,9 @@
  * back, then one for the log stream, which ends with the job). */
 #define CONN_AGENT_POOL 4
 #define CONN_AGENT_READY 2
-/* One idle longer is closed: the node closes idle connections (its server.idle_timeout_s, 300 s
- * by default) and one it is closing must never be handed out. */
+/* One idle longer is closed: the node closes idle connections (its server.idle_timeout_s, 30 s
+ * by default, which GET /v1/version says: the keeper's spares read it) and one it is closing must
+ * never be handed out; one idle for more than two thirds of the node's time is closed too. */
 #define CONN_AGENT_IDLE_MAX_S 60
 
 /* What a command sends the keeper after the first line is framed, so that it can say where its

@@ -233,6 +233,38 @@ def test_the_keeper_carries_commands_on_the_same_tls_connections(two):
     assert "no keeper now" in rnx("node", "show", "a", check=True).stdout
 
 
+def test_the_keeper_hands_out_no_connection_the_node_may_be_closing(two):
+    """A node closes a connection idle for its server.idle_timeout_s (30 s by default); the keeper
+    kept idle ones for 60 s, and a command sent on one the node was closing that moment got no
+    answer (a sanitizer run's rnx job exec: "lost the connection to node reader (no answer)"). The
+    keeper now reads the node's time (GET /v1/version's idle_timeout_s, with each spare) and hands
+    out none idle for more than two thirds of it: with 3 s, one idle 2.3 s is closed, not used."""
+    rnx = two["rnx"]
+    c = Node("node-c", two["user"], "localhost,127.0.0.1", "server:\n  idle_timeout_s: 3\n")
+    try:
+        c.d.start()
+        rnx("node", "add", "c", c.client(two["user"], "developer", f"127.0.0.1:{c.port}"), check=True)
+        assert rnx("--node", "c", "job", "list").returncode == 0
+        pids = [pid for pid in two["keepers"].pids().values() if open(f"/proc/{pid}/cmdline", "rb").read()
+                .split(b"\0")[:4] == [b"rnx", b"node", b"keep", b"c"]]
+        assert len(pids) == 1, pids
+        wait_for("two idle connections", lambda: len(keeper_conns(pids[0], c.port)) >= 2)
+        # a command at once takes one of them (the node sees no new connection)
+        before = keeper_conns(pids[0], c.port)
+        assert rnx("--node", "c", "job", "list").returncode == 0
+        assert keeper_conns(pids[0], c.port) == before
+        # idle 2.3 s: past two thirds of the node's 3 s, before its close; none of them is used
+        before = keeper_conns(pids[0], c.port)
+        time.sleep(2.3)
+        assert rnx("--node", "c", "job", "list").returncode == 0
+        after = keeper_conns(pids[0], c.port)
+        assert before - after, f"the keeper used a connection idle 2.3 s of the node's 3: {before} then {after}"
+    finally:
+        rnx("node", "disconnect", "c")
+        rnx("node", "remove", "c")
+        c.d.cleanup()
+
+
 def test_the_keeper_leaves_after_its_time_and_can_be_turned_off(two):
     rnx, keepers = two["rnx"], two["keepers"]
     rnx("node", "disconnect", "--all", check=True)
