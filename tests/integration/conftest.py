@@ -624,6 +624,21 @@ def daemon():
     d.cleanup()
 
 
+def preload_object(tmp_path, source, name, covered="the code it exercises runs under the sanitizers in the "
+                                                 "module's other tests"):
+    """An LD_PRELOAD object for a daemon built from source (C) into tmp_path as NAME.so: its path.
+    Skipped in the sanitizer pass (covered: where its code runs there instead)."""
+    if os.environ.get("JOBLET_PASS") == "sanitizers":
+        pytest.skip(f"LD_PRELOAD of the object would come before the ASan runtime, which must be first; {covered}")
+    src, so = tmp_path / f"{name}.c", tmp_path / f"{name}.so"
+    src.write_text(source)
+    p = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src), "-ldl"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    os.chmod(tmp_path, 0o755)
+    return str(so)
+
+
 @pytest.fixture
 def own_net():
     """A network namespace of the test's own for rnx console and chromium

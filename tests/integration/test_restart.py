@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import TERMINAL, shim_record, wait_for
+from conftest import TERMINAL, preload_object, shim_record, wait_for
 
 LINES = 30
 
@@ -305,16 +305,7 @@ def test_a_committed_start_whose_shim_was_never_told_runs_once_after_a_restart(f
     shim (an LD_PRELOAD object kills it at that send). The shim sees joblet gone and runs nothing
     (its record: not_run); the next joblet finds the row naming a shim that ended and takes that
     record as no end at all: the job waits again, starts, and its command runs once."""
-    if os.environ.get("JOBLET_PASS") == "sanitizers":
-        pytest.skip("LD_PRELOAD of the object would come before the ASan runtime, which must be first; the code "
-                    "it exercises (core/job_launch.c) runs under the sanitizers in test_restart's other tests")
-    import subprocess
-    src, so = tmp_path / "kill_at_go.c", tmp_path / "kill_at_go.so"
-    src.write_text(_KILL_AT_GO)
-    p = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src), "-ldl"], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    os.chmod(tmp_path, 0o755)
-    d = fresh_daemon(env={"LD_PRELOAD": str(so)})
+    d = fresh_daemon(env={"LD_PRELOAD": preload_object(tmp_path, _KILL_AT_GO, "kill_at_go")})
     a = d.submit("sleep", "1", hold=True)  # (answered before any start)
     b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
     # A's start, as its release is answered: joblet is killed at its word to A's shim
@@ -363,16 +354,7 @@ def test_a_job_stopped_while_its_start_waits_for_its_commit_never_runs_its_comma
     env = {}
     arm = tmp_path / "arm"
     if killed:
-        if os.environ.get("JOBLET_PASS") == "sanitizers":
-            pytest.skip("LD_PRELOAD of the object would come before the ASan runtime, which must be first")
-        import subprocess
-        src, so = tmp_path / "kill_at_go.c", tmp_path / "kill_at_go.so"
-        src.write_text(_KILL_AT_GO_ARMED)
-        p = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src), "-ldl"], capture_output=True,
-                           text=True)
-        assert p.returncode == 0, p.stderr
-        os.chmod(tmp_path, 0o755)
-        env = {"LD_PRELOAD": str(so), "KILL_ARM": str(arm)}
+        env = {"LD_PRELOAD": preload_object(tmp_path, _KILL_AT_GO_ARMED, "kill_at_go"), "KILL_ARM": str(arm)}
     d = fresh_daemon(env=env)
     a = d.submit("sleep", "1")
     b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])

@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, preload_object
 from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes
 
 PLUGIN = os.path.join(BUILD, "joblet.so")
@@ -941,18 +941,17 @@ def test_a_task_whose_start_joblet_was_killed_before_it_let_run_is_not_run_by_th
     process is told the start failed. The next joblet ends the job FAILED (start_failed): it was
     put back in the queue and run there as a plain job, outside Slurm's cgroups, its output in
     joblet's log, while Slurm counted the task failed."""
-    if os.environ.get("JOBLET_PASS") == "sanitizers":
-        pytest.skip("LD_PRELOAD of the object would come before the ASan runtime, which must be first")
     from test_restart import _KILL_AT_GO
-    src, so = tmp_path / "kill_at_go.c", tmp_path / "kill_at_go.so"
-    src.write_text(_KILL_AT_GO)
-    c = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src), "-ldl"], capture_output=True,
-                       text=True)
-    assert c.returncode == 0, c.stderr
-    os.chmod(tmp_path, 0o755)
-    d = fresh_daemon(env={"LD_PRELOAD": str(so)})
-    cg = slurm_cgroups(52, task=0)
-    p = task(d, cg, ["sh", "-c", "echo task-ran; exit 3"], job=52)
+    d = fresh_daemon(env={"LD_PRELOAD": preload_object(tmp_path, _KILL_AT_GO, "kill_at_go")})
+    task_killed_with_joblet_never_runs(d, slurm_cgroups, 52)
+
+
+def task_killed_with_joblet_never_runs(d, slurm_cgroups, job):
+    """A task of Slurm job `job` started on d, whose LD_PRELOAD object kills joblet during its
+    start: the task process is told it failed and its command never ran; the next joblet ends the
+    task's job FAILED (start_failed), its command not run from the queue."""
+    cg = slurm_cgroups(job, task=0)
+    p = task(d, cg, ["sh", "-c", "echo task-ran; exit 3"], job=job)
     assert d.proc.wait(timeout=60) == -signal.SIGKILL, d.log()[-2000:]
     out, err = p.communicate(timeout=150)
     assert p.returncode != 0 and "task-ran" not in out, (p.returncode, out, err)
@@ -1006,25 +1005,5 @@ def test_a_task_whose_start_no_commit_recorded_is_not_run_by_the_queue(fresh_dae
     joblet ends the job FAILED (start_failed) instead of leaving it to the queue, which ran it as a
     plain job outside Slurm (the committed row did not even say it was a Slurm task: the route's
     changes after submit_create were saved only by the launch)."""
-    if os.environ.get("JOBLET_PASS") == "sanitizers":
-        pytest.skip("LD_PRELOAD of the object would come before the ASan runtime, which must be first")
-    src, so = tmp_path / "kill_after_fork.c", tmp_path / "kill_after_fork.so"
-    src.write_text(_KILL_AFTER_FORK)
-    c = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src), "-ldl"], capture_output=True,
-                       text=True)
-    assert c.returncode == 0, c.stderr
-    os.chmod(tmp_path, 0o755)
-    d = fresh_daemon(env={"LD_PRELOAD": str(so)})
-    cg = slurm_cgroups(53, task=0)
-    p = task(d, cg, ["sh", "-c", "echo task-ran; exit 3"], job=53)
-    assert d.proc.wait(timeout=60) == -signal.SIGKILL, d.log()[-2000:]
-    out, err = p.communicate(timeout=150)
-    assert p.returncode != 0 and "task-ran" not in out, (p.returncode, out, err)
-    d.extra_env = {}
-    d.start()
-    [j] = wait_for(lambda: [x for x in slurm_jobs(d) if x["status"] not in ("QUEUED", "RUNNING", "STOPPING")],
-                   "the task's job to end")
-    time.sleep(1)
-    j = d.job(j["id"])
-    assert j["status"] == "FAILED" and j["end_reason"] == "start_failed", j
-    assert d.output(j["id"]) == "", f"the task's command ran from joblet's queue: {d.output(j['id'])!r}"
+    d = fresh_daemon(env={"LD_PRELOAD": preload_object(tmp_path, _KILL_AFTER_FORK, "kill_after_fork")})
+    task_killed_with_joblet_never_runs(d, slurm_cgroups, 53)
