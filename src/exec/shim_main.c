@@ -471,10 +471,6 @@ static int await_attach(shim *sh, jerr *e)
     return 0;
 }
 
-/* Until the init has exec'd the command: EOF on the sync pipe says it did, bytes are the setup
- * error (left in sh->error). With a step hook or a terminal (hold_w >= 0) the init first says it
- * holds (one NUL byte); the hook runs and the first client attaches (await_attach), and 'g' lets
- * the init go on, or the pipe's EOF makes it exit. */
 /* joblet's word that the database holds this start (shim.h: SHIM_GO), after the turn's commit
  * that names this shim: a joblet killed before that commit starts the job again at its next
  * start, so a command run before the word could run twice (its output twice). Meanwhile the
@@ -508,6 +504,11 @@ static int await_go(shim *sh, jerr *e)
                               "(the next joblet starts the job again)");
 }
 
+/* Until the init has exec'd the command: EOF on the sync pipe says it did, bytes are the setup
+ * error (left in sh->error). With a step hook, a network, a terminal or joblet's word to wait for
+ * (hold_w >= 0) the init first says it holds (one NUL byte); the network is made, the hook runs,
+ * the first client attaches (await_attach) and joblet's word comes (await_go), and 'g' lets the
+ * init go on, or the pipe's EOF makes it exit. */
 static void await_exec(shim *sh, int sync_r, int hold_w)
 {
     size_t got = 0;
