@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "../common/util.h"
 
 /* A node name as the keeper's argument: what ps shows. */
@@ -140,19 +142,10 @@ static void pool_put_locked(conn *k)
  * closed it at 30 s while the keeper kept it for 60). */
 static void learn_idle_locked(const char *body, size_t len)
 {
-    static const char key[] = "\"idle_timeout_s\":";
-    const char *at = memmem(body, len, key, sizeof key - 1);
-    if (!at)
-        return;
-    char num[24];
-    size_t from = (size_t)(at - body) + sizeof key - 1, n = 0;
-    while (from + n < len && n + 1 < sizeof num && body[from + n] >= '0' && body[from + n] <= '9') {
-        num[n] = body[from + n];
-        n++;
-    }
-    num[n] = 0;
-    unsigned long long s = n ? strtoull(num, NULL, 10) : 0;
-    int64_t ms = s ? (int64_t)(s * 2000 / 3) : 0;
+    json_t *v = json_loadb(body, len, 0, NULL);
+    json_int_t s = json_integer_value(json_object_get(v, "idle_timeout_s"));
+    json_decref(v);
+    int64_t ms = s > 0 ? (int64_t)s * 2000 / 3 : 0;
     if (ms > 0 && ms < ag.idle_max_ms)
         ag.idle_max_ms = ms;
 }

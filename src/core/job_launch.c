@@ -723,13 +723,11 @@ static bool unrecorded_run(job *j)
     shim_status st;
     if (shim_status_read(dir, &st) < 0)
         return false;
-    if (!strcmp(st.end_reason, SHIM_NOT_RUN) && j->slurm.set) {
-        shim_record_clear(dir); /* (a Slurm task is not started again: job_launch_adopt_all) */
-        return false;
-    }
     if (!strcmp(st.end_reason, SHIM_NOT_RUN)) {
         /* its shim waited for the commit (go_committed) and ran nothing: no end of the job's */
         shim_record_clear(dir);
+        if (j->slurm.set)
+            return false; /* (a Slurm task is not started again: job_launch_adopt_all ends it) */
         job_event(j, JE_RESTARTED, -1, "joblet restarted; a start of it that was not recorded (joblet was killed "
                                        "before it committed the start) ran nothing: the job still waits (%s)",
                   job_state_name(j->state));
