@@ -464,6 +464,13 @@ static enum MHD_Result on_request_run(struct MHD_Connection *c, const char *url,
                 st->sink_waited = false;
             }
             sink_pipe_write(st, upload, &left); /* what it did not take comes again */
+            if (left && st->sink_error) {
+                /* it stopped reading (a helper that refused the path and ended): what it did not
+                 * take is dropped now, as the rest will be. Handed back, libmicrohttpd would have
+                 * waited for new bytes before it asked again, and the last had all come */
+                st->len += left;
+                left = 0;
+            }
             *upload_size = left;
             if (left)
                 st->sink_waited = true; /* the process makes the client wait */

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tarfile
 import tempfile
@@ -150,6 +151,30 @@ def test_refusals_name_the_path(d, tree, tmp):
     assert code == 400 and ans["error"]["field"] == "path", ans
     code, ans = d.api("GET", f"/v1/jobs/{tree}/archive?path=/work/out/a.txt&stat=1")
     assert code == 200 and ans["type"] == "file" and ans["bytes"] == 2 and ans["name"] == "a.txt", ans
+
+
+def test_a_body_that_comes_after_the_helper_refused_gets_the_refusal(d, tree):
+    """PUT into a file (400) or a missing path (404): the copy's helper refuses it and ends at once.
+    A body that came after it ended met a closed pipe: its bytes were handed back to
+    libmicrohttpd, which waited for more before it asked again, and none came: no answer until the
+    idle timeout closed the connection (CI: test_docs_api's PUT, RemoteDisconnected after 30 s)."""
+    for path, code in (("/work/out/a.txt", 400), ("/work/nothere", 404)):
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(20)
+        s.connect(d.sock)
+        try:
+            s.sendall(f"PUT /v1/jobs/{tree}/archive?path={path} HTTP/1.1\r\nHost: joblet\r\n"
+                      "Content-Type: application/x-tar\r\nContent-Length: 1024\r\n\r\n".encode())
+            deadline = time.time() + 20  # the body follows once the helper has ended
+            while time.time() < deadline and subprocess.run(["pgrep", "-P", str(d.proc.pid), "-f", "joblet-copy"],
+                                                            capture_output=True).returncode == 0:
+                time.sleep(0.05)
+            time.sleep(0.2)
+            s.sendall(b"\0" * 1024)
+            head = s.recv(4096).split(b"\r\n", 1)[0]
+            assert head.startswith(f"HTTP/1.1 {code} ".encode()), (path, head)
+        finally:
+            s.close()
 
 
 def test_the_jobs_rights_hold(d, tree, tmp):
