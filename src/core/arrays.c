@@ -396,6 +396,7 @@ static void free_one(jarray *a)
 
 static void drop(jarray *a)
 {
+    core.removed++;
     for (size_t i = 0; i < core.narrays; i++)
         if (core.arrays[i] == a) {
             idindex_del(&by_ref, a, a->id, a->name);

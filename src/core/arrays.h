@@ -96,6 +96,7 @@ typedef struct jarray {
     bool after_met;            /* its `after` held once (it was let go): not decided again at a restart,
                                 * tasks made or not; kept in its row, saved with the change that let it go */
     uint64_t *after_seq;       /* what it waits on, by seq (depend.c) */
+    uint64_t after_removed;    /* core.removed when all of it was last seen there (depend.c) */
     uint64_t after_arrays;     /* bit k: its k-th need was linked to an array (or to nothing) */
     uint64_t *dependents;      /* the jobs and arrays that wait on it, by seq (depend.c) */
     uint32_t ndependents, dependents_cap;

@@ -73,6 +73,7 @@ typedef struct job {
     /* Its dependencies, rnx job run --after (core/depend.h): the seq of each job req.after
      * names (0: gone), while it is PENDING; and the seqs of the PENDING jobs that wait on it. */
     uint64_t *after_seq;
+    uint64_t after_removed;   /* core.removed when every job it waits on was last seen there (depend.c) */
     /* its `after` held once (it was let go, or they held while it was HELD): never decided again,
      * by a restart or a release (Slurm: a dependency satisfied is gone), whatever becomes of the
      * jobs it named; false again when `rnx job update --after` gives it new ones. Kept in its row. */

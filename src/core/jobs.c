@@ -164,7 +164,7 @@ void jobs_add(job *j)
 
 void jobs_remove(job *j)
 {
-
+    core.removed++;
     if (j->idx_flags & IDX_KEPT)
         count_as(j, 0, 0, 0);
     ended_del(j);

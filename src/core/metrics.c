@@ -15,6 +15,7 @@
 #include "../common/promtext.h"
 #include "../common/util.h"
 #include "counters.h"
+#include "depend.h"
 #include "events.h"
 #include "gpu_json.h"
 #include "gpus.h"
@@ -381,6 +382,10 @@ char *metrics_text(void)
                 "The longest turn of the loop since the start: every other request waited this long");
     prom_sample(&b, "joblet_loop_longest_turn_seconds", NULL, (double)loop_longest_turn_ns() / 1e9);
 
+    prom_family(&b, "joblet_dependency_looks_total", "counter",
+                "Dependencies looked at to decide jobs and arrays that wait on others (--after): it grows with "
+                "what started and ended, not with the jobs kept");
+    prom_sample_u(&b, "joblet_dependency_looks_total", NULL, depend_looked());
     counters_write(&b);
 
     gpu_metrics(&b);

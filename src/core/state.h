@@ -61,6 +61,8 @@ typedef struct core_state {
     size_t nworkflows;
     struct jarray **arrays;   /* every job array known, in submission order (arrays.h) */
     size_t narrays, arrays_cap;
+    uint64_t removed;         /* jobs and arrays taken out since the start (jobs_remove, an array's
+                               * drop): depend.c looks for a dependency deleted only when it grew */
     uint64_t next_wf_seq;
     unsigned want;            /* enum state_want bits for the settle step */
     job **changed;            /* jobs with settle work (job.settle), in the order they changed */

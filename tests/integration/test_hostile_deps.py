@@ -108,8 +108,12 @@ def test_jobs_after_many_arrays_are_decided_at_their_start_and_end_not_each_task
     first (seen 6.7 s against 1.65 s: each task's start and end, 200 decisions counting 64
     arrays' tasks); then, decided at each array's start and end only, 2.6 s against 1.7 s here
     and 8.3 s against 3.3 s in a CI run (each of 128 changes still decided 200 jobs over all 64
-    arrays); now a job looks only at the array that changed and the next that still runs (2.6 s
-    against 2.0 s: the 200 jobs' own runs)."""
+    arrays); then a job looked at the array that changed and the next that still runs, but also
+    at all 64 for one deleted: 1.7 million looks (CI: 10.8 s against 3.6 s). Now that is done
+    only when a job or an array was deleted since the waiter's last look. What is checked is the
+    count of dependencies looked at (joblet_dependency_looks_total), not the CPU (printed), which
+    a shared machine makes noisy: at most 4 a decision (the array that changed, the next that
+    still runs), 2 decisions per array and waiter, and one full verdict each at the end."""
     d = fresh_daemon("limits:\n  max_queued_per_user: 0\n  max_jobs_per_user: 0\n")
     narrays, ntasks, nwait = 64, 25, 200
 
@@ -123,18 +127,19 @@ def test_jobs_after_many_arrays_are_decided_at_their_start_and_end_not_each_task
         w = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "true",
                                                     "after": [{"job": i, "state": "any"} for i in ids]}]] * waiters)
         assert all(code == 201 for code, _ in w), w[-1]
-        cpu0 = cpu_s(d.proc.pid)
+        cpu0, looks0 = cpu_s(d.proc.pid), d.metric("joblet_dependency_looks_total")
         code, ans = bulk(d, MALLORY, [["POST", f"/v1/jobs/{gate['id']}/stop", None]])[0]
         assert code == 200, ans
         for i in ids:
             assert d.wait(i, timeout=600)["status"] == "COMPLETED"
         for _, j in w:
             assert d.wait(j["id"], timeout=300)["status"] == "COMPLETED"
-        return cpu_s(d.proc.pid) - cpu0
+        return cpu_s(d.proc.pid) - cpu0, d.metric("joblet_dependency_looks_total") - looks0
 
-    alone = run(0)
-    waited = run(nwait)
+    alone, alone_looks = run(0)
+    waited, waited_looks = run(nwait)
     print(f"{narrays} arrays of {ntasks} tasks: {alone:.2f} s of CPU alone, {waited:.2f} s with {nwait} jobs "
-          f"after all of them")
-    assert waited - alone < 1.5 * alone, (
-        f"{nwait} jobs after the arrays cost the loop {waited - alone:.2f} s more than the arrays' {alone:.2f} s")
+          f"after all of them; dependencies looked at: {alone_looks:.0f} and {waited_looks:.0f}")
+    bound = nwait * narrays * (2 * 4 + 1)
+    assert waited_looks - alone_looks <= bound, (
+        f"{nwait} jobs after {narrays} arrays looked at {waited_looks - alone_looks:.0f} dependencies (at most {bound})")
