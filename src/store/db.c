@@ -26,6 +26,8 @@ struct db {
     bool lost;
     bool deleted;             /* this transaction deleted a job: checkpoint the WAL after it */
     bool marked;              /* a db_mark is open (db_undo, db_keep close it) */
+    int64_t busy_since_ms;    /* the transaction first waited for another process's lock (on_busy) */
+    bool busy_failed;         /* a wait for it gave up, and no commit went through since */
     seal_key *key;            /* seals secret_env (seal.h) */
     sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
     sqlite3_stmt *ev_ins, *ev_trim, *ev_del;
@@ -248,6 +250,33 @@ static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid,
 
 static int reseal(db *d, jerr *e);
 static int open_key(db *d, const char *path, const char *keypath, jerr *e);
+
+/* How long one transaction (a turn's writes) waits in all for a lock another process holds: up to
+ * BUSY_FIRST_MS, and while such a wait gave up and no commit went through since, BUSY_AGAIN_MS. A
+ * lock held for minutes (a sqlite3 shell left in a transaction, a backup tool) cost the loop 5 s
+ * for each statement that waited, every turn: a stop waited more than a minute for its answer,
+ * and every other request with it. Meanwhile the turns' rows wait in memory and are written again
+ * once the database takes commits (core/state.c), and a job's command waits for its start's
+ * (core/job_launch.c). */
+#define BUSY_FIRST_MS 5000
+#define BUSY_AGAIN_MS 50
+
+static int on_busy(void *arg, int tries)
+{
+    static const int sleep_ms[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50}; /* (SQLite's own steps) */
+    db *d = arg;
+    int64_t now = mono_ms();
+    if (!d->busy_since_ms)
+        d->busy_since_ms = now;
+    int64_t left = (d->busy_failed ? BUSY_AGAIN_MS : BUSY_FIRST_MS) - (now - d->busy_since_ms);
+    if (left <= 0) {
+        d->busy_failed = true;
+        return 0;
+    }
+    int ms = tries < (int)ARRAY_LEN(sleep_ms) ? sleep_ms[tries] : 100;
+    usleep((useconds_t)(ms < left ? ms : left) * 1000);
+    return 1;
+}
 static char *col_str(sqlite3_stmt *st, int i);
 
 db *db_open(const char *path, jerr *e)
@@ -258,7 +287,7 @@ db *db_open(const char *path, jerr *e)
         jerr_set(e, EIO, "cannot open database %s: %s", path, sqlite3_errmsg(d->h));
         goto fail;
     }
-    sqlite3_busy_timeout(d->h, 5000);
+    sqlite3_busy_handler(d->h, on_busy, d);
     /* root's alone (the state directory is 0700 too): SQLite makes the -wal and -shm files with
      * the database's mode, and a database copied out or a directory made 0755 by hand would
      * otherwise show every job's row to every user */
@@ -380,6 +409,7 @@ static int begin(db *d)
         log_warn("database: the turn's transaction was rolled back by SQLite after a statement failed; what the "
                  "turn writes is not committed");
     }
+    d->busy_since_ms = 0;
     if (exec_sql(d, "BEGIN;", NULL) < 0)
         return -1;
     d->in_txn = true;
@@ -827,8 +857,10 @@ int db_flush(db *d, jerr *e)
     /* A deleted job's old pages may still sit in the WAL: write them back and empty it. The
      * commit stands whether or not this can be done now (a full disk): it is tried again after
      * the next delete. */
+    d->busy_failed = false;
     if (d->deleted) {
         d->deleted = false;
+        d->busy_since_ms = 0;
         jerr ce = {0};
         if (exec_sql(d, "PRAGMA wal_checkpoint(TRUNCATE);", &ce) < 0)
             log_warn("%s (the WAL checkpoint after a delete; tried again after the next one)", ce.msg);

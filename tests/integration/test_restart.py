@@ -215,6 +215,38 @@ def locked_db(d):
     return lock
 
 
+def test_a_database_locked_by_another_process_holds_requests_once_not_at_every_turn(fresh_daemon):
+    """Another process holds the database's write lock (a sqlite3 shell left in a transaction):
+    each of joblet's turns waited SQLite's busy timeout (5 s) for every statement that wrote, so
+    three stops were answered after 10, 35 and 60 s and a list after 145 s. Now the first turn
+    that meets the lock waits for it (5 s in all), and until a commit goes through again each
+    turn waits 50 ms at most: the stops are refused at once (503: not saved), a list is answered,
+    and once the lock is gone the rows kept in memory are written (the jobs STOPPED)."""
+    d = fresh_daemon()
+    jobs = [d.submit("sleep", "300") for _ in range(4)]
+    for j in jobs:
+        d.wait_status(j, "RUNNING")
+    lock = locked_db(d)
+    took = []
+    try:
+        for j in jobs:
+            t = time.monotonic()
+            p = d.rnx("job", "stop", j, timeout=300)
+            took.append(time.monotonic() - t)
+            assert p.returncode == 1 and "database is locked" in p.stderr, p.stderr
+        t = time.monotonic()
+        assert d.rnx("job", "list", timeout=300).returncode == 0
+        took.append(time.monotonic() - t)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    print("answers with the database locked: " + ", ".join(f"{s:.2f} s" for s in took))
+    # the first may wait out the first wait (5 s); none after it waits that long again
+    assert max(took[1:]) < 5, took
+    for j in jobs:
+        assert d.wait(j, 60)["status"] == "STOPPED"
+
+
 def forked_while_locked(d, a, b):
     """A ends while the database is locked (locked_db); B, waiting on A, is then started: its
     shim is forked, the row that names it not committed. B's shim pid, once forked: the
