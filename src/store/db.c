@@ -807,7 +807,7 @@ char *db_job_extra_get(db *d, const char *job_id, enum db_job_extra which)
     return out;
 }
 
-int db_flush(db *d, jerr *e)
+static int flush_txn(db *d, jerr *e)
 {
     if (!d->in_txn)
         return 0;
@@ -860,12 +860,19 @@ int db_flush(db *d, jerr *e)
     d->busy_failed = false;
     if (d->deleted) {
         d->deleted = false;
-        d->busy_since_ms = 0;
+        d->busy_since_ms = 0;   /* (its own wait for readers) */
         jerr ce = {0};
         if (exec_sql(d, "PRAGMA wal_checkpoint(TRUNCATE);", &ce) < 0)
             log_warn("%s (the WAL checkpoint after a delete; tried again after the next one)", ce.msg);
     }
     return 0;
+}
+
+int db_flush(db *d, jerr *e)
+{
+    int rc = flush_txn(d, e);
+    d->busy_since_ms = 0; /* (what waits after it, a read before the next turn's writes, waits anew) */
+    return rc;
 }
 
 static char *col_str(sqlite3_stmt *st, int i)
