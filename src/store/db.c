@@ -28,6 +28,7 @@ struct db {
     bool marked;              /* a db_mark is open (db_undo, db_keep close it) */
     int64_t busy_since_ms;    /* the transaction first waited for another process's lock (on_busy) */
     bool busy_failed;         /* a wait for it gave up, and no commit went through since */
+    bool ckpt_blocked;        /* the last WAL checkpoint gave up waiting for another process (a reader) */
     seal_key *key;            /* seals secret_env (seal.h) */
     sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
     sqlite3_stmt *ev_ins, *ev_trim, *ev_del;
@@ -807,6 +808,21 @@ char *db_job_extra_get(db *d, const char *job_id, enum db_job_extra which)
     return out;
 }
 
+/* PRAGMA wal_checkpoint(TRUNCATE): 1 when another process held it off (its busy column), 0 when
+ * the WAL was emptied, -1 on an error (e says it). */
+static int checkpoint(db *d, jerr *e)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(d->h, "PRAGMA wal_checkpoint(TRUNCATE);", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        rc = sqlite3_column_int(st, 0) != 0;
+    if (rc < 0)
+        jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static int flush_txn(db *d, jerr *e)
 {
     if (!d->in_txn)
@@ -861,9 +877,16 @@ static int flush_txn(db *d, jerr *e)
     if (d->deleted) {
         d->deleted = false;
         d->busy_since_ms = 0;   /* (its own wait for readers) */
+        /* one that gave up waiting for a reader (a sqlite3 shell left in a transaction, a
+         * backup): the next waits BUSY_AGAIN_MS, until one is done. Each waited 5 s, the loop
+         * with it: every delete was answered after 5 s, and every other request with it */
+        d->busy_failed = d->ckpt_blocked;
         jerr ce = {0};
-        if (exec_sql(d, "PRAGMA wal_checkpoint(TRUNCATE);", &ce) < 0)
+        int blocked = checkpoint(d, &ce);
+        if (blocked < 0)
             log_warn("%s (the WAL checkpoint after a delete; tried again after the next one)", ce.msg);
+        d->ckpt_blocked = blocked > 0;
+        d->busy_failed = false; /* (the commit went through) */
     }
     return 0;
 }

@@ -1,0 +1,255 @@
+"""A hostile read of three changes of one day, through the real daemon:
+
+- http.c (a copy's body after its helper ended is dropped, not handed back): large bodies, with a
+  length or chunked, sent in pieces after the helper refused the path, are answered at once; a
+  large chunked tar into a job lands whole;
+- db.c (one busy wait per transaction, on_busy): a reader that holds an old snapshot (a sqlite3
+  shell, a backup) made every delete's WAL checkpoint wait 5 s on the loop; with the database
+  locked by another process, what is answered 201 is there after the lock goes and after a
+  restart, and what is refused is not."""
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import tarfile
+import io
+import time
+
+import pytest
+
+from conftest import need_root, need_setpriv
+
+MB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def d():
+    need_root()
+    need_setpriv()
+    from conftest import Daemon
+    dm = Daemon("jobs:\n  max_upload_bytes: 64MB\n").start()
+    yield dm
+    dm.cleanup()
+
+
+@pytest.fixture(scope="module")
+def job(d):
+    """A running job with a file in /work."""
+    p = d.rnx("--json", "job", "run", "sh", "-c", "printf hi > /work/a.txt && touch /tmp/.ready && exec sleep 300",
+              check=True)
+    jid = json.loads(p.stdout)["id"]
+    d.wait_status(jid, "RUNNING")
+    deadline = time.time() + 60
+    while d.api("GET", f"/v1/jobs/{jid}/archive?path=/tmp/.ready&stat=1")[0] != 200:
+        assert time.time() < deadline, d.job(jid)
+        time.sleep(0.2)
+    yield jid
+    d.rnx("job", "kill", jid)
+
+
+def helper_running(d):
+    return subprocess.run(["pgrep", "-P", str(d.proc.pid), "-f", "joblet-copy"], capture_output=True).returncode == 0
+
+
+def put_archive(d, jid, path, body, chunked, piece, pause=0.0, wait_helper=False, timeout=30):
+    """PUT body into path, in pieces of piece bytes (chunked: each a chunk); the status line's
+    code, or the exception met. wait_helper: the body starts once the copy's helper has ended."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(d.sock)
+    try:
+        length = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {len(body)}"
+        s.sendall(f"PUT /v1/jobs/{jid}/archive?path={path} HTTP/1.1\r\nHost: joblet\r\n"
+                  f"Content-Type: application/x-tar\r\n{length}\r\n\r\n".encode())
+        if wait_helper:
+            deadline = time.time() + 20
+            time.sleep(0.1)
+            while time.time() < deadline and helper_running(d):
+                time.sleep(0.05)
+            time.sleep(0.2)
+        t = time.monotonic()
+        for at in range(0, len(body), piece):
+            chunk = body[at:at + piece]
+            if chunked:
+                s.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+            else:
+                s.sendall(chunk)
+            if pause:
+                time.sleep(pause)
+        if chunked:
+            s.sendall(b"0\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            more = s.recv(65536)
+            if not more:
+                break
+            head += more
+        took = time.monotonic() - t
+        line = head.split(b"\r\n", 1)[0]
+        return (int(line.split()[1]) if line.startswith(b"HTTP/1.1 ") else line), head, took
+    except OSError as e:
+        return repr(e), b"", None
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["length", "chunked"])
+@pytest.mark.parametrize("path,code", [("/work/a.txt", 400), ("/work/nothere", 404)], ids=["file", "missing"])
+def test_a_large_body_into_a_refused_path_is_answered(d, job, chunked, path, code):
+    """The helper refuses the path and ends; 6 MB follow in pieces, some after it ended (the pipe
+    full or closed): the refusal comes once the body is in, not after the idle timeout."""
+    got, head, took = put_archive(d, job, path, os.urandom(6 * MB), chunked, 200003, pause=0.005,
+                                  wait_helper=True)
+    assert got == code, (got, head[:300], d.log()[-2000:])
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["length", "chunked"])
+def test_a_large_tar_in_odd_pieces_lands_whole(d, job, chunked):
+    """6 MB of a file in a tar, in pieces that are not the pipe's: the helper takes it all (the
+    connection waits while the pipe is full) and the file has every byte."""
+    data = os.urandom(6 * MB + 17)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        info = tarfile.TarInfo(f"big-{int(chunked)}")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    got, head, took = put_archive(d, job, "/tmp", buf.getvalue(), chunked, 99991)
+    assert got == 200, (got, head[:500], d.log()[-2000:])
+    code, ans = d.api("GET", f"/v1/jobs/{job}/archive?path=/tmp/big-{int(chunked)}&stat=1")
+    assert code == 200 and ans["bytes"] == len(data), ans
+
+
+# ---- db.c: another process's locks ----
+
+def run_to_end(d, n):
+    ids = [d.submit("true") for _ in range(n)]
+    for j in ids:
+        assert d.wait(j, 60)["status"] == "COMPLETED"
+    return ids
+
+
+def test_deletes_with_a_reader_holding_an_old_snapshot_do_not_each_hold_the_loop(fresh_daemon):
+    """A sqlite3 shell (or a backup) left in a read transaction: each delete's commit goes
+    through, but its WAL checkpoint (TRUNCATE) waits for that reader, 5 s every time, holding
+    the loop: every request waited with it. Like the writes' waits (on_busy), once one such
+    wait gave up, the next checkpoints do not wait 5 s again."""
+    d = fresh_daemon()
+    ids = run_to_end(d, 4)
+    reader = sqlite3.connect(os.path.join(d.state, "joblet.db"), timeout=30, isolation_level=None)
+    took = []
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM jobs").fetchall()
+        for j in ids:
+            t = time.monotonic()
+            p = d.rnx("job", "delete", j, timeout=120)
+            took.append(time.monotonic() - t)
+            assert p.returncode == 0, p.stderr
+    finally:
+        reader.execute("ROLLBACK")
+        reader.close()
+    print("deletes with a reader open: " + ", ".join(f"{s:.2f} s" for s in took))
+    assert max(took[1:]) < 2.5, took
+    # the checkpoint is done again once the reader is gone: the WAL is emptied at the next delete
+    more = run_to_end(d, 1)
+    assert d.rnx("job", "delete", more[0]).returncode == 0
+    assert [j for j in ids + more if d.api("GET", f"/v1/jobs/{j}")[0] != 404] == []
+
+
+def locked_db(d):
+    lock = sqlite3.connect(os.path.join(d.state, "joblet.db"), timeout=30, isolation_level=None,
+                           check_same_thread=False)
+    lock.execute("BEGIN IMMEDIATE")
+    return lock
+
+
+def test_submissions_while_locked_are_there_once_if_answered_201(fresh_daemon):
+    """Submissions while another process holds the write lock, and as it lets it go: each is
+    answered 201 (saved) or refused; once the lock is gone, every 201 runs once and no refused
+    one exists, and a restart finds exactly those."""
+    import threading
+    d = fresh_daemon()
+    before = d.submit("true")
+    d.wait(before, 30)
+    lock = locked_db(d)
+    answers = []
+    gone = threading.Event()
+
+    def let_go():
+        lock.execute("ROLLBACK")
+        lock.close()
+        gone.set()
+    try:
+        for i in range(3):
+            answers.append(d.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", f"echo run-{i}"]},
+                                 timeout=120))
+        threading.Timer(1.0, let_go).start()
+        for i in range(3, 30):
+            answers.append(d.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", f"echo run-{i}"]},
+                                 timeout=120))
+            if gone.is_set() and sum(s == 201 for s, _ in answers) >= 3:
+                break
+            time.sleep(0.1)
+    finally:
+        if not gone.wait(10):
+            let_go()
+    made = [b["id"] for s, b in answers if s == 201]
+    refused = [s for s, b in answers if s != 201]
+    assert refused and all(s >= 500 for s in refused), answers
+    assert made, answers
+    for j in made:
+        assert d.wait(j, 60)["status"] == "COMPLETED"
+    listed = {j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"]} - {before}
+    assert listed == set(made), (answers, listed)
+    d.kill9()
+    d.start()
+    ids = {j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"]} - {before}
+    assert ids == set(made), (answers, ids)
+    for j in made:
+        assert d.job(j)["status"] == "COMPLETED"
+        assert d.output(j).count("run-") == 1, d.output(j)
+
+
+# ---- depend.c: a deleted dependency looked for only when something was taken out ----
+
+def test_waiters_on_a_dependency_deleted_before_a_restart_are_canceled(fresh_daemon):
+    """A ended and is deleted while W (after A and B) and H (the same, held) wait; joblet is killed
+    and started (core.removed and every waiter's last look start again at 0): W is canceled at the
+    start, H once it is released, though nothing is deleted after the start."""
+    d = fresh_daemon()
+    a = d.submit("true")
+    d.wait(a, 30)
+    b = d.submit("sleep", "30")
+    d.wait_status(b, "RUNNING")
+    w = d.submit("true", after=[{"job": a}, {"job": b}])
+    h = d.submit("true", after=[{"job": a}, {"job": b}], hold=True)
+    assert d.rnx("job", "delete", a).returncode == 0
+    d.kill9()
+    d.start()
+    assert d.wait(w, 30)["status"] == "CANCELED"
+    assert d.api("POST", f"/v1/jobs/{h}/release")[0] == 200
+    assert d.wait(h, 30)["status"] == "CANCELED"
+
+
+def test_a_start_while_another_process_holds_the_lock_for_8_s(fresh_daemon):
+    """joblet killed with a job running, started again while another process holds the write lock
+    for 8 s (more than one wait of 5 s): it starts, the job's end is recorded once the lock goes,
+    and a restart finds it so."""
+    import threading
+    d = fresh_daemon()
+    j = d.submit("sleep", "3")
+    d.wait_status(j, "RUNNING")
+    d.kill9()
+    lock = locked_db(d)
+    gone = threading.Event()
+    threading.Timer(8, lambda: (lock.execute("ROLLBACK"), lock.close(), gone.set())).start()
+    d.start()
+    assert d.wait(j, 60)["status"] == "COMPLETED"
+    assert gone.wait(30)
+    k = d.submit("true")
+    assert d.wait(k, 30)["status"] == "COMPLETED"
+    time.sleep(1)
+    d.kill9()
+    d.start()
+    assert d.job(j)["status"] == "COMPLETED" and d.job(k)["status"] == "COMPLETED"
