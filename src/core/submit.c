@@ -183,6 +183,18 @@ int submit_upload_inline(int workfd, jobreq_upload *u, uid_t uid, gid_t gid, jer
 /* Gives the job's uid every upload and work/ itself, once the files are written (a root job's
  * uid is chosen when it is created, after a streamed upload was written). Beneath work/ and
  * without following links, as they were written. */
+/* A row another process's lock kept out (store/db.c: EBUSY): nothing was made, and a moment later
+ * it may be; 503, as a commit that fails so is, not 500 (review of 8aab041) */
+static void busy_refusal(jerr *e)
+{
+    if (e->code != EBUSY)
+        return;
+    char why[sizeof e->msg];
+    snprintf(why, sizeof why, "%s", e->msg);
+    jerr_http(e, 503, "joblet's database is locked by another process (%s); nothing was submitted: try again in a "
+                      "moment", why);
+}
+
 static int own_uploads(job *j, const char *work, jerr *e)
 {
     if (chown(work, j->uid, j->gid) < 0)
@@ -802,6 +814,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     bool later = !si->staged && (!j->req.nuploads || si->array_id);
     if (later) {
         if (workfs_ready(j->owner_uid, e) < 0 || db_insert_job(core.db, job_row(j, &row), e) < 0) {
+            busy_refusal(e);
             job_free(j);
             return NULL;
         }
@@ -821,6 +834,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     if (rc < 0 ||
         (si->owned ? own_work(j, work, e) : si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
         db_insert_job(core.db, job_row(j, &row), e) < 0) {
+        busy_refusal(e);
         workfs_remove(j->owner_uid, dir);
         job_free(j);
         return NULL;
