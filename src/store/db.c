@@ -28,6 +28,8 @@ struct db {
     bool marked;              /* a db_mark is open (db_undo, db_keep close it) */
     int64_t busy_since_ms;    /* the transaction first waited for another process's lock (on_busy) */
     bool busy_failed;         /* a wait for it gave up, and no commit went through since */
+    bool gave_up;             /* such a wait gave up in this transaction: a write of it failed, even if
+                               * its statement was used again (reset) once the lock went */
     bool ckpt_blocked;        /* the last WAL checkpoint gave up waiting for another process (a reader) */
     seal_key *key;            /* seals secret_env (seal.h) */
     sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
@@ -272,6 +274,7 @@ static int on_busy(void *arg, int tries)
     int64_t left = (d->busy_failed ? BUSY_AGAIN_MS : BUSY_FIRST_MS) - (now - d->busy_since_ms);
     if (left <= 0) {
         d->busy_failed = true;
+        d->gave_up |= d->in_txn;
         return 0;
     }
     int ms = tries < (int)ARRAY_LEN(sleep_ms) ? sleep_ms[tries] : 100;
@@ -411,6 +414,7 @@ static int begin(db *d)
                  "turn writes is not committed");
     }
     d->busy_since_ms = 0;
+    d->gave_up = false;
     if (exec_sql(d, "BEGIN;", NULL) < 0)
         return -1;
     d->in_txn = true;
@@ -845,7 +849,10 @@ static int flush_txn(db *d, jerr *e)
     /* A write of the turn that failed without SQLite rolling back (busy: another process holds
      * the lock) is left active: the turn is not committed without it. It is rolled back, and the
      * error says why the write failed (a COMMIT over it would say "SQL statements in progress"). */
-    int failed = SQLITE_OK;
+    /* (one that failed so and was used again after the lock went, reset by its next write, is not
+     * busy any more: on_busy's give-up says it failed; a turn committed without it lost a row) */
+    int failed = d->gave_up ? SQLITE_BUSY : SQLITE_OK;
+    d->gave_up = false;
     for (sqlite3_stmt *st = sqlite3_next_stmt(d->h, NULL); st; st = sqlite3_next_stmt(d->h, st))
         if (sqlite3_stmt_busy(st) && !sqlite3_stmt_readonly(st)) {
             int rc = sqlite3_reset(st);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "store/db.h"
 
@@ -189,11 +190,57 @@ static void test_state_names(void **state)
     assert_string_equal(wf_state_name(WF_PENDING), "PENDING");
 }
 
+/* Another process holds the write lock: the first write of a turn waits for it and gives up; the
+ * lock goes; the turn writes again with the same statement (its reset forgets it failed) and that
+ * write goes through. The turn must not commit: the first row would be lost while the daemon took
+ * it as saved. Rolled back whole, neither row is there, and the next turn commits. (5 s: the wait.) */
+static void test_a_write_that_gave_up_on_a_lock_fails_its_turn(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_db_busy.XXXXXX", path[128], cmd[160];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/joblet.db", dir);
+    jerr e = {0};
+    db *d = db_open(path, &e);
+    if (!d)
+        fail_msg("%s", e.msg);
+    sqlite3 *other = NULL;
+    assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE;", NULL, NULL, NULL), SQLITE_OK);
+    db_job a = {.id = "aaaaaaaa-0000-4000-8000-00000000000a", .seq = 1, .state = JS_QUEUED, .created_ms = 1,
+                .stopped_by = -1};
+    db_job b = {.id = "bbbbbbbb-0000-4000-8000-00000000000b", .seq = 2, .state = JS_QUEUED, .created_ms = 2,
+                .stopped_by = -1};
+    assert_int_equal(jobreq_set_command(&a.req, "true", &e), 0);
+    assert_int_equal(jobreq_set_command(&b.req, "true", &e), 0);
+    assert_int_equal(db_insert_job(d, &a, &e), -1);            /* waited, gave up */
+    assert_int_equal(sqlite3_exec(other, "ROLLBACK;", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(db_insert_job(d, &b, &e), 0);             /* the same statement, now free */
+    assert_int_equal(db_flush(d, &e), -1);
+    assert_non_null(strstr(e.msg, "locked"));
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(other, "SELECT count(*) FROM jobs;", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 0);            /* neither: the turn rolled back whole */
+    sqlite3_finalize(st);
+    /* the next turn writes both again and commits */
+    assert_int_equal(db_insert_job(d, &a, &e), 0);
+    assert_int_equal(db_insert_job(d, &b, &e), 0);
+    assert_int_equal(db_flush(d, &e), 0);
+    sqlite3_close(other);
+    jobreq_free(&a.req);
+    jobreq_free(&b.req);
+    db_close(d);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_job_and_workflow_rows),
         cmocka_unit_test(test_state_names),
+        cmocka_unit_test(test_a_write_that_gave_up_on_a_lock_fails_its_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
