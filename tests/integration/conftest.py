@@ -316,14 +316,18 @@ class Daemon:
             return r.status, [json.loads(l) for l in raw.decode().splitlines() if l]
         return r.status, json.loads(raw) if raw else None
 
-    def metric(self, name):
-        """A sample of the daemon's /metrics without labels (a float), or None when it has none."""
+    def metrics_text(self):
+        """The daemon's GET /metrics, as text."""
         c = UnixHTTPConnection(self.sock)
         try:
             c.request("GET", "/metrics")
-            text = c.getresponse().read().decode()
+            return c.getresponse().read().decode()
         finally:
             c.close()
+
+    def metric(self, name):
+        """A sample of the daemon's /metrics without labels (a float), or None when it has none."""
+        text = self.metrics_text()
         m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
         return float(m.group(1)) if m else None
 

@@ -11,7 +11,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import UnixHTTPConnection, api_as, need_setpriv, setpriv, wait_for
+from conftest import api_as, need_setpriv, setpriv, wait_for
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 USER = 4325      # the attacker: a uid with no account, as SO_PEERCRED reports it
@@ -293,12 +293,7 @@ MAKE_DIRS = "import os\nfor i in range(%d):\n    os.mkdir('/work/d%%d' %% i)\n"
 
 def turn_buckets(d):
     """joblet_loop_turn_duration_seconds's buckets now: {le: turns that took at most le}."""
-    c = UnixHTTPConnection(d.sock)
-    try:
-        c.request("GET", "/metrics")
-        text = c.getresponse().read().decode()
-    finally:
-        c.close()
+    text = d.metrics_text()
     return {float(le): int(n) for le, n in
             re.findall(r'^joblet_loop_turn_duration_seconds_bucket\{le="([0-9.e+-]+|\+Inf)"\} (\d+)$', text, re.M)}
 

@@ -54,16 +54,31 @@ static void see_wf(db_workflow *r, void *arg)
     l->owner_uid = r->owner_uid;
 }
 
-static void test_job_and_workflow_rows(void **state)
+/* A new database in a new directory (dir: a mkdtemp template); path: its file. */
+static db *open_in(char *dir, char *path, size_t len)
 {
-    (void)state;
-    char dir[] = "/tmp/test_db_rows.XXXXXX", path[128], cmd[160];
     assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/joblet.db", dir);
+    snprintf(path, len, "%s/joblet.db", dir);
     jerr e = {0};
     db *d = db_open(path, &e);
     if (!d)
         fail_msg("%s", e.msg);
+    return d;
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_job_and_workflow_rows(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_db_rows.XXXXXX", path[128];
+    jerr e = {0};
+    db *d = open_in(dir, path, sizeof path);
 
     db_job a = {.id = "aaaaaaaa-0000-4000-8000-000000000001", .seq = 1, .name = "train", .state = JS_RUNNING,
                 .owner_uid = 1000, .owner_gid = 1000, .uid = 1000, .gid = 1000, .sandbox_uid = 70001,
@@ -166,8 +181,7 @@ static void test_job_and_workflow_rows(void **state)
     grant_list_free(&a.gpus);
     jobreq_free(&b.req);
     json_decref(w.doc);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir(dir);
 }
 
 static void test_state_names(void **state)
@@ -197,13 +211,9 @@ static void test_state_names(void **state)
 static void test_a_write_that_gave_up_on_a_lock_fails_its_turn(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/test_db_busy.XXXXXX", path[128], cmd[160];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/joblet.db", dir);
+    char dir[] = "/tmp/test_db_rows.XXXXXX", path[128];
     jerr e = {0};
-    db *d = db_open(path, &e);
-    if (!d)
-        fail_msg("%s", e.msg);
+    db *d = open_in(dir, path, sizeof path);
     sqlite3 *other = NULL;
     assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
     assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE;", NULL, NULL, NULL), SQLITE_OK);
@@ -231,8 +241,7 @@ static void test_a_write_that_gave_up_on_a_lock_fails_its_turn(void **state)
     jobreq_free(&a.req);
     jobreq_free(&b.req);
     db_close(d);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir(dir);
 }
 
 int main(void)
