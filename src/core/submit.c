@@ -180,9 +180,6 @@ int submit_upload_inline(int workfd, jobreq_upload *u, uid_t uid, gid_t gid, jer
     return rc;
 }
 
-/* Gives the job's uid every upload and work/ itself, once the files are written (a root job's
- * uid is chosen when it is created, after a streamed upload was written). Beneath work/ and
- * without following links, as they were written. */
 /* A row another process's lock kept out (store/db.c: EBUSY): nothing was made, and a moment later
  * it may be; 503, as a commit that fails so is, not 500 (review of 8aab041) */
 static void busy_refusal(jerr *e)
@@ -195,6 +192,9 @@ static void busy_refusal(jerr *e)
                       "moment", why);
 }
 
+/* Gives the job's uid every upload and work/ itself, once the files are written (a root job's
+ * uid is chosen when it is created, after a streamed upload was written). Beneath work/ and
+ * without following links, as they were written. */
 static int own_uploads(job *j, const char *work, jerr *e)
 {
     if (chown(work, j->uid, j->gid) < 0)

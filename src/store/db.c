@@ -281,6 +281,7 @@ static int on_busy(void *arg, int tries)
     usleep((useconds_t)(ms < left ? ms : left) * 1000);
     return 1;
 }
+
 static char *col_str(sqlite3_stmt *st, int i);
 
 db *db_open(const char *path, jerr *e)
