@@ -849,9 +849,9 @@ static int flush_txn(db *d, jerr *e)
     }
     /* A write of the turn that failed without SQLite rolling back (busy: another process holds
      * the lock) is left active: the turn is not committed without it. It is rolled back, and the
-     * error says why the write failed (a COMMIT over it would say "SQL statements in progress"). */
-    /* (one that failed so and was used again after the lock went, reset by its next write, is not
-     * busy any more: on_busy's give-up says it failed; a turn committed without it lost a row) */
+     * error says why the write failed (a COMMIT over it would say "SQL statements in progress").
+     * One that failed so and was used again after the lock went, reset by its next write, is not
+     * busy any more: on_busy's give-up says it failed (a turn committed without it lost a row). */
     int failed = d->gave_up ? SQLITE_BUSY : SQLITE_OK;
     d->gave_up = false;
     for (sqlite3_stmt *st = sqlite3_next_stmt(d->h, NULL); st; st = sqlite3_next_stmt(d->h, st))
@@ -880,10 +880,10 @@ static int flush_txn(db *d, jerr *e)
             e->code = ENOSPC;
         return -1;
     }
+    d->busy_failed = false; /* (a commit went through) */
     /* A deleted job's old pages may still sit in the WAL: write them back and empty it. The
      * commit stands whether or not this can be done now (a full disk): it is tried again after
      * the next delete. */
-    d->busy_failed = false;
     if (d->deleted) {
         d->deleted = false;
         d->busy_since_ms = 0;   /* (its own wait for readers) */
