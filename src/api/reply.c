@@ -70,6 +70,10 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
     t[n] = '\n';
     struct MHD_Response *r = MHD_create_response_from_buffer(n + 1, t, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
+    /* every 503 is "not now" (an account being looked up, the database locked by another
+     * process, too many look-ups under way): a client that reads RFC 9110 asks again after */
+    if (status == 503)
+        MHD_add_response_header(r, "Retry-After", "1");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok; /* counted when the request is done (http.c) */

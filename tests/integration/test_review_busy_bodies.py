@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import need_root, need_setpriv
+from conftest import UnixHTTPConnection, need_root, need_setpriv
 
 MB = 1 << 20
 
@@ -181,10 +181,16 @@ def test_submissions_while_locked_are_there_once_if_answered_201(fresh_daemon):
         lock.execute("ROLLBACK")
         lock.close()
         gone.set()
+    retry_after = []
     try:
         for i in range(3):
-            answers.append(d.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", f"echo run-{i}"]},
-                                 timeout=120))
+            c = UnixHTTPConnection(d.sock, timeout=120)
+            c.request("POST", "/v1/jobs", body=json.dumps({"command": "sh", "args": ["-c", f"echo run-{i}"]}),
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            answers.append((r.status, json.loads(r.read())))
+            retry_after.append(r.getheader("Retry-After"))
+            c.close()
         threading.Timer(1.0, let_go).start()
         for i in range(3, 30):
             answers.append(d.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", f"echo run-{i}"]},
@@ -199,6 +205,8 @@ def test_submissions_while_locked_are_there_once_if_answered_201(fresh_daemon):
     refused = [s for s, b in answers if s != 201]
     # refused as a commit that fails is (503: try again), not 500 (a 500 "internal" before)
     assert refused and all(s == 503 for s in refused), answers
+    # and says when to (RFC 9110's Retry-After, on every 503)
+    assert all(ra == "1" for (s, _), ra in zip(answers, retry_after) if s == 503), (answers, retry_after)
     assert made, answers
     for j in made:
         assert d.wait(j, 60)["status"] == "COMPLETED"
