@@ -98,7 +98,7 @@ def test_a_users_deep_directory_tree_does_not_crash_the_daemon(own_daemon):
     p = rnx_as(d, MALLORY, "job", "delete", jid)
     assert d.proc.poll() is None, f"joblet died removing a deep /work (exit {d.proc.returncode}):\n{p.stderr}"
     assert p.returncode == 0, p.stderr
-    # it still answers, and what the job left goes, every level of it (a slice per loop turn:
+    # it still answers, and what the job left goes, every level of it (on trash's own thread:
     # core/trash.c)
     assert d.api("GET", "/v1/version")[0] == 200
     deadline = time.time() + 120
