@@ -519,6 +519,20 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
     return http_reply_error(r->conn, &e);
 }
 
+/* An error to answer once a job's freezer is done (job_freeze_wait). */
+typedef struct late_error {
+    uint64_t ticket;
+    jerr e;
+} late_error;
+
+static void late_error_fn(void *arg, const jerr *unused)
+{
+    (void)unused;
+    late_error *l = arg;
+    park_wake(l->ticket, &l->e);
+    free(l);
+}
+
 /* POST /v1/jobs/{id}/{hold,release,suspend,resume,requeue,update} (docs/api.md "Job control"). */
 static enum MHD_Result job_control(request *r, job *j, const char *action)
 {
@@ -551,6 +565,21 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
                                                 "an admin's, undone)", &e) < 0)
             return http_reply_error(r->conn, &e);
         rc = job_ctl_requeue(j, r->who.uid, query_true(r, "hold"), &e);
+        /* a suspended job thawed for it whose requeue failed is frozen again (job_ctl.c): its
+         * error is answered once the freezer says so, or after a second, as a suspend is (the
+         * wake answers the error: the route does not run again) */
+        uint64_t ticket = rc < 0 && j->state == JS_SUSPENDED ? park_ticket(r) : 0;
+        late_error *l = ticket ? xmalloc(sizeof *l) : NULL;
+        if (l) {
+            *l = (late_error){ticket, e};
+            if (job_freeze_wait(j, late_error_fn, l)) {
+                snprintf(r->park->named, sizeof r->park->named, "%s", j->id);
+                settle();
+                park_wait(r);
+                return MHD_YES;
+            }
+            free(l);
+        }
     }
     else {
         json_t *body = body_json(r, BODY_SMALL, &e);
