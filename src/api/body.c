@@ -36,7 +36,7 @@ void body_busy_error(const request *r, jerr *e)
                           "them first, or send files as a streamed upload (docs/api.md)",
                   (unsigned long long)(r->body_busy_share >> 20));
     else
-        jerr_http(e, 503, "joblet is already receiving other large requests; try again in a moment");
+        jerr_busy(e, "joblet is already receiving other large requests; try again in a moment");
 }
 
 json_t *body_json(const request *r, body_kind kind, jerr *e)

@@ -391,8 +391,8 @@ static enum MHD_Result on_request_run(struct MHD_Connection *c, const char *url,
              * the request waits for it before its route (below); one a route takes before its
              * body is read (an archive: routes_body_sink) cannot wait so, and is asked again */
             if (uploads_is_put(method, url) || routes_body_sink_route(method, url)) {
-                jerr_http(&e, 503, "joblet is looking up the account '%.200s' this certificate acts as, to decide "
-                                   "on this request before its body: send it again", st->ident_account);
+                jerr_busy(&e, "joblet is looking up the account '%.200s' this certificate acts as, to decide "
+                              "on this request before its body: send it again", st->ident_account);
                 return http_reply_error(c, &e);
             }
             st->who = (caller){.uid = (uid_t)-1, .via = CALLER_TLS};
@@ -412,8 +412,8 @@ static enum MHD_Result on_request_run(struct MHD_Connection *c, const char *url,
              * is told to send it again, neither refused for a role it may have nor let in for
              * one it had */
             if (!authz_local_known(who->uid)) {
-                jerr_http(&e, 503, "joblet is looking up the account of uid %u (server.admin_group: its role) to "
-                                   "decide on this request before its body: send it again", (unsigned)who->uid);
+                jerr_busy(&e, "joblet is looking up the account of uid %u (server.admin_group: its role) to "
+                              "decide on this request before its body: send it again", (unsigned)who->uid);
                 return http_reply_error(c, &e);
             }
             r.who = authz_local(who->uid, who->gid);
@@ -576,14 +576,14 @@ static enum MHD_Result on_request_run(struct MHD_Connection *c, const char *url,
             st->ident_account[0] = 0;
             const caller *who = request_caller(c, method, url, &e, st->ident_account, sizeof st->ident_account);
             if (!who && !e.msg[0])
-                jerr_http(&e, 503, "your account is being looked up: ask again");
+                jerr_busy(&e, "your account is being looked up: ask again");
             if (!who)
                 return http_reply_error(c, &e);
             st->who = *who;
             if (st->too_large || st->busy) {
                 /* its body was read before who asks was known: one too large to keep was not
                  * kept (an upload's, an archive's were refused before it: above) */
-                jerr_http(&e, 503, "your account was being looked up when this request began: send it again");
+                jerr_busy(&e, "your account was being looked up when this request began: send it again");
                 return http_reply_error(c, &e);
             }
         }

@@ -113,7 +113,7 @@ static enum MHD_Result wait_for_helper(request *r, cp_conn *cc)
     cc->ticket = park_ticket(r);
     if (!cc->ticket) {
         jerr e = {0};
-        jerr_http(&e, 503, "too many requests wait for joblet's work already; try again in a moment");
+        jerr_busy(&e, "too many requests wait for joblet's work already; try again in a moment");
         return http_reply_error(r->conn, &e);
     }
     park_wait(r);

@@ -119,8 +119,8 @@ static bool wait_lookups(request *r, int n, jerr *e)
     if (r->park->lookup_waits >= PARK_LOOKUP_WAITS) {
         nsscache_forget(park_wake_lookup, (void *)(uintptr_t)r->park->ticket);
         park_lapse(r->park);
-        jerr_http(e, 503, "the account look-ups this request needs were not all kept after %d waits (too many "
-                          "accounts are being looked up): try again", PARK_LOOKUP_WAITS);
+        jerr_busy(e, "the account look-ups this request needs were not all kept after %d waits (too many "
+                     "accounts are being looked up): try again", PARK_LOOKUP_WAITS);
         return false;
     }
     r->park->lookup_waits++;
@@ -144,7 +144,7 @@ const nss_entry *park_for_account(request *r, enum nss_kind kind, uid_t uid, con
     bool unsettled = r->who.via == CALLER_TLS && r->who.uid == (uid_t)-1; /* (http.c: its own account) */
     uint64_t t = take_ticket(r, unsettled && name ? name : NULL);
     if (!t) {
-        jerr_http(e, 503, "too many requests wait already (for account look-ups among others): try again");
+        jerr_busy(e, "too many requests wait already (for account look-ups among others): try again");
         return NULL;
     }
     if ((a = ask(kind, uid, name, park_wake_lookup, (void *)(uintptr_t)t)))
@@ -166,7 +166,7 @@ bool park_for_account_known(request *r, uid_t uid, bool for_account, jerr *e)
     }
     park_lapse(r->park);
     if (!t) {
-        jerr_http(e, 503, "too many requests wait already (for account look-ups among others): try again");
+        jerr_busy(e, "too many requests wait already (for account look-ups among others): try again");
         return false;
     }
     return true; /* (answered meanwhile) */

@@ -2,6 +2,7 @@
  * (a caller whose credentials cannot be read). */
 #include "reply.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +32,8 @@ static bool reads_only(const reply_conn *rc)
     return rc && (!strcmp(rc->method, "GET") || !strcmp(rc->method, "HEAD"));
 }
 
-enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
+/* retry: the answer is a jerr_busy's (common/err.h): nothing was done, ask again after a second */
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *body, bool retry)
 {
     /* libmicrohttpd may send this answer within the current MHD_run, before the loop's turn
      * ends: what it describes is committed first. A change that could not be committed is
@@ -57,6 +59,7 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
         snprintf(msg, sizeof msg, "%s", ce.msg);
         jerr_http(&ce, ce.http, "not saved: %s (what was asked is done in this joblet, but would not outlive a restart "
                                 "until the database can be written again)", msg);
+        ce.code = 0; /* done: not a jerr_busy's "ask again" */
         return http_reply_error(c, &ce);
     }
     char *t = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -70,13 +73,17 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
     t[n] = '\n';
     struct MHD_Response *r = MHD_create_response_from_buffer(n + 1, t, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
-    /* every 503 is "not now" (an account being looked up, the database locked by another
-     * process, too many look-ups under way): a client that reads RFC 9110 asks again after */
-    if (status == 503)
+    /* RFC 9110's "not now, ask again after": rnx does (cli/client.c) */
+    if (retry)
         MHD_add_response_header(r, "Retry-After", "1");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok; /* counted when the request is done (http.c) */
+}
+
+enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
+{
+    return reply_json(c, status, body, false);
 }
 
 enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
@@ -90,5 +97,5 @@ enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
     json_t *err = json_pack("{s:s,s:s}", "code", jerr_code_name(e), "message", msg);
     if (field[0])
         json_object_set_new(err, "field", json_string(field));
-    return http_reply_json(c, status, json_pack("{s:o}", "error", err));
+    return reply_json(c, status, json_pack("{s:o}", "error", err), status == 503 && e->code == EAGAIN);
 }

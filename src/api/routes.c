@@ -92,7 +92,7 @@ static enum MHD_Result submit_staged(request *r, incoming *in)
     if (!in && stream_client_gone(r->conn))
         return MHD_NO; /* closed: inline_gone drops what was written (nothing made) */
     if (!in && !(in = incoming_of(r->ctx->p))) {
-        jerr_http(&e, 503, "joblet dropped this submission while its files were being written; try again");
+        jerr_busy(&e, "joblet dropped this submission while its files were being written; try again");
         return http_reply_error(r->conn, &e);
     }
     job *j;
@@ -108,8 +108,8 @@ static enum MHD_Result submit_staged(request *r, incoming *in)
             return MHD_YES;
         /* never the rest at once: that is what the slices are for */
         incoming_drop(in, "no request may wait for the next turn");
-        jerr_http(&e, 503, "too many requests are waiting for joblet already to write this submission's files; try "
-                           "again in a moment");
+        jerr_busy(&e, "too many requests are waiting for joblet already to write this submission's files; try "
+                      "again in a moment");
         rc = -1;
     }
     free(r->ctx->p); /* made, or dropped: nothing left for inline_gone */
@@ -243,8 +243,8 @@ static enum MHD_Result delete_all(request *r)
         if (park_until_next_turn(r))
             return MHD_YES;
         /* never the rest at once: that is what the slices are for */
-        jerr_http(&e, 503, "too many requests are waiting for joblet already to go on with the rest now; "
-                           "try again in a moment (rnx job delete-all)");
+        jerr_busy(&e, "too many requests are waiting for joblet already to go on with the rest now; "
+                      "try again in a moment (rnx job delete-all)");
         return delete_all_stopped(r, &e);
     }
     jerr e = {0};
@@ -753,7 +753,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
             if (!ticket && volumes_would_wait(wb.volumes, wb.nvolumes)) {
                 workflow_body_free(&wb);
                 json_decref(body);
-                jerr_http(&e, 503, "too many requests are waiting for joblet already; try again in a moment");
+                jerr_busy(&e, "too many requests are waiting for joblet already; try again in a moment");
                 return http_reply_error(r->conn, &e);
             }
             if ((parsed = workflow_networks(&wb, &r->who, &e)) == 0 && wb.nvolumes)
@@ -766,7 +766,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
                     park_wait(r);
                     return MHD_YES;
                 }
-                jerr_http(&e, 503, "too many requests are waiting for joblet already; try again in a moment");
+                jerr_busy(&e, "too many requests are waiting for joblet already; try again in a moment");
                 return http_reply_error(r->conn, &e);
             }
         }

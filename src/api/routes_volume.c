@@ -106,7 +106,7 @@ static enum MHD_Result create(request *r)
     rq.size_mb = size_mb;
     uint64_t ticket = r->resumed ? 0 : park_ticket(r);
     if (!r->resumed && !ticket) {
-        jerr_http(&e, 503, "too many requests are waiting for joblet already; try again in a moment");
+        jerr_busy(&e, "too many requests are waiting for joblet already; try again in a moment");
         goto out;
     }
     rc = volumes_create(&rq, r->who.uid, r->who.gid, ticket ? park_wake_fn : NULL, (void *)(uintptr_t)ticket, &e);

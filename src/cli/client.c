@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/util.h"
@@ -35,6 +36,7 @@ struct rnx_client {
     unsigned persist_s;       /* a node: how long its keeper stays (conn_agent.h); 0: none */
     conn *idle;               /* TLS: the connection of the last request, kept open for the next
                                * (client_request): a command pays one handshake, not one per request */
+    int retry_after_s;        /* the last 503 "ask again" answer's Retry-After */
 };
 
 typedef struct buf {
@@ -206,6 +208,7 @@ typedef struct answer {
     bool chunked;
     long long length;   /* -1: until the connection closes */
     bool close;         /* Connection: close */
+    int retry_after;    /* Retry-After's seconds (a date: 1); -1 without one */
 } answer;
 
 /* Reads what the socket has (up to 256 KiB) onto the end of in. */
@@ -244,6 +247,7 @@ static int read_head(conn *k, buf *in, answer *a)
     a->chunked = false;
     a->length = -1;
     a->close = false;
+    a->retry_after = -1;
     for (char *line = strstr(in->data, "\r\n"); line; line = strstr(line, "\r\n")) {
         line += 2;
         if (!strncasecmp(line, "Content-Length:", 15))
@@ -252,6 +256,8 @@ static int read_head(conn *k, buf *in, answer *a)
             a->chunked = true;
         else if (!strncasecmp(line, "Connection:", 11) && strcasestr(line, "close"))
             a->close = true;
+        else if (!strncasecmp(line, "Retry-After:", 12))
+            a->retry_after = atoi(line + 12) > 0 ? atoi(line + 12) : 1;
     }
     buf_consume(in, (size_t)(end - in->data) + 4);
     return 0;
@@ -345,6 +351,31 @@ enum { ANSWER_NONE, ANSWER_READ, ANSWER_REUSABLE };
 
 static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e, int *left);
 
+/* A request answered "not now, nothing was done: ask again" (503 with Retry-After: a jerr_busy's,
+ * common/err.h) is asked again after the seconds it says (1 to BUSY_PAUSE_MAX_S), for
+ * BUSY_RETRY_S in all, as sbatch does while slurmctld is busy ("Slurm temporarily unable to
+ * accept job, sleeping and retrying"), and said once on stderr: a sweep's script does not fail
+ * because joblet looked an account up, or a backup held its database for a few seconds. true:
+ * ask again now; *waited_s counts. */
+#define BUSY_RETRY_S 60
+#define BUSY_PAUSE_MAX_S 10
+static bool busy_again(rnx_client *c, const jerr *e, int *waited_s)
+{
+    if (e->http != 503 || e->code != EAGAIN || *waited_s >= BUSY_RETRY_S)
+        return false;
+    if (!*waited_s)
+        fprintf(stderr, "rnx: %s is busy: %s; asking again for up to %d s\n", c->where, e->msg, BUSY_RETRY_S);
+    int pause = c->retry_after_s < 1 ? 1 : c->retry_after_s > BUSY_PAUSE_MAX_S ? BUSY_PAUSE_MAX_S : c->retry_after_s;
+    struct timespec ts = {.tv_sec = pause};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+    *waited_s += pause;
+    return true;
+}
+
+static int request_once(rnx_client *c, const char *method, const char *path, const char *payload, json_t **out,
+                        jerr *e);
+
 int client_request(rnx_client *c, const char *method, const char *path, json_t *body, json_t **out, jerr *e)
 {
     *out = NULL;
@@ -354,6 +385,16 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
         if (!payload)
             abort(); /* json_dumps fails only on allocation failure */
     }
+    int ret, waited = 0;
+    while ((ret = request_once(c, method, path, payload, out, e)) < 0 && busy_again(c, e, &waited))
+        ;
+    free(payload);
+    return ret;
+}
+
+static int request_once(rnx_client *c, const char *method, const char *path, const char *payload, json_t **out,
+                        jerr *e)
+{
     /* over TLS the connection is kept for the command's next request; one kept from before that
      * joblet closed meanwhile (server.idle_timeout_s) took nothing: the request goes again on a
      * new one. The local socket is dialed per request (as fast as keeping it). */
@@ -378,7 +419,6 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
         if (ret == 0 || !reused || left != ANSWER_NONE)
             break;
     }
-    free(payload);
     return ret;
 }
 
@@ -409,6 +449,10 @@ static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e, int *left)
     }
     if (a.status < 200 || a.status > 299) {
         error_from_answer(a.status, &resp, e);
+        if (a.status == 503 && a.retry_after >= 0) {
+            e->code = EAGAIN; /* a jerr_busy's (common/err.h): nothing was done, ask again */
+            c->retry_after_s = a.retry_after;
+        }
         goto out;
     }
     if (resp.len) {
@@ -465,18 +509,21 @@ out:
 int client_request_raw(rnx_client *c, const char *method, const char *path, const char *ctype, const char *body,
                        size_t len, json_t **out, jerr *e)
 {
-    *out = NULL;
-    conn *k = client_connect(c, e);
-    if (!k)
-        return -1;
-    int ret = -1, sent = send_head(c, k, method, path, "application/json", ctype, len, false);
-    if (sent == 0)
-        sent = send_all(k, body, len);
-    if (sent < 0)
-        lost(c, k, e, strerror(errno));
-    else
-        ret = read_answer(c, k, out, e, NULL); /* also when joblet answered before taking it all */
-    conn_close(k);
+    int ret = -1, waited = 0;
+    do {
+        *out = NULL;
+        conn *k = client_connect(c, e);
+        if (!k)
+            return -1;
+        int sent = send_head(c, k, method, path, "application/json", ctype, len, false);
+        if (sent == 0)
+            sent = send_all(k, body, len);
+        if (sent < 0)
+            lost(c, k, e, strerror(errno));
+        else
+            ret = read_answer(c, k, out, e, NULL); /* also when joblet answered before taking it all */
+        conn_close(k);
+    } while (ret < 0 && busy_again(c, e, &waited));
     return ret;
 }
 

@@ -95,7 +95,8 @@ static const char global_help[] =
     "\n"
     "Exit status: 0 on success, 1 when joblet refused or something failed, 2 for a bad command\n"
     "line; 'rnx job run --follow' exits with the job's exit code, 'rnx workflow run --follow' with 0\n"
-    "when the workflow COMPLETED and 1 otherwise.\n";
+    "when the workflow COMPLETED and 1 otherwise. A request joblet answers busy (503 with\n"
+    "Retry-After: nothing was done) is sent again for up to 60 s, said once on stderr.\n";
 
 /* "isolation: native (default); gvisor: runsc VERSION, platform P, nvproxy no" or why not. */
 static void print_isolation(json_t *iso)

@@ -77,6 +77,19 @@ int jerr_http(jerr *e, int http, const char *fmt, ...)
     return -1;
 }
 
+int jerr_busy(jerr *e, const char *fmt, ...)
+{
+    if (!e)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vset(e, fmt, ap);
+    va_end(ap);
+    e->code = EAGAIN;
+    e->http = 503;
+    return -1;
+}
+
 const char *jerr_code_name(const jerr *e)
 {
     switch (e->http) {

@@ -34,7 +34,7 @@ int account_pin(job_req *req, uid_t uid, gid_t gid, jerr *e)
         /* (the API waits for the caller's account before a route runs: not known now means it
          * expired meanwhile, or the look-up failed) a job is not pinned to an account that
          * could not be confirmed, nor left unpinned (never checked again) */
-        return jerr_http(e, 503, "uid %u's account could not be looked up%s%s: try again", (unsigned)uid,
+        return jerr_busy(e, "uid %u's account could not be looked up%s%s: try again", (unsigned)uid,
                          a ? ": " : " now", a ? strerror(a->err) : "");
     char pin[300];
     if (a->err || strchr(a->name, ':')) {
@@ -62,7 +62,7 @@ int account_verify(const job_req *req, uid_t owner, gid_t gid, jerr *e)
     if (colon)
         *colon = 0;
     if (!a) {
-        jerr_http(e, 503, "the account%s%s%s (uid %u) that submitted the job is being looked up", *name ? " '" : "",
+        jerr_busy(e, "the account%s%s%s (uid %u) that submitted the job is being looked up", *name ? " '" : "",
                   name, *name ? "'" : "", (unsigned)owner);
         e->code = EINPROGRESS; /* (not a failure: nothing to warn of) */
         return -1;

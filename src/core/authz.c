@@ -100,7 +100,7 @@ int authz_remote(const char *person, enum authz_role role, caller *out, jerr *e)
                                      "(docs/remote.md)", person, core.cfg.remote.users[i].person, account, person);
     const nss_entry *pw = nsscache_user(account, NULL, NULL);
     if (!pw) /* asked off the loop: the API waits (authz_remote_account) */
-        return jerr_http(e, 503, "%s's account '%s' is being looked up: ask again", person, account);
+        return jerr_busy(e, "%s's account '%s' is being looked up: ask again", person, account);
     if (pw->err && !nsscache_none(pw->err))
         return jerr_http(e, 503, "%s's account '%s' could not be looked up: %s", person, account, strerror(pw->err));
     if (pw->err && mapped)

@@ -294,7 +294,7 @@ int isolation_decide(job_req *req, uid_t uid, gid_t gid, jerr *e)
     char rule[80];
     int must = required(uid, gid, rule, sizeof rule);
     if (must < 0) /* (the API waited for them: expired meanwhile, or failed) */
-        return jerr_http(e, 503, "isolation.require_gvisor's '%s' could not be looked up for uid %u now: try again",
+        return jerr_busy(e, "isolation.require_gvisor's '%s' could not be looked up for uid %u now: try again",
                          rule, (unsigned)uid);
     /* gvisor, when decided here, is written into the request (the job shows it as its own);
      * native stays unwritten: a request without isolation is native */
@@ -327,7 +327,7 @@ int isolation_recheck(const job_req *req, uid_t uid, gid_t gid, jerr *e)
     char rule[80];
     int must = isolation_gvisor(req) ? 0 : required(uid, gid, rule, sizeof rule);
     if (must < 0) /* the job waits (queue.c), asked again once it is answered */
-        return jerr_http(e, 503, "isolation.require_gvisor's '%s' is being looked up, or could not be, for uid %u",
+        return jerr_busy(e, "isolation.require_gvisor's '%s' is being looked up, or could not be, for uid %u",
                          rule, (unsigned)uid);
     if (!must)
         return 0;

@@ -1016,14 +1016,14 @@ int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e)
     if (!forward_pending(j->shim_pid))
         j->signals_queued = 0;
     else if (j->signals_queued >= JOB_LAUNCH_SIGNALS_QUEUED_MAX)
-        return jerr_http(e, 503, "cannot send %s to job %s now: the %u signals sent before still wait for it to "
-                                 "take them; try again in a moment", name, j->id, (unsigned)j->signals_queued);
+        return jerr_busy(e, "cannot send %s to job %s now: the %u signals sent before still wait for it to "
+                            "take them; try again in a moment", name, j->id, (unsigned)j->signals_queued);
     if (shim_sigqueue(j, SHIM_SIGNAL_FORWARD, (union sigval){.sival_int = sig | (all ? SHIM_SIGNAL_ALL : 0)}) < 0) {
         if (errno == ESRCH)
             return jerr_http(e, 409, "job %s ended before %s reached it", j->id, name);
         if (errno == EAGAIN) /* the queue of signals pending is full (RLIMIT_SIGPENDING) */
-            return jerr_http(e, 503, "cannot send %s to job %s now: too many signals are waiting to be delivered; "
-                                     "try again in a moment", name, j->id);
+            return jerr_busy(e, "cannot send %s to job %s now: too many signals are waiting to be delivered; "
+                                "try again in a moment", name, j->id);
         return jerr_sys(e, "send %s to the shim of job %s", name, j->id);
     }
     j->signals_queued++;

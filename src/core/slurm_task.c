@@ -341,7 +341,7 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     if (!account_known(ids.uid, NULL, NULL)) { /* asked off the loop: the API waits, and asks again */
         r->account_wait = true;
         r->account_uid = ids.uid;
-        jerr_http(e, 503, "uid %u's account is being looked up", (unsigned)ids.uid);
+        jerr_busy(e, "uid %u's account is being looked up", (unsigned)ids.uid);
         goto out;
     }
     caller as = authz_local(ids.uid, gid); /* (the task's uid, as Slurm's root said: no priority of its own) */

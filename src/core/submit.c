@@ -188,8 +188,8 @@ static void busy_refusal(jerr *e)
         return;
     char why[sizeof e->msg];
     snprintf(why, sizeof why, "%s", e->msg);
-    jerr_http(e, 503, "joblet's database is locked by another process (%s); nothing was submitted: try again in a "
-                      "moment", why);
+    jerr_busy(e, "joblet's database is locked by another process (%s); nothing was submitted: try again in a "
+                 "moment", why);
 }
 
 /* Gives the job's uid every upload and work/ itself, once the files are written (a root job's

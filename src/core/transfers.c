@@ -13,8 +13,8 @@ static size_t nopen, cap;
 int transfers_check(uid_t uid, jerr *e)
 {
     if (nopen >= core.cfg.max_uploads)
-        return jerr_http(e, 503, "joblet is already receiving or sending %zu uploads and copies (server.max_uploads); "
-                                 "try again in a moment", nopen);
+        return jerr_busy(e, "joblet is already receiving or sending %zu uploads and copies (server.max_uploads); "
+                            "try again in a moment", nopen);
     size_t mine = 0;
     for (size_t i = 0; i < nopen; i++)
         mine += owners[i] == uid;

@@ -580,7 +580,7 @@ static int check_request(const volume_req *rq, uid_t uid, const earlier *x, jerr
                                  "create the others first (rnx volume create NAME --size=SIZE) or make them memory "
                                  "volumes", CREATING_MAX);
     if (rq->type == VOLUME_FILESYSTEM && ncreating + x->formatting >= CREATING_MAX)
-        return jerr_http(e, 503, "%zu volumes are being created already%s; at most %d at once: try again in a moment",
+        return jerr_busy(e, "%zu volumes are being created already%s; at most %d at once: try again in a moment",
                          ncreating + x->formatting, x->formatting ? ", counting those this workflow creates before it" : "",
                          CREATING_MAX);
     return statedisk_room(0, "new volumes", e) < 0 ? -1 : check_room(rq, uid, x, e);
@@ -605,8 +605,8 @@ static int existing(volume *v, const volume_req *rq, uid_t uid, gid_t gid, volum
     if (!done)
         return jerr_http(e, 409, "volume '%s' is still being created", v->name);
     if (v->run->nwaiters >= WAITERS_MAX)
-        return jerr_http(e, 503, "volume '%s' is being created and %d requests wait for it already; try again in a "
-                                 "moment", v->name, WAITERS_MAX);
+        return jerr_busy(e, "volume '%s' is being created and %d requests wait for it already; try again in a "
+                            "moment", v->name, WAITERS_MAX);
     v->run->waiters[v->run->nwaiters].fn = done;
     v->run->waiters[v->run->nwaiters++].arg = arg;
     return VOLUMES_PENDING;

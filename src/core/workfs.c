@@ -198,13 +198,13 @@ static int start_check(uid_t owner, const char *image, const char *mnt, jerr *e)
     if (r->running) {
         if (now_ms() - r->started_ms > MKFS_TIMEOUT_MS) /* its report comes, and says so */
             syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
-        return jerr_http(e, 503, "it is being checked (e2fsck) after the kernel made it read-only; try again in a "
-                                 "moment");
+        return jerr_busy(e, "it is being checked (e2fsck) after the kernel made it read-only; try again in a "
+                            "moment");
     }
     jerr he = {0};
     if (diskimg_unmount_if_free(image, mnt, &he) < 0)
-        return jerr_http(e, 503, "it waits to be checked (e2fsck) after the kernel made it read-only: %s; try again "
-                                 "in a moment", he.msg);
+        return jerr_busy(e, "it waits to be checked (e2fsck) after the kernel made it read-only: %s; try again "
+                            "in a moment", he.msg);
     char log_path[720];
     snprintf(log_path, sizeof log_path, "%s.fsck.log", mnt);
     int status_fd = -1;
@@ -221,8 +221,8 @@ static int start_check(uid_t owner, const char *image, const char *mnt, jerr *e)
     }
     log_warn("the /work filesystem of uid %u was made read-only by the kernel after a write error: checking it "
              "(e2fsck -f -y)%s%s", (unsigned)owner, r->why[0] ? "; the last check failed: " : "", r->why);
-    return jerr_http(e, 503, "it is being checked (e2fsck) after the kernel made it read-only; try again in a "
-                             "moment");
+    return jerr_busy(e, "it is being checked (e2fsck) after the kernel made it read-only; try again in a "
+                        "moment");
 }
 
 /* Read-only and mounted: unmounted once no job of the owner's runs, then checked. */

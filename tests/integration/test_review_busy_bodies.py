@@ -263,3 +263,36 @@ def test_a_start_while_another_process_holds_the_lock_for_8_s(fresh_daemon):
     d.kill9()
     d.start()
     assert d.job(j)["status"] == "COMPLETED" and d.job(k)["status"] == "COMPLETED"
+
+
+def test_rnx_asks_again_while_joblet_says_busy_and_not_when_it_would_not_mend(fresh_daemon):
+    """A submission while another process holds the database's write lock for 8 s is answered
+    503 "nothing was submitted: try again" with Retry-After (common/err.h jerr_busy): rnx asks
+    again, as sbatch does while slurmctld is busy, says so once on stderr, and the job is made
+    once the lock goes, once (before: rnx failed, and a sweep's script with it). A 503 that a
+    retry would not mend (events.max_streams reached) carries no Retry-After, and rnx does not
+    wait on it."""
+    import threading
+    d = fresh_daemon("events:\n  max_streams: 1\n")
+    d.wait(d.submit("true"), 30)
+    mark = "busy-" + os.urandom(4).hex()
+    lock = locked_db(d)
+    threading.Timer(8, lambda: (lock.execute("ROLLBACK"), lock.close())).start()
+    p = d.rnx("--json", "job", "run", "--name", mark, "true", timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count("is busy") == 1 and "asking again" in p.stderr, p.stderr
+    jid = json.loads(p.stdout)["id"]
+    assert d.wait(jid, 60)["status"] == "COMPLETED"
+    assert [j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j.get("name") == mark] == [jid]
+    # one event stream open: the next is refused (503) without Retry-After, at once
+    held = UnixHTTPConnection(d.sock, timeout=30)
+    held.request("GET", "/v1/events")
+    assert held.getresponse().status == 200
+    try:
+        c = UnixHTTPConnection(d.sock, timeout=30)
+        c.request("GET", "/v1/events")
+        r = c.getresponse()
+        assert r.status == 503 and r.getheader("Retry-After") is None, (r.status, r.getheaders())
+        c.close()
+    finally:
+        held.close()
