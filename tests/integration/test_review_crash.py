@@ -7,7 +7,7 @@ import sqlite3
 import time
 
 from conftest import wait_for
-from test_job_control import COUNTER, advances, frozen
+from test_job_control import COUNTER, frozen, stands_still
 
 
 def locked(d):
@@ -50,7 +50,9 @@ def test_a_requeue_of_a_suspended_job_that_is_not_saved_leaves_it_suspended(fres
         # answer came at once then). Past that second the kernel may still be freezing it
         assert frozen_at_answer or took >= 1.0, f"answered {code} after {took:.2f} s, the job not frozen again yet"
         wait_for(lambda: frozen(d, jid), f"a requeue answered {code} ({body}) thawed the suspended job", 30)
-        assert not advances(d, jid), "the suspended job runs again after a requeue that failed"
+        # (a thawed job's counter moves every 50 ms: 2 s still is frozen; `not advances` waited
+        # its whole 30 s, in each pass)
+        assert stands_still(d, jid, 2), "the suspended job runs again after a requeue that failed"
     finally:
         unlock(lock)
     # once the database takes commits again, what it says is what is: SUSPENDED, frozen
