@@ -805,10 +805,17 @@ SANITIZER_PASS_SKIP_TESTS = {
     # 11,000 jobs (6 min under ASan, its daemon's teardown 80 s more): what it looks for is how long
     # one release's loop turn takes with 8,000 jobs of the name kept (time); the singletons' code
     # (the (owner, name) index, the release, the waiters' order) runs under the sanitizers in
-    # test_singleton and test_hostile_deps' other tests
+    # test_singleton
     "test_hostile_deps.py::test_singletons_let_go_by_one_job_are_decided_once_per_name":
         "how long one release's turn takes among 11,000 jobs (time); the singletons' code runs under the "
-        "sanitizers in test_singleton and test_hostile_deps' other tests",
+        "sanitizers in test_singleton",
+    # 64 arrays of 25 tasks, twice, and 200 jobs after them (68 s under ASan): what it looks for is
+    # how many dependencies the decisions look at, a count the sanitizers do not change; the
+    # decisions' code (arrays as dependencies, all tasks or task by task) runs under the
+    # sanitizers in test_arrays' after tests and test_dependencies
+    "test_hostile_deps.py::test_jobs_after_many_arrays_are_decided_at_their_start_and_end_not_each_tasks":
+        "how many dependencies the decisions look at (a count); the decisions' code runs under the sanitizers in "
+        "test_arrays and test_dependencies",
     "test_completion.py::test_documented_flags_are_completed_and_completed_flags_are_real":
         "it compares the help's flags with the completion's (text); the completion's code runs under the "
         "sanitizers in test_completion's other tests",
