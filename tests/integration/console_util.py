@@ -1,8 +1,12 @@
 """Starting `rnx console` for the console's tests, and talking to its proxy."""
 import http.client
+import json
 import os
+import queue
 import re
 import subprocess
+import threading
+import time
 import urllib.parse
 
 from conftest import BUILD, SANITIZER_MARKS
@@ -103,6 +107,90 @@ class OwnNetwork:
         os.chmod(path, 0o755)
         return path
 
+    def serve(self, routes, port=0):
+        """An HTTP server on 127.0.0.1:port (0: the kernel's pick) in this namespace, where the
+        browser can reach it: a python3 of its own (a NetServer; stop it)."""
+        return NetServer(self, routes, port)
+
     def __exit__(self, *exc):
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
         return False
+
+
+SERVE = r"""
+import json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+routes, port = sys.argv[1], int(sys.argv[2])
+told = threading.Lock()   # one line a request, whole, though requests come in threads of their own
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        path, _, query = self.path.partition("?")
+        with told:
+            seen = {"path": path, "query": query, "cookie": self.headers.get("Cookie") or ""}
+            sys.stdout.write(json.dumps(seen) + "\n")
+            sys.stdout.flush()
+        with open(routes) as f:
+            table = json.load(f)
+        route = table.get(path, table.get("*"))
+        ctype, body, cache = route or ("text/plain", "", None)
+        body = body.encode()
+        self.send_response(200 if route else 404)
+        self.send_header("Content-Type", ctype)
+        if cache:
+            self.send_header("Cache-Control", cache)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+"""
+
+
+class NetServer:
+    """A page server of the test's in an OwnNetwork (net.serve): routes, a JSON file it reads at
+    every request, maps a path to [Content-Type, body, Cache-Control or null] ("*": every path
+    not named); a path it does not name is a 404. .port: where it listens; .requests: a queue of
+    every request it got, {"path", "query", "cookie"}, in order; stop() ends it (by its PID) and
+    frees the port."""
+
+    def __init__(self, net, routes, port=0):
+        self.requests = queue.Queue()
+        self.p = subprocess.Popen([*net.inside, "/usr/bin/python3", "-c", SERVE, routes, str(port)],
+                                  stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        if not line.strip().isdigit():
+            self.stop()
+            raise AssertionError(f"the page server in {net.name} did not start: {line!r}")
+        self.port = int(line)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.requests.put(json.loads(line))
+
+    def seen(self, at_least=1, timeout=10):
+        """Every request got so far, waiting up to timeout for at_least of them."""
+        out, deadline = [], time.monotonic() + timeout
+        while True:
+            try:
+                out.append(self.requests.get(timeout=max(0.0, deadline - time.monotonic())
+                                             if len(out) < at_least else 0.2))
+            except queue.Empty:
+                return out
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait()
+        if getattr(self, "reader", None):
+            self.reader.join(timeout=10)
+        self.p.stdout.close()

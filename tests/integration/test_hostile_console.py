@@ -16,10 +16,8 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -36,17 +34,18 @@ def jobs_named(d, name):
     return [j for j in body["jobs"] if j.get("name") == name]
 
 
-def as_other_user(con, requests):
+def as_other_user(con, requests, net=None):
     """Sends each (method, path, headers, body) to the console as uid MALLORY (a process of
     hers, as she would replay a cookie her own server received; with the console's host name,
-    as if she had learned it); their statuses."""
+    as if she had learned it); their statuses. net: the OwnNetwork the console runs in, if any."""
     probe = ("import http.client,json,sys\n"
              "out=[]\n"
              "for m,p,h,b in json.loads(sys.argv[1]):\n"
              "    c=http.client.HTTPConnection('127.0.0.1',%d,timeout=10)\n"
              "    c.request(m,p,body=b,headers={'Host': %r, **h}); out.append(c.getresponse().status); c.close()\n"
              "print(json.dumps(out))\n") % (con.port, con.netloc)
-    p = subprocess.run(["setpriv", f"--reuid={MALLORY}", f"--regid={MALLORY}", "--clear-groups",
+    p = subprocess.run([*(net.inside if net else ()),
+                        "setpriv", f"--reuid={MALLORY}", f"--regid={MALLORY}", "--clear-groups",
                         "/usr/bin/python3", "-c", probe, json.dumps(requests)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -179,53 +178,39 @@ document.getElementById("f").submit();
 </script>"""
 
 
-class Attacker(BaseHTTPRequestHandler):
-    page = ""
-    cookies = []
-
-    def do_GET(self):
-        Attacker.cookies.append(self.headers.get("Cookie") or "")
-        body = Attacker.page.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *a):
-        pass
-
-
 @pytest.mark.skipif(webdriver is None or not CHROMIUM or not DRIVER,
                     reason="needs chromium, chromium-driver and python3-selenium (scripts/install-deps.sh)")
-def test_a_page_on_another_loopback_port_cannot_act_as_the_console_user(daemon):
+def test_a_page_on_another_loopback_port_cannot_act_as_the_console_user(daemon, own_net, tmp_path):
     """The victim signed in to her console in chromium, then opens a page that another local
     user serves on 127.0.0.1:OTHER. Cookies ignore ports, but the console's is its own host
     name's (NAME.localhost), not 127.0.0.1's: that server gets none. The page auto-submits a
     text/plain form, a no-cors fetch and an event stream to the console: no job is made, no
     stream opens; and the cookie, had she got it otherwise (a server of hers on another port of
     NAME.localhost, were the name known), is worth nothing replayed. Her console tab then still
-    works."""
-    con = Console(daemon, uid=UID)
-    mark = "jhc-page-" + uuid.uuid4().hex[:8]
-    Attacker.page = ATTACK.format(console=con.origin, mark=mark)
-    Attacker.cookies = []
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    o = webdriver.ChromeOptions()
-    o.binary_location = CHROMIUM
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]:
-        o.add_argument(a)
-    drv = webdriver.Chrome(service=Service(DRIVER), options=o)
+    works. The console, the other user's server and chromium share a network namespace of the
+    test's own (own_net: console_util.OwnNetwork), with only its loopback."""
+    con = Console(daemon, uid=UID, prefix=own_net.inside)
+    srv = drv = None
     try:
+        mark = "jhc-page-" + uuid.uuid4().hex[:8]
+        routes = os.path.join(str(tmp_path), "attacker-routes.json")
+        with open(routes, "w") as f:   # every path: the page
+            json.dump({"*": ["text/html; charset=utf-8", ATTACK.format(console=con.origin, mark=mark), None]}, f)
+        srv = own_net.serve(routes)
+        o = webdriver.ChromeOptions()
+        o.binary_location = own_net.chromium(str(tmp_path), CHROMIUM)
+        for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                  "--remote-debugging-pipe"]:
+            o.add_argument(a)
+        drv = webdriver.Chrome(service=Service(DRIVER), options=o)
         drv.get(con.url)
         WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "who").text.startswith("uid %d" % UID))
-        drv.get(f"http://127.0.0.1:{srv.server_address[1]}/")
+        drv.get(f"http://127.0.0.1:{srv.port}/")
         WebDriverWait(drv, 20).until(lambda x: x.title == "done")
         opened = drv.execute_script("return document.body.dataset.events || ''")
         # cookies are per host, and the console's host is not 127.0.0.1: the server got none
-        assert Attacker.cookies and not [c for c in Attacker.cookies if "joblet_console_" in c], Attacker.cookies
+        cookies = [r["cookie"] for r in srv.seen()]
+        assert cookies and not [c for c in cookies if "joblet_console_" in c], cookies
         assert opened == "", "the other port's page opened the console's event stream"
         assert jobs_named(daemon, mark + "-form") == [] and jobs_named(daemon, mark + "-fetch") == []
         # the victim's own tab (its sessionStorage) still has its console
@@ -234,11 +219,12 @@ def test_a_page_on_another_loopback_port_cannot_act_as_the_console_user(daemon):
         WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "who").text.startswith("uid %d" % UID))
         # its cookie, replayed from another user's process, is no session without the page's key
         jar = next(f"{c['name']}={c['value']}" for c in drv.get_cookies() if c["name"] == f"joblet_console_{con.port}")
-        assert as_other_user(con, [["GET", "/v1/whoami", {"Cookie": jar}, None]]) == [401]
+        assert as_other_user(con, [["GET", "/v1/whoami", {"Cookie": jar}, None]], own_net) == [401]
     finally:
-        drv.quit()
-        srv.shutdown()
-        srv.server_close()
+        if drv:
+            drv.quit()
+        if srv:
+            srv.stop()
         con.stop()
 
 

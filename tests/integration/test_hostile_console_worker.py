@@ -9,18 +9,20 @@ link on that origin, the worker gets the navigation before any request reaches r
 the one-time token to Mallory, who trades it first for the session's cookie and key, or answer
 with a page of hers. Clear-Site-Data on the sign-in comes too late (the sign-in never reaches
 rnx). So the console's link names an origin nobody knew before it was printed.
+
+Mallory's servers, her redeeming of what she saw, the console and chromium share a network
+namespace of the test's own (own_net: console_util.OwnNetwork), with only its loopback.
 """
-import http.client
+import json
 import queue
 import shutil
-import threading
+import subprocess
+import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import free_port
 from test_hostile_console_cache import jobs_named, needs_browser
 from console_util import Console
 
@@ -54,36 +56,22 @@ navigator.serviceWorker.register("/sw.js", {scope: "/"})
 </script>"""
 
 
-class Mallory(BaseHTTPRequestHandler):
-    routes = {}
-    loot = queue.Queue()
-
-    def do_GET(self):
-        path, _, query = self.path.partition("?")
-        if path == "/loot":
-            Mallory.loot.put(urllib.parse.parse_qs(query).get("u", [""])[0])
-        ctype, body = Mallory.routes.get(path, ("text/plain", ""))
-        body = body.encode()
-        self.send_response(200 if body or path == "/loot" else 404)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *a):
-        pass
+def looted(srv, timeout):
+    """The next URL Mallory's worker sent to srv's /loot, waiting up to timeout (queue.Empty:
+    none)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = srv.requests.get(timeout=max(0.0, deadline - time.monotonic()))
+        if r["path"] == "/loot":
+            return urllib.parse.parse_qs(r["query"]).get("u", [""])[0]
 
 
-def serve(port):
-    srv = ThreadingHTTPServer(("127.0.0.1", port), Mallory)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
+REDEEM = r"""
+import http.client, sys, urllib.parse
+url, port, mark = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 
 
-def redeem(url, port, mark):
-    """What Mallory does with a console URL her worker saw: its token, sent to the console's
-    port as her own request (the Host the URL names), for the cookie and the key; then a job
-    of hers submitted as the admin. The status of that submission, or why there was none."""
+def redeem():
     u = urllib.parse.urlsplit(url)
     token = urllib.parse.parse_qs(u.query).get("token", [None])[0]
     if not token:
@@ -104,54 +92,75 @@ def redeem(url, port, mark):
     return f"submitted {r.status}"
 
 
+print(redeem())
+"""
+
+
+def redeem(net, url, port, mark):
+    """What Mallory does with a console URL her worker saw, from a process in net (where the
+    console listens): its token, sent to the console's port as her own request (the Host the URL
+    names), for the cookie and the key; then a job of hers submitted as the admin. The status of
+    that submission, or why there was none."""
+    p = subprocess.run([*net.inside, "/usr/bin/python3", "-c", REDEEM, url, str(port), mark],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout.strip()
+
+
 @needs_browser
 @pytest.mark.parametrize("lure", ["page", "frame"])
-def test_a_worker_left_for_the_port_does_not_see_the_consoles_link(daemon, lure, tmp_path):
+def test_a_worker_left_for_the_port_does_not_see_the_consoles_link(daemon, lure, own_net, tmp_path):
     """Mallory serves PORT and has the admin's browser register her worker there (page: the
     admin opens PORT's /; frame: a page of hers on another port frames it). She lets PORT go;
     the admin runs rnx console --port PORT and opens its link in the same profile: the page is
     the console's, her worker never sees the token, and no job of hers is submitted as root."""
-    port, mark = free_port(), "jhcw-" + uuid.uuid4().hex[:8]
-    loot_srv = serve(0)
-    Mallory.routes = {"/": ("text/html", REGISTER),
-                      "/sw.js": ("text/javascript", WORKER.format(loot=loot_srv.server_address[1])),
-                      "/cats": ("text/html", f'<!doctype html><title>cats</title><script src="/cats.js"></script>'
-                                f'<iframe src="http://127.0.0.1:{port}/"></iframe>'),
-                      "/cats.js": ("text/javascript",
-                                   'addEventListener("message", (e) => { document.title = e.data; });')}
-    Mallory.loot = queue.Queue()
-    evil = serve(port)
-    o = webdriver.ChromeOptions()
-    o.binary_location = CHROMIUM
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-              f"--user-data-dir={tmp_path / 'profile'}"]:
-        o.add_argument(a)
-    drv = webdriver.Chrome(service=Service(DRIVER), options=o)
-    con = None
+    mark = "jhcw-" + uuid.uuid4().hex[:8]
+    routes = str(tmp_path / "mallory-routes.json")   # both servers', read at every request
+    with open(routes, "w") as f:
+        json.dump({}, f)
+    loot_srv = evil = drv = con = None
     try:
+        loot_srv = own_net.serve(routes)
+        evil = own_net.serve(routes)   # PORT: the kernel's pick in the namespace, free until taken
+        port = evil.port
+        with open(routes, "w") as f:
+            json.dump({"/": ["text/html", REGISTER, None],
+                       "/sw.js": ["text/javascript", WORKER.format(loot=loot_srv.port), None],
+                       "/cats": ["text/html", f'<!doctype html><title>cats</title><script src="/cats.js"></script>'
+                                 f'<iframe src="http://127.0.0.1:{port}/"></iframe>', None],
+                       "/cats.js": ["text/javascript",
+                                    'addEventListener("message", (e) => { document.title = e.data; });', None],
+                       "/loot": ["text/plain", "", None]}, f)
+        o = webdriver.ChromeOptions()
+        o.binary_location = own_net.chromium(str(tmp_path), CHROMIUM)
+        for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                  f"--user-data-dir={tmp_path / 'profile'}", "--remote-debugging-pipe"]:
+            o.add_argument(a)
+        drv = webdriver.Chrome(service=Service(DRIVER), options=o)
         drv.get(f"http://127.0.0.1:{port}/" if lure == "page" else
-                f"http://127.0.0.1:{loot_srv.server_address[1]}/cats")
+                f"http://127.0.0.1:{loot_srv.port}/cats")
         WebDriverWait(drv, 20).until(lambda x: x.title == "registered" or x.title.startswith("failed"))
         assert drv.title == "registered", drv.title   # the worker is in place (else this test shows nothing)
         drv.get("about:blank")
-        evil.shutdown()
-        evil.server_close()
+        evil.stop()
 
-        con = Console(daemon, args=["--port", str(port)])
+        con = Console(daemon, args=["--port", str(port)], prefix=own_net.inside)
         drv.get(con.url)
         WebDriverWait(drv, 20).until(lambda x: x.title == "mallory" or x.find_element(By.ID, "live").text == "live")
         seen = title = drv.title
         try:
-            seen = Mallory.loot.get(timeout=5 if title == "mallory" else 1)
-            done = redeem(seen, port, mark)
+            seen = looted(loot_srv, 5 if title == "mallory" else 1)
+            done = redeem(own_net, seen, port, mark)
         except queue.Empty:
             done = "nothing seen"
         assert jobs_named(daemon, mark) == [], f"Mallory's worker saw {seen} and she {done}"
         assert title != "mallory", f"Mallory's worker answered the console's link ({done})"
         WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "who").text.endswith("(admin)"))
     finally:
-        drv.quit()
-        loot_srv.shutdown()
-        loot_srv.server_close()
+        if drv:
+            drv.quit()
+        for srv in (loot_srv, evil):
+            if srv:
+                srv.stop()
         if con:
             con.stop()
