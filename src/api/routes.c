@@ -223,6 +223,7 @@ static enum MHD_Result delete_all_stopped(request *r, jerr *e)
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);
         jerr_http(e, e->http, "%llu jobs were deleted, then: %s", (unsigned long long)r->park->tally, msg);
+        e->code = 0; /* something was done: not a jerr_busy's "nothing was, ask again" (no Retry-After) */
     }
     r->park->tally = 0;
     return http_reply_error(r->conn, e);

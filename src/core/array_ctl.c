@@ -211,8 +211,11 @@ static int commit_delete(size_t tasks, jerr *e)
         return 0;
     char msg[sizeof e->msg];
     snprintf(msg, sizeof msg, "%s", e->msg);
-    if (tasks)
-        return jerr_http(e, e->http, "%zu of its tasks' jobs were deleted, but not the array: %s", tasks, msg);
+    if (tasks) { /* something was done: not a jerr_busy's "nothing was, ask again" (no Retry-After) */
+        jerr_http(e, e->http, "%zu of its tasks' jobs were deleted, but not the array: %s", tasks, msg);
+        e->code = 0;
+        return -1;
+    }
     return jerr_http(e, e->http, "no array was deleted: %s", msg);
 }
 

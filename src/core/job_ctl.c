@@ -3,6 +3,7 @@
 #include "arrays.h"
 #include "depend.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -127,6 +128,12 @@ static int delete_row(job *j, jerr *e)
         settle();
     if (db_delete_job(core.db, j->id, e) < 0) {
         log_err("%s", e->msg);
+        if (e->code == EBUSY) { /* another process's lock (a backup, a sqlite3 shell): a moment later it may go */
+            char why[sizeof e->msg];
+            snprintf(why, sizeof why, "%s", e->msg);
+            jerr_busy(e, "joblet's database is locked by another process (%s); nothing was deleted: try again in a "
+                         "moment", why);
+        }
         return -1;
     }
     arrays_task_deleting(j);

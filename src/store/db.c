@@ -162,13 +162,22 @@ static const char *const migrations[] = {
 #define HIGH_WATER_SQL(table)                                                                              \
     "INSERT INTO high_water (name, value) SELECT 'seq', seq FROM " table " WHERE id = ?1 "                  \
     "ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)"
+/* A failed write's errno: EBUSY for another process's lock (a moment later it may go through),
+ * ENOSPC for a full disk, EIO else. */
+static int write_errno(db *d)
+{
+    int c = sqlite3_errcode(d->h);
+    return c == SQLITE_FULL ? ENOSPC : c == SQLITE_BUSY ? EBUSY : EIO;
+}
+
 static int keep_high_water(db *d, sqlite3_stmt *st, const char *id, jerr *e)
 {
     sqlite3_reset(st);
     sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: %s: keeping its number: %s", id, sqlite3_errmsg(d->h));
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, write_errno(d), "database: %s: keeping its number: %s", id,
+                                            sqlite3_errmsg(d->h));
 }
 
 int db_high_water(db *d, uint64_t *out, jerr *e)
@@ -674,12 +683,13 @@ int db_delete_job(db *d, const char *id, jerr *e)
     sqlite3_reset(d->del);
     sqlite3_bind_text(d->del, 1, id, -1, SQLITE_TRANSIENT);
     if (rc == 0 && sqlite3_step(d->del) != SQLITE_DONE)
-        rc = jerr_set(e, EIO, "database: deleting job %s: %s", id, sqlite3_errmsg(d->h));
+        rc = jerr_set(e, write_errno(d), "database: deleting job %s: %s", id, sqlite3_errmsg(d->h));
     if (rc == 0) {
         sqlite3_reset(d->ev_del);
         sqlite3_bind_text(d->ev_del, 1, id, -1, SQLITE_TRANSIENT);
         if (sqlite3_step(d->ev_del) != SQLITE_DONE)
-            rc = jerr_set(e, EIO, "database: deleting the events of job %s: %s", id, sqlite3_errmsg(d->h));
+            rc = jerr_set(e, write_errno(d), "database: deleting the events of job %s: %s", id,
+                          sqlite3_errmsg(d->h));
     }
     sqlite3_reset(d->del);
     sqlite3_reset(d->ev_del);
