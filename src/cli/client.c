@@ -18,6 +18,7 @@
 
 #include "../common/util.h"
 #include "conn_agent.h"
+#include "print.h"
 
 #ifndef JOBLET_VERSION
 #define JOBLET_VERSION "dev"
@@ -364,7 +365,7 @@ static bool busy_again(rnx_client *c, const jerr *e, int *waited_s)
     if (e->http != 503 || e->code != EAGAIN || *waited_s >= BUSY_RETRY_S)
         return false;
     if (!*waited_s)
-        fprintf(stderr, "rnx: %s is busy: %s; asking again for up to %d s\n", c->where, e->msg, BUSY_RETRY_S);
+        print_textf(stderr, "rnx: %s is busy: %s; asking again for up to %d s\n", c->where, e->msg, BUSY_RETRY_S);
     int pause = c->retry_after_s < 1 ? 1 : c->retry_after_s > BUSY_PAUSE_MAX_S ? BUSY_PAUSE_MAX_S : c->retry_after_s;
     struct timespec ts = {.tv_sec = pause};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)

@@ -4,14 +4,20 @@ failed requeue's late answer), through the real daemon.
 - jerr_busy (common/err.h): a 503 with Retry-After means "nothing was done, send it again as it
   is"; rnx does (cli/client.c busy_again). An answer that reports what was done before it stopped
   (a delete-all whose first slices were committed) must not say so: rnx sent it again and printed
-  only the second request's count."""
+  only the second request's count.
+- rnx's own line while it waits (busy_again) prints joblet's message as every other line of
+  rnx prints joblet's text: escaped (a message holds what users control: an account's name from
+  a certificate, a path), never a terminal's escape sequence as it is."""
 import json
 import os
+import socket
 import sqlite3
+import subprocess
+import tempfile
 import threading
 import time
 
-from conftest import UnixHTTPConnection
+from conftest import BUILD, UnixHTTPConnection
 
 
 def ended_jobs(d, n):
@@ -109,3 +115,59 @@ def test_a_delete_while_another_process_holds_the_lock_is_busy_and_rnx_asks_agai
         if not gone.wait(10):
             let_go()
     assert d.api("GET", f"/v1/jobs/{jid}")[0] == 404
+
+
+class FakeJoblet:
+    """A server on a Unix socket that answers each request from answers (status, headers, body),
+    the last one again when they run out; counts the requests."""
+
+    def __init__(self, path, answers):
+        self.answers, self.n = answers, 0
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.bind(path)
+        self.s.listen(16)
+        self.t = threading.Thread(target=self.serve, daemon=True)
+        self.t.start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.s.accept()
+            except OSError:
+                return
+            with c:
+                c.settimeout(10)
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        more = c.recv(65536)
+                        if not more:
+                            break
+                        data += more
+                    status, headers, body = self.answers[min(self.n, len(self.answers) - 1)]
+                    self.n += 1
+                    head = f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n" \
+                           f"Content-Length: {len(body)}\r\nConnection: close\r\n"
+                    c.sendall(head.encode() + b"".join(h + b"\r\n" for h in headers) + b"\r\n" + body)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.s.close()
+
+
+def test_rnx_says_a_busy_answers_message_escaped():
+    evil = "busy \x1b]0;owned\x07\x1b[2J now"
+    busy = json.dumps({"error": {"code": "unavailable", "message": evil}}).encode()
+    gone = json.dumps({"error": {"code": "not_found", "message": "no job 'x'"}}).encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        sock = os.path.join(tmp, "fake.sock")
+        f = FakeJoblet(sock, [(503, [b"Retry-After: 1"], busy), (404, [], gone)])
+        try:
+            p = subprocess.run([os.path.join(BUILD, "rnx"), "--socket", sock, "job", "status", "x"],
+                               capture_output=True, timeout=60)
+        finally:
+            f.close()
+    assert f.n == 2, (f.n, p.stderr)
+    assert b"is busy" in p.stderr, p.stderr
+    assert b"\x1b" not in p.stderr and b"\x07" not in p.stderr, p.stderr
