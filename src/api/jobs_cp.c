@@ -107,13 +107,18 @@ static cp_conn *attach(request *r, jobcp *c)
     return cc;
 }
 
-/* Waits for the helper: the route runs again when it said something or ended. */
-static enum MHD_Result wait_for_helper(request *r, cp_conn *cc)
+/* Waits for the helper: the route runs again when it said something or ended. wrote: the helper
+ * has the archive's bytes (a PUT), so ending it now may leave part of it written. */
+static enum MHD_Result wait_for_helper(request *r, cp_conn *cc, bool wrote)
 {
     cc->ticket = park_ticket(r);
     if (!cc->ticket) {
         jerr e = {0};
-        jerr_busy(&e, "too many requests wait for joblet's work already; try again in a moment");
+        if (wrote) /* not a jerr_busy's "nothing was done": no Retry-After, rnx does not resend */
+            jerr_http(&e, 503, "too many requests wait for joblet's work already: the copy is stopped, and what "
+                               "it wrote of the archive so far stays in the job; send it again in a moment");
+        else
+            jerr_busy(&e, "too many requests wait for joblet's work already; try again in a moment");
         return http_reply_error(r->conn, &e);
     }
     park_wait(r);
@@ -145,7 +150,7 @@ static enum MHD_Result get(request *r, job *j)
     if (rep < 0)
         return http_reply_error(r->conn, &e);
     if (rep == 0)
-        return wait_for_helper(r, cc);
+        return wait_for_helper(r, cc, false);
     if (job_cp_fd(cc->c) < 0) /* stat */
         return http_reply_json(r->conn, 200, info_json(&info));
     struct MHD_Response *resp = stream_response(r->conn, 256 << 10, cp_read, cp_close, cc, &cc->st);
@@ -189,7 +194,7 @@ static enum MHD_Result put(request *r)
     if (rc < 0)
         return http_reply_error(r->conn, &e);
     if (rc == 0)
-        return wait_for_helper(r, cc);
+        return wait_for_helper(r, cc, true);
     return http_reply_json(r->conn, 200, info_json(&info));
 }
 

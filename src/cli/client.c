@@ -388,7 +388,7 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
     }
     int ret, waited = 0;
     while ((ret = request_once(c, method, path, payload, out, e)) < 0 && busy_again(c, e, &waited))
-        ;
+        *e = (jerr){0}; /* (an attempt that fails otherwise says so afresh: never the busy 503 again) */
     free(payload);
     return ret;
 }
@@ -510,13 +510,12 @@ out:
 int client_request_raw(rnx_client *c, const char *method, const char *path, const char *ctype, const char *body,
                        size_t len, json_t **out, jerr *e)
 {
-    int ret = -1, waited = 0;
-    do {
+    for (int waited = 0;; *e = (jerr){0}) { /* (each attempt's failure said afresh: client_request) */
         *out = NULL;
         conn *k = client_connect(c, e);
         if (!k)
             return -1;
-        int sent = send_head(c, k, method, path, "application/json", ctype, len, false);
+        int ret = -1, sent = send_head(c, k, method, path, "application/json", ctype, len, false);
         if (sent == 0)
             sent = send_all(k, body, len);
         if (sent < 0)
@@ -524,8 +523,9 @@ int client_request_raw(rnx_client *c, const char *method, const char *path, cons
         else
             ret = read_answer(c, k, out, e, NULL); /* also when joblet answered before taking it all */
         conn_close(k);
-    } while (ret < 0 && busy_again(c, e, &waited));
-    return ret;
+        if (ret == 0 || !busy_again(c, e, &waited))
+            return ret;
+    }
 }
 
 int client_post_file(rnx_client *c, const char *path, const char *ctype, int file, uint64_t size,
