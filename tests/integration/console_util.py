@@ -100,6 +100,18 @@ class OwnNetwork:
         subprocess.run([*self.inside, "ip", "link", "set", "lo", "up"], check=True)
         return self
 
+    def browser(self, directory, chromium, driver, *extra):
+        """A selenium Chrome driving a headless chromium in this namespace (over a pipe), its
+        wrapper written into directory; extra: more of chromium's flags."""
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        o = webdriver.ChromeOptions()
+        o.binary_location = self.chromium(str(directory), chromium)
+        for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                  "--remote-debugging-pipe", *extra]:
+            o.add_argument(a)
+        return webdriver.Chrome(service=Service(driver), options=o)
+
     def chromium(self, directory, binary):
         path = os.path.join(directory, "chromium-in-" + self.name)
         with open(path, "w") as f:

@@ -14,7 +14,6 @@ from console_util import Console
 
 try:
     from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
@@ -33,12 +32,7 @@ pytestmark = pytest.mark.skipif(webdriver is None or not CHROMIUM or not DRIVER,
 def browser(net, tmp, width=1280, height=800):
     """chromium in net (the own_net fixture: console_util.OwnNetwork), where the test's rnx console runs too; its
     wrapper written into tmp"""
-    o = webdriver.ChromeOptions()
-    o.binary_location = net.chromium(str(tmp), CHROMIUM)
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              f"--window-size={width},{height}", "--disable-extensions", "--no-first-run", "--remote-debugging-pipe"]:
-        o.add_argument(a)
-    return webdriver.Chrome(service=Service(DRIVER), options=o)
+    return net.browser(tmp, CHROMIUM, DRIVER, f"--window-size={width},{height}", "--disable-extensions")
 
 
 @pytest.fixture

@@ -153,7 +153,6 @@ def test_a_change_must_be_application_json(daemon):
 
 try:
     from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:   # pragma: no cover
@@ -197,12 +196,7 @@ def test_a_page_on_another_loopback_port_cannot_act_as_the_console_user(daemon, 
         with open(routes, "w") as f:   # every path: the page
             json.dump({"*": ["text/html; charset=utf-8", ATTACK.format(console=con.origin, mark=mark), None]}, f)
         srv = own_net.serve(routes)
-        o = webdriver.ChromeOptions()
-        o.binary_location = own_net.chromium(str(tmp_path), CHROMIUM)
-        for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                  "--remote-debugging-pipe"]:
-            o.add_argument(a)
-        drv = webdriver.Chrome(service=Service(DRIVER), options=o)
+        drv = own_net.browser(tmp_path, CHROMIUM, DRIVER)
         drv.get(con.url)
         WebDriverWait(drv, 20).until(lambda x: x.find_element(By.ID, "who").text.startswith("uid %d" % UID))
         drv.get(f"http://127.0.0.1:{srv.port}/")

@@ -19,7 +19,6 @@ from console_util import Console
 
 try:
     from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:   # pragma: no cover
@@ -84,12 +83,7 @@ def test_what_the_ports_earlier_server_left_in_the_cache_does_not_run_in_the_con
                           "max-age=86400"]
         with open(routes, "w") as f:
             json.dump(table, f)
-        o = webdriver.ChromeOptions()
-        o.binary_location = own_net.chromium(str(tmp_path), CHROMIUM)
-        for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                  "--remote-debugging-pipe"]:
-            o.add_argument(a)
-        drv = webdriver.Chrome(service=Service(DRIVER), options=o)
+        drv = own_net.browser(tmp_path, CHROMIUM, DRIVER)
         drv.get(f"http://127.0.0.1:{port}/" if lure == "page" else f"http://127.0.0.1:{bait.port}/cats")
         WebDriverWait(drv, 20).until(lambda x: x.title == "loaded")
         evil.stop()

@@ -28,7 +28,6 @@ from console_util import Console
 
 try:
     from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:   # pragma: no cover
@@ -131,12 +130,7 @@ def test_a_worker_left_for_the_port_does_not_see_the_consoles_link(daemon, lure,
                        "/cats.js": ["text/javascript",
                                     'addEventListener("message", (e) => { document.title = e.data; });', None],
                        "/loot": ["text/plain", "", None]}, f)
-        o = webdriver.ChromeOptions()
-        o.binary_location = own_net.chromium(str(tmp_path), CHROMIUM)
-        for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                  f"--user-data-dir={tmp_path / 'profile'}", "--remote-debugging-pipe"]:
-            o.add_argument(a)
-        drv = webdriver.Chrome(service=Service(DRIVER), options=o)
+        drv = own_net.browser(tmp_path, CHROMIUM, DRIVER, f"--user-data-dir={tmp_path / 'profile'}")
         drv.get(f"http://127.0.0.1:{port}/" if lure == "page" else
                 f"http://127.0.0.1:{loot_srv.port}/cats")
         WebDriverWait(drv, 20).until(lambda x: x.title == "registered" or x.title.startswith("failed"))
