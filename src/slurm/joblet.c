@@ -762,10 +762,18 @@ static void tty_relay(const char *id)
     tty_restore();
 }
 
+/* How long a task's start is asked again while joblet answers it busy (rnx's bound too) */
+#define BUSY_RETRY_S 60
+
+/* The last answer's Retry-After (seconds; a date: 1), -1 without one: joblet's "not now, nothing
+ * was done: ask again" (a 503 of common/err.h's jerr_busy). */
+static int http_retry_after = -1;
+
 /* One request and its whole answer (Content-Length or chunked): the status, the body in *body
  * (malloc'd), -1 when the connection failed. */
 static int http(int fd, const char *method, const char *path, const char *payload, char **body)
 {
+    http_retry_after = -1;
     char head[1024];
     size_t plen = payload ? strlen(payload) : 0;
     int hl = snprintf(head, sizeof head,
@@ -784,6 +792,8 @@ static int http(int fd, const char *method, const char *path, const char *payloa
             clen = atoll(line + 15);
         else if (!strncasecmp(line, "Transfer-Encoding:", 18) && strstr(line, "chunked"))
             chunked = true;
+        else if (!strncasecmp(line, "Retry-After:", 12))
+            http_retry_after = atoi(line + 12) > 0 ? atoi(line + 12) : 1;
     }
     size_t cap = 4096, n = 0;
     char *b = malloc(cap);
@@ -915,7 +925,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     char *body = NULL;
     int status;
     json_t *r;
-    for (;;) {
+    for (int waited = 0;;) {
         if (term)
             json_object_set_new(req, "tty", json_true());
         else
@@ -926,6 +936,18 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         r = body ? json_loads(body, 0, NULL) : NULL;
         free(body);
         body = NULL;
+        if (status == 503 && http_retry_after >= 0 && waited < BUSY_RETRY_S) {
+            /* joblet's "not now, nothing was done" (its database locked by a backup, the user's
+             * account being looked up): asked again, as srun does while step creation is
+             * disabled ("Job step creation temporarily disabled, retrying") */
+            int pause = http_retry_after > 10 ? 10 : http_retry_after;
+            if (!waited)
+                say("busy: ", error_words(r) ? error_words(r) : "?", "; asking again for up to 60 s");
+            json_decref(r);
+            sleep((unsigned)pause);
+            waited += pause;
+            continue;
+        }
         const char *field = json_string_value(json_object_get(json_object_get(r, "error"), "field"));
         if (!(term && status == 400 && field && !strcmp(field, "tty")))
             break;

@@ -4,7 +4,7 @@
 // node lighthouse_console.mjs PREFIX SIGN_IN_URL HASH...
 //   PREFIX: where npm installed lighthouse (scripts/install-deps.sh: /opt/joblet-test/lighthouse);
 //   SIGN_IN_URL: the link rnx console printed; HASH: "#/gpus", "#/jobs/ID", ...
-// Chromium is $CHROME_PATH. Prints one JSON line per page: {page, url, scores, failing, warnings}.
+// Chromium is $CHROME_PATH. Prints one JSON line per page: {page, ms, url, scores, failing, warnings}.
 //
 // Why one tab: the console's page key lives in the signing-in tab's sessionStorage (docs/console.md),
 // so every run reuses that tab (lighthouse's `page` argument) and keeps its storage
@@ -27,7 +27,7 @@ try {
   await page.waitForFunction(() => document.getElementById("live")?.textContent === "live", {timeout: 30000});
   const origin = new URL(signIn).origin;
   for (const hash of pages) {
-    const url = origin + "/" + hash;
+    const url = origin + "/" + hash, t0 = Date.now();
     // throttlingMethod "simulate": the page is loaded as it is (no throttling either way; only
     // performance metrics, not audited here, are simulated), with Lighthouse's 1 s quiet windows;
     // "provided" raises each of its four waits per page to 5.25 s (the test: 183 s, now 148 s)
@@ -51,7 +51,7 @@ try {
     }
     // what the page showed: a signed-out page would pass while proving nothing
     const main = await page.evaluate(() => document.querySelector("main")?.innerText.slice(0, 4000) || "");
-    console.log(JSON.stringify({page: hash, url: lhr.finalDisplayedUrl, scores, failing,
+    console.log(JSON.stringify({page: hash, ms: Date.now() - t0, url: lhr.finalDisplayedUrl, scores, failing,
       warnings: lhr.runWarnings, error: lhr.runtimeError ? lhr.runtimeError.message : null, main}));
   }
 } finally {

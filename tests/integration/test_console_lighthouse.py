@@ -55,7 +55,7 @@ def test_every_console_page_scores_1_in_accessibility_and_best_practices(fresh_d
     assert [r["page"] for r in results] == pages, p.stdout[-2000:] + p.stderr[-2000:]
     bad = []
     for r in results:
-        print(r["page"], r["scores"], r["warnings"] or "")
+        print(r["page"], f'{r["ms"] / 1000:.1f} s', r["scores"], r["warnings"] or "")
         assert r["error"] is None, json.dumps(r, indent=1)
         # the page drew what it is for, signed in (a signed-out page would score 1 and prove nothing)
         # (what failed on the page, whole: the assertion's own text would be cut short)

@@ -406,6 +406,32 @@ def test_chdir_into_a_directory_the_job_sees(cluster, jd):
     assert p.returncode == 0 and p.stdout == "/work\n", (p.stdout, p.stderr)
 
 
+def test_a_task_started_while_joblets_database_is_locked_is_asked_again(cluster, jd):
+    """Another process (a backup, a sqlite3 shell) holds joblet's database's write lock for 8 s as
+    srun --joblet starts a task: joblet answers 503 "nothing was submitted: try again" with
+    Retry-After; the plugin asks again, as srun itself does while step creation is disabled, says
+    so once, and the task runs once the lock goes (before: "the task was not started")."""
+    import sqlite3
+    import threading
+    lock = sqlite3.connect(os.path.join(jd.state, "joblet.db"), timeout=30, isolation_level=None,
+                           check_same_thread=False)
+    lock.execute("BEGIN IMMEDIATE")
+    gone = threading.Event()
+
+    def let_go():
+        lock.execute("ROLLBACK")
+        lock.close()
+        gone.set()
+    threading.Timer(8, let_go).start()
+    try:
+        p = as_user(cluster, ["srun", "-w", "node1", "--joblet", "echo", "ran-once"])
+    finally:
+        if not gone.wait(30):
+            let_go()
+    assert p.returncode == 0 and p.stdout == "ran-once\n", (p.stdout, p.stderr)
+    assert p.stderr.count("joblet: busy: ") == 1 and "asking again" in p.stderr, p.stderr
+
+
 def test_runtime(cluster, jd):
     """--joblet-runtime=busybox (a tiny runtime made from the host's busybox): the task runs in
     the runtime's root."""
