@@ -1024,6 +1024,22 @@ setInterval(() => {
 }, 1000);
 
 window.addEventListener("hashchange", () => render(true));
+/* A page the browser keeps to come back to (its back/forward cache) keeps the connections it
+ * holds open unless it closes them: its event stream, a job's log, a terminal each held one of
+ * the six a browser allows a host, and the console opened again in that browser waited for them
+ * (30-40 s on each of Lighthouse's pages after a running job's, which its back/forward check
+ * leaves so). Closed as the page is hidden so; opened again, and the page drawn anew, when it
+ * comes back. */
+window.addEventListener("pagehide", () => {
+  stopLog();
+  stopTerminal();
+  if (S.es) { S.es.close(); S.es = null; }
+});
+window.addEventListener("pageshow", (e) => {
+  if (!e.persisted || !KEY) return;
+  lastPage = "";                    /* (drawn anew at the hello's reload: the log followed again) */
+  connect();
+});
 document.addEventListener("DOMContentLoaded", () => {
   if (!KEY) {
     const live = document.getElementById("live");
