@@ -662,6 +662,28 @@ def own_net():
         yield n
 
 
+class DbLock:
+    """Another process holding a daemon's database write lock (a backup, a sqlite3 shell in
+    BEGIN IMMEDIATE): every commit of the daemon's waits, then fails busy. release() lets it go,
+    once (again, or from a timer and a finally both: nothing more)."""
+
+    def __init__(self, state_dir):
+        import sqlite3
+        import threading
+        self.conn = sqlite3.connect(os.path.join(state_dir, "joblet.db"), timeout=30, isolation_level=None,
+                                    check_same_thread=False)
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.gone = threading.Event()
+        self._once = threading.Lock()
+
+    def release(self):
+        with self._once:
+            if not self.gone.is_set():
+                self.conn.execute("ROLLBACK")
+                self.conn.close()
+                self.gone.set()
+
+
 @pytest.fixture
 def fresh_daemon():
     """A daemon of the test's own, for tests that kill or reconfigure it."""

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 
-from conftest import BUILD, UnixHTTPConnection
+from conftest import BUILD, DbLock, UnixHTTPConnection
 
 
 def ended_jobs(d, n):
@@ -89,15 +89,7 @@ def test_a_delete_while_another_process_holds_the_lock_is_busy_and_rnx_asks_agai
     d = fresh_daemon()
     jid = d.submit("true")
     assert d.wait(jid, 30)["status"] == "COMPLETED"
-    dbpath = os.path.join(d.state, "joblet.db")
-    lock = sqlite3.connect(dbpath, timeout=30, isolation_level=None, check_same_thread=False)
-    lock.execute("BEGIN IMMEDIATE")
-    gone = threading.Event()
-
-    def let_go():
-        lock.execute("ROLLBACK")
-        lock.close()
-        gone.set()
+    lock = DbLock(d.state)
     try:
         c = UnixHTTPConnection(d.sock, timeout=60)
         c.request("DELETE", f"/v1/jobs/{jid}")
@@ -107,13 +99,13 @@ def test_a_delete_while_another_process_holds_the_lock_is_busy_and_rnx_asks_agai
         assert (status, retry_after) == (503, "1"), (status, retry_after, body)
         assert "nothing was deleted" in body["error"]["message"], body
         assert d.api("GET", f"/v1/jobs/{jid}")[0] == 200
-        threading.Timer(3, let_go).start()
+        threading.Timer(3, lock.release).start()
         p = d.rnx("job", "delete", jid, timeout=120)
         assert p.returncode == 0, p.stderr
         assert "is busy" in p.stderr, p.stderr
     finally:
-        if not gone.wait(10):
-            let_go()
+        if not lock.gone.wait(10):
+            lock.release()
     assert d.api("GET", f"/v1/jobs/{jid}")[0] == 404
 
 

@@ -26,7 +26,7 @@ import time
 import pytest
 
 import busybox_runtime
-from conftest import BUILD, Daemon, need_root
+from conftest import BUILD, Daemon, DbLock, need_root
 from gpu_nodes import FAKE_NVML, FIX, make_nodes
 from slurm_cluster import NODES, SlurmCluster, cannot_run, slurm_cgroup_dirs
 
@@ -411,23 +411,14 @@ def test_a_task_started_while_joblets_database_is_locked_is_asked_again(cluster,
     srun --joblet starts a task: joblet answers 503 "nothing was submitted: try again" with
     Retry-After; the plugin asks again, as srun itself does while step creation is disabled, says
     so once, and the task runs once the lock goes (before: "the task was not started")."""
-    import sqlite3
     import threading
-    lock = sqlite3.connect(os.path.join(jd.state, "joblet.db"), timeout=30, isolation_level=None,
-                           check_same_thread=False)
-    lock.execute("BEGIN IMMEDIATE")
-    gone = threading.Event()
-
-    def let_go():
-        lock.execute("ROLLBACK")
-        lock.close()
-        gone.set()
-    threading.Timer(8, let_go).start()
+    lock = DbLock(jd.state)
+    threading.Timer(8, lock.release).start()
     try:
         p = as_user(cluster, ["srun", "-w", "node1", "--joblet", "echo", "ran-once"])
     finally:
-        if not gone.wait(30):
-            let_go()
+        if not lock.gone.wait(30):
+            lock.release()
     assert p.returncode == 0 and p.stdout == "ran-once\n", (p.stdout, p.stderr)
     assert p.stderr.count("joblet: busy: ") == 1 and "asking again" in p.stderr, p.stderr
 
