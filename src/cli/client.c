@@ -360,7 +360,7 @@ static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e, int *left)
  * ask again now; *waited_s counts. */
 #define BUSY_RETRY_S 60
 #define BUSY_PAUSE_MAX_S 10
-static bool busy_again(rnx_client *c, const jerr *e, int *waited_s)
+bool client_busy_again(rnx_client *c, const jerr *e, int *waited_s)
 {
     if (e->http != 503 || e->code != EAGAIN || *waited_s >= BUSY_RETRY_S)
         return false;
@@ -387,7 +387,7 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
             abort(); /* json_dumps fails only on allocation failure */
     }
     int ret, waited = 0;
-    while ((ret = request_once(c, method, path, payload, out, e)) < 0 && busy_again(c, e, &waited))
+    while ((ret = request_once(c, method, path, payload, out, e)) < 0 && client_busy_again(c, e, &waited))
         *e = (jerr){0}; /* (an attempt that fails otherwise says so afresh: never the busy 503 again) */
     free(payload);
     return ret;
@@ -523,13 +523,14 @@ int client_request_raw(rnx_client *c, const char *method, const char *path, cons
         else
             ret = read_answer(c, k, out, e, NULL); /* also when joblet answered before taking it all */
         conn_close(k);
-        if (ret == 0 || !busy_again(c, e, &waited))
+        if (ret == 0 || !client_busy_again(c, e, &waited))
             return ret;
     }
 }
 
-int client_post_file(rnx_client *c, const char *path, const char *ctype, int file, uint64_t size,
-                     client_progress_cb cb, void *ud, json_t **out, jerr *e)
+/* One attempt of client_post_file. */
+static int post_file_once(rnx_client *c, const char *path, const char *ctype, int file, uint64_t size,
+                          client_progress_cb cb, void *ud, json_t **out, jerr *e)
 {
     *out = NULL;
     conn *k = client_connect(c, e);
@@ -562,6 +563,19 @@ int client_post_file(rnx_client *c, const char *path, const char *ctype, int fil
 out:
     free(piece);
     conn_close(k);
+    return ret;
+}
+
+int client_post_file(rnx_client *c, const char *path, const char *ctype, int file, uint64_t size,
+                     client_progress_cb cb, void *ud, json_t **out, jerr *e)
+{
+    /* a file that can be read again from where it began is sent again on a busy answer (a pipe
+     * cannot: its busy answer is the caller's) */
+    off_t start = lseek(file, 0, SEEK_CUR);
+    int ret, waited = 0;
+    while ((ret = post_file_once(c, path, ctype, file, size, cb, ud, out, e)) < 0 && start >= 0 &&
+           client_busy_again(c, e, &waited) && lseek(file, start, SEEK_SET) == start)
+        *e = (jerr){0}; /* (each attempt's failure said afresh: client_request) */
     return ret;
 }
 

@@ -45,6 +45,13 @@ void client_account_ready(rnx_client *c);
  *   e->msg   the API error's message, or what went wrong on the way */
 int client_request(rnx_client *c, const char *method, const char *path, json_t *body,
                    json_t **out, jerr *e);
+/* e is joblet's "not now, nothing was done: ask again" (a 503 with Retry-After, common/err.h
+ * jerr_busy) and *waited_s (0 at a request's first attempt) is under a minute: says so on
+ * stderr at the first, sleeps the pause joblet asked for (1-10 s), adds it to *waited_s and
+ * returns true (ask again); false otherwise. client_request and client_request_raw ask again
+ * themselves; a caller whose request is more than one call (a submission and then its files)
+ * asks again with this. */
+bool client_busy_again(rnx_client *c, const jerr *e, int *waited_s);
 /* Whether the caller sees other users' jobs and workflows in the lists (GET /v1/whoami's
  * sees_all_jobs: root); false when joblet does not say (an older daemon). */
 bool client_sees_all_jobs(rnx_client *c);
@@ -66,7 +73,8 @@ int client_request_raw(rnx_client *c, const char *method, const char *path, cons
 typedef void (*client_progress_cb)(uint64_t done, uint64_t total, void *ud);
 
 /* POST path with size bytes read from fd as the body of type ctype (never all in memory);
- * answer as client_request. */
+ * answer as client_request, asked again on a busy answer as it is when fd can be read again
+ * from where it stood (a file, not a pipe). */
 int client_post_file(rnx_client *c, const char *path, const char *ctype, int fd, uint64_t size,
                      client_progress_cb cb, void *ud, json_t **out, jerr *e);
 /* GET path and write a 2xx answer's body to out_fd as it comes. Errors as client_request. */

@@ -819,21 +819,11 @@ static int run_submit(const rnx_ctx *ctx, run_req *r, json_t *body)
         return rnx_usage("--follow: an array's tasks each have their own output; follow one with rnx job log "
                          "ID_TASK -f, or wait for all with rnx job wait ID");
     }
-    if (client_request(c, "POST", "/v1/jobs", body, &job, &e) < 0) {
+    /* accepted with files to send, the job exists once they are there */
+    const upload_set *set = &r->uploads;
+    if (upload_submit(c, "/v1/jobs", body, &set, 1, &job, &e) < 0) {
         rc = run_refused(r, &e);
         goto out;
-    }
-    if (json_object_get(job, "upload")) {
-        /* accepted; the job exists once its files are there */
-        const upload_set *set = &r->uploads;
-        json_t *accepted = job;
-        job = NULL;
-        int sent = upload_send(c, accepted, &set, 1, &job, &e);
-        json_decref(accepted);
-        if (sent < 0) {
-            rc = run_refused(r, &e);
-            goto out;
-        }
     }
     const char *id = jstr(job, "id");
     if (!id) {

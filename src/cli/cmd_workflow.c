@@ -583,14 +583,8 @@ static int workflow_run(rnx_ctx *ctx, int argc, char **argv)
         }
         free(dir);
     }
-    int posted = client_request(cl, "POST", "/v1/workflows", wfp_body(d), &wf, &e);
-    if (posted == 0 && json_object_get(wf, "upload")) {
-        /* accepted; the workflow exists once every job's files are there */
-        json_t *accepted = wf;
-        wf = NULL;
-        posted = upload_send(cl, accepted, sets, nsets, &wf, &e);
-        json_decref(accepted);
-    }
+    /* accepted with files to send, the workflow exists once every job's are there */
+    int posted = upload_submit(cl, "/v1/workflows", wfp_body(d), sets, nsets, &wf, &e);
     free(sets);
     if (posted < 0) {
         if (e.http == 400 || (e.field[0] && (e.http == 403 || e.http == 409))) {

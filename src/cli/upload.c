@@ -500,7 +500,8 @@ void upload_note_missing_wf(const upload_set *u, const char *dir, const char *jo
     free(words);
 }
 
-int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out, jerr *e)
+static int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out,
+                       jerr *e)
 {
     json_t *up = json_object_get(accepted, "upload");
     const char *path = json_string_value(json_object_get(up, "path"));
@@ -515,3 +516,36 @@ int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, 
     return rc;
 }
 
+
+/* The files' PUT answered busy: nothing was made. Where the upload still waits (the PUT was
+ * turned away before joblet read it: an account being looked up), the PUT goes again; where
+ * joblet dropped it (its commit found the database locked by another process), the answer to
+ * that PUT is 404 and the submission goes again from its POST. */
+int upload_submit(rnx_client *c, const char *path, json_t *body, const upload_set *const *sets, size_t n,
+                  json_t **out, jerr *e)
+{
+    int waited = 0;
+    for (;;) {
+        json_t *accepted = NULL;
+        if (client_request(c, "POST", path, body, &accepted, e) < 0)
+            return -1;
+        if (!json_object_get(accepted, "upload")) {
+            *out = accepted; /* no files: the submission is made */
+            return 0;
+        }
+        bool again_put = false;
+        int rc;
+        do {
+            rc = upload_send(c, accepted, sets, n, out, e);
+            if (rc == 0 || (again_put && e->http == 404))
+                break; /* sent, or dropped after a busy answer: from the POST again */
+            again_put = client_busy_again(c, e, &waited);
+            if (again_put)
+                *e = (jerr){0};
+        } while (again_put);
+        json_decref(accepted);
+        if (rc == 0 || !again_put)
+            return rc;
+        *e = (jerr){0};
+    }
+}

@@ -74,8 +74,11 @@ void upload_note_missing(const upload_set *u, const job_req *req);
  * relative paths are looked for in dir, the workflow file's directory ("" the current one),
  * where its uploads are read from; the note names the job's uploads: key. */
 void upload_note_missing_wf(const upload_set *u, const char *dir, const char *job, json_t *request);
-/* After a 202 answer ({"upload": {"path", "bytes", ...}}) to a submission: the files of sets,
- * in order, sent with PUT; *out is the final answer (the job or the workflow). */
-int upload_send(rnx_client *c, json_t *accepted, const upload_set *const *sets, size_t n, json_t **out, jerr *e);
+/* POST body to path (a submission: /v1/jobs, /v1/workflows); when joblet answers 202 ({"upload":
+ * {"path", "bytes", ...}}), the files of sets, in order, sent with PUT. *out is the final answer
+ * (the job or the workflow). A busy answer to either (nothing was made: common/err.h jerr_busy)
+ * is asked again as client_request asks, the files read again. Errors as client_request. */
+int upload_submit(rnx_client *c, const char *path, json_t *body, const upload_set *const *sets, size_t n,
+                  json_t **out, jerr *e);
 
 #endif

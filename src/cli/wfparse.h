@@ -36,7 +36,7 @@ wfp_doc *wfp_parse_file(const char *path, wfp_errors *errs);
 /* The POST /v1/workflows body (borrowed: valid until wfp_free). */
 json_t *wfp_body(const wfp_doc *d);
 /* Its jobs, in the body's order, and the files each uploads (listed in the body; their bytes
- * go in this order after a 202 answer, upload_send). */
+ * go in this order after a 202 answer, upload_submit). */
 size_t wfp_njobs(const wfp_doc *d);
 const upload_set *wfp_job_uploads(const wfp_doc *d, size_t i);
 

@@ -953,7 +953,8 @@ int networks_create(const char *name, const char *cidr, const caller *c, jerr *e
     char norm[40];
     netaddr_cidr_format(&nc, norm, sizeof norm);
     db_network row = {n->name, norm, n->owner_uid, n->created_ms};
-    if (db_network_insert(core.db, &row, e) < 0 || state_commit_now(e) < 0 || apply(false, e) < 0) {
+    int rc = db_network_insert(core.db, &row, e) < 0 ? db_busy_refusal(e, "created") : 0;
+    if (rc < 0 || state_commit_now(e) < 0 || apply(false, e) < 0) {
         jerr de = {0};
         nnets--;
         if (db_network_delete(core.db, name, &de) < 0 || state_commit_now(&de) < 0)
@@ -1015,7 +1016,7 @@ int networks_remove(const char *name, const caller *c, jerr *e)
                         using, using == 1 ? "" : "s", first_user(one, using, shown, sizeof shown));
     pending_set(true);
     if (db_network_delete(core.db, n->name, e) < 0 || state_commit_now(e) < 0)
-        return -1;
+        return db_busy_refusal(e, "deleted");
     size_t at = 0;
     while (nets[at] != n)
         at++;

@@ -180,18 +180,6 @@ int submit_upload_inline(int workfd, jobreq_upload *u, uid_t uid, gid_t gid, jer
     return rc;
 }
 
-/* A row another process's lock kept out (store/db.c: EBUSY): nothing was made, and a moment later
- * it may be; 503, as a commit that fails so is, not 500 (review of 8aab041) */
-static void busy_refusal(jerr *e)
-{
-    if (e->code != EBUSY)
-        return;
-    char why[sizeof e->msg];
-    snprintf(why, sizeof why, "%s", e->msg);
-    jerr_busy(e, "joblet's database is locked by another process (%s); nothing was submitted: try again in a "
-                 "moment", why);
-}
-
 /* Gives the job's uid every upload and work/ itself, once the files are written (a root job's
  * uid is chosen when it is created, after a streamed upload was written). Beneath work/ and
  * without following links, as they were written. */
@@ -649,6 +637,7 @@ jarray *submit_array_make(job_req *req, uid_t caller_uid, gid_t caller_gid, cons
         return NULL;
     jarray *a = arrays_create(req, caller_uid, caller_gid, e);
     if (!a) {
+        db_busy_refusal(e, "submitted");
         db_undo(core.db);
         return NULL;
     }
@@ -814,7 +803,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     bool later = !si->staged && (!j->req.nuploads || si->array_id);
     if (later) {
         if (workfs_ready(j->owner_uid, e) < 0 || db_insert_job(core.db, job_row(j, &row), e) < 0) {
-            busy_refusal(e);
+            db_busy_refusal(e, "submitted"); /* (another process's lock: 503, ask again) */
             job_free(j);
             return NULL;
         }
@@ -834,7 +823,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     if (rc < 0 ||
         (si->owned ? own_work(j, work, e) : si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
         db_insert_job(core.db, job_row(j, &row), e) < 0) {
-        busy_refusal(e);
+        db_busy_refusal(e, "submitted"); /* (another process's lock: 503, ask again) */
         workfs_remove(j->owner_uid, dir);
         job_free(j);
         return NULL;

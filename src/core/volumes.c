@@ -312,7 +312,7 @@ static int step_row(volume *v, jerr *e)
     snprintf(log_path, sizeof log_path, "%s/mkfs.log", v->dir);
     unlink(log_path);
     db_volume row = {v->name, kinds[v->type].name, (int64_t)v->size_mb, v->owner_uid, v->owner_gid, v->created_ms};
-    return db_volume_insert(core.db, &row, e);
+    return db_volume_insert(core.db, &row, e) < 0 ? db_busy_refusal(e, "created") : 0;
 }
 
 /* Committed before the volume is answered for: a failed commit undoes the volume (run_steps),
@@ -835,7 +835,7 @@ static int destroy(volume *v, jerr *e)
      * did not take leaves the volume as it is, mounted, its data there (a memory volume's data
      * is its mount: unmounted first, a failed commit had lost it) */
     if (db_volume_delete(core.db, v->name, e) < 0)
-        return -1;
+        return db_busy_refusal(e, "removed");
     if (state_commit_now(e) < 0) {
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);

@@ -415,6 +415,7 @@ workflow *workflow_create(wf_body *b, wf_checked *c, uid_t uid, gid_t gid, jerr 
     const char *name = b->name;
     state_wrote_workflows();
     if (db_insert_workflow(core.db, workflow_row(wf, &row), e) < 0) {
+        db_busy_refusal(e, "submitted");
         wf->jobs = NULL;
         wf->n = 0;
         wf->doc = NULL;

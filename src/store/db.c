@@ -170,6 +170,16 @@ static int write_errno(db *d)
     return c == SQLITE_FULL ? ENOSPC : c == SQLITE_BUSY ? EBUSY : EIO;
 }
 
+int db_busy_refusal(jerr *e, const char *nothing_was)
+{
+    if (e->code != EBUSY)
+        return -1;
+    char why[sizeof e->msg];
+    snprintf(why, sizeof why, "%s", e->msg);
+    return jerr_busy(e, "joblet's database is locked by another process (%s); nothing was %s: try again in a moment",
+                     why, nothing_was);
+}
+
 static int keep_high_water(db *d, sqlite3_stmt *st, const char *id, jerr *e)
 {
     sqlite3_reset(st);
@@ -1041,7 +1051,7 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
 static int write_workflow(db *d, sqlite3_stmt *st, const db_workflow *wf, jerr *e)
 {
     if (begin(d) < 0)
-        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     char *doc = json_dumps(wf->doc, JSON_COMPACT);
     sqlite3_reset(st);
     bind_text(st, 1, wf->id);
@@ -1058,7 +1068,7 @@ static int write_workflow(db *d, sqlite3_stmt *st, const db_workflow *wf, jerr *
     int rc = sqlite3_step(st);
     free(doc);
     if (rc != SQLITE_DONE)
-        return jerr_set(e, EIO, "database: saving workflow %s: %s", wf->id, sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: saving workflow %s: %s", wf->id, sqlite3_errmsg(d->h));
     return 0;
 }
 
@@ -1075,16 +1085,16 @@ int db_save_workflow(db *d, const db_workflow *wf, jerr *e)
 int db_delete_workflow(db *d, const char *id, jerr *e)
 {
     if (begin(d) < 0)
-        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "DELETE FROM workflows WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
-        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: %s", sqlite3_errmsg(d->h));
     bind_text(st, 1, id);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     d->deleted = true; /* (its document's old pages go from the WAL too) */
     return rc == SQLITE_DONE ? 0
-                             : jerr_set(e, EIO, "database: deleting workflow %s: %s", id, sqlite3_errmsg(d->h));
+                             : jerr_set(e, write_errno(d), "database: deleting workflow %s: %s", id, sqlite3_errmsg(d->h));
 }
 
 void db_workflow_free(db_workflow *r)
@@ -1354,13 +1364,13 @@ int db_gpu_admin_load(db *d,
 int db_volume_insert(db *d, const db_volume *v, jerr *e)
 {
     if (begin(d) < 0)
-        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h,
                            "INSERT INTO volumes (name, type, size_mb, owner_uid, owner_gid, created_ms)"
                            " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                            -1, &st, NULL) != SQLITE_OK)
-        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: %s", sqlite3_errmsg(d->h));
     bind_text(st, 1, v->name);
     bind_text(st, 2, v->type);
     sqlite3_bind_int64(st, 3, v->size_mb);
@@ -1369,20 +1379,20 @@ int db_volume_insert(db *d, const db_volume *v, jerr *e)
     sqlite3_bind_int64(st, 6, v->created_ms);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: volumes: %s", sqlite3_errmsg(d->h));
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, write_errno(d), "database: volumes: %s", sqlite3_errmsg(d->h));
 }
 
 int db_volume_delete(db *d, const char *name, jerr *e)
 {
     if (begin(d) < 0)
-        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "DELETE FROM volumes WHERE name = ?1", -1, &st, NULL) != SQLITE_OK)
-        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: %s", sqlite3_errmsg(d->h));
     bind_text(st, 1, name);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: volumes: %s", sqlite3_errmsg(d->h));
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, write_errno(d), "database: volumes: %s", sqlite3_errmsg(d->h));
 }
 
 int db_volume_load(db *d, void (*fn)(const db_volume *v, void *arg), void *arg, jerr *e)
@@ -1406,31 +1416,31 @@ int db_volume_load(db *d, void (*fn)(const db_volume *v, void *arg), void *arg, 
 int db_network_insert(db *d, const db_network *n, jerr *e)
 {
     if (begin(d) < 0)
-        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "INSERT INTO networks (name, cidr, owner_uid, created_ms) VALUES (?1, ?2, ?3, ?4)",
                            -1, &st, NULL) != SQLITE_OK)
-        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: %s", sqlite3_errmsg(d->h));
     bind_text(st, 1, n->name);
     bind_text(st, 2, n->cidr);
     sqlite3_bind_int64(st, 3, n->owner_uid);
     sqlite3_bind_int64(st, 4, n->created_ms);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: networks: %s", sqlite3_errmsg(d->h));
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, write_errno(d), "database: networks: %s", sqlite3_errmsg(d->h));
 }
 
 int db_network_delete(db *d, const char *name, jerr *e)
 {
     if (begin(d) < 0)
-        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "DELETE FROM networks WHERE name = ?1", -1, &st, NULL) != SQLITE_OK)
-        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: %s", sqlite3_errmsg(d->h));
     bind_text(st, 1, name);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: networks: %s", sqlite3_errmsg(d->h));
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, write_errno(d), "database: networks: %s", sqlite3_errmsg(d->h));
 }
 
 int db_network_load(db *d, void (*fn)(const db_network *n, void *arg), void *arg, jerr *e)
@@ -1538,7 +1548,7 @@ int64_t db_sample_rows(db *d)
 int db_array_save(db *d, const db_array *a, jerr *e)
 {
     if (begin(d) < 0)
-        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     sqlite3_stmt *st;
     if (sqlite3_prepare_v3(d->h,
                            "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
@@ -1546,7 +1556,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
                            " held_by, gone_stopped, gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why,"
                            " joined_ms, canceled_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, 0, &st, NULL) != SQLITE_OK)
-        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
     seal_request(d, rj);
     char *req = json_dumps(rj, JSON_COMPACT);
@@ -1578,7 +1588,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     sqlite3_finalize(st);
     free(req);
     if (rc != SQLITE_DONE)
-        return jerr_set(e, sqlite3_errcode(d->h) == SQLITE_FULL ? ENOSPC : EIO, "database: saving array %s: %s", a->id,
+        return jerr_set(e, write_errno(d), "database: saving array %s: %s", a->id,
                         sqlite3_errmsg(d->h));
     return 0;
 }
@@ -1586,17 +1596,17 @@ int db_array_save(db *d, const db_array *a, jerr *e)
 int db_array_delete(db *d, const char *id, jerr *e)
 {
     if (begin(d) < 0)
-        return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
     if (keep_high_water(d, d->hw_array, id, e) < 0)
         return -1;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "DELETE FROM arrays WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
-        return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: %s", sqlite3_errmsg(d->h));
     bind_text(st, 1, id);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     d->deleted = true;
-    return rc == SQLITE_DONE ? 0 : jerr_set(e, EIO, "database: arrays: %s", sqlite3_errmsg(d->h));
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, write_errno(d), "database: arrays: %s", sqlite3_errmsg(d->h));
 }
 
 int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)

@@ -71,6 +71,11 @@ int db_insert_job(db *d, const db_job *r, jerr *e);
 int db_update_job(db *d, const db_job *r, jerr *e);
 /* The job's row and its events, both or neither. */
 int db_delete_job(db *d, const char *id, jerr *e);
+/* e is a write's failure; when another process's lock kept it out (EBUSY: a backup, a sqlite3
+ * shell in a transaction), e becomes joblet's "not now, nothing was done: ask again"
+ * (common/err.h jerr_busy, answered 503 with Retry-After), saying "nothing was <nothing_was>"
+ * ("submitted", "created"): what the caller undid. -1 always. */
+int db_busy_refusal(jerr *e, const char *nothing_was);
 /* A mark in the open transaction (begun when none is): db_undo takes back every change since,
  * db_keep keeps them (the commit is still the turn's, or state_commit_now's). One at a time. */
 int db_mark(db *d, jerr *e);

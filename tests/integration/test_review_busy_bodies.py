@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import UnixHTTPConnection, need_root, need_setpriv
+from conftest import DbLock, UnixHTTPConnection, need_root, need_setpriv
 
 MB = 1 << 20
 
@@ -296,3 +296,93 @@ def test_rnx_asks_again_while_joblet_says_busy_and_not_when_it_would_not_mend(fr
         c.close()
     finally:
         held.close()
+
+
+def test_rnx_sends_the_files_again_when_their_submission_finds_the_database_locked(fresh_daemon, tmp_path):
+    """rnx job run --upload and rnx workflow run with uploads while another process holds the
+    database's write lock for 6 s: the files' PUT is answered 503 busy (its commit found the lock;
+    joblet dropped the upload: nothing was made), and rnx submits again, files and all, once the
+    pause joblet asks for is over, as it does a submission without files (before: the PUT's 503
+    was rnx's answer, and the sweep's script failed). Each is made once, with its files."""
+    import threading
+    d = fresh_daemon()
+    d.wait(d.submit("true"), 30)
+    mark = "busy-up-" + os.urandom(4).hex()
+    (tmp_path / "data.txt").write_text(mark + "\n")
+    (tmp_path / "flow.yml").write_text(f"name: {mark}\njobs:\n  show:\n    command: cat\n    args: [data.txt]\n"
+                                       "    uploads: [data.txt]\n")
+    for what in ("job", "workflow"):
+        lock = locked_db(d)
+        threading.Timer(6, lambda: (lock.execute("ROLLBACK"), lock.close())).start()
+        if what == "job":
+            p = d.rnx("--json", "job", "run", "--name", mark, "--upload", str(tmp_path / "data.txt"), "cat",
+                      "data.txt", timeout=120)
+        else:
+            p = d.rnx("--json", "workflow", "run", str(tmp_path / "flow.yml"), timeout=120)
+        assert p.returncode == 0, (what, p.stderr)
+        assert p.stderr.count("is busy") == 1 and "asking again" in p.stderr, (what, p.stderr)
+        made = json.loads(p.stdout)["id"]
+        if what == "job":
+            assert d.wait(made, 60)["status"] == "COMPLETED"
+            assert d.output(made) == mark + "\n"
+            assert [j["id"] for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j.get("name") == mark] == [made]
+        else:
+            wfs = [w for w in d.api("GET", "/v1/workflows")[1]["workflows"] if w.get("name") == mark]
+            assert [w["id"] for w in wfs] == [made], wfs
+            jobs = d.api("GET", f"/v1/workflows/{made}")[1]["jobs"]
+            assert len(jobs) == 1, jobs
+            assert d.wait(jobs[0]["job_id"], 60)["status"] == "COMPLETED"
+            assert d.output(jobs[0]["job_id"]) == mark + "\n"
+    # the uploads dropped at the locked commits are said in the log
+    assert d.log().count("dropped") >= 2, d.log()
+
+
+def test_arrays_workflows_volumes_and_networks_refused_busy_while_locked_are_not_there(fresh_daemon):
+    """While another process holds the database's write lock, an array's, a workflow's, a
+    volume's and a network's creation (and a volume's and a network's delete) are refused as a
+    job's is: 503 "nothing was submitted/created/...: try again" with Retry-After, which rnx
+    asks again (before: 500 "internal", which rnx and scripts take as final). Nothing of the
+    refused ones is there afterwards, and each goes through once the lock is gone."""
+    d = fresh_daemon()
+    mark = "lk" + os.urandom(3).hex()
+    tries = [("POST", "/v1/jobs", {"command": "true", "array": "0-3", "name": mark}, "submitted"),
+             ("POST", "/v1/workflows", {"name": mark, "jobs": [{"name": "a", "request": {"command": "true"}}]},
+              "submitted"),
+             ("POST", "/v1/volumes", {"name": mark, "size_mb": 1, "type": "memory"}, "created"),
+             ("POST", "/v1/networks", {"name": mark, "cidr": "10.231.7.0/24"}, "created")]
+
+    def locked(method, path, body):
+        c = UnixHTTPConnection(d.sock, timeout=60)
+        c.request(method, path, body=json.dumps(body) if body is not None else None,
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        got = (r.status, r.getheader("Retry-After"), json.loads(r.read()))
+        c.close()
+        return got
+
+    lock = DbLock(d.state)
+    try:
+        for method, path, body, nothing in tries:
+            status, retry, ans = locked(method, path, body)
+            assert status == 503 and retry == "1", (path, status, retry, ans)
+            assert f"nothing was {nothing}" in ans["error"]["message"], ans
+    finally:
+        lock.release()
+    assert [j for j in d.api("GET", "/v1/jobs")[1]["jobs"] if j.get("name") == mark] == []
+    assert [w for w in d.api("GET", "/v1/workflows")[1]["workflows"] if w.get("name") == mark] == []
+    assert d.api("GET", f"/v1/volumes/{mark}")[0] == 404
+    assert d.api("GET", f"/v1/networks/{mark}")[0] == 404
+    for method, path, body, _ in tries:
+        code, ans = d.api(method, path, body)
+        assert code == 201, (path, code, ans)
+    lock = DbLock(d.state)
+    try:
+        for path, nothing in ((f"/v1/volumes/{mark}", "removed"), (f"/v1/networks/{mark}", "deleted")):
+            status, retry, ans = locked("DELETE", path, None)
+            assert status == 503 and retry == "1" and f"nothing was {nothing}" in ans["error"]["message"], ans
+    finally:
+        lock.release()
+    # still there, whole, and deleted once asked again
+    assert d.api("GET", f"/v1/volumes/{mark}")[0] == 200 and d.api("GET", f"/v1/networks/{mark}")[0] == 200
+    assert d.rnx("volume", "remove", mark).returncode == 0
+    assert d.rnx("network", "remove", mark).returncode == 0
