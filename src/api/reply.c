@@ -32,8 +32,10 @@ static bool reads_only(const reply_conn *rc)
     return rc && (!strcmp(rc->method, "GET") || !strcmp(rc->method, "HEAD"));
 }
 
-/* retry: the answer is a jerr_busy's (common/err.h): nothing was done, ask again after a second */
-static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *body, bool retry)
+/* retry: the answer is a jerr_busy's (common/err.h): nothing was done, ask again after a second.
+ * lost: the change answered was made in an earlier turn whose commit failed (its rows wait to be
+ * written again: core/state.h), so this answer's commit does not save it. */
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *body, bool retry, bool lost)
 {
     /* libmicrohttpd may send this answer within the current MHD_run, before the loop's turn
      * ends: what it describes is committed first. A change that could not be committed is
@@ -48,6 +50,9 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
     bool failed = state_commit_now(&ce) < 0;
     if (!failed && audited < 0)
         ce = ae, failed = true;
+    if (!failed && lost && change)
+        failed = jerr_http(&ce, 503, "joblet's database could not be written when it was done; it is written "
+                                     "again once it can be") < 0;
     if (failed && change && !(rc && rc->own_commit)) {
         if (audited) {
             char note[64];
@@ -83,7 +88,12 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
 
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-    return reply_json(c, status, body, false);
+    return reply_json(c, status, body, false, false);
+}
+
+enum MHD_Result http_reply_json_made_before(struct MHD_Connection *c, unsigned status, json_t *body, bool lost)
+{
+    return reply_json(c, status, body, false, lost);
 }
 
 enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
@@ -97,5 +107,5 @@ enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
     json_t *err = json_pack("{s:s,s:s}", "code", jerr_code_name(e), "message", msg);
     if (field[0])
         json_object_set_new(err, "field", json_string(field));
-    return reply_json(c, status, json_pack("{s:o}", "error", err), status == 503 && e->code == EAGAIN);
+    return reply_json(c, status, json_pack("{s:o}", "error", err), status == 503 && e->code == EAGAIN, false);
 }

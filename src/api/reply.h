@@ -29,6 +29,10 @@ typedef struct reply_conn {
 void http_reply_committed(struct MHD_Connection *c);
 /* Commits the database, then queues `body` (consumed) with `status`. */
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_t *body);
+/* The same for a change made in an earlier turn (a parked request's: a suspend answered once the
+ * freezer is done): lost says that turn's commit failed (core/state.h state_job_unsaved), and the
+ * answer is then "not saved", as a change this turn's commit cannot save is. */
+enum MHD_Result http_reply_json_made_before(struct MHD_Connection *c, unsigned status, json_t *body, bool lost);
 /* {"error": {"code", "message"[, "field"]}} with the error's HTTP status (500 when it has none). */
 enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e);
 

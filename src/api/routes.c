@@ -540,8 +540,8 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
     jerr e = {0};
     int rc;
     if (!strcmp(action, "suspend") || !strcmp(action, "resume")) {
-        if (r->resumed) /* (back from the wait below: done) */
-            return http_reply_json(r->conn, 200, job_json(j));
+        if (r->resumed) /* (back from the wait below: done, and saved if the turn it was done in was) */
+            return http_reply_json_made_before(r->conn, 200, job_json(j), state_job_unsaved(j));
         if (authz_check(&r->who, AUTHZ_SUSPEND, !strcmp(action, "suspend") ? "suspending a job (its GPUs stay held)"
                                                                            : "resuming a job", &e) < 0)
             return http_reply_error(r->conn, &e);

@@ -66,6 +66,8 @@ void state_forget_job(job *j)
     j->db_mark = 0;
 }
 
+bool state_job_unsaved(const job *j) { return j->db_mark & STATE_DB_STALE; }
+
 /* Other files' rows (state.h) */
 #define STATE_ROWS_MAX 8 /* (four now: gpu_service, audit, volumes, job_launch) */
 static const state_rows *rows_kinds[STATE_ROWS_MAX];

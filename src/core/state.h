@@ -119,6 +119,8 @@ void state_wrote_workflows(void);
 /* An array's row (core/arrays.h): a failed commit has every array written again, as workflows. */
 void state_wrote_arrays(void);
 void state_forget_job(job *j);
+/* Whether j's row is one a failed commit lost, not written again yet. */
+bool state_job_unsaved(const job *j);
 
 /* Whether an index's check against a full scan (jobs.c, arrays.c) runs now: only at log level
  * debug (the tests'); at every use while the tables hold at most STATE_CHECK_EVERY_USE_MAX objects,

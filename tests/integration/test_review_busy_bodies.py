@@ -386,3 +386,28 @@ def test_arrays_workflows_volumes_and_networks_refused_busy_while_locked_are_not
     assert d.api("GET", f"/v1/volumes/{mark}")[0] == 200 and d.api("GET", f"/v1/networks/{mark}")[0] == 200
     assert d.rnx("volume", "remove", mark).returncode == 0
     assert d.rnx("network", "remove", mark).returncode == 0
+
+
+def test_a_suspend_whose_commit_failed_is_not_answered_200(fresh_daemon):
+    """A suspend is answered once the freezer is done, maybe turns after the one it was made in;
+    when that turn's commit failed (another process holds the database's lock), the answer said
+    200 all the same: the later turn's commit had nothing of it to fail on. It says "not saved"
+    (503) now, as any change a commit could not save; the job is suspended, and its row is
+    written once the lock goes (a resume then is answered 200)."""
+    d = fresh_daemon()
+    j = d.submit("sleep", "60")
+    d.wait_status(j, "RUNNING")
+    lock = DbLock(d.state)
+    try:
+        c = UnixHTTPConnection(d.sock, timeout=60)
+        c.request("POST", f"/v1/jobs/{j}/suspend")
+        r = c.getresponse()
+        status, ans = r.status, json.loads(r.read())
+        c.close()
+        assert status == 503 and ans["error"]["message"].startswith("not saved: "), (status, ans)
+        assert d.job(j)["status"] == "SUSPENDED"
+    finally:
+        lock.release()
+    code, ans = d.api("POST", f"/v1/jobs/{j}/resume")
+    assert code == 200 and ans["status"] == "RUNNING", ans
+    assert d.api("POST", f"/v1/jobs/{j}/stop")[0] == 200
