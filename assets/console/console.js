@@ -83,13 +83,30 @@ function userName(uid) {
   return uid === 0 ? "root" : "uid " + uid;
 }
 
+/* A 503 with Retry-After is joblet's "not now, nothing was done: ask again" (a backup holding its
+ * database, an account being looked up): asked again after the pause it says (1-10 s), for up to
+ * a minute, as rnx does, the live mark saying so meanwhile. */
+const BUSY_RETRY_S = 60;
 async function api(method, path, body) {
-  const r = await fetch(path, {
-    method, credentials: "same-origin",
-    /* a change is application/json, body or not: rnx console refuses any other type */
-    headers: method === "GET" ? {"X-Console-Key": KEY} : {"X-Console-Key": KEY, "Content-Type": "application/json"},
-    body: body ? JSON.stringify(body) : undefined,
-  });
+  let r, waited = 0;
+  for (;;) {
+    r = await fetch(path, {
+      method, credentials: "same-origin",
+      /* a change is application/json, body or not: rnx console refuses any other type */
+      headers: method === "GET" ? {"X-Console-Key": KEY} : {"X-Console-Key": KEY, "Content-Type": "application/json"},
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const after = r.status === 503 ? r.headers.get("Retry-After") : null;
+    if (after === null || waited >= BUSY_RETRY_S) break;
+    const pause = Math.min(10, Math.max(1, parseInt(after, 10) || 1));
+    await r.text();
+    const live = document.getElementById("live");
+    const was = live && live.dataset.live === "busy" ? null : live && [live.dataset.live, live.textContent];
+    if (live) { live.dataset.live = "busy"; live.textContent = "joblet is busy: asking again"; }
+    await new Promise((go) => setTimeout(go, pause * 1000));
+    if (was && live.dataset.live === "busy") { live.dataset.live = was[0]; live.textContent = was[1]; }
+    waited += pause;
+  }
   const text = await r.text();
   let j = null;
   try { j = text ? JSON.parse(text) : null; } catch (e) { j = null; }

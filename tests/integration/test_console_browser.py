@@ -213,6 +213,47 @@ def test_a_failed_first_load_is_tried_again_until_it_comes(fresh_daemon, shots, 
         con.stop()
 
 
+BUSY_TWICE = """
+window.__busy = 0; window.__errors = []; window.__sawBusy = false;
+const realFetch = window.fetch.bind(window);
+window.fetch = (url, opts) => {
+  if (String(url).endsWith("/v1/jobs") && window.__busy < 2) {
+    window.__busy++;
+    return Promise.resolve(new Response('{"error":{"code":"unavailable","message":"joblet is busy (made by the test)"}}',
+      {status: 503, headers: {"Retry-After": "1", "Content-Type": "application/json"}}));
+  }
+  return realFetch(url, opts);
+};
+new MutationObserver(() => {
+  const l = document.getElementById("live");
+  if (!l) return;
+  if (l.textContent.startsWith("error")) window.__errors.push(l.textContent);
+  if (l.dataset.live === "busy") window.__sawBusy = true;
+}).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+"""
+
+
+def test_a_busy_answer_is_asked_again_not_shown_as_an_error(fresh_daemon, shots, own_net, tmp_path):
+    """joblet answers 503 with Retry-After when nothing was done and a moment later it may be (its
+    database held by a backup, an account being looked up): the page asks again after the pause,
+    as rnx does, its live mark saying "busy" meanwhile, and shows no error (before: the load
+    failed, "error: ..."). The two busy answers are made in the page, before its request leaves:
+    no read of joblet's can be made busy at will."""
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    con = Console(d, prefix=own_net.inside)
+    drv = browser(own_net, tmp_path)
+    try:
+        drv.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": BUSY_TWICE})
+        drv.get(con.url)
+        wait(drv, lambda x: len(css(x, "#gpu-cards article.gpu")) == 8)
+        wait(drv, lambda x: x.find_element(By.ID, "live").text == "live")
+        got = drv.execute_script("return [window.__busy, window.__sawBusy, window.__errors]")
+        assert got == [2, True, []], got
+    finally:
+        drv.quit()
+        con.stop()
+
+
 def click(drv, sel):
     """Clicks what sel finds, again if the page redrew it meanwhile (rows follow the events)."""
     wait(drv, lambda x: x.find_element(By.CSS_SELECTOR, sel).click() or True)
