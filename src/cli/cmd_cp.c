@@ -513,6 +513,10 @@ static int copy_in(rnx_client *c, const char *src, const char *id, const char *p
                             (unsigned long long)walk_total, (long long)max);
         }
     }
+    /* a busy answer (nothing was written: common/err.h jerr_busy) is asked again as rnx asks
+     * any request again, the files read again; a tar from stdin cannot be */
+    int waited = 0;
+again:;
     char *url = archive_path(c, id, dir, "");
     client_body *b = client_put_body(c, url, "application/x-tar", &e);
     free(url);
@@ -621,6 +625,12 @@ static int copy_in(rnx_client *c, const char *src, const char *id, const char *p
     if (rc != RNX_OK) {
         client_body_close(b); /* the copy stops half way: joblet drops the rest */
     } else if (client_body_finish(b, &ans, &e) < 0) {
+        if (!from_stdin && client_busy_again(c, &e, &waited)) {
+            e = (jerr){0};
+            pg.done = 0;
+            pg.t0 = now_s();
+            goto again;
+        }
         rc = rnx_fail("copying %s to %s:%s: %s%s", src, id, path, e.msg,
                       w.failed && !e.http ? "; joblet stopped taking the copy part way (the job's /work full, or its "
                                             "user may not write there)" : "");

@@ -4,6 +4,7 @@ come, and creates the job only once every byte is there. Links stay inside /work
 kept (without setuid/setgid/sticky), limits hold on declared and actual sizes, a stalled or
 vanished client leaves nothing behind, and the old JSON+base64 form still works."""
 import hashlib
+import http.server
 import json
 import os
 import pathlib
@@ -11,6 +12,7 @@ import pty
 import re
 import shutil
 import socket
+import socketserver
 import stat
 import subprocess
 import tempfile
@@ -484,6 +486,95 @@ def test_concurrent_uploads_are_bounded(fresh_daemon):
     # sending one completes it and frees its slot
     assert put(d, opened[0][1]["upload"], b"1")[0] == 201
     assert post_listing(d, [{"path": "a", "size": 1}])[0] == 202
+
+
+class CpStandIn(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """A stand-in for joblet on a unix socket, for rnx job cp into a job: the destination is a
+    directory, and the first `busy` PUTs of the archive are answered 503 with Retry-After (a
+    jerr_busy's "nothing was written: ask again") after their whole body was read, the next one
+    201. Every PUT's body is kept, chunked coding undone."""
+    daemon_threads = True
+
+    def __init__(self, path, busy):
+        self.busy, self.bodies = busy, []
+        super().__init__(path, CpHandler)
+
+
+class CpHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, obj, extra=()):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if "stat=1" in self.path:
+            return self.answer(200, {"type": "dir"})
+        return self.answer(200, {"version": "stand-in", "max_upload_bytes": 0})
+
+    def do_PUT(self):
+        data = b""
+        while True:
+            size = int(self.rfile.readline().strip(), 16)
+            if size == 0:
+                self.rfile.readline()
+                break
+            data += self.rfile.read(size)
+            self.rfile.readline()
+        srv = self.server
+        srv.bodies.append(data)
+        if len(srv.bodies) <= srv.busy:
+            return self.answer(503, {"error": {"code": "unavailable", "message": "too many copies (stand-in)"}},
+                               [("Retry-After", "1")])
+        self.answer(201, {"bytes": len(data), "entries": 1})
+
+
+def test_rnx_job_cp_into_a_job_asks_again_while_joblet_is_busy(tmp_path):
+    """A copy into a job answered busy (503 with Retry-After: joblet's uploads and copies full,
+    too many requests waiting; nothing was written) is sent again by rnx job cp, its file read
+    again, after the pause, as rnx asks any request again; before, the 503 was rnx's answer. A
+    tar from stdin cannot be read again: its busy answer is rnx's."""
+    import io
+    import tarfile
+    import threading
+    sock = str(tmp_path / "joblet.sock")
+    srv = CpStandIn(sock, 2)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": sock,
+           **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+    try:
+        mark = "copied-" + os.urandom(4).hex()
+        (tmp_path / "f.txt").write_text(mark + "\n")
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "cp", str(tmp_path / "f.txt"), "j1:/work/"],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert p.returncode == 0, p.stderr
+        assert p.stderr.count("is busy") == 1 and "asking again" in p.stderr, p.stderr
+        assert len(srv.bodies) == 3 and srv.bodies[0] == srv.bodies[1] == srv.bodies[2], srv.bodies
+        with tarfile.open(fileobj=io.BytesIO(srv.bodies[2])) as tf:
+            assert tf.getnames() == ["f.txt"] and tf.extractfile("f.txt").read() == (mark + "\n").encode()
+        # from stdin: answered busy once, and that is rnx's answer
+        srv.bodies, srv.busy = [], 1
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            info = tarfile.TarInfo("s.txt")
+            info.size = 3
+            tf.addfile(info, io.BytesIO(b"hi\n"))
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "cp", "-", "j1:/work/"], input=buf.getvalue(),
+                           capture_output=True, timeout=60, env=env)
+        assert p.returncode == 1 and b"too many copies" in p.stderr and b"asking again" not in p.stderr, p.stderr
+        assert len(srv.bodies) == 1
+    finally:
+        srv.shutdown()
+        srv.server_close()
 
 
 def test_stale_staging_removed_at_start(fresh_daemon):
