@@ -802,8 +802,10 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
      * from the array's into /work as it starts (exec/workcopy.h), not joblet's loop */
     bool later = !si->staged && (!j->req.nuploads || si->array_id);
     if (later) {
-        if (workfs_ready(j->owner_uid, e) < 0 || db_insert_job(core.db, job_row(j, &row), e) < 0) {
-            db_busy_refusal(e, "submitted"); /* (another process's lock: 503, ask again) */
+        /* only the row's EBUSY is another process's lock on the database (503, ask again): the
+         * /work filesystem's (a loop device held by another) is that filesystem's fault */
+        if (workfs_ready(j->owner_uid, e) < 0 ||
+            (db_insert_job(core.db, job_row(j, &row), e) < 0 && db_busy_refusal(e, "submitted") < 0)) {
             job_free(j);
             return NULL;
         }
@@ -822,8 +824,7 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
     workfs_path(j->owner_uid, dir, work, sizeof work);
     if (rc < 0 ||
         (si->owned ? own_work(j, work, e) : si->staged ? own_uploads(j, work, e) : create_uploads(j, dir, e)) < 0 ||
-        db_insert_job(core.db, job_row(j, &row), e) < 0) {
-        db_busy_refusal(e, "submitted"); /* (another process's lock: 503, ask again) */
+        (db_insert_job(core.db, job_row(j, &row), e) < 0 && db_busy_refusal(e, "submitted") < 0)) {
         workfs_remove(j->owner_uid, dir);
         job_free(j);
         return NULL;

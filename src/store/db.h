@@ -71,7 +71,8 @@ int db_insert_job(db *d, const db_job *r, jerr *e);
 int db_update_job(db *d, const db_job *r, jerr *e);
 /* The job's row and its events, both or neither. */
 int db_delete_job(db *d, const char *id, jerr *e);
-/* e is a write's failure; when another process's lock kept it out (EBUSY: a backup, a sqlite3
+/* e is a write's failure, of this file's (an EBUSY from elsewhere, a mount's, is not the
+ * database's: never passed here); when another process's lock kept it out (EBUSY: a backup, a sqlite3
  * shell in a transaction), e becomes joblet's "not now, nothing was done: ask again"
  * (common/err.h jerr_busy, answered 503 with Retry-After), saying "nothing was <nothing_was>"
  * ("submitted", "created"): what the caller undid. -1 always. */

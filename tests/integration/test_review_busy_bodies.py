@@ -411,3 +411,41 @@ def test_a_suspend_whose_commit_failed_is_not_answered_200(fresh_daemon):
     code, ans = d.api("POST", f"/v1/jobs/{j}/resume")
     assert code == 200 and ans["status"] == "RUNNING", ans
     assert d.api("POST", f"/v1/jobs/{j}/stop")[0] == 200
+
+
+def test_a_work_filesystem_busy_is_not_said_to_be_the_database(fresh_daemon):
+    """A submission whose owner's /work filesystem cannot be mounted because its loop device is
+    busy (EBUSY, here: another process holds the device open exclusively) is refused as that
+    filesystem's fault, 507, without Retry-After. Before: submit.c turned any EBUSY of its first
+    steps into "joblet's database is locked by another process ...; nothing was submitted: try
+    again" (503, Retry-After), which rnx asks again for a minute, and which sends an admin to
+    the database: only a database write's EBUSY (store/db.c) is the database's."""
+    import glob
+    import shutil
+    if not (os.path.exists("/dev/loop-control") and shutil.which("mke2fs") and shutil.which("losetup")):
+        pytest.skip("no loop devices, mke2fs or losetup here: jobs.work_quota cannot be enforced")
+    d = fresh_daemon("jobs:\n  work_quota: 64MB\n")
+    d.wait(d.submit("true"), 60)  # root's /work filesystem made and mounted
+    (image,) = glob.glob(os.path.join(d.state, "work", "*.img"))
+    mnt = image[:-len(".img")]
+    subprocess.run(["umount", mnt], check=True)
+    dev = subprocess.run(["losetup", "--find", "--show", image], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    fd = None
+    try:
+        fd = os.open(dev, os.O_RDONLY | os.O_EXCL)  # mount() through it: EBUSY
+        c = UnixHTTPConnection(d.sock, timeout=60)
+        c.request("POST", "/v1/jobs", body=json.dumps({"command": "true"}),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        status, retry, ans = r.status, r.getheader("Retry-After"), json.loads(r.read())
+        c.close()
+        msg = ans["error"]["message"]
+        assert "database" not in msg and "/work filesystem" in msg, (status, retry, ans)
+        assert status == 507 and retry is None, (status, retry, ans)
+    finally:
+        if fd is not None:
+            os.close(fd)
+        subprocess.run(["losetup", "-d", dev])
+    # the device let go: the filesystem is mounted again through it, and a job runs
+    assert d.wait(d.submit("true"), 60)["status"] == "COMPLETED"
