@@ -142,7 +142,13 @@ static enum MHD_Result submit(request *r)
         /* checked now; the job is created once PUT /v1/uploads/{id} has sent the files */
         incoming *in = incoming_open_job(&jr, &r->who, &e);
         jobreq_free(&jr);
-        return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
+        if (!in)
+            return http_reply_error(r->conn, &e);
+        /* nothing of it is in the database (the upload waits in memory): a commit of others'
+         * rows, or of the audit record, that fails does not make the 202 "not saved", which
+         * rnx does not send again while the upload holds one of the user's slots */
+        http_reply_committed(r->conn);
+        return http_reply_json(r->conn, 202, incoming_json(in));
     }
     if (jr.nuploads > INCOMING_INLINE_AT_ONCE) {
         /* too many entries for one turn: written as a streamed upload's are, a slice per turn */
@@ -776,7 +782,10 @@ static enum MHD_Result workflows(request *r, const char *rest)
             incoming *in = incoming_open_workflow(&wb, &r->who, &e);
             workflow_body_free(&wb);
             json_decref(body);
-            return in ? http_reply_json(r->conn, 202, incoming_json(in)) : http_reply_error(r->conn, &e);
+            if (!in)
+                return http_reply_error(r->conn, &e);
+            http_reply_committed(r->conn); /* (as a job's 202: nothing of it to commit) */
+            return http_reply_json(r->conn, 202, incoming_json(in));
         }
         if (parsed == 0 && workflow_json_uploads(&wb) > INCOMING_INLINE_AT_ONCE) {
             /* its jobs' entries too many for one turn: staged as a job's long listing is */

@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 import certs
-from conftest import Daemon, Keepers, free_port, need_root
+from conftest import Daemon, DbLock, Keepers, free_port, need_root
 
 pytestmark = pytest.mark.skipif(not (certs.CERTTOOL and shutil.which("curl") and shutil.which("gnutls-cli")),
                                 reason="needs certtool, gnutls-cli (gnutls-bin) and curl")
@@ -639,3 +639,52 @@ def test_joblet_cert_makes_what_the_listener_takes(tmp_path):
     finally:
         d.cleanup()
         users.remove()
+
+
+def test_a_streamed_submission_over_tls_while_the_database_is_locked_is_sent_again(tmp_path):
+    """rnx job run --upload over TLS while another process holds joblet's database for 9 s (a
+    backup): the 202 that names the upload carries no change of the database, and is answered
+    so, its audit record kept for a later commit; the files' PUT makes the job once the lock
+    goes (or is refused busy, and rnx sends them again: upload.c upload_submit). Before, the 202's own commit
+    (its audit record) failed on the lock and the answer became "not saved" (503 without
+    Retry-After): rnx failed, and the upload it had opened held one of the user's
+    limits.uploads_per_user until jobs.upload_timeout_s."""
+    import threading
+    r = Remote()
+    try:
+        data = tmp_path / "data.bin"
+        data.write_bytes(os.urandom(1 << 20))
+        assert r.rnx("developer", "job", "run", "true").returncode == 0  # (the account looked up)
+        lock = DbLock(r.d.state)
+        threading.Timer(9, lock.release).start()
+        try:
+            p = r.rnx("developer", "--json", "job", "run", "--name", "tls-busy-up", "--upload", str(data), "sh", "-c",
+                      "wc -c < /work/data.bin")
+        finally:
+            lock.release()
+        assert p.returncode == 0, p.stderr
+        assert "not saved" not in p.stderr, p.stderr
+        made = json.loads(p.stdout)["id"]
+        assert r.d.wait(made, 60)["status"] == "COMPLETED"
+        assert r.d.output(made).strip() == str(1 << 20)
+        assert [j["id"] for j in r.d.api("GET", "/v1/jobs")[1]["jobs"] if j.get("name") == "tls-busy-up"] == [made]
+        # a workflow's the same
+        (tmp_path / "flow.yml").write_text("name: tls-busy-wf\njobs:\n  count:\n    command: sh\n"
+                                           "    args: [-c, 'wc -c < data.bin']\n    uploads: [data.bin]\n")
+        lock = DbLock(r.d.state)
+        threading.Timer(9, lock.release).start()
+        try:
+            p = r.rnx("developer", "--json", "workflow", "run", str(tmp_path / "flow.yml"))
+        finally:
+            lock.release()
+        assert p.returncode == 0 and "not saved" not in p.stderr, p.stderr
+        wf = json.loads(p.stdout)["id"]
+        (wj,) = r.d.api("GET", f"/v1/workflows/{wf}")[1]["jobs"]
+        assert r.d.wait(wj["job_id"], 60)["status"] == "COMPLETED"
+        assert r.d.output(wj["job_id"]).strip() == str(1 << 20)
+        # no upload left waiting: the user's slots are all free again
+        for _ in range(4):
+            st, ans = r.api("developer", "POST", "/v1/jobs", {"command": "true", "uploads": [{"path": "f", "size": 1}]})
+            assert st == 202, (st, ans)
+    finally:
+        r.close()
