@@ -156,8 +156,11 @@ enum MHD_Result uploads_end(struct MHD_Connection *c, put_state *p, bool *done)
     put_free(p);
     if (rc < 0)
         return http_reply_error(c, &e);
+    /* committed whole by incoming_finish (submit_commit, workflow_create): a later commit of
+     * others' rows or of its audit record failing leaves it made, as a submission's 201 */
+    http_reply_committed(c);
     settle(); /* the answer shows where it stands, as a submission's does */
-    state_commit(); /* the job or workflow is saved (incoming_finish); as submit's */
+    state_commit();
     return http_reply_json(c, 201, wf ? workflow_json(wf, false) : a ? array_json(a) : job_json(j));
 }
 
