@@ -87,6 +87,7 @@ function userName(uid) {
  * database, an account being looked up): asked again after the pause it says (1-10 s), for up to
  * a minute, as rnx does, the live mark saying so meanwhile. */
 const BUSY_RETRY_S = 60;
+const busy = {waiting: 0, was: null};   /* the calls pausing now; the live mark they replaced */
 async function api(method, path, body) {
   let r, waited = 0;
   for (;;) {
@@ -101,10 +102,17 @@ async function api(method, path, body) {
     const pause = Math.min(10, Math.max(1, parseInt(after, 10) || 1));
     await r.text();
     const live = document.getElementById("live");
-    const was = live && live.dataset.live === "busy" ? null : live && [live.dataset.live, live.textContent];
-    if (live) { live.dataset.live = "busy"; live.textContent = "joblet is busy: asking again"; }
+    if (live && !busy.waiting++) {
+      busy.was = [live.dataset.live, live.textContent];
+      live.dataset.live = "busy";
+      live.textContent = "joblet is busy: asking again";
+    }
     await new Promise((go) => setTimeout(go, pause * 1000));
-    if (was && live.dataset.live === "busy") { live.dataset.live = was[0]; live.textContent = was[1]; }
+    /* the last call to stop pausing puts the mark back, unless the event stream changed it */
+    if (live && !--busy.waiting && live.dataset.live === "busy") {
+      live.dataset.live = busy.was[0];
+      live.textContent = busy.was[1];
+    }
     waited += pause;
   }
   const text = await r.text();
