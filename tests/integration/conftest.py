@@ -305,6 +305,12 @@ class Daemon:
         return p
 
     def api(self, method, path, body=None, timeout=30):
+        status, _, obj = self.api_retry_after(method, path, body, timeout)
+        return status, obj
+
+    def api_retry_after(self, method, path, body=None, timeout=30):
+        """api, with the answer's Retry-After (a busy answer's, common/err.h; None without one):
+        (status, Retry-After, body)."""
         c = UnixHTTPConnection(self.sock, timeout=timeout)
         data = json.dumps(body) if body is not None else None
         c.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
@@ -313,8 +319,8 @@ class Daemon:
         c.close()
         ctype = r.getheader("Content-Type", "")
         if "ndjson" in ctype:
-            return r.status, [json.loads(l) for l in raw.decode().splitlines() if l]
-        return r.status, json.loads(raw) if raw else None
+            return r.status, r.getheader("Retry-After"), [json.loads(l) for l in raw.decode().splitlines() if l]
+        return r.status, r.getheader("Retry-After"), json.loads(raw) if raw else None
 
     def metrics_text(self):
         """The daemon's GET /metrics, as text."""

@@ -566,25 +566,16 @@ def test_a_network_is_neither_made_nor_removed_while_another_process_locks_the_d
     again" with Retry-After, which rnx asks again (before: 500 "internal", which rnx and
     scripts take as final). The refused network is not there; the one whose removal was refused
     is there, whole; each goes through once the lock is gone."""
-    from conftest import DbLock, UnixHTTPConnection
+    from conftest import DbLock
     d = net_daemon
     taken = [ipaddress.ip_network(n["cidr"]) for n in json.loads(rnx_ok(d, "--json", "network", "list"))["networks"]]
     cidr = next(c for c in ("10.231.0.0/24", "10.232.0.0/24")
                 if not any(ipaddress.ip_network(c).overlaps(t) for t in taken))
     name = "lk" + uuid.uuid4().hex[:6]
 
-    def locked(method, path, body=None):
-        c = UnixHTTPConnection(d.sock, timeout=60)
-        c.request(method, path, body=json.dumps(body) if body is not None else None,
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        got = (r.status, r.getheader("Retry-After"), json.loads(r.read()))
-        c.close()
-        return got
-
     lock = DbLock(d.state)
     try:
-        status, retry, ans = locked("POST", "/v1/networks", {"name": name, "cidr": cidr})
+        status, retry, ans = d.api_retry_after("POST", "/v1/networks", {"name": name, "cidr": cidr})
         assert status == 503 and retry == "1" and "nothing was created" in ans["error"]["message"], ans
     finally:
         lock.release()
@@ -592,7 +583,7 @@ def test_a_network_is_neither_made_nor_removed_while_another_process_locks_the_d
     rnx_ok(d, "network", "create", name, f"--cidr={cidr}")
     lock = DbLock(d.state)
     try:
-        status, retry, ans = locked("DELETE", f"/v1/networks/{name}")
+        status, retry, ans = d.api_retry_after("DELETE", f"/v1/networks/{name}")
         assert status == 503 and retry == "1" and "nothing was deleted" in ans["error"]["message"], ans
     finally:
         lock.release()

@@ -351,19 +351,10 @@ def test_arrays_workflows_and_volumes_refused_busy_while_locked_are_not_there(fr
               "submitted"),
              ("POST", "/v1/volumes", {"name": mark, "size_mb": 1, "type": "memory"}, "created")]
 
-    def locked(method, path, body):
-        c = UnixHTTPConnection(d.sock, timeout=60)
-        c.request(method, path, body=json.dumps(body) if body is not None else None,
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        got = (r.status, r.getheader("Retry-After"), json.loads(r.read()))
-        c.close()
-        return got
-
     lock = DbLock(d.state)
     try:
         for method, path, body, nothing in tries:
-            status, retry, ans = locked(method, path, body)
+            status, retry, ans = d.api_retry_after(method, path, body)
             assert status == 503 and retry == "1", (path, status, retry, ans)
             assert f"nothing was {nothing}" in ans["error"]["message"], ans
     finally:
@@ -376,7 +367,7 @@ def test_arrays_workflows_and_volumes_refused_busy_while_locked_are_not_there(fr
         assert code == 201, (path, code, ans)
     lock = DbLock(d.state)
     try:
-        status, retry, ans = locked("DELETE", f"/v1/volumes/{mark}", None)
+        status, retry, ans = d.api_retry_after("DELETE", f"/v1/volumes/{mark}")
         assert status == 503 and retry == "1" and "nothing was removed" in ans["error"]["message"], ans
     finally:
         lock.release()
@@ -396,11 +387,7 @@ def test_a_suspend_whose_commit_failed_is_not_answered_200(fresh_daemon):
     d.wait_status(j, "RUNNING")
     lock = DbLock(d.state)
     try:
-        c = UnixHTTPConnection(d.sock, timeout=60)
-        c.request("POST", f"/v1/jobs/{j}/suspend")
-        r = c.getresponse()
-        status, ans = r.status, json.loads(r.read())
-        c.close()
+        status, _, ans = d.api_retry_after("POST", f"/v1/jobs/{j}/suspend")
         assert status == 503 and ans["error"]["message"].startswith("not saved: "), (status, ans)
         assert d.job(j)["status"] == "SUSPENDED"
     finally:
