@@ -62,6 +62,10 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
         json_decref(body);
         char msg[sizeof ce.msg];
         snprintf(msg, sizeof msg, "%s", ce.msg);
+        /* done, only not saved: not the refusal's "try again" */
+        size_t ml = strlen(msg), al = strlen(STATE_COMMIT_AGAIN);
+        if (ml >= al && !strcmp(msg + ml - al, STATE_COMMIT_AGAIN))
+            msg[ml - al] = 0;
         jerr_http(&ce, ce.http, "not saved: %s (what was asked is done in this joblet, but would not outlive a restart "
                                 "until the database can be written again)", msg);
         ce.code = 0; /* done: not a jerr_busy's "ask again" */

@@ -204,7 +204,7 @@ int state_commit_now(jerr *e)
                                  "free); free space there (rnx job delete removes ended jobs and their output) and "
                                  "try again",
                          core.cfg.state_dir, (unsigned long long)(avail >> 10));
-    return jerr_busy(e, "joblet's database could not be saved (%s); try again in a moment", de.msg);
+    return jerr_busy(e, "joblet's database could not be saved (%s)" STATE_COMMIT_AGAIN, de.msg);
 }
 
 bool state_unsaved(void) { return unsaved(); }

@@ -384,12 +384,18 @@ def test_a_suspend_whose_commit_failed_is_not_answered_200(fresh_daemon):
     written once the lock goes (a resume then is answered 200)."""
     d = fresh_daemon()
     j = d.submit("sleep", "60")
+    h = d.submit("true", hold=True)
     d.wait_status(j, "RUNNING")
     lock = DbLock(d.state)
     try:
         status, _, ans = d.api_retry_after("POST", f"/v1/jobs/{j}/suspend")
         assert status == 503 and ans["error"]["message"].startswith("not saved: "), (status, ans)
         assert d.job(j)["status"] == "SUSPENDED"
+        # a change made in the answer's own turn: "not saved" too, without the refusal's "try
+        # again" (it was done: sent again, it would be refused or done twice)
+        status, retry, ans = d.api_retry_after("POST", f"/v1/jobs/{h}/update", {"priority": 7})
+        assert status == 503 and retry is None and ans["error"]["message"].startswith("not saved: "), ans
+        assert "try again" not in ans["error"]["message"], ans
     finally:
         lock.release()
     code, ans = d.api("POST", f"/v1/jobs/{j}/resume")
