@@ -50,11 +50,12 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
     bool failed = state_commit_now(&ce) < 0;
     if (!failed && audited < 0)
         ce = ae, failed = true;
+    bool commit_failed = failed; /* (the audit record's fate: committed unless this commit failed) */
     if (!failed && lost && change)
         failed = jerr_http(&ce, 503, "joblet's database could not be written when it was done; it is written "
                                      "again once it can be") < 0;
     if (failed && change && !(rc && rc->own_commit)) {
-        if (audited) {
+        if (audited && commit_failed) {
             char note[64];
             snprintf(note, sizeof note, " (answered %d: not saved then)", ce.http ? ce.http : 500);
             audit_change_note(note);

@@ -799,6 +799,7 @@ static enum MHD_Result workflows(request *r, const char *rest)
         json_decref(body);
         if (!wf)
             return http_reply_error(r->conn, &e);
+        http_reply_committed(r->conn); /* committed whole (workflow_create), as a job's 201 */
         settle();
         state_commit(); /* as submit's */
         return http_reply_json(r->conn, 201, workflow_json(wf, false));

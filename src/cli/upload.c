@@ -516,7 +516,6 @@ static int upload_send(rnx_client *c, json_t *accepted, const upload_set *const 
     return rc;
 }
 
-
 /* The files' PUT answered busy: nothing was made. Where the upload still waits (the PUT was
  * turned away before joblet read it: an account being looked up), the PUT goes again; where
  * joblet dropped it (its commit found the database locked by another process), the answer to
@@ -536,10 +535,16 @@ int upload_submit(rnx_client *c, const char *path, json_t *body, const upload_se
         bool again_put = false;
         int rc;
         do {
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             rc = upload_send(c, accepted, sets, n, out, e);
             if (rc == 0 || (again_put && e->http == 404))
                 break; /* sent, or dropped after a busy answer: from the POST again */
+            /* the minute counts the files' sending too, after the pause (a first attempt says
+             * so: client_busy_again): a large upload is not sent 60 times */
+            clock_gettime(CLOCK_MONOTONIC, &t1);
             again_put = client_busy_again(c, e, &waited);
+            waited += (int)(t1.tv_sec - t0.tv_sec);
             if (again_put)
                 *e = (jerr){0};
         } while (again_put);

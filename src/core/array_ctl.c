@@ -241,8 +241,8 @@ int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e
             *more = true;
             return 0;
         }
-    if (arrays_delete_row(a, e) < 0)
-        return -1;
+    if (arrays_delete_row(a, e) < 0) /* busy ("ask again") only when no task's job went with it */
+        return n ? -1 : db_busy_refusal(e, "deleted");
     if (commit_delete(n, e) < 0)
         return -1;
     workflow_forget_array(a); /* (a workflow's: dropped once it keeps nothing) */

@@ -128,13 +128,7 @@ static int delete_row(job *j, jerr *e)
         settle();
     if (db_delete_job(core.db, j->id, e) < 0) {
         log_err("%s", e->msg);
-        if (e->code == EBUSY) { /* another process's lock (a backup, a sqlite3 shell): a moment later it may go */
-            char why[sizeof e->msg];
-            snprintf(why, sizeof why, "%s", e->msg);
-            jerr_busy(e, "joblet's database is locked by another process (%s); nothing was deleted: try again in a "
-                         "moment", why);
-        }
-        return -1;
+        return db_busy_refusal(e, "deleted"); /* another process's lock (a backup): a moment later it may go */
     }
     arrays_task_deleting(j);
     return 0;
