@@ -2,6 +2,7 @@
 machine's GPUs from discovery, and a real consumer reads it: Debian's podman runs a static
 busybox rootfs with --device nvidia.com/gpu=N against the spec, on device nodes made with
 mknod for a fixture machine (fake NVML), and the container sees exactly that GPU's nodes."""
+import glob
 import json
 import os
 import shutil
@@ -76,6 +77,10 @@ def test_podman_reads_the_spec_and_sees_exactly_that_gpu(tmp_path):
     rootfs = busybox_runtime.make(str(tmp_path / "rt"))
     gpus = {g["index"]: g for g in machine("dgx-h100")["gpus"]}
     os.makedirs("/etc/cdi", exist_ok=True)
+    # a run killed before its finally left its spec: two specs naming nvidia.com/gpu=1 make it
+    # "unresolvable" to podman (a local CI run stopped by hand did)
+    for old in glob.glob("/etc/cdi/joblet-test-*.json"):
+        os.unlink(old)
     shutil.copy(tmp_path / "spec.json", spec_file)
     try:
         def podman(device):
