@@ -666,10 +666,7 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     free(gpus);
     free(req);
     if (rc != SQLITE_DONE)
-        return jerr_set(e, sqlite3_errcode(d->h) == SQLITE_FULL   ? ENOSPC
-                           : sqlite3_errcode(d->h) == SQLITE_BUSY ? EBUSY /* (another process's lock) */
-                                                                  : EIO,
-                        "database: saving job %s: %s", j->id, sqlite3_errmsg(d->h));
+        return jerr_set(e, write_errno(d), "database: saving job %s: %s", j->id, sqlite3_errmsg(d->h));
     return 0;
 }
 
