@@ -82,6 +82,9 @@ OLD_HEALTH_KEYS = {"temperature_c", "utilization_pct", "memory_used_mb", "power_
 @needs_nvml
 def test_gpu_show_prints_the_live_sample(health_machine):
     m = health_machine()
+    # the monitor's first sample, not the figure discovery read (labelled "(at discovery)" until then:
+    # under the sanitizers the first sample can come after the first `gpu show`)
+    wait_health(m, 1, lambda h: h.get("sampled_at"))
     before = kv(m.d.rnx("gpu", "show", "1", check=True).stdout)
     assert before["Temperature:"] == f"{m.gpus[1]['temperature_c']} C" and before["State:"] == "available"
     assert before["Last XIDs:"] == "none since joblet started"
