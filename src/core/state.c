@@ -201,8 +201,7 @@ int state_commit_now(jerr *e)
             (long long)resync_delay_ms);
     if (full)
         return jerr_http(e, 507, "joblet's database could not be saved: the state filesystem (%s) is full (%llu KB "
-                                 "free); free space there (rnx job delete removes ended jobs and their output) and "
-                                 "try again",
+                                 "free); free space there (rnx job delete removes ended jobs and their output)" STATE_COMMIT_AGAIN,
                          core.cfg.state_dir, (unsigned long long)(avail >> 10));
     return jerr_busy(e, "joblet's database could not be saved (%s)" STATE_COMMIT_AGAIN, de.msg);
 }

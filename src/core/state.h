@@ -106,8 +106,8 @@ void state_rows_register(const state_rows *r);
  * this turn wrote are in the database (an array's task made this turn starts then: queue.c). */
 void state_want_after_commit(unsigned what);
 /* The same, for a route whose answer depends on it: 0, or -1 with e saying why (HTTP 507
- * when the state filesystem is full, else 503, a jerr_busy's ending in STATE_COMMIT_AGAIN, which
- * an answer that the change was done without being saved leaves out). */
+ * when the state filesystem is full, else 503, a jerr_busy's; both end in STATE_COMMIT_AGAIN,
+ * which an answer that the change was done without being saved leaves out). */
 int state_commit_now(jerr *e);
 #define STATE_COMMIT_AGAIN "; try again in a moment"
 /* Marks a job or a workflow whose row this transaction writes (jobs.c, submit.c, workflow.c),
