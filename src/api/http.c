@@ -50,6 +50,7 @@ typedef struct server {
     watch w;
     bool tls;
     char addr[64];
+    watch listen;   /* TLS: joblet accepts, and hands the connection to mhd at its source's pace */
 } server;
 static server servers[1 + REMOTE_LISTEN_MAX];
 static unsigned nservers;
@@ -117,13 +118,48 @@ static struct {
  * connections, chained in buckets. */
 #define PENDING_SRC_SHARE 8
 #define PENDING_SRC_BUCKETS 1024
+struct waiter;
 typedef struct pending_src {
     unsigned char key[16];
     unsigned n;
     conn_id *head, *tail;     /* its pending connections, oldest first */
     struct pending_src *chain;
+    /* its handshakes' pace (a token bucket: remote.handshakes_per_s, twice as many at once) */
+    double tokens;
+    int64_t refilled_ms;
+    unsigned nwait;
+    struct waiter *w_head, *w_tail; /* its connections waiting for their turn, oldest first */
+    int64_t warned_ms;
 } pending_src;
 static pending_src *pending_srcs[PENDING_SRC_BUCKETS];
+static unsigned npending_srcs;
+
+/* The pace of handshakes. A TLS handshake is public-key work on the loop thread (~1 ms), and
+ * anyone who reaches the port may ask for one (no certificate is needed to start): joblet
+ * accepts the listeners' connections itself and hands each to libmicrohttpd (MHD_add_connection)
+ * only when its source has a turn: remote.handshakes_per_s a second, up to twice as many at
+ * once. Those beyond wait, a descriptor and no byte read, within their source's share of
+ * remote.max_pending (its own oldest makes room) and for at most remote.handshake_timeout_s.
+ * One place that opens connections as fast as it can then costs the loop at most its pace;
+ * everyone else's handshakes go through meanwhile. */
+typedef struct waiter {
+    int fd;
+    struct server *sv;
+    struct sockaddr_storage addr;
+    socklen_t alen;
+    int64_t since_ms;
+    struct waiter *prev, *next;         /* all waiting, oldest first */
+    struct waiter *src_prev, *src_next; /* its source's */
+    pending_src *src;
+} waiter;
+static struct {
+    waiter *head, *tail;
+    unsigned n;
+    double per_s;       /* remote.handshakes_per_s */
+    int64_t next_ms;    /* the next pass over them (waiters_run) */
+} waiting;
+#define WAITERS_TICK_MS 20
+#define ACCEPTS_PER_WAKE 64
 
 static unsigned pending_src_bucket(const unsigned char key[16])
 {
@@ -155,9 +191,55 @@ static pending_src *pending_src_get(const unsigned char key[16])
             return p;
     pending_src *p = xcalloc(1, sizeof *p);
     memcpy(p->key, key, 16);
+    p->tokens = 2 * waiting.per_s;
+    p->refilled_ms = now_ms();
     p->chain = *b;
     *b = p;
+    npending_srcs++;
     return p;
+}
+
+static void src_refill(pending_src *p, int64_t now)
+{
+    double full = 2 * waiting.per_s;
+    if (now > p->refilled_ms) {
+        p->tokens += (double)(now - p->refilled_ms) * waiting.per_s / 1000.0;
+        if (p->tokens > full)
+            p->tokens = full;
+    }
+    p->refilled_ms = now;
+}
+
+/* A source nothing is left of (no connection pending or waiting, its turns whole again) is
+ * forgotten: the table holds the places that opened connections in the last two seconds or so. */
+static bool src_forget(pending_src *p, int64_t now)
+{
+    if (p->n || p->nwait)
+        return false;
+    src_refill(p, now);
+    if (p->tokens < 2 * waiting.per_s)
+        return false;
+    pending_src **b = &pending_srcs[pending_src_bucket(p->key)];
+    while (*b != p)
+        b = &(*b)->chain;
+    *b = p->chain;
+    free(p);
+    npending_srcs--;
+    return true;
+}
+
+/* Every second or so: the sources whose turns are whole again, forgotten. */
+static void srcs_sweep(int64_t now)
+{
+    static int64_t next;
+    if (now < next || !npending_srcs)
+        return;
+    next = now + 1000;
+    for (unsigned i = 0; i < PENDING_SRC_BUCKETS; i++)
+        for (pending_src *p = pending_srcs[i], *nx; p; p = nx) {
+            nx = p->chain;
+            src_forget(p, now);
+        }
 }
 
 static void pending_remove(conn_id *id)
@@ -174,13 +256,8 @@ static void pending_remove(conn_id *id)
     *(id->src_next ? &id->src_next->src_prev : &p->tail) = id->src_prev;
     id->src_prev = id->src_next = NULL;
     id->src = NULL;
-    if (--p->n == 0) {
-        pending_src **b = &pending_srcs[pending_src_bucket(p->key)];
-        while (*b != p)
-            b = &(*b)->chain;
-        *b = p->chain;
-        free(p);
-    }
+    p->n--;
+    src_forget(p, now_ms());
 }
 
 /* Closes a pending connection: libmicrohttpd sees the end of its socket at the next turn. */
@@ -219,6 +296,106 @@ static void pending_expire(int64_t now)
 {
     while (pending.head && now - pending.head->since_ms >= pending.timeout_ms)
         pending_drop(pending.head);
+}
+
+static void waiter_remove(waiter *w)
+{
+    *(w->prev ? &w->prev->next : &waiting.head) = w->next;
+    *(w->next ? &w->next->prev : &waiting.tail) = w->prev;
+    waiting.n--;
+    pending_src *p = w->src;
+    *(w->src_prev ? &w->src_prev->src_next : &p->w_head) = w->src_next;
+    *(w->src_next ? &w->src_next->src_prev : &p->w_tail) = w->src_prev;
+    p->nwait--;
+}
+
+/* Closed before a byte of it was read: pushed out, or waited past remote.handshake_timeout_s. */
+static void waiter_drop(waiter *w, int64_t now)
+{
+    waiter_remove(w);
+    close(w->fd);
+    pending_src *p = w->src;
+    free(w);
+    src_forget(p, now);
+}
+
+/* Its turn: libmicrohttpd takes it (and closes it when it cannot: its connection limit). */
+static void waiter_hand(struct server *sv, int fd, const struct sockaddr *sa, socklen_t alen)
+{
+    if (MHD_add_connection(sv->mhd, fd, sa, alen) != MHD_YES)
+        log_debug("remote: a connection on %s not taken: %s", sv->addr, strerror(errno));
+}
+
+/* A connection just accepted: handed over now if its source has a turn and none of its
+ * connections waits before it, else it waits. */
+static void waiter_admit(struct server *sv, int fd, const struct sockaddr_storage *sa, socklen_t alen, int64_t now)
+{
+    unsigned char key[16];
+    pending_src_key((const struct sockaddr *)sa, key);
+    pending_src *p = pending_src_get(key);
+    src_refill(p, now);
+    if (!p->nwait && p->tokens >= 1) {
+        p->tokens -= 1;
+        waiter_hand(sv, fd, (const struct sockaddr *)sa, alen);
+        return;
+    }
+    unsigned share = pending.max / PENDING_SRC_SHARE > 2 ? pending.max / PENDING_SRC_SHARE : 2;
+    if (p->nwait >= share)
+        waiter_drop(p->w_head, now); /* its own oldest makes room */
+    else if (waiting.n >= pending.max && waiting.head)
+        waiter_drop(waiting.head, now);
+    p = pending_src_get(key); /* (a drop may have forgotten it) */
+    if (now - p->warned_ms >= 60000 || !p->warned_ms) {
+        char host[INET6_ADDRSTRLEN + 1] = "?";
+        getnameinfo((const struct sockaddr *)sa, alen, host, sizeof host, NULL, 0, NI_NUMERICHOST);
+        log_warn("remote: %s opens TLS connections faster than remote.handshakes_per_s (%g a second, %g at once): "
+                 "the others wait their turn (said once a minute)",
+                 host, waiting.per_s, 2 * waiting.per_s);
+        p->warned_ms = now;
+    }
+    waiter *w = xcalloc(1, sizeof *w);
+    w->fd = fd;
+    w->sv = sv;
+    memcpy(&w->addr, sa, alen);
+    w->alen = alen;
+    w->since_ms = now;
+    w->src = p;
+    w->prev = waiting.tail;
+    *(waiting.tail ? &waiting.tail->next : &waiting.head) = w;
+    waiting.tail = w;
+    waiting.n++;
+    w->src_prev = p->w_tail;
+    *(p->w_tail ? &p->w_tail->src_next : &p->w_head) = w;
+    p->w_tail = w;
+    p->nwait++;
+}
+
+/* Every WAITERS_TICK_MS while any wait: those past remote.handshake_timeout_s closed, then the
+ * oldest first handed over as their sources' turns come. */
+static void waiters_run(int64_t now)
+{
+    if (!waiting.n || now < waiting.next_ms)
+        return;
+    waiting.next_ms = now + WAITERS_TICK_MS;
+    while (waiting.head && now - waiting.head->since_ms >= pending.timeout_ms)
+        waiter_drop(waiting.head, now);
+    for (waiter *w = waiting.head, *nx; w; w = nx) {
+        nx = w->next;
+        pending_src *p = w->src;
+        src_refill(p, now);
+        if (p->tokens < 1)
+            continue;
+        p->tokens -= 1;
+        waiter_remove(w);
+        waiter_hand(w->sv, w->fd, (const struct sockaddr *)&w->addr, w->alen);
+        free(w);
+    }
+}
+
+static void waiters_drop_all(void)
+{
+    while (waiting.head)
+        waiter_drop(waiting.head, now_ms());
 }
 
 typedef struct conn_state {
@@ -692,6 +869,35 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 
 static void on_mhd(watch *w, uint32_t events) { /* progress is made in http_run after every wake */ }
 
+/* A TLS listener's new connections, accepted here (a bounded number a wake: the loop's
+ * watch is level-triggered, the rest comes at the next turn), each handed over or left waiting
+ * (waiter_admit). Out of descriptors: the listener is left alone for a moment, not spun on. */
+static int64_t accept_again_ms;
+static void on_accept(watch *lw, uint32_t events)
+{
+    (void)events;
+    struct server *sv = lw->data;
+    int64_t now = now_ms();
+    for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
+        struct sockaddr_storage sa;
+        socklen_t alen = sizeof sa;
+        int fd = accept4(lw->fd, (struct sockaddr *)&sa, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                log_warn("remote: accepting on %s: %s; the listener waits a moment", sv->addr, strerror(errno));
+                for (unsigned k = 0; k < nservers; k++)
+                    if (servers[k].tls)
+                        loop_del(&servers[k].listen);
+                accept_again_ms = now + 100;
+            }
+            return; /* EAGAIN: none left */
+        }
+        waiter_admit(sv, fd, &sa, alen, now);
+    }
+}
+
 /* "10.0.0.7:51234", "[::1]:51234": where a TLS client connects from (the audit). */
 static void peer_text(struct MHD_Connection *c, char *out, size_t len)
 {
@@ -984,6 +1190,7 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
         return -1;
     pending.max = rc->max_pending;
     pending.timeout_ms = (int64_t)rc->handshake_timeout_s * 1000;
+    waiting.per_s = rc->handshakes_per_s;
     static char *trust; /* libmicrohttpd keeps the pointer: a copy of its own, for its lifetime */
     if (!trust)
         trust = xstrdup(tls_ca_pem());
@@ -996,10 +1203,11 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
         server *sv = &servers[nservers];
         sv->tls = true;
         snprintf(sv->addr, sizeof sv->addr, "%s", rc->listen[i]);
-        sv->mhd = MHD_start_daemon(
-            MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG,
+        /* the listener is joblet's own (on_accept): libmicrohttpd gets connections at their pace */
+        sv->mhd = MHD_start_daemon(MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
+                                       MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
             0, NULL, NULL, on_request, NULL,
-            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+            MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
             on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s ? lim->idle_timeout_s : 300u,
             MHD_OPTION_CONNECTION_LIMIT, limit > 16 ? limit : 16u, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
             MHD_OPTION_HTTPS_MEM_TRUST, trust, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_END);
@@ -1008,9 +1216,14 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
             return jerr_set(e, EIO, "libmicrohttpd could not start TLS on %s", rc->listen[i]);
         }
         nservers++;
+        sv->listen = (watch){fd, on_accept, sv};
         if (server_watch(sv, e) < 0)
             return -1;
-        log_info("remote: listening on %s (TLS 1.3, client certificates of %s/ca.pem)", rc->listen[i], rc->pki_dir);
+        if (loop_add(&sv->listen) < 0)
+            return jerr_sys(e, "watch the TLS listener on %s", sv->addr);
+        log_info("remote: listening on %s (TLS 1.3, client certificates of %s/ca.pem; at most %u handshakes a second "
+                 "from one address, %u at once)",
+                 rc->listen[i], rc->pki_dir, (unsigned)rc->handshakes_per_s, 2 * (unsigned)rc->handshakes_per_s);
     }
     return 0;
 }
@@ -1086,6 +1299,14 @@ void http_run(void)
     int64_t now = now_ms();
     incoming_expire(now);
     pending_expire(now);
+    waiters_run(now);
+    srcs_sweep(now);
+    if (accept_again_ms && now >= accept_again_ms) {
+        accept_again_ms = 0;
+        for (unsigned i = 0; i < nservers; i++)
+            if (servers[i].tls && loop_add(&servers[i].listen) < 0)
+                log_err("remote: watching the listener on %s again: %s", servers[i].addr, strerror(errno));
+    }
     if (next_expiry_ms && now >= next_expiry_ms)
         expire_certificates(now);
     /* (an upgraded TLS connection's bytes do not go through libmicrohttpd: attach.c, tls.h) */
@@ -1113,6 +1334,8 @@ int http_timeout_ms(void)
     }
     ms = until_deadline(ms, incoming_next_deadline());
     ms = until_deadline(ms, next_expiry_ms);
+    ms = until_deadline(ms, waiting.n ? waiting.next_ms : 0);
+    ms = until_deadline(ms, accept_again_ms);
     return until_deadline(ms, pending.head ? pending.head->since_ms + pending.timeout_ms : 0);
 }
 
@@ -1127,7 +1350,13 @@ void http_stop(void)
     jobs_list_stop();
     stream_stop_all();
     attach_stop_all();
+    waiters_drop_all();
     for (unsigned i = 0; i < nservers; i++) {
+        if (servers[i].tls) {
+            if (!accept_again_ms)
+                loop_del(&servers[i].listen);
+            close(servers[i].listen.fd);
+        }
         MHD_run(servers[i].mhd);
         MHD_stop_daemon(servers[i].mhd);
         servers[i].mhd = NULL;

@@ -80,6 +80,7 @@ void config_defaults(config *c)
     snprintf(c->remote.pki_dir, sizeof c->remote.pki_dir, "/etc/joblet/pki");
     c->remote.handshake_timeout_s = 10;
     c->remote.max_pending = 256;
+    c->remote.handshakes_per_s = 20;
     c->runtimes_cache_keep = 4;
     c->runtimes_build_timeout_s = 3600;
     c->runtimes_max_import_bytes = 16ull << 30;
@@ -212,6 +213,7 @@ static const key keys[] = {
     {"remote.users", K_USERS, 0, 0, 0, 0},
     U64("remote.handshake_timeout_s", remote.handshake_timeout_s, 1, 300),
     U64("remote.max_pending", remote.max_pending, 16, 100000),
+    U64("remote.handshakes_per_s", remote.handshakes_per_s, 1, 100000),
     STR("network.bridge_cidr", net_bridge_cidr),
     STR("network.isolated_cidr", net_isolated_cidr),
     STR("network.user_pool", net_user_pool),

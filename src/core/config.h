@@ -41,6 +41,8 @@ typedef struct remote_config {
                                          * request by then is closed */
     uint32_t max_pending;               /* remote.max_pending: connections not yet past their first
                                          * request, at once; past it the oldest is closed */
+    uint32_t handshakes_per_s;          /* remote.handshakes_per_s: new connections one address (an
+                                         * IPv6 /64) is handed over a second, twice as many at once */
 } remote_config;
 
 /* Every key is optional; these are the embedded defaults (docs/config.md). */

@@ -179,6 +179,58 @@ def test_connections_without_a_certificate_do_not_push_out_a_holders_handshake()
         r.close()
 
 
+def test_one_address_opening_connections_as_fast_as_it_can_gets_handshakes_at_its_pace():
+    """A TLS handshake is public-key work on joblet's loop thread (~1 ms), and anyone who reaches
+    the port may start one: without a pace, one address opening connections as fast as it can
+    spends the loop on handshakes. remote.handshakes_per_s (2 here: 4 at once) is one address's
+    pace: 24 connections from 127.0.0.2 all get their handshake, the k-th no sooner than the pace
+    allows (a slow machine is only later); meanwhile a person's rnx from 127.0.0.1 is served at
+    once, not behind them; the log names the address."""
+    import threading
+    r = Remote(extra="  handshake_timeout_s: 60\n", pace=2)
+    n, done, errors, held = 24, [], [], []
+    lock = threading.Lock()
+
+    def one():
+        try:
+            raw = socket.create_connection(("127.0.0.1", r.port), timeout=60, source_address=("127.0.0.2", 0))
+            s = r.ctx(None).wrap_socket(raw, server_hostname="127.0.0.1")   # no certificate: asked, not needed
+            with lock:
+                done.append(time.monotonic())
+                held.append(s)
+        except (OSError, ssl.SSLError) as e:
+            with lock:
+                errors.append(repr(e))
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    try:
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        p = r.rnx("maintainer", "job", "list")
+        with lock:
+            done_by_rnx = len(done)
+        for t in threads:
+            t.join()
+        times = sorted(x - t0 for x in done)
+        print(f"\nhandshakes from 127.0.0.2 done at (s): {' '.join(f'{x:.2f}' for x in times)}; "
+              f"rnx from 127.0.0.1 served when {done_by_rnx} of them were")
+        assert not errors and len(done) == n, errors
+        # the k-th needs k turns: 4 at once, then 2 a second (a turn of slack for the clocks)
+        early = [(k, round(t, 2)) for k, t in enumerate(times, 1) if k > 4 + 2 * t + 1]
+        assert not early, early
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert done_by_rnx < n, done_by_rnx       # served while 127.0.0.2's still waited
+        assert "remote: 127.0.0.2 opens TLS connections faster than remote.handshakes_per_s (2 a second" in r.d.log()
+    finally:
+        for t in threads:
+            t.join()
+        for s in held:
+            s.close()
+        r.close()
+
+
 def test_a_revoked_certificates_terminal_is_closed_at_the_reload(remote):
     """docs/remote.md: at the reload that revokes a certificate, "the connections it has open are
     closed ... a terminal it types into". A terminal (the console's WebSocket, upgraded, whose TLS

@@ -46,7 +46,9 @@ class Users:
 class Remote:
     """A daemon with a TLS listener on 127.0.0.1, its PKI, and one certificate per role."""
 
-    def __init__(self, extra=""):
+    def __init__(self, extra="", pace=1000):
+        """pace: remote.handshakes_per_s (joblet's default is 20; the tests that make hundreds of
+        connections from 127.0.0.1 in a row are about other things: test_hostile_tls paces)."""
         need_root()
         self.users = Users()
         tag = uuid.uuid4().hex[:5]
@@ -62,7 +64,7 @@ class Remote:
         self.person["other"] = self.account["other"]
         self.person["boss"] = "Boss.Person"
         self.d = Daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n"
-                        f"remote:\n  listen: [\"127.0.0.1:{self.port}\"]\n  pki_dir: PKI\n"
+                        f"remote:\n  listen: [\"127.0.0.1:{self.port}\"]\n  pki_dir: PKI\n  handshakes_per_s: {pace}\n"
                         f"  users:\n    Boss.Person: {self.account['boss']}\n{extra}")
         self.pki = os.path.join(self.d.dir, "pki")
         self.keepers = Keepers(self.d.dir)
