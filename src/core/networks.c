@@ -459,8 +459,12 @@ static int apply(bool prune, jerr *e)
             continue;
         }
         netaddr_format(n->gateway, gw, sizeof gw);
-        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s}", "name", n->name, "bridge", n->bridge, "cidr", cidr,
-                                              "gateway", gw));
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "name", n->name, "bridge", n->bridge, "cidr", cidr, "gateway", gw);
+        /* a named network's owner may connect into it from the host (their shell, their job on
+         * --network=host); no other user but root may (nft.h's output chain) */
+        if (!n->builtin)
+            json_object_set_new(o, "owner", json_integer((json_int_t)n->owner_uid));
+        json_array_append_new(list, o);
     }
     for (size_t i = 0; i < nnets; i++)
         for (uint32_t k = 0; k < nets[i]->njobs; k++)

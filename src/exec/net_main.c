@@ -11,7 +11,7 @@
  *       default route goes via --gateway. --max-bps (bytes/s): a tbf qdisc on NAME (what the
  *       job receives) and on eth0 inside (what it sends). On failure the pair is deleted, one
  *       line goes to stderr, exit 1. Nothing is printed on success.
- *   joblet-net apply < {"networks":[{"name","bridge","cidr","gateway"}...], "isolated_cidr",
+ *   joblet-net apply < {"networks":[{"name","bridge","cidr","gateway"[,"owner"]}...], "isolated_cidr",
  *                       "keep_veths":[...], "prune_veths":bool, "max_flows":N}
  *       Bridges made, addressed and up; bridges of networks no longer listed removed; with
  *       prune_veths, jv* veths not in keep_veths removed; ip_forward on; the table replaced.
@@ -268,7 +268,7 @@ static int parse_apply(json_t *root, apply_req *r, jerr *e)
     }
     json_t *nets = json_object_get(root, "networks");
     if (nets && !json_is_array(nets))
-        return jerr_field(e, "networks", "networks: a list of {name, bridge, cidr, gateway}");
+        return jerr_field(e, "networks", "networks: a list of {name, bridge, cidr, gateway[, owner]}");
     r->n = json_array_size(nets);
     r->nets = calloc(r->n ? r->n : 1, sizeof *r->nets);
     if (!r->nets)
@@ -302,6 +302,14 @@ static int parse_apply(json_t *root, apply_req *r, jerr *e)
             return jerr_field(e, f, "%s: '%s' is not accepted: an IPv4 address inside %s/%d other than the network's own",
                               f, gw ? gw : "(not a string)", an->n.cidr.addr, an->n.cidr.prefix);
         an->gateway.prefix = net.prefix;
+        /* a named network's maker (nft.h: their sockets on the host may connect into it) */
+        json_t *owner = json_object_get(o, "owner");
+        snprintf(f, sizeof f, "networks[%zu].owner", i);
+        if (owner && (!json_is_integer(owner) || json_integer_value(owner) < 0 ||
+                      json_integer_value(owner) > (json_int_t)UINT32_MAX - 1))
+            return jerr_field(e, f, "%s: the uid of the network's owner (a whole number)", f);
+        an->n.has_owner = owner != NULL;
+        an->n.owner = owner ? (uint32_t)json_integer_value(owner) : 0;
         for (size_t j = 0; j < i; j++)
             if (!strcmp(r->nets[j].n.bridge, an->n.bridge) || !strcmp(r->nets[j].name, an->name))
                 return jerr_field(e, f, "networks[%zu]: the name or bridge of networks[%zu] again", i, j);

@@ -32,6 +32,11 @@ static json_t *ct_established(void)
                      "right", "established", "related");
 }
 
+static json_t *ct_new(void)
+{
+    return json_pack("{s:{s:s,s:{s:{s:s}},s:s}}", "match", "op", "in", "left", "ct", "key", "state", "right", "new");
+}
+
 static json_t *ip_match(const char *field, const char *op, const nft_cidr *c)
 {
     return json_pack("{s:{s:s,s:{s:{s:s,s:s}},s:{s:{s:s,s:i}}}}", "match", "op", op, "left", "payload",
@@ -113,6 +118,23 @@ json_t *nft_render(const nft_plan *p)
     bad |= add_rule(cmds, "input", meta_match("iifname", "==", joblet_ifaces()), ct_established(),
                     verdict("accept"), NULL);
     bad |= add_rule(cmds, "input", meta_match("iifname", "==", joblet_ifaces()), verdict("drop"), NULL);
+
+    /* output: the host routes to every network, so without this any local user's socket (or a job
+     * of theirs on --network=host) opened connections to every user's jobs. Answers to what jobs
+     * started pass, root's connections (admins, joblet's own) and a named network's owner's into
+     * its bridge; no one else's new ones. Only new ones: packets no socket sent (ICMP errors,
+     * resets) are not new. */
+    bad |= add_chain(cmds, "output", "filter", "output", 0);
+    bad |= add_rule(cmds, "output", meta_match("oifname", "==", joblet_ifaces()), ct_established(),
+                    verdict("accept"), NULL);
+    bad |= add_rule(cmds, "output", meta_match("oifname", "==", joblet_ifaces()),
+                    meta_match("skuid", "==", json_integer(0)), verdict("accept"), NULL);
+    for (size_t i = 0; i < p->n; i++)
+        if (p->nets[i].has_owner)
+            bad |= add_rule(cmds, "output", meta_match("oifname", "==", json_string(p->nets[i].bridge)),
+                            meta_match("skuid", "==", json_integer((json_int_t)p->nets[i].owner)),
+                            verdict("accept"), NULL);
+    bad |= add_rule(cmds, "output", meta_match("oifname", "==", joblet_ifaces()), ct_new(), verdict("drop"), NULL);
 
     /* postrouting: priority srcnat (100) */
     bad |= add_chain(cmds, "postrouting", "nat", "postrouting", 100);

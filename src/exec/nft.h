@@ -9,6 +9,10 @@
  *                new connections into joblet interfaces dropped; outwards accepted.
  *   input        from joblet interfaces only established/related: no job reaches the host's
  *                own services, the gateway address included.
+ *   output       into joblet interfaces: established/related, root's sockets, and on a named
+ *                network its owner's; other new connections dropped. The host routes to every
+ *                network, so before this any local user (or their --network=host job) reached
+ *                every job of every user, on a named network as on bridge.
  *   postrouting  masquerade per network (ip saddr CIDR ip daddr != CIDR) and for the isolated
  *                pool (ip saddr POOL). */
 #ifndef JOBLET_NFT_H
@@ -42,6 +46,8 @@ typedef struct nft_cidr {
 typedef struct nft_net {
     char bridge[16];  /* the Linux bridge, "jb-..." */
     nft_cidr cidr;
+    bool has_owner;   /* a named network: owner's sockets on the host may connect into it */
+    uint32_t owner;
 } nft_net;
 
 typedef struct nft_plan {

@@ -211,9 +211,9 @@ def test_bridge_networks(lab):
 
     table = json.loads(lab.host_run("nft", "-j", "list", "table", "inet", "joblet").stdout)["nftables"]
     chains = {c["chain"]["name"]: c["chain"] for c in table if "chain" in c}
-    assert set(chains) == {"forward", "input", "postrouting"}
-    assert (chains["forward"]["hook"], chains["input"]["hook"], chains["postrouting"]["type"]) == \
-        ("forward", "input", "nat")
+    assert set(chains) == {"forward", "input", "output", "postrouting"}
+    assert (chains["forward"]["hook"], chains["input"]["hook"], chains["output"]["hook"],
+            chains["postrouting"]["type"]) == ("forward", "input", "output", "nat")
     rules = [r["rule"] for r in table if "rule" in r]
     nat = [json.dumps(r["expr"]) for r in rules if r["chain"] == "postrouting"]
     assert len(nat) == 2 and '"10.217.0.0"' in nat[0] and '"10.218.0.0"' in nat[1]

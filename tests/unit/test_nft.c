@@ -20,7 +20,7 @@
 
 static const nft_net two_nets[] = {
     {.bridge = "jb-bridge", .cidr = {"10.217.0.0", 16}},
-    {.bridge = "jb-ml", .cidr = {"10.218.4.0", 24}},
+    {.bridge = "jb-ml", .cidr = {"10.218.4.0", 24}, .has_owner = true, .owner = 1000},
 };
 
 /* The commands of a batch whose verb is verb and whose object is kind, in order. */
@@ -81,9 +81,10 @@ static void test_render_two_networks_and_pool(void **state)
 
     /* the three chains with their hooks */
     struct { const char *name, *type, *hook; int prio; } chains[] = {
-        {"forward", "filter", "forward", 0}, {"input", "filter", "input", 0}, {"postrouting", "nat", "postrouting", 100}};
-    assert_int_equal(count_cmds(cmds, "add", "chain", NULL), 3);
-    for (size_t k = 0; k < 3; k++) {
+        {"forward", "filter", "forward", 0}, {"input", "filter", "input", 0}, {"output", "filter", "output", 0},
+        {"postrouting", "nat", "postrouting", 100}};
+    assert_int_equal(count_cmds(cmds, "add", "chain", NULL), 4);
+    for (size_t k = 0; k < 4; k++) {
         size_t i;
         json_t *c, *found = NULL;
         json_array_foreach(cmds, i, c) {
@@ -128,6 +129,27 @@ static void test_render_two_networks_and_pool(void **state)
                            "\"right\":{\"set\":[\"jb-*\",\"jv*\"]}}},{\"drop\":null}]");
     free(t);
 
+    /* output: answers, root's, the named network's owner's into its bridge, then new ones dropped
+     * (the host routes to every network: any local user reached every job before) */
+    assert_int_equal(count_cmds(cmds, "add", "rule", "output"), 4);
+    t = expr_text(rule_at(cmds, "output", 1));
+    assert_string_equal(t, "[{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{\"key\":\"oifname\"}},"
+                           "\"right\":{\"set\":[\"jb-*\",\"jv*\"]}}},"
+                           "{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{\"key\":\"skuid\"}},\"right\":0}},"
+                           "{\"accept\":null}]");
+    free(t);
+    t = expr_text(rule_at(cmds, "output", 2));
+    assert_string_equal(t, "[{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{\"key\":\"oifname\"}},\"right\":\"jb-ml\"}},"
+                           "{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{\"key\":\"skuid\"}},\"right\":1000}},"
+                           "{\"accept\":null}]");
+    free(t);
+    t = expr_text(rule_at(cmds, "output", 3));
+    assert_string_equal(t, "[{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{\"key\":\"oifname\"}},"
+                           "\"right\":{\"set\":[\"jb-*\",\"jv*\"]}}},"
+                           "{\"match\":{\"op\":\"in\",\"left\":{\"ct\":{\"key\":\"state\"}},\"right\":\"new\"}},"
+                           "{\"drop\":null}]");
+    free(t);
+
     /* postrouting: per network saddr CIDR daddr != CIDR, then the pool */
     assert_int_equal(count_cmds(cmds, "add", "rule", "postrouting"), 3);
     t = expr_text(rule_at(cmds, "postrouting", 1));
@@ -164,8 +186,9 @@ static void test_render_nothing(void **state)
     nft_plan p = {0};
     json_t *b = nft_render(&p);
     json_t *cmds = json_object_get(b, "nftables");
-    /* the fence stays even with no network: forward and input rules, no NAT */
-    assert_int_equal(count_cmds(cmds, "add", "chain", NULL), 3);
+    /* the fence stays even with no network: forward, input and output rules, no NAT */
+    assert_int_equal(count_cmds(cmds, "add", "chain", NULL), 4);
+    assert_int_equal(count_cmds(cmds, "add", "rule", "output"), 3);
     assert_int_equal(count_cmds(cmds, "add", "rule", "forward"), 3);
     assert_int_equal(count_cmds(cmds, "add", "rule", "input"), 2);
     assert_int_equal(count_cmds(cmds, "add", "rule", "postrouting"), 0);
