@@ -129,7 +129,6 @@ typedef struct pending_src {
     int64_t refilled_ms;
     unsigned nwait;
     struct waiter *w_head, *w_tail; /* its connections waiting for their turn, oldest first */
-    int64_t warned_ms;
 } pending_src;
 static pending_src *pending_srcs[PENDING_SRC_BUCKETS];
 static unsigned npending_srcs;
@@ -157,6 +156,12 @@ static struct {
     unsigned n;
     double per_s;       /* remote.handshakes_per_s */
     int64_t next_ms;    /* the next pass over them (waiters_run) */
+    /* The log's line of an address beyond its pace: once a minute for all addresses together,
+     * not once a minute an address: a source is forgotten two seconds after its turns are whole
+     * again, so a line a source would be a line a burst, and many addresses (IPv6 /64s) many
+     * lines: the log would be a lever for anyone who reaches the port. */
+    int64_t warned_ms;
+    unsigned waited;    /* connections that waited since that line */
 } waiting;
 #define WAITERS_TICK_MS 20
 #define ACCEPTS_PER_WAKE 64
@@ -345,14 +350,17 @@ static void waiter_admit(struct server *sv, int fd, const struct sockaddr_storag
     else if (waiting.n >= pending.max && waiting.head)
         waiter_drop(waiting.head, now);
     p = pending_src_get(key); /* (a drop may have forgotten it) */
-    if (now - p->warned_ms >= 60000 || !p->warned_ms) {
+    if (!waiting.warned_ms || now - waiting.warned_ms >= 60000) {
         char host[INET6_ADDRSTRLEN + 1] = "?";
         getnameinfo((const struct sockaddr *)sa, alen, host, sizeof host, NULL, 0, NI_NUMERICHOST);
         log_warn("remote: %s opens TLS connections faster than remote.handshakes_per_s (%g a second, %g at once): "
-                 "the others wait their turn (said once a minute)",
-                 host, waiting.per_s, 2 * waiting.per_s);
-        p->warned_ms = now;
+                 "the others wait their turn (said once a minute for all addresses; %u connections waited since "
+                 "the last time)",
+                 host, waiting.per_s, 2 * waiting.per_s, waiting.waited);
+        waiting.warned_ms = now;
+        waiting.waited = 0;
     }
+    waiting.waited++;
     waiter *w = xcalloc(1, sizeof *w);
     w->fd = fd;
     w->sv = sv;
