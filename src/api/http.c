@@ -881,6 +881,10 @@ static void on_mhd(watch *w, uint32_t events) { /* progress is made in http_run 
  * watch is level-triggered, the rest comes at the next turn), each handed over or left waiting
  * (waiter_admit). Out of descriptors: the listener is left alone for a moment, not spun on. */
 static int64_t accept_again_ms;
+/* said once a minute, not at each try (ten a second while the descriptors last out): a log line
+ * a try would be a lever for whoever holds the descriptors */
+static int64_t accept_warned_ms;
+static unsigned accept_failed;
 static void on_accept(watch *lw, uint32_t events)
 {
     (void)events;
@@ -894,7 +898,14 @@ static void on_accept(watch *lw, uint32_t events)
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                log_warn("remote: accepting on %s: %s; the listener waits a moment", sv->addr, strerror(errno));
+                accept_failed++;
+                if (!accept_warned_ms || now - accept_warned_ms >= 60000) {
+                    log_warn("remote: accepting on %s: %s; the listener waits a moment (said once a minute: %u "
+                             "tries failed since the last time)",
+                             sv->addr, strerror(errno), accept_failed);
+                    accept_warned_ms = now;
+                    accept_failed = 0;
+                }
                 for (unsigned k = 0; k < nservers; k++)
                     if (servers[k].tls)
                         loop_del(&servers[k].listen);

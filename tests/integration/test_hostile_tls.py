@@ -332,6 +332,49 @@ def test_the_warning_of_addresses_beyond_their_pace_is_said_once_a_minute():
         r.close()
 
 
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])          # utime + stime
+
+
+def test_out_of_descriptors_the_listener_neither_spins_nor_floods_the_log():
+    """joblet out of descriptors (its RLIMIT_NOFILE lowered to what it holds, with connections
+    waiting in the listener's backlog): accept fails with EMFILE at each of its tries (the listener
+    is left alone 100 ms between), which costs the loop nothing much and says so in the log a few
+    times, not ten times a second; with descriptors again, the listener takes connections and a
+    handshake from another address goes through."""
+    import resource
+    r = Remote(extra="  handshake_timeout_s: 2\n", pace=2)
+    pid = r.d.proc.pid
+    held = []
+    try:
+        time.sleep(0.5)
+        old = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (daemon_fds(r) + 4, old[1]))
+        for _ in range(40):
+            held.append(socket.create_connection(("127.0.0.1", r.port), timeout=10, source_address=("127.0.0.3", 0)))
+        t0, c0 = time.monotonic(), cpu_ticks(pid)
+        time.sleep(4)
+        cpu = (cpu_ticks(pid) - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
+        warned = r.d.log().count("; the listener waits a moment")
+        for s in held:
+            s.close()
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, old)
+        time.sleep(3)
+        raw = socket.create_connection(("127.0.0.1", r.port), timeout=30, source_address=("127.0.0.4", 0))
+        r.ctx(None).wrap_socket(raw, server_hostname="127.0.0.1").close()
+        print(f"\nout of descriptors for 4 s: {cpu * 100:.0f} % of a CPU, {warned} log lines")
+        assert cpu < 0.3, cpu
+        assert warned <= 3, warned
+        st, _ = r.d.api("GET", "/v1/version")
+        assert st == 200
+    finally:
+        for s in held:
+            s.close()
+        r.close()
+
+
 def test_a_revoked_certificates_terminal_is_closed_at_the_reload(remote):
     """docs/remote.md: at the reload that revokes a certificate, "the connections it has open are
     closed ... a terminal it types into". A terminal (the console's WebSocket, upgraded, whose TLS
