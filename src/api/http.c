@@ -154,6 +154,10 @@ typedef struct waiter {
 static struct {
     waiter *head, *tail;
     unsigned n;
+    /* at most remote.max_pending, and no more than the listener may hold connected (its share
+     * of the descriptors, connection_limit): each holds a descriptor, and beyond that share they
+     * would take those of the local socket, of jobs, of the database */
+    unsigned max;
     double per_s;       /* remote.handshakes_per_s */
     int64_t next_ms;    /* the next pass over them (waiters_run) */
     /* The log's line of an address beyond its pace: once a minute for all addresses together,
@@ -347,7 +351,7 @@ static void waiter_admit(struct server *sv, int fd, const struct sockaddr_storag
     unsigned share = pending.max / PENDING_SRC_SHARE > 2 ? pending.max / PENDING_SRC_SHARE : 2;
     if (p->nwait >= share)
         waiter_drop(p->w_head, now); /* its own oldest makes room */
-    else if (waiting.n >= pending.max && waiting.head)
+    else if (waiting.n >= waiting.max && waiting.head)
         waiter_drop(waiting.head, now);
     p = pending_src_get(key); /* (a drop may have forgotten it) */
     if (!waiting.warned_ms || now - waiting.warned_ms >= 60000) {
@@ -1215,6 +1219,9 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
         trust = xstrdup(tls_ca_pem());
     /* the connections' half of the descriptors is shared by the servers (connection_limit) */
     unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u) / (1 + rc->nlisten);
+    if (limit < 16)
+        limit = 16;
+    waiting.max = rc->max_pending < limit ? rc->max_pending : limit;
     for (unsigned i = 0; i < rc->nlisten; i++) {
         int fd = tcp_listen(rc->listen[i], e);
         if (fd < 0)
@@ -1228,7 +1235,7 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
             0, NULL, NULL, on_request, NULL,
             MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
             on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s ? lim->idle_timeout_s : 300u,
-            MHD_OPTION_CONNECTION_LIMIT, limit > 16 ? limit : 16u, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
+            MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
             MHD_OPTION_HTTPS_MEM_TRUST, trust, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_END);
         if (!sv->mhd) {
             close(fd);

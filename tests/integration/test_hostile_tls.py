@@ -332,6 +332,40 @@ def test_the_warning_of_addresses_beyond_their_pace_is_said_once_a_minute():
         r.close()
 
 
+def test_connections_waiting_their_turn_take_no_more_descriptors_than_the_listener_may_hold():
+    """joblet run with few descriptors (RLIMIT_NOFILE 256: its connections get half, the TLS
+    listener a quarter, 64): connections waiting for their turn hold a descriptor each, and may
+    take no more than the listener could hold connected, whatever remote.max_pending (256) says,
+    or 12 addresses of 32 silent connections each take every descriptor joblet has, those the
+    local socket, jobs and the database need. (Was: the daemon held 256 descriptors, all it may
+    open.)"""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    try:
+        r = Remote(extra="  handshake_timeout_s: 30\n", pace=1)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096) if hard >= 4096 else hard, hard))
+    held = []
+    try:
+        time.sleep(0.5)
+        base = daemon_fds(r)
+        for a in range(20, 32):
+            for _ in range(32):
+                held.append(socket.create_connection(("127.0.0.1", r.port), timeout=10,
+                                                     source_address=(f"127.0.0.{a}", 0)))
+        time.sleep(0.5)
+        peak = daemon_fds(r)
+        print(f"\ndaemon fds {base} before, {peak} with {len(held)} silent connections (RLIMIT_NOFILE 256)")
+        st, _ = r.d.api("GET", "/v1/version", timeout=10)
+        assert st == 200
+        assert peak - base <= 2 * 64 + 8, (base, peak)     # the listener's connections and as many waiting
+    finally:
+        for s in held:
+            s.close()
+        r.close()
+
+
 def cpu_ticks(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
