@@ -118,6 +118,7 @@ static struct {
  * connections, chained in buckets. */
 #define PENDING_SRC_SHARE 8
 #define PENDING_SRC_BUCKETS 1024
+#define PENDING_SRC_MAX 16384
 struct waiter;
 typedef struct pending_src {
     unsigned char key[16];
@@ -192,12 +193,15 @@ static void pending_src_key(const struct sockaddr *sa, unsigned char key[16])
     }
 }
 
+static void srcs_forget_idle(void);
 static pending_src *pending_src_get(const unsigned char key[16])
 {
     pending_src **b = &pending_srcs[pending_src_bucket(key)];
     for (pending_src *p = *b; p; p = p->chain)
         if (!memcmp(p->key, key, 16))
             return p;
+    if (npending_srcs >= PENDING_SRC_MAX)
+        srcs_forget_idle();
     pending_src *p = xcalloc(1, sizeof *p);
     memcpy(p->key, key, 16);
     p->tokens = 2 * waiting.per_s;
@@ -235,6 +239,25 @@ static bool src_forget(pending_src *p, int64_t now)
     free(p);
     npending_srcs--;
     return true;
+}
+
+/* The table at PENDING_SRC_MAX (many addresses, each new in the last two seconds: an IPv6
+ * attacker has many /64s): every source with no connection pending or waiting is forgotten,
+ * its turns not yet whole included (a new address gets whole turns anyway). A sweep frees
+ * nearly all, so it comes at most once per PENDING_SRC_MAX new addresses. */
+static void srcs_forget_idle(void)
+{
+    for (unsigned i = 0; i < PENDING_SRC_BUCKETS; i++)
+        for (pending_src **b = &pending_srcs[i]; *b;) {
+            pending_src *p = *b;
+            if (p->n || p->nwait) {
+                b = &p->chain;
+                continue;
+            }
+            *b = p->chain;
+            free(p);
+            npending_srcs--;
+        }
 }
 
 /* Every second or so: the sources whose turns are whole again, forgotten. */
