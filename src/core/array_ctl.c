@@ -33,9 +33,12 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
             busy++;
             continue;
         }
+        /* a task stopping already is stopped, unless that stop is its requeue's: then the
+         * stop ends it there (job_ctl_stop), or it would run again once the array was stopped */
+        bool stopped = j->state == JS_STOPPING && !j->preempting;
         jerr je = {0};
         int rc = act == ARRAY_CTL_KILL ? job_ctl_kill(j, by, &je)
-                 : act == ARRAY_CTL_STOP && !waiting ? (j->state == JS_STOPPING ? 0 : job_ctl_stop(j, by, &je))
+                 : act == ARRAY_CTL_STOP && !waiting ? (stopped ? 0 : job_ctl_stop(j, by, &je))
                                                      : job_ctl_cancel(j, by, &je);
         if (rc == 0)
             (*acted)++;

@@ -68,8 +68,25 @@ static int thaw_to_stop(job *j, uid_t by, jerr *e)
     return 0;
 }
 
+/* A stop asked while the job is being stopped to go back to the queue (a requeue, a
+ * preemption): it ends there, as Slurm's scancel of a job being requeued does. Refused, or taken
+ * as done (an array's stop), the job ran again after its owner stopped it. The shim has its
+ * SIGTERM already (SIGKILL after the grace period): only what its end does changes. */
+static int stop_requeue(job *j, uid_t by)
+{
+    j->preempting = j->requeue_asked = j->requeue_hold = false;
+    j->stopped_by = by;
+    job_event(j, JE_STOPPING, (int64_t)by, "by uid %u: the stop under way for its requeue now ends it (it does "
+                                           "not go back to the queue)", (unsigned)by);
+    job_save(j);
+    log_info("job %s: stopped by uid %u while being requeued; it ends", j->id, (unsigned)by);
+    return 0;
+}
+
 int job_ctl_stop(job *j, uid_t by, jerr *e)
 {
+    if (j->state == JS_STOPPING && j->preempting)
+        return stop_requeue(j, by);
     if (job_state_terminal(j->state) || j->state == JS_STOPPING)
         return jerr_http(e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
     if (thaw_to_stop(j, by, e) < 0)
