@@ -428,8 +428,12 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
     jerr e = {0};
     bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST"), del = !strcmp(r->method, "DELETE");
     if (!*action && get) {
-        if (!tasks)
-            return http_reply_json(r->conn, 200, array_json(a));
+        if (!tasks) {
+            json_t *o = array_json(a);
+            if (query_true(r, "detail"))
+                json_object_set_new(o, "detail", array_json_detail(a));
+            return http_reply_json(r->conn, 200, o);
+        }
         if (tasks->count == 1)
             return http_reply_json(r->conn, 200, array_task_json(a, tasks->r[0].lo));
         /* at most ARRAY_SHOW_MAX tasks, and no more once their requests (each up to the body's

@@ -11,10 +11,25 @@
 #include "../common/util.h"
 #include "depend.h"
 #include "job_ctl.h"
+#include "job_events.h"
 #include "jobs.h"
 #include "state.h"
 #include "submit.h"
 #include "workflow.h"
+
+/* Into the array's own history (job_events.h): "held by uid 1000: tasks 3-5, 2 of them". */
+static void say(jarray *a, enum job_event ev, uid_t by, const arrayspec *tasks, const char *verb, uint64_t acted)
+{
+    char named[1024] = "";
+    if (tasks) {
+        arrayspec_format(tasks, false, named, sizeof named);
+        job_event_array(a, ev, (int64_t)by, "%s by uid %u: tasks %s named, %llu of them", verb, (unsigned)by, named,
+                        (unsigned long long)acted);
+    } else {
+        job_event_array(a, ev, (int64_t)by, "%s by uid %u: %llu of its tasks", verb, (unsigned)by,
+                        (unsigned long long)acted);
+    }
+}
 
 int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid_t by, uint64_t *acted, jerr *e)
 {
@@ -47,6 +62,9 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
     }
     depend_array_changed(a); /* ended by this (its tasks not started canceled): who waits on it */
     workflow_array_changed(a); /* a workflow's array: the jobs requiring it, the workflow's state */
+    if (*acted)
+        say(a, JE_STOPPING, by, tasks, act == ARRAY_CTL_CANCEL ? "canceled" : act == ARRAY_CTL_STOP ? "stopped" : "killed",
+            *acted);
     if (!*acted)
         return jerr_http(e, 409, "array %s: no task %swas left to %s%s", a->id, tasks ? "named " : "",
                          act == ARRAY_CTL_CANCEL ? "cancel" : act == ARRAY_CTL_STOP ? "stop" : "kill",
@@ -101,6 +119,10 @@ int array_ctl_run(jarray *a, const arrayspec *tasks, enum array_ctl_run act, boo
         else
             log_warn("array %s: task %lld: %s", a->id, (long long)j->array_task, je.msg);
     }
+    static const enum job_event evs[] = {JE_SUSPENDED, JE_RESUMED, JE_REQUEUED};
+    static const char *const done[] = {"suspended", "resumed", "requeue asked"};
+    if (*acted)
+        say(a, evs[act], who->uid, tasks, act == ARRAY_CTL_REQUEUE && hold ? "requeue (held) asked" : done[act], *acted);
     if (!*acted)
         return jerr_http(e, refused ? 403 : 409, "array %s: no task %swas left to %s%s", a->id, tasks ? "named " : "",
                          verbs[act], refused ? " (those named are suspended, and requeuing one undoes an admin's "
@@ -130,6 +152,8 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
             return -1;
         (*acted)++;
         log_info("array %s %s by uid %u", a->id, hold ? "held" : "released", (unsigned)by);
+        job_event_array(a, hold ? JE_HELD : JE_RELEASED, (int64_t)by, hold ? "held by uid %u: no task is made until "
+                        "it is released" : "hold released by uid %u", (unsigned)by);
         if (!hold)
             depend_array_released(a); /* (what it waits for ended as it cannot need while it was held) */
     }
@@ -145,6 +169,8 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
         else if (can && je.http == 403 && !refused.http)
             refused = je;
     }
+    if (tasks && *acted) /* (the whole array's is said above) */
+        say(a, hold ? JE_HELD : JE_RELEASED, by, tasks, hold ? "held" : "released", *acted);
     if (!*acted && refused.http) {
         *e = refused;
         return -1;
@@ -170,8 +196,9 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
     if (submit_check_change(req, a->owner_uid, a->owner_gid, changed, e) < 0)
         return -1;
     uint64_t task_fields = changed & ~(1ull << JR_ARRAY);
-    char was[2048];
+    char was[2048], what[512];
     arrayspec_format(&a->spec, true, was, sizeof was);
+    job_ctl_say_changes(&a->req, req, task_fields, what, sizeof what); /* (before arrays_update takes req) */
     if (arrays_update(a, req, e) < 0) /* the tasks made from now on */
         return -1;
     (*acted)++;
@@ -198,6 +225,10 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
     }
     char now[2048];
     arrayspec_format(&a->spec, true, now, sizeof now);
+    job_event_array(a, JE_UPDATED, (int64_t)who->uid, "by uid %u: %s%s%s%s%s; %llu of its tasks made so far changed with it",
+                    (unsigned)who->uid, strcmp(was, now) ? was : "", strcmp(was, now) ? " -> " : "",
+                    strcmp(was, now) ? now : "", strcmp(was, now) && *what ? ", " : "", what,
+                    (unsigned long long)(*acted - 1));
     log_info("array %s updated by uid %u (%s%s%s); %llu of its tasks made so far changed with it", a->id,
              (unsigned)who->uid, was, strcmp(was, now) ? " -> " : "", strcmp(was, now) ? now : "",
              (unsigned long long)(*acted - 1));

@@ -7,6 +7,7 @@
 #include "../common/util.h"
 #include "../sched/sched.h"
 #include "depend.h"
+#include "job_detail_json.h"
 #include "job_json.h"
 #include "workflow.h"
 
@@ -124,4 +125,12 @@ json_t *array_task_json(const jarray *a, uint32_t t)
                      canceled ? "CANCELED" : job_state_name(arrays_unmade_state(a)), "array", "id", a->id, "task",
                      (json_int_t)t, "ref", id, "number", (json_int_t)a->seq, "made", 0, "wait_reason",
                      canceled ? "canceled before it started" : "not started yet: the array's tasks start as room comes");
+}
+
+json_t *array_json_detail(const jarray *a)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "request", job_detail_json_request(&a->req));
+    job_detail_json_events(o, a->id);
+    return o;
 }

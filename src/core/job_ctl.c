@@ -393,6 +393,19 @@ bool job_ctl_update_runs(const job *j)
     return j->state == JS_RUNNING || j->state == JS_SUSPENDED || (job_state_waiting(j->state) && j->shim_pid > 0);
 }
 
+size_t job_ctl_say_changes(const job_req *a, const job_req *b, uint64_t changed, char *out, size_t len)
+{
+    size_t n = 0;
+    *out = 0;
+    for (size_t i = 0; i < job_ctl_update_nfields && n < len; i++)
+        if (changed >> job_ctl_update_fields[i] & 1) {
+            if (n && n + 2 < len)
+                n += (size_t)snprintf(out + n, len - n, ", ");
+            n += say_change(a, b, job_ctl_update_fields[i], out + n, n < len ? len - n : 0);
+        }
+    return n;
+}
+
 int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, jerr *e)
 {
     bool running = job_ctl_update_runs(j);
@@ -434,14 +447,8 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     /* (a suspended job's shim keeps its clock stopped: the new limit counts once it is resumed) */
     if (running && job_launch_runtime(j, job_launch_runtime_s(req), j->state == JS_SUSPENDED, e) < 0)
         return -1;
-    char what[512] = "";
-    size_t n = 0;
-    for (size_t i = 0; i < job_ctl_update_nfields && n < sizeof what; i++)
-        if (changed >> job_ctl_update_fields[i] & 1) {
-            if (n && n + 2 < sizeof what)
-                n += (size_t)snprintf(what + n, sizeof what - n, ", ");
-            n += say_change(&j->req, req, job_ctl_update_fields[i], what + n, n < sizeof what ? sizeof what - n : 0);
-        }
+    char what[512];
+    job_ctl_say_changes(&j->req, req, changed, what, sizeof what);
     if (changed & deps)
         depend_unlink(j); /* (linked to the new ones by depend_changed, below) */
     jobreq_free(&j->req);

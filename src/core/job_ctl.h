@@ -54,6 +54,9 @@ int job_ctl_may_release(const job *j, const caller *who, jerr *e);
  * between the two; new dependencies are decided at once (depend_changed). req is taken over on
  * success. */
 int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, jerr *e);
+/* "priority 0 -> 5, max_runtime_s 3600 -> 7200": the fields of job_ctl_update_fields that
+ * changed (bits 1 << JR_x) from a to b, as an update's event says them; its length. */
+size_t job_ctl_say_changes(const job_req *a, const job_req *b, uint64_t changed, char *out, size_t len);
 /* Whether an update may change only j's time limit: it runs or is suspended, or its shim is
  * starting it (still QUEUED; the shim, born with SIGUSR2 blocked, takes a new limit once it reads
  * its signals). */

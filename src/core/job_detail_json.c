@@ -27,21 +27,32 @@ static void add_event(const db_event *ev, void *arg)
     json_array_append_new(arg, o);
 }
 
-static json_t *request_json(const job *j)
+json_t *job_detail_json_request(const job_req *r)
 {
-    json_t *fields = jobreq_to_json(&j->req, 0);
+    json_t *fields = jobreq_to_json(r, 0);
     /* what the daemon set itself, and the file listing (the job's "uploads" has it) */
     for (int i = 0; i < JR_N; i++)
-        if (jobreq_fields[i].daemon_only || i == JR_UPLOADS || (i == JR_MAX_MEMORY_MB && j->req.memory_default))
+        if (jobreq_fields[i].daemon_only || i == JR_UPLOADS || (i == JR_MAX_MEMORY_MB && r->memory_default))
             json_object_del(fields, jobreq_fields[i].key);
-    return json_pack("{s:o,s:o,s:o}", "fields", fields, "flags", jobreq_to_flags(&j->req), "uploads",
-                     json_integer((json_int_t)j->req.nuploads));
+    return json_pack("{s:o,s:o,s:o}", "fields", fields, "flags", jobreq_to_flags(r), "uploads",
+                     json_integer((json_int_t)r->nuploads));
+}
+
+void job_detail_json_events(json_t *o, const char *id)
+{
+    json_t *evs = json_array();
+    uint64_t dropped = 0;
+    jerr e = {0};
+    if (db_event_load(core.db, id, add_event, evs, &dropped, &e) < 0)
+        log_err("job %s: %s", id, e.msg);
+    json_object_set_new(o, "events", evs);
+    json_object_set_new(o, "events_dropped", json_integer((json_int_t)dropped));
 }
 
 json_t *job_detail_json(const job *j)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "request", request_json(j));
+    json_object_set_new(o, "request", job_detail_json_request(&j->req));
     /* the placement of the GPUs it holds or held last; none while it waits (again) */
     json_object_set_new(o, "placement", j->gpus.n ? stored(j, DB_JOB_PLACEMENT) : json_null());
     json_object_set_new(o, "spec", stored(j, DB_JOB_SPEC));
@@ -54,12 +65,6 @@ json_t *job_detail_json(const job *j)
         json_object_set_new(usage, "gpus", json_null());
     }
     json_object_set_new(o, "usage", usage);
-    json_t *evs = json_array();
-    uint64_t dropped = 0;
-    jerr e = {0};
-    if (db_event_load(core.db, j->id, add_event, evs, &dropped, &e) < 0)
-        log_err("job %s: %s", j->id, e.msg);
-    json_object_set_new(o, "events", evs);
-    json_object_set_new(o, "events_dropped", json_integer((json_int_t)dropped));
+    job_detail_json_events(o, j->id);
     return o;
 }

@@ -12,5 +12,10 @@
  * usage (its GPUs' live use while it runs), events (job_events.h, oldest first) and
  * events_dropped. */
 json_t *job_detail_json(const job *j);
+/* Its "request": the fields given, the flags that give them, how many uploads. */
+json_t *job_detail_json_request(const job_req *r);
+/* Sets "events" and "events_dropped" in o: the history kept under id (a job's, or an array's:
+ * job_events.h). */
+void job_detail_json_events(json_t *o, const char *id);
 
 #endif

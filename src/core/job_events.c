@@ -7,6 +7,7 @@
 
 #include "../common/log.h"
 #include "../common/util.h"
+#include "arrays.h"
 #include "state.h"
 
 const char *job_event_name(enum job_event ev)
@@ -23,7 +24,7 @@ const char *job_event_name(enum job_event ev)
     return (size_t)ev < ARRAY_LEN(names) ? names[ev] : "?";
 }
 
-static void record(job *j, int64_t at_ms, enum job_event ev, int64_t uid, const char *fmt, va_list ap)
+static void record(const char *id, int64_t at_ms, enum job_event ev, int64_t uid, const char *fmt, va_list ap)
 {
     char detail[1024];
     vsnprintf(detail, sizeof detail, fmt, ap);
@@ -31,15 +32,23 @@ static void record(job *j, int64_t at_ms, enum job_event ev, int64_t uid, const 
         return;
     db_event x = {at_ms > 0 ? at_ms : now_ms(), job_event_name(ev), uid, *detail ? detail : NULL};
     jerr e = {0};
-    if (db_event_add(core.db, j->id, &x, JOB_EVENTS_MAX, &e) < 0)
-        log_err("job %s: event %s not recorded: %s", j->id, x.event, e.msg);
+    if (db_event_add(core.db, id, &x, JOB_EVENTS_MAX, &e) < 0)
+        log_err("job %s: event %s not recorded: %s", id, x.event, e.msg);
 }
 
 void job_event(job *j, enum job_event ev, int64_t uid, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    record(j, 0, ev, uid, fmt, ap);
+    record(j->id, 0, ev, uid, fmt, ap);
+    va_end(ap);
+}
+
+void job_event_array(const jarray *a, enum job_event ev, int64_t uid, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(a->id, 0, ev, uid, fmt, ap);
     va_end(ap);
 }
 
@@ -47,7 +56,7 @@ void job_event_at(job *j, int64_t at_ms, enum job_event ev, int64_t uid, const c
 {
     va_list ap;
     va_start(ap, fmt);
-    record(j, at_ms, ev, uid, fmt, ap);
+    record(j->id, at_ms, ev, uid, fmt, ap);
     va_end(ap);
 }
 

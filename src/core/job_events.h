@@ -41,6 +41,11 @@ const char *job_event_name(enum job_event ev);
 /* Records an event now (at_ms: at that time), by uid (-1: joblet or nobody), with a detail
  * in words (printf). A database error is logged, never fatal. */
 void job_event(job *j, enum job_event ev, int64_t uid, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* An array's history, under its id as a job's (an array is one row, and a job only for each task
+ * made): who held, released, updated, suspended, requeued or stopped it, which its tasks not made
+ * yet cannot say. Deleted with the array's row (db_array_delete). */
+void job_event_array(const struct jarray *a, enum job_event ev, int64_t uid, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void job_event_at(job *j, int64_t at_ms, enum job_event ev, int64_t uid, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 

@@ -1603,7 +1603,15 @@ int db_array_delete(db *d, const char *id, jerr *e)
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     d->deleted = true;
-    return rc == SQLITE_DONE ? 0 : jerr_set(e, write_errno(d), "database: arrays: %s", sqlite3_errmsg(d->h));
+    if (rc != SQLITE_DONE)
+        return jerr_set(e, write_errno(d), "database: arrays: %s", sqlite3_errmsg(d->h));
+    /* its history (core/job_events.h keeps an array's under its id), in the same transaction */
+    sqlite3_reset(d->ev_del);
+    sqlite3_bind_text(d->ev_del, 1, id, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(d->ev_del);
+    sqlite3_reset(d->ev_del);
+    return rc == SQLITE_DONE ? 0 : jerr_set(e, write_errno(d), "database: deleting the events of array %s: %s", id,
+                                            sqlite3_errmsg(d->h));
 }
 
 int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)

@@ -1,9 +1,12 @@
 """Batch edges a hostile tester found (docs/batch.md): a stop asked while a job is being stopped
 to go back to the queue (rnx job requeue, a preemption) ends it, as Slurm's scancel of a job
-being requeued does, instead of being refused or taken and then the job running again."""
+being requeued does, instead of being refused or taken and then the job running again; an
+array's own history (who held, released, updated, suspended or stopped it)."""
 import time
 
-from conftest import tasks_of, wait_for
+from conftest import rnx_as, tasks_of, wait_for
+
+USER = 4391  # a plain uid (setpriv), no /etc/passwd entry needed
 
 # ignores SIGTERM (so is its sleep, which inherits it): a stop lasts jobs.stop_grace_s, 2 s here
 DEAF = ["sh", "-c", "trap '' TERM; while :; do sleep 0.2; done"]
@@ -46,5 +49,43 @@ def test_an_arrays_stop_during_a_tasks_requeue_ends_the_task(daemon):
         t0 = d.job(f"{aid[:8]}_0")
         assert (a["status"], t0["status"]) == ("STOPPED", "STOPPED"), (a["status"], a["array"]["counts"],
                                                                          t0["status"], d.events(t0["id"]))
+    finally:
+        d.rnx("job", "kill", aid)
+
+
+def test_an_arrays_history_says_who_held_updated_and_stopped_it(fresh_daemon):
+    """docs/batch.md: "Each change is recorded in the job's history with the uid that asked for
+    it (`rnx job status --detail ID`)". An array's hold, release, update, suspend and stop were
+    recorded nowhere (its tasks not made have no job, so no history): `rnx job status --detail
+    ARRAY` said "joblet sent no detail for this job", and an owner whose array an admin held
+    could not learn from joblet who did it or when. Its history is its own, kept over a kill -9."""
+    d = fresh_daemon()
+    aid = rnx_as(d, USER, "job", "run", "--array=0-5%1", "--hold", "sleep", "600").stdout.strip()
+    assert aid, "the user's array"
+    try:
+        assert rnx_as(d, USER, "job", "release", aid).returncode == 0
+        assert rnx_as(d, USER, "job", "update", aid, "--throttle=2", "--priority=-4").returncode == 0
+        wait_for(lambda: d.job(aid)["array"]["counts"].get("RUNNING") == 2, "two tasks running", timeout=60)
+        d.rnx("job", "suspend", f"{aid[:8]}_[0-1]", check=True)
+        d.rnx("job", "resume", aid, check=True)
+        d.rnx("job", "hold", aid, check=True)  # root on the user's array: an admin's hold
+        d.kill9()
+        d.start()
+        p = rnx_as(d, USER, "job", "status", "--detail", aid)
+        assert p.returncode == 0 and "sent no detail" not in p.stderr, (p.stdout, p.stderr)
+        code, j = d.api("GET", f"/v1/jobs/{aid}?detail=1")
+        assert code == 200 and "detail" in j, j
+        evs = [(e["event"], e["uid"], e["detail"]) for e in j["detail"]["events"]]
+        names = [e[0] for e in evs]
+        assert names == ["submitted", "released", "updated", "suspended", "resumed", "held"], evs
+        assert [e[1] for e in evs] == [USER, USER, USER, 0, 0, 0], evs
+        assert "0-5%1 -> 0-5%2" in evs[2][2] and "priority 0 -> -4" in evs[2][2], evs[2]
+        assert "tasks 0-1 named, 2 of them" in evs[3][2], evs[3]
+        assert "--array=0-5%2" in j["detail"]["request"]["flags"], j["detail"]["request"]
+        for line in ("submitted  by uid %d" % USER, "held       held by uid 0"):
+            assert line in p.stdout, p.stdout
+        d.rnx("job", "stop", aid, check=True)
+        evs = d.api("GET", f"/v1/jobs/{aid}?detail=1")[1]["detail"]["events"]
+        assert (evs[-1]["event"], evs[-1]["uid"]) == ("stopping", 0) and "stopped by uid 0" in evs[-1]["detail"], evs
     finally:
         d.rnx("job", "kill", aid)
