@@ -162,7 +162,8 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
         job *j = a->tasks[i];
         if (!j || (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
             continue;
-        bool can = hold ? job_in_queue(j) || j->state == JS_PENDING : j->state == JS_HELD;
+        bool can = hold ? job_in_queue(j) || j->state == JS_PENDING || (job_ctl_requeuing(j) && !j->requeue_hold)
+                        : j->state == JS_HELD;
         jerr je = {0};
         if (can && (hold ? job_ctl_hold(j, by, &je) : job_ctl_release(j, who, &je)) == 0)
             (*acted)++;

@@ -277,8 +277,28 @@ static int refuse(job *j, const char *what, const char *only, jerr *e)
     return jerr_http(e, 409, "job %s is %s; only %s job can be %s", j->id, job_state_name(j->state), only, what);
 }
 
+bool job_ctl_requeuing(const job *j)
+{
+    return j->state == JS_STOPPING && j->preempting && j->requeue_asked;
+}
+
 int job_ctl_hold(job *j, uid_t by, jerr *e)
 {
+    /* being stopped to go back to the queue (rnx job requeue): it waits HELD once stopped, as
+     * with requeue --hold. Refused, the hold could only be placed between the stop's end and the
+     * scheduler's next pass, which starts it again in the same turn when there is room: a hold
+     * its owner could not win */
+    if (job_ctl_requeuing(j)) {
+        if (j->requeue_hold)
+            return jerr_http(e, 409, "job %s is being stopped to be requeued held already", j->id);
+        j->requeue_hold = true;
+        j->stopped_by = by; /* who holds it (job_requeue: an admin's hold stays an admin's) */
+        job_event(j, JE_HELD, (int64_t)by, "held by uid %u while being stopped to be requeued: it waits HELD "
+                                          "once stopped", (unsigned)by);
+        job_save(j);
+        log_info("job %s: held by uid %u during its requeue's stop", j->id, (unsigned)by);
+        return 0;
+    }
     if (job_state_waiting(j->state) && j->shim_pid > 0)
         return jerr_http(e, 409, "job %s is being started (its shim runs); stop it, or requeue it with --hold once "
                                  "it runs", j->id);

@@ -89,3 +89,27 @@ def test_an_arrays_history_says_who_held_updated_and_stopped_it(fresh_daemon):
         assert (evs[-1]["event"], evs[-1]["uid"]) == ("stopping", 0) and "stopped by uid 0" in evs[-1]["detail"], evs
     finally:
         d.rnx("job", "kill", aid)
+
+
+def test_a_hold_during_a_requeues_stop_holds_the_job_once_stopped(daemon):
+    """`rnx job requeue J` then `rnx job hold J`: the hold was refused while the requeue's stop
+    ran (409 "is STOPPING"), and once the stop ended the scheduler started the job again in the
+    same turn when there was room, so a hold could never be placed in between. It now makes the
+    requeue a requeue --hold: the job waits HELD, held by whoever held it, until released."""
+    d = daemon
+    jid = d.submit(*DEAF)
+    try:
+        d.wait_status(jid, "RUNNING")
+        d.rnx("job", "requeue", jid, check=True)
+        p = d.rnx("job", "hold", jid)
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        p = d.rnx("job", "hold", jid)
+        assert p.returncode == 1 and "requeued held already" in p.stderr, (p.stdout, p.stderr)
+        wait_for(lambda: d.job(jid)["preemptions"] == 1, "the requeue's stop to end", timeout=30)
+        time.sleep(1.5)  # a job put back in the queue starts within a pass
+        j = d.job(jid)
+        assert j["status"] == "HELD" and "held by uid 0" in j["wait_reason"], (j["status"], j.get("wait_reason"))
+        d.rnx("job", "release", jid, check=True)
+        d.wait_status(jid, "RUNNING")
+    finally:
+        d.rnx("job", "kill", jid)
