@@ -113,3 +113,26 @@ def test_a_hold_during_a_requeues_stop_holds_the_job_once_stopped(daemon):
         d.wait_status(jid, "RUNNING")
     finally:
         d.rnx("job", "kill", jid)
+
+
+def test_a_hold_or_stop_during_a_requeue_outlives_a_kill9(fresh_daemon):
+    """The hold and the stop asked during a requeue's stop are in the job's row: a kill -9 of
+    joblet right after them and a restart leave one HELD and the other STOPPED, not back in the
+    queue as the requeue first said."""
+    d = fresh_daemon()
+    held, stopped = d.submit(*DEAF), d.submit(*DEAF)
+    try:
+        d.wait_status(held, "RUNNING")
+        d.wait_status(stopped, "RUNNING")
+        d.rnx("job", "requeue", held, stopped, check=True)
+        d.rnx("job", "hold", held, check=True)
+        d.rnx("job", "stop", stopped, check=True)
+        d.kill9()
+        d.start()
+        wait_for(lambda: d.job(stopped)["status"] == "STOPPED", "the stopped job's end", timeout=30)
+        wait_for(lambda: d.job(held)["status"] == "HELD", "the held job held once stopped", timeout=30)
+        time.sleep(1.5)
+        assert (d.job(held)["status"], d.job(stopped)["status"]) == ("HELD", "STOPPED")
+    finally:
+        d.rnx("job", "kill", held)
+        d.rnx("job", "kill", stopped)
