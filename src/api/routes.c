@@ -434,8 +434,16 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
                 json_object_set_new(o, "detail", array_json_detail(a));
             return http_reply_json(r->conn, 200, o);
         }
-        if (tasks->count == 1)
-            return http_reply_json(r->conn, 200, array_task_json(a, tasks->r[0].lo));
+        if (tasks->count == 1) {
+            json_t *o = array_task_json(a, tasks->r[0].lo);
+            if (query_true(r, "detail")) {
+                /* a task not made yet has no request or history of its own: the array's, said so */
+                json_t *d = array_json_detail(a);
+                json_object_set_new(d, "of_array", json_string(a->id));
+                json_object_set_new(o, "detail", d);
+            }
+            return http_reply_json(r->conn, 200, o);
+        }
         /* at most ARRAY_SHOW_MAX tasks, and no more once their requests (each up to the body's
          * size) pass ARRAY_SHOW_BYTES: one answer, made in one loop turn, stays bounded */
         json_t *list = json_array();

@@ -322,6 +322,9 @@ void print_detail(json_t *job, FILE *f)
     json_t *d = json_object_get(job, "detail");
     if (!json_is_object(d))
         return;
+    if (jstr(d, "of_array"))
+        print_textf(f, "Detail:       the array's (%s): this task is not started yet, so it has no request or events "
+                       "of its own\n", jstr(d, "of_array"));
     print_request(f, job, json_object_get(d, "request"));
     print_placement(f, json_object_get(d, "placement"));
     print_spec(f, json_object_get(d, "spec"));

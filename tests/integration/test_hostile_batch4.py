@@ -84,6 +84,11 @@ def test_an_arrays_history_says_who_held_updated_and_stopped_it(fresh_daemon):
         assert "--array=0-5%2" in j["detail"]["request"]["flags"], j["detail"]["request"]
         for line in ("submitted  by uid %d" % USER, "held       held by uid 0"):
             assert line in p.stdout, p.stdout
+        # a task not made yet: the array's request and history, said so (was "sent no detail")
+        p5 = rnx_as(d, USER, "job", "status", "--detail", f"{aid[:8]}_5")
+        assert p5.returncode == 0 and "sent no detail" not in p5.stderr, (p5.stdout, p5.stderr)
+        assert f"the array's ({aid}): this task is not started yet" in p5.stdout, p5.stdout
+        assert "held       held by uid 0" in p5.stdout, p5.stdout
         d.rnx("job", "stop", aid, check=True)
         evs = d.api("GET", f"/v1/jobs/{aid}?detail=1")[1]["detail"]["events"]
         assert (evs[-1]["event"], evs[-1]["uid"]) == ("stopping", 0) and "stopped by uid 0" in evs[-1]["detail"], evs
