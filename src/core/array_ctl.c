@@ -163,7 +163,7 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
         if (!j || (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
             continue;
         bool can = hold ? job_in_queue(j) || j->state == JS_PENDING || (job_ctl_requeuing(j) && !j->requeue_hold)
-                        : j->state == JS_HELD;
+                        : j->state == JS_HELD || (job_ctl_requeuing(j) && j->requeue_hold);
         jerr je = {0};
         if (can && (hold ? job_ctl_hold(j, by, &je) : job_ctl_release(j, who, &je)) == 0)
             (*acted)++;

@@ -332,6 +332,24 @@ int job_ctl_may_release(const job *j, const caller *who, jerr *e)
 
 int job_ctl_release(job *j, const caller *who, jerr *e)
 {
+    /* being stopped to be requeued held (requeue --hold, or a hold asked meanwhile): the hold is
+     * taken back, and it goes back to the queue once stopped. Refused, it could be released only
+     * once HELD, a moment its owner would have to watch for */
+    if (job_ctl_requeuing(j) && j->requeue_hold) {
+        if (j->stopped_by >= 0 && (uid_t)j->stopped_by != j->owner_uid) {
+            char what[200];
+            snprintf(what, sizeof what, "releasing job %s, held by uid %lld (an admin's hold; its owner releases "
+                                        "only its own holds)", j->id, (long long)j->stopped_by);
+            if (authz_check(who, AUTHZ_RELEASE_ADMIN_HOLD, what, e) < 0)
+                return -1;
+        }
+        j->requeue_hold = false;
+        job_event(j, JE_RELEASED, (int64_t)who->uid, "hold released by uid %u while being stopped to be requeued: "
+                                                    "it waits in the queue once stopped", (unsigned)who->uid);
+        job_save(j);
+        log_info("job %s: hold released by uid %u during its requeue's stop", j->id, (unsigned)who->uid);
+        return 0;
+    }
     if (j->state != JS_HELD)
         return refuse(j, "released", "a held", e);
     if (job_ctl_may_release(j, who, e) < 0)

@@ -141,3 +141,39 @@ def test_a_hold_or_stop_during_a_requeue_outlives_a_kill9(fresh_daemon):
     finally:
         d.rnx("job", "kill", held)
         d.rnx("job", "kill", stopped)
+
+
+def test_a_release_during_a_held_requeues_stop_puts_it_back_in_the_queue(daemon):
+    """`rnx job requeue --hold J` then `rnx job release J` before the stop ended: the hold is
+    taken back and the job runs again once stopped. It was refused (409, "only a held job can be
+    released"), to be asked again at the moment the job became HELD. Its owner may not take back
+    an admin's hold that way, as they may not release it once HELD."""
+    d = daemon
+    mine = rnx_as(d, USER, "job", "run", *DEAF).stdout.strip()
+    try:
+        d.wait_status(mine, "RUNNING")
+        # the owner's own requeue --hold, released during its stop
+        assert rnx_as(d, USER, "job", "requeue", "--hold", mine).returncode == 0
+        p = rnx_as(d, USER, "job", "release", mine)
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        wait_for(lambda: d.job(mine)["preemptions"] == 1, "the requeue's stop to end", timeout=30)
+        d.wait_status(mine, "RUNNING")
+        assert any(ev == "released" and f"uid {USER} while being stopped" in det for ev, det in d.events(mine))
+        # an admin's requeue --hold of the user's job: not the owner's to take back
+        d.rnx("job", "requeue", "--hold", mine, check=True)
+        p = rnx_as(d, USER, "job", "release", mine)
+        assert p.returncode != 0 and "an admin's hold" in p.stderr, (p.stdout, p.stderr)
+        wait_for(lambda: d.job(mine)["preemptions"] == 2, "the second requeue's stop to end", timeout=30)
+        time.sleep(1.5)  # a job put back in the queue starts within a pass
+        assert d.job(mine)["status"] == "HELD"
+        # an array's task being requeued held: released by naming it
+        aid = d.rnx("job", "run", "--array=0-1%1", *DEAF, check=True).stdout.strip()
+        wait_for(lambda: any(t["status"] == "RUNNING" for t in tasks_of(d, aid)), "task 0 running", timeout=60)
+        d.rnx("job", "requeue", "--hold", f"{aid[:8]}_0", check=True)
+        p = d.rnx("job", "release", f"{aid[:8]}_0")
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        wait_for(lambda: d.job(f"{aid[:8]}_0")["preemptions"] == 1, "the task's stop to end", timeout=30)
+        d.wait_status(d.job(f"{aid[:8]}_0")["id"], "RUNNING")
+        d.rnx("job", "kill", aid)
+    finally:
+        d.rnx("job", "kill", mine)
