@@ -133,10 +133,78 @@ int array_ctl_run(jarray *a, const arrayspec *tasks, enum array_ctl_run act, boo
     return 0;
 }
 
+/* Tasks named in a hold that are not made yet: made now, each a job of its own, HELD (as Slurm's
+ * `scontrol hold 123_5` splits the task out of the array's record), so that the array's other
+ * tasks go on and that one waits until released. Not while the array waits for its dependencies
+ * (a task made waits for nothing: released, it would run before them) or is held or canceled
+ * whole (its tasks are held, or never made, with it). At most ARRAY_CTL_HOLD_MAKE at once, checked
+ * before anything is done: each becomes a job (the array's others cost nothing until they run).
+ * The number of such tasks named, or -1 with e set. */
+#define ARRAY_CTL_HOLD_MAKE 1000
+static int64_t unmade_named(jarray *a, const arrayspec *tasks, uint32_t *out, jerr *e)
+{
+    int64_t n = 0;
+    for (uint64_t k = 0; k < tasks->count; k++) {
+        uint32_t t = arrayspec_task(tasks, k);
+        bool made;
+        if (arrayspec_index(&a->spec, t) < 0 || (arrays_task(a, t, &made), made) ||
+            (a->skip.n && arrayspec_has(&a->skip, t)))
+            continue;
+        if (n == ARRAY_CTL_HOLD_MAKE)
+            return jerr_http(e, 409, "array %s: more than %d of the tasks named are not started yet; name at most %d "
+                                     "of them at once, or hold the whole array", a->id, ARRAY_CTL_HOLD_MAKE,
+                             ARRAY_CTL_HOLD_MAKE);
+        out[n++] = t;
+    }
+    if (n && (a->waiting || a->held || arrays_canceled(a)))
+        return jerr_http(e, 409, "array %s: tasks not started yet are %s", a->id,
+                         arrays_canceled(a) ? "canceled with the array"
+                         : a->held         ? "held with the whole array already"
+                                           : "made only once the jobs it waits for have ended (hold the whole "
+                                             "array meanwhile)");
+    return n;
+}
+
+/* Each of the n tasks made and held (unmade_named found them); the number done, and e set when
+ * one could not be (its account being looked up, the room of tasks kept out of order full). */
+static uint64_t hold_unmade(jarray *a, const uint32_t *ts, int64_t n, uid_t by, jerr *e)
+{
+    uint64_t done = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t t = ts[i];
+        if (!arrays_ahead_ok(a, t)) {
+            jerr_http(e, 409, "array %s: task %u cannot be held before it starts: the tasks kept out of the list's "
+                              "order are too scattered already (hold the whole array, or name fewer ranges)",
+                      a->id, t);
+            break;
+        }
+        job *j = submit_task(a, t, e);
+        if (!j)
+            break;
+        jerr he = {0};
+        if (job_ctl_hold(j, by, &he) < 0) { /* (a task just made waits in the queue: not refused) */
+            log_err("array %s: task %u made to be held, but: %s", a->id, t, he.msg);
+            *e = he;
+            break;
+        }
+        done++;
+    }
+    return done;
+}
+
 int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *who, uint64_t *acted, jerr *e)
 {
     *acted = 0;
     uid_t by = who->uid;
+    uint32_t *unmade = NULL;
+    int64_t nunmade = 0;
+    if (hold && tasks) {
+        unmade = xcalloc(ARRAY_CTL_HOLD_MAKE, sizeof *unmade);
+        if ((nunmade = unmade_named(a, tasks, unmade, e)) < 0) {
+            free(unmade);
+            return -1;
+        }
+    }
     bool whole = !tasks && a->held != hold && !arrays_ended(a) && !arrays_canceled(a);
     /* an array held by another uid than its owner (an admin's hold, as a job's: job_ctl.h) is an
      * admin's to release, its tasks and all: refused before anything is let go */
@@ -170,6 +238,14 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
         else if (can && je.http == 403 && !refused.http)
             refused = je;
     }
+    jerr made = {0}; /* why a task not made yet could not be held */
+    if (nunmade)
+        *acted += hold_unmade(a, unmade, nunmade, by, &made);
+    free(unmade);
+    if (!*acted && made.msg[0]) {
+        *e = made;
+        return -1;
+    }
     if (tasks && *acted) /* (the whole array's is said above) */
         say(a, hold ? JE_HELD : JE_RELEASED, by, tasks, hold ? "held" : "released", *acted);
     if (!*acted && refused.http) {
@@ -178,8 +254,7 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
     }
     if (!*acted)
         return jerr_http(e, 409, "array %s: no task %swas %s", a->id, tasks ? "named " : "",
-                         hold ? "waiting to be held (tasks not started yet are held with the whole array)"
-                              : "held to be released");
+                         hold ? "waiting to be held" : "held to be released");
     return 0;
 }
 

@@ -177,3 +177,58 @@ def test_a_release_during_a_held_requeues_stop_puts_it_back_in_the_queue(daemon)
         d.rnx("job", "kill", aid)
     finally:
         d.rnx("job", "kill", mine)
+
+
+# task 0 runs until stopped; the others end at once
+TASK0_WAITS = ["sh", "-c", '[ "$SLURM_ARRAY_TASK_ID" = 0 ] && exec sleep 600; exit 0']
+
+
+def test_holding_tasks_not_started_yet_splits_them_out_held(fresh_daemon):
+    """Slurm's `scontrol hold 123_[5-6]` holds tasks not started yet: they are split out of the
+    array's record and wait held while its other tasks go on. `rnx job hold ID_[5-6]` was refused
+    (409, "tasks not started yet are held with the whole array"). Now they are made, HELD, kept
+    over a kill -9; the rest of the array runs and ends; the array ends once they are released and
+    done. Refused, with nothing done: more than 1,000 such tasks at once, an array held whole or
+    waiting for its --after."""
+    d = fresh_daemon("limits:\n  max_queued_per_user: 5000\n")
+    aid = d.rnx("job", "run", "--array=0-7%1", *TASK0_WAITS, check=True).stdout.strip()
+    ref = aid[:8]
+    try:
+        wait_for(lambda: [t["status"] for t in tasks_of(d, aid)] == ["RUNNING"], "task 0 running", timeout=60)
+        p = rnx_as(d, 0, "job", "hold", f"{ref}_[5-6]")
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        held = {t["array"]["task"]: t for t in tasks_of(d, aid) if t["status"] == "HELD"}
+        assert sorted(held) == [5, 6], [(t["array"]["task"], t["status"]) for t in tasks_of(d, aid)]
+        assert "held by uid 0" in held[5]["wait_reason"], held[5]
+        evs = d.api("GET", f"/v1/jobs/{aid}?detail=1")[1]["detail"]["events"]
+        assert evs[-1]["event"] == "held" and "tasks 5-6 named, 2 of them" in evs[-1]["detail"], evs[-1]
+        d.kill9()
+        d.start()
+        d.rnx("job", "kill", f"{ref}_0", check=True)   # the others go on, 5 and 6 wait
+        wait_for(lambda: sum(t["status"] == "COMPLETED" for t in tasks_of(d, aid)) == 5, "tasks 1-4 and 7",
+                 timeout=60)
+        states = {t["array"]["task"]: t["status"] for t in tasks_of(d, aid)}
+        assert (states[5], states[6]) == ("HELD", "HELD") and d.job(aid)["status"] != "STOPPED", states
+        d.rnx("job", "release", f"{ref}_[5-6]", check=True)
+        wait_for(lambda: d.job(aid)["status"] == "STOPPED", "the array's end (task 0 was killed)", timeout=60)
+        states = {t["array"]["task"]: t["status"] for t in tasks_of(d, aid)}
+        assert (states[5], states[6]) == ("COMPLETED", "COMPLETED"), states
+    finally:
+        d.rnx("job", "kill", aid)
+    # refusals, nothing made
+    big = d.rnx("job", "run", "--array=0-1999%1", "sleep", "600", check=True).stdout.strip()
+    held_whole = d.rnx("job", "run", "--array=0-3", "--hold", "true", check=True).stdout.strip()
+    waits = d.rnx("job", "run", "--array=0-3", f"--after={big}:ok", "true", check=True).stdout.strip()
+    try:
+        wait_for(lambda: len(tasks_of(d, big)) == 1, "the big array's first task", timeout=60)
+        p = d.rnx("job", "hold", f"{big[:8]}_[1-1500]")
+        assert p.returncode != 0 and "more than 1000 of the tasks named are not started yet" in p.stderr, p.stderr
+        assert len(tasks_of(d, big)) == 1
+        p = d.rnx("job", "hold", f"{held_whole[:8]}_2")
+        assert p.returncode != 0 and "held with the whole array already" in p.stderr, p.stderr
+        p = d.rnx("job", "hold", f"{waits[:8]}_2")
+        assert p.returncode != 0 and "only once the jobs it waits for have ended" in p.stderr, p.stderr
+        assert tasks_of(d, held_whole) == [] and tasks_of(d, waits) == []
+    finally:
+        for a in (big, held_whole, waits):
+            d.rnx("job", "kill", a)
