@@ -18,7 +18,8 @@
  *
  * The plan, then the steps, as bubblewrap does it:
  *   1. enter the owner's cgroup level (its pids.max holds the copy too, and the CPU the copy
- *      spends, a tar of gigabytes maybe, is the owner's: cg_user_enter_cpu)
+ *      spends, a tar of gigabytes maybe, is the owner's: cg_user_enter_cpu); in, into a running
+ *      job: its memory cgroup too (join_job_memory: what lands in its tmpfs is its memory)
  *   2. enter the job's root: setns into its mount namespace, or chroot into ROOT
  *   3. become the job's user: every capability dropped, uid and gid the job's, no_new_privs,
  *      not dumpable. From here on every path is resolved by the kernel, in the job's root, with
@@ -52,6 +53,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../common/err.h"
@@ -131,13 +133,61 @@ static int parse_plan(int argc, char **argv, copy_plan *p)
     return 0;
 }
 
+/* The pid of the process the pidfd on fd is of (its fdinfo's "Pid:"); 0 when unknown. */
+static pid_t pidfd_pid(int fd)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(path, "re");
+    long pid = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Pid: %ld", &pid) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return pid > 0 ? (pid_t)pid : 0;
+}
+
+/* in, into a running job: the copy joins the job's memory cgroup (the cgroup2 one where memory
+ * is cgroup2's), the one its init is in. What a copy writes into the job's /tmp, /dev/shm or a
+ * memory volume is tmpfs pages, charged to the cgroup of the process that writes them and held
+ * until the job ends: they are the job's memory, as if the job had written them. In the owner's
+ * level (cgroup2) or the daemon's own cgroup (v1), where no limit is, a job of --max-memory=32MB
+ * held 70 MB in its /tmp through ten copies of 7 MB (test_hostile_cp2.py), while writing them
+ * itself got it killed at 32 MB. Read from the host's /proc before step 2; the pid is the init's
+ * only while its pidfd says it lives, checked after the read. On v1 and hybrid hosts only the
+ * memory cgroup: the CPU the copy spends stays its owner's level's (cg_user_enter_cpu); on a
+ * cgroup2 host the job's one cgroup, CPU and tasks included, as joblet-exec's processes. */
+static void join_job_memory(const cg_host *uh)
+{
+    jerr e = {0};
+    cg_given g, mem = {0};
+    pid_t pid = pidfd_pid(PIDFD_FD);
+    if (!pid || cg_given_of_pid(uh, pid, &g) < 0)
+        fail(errno ? errno : ESRCH, "the job's cgroups: %s (has the job ended?)", strerror(errno ? errno : ESRCH));
+    if (syscall(SYS_pidfd_send_signal, PIDFD_FD, 0, NULL, 0) < 0)
+        fail(ESRCH, "the job's init ended: has the job ended?");
+    if (uh->v1[CGC_MEMORY][0])
+        memcpy(mem.v1[CGC_MEMORY], g.v1[CGC_MEMORY], sizeof mem.v1[CGC_MEMORY]);
+    else
+        memcpy(mem.unified, g.unified, sizeof mem.unified);
+    if (!cg_given_any(&mem)) /* the init is at the hierarchy's root: the job has no memory cgroup */
+        return;
+    cg_job cg;
+    if (cg_job_given(uh, "copy", &mem, &cg, &e) < 0 || cg_enter(&cg, &e) < 0)
+        fail(e.code, "join the job's memory cgroup: %s", e.msg);
+}
+
 /* Steps 1 to 3. */
 static void enter(const copy_plan *p)
 {
     jerr e = {0};
     cg_host uh;
-    if (cg_host_detect(&uh, p->cgroot, &e) == 0 && (cg_user_enter(&uh, &e) < 0 || cg_user_enter_cpu(&uh, &e) < 0))
+    bool cgroups = cg_host_detect(&uh, p->cgroot, &e) == 0;
+    if (cgroups && (cg_user_enter(&uh, &e) < 0 || cg_user_enter_cpu(&uh, &e) < 0))
         fail(e.code, "%s", e.msg);
+    if (cgroups && p->in_ns && p->mode == COPY_IN)
+        join_job_memory(&uh);
     if (p->in_ns) {
         if (setns(PIDFD_FD, CLONE_NEWNS) < 0)
             fail(errno, "enter the job's mount namespace: %s (has the job ended?)", strerror(errno));
