@@ -12,19 +12,13 @@ import time
 
 import pytest
 
-from conftest import Daemon, need_root, need_setpriv, rnx_as
+from conftest import rnx_as
+from test_job_cp import d  # noqa: F401 (a fixture: test_job_cp's daemon, this module's own)
 
 MB = 1 << 20
 USER = (4381, 4381)
 
 
-@pytest.fixture(scope="module")
-def d():
-    need_root()
-    need_setpriv()
-    dm = Daemon("jobs:\n  max_upload_bytes: 8MB\n").start()
-    yield dm
-    dm.cleanup()
 
 
 @pytest.fixture
