@@ -17,6 +17,7 @@
 #include "../common/util.h"
 #include "../exec/cgroup.h"
 #include "isolation.h"
+#include "job_detail.h"
 #include "jobs.h"
 #include "loop.h"
 #include "state.h"
@@ -38,6 +39,8 @@ struct jobcp {
     size_t nline;
     int said;                 /* lines the helper said: its report, then (OUT, IN) its end */
     bool refused, ended, whole;
+    bool oom_known;           /* in, into a running job: its memory cgroup's OOM kills when it began */
+    uint64_t oom_before;
     jerr err;                 /* its refusal or failure */
     job_cp_info info;
     job_cp_fn fn;
@@ -179,13 +182,42 @@ static void close_status(jobcp *c)
     }
 }
 
+/* The OOM kills of a running job's memory cgroup (the copy in joins it: joblet-copy); false when
+ * it has none to read (ended). */
+static bool oom_kills(const job *j, uint64_t *n)
+{
+    if (!j || (j->state != JS_RUNNING && j->state != JS_STOPPING && j->state != JS_SUSPENDED))
+        return false;
+    cg_host uh;
+    cg_job cg;
+    cg_stats st;
+    job_detail_cgroup(j, &uh, &cg);
+    if (cg_read_stats(&cg, &st) < 0)
+        return false;
+    *n = st.oom_kills;
+    return true;
+}
+
 /* The helper ended without its last word: killed (by the user's pids.max, the OOM killer, or
- * the daemon), or it crashed. */
+ * the daemon), or it crashed. A copy in that the job's memory limit stopped (what lands in its
+ * /tmp, /dev/shm or a memory volume is its memory) says so: the user's to mend, not joblet's. */
 static void gone_silent(jobcp *c)
 {
     if (c->ended)
         return;
-    jerr_http(&c->err, 500, "job %.8s: the copy's helper ended before it was done", c->job_id);
+    uint64_t now;
+    const job *j = c->oom_known ? jobs_by_id(c->job_id) : NULL;
+    if (j && oom_kills(j, &now) && now > c->oom_before) {
+        char limit[64] = "";
+        if (j->req.max_memory_mb > 0)
+            snprintf(limit, sizeof limit, " (--max-memory=%lldMB)", (long long)j->req.max_memory_mb);
+        jerr_http(&c->err, 507, "job %.8s: the copy was stopped at the job's memory limit%s: what is copied into its "
+                                "/tmp, /dev/shm or a memory volume is the job's memory; copy into /work (its disk), "
+                                "or free memory in the job",
+                  c->job_id, limit);
+    } else {
+        jerr_http(&c->err, 500, "job %.8s: the copy's helper ended before it was done", c->job_id);
+    }
     c->refused = c->said == 0;
     c->ended = true;
 }
@@ -281,6 +313,7 @@ jobcp *job_cp_start(job *j, enum job_cp_kind kind, const char *path, const calle
     }
     jobcp *c = xcalloc(1, sizeof *c);
     c->kind = kind;
+    c->oom_known = kind == JOB_CP_IN && live && oom_kills(j, &c->oom_before);
     c->for_uid = who->uid;
     c->data_fd = -1;
     c->w_status.fd = c->w_pid.fd = -1;
