@@ -1,9 +1,12 @@
 /* POST /v1/slurm/tasks: the plugin's body read into a typed request (core/slurm_task.h). */
 #include "routes_slurm.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../common/util.h"
 #include "../core/job_json.h"
@@ -135,6 +138,25 @@ static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
     return 0;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+/* The process that connected, as a pidfd (SO_PEERPIDFD: the kernel's record from connect, never
+ * a process that got its pid since): the fd; -1 where the kernel has no such option (before
+ * 6.5: the task is then found by SO_PEERCRED's pid); -2 when the peer is gone. */
+static int peer_pidfd(request *r)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (r->who.via != CALLER_UNIX || !ci)
+        return -1;
+    int fd = -1;
+    socklen_t len = sizeof fd;
+    if (getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0)
+        return fd;
+    return errno == ENOPROTOOPT ? -1 : -2;
+}
+
 enum MHD_Result routes_slurm_task(request *r)
 {
     jerr e = {0};
@@ -146,7 +168,14 @@ enum MHD_Result routes_slurm_task(request *r)
     json_decref(b);
     if (rc < 0)
         return http_reply_error(r->conn, &e);
-    job *j = slurm_task_start(&r->who, &t, &e);
+    int pidfd = peer_pidfd(r);
+    if (pidfd == -2) {
+        slurm_task_req_free(&t);
+        jerr_http(&e, 403, "the process that connected (pid %d) is gone: a Slurm task asks from its own process, "
+                           "which waits for the job", (int)r->who.pid);
+        return http_reply_error(r->conn, &e);
+    }
+    job *j = slurm_task_start(&r->who, pidfd, &t, &e);
     if (!j && t.account_wait) {
         /* the task's uid's account, asked off the loop (core/nsscache.h): the request waits for
          * it and runs again (the task is looked at again from the start) */

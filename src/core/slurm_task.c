@@ -281,10 +281,17 @@ static int task_stdio(int pidfd, int fds[3], jerr *e)
     return 0;
 }
 
-job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
+/* Whether the process of pidfd has not ended: while it lives its pid names it alone, so what
+ * was read of /proc/PID before was its own. */
+static bool task_alive(int pidfd)
+{
+    return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+job *slurm_task_start(const caller *who, int peer_pidfd, slurm_task_req *r, jerr *e)
 {
     job *j = NULL;
-    int pidfd = -1, stdio[3] = {-1, -1, -1};
+    int pidfd = peer_pidfd, stdio[3] = {-1, -1, -1};
     if (who->via != CALLER_UNIX || who->pid <= 0) {
         jerr_http(e, 403, "a Slurm task asks on joblet's unix socket, from the task's own process");
         goto out;
@@ -295,8 +302,12 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
         goto out;
     }
     pid_t pid = who->pid;
-    /* held from here: the pid cannot name another process while we look at it */
-    if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
+    /* The process that connected, held from here. Its pid is read through /proc below, which
+     * names it only while it lives: once it ended (and was reaped) the pid may be another
+     * process's, which a caller could make one of its own with other groups or cgroups (a
+     * process that connected and handed its connection on before ending); task_alive after
+     * the reads says they were its own. */
+    if (pidfd < 0 && (pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
         jerr_http(e, 403, "the caller (pid %d) is gone: %s", (int)pid, strerror(errno));
         goto out;
     }
@@ -306,6 +317,8 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     size_t ngroups = 0;
     if (task_cgroups(pid, &given, &ids, e) < 0 || task_user(pid, ids.uid, &gid, groups, &ngroups, e) < 0)
         goto out;
+    if (!task_alive(pidfd))
+        goto gone;
     if (!authz_may_on(who, AUTHZ_OTHERS_SLURM_TASKS, ids.uid)) {
         char what[120];
         snprintf(what, sizeof what, "starting pid %d, a Slurm task of uid %u", (int)pid, ids.uid);
@@ -337,6 +350,8 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     if (!r->req.tty && task_stdio(pidfd, stdio, e) < 0)
         goto out;
     task_workdir(pid, &r->req);
+    if (!task_alive(pidfd)) /* (its cwd was read too) */
+        goto gone;
     submit_info si;
     if (!account_known(ids.uid, NULL, NULL)) { /* asked off the loop: the API waits, and asks again */
         r->account_wait = true;
@@ -391,6 +406,10 @@ job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e)
     char t[64];
     slurmcg_text(&ids, t, sizeof t);
     log_info("job %s: Slurm task %s of uid %u (pid %d), %zu GPUs", j->id, t, ids.uid, (int)pid, r->ngpus);
+    goto out;
+gone:
+    jerr_http(e, 403, "the process that connected (pid %d) is gone: a Slurm task asks from its own process, which "
+                      "waits for the job", (int)pid);
     goto out;
 failed:
     log_err("job %s: %s", j->id, e->msg);

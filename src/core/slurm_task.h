@@ -4,7 +4,8 @@
  * slurm_spank_task_init_privileged, and sends one request on it from slurm_spank_task_init,
  * once slurmstepd has put the task in its cgroups, given it its stdio and dropped to the
  * user. The daemon trusts only what it can check:
- *   - the task is the peer of the connection (SO_PEERCRED's pid, fixed at connect);
+ *   - the task is the peer of the connection: the process that connected (SO_PEERPIDFD),
+ *     alive while it is looked at; not whatever process has its pid by the time it asks;
  *   - its Slurm ids and its user are those of the cgroups Slurm put it in (/proc/PID/cgroup:
  *     <prepend>/uid_U/job_J/step_S/task_T, common/slurmcg.h), and its uids now are U: a
  *     process in no Slurm task's cgroup is refused (403);
@@ -40,9 +41,12 @@ typedef struct slurm_task_req {
 } slurm_task_req;
 
 /* Starts the task of the connection's peer: the job (running), or NULL with e (403: not a
- * Slurm task, or GPUs from a connection that is not root's; 400 naming the field; 409 a GPU
- * held by a job of joblet's own). The request is taken over in either case. */
-job *slurm_task_start(const caller *who, slurm_task_req *r, jerr *e);
+ * Slurm task, the peer gone, or GPUs from a connection that is not root's; 400 naming the
+ * field; 409 a GPU held by a job of joblet's own). peer_pidfd: the process that connected
+ * (SO_PEERPIDFD), -1 where the kernel has none (then who->pid, opened now: before Linux 6.5 a
+ * peer that ended and whose pid was given again cannot be told from the new process). The
+ * request and peer_pidfd are taken over in either case. */
+job *slurm_task_start(const caller *who, int peer_pidfd, slurm_task_req *r, jerr *e);
 void slurm_task_req_free(slurm_task_req *r);
 
 #endif

@@ -1007,3 +1007,73 @@ def test_a_task_whose_start_no_commit_recorded_is_not_run_by_the_queue(fresh_dae
     changes after submit_create were saved only by the launch)."""
     d = fresh_daemon(env={"LD_PRELOAD": preload_object(tmp_path, _KILL_AFTER_FORK, "kill_after_fork")})
     task_killed_with_joblet_never_runs(d, slurm_cgroups, 53)
+
+
+# A connection whose process is gone, its pid given to another: A (nobody, in no Slurm cgroup)
+# connects and hands the connection over, then ends; V, made with A's pid (ns_last_pid), is a
+# process of nobody in a Slurm task's cgroup with a gid nobody was never given; the request
+# goes on A's connection. Prints the answer's status line, then its body.
+REUSE = r"""
+import os, socket, sys, time
+sock_path, gid, cgprocs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+parent, child = socket.socketpair()
+a = os.fork()
+if a == 0:
+    os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
+    s = socket.socket(socket.AF_UNIX); s.connect(sock_path)
+    socket.send_fds(child, [b"x"], [s.fileno()])
+    os._exit(0)
+_, fds, _, _ = socket.recv_fds(parent, 1, 1)
+conn = socket.socket(fileno=fds[0])
+os.waitpid(a, 0)
+ready_r, ready_w = os.pipe()
+for attempt in range(200):
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(a - 1))
+    v = os.fork()
+    if v == 0:
+        if os.getpid() != a:
+            os._exit(0)
+        for p in cgprocs:
+            with open(p, "w") as f:
+                f.write(str(os.getpid()))
+        os.setgroups([]); os.setresgid(gid, gid, gid); os.setresuid(65534, 65534, 65534)
+        os.write(ready_w, b"r")
+        time.sleep(60)
+        os._exit(0)
+    if v == a:
+        break
+    os.waitpid(v, 0)
+else:
+    print("NOREUSE"); sys.exit(0)
+os.read(ready_r, 1)
+body = b'{"argv": ["true"], "env": []}'
+conn.sendall(b"POST /v1/slurm/tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+             + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+data = b""
+while True:
+    c = conn.recv(65536)
+    if not c:
+        break
+    data += c
+os.kill(v, 9); os.waitpid(v, 0)
+print(data.decode().split("\r\n", 1)[0]); print(data.decode().split("\r\n\r\n", 1)[1])
+"""
+
+
+def test_a_connection_whose_process_is_gone_starts_nothing(fresh_daemon, slurm_cgroups):
+    """A Slurm task is the process that connected (SO_PEERCRED's pid): once that process is gone
+    its pid may name another, which is not the caller. joblet once looked at the pid when the
+    request came: a process of nobody in no Slurm cgroup that connected and ended, its pid given
+    to another of nobody's processes in a task's cgroup with a gid nobody never had, made a job
+    of that process with that gid (its stdio taken, 201). Refused now: the caller is gone."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(47)
+    p = subprocess.run([sys.executable, "-c", REUSE, d.sock, "4242",
+                        *[os.path.join(x, "cgroup.procs") for x in cg.values()]],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    if p.stdout.startswith("NOREUSE"):
+        pytest.skip("the pid of the process that connected was not given again (a busy machine)")
+    assert " 403 " in p.stdout.splitlines()[0] and "gone" in p.stdout, p.stdout
+    assert slurm_jobs(d) == []
