@@ -599,6 +599,15 @@ static void refreeze(job *j, int64_t since, int64_t suspended, int64_t held_by, 
 
 int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
 {
+    /* A Slurm task runs in Slurm's allocation, for as long as its task process lives
+     * (slurm_task.h): joblet's queue would run it again as a job of its own, outside Slurm's
+     * cgroups and limits and past the step's end. Requeuing it is Slurm's. */
+    if (j->slurm.set) {
+        char t[64];
+        slurmcg_text(&j->slurm, t, sizeof t);
+        return jerr_http(e, 409, "job %s is Slurm task %s: Slurm runs it, and requeues it (scontrol requeue); "
+                                 "joblet's queue would run it outside Slurm's allocation", j->id, t);
+    }
     if (j->state != JS_RUNNING && j->state != JS_SUSPENDED)
         return refuse(j, "requeued", "a running or suspended", e);
     if (j->preempting)

@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, preload_object
+from conftest import BUILD, api_as, preload_object
 from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes
 
 PLUGIN = os.path.join(BUILD, "joblet.so")
@@ -1077,3 +1077,28 @@ def test_a_connection_whose_process_is_gone_starts_nothing(fresh_daemon, slurm_c
         pytest.skip("the pid of the process that connected was not given again (a busy machine)")
     assert " 403 " in p.stdout.splitlines()[0] and "gone" in p.stdout, p.stdout
     assert slurm_jobs(d) == []
+
+
+def test_a_slurm_task_is_not_requeued_into_joblets_queue(fresh_daemon, slurm_cgroups):
+    """A requeue (POST /v1/jobs/ID/requeue, rnx job requeue) puts a job back in joblet's queue:
+    a Slurm task's user once requeued it, and joblet's queue ran its command again as a job of
+    its own: out of Slurm's task cgroups (no memory limit of Slurm's, nor joblet's), its output
+    in joblet's log, and running on after its task process died (scancel): a job Slurm never
+    gave. Refused (409, saying Slurm requeues it); the task runs on in its cgroup."""
+    d = fresh_daemon()
+    cg = slurm_cgroups(62)
+    p = task(d, cg, ["sleep", "300"], job=62)
+    try:
+        [j] = wait_for(lambda: [x for x in slurm_jobs(d) if x["status"] == "RUNNING"] or None, "the task to run")
+        st, r = api_as(d, NOBODY, "POST", f"/v1/jobs/{j['id']}/requeue")
+        assert st == 409 and "Slurm" in r["error"]["message"], (st, r)
+        time.sleep(1)
+        st, now = d.api("GET", f"/v1/jobs/{j['id']}")
+        assert now["status"] == "RUNNING" and now["pid"] == j["pid"], now
+        assert p.poll() is None
+    finally:
+        p.kill()
+        p.communicate(timeout=60)
+    wait_for(lambda: d.api("GET", f"/v1/jobs/{j['id']}")[1]["status"] not in ("RUNNING", "STOPPING", "QUEUED"),
+             "the job to end with its task process")
+    assert open(os.path.join(cg["memory"], "cgroup.procs")).read().split() == []
