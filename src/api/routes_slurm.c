@@ -143,8 +143,9 @@ static int task_from_json(json_t *b, slurm_task_req *r, jerr *e)
 #endif
 
 /* The process that connected, as a pidfd (SO_PEERPIDFD: the kernel's record from connect, never
- * a process that got its pid since): the fd; -1 where the kernel has no such option (before
- * 6.5: the task is then found by SO_PEERCRED's pid); -2 when the peer is gone. */
+ * a process that got its pid since): the fd; -2 when the peer is gone (ESRCH, or EINVAL before
+ * Linux 6.16, which hands out no pidfd of an ended process); -1 otherwise (before 6.5 the kernel
+ * has no such option, or no fd was left: the task is then found by SO_PEERCRED's pid). */
 static int peer_pidfd(request *r)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -154,7 +155,7 @@ static int peer_pidfd(request *r)
     socklen_t len = sizeof fd;
     if (getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0)
         return fd;
-    return errno == ENOPROTOOPT ? -1 : -2;
+    return errno == ESRCH || errno == EINVAL ? -2 : -1;
 }
 
 enum MHD_Result routes_slurm_task(request *r)
