@@ -136,7 +136,8 @@ int array_ctl_run(jarray *a, const arrayspec *tasks, enum array_ctl_run act, boo
 /* Tasks named in a hold that are not made yet: made now, each a job of its own, HELD (as Slurm's
  * `scontrol hold 123_5` splits the task out of the array's record), so that the array's other
  * tasks go on and that one waits until released. Not while the array waits for its dependencies
- * (a task made waits for nothing: released, it would run before them) or is held or canceled
+ * (a task made waits for nothing: released, it would run before them), nor a task that waits
+ * for its own task (--after=ARRAY:corr, the same), nor while the array is held or canceled
  * whole (its tasks are held, or never made, with it). At most ARRAY_CTL_HOLD_MAKE at once, checked
  * before anything is done: each becomes a job (the array's others cost nothing until they run).
  * The number of such tasks named, or -1 with e set. */
@@ -150,6 +151,14 @@ static int64_t unmade_named(jarray *a, const arrayspec *tasks, uint32_t *out, je
         if (arrayspec_index(&a->spec, t) < 0 || (arrays_task(a, t, &made), made) ||
             (a->skip.n && arrayspec_has(&a->skip, t)))
             continue;
+        /* one that waits for its own task (--after=ARRAY:corr) waits as a task not made: made now,
+         * it would wait for nothing, and run once released whatever its own task did */
+        char why[300];
+        enum depend_task_end end;
+        if (depend_tasks_by_task(a) && depend_task_verdict(a, t, &end, why, sizeof why) != DEPEND_GO)
+            return jerr_http(e, 409, "array %s: task %u is not made until its own task lets it go (%s); hold the "
+                                     "whole array meanwhile", a->id, t,
+                             *why ? why : "it waits task by task");
         if (n == ARRAY_CTL_HOLD_MAKE)
             return jerr_http(e, 409, "array %s: more than %d of the tasks named are not started yet; name at most %d "
                                      "of them at once, or hold the whole array", a->id, ARRAY_CTL_HOLD_MAKE,

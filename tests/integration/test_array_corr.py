@@ -133,3 +133,25 @@ def test_corr_tasks_made_ahead_outlive_kill9(d):
     for j in tasks:
         assert d.output(j["id"]) == f"{j['array']['task']}\n", j
     wait_for(lambda: "arrays: the counts per owner differ" not in d.log(), "consistent counts")
+
+
+def test_holding_a_corr_task_not_made_yet_keeps_it_waiting_for_its_own_task(d):
+    """`rnx job hold B_0` of a task not made yet made it at once, HELD, as a job of its own with
+    nothing to wait for (a task made waits for nothing: its --after=A:corr was the array's): once
+    released it ran while A_0, its own task, still ran, --after=ARRAY:corr undone by a hold and
+    a release. A hold of such a task is refused while its own task has not completed (as while
+    the whole array waits for its --after), and nothing is made; B_0 goes once A_0 completes."""
+    a = run(d, "--array=0-1", "sh", "-c", gated(0))
+    as_ = a[:8]
+    b = run(d, "--array=0-1", f"--after={a}:corr", "sh", "-c", "echo $SLURM_ARRAY_TASK_ID")
+    bs = b[:8]
+    assert d.wait(f"{bs}_1")["status"] == "COMPLETED"
+    a0 = d.wait_status(f"{as_}_0", "RUNNING")
+    r = d.rnx("job", "hold", f"{bs}_0")
+    made = {j["array"]["task"]: j["status"] for j in tasks_of(d, b)}
+    assert r.returncode != 0 and f"waits for task 0 of array {as_}" in r.stderr, (r.stdout, r.stderr, made)
+    assert made == {1: "COMPLETED"}, made
+    release(d, a0["id"])
+    done = wait_array(d, b)
+    assert done["array"]["counts"] == {"COMPLETED": 2}, done
+    assert d.job(f"{bs}_0")["started_at"] >= d.job(f"{as_}_0")["ended_at"]
