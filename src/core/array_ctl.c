@@ -171,6 +171,14 @@ static int64_t unmade_named(jarray *a, const arrayspec *tasks, uint32_t *out, je
                          : a->held         ? "held with the whole array already"
                                            : "made only once the jobs it waits for have ended (hold the whole "
                                              "array meanwhile)");
+    /* all of them or none: found midway, those before it were held and the rest left to run, the
+     * hold answered as done */
+    uint32_t bad;
+    if (n && !arrays_ahead_ok_all(a, out, (size_t)n, &bad))
+        return jerr_http(e, 409, "array %s: task %u cannot be held before it starts: the tasks kept out of the "
+                                 "list's order are too scattered already (hold the whole array, or name fewer "
+                                 "ranges); none was held",
+                         a->id, bad);
     return n;
 }
 

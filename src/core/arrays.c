@@ -596,6 +596,23 @@ bool arrays_ahead_ok(const jarray *a, uint32_t t)
     return k >= 0 && ((uint64_t)k == a->made || set_add_fits(&a->ahead, t));
 }
 
+bool arrays_ahead_ok_all(const jarray *a, const uint32_t *ts, size_t n, uint32_t *bad)
+{
+    arrayspec *ahead = xmalloc(sizeof *ahead); /* (a copy: ~3 KB) */
+    *ahead = a->ahead;
+    uint64_t made = a->made;
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++) {
+        /* as arrays_made: the cursor's task moves the cursor, another goes into ahead */
+        if (made < a->spec.count && arrayspec_task(&a->spec, made) == ts[i])
+            made++;
+        else if (!set_add_fits(ahead, ts[i]) || !set_add(ahead, ts[i]))
+            ok = false, *bad = ts[i];
+    }
+    free(ahead);
+    return ok;
+}
+
 void arrays_ready_push(jarray *a, uint32_t t)
 {
     if (!still_to_make(a, t, false))

@@ -183,6 +183,10 @@ int arrays_go_take(jarray *a, uint32_t *t);
 /* Whether t, ahead of the cursor, can be made now out of order: the ranges of ahead with it
  * stay within ARRAYSPEC_MAX_RANGES (otherwise it waits for the cursor, as without corr). */
 bool arrays_ahead_ok(const jarray *a, uint32_t t);
+/* Whether the n tasks ts (none made yet, in a's list's order) can all be made now, one after the
+ * other (arrays_made), each as arrays_ahead_ok allows: true, or false with *bad the first that
+ * could not be. */
+bool arrays_ahead_ok_all(const jarray *a, const uint32_t *ts, size_t n, uint32_t *bad);
 /* A task changed state (the settle step): an ended one frees its room under %N. */
 void arrays_task_changed(job *j);
 /* A task's job's row is being deleted (job_ctl.c, in the delete's transaction): the state it
