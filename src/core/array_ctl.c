@@ -196,8 +196,12 @@ static uint64_t hold_unmade(jarray *a, const uint32_t *ts, int64_t n, uid_t by, 
             break;
         }
         job *j = submit_task(a, t, e);
-        if (!j)
+        if (!j) {
+            char why[sizeof e->msg];
+            snprintf(why, sizeof why, "%s", e->msg);
+            jerr_http(e, e->http ? e->http : 500, "task %u could not be made to be held: %s", t, why);
             break;
+        }
         jerr he = {0};
         if (job_ctl_hold(j, by, &he) < 0) { /* (a task just made waits in the queue: not refused) */
             log_err("array %s: task %u made to be held, but: %s", a->id, t, he.msg);
@@ -259,12 +263,19 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
     if (nunmade)
         *acted += hold_unmade(a, unmade, nunmade, by, &made);
     free(unmade);
-    if (!*acted && made.msg[0]) {
-        *e = made;
-        return -1;
-    }
     if (tasks && *acted) /* (the whole array's is said above) */
         say(a, hold ? JE_HELD : JE_RELEASED, by, tasks, hold ? "held" : "released", *acted);
+    /* one not held: said, even when others were (answered as done, the owner would take a task
+     * named, left to run, for held) */
+    if (made.msg[0]) {
+        if (*acted)
+            jerr_http(e, made.http ? made.http : 500, "array %s: %llu of the tasks named held, not all: %s; those "
+                                                      "after it were not held either",
+                      a->id, (unsigned long long)*acted, made.msg);
+        else
+            *e = made;
+        return -1;
+    }
     if (!*acted && refused.http) {
         *e = refused;
         return -1;
