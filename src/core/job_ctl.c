@@ -279,15 +279,16 @@ static int refuse(job *j, const char *what, const char *only, jerr *e)
 
 bool job_ctl_requeuing(const job *j)
 {
-    return j->state == JS_STOPPING && j->preempting && j->requeue_asked;
+    /* rnx job requeue's stop, or a preemption's: either way it goes back to the queue */
+    return j->state == JS_STOPPING && j->preempting;
 }
 
 int job_ctl_hold(job *j, uid_t by, jerr *e)
 {
-    /* being stopped to go back to the queue (rnx job requeue): it waits HELD once stopped, as
-     * with requeue --hold. Refused, the hold could only be placed between the stop's end and the
-     * scheduler's next pass, which starts it again in the same turn when there is room: a hold
-     * its owner could not win */
+    /* being stopped to go back to the queue (rnx job requeue, a preemption): it waits HELD once
+     * stopped, as with requeue --hold. Refused, the hold could only be placed between the stop's
+     * end and the scheduler's next pass, which starts it again in the same turn when there is
+     * room: a hold its owner could not win */
     if (job_ctl_requeuing(j)) {
         if (j->requeue_hold)
             return jerr_http(e, 409, "job %s is being stopped to be requeued held already", j->id);
@@ -344,6 +345,8 @@ int job_ctl_release(job *j, const caller *who, jerr *e)
                 return -1;
         }
         j->requeue_hold = false;
+        if (!j->requeue_asked)
+            j->stopped_by = -1; /* a preemption's: nobody stopped it (job_requeue resets a requeue's) */
         job_event(j, JE_RELEASED, (int64_t)who->uid, "hold released by uid %u while being stopped to be requeued: "
                                                     "it waits in the queue once stopped", (unsigned)who->uid);
         job_save(j);

@@ -44,8 +44,8 @@ int job_ctl_hold(job *j, uid_t by, jerr *e);
  * only by whom AUTHZ_RELEASE_ADMIN_HOLD allows (403 naming who may); the owner's own hold by the
  * owner too. */
 int job_ctl_release(job *j, const caller *who, jerr *e);
-/* Whether j is being stopped to go back to the queue at its requeue's asking (rnx job requeue;
- * not a preemption): a hold then makes it wait HELD once stopped (job_ctl_hold). */
+/* Whether j is being stopped to go back to the queue (rnx job requeue, or a preemption): a hold
+ * then makes it wait HELD once stopped (job_ctl_hold), a release takes that back. */
 bool job_ctl_requeuing(const job *j);
 /* 0 when who may release j's hold (as job_ctl_release decides), else -1 with the 403 in e. */
 int job_ctl_may_release(const job *j, const caller *who, jerr *e);

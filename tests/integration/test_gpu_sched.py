@@ -353,3 +353,27 @@ def test_per_user_limits(fresh_daemon):
     assert d.wait_status(b, "RUNNING")
     d.rnx("job", "stop", b, check=True)
     d.wait(b)
+
+
+def test_a_hold_during_a_preemptions_stop_holds_the_job_once_stopped(fresh_daemon):
+    """A preemptible job that ignores SIGTERM is being stopped for a higher one (STOPPING, for
+    jobs.stop_grace_s): `rnx job hold` was refused then (409 "is STOPPING"), and could be placed
+    only once it was PREEMPTED. It now makes it wait HELD once stopped (who held it said), not
+    PREEMPTED: the higher job's end no longer starts it; released, it runs again."""
+    d = sim(fresh_daemon, "a100-pcie-4")
+    low = run_id(d, "--gpu=4", "--preemptible", "sh", "-c", "trap '' TERM; while :; do sleep 0.2; done")
+    d.wait_status(low, "RUNNING")
+    high = run_id(d, "--gpu=4", "--priority=10", "sleep", "600")
+    d.wait_status(low, "STOPPING", timeout=30)
+    p = d.rnx("job", "hold", low)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    d.wait_status(high, "RUNNING", timeout=30)
+    j = d.wait_status(low, "HELD", timeout=30)
+    assert j["preemptions"] == 1 and "held by uid 0" in j["wait_reason"], j
+    d.rnx("job", "stop", high, check=True)
+    d.wait(high)
+    time.sleep(1.5)  # a job back in the queue starts within a pass
+    assert d.job(low)["status"] == "HELD"
+    d.rnx("job", "release", low, check=True)
+    d.wait_status(low, "RUNNING", timeout=30)
+    d.rnx("job", "kill", low, check=True)
