@@ -44,7 +44,7 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
         if (!j || job_state_terminal(j->state) || (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
             continue;
         bool waiting = job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
-        if (act == ARRAY_CTL_CANCEL && !waiting) {
+        if (act == ARRAY_CTL_CANCEL && !waiting && !job_ctl_requeuing(j)) { /* (one being requeued would wait) */
             busy++;
             continue;
         }

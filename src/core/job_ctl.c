@@ -128,6 +128,11 @@ int job_ctl_signal(job *j, uid_t by, int sig, bool all, jerr *e)
 
 int job_ctl_cancel(job *j, uid_t by, jerr *e)
 {
+    /* being stopped to go back to the queue (a requeue's, a preemption's stop): it would wait
+     * there once stopped, so the cancel is for it, as Slurm's scancel of a job being requeued;
+     * the stop under way ends it instead */
+    if (job_ctl_requeuing(j))
+        return stop_requeue(j, by);
     if (!job_in_queue(j) && j->state != JS_PENDING && j->state != JS_HELD)
         return jerr_http(e, 409, "job %s is %s; only a pending, scheduled, queued, preempted or held job can be canceled%s",
                          j->id, job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");

@@ -232,3 +232,30 @@ def test_holding_tasks_not_started_yet_splits_them_out_held(fresh_daemon):
     finally:
         for a in (big, held_whole, waits):
             d.rnx("job", "kill", a)
+
+
+def test_a_cancel_during_a_requeues_stop_ends_the_job_and_the_arrays_task(daemon):
+    """`rnx job requeue J` then `rnx job cancel J` (Slurm's scancel of a job being requeued): the
+    cancel was refused (409 "is STOPPING; ... (use stop)") though the job was on its way back to
+    the queue, and for an array `rnx job cancel ARRAY` canceled the tasks waiting and left the one
+    being requeued to go back to the queue and run again. Both now end it there."""
+    d = daemon
+    jid = d.submit(*DEAF)
+    aid = d.rnx("job", "run", "--array=0-2%1", *DEAF, check=True).stdout.strip()
+    try:
+        d.wait_status(jid, "RUNNING")
+        wait_for(lambda: any(t["status"] == "RUNNING" for t in tasks_of(d, aid)), "task 0 running", timeout=60)
+        d.rnx("job", "requeue", jid, f"{aid[:8]}_0", check=True)
+        p = d.rnx("job", "cancel", jid)
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        p = d.rnx("job", "cancel", aid)
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        wait_for(lambda: d.job(jid)["status"] == "STOPPED" and d.job(aid)["status"] not in ("RUNNING", "QUEUED"),
+                 "the job and the array to end", timeout=30)
+        time.sleep(1.5)  # a job put back in the queue starts within a pass
+        t0 = d.job(f"{aid[:8]}_0")
+        assert (d.job(jid)["status"], t0["status"], d.job(aid)["status"]) == ("STOPPED", "STOPPED", "STOPPED"), \
+            (d.job(jid)["status"], t0["status"], d.job(aid)["array"]["counts"])
+    finally:
+        d.rnx("job", "kill", jid)
+        d.rnx("job", "kill", aid)
