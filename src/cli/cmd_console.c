@@ -98,6 +98,9 @@ typedef struct pending {
 
 static pending *pend;
 static size_t npend, max_pending = PENDING_DEFAULT, max_conns = CONNECTIONS_DEFAULT, nchildren;
+/* The console's listening sockets: 127.0.0.1:PORT and [::1]:PORT (console_listen). */
+static int listeners[2];
+static size_t nlisteners;
 
 
 static int random_hex(char *out)
@@ -239,7 +242,7 @@ static void reap(void)
 
 /* The head of p is in (end: where its "\r\n\r\n" starts): check it, then answer, or fork
  * the child that carries it. */
-static void decide(pending *p, char *end, int listener, int sigfd, const sigset_t *mask)
+static void decide(pending *p, char *end, int sigfd, const sigset_t *mask)
 {
     console_verdict v;
     secrets.now_ms = mono_ms();
@@ -282,7 +285,8 @@ static void decide(pending *p, char *end, int listener, int sigfd, const sigset_
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(0);
-        close(listener);
+        for (size_t k = 0; k < nlisteners; k++)
+            close(listeners[k]);
         close(sigfd);
         for (size_t i = 0; i < npend; i++)
             if (&pend[i] != p && pend[i].fd >= 0)
@@ -297,7 +301,7 @@ static void decide(pending *p, char *end, int listener, int sigfd, const sigset_
 }
 
 /* What came in on p. */
-static void readable(pending *p, int listener, int sigfd, const sigset_t *mask)
+static void readable(pending *p, int sigfd, const sigset_t *mask)
 {
     if (p->draining) {
         char sink[16384];
@@ -323,7 +327,7 @@ static void readable(pending *p, int listener, int sigfd, const sigset_t *mask)
     p->buf[p->len] = 0;
     char *end = strstr(p->buf + from, "\r\n\r\n");
     if (end) {
-        decide(p, end, listener, sigfd, mask);
+        decide(p, end, sigfd, mask);
         return;
     }
     if (p->len == HEAD_MAX || memchr(p->buf + from, 0, p->len - from))
@@ -353,7 +357,7 @@ static pending *slot(void)
 }
 
 /* The console's one loop: accepts, reads heads, answers, forks for what passes. */
-static int serve(int l)
+static int serve(void)
 {
     sigset_t chld, old;
     sigemptyset(&chld);
@@ -387,9 +391,9 @@ static int serve(int l)
         nfds_t n = 0;
         pfd[n++] = (struct pollfd){sigfd, POLLIN, 0};
         bool listening = now >= accept_again;
-        if (listening)
-            pfd[n++] = (struct pollfd){l, POLLIN, 0};
-        else if (next < 0 || accept_again < next)
+        for (size_t k = 0; listening && k < nlisteners; k++)
+            pfd[n++] = (struct pollfd){listeners[k], POLLIN, 0};
+        if (!listening && (next < 0 || accept_again < next))
             next = accept_again;
         for (size_t i = 0; i < npend; i++)
             pfd[n++] = (struct pollfd){pend[i].fd, POLLIN, 0};
@@ -405,27 +409,85 @@ static int serve(int l)
             reap();
         }
         /* the waiting connections first, then new ones (which may push the oldest out) */
-        size_t first = listening ? 2 : 1;
+        size_t first = listening ? 1 + nlisteners : 1;
         for (size_t i = 0; i < npend; i++)
             if (pfd[first + i].revents && pend[i].fd >= 0)
-                readable(&pend[i], l, sigfd, &old);
-        if (!listening || !pfd[1].revents)
-            continue;
-        for (size_t k = 0; k < max_pending; k++) {
-            int c = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (c < 0) {
-                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                    accept_again = mono_ms() + 100;
-                else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                    return rnx_fail("accept: %s", strerror(errno));
-                break;
+                readable(&pend[i], sigfd, &old);
+        for (size_t m = 0; listening && m < nlisteners; m++) {
+            if (!pfd[1 + m].revents)
+                continue;
+            for (size_t k = 0; k < max_pending; k++) {
+                int c = accept4(listeners[m], NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (c < 0) {
+                    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                        accept_again = mono_ms() + 100;
+                    else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                        return rnx_fail("accept: %s", strerror(errno));
+                    break;
+                }
+                pending *p = slot();
+                *p = (pending){.fd = c, .since = mono_ms(), .seq = ++accepted, .buf = malloc(HEAD_MAX + 1)};
+                if (!p->buf)
+                    drop(p);
             }
-            pending *p = slot();
-            *p = (pending){.fd = c, .since = mono_ms(), .seq = ++accepted, .buf = malloc(HEAD_MAX + 1)};
-            if (!p->buf)
-                drop(p);
         }
     }
+}
+
+/* One loopback listener of the console on port (0: the kernel's pick): the socket, or -1 with
+ * errno. */
+static int listen_on(int family, uint16_t port)
+{
+    int l = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+    struct sockaddr_in sa4 = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    bool v6 = family == AF_INET6;
+    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        (v6 && setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0) ||
+        bind(l, v6 ? (struct sockaddr *)&sa6 : (struct sockaddr *)&sa4, v6 ? sizeof sa6 : sizeof sa4) < 0 ||
+        listen(l, 128) < 0) {
+        int err = errno;
+        if (l >= 0)
+            close(l);
+        errno = err;
+        return -1;
+    }
+    return l;
+}
+
+/* The console listens on 127.0.0.1:PORT and on [::1]:PORT. Its link's NAME.localhost is
+ * loopback, which browsers try as ::1 first (chromium does): were [::1]:PORT free, any other
+ * local user could listen there and receive the link's token, then the session's cookie and
+ * key with every request, and act as the console's user (root's, an admin's). Where ::1 is
+ * taken on the port the kernel picked, another port is tried; a --port whose ::1 is taken is
+ * refused. Without IPv6 on loopback nobody can listen on ::1 either: 127.0.0.1 alone. RNX_OK and
+ * *out the port, or rnx_fail's code, said. */
+static int console_listen(uint64_t asked, int *out)
+{
+    for (int tries = 0; tries < 32; tries++) {
+        int l4 = listen_on(AF_INET, (uint16_t)asked);
+        struct sockaddr_in sa = {0};
+        socklen_t sl = sizeof sa;
+        if (l4 < 0 || getsockname(l4, (struct sockaddr *)&sa, &sl) < 0)
+            return rnx_fail("cannot listen on 127.0.0.1:%llu: %s", (unsigned long long)asked, strerror(errno));
+        uint16_t port = ntohs(sa.sin_port);
+        int l6 = listen_on(AF_INET6, port);
+        if (l6 >= 0 || errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL) {
+            listeners[nlisteners++] = l4;
+            if (l6 >= 0)
+                listeners[nlisteners++] = l6;
+            *out = port;
+            return RNX_OK;
+        }
+        int err = errno;
+        close(l4);
+        if (err != EADDRINUSE || asked)
+            return rnx_fail("cannot listen on [::1]:%u: %s%s", (unsigned)port, strerror(err),
+                            err == EADDRINUSE ? " (another process holds it: browsers would go there first, "
+                                                "with the console's link; give another --port)"
+                                              : "");
+    }
+    return rnx_fail("cannot find a port free on both 127.0.0.1 and [::1]");
 }
 
 /* --max-pending, --max-connections: 1 to FLAG_MAX. */
@@ -497,26 +559,20 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
     if (random_hex(label) < 0)
         return rnx_fail("cannot make the console's name: %s", strerror(errno));
     snprintf(secrets.name, sizeof secrets.name, "%.*s%s", CONSOLE_NAME_HEX, label, CONSOLE_NAME_SUFFIX);
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int one = 1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof sa;
-    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 128) < 0 ||
-        getsockname(l, (struct sockaddr *)&sa, &sl) < 0)
-        return rnx_fail("cannot listen on 127.0.0.1:%llu: %s", (unsigned long long)port, strerror(errno));
+    int lport = 0;
+    if ((rc = console_listen(port, &lport)) != RNX_OK)
+        return rc;
     /* "joblet_console_PORT": browsers share cookies between the ports of a host, so two consoles
      * (two users, two daemons) in one browser each keep their own */
-    snprintf(secrets.cookie, sizeof secrets.cookie, "joblet_console_%u", (unsigned)ntohs(sa.sin_port));
+    snprintf(secrets.cookie, sizeof secrets.cookie, "joblet_console_%u", (unsigned)lport);
     signal(SIGPIPE, SIG_IGN);
     if (ctx->target.socket)
         printf("joblet console (as uid %u): http://%s:%u/?token=%s\n", (unsigned)getuid(), secrets.name,
-               (unsigned)ntohs(sa.sin_port), secrets.token);
+               (unsigned)lport, secrets.token);
     else
         print_textf(stdout, "joblet console (%s, as its certificate's user): http://%s:%u/?token=%s\n",
-                    client_where(daemon_client), secrets.name, (unsigned)ntohs(sa.sin_port), secrets.token);
+                    client_where(daemon_client), secrets.name, (unsigned)lport, secrets.token);
     printf("The link works once, in one browser tab, which then holds the session. Ctrl-C stops the console.\n");
     fflush(stdout);
-    return serve(l);
+    return serve();
 }

@@ -124,7 +124,9 @@ def test_the_proxy_listens_on_loopback_only(daemon):
     try:
         out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True).stdout
         mine = [l for l in out.splitlines() if f":{con.port} " in l]
-        assert mine and all("127.0.0.1:" in l for l in mine), mine
+        # 127.0.0.1 and [::1] (where browsers go first for NAME.localhost: test_hostile_console)
+        assert mine and all("127.0.0.1:" in l or "[::1]:" in l for l in mine), mine
+        assert any("[::1]:" in l for l in mine), mine
     finally:
         con.stop()
 

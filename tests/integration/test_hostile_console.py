@@ -418,3 +418,54 @@ def test_other_users_connections_leave_the_daemon_its_descriptors(fresh_daemon):
     assert "at most 128 connections at once" in d.log()
     st, j = d.api("GET", f"/v1/jobs/{job['id']}")
     assert j["status"] == "COMPLETED" and j["exit_code"] == 0
+
+
+# as MALLORY: listen on [::1]:PORT (argv[1]; 0: the kernel's pick), print the port, or why not
+HOLD6 = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+try:
+    s.bind(("::1", int(sys.argv[1]))); s.listen()
+except OSError as e:
+    print("refused:", e, flush=True); sys.exit(0)
+print(s.getsockname()[1], flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_another_user_cannot_listen_on_the_consoles_port_on_ipv6_loopback(daemon, own_net):
+    """The console's link is NAME.localhost:PORT, which chromium tries at [::1] first. The console
+    listened on 127.0.0.1 only: Mallory listening on [::1]:PORT (free to any user) received the
+    link's token as the browser opened it, and every later request's cookie and key, and acted
+    as the console's user (root's console: root's jobs, the GPUs' drain). The console now holds
+    [::1]:PORT too: her listener is refused there, [::1]:PORT answers as the console; a --port
+    whose [::1] she holds first is refused (a port the kernel picks is taken again elsewhere)."""
+    con = Console(daemon, uid=UID, prefix=own_net.inside)
+    mallory = [*own_net.inside, "setpriv", f"--reuid={MALLORY}", f"--regid={MALLORY}", "--clear-groups",
+               "/usr/bin/python3", "-c", HOLD6]
+    try:
+        p = subprocess.run([*mallory, str(con.port), "0"], capture_output=True, text=True, timeout=60)
+        assert p.stdout.startswith("refused:"), f"Mallory listens on [::1]:{con.port}: {p.stdout} {p.stderr}"
+        # [::1]:PORT is the console's: the sign-in works there as on 127.0.0.1
+        probe = ("import http.client,sys\n"
+                 "c=http.client.HTTPConnection('::1',%d,timeout=10)\n"
+                 "c.request('GET','/?token=%s',headers={'Host': %r}); print(c.getresponse().status)\n"
+                 ) % (con.port, con.token, con.netloc)
+        p = subprocess.run([*own_net.inside, "/usr/bin/python3", "-c", probe], capture_output=True, text=True,
+                           timeout=60)
+        assert p.stdout.strip() == "303", (p.stdout, p.stderr)
+    finally:
+        con.stop()
+    # Mallory holds [::1]:P first: rnx console --port=P does not start
+    holder = subprocess.Popen([*mallory, "0", "60"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(holder.stdout.readline())
+        from conftest import BUILD
+        p = subprocess.run([*own_net.inside, os.path.join(BUILD, "rnx"), "--socket", daemon.sock, "console",
+                            f"--port={port}"], capture_output=True, text=True, timeout=60)
+        assert p.returncode != 0 and f"cannot listen on [::1]:{port}" in p.stderr and "another process holds it" \
+            in p.stderr, (p.returncode, p.stdout, p.stderr)
+    finally:
+        holder.kill()
+        holder.wait()
