@@ -1,5 +1,5 @@
-/* "rnx console": a browser cannot speak to a unix socket, so rnx listens on 127.0.0.1:PORT as
- * the calling user and carries the browser's requests to joblet's socket. The daemon sees this
+/* "rnx console": a browser cannot speak to a unix socket, so rnx listens on 127.0.0.1:PORT (and
+ * [::1]:PORT: console_listen) as the calling user and carries the browser's requests to joblet's socket. The daemon sees this
  * user (SO_PEERCRED), exactly as for any other rnx command. With a node (--node, rnx node use)
  * the requests go through a TLS session to the node instead, where rnx's client certificate
  * says who they are from: the same connection every rnx command makes (client_connect).
@@ -62,15 +62,15 @@
 static const char console_help[] =
     "Usage: rnx console [--node NAME] [--port N] [--max-pending N] [--max-connections N]\n"
     "\n"
-    "Serves joblet's web console to a browser on this machine: listens on 127.0.0.1:N (any free\n"
-    "port by default) as you, and carries the browser's requests to joblet's socket, where they\n"
-    "are yours (what you may see and do is what rnx lets you), or with a node (--node, or the\n"
-    "default of 'rnx node use') over TLS to that node, as your client certificate says. Prints\n"
-    "the URL to open: http://NAME.localhost:N/?token=..., NAME random, the only host name the\n"
-    "console answers to (Chromium and Firefox resolve it to loopback themselves; Safari does\n"
-    "not). The token works once: the browser trades it for a session cookie and a key that only\n"
-    "the console's page holds, so other users of this machine (and pages on other ports) cannot\n"
-    "use the port. Runs until interrupted (Ctrl-C).\n"
+    "Serves joblet's web console to a browser on this machine: listens on 127.0.0.1:N and\n"
+    "[::1]:N (any free port by default) as you, and carries the browser's requests to joblet's\n"
+    "socket, where they are yours (what you may see and do is what rnx lets you), or with a node\n"
+    "(--node, or the default of 'rnx node use') over TLS to that node, as your client\n"
+    "certificate says. Prints the URL to open: http://NAME.localhost:N/?token=..., NAME random,\n"
+    "the only host name the console answers to (Chromium and Firefox resolve it to loopback\n"
+    "themselves; Safari does not). The token works once: the browser trades it for a session\n"
+    "cookie and a key that only the console's page holds, so other users of this machine (and\n"
+    "pages on other ports) cannot use the port. Runs until interrupted (Ctrl-C).\n"
     "\n"
     "Flags:\n"
     "  --node NAME           the node to serve the console of (as 'rnx --node NAME console')\n"
