@@ -365,7 +365,7 @@ static int serve(void)
     sigprocmask(SIG_BLOCK, &chld, &old);
     int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     pend = calloc(max_pending, sizeof *pend);
-    struct pollfd *pfd = calloc(max_pending + 2, sizeof *pfd);
+    struct pollfd *pfd = calloc(max_pending + 1 + 2, sizeof *pfd); /* the signals, two listeners, the pending */
     if (sigfd < 0 || !pend || !pfd)
         return rnx_fail("cannot set up the console: %s", strerror(errno));
     int64_t accept_again = 0;     /* out of descriptors: accept again then */
