@@ -299,12 +299,19 @@ static void pending_drop(conn_id *id)
     shutdown(id->fd, SHUT_RDWR);
 }
 
+/* What one source may hold of the pending connections, and of those waiting: an eighth of
+ * remote.max_pending, at least 2. */
+static unsigned src_share(void)
+{
+    return pending.max / PENDING_SRC_SHARE > 2 ? pending.max / PENDING_SRC_SHARE : 2;
+}
+
 static void pending_add(conn_id *id, const struct sockaddr *from)
 {
     unsigned char key[16];
     pending_src_key(from, key);
     pending_src *p = pending_src_get(key);
-    unsigned share = pending.max / PENDING_SRC_SHARE > 2 ? pending.max / PENDING_SRC_SHARE : 2;
+    unsigned share = src_share();
     if (p->n >= share)
         pending_drop(p->head); /* its own oldest makes room */
     else if (pending.n >= pending.max && pending.head)
@@ -371,7 +378,7 @@ static void waiter_admit(struct server *sv, int fd, const struct sockaddr_storag
         waiter_hand(sv, fd, (const struct sockaddr *)sa, alen);
         return;
     }
-    unsigned share = pending.max / PENDING_SRC_SHARE > 2 ? pending.max / PENDING_SRC_SHARE : 2;
+    unsigned share = src_share();
     if (p->nwait >= share)
         waiter_drop(p->w_head, now); /* its own oldest makes room */
     else if (waiting.n >= waiting.max && waiting.head)
